@@ -1,0 +1,395 @@
+"""Incremental, sans-IO framing: feed arbitrary chunks, pull events.
+
+Two framings share one event vocabulary:
+
+* `LengthPrefixedDecoder`: a 4-byte big-endian unsigned length (`struct` format ``!I``) then
+  that many payload bytes (GOLEM). Default cap 64 MiB.
+* `LineDecoder`: one payload per ``\\n``-terminated line (JSON-RPC over NDJSON, Scrybe 0.6).
+  Default cap 16 MiB, counted with the newline as the Scrybe contract counts it.
+
+Invariant that tests pin: the ``raw`` bytes of all events a decoder yields, concatenated in
+order, are exactly the bytes fed to it. Nothing is lost, nothing is re-encoded, so a consumer can
+forward, record or export byte-exact streams from events alone.
+
+The cap is checked as soon as the header (or the line so far) exceeds it, before any payload is
+buffered. Bad input never raises: it becomes a `FrameError` event whose ``recoverable`` flag says
+whether the decoder can find the next frame boundary. By default an oversized frame is skipped
+without buffering (its bytes flow out as `Discarded` events) and decoding resumes after it.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any, Iterator, List, Optional, Union
+
+__all__ = [
+    "DEFAULT_LENGTH_PREFIXED_CAP",
+    "DEFAULT_LINE_CAP",
+    "NEED_DATA",
+    "Discarded",
+    "EndOfStream",
+    "Event",
+    "Frame",
+    "FrameError",
+    "FrameErrorKind",
+    "Framing",
+    "LengthPrefixedDecoder",
+    "LineDecoder",
+    "NeedData",
+    "encode_json",
+    "encode_length_prefixed",
+    "encode_line",
+]
+
+DEFAULT_LENGTH_PREFIXED_CAP = 64 * 1024 * 1024
+DEFAULT_LINE_CAP = 16 * 1024 * 1024
+
+_HEADER = struct.Struct("!I")
+_HEADER_SIZE = _HEADER.size
+# Compact the input buffer once this many consumed bytes sit in front of it; compacting on every
+# frame would make a stream of small frames quadratic in the chunk size.
+_COMPACT_AT = 256 * 1024
+
+
+class Framing(enum.Enum):
+    """How payloads are delimited on a stream."""
+
+    LENGTH_PREFIXED = "length-prefixed"
+    LINE = "line"
+
+
+class FrameErrorKind(enum.Enum):
+    """The closed set of framing-level failures."""
+
+    OVERSIZED = "oversized"
+    """The header (or the line so far) exceeds the cap."""
+    TRUNCATED = "truncated"
+    """The stream ended in the middle of a frame."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One complete frame: ``header + payload + terminator`` are its exact bytes on the wire."""
+
+    payload: bytes
+    header: bytes = b""
+    terminator: bytes = b""
+
+    @property
+    def raw(self) -> bytes:
+        """The frame's exact bytes as they crossed the wire."""
+        return self.header + self.payload + self.terminator
+
+    @property
+    def size(self) -> int:
+        """Number of bytes the frame occupied on the wire."""
+        return len(self.header) + len(self.payload) + len(self.terminator)
+
+
+@dataclass(frozen=True)
+class FrameError:
+    """Bad framing. ``raw`` holds the bytes this event consumed (header and any buffered part)."""
+
+    kind: FrameErrorKind
+    detail: str
+    raw: bytes
+    recoverable: bool
+    declared_length: Optional[int] = None
+
+    @property
+    def size(self) -> int:
+        return len(self.raw)
+
+
+@dataclass(frozen=True)
+class Discarded:
+    """Bytes of an oversized frame, skipped without buffering while resynchronising."""
+
+    raw: bytes
+    final: bool
+    """True for the last piece: the decoder is back at a frame boundary after it."""
+
+    @property
+    def size(self) -> int:
+        return len(self.raw)
+
+
+@dataclass(frozen=True)
+class EndOfStream:
+    """The peer closed the stream at a frame boundary (or after a reported truncation)."""
+
+    raw: bytes = b""
+
+
+class NeedData:
+    """Sentinel type: no event can be produced until more bytes (or EOF) arrive."""
+
+    _instance: Optional[NeedData] = None
+
+    def __new__(cls) -> NeedData:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NEED_DATA"
+
+
+NEED_DATA = NeedData()
+
+Event = Union[Frame, FrameError, Discarded, EndOfStream]
+
+
+def encode_json(obj: Any) -> bytes:
+    """Serialise a message exactly as the GOLEM reference does: compact-ish JSON, UTF-8, no
+    ASCII escaping (``json.dumps(obj, ensure_ascii=False).encode("utf-8")``)."""
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+def encode_length_prefixed(payload: bytes) -> bytes:
+    """Frame a payload with its 4-byte big-endian length header."""
+    return _HEADER.pack(len(payload)) + payload
+
+
+def encode_line(payload: bytes) -> bytes:
+    """Frame a payload as one NDJSON line. The payload must not contain a newline."""
+    if b"\n" in payload:
+        raise ValueError("a line-framed payload cannot contain a newline")
+    return payload + b"\n"
+
+
+class _Decoder:
+    """Shared buffer handling: a bytearray with a read offset, compacted lazily."""
+
+    framing: Framing
+
+    def __init__(self, max_payload: int, skip_oversized: bool) -> None:
+        if max_payload < 0:
+            raise ValueError("max_payload must be >= 0")
+        self.max_payload = max_payload
+        self.skip_oversized = skip_oversized
+        self._buf = bytearray()
+        self._pos = 0
+        self._eof = False
+        self._done = False
+        self._skip_remaining = 0  # bytes of an oversized frame still to discard
+        self._skip_to_newline = False
+        self.bytes_received = 0
+        self.frames_decoded = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned in an event."""
+        return len(self._buf) - self._pos
+
+    @property
+    def closed(self) -> bool:
+        """True once the decoder has reported EOF or a fatal error and takes no more data."""
+        return self._done
+
+    def receive_data(self, data: bytes) -> None:
+        """Feed the next chunk of the stream. Raises RuntimeError after EOF was fed."""
+        if self._eof:
+            raise RuntimeError("receive_data() after receive_eof()")
+        if data:
+            self.bytes_received += len(data)
+            if self._done:
+                return  # a fatal error stopped decoding; the caller forwards bytes anyway
+            self._buf += data
+
+    def receive_eof(self) -> None:
+        """Tell the decoder the stream has ended."""
+        self._eof = True
+
+    def _take(self, n: int) -> bytes:
+        end = self._pos + n
+        chunk = bytes(self._buf[self._pos : end])
+        self._pos = end
+        if self._pos >= _COMPACT_AT and self._pos * 2 >= len(self._buf):
+            del self._buf[: self._pos]
+            self._pos = 0
+        return chunk
+
+    def _take_all(self) -> bytes:
+        chunk = bytes(self._buf[self._pos :])
+        self._buf = bytearray()
+        self._pos = 0
+        return chunk
+
+    def _at_eof(self) -> Union[Event, NeedData]:
+        if not self._eof:
+            return NEED_DATA
+        self._done = True
+        if self.buffered:
+            raw = self._take_all()
+            return FrameError(
+                FrameErrorKind.TRUNCATED,
+                f"stream ended {len(raw)} bytes into a frame",
+                raw,
+                recoverable=False,
+            )
+        return EndOfStream()
+
+    def _discard(self) -> Union[Discarded, NeedData, None]:
+        """Discard bytes of an oversized length-prefixed frame; None when not skipping."""
+        if not self._skip_remaining:
+            return None
+        available = self.buffered
+        if not available:
+            return NEED_DATA
+        n = min(available, self._skip_remaining)
+        self._skip_remaining -= n
+        return Discarded(self._take(n), final=self._skip_remaining == 0)
+
+    def next_event(self) -> Union[Event, NeedData]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def events(self) -> Iterator[Event]:
+        """Yield every event available now; stops at NEED_DATA (or after the final event)."""
+        while True:
+            event = self.next_event()
+            if event is NEED_DATA:
+                return
+            assert not isinstance(event, NeedData)
+            yield event
+            if isinstance(event, EndOfStream):
+                return
+
+    def feed(self, data: bytes) -> List[Event]:
+        """Convenience: receive ``data`` and return the events now available."""
+        self.receive_data(data)
+        return list(self.events())
+
+
+class LengthPrefixedDecoder(_Decoder):
+    """Decoder for ``!I``-length-prefixed frames (GOLEM)."""
+
+    framing = Framing.LENGTH_PREFIXED
+
+    def __init__(
+        self, max_payload: int = DEFAULT_LENGTH_PREFIXED_CAP, *, skip_oversized: bool = True
+    ) -> None:
+        super().__init__(max_payload, skip_oversized)
+
+    def next_event(self) -> Union[Event, NeedData]:
+        """Return the next event, or NEED_DATA. Never raises on bad input."""
+        if self._done:
+            return NEED_DATA
+        skipped = self._discard()
+        if skipped is not None:
+            if skipped is NEED_DATA and self._eof:
+                self._done = True
+                return FrameError(
+                    FrameErrorKind.TRUNCATED,
+                    f"stream ended {self._skip_remaining} bytes before the end of a skipped frame",
+                    b"",
+                    recoverable=False,
+                )
+            return skipped
+        buf = self._buf
+        pos = self._pos
+        available = len(buf) - pos
+        if available < _HEADER_SIZE:
+            return self._at_eof()
+        (length,) = _HEADER.unpack_from(buf, pos)
+        if length > self.max_payload:
+            header = self._take(_HEADER_SIZE)
+            detail = f"header declares {length} bytes, over the {self.max_payload}-byte cap"
+            if self.skip_oversized:
+                self._skip_remaining = length
+                return FrameError(FrameErrorKind.OVERSIZED, detail, header, True, length)
+            self._done = True
+            rest = self._take_all()
+            return FrameError(FrameErrorKind.OVERSIZED, detail, header + rest, False, length)
+        end = pos + _HEADER_SIZE + length
+        if len(buf) < end:
+            return self._at_eof()
+        header = bytes(buf[pos : pos + _HEADER_SIZE])
+        payload = bytes(buf[pos + _HEADER_SIZE : end])
+        self._pos = end
+        if end >= _COMPACT_AT and end * 2 >= len(buf):
+            del buf[:end]
+            self._pos = 0
+        self.frames_decoded += 1
+        return Frame(payload, header)
+
+
+class LineDecoder(_Decoder):
+    """Decoder for newline-delimited frames (NDJSON, Scrybe 0.6).
+
+    The cap counts the trailing newline, as the Scrybe client does: a line of ``max_line``
+    bytes including its ``\\n`` is accepted, one byte more is `OVERSIZED`.
+    """
+
+    framing = Framing.LINE
+
+    def __init__(self, max_line: int = DEFAULT_LINE_CAP, *, skip_oversized: bool = True) -> None:
+        super().__init__(max_line, skip_oversized)
+        self._scanned = 0  # bytes after _pos already known to hold no newline
+
+    def next_event(self) -> Union[Event, NeedData]:
+        """Return the next event, or NEED_DATA. Never raises on bad input."""
+        if self._done:
+            return NEED_DATA
+        if self._skip_to_newline:
+            return self._skip_line()
+        buf = self._buf
+        pos = self._pos
+        newline = buf.find(b"\n", pos + self._scanned)
+        if newline < 0:
+            pending = len(buf) - pos
+            if pending >= self.max_payload:
+                # Even a newline in the next byte would make the line one byte too long.
+                return self._oversized(pending)
+            self._scanned = pending
+            return self._at_eof()
+        line_size = newline + 1 - pos
+        self._scanned = 0
+        if line_size > self.max_payload:
+            return self._oversized(line_size)
+        payload = bytes(buf[pos:newline])
+        self._pos = newline + 1
+        if self._pos >= _COMPACT_AT and self._pos * 2 >= len(buf):
+            del buf[: self._pos]
+            self._pos = 0
+        self.frames_decoded += 1
+        return Frame(payload, b"", b"\n")
+
+    def _oversized(self, seen: int) -> FrameError:
+        detail = f"line exceeds the {self.max_payload}-byte cap ({seen} bytes without a newline)"
+        self._scanned = 0
+        if self.skip_oversized:
+            # Report the first cap's worth of bytes, then discard up to the next newline.
+            raw = self._take(min(seen, self.max_payload))
+            self._skip_to_newline = True
+            return FrameError(FrameErrorKind.OVERSIZED, detail, raw, True)
+        self._done = True
+        return FrameError(FrameErrorKind.OVERSIZED, detail, self._take_all(), False)
+
+    def _skip_line(self) -> Union[Event, NeedData]:
+        buf = self._buf
+        newline = buf.find(b"\n", self._pos)
+        if newline < 0:
+            if self.buffered:
+                return Discarded(self._take_all(), final=False)
+            if self._eof:
+                self._done = True
+                return EndOfStream()
+            return NEED_DATA
+        self._skip_to_newline = False
+        return Discarded(self._take(newline + 1 - self._pos), final=True)
+
+
+def decoder_for(framing: Framing, cap: Optional[int] = None, *, skip_oversized: bool = True) -> _Decoder:
+    """Return a fresh decoder for ``framing`` with ``cap`` (or that framing's default cap)."""
+    if framing is Framing.LENGTH_PREFIXED:
+        return LengthPrefixedDecoder(
+            DEFAULT_LENGTH_PREFIXED_CAP if cap is None else cap, skip_oversized=skip_oversized
+        )
+    return LineDecoder(DEFAULT_LINE_CAP if cap is None else cap, skip_oversized=skip_oversized)
+
+
+Decoder = _Decoder

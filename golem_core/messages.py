@@ -1,0 +1,153 @@
+"""The message model: a frame's payload becomes a Request, a Response, an ErrorResponse or a
+Malformed message of one documented kind.
+
+Envelope rules differ per protocol, so the profiles (`golem_core.profiles`) decide which of
+these a decoded object is; this module holds the shared types, the closed taxonomy of malformed
+kinds and the first, protocol-independent steps (UTF-8, then JSON, then "is it an object").
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple, Union
+
+__all__ = [
+    "ABSENT",
+    "ErrorResponse",
+    "Malformed",
+    "MalformedKind",
+    "Message",
+    "Request",
+    "Response",
+    "Role",
+    "RpcError",
+    "decode_json",
+    "is_json_int",
+]
+
+
+class Role(enum.Enum):
+    """Which side of an exchange a message is expected to be."""
+
+    REQUEST = "request"
+    RESPONSE = "response"
+
+
+class MalformedKind(enum.Enum):
+    """Every way a payload can fail to be a valid message. Closed: profiles map each to their own
+    outcome names (the Scrybe contract's, for instance) and `docs/wire-contract.md` pins them."""
+
+    INVALID_UTF8 = "invalid-utf8"
+    INVALID_JSON = "invalid-json"
+    NOT_AN_OBJECT = "not-an-object"
+    WRONG_VERSION = "wrong-version"
+    MISSING_ID = "missing-id"
+    INVALID_ID = "invalid-id"
+    MISSING_METHOD = "missing-method"
+    INVALID_METHOD = "invalid-method"
+    INVALID_PARAMS = "invalid-params"
+    BOTH_RESULT_AND_ERROR = "both-result-and-error"
+    NEITHER_RESULT_NOR_ERROR = "neither-result-nor-error"
+    INVALID_ERROR_OBJECT = "invalid-error-object"
+
+
+class _Absent:
+    """Marks a member that is not present at all (as opposed to present and null)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+ABSENT: Any = _Absent()
+
+JsonId = Union[str, int, None]
+
+
+@dataclass(frozen=True)
+class RpcError:
+    """A well-formed error object: ``code`` is an int (JSON-RPC) or a GOLEM domain string.
+    ``details`` is GOLEM's optional member, ``data`` JSON-RPC's; both ABSENT when missing."""
+
+    code: Union[int, str]
+    message: str
+    details: Any = ABSENT
+    data: Any = ABSENT
+
+
+@dataclass(frozen=True)
+class Request:
+    """A call. ``params`` is exactly what was on the wire (ABSENT when the member is missing)."""
+
+    id: JsonId
+    method: str
+    params: Any
+    obj: Dict[str, Any]
+
+    role = Role.REQUEST
+
+
+@dataclass(frozen=True)
+class Response:
+    """A successful reply."""
+
+    id: JsonId
+    result: Any
+    obj: Dict[str, Any]
+
+    role = Role.RESPONSE
+
+
+@dataclass(frozen=True)
+class ErrorResponse:
+    """A reply carrying a well-formed error object."""
+
+    id: JsonId
+    error: RpcError
+    obj: Dict[str, Any]
+
+    role = Role.RESPONSE
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A payload that is not a valid message. ``obj`` is the decoded JSON when there was any,
+    ``id`` the best-effort id (for pairing a reply to it), ``role`` what it was expected to be."""
+
+    kind: MalformedKind
+    detail: str
+    obj: Any
+    id: JsonId
+    role: Optional[Role]
+
+
+Message = Union[Request, Response, ErrorResponse, Malformed]
+
+
+def is_json_int(value: Any) -> bool:
+    """True for a JSON integer (Python int, but not bool)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def decode_json(payload: bytes) -> Tuple[Any, Optional[Malformed]]:
+    """Decode a payload as the GOLEM reference does (``payload.decode("utf-8")`` then
+    ``json.loads``). Returns ``(obj, None)`` or ``(None, Malformed)`` for invalid UTF-8 or JSON.
+
+    Decoding through ``str`` matters: ``json.loads(bytes)`` would guess UTF-16/32 encodings.
+    """
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, Malformed(
+            MalformedKind.INVALID_UTF8, f"invalid UTF-8 at byte {exc.start}", None, None, None
+        )
+    try:
+        return json.loads(text), None
+    except ValueError as exc:  # JSONDecodeError, and RecursionError-free ValueErrors
+        return None, Malformed(MalformedKind.INVALID_JSON, str(exc), None, None, None)
+    except RecursionError:
+        return None, Malformed(MalformedKind.INVALID_JSON, "nesting too deep", None, None, None)

@@ -1,0 +1,205 @@
+"""What a protocol profile is: framing + envelope rules + error-code registry + id correlation.
+
+Everything protocol-specific in golem-proxy goes through a `Profile`; the relay, recorder,
+replay server and TUI only ever call these methods.
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+from dataclasses import replace
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..contract import Violation
+from ..framing import Decoder, Frame, FrameError, FrameErrorKind, Framing, decoder_for
+from ..messages import (
+    ErrorResponse,
+    Malformed,
+    MalformedKind,
+    Message,
+    Request,
+    Response,
+    Role,
+    decode_json,
+    is_json_int,
+)
+from ..registry import Registry
+
+__all__ = ["Profile", "path_of"]
+
+_SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def path_of(*parts: Any) -> str:
+    """JSON path for display: ``path_of("params", "guids", 0)`` → ``$.params.guids[0]``."""
+    out = "$"
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _SIMPLE_KEY.match(part):
+            out += f".{part}"
+        else:
+            out += f"[{part!r}]"
+    return out
+
+
+class Profile(abc.ABC):
+    """A protocol profile. Stateless and immutable: one instance serves every connection."""
+
+    name: str
+    framing: Framing
+    default_cap: int
+    registry: Registry
+
+    # -- framing -----------------------------------------------------------------------------
+    def new_decoder(self, cap: Optional[int] = None, *, skip_oversized: bool = True) -> Decoder:
+        """A fresh incremental decoder for one direction of one connection."""
+        return decoder_for(
+            self.framing, self.default_cap if cap is None else cap, skip_oversized=skip_oversized
+        )
+
+    @abc.abstractmethod
+    def frame_payload(self, payload: bytes) -> bytes:
+        """Wrap an encoded payload in this profile's framing."""
+
+    @abc.abstractmethod
+    def encode_payload(self, obj: Any) -> bytes:
+        """Serialise a message object the way this protocol's reference peers do."""
+
+    def encode(self, obj: Any) -> bytes:
+        """Serialise and frame a message object: the exact bytes to put on the wire."""
+        return self.frame_payload(self.encode_payload(obj))
+
+    def canonical_frame(self, obj: Any) -> bytes:
+        """The frame a reference peer would send for ``obj`` (recordings store raw bytes only
+        when the wire differs from this)."""
+        return self.encode(obj)
+
+    # -- messages ----------------------------------------------------------------------------
+    def parse(self, payload: bytes, role: Optional[Role]) -> Message:
+        """Type a payload. ``role`` is what the direction implies; None guesses from the
+        members (``method`` → request). Never raises."""
+        obj, bad = decode_json(payload)
+        if bad is not None:
+            return replace(bad, role=role)
+        if role is None:
+            role = Role.REQUEST if isinstance(obj, dict) and "method" in obj else Role.RESPONSE
+        if role is Role.REQUEST:
+            return self.parse_request(obj)
+        return self.parse_response(obj)
+
+    def parse_frame(self, frame: Frame, role: Optional[Role]) -> Message:
+        return self.parse(frame.payload, role)
+
+    @abc.abstractmethod
+    def parse_request(self, obj: Any) -> Message:
+        """Type a decoded JSON value expected to be a request."""
+
+    @abc.abstractmethod
+    def parse_response(self, obj: Any) -> Message:
+        """Type a decoded JSON value expected to be a response."""
+
+    # -- contract ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def check_message(self, message: Message, payload: bytes = b"") -> List[Violation]:
+        """Violations of the per-message rules (the envelope is already typed in ``message``)."""
+
+    @abc.abstractmethod
+    def check_exchange(self, request: Message, response: Message) -> List[Violation]:
+        """Violations that need both sides: the id echoed, the code set for the method, …"""
+
+    @abc.abstractmethod
+    def frame_violation(self, error: FrameError) -> Violation:
+        """The violation a framing error stands for."""
+
+    @abc.abstractmethod
+    def malformed_outcome(self, kind: MalformedKind) -> str:
+        """This protocol's own name for a malformed kind."""
+
+    def frame_error_outcome(self, kind: FrameErrorKind) -> str:
+        return {FrameErrorKind.OVERSIZED: "FrameTooLarge", FrameErrorKind.TRUNCATED: "Truncated"}[
+            kind
+        ]
+
+    # -- correlation and replies -------------------------------------------------------------
+    def correlation_key(self, message: Message) -> Optional[Any]:
+        """A hashable key pairing a response with its request, or None when the message
+        carries no usable id. ``1`` and ``"1"`` are different keys, as on the wire."""
+        ident = message.id
+        if ident is None or isinstance(ident, bool):
+            return None
+        if isinstance(ident, (str, int)):
+            return (type(ident).__name__, ident)
+        return None
+
+    @abc.abstractmethod
+    def success(self, request_id: Any, result: Any) -> Dict[str, Any]:
+        """A success envelope for ``request_id``."""
+
+    @abc.abstractmethod
+    def error(
+        self, request_id: Any, code: Any, message: str, details: Any = None
+    ) -> Dict[str, Any]:
+        """An error envelope for ``request_id``."""
+
+    @abc.abstractmethod
+    def method_not_found(self, request_id: Any, method: str) -> Dict[str, Any]:
+        """The envelope a real server of this protocol sends for an unknown method."""
+
+    @abc.abstractmethod
+    def unparseable_request(self, request: Malformed) -> Optional[Dict[str, Any]]:
+        """What a real server answers to a request it could not parse (None: it closes)."""
+
+    def with_id(self, response_obj: Dict[str, Any], request_id: Any) -> Dict[str, Any]:
+        """A copy of a recorded response object carrying a live request's id."""
+        out = dict(response_obj)
+        out["id"] = request_id
+        return out
+
+    def describe(self, message: Message) -> str:
+        """A short status for logs and tables: ``ok``, the error code's name, or the
+        malformed kind."""
+        if isinstance(message, Response):
+            return "ok"
+        if isinstance(message, ErrorResponse):
+            return self.registry.name_of(message.error.code)
+        if isinstance(message, Malformed):
+            return f"malformed:{message.kind.value}"
+        return "request"
+
+    def method_of(self, message: Message) -> Optional[str]:
+        if isinstance(message, Request):
+            return message.method
+        if isinstance(message, Malformed) and isinstance(message.obj, dict):
+            method = message.obj.get("method")
+            return method if isinstance(method, str) else None
+        return None
+
+    def ids_equal(self, a: Any, b: Any) -> bool:
+        return type(a) is type(b) and a == b
+
+
+def unknown_members(obj: Dict[str, Any], allowed: Sequence[str]) -> List[str]:
+    return [key for key in obj if key not in allowed]
+
+
+def id_is_valid(value: Any) -> bool:
+    return isinstance(value, str) or is_json_int(value)
+
+
+def json_type_name(value: Any) -> str:
+    """How a JSON value's type reads in a message: ``null``, ``a number``, ``an object``, …"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -1,0 +1,362 @@
+"""The `golem` profile: GOLEM-3DMCP's length-prefixed JSON link (spec: golem-tcp-protocol.md)."""
+
+from __future__ import annotations
+
+import re
+import traceback
+from typing import Any, Dict, List, Optional
+
+from ..contract import Severity, Violation, rule, violation
+from ..framing import (
+    DEFAULT_LENGTH_PREFIXED_CAP,
+    FrameError,
+    FrameErrorKind,
+    Framing,
+    encode_json,
+    encode_length_prefixed,
+)
+from ..messages import (
+    ABSENT,
+    ErrorResponse,
+    Malformed,
+    MalformedKind,
+    Message,
+    Request,
+    Response,
+    Role,
+    RpcError,
+    is_json_int,
+)
+from ..registry import GOLEM_REGISTRY
+from .base import Profile, id_is_valid, path_of
+from .base import json_type_name as _type_name
+
+__all__ = ["GolemProfile", "INTERNAL_ERROR_CODE", "METHOD_NOT_FOUND_CODE"]
+
+METHOD_NOT_FOUND_CODE = -32601
+INTERNAL_ERROR_CODE = -32603
+
+_SPEC = "golem-tcp-protocol.md"
+R_OVERSIZED = rule(
+    "golem.frame.oversized",
+    Severity.ERROR,
+    "The header declares more than 64 MiB; both reference sides reject it with ValueError.",
+    f"{_SPEC} § Wire Format",
+)
+R_TRUNCATED = rule(
+    "golem.frame.truncated",
+    Severity.ERROR,
+    "The stream ended inside a frame (the reference reader raises ConnectionError).",
+    f"{_SPEC} § Wire Format",
+)
+R_MALFORMED = rule(
+    "golem.message.malformed",
+    Severity.ERROR,
+    "The payload is not a valid request or response envelope.",
+    f"{_SPEC} § Message Format",
+)
+R_PARAMS_OBJECT = rule(
+    "golem.request.params-object",
+    Severity.WARNING,
+    "`params` should be an object; when absent or not an object the plugin treats it as {}.",
+    f"{_SPEC} § Request",
+)
+R_EXPLICIT_NULL_ERROR = rule(
+    "golem.response.explicit-null-error",
+    Severity.ERROR,
+    "A success response must carry `\"error\": null` explicitly.",
+    f"{_SPEC} § Wire Compatibility Notes (null values)",
+)
+R_EXPLICIT_NULL_RESULT = rule(
+    "golem.response.explicit-null-result",
+    Severity.ERROR,
+    "An error response must carry `\"result\": null` explicitly.",
+    f"{_SPEC} § Wire Compatibility Notes (null values)",
+)
+R_RESULT_OBJECT = rule(
+    "golem.response.result-object",
+    Severity.WARNING,
+    "A success `result` is the handler's return value as an object (at minimum {}).",
+    f"{_SPEC} § Response — Success",
+)
+R_UNKNOWN_CODE = rule(
+    "golem.error.unknown-code",
+    Severity.ERROR,
+    "Error codes are -32601/-32603/-32000 or a GOLEM domain code string.",
+    f"{_SPEC} § Error Codes",
+)
+R_OK_CODE = rule(
+    "golem.error.ok-code",
+    Severity.ERROR,
+    "`OK` is a success code and is never used in an error response.",
+    f"{_SPEC} § GOLEM Domain Codes",
+)
+R_DETAILS_OBJECT = rule(
+    "golem.error.details-object",
+    Severity.WARNING,
+    "The optional `details` of a domain error is an object.",
+    f"{_SPEC} § GOLEM Domain Codes",
+)
+R_UNKNOWN_MEMBER = rule(
+    "golem.envelope.unknown-member",
+    Severity.WARNING,
+    "Envelopes have only id/method/params (request) or id/result/error (response).",
+    f"{_SPEC} § Message Format",
+)
+R_ASCII_ESCAPED = rule(
+    "golem.encoding.ascii-escaped",
+    Severity.WARNING,
+    "Non-ASCII text is sent as UTF-8 (`ensure_ascii=False`), not as \\u escapes.",
+    f"{_SPEC} § Wire Compatibility Notes (JSON encoding)",
+)
+R_ID_ECHOED = rule(
+    "golem.exchange.id-echoed",
+    Severity.ERROR,
+    "The response echoes the request's id (same value and type).",
+    f"{_SPEC} § Response",
+)
+R_NULL_ID = rule(
+    "golem.exchange.null-id",
+    Severity.ERROR,
+    "A null response id is only for requests that could not be parsed.",
+    f"{_SPEC} § Response — Error",
+)
+
+_REQUEST_MEMBERS = ("id", "method", "params")
+_RESPONSE_MEMBERS = ("id", "result", "error")
+# A \u escape of a code point >= 0x80 (an escaped backslash before it is rare enough to ignore).
+_NON_ASCII_ESCAPE = re.compile(
+    rb"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})"
+)
+
+
+class GolemProfile(Profile):
+    """GOLEM-3DMCP: ``!I`` length prefix, JSON objects, string-or-int ids, mixed code sets."""
+
+    name = "golem"
+    framing = Framing.LENGTH_PREFIXED
+    default_cap = DEFAULT_LENGTH_PREFIXED_CAP
+    registry = GOLEM_REGISTRY
+
+    def frame_payload(self, payload: bytes) -> bytes:
+        return encode_length_prefixed(payload)
+
+    def encode_payload(self, obj: Any) -> bytes:
+        return encode_json(obj)
+
+    # -- parsing -----------------------------------------------------------------------------
+    def parse_request(self, obj: Any) -> Message:
+        if not isinstance(obj, dict):
+            return _bad(MalformedKind.NOT_AN_OBJECT, "request is not a JSON object", obj, Role.REQUEST)
+        ident = obj.get("id", ABSENT)
+        if ident is ABSENT:
+            return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, Role.REQUEST)
+        if not id_is_valid(ident):
+            return _bad(
+                MalformedKind.INVALID_ID,
+                f"request `id` is {_type_name(ident)}, not a string or integer",
+                obj,
+                Role.REQUEST,
+            )
+        method = obj.get("method", ABSENT)
+        if method is ABSENT:
+            return _bad(MalformedKind.MISSING_METHOD, "request has no `method`", obj, Role.REQUEST)
+        if not isinstance(method, str):
+            return _bad(
+                MalformedKind.INVALID_METHOD,
+                f"`method` is {_type_name(method)}, not a string",
+                obj,
+                Role.REQUEST,
+            )
+        return Request(ident, method, obj.get("params", ABSENT), obj)
+
+    def parse_response(self, obj: Any) -> Message:
+        if not isinstance(obj, dict):
+            return _bad(
+                MalformedKind.NOT_AN_OBJECT, "response is not a JSON object", obj, Role.RESPONSE
+            )
+        ident = obj.get("id", ABSENT)
+        if ident is ABSENT:
+            return _bad(MalformedKind.MISSING_ID, "response has no `id`", obj, Role.RESPONSE)
+        if ident is not None and not id_is_valid(ident):
+            return _bad(
+                MalformedKind.INVALID_ID,
+                f"response `id` is {_type_name(ident)}, not a string, integer or null",
+                obj,
+                Role.RESPONSE,
+            )
+        result = obj.get("result")
+        error = obj.get("error")
+        if result is not None and error is not None:
+            return _bad(
+                MalformedKind.BOTH_RESULT_AND_ERROR,
+                "both `result` and `error` are non-null",
+                obj,
+                Role.RESPONSE,
+            )
+        if error is None:
+            if result is None:
+                return _bad(
+                    MalformedKind.NEITHER_RESULT_NOR_ERROR,
+                    "neither `result` nor `error` is non-null",
+                    obj,
+                    Role.RESPONSE,
+                )
+            return Response(ident, result, obj)
+        parsed = _parse_error_object(error)
+        if isinstance(parsed, str):
+            return _bad(MalformedKind.INVALID_ERROR_OBJECT, parsed, obj, Role.RESPONSE)
+        return ErrorResponse(ident, parsed, obj)
+
+    # -- contract ----------------------------------------------------------------------------
+    def check_message(self, message: Message, payload: bytes = b"") -> List[Violation]:
+        found: List[Violation] = []
+        if isinstance(message, Malformed):
+            found.append(
+                violation(R_MALFORMED, message.detail, outcome=self.malformed_outcome(message.kind))
+            )
+        elif isinstance(message, Request):
+            params = message.params
+            if params is ABSENT:
+                found.append(violation(R_PARAMS_OBJECT, "`params` is missing", "$.params"))
+            elif not isinstance(params, dict):
+                found.append(
+                    violation(
+                        R_PARAMS_OBJECT, f"`params` is {_type_name(params)}, not an object", "$.params"
+                    )
+                )
+            found.extend(_unknown_members(message.obj, _REQUEST_MEMBERS))
+        elif isinstance(message, Response):
+            if "error" not in message.obj:
+                found.append(
+                    violation(R_EXPLICIT_NULL_ERROR, "success response omits `error`", "$.error")
+                )
+            if not isinstance(message.result, dict):
+                found.append(
+                    violation(
+                        R_RESULT_OBJECT,
+                        f"`result` is {_type_name(message.result)}, not an object",
+                        "$.result",
+                    )
+                )
+            found.extend(_unknown_members(message.obj, _RESPONSE_MEMBERS))
+        elif isinstance(message, ErrorResponse):
+            if "result" not in message.obj:
+                found.append(
+                    violation(R_EXPLICIT_NULL_RESULT, "error response omits `result`", "$.result")
+                )
+            code = message.error.code
+            if code == "OK":
+                found.append(violation(R_OK_CODE, "error code is `OK`", "$.error.code"))
+            elif self.registry.lookup(code) is None:
+                found.append(
+                    violation(R_UNKNOWN_CODE, f"unknown error code {code!r}", "$.error.code")
+                )
+            details = message.error.details
+            if details is not ABSENT and details is not None and not isinstance(details, dict):
+                found.append(
+                    violation(
+                        R_DETAILS_OBJECT,
+                        f"`details` is {_type_name(details)}, not an object",
+                        "$.error.details",
+                    )
+                )
+            found.extend(_unknown_members(message.obj, _RESPONSE_MEMBERS))
+        if payload and b"\\u" in payload and _NON_ASCII_ESCAPE.search(payload):
+            found.append(
+                violation(R_ASCII_ESCAPED, "non-ASCII text is \\u-escaped (ensure_ascii=True?)")
+            )
+        return found
+
+    def check_exchange(self, request: Message, response: Message) -> List[Violation]:
+        if isinstance(response, Malformed) and response.kind in (
+            MalformedKind.MISSING_ID,
+            MalformedKind.INVALID_ID,
+        ):
+            return []  # already reported as malformed
+        expected = request.id
+        actual = response.id
+        if isinstance(request, Malformed) and expected is None:
+            return []  # a null id answers an unparseable request
+        if actual is None:
+            return [
+                violation(
+                    R_NULL_ID,
+                    f"response id is null but the request had id {expected!r}",
+                    "$.id",
+                )
+            ]
+        if not self.ids_equal(expected, actual):
+            return [
+                violation(
+                    R_ID_ECHOED, f"expected id {expected!r}, response has {actual!r}", "$.id"
+                )
+            ]
+        return []
+
+    def frame_violation(self, error: FrameError) -> Violation:
+        of = R_OVERSIZED if error.kind is FrameErrorKind.OVERSIZED else R_TRUNCATED
+        return violation(of, error.detail, outcome=self.frame_error_outcome(error.kind))
+
+    def malformed_outcome(self, kind: MalformedKind) -> str:
+        return kind.value
+
+    def frame_error_outcome(self, kind: FrameErrorKind) -> str:
+        return "oversized" if kind is FrameErrorKind.OVERSIZED else "truncated"
+
+    # -- replies -----------------------------------------------------------------------------
+    def success(self, request_id: Any, result: Any) -> Dict[str, Any]:
+        return {"id": request_id, "result": result, "error": None}
+
+    def error(
+        self, request_id: Any, code: Any, message: str, details: Any = None
+    ) -> Dict[str, Any]:
+        err: Dict[str, Any] = {"code": code, "message": message}
+        if details is not None:
+            err["details"] = details
+        return {"id": request_id, "result": None, "error": err}
+
+    def method_not_found(self, request_id: Any, method: str) -> Dict[str, Any]:
+        return self.error(request_id, METHOD_NOT_FOUND_CODE, f"Method not found: {method}")
+
+    def unparseable_request(self, request: Malformed) -> Optional[Dict[str, Any]]:
+        # The reference server loop catches the exception and answers -32603 with the id it
+        # could read (null when the JSON itself did not parse).
+        return self.error(request.id, INTERNAL_ERROR_CODE, f"Invalid request: {request.detail}")
+
+    def internal_error(self, request_id: Any, exc: BaseException) -> Dict[str, Any]:
+        """The -32603 envelope the server loop sends for a failure outside any handler."""
+        details = {"traceback": "".join(traceback.format_exception_only(type(exc), exc))}
+        return self.error(request_id, INTERNAL_ERROR_CODE, f"Internal error: {exc}", details)
+
+
+def _bad(kind: MalformedKind, detail: str, obj: Any, role: Role) -> Malformed:
+    ident = obj.get("id") if isinstance(obj, dict) else None
+    if not id_is_valid(ident):
+        ident = None
+    return Malformed(kind, detail, obj, ident, role)
+
+
+def _parse_error_object(error: Any) -> Any:
+    """An RpcError, or a string saying why ``error`` is not a valid GOLEM error object."""
+    if not isinstance(error, dict):
+        return f"`error` is {_type_name(error)}, not an object"
+    code = error.get("code", ABSENT)
+    if code is ABSENT:
+        return "`error` has no `code`"
+    if not (is_json_int(code) or isinstance(code, str)):
+        return f"`error.code` is {_type_name(code)}, not an integer or string"
+    message = error.get("message", ABSENT)
+    if message is ABSENT:
+        return "`error` has no `message`"
+    if not isinstance(message, str):
+        return f"`error.message` is {_type_name(message)}, not a string"
+    return RpcError(code, message, error.get("details", ABSENT), error.get("data", ABSENT))
+
+
+def _unknown_members(obj: Dict[str, Any], allowed: Any) -> List[Violation]:
+    return [
+        violation(R_UNKNOWN_MEMBER, f"unexpected member `{key}`", path_of(key))
+        for key in obj
+        if key not in allowed
+    ]
