@@ -58,7 +58,9 @@ class MessageReader:
                 return None
             if isinstance(event, FrameError):
                 if event.kind is FrameErrorKind.OVERSIZED:
-                    raise FrameTooLarge(event.declared_length or event.size, self.decoder.max_payload)
+                    raise FrameTooLarge(
+                        event.declared_length or event.size, self.decoder.max_payload
+                    )
                 raise TruncatedFrame(event.detail)
             if isinstance(event, Discarded):  # pragma: no cover - skip_oversized is off
                 continue

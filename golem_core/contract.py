@@ -6,8 +6,9 @@ table's wording)."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional
+from typing import Optional
 
 __all__ = ["RULES", "Rule", "Severity", "Violation", "rule", "violation"]
 
@@ -42,7 +43,7 @@ class Violation:
     severity: Severity = Severity.ERROR
     outcome: Optional[str] = None
 
-    def to_json(self) -> Dict[str, str]:
+    def to_json(self) -> dict[str, str]:
         data = {"rule": self.rule, "message": self.message, "path": self.path}
         data["severity"] = self.severity.value
         if self.outcome is not None:
@@ -60,7 +61,7 @@ class Violation:
         )
 
 
-_RULES: Dict[str, Rule] = {}
+_RULES: dict[str, Rule] = {}
 RULES: Mapping[str, Rule] = _RULES
 
 
@@ -73,8 +74,6 @@ def rule(rule_id: str, severity: Severity, summary: str, source: str) -> Rule:
     return registered
 
 
-def violation(
-    of: Rule, message: str, path: str = "$", outcome: Optional[str] = None
-) -> Violation:
+def violation(of: Rule, message: str, path: str = "$", outcome: Optional[str] = None) -> Violation:
     """Build a violation of a registered rule, with the rule's severity."""
     return Violation(of.id, message, path, of.severity, outcome)

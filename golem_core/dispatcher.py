@@ -8,7 +8,7 @@ exceptions become GOLEM domain errors, exactly as the plugin's dispatcher report
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from .errors import GolemError, InvalidParams, UiTimeout
 from .messages import ABSENT, Malformed, Message, Request, Role
@@ -16,7 +16,7 @@ from .profiles import GOLEM, Profile
 
 __all__ = ["Dispatcher", "Handler", "UiRunner", "UiTimeout", "require"]
 
-Handler = Callable[[Dict[str, Any]], Any]
+Handler = Callable[[dict[str, Any]], Any]
 UiRunner = Callable[[Callable[[], Any], float], Any]
 """``runner(call, timeout)`` runs ``call`` on the UI thread and returns its result; it raises
 `UiTimeout` when the UI thread did not run it within ``timeout`` seconds."""
@@ -45,8 +45,8 @@ class Dispatcher:
         self.include_traceback = include_traceback
         self.on_shutdown = on_shutdown
         self.shutdown_requested = False
-        self._handlers: Dict[str, Handler] = {}
-        self._on_ui_thread: Dict[str, bool] = {}
+        self._handlers: dict[str, Handler] = {}
+        self._on_ui_thread: dict[str, bool] = {}
         self._handlers["ping"] = self._ping
         self._handlers["shutdown"] = self._shutdown
         self._handlers["list_methods"] = self._list_methods
@@ -72,7 +72,7 @@ class Dispatcher:
 
         return decorate
 
-    def methods(self) -> List[str]:
+    def methods(self) -> list[str]:
         """Every registered method name, built-ins included, sorted."""
         return sorted(self._handlers)
 
@@ -80,7 +80,7 @@ class Dispatcher:
         return name in self._handlers
 
     # -- dispatching -------------------------------------------------------------------------
-    def dispatch(self, request: Request) -> Dict[str, Any]:
+    def dispatch(self, request: Request) -> dict[str, Any]:
         """Run the handler for ``request`` and return the response envelope. Never raises."""
         handler = self._handlers.get(request.method)
         if handler is None:
@@ -99,7 +99,7 @@ class Dispatcher:
                 request.id, "NOT_IMPLEMENTED", message, {"method": request.method}
             )
         except Exception as exc:  # the plugin's contract: a handler bug is an answer, not a crash
-            details: Dict[str, Any] = {"method": request.method, "type": type(exc).__name__}
+            details: dict[str, Any] = {"method": request.method, "type": type(exc).__name__}
             if self.include_traceback:
                 details["traceback"] = traceback.format_exc()
             return self.profile.error(
@@ -108,7 +108,7 @@ class Dispatcher:
         # The spec: `result` is never absent on success, at minimum {}. Only None becomes {}.
         return self.profile.success(request.id, {} if result is None else result)
 
-    def dispatch_message(self, message: Message) -> Optional[Dict[str, Any]]:
+    def dispatch_message(self, message: Message) -> Optional[dict[str, Any]]:
         """Answer any typed message as the plugin's server loop does: requests are dispatched,
         malformed requests get the profile's reply (None means close the connection)."""
         if isinstance(message, Request):
@@ -132,20 +132,20 @@ class Dispatcher:
             )
 
     # -- built-ins ---------------------------------------------------------------------------
-    def _ping(self, params: Dict[str, Any]) -> Dict[str, Any]:
+    def _ping(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"alive": True}
 
-    def _shutdown(self, params: Dict[str, Any]) -> Dict[str, Any]:
+    def _shutdown(self, params: dict[str, Any]) -> dict[str, Any]:
         self.shutdown_requested = True
         if self.on_shutdown is not None:
             self.on_shutdown()
         return {"shutdown": "initiated"}
 
-    def _list_methods(self, params: Dict[str, Any]) -> Dict[str, Any]:
+    def _list_methods(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"methods": self.methods()}
 
 
-def require(params: Dict[str, Any], name: str, kind: Any = ABSENT) -> Any:
+def require(params: dict[str, Any], name: str, kind: Any = ABSENT) -> Any:
     """Return ``params[name]``; raise `InvalidParams` naming the parameter when it is missing
     (or, with ``kind``, not an instance of it; bools never count as numbers)."""
     if name not in params or params[name] is None:
@@ -156,4 +156,3 @@ def require(params: Dict[str, Any], name: str, kind: Any = ABSENT) -> Any:
         if (numeric and isinstance(value, bool)) or not isinstance(value, kind):
             raise InvalidParams(f"Parameter '{name}' has the wrong type.", name)
     return value
-

@@ -7,7 +7,7 @@ report bad input as events (see `framing`), so these exceptions are for code tha
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 
 class GolemCoreError(Exception):
@@ -19,7 +19,7 @@ class GolemError(GolemCoreError):
 
     code = "INTERNAL_ERROR"
 
-    def __init__(self, message: str, details: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, message: str, details: Optional[dict[str, Any]] = None) -> None:
         super().__init__(message)
         self.message = message
         self.details = details
@@ -31,7 +31,7 @@ class InvalidParams(GolemError):
     code = "INVALID_PARAMS"
 
     def __init__(
-        self, message: str, param: Optional[str] = None, details: Optional[Dict[str, Any]] = None
+        self, message: str, param: Optional[str] = None, details: Optional[dict[str, Any]] = None
     ) -> None:
         merged = dict(details or {})
         if param is not None:

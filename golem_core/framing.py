@@ -22,8 +22,9 @@ from __future__ import annotations
 import enum
 import json
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional, Union
+from typing import Any, Optional, Union
 
 __all__ = [
     "DEFAULT_LENGTH_PREFIXED_CAP",
@@ -258,7 +259,7 @@ class _Decoder:
             if isinstance(event, EndOfStream):
                 return
 
-    def feed(self, data: bytes) -> List[Event]:
+    def feed(self, data: bytes) -> list[Event]:
         """Convenience: receive ``data`` and return the events now available."""
         self.receive_data(data)
         return list(self.events())
@@ -383,7 +384,9 @@ class LineDecoder(_Decoder):
         return Discarded(self._take(newline + 1 - self._pos), final=True)
 
 
-def decoder_for(framing: Framing, cap: Optional[int] = None, *, skip_oversized: bool = True) -> _Decoder:
+def decoder_for(
+    framing: Framing, cap: Optional[int] = None, *, skip_oversized: bool = True
+) -> _Decoder:
     """Return a fresh decoder for ``framing`` with ``cap`` (or that framing's default cap)."""
     if framing is Framing.LENGTH_PREFIXED:
         return LengthPrefixedDecoder(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Optional, Union
 
 __all__ = [
     "ABSENT",
@@ -86,7 +86,7 @@ class Request:
     id: JsonId
     method: str
     params: Any
-    obj: Dict[str, Any]
+    obj: dict[str, Any]
 
     role = Role.REQUEST
 
@@ -97,7 +97,7 @@ class Response:
 
     id: JsonId
     result: Any
-    obj: Dict[str, Any]
+    obj: dict[str, Any]
 
     role = Role.RESPONSE
 
@@ -108,7 +108,7 @@ class ErrorResponse:
 
     id: JsonId
     error: RpcError
-    obj: Dict[str, Any]
+    obj: dict[str, Any]
 
     role = Role.RESPONSE
 
@@ -133,7 +133,7 @@ def is_json_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def decode_json(payload: bytes) -> Tuple[Any, Optional[Malformed]]:
+def decode_json(payload: bytes) -> tuple[Any, Optional[Malformed]]:
     """Decode a payload as the GOLEM reference does (``payload.decode("utf-8")`` then
     ``json.loads``). Returns ``(obj, None)`` or ``(None, Malformed)`` for invalid UTF-8 or JSON.
 

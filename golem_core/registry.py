@@ -7,8 +7,9 @@ standard codes plus an application range. Uniqueness and ranges are enforced by 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Tuple, Union
+from typing import Optional, Union
 
 ErrorCode = Union[int, str]
 
@@ -24,7 +25,7 @@ class CodeInfo:
 
 
 def _table(*rows: CodeInfo) -> Mapping[ErrorCode, CodeInfo]:
-    table: Dict[ErrorCode, CodeInfo] = {}
+    table: dict[ErrorCode, CodeInfo] = {}
     for row in rows:
         if row.code in table:
             raise ValueError(f"duplicate error code {row.code!r}")
@@ -62,7 +63,7 @@ GOLEM_DOMAIN: Mapping[ErrorCode, CodeInfo] = _table(
 )
 
 # Scrybe 0.6 application range and registry (contract: "Stable error codes").
-SCRYBE_APP_RANGE: Tuple[int, int] = (-32099, -32000)
+SCRYBE_APP_RANGE: tuple[int, int] = (-32099, -32000)
 SCRYBE_APP: Mapping[ErrorCode, CodeInfo] = _table(
     CodeInfo(-32001, "ERR_TAB_NOT_OPEN", "The path is not an open tab."),
     CodeInfo(-32002, "ERR_DIRTY_QUIT_REFUSED", "quit with force=false while unsaved tabs exist."),
@@ -77,7 +78,7 @@ class Registry:
     """The codes one protocol profile knows, looked up by wire value."""
 
     name: str
-    tables: Tuple[Mapping[ErrorCode, CodeInfo], ...]
+    tables: tuple[Mapping[ErrorCode, CodeInfo], ...]
 
     def lookup(self, code: object) -> Optional[CodeInfo]:
         """Return the registered entry for a wire code, or None when the code is unknown."""

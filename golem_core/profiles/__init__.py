@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Dict
-
 from .base import Profile
 from .golem import GolemProfile
 from .jsonrpc_ndjson import JsonRpcNdjsonProfile
 
-__all__ = ["GOLEM", "JSONRPC_NDJSON", "PROFILES", "GolemProfile", "JsonRpcNdjsonProfile", "Profile", "get_profile"]
+__all__ = [
+    "GOLEM",
+    "JSONRPC_NDJSON",
+    "PROFILES",
+    "GolemProfile",
+    "JsonRpcNdjsonProfile",
+    "Profile",
+    "get_profile",
+]
 
 GOLEM = GolemProfile()
 JSONRPC_NDJSON = JsonRpcNdjsonProfile()
-PROFILES: Dict[str, Profile] = {GOLEM.name: GOLEM, JSONRPC_NDJSON.name: JSONRPC_NDJSON}
+PROFILES: dict[str, Profile] = {GOLEM.name: GOLEM, JSONRPC_NDJSON.name: JSONRPC_NDJSON}
 
 
 def get_profile(name: str) -> Profile:

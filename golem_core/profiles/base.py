@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import abc
 import re
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Optional
 
 from ..contract import Violation
 from ..framing import Decoder, Frame, FrameError, FrameErrorKind, Framing, decoder_for
@@ -102,11 +103,11 @@ class Profile(abc.ABC):
 
     # -- contract ----------------------------------------------------------------------------
     @abc.abstractmethod
-    def check_message(self, message: Message, payload: bytes = b"") -> List[Violation]:
+    def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
         """Violations of the per-message rules (the envelope is already typed in ``message``)."""
 
     @abc.abstractmethod
-    def check_exchange(self, request: Message, response: Message) -> List[Violation]:
+    def check_exchange(self, request: Message, response: Message) -> list[Violation]:
         """Violations that need both sides: the id echoed, the code set for the method, …"""
 
     @abc.abstractmethod
@@ -134,24 +135,24 @@ class Profile(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def success(self, request_id: Any, result: Any) -> Dict[str, Any]:
+    def success(self, request_id: Any, result: Any) -> dict[str, Any]:
         """A success envelope for ``request_id``."""
 
     @abc.abstractmethod
     def error(
         self, request_id: Any, code: Any, message: str, details: Any = None
-    ) -> Dict[str, Any]:
+    ) -> dict[str, Any]:
         """An error envelope for ``request_id``."""
 
     @abc.abstractmethod
-    def method_not_found(self, request_id: Any, method: str) -> Dict[str, Any]:
+    def method_not_found(self, request_id: Any, method: str) -> dict[str, Any]:
         """The envelope a real server of this protocol sends for an unknown method."""
 
     @abc.abstractmethod
-    def unparseable_request(self, request: Malformed) -> Optional[Dict[str, Any]]:
+    def unparseable_request(self, request: Malformed) -> Optional[dict[str, Any]]:
         """What a real server answers to a request it could not parse (None: it closes)."""
 
-    def with_id(self, response_obj: Dict[str, Any], request_id: Any) -> Dict[str, Any]:
+    def with_id(self, response_obj: dict[str, Any], request_id: Any) -> dict[str, Any]:
         """A copy of a recorded response object carrying a live request's id."""
         out = dict(response_obj)
         out["id"] = request_id
@@ -180,7 +181,7 @@ class Profile(abc.ABC):
         return type(a) is type(b) and a == b
 
 
-def unknown_members(obj: Dict[str, Any], allowed: Sequence[str]) -> List[str]:
+def unknown_members(obj: dict[str, Any], allowed: Sequence[str]) -> list[str]:
     return [key for key in obj if key not in allowed]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from ..contract import Severity, Violation, rule, violation
 from ..framing import (
@@ -31,7 +31,7 @@ from ..registry import GOLEM_REGISTRY
 from .base import Profile, id_is_valid, path_of
 from .base import json_type_name as _type_name
 
-__all__ = ["GolemProfile", "INTERNAL_ERROR_CODE", "METHOD_NOT_FOUND_CODE"]
+__all__ = ["INTERNAL_ERROR_CODE", "METHOD_NOT_FOUND_CODE", "GolemProfile"]
 
 METHOD_NOT_FOUND_CODE = -32601
 INTERNAL_ERROR_CODE = -32603
@@ -64,13 +64,13 @@ R_PARAMS_OBJECT = rule(
 R_EXPLICIT_NULL_ERROR = rule(
     "golem.response.explicit-null-error",
     Severity.ERROR,
-    "A success response must carry `\"error\": null` explicitly.",
+    'A success response must carry `"error": null` explicitly.',
     f"{_SPEC} § Wire Compatibility Notes (null values)",
 )
 R_EXPLICIT_NULL_RESULT = rule(
     "golem.response.explicit-null-result",
     Severity.ERROR,
-    "An error response must carry `\"result\": null` explicitly.",
+    'An error response must carry `"result": null` explicitly.',
     f"{_SPEC} § Wire Compatibility Notes (null values)",
 )
 R_RESULT_OBJECT = rule(
@@ -147,7 +147,9 @@ class GolemProfile(Profile):
     # -- parsing -----------------------------------------------------------------------------
     def parse_request(self, obj: Any) -> Message:
         if not isinstance(obj, dict):
-            return _bad(MalformedKind.NOT_AN_OBJECT, "request is not a JSON object", obj, Role.REQUEST)
+            return _bad(
+                MalformedKind.NOT_AN_OBJECT, "request is not a JSON object", obj, Role.REQUEST
+            )
         ident = obj.get("id", ABSENT)
         if ident is ABSENT:
             return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, Role.REQUEST)
@@ -209,8 +211,8 @@ class GolemProfile(Profile):
         return ErrorResponse(ident, parsed, obj)
 
     # -- contract ----------------------------------------------------------------------------
-    def check_message(self, message: Message, payload: bytes = b"") -> List[Violation]:
-        found: List[Violation] = []
+    def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
+        found: list[Violation] = []
         if isinstance(message, Malformed):
             found.append(
                 violation(R_MALFORMED, message.detail, outcome=self.malformed_outcome(message.kind))
@@ -222,7 +224,9 @@ class GolemProfile(Profile):
             elif not isinstance(params, dict):
                 found.append(
                     violation(
-                        R_PARAMS_OBJECT, f"`params` is {_type_name(params)}, not an object", "$.params"
+                        R_PARAMS_OBJECT,
+                        f"`params` is {_type_name(params)}, not an object",
+                        "$.params",
                     )
                 )
             found.extend(_unknown_members(message.obj, _REQUEST_MEMBERS))
@@ -268,7 +272,7 @@ class GolemProfile(Profile):
             )
         return found
 
-    def check_exchange(self, request: Message, response: Message) -> List[Violation]:
+    def check_exchange(self, request: Message, response: Message) -> list[Violation]:
         if isinstance(response, Malformed) and response.kind in (
             MalformedKind.MISSING_ID,
             MalformedKind.INVALID_ID,
@@ -288,9 +292,7 @@ class GolemProfile(Profile):
             ]
         if not self.ids_equal(expected, actual):
             return [
-                violation(
-                    R_ID_ECHOED, f"expected id {expected!r}, response has {actual!r}", "$.id"
-                )
+                violation(R_ID_ECHOED, f"expected id {expected!r}, response has {actual!r}", "$.id")
             ]
         return []
 
@@ -305,26 +307,26 @@ class GolemProfile(Profile):
         return "oversized" if kind is FrameErrorKind.OVERSIZED else "truncated"
 
     # -- replies -----------------------------------------------------------------------------
-    def success(self, request_id: Any, result: Any) -> Dict[str, Any]:
+    def success(self, request_id: Any, result: Any) -> dict[str, Any]:
         return {"id": request_id, "result": result, "error": None}
 
     def error(
         self, request_id: Any, code: Any, message: str, details: Any = None
-    ) -> Dict[str, Any]:
-        err: Dict[str, Any] = {"code": code, "message": message}
+    ) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": code, "message": message}
         if details is not None:
             err["details"] = details
         return {"id": request_id, "result": None, "error": err}
 
-    def method_not_found(self, request_id: Any, method: str) -> Dict[str, Any]:
+    def method_not_found(self, request_id: Any, method: str) -> dict[str, Any]:
         return self.error(request_id, METHOD_NOT_FOUND_CODE, f"Method not found: {method}")
 
-    def unparseable_request(self, request: Malformed) -> Optional[Dict[str, Any]]:
+    def unparseable_request(self, request: Malformed) -> Optional[dict[str, Any]]:
         # The reference server loop catches the exception and answers -32603 with the id it
         # could read (null when the JSON itself did not parse).
         return self.error(request.id, INTERNAL_ERROR_CODE, f"Invalid request: {request.detail}")
 
-    def internal_error(self, request_id: Any, exc: BaseException) -> Dict[str, Any]:
+    def internal_error(self, request_id: Any, exc: BaseException) -> dict[str, Any]:
         """The -32603 envelope the server loop sends for a failure outside any handler."""
         details = {"traceback": "".join(traceback.format_exception_only(type(exc), exc))}
         return self.error(request_id, INTERNAL_ERROR_CODE, f"Internal error: {exc}", details)
@@ -354,7 +356,7 @@ def _parse_error_object(error: Any) -> Any:
     return RpcError(code, message, error.get("details", ABSENT), error.get("data", ABSENT))
 
 
-def _unknown_members(obj: Dict[str, Any], allowed: Any) -> List[Violation]:
+def _unknown_members(obj: dict[str, Any], allowed: Any) -> list[Violation]:
     return [
         violation(R_UNKNOWN_MEMBER, f"unexpected member `{key}`", path_of(key))
         for key in obj

@@ -9,10 +9,16 @@ A member whose value is ``null`` counts as absent, as the reference client's opt
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from ..contract import Severity, Violation, rule, violation
-from ..framing import DEFAULT_LINE_CAP, FrameError, FrameErrorKind, Framing, encode_json, encode_line
+from ..framing import (
+    DEFAULT_LINE_CAP,
+    FrameError,
+    FrameErrorKind,
+    Framing,
+    encode_line,
+)
 from ..messages import (
     ABSENT,
     ErrorResponse,
@@ -231,9 +237,7 @@ class JsonRpcNdjsonProfile(Profile):
         result = obj.get("result")
         error = obj.get("error")
         if result is not None and error is not None:
-            return _bad(
-                MalformedKind.BOTH_RESULT_AND_ERROR, "both `result` and `error`", obj, role
-            )
+            return _bad(MalformedKind.BOTH_RESULT_AND_ERROR, "both `result` and `error`", obj, role)
         if result is None and error is None:
             return _bad(
                 MalformedKind.NEITHER_RESULT_NOR_ERROR, "neither `result` nor `error`", obj, role
@@ -246,7 +250,7 @@ class JsonRpcNdjsonProfile(Profile):
         return ErrorResponse(ident, parsed, obj)
 
     # -- contract ----------------------------------------------------------------------------
-    def check_message(self, message: Message, payload: bytes = b"") -> List[Violation]:
+    def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
         if isinstance(message, Malformed):
             outcome = self.malformed_outcome(message.kind)
             of = _RESPONSE_RULES.get(message.kind, R_REQUEST)
@@ -261,8 +265,8 @@ class JsonRpcNdjsonProfile(Profile):
                 return [violation(R_UNKNOWN_CODE, f"unknown error code {code!r}", "$.error.code")]
         return []
 
-    def check_exchange(self, request: Message, response: Message) -> List[Violation]:
-        found: List[Violation] = []
+    def check_exchange(self, request: Message, response: Message) -> list[Violation]:
+        found: list[Violation] = []
         mismatch = self._id_mismatch(request, response)
         if mismatch is not None:
             found.append(mismatch)
@@ -352,21 +356,21 @@ class JsonRpcNdjsonProfile(Profile):
         return "Ok"
 
     # -- replies -----------------------------------------------------------------------------
-    def success(self, request_id: Any, result: Any) -> Dict[str, Any]:
+    def success(self, request_id: Any, result: Any) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     def error(
         self, request_id: Any, code: Any, message: str, details: Any = None
-    ) -> Dict[str, Any]:
-        err: Dict[str, Any] = {"code": code, "message": message}
+    ) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": code, "message": message}
         if details is not None:
             err["data"] = details
         return {"jsonrpc": "2.0", "id": request_id, "error": err}
 
-    def method_not_found(self, request_id: Any, method: str) -> Dict[str, Any]:
+    def method_not_found(self, request_id: Any, method: str) -> dict[str, Any]:
         return self.error(request_id, ERR_METHOD_NOT_FOUND, f"method not found: {method}")
 
-    def unparseable_request(self, request: Malformed) -> Optional[Dict[str, Any]]:
+    def unparseable_request(self, request: Malformed) -> Optional[dict[str, Any]]:
         # The wire type has no null id: a request that cannot be read is answered with id 0.
         if request.kind in (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON):
             return self.error(0, ERR_PARSE, f"parse error: {request.detail}")
@@ -374,7 +378,7 @@ class JsonRpcNdjsonProfile(Profile):
         return self.error(ident, ERR_INVALID_REQUEST, f"invalid request: {request.detail}")
 
 
-def _check_request(request: Request) -> List[Violation]:
+def _check_request(request: Request) -> list[Violation]:
     shape = METHODS.get(request.method)
     if shape is None:
         return [
@@ -386,7 +390,7 @@ def _check_request(request: Request) -> List[Violation]:
             )
         ]
     params = request.params if isinstance(request.params, dict) else {}
-    found: List[Violation] = []
+    found: list[Violation] = []
     for name, tag in shape.required.items():
         if name not in params:
             found.append(
@@ -402,8 +406,8 @@ def _check_request(request: Request) -> List[Violation]:
     for name, value in params.items():
         if name in shape.required:
             continue
-        tag = shape.optional.get(name)
-        if tag is None:
+        optional_tag = shape.optional.get(name)
+        if optional_tag is None:
             found.append(
                 violation(
                     R_PARAM_UNKNOWN,
@@ -411,8 +415,8 @@ def _check_request(request: Request) -> List[Violation]:
                     path_of("params", name),
                 )
             )
-        elif value is not None and not _has_type(value, tag):
-            found.append(_type_violation(request.method, name, tag, value))
+        elif value is not None and not _has_type(value, optional_tag):
+            found.append(_type_violation(request.method, name, optional_tag, value))
     return found
 
 
@@ -439,7 +443,7 @@ def _has_type(value: Any, tag: str) -> bool:
     raise ValueError(f"unknown type tag {tag!r}")
 
 
-def _version_detail(obj: Dict[str, Any]) -> str:
+def _version_detail(obj: dict[str, Any]) -> str:
     if "jsonrpc" not in obj:
         return "`jsonrpc` is missing"
     return f'`jsonrpc` is {obj["jsonrpc"]!r}, not "2.0"'
@@ -454,7 +458,7 @@ def _parse_error_object(error: Any) -> Any:
     if not isinstance(error, dict):
         return f"`error` is {json_type_name(error)}, not an object"
     code = error.get("code")
-    if not is_json_int(code):
+    if not isinstance(code, int) or isinstance(code, bool):
         return f"`error.code` is {json_type_name(code)}, not an integer"
     message = error.get("message")
     if not isinstance(message, str):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Tuple
 
 __all__ = ["COMMON_ERRORS", "METHODS", "MethodShape"]
 
@@ -14,17 +14,17 @@ __all__ = ["COMMON_ERRORS", "METHODS", "MethodShape"]
 class MethodShape:
     required: Mapping[str, str]
     optional: Mapping[str, str]
-    result_keys: Tuple[str, ...]
-    app_errors: Tuple[str, ...] = ()
+    result_keys: tuple[str, ...]
+    app_errors: tuple[str, ...] = ()
     reply_correlated: bool = True
     """All methods but close/quit wait for the frontend and may answer ERR_REPLY_TIMEOUT."""
 
 
 def _m(
     required: Mapping[str, str],
-    result: Tuple[str, ...],
-    optional: Mapping[str, str] = {},  # noqa: B006 - never mutated
-    errors: Tuple[str, ...] = (),
+    result: tuple[str, ...],
+    optional: Mapping[str, str] = {},
+    errors: tuple[str, ...] = (),
     correlated: bool = True,
 ) -> MethodShape:
     return MethodShape(dict(required), dict(optional), result, errors, correlated)
@@ -77,4 +77,4 @@ METHODS: Mapping[str, MethodShape] = {
     "logs": _m({}, ("lines",), {"tail": "int"}),
 }
 
-COMMON_ERRORS: Tuple[str, ...] = ("ERR_INVALID_PARAMS", "ERR_METHOD_NOT_FOUND", "ERR_INTERNAL")
+COMMON_ERRORS: tuple[str, ...] = ("ERR_INVALID_PARAMS", "ERR_METHOD_NOT_FOUND", "ERR_INTERNAL")
