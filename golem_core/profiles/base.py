@@ -134,6 +134,11 @@ class Profile(abc.ABC):
             return (type(ident).__name__, ident)
         return None
 
+    def answers_unparseable(self, message: Message) -> bool:
+        """True when ``message`` is the reply a server gives to a request it could not parse
+        (GOLEM: a null id)."""
+        return message.id is None
+
     @abc.abstractmethod
     def success(self, request_id: Any, result: Any) -> dict[str, Any]:
         """A success envelope for ``request_id``."""

@@ -355,6 +355,15 @@ class JsonRpcNdjsonProfile(Profile):
             return f"Remote(RpcError {{ code: {response.error.code} }})"
         return "Ok"
 
+    def answers_unparseable(self, message: Message) -> bool:
+        # The wire type has no null id: an unreadable request is answered with id 0, and only
+        # the ERR_PARSE / ERR_INVALID_REQUEST code tells it from a reply to a request with id 0.
+        return (
+            isinstance(message, ErrorResponse)
+            and message.id == 0
+            and message.error.code in (ERR_PARSE, ERR_INVALID_REQUEST)
+        )
+
     # -- replies -----------------------------------------------------------------------------
     def success(self, request_id: Any, result: Any) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": request_id, "result": result}

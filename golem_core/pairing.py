@@ -1,0 +1,90 @@
+"""Request/response correlation for one connection, sans-IO.
+
+Responses are paired with requests by id (``1`` and ``"1"`` differ, as on the wire), first in,
+first out when a client reuses an id. A reply without a usable id (GOLEM answers an unparseable
+request with ``id: null``; Scrybe with ``id: 0``) goes to the oldest request that could not be
+parsed. When a reply's id matches nothing but exactly one request is outstanding, the two are
+paired anyway, so the contract check can report the id that was not echoed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Any, Generic, Optional, TypeVar
+
+from .messages import Malformed, Message
+from .profiles import Profile
+
+__all__ = ["Correlator", "Pending"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Pending(Generic[T]):
+    """An outstanding request and whatever the caller attached to it."""
+
+    message: Message
+    key: Optional[Any]
+    sequence: int
+    context: T
+
+
+class Correlator(Generic[T]):
+    """Pairs the responses of one connection with its requests."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self._by_key: dict[Any, deque[Pending[T]]] = {}
+        # Every outstanding request in arrival order (sequence → pending), for FIFO fallbacks.
+        self._order: OrderedDict[int, Pending[T]] = OrderedDict()
+        self._sequence = 0
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def add_request(self, message: Message, context: T) -> Pending[T]:
+        """Remember a request (valid or malformed) until its response arrives."""
+        key = self.profile.correlation_key(message)
+        pending = Pending(message, key, self._sequence, context)
+        self._sequence += 1
+        self._order[pending.sequence] = pending
+        if key is not None:
+            self._by_key.setdefault(key, deque()).append(pending)
+        return pending
+
+    def match_response(self, message: Message) -> Optional[Pending[T]]:
+        """Return (and forget) the request ``message`` answers, or None for an orphan."""
+        if self.profile.answers_unparseable(message):
+            for pending in self._order.values():
+                if isinstance(pending.message, Malformed) and pending.key is None:
+                    return self._forget(pending)
+        key = self.profile.correlation_key(message)
+        if key is not None:
+            queue = self._by_key.get(key)
+            if queue:
+                return self._forget(queue[0])
+        if len(self._order) == 1:
+            return self._forget(next(iter(self._order.values())))
+        return None
+
+    def outstanding(self) -> list[Pending[T]]:
+        """Requests still waiting for a response, oldest first."""
+        return list(self._order.values())
+
+    def clear(self) -> list[Pending[T]]:
+        """Forget and return every outstanding request (the connection closed)."""
+        left = list(self._order.values())
+        self._order.clear()
+        self._by_key.clear()
+        return left
+
+    def _forget(self, pending: Pending[T]) -> Pending[T]:
+        del self._order[pending.sequence]
+        if pending.key is not None:
+            queue = self._by_key[pending.key]
+            queue.remove(pending)
+            if not queue:
+                del self._by_key[pending.key]
+        return pending
