@@ -1,0 +1,1 @@
+"""Subcommands of ``golem-proxy``; see `golem_proxy.cli`."""

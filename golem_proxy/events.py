@@ -1,0 +1,200 @@
+"""The event vocabulary of golem-proxy: what the tap reports about a session.
+
+One stream of these feeds the log, the recorder and the TUI; a recording read back yields the
+same events, so live and offline views share one code path. All are frozen dataclasses.
+Times (``t``) are seconds on the session's monotonic clock, counted from the session start.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from golem_core.contract import Violation
+from golem_core.framing import FrameErrorKind
+from golem_core.messages import ErrorResponse, Malformed, Message, Request, Response
+
+__all__ = [
+    "BytesDiscarded",
+    "ConnectionClosed",
+    "ConnectionOpened",
+    "Direction",
+    "Event",
+    "EventsMissed",
+    "ExchangeCompleted",
+    "FaultInjected",
+    "FrameSeen",
+    "FramingErrorSeen",
+    "ViolationSeen",
+]
+
+
+class Direction(enum.Enum):
+    """Which way bytes flow: client → server (requests) or server → client (responses)."""
+
+    C2S = "c2s"
+    S2C = "s2c"
+
+    @property
+    def arrow(self) -> str:
+        return "→" if self is Direction.C2S else "←"
+
+
+@dataclass(frozen=True)
+class ConnectionOpened:
+    conn: int
+    route: str
+    client: str
+    upstream: str
+    t: float
+
+
+@dataclass(frozen=True)
+class ConnectionClosed:
+    conn: int
+    route: str
+    reason: str
+    t: float
+    bytes_c2s: int = 0
+    bytes_s2c: int = 0
+    abnormal: bool = False
+    """True when a side reset, refused or failed (not a clean close)."""
+
+
+@dataclass(frozen=True)
+class FrameSeen:
+    """A complete frame. ``payload`` is the exact payload bytes; ``size`` the wire size."""
+
+    conn: int
+    route: str
+    direction: Direction
+    index: int
+    """Position of this frame among the frames of its connection and direction."""
+    t: float
+    """When the frame's last byte arrived."""
+    size: int
+    payload: bytes
+    message: Message
+    redacted: tuple[str, ...] = ()
+
+    @property
+    def method(self) -> Optional[str]:
+        message = self.message
+        if isinstance(message, Request):
+            return message.method
+        if isinstance(message, Malformed) and isinstance(message.obj, dict):
+            method = message.obj.get("method")
+            return method if isinstance(method, str) else None
+        return None
+
+    @property
+    def is_request(self) -> bool:
+        return self.direction is Direction.C2S
+
+
+@dataclass(frozen=True)
+class FramingErrorSeen:
+    """A framing error (oversized header or line, truncation). ``raw`` holds its bytes."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
+    kind: FrameErrorKind
+    detail: str
+    raw: bytes
+    recoverable: bool
+    declared_length: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class BytesDiscarded:
+    """Bytes of an oversized frame that were forwarded but not decoded."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
+    raw: bytes
+    final: bool
+
+
+@dataclass(frozen=True)
+class ExchangeCompleted:
+    """A request and its response. ``latency`` runs from the request's last byte to the
+    response's last byte."""
+
+    conn: int
+    route: str
+    request: FrameSeen
+    response: FrameSeen
+    violations: tuple[Violation, ...] = ()
+
+    @property
+    def t(self) -> float:
+        return self.response.t
+
+    @property
+    def latency(self) -> float:
+        return self.response.t - self.request.t
+
+    @property
+    def method(self) -> Optional[str]:
+        return self.request.method
+
+    @property
+    def is_error(self) -> bool:
+        return not isinstance(self.response.message, Response)
+
+    @property
+    def error_code(self) -> Optional[Union[int, str]]:
+        message = self.response.message
+        return message.error.code if isinstance(message, ErrorResponse) else None
+
+
+@dataclass(frozen=True)
+class ViolationSeen:
+    """A contract violation, tied to the frame it was found in (when there is one)."""
+
+    conn: int
+    route: str
+    direction: Optional[Direction]
+    frame_index: Optional[int]
+    t: float
+    violation: Violation
+
+
+@dataclass(frozen=True)
+class FaultInjected:
+    """A fault the proxy injected on purpose (``--fault``)."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
+    fault: str
+    detail: str
+    method: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class EventsMissed:
+    """Told to a consumer that fell behind: this many events were not delivered to it."""
+
+    count: int
+    t: float
+    consumer: str = field(default="")
+
+
+Event = Union[
+    ConnectionOpened,
+    ConnectionClosed,
+    FrameSeen,
+    FramingErrorSeen,
+    BytesDiscarded,
+    ExchangeCompleted,
+    ViolationSeen,
+    FaultInjected,
+    EventsMissed,
+]

@@ -1,0 +1,273 @@
+"""Flows: the rows every view shows. A flow is one request and its response (or a request
+still pending, an orphan response, a framing error), built incrementally from the event stream.
+
+`FlowTracker.apply()` is the single place where events become rows, used alike by the live
+log, `show`, `stats`, the TUI and the recording readers, so live and offline views agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from golem_core.contract import Severity, Violation
+from golem_core.messages import ErrorResponse, Malformed, Response
+from golem_core.profiles import Profile
+
+from .events import (
+    BytesDiscarded,
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    ExchangeCompleted,
+    FaultInjected,
+    FrameSeen,
+    FramingErrorSeen,
+    ViolationSeen,
+)
+
+__all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
+
+ORPHAN_RULE = "proxy.orphan-response"
+"""Rule id the tap uses for a response that answers no outstanding request."""
+
+
+@dataclass
+class Flow:
+    """One row. Mutable while pending; complete once it has a response (or never will)."""
+
+    number: int
+    conn: int
+    route: str
+    request: Optional[FrameSeen] = None
+    response: Optional[FrameSeen] = None
+    frame_error: Optional[FramingErrorSeen] = None
+    violations: list[Violation] = field(default_factory=list)
+    faults: list[FaultInjected] = field(default_factory=list)
+    closed_unanswered: bool = False
+    marked: bool = False
+
+    @property
+    def t(self) -> float:
+        for part in (self.request, self.response, self.frame_error):
+            if part is not None:
+                return part.t
+        return 0.0
+
+    @property
+    def method(self) -> Optional[str]:
+        return self.request.method if self.request is not None else None
+
+    @property
+    def latency(self) -> Optional[float]:
+        if self.request is None or self.response is None:
+            return None
+        return self.response.t - self.request.t
+
+    @property
+    def request_size(self) -> Optional[int]:
+        return self.request.size if self.request is not None else None
+
+    @property
+    def response_size(self) -> Optional[int]:
+        return self.response.size if self.response is not None else None
+
+    @property
+    def pending(self) -> bool:
+        return (
+            self.request is not None
+            and self.response is None
+            and self.frame_error is None
+            and not self.closed_unanswered
+        )
+
+    @property
+    def is_error(self) -> bool:
+        """The exchange failed: an error response, a malformed frame, a framing error, or a
+        request that was never answered."""
+        if self.frame_error is not None or self.closed_unanswered:
+            return True
+        if self.request is not None and isinstance(self.request.message, Malformed):
+            return True
+        if self.response is None:
+            return False
+        return not isinstance(self.response.message, Response)
+
+    @property
+    def error_code(self) -> Optional[Union[int, str]]:
+        if self.response is not None and isinstance(self.response.message, ErrorResponse):
+            return self.response.message.error.code
+        return None
+
+    @property
+    def has_violation(self) -> bool:
+        return bool(self.violations)
+
+    @property
+    def worst_severity(self) -> Optional[Severity]:
+        if not self.violations:
+            return None
+        if any(v.severity is Severity.ERROR for v in self.violations):
+            return Severity.ERROR
+        return Severity.WARNING
+
+    def status(self, profile: Profile) -> str:
+        """``ok``, the error code's name, ``malformed:KIND``, ``oversized``, ``pending``, …"""
+        if self.frame_error is not None:
+            return self.frame_error.kind.value
+        if self.response is not None:
+            return profile.describe(self.response.message)
+        if self.request is not None and isinstance(self.request.message, Malformed):
+            return profile.describe(self.request.message)
+        if self.closed_unanswered:
+            return "unanswered"
+        return "pending"
+
+
+@dataclass
+class ConnectionInfo:
+    conn: int
+    route: str
+    client: str = ""
+    upstream: str = ""
+    opened: float = 0.0
+    closed: Optional[float] = None
+    reason: str = ""
+    abnormal: bool = False
+    bytes_c2s: int = 0
+    bytes_s2c: int = 0
+    frames_c2s: int = 0
+    frames_s2c: int = 0
+
+    @property
+    def is_open(self) -> bool:
+        return self.closed is None
+
+
+class FlowTracker:
+    """Builds flows and per-connection counters from events, in arrival order."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.flows: list[Flow] = []
+        self.connections: dict[int, ConnectionInfo] = {}
+        self.events_missed = 0
+        self._by_request: dict[tuple[int, int], Flow] = {}
+        self._responses: dict[tuple[int, int], FrameSeen] = {}
+        self._response_violations: dict[tuple[int, int], list[Violation]] = {}
+
+    def apply(self, event: Event) -> Optional[Flow]:
+        """Fold one event in; return the flow it created or changed, if any."""
+        if isinstance(event, FrameSeen):
+            return self._frame(event)
+        if isinstance(event, ExchangeCompleted):
+            return self._exchange(event)
+        if isinstance(event, ViolationSeen):
+            return self._violation(event)
+        if isinstance(event, FramingErrorSeen):
+            flow = self._new_flow(event.conn, event.route)
+            flow.frame_error = event
+            self._count_bytes(event.conn, event.direction, len(event.raw))
+            return flow
+        if isinstance(event, BytesDiscarded):
+            self._count_bytes(event.conn, event.direction, len(event.raw))
+            return None
+        if isinstance(event, ConnectionOpened):
+            self.connections[event.conn] = ConnectionInfo(
+                event.conn, event.route, event.client, event.upstream, event.t
+            )
+            return None
+        if isinstance(event, ConnectionClosed):
+            return self._closed(event)
+        if isinstance(event, FaultInjected):
+            faulted = self._flow_for_fault(event)
+            if faulted is not None:
+                faulted.faults.append(event)
+            return faulted
+        self.events_missed += getattr(event, "count", 0)
+        return None
+
+    def _new_flow(self, conn: int, route: str) -> Flow:
+        flow = Flow(len(self.flows) + 1, conn, route)
+        self.flows.append(flow)
+        return flow
+
+    def _info(self, conn: int, route: str) -> ConnectionInfo:
+        info = self.connections.get(conn)
+        if info is None:
+            info = self.connections[conn] = ConnectionInfo(conn, route)
+        return info
+
+    def _count_bytes(self, conn: int, direction: Direction, size: int) -> None:
+        info = self.connections.get(conn)
+        if info is None:
+            return
+        if direction is Direction.C2S:
+            info.bytes_c2s += size
+        else:
+            info.bytes_s2c += size
+
+    def _frame(self, frame: FrameSeen) -> Optional[Flow]:
+        info = self._info(frame.conn, frame.route)
+        if frame.direction is Direction.C2S:
+            info.frames_c2s += 1
+            info.bytes_c2s += frame.size
+            flow = self._new_flow(frame.conn, frame.route)
+            flow.request = frame
+            self._by_request[(frame.conn, frame.index)] = flow
+            return flow
+        info.frames_s2c += 1
+        info.bytes_s2c += frame.size
+        # Held until the exchange (or the orphan verdict) that follows it says where it goes.
+        self._responses[(frame.conn, frame.index)] = frame
+        return None
+
+    def _exchange(self, exchange: ExchangeCompleted) -> Flow:
+        flow = self._by_request.pop((exchange.conn, exchange.request.index), None)
+        if flow is None:  # the request came before this view started (a tailed file)
+            flow = self._new_flow(exchange.conn, exchange.route)
+            flow.request = exchange.request
+        flow.response = exchange.response
+        self._responses.pop((exchange.conn, exchange.response.index), None)
+        self._response_violations.pop((exchange.conn, exchange.response.index), None)
+        flow.violations = list(exchange.violations)
+        return flow
+
+    def _violation(self, event: ViolationSeen) -> Optional[Flow]:
+        if event.frame_index is None or event.direction is None:
+            return None
+        key = (event.conn, event.frame_index)
+        if event.direction is Direction.C2S:
+            flow = self._by_request.get(key)
+            if flow is not None:
+                flow.violations.append(event.violation)
+            return flow
+        if event.violation.rule == ORPHAN_RULE:
+            response = self._responses.pop(key, None)
+            flow = self._new_flow(event.conn, event.route)
+            flow.response = response
+            flow.violations = [*self._response_violations.pop(key, []), event.violation]
+            return flow
+        self._response_violations.setdefault(key, []).append(event.violation)
+        return None
+
+    def _closed(self, event: ConnectionClosed) -> Optional[Flow]:
+        info = self._info(event.conn, event.route)
+        info.closed = event.t
+        info.reason = event.reason
+        info.abnormal = event.abnormal
+        info.bytes_c2s = max(info.bytes_c2s, event.bytes_c2s)
+        info.bytes_s2c = max(info.bytes_s2c, event.bytes_s2c)
+        changed = None
+        for key in [k for k in self._by_request if k[0] == event.conn]:
+            flow = self._by_request.pop(key)
+            flow.closed_unanswered = True
+            changed = flow
+        return changed
+
+    def _flow_for_fault(self, event: FaultInjected) -> Optional[Flow]:
+        for flow in reversed(self.flows):
+            if flow.conn == event.conn:
+                return flow
+        return None

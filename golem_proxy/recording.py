@@ -1,0 +1,430 @@
+"""The recording format (docs/recording-format.md): JSON Lines, a versioned header first, then
+one event per line. This module is the only place that knows the format: it turns events into
+lines and lines back into the same events.
+
+Frames are stored as readable JSON: when the payload is valid JSON on one line, its exact bytes
+are spliced in as the last member (``"msg": <payload>``), so the file is readable, diffable and
+still byte-exact without re-encoding anything. Other payloads (invalid UTF-8 or JSON, embedded
+newlines) are stored base64 in ``raw``. Every byte that crossed the proxy can be rebuilt.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any, Optional
+
+from golem_core import __version__
+from golem_core.contract import Violation
+from golem_core.framing import FrameErrorKind
+from golem_core.messages import MalformedKind, Message, Request, Response, Role
+from golem_core.profiles import Profile, get_profile
+
+from .events import (
+    BytesDiscarded,
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    EventsMissed,
+    ExchangeCompleted,
+    FaultInjected,
+    FrameSeen,
+    FramingErrorSeen,
+    ViolationSeen,
+)
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Header",
+    "Recording",
+    "RecordingError",
+    "RecordingReader",
+    "encode_event",
+    "encode_header",
+    "open_recording_file",
+    "read_recording",
+]
+
+FORMAT = "golem-proxy-recording"
+VERSION = 1
+MSG_KEY = b',"msg":'
+# A line longer than this is refused on load: a trace from an untrusted source must not make
+# the reader allocate without bound (the largest legitimate line is a 64 MiB frame, base64).
+DEFAULT_MAX_LINE = 96 * 1024 * 1024
+
+
+class RecordingError(ValueError):
+    """The file is not a recording this version can read."""
+
+
+@dataclass(frozen=True)
+class RouteInfo:
+    name: str
+    listen: str
+    upstream: str
+
+
+@dataclass(frozen=True)
+class Header:
+    profile: str
+    routes: tuple[RouteInfo, ...]
+    started_at: str
+    tool: str = f"golem-proxy {__version__}"
+    redact: tuple[str, ...] = ()
+    version: int = VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def new(cls, profile: str, routes: Iterable[RouteInfo], redact: Iterable[str] = ()) -> Header:
+        now = datetime.datetime.now(datetime.timezone.utc)
+        started = now.isoformat(timespec="microseconds").replace("+00:00", "Z")
+        return cls(profile, tuple(routes), started, redact=tuple(redact))
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "format": FORMAT,
+            "version": self.version,
+            "profile": self.profile,
+            "routes": [
+                {"name": r.name, "listen": r.listen, "upstream": r.upstream} for r in self.routes
+            ],
+            "started_at": self.started_at,
+            "clock": "t = monotonic seconds since started_at",
+            "tool": self.tool,
+            "redact": list(self.redact),
+        }
+        data.update(self.extra)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Header:
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise RecordingError("not a golem-proxy recording (no recording header line)")
+        version = data.get("version")
+        if version != VERSION:
+            raise RecordingError(f"recording format version {version!r} is not supported")
+        try:
+            routes = tuple(
+                RouteInfo(str(r["name"]), str(r["listen"]), str(r["upstream"]))
+                for r in data.get("routes", ())
+            )
+            known = {"format", "version", "profile", "routes", "started_at", "clock", "tool"}
+            known.add("redact")
+            return cls(
+                str(data["profile"]),
+                routes,
+                str(data.get("started_at", "")),
+                str(data.get("tool", "")),
+                tuple(str(p) for p in data.get("redact", ())),
+                VERSION,
+                {k: v for k, v in data.items() if k not in known},
+            )
+        except (KeyError, TypeError) as exc:
+            raise RecordingError(f"bad recording header: {exc}") from None
+
+
+def encode_header(header: Header) -> bytes:
+    return _dumps(header.to_json()) + b"\n"
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def encode_event(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
+    """One JSON line (with its newline) for ``event``; None for events not recorded."""
+    if isinstance(event, FrameSeen):
+        return _encode_frame(event, profile, seq)
+    base: dict[str, Any] = {"seq": seq, "t": round(event.t, 6)}
+    if isinstance(event, ConnectionOpened):
+        base.update(kind="open", conn=event.conn, route=event.route)
+        base.update(client=event.client, upstream=event.upstream)
+    elif isinstance(event, ConnectionClosed):
+        base.update(kind="close", conn=event.conn, route=event.route, reason=event.reason)
+        base.update(bytes={"c2s": event.bytes_c2s, "s2c": event.bytes_s2c})
+        base.update(abnormal=event.abnormal)
+    elif isinstance(event, ExchangeCompleted):
+        base.update(kind="exchange", conn=event.conn, route=event.route)
+        base.update(req=event.request.index, resp=event.response.index)
+        base.update(method=event.method, status=profile.describe(event.response.message))
+        base.update(latency=round(event.latency, 6))
+    elif isinstance(event, ViolationSeen):
+        base.update(kind="violation", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value if event.direction else None)
+        base.update(frame=event.frame_index)
+        base.update(event.violation.to_json())
+    elif isinstance(event, FramingErrorSeen):
+        base.update(kind="frame-error", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, error=event.kind.value, detail=event.detail)
+        base.update(recoverable=event.recoverable, declared=event.declared_length)
+        base.update(raw=_b64(event.raw))
+    elif isinstance(event, BytesDiscarded):
+        base.update(kind="discarded", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, final=event.final, raw=_b64(event.raw))
+    elif isinstance(event, FaultInjected):
+        base.update(kind="fault", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, fault=event.fault, detail=event.detail)
+        base.update(method=event.method)
+    elif isinstance(event, EventsMissed):
+        base.update(kind="gap", missed=event.count, consumer=event.consumer)
+    else:  # pragma: no cover - exhaustive over Event
+        return None
+    return _dumps(base) + b"\n"
+
+
+def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> bytes:
+    message = event.message
+    base: dict[str, Any] = {
+        "seq": seq,
+        "t": round(event.t, 6),
+        "kind": "frame",
+        "conn": event.conn,
+        "route": event.route,
+        "dir": event.direction.value,
+        "n": event.index,
+        "size": event.size,
+        "type": _frame_type(message),
+    }
+    if message.id is not None:
+        base["id"] = message.id
+    if isinstance(message, Request):
+        base["method"] = message.method
+    payload = event.payload
+    if event.redacted:
+        base["redacted"] = list(event.redacted)
+        base["msg"] = message.obj if not _undecodable(message) else None
+        return _dumps(base) + b"\n"
+    if _undecodable(message) or b"\n" in payload:
+        base["raw"] = _b64(payload)
+        if not _undecodable(message):
+            base["note"] = "payload spans lines; stored raw"
+        return _dumps(base) + b"\n"
+    # Splice the exact payload bytes in as the last member: readable and byte-exact.
+    return _dumps(base)[:-1] + MSG_KEY + payload + b"}\n"
+
+
+def _frame_type(message: Message) -> str:
+    if isinstance(message, Request):
+        return "request"
+    if isinstance(message, Response):
+        return "response"
+    if hasattr(message, "error"):
+        return "error"
+    return "malformed"
+
+
+def _undecodable(message: Message) -> bool:
+    kind = getattr(message, "kind", None)
+    return kind in (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
+
+
+def _dumps(data: Any) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def open_recording_file(path: str, *, overwrite: bool = False) -> IO[bytes]:
+    """Create a recording file readable by its owner only (mode 0600).
+
+    Raises FileExistsError unless ``overwrite``; other OSErrors as they come."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+    fd = os.open(path, flags, 0o600)
+    os.fchmod(fd, 0o600)  # the umask cannot widen it, but an existing file kept its mode
+    return os.fdopen(fd, "wb")
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Recording:
+    """A recording read into memory: its header, its events, and what was skipped."""
+
+    header: Header
+    profile: Profile
+    events: list[Event]
+    truncated_tail: bool = False
+    """The last line was incomplete (a killed writer); it was ignored."""
+    skipped_lines: int = 0
+
+    def exchanges(self) -> list[ExchangeCompleted]:
+        return [e for e in self.events if isinstance(e, ExchangeCompleted)]
+
+
+class _Decoder:
+    """Rebuilds events from lines, pairing exchange lines with the frames they name."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.frames: dict[tuple[int, str, int], FrameSeen] = {}
+        self.violations: dict[tuple[int, str, int], list[Violation]] = {}
+
+    def decode(self, line: bytes) -> Optional[Event]:
+        data = json.loads(line)
+        if not isinstance(data, dict):
+            raise RecordingError("an event line is not a JSON object")
+        kind = data.get("kind")
+        t = float(data.get("t", 0.0))
+        if kind == "frame":
+            return self._frame(data, line, t)
+        conn = int(data.get("conn", 0))
+        route = str(data.get("route", ""))
+        if kind == "open":
+            return ConnectionOpened(conn, route, str(data["client"]), str(data["upstream"]), t)
+        if kind == "close":
+            sizes = data.get("bytes") or {}
+            return ConnectionClosed(
+                conn,
+                route,
+                str(data.get("reason", "")),
+                t,
+                int(sizes.get("c2s", 0)),
+                int(sizes.get("s2c", 0)),
+                bool(data.get("abnormal", False)),
+            )
+        if kind == "exchange":
+            request = self.frames.pop((conn, "c2s", int(data["req"])), None)
+            response = self.frames.pop((conn, "s2c", int(data["resp"])), None)
+            if request is None or response is None:
+                return None  # its frames were lost before a crash; nothing to pair
+            violations = self.violations.pop((conn, "c2s", request.index), [])
+            violations += self.violations.pop((conn, "s2c", response.index), [])
+            return ExchangeCompleted(conn, route, request, response, tuple(violations))
+        if kind == "violation":
+            direction = Direction(data["dir"]) if data.get("dir") else None
+            frame = data.get("frame")
+            found = Violation.from_json(data)
+            if direction is not None and frame is not None:
+                key = (conn, direction.value, int(frame))
+                self.violations.setdefault(key, []).append(found)
+            return ViolationSeen(conn, route, direction, frame, t, found)
+        if kind == "frame-error":
+            return FramingErrorSeen(
+                conn,
+                route,
+                Direction(data["dir"]),
+                t,
+                FrameErrorKind(data["error"]),
+                str(data.get("detail", "")),
+                base64.b64decode(data.get("raw", "")),
+                bool(data.get("recoverable", False)),
+                data.get("declared"),
+            )
+        if kind == "discarded":
+            raw = base64.b64decode(data.get("raw", ""))
+            return BytesDiscarded(conn, route, Direction(data["dir"]), t, raw, bool(data["final"]))
+        if kind == "fault":
+            return FaultInjected(
+                conn,
+                route,
+                Direction(data["dir"]),
+                t,
+                str(data["fault"]),
+                str(data.get("detail", "")),
+                data.get("method"),
+            )
+        if kind == "gap":
+            return EventsMissed(int(data.get("missed", 0)), t, str(data.get("consumer", "")))
+        return None  # an event kind from a newer writer: skipped, not fatal
+
+    def _frame(self, data: dict[str, Any], line: bytes, t: float) -> FrameSeen:
+        direction = Direction(data["dir"])
+        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+        redacted = tuple(data.get("redacted", ()))
+        if "raw" in data:
+            payload = base64.b64decode(data["raw"])
+            message = self.profile.parse(payload, role)
+        else:
+            obj = data.get("msg")
+            if redacted:
+                payload = self.profile.encode_payload(obj)
+            else:
+                start = line.index(MSG_KEY) + len(MSG_KEY)
+                end = line.rstrip(b"\r\n").rindex(b"}")
+                payload = line[start:end]
+            if role is Role.REQUEST:
+                message = self.profile.parse_request(obj)
+            else:
+                message = self.profile.parse_response(obj)
+        frame = FrameSeen(
+            int(data["conn"]),
+            str(data.get("route", "")),
+            direction,
+            int(data["n"]),
+            t,
+            int(data.get("size", len(payload))),
+            payload,
+            message,
+            redacted,
+        )
+        self.frames[(frame.conn, direction.value, frame.index)] = frame
+        return frame
+
+
+class RecordingReader:
+    """Reads an open recording: the header at construction, then events by iteration.
+
+    A last line without its newline (the writer was killed) is ignored and noted in
+    ``truncated_tail``; a damaged line in the middle raises RecordingError naming its number.
+    A line over ``max_line`` bytes is refused, so an untrusted trace cannot make the reader
+    allocate without bound."""
+
+    def __init__(self, stream: IO[bytes], *, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self.stream = stream
+        self.max_line = max_line
+        self.truncated_tail = False
+        self.line_number = 1
+        first = stream.readline(max_line + 1)
+        if not first:
+            raise RecordingError("empty file: no recording header")
+        if not first.endswith(b"\n"):
+            raise RecordingError("incomplete or oversized recording header line")
+        try:
+            self.header = Header.from_json(json.loads(first))
+        except RecordingError:
+            raise
+        except ValueError as exc:
+            raise RecordingError(f"bad recording header: {exc}") from None
+        try:
+            self.profile = get_profile(self.header.profile)
+        except KeyError as exc:
+            raise RecordingError(str(exc)) from None
+        self._decoder = _Decoder(self.profile)
+
+    def __iter__(self) -> Iterator[Event]:
+        while True:
+            line = self.stream.readline(self.max_line + 1)
+            if not line:
+                return
+            self.line_number += 1
+            if not line.endswith(b"\n"):
+                if len(line) > self.max_line:
+                    raise RecordingError(
+                        f"line {self.line_number} is longer than {self.max_line} bytes"
+                    )
+                self.truncated_tail = True
+                return  # an incomplete last line: the writer stopped mid-line
+            if not line.strip():
+                continue
+            try:
+                event = self._decoder.decode(line)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise RecordingError(f"line {self.line_number}: {exc}") from None
+            if event is not None:
+                yield event
+
+
+def read_recording(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> Recording:
+    """Read a whole recording. Raises OSError, or RecordingError saying what is wrong."""
+    with open(path, "rb") as stream:
+        reader = RecordingReader(stream, max_line=max_line)
+        events = list(reader)
+        return Recording(reader.header, reader.profile, events, reader.truncated_tail)
