@@ -45,6 +45,7 @@ __all__ = [
     "Recording",
     "RecordingError",
     "RecordingReader",
+    "RecordingWriter",
     "encode_event",
     "encode_header",
     "open_recording_file",
@@ -239,6 +240,59 @@ def open_recording_file(path: str, *, overwrite: bool = False) -> IO[bytes]:
     fd = os.open(path, flags, 0o600)
     os.fchmod(fd, 0o600)  # the umask cannot widen it, but an existing file kept its mode
     return os.fdopen(fd, "wb")
+
+
+class RecordingWriter:
+    """Writes a recording: the header at once, then one line per event, in order.
+
+    Each line goes out in a single ``write`` call on an unbuffered file; with ``flush()`` (the
+    proxy calls it at least every 100 ms) what was written is on disk for any reader, and a
+    killed writer leaves at worst one incomplete last line, which readers skip."""
+
+    def __init__(self, stream: IO[bytes], header: Header) -> None:
+        self.stream = stream
+        self.header = header
+        self.profile = get_profile(header.profile)
+        self.seq = 0
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self.stream.write(encode_header(header))
+        self.stream.flush()
+
+    @classmethod
+    def create(cls, path: str, header: Header, *, overwrite: bool = False) -> RecordingWriter:
+        """Open ``path`` (mode 0600) and write the header. Raises OSError (FileExistsError)."""
+        return cls(open_recording_file(path, overwrite=overwrite), header)
+
+    def write(self, event: Event) -> None:
+        """Queue one event's line; it reaches the file at the next `flush()` (or when 1 MiB
+        is queued)."""
+        line = encode_event(event, self.profile, self.seq + 1)
+        if line is None:
+            return
+        self.seq += 1
+        self._pending.append(line)
+        self._pending_size += len(line)
+        if self._pending_size >= 1024 * 1024:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every queued line and flush the file."""
+        if self._pending:
+            self.stream.write(b"".join(self._pending))
+            self._pending.clear()
+            self._pending_size = 0
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.flush()
+        self.stream.close()
+
+    def __enter__(self) -> RecordingWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 # -- reading ---------------------------------------------------------------------------------
