@@ -1,0 +1,143 @@
+"""Opening listeners and connections for `Address`es (TCP or Unix sockets), with the safety
+rules that apply to every server golem-proxy runs: loopback unless asked, Unix socket files
+0600 in a directory the user owns, stale socket files detected and replaced."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import struct
+from dataclasses import dataclass
+
+import trio
+
+from .addresses import Address
+
+# struct linger {int l_onoff; int l_linger;}: on, zero seconds → close sends RST.
+_LINGER_RESET = struct.pack("ii", 1, 0)
+
+__all__ = [
+    "ListenError",
+    "Listener",
+    "close_abortively",
+    "connect",
+    "open_listener",
+    "remove_unix_socket",
+]
+
+
+class ListenError(OSError):
+    """A listener could not be opened; the message says why, fit for the command line."""
+
+
+@dataclass
+class Listener:
+    """An open listener and the address it is bound to (with the real port for port 0)."""
+
+    listener: trio.SocketListener
+    address: Address
+
+    async def aclose(self) -> None:
+        await self.listener.aclose()
+        if self.address.is_unix:
+            remove_unix_socket(self.address)
+
+
+async def open_listener(
+    address: Address, *, allow_public: bool = False, backlog: int = 128
+) -> Listener:
+    """Bind and listen on ``address``. Raises ListenError with a user-facing message."""
+    if not address.is_loopback() and not allow_public:
+        raise ListenError(
+            f"refusing to listen on non-loopback address {address} without --listen-public"
+        )
+    if address.is_unix:
+        return await _open_unix_listener(address, backlog)
+    sock = trio.socket.socket(
+        trio.socket.AF_INET6 if ":" in address.host else trio.socket.AF_INET,
+        trio.socket.SOCK_STREAM,
+    )
+    try:
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
+        await sock.bind((address.host, address.port))
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {address}: {exc.strerror or exc}") from exc
+    port = sock.getsockname()[1]
+    return Listener(trio.SocketListener(sock), Address(address.host, port))
+
+
+async def _open_unix_listener(address: Address, backlog: int) -> Listener:
+    path = address.path
+    assert path is not None
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        info = os.stat(directory)
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {address}: {exc.strerror}") from exc
+    if info.st_uid != os.getuid():
+        raise ListenError(f"refusing to create a socket in {directory}: not owned by you")
+    if os.path.lexists(path):
+        await _replace_stale_socket(path)
+    sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)  # the socket file is created 0600, never briefly wider
+    try:
+        await sock.bind(path)
+        os.chmod(path, 0o600)
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {address}: {exc.strerror or exc}") from exc
+    finally:
+        os.umask(old_umask)
+    return Listener(trio.SocketListener(sock), address)
+
+
+async def _replace_stale_socket(path: str) -> None:
+    """Remove a socket file nobody listens on; refuse to touch anything else."""
+    if not stat.S_ISSOCK(os.lstat(path).st_mode):
+        raise ListenError(f"refusing to replace {path}: it exists and is not a socket")
+    probe = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+    try:
+        await probe.connect(path)
+    except OSError as exc:
+        if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+            raise ListenError(f"cannot check socket {path}: {exc.strerror}") from exc
+        os.unlink(path)  # stale: a dead process left it behind
+        return
+    finally:
+        probe.close()
+    raise ListenError(f"{path} is in use by a running server")
+
+
+def remove_unix_socket(address: Address) -> None:
+    """Remove a Unix socket file we created (ignoring one already gone)."""
+    if address.path is not None:
+        try:
+            if stat.S_ISSOCK(os.lstat(address.path).st_mode):
+                os.unlink(address.path)
+        except FileNotFoundError:
+            pass
+
+
+async def connect(address: Address) -> trio.SocketStream:
+    """Connect to ``address``. Raises OSError (ConnectionRefusedError, …) as the OS reports."""
+    if address.is_unix:
+        assert address.path is not None
+        return await trio.open_unix_socket(address.path)
+    stream = await trio.open_tcp_stream(address.host, address.port)
+    return stream
+
+
+def close_abortively(stream: trio.SocketStream) -> None:
+    """Close with a TCP reset (SO_LINGER 0), so the peer sees ECONNRESET as it would if the
+    process behind us had died; a plain close would look like a clean EOF."""
+    sock = stream.socket
+    try:
+        if sock.family in (trio.socket.AF_INET, trio.socket.AF_INET6):
+            sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_LINGER, _LINGER_RESET)
+    except OSError:
+        pass
+    sock.close()
