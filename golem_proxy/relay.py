@@ -70,6 +70,8 @@ class _Connection:
     reason: str = ""
     abnormal: bool = False
     last_activity: float = 0.0
+    reset: set[str] = field(default_factory=set)
+    """Sides ("client", "upstream") to close with a reset rather than a clean FIN."""
 
     def note(self, reason: str, abnormal: bool = False) -> None:
         if not self.reason:  # the first cause is the one worth reporting
@@ -190,7 +192,7 @@ class Proxy:
                     conn.note(f"upstream {route.upstream} unreachable: {exc.strerror or exc}", True)
             if conn.upstream is None:
                 conn.note(f"upstream {route.upstream} did not answer in time", True)
-                close_abortively(client)
+                conn.reset.add("client")
                 return
             await self._relay(conn)
         finally:
@@ -213,6 +215,12 @@ class Proxy:
             nursery.start_soon(self._pump, conn, tap, Direction.S2C, nursery.cancel_scope)
             if self.options.idle_timeout is not None:
                 nursery.start_soon(self._idle_watch, conn, nursery.cancel_scope)
+        # A direction that ended without EOF (reset, cancel) still ends for the decoder, so a
+        # frame cut in half is reported as truncated.
+        for direction, ended in conn.eof.items():
+            if not ended:
+                with trio.CancelScope(shield=True):
+                    await self.tap_worker.submit(tap, direction, b"", self.now())
 
     async def _pump(
         self,
@@ -236,7 +244,7 @@ class Proxy:
                 count = await src.recv_into(buffer)
             except OSError as exc:
                 conn.note(f"{source_name} reset the connection ({exc.strerror or exc})", True)
-                close_abortively(sink)
+                conn.reset.add(sink_name)
                 scope.cancel()
                 return
             now = trio.current_time()
@@ -263,7 +271,7 @@ class Proxy:
                 await _send_all(dst, view[:count])
             except OSError as exc:
                 conn.note(f"{sink_name} went away ({exc.strerror or exc})", True)
-                close_abortively(source)
+                conn.reset.add(source_name)
                 scope.cancel()
                 return
             conn.bytes[direction] += count
@@ -282,8 +290,12 @@ class Proxy:
             await trio.sleep_until(deadline)
 
     async def _finish(self, conn: _Connection) -> None:
-        for stream in (conn.client, conn.upstream):
-            if stream is not None:
+        for name, stream in (("client", conn.client), ("upstream", conn.upstream)):
+            if stream is None:
+                continue
+            if name in conn.reset:
+                close_abortively(stream)
+            else:
                 stream.socket.close()
         if not conn.reason:
             conn.note("proxy shutting down", True)

@@ -49,6 +49,8 @@ class ProxySession:
         self.proxy = Proxy(config.routes, config.profile, self.hub, config.options)
         self.writer: Optional[RecordingWriter] = None
         self._stop_scope = trio.CancelScope()
+        self.finished = trio.Event()
+        """Set once the session stopped and every consumer saw the last event."""
         self._extra: list[tuple[str, float, Consumer]] = []
 
     def add_consumer(self, name: str, consumer: Consumer, buffer: float = 10_000) -> None:
@@ -91,6 +93,7 @@ class ProxySession:
                     await self.proxy.serve(task_status=task_status)
             finally:
                 self.hub.close()
+        self.finished.set()
 
     def _header(self, bound: list[BoundRoute]) -> Header:
         routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]

@@ -18,7 +18,7 @@ import trio
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Severity, Violation, rule, violation
 from golem_core.framing import Discarded, Frame, FrameError
-from golem_core.messages import Malformed, MalformedKind, Message, Request, Role
+from golem_core.messages import Malformed, MalformedKind, Request, Role
 from golem_core.pairing import Correlator
 from golem_core.profiles import Profile
 
@@ -140,9 +140,13 @@ class ConnectionTap:
         violations = self.profile.check_message(message, payload)
         if self.catalogue is not None and isinstance(message, Request):
             violations.extend(self.catalogue.check_request(message))
+        # A response is paired first, so that method-scoped redaction rules apply to it too.
+        pending = None if role is Role.REQUEST else self._correlator.match_response(message)
+        request = pending.context if pending is not None else None
         redacted: tuple[str, ...] = ()
         if self.redactor and not isinstance(message, Malformed):
-            obj, redacted = self.redactor.apply(message.obj, self.profile.method_of(message))
+            method = self.profile.method_of(request.frame.message if request else message)
+            obj, redacted = self.redactor.apply(message.obj, method)
             if redacted:
                 payload = self.profile.encode_payload(obj)
                 message = self.profile.parse(payload, role)
@@ -154,32 +158,22 @@ class ConnectionTap:
         self.publish(seen)
         for found in violations:
             self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
-        if direction is Direction.C2S:
+        if role is Role.REQUEST:
             self._correlator.add_request(message, _RequestContext(seen, violations))
+        elif request is None:
+            orphan = violation(
+                R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
+            )
+            self.publish(ViolationSeen(self.conn, self.route, direction, index, t, orphan))
         else:
-            self._pair(seen, message, violations, t)
+            exchange_violations = self.profile.check_exchange(request.frame.message, message)
+            for found in exchange_violations:
+                self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
+            every = (*request.violations, *violations, *exchange_violations)
+            self.publish(ExchangeCompleted(self.conn, self.route, request.frame, seen, every))
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
             return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
         return None
-
-    def _pair(
-        self, seen: FrameSeen, message: Message, violations: list[Violation], t: float
-    ) -> None:
-        pending = self._correlator.match_response(message)
-        if pending is None:
-            orphan = violation(
-                R_ORPHAN,
-                f"response id {message.id!r} answers no outstanding request",
-                "$.id",
-            )
-            self.publish(ViolationSeen(self.conn, self.route, Direction.S2C, seen.index, t, orphan))
-            return
-        request = pending.context
-        exchange_violations = self.profile.check_exchange(request.frame.message, message)
-        for found in exchange_violations:
-            self.publish(ViolationSeen(self.conn, self.route, Direction.S2C, seen.index, t, found))
-        every = (*request.violations, *violations, *exchange_violations)
-        self.publish(ExchangeCompleted(self.conn, self.route, request.frame, seen, every))
 
 
 class TapWorker:
