@@ -11,7 +11,6 @@ is answered first, then both channels stop (`wait` returns).
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Optional, TextIO
 
@@ -29,7 +28,8 @@ class HeadlessPlugin:
     """The headless plugin. Not restartable: build a new one after `stop`."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9876, gh_port: int = 9877,
-                 options: Optional[PluginOptions] = None, *, log: TextIO = sys.stderr) -> None:
+                 options: Optional[PluginOptions] = None, *,
+                 log: Optional[TextIO] = None) -> None:
         self.host = host
         self.port = port
         self.gh_port = gh_port

@@ -43,7 +43,7 @@ class ChannelServer:
         dispatcher: Dispatcher,
         *,
         after_reply: Optional[Callable[[], None]] = None,
-        log: TextIO = sys.stderr,
+        log: Optional[TextIO] = None,
     ) -> None:
         self.name = name
         self.dispatcher = dispatcher
@@ -84,7 +84,9 @@ class ChannelServer:
         self._listener.close()
 
     def _note(self, message: str) -> None:
-        print(f"rhino_plugin[{self.name}]: {message}", file=self._log, flush=True)
+        # Resolved per call, so a redirected sys.stderr (tests, embedding) is honoured.
+        stream = self._log if self._log is not None else sys.stderr
+        print(f"rhino_plugin[{self.name}]: {message}", file=stream, flush=True)
 
     def _serve(self) -> None:
         while not self._stopping.is_set():

@@ -31,6 +31,7 @@ def test_oversized_header_closes_only_that_connection(plugin: Any, connect: Call
     victim.sock.sendall(struct.pack("!I", 64 * 1024 * 1024 + 1))
     assert victim.sock.recv(1) == b""  # closed by the plugin without an answer
     assert connect(plugin.main_address).call("ping") == {"alive": True}
+    assert "cannot resynchronise" in capfd.readouterr().err
 
 
 def test_abrupt_disconnect_mid_frame_keeps_the_server_up(plugin: Any,
