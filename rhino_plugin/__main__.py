@@ -23,7 +23,17 @@ from .registry import PluginOptions
 
 __all__ = ["main"]
 
-WAIT_SLICE_SECONDS = 0.5
+WAIT_SLICE_SECONDS = 0.2
+
+
+class _StopSignal:
+    """A signal handler that only records which signal arrived."""
+
+    def __init__(self) -> None:
+        self.received: Optional[int] = None
+
+    def __call__(self, signum: int, frame: Optional[FrameType]) -> None:
+        self.received = signum
 
 
 def _positive(text: str) -> float:
@@ -66,18 +76,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"rhino_plugin: cannot listen: {exc}", file=sys.stderr)
         return 2
 
-    def on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+    stop_signal = _StopSignal()
+    signal.signal(signal.SIGINT, stop_signal)
+    signal.signal(signal.SIGTERM, stop_signal)
     print(f"rhino_plugin headless ready: main={main_host}:{main_port} "
           f"gh={gh_host}:{gh_port} seed={options.seed}", flush=True)
     try:
-        # Short waits so the main thread gets to run signal handlers promptly.
-        while not plugin.wait(WAIT_SLICE_SECONDS):
+        # Short waits: the handler only records the signal (raising from it could leave a
+        # threading lock held), and the loop notices it within one slice.
+        while not plugin.wait(WAIT_SLICE_SECONDS) and stop_signal.received is None:
             pass
-    except KeyboardInterrupt:
-        print("rhino_plugin: interrupted, stopping", file=sys.stderr, flush=True)
+        if stop_signal.received is not None:
+            name = signal.Signals(stop_signal.received).name
+            print(f"rhino_plugin: {name} received, stopping", file=sys.stderr, flush=True)
     finally:
         plugin.stop()
     return 0
