@@ -135,9 +135,12 @@ def rotation_map(center: Point, axis: Point, angle_degrees: float) -> PointMap:
 
 def scale_map(origin: Point, factors: tuple[float, float, float]) -> PointMap:
     """Scaling about ``origin`` by per-axis ``factors``."""
-    return lambda p: tuple(  # type: ignore[return-value]
-        o + (c - o) * f for c, o, f in zip(p, origin, factors)
-    )
+    def scale(p: Point) -> Point:
+        return (origin[0] + (p[0] - origin[0]) * factors[0],
+                origin[1] + (p[1] - origin[1]) * factors[1],
+                origin[2] + (p[2] - origin[2]) * factors[2])
+
+    return scale
 
 
 def mirror_map(plane_origin: Point, unit_normal: Point) -> PointMap:

@@ -18,7 +18,6 @@ from golem_core.errors import InvalidParams, ObjectNotFound, OperationFailed
 from ..document import Document
 from ..geometry import BoundingBox
 from ..params import first_present, opt_bool, opt_str, req_number, req_str
-from .common import created
 
 __all__ = ["GrasshopperHandlers"]
 
@@ -217,11 +216,11 @@ class GrasshopperHandlers:
         return {"status": "ok", "outputs": definition.outputs, "baked_guids": baked}
 
     def _bake_box(self, definition: Definition, layer: Optional[str]) -> list[str]:
-        box = definition.outputs["Box"]["bounding_box"]
-        bbox = BoundingBox(tuple(box["min"]), tuple(box["max"]))  # type: ignore[arg-type]
+        width, depth, height = (definition.slider(name) for name, _ in _SLIDERS)
+        bbox = BoundingBox((0.0, 0.0, 0.0), (width, depth, height))
         obj = self.doc.add_object("Brep", bbox, {"kind": "box", "source": "grasshopper",
                                                  "definition": definition.file_path}, layer)
-        return [created(obj)["guid"]]
+        return [obj.guid]
 
     def bake(self, params: Params) -> dict[str, Any]:
         component = self._component(params, ("component_guid", "component_nickname"))
