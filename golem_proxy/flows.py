@@ -229,6 +229,7 @@ class FlowTracker:
             flow = self._new_flow(exchange.conn, exchange.route)
             flow.request = exchange.request
         flow.response = exchange.response
+        flow.closed_unanswered = False
         self._responses.pop((exchange.conn, exchange.response.index), None)
         self._response_violations.pop((exchange.conn, exchange.response.index), None)
         flow.violations = list(exchange.violations)

@@ -299,17 +299,16 @@ class Proxy:
                 stream.socket.close()
         if not conn.reason:
             conn.note("proxy shutting down", True)
-        self.publish(
-            ConnectionClosed(
-                conn.conn,
-                conn.route.name,
-                conn.reason,
-                self.now(),
-                conn.bytes[Direction.C2S],
-                conn.bytes[Direction.S2C],
-                conn.abnormal,
-            )
+        closed = ConnectionClosed(
+            conn.conn,
+            conn.route.name,
+            conn.reason,
+            self.now(),
+            conn.bytes[Direction.C2S],
+            conn.bytes[Direction.S2C],
+            conn.abnormal,
         )
+        self.tap_worker.submit_event(self.publish, closed)
         self._live.discard(conn.conn)
         if not self._live:
             self._all_closed.set()

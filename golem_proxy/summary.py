@@ -25,13 +25,14 @@ def print_summary(console: Console, recording: Recording) -> None:
         tracker.apply(event)
     flows = tracker.flows
     by_method: dict[str, list[float]] = {}
+    calls: dict[str, int] = {}
     errors: dict[str, int] = {}
     for flow in flows:
         method = flow.method or flow.status(recording.profile)
+        calls[method] = calls.get(method, 0) + 1
+        latencies = by_method.setdefault(method, [])
         if flow.latency is not None:
-            by_method.setdefault(method, []).append(flow.latency)
-        else:
-            by_method.setdefault(method, [])
+            latencies.append(flow.latency)
         if flow.is_error:
             errors[method] = errors.get(method, 0) + 1
     table = Table(title=f"{len(flows)} exchanges on {len(tracker.connections)} connections")
@@ -42,7 +43,7 @@ def print_summary(console: Console, recording: Recording) -> None:
         failed = errors.get(method, 0)
         table.add_row(
             method,
-            str(max(len(latencies), 1)),
+            str(calls[method]),
             f"[red]{failed}[/]" if failed else "0",
             format_latency(_percentile(latencies, 0.5)) if latencies else "-",
             format_latency(max(latencies)) if latencies else "-",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import trio
 
@@ -189,9 +189,10 @@ class TapWorker:
         self.soft_limit = soft_limit
         self.hard_limit = hard_limit
         self.backlog = 0
-        self._queue: collections.deque[tuple[ConnectionTap, Direction, bytes, float]] = (
-            collections.deque()
-        )
+        # Items are (tap, direction, chunk, t) to decode, or an event to publish in order.
+        self._queue: collections.deque[
+            Union[tuple[ConnectionTap, Direction, bytes, float], tuple[Publish, Event]]
+        ] = collections.deque()
         self._wakeup = trio.Event()
         self._room = trio.Event()
         self._idle = trio.Event()
@@ -212,6 +213,13 @@ class TapWorker:
             await self._room.wait()
         self._queue.append((tap, direction, data, t))
         self.backlog += len(data)
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._wakeup.set()
+
+    def submit_event(self, publish: Publish, event: Event) -> None:
+        """Publish ``event`` once everything queued before it has been decoded, so that a
+        connection's close is never reported ahead of its last frames."""
+        self._queue.append((publish, event))
         self._idle = trio.Event() if self._idle.is_set() else self._idle
         self._wakeup.set()
 
@@ -244,7 +252,12 @@ class TapWorker:
             await trio.lowlevel.checkpoint()
 
     def _process_one(self) -> None:
-        tap, direction, data, t = self._queue.popleft()
+        item = self._queue.popleft()
+        if len(item) == 2:
+            publish, event = item
+            publish(event)
+            return
+        tap, direction, data, t = item
         self.backlog -= len(data)
         if self.backlog < self.hard_limit:
             self._room.set()
