@@ -48,27 +48,46 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m rhino_plugin",
         description="GOLEM-3DMCP plugin peer over an in-memory document (stdlib only).",
     )
-    parser.add_argument("--headless", action="store_true", required=True,
-                        help="run without Rhino, over an in-memory document (required)")
+    parser.add_argument(
+        "--headless",
+        action="store_true",
+        required=True,
+        help="run without Rhino, over an in-memory document (required)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=9876, help="main channel port (0: any)")
-    parser.add_argument("--gh-port", type=int, default=9877,
-                        help="Grasshopper channel port (0: any)")
+    parser.add_argument(
+        "--gh-port", type=int, default=9877, help="Grasshopper channel port (0: any)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed for GUIDs (default 0)")
-    parser.add_argument("--allow-scripts", action="store_true",
-                        help="let scripting.* execute the Python code clients send")
-    parser.add_argument("--debug-methods", action="store_true",
-                        help="register debug.sleep {seconds} (tests and demos)")
-    parser.add_argument("--ui-timeout", type=_positive, default=DEFAULT_UI_TIMEOUT,
-                        help="seconds a handler may take on the UI thread (default 30)")
+    parser.add_argument(
+        "--allow-scripts",
+        action="store_true",
+        help="let scripting.* execute the Python code clients send",
+    )
+    parser.add_argument(
+        "--debug-methods",
+        action="store_true",
+        help="register debug.sleep {seconds} (tests and demos)",
+    )
+    parser.add_argument(
+        "--ui-timeout",
+        type=_positive,
+        default=DEFAULT_UI_TIMEOUT,
+        help="seconds a handler may take on the UI thread (default 30)",
+    )
     return parser
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run until stopped. Returns the exit status."""
     args = build_parser().parse_args(argv)
-    options = PluginOptions(seed=args.seed, allow_scripts=args.allow_scripts,
-                            debug_methods=args.debug_methods, ui_timeout=args.ui_timeout)
+    options = PluginOptions(
+        seed=args.seed,
+        allow_scripts=args.allow_scripts,
+        debug_methods=args.debug_methods,
+        ui_timeout=args.ui_timeout,
+    )
     plugin = HeadlessPlugin(args.host, args.port, args.gh_port, options)
     try:
         (main_host, main_port), (gh_host, gh_port) = plugin.start()
@@ -79,8 +98,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     stop_signal = _StopSignal()
     signal.signal(signal.SIGINT, stop_signal)
     signal.signal(signal.SIGTERM, stop_signal)
-    print(f"rhino_plugin headless ready: main={main_host}:{main_port} "
-          f"gh={gh_host}:{gh_port} seed={options.seed}", flush=True)
+    print(
+        f"rhino_plugin headless ready: main={main_host}:{main_port} "
+        f"gh={gh_host}:{gh_port} seed={options.seed}",
+        flush=True,
+    )
     try:
         # Short waits: the handler only records the signal (raising from it could leave a
         # threading lock held), and the loop notices it within one slice.

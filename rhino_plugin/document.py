@@ -59,12 +59,14 @@ class DocObject:
     def info(self) -> dict[str, Any]:
         """The long form answered by get_object_info."""
         details = self.summary()
-        details.update({
-            "color": list(self.color) if self.color is not None else None,
-            "color_source": "object" if self.color is not None else "layer",
-            "user_text": dict(sorted(self.user_text.items())),
-            "geometry": dict(self.geometry),
-        })
+        details.update(
+            {
+                "color": list(self.color) if self.color is not None else None,
+                "color_source": "object" if self.color is not None else "layer",
+                "user_text": dict(sorted(self.user_text.items())),
+                "geometry": dict(self.geometry),
+            }
+        )
         return details
 
 
@@ -129,8 +131,9 @@ class Document:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
 
     # -- layers ---------------------------------------------------------------------------------
-    def add_layer(self, full_path: str, color: Color = (0, 0, 0), visible: bool = True,
-                  locked: bool = False) -> Layer:
+    def add_layer(
+        self, full_path: str, color: Color = (0, 0, 0), visible: bool = True, locked: bool = False
+    ) -> Layer:
         """Add a layer (its parent must exist). Raises InvalidParams naming ``name`` when the
         layer exists and naming ``parent`` when the parent does not."""
         if full_path in self.layers:
@@ -162,8 +165,14 @@ class Document:
             del self.layers[path]
 
     # -- objects --------------------------------------------------------------------------------
-    def add_object(self, object_type: str, bbox: BoundingBox, geometry: dict[str, Any],
-                   layer: Optional[str] = None, name: str = "") -> DocObject:
+    def add_object(
+        self,
+        object_type: str,
+        bbox: BoundingBox,
+        geometry: dict[str, Any],
+        layer: Optional[str] = None,
+        name: str = "",
+    ) -> DocObject:
         """Add an object on ``layer`` (default: the current layer) and return it. Raises
         InvalidParams naming ``layer`` when the layer does not exist."""
         layer_path = self.layer(layer).full_path if layer is not None else self.current_layer
@@ -173,9 +182,19 @@ class Document:
 
     def copy_object(self, source: DocObject, bbox: BoundingBox) -> DocObject:
         """A copy of ``source`` with a new GUID and ``bbox``; it is not selected."""
-        obj = DocObject(self.new_guid(), source.object_type, source.layer, bbox,
-                        dict(source.geometry), source.name, dict(source.user_text),
-                        source.visible, source.locked, False, source.color)
+        obj = DocObject(
+            self.new_guid(),
+            source.object_type,
+            source.layer,
+            bbox,
+            dict(source.geometry),
+            source.name,
+            dict(source.user_text),
+            source.visible,
+            source.locked,
+            False,
+            source.color,
+        )
         self.objects[obj.guid] = obj
         return obj
 

@@ -49,8 +49,16 @@ class BoundingBox:
     def corners(self) -> list[Point]:
         """The eight corners, bottom face first, counter-clockwise from ``minimum``."""
         (x0, y0, z0), (x1, y1, z1) = self.minimum, self.maximum
-        return [(x0, y0, z0), (x1, y0, z0), (x1, y1, z0), (x0, y1, z0),
-                (x0, y0, z1), (x1, y0, z1), (x1, y1, z1), (x0, y1, z1)]
+        return [
+            (x0, y0, z0),
+            (x1, y0, z0),
+            (x1, y1, z0),
+            (x0, y1, z0),
+            (x0, y0, z1),
+            (x1, y0, z1),
+            (x1, y1, z1),
+            (x0, y1, z1),
+        ]
 
     def mapped(self, point_map: PointMap) -> BoundingBox:
         """The axis-aligned box around the corners mapped by ``point_map``."""
@@ -135,10 +143,13 @@ def rotation_map(center: Point, axis: Point, angle_degrees: float) -> PointMap:
 
 def scale_map(origin: Point, factors: tuple[float, float, float]) -> PointMap:
     """Scaling about ``origin`` by per-axis ``factors``."""
+
     def scale(p: Point) -> Point:
-        return (origin[0] + (p[0] - origin[0]) * factors[0],
-                origin[1] + (p[1] - origin[1]) * factors[1],
-                origin[2] + (p[2] - origin[2]) * factors[2])
+        return (
+            origin[0] + (p[0] - origin[0]) * factors[0],
+            origin[1] + (p[1] - origin[1]) * factors[1],
+            origin[2] + (p[2] - origin[2]) * factors[2],
+        )
 
     return scale
 
@@ -148,8 +159,11 @@ def mirror_map(plane_origin: Point, unit_normal: Point) -> PointMap:
 
     def reflect(p: Point) -> Point:
         distance = _dot(_sub(p, plane_origin), unit_normal)
-        return (p[0] - 2 * distance * unit_normal[0], p[1] - 2 * distance * unit_normal[1],
-                p[2] - 2 * distance * unit_normal[2])
+        return (
+            p[0] - 2 * distance * unit_normal[0],
+            p[1] - 2 * distance * unit_normal[1],
+            p[2] - 2 * distance * unit_normal[2],
+        )
 
     return reflect
 

@@ -71,8 +71,9 @@ def opt_number(params: Params, name: str, default: float, *, positive: bool = Fa
     return req_number(params, name, positive=positive)
 
 
-def req_int(params: Params, name: str, *, minimum: Optional[int] = None,
-            maximum: Optional[int] = None) -> int:
+def req_int(
+    params: Params, name: str, *, minimum: Optional[int] = None, maximum: Optional[int] = None
+) -> int:
     """``params[name]`` as an int (a float with an integral value is accepted). Raises
     InvalidParams when missing, not integral, or outside ``minimum..maximum``."""
     number = req_number(params, name)
@@ -87,8 +88,14 @@ def req_int(params: Params, name: str, *, minimum: Optional[int] = None,
     return value
 
 
-def opt_int(params: Params, name: str, default: int, *, minimum: Optional[int] = None,
-            maximum: Optional[int] = None) -> int:
+def opt_int(
+    params: Params,
+    name: str,
+    default: int,
+    *,
+    minimum: Optional[int] = None,
+    maximum: Optional[int] = None,
+) -> int:
     """Like `req_int`, but ``default`` when the parameter is absent or null."""
     if params.get(name) is None:
         return default

@@ -27,9 +27,15 @@ Address = tuple[str, int]
 class HeadlessPlugin:
     """The headless plugin. Not restartable: build a new one after `stop`."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 9876, gh_port: int = 9877,
-                 options: Optional[PluginOptions] = None, *,
-                 log: Optional[TextIO] = None) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 9876,
+        gh_port: int = 9877,
+        options: Optional[PluginOptions] = None,
+        *,
+        log: Optional[TextIO] = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.gh_port = gh_port
@@ -63,15 +69,24 @@ class HeadlessPlugin:
 
         Raises OSError when a port cannot be bound (nothing is left listening then)."""
         runner = self._ui.run
-        main = self.registry.main_dispatcher(ui_runner=runner,
-                                             on_shutdown=self._shutdown_requested.set)
+        main = self.registry.main_dispatcher(
+            ui_runner=runner, on_shutdown=self._shutdown_requested.set
+        )
         grasshopper = self.registry.grasshopper_dispatcher(
-            ui_runner=runner, on_shutdown=self._shutdown_requested.set)
-        main_server = ChannelServer("main", self.host, self.port, main,
-                                    after_reply=self._after_reply, log=self._log)
+            ui_runner=runner, on_shutdown=self._shutdown_requested.set
+        )
+        main_server = ChannelServer(
+            "main", self.host, self.port, main, after_reply=self._after_reply, log=self._log
+        )
         try:
-            gh_server = ChannelServer("gh", self.host, self.gh_port, grasshopper,
-                                      after_reply=self._after_reply, log=self._log)
+            gh_server = ChannelServer(
+                "gh",
+                self.host,
+                self.gh_port,
+                grasshopper,
+                after_reply=self._after_reply,
+                log=self._log,
+            )
         except OSError:
             main_server.stop()
             raise

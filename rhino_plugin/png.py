@@ -33,7 +33,11 @@ def encode_rgb(width: int, height: int, pixels: bytes) -> bytes:
     raw = bytearray()
     for row in range(height):
         raw.append(0)  # filter type 0 (None) for this scanline
-        raw += pixels[row * stride:(row + 1) * stride]
+        raw += pixels[row * stride : (row + 1) * stride]
     header = struct.pack("!IIBBBBB", width, height, _BIT_DEPTH, _COLOR_TYPE_RGB, 0, 0, 0)
-    return (PNG_SIGNATURE + _chunk(b"IHDR", header)
-            + _chunk(b"IDAT", zlib.compress(bytes(raw), 6)) + _chunk(b"IEND", b""))
+    return (
+        PNG_SIGNATURE
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(bytes(raw), 6))
+        + _chunk(b"IEND", b"")
+    )

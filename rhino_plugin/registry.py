@@ -79,13 +79,21 @@ class PluginRegistry:
         """The names answered by a real handler, sorted."""
         return sorted(self._main_table)
 
-    def main_dispatcher(self, *, ui_runner: Optional[UiRunner] = None,
-                        on_shutdown: Optional[Callable[[], None]] = None) -> Dispatcher:
+    def main_dispatcher(
+        self,
+        *,
+        ui_runner: Optional[UiRunner] = None,
+        on_shutdown: Optional[Callable[[], None]] = None,
+    ) -> Dispatcher:
         """A dispatcher for the main channel (see the module docstring)."""
         return self._build(self._main_table, ALL_METHODS, ui_runner, on_shutdown)
 
-    def grasshopper_dispatcher(self, *, ui_runner: Optional[UiRunner] = None,
-                               on_shutdown: Optional[Callable[[], None]] = None) -> Dispatcher:
+    def grasshopper_dispatcher(
+        self,
+        *,
+        ui_runner: Optional[UiRunner] = None,
+        on_shutdown: Optional[Callable[[], None]] = None,
+    ) -> Dispatcher:
         """A dispatcher for the Grasshopper channel: ``grasshopper.*`` only."""
         known = [name for name in ALL_METHODS if name.startswith(GRASSHOPPER_PREFIX)]
         table = dict(self._grasshopper_table)
@@ -93,11 +101,16 @@ class PluginRegistry:
             table.update(DebugHandlers().table())
         return self._build(table, known, ui_runner, on_shutdown)
 
-    def _build(self, table: dict[str, Handler], known: Iterable[str],
-               ui_runner: Optional[UiRunner],
-               on_shutdown: Optional[Callable[[], None]]) -> Dispatcher:
-        dispatcher = Dispatcher(ui_runner=ui_runner, ui_timeout=self.options.ui_timeout,
-                                on_shutdown=on_shutdown)
+    def _build(
+        self,
+        table: dict[str, Handler],
+        known: Iterable[str],
+        ui_runner: Optional[UiRunner],
+        on_shutdown: Optional[Callable[[], None]],
+    ) -> Dispatcher:
+        dispatcher = Dispatcher(
+            ui_runner=ui_runner, ui_timeout=self.options.ui_timeout, on_shutdown=on_shutdown
+        )
         for name in sorted(table):
             dispatcher.register(name, table[name])
         for name in sorted(set(known) - set(table)):

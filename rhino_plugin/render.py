@@ -28,8 +28,20 @@ AXIS_Y: RGB = (75, 150, 75)
 MARGIN = 0.1
 
 # Edges of a box as pairs of indices into BoundingBox.corners().
-_BOX_EDGES = ((0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4),
-              (0, 4), (1, 5), (2, 6), (3, 7))
+_BOX_EDGES = (
+    (0, 1),
+    (1, 2),
+    (2, 3),
+    (3, 0),
+    (4, 5),
+    (5, 6),
+    (6, 7),
+    (7, 4),
+    (0, 4),
+    (1, 5),
+    (2, 6),
+    (3, 7),
+)
 
 _COS30 = math.cos(math.radians(30))
 _PROJECTIONS: dict[str, Projector] = {
@@ -51,7 +63,7 @@ class Canvas:
     def plot(self, x: int, y: int, color: RGB) -> None:
         if 0 <= x < self.width and 0 <= y < self.height:
             offset = (y * self.width + x) * 3
-            self.pixels[offset:offset + 3] = bytes(color)
+            self.pixels[offset : offset + 3] = bytes(color)
 
     def line(self, x0: int, y0: int, x1: int, y1: int, color: RGB) -> None:
         """Bresenham's line, clipped pixel by pixel."""
@@ -71,8 +83,9 @@ class Canvas:
                 y0 += sy
 
 
-def render_wireframe(width: int, height: int, projection: str,
-                     boxes: Iterable[tuple[BoundingBox, bool]]) -> Canvas:
+def render_wireframe(
+    width: int, height: int, projection: str, boxes: Iterable[tuple[BoundingBox, bool]]
+) -> Canvas:
     """A canvas with every ``(box, selected)`` drawn as a wireframe in ``projection`` (one of
     top, front, right, perspective; unknown names fall back to perspective)."""
     project = _PROJECTIONS.get(projection, _PROJECTIONS["perspective"])
@@ -85,22 +98,27 @@ def render_wireframe(width: int, height: int, projection: str,
     if not segments:
         unit = 1.0
         origin = project((0.0, 0.0, 0.0))
-        segments = [(origin, project((unit, 0.0, 0.0)), AXIS_X),
-                    (origin, project((0.0, unit, 0.0)), AXIS_Y)]
+        segments = [
+            (origin, project((unit, 0.0, 0.0)), AXIS_X),
+            (origin, project((0.0, unit, 0.0)), AXIS_Y),
+        ]
     xs = [p[0] for seg in segments for p in seg[:2]]
     ys = [p[1] for seg in segments for p in seg[:2]]
     span_x, span_y = max(xs) - min(xs), max(ys) - min(ys)
     usable_w, usable_h = width * (1 - 2 * MARGIN), height * (1 - 2 * MARGIN)
     # One scale for both axes keeps proportions; a degenerate span (a single point) gets 1.
-    scale = min(usable_w / span_x if span_x > 0 else math.inf,
-                usable_h / span_y if span_y > 0 else math.inf)
+    scale = min(
+        usable_w / span_x if span_x > 0 else math.inf, usable_h / span_y if span_y > 0 else math.inf
+    )
     if math.isinf(scale):
         scale = 1.0
     mid_x, mid_y = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
 
     def to_pixel(p: tuple[float, float]) -> tuple[int, int]:
-        return (round(width / 2 + (p[0] - mid_x) * scale),
-                round(height / 2 - (p[1] - mid_y) * scale))  # image rows grow downwards
+        return (
+            round(width / 2 + (p[0] - mid_x) * scale),
+            round(height / 2 - (p[1] - mid_y) * scale),
+        )  # image rows grow downwards
 
     for start, end, color in segments:
         (x0, y0), (x1, y1) = to_pixel(start), to_pixel(end)

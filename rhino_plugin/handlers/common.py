@@ -24,8 +24,10 @@ def parse_color(params: dict[str, Any], name: str) -> Optional[Color]:
             return (int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16))
         except ValueError:
             pass
-    elif isinstance(value, list) and len(value) in (3, 4) and all(
-        isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in value
+    elif (
+        isinstance(value, list)
+        and len(value) in (3, 4)
+        and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in value)
     ):
         return (value[0], value[1], value[2])
     raise InvalidParams(f"Parameter '{name}' must be [r, g, b] (0-255) or '#rrggbb'.", name)

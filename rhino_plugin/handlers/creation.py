@@ -48,56 +48,83 @@ class Spec(NamedTuple):
 
 def _flat_point(params: Params, prefix: str) -> Point:
     """``prefix_x/_y/_z`` (each defaults to 0) as a point."""
-    return (opt_number(params, f"{prefix}_x", 0.0), opt_number(params, f"{prefix}_y", 0.0),
-            opt_number(params, f"{prefix}_z", 0.0))
+    return (
+        opt_number(params, f"{prefix}_x", 0.0),
+        opt_number(params, f"{prefix}_y", 0.0),
+        opt_number(params, f"{prefix}_z", 0.0),
+    )
 
 
 def _box(corner: Point, width: float, depth: float, height: float) -> Spec:
     far = (corner[0] + width, corner[1] + depth, corner[2] + height)
-    return Spec("box", "Brep", BoundingBox.around([corner, far]),
-                {"corner": list(corner), "width": width, "depth": depth, "height": height})
+    return Spec(
+        "box",
+        "Brep",
+        BoundingBox.around([corner, far]),
+        {"corner": list(corner), "width": width, "depth": depth, "height": height},
+    )
 
 
 def _sphere(center: Point, radius: float) -> Spec:
-    return Spec("sphere", "Brep", _around(center, radius, radius),
-                {"center": list(center), "radius": radius})
+    return Spec(
+        "sphere",
+        "Brep",
+        _around(center, radius, radius),
+        {"center": list(center), "radius": radius},
+    )
 
 
 def _around(center: Point, rx: float, rz: float) -> BoundingBox:
-    return BoundingBox((center[0] - rx, center[1] - rx, center[2] - rz),
-                       (center[0] + rx, center[1] + rx, center[2] + rz))
+    return BoundingBox(
+        (center[0] - rx, center[1] - rx, center[2] - rz),
+        (center[0] + rx, center[1] + rx, center[2] + rz),
+    )
 
 
 def _upright(kind: str, base: Point, radius: float, height: float, cap: bool) -> Spec:
     top = (base[0] + radius, base[1] + radius, base[2] + height)
     bottom = (base[0] - radius, base[1] - radius, base[2])
-    return Spec(kind, "Brep", BoundingBox.around([bottom, top]),
-                {"base_center": list(base), "radius": radius, "height": height, "cap": cap})
+    return Spec(
+        kind,
+        "Brep",
+        BoundingBox.around([bottom, top]),
+        {"base_center": list(base), "radius": radius, "height": height, "cap": cap},
+    )
 
 
 def _torus(center: Point, major: float, minor: float, param: str) -> Spec:
     if minor >= major:
         raise InvalidParams("Parameter 'minor_radius' must be smaller than 'major_radius'.", param)
     outer = major + minor
-    return Spec("torus", "Brep", _around(center, outer, minor),
-                {"center": list(center), "major_radius": major, "minor_radius": minor})
+    return Spec(
+        "torus",
+        "Brep",
+        _around(center, outer, minor),
+        {"center": list(center), "major_radius": major, "minor_radius": minor},
+    )
 
 
 def _line(start: Point, end: Point) -> Spec:
     if start == end:
         raise InvalidParams("Parameter 'end' must differ from 'start'.", "end")
-    return Spec("line", "Curve", BoundingBox.around([start, end]),
-                {"start": list(start), "end": list(end)})
+    return Spec(
+        "line", "Curve", BoundingBox.around([start, end]), {"start": list(start), "end": list(end)}
+    )
 
 
 def _polyline(points: list[Point], closed: bool) -> Spec:
-    return Spec("polyline", "Curve", BoundingBox.around(points),
-                {"points": [list(p) for p in points], "closed": closed})
+    return Spec(
+        "polyline",
+        "Curve",
+        BoundingBox.around(points),
+        {"points": [list(p) for p in points], "closed": closed},
+    )
 
 
 def _circle(center: Point, radius: float) -> Spec:
-    return Spec("circle", "Curve", _around(center, radius, 0.0),
-                {"center": list(center), "radius": radius})
+    return Spec(
+        "circle", "Curve", _around(center, radius, 0.0), {"center": list(center), "radius": radius}
+    )
 
 
 def _arc(center: Point, radius: float, start_angle: float, end_angle: float) -> Spec:
@@ -107,11 +134,25 @@ def _arc(center: Point, radius: float, start_angle: float, end_angle: float) -> 
     # The arc's extent: its end points plus every axis crossing it sweeps over.
     angles = [start_angle, start_angle + sweep]
     angles += [a for a in range(0, 720, 90) if start_angle < a < start_angle + sweep]
-    points = [(center[0] + radius * math.cos(math.radians(a)),
-               center[1] + radius * math.sin(math.radians(a)), center[2]) for a in angles]
-    return Spec("arc", "Curve", BoundingBox.around(points),
-                {"center": list(center), "radius": radius, "start_angle": start_angle,
-                 "end_angle": end_angle})
+    points = [
+        (
+            center[0] + radius * math.cos(math.radians(a)),
+            center[1] + radius * math.sin(math.radians(a)),
+            center[2],
+        )
+        for a in angles
+    ]
+    return Spec(
+        "arc",
+        "Curve",
+        BoundingBox.around(points),
+        {
+            "center": list(center),
+            "radius": radius,
+            "start_angle": start_angle,
+            "end_angle": end_angle,
+        },
+    )
 
 
 def _point(location: Point) -> Spec:
@@ -121,8 +162,12 @@ def _point(location: Point) -> Spec:
 def _text(text: str, position: Point, height: float, font: str) -> Spec:
     # A rough text extent: 0.6 of the height per character, as a typical sans-serif.
     far = (position[0] + 0.6 * height * len(text), position[1] + height, position[2])
-    return Spec("text", "Annotation", BoundingBox.around([position, far]),
-                {"text": text, "position": list(position), "height": height, "font": font})
+    return Spec(
+        "text",
+        "Annotation",
+        BoundingBox.around([position, far]),
+        {"text": text, "position": list(position), "height": height, "font": font},
+    )
 
 
 class CreationHandlers:
@@ -134,69 +179,108 @@ class CreationHandlers:
     def table(self) -> dict[str, Handler]:
         """Method name → handler, for both spellings."""
         plugin: dict[str, Callable[[Params], Spec]] = {
-            "box": lambda p: _box(_flat_point(p, "corner"), req_number(p, "width", positive=True),
-                                  req_number(p, "depth", positive=True),
-                                  req_number(p, "height", positive=True)),
-            "sphere": lambda p: _sphere(_flat_point(p, "center"),
-                                        req_number(p, "radius", positive=True)),
-            "cylinder": lambda p: _upright("cylinder", _flat_point(p, "base"),
-                                           req_number(p, "radius", positive=True),
-                                           req_number(p, "height", positive=True),
-                                           opt_bool(p, "cap", True)),
-            "cone": lambda p: _upright("cone", _flat_point(p, "base"),
-                                       req_number(p, "radius", positive=True),
-                                       req_number(p, "height", positive=True),
-                                       opt_bool(p, "cap", True)),
-            "torus": lambda p: _torus(_flat_point(p, "center"),
-                                      req_number(p, "major_radius", positive=True),
-                                      req_number(p, "minor_radius", positive=True),
-                                      "minor_radius"),
+            "box": lambda p: _box(
+                _flat_point(p, "corner"),
+                req_number(p, "width", positive=True),
+                req_number(p, "depth", positive=True),
+                req_number(p, "height", positive=True),
+            ),
+            "sphere": lambda p: _sphere(
+                _flat_point(p, "center"), req_number(p, "radius", positive=True)
+            ),
+            "cylinder": lambda p: _upright(
+                "cylinder",
+                _flat_point(p, "base"),
+                req_number(p, "radius", positive=True),
+                req_number(p, "height", positive=True),
+                opt_bool(p, "cap", True),
+            ),
+            "cone": lambda p: _upright(
+                "cone",
+                _flat_point(p, "base"),
+                req_number(p, "radius", positive=True),
+                req_number(p, "height", positive=True),
+                opt_bool(p, "cap", True),
+            ),
+            "torus": lambda p: _torus(
+                _flat_point(p, "center"),
+                req_number(p, "major_radius", positive=True),
+                req_number(p, "minor_radius", positive=True),
+                "minor_radius",
+            ),
             "line": lambda p: _line(_flat_point(p, "start"), _flat_point(p, "end")),
-            "polyline": lambda p: _polyline(req_points(p, "points", minimum=2),
-                                            opt_bool(p, "closed", False)),
-            "arc": lambda p: _arc(_flat_point(p, "center"), req_number(p, "radius", positive=True),
-                                  opt_number(p, "start_angle", 0.0), req_number(p, "end_angle")),
-            "circle": lambda p: _circle(_flat_point(p, "center"),
-                                        req_number(p, "radius", positive=True)),
-            "point": lambda p: _point((req_number(p, "x"), req_number(p, "y"),
-                                       opt_number(p, "z", 0.0))),
-            "text": lambda p: _text(req_str(p, "text"), _flat_point_xyz(p),
-                                    opt_number(p, "height", 1.0, positive=True),
-                                    opt_str(p, "font") or "Arial"),
+            "polyline": lambda p: _polyline(
+                req_points(p, "points", minimum=2), opt_bool(p, "closed", False)
+            ),
+            "arc": lambda p: _arc(
+                _flat_point(p, "center"),
+                req_number(p, "radius", positive=True),
+                opt_number(p, "start_angle", 0.0),
+                req_number(p, "end_angle"),
+            ),
+            "circle": lambda p: _circle(
+                _flat_point(p, "center"), req_number(p, "radius", positive=True)
+            ),
+            "point": lambda p: _point(
+                (req_number(p, "x"), req_number(p, "y"), opt_number(p, "z", 0.0))
+            ),
+            "text": lambda p: _text(
+                req_str(p, "text"),
+                _flat_point_xyz(p),
+                opt_number(p, "height", 1.0, positive=True),
+                opt_str(p, "font") or "Arial",
+            ),
         }
         client: dict[str, Callable[[Params], Spec]] = {
-            "box": lambda p: _box(opt_point(p, "corner", ORIGIN),
-                                  req_number(p, "width", positive=True),
-                                  req_number(p, "depth", positive=True),
-                                  req_number(p, "height", positive=True)),
-            "sphere": lambda p: _sphere(opt_point(p, "center", ORIGIN),
-                                        req_number(p, "radius", positive=True)),
-            "cylinder": lambda p: _upright("cylinder", opt_point(p, "base_center", ORIGIN),
-                                           req_number(p, "radius", positive=True),
-                                           req_number(p, "height", positive=True),
-                                           opt_bool(p, "cap", True)),
-            "cone": lambda p: _upright("cone", opt_point(p, "base_center", ORIGIN),
-                                       req_number(p, "radius", positive=True),
-                                       req_number(p, "height", positive=True),
-                                       opt_bool(p, "cap", True)),
-            "torus": lambda p: _torus(opt_point(p, "center", ORIGIN),
-                                      req_number(p, "major_radius", positive=True),
-                                      req_number(p, "minor_radius", positive=True),
-                                      "minor_radius"),
+            "box": lambda p: _box(
+                opt_point(p, "corner", ORIGIN),
+                req_number(p, "width", positive=True),
+                req_number(p, "depth", positive=True),
+                req_number(p, "height", positive=True),
+            ),
+            "sphere": lambda p: _sphere(
+                opt_point(p, "center", ORIGIN), req_number(p, "radius", positive=True)
+            ),
+            "cylinder": lambda p: _upright(
+                "cylinder",
+                opt_point(p, "base_center", ORIGIN),
+                req_number(p, "radius", positive=True),
+                req_number(p, "height", positive=True),
+                opt_bool(p, "cap", True),
+            ),
+            "cone": lambda p: _upright(
+                "cone",
+                opt_point(p, "base_center", ORIGIN),
+                req_number(p, "radius", positive=True),
+                req_number(p, "height", positive=True),
+                opt_bool(p, "cap", True),
+            ),
+            "torus": lambda p: _torus(
+                opt_point(p, "center", ORIGIN),
+                req_number(p, "major_radius", positive=True),
+                req_number(p, "minor_radius", positive=True),
+                "minor_radius",
+            ),
             "line": lambda p: _line(req_point(p, "start"), req_point(p, "end")),
-            "polyline": lambda p: _polyline(req_points(p, "points", minimum=2),
-                                            opt_bool(p, "closed", False)),
-            "arc": lambda p: _arc(opt_point(p, "center", ORIGIN),
-                                  req_number(p, "radius", positive=True),
-                                  opt_number(p, "start_angle", 0.0), req_number(p, "end_angle")),
-            "circle": lambda p: _circle(opt_point(p, "center", ORIGIN),
-                                        req_number(p, "radius", positive=True)),
+            "polyline": lambda p: _polyline(
+                req_points(p, "points", minimum=2), opt_bool(p, "closed", False)
+            ),
+            "arc": lambda p: _arc(
+                opt_point(p, "center", ORIGIN),
+                req_number(p, "radius", positive=True),
+                opt_number(p, "start_angle", 0.0),
+                req_number(p, "end_angle"),
+            ),
+            "circle": lambda p: _circle(
+                opt_point(p, "center", ORIGIN), req_number(p, "radius", positive=True)
+            ),
             "point": lambda p: _point(_client_location(p)),
-            "text": lambda p: _text(req_str(p, "text"),
-                                    opt_point(p, first_present(p, "position", "point") or
-                                              "position", ORIGIN),
-                                    opt_number(p, "height", 1.0, positive=True),
-                                    opt_str(p, "font") or "Arial"),
+            "text": lambda p: _text(
+                req_str(p, "text"),
+                opt_point(p, first_present(p, "position", "point") or "position", ORIGIN),
+                opt_number(p, "height", 1.0, positive=True),
+                opt_str(p, "font") or "Arial",
+            ),
         }
         table: dict[str, Handler] = {}
         for kind, build in plugin.items():
@@ -211,8 +295,9 @@ class CreationHandlers:
             color = parse_color(params, "color")
             layer = opt_str(params, "layer")
             geometry = {"kind": spec.kind, **spec.inputs}
-            obj = self.doc.add_object(spec.object_type, spec.bbox, geometry, layer,
-                                      opt_str(params, "name") or "")
+            obj = self.doc.add_object(
+                spec.object_type, spec.bbox, geometry, layer, opt_str(params, "name") or ""
+            )
             obj.color = color
             return created(obj)
 
@@ -221,8 +306,11 @@ class CreationHandlers:
 
 def _flat_point_xyz(params: Params) -> Point:
     """``x``/``y``/``z`` (each defaults to 0), as creation.create_text reads its position."""
-    return (opt_number(params, "x", 0.0), opt_number(params, "y", 0.0),
-            opt_number(params, "z", 0.0))
+    return (
+        opt_number(params, "x", 0.0),
+        opt_number(params, "y", 0.0),
+        opt_number(params, "z", 0.0),
+    )
 
 
 def _client_location(params: Params) -> Point:

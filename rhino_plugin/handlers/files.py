@@ -42,8 +42,9 @@ class FileHandlers:
         template = opt_str(params, "template_path") or opt_str(params, "template")
         units = opt_str(params, "units")
         if units is not None and units.capitalize() not in UNIT_SYSTEMS:
-            raise InvalidParams(f"Parameter 'units' must be one of {', '.join(UNIT_SYSTEMS)}.",
-                                "units")
+            raise InvalidParams(
+                f"Parameter 'units' must be one of {', '.join(UNIT_SYSTEMS)}.", "units"
+            )
         self.doc.clear()
         if units is not None:
             self.doc.units = units.capitalize()

@@ -38,9 +38,13 @@ class Component:
     sources: list[str] = field(default_factory=list)  # guids wired into this component
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"guid": self.guid, "name": self.name,
-                                "nickname": self.nickname, "type": self.kind,
-                                "value": self.value}
+        data: dict[str, Any] = {
+            "guid": self.guid,
+            "name": self.name,
+            "nickname": self.nickname,
+            "type": self.kind,
+            "value": self.value,
+        }
         if self.kind == "slider":
             data["minimum"], data["maximum"] = SLIDER_RANGE
         return data
@@ -74,8 +78,7 @@ class Definition:
         volume = width * depth * height
         self.find("Volume", "component_nickname").value = f"{volume:g}"
         self.solution_count += 1
-        self.outputs = {"Box": {"bounding_box": box.to_json(), "volume": volume},
-                        "Volume": volume}
+        self.outputs = {"Box": {"bounding_box": box.to_json(), "volume": volume}, "Volume": volume}
 
 
 class GrasshopperHandlers:
@@ -104,10 +107,13 @@ class GrasshopperHandlers:
 
     # -- definition lifecycle -------------------------------------------------------------------
     def _open(self, file_path: str) -> Definition:
-        sliders = [Component(self.doc.new_guid(), "Number Slider", name, "slider", value)
-                   for name, value in _SLIDERS]
-        box = Component(self.doc.new_guid(), "Box", "Box", "component",
-                        sources=[s.guid for s in sliders])
+        sliders = [
+            Component(self.doc.new_guid(), "Number Slider", name, "slider", value)
+            for name, value in _SLIDERS
+        ]
+        box = Component(
+            self.doc.new_guid(), "Box", "Box", "component", sources=[s.guid for s in sliders]
+        )
         panel = Component(self.doc.new_guid(), "Panel", "Volume", "panel", sources=[box.guid])
         definition = Definition(self.doc.new_guid(), file_path, [*sliders, box, panel])
         definition.solve()
@@ -116,19 +122,24 @@ class GrasshopperHandlers:
 
     def _current(self, params: Params) -> Definition:
         if self.definition is None:
-            raise OperationFailed("No Grasshopper definition is open; call "
-                                  "grasshopper.open_definition first.")
+            raise OperationFailed(
+                "No Grasshopper definition is open; call grasshopper.open_definition first."
+            )
         wanted = opt_str(params, "definition_id")
         if wanted is not None and wanted != self.definition.definition_id:
-            raise ObjectNotFound(f"Grasshopper definition not found: {wanted}",
-                                 {"definition_id": wanted})
+            raise ObjectNotFound(
+                f"Grasshopper definition not found: {wanted}", {"definition_id": wanted}
+            )
         return self.definition
 
     def open_definition(self, params: Params) -> dict[str, Any]:
         definition = self._open(req_str(params, "file_path"))
-        return {"status": "opened", "file_path": definition.file_path,
-                "definition_id": definition.definition_id,
-                "component_count": len(definition.components)}
+        return {
+            "status": "opened",
+            "file_path": definition.file_path,
+            "definition_id": definition.definition_id,
+            "component_count": len(definition.components),
+        }
 
     def close_definition(self, params: Params) -> dict[str, Any]:
         definition = self._current(params)
@@ -139,8 +150,11 @@ class GrasshopperHandlers:
     def list_components(self, params: Params) -> dict[str, Any]:
         definition = self._current(params)
         kind = opt_str(params, "component_type")
-        components = [c.to_json() for c in definition.components
-                      if kind is None or kind.lower() in (c.kind, c.name.lower())]
+        components = [
+            c.to_json()
+            for c in definition.components
+            if kind is None or kind.lower() in (c.kind, c.name.lower())
+        ]
         return {"components": components, "count": len(components)}
 
     def _component(self, params: Params, names: tuple[str, ...]) -> Component:
@@ -158,9 +172,14 @@ class GrasshopperHandlers:
         definition = self._current(params)
         by_guid = {c.guid: c for c in definition.components}
         connections = [
-            {"source": source, "source_nickname": by_guid[source].nickname,
-             "target": target.guid, "target_nickname": target.nickname}
-            for target in definition.components for source in target.sources
+            {
+                "source": source,
+                "source_nickname": by_guid[source].nickname,
+                "target": target.guid,
+                "target_nickname": target.nickname,
+            }
+            for target in definition.components
+            for source in target.sources
         ]
         return {"connections": connections, "count": len(connections)}
 
@@ -171,8 +190,10 @@ class GrasshopperHandlers:
     # -- changes --------------------------------------------------------------------------------
     def _set_slider(self, component: Component, params: Params) -> float:
         if component.kind != "slider":
-            raise OperationFailed(f"Component '{component.nickname}' is not a Number Slider.",
-                                  {"component": component.guid})
+            raise OperationFailed(
+                f"Component '{component.nickname}' is not a Number Slider.",
+                {"component": component.guid},
+            )
         value = req_number(params, "value")
         low, high = SLIDER_RANGE
         if not low <= value <= high:
@@ -196,13 +217,17 @@ class GrasshopperHandlers:
     def recompute(self, params: Params) -> dict[str, Any]:
         definition = self._current(params)
         definition.solve()
-        return {"status": "recomputed", "solution_state": "ok",
-                "solution_count": definition.solution_count}
+        return {
+            "status": "recomputed",
+            "solution_state": "ok",
+            "solution_count": definition.solution_count,
+        }
 
     def run_definition(self, params: Params) -> dict[str, Any]:
         file_path = opt_str(params, "file_path")
-        if file_path is not None and (self.definition is None
-                                      or self.definition.file_path != file_path):
+        if file_path is not None and (
+            self.definition is None or self.definition.file_path != file_path
+        ):
             self._open(file_path)
         definition = self._current(params)
         inputs = params.get("inputs") or {}
@@ -211,34 +236,48 @@ class GrasshopperHandlers:
         for name in sorted(inputs):
             self._set_slider(definition.find(name, "inputs"), {"value": inputs[name]})
         definition.solve()
-        baked = self._bake_box(definition, opt_str(params, "layer")) if opt_bool(
-            params, "bake", False) else []
+        baked = (
+            self._bake_box(definition, opt_str(params, "layer"))
+            if opt_bool(params, "bake", False)
+            else []
+        )
         return {"status": "ok", "outputs": definition.outputs, "baked_guids": baked}
 
     def _bake_box(self, definition: Definition, layer: Optional[str]) -> list[str]:
         width, depth, height = (definition.slider(name) for name, _ in _SLIDERS)
         bbox = BoundingBox((0.0, 0.0, 0.0), (width, depth, height))
-        obj = self.doc.add_object("Brep", bbox, {"kind": "box", "source": "grasshopper",
-                                                 "definition": definition.file_path}, layer)
+        obj = self.doc.add_object(
+            "Brep",
+            bbox,
+            {"kind": "box", "source": "grasshopper", "definition": definition.file_path},
+            layer,
+        )
         return [obj.guid]
 
     def bake(self, params: Params) -> dict[str, Any]:
         component = self._component(params, ("component_guid", "component_nickname"))
         if component.name != "Box":
-            raise OperationFailed(f"Component '{component.nickname}' has no geometry to bake.",
-                                  {"component": component.guid})
+            raise OperationFailed(
+                f"Component '{component.nickname}' has no geometry to bake.",
+                {"component": component.guid},
+            )
         baked = self._bake_box(self._current(params), opt_str(params, "layer"))
         return {"baked_guids": baked, "count": len(baked)}
 
     def bake_objects(self, params: Params) -> dict[str, Any]:
         definition = self._current(params)
         names = params.get("component_names")
-        if names is not None and (not isinstance(names, list)
-                                  or not all(isinstance(n, str) for n in names)):
-            raise InvalidParams("Parameter 'component_names' must be a list of strings.",
-                                "component_names")
-        wanted = [definition.find(n, "component_names") for n in names] if names else [
-            c for c in definition.components if c.name == "Box"]
+        if names is not None and (
+            not isinstance(names, list) or not all(isinstance(n, str) for n in names)
+        ):
+            raise InvalidParams(
+                "Parameter 'component_names' must be a list of strings.", "component_names"
+            )
+        wanted = (
+            [definition.find(n, "component_names") for n in names]
+            if names
+            else [c for c in definition.components if c.name == "Box"]
+        )
         layer = opt_str(params, "layer")
         baked: list[str] = []
         for component in wanted:

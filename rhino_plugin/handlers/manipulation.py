@@ -68,19 +68,21 @@ class ManipulationHandlers:
         """Method name → handler, for the plugin's and the MCP server's names."""
         return {
             "manipulation.move": self._transform("moved_ids", self._translation, copy=False),
-            "manipulation.move_objects": self._transform("moved_ids", self._translation,
-                                                         copy=False),
+            "manipulation.move_objects": self._transform(
+                "moved_ids", self._translation, copy=False
+            ),
             "manipulation.copy": self._transform("new_ids", self._translation, copy=True),
-            "manipulation.copy_objects": self._transform("new_ids", self._translation,
-                                                         copy=True),
+            "manipulation.copy_objects": self._transform("new_ids", self._translation, copy=True),
             "manipulation.rotate": self._transform("result_ids", self._rotation),
             "manipulation.rotate_objects": self._transform("result_ids", self._rotation),
             "manipulation.scale": self._transform("result_ids", self._scaling),
             "manipulation.scale_objects": self._transform("result_ids", self._scaling),
-            "manipulation.mirror": self._transform("result_ids", self._line_mirror,
-                                                   copy_default=True),
-            "operations.mirror_objects": self._transform("result_ids", self._plane_mirror,
-                                                         copy_default=True),
+            "manipulation.mirror": self._transform(
+                "result_ids", self._line_mirror, copy_default=True
+            ),
+            "operations.mirror_objects": self._transform(
+                "result_ids", self._plane_mirror, copy_default=True
+            ),
             "manipulation.group": self.group,
             "operations.group_objects": self.group,
             "manipulation.ungroup": self.ungroup,
@@ -91,8 +93,14 @@ class ManipulationHandlers:
         }
 
     # -- transforms -----------------------------------------------------------------------------
-    def _transform(self, key: str, point_map: Callable[[Params], PointMap], *,
-                   copy: Optional[bool] = None, copy_default: bool = False) -> Handler:
+    def _transform(
+        self,
+        key: str,
+        point_map: Callable[[Params], PointMap],
+        *,
+        copy: Optional[bool] = None,
+        copy_default: bool = False,
+    ) -> Handler:
         """A handler mapping the objects' boxes by ``point_map(params)``; ``copy`` fixes the
         copy mode (move/copy), otherwise the ``copy`` parameter decides."""
 
@@ -124,8 +132,9 @@ class ManipulationHandlers:
     def _scaling(self, params: Params) -> PointMap:
         factor_param = first_present(params, "scale", "scale_factor") or "scale"
         origin_param = first_present(params, "center", "origin") or "center"
-        return scale_map(opt_point(params, origin_param, ORIGIN),
-                         _scale_factors(params, factor_param))
+        return scale_map(
+            opt_point(params, origin_param, ORIGIN), _scale_factors(params, factor_param)
+        )
 
     def _line_mirror(self, params: Params) -> PointMap:
         start = req_point(params, "start")
@@ -161,8 +170,9 @@ class ManipulationHandlers:
     def ungroup_objects(self, params: Params) -> dict[str, Any]:
         objects = self.doc.get_all(req_guid_list(params)[1])
         wanted = {o.guid for o in objects}
-        dissolved = sorted(name for name, members in self.doc.groups.items()
-                           if wanted.intersection(members))
+        dissolved = sorted(
+            name for name, members in self.doc.groups.items() if wanted.intersection(members)
+        )
         freed: list[str] = []
         for name in dissolved:
             freed.extend(g for g in self.doc.groups.pop(name) if g not in freed)
@@ -193,8 +203,7 @@ class ManipulationHandlers:
             obj.locked = applied.get("locked", obj.locked)
             if "material_index" in applied:
                 obj.geometry["material_index"] = applied["material_index"]
-        return {"count": len(objects), "updated_ids": [o.guid for o in objects],
-                "applied": applied}
+        return {"count": len(objects), "updated_ids": [o.guid for o in objects], "applied": applied}
 
     def _one(self, params: Params) -> DocObject:
         name = first_present(params, "id", "guid") or "id"

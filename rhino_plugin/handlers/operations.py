@@ -46,24 +46,30 @@ class OperationHandlers:
         name, guids = req_guid_list(params, names)
         objects = self.doc.get_all(guids)
         if len(objects) < minimum:
-            raise InvalidParams(f"Parameter '{name}' needs at least {minimum} distinct GUIDs.",
-                                name)
+            raise InvalidParams(
+                f"Parameter '{name}' needs at least {minimum} distinct GUIDs.", name
+            )
         for obj in objects:
             if obj.object_type != "Brep":
-                raise OperationFailed(f"Object {obj.guid} is a {obj.object_type}, not a solid.",
-                                      {"guid": obj.guid})
+                raise OperationFailed(
+                    f"Object {obj.guid} is a {obj.object_type}, not a solid.", {"guid": obj.guid}
+                )
         return objects
 
-    def _finish(self, params: Params, inputs: list[DocObject],
-                boxes: list[tuple[DocObject, BoundingBox]]) -> dict[str, Any]:
+    def _finish(
+        self, params: Params, inputs: list[DocObject], boxes: list[tuple[DocObject, BoundingBox]]
+    ) -> dict[str, Any]:
         results = [self.doc.copy_object(source, box) for source, box in boxes]
         for obj in results:
             obj.geometry = {"kind": "boolean_result", "sources": [o.guid for o in inputs]}
         if opt_bool(params, "delete_input", True):
             for obj in inputs:
                 self.doc.delete(obj.guid)
-        return {"count": len(results), "guids": [o.guid for o in results],
-                "objects": [created(o) for o in results]}
+        return {
+            "count": len(results),
+            "guids": [o.guid for o in results],
+            "objects": [created(o) for o in results],
+        }
 
     def boolean_union(self, params: Params) -> dict[str, Any]:
         objects = self._solids(params, ("guids", "ids"), 2)
@@ -86,8 +92,11 @@ class OperationHandlers:
         cutters = self._solids(params, ("cutter_guids",), 1)
         shared = {o.guid for o in targets} & {o.guid for o in cutters}
         if shared:
-            raise InvalidParams("An object cannot be both a target and a cutter.",
-                                "cutter_guids", {"guids": sorted(shared)})
+            raise InvalidParams(
+                "An object cannot be both a target and a cutter.",
+                "cutter_guids",
+                {"guids": sorted(shared)},
+            )
         kept: list[tuple[DocObject, BoundingBox]] = []
         for target in targets:
             if any(cutter.bbox.contains(target.bbox) for cutter in cutters):

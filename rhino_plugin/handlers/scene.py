@@ -29,8 +29,14 @@ Params = dict[str, Any]
 
 # Rhino's ObjectType names and the friendlier words clients use for them.
 _TYPE_ALIASES = {
-    "brep": "Brep", "polysurface": "Brep", "solid": "Brep", "surface": "Brep",
-    "curve": "Curve", "point": "Point", "annotation": "Annotation", "text": "Annotation",
+    "brep": "Brep",
+    "polysurface": "Brep",
+    "solid": "Brep",
+    "surface": "Brep",
+    "curve": "Curve",
+    "point": "Point",
+    "annotation": "Annotation",
+    "text": "Annotation",
 }
 
 
@@ -106,10 +112,15 @@ class SceneHandlers:
             parent = self.doc.layer(req_str(params, parent_param), parent_param)
             full_path = parent.full_path + LAYER_SEPARATOR + name
         color = parse_color(params, "color") or (0, 0, 0)
-        layer = self.doc.add_layer(full_path, color, opt_bool(params, "visible", True),
-                                   opt_bool(params, "locked", False))
-        return {"success": True, "full_path": layer.full_path, "layer_index": layer.index,
-                "id": layer.guid}
+        layer = self.doc.add_layer(
+            full_path, color, opt_bool(params, "visible", True), opt_bool(params, "locked", False)
+        )
+        return {
+            "success": True,
+            "full_path": layer.full_path,
+            "layer_index": layer.index,
+            "id": layer.guid,
+        }
 
     def delete_layer(self, params: Params) -> dict[str, Any]:
         layer = self.doc.layer(req_str(params, "name"), "name")
@@ -127,8 +138,11 @@ class SceneHandlers:
         for guid in on_layer:
             self.doc.delete(guid)
         self.doc.remove_layer(layer.full_path)
-        return {"success": True, "deleted_objects": len(on_layer),
-                "message": f"Layer '{layer.full_path}' deleted."}
+        return {
+            "success": True,
+            "deleted_objects": len(on_layer),
+            "message": f"Layer '{layer.full_path}' deleted.",
+        }
 
     def set_current_layer(self, params: Params) -> dict[str, Any]:
         layer = self.doc.layer(req_str(params, "name"), "name")
@@ -158,9 +172,14 @@ class SceneHandlers:
             objects = [o for o in objects if not o.locked]
         offset = opt_int(params, "offset", 0, minimum=0)
         limit = opt_int(params, "limit", 1000, minimum=1)
-        page = objects[offset:offset + limit]
-        return {"objects": [o.summary() for o in page], "count": len(page),
-                "total": len(objects), "offset": offset, "limit": limit}
+        page = objects[offset : offset + limit]
+        return {
+            "objects": [o.summary() for o in page],
+            "count": len(page),
+            "total": len(objects),
+            "offset": offset,
+            "limit": limit,
+        }
 
     def get_object_info(self, params: Params) -> dict[str, Any]:
         obj = self.doc.get(req_str(params, "guid"))
@@ -231,14 +250,22 @@ class SceneHandlers:
 
     # -- groups and views -----------------------------------------------------------------------
     def get_groups(self, params: Params) -> dict[str, Any]:
-        groups = [{"name": name, "object_count": len(members), "guids": list(members)}
-                  for name, members in sorted(self.doc.groups.items())]
+        groups = [
+            {"name": name, "object_count": len(members), "guids": list(members)}
+            for name, members in sorted(self.doc.groups.items())
+        ]
         return {"groups": groups, "count": len(groups)}
 
     def list_views(self, params: Params) -> dict[str, Any]:
-        views = [{"name": name, "display_mode": view["display_mode"],
-                  "projection": view["projection"], "active": name == self.doc.active_view}
-                 for name, view in self.doc.views.items()]
+        views = [
+            {
+                "name": name,
+                "display_mode": view["display_mode"],
+                "projection": view["projection"],
+                "active": name == self.doc.active_view,
+            }
+            for name, view in self.doc.views.items()
+        ]
         return {"views": views, "count": len(views), "active_view": self.doc.active_view}
 
     def set_active_view(self, params: Params) -> dict[str, Any]:

@@ -67,8 +67,10 @@ class ScriptingHandlers:
 
     def _check_enabled(self, method: str) -> None:
         if not self.allow_scripts:
-            raise OperationFailed(DISABLED_MESSAGE.format(method=method),
-                                  {"method": method, "enable_with": "--allow-scripts"})
+            raise OperationFailed(
+                DISABLED_MESSAGE.format(method=method),
+                {"method": method, "enable_with": "--allow-scripts"},
+            )
 
     def execute_python(self, params: dict[str, Any]) -> dict[str, Any]:
         self._check_enabled("scripting.execute_python")
@@ -84,8 +86,12 @@ class ScriptingHandlers:
             except BaseException:  # a script error (even SystemExit) is reported, not raised
                 success = False
                 traceback.print_exc(file=stderr)
-        return {"success": success, "stdout": stdout.getvalue(), "stderr": stderr.getvalue(),
-                "result": _json_safe(namespace.get("result"))}
+        return {
+            "success": success,
+            "stdout": stdout.getvalue(),
+            "stderr": stderr.getvalue(),
+            "result": _json_safe(namespace.get("result")),
+        }
 
     def evaluate_expression(self, params: dict[str, Any]) -> dict[str, Any]:
         self._check_enabled("scripting.evaluate_expression")
@@ -95,7 +101,15 @@ class ScriptingHandlers:
         try:
             value = eval(compile(expression, "<expression>", "eval"), namespace, variables)
         except Exception as exc:
-            return {"success": False, "value": None, "type": None,
-                    "error": f"{type(exc).__name__}: {exc}"}
-        return {"success": True, "value": _json_safe(value), "type": type(value).__name__,
-                "error": None}
+            return {
+                "success": False,
+                "value": None,
+                "type": None,
+                "error": f"{type(exc).__name__}: {exc}",
+            }
+        return {
+            "success": True,
+            "value": _json_safe(value),
+            "type": type(value).__name__,
+            "error": None,
+        }

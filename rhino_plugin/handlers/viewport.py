@@ -24,8 +24,17 @@ __all__ = ["ViewportHandlers"]
 
 Params = dict[str, Any]
 MAX_CAPTURE_SIZE = 4096
-DISPLAY_MODES = ("Wireframe", "Shaded", "Rendered", "Ghosted", "XRay", "Technical",
-                 "Artistic", "Pen", "Arctic")
+DISPLAY_MODES = (
+    "Wireframe",
+    "Shaded",
+    "Rendered",
+    "Ghosted",
+    "XRay",
+    "Technical",
+    "Artistic",
+    "Pen",
+    "Arctic",
+)
 _CAMERAS = {
     "perspective": ([-100.0, -100.0, 100.0], [0.0, 0.0, 1.0], "perspective"),
     "top": ([0.0, 0.0, 100.0], [0.0, 1.0, 0.0], "parallel"),
@@ -65,28 +74,51 @@ class ViewportHandlers:
         width = opt_int(params, "width", 800, minimum=1, maximum=MAX_CAPTURE_SIZE)
         height = opt_int(params, "height", 600, minimum=1, maximum=MAX_CAPTURE_SIZE)
         view_name, view = self.doc.view(opt_str(params, "view_name"))
-        mode = (_display_mode(params, "display_mode") if params.get("display_mode") is not None
-                else view["display_mode"])
+        mode = (
+            _display_mode(params, "display_mode")
+            if params.get("display_mode") is not None
+            else view["display_mode"]
+        )
         boxes = [(o.bbox, o.selected) for o in self.doc.objects.values() if o.visible]
         canvas = render_wireframe(width, height, view["projection"], boxes)
         png = encode_rgb(width, height, bytes(canvas.pixels))
-        return {"success": True, "image": base64.b64encode(png).decode("ascii"),
-                "width": width, "height": height, "view_name": view_name, "display_mode": mode,
-                "format": "png", "code": None, "error": None}
+        return {
+            "success": True,
+            "image": base64.b64encode(png).decode("ascii"),
+            "width": width,
+            "height": height,
+            "view_name": view_name,
+            "display_mode": mode,
+            "format": "png",
+            "code": None,
+            "error": None,
+        }
 
     def get_view_info(self, params: Params) -> dict[str, Any]:
         view_name, view = self.doc.view(opt_str(params, "view_name"))
         location, up, projection = _CAMERAS[view["projection"]]
-        return {"success": True, "view_name": view_name, "display_mode": view["display_mode"],
-                "projection": projection, "camera_location": location,
-                "target": [0.0, 0.0, 0.0], "up_vector": up, "lens_length": 50.0,
-                "viewport_size": [800, 600]}
+        return {
+            "success": True,
+            "view_name": view_name,
+            "display_mode": view["display_mode"],
+            "projection": projection,
+            "camera_location": location,
+            "target": [0.0, 0.0, 0.0],
+            "up_vector": up,
+            "lens_length": 50.0,
+            "viewport_size": [800, 600],
+        }
 
     def set_display_mode(self, params: Params) -> dict[str, Any]:
         view_name, view = self.doc.view(opt_str(params, "view_name"))
         view["display_mode"] = _display_mode(params, "mode")
-        return {"success": True, "view_name": view_name, "display_mode": view["display_mode"],
-                "code": None, "error": None}
+        return {
+            "success": True,
+            "view_name": view_name,
+            "display_mode": view["display_mode"],
+            "code": None,
+            "error": None,
+        }
 
     def zoom_extents(self, params: Params) -> dict[str, Any]:
         view_name, _ = self.doc.view(opt_str(params, "view_name"))
@@ -101,8 +133,11 @@ class ViewportHandlers:
         name = req_str(params, name_param)
         source_param = first_present(params, "source_view_name", "view_name") or "view_name"
         source, view = self.doc.view(opt_str(params, source_param), source_param)
-        self.doc.named_views[name] = {"source_view": source, "projection": view["projection"],
-                                      "display_mode": view["display_mode"]}
+        self.doc.named_views[name] = {
+            "source_view": source,
+            "projection": view["projection"],
+            "display_mode": view["display_mode"],
+        }
         return {"success": True, "name": name, "source_view": source}
 
     def restore_named_view(self, params: Params) -> dict[str, Any]:
@@ -115,5 +150,4 @@ class ViewportHandlers:
         target, view = self.doc.view(opt_str(params, target_param), target_param)
         view["projection"] = saved["projection"]
         view["display_mode"] = saved["display_mode"]
-        return {"success": True, "restored": name, "view_name": target, "code": None,
-                "error": None}
+        return {"success": True, "restored": name, "view_name": target, "code": None, "error": None}

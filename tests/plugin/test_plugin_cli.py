@@ -23,9 +23,23 @@ READY = re.compile(
 def headless() -> Iterator[tuple[subprocess.Popen, tuple[str, int], tuple[str, int]]]:  # type: ignore[type-arg]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rhino_plugin", "--headless", "--port", "0", "--gh-port", "0",
-         "--seed", "5"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO_ROOT),
+        [
+            sys.executable,
+            "-m",
+            "rhino_plugin",
+            "--headless",
+            "--port",
+            "0",
+            "--gh-port",
+            "0",
+            "--seed",
+            "5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=str(REPO_ROOT),
     )
     try:
         assert proc.stdout is not None

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 
-def test_definition_round_trip_and_bake_shows_in_main_scene(plugin: Any,
-                                                            connect: Callable[..., Any]) -> None:
+def test_definition_round_trip_and_bake_shows_in_main_scene(
+    plugin: Any, connect: Callable[..., Any]
+) -> None:
     gh = connect(plugin.gh_address)
     assert gh.error("grasshopper.list_components")["code"] == "OPERATION_FAILED"
     opened = gh.call("grasshopper.open_definition", file_path="C:/defs/box.gh")
@@ -17,14 +18,22 @@ def test_definition_round_trip_and_bake_shows_in_main_scene(plugin: Any,
 
     gh.call("grasshopper.set_param", component_nickname="Width", value=4)
     gh.call("grasshopper.set_input", component_name="Depth", value=3)
-    assert gh.call("grasshopper.get_param", component_guid=components["Volume"]["guid"])[
-        "value"] == "60"
+    assert (
+        gh.call("grasshopper.get_param", component_guid=components["Volume"]["guid"])["value"]
+        == "60"
+    )
     run = gh.call("grasshopper.run_definition", inputs={"Height": 2})
     assert run["outputs"]["Volume"] == 24.0
-    assert gh.error("grasshopper.set_param", component_nickname="Width", value="wide")[
-        "details"]["param"] == "value"
-    assert gh.error("grasshopper.set_param", component_nickname="Nope", value=1)[
-        "code"] == "OBJECT_NOT_FOUND"
+    assert (
+        gh.error("grasshopper.set_param", component_nickname="Width", value="wide")["details"][
+            "param"
+        ]
+        == "value"
+    )
+    assert (
+        gh.error("grasshopper.set_param", component_nickname="Nope", value=1)["code"]
+        == "OBJECT_NOT_FOUND"
+    )
 
     baked = gh.call("grasshopper.bake", component_nickname="Box")
     assert baked["count"] == 1
@@ -36,11 +45,13 @@ def test_definition_round_trip_and_bake_shows_in_main_scene(plugin: Any,
     assert gh.call("grasshopper.close_definition")["status"] == "closed"
 
 
-def test_gh_channel_serves_only_grasshopper_methods(plugin: Any,
-                                                    connect: Callable[..., Any]) -> None:
+def test_gh_channel_serves_only_grasshopper_methods(
+    plugin: Any, connect: Callable[..., Any]
+) -> None:
     gh = connect(plugin.gh_address)
     assert gh.request("scene.list_objects")["error"]["code"] == -32601
     methods = gh.call("list_methods")["methods"]
-    assert all(m.startswith("grasshopper.") or m in ("ping", "shutdown", "list_methods")
-               for m in methods)
+    assert all(
+        m.startswith("grasshopper.") or m in ("ping", "shutdown", "list_methods") for m in methods
+    )
     assert "grasshopper.bake_objects" in methods

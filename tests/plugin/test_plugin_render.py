@@ -19,7 +19,7 @@ def test_png_layout() -> None:
     assert data[12:16] == b"IHDR"
     assert struct.unpack("!IIBBBBB", data[16:29]) == (2, 2, 8, 2, 0, 0, 0)
     idat_len = struct.unpack("!I", data[33:37])[0]
-    raw = zlib.decompress(data[41:41 + idat_len])
+    raw = zlib.decompress(data[41 : 41 + idat_len])
     assert raw == b"\x00" + pixels[:6] + b"\x00" + pixels[6:]
     assert data.endswith(b"IEND\xaeB`\x82")
     with pytest.raises(ValueError):
@@ -30,8 +30,9 @@ def test_png_layout() -> None:
 def test_wireframe_fits_the_view(projection: str) -> None:
     box = BoundingBox((0.0, 0.0, 0.0), (10.0, 20.0, 5.0))
     canvas = render_wireframe(50, 40, projection, [(box, False)])
-    drawn = [(i // 3) for i in range(0, len(canvas.pixels), 3)
-             if tuple(canvas.pixels[i:i + 3]) == WIRE]
+    drawn = [
+        (i // 3) for i in range(0, len(canvas.pixels), 3) if tuple(canvas.pixels[i : i + 3]) == WIRE
+    ]
     assert drawn
     xs = [p % 50 for p in drawn]
     ys = [p // 50 for p in drawn]

@@ -25,8 +25,9 @@ def test_invalid_json_gets_an_answer_and_the_connection_goes_on(client: Any) -> 
     assert client.call("ping") == {"alive": True}
 
 
-def test_oversized_header_closes_only_that_connection(plugin: Any, connect: Callable[..., Any],
-                                                      capfd: Any) -> None:
+def test_oversized_header_closes_only_that_connection(
+    plugin: Any, connect: Callable[..., Any], capfd: Any
+) -> None:
     victim = connect(plugin.main_address)
     victim.sock.sendall(struct.pack("!I", 64 * 1024 * 1024 + 1))
     assert victim.sock.recv(1) == b""  # closed by the plugin without an answer
@@ -34,8 +35,9 @@ def test_oversized_header_closes_only_that_connection(plugin: Any, connect: Call
     assert "cannot resynchronise" in capfd.readouterr().err
 
 
-def test_abrupt_disconnect_mid_frame_keeps_the_server_up(plugin: Any,
-                                                         connect: Callable[..., Any]) -> None:
+def test_abrupt_disconnect_mid_frame_keeps_the_server_up(
+    plugin: Any, connect: Callable[..., Any]
+) -> None:
     frame = GOLEM.encode({"id": "1", "method": "ping", "params": {}})
     with socket.create_connection(plugin.main_address, timeout=SOCKET_TIMEOUT) as sock:
         sock.sendall(frame[:7])
@@ -44,8 +46,9 @@ def test_abrupt_disconnect_mid_frame_keeps_the_server_up(plugin: Any,
     assert connect(plugin.main_address).call("ping") == {"alive": True}
 
 
-def test_second_client_is_served_after_the_first_disconnects(plugin: Any,
-                                                             connect: Callable[..., Any]) -> None:
+def test_second_client_is_served_after_the_first_disconnects(
+    plugin: Any, connect: Callable[..., Any]
+) -> None:
     first = connect(plugin.main_address)
     assert first.call("ping") == {"alive": True}
     second = connect(plugin.main_address)  # completes in the listen backlog
@@ -61,8 +64,9 @@ def test_second_client_is_served_after_the_first_disconnects(plugin: Any,
     assert second.read_reply() == {"id": "queued", "result": {"alive": True}, "error": None}
 
 
-def test_slow_handler_times_out_and_later_calls_queue(start_plugin: Callable[..., Any],
-                                                      connect: Callable[..., Any]) -> None:
+def test_slow_handler_times_out_and_later_calls_queue(
+    start_plugin: Callable[..., Any], connect: Callable[..., Any]
+) -> None:
     plugin = start_plugin(debug_methods=True, ui_timeout=0.5)
     client = connect(plugin.main_address)
     started = time.monotonic()
@@ -81,8 +85,9 @@ def test_debug_methods_are_off_by_default(client: Any) -> None:
     assert client.request("debug.sleep", {"seconds": 0})["error"]["code"] == -32601
 
 
-def test_shutdown_answers_then_stops_both_channels(plugin: Any,
-                                                   connect: Callable[..., Any]) -> None:
+def test_shutdown_answers_then_stops_both_channels(
+    plugin: Any, connect: Callable[..., Any]
+) -> None:
     gh = connect(plugin.gh_address)
     assert gh.call("shutdown") == {"shutdown": "initiated"}
     assert plugin.wait(5.0)

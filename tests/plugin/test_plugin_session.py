@@ -11,8 +11,9 @@ from rhino_plugin.catalogue import ALL_METHODS
 
 
 def _box(client: Any, corner: list[float], size: float, **extra: Any) -> str:
-    result = client.call("geometry.create_box", corner=corner, width=size, depth=size,
-                         height=size, **extra)
+    result = client.call(
+        "geometry.create_box", corner=corner, width=size, depth=size, height=size, **extra
+    )
     assert result["type"] == "Brep"
     assert result["bounding_box"] == {"min": corner, "max": [c + size for c in corner]}
     guid: str = result["guid"]
@@ -24,26 +25,33 @@ def _decode_png(data: bytes) -> dict[str, Any]:
     pos, chunks = 8, {}
     idat = b""
     while pos < len(data):
-        (length,) = struct.unpack("!I", data[pos:pos + 4])
-        kind = data[pos + 4:pos + 8]
-        body = data[pos + 8:pos + 8 + length]
-        (crc,) = struct.unpack("!I", data[pos + 8 + length:pos + 12 + length])
+        (length,) = struct.unpack("!I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack("!I", data[pos + 8 + length : pos + 12 + length])
         assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
         if kind == b"IDAT":
             idat += body
         chunks[kind] = body
         pos += 12 + length
     width, height, depth, color_type = struct.unpack("!IIBB", chunks[b"IHDR"][:10])
-    return {"width": width, "height": height, "depth": depth, "color_type": color_type,
-            "raw": zlib.decompress(idat), "kinds": list(chunks)}
+    return {
+        "width": width,
+        "height": height,
+        "depth": depth,
+        "color_type": color_type,
+        "raw": zlib.decompress(idat),
+        "kinds": list(chunks),
+    }
 
 
 def test_full_session(client: Any) -> None:
     assert client.call("ping") == {"alive": True}
     first = _box(client, [0.0, 0.0, 0.0], 10.0, name="first")
     second = _box(client, [5.0, 5.0, 5.0], 10.0)
-    sphere = client.call("creation.create_sphere", center_x=50, center_y=0, center_z=0,
-                         radius=2)["guid"]
+    sphere = client.call("creation.create_sphere", center_x=50, center_y=0, center_z=0, radius=2)[
+        "guid"
+    ]
     line = client.call("geometry.create_line", start=[0, 0, 0], end=[3, 4, 0])
     assert line["type"] == "Curve"
     listed = client.call("scene.list_objects")
@@ -58,8 +66,10 @@ def test_full_session(client: Any) -> None:
     union = client.call("operations.boolean_union", guids=[first, second], delete_input=True)
     assert union["count"] == 1
     merged = union["guids"][0]
-    assert union["objects"][0]["bounding_box"] == {"min": [0.0, 0.0, 0.0],
-                                                   "max": [15.0, 15.0, 15.0]}
+    assert union["objects"][0]["bounding_box"] == {
+        "min": [0.0, 0.0, 0.0],
+        "max": [15.0, 15.0, 15.0],
+    }
     remaining = {o["guid"] for o in client.call("scene.list_objects")["objects"]}
     assert first not in remaining and second not in remaining and merged in remaining
 
@@ -81,8 +91,16 @@ def test_plugin_spellings_and_layers(client: Any) -> None:
     client.call("scene.create_layer", name="Parts", color=[255, 0, 0])
     child = client.call("scene.create_layer", name="Bolts", parent="Parts")
     assert child["full_path"] == "Parts::Bolts"
-    box = client.call("creation.create_box", corner_x=1, corner_y=2, corner_z=3, width=1,
-                      depth=2, height=3, layer="Parts")["guid"]
+    box = client.call(
+        "creation.create_box",
+        corner_x=1,
+        corner_y=2,
+        corner_z=3,
+        width=1,
+        depth=2,
+        height=3,
+        layer="Parts",
+    )["guid"]
     client.call("scene.set_current_layer", name="Parts::Bolts")
     point = client.call("creation.create_point", x=1, y=1)["guid"]
     assert client.call("scene.get_object_info", guid=point)["layer"] == "Parts::Bolts"
@@ -93,14 +111,17 @@ def test_plugin_spellings_and_layers(client: Any) -> None:
     client.call("scene.set_current_layer", name="Default")
     failed = client.error("scene.delete_layer", name="Parts")
     assert failed["code"] == "OPERATION_FAILED"
-    assert client.call("scene.delete_layer", name="Parts", delete_objects=True)[
-        "deleted_objects"] == 2
+    assert (
+        client.call("scene.delete_layer", name="Parts", delete_objects=True)["deleted_objects"] == 2
+    )
     assert client.call("scene.list_objects")["total"] == 0
 
 
 def test_list_objects_filters_and_paging(client: Any) -> None:
-    guids = [client.call("geometry.create_sphere", center=[i, 0, 0], radius=1,
-                         name=f"ball-{i}")["guid"] for i in range(5)]
+    guids = [
+        client.call("geometry.create_sphere", center=[i, 0, 0], radius=1, name=f"ball-{i}")["guid"]
+        for i in range(5)
+    ]
     client.call("geometry.create_circle", center=[0, 0, 0], radius=1, name="ring")
     assert client.call("scene.list_objects", name_pattern="ball-*")["total"] == 5
     assert client.call("scene.list_objects", object_type="curve")["total"] == 1
@@ -119,38 +140,58 @@ def test_list_objects_filters_and_paging(client: Any) -> None:
 
 def test_rotate_scale_mirror_copy(client: Any) -> None:
     box = _box(client, [0.0, 0.0, 0.0], 2.0)
-    client.call("manipulation.rotate_objects", guids=[box], angle_degrees=90,
-                center=[0, 0, 0], axis=[0, 0, 1])
+    client.call(
+        "manipulation.rotate_objects",
+        guids=[box],
+        angle_degrees=90,
+        center=[0, 0, 0],
+        axis=[0, 0, 1],
+    )
     bbox = client.call("scene.get_object_info", guid=box)["bounding_box"]
     assert bbox == {"min": [-2.0, 0.0, 0.0], "max": [0.0, 2.0, 2.0]}
     client.call("manipulation.rotate", ids=[box], angle=45)
     bbox = client.call("scene.get_object_info", guid=box)["bounding_box"]
-    assert abs(bbox["max"][0] - bbox["min"][0] - 2 * 2 ** 0.5) < 1e-6
-    copy = client.call("manipulation.scale_objects", guids=[box], scale=2, center=[0, 0, 0],
-                       copy=True)["result_ids"][0]
+    assert abs(bbox["max"][0] - bbox["min"][0] - 2 * 2**0.5) < 1e-6
+    copy = client.call(
+        "manipulation.scale_objects", guids=[box], scale=2, center=[0, 0, 0], copy=True
+    )["result_ids"][0]
     assert copy != box
     assert client.call("scene.get_object_info", guid=copy)["bounding_box"]["max"][2] == 4.0
-    mirrored = client.call("operations.mirror_objects", guids=[copy], plane_origin=[0, 0, 0],
-                           plane_normal=[0, 0, 1], copy=False)
-    assert client.call("scene.get_object_info", guid=mirrored["result_ids"][0])[
-        "bounding_box"]["min"][2] == -4.0
+    mirrored = client.call(
+        "operations.mirror_objects",
+        guids=[copy],
+        plane_origin=[0, 0, 0],
+        plane_normal=[0, 0, 1],
+        copy=False,
+    )
+    assert (
+        client.call("scene.get_object_info", guid=mirrored["result_ids"][0])["bounding_box"]["min"][
+            2
+        ]
+        == -4.0
+    )
     copies = client.call("manipulation.copy", ids=[box], translation=[100, 0, 0])
     assert client.call("scene.list_objects")["total"] == 3 and copies["count"] == 1
 
 
 def test_groups_and_user_text(client: Any) -> None:
     a, b = _box(client, [0.0, 0.0, 0.0], 1.0), _box(client, [3.0, 0.0, 0.0], 1.0)
-    assert client.call("operations.group_objects", guids=[a, b], group_name="pair")[
-        "group_name"] == "pair"
+    assert (
+        client.call("operations.group_objects", guids=[a, b], group_name="pair")["group_name"]
+        == "pair"
+    )
     assert client.call("scene.get_groups")["groups"] == [
-        {"name": "pair", "object_count": 2, "guids": [a, b]}]
+        {"name": "pair", "object_count": 2, "guids": [a, b]}
+    ]
     assert client.call("operations.ungroup_objects", guids=[a])["freed_ids"] == [a, b]
     client.call("manipulation.group", ids=[a])
     assert client.call("manipulation.ungroup", group_name="Group01")["freed_ids"] == [a]
     client.call("scene.set_user_text", guid=a, key="part", value="A-1")
     client.call("manipulation.set_user_text", id=a, key="rev", value="3")
     assert client.call("manipulation.get_user_text", id=a)["user_text"] == {
-        "part": "A-1", "rev": "3"}
+        "part": "A-1",
+        "rev": "3",
+    }
     client.call("manipulation.set_properties", ids=[a, b], name="boxy", color=[1, 2, 3])
     assert client.call("scene.get_object_info", guid=b)["color"] == [1, 2, 3]
     assert client.call("scene.list_objects", name="boxy")["total"] == 2
@@ -160,17 +201,23 @@ def test_boolean_intersection_and_difference(client: Any) -> None:
     a, b = _box(client, [0.0, 0.0, 0.0], 10.0), _box(client, [5.0, 5.0, 5.0], 10.0)
     far = _box(client, [100.0, 0.0, 0.0], 1.0)
     overlap = client.call("operations.boolean_intersection", guids=[a, b], delete_input=False)
-    assert overlap["objects"][0]["bounding_box"] == {"min": [5.0, 5.0, 5.0],
-                                                     "max": [10.0, 10.0, 10.0]}
-    assert client.error("operations.boolean_intersection", guids=[a, far])[
-        "code"] == "OPERATION_FAILED"
-    kept = client.call("operations.boolean_difference", target_guids=[a], cutter_guids=[b],
-                       delete_input=True)
+    assert overlap["objects"][0]["bounding_box"] == {
+        "min": [5.0, 5.0, 5.0],
+        "max": [10.0, 10.0, 10.0],
+    }
+    assert (
+        client.error("operations.boolean_intersection", guids=[a, far])["code"]
+        == "OPERATION_FAILED"
+    )
+    kept = client.call(
+        "operations.boolean_difference", target_guids=[a], cutter_guids=[b], delete_input=True
+    )
     assert kept["objects"][0]["bounding_box"]["max"] == [10.0, 10.0, 10.0]
     assert client.error("scene.get_object_info", guid=a)["code"] == "OBJECT_NOT_FOUND"
     tiny, big = _box(client, [6.0, 6.0, 6.0], 1.0), _box(client, [0.0, 0.0, 0.0], 50.0)
-    swallowed = client.error("operations.boolean_difference", target_guids=[tiny],
-                             cutter_guids=[big])
+    swallowed = client.error(
+        "operations.boolean_difference", target_guids=[tiny], cutter_guids=[big]
+    )
     assert swallowed["code"] == "OPERATION_FAILED"
 
 
@@ -185,15 +232,19 @@ def test_invalid_params_name_the_parameter(client: Any) -> None:
     assert (layer["code"], layer["details"]["param"]) == ("INVALID_PARAMS", "layer")
     too_big = client.error("viewport.capture", width=5000, height=10)
     assert too_big["details"]["param"] == "width"
-    assert client.error("manipulation.move_objects", translation=[1, 0, 0])["details"][
-        "param"] == "guids"
+    assert (
+        client.error("manipulation.move_objects", translation=[1, 0, 0])["details"]["param"]
+        == "guids"
+    )
 
 
 def test_unknown_guid_is_object_not_found(client: Any) -> None:
     ghost = "00000000-0000-4000-8000-000000000000"
-    for method, params in (("scene.get_object_info", {"guid": ghost}),
-                           ("manipulation.move", {"ids": [ghost], "translation": [1, 0, 0]}),
-                           ("scene.delete_objects", {"guids": [ghost]})):
+    for method, params in (
+        ("scene.get_object_info", {"guid": ghost}),
+        ("manipulation.move", {"ids": [ghost], "translation": [1, 0, 0]}),
+        ("scene.delete_objects", {"guids": [ghost]}),
+    ):
         error = client.error(method, **params)
         assert error["code"] == "OBJECT_NOT_FOUND" and ghost in error["message"]
 
@@ -204,8 +255,10 @@ def test_catalogue_methods_are_all_listed_and_unmodelled_ones_refuse(client: Any
     error = client.error("surfaces.sweep_2_rails", rail1_guid="x")
     assert error["code"] == "NOT_IMPLEMENTED" and "surfaces.sweep_2_rails" in error["message"]
     unknown = client.request("creation.create_hexagon")
-    assert unknown["error"] == {"code": -32601,
-                                "message": "Method not found: creation.create_hexagon"}
+    assert unknown["error"] == {
+        "code": -32601,
+        "message": "Method not found: creation.create_hexagon",
+    }
     assert unknown["result"] is None
 
 
