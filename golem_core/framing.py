@@ -342,7 +342,7 @@ class LineDecoder(_Decoder):
         newline = buf.find(b"\n", pos + self._scanned)
         if newline < 0:
             pending = len(buf) - pos
-            if pending >= self.max_payload:
+            if pending and pending >= self.max_payload:
                 # Even a newline in the next byte would make the line one byte too long.
                 return self._oversized(pending)
             self._scanned = pending

@@ -169,6 +169,20 @@ def test_line_over_cap_without_newline_is_reported_at_once() -> None:
     assert rest == [Discarded(b"9\n", final=True), Frame(b"ok", b"", b"\n")]
 
 
+def test_line_decoder_with_zero_cap_reports_nothing_for_no_bytes() -> None:
+    decoder = LineDecoder(0)
+    assert decoder.next_event() is NEED_DATA
+    decoder.receive_eof()
+    assert list(decoder.events()) == [EndOfStream()]
+
+
+def test_zero_cap_line_decoder_rejects_every_line() -> None:
+    events = decode_all(LineDecoder(0), [b"\nab\n"])
+    assert raw_of(events) == b"\nab\n"
+    assert not any(isinstance(e, Frame) for e in events)
+    assert sum(isinstance(e, FrameError) for e in events) == 2
+
+
 # -- fatal oversized ------------------------------------------------------------------------
 
 
