@@ -122,6 +122,12 @@ R_NULL_ID = rule(
     f"{_SPEC} § Response — Error",
 )
 
+# Malformed responses whose id was read and validated before the envelope check failed.
+_ID_READ_KINDS = (
+    MalformedKind.BOTH_RESULT_AND_ERROR,
+    MalformedKind.NEITHER_RESULT_NOR_ERROR,
+    MalformedKind.INVALID_ERROR_OBJECT,
+)
 _REQUEST_MEMBERS = ("id", "method", "params")
 _RESPONSE_MEMBERS = ("id", "result", "error")
 # A \u escape of a code point >= 0x80 (an escaped backslash before it is rare enough to ignore).
@@ -273,11 +279,8 @@ class GolemProfile(Profile):
         return found
 
     def check_exchange(self, request: Message, response: Message) -> list[Violation]:
-        if isinstance(response, Malformed) and response.kind in (
-            MalformedKind.MISSING_ID,
-            MalformedKind.INVALID_ID,
-        ):
-            return []  # already reported as malformed
+        if isinstance(response, Malformed) and response.kind not in _ID_READ_KINDS:
+            return []  # no id could be read: already reported as malformed
         expected = request.id
         actual = response.id
         if isinstance(request, Malformed) and expected is None:

@@ -285,6 +285,12 @@ def test_exchange_skips_responses_whose_id_is_already_malformed() -> None:
     assert exchange_rules(CONFORMING_REQUEST, b'{"id":[1],"result":{},"error":null}') == []
 
 
+@pytest.mark.parametrize("garbage", [b"{this is not json", b"\xff\xfe", b"[1,2]", b'"a"'])
+def test_exchange_does_not_invent_a_null_id_for_unreadable_responses(garbage: bytes) -> None:
+    # The id could not be read at all; the malformed rule covers it, not "null id".
+    assert exchange_rules(CONFORMING_REQUEST, garbage) == []
+
+
 def test_frame_violations() -> None:
     oversized = FrameError(
         FrameErrorKind.OVERSIZED, "too big", b"\x04\x00\x00\x01", True, 2**26 + 1
