@@ -7,6 +7,7 @@ import threading
 from typing import Any, Callable
 
 import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golem_core.dispatcher import Dispatcher, require
@@ -254,6 +255,14 @@ def test_unserialisable_result_is_internal_error() -> None:
     assert obj["error"]["message"].startswith("Internal error: ")
 
 
+def test_respond_with_an_unencodable_id_still_answers() -> None:
+    # A lone surrogate parses (JSON \ud800) but cannot be written back as UTF-8.
+    reply = Dispatcher().respond(b'{"id":"\\ud800","method":"ping"}')
+    assert reply is not None
+    obj = decode_reply(reply)
+    assert obj["id"] is None and obj["error"]["code"] == -32603
+
+
 # -- the UI runner ----------------------------------------------------------------------------
 
 
@@ -327,3 +336,23 @@ request_objects = st.fixed_dictionaries(
 
 def _boom(params: dict[str, Any]) -> Any:
     raise RuntimeError(params)
+
+
+@settings(max_examples=200, deadline=None)
+@given(request_objects)
+def test_dispatch_never_raises(obj: dict[str, Any]) -> None:
+    dispatcher = Dispatcher()
+    dispatcher.register("boom", _boom)
+    dispatcher.register("ok", lambda p: p)
+    dispatcher.register("none", lambda p: None)
+    message = GOLEM.parse(json.dumps(obj).encode(), Role.REQUEST)
+    if isinstance(message, Request):
+        reply = dispatcher.dispatch(message)
+        assert set(reply) == {"id", "result", "error"}
+        assert (reply["result"] is None) != (reply["error"] is None)
+    reply_bytes = dispatcher.respond(
+        json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    )
+    assert reply_bytes is not None
+    decoded = decode_reply(reply_bytes)
+    assert set(decoded) == {"id", "result", "error"}
