@@ -25,6 +25,7 @@ from ..messages import (
     Response,
     Role,
     RpcError,
+    build_request,
     is_json_int,
 )
 from ..registry import GOLEM_REGISTRY
@@ -159,7 +160,8 @@ class GolemProfile(Profile):
         ident = obj.get("id", ABSENT)
         if ident is ABSENT:
             return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, Role.REQUEST)
-        if not id_is_valid(ident):
+        id_type = type(ident)
+        if id_type is not str and id_type is not int and not id_is_valid(ident):
             return _bad(
                 MalformedKind.INVALID_ID,
                 f"request `id` is {_type_name(ident)}, not a string or integer",
@@ -176,7 +178,7 @@ class GolemProfile(Profile):
                 obj,
                 Role.REQUEST,
             )
-        return Request(ident, method, obj.get("params", ABSENT), obj)
+        return build_request(ident, method, obj.get("params", ABSENT), obj)
 
     def parse_response(self, obj: Any) -> Message:
         if not isinstance(obj, dict):
