@@ -206,7 +206,7 @@ def render(result: dict[str, Any]) -> None:
         table.add_column(name)
     for row in table_rows:
         table.add_row(*row)
-    Console().print(table)
+    Console(width=max(Console().width, 110)).print(table)
 
 
 def main(argv: list[str] | None = None) -> int:

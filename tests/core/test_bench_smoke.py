@@ -37,4 +37,4 @@ def test_run_and_render(bench: ModuleType, capsys: pytest.CaptureFixture[str]) -
     assert result["ratio_fps"] > 0 and result["ratio_mbs"] > 0
     bench.render(result)
     out = capsys.readouterr().out
-    assert "small frames" in out and "framing only" in out
+    assert "(a)" in out and "(b)" in out and "frames/s" in out
