@@ -297,13 +297,15 @@ class LengthPrefixedDecoder(_Decoder):
     ) -> None:
         super().__init__(max_payload, skip_oversized)
         self._buf: bytes = b""  # type: ignore[assignment]
+        self._large_header = b""
         self._parts: list[bytes] = []
         self._parts_size = 0
-        self._need = 0  # bytes the pending large frame needs in total (header included)
+        self._need = 0  # payload size of the large frame being collected, 0 when none
 
     @property
     def buffered(self) -> int:
-        return len(self._buf) - self._pos + self._parts_size
+        large = _HEADER_SIZE + self._parts_size if self._need else 0
+        return len(self._buf) - self._pos + large
 
     def receive_data(self, data: bytes) -> None:
         """Feed the next chunk of the stream. Raises RuntimeError after EOF was fed."""
@@ -316,11 +318,9 @@ class LengthPrefixedDecoder(_Decoder):
             return  # a fatal error stopped decoding; the caller forwards bytes anyway
         if type(data) is not bytes:
             data = bytes(data)
-        if self._parts:
+        if self._need:
             self._parts.append(data)
             self._parts_size += len(data)
-            if self.buffered >= self._need:
-                self._join_parts()
             return
         buf = self._buf
         pos = self._pos
@@ -331,35 +331,55 @@ class LengthPrefixedDecoder(_Decoder):
             return
         if left >= _HEADER_SIZE and not self._skip_remaining:
             (length,) = _unpack_header(buf, pos)
-            need = _HEADER_SIZE + length
-            if length <= self.max_payload and need - left > _LARGE_FRAME:
-                self._buf = buf[pos:]
+            if length <= self.max_payload and length + _HEADER_SIZE - left > _LARGE_FRAME:
+                # A large frame: keep its payload pieces apart and join them once.
+                self._large_header = buf[pos : pos + _HEADER_SIZE]
+                self._parts = [buf[pos + _HEADER_SIZE :], data]
+                self._parts_size = left - _HEADER_SIZE + len(data)
+                self._need = length
+                self._buf = b""
                 self._pos = 0
-                self._parts = [data]
-                self._parts_size = len(data)
-                self._need = need
                 return
         self._buf = buf[pos:] + data
         self._pos = 0
 
-    def _join_parts(self) -> None:
-        self._buf = b"".join([self._buf[self._pos :], *self._parts])
-        self._pos = 0
+    def _finish_large_frame(self) -> Frame:
+        """Join the pieces of a complete large frame; bytes past it become the buffer."""
+        parts = self._parts
+        extra = self._parts_size - self._need
+        rest = b""
+        if extra:
+            last = parts[-1]
+            parts[-1] = last[: len(last) - extra]
+            rest = last[len(last) - extra :]
+        payload = b"".join(parts)
+        frame = _make_frame(payload, self._large_header, b"")
         self._parts = []
         self._parts_size = 0
         self._need = 0
+        self._buf = rest
+        self._pos = 0
+        self.frames_decoded += 1
+        return frame
+
+    def _unjoined(self) -> None:
+        # Give up on the large-frame path (EOF inside it): the pieces become the buffer again.
+        if self._need:
+            self._buf = b"".join([self._large_header, *self._parts])
+            self._pos = 0
+            self._parts = []
+            self._parts_size = 0
+            self._need = 0
 
     def _take(self, n: int) -> bytes:
-        if self._parts:
-            self._join_parts()
+        self._unjoined()
         end = self._pos + n
         chunk = self._buf[self._pos : end]
         self._pos = end
         return chunk
 
     def _take_all(self) -> bytes:
-        if self._parts:
-            self._join_parts()
+        self._unjoined()
         chunk = self._buf[self._pos :]
         self._buf = b""
         self._pos = 0
@@ -381,10 +401,10 @@ class LengthPrefixedDecoder(_Decoder):
                 )
             assert skipped is not None
             return skipped
-        if self._parts:
-            if self.buffered < self._need:
+        if self._need:
+            if self._parts_size < self._need:
                 return self._at_eof()
-            self._join_parts()
+            return self._finish_large_frame()
         buf = self._buf
         pos = self._pos
         if len(buf) - pos < _HEADER_SIZE:
