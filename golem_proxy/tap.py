@@ -170,17 +170,16 @@ class ConnectionTap:
 
 
 class TapWorker:
-    """Runs every connection's tap in one task, with forwarding taking precedence.
+    """Runs every connection's tap in one task, behind forwarding.
 
-    Chunks queue here after the relay sent them. While the queued bytes stay under
-    ``soft_limit``, the worker decodes only when no other task is runnable, so decoding fills
-    the relay's idle time instead of delaying the next forward. Past ``soft_limit`` it decodes
-    one chunk per scheduling round (fair share). Past ``hard_limit``, `submit` callers wait:
-    the one point where the relay slows, rather than grow memory without bound."""
+    Chunks queue here after the relay sent them. The worker yields once before each batch, so
+    pumps woken by the same I/O round forward first and decoding fills the time the relay
+    waits for a peer. Past ``hard_limit`` queued bytes, `submit` callers wait: the one point
+    where the relay slows, rather than let memory grow without bound."""
 
-    def __init__(self, soft_limit: int = 8 * 1024 * 1024, hard_limit: int = 256 * 1024 * 1024):
-        self.soft_limit = soft_limit
+    def __init__(self, hard_limit: int = 256 * 1024 * 1024, batch: int = 64) -> None:
         self.hard_limit = hard_limit
+        self.batch = batch
         self.backlog = 0
         # Items are (tap, direction, chunk, t) to decode, or an event to publish in order.
         self._queue: collections.deque[
@@ -191,13 +190,7 @@ class TapWorker:
         self._idle = trio.Event()
         self._idle.set()
 
-    async def submit(
-        self,
-        tap: ConnectionTap,
-        direction: Direction,
-        data: bytes,
-        t: float,
-    ) -> None:
+    async def submit(self, tap: ConnectionTap, direction: Direction, data: bytes, t: float) -> None:
         """Queue a forwarded chunk (``b""`` for end of stream). Verdicts are not acted on
         here: outside ``--enforce-limits`` the proxy only reports."""
         while self.backlog >= self.hard_limit:
@@ -206,14 +199,17 @@ class TapWorker:
             await self._room.wait()
         self._queue.append((tap, direction, data, t))
         self.backlog += len(data)
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
-        self._wakeup.set()
+        self._wake()
 
     def submit_event(self, publish: Publish, event: Event) -> None:
         """Publish ``event`` once everything queued before it has been decoded, so that a
         connection's close is never reported ahead of its last frames."""
         self._queue.append((publish, event))
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._idle.is_set():
+            self._idle = trio.Event()
         self._wakeup.set()
 
     async def drained(self) -> None:
@@ -221,28 +217,22 @@ class TapWorker:
         await self._idle.wait()
 
     async def run(self) -> None:
-        """Process the queue forever (cancel to stop; call `drain_now` first to finish)."""
+        """Process the queue until cancelled (call `drain_now` afterwards to finish)."""
         while True:
             if not self._queue:
                 self._idle.set()
                 self._wakeup = trio.Event()
                 await self._wakeup.wait()
                 continue
-            await self._yield_to_forwarding()
-            self._process_one()
+            await trio.lowlevel.checkpoint()
+            for _ in range(min(self.batch, len(self._queue))):
+                self._process_one()
 
     def drain_now(self) -> None:
         """Decode everything queued, synchronously (used at shutdown)."""
         while self._queue:
             self._process_one()
         self._idle.set()
-
-    async def _yield_to_forwarding(self) -> None:
-        await trio.lowlevel.checkpoint()
-        while (
-            self.backlog < self.soft_limit and trio.lowlevel.current_statistics().tasks_runnable > 0
-        ):
-            await trio.lowlevel.checkpoint()
 
     def _process_one(self) -> None:
         item = self._queue.popleft()
