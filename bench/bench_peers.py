@@ -77,10 +77,13 @@ def relay(port: int, upstream_port: int) -> None:
             pass
 
     async def handle(client: trio.SocketStream) -> None:
-        async with client, await trio.open_tcp_stream("127.0.0.1", upstream_port) as server:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(pump, client, server)
-                nursery.start_soon(pump, server, client)
+        async with (
+            client,
+            await trio.open_tcp_stream("127.0.0.1", upstream_port) as server,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(pump, client, server)
+            nursery.start_soon(pump, server, client)
 
     async def main() -> None:
         listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")

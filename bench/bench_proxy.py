@@ -275,17 +275,17 @@ def main() -> None:
         targets.add_column(column)
     added_ratio = (ours["rtt"] - direct) / relay_added if relay_added > 0 else float("nan")
     rows = [
-        ("added latency", added_ratio, "≤ 0.80×", added_ratio <= 0.8),
+        ("added latency", added_ratio, "≤ 0.80x", added_ratio <= 0.8),
         (
             "16 MiB responses MB/s",
             ours["big"] / relay["big"],
-            "≥ 1.00×",
+            "≥ 1.00x",
             ours["big"] >= relay["big"],
         ),
         (
             "pipelined tiny frames/s",
             ours["tiny"] / relay["tiny"],
-            "≥ 0.85×",
+            "≥ 0.85x",
             ours["tiny"] >= 0.85 * relay["tiny"],
         ),
     ]
@@ -295,12 +295,12 @@ def main() -> None:
         (
             "peak RSS growth / 64 MiB frame",
             (peak - baseline) / frame,
-            "≤ 3.00×",
+            "≤ 3.00x",
             peak - baseline <= 3 * frame,
         )
     )
     for label, ratio, target, ok in rows:
-        targets.add_row(label, f"{ratio:.2f}×", f"{target} {'ok' if ok else 'MISSED'}")
+        targets.add_row(label, f"{ratio:.2f}x", f"{target} {'ok' if ok else 'MISSED'}")
     console.print(targets)
     console.print(
         f"golem-proxy RSS: baseline {baseline / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB, "
