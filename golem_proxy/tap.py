@@ -101,20 +101,22 @@ class ConnectionTap:
         else:
             decoder.receive_eof()
 
-    def step(self, direction: Direction, t: float, limit: int) -> tuple[bool, Optional[TapVerdict]]:
-        """Publish the events of at most ``limit`` decoded items. Returns whether more are
-        ready (call again before feeding this direction again) and any limits verdict."""
+    def step(
+        self, direction: Direction, t: float, limit: int
+    ) -> tuple[int, bool, Optional[TapVerdict]]:
+        """Handle at most ``limit`` decoder events. Returns how many it handled, whether more
+        are ready (call again before feeding this direction again) and any limits verdict."""
         decoder = self._decoders[direction]
         verdict: Optional[TapVerdict] = None
-        for _ in range(limit):
+        for used in range(limit):
             event = decoder.next_event()
             if event is NEED_DATA:
-                return False, verdict
+                return used, False, verdict
             found = self._handle(direction, event, t)
             verdict = verdict or found
             if isinstance(event, EndOfStream):
-                return False, verdict
-        return True, verdict
+                return used + 1, False, verdict
+        return limit, True, verdict
 
     def outstanding(self) -> int:
         return len(self._correlator)
