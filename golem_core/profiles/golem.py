@@ -278,6 +278,8 @@ class GolemProfile(Profile):
             MalformedKind.INVALID_ID,
         ):
             return []  # already reported as malformed
+        if isinstance(response, Malformed) and not isinstance(response.obj, dict):
+            return []  # undecodable or not an object: there is no id to compare
         expected = request.id
         actual = response.id
         if isinstance(request, Malformed) and expected is None:
