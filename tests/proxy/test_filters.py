@@ -62,7 +62,7 @@ def test_the_session_has_the_rows_the_filters_need(flows: list[Flow]) -> None:
         ("~route gh", ["b1", "oversized", "b2", "truncated"]),
         ("~slow 120", ["a2", "b1"]),
         ("~slow 120.5", ["b1"]),
-        ("~violation", ["#5", "a6", "a7", "resp:zz"]),
+        ("~violation", ["#5", "a6", "a7", "resp:zz", "oversized", "truncated"]),
         ("~rule orphan", ["resp:zz"]),
         ("~rule ^golem\\.message", ["#5", "a7"]),
         ("~pending", ["c1"]),
