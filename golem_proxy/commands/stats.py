@@ -60,11 +60,11 @@ def stats_table(stats: Stats, title: str) -> Table:
     table.add_column("method", no_wrap=True, min_width=min(30, _widest_method(stats)))
     def cells(row: MethodStats) -> list[str]:
         values = _cells(row)
-        # route, method, count, errors, (error %: in --json only), pending, ⚠, latencies
-        keep = [True] * 4 + [False, optional["pend"], optional["⚠"]] + [True] * 4
+        # route, method, count, errors, error %, pending, ⚠, latencies
+        keep = [True] * 5 + [optional["pend"], optional["⚠"]] + [True] * 4
         return [value for value, shown in zip(values, keep) if shown]
 
-    numbers = ["n", "err", *(name for name, shown in optional.items() if shown)]
+    numbers = ["n", "err", "err%", *(name for name, shown in optional.items() if shown)]
     numbers += ["p50", "p90", "p99", "max"]
     rows = [cells(row) for row in every]
     for offset, column in enumerate(numbers, start=2):
