@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         console().file.write(json.dumps(stats.to_json(), ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
-    title = f"{trace.path} · {profile.name} · percentiles by nearest rank"
+    title = f"{trace.path} · {profile.name}"
     console().print(stats_table(stats, title))
     return EXIT_OK
 
@@ -53,7 +53,12 @@ def stats_table(stats: Stats, title: str) -> Table:
         "⚠": any(row.with_violations for row in every),
     }
     table = Table(
-        title=f"{title} · latency in ms", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
+        title=title,
+        title_justify="left",
+        caption="latency in ms, percentiles by nearest rank",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
     table.add_column("route", no_wrap=True)
     # The method name is what the reader scans for: never cut it.
