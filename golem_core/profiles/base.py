@@ -183,6 +183,12 @@ class Profile(abc.ABC):
             return f"malformed:{message.kind.value}"
         return "request"
 
+    def describe_exchange(self, request: Optional[Message], response: Message) -> str:
+        """The status of a response read against its request (``request`` None for an
+        orphan). By default the response's own `describe`; a profile whose clients type a
+        reply by comparing it with the request (an id not echoed) overrides this."""
+        return self.describe(response)
+
     def method_of(self, message: Message) -> Optional[str]:
         if isinstance(message, Request):
             return message.method

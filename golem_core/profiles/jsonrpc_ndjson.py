@@ -355,6 +355,21 @@ class JsonRpcNdjsonProfile(Profile):
             return f"Remote(RpcError {{ code: {response.error.code} }})"
         return "Ok"
 
+    def describe(self, message: Message) -> str:
+        # The contract's outcome names, so logs and tables speak the client's language.
+        if isinstance(message, Malformed) and message.role is not Role.REQUEST:
+            return self.malformed_outcome(message.kind)
+        return super().describe(message)
+
+    def describe_exchange(self, request: Optional[Message], response: Message) -> str:
+        """As `describe`, except that a reply whose id is not the request's is
+        ``MismatchedResponseId {…}``: the client checks the id before rules 6 and 7."""
+        if request is not None:
+            mismatch = self._id_mismatch(request, response)
+            if mismatch is not None and mismatch.outcome is not None:
+                return mismatch.outcome
+        return self.describe(response)
+
     def answers_unparseable(self, message: Message) -> bool:
         # The wire type has no null id: an unreadable request is answered with id 0, and only
         # the ERR_PARSE / ERR_INVALID_REQUEST code tells it from a reply to a request with id 0.
