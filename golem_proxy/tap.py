@@ -16,9 +16,10 @@ from typing import Optional, Union
 import trio
 
 from golem_core.catalogue import MethodCatalogue
-from golem_core.contract import Severity, Violation, rule, violation
+from golem_core.contract import Violation, violation
 from golem_core.framing import Discarded, Frame, FrameError
 from golem_core.messages import Malformed, MalformedKind, Request, Role
+from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Correlator
 from golem_core.profiles import Profile
 
@@ -31,17 +32,9 @@ from .events import (
     FramingErrorSeen,
     ViolationSeen,
 )
-from .flows import ORPHAN_RULE
 from .redact import Redactor
 
 __all__ = ["ConnectionTap", "TapVerdict", "TapWorker"]
-
-R_ORPHAN = rule(
-    ORPHAN_RULE,
-    Severity.ERROR,
-    "Every response answers an outstanding request of its connection.",
-    "golem-proxy pairing",
-)
 
 Publish = Callable[[Event], None]
 

@@ -14,6 +14,8 @@ from typing import Any, Optional
 import pytest
 from core_feeding import chunked, chunkings, decode_all, raw_of
 
+import golem_core.catalogue
+import golem_core.pairing  # noqa: F401  (registers the pairing rule)
 from golem_core.contract import RULES
 from golem_core.framing import Frame, FrameError, FrameErrorKind
 from golem_core.messages import (
