@@ -17,7 +17,6 @@ from golem_core.profiles import PROFILES, Profile, get_profile
 
 from ..addresses import Route, parse_address, parse_route
 from ..log import Verbosity
-from ..net import ListenError
 from ..relay import BoundRoute, ProxyOptions
 from ..session import ProxySession, SessionConfig
 
@@ -191,10 +190,24 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         trio.run(_serve, config, console)
-    except (ListenError, OSError) as exc:
-        errors.print(f"[red]error:[/] {exc}")
+    except BaseException as exc:
+        failed = _startup_error(exc)
+        if failed is None:
+            raise
+        errors.print(f"[red]error:[/] {failed}")
         return 2
     return 0
+
+
+def _startup_error(exc: BaseException) -> Optional[OSError]:
+    """The ListenError (or OSError, for the recording file) a session failed to start with.
+    It is raised inside the session's nursery, so trio wraps it in an exception group."""
+    while not isinstance(exc, OSError):
+        inner = getattr(exc, "exceptions", None)
+        if not inner or len(inner) != 1:
+            return None
+        exc = inner[0]
+    return exc
 
 
 async def _serve(config: SessionConfig, console: Console) -> None:
