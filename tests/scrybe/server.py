@@ -3,6 +3,7 @@ request with one configured raw reply, as an imposter or a broken server would."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -31,7 +32,16 @@ class AppServer:
     """What each connection sent, in connection order."""
     connections: int = 0
 
+    port: int = 0
+    """With ``path`` empty: listen on 127.0.0.1 instead, on this port once bound."""
+
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        if not self.path:
+            listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+            self.port = listeners[0].socket.getsockname()[1]
+            task_status.started()
+            await trio.serve_listeners(self._handle, listeners)
+            return
         sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
         await sock.bind(self.path)
         sock.listen(64)
@@ -62,3 +72,22 @@ class AppServer:
             pass  # the client gave up on a reply (e.g. at the frame cap)
         finally:
             await stream.aclose()
+
+
+def main() -> None:
+    """``python -m scrybe.server PATH [DISK.json]``: serve the stand-in app until killed (for
+    tests that run golem-proxy as a separate process)."""
+    import json
+    import sys
+
+    disk = {}
+    if len(sys.argv) > 2:
+        with open(sys.argv[2]) as file:
+            disk = json.load(file)
+    server = AppServer(sys.argv[1], ScrybeApp(disk))
+    with contextlib.suppress(KeyboardInterrupt):
+        trio.run(server.serve)
+
+
+if __name__ == "__main__":
+    main()
