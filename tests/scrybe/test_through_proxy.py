@@ -143,3 +143,17 @@ async def test_client_names_the_proxy_socket_peer(nursery: trio.Nursery, sock_di
     (opened,) = stack.proxy.of_type(ConnectionOpened)
     assert opened.client == f"unix:pid={os.getpid()}"
     assert opened.upstream == f"unix:{stack.server.path}"
+
+
+async def test_unparseable_request_is_paired_with_its_err_parse_reply(
+    nursery: trio.Nursery, sock_dir: str
+) -> None:
+    stack = await start_stack(nursery, sock_dir, app=ScrybeApp())
+    outcome = await stack.call_raw(b"{oops\n")
+    # A conforming client never sends this; if it did, id 0 is not the id it expects.
+    assert outcome.name == "MismatchedResponseId { expected: 1, actual: 0 }"
+    await stack.stop()
+    (exchange,) = stack.proxy.of_type(ExchangeCompleted)
+    assert JSONRPC_NDJSON.describe(exchange.response.message) == "ERR_PARSE"
+    rules = [v.violation.rule for v in stack.proxy.of_type(ViolationSeen)]
+    assert rules == ["jsonrpc.request.envelope"]  # the request, not the reply, is at fault
