@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 
 import pytest
 
+from .cli import app_process
 from .server import short_socket_dir
 
 
@@ -15,3 +17,10 @@ def sock_dir() -> Iterator[str]:
     path = short_socket_dir()
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def app_socket(sock_dir: str) -> Iterator[str]:
+    """The stand-in app in its own process, on ``<sock_dir>/app.sock``."""
+    with app_process(os.path.join(sock_dir, "app.sock")) as path:
+        yield path
