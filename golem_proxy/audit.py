@@ -32,6 +32,7 @@ __all__ = [
 
 CATALOGUE_RULE_PREFIX = "catalogue."
 
+
 @dataclass(frozen=True)
 class Finding:
     """One violation, located: the flow (row number in `show`) it comes from when known."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from ..filters import FilterError, parse_filter
-from ..stats import MethodStats, compute_stats
+from ..stats import MethodStats, Stats, compute_stats
 from ._common import EXIT_OK, EXIT_USAGE, console, fail, ms, open_trace
 
 NAME = "stats"
@@ -36,23 +38,51 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         console().file.write(json.dumps(stats.to_json(), ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
+    title = f"{trace.path} · {profile.name} · percentiles by nearest rank"
+    console().print(stats_table(stats, title))
+    return EXIT_OK
+
+
+def stats_table(stats: Stats, title: str) -> Table:
+    """The rich table `stats` prints: per route and method, then per route, then overall.
+    Compact enough for 80 columns: the pending and violation columns appear only when some
+    row has any."""
+    every = (*stats.rows, *stats.routes, stats.overall)
+    optional = {
+        "pend": any(row.pending for row in every),
+        "⚠": any(row.with_violations for row in every),
+    }
     table = Table(
-        title=f"{trace.path} · {profile.name} · latency percentiles by nearest rank",
-        title_justify="left",
+        title=f"{title} · latency in ms", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
     )
-    for column in ("route", "method", "count", "errors", "error %", "pending", "⚠"):
-        table.add_column(column, justify="left" if column in ("route", "method") else "right")
-    for column in ("p50 ms", "p90 ms", "p99 ms", "max ms"):
-        table.add_column(column, justify="right")
+    table.add_column("route", no_wrap=True)
+    # The method name is what the reader scans for: never cut it.
+    table.add_column("method", no_wrap=True, min_width=min(30, _widest_method(stats)))
+    def cells(row: MethodStats) -> list[str]:
+        values = _cells(row)
+        # route, method, count, errors, error %, pending, ⚠, latencies
+        keep = [True] * 5 + [optional["pend"], optional["⚠"]] + [True] * 4
+        return [value for value, shown in zip(values, keep) if shown]
+
+    numbers = ["n", "err", "err%", *(name for name, shown in optional.items() if shown)]
+    numbers += ["p50", "p90", "p99", "max"]
+    rows = [cells(row) for row in every]
+    for offset, column in enumerate(numbers, start=2):
+        widest = max([len(column)] + [len(Text.from_markup(r[offset])) for r in rows])
+        table.add_column(column, justify="right", no_wrap=True, min_width=widest)
+
     for row in stats.rows:
-        table.add_row(*_cells(row))
+        table.add_row(*cells(row))
     table.add_section()
     for row in stats.routes:
-        table.add_row(*_cells(row), style="bold")
+        table.add_row(*cells(row), style="bold")
     table.add_section()
-    table.add_row(*_cells(stats.overall), style="bold")
-    console().print(table)
-    return EXIT_OK
+    table.add_row(*cells(stats.overall), style="bold")
+    return table
+
+
+def _widest_method(stats: Stats) -> int:
+    return max((len(row.method) for row in stats.rows), default=6)
 
 
 def _cells(row: MethodStats) -> list[str]:
