@@ -118,7 +118,8 @@ class Flow:
         if self.frame_error is not None:
             return self.frame_error.kind.value
         if self.response is not None:
-            return profile.describe(self.response.message)
+            request = self.request.message if self.request is not None else None
+            return profile.describe_exchange(request, self.response.message)
         if self.request is not None and isinstance(self.request.message, Malformed):
             return profile.describe(self.request.message)
         if self.closed_unanswered:

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import itertools
 import os
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
@@ -349,4 +350,17 @@ def _peer_name(stream: trio.SocketStream) -> str:
         return "?"
     if isinstance(peer, tuple):
         return f"{peer[0]}:{peer[1]}"
-    return f"unix:{peer}" if peer else "unix"
+    if peer:
+        return f"unix:{peer}"
+    # A Unix client socket has no name; the peer's process id is what tells two clients (the
+    # CLI and the MCP server, say) apart, where the OS reports it (Linux SO_PEERCRED).
+    peercred = getattr(trio.socket, "SO_PEERCRED", None)
+    if peercred is None:
+        return "unix"
+    try:
+        pid, _, _ = struct.unpack(
+            "3i", stream.socket.getsockopt(trio.socket.SOL_SOCKET, peercred, struct.calcsize("3i"))
+        )
+    except OSError:
+        return "unix"
+    return f"unix:pid={pid}"
