@@ -63,6 +63,7 @@ def stats_table(stats: Stats, title: str) -> Table:
     table.add_column("route", no_wrap=True)
     # The method name is what the reader scans for: never cut it.
     table.add_column("method", no_wrap=True, min_width=min(30, _widest_method(stats)))
+
     def cells(row: MethodStats) -> list[str]:
         values = _cells(row)
         # route, method, count, errors, error %, pending, ⚠, latencies
