@@ -38,6 +38,10 @@ __all__ = ["ConnectionTap", "TapVerdict", "TapWorker"]
 
 Publish = Callable[[Event], None]
 
+ELIDE_FRAMES_OVER = 1024 * 1024
+"""Frames larger than this are typed with their long opaque strings elided (live view only)."""
+ELIDE_STRINGS_OVER = 64 * 1024
+
 # Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
 _ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
 
@@ -150,7 +154,13 @@ class ConnectionTap:
     def _frame(self, direction: Direction, frame: Frame, t: float) -> Optional[TapVerdict]:
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         payload = frame.payload
-        message = self.profile.parse(payload, role)
+        elided = 0
+        if len(payload) > ELIDE_FRAMES_OVER:
+            # A blob (an image, a mesh) is not materialised for the live view: the typing and
+            # the checks do not depend on its content, and the recording keeps its bytes.
+            message, elided = self.profile.parse_elided(payload, role, ELIDE_STRINGS_OVER)
+        else:
+            message = self.profile.parse(payload, role)
         violations = self.profile.check_message(message, payload)
         if self.catalogue is not None and isinstance(message, Request):
             violations.extend(self.catalogue.check_request(message))
@@ -160,14 +170,25 @@ class ConnectionTap:
         redacted: tuple[str, ...] = ()
         if self.redactor and not isinstance(message, Malformed):
             method = self.profile.method_of(request.frame.message if request else message)
-            obj, redacted = self.redactor.apply(message.obj, method)
+            full = self.profile.parse(payload, role) if elided else message
+            obj, redacted = self.redactor.apply(full.obj, method)
             if redacted:
+                elided = 0
                 payload = self.profile.encode_payload(obj)
                 message = self.profile.parse(payload, role)
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
         seen = FrameSeen(
-            self.conn, self.route, direction, index, t, frame.size, payload, message, redacted
+            self.conn,
+            self.route,
+            direction,
+            index,
+            t,
+            frame.size,
+            payload,
+            message,
+            redacted,
+            elided,
         )
         self.publish(seen)
         for found in violations:
