@@ -237,7 +237,7 @@ class TapWorker:
         slice_frames: int = 16,
         *,
         quiet: float = 0.0005,
-        max_delay: float = 0.05,
+        max_delay: float = 0.02,
         soft_limit: int = 16 * 1024 * 1024,
     ) -> None:
         self.hard_limit = hard_limit
