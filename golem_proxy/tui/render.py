@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
+from ..flows import Flow
+
 __all__ = [
     "LONG_STRING",
     "count_nodes",
+    "flow_label",
     "fmt_latency",
     "fmt_size",
     "fmt_time",
@@ -108,3 +111,12 @@ def count_nodes(obj: Any, stop: int) -> int:
         elif isinstance(value, list):
             stack.extend(value)
     return count
+
+
+def flow_label(flow: Flow) -> str:
+    """The method of a flow, or what stands in for it when there is none."""
+    if flow.method:
+        return flow.method
+    if flow.frame_error is not None:
+        return "(frame error)"
+    return "(malformed)" if flow.request is not None else "(orphan response)"

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Sparkline, Static
 from golem_core.profiles import Profile
 
 from ...flows import Flow
-from ..render import fmt_latency
+from ..render import flow_label, fmt_latency
 
 __all__ = ["MethodStats", "StatsScreen", "histogram", "method_stats", "percentile"]
 
@@ -49,7 +49,7 @@ def method_stats(flows: Sequence[Flow]) -> list[MethodStats]:
     by_method: dict[str, MethodStats] = {}
     total = MethodStats("(all)")
     for flow in flows:
-        name = flow.method or ("(frame error)" if flow.frame_error else "(no request)")
+        name = flow_label(flow)
         entry = by_method.get(name)
         if entry is None:
             entry = by_method[name] = MethodStats(name)

@@ -21,7 +21,7 @@ class FilterBar(Horizontal):
     FilterBar > Label { padding: 0 1; color: $text-muted; }
     FilterBar > Input { border: none; height: 1; padding: 0; width: 2fr; background: $surface; }
     FilterBar > Input#find { width: 1fr; }
-    FilterBar > Input:focus { background: $boost; }
+    FilterBar > Input:focus { border: none; background: $boost; }
     FilterBar > #filter-error { width: 2fr; color: $error; padding: 0 1; }
     """
 

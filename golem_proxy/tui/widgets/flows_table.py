@@ -28,7 +28,7 @@ from textual.strip import Strip
 
 from ...flows import Flow
 from ..model import SessionModel
-from ..render import fmt_latency, fmt_size, fmt_time
+from ..render import flow_label, fmt_latency, fmt_size, fmt_time
 
 __all__ = ["COLUMNS", "FlowsTable", "row_cells"]
 
@@ -46,12 +46,13 @@ COLUMNS: tuple[tuple[str, int, bool], ...] = (
     ("resp", 7, True),
 )
 MIN_METHOD_WIDTH = 12
+MAX_METHOD_WIDTH = 48
 
 
 def row_cells(flow: Flow, model: SessionModel) -> tuple[str, ...]:
     """The text of each column for ``flow``."""
     marker = ("●" if flow.marked else " ") + ("▲" if flow.has_violation else " ")
-    method = flow.method or ("(frame error)" if flow.frame_error else "(no request)")
+    method = flow_label(flow)
     return (
         marker,
         str(flow.number),
@@ -202,7 +203,7 @@ class FlowsTable(ScrollView, can_focus=True):
 
     def _widths(self, width: int) -> list[int]:
         fixed = sum(w for _, w, _ in COLUMNS) + len(COLUMNS) - 1
-        flexible = max(width - fixed, MIN_METHOD_WIDTH)
+        flexible = min(max(width - fixed, MIN_METHOD_WIDTH), MAX_METHOD_WIDTH)
         return [w or flexible for _, w, _ in COLUMNS]
 
     def render_line(self, y: int) -> Strip:
