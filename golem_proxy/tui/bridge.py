@@ -201,6 +201,8 @@ class TrioThreadSource:
         self._token: Optional[trio.lowlevel.TrioToken] = None
         self._scope: Optional[trio.CancelScope] = None
         self._stop_requested = False
+        self.done = threading.Event()
+        """Set when `run()` has returned (the trio run is over)."""
 
     def run(self, sink: EventBuffer) -> None:
         try:
@@ -208,6 +210,8 @@ class TrioThreadSource:
         except Exception as exc:  # reported, not raised: the UI stays up to show it
             self.error = exc
             sink.finish(f"failed: {exc}")
+        finally:
+            self.done.set()
 
     async def _main(self, sink: EventBuffer) -> None:
         with trio.CancelScope() as scope:

@@ -87,9 +87,9 @@ class RecordingSource:
 
     def run(self, sink: EventBuffer) -> None:
         reason = "stopped" if self.follow else "end of recording"
+        batch: list[Event] = []
         try:
             while not self._stop.is_set():
-                batch: list[Event] = []
                 for event in self._reader:
                     batch.append(event)
                     if len(batch) >= PUSH_EVERY:
@@ -98,12 +98,14 @@ class RecordingSource:
                         if self._stop.is_set():
                             break
                 sink.push_many(batch)
+                batch = []
                 if not self.follow:
                     break
                 self._stop.wait(self.poll)
             if self._reader.truncated_tail and not self.follow:
                 reason = "end of recording (incomplete last line ignored)"
         except RecordingError as exc:
+            sink.push_many(batch)  # what came before the damaged line is still worth seeing
             reason = f"recording error: {exc}"
         finally:
             self._stream.close()
