@@ -43,8 +43,9 @@ def golem_header() -> Header:
 class SessionBuilder:
     """Appends the events of connections, requests and responses to ``events``."""
 
-    def __init__(self, profile: Profile = GOLEM) -> None:
+    def __init__(self, profile: Profile = GOLEM, *, check: bool = True) -> None:
         self.profile = profile
+        self.check = check
         self.events: list[Event] = []
         self._index: dict[tuple[int, Direction], int] = {}
         self._routes: dict[int, str] = {}
@@ -69,6 +70,8 @@ class SessionBuilder:
             conn, self._routes[conn], direction, index, t, len(payload) + 4, payload, message
         )
         self.events.append(frame)
+        if not self.check:
+            return frame
         for violation in self.profile.check_message(message, payload):
             self.events.append(ViolationSeen(conn, frame.route, direction, index, t, violation))
         return frame
@@ -99,7 +102,7 @@ class SessionBuilder:
             if error is None and result is None:
                 obj["result"] = {}
         response = self._frame(request.conn, Direction.S2C, self.profile.encode_payload(obj), t)
-        found = self.profile.check_exchange(request.message, response.message)
+        found = self.profile.check_exchange(request.message, response.message) if self.check else []
         for violation in found:
             self.events.append(
                 ViolationSeen(
@@ -264,7 +267,7 @@ def bulk_session(exchanges: int, seed: int = 1) -> Iterator[Event]:
     """``exchanges`` small request/response pairs over a few connections, about 1% of them
     errors, at 1 ms intervals; yielded incrementally so a huge session needs little memory."""
     rng = random.Random(seed)
-    s = SessionBuilder()
+    s = SessionBuilder(check=False)  # all well-formed; checking 100k of them only costs time
     for conn in range(1, 5):
         s.open(conn, 0.0)
     yield from s.events

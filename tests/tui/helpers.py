@@ -18,9 +18,10 @@ T = TypeVar("T")
 TIMEOUT = 20.0
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run an async test body (Textual runs on asyncio; there is no asyncio plugin here)."""
-    return asyncio.run(asyncio.wait_for(coro, TIMEOUT))
+def run(coro: Coroutine[Any, Any, T], timeout: float = TIMEOUT) -> T:
+    """Run an async test body (Textual runs on asyncio; there is no asyncio plugin here),
+    failing it after ``timeout`` seconds."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))
 
 
 async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: int = 2000) -> None:
@@ -32,11 +33,11 @@ async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: int 
     raise AssertionError("condition not reached")
 
 
-async def loaded(pilot: Pilot[Any]) -> None:
+async def loaded(pilot: Pilot[Any], limit: int = 2000) -> None:
     """Wait until the app's source has finished and every event is folded in."""
     app = pilot.app
     assert isinstance(app, GolemProxyApp)
-    await wait_for(pilot, lambda: app.source_done)
+    await wait_for(pilot, lambda: app.source_done, limit)
     await pilot.pause()
 
 
