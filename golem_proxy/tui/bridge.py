@@ -62,6 +62,7 @@ class EventBuffer:
         self._notify: Optional[Callable[[], None]] = None
         self._nudged = False
         self._finished = False
+        self._finish_told = False
         self._reason = ""
 
     def attach(self, notify: Callable[[], None]) -> None:
@@ -112,14 +113,17 @@ class EventBuffer:
             else:
                 events = [self._events.popleft() for _ in range(max_events)]
             missed, self._missed = self._missed, 0
-            return Batch(events, missed, self._finished, self._reason, bool(self._events))
+            more = bool(self._events)
+            if self._finished and not more:
+                self._finish_told = True
+            return Batch(events, missed, self._finished, self._reason, more)
 
     def rearm(self) -> bool:
         """Allow the next nudge. Returns True when something is already waiting (then the
         caller should drain again now; no nudge will come for it)."""
         with self._lock:
             self._nudged = False
-            if self._events or self._missed:
+            if self._events or self._missed or self._untold_finish():
                 self._nudged = True
                 return True
             return False
@@ -129,10 +133,13 @@ class EventBuffer:
         with self._lock:
             return self._finished and not self._events
 
+    def _untold_finish(self) -> bool:
+        return self._finished and not self._finish_told
+
     def _arm_locked(self) -> Optional[Callable[[], None]]:
         if self._notify is None or self._nudged:
             return None
-        if not (self._events or self._missed or self._finished):
+        if not (self._events or self._missed or self._untold_finish()):
             return None
         self._nudged = True
         return self._notify

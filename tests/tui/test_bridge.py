@@ -44,6 +44,19 @@ def test_the_buffer_nudges_once_until_rearmed() -> None:
     assert nudges == [1, 1]
 
 
+def test_a_finish_while_a_drain_is_pending_is_not_lost() -> None:
+    nudges: list[int] = []
+    buffer = EventBuffer()
+    buffer.attach(lambda: nudges.append(1))
+    buffer.push(EventsMissed(0, 0.0))
+    assert not buffer.drain().finished
+    buffer.finish("end")  # arrives between the drain and the re-arm: no nudge now
+    assert nudges == [1]
+    assert buffer.rearm()
+    assert buffer.drain().finished
+    assert not buffer.rearm()
+
+
 def test_attach_after_events_nudges_at_once() -> None:
     nudges: list[int] = []
     buffer = EventBuffer()
