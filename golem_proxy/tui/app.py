@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar, Optional
@@ -18,6 +19,7 @@ from typing import ClassVar, Optional
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
 
 from golem_core.profiles import Profile
@@ -38,6 +40,8 @@ from .widgets.status_bar import Status, StatusBar
 
 __all__ = ["GolemProxyApp", "run_tui"]
 
+DETAIL_DELAY = 0.08
+"""While the cursor races (a held key), the detail pane is redrawn at most this often."""
 REFRESH_INTERVAL = 0.05
 """At most one redraw per this many seconds under a flood; events in between are batched."""
 MAX_BATCH = 20_000
@@ -92,24 +96,24 @@ class GolemProxyApp(App[None]):
         self.buffer = EventBuffer(source.buffer_limit)
         self.finished_reason: Optional[str] = None
         self.find_text = ""
+        self._detail_shown_at = 0.0
+        self._detail_timer: Optional[Timer] = None
 
     # -- layout and lifecycle --------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # Kept as attributes, not queried: queries search the active screen, and events keep
+        # arriving while the stats or help screen is on top.
+        self.filter_bar = FilterBar()
+        self.table = FlowsTable(self.model, id="flows")
+        self.detail = FlowDetail(id="detail")
+        self.status_bar = StatusBar()
         yield Header()
-        yield FilterBar()
-        yield FlowsTable(self.model, id="flows")
-        yield FlowDetail(id="detail")
-        yield StatusBar()
+        yield self.filter_bar
+        yield self.table
+        yield self.detail
+        yield self.status_bar
         yield Footer()
-
-    @property
-    def table(self) -> FlowsTable:
-        return self.query_one(FlowsTable)
-
-    @property
-    def detail(self) -> FlowDetail:
-        return self.query_one(FlowDetail)
 
     @property
     def source_done(self) -> bool:
@@ -125,6 +129,8 @@ class GolemProxyApp(App[None]):
         )
 
     def on_unmount(self) -> None:
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
         self.source.stop()
 
     # -- events in -------------------------------------------------------------------------
@@ -137,6 +143,8 @@ class GolemProxyApp(App[None]):
         self._drain()
 
     def _drain(self) -> None:
+        if not self.table.is_attached:  # shutting down: the widgets are gone
+            return
         batch = self.buffer.drain(MAX_BATCH)
         result = self.model.apply(batch.events)
         if result.changed or batch.missed:
@@ -156,7 +164,7 @@ class GolemProxyApp(App[None]):
             self._drain()
 
     def _show_status(self) -> None:
-        self.query_one(StatusBar).show(
+        self.status_bar.show(
             Status(
                 source=self.source.description,
                 live=self.source.live,
@@ -170,6 +178,12 @@ class GolemProxyApp(App[None]):
         )
 
     def _show_selected(self) -> None:
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+            self._detail_timer = None
+        if not self.detail.is_attached:
+            return
+        self._detail_shown_at = time.monotonic()
         index = self.table.selected
         flow = self.model.flows[index] if index is not None else None
         self.detail.show(flow, self.profile)
@@ -177,13 +191,21 @@ class GolemProxyApp(App[None]):
     # -- messages up from the widgets ------------------------------------------------------
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
-        self._show_selected()
+        # The first move is shown at once; further moves within DETAIL_DELAY are folded into
+        # one redraw when the cursor rests, so holding PgDn stays smooth.
+        if self._detail_timer is not None:
+            return
+        wait = self._detail_shown_at + DETAIL_DELAY - time.monotonic()
+        if wait <= 0:
+            self._show_selected()
+        else:
+            self._detail_timer = self.set_timer(wait, self._show_selected)
 
     def on_flows_table_follow_changed(self, message: FlowsTable.FollowChanged) -> None:
         self._show_status()
 
     def on_filter_bar_filter_submitted(self, message: FilterBar.FilterSubmitted) -> None:
-        bar = self.query_one(FilterBar)
+        bar = self.filter_bar
         previous = self.table.selected
         try:
             self.model.set_filter(message.text)
@@ -206,10 +228,10 @@ class GolemProxyApp(App[None]):
     # -- actions ---------------------------------------------------------------------------
 
     def action_focus_filter(self) -> None:
-        self.query_one("#filter", Input).focus()
+        self.filter_bar.query_one("#filter", Input).focus()
 
     def action_focus_find(self) -> None:
-        self.query_one("#find", Input).focus()
+        self.filter_bar.query_one("#find", Input).focus()
 
     def action_focus_table(self) -> None:
         self.table.focus()

@@ -54,6 +54,8 @@ def test_opening_a_recording_fills_the_table_and_the_detail_pane(
             for _ in range(9):
                 await pilot.press("up")
             assert app.table.selected == 2
+            # Moves in quick succession are folded into one detail redraw when the cursor rests.
+            await wait_for(pilot, lambda: "#3 " in app.detail.text())
             text = app.detail.text()
             assert "#3 scene.get_document_info  ok" in text
             assert "latency 31.0ms" in text
@@ -225,6 +227,26 @@ def test_a_pending_request_is_updated_in_place_when_answered(tmp_path: Path) -> 
             assert len(rows(app)) == 1
             assert rows(app)[0][7] == "250.0ms"
             assert '"zoomed": true' in app.detail.text()
+
+    run(body())
+
+
+def test_events_keep_arriving_while_another_screen_is_open(tmp_path: Path) -> None:
+    s = SessionBuilder()
+    s.open(1, 0.0)
+
+    async def body() -> None:
+        app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.press("s")
+            assert type(app.screen).__name__ == "StatsScreen"
+            request = s.request(1, "ping", {}, 0.1)
+            s.respond(request, 0.2, result={})
+            app.buffer.push_many(s.events[1:])
+            await wait_for(pilot, lambda: len(app.model.flows) == 1)
+            await pilot.press("escape")
+            assert rows(app)[0][5:7] == ("ping", "ok")
+            assert "#1 ping  ok" in app.detail.text()
 
     run(body())
 

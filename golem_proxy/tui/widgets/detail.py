@@ -170,8 +170,11 @@ class FlowDetail(VerticalScroll, can_focus=True):
         shortened = 0
         if not self.expand_strings:
             obj, shortened = shorten_strings(obj, LONG_STRING)
-        syntax = Syntax(pretty_json(obj), "json", theme="ansi_dark", word_wrap=True)
-        return syntax, shortened
+        # Highlighted once into a Text: a Syntax would re-highlight on every measure and paint.
+        syntax = Syntax("", "json", theme="ansi_dark")
+        text = syntax.highlight(pretty_json(obj))
+        text.rstrip()
+        return text, shortened
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded[Any]) -> None:
         self._populate(event.node)

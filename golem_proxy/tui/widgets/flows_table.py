@@ -119,6 +119,21 @@ class FlowsTable(ScrollView, can_focus=True):
         self.cursor = 0
         self.follow = True
         self._shown: Optional[int] = None
+        # Resolved styles, reused by every line of every frame (looking them up per line
+        # dominated the cost of drawing a page); dropped when the CSS or theme changes.
+        self._styles: dict[str, Style] = {}
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            base = self.rich_style
+            style = base if name == "base" else base + self.get_component_rich_style(name)
+            self._styles[name] = style
+        return style
 
     # -- data ------------------------------------------------------------------------------
 
@@ -209,9 +224,9 @@ class FlowsTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         widths = self._widths(width)
-        base = self.rich_style
+        base = self._style("base")
         if y == 0:
-            style = base + self.get_component_rich_style("flows-table--header")
+            style = self._style("flows-table--header")
             text = " ".join(_fit(t, w, r) for (t, _, r), w in zip(COLUMNS, widths))
             return Strip([Segment(text, style)]).adjust_cell_length(width, style)
         row = int(self.scroll_y) + y - 1
@@ -224,17 +239,24 @@ class FlowsTable(ScrollView, can_focus=True):
     def _row_strip(
         self, flow: Flow, widths: list[int], width: int, base: Style, is_cursor: bool
     ) -> Strip:
-        component = self.get_component_rich_style
-        style = base
-        if flow.marked:
-            style += component("flows-table--marked")
-        if is_cursor:
-            style += component("flows-table--cursor")
-        if flow.is_error:
-            style += component("flows-table--error")
-        elif flow.pending:
-            style += component("flows-table--pending")
-        marker_style = style + component("flows-table--violation")
+        key = (
+            ("m" if flow.marked else "")
+            + ("c" if is_cursor else "")
+            + ("e" if flow.is_error else "p" if flow.pending else "")
+        )
+        style = self._styles.get(key)
+        if style is None:
+            style = base
+            if flow.marked:
+                style += self._style("flows-table--marked")
+            if is_cursor:
+                style += self._style("flows-table--cursor")
+            if flow.is_error:
+                style += self._style("flows-table--error")
+            elif flow.pending:
+                style += self._style("flows-table--pending")
+            self._styles[key] = style
+        marker_style = style + self._style("flows-table--violation")
         cells = row_cells(flow, self.model)
         segments = []
         for index, (text, (_, _, right), cell_width) in enumerate(zip(cells, COLUMNS, widths)):
