@@ -305,7 +305,7 @@ class GolemProxyApp(App[None]):
         header: RecordingHeader,
         events: list[Event],
         filter_text: str,
-        flows: int,  # type: ignore[type-arg]
+        flows: int,
     ) -> None:
         try:
             count = save_events(path, header, events, filter_text)

@@ -46,7 +46,7 @@ def test_opening_a_recording_fills_the_table_and_the_detail_pane(
                 "pending",
             ]
             assert table[8][0] == " ▲"  # the contract violation marker
-            assert "end of recording" in app.query_one("StatusBar").text
+            assert "end of recording" in app.status_bar.text
             # Follow is on: the newest flow is selected and shown.
             assert app.table.follow and app.table.selected == 11
             assert "grasshopper.recompute" in app.detail.text()
@@ -162,14 +162,14 @@ def test_filter_valid_and_invalid(demo_path: str, tmp_path: Path) -> None:
             await loaded(pilot)
             await pilot.press("slash", *"~m scene.", "enter")
             assert [r[5] for r in rows(app)] == ["scene.get_document_info", "scene.list_objects"]
-            assert "2 of 12 flows  filter: ~m scene." in app.query_one("StatusBar").text
+            assert "2 of 12 flows  filter: ~m scene." in app.status_bar.text
             assert app.focused is app.table
             await pilot.press("slash", "ctrl+a", "ctrl+k", *"~nonsense", "enter")
-            assert "unknown filter" in app.query_one("FilterBar").error  # type: ignore[attr-defined]
+            assert "unknown filter" in app.filter_bar.error
             assert [r[5] for r in rows(app)] == ["scene.get_document_info", "scene.list_objects"]
             await pilot.press("ctrl+a", "ctrl+k", "enter")
             assert len(rows(app)) == 12
-            assert app.query_one("FilterBar").error == ""  # type: ignore[attr-defined]
+            assert app.filter_bar.error == ""
 
     run(body())
 
@@ -188,11 +188,11 @@ def test_follow_pauses_when_moving_up_and_resumes_with_f_or_end(tmp_path: Path) 
         app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
         async with app.run_test(size=(120, 30)) as pilot:
             await wait_for(pilot, lambda: app.table.selected == 49)
-            status = app.query_one("StatusBar")
-            assert "▶ following" in status.text  # type: ignore[attr-defined]
+            status = app.status_bar
+            assert "▶ following" in status.text
             await pilot.press("up")
             assert not app.table.follow and app.table.selected == 48
-            assert "paused" in status.text  # type: ignore[attr-defined]
+            assert "paused" in status.text
             s.events = []
             exchanges(50, 10, s)
             app.buffer.push_many(s.events)

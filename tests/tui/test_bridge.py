@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Optional
 
 import trio
 
@@ -94,7 +95,7 @@ def test_a_trio_producer_thread_feeds_a_running_app() -> None:
             assert all(flow.response is not None for flow in app.model.flows)
             assert app.table.selected == 2999  # following the newest
             assert done.is_set()
-            status = app.query_one("StatusBar").text  # type: ignore[attr-defined]
+            status = app.status_bar.text
             assert "● LIVE 127.0.0.1:19876" in status and "3,000 flows" in status
         # Leaving the app stopped the trio thread.
         for _ in range(500):
@@ -115,7 +116,7 @@ def test_a_slow_ui_misses_events_and_says_how_many() -> None:
 
     class Flood:
         live = True
-        buffer_limit = 10
+        buffer_limit: Optional[int] = 10
         description = "flood"
 
         def run(self, sink: EventBuffer) -> None:
@@ -127,10 +128,10 @@ def test_a_slow_ui_misses_events_and_says_how_many() -> None:
     async def body() -> None:
         app = GolemProxyApp(Flood(), GOLEM, "flood")
         async with app.run_test(size=(120, 30)) as pilot:
-            await wait_for(pilot, lambda: app.buffer.total_missed > 0 and app.model.events)
+            await wait_for(pilot, lambda: app.buffer.total_missed > 0 and bool(app.model.events))
             await pilot.pause()
             assert len(app.model.events) == 10
             missed = len(s.events) - 10
-            assert f"{missed:,} events missed" in app.query_one("StatusBar").text  # type: ignore[attr-defined]
+            assert f"{missed:,} events missed" in app.status_bar.text
 
     run(body())

@@ -47,7 +47,7 @@ def test_follow_tails_complete_lines_and_waits_for_a_partial_one(tmp_path: Path)
             await wait_for(pilot, lambda: not app.model.flows[1].pending)
             assert app.model.flows[1].status(GOLEM) == "ok"
             assert not app.source_done  # still following
-            assert "following" in app.query_one("StatusBar").text  # type: ignore[attr-defined]
+            assert "following" in app.status_bar.text
         writer.close()
 
     run(body())
