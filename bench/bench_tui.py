@@ -1,0 +1,144 @@
+"""Time the TUI on a 100,000-exchange recording: writing it, loading it into the app,
+paging through it, filtering it; and, for comparison, filling a Textual DataTable.
+
+Run: python bench/bench_tui.py [EXCHANGES]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from golem_proxy.tui.app import GolemProxyApp
+from golem_proxy.tui.sample import bulk_session, write_recording
+from golem_proxy.tui.sources import RecordingSource
+from golem_proxy.tui.widgets.flows_table import row_cells
+
+
+async def bench_app(path: str, results: list[tuple[str, float, str]]) -> None:
+    source = RecordingSource.open(path)
+    app = GolemProxyApp(source, source.profile, "bench")
+    start = time.perf_counter()
+    async with app.run_test(size=(160, 45)) as pilot:
+        first = None
+        while not app.source_done:
+            if first is None and app.model.view:
+                first = time.perf_counter() - start
+            await pilot.pause(0.01)
+        loaded = time.perf_counter() - start
+        results.append(("first rows on screen", first or loaded, ""))
+        results.append(("whole recording loaded", loaded, f"{len(app.model.flows):,} flows"))
+        start = time.perf_counter()
+        for _ in range(50):
+            await pilot.press("x")  # unbound: what a pilot key press costs by itself
+        elapsed = time.perf_counter() - start
+        results.append(
+            ("50 x pilot no-op key (baseline)", elapsed, f"{elapsed / 50 * 1e3:.1f} ms each")
+        )
+        await pilot.press("home")
+        start = time.perf_counter()
+        for _ in range(200):
+            await pilot.press("pagedown")
+        elapsed = time.perf_counter() - start
+        results.append(
+            ("200 x page down (with redraw)", elapsed, f"{elapsed / 200 * 1e3:.1f} ms each")
+        )
+        start = time.perf_counter()
+        for position in range(0, 100_000, 1000):
+            app.table.select_position(position)
+            await pilot.pause()
+        elapsed = time.perf_counter() - start
+        results.append(("100 jumps + detail redraw", elapsed, f"{elapsed / 100 * 1e3:.1f} ms each"))
+        table = app.table
+        height = table.size.height
+        start = time.perf_counter()
+        for top in range(0, 100_000, 100):
+            table.scroll_to(y=top, animate=False, immediate=True)
+            for y in range(height):
+                table.render_line(y)
+        elapsed = time.perf_counter() - start
+        note = f"{elapsed / 1000 * 1e3:.2f} ms per screenful of {height} lines"
+        results.append(("render 1,000 screenfuls of rows", elapsed, note))
+        start = time.perf_counter()
+        await pilot.press("slash", *"~e", "enter")
+        elapsed = time.perf_counter() - start
+        results.append(("filter ~e over all flows", elapsed, f"{len(app.model.view):,} match"))
+
+
+class _TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield DataTable()
+
+
+async def bench_datatable(
+    rows: list[tuple[str, ...]], results: list[tuple[str, float, str]]
+) -> None:
+    app = _TableApp()
+    async with app.run_test(size=(160, 45)) as pilot:
+        table: DataTable[Any] = app.query_one(DataTable)
+        table.add_columns(
+            "", "#", "time", "route", "conn", "method", "status", "lat", "req", "resp"
+        )
+        start = time.perf_counter()
+        table.add_rows(rows)
+        await pilot.pause()
+        elapsed = time.perf_counter() - start
+        results.append(
+            (f"DataTable.add_rows({len(rows):,}) + first paint", elapsed, "for comparison")
+        )
+        start = time.perf_counter()
+        for _ in range(200):
+            await pilot.press("pagedown")
+        elapsed = time.perf_counter() - start
+        results.append(("DataTable 200 x page down", elapsed, f"{elapsed / 200 * 1e3:.1f} ms each"))
+
+
+def main() -> None:
+    exchanges = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    results: list[tuple[str, float, str]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bench.jsonl")
+        start = time.perf_counter()
+        write_recording(path, bulk_session(exchanges))
+        size = os.path.getsize(path)
+        results.append(("write recording", time.perf_counter() - start, f"{size / 2**20:.0f} MiB"))
+        asyncio.run(bench_app(path, results))
+        source = RecordingSource.open(path)
+        from golem_proxy.tui.bridge import EventBuffer
+        from golem_proxy.tui.model import SessionModel
+
+        buffer = EventBuffer(limit=None)
+        start = time.perf_counter()
+        source.run(buffer)
+        events = buffer.drain().events
+        results.append(
+            ("read recording (no UI)", time.perf_counter() - start, f"{len(events):,} events")
+        )
+        model = SessionModel(source.profile)
+        start = time.perf_counter()
+        model.apply(events)
+        results.append(("fold events into flows (no UI)", time.perf_counter() - start, ""))
+        rows = [row_cells(flow, model) for flow in model.flows]
+        asyncio.run(bench_datatable(rows, results))
+    table = Table(title=f"golem-proxy TUI, {exchanges:,} exchanges")
+    table.add_column("step")
+    table.add_column("seconds", justify="right")
+    table.add_column("note")
+    for step, seconds, note in results:
+        table.add_row(step, f"{seconds:.3f}", note)
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""``golem-proxy tui FILE [--follow]``: browse a recording, or tail one being written."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from ..recording import RecordingError
+
+NAME = "tui"
+HELP = "Open a recording in the terminal UI (with --follow, tail one being written)."
+ORDER = 60
+
+HEADER_WAIT = 10.0
+"""Seconds ``--follow`` waits for a new file's header line to be written."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep reading new events as the recording grows (like tail -f)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here so that other subcommands do not pay for loading Textual.
+    from ..tui import RecordingSource, run_tui
+
+    path: str = args.file
+    deadline = time.monotonic() + (HEADER_WAIT if args.follow else 0.0)
+    while True:
+        try:
+            source = RecordingSource.open(path, follow=args.follow)
+            break
+        except OSError as exc:
+            print(f"golem-proxy tui: cannot open {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        except RecordingError as exc:
+            # A recording just created by a proxy may not have its header line yet.
+            if time.monotonic() < deadline and os.path.getsize(path) == 0:
+                time.sleep(0.1)
+                continue
+            print(f"golem-proxy tui: {path}: {exc}", file=sys.stderr)
+            return 1
+    run_tui(source, source.profile, f"golem-proxy — {os.path.basename(path)}", header=source.header)
+    return 0

@@ -1,0 +1,347 @@
+"""The Textual app: wires the event source, the model and the widgets together.
+
+Data flows one way: a source (file reader or the trio proxy, in a worker thread) pushes
+events into an `EventBuffer`; the buffer nudges the app with one `EventsReady` at a time; the
+app drains a batch, folds it into the `SessionModel` and tells the widgets what changed. The
+widgets read the model and post messages up (cursor moved, follow changed, filter typed).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import ClassVar, Optional
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import Footer, Header, Input
+
+from golem_core.profiles import Profile
+
+from ..events import Event
+from ..recording import Header as RecordingHeader
+from .bridge import EventBuffer, EventSource
+from .export import request_json, save_events, write_private
+from .model import SessionModel
+from .screens.connections import ConnectionsScreen
+from .screens.help import HelpScreen
+from .screens.save import SavePrompt
+from .screens.stats import StatsScreen
+from .widgets.detail import FlowDetail
+from .widgets.filter_bar import FilterBar
+from .widgets.flows_table import FlowsTable
+from .widgets.status_bar import Status, StatusBar
+
+__all__ = ["GolemProxyApp", "run_tui"]
+
+DETAIL_DELAY = 0.08
+"""While the cursor races (a held key), the detail pane is redrawn at most this often."""
+REFRESH_INTERVAL = 0.05
+"""At most one redraw per this many seconds under a flood; events in between are batched."""
+MAX_BATCH = 20_000
+"""Events folded in per drain, so loading a large file leaves room to draw and take keys."""
+
+
+@dataclass
+class EventsReady(Message):
+    """Posted (from any thread) by the event buffer: there is something to drain."""
+
+
+class GolemProxyApp(App[None]):
+    CSS = """
+    #flows { height: 3fr; }
+    #detail { height: 2fr; border-top: solid $accent; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_filter", "Filter"),
+        Binding("ctrl+f", "focus_find", "Find", show=False),
+        Binding("n", "find(True)", "Next", show=False),
+        Binding("N", "find(False)", "Prev", show=False),
+        Binding("f", "follow", "Follow"),
+        Binding("m", "mark", "Mark"),
+        Binding("e", "expand", "Expand"),
+        Binding("y", "copy_request", "Copy"),
+        Binding("w", "save_view", "Write"),
+        Binding("s", "stats", "Stats"),
+        Binding("c", "connections", "Conns"),
+        Binding("question_mark", "help", "Help"),
+        Binding("escape", "focus_table", "Table", show=False),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        source: EventSource,
+        profile: Profile,
+        title: str,
+        *,
+        header: Optional[RecordingHeader] = None,
+        export_dir: Optional[str] = None,
+        refresh_interval: float = REFRESH_INTERVAL,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.profile = profile
+        self.title = title
+        self.recording_header = header or RecordingHeader.new(profile.name, ())
+        self.export_dir = export_dir or tempfile.gettempdir()
+        self.refresh_interval = refresh_interval
+        self.model = SessionModel(profile)
+        self.buffer = EventBuffer(source.buffer_limit)
+        self.finished_reason: Optional[str] = None
+        self.find_text = ""
+        self._detail_shown_at = 0.0
+        self._detail_timer: Optional[Timer] = None
+
+    # -- layout and lifecycle --------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        # Kept as attributes, not queried: queries search the active screen, and events keep
+        # arriving while the stats or help screen is on top.
+        self.filter_bar = FilterBar()
+        self.table = FlowsTable(self.model, id="flows")
+        self.detail = FlowDetail(id="detail")
+        self.status_bar = StatusBar()
+        yield Header()
+        yield self.filter_bar
+        yield self.table
+        yield self.detail
+        yield self.status_bar
+        yield Footer()
+
+    @property
+    def source_done(self) -> bool:
+        """The source has finished and every event it delivered is on screen."""
+        return self.finished_reason is not None
+
+    def on_mount(self) -> None:
+        self.table.focus()
+        self._show_status()
+        self.buffer.attach(self._nudge)
+        self.run_worker(
+            partial(self.source.run, self.buffer), thread=True, name="source", exit_on_error=False
+        )
+
+    def on_unmount(self) -> None:
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+        self.source.stop()
+
+    # -- events in -------------------------------------------------------------------------
+
+    def _nudge(self) -> None:
+        """Called by the buffer, from any thread (`post_message` is thread-safe)."""
+        self.post_message(EventsReady())
+
+    def on_events_ready(self, message: EventsReady) -> None:
+        self._drain()
+
+    def _drain(self) -> None:
+        if not self.table.is_attached:  # shutting down: the widgets are gone
+            return
+        batch = self.buffer.drain(MAX_BATCH)
+        result = self.model.apply(batch.events)
+        if result.changed or batch.missed:
+            self.table.view_changed()
+            selected = self.table.selected
+            if selected is not None and selected in result.changed:
+                self._show_selected()
+        if batch.finished and not batch.more:
+            self.finished_reason = batch.reason or "finished"
+        self._show_status()
+        # Wait a refresh interval before taking the next batch: a flood becomes ~20 batches
+        # a second, each drawn once, instead of one redraw per event.
+        self.set_timer(0.001 if batch.more else self.refresh_interval, self._rearm)
+
+    def _rearm(self) -> None:
+        if self.buffer.rearm():
+            self._drain()
+
+    def _show_status(self) -> None:
+        self.status_bar.show(
+            Status(
+                source=self.source.description,
+                live=self.source.live,
+                follow=self.table.follow,
+                flows=len(self.model.flows),
+                shown=len(self.model.view),
+                filter_text=self.model.filter_text,
+                missed=self.model.events_missed + self.buffer.total_missed,
+                finished=self.finished_reason or "",
+            )
+        )
+
+    def _show_selected(self) -> None:
+        if self._detail_timer is not None:
+            self._detail_timer.stop()
+            self._detail_timer = None
+        if not self.detail.is_attached:
+            return
+        self._detail_shown_at = time.monotonic()
+        index = self.table.selected
+        flow = self.model.flows[index] if index is not None else None
+        self.detail.show(flow, self.profile)
+
+    # -- messages up from the widgets ------------------------------------------------------
+
+    def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
+        # The first move is shown at once; further moves within DETAIL_DELAY are folded into
+        # one redraw when the cursor rests, so holding PgDn stays smooth.
+        if self._detail_timer is not None:
+            return
+        wait = self._detail_shown_at + DETAIL_DELAY - time.monotonic()
+        if wait <= 0:
+            self._show_selected()
+        else:
+            self._detail_timer = self.set_timer(wait, self._show_selected)
+
+    def on_flows_table_follow_changed(self, message: FlowsTable.FollowChanged) -> None:
+        self._show_status()
+
+    def on_filter_bar_filter_submitted(self, message: FilterBar.FilterSubmitted) -> None:
+        bar = self.filter_bar
+        previous = self.table.selected
+        try:
+            self.model.set_filter(message.text)
+        except ValueError as exc:  # FilterError: say why; the table keeps its rows
+            bar.show_error(str(exc) or "invalid filter")
+            return
+        bar.show_error(None)
+        if previous is not None and not self.table.follow:
+            self.table.cursor = bisect.bisect_left(self.model.view, previous)
+        self.table.view_changed()
+        self._show_status()
+        self.table.focus()
+
+    def on_filter_bar_find_submitted(self, message: FilterBar.FindSubmitted) -> None:
+        self.find_text = message.text
+        self.table.focus()
+        if self.find_text:
+            self.action_find(True)
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def action_focus_filter(self) -> None:
+        self.filter_bar.query_one("#filter", Input).focus()
+
+    def action_focus_find(self) -> None:
+        self.filter_bar.query_one("#find", Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.table.focus()
+
+    def action_follow(self) -> None:
+        self.table.action_follow()
+
+    def action_find(self, forward: bool) -> None:
+        if not self.find_text:
+            self.action_focus_find()
+            return
+        position = self.model.find(self.find_text, self.table.cursor, forward)
+        if position is None:
+            self.notify(f"No flow contains {self.find_text!r}", severity="warning")
+            return
+        self.table.select_position(position)
+
+    def action_mark(self) -> None:
+        index = self.table.selected
+        if index is None:
+            return
+        self.model.toggle_mark(index)
+        self.table.view_changed()
+        self._show_selected()
+        self._show_status()
+
+    def action_expand(self) -> None:
+        expanded = self.detail.toggle_strings()
+        self.notify("Long strings expanded" if expanded else "Long strings shortened")
+
+    def action_copy_request(self) -> None:
+        index = self.table.selected
+        if index is None:
+            return
+        flow = self.model.flows[index]
+        text = request_json(flow)
+        if not text:
+            self.notify("This flow has no request", severity="warning")
+            return
+        self.copy_to_clipboard(text)
+        # Terminals without OSC 52 drop the clipboard silently, so the text also goes to a file.
+        path = os.path.join(self.export_dir, f"golem-proxy-request-{flow.number}.json")
+        try:
+            write_private(path, text + "\n")
+        except OSError as exc:
+            self.notify(f"Copied to the clipboard; could not write {path}: {exc}")
+            return
+        preview = text if len(text) <= 300 else text[:300] + "…"
+        self.notify(f"Request #{flow.number} copied to the clipboard and {path}\n{preview}")
+
+    def action_save_view(self) -> None:
+        default = os.path.join(os.getcwd(), "view.jsonl")
+        self.push_screen(SavePrompt(len(self.model.view), default), self._save_view_to)
+
+    def _save_view_to(self, path: Optional[str]) -> None:
+        if not path:
+            return
+        events = self.model.events_for_view()
+        flows = len(self.model.view)
+        header, filter_text = self.recording_header, self.model.filter_text
+        self.run_worker(
+            partial(self._write_view, path, header, events, filter_text, flows),
+            thread=True,
+            name="save",
+            exit_on_error=False,
+        )
+
+    def _write_view(
+        self,
+        path: str,
+        header: RecordingHeader,
+        events: list[Event],
+        filter_text: str,
+        flows: int,
+    ) -> None:
+        try:
+            count = save_events(path, header, events, filter_text)
+        except OSError as exc:
+            self.call_from_thread(self.notify, f"Not written: {exc}", severity="error")
+            return
+        self.call_from_thread(self.notify, f"Wrote {flows:,} flows ({count:,} events) to {path}")
+
+    def action_stats(self) -> None:
+        flows = [self.model.flows[i] for i in self.model.view]
+        scope = (
+            f"the flows matching {self.model.filter_text!r}"
+            if self.model.filter_text
+            else "all flows"
+        )
+        self.push_screen(StatsScreen(flows, self.profile, scope))
+
+    def action_connections(self) -> None:
+        self.push_screen(ConnectionsScreen(self.model.tracker.connections.values()))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+
+def run_tui(
+    source: EventSource,
+    profile: Profile,
+    title: str,
+    *,
+    header: Optional[RecordingHeader] = None,
+) -> None:
+    """Run the TUI in this thread until the user quits, showing the events ``source``
+    delivers (it runs in a worker thread); stops the source on the way out. ``header`` (the
+    profile and routes of the session) goes into recordings written with `w`."""
+    app = GolemProxyApp(source, profile, title, header=header)
+    try:
+        app.run()
+    finally:
+        source.stop()

@@ -1,0 +1,240 @@
+"""The handoff from an event producer (the trio proxy in its thread, a file reader) to the UI.
+
+`EventBuffer` is the only object both sides touch. Producers `push_many()` from any thread and
+never wait: events go into a deque under a short lock, and when the bound is reached they are
+dropped and counted instead, so the relay never slows down for the UI. The UI is nudged with
+at most one "events ready" call outstanding; after draining it waits a refresh interval before
+re-arming, so a flood becomes one batch per refresh instead of one message per event.
+
+`feed_from_channel()` is the trio side: it moves events from a hub subscription's channel into
+the buffer. `TrioThreadSource` runs a trio main function in a thread as an `EventSource`, so
+``golem-proxy proxy --tui`` can run the proxy and the app in one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass
+from typing import Callable, Optional, Protocol
+
+import trio
+
+from ..events import Event
+
+__all__ = [
+    "DEFAULT_LIVE_LIMIT",
+    "Batch",
+    "EventBuffer",
+    "EventSource",
+    "TrioThreadSource",
+    "feed_from_channel",
+]
+
+DEFAULT_LIVE_LIMIT = 200_000
+"""Events a live UI may have queued before further ones are dropped (and counted)."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one drain took: the events in order, events dropped since the last drain, and
+    whether the producer has finished (with its last word)."""
+
+    events: list[Event]
+    missed: int
+    finished: bool
+    reason: str
+    more: bool
+    """Events are still queued (the drain took at most its limit)."""
+
+
+class EventBuffer:
+    """A thread-safe, bounded, coalescing queue of events from producers to the UI."""
+
+    def __init__(self, limit: Optional[int] = DEFAULT_LIVE_LIMIT) -> None:
+        self.limit = limit
+        self.total_missed = 0
+        self._lock = threading.Lock()
+        self._events: deque[Event] = deque()
+        self._missed = 0
+        self._notify: Optional[Callable[[], None]] = None
+        self._nudged = False
+        self._finished = False
+        self._finish_told = False
+        self._reason = ""
+
+    def attach(self, notify: Callable[[], None]) -> None:
+        """Set the thread-safe callable that tells the UI events are ready (called at most
+        once until the UI calls `rearm()`)."""
+        with self._lock:
+            self._notify = notify
+            call = self._arm_locked()
+        if call is not None:
+            call()
+
+    def push(self, event: Event) -> bool:
+        """Queue one event; False when it was dropped because the buffer is full."""
+        return self.push_many((event,)) == 1
+
+    def push_many(self, events: Iterable[Event]) -> int:
+        """Queue events in order, dropping (and counting) those over the bound. Never blocks
+        beyond a short lock. Returns how many were queued."""
+        queued = 0
+        with self._lock:
+            for event in events:
+                if self.limit is not None and len(self._events) >= self.limit:
+                    self._missed += 1
+                    self.total_missed += 1
+                    continue
+                self._events.append(event)
+                queued += 1
+            call = self._arm_locked()
+        if call is not None:
+            call()
+        return queued
+
+    def finish(self, reason: str = "") -> None:
+        """The producer is done (end of file, proxy stopped); ``reason`` says why."""
+        with self._lock:
+            self._finished = True
+            self._reason = reason
+            call = self._arm_locked()
+        if call is not None:
+            call()
+
+    def drain(self, max_events: Optional[int] = None) -> Batch:
+        """Take up to ``max_events`` queued events (all by default) and the drop count."""
+        with self._lock:
+            if max_events is None or len(self._events) <= max_events:
+                events = list(self._events)
+                self._events.clear()
+            else:
+                events = [self._events.popleft() for _ in range(max_events)]
+            missed, self._missed = self._missed, 0
+            more = bool(self._events)
+            if self._finished and not more:
+                self._finish_told = True
+            return Batch(events, missed, self._finished, self._reason, more)
+
+    def rearm(self) -> bool:
+        """Allow the next nudge. Returns True when something is already waiting (then the
+        caller should drain again now; no nudge will come for it)."""
+        with self._lock:
+            self._nudged = False
+            if self._events or self._missed or self._untold_finish():
+                self._nudged = True
+                return True
+            return False
+
+    @property
+    def finished(self) -> bool:
+        with self._lock:
+            return self._finished and not self._events
+
+    def _untold_finish(self) -> bool:
+        return self._finished and not self._finish_told
+
+    def _arm_locked(self) -> Optional[Callable[[], None]]:
+        if self._notify is None or self._nudged:
+            return None
+        if not (self._events or self._missed or self._untold_finish()):
+            return None
+        self._nudged = True
+        return self._notify
+
+
+class EventSource(Protocol):
+    """Something that delivers events into an `EventBuffer`.
+
+    `run()` is blocking and is called once, in a worker thread; it returns when the source
+    is exhausted or after `stop()` (which is called from the UI thread and must be quick)."""
+
+    description: str
+    live: bool
+    buffer_limit: Optional[int]
+
+    def run(self, sink: EventBuffer) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+async def feed_from_channel(
+    receive_channel: trio.MemoryReceiveChannel[Event], sink: EventBuffer
+) -> None:
+    """Move events from ``receive_channel`` into ``sink`` until the channel ends, taking
+    each burst that is already queued in one `push_many` call. Marks the sink finished when
+    the channel ends or this task is cancelled."""
+    reason = "event stream ended"
+    try:
+        async with receive_channel:
+            async for event in receive_channel:
+                batch = [event]
+                while True:
+                    try:
+                        batch.append(receive_channel.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                sink.push_many(batch)
+    except trio.Cancelled:
+        reason = "stopped"
+        raise
+    finally:
+        sink.finish(reason)
+
+
+class TrioThreadSource:
+    """Runs ``main(sink)`` under `trio.run` in the worker thread that calls `run()`.
+
+    ``main`` is the proxy: it serves, subscribes to its event hub and awaits
+    `feed_from_channel(subscription.receive_channel, sink)`. `stop()` cancels it. An
+    exception from ``main`` is kept in ``error`` and reported in the status bar."""
+
+    live = True
+
+    def __init__(
+        self,
+        main: Callable[[EventBuffer], Awaitable[None]],
+        *,
+        description: str = "live",
+        buffer_limit: Optional[int] = DEFAULT_LIVE_LIMIT,
+    ) -> None:
+        self.main = main
+        self.description = description
+        self.buffer_limit = buffer_limit
+        self.error: Optional[BaseException] = None
+        self._lock = threading.Lock()
+        self._token: Optional[trio.lowlevel.TrioToken] = None
+        self._scope: Optional[trio.CancelScope] = None
+        self._stop_requested = False
+        self.done = threading.Event()
+        """Set when `run()` has returned (the trio run is over)."""
+
+    def run(self, sink: EventBuffer) -> None:
+        try:
+            trio.run(self._main, sink)
+        except Exception as exc:  # reported, not raised: the UI stays up to show it
+            self.error = exc
+            sink.finish(f"failed: {exc}")
+        finally:
+            self.done.set()
+
+    async def _main(self, sink: EventBuffer) -> None:
+        with trio.CancelScope() as scope:
+            with self._lock:
+                self._token = trio.lowlevel.current_trio_token()
+                self._scope = scope
+                if self._stop_requested:
+                    scope.cancel()
+            await self.main(sink)
+        sink.finish("stopped" if scope.cancelled_caught else "proxy exited")
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop_requested = True
+            token, scope = self._token, self._scope
+        if token is None or scope is None:
+            return
+        with contextlib.suppress(trio.RunFinishedError):
+            trio.from_thread.run_sync(scope.cancel, trio_token=token)

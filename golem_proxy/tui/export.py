@@ -1,0 +1,49 @@
+"""Getting flows out of the TUI: the selected request as JSON, the view as a recording."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+
+from golem_core.messages import Malformed
+
+from ..events import Event
+from ..flows import Flow
+from ..recording import Header, RecordingWriter, open_recording_file
+from .render import pretty_json
+
+__all__ = ["request_json", "save_events", "write_private"]
+
+
+def request_json(flow: Flow) -> str:
+    """The flow's request as pretty JSON; the raw payload text when it is not JSON; "" when
+    the flow has no request."""
+    if flow.request is None:
+        return ""
+    message = flow.request.message
+    if isinstance(message, Malformed) and message.obj is None:
+        return flow.request.payload.decode("utf-8", errors="replace")
+    return pretty_json(message.obj)
+
+
+def write_private(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (payloads may be private).
+    Raises OSError."""
+    with open_recording_file(path, overwrite=True) as stream:
+        stream.write(text.encode("utf-8"))
+
+
+def save_events(path: str, header: Header, events: Sequence[Event], filter_text: str) -> int:
+    """Write ``events`` as a new recording at ``path`` (which must not exist), under a copy
+    of ``header`` noting the filter. Returns the number of lines written after the header.
+    Raises OSError (FileExistsError when ``path`` exists)."""
+    extra = dict(header.extra)
+    if filter_text:
+        extra["filtered_by"] = filter_text
+    new_header = dataclasses.replace(header, extra=extra)
+    path = os.path.expanduser(path)
+    with RecordingWriter.create(path, new_header) as writer:
+        for event in events:
+            writer.write(event)
+        return writer.seq

@@ -1,0 +1,172 @@
+"""The session the TUI shows: every event received, the flows built from them, and the view
+(the flows that pass the current filter), updated incrementally batch by batch.
+
+The model is plain Python and knows nothing of Textual: the app feeds it batches and tells
+the widgets what changed; the widgets read it (attributes down).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Optional
+
+from golem_core.profiles import Profile
+
+from ..events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    ExchangeCompleted,
+    FrameSeen,
+    ViolationSeen,
+)
+from ..flows import Flow, FlowTracker
+from ._filter_compat import FilterLike, parse_filter
+
+__all__ = ["BatchResult", "SessionModel"]
+
+HeldKey = tuple[int, int]
+
+
+@dataclass
+class BatchResult:
+    """What one batch changed: flows added to the view, rows whose content changed."""
+
+    added: int = 0
+    changed: set[int] = field(default_factory=set)
+    """Indexes (into ``flows``) of flows created or updated by the batch."""
+    events: int = 0
+
+
+class SessionModel:
+    """Flows and their events. ``view`` holds indexes into ``flows``, ascending."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.tracker = FlowTracker(profile)
+        self.events: list[Event] = []
+        self.view: list[int] = []
+        self.filter_text = ""
+        self._filter: Optional[FilterLike] = None
+        # Event positions per flow and per connection, so a view can be written back out.
+        self._flow_events: dict[int, list[int]] = {}
+        self._conn_events: dict[int, list[int]] = {}
+        # Response frames and their violations wait here until the exchange names their flow.
+        self._held: dict[HeldKey, list[int]] = {}
+
+    @property
+    def flows(self) -> list[Flow]:
+        return self.tracker.flows
+
+    @property
+    def events_missed(self) -> int:
+        return self.tracker.events_missed
+
+    def apply(self, events: Iterable[Event]) -> BatchResult:
+        """Fold a batch of events in. Returns what changed."""
+        result = BatchResult()
+        first_new = len(self.flows)
+        for event in events:
+            result.events += 1
+            position = len(self.events)
+            self.events.append(event)
+            if isinstance(event, (ConnectionOpened, ConnectionClosed)):
+                self._conn_events.setdefault(event.conn, []).append(position)
+            flow = self.tracker.apply(event)
+            held = _held_key(event)
+            if flow is None:
+                if held is not None:
+                    self._held.setdefault(held, []).append(position)
+                continue
+            positions = self._flow_events.setdefault(flow.number, [])
+            positions.append(position)
+            if isinstance(event, ExchangeCompleted):
+                positions.extend(self._held.pop((event.conn, event.response.index), ()))
+            elif held is not None:  # an orphan response's verdict
+                positions.extend(self._held.pop(held, ()))
+            result.changed.add(flow.number - 1)
+        for index in sorted(result.changed):
+            if index >= first_new:
+                if self._matches(self.flows[index]):
+                    self.view.append(index)
+                    result.added += 1
+            else:
+                self._refilter(index)
+        return result
+
+    def _matches(self, flow: Flow) -> bool:
+        return self._filter is None or self._filter.matches(flow, self.profile)
+
+    def _refilter(self, index: int) -> None:
+        """Re-check one old flow (a pending request answered, a mark toggled)."""
+        position = bisect.bisect_left(self.view, index)
+        shown = position < len(self.view) and self.view[position] == index
+        wanted = self._matches(self.flows[index])
+        if wanted and not shown:
+            self.view.insert(position, index)
+        elif shown and not wanted:
+            del self.view[position]
+
+    def set_filter(self, text: str) -> None:
+        """Show only the flows matching ``text`` (all of them for an empty text).
+
+        Raises ValueError (FilterError) for a bad expression; the view is then unchanged."""
+        text = text.strip()
+        new_filter = parse_filter(text) if text else None
+        self._filter = new_filter
+        self.filter_text = text
+        self.view = [i for i, flow in enumerate(self.flows) if self._matches(flow)]
+
+    def toggle_mark(self, index: int) -> bool:
+        """Mark or unmark the flow at ``index``; returns its new state."""
+        flow = self.flows[index]
+        flow.marked = not flow.marked
+        self._refilter(index)
+        return flow.marked
+
+    def find(self, text: str, start: int, forward: bool = True) -> Optional[int]:
+        """The view position of the next flow after ``start`` (wrapping around) whose method
+        or request/response bytes contain ``text``, case-insensitively; None when none does."""
+        if not self.view or not text:
+            return None
+        needle = text.lower()
+        raw_needle = needle.encode("utf-8")
+        count = len(self.view)
+        step = 1 if forward else -1
+        for offset in range(1, count + 1):
+            position = (start + step * offset) % count
+            flow = self.flows[self.view[position]]
+            if needle in (flow.method or "").lower():
+                return position
+            for part in (flow.request, flow.response):
+                if part is not None and raw_needle in part.payload.lower():
+                    return position
+        return None
+
+    def events_for_view(self) -> list[Event]:
+        """The events behind the flows in view, with their connections' open and close
+        events, in their original order: what a recording of just this view holds."""
+        positions: set[int] = set()
+        conns: set[int] = set()
+        for index in self.view:
+            flow = self.flows[index]
+            positions.update(self._flow_events.get(flow.number, ()))
+            conns.add(flow.conn)
+        for conn in conns:
+            positions.update(self._conn_events.get(conn, ()))
+        return [self.events[p] for p in sorted(positions)]
+
+
+def _held_key(event: Event) -> Optional[HeldKey]:
+    if isinstance(event, FrameSeen) and event.direction is Direction.S2C:
+        return (event.conn, event.index)
+    if (
+        isinstance(event, ViolationSeen)
+        and event.direction is Direction.S2C
+        and event.frame_index is not None
+    ):
+        return (event.conn, event.frame_index)
+    return None

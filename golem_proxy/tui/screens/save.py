@@ -1,0 +1,43 @@
+"""The `w` prompt: where to write the flows in view as a new recording."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Static
+
+__all__ = ["SavePrompt"]
+
+
+class SavePrompt(ModalScreen[str]):
+    """Dismisses with the path typed (an empty string when cancelled)."""
+
+    DEFAULT_CSS = """
+    SavePrompt { align: center middle; }
+    SavePrompt > Vertical {
+        width: 80; height: auto; border: thick $accent; background: $surface; padding: 1 2;
+    }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, flows: int, default_path: str) -> None:
+        super().__init__()
+        self.flows = flows
+        self.default_path = default_path
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(f"Write the {self.flows:,} flows in view to a new recording:"))
+            yield Input(value=self.default_path, id="save-path")
+            yield Static(Text("enter: write   escape: cancel", style="dim"))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss("")

@@ -1,0 +1,115 @@
+"""Event sources for the TUI: a recording file, read once or tailed while it is written.
+
+A source runs in a worker thread and pushes batches into an `EventBuffer`; the app drains it
+exactly as it drains the live proxy's events, so both take the same path to the screen.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import IO, Optional
+
+from golem_core.profiles import Profile
+
+from ..events import Event
+from ..recording import Header, RecordingError, RecordingReader
+from .bridge import EventBuffer
+
+__all__ = ["RecordingSource", "TailStream"]
+
+PUSH_EVERY = 2000
+"""Events per push while loading: small enough that the first rows show at once."""
+
+
+class TailStream:
+    """A read-only view of a growing file whose `readline()` returns only complete lines,
+    and ``b""`` (end, for now) while the last line is still being written."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self._partial = b""
+
+    def readline(self, limit: int = -1) -> bytes:
+        while True:
+            line = self.stream.readline(limit)
+            if not line:
+                return b""
+            line = self._partial + line
+            if line.endswith(b"\n"):
+                self._partial = b""
+                return line
+            self._partial = line  # the writer is mid-line; keep it for the next poll
+            if limit >= 0 and len(line) > limit:
+                # Hand the oversized line over so the reader reports it instead of waiting.
+                self._partial = b""
+                return line
+
+
+class RecordingSource:
+    """Reads a recording into the UI; with ``follow``, keeps polling it for new lines.
+
+    Construct it with `open()`, which reads the header (so the caller knows the profile)."""
+
+    live = False
+    buffer_limit: Optional[int] = None  # a file is never dropped from: the reader just waits
+
+    def __init__(
+        self, path: str, stream: IO[bytes], reader: RecordingReader, *, follow: bool, poll: float
+    ) -> None:
+        self.path = path
+        self.follow = follow
+        self.poll = poll
+        self.description = f"{path} (following)" if follow else path
+        self.live = follow
+        self._stream = stream
+        self._reader = reader
+        self._stop = threading.Event()
+
+    @classmethod
+    def open(cls, path: str, *, follow: bool = False, poll: float = 0.1) -> RecordingSource:
+        """Open ``path`` and read its header. Raises OSError or RecordingError."""
+        stream = open(path, "rb")  # noqa: SIM115 - closed by run() or on error below
+        try:
+            wrapped: IO[bytes] = TailStream(stream) if follow else stream  # type: ignore[assignment]
+            reader = RecordingReader(wrapped)
+        except BaseException:
+            stream.close()
+            raise
+        return cls(path, stream, reader, follow=follow, poll=poll)
+
+    @property
+    def header(self) -> Header:
+        return self._reader.header
+
+    @property
+    def profile(self) -> Profile:
+        return self._reader.profile
+
+    def run(self, sink: EventBuffer) -> None:
+        reason = "stopped" if self.follow else "end of recording"
+        batch: list[Event] = []
+        try:
+            while not self._stop.is_set():
+                for event in self._reader:
+                    batch.append(event)
+                    if len(batch) >= PUSH_EVERY:
+                        sink.push_many(batch)
+                        batch = []
+                        if self._stop.is_set():
+                            break
+                sink.push_many(batch)
+                batch = []
+                if not self.follow:
+                    break
+                self._stop.wait(self.poll)
+            if self._reader.truncated_tail and not self.follow:
+                reason = "end of recording (incomplete last line ignored)"
+        except RecordingError as exc:
+            sink.push_many(batch)  # what came before the damaged line is still worth seeing
+            reason = f"recording error: {exc}"
+        finally:
+            self._stream.close()
+            sink.finish(reason)
+
+    def stop(self) -> None:
+        self._stop.set()

@@ -1,0 +1,266 @@
+"""The detail pane: everything about the selected flow.
+
+Request and response as highlighted JSON; past `TREE_NODES` values a lazily expanded `Tree`
+instead (a 10,000-object scene listing stays instant); strings over `LONG_STRING` characters
+(base64 viewport captures) shortened with their size until `e` expands them; a hex dump of
+the raw bytes for malformed payloads and framing errors; the flow's violations and timing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any, Optional
+
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static, Tree
+from textual.widgets.tree import TreeNode
+
+from golem_core.contract import Severity
+from golem_core.messages import Malformed
+from golem_core.profiles import Profile
+
+from ...events import FrameSeen
+from ...flows import Flow
+from ..render import (
+    LONG_STRING,
+    count_nodes,
+    fmt_latency,
+    fmt_size,
+    fmt_time,
+    hexdump,
+    pretty_json,
+    shorten_strings,
+)
+
+__all__ = ["TREE_NODES", "FlowDetail"]
+
+TREE_NODES = 200
+"""Payloads with more JSON values than this are shown as a tree rather than as text."""
+TREE_CHILDREN = 500
+"""Children listed under one tree node; the rest are summarised in one leaf."""
+
+
+class FlowDetail(VerticalScroll, can_focus=True):
+    """Shows the flow the app sets with `show()`; `toggle_strings()` expands long strings."""
+
+    DEFAULT_CSS = """
+    FlowDetail { background: $surface; padding: 0 1; }
+    FlowDetail > Static { width: 1fr; }
+    FlowDetail > .section { margin-top: 1; text-style: bold; color: $accent; }
+    FlowDetail > Tree { height: auto; max-height: 40; background: $surface; }
+    """
+
+    def __init__(self, *, id: Optional[str] = None) -> None:
+        super().__init__(id=id)
+        self.flow: Optional[Flow] = None
+        self.profile: Optional[Profile] = None
+        self.expand_strings = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("No flow selected.", id="summary")
+        yield Static("", id="violations")
+        for side in ("request", "response"):
+            yield Static("", id=f"{side}-title", classes="section")
+            yield Static("", id=f"{side}-body")
+            tree: Tree[Any] = Tree(side, id=f"{side}-tree")
+            tree.display = False
+            yield tree
+
+    def show(self, flow: Optional[Flow], profile: Profile) -> None:
+        """Display ``flow`` (None clears the pane)."""
+        self.flow = flow
+        self.profile = profile
+        self._render_flow()
+
+    def toggle_strings(self) -> bool:
+        """Expand or shorten long strings again; returns the new state."""
+        self.expand_strings = not self.expand_strings
+        self._render_flow()
+        return self.expand_strings
+
+    def text(self) -> str:
+        """Everything the pane shows as plain text (tree labels included), for tests and copy."""
+        parts: list[str] = []
+        for child in self.query("Static, Tree"):
+            if not child.display:
+                continue
+            if isinstance(child, Tree):
+                parts.extend(str(node.label) for node in _walk(child.root))
+            elif isinstance(child, Static):
+                parts.append(_plain(child.content))
+        return "\n".join(parts)
+
+    def _render_flow(self) -> None:
+        flow, profile = self.flow, self.profile
+        summary = self.query_one("#summary", Static)
+        violations = self.query_one("#violations", Static)
+        if flow is None or profile is None:
+            summary.update(Text("No flow selected."))
+            violations.update("")
+            for side in ("request", "response"):
+                self._show_side(side, None, "")
+            return
+        summary.update(_summary(flow, profile))
+        violations.update(_violations(flow) if flow.violations else "")
+        violations.display = bool(flow.violations)
+        if flow.frame_error is not None:
+            error = flow.frame_error
+            self._show_side("request", None, "")
+            title = f"Framing error {error.direction.arrow} {error.kind.value}"
+            body = Group(
+                Text(error.detail + _declared(error.declared_length), style="bold red"),
+                Text(hexdump(error.raw), style="cyan"),
+            )
+            self._set_side("response", title, body)
+            return
+        self._show_side("request", flow.request, "Request →")
+        self._show_side("response", flow.response, "Response ←")
+
+    def _set_side(self, side: str, title: str, body: RenderableType) -> None:
+        self.query_one(f"#{side}-title", Static).update(Text(title))
+        self.query_one(f"#{side}-body", Static).update(body)
+        self.query_one(f"#{side}-body", Static).display = True
+        self.query_one(f"#{side}-tree", Tree).display = False
+
+    def _show_side(self, side: str, frame: Optional[FrameSeen], title: str) -> None:
+        title_widget = self.query_one(f"#{side}-title", Static)
+        body = self.query_one(f"#{side}-body", Static)
+        tree: Tree[Any] = self.query_one(f"#{side}-tree", Tree)
+        if frame is None:
+            pending = side == "response" and self.flow is not None and self.flow.pending
+            title_widget.update(Text(f"{title} (waiting…)" if pending else ""))
+            body.update("")
+            tree.display = False
+            return
+        heading = f"{title}  {fmt_size(frame.size)}  t={fmt_time(frame.t)}"
+        message = frame.message
+        if isinstance(message, Malformed):
+            title_widget.update(Text(f"{heading}  malformed: {message.kind.value}"))
+            parts: list[RenderableType] = [Text(message.detail, style="bold red")]
+            if message.obj is not None:
+                parts.append(self._json(message.obj)[0])
+            parts.append(Text(hexdump(frame.payload), style="cyan"))
+            body.update(Group(*parts))
+            body.display, tree.display = True, False
+            return
+        obj = message.obj
+        if count_nodes(obj, TREE_NODES + 1) > TREE_NODES:
+            title_widget.update(Text(f"{heading}  (tree: enter/space to expand)"))
+            body.display, tree.display = False, True
+            tree.clear()
+            tree.root.data = obj
+            tree.root.set_label(_label(side, obj, self.expand_strings))
+            self._populate(tree.root)
+            tree.root.expand()
+            return
+        rendered, shortened = self._json(obj)
+        hint = f"  ({shortened} long string(s) shortened: e expands)" if shortened else ""
+        redacted = f"  redacted: {', '.join(frame.redacted)}" if frame.redacted else ""
+        title_widget.update(Text(heading + hint + redacted))
+        body.update(rendered)
+        body.display, tree.display = True, False
+
+    def _json(self, obj: Any) -> tuple[RenderableType, int]:
+        shortened = 0
+        if not self.expand_strings:
+            obj, shortened = shorten_strings(obj, LONG_STRING)
+        # Highlighted once into a Text: a Syntax would re-highlight on every measure and paint.
+        syntax = Syntax("", "json", theme="ansi_dark")
+        text = syntax.highlight(pretty_json(obj))
+        text.rstrip()
+        return text, shortened
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded[Any]) -> None:
+        self._populate(event.node)
+
+    def _populate(self, node: TreeNode[Any]) -> None:
+        if node.children or not isinstance(node.data, (dict, list)):
+            return
+        value = node.data
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        for key, child in items[:TREE_CHILDREN]:
+            label = _label(key, child, self.expand_strings)
+            if isinstance(child, (dict, list)) and child:
+                node.add(label, data=child)
+            else:
+                node.add_leaf(label)
+        if len(items) > TREE_CHILDREN:
+            node.add_leaf(f"… {len(items) - TREE_CHILDREN:,} more")
+
+
+def _label(key: Any, value: Any, expand: bool) -> str:
+    if isinstance(value, dict):
+        return f"{key} {{{len(value)}}}"
+    if isinstance(value, list):
+        return f"{key} [{len(value)}]"
+    if isinstance(value, str) and len(value) > LONG_STRING and not expand:
+        value = shorten_strings(value, LONG_STRING)[0]
+    return f"{key}: {json.dumps(value, ensure_ascii=False)}"
+
+
+def _summary(flow: Flow, profile: Profile) -> Text:
+    text = Text()
+    text.append(f"#{flow.number} ", style="bold")
+    text.append(flow.method or "(no method)", style="bold")
+    status = flow.status(profile)
+    text.append(f"  {status}", style="bold red" if flow.is_error else "green")
+    text.append(f"  route {flow.route}  conn {flow.conn}")
+    if flow.marked:
+        text.append("  ● marked", style="bold magenta")
+    times = []
+    if flow.request is not None:
+        times.append(f"request t={fmt_time(flow.request.t)}")
+    if flow.response is not None:
+        times.append(f"response t={fmt_time(flow.response.t)}")
+    if flow.latency is not None:
+        times.append(f"latency {fmt_latency(flow.latency)}")
+    if flow.closed_unanswered:
+        times.append("connection closed before an answer")
+    if times:
+        text.append("\n" + "  ".join(times), style="dim")
+    for fault in flow.faults:
+        text.append(f"\nfault injected: {fault.fault} {fault.detail}", style="magenta")
+    return text
+
+
+def _violations(flow: Flow) -> Table:
+    table = Table(title="Contract violations", title_justify="left", expand=True, box=None)
+    for column in ("rule", "severity", "path", "message"):
+        table.add_column(column, overflow="fold")
+    for violation in flow.violations:
+        colour = "red" if violation.severity is Severity.ERROR else "yellow"
+        table.add_row(
+            violation.rule,
+            Text(violation.severity.value, style=colour),
+            violation.path,
+            violation.message,
+        )
+    return table
+
+
+def _declared(length: Optional[int]) -> str:
+    return f" (declared length {length:,})" if length is not None else ""
+
+
+def _walk(node: TreeNode[Any]) -> list[TreeNode[Any]]:
+    found = [node]
+    for child in node.children:
+        found.extend(_walk(child))
+    return found
+
+
+def _plain(content: Any) -> str:
+    """The text of a Static's content, whatever renderable it holds."""
+    if isinstance(content, str):
+        return content
+    from rich.console import Console
+
+    console = Console(width=200, color_system=None, record=True, file=io.StringIO())
+    console.print(content)
+    return console.export_text()

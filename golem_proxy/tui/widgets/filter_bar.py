@@ -1,0 +1,57 @@
+"""The bar above the table: a filter expression (`/`) and a search text (`ctrl+f`, then
+`n`/`N`). It only reports what was typed; the app applies it and hands back any error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Input, Label, Static
+
+__all__ = ["FilterBar"]
+
+
+class FilterBar(Horizontal):
+    DEFAULT_CSS = """
+    FilterBar { height: 1; background: $panel; }
+    FilterBar > Label { padding: 0 1; color: $text-muted; }
+    FilterBar > Input { border: none; height: 1; padding: 0; width: 2fr; background: $surface; }
+    FilterBar > Input#find { width: 1fr; }
+    FilterBar > Input:focus { border: none; background: $boost; }
+    FilterBar > #filter-error { width: 2fr; color: $error; padding: 0 1; }
+    """
+
+    @dataclass
+    class FilterSubmitted(Message):
+        text: str
+
+    @dataclass
+    class FindSubmitted(Message):
+        text: str
+
+    def compose(self) -> ComposeResult:
+        yield Label("filter")
+        yield Input(placeholder="/ e.g. ~e, ~m scene., ~marked", id="filter")
+        yield Label("find")
+        yield Input(placeholder="ctrl+f text, n/N", id="find")
+        yield Static("", id="filter-error")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if event.input.id == "filter":
+            self.post_message(self.FilterSubmitted(event.value))
+        else:
+            self.post_message(self.FindSubmitted(event.value))
+
+    def show_error(self, message: Optional[str]) -> None:
+        """Show why the filter was refused (None clears it)."""
+        self.query_one("#filter-error", Static).update(Text(message or ""))
+
+    @property
+    def error(self) -> str:
+        content = self.query_one("#filter-error", Static).content
+        return str(content)

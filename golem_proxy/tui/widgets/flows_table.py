@@ -1,0 +1,266 @@
+"""The flows table: one row per flow in the model's view, drawn with Textual's Line API.
+
+Why a `ScrollView` and not `DataTable`: the table must stay smooth at 100,000 flows with rows
+arriving live. A Line API widget renders only the rows on screen, straight from the model's
+list, so a row costs nothing until it is visible; a batch of new flows is one virtual-size
+change; an answered pending request is simply drawn again from its (mutated) `Flow`.
+`DataTable` keeps its own copy of every cell: measured with bench/bench_tui.py, filling one
+with 100,000 rows took 74 s before its first paint (and ~250 ms per page down under the
+pilot), while this widget shows the first rows of the same recording in under a second;
+updating a pending row in a DataTable would also mean a keyed cell lookup and copy.
+
+Follow mode keeps the cursor on the newest flow; moving the cursor up or scrolling up
+pauses it, `f` or End resumes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Optional
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from ...flows import Flow
+from ..model import SessionModel
+from ..render import flow_label, fmt_latency, fmt_size, fmt_time
+
+__all__ = ["COLUMNS", "FlowsTable", "row_cells"]
+
+COLUMNS: tuple[tuple[str, int, bool], ...] = (
+    # title, width (0: takes the remaining width), right-aligned
+    ("", 2, False),
+    ("#", 6, True),
+    ("time", 10, True),
+    ("route", 5, False),
+    ("conn", 4, True),
+    ("method", 0, False),
+    ("status", 20, False),
+    ("latency", 8, True),
+    ("req", 7, True),
+    ("resp", 7, True),
+)
+MIN_METHOD_WIDTH = 12
+MAX_METHOD_WIDTH = 48
+
+
+def row_cells(flow: Flow, model: SessionModel) -> tuple[str, ...]:
+    """The text of each column for ``flow``."""
+    marker = ("●" if flow.marked else " ") + ("▲" if flow.has_violation else " ")
+    method = flow_label(flow)
+    return (
+        marker,
+        str(flow.number),
+        fmt_time(flow.t),
+        flow.route,
+        str(flow.conn),
+        method,
+        flow.status(model.profile),
+        fmt_latency(flow.latency),
+        fmt_size(flow.request_size),
+        fmt_size(flow.response_size),
+    )
+
+
+def _fit(text: str, width: int, right: bool) -> str:
+    if len(text) > width:
+        text = text[: max(width - 1, 0)] + "…" if width > 1 else text[:width]
+    return text.rjust(width) if right else text.ljust(width)
+
+
+class FlowsTable(ScrollView, can_focus=True):
+    """Reads ``model.view`` (set by the app) and posts `CursorMoved` and `FollowChanged`."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "flows-table--header",
+        "flows-table--cursor",
+        "flows-table--error",
+        "flows-table--violation",
+        "flows-table--marked",
+        "flows-table--pending",
+    }
+    DEFAULT_CSS = """
+    FlowsTable { background: $surface; }
+    FlowsTable > .flows-table--header { text-style: bold; background: $panel; color: $text; }
+    FlowsTable > .flows-table--cursor { background: $accent 40%; }
+    FlowsTable:focus > .flows-table--cursor { background: $accent 70%; }
+    FlowsTable > .flows-table--error { color: $error; }
+    FlowsTable > .flows-table--violation { color: $warning; text-style: bold; }
+    FlowsTable > .flows-table--marked { background: $primary 25%; }
+    FlowsTable > .flows-table--pending { color: $text-muted; text-style: italic; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "follow", "Follow", show=False),
+    ]
+
+    @dataclass
+    class CursorMoved(Message):
+        """The cursor is on another flow; ``index`` into ``model.flows`` (None: no rows)."""
+
+        index: Optional[int]
+
+    @dataclass
+    class FollowChanged(Message):
+        follow: bool
+
+    def __init__(self, model: SessionModel, *, id: Optional[str] = None) -> None:
+        super().__init__(id=id)
+        self.model = model
+        self.cursor = 0
+        self.follow = True
+        self._shown: Optional[int] = None
+        # Resolved styles, reused by every line of every frame (looking them up per line
+        # dominated the cost of drawing a page); dropped when the CSS or theme changes.
+        self._styles: dict[str, Style] = {}
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            base = self.rich_style
+            style = base if name == "base" else base + self.get_component_rich_style(name)
+            self._styles[name] = style
+        return style
+
+    # -- data ------------------------------------------------------------------------------
+
+    def view_changed(self) -> None:
+        """The model's view grew, shrank or was replaced: resize, follow, redraw."""
+        count = len(self.model.view)
+        self.virtual_size = Size(self.scrollable_content_region.width, count + 1)
+        if self.follow:
+            self._move_to(count - 1)
+        else:
+            self._move_to(min(self.cursor, count - 1))
+        self.refresh()
+
+    @property
+    def selected(self) -> Optional[int]:
+        """Index into ``model.flows`` of the flow under the cursor."""
+        view = self.model.view
+        return view[self.cursor] if 0 <= self.cursor < len(view) else None
+
+    def select_position(self, position: int) -> None:
+        """Put the cursor on view ``position`` (pausing follow unless it is the last)."""
+        self._set_follow(position >= len(self.model.view) - 1 and self.follow)
+        self._move_to(position)
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def action_cursor(self, delta: int) -> None:
+        if delta < 0:
+            self._set_follow(False)
+        self._move_to(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(self.scrollable_content_region.height - 2, 1))
+
+    def action_first(self) -> None:
+        self._set_follow(False)
+        self._move_to(0)
+
+    def action_follow(self) -> None:
+        self._set_follow(True)
+        self._move_to(len(self.model.view) - 1)
+
+    def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._set_follow(False)
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y == 0:
+            return
+        row = int(self.scroll_y) + offset.y - 1
+        if row < len(self.model.view):
+            self._set_follow(False)
+            self._move_to(row)
+
+    def _set_follow(self, follow: bool) -> None:
+        if follow != self.follow:
+            self.follow = follow
+            self.post_message(self.FollowChanged(follow))
+
+    def _move_to(self, position: int) -> None:
+        count = len(self.model.view)
+        self.cursor = max(0, min(position, count - 1))
+        self._scroll_to_cursor()
+        self.refresh()
+        if self.selected != self._shown:
+            self._shown = self.selected
+            self.post_message(self.CursorMoved(self._shown))
+
+    def _scroll_to_cursor(self) -> None:
+        visible = max(self.scrollable_content_region.height - 1, 1)
+        top = int(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + visible:
+            self.scroll_to(y=self.cursor - visible + 1, animate=False, immediate=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.virtual_size = Size(event.size.width, len(self.model.view) + 1)
+        self._scroll_to_cursor()
+
+    # -- rendering -------------------------------------------------------------------------
+
+    def _widths(self, width: int) -> list[int]:
+        fixed = sum(w for _, w, _ in COLUMNS) + len(COLUMNS) - 1
+        flexible = min(max(width - fixed, MIN_METHOD_WIDTH), MAX_METHOD_WIDTH)
+        return [w or flexible for _, w, _ in COLUMNS]
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        widths = self._widths(width)
+        base = self._style("base")
+        if y == 0:
+            style = self._style("flows-table--header")
+            text = " ".join(_fit(t, w, r) for (t, _, r), w in zip(COLUMNS, widths))
+            return Strip([Segment(text, style)]).adjust_cell_length(width, style)
+        row = int(self.scroll_y) + y - 1
+        view = self.model.view
+        if row >= len(view):
+            return Strip.blank(width, base)
+        flow = self.model.flows[view[row]]
+        return self._row_strip(flow, widths, width, base, row == self.cursor)
+
+    def _row_strip(
+        self, flow: Flow, widths: list[int], width: int, base: Style, is_cursor: bool
+    ) -> Strip:
+        key = (
+            ("m" if flow.marked else "")
+            + ("c" if is_cursor else "")
+            + ("e" if flow.is_error else "p" if flow.pending else "")
+        )
+        style = self._styles.get(key)
+        if style is None:
+            style = base
+            if flow.marked:
+                style += self._style("flows-table--marked")
+            if is_cursor:
+                style += self._style("flows-table--cursor")
+            if flow.is_error:
+                style += self._style("flows-table--error")
+            elif flow.pending:
+                style += self._style("flows-table--pending")
+            self._styles[key] = style
+        marker_style = style + self._style("flows-table--violation")
+        cells = row_cells(flow, self.model)
+        segments = []
+        for index, (text, (_, _, right), cell_width) in enumerate(zip(cells, COLUMNS, widths)):
+            cell = _fit(text, cell_width, right) + ("" if index == len(cells) - 1 else " ")
+            segments.append(Segment(cell, marker_style if index == 0 else style))
+        return Strip(segments).adjust_cell_length(width, style)

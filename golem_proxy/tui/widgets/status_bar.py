@@ -1,0 +1,55 @@
+"""The status line: source, follow state, counts, filter, missed events, source state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import Static
+
+__all__ = ["Status", "StatusBar"]
+
+
+@dataclass(frozen=True)
+class Status:
+    source: str
+    live: bool
+    follow: bool
+    flows: int
+    shown: int
+    filter_text: str = ""
+    missed: int = 0
+    finished: str = ""
+
+
+class StatusBar(Static):
+    DEFAULT_CSS = """
+    StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }
+    """
+
+    def show(self, status: Status) -> None:
+        """Redraw from ``status``."""
+        text = Text()
+        text.append(
+            "● LIVE " if status.live else "FILE ", style="bold green" if status.live else "bold"
+        )
+        text.append(status.source, style="dim")
+        text.append("  │  ")
+        if status.follow:
+            text.append("▶ following", style="bold green")
+        else:
+            text.append("⏸ paused (f: follow)", style="bold yellow")
+        text.append("  │  ")
+        if status.filter_text:
+            text.append(f"{status.shown:,} of {status.flows:,} flows  filter: {status.filter_text}")
+        else:
+            text.append(f"{status.flows:,} flows")
+        if status.missed:
+            text.append(f"  │  {status.missed:,} events missed", style="bold red")
+        if status.finished:
+            text.append(f"  │  {status.finished}", style="dim")
+        self.update(text)
+
+    @property
+    def text(self) -> str:
+        return str(self.content)

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.tui.sample import demo_session, write_recording
+
+
+@pytest.fixture
+def demo_path(tmp_path: Path) -> str:
+    """The demo session as a recording file."""
+    path = str(tmp_path / "demo.jsonl")
+    write_recording(path, demo_session())
+    return path

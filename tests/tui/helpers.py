@@ -1,0 +1,61 @@
+"""Shared helpers for the TUI tests: sources that stay under test control, and waits that
+poll the app between pilot pauses (bounded, never open-ended)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any, Callable, Optional, TypeVar
+
+from textual.pilot import Pilot
+
+from golem_proxy.events import Event
+from golem_proxy.tui.app import GolemProxyApp
+from golem_proxy.tui.bridge import EventBuffer
+
+T = TypeVar("T")
+TIMEOUT = 20.0
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float = TIMEOUT) -> T:
+    """Run an async test body (Textual runs on asyncio; there is no asyncio plugin here),
+    failing it after ``timeout`` seconds."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], limit: int = 2000) -> None:
+    """Let the app process messages until ``condition()`` holds (at most ``limit`` rounds)."""
+    for _ in range(limit):
+        if condition():
+            return
+        await pilot.pause(0.005)
+    raise AssertionError("condition not reached")
+
+
+async def loaded(pilot: Pilot[Any], limit: int = 2000) -> None:
+    """Wait until the app's source has finished and every event is folded in."""
+    app = pilot.app
+    assert isinstance(app, GolemProxyApp)
+    await wait_for(pilot, lambda: app.source_done, limit)
+    await pilot.pause()
+
+
+class ManualSource:
+    """A live source the test drives: it pushes ``events`` at start, then whatever the test
+    pushes into ``app.buffer`` itself, until stopped."""
+
+    live = True
+    buffer_limit: Optional[int] = None
+    description = "test"
+
+    def __init__(self, events: Optional[list[Event]] = None) -> None:
+        self.events = events or []
+        self.stopped = threading.Event()
+
+    def run(self, sink: EventBuffer) -> None:
+        sink.push_many(self.events)
+        self.stopped.wait(TIMEOUT)
+
+    def stop(self) -> None:
+        self.stopped.set()

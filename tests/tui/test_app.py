@@ -1,0 +1,305 @@
+"""The app driven as a user would: open a recording, read the table and the detail pane,
+filter, follow, search, mark, copy, save."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from golem_core.profiles import GOLEM
+from golem_proxy.recording import read_recording
+from golem_proxy.tui.app import GolemProxyApp
+from golem_proxy.tui.sample import SessionBuilder
+from golem_proxy.tui.sources import RecordingSource
+from golem_proxy.tui.widgets.flows_table import row_cells
+
+from .helpers import ManualSource, loaded, run, wait_for
+
+
+def open_app(path: str, tmp_path: Path) -> GolemProxyApp:
+    source = RecordingSource.open(path)
+    return GolemProxyApp(
+        source, source.profile, "test", header=source.header, export_dir=str(tmp_path)
+    )
+
+
+def rows(app: GolemProxyApp) -> list[tuple[str, ...]]:
+    return [row_cells(app.model.flows[i], app.model) for i in app.model.view]
+
+
+def test_opening_a_recording_fills_the_table_and_the_detail_pane(
+    demo_path: str, tmp_path: Path
+) -> None:
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await loaded(pilot)
+            table = rows(app)
+            assert len(table) == 12
+            assert table[0][1:] == ("1", "0.002", "main", "1", "ping", "ok", "1.0ms", "82B", "91B")
+            assert [r[6] for r in table[6:]] == [
+                "INVALID_PARAMS",
+                "METHOD_NOT_FOUND",
+                "ok",
+                "INTERNAL_ERROR",
+                "oversized",
+                "pending",
+            ]
+            assert table[8][0] == " ▲"  # the contract violation marker
+            assert "end of recording" in app.status_bar.text
+            # Follow is on: the newest flow is selected and shown.
+            assert app.table.follow and app.table.selected == 11
+            assert "grasshopper.recompute" in app.detail.text()
+            assert "Response ← (waiting…)" in app.detail.text()
+            for _ in range(9):
+                await pilot.press("up")
+            assert app.table.selected == 2
+            # Moves in quick succession are folded into one detail redraw when the cursor rests.
+            await wait_for(pilot, lambda: "#3 " in app.detail.text())
+            text = app.detail.text()
+            assert "#3 scene.get_document_info  ok" in text
+            assert "latency 31.0ms" in text
+            assert '"units": "Millimeters"' in text
+
+    run(body())
+
+
+def test_errors_and_violations_are_shown_with_their_rules(demo_path: str, tmp_path: Path) -> None:
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await loaded(pilot)
+            app.table.select_position(8)
+            await pilot.pause()
+            text = app.detail.text()
+            assert "Contract violations" in text
+            assert "golem.response.explicit-null-error" in text
+            assert "error" in text and "$" in text
+            app.table.select_position(6)
+            await pilot.pause()
+            assert "INVALID_PARAMS" in app.detail.text()
+
+    run(body())
+
+
+def test_a_big_base64_string_is_shortened_until_expanded(demo_path: str, tmp_path: Path) -> None:
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await loaded(pilot)
+            app.table.select_position(5)  # viewport.capture
+            await pilot.pause()
+            text = app.detail.text()
+            assert "1 long string(s) shortened" in text
+            assert '"image": "iVBORw0KGg' in text
+            assert "… (4,012 chars)" in text
+            await pilot.press("e")
+            text = app.detail.text()
+            assert "chars)" not in text
+            assert "shortened" not in text
+
+    run(body())
+
+
+def test_malformed_payloads_and_framing_errors_show_a_hex_dump(
+    demo_path: str, tmp_path: Path
+) -> None:
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await loaded(pilot)
+            app.table.select_position(9)
+            await pilot.pause()
+            text = app.detail.text()
+            assert "malformed: invalid-json" in text
+            assert (
+                '00000000  7b 22 69 64 22 3a 20 22  37 22 2c 20 22 6d 65 74  |{"id": "7", "met|'
+                in text
+            )
+            app.table.select_position(10)
+            await pilot.pause()
+            text = app.detail.text()
+            assert "Framing error → oversized" in text
+            assert "(declared length 2,147,483,647)" in text
+            assert "00000000  7f ff ff ff 7b 22 69 64  22 3a" in text
+
+    run(body())
+
+
+def test_a_large_payload_is_a_tree(tmp_path: Path) -> None:
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    request = s.request(1, "scene.list_objects", {}, 0.1)
+    objects = [{"guid": f"g{i}", "layer": "Default"} for i in range(1000)]
+    s.respond(request, 0.2, result={"objects": objects})
+
+    async def body() -> None:
+        app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.table.selected == 0)
+            await pilot.pause()
+            assert app.query_one("#response-tree").display
+            text = app.detail.text()
+            assert "(tree: enter/space to expand)" in text
+            assert "result {1}" in text
+            tree = app.query_one("#response-tree")
+            result = tree.root.children[1]  # type: ignore[attr-defined]
+            result.expand()
+            await pilot.pause()
+            result.children[0].expand()
+            await pilot.pause()
+            text = app.detail.text()
+            assert "objects [1000]" in text
+            assert "… 500 more" in text
+
+    run(body())
+
+
+def test_filter_valid_and_invalid(demo_path: str, tmp_path: Path) -> None:
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await loaded(pilot)
+            await pilot.press("slash", *"~m scene.", "enter")
+            assert [r[5] for r in rows(app)] == ["scene.get_document_info", "scene.list_objects"]
+            assert "2 of 12 flows  filter: ~m scene." in app.status_bar.text
+            assert app.focused is app.table
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *"~nonsense", "enter")
+            assert "unknown filter" in app.filter_bar.error
+            assert [r[5] for r in rows(app)] == ["scene.get_document_info", "scene.list_objects"]
+            await pilot.press("ctrl+a", "ctrl+k", "enter")
+            assert len(rows(app)) == 12
+            assert app.filter_bar.error == ""
+
+    run(body())
+
+
+def test_follow_pauses_when_moving_up_and_resumes_with_f_or_end(tmp_path: Path) -> None:
+    def exchanges(first: int, count: int, builder: SessionBuilder) -> None:
+        for n in range(first, first + count):
+            request = builder.request(1, "ping", {}, n * 0.01)
+            builder.respond(request, n * 0.01 + 0.001, result={})
+
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    exchanges(0, 50, s)
+
+    async def body() -> None:
+        app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.table.selected == 49)
+            status = app.status_bar
+            assert "▶ following" in status.text
+            await pilot.press("up")
+            assert not app.table.follow and app.table.selected == 48
+            assert "paused" in status.text
+            s.events = []
+            exchanges(50, 10, s)
+            app.buffer.push_many(s.events)
+            await wait_for(pilot, lambda: len(app.model.flows) == 60)
+            assert app.table.selected == 48  # paused: the cursor stays put
+            await pilot.press("f")
+            assert app.table.follow and app.table.selected == 59
+            assert app.table.scroll_y == app.table.max_scroll_y
+            await pilot.press("home")
+            assert not app.table.follow and app.table.scroll_y == 0
+            await pilot.press("end")
+            assert app.table.follow and app.table.selected == 59
+
+    run(body())
+
+
+def test_a_pending_request_is_updated_in_place_when_answered(tmp_path: Path) -> None:
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    request = s.request(1, "viewport.zoom_extents", {}, 1.0)
+
+    async def body() -> None:
+        app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: app.table.selected == 0)
+            assert rows(app)[0][6] == "pending"
+            assert "(waiting…)" in app.detail.text()
+            s.events = []
+            s.respond(request, 1.25, result={"zoomed": True})
+            app.buffer.push_many(s.events)
+            await wait_for(pilot, lambda: rows(app)[0][6] == "ok")
+            assert len(rows(app)) == 1
+            assert rows(app)[0][7] == "250.0ms"
+            assert '"zoomed": true' in app.detail.text()
+
+    run(body())
+
+
+def test_events_keep_arriving_while_another_screen_is_open(tmp_path: Path) -> None:
+    s = SessionBuilder()
+    s.open(1, 0.0)
+
+    async def body() -> None:
+        app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
+        async with app.run_test(size=(120, 30)) as pilot:
+            await pilot.press("s")
+            assert type(app.screen).__name__ == "StatsScreen"
+            request = s.request(1, "ping", {}, 0.1)
+            s.respond(request, 0.2, result={})
+            app.buffer.push_many(s.events[1:])
+            await wait_for(pilot, lambda: len(app.model.flows) == 1)
+            await pilot.press("escape")
+            assert rows(app)[0][5:7] == ("ping", "ok")
+            assert "#1 ping  ok" in app.detail.text()
+
+    run(body())
+
+
+def test_search_mark_copy_and_save(demo_path: str, tmp_path: Path) -> None:
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await loaded(pilot)
+            await pilot.press("ctrl+f", *"create_", "enter")
+            assert app.table.selected == 3
+            await pilot.press("n")
+            assert app.table.selected == 7
+            await pilot.press("N")
+            assert app.table.selected == 3
+            await pilot.press("m")
+            assert app.model.flows[3].marked
+            await pilot.press("y")
+            copied = tmp_path / "golem-proxy-request-4.json"
+            assert '"method": "creation.create_box"' in copied.read_text()
+            assert oct(os.stat(copied).st_mode & 0o777) == "0o600"
+            assert app.clipboard == copied.read_text().rstrip("\n")
+            await pilot.press("slash", *"~marked", "enter")
+            assert [r[5] for r in rows(app)] == ["creation.create_box"]
+            saved = tmp_path / "marked.jsonl"
+            await pilot.press("w")
+            await pilot.press("ctrl+a", "ctrl+k", *str(saved), "enter")
+            await wait_for(pilot, lambda: saved.exists() and saved.stat().st_size > 0)
+            await wait_for(
+                pilot, lambda: any("Wrote 1 flows" in n.message for n in app._notifications)
+            )
+            recording = read_recording(str(saved))
+            methods = [getattr(e, "method", None) for e in recording.exchanges()]
+            assert methods == ["creation.create_box"]
+
+    run(body())
+
+
+def test_stats_connections_and_help_screens_open_and_close(demo_path: str, tmp_path: Path) -> None:
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await loaded(pilot)
+            await pilot.press("s")
+            assert type(app.screen).__name__ == "StatsScreen"
+            assert app.screen.rows[-1].count == 12  # type: ignore[attr-defined]
+            await pilot.press("escape")
+            await pilot.press("c")
+            assert type(app.screen).__name__ == "ConnectionsScreen"
+            await pilot.press("escape")
+            await pilot.press("question_mark")
+            assert type(app.screen).__name__ == "HelpScreen"
+            await pilot.press("escape")
+            assert app.screen is app.screen_stack[0]
+
+    run(body())

@@ -1,0 +1,56 @@
+"""Snapshots of the main screens over the fixed demo session (update with
+``pytest tests/tui/test_snapshots.py --snapshot-update`` after checking the new pictures)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any, Callable
+
+from textual.pilot import Pilot
+
+from golem_proxy.tui.app import GolemProxyApp
+from golem_proxy.tui.sources import RecordingSource
+
+from .helpers import loaded
+
+SIZE = (150, 42)
+
+
+def make_app(path: str) -> GolemProxyApp:
+    source = RecordingSource.open(path)
+    # The source description is the path, which differs per run: show a fixed name.
+    source.description = "demo.jsonl"
+    return GolemProxyApp(source, source.profile, "golem-proxy — demo.jsonl", header=source.header)
+
+
+def then(*keys: str, select: int | None = None) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await loaded(pilot)
+        app = pilot.app
+        assert isinstance(app, GolemProxyApp)
+        if select is not None:
+            app.table.select_position(select)
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return run_before
+
+
+def test_flows_and_detail(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(select=5))
+
+
+def test_flows_with_an_error_selected(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(select=8))
+
+
+def test_stats(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then("s"))
+
+
+def test_connections(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then("c"))
+
+
+def test_help(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then("question_mark"))
