@@ -24,7 +24,7 @@ from ..events import (
     ViolationSeen,
 )
 from ..flows import Flow, FlowTracker
-from ._filter_compat import FilterLike, parse_filter
+from ..filters import Filter, parse_filter
 
 __all__ = ["BatchResult", "SessionModel"]
 
@@ -50,7 +50,7 @@ class SessionModel:
         self.events: list[Event] = []
         self.view: list[int] = []
         self.filter_text = ""
-        self._filter: Optional[FilterLike] = None
+        self._filter: Optional[Filter] = None
         # Event positions per flow and per connection, so a view can be written back out.
         self._flow_events: dict[int, list[int]] = {}
         self._conn_events: dict[int, list[int]] = {}
