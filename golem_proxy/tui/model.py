@@ -23,8 +23,8 @@ from ..events import (
     FrameSeen,
     ViolationSeen,
 )
-from ..flows import Flow, FlowTracker
 from ..filters import Filter, parse_filter
+from ..flows import Flow, FlowTracker
 
 __all__ = ["BatchResult", "SessionModel"]
 

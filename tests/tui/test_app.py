@@ -292,7 +292,7 @@ def test_stats_connections_and_help_screens_open_and_close(demo_path: str, tmp_p
             await loaded(pilot)
             await pilot.press("s")
             assert type(app.screen).__name__ == "StatsScreen"
-            assert app.screen.rows[-1].count == 12  # type: ignore[attr-defined]
+            assert app.screen.stats.overall.count == 12  # type: ignore[attr-defined]
             await pilot.press("escape")
             await pilot.press("c")
             assert type(app.screen).__name__ == "ConnectionsScreen"
