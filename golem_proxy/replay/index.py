@@ -1,0 +1,378 @@
+"""A trace turned into what replay needs: its exchanges in order and an O(1) lookup from a
+request's key to the queue of recorded responses for it.
+
+Loading reads only ``frame`` and ``exchange`` lines. Lines in the layout `RecordingWriter`
+writes are taken apart with anchored regexes and slices (the payload is spliced in verbatim
+after ``"msg":``), which is several times faster than decoding every line as JSON; any line
+that does not fit the fast path (base64 payloads, redacted frames, other writers) goes through
+``json.loads`` and is read exactly as `golem_proxy.recording` reads it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mmap
+import os
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from golem_core.profiles import Profile, get_profile
+
+from ..recording import DEFAULT_MAX_LINE, MSG_KEY, Header, RecordingError
+from .matching import GuidMap, Keyer, MatchMode, canonical_params
+
+Key = tuple[str, ...]
+
+__all__ = ["Key", "RecordedExchange", "ReplayIndex", "Trace", "load_trace"]
+
+# One pass over the whole file with this pattern finds every frame and exchange line in the
+# layout RecordingWriter writes; groups: t, then frame (conn, route, dir, n, type, method) up to
+# the spliced payload, or exchange (conn, req, resp).
+_LINE = re.compile(
+    rb'^\{"seq":\d+,"t":([-0-9.eE+]+),"kind":"(?:'
+    rb'frame","conn":(\d+),"route":"([^"\\\n]*)","dir":"(c2s|s2c)","n":(\d+),"size":\d+,'
+    rb'"type":"(\w+)"(?:,"id":(?:"[^"\\\n]*"|-?\d+))?(?:,"method":"([^"\\\n]*)")?,"msg":'
+    rb'|exchange","conn":(\d+),"route":"[^"\\\n]*","req":(\d+),"resp":(\d+),)',
+    re.MULTILINE,
+)
+_KIND = re.compile(rb'^\{"seq":\d+,"t":[-0-9.eE+]+,"kind":"(frame|exchange)"')
+
+
+class RecordedExchange:
+    """One recorded request and its response. The payloads stay in the trace's buffer (a
+    memory map of the file) and are sliced out only when needed."""
+
+    __slots__ = (
+        "_req_at",
+        "_req_src",
+        "_resp_at",
+        "_resp_src",
+        "latency",
+        "method",
+        "number",
+        "request_type",
+        "route",
+    )
+
+    def __init__(
+        self,
+        number: int,
+        route: str,
+        method: Optional[str],
+        request: tuple[Any, int],
+        request_type: str,
+        response: tuple[Any, int],
+        latency: float,
+    ) -> None:
+        self.number = number
+        """1-based position among the trace's exchanges (``#12`` in messages and reports)."""
+        self.route = route
+        self.method = method
+        self.request_type = request_type
+        """``request`` or ``malformed`` (the recorder's frame type)."""
+        self._req_src, self._req_at = request
+        self._resp_src, self._resp_at = response
+        self.latency = latency
+
+    @property
+    def request(self) -> bytes:
+        """The recorded request payload bytes."""
+        return _payload(self._req_src, self._req_at)
+
+    @property
+    def response(self) -> bytes:
+        """The recorded response payload bytes."""
+        return _payload(self._resp_src, self._resp_at)
+
+    def request_obj(self) -> Any:
+        """The recorded request decoded; raises ValueError when it was not JSON."""
+        return json.loads(self.request)
+
+    def response_obj(self) -> Any:
+        """The recorded response decoded; raises ValueError when it was not JSON."""
+        return json.loads(self.response)
+
+    def __repr__(self) -> str:
+        return f"<RecordedExchange #{self.number} {self.route} {self.method}>"
+
+
+def _payload(source: Any, at: int) -> bytes:
+    if isinstance(source, bytes):
+        return source
+    # A spliced payload runs to the closing brace of its line.
+    end = source.find(b"\n", at)
+    return bytes(source[at : end - 1])
+
+
+@dataclass
+class Trace:
+    """A trace's header and exchanges, in the order they completed."""
+
+    header: Header
+    profile: Profile
+    exchanges: list[RecordedExchange]
+    truncated_tail: bool = False
+    _buffer: Any = None
+
+    @property
+    def routes(self) -> list[str]:
+        """Route names, header order first, then any only the exchanges name."""
+        names = [route.name for route in self.header.routes]
+        for exchange in self.exchanges:
+            if exchange.route not in names:
+                names.append(exchange.route)
+        return names
+
+    def methods(self) -> list[str]:
+        return sorted({e.method for e in self.exchanges if e.method is not None})
+
+    def close(self) -> None:
+        """Release the file mapping; payloads cannot be read afterwards."""
+        if self._buffer is not None:
+            self._buffer.close()
+            self._buffer = None
+
+
+def load_trace(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> Trace:
+    """Read a recording's exchanges. Raises OSError, or RecordingError naming the problem."""
+    with open(path, "rb") as stream:
+        first = stream.readline(max_line + 1)
+        header, profile = _read_header(first)
+        size = os.fstat(stream.fileno()).st_size
+        if size <= len(first):
+            return Trace(header, profile, [], False)
+        buffer = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+    loader = _Loader(profile, buffer, max_line)
+    try:
+        loader.run(len(first))
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        buffer.close()
+        if isinstance(exc, RecordingError):
+            raise
+        raise RecordingError(f"bad event line: {exc}") from None
+    return Trace(header, profile, loader.exchanges, loader.truncated, buffer)
+
+
+def _read_header(first: bytes) -> tuple[Header, Profile]:
+    if not first:
+        raise RecordingError("empty file: no recording header")
+    if not first.endswith(b"\n"):
+        raise RecordingError("incomplete or oversized recording header line")
+    try:
+        header = Header.from_json(json.loads(first))
+    except RecordingError:
+        raise
+    except ValueError as exc:
+        raise RecordingError(f"bad recording header: {exc}") from None
+    try:
+        return header, get_profile(header.profile)
+    except KeyError as exc:
+        raise RecordingError(str(exc)) from None
+
+
+class _Loader:
+    def __init__(self, profile: Profile, buffer: Any, max_line: int) -> None:
+        self.profile = profile
+        self.buffer = buffer
+        self.max_line = max_line
+        # (conn, dir, n) → (t, type, method, route, (source, offset)); popped by the exchange.
+        self.frames: dict[tuple[int, str, int], tuple[float, str, Optional[str], str, Any]] = {}
+        self.exchanges: list[RecordedExchange] = []
+        self.truncated = False
+        self._names: dict[bytes, str] = {}
+
+    def _name(self, raw: bytes) -> str:
+        name = self._names.get(raw)
+        if name is None:
+            name = self._names[raw] = raw.decode("utf-8")
+        return name
+
+    def run(self, start: int) -> None:
+        buffer = self.buffer
+        end = len(buffer)
+        last_newline = buffer.rfind(b"\n")
+        if last_newline < end - 1:
+            self.truncated = True  # a killed writer's incomplete last line is ignored
+            end = last_newline + 1
+        position = start
+        frames = self.frames
+        name = self._name
+        for match in _LINE.finditer(buffer, start, end):
+            at = match.start()
+            if at > position:
+                self._gap(position, at)
+            t, conn, route, direction, n, kind, method, x_conn, x_req, x_resp = match.groups()
+            if conn is not None:
+                msg_at = match.end()
+                frames[(int(conn), "c2s" if direction == b"c2s" else "s2c", int(n))] = (
+                    float(t),
+                    name(kind),
+                    None if method is None else name(method),
+                    name(route),
+                    (buffer, msg_at),
+                )
+                position = buffer.find(b"\n", msg_at) + 1
+            else:
+                self._pair(int(x_conn), int(x_req), int(x_resp))
+                position = buffer.find(b"\n", match.end()) + 1
+            if position - at > self.max_line:
+                raise RecordingError(f"a line at byte {at} is longer than {self.max_line} bytes")
+        if position < end:
+            self._gap(position, end)
+
+    def _gap(self, start: int, end: int) -> None:
+        """Whole lines the fast pattern did not take: other events, or frames and exchanges in
+        another layout (base64 payloads, redaction), read the slow way."""
+        for line in self.buffer[start:end].splitlines():
+            if _KIND.match(line) is not None:
+                self._slow(line)
+
+    def _slow(self, line: bytes) -> None:
+        data = json.loads(line)
+        conn = int(data["conn"])
+        if data.get("kind") == "exchange":
+            self._pair(conn, int(data["req"]), int(data["resp"]))
+            return
+        if "raw" in data:
+            payload = base64.b64decode(data["raw"])
+        elif data.get("redacted"):
+            payload = self.profile.encode_payload(data.get("msg"))
+        else:
+            start = line.index(MSG_KEY) + len(MSG_KEY)
+            payload = line[start : line.rstrip().rindex(b"}")]
+        method = data.get("method")
+        self.frames[(conn, str(data["dir"]), int(data["n"]))] = (
+            float(data.get("t", 0.0)),
+            str(data.get("type", "")),
+            method if isinstance(method, str) else None,
+            str(data.get("route", "")),
+            (payload, 0),
+        )
+
+    def _pair(self, conn: int, req: int, resp: int) -> None:
+        request = self.frames.pop((conn, "c2s", req), None)
+        response = self.frames.pop((conn, "s2c", resp), None)
+        if request is None or response is None:
+            return  # its frames were lost (a killed writer); nothing to replay
+        self.exchanges.append(
+            RecordedExchange(
+                len(self.exchanges) + 1,
+                request[3],
+                request[2],
+                request[4],
+                request[1],
+                response[4],
+                max(0.0, response[0] - request[0]),
+            )
+        )
+
+
+class ReplayIndex:
+    """Queues of recorded exchanges by key: FIFO per key, O(1) amortised per lookup.
+
+    Keys are computed lazily: the exchanges of one (route, method) wait in trace order and are
+    keyed only as far as a lookup needs, so loading stays one pass over the file and a session
+    that follows the trace keys each exchange once, just before it is served. Only well-formed
+    recorded requests are indexed; malformed ones are answered the way the plugin answers them,
+    whatever the recording says."""
+
+    def __init__(self, trace: Trace, keyer: Keyer, *, reuse: bool = False) -> None:
+        self.trace = trace
+        self.keyer = keyer
+        self.reuse = reuse
+        self.mode = keyer.mode
+        self.queues: dict[tuple[str, ...], deque[RecordedExchange]] = {}
+        self.last: dict[tuple[str, ...], RecordedExchange] = {}
+        self.by_method: dict[tuple[str, str], list[RecordedExchange]] = {}
+        self._unkeyed: dict[tuple[str, str], deque[RecordedExchange]] = {}
+        self.used: set[int] = set()
+        by_method = self.by_method
+        for exchange in trace.exchanges:
+            method = exchange.method
+            if exchange.request_type != "request" or method is None:
+                continue
+            bucket = by_method.get((exchange.route, method))
+            if bucket is None:
+                bucket = by_method[(exchange.route, method)] = []
+            bucket.append(exchange)
+        if self.mode is MatchMode.SEQUENCE:
+            for exchange in trace.exchanges:
+                if exchange.request_type == "request" and exchange.method is not None:
+                    self.queues.setdefault((exchange.route,), deque()).append(exchange)
+        elif self.mode is MatchMode.METHOD:
+            for (route, method), bucket in by_method.items():
+                self.queues[(route, method)] = deque(bucket)
+        else:
+            for pair, bucket in by_method.items():
+                self._unkeyed[pair] = deque(bucket)
+
+    def key(self, route: str, method: str, params: Any, guids: Optional[GuidMap] = None) -> Key:
+        """The key a live request looks up (params with numbers normalised)."""
+        return self.keyer.key(route, method, params, guids)
+
+    def _key_until(self, route: str, method: str, key: Key) -> None:
+        """Key the waiting exchanges of (route, method) until one with ``key`` turns up."""
+        waiting = self._unkeyed.get((route, method))
+        while waiting:
+            exchange = waiting.popleft()
+            found_method, params = canonical_params(exchange.request)
+            assert found_method == method
+            own = self.keyer.key(route, method, params)
+            queue = self.queues.get(own)
+            if queue is None:
+                queue = self.queues[own] = deque()
+            queue.append(exchange)
+            if own == key:
+                return
+
+    def take(self, route: str, method: str, key: Key) -> Optional[RecordedExchange]:
+        """The next recorded exchange for ``key`` (consumed), the last one again with
+        ``reuse``, or None. In sequence mode the next exchange of the route is taken only
+        when its method is ``method``."""
+        queue = self.queues.get(key)
+        if not queue and self.mode is MatchMode.METHOD_PARAMS:
+            self._key_until(route, method, key)
+            queue = self.queues.get(key)
+        if queue and (self.mode is not MatchMode.SEQUENCE or queue[0].method == method):
+            exchange = queue.popleft()
+            self.last[key] = exchange
+            self.used.add(exchange.number)
+            return exchange
+        if self.reuse and not queue:
+            last = self.last.get(key)
+            if last is not None and last.method == method:
+                return last
+        return None
+
+    def peek_sequence(self, route: str) -> Optional[RecordedExchange]:
+        """In sequence mode, the exchange the route expects next."""
+        queue = self.queues.get((route,))
+        return queue[0] if queue else None
+
+    def last_for(self, key: Key) -> Optional[RecordedExchange]:
+        """The exchange most recently handed out for ``key`` (None when none was)."""
+        return self.last.get(key)
+
+    def same_method(self, route: str, method: str) -> list[RecordedExchange]:
+        """Every indexed exchange of (route, method), in trace order, used or not."""
+        return self.by_method.get((route, method), [])
+
+    def methods(self, route: str) -> list[str]:
+        return sorted(method for (name, method) in self.by_method if name == route)
+
+    def unused(self, exclude: Iterable[str] = ()) -> list[RecordedExchange]:
+        """Indexed exchanges never handed out, in trace order (methods in ``exclude`` left
+        out)."""
+        skip = set(exclude)
+        return [
+            e
+            for e in self.trace.exchanges
+            if e.request_type == "request"
+            and e.method is not None
+            and e.number not in self.used
+            and e.method not in skip
+        ]
