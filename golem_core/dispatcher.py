@@ -127,8 +127,14 @@ class Dispatcher:
         try:
             return self.profile.encode(reply)
         except (TypeError, ValueError) as exc:
+            fallback = self.profile.error(message.id, -32603, f"Internal error: {exc}")
+        try:
+            return self.profile.encode(fallback)
+        except (TypeError, ValueError):
+            # The id itself cannot be written back (a lone surrogate, say): answer as for a
+            # request whose id could not be read.
             return self.profile.encode(
-                self.profile.error(message.id, -32603, f"Internal error: {exc}")
+                self.profile.error(None, -32603, fallback["error"]["message"])
             )
 
     # -- built-ins ---------------------------------------------------------------------------

@@ -143,6 +143,20 @@ NEED_DATA = NeedData()
 
 Event = Union[Frame, FrameError, Discarded, EndOfStream]
 
+_unpack_header = _HEADER.unpack_from
+_object_new = object.__new__
+
+
+def _make_frame(payload: bytes, header: bytes, terminator: bytes) -> Frame:
+    # The hot path: a frozen dataclass's generated __init__ sets each field through
+    # object.__setattr__, which costs more than the rest of decoding a small frame.
+    frame: Frame = _object_new(Frame)
+    fields = frame.__dict__
+    fields["payload"] = payload
+    fields["header"] = header
+    fields["terminator"] = terminator
+    return frame
+
 
 def encode_json(obj: Any) -> bytes:
     """Serialise a message exactly as the GOLEM reference does: compact-ish JSON, UTF-8, no
@@ -250,13 +264,13 @@ class _Decoder:
 
     def events(self) -> Iterator[Event]:
         """Yield every event available now; stops at NEED_DATA (or after the final event)."""
+        next_event = self.next_event
         while True:
-            event = self.next_event()
+            event = next_event()
             if event is NEED_DATA:
                 return
-            assert not isinstance(event, NeedData)
-            yield event
-            if isinstance(event, EndOfStream):
+            yield event  # type: ignore[misc]
+            if type(event) is EndOfStream:
                 return
 
     def feed(self, data: bytes) -> list[Event]:
@@ -279,8 +293,8 @@ class LengthPrefixedDecoder(_Decoder):
         """Return the next event, or NEED_DATA. Never raises on bad input."""
         if self._done:
             return NEED_DATA
-        skipped = self._discard()
-        if skipped is not None:
+        if self._skip_remaining:
+            skipped = self._discard()
             if skipped is NEED_DATA and self._eof:
                 self._done = True
                 return FrameError(
@@ -289,13 +303,13 @@ class LengthPrefixedDecoder(_Decoder):
                     b"",
                     recoverable=False,
                 )
+            assert skipped is not None
             return skipped
         buf = self._buf
         pos = self._pos
-        available = len(buf) - pos
-        if available < _HEADER_SIZE:
+        if len(buf) - pos < _HEADER_SIZE:
             return self._at_eof()
-        (length,) = _HEADER.unpack_from(buf, pos)
+        (length,) = _unpack_header(buf, pos)
         if length > self.max_payload:
             header = self._take(_HEADER_SIZE)
             detail = f"header declares {length} bytes, over the {self.max_payload}-byte cap"
@@ -305,17 +319,17 @@ class LengthPrefixedDecoder(_Decoder):
             self._done = True
             rest = self._take_all()
             return FrameError(FrameErrorKind.OVERSIZED, detail, header + rest, False, length)
-        end = pos + _HEADER_SIZE + length
+        start = pos + _HEADER_SIZE
+        end = start + length
         if len(buf) < end:
             return self._at_eof()
-        header = bytes(buf[pos : pos + _HEADER_SIZE])
-        payload = bytes(buf[pos + _HEADER_SIZE : end])
+        frame = _make_frame(bytes(buf[start:end]), bytes(buf[pos:start]), b"")
         self._pos = end
         if end >= _COMPACT_AT and end * 2 >= len(buf):
             del buf[:end]
             self._pos = 0
         self.frames_decoded += 1
-        return Frame(payload, header)
+        return frame
 
 
 class LineDecoder(_Decoder):
@@ -342,7 +356,7 @@ class LineDecoder(_Decoder):
         newline = buf.find(b"\n", pos + self._scanned)
         if newline < 0:
             pending = len(buf) - pos
-            if pending >= self.max_payload:
+            if pending and pending >= self.max_payload:
                 # Even a newline in the next byte would make the line one byte too long.
                 return self._oversized(pending)
             self._scanned = pending
@@ -351,13 +365,13 @@ class LineDecoder(_Decoder):
         self._scanned = 0
         if line_size > self.max_payload:
             return self._oversized(line_size)
-        payload = bytes(buf[pos:newline])
+        frame = _make_frame(bytes(buf[pos:newline]), b"", b"\n")
         self._pos = newline + 1
         if self._pos >= _COMPACT_AT and self._pos * 2 >= len(buf):
             del buf[: self._pos]
             self._pos = 0
         self.frames_decoded += 1
-        return Frame(payload, b"", b"\n")
+        return frame
 
     def _oversized(self, seen: int) -> FrameError:
         detail = f"line exceeds the {self.max_payload}-byte cap ({seen} bytes without a newline)"

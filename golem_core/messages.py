@@ -127,6 +127,22 @@ class Malformed:
 
 Message = Union[Request, Response, ErrorResponse, Malformed]
 
+# What json.loads(str) calls, minus its per-call argument handling.
+_json_decode = json.JSONDecoder().decode
+_object_new = object.__new__
+
+
+def build_request(ident: JsonId, method: str, params: Any, obj: dict[str, Any]) -> Request:
+    """``Request(ident, method, params, obj)`` for the decoding hot path: a frozen dataclass's
+    generated __init__ sets each field through object.__setattr__, which is slow."""
+    request: Request = _object_new(Request)
+    fields = request.__dict__
+    fields["id"] = ident
+    fields["method"] = method
+    fields["params"] = params
+    fields["obj"] = obj
+    return request
+
 
 def is_json_int(value: Any) -> bool:
     """True for a JSON integer (Python int, but not bool)."""
@@ -146,7 +162,7 @@ def decode_json(payload: bytes) -> tuple[Any, Optional[Malformed]]:
             MalformedKind.INVALID_UTF8, f"invalid UTF-8 at byte {exc.start}", None, None, None
         )
     try:
-        return json.loads(text), None
+        return _json_decode(text), None
     except ValueError as exc:  # JSONDecodeError, and RecursionError-free ValueErrors
         return None, Malformed(MalformedKind.INVALID_JSON, str(exc), None, None, None)
     except RecursionError:

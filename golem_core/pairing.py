@@ -13,10 +13,18 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Generic, Optional, TypeVar
 
+from .contract import Severity, rule
 from .messages import Malformed, Message
 from .profiles import Profile
 
-__all__ = ["Correlator", "Pending"]
+__all__ = ["R_ORPHAN_RESPONSE", "Correlator", "Pending"]
+
+R_ORPHAN_RESPONSE = rule(
+    "pairing.orphan-response",
+    Severity.ERROR,
+    "Every response answers an outstanding request of its connection.",
+    "request/response pairing",
+)
 
 T = TypeVar("T")
 

@@ -12,6 +12,7 @@ from typing import Optional, Union
 
 from golem_core.contract import Severity, Violation
 from golem_core.messages import ErrorResponse, Malformed, Response
+from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile
 
 from .events import (
@@ -29,7 +30,7 @@ from .events import (
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
 
-ORPHAN_RULE = "proxy.orphan-response"
+ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
 
 
@@ -229,6 +230,7 @@ class FlowTracker:
             flow = self._new_flow(exchange.conn, exchange.route)
             flow.request = exchange.request
         flow.response = exchange.response
+        flow.closed_unanswered = False
         self._responses.pop((exchange.conn, exchange.response.index), None)
         self._response_violations.pop((exchange.conn, exchange.response.index), None)
         flow.violations = list(exchange.violations)

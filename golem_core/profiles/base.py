@@ -7,6 +7,7 @@ replay server and TUI only ever call these methods.
 from __future__ import annotations
 
 import abc
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -29,6 +30,10 @@ from ..registry import Registry
 
 __all__ = ["Profile", "path_of"]
 
+_REQUEST = Role.REQUEST
+_RESPONSE = Role.RESPONSE
+# json.loads(str) without its per-call argument handling.
+_json_decode = json.JSONDecoder().decode
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -81,12 +86,16 @@ class Profile(abc.ABC):
     def parse(self, payload: bytes, role: Optional[Role]) -> Message:
         """Type a payload. ``role`` is what the direction implies; None guesses from the
         members (``method`` → request). Never raises."""
-        obj, bad = decode_json(payload)
-        if bad is not None:
-            return replace(bad, role=role)
+        try:
+            obj = _json_decode(payload.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            # The rare path: let decode_json classify and describe the failure.
+            obj, bad = decode_json(payload)
+            if bad is not None:
+                return replace(bad, role=role)
         if role is None:
-            role = Role.REQUEST if isinstance(obj, dict) and "method" in obj else Role.RESPONSE
-        if role is Role.REQUEST:
+            role = _REQUEST if isinstance(obj, dict) and "method" in obj else _RESPONSE
+        if role is _REQUEST:
             return self.parse_request(obj)
         return self.parse_response(obj)
 

@@ -25,6 +25,7 @@ from ..messages import (
     Response,
     Role,
     RpcError,
+    build_request,
     is_json_int,
 )
 from ..registry import GOLEM_REGISTRY
@@ -122,6 +123,12 @@ R_NULL_ID = rule(
     f"{_SPEC} § Response — Error",
 )
 
+# Malformed responses whose id was read and validated before the envelope check failed.
+_ID_READ_KINDS = (
+    MalformedKind.BOTH_RESULT_AND_ERROR,
+    MalformedKind.NEITHER_RESULT_NOR_ERROR,
+    MalformedKind.INVALID_ERROR_OBJECT,
+)
 _REQUEST_MEMBERS = ("id", "method", "params")
 _RESPONSE_MEMBERS = ("id", "result", "error")
 # A \u escape of a code point >= 0x80 (an escaped backslash before it is rare enough to ignore).
@@ -153,7 +160,8 @@ class GolemProfile(Profile):
         ident = obj.get("id", ABSENT)
         if ident is ABSENT:
             return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, Role.REQUEST)
-        if not id_is_valid(ident):
+        id_type = type(ident)
+        if id_type is not str and id_type is not int and not id_is_valid(ident):
             return _bad(
                 MalformedKind.INVALID_ID,
                 f"request `id` is {_type_name(ident)}, not a string or integer",
@@ -170,7 +178,7 @@ class GolemProfile(Profile):
                 obj,
                 Role.REQUEST,
             )
-        return Request(ident, method, obj.get("params", ABSENT), obj)
+        return build_request(ident, method, obj.get("params", ABSENT), obj)
 
     def parse_response(self, obj: Any) -> Message:
         if not isinstance(obj, dict):
@@ -273,11 +281,8 @@ class GolemProfile(Profile):
         return found
 
     def check_exchange(self, request: Message, response: Message) -> list[Violation]:
-        if isinstance(response, Malformed) and response.kind in (
-            MalformedKind.MISSING_ID,
-            MalformedKind.INVALID_ID,
-        ):
-            return []  # already reported as malformed
+        if isinstance(response, Malformed) and response.kind not in _ID_READ_KINDS:
+            return []  # no id could be read: already reported as malformed
         expected = request.id
         actual = response.id
         if isinstance(request, Malformed) and expected is None:

@@ -1,0 +1,133 @@
+"""``golem-proxy demo``: the headless plugin, the proxy with recording, and a scripted GOLEM
+session through it — the whole product in one command, on a machine with nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import signal
+import socket
+from collections.abc import AsyncIterator
+
+import trio
+from rich.console import Console
+
+from golem_core.profiles import GOLEM
+
+from ..addresses import Address, Route
+from ..demo_session import run_demo_session
+from ..log import Verbosity
+from ..net import ListenError
+from ..plugin_process import PluginProcess, PluginStartError
+from ..recording import read_recording
+from ..relay import ProxyOptions
+from ..session import ProxySession, SessionConfig
+from ..summary import print_summary
+
+NAME = "demo"
+HELP = "Run the headless plugin and the proxy, drive a scripted session, record it."
+ORDER = 1
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out",
+        metavar="PATH",
+        help="recording path (default: recordings/demo-TIMESTAMP.jsonl)",
+    )
+    parser.add_argument("--seed", type=int, default=42, help="plugin seed (default 42)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="log problems only")
+
+
+def _port_or_any(port: int) -> int:
+    """``port`` when it is free on loopback, else 0 (let the OS pick)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return 0
+    return port
+
+
+def _default_path() -> str:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    os.makedirs("recordings", exist_ok=True)
+    return os.path.join("recordings", f"demo-{stamp}.jsonl")
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console(highlight=False)
+    path = args.out or _default_path()
+    plugin = PluginProcess(port=_port_or_any(9876), gh_port=_port_or_any(9877), seed=args.seed)
+    console.rule("[bold]golem-proxy demo")
+    try:
+        plugin.start()
+    except PluginStartError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    try:
+        console.print(f"headless plugin: {plugin.ready_line}")
+        routes = [
+            Route("main", Address("127.0.0.1", _port_or_any(19876)), plugin.main),
+            Route("gh", Address("127.0.0.1", _port_or_any(19877)), plugin.gh),
+        ]
+        config = SessionConfig(
+            routes=routes,
+            profile=GOLEM,
+            options=ProxyOptions(drain_timeout=1.0),
+            record_path=path,
+            console=console,
+        )
+        if args.quiet:
+            config.verbosity = Verbosity.QUIET
+        trio.run(_drive, config, console)
+    except (ListenError, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+    finally:
+        plugin.stop()
+    recording = read_recording(path)
+    console.rule("[bold]session summary")
+    print_summary(console, recording)
+    console.rule()
+    console.print(f"recorded [bold]{path}[/]. Look at it again with:")
+    for command in (
+        f"golem-proxy tui {path}",
+        f"golem-proxy show {path} --filter '~e'",
+        f"golem-proxy check {path} --catalogue docs/golem-method-catalogue.json",
+        f"golem-proxy replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
+    ):
+        console.print(f"  [cyan]{command}[/]")
+    return 0
+
+
+async def _drive(config: SessionConfig, console: Console) -> None:
+    session = ProxySession(config)
+    async with trio.open_nursery() as nursery:
+        bound = await nursery.start(session.run)
+        for item in bound:
+            console.print(f"proxy {item.route.name}: {item.listen} → {item.route.upstream}")
+        main, gh = bound[0].listen, bound[1].listen
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            nursery.start_soon(_stop_on_signal, signals, session)
+            outcome = await trio.to_thread.run_sync(
+                lambda: run_demo_session(
+                    (main.host, main.port),
+                    (gh.host, gh.port),
+                    lambda text: console.print(f"[bold blue]» {text}[/]"),
+                )
+            )
+            console.print(
+                f"[bold blue]» session done:[/] {outcome.calls} calls, "
+                f"{len(outcome.failures)} failed as the client saw them"
+            )
+            session.stop()
+            await session.finished.wait()
+            nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal(signals: AsyncIterator[int], session: ProxySession) -> None:
+    async for _ in signals:
+        session.stop()
+        return

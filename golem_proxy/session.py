@@ -1,0 +1,105 @@
+"""A proxy session: the relay plus its consumers (log, recorder, any other subscriber), with
+an orderly stop: listeners close, live connections drain, the tap finishes, consumers see every
+remaining event, and the recording is flushed last."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Optional
+
+import trio
+from rich.console import Console
+
+from golem_core.profiles import Profile
+
+from .addresses import Route
+from .hub import EventHub, Subscription
+from .log import EventLog, Verbosity
+from .recorder import record_events
+from .recording import Header, RecordingWriter, RouteInfo
+from .relay import BoundRoute, Proxy, ProxyOptions
+
+__all__ = ["ProxySession", "SessionConfig"]
+
+Consumer = Callable[[Subscription], Awaitable[None]]
+
+
+@dataclass
+class SessionConfig:
+    routes: Sequence[Route]
+    profile: Profile
+    options: ProxyOptions = field(default_factory=ProxyOptions)
+    record_path: Optional[str] = None
+    overwrite: bool = False
+    console: Optional[Console] = None
+    verbosity: Verbosity = Verbosity.NORMAL
+    log_buffer: int = 2_000
+    record_buffer: float = math.inf
+    """The recorder keeps up unless the disk stalls; it is unbounded so nothing is lost."""
+
+
+class ProxySession:
+    """Runs one proxy session. Call `stop()` (from the same trio run) to end it gracefully."""
+
+    def __init__(self, config: SessionConfig) -> None:
+        self.config = config
+        self.hub = EventHub()
+        self.proxy = Proxy(config.routes, config.profile, self.hub, config.options)
+        self.writer: Optional[RecordingWriter] = None
+        self._stop_scope = trio.CancelScope()
+        self.finished = trio.Event()
+        """Set once the session stopped and every consumer saw the last event."""
+        self._extra: list[tuple[str, float, Consumer]] = []
+
+    def add_consumer(self, name: str, consumer: Consumer, buffer: float = 10_000) -> None:
+        """Subscribe ``consumer`` to the event stream (before `run`)."""
+        self._extra.append((name, buffer, consumer))
+
+    def stop(self) -> None:
+        self._stop_scope.cancel()
+
+    def bound_routes(self) -> list[BoundRoute]:
+        return list(self.proxy.bound)
+
+    async def run(
+        self, *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve until `stop()`; then drain and flush. Raises ListenError or OSError (for the
+        recording file) before reporting started."""
+        config = self.config
+        bound = await self.proxy.bind()
+        self.proxy.start_time = trio.current_time()
+        if config.record_path is not None:
+            try:
+                self.writer = RecordingWriter.create(
+                    config.record_path, self._header(bound), overwrite=config.overwrite
+                )
+            except BaseException:
+                await self.proxy.unbind()
+                raise
+        async with trio.open_nursery() as consumers:
+            if self.writer is not None:
+                recording = self.hub.subscribe("recorder", config.record_buffer)
+                consumers.start_soon(record_events, recording, self.writer)
+            if config.console is not None:
+                log = EventLog(config.console, config.profile, config.verbosity)
+                consumers.start_soon(_log_events, self.hub.subscribe("log", config.log_buffer), log)
+            for name, buffer, consumer in self._extra:
+                consumers.start_soon(consumer, self.hub.subscribe(name, buffer))
+            try:
+                with self._stop_scope:
+                    await self.proxy.serve(task_status=task_status)
+            finally:
+                self.hub.close()
+        self.finished.set()
+
+    def _header(self, bound: list[BoundRoute]) -> Header:
+        routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]
+        return Header.new(self.config.profile.name, routes, self.config.options.redact)
+
+
+async def _log_events(subscription: Subscription, log: EventLog) -> None:
+    async for event in subscription.receive_channel:
+        log.handle(event)

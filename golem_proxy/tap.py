@@ -1,0 +1,257 @@
+"""The tap: decodes a copy of every byte the relay forwarded and turns it into events.
+
+Per connection, one incremental decoder per direction, one correlator pairing responses with
+requests, and the profile's contract checks. The tap never sits on the forwarding path: the
+relay hands it chunks after sending them, and a single `TapWorker` decodes them when the relay
+has nothing runnable (forwarding first), falling back to fair sharing once its backlog grows.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import trio
+
+from golem_core.catalogue import MethodCatalogue
+from golem_core.contract import Violation, violation
+from golem_core.framing import Discarded, Frame, FrameError
+from golem_core.messages import Malformed, MalformedKind, Request, Role
+from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
+from golem_core.pairing import Correlator
+from golem_core.profiles import Profile
+
+from .events import (
+    BytesDiscarded,
+    Direction,
+    Event,
+    ExchangeCompleted,
+    FrameSeen,
+    FramingErrorSeen,
+    ViolationSeen,
+)
+from .redact import Redactor
+
+__all__ = ["ConnectionTap", "TapVerdict", "TapWorker"]
+
+Publish = Callable[[Event], None]
+
+# Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
+_ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
+
+
+@dataclass(frozen=True)
+class TapVerdict:
+    """Why a connection must be closed under ``--enforce-limits`` (None: keep going)."""
+
+    reason: str
+
+
+@dataclass
+class _RequestContext:
+    frame: FrameSeen
+    violations: list[Violation]
+
+
+class ConnectionTap:
+    """Decoding state of one connection (both directions). Feed it with `process`."""
+
+    def __init__(
+        self,
+        conn: int,
+        route: str,
+        profile: Profile,
+        publish: Publish,
+        *,
+        catalogue: Optional[MethodCatalogue] = None,
+        redactor: Optional[Redactor] = None,
+        cap: Optional[int] = None,
+    ) -> None:
+        self.conn = conn
+        self.route = route
+        self.profile = profile
+        self.publish = publish
+        self.catalogue = catalogue
+        self.redactor = redactor
+        self._decoders = {
+            Direction.C2S: profile.new_decoder(cap),
+            Direction.S2C: profile.new_decoder(cap),
+        }
+        self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
+        self._correlator: Correlator[_RequestContext] = Correlator(profile)
+
+    def process(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
+        """Decode a forwarded chunk (``b""`` means end of stream) and publish its events.
+        Returns a verdict naming the first frame that breaks the limits, if any."""
+        decoder = self._decoders[direction]
+        if data:
+            decoder.receive_data(data)
+        else:
+            decoder.receive_eof()
+        verdict: Optional[TapVerdict] = None
+        for event in decoder.events():
+            found = self._handle(direction, event, t)
+            if verdict is None:
+                verdict = found
+        return verdict
+
+    def outstanding(self) -> int:
+        return len(self._correlator)
+
+    def _handle(self, direction: Direction, event: object, t: float) -> Optional[TapVerdict]:
+        if isinstance(event, Frame):
+            return self._frame(direction, event, t)
+        if isinstance(event, FrameError):
+            self.publish(
+                FramingErrorSeen(
+                    self.conn,
+                    self.route,
+                    direction,
+                    t,
+                    event.kind,
+                    event.detail,
+                    event.raw,
+                    event.recoverable,
+                    event.declared_length,
+                )
+            )
+            found = self.profile.frame_violation(event)
+            self.publish(ViolationSeen(self.conn, self.route, direction, None, t, found))
+            return TapVerdict(f"{direction.value} {event.kind.value} frame: {event.detail}")
+        if isinstance(event, Discarded):
+            self.publish(
+                BytesDiscarded(self.conn, self.route, direction, t, event.raw, event.final)
+            )
+        return None
+
+    def _frame(self, direction: Direction, frame: Frame, t: float) -> Optional[TapVerdict]:
+        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+        payload = frame.payload
+        message = self.profile.parse(payload, role)
+        violations = self.profile.check_message(message, payload)
+        if self.catalogue is not None and isinstance(message, Request):
+            violations.extend(self.catalogue.check_request(message))
+        # A response is paired first, so that method-scoped redaction rules apply to it too.
+        pending = None if role is Role.REQUEST else self._correlator.match_response(message)
+        request = pending.context if pending is not None else None
+        redacted: tuple[str, ...] = ()
+        if self.redactor and not isinstance(message, Malformed):
+            method = self.profile.method_of(request.frame.message if request else message)
+            obj, redacted = self.redactor.apply(message.obj, method)
+            if redacted:
+                payload = self.profile.encode_payload(obj)
+                message = self.profile.parse(payload, role)
+        index = self._frame_index[direction]
+        self._frame_index[direction] = index + 1
+        seen = FrameSeen(
+            self.conn, self.route, direction, index, t, frame.size, payload, message, redacted
+        )
+        self.publish(seen)
+        for found in violations:
+            self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
+        if role is Role.REQUEST:
+            self._correlator.add_request(message, _RequestContext(seen, violations))
+        elif request is None:
+            orphan = violation(
+                R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
+            )
+            self.publish(ViolationSeen(self.conn, self.route, direction, index, t, orphan))
+        else:
+            exchange_violations = self.profile.check_exchange(request.frame.message, message)
+            for found in exchange_violations:
+                self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
+            every = (*request.violations, *violations, *exchange_violations)
+            self.publish(ExchangeCompleted(self.conn, self.route, request.frame, seen, every))
+        if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
+            return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
+        return None
+
+
+class TapWorker:
+    """Runs every connection's tap in one task, with forwarding taking precedence.
+
+    Chunks queue here after the relay sent them. While the queued bytes stay under
+    ``soft_limit``, the worker decodes only when no other task is runnable, so decoding fills
+    the relay's idle time instead of delaying the next forward. Past ``soft_limit`` it decodes
+    one chunk per scheduling round (fair share). Past ``hard_limit``, `submit` callers wait:
+    the one point where the relay slows, rather than grow memory without bound."""
+
+    def __init__(self, soft_limit: int = 8 * 1024 * 1024, hard_limit: int = 256 * 1024 * 1024):
+        self.soft_limit = soft_limit
+        self.hard_limit = hard_limit
+        self.backlog = 0
+        # Items are (tap, direction, chunk, t) to decode, or an event to publish in order.
+        self._queue: collections.deque[
+            Union[tuple[ConnectionTap, Direction, bytes, float], tuple[Publish, Event]]
+        ] = collections.deque()
+        self._wakeup = trio.Event()
+        self._room = trio.Event()
+        self._idle = trio.Event()
+        self._idle.set()
+
+    async def submit(
+        self,
+        tap: ConnectionTap,
+        direction: Direction,
+        data: bytes,
+        t: float,
+    ) -> None:
+        """Queue a forwarded chunk (``b""`` for end of stream). Verdicts are not acted on
+        here: outside ``--enforce-limits`` the proxy only reports."""
+        while self.backlog >= self.hard_limit:
+            if self._room.is_set():
+                self._room = trio.Event()
+            await self._room.wait()
+        self._queue.append((tap, direction, data, t))
+        self.backlog += len(data)
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._wakeup.set()
+
+    def submit_event(self, publish: Publish, event: Event) -> None:
+        """Publish ``event`` once everything queued before it has been decoded, so that a
+        connection's close is never reported ahead of its last frames."""
+        self._queue.append((publish, event))
+        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._wakeup.set()
+
+    async def drained(self) -> None:
+        """Wait until everything submitted so far has been decoded."""
+        await self._idle.wait()
+
+    async def run(self) -> None:
+        """Process the queue forever (cancel to stop; call `drain_now` first to finish)."""
+        while True:
+            if not self._queue:
+                self._idle.set()
+                self._wakeup = trio.Event()
+                await self._wakeup.wait()
+                continue
+            await self._yield_to_forwarding()
+            self._process_one()
+
+    def drain_now(self) -> None:
+        """Decode everything queued, synchronously (used at shutdown)."""
+        while self._queue:
+            self._process_one()
+        self._idle.set()
+
+    async def _yield_to_forwarding(self) -> None:
+        await trio.lowlevel.checkpoint()
+        while (
+            self.backlog < self.soft_limit and trio.lowlevel.current_statistics().tasks_runnable > 0
+        ):
+            await trio.lowlevel.checkpoint()
+
+    def _process_one(self) -> None:
+        item = self._queue.popleft()
+        if len(item) == 2:
+            publish, event = item
+            publish(event)
+            return
+        tap, direction, data, t = item
+        self.backlog -= len(data)
+        if self.backlog < self.hard_limit:
+            self._room.set()
+        tap.process(direction, data, t)

@@ -1,0 +1,120 @@
+"""``python -m rhino_plugin --headless``: run the headless plugin until shutdown or a signal.
+
+When both channels listen it prints one line to stdout and flushes it:
+
+    rhino_plugin headless ready: main=127.0.0.1:9876 gh=127.0.0.1:9877 seed=0
+
+Exit status 0 after the ``shutdown`` method, Ctrl-C (SIGINT) or SIGTERM; 2 for bad arguments
+(argparse) or a port that cannot be bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from types import FrameType
+from typing import Optional
+
+from golem_core.dispatcher import DEFAULT_UI_TIMEOUT
+
+from .plugin import HeadlessPlugin
+from .registry import PluginOptions
+
+__all__ = ["main"]
+
+WAIT_SLICE_SECONDS = 0.2
+
+
+class _StopSignal:
+    """A signal handler that only records which signal arrived."""
+
+    def __init__(self) -> None:
+        self.received: Optional[int] = None
+
+    def __call__(self, signum: int, frame: Optional[FrameType]) -> None:
+        self.received = signum
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be greater than zero")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rhino_plugin",
+        description="GOLEM-3DMCP plugin peer over an in-memory document (stdlib only).",
+    )
+    parser.add_argument(
+        "--headless",
+        action="store_true",
+        required=True,
+        help="run without Rhino, over an in-memory document (required)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=9876, help="main channel port (0: any)")
+    parser.add_argument(
+        "--gh-port", type=int, default=9877, help="Grasshopper channel port (0: any)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for GUIDs (default 0)")
+    parser.add_argument(
+        "--allow-scripts",
+        action="store_true",
+        help="let scripting.* execute the Python code clients send",
+    )
+    parser.add_argument(
+        "--debug-methods",
+        action="store_true",
+        help="register debug.sleep {seconds} (tests and demos)",
+    )
+    parser.add_argument(
+        "--ui-timeout",
+        type=_positive,
+        default=DEFAULT_UI_TIMEOUT,
+        help="seconds a handler may take on the UI thread (default 30)",
+    )
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Run until stopped. Returns the exit status."""
+    args = build_parser().parse_args(argv)
+    options = PluginOptions(
+        seed=args.seed,
+        allow_scripts=args.allow_scripts,
+        debug_methods=args.debug_methods,
+        ui_timeout=args.ui_timeout,
+    )
+    plugin = HeadlessPlugin(args.host, args.port, args.gh_port, options)
+    try:
+        (main_host, main_port), (gh_host, gh_port) = plugin.start()
+    except OSError as exc:
+        print(f"rhino_plugin: cannot listen: {exc}", file=sys.stderr)
+        return 2
+
+    stop_signal = _StopSignal()
+    signal.signal(signal.SIGINT, stop_signal)
+    signal.signal(signal.SIGTERM, stop_signal)
+    print(
+        f"rhino_plugin headless ready: main={main_host}:{main_port} "
+        f"gh={gh_host}:{gh_port} seed={options.seed}",
+        flush=True,
+    )
+    try:
+        # Short waits: the handler only records the signal (raising from it could leave a
+        # threading lock held), and the loop notices it within one slice.
+        while not plugin.wait(WAIT_SLICE_SECONDS) and stop_signal.received is None:
+            pass
+        if stop_signal.received is not None:
+            name = signal.Signals(stop_signal.received).name
+            print(f"rhino_plugin: {name} received, stopping", file=sys.stderr, flush=True)
+    finally:
+        plugin.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""``python -m rhino_plugin --headless`` as a subprocess: ready line, shutdown, signals."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from plugin_client import Client
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+READY = re.compile(
+    r"^rhino_plugin headless ready: main=([\d.]+):(\d+) gh=([\d.]+):(\d+) seed=(\d+)$"
+)
+
+
+@pytest.fixture
+def headless() -> Iterator[tuple[subprocess.Popen, tuple[str, int], tuple[str, int]]]:  # type: ignore[type-arg]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rhino_plugin",
+            "--headless",
+            "--port",
+            "0",
+            "--gh-port",
+            "0",
+            "--seed",
+            "5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=str(REPO_ROOT),
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        match = READY.match(line)
+        assert match, f"unexpected ready line {line!r}"
+        yield proc, (match[1], int(match[2])), (match[3], int(match[4]))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)
+
+
+def test_shutdown_method_exits_zero(headless) -> None:  # type: ignore[no-untyped-def]
+    proc, main, _gh = headless
+    client = Client(main)
+    try:
+        assert client.call("geometry.create_point", location=[1, 2, 3])["type"] == "Point"
+        assert client.call("shutdown") == {"shutdown": "initiated"}
+    finally:
+        client.close()
+    assert proc.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_exits_cleanly(headless, signum: int) -> None:  # type: ignore[no-untyped-def]
+    proc, _main, gh = headless
+    client = Client(gh)
+    try:
+        assert client.call("ping") == {"alive": True}
+    finally:
+        client.close()
+    proc.send_signal(signum)
+    assert proc.wait(timeout=10) == 0
+    assert "Traceback" not in proc.communicate(timeout=10)[1]

@@ -1,0 +1,92 @@
+"""Running a proxy session inside a test's nursery, and a small trio GOLEM client."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import trio
+
+from golem_core.framing import Frame
+from golem_core.messages import Message, Role
+from golem_core.profiles import GOLEM, Profile
+from golem_proxy.addresses import Address, Route
+from golem_proxy.events import Event
+from golem_proxy.hub import Subscription
+from golem_proxy.relay import ProxyOptions
+from golem_proxy.session import ProxySession, SessionConfig
+
+
+@dataclass
+class RunningProxy:
+    session: ProxySession
+    listen: Address
+    events: list[Event] = field(default_factory=list)
+
+    def of_type(self, kind: type) -> list[Any]:
+        return [event for event in self.events if isinstance(event, kind)]
+
+
+async def start_proxy(
+    nursery: trio.Nursery,
+    upstream: Address,
+    *,
+    record: Optional[str] = None,
+    profile: Profile = GOLEM,
+    options: Optional[ProxyOptions] = None,
+    listen: Optional[Address] = None,
+) -> RunningProxy:
+    config = SessionConfig(
+        routes=[Route("main", listen or Address("127.0.0.1", 0), upstream)],
+        profile=profile,
+        options=options or ProxyOptions(drain_timeout=0.5),
+        record_path=record,
+    )
+    session = ProxySession(config)
+    running = RunningProxy(session, Address())
+
+    async def collect(subscription: Subscription) -> None:
+        async for event in subscription.receive_channel:
+            running.events.append(event)
+
+    session.add_consumer("test", collect, buffer=math.inf)
+    bound = await nursery.start(session.run)
+    running.listen = bound[0].listen
+    return running
+
+
+async def stop_proxy(running: RunningProxy) -> None:
+    """Stop and wait until the tap and every consumer have seen everything."""
+    running.session.stop()
+    with trio.fail_after(10):
+        await running.session.finished.wait()
+
+
+async def connect(address: Address) -> trio.SocketStream:
+    return await trio.open_tcp_stream(address.host, address.port)
+
+
+class GolemClient:
+    """Sequential GOLEM calls over one trio stream."""
+
+    def __init__(self, stream: trio.SocketStream, profile: Profile = GOLEM) -> None:
+        self.stream = stream
+        self.profile = profile
+        self.decoder = profile.new_decoder()
+
+    async def call(self, obj: Any) -> Message:
+        await self.stream.send_all(self.profile.encode(obj))
+        return await self.receive()
+
+    async def receive(self) -> Message:
+        with trio.fail_after(10):
+            while True:
+                for event in self.decoder.events():
+                    if isinstance(event, Frame):
+                        return self.profile.parse(event.payload, Role.RESPONSE)
+                    raise AssertionError(f"unexpected framing event {event!r}")
+                chunk = await self.stream.receive_some(65536)
+                if not chunk:
+                    raise EOFError("proxy closed the connection")
+                self.decoder.receive_data(chunk)

@@ -1,0 +1,125 @@
+"""The ``golem-proxy proxy`` and ``demo`` commands as a user runs them, against the headless
+plugin in its own process."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.client import GolemClient, RhinoCommandError
+from golem_proxy.events import ConnectionClosed
+from golem_proxy.plugin_process import PluginProcess
+from golem_proxy.recording import read_recording
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def plugin() -> Iterator[PluginProcess]:
+    with PluginProcess(seed=3) as running:
+        yield running
+
+
+def start_cli(*args: str, cwd: Path = ROOT) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
+    return subprocess.Popen(
+        [sys.executable, "-m", "golem_proxy", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def wait_for_line(
+    process: subprocess.Popen[str], pattern: str, timeout: float = 20
+) -> re.Match[str]:
+    found: list[re.Match[str]] = []
+    lines: list[str] = []
+
+    def scan() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            match = re.search(pattern, line)
+            if match:
+                found.append(match)
+                return
+
+    reader = threading.Thread(target=scan, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not found:
+        process.kill()
+        raise AssertionError(f"no line matching {pattern!r} in {lines!r}")
+    return found[0]
+
+
+def test_proxy_command_relays_records_and_stops_on_ctrl_c(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    record = tmp_path / "live.jsonl"
+    process = start_cli(
+        "proxy",
+        "--route",
+        f"main@127.0.0.1:0={plugin.main}",
+        "--record",
+        str(record),
+    )
+    try:
+        match = wait_for_line(process, r"main\S*: 127\.0\.0\.1:(\d+) →")
+        port = int(match.group(1))
+        with GolemClient("127.0.0.1", port) as client:
+            box = client.send_command(
+                "geometry.create_box",
+                {"corner": [0, 0, 0], "width": 2, "depth": 3, "height": 4},
+            )
+            info = client.send_command("scene.get_object_info", {"guid": box["guid"]})
+            assert info
+            with pytest.raises(RhinoCommandError) as failure:
+                client.send_command("scene.get_object_info", {"guid": "nope"})
+            assert failure.value.code in ("OBJECT_NOT_FOUND", "INVALID_PARAMS")
+        process.send_signal(signal.SIGINT)
+        assert process.wait(20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    recording = read_recording(str(record))
+    assert [e.method for e in recording.exchanges()] == [
+        "ping",
+        "geometry.create_box",
+        "scene.get_object_info",
+        "scene.get_object_info",
+    ]
+    closed = [e for e in recording.events if isinstance(e, ConnectionClosed)]
+    assert len(closed) == 1 and closed[0].reason == "client closed"
+
+
+def test_proxy_refuses_public_address_without_flag(plugin: PluginProcess) -> None:
+    process = start_cli("proxy", "--route", f"0.0.0.0:0={plugin.main}")
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 2
+    assert "--listen-public" in err
+
+
+def test_demo_runs_a_recorded_session(tmp_path: Path) -> None:
+    process = start_cli("demo", "--out", str(tmp_path / "demo.jsonl"), cwd=tmp_path)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "session summary" in out
+    recording = read_recording(str(tmp_path / "demo.jsonl"))
+    methods = [e.method for e in recording.exchanges()]
+    assert methods[0] == "ping" and "viewport.capture" in methods
+    assert "grasshopper.bake_objects" in methods
+    statuses = {recording.profile.describe(e.response.message) for e in recording.exchanges()}
+    assert {"OBJECT_NOT_FOUND", "INVALID_PARAMS", "METHOD_NOT_FOUND", "NOT_IMPLEMENTED"} <= statuses
