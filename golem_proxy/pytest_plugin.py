@@ -120,9 +120,7 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
     mode = request.config.getoption("--golem-record")
     live = _live(request.config, mode)
     engine = _engine(str(path), mode, options)
-    listen = assign_routes(
-        engine.index.trace, Address("127.0.0.1", 0), Address("127.0.0.1", 0)
-    )
+    listen = assign_routes(engine.index.trace, Address("127.0.0.1", 0), Address("127.0.0.1", 0))
     upstreams = _upstreams(listen, live)
     record_path: Optional[str] = None
     recorder = None

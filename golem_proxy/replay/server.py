@@ -119,9 +119,10 @@ class ReplayServer:
     async def _accept_loop(self, route: str, listener: Listener, nursery: trio.Nursery) -> None:
         while True:
             stream = await listener.listener.accept()
-            nursery.start_soon(self._handle, route, stream)
+            nursery.start_soon(self.serve_connection, route, stream)
 
-    async def _handle(self, route: str, stream: trio.SocketStream) -> None:
+    async def serve_connection(self, route: str, stream: trio.abc.Stream) -> None:
+        """Answer one client connection on ``route`` until it closes (or must be closed)."""
         self.connections += 1
         self.idle = trio.Event()
         decoder = self.profile.new_decoder(skip_oversized=False)
@@ -130,7 +131,7 @@ class ReplayServer:
             while True:
                 chunk = await stream.receive_some(RECEIVE_SIZE)
                 if chunk:
-                    decoder.receive_data(chunk)
+                    decoder.receive_data(bytes(chunk))
                 else:
                     decoder.receive_eof()
                 for event in decoder.events():
@@ -155,7 +156,7 @@ class ReplayServer:
                 self.idle.set()
 
     async def _answer(
-        self, route: str, stream: trio.SocketStream, frame: Frame, upstream: Optional[_Upstream]
+        self, route: str, stream: trio.abc.Stream, frame: Frame, upstream: Optional[_Upstream]
     ) -> tuple[Optional[_Upstream], bool]:
         decision = self.engine.decide(route, frame.payload)
         if isinstance(decision, Reply):

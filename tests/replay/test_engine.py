@@ -39,8 +39,9 @@ def request(method: str, params: Any = None, ident: Any = None, profile: Profile
     return profile.encode_payload(obj)
 
 
-def answer(engine: ReplayEngine, method: str, params: Any = None, route: str = "main",
-           ident: Any = None) -> dict[str, Any]:
+def answer(
+    engine: ReplayEngine, method: str, params: Any = None, route: str = "main", ident: Any = None
+) -> dict[str, Any]:
     ident = ident or str(uuid.uuid4())
     decision = engine.decide(route, request(method, params, ident, engine.profile))
     assert isinstance(decision, Reply), decision
@@ -59,16 +60,22 @@ def test_replays_a_session_with_fresh_ids_and_a_fresh_layer_name(session: Path) 
     assert answer(engine, "ping")["result"] == {"alive": True}
     layer = answer(engine, "scene.create_layer", {"name": "walls-0001", "color": [200, 80, 40]})
     assert layer["result"]["layer_index"] == 1
-    box = answer(engine, "geometry.create_box",
-                 {"width": 40, "corner": [0, 0, 0], "height": 30, "depth": 10})
+    box = answer(
+        engine, "geometry.create_box", {"width": 40, "corner": [0, 0, 0], "height": 30, "depth": 10}
+    )
     assert box["result"]["guid"] == BOX  # member order and 40 vs 40.0 do not matter
     sphere = answer(engine, "geometry.create_sphere", {"center": [20, 5, 45], "radius": 8})
     assert answer(engine, "scene.list_objects")["result"]["objects"][1]["guid"] == SPHERE
-    union = answer(engine, "operations.boolean_union",
-                   {"guids": [box["result"]["guid"], sphere["result"]["guid"]]})
+    union = answer(
+        engine,
+        "operations.boolean_union",
+        {"guids": [box["result"]["guid"], sphere["result"]["guid"]]},
+    )
     assert union["result"]["guids"] == [UNION]
     assert answer(engine, "scene.list_objects")["result"]["objects"] == [{"guid": UNION}]
-    error = answer(engine, "scene.get_object_info", {"guid": "00000000-0000-4000-8000-000000000000"})
+    error = answer(
+        engine, "scene.get_object_info", {"guid": "00000000-0000-4000-8000-000000000000"}
+    )
     assert error["error"]["code"] == "OBJECT_NOT_FOUND" and error["result"] is None
     report = summary(engine)
     assert report["served"] == 8 and report["misses"] == []
@@ -156,8 +163,12 @@ def test_a_forward_of_a_used_up_request_teaches_the_guid_map(session: Path) -> N
     decision = engine.decide("main", request("geometry.create_box", params))
     assert isinstance(decision, Forward)
     live = "0f0f0f0f-0000-4000-8000-000000000001"
-    engine.learn_from_forward(decision, GOLEM.encode_payload(
-        {"id": "x", "result": {"guid": live, "bounding_box": {}}, "error": None}))
+    engine.learn_from_forward(
+        decision,
+        GOLEM.encode_payload(
+            {"id": "x", "result": {"guid": live, "bounding_box": {}}, "error": None}
+        ),
+    )
     assert engine.guids.to_live_map == {BOX: live}
     # The live GUID now stands for the recorded one: the union is matched, and the recorded
     # listing comes back speaking of the live object.
@@ -171,8 +182,12 @@ def test_a_forward_of_a_used_up_request_teaches_the_guid_map(session: Path) -> N
 def test_timing_scales_recorded_latencies(session: Path) -> None:
     engine = engine_for(session, timing=2.0)
     engine.decide("main", request("ping"))
-    decision = engine.decide("main", request("geometry.create_box", {
-        "corner": [0, 0, 0], "width": 40, "depth": 10, "height": 30}))
+    decision = engine.decide(
+        "main",
+        request(
+            "geometry.create_box", {"corner": [0, 0, 0], "width": 40, "depth": 10, "height": 30}
+        ),
+    )
     assert isinstance(decision, Reply) and decision.delay == pytest.approx(0.5)
     assert isinstance(engine_for(session).decide("main", request("ping")), Reply)
 
