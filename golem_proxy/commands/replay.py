@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Optional
 
@@ -156,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> None:
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
         bound = await nursery.start(server.run)
         names = list(bound)
         main = bound[names[0]]
@@ -165,6 +167,14 @@ async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> None:
         if idle_exit is not None:
             await _wait_idle(server, idle_exit)
             nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal(scope: trio.CancelScope) -> None:
+    """Ctrl-C or SIGTERM ends the replay cleanly, so the summary and report still come out."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
 
 
 async def _wait_idle(server: ReplayServer, seconds: float) -> None:

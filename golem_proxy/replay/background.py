@@ -4,6 +4,7 @@ never touches the caller's loop."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any, Optional
 
@@ -56,10 +57,8 @@ class BackgroundReplay:
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving (open connections are closed) and wait for the thread."""
         if self._token is not None and self._cancel is not None:
-            try:
+            with contextlib.suppress(trio.RunFinishedError):
                 trio.from_thread.run_sync(self._cancel.cancel, trio_token=self._token)
-            except trio.RunFinishedError:
-                pass
         if self._thread is not None:
             self._thread.join(timeout)
 
