@@ -100,6 +100,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _live(config, config.getoption("--golem-record"))  # a bad combination stops the run early
     config.addinivalue_line(
         "markers",
         "golem_trace(path, *, match='method-params', ignore=(), reuse=False, timing='none', "
