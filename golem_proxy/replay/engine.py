@@ -18,7 +18,7 @@ from golem_core.profiles import Profile
 
 from .diffing import Comparator
 from .index import Key, RecordedExchange, ReplayIndex
-from .matching import GuidMap, MatchMode, normalise_numbers
+from .matching import GuidMap, MatchMode
 
 __all__ = [
     "BUILTINS",
@@ -138,7 +138,7 @@ class ReplayEngine:
             return Reply(self.profile.encode(reply))
         assert isinstance(message, Request)
         method = message.method
-        params = normalise_numbers(message.params if isinstance(message.params, dict) else {})
+        params = message.params if isinstance(message.params, dict) else {}
         key = self.index.key(route, method, params, self.guids)
         exchange = self.index.take(route, method, key)
         if exchange is not None:
@@ -213,7 +213,7 @@ class ReplayEngine:
                 recorded_params = exchange.request_obj().get("params") or {}
             except (ValueError, AttributeError):
                 continue
-            recorded = index.keyer.comparable_params(method, normalise_numbers(recorded_params))
+            recorded = index.keyer.comparable_params(method, recorded_params)
             diffs = comparator.compare(recorded, live, method, root=("params",))
             if not diffs:
                 continue

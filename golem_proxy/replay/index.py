@@ -29,64 +29,54 @@ Key = tuple[str, ...]
 
 __all__ = ["Key", "RecordedExchange", "ReplayIndex", "Trace", "load_trace"]
 
-# One pass over the whole file with this pattern finds every frame and exchange line in the
-# layout RecordingWriter writes; groups: t, then frame (conn, route, dir, n, type, method) up to
-# the spliced payload, or exchange (conn, req, resp).
+# One pass over the file finds every frame and exchange line in the layout RecordingWriter
+# writes. The literal ``\n{"seq":`` prefix lets the regex engine skip payload bytes quickly.
+# Groups: t, then frame (conn, route, dir, n, type, method) up to the spliced payload, or
+# exchange (conn, req, resp).
 _LINE = re.compile(
-    rb'^\{"seq":\d+,"t":([-0-9.eE+]+),"kind":"(?:'
+    rb'\n\{"seq":\d+,"t":([-0-9.eE+]+),"kind":"(?:'
     rb'frame","conn":(\d+),"route":"([^"\\\n]*)","dir":"(c2s|s2c)","n":(\d+),"size":\d+,'
     rb'"type":"(\w+)"(?:,"id":(?:"[^"\\\n]*"|-?\d+))?(?:,"method":"([^"\\\n]*)")?,"msg":'
-    rb'|exchange","conn":(\d+),"route":"[^"\\\n]*","req":(\d+),"resp":(\d+),)',
-    re.MULTILINE,
+    rb'|exchange","conn":(\d+),"route":"[^"\\\n]*","req":(\d+),"resp":(\d+),)'
 )
 _KIND = re.compile(rb'^\{"seq":\d+,"t":[-0-9.eE+]+,"kind":"(frame|exchange)"')
+_C2S = b"c2s"
+_S2C = b"s2c"
 
 
 class RecordedExchange:
-    """One recorded request and its response. The payloads stay in the trace's buffer (a
-    memory map of the file) and are sliced out only when needed."""
+    """One recorded request and its response. Payloads stay in the trace's buffer (a memory
+    map of the file) and are sliced out only when needed; times stay as recorded text until
+    a latency is asked for. Built by `load_trace`."""
 
-    __slots__ = (
-        "_req_at",
-        "_req_src",
-        "_resp_at",
-        "_resp_src",
-        "latency",
-        "method",
-        "number",
-        "request_type",
-        "route",
-    )
+    __slots__ = ("_req", "_resp", "_src", "_t0", "_t1", "method", "number", "request_type", "route")
 
-    def __init__(
-        self,
-        number: int,
-        route: str,
-        method: Optional[str],
-        request: tuple[Any, int],
-        request_type: str,
-        response: tuple[Any, int],
-        latency: float,
-    ) -> None:
-        self.number = number
-        """1-based position among the trace's exchanges (``#12`` in messages and reports)."""
-        self.route = route
-        self.method = method
-        self.request_type = request_type
-        """``request`` or ``malformed`` (the recorder's frame type)."""
-        self._req_src, self._req_at = request
-        self._resp_src, self._resp_at = response
-        self.latency = latency
+    number: int
+    """1-based position among the trace's exchanges (``#12`` in messages and reports)."""
+    route: str
+    method: Optional[str]
+    request_type: str
+    """``request`` or ``malformed`` (the recorder's frame type)."""
+    _src: Any  # the trace's buffer
+    _req: Any  # payload offset in the buffer, or the payload bytes (read the slow way)
+    _resp: Any
+    _t0: Any  # recorded request and response times, as text until needed
+    _t1: Any
+
+    @property
+    def latency(self) -> float:
+        """Seconds from the request's last byte to the response's, as recorded."""
+        return max(0.0, float(self._t1) - float(self._t0))
 
     @property
     def request(self) -> bytes:
         """The recorded request payload bytes."""
-        return _payload(self._req_src, self._req_at)
+        return _payload(self._src, self._req)
 
     @property
     def response(self) -> bytes:
         """The recorded response payload bytes."""
-        return _payload(self._resp_src, self._resp_at)
+        return _payload(self._src, self._resp)
 
     def request_obj(self) -> Any:
         """The recorded request decoded; raises ValueError when it was not JSON."""
@@ -100,9 +90,9 @@ class RecordedExchange:
         return f"<RecordedExchange #{self.number} {self.route} {self.method}>"
 
 
-def _payload(source: Any, at: int) -> bytes:
-    if isinstance(source, bytes):
-        return source
+def _payload(source: Any, at: Any) -> bytes:
+    if isinstance(at, bytes):
+        return at  # read the slow way: the payload itself
     # A spliced payload runs to the closing brace of its line.
     end = source.find(b"\n", at)
     return bytes(source[at : end - 1])
@@ -174,68 +164,61 @@ def _read_header(first: bytes) -> tuple[Header, Profile]:
         raise RecordingError(str(exc)) from None
 
 
+# A frame waiting for its exchange line: (t, type, method, route, payload offset or bytes).
+_Pending = tuple[Any, Any, Any, Any, Any]
+
+
 class _Loader:
     def __init__(self, profile: Profile, buffer: Any, max_line: int) -> None:
         self.profile = profile
         self.buffer = buffer
         self.max_line = max_line
-        # (conn, dir, n) → (t, type, method, route, (source, offset)); popped by the exchange.
-        self.frames: dict[tuple[int, str, int], tuple[float, str, Optional[str], str, Any]] = {}
+        # (conn, dir, n) as recorded bytes → the frame; popped by its exchange line.
+        self.frames: dict[tuple[bytes, bytes, bytes], _Pending] = {}
         self.exchanges: list[RecordedExchange] = []
         self.truncated = False
-        self._names: dict[bytes, str] = {}
+        self._names: dict[Any, str] = {}
 
-    def _name(self, raw: bytes) -> str:
-        name = self._names.get(raw)
-        if name is None:
-            name = self._names[raw] = raw.decode("utf-8")
-        return name
-
-    def run(self, start: int) -> None:
+    def run(self, header_end: int) -> None:
         buffer = self.buffer
         end = len(buffer)
         last_newline = buffer.rfind(b"\n")
         if last_newline < end - 1:
             self.truncated = True  # a killed writer's incomplete last line is ignored
             end = last_newline + 1
-        position = start
         frames = self.frames
-        name = self._name
-        for match in _LINE.finditer(buffer, start, end):
+        pair = self._pair
+        find = buffer.find
+        previous = header_end - 1  # the header's newline starts the first line
+        for match in _LINE.finditer(buffer, previous, end):
             at = match.start()
-            if at > position:
-                self._gap(position, at)
+            if find(b"\n", previous, at) >= 0:
+                self._gap(previous, at)
             t, conn, route, direction, n, kind, method, x_conn, x_req, x_resp = match.groups()
             if conn is not None:
-                msg_at = match.end()
-                frames[(int(conn), "c2s" if direction == b"c2s" else "s2c", int(n))] = (
-                    float(t),
-                    name(kind),
-                    None if method is None else name(method),
-                    name(route),
-                    (buffer, msg_at),
-                )
-                position = buffer.find(b"\n", msg_at) + 1
+                frames[(conn, direction, n)] = (t, kind, method, route, match.end())
             else:
-                self._pair(int(x_conn), int(x_req), int(x_resp))
-                position = buffer.find(b"\n", match.end()) + 1
-            if position - at > self.max_line:
-                raise RecordingError(f"a line at byte {at} is longer than {self.max_line} bytes")
-        if position < end:
-            self._gap(position, end)
+                pair(x_conn, x_req, x_resp)
+            previous = match.end()
+        if find(b"\n", previous, end) >= 0:
+            self._gap(previous, end - 1)
 
-    def _gap(self, start: int, end: int) -> None:
-        """Whole lines the fast pattern did not take: other events, or frames and exchanges in
-        another layout (base64 payloads, redaction), read the slow way."""
-        for line in self.buffer[start:end].splitlines():
+    def _gap(self, start: int, newline: int) -> None:
+        """Whole lines the fast pattern did not take (other events, or frames and exchanges
+        in another layout: base64 payloads, redaction), up to the newline at ``newline``,
+        read the slow way. ``start`` is inside the line before them."""
+        first = self.buffer.find(b"\n", start, newline + 1)
+        for line in self.buffer[first + 1 : newline].split(b"\n"):
+            if len(line) > self.max_line:
+                raise RecordingError(f"a line is longer than {self.max_line} bytes")
             if _KIND.match(line) is not None:
                 self._slow(line)
 
     def _slow(self, line: bytes) -> None:
         data = json.loads(line)
-        conn = int(data["conn"])
+        conn = str(int(data["conn"])).encode()
         if data.get("kind") == "exchange":
-            self._pair(conn, int(data["req"]), int(data["resp"]))
+            self._pair(conn, str(int(data["req"])).encode(), str(int(data["resp"])).encode())
             return
         if "raw" in data:
             payload = base64.b64decode(data["raw"])
@@ -245,30 +228,38 @@ class _Loader:
             start = line.index(MSG_KEY) + len(MSG_KEY)
             payload = line[start : line.rstrip().rindex(b"}")]
         method = data.get("method")
-        self.frames[(conn, str(data["dir"]), int(data["n"]))] = (
+        self.frames[(conn, str(data["dir"]).encode(), str(int(data["n"])).encode())] = (
             float(data.get("t", 0.0)),
             str(data.get("type", "")),
             method if isinstance(method, str) else None,
             str(data.get("route", "")),
-            (payload, 0),
+            payload,
         )
 
-    def _pair(self, conn: int, req: int, resp: int) -> None:
-        request = self.frames.pop((conn, "c2s", req), None)
-        response = self.frames.pop((conn, "s2c", resp), None)
+    def _name(self, raw: Any) -> Any:
+        if raw is None or isinstance(raw, str):
+            return raw
+        name = self._names.get(raw)
+        if name is None:
+            name = self._names[raw] = raw.decode("utf-8")
+        return name
+
+    def _pair(self, conn: bytes, req: bytes, resp: bytes) -> None:
+        request = self.frames.pop((conn, _C2S, req), None)
+        response = self.frames.pop((conn, _S2C, resp), None)
         if request is None or response is None:
             return  # its frames were lost (a killed writer); nothing to replay
-        self.exchanges.append(
-            RecordedExchange(
-                len(self.exchanges) + 1,
-                request[3],
-                request[2],
-                request[4],
-                request[1],
-                response[4],
-                max(0.0, response[0] - request[0]),
-            )
-        )
+        exchange = RecordedExchange()
+        exchange.number = len(self.exchanges) + 1
+        exchange.route = self._name(request[3])
+        exchange.method = self._name(request[2])
+        exchange.request_type = self._name(request[1])
+        exchange._src = self.buffer
+        exchange._req = request[4]
+        exchange._resp = response[4]
+        exchange._t0 = request[0]
+        exchange._t1 = response[0]
+        self.exchanges.append(exchange)
 
 
 class ReplayIndex:
