@@ -242,10 +242,11 @@ def _map_strings(value: Any, table: dict[str, str]) -> Any:
 
 
 # The ``.0`` of an integral float in compact JSON text (a digit before, ``,``, ``]`` or ``}``
-# after; repr never writes other trailing zeros): ``40.0`` reads as ``40``. JSON does not tell the two apart and the
-# reference client sends floats wherever Python had them. Doing this on the text costs one C
-# call instead of a walk over the value; a string value that happens to contain such a pattern
-# is changed in the key too, which can only merge keys that differ inside such a string.
+# after; repr never writes other trailing zeros): ``40.0`` reads as ``40``. JSON does not tell
+# the two apart and the reference client sends floats wherever Python had them. Doing this on
+# the text costs one C call instead of a walk over the value; a string value that happens to
+# contain such a pattern is changed in the key too, which can only merge keys that differ
+# inside such a string.
 _INTEGRAL_FLOAT = re.compile(r"(?<=\d)\.0(?=[,\]}])")
 
 

@@ -106,7 +106,7 @@ def test_replay_cli_serves_a_golem_client(
         assert caught.value.code == "NOT_FOUND"
         assert caught.value.message == (
             "no recorded geometry.create_box with these params; nearest: #3 (already used) "
-            "differs at params.corner[0] (0 vs 1) and 2 more"
+            "differs at params.corner[0] (0.0 vs 1) and 2 more"
         )
     with GolemClient(ready[3], int(ready[4])) as gh:
         assert gh.send_command("grasshopper.list_components") == {"components": []}
