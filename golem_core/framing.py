@@ -53,6 +53,8 @@ _HEADER_SIZE = _HEADER.size
 # Compact the input buffer once this many consumed bytes sit in front of it; compacting on every
 # frame would make a stream of small frames quadratic in the chunk size.
 _COMPACT_AT = 256 * 1024
+# A frame this much larger than what is buffered collects its chunks in a list (joined once).
+_LARGE_FRAME = 1024 * 1024
 
 
 class Framing(enum.Enum):
@@ -280,7 +282,13 @@ class _Decoder:
 
 
 class LengthPrefixedDecoder(_Decoder):
-    """Decoder for ``!I``-length-prefixed frames (GOLEM)."""
+    """Decoder for ``!I``-length-prefixed frames (GOLEM).
+
+    The buffer is an immutable ``bytes`` object rather than the base class's bytearray: a chunk
+    that arrives at a frame boundary becomes the buffer without a copy, and each payload is one
+    slice. A frame much larger than what is buffered accumulates its chunks in a list that is
+    joined once, so a 64 MiB frame costs one copy, not a quadratic series of them.
+    """
 
     framing = Framing.LENGTH_PREFIXED
 
@@ -288,6 +296,94 @@ class LengthPrefixedDecoder(_Decoder):
         self, max_payload: int = DEFAULT_LENGTH_PREFIXED_CAP, *, skip_oversized: bool = True
     ) -> None:
         super().__init__(max_payload, skip_oversized)
+        self._buf: bytes = b""  # type: ignore[assignment]
+        self._large_header = b""
+        self._parts: list[bytes] = []
+        self._parts_size = 0
+        self._need = 0  # payload size of the large frame being collected, 0 when none
+
+    @property
+    def buffered(self) -> int:
+        large = _HEADER_SIZE + self._parts_size if self._need else 0
+        return len(self._buf) - self._pos + large
+
+    def receive_data(self, data: bytes) -> None:
+        """Feed the next chunk of the stream. Raises RuntimeError after EOF was fed."""
+        if self._eof:
+            raise RuntimeError("receive_data() after receive_eof()")
+        if not data:
+            return
+        self.bytes_received += len(data)
+        if self._done:
+            return  # a fatal error stopped decoding; the caller forwards bytes anyway
+        if type(data) is not bytes:
+            data = bytes(data)
+        if self._need:
+            self._parts.append(data)
+            self._parts_size += len(data)
+            return
+        buf = self._buf
+        pos = self._pos
+        left = len(buf) - pos
+        if not left:
+            self._buf = data
+            self._pos = 0
+            return
+        if left >= _HEADER_SIZE and not self._skip_remaining:
+            (length,) = _unpack_header(buf, pos)
+            if length <= self.max_payload and length + _HEADER_SIZE - left > _LARGE_FRAME:
+                # A large frame: keep its payload pieces apart and join them once.
+                self._large_header = buf[pos : pos + _HEADER_SIZE]
+                self._parts = [buf[pos + _HEADER_SIZE :], data]
+                self._parts_size = left - _HEADER_SIZE + len(data)
+                self._need = length
+                self._buf = b""
+                self._pos = 0
+                return
+        self._buf = buf[pos:] + data
+        self._pos = 0
+
+    def _finish_large_frame(self) -> Frame:
+        """Join the pieces of a complete large frame; bytes past it become the buffer."""
+        parts = self._parts
+        extra = self._parts_size - self._need
+        rest = b""
+        if extra:
+            last = parts[-1]
+            parts[-1] = last[: len(last) - extra]
+            rest = last[len(last) - extra :]
+        payload = b"".join(parts)
+        frame = _make_frame(payload, self._large_header, b"")
+        self._parts = []
+        self._parts_size = 0
+        self._need = 0
+        self._buf = rest
+        self._pos = 0
+        self.frames_decoded += 1
+        return frame
+
+    def _unjoined(self) -> None:
+        # Give up on the large-frame path (EOF inside it): the pieces become the buffer again.
+        if self._need:
+            self._buf = b"".join([self._large_header, *self._parts])
+            self._pos = 0
+            self._parts = []
+            self._parts_size = 0
+            self._need = 0
+
+    def _take(self, n: int) -> bytes:
+        self._unjoined()
+        end = self._pos + n
+        chunk = self._buf[self._pos : end]
+        self._pos = end
+        return chunk
+
+    def _take_all(self) -> bytes:
+        self._unjoined()
+        chunk = self._buf[self._pos :]
+        self._buf = b""
+        self._pos = 0
+        return chunk
 
     def next_event(self) -> Union[Event, NeedData]:
         """Return the next event, or NEED_DATA. Never raises on bad input."""
@@ -305,6 +401,10 @@ class LengthPrefixedDecoder(_Decoder):
                 )
             assert skipped is not None
             return skipped
+        if self._need:
+            if self._parts_size < self._need:
+                return self._at_eof()
+            return self._finish_large_frame()
         buf = self._buf
         pos = self._pos
         if len(buf) - pos < _HEADER_SIZE:
@@ -323,11 +423,8 @@ class LengthPrefixedDecoder(_Decoder):
         end = start + length
         if len(buf) < end:
             return self._at_eof()
-        frame = _make_frame(bytes(buf[start:end]), bytes(buf[pos:start]), b"")
+        frame = _make_frame(buf[start:end], buf[pos:start], b"")
         self._pos = end
-        if end >= _COMPACT_AT and end * 2 >= len(buf):
-            del buf[:end]
-            self._pos = 0
         self.frames_decoded += 1
         return frame
 

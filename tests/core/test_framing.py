@@ -326,3 +326,42 @@ def test_frame_sizes() -> None:
     assert frame.size == len(frame.raw) == 7
     assert FrameError(FrameErrorKind.TRUNCATED, "", b"ab", False).size == 2
     assert Discarded(b"abc", True).size == 3
+
+
+@pytest.mark.parametrize("chunk", [65536, 999_983])
+def test_large_frames_collect_pieces_and_keep_the_bytes_that_follow(chunk: int) -> None:
+    big = bytes(range(256)) * 8192  # 2 MiB: takes the large-frame path
+    small = b'{"id": 1}'
+    stream = (
+        struct.pack("!I", len(big))
+        + big
+        + struct.pack("!I", len(small))
+        + small
+        + struct.pack("!I", len(big))
+        + big
+    )
+    decoder = LengthPrefixedDecoder()
+    events = []
+    for start in range(0, len(stream), chunk):
+        decoder.receive_data(stream[start : start + chunk])
+        events.extend(decoder.events())
+    decoder.receive_eof()
+    events.extend(decoder.events())
+    frames = [e for e in events if isinstance(e, Frame)]
+    assert [f.payload for f in frames] == [big, small, big]
+    assert b"".join(e.raw for e in events) == stream
+
+
+def test_eof_inside_a_large_frame_reports_every_byte_as_truncated() -> None:
+    big = b"y" * (3 * 1024 * 1024)
+    stream = struct.pack("!I", len(big)) + big
+    cut = stream[: len(stream) - 10]
+    decoder = LengthPrefixedDecoder()
+    for start in range(0, len(cut), 65536):
+        decoder.receive_data(cut[start : start + 65536])
+    assert list(decoder.events()) == []
+    assert decoder.buffered == len(cut)
+    decoder.receive_eof()
+    (error,) = list(decoder.events())
+    assert isinstance(error, FrameError) and error.kind is FrameErrorKind.TRUNCATED
+    assert error.raw == cut
