@@ -18,7 +18,7 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from golem_core.profiles import Profile, get_profile
 
@@ -276,7 +276,9 @@ class ReplayIndex:
         self.keyer = keyer
         self.reuse = reuse
         self.mode = keyer.mode
-        self.queues: dict[tuple[str, ...], deque[RecordedExchange]] = {}
+        # A key's recorded exchanges: most keys have one, kept bare (a deque costs ~600 bytes,
+        # which is most of the index for a large trace); a deque once there are more.
+        self.queues: dict[Key, Union[RecordedExchange, deque[RecordedExchange]]] = {}
         self.last: dict[tuple[str, ...], RecordedExchange] = {}
         self.by_method: dict[tuple[str, str], list[RecordedExchange]] = {}
         self._unkeyed: dict[tuple[str, str], deque[RecordedExchange]] = {}
@@ -291,9 +293,12 @@ class ReplayIndex:
                 bucket = by_method[(exchange.route, method)] = []
             bucket.append(exchange)
         if self.mode is MatchMode.SEQUENCE:
+            routes: dict[str, deque[RecordedExchange]] = {}
             for exchange in trace.exchanges:
                 if exchange.request_type == "request" and exchange.method is not None:
-                    self.queues.setdefault((exchange.route,), deque()).append(exchange)
+                    routes.setdefault(exchange.route, deque()).append(exchange)
+            for route, queue in routes.items():
+                self.queues[(route,)] = queue
         elif self.mode is MatchMode.METHOD:
             for (route, method), bucket in by_method.items():
                 self.queues[(route, method)] = deque(bucket)
@@ -313,10 +318,13 @@ class ReplayIndex:
             found_method, params = canonical_params(exchange.request)
             assert found_method == method
             own = self.keyer.key(route, method, params)
-            queue = self.queues.get(own)
-            if queue is None:
-                queue = self.queues[own] = deque()
-            queue.append(exchange)
+            queued = self.queues.get(own)
+            if queued is None:
+                self.queues[own] = exchange
+            elif isinstance(queued, deque):
+                queued.append(exchange)
+            else:
+                self.queues[own] = deque((queued, exchange))
             if own == key:
                 return
 
@@ -324,16 +332,24 @@ class ReplayIndex:
         """The next recorded exchange for ``key`` (consumed), the last one again with
         ``reuse``, or None. In sequence mode the next exchange of the route is taken only
         when its method is ``method``."""
-        queue = self.queues.get(key)
-        if not queue and self.mode is MatchMode.METHOD_PARAMS:
+        queued = self.queues.get(key)
+        if queued is None and self.mode is MatchMode.METHOD_PARAMS:
             self._key_until(route, method, key)
-            queue = self.queues.get(key)
-        if queue and (self.mode is not MatchMode.SEQUENCE or queue[0].method == method):
-            exchange = queue.popleft()
-            self.last[key] = exchange
-            self.used.add(exchange.number)
-            return exchange
-        if self.reuse and not queue:
+            queued = self.queues.get(key)
+        if queued is not None:
+            head = queued[0] if isinstance(queued, deque) else queued
+            if self.mode is MatchMode.SEQUENCE and head.method != method:
+                return None
+            if isinstance(queued, deque):
+                queued.popleft()
+                if not queued:
+                    del self.queues[key]
+            else:
+                del self.queues[key]
+            self.last[key] = head
+            self.used.add(head.number)
+            return head
+        if self.reuse:
             last = self.last.get(key)
             if last is not None and last.method == method:
                 return last
@@ -341,8 +357,10 @@ class ReplayIndex:
 
     def peek_sequence(self, route: str) -> Optional[RecordedExchange]:
         """In sequence mode, the exchange the route expects next."""
-        queue = self.queues.get((route,))
-        return queue[0] if queue else None
+        queued = self.queues.get((route,))
+        if isinstance(queued, deque):
+            return queued[0]
+        return queued
 
     def last_for(self, key: Key) -> Optional[RecordedExchange]:
         """The exchange most recently handed out for ``key`` (None when none was)."""

@@ -205,3 +205,10 @@ def test_verify_fails_against_a_plugin_whose_document_differs(demo_trace: Path) 
         )
     assert done.returncode == 1
     assert "main scene.list_objects" in done.stdout and "result.objects" in done.stdout
+
+
+@pytest.mark.parametrize("sample", ["modelling-session", "error-session", "grasshopper-session"])
+def test_sample_recordings_verify_against_the_headless_plugin(sample: str) -> None:
+    """The samples in recordings/ are what the headless plugin (seed 7) answers today."""
+    done = verify_fresh(ROOT / "recordings" / f"{sample}.jsonl", seed=7)
+    assert done.returncode == 0, done.stdout + done.stderr
