@@ -103,3 +103,28 @@ def test_nothing(golem_replay):
     result = pytester.runpytest_subprocess("-p", "golem_proxy.pytest_plugin")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*8 recorded exchange(s) unused: #2 scene.create_layer*"])
+
+
+def test_all_mode_rerecords_the_trace_from_the_live_plugin(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_all="""
+import pytest
+from golem_proxy.client import GolemClient
+
+@pytest.mark.golem_trace("fresh.jsonl")
+def test_layers(golem_replay):
+    with GolemClient(golem_replay.host, golem_replay.port) as client:
+        client.send_command("scene.create_layer", {"name": "Roof", "color": [1, 2, 3]})
+        assert client.send_command("scene.list_layers")["layers"]
+"""
+    )
+    with PluginProcess(seed=3) as plugin:
+        result = pytester.runpytest_subprocess(
+            "-p", "golem_proxy.pytest_plugin", "--golem-record=all", f"--golem-live={plugin.main}"
+        )
+    result.assert_outcomes(passed=1)
+    trace = pytester.path / "fresh.jsonl"
+    methods = [e.method for e in read_recording(str(trace)).exchanges()]
+    assert methods == ["scene.create_layer", "scene.list_layers"]  # ping answered locally
+    replayed = pytester.runpytest_subprocess("-p", "golem_proxy.pytest_plugin")
+    replayed.assert_outcomes(passed=1)
