@@ -30,15 +30,24 @@ from typing import Any, Optional
 
 import pytest
 
+from golem_core.profiles import get_profile
+
 from .addresses import Address, parse_address
 from .recording import Header, RouteInfo
 from .replay.background import BackgroundReplay
 from .replay.engine import ReplayEngine, summary
-from .replay.index import ReplayIndex, Trace, load_trace
-from .replay.matching import IgnoreRules, Keyer, MatchMode
+from .replay.index import Trace, load_trace
+from .replay.matching import MatchMode
 from .replay.merge import append_recording
 from .replay.server import ReplayServer
-from .replay.setup import assign_routes, open_record_new, parse_timing
+from .replay.setup import (
+    ReplayOptions,
+    assign_routes,
+    engine_for,
+    open_record_new,
+    parse_timing,
+    upstreams_for,
+)
 
 __all__ = ["GolemReplay", "GolemUnusedExchangesWarning"]
 
@@ -122,7 +131,7 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
     live = _live(request.config, mode)
     engine = _engine(str(path), mode, options)
     listen = assign_routes(engine.index.trace, Address("127.0.0.1", 0), Address("127.0.0.1", 0))
-    upstreams = _upstreams(listen, live)
+    upstreams = upstreams_for(listen, live.get("main"), live.get("gh"))
     record_path: Optional[str] = None
     recorder = None
     if mode != "none":
@@ -160,19 +169,19 @@ def _live(config: pytest.Config, mode: str) -> dict[str, Address]:
 
 
 def _engine(path: str, mode: str, options: dict[str, Any]) -> ReplayEngine:
-    keyer = Keyer(
-        MatchMode(options.get("match", "method-params")),
-        IgnoreRules.parse(_strings(options.get("ignore", ()))),
-    )
     if mode == "all" or (mode == "new" and not os.path.exists(path)):
         trace = _empty_trace(options.get("profile", "golem"))
     else:
         trace = load_trace(path)
-    index = ReplayIndex(trace, keyer, reuse=bool(options.get("reuse", False)))
-    return ReplayEngine(
-        index,
-        on_miss="error" if mode == "none" else "forward",
-        timing=parse_timing(str(options.get("timing", "none"))),
+    return engine_for(
+        trace,
+        ReplayOptions(
+            match=MatchMode(options.get("match", "method-params")),
+            ignore=_strings(options.get("ignore", ())),
+            reuse=bool(options.get("reuse", False)),
+            on_miss="error" if mode == "none" else "forward",
+            timing=parse_timing(str(options.get("timing", "none"))),
+        ),
     )
 
 
@@ -181,21 +190,8 @@ def _strings(value: Any) -> Sequence[str]:
 
 
 def _empty_trace(profile_name: str) -> Trace:
-    from golem_core.profiles import get_profile
-
     routes = (RouteInfo("main", "replay", "live"), RouteInfo("gh", "replay", "live"))
     return Trace(Header.new(profile_name, routes), get_profile(profile_name), [])
-
-
-def _upstreams(listen: dict[str, Address], live: dict[str, Address]) -> dict[str, Address]:
-    if not live:
-        return {}
-    found: dict[str, Address] = {}
-    for index, route in enumerate(listen):
-        role = "main" if index == 0 else "gh"
-        if role in live:
-            found[route] = live[role]
-    return found
 
 
 def _store(path: str, recorded: str, mode: str, engine: ReplayEngine) -> None:

@@ -9,7 +9,7 @@ from typing import Optional
 
 import trio
 
-from ..addresses import Address, parse_address
+from ..addresses import parse_address
 from ..net import ListenError
 from ..recording import RecordingError, RecordingWriter
 from ..replay.engine import summary
@@ -22,6 +22,7 @@ from ..replay.setup import (
     open_record_new,
     parse_on_miss,
     parse_timing,
+    upstreams_for,
 )
 
 NAME = "replay"
@@ -119,14 +120,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, RecordingError, ValueError) as exc:
         print(f"golem-proxy replay: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    upstreams: dict[str, Address] = {}
-    if forward_to is not None:
-        for route, address in listen.items():
-            if address == args.gh_listen:
-                if args.gh_forward is not None:
-                    upstreams[route] = args.gh_forward
-            else:
-                upstreams[route] = forward_to
+    upstreams = upstreams_for(listen, forward_to, args.gh_forward)
     recorder: Optional[RecordingWriter] = None
     if args.record_new:
         recorder = open_record_new(args.record_new, engine, upstreams)

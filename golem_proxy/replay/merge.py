@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from ..events import ExchangeCompleted, FrameSeen
+from ..events import ExchangeCompleted
 from ..recording import RecordingReader, encode_event
 
 __all__ = ["append_recording"]
@@ -75,9 +75,7 @@ def _shift(event: Any, conn: int, t: float) -> Any:
             request=_shift(event.request, conn, t),
             response=_shift(event.response, conn, t),
         )
-    changes: dict[str, Any] = {}
+    changes: dict[str, Any] = {"t": event.t + t}  # every other event has a t field
     if hasattr(event, "conn"):
         changes["conn"] = event.conn + conn
-    if isinstance(event, FrameSeen) or "t" in {f.name for f in dataclasses.fields(event)}:
-        changes["t"] = event.t + t
     return dataclasses.replace(event, **changes)

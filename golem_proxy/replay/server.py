@@ -93,7 +93,6 @@ class ReplayServer:
         self.connections = 0
         self._next_upstream_conn = 1
         self._t0 = 0.0
-        self.idle = trio.Event()
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Listen, report the bound addresses (route → Address) through ``task_status``, and
@@ -124,7 +123,6 @@ class ReplayServer:
     async def serve_connection(self, route: str, stream: trio.abc.Stream) -> None:
         """Answer one client connection on ``route`` until it closes (or must be closed)."""
         self.connections += 1
-        self.idle = trio.Event()
         decoder = self.profile.new_decoder(skip_oversized=False)
         upstream: Optional[_Upstream] = None
         try:
@@ -152,8 +150,6 @@ class ReplayServer:
                     await self._close_upstream(route, upstream)
                 await stream.aclose()
             self.connections -= 1
-            if self.connections == 0:
-                self.idle.set()
 
     async def _answer(
         self, route: str, stream: trio.abc.Stream, frame: Frame, upstream: Optional[_Upstream]

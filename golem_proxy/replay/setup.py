@@ -15,7 +15,16 @@ from .engine import ReplayEngine
 from .index import RecordedExchange, ReplayIndex, Trace, load_trace
 from .matching import IgnoreRules, Keyer, MatchMode
 
-__all__ = ["ReplayOptions", "assign_routes", "build_engine", "open_record_new", "parse_timing"]
+__all__ = [
+    "ReplayOptions",
+    "assign_routes",
+    "build_engine",
+    "engine_for",
+    "open_record_new",
+    "parse_on_miss",
+    "parse_timing",
+    "upstreams_for",
+]
 
 
 @dataclass
@@ -62,7 +71,11 @@ def build_engine(traces: Sequence[str], options: ReplayOptions) -> ReplayEngine:
     """Load the trace(s) and build the engine. Several files are served as one trace, in the
     order given (their headers must name the same profile). Raises OSError, RecordingError,
     ValueError."""
-    trace = _merge([load_trace(path) for path in traces])
+    return engine_for(_merge([load_trace(path) for path in traces]), options)
+
+
+def engine_for(trace: Trace, options: ReplayOptions) -> ReplayEngine:
+    """The engine serving ``trace`` under ``options``. Raises ValueError for a bad option."""
     profile = get_profile(options.profile) if options.profile else trace.profile
     keyer = Keyer(options.match, IgnoreRules.parse(options.ignore))
     index = ReplayIndex(trace, keyer, reuse=options.reuse)
@@ -88,9 +101,10 @@ def _merge(traces: list[Trace]) -> Trace:
 
 
 def assign_routes(trace: Trace, listen: Address, gh_listen: Address) -> dict[str, Address]:
-    """Trace route name → where to serve it: ``main`` on ``listen``, ``gh`` on ``gh_listen``;
-    a trace with one route serves it on ``listen`` (and still opens the Grasshopper channel,
-    as the plugin does). Raises ValueError for a trace whose routes cannot be placed."""
+    """Trace route name → where to serve it, main listener first: ``main`` on ``listen``,
+    ``gh`` on ``gh_listen``; a trace with one route (not named ``gh``) serves it on ``listen``
+    and still opens the Grasshopper channel, as the plugin does. Raises ValueError for a trace
+    whose routes cannot be placed."""
     names = [name for name in trace.routes if any(e.route == name for e in trace.exchanges)]
     if not names:
         names = [route.name for route in trace.header.routes][:1] or ["main"]
@@ -103,6 +117,18 @@ def assign_routes(trace: Trace, listen: Address, gh_listen: Address) -> dict[str
             "named main and gh"
         )
     return {"main": listen, "gh": gh_listen}
+
+
+def upstreams_for(
+    listen: dict[str, Address], main: Optional[Address], gh: Optional[Address]
+) -> dict[str, Address]:
+    """Route name → live plugin for forwarding: the route served on the main listener goes to
+    ``main``, the one on the Grasshopper listener to ``gh`` (`assign_routes` order)."""
+    found: dict[str, Address] = {}
+    for route, live in zip(listen, (main, gh)):
+        if live is not None:
+            found[route] = live
+    return found
 
 
 def open_record_new(

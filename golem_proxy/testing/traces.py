@@ -16,7 +16,7 @@ from ..events import (
     ExchangeCompleted,
     FrameSeen,
 )
-from ..recording import Header, RecordingWriter, RouteInfo
+from ..recording import Header, RecordingWriter, RouteInfo, open_recording_file
 
 __all__ = ["TraceBuilder"]
 
@@ -48,8 +48,7 @@ class TraceBuilder:
 
     @classmethod
     def create(cls, path: str, profile: str = "golem", **kwargs: Any) -> TraceBuilder:
-        from ..recording import open_recording_file
-
+        """Write to ``path`` (replaced if it exists, mode 0600)."""
         return cls(open_recording_file(path, overwrite=True), profile, **kwargs)
 
     def _conn(self, route: str) -> tuple[int, list[int]]:
