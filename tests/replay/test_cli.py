@@ -16,6 +16,7 @@ import pytest
 
 from golem_proxy.client import GolemClient, RhinoCommandError
 from golem_proxy.plugin_process import PluginProcess
+from golem_proxy.recording import read_recording
 
 from .traces import BOX, modelling_session
 
@@ -212,3 +213,55 @@ def test_sample_recordings_verify_against_the_headless_plugin(sample: str) -> No
     """The samples in recordings/ are what the headless plugin (seed 7) answers today."""
     done = verify_fresh(ROOT / "recordings" / f"{sample}.jsonl", seed=7)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path) -> None:
+    trace = modelling_session(tmp_path / "session.jsonl")
+    new = tmp_path / "new.jsonl"
+    with PluginProcess(seed=5) as plugin:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "golem_proxy",
+                "replay",
+                str(trace),
+                "--listen",
+                "127.0.0.1:0",
+                "--gh-listen",
+                "127.0.0.1:0",
+                "--on-miss",
+                f"forward {plugin.main}",
+                "--record-new",
+                str(new),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        try:
+            assert process.stdout is not None
+            ready = READY.search(process.stdout.readline())
+            assert ready is not None
+            with GolemClient(ready[1], int(ready[2])) as client:
+                assert (
+                    client.send_command(
+                        "geometry.create_box",
+                        {"corner": [0, 0, 0], "width": 40, "depth": 10, "height": 30},
+                    )["guid"]
+                    == BOX
+                )
+                layers = client.send_command("scene.list_layers")  # not in the trace: live
+                assert [layer["name"] for layer in layers["layers"]] == ["Default"]
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=15)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+    assert process.returncode == 0, stderr
+    assert "1 forwarded" in stderr
+    exchanges = read_recording(str(new)).exchanges()
+    assert [e.method for e in exchanges] == ["scene.list_layers"]
+    assert json.loads(exchanges[0].response.payload)["result"] == layers
