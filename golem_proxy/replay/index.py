@@ -31,17 +31,24 @@ __all__ = ["Key", "RecordedExchange", "ReplayIndex", "Trace", "load_trace"]
 
 # One pass over the file finds every frame and exchange line in the layout RecordingWriter
 # writes. The literal ``\n{"seq":`` prefix lets the regex engine skip payload bytes quickly.
-# Groups: t, then frame (conn, route, dir, n, type, method) up to the spliced payload, or
-# exchange (conn, req, resp).
+# A frame's ``"conn":…,"route":…,"dir":…,"n":…`` text is its pairing key as it stands, and an
+# exchange line rebuilds the same text from its conn, route and frame numbers, so pairing costs
+# no parsing. Groups: 1 t; frame: 2 key, 3 route, 4 type, 5 method; exchange: 6 conn and
+# route, 7 req, 8 resp.
 _LINE = re.compile(
     rb'\n\{"seq":\d+,"t":([-0-9.eE+]+),"kind":"(?:'
-    rb'frame","conn":(\d+),"route":"([^"\\\n]*)","dir":"(c2s|s2c)","n":(\d+),"size":\d+,'
+    rb'frame",("conn":\d+,"route":"([^"\\\n]*)","dir":"(?:c2s|s2c)","n":\d+),"size":\d+,'
     rb'"type":"(\w+)"(?:,"id":(?:"[^"\\\n]*"|-?\d+))?(?:,"method":"([^"\\\n]*)")?,"msg":'
-    rb'|exchange","conn":(\d+),"route":"[^"\\\n]*","req":(\d+),"resp":(\d+),)'
+    rb'|exchange",("conn":\d+,"route":"[^"\\\n]*"),"req":(\d+),"resp":(\d+),)'
 )
 _KIND = re.compile(rb'^\{"seq":\d+,"t":[-0-9.eE+]+,"kind":"(frame|exchange)"')
-_C2S = b"c2s"
-_S2C = b"s2c"
+_C2S = b',"dir":"c2s","n":'
+_S2C = b',"dir":"s2c","n":'
+
+
+def _pair_key(conn: int, route: str) -> bytes:
+    """The ``"conn":…,"route":"…"`` text the writer puts in every line of a connection."""
+    return f'"conn":{conn},"route":{json.dumps(route, ensure_ascii=False)}'.encode()
 
 
 class RecordedExchange:
@@ -164,8 +171,15 @@ def _read_header(first: bytes) -> tuple[Header, Profile]:
         raise RecordingError(str(exc)) from None
 
 
-# A frame waiting for its exchange line: (t, type, method, route, payload offset or bytes).
-_Pending = tuple[Any, Any, Any, Any, Any]
+@dataclass(frozen=True)
+class _SlowFrame:
+    """A frame read with ``json.loads`` (it did not fit the fast pattern)."""
+
+    t: float
+    type: str
+    method: Optional[str]
+    route: str
+    payload: bytes
 
 
 class _Loader:
@@ -173,11 +187,11 @@ class _Loader:
         self.profile = profile
         self.buffer = buffer
         self.max_line = max_line
-        # (conn, dir, n) as recorded bytes → the frame; popped by its exchange line.
-        self.frames: dict[tuple[bytes, bytes, bytes], _Pending] = {}
+        # Pairing key text → the frame's match (or _SlowFrame); popped by its exchange line.
+        self.frames: dict[bytes, Any] = {}
         self.exchanges: list[RecordedExchange] = []
         self.truncated = False
-        self._names: dict[Any, str] = {}
+        self._names: dict[Any, Any] = {None: None}
 
     def run(self, header_end: int) -> None:
         buffer = self.buffer
@@ -194,11 +208,12 @@ class _Loader:
             at = match.start()
             if find(b"\n", previous, at) >= 0:
                 self._gap(previous, at)
-            t, conn, route, direction, n, kind, method, x_conn, x_req, x_resp = match.groups()
-            if conn is not None:
-                frames[(conn, direction, n)] = (t, kind, method, route, match.end())
+            key = match.group(2)
+            if key is not None:
+                frames[key] = match
             else:
-                pair(x_conn, x_req, x_resp)
+                head, req, resp = match.group(6, 7, 8)
+                pair(head + _C2S + req, head + _S2C + resp)
             previous = match.end()
         if find(b"\n", previous, end) >= 0:
             self._gap(previous, end - 1)
@@ -216,9 +231,12 @@ class _Loader:
 
     def _slow(self, line: bytes) -> None:
         data = json.loads(line)
-        conn = str(int(data["conn"])).encode()
+        head = _pair_key(int(data["conn"]), str(data.get("route", "")))
         if data.get("kind") == "exchange":
-            self._pair(conn, str(int(data["req"])).encode(), str(int(data["resp"])).encode())
+            self._pair(
+                head + _C2S + str(int(data["req"])).encode(),
+                head + _S2C + str(int(data["resp"])).encode(),
+            )
             return
         if "raw" in data:
             payload = base64.b64decode(data["raw"])
@@ -228,7 +246,8 @@ class _Loader:
             start = line.index(MSG_KEY) + len(MSG_KEY)
             payload = line[start : line.rstrip().rindex(b"}")]
         method = data.get("method")
-        self.frames[(conn, str(data["dir"]).encode(), str(int(data["n"])).encode())] = (
+        direction = _C2S if data["dir"] == "c2s" else _S2C
+        self.frames[head + direction + str(int(data["n"])).encode()] = _SlowFrame(
             float(data.get("t", 0.0)),
             str(data.get("type", "")),
             method if isinstance(method, str) else None,
@@ -237,28 +256,33 @@ class _Loader:
         )
 
     def _name(self, raw: Any) -> Any:
-        if raw is None or isinstance(raw, str):
-            return raw
         name = self._names.get(raw)
-        if name is None:
+        if name is None and raw is not None:
             name = self._names[raw] = raw.decode("utf-8")
         return name
 
-    def _pair(self, conn: bytes, req: bytes, resp: bytes) -> None:
-        request = self.frames.pop((conn, _C2S, req), None)
-        response = self.frames.pop((conn, _S2C, resp), None)
+    def _pair(self, request_key: bytes, response_key: bytes) -> None:
+        request = self.frames.pop(request_key, None)
+        response = self.frames.pop(response_key, None)
         if request is None or response is None:
             return  # its frames were lost (a killed writer); nothing to replay
         exchange = RecordedExchange()
         exchange.number = len(self.exchanges) + 1
-        exchange.route = self._name(request[3])
-        exchange.method = self._name(request[2])
-        exchange.request_type = self._name(request[1])
         exchange._src = self.buffer
-        exchange._req = request[4]
-        exchange._resp = response[4]
-        exchange._t0 = request[0]
-        exchange._t1 = response[0]
+        if isinstance(request, _SlowFrame):
+            exchange.route, exchange.method = request.route, request.method
+            exchange.request_type = request.type
+            exchange._req, exchange._t0 = request.payload, request.t
+        else:
+            name = self._name
+            t, route, kind, method = request.group(1, 3, 4, 5)
+            exchange.route, exchange.method = name(route), name(method)
+            exchange.request_type = name(kind)
+            exchange._req, exchange._t0 = request.end(), t
+        if isinstance(response, _SlowFrame):
+            exchange._resp, exchange._t1 = response.payload, response.t
+        else:
+            exchange._resp, exchange._t1 = response.end(), response.group(1)
         self.exchanges.append(exchange)
 
 
