@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,16 @@ from .traces import modelling_session
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _plugin_args() -> tuple[str, ...]:
+    """``-p golem_proxy.pytest_plugin`` unless the installed package already registers it
+    through its pytest11 entry point (registering it twice is an error)."""
+    names = {ep.value for ep in entry_points(group="pytest11")}
+    return () if "golem_proxy.pytest_plugin" in names else ("-p", "golem_proxy.pytest_plugin")
+
+
+PLUGIN = _plugin_args()
 
 
 @pytest.fixture(autouse=True)
@@ -45,14 +56,14 @@ def write_test(pytester: pytest.Pytester, extra: str = "pass") -> None:
 
 def test_none_mode_replays_and_warns_about_unused(pytester: pytest.Pytester) -> None:
     write_test(pytester)
-    result = pytester.runpytest_subprocess("-p", "golem_proxy.pytest_plugin", "-W", "default")
+    result = pytester.runpytest_subprocess(*PLUGIN, "-W", "default")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*GolemUnusedExchangesWarning: 6 recorded exchange(s) unused*"])
 
 
 def test_none_mode_fails_the_test_listing_the_misses(pytester: pytest.Pytester) -> None:
     write_test(pytester, 'client.send_command("scene.delete_layer", {"name": "x"})')
-    result = pytester.runpytest_subprocess("-p", "golem_proxy.pytest_plugin")
+    result = pytester.runpytest_subprocess(*PLUGIN)
     # The miss is a NOT_FOUND error inside the test, and the teardown lists it as well.
     result.assert_outcomes(failed=1, errors=1)
     result.stdout.fnmatch_lines(
@@ -69,8 +80,7 @@ def test_new_mode_adds_missing_exchanges_from_the_live_plugin(pytester: pytest.P
     before = len(read_recording(str(trace)).exchanges())
     with PluginProcess(seed=1) as plugin:
         result = pytester.runpytest_subprocess(
-            "-p",
-            "golem_proxy.pytest_plugin",
+            *PLUGIN,
             "--golem-record=new",
             f"--golem-live={plugin.main}",
         )
@@ -78,13 +88,13 @@ def test_new_mode_adds_missing_exchanges_from_the_live_plugin(pytester: pytest.P
     exchanges = read_recording(str(trace)).exchanges()
     assert len(exchanges) == before + 1 and exchanges[-1].method == "scene.list_layers"
     # Now the trace has it: replay only passes.
-    again = pytester.runpytest_subprocess("-p", "golem_proxy.pytest_plugin")
+    again = pytester.runpytest_subprocess(*PLUGIN)
     again.assert_outcomes(passed=1, warnings=1)
 
 
 def test_new_mode_needs_a_live_plugin(pytester: pytest.Pytester) -> None:
     write_test(pytester)
-    result = pytester.runpytest_subprocess("-p", "golem_proxy.pytest_plugin", "--golem-record=new")
+    result = pytester.runpytest_subprocess(*PLUGIN, "--golem-record=new")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*--golem-record=new needs --golem-live HOST:PORT*"])
 
@@ -100,7 +110,7 @@ def test_nothing(golem_replay):
     pass
 """
     )
-    result = pytester.runpytest_subprocess("-p", "golem_proxy.pytest_plugin")
+    result = pytester.runpytest_subprocess(*PLUGIN)
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*8 recorded exchange(s) unused: #2 scene.create_layer*"])
 
@@ -120,11 +130,11 @@ def test_layers(golem_replay):
     )
     with PluginProcess(seed=3) as plugin:
         result = pytester.runpytest_subprocess(
-            "-p", "golem_proxy.pytest_plugin", "--golem-record=all", f"--golem-live={plugin.main}"
+            *PLUGIN, "--golem-record=all", f"--golem-live={plugin.main}"
         )
     result.assert_outcomes(passed=1)
     trace = pytester.path / "fresh.jsonl"
     methods = [e.method for e in read_recording(str(trace)).exchanges()]
     assert methods == ["scene.create_layer", "scene.list_layers"]  # ping answered locally
-    replayed = pytester.runpytest_subprocess("-p", "golem_proxy.pytest_plugin")
+    replayed = pytester.runpytest_subprocess(*PLUGIN)
     replayed.assert_outcomes(passed=1)
