@@ -38,6 +38,10 @@ __all__ = ["ConnectionTap", "TapVerdict", "TapWorker"]
 
 Publish = Callable[[Event], None]
 
+ELIDE_FRAMES_OVER = 1024 * 1024
+"""Frames larger than this are typed with their long opaque strings elided (live view only)."""
+ELIDE_STRINGS_OVER = 64 * 1024
+
 # Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
 _ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
 
@@ -150,7 +154,13 @@ class ConnectionTap:
     def _frame(self, direction: Direction, frame: Frame, t: float) -> Optional[TapVerdict]:
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         payload = frame.payload
-        message = self.profile.parse(payload, role)
+        elided = 0
+        if len(payload) > ELIDE_FRAMES_OVER:
+            # A blob (an image, a mesh) is not materialised for the live view: the typing and
+            # the checks do not depend on its content, and the recording keeps its bytes.
+            message, elided = self.profile.parse_elided(payload, role, ELIDE_STRINGS_OVER)
+        else:
+            message = self.profile.parse(payload, role)
         violations = self.profile.check_message(message, payload)
         if self.catalogue is not None and isinstance(message, Request):
             violations.extend(self.catalogue.check_request(message))
@@ -160,14 +170,25 @@ class ConnectionTap:
         redacted: tuple[str, ...] = ()
         if self.redactor and not isinstance(message, Malformed):
             method = self.profile.method_of(request.frame.message if request else message)
-            obj, redacted = self.redactor.apply(message.obj, method)
+            full = self.profile.parse(payload, role) if elided else message
+            obj, redacted = self.redactor.apply(full.obj, method)
             if redacted:
+                elided = 0
                 payload = self.profile.encode_payload(obj)
                 message = self.profile.parse(payload, role)
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
         seen = FrameSeen(
-            self.conn, self.route, direction, index, t, frame.size, payload, message, redacted
+            self.conn,
+            self.route,
+            direction,
+            index,
+            t,
+            frame.size,
+            payload,
+            message,
+            redacted,
+            elided,
         )
         self.publish(seen)
         for found in violations:
@@ -197,6 +218,7 @@ class _Work:
     data: bytes
     t: float
     fed: bool = False
+    submitted: float = 0.0
 
 
 class TapWorker:
@@ -209,9 +231,21 @@ class TapWorker:
     `submit` callers wait: the one point where the relay slows, rather than let memory grow
     without bound."""
 
-    def __init__(self, hard_limit: int = 256 * 1024 * 1024, slice_frames: int = 16) -> None:
+    def __init__(
+        self,
+        hard_limit: int = 256 * 1024 * 1024,
+        slice_frames: int = 16,
+        *,
+        quiet: float = 0.0005,
+        max_delay: float = 0.02,
+        soft_limit: int = 16 * 1024 * 1024,
+    ) -> None:
         self.hard_limit = hard_limit
         self.slice_frames = slice_frames
+        self.quiet = quiet
+        self.max_delay = max_delay
+        self.soft_limit = soft_limit
+        self._last_submit = 0.0
         self.backlog = 0
         # Work to decode, or an event to publish once everything before it is decoded.
         self._queue: collections.deque[Union[_Work, tuple[Publish, Event]]] = collections.deque()
@@ -227,7 +261,8 @@ class TapWorker:
             if self._room.is_set():
                 self._room = trio.Event()
             await self._room.wait()
-        self._queue.append(_Work(tap, direction, data, t))
+        self._queue.append(_Work(tap, direction, data, t, submitted=trio.current_time()))
+        self._last_submit = trio.current_time()
         self.backlog += len(data)
         self._wake()
 
@@ -254,10 +289,29 @@ class TapWorker:
                 self._wakeup = trio.Event()
                 await self._wakeup.wait()
                 continue
-            await trio.lowlevel.checkpoint()
+            await self._wait_for_quiet()
             budget = self.slice_frames
             while budget > 0 and self._queue:
                 budget -= self._process_some(budget)
+
+    async def _wait_for_quiet(self) -> None:
+        """Let forwarding go first: wait until no chunk arrived for ``quiet`` seconds, unless
+        the oldest queued chunk has waited ``max_delay`` or the backlog passed ``soft_limit``.
+        A burst is then forwarded at full speed and decoded in the pause after it."""
+        await trio.lowlevel.checkpoint()
+        while self._queue and self.backlog < self.soft_limit:
+            now = trio.current_time()
+            if now - self._last_submit >= self.quiet:
+                return
+            if now - self._oldest_submit() >= self.max_delay:
+                return
+            await trio.sleep(self.quiet)
+
+    def _oldest_submit(self) -> float:
+        for item in self._queue:
+            if isinstance(item, _Work):
+                return item.submitted
+        return trio.current_time()
 
     def drain_now(self) -> None:
         """Decode everything queued, synchronously (used at shutdown)."""

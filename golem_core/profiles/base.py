@@ -24,6 +24,7 @@ from ..messages import (
     Response,
     Role,
     decode_json,
+    elide_long_strings,
     is_json_int,
 )
 from ..registry import Registry
@@ -119,6 +120,15 @@ class Profile(abc.ABC):
         if role is _REQUEST:
             return self.parse_request(obj)
         return self.parse_response(obj)
+
+    def parse_elided(
+        self, payload: bytes, role: Optional[Role], min_length: int
+    ) -> tuple[Message, int]:
+        """`parse`, with long opaque strings replaced by placeholders first (see
+        `elide_long_strings`). Returns the message and the number of bytes elided; when that is
+        0 the message is exactly `parse`'s."""
+        skeleton, elided = elide_long_strings(payload, min_length)
+        return self.parse(skeleton if elided else payload, role), elided
 
     def parse_frame(self, frame: Frame, role: Optional[Role]) -> Message:
         return self.parse(frame.payload, role)
