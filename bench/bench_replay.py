@@ -1,0 +1,192 @@
+"""Replay benchmark: the replay server's round trips per second next to the headless plugin's,
+and the time and peak memory to index a large generated trace.
+
+    python bench/bench_replay.py [--exchanges 1000000] [--round-trips 3000]
+
+The large trace is written directly in RecordingWriter's line layout (writing it through the
+event classes would take minutes); the first exchanges are checked against the reference
+reader so the layout cannot drift unnoticed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from golem_proxy.client import GolemClient  # noqa: E402
+from golem_proxy.plugin_process import PluginProcess  # noqa: E402
+from golem_proxy.recording import Header, RouteInfo, encode_header, read_recording  # noqa: E402
+from golem_proxy.replay.index import ReplayIndex, load_trace  # noqa: E402
+from golem_proxy.replay.matching import Keyer, MatchMode, canonical_params  # noqa: E402
+
+READY = re.compile(r"main=(\S+):(\d+)")
+
+
+def write_trace(path: Path, exchanges: int, method: str = "geometry.create_box") -> None:
+    """``exchanges`` requests with distinct params and their answers, on one connection."""
+    header = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
+    with open(path, "wb") as out:
+        out.write(encode_header(header))
+        out.write(
+            b'{"seq":1,"t":0.0,"kind":"open","conn":1,"route":"main",'
+            b'"client":"127.0.0.1:50000","upstream":"127.0.0.1:9876"}\n'
+        )
+        chunk: list[bytes] = []
+        seq = 1
+        for n in range(exchanges):
+            rid = str(uuid.UUID(int=n + 1, version=4))
+            guid = str(uuid.UUID(int=(n + 1) << 64, version=4))
+            params = (
+                f'{{"corner": [{n}.0, 0.0, 0.0], "width": 40.0, "depth": 10.0, "height": 30.0}}'
+                if method == "geometry.create_box"
+                else "{}"
+            )
+            request = f'{{"id": "{rid}", "method": "{method}", "params": {params}}}'
+
+            response = f'{{"id": "{rid}", "result": {{"guid": "{guid}"}}, "error": null}}'
+            t = n * 0.002
+            chunk.append(
+                f'{{"seq":{seq + 1},"t":{t + 0.001:.6f},"kind":"frame","conn":1,"route":"main",'
+                f'"dir":"c2s","n":{n},"size":{len(request) + 4},"type":"request","id":"{rid}",'
+                f'"method":"{method}","msg":{request}}}\n'
+                f'{{"seq":{seq + 2},"t":{t + 0.002:.6f},"kind":"frame","conn":1,"route":"main",'
+                f'"dir":"s2c","n":{n},"size":{len(response) + 4},"type":"response",'
+                f'"id":"{rid}","msg":{response}}}\n'
+                f'{{"seq":{seq + 3},"t":{t + 0.002:.6f},"kind":"exchange","conn":1,'
+                f'"route":"main","req":{n},"resp":{n},"method":"{method}","status":"ok",'
+                f'"latency":0.001}}\n'.encode()
+            )
+            seq += 3
+            if len(chunk) >= 10000:
+                out.write(b"".join(chunk))
+                chunk.clear()
+        out.write(b"".join(chunk))
+
+
+def check_layout(path: Path) -> None:
+    """The generated lines read back through the reference reader as the same exchanges."""
+    sample = Path(tempfile.mkdtemp()) / "sample.jsonl"
+    write_trace(sample, 50)
+    fast = load_trace(str(sample)).exchanges
+    reference = read_recording(str(sample)).exchanges()
+    assert [(e.request, e.response) for e in fast] == [
+        (e.request.payload, e.response.payload) for e in reference
+    ], "generated layout differs from RecordingWriter's"
+
+
+def bench_index(path: Path) -> list[tuple[str, str]]:
+    gc.collect()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    trace = load_trace(str(path))
+    loaded = time.perf_counter()
+    index = ReplayIndex(trace, Keyer(MatchMode.METHOD_PARAMS))
+    built = time.perf_counter()
+    # Key every exchange, as a session that asks for all of them in order would.
+    for exchange in trace.exchanges:
+        method, params = canonical_params(exchange.request)
+        assert method is not None
+        assert index.take("main", method, index.key("main", method, params)) is exchange
+    keyed = time.perf_counter()
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    count = len(trace.exchanges)
+    trace.close()
+    return [
+        ("exchanges indexed", f"{count:,}"),
+        ("load + index build", f"{built - started:.2f} s (load {loaded - started:.2f} s)"),
+        (
+            "key + take every exchange",
+            f"{keyed - built:.2f} s ({count / (keyed - built):,.0f} lookups/s)",
+        ),
+        (
+            "peak RSS growth",
+            f"{(rss_after - rss_before) / 1024:,.0f} MiB "
+            f"(file {path.stat().st_size / 2**20:,.0f} MiB, memory-mapped)",
+        ),
+    ]
+
+
+def round_trips(host: str, port: int, count: int, method: str) -> float:
+    with GolemClient(host, port) as client:
+        started = time.perf_counter()
+        for _ in range(count):
+            client.send_command(method, {})
+        return count / (time.perf_counter() - started)
+
+
+def bench_round_trips(count: int, workdir: Path) -> list[tuple[str, str]]:
+    rows = []
+    with PluginProcess(seed=1) as plugin:
+        rate = round_trips(plugin.main.host, plugin.main.port, count, "scene.list_layers")
+        rows.append(("headless plugin, scene.list_layers", f"{rate:,.0f} round trips/s"))
+    trace = workdir / "layers.jsonl"
+    write_trace(trace, 1, "scene.list_layers")
+    command = [
+        sys.executable,
+        "-m",
+        "golem_proxy",
+        "replay",
+        str(trace),
+        "--reuse",
+        "--listen",
+        "127.0.0.1:0",
+        "--gh-listen",
+        "127.0.0.1:0",
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
+    )
+    try:
+        assert process.stdout is not None
+        match = READY.search(process.stdout.readline())
+        assert match is not None, "replay did not start"
+        rate = round_trips(match[1], int(match[2]), count, "scene.list_layers")
+        rows.append(("replay server (--reuse), scene.list_layers", f"{rate:,.0f} round trips/s"))
+    finally:
+        process.terminate()
+        process.wait(10)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--exchanges", type=int, default=1_000_000)
+    parser.add_argument("--round-trips", type=int, default=3000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
+        workdir = Path(tmp)
+        check_layout(workdir)
+        big = workdir / "big.jsonl"
+        started = time.perf_counter()
+        write_trace(big, args.exchanges)
+        rows = [("generate trace", f"{time.perf_counter() - started:.1f} s")]
+        rows += bench_index(big)
+        big.unlink()
+        rows += bench_round_trips(args.round_trips, workdir)
+    if args.json:
+        print(json.dumps(dict(rows), indent=2))
+        return 0
+    width = max(len(name) for name, _ in rows)
+    print(f"{'measure'.ljust(width)}  value")
+    for name, value in rows:
+        print(f"{name.ljust(width)}  {value}")
+    print(f"(load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""``golem-proxy replay FILE...``: serve a trace as a stand-in plugin."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Optional
+
+import trio
+
+from ..addresses import parse_address
+from ..net import ListenError
+from ..recording import RecordingError, RecordingWriter
+from ..replay.engine import summary
+from ..replay.matching import MatchMode
+from ..replay.server import ReplayServer, dump_summary, summary_text
+from ..replay.setup import (
+    ReplayOptions,
+    assign_routes,
+    build_engine,
+    open_record_new,
+    parse_on_miss,
+    parse_timing,
+    upstreams_for,
+)
+
+NAME = "replay"
+HELP = "serve recorded traces as a stand-in plugin (server replay)"
+ORDER = 40
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="recording(s) to serve")
+    parser.add_argument(
+        "--listen",
+        type=parse_address,
+        default=parse_address("127.0.0.1:9876"),
+        help="main channel address (default 127.0.0.1:9876; port 0: any)",
+    )
+    parser.add_argument(
+        "--gh-listen",
+        type=parse_address,
+        default=parse_address("127.0.0.1:9877"),
+        help="Grasshopper channel address (default 127.0.0.1:9877)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=("golem", "jsonrpc-ndjson"),
+        help="protocol profile (default: the trace's)",
+    )
+    parser.add_argument(
+        "--match",
+        choices=[m.value for m in MatchMode],
+        default=MatchMode.METHOD_PARAMS.value,
+        help="how requests find recorded answers (default method-params)",
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="PARAM_PATH",
+        help="drop a param from matching: params.name or METHOD:params.name",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="repeat the last recorded answer once a request's queue is empty",
+    )
+    parser.add_argument(
+        "--on-miss",
+        default="error",
+        metavar="POLICY",
+        help="error | close | forward HOST:PORT (default error)",
+    )
+    parser.add_argument(
+        "--gh-forward",
+        type=parse_address,
+        metavar="HOST:PORT",
+        help="live Grasshopper channel for --on-miss forward",
+    )
+    parser.add_argument(
+        "--record-new", metavar="PATH", help="write forwarded exchanges to a new trace"
+    )
+    parser.add_argument(
+        "--timing",
+        default="none",
+        metavar="none|original|xN",
+        help="answer at once, with the recorded latencies, or scaled by N",
+    )
+    parser.add_argument("--report", metavar="FILE", help="write the JSON summary at exit")
+    parser.add_argument(
+        "--idle-exit",
+        type=float,
+        metavar="SECONDS",
+        help="exit after this long with no connection open",
+    )
+    parser.add_argument(
+        "--listen-public", action="store_true", help="allow a non-loopback listen address"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        on_miss, forward_to = parse_on_miss(args.on_miss)
+        options = ReplayOptions(
+            match=MatchMode(args.match),
+            ignore=args.ignore,
+            reuse=args.reuse,
+            on_miss=on_miss,
+            timing=parse_timing(args.timing),
+            profile=args.profile,
+        )
+        if on_miss == "forward" and forward_to is None:
+            raise ValueError("--on-miss forward needs HOST:PORT")
+        engine = build_engine(args.files, options)
+        listen = assign_routes(engine.index.trace, args.listen, args.gh_listen)
+    except (OSError, RecordingError, ValueError) as exc:
+        print(f"golem-proxy replay: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    upstreams = upstreams_for(listen, forward_to, args.gh_forward)
+    recorder: Optional[RecordingWriter] = None
+    if args.record_new:
+        recorder = open_record_new(args.record_new, engine, upstreams)
+    server = ReplayServer(
+        engine,
+        listen,
+        upstreams=upstreams,
+        record_new=recorder,
+        allow_public=args.listen_public,
+    )
+    code = 0
+    try:
+        trio.run(_serve, server, args.idle_exit)
+    except KeyboardInterrupt:
+        pass
+    except ListenError as exc:
+        print(f"golem-proxy replay: {exc}", file=sys.stderr)
+        code = EXIT_USAGE
+    finally:
+        if recorder is not None:
+            recorder.close()
+    report = summary(engine)
+    print(summary_text(report), file=sys.stderr, flush=True)
+    if args.report:
+        dump_summary(report, args.report)
+    return code
+
+
+async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+        bound = await nursery.start(server.run)
+        names = list(bound)
+        main = bound[names[0]]
+        gh = bound[names[1]] if len(names) > 1 else main
+        exchanges = len(server.engine.index.trace.exchanges)
+        print(f"golem-proxy replay ready: main={main} gh={gh} exchanges={exchanges}", flush=True)
+        if idle_exit is not None:
+            await _wait_idle(server, idle_exit)
+            nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal(scope: trio.CancelScope) -> None:
+    """Ctrl-C or SIGTERM ends the replay cleanly, so the summary and report still come out."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+async def _wait_idle(server: ReplayServer, seconds: float) -> None:
+    """Return once no connection has been open for ``seconds``."""
+    quiet_since = trio.current_time()
+    while True:
+        await trio.sleep(min(seconds, 0.05))
+        now = trio.current_time()
+        if server.connections:
+            quiet_since = now
+        elif now - quiet_since >= seconds:
+            return

@@ -1,0 +1,164 @@
+"""Structured, GUID-aware, tolerant comparison of JSON values, shared by `verify`, `diff` and the
+replay server's miss explanations.
+
+A recorded GUID equals a live GUID when the `GuidMap` pairs them; a pair never seen before is
+learned on the spot (the live side handed out a new object where the recording had one), so a
+session that creates an object and then uses it compares equal end to end.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .matching import GUID_RE, GuidMap, IgnoreRules, Path, format_path, is_guid
+
+__all__ = ["ABSENT", "Comparator", "Difference", "envelope_body", "short"]
+
+MAX_DIFFERENCES = 50
+"""Stop listing differences for one value past this many (a wholly different result would
+otherwise print thousands of lines)."""
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+ABSENT: Any = _Absent()
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One place where two values differ. ``recorded``/``live`` is ABSENT for a missing side."""
+
+    path: str
+    recorded: Any
+    live: Any
+
+    @property
+    def kind(self) -> str:
+        if self.recorded is ABSENT:
+            return "added"
+        if self.live is ABSENT:
+            return "missing"
+        return "changed"
+
+    def describe(self) -> str:
+        """``params.name ('a' vs 'b')``."""
+        return f"{self.path} ({short(self.recorded)} vs {short(self.live)})"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "kind": self.kind}
+        if self.recorded is not ABSENT:
+            out["recorded"] = self.recorded
+        if self.live is not ABSENT:
+            out["live"] = self.live
+        return out
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """A one-line rendering of a JSON value for messages, cut at ``limit`` characters."""
+    if value is ABSENT:
+        return "absent"
+    text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def envelope_body(obj: Any) -> Any:
+    """A response envelope without its ``id`` (ids never compare: replay and verify send
+    fresh ones)."""
+    if isinstance(obj, dict):
+        return {key: value for key, value in obj.items() if key != "id"}
+    return obj
+
+
+class Comparator:
+    """Compares recorded values with live ones under ignore rules, a float tolerance and a GUID
+    map. ``learn`` binds GUID pairs seen for the first time (verify, diff); without it an
+    unknown pair is a difference."""
+
+    def __init__(
+        self,
+        rules: Optional[IgnoreRules] = None,
+        *,
+        float_tolerance: float = 0.0,
+        guids: Optional[GuidMap] = None,
+        learn: bool = True,
+    ) -> None:
+        self.rules = rules or IgnoreRules()
+        self.float_tolerance = float_tolerance
+        self.guids = guids if guids is not None else GuidMap()
+        self.learn = learn
+
+    def compare(
+        self, recorded: Any, live: Any, method: Optional[str] = None, root: Path = ()
+    ) -> list[Difference]:
+        """Differences between two envelopes (or parts of one, rooted at ``root``), in
+        document order; empty when they are equal under the tolerances."""
+        if self.rules and not root:
+            recorded = self.rules.strip(recorded, method)
+            live = self.rules.strip(live, method)
+        found: list[Difference] = []
+        self._walk(recorded, live, list(root), found)
+        return found
+
+    def _walk(self, recorded: Any, live: Any, path: list[Any], found: list[Difference]) -> None:
+        if len(found) >= MAX_DIFFERENCES:
+            return
+        if isinstance(recorded, dict) and isinstance(live, dict):
+            for key, value in recorded.items():
+                path.append(key)
+                if key in live:
+                    self._walk(value, live[key], path, found)
+                else:
+                    found.append(Difference(format_path(path), value, ABSENT))
+                path.pop()
+            for key, value in live.items():
+                if key not in recorded:
+                    path.append(key)
+                    found.append(Difference(format_path(path), ABSENT, value))
+                    path.pop()
+            return
+        if isinstance(recorded, list) and isinstance(live, list):
+            for index in range(max(len(recorded), len(live))):
+                path.append(index)
+                if index >= len(live):
+                    found.append(Difference(format_path(path), recorded[index], ABSENT))
+                elif index >= len(recorded):
+                    found.append(Difference(format_path(path), ABSENT, live[index]))
+                else:
+                    self._walk(recorded[index], live[index], path, found)
+                path.pop()
+            return
+        if not self.leaf_equal(recorded, live):
+            found.append(Difference(format_path(path), recorded, live))
+
+    def leaf_equal(self, recorded: Any, live: Any) -> bool:
+        """Scalars (or mismatched containers): numbers within the tolerance, GUIDs through the
+        map, strings with embedded GUIDs mapped."""
+        if _is_number(recorded) and _is_number(live):
+            if recorded == live:
+                return True
+            return bool(abs(recorded - live) <= self.float_tolerance)
+        if isinstance(recorded, str) and isinstance(live, str):
+            if recorded == live:
+                return True
+            if is_guid(recorded) and is_guid(live):
+                return self.guids_equal(recorded, live)
+            if GUID_RE.search(recorded):
+                # An error message naming an object: compare with the known GUIDs swapped in.
+                return GUID_RE.sub(lambda m: self.guids.to_live(m.group(0)), recorded) == live
+            return False
+        return type(recorded) is type(live) and bool(recorded == live)
+
+    def guids_equal(self, recorded: str, live: str) -> bool:
+        known = self.guids.corresponds(recorded, live)
+        if known is not None:
+            return known
+        return self.learn and self.guids.bind(recorded, live)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -1,0 +1,257 @@
+"""The replay server's decisions, sans-IO: a request payload in, what to do with it out (reply
+after a delay, forward, close), plus the tally for the end-of-run report.
+
+The trio server (`server.py`) only moves bytes; every rule about matching, ids, GUIDs, built-ins,
+malformed requests and misses lives here and is tested without sockets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from golem_core.dispatcher import Dispatcher
+from golem_core.messages import Malformed, Request, Role
+from golem_core.profiles import Profile
+
+from .diffing import Comparator
+from .index import Key, RecordedExchange, ReplayIndex
+from .matching import GuidMap, MatchMode
+
+__all__ = [
+    "BUILTINS",
+    "Close",
+    "Decision",
+    "Forward",
+    "MissRecord",
+    "ReplayEngine",
+    "ReplayReport",
+    "Reply",
+    "summary",
+]
+
+BUILTINS = ("ping", "list_methods")
+"""Answered even when the trace lacks them (GOLEM only), so a client's connect handshake
+always works."""
+MISS_POLICIES = ("error", "forward", "close")
+NEAREST_SCAN = 500
+"""How many recorded exchanges of the same method a miss explanation looks at, at most."""
+NOT_FOUND_CODE = "NOT_FOUND"
+JSONRPC_METHOD_NOT_FOUND = -32601
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Send ``data`` (already framed) after ``delay`` seconds."""
+
+    data: bytes
+    delay: float = 0.0
+    exchange: Optional[RecordedExchange] = None
+
+
+@dataclass(frozen=True)
+class Forward:
+    """Send the request to the live plugin and relay its answer."""
+
+    route: str
+    method: str
+    key: Key
+
+
+@dataclass(frozen=True)
+class Close:
+    """Close the client connection (miss policy ``close``, or what the plugin does)."""
+
+    reason: str
+
+
+Decision = Union[Reply, Forward, Close]
+
+
+@dataclass(frozen=True)
+class MissRecord:
+    route: str
+    method: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"route": self.route, "method": self.method, "message": self.message}
+
+
+@dataclass
+class ReplayReport:
+    """What a replay did: served from the trace, built-ins, misses, forwards, malformed."""
+
+    served: int = 0
+    builtins: int = 0
+    forwarded: int = 0
+    malformed: int = 0
+    misses: list[MissRecord] = field(default_factory=list)
+    recorded_new: int = 0
+
+    @property
+    def requests(self) -> int:
+        return self.served + self.builtins + self.forwarded + self.malformed + self.unanswered
+
+    @property
+    def unanswered(self) -> int:
+        """Misses that were not forwarded (answered with an error or closed)."""
+        return len(self.misses) - self.forwarded
+
+
+class ReplayEngine:
+    """Decides the answer to each request of a replay session (all connections share it, as
+    they share the trace's queues)."""
+
+    def __init__(
+        self,
+        index: ReplayIndex,
+        *,
+        profile: Optional[Profile] = None,
+        on_miss: str = "error",
+        timing: Optional[float] = None,
+        builtins: Optional[bool] = None,
+    ) -> None:
+        if on_miss not in MISS_POLICIES:
+            raise ValueError(f"on_miss must be one of {', '.join(MISS_POLICIES)}")
+        self.index = index
+        self.profile = profile or index.trace.profile
+        self.on_miss = on_miss
+        self.timing = timing
+        """None: answer at once; otherwise multiply recorded latencies by this factor."""
+        self.builtins = self.profile.name == "golem" if builtins is None else builtins
+        self.guids = GuidMap()
+        self.report = ReplayReport()
+        self._dispatcher = Dispatcher(profile=self.profile)
+
+    # -- deciding ----------------------------------------------------------------------------
+    def decide(self, route: str, payload: bytes) -> Decision:
+        """What to do with one request payload that arrived on ``route``. Never raises."""
+        message = self.profile.parse(payload, Role.REQUEST)
+        if isinstance(message, Malformed):
+            self.report.malformed += 1
+            reply = self.profile.unparseable_request(message)
+            if reply is None:
+                return Close(f"unparseable request: {message.detail}")
+            return Reply(self.profile.encode(reply))
+        assert isinstance(message, Request)
+        method = message.method
+        params = message.params if isinstance(message.params, dict) else {}
+        key = self.index.key(route, method, params, self.guids)
+        exchange = self.index.take(route, method, key)
+        if exchange is not None:
+            self.report.served += 1
+            return Reply(self._answer(exchange, message.id), self._delay(exchange), exchange)
+        if self.builtins and method in BUILTINS:
+            self.report.builtins += 1
+            return Reply(self.profile.encode(self._builtin(message)))
+        explanation = self.explain_miss(route, method, params, key)
+        self.report.misses.append(MissRecord(route, method, explanation))
+        if self.on_miss == "forward":
+            self.report.forwarded += 1
+            return Forward(route, method, key)
+        if self.on_miss == "close":
+            return Close(explanation)
+        if self.profile.name == "golem":
+            error = self.profile.error(
+                message.id, NOT_FOUND_CODE, explanation, {"method": method, "replay": "miss"}
+            )
+        else:
+            error = self.profile.error(message.id, JSONRPC_METHOD_NOT_FOUND, explanation)
+        return Reply(self.profile.encode(error))
+
+    def _answer(self, exchange: RecordedExchange, request_id: Any) -> bytes:
+        try:
+            recorded = exchange.response_obj()
+        except ValueError:
+            recorded = None
+        if not isinstance(recorded, dict):
+            # The plugin answered something unreadable: replay it byte for byte.
+            return self.profile.frame_payload(exchange.response)
+        return self.profile.encode(self.profile.with_id(self.guids.to_live(recorded), request_id))
+
+    def _delay(self, exchange: RecordedExchange) -> float:
+        if self.timing is None:
+            return 0.0
+        return max(0.0, exchange.latency * self.timing)
+
+    def _builtin(self, request: Request) -> dict[str, Any]:
+        if request.method == "list_methods":
+            methods = sorted(set(self.index.trace.methods()) | set(BUILTINS))
+            return self.profile.success(request.id, {"methods": methods})
+        return self._dispatcher.dispatch(request)
+
+    # -- misses ------------------------------------------------------------------------------
+    def explain_miss(self, route: str, method: str, params: Any, key: Key) -> str:
+        """Why nothing matched: the method is unknown, its recorded answers are used up, or
+        the nearest recorded requests and where they differ."""
+        index = self.index
+        candidates = index.same_method(route, method)
+        if index.mode is MatchMode.SEQUENCE:
+            expected = index.peek_sequence(route)
+            if expected is None:
+                return f"no recorded request left on {route} (sequence matching); got {method}"
+            return (
+                f"sequence mismatch on {route}: expected #{expected.number} "
+                f"{expected.method}, got {method}"
+            )
+        if not candidates:
+            known = ", ".join(index.methods(route)[:8]) or "none"
+            return f"no recorded {method} on {route} (recorded methods: {known})"
+        if index.last_for(key) is not None:
+            return (
+                f"every recorded {method} with these params on {route} was already answered "
+                "(--reuse repeats the last answer)"
+            )
+        comparator = Comparator(float_tolerance=0.0, guids=self.guids, learn=False)
+        live = index.keyer.comparable_params(method, params, self.guids)
+        scored: list[tuple[int, int, str]] = []
+        for exchange in candidates[:NEAREST_SCAN]:
+            try:
+                recorded_params = exchange.request_obj().get("params") or {}
+            except (ValueError, AttributeError):
+                continue
+            recorded = index.keyer.comparable_params(method, recorded_params)
+            diffs = comparator.compare(recorded, live, method, root=("params",))
+            if not diffs:
+                continue
+            where = diffs[0].describe()
+            more = f" and {len(diffs) - 1} more" if len(diffs) > 1 else ""
+            used = " (already used)" if exchange.number in index.used else ""
+            text = f"#{exchange.number}{used} differs at {where}{more}"
+            scored.append((len(diffs), exchange.number, text))
+        scored.sort()
+        nearest = "; ".join(text for _, _, text in scored[:3])
+        if not nearest:
+            return f"no recorded {method} with these params left on {route}"
+        return f"no recorded {method} with these params; nearest: {nearest}"
+
+    # -- forwarding --------------------------------------------------------------------------
+    def learn_from_forward(self, forward: Forward, live_response: bytes) -> None:
+        """A forwarded request had a recorded twin already used up: its recorded response and
+        the live one stand for the same objects, so learn their GUID pairs."""
+        recorded = self.index.last_for(forward.key)
+        if recorded is None:
+            return
+        with contextlib.suppress(ValueError):
+            self.guids.learn(recorded.response_obj(), json.loads(live_response))
+
+
+def summary(engine: ReplayEngine) -> dict[str, Any]:
+    """The end-of-run report as JSON: counts, misses, and the recorded exchanges never used
+    (built-ins left out: how often a client pings is not part of a session's meaning)."""
+    report = engine.report
+    unused = engine.index.unused(exclude=BUILTINS if engine.builtins else ())
+    return {
+        "requests": report.requests,
+        "served": report.served,
+        "builtins": report.builtins,
+        "forwarded": report.forwarded,
+        "malformed": report.malformed,
+        "recorded_new": report.recorded_new,
+        "misses": [miss.to_json() for miss in report.misses],
+        "unused": [{"number": e.number, "route": e.route, "method": e.method} for e in unused],
+        "exchanges": len(engine.index.trace.exchanges),
+    }

@@ -1,0 +1,77 @@
+"""Rich rendering of verify and diff results: per exchange, method, path, recorded vs live."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .diffing import Difference, short
+from .tracediff import TraceDiff
+from .verify import VerifyResult
+
+__all__ = ["render_diff", "render_verify"]
+
+MAX_SHOWN = 50
+
+
+def _table(differences: Sequence[Difference], left: str, right: str) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("path", style="cyan", no_wrap=True)
+    table.add_column(left, style="red", overflow="fold")
+    table.add_column(right, style="green", overflow="fold")
+    for difference in differences:
+        table.add_row(difference.path, short(difference.recorded, 80), short(difference.live, 80))
+    return table
+
+
+def render_verify(result: VerifyResult, console: Console) -> None:
+    """Each failing exchange with its differences, then a one-line summary."""
+    failed = result.failed
+    for check in failed[:MAX_SHOWN]:
+        title = Text(f"#{check.number} ", style="bold")
+        title.append(f"{check.route} {check.method or '(malformed)'}", style="bold magenta")
+        console.print(title)
+        if check.problem is not None:
+            console.print(f"  [yellow]{check.problem}[/yellow]")
+        if check.differences:
+            console.print(_table(check.differences, "recorded", "live"))
+    if len(failed) > MAX_SHOWN:
+        console.print(f"… and {len(failed) - MAX_SHOWN} more differing exchanges")
+    total = len(result.checks)
+    if result.ok:
+        console.print(f"[green]verify: all {total} exchanges match[/green]")
+    else:
+        console.print(f"[red]verify: {len(failed)} of {total} exchanges differ[/red]")
+
+
+def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, str]] = None) -> None:
+    """Each differing pair (changed, only in A, only in B), then a summary."""
+    a_name, b_name = names or ("A", "B")
+    different = diff.different
+    for pair in different[:MAX_SHOWN]:
+        where = f"A#{pair.a.number}" if pair.a is not None else "—"
+        where += f" B#{pair.b.number}" if pair.b is not None else " —"
+        status = {"only-a": f"only in {a_name}", "only-b": f"only in {b_name}"}.get(
+            pair.status, "changed"
+        )
+        console.print(
+            Text.assemble(
+                (f"{where} ", "bold"),
+                (f"{pair.route} {pair.method or '(malformed)'} ", "bold magenta"),
+                (status, "yellow"),
+            )
+        )
+        if pair.differences:
+            console.print(_table(pair.differences, a_name, b_name))
+    if len(different) > MAX_SHOWN:
+        console.print(f"… and {len(different) - MAX_SHOWN} more")
+    if diff.equal:
+        console.print(f"[green]diff: {len(diff.pairs)} exchanges, no difference[/green]")
+    else:
+        console.print(
+            f"[red]diff: {len(different)} of {len(diff.pairs)} aligned exchanges differ[/red]"
+        )

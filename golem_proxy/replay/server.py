@@ -1,0 +1,262 @@
+"""The replay server: a trio stand-in for the plugin that answers from a trace.
+
+One listener per channel, one task per client connection, requests answered in order. Framing
+goes through golem_core decoders; the rules live in `ReplayEngine`. An oversized header closes
+the connection, as the plugin does; a forwarded miss goes to a live plugin over one upstream
+connection per client connection and can be written to a new trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Mapping
+from typing import Any, Callable, Optional
+
+import trio
+
+from golem_core.framing import Frame, FrameError
+from golem_core.messages import Role
+from golem_core.profiles import Profile
+
+from ..addresses import Address
+from ..events import ConnectionClosed, ConnectionOpened, Direction, ExchangeCompleted, FrameSeen
+from ..net import Listener, connect, open_listener
+from ..recording import RecordingWriter
+from .engine import Close, Forward, ReplayEngine, Reply
+
+__all__ = ["ForwardError", "ReplayServer", "Sleep"]
+
+Sleep = Callable[[float], Awaitable[None]]
+RECEIVE_SIZE = 65536
+FORWARD_FAILED_CODE = -32603
+
+
+class ForwardError(Exception):
+    """The live plugin could not be reached, or closed without answering."""
+
+
+class _Upstream:
+    """One connection to the live plugin, for one client connection."""
+
+    def __init__(self, stream: trio.SocketStream, profile: Profile, conn: int) -> None:
+        self.stream = stream
+        self.decoder = profile.new_decoder(skip_oversized=False)
+        self.conn = conn
+        self.sent = 0
+        self.received = 0
+
+    async def exchange(self, data: bytes) -> Frame:
+        """Send one framed request; return the next frame the plugin sends back."""
+        try:
+            await self.stream.send_all(data)
+            while True:
+                for event in self.decoder.events():
+                    if isinstance(event, Frame):
+                        return event
+                    if isinstance(event, FrameError):
+                        raise ForwardError(f"live plugin sent bad framing: {event.detail}")
+                    raise ForwardError("live plugin closed the connection without answering")
+                chunk = await self.stream.receive_some(RECEIVE_SIZE)
+                if chunk:
+                    self.decoder.receive_data(chunk)
+                else:
+                    self.decoder.receive_eof()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise ForwardError(f"live plugin connection failed: {exc}") from exc
+
+
+class ReplayServer:
+    """Serves a `ReplayEngine` on one listener per route.
+
+    ``listen`` maps a trace route name to where it is served; ``upstreams`` (for the forward
+    policy) maps a route name to its live plugin; ``sleep`` is what timing waits with (trio's
+    own by default, so a MockClock drives it in tests)."""
+
+    def __init__(
+        self,
+        engine: ReplayEngine,
+        listen: Mapping[str, Address],
+        *,
+        upstreams: Optional[Mapping[str, Address]] = None,
+        record_new: Optional[RecordingWriter] = None,
+        sleep: Sleep = trio.sleep,
+        allow_public: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.profile = engine.profile
+        self.listen = dict(listen)
+        self.upstreams = dict(upstreams or {})
+        self.recorder = record_new
+        self.sleep = sleep
+        self.allow_public = allow_public
+        self.bound: dict[str, Address] = {}
+        self.connections = 0
+        self._next_upstream_conn = 1
+        self._t0 = 0.0
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen, report the bound addresses (route → Address) through ``task_status``, and
+        serve until cancelled. Raises ListenError when a listener cannot be opened."""
+        self._t0 = trio.current_time()
+        listeners: list[tuple[str, Listener]] = []
+        try:
+            for route, address in self.listen.items():
+                listener = await open_listener(address, allow_public=self.allow_public)
+                listeners.append((route, listener))
+                self.bound[route] = listener.address
+            async with trio.open_nursery() as nursery:
+                for route, listener in listeners:
+                    nursery.start_soon(self._accept_loop, route, listener, nursery)
+                task_status.started(dict(self.bound))
+        finally:
+            with trio.CancelScope(shield=True):
+                for _, listener in listeners:
+                    await listener.aclose()
+                if self.recorder is not None:
+                    self.recorder.flush()
+
+    async def _accept_loop(self, route: str, listener: Listener, nursery: trio.Nursery) -> None:
+        while True:
+            stream = await listener.listener.accept()
+            nursery.start_soon(self.serve_connection, route, stream)
+
+    async def serve_connection(self, route: str, stream: trio.abc.Stream) -> None:
+        """Answer one client connection on ``route`` until it closes (or must be closed)."""
+        self.connections += 1
+        decoder = self.profile.new_decoder(skip_oversized=False)
+        upstream: Optional[_Upstream] = None
+        try:
+            while True:
+                chunk = await stream.receive_some(RECEIVE_SIZE)
+                if chunk:
+                    decoder.receive_data(bytes(chunk))
+                else:
+                    decoder.receive_eof()
+                for event in decoder.events():
+                    if isinstance(event, FrameError):
+                        return  # oversized header or truncated frame: the plugin closes too
+                    if not isinstance(event, Frame):
+                        return  # end of stream
+                    upstream, keep_open = await self._answer(route, stream, event, upstream)
+                    if not keep_open:
+                        return
+                if not chunk:
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        finally:
+            with trio.CancelScope(shield=True):
+                if upstream is not None:
+                    await self._close_upstream(route, upstream)
+                await stream.aclose()
+            self.connections -= 1
+
+    async def _answer(
+        self, route: str, stream: trio.abc.Stream, frame: Frame, upstream: Optional[_Upstream]
+    ) -> tuple[Optional[_Upstream], bool]:
+        decision = self.engine.decide(route, frame.payload)
+        if isinstance(decision, Reply):
+            if decision.delay > 0:
+                await self.sleep(decision.delay)
+            await stream.send_all(decision.data)
+            return upstream, True
+        if isinstance(decision, Close):
+            return upstream, False
+        assert isinstance(decision, Forward)
+        try:
+            if upstream is None:
+                upstream = await self._open_upstream(route)
+            started = self._now()
+            answer = await upstream.exchange(frame.raw)
+        except ForwardError as exc:
+            message = self.profile.parse(frame.payload, Role.REQUEST)
+            reply = self.profile.error(message.id, FORWARD_FAILED_CODE, f"replay: {exc}")
+            await stream.send_all(self.profile.encode(reply))
+            return upstream, True
+        await stream.send_all(answer.raw)
+        self.engine.learn_from_forward(decision, answer.payload)
+        self._record(route, upstream, frame, answer, started)
+        return upstream, True
+
+    def _now(self) -> float:
+        return trio.current_time() - self._t0
+
+    async def _open_upstream(self, route: str) -> _Upstream:
+        address = self.upstreams.get(route)
+        if address is None:
+            raise ForwardError(f"no live plugin given for route {route!r}")
+        try:
+            stream = await connect(address)
+        except OSError as exc:
+            raise ForwardError(f"cannot reach the live plugin at {address}: {exc}") from exc
+        conn = self._next_upstream_conn
+        self._next_upstream_conn += 1
+        upstream = _Upstream(stream, self.profile, conn)
+        if self.recorder is not None:
+            self.recorder.write(ConnectionOpened(conn, route, "replay", str(address), self._now()))
+        return upstream
+
+    async def _close_upstream(self, route: str, upstream: _Upstream) -> None:
+        await upstream.stream.aclose()
+        if self.recorder is not None:
+            self.recorder.write(
+                ConnectionClosed(upstream.conn, route, "client closed", self._now())
+            )
+            self.recorder.flush()
+
+    def _record(
+        self, route: str, upstream: _Upstream, request: Frame, response: Frame, started: float
+    ) -> None:
+        if self.recorder is None:
+            return
+        conn = upstream.conn
+        req = FrameSeen(
+            conn,
+            route,
+            Direction.C2S,
+            upstream.sent,
+            started,
+            request.size,
+            request.payload,
+            self.profile.parse(request.payload, Role.REQUEST),
+        )
+        resp = FrameSeen(
+            conn,
+            route,
+            Direction.S2C,
+            upstream.received,
+            self._now(),
+            response.size,
+            response.payload,
+            self.profile.parse(response.payload, Role.RESPONSE),
+        )
+        upstream.sent += 1
+        upstream.received += 1
+        for event in (req, resp, ExchangeCompleted(conn, route, req, resp)):
+            self.recorder.write(event)
+        self.recorder.flush()
+        self.engine.report.recorded_new += 1
+
+
+def summary_text(summary: Mapping[str, Any]) -> str:
+    """The end-of-run report as a few human lines."""
+    lines = [
+        f"golem-proxy replay: {summary['requests']} requests, {summary['served']} from the "
+        f"trace, {summary['builtins']} built-in, {len(summary['misses'])} missed, "
+        f"{summary['forwarded']} forwarded, {len(summary['unused'])} recorded exchanges unused"
+    ]
+    for miss in summary["misses"][:20]:
+        lines.append(f"  miss {miss['route']} {miss['method']}: {miss['message']}")
+    for unused in summary["unused"][:20]:
+        lines.append(f"  unused #{unused['number']} {unused['route']} {unused['method']}")
+    hidden = len(summary["unused"]) - 20
+    if hidden > 0:
+        lines.append(f"  … and {hidden} more unused")
+    return "\n".join(lines)
+
+
+def dump_summary(summary: Mapping[str, Any], path: str) -> None:
+    """Write the JSON report to ``path``."""
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(summary, out, indent=2, ensure_ascii=False)
+        out.write("\n")

@@ -1,0 +1,140 @@
+"""Putting a replay together from options: the trace, the index, the engine, which route is
+served where. Shared by the ``replay`` command and the pytest plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+from golem_core.profiles import get_profile
+
+from ..addresses import Address, parse_address
+from ..recording import Header, RecordingWriter, RouteInfo
+from .engine import ReplayEngine
+from .index import RecordedExchange, ReplayIndex, Trace, load_trace
+from .matching import IgnoreRules, Keyer, MatchMode
+
+__all__ = [
+    "ReplayOptions",
+    "assign_routes",
+    "build_engine",
+    "engine_for",
+    "open_record_new",
+    "parse_on_miss",
+    "parse_timing",
+    "upstreams_for",
+]
+
+
+@dataclass
+class ReplayOptions:
+    """Everything that shapes a replay, with the command line's defaults."""
+
+    match: MatchMode = MatchMode.METHOD_PARAMS
+    ignore: Sequence[str] = ()
+    reuse: bool = False
+    on_miss: str = "error"
+    timing: Optional[float] = None
+    profile: Optional[str] = None
+
+
+def parse_timing(text: str) -> Optional[float]:
+    """``none`` → None, ``original`` → 1.0, ``x2``/``x0.5`` → the factor. Raises ValueError."""
+    text = text.strip().lower()
+    if text == "none":
+        return None
+    if text == "original":
+        return 1.0
+    if text.startswith("x"):
+        factor = float(text[1:])
+        if factor < 0:
+            raise ValueError("a timing factor cannot be negative")
+        return factor
+    raise ValueError(f"{text!r}: expected none, original or xN")
+
+
+def parse_on_miss(text: str) -> tuple[str, Optional[Address]]:
+    """``error``, ``close`` or ``forward HOST:PORT`` / ``forward=HOST:PORT``."""
+    text = text.strip()
+    for prefix in ("forward ", "forward="):
+        if text.startswith(prefix):
+            return "forward", parse_address(text[len(prefix) :])
+    if text in ("error", "close"):
+        return text, None
+    if text == "forward":
+        return "forward", None
+    raise ValueError(f"{text!r}: expected error, close or forward HOST:PORT")
+
+
+def build_engine(traces: Sequence[str], options: ReplayOptions) -> ReplayEngine:
+    """Load the trace(s) and build the engine. Several files are served as one trace, in the
+    order given (their headers must name the same profile). Raises OSError, RecordingError,
+    ValueError."""
+    return engine_for(_merge([load_trace(path) for path in traces]), options)
+
+
+def engine_for(trace: Trace, options: ReplayOptions) -> ReplayEngine:
+    """The engine serving ``trace`` under ``options``. Raises ValueError for a bad option."""
+    profile = get_profile(options.profile) if options.profile else trace.profile
+    keyer = Keyer(options.match, IgnoreRules.parse(options.ignore))
+    index = ReplayIndex(trace, keyer, reuse=options.reuse)
+    return ReplayEngine(index, profile=profile, on_miss=options.on_miss, timing=options.timing)
+
+
+def _merge(traces: list[Trace]) -> Trace:
+    first = traces[0]
+    if len(traces) == 1:
+        return first
+    exchanges: list[RecordedExchange] = []
+    for trace in traces:
+        if trace.header.profile != first.header.profile:
+            raise ValueError(
+                f"traces mix profiles ({first.header.profile} and {trace.header.profile})"
+            )
+        for exchange in trace.exchanges:
+            exchange.number = len(exchanges) + 1
+            exchanges.append(exchange)
+    routes = {route.name: route for trace in traces for route in trace.header.routes}
+    header = Header(first.header.profile, tuple(routes.values()), first.header.started_at)
+    return Trace(header, first.profile, exchanges, any(t.truncated_tail for t in traces))
+
+
+def assign_routes(trace: Trace, listen: Address, gh_listen: Address) -> dict[str, Address]:
+    """Trace route name → where to serve it, main listener first: ``main`` on ``listen``,
+    ``gh`` on ``gh_listen``; a trace with one route (not named ``gh``) serves it on ``listen``
+    and still opens the Grasshopper channel, as the plugin does. Raises ValueError for a trace
+    whose routes cannot be placed."""
+    names = [name for name in trace.routes if any(e.route == name for e in trace.exchanges)]
+    if not names:
+        names = [route.name for route in trace.header.routes][:1] or ["main"]
+    if len(names) == 1 and names[0] != "gh":
+        return {names[0]: listen, "gh" if names[0] != "gh" else "main": gh_listen}
+    unknown = [name for name in names if name not in ("main", "gh")]
+    if unknown:
+        raise ValueError(
+            f"cannot place routes {', '.join(unknown)}: a multi-route trace needs routes "
+            "named main and gh"
+        )
+    return {"main": listen, "gh": gh_listen}
+
+
+def upstreams_for(
+    listen: dict[str, Address], main: Optional[Address], gh: Optional[Address]
+) -> dict[str, Address]:
+    """Route name → live plugin for forwarding: the route served on the main listener goes to
+    ``main``, the one on the Grasshopper listener to ``gh`` (`assign_routes` order)."""
+    found: dict[str, Address] = {}
+    for route, live in zip(listen, (main, gh)):
+        if live is not None:
+            found[route] = live
+    return found
+
+
+def open_record_new(
+    path: str, engine: ReplayEngine, upstreams: dict[str, Address]
+) -> RecordingWriter:
+    """A writer for the exchanges a forwarding replay fetched from the live plugin."""
+    routes = [RouteInfo(name, "replay", str(address)) for name, address in upstreams.items()]
+    header = Header.new(engine.profile.name, routes)
+    return RecordingWriter.create(path, header, overwrite=True)

@@ -1,0 +1,268 @@
+"""Client replay: re-send a trace's requests, in order, to a live plugin and compare each live
+response with the recorded one.
+
+Requests get fresh ids (UUID4 for GOLEM, counting integers for JSON-RPC) and recorded GUIDs are
+swapped for the live ones learned from earlier responses, so a session that creates an object
+and then uses it runs against the live plugin as it ran when recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import trio
+
+from golem_core.framing import Frame, FrameError
+from golem_core.messages import Role
+from golem_core.profiles import Profile
+
+from ..addresses import Address
+from ..events import Direction, ExchangeCompleted, FrameSeen
+from ..net import connect
+from ..recording import RecordingReader, encode_event
+from .diffing import Comparator, Difference, envelope_body
+from .index import RecordedExchange, Trace
+
+__all__ = ["ExchangeCheck", "VerifyResult", "update_trace", "verify_trace"]
+
+RECEIVE_SIZE = 65536
+
+
+@dataclass
+class ExchangeCheck:
+    """One re-sent exchange: the differences found, or why it could not be checked."""
+
+    number: int
+    route: str
+    method: Optional[str]
+    differences: list[Difference] = field(default_factory=list)
+    problem: Optional[str] = None
+    live_payload: Optional[bytes] = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences and self.problem is None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"number": self.number, "route": self.route, "method": self.method}
+        if self.problem is not None:
+            out["problem"] = self.problem
+        out["differences"] = [d.to_json() for d in self.differences]
+        return out
+
+
+@dataclass
+class VerifyResult:
+    checks: list[ExchangeCheck]
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+    @property
+    def failed(self) -> list[ExchangeCheck]:
+        return [check for check in self.checks if not check.ok]
+
+
+class _Link:
+    """One connection to the live plugin for one route, reopened after the plugin closes it."""
+
+    def __init__(self, address: Address, profile: Profile) -> None:
+        self.address = address
+        self.profile = profile
+        self.stream: Optional[trio.SocketStream] = None
+        self.decoder = profile.new_decoder(skip_oversized=False)
+
+    async def round_trip(self, data: bytes, timeout: float) -> Frame:
+        """Send a framed request and return the reply frame; one reconnect on a closed or reset
+        connection, as the GOLEM client does. Raises OSError or trio.TooSlowError."""
+        for attempt in (1, 2):
+            try:
+                with trio.fail_after(timeout):
+                    return await self._try(data)
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
+                await self.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _try(self, data: bytes) -> Frame:
+        if self.stream is None:
+            self.stream = await connect(self.address)
+            self.decoder = self.profile.new_decoder(skip_oversized=False)
+        await self.stream.send_all(data)
+        while True:
+            for event in self.decoder.events():
+                if isinstance(event, Frame):
+                    return event
+                if isinstance(event, FrameError):
+                    raise OSError(f"bad framing from the live plugin: {event.detail}")
+                raise EOFError("the live plugin closed the connection")
+            chunk = await self.stream.receive_some(RECEIVE_SIZE)
+            if chunk:
+                self.decoder.receive_data(chunk)
+            else:
+                self.decoder.receive_eof()
+
+    async def close(self) -> None:
+        if self.stream is not None:
+            await self.stream.aclose()
+            self.stream = None
+
+
+async def verify_trace(
+    trace: Trace,
+    targets: Mapping[str, Address],
+    comparator: Comparator,
+    *,
+    timeout: float = 30.0,
+) -> VerifyResult:
+    """Re-send every recorded exchange of ``trace`` to ``targets`` (route name → address) in
+    order and compare the answers. A route without a target is reported, not sent."""
+    profile = trace.profile
+    links: dict[str, _Link] = {}
+    checks: list[ExchangeCheck] = []
+    next_int_id = 1
+    try:
+        for exchange in trace.exchanges:
+            check = ExchangeCheck(exchange.number, exchange.route, exchange.method)
+            checks.append(check)
+            address = targets.get(exchange.route)
+            if address is None:
+                check.problem = f"no target for route {exchange.route!r}"
+                continue
+            data, next_int_id = _request_bytes(exchange, profile, comparator, next_int_id)
+            link = links.get(exchange.route)
+            if link is None:
+                link = links[exchange.route] = _Link(address, profile)
+            try:
+                frame = await link.round_trip(data, timeout)
+            except (OSError, EOFError, trio.TooSlowError, trio.BrokenResourceError) as exc:
+                check.problem = f"no answer from {address}: {exc or type(exc).__name__}"
+                continue
+            check.live_payload = frame.payload
+            check.differences = _compare(exchange, frame.payload, comparator)
+    finally:
+        with trio.CancelScope(shield=True):
+            for link in links.values():
+                await link.close()
+    return VerifyResult(checks)
+
+
+def _request_bytes(
+    exchange: RecordedExchange, profile: Profile, comparator: Comparator, next_int_id: int
+) -> tuple[bytes, int]:
+    if exchange.request_type != "request":
+        return profile.frame_payload(exchange.request), next_int_id  # malformed: as recorded
+    obj = exchange.request_obj()
+    if profile.name == "golem":
+        obj["id"] = str(uuid.uuid4())
+    else:
+        obj["id"] = next_int_id
+        next_int_id += 1
+    if "params" in obj:
+        obj["params"] = comparator.guids.to_live(obj["params"])
+    return profile.encode(obj), next_int_id
+
+
+def _compare(
+    exchange: RecordedExchange, live_payload: bytes, comparator: Comparator
+) -> list[Difference]:
+    try:
+        live: Any = json.loads(live_payload)
+    except ValueError:
+        live = live_payload.decode("utf-8", "replace")
+    try:
+        recorded: Any = exchange.response_obj()
+    except ValueError:
+        recorded = exchange.response.decode("utf-8", "replace")
+    return comparator.compare(envelope_body(recorded), envelope_body(live), exchange.method)
+
+
+def update_trace(path: str, result: VerifyResult, comparator: Comparator) -> int:
+    """Rewrite the trace at ``path`` with the live responses of ``result``: header and every
+    other line kept, each re-sent exchange's response replaced (carrying the recorded id, live
+    GUIDs mapped back to the recorded ones so later requests stay valid). Written to a new file
+    that atomically replaces the old one. Returns how many responses changed."""
+    live = {check.number: check.live_payload for check in result.checks if check.live_payload}
+    with open(path, "rb") as stream:
+        reader = RecordingReader(stream)
+        profile = reader.profile
+        targets: dict[tuple[int, int], bytes] = {}
+        number = 0
+        for event in reader:
+            if isinstance(event, ExchangeCompleted):
+                number += 1
+                payload = live.get(number)
+                if payload is not None:
+                    new = _updated_payload(event, payload, profile, comparator)
+                    if new != event.response.payload:
+                        targets[(event.conn, event.response.index)] = new
+    if not targets:
+        return 0
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(prefix=".golem-update-", suffix=".jsonl", dir=directory)
+    try:
+        with open(path, "rb") as source, os.fdopen(fd, "wb") as out:
+            out.write(source.readline())
+            for line in source:
+                out.write(_rewrite_line(line, targets, profile))
+        os.chmod(temp, 0o600)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+    return len(targets)
+
+
+def _updated_payload(
+    event: ExchangeCompleted, live_payload: bytes, profile: Profile, comparator: Comparator
+) -> bytes:
+    try:
+        obj = json.loads(live_payload)
+    except ValueError:
+        return live_payload
+    if not isinstance(obj, dict):
+        return live_payload
+    obj = comparator.guids.to_recorded(obj)
+    return profile.encode_payload(profile.with_id(obj, event.request.message.id))
+
+
+def _rewrite_line(line: bytes, targets: dict[tuple[int, int], bytes], profile: Profile) -> bytes:
+    head = line[:200]
+    if b'"kind":"exchange"' in head:
+        data = json.loads(line)
+        payload = targets.get((int(data["conn"]), int(data["resp"])))
+        if payload is None:
+            return line
+        data["status"] = profile.describe(profile.parse(payload, Role.RESPONSE))
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    if b'"kind":"frame"' not in head or b'"dir":"s2c"' not in line[:300]:
+        return line
+    data = json.loads(line)
+    if data.get("kind") != "frame" or data.get("dir") != "s2c":
+        return line
+    payload = targets.get((int(data["conn"]), int(data["n"])))
+    if payload is None:
+        return line
+    message = profile.parse(payload, Role.RESPONSE)
+    frame = FrameSeen(
+        int(data["conn"]),
+        str(data.get("route", "")),
+        Direction.S2C,
+        int(data["n"]),
+        float(data.get("t", 0.0)),
+        len(profile.frame_payload(payload)),
+        payload,
+        message,
+    )
+    encoded = encode_event(frame, profile, int(data["seq"]))
+    assert encoded is not None
+    return encoded

@@ -1,0 +1,267 @@
+"""The real CLI as subprocesses: replay serving a GOLEM client, verify against the headless
+plugin, diff of two traces."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.client import GolemClient, RhinoCommandError
+from golem_proxy.plugin_process import PluginProcess
+from golem_proxy.recording import read_recording
+
+from .traces import BOX, modelling_session
+
+ROOT = Path(__file__).resolve().parents[2]
+READY = re.compile(r"golem-proxy replay ready: main=(\S+):(\d+) gh=(\S+):(\d+) exchanges=(\d+)")
+
+
+def golem_proxy(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "golem_proxy", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def verify_fresh(trace: Path, *args: str, seed: int = 42) -> subprocess.CompletedProcess[str]:
+    """``golem-proxy verify`` against a fresh headless plugin."""
+    with PluginProcess(seed=seed) as plugin:
+        return golem_proxy(
+            "verify", str(trace), "--target", str(plugin.main), "--gh-target", str(plugin.gh), *args
+        )
+
+
+@pytest.fixture(scope="module")
+def demo_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A session recorded through the proxy from the headless plugin (seed 42)."""
+    path = tmp_path_factory.mktemp("demo") / "demo.jsonl"
+    done = golem_proxy("demo", "--out", str(path), "--seed", "42", "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+@pytest.fixture
+def replay_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], re.Match[str], Path]]:
+    trace = modelling_session(tmp_path / "session.jsonl")
+    report = tmp_path / "report.json"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "golem_proxy",
+            "replay",
+            str(trace),
+            "--listen",
+            "127.0.0.1:0",
+            "--gh-listen",
+            "127.0.0.1:0",
+            "--ignore",
+            "scene.create_layer:params.name",
+            "--report",
+            str(report),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = READY.search(line)
+        assert match is not None, line + (process.stderr.read() if process.stderr else "")
+        yield process, match, report
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+
+
+def test_replay_cli_serves_a_golem_client(
+    replay_process: tuple[subprocess.Popen[str], re.Match[str], Path],
+) -> None:
+    process, ready, report = replay_process
+    assert ready[5] == "10"
+    with GolemClient(ready[1], int(ready[2])) as client:  # connect pings, as the MCP server does
+        layer = client.send_command(
+            "scene.create_layer", {"name": "walls-7", "color": [200, 80, 40]}
+        )
+        assert layer["layer_index"] == 1
+        box = client.send_command(
+            "geometry.create_box", {"corner": [0, 0, 0], "width": 40, "depth": 10, "height": 30}
+        )
+        assert box["guid"] == BOX
+        with pytest.raises(RhinoCommandError) as caught:
+            client.send_command("geometry.create_box", {"corner": [1, 0, 0], "width": 40})
+        assert caught.value.code == "NOT_FOUND"
+        assert caught.value.message == (
+            "no recorded geometry.create_box with these params; nearest: #3 (already used) "
+            "differs at params.corner[0] (0.0 vs 1) and 2 more"
+        )
+    with GolemClient(ready[3], int(ready[4])) as gh:
+        assert gh.send_command("grasshopper.list_components") == {"components": []}
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=15)
+    assert process.returncode == 0, stderr
+    summary = json.loads(report.read_text())
+    assert summary["served"] == 5 and len(summary["misses"]) == 1
+    assert [u["method"] for u in summary["unused"]] == [
+        "geometry.create_sphere",
+        "scene.list_objects",
+        "operations.boolean_union",
+        "scene.list_objects",
+        "scene.get_object_info",
+    ]
+    assert "1 missed" in stderr and "unused #4 main geometry.create_sphere" in stderr
+
+
+def test_replay_cli_rejects_a_bad_trace(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not a recording\n")
+    done = golem_proxy("replay", str(bad), "--listen", "127.0.0.1:0")
+    assert done.returncode == 2 and "golem-proxy replay:" in done.stderr
+
+
+def test_verify_passes_against_the_same_plugin_and_across_seeds(demo_trace: Path) -> None:
+    for seed in (42, 7):  # another seed hands out other GUIDs: verify maps them
+        done = verify_fresh(demo_trace, seed=seed)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "verify: all 20 exchanges match" in done.stdout
+
+
+def test_verify_fails_with_a_precise_diff_then_update_repairs(
+    demo_trace: Path, tmp_path: Path
+) -> None:
+    changed = tmp_path / "changed.jsonl"
+    text = demo_trace.read_text()
+    # The recorded plugin said the first box was 41 wide: the live one says 40.
+    assert '"max": [40.0, 10.0, 30.0]' in text
+    changed.write_text(text.replace('"max": [40.0, 10.0, 30.0]', '"max": [41.0, 10.0, 30.0]', 1))
+    # Each run gets a fresh plugin: a verify run changes the live document.
+    failed = verify_fresh(changed, "--json")
+    tolerant = verify_fresh(changed, "--float-tolerance", "1")
+    ignoring = verify_fresh(changed, "--ignore", "geometry.create_box:result.bounding_box")
+    assert failed.returncode == 1
+    result = json.loads(failed.stdout)
+    assert result["ok"] is False and len(result["failed"]) == 1
+    (check,) = result["failed"]
+    assert check["method"] == "geometry.create_box" and check["number"] == 4
+    assert check["differences"] == [
+        {"path": "result.bounding_box.max[0]", "kind": "changed", "recorded": 41.0, "live": 40.0}
+    ]
+    assert tolerant.returncode == 0 and ignoring.returncode == 0
+    rendered = verify_fresh(changed)
+    assert rendered.returncode == 1
+    assert "#4 main geometry.create_box" in rendered.stdout
+    assert "result.bounding_box.max[0]" in rendered.stdout
+    updated = verify_fresh(changed, "--update")
+    assert updated.returncode == 0 and "updated 1 responses" in updated.stderr
+    assert changed.read_text().splitlines()[0] == text.splitlines()[0]  # header kept
+    assert '"max": [41.0' not in changed.read_text()
+    again = verify_fresh(changed)
+    assert again.returncode == 0, again.stdout
+
+
+def test_diff_cli(demo_trace: Path, tmp_path: Path) -> None:
+    other_seed = tmp_path / "seed7.jsonl"
+    done = golem_proxy("demo", "--out", str(other_seed), "--seed", "7", "--quiet", timeout=120)
+    assert done.returncode == 0, done.stderr
+    same = golem_proxy("diff", str(demo_trace), str(other_seed))
+    assert same.returncode == 0, same.stdout
+    assert "no difference" in same.stdout
+    edited = tmp_path / "edited.jsonl"
+    shutil.copy(demo_trace, edited)
+    edited.write_text(edited.read_text().replace('"radius": 8.0}', '"radius": 9.0}', 1))
+    different = golem_proxy("diff", str(demo_trace), str(edited), "--json")
+    assert different.returncode == 1
+    report = json.loads(different.stdout)
+    assert report["equal"] is False
+    (pair,) = report["exchanges"]
+    assert pair["method"] == "geometry.create_sphere" and pair["status"] == "changed"
+    assert pair["differences"][0] == {
+        "path": "params.radius",
+        "kind": "changed",
+        "recorded": 8.0,
+        "live": 9.0,
+    }
+
+
+def test_verify_fails_against_a_plugin_whose_document_differs(demo_trace: Path) -> None:
+    with PluginProcess(seed=42) as plugin:
+        with GolemClient(plugin.main.host, plugin.main.port) as client:
+            client.send_command("geometry.create_sphere", {"center": [0, 0, 0], "radius": 1.0})
+        done = golem_proxy(
+            "verify", str(demo_trace), "--target", str(plugin.main), "--gh-target", str(plugin.gh)
+        )
+    assert done.returncode == 1
+    assert "main scene.list_objects" in done.stdout and "result.objects" in done.stdout
+
+
+@pytest.mark.parametrize("sample", ["modelling-session", "error-session", "grasshopper-session"])
+def test_sample_recordings_verify_against_the_headless_plugin(sample: str) -> None:
+    """The samples in recordings/ are what the headless plugin (seed 7) answers today."""
+    done = verify_fresh(ROOT / "recordings" / f"{sample}.jsonl", seed=7)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path) -> None:
+    trace = modelling_session(tmp_path / "session.jsonl")
+    new = tmp_path / "new.jsonl"
+    with PluginProcess(seed=5) as plugin:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "golem_proxy",
+                "replay",
+                str(trace),
+                "--listen",
+                "127.0.0.1:0",
+                "--gh-listen",
+                "127.0.0.1:0",
+                "--on-miss",
+                f"forward {plugin.main}",
+                "--record-new",
+                str(new),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        try:
+            assert process.stdout is not None
+            ready = READY.search(process.stdout.readline())
+            assert ready is not None
+            with GolemClient(ready[1], int(ready[2])) as client:
+                assert (
+                    client.send_command(
+                        "geometry.create_box",
+                        {"corner": [0, 0, 0], "width": 40, "depth": 10, "height": 30},
+                    )["guid"]
+                    == BOX
+                )
+                layers = client.send_command("scene.list_layers")  # not in the trace: live
+                assert [layer["name"] for layer in layers["layers"]] == ["Default"]
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=15)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+    assert process.returncode == 0, stderr
+    assert "1 forwarded" in stderr
+    exchanges = read_recording(str(new)).exchanges()
+    assert [e.method for e in exchanges] == ["scene.list_layers"]
+    assert json.loads(exchanges[0].response.payload)["result"] == layers

@@ -1,0 +1,140 @@
+"""The pytest plugin, used by test files run through pytester: none and new modes."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.plugin_process import PluginProcess
+from golem_proxy.recording import read_recording
+
+from .traces import modelling_session
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _plugin_args() -> tuple[str, ...]:
+    """``-p golem_proxy.pytest_plugin`` unless the installed package already registers it
+    through its pytest11 entry point (registering it twice is an error)."""
+    names = {ep.value for ep in entry_points(group="pytest11")}
+    return () if "golem_proxy.pytest_plugin" in names else ("-p", "golem_proxy.pytest_plugin")
+
+
+PLUGIN = _plugin_args()
+
+
+@pytest.fixture(autouse=True)
+def _import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The inner pytest runs in a temporary directory: make it import this checkout.
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+
+
+SESSION_TEST = """
+import pytest
+from golem_proxy.client import GolemClient
+
+@pytest.mark.golem_trace("session.jsonl", ignore=["scene.create_layer:params.name"])
+def test_session(golem_replay):
+    assert golem_replay.env["GOLEM_RHINO_PORT"] == str(golem_replay.port)
+    with GolemClient(golem_replay.host, golem_replay.port) as client:
+        client.send_command("scene.create_layer", {"name": "fresh", "color": [200, 80, 40]})
+        box = client.send_command(
+            "geometry.create_box", {"corner": [0, 0, 0], "width": 40, "depth": 10, "height": 30})
+        assert box["guid"].startswith("bd9c66b3")
+        EXTRA
+"""
+
+
+def write_test(pytester: pytest.Pytester, extra: str = "pass") -> None:
+    modelling_session(pytester.path / "session.jsonl")
+    pytester.makepyfile(test_golem=SESSION_TEST.replace("EXTRA", extra))
+
+
+def test_none_mode_replays_and_warns_about_unused(pytester: pytest.Pytester) -> None:
+    write_test(pytester)
+    result = pytester.runpytest_subprocess(*PLUGIN, "-W", "default")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*GolemUnusedExchangesWarning: 6 recorded exchange(s) unused*"])
+
+
+def test_none_mode_fails_the_test_listing_the_misses(pytester: pytest.Pytester) -> None:
+    write_test(pytester, 'client.send_command("scene.delete_layer", {"name": "x"})')
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    # The miss is a NOT_FOUND error inside the test, and the teardown lists it as well.
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*golem replay of *session.jsonl: 1 request(s) missed*",
+            "*main scene.delete_layer: no recorded scene.delete_layer on main*",
+        ]
+    )
+
+
+def test_new_mode_adds_missing_exchanges_from_the_live_plugin(pytester: pytest.Pytester) -> None:
+    write_test(pytester, 'assert client.send_command("scene.list_layers")["layers"]')
+    trace = pytester.path / "session.jsonl"
+    before = len(read_recording(str(trace)).exchanges())
+    with PluginProcess(seed=1) as plugin:
+        result = pytester.runpytest_subprocess(
+            *PLUGIN,
+            "--golem-record=new",
+            f"--golem-live={plugin.main}",
+        )
+    result.assert_outcomes(passed=1, warnings=1)
+    exchanges = read_recording(str(trace)).exchanges()
+    assert len(exchanges) == before + 1 and exchanges[-1].method == "scene.list_layers"
+    # Now the trace has it: replay only passes.
+    again = pytester.runpytest_subprocess(*PLUGIN)
+    again.assert_outcomes(passed=1, warnings=1)
+
+
+def test_new_mode_needs_a_live_plugin(pytester: pytest.Pytester) -> None:
+    write_test(pytester)
+    result = pytester.runpytest_subprocess(*PLUGIN, "--golem-record=new")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--golem-record=new needs --golem-live HOST:PORT*"])
+
+
+def test_strict_unused_fails(pytester: pytest.Pytester) -> None:
+    modelling_session(pytester.path / "session.jsonl")
+    pytester.makepyfile(
+        test_strict="""
+import pytest
+
+@pytest.mark.golem_trace("session.jsonl", strict_unused=True)
+def test_nothing(golem_replay):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*8 recorded exchange(s) unused: #2 scene.create_layer*"])
+
+
+def test_all_mode_rerecords_the_trace_from_the_live_plugin(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_all="""
+import pytest
+from golem_proxy.client import GolemClient
+
+@pytest.mark.golem_trace("fresh.jsonl")
+def test_layers(golem_replay):
+    with GolemClient(golem_replay.host, golem_replay.port) as client:
+        client.send_command("scene.create_layer", {"name": "Roof", "color": [1, 2, 3]})
+        assert client.send_command("scene.list_layers")["layers"]
+"""
+    )
+    with PluginProcess(seed=3) as plugin:
+        result = pytester.runpytest_subprocess(
+            *PLUGIN, "--golem-record=all", f"--golem-live={plugin.main}"
+        )
+    result.assert_outcomes(passed=1)
+    trace = pytester.path / "fresh.jsonl"
+    methods = [e.method for e in read_recording(str(trace)).exchanges()]
+    assert methods == ["scene.create_layer", "scene.list_layers"]  # ping answered locally
+    replayed = pytester.runpytest_subprocess(*PLUGIN)
+    replayed.assert_outcomes(passed=1)
