@@ -9,11 +9,13 @@ from typing import Optional
 
 import trio
 from rich.console import Console
+from rich.markup import escape
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import PROFILES, get_profile
 
 from ..addresses import Route, default_routes, parse_route
+from ..faults import FaultPlan, FaultSpecError
 from ..log import Verbosity
 from ..net import ListenError
 from ..relay import BoundRoute, ProxyOptions
@@ -75,6 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--idle-timeout", type=float, metavar="SECONDS", help="close idle connections"
     )
     parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="inject a fault, e.g. delay:ms=200,method=scene.* or error:code=TIMEOUT "
+        "(repeatable; grammar in docs/faults.md)",
+    )
+    parser.add_argument(
+        "--fault-seed",
+        type=int,
+        metavar="N",
+        help="seed for fault probabilities (default: random, printed at start)",
+    )
+    parser.add_argument(
         "--drain-timeout",
         type=float,
         default=2.0,
@@ -116,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         routes = routes_from_args(args.route, args.profile)
         catalogue = MethodCatalogue.load(args.catalogue) if args.catalogue else None
-    except (ValueError, OSError) as exc:
+        faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
+    except (FaultSpecError, ValueError, OSError) as exc:
         errors.print(f"[red]error:[/] {exc}")
         return 2
     public = [r for r in routes if not r.listen.is_loopback()]
@@ -148,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
             cap=args.max_frame,
             catalogue=catalogue,
             redact=tuple(args.redact),
+            faults=faults,
         ),
         record_path=args.record,
         overwrite=args.overwrite,
@@ -174,6 +192,14 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                 console.print(f"client environment: [bold]{hint}[/]")
             if config.record_path:
                 console.print(f"recording to {config.record_path}")
+            plan = config.options.faults
+            if plan is not None:
+                rules = "; ".join(rule.spec for rule in plan.rules)
+                console.print(
+                    f"[bold blue]faults[/]: {escape(rules)} (seed {plan.seed}: "
+                    f"reproduce with --fault-seed {plan.seed})",
+                    soft_wrap=True,
+                )
             console.print("[dim]Ctrl-C to stop[/]")
             sys.stdout.flush()
             async for _ in signals:
