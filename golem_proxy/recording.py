@@ -461,6 +461,8 @@ class RecordingReader:
             raise
         except ValueError as exc:
             raise RecordingError(f"bad recording header: {exc}") from None
+        except RecursionError:
+            raise RecordingError("bad recording header: JSON nested too deep") from None
         try:
             self.profile = get_profile(self.header.profile)
         except KeyError as exc:
@@ -484,8 +486,12 @@ class RecordingReader:
                 continue
             try:
                 event = self._decoder.decode(line)
-            except (ValueError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise RecordingError(f"line {self.line_number}: {exc}") from None
+            except RecursionError:
+                # json.loads recurses per nesting level: an untrusted line must not escape
+                # as something other than a RecordingError.
+                raise RecordingError(f"line {self.line_number}: JSON nested too deep") from None
             if event is not None:
                 yield event
 
