@@ -19,6 +19,7 @@ from ..faults import FaultPlan, FaultSpecError
 from ..log import Verbosity
 from ..net import ListenError
 from ..relay import BoundRoute, ProxyOptions
+from ..safe_paths import resolve_record_path
 from ..session import ProxySession, SessionConfig
 
 NAME = "proxy"
@@ -41,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--profile", choices=sorted(PROFILES), default="golem")
     parser.add_argument("--record", metavar="PATH", help="write the session to this recording")
+    parser.add_argument(
+        "--record-dir",
+        metavar="DIR",
+        help="confine recordings to DIR: --record is relative to it and may not escape it "
+        "through .. or symlinks (default name: session-TIMESTAMP.jsonl)",
+    )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an existing recording file"
     )
@@ -133,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         routes = routes_from_args(args.route, args.profile)
         catalogue = MethodCatalogue.load(args.catalogue) if args.catalogue else None
         faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
+        record_path = resolve_record_path(args.record, args.record_dir)
     except (FaultSpecError, ValueError, OSError) as exc:
         errors.print(f"[red]error:[/] {exc}")
         return 2
@@ -167,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
             redact=tuple(args.redact),
             faults=faults,
         ),
-        record_path=args.record,
+        record_path=record_path,
         overwrite=args.overwrite,
         console=console,
         verbosity=verbosity,

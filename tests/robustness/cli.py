@@ -21,16 +21,17 @@ class ProxyCli:
     process: subprocess.Popen[str]
     port: int = 0
     lines: list[str] = field(default_factory=list)
+    stderr: str = ""
 
     def stop(self, timeout: float = 20) -> str:
         """Ctrl-C, wait, and return everything it printed."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
         try:
-            rest, _ = self.process.communicate(timeout=timeout)
+            rest, self.stderr = self.process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            rest, _ = self.process.communicate()
+            rest, self.stderr = self.process.communicate()
         return "".join(self.lines) + (rest or "")
 
     def kill(self) -> None:
