@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -24,6 +25,7 @@ __all__ = [
     "Role",
     "RpcError",
     "decode_json",
+    "elide_long_strings",
     "is_json_int",
 ]
 
@@ -147,6 +149,28 @@ def build_request(ident: JsonId, method: str, params: Any, obj: dict[str, Any]) 
 def is_json_int(value: Any) -> bool:
     """True for a JSON integer (Python int, but not bool)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+# A run of this many base64/identifier characters between two quotes can only be the inside
+# of one JSON string: anything structural between two tokens needs a ',' or ':' first.
+_OPAQUE_CHARS = rb"[A-Za-z0-9+/=_.\-]"
+
+
+def elide_long_strings(payload: bytes, min_length: int) -> tuple[bytes, int]:
+    """Replace every JSON string made of at least ``min_length`` base64-like characters (an
+    image, a mesh blob) by a short placeholder. Returns the smaller payload and how many bytes
+    were elided. The result types and checks like the original (a string stays a string), so
+    a live view can inspect a 64 MiB frame without materialising its blob twice."""
+    pattern = re.compile(b'"' + _OPAQUE_CHARS + b"{%d,}" % min_length + b'"')
+    elided = 0
+
+    def placeholder(match: re.Match[bytes]) -> bytes:
+        nonlocal elided
+        size = match.end() - match.start() - 2
+        elided += size
+        return b'"<%d bytes elided>"' % size
+
+    return pattern.sub(placeholder, payload), elided
 
 
 def decode_json(payload: bytes) -> tuple[Any, Optional[Malformed]]:

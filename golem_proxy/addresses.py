@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
+from golem_core.profiles import GOLEM
+
 __all__ = ["Address", "Route", "default_routes", "parse_address", "parse_route"]
 
 
@@ -91,8 +93,12 @@ def parse_route(text: str, name: Optional[str] = None) -> Route:
 
 
 def default_routes(host: str = "127.0.0.1") -> list[Route]:
-    """The GOLEM defaults: main 19876 → 9876 and Grasshopper 19877 → 9877."""
-    return [
-        Route("main", Address(host, 19876), Address("127.0.0.1", 9876)),
-        Route("gh", Address(host, 19877), Address("127.0.0.1", 9877)),
-    ]
+    """The GOLEM defaults (main 19876 → 9876, Grasshopper 19877 → 9877), listening on
+    ``host``; the ports come from the `golem` profile."""
+    routes = []
+    for default in GOLEM.default_routes({}):
+        listen = parse_address(default.listen)
+        routes.append(
+            Route(default.name, Address(host, listen.port), parse_address(default.upstream))
+        )
+    return routes

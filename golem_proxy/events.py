@@ -77,6 +77,9 @@ class FrameSeen:
     payload: bytes
     message: Message
     redacted: tuple[str, ...] = ()
+    elided: int = 0
+    """Bytes of long opaque strings (blobs) left out of ``message.obj`` in a live view; the
+    payload is always complete. A recording read back is never elided."""
 
     @property
     def method(self) -> Optional[str]:

@@ -118,7 +118,8 @@ class Flow:
         if self.frame_error is not None:
             return self.frame_error.kind.value
         if self.response is not None:
-            return profile.describe(self.response.message)
+            request = self.request.message if self.request is not None else None
+            return profile.describe_exchange(request, self.response.message)
         if self.request is not None and isinstance(self.request.message, Malformed):
             return profile.describe(self.request.message)
         if self.closed_unanswered:
@@ -157,6 +158,8 @@ class FlowTracker:
         self._by_request: dict[tuple[int, int], Flow] = {}
         self._responses: dict[tuple[int, int], FrameSeen] = {}
         self._response_violations: dict[tuple[int, int], list[Violation]] = {}
+        # The tap follows a framing error with its violation (no frame index): keep the row.
+        self._frame_errors: dict[tuple[int, Direction], Flow] = {}
 
     def apply(self, event: Event) -> Optional[Flow]:
         """Fold one event in; return the flow it created or changed, if any."""
@@ -169,6 +172,7 @@ class FlowTracker:
         if isinstance(event, FramingErrorSeen):
             flow = self._new_flow(event.conn, event.route)
             flow.frame_error = event
+            self._frame_errors[(event.conn, event.direction)] = flow
             self._count_bytes(event.conn, event.direction, len(event.raw))
             return flow
         if isinstance(event, BytesDiscarded):
@@ -237,8 +241,14 @@ class FlowTracker:
         return flow
 
     def _violation(self, event: ViolationSeen) -> Optional[Flow]:
-        if event.frame_index is None or event.direction is None:
+        if event.direction is None:
             return None
+        if event.frame_index is None:
+            errored = self._frame_errors.get((event.conn, event.direction))
+            if errored is None or errored.frame_error is None or errored.frame_error.t != event.t:
+                return None
+            errored.violations.append(event.violation)
+            return errored
         key = (event.conn, event.frame_index)
         if event.direction is Direction.C2S:
             flow = self._by_request.get(key)

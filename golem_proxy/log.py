@@ -140,7 +140,7 @@ class EventLog:
         ok = isinstance(response, Response) and not isinstance(request, Malformed)
         if ok and self.verbosity < Verbosity.NORMAL:
             return None
-        status = self.profile.describe(response)
+        status = self.profile.describe_exchange(request, response)
         if isinstance(response, Response):
             style = "green"
         elif isinstance(response, ErrorResponse):

@@ -18,12 +18,12 @@ async def record_events(subscription: Subscription, writer: RecordingWriter) -> 
     Lines are queued in memory and written by `RecordingWriter.flush`, which runs at least
     every ``FLUSH_INTERVAL`` seconds while events arrive, so a reader (or a ``kill -9``) sees
     everything older than that."""
-    receive = subscription.receive_channel
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_flush_periodically, writer)
-            async for event in receive:
-                writer.write(event)
+            async for batch in subscription.batches():
+                for event in batch:
+                    writer.write(event)
             nursery.cancel_scope.cancel()
     finally:
         writer.close()

@@ -101,5 +101,6 @@ class ProxySession:
 
 
 async def _log_events(subscription: Subscription, log: EventLog) -> None:
-    async for event in subscription.receive_channel:
-        log.handle(event)
+    async for batch in subscription.batches():
+        for event in batch:
+            log.handle(event)

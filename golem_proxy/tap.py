@@ -17,7 +17,7 @@ import trio
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
-from golem_core.framing import Discarded, Frame, FrameError
+from golem_core.framing import NEED_DATA, Discarded, EndOfStream, Frame, FrameError
 from golem_core.messages import Malformed, MalformedKind, Request, Role
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Correlator
@@ -37,6 +37,10 @@ from .redact import Redactor
 __all__ = ["ConnectionTap", "TapVerdict", "TapWorker"]
 
 Publish = Callable[[Event], None]
+
+ELIDE_FRAMES_OVER = 1024 * 1024
+"""Frames larger than this are typed with their long opaque strings elided (live view only)."""
+ELIDE_STRINGS_OVER = 64 * 1024
 
 # Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
 _ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
@@ -83,19 +87,40 @@ class ConnectionTap:
         self._correlator: Correlator[_RequestContext] = Correlator(profile)
 
     def process(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
-        """Decode a forwarded chunk (``b""`` means end of stream) and publish its events.
+        """Decode a forwarded chunk (``b""`` means end of stream) and publish all its events.
         Returns a verdict naming the first frame that breaks the limits, if any."""
+        self.feed(direction, data)
+        verdict: Optional[TapVerdict] = None
+        more = True
+        while more:
+            _, more, found = self.step(direction, t, 1 << 30)
+            verdict = verdict or found
+        return verdict
+
+    def feed(self, direction: Direction, data: bytes) -> None:
+        """Hand a forwarded chunk (``b""``: end of stream) to the direction's decoder."""
         decoder = self._decoders[direction]
         if data:
             decoder.receive_data(data)
         else:
             decoder.receive_eof()
+
+    def step(
+        self, direction: Direction, t: float, limit: int
+    ) -> tuple[int, bool, Optional[TapVerdict]]:
+        """Handle at most ``limit`` decoder events. Returns how many it handled, whether more
+        are ready (call again before feeding this direction again) and any limits verdict."""
+        decoder = self._decoders[direction]
         verdict: Optional[TapVerdict] = None
-        for event in decoder.events():
+        for used in range(limit):
+            event = decoder.next_event()
+            if event is NEED_DATA:
+                return used, False, verdict
             found = self._handle(direction, event, t)
-            if verdict is None:
-                verdict = found
-        return verdict
+            verdict = verdict or found
+            if isinstance(event, EndOfStream):
+                return used + 1, False, verdict
+        return limit, True, verdict
 
     def outstanding(self) -> int:
         return len(self._correlator)
@@ -129,7 +154,13 @@ class ConnectionTap:
     def _frame(self, direction: Direction, frame: Frame, t: float) -> Optional[TapVerdict]:
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         payload = frame.payload
-        message = self.profile.parse(payload, role)
+        elided = 0
+        if len(payload) > ELIDE_FRAMES_OVER:
+            # A blob (an image, a mesh) is not materialised for the live view: the typing and
+            # the checks do not depend on its content, and the recording keeps its bytes.
+            message, elided = self.profile.parse_elided(payload, role, ELIDE_STRINGS_OVER)
+        else:
+            message = self.profile.parse(payload, role)
         violations = self.profile.check_message(message, payload)
         if self.catalogue is not None and isinstance(message, Request):
             violations.extend(self.catalogue.check_request(message))
@@ -139,14 +170,25 @@ class ConnectionTap:
         redacted: tuple[str, ...] = ()
         if self.redactor and not isinstance(message, Malformed):
             method = self.profile.method_of(request.frame.message if request else message)
-            obj, redacted = self.redactor.apply(message.obj, method)
+            full = self.profile.parse(payload, role) if elided else message
+            obj, redacted = self.redactor.apply(full.obj, method)
             if redacted:
+                elided = 0
                 payload = self.profile.encode_payload(obj)
                 message = self.profile.parse(payload, role)
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
         seen = FrameSeen(
-            self.conn, self.route, direction, index, t, frame.size, payload, message, redacted
+            self.conn,
+            self.route,
+            direction,
+            index,
+            t,
+            frame.size,
+            payload,
+            message,
+            redacted,
+            elided,
         )
         self.publish(seen)
         for found in violations:
@@ -169,51 +211,56 @@ class ConnectionTap:
         return None
 
 
+@dataclass
+class _Work:
+    tap: ConnectionTap
+    direction: Direction
+    data: bytes
+    t: float
+    fed: bool = False
+
+
 class TapWorker:
-    """Runs every connection's tap in one task, with forwarding taking precedence.
+    """Runs every connection's tap in one task, behind forwarding.
 
-    Chunks queue here after the relay sent them. While the queued bytes stay under
-    ``soft_limit``, the worker decodes only when no other task is runnable, so decoding fills
-    the relay's idle time instead of delaying the next forward. Past ``soft_limit`` it decodes
-    one chunk per scheduling round (fair share). Past ``hard_limit``, `submit` callers wait:
-    the one point where the relay slows, rather than grow memory without bound."""
+    Chunks queue here after the relay sent them. The worker yields before each slice of work
+    and stops a slice after ``slice_frames`` frames, so pumps woken by I/O forward first and
+    decoding fills the time the relay waits for a peer; a chunk of a thousand pipelined frames
+    is decoded over many slices, never in one long stall. Past ``hard_limit`` queued bytes,
+    `submit` callers wait: the one point where the relay slows, rather than let memory grow
+    without bound."""
 
-    def __init__(self, soft_limit: int = 8 * 1024 * 1024, hard_limit: int = 256 * 1024 * 1024):
-        self.soft_limit = soft_limit
+    def __init__(self, hard_limit: int = 256 * 1024 * 1024, slice_frames: int = 16) -> None:
         self.hard_limit = hard_limit
+        self.slice_frames = slice_frames
         self.backlog = 0
-        # Items are (tap, direction, chunk, t) to decode, or an event to publish in order.
-        self._queue: collections.deque[
-            Union[tuple[ConnectionTap, Direction, bytes, float], tuple[Publish, Event]]
-        ] = collections.deque()
+        # Work to decode, or an event to publish once everything before it is decoded.
+        self._queue: collections.deque[Union[_Work, tuple[Publish, Event]]] = collections.deque()
         self._wakeup = trio.Event()
         self._room = trio.Event()
         self._idle = trio.Event()
         self._idle.set()
 
-    async def submit(
-        self,
-        tap: ConnectionTap,
-        direction: Direction,
-        data: bytes,
-        t: float,
-    ) -> None:
+    async def submit(self, tap: ConnectionTap, direction: Direction, data: bytes, t: float) -> None:
         """Queue a forwarded chunk (``b""`` for end of stream). Verdicts are not acted on
         here: outside ``--enforce-limits`` the proxy only reports."""
         while self.backlog >= self.hard_limit:
             if self._room.is_set():
                 self._room = trio.Event()
             await self._room.wait()
-        self._queue.append((tap, direction, data, t))
+        self._queue.append(_Work(tap, direction, data, t))
         self.backlog += len(data)
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
-        self._wakeup.set()
+        self._wake()
 
     def submit_event(self, publish: Publish, event: Event) -> None:
         """Publish ``event`` once everything queued before it has been decoded, so that a
         connection's close is never reported ahead of its last frames."""
         self._queue.append((publish, event))
-        self._idle = trio.Event() if self._idle.is_set() else self._idle
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._idle.is_set():
+            self._idle = trio.Event()
         self._wakeup.set()
 
     async def drained(self) -> None:
@@ -221,37 +268,39 @@ class TapWorker:
         await self._idle.wait()
 
     async def run(self) -> None:
-        """Process the queue forever (cancel to stop; call `drain_now` first to finish)."""
+        """Process the queue until cancelled (call `drain_now` afterwards to finish)."""
         while True:
             if not self._queue:
                 self._idle.set()
                 self._wakeup = trio.Event()
                 await self._wakeup.wait()
                 continue
-            await self._yield_to_forwarding()
-            self._process_one()
+            await trio.lowlevel.checkpoint()
+            budget = self.slice_frames
+            while budget > 0 and self._queue:
+                budget -= self._process_some(budget)
 
     def drain_now(self) -> None:
         """Decode everything queued, synchronously (used at shutdown)."""
         while self._queue:
-            self._process_one()
+            self._process_some(1 << 30)
         self._idle.set()
 
-    async def _yield_to_forwarding(self) -> None:
-        await trio.lowlevel.checkpoint()
-        while (
-            self.backlog < self.soft_limit and trio.lowlevel.current_statistics().tasks_runnable > 0
-        ):
-            await trio.lowlevel.checkpoint()
-
-    def _process_one(self) -> None:
-        item = self._queue.popleft()
-        if len(item) == 2:
+    def _process_some(self, limit: int) -> int:
+        """Work on the head of the queue; returns the budget it used (at least 1)."""
+        item = self._queue[0]
+        if isinstance(item, tuple):
+            self._queue.popleft()
             publish, event = item
             publish(event)
-            return
-        tap, direction, data, t = item
-        self.backlog -= len(data)
-        if self.backlog < self.hard_limit:
-            self._room.set()
-        tap.process(direction, data, t)
+            return 1
+        if not item.fed:
+            item.fed = True
+            self.backlog -= len(item.data)
+            if self.backlog < self.hard_limit:
+                self._room.set()
+            item.tap.feed(item.direction, item.data)
+        used, more, _ = item.tap.step(item.direction, item.t, limit)
+        if not more:
+            self._queue.popleft()
+        return max(1, used)

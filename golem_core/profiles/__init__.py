@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Profile
+from .base import DefaultRoute, Profile
 from .golem import GolemProfile
 from .jsonrpc_ndjson import JsonRpcNdjsonProfile
 
@@ -10,6 +10,7 @@ __all__ = [
     "GOLEM",
     "JSONRPC_NDJSON",
     "PROFILES",
+    "DefaultRoute",
     "GolemProfile",
     "JsonRpcNdjsonProfile",
     "Profile",

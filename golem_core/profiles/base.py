@@ -9,8 +9,8 @@ from __future__ import annotations
 import abc
 import json
 import re
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from ..contract import Violation
@@ -24,11 +24,12 @@ from ..messages import (
     Response,
     Role,
     decode_json,
+    elide_long_strings,
     is_json_int,
 )
 from ..registry import Registry
 
-__all__ = ["Profile", "path_of"]
+__all__ = ["DefaultRoute", "Profile", "path_of"]
 
 _REQUEST = Role.REQUEST
 _RESPONSE = Role.RESPONSE
@@ -50,6 +51,22 @@ def path_of(*parts: Any) -> str:
     return out
 
 
+@dataclass(frozen=True)
+class DefaultRoute:
+    """A route the proxy serves when none is given, and how a client finds it.
+
+    ``listen`` and ``upstream`` are address specs (``HOST:PORT`` or ``unix:PATH``).
+    ``client_env`` names the client's variable that points it at an endpoint; ``client_env_value``
+    says what that variable holds: ``"port"`` (a TCP port) or ``"path"`` (a Unix socket path).
+    """
+
+    name: str
+    listen: str
+    upstream: str
+    client_env: str = ""
+    client_env_value: str = "port"
+
+
 class Profile(abc.ABC):
     """A protocol profile. Stateless and immutable: one instance serves every connection."""
 
@@ -57,6 +74,11 @@ class Profile(abc.ABC):
     framing: Framing
     default_cap: int
     registry: Registry
+
+    def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
+        """The routes to serve when the user gives none, resolved against the environment
+        ``env`` (where a client would look for its server). Empty: the user must give one."""
+        return ()
 
     # -- framing -----------------------------------------------------------------------------
     def new_decoder(self, cap: Optional[int] = None, *, skip_oversized: bool = True) -> Decoder:
@@ -98,6 +120,15 @@ class Profile(abc.ABC):
         if role is _REQUEST:
             return self.parse_request(obj)
         return self.parse_response(obj)
+
+    def parse_elided(
+        self, payload: bytes, role: Optional[Role], min_length: int
+    ) -> tuple[Message, int]:
+        """`parse`, with long opaque strings replaced by placeholders first (see
+        `elide_long_strings`). Returns the message and the number of bytes elided; when that is
+        0 the message is exactly `parse`'s."""
+        skeleton, elided = elide_long_strings(payload, min_length)
+        return self.parse(skeleton if elided else payload, role), elided
 
     def parse_frame(self, frame: Frame, role: Optional[Role]) -> Message:
         return self.parse(frame.payload, role)
@@ -182,6 +213,12 @@ class Profile(abc.ABC):
         if isinstance(message, Malformed):
             return f"malformed:{message.kind.value}"
         return "request"
+
+    def describe_exchange(self, request: Optional[Message], response: Message) -> str:
+        """The status of a response read against its request (``request`` None for an
+        orphan). By default the response's own `describe`; a profile whose clients type a
+        reply by comparing it with the request (an id not echoed) overrides this."""
+        return self.describe(response)
 
     def method_of(self, message: Message) -> Optional[str]:
         if isinstance(message, Request):

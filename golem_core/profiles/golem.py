@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import traceback
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..contract import Severity, Violation, rule, violation
@@ -29,7 +30,7 @@ from ..messages import (
     is_json_int,
 )
 from ..registry import GOLEM_REGISTRY
-from .base import Profile, id_is_valid, path_of
+from .base import DefaultRoute, Profile, id_is_valid, path_of
 from .base import json_type_name as _type_name
 
 __all__ = ["INTERNAL_ERROR_CODE", "METHOD_NOT_FOUND_CODE", "GolemProfile"]
@@ -144,6 +145,13 @@ class GolemProfile(Profile):
     framing = Framing.LENGTH_PREFIXED
     default_cap = DEFAULT_LENGTH_PREFIXED_CAP
     registry = GOLEM_REGISTRY
+
+    def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
+        # The MCP server finds the plugin through GOLEM_RHINO_PORT / GOLEM_GH_PORT.
+        return (
+            DefaultRoute("main", "127.0.0.1:19876", "127.0.0.1:9876", "GOLEM_RHINO_PORT"),
+            DefaultRoute("gh", "127.0.0.1:19877", "127.0.0.1:9877", "GOLEM_GH_PORT"),
+        )
 
     def frame_payload(self, payload: bytes) -> bytes:
         return encode_length_prefixed(payload)

@@ -9,6 +9,7 @@ A member whose value is ``null`` counts as absent, as the reference client's opt
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..contract import Severity, Violation, rule, violation
@@ -32,7 +33,7 @@ from ..messages import (
     is_json_int,
 )
 from ..registry import SCRYBE_APP_RANGE, SCRYBE_REGISTRY
-from .base import Profile, json_type_name, path_of
+from .base import DefaultRoute, Profile, json_type_name, path_of
 from .scrybe_methods import COMMON_ERRORS, METHODS
 
 __all__ = ["JsonRpcNdjsonProfile"]
@@ -157,6 +158,9 @@ _AFTER_ID_RULE = (
     MalformedKind.INVALID_ERROR_OBJECT,
 )
 
+DEFAULT_SOCKET = "~/.scrybe/sock"
+"""Where the app listens unless $SCRYBE_SOCK says otherwise (contract § Transport)."""
+
 ERR_PARSE = -32700
 ERR_INVALID_REQUEST = -32600
 ERR_METHOD_NOT_FOUND = -32601
@@ -173,6 +177,17 @@ class JsonRpcNdjsonProfile(Profile):
     framing = Framing.LINE
     default_cap = DEFAULT_LINE_CAP
     registry = SCRYBE_REGISTRY
+
+    def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
+        """Listen in the user's runtime directory (``$XDG_RUNTIME_DIR/golem-proxy``, else
+        ``~/.scrybe``) and relay to where the client would connect: ``$SCRYBE_SOCK``, else
+        ``~/.scrybe/sock`` (contract § Transport)."""
+        runtime = env.get("XDG_RUNTIME_DIR")
+        listen = f"{runtime}/golem-proxy/scrybe.sock" if runtime else "~/.scrybe/proxy.sock"
+        upstream = env.get("SCRYBE_SOCK") or DEFAULT_SOCKET
+        return (
+            DefaultRoute("scrybe", f"unix:{listen}", f"unix:{upstream}", "SCRYBE_SOCK", "path"),
+        )
 
     def frame_payload(self, payload: bytes) -> bytes:
         return encode_line(payload)
@@ -354,6 +369,21 @@ class JsonRpcNdjsonProfile(Profile):
         if isinstance(response, ErrorResponse):
             return f"Remote(RpcError {{ code: {response.error.code} }})"
         return "Ok"
+
+    def describe(self, message: Message) -> str:
+        # The contract's outcome names, so logs and tables speak the client's language.
+        if isinstance(message, Malformed) and message.role is not Role.REQUEST:
+            return self.malformed_outcome(message.kind)
+        return super().describe(message)
+
+    def describe_exchange(self, request: Optional[Message], response: Message) -> str:
+        """As `describe`, except that a reply whose id is not the request's is
+        ``MismatchedResponseId {…}``: the client checks the id before rules 6 and 7."""
+        if request is not None:
+            mismatch = self._id_mismatch(request, response)
+            if mismatch is not None and mismatch.outcome is not None:
+                return mismatch.outcome
+        return self.describe(response)
 
     def answers_unparseable(self, message: Message) -> bool:
         # The wire type has no null id: an unreadable request is answered with id 0, and only

@@ -20,10 +20,11 @@ from ..demo_session import run_demo_session
 from ..log import Verbosity
 from ..net import ListenError
 from ..plugin_process import PluginProcess, PluginStartError
-from ..recording import read_recording
 from ..relay import ProxyOptions
 from ..session import ProxySession, SessionConfig
-from ..summary import print_summary
+from ..stats import compute_stats
+from ..trace import load_trace
+from .stats import stats_table
 
 NAME = "demo"
 HELP = "Run the headless plugin and the proxy, drive a scripted session, record it."
@@ -87,9 +88,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     finally:
         plugin.stop()
-    recording = read_recording(path)
+    trace = load_trace(path)
     console.rule("[bold]session summary")
-    print_summary(console, recording)
+    console.print(stats_table(compute_stats(trace.flows), f"{path}"))
+    violations = sum(len(flow.violations) for flow in trace.flows)
+    console.print(
+        f"{len(trace.flows)} exchanges on {len(trace.tracker.connections)} connections, "
+        f"{sum(flow.is_error for flow in trace.flows)} errors, {violations} contract violations"
+    )
     console.rule()
     console.print(f"recorded [bold]{path}[/]. Look at it again with:")
     for command in (

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
+from collections.abc import Mapping
 from typing import Optional
 
 import trio
@@ -12,12 +14,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from golem_core.catalogue import MethodCatalogue
-from golem_core.profiles import PROFILES, get_profile
+from golem_core.profiles import PROFILES, Profile, get_profile
 
-from ..addresses import Route, default_routes, parse_route
+from ..addresses import Route, parse_address, parse_route
 from ..faults import FaultPlan, FaultSpecError
 from ..log import Verbosity
-from ..net import ListenError
 from ..relay import BoundRoute, ProxyOptions
 from ..safe_paths import resolve_record_path
 from ..session import ProxySession, SessionConfig
@@ -25,8 +26,6 @@ from ..session import ProxySession, SessionConfig
 NAME = "proxy"
 HELP = "Run the proxy: forward byte for byte, decode on the side, log and record."
 ORDER = 10
-
-ROUTE_NAMES = ("main", "gh")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="[NAME@]LISTEN=UPSTREAM",
         help=(
             "relay LISTEN to UPSTREAM; each side is HOST:PORT or unix:PATH. Repeatable; "
-            "replaces the default routes (main 127.0.0.1:19876=127.0.0.1:9876, "
-            "gh 127.0.0.1:19877=127.0.0.1:9877)"
+            "replaces the profile's default routes (golem: main 127.0.0.1:19876=127.0.0.1:9876, "
+            "gh 127.0.0.1:19877=127.0.0.1:9877; jsonrpc-ndjson: "
+            "unix:$XDG_RUNTIME_DIR/golem-proxy/scrybe.sock=unix:${SCRYBE_SOCK:-~/.scrybe/sock})"
         ),
     )
     parser.add_argument("--profile", choices=sorted(PROFILES), default="golem")
@@ -106,30 +106,60 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def routes_from_args(specs: Optional[list[str]], profile_name: str) -> list[Route]:
-    """The routes to serve. Raises ValueError for a bad spec or none for a non-GOLEM profile."""
+def routes_from_args(
+    specs: Optional[list[str]], profile: Profile, env: Optional[Mapping[str, str]] = None
+) -> list[Route]:
+    """The routes to serve: ``--route`` specs, else the profile's defaults. The n-th spec is
+    named after the profile's n-th default route. Raises ValueError for a bad spec, or when
+    there is no route at all."""
+    defaults = profile.default_routes(os.environ if env is None else env)
     if not specs:
-        if profile_name != "golem":
-            raise ValueError(f"--profile {profile_name} has no default route: give --route")
-        return default_routes()
+        if not defaults:
+            raise ValueError(f"--profile {profile.name} has no default route: give --route")
+        return [Route(d.name, parse_address(d.listen), parse_address(d.upstream)) for d in defaults]
     routes = []
     for number, spec in enumerate(specs):
-        default_name = ROUTE_NAMES[number] if number < len(ROUTE_NAMES) else f"route{number + 1}"
+        default_name = defaults[number].name if number < len(defaults) else f"route{number + 1}"
         routes.append(parse_route(spec, default_name))
     return routes
 
 
-def environment_hint(bound: list[BoundRoute], profile_name: str) -> str:
-    """What the client needs in its environment to go through the proxy."""
-    by_name = {b.route.name: b.listen for b in bound}
+def check_routes(routes: list[Route]) -> None:
+    """Refuse a route that relays to itself (SCRYBE_SOCK already pointing at the proxy, for
+    instance): every connection would loop back into the proxy. Raises ValueError."""
+    for route in routes:
+        if route.listen == route.upstream:
+            raise ValueError(
+                f"route {route.name} would relay {route.listen} to itself "
+                "(is the client variable already pointing at the proxy?)"
+            )
+
+
+def prepare_socket_directories(routes: list[Route]) -> None:
+    """Create the private directory of a default Unix listen path (e.g.
+    $XDG_RUNTIME_DIR/golem-proxy) when it does not exist yet; the listener then still checks
+    that the directory is the user's."""
+    for route in routes:
+        if route.listen.path is not None:
+            directory = os.path.dirname(os.path.abspath(route.listen.path))
+            if not os.path.isdir(directory):
+                os.makedirs(directory, mode=0o700, exist_ok=True)
+
+
+def environment_hint(bound: list[BoundRoute], profile: Profile) -> str:
+    """What the client needs in its environment to go through the proxy (``SCRYBE_SOCK=…``,
+    ``GOLEM_RHINO_PORT=…``): the profile says which variable points at which route."""
+    variables = {d.name: d for d in profile.default_routes(os.environ)}
     parts = []
-    if profile_name == "golem":
-        if "main" in by_name and not by_name["main"].is_unix:
-            parts.append(f"GOLEM_RHINO_PORT={by_name['main'].port}")
-        if "gh" in by_name and not by_name["gh"].is_unix:
-            parts.append(f"GOLEM_GH_PORT={by_name['gh'].port}")
-    elif bound and bound[0].listen.is_unix:
-        parts.append(f"SCRYBE_SOCK={bound[0].listen.path}")
+    for item in bound:
+        default = variables.get(item.route.name)
+        if default is None or not default.client_env:
+            continue
+        listen = item.listen
+        if default.client_env_value == "path" and listen.is_unix:
+            parts.append(f"{default.client_env}={listen.path}")
+        elif default.client_env_value == "port" and not listen.is_unix:
+            parts.append(f"{default.client_env}={listen.port}")
     return " ".join(parts)
 
 
@@ -137,7 +167,11 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=False, highlight=False)
     errors = Console(stderr=True, highlight=False)
     try:
-        routes = routes_from_args(args.route, args.profile)
+        profile = get_profile(args.profile)
+        routes = routes_from_args(args.route, profile)
+        check_routes(routes)
+        if not args.route:
+            prepare_socket_directories(routes)
         catalogue = MethodCatalogue.load(args.catalogue) if args.catalogue else None
         faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
         record_path = resolve_record_path(args.record, args.record_dir)
@@ -164,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         verbosity = Verbosity.VERBOSE
     config = SessionConfig(
         routes=routes,
-        profile=get_profile(args.profile),
+        profile=profile,
         options=ProxyOptions(
             enforce_limits=args.enforce_limits,
             allow_public=args.listen_public,
@@ -182,10 +216,24 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         trio.run(_serve, config, console)
-    except (ListenError, OSError) as exc:
-        errors.print(f"[red]error:[/] {exc}")
+    except BaseException as exc:
+        failed = _startup_error(exc)
+        if failed is None:
+            raise
+        errors.print(f"[red]error:[/] {failed}")
         return 2
     return 0
+
+
+def _startup_error(exc: BaseException) -> Optional[OSError]:
+    """The ListenError (or OSError, for the recording file) a session failed to start with.
+    It is raised inside the session's nursery, so trio wraps it in an exception group."""
+    while not isinstance(exc, OSError):
+        inner = getattr(exc, "exceptions", None)
+        if not inner or len(inner) != 1:
+            return None
+        exc = inner[0]
+    return exc
 
 
 async def _serve(config: SessionConfig, console: Console) -> None:
@@ -195,7 +243,7 @@ async def _serve(config: SessionConfig, console: Console) -> None:
             bound = await nursery.start(session.run)
             for item in bound:
                 console.print(f"[bold]{item.route.name}[/]: {item.listen} → {item.route.upstream}")
-            hint = environment_hint(bound, config.profile.name)
+            hint = environment_hint(bound, config.profile)
             if hint:
                 console.print(f"client environment: [bold]{hint}[/]")
             if config.record_path:

@@ -47,8 +47,8 @@ async def start_proxy(
     running = RunningProxy(session, Address())
 
     async def collect(subscription: Subscription) -> None:
-        async for event in subscription.receive_channel:
-            running.events.append(event)
+        async for batch in subscription.batches():
+            running.events.extend(batch)
 
     session.add_consumer("test", collect, buffer=math.inf)
     bound = await nursery.start(session.run)

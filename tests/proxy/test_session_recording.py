@@ -128,3 +128,25 @@ async def test_redaction_happens_before_disk(tmp_path: Path, nursery: trio.Nurse
     assert echo.response.redacted == ("echo:result.code",)
     assert echo.request.message.obj["params"]["name"] == "Zürich ✓"  # only what was asked
     assert isinstance(echo, ExchangeCompleted)
+
+
+async def test_a_large_blob_is_elided_live_and_exact_on_disk(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    upstream = GolemUpstream()
+    await nursery.start(upstream.serve)
+    record = tmp_path / "blob.jsonl"
+    proxy = await start_proxy(nursery, upstream.address, record=str(record))
+    stream = await connect(proxy.listen)
+    image = "iVBORw0KGgo" + "A" * (3 * 1024 * 1024)  # a 3 MiB base64 string
+    reply = await GolemClient(stream).call({"id": 1, "method": "echo", "params": {"image": image}})
+    assert reply.obj["result"]["image"] == image  # the client got every byte
+    await stream.aclose()
+    await stop_proxy(proxy)
+    live = next(e for e in proxy.of_type(FrameSeen) if e.direction is Direction.S2C)
+    assert live.elided == len(image)
+    assert live.message.obj["result"]["image"] == f"<{len(image)} bytes elided>"
+    recording = read_recording(str(record))
+    echo = recording.exchanges()[0]
+    assert echo.response.elided == 0
+    assert echo.response.message.obj["result"]["image"] == image

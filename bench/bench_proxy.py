@@ -1,0 +1,312 @@
+"""Proxy benchmark: the same upstream reached directly, through golem-proxy (decoding, pairing
+and recording on), through a minimal trio byte relay and through socat — configurations
+interleaved in one run, medians of several rounds.
+
+    python bench/bench_proxy.py [--rounds 5] [--quick]
+
+Prints four tables: sequential round trips of small requests (the GOLEM client's pattern),
+16 MiB responses, pipelined tiny frames, and golem-proxy's memory for one 64 MiB frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = struct.Struct("!I")
+PEERS = str(ROOT / "bench" / "bench_peers.py")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Config:
+    name: str
+    port: int
+    process: Optional[subprocess.Popen[bytes]] = None
+
+
+def _wait_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def _start(command: list[str], port: int) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT
+    )
+    _wait_port(port, process)
+    return process
+
+
+@contextmanager
+def configurations(record_dir: str) -> Iterator[list[Config]]:
+    up = free_port()
+    processes = [_start([sys.executable, PEERS, "upstream", str(up)], up)]
+    configs = [Config("direct", up)]
+    try:
+        port = free_port()
+        record = os.path.join(record_dir, "bench.jsonl")
+        proxy = [
+            sys.executable,
+            "-m",
+            "golem_proxy",
+            "proxy",
+            "--quiet",
+            "--route",
+            f"main@127.0.0.1:{port}=127.0.0.1:{up}",
+            "--record",
+            record,
+            "--overwrite",
+        ]
+        processes.append(_start(proxy, port))
+        configs.append(Config("golem-proxy", port, processes[-1]))
+        port = free_port()
+        processes.append(_start([sys.executable, PEERS, "relay", str(port), str(up)], port))
+        configs.append(Config("minimal trio relay", port, processes[-1]))
+        if shutil.which("socat"):
+            port = free_port()
+            socat = [
+                "socat",
+                f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork",
+                f"TCP:127.0.0.1:{up}",
+            ]
+            processes.append(_start(socat, port))
+            configs.append(Config("socat", port, processes[-1]))
+        yield configs
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _connect(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _read_frame(sock: socket.socket, buffer: bytearray) -> bytes:
+    while True:
+        if len(buffer) >= 4:
+            (length,) = HEADER.unpack_from(buffer, 0)
+            if len(buffer) >= 4 + length:
+                payload = bytes(buffer[4 : 4 + length])
+                del buffer[: 4 + length]
+                return payload
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("closed")
+        buffer += chunk
+
+
+def _frame(obj: object) -> bytes:
+    payload = json.dumps(obj, ensure_ascii=False).encode()
+    return HEADER.pack(len(payload)) + payload
+
+
+def round_trips(port: int, count: int) -> float:
+    """Median seconds per sequential round trip of a ~200-byte request."""
+    request = {
+        "id": "550e8400-e29b-41d4-a716-446655440000",
+        "method": "creation.create_box",
+        "params": {"corner_x": 0.0, "corner_y": 0.0, "corner_z": 0.0, "width": 100.0},
+    }
+    data = _frame(request)
+    times = []
+    buffer = bytearray()
+    with _connect(port) as sock:
+        for _ in range(count):
+            start = time.perf_counter()
+            sock.sendall(data)
+            _read_frame(sock, buffer)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def big_responses(port: int, size: int, count: int) -> float:
+    """MB/s receiving ``count`` responses of ``size`` bytes."""
+    buffer = bytearray()
+    with _connect(port) as sock:
+        start = time.perf_counter()
+        for number in range(count):
+            sock.sendall(_frame({"id": number, "method": "big", "params": {"size": size}}))
+            _read_frame(sock, buffer)
+        elapsed = time.perf_counter() - start
+    return size * count / elapsed / 1e6
+
+
+def pipelined(port: int, count: int) -> float:
+    """Frames/s for ``count`` tiny requests sent back to back, with their responses."""
+    frames = b"".join(_frame({"id": n, "method": "ping"}) for n in range(count))
+    with _connect(port) as sock:
+        start = time.perf_counter()
+        sender = threading.Thread(target=sock.sendall, args=(frames,))
+        sender.start()
+        buffer = bytearray()
+        for _ in range(count):
+            _read_frame(sock, buffer)
+        elapsed = time.perf_counter() - start
+        sender.join()
+    return count / elapsed
+
+
+def _rss(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def proxy_memory(record_dir: str, size: int) -> tuple[int, int, int]:
+    """(baseline RSS, peak RSS, RSS after close) of a fresh golem-proxy carrying one frame."""
+    up = free_port()
+    upstream = _start([sys.executable, PEERS, "upstream", str(up)], up)
+    port = free_port()
+    proxy = _start(
+        [
+            sys.executable,
+            "-m",
+            "golem_proxy",
+            "proxy",
+            "--quiet",
+            "--route",
+            f"main@127.0.0.1:{port}=127.0.0.1:{up}",
+            "--record",
+            os.path.join(record_dir, "memory.jsonl"),
+            "--overwrite",
+        ],
+        port,
+    )
+    try:
+        time.sleep(0.5)
+        baseline = _rss(proxy.pid, "VmRSS")
+        big_responses(port, size, 1)
+        time.sleep(1.0)  # the tap and the recorder finish after the bytes went through
+        peak = _rss(proxy.pid, "VmHWM")
+        after = _rss(proxy.pid, "VmRSS")
+        return baseline, peak, after
+    finally:
+        for process in (proxy, upstream):
+            process.terminate()
+            process.wait(10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    args = parser.parse_args()
+    rounds = 2 if args.quick else args.rounds
+    trips = 300 if args.quick else 2000
+    big = 16 * 1024 * 1024
+    big_count = 2 if args.quick else 6
+    tiny = 10_000 if args.quick else 50_000
+    console = Console()
+    results: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as record_dir, configurations(record_dir) as configs:
+        for name in (c.name for c in configs):
+            results[name] = {"rtt": [], "big": [], "tiny": []}
+        for _ in range(rounds):
+            for config in configs:  # interleaved, so drift hits every configuration alike
+                results[config.name]["rtt"].append(round_trips(config.port, trips))
+                results[config.name]["big"].append(big_responses(config.port, big, big_count))
+                results[config.name]["tiny"].append(pipelined(config.port, tiny))
+        memory = proxy_memory(record_dir, 64 * 1024 * 1024)
+    med = {name: {k: statistics.median(v) for k, v in r.items()} for name, r in results.items()}
+    direct = med["direct"]["rtt"]
+    relay = med["minimal trio relay"]
+    relay_added = relay["rtt"] - direct
+
+    table = Table(title=f"golem-proxy vs relays, medians of {rounds} interleaved rounds")
+    for column in ("configuration", "round trip", "added", "16 MiB responses", "pipelined tiny"):
+        table.add_column(column, justify="right" if column != "configuration" else "left")
+    for name, values in med.items():
+        added = values["rtt"] - direct
+        table.add_row(
+            name,
+            f"{values['rtt'] * 1e6:.0f} µs",
+            "-" if name == "direct" else f"{added * 1e6:+.0f} µs",
+            f"{values['big']:.0f} MB/s",
+            f"{values['tiny']:,.0f} frames/s",
+        )
+    console.print(table)
+
+    ours = med["golem-proxy"]
+    targets = Table(title="golem-proxy against the minimal trio relay")
+    for column in ("measure", "ratio", "target"):
+        targets.add_column(column)
+    added_ratio = (ours["rtt"] - direct) / relay_added if relay_added > 0 else float("nan")
+    rows = [
+        ("added latency", added_ratio, "≤ 0.80x", added_ratio <= 0.8),
+        (
+            "16 MiB responses MB/s",
+            ours["big"] / relay["big"],
+            "≥ 1.00x",
+            ours["big"] >= relay["big"],
+        ),
+        (
+            "pipelined tiny frames/s",
+            ours["tiny"] / relay["tiny"],
+            "≥ 0.85x",
+            ours["tiny"] >= 0.85 * relay["tiny"],
+        ),
+    ]
+    baseline, peak, after = memory
+    frame = 64 * 1024 * 1024
+    rows.append(
+        (
+            "peak RSS growth / 64 MiB frame",
+            (peak - baseline) / frame,
+            "≤ 3.00x",
+            peak - baseline <= 3 * frame,
+        )
+    )
+    for label, ratio, target, ok in rows:
+        targets.add_row(label, f"{ratio:.2f}x", f"{target} {'ok' if ok else 'MISSED'}")
+    console.print(targets)
+    console.print(
+        f"golem-proxy RSS: baseline {baseline / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB, "
+        f"after the connection closed {after / 2**20:.0f} MiB"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""Contract audit of a recording: every violation in a trace, grouped by rule.
+
+Two sources, deduplicated: the violations the proxy's tap recorded, and the profile's checks
+run again over the recorded frames, so a trace recorded before a rule existed still gets it.
+With a method catalogue, requests are also checked for methods the plugin does not register
+and params its handler does not read (the drift between client and plugin).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
+from golem_core.catalogue import MethodCatalogue
+from golem_core.contract import RULES, Severity, Violation
+from golem_core.framing import FrameError
+from golem_core.messages import Request
+from golem_core.profiles import Profile
+
+from .events import Direction, Event, ViolationSeen
+from .flows import Flow
+
+__all__ = [
+    "CATALOGUE_RULE_PREFIX",
+    "Finding",
+    "RuleGroup",
+    "audit",
+    "group_by_rule",
+    "rule_summary",
+]
+
+CATALOGUE_RULE_PREFIX = "catalogue."
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One violation, located: the flow (row number in `show`) it comes from when known."""
+
+    violation: Violation
+    flow: Optional[int]
+    conn: Optional[int]
+    method: Optional[str]
+    direction: Optional[str]
+    source: str
+    """``recorded`` (by the proxy), ``recheck`` (found again now) or ``catalogue``."""
+
+    @property
+    def rule(self) -> str:
+        return self.violation.rule
+
+    @property
+    def severity(self) -> Severity:
+        return self.violation.severity
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = dict(self.violation.to_json())
+        data.update(
+            flow=self.flow,
+            conn=self.conn,
+            method=self.method,
+            direction=self.direction,
+            source=self.source,
+        )
+        return data
+
+
+@dataclass(frozen=True)
+class RuleGroup:
+    rule: str
+    severity: Severity
+    summary: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "severity": self.severity.value,
+            "summary": self.summary,
+            "count": self.count,
+            "findings": [finding.to_json() for finding in self.findings],
+        }
+
+
+def rule_summary(rule_id: str) -> str:
+    """The documented summary of a rule, or a note that this version does not know it."""
+    known = RULES.get(rule_id)
+    if known is not None:
+        return known.summary
+    return "(a rule this version does not document)"
+
+
+class _Locator:
+    """Finds the flow a recorded violation belongs to."""
+
+    def __init__(self, flows: Sequence[Flow]) -> None:
+        self.by_frame: dict[tuple[int, str, int], Flow] = {}
+        self.by_frame_error: dict[tuple[int, str, float], Flow] = {}
+        for flow in flows:
+            for frame in (flow.request, flow.response):
+                if frame is not None:
+                    self.by_frame[(frame.conn, frame.direction.value, frame.index)] = flow
+            error = flow.frame_error
+            if error is not None:
+                self.by_frame_error[(error.conn, error.direction.value, error.t)] = flow
+
+    def find(self, event: ViolationSeen) -> Optional[Flow]:
+        if event.direction is None:
+            return None
+        if event.frame_index is None:
+            return self.by_frame_error.get((event.conn, event.direction.value, event.t))
+        return self.by_frame.get((event.conn, event.direction.value, event.frame_index))
+
+
+def _located(
+    violation: Violation, flow: Optional[Flow], direction: Optional[Direction], source: str
+) -> Finding:
+    return Finding(
+        violation,
+        flow.number if flow is not None else None,
+        flow.conn if flow is not None else None,
+        flow.method if flow is not None else None,
+        direction.value if direction is not None else None,
+        source,
+    )
+
+
+def _recheck(flow: Flow, profile: Profile) -> list[tuple[Violation, Optional[Direction]]]:
+    found: list[tuple[Violation, Optional[Direction]]] = []
+    request, response, error = flow.request, flow.response, flow.frame_error
+    if request is not None:
+        found += [
+            (v, Direction.C2S) for v in profile.check_message(request.message, request.payload)
+        ]
+    if response is not None:
+        found += [
+            (v, Direction.S2C) for v in profile.check_message(response.message, response.payload)
+        ]
+    if request is not None and response is not None:
+        found += [
+            (v, Direction.S2C) for v in profile.check_exchange(request.message, response.message)
+        ]
+    if error is not None:
+        rebuilt = FrameError(
+            error.kind, error.detail, error.raw, error.recoverable, error.declared_length
+        )
+        found.append((profile.frame_violation(rebuilt), error.direction))
+    return found
+
+
+def audit(
+    events: Iterable[Event],
+    flows: Sequence[Flow],
+    profile: Profile,
+    catalogue: Optional[MethodCatalogue] = None,
+) -> list[Finding]:
+    """Every violation in a trace, once, ordered by flow (unlocated ones last).
+
+    A violation found again by the re-check is the same as a recorded one when it names the
+    same flow (or the same connection-level event), rule and path."""
+    locate = _Locator(flows)
+    findings: list[Finding] = []
+    seen: set[tuple[Any, ...]] = set()
+
+    def add(finding: Finding) -> None:
+        place: Any = finding.flow
+        if place is None:  # not tied to a row: only identical reports are the same
+            place = (finding.conn, finding.direction, finding.violation.message)
+        key = (place, finding.rule, finding.violation.path)
+        if key not in seen:
+            seen.add(key)
+            findings.append(finding)
+
+    for event in events:
+        if isinstance(event, ViolationSeen):
+            flow = locate.find(event)
+            finding = _located(event.violation, flow, event.direction, "recorded")
+            if flow is None:  # connection-level: keep at least the connection
+                finding = replace(finding, conn=event.conn)
+            add(finding)
+    for flow in flows:
+        for violation, direction in _recheck(flow, profile):
+            add(_located(violation, flow, direction, "recheck"))
+        if catalogue is not None and flow.request is not None:
+            message = flow.request.message
+            if isinstance(message, Request):
+                for violation in catalogue.check_request(message):
+                    add(_located(violation, flow, Direction.C2S, "catalogue"))
+    findings.sort(key=lambda f: (f.flow is None, f.flow or 0))
+    return findings
+
+
+def group_by_rule(findings: Iterable[Finding]) -> list[RuleGroup]:
+    """Findings grouped by rule: errors first, then by count (largest first), then rule id."""
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.rule, []).append(finding)
+    result = []
+    for rule_id, members in groups.items():
+        severity = (
+            Severity.ERROR
+            if any(f.severity is Severity.ERROR for f in members)
+            else Severity.WARNING
+        )
+        result.append(RuleGroup(rule_id, severity, rule_summary(rule_id), tuple(members)))
+    result.sort(key=lambda g: (g.severity is not Severity.ERROR, -g.count, g.rule))
+    return result

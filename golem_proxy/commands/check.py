@@ -1,0 +1,238 @@
+"""``golem-proxy check FILE``: every contract violation in a recording, grouped by rule, and
+the drift against a method catalogue."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+from typing import Any, Optional
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from golem_core.blocking import MessageReader, send_message
+from golem_core.catalogue import MethodCatalogue
+from golem_core.contract import Severity
+from golem_core.messages import Response, Role
+from golem_core.profiles import GOLEM
+
+from ..addresses import parse_address
+from ..audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    console,
+    fail,
+    open_trace,
+    severity_text,
+)
+
+NAME = "check"
+HELP = "report every contract violation in a recording (and drift against a method catalogue)"
+ORDER = 32
+
+LIVE_TIMEOUT = 5.0
+_EXAMPLES_PER_RULE = 10
+
+
+class CatalogueError(Exception):
+    """The catalogue could not be loaded or fetched; the message is one line."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--catalogue",
+        metavar="FILE",
+        help="method catalogue JSON (e.g. docs/golem-method-catalogue.json)",
+    )
+    source.add_argument(
+        "--catalogue-live",
+        metavar="HOST:PORT",
+        help="ask a running plugin for its methods (list_methods)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 on warnings too, not only on errors"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        catalogue = _catalogue(args)
+    except CatalogueError as exc:
+        return fail(str(exc))
+    trace = open_trace(args.file)
+    if trace is None:
+        return EXIT_USAGE
+    findings = audit(trace.events, trace.flows, trace.profile, catalogue)
+    drift = [f for f in findings if f.rule.startswith(CATALOGUE_RULE_PREFIX)]
+    contract = group_by_rule(f for f in findings if not f.rule.startswith(CATALOGUE_RULE_PREFIX))
+    errors = sum(1 for f in findings if f.severity is Severity.ERROR)
+    warnings = len(findings) - errors
+    failed = errors > 0 or (args.strict and warnings > 0)
+    source = catalogue.source if catalogue is not None else None
+    if args.json:
+        report = {
+            "recording": trace.path,
+            "profile": trace.profile.name,
+            "flows": len(trace.flows),
+            "errors": errors,
+            "warnings": warnings,
+            "rules": [group.to_json() for group in contract],
+            "drift": _drift_json(drift, source),
+        }
+        console().file.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+    else:
+        out = console()
+        if catalogue is not None or drift:
+            _print_drift(out, drift, source)
+        _print_rules(out, contract)
+        verdict = f"{errors} error(s), {warnings} warning(s) in {len(trace.flows)} flows"
+        out.print(Text(verdict, style="bold red" if failed else "bold green"))
+    return EXIT_FINDINGS if failed else EXIT_OK
+
+
+# -- catalogue -------------------------------------------------------------------------------
+
+
+def _catalogue(args: argparse.Namespace) -> Optional[MethodCatalogue]:
+    if args.catalogue:
+        try:
+            return MethodCatalogue.load(args.catalogue)
+        except OSError as exc:
+            raise CatalogueError(f"{args.catalogue}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise CatalogueError(f"{args.catalogue}: not a method catalogue ({exc})") from None
+    if args.catalogue_live:
+        return fetch_live_catalogue(args.catalogue_live)
+    return None
+
+
+def fetch_live_catalogue(where: str, timeout: float = LIVE_TIMEOUT) -> MethodCatalogue:
+    """Ask the plugin at ``where`` (HOST:PORT or unix:PATH) for ``list_methods``.
+
+    Raises CatalogueError saying what went wrong."""
+    try:
+        address = parse_address(where)
+    except ValueError as exc:
+        raise CatalogueError(f"--catalogue-live: {exc}") from None
+    try:
+        if address.path is not None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(timeout)
+            sock.connect(address.path)
+        else:
+            sock = socket.create_connection((address.host, address.port), timeout=timeout)
+        with sock:
+            request = {"id": "golem-proxy-check", "method": "list_methods", "params": {}}
+            send_message(sock, request, GOLEM)
+            reply = MessageReader(sock, GOLEM).read_message(Role.RESPONSE)
+    except (OSError, ValueError) as exc:  # golem_core's wire errors are ValueErrors
+        raise CatalogueError(f"list_methods at {address}: {exc}") from None
+    methods = reply.result.get("methods") if isinstance(reply, Response) else None
+    if not isinstance(reply, Response) or not isinstance(methods, list):
+        raise CatalogueError(f"list_methods at {address}: unexpected answer {reply!r:.200}")
+    return MethodCatalogue.from_method_list(methods, f"list_methods at {address}")
+
+
+# -- drift -----------------------------------------------------------------------------------
+
+
+def _drift_tables(
+    drift: list[Finding],
+) -> tuple[dict[str, list[int]], dict[tuple[str, str], list[int]]]:
+    unknown: dict[str, list[int]] = {}
+    unread: dict[tuple[str, str], list[int]] = {}
+    for finding in drift:
+        method = finding.method or "?"
+        flow = finding.flow if finding.flow is not None else 0
+        if finding.violation.path == "$.method":
+            unknown.setdefault(method, []).append(flow)
+        else:
+            param = finding.violation.path.removeprefix("$.params").lstrip(".")
+            unread.setdefault((method, param), []).append(flow)
+    return unknown, unread
+
+
+def _drift_json(drift: list[Finding], source: Optional[str]) -> dict[str, Any]:
+    unknown, unread = _drift_tables(drift)
+    return {
+        "catalogue": source,
+        "unknown_methods": [{"method": m, "flows": flows} for m, flows in sorted(unknown.items())],
+        "unread_params": [
+            {"method": m, "param": p, "flows": flows} for (m, p), flows in sorted(unread.items())
+        ],
+    }
+
+
+def _print_drift(out: Console, drift: list[Finding], source: Optional[str]) -> None:
+    title = f"Drift against catalogue {source or '(recorded by the proxy)'}"
+    unknown, unread = _drift_tables(drift)
+    if not unknown and not unread:
+        out.print(
+            Panel(Text("no drift: every method and param is known", style="green"), title=title)
+        )
+        return
+    table = Table(show_header=True, expand=False, box=None)
+    table.add_column("drift")
+    table.add_column("method")
+    table.add_column("param")
+    table.add_column("calls", justify="right")
+    table.add_column("flows")
+    for method, flows in sorted(unknown.items()):
+        table.add_row(
+            Text("not registered", style="bold red"), method, "", str(len(flows)), _flows(flows)
+        )
+    for (method, param), flows in sorted(unread.items()):
+        table.add_row(
+            Text("param not read", style="yellow"), method, param, str(len(flows)), _flows(flows)
+        )
+    out.print(Panel(table, title=title, border_style="red" if unknown else "yellow"))
+
+
+def _flows(numbers: list[int]) -> str:
+    shown = ", ".join(f"#{n}" for n in numbers[:_EXAMPLES_PER_RULE])
+    return shown + (
+        f" … (+{len(numbers) - _EXAMPLES_PER_RULE})" if len(numbers) > _EXAMPLES_PER_RULE else ""
+    )
+
+
+# -- rules -----------------------------------------------------------------------------------
+
+
+def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
+    if not groups:
+        out.print(Text("no contract violations", style="green"))
+        return
+    summary = Table(title="Contract violations by rule", title_justify="left")
+    summary.add_column("rule")
+    summary.add_column("severity")
+    summary.add_column("count", justify="right")
+    summary.add_column("summary")
+    for group in groups:
+        summary.add_row(group.rule, severity_text(group.severity), str(group.count), group.summary)
+    out.print(summary)
+    for group in groups:
+        detail = Table(
+            title=f"{group.rule} ({group.count})", title_justify="left", title_style="bold"
+        )
+        for column in ("flow", "conn", "dir", "method", "path", "message"):
+            detail.add_column(column, justify="right" if column in ("flow", "conn") else "left")
+        for finding in group.findings[:_EXAMPLES_PER_RULE]:
+            detail.add_row(
+                "" if finding.flow is None else f"#{finding.flow}",
+                "" if finding.conn is None else str(finding.conn),
+                finding.direction or "",
+                finding.method or "",
+                finding.violation.path,
+                finding.violation.message,
+            )
+        if group.count > _EXAMPLES_PER_RULE:
+            detail.caption = f"… and {group.count - _EXAMPLES_PER_RULE} more (--json for all)"
+        out.print(detail)

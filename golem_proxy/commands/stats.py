@@ -1,0 +1,109 @@
+"""``golem-proxy stats FILE``: per-method counts, errors and latency percentiles."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ..filters import FilterError, parse_filter
+from ..stats import MethodStats, Stats, compute_stats
+from ._common import EXIT_OK, EXIT_USAGE, console, fail, ms, open_trace
+
+NAME = "stats"
+HELP = "per-method counts, error rates and latency percentiles of a recording"
+ORDER = 31
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument("--filter", "-f", metavar="EXPR", help="only flows matching EXPR")
+    parser.add_argument("--json", action="store_true", help="print the statistics as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        chosen = parse_filter(args.filter) if args.filter is not None else None
+    except FilterError as exc:
+        return fail(f"bad filter: {exc}")
+    trace = open_trace(args.file)
+    if trace is None:
+        return EXIT_USAGE
+    profile = trace.profile
+    flows = [f for f in trace.flows if chosen is None or chosen.matches(f, profile)]
+    stats = compute_stats(flows)
+    if args.json:
+        console().file.write(json.dumps(stats.to_json(), ensure_ascii=False, indent=2) + "\n")
+        return EXIT_OK
+    title = f"{trace.path} · {profile.name}"
+    console().print(stats_table(stats, title))
+    return EXIT_OK
+
+
+def stats_table(stats: Stats, title: str) -> Table:
+    """The rich table `stats` prints: per route and method, then per route, then overall.
+    Compact enough for 80 columns: the pending and violation columns appear only when some
+    row has any."""
+    every = (*stats.rows, *stats.routes, stats.overall)
+    optional = {
+        "pend": any(row.pending for row in every),
+        "⚠": any(row.with_violations for row in every),
+    }
+    table = Table(
+        title=title,
+        title_justify="left",
+        caption="latency in ms, percentiles by nearest rank",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("route", no_wrap=True)
+    # The method name is what the reader scans for: never cut it.
+    table.add_column("method", no_wrap=True, min_width=min(30, _widest_method(stats)))
+
+    def cells(row: MethodStats) -> list[str]:
+        values = _cells(row)
+        # route, method, count, errors, error %, pending, ⚠, latencies
+        keep = [True] * 5 + [optional["pend"], optional["⚠"]] + [True] * 4
+        return [value for value, shown in zip(values, keep) if shown]
+
+    numbers = ["n", "err", "err%", *(name for name, shown in optional.items() if shown)]
+    numbers += ["p50", "p90", "p99", "max"]
+    rows = [cells(row) for row in every]
+    for offset, column in enumerate(numbers, start=2):
+        widest = max([len(column)] + [len(Text.from_markup(r[offset])) for r in rows])
+        table.add_column(column, justify="right", no_wrap=True, min_width=widest)
+
+    for row in stats.rows:
+        table.add_row(*cells(row))
+    table.add_section()
+    for row in stats.routes:
+        table.add_row(*cells(row), style="bold")
+    table.add_section()
+    table.add_row(*cells(stats.overall), style="bold")
+    return table
+
+
+def _widest_method(stats: Stats) -> int:
+    return max((len(row.method) for row in stats.rows), default=6)
+
+
+def _cells(row: MethodStats) -> list[str]:
+    latency = row.latency
+    errors = f"[red]{row.errors}[/]" if row.errors else "0"
+    return [
+        row.route,
+        row.method,
+        str(row.count),
+        errors,
+        f"{row.error_rate * 100:.1f}",
+        str(row.pending),
+        str(row.with_violations) if row.with_violations else "",
+        ms(latency.p50),
+        ms(latency.p90),
+        ms(latency.p99),
+        ms(latency.max),
+    ]

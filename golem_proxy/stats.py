@@ -1,0 +1,169 @@
+"""Per-method statistics over flows: counts, errors, latency percentiles, per route.
+
+Pure functions over `Flow` rows (from `FlowTracker`), shared by ``golem-proxy stats`` and the
+TUI. Percentiles use the **nearest-rank** method: the p-th percentile of n sorted latencies is
+the value at rank ``ceil(p / 100 * n)`` (1-based), so it is always a latency that was actually
+measured, and p100 is the maximum. Only flows with both a request and a response have a
+latency; pending, unanswered and framing-error rows count but add no latency.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from golem_core.messages import Malformed
+
+from .flows import Flow
+
+__all__ = [
+    "ALL_METHODS",
+    "ALL_ROUTES",
+    "LatencySummary",
+    "MethodStats",
+    "Stats",
+    "compute_stats",
+    "method_label",
+    "percentile",
+    "summarize_latencies",
+]
+
+ALL_ROUTES = "*"
+ALL_METHODS = "*"
+"""The ``route`` / ``method`` of the rows that total several routes or methods."""
+
+
+def percentile(ordered: Sequence[float], p: float) -> float:
+    """The nearest-rank ``p``-th percentile (0 < p <= 100) of ascending ``ordered``.
+
+    Raises ValueError for an empty sequence or a ``p`` outside (0, 100]."""
+    if not ordered:
+        raise ValueError("percentile of no values")
+    if not 0 < p <= 100:
+        raise ValueError(f"percentile {p} is outside (0, 100]")
+    rank = math.ceil(p / 100 * len(ordered))
+    return ordered[max(rank, 1) - 1]
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Latencies in seconds; all None when nothing was measured."""
+
+    count: int = 0
+    p50: Optional[float] = None
+    p90: Optional[float] = None
+    p99: Optional[float] = None
+    max: Optional[float] = None
+
+    def to_json(self) -> dict[str, Any]:
+        def ms(value: Optional[float]) -> Optional[float]:
+            return None if value is None else round(value * 1000, 3)
+
+        return {
+            "measured": self.count,
+            "p50_ms": ms(self.p50),
+            "p90_ms": ms(self.p90),
+            "p99_ms": ms(self.p99),
+            "max_ms": ms(self.max),
+        }
+
+
+def summarize_latencies(latencies: Iterable[float]) -> LatencySummary:
+    """Nearest-rank p50/p90/p99 and the maximum of ``latencies`` (seconds)."""
+    ordered = sorted(latencies)
+    if not ordered:
+        return LatencySummary()
+    return LatencySummary(
+        len(ordered),
+        percentile(ordered, 50),
+        percentile(ordered, 90),
+        percentile(ordered, 99),
+        ordered[-1],
+    )
+
+
+@dataclass(frozen=True)
+class MethodStats:
+    """One row: the flows of one method on one route (or a total, see `ALL_ROUTES`)."""
+
+    route: str
+    method: str
+    count: int
+    errors: int
+    pending: int
+    with_violations: int
+    latency: LatencySummary
+
+    @property
+    def error_rate(self) -> float:
+        """Errors per flow, 0.0 for no flows."""
+        return self.errors / self.count if self.count else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "route": self.route,
+            "method": self.method,
+            "count": self.count,
+            "errors": self.errors,
+            "error_rate": round(self.error_rate, 6),
+            "pending": self.pending,
+            "with_violations": self.with_violations,
+            "latency": self.latency.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Rows per (route, method), sorted; per-route totals; and the overall row."""
+
+    rows: tuple[MethodStats, ...]
+    routes: tuple[MethodStats, ...]
+    overall: MethodStats
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "percentiles": "nearest-rank",
+            "methods": [row.to_json() for row in self.rows],
+            "routes": [row.to_json() for row in self.routes],
+            "overall": self.overall.to_json(),
+        }
+
+
+def method_label(flow: Flow) -> str:
+    """What a row is grouped under: the method, or a ``<…>`` stand-in for rows without one."""
+    if flow.method is not None:
+        return flow.method
+    if flow.frame_error is not None:
+        return "<frame-error>"
+    if flow.request is None:
+        return "<orphan>"
+    if isinstance(flow.request.message, Malformed):
+        return "<malformed>"
+    return "<unknown>"
+
+
+def _row(route: str, method: str, flows: Sequence[Flow]) -> MethodStats:
+    return MethodStats(
+        route,
+        method,
+        len(flows),
+        sum(1 for flow in flows if flow.is_error),
+        sum(1 for flow in flows if flow.pending),
+        sum(1 for flow in flows if flow.has_violation),
+        summarize_latencies(flow.latency for flow in flows if flow.latency is not None),
+    )
+
+
+def compute_stats(flows: Iterable[Flow]) -> Stats:
+    """Statistics of ``flows``: one row per route and method, per-route totals, overall."""
+    every = list(flows)
+    groups: dict[tuple[str, str], list[Flow]] = {}
+    by_route: dict[str, list[Flow]] = {}
+    for flow in every:
+        groups.setdefault((flow.route, method_label(flow)), []).append(flow)
+        by_route.setdefault(flow.route, []).append(flow)
+    rows = tuple(_row(route, method, group) for (route, method), group in sorted(groups.items()))
+    routes = tuple(_row(route, ALL_METHODS, group) for route, group in sorted(by_route.items()))
+    return Stats(rows, routes, _row(ALL_ROUTES, ALL_METHODS, every))

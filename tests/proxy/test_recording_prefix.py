@@ -1,0 +1,73 @@
+"""The hand-formatted frame line prefix is byte for byte what json.dumps writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from golem_core.messages import Role
+from golem_core.profiles import GOLEM
+from golem_proxy.events import Direction, FrameSeen
+from golem_proxy.recording import MSG_KEY, _dumps, _frame_prefix, _frame_type
+
+
+def reference_prefix(event: FrameSeen, seq: int) -> bytes:
+    message = event.message
+    base: dict[str, Any] = {
+        "seq": seq,
+        "t": round(event.t, 6),
+        "kind": "frame",
+        "conn": event.conn,
+        "route": event.route,
+        "dir": event.direction.value,
+        "n": event.index,
+        "size": event.size,
+        "type": _frame_type(message),
+    }
+    if message.id is not None:
+        base["id"] = message.id
+    if getattr(message, "method", None) is not None:
+        base["method"] = message.method  # type: ignore[union-attr]
+    return _dumps(base)[:-1] + MSG_KEY
+
+
+@pytest.mark.parametrize(
+    "obj,role",
+    [
+        ({"id": 'ü"x\\', "method": "a.b\u2028", "params": {}}, Role.REQUEST),
+        ({"id": 5, "result": {}, "error": None}, Role.RESPONSE),
+        ({"id": None, "result": None, "error": {"code": 1, "message": "x"}}, Role.RESPONSE),
+        ({"id": 1}, Role.RESPONSE),
+    ],
+)
+def test_examples(obj: dict[str, Any], role: Role) -> None:
+    payload = GOLEM.encode_payload(obj)
+    event = FrameSeen(
+        3,
+        'ma"in',
+        Direction.C2S,
+        7,
+        1.2345678,
+        len(payload) + 4,
+        payload,
+        GOLEM.parse(payload, role),
+    )
+    assert _frame_prefix(event, event.message, 9) == reference_prefix(event, 9)
+
+
+@given(
+    ident=st.one_of(st.text(), st.integers(min_value=-(2**63), max_value=2**63)),
+    method=st.text(),
+    route=st.text(),
+    t=st.floats(min_value=0, max_value=1e7, allow_nan=False),
+    seq=st.integers(min_value=1, max_value=2**40),
+)
+def test_any_request(ident: Any, method: str, route: str, t: float, seq: int) -> None:
+    payload = GOLEM.encode_payload({"id": ident, "method": method, "params": {}})
+    event = FrameSeen(
+        1, route, Direction.C2S, 0, t, 10, payload, GOLEM.parse(payload, Role.REQUEST)
+    )
+    assert _frame_prefix(event, event.message, seq) == reference_prefix(event, seq)

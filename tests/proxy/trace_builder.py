@@ -1,0 +1,258 @@
+"""Build realistic recordings for the reader tests without sockets.
+
+`TapSimulator` does what the proxy's tap does with the bytes of a session: one golem_core
+decoder per connection and direction, requests paired with responses by a `Correlator`, the
+profile's contract checks, framing errors and discarded bytes, orphan responses and requests
+left unanswered. Tests feed it the exact bytes that crossed (in arbitrary chunks) and keep them,
+so exports can be compared with what was fed.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from golem_core.contract import Severity, Violation
+from golem_core.framing import Discarded, EndOfStream, Frame, FrameError
+from golem_core.messages import Role
+from golem_core.pairing import Correlator
+from golem_core.profiles import GOLEM, Profile
+from golem_proxy.events import (
+    BytesDiscarded,
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    ExchangeCompleted,
+    FrameSeen,
+    FramingErrorSeen,
+    ViolationSeen,
+)
+from golem_proxy.flows import ORPHAN_RULE
+from golem_proxy.recording import Header, RecordingWriter, RouteInfo
+
+ORPHAN = Violation(ORPHAN_RULE, "response answers no outstanding request", "$", Severity.ERROR)
+
+
+@dataclass
+class _Conn:
+    conn: int
+    route: str
+    decoders: dict[Direction, Any]
+    correlator: Correlator[FrameSeen]
+    indexes: dict[Direction, int] = field(default_factory=lambda: {d: 0 for d in Direction})
+    fed: dict[Direction, bytearray] = field(
+        default_factory=lambda: {d: bytearray() for d in Direction}
+    )
+    violations: dict[int, list[Violation]] = field(default_factory=dict)
+
+
+class TapSimulator:
+    """Turns the bytes of a session into the events the proxy's tap would emit."""
+
+    def __init__(self, profile: Profile = GOLEM, cap: Optional[int] = None) -> None:
+        self.profile = profile
+        self.cap = cap
+        self.events: list[Event] = []
+        self.conns: dict[int, _Conn] = {}
+        self._micros = 0  # whole microseconds, so times survive the recording's rounding
+
+    @property
+    def t(self) -> float:
+        return self._micros / 1e6
+
+    def tick(self, seconds: float) -> None:
+        self._micros += round(seconds * 1e6)
+
+    def open(self, conn: int, route: str = "main") -> None:
+        self.conns[conn] = _Conn(
+            conn,
+            route,
+            {d: self.profile.new_decoder(self.cap) for d in Direction},
+            Correlator(self.profile),
+        )
+        self.events.append(
+            ConnectionOpened(conn, route, f"127.0.0.1:{50000 + conn}", "127.0.0.1:9876", self.t)
+        )
+
+    def send(self, conn: int, direction: Direction, data: bytes, *, chunk: int = 0) -> None:
+        """Bytes crossing the proxy; ``chunk`` > 0 splits them into reads of that size."""
+        state = self.conns[conn]
+        state.fed[direction] += data
+        pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)] if chunk else [data]
+        for piece in pieces:
+            state.decoders[direction].receive_data(piece)
+            self._drain(state, direction)
+
+    def request(self, conn: int, obj: Any, **kw: Any) -> None:
+        self.send(conn, Direction.C2S, self.profile.encode(obj), **kw)
+
+    def respond(self, conn: int, obj: Any, **kw: Any) -> None:
+        self.send(conn, Direction.S2C, self.profile.encode(obj), **kw)
+
+    def close(self, conn: int, reason: str = "client closed") -> None:
+        state = self.conns[conn]
+        for direction in Direction:
+            state.decoders[direction].receive_eof()
+            self._drain(state, direction)
+        state.correlator.clear()
+        self.events.append(
+            ConnectionClosed(
+                conn,
+                state.route,
+                reason,
+                self.t,
+                len(state.fed[Direction.C2S]),
+                len(state.fed[Direction.S2C]),
+            )
+        )
+
+    def fed(self, conn: int, direction: Direction) -> bytes:
+        return bytes(self.conns[conn].fed[direction])
+
+    def _drain(self, state: _Conn, direction: Direction) -> None:
+        for item in state.decoders[direction].events():
+            if isinstance(item, Frame):
+                self._frame(state, direction, item)
+            elif isinstance(item, FrameError):
+                self.events.append(
+                    FramingErrorSeen(
+                        state.conn,
+                        state.route,
+                        direction,
+                        self.t,
+                        item.kind,
+                        item.detail,
+                        item.raw,
+                        item.recoverable,
+                        item.declared_length,
+                    )
+                )
+                violation = self.profile.frame_violation(item)
+                self.events.append(
+                    ViolationSeen(state.conn, state.route, direction, None, self.t, violation)
+                )
+            elif isinstance(item, Discarded):
+                self.events.append(
+                    BytesDiscarded(state.conn, state.route, direction, self.t, item.raw, item.final)
+                )
+            else:
+                assert isinstance(item, EndOfStream)
+
+    def _frame(self, state: _Conn, direction: Direction, frame: Frame) -> None:
+        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+        message = self.profile.parse(frame.payload, role)
+        index = state.indexes[direction]
+        state.indexes[direction] += 1
+        seen = FrameSeen(
+            state.conn, state.route, direction, index, self.t, frame.size, frame.payload, message
+        )
+        self.events.append(seen)
+        found = self.profile.check_message(message, frame.payload)
+        self._violations(state, direction, index, found)
+        if direction is Direction.C2S:
+            state.violations[index] = found
+            state.correlator.add_request(message, seen)
+            return
+        pending = state.correlator.match_response(message)
+        if pending is None:
+            self._violations(state, direction, index, [ORPHAN])
+            return
+        request = pending.context
+        exchange = self.profile.check_exchange(request.message, message)
+        self._violations(state, direction, index, exchange)
+        every = state.violations.pop(request.index, []) + found + exchange
+        self.events.append(ExchangeCompleted(state.conn, state.route, request, seen, tuple(every)))
+
+    def _violations(
+        self, state: _Conn, direction: Direction, index: int, found: list[Violation]
+    ) -> None:
+        for violation in found:
+            self.events.append(
+                ViolationSeen(state.conn, state.route, direction, index, self.t, violation)
+            )
+
+
+def write_recording(
+    events: list[Event], profile: str = "golem", routes: Optional[list[RouteInfo]] = None
+) -> bytes:
+    """The bytes of a recording holding ``events`` (header included)."""
+    stream = io.BytesIO()
+    header = Header(
+        profile,
+        tuple(routes or [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")]),
+        "2024-01-01T00:00:00.000000Z",
+    )
+    writer = RecordingWriter(stream, header)
+    for event in events:
+        writer.write(event)
+    writer.flush()
+    return stream.getvalue()
+
+
+def golem_session() -> TapSimulator:
+    """A GOLEM session with every kind of row: successes, both error code families, non-ASCII,
+    a payload spanning lines, malformed frames both ways, an orphan, catalogue drift, a framing
+    error with discarded bytes, a truncated frame and requests left pending or unanswered."""
+    tap = TapSimulator(GOLEM, cap=1024)
+    c2s, s2c = Direction.C2S, Direction.S2C
+    tap.open(1)
+    tap.request(1, {"id": "a1", "method": "ping", "params": {}}, chunk=3)
+    tap.tick(0.004)
+    tap.respond(1, {"id": "a1", "result": {"alive": True}, "error": None})
+    tap.tick(0.010)
+    box = {"corner_x": 0.0, "corner_y": 0.0, "corner_z": 0.0, "width": 10.0, "depth": 5.0}
+    box.update(height=3.0, name="Boîte 🧊", colour="red")
+    tap.request(1, {"id": "a2", "method": "creation.create_box", "params": box})
+    tap.tick(0.120)
+    tap.respond(1, {"id": "a2", "result": {"guid": "g-1"}, "error": None}, chunk=7)
+    tap.tick(0.010)
+    tap.request(1, {"id": "a3", "method": "creation.create_hexagon", "params": {}})
+    tap.tick(0.002)
+    not_found = {"code": -32601, "message": "Method not found: creation.create_hexagon"}
+    tap.respond(1, {"id": "a3", "result": None, "error": not_found})
+    tap.tick(0.010)
+    tap.request(1, {"id": "a4", "method": "scene.get_object", "params": {"guid": "nope"}})
+    tap.tick(0.030)
+    missing = {"code": "OBJECT_NOT_FOUND", "message": "No object with GUID nope"}
+    tap.respond(1, {"id": "a4", "result": None, "error": missing})
+    tap.tick(0.010)
+    # A request that is not JSON, answered -32603 with a null id, as the plugin does.
+    tap.send(1, c2s, GOLEM.frame_payload(b'{"id": "a5", "method": '))
+    tap.tick(0.001)
+    internal = {"code": -32603, "message": "Invalid request: Expecting value"}
+    tap.respond(1, {"id": None, "result": None, "error": internal})
+    tap.tick(0.010)
+    # Pretty-printed JSON: the payload spans lines, so the recording stores it raw.
+    pretty = b'{\n  "id": "a6",\n  "method": "ping",\n  "params": {}\n}'
+    tap.send(1, c2s, GOLEM.frame_payload(pretty))
+    tap.tick(0.003)
+    tap.send(1, s2c, GOLEM.frame_payload(b'{"id": "a6", "result": {"alive": true}}'))
+    tap.tick(0.010)
+    tap.request(1, {"id": "a7", "method": "scene.list_objects", "params": {}})
+    tap.tick(0.050)
+    tap.send(1, s2c, GOLEM.frame_payload(b'{"id": "a7", "result": "\xff\xfe"}'))
+    tap.tick(0.010)
+    tap.respond(1, {"id": "zz", "result": {}, "error": None})  # answers nothing: an orphan
+    tap.tick(0.010)
+    tap.request(1, {"id": "a8", "method": "view.capture_viewport", "params": {}})
+    tap.tick(0.500)
+    tap.close(1)  # a8 is never answered
+
+    tap.open(2, "gh")
+    tap.request(2, {"id": "b1", "method": "grasshopper.get_canvas_info", "params": {}})
+    tap.tick(0.200)
+    tap.respond(2, {"id": "b1", "result": {"components": 3}, "error": None})
+    tap.tick(0.010)
+    # A frame over the (1 KiB) cap: its body is forwarded as discarded bytes.
+    tap.send(2, c2s, (1500).to_bytes(4, "big") + b"x" * 1500, chunk=600)
+    tap.tick(0.010)
+    tap.request(2, {"id": "b2", "method": "grasshopper.recompute", "params": {}})
+    tap.tick(0.010)
+    tap.send(2, s2c, b"\x00\x00\x01\x00{partial")  # the stream stops inside this frame
+    tap.close(2, "upstream reset")
+
+    tap.open(3)
+    tap.request(3, {"id": "c1", "method": "scene.list_layers", "params": {}})  # still pending
+    return tap
