@@ -139,6 +139,11 @@ async def load(tmp: Path, connections: int = 200, seconds: float = 5.0) -> Figur
                 await trio.sleep(min(1.0, max(0.0, deadline - trio.current_time())))
                 samples.append(rss_kib())
         rss["end"] = rss_kib()
+        backlog = served.session.proxy.tap_worker.backlog
+        queued = max(
+            sub.receive_channel.statistics().current_buffer_used
+            for sub in served.session.hub._subscriptions
+        )
         await stop(served)
         nursery.cancel_scope.cancel()
     sent = sum(len(ids) for ids in done.values())
@@ -163,6 +168,8 @@ async def load(tmp: Path, connections: int = 200, seconds: float = 5.0) -> Figur
         "rss_warm_kib": rss["warm"],
         "rss_end_kib": rss["end"],
         "rss_max_kib": max(samples),
+        "tap_backlog_end_bytes": backlog,
+        "consumer_queue_end_events": queued,
         "rss_second_half_growth_kib": samples[-1] - samples[len(samples) // 2],
         "recording_bytes": record.stat().st_size,
         "missed_events": sum(1 for e in recording.events if type(e).__name__ == "EventsMissed"),
@@ -430,7 +437,18 @@ async def hygiene(connections: int = 100, seed: int = 2) -> Figures:
         before = {"fds": open_fds(), "tasks": trio_tasks(), "rss_kib": rss_kib()}
         started = time.monotonic()
 
+        refused = 0
+
         async def one(kind: str) -> None:
+            nonlocal refused
+            try:
+                await exercise(kind)
+            except trio.BrokenResourceError:
+                # The proxy resets a client whose upstream connection failed (a burst past the
+                # upstream's listen backlog): what the client would see without the proxy.
+                refused += 1
+
+        async def exercise(kind: str) -> None:
             stream = await connect(served.listen)
             decoder = GOLEM.new_decoder()
             await stream.send_all(GOLEM.encode({"id": 1, "method": "echo", "params": {}}))
@@ -477,4 +495,6 @@ async def hygiene(connections: int = 100, seed: int = 2) -> Figures:
         "settled": settled,
         "seconds": round(time.monotonic() - started, 2),
         "closes_seen": len(served.closed),
+        "reset_by_proxy": refused,
+        "abnormal_closes": sum(1 for e in served.closed if e.abnormal),
     }
