@@ -116,6 +116,27 @@ def configurations(record_dir: str) -> Iterator[list[Config]]:
                 process.kill()
 
 
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(config: Config, limit: float = 60.0) -> None:
+    """Wait until the configuration's process is idle (its tap has caught up after the last
+    burst), so each measurement sees the proxy in its steady state."""
+    if config.process is None:
+        return
+    deadline = time.monotonic() + limit
+    last = _cpu_seconds(config.process.pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = _cpu_seconds(config.process.pid)
+        if now - last < 0.01:
+            return
+        last = now
+
+
 def _connect(port: int) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -246,8 +267,11 @@ def main() -> None:
             results[name] = {"rtt": [], "big": [], "tiny": []}
         for _ in range(rounds):
             for config in configs:  # interleaved, so drift hits every configuration alike
+                settle(config)
                 results[config.name]["rtt"].append(round_trips(config.port, trips))
+                settle(config)
                 results[config.name]["big"].append(big_responses(config.port, big, big_count))
+                settle(config)
                 results[config.name]["tiny"].append(pipelined(config.port, tiny))
         memory = proxy_memory(record_dir, 64 * 1024 * 1024)
     med = {name: {k: statistics.median(v) for k, v in r.items()} for name, r in results.items()}

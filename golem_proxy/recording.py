@@ -260,12 +260,13 @@ def _undecodable(message: Message) -> bool:
     return kind in (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
 
 
-def _json_str(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+# One shared encoder: json.dumps with keywords builds a new one on every call.
+_encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_json_str = _encode_compact
 
 
 def _dumps(data: Any) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _encode_compact(data).encode("utf-8")
 
 
 def _b64(raw: bytes) -> str:

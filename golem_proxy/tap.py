@@ -218,6 +218,7 @@ class _Work:
     data: bytes
     t: float
     fed: bool = False
+    submitted: float = 0.0
 
 
 class TapWorker:
@@ -230,9 +231,21 @@ class TapWorker:
     `submit` callers wait: the one point where the relay slows, rather than let memory grow
     without bound."""
 
-    def __init__(self, hard_limit: int = 256 * 1024 * 1024, slice_frames: int = 16) -> None:
+    def __init__(
+        self,
+        hard_limit: int = 256 * 1024 * 1024,
+        slice_frames: int = 16,
+        *,
+        quiet: float = 0.0005,
+        max_delay: float = 0.02,
+        soft_limit: int = 16 * 1024 * 1024,
+    ) -> None:
         self.hard_limit = hard_limit
         self.slice_frames = slice_frames
+        self.quiet = quiet
+        self.max_delay = max_delay
+        self.soft_limit = soft_limit
+        self._last_submit = 0.0
         self.backlog = 0
         # Work to decode, or an event to publish once everything before it is decoded.
         self._queue: collections.deque[Union[_Work, tuple[Publish, Event]]] = collections.deque()
@@ -248,7 +261,8 @@ class TapWorker:
             if self._room.is_set():
                 self._room = trio.Event()
             await self._room.wait()
-        self._queue.append(_Work(tap, direction, data, t))
+        self._queue.append(_Work(tap, direction, data, t, submitted=trio.current_time()))
+        self._last_submit = trio.current_time()
         self.backlog += len(data)
         self._wake()
 
@@ -275,10 +289,29 @@ class TapWorker:
                 self._wakeup = trio.Event()
                 await self._wakeup.wait()
                 continue
-            await trio.lowlevel.checkpoint()
+            await self._wait_for_quiet()
             budget = self.slice_frames
             while budget > 0 and self._queue:
                 budget -= self._process_some(budget)
+
+    async def _wait_for_quiet(self) -> None:
+        """Let forwarding go first: wait until no chunk arrived for ``quiet`` seconds, unless
+        the oldest queued chunk has waited ``max_delay`` or the backlog passed ``soft_limit``.
+        A burst is then forwarded at full speed and decoded in the pause after it."""
+        await trio.lowlevel.checkpoint()
+        while self._queue and self.backlog < self.soft_limit:
+            now = trio.current_time()
+            if now - self._last_submit >= self.quiet:
+                return
+            if now - self._oldest_submit() >= self.max_delay:
+                return
+            await trio.sleep(self.quiet)
+
+    def _oldest_submit(self) -> float:
+        for item in self._queue:
+            if isinstance(item, _Work):
+                return item.submitted
+        return trio.current_time()
 
     def drain_now(self) -> None:
         """Decode everything queued, synchronously (used at shutdown)."""

@@ -161,6 +161,8 @@ _AFTER_ID_RULE = (
 DEFAULT_SOCKET = "~/.scrybe/sock"
 """Where the app listens unless $SCRYBE_SOCK says otherwise (contract § Transport)."""
 
+_encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
 ERR_PARSE = -32700
 ERR_INVALID_REQUEST = -32600
 ERR_METHOD_NOT_FOUND = -32601
@@ -194,7 +196,7 @@ class JsonRpcNdjsonProfile(Profile):
 
     def encode_payload(self, obj: Any) -> bytes:
         # Compact separators, as serde_json writes; json.dumps never emits a raw newline.
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return _encode_compact(obj).encode("utf-8")
 
     # -- parsing -----------------------------------------------------------------------------
     def parse_request(self, obj: Any) -> Message:
