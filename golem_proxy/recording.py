@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import errno
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -275,9 +276,18 @@ def _b64(raw: bytes) -> str:
 def open_recording_file(path: str, *, overwrite: bool = False) -> IO[bytes]:
     """Create a recording file readable by its owner only (mode 0600).
 
-    Raises FileExistsError unless ``overwrite``; other OSErrors as they come."""
+    A symlink at ``path`` is never followed (even with ``overwrite``), so a link planted
+    where a recording is expected cannot redirect the write. Raises FileExistsError unless
+    ``overwrite``; other OSErrors as they come."""
     flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
-    fd = os.open(path, flags, 0o600)
+    flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            message = f"refusing to write a recording through symlink {path}"
+            raise OSError(exc.errno, message) from None
+        raise
     os.fchmod(fd, 0o600)  # the umask cannot widen it, but an existing file kept its mode
     return os.fdopen(fd, "wb")
 
@@ -488,6 +498,8 @@ class RecordingReader:
             raise
         except ValueError as exc:
             raise RecordingError(f"bad recording header: {exc}") from None
+        except RecursionError:
+            raise RecordingError("bad recording header: JSON nested too deep") from None
         try:
             self.profile = get_profile(self.header.profile)
         except KeyError as exc:
@@ -511,8 +523,12 @@ class RecordingReader:
                 continue
             try:
                 event = self._decoder.decode(line)
-            except (ValueError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise RecordingError(f"line {self.line_number}: {exc}") from None
+            except RecursionError:
+                # json.loads recurses per nesting level: an untrusted line must not escape
+                # as something other than a RecordingError.
+                raise RecordingError(f"line {self.line_number}: JSON nested too deep") from None
             if event is not None:
                 yield event
 

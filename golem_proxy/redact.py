@@ -7,7 +7,6 @@ rule to one method (``scripting.execute_python:params.code``).
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -54,9 +53,7 @@ class Redactor:
                 continue
             if not _has_path(result, rule.segments):
                 continue
-            if result is obj:
-                result = copy.deepcopy(obj)
-            _replace(result, rule.segments)
+            result = _redacted(result, rule.segments)
             matched.append(rule.text)
         return result, tuple(matched)
 
@@ -82,9 +79,14 @@ def _has_path(node: Any, segments: tuple[str, ...]) -> bool:
     return any(_has_path(container[key], segments[1:]) for container, key in pairs)
 
 
-def _replace(node: Any, segments: tuple[str, ...]) -> None:
-    for container, key in _children(node, segments[0]):
-        if len(segments) == 1:
-            container[key] = REDACTED
-        else:
-            _replace(container[key], segments[1:])
+def _redacted(node: Any, segments: tuple[str, ...]) -> Any:
+    """A copy of ``node`` with the values at ``segments`` replaced. Only the containers on the
+    rule's path are copied: a deep copy of the whole message would recurse as deep as the
+    message nests, and a client could crash the tap with a few hundred nested arrays."""
+    pairs = _children(node, segments[0])
+    if not pairs:
+        return node
+    out: Any = dict(node) if isinstance(node, dict) else list(node)
+    for _, key in pairs:
+        out[key] = REDACTED if len(segments) == 1 else _redacted(node[key], segments[1:])
+    return out

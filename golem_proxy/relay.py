@@ -25,6 +25,8 @@ from golem_core.profiles import Profile
 
 from .addresses import Address, Route
 from .events import ConnectionClosed, ConnectionOpened, Direction, Event
+from .fault_relay import FaultRelay
+from .faults import FaultPlan
 from .hub import EventHub
 from .net import Listener, close_abortively, connect, open_listener
 from .redact import Redactor
@@ -48,6 +50,8 @@ class ProxyOptions:
     cap: Optional[int] = None
     catalogue: Optional[MethodCatalogue] = None
     redact: tuple[str, ...] = ()
+    faults: Optional[FaultPlan] = None
+    """``--fault`` rules; routes they can act on forward frame by frame (`fault_relay`)."""
 
 
 @dataclass(frozen=True)
@@ -213,9 +217,14 @@ class Proxy:
             cap=self.options.cap,
         )
         conn.last_activity = trio.current_time()
+        pump = self._pump
+        plan = self.options.faults
+        if plan is not None and plan.applies_to(conn.route.name):
+            faults = plan.connection(conn.conn, conn.route.name, self.profile)
+            pump = FaultRelay(self, conn, tap, faults).pump
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._pump, conn, tap, Direction.C2S, nursery.cancel_scope)
-            nursery.start_soon(self._pump, conn, tap, Direction.S2C, nursery.cancel_scope)
+            nursery.start_soon(pump, conn, tap, Direction.C2S, nursery.cancel_scope)
+            nursery.start_soon(pump, conn, tap, Direction.S2C, nursery.cancel_scope)
             if self.options.idle_timeout is not None:
                 nursery.start_soon(self._idle_watch, conn, nursery.cancel_scope)
         # A direction that ended without EOF (reset, cancel) still ends for the decoder, so a

@@ -11,13 +11,16 @@ from typing import Optional
 
 import trio
 from rich.console import Console
+from rich.markup import escape
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import PROFILES, Profile, get_profile
 
 from ..addresses import Route, parse_address, parse_route
+from ..faults import FaultPlan, FaultSpecError
 from ..log import Verbosity
 from ..relay import BoundRoute, ProxyOptions
+from ..safe_paths import resolve_record_path
 from ..session import ProxySession, SessionConfig
 
 NAME = "proxy"
@@ -39,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--profile", choices=sorted(PROFILES), default="golem")
     parser.add_argument("--record", metavar="PATH", help="write the session to this recording")
+    parser.add_argument(
+        "--record-dir",
+        metavar="DIR",
+        help="confine recordings to DIR: --record is relative to it and may not escape it "
+        "through .. or symlinks (default name: session-TIMESTAMP.jsonl)",
+    )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an existing recording file"
     )
@@ -73,6 +82,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--idle-timeout", type=float, metavar="SECONDS", help="close idle connections"
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="inject a fault, e.g. delay:ms=200,method=scene.* or error:code=TIMEOUT "
+        "(repeatable; grammar in docs/faults.md)",
+    )
+    parser.add_argument(
+        "--fault-seed",
+        type=int,
+        metavar="N",
+        help="seed for fault probabilities (default: random, printed at start)",
     )
     parser.add_argument(
         "--drain-timeout",
@@ -150,7 +173,9 @@ def run(args: argparse.Namespace) -> int:
         if not args.route:
             prepare_socket_directories(routes)
         catalogue = MethodCatalogue.load(args.catalogue) if args.catalogue else None
-    except (ValueError, OSError) as exc:
+        faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
+        record_path = resolve_record_path(args.record, args.record_dir)
+    except (FaultSpecError, ValueError, OSError) as exc:
         errors.print(f"[red]error:[/] {exc}")
         return 2
     public = [r for r in routes if not r.listen.is_loopback()]
@@ -182,8 +207,9 @@ def run(args: argparse.Namespace) -> int:
             cap=args.max_frame,
             catalogue=catalogue,
             redact=tuple(args.redact),
+            faults=faults,
         ),
-        record_path=args.record,
+        record_path=record_path,
         overwrite=args.overwrite,
         console=console,
         verbosity=verbosity,
@@ -222,6 +248,14 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                 console.print(f"client environment: [bold]{hint}[/]")
             if config.record_path:
                 console.print(f"recording to {config.record_path}")
+            plan = config.options.faults
+            if plan is not None:
+                rules = "; ".join(rule.spec for rule in plan.rules)
+                console.print(
+                    f"[bold blue]faults[/]: {escape(rules)} (seed {plan.seed}: "
+                    f"reproduce with --fault-seed {plan.seed})",
+                    soft_wrap=True,
+                )
             console.print("[dim]Ctrl-C to stop[/]")
             sys.stdout.flush()
             async for _ in signals:

@@ -1,0 +1,191 @@
+"""The inline relay path for routes with ``--fault`` rules.
+
+Faults act on messages, so frame boundaries and methods must be known before anything is
+forwarded: each pump decodes what it receives with the profile's own framing decoder and
+forwards frame by frame, applying the faults `ConnectionFaults` decides. Bytes that are not a
+complete frame (framing errors, skipped oversized frames) are forwarded as they are. Routes
+without faults never come here: their pumps stay on the fast path in `relay`.
+
+The tap is fed inline with exactly the bytes sent to each side, so the recording holds what
+each receiver got; the one exception is a request the proxy withholds, recorded so that its
+flow exists, and followed by the fault event that says it was not forwarded (docs/faults.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+import trio
+
+from golem_core.framing import EndOfStream, Frame
+
+from .events import Direction, FaultInjected
+from .faults import ConnectionFaults, FaultKind, FrameAction
+from .tap import ConnectionTap
+
+if TYPE_CHECKING:
+    from .relay import Proxy, _Connection
+
+__all__ = ["FaultRelay"]
+
+RECV_SIZE = 65536
+
+
+class FaultRelay:
+    """Both pumps of one connection on a faulted route. Writes to a side are serialised by a
+    lock, because the request pump also writes to the client (a synthesised error)."""
+
+    def __init__(
+        self, proxy: Proxy, conn: _Connection, tap: ConnectionTap, faults: ConnectionFaults
+    ) -> None:
+        self.proxy = proxy
+        self.conn = conn
+        self.tap = tap
+        self.faults = faults
+        self.locks = {Direction.C2S: trio.Lock(), Direction.S2C: trio.Lock()}
+
+    def _sink(self, direction: Direction) -> tuple[trio.socket.SocketType, str, str]:
+        conn = self.conn
+        assert conn.upstream is not None
+        if direction is Direction.C2S:
+            return conn.upstream.socket, "upstream", "client"
+        return conn.client.socket, "client", "upstream"
+
+    async def pump(
+        self,
+        conn: _Connection,
+        tap: ConnectionTap,
+        direction: Direction,
+        scope: trio.CancelScope,
+    ) -> None:
+        """Forward one direction frame by frame until EOF, an error or a closing fault."""
+        assert conn.upstream is not None
+        source = conn.client if direction is Direction.C2S else conn.upstream
+        source_name = "client" if direction is Direction.C2S else "upstream"
+        dst, sink_name, _ = self._sink(direction)
+        decoder = self.proxy.profile.new_decoder(self.proxy.options.cap)
+        while True:
+            try:
+                data = await source.socket.recv(RECV_SIZE)
+            except OSError as exc:
+                conn.note(f"{source_name} reset the connection ({exc.strerror or exc})", True)
+                conn.reset.add(sink_name)
+                scope.cancel()
+                return
+            conn.last_activity = trio.current_time()
+            if data:
+                decoder.receive_data(data)
+            else:
+                decoder.receive_eof()
+            for event in decoder.events():
+                if isinstance(event, Frame):
+                    going = await self._frame(direction, event, scope)
+                elif isinstance(event, EndOfStream):
+                    continue
+                else:  # framing errors and skipped bytes are not messages: forward as is
+                    going = await self._send(direction, event.raw, scope)
+                if not going:
+                    return
+            if not data:
+                conn.eof[direction] = True
+                async with self.locks[direction]:
+                    tap.process(direction, b"", self.proxy.now())
+                other = Direction.S2C if direction is Direction.C2S else Direction.C2S
+                if not conn.reason and not conn.eof[other]:
+                    conn.note(f"{source_name} closed")
+                with contextlib.suppress(OSError):
+                    dst.shutdown(trio.socket.SHUT_WR)
+                if conn.eof[other]:
+                    scope.cancel()
+                return
+
+    async def _send(
+        self,
+        direction: Direction,
+        data: bytes,
+        scope: trio.CancelScope,
+        piece: int = 0,
+        gap: float = 0.0,
+    ) -> bool:
+        """Decode ``data`` into the tap and send it (in ``piece``-byte sends ``gap`` seconds
+        apart when slicing). The side's lock is held throughout, so nothing else is written
+        into the middle of a frame. False when the connection ends."""
+        if not data:
+            return True
+        dst, sink_name, source_name = self._sink(direction)
+        conn = self.conn
+        piece = piece or len(data)
+        async with self.locks[direction]:
+            for start in range(0, len(data), piece):
+                chunk = data[start : start + piece]
+                verdict = self.tap.process(direction, chunk, self.proxy.now())
+                if verdict is not None and self.proxy.options.enforce_limits:
+                    conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
+                    scope.cancel()
+                    return False
+                view = memoryview(chunk)
+                sent = 0
+                try:
+                    while sent < len(chunk):
+                        sent += await dst.send(view[sent:])
+                except OSError as exc:
+                    conn.note(f"{sink_name} went away ({exc.strerror or exc})", True)
+                    conn.reset.add(source_name)
+                    scope.cancel()
+                    return False
+                conn.bytes[direction] += len(chunk)
+                if gap and start + piece < len(data):
+                    await trio.sleep(gap)
+        return True
+
+    def _publish(self, direction: Direction, action: FrameAction, only: str = "") -> None:
+        for fault, detail in action.events:
+            if (fault == "delay") == (only == "delay"):
+                self.proxy.publish(
+                    FaultInjected(
+                        self.conn.conn,
+                        self.conn.route.name,
+                        direction,
+                        self.proxy.now(),
+                        fault,
+                        detail,
+                        action.method,
+                    )
+                )
+
+    async def _frame(self, direction: Direction, frame: Frame, scope: trio.CancelScope) -> bool:
+        """Apply the faults decided for one frame. False when the connection ends."""
+        action = self.faults.decide(direction, frame.raw, len(frame.header), frame.payload)
+        if action.delay:
+            self._publish(direction, action, only="delay")
+            await trio.sleep(action.delay)
+        rule = action.withhold
+        if rule is not None:
+            if direction is Direction.C2S:
+                # Recorded though not forwarded: the client did send it, and its flow needs it.
+                async with self.locks[direction]:
+                    self.tap.process(direction, frame.raw, self.proxy.now())
+            self._publish(direction, action)
+            if rule.kind is FaultKind.ERROR:
+                assert action.reply is not None
+                return await self._send(Direction.S2C, action.reply, scope)
+            if rule.kind is FaultKind.RESET:
+                self.conn.note(f"fault: reset ({rule.spec})", True)
+                self.conn.reset.update(("client", "upstream"))
+                scope.cancel()
+                return False
+            return True  # dropped
+        self._publish(direction, action)
+        if action.truncate_at is not None:
+            await self._send(direction, action.data[: action.truncate_at], scope)
+            self.conn.eof[direction] = True
+            async with self.locks[direction]:
+                self.tap.process(direction, b"", self.proxy.now())
+            self.conn.note(f"fault: truncated a frame ({direction.value})", True)
+            dst, _, _ = self._sink(direction)
+            with contextlib.suppress(OSError):
+                dst.shutdown(trio.socket.SHUT_WR)
+            scope.cancel()
+            return False
+        return await self._send(direction, action.data, scope, action.slice_size or 0, action.gap)

@@ -1,0 +1,440 @@
+"""Message-aware fault injection (``golem-proxy proxy --fault SPEC``), sans-IO.
+
+A spec is ``KIND[:key=value,...]`` (docs/faults.md). This module parses specs into
+`FaultRule`s and decides, frame by frame, what to do with a message; `fault_relay` carries the
+decisions out on the sockets. Decisions are reproducible: each connection and direction draws
+from its own generator seeded with ``(seed, conn, direction)``, so a run with the same
+``--fault-seed`` and the same traffic on each connection injects the same faults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import fnmatch
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+from golem_core.framing import Framing
+from golem_core.messages import Malformed, Message, Role
+from golem_core.pairing import Correlator
+from golem_core.profiles import Profile
+
+from .events import BytesDiscarded, Direction, Event, FaultInjected, FrameSeen, FramingErrorSeen
+
+__all__ = [
+    "WITHHELD",
+    "ConnectionFaults",
+    "FaultKind",
+    "FaultPlan",
+    "FaultRule",
+    "FaultSpecError",
+    "FrameAction",
+    "parse_fault",
+    "received_streams",
+]
+
+WITHHELD = "withheld"
+"""First word of a fault event's detail when the proxy did not forward the message."""
+
+
+class FaultSpecError(ValueError):
+    """A ``--fault`` spec that cannot be parsed; the message names the spec and the problem."""
+
+
+class FaultKind(enum.Enum):
+    DELAY = "delay"
+    DROP = "drop"
+    RESET = "reset"
+    TRUNCATE = "truncate"
+    CORRUPT = "corrupt"
+    SLICE = "slice"
+    ERROR = "error"
+
+
+# Keys every kind accepts, then each kind's own keys with their defaults.
+_COMMON = ("method", "route", "dir", "p", "times")
+_OWN: dict[FaultKind, dict[str, Optional[str]]] = {
+    FaultKind.DELAY: {"ms": None, "jitter": "0"},
+    FaultKind.DROP: {},
+    FaultKind.RESET: {"when": "before"},
+    FaultKind.TRUNCATE: {"at": "0.5"},
+    FaultKind.CORRUPT: {"bytes": "1"},
+    FaultKind.SLICE: {"size": "1", "gap": "0"},
+    FaultKind.ERROR: {"code": None, "message": "fault injected by golem-proxy"},
+}
+# Kinds whose direction follows from what they do; `dir=` is refused for them.
+_FIXED_DIRECTION = (FaultKind.ERROR, FaultKind.RESET)
+_BOTH = frozenset((Direction.C2S, Direction.S2C))
+
+
+@dataclass(frozen=True)
+class FaultRule:
+    """One parsed ``--fault`` spec. ``directions`` says which way the fault acts on frames."""
+
+    kind: FaultKind
+    spec: str
+    directions: frozenset[Direction]
+    methods: tuple[str, ...] = ()
+    route: Optional[str] = None
+    p: float = 1.0
+    times: Optional[int] = None
+    ms: float = 0.0
+    jitter: float = 0.0
+    when: str = "before"
+    at: float = 0.5
+    nbytes: int = 1
+    size: int = 1
+    gap: float = 0.0
+    code: Union[int, str, None] = None
+    message: str = ""
+
+    def matches(self, route: str, direction: Direction, method: Optional[str]) -> bool:
+        """True when the rule targets this route, direction and method (before ``p``)."""
+        if direction not in self.directions:
+            return False
+        if self.route is not None and self.route != route:
+            return False
+        if not self.methods:
+            return True
+        return method is not None and any(fnmatch.fnmatchcase(method, m) for m in self.methods)
+
+
+def parse_fault(spec: str) -> FaultRule:
+    """Parse ``KIND[:key=value,...]``. Raises FaultSpecError saying what is wrong."""
+    kind_text, _, rest = spec.strip().partition(":")
+    try:
+        kind = FaultKind(kind_text.strip().lower())
+    except ValueError:
+        known = ", ".join(k.value for k in FaultKind)
+        raise FaultSpecError(
+            f"--fault {spec!r}: unknown fault {kind_text!r} (known: {known})"
+        ) from None
+    values = _key_values(spec, rest)
+    own = _OWN[kind]
+    for key in values:
+        if key not in own and key not in _COMMON:
+            allowed = ", ".join((*own, *_COMMON))
+            raise FaultSpecError(f"--fault {spec!r}: {kind.value} has no key {key!r} ({allowed})")
+    for key, default in own.items():
+        if default is None and key not in values:
+            raise FaultSpecError(f"--fault {spec!r}: {kind.value} needs {key}=")
+        values.setdefault(key, default or "")
+    if kind in _FIXED_DIRECTION and "dir" in values:
+        raise FaultSpecError(
+            f"--fault {spec!r}: {kind.value} has no dir= "
+            "(error acts on requests; reset on the request (when=before) or its response)"
+        )
+    reader = _Values(spec, values)
+    default_dir = "s2c" if kind is FaultKind.DROP else "both"
+    rule = FaultRule(
+        kind=kind,
+        spec=spec,
+        directions=_directions(spec, values.get("dir", default_dir)),
+        methods=tuple(m for m in values.get("method", "").split("|") if m),
+        route=values.get("route") or None,
+        p=reader.number("p", "1", low=0.0, high=1.0),
+        times=reader.count("times") if "times" in values else None,
+    )
+    if kind is FaultKind.DELAY:
+        rule = _replace(rule, ms=reader.number("ms", low=0.0), jitter=reader.number("jitter"))
+    elif kind is FaultKind.RESET:
+        when = values["when"]
+        if when not in ("before", "after"):
+            raise FaultSpecError(f"--fault {spec!r}: when must be before or after, got {when!r}")
+        direction = Direction.C2S if when == "before" else Direction.S2C
+        rule = _replace(rule, when=when, directions=frozenset((direction,)))
+    elif kind is FaultKind.TRUNCATE:
+        at = reader.number("at", low=0.0, high=1.0)
+        rule = _replace(rule, at=at)
+    elif kind is FaultKind.CORRUPT:
+        rule = _replace(rule, nbytes=reader.count("bytes", minimum=1))
+    elif kind is FaultKind.SLICE:
+        rule = _replace(rule, size=reader.count("size", minimum=1), gap=reader.number("gap"))
+    elif kind is FaultKind.ERROR:
+        code_text = values["code"]
+        code: Union[int, str] = int(code_text) if _is_int(code_text) else code_text
+        rule = _replace(
+            rule, code=code, message=values["message"], directions=frozenset((Direction.C2S,))
+        )
+    return rule
+
+
+def _replace(rule: FaultRule, **changes: Any) -> FaultRule:
+    return dataclasses.replace(rule, **changes)
+
+
+def _key_values(spec: str, text: str) -> dict[str, str]:
+    """``a=1,message="x, y"`` → dict. Values may be double-quoted to hold commas."""
+    values: dict[str, str] = {}
+    if not text.strip():
+        return values
+    items: list[str] = []
+    current: list[str] = []
+    quoted = False
+    for char in text:
+        if char == '"':
+            quoted = not quoted
+        elif char == "," and not quoted:
+            items.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    if quoted:
+        raise FaultSpecError(f"--fault {spec!r}: a double quote is not closed")
+    items.append("".join(current))
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not sep or not key:
+            raise FaultSpecError(f"--fault {spec!r}: expected key=value, got {item!r}")
+        if key in values:
+            raise FaultSpecError(f"--fault {spec!r}: {key} given twice")
+        values[key] = value.strip()
+    return values
+
+
+@dataclass
+class _Values:
+    spec: str
+    values: dict[str, str]
+
+    def number(
+        self,
+        key: str,
+        default: str = "0",
+        low: Optional[float] = None,
+        high: Optional[float] = None,
+    ) -> float:
+        text = self.values.get(key, default)
+        try:
+            value = float(text)
+        except ValueError:
+            raise FaultSpecError(
+                f"--fault {self.spec!r}: {key} must be a number, got {text!r}"
+            ) from None
+        if (
+            value != value
+            or (low is not None and value < low)
+            or (high is not None and value > high)
+        ):
+            bounds = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
+            raise FaultSpecError(f"--fault {self.spec!r}: {key} must be {bounds}, got {text}")
+        return value
+
+    def count(self, key: str, minimum: int = 0) -> int:
+        text = self.values[key]
+        if not _is_int(text) or int(text) < minimum:
+            raise FaultSpecError(
+                f"--fault {self.spec!r}: {key} must be a whole number >= {minimum}, got {text!r}"
+            )
+        return int(text)
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("+-").isdigit()
+
+
+def _directions(spec: str, text: str) -> frozenset[Direction]:
+    if text == "both":
+        return _BOTH
+    try:
+        return frozenset((Direction(text),))
+    except ValueError:
+        raise FaultSpecError(
+            f"--fault {spec!r}: dir must be c2s, s2c or both, got {text!r}"
+        ) from None
+
+
+class FaultPlan:
+    """Every ``--fault`` rule of a run, its seed, and how often each rule fired so far
+    (``times=`` counts across connections)."""
+
+    def __init__(self, rules: Sequence[FaultRule], seed: int) -> None:
+        self.rules = tuple(rules)
+        self.seed = seed
+        self.fired = [0] * len(self.rules)
+
+    @classmethod
+    def parse(cls, specs: Iterable[str], seed: Optional[int] = None) -> FaultPlan:
+        """Parse specs; a missing seed is drawn at random (print `seed` so it can be reused)."""
+        rules = [parse_fault(spec) for spec in specs]
+        if seed is None:
+            seed = random.SystemRandom().randrange(2**31)
+        return cls(rules, seed)
+
+    def applies_to(self, route: str) -> bool:
+        """True when some rule can act on ``route`` (only those routes leave the fast path)."""
+        return any(rule.route in (None, route) for rule in self.rules)
+
+    def connection(self, conn: int, route: str, profile: Profile) -> ConnectionFaults:
+        return ConnectionFaults(self, conn, route, profile)
+
+
+@dataclass
+class FrameAction:
+    """What to do with one frame. ``data`` is what to send (maybe corrupted); ``events`` the
+    fault events to publish, as ``(fault, detail)``, before the frame goes out."""
+
+    data: bytes
+    method: Optional[str] = None
+    delay: float = 0.0
+    withhold: Optional[FaultRule] = None
+    """error / reset / drop: the frame is not forwarded."""
+    truncate_at: Optional[int] = None
+    """Send only this many bytes, then close the connection."""
+    slice_size: Optional[int] = None
+    gap: float = 0.0
+    reply: Optional[bytes] = None
+    """For ``error``: the synthesised error frame to send back to the client."""
+    events: list[tuple[str, str]] = field(default_factory=list)
+
+
+class ConnectionFaults:
+    """Fault decisions for one connection. Requests are paired with their responses by id
+    (the connection's own pairing), so a rule scoped by method acts on the method's responses
+    too; a request the proxy withholds is never paired."""
+
+    def __init__(self, plan: FaultPlan, conn: int, route: str, profile: Profile) -> None:
+        self.plan = plan
+        self.conn = conn
+        self.route = route
+        self.profile = profile
+        self._rng = {d: random.Random(f"{plan.seed}/{conn}/{d.value}") for d in Direction}
+        self._methods: Correlator[Optional[str]] = Correlator(profile)
+
+    def inspect(self, direction: Direction, payload: bytes) -> tuple[Message, Optional[str]]:
+        """Type a frame's payload and find its method (a response's is its request's)."""
+        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+        message = self.profile.parse(payload, role)
+        if direction is Direction.C2S:
+            return message, self.profile.method_of(message)
+        pending = self._methods.match_response(message)
+        return message, pending.context if pending is not None else None
+
+    def forwarded_request(self, message: Message, method: Optional[str]) -> None:
+        """Remember a request that reached the upstream, to name the method of its answer."""
+        self._methods.add_request(message, method)
+
+    def decide(self, direction: Direction, raw: bytes, header: int, payload: bytes) -> FrameAction:
+        """Decide the fate of one complete frame. ``raw`` is its wire bytes, ``header`` the
+        length of its header (the payload follows it). Mutates nothing but the generators,
+        the `times` counters and the pairing."""
+        message, method = self.inspect(direction, payload)
+        action = FrameAction(raw, method)
+        rng = self._rng[direction]
+        fired = [
+            (index, rule)
+            for index, rule in enumerate(self.plan.rules)
+            if rule.matches(self.route, direction, method) and self._fire(index, rule, rng)
+        ]
+        what = _describe(message, method, len(raw))
+        for _, rule in fired:
+            if rule.kind is FaultKind.DELAY:
+                seconds = max(0.0, rule.ms + rng.uniform(-rule.jitter, rule.jitter)) / 1000
+                action.delay += seconds
+                action.events.append(("delay", f"delayed {seconds * 1000:.0f} ms: {what}"))
+        withholding = [r for _, r in fired if r.kind in _WITHHOLDING]
+        if withholding:
+            rule = withholding[0]
+            action.withhold = rule
+            action.events.append((rule.kind.value, self._withheld(rule, direction, message, what)))
+            if rule.kind is FaultKind.ERROR:
+                obj = self.profile.error(message.id, rule.code, rule.message)
+                action.reply = self.profile.encode(obj)
+            return action
+        if direction is Direction.C2S:
+            self.forwarded_request(message, method)
+        for _, rule in fired:
+            if rule.kind is FaultKind.TRUNCATE:
+                cut = header + int(rule.at * len(payload))
+                cut = min(max(cut, 1), len(raw) - 1)
+                action.truncate_at = cut
+                action.events.append(
+                    ("truncate", f"sent {cut} of {len(raw)} bytes, then closed: {what}")
+                )
+                return action
+        for _, rule in fired:
+            if rule.kind is FaultKind.CORRUPT and payload:
+                action.data, offsets = self._corrupt(raw, header, len(payload), rule.nbytes, rng)
+                action.events.append(("corrupt", f"flipped payload bytes {offsets}: {what}"))
+            elif rule.kind is FaultKind.SLICE:
+                action.slice_size = rule.size
+                action.gap = rule.gap / 1000
+                action.events.append(
+                    ("slice", f"sent in {rule.size}-byte pieces, {rule.gap:g} ms apart: {what}")
+                )
+        return action
+
+    def _fire(self, index: int, rule: FaultRule, rng: random.Random) -> bool:
+        if rule.times is not None and self.plan.fired[index] >= rule.times:
+            return False
+        if rule.p < 1.0 and rng.random() >= rule.p:
+            return False
+        self.plan.fired[index] += 1
+        return True
+
+    def _withheld(self, rule: FaultRule, direction: Direction, message: Message, what: str) -> str:
+        side = "request" if direction is Direction.C2S else "response"
+        text = f"{WITHHELD} {side}: {what}"
+        if rule.kind is FaultKind.ERROR:
+            return f"{text}; answered {rule.code}: {rule.message}"
+        if rule.kind is FaultKind.RESET:
+            return f"{text}; connection reset ({rule.when} the method)"
+        return text
+
+    def _corrupt(
+        self, raw: bytes, header: int, size: int, count: int, rng: random.Random
+    ) -> tuple[bytes, list[int]]:
+        data = bytearray(raw)
+        offsets = sorted(rng.sample(range(size), min(count, size)))
+        for offset in offsets:
+            old = data[header + offset]
+            new = old ^ rng.randrange(1, 256)
+            # A newline would split a line-framed payload: the fault corrupts, never reframes.
+            while self.profile.framing is Framing.LINE and new == 0x0A:
+                new = old ^ rng.randrange(1, 256)
+            data[header + offset] = new
+        return bytes(data), offsets
+
+
+_WITHHOLDING = (FaultKind.ERROR, FaultKind.RESET, FaultKind.DROP)
+
+
+def _describe(message: Message, method: Optional[str], size: int) -> str:
+    ident = "" if message.id is None else f" id={message.id}"
+    kind = " (malformed)" if isinstance(message, Malformed) else ""
+    return f"{method or '?'}{ident}{kind} ({size} bytes)"
+
+
+def received_streams(
+    events: Iterable[Event], profile: Profile
+) -> dict[tuple[int, Direction], bytes]:
+    """Rebuild, per connection and direction, the bytes the receiving side got.
+
+    Frames are recorded as delivered, except a request the proxy withheld (``error``,
+    ``reset:when=before``, ``drop`` on c2s): it is recorded because the client sent it, and
+    the fault event right after it says it was not forwarded, so it is left out here."""
+    streams: dict[tuple[int, Direction], list[bytes]] = {}
+    last_request: dict[int, int] = {}
+    for event in events:
+        if isinstance(event, FrameSeen):
+            raw = profile.frame_payload(event.payload)
+        elif isinstance(event, (FramingErrorSeen, BytesDiscarded)):
+            raw = event.raw
+        elif isinstance(event, FaultInjected):
+            if event.direction is Direction.C2S and event.detail.startswith(WITHHELD):
+                pieces = streams.get((event.conn, Direction.C2S), [])
+                index = last_request.pop(event.conn, None)
+                if index is not None:
+                    pieces[index] = b""
+            continue
+        else:
+            continue
+        pieces = streams.setdefault((event.conn, event.direction), [])
+        if isinstance(event, FrameSeen) and event.direction is Direction.C2S:
+            last_request[event.conn] = len(pieces)
+        pieces.append(raw)
+    return {key: b"".join(value) for key, value in streams.items()}
