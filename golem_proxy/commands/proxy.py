@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 from collections.abc import Mapping
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import trio
 from rich.console import Console
@@ -22,6 +22,9 @@ from ..log import Verbosity
 from ..relay import BoundRoute, ProxyOptions
 from ..safe_paths import resolve_record_path
 from ..session import ProxySession, SessionConfig
+
+if TYPE_CHECKING:
+    from ..tui.bridge import EventBuffer, TrioThreadSource
 
 NAME = "proxy"
 HELP = "Run the proxy: forward byte for byte, decode on the side, log and record."
@@ -96,6 +99,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="seed for fault probabilities (default: random, printed at start)",
+    )
+    parser.add_argument(
+        "--tui",
+        action="store_true",
+        help="show the session in the terminal UI instead of the log",
     )
     parser.add_argument(
         "--drain-timeout",
@@ -211,9 +219,11 @@ def run(args: argparse.Namespace) -> int:
         ),
         record_path=record_path,
         overwrite=args.overwrite,
-        console=console,
+        console=None if args.tui else console,
         verbosity=verbosity,
     )
+    if args.tui:
+        return _serve_with_tui(config, errors)
     try:
         trio.run(_serve, config, console)
     except BaseException as exc:
@@ -223,6 +233,48 @@ def run(args: argparse.Namespace) -> int:
         errors.print(f"[red]error:[/] {failed}")
         return 2
     return 0
+
+
+def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
+    """Run the session in a worker thread and the TUI in this one; quitting the TUI stops the
+    session gracefully (connections drain, the recording is flushed) before we return."""
+    from ..tui import run_tui
+
+    source = live_source(config)
+    run_tui(source, config.profile, "golem-proxy", header=None)
+    source.done.wait(config.options.drain_timeout + 10)
+    if source.error is not None:
+        failed = _startup_error(source.error)
+        errors.print(f"[red]error:[/] {failed or source.error}")
+        return 2
+    if config.record_path:
+        errors.print(f"recorded {config.record_path}")
+    return 0
+
+
+def live_source(config: SessionConfig) -> TrioThreadSource:
+    """An event source for the TUI that runs the proxy session (in the TUI's worker thread).
+    Stopping the source stops the session gracefully: it drains and flushes first."""
+    from ..tui import TrioThreadSource, feed_from_channel
+
+    async def serve(sink: EventBuffer) -> None:
+        session = ProxySession(config)
+        session.add_consumer("tui", lambda sub: feed_from_channel(sub.receive_channel, sink))
+
+        async def run_to_the_end() -> None:
+            # Shielded: the TUI's stop cancels `serve`, which asks for a graceful stop below.
+            with trio.CancelScope(shield=True):
+                await session.run()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_to_the_end)
+            try:
+                await trio.sleep_forever()
+            finally:
+                session.stop()
+
+    listens = ", ".join(str(route.listen) for route in config.routes)
+    return TrioThreadSource(serve, description=f"live on {listens}")
 
 
 def _startup_error(exc: BaseException) -> Optional[OSError]:
