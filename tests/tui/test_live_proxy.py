@@ -66,7 +66,14 @@ def test_a_live_session_shows_up_and_is_recorded(tmp_path: Path) -> None:
         async with app.run_test(size=(140, 40)) as pilot:
             worker = threading.Thread(target=client, args=(listen,))
             worker.start()
-            await wait_for(pilot, lambda: len(app.model.flows) == 3 and not worker.is_alive())
+            await wait_for(
+                pilot,
+                lambda: (
+                    len(app.model.flows) == 3
+                    and all(flow.response is not None for flow in app.model.flows)
+                    and not worker.is_alive()
+                ),
+            )
             methods = [flow.method for flow in app.model.flows]
             assert methods == ["ping", "geometry.create_box", "scene.get_object_info"]
             statuses = [flow.status(GOLEM) for flow in app.model.flows]
