@@ -8,7 +8,7 @@ waits for the log, the recorder or the UI.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import trio
 
@@ -69,7 +69,13 @@ class EventHub:
 
     def __init__(self) -> None:
         self._subscriptions: list[Subscription] = []
+        self._sinks: list[Callable[[Event], None]] = []
         self.published = 0
+
+    def attach_sink(self, sink: Callable[[Event], None]) -> None:
+        """Call ``sink`` with every event as it is published, before any subscription. For a
+        consumer that must see every event and is fast (the recorder); it must not raise."""
+        self._sinks.append(sink)
 
     def subscribe(self, name: str, buffer: float = 10_000) -> Subscription:
         """Add a consumer with room for ``buffer`` events (``math.inf`` for unbounded)."""
@@ -83,6 +89,8 @@ class EventHub:
 
     def publish(self, event: Event, now: float) -> None:
         self.published += 1
+        for sink in self._sinks:
+            sink(event)
         for subscription in self._subscriptions:
             subscription.offer(event, now)
 

@@ -1,35 +1,64 @@
-"""The recorder: writes the event stream to a recording file, flushed at least every 100 ms."""
+"""The recorder: writes the event stream to a recording file, flushed at least every 100 ms.
+
+It is a synchronous sink of the event hub rather than a queued subscriber: each event is
+encoded as the tap publishes it, so the recording never trails the tap, and the tap's own
+catch-up rule bounds how far both trail the wire. A disk error stops the recording, never the
+proxy."""
 
 from __future__ import annotations
 
+import sys
+from typing import Callable, Optional
+
 import trio
 
-from .hub import Subscription
+from .events import Event
 from .recording import RecordingWriter
 
-__all__ = ["FLUSH_INTERVAL", "record_events"]
+__all__ = ["FLUSH_INTERVAL", "Recorder"]
 
 FLUSH_INTERVAL = 0.1
 
 
-async def record_events(subscription: Subscription, writer: RecordingWriter) -> None:
-    """Write events until the subscription's channel closes, then flush and close the file.
+class Recorder:
+    """Writes events to a `RecordingWriter`; call it with each event."""
 
-    Lines are queued in memory and written by `RecordingWriter.flush`, which runs at least
-    every ``FLUSH_INTERVAL`` seconds while events arrive, so a reader (or a ``kill -9``) sees
-    everything older than that."""
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_flush_periodically, writer)
-            async for batch in subscription.batches():
-                for event in batch:
-                    writer.write(event)
-            nursery.cancel_scope.cancel()
-    finally:
-        writer.close()
+    def __init__(
+        self, writer: RecordingWriter, on_error: Optional[Callable[[str], None]] = None
+    ) -> None:
+        self.writer = writer
+        self.error: Optional[OSError] = None
+        self.on_error = on_error or (lambda text: print(text, file=sys.stderr))
 
+    def __call__(self, event: Event) -> None:
+        if self.error is not None:
+            return
+        try:
+            self.writer.write(event)  # flushes by itself past 1 MiB of queued lines
+        except OSError as exc:
+            self._fail(exc)
 
-async def _flush_periodically(writer: RecordingWriter) -> None:
-    while True:
-        await trio.sleep(FLUSH_INTERVAL)
-        writer.flush()
+    def flush(self) -> None:
+        if self.error is not None:
+            return
+        try:
+            self.writer.flush()
+        except OSError as exc:
+            self._fail(exc)
+
+    async def flush_periodically(self) -> None:
+        """Flush every ``FLUSH_INTERVAL`` seconds until cancelled."""
+        while True:
+            await trio.sleep(FLUSH_INTERVAL)
+            self.flush()
+
+    def close(self) -> None:
+        self.flush()
+        try:
+            self.writer.stream.close()
+        except OSError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: OSError) -> None:
+        self.error = exc
+        self.on_error(f"golem-proxy: recording stopped, the proxy goes on: {exc}")

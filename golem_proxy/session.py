@@ -4,7 +4,6 @@ remaining event, and the recording is flushed last."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
@@ -17,7 +16,7 @@ from golem_core.profiles import Profile
 from .addresses import Route
 from .hub import EventHub, Subscription
 from .log import EventLog, Verbosity
-from .recorder import record_events
+from .recorder import Recorder
 from .recording import Header, RecordingWriter, RouteInfo
 from .relay import BoundRoute, Proxy, ProxyOptions
 
@@ -36,8 +35,6 @@ class SessionConfig:
     console: Optional[Console] = None
     verbosity: Verbosity = Verbosity.NORMAL
     log_buffer: int = 2_000
-    record_buffer: float = math.inf
-    """The recorder keeps up unless the disk stalls; it is unbounded so nothing is lost."""
 
 
 class ProxySession:
@@ -80,9 +77,11 @@ class ProxySession:
                 await self.proxy.unbind()
                 raise
         async with trio.open_nursery() as consumers:
-            if self.writer is not None:
-                recording = self.hub.subscribe("recorder", config.record_buffer)
-                consumers.start_soon(record_events, recording, self.writer)
+            recorder = Recorder(self.writer) if self.writer is not None else None
+            flushing = trio.CancelScope()
+            if recorder is not None:
+                self.hub.attach_sink(recorder)
+                consumers.start_soon(_flush_until_cancelled, recorder, flushing)
             if config.console is not None:
                 log = EventLog(config.console, config.profile, config.verbosity)
                 consumers.start_soon(_log_events, self.hub.subscribe("log", config.log_buffer), log)
@@ -93,11 +92,19 @@ class ProxySession:
                     await self.proxy.serve(task_status=task_status)
             finally:
                 self.hub.close()
+                if recorder is not None:
+                    recorder.close()
+                flushing.cancel()
         self.finished.set()
 
     def _header(self, bound: list[BoundRoute]) -> Header:
         routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]
         return Header.new(self.config.profile.name, routes, self.config.options.redact)
+
+
+async def _flush_until_cancelled(recorder: Recorder, scope: trio.CancelScope) -> None:
+    with scope:
+        await recorder.flush_periodically()
 
 
 async def _log_events(subscription: Subscription, log: EventLog) -> None:

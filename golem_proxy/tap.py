@@ -9,6 +9,7 @@ has nothing runnable (forwarding first), falling back to fair sharing once its b
 from __future__ import annotations
 
 import collections
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -224,12 +225,14 @@ class _Work:
 class TapWorker:
     """Runs every connection's tap in one task, behind forwarding.
 
-    Chunks queue here after the relay sent them. The worker yields before each slice of work
-    and stops a slice after ``slice_frames`` frames, so pumps woken by I/O forward first and
-    decoding fills the time the relay waits for a peer; a chunk of a thousand pipelined frames
-    is decoded over many slices, never in one long stall. Past ``hard_limit`` queued bytes,
-    `submit` callers wait: the one point where the relay slows, rather than let memory grow
-    without bound."""
+    Chunks queue here after the relay sent them. The worker waits for a pause in the traffic
+    (``quiet``), at most ``max_delay``, then decodes a slice of ``slice_frames`` frames and
+    yields: pumps woken by I/O forward first, decoding fills the time the relay waits for a
+    peer, and a chunk of a thousand pipelined frames is decoded over many slices, never in one
+    long stall. When it falls behind (``soft_limit`` bytes queued, or chunks waiting four times
+    ``max_delay``) it takes ``catch_up_slice`` seconds per turn, so the recording's lag stays
+    bounded. Past ``hard_limit`` queued bytes, `submit` callers wait: the one point where the
+    relay slows, rather than let memory grow without bound."""
 
     def __init__(
         self,
@@ -238,13 +241,15 @@ class TapWorker:
         *,
         quiet: float = 0.0005,
         max_delay: float = 0.02,
-        soft_limit: int = 16 * 1024 * 1024,
+        soft_limit: int = 4 * 1024 * 1024,
+        catch_up_slice: float = 0.005,
     ) -> None:
         self.hard_limit = hard_limit
         self.slice_frames = slice_frames
         self.quiet = quiet
         self.max_delay = max_delay
         self.soft_limit = soft_limit
+        self.catch_up_slice = catch_up_slice
         self._last_submit = 0.0
         self.backlog = 0
         # Work to decode, or an event to publish once everything before it is decoded.
@@ -290,9 +295,22 @@ class TapWorker:
                 await self._wakeup.wait()
                 continue
             await self._wait_for_quiet()
+            if self._behind():
+                # Falling behind (traffic outpaces decoding): take a longer slice so the
+                # recording's lag stays bounded, at the price of some forwarding latency.
+                deadline = time.perf_counter() + self.catch_up_slice
+                while self._queue and time.perf_counter() < deadline:
+                    self._process_some(self.slice_frames)
+                continue
             budget = self.slice_frames
             while budget > 0 and self._queue:
                 budget -= self._process_some(budget)
+
+    def _behind(self) -> bool:
+        return (
+            self.backlog >= self.soft_limit
+            or trio.current_time() - self._oldest_submit() >= 4 * self.max_delay
+        )
 
     async def _wait_for_quiet(self) -> None:
         """Let forwarding go first: wait until no chunk arrived for ``quiet`` seconds, unless
