@@ -102,14 +102,18 @@ def _merge(traces: list[Trace]) -> Trace:
 
 def assign_routes(trace: Trace, listen: Address, gh_listen: Address) -> dict[str, Address]:
     """Trace route name → where to serve it, main listener first: ``main`` on ``listen``,
-    ``gh`` on ``gh_listen``; a trace with one route (not named ``gh``) serves it on ``listen``
-    and still opens the Grasshopper channel, as the plugin does. Raises ValueError for a trace
-    whose routes cannot be placed."""
+    ``gh`` on ``gh_listen``; a trace with one route (not named ``gh``) serves it on ``listen``,
+    and still opens the Grasshopper channel when the profile has one (as the GOLEM plugin
+    does; a JSON-RPC app has a single socket). Raises ValueError for a trace whose routes
+    cannot be placed."""
     names = [name for name in trace.routes if any(e.route == name for e in trace.exchanges)]
     if not names:
         names = [route.name for route in trace.header.routes][:1] or ["main"]
     if len(names) == 1 and names[0] != "gh":
-        return {names[0]: listen, "gh" if names[0] != "gh" else "main": gh_listen}
+        companion = any(route.name == "gh" for route in trace.profile.default_routes({}))
+        if not companion:
+            return {names[0]: listen}
+        return {names[0]: listen, "gh": gh_listen}
     unknown = [name for name in names if name not in ("main", "gh")]
     if unknown:
         raise ValueError(

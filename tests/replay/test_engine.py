@@ -10,9 +10,11 @@ from typing import Any, Optional
 import pytest
 
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
+from golem_proxy.addresses import Address
 from golem_proxy.replay.engine import Close, Forward, ReplayEngine, Reply, summary
 from golem_proxy.replay.index import ReplayIndex, load_trace
 from golem_proxy.replay.matching import IgnoreRules, Keyer, MatchMode
+from golem_proxy.replay.setup import assign_routes
 from golem_proxy.testing.traces import TraceBuilder
 
 from .traces import BOX, SPHERE, UNION, modelling_session
@@ -201,3 +203,14 @@ def test_jsonrpc_misses_are_jsonrpc_errors(tmp_path: Path) -> None:
     reply = json.loads(JSONRPC_NDJSON.new_decoder().feed(decision.data)[0].payload)
     assert reply["jsonrpc"] == "2.0" and reply["id"] == 7 and "result" not in reply
     assert reply["error"]["code"] == -32601 and "no recorded ping" in reply["error"]["message"]
+
+
+def test_a_single_route_trace_opens_the_grasshopper_channel_only_for_golem(
+    tmp_path: Path, session: Path
+) -> None:
+    main, gh = Address("127.0.0.1", 0), Address("127.0.0.1", 9877)
+    with TraceBuilder.create(str(tmp_path / "s.jsonl"), "jsonrpc-ndjson") as trace:
+        trace.call("state", {}, {"active_path": None})
+    assert assign_routes(engine_for(tmp_path / "s.jsonl").index.trace, main, gh) == {"main": main}
+    golem = assign_routes(engine_for(session).index.trace, main, gh)
+    assert golem["gh"] == gh
