@@ -20,6 +20,7 @@ from golem_core.profiles import Profile
 
 from ..addresses import Address
 from ..events import ConnectionClosed, ConnectionOpened, Direction, ExchangeCompleted, FrameSeen
+from ..framed_stream import FramedStream, FramingFailure
 from ..net import Listener, connect, open_listener
 from ..recording import RecordingWriter
 from .engine import Close, Forward, ReplayEngine, Reply
@@ -40,7 +41,7 @@ class _Upstream:
 
     def __init__(self, stream: trio.SocketStream, profile: Profile, conn: int) -> None:
         self.stream = stream
-        self.decoder = profile.new_decoder(skip_oversized=False)
+        self.framed = FramedStream(stream, profile)
         self.conn = conn
         self.sent = 0
         self.received = 0
@@ -48,19 +49,11 @@ class _Upstream:
     async def exchange(self, data: bytes) -> Frame:
         """Send one framed request; return the next frame the plugin sends back."""
         try:
-            await self.stream.send_all(data)
-            while True:
-                for event in self.decoder.events():
-                    if isinstance(event, Frame):
-                        return event
-                    if isinstance(event, FrameError):
-                        raise ForwardError(f"live plugin sent bad framing: {event.detail}")
-                    raise ForwardError("live plugin closed the connection without answering")
-                chunk = await self.stream.receive_some(RECEIVE_SIZE)
-                if chunk:
-                    self.decoder.receive_data(chunk)
-                else:
-                    self.decoder.receive_eof()
+            return await self.framed.exchange(data)
+        except FramingFailure as exc:
+            raise ForwardError(f"live plugin sent bad framing: {exc}") from exc
+        except EOFError as exc:
+            raise ForwardError("live plugin closed the connection without answering") from exc
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise ForwardError(f"live plugin connection failed: {exc}") from exc
 

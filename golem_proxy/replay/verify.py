@@ -18,20 +18,19 @@ from typing import Any, Optional
 
 import trio
 
-from golem_core.framing import Frame, FrameError
+from golem_core.framing import Frame
 from golem_core.messages import Role
 from golem_core.profiles import Profile
 
 from ..addresses import Address
 from ..events import Direction, ExchangeCompleted, FrameSeen
+from ..framed_stream import FramedStream
 from ..net import connect
 from ..recording import RecordingReader, encode_event
 from .diffing import Comparator, Difference, envelope_body
 from .index import RecordedExchange, Trace
 
 __all__ = ["ExchangeCheck", "VerifyResult", "update_trace", "verify_trace"]
-
-RECEIVE_SIZE = 65536
 
 
 @dataclass
@@ -76,8 +75,7 @@ class _Link:
     def __init__(self, address: Address, profile: Profile) -> None:
         self.address = address
         self.profile = profile
-        self.stream: Optional[trio.SocketStream] = None
-        self.decoder = profile.new_decoder(skip_oversized=False)
+        self.framed: Optional[FramedStream] = None
 
     async def round_trip(self, data: bytes, timeout: float) -> Frame:
         """Send a framed request and return the reply frame; one reconnect on a closed or reset
@@ -93,27 +91,14 @@ class _Link:
         raise AssertionError("unreachable")
 
     async def _try(self, data: bytes) -> Frame:
-        if self.stream is None:
-            self.stream = await connect(self.address)
-            self.decoder = self.profile.new_decoder(skip_oversized=False)
-        await self.stream.send_all(data)
-        while True:
-            for event in self.decoder.events():
-                if isinstance(event, Frame):
-                    return event
-                if isinstance(event, FrameError):
-                    raise OSError(f"bad framing from the live plugin: {event.detail}")
-                raise EOFError("the live plugin closed the connection")
-            chunk = await self.stream.receive_some(RECEIVE_SIZE)
-            if chunk:
-                self.decoder.receive_data(chunk)
-            else:
-                self.decoder.receive_eof()
+        if self.framed is None:
+            self.framed = FramedStream(await connect(self.address), self.profile)
+        return await self.framed.exchange(data)
 
     async def close(self) -> None:
-        if self.stream is not None:
-            await self.stream.aclose()
-            self.stream = None
+        if self.framed is not None:
+            await self.framed.aclose()
+            self.framed = None
 
 
 async def verify_trace(
