@@ -239,7 +239,7 @@ class TapWorker:
         hard_limit: int = 256 * 1024 * 1024,
         slice_frames: int = 16,
         *,
-        quiet: float = 0.0005,
+        quiet: float = 0.002,
         max_delay: float = 0.02,
         soft_limit: int = 4 * 1024 * 1024,
         catch_up_slice: float = 0.005,
@@ -319,11 +319,12 @@ class TapWorker:
         await trio.lowlevel.checkpoint()
         while self._queue and self.backlog < self.soft_limit:
             now = trio.current_time()
-            if now - self._last_submit >= self.quiet:
+            quiet_at = self._last_submit + self.quiet
+            due_at = self._oldest_submit() + self.max_delay
+            if now >= quiet_at or now >= due_at:
                 return
-            if now - self._oldest_submit() >= self.max_delay:
-                return
-            await trio.sleep(self.quiet)
+            # One timer to the nearer of the two moments: no polling while traffic flows.
+            await trio.sleep_until(min(quiet_at, due_at))
 
     def _oldest_submit(self) -> float:
         for item in self._queue:
