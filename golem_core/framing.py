@@ -53,8 +53,9 @@ _HEADER_SIZE = _HEADER.size
 # Compact the input buffer once this many consumed bytes sit in front of it; compacting on every
 # frame would make a stream of small frames quadratic in the chunk size.
 _COMPACT_AT = 256 * 1024
-# A frame this much larger than what is buffered collects its chunks in a list (joined once).
-_LARGE_FRAME = 1024 * 1024
+# A frame still missing more than this collects its chunks in a list joined once, rather than
+# being re-concatenated with every chunk (quadratic when a client trickles a big frame).
+_PARTS_FROM = 4096
 
 
 class Framing(enum.Enum):
@@ -304,12 +305,13 @@ class LengthPrefixedDecoder(_Decoder):
         self._buf: bytes = b""  # type: ignore[assignment]
         self._large_header = b""
         self._parts: list[bytes] = []
+        self._overflow: list[bytes] = []
         self._parts_size = 0
         self._need = 0  # payload size of the large frame being collected, 0 when none
 
     @property
     def buffered(self) -> int:
-        large = _HEADER_SIZE + self._parts_size if self._need else 0
+        large = _HEADER_SIZE + self._parts_size + sum(map(len, self._overflow)) if self._need else 0
         return len(self._buf) - self._pos + large
 
     def receive_data(self, data: bytes) -> None:
@@ -324,8 +326,11 @@ class LengthPrefixedDecoder(_Decoder):
         if type(data) is not bytes:
             data = bytes(data)
         if self._need:
-            self._parts.append(data)
-            self._parts_size += len(data)
+            if self._parts_size >= self._need:
+                self._overflow.append(data)  # the frame is complete: these bytes follow it
+            else:
+                self._parts.append(data)
+                self._parts_size += len(data)
             return
         buf = self._buf
         pos = self._pos
@@ -336,7 +341,7 @@ class LengthPrefixedDecoder(_Decoder):
             return
         if left >= _HEADER_SIZE and not self._skip_remaining:
             (length,) = _unpack_header(buf, pos)
-            if length <= self.max_payload and length + _HEADER_SIZE - left > _LARGE_FRAME:
+            if length <= self.max_payload and length + _HEADER_SIZE - left > _PARTS_FROM:
                 # A large frame: keep its payload pieces apart and join them once.
                 self._large_header = buf[pos : pos + _HEADER_SIZE]
                 self._parts = [buf[pos + _HEADER_SIZE :], data]
@@ -359,6 +364,9 @@ class LengthPrefixedDecoder(_Decoder):
             rest = last[len(last) - extra :]
         payload = b"".join(parts)
         frame = _make_frame(payload, self._large_header, b"")
+        if self._overflow:
+            rest = b"".join([rest, *self._overflow])
+            self._overflow = []
         self._parts = []
         self._parts_size = 0
         self._need = 0
@@ -370,7 +378,8 @@ class LengthPrefixedDecoder(_Decoder):
     def _unjoined(self) -> None:
         # Give up on the large-frame path (EOF inside it): the pieces become the buffer again.
         if self._need:
-            self._buf = b"".join([self._large_header, *self._parts])
+            self._buf = b"".join([self._large_header, *self._parts, *self._overflow])
+            self._overflow = []
             self._pos = 0
             self._parts = []
             self._parts_size = 0

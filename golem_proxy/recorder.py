@@ -27,7 +27,7 @@ class Recorder:
         self, writer: RecordingWriter, on_error: Optional[Callable[[str], None]] = None
     ) -> None:
         self.writer = writer
-        self.error: Optional[OSError] = None
+        self.error: Optional[Exception] = None
         self.on_error = on_error or (lambda text: print(text, file=sys.stderr))
 
     def __call__(self, event: Event) -> None:
@@ -35,7 +35,7 @@ class Recorder:
             return
         try:
             self.writer.write(event)  # flushes by itself past 1 MiB of queued lines
-        except OSError as exc:
+        except Exception as exc:  # a disk error or a bug here must not take the relay down
             self._fail(exc)
 
     def flush(self) -> None:
@@ -43,7 +43,7 @@ class Recorder:
             return
         try:
             self.writer.flush()
-        except OSError as exc:
+        except Exception as exc:
             self._fail(exc)
 
     async def flush_periodically(self) -> None:
@@ -56,9 +56,9 @@ class Recorder:
         self.flush()
         try:
             self.writer.stream.close()
-        except OSError as exc:
+        except Exception as exc:
             self._fail(exc)
 
-    def _fail(self, exc: OSError) -> None:
+    def _fail(self, exc: Exception) -> None:
         self.error = exc
         self.on_error(f"golem-proxy: recording stopped, the proxy goes on: {exc}")

@@ -242,7 +242,7 @@ def _frame_prefix(event: FrameSeen, message: Message, seq: int) -> bytes:
     if isinstance(message, Request):
         parts.append(f',"method":{_json_str(message.method)}')
     parts.append(',"msg":')
-    return "".join(parts).encode("utf-8")
+    return "".join(parts).encode("utf-8", _JSON_SAFE)
 
 
 def _frame_type(message: Message) -> str:
@@ -260,13 +260,16 @@ def _undecodable(message: Message) -> bool:
     return kind in (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
 
 
+# A lone surrogate (legal in JSON text as an escape, not encodable as UTF-8) can only sit inside
+# a JSON string, where backslashreplace writes it back as the same \uXXXX escape.
+_JSON_SAFE = "backslashreplace"
 # One shared encoder: json.dumps with keywords builds a new one on every call.
 _encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _json_str = _encode_compact
 
 
 def _dumps(data: Any) -> bytes:
-    return _encode_compact(data).encode("utf-8")
+    return _encode_compact(data).encode("utf-8", _JSON_SAFE)
 
 
 def _b64(raw: bytes) -> str:

@@ -105,6 +105,8 @@ class Proxy:
         self.bound: list[BoundRoute] = []
         self.start_time = 0.0
         self._listeners: list[tuple[Listener, Route]] = []
+        self._listeners_closed = False
+        self._accepting = trio.CancelScope()
         self._ids = itertools.count(1)
         self._live: set[int] = set()
         self._all_closed = trio.Event()
@@ -139,6 +141,9 @@ class Proxy:
         await self._close_listeners()
 
     async def _close_listeners(self) -> None:
+        if self._listeners_closed:
+            return
+        self._listeners_closed = True
         with trio.CancelScope(shield=True):
             for listener, _ in self._listeners:
                 await listener.aclose()
@@ -148,28 +153,34 @@ class Proxy:
     ) -> None:
         """Bind (if not yet done), report the bound routes through ``task_status``, serve.
 
-        On cancellation the listeners close at once and live connections get
+        After `stop()` the listeners close at once and live connections get
         ``options.drain_timeout`` seconds to finish before they are cut; the tap then decodes
-        whatever is left. Raises ListenError (before reporting started)."""
+        whatever is left. Cancelling it instead cuts everything at once. Raises ListenError
+        (before reporting started)."""
         await self.bind()
         if not self.start_time:
             self.start_time = trio.current_time()
         try:
             async with trio.open_nursery() as handlers:
                 handlers.start_soon(self.tap_worker.run)
-                try:
+                with self._accepting:
                     async with trio.open_nursery() as acceptors:
                         for listener, route in self._listeners:
                             acceptors.start_soon(self._accept_loop, listener, route, handlers)
                         task_status.started(list(self.bound))
-                finally:
-                    await self._close_listeners()
-                    with trio.CancelScope(shield=True):
-                        with trio.move_on_after(self.options.drain_timeout):
-                            await self._all_closed.wait()
-                    handlers.cancel_scope.cancel()
+                # `stop()` was called: no new connections; the live ones get a deadline.
+                await self._close_listeners()
+                with trio.move_on_after(self.options.drain_timeout):
+                    await self._all_closed.wait()
+                handlers.cancel_scope.cancel()
         finally:
+            await self._close_listeners()
             self.tap_worker.drain_now()
+
+    def stop(self) -> None:
+        """Stop accepting at once; connections still open get ``options.drain_timeout``
+        seconds to finish, then `serve` cuts them and returns."""
+        self._accepting.cancel()
 
     async def _accept_loop(self, listener: Listener, route: Route, handlers: trio.Nursery) -> None:
         while True:

@@ -45,7 +45,6 @@ class ProxySession:
         self.hub = EventHub()
         self.proxy = Proxy(config.routes, config.profile, self.hub, config.options)
         self.writer: Optional[RecordingWriter] = None
-        self._stop_scope = trio.CancelScope()
         self.finished = trio.Event()
         """Set once the session stopped and every consumer saw the last event."""
         self._extra: list[tuple[str, float, Consumer]] = []
@@ -55,7 +54,9 @@ class ProxySession:
         self._extra.append((name, buffer, consumer))
 
     def stop(self) -> None:
-        self._stop_scope.cancel()
+        """Stop gracefully: no new connections, live ones drain (``drain_timeout``), then
+        every consumer sees the last event and the recording is flushed."""
+        self.proxy.stop()
 
     def bound_routes(self) -> list[BoundRoute]:
         return list(self.proxy.bound)
@@ -88,8 +89,7 @@ class ProxySession:
             for name, buffer, consumer in self._extra:
                 consumers.start_soon(consumer, self.hub.subscribe(name, buffer))
             try:
-                with self._stop_scope:
-                    await self.proxy.serve(task_status=task_status)
+                await self.proxy.serve(task_status=task_status)
             finally:
                 self.hub.close()
                 if recorder is not None:
@@ -110,4 +110,7 @@ async def _flush_until_cancelled(recorder: Recorder, scope: trio.CancelScope) ->
 async def _log_events(subscription: Subscription, log: EventLog) -> None:
     async for batch in subscription.batches():
         for event in batch:
-            log.handle(event)
+            try:
+                log.handle(event)
+            except Exception as exc:  # e.g. a terminal that cannot show a character
+                log.console.print(f"(an event could not be shown: {type(exc).__name__}: {exc})")

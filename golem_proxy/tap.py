@@ -9,6 +9,7 @@ has nothing runnable (forwarding first), falling back to fair sharing once its b
 from __future__ import annotations
 
 import collections
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +87,8 @@ class ConnectionTap:
         }
         self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
         self._correlator: Correlator[_RequestContext] = Correlator(profile)
+        self.failed: Optional[str] = None
+        """Why decoding stopped for this connection (a bug in the tap), or None."""
 
     def process(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
         """Decode a forwarded chunk (``b""`` means end of stream) and publish all its events.
@@ -122,6 +125,15 @@ class ConnectionTap:
             if isinstance(event, EndOfStream):
                 return used + 1, False, verdict
         return limit, True, verdict
+
+    def fail(self, exc: BaseException) -> None:
+        """Stop decoding this connection after an unexpected error, saying so once."""
+        self.failed = f"{type(exc).__name__}: {exc}"
+        print(
+            f"golem-proxy: decoding of connection {self.conn} stopped ({self.failed}); "
+            "its bytes are still forwarded",
+            file=sys.stderr,
+        )
 
     def outstanding(self) -> int:
         return len(self._correlator)
@@ -219,6 +231,7 @@ class _Work:
     data: bytes
     t: float
     fed: bool = False
+    in_decoder: bool = False
     submitted: float = 0.0
 
 
@@ -262,7 +275,7 @@ class TapWorker:
     async def submit(self, tap: ConnectionTap, direction: Direction, data: bytes, t: float) -> None:
         """Queue a forwarded chunk (``b""`` for end of stream). Verdicts are not acted on
         here: outside ``--enforce-limits`` the proxy only reports."""
-        while self.backlog >= self.hard_limit:
+        while data and self.backlog >= self.hard_limit:  # an end of stream never waits
             if self._room.is_set():
                 self._room = trio.Event()
             await self._room.wait()
@@ -351,8 +364,18 @@ class TapWorker:
             self.backlog -= len(item.data)
             if self.backlog < self.hard_limit:
                 self._room.set()
-            item.tap.feed(item.direction, item.data)
-        used, more, _ = item.tap.step(item.direction, item.t, limit)
+        if item.tap.failed is not None:
+            self._queue.popleft()  # this connection's decoding broke: forwarding goes on
+            return 1
+        try:
+            if not item.in_decoder:
+                item.in_decoder = True
+                item.tap.feed(item.direction, item.data)
+            used, more, _ = item.tap.step(item.direction, item.t, limit)
+        except Exception as exc:  # a decoding bug must cost the inspection, never the relay
+            item.tap.fail(exc)
+            self._queue.popleft()
+            return 1
         if not more:
             self._queue.popleft()
         return max(1, used)

@@ -15,6 +15,7 @@ from typing import Any, Optional, Union
 from golem_core.dispatcher import Dispatcher
 from golem_core.messages import Malformed, Request, Role
 from golem_core.profiles import Profile
+from golem_core.profiles.golem import INTERNAL_ERROR_CODE
 
 from .diffing import Comparator
 from .index import Key, RecordedExchange, ReplayIndex
@@ -128,7 +129,17 @@ class ReplayEngine:
 
     # -- deciding ----------------------------------------------------------------------------
     def decide(self, route: str, payload: bytes) -> Decision:
-        """What to do with one request payload that arrived on ``route``. Never raises."""
+        """What to do with one request payload that arrived on ``route``. Never raises: a
+        request the engine cannot answer (an id that cannot be encoded, a bug) is answered
+        with the server loop's internal error, as the plugin would."""
+        try:
+            return self._decide(route, payload)
+        except Exception as exc:
+            self.report.malformed += 1
+            reply = self.profile.error(None, INTERNAL_ERROR_CODE, f"Internal error: {exc}")
+            return Reply(self.profile.encode(reply))
+
+    def _decide(self, route: str, payload: bytes) -> Decision:
         message = self.profile.parse(payload, Role.REQUEST)
         if isinstance(message, Malformed):
             self.report.malformed += 1

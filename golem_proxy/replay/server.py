@@ -162,6 +162,12 @@ class ReplayServer:
             started = self._now()
             answer = await upstream.exchange(frame.raw)
         except ForwardError as exc:
+            if upstream is not None:
+                # A broken or late upstream is not reused: a late answer would be taken for
+                # the answer to the next forwarded request. The next miss reconnects.
+                with trio.CancelScope(shield=True):
+                    await self._close_upstream(route, upstream)
+                upstream = None
             message = self.profile.parse(frame.payload, Role.REQUEST)
             reply = self.profile.error(message.id, FORWARD_FAILED_CODE, f"replay: {exc}")
             await stream.send_all(self.profile.encode(reply))

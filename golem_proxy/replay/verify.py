@@ -84,6 +84,11 @@ class _Link:
             try:
                 with trio.fail_after(timeout):
                     return await self._try(data)
+            except trio.TooSlowError:
+                # The answer may still come: drop the connection so it cannot be taken for
+                # the answer to the next request.
+                await self.close()
+                raise
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
                 await self.close()
                 if attempt == 2:
@@ -129,7 +134,12 @@ async def verify_trace(
             try:
                 frame = await link.round_trip(data, timeout)
             except (OSError, EOFError, trio.TooSlowError, trio.BrokenResourceError) as exc:
-                check.problem = f"no answer from {address}: {exc or type(exc).__name__}"
+                reason = str(exc) or (
+                    f"no answer within {timeout:g} s"
+                    if isinstance(exc, trio.TooSlowError)
+                    else type(exc).__name__
+                )
+                check.problem = f"no answer from {address}: {reason}"
                 continue
             check.live_payload = frame.payload
             check.differences = _compare(exchange, frame.payload, comparator)

@@ -365,3 +365,14 @@ def test_eof_inside_a_large_frame_reports_every_byte_as_truncated() -> None:
     (error,) = list(decoder.events())
     assert isinstance(error, FrameError) and error.kind is FrameErrorKind.TRUNCATED
     assert error.raw == cut
+
+
+def test_bytes_fed_after_a_large_frame_completed_belong_to_the_next_frame() -> None:
+    big = b"a" * (2 * 1024 * 1024)
+    stream = struct.pack("!I", len(big)) + big + struct.pack("!I", 3) + b"xyz"
+    decoder = LengthPrefixedDecoder()
+    # Feed everything in two chunks before pulling a single event (h11 style).
+    decoder.receive_data(stream[: len(stream) - 5])
+    decoder.receive_data(stream[len(stream) - 5 :])
+    frames = [e for e in decoder.events() if isinstance(e, Frame)]
+    assert [f.payload for f in frames] == [big, b"xyz"]

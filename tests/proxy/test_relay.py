@@ -295,3 +295,25 @@ async def test_slow_consumer_is_told_what_it_missed(nursery: trio.Nursery) -> No
     assert len(received) == 3  # the buffer; the relay never waited for this consumer
     assert slow.total_missed > 0
     assert len(proxy.of_type(ExchangeCompleted)) == 20
+
+
+async def test_stop_drains_a_call_in_flight_and_refuses_new_clients(
+    nursery: trio.Nursery,
+) -> None:
+    upstream = GolemUpstream(delay=0.3)
+    await nursery.start(upstream.serve)
+    proxy = await start_proxy(nursery, upstream.address, options=ProxyOptions(drain_timeout=5))
+    stream = await connect(proxy.listen)
+    client = GolemClient(stream)
+    await stream.send_all(frame({"id": 1, "method": "echo", "params": {"late": True}}))
+    await trio.sleep(0.05)
+    proxy.session.stop()  # as Ctrl-C does
+    reply = await client.receive()  # the answer still comes through the draining proxy
+    assert isinstance(reply, Response) and reply.result == {"late": True}
+    with pytest.raises(OSError):
+        await connect(proxy.listen)
+    await stream.aclose()
+    with trio.fail_after(10):
+        await proxy.session.finished.wait()
+    closed = proxy.of_type(ConnectionClosed)
+    assert [c.reason for c in closed] == ["client closed"]

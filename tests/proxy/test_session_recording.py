@@ -150,3 +150,24 @@ async def test_a_large_blob_is_elided_live_and_exact_on_disk(
     echo = recording.exchanges()[0]
     assert echo.response.elided == 0
     assert echo.response.message.obj["result"]["image"] == image
+
+
+async def test_a_lone_surrogate_in_an_id_is_recorded_not_fatal(
+    tmp_path: Path, nursery: trio.Nursery
+) -> None:
+    upstream = GolemUpstream()
+    await nursery.start(upstream.serve)
+    record = tmp_path / "odd.jsonl"
+    proxy = await start_proxy(nursery, upstream.address, record=str(record))
+    stream = await connect(proxy.listen)
+    odd = b'{"id": "\\ud800", "method": "ping\\udfff", "params": {}}'  # legal JSON text
+    await stream.send_all(struct.pack("!I", len(odd)) + odd)
+    await GolemClient(stream).receive()
+    reply = await GolemClient(stream).call({"id": 2, "method": "ping", "params": {}})
+    assert reply.id == 2  # the proxy is still relaying
+    await stream.aclose()
+    await stop_proxy(proxy)
+    recording = read_recording(str(record))
+    first = recording.events[1]
+    assert isinstance(first, FrameSeen) and first.payload == odd
+    assert first.message.id == "\ud800"
