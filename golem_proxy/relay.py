@@ -30,6 +30,7 @@ from .faults import FaultPlan
 from .hub import EventHub
 from .net import Listener, close_abortively, connect, open_listener
 from .redact import Redactor
+from .sockio import write_all
 from .tap import ConnectionTap, TapWorker
 
 __all__ = ["BoundRoute", "Proxy", "ProxyOptions"]
@@ -344,19 +345,6 @@ class Proxy:
         self._live.discard(conn.conn)
         if not self._live:
             self._all_closed.set()
-
-
-async def write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to a non-blocking socket, waiting only when its buffer is full.
-    Raises OSError (BrokenPipeError, ConnectionResetError) when the peer is gone."""
-    view = memoryview(data)
-    while view:
-        try:
-            sent = os.write(fd, view)
-        except BlockingIOError:
-            await trio.lowlevel.wait_writable(fd)
-            continue
-        view = view[sent:]
 
 
 def _other(direction: Direction) -> Direction:

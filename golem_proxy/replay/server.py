@@ -23,6 +23,7 @@ from ..events import ConnectionClosed, ConnectionOpened, Direction, ExchangeComp
 from ..framed_stream import FramedStream, FramingFailure
 from ..net import Listener, connect, open_listener
 from ..recording import RecordingWriter
+from ..sockio import read_some, write_all
 from .engine import Close, Forward, ReplayEngine, Reply
 
 __all__ = ["ForwardError", "ReplayServer", "Sleep"]
@@ -118,13 +119,18 @@ class ReplayServer:
         self.connections += 1
         decoder = self.profile.new_decoder(skip_oversized=False)
         upstream: Optional[_Upstream] = None
+        streak = 0
         try:
             while True:
-                chunk = await stream.receive_some(RECEIVE_SIZE)
+                chunk = await read_some(stream, RECEIVE_SIZE)
                 if chunk:
-                    decoder.receive_data(bytes(chunk))
+                    decoder.receive_data(chunk)
                 else:
                     decoder.receive_eof()
+                streak += 1
+                if streak >= 16:  # a client that never pauses must not starve the others
+                    streak = 0
+                    await trio.lowlevel.checkpoint()
                 for event in decoder.events():
                     if isinstance(event, FrameError):
                         return  # oversized header or truncated frame: the plugin closes too
@@ -151,7 +157,7 @@ class ReplayServer:
         if isinstance(decision, Reply):
             if decision.delay > 0:
                 await self.sleep(decision.delay)
-            await stream.send_all(decision.data)
+            await write_all(stream, decision.data)
             return upstream, True
         if isinstance(decision, Close):
             return upstream, False
@@ -170,9 +176,9 @@ class ReplayServer:
                 upstream = None
             message = self.profile.parse(frame.payload, Role.REQUEST)
             reply = self.profile.error(message.id, FORWARD_FAILED_CODE, f"replay: {exc}")
-            await stream.send_all(self.profile.encode(reply))
+            await write_all(stream, self.profile.encode(reply))
             return upstream, True
-        await stream.send_all(answer.raw)
+        await write_all(stream, answer.raw)
         self.engine.learn_from_forward(decision, answer.payload)
         self._record(route, upstream, frame, answer, started)
         return upstream, True
