@@ -12,6 +12,7 @@ from rich.text import Text
 from golem_core.contract import Severity
 from golem_core.profiles import Profile
 
+from ..filters import Filter, FilterError, parse_filter
 from ..flows import Flow
 from ..trace import Trace, TraceError, load_trace
 
@@ -49,6 +50,24 @@ def open_trace(path: str) -> Optional[Trace]:
             )
         )
     return trace
+
+
+def filtered_flows(
+    path: str, expression: Optional[str]
+) -> Optional[tuple[Trace, list[Flow], Optional[Filter]]]:
+    """Open the recording at ``path``; return it, its flows matching ``expression`` (all for
+    None) and the parsed filter. Prints a one-line error and returns None for a bad filter or
+    file."""
+    try:
+        chosen = parse_filter(expression) if expression is not None else None
+    except FilterError as exc:
+        fail(f"bad filter: {exc}")
+        return None
+    trace = open_trace(path)
+    if trace is None:
+        return None
+    profile = trace.profile
+    return trace, [f for f in trace.flows if chosen is None or chosen.matches(f, profile)], chosen
 
 
 def status_text(flow: Flow, profile: Profile) -> Text:

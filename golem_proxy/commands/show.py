@@ -8,7 +8,6 @@ import json
 from rich.table import Table
 from rich.text import Text
 
-from ..filters import FilterError, parse_filter
 from ..stats import method_label
 from ..trace import flow_to_json
 from ._common import (
@@ -16,8 +15,8 @@ from ._common import (
     EXIT_USAGE,
     console,
     fail,
+    filtered_flows,
     ms,
-    open_trace,
     size,
     status_text,
     violation_marker,
@@ -44,15 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         return fail("--limit must be 0 or more")
-    try:
-        chosen = parse_filter(args.filter) if args.filter is not None else None
-    except FilterError as exc:
-        return fail(f"bad filter: {exc}")
-    trace = open_trace(args.file)
-    if trace is None:
+    loaded = filtered_flows(args.file, args.filter)
+    if loaded is None:
         return EXIT_USAGE
+    trace, flows, chosen = loaded
     profile = trace.profile
-    flows = [f for f in trace.flows if chosen is None or chosen.matches(f, profile)]
     total_matching = len(flows)
     if args.limit is not None:
         flows = flows[: args.limit]

@@ -9,9 +9,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..filters import FilterError, parse_filter
 from ..stats import MethodStats, Stats, compute_stats
-from ._common import EXIT_OK, EXIT_USAGE, console, fail, ms, open_trace
+from ._common import EXIT_OK, EXIT_USAGE, console, filtered_flows, ms
 
 NAME = "stats"
 HELP = "per-method counts, error rates and latency percentiles of a recording"
@@ -25,15 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        chosen = parse_filter(args.filter) if args.filter is not None else None
-    except FilterError as exc:
-        return fail(f"bad filter: {exc}")
-    trace = open_trace(args.file)
-    if trace is None:
+    loaded = filtered_flows(args.file, args.filter)
+    if loaded is None:
         return EXIT_USAGE
+    trace, flows, _ = loaded
     profile = trace.profile
-    flows = [f for f in trace.flows if chosen is None or chosen.matches(f, profile)]
     stats = compute_stats(flows)
     if args.json:
         console().file.write(json.dumps(stats.to_json(), ensure_ascii=False, indent=2) + "\n")
