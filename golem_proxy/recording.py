@@ -367,6 +367,11 @@ class Recording:
         return [e for e in self.events if isinstance(e, ExchangeCompleted)]
 
 
+# The reader's hot path: one shared decoder, and no encoding detection (lines are UTF-8).
+_decode_line = json.JSONDecoder().decode
+_DIRECTIONS = {direction.value: direction for direction in Direction}
+
+
 class _Decoder:
     """Rebuilds events from lines, pairing exchange lines with the frames they name."""
 
@@ -376,7 +381,7 @@ class _Decoder:
         self.violations: dict[tuple[int, str, int], list[Violation]] = {}
 
     def decode(self, line: bytes) -> Optional[Event]:
-        data = json.loads(line)
+        data = _decode_line(line.decode("utf-8"))
         if not isinstance(data, dict):
             raise RecordingError("an event line is not a JSON object")
         kind = data.get("kind")
@@ -444,7 +449,7 @@ class _Decoder:
         return None  # an event kind from a newer writer: skipped, not fatal
 
     def _frame(self, data: dict[str, Any], line: bytes, t: float) -> FrameSeen:
-        direction = Direction(data["dir"])
+        direction = _DIRECTIONS[data["dir"]]
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         redacted = tuple(data.get("redacted", ()))
         if "raw" in data:
