@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"[red]error:[/] {exc}")
         return 2
     try:
-        console.print(f"headless plugin: {plugin.ready_line}")
+        console.print(f"headless plugin: {plugin.ready_line}", soft_wrap=True)
         routes = [
             Route("main", Address("127.0.0.1", _port_or_any(19876)), plugin.main),
             Route("gh", Address("127.0.0.1", _port_or_any(19877)), plugin.gh),
@@ -98,13 +98,15 @@ def run(args: argparse.Namespace) -> int:
     )
     console.rule()
     console.print(f"recorded [bold]{path}[/]. Look at it again with:")
+    # ./dev sets this: `golem-proxy` itself is only on the PATH inside the virtualenv.
+    launcher = os.environ.get("GOLEM_PROXY_COMMAND", "golem-proxy")
     for command in (
-        f"golem-proxy tui {path}",
-        f"golem-proxy show {path} --filter '~e'",
-        f"golem-proxy check {path} --catalogue docs/golem-method-catalogue.json",
-        f"golem-proxy replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
+        f"{launcher} tui {path}",
+        f"{launcher} show {path} --filter '~e'",
+        f"{launcher} check {path} --catalogue docs/golem-method-catalogue.json",
+        f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
     ):
-        console.print(f"  [cyan]{command}[/]")
+        console.print(f"  [cyan]{command}[/]", soft_wrap=True)  # whole lines, to copy
     return 0
 
 
