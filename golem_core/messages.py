@@ -27,6 +27,7 @@ __all__ = [
     "decode_json",
     "elide_long_strings",
     "is_json_int",
+    "method_of",
 ]
 
 
@@ -144,6 +145,16 @@ def build_request(ident: JsonId, method: str, params: Any, obj: dict[str, Any]) 
     fields["params"] = params
     fields["obj"] = obj
     return request
+
+
+def method_of(message: Message) -> Optional[str]:
+    """The method a request names, also when it is malformed but still says it (None else)."""
+    if isinstance(message, Request):
+        return message.method
+    if isinstance(message, Malformed) and isinstance(message.obj, dict):
+        method = message.obj.get("method")
+        return method if isinstance(method, str) else None
+    return None
 
 
 def is_json_int(value: Any) -> bool:

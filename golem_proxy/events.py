@@ -13,7 +13,7 @@ from typing import Optional, Union
 
 from golem_core.contract import Violation
 from golem_core.framing import FrameErrorKind
-from golem_core.messages import ErrorResponse, Malformed, Message, Request, Response
+from golem_core.messages import ErrorResponse, Message, Response, method_of
 
 __all__ = [
     "BytesDiscarded",
@@ -83,13 +83,7 @@ class FrameSeen:
 
     @property
     def method(self) -> Optional[str]:
-        message = self.message
-        if isinstance(message, Request):
-            return message.method
-        if isinstance(message, Malformed) and isinstance(message.obj, dict):
-            method = message.obj.get("method")
-            return method if isinstance(method, str) else None
-        return None
+        return method_of(self.message)
 
     @property
     def is_request(self) -> bool:

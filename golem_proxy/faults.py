@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from golem_core.framing import Framing
-from golem_core.messages import Malformed, Message, Role
+from golem_core.messages import Malformed, Message, Role, method_of
 from golem_core.pairing import Correlator
 from golem_core.profiles import Profile
 
@@ -310,7 +310,7 @@ class ConnectionFaults:
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         message = self.profile.parse(payload, role)
         if direction is Direction.C2S:
-            return message, self.profile.method_of(message)
+            return message, method_of(message)
         pending = self._methods.match_response(message)
         return message, pending.context if pending is not None else None
 

@@ -20,7 +20,7 @@ import trio
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
 from golem_core.framing import NEED_DATA, Discarded, EndOfStream, Frame, FrameError
-from golem_core.messages import Malformed, MalformedKind, Request, Role
+from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Correlator
 from golem_core.profiles import Profile
@@ -182,7 +182,7 @@ class ConnectionTap:
         request = pending.context if pending is not None else None
         redacted: tuple[str, ...] = ()
         if self.redactor and not isinstance(message, Malformed):
-            method = self.profile.method_of(request.frame.message if request else message)
+            method = method_of(request.frame.message if request else message)
             full = self.profile.parse(payload, role) if elided else message
             obj, redacted = self.redactor.apply(full.obj, method)
             if redacted:

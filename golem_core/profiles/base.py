@@ -20,12 +20,12 @@ from ..messages import (
     Malformed,
     MalformedKind,
     Message,
-    Request,
     Response,
     Role,
     decode_json,
     elide_long_strings,
     is_json_int,
+    method_of,
 )
 from ..registry import Registry
 
@@ -221,12 +221,8 @@ class Profile(abc.ABC):
         return self.describe(response)
 
     def method_of(self, message: Message) -> Optional[str]:
-        if isinstance(message, Request):
-            return message.method
-        if isinstance(message, Malformed) and isinstance(message.obj, dict):
-            method = message.obj.get("method")
-            return method if isinstance(method, str) else None
-        return None
+        """The method ``message`` names (see `golem_core.messages.method_of`)."""
+        return method_of(message)
 
     def ids_equal(self, a: Any, b: Any) -> bool:
         return type(a) is type(b) and a == b
