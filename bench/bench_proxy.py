@@ -71,6 +71,13 @@ def _start(command: list[str], port: int) -> subprocess.Popen[bytes]:
     return process
 
 
+def proxy_command(port: int, upstream: int, record: str) -> list[str]:
+    """golem-proxy with everything on (decoding, pairing, recording), log quiet."""
+    route = f"main@127.0.0.1:{port}=127.0.0.1:{upstream}"
+    return [sys.executable, "-m", "golem_proxy", "proxy", "--quiet", "--route", route,
+            "--record", record, "--overwrite"]  # fmt: skip
+
+
 @contextmanager
 def configurations(record_dir: str) -> Iterator[list[Config]]:
     up = free_port()
@@ -78,20 +85,9 @@ def configurations(record_dir: str) -> Iterator[list[Config]]:
     configs = [Config("direct", up)]
     try:
         port = free_port()
-        record = os.path.join(record_dir, "bench.jsonl")
-        proxy = [
-            sys.executable,
-            "-m",
-            "golem_proxy",
-            "proxy",
-            "--quiet",
-            "--route",
-            f"main@127.0.0.1:{port}=127.0.0.1:{up}",
-            "--record",
-            record,
-            "--overwrite",
-        ]
-        processes.append(_start(proxy, port))
+        processes.append(
+            _start(proxy_command(port, up, os.path.join(record_dir, "bench.jsonl")), port)
+        )
         configs.append(Config("golem-proxy", port, processes[-1]))
         port = free_port()
         processes.append(_start([sys.executable, PEERS, "relay", str(port), str(up)], port))
@@ -221,21 +217,7 @@ def proxy_memory(record_dir: str, size: int) -> tuple[int, int, int]:
     up = free_port()
     upstream = _start([sys.executable, PEERS, "upstream", str(up)], up)
     port = free_port()
-    proxy = _start(
-        [
-            sys.executable,
-            "-m",
-            "golem_proxy",
-            "proxy",
-            "--quiet",
-            "--route",
-            f"main@127.0.0.1:{port}=127.0.0.1:{up}",
-            "--record",
-            os.path.join(record_dir, "memory.jsonl"),
-            "--overwrite",
-        ],
-        port,
-    )
+    proxy = _start(proxy_command(port, up, os.path.join(record_dir, "memory.jsonl")), port)
     try:
         time.sleep(0.5)
         baseline = _rss(proxy.pid, "VmRSS")
