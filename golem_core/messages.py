@@ -165,13 +165,57 @@ def is_json_int(value: Any) -> bool:
 # A run of this many base64/identifier characters between two quotes can only be the inside
 # of one JSON string: anything structural between two tokens needs a ',' or ':' first.
 _OPAQUE_CHARS = rb"[A-Za-z0-9+/=_.\-]"
+# The opaque characters that are not ASCII letters or digits, mapped to one that is: a run is
+# opaque when its translation is alphanumeric, two C loops instead of a regex per byte.
+_OPAQUE_TO_ALNUM = bytes.maketrans(b"+/=_.-", b"AAAAAA")
 
 
 def elide_long_strings(payload: bytes, min_length: int) -> tuple[bytes, int]:
     """Replace every JSON string made of at least ``min_length`` base64-like characters (an
     image, a mesh blob) by a short placeholder. Returns the smaller payload and how many bytes
     were elided. The result types and checks like the original (a string stays a string), so
-    a live view can inspect a 64 MiB frame without materialising its blob twice."""
+    a live view can inspect a 64 MiB frame without materialising its blob twice.
+
+    Exactly what substituting ``"<opaque>{min_length,}"`` would give, found faster: such a
+    run contains a whole aligned block of ``min_length // 2`` bytes without a quote, so the
+    payload is probed block by block with ``find`` (memchr) and only quote-free blocks are
+    looked at closely. A 16 MiB blob costs a few ms instead of a regex step per byte."""
+    if min_length < 2:
+        return _elide_by_pattern(payload, min_length)
+    block = min_length // 2
+    size = len(payload)
+    find, rfind = payload.find, payload.rfind
+    pieces: list[bytes] = []
+    elided = 0
+    done = 0  # payload[:done] is in pieces
+    start = 0
+    while start < size:
+        if find(b'"', start, start + block) >= 0:
+            start += block
+            continue
+        closing = find(b'"', start + block)
+        if closing < 0:
+            break
+        opening = rfind(b'"', done, start)
+        length = closing - opening - 1
+        if opening >= 0 and length >= min_length and _is_opaque(payload[opening + 1 : closing]):
+            pieces.append(payload[done:opening])
+            pieces.append(b'"<%d bytes elided>"' % length)
+            elided += length
+            done = closing + 1
+        start = (closing // block + 1) * block  # the first block after the closing quote
+    if not elided:
+        return payload, 0
+    pieces.append(payload[done:])
+    return b"".join(pieces), elided
+
+
+def _is_opaque(run: bytes) -> bool:
+    return run.isalnum() or run.translate(_OPAQUE_TO_ALNUM).isalnum()
+
+
+def _elide_by_pattern(payload: bytes, min_length: int) -> tuple[bytes, int]:
+    """`elide_long_strings` by regex substitution: the definition the fast path keeps to."""
     pattern = re.compile(b'"' + _OPAQUE_CHARS + b"{%d,}" % min_length + b'"')
     elided = 0
 

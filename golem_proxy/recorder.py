@@ -2,12 +2,15 @@
 
 It is a synchronous sink of the event hub rather than a queued subscriber: each event is
 encoded as the tap publishes it, so the recording never trails the tap, and the tap's own
-catch-up rule bounds how far both trail the wire. A disk error stops the recording, never the
+catch-up rule bounds how far both trail the wire. The file writes themselves happen on a
+thread of their own: writing a 16 MiB frame to disk takes tens of milliseconds, during which
+the relay (on the trio thread) keeps forwarding. A disk error stops the recording, never the
 proxy."""
 
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Callable, Optional
 
 import trio
@@ -18,33 +21,60 @@ from .recording import RecordingWriter
 __all__ = ["FLUSH_INTERVAL", "Recorder"]
 
 FLUSH_INTERVAL = 0.1
+WRITE_AT = 1024 * 1024
+"""Encoded bytes that wake the writing thread before the next periodic flush."""
+MAX_QUEUED = 64 * 1024 * 1024
+"""Encoded bytes the disk may trail by; past this, recording an event waits for the disk
+(memory stays bounded when the disk is slower than the traffic)."""
 
 
 class Recorder:
-    """Writes events to a `RecordingWriter`; call it with each event."""
+    """Writes events to a `RecordingWriter`; call it with each event (from one thread)."""
 
     def __init__(
-        self, writer: RecordingWriter, on_error: Optional[Callable[[str], None]] = None
+        self,
+        writer: RecordingWriter,
+        on_error: Optional[Callable[[str], None]] = None,
+        *,
+        max_queued: int = MAX_QUEUED,
     ) -> None:
         self.writer = writer
         self.error: Optional[Exception] = None
         self.on_error = on_error or (lambda text: print(text, file=sys.stderr))
+        self.max_queued = max_queued
+        self._write_at = min(WRITE_AT, max_queued)
+        self._pieces: list[bytes] = []
+        self._queued = 0
+        self._flush_wanted = False
+        self._closing = False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._write_loop, name="recorder", daemon=True)
+        self._thread.start()
 
     def __call__(self, event: Event) -> None:
         if self.error is not None:
             return
         try:
-            self.writer.write(event)  # flushes by itself past 1 MiB of queued lines
-        except Exception as exc:  # a disk error or a bug here must not take the relay down
+            pieces = self.writer.encode(event)
+        except Exception as exc:  # a bug here must not take the relay down
             self._fail(exc)
+            return
+        if pieces is None:
+            return
+        size = sum(len(piece) for piece in pieces)
+        with self._changed:
+            while self._queued >= self.max_queued and self.error is None:
+                self._changed.wait()
+            self._pieces.extend(pieces)
+            self._queued += size
+            if self._queued >= self._write_at:
+                self._changed.notify_all()
 
     def flush(self) -> None:
-        if self.error is not None:
-            return
-        try:
-            self.writer.flush()
-        except Exception as exc:
-            self._fail(exc)
+        """Have everything recorded so far written and flushed (without waiting for it)."""
+        with self._changed:
+            self._flush_wanted = True
+            self._changed.notify_all()
 
     async def flush_periodically(self) -> None:
         """Flush every ``FLUSH_INTERVAL`` seconds until cancelled."""
@@ -53,12 +83,38 @@ class Recorder:
             self.flush()
 
     def close(self) -> None:
-        self.flush()
+        """Write and flush everything recorded, then close the file."""
+        with self._changed:
+            self._closing = True
+            self._changed.notify_all()
+        self._thread.join()
         try:
             self.writer.stream.close()
         except Exception as exc:
             self._fail(exc)
 
+    def _write_loop(self) -> None:
+        while True:
+            with self._changed:
+                while not (self._closing or self._flush_wanted or self._queued >= self._write_at):
+                    self._changed.wait()
+                pieces, self._pieces = self._pieces, []
+                self._queued = 0
+                self._flush_wanted = False
+                closing = self._closing
+                self._changed.notify_all()  # room again for a caller waiting on max_queued
+            if self.error is None:
+                try:
+                    self.writer.write_pieces(pieces)
+                except Exception as exc:
+                    self._fail(exc)
+            if closing:
+                return
+
     def _fail(self, exc: Exception) -> None:
+        if self.error is not None:
+            return
         self.error = exc
+        with self._changed:
+            self._changed.notify_all()
         self.on_error(f"golem-proxy: recording stopped, the proxy goes on: {exc}")

@@ -321,22 +321,34 @@ class RecordingWriter:
     def write(self, event: Event) -> None:
         """Queue one event's line; it reaches the file at the next `flush()` (or when 1 MiB
         is queued)."""
-        parts = encode_event_parts(event, self.profile, self.seq + 1)
+        parts = self.encode(event)
         if parts is None:
             return
-        self.seq += 1
         self._pending.extend(parts)
         self._pending_size += sum(len(part) for part in parts)
         if self._pending_size >= 1024 * 1024:
             self.flush()
 
+    def encode(self, event: Event) -> Optional[list[bytes]]:
+        """The next line for ``event`` as pieces (see `encode_event_parts`), numbered in
+        order; None for events not recorded. For a caller that writes the pieces itself with
+        `write_pieces` (the proxy's recorder does, from its own thread)."""
+        parts = encode_event_parts(event, self.profile, self.seq + 1)
+        if parts is not None:
+            self.seq += 1
+        return parts
+
+    def write_pieces(self, pieces: list[bytes]) -> None:
+        """Write encoded lines and flush the file."""
+        if pieces:
+            self.stream.writelines(pieces)
+        self.stream.flush()
+
     def flush(self) -> None:
         """Write every queued line and flush the file."""
-        if self._pending:
-            self.stream.writelines(self._pending)
-            self._pending.clear()
-            self._pending_size = 0
-        self.stream.flush()
+        pending, self._pending = self._pending, []
+        self._pending_size = 0
+        self.write_pieces(pending)
 
     def close(self) -> None:
         self.flush()

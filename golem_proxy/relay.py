@@ -36,6 +36,11 @@ from .tap import ConnectionTap, TapWorker
 __all__ = ["BoundRoute", "Proxy", "ProxyOptions"]
 
 RECV_SIZE = 65536
+"""A read's size while traffic is light (one frame of a request/response exchange)."""
+RECV_SIZE_BULK = 1024 * 1024
+"""A read's size once a read filled its buffer: the kernel holds more (a large frame in
+flight), and one scheduler round per MiB rather than per 64 KiB is what lets the relay (and
+the tap behind it) keep up with a peer that writes a 16 MiB frame in one go."""
 _MAX_STREAK = 16
 
 
@@ -262,14 +267,16 @@ class Proxy:
         dst = sink.socket
         enforce = self.options.enforce_limits
         streak = 0
+        size = RECV_SIZE
         while True:
             # Plain os.read/os.write on the non-blocking sockets, waiting only when the kernel
             # says so: a chunk costs one scheduler round, not the three of trio's socket
             # methods (each of which checkpoints on success too).
             try:
-                chunk = os.read(src, RECV_SIZE)
+                chunk = os.read(src, size)
             except BlockingIOError:
                 streak = 0
+                size = RECV_SIZE
                 await trio.lowlevel.wait_readable(src)
                 continue
             except OSError as exc:
@@ -289,6 +296,7 @@ class Proxy:
                 if conn.eof[_other(direction)]:
                     scope.cancel()
                 return
+            size = RECV_SIZE_BULK if len(chunk) == size else RECV_SIZE
             t = now - self.start_time
             if enforce:
                 verdict = tap.process(direction, chunk, t)

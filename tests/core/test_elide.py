@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem_core.messages import Response, Role, elide_long_strings
+from golem_core.messages import Response, Role, _elide_by_pattern, elide_long_strings
 from golem_core.profiles import GOLEM
 
 MIN = 64
@@ -70,3 +70,24 @@ def test_elided_json_has_the_same_shape(value: Any) -> None:
     assert shape(json.loads(skeleton)) == shape(value)
     if elided == 0:
         assert skeleton == payload
+
+
+# Bytes that exercise the block probe: quotes, backslashes, opaque and structural characters.
+_PIECES = st.sampled_from([b'"', b"\\", b"A", b"z", b"9", b"+", b"/", b"=", b"-", b",", b":", b" "])
+_RUNS = st.builds(lambda piece, count: piece * count, _PIECES, st.integers(1, 3 * MIN))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_RUNS, max_size=12).map(b"".join), st.integers(2, 3 * MIN))
+def test_the_block_probe_elides_exactly_what_the_pattern_does(
+    payload: bytes, min_length: int
+) -> None:
+    assert elide_long_strings(payload, min_length) == _elide_by_pattern(payload, min_length)
+
+
+def test_a_16_mib_blob_is_found_by_the_probe() -> None:
+    blob = base64.b64encode(bytes(range(256)) * 49152)  # 16 MiB of base64
+    payload = b'{"id": 1, "result": {"data": "' + blob + b'", "n": 1}, "error": null}'
+    skeleton, elided = elide_long_strings(payload, 64 * 1024)
+    assert elided == len(blob)
+    assert json.loads(skeleton)["result"] == {"data": f"<{len(blob)} bytes elided>", "n": 1}

@@ -1,0 +1,92 @@
+"""The recorder writes on its own thread: in order, flushed on request, bounded in memory, and a
+disk error stops the recording without ever raising into the relay."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from pathlib import Path
+
+from golem_proxy.events import ConnectionClosed, ConnectionOpened, Event
+from golem_proxy.recorder import Recorder
+from golem_proxy.recording import Header, RecordingWriter, RouteInfo, read_recording
+
+HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
+
+
+def opened(conn: int) -> Event:
+    return ConnectionOpened(conn, "main", "127.0.0.1:50000", "127.0.0.1:9876", conn / 1000)
+
+
+def test_events_reach_the_file_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(RecordingWriter.create(str(path), HEADER))
+    for conn in range(1, 2001):
+        recorder(opened(conn))
+        recorder(ConnectionClosed(conn, "main", "client closed", conn / 1000))
+    recorder.close()
+    events = read_recording(str(path)).events
+    assert [event.conn for event in events] == [n for n in range(1, 2001) for _ in (0, 1)]
+    assert recorder.error is None
+
+
+def test_flush_makes_events_readable_while_recording(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    recorder = Recorder(RecordingWriter.create(str(path), HEADER))
+    recorder(opened(1))
+    recorder.flush()
+    deadline = time.monotonic() + 5
+    while not read_recording(str(path)).events and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [event.conn for event in read_recording(str(path)).events] == [1]
+    recorder.close()
+
+
+class SlowStream(io.BytesIO):
+    """A disk that takes a while per write, counting how much was queued at most."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def writelines(self, lines: object) -> None:
+        time.sleep(0.01)
+        self.writes += 1
+        super().writelines(lines)  # type: ignore[arg-type]
+
+    def close(self) -> None:  # keep the content readable after close
+        pass
+
+
+def test_a_slow_disk_holds_the_caller_back_rather_than_grow_memory() -> None:
+    stream = SlowStream()
+    recorder = Recorder(RecordingWriter(stream, HEADER), max_queued=4096)
+    for conn in range(1, 501):
+        recorder(opened(conn))
+        assert recorder._queued < 4096 + 1024  # one event past the bound at most
+    recorder.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 501  # the header and every event
+    assert stream.writes > 1
+
+
+class FailingStream(io.BytesIO):
+    def writelines(self, lines: object) -> None:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_disk_error_stops_the_recording_not_the_caller() -> None:
+    messages: list[str] = []
+    recorder = Recorder(RecordingWriter(FailingStream(), HEADER), on_error=messages.append)
+    recorder(opened(1))
+    recorder.flush()
+    deadline = time.monotonic() + 5
+    while recorder.error is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for conn in range(2, 100):  # never raises, never blocks
+        recorder(opened(conn))
+    recorder.close()
+    assert isinstance(recorder.error, OSError)
+    assert len(messages) == 1 and "No space left on device" in messages[0]
+    assert not any(thread.name == "recorder" for thread in threading.enumerate())
