@@ -11,6 +11,7 @@ that does not fit the fast path (base64 payloads, redacted frames, other writers
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import mmap
 import os
@@ -31,15 +32,36 @@ __all__ = ["Key", "RecordedExchange", "ReplayIndex", "Trace", "load_trace"]
 
 # One pass over the file finds every frame and exchange line in the layout RecordingWriter
 # writes. The literal ``\n{"seq":`` prefix lets the regex engine skip payload bytes quickly.
-# A frame's ``"conn":…,"route":…,"dir":…,"n":…`` text is its pairing key as it stands, and an
-# exchange line rebuilds the same text from its conn, route and frame numbers, so pairing costs
-# no parsing. Groups: 1 t; frame: 2 key, 3 route, 4 type, 5 method; exchange: 6 conn and
-# route, 7 req, 8 resp.
+#
+# The first alternative takes a whole exchange at once when its three lines follow each other
+# (request frame, response frame, exchange line of the same connection: what a sequential
+# client such as GOLEM's produces); the backreferences make sure they belong together. Other
+# lines are taken one at a time: a frame's ``"conn":…,"route":…,"dir":…,"n":…`` text is its
+# pairing key as it stands, and an exchange line rebuilds the same text from its conn, route
+# and frame numbers, so pairing costs no parsing.
+#
+# Every alternative runs to the end of its last line, so a line the pattern did not take shows
+# as a match that does not start where the previous one ended.
+#
+# Groups: 1 t. Whole exchange: 2 conn, 3 route, 4 request n, 5 type, 6 method, 7 (empty, at the
+# request payload), 8 response t, 9 response n, 10 (empty, at the response payload). Frame:
+# 11 key, 12 route, 13 type, 14 method, 15 (empty, at the payload). Exchange: 16 conn and route,
+# 17 req, 18 resp.
+# The id's text runs to the next quote: inside a JSON string every quote is escaped, and what
+# must follow the id (``,"``) cannot appear there, so an escaped id fails the pattern and is
+# read the slow way. Not excluding backslashes here makes the whole scan ~12 % faster.
+_ID = rb'(?:,"id":(?:"[^"]*"|-?\d+))?'
 _LINE = re.compile(
     rb'\n\{"seq":\d+,"t":([-0-9.eE+]+),"kind":"(?:'
-    rb'frame",("conn":\d+,"route":"([^"\\\n]*)","dir":"(?:c2s|s2c)","n":\d+),"size":\d+,'
-    rb'"type":"(\w+)"(?:,"id":(?:"[^"\\\n]*"|-?\d+))?(?:,"method":"([^"\\\n]*)")?,"msg":'
-    rb'|exchange",("conn":\d+,"route":"[^"\\\n]*"),"req":(\d+),"resp":(\d+),)'
+    rb'frame","conn":(\d+),"route":"([^"\\\n]*)","dir":"c2s","n":(\d+),"size":\d+,'
+    rb'"type":"(\w+)"' + _ID + rb'(?:,"method":"([^"\\\n]*)")?,"msg":()[^\n]*'
+    rb'\n\{"seq":\d+,"t":([-0-9.eE+]+),"kind":"frame","conn":\2,"route":"\3","dir":"s2c",'
+    rb'"n":(\d+),"size":\d+,"type":"\w+"' + _ID + rb',"msg":()[^\n]*'
+    rb'\n\{"seq":\d+,"t":[-0-9.eE+]+,"kind":"exchange","conn":\2,"route":"\3","req":\4,'
+    rb'"resp":\9,'
+    rb'|frame",("conn":\d+,"route":"([^"\\\n]*)","dir":"(?:c2s|s2c)","n":\d+),"size":\d+,'
+    rb'"type":"(\w+)"' + _ID + rb'(?:,"method":"([^"\\\n]*)")?,"msg":()'
+    rb'|exchange",("conn":\d+,"route":"[^"\\\n]*"),"req":(\d+),"resp":(\d+),)[^\n]*'
 )
 _KIND = re.compile(rb'^\{"seq":\d+,"t":[-0-9.eE+]+,"kind":"(frame|exchange)"')
 _C2S = b',"dir":"c2s","n":'
@@ -144,6 +166,10 @@ def load_trace(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> Trace:
             return Trace(header, profile, [], False)
         buffer = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
     loader = _Loader(profile, buffer, max_line)
+    # The loader creates an object per exchange and none of them form cycles: the collector
+    # would walk the growing list again and again (a tenth of the load time), so it waits.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         loader.run(len(first))
     except (ValueError, KeyError, TypeError, IndexError) as exc:
@@ -151,6 +177,9 @@ def load_trace(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> Trace:
         if isinstance(exc, RecordingError):
             raise
         raise RecordingError(f"bad event line: {exc}") from None
+    finally:
+        if collecting:
+            gc.enable()
     return Trace(header, profile, loader.exchanges, loader.truncated, buffer)
 
 
@@ -182,6 +211,17 @@ class _SlowFrame:
     payload: bytes
 
 
+class _Names(dict):  # type: ignore[type-arg]
+    """Route, method and type names decoded once each (``None`` stays ``None``)."""
+
+    def __init__(self) -> None:
+        super().__init__({None: None})
+
+    def __missing__(self, raw: bytes) -> str:
+        name = self[raw] = raw.decode("utf-8")
+        return name
+
+
 class _Loader:
     def __init__(self, profile: Profile, buffer: Any, max_line: int) -> None:
         self.profile = profile
@@ -191,7 +231,7 @@ class _Loader:
         self.frames: dict[bytes, Any] = {}
         self.exchanges: list[RecordedExchange] = []
         self.truncated = False
-        self._names: dict[Any, Any] = {None: None}
+        self._names = _Names()
 
     def run(self, header_end: int) -> None:
         buffer = self.buffer
@@ -202,20 +242,34 @@ class _Loader:
             end = last_newline + 1
         frames = self.frames
         pair = self._pair
-        find = buffer.find
         previous = header_end - 1  # the header's newline starts the first line
+        exchanges = self.exchanges
+        append = exchanges.append
+        name = self._names
+        new = RecordedExchange
         for match in _LINE.finditer(buffer, previous, end):
             at = match.start()
-            if find(b"\n", previous, at) >= 0:
+            if at != previous:
                 self._gap(previous, at)
-            key = match.group(2)
+            previous = match.end()
+            if match.start(2) >= 0:  # a whole exchange: build it here, the hot path
+                t0, route, kind, method, t1 = match.group(1, 3, 5, 6, 8)
+                exchange = new()
+                exchange.number = len(exchanges) + 1
+                exchange._src = buffer
+                exchange.route, exchange.method = name[route], name[method]
+                exchange.request_type = name[kind]
+                exchange._req, exchange._t0 = match.start(7), t0
+                exchange._resp, exchange._t1 = match.start(10), t1
+                append(exchange)
+                continue
+            key = match.group(11)
             if key is not None:
                 frames[key] = match
             else:
-                head, req, resp = match.group(6, 7, 8)
+                head, req, resp = match.group(16, 17, 18)
                 pair(head + _C2S + req, head + _S2C + resp)
-            previous = match.end()
-        if find(b"\n", previous, end) >= 0:
+        if previous < end - 1:
             self._gap(previous, end - 1)
 
     def _gap(self, start: int, newline: int) -> None:
@@ -255,12 +309,6 @@ class _Loader:
             payload,
         )
 
-    def _name(self, raw: Any) -> Any:
-        name = self._names.get(raw)
-        if name is None and raw is not None:
-            name = self._names[raw] = raw.decode("utf-8")
-        return name
-
     def _pair(self, request_key: bytes, response_key: bytes) -> None:
         request = self.frames.pop(request_key, None)
         response = self.frames.pop(response_key, None)
@@ -274,15 +322,15 @@ class _Loader:
             exchange.request_type = request.type
             exchange._req, exchange._t0 = request.payload, request.t
         else:
-            name = self._name
-            t, route, kind, method = request.group(1, 3, 4, 5)
-            exchange.route, exchange.method = name(route), name(method)
-            exchange.request_type = name(kind)
-            exchange._req, exchange._t0 = request.end(), t
+            name = self._names
+            t, route, kind, method = request.group(1, 12, 13, 14)
+            exchange.route, exchange.method = name[route], name[method]
+            exchange.request_type = name[kind]
+            exchange._req, exchange._t0 = request.start(15), t
         if isinstance(response, _SlowFrame):
             exchange._resp, exchange._t1 = response.payload, response.t
         else:
-            exchange._resp, exchange._t1 = response.end(), response.group(1)
+            exchange._resp, exchange._t1 = response.start(15), response.group(1)
         self.exchanges.append(exchange)
 
 
