@@ -250,10 +250,17 @@ def _map_strings(value: Any, table: dict[str, str]) -> Any:
 _INTEGRAL_FLOAT = re.compile(r"(?<=\d)\.0(?=[,\]}])")
 
 
+# Built once: json.dumps and json.loads with options build a new encoder/decoder every call.
+_canonical_encode = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False
+).encode
+_decode = json.JSONDecoder().decode
+
+
 def canonical_dumps(value: Any) -> str:
     """The canonical text of a JSON value: sorted keys, compact, non-ASCII kept, integral
     floats written as integers."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = _canonical_encode(value)
     return _INTEGRAL_FLOAT.sub("", text) if ".0" in text else text
 
 
@@ -261,8 +268,8 @@ def canonical_params(payload: bytes) -> tuple[Optional[str], Any]:
     """``(method, params)`` of a request payload; ``(None, None)`` when it is not a request
     object. Params missing or not an object count as ``{}``, as the plugin treats them."""
     try:
-        obj = json.loads(payload)
-    except (ValueError, RecursionError):
+        obj = _decode(payload.decode("utf-8"))  # as the plugin reads it
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None, None
     if not isinstance(obj, dict) or not isinstance(obj.get("method"), str):
         return None, None
