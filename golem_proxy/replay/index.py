@@ -24,6 +24,7 @@ from typing import Any, Optional, Union
 from golem_core.profiles import Profile, get_profile
 
 from ..recording import DEFAULT_MAX_LINE, MSG_KEY, Header, RecordingError
+from .forked import ForkedCall, ForkedCallError
 from .matching import GuidMap, Keyer, MatchMode, canonical_params
 
 Key = tuple[str, ...]
@@ -165,13 +166,16 @@ def load_trace(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> Trace:
         if size <= len(first):
             return Trace(header, profile, [], False)
         buffer = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
-    loader = _Loader(profile, buffer, max_line)
-    # The loader creates an object per exchange and none of them form cycles: the collector
-    # would walk the growing list again and again (a tenth of the load time), so it waits.
+    end = len(buffer)
+    last_newline = buffer.rfind(b"\n")
+    truncated = last_newline < end - 1  # a killed writer's incomplete last line is ignored
+    # The loader creates objects per exchange and none of them form cycles: the collector
+    # would walk the growing lists again and again (a tenth of the load time), so it waits.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        loader.run(len(first))
+        rows = _scan(profile, buffer, max_line, len(first), last_newline + 1)
+        exchanges = _exchanges(rows, buffer)
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         buffer.close()
         if isinstance(exc, RecordingError):
@@ -180,7 +184,7 @@ def load_trace(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> Trace:
     finally:
         if collecting:
             gc.enable()
-    return Trace(header, profile, loader.exchanges, loader.truncated, buffer)
+    return Trace(header, profile, exchanges, truncated, buffer)
 
 
 def _read_header(first: bytes) -> tuple[Header, Profile]:
@@ -200,15 +204,29 @@ def _read_header(first: bytes) -> tuple[Header, Profile]:
         raise RecordingError(str(exc)) from None
 
 
-@dataclass(frozen=True)
-class _SlowFrame:
-    """A frame read with ``json.loads`` (it did not fit the fast pattern)."""
+# What replay keeps of a frame: (route, method, type, payload, t). ``payload`` is the offset
+# of the payload in the buffer, or the payload bytes when the line was read the slow way; ``t``
+# the recorded time as text, or a float (slow way).
+FrameInfo = tuple[str, Optional[str], str, Any, Any]
+# What replay keeps of an exchange: (route, method, type, request, t0, response, t1).
+Row = tuple[str, Optional[str], str, Any, Any, Any, Any]
+# An exchange line whose frames this part of the file lacks: (its place among the part's rows,
+# request key, request frame if found, response key, response frame if found).
+Orphan = tuple[int, bytes, Optional[FrameInfo], bytes, Optional[FrameInfo]]
 
-    t: float
-    type: str
-    method: Optional[str]
-    route: str
-    payload: bytes
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+"""Traces at least this large are read by two processes, each taking half of the file."""
+
+
+@dataclass
+class _Part:
+    """A part of the file read by another process: its exchanges in order (None where an
+    exchange line needs frames from before the part), those orphans, and its unpaired
+    frames (by pairing key)."""
+
+    rows: list[Optional[Row]]
+    orphans: list[Orphan]
+    frames: dict[bytes, FrameInfo]
 
 
 class _Names(dict):  # type: ignore[type-arg]
@@ -223,45 +241,41 @@ class _Names(dict):  # type: ignore[type-arg]
 
 
 class _Loader:
-    def __init__(self, profile: Profile, buffer: Any, max_line: int) -> None:
+    """Reads the event lines of a range of the buffer into rows. With ``partial``, exchange
+    lines whose frames lie before the range are kept as orphans for the caller to pair."""
+
+    def __init__(
+        self, profile: Profile, buffer: Any, max_line: int, *, partial: bool = False
+    ) -> None:
         self.profile = profile
         self.buffer = buffer
         self.max_line = max_line
-        # Pairing key text → the frame's match (or _SlowFrame); popped by its exchange line.
+        self.partial = partial
+        # Pairing key text → the frame's match (or its FrameInfo when read the slow way);
+        # popped by its exchange line.
         self.frames: dict[bytes, Any] = {}
-        self.exchanges: list[RecordedExchange] = []
-        self.truncated = False
+        self.rows: list[Optional[Row]] = []
+        self.orphans: list[Orphan] = []
         self._names = _Names()
 
-    def run(self, header_end: int) -> None:
+    def scan(self, previous: int, end: int) -> None:
+        """Read the lines after the newline at ``previous`` up to ``end`` (just past the
+        newline of the last line)."""
         buffer = self.buffer
-        end = len(buffer)
-        last_newline = buffer.rfind(b"\n")
-        if last_newline < end - 1:
-            self.truncated = True  # a killed writer's incomplete last line is ignored
-            end = last_newline + 1
         frames = self.frames
         pair = self._pair
-        previous = header_end - 1  # the header's newline starts the first line
-        exchanges = self.exchanges
-        append = exchanges.append
+        append = self.rows.append
         name = self._names
-        new = RecordedExchange
         for match in _LINE.finditer(buffer, previous, end):
             at = match.start()
             if at != previous:
                 self._gap(previous, at)
             previous = match.end()
-            if match.start(2) >= 0:  # a whole exchange: build it here, the hot path
+            if match.start(2) >= 0:  # a whole exchange: the hot path
                 t0, route, kind, method, t1 = match.group(1, 3, 5, 6, 8)
-                exchange = new()
-                exchange.number = len(exchanges) + 1
-                exchange._src = buffer
-                exchange.route, exchange.method = name[route], name[method]
-                exchange.request_type = name[kind]
-                exchange._req, exchange._t0 = match.start(7), t0
-                exchange._resp, exchange._t1 = match.start(10), t1
-                append(exchange)
+                append(
+                    (name[route], name[method], name[kind], match.start(7), t0, match.start(10), t1)
+                )
                 continue
             key = match.group(11)
             if key is not None:
@@ -271,6 +285,9 @@ class _Loader:
                 pair(head + _C2S + req, head + _S2C + resp)
         if previous < end - 1:
             self._gap(previous, end - 1)
+
+    def part(self) -> _Part:
+        return _Part(self.rows, self.orphans, {k: self._info(v) for k, v in self.frames.items()})
 
     def _gap(self, start: int, newline: int) -> None:
         """Whole lines the fast pattern did not take (other events, or frames and exchanges
@@ -301,37 +318,102 @@ class _Loader:
             payload = line[start : line.rstrip().rindex(b"}")]
         method = data.get("method")
         direction = _C2S if data["dir"] == "c2s" else _S2C
-        self.frames[head + direction + str(int(data["n"])).encode()] = _SlowFrame(
-            float(data.get("t", 0.0)),
-            str(data.get("type", "")),
-            method if isinstance(method, str) else None,
+        info: FrameInfo = (
             str(data.get("route", "")),
+            method if isinstance(method, str) else None,
+            str(data.get("type", "")),
             payload,
+            float(data.get("t", 0.0)),
         )
+        self.frames[head + direction + str(int(data["n"])).encode()] = info
+
+    def _info(self, frame: Any) -> FrameInfo:
+        if isinstance(frame, tuple):
+            return frame
+        name = self._names
+        t, route, kind, method = frame.group(1, 12, 13, 14)
+        return name[route], name[method], name[kind], frame.start(15), t
 
     def _pair(self, request_key: bytes, response_key: bytes) -> None:
         request = self.frames.pop(request_key, None)
         response = self.frames.pop(response_key, None)
-        if request is None or response is None:
-            return  # its frames were lost (a killed writer); nothing to replay
-        exchange = RecordedExchange()
-        exchange.number = len(self.exchanges) + 1
-        exchange._src = self.buffer
-        if isinstance(request, _SlowFrame):
-            exchange.route, exchange.method = request.route, request.method
-            exchange.request_type = request.type
-            exchange._req, exchange._t0 = request.payload, request.t
-        else:
-            name = self._names
-            t, route, kind, method = request.group(1, 12, 13, 14)
-            exchange.route, exchange.method = name[route], name[method]
-            exchange.request_type = name[kind]
-            exchange._req, exchange._t0 = request.start(15), t
-        if isinstance(response, _SlowFrame):
-            exchange._resp, exchange._t1 = response.payload, response.t
-        else:
-            exchange._resp, exchange._t1 = response.start(15), response.group(1)
-        self.exchanges.append(exchange)
+        if request is not None and response is not None:
+            self.rows.append(_row(self._info(request), self._info(response)))
+        elif self.partial:
+            found = (
+                None if request is None else self._info(request),
+                None if response is None else self._info(response),
+            )
+            self.orphans.append((len(self.rows), request_key, found[0], response_key, found[1]))
+            self.rows.append(None)
+        # Otherwise its frames were lost (a killed writer): nothing to replay.
+
+    def adopt(self, part: _Part) -> None:
+        """Append the rows of the part that follows this loader's range, pairing its orphans
+        with the frames left here (or in the part itself)."""
+        for index, request_key, request, response_key, response in part.orphans:
+            request = request or self._take(request_key, part.frames)
+            response = response or self._take(response_key, part.frames)
+            if request is not None and response is not None:
+                part.rows[index] = _row(request, response)
+        self.rows.extend(part.rows)
+        for key, info in part.frames.items():
+            self.frames[key] = info
+
+    def _take(self, key: bytes, theirs: dict[bytes, FrameInfo]) -> Optional[FrameInfo]:
+        mine = self.frames.pop(key, None)
+        return self._info(mine) if mine is not None else theirs.pop(key, None)
+
+
+def _row(request: FrameInfo, response: FrameInfo) -> Row:
+    route, method, kind, payload, t = request
+    return route, method, kind, payload, t, response[3], response[4]
+
+
+def _scan(profile: Profile, buffer: Any, max_line: int, header_end: int, end: int) -> list[Row]:
+    """Rows of the event lines between the header and ``end``; the second half of a large
+    trace is read by a forked child meanwhile."""
+    previous = header_end - 1  # the header's newline starts the first line
+    middle = -1
+    if end - header_end >= PARALLEL_MIN_BYTES:
+        middle = buffer.find(b"\n", previous + (end - previous) // 2, end - 1)
+    child = None
+    if middle >= 0:
+        child = ForkedCall.start(lambda: _scan_part(profile, buffer, max_line, middle, end))
+    loader = _Loader(profile, buffer, max_line)
+    if child is None:
+        loader.scan(previous, end)
+    else:
+        try:
+            loader.scan(previous, middle + 1)
+            try:
+                part = child.result()
+            except ForkedCallError:  # the child died: read its half here
+                part = _scan_part(profile, buffer, max_line, middle, end)
+        finally:
+            child.cancel()
+        loader.adopt(part)
+    return [row for row in loader.rows if row is not None]
+
+
+def _scan_part(profile: Profile, buffer: Any, max_line: int, previous: int, end: int) -> _Part:
+    loader = _Loader(profile, buffer, max_line, partial=True)
+    loader.scan(previous, end)
+    return loader.part()
+
+
+def _exchanges(rows: list[Row], buffer: Any) -> list[RecordedExchange]:
+    exchanges: list[RecordedExchange] = []
+    append = exchanges.append
+    new = RecordedExchange
+    for number, (route, method, kind, request, t0, response, t1) in enumerate(rows, 1):
+        exchange = new()
+        exchange.number = number
+        exchange._src = buffer
+        exchange.route, exchange.method, exchange.request_type = route, method, kind
+        exchange._req, exchange._t0, exchange._resp, exchange._t1 = request, t0, response, t1
+        append(exchange)
+    return exchanges
 
 
 class ReplayIndex:

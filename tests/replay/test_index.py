@@ -4,9 +4,11 @@ interleaving of connections and whatever the ids look like."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +16,8 @@ from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
 from golem_proxy.recording import Header, RecordingWriter, RouteInfo, read_recording
+from golem_proxy.replay import index
+from golem_proxy.replay.forked import can_fork
 from golem_proxy.replay.index import load_trace
 
 HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
@@ -62,24 +66,14 @@ def sessions(draw: st.DrawFn) -> list[Event]:
     return merged
 
 
-@settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(sessions())
-def test_the_fast_loader_agrees_with_the_reference_reader(
-    tmp_path: Path, events: list[Event]
-) -> None:
-    path = tmp_path / "t.jsonl"
+def write(path: Path, events: list[Event]) -> None:
     with RecordingWriter.create(str(path), HEADER, overwrite=True) as writer:
         for event in events:
             writer.write(event)
-    fast = load_trace(str(path))
-    reference = read_recording(str(path)).exchanges()
-    got: list[Any] = [
-        (e.route, e.method, e.request_type, e.request, e.response, round(e.latency, 6))
-        for e in fast.exchanges
-    ]
-    want: list[Any] = [
+
+
+def expected(path: Path) -> list[Any]:
+    return [
         (
             e.route,
             e.method,
@@ -88,8 +82,73 @@ def test_the_fast_loader_agrees_with_the_reference_reader(
             e.response.payload,
             round(max(0.0, round(e.response.t, 6) - round(e.request.t, 6)), 6),
         )
-        for e in reference
+        for e in read_recording(str(path)).exchanges()
     ]
-    assert got == want
-    assert [e.number for e in fast.exchanges] == list(range(1, len(want) + 1))
-    fast.close()
+
+
+def loaded(path: Path) -> list[Any]:
+    trace = load_trace(str(path))
+    try:
+        assert [e.number for e in trace.exchanges] == list(range(1, len(trace.exchanges) + 1))
+        return [
+            (e.route, e.method, e.request_type, e.request, e.response, round(e.latency, 6))
+            for e in trace.exchanges
+        ]
+    finally:
+        trace.close()
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sessions())
+def test_the_fast_loader_agrees_with_the_reference_reader(
+    tmp_path: Path, events: list[Event]
+) -> None:
+    path = tmp_path / "t.jsonl"
+    write(path, events)
+    assert loaded(path) == expected(path)
+
+
+@pytest.mark.skipif(not can_fork(), reason="no fork here")
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sessions())
+def test_two_processes_read_what_one_reads(tmp_path: Path, events: list[Event]) -> None:
+    """Every trace is split in two here, wherever its middle falls: inside a pipelined
+    exchange, between a request and its answer, or between two connections' lines."""
+    path = tmp_path / "t.jsonl"
+    write(path, events)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(index, "PARALLEL_MIN_BYTES", 0)
+        assert loaded(path) == expected(path)
+
+
+def test_the_parent_reads_the_half_of_a_child_that_died(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    with RecordingWriter.create(str(path), HEADER) as writer:
+        for n in range(200):
+            payload = json.dumps({"id": n, "method": "ping", "params": {}}).encode()
+            request = FrameSeen(
+                1, "main", Direction.C2S, n, n, 4, payload, GOLEM.parse(payload, Role.REQUEST)
+            )
+            answer = GOLEM.encode_payload({"id": n, "result": {}, "error": None})
+            response = FrameSeen(
+                1, "main", Direction.S2C, n, n, 4, answer, GOLEM.parse(answer, Role.RESPONSE)
+            )
+            for event in (request, response, ExchangeCompleted(1, "main", request, response)):
+                writer.write(event)
+    parent = os.getpid()
+    scan_part = index._scan_part
+
+    def dies_in_the_child(*args: Any) -> Any:
+        if os.getpid() != parent:
+            os._exit(3)
+        return scan_part(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(index, "PARALLEL_MIN_BYTES", 0)
+        patch.setattr(index, "_scan_part", dies_in_the_child)
+        assert loaded(path) == expected(path)
+    assert len(expected(path)) == 200

@@ -1,0 +1,63 @@
+"""A function run in a forked child: its result or its exception comes back, a dead child is
+reported, and forking is refused where it is not safe."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from golem_proxy.replay.forked import ForkedCall, ForkedCallError
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+    reason="forking is used on Linux with two CPUs or more",
+)
+
+
+def start(function: object) -> ForkedCall[object]:
+    call = ForkedCall.start(function)  # type: ignore[arg-type]
+    assert call is not None, "forking refused in a single-threaded test process"
+    return call
+
+
+def test_the_result_comes_back_from_the_child() -> None:
+    parent = os.getpid()
+    call = start(lambda: (os.getpid(), list(range(100_000))))
+    pid, numbers = call.result()  # type: ignore[misc]
+    assert pid != parent and numbers == list(range(100_000))
+
+
+def test_the_childs_exception_is_raised_here() -> None:
+    def fail() -> None:
+        raise KeyError("missing")
+
+    with pytest.raises(KeyError, match="missing"):
+        start(fail).result()
+
+
+def test_a_child_that_dies_is_reported() -> None:
+    with pytest.raises(ForkedCallError, match="status 7"):
+        start(lambda: os._exit(7)).result()
+
+
+def test_cancel_stops_a_busy_child() -> None:
+    call = start(lambda: time.sleep(60))
+    started = time.monotonic()
+    call.cancel()
+    call.cancel()  # idempotent
+    assert time.monotonic() - started < 10
+
+
+def test_no_fork_while_another_thread_runs() -> None:
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        assert ForkedCall.start(lambda: 1) is None
+    finally:
+        release.set()
+        thread.join()
