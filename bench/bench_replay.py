@@ -148,7 +148,9 @@ def _start_replay(trace: Path) -> tuple[subprocess.Popen[str], tuple[str, int]]:
     )
     assert process.stdout is not None
     match = READY.search(process.stdout.readline())
-    assert match is not None, "replay did not start"
+    if match is None:
+        process.kill()
+        raise RuntimeError("replay did not start")
     return process, (match[1], int(match[2]))
 
 
@@ -160,7 +162,10 @@ def _start_relay(upstream: int) -> tuple[subprocess.Popen[str], tuple[str, int]]
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+    assert process.stdout is not None
+    if process.stdout.readline().strip() != "ready":
+        process.kill()
+        raise RuntimeError("the minimal relay did not start")
     return process, ("127.0.0.1", port)
 
 
@@ -218,6 +223,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
         workdir = Path(tmp)
         check_layout(workdir)

@@ -29,7 +29,9 @@ MAX_QUEUED = 64 * 1024 * 1024
 
 
 class Recorder:
-    """Writes events to a `RecordingWriter`; call it with each event (from one thread)."""
+    """Writes events to a `RecordingWriter`; call it with each event (from one thread).
+    Events recorded after `close()` are ignored. ``on_error`` is called once, from whichever
+    thread met the error (the writing thread for a disk error)."""
 
     def __init__(
         self,
@@ -41,18 +43,21 @@ class Recorder:
         self.writer = writer
         self.error: Optional[Exception] = None
         self.on_error = on_error or (lambda text: print(text, file=sys.stderr))
+        if max_queued < 1:
+            raise ValueError("max_queued must be at least 1 byte")
         self.max_queued = max_queued
         self._write_at = min(WRITE_AT, max_queued)
         self._pieces: list[bytes] = []
         self._queued = 0
         self._flush_wanted = False
         self._closing = False
+        self._finished = False
         self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._write_loop, name="recorder", daemon=True)
         self._thread.start()
 
     def __call__(self, event: Event) -> None:
-        if self.error is not None:
+        if self.error is not None or self._closing:
             return
         try:
             pieces = self.writer.encode(event)
@@ -63,8 +68,10 @@ class Recorder:
             return
         size = sum(len(piece) for piece in pieces)
         with self._changed:
-            while self._queued >= self.max_queued and self.error is None:
+            while self._queued >= self.max_queued and self.error is None and not self._closing:
                 self._changed.wait()
+            if self._finished:
+                return  # closed from another thread meanwhile: the file is gone
             self._pieces.extend(pieces)
             self._queued += size
             if self._queued >= self._write_at:
@@ -98,23 +105,23 @@ class Recorder:
             with self._changed:
                 while not (self._closing or self._flush_wanted or self._queued >= self._write_at):
                     self._changed.wait()
+                if self._closing and not self._pieces:
+                    self._finished = True  # nothing is appended from now on
+                    return
                 pieces, self._pieces = self._pieces, []
                 self._queued = 0
                 self._flush_wanted = False
-                closing = self._closing
                 self._changed.notify_all()  # room again for a caller waiting on max_queued
             if self.error is None:
                 try:
                     self.writer.write_pieces(pieces)
                 except Exception as exc:
                     self._fail(exc)
-            if closing:
-                return
 
     def _fail(self, exc: Exception) -> None:
-        if self.error is not None:
-            return
-        self.error = exc
         with self._changed:
+            if self.error is not None:
+                return
+            self.error = exc
             self._changed.notify_all()
         self.on_error(f"golem-proxy: recording stopped, the proxy goes on: {exc}")

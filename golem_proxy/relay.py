@@ -42,6 +42,8 @@ RECV_SIZE_BULK = 1024 * 1024
 flight), and one scheduler round per MiB rather than per 64 KiB is what lets the relay (and
 the tap behind it) keep up with a peer that writes a 16 MiB frame in one go."""
 _MAX_STREAK = 16
+_MAX_STREAK_BYTES = RECV_SIZE_BULK
+"""A pump that keeps finding data yields after this many chunks or bytes (fairness)."""
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,7 @@ class Proxy:
         src = source.socket.fileno()
         dst = sink.socket
         enforce = self.options.enforce_limits
-        streak = 0
+        streak = streak_bytes = 0
         size = RECV_SIZE
         while True:
             # Plain os.read/os.write on the non-blocking sockets, waiting only when the kernel
@@ -275,7 +277,7 @@ class Proxy:
             try:
                 chunk = os.read(src, size)
             except BlockingIOError:
-                streak = 0
+                streak = streak_bytes = 0
                 size = RECV_SIZE
                 await trio.lowlevel.wait_readable(src)
                 continue
@@ -315,8 +317,10 @@ class Proxy:
             if not enforce:
                 await self.tap_worker.submit(tap, direction, chunk, t)
             streak += 1
-            if streak >= _MAX_STREAK:  # data keeps coming: let other connections run too
-                streak = 0
+            streak_bytes += len(chunk)
+            if streak >= _MAX_STREAK or streak_bytes >= _MAX_STREAK_BYTES:
+                # Data keeps coming: let other connections run too.
+                streak = streak_bytes = 0
                 await trio.lowlevel.checkpoint()
 
     async def _idle_watch(self, conn: _Connection, scope: trio.CancelScope) -> None:

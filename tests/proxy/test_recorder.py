@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, Event
 from golem_proxy.recorder import Recorder
 from golem_proxy.recording import Header, RecordingWriter, RouteInfo, read_recording
@@ -90,3 +92,18 @@ def test_a_disk_error_stops_the_recording_not_the_caller() -> None:
     assert isinstance(recorder.error, OSError)
     assert len(messages) == 1 and "No space left on device" in messages[0]
     assert not any(thread.name == "recorder" for thread in threading.enumerate())
+
+
+def test_events_after_close_are_ignored_without_blocking() -> None:
+    stream = SlowStream()
+    recorder = Recorder(RecordingWriter(stream, HEADER), max_queued=64)
+    recorder(opened(1))
+    recorder.close()
+    for conn in range(2, 200):  # would wait forever on a full queue nobody drains
+        recorder(opened(conn))
+    assert len(stream.getvalue().splitlines()) == 2  # the header and the one event
+
+
+def test_max_queued_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_queued"):
+        Recorder(RecordingWriter(io.BytesIO(), HEADER), max_queued=0)

@@ -152,3 +152,23 @@ def test_the_parent_reads_the_half_of_a_child_that_died(tmp_path: Path) -> None:
         patch.setattr(index, "_scan_part", dies_in_the_child)
         assert loaded(path) == expected(path)
     assert len(expected(path)) == 200
+
+
+def test_lines_ending_in_crlf_read_like_the_reference(tmp_path: Path) -> None:
+    """A trace checked out with Windows line endings (git's autocrlf)."""
+    path = tmp_path / "t.jsonl"
+    events: list[Event] = []
+    for n, ident in enumerate(["back\\slash", "plain", 7]):
+        payload = json.dumps({"id": ident, "method": "ping", "params": {}}).encode()
+        request = FrameSeen(
+            1, "main", Direction.C2S, n, n, 4, payload, GOLEM.parse(payload, Role.REQUEST)
+        )
+        answer = GOLEM.encode_payload({"id": ident, "result": {}, "error": None})
+        response = FrameSeen(
+            1, "main", Direction.S2C, n, n, 4, answer, GOLEM.parse(answer, Role.RESPONSE)
+        )
+        events += [request, response, ExchangeCompleted(1, "main", request, response)]
+    write(path, events)
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert loaded(path) == expected(path)
+    assert len(expected(path)) == 3
