@@ -39,16 +39,25 @@ class ForkedCall(Generic[T]):
 
     def __init__(self, pid: int, reader: int) -> None:
         self._pid = pid
-        self._reader = reader
-        self._done = False
+        self._reader: Optional[int] = reader
+        self._reaped = False
 
     @classmethod
     def start(cls, function: Callable[[], T]) -> Optional[ForkedCall[T]]:
-        """Run ``function`` in a child; None when forking is unavailable or unsafe here."""
+        """Run ``function`` in a child; None when forking is unavailable, unsafe or fails
+        here (no memory, no process slot): the caller then does the work itself."""
         if not can_fork():
             return None
-        reader, writer = os.pipe()
-        pid = os.fork()
+        try:
+            reader, writer = os.pipe()
+        except OSError:
+            return None
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(reader)
+            os.close(writer)
+            return None
         if pid == 0:  # the child: never returns into the caller's code
             status = 1
             try:
@@ -68,13 +77,20 @@ class ForkedCall(Generic[T]):
 
     def result(self) -> T:
         """Wait for the child and return its result; re-raises its exception. Raises
-        ForkedCallError when it died or its answer cannot be read."""
+        ForkedCallError when it died or its answer cannot be read. Interrupted (Ctrl-C),
+        it stops the child before passing the interruption on."""
+        assert self._reader is not None, "result() or cancel() was called already"
         try:
             with os.fdopen(self._reader, "rb") as pipe:
+                self._reader = None
                 data = pipe.read()
-        finally:
-            status = self._reap()
-        if status != 0 or not data:
+        except BaseException:
+            self.cancel()
+            raise
+        status = self._reap()
+        # A complete answer is a pickle that loads; the exit status is only known when this
+        # process reaps its children (SIGCHLD not ignored).
+        if status not in (0, None) or not data:
             raise ForkedCallError(f"the child process ended with status {status}")
         try:
             kind, value = pickle.loads(data)
@@ -86,16 +102,22 @@ class ForkedCall(Generic[T]):
 
     def cancel(self) -> None:
         """Stop the child and release its resources (no-op once collected)."""
-        if self._done:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self._pid, signal.SIGKILL)
-        os.close(self._reader)
+        if not self._reaped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+        if self._reader is not None:
+            os.close(self._reader)
+            self._reader = None
         self._reap()
 
-    def _reap(self) -> int:
-        if self._done:
+    def _reap(self) -> Optional[int]:
+        """The child's exit code once it ended; None when it was reaped elsewhere."""
+        if self._reaped:
             return 0
-        self._done = True
-        _, status = os.waitpid(self._pid, 0)
+        try:
+            _, status = os.waitpid(self._pid, 0)
+        except ChildProcessError:  # SIGCHLD ignored: the kernel reaped it already
+            self._reaped = True
+            return None
+        self._reaped = True
         return os.waitstatus_to_exitcode(status)

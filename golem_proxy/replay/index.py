@@ -212,8 +212,10 @@ FrameInfo = tuple[str, Optional[str], str, Any, Any]
 # What replay keeps of an exchange: (route, method, type, request, t0, response, t1).
 Row = tuple[str, Optional[str], str, Any, Any, Any, Any]
 # An exchange line whose frames this part of the file lacks: (its place among the part's rows,
-# request key, request frame if found, response key, response frame if found).
-Orphan = tuple[int, bytes, Optional[FrameInfo], bytes, Optional[FrameInfo]]
+# request key, request frame if found, response key, response frame if found). A key is None
+# when the part itself had a frame under it (since used): one process reading the whole file
+# would have forgotten any earlier frame of that key, so the parent's must not be taken.
+Orphan = tuple[int, Optional[bytes], Optional[FrameInfo], Optional[bytes], Optional[FrameInfo]]
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 """Traces at least this large are read by two processes, each taking half of the file."""
@@ -221,13 +223,11 @@ PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 
 @dataclass
 class _Part:
-    """A part of the file read by another process: its exchanges in order (None where an
-    exchange line needs frames from before the part), those orphans, and its unpaired
-    frames (by pairing key)."""
+    """A part of the file read by another process: its exchanges in order, with None where
+    an exchange line needs frames from before the part (its orphans)."""
 
     rows: list[Optional[Row]]
     orphans: list[Orphan]
-    frames: dict[bytes, FrameInfo]
 
 
 class _Names(dict):  # type: ignore[type-arg]
@@ -257,6 +257,7 @@ class _Loader:
         self.frames: dict[bytes, Any] = {}
         self.rows: list[Optional[Row]] = []
         self.orphans: list[Orphan] = []
+        self.stored: set[bytes] = set()  # keys of the frames stored (partial mode)
         self._names = _Names()
 
     def scan(self, previous: int, end: int) -> None:
@@ -281,6 +282,8 @@ class _Loader:
             key = match.group(11)
             if key is not None:
                 frames[key] = match
+                if self.partial:
+                    self.stored.add(key)
             else:
                 head, req, resp = match.group(16, 17, 18)
                 pair(head + _C2S + req, head + _S2C + resp)
@@ -288,7 +291,7 @@ class _Loader:
             self._gap(previous, end - 1)
 
     def part(self) -> _Part:
-        return _Part(self.rows, self.orphans, {k: self._info(v) for k, v in self.frames.items()})
+        return _Part(self.rows, self.orphans)
 
     def _gap(self, start: int, newline: int) -> None:
         """Whole lines the fast pattern did not take (other events, or frames and exchanges
@@ -326,7 +329,10 @@ class _Loader:
             payload,
             float(data.get("t", 0.0)),
         )
-        self.frames[head + direction + str(int(data["n"])).encode()] = info
+        key = head + direction + str(int(data["n"])).encode()
+        self.frames[key] = info
+        if self.partial:
+            self.stored.add(key)
 
     def _info(self, frame: Any) -> FrameInfo:
         if isinstance(frame, tuple):
@@ -341,29 +347,32 @@ class _Loader:
         if request is not None and response is not None:
             self.rows.append(_row(self._info(request), self._info(response)))
         elif self.partial:
-            found = (
-                None if request is None else self._info(request),
-                None if response is None else self._info(response),
+            stored = self.stored
+            self.orphans.append(
+                (
+                    len(self.rows),
+                    None if request_key in stored else request_key,
+                    None if request is None else self._info(request),
+                    None if response_key in stored else response_key,
+                    None if response is None else self._info(response),
+                )
             )
-            self.orphans.append((len(self.rows), request_key, found[0], response_key, found[1]))
             self.rows.append(None)
         # Otherwise its frames were lost (a killed writer): nothing to replay.
 
     def adopt(self, part: _Part) -> None:
         """Append the rows of the part that follows this loader's range, pairing its orphans
-        with the frames left here (or in the part itself)."""
+        with the frames left here, as one process reading on would have."""
         for index, request_key, request, response_key, response in part.orphans:
-            request = request or self._take(request_key, part.frames)
-            response = response or self._take(response_key, part.frames)
+            request = request or self._take(request_key)
+            response = response or self._take(response_key)
             if request is not None and response is not None:
                 part.rows[index] = _row(request, response)
         self.rows.extend(part.rows)
-        for key, info in part.frames.items():
-            self.frames[key] = info
 
-    def _take(self, key: bytes, theirs: dict[bytes, FrameInfo]) -> Optional[FrameInfo]:
-        mine = self.frames.pop(key, None)
-        return self._info(mine) if mine is not None else theirs.pop(key, None)
+    def _take(self, key: Optional[bytes]) -> Optional[FrameInfo]:
+        mine = None if key is None else self.frames.pop(key, None)
+        return None if mine is None else self._info(mine)
 
 
 def _row(request: FrameInfo, response: FrameInfo) -> Row:
@@ -378,22 +387,23 @@ def _scan(profile: Profile, buffer: Any, max_line: int, header_end: int, end: in
     middle = -1
     if end - header_end >= PARALLEL_MIN_BYTES:
         middle = buffer.find(b"\n", previous + (end - previous) // 2, end - 1)
-    child = None
-    if middle >= 0:
-        child = ForkedCall.start(lambda: _scan_part(profile, buffer, max_line, middle, end))
     loader = _Loader(profile, buffer, max_line)
-    if child is None:
-        loader.scan(previous, end)
-    else:
+    child = None
+    try:
+        if middle >= 0:
+            child = ForkedCall.start(lambda: _scan_part(profile, buffer, max_line, middle, end))
+        if child is None:
+            loader.scan(previous, end)
+            return [row for row in loader.rows if row is not None]
+        loader.scan(previous, middle + 1)
         try:
-            loader.scan(previous, middle + 1)
-            try:
-                part = child.result()
-            except ForkedCallError:  # the child died: read its half here
-                part = _scan_part(profile, buffer, max_line, middle, end)
-        finally:
+            part = child.result()
+        except ForkedCallError:  # the child died: read its half here
+            part = _scan_part(profile, buffer, max_line, middle, end)
+    finally:
+        if child is not None:
             child.cancel()
-        loader.adopt(part)
+    loader.adopt(part)
     return [row for row in loader.rows if row is not None]
 
 

@@ -4,6 +4,7 @@ reported, and forking is refused where it is not safe."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -61,3 +62,49 @@ def test_no_fork_while_another_thread_runs() -> None:
     finally:
         release.set()
         thread.join()
+
+
+def open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_a_fork_that_fails_leaves_the_work_here_and_no_descriptor_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_memory() -> int:
+        raise OSError(12, "Cannot allocate memory")
+
+    before = open_fds()
+    monkeypatch.setattr(os, "fork", no_memory)
+    assert ForkedCall.start(lambda: 1) is None
+    assert open_fds() == before
+
+
+def test_the_answer_arrives_when_sigchld_is_ignored() -> None:
+    """Ignored SIGCHLD (inherited from a launcher) makes the kernel reap the child itself."""
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        assert start(lambda: "done").result() == "done"
+        with pytest.raises(ForkedCallError):
+            start(lambda: os._exit(7)).result()  # no answer: reported all the same
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+
+
+def test_an_interrupt_while_waiting_stops_the_child_at_once() -> None:
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    call = start(lambda: time.sleep(60))
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call.result()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 10
+    with pytest.raises(ChildProcessError):  # reaped: no zombie left behind
+        os.waitpid(call._pid, os.WNOHANG)

@@ -120,9 +120,19 @@ def test_two_processes_read_what_one_reads(tmp_path: Path, events: list[Event]) 
     exchange, between a request and its answer, or between two connections' lines."""
     path = tmp_path / "t.jsonl"
     write(path, events)
+    forks: list[object] = []
+    start = index.ForkedCall.start
+
+    def counting_start(function: Any) -> Any:
+        call = start(function)
+        forks.append(call)
+        return call
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(index, "PARALLEL_MIN_BYTES", 0)
+        patch.setattr(index.ForkedCall, "start", counting_start)
         assert loaded(path) == expected(path)
+    assert all(call is not None for call in forks)  # forked whenever there were two halves
 
 
 def test_the_parent_reads_the_half_of_a_child_that_died(tmp_path: Path) -> None:
@@ -172,3 +182,72 @@ def test_lines_ending_in_crlf_read_like_the_reference(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
     assert loaded(path) == expected(path)
     assert len(expected(path)) == 3
+
+
+def rows_split_at_every_line(path: Path) -> list[list[Any]]:
+    """The rows two processes would read, for every place the split can fall."""
+    data = path.read_bytes()
+    header_end = data.index(b"\n") + 1
+    end = data.rindex(b"\n") + 1
+    results = []
+    for middle in range(header_end, end - 1):
+        if data[middle] != ord("\n"):
+            continue
+        first = index._Loader(GOLEM, data, 1 << 20)
+        first.scan(header_end - 1, middle + 1)
+        first.adopt(index._scan_part(GOLEM, data, 1 << 20, middle, end))
+        results.append([row for row in first.rows if row is not None])
+    return results
+
+
+def rows_in_one_process(path: Path) -> list[Any]:
+    data = path.read_bytes()
+    return index._scan(GOLEM, data, 1 << 20, data.index(b"\n") + 1, data.rindex(b"\n") + 1)
+
+
+def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
+    if direction is Direction.C2S:
+        payload = json.dumps({"id": ident, "method": "ping", "params": {}}).encode()
+        message = GOLEM.parse(payload, Role.REQUEST)
+        return FrameSeen(conn, "main", direction, n, n, 4, payload, message)
+    payload = GOLEM.encode_payload({"id": ident, "result": {}, "error": None})
+    message = GOLEM.parse(payload, Role.RESPONSE)
+    return FrameSeen(conn, "main", direction, n, n, 4, payload, message)
+
+
+def test_a_reused_frame_key_pairs_as_one_process_pairs_it(tmp_path: Path) -> None:
+    """Request key (1, c2s, 0) is written twice; the second exchange line names it after its
+    newer frame was used: one process finds nothing, and neither may the split read."""
+    old, new = frame(1, Direction.C2S, 0, "old"), frame(1, Direction.C2S, 0, "new")
+    first, second = frame(1, Direction.S2C, 0, "new"), frame(1, Direction.S2C, 1, "x")
+    padding = [frame(9, Direction.C2S, n, n) for n in range(8)]  # unpaired lines
+    path = tmp_path / "t.jsonl"
+    with RecordingWriter.create(str(path), HEADER, overwrite=True) as writer:
+        for event in [old, *padding, new, frame(9, Direction.C2S, 99, 99), first]:
+            writer.write(event)
+        writer.write(ExchangeCompleted(1, "main", new, first))
+        writer.write(second)
+        writer.write(ExchangeCompleted(1, "main", new, second))
+    single = rows_in_one_process(path)
+    assert len(single) == 1
+    assert all(rows == single for rows in rows_split_at_every_line(path))
+
+
+def test_a_frame_after_its_exchange_line_is_never_paired(tmp_path: Path) -> None:
+    request, response = frame(2, Direction.C2S, 0, "a"), frame(2, Direction.S2C, 0, "a")
+    padding = [frame(9, Direction.C2S, n, n) for n in range(8)]
+    path = tmp_path / "t.jsonl"
+    write(path, [*padding, response, ExchangeCompleted(2, "main", request, response), request])
+    assert rows_in_one_process(path) == []
+    assert all(rows == [] for rows in rows_split_at_every_line(path))
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(sessions())
+def test_every_split_reads_what_one_process_reads(tmp_path: Path, events: list[Event]) -> None:
+    path = tmp_path / "t.jsonl"
+    write(path, events)
+    single = rows_in_one_process(path)
+    assert all(rows == single for rows in rows_split_at_every_line(path))
