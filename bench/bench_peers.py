@@ -3,13 +3,15 @@
     python bench/bench_peers.py upstream PORT      # answers GOLEM frames
     python bench/bench_peers.py relay PORT UPSTREAM_PORT
 
-The upstream answers ``big`` with a payload of ``params.size`` bytes and anything else with a
+The upstream answers ``big`` with a payload of ``params.size`` bytes (one string of ``x``, or
+of base64 text with ``params.base64``) and anything else with a
 small canned response; it reads and answers in batches so it is never the bottleneck of a
 pipelined run.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import struct
@@ -17,6 +19,8 @@ import sys
 import threading
 
 HEADER = struct.Struct("!I")
+# Base64 text with every character of its alphabet, as a viewport capture's PNG would be.
+_BASE64 = base64.b64encode(bytes(range(256)) * 3)
 
 
 def _reply(request: bytes) -> bytes:
@@ -25,7 +29,9 @@ def _reply(request: bytes) -> bytes:
         size = int(message["params"]["size"])
         body = b'{"id": ' + json.dumps(message["id"]).encode() + b', "result": {"data": "'
         tail = b'"}, "error": null}'
-        payload = body + b"x" * (size - len(body) - len(tail)) + tail
+        fill = _BASE64 if message["params"].get("base64") else b"x"
+        count = size - len(body) - len(tail)
+        payload = body + (fill * (count // len(fill) + 1))[:count] + tail
     else:
         payload = (
             b'{"id": '

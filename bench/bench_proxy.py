@@ -4,8 +4,9 @@ interleaved in one run, medians of several rounds.
 
     python bench/bench_proxy.py [--rounds 5] [--quick]
 
-Prints four tables: sequential round trips of small requests (the GOLEM client's pattern),
-16 MiB responses, pipelined tiny frames, and golem-proxy's memory for one 64 MiB frame.
+Measures sequential round trips of small requests (the GOLEM client's pattern), 16 MiB
+responses (a blob of one letter, and base64 text as a viewport capture sends), pipelined tiny
+frames, and golem-proxy's memory for one 64 MiB frame.
 """
 
 from __future__ import annotations
@@ -177,13 +178,14 @@ def round_trips(port: int, count: int) -> float:
     return statistics.median(times)
 
 
-def big_responses(port: int, size: int, count: int) -> float:
-    """MB/s receiving ``count`` responses of ``size`` bytes."""
+def big_responses(port: int, size: int, count: int, *, base64: bool = False) -> float:
+    """MB/s receiving ``count`` responses of ``size`` bytes (a blob of ``x``, or of base64)."""
     buffer = bytearray()
+    params = {"size": size, "base64": base64}
     with _connect(port) as sock:
         start = time.perf_counter()
         for number in range(count):
-            sock.sendall(_frame({"id": number, "method": "big", "params": {"size": size}}))
+            sock.sendall(_frame({"id": number, "method": "big", "params": params}))
             _read_frame(sock, buffer)
         elapsed = time.perf_counter() - start
     return size * count / elapsed / 1e6
@@ -246,13 +248,16 @@ def main() -> None:
     results: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as record_dir, configurations(record_dir) as configs:
         for name in (c.name for c in configs):
-            results[name] = {"rtt": [], "big": [], "tiny": []}
+            results[name] = {"rtt": [], "big": [], "big64": [], "tiny": []}
         for _ in range(rounds):
             for config in configs:  # interleaved, so drift hits every configuration alike
                 settle(config)
                 results[config.name]["rtt"].append(round_trips(config.port, trips))
                 settle(config)
                 results[config.name]["big"].append(big_responses(config.port, big, big_count))
+                settle(config)
+                base64 = big_responses(config.port, big, big_count, base64=True)
+                results[config.name]["big64"].append(base64)
                 settle(config)
                 results[config.name]["tiny"].append(pipelined(config.port, tiny))
         memory = proxy_memory(record_dir, 64 * 1024 * 1024)
@@ -262,7 +267,9 @@ def main() -> None:
     relay_added = relay["rtt"] - direct
 
     table = Table(title=f"golem-proxy vs relays, medians of {rounds} interleaved rounds")
-    for column in ("configuration", "round trip", "added", "16 MiB responses", "pipelined tiny"):
+    columns = ("configuration", "round trip", "added", "16 MiB responses", "16 MiB base64",
+               "pipelined tiny")  # fmt: skip
+    for column in columns:
         table.add_column(column, justify="right" if column != "configuration" else "left")
     for name, values in med.items():
         added = values["rtt"] - direct
@@ -271,6 +278,7 @@ def main() -> None:
             f"{values['rtt'] * 1e6:.0f} µs",
             "-" if name == "direct" else f"{added * 1e6:+.0f} µs",
             f"{values['big']:.0f} MB/s",
+            f"{values['big64']:.0f} MB/s",
             f"{values['tiny']:,.0f} frames/s",
         )
     console.print(table)
@@ -287,6 +295,12 @@ def main() -> None:
             ours["big"] / relay["big"],
             "≥ 1.00x",
             ours["big"] >= relay["big"],
+        ),
+        (
+            "16 MiB base64 responses MB/s",
+            ours["big64"] / relay["big64"],
+            "≥ 1.00x",
+            ours["big64"] >= relay["big64"],
         ),
         (
             "pipelined tiny frames/s",
