@@ -63,12 +63,18 @@ def _wait_port(port: int, process: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def _start(command: list[str], port: int) -> subprocess.Popen[bytes]:
+def start_process(command: list[str], port: int) -> subprocess.Popen[bytes]:
+    """Start ``command`` and wait until it listens on ``port`` (killed if it never does)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT
     )
-    _wait_port(port, process)
+    try:
+        _wait_port(port, process)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
     return process
 
 
@@ -82,16 +88,16 @@ def proxy_command(port: int, upstream: int, record: str) -> list[str]:
 @contextmanager
 def configurations(record_dir: str) -> Iterator[list[Config]]:
     up = free_port()
-    processes = [_start([sys.executable, PEERS, "upstream", str(up)], up)]
+    processes = [start_process([sys.executable, PEERS, "upstream", str(up)], up)]
     configs = [Config("direct", up)]
     try:
         port = free_port()
         processes.append(
-            _start(proxy_command(port, up, os.path.join(record_dir, "bench.jsonl")), port)
+            start_process(proxy_command(port, up, os.path.join(record_dir, "bench.jsonl")), port)
         )
         configs.append(Config("golem-proxy", port, processes[-1]))
         port = free_port()
-        processes.append(_start([sys.executable, PEERS, "relay", str(port), str(up)], port))
+        processes.append(start_process([sys.executable, PEERS, "relay", str(port), str(up)], port))
         configs.append(Config("minimal trio relay", port, processes[-1]))
         if shutil.which("socat"):
             port = free_port()
@@ -100,7 +106,7 @@ def configurations(record_dir: str) -> Iterator[list[Config]]:
                 f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork",
                 f"TCP:127.0.0.1:{up}",
             ]
-            processes.append(_start(socat, port))
+            processes.append(start_process(socat, port))
             configs.append(Config("socat", port, processes[-1]))
         yield configs
     finally:
@@ -217,9 +223,9 @@ def _rss(pid: int, field: str) -> int:
 def proxy_memory(record_dir: str, size: int) -> tuple[int, int, int]:
     """(baseline RSS, peak RSS, RSS after close) of a fresh golem-proxy carrying one frame."""
     up = free_port()
-    upstream = _start([sys.executable, PEERS, "upstream", str(up)], up)
+    upstream = start_process([sys.executable, PEERS, "upstream", str(up)], up)
     port = free_port()
-    proxy = _start(proxy_command(port, up, os.path.join(record_dir, "memory.jsonl")), port)
+    proxy = start_process(proxy_command(port, up, os.path.join(record_dir, "memory.jsonl")), port)
     try:
         time.sleep(0.5)
         baseline = _rss(proxy.pid, "VmRSS")

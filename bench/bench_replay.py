@@ -16,7 +16,6 @@ import json
 import os
 import re
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,9 +23,12 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench_proxy import PEERS, free_port, start_process  # noqa: E402
 
 from golem_proxy.client import GolemClient  # noqa: E402
 from golem_proxy.plugin_process import PluginProcess  # noqa: E402
@@ -37,12 +39,6 @@ from golem_proxy.replay.matching import Keyer, MatchMode, canonical_params  # no
 READY = re.compile(r"main=(\S+):(\d+)")
 LOOKUPS = 200_000
 """Exchanges keyed and taken in order after the load (enough for a steady rate)."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def write_trace(path: Path, exchanges: int, method: str = "geometry.create_box") -> None:
@@ -154,34 +150,21 @@ def _start_replay(trace: Path) -> tuple[subprocess.Popen[str], tuple[str, int]]:
     return process, (match[1], int(match[2]))
 
 
-def _start_relay(upstream: int) -> tuple[subprocess.Popen[str], tuple[str, int]]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "bench_peers.py"), "relay", str(port), str(upstream)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert process.stdout is not None
-    if process.stdout.readline().strip() != "ready":
-        process.kill()
-        raise RuntimeError("the minimal relay did not start")
-    return process, ("127.0.0.1", port)
-
-
 def bench_round_trips(count: int, rounds: int, workdir: Path) -> list[tuple[str, str]]:
     """Round trips/s of scene.list_layers from the headless plugin (direct, and through the
     minimal trio relay) and from the replay server, interleaved, medians of ``rounds``."""
     trace = workdir / "layers.jsonl"
     write_trace(trace, 1, "scene.list_layers")
-    processes: list[subprocess.Popen[str]] = []
+    processes: list[subprocess.Popen[Any]] = []
     rates: dict[str, list[float]] = {}
     with PluginProcess(seed=1) as plugin:
         try:
             replay, replay_at = _start_replay(trace)
             processes.append(replay)
-            relay, relay_at = _start_relay(plugin.main.port)
-            processes.append(relay)
+            port = free_port()
+            relay = [sys.executable, PEERS, "relay", str(port), str(plugin.main.port)]
+            processes.append(start_process(relay, port))
+            relay_at = ("127.0.0.1", port)
             targets = {
                 "headless plugin": (plugin.main.host, plugin.main.port),
                 "headless plugin through the minimal trio relay": relay_at,

@@ -195,6 +195,13 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
 
 def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
     message = event.message
+    payload = event.payload
+    undecodable = _undecodable(message)
+    if not event.redacted and not undecodable and b"\n" not in payload:
+        # The common case, formatted by hand: json.dumps of the small prefix dict was the
+        # recorder's largest cost per frame. The exact payload bytes are spliced in as the
+        # last member: readable and byte-exact.
+        return [_frame_prefix(event, message, seq), payload, b"}\n"]
     base: dict[str, Any] = {
         "seq": seq,
         "t": round(event.t, 6),
@@ -210,22 +217,14 @@ def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
         base["id"] = message.id
     if isinstance(message, Request):
         base["method"] = message.method
-    payload = event.payload
-    if not event.redacted and not _undecodable(message) and b"\n" not in payload:
-        # The common case, formatted by hand: json.dumps of the small prefix dict was the
-        # recorder's largest cost per frame.
-        return [_frame_prefix(event, message, seq), payload, b"}\n"]
     if event.redacted:
         base["redacted"] = list(event.redacted)
-        base["msg"] = message.obj if not _undecodable(message) else None
-        return [_dumps(base) + b"\n"]
-    if _undecodable(message) or b"\n" in payload:
+        base["msg"] = None if undecodable else message.obj
+    else:  # not JSON, or a payload spanning lines: stored base64
         base["raw"] = _b64(payload)
-        if not _undecodable(message):
+        if not undecodable:
             base["note"] = "payload spans lines; stored raw"
-        return [_dumps(base) + b"\n"]
-    # Splice the exact payload bytes in as the last member: readable and byte-exact.
-    return [_dumps(base)[:-1] + MSG_KEY, payload, b"}\n"]
+    return [_dumps(base) + b"\n"]
 
 
 def _frame_prefix(event: FrameSeen, message: Message, seq: int) -> bytes:

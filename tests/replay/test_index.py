@@ -137,18 +137,7 @@ def test_two_processes_read_what_one_reads(tmp_path: Path, events: list[Event]) 
 
 def test_the_parent_reads_the_half_of_a_child_that_died(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    with RecordingWriter.create(str(path), HEADER) as writer:
-        for n in range(200):
-            payload = json.dumps({"id": n, "method": "ping", "params": {}}).encode()
-            request = FrameSeen(
-                1, "main", Direction.C2S, n, n, 4, payload, GOLEM.parse(payload, Role.REQUEST)
-            )
-            answer = GOLEM.encode_payload({"id": n, "result": {}, "error": None})
-            response = FrameSeen(
-                1, "main", Direction.S2C, n, n, 4, answer, GOLEM.parse(answer, Role.RESPONSE)
-            )
-            for event in (request, response, ExchangeCompleted(1, "main", request, response)):
-                writer.write(event)
+    write(path, [event for n in range(200) for event in sequential_exchange(1, n, n)])
     parent = os.getpid()
     scan_part = index._scan_part
 
@@ -167,17 +156,8 @@ def test_the_parent_reads_the_half_of_a_child_that_died(tmp_path: Path) -> None:
 def test_lines_ending_in_crlf_read_like_the_reference(tmp_path: Path) -> None:
     """A trace checked out with Windows line endings (git's autocrlf)."""
     path = tmp_path / "t.jsonl"
-    events: list[Event] = []
-    for n, ident in enumerate(["back\\slash", "plain", 7]):
-        payload = json.dumps({"id": ident, "method": "ping", "params": {}}).encode()
-        request = FrameSeen(
-            1, "main", Direction.C2S, n, n, 4, payload, GOLEM.parse(payload, Role.REQUEST)
-        )
-        answer = GOLEM.encode_payload({"id": ident, "result": {}, "error": None})
-        response = FrameSeen(
-            1, "main", Direction.S2C, n, n, 4, answer, GOLEM.parse(answer, Role.RESPONSE)
-        )
-        events += [request, response, ExchangeCompleted(1, "main", request, response)]
+    idents = ["back\\slash", "plain", 7]
+    events = [event for n, ident in enumerate(idents) for event in sequential_exchange(1, n, ident)]
     write(path, events)
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
     assert loaded(path) == expected(path)
@@ -213,6 +193,12 @@ def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
     payload = GOLEM.encode_payload({"id": ident, "result": {}, "error": None})
     message = GOLEM.parse(payload, Role.RESPONSE)
     return FrameSeen(conn, "main", direction, n, n, 4, payload, message)
+
+
+def sequential_exchange(conn: int, n: int, ident: Any) -> list[Event]:
+    """A ping and its answer as a sequential client records them: three adjacent lines."""
+    request, response = frame(conn, Direction.C2S, n, ident), frame(conn, Direction.S2C, n, ident)
+    return [request, response, ExchangeCompleted(conn, "main", request, response)]
 
 
 def test_a_reused_frame_key_pairs_as_one_process_pairs_it(tmp_path: Path) -> None:
