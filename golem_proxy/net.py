@@ -69,6 +69,9 @@ async def open_listener(
     return Listener(trio.SocketListener(sock), Address(address.host, port))
 
 
+_UNIX_PATH_MAX = 108  # sun_path, terminating NUL included (Linux)
+
+
 async def _open_unix_listener(address: Address, backlog: int) -> Listener:
     path = address.path
     assert path is not None
@@ -81,12 +84,23 @@ async def _open_unix_listener(address: Address, backlog: int) -> Listener:
         raise ListenError(f"refusing to create a socket in {directory}: not owned by you")
     if os.path.lexists(path):
         await _replace_stale_socket(path)
+    # bind() creates the socket file before listen() makes it accept: a client that waits for
+    # the file to appear could connect in between and be refused. So the socket is bound
+    # under a private name and linked into place once it listens (when that name fits).
+    staging = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.binding")
+    if len(os.fsencode(staging)) >= _UNIX_PATH_MAX:
+        staging = path
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     old_umask = os.umask(0o177)  # the socket file is created 0600, never briefly wider
     try:
-        await sock.bind(path)
-        os.chmod(path, 0o600)
+        await sock.bind(staging)
+        os.chmod(staging, 0o600)
         sock.listen(backlog)
+        if staging != path:
+            try:
+                os.link(staging, path)  # fails rather than replace a socket bound meanwhile
+            finally:
+                os.unlink(staging)
     except OSError as exc:
         sock.close()
         raise ListenError(f"cannot listen on {address}: {exc.strerror or exc}") from exc
