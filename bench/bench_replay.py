@@ -30,11 +30,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench_proxy import PEERS, free_port, start_process  # noqa: E402
 
-from golem_proxy.client import GolemClient  # noqa: E402
-from golem_proxy.plugin_process import PluginProcess  # noqa: E402
-from golem_proxy.recording import Header, RouteInfo, encode_header, read_recording  # noqa: E402
+from golem_proxy.recording.format import Header, RouteInfo, encode_header, read_recording  # noqa: E402
 from golem_proxy.replay.index import ReplayIndex, load_trace  # noqa: E402
 from golem_proxy.replay.matching import Keyer, MatchMode, canonical_params  # noqa: E402
+from golem_proxy.testing.client import GolemClient  # noqa: E402
+from golem_proxy.testing.plugin_process import PluginProcess  # noqa: E402
 
 READY = re.compile(r"main=(\S+):(\d+)")
 LOOKUPS = 200_000

@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from golem_core.profiles import GOLEM  # noqa: E402
-from golem_proxy.addresses import Address, Route  # noqa: E402
-from golem_proxy.client import GolemClient, RhinoCommandError  # noqa: E402
-from golem_proxy.plugin_process import PluginProcess  # noqa: E402
-from golem_proxy.relay import ProxyOptions  # noqa: E402
-from golem_proxy.session import ProxySession, SessionConfig  # noqa: E402
+from golem_proxy.live.relay import ProxyOptions  # noqa: E402
+from golem_proxy.live.session import ProxySession, SessionConfig  # noqa: E402
+from golem_proxy.net.addresses import Address, Route  # noqa: E402
+from golem_proxy.testing.client import GolemClient, RhinoCommandError  # noqa: E402
+from golem_proxy.testing.plugin_process import PluginProcess  # noqa: E402
 
 Session = Callable[[tuple[str, int], tuple[str, int]], None]
 

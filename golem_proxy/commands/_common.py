@@ -12,9 +12,9 @@ from rich.text import Text
 from golem_core.contract import Severity
 from golem_core.profiles import Profile
 
-from ..filters import Filter, FilterError, parse_filter
-from ..flows import Flow
-from ..trace import Trace, TraceError, load_trace
+from ..analysis.filters import Filter, FilterError, parse_filter
+from ..analysis.flows import Flow
+from ..analysis.trace import Trace, TraceError, load_trace
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1

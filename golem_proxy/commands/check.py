@@ -19,8 +19,8 @@ from golem_core.contract import Severity
 from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
 
-from ..addresses import parse_address
-from ..audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
+from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
+from ..net.addresses import parse_address
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,

@@ -15,15 +15,15 @@ from rich.console import Console
 
 from golem_core.profiles import GOLEM
 
-from ..addresses import Address, Route
-from ..demo_session import run_demo_session
-from ..log import Verbosity
-from ..net import ListenError
-from ..plugin_process import PluginProcess, PluginStartError
-from ..relay import ProxyOptions
-from ..session import ProxySession, SessionConfig
-from ..stats import compute_stats
-from ..trace import load_trace
+from ..analysis.stats import compute_stats
+from ..analysis.trace import load_trace
+from ..live.log import Verbosity
+from ..live.relay import ProxyOptions
+from ..live.session import ProxySession, SessionConfig
+from ..net.addresses import Address, Route
+from ..net.listeners import ListenError
+from ..testing.demo_session import run_demo_session
+from ..testing.plugin_process import PluginProcess, PluginStartError
 from .stats import stats_table
 
 NAME = "demo"

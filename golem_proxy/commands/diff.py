@@ -8,7 +8,7 @@ import sys
 
 from rich.console import Console
 
-from ..recording import RecordingError
+from ..recording.format import RecordingError
 from ..replay.diffing import Comparator
 from ..replay.index import load_trace
 from ..replay.matching import IgnoreRules

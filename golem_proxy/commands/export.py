@@ -12,8 +12,8 @@ from typing import IO
 from rich.table import Table
 from rich.text import Text
 
-from ..streams import rebuild_streams
-from ..trace import Trace, flow_to_json
+from ..analysis.trace import Trace, flow_to_json
+from ..recording.streams import rebuild_streams
 from ._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, console, fail, open_trace
 
 NAME = "export"

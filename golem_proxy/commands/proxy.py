@@ -16,12 +16,12 @@ from rich.markup import escape
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import PROFILES, Profile, get_profile
 
-from ..addresses import Route, parse_address, parse_route
-from ..faults import FaultPlan, FaultSpecError
-from ..log import Verbosity
-from ..relay import BoundRoute, ProxyOptions
-from ..safe_paths import resolve_record_path
-from ..session import ProxySession, SessionConfig
+from ..live.faults import FaultPlan, FaultSpecError
+from ..live.log import Verbosity
+from ..live.relay import BoundRoute, ProxyOptions
+from ..live.session import ProxySession, SessionConfig
+from ..net.addresses import Route, parse_address, parse_route
+from ..recording.safe_paths import resolve_record_path
 
 if TYPE_CHECKING:
     from ..tui.bridge import EventBuffer, TrioThreadSource

@@ -9,9 +9,9 @@ from typing import Optional
 
 import trio
 
-from ..addresses import parse_address
-from ..net import ListenError
-from ..recording import RecordingError, RecordingWriter
+from ..net.addresses import parse_address
+from ..net.listeners import ListenError
+from ..recording.format import RecordingError, RecordingWriter
 from ..replay.engine import summary
 from ..replay.matching import MatchMode
 from ..replay.server import ReplayServer, dump_summary, summary_text

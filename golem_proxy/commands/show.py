@@ -8,8 +8,8 @@ import json
 from rich.table import Table
 from rich.text import Text
 
-from ..stats import method_label
-from ..trace import flow_to_json
+from ..analysis.stats import method_label
+from ..analysis.trace import flow_to_json
 from ._common import (
     EXIT_OK,
     EXIT_USAGE,

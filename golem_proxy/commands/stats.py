@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..stats import MethodStats, Stats, compute_stats
+from ..analysis.stats import MethodStats, Stats, compute_stats
 from ._common import EXIT_OK, EXIT_USAGE, console, filtered_flows, ms
 
 NAME = "stats"

@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from ..recording import RecordingError
+from ..recording.format import RecordingError
 
 NAME = "tui"
 HELP = "Open a recording in the terminal UI (with --follow, tail one being written)."

@@ -11,8 +11,8 @@ from typing import Any
 import trio
 from rich.console import Console
 
-from ..addresses import Address, parse_address
-from ..recording import RecordingError
+from ..net.addresses import Address, parse_address
+from ..recording.format import RecordingError
 from ..replay.diffing import Comparator
 from ..replay.index import load_trace
 from ..replay.matching import IgnoreRules

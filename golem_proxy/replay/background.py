@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import trio
 
-from ..addresses import Address
+from ..net.addresses import Address
 from .server import ReplayServer
 
 __all__ = ["BackgroundReplay"]

@@ -5,7 +5,7 @@ Loading reads only ``frame`` and ``exchange`` lines. Lines in the layout `Record
 writes are taken apart with anchored regexes and slices (the payload is spliced in verbatim
 after ``"msg":``), which is several times faster than decoding every line as JSON; any line
 that does not fit the fast path (base64 payloads, redacted frames, other writers) goes through
-``json.loads`` and is read exactly as `golem_proxy.recording` reads it.
+``json.loads`` and is read exactly as `golem_proxy.recording.format` reads it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, Optional, Union
 
 from golem_core.profiles import Profile, get_profile
 
-from ..recording import DEFAULT_MAX_LINE, MSG_KEY, Header, RecordingError
+from ..recording.format import DEFAULT_MAX_LINE, MSG_KEY, Header, RecordingError
 from .forked import ForkedCall, ForkedCallError
 from .matching import GuidMap, Keyer, MatchMode, canonical_params
 

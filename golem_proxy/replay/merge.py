@@ -12,7 +12,7 @@ import tempfile
 from typing import Any
 
 from ..events import ExchangeCompleted
-from ..recording import RecordingReader, encode_event
+from ..recording.format import RecordingReader, encode_event
 
 __all__ = ["append_recording"]
 

@@ -18,12 +18,12 @@ from golem_core.framing import Frame, FrameError
 from golem_core.messages import Role
 from golem_core.profiles import Profile
 
-from ..addresses import Address
 from ..events import ConnectionClosed, ConnectionOpened, Direction, ExchangeCompleted, FrameSeen
-from ..framed_stream import FramedStream, FramingFailure
-from ..net import Listener, connect, open_listener
-from ..recording import RecordingWriter
-from ..sockio import read_some, write_all
+from ..net.addresses import Address
+from ..net.framed_stream import FramedStream, FramingFailure
+from ..net.listeners import Listener, connect, open_listener
+from ..net.sockio import read_some, write_all
+from ..recording.format import RecordingWriter
 from .engine import Close, Forward, ReplayEngine, Reply
 
 __all__ = ["ForwardError", "ReplayServer", "Sleep"]

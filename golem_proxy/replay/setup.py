@@ -9,8 +9,8 @@ from typing import Optional
 
 from golem_core.profiles import get_profile
 
-from ..addresses import Address, parse_address
-from ..recording import Header, RecordingWriter, RouteInfo
+from ..net.addresses import Address, parse_address
+from ..recording.format import Header, RecordingWriter, RouteInfo
 from .engine import ReplayEngine
 from .index import RecordedExchange, ReplayIndex, Trace, load_trace
 from .matching import IgnoreRules, Keyer, MatchMode

@@ -22,11 +22,11 @@ from golem_core.framing import Frame
 from golem_core.messages import Role
 from golem_core.profiles import Profile
 
-from ..addresses import Address
 from ..events import Direction, ExchangeCompleted, FrameSeen
-from ..framed_stream import FramedStream
-from ..net import connect
-from ..recording import RecordingReader, encode_event
+from ..net.addresses import Address
+from ..net.framed_stream import FramedStream
+from ..net.listeners import connect
+from ..recording.format import RecordingReader, encode_event
 from .diffing import Comparator, Difference, envelope_body
 from .index import RecordedExchange, Trace
 

@@ -16,7 +16,7 @@ from ..events import (
     ExchangeCompleted,
     FrameSeen,
 )
-from ..recording import Header, RecordingWriter, RouteInfo, open_recording_file
+from ..recording.format import Header, RecordingWriter, RouteInfo, open_recording_file
 
 __all__ = ["TraceBuilder"]
 

@@ -25,7 +25,7 @@ from textual.widgets import Footer, Header, Input
 from golem_core.profiles import Profile
 
 from ..events import Event
-from ..recording import Header as RecordingHeader
+from ..recording.format import Header as RecordingHeader
 from .bridge import EventBuffer, EventSource
 from .export import request_json, save_events, write_private
 from .model import SessionModel

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from golem_core.messages import Malformed
 
+from ..analysis.flows import Flow
 from ..events import Event
-from ..flows import Flow
-from ..recording import Header, RecordingWriter, open_recording_file
+from ..recording.format import Header, RecordingWriter, open_recording_file
 from .render import pretty_json
 
 __all__ = ["request_json", "save_events", "write_private"]

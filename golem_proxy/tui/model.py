@@ -14,6 +14,8 @@ from typing import Optional
 
 from golem_core.profiles import Profile
 
+from ..analysis.filters import Filter, parse_filter
+from ..analysis.flows import Flow, FlowTracker
 from ..events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -23,8 +25,6 @@ from ..events import (
     FrameSeen,
     ViolationSeen,
 )
-from ..filters import Filter, parse_filter
-from ..flows import Flow, FlowTracker
 
 __all__ = ["BatchResult", "SessionModel"]
 

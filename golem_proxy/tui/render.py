@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from ..flows import Flow
+from ..analysis.flows import Flow
 
 __all__ = [
     "LONG_STRING",

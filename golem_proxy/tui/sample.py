@@ -26,7 +26,7 @@ from ..events import (
     FramingErrorSeen,
     ViolationSeen,
 )
-from ..recording import Header, RecordingWriter, RouteInfo
+from ..recording.format import Header, RecordingWriter, RouteInfo
 
 __all__ = ["SessionBuilder", "bulk_session", "demo_session", "golem_header", "write_recording"]
 

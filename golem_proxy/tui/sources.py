@@ -12,7 +12,7 @@ from typing import IO, Optional
 from golem_core.profiles import Profile
 
 from ..events import Event
-from ..recording import Header, RecordingError, RecordingReader
+from ..recording.format import Header, RecordingError, RecordingReader
 from .bridge import EventBuffer
 
 __all__ = ["RecordingSource", "TailStream"]

@@ -11,11 +11,11 @@ import trio
 from golem_core.framing import Frame
 from golem_core.messages import Message, Role
 from golem_core.profiles import GOLEM, Profile
-from golem_proxy.addresses import Address, Route
 from golem_proxy.events import Event
-from golem_proxy.hub import Subscription
-from golem_proxy.relay import ProxyOptions
-from golem_proxy.session import ProxySession, SessionConfig
+from golem_proxy.live.hub import Subscription
+from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.session import ProxySession, SessionConfig
+from golem_proxy.net.addresses import Address, Route
 
 
 @dataclass

@@ -11,7 +11,7 @@ import trio
 from golem_core.dispatcher import Dispatcher
 from golem_core.framing import Frame
 from golem_core.profiles import GOLEM, Profile
-from golem_proxy.addresses import Address
+from golem_proxy.net.addresses import Address
 
 
 @dataclass

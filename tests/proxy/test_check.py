@@ -16,9 +16,9 @@ from golem_core.catalogue import MethodCatalogue
 from golem_core.dispatcher import Dispatcher
 from golem_core.messages import Request, Role
 from golem_core.profiles import GOLEM
-from golem_proxy.audit import audit, group_by_rule
+from golem_proxy.analysis.audit import audit, group_by_rule
+from golem_proxy.analysis.trace import load_trace
 from golem_proxy.events import ViolationSeen
-from golem_proxy.trace import load_trace
 
 from .cli_helpers import ROOT, run_cli, run_main
 from .trace_builder import TapSimulator, golem_session, write_recording

@@ -12,8 +12,8 @@ import pytest
 
 from golem_core.profiles import JSONRPC_NDJSON
 from golem_proxy.events import Direction, FrameSeen
-from golem_proxy.recording import RecordingReader, read_recording
-from golem_proxy.streams import rebuild_streams
+from golem_proxy.recording.format import RecordingReader, read_recording
+from golem_proxy.recording.streams import rebuild_streams
 
 from .cli_helpers import run_cli, run_main
 from .trace_builder import TapSimulator, golem_session, write_recording

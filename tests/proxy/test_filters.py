@@ -9,8 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golem_core.profiles import GOLEM
-from golem_proxy.filters import FILTER_HELP, And, Filter, FilterError, Not, Or, parse_filter
-from golem_proxy.flows import Flow, FlowTracker
+from golem_proxy.analysis.filters import (
+    FILTER_HELP,
+    And,
+    Filter,
+    FilterError,
+    Not,
+    Or,
+    parse_filter,
+)
+from golem_proxy.analysis.flows import Flow, FlowTracker
 
 from .trace_builder import golem_session
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from golem_core.contract import Severity
 from golem_core.profiles import GOLEM
-from golem_proxy.flows import FlowTracker
+from golem_proxy.analysis.flows import FlowTracker
 
 from .trace_builder import golem_session
 

@@ -10,8 +10,8 @@ import threading
 import pytest
 import trio
 
-from golem_proxy.addresses import parse_address
-from golem_proxy.net import ListenError, open_listener
+from golem_proxy.net.addresses import parse_address
+from golem_proxy.net.listeners import ListenError, open_listener
 
 pytestmark = pytest.mark.trio
 

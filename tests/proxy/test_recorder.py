@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, Event
-from golem_proxy.recorder import Recorder
-from golem_proxy.recording import Header, RecordingWriter, RouteInfo, read_recording
+from golem_proxy.live.recorder import Recorder
+from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, read_recording
 
 HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
 

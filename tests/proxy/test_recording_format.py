@@ -30,7 +30,7 @@ from golem_proxy.events import (
     FramingErrorSeen,
     ViolationSeen,
 )
-from golem_proxy.recording import (
+from golem_proxy.recording.format import (
     Header,
     RecordingError,
     RecordingReader,

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from golem_core.framing import FrameErrorKind
 from golem_core.messages import ErrorResponse, Response
 from golem_core.profiles import GOLEM
-from golem_proxy.addresses import Address
 from golem_proxy.events import (
     BytesDiscarded,
     ConnectionClosed,
@@ -22,7 +21,8 @@ from golem_proxy.events import (
     FramingErrorSeen,
     ViolationSeen,
 )
-from golem_proxy.relay import ProxyOptions
+from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.net.addresses import Address
 
 from .harness import GolemClient, connect, start_proxy, stop_proxy
 from .peers import EchoUpstream, GolemUpstream

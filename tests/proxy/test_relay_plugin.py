@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from golem_core.framing import Frame
 from golem_core.messages import ErrorResponse, Response, Role
 from golem_core.profiles import GOLEM
-from golem_proxy.addresses import Address
 from golem_proxy.events import BytesDiscarded, Direction, FrameSeen, FramingErrorSeen
-from golem_proxy.recording import read_recording
+from golem_proxy.net.addresses import Address
+from golem_proxy.recording.format import read_recording
 from rhino_plugin import HeadlessPlugin, PluginOptions
 
 from .harness import connect, start_proxy, stop_proxy

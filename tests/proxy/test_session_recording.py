@@ -20,9 +20,9 @@ from golem_proxy.events import (
     FrameSeen,
     FramingErrorSeen,
 )
-from golem_proxy.recording import RecordingReader, read_recording
-from golem_proxy.redact import REDACTED
-from golem_proxy.relay import ProxyOptions
+from golem_proxy.live.redact import REDACTED
+from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.recording.format import RecordingReader, read_recording
 
 from .harness import GolemClient, connect, start_proxy, stop_proxy
 from .peers import GolemUpstream

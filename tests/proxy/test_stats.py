@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from golem_core.profiles import GOLEM
-from golem_proxy.flows import Flow, FlowTracker
-from golem_proxy.stats import (
+from golem_proxy.analysis.flows import Flow, FlowTracker
+from golem_proxy.analysis.stats import (
     ALL_METHODS,
     ALL_ROUTES,
     compute_stats,

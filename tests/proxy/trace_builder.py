@@ -18,6 +18,7 @@ from golem_core.framing import Discarded, EndOfStream, Frame, FrameError
 from golem_core.messages import Role
 from golem_core.pairing import Correlator
 from golem_core.profiles import GOLEM, Profile
+from golem_proxy.analysis.flows import ORPHAN_RULE
 from golem_proxy.events import (
     BytesDiscarded,
     ConnectionClosed,
@@ -29,8 +30,7 @@ from golem_proxy.events import (
     FramingErrorSeen,
     ViolationSeen,
 )
-from golem_proxy.flows import ORPHAN_RULE
-from golem_proxy.recording import Header, RecordingWriter, RouteInfo
+from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
 
 ORPHAN = Violation(ORPHAN_RULE, "response answers no outstanding request", "$", Severity.ERROR)
 

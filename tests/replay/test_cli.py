@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.client import GolemClient, RhinoCommandError
-from golem_proxy.plugin_process import PluginProcess
-from golem_proxy.recording import read_recording
+from golem_proxy.recording.format import read_recording
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
+from golem_proxy.testing.plugin_process import PluginProcess
 
 from .traces import BOX, modelling_session
 

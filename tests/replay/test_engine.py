@@ -10,7 +10,7 @@ from typing import Any, Optional
 import pytest
 
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
-from golem_proxy.addresses import Address
+from golem_proxy.net.addresses import Address
 from golem_proxy.replay.engine import Close, Forward, ReplayEngine, Reply, summary
 from golem_proxy.replay.index import ReplayIndex, load_trace
 from golem_proxy.replay.matching import IgnoreRules, Keyer, MatchMode

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
-from golem_proxy.recording import Header, RecordingWriter, RouteInfo, read_recording
+from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, read_recording
 from golem_proxy.replay import index
 from golem_proxy.replay.forked import can_fork
 from golem_proxy.replay.index import load_trace

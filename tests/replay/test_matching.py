@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.recording import read_recording
+from golem_proxy.recording.format import read_recording
 from golem_proxy.replay.diffing import Comparator
 from golem_proxy.replay.index import load_trace
 from golem_proxy.replay.matching import (

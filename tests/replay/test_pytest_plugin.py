@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.plugin_process import PluginProcess
-from golem_proxy.recording import read_recording
+from golem_proxy.recording.format import read_recording
+from golem_proxy.testing.plugin_process import PluginProcess
 
 from .traces import modelling_session
 
@@ -18,10 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _plugin_args() -> tuple[str, ...]:
-    """``-p golem_proxy.pytest_plugin`` unless the installed package already registers it
+    """``-p golem_proxy.replay.pytest_plugin`` unless the installed package already registers it
     through its pytest11 entry point (registering it twice is an error)."""
     names = {ep.value for ep in entry_points(group="pytest11")}
-    return () if "golem_proxy.pytest_plugin" in names else ("-p", "golem_proxy.pytest_plugin")
+    return (
+        ()
+        if "golem_proxy.replay.pytest_plugin" in names
+        else ("-p", "golem_proxy.replay.pytest_plugin")
+    )
 
 
 PLUGIN = _plugin_args()
@@ -35,7 +39,7 @@ def _import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
 
 SESSION_TEST = """
 import pytest
-from golem_proxy.client import GolemClient
+from golem_proxy.testing.client import GolemClient
 
 @pytest.mark.golem_trace("session.jsonl", ignore=["scene.create_layer:params.name"])
 def test_session(golem_replay):
@@ -119,7 +123,7 @@ def test_all_mode_rerecords_the_trace_from_the_live_plugin(pytester: pytest.Pyte
     pytester.makepyfile(
         test_all="""
 import pytest
-from golem_proxy.client import GolemClient
+from golem_proxy.testing.client import GolemClient
 
 @pytest.mark.golem_trace("fresh.jsonl")
 def test_layers(golem_replay):

@@ -14,9 +14,9 @@ import trio.testing
 
 from golem_core.dispatcher import Dispatcher
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
-from golem_proxy.addresses import Address
-from golem_proxy.net import connect, open_listener
-from golem_proxy.recording import read_recording
+from golem_proxy.net.addresses import Address
+from golem_proxy.net.listeners import connect, open_listener
+from golem_proxy.recording.format import read_recording
 from golem_proxy.replay.engine import ReplayEngine
 from golem_proxy.replay.index import ReplayIndex, load_trace
 from golem_proxy.replay.matching import IgnoreRules, Keyer, MatchMode

@@ -15,8 +15,8 @@ import trio
 
 from golem_core.blocking import MessageReader, send_message
 from golem_core.messages import Request, Response, Role
-from golem_proxy.addresses import Address
-from golem_proxy.recording import read_recording
+from golem_proxy.net.addresses import Address
+from golem_proxy.recording.format import read_recording
 from tests.proxy.peers import GolemUpstream
 
 from .cli import start_proxy_cli

@@ -19,13 +19,13 @@ import trio
 from golem_core.framing import Frame
 from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
-from golem_proxy.addresses import Address, Route
 from golem_proxy.events import ConnectionClosed, Direction
-from golem_proxy.hub import Subscription
-from golem_proxy.net import close_abortively
-from golem_proxy.recording import read_recording
-from golem_proxy.relay import ProxyOptions
-from golem_proxy.session import ProxySession, SessionConfig
+from golem_proxy.live.hub import Subscription
+from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.session import ProxySession, SessionConfig
+from golem_proxy.net.addresses import Address, Route
+from golem_proxy.net.listeners import close_abortively
+from golem_proxy.recording.format import read_recording
 from tests.proxy.peers import GolemUpstream
 
 from .figures import open_fds, percentile, rss_kib, trio_tasks
@@ -283,7 +283,7 @@ async def chaos(tmp: Path, runs: int = 40, seed: int = 1) -> Figures:
         await stop(served)
         nursery.cancel_scope.cancel()
     recording = read_recording(str(record))
-    from golem_proxy.faults import received_streams
+    from golem_proxy.live.faults import received_streams
 
     streams = received_streams(recording.events, recording.profile)
     closes = {e.conn: e for e in recording.events if isinstance(e, ConnectionClosed)}

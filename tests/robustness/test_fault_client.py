@@ -1,4 +1,4 @@
-"""What the documented faults do to the real GOLEM client (`golem_proxy.client.GolemClient`,
+"""What the documented faults do to the real GOLEM client (`golem_proxy.testing.client.GolemClient`,
 the MCP server's connection logic) against the headless plugin, through the proxy command.
 docs/faults.md shows these runs; each assertion here backs one sentence there."""
 
@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from golem_core.errors import TruncatedFrame
-from golem_proxy.client import (
+from golem_proxy.events import FaultInjected
+from golem_proxy.recording.format import read_recording
+from golem_proxy.testing.client import (
     GolemClient,
     RhinoCommandError,
     RhinoConnectionError,
     RhinoTimeoutError,
 )
-from golem_proxy.events import FaultInjected
-from golem_proxy.plugin_process import PluginProcess
-from golem_proxy.recording import read_recording
+from golem_proxy.testing.plugin_process import PluginProcess
 
 from .cli import ProxyCli, start_proxy_cli
 

@@ -13,11 +13,11 @@ import trio
 from golem_core.framing import Frame, FrameErrorKind
 from golem_core.messages import ErrorResponse, Message, Response, Role
 from golem_core.profiles import GOLEM
+from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import Direction, FaultInjected, FramingErrorSeen
-from golem_proxy.faults import FaultPlan, received_streams
-from golem_proxy.flows import FlowTracker
-from golem_proxy.recording import read_recording
-from golem_proxy.relay import ProxyOptions
+from golem_proxy.live.faults import FaultPlan, received_streams
+from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.recording.format import read_recording
 from tests.proxy.harness import RunningProxy, start_proxy, stop_proxy
 
 from .peers import TracingUpstream

@@ -6,7 +6,7 @@ import pytest
 
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction
-from golem_proxy.faults import FaultKind, FaultPlan, FaultSpecError, parse_fault
+from golem_proxy.live.faults import FaultKind, FaultPlan, FaultSpecError, parse_fault
 
 C2S, S2C = Direction.C2S, Direction.S2C
 

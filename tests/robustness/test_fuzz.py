@@ -18,10 +18,10 @@ from golem_core.messages import Role
 from golem_core.pairing import Correlator
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
 from golem_proxy.events import Direction, Event
-from golem_proxy.faults import FaultPlan, FaultSpecError, parse_fault
-from golem_proxy.recording import Header, RecordingError, RecordingReader, encode_header
-from golem_proxy.redact import Redactor
-from golem_proxy.tap import ConnectionTap
+from golem_proxy.live.faults import FaultPlan, FaultSpecError, parse_fault
+from golem_proxy.live.redact import Redactor
+from golem_proxy.live.tap import ConnectionTap
+from golem_proxy.recording.format import Header, RecordingError, RecordingReader, encode_header
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PROFILES = st.sampled_from([GOLEM, JSONRPC_NDJSON])

@@ -17,16 +17,16 @@ import pytest
 from golem_core.blocking import MessageReader, send_message
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, FrameSeen
-from golem_proxy.recording import (
+from golem_proxy.live.redact import REDACTED, Redactor
+from golem_proxy.live.tap import ConnectionTap
+from golem_proxy.recording.format import (
     Header,
     RecordingError,
     RecordingReader,
     encode_header,
     open_recording_file,
 )
-from golem_proxy.redact import REDACTED, Redactor
-from golem_proxy.safe_paths import RecordPathError, resolve_record_path
-from golem_proxy.tap import ConnectionTap
+from golem_proxy.recording.safe_paths import RecordPathError, resolve_record_path
 
 from .cli import ROOT, start_proxy_cli
 from .crash import ThreadedUpstream

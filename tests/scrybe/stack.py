@@ -11,8 +11,8 @@ import trio
 from proxy.harness import RunningProxy, start_proxy, stop_proxy
 
 from golem_core.profiles import JSONRPC_NDJSON
-from golem_proxy.addresses import Address
-from golem_proxy.relay import ProxyOptions
+from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.net.addresses import Address
 
 from . import contract_client
 from .app import ScrybeApp

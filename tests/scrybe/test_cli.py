@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from golem_proxy.events import ExchangeCompleted
-from golem_proxy.recording import read_recording
+from golem_proxy.recording.format import read_recording
 
 from . import contract_client
 from .cli import env_with, interrupt, start_cli, wait_for_line

@@ -12,14 +12,14 @@ import trio
 
 from golem_core.framing import FrameErrorKind
 from golem_core.profiles import JSONRPC_NDJSON
+from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import (
     ConnectionClosed,
     ExchangeCompleted,
     FramingErrorSeen,
     ViolationSeen,
 )
-from golem_proxy.flows import FlowTracker
-from golem_proxy.recording import read_recording
+from golem_proxy.recording.format import read_recording
 
 from . import contract_client
 from .stack import start_stack

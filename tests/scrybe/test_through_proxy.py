@@ -13,10 +13,10 @@ import trio
 from rich.console import Console
 
 from golem_core.profiles import JSONRPC_NDJSON
+from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, ExchangeCompleted, ViolationSeen
-from golem_proxy.flows import FlowTracker
-from golem_proxy.log import EventLog
-from golem_proxy.recording import read_recording
+from golem_proxy.live.log import EventLog
+from golem_proxy.recording.format import read_recording
 
 from . import contract_client
 from .app import ScrybeApp

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from golem_core.profiles import GOLEM
-from golem_proxy.recording import read_recording
+from golem_proxy.recording.format import read_recording
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.sample import SessionBuilder
 from golem_proxy.tui.sources import RecordingSource

@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 from golem_core.profiles import GOLEM
-from golem_proxy.addresses import Address, Route
-from golem_proxy.client import GolemClient, RhinoCommandError
 from golem_proxy.commands.proxy import live_source
-from golem_proxy.recording import read_recording
-from golem_proxy.relay import ProxyOptions
-from golem_proxy.session import SessionConfig
+from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.session import SessionConfig
+from golem_proxy.net.addresses import Address, Route
+from golem_proxy.recording.format import read_recording
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.tui.app import GolemProxyApp
 from rhino_plugin import HeadlessPlugin, PluginOptions
 

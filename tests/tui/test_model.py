@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from golem_core.profiles import GOLEM
-from golem_proxy.recording import read_recording
+from golem_proxy.recording.format import read_recording
 from golem_proxy.tui.export import request_json, save_events
 from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.sample import SessionBuilder, demo_session, golem_header

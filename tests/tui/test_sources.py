@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from golem_core.profiles import GOLEM
-from golem_proxy.recording import RecordingError, RecordingWriter, encode_event
+from golem_proxy.recording.format import RecordingError, RecordingWriter, encode_event
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import EventBuffer
 from golem_proxy.tui.sample import SessionBuilder, golem_header

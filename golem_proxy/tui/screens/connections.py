@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from ...flows import ConnectionInfo
+from ...analysis.flows import ConnectionInfo
 from ..render import fmt_size, fmt_time
 
 __all__ = ["ConnectionsScreen"]

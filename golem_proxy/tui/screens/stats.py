@@ -1,5 +1,6 @@
 """The `s` screen: per-method counts, error rates and latency percentiles of the flows in
-view (the same `golem_proxy.stats` numbers as `golem-proxy stats`), with a latency histogram."""
+view (the same `golem_proxy.analysis.stats` numbers as `golem-proxy stats`), with a latency
+histogram."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from textual.widgets import DataTable, Footer, Sparkline, Static
 
 from golem_core.profiles import Profile
 
-from ...flows import Flow
-from ...stats import ALL_METHODS, compute_stats, percentile
+from ...analysis.flows import Flow
+from ...analysis.stats import ALL_METHODS, compute_stats, percentile
 from ..render import fmt_latency
 
 __all__ = ["StatsScreen", "histogram"]

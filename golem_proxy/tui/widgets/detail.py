@@ -25,8 +25,8 @@ from golem_core.contract import Severity
 from golem_core.messages import Malformed
 from golem_core.profiles import Profile
 
+from ...analysis.flows import Flow
 from ...events import FrameSeen
-from ...flows import Flow
 from ..render import (
     LONG_STRING,
     count_nodes,

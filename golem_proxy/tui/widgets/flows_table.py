@@ -27,7 +27,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...flows import Flow
+from ...analysis.flows import Flow
 from ..model import SessionModel
 from ..render import flow_label, fmt_latency, fmt_size, fmt_time
 

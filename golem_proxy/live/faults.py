@@ -22,7 +22,7 @@ from golem_core.messages import Malformed, Message, Role, method_of
 from golem_core.pairing import Correlator
 from golem_core.profiles import Profile
 
-from .events import BytesDiscarded, Direction, Event, FaultInjected, FrameSeen, FramingErrorSeen
+from ..events import BytesDiscarded, Direction, Event, FaultInjected, FrameSeen, FramingErrorSeen
 
 __all__ = [
     "WITHHELD",

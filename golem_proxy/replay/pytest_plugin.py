@@ -32,15 +32,15 @@ import pytest
 
 from golem_core.profiles import get_profile
 
-from .addresses import Address, parse_address
-from .recording import Header, RouteInfo
-from .replay.background import BackgroundReplay
-from .replay.engine import ReplayEngine, summary
-from .replay.index import Trace, load_trace
-from .replay.matching import MatchMode
-from .replay.merge import append_recording
-from .replay.server import ReplayServer
-from .replay.setup import (
+from ..net.addresses import Address, parse_address
+from ..recording.format import Header, RouteInfo
+from .background import BackgroundReplay
+from .engine import ReplayEngine, summary
+from .index import Trace, load_trace
+from .matching import MatchMode
+from .merge import append_recording
+from .server import ReplayServer
+from .setup import (
     ReplayOptions,
     assign_routes,
     engine_for,

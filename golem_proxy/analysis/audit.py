@@ -18,7 +18,7 @@ from golem_core.framing import FrameError
 from golem_core.messages import Request
 from golem_core.profiles import Profile
 
-from .events import Direction, Event, ViolationSeen
+from ..events import Direction, Event, ViolationSeen
 from .flows import Flow
 
 __all__ = [

@@ -13,11 +13,11 @@ from rich.console import Console
 
 from golem_core.profiles import Profile
 
-from .addresses import Route
+from ..net.addresses import Route
+from ..recording.format import Header, RecordingWriter, RouteInfo
 from .hub import EventHub, Subscription
 from .log import EventLog, Verbosity
 from .recorder import Recorder
-from .recording import Header, RecordingWriter, RouteInfo
 from .relay import BoundRoute, Proxy, ProxyOptions
 
 __all__ = ["ProxySession", "SessionConfig"]

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 
 import trio
 
-from .events import Event, EventsMissed
+from ..events import Event, EventsMissed
 
 __all__ = ["EventHub", "Subscription"]
 

@@ -25,7 +25,7 @@ from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Correlator
 from golem_core.profiles import Profile
 
-from .events import (
+from ..events import (
     BytesDiscarded,
     Direction,
     Event,

@@ -20,7 +20,7 @@ import trio
 
 from golem_core.framing import EndOfStream, Frame
 
-from .events import Direction, FaultInjected
+from ..events import Direction, FaultInjected
 from .faults import ConnectionFaults, FaultKind, FrameAction
 from .tap import ConnectionTap
 

@@ -23,14 +23,14 @@ import trio
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import Profile
 
-from .addresses import Address, Route
-from .events import ConnectionClosed, ConnectionOpened, Direction, Event
+from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
+from ..net.addresses import Address, Route
+from ..net.listeners import Listener, close_abortively, connect, open_listener
+from ..net.sockio import write_all
 from .fault_relay import FaultRelay
 from .faults import FaultPlan
 from .hub import EventHub
-from .net import Listener, close_abortively, connect, open_listener
 from .redact import Redactor
-from .sockio import write_all
 from .tap import ConnectionTap, TapWorker
 
 __all__ = ["BoundRoute", "Proxy", "ProxyOptions"]

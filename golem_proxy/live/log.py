@@ -17,7 +17,7 @@ from golem_core.contract import Severity
 from golem_core.messages import ErrorResponse, Malformed, Response
 from golem_core.profiles import Profile
 
-from .events import (
+from ..events import (
     ConnectionClosed,
     ConnectionOpened,
     Direction,

@@ -13,9 +13,9 @@ from typing import Any, Optional
 from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
-from .events import Event, FrameSeen
+from ..events import Event, FrameSeen
+from ..recording.format import Header, Recording, RecordingError, read_recording
 from .flows import Flow, FlowTracker
-from .recording import Header, Recording, RecordingError, read_recording
 
 __all__ = ["Trace", "TraceError", "flow_to_json", "load_trace"]
 

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from golem_core.profiles import Profile
 
-from .events import (
+from ..events import (
     BytesDiscarded,
     ConnectionClosed,
     ConnectionOpened,

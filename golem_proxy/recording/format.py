@@ -25,7 +25,7 @@ from golem_core.framing import FrameErrorKind
 from golem_core.messages import MalformedKind, Message, Request, Response, Role
 from golem_core.profiles import Profile, get_profile
 
-from .events import (
+from ..events import (
     BytesDiscarded,
     ConnectionClosed,
     ConnectionOpened,

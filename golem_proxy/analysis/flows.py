@@ -15,7 +15,7 @@ from golem_core.messages import ErrorResponse, Malformed, Response
 from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile
 
-from .events import (
+from ..events import (
     BytesDiscarded,
     ConnectionClosed,
     ConnectionOpened,

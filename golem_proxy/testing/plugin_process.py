@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Optional
 
-from .addresses import Address
+from ..net.addresses import Address
 
 __all__ = ["PluginProcess", "PluginStartError"]
 

@@ -15,8 +15,8 @@ from typing import Callable, Optional
 
 import trio
 
-from .events import Event
-from .recording import RecordingWriter
+from ..events import Event
+from ..recording.format import RecordingWriter
 
 __all__ = ["FLUSH_INTERVAL", "Recorder"]
 
