@@ -1,0 +1,68 @@
+"""Text for a terminal: what the peers and the recordings say, made safe to print, and the one
+way sizes and latencies are written.
+
+Everything a peer or a recording controls (methods, ids, error messages, parameters, file
+names inside a trace) passes through `safe_text` before it reaches a terminal: control
+characters would otherwise let a frame rewrite the operator's screen or window title
+(``\\x1b]0;…``), and a lone surrogate (legal in JSON, not in UTF-8) would make the write raise.
+Rich output built from such text uses `rich.text.Text` (never markup strings), so ``[red]`` in
+a method name stays literal.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+__all__ = ["format_latency", "format_size", "safe_text"]
+
+# C0 controls, DEL, C1 controls, lone surrogates, and the line/paragraph separators that some
+# terminals treat as newlines. Tab is escaped too: a value is shown on one line.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe_text(text: str, limit: Optional[int] = None) -> str:
+    """``text`` with every control character and lone surrogate written as a visible escape
+    (``\\x1b``, ``\\n``, ``\\udfff``), so it prints as one inert line and always encodes as
+    UTF-8. With ``limit``, at most that many characters of the result, ending in ``…`` when
+    cut."""
+    if _UNSAFE.search(text) is not None:
+        text = _UNSAFE.sub(_escape, text)
+    if limit is not None and len(text) > limit:
+        text = text[: max(limit - 1, 0)] + "…"
+    return text
+
+
+def format_size(size: Optional[int]) -> str:
+    """``512 B``, ``1.5 KiB``, ``2.3 MiB``, ``1.1 GiB``; ``-`` for a missing size."""
+    if size is None:
+        return "-"
+    if size < 1024:
+        return f"{size} B"
+    scaled = float(size)
+    for unit in ("KiB", "MiB", "GiB"):
+        scaled /= 1024
+        if scaled < 1024 or unit == "GiB":
+            return f"{scaled:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def format_latency(seconds: Optional[float]) -> str:
+    """``850 µs``, ``12.3 ms``, ``1.24 s``; ``-`` for a missing latency."""
+    if seconds is None:
+        return "-"
+    if seconds < 0.001:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.1f} ms"
+    return f"{seconds:.2f} s"

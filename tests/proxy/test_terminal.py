@@ -1,0 +1,47 @@
+"""Terminal-safe text and the one size/latency format."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from golem_proxy.terminal import format_latency, format_size, safe_text
+
+
+def test_escape_sequences_become_visible_text() -> None:
+    assert safe_text("\x1b]0;PWNED\x1b\\\x1b[2J") == "\\x1b]0;PWNED\\x1b\\\\x1b[2J"
+    assert safe_text("a\nb\tc\rd\x00\x7f\x9b") == "a\\nb\\tc\\rd\\x00\\x7f\\x9b"
+
+
+def test_lone_surrogates_are_escaped() -> None:
+    assert safe_text("\udfff") == "\\udfff"
+    assert safe_text("x\ud800y").encode("utf-8") == b"x\\ud800y"
+
+
+def test_ordinary_text_is_unchanged() -> None:
+    assert safe_text("scene.create_layer [r] é ☃") == "scene.create_layer [r] é ☃"
+
+
+def test_limit_cuts_with_an_ellipsis() -> None:
+    assert safe_text("abcdef", limit=4) == "abc…"
+    assert safe_text("abc", limit=4) == "abc"
+
+
+@given(st.text())
+def test_any_text_prints_as_one_utf8_line(text: str) -> None:
+    safe = safe_text(text)
+    safe.encode("utf-8")
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in safe)
+    assert "\n" not in safe
+
+
+def test_sizes_and_latencies() -> None:
+    assert format_size(None) == "-"
+    assert format_size(512) == "512 B"
+    assert format_size(1536) == "1.5 KiB"
+    assert format_size(3 * 1024 * 1024) == "3.0 MiB"
+    assert format_size(5 * 1024**3) == "5.0 GiB"
+    assert format_latency(None) == "-"
+    assert format_latency(0.00085) == "850 µs"
+    assert format_latency(0.0123) == "12.3 ms"
+    assert format_latency(1.24) == "1.24 s"
