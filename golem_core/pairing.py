@@ -5,6 +5,10 @@ first out when a client reuses an id. A reply without a usable id (GOLEM answers
 request with ``id: null``; Scrybe with ``id: 0``) goes to the oldest request that could not be
 parsed. When a reply's id matches nothing but exactly one request is outstanding, the two are
 paired anyway, so the contract check can report the id that was not echoed.
+
+Memory is bounded: a request the protocol never answers (a JSON-RPC notification) is not held,
+and past ``max_pending`` outstanding requests (or ``max_pending_bytes`` of their sizes) the
+oldest are evicted and handed back to the caller, who reports them as unanswered.
 """
 
 from __future__ import annotations
@@ -42,25 +46,54 @@ class Pending(Generic[T]):
 class Correlator(Generic[T]):
     """Pairs the responses of one connection with its requests."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        max_pending: Optional[int] = None,
+        max_pending_bytes: Optional[int] = None,
+    ) -> None:
         self.profile = profile
+        self.max_pending = max_pending
+        self.max_pending_bytes = max_pending_bytes
+        self.pending_bytes = 0
+        """The sum of the ``size`` of the requests held now."""
         self._by_key: dict[Any, deque[Pending[T]]] = {}
         # Every outstanding request in arrival order (sequence → pending), for FIFO fallbacks.
         self._order: OrderedDict[int, Pending[T]] = OrderedDict()
+        self._sizes: dict[int, int] = {}
         self._sequence = 0
 
     def __len__(self) -> int:
         return len(self._order)
 
-    def add_request(self, message: Message, context: T) -> Pending[T]:
-        """Remember a request (valid or malformed) until its response arrives."""
+    def add_request(self, message: Message, context: T, size: int = 0) -> list[Pending[T]]:
+        """Remember a request (valid or malformed) until its response arrives; ``size`` is
+        what holding it costs (its bytes). Returns the requests evicted to stay within the
+        limits, oldest first (empty almost always). A request the protocol never answers is
+        not held."""
+        if not self.profile.expects_response(message):
+            return []
         key = self.profile.correlation_key(message)
         pending = Pending(message, key, self._sequence, context)
         self._sequence += 1
         self._order[pending.sequence] = pending
+        if size:
+            self._sizes[pending.sequence] = size
+            self.pending_bytes += size
         if key is not None:
             self._by_key.setdefault(key, deque()).append(pending)
-        return pending
+        return self._evict()
+
+    def _evict(self) -> list[Pending[T]]:
+        evicted: list[Pending[T]] = []
+        limit, byte_limit = self.max_pending, self.max_pending_bytes
+        while len(self._order) > 1 and (
+            (limit is not None and len(self._order) > limit)
+            or (byte_limit is not None and self.pending_bytes > byte_limit)
+        ):
+            evicted.append(self._forget(next(iter(self._order.values()))))
+        return evicted
 
     def match_response(self, message: Message) -> Optional[Pending[T]]:
         """Return (and forget) the request ``message`` answers, or None for an orphan."""
@@ -86,10 +119,13 @@ class Correlator(Generic[T]):
         left = list(self._order.values())
         self._order.clear()
         self._by_key.clear()
+        self._sizes.clear()
+        self.pending_bytes = 0
         return left
 
     def _forget(self, pending: Pending[T]) -> Pending[T]:
         del self._order[pending.sequence]
+        self.pending_bytes -= self._sizes.pop(pending.sequence, 0)
         if pending.key is not None:
             queue = self._by_key[pending.key]
             queue.remove(pending)

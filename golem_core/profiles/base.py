@@ -174,6 +174,11 @@ class Profile(abc.ABC):
             return (type(ident).__name__, ident)
         return None
 
+    def expects_response(self, message: Message) -> bool:
+        """False for a request the protocol never answers (a JSON-RPC notification), which
+        pairing must not hold on to."""
+        return True
+
     def answers_unparseable(self, message: Message) -> bool:
         """True when ``message`` is the reply a server gives to a request it could not parse
         (GOLEM: a null id)."""

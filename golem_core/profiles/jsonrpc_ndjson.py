@@ -199,6 +199,13 @@ class JsonRpcNdjsonProfile(Profile):
         return _encode_compact(obj).encode("utf-8")
 
     # -- parsing -----------------------------------------------------------------------------
+    def expects_response(self, message: Message) -> bool:
+        # A notification (a method and no `id` member) is never answered by design.
+        obj = message.obj
+        if isinstance(message, Malformed) and isinstance(obj, dict):
+            return not ("method" in obj and "id" not in obj)
+        return True
+
     def parse_request(self, obj: Any) -> Message:
         role = Role.REQUEST
         if not isinstance(obj, dict):
