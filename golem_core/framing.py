@@ -43,6 +43,7 @@ __all__ = [
     "encode_json",
     "encode_length_prefixed",
     "encode_line",
+    "find_frame_start",
 ]
 
 DEFAULT_LENGTH_PREFIXED_CAP = 64 * 1024 * 1024
@@ -521,3 +522,31 @@ def decoder_for(
 
 
 Decoder = _Decoder
+
+_RESYNC_SCAN = 64 * 1024
+"""How far into a chunk `find_frame_start` looks for a length-prefixed frame boundary."""
+
+
+def find_frame_start(framing: Framing, data: bytes, cap: int) -> Optional[int]:
+    """Where a frame plausibly starts in ``data``, a chunk taken from the middle of a stream
+    whose earlier bytes were not seen (a decoder resynchronising after a gap), or None.
+
+    Lines: just after the first newline. Length-prefixed: the first offset whose 4-byte
+    header declares at most ``cap`` bytes and is followed by a JSON object (``{``) whose
+    last byte, when it is inside ``data``, is ``}``; since a JSON text never contains the zero
+    bytes a header of a frame under 16 MiB starts with, a false match needs a frame to break
+    off exactly inside another's header. Only the first 64 KiB are searched."""
+    if framing is Framing.LINE:
+        newline = data.find(b"\n")
+        return None if newline < 0 else newline + 1
+    end = min(len(data), _RESYNC_SCAN + _HEADER_SIZE)
+    brace = data.find(b"{", _HEADER_SIZE, end)
+    while brace >= 0:
+        start = brace - _HEADER_SIZE
+        (length,) = _unpack_header(data, start)
+        if 2 <= length <= cap:
+            last = start + _HEADER_SIZE + length - 1
+            if last >= len(data) or data[last : last + 1] == b"}":
+                return start
+        brace = data.find(b"{", brace + 1, end)
+    return None

@@ -14,7 +14,15 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from ..contract import Violation
-from ..framing import Decoder, Frame, FrameError, FrameErrorKind, Framing, decoder_for
+from ..framing import (
+    Decoder,
+    Frame,
+    FrameError,
+    FrameErrorKind,
+    Framing,
+    decoder_for,
+    find_frame_start,
+)
 from ..messages import (
     ErrorResponse,
     Malformed,
@@ -86,6 +94,11 @@ class Profile(abc.ABC):
         return decoder_for(
             self.framing, self.default_cap if cap is None else cap, skip_oversized=skip_oversized
         )
+
+    def find_frame_start(self, data: bytes) -> Optional[int]:
+        """Where a frame plausibly starts in ``data``, taken from the middle of a stream after
+        a gap in what was seen (see `golem_core.framing.find_frame_start`), or None."""
+        return find_frame_start(self.framing, data, self.default_cap)
 
     @abc.abstractmethod
     def frame_payload(self, payload: bytes) -> bytes:
