@@ -26,6 +26,8 @@ __all__ = [
     "FaultInjected",
     "FrameSeen",
     "FramingErrorSeen",
+    "GapReason",
+    "ObservationLost",
     "ViolationSeen",
 ]
 
@@ -175,6 +177,40 @@ class FaultInjected:
     method: Optional[str] = None
 
 
+class GapReason(enum.Enum):
+    """Why bytes that were forwarded were not (all) inspected."""
+
+    BEHIND = "behind"
+    """The observer fell behind the traffic and its memory budget was full: the bytes were
+    forwarded but never decoded. Decoding resumes at the next frame boundary found."""
+    FRAME_TOO_LARGE = "frame-too-large"
+    """One frame was larger than the observer holds (``--observe-frame-limit``): it was
+    forwarded whole and is known by its header, its size and its SHA-256 only."""
+    OBSERVER_FAILED = "observer-failed"
+    """Decoding this connection failed (a bug): its bytes are still forwarded."""
+    EVICTED = "evicted"
+    """A request stayed unanswered past the pairing limits and was let go; a late answer to
+    it shows as an orphan."""
+
+
+@dataclass(frozen=True)
+class ObservationLost:
+    """A gap in what was observed, never in what was forwarded: ``size`` bytes of ``direction``
+    went through unexamined (or, for `GapReason.EVICTED`, ``size`` requests were let go)."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
+    reason: GapReason
+    size: int
+    detail: str = ""
+    digest: str = ""
+    """``sha256:<hex>`` of a frame's payload that was too large to observe, else empty."""
+    header: bytes = b""
+    """The frame's header bytes (length-prefixed framing), for a frame too large to observe."""
+
+
 @dataclass(frozen=True)
 class EventsMissed:
     """Told to a consumer that fell behind: this many events were not delivered to it."""
@@ -194,4 +230,5 @@ Event = Union[
     ViolationSeen,
     FaultInjected,
     EventsMissed,
+    ObservationLost,
 ]

@@ -6,26 +6,24 @@ forwards frame by frame, applying the faults `ConnectionFaults` decides. Bytes t
 complete frame (framing errors, skipped oversized frames) are forwarded as they are. Routes
 without faults never come here: their pumps stay on the fast path in `relay`.
 
-The tap is fed inline with exactly the bytes sent to each side, so the recording holds what
-each receiver got; the one exception is a request the proxy withholds, recorded so that its
-flow exists, and followed by the fault event that says it was not forwarded (docs/faults.md).
+The observer is fed exactly the bytes sent to each side, so the recording holds what each
+receiver got; the one exception is a request the proxy withholds, recorded so that its flow
+exists, and followed by the fault event that says it was not forwarded (docs/faults.md).
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+from typing import Callable, Optional
 
 import trio
 
 from golem_core.framing import EndOfStream, Frame
+from golem_core.profiles import Profile
 
-from ..events import Direction, FaultInjected
+from ..events import Direction, Event, FaultInjected
+from .connection import Connection
 from .faults import ConnectionFaults, FaultKind, FrameAction
-from .tap import ConnectionTap
-
-if TYPE_CHECKING:
-    from .relay import Proxy, _Connection
 
 __all__ = ["FaultRelay"]
 
@@ -37,41 +35,31 @@ class FaultRelay:
     lock, because the request pump also writes to the client (a synthesised error)."""
 
     def __init__(
-        self, proxy: Proxy, conn: _Connection, tap: ConnectionTap, faults: ConnectionFaults
+        self,
+        profile: Profile,
+        cap: Optional[int],
+        now: Callable[[], float],
+        publish: Callable[[Event], None],
+        conn: Connection,
+        faults: ConnectionFaults,
     ) -> None:
-        self.proxy = proxy
+        self.profile = profile
+        self.cap = cap
+        self.now = now
+        self.publish = publish
         self.conn = conn
-        self.tap = tap
         self.faults = faults
         self.locks = {Direction.C2S: trio.Lock(), Direction.S2C: trio.Lock()}
 
-    def _sink(self, direction: Direction) -> tuple[trio.socket.SocketType, str, str]:
-        conn = self.conn
-        assert conn.upstream is not None
-        if direction is Direction.C2S:
-            return conn.upstream.socket, "upstream", "client"
-        return conn.client.socket, "client", "upstream"
-
-    async def pump(
-        self,
-        conn: _Connection,
-        tap: ConnectionTap,
-        direction: Direction,
-        scope: trio.CancelScope,
-    ) -> None:
+    async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
-        assert conn.upstream is not None
-        source = conn.client if direction is Direction.C2S else conn.upstream
-        source_name = "client" if direction is Direction.C2S else "upstream"
-        dst, sink_name, _ = self._sink(direction)
-        decoder = self.proxy.profile.new_decoder(self.proxy.options.cap)
+        source = conn.sides(direction)[0]
+        decoder = self.profile.new_decoder(self.cap)
         while True:
             try:
                 data = await source.socket.recv(RECV_SIZE)
             except OSError as exc:
-                conn.note(f"{source_name} reset the connection ({exc.strerror or exc})", True)
-                conn.reset.add(sink_name)
-                scope.cancel()
+                conn.source_failed(direction, exc, scope)
                 return
             conn.last_activity = trio.current_time()
             if data:
@@ -88,16 +76,8 @@ class FaultRelay:
                 if not going:
                     return
             if not data:
-                conn.eof[direction] = True
                 async with self.locks[direction]:
-                    tap.process(direction, b"", self.proxy.now())
-                other = Direction.S2C if direction is Direction.C2S else Direction.C2S
-                if not conn.reason and not conn.eof[other]:
-                    conn.note(f"{source_name} closed")
-                with contextlib.suppress(OSError):
-                    dst.shutdown(trio.socket.SHUT_WR)
-                if conn.eof[other]:
-                    scope.cancel()
+                    conn.end_of_stream(direction, self.now(), scope)
                 return
 
     async def _send(
@@ -113,14 +93,14 @@ class FaultRelay:
         into the middle of a frame. False when the connection ends."""
         if not data:
             return True
-        dst, sink_name, source_name = self._sink(direction)
         conn = self.conn
+        dst = conn.sides(direction)[1].socket
         piece = piece or len(data)
         async with self.locks[direction]:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
-                verdict = self.tap.process(direction, chunk, self.proxy.now())
-                if verdict is not None and self.proxy.options.enforce_limits:
+                verdict = conn.observe(direction, chunk, self.now())
+                if verdict is not None:
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
                     scope.cancel()
                     return False
@@ -130,11 +110,9 @@ class FaultRelay:
                     while sent < len(chunk):
                         sent += await dst.send(view[sent:])
                 except OSError as exc:
-                    conn.note(f"{sink_name} went away ({exc.strerror or exc})", True)
-                    conn.reset.add(source_name)
-                    scope.cancel()
+                    conn.sink_failed(direction, exc, scope)
                     return False
-                conn.bytes[direction] += len(chunk)
+                conn.sent[direction] += len(chunk)
                 if gap and start + piece < len(data):
                     await trio.sleep(gap)
         return True
@@ -142,16 +120,17 @@ class FaultRelay:
     def _publish(self, direction: Direction, action: FrameAction, only: str = "") -> None:
         for fault, detail in action.events:
             if (fault == "delay") == (only == "delay"):
-                self.proxy.publish(
+                self.conn.publish_in_order(
+                    self.publish,
                     FaultInjected(
                         self.conn.conn,
                         self.conn.route.name,
                         direction,
-                        self.proxy.now(),
+                        self.now(),
                         fault,
                         detail,
                         action.method,
-                    )
+                    ),
                 )
 
     async def _frame(self, direction: Direction, frame: Frame, scope: trio.CancelScope) -> bool:
@@ -165,7 +144,7 @@ class FaultRelay:
             if direction is Direction.C2S:
                 # Recorded though not forwarded: the client did send it, and its flow needs it.
                 async with self.locks[direction]:
-                    self.tap.process(direction, frame.raw, self.proxy.now())
+                    self.conn.observe(direction, frame.raw, self.now())
             self._publish(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
@@ -181,11 +160,10 @@ class FaultRelay:
             await self._send(direction, action.data[: action.truncate_at], scope)
             self.conn.eof[direction] = True
             async with self.locks[direction]:
-                self.tap.process(direction, b"", self.proxy.now())
+                self.conn.observe(direction, b"", self.now())
             self.conn.note(f"fault: truncated a frame ({direction.value})", True)
-            dst, _, _ = self._sink(direction)
             with contextlib.suppress(OSError):
-                dst.shutdown(trio.socket.SHUT_WR)
+                self.conn.sides(direction)[1].socket.shutdown(trio.socket.SHUT_WR)
             scope.cancel()
             return False
         return await self._send(direction, action.data, scope, action.slice_size or 0, action.gap)

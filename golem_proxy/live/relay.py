@@ -1,16 +1,14 @@
 """The relay: accept clients on each route, connect each to its upstream, forward bytes.
 
-Forwarding is byte-exact and comes first: each direction reads into a reused buffer and writes
-straight to the other socket, then hands a copy of the chunk to the tap. Nothing is decoded or
-re-encoded on this path (with ``enforce_limits`` the tap checks a chunk before it is sent).
-Half-closes are propagated with ``shutdown(SHUT_WR)``; a reset or a refused upstream resets
-the client side, so a client sees what it would see without the proxy in between.
+Forwarding is byte-exact and comes first: each direction reads a chunk and writes it straight
+to the other socket, then hands the same chunk to the observer, which never makes it wait
+(observer.py). Nothing is decoded or re-encoded on this path (with ``enforce_limits`` the tap
+checks a chunk before it is sent). How a connection ends, half-closes and resets included, is
+`Connection`'s job, shared with the faulted pumps.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import itertools
 import os
 import struct
@@ -23,15 +21,17 @@ import trio
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import Profile
 
-from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
+from ..events import ConnectionOpened, Direction, Event
 from ..net.addresses import Address, Route
-from ..net.listeners import Listener, close_abortively, connect, open_listener
+from ..net.listeners import Listener, connect, open_listener
 from ..net.sockio import write_all
+from .connection import Connection
 from .fault_relay import FaultRelay
 from .faults import FaultPlan
 from .hub import EventHub
+from .observer import DEFAULT_BUDGET, Observer
 from .redact import Redactor
-from .tap import ConnectionTap, TapWorker
+from .tap import ConnectionTap, ObserveLimits
 
 __all__ = ["BoundRoute", "Proxy", "ProxyOptions"]
 
@@ -60,6 +60,10 @@ class ProxyOptions:
     redact: tuple[str, ...] = ()
     faults: Optional[FaultPlan] = None
     """``--fault`` rules; routes they can act on forward frame by frame (`fault_relay`)."""
+    observer_memory: int = DEFAULT_BUDGET
+    """What inspection may hold, all connections together (``--observer-memory``)."""
+    observe: ObserveLimits = field(default_factory=ObserveLimits)
+    """What one connection's inspection may hold (``--observe-frame-limit``)."""
 
 
 @dataclass(frozen=True)
@@ -68,30 +72,6 @@ class BoundRoute:
 
     route: Route
     listen: Address
-
-
-@dataclass
-class _Connection:
-    conn: int
-    route: Route
-    client: trio.SocketStream
-    upstream: Optional[trio.SocketStream] = None
-    bytes: dict[Direction, int] = field(
-        default_factory=lambda: {Direction.C2S: 0, Direction.S2C: 0}
-    )
-    eof: dict[Direction, bool] = field(
-        default_factory=lambda: {Direction.C2S: False, Direction.S2C: False}
-    )
-    reason: str = ""
-    abnormal: bool = False
-    last_activity: float = 0.0
-    reset: set[str] = field(default_factory=set)
-    """Sides ("client", "upstream") to close with a reset rather than a clean FIN."""
-
-    def note(self, reason: str, abnormal: bool = False) -> None:
-        if not self.reason:  # the first cause is the one worth reporting
-            self.reason = reason
-            self.abnormal = abnormal
 
 
 class Proxy:
@@ -109,7 +89,7 @@ class Proxy:
         self.hub = hub
         self.options = options
         self.redactor = Redactor(list(options.redact)) if options.redact else None
-        self.tap_worker = TapWorker()
+        self.observer = Observer(options.observer_memory)
         self.bound: list[BoundRoute] = []
         self.start_time = 0.0
         self._listeners: list[tuple[Listener, Route]] = []
@@ -170,11 +150,11 @@ class Proxy:
             self.start_time = trio.current_time()
         try:
             async with trio.open_nursery() as handlers:
-                handlers.start_soon(self.tap_worker.run)
+                handlers.start_soon(self.observer.run)
                 with self._accepting:
                     async with trio.open_nursery() as acceptors:
                         for listener, route in self._listeners:
-                            acceptors.start_soon(self._accept_loop, listener, route, handlers)
+                            acceptors.start_soon(self._serve_route, listener, route, handlers)
                         task_status.started(list(self.bound))
                 # `stop()` was called: no new connections; the live ones get a deadline.
                 await self._close_listeners()
@@ -183,26 +163,22 @@ class Proxy:
                 handlers.cancel_scope.cancel()
         finally:
             await self._close_listeners()
-            self.tap_worker.drain_now()
+            self.observer.drain_now()
 
     def stop(self) -> None:
         """Stop accepting at once; connections still open get ``options.drain_timeout``
         seconds to finish, then `serve` cuts them and returns."""
         self._accepting.cancel()
 
-    async def _accept_loop(self, listener: Listener, route: Route, handlers: trio.Nursery) -> None:
-        while True:
-            try:
-                client = await listener.listener.accept()
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    await trio.sleep(0.1)  # out of descriptors: back off, keep serving
-                    continue
-                raise
-            handlers.start_soon(self._handle, client, route)
+    async def _serve_route(self, listener: Listener, route: Route, handlers: trio.Nursery) -> None:
+        async def handle(client: trio.SocketStream) -> None:
+            await self._handle(client, route)
+
+        # serve_listeners backs off on EMFILE/ENFILE/ENOMEM/ENOBUFS and keeps accepting.
+        await trio.serve_listeners(handle, [listener.listener], handler_nursery=handlers)
 
     async def _handle(self, client: trio.SocketStream, route: Route) -> None:
-        conn = _Connection(next(self._ids), route, client)
+        conn = Connection(next(self._ids), route, client)
         self._live.add(conn.conn)
         self._all_closed = trio.Event() if self._all_closed.is_set() else self._all_closed
         self.publish(
@@ -222,11 +198,11 @@ class Proxy:
                 return
             await self._relay(conn)
         finally:
-            await self._finish(conn)
+            self._finish(conn)
 
-    async def _relay(self, conn: _Connection) -> None:
+    async def _relay(self, conn: Connection) -> None:
         assert conn.upstream is not None
-        tap = ConnectionTap(
+        conn.tap = ConnectionTap(
             conn.conn,
             conn.route.name,
             self.profile,
@@ -234,40 +210,35 @@ class Proxy:
             catalogue=self.options.catalogue,
             redactor=self.redactor,
             cap=self.options.cap,
+            limits=self.options.observe,
         )
+        conn.observer = self.observer
+        conn.inline = self.options.enforce_limits
         conn.last_activity = trio.current_time()
         pump = self._pump
         plan = self.options.faults
         if plan is not None and plan.applies_to(conn.route.name):
             faults = plan.connection(conn.conn, conn.route.name, self.profile)
-            pump = FaultRelay(self, conn, tap, faults).pump
+            pump = FaultRelay(
+                self.profile, self.options.cap, self.now, self.publish, conn, faults
+            ).pump
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(pump, conn, tap, Direction.C2S, nursery.cancel_scope)
-            nursery.start_soon(pump, conn, tap, Direction.S2C, nursery.cancel_scope)
+            nursery.start_soon(pump, conn, Direction.C2S, nursery.cancel_scope)
+            nursery.start_soon(pump, conn, Direction.S2C, nursery.cancel_scope)
             if self.options.idle_timeout is not None:
                 nursery.start_soon(self._idle_watch, conn, nursery.cancel_scope)
         # A direction that ended without EOF (reset, cancel) still ends for the decoder, so a
         # frame cut in half is reported as truncated.
         for direction, ended in conn.eof.items():
             if not ended:
-                with trio.CancelScope(shield=True):
-                    await self.tap_worker.submit(tap, direction, b"", self.now())
+                conn.observe(direction, b"", self.now())
 
-    async def _pump(
-        self,
-        conn: _Connection,
-        tap: ConnectionTap,
-        direction: Direction,
-        scope: trio.CancelScope,
-    ) -> None:
-        assert conn.upstream is not None
-        if direction is Direction.C2S:
-            source, sink, source_name, sink_name = conn.client, conn.upstream, "client", "upstream"
-        else:
-            source, sink, source_name, sink_name = conn.upstream, conn.client, "upstream", "client"
+    async def _pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
+        source, sink, _, _ = conn.sides(direction)
         src = source.socket.fileno()
-        dst = sink.socket
+        dst = sink.socket.fileno()
         enforce = self.options.enforce_limits
+        after_upstream_closed = direction is Direction.C2S
         streak = streak_bytes = 0
         size = RECV_SIZE
         while True:
@@ -282,40 +253,31 @@ class Proxy:
                 await trio.lowlevel.wait_readable(src)
                 continue
             except OSError as exc:
-                conn.note(f"{source_name} reset the connection ({exc.strerror or exc})", True)
-                conn.reset.add(sink_name)
-                scope.cancel()
+                conn.source_failed(direction, exc, scope)
                 return
             now = trio.current_time()
             conn.last_activity = now
+            t = now - self.start_time
             if not chunk:
-                conn.eof[direction] = True
-                await self.tap_worker.submit(tap, direction, b"", now - self.start_time)
-                if not conn.reason and not conn.eof[_other(direction)]:
-                    conn.note(f"{source_name} closed")
-                with contextlib.suppress(OSError):
-                    dst.shutdown(trio.socket.SHUT_WR)
-                if conn.eof[_other(direction)]:
-                    scope.cancel()
+                conn.end_of_stream(direction, t, scope)
                 return
             size = RECV_SIZE_BULK if len(chunk) == size else RECV_SIZE
-            t = now - self.start_time
             if enforce:
-                verdict = tap.process(direction, chunk, t)
+                verdict = conn.observe(direction, chunk, t)
                 if verdict is not None:
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
                     scope.cancel()
                     return
             try:
-                await write_all(dst.fileno(), chunk)
+                await write_all(dst, chunk)
             except OSError as exc:
-                conn.note(f"{sink_name} went away ({exc.strerror or exc})", True)
-                conn.reset.add(source_name)
-                scope.cancel()
+                conn.sink_failed(direction, exc, scope)
                 return
-            conn.bytes[direction] += len(chunk)
+            conn.sent[direction] += len(chunk)
             if not enforce:
-                await self.tap_worker.submit(tap, direction, chunk, t)
+                conn.observe(direction, chunk, t)
+            if after_upstream_closed and conn.eof[Direction.S2C]:
+                await conn.check_upstream_after_close(scope)
             streak += 1
             streak_bytes += len(chunk)
             if streak >= _MAX_STREAK or streak_bytes >= _MAX_STREAK_BYTES:
@@ -323,7 +285,7 @@ class Proxy:
                 streak = streak_bytes = 0
                 await trio.lowlevel.checkpoint()
 
-    async def _idle_watch(self, conn: _Connection, scope: trio.CancelScope) -> None:
+    async def _idle_watch(self, conn: Connection, scope: trio.CancelScope) -> None:
         timeout = self.options.idle_timeout
         assert timeout is not None
         while True:
@@ -334,33 +296,12 @@ class Proxy:
                 return
             await trio.sleep_until(deadline)
 
-    async def _finish(self, conn: _Connection) -> None:
-        for name, stream in (("client", conn.client), ("upstream", conn.upstream)):
-            if stream is None:
-                continue
-            if name in conn.reset:
-                close_abortively(stream)
-            else:
-                stream.socket.close()
-        if not conn.reason:
-            conn.note("proxy shutting down", True)
-        closed = ConnectionClosed(
-            conn.conn,
-            conn.route.name,
-            conn.reason,
-            self.now(),
-            conn.bytes[Direction.C2S],
-            conn.bytes[Direction.S2C],
-            conn.abnormal,
-        )
-        self.tap_worker.submit_event(self.publish, closed)
+    def _finish(self, conn: Connection) -> None:
+        conn.close_sockets()
+        conn.observe_close(conn.closed_event(self.now()), self.publish)
         self._live.discard(conn.conn)
         if not self._live:
             self._all_closed.set()
-
-
-def _other(direction: Direction) -> Direction:
-    return Direction.S2C if direction is Direction.C2S else Direction.C2S
 
 
 def _peer_name(stream: trio.SocketStream) -> str:

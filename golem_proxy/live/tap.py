@@ -1,28 +1,42 @@
-"""The tap: decodes a copy of every byte the relay forwarded and turns it into events.
+"""The tap: decodes a copy of the bytes one connection forwarded and turns them into events.
 
 Per connection, one incremental decoder per direction, one correlator pairing responses with
 requests, and the profile's contract checks. The tap never sits on the forwarding path: the
-relay hands it chunks after sending them, and a single `TapWorker` decodes them when the relay
-has nothing runnable (forwarding first), falling back to fair sharing once its backlog grows.
+relay hands chunks to the `Observer` (observer.py), which feeds them here when forwarding has
+nothing to do. Memory stays bounded whatever the peers send:
+
+* a frame larger than ``observe_frame_limit`` is never held: its bytes stream through a SHA-256
+  and it is reported as `ObservationLost` (``frame-too-large``) with its header and size;
+* at most ``max_pending`` requests (``max_pending_bytes`` of them) wait for an answer; the
+  oldest beyond that are let go and reported (``evicted``); notifications are never held;
+* after bytes the observer had to drop (``behind``), the direction's decoder starts again at
+  the next frame boundary it can find, and the gap is reported with its size;
+* an exception while decoding costs this connection's inspection, reported once as a gap.
 """
 
 from __future__ import annotations
 
-import collections
+import dataclasses
+import hashlib
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Optional, Union
-
-import trio
+from typing import Optional
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
-from golem_core.framing import NEED_DATA, Discarded, EndOfStream, Frame, FrameError
+from golem_core.framing import (
+    NEED_DATA,
+    Discarded,
+    EndOfStream,
+    Frame,
+    FrameError,
+    FrameErrorKind,
+    Framing,
+)
 from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
-from golem_core.pairing import Correlator
+from golem_core.pairing import Correlator, Pending
 from golem_core.profiles import Profile
 
 from ..events import (
@@ -32,17 +46,32 @@ from ..events import (
     ExchangeCompleted,
     FrameSeen,
     FramingErrorSeen,
+    GapReason,
+    ObservationLost,
     ViolationSeen,
 )
 from .redact import Redactor
 
-__all__ = ["ConnectionTap", "TapVerdict", "TapWorker"]
+__all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict"]
 
 Publish = Callable[[Event], None]
 
 ELIDE_FRAMES_OVER = 1024 * 1024
 """Frames larger than this are typed with their long opaque strings elided (live view only)."""
 ELIDE_STRINGS_OVER = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ObserveLimits:
+    """What one connection's inspection may hold."""
+
+    frame: int = 32 * 1024 * 1024
+    """Frames larger than this are digested, not held (``--observe-frame-limit``)."""
+    pending: int = 1024
+    """Requests waiting for an answer, per connection."""
+    pending_bytes: int = 64 * 1024 * 1024
+    """Bytes of the requests waiting for an answer, per connection."""
+
 
 # Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
 _ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
@@ -61,8 +90,23 @@ class _RequestContext:
     violations: list[Violation]
 
 
+class _Digest:
+    """A frame too large to observe, streaming through SHA-256."""
+
+    def __init__(self, header: bytes, first: bytes, declared: Optional[int]) -> None:
+        self.header = header
+        self.size = len(header) + len(first)
+        self.hash = hashlib.sha256(first)
+        self.declared = declared
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        self.hash.update(data)
+
+
 class ConnectionTap:
-    """Decoding state of one connection (both directions). Feed it with `process`."""
+    """Decoding state of one connection (both directions). Feed it with `process`, or with
+    `feed` and `step` to decode in slices."""
 
     def __init__(
         self,
@@ -74,6 +118,7 @@ class ConnectionTap:
         catalogue: Optional[MethodCatalogue] = None,
         redactor: Optional[Redactor] = None,
         cap: Optional[int] = None,
+        limits: ObserveLimits = ObserveLimits(),
     ) -> None:
         self.conn = conn
         self.route = route
@@ -81,19 +126,41 @@ class ConnectionTap:
         self.publish = publish
         self.catalogue = catalogue
         self.redactor = redactor
+        self.cap = profile.default_cap if cap is None else cap
+        self.limits = limits
+        # Frames over the observation limit (but within the protocol's cap) come out of the
+        # decoder as "oversized" and are digested here instead of reported as violations.
+        self._decoder_cap = min(self.cap, limits.frame)
         self._decoders = {
-            Direction.C2S: profile.new_decoder(cap),
-            Direction.S2C: profile.new_decoder(cap),
+            Direction.C2S: profile.new_decoder(self._decoder_cap),
+            Direction.S2C: profile.new_decoder(self._decoder_cap),
         }
         self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
-        self._correlator: Correlator[_RequestContext] = Correlator(profile)
+        self._correlator: Correlator[_RequestContext] = Correlator(
+            profile, max_pending=limits.pending, max_pending_bytes=limits.pending_bytes
+        )
+        self._digests: dict[Direction, _Digest] = {}
+        self._lost = {Direction.C2S: 0, Direction.S2C: 0}
+        self._lost_since: dict[Direction, float] = {}
+        self._resync = {Direction.C2S: False, Direction.S2C: False}
+        self._unseen_requests = 0
         self.failed: Optional[str] = None
         """Why decoding stopped for this connection (a bug in the tap), or None."""
+
+    @property
+    def held(self) -> int:
+        """Bytes this connection's inspection holds now (partial frames, waiting requests)."""
+        decoders = self._decoders
+        return (
+            decoders[Direction.C2S].buffered
+            + decoders[Direction.S2C].buffered
+            + self._correlator.pending_bytes
+        )
 
     def process(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
         """Decode a forwarded chunk (``b""`` means end of stream) and publish all its events.
         Returns a verdict naming the first frame that breaks the limits, if any."""
-        self.feed(direction, data)
+        self.feed(direction, data, t)
         verdict: Optional[TapVerdict] = None
         more = True
         while more:
@@ -101,13 +168,56 @@ class ConnectionTap:
             verdict = verdict or found
         return verdict
 
-    def feed(self, direction: Direction, data: bytes) -> None:
+    def feed(self, direction: Direction, data: bytes, t: float = 0.0) -> None:
         """Hand a forwarded chunk (``b""``: end of stream) to the direction's decoder."""
         decoder = self._decoders[direction]
-        if data:
-            decoder.receive_data(data)
-        else:
+        if not data:
+            self._report_lost(direction, t)
             decoder.receive_eof()
+            return
+        if self._resync[direction]:
+            start = self.profile.find_frame_start(data)
+            if start is None:
+                self._lost[direction] += len(data)
+                return
+            self._lost[direction] += start
+            self._resync[direction] = False
+            self._report_lost(direction, t)
+            data = data[start:]
+            if not data:
+                return
+        decoder.receive_data(data)
+
+    def lose(self, direction: Direction, size: int, t: float) -> None:
+        """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
+        observer was behind): drop the partial frame, and pick the stream up again at the next
+        frame boundary. The gap is reported once decoding resumes (or at the end)."""
+        decoder = self._decoders[direction]
+        self._lost.setdefault(direction, 0)
+        self._lost_since.setdefault(direction, t)
+        self._lost[direction] += size + decoder.buffered
+        self._digests.pop(direction, None)
+        self._decoders[direction] = self.profile.new_decoder(self._decoder_cap)
+        self._resync[direction] = True
+
+    def _report_lost(self, direction: Direction, t: float) -> None:
+        lost = self._lost[direction]
+        if not lost:
+            return
+        self._lost[direction] = 0
+        since = self._lost_since.pop(direction, t)
+        self.publish(
+            ObservationLost(
+                self.conn,
+                self.route,
+                direction,
+                t,
+                GapReason.BEHIND,
+                lost,
+                f"observation lost: {lost} bytes on conn #{self.conn}, {direction.value} "
+                f"(from {since:.3f} s; forwarded, not decoded)",
+            )
+        )
 
     def step(
         self, direction: Direction, t: float, limit: int
@@ -126,13 +236,23 @@ class ConnectionTap:
                 return used + 1, False, verdict
         return limit, True, verdict
 
-    def fail(self, exc: BaseException) -> None:
-        """Stop decoding this connection after an unexpected error, saying so once."""
+    def fail(self, exc: BaseException, t: float = 0.0) -> None:
+        """Stop decoding this connection after an unexpected error, saying so once (on stderr
+        and as a gap in the event stream); its bytes are still forwarded."""
         self.failed = f"{type(exc).__name__}: {exc}"
-        print(
-            f"golem-proxy: decoding of connection {self.conn} stopped ({self.failed}); "
-            "its bytes are still forwarded",
-            file=sys.stderr,
+        for decoder in self._decoders.values():
+            decoder.receive_eof()  # nothing more is buffered for it
+        self._correlator.clear()
+        self._digests.clear()
+        detail = (
+            f"decoding of connection {self.conn} stopped ({self.failed}); "
+            "its bytes are still forwarded"
+        )
+        print(f"golem-proxy: {detail}", file=sys.stderr)
+        self.publish(
+            ObservationLost(
+                self.conn, self.route, Direction.C2S, t, GapReason.OBSERVER_FAILED, 0, detail
+            )
         )
 
     def outstanding(self) -> int:
@@ -141,7 +261,24 @@ class ConnectionTap:
     def _handle(self, direction: Direction, event: object, t: float) -> Optional[TapVerdict]:
         if isinstance(event, Frame):
             return self._frame(direction, event, t)
+        digest = self._digests.get(direction)
+        if digest is not None:
+            if isinstance(event, Discarded):
+                digest.add(event.raw)
+                if event.final:
+                    self._finish_digest(direction, digest, t)
+                return None
+            # Truncated inside the frame being digested: report what was seen, then go on.
+            self._finish_digest(direction, digest, t)
         if isinstance(event, FrameError):
+            if self._is_unobserved_frame(event):
+                header, first = self._split_header(event.raw)
+                self._digests[direction] = _Digest(header, first, event.declared_length)
+                return None
+            if event.kind is FrameErrorKind.OVERSIZED and self._decoder_cap < self.cap:
+                # The decoder ran with the observation limit; the cap broken is the protocol's.
+                limit, cap = f"{self._decoder_cap}-byte", f"{self.cap}-byte"
+                event = dataclasses.replace(event, detail=event.detail.replace(limit, cap))
             self.publish(
                 FramingErrorSeen(
                     self.conn,
@@ -163,6 +300,58 @@ class ConnectionTap:
                 BytesDiscarded(self.conn, self.route, direction, t, event.raw, event.final)
             )
         return None
+
+    def _is_unobserved_frame(self, error: FrameError) -> bool:
+        """An "oversized" frame that is only over the observation limit, not the protocol's
+        cap: legitimate traffic the tap does not hold."""
+        if error.kind is not FrameErrorKind.OVERSIZED or not error.recoverable:
+            return False
+        if self._decoder_cap >= self.cap:
+            return False
+        declared = error.declared_length
+        return declared is None or declared <= self.cap
+
+    def _split_header(self, raw: bytes) -> tuple[bytes, bytes]:
+        if self.profile.framing is Framing.LENGTH_PREFIXED:
+            return raw[:4], raw[4:]
+        return b"", raw
+
+    def _finish_digest(self, direction: Direction, digest: _Digest, t: float) -> None:
+        del self._digests[direction]
+        if direction is Direction.C2S:
+            self._unseen_requests += 1
+        self.publish(
+            ObservationLost(
+                self.conn,
+                self.route,
+                direction,
+                t,
+                GapReason.FRAME_TOO_LARGE,
+                digest.size,
+                f"a {digest.size}-byte frame over the {self.limits.frame}-byte observation "
+                "limit was forwarded whole; kept as its header, size and digest",
+                f"sha256:{digest.hash.hexdigest()}",
+                digest.header,
+            )
+        )
+
+    def _evicted(self, evicted: list[Pending[_RequestContext]], t: float) -> None:
+        if not evicted:
+            return
+        oldest = evicted[0].context.frame
+        self.publish(
+            ObservationLost(
+                self.conn,
+                self.route,
+                Direction.C2S,
+                t,
+                GapReason.EVICTED,
+                len(evicted),
+                f"{len(evicted)} request(s) unanswered (evicted) past the limit of "
+                f"{self.limits.pending} waiting or {self.limits.pending_bytes} bytes, "
+                f"oldest frame #{oldest.index}",
+            )
+        )
 
     def _frame(self, direction: Direction, frame: Frame, t: float) -> Optional[TapVerdict]:
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
@@ -207,7 +396,11 @@ class ConnectionTap:
         for found in violations:
             self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
         if role is Role.REQUEST:
-            self._correlator.add_request(message, _RequestContext(seen, violations))
+            context = _RequestContext(seen, violations)
+            self._evicted(self._correlator.add_request(message, context, len(payload)), t)
+        elif request is None and self._unseen_requests:
+            # Most likely the answer to a request too large to observe: not an orphan.
+            self._unseen_requests -= 1
         elif request is None:
             orphan = violation(
                 R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
@@ -222,160 +415,3 @@ class ConnectionTap:
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
             return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
         return None
-
-
-@dataclass
-class _Work:
-    tap: ConnectionTap
-    direction: Direction
-    data: bytes
-    t: float
-    fed: bool = False
-    in_decoder: bool = False
-    submitted: float = 0.0
-
-
-class TapWorker:
-    """Runs every connection's tap in one task, behind forwarding.
-
-    Chunks queue here after the relay sent them. The worker waits for a pause in the traffic
-    (``quiet``), at most ``max_delay``, then decodes a slice of ``slice_frames`` frames and
-    yields: pumps woken by I/O forward first, decoding fills the time the relay waits for a
-    peer, and a chunk of a thousand pipelined frames is decoded over many slices, never in one
-    long stall. When it falls behind (``soft_limit`` bytes queued, or chunks waiting four times
-    ``max_delay``) it takes ``catch_up_slice`` seconds per turn, so the recording's lag stays
-    bounded. Past ``hard_limit`` queued bytes, `submit` callers wait: the one point where the
-    relay slows, rather than let memory grow without bound."""
-
-    def __init__(
-        self,
-        hard_limit: int = 256 * 1024 * 1024,
-        slice_frames: int = 16,
-        *,
-        quiet: float = 0.002,
-        max_delay: float = 0.02,
-        soft_limit: int = 4 * 1024 * 1024,
-        catch_up_slice: float = 0.005,
-    ) -> None:
-        self.hard_limit = hard_limit
-        self.slice_frames = slice_frames
-        self.quiet = quiet
-        self.max_delay = max_delay
-        self.soft_limit = soft_limit
-        self.catch_up_slice = catch_up_slice
-        self._last_submit = 0.0
-        self.backlog = 0
-        # Work to decode, or an event to publish once everything before it is decoded.
-        self._queue: collections.deque[Union[_Work, tuple[Publish, Event]]] = collections.deque()
-        self._wakeup = trio.Event()
-        self._room = trio.Event()
-        self._idle = trio.Event()
-        self._idle.set()
-
-    async def submit(self, tap: ConnectionTap, direction: Direction, data: bytes, t: float) -> None:
-        """Queue a forwarded chunk (``b""`` for end of stream). Verdicts are not acted on
-        here: outside ``--enforce-limits`` the proxy only reports."""
-        while data and self.backlog >= self.hard_limit:  # an end of stream never waits
-            if self._room.is_set():
-                self._room = trio.Event()
-            await self._room.wait()
-        self._queue.append(_Work(tap, direction, data, t, submitted=trio.current_time()))
-        self._last_submit = trio.current_time()
-        self.backlog += len(data)
-        self._wake()
-
-    def submit_event(self, publish: Publish, event: Event) -> None:
-        """Publish ``event`` once everything queued before it has been decoded, so that a
-        connection's close is never reported ahead of its last frames."""
-        self._queue.append((publish, event))
-        self._wake()
-
-    def _wake(self) -> None:
-        if self._idle.is_set():
-            self._idle = trio.Event()
-        self._wakeup.set()
-
-    async def drained(self) -> None:
-        """Wait until everything submitted so far has been decoded."""
-        await self._idle.wait()
-
-    async def run(self) -> None:
-        """Process the queue until cancelled (call `drain_now` afterwards to finish)."""
-        while True:
-            if not self._queue:
-                self._idle.set()
-                self._wakeup = trio.Event()
-                await self._wakeup.wait()
-                continue
-            await self._wait_for_quiet()
-            if self._behind():
-                # Falling behind (traffic outpaces decoding): take a longer slice so the
-                # recording's lag stays bounded, at the price of some forwarding latency.
-                deadline = time.perf_counter() + self.catch_up_slice
-                while self._queue and time.perf_counter() < deadline:
-                    self._process_some(self.slice_frames)
-                continue
-            budget = self.slice_frames
-            while budget > 0 and self._queue:
-                budget -= self._process_some(budget)
-
-    def _behind(self) -> bool:
-        return (
-            self.backlog >= self.soft_limit
-            or trio.current_time() - self._oldest_submit() >= 4 * self.max_delay
-        )
-
-    async def _wait_for_quiet(self) -> None:
-        """Let forwarding go first: wait until no chunk arrived for ``quiet`` seconds, unless
-        the oldest queued chunk has waited ``max_delay`` or the backlog passed ``soft_limit``.
-        A burst is then forwarded at full speed and decoded in the pause after it."""
-        await trio.lowlevel.checkpoint()
-        while self._queue and self.backlog < self.soft_limit:
-            now = trio.current_time()
-            quiet_at = self._last_submit + self.quiet
-            due_at = self._oldest_submit() + self.max_delay
-            if now >= quiet_at or now >= due_at:
-                return
-            # One timer to the nearer of the two moments: no polling while traffic flows.
-            await trio.sleep_until(min(quiet_at, due_at))
-
-    def _oldest_submit(self) -> float:
-        for item in self._queue:
-            if isinstance(item, _Work):
-                return item.submitted
-        return trio.current_time()
-
-    def drain_now(self) -> None:
-        """Decode everything queued, synchronously (used at shutdown)."""
-        while self._queue:
-            self._process_some(1 << 30)
-        self._idle.set()
-
-    def _process_some(self, limit: int) -> int:
-        """Work on the head of the queue; returns the budget it used (at least 1)."""
-        item = self._queue[0]
-        if isinstance(item, tuple):
-            self._queue.popleft()
-            publish, event = item
-            publish(event)
-            return 1
-        if not item.fed:
-            item.fed = True
-            self.backlog -= len(item.data)
-            if self.backlog < self.hard_limit:
-                self._room.set()
-        if item.tap.failed is not None:
-            self._queue.popleft()  # this connection's decoding broke: forwarding goes on
-            return 1
-        try:
-            if not item.in_decoder:
-                item.in_decoder = True
-                item.tap.feed(item.direction, item.data)
-            used, more, _ = item.tap.step(item.direction, item.t, limit)
-        except Exception as exc:  # a decoding bug must cost the inspection, never the relay
-            item.tap.fail(exc)
-            self._queue.popleft()
-            return 1
-        if not more:
-            self._queue.popleft()
-        return max(1, used)

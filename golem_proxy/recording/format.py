@@ -36,6 +36,8 @@ from ..events import (
     FaultInjected,
     FrameSeen,
     FramingErrorSeen,
+    GapReason,
+    ObservationLost,
     ViolationSeen,
 )
 
@@ -188,6 +190,12 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(method=event.method)
     elif isinstance(event, EventsMissed):
         base.update(kind="gap", missed=event.count, consumer=event.consumer)
+    elif isinstance(event, ObservationLost):
+        base.update(kind="unobserved", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, reason=event.reason.value, size=event.size)
+        base.update(detail=event.detail)
+        if event.digest:
+            base.update(digest=event.digest, header=_b64(event.header))
     else:  # pragma: no cover - exhaustive over Event
         return None
     return _dumps(base) + b"\n"
@@ -457,6 +465,18 @@ class _Decoder:
             )
         if kind == "gap":
             return EventsMissed(int(data.get("missed", 0)), t, str(data.get("consumer", "")))
+        if kind == "unobserved":
+            return ObservationLost(
+                conn,
+                route,
+                Direction(data["dir"]),
+                t,
+                GapReason(data["reason"]),
+                int(data.get("size", 0)),
+                str(data.get("detail", "")),
+                str(data.get("digest", "")),
+                base64.b64decode(data.get("header", "")),
+            )
         return None  # an event kind from a newer writer: skipped, not fatal
 
     def _frame(self, data: dict[str, Any], line: bytes, t: float) -> FrameSeen:

@@ -23,6 +23,7 @@ from golem_proxy.events import ConnectionClosed, Direction
 from golem_proxy.live.hub import Subscription
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
+from golem_proxy.live.tap import ObserveLimits
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.net.listeners import close_abortively
 from golem_proxy.recording.format import read_recording
@@ -139,7 +140,7 @@ async def load(tmp: Path, connections: int = 200, seconds: float = 5.0) -> Figur
                 await trio.sleep(min(1.0, max(0.0, deadline - trio.current_time())))
                 samples.append(rss_kib())
         rss["end"] = rss_kib()
-        backlog = served.session.proxy.tap_worker.backlog
+        backlog = served.session.proxy.observer.backlog
         queued = max(
             sub.receive_channel.statistics().current_buffer_used
             for sub in served.session.hub._subscriptions
@@ -236,7 +237,10 @@ async def chaos(tmp: Path, runs: int = 40, seed: int = 1) -> Figures:
     upstream = ChaosUpstream()
     async with trio.open_nursery() as nursery:
         await nursery.start(upstream.serve)
-        served = await serve(nursery, upstream.address, record)
+        # Random bytes can declare any frame size up to the cap: observe up to the cap, so
+        # every byte is in the recording (frames over the limit are digests only).
+        whole = ProxyOptions(drain_timeout=1.0, observe=ObserveLimits(frame=64 * 1024 * 1024))
+        served = await serve(nursery, upstream.address, record, options=whole)
         for run in range(runs):
             mode = rng.choice(["clean", "clean", "client-reset", "upstream-reset"])
             data = _chaos_bytes(rng, rng.randrange(10, 20_000))

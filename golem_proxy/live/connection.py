@@ -1,0 +1,182 @@
+"""One proxied connection: a client, its upstream, and everything both pumps share.
+
+It owns how a direction ends (end of stream, half-close, reset, a side that went away), why
+the connection ended, how each socket is closed (a clean FIN, or a reset where the peer would
+have seen one without the proxy), and the one way forwarded bytes reach the observer. The
+plain pumps (`relay`) and the faulted pumps (`fault_relay`) both use it.
+
+Transparency rules, so that a client sees through the proxy what it would see directly:
+
+* the upstream resets → the client is reset; the client resets → the upstream is reset;
+* a write to a side fails (it went away) → the other side is reset;
+* the upstream closes → the client gets a FIN, and if the client then sends anyway, the proxy
+  forwards it and, when the upstream answers with a reset (it had fully closed, as a
+  restarting plugin has), resets the client too, as the kernel would have done directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import trio
+
+from ..events import ConnectionClosed, Direction, Event
+from ..net.addresses import Route
+from ..net.listeners import close_abortively
+from .observer import Observer
+from .tap import ConnectionTap, TapVerdict
+
+__all__ = ["Connection", "other"]
+
+# After forwarding bytes to an upstream that already closed, how long to look for the reset a
+# fully closed socket answers with (on loopback it is back before the write returns).
+_RESET_PROBES = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02)
+
+
+def other(direction: Direction) -> Direction:
+    return Direction.S2C if direction is Direction.C2S else Direction.C2S
+
+
+@dataclass
+class Connection:
+    conn: int
+    route: Route
+    client: trio.SocketStream
+    upstream: Optional[trio.SocketStream] = None
+    tap: Optional[ConnectionTap] = None
+    observer: Optional[Observer] = None
+    inline: bool = False
+    """Decode on the forwarding path (``--enforce-limits``) instead of through the observer."""
+    sent: dict[Direction, int] = field(default_factory=lambda: {Direction.C2S: 0, Direction.S2C: 0})
+    eof: dict[Direction, bool] = field(
+        default_factory=lambda: {Direction.C2S: False, Direction.S2C: False}
+    )
+    reason: str = ""
+    abnormal: bool = False
+    last_activity: float = 0.0
+    reset: set[str] = field(default_factory=set)
+    """Sides ("client", "upstream") to close with a reset rather than a clean FIN."""
+
+    def note(self, reason: str, abnormal: bool = False) -> None:
+        if not self.reason:  # the first cause is the one worth reporting
+            self.reason = reason
+            self.abnormal = abnormal
+
+    def sides(self, direction: Direction) -> tuple[trio.SocketStream, trio.SocketStream, str, str]:
+        """(source, sink, source name, sink name) for ``direction``."""
+        assert self.upstream is not None
+        if direction is Direction.C2S:
+            return self.client, self.upstream, "client", "upstream"
+        return self.upstream, self.client, "upstream", "client"
+
+    # -- the observer ---------------------------------------------------------------------
+    def observe(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
+        """Hand forwarded bytes (``b""``: end of stream) to inspection. Never blocks; returns
+        a verdict only when decoding inline (``--enforce-limits``)."""
+        tap = self.tap
+        if tap is None:
+            return None
+        if self.inline:
+            if tap.failed is not None:
+                return None
+            try:
+                return tap.process(direction, data, t)
+            except Exception as exc:  # a decoding bug costs the inspection, not the relay
+                tap.fail(exc, t)
+                return None
+        if self.observer is not None:
+            self.observer.submit(tap, direction, data, t)
+        return None
+
+    def publish_in_order(self, publish: Callable[[Event], None], event: Event) -> None:
+        """Publish ``event`` after the bytes observed before it (a fault's event after the
+        frame it acted on)."""
+        if self.observer is None or self.inline:
+            publish(event)
+        else:
+            self.observer.submit_event(publish, event)
+
+    def observe_close(
+        self, closed: ConnectionClosed, publish: Callable[[ConnectionClosed], None]
+    ) -> None:
+        """Report the close after everything this connection forwarded was decoded."""
+        if self.observer is None or self.inline:
+            publish(closed)
+            return
+        self.observer.submit_event(publish, closed)  # type: ignore[arg-type]
+        if self.tap is not None:
+            self.observer.forget(self.tap)
+
+    # -- how a direction ends -------------------------------------------------------------
+    def source_failed(self, direction: Direction, exc: OSError, scope: trio.CancelScope) -> None:
+        """Reading ``direction``'s source failed (a reset): reset the other side too."""
+        _, _, source_name, sink_name = self.sides(direction)
+        self.note(f"{source_name} reset the connection ({exc.strerror or exc})", True)
+        self.reset.add(sink_name)
+        scope.cancel()
+
+    def sink_failed(self, direction: Direction, exc: OSError, scope: trio.CancelScope) -> None:
+        """Writing to ``direction``'s sink failed (it went away): reset the source."""
+        _, _, source_name, sink_name = self.sides(direction)
+        self.note(f"{sink_name} went away ({exc.strerror or exc})", True)
+        self.reset.add(source_name)
+        scope.cancel()
+
+    def end_of_stream(self, direction: Direction, t: float, scope: trio.CancelScope) -> None:
+        """``direction``'s source closed cleanly: pass the half-close on, and end the
+        connection once both directions ended."""
+        _, sink, source_name, _ = self.sides(direction)
+        self.eof[direction] = True
+        self.observe(direction, b"", t)
+        if not self.reason and not self.eof[other(direction)]:
+            self.note(f"{source_name} closed")
+        with contextlib.suppress(OSError):
+            sink.socket.shutdown(trio.socket.SHUT_WR)
+        if self.eof[other(direction)]:
+            scope.cancel()
+
+    async def check_upstream_after_close(self, scope: trio.CancelScope) -> None:
+        """The client sent bytes after the upstream had closed: if the upstream answers them
+        with a reset (it is gone, not half-closed), reset the client, which would otherwise
+        wait on a connection nobody serves."""
+        assert self.upstream is not None
+        sock = self.upstream.socket
+        for delay in _RESET_PROBES:
+            if delay:
+                await trio.sleep(delay)
+            try:
+                # A reset on a socket whose peer had sent FIN sets EPIPE (ECONNRESET otherwise).
+                error = sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR)
+            except OSError:
+                return
+            if error in (errno.ECONNRESET, errno.EPIPE):
+                self.note("upstream closed; the client's next bytes were refused (reset)", True)
+                self.reset.add("client")
+                scope.cancel()
+                return
+
+    def close_sockets(self) -> None:
+        """Close both sides: with a reset where `reset` says so, else cleanly."""
+        for name, stream in (("client", self.client), ("upstream", self.upstream)):
+            if stream is None:
+                continue
+            if name in self.reset:
+                close_abortively(stream)
+            else:
+                stream.socket.close()
+
+    def closed_event(self, t: float) -> ConnectionClosed:
+        if not self.reason:
+            self.note("proxy shutting down", True)
+        return ConnectionClosed(
+            self.conn,
+            self.route.name,
+            self.reason,
+            t,
+            self.sent[Direction.C2S],
+            self.sent[Direction.S2C],
+            self.abnormal,
+        )

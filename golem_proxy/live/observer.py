@@ -1,0 +1,257 @@
+"""The observer: decodes what the relay forwarded, behind it and never in its way.
+
+The relay hands every forwarded chunk to `Observer.submit`, which never waits: it queues the
+chunk, or, when the observer is behind, drops it and notes the gap on the connection's tap.
+One task decodes the queue (through each connection's `ConnectionTap`) and publishes events.
+
+Forwarding first, in three ways:
+
+* Decoding waits for a pause in the traffic (``quiet``, at most ``max_delay``): a burst is
+  forwarded at full speed and decoded in the pause after it.
+* Decoding runs in slices of ``slice_time``; after a slice, if any forwarding task is ready to
+  run, it yields for long enough that decoding takes at most ``duty`` of the time. When
+  nothing else is ready, it uses all the time there is.
+* Memory is bounded by ``budget``: queued chunks plus what every tap holds (partial frames,
+  requests waiting for answers). When that is full, or the oldest queued chunk is
+  ``max_lag`` seconds old, the observer *sheds*: chunks are forwarded but not queued, each
+  connection's tap records the gap (`ObservationLost`), and decoding resumes at the next frame
+  boundary once the queue has drained to half. Nothing the observer does can make
+  `submit` block, raise or hold more.
+
+An exception while decoding a connection costs that connection's inspection (reported once),
+never the relay and never the other connections.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Union
+
+import trio
+
+from ..events import Direction, Event
+from .tap import ConnectionTap
+
+__all__ = ["DEFAULT_BUDGET", "Observer"]
+
+Publish = Callable[[Event], None]
+
+DEFAULT_BUDGET = 256 * 1024 * 1024
+"""What the observer may hold, all connections together (``--observer-memory``)."""
+
+
+@dataclass
+class _Work:
+    tap: ConnectionTap
+    direction: Direction
+    data: bytes
+    t: float
+    submitted: float
+    fed: bool = False
+
+
+@dataclass
+class _Lost:
+    tap: ConnectionTap
+    direction: Direction
+    size: int
+    t: float
+
+
+_Item = Union[_Work, _Lost, Callable[[], None]]
+"""Chunks to decode, gaps to note, and actions to run once everything before them is done."""
+
+
+class Observer:
+    """Decodes every connection's forwarded bytes in one task; see the module docstring."""
+
+    def __init__(
+        self,
+        budget: int = DEFAULT_BUDGET,
+        *,
+        slice_frames: int = 16,
+        quiet: float = 0.002,
+        max_delay: float = 0.02,
+        duty: float = 0.15,
+        slice_time: float = 0.002,
+        max_lag: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if budget < 1:
+            raise ValueError("the observer's budget must be at least 1 byte")
+        self.budget = budget
+        self.slice_frames = slice_frames
+        self.quiet = quiet
+        self.max_delay = max_delay
+        self.duty = duty
+        self.slice_time = slice_time
+        self.max_lag = max_lag
+        self._clock = clock
+        self.backlog = 0
+        """Bytes queued, not yet handed to a tap."""
+        self.held = 0
+        """Bytes the taps held when each was last worked on."""
+        self.shedding = False
+        self.shed_bytes = 0
+        """Bytes forwarded but not observed since the start (all gaps together)."""
+        self._tap_held: dict[ConnectionTap, int] = {}
+        self._open_loss: dict[tuple[ConnectionTap, Direction], _Lost] = {}
+        self._last_submit = 0.0
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._wakeup = trio.Event()
+
+    @property
+    def used(self) -> int:
+        """What the observer holds now, as counted against its budget."""
+        return self.backlog + self.held
+
+    def submit(self, tap: ConnectionTap, direction: Direction, data: bytes, t: float) -> None:
+        """Queue a forwarded chunk (``b""`` for end of stream) for decoding, or drop it when the
+        observer is behind. Never blocks, never raises."""
+        now = self._clock()
+        self._last_submit = now
+        if data and self._over(len(data), now):
+            self._lose(tap, direction, len(data), t)
+            return
+        self._open_loss.pop((tap, direction), None)
+        self._queue.append(_Work(tap, direction, data, t, now))
+        self.backlog += len(data)
+        self._wakeup.set()
+
+    def submit_event(self, publish: Publish, event: Event) -> None:
+        """Publish ``event`` once everything queued before it has been decoded, so that a
+        connection's close is never reported ahead of its last frames."""
+        self._queue.append(lambda: publish(event))
+        self._wakeup.set()
+
+    def forget(self, tap: ConnectionTap) -> None:
+        """The connection is closed and its end was queued: stop counting what it holds once
+        that end is decoded (called by the relay after its last `submit`)."""
+        self._queue.append(lambda: self._release(tap))
+        self._wakeup.set()
+
+    def _release(self, tap: ConnectionTap) -> None:
+        self.held -= self._tap_held.pop(tap, 0)
+        self._open_loss.pop((tap, Direction.C2S), None)
+        self._open_loss.pop((tap, Direction.S2C), None)
+
+    def _over(self, size: int, now: float) -> bool:
+        if self.shedding:
+            # Resume once the queue drained to half: a gap per chunk would be worse than one.
+            if self.used + size <= self.budget // 2 and self._lag(now) <= self.max_lag / 2:
+                self.shedding = False
+            return self.shedding
+        if self.used + size > self.budget or self._lag(now) > self.max_lag:
+            self.shedding = True
+        return self.shedding
+
+    def _lag(self, now: float) -> float:
+        for item in self._queue:
+            if isinstance(item, _Work):
+                return now - item.submitted
+        return 0.0
+
+    def _lose(self, tap: ConnectionTap, direction: Direction, size: int, t: float) -> None:
+        self.shed_bytes += size
+        key = (tap, direction)
+        loss = self._open_loss.get(key)
+        if loss is None:
+            loss = self._open_loss[key] = _Lost(tap, direction, 0, t)
+            self._queue.append(loss)
+            self._wakeup.set()
+        loss.size += size
+
+    async def run(self) -> None:
+        """Decode the queue until cancelled (call `drain_now` afterwards to finish)."""
+        while True:
+            if not self._queue:
+                self._wakeup = trio.Event()
+                await self._wakeup.wait()
+                continue
+            await self._wait_for_quiet()
+            started = time.perf_counter()
+            self._work_for(self.slice_time)
+            if trio.lowlevel.current_statistics().tasks_runnable:
+                # Forwarding has work waiting: leave it the rest of the time.
+                spent = time.perf_counter() - started
+                await trio.sleep(spent * (1 - self.duty) / self.duty)
+            else:
+                await trio.lowlevel.checkpoint()
+
+    def _work_for(self, seconds: float) -> None:
+        deadline = time.perf_counter() + seconds
+        while self._queue and time.perf_counter() < deadline:
+            self._process_some(self.slice_frames)
+
+    async def _wait_for_quiet(self) -> None:
+        """Let forwarding go first: wait until no chunk arrived for ``quiet`` seconds, unless
+        the oldest queued chunk has waited ``max_delay``. A burst is then forwarded at full
+        speed and decoded in the pause after it."""
+        await trio.lowlevel.checkpoint()
+        while self._queue:
+            now = self._clock()
+            quiet_at = self._last_submit + self.quiet
+            due_at = now - self._lag(now) + self.max_delay
+            if now >= quiet_at or now >= due_at:
+                return
+            # One timer to the nearer of the two moments: no polling while traffic flows.
+            await trio.sleep(min(quiet_at, due_at) - now)
+
+    def drain_now(self) -> None:
+        """Decode everything queued, synchronously (used at shutdown)."""
+        while self._queue:
+            self._process_some(1 << 30)
+
+    def _process_some(self, limit: int) -> int:
+        """Work on the head of the queue; returns the budget it used (at least 1)."""
+        item = self._queue[0]
+        if not isinstance(item, (_Work, _Lost)):
+            self._queue.popleft()
+            item()
+            return 1
+        tap = item.tap
+        if isinstance(item, _Lost):
+            self._queue.popleft()
+            if self._open_loss.get((tap, item.direction)) is item:
+                del self._open_loss[(tap, item.direction)]
+            if tap.failed is None:
+                self._guarded(tap, item.t, lambda: tap.lose(item.direction, item.size, item.t))
+            return 1
+        if not item.fed:
+            item.fed = True
+            self.backlog -= len(item.data)
+            if tap.failed is None:
+                self._guarded(tap, item.t, lambda: tap.feed(item.direction, item.data, item.t))
+        if tap.failed is not None:
+            self._queue.popleft()  # this connection's decoding broke: forwarding goes on
+            return 1
+        used, more = 1, False
+        try:
+            used, more, _ = tap.step(item.direction, item.t, limit)
+        except Exception as exc:  # a decoding bug must cost the inspection, never the relay
+            self._fail(tap, exc, item.t)
+        if not more:
+            self._queue.popleft()
+            self._account(tap)
+        return max(1, used)
+
+    def _guarded(self, tap: ConnectionTap, t: float, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except Exception as exc:
+            self._fail(tap, exc, t)
+
+    def _fail(self, tap: ConnectionTap, exc: Exception, t: float) -> None:
+        try:
+            tap.fail(exc, t)
+        except Exception:  # reporting the failure failed too: decoding stays off regardless
+            tap.failed = tap.failed or f"{type(exc).__name__}: {exc}"
+        self._account(tap)
+
+    def _account(self, tap: ConnectionTap) -> None:
+        now_held = 0 if tap.failed is not None else tap.held
+        self.held += now_held - self._tap_held.get(tap, 0)
+        self._tap_held[tap] = now_held
