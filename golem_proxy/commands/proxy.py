@@ -18,8 +18,10 @@ from golem_core.profiles import PROFILES, Profile, get_profile
 
 from ..live.faults import FaultPlan, FaultSpecError
 from ..live.log import Verbosity
+from ..live.observer import DEFAULT_BUDGET
 from ..live.relay import BoundRoute, ProxyOptions
 from ..live.session import ProxySession, SessionConfig
+from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
 from ..recording.safe_paths import resolve_record_path
 
@@ -112,6 +114,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="on Ctrl-C, how long live connections may finish (default 2)",
     )
+    parser.add_argument(
+        "--observer-memory",
+        type=_mebibytes,
+        default=DEFAULT_BUDGET,
+        metavar="MIB",
+        help="what inspection may hold, all connections together; past it, bytes are "
+        "forwarded but not decoded and the gap is recorded (default 256)",
+    )
+    parser.add_argument(
+        "--observe-frame-limit",
+        type=_mebibytes,
+        default=ObserveLimits().frame,
+        metavar="MIB",
+        help="frames larger than this are forwarded whole and recorded as their header, "
+        "size and SHA-256 only (default 32)",
+    )
+
+
+def _mebibytes(text: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of MiB: {text!r}") from None
+    if not 0 < value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"out of range: {text} MiB")
+    return int(value * 1024 * 1024)
 
 
 def routes_from_args(
@@ -216,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
             catalogue=catalogue,
             redact=tuple(args.redact),
             faults=faults,
+            observer_memory=args.observer_memory,
+            observe=ObserveLimits(frame=args.observe_frame_limit),
         ),
         record_path=record_path,
         overwrite=args.overwrite,

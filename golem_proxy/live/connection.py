@@ -9,9 +9,13 @@ Transparency rules, so that a client sees through the proxy what it would see di
 
 * the upstream resets → the client is reset; the client resets → the upstream is reset;
 * a write to a side fails (it went away) → the other side is reset;
-* the upstream closes → the client gets a FIN, and if the client then sends anyway, the proxy
-  forwards it and, when the upstream answers with a reset (it had fully closed, as a
-  restarting plugin has), resets the client too, as the kernel would have done directly.
+* the upstream closes while the client waits for an answer → the client gets a FIN at once;
+* the upstream closes while the connection is idle (a plugin restarting between calls) → the
+  FIN is held until the client acts: if it sends, the bytes are forwarded, and when the
+  upstream answers them with a reset (it had fully closed), the client is reset, the error a
+  client reconnects on (directly, that call would see the end of stream and only the next one
+  the reset: through the proxy the client loses one failed call less, never one more). If
+  the upstream does not reset (it only half-closed), the FIN follows.
 """
 
 from __future__ import annotations
@@ -59,6 +63,10 @@ class Connection:
     last_activity: float = 0.0
     reset: set[str] = field(default_factory=set)
     """Sides ("client", "upstream") to close with a reset rather than a clean FIN."""
+    awaiting_reply: bool = False
+    """The client sent bytes that the upstream has not answered with any bytes yet."""
+    fin_held: bool = False
+    """The upstream closed while idle; the client's FIN waits for the client to act."""
 
     def note(self, reason: str, abnormal: bool = False) -> None:
         if not self.reason:  # the first cause is the one worth reporting
@@ -133,10 +141,22 @@ class Connection:
         self.observe(direction, b"", t)
         if not self.reason and not self.eof[other(direction)]:
             self.note(f"{source_name} closed")
+        if self.eof[other(direction)]:
+            self.release_fin()
+            scope.cancel()
+            return
+        if direction is Direction.S2C and not self.awaiting_reply:
+            self.fin_held = True
+            return
         with contextlib.suppress(OSError):
             sink.socket.shutdown(trio.socket.SHUT_WR)
-        if self.eof[other(direction)]:
-            scope.cancel()
+
+    def release_fin(self) -> None:
+        """Pass on the upstream's held FIN to the client."""
+        if self.fin_held:
+            self.fin_held = False
+            with contextlib.suppress(OSError):
+                self.client.socket.shutdown(trio.socket.SHUT_WR)
 
     async def check_upstream_after_close(self, scope: trio.CancelScope) -> None:
         """The client sent bytes after the upstream had closed: if the upstream answers them
@@ -153,15 +173,25 @@ class Connection:
             except OSError:
                 return
             if error in (errno.ECONNRESET, errno.EPIPE):
-                self.note("upstream closed; the client's next bytes were refused (reset)", True)
-                self.reset.add("client")
+                # This, not the earlier clean close, is what the connection ended with.
+                self.reason = "upstream closed; the client's next bytes were refused (reset)"
+                self.abnormal = True
+                self._reset_client()
                 scope.cancel()
                 return
+        self.release_fin()  # no reset: the upstream only half-closed
+
+    def _reset_client(self) -> None:
+        """Reset the client at once: a FIN first would race the reset, and a client woken by
+        the FIN and sending again before the reset lands fails one more call."""
+        self.fin_held = False
+        self.reset.add("client")
+        close_abortively(self.client)
 
     def close_sockets(self) -> None:
         """Close both sides: with a reset where `reset` says so, else cleanly."""
         for name, stream in (("client", self.client), ("upstream", self.upstream)):
-            if stream is None:
+            if stream is None or stream.socket.fileno() == -1:
                 continue
             if name in self.reset:
                 close_abortively(stream)

@@ -113,6 +113,9 @@ class FaultRelay:
                     conn.sink_failed(direction, exc, scope)
                     return False
                 conn.sent[direction] += len(chunk)
+                conn.awaiting_reply = direction is Direction.C2S
+                if conn.awaiting_reply and conn.eof[Direction.S2C]:
+                    await conn.check_upstream_after_close(scope)
                 if gap and start + piece < len(data):
                     await trio.sleep(gap)
         return True

@@ -1,49 +1,85 @@
 """Fan-out of events to consumers over bounded channels.
 
-Publishing never blocks: a consumer whose buffer is full misses the event, and the next event it
-does get is preceded by an `EventsMissed` telling it how many it lost. The relay therefore never
-waits for the log, the recorder or the UI.
+Publishing never blocks: a consumer whose buffer is full (in events, or in the payload bytes
+they keep alive) misses the event, and the next event it does get is preceded by an
+`EventsMissed` telling it how many it lost. Nothing waits for the log, the recorder or the UI.
 """
 
 from __future__ import annotations
 
-import math
+import collections
 from collections.abc import AsyncIterator, Callable
 
 import trio
 
-from ..events import Event, EventsMissed
+from ..events import Event, EventsMissed, ExchangeCompleted, FrameSeen
 
 __all__ = ["EventHub", "Subscription"]
+
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+"""Payload bytes a consumer's queue may keep alive."""
+
+
+def _weight(event: Event) -> int:
+    if isinstance(event, FrameSeen):
+        return len(event.payload)
+    if isinstance(event, ExchangeCompleted):
+        return len(event.request.payload) + len(event.response.payload)
+    return 0
 
 
 class Subscription:
     """One consumer's bounded queue of events."""
 
-    def __init__(self, name: str, buffer: float) -> None:
+    def __init__(self, name: str, buffer: float, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.name = name
         self.send_channel, self.receive_channel = trio.open_memory_channel[Event](buffer)
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
+        # The weights of the events in the channel, oldest first: the channel's own count
+        # tells how many the consumer took since, whichever way it reads them.
+        self._weights: collections.deque[int] = collections.deque()
         self.missed = 0
         self.total_missed = 0
 
     def offer(self, event: Event, now: float) -> None:
+        weights = self._weights
+        waiting = self.send_channel.statistics().current_buffer_used
+        while len(weights) > waiting:
+            self.queued_bytes -= weights.popleft()
+        weight = _weight(event)
+        if weight and self.queued_bytes + weight > self.max_bytes:
+            self.missed += 1
+            self.total_missed += 1
+            return
+        before = self.send_channel.statistics().current_buffer_used
+        if self._offer(event, now):
+            # An EventsMissed may have gone in first: it weighs nothing.
+            weights.extend([0] * (self.send_channel.statistics().current_buffer_used - before - 1))
+            weights.append(weight)
+            self.queued_bytes += weight
+
+    def _offer(self, event: Event, now: float) -> bool:
         if self.missed:
             try:
                 self.send_channel.send_nowait(EventsMissed(self.missed, now, self.name))
             except trio.WouldBlock:
                 self.missed += 1
                 self.total_missed += 1
-                return
+                return False
             except trio.ClosedResourceError:
-                return
+                return False
             self.missed = 0
         try:
             self.send_channel.send_nowait(event)
         except trio.WouldBlock:
             self.missed += 1
             self.total_missed += 1
+            return False
         except trio.ClosedResourceError:
-            pass  # the consumer is gone; nothing to tell
+            return False  # the consumer is gone; nothing to tell
+        return True
 
     async def batches(self) -> AsyncIterator[list[Event]]:
         """Yield every event available at once, as a list, until the hub closes. A consumer
@@ -78,7 +114,8 @@ class EventHub:
         self._sinks.append(sink)
 
     def subscribe(self, name: str, buffer: float = 10_000) -> Subscription:
-        """Add a consumer with room for ``buffer`` events (``math.inf`` for unbounded)."""
+        """Add a consumer with room for ``buffer`` events (``math.inf`` for unbounded) and
+        `DEFAULT_MAX_BYTES` of their payloads."""
         subscription = Subscription(name, buffer)
         self._subscriptions.append(subscription)
         return subscription
@@ -98,6 +135,3 @@ class EventHub:
         """End every subscription's stream (consumers see end-of-channel after draining)."""
         for subscription in self._subscriptions:
             subscription.send_channel.close()
-
-
-UNBOUNDED = math.inf

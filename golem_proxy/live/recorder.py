@@ -1,11 +1,12 @@
 """The recorder: writes the event stream to a recording file, flushed at least every 100 ms.
 
 It is a synchronous sink of the event hub rather than a queued subscriber: each event is
-encoded as the tap publishes it, so the recording never trails the tap, and the tap's own
-catch-up rule bounds how far both trail the wire. The file writes themselves happen on a
-thread of their own: writing a 16 MiB frame to disk takes tens of milliseconds, during which
-the relay (on the trio thread) keeps forwarding. A disk error stops the recording, never the
-proxy."""
+encoded as the observer publishes it, so the recording never trails the observer. The file
+writes themselves happen on a thread of their own: writing a 16 MiB frame to disk takes tens of
+milliseconds, during which the relay (on the trio thread) keeps forwarding. When the disk falls
+``max_queued`` bytes behind, events are not kept but counted, and the recording says so with a
+``gap`` line (`EventsMissed`) before the next event it can hold: nothing waits for the disk. A
+disk error stops the recording, never the proxy."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Callable, Optional
 
 import trio
 
-from ..events import Event
+from ..events import Event, EventsMissed
 from ..recording.format import RecordingWriter
 
 __all__ = ["FLUSH_INTERVAL", "Recorder"]
@@ -24,8 +25,8 @@ FLUSH_INTERVAL = 0.1
 WRITE_AT = 1024 * 1024
 """Encoded bytes that wake the writing thread before the next periodic flush."""
 MAX_QUEUED = 64 * 1024 * 1024
-"""Encoded bytes the disk may trail by; past this, recording an event waits for the disk
-(memory stays bounded when the disk is slower than the traffic)."""
+"""Encoded bytes the disk may trail by; past this, events are counted as missed (memory stays
+bounded when the disk is slower than the traffic, and nothing waits for it)."""
 
 
 class Recorder:
@@ -49,6 +50,10 @@ class Recorder:
         self._write_at = min(WRITE_AT, max_queued)
         self._pieces: list[bytes] = []
         self._queued = 0
+        self.missed = 0
+        """Events not recorded because the disk was behind (since the last gap line)."""
+        self._last_t = 0.0
+        self.total_missed = 0
         self._flush_wanted = False
         self._closing = False
         self._finished = False
@@ -68,10 +73,20 @@ class Recorder:
             return
         size = sum(len(piece) for piece in pieces)
         with self._changed:
-            while self._queued >= self.max_queued and self.error is None and not self._closing:
-                self._changed.wait()
             if self._finished:
                 return  # closed from another thread meanwhile: the file is gone
+            self._last_t = event.t
+            if self._queued + size > self.max_queued and self._queued:
+                self.missed += 1
+                self.total_missed += 1
+                self._changed.notify_all()
+                return
+            if self.missed:
+                gap = self.writer.encode(EventsMissed(self.missed, event.t, "recording"))
+                self.missed = 0
+                if gap is not None:
+                    self._pieces.extend(gap)
+                    size += sum(len(piece) for piece in gap)
             self._pieces.extend(pieces)
             self._queued += size
             if self._queued >= self._write_at:
@@ -90,8 +105,13 @@ class Recorder:
             self.flush()
 
     def close(self) -> None:
-        """Write and flush everything recorded, then close the file."""
+        """Write and flush everything recorded (and a last gap line if events were missed),
+        then close the file."""
         with self._changed:
+            if self.missed and self.error is None and not self._finished:
+                gap = self.writer.encode(EventsMissed(self.missed, self._last_t, "recording"))
+                self.missed = 0
+                self._pieces.extend(gap or [])
             self._closing = True
             self._changed.notify_all()
         self._thread.join()

@@ -238,7 +238,7 @@ class Proxy:
         src = source.socket.fileno()
         dst = sink.socket.fileno()
         enforce = self.options.enforce_limits
-        after_upstream_closed = direction is Direction.C2S
+        from_client = direction is Direction.C2S
         streak = streak_bytes = 0
         size = RECV_SIZE
         while True:
@@ -274,9 +274,10 @@ class Proxy:
                 conn.sink_failed(direction, exc, scope)
                 return
             conn.sent[direction] += len(chunk)
+            conn.awaiting_reply = from_client
             if not enforce:
                 conn.observe(direction, chunk, t)
-            if after_upstream_closed and conn.eof[Direction.S2C]:
+            if from_client and conn.eof[Direction.S2C]:
                 await conn.check_upstream_after_close(scope)
             streak += 1
             streak_bytes += len(chunk)

@@ -4,6 +4,8 @@ remaining event, and the recording is flushed last."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
@@ -85,9 +87,10 @@ class ProxySession:
                 consumers.start_soon(_flush_until_cancelled, recorder, flushing)
             if config.console is not None:
                 log = EventLog(config.console, config.profile, config.verbosity)
-                consumers.start_soon(_log_events, self.hub.subscribe("log", config.log_buffer), log)
+                subscription = self.hub.subscribe("log", config.log_buffer)
+                consumers.start_soon(_isolated, "log", _log_events(subscription, log))
             for name, buffer, consumer in self._extra:
-                consumers.start_soon(consumer, self.hub.subscribe(name, buffer))
+                consumers.start_soon(_isolated, name, consumer(self.hub.subscribe(name, buffer)))
             try:
                 await self.proxy.serve(task_status=task_status)
             finally:
@@ -100,6 +103,16 @@ class ProxySession:
     def _header(self, bound: list[BoundRoute]) -> Header:
         routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]
         return Header.new(self.config.profile.name, routes, self.config.options.redact)
+
+
+async def _isolated(name: str, consumer: Awaitable[None]) -> None:
+    """Run a consumer; if it fails, say so once and let the proxy go on without it."""
+    try:
+        await consumer
+    except Exception as exc:
+        text = f"golem-proxy: the {name} stopped, the proxy goes on ({type(exc).__name__}: {exc})"
+        with contextlib.suppress(Exception):
+            sys.stderr.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
 
 
 async def _flush_until_cancelled(recorder: Recorder, scope: trio.CancelScope) -> None:

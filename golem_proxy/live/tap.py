@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -376,7 +377,7 @@ class ConnectionTap:
             obj, redacted = self.redactor.apply(full.obj, method)
             if redacted:
                 elided = 0
-                payload = self.profile.encode_payload(obj)
+                payload = _encode_redacted(self.profile, obj)
                 message = self.profile.parse(payload, role)
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
@@ -415,3 +416,12 @@ class ConnectionTap:
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
             return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
         return None
+
+
+def _encode_redacted(profile: Profile, obj: object) -> bytes:
+    """The redacted message as a payload. A lone surrogate (legal in JSON as an escape, not
+    encodable as UTF-8) stays a ``\\uXXXX`` escape rather than stopping the inspection."""
+    try:
+        return profile.encode_payload(obj)
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True).encode("ascii")

@@ -23,6 +23,8 @@ class EchoUpstream:
     eof_seen: list[trio.Event] = field(default_factory=list)
     connections: int = 0
     echo: bool = True
+    close_after: Optional[int] = None
+    """Close a connection (fully) once it sent this many bytes, as a restarting plugin does."""
 
     async def serve(
         self, *, task_status: trio.TaskStatus[Address] = trio.TASK_STATUS_IGNORED
@@ -56,6 +58,8 @@ class EchoUpstream:
                 buffer += chunk
                 if self.echo:
                     await stream.send_all(chunk)
+                if self.close_after is not None and len(buffer) >= self.close_after:
+                    break
         except trio.BrokenResourceError:
             pass
         finally:

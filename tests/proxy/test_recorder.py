@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.events import ConnectionClosed, ConnectionOpened, Event
+from golem_proxy.events import ConnectionClosed, ConnectionOpened, Event, EventsMissed
 from golem_proxy.live.recorder import Recorder
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, read_recording
 
@@ -61,16 +61,51 @@ class SlowStream(io.BytesIO):
         pass
 
 
-def test_a_slow_disk_holds_the_caller_back_rather_than_grow_memory() -> None:
-    stream = SlowStream()
+class StuckStream(io.BytesIO):
+    """A disk whose writes hang until the test lets them go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def writelines(self, lines: object) -> None:
+        self.gate.wait()
+        super().writelines(lines)  # type: ignore[arg-type]
+
+    def close(self) -> None:  # keep the content readable after close
+        pass
+
+
+def test_a_stuck_disk_never_holds_the_caller_back_and_the_gap_is_recorded(
+    tmp_path: Path,
+) -> None:
+    stream = StuckStream()
     recorder = Recorder(RecordingWriter(stream, HEADER), max_queued=4096)
-    for conn in range(1, 501):
-        recorder(opened(conn))
-        assert recorder._queued < 4096 + 1024  # one event past the bound at most
+
+    def record_all() -> None:
+        for conn in range(1, 501):
+            recorder(opened(conn))
+            assert recorder._queued <= 4096
+
+    caller = threading.Thread(target=record_all)
+    caller.start()
+    caller.join(timeout=60)  # with the disk stuck, a waiting caller would never finish
+    assert not caller.is_alive()
+    assert recorder.total_missed > 0
+    stream.gate.set()
+    deadline = time.monotonic() + 30
+    while recorder._queued and time.monotonic() < deadline:
+        recorder.flush()
+        time.sleep(0.005)
+    recorder(opened(501))  # room again once the disk moves: a gap line, then this event
     recorder.close()
-    lines = stream.getvalue().splitlines()
-    assert len(lines) == 501  # the header and every event
-    assert stream.writes > 1
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(stream.getvalue())
+    events = read_recording(str(path)).events
+    conns = [e.conn for e in events if isinstance(e, ConnectionOpened)]
+    missed = sum(e.count for e in events if isinstance(e, EventsMissed))
+    assert conns == sorted(conns) and conns[-1] == 501
+    assert missed + len(conns) == 501
 
 
 class FailingStream(io.BytesIO):
