@@ -13,7 +13,7 @@ from ..net.addresses import parse_address
 from ..net.listeners import ListenError
 from ..recording.format import RecordingError, RecordingWriter
 from ..replay.engine import summary
-from ..replay.matching import MatchMode
+from ..replay.matching import MatchMode, MissPolicy
 from ..replay.server import ReplayServer, dump_summary, summary_text
 from ..replay.setup import (
     ReplayOptions,
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
             timing=parse_timing(args.timing),
             profile=args.profile,
         )
-        if on_miss == "forward" and forward_to is None:
+        if on_miss is MissPolicy.FORWARD and forward_to is None:
             raise ValueError("--on-miss forward needs HOST:PORT")
         engine = build_engine(args.files, options)
         listen = assign_routes(engine.index.trace, args.listen, args.gh_listen)
