@@ -9,6 +9,8 @@ from typing import Optional
 
 import trio
 
+from golem_core.profiles import PROFILES
+
 from ..net.addresses import parse_address
 from ..net.listeners import ListenError
 from ..recording.format import RecordingError, RecordingWriter
@@ -48,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--profile",
-        choices=("golem", "jsonrpc-ndjson"),
+        choices=sorted(PROFILES),
         help="protocol profile (default: the trace's)",
     )
     parser.add_argument(
