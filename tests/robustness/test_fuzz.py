@@ -116,8 +116,10 @@ def test_pairing_never_raises_and_counts_hold(
     outstanding = 0
     for is_request, payload in steps:
         if is_request:
-            correlator.add_request(profile.parse(payload, Role.REQUEST), 0)
-            outstanding += 1
+            request = profile.parse(payload, Role.REQUEST)
+            correlator.add_request(request, 0)
+            # A JSON-RPC notification is never answered, so it is not held.
+            outstanding += profile.expects_response(request)
         else:
             reply = profile.parse(payload, Role.RESPONSE)
             if correlator.match_response(reply) is not None:
