@@ -5,17 +5,12 @@ so golem_core still imports no socket module.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from .errors import FrameTooLarge, TruncatedFrame
 from .framing import Discarded, EndOfStream, Frame, FrameError, FrameErrorKind
 from .messages import Message, Role
 from .profiles import GOLEM, Profile
-
-try:  # Python 3.8+: typing.Protocol
-    from typing import Protocol
-except ImportError:  # pragma: no cover
-    Protocol = object  # type: ignore[assignment,misc]
 
 __all__ = ["MessageReader", "recv_message", "send_message"]
 

@@ -1,16 +1,18 @@
 """Contract violations: the typed result of checking a message or an exchange against a
 profile's rules. Rules are identified by stable ids so recordings, `check` reports and tests can
-refer to them; `RULES` documents every one (the wire contract doc is generated from the same
-table's wording)."""
+refer to them. A rule is a plain value declared next to the check that reports it; nothing is
+registered on import. Whoever needs the whole set builds it with `rule_table` from the rules
+the profiles and checkers declare (`golem_core.rulebook.RULES` is that table)."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Optional
 
-__all__ = ["RULES", "Rule", "Severity", "Violation", "rule", "violation"]
+__all__ = ["Rule", "Severity", "Violation", "rule", "rule_table", "violation"]
 
 
 class Severity(enum.Enum):
@@ -61,19 +63,25 @@ class Violation:
         )
 
 
-_RULES: dict[str, Rule] = {}
-RULES: Mapping[str, Rule] = _RULES
-
-
 def rule(rule_id: str, severity: Severity, summary: str, source: str) -> Rule:
-    """Register a rule (at import time of the module that checks it) and return it."""
-    if rule_id in _RULES:
-        raise ValueError(f"duplicate rule id {rule_id!r}")
-    registered = Rule(rule_id, severity, summary, source)
-    _RULES[rule_id] = registered
-    return registered
+    """The same as ``Rule(...)``: a plain value, nothing is registered."""
+    return Rule(rule_id, severity, summary, source)
+
+
+def rule_table(*groups: Iterable[Rule]) -> Mapping[str, Rule]:
+    """A read-only mapping rule id → rule over every rule of ``groups``, in order.
+
+    Raises ValueError when two different rules share an id (the same rule listed twice is
+    fine: a profile's tuple may reuse a shared rule)."""
+    table: dict[str, Rule] = {}
+    for group in groups:
+        for item in group:
+            known = table.setdefault(item.id, item)
+            if known != item:
+                raise ValueError(f"duplicate rule id {item.id!r}")
+    return MappingProxyType(table)
 
 
 def violation(of: Rule, message: str, path: str = "$", outcome: Optional[str] = None) -> Violation:
-    """Build a violation of a registered rule, with the rule's severity."""
+    """Build a violation of ``of``, with the rule's severity."""
     return Violation(of.id, message, path, of.severity, outcome)

@@ -17,18 +17,20 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Generic, Optional, TypeVar
 
-from .contract import Severity, rule
+from .contract import Rule, Severity
 from .messages import Malformed, Message
 from .profiles import Profile
 
-__all__ = ["R_ORPHAN_RESPONSE", "Correlator", "Pending"]
+__all__ = ["RULES", "R_ORPHAN_RESPONSE", "Correlator", "Pending"]
 
-R_ORPHAN_RESPONSE = rule(
+R_ORPHAN_RESPONSE = Rule(
     "pairing.orphan-response",
     Severity.ERROR,
     "Every response answers an outstanding request of its connection.",
     "request/response pairing",
 )
+RULES = (R_ORPHAN_RESPONSE,)
+"""The rules whoever pairs with a `Correlator` reports."""
 
 T = TypeVar("T")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Optional, Union
 
 ErrorCode = Union[int, str]
@@ -30,7 +31,7 @@ def _table(*rows: CodeInfo) -> Mapping[ErrorCode, CodeInfo]:
         if row.code in table:
             raise ValueError(f"duplicate error code {row.code!r}")
         table[row.code] = row
-    return table
+    return MappingProxyType(table)
 
 
 # JSON-RPC 2.0 standard codes (the full reserved set, as named by the Scrybe contract).

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from .base import DefaultRoute, Profile
 from .golem import GolemProfile
 from .jsonrpc_ndjson import JsonRpcNdjsonProfile
@@ -15,11 +18,23 @@ __all__ = [
     "JsonRpcNdjsonProfile",
     "Profile",
     "get_profile",
+    "profile_table",
 ]
+
+
+def profile_table(*profiles: Profile) -> Mapping[str, Profile]:
+    """A read-only mapping name → profile. Raises ValueError when two share a name."""
+    table: dict[str, Profile] = {}
+    for profile in profiles:
+        if table.setdefault(profile.name, profile) is not profile:
+            raise ValueError(f"duplicate profile name {profile.name!r}")
+    return MappingProxyType(table)
+
 
 GOLEM = GolemProfile()
 JSONRPC_NDJSON = JsonRpcNdjsonProfile()
-PROFILES: dict[str, Profile] = {GOLEM.name: GOLEM, JSONRPC_NDJSON.name: JSONRPC_NDJSON}
+PROFILES = profile_table(GOLEM, JSONRPC_NDJSON)
+"""Every profile this version speaks, by name (built once, never changed)."""
 
 
 def get_profile(name: str) -> Profile:

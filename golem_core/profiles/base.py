@@ -1,7 +1,9 @@
-"""What a protocol profile is: framing + envelope rules + error-code registry + id correlation.
+"""What a protocol profile is: framing + envelope rules + error-code registry + id correlation,
+and what the peers of the protocol do (how a client mints ids, which channels and built-in
+methods a server has, how it answers what it cannot serve).
 
 Everything protocol-specific in golem-proxy goes through a `Profile`; the relay, recorder,
-replay server and TUI only ever call these methods.
+replay server and TUI only ever call these methods and never compare a profile's name.
 """
 
 from __future__ import annotations
@@ -9,14 +11,13 @@ from __future__ import annotations
 import abc
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
-from ..contract import Violation
+from ..contract import Rule, Violation
 from ..framing import (
     Decoder,
-    Frame,
     FrameError,
     FrameErrorKind,
     Framing,
@@ -38,6 +39,9 @@ from ..messages import (
 from ..registry import Registry
 
 __all__ = ["DefaultRoute", "Profile", "path_of"]
+
+INTERNAL_ERROR_CODE = -32603
+"""JSON-RPC's internal error; the GOLEM server loop uses it too."""
 
 _REQUEST = Role.REQUEST
 _RESPONSE = Role.RESPONSE
@@ -82,6 +86,20 @@ class Profile(abc.ABC):
     framing: Framing
     default_cap: int
     registry: Registry
+    rules: tuple[Rule, ...]
+    """Every contract rule this profile's checks report (`check_message`, `check_exchange`,
+    `frame_violation`)."""
+    channels: tuple[str, ...] = ("main",)
+    """The route names of the endpoints a server of this protocol listens on, the main one
+    first (GOLEM adds its Grasshopper channel, ``gh``)."""
+    builtin_methods: tuple[str, ...] = ()
+    """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
+    ``shutdown``, ``list_methods``); empty when the protocol has none."""
+
+    @property
+    def second_channel(self) -> Optional[str]:
+        """The channel beside the main one (GOLEM's ``gh``), or None for a single socket."""
+        return self.channels[1] if len(self.channels) > 1 else None
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         """The routes to serve when the user gives none, resolved against the environment
@@ -143,9 +161,6 @@ class Profile(abc.ABC):
         skeleton, elided = elide_long_strings(payload, min_length)
         return self.parse(skeleton if elided else payload, role), elided
 
-    def parse_frame(self, frame: Frame, role: Optional[Role]) -> Message:
-        return self.parse(frame.payload, role)
-
     @abc.abstractmethod
     def parse_request(self, obj: Any) -> Message:
         """Type a decoded JSON value expected to be a request."""
@@ -198,6 +213,15 @@ class Profile(abc.ABC):
         return message.id is None
 
     @abc.abstractmethod
+    def request_ids(self) -> Iterator[Any]:
+        """A fresh, endless source of request ids, minted as this protocol's reference client
+        does (one source per session: ids must not repeat within it)."""
+
+    @abc.abstractmethod
+    def request(self, request_id: Any, method: str, params: Any) -> dict[str, Any]:
+        """A request envelope, members in the order the reference client writes them."""
+
+    @abc.abstractmethod
     def success(self, request_id: Any, result: Any) -> dict[str, Any]:
         """A success envelope for ``request_id``."""
 
@@ -214,6 +238,19 @@ class Profile(abc.ABC):
     @abc.abstractmethod
     def unparseable_request(self, request: Malformed) -> Optional[dict[str, Any]]:
         """What a real server answers to a request it could not parse (None: it closes)."""
+
+    def internal_error(
+        self, request_id: Any, reason: object, details: Any = None
+    ) -> dict[str, Any]:
+        """What a server sends when it fails outside any handler (a reply it cannot encode, a
+        bug of its own): ``"Internal error: <reason>"`` with JSON-RPC's -32603, which both
+        supported protocols use for it."""
+        return self.error(request_id, INTERNAL_ERROR_CODE, f"Internal error: {reason}", details)
+
+    @abc.abstractmethod
+    def miss_error(self, request_id: Any, method: str, explanation: str) -> dict[str, Any]:
+        """What a stand-in server (replay) answers to a request it has no answer for, with
+        ``explanation`` (why nothing matched) as the message."""
 
     def with_id(self, response_obj: dict[str, Any], request_id: Any) -> dict[str, Any]:
         """A copy of a recorded response object carrying a live request's id."""
@@ -244,10 +281,6 @@ class Profile(abc.ABC):
 
     def ids_equal(self, a: Any, b: Any) -> bool:
         return type(a) is type(b) and a == b
-
-
-def unknown_members(obj: dict[str, Any], allowed: Sequence[str]) -> list[str]:
-    return [key for key in obj if key not in allowed]
 
 
 def id_is_valid(value: Any) -> bool:

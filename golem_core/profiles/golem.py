@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import traceback
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
-from ..contract import Severity, Violation, rule, violation
+from ..contract import Rule, Severity, Violation, violation
 from ..framing import (
     DEFAULT_LENGTH_PREFIXED_CAP,
     FrameError,
@@ -30,99 +30,116 @@ from ..messages import (
     is_json_int,
 )
 from ..registry import GOLEM_REGISTRY
-from .base import DefaultRoute, Profile, id_is_valid, path_of
+from .base import INTERNAL_ERROR_CODE, DefaultRoute, Profile, id_is_valid, path_of
 from .base import json_type_name as _type_name
 
-__all__ = ["INTERNAL_ERROR_CODE", "METHOD_NOT_FOUND_CODE", "GolemProfile"]
+__all__ = ["INTERNAL_ERROR_CODE", "METHOD_NOT_FOUND_CODE", "RULES", "GolemProfile"]
 
 METHOD_NOT_FOUND_CODE = -32601
-INTERNAL_ERROR_CODE = -32603
+NOT_FOUND_CODE = "NOT_FOUND"
 
 _SPEC = "golem-tcp-protocol.md"
-R_OVERSIZED = rule(
+R_OVERSIZED = Rule(
     "golem.frame.oversized",
     Severity.ERROR,
     "The header declares more than 64 MiB; both reference sides reject it with ValueError.",
     f"{_SPEC} § Wire Format",
 )
-R_TRUNCATED = rule(
+R_TRUNCATED = Rule(
     "golem.frame.truncated",
     Severity.ERROR,
     "The stream ended inside a frame (the reference reader raises ConnectionError).",
     f"{_SPEC} § Wire Format",
 )
-R_MALFORMED = rule(
+R_MALFORMED = Rule(
     "golem.message.malformed",
     Severity.ERROR,
     "The payload is not a valid request or response envelope.",
     f"{_SPEC} § Message Format",
 )
-R_PARAMS_OBJECT = rule(
+R_PARAMS_OBJECT = Rule(
     "golem.request.params-object",
     Severity.WARNING,
     "`params` should be an object; when absent or not an object the plugin treats it as {}.",
     f"{_SPEC} § Request",
 )
-R_EXPLICIT_NULL_ERROR = rule(
+R_EXPLICIT_NULL_ERROR = Rule(
     "golem.response.explicit-null-error",
     Severity.ERROR,
     'A success response must carry `"error": null` explicitly.',
     f"{_SPEC} § Wire Compatibility Notes (null values)",
 )
-R_EXPLICIT_NULL_RESULT = rule(
+R_EXPLICIT_NULL_RESULT = Rule(
     "golem.response.explicit-null-result",
     Severity.ERROR,
     'An error response must carry `"result": null` explicitly.',
     f"{_SPEC} § Wire Compatibility Notes (null values)",
 )
-R_RESULT_OBJECT = rule(
+R_RESULT_OBJECT = Rule(
     "golem.response.result-object",
     Severity.WARNING,
     "A success `result` is the handler's return value as an object (at minimum {}).",
     f"{_SPEC} § Response — Success",
 )
-R_UNKNOWN_CODE = rule(
+R_UNKNOWN_CODE = Rule(
     "golem.error.unknown-code",
     Severity.ERROR,
     "Error codes are -32601/-32603/-32000 or a GOLEM domain code string.",
     f"{_SPEC} § Error Codes",
 )
-R_OK_CODE = rule(
+R_OK_CODE = Rule(
     "golem.error.ok-code",
     Severity.ERROR,
     "`OK` is a success code and is never used in an error response.",
     f"{_SPEC} § GOLEM Domain Codes",
 )
-R_DETAILS_OBJECT = rule(
+R_DETAILS_OBJECT = Rule(
     "golem.error.details-object",
     Severity.WARNING,
     "The optional `details` of a domain error is an object.",
     f"{_SPEC} § GOLEM Domain Codes",
 )
-R_UNKNOWN_MEMBER = rule(
+R_UNKNOWN_MEMBER = Rule(
     "golem.envelope.unknown-member",
     Severity.WARNING,
     "Envelopes have only id/method/params (request) or id/result/error (response).",
     f"{_SPEC} § Message Format",
 )
-R_ASCII_ESCAPED = rule(
+R_ASCII_ESCAPED = Rule(
     "golem.encoding.ascii-escaped",
     Severity.WARNING,
     "Non-ASCII text is sent as UTF-8 (`ensure_ascii=False`), not as \\u escapes.",
     f"{_SPEC} § Wire Compatibility Notes (JSON encoding)",
 )
-R_ID_ECHOED = rule(
+R_ID_ECHOED = Rule(
     "golem.exchange.id-echoed",
     Severity.ERROR,
     "The response echoes the request's id (same value and type).",
     f"{_SPEC} § Response",
 )
-R_NULL_ID = rule(
+R_NULL_ID = Rule(
     "golem.exchange.null-id",
     Severity.ERROR,
     "A null response id is only for requests that could not be parsed.",
     f"{_SPEC} § Response — Error",
 )
+RULES = (
+    R_OVERSIZED,
+    R_TRUNCATED,
+    R_MALFORMED,
+    R_PARAMS_OBJECT,
+    R_EXPLICIT_NULL_ERROR,
+    R_EXPLICIT_NULL_RESULT,
+    R_RESULT_OBJECT,
+    R_UNKNOWN_CODE,
+    R_OK_CODE,
+    R_DETAILS_OBJECT,
+    R_UNKNOWN_MEMBER,
+    R_ASCII_ESCAPED,
+    R_ID_ECHOED,
+    R_NULL_ID,
+)
+"""Every rule this profile checks, in the order the wire contract documents them."""
 
 # Malformed responses whose id was read and validated before the envelope check failed.
 _ID_READ_KINDS = (
@@ -145,12 +162,15 @@ class GolemProfile(Profile):
     framing = Framing.LENGTH_PREFIXED
     default_cap = DEFAULT_LENGTH_PREFIXED_CAP
     registry = GOLEM_REGISTRY
+    rules = RULES
+    channels = ("main", "gh")
+    builtin_methods = ("ping", "shutdown", "list_methods")
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         # The MCP server finds the plugin through GOLEM_RHINO_PORT / GOLEM_GH_PORT.
         return (
-            DefaultRoute("main", "127.0.0.1:19876", "127.0.0.1:9876", "GOLEM_RHINO_PORT"),
-            DefaultRoute("gh", "127.0.0.1:19877", "127.0.0.1:9877", "GOLEM_GH_PORT"),
+            DefaultRoute(self.channels[0], "127.0.0.1:19876", "127.0.0.1:9876", "GOLEM_RHINO_PORT"),
+            DefaultRoute(self.channels[1], "127.0.0.1:19877", "127.0.0.1:9877", "GOLEM_GH_PORT"),
         )
 
     def frame_payload(self, payload: bytes) -> bytes:
@@ -321,7 +341,15 @@ class GolemProfile(Profile):
     def frame_error_outcome(self, kind: FrameErrorKind) -> str:
         return "oversized" if kind is FrameErrorKind.OVERSIZED else "truncated"
 
-    # -- replies -----------------------------------------------------------------------------
+    # -- requests and replies ----------------------------------------------------------------
+    def request_ids(self) -> Iterator[str]:
+        # The MCP server's connection sends a fresh UUID4 string per request.
+        while True:
+            yield str(uuid.uuid4())
+
+    def request(self, request_id: Any, method: str, params: Any) -> dict[str, Any]:
+        return {"id": request_id, "method": method, "params": params}
+
     def success(self, request_id: Any, result: Any) -> dict[str, Any]:
         return {"id": request_id, "result": result, "error": None}
 
@@ -341,10 +369,12 @@ class GolemProfile(Profile):
         # could read (null when the JSON itself did not parse).
         return self.error(request.id, INTERNAL_ERROR_CODE, f"Invalid request: {request.detail}")
 
-    def internal_error(self, request_id: Any, exc: BaseException) -> dict[str, Any]:
-        """The -32603 envelope the server loop sends for a failure outside any handler."""
-        details = {"traceback": "".join(traceback.format_exception_only(type(exc), exc))}
-        return self.error(request_id, INTERNAL_ERROR_CODE, f"Internal error: {exc}", details)
+    def miss_error(self, request_id: Any, method: str, explanation: str) -> dict[str, Any]:
+        # The plugin's dispatcher answers NOT_FOUND for a name it does not know; the details
+        # tell a replay miss apart from a real one.
+        return self.error(
+            request_id, NOT_FOUND_CODE, explanation, {"method": method, "replay": "miss"}
+        )
 
 
 def _bad(kind: MalformedKind, detail: str, obj: Any, role: Role) -> Malformed:

@@ -8,11 +8,12 @@ A member whose value is ``null`` counts as absent, as the reference client's opt
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
-from ..contract import Severity, Violation, rule, violation
+from ..contract import Rule, Severity, Violation, violation
 from ..framing import (
     DEFAULT_LINE_CAP,
     FrameError,
@@ -36,94 +37,114 @@ from ..registry import SCRYBE_APP_RANGE, SCRYBE_REGISTRY
 from .base import DefaultRoute, Profile, json_type_name, path_of
 from .scrybe_methods import COMMON_ERRORS, METHODS
 
-__all__ = ["JsonRpcNdjsonProfile"]
+__all__ = ["RULES", "JsonRpcNdjsonProfile"]
 
 _SPEC = "scrybe-rpc-contract-0.6.md"
 _ENVELOPE = f"{_SPEC} § Envelope rules"
 
-R_UTF8 = rule("jsonrpc.response.utf8", Severity.ERROR, "Rule 1: valid UTF-8.", _ENVELOPE)
-R_JSON = rule("jsonrpc.response.json", Severity.ERROR, "Rule 2: valid JSON.", _ENVELOPE)
-R_VERSION = rule(
+R_UTF8 = Rule("jsonrpc.response.utf8", Severity.ERROR, "Rule 1: valid UTF-8.", _ENVELOPE)
+R_JSON = Rule("jsonrpc.response.json", Severity.ERROR, "Rule 2: valid JSON.", _ENVELOPE)
+R_VERSION = Rule(
     "jsonrpc.response.version", Severity.ERROR, 'Rule 3: `jsonrpc` is exactly "2.0".', _ENVELOPE
 )
-R_ID = rule(
+R_ID = Rule(
     "jsonrpc.response.id", Severity.ERROR, "Rule 4: `id` is an unsigned integer.", _ENVELOPE
 )
-R_ID_ECHOED = rule(
+R_ID_ECHOED = Rule(
     "jsonrpc.exchange.id-echoed", Severity.ERROR, "Rule 5: `id` equals the request id.", _ENVELOPE
 )
-R_ONE_OF = rule(
+R_ONE_OF = Rule(
     "jsonrpc.response.result-xor-error",
     Severity.ERROR,
     "Rule 6: exactly one of `result` / `error`.",
     _ENVELOPE,
 )
-R_ERROR_OBJECT = rule(
+R_ERROR_OBJECT = Rule(
     "jsonrpc.response.error-object",
     Severity.ERROR,
     "Rule 7: `error` is {code: int, message: string, data?}.",
     _ENVELOPE,
 )
-R_TOO_LARGE = rule(
+R_TOO_LARGE = Rule(
     "jsonrpc.frame.too-large",
     Severity.ERROR,
     "A line, newline included, is at most 16 MiB.",
     f"{_SPEC} § Transport & framing",
 )
-R_TRUNCATED = rule(
+R_TRUNCATED = Rule(
     "jsonrpc.frame.truncated",
     Severity.ERROR,
     "The connection closed mid-frame (the client reports Io(UnexpectedEof)).",
     f"{_SPEC} § Malformed-reply examples",
 )
-R_REQUEST = rule(
+R_REQUEST = Rule(
     "jsonrpc.request.envelope",
     Severity.ERROR,
     'Requests are {jsonrpc: "2.0", id: unsigned int, method: string, params?: object}.',
     f"{_SPEC} § Transport & framing",
 )
-R_UNKNOWN_METHOD = rule(
+R_UNKNOWN_METHOD = Rule(
     "jsonrpc.method.unknown",
     Severity.ERROR,
     "The method is in the contract's method table.",
     f"{_SPEC} § Methods",
 )
-R_PARAM_MISSING = rule(
+R_PARAM_MISSING = Rule(
     "jsonrpc.params.missing",
     Severity.ERROR,
     "Every required param of the method is present.",
     f"{_SPEC} § Methods",
 )
-R_PARAM_TYPE = rule(
+R_PARAM_TYPE = Rule(
     "jsonrpc.params.type",
     Severity.ERROR,
     "Params have the types of the method table.",
     f"{_SPEC} § Methods",
 )
-R_PARAM_UNKNOWN = rule(
+R_PARAM_UNKNOWN = Rule(
     "jsonrpc.params.unknown",
     Severity.WARNING,
     "Params not in the method table are ignored by the server.",
     f"{_SPEC} § Methods",
 )
-R_RESULT_SHAPE = rule(
+R_RESULT_SHAPE = Rule(
     "jsonrpc.result.shape",
     Severity.ERROR,
     "A result carries the members of the method table.",
     f"{_SPEC} § Methods",
 )
-R_UNKNOWN_CODE = rule(
+R_UNKNOWN_CODE = Rule(
     "jsonrpc.error.unknown-code",
     Severity.ERROR,
     "Error codes are JSON-RPC standard codes or registered application codes.",
     f"{_SPEC} § Stable error codes",
 )
-R_CODE_FOR_METHOD = rule(
+R_CODE_FOR_METHOD = Rule(
     "jsonrpc.error.code-for-method",
     Severity.WARNING,
     "An application code is one the method's row lists.",
     f"{_SPEC} § Methods",
 )
+RULES = (
+    R_UTF8,
+    R_JSON,
+    R_VERSION,
+    R_ID,
+    R_ID_ECHOED,
+    R_ONE_OF,
+    R_ERROR_OBJECT,
+    R_TOO_LARGE,
+    R_TRUNCATED,
+    R_REQUEST,
+    R_UNKNOWN_METHOD,
+    R_PARAM_MISSING,
+    R_PARAM_TYPE,
+    R_PARAM_UNKNOWN,
+    R_RESULT_SHAPE,
+    R_UNKNOWN_CODE,
+    R_CODE_FOR_METHOD,
+)
+"""Every rule this profile checks, in the order the wire contract documents them."""
 
 _OUTCOMES = {
     MalformedKind.INVALID_UTF8: "InvalidUtf8",
@@ -179,6 +200,8 @@ class JsonRpcNdjsonProfile(Profile):
     framing = Framing.LINE
     default_cap = DEFAULT_LINE_CAP
     registry = SCRYBE_REGISTRY
+    rules = RULES
+    channels = ("scrybe",)
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         """Listen in the user's runtime directory (``$XDG_RUNTIME_DIR/golem-proxy``, else
@@ -188,7 +211,9 @@ class JsonRpcNdjsonProfile(Profile):
         listen = f"{runtime}/golem-proxy/scrybe.sock" if runtime else "~/.scrybe/proxy.sock"
         upstream = env.get("SCRYBE_SOCK") or DEFAULT_SOCKET
         return (
-            DefaultRoute("scrybe", f"unix:{listen}", f"unix:{upstream}", "SCRYBE_SOCK", "path"),
+            DefaultRoute(
+                self.channels[0], f"unix:{listen}", f"unix:{upstream}", "SCRYBE_SOCK", "path"
+            ),
         )
 
     def frame_payload(self, payload: bytes) -> bytes:
@@ -403,7 +428,14 @@ class JsonRpcNdjsonProfile(Profile):
             and message.error.code in (ERR_PARSE, ERR_INVALID_REQUEST)
         )
 
-    # -- replies -----------------------------------------------------------------------------
+    # -- requests and replies ----------------------------------------------------------------
+    def request_ids(self) -> Iterator[int]:
+        # The reference client counts up from 1 on each connection.
+        return itertools.count(1)
+
+    def request(self, request_id: Any, method: str, params: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
     def success(self, request_id: Any, result: Any) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
@@ -417,6 +449,9 @@ class JsonRpcNdjsonProfile(Profile):
 
     def method_not_found(self, request_id: Any, method: str) -> dict[str, Any]:
         return self.error(request_id, ERR_METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def miss_error(self, request_id: Any, method: str, explanation: str) -> dict[str, Any]:
+        return self.error(request_id, ERR_METHOD_NOT_FOUND, explanation)
 
     def unparseable_request(self, request: Malformed) -> Optional[dict[str, Any]]:
         # The wire type has no null id: a request that cannot be read is answered with id 0.

@@ -13,10 +13,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from golem_core.catalogue import MethodCatalogue
-from golem_core.contract import RULES, Severity, Violation
+from golem_core.contract import Severity, Violation
 from golem_core.framing import FrameError
 from golem_core.messages import Request
 from golem_core.profiles import Profile
+from golem_core.rulebook import RULES
 
 from ..events import Direction, Event, ViolationSeen
 from .flows import Flow

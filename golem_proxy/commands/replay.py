@@ -9,11 +9,13 @@ from typing import Optional
 
 import trio
 
+from golem_core.profiles import PROFILES
+
 from ..net.addresses import parse_address
 from ..net.listeners import ListenError
 from ..recording.format import RecordingError, RecordingWriter
 from ..replay.engine import summary
-from ..replay.matching import MatchMode
+from ..replay.matching import MatchMode, MissPolicy
 from ..replay.server import ReplayServer, dump_summary, summary_text
 from ..replay.setup import (
     ReplayOptions,
@@ -48,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--profile",
-        choices=("golem", "jsonrpc-ndjson"),
+        choices=sorted(PROFILES),
         help="protocol profile (default: the trace's)",
     )
     parser.add_argument(
@@ -113,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             timing=parse_timing(args.timing),
             profile=args.profile,
         )
-        if on_miss == "forward" and forward_to is None:
+        if on_miss is MissPolicy.FORWARD and forward_to is None:
             raise ValueError("--on-miss forward needs HOST:PORT")
         engine = build_engine(args.files, options)
         listen = assign_routes(engine.index.trace, args.listen, args.gh_listen)

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, RecordingError, ValueError) as exc:
         print(f"golem-proxy verify: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    targets = _targets(trace.routes, args.target, args.gh_target)
+    targets = _targets(trace.routes, args.target, args.gh_target, trace.profile.second_channel)
     try:
         result = trio.run(partial(verify_trace, timeout=args.timeout), trace, targets, comparator)
     finally:
@@ -91,12 +91,15 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.ok else EXIT_DIFFERENT
 
 
-def _targets(routes: list[str], target: Address, gh_target: Address | None) -> dict[str, Address]:
-    """``main`` (or a single route) → --target, ``gh`` → --gh-target."""
-    found = {name: target for name in routes if name != "gh"}
-    if "gh" in routes:
+def _targets(
+    routes: list[str], target: Address, gh_target: Address | None, second: str | None
+) -> dict[str, Address]:
+    """``main`` (or a single route) → --target, the profile's ``second`` channel (GOLEM's
+    ``gh``) → --gh-target."""
+    found = {name: target for name in routes if name != second}
+    if second is not None and second in routes:
         if gh_target is not None:
-            found["gh"] = gh_target
+            found[second] = gh_target
         elif len(routes) == 1:
-            found["gh"] = target
+            found[second] = target
     return found

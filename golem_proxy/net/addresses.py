@@ -7,9 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
-from golem_core.profiles import GOLEM
-
-__all__ = ["Address", "Route", "default_routes", "parse_address", "parse_route"]
+__all__ = ["Address", "Route", "parse_address", "parse_route"]
 
 
 @dataclass(frozen=True)
@@ -90,15 +88,3 @@ def parse_route(text: str, name: Optional[str] = None) -> Route:
     if not sep:
         raise ValueError(f"{text!r}: expected LISTEN=UPSTREAM")
     return Route(name or "route", parse_address(listen), parse_address(upstream))
-
-
-def default_routes(host: str = "127.0.0.1") -> list[Route]:
-    """The GOLEM defaults (main 19876 → 9876, Grasshopper 19877 → 9877), listening on
-    ``host``; the ports come from the `golem` profile."""
-    routes = []
-    for default in GOLEM.default_routes({}):
-        listen = parse_address(default.listen)
-        routes.append(
-            Route(default.name, Address(host, listen.port), parse_address(default.upstream))
-        )
-    return routes

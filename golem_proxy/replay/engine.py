@@ -15,11 +15,10 @@ from typing import Any, Optional, Union
 from golem_core.dispatcher import Dispatcher
 from golem_core.messages import Malformed, Request, Role
 from golem_core.profiles import Profile
-from golem_core.profiles.golem import INTERNAL_ERROR_CODE
 
 from .diffing import Comparator
 from .index import Key, RecordedExchange, ReplayIndex
-from .matching import GuidMap, MatchMode
+from .matching import GuidMap, MatchMode, MissPolicy
 
 __all__ = [
     "BUILTINS",
@@ -34,13 +33,10 @@ __all__ = [
 ]
 
 BUILTINS = ("ping", "list_methods")
-"""Answered even when the trace lacks them (GOLEM only), so a client's connect handshake
-always works."""
-MISS_POLICIES = ("error", "forward", "close")
+"""Answered even when the trace lacks them (when the profile has them as built-ins), so a
+client's connect handshake always works."""
 NEAREST_SCAN = 500
 """How many recorded exchanges of the same method a miss explanation looks at, at most."""
-NOT_FOUND_CODE = "NOT_FOUND"
-JSONRPC_METHOD_NOT_FOUND = -32601
 
 
 @dataclass(frozen=True)
@@ -111,18 +107,18 @@ class ReplayEngine:
         index: ReplayIndex,
         *,
         profile: Optional[Profile] = None,
-        on_miss: str = "error",
+        on_miss: MissPolicy = MissPolicy.ERROR,
         timing: Optional[float] = None,
         builtins: Optional[bool] = None,
     ) -> None:
-        if on_miss not in MISS_POLICIES:
-            raise ValueError(f"on_miss must be one of {', '.join(MISS_POLICIES)}")
         self.index = index
         self.profile = profile or index.trace.profile
-        self.on_miss = on_miss
+        self.on_miss = MissPolicy(on_miss)  # ValueError for anything else
         self.timing = timing
         """None: answer at once; otherwise multiply recorded latencies by this factor."""
-        self.builtins = self.profile.name == "golem" if builtins is None else builtins
+        if builtins is None:
+            builtins = any(name in self.profile.builtin_methods for name in BUILTINS)
+        self.builtins = builtins
         self.guids = GuidMap()
         self.report = ReplayReport()
         self._dispatcher = Dispatcher(profile=self.profile)
@@ -136,7 +132,7 @@ class ReplayEngine:
             return self._decide(route, payload)
         except Exception as exc:
             self.report.malformed += 1
-            reply = self.profile.error(None, INTERNAL_ERROR_CODE, f"Internal error: {exc}")
+            reply = self.profile.internal_error(None, exc)
             return Reply(self.profile.encode(reply))
 
     def _decide(self, route: str, payload: bytes) -> Decision:
@@ -160,18 +156,12 @@ class ReplayEngine:
             return Reply(self.profile.encode(self._builtin(message)))
         explanation = self.explain_miss(route, method, params, key)
         self.report.misses.append(MissRecord(route, method, explanation))
-        if self.on_miss == "forward":
+        if self.on_miss is MissPolicy.FORWARD:
             self.report.forwarded += 1
             return Forward(route, method, key)
-        if self.on_miss == "close":
+        if self.on_miss is MissPolicy.CLOSE:
             return Close(explanation)
-        if self.profile.name == "golem":
-            error = self.profile.error(
-                message.id, NOT_FOUND_CODE, explanation, {"method": method, "replay": "miss"}
-            )
-        else:
-            error = self.profile.error(message.id, JSONRPC_METHOD_NOT_FOUND, explanation)
-        return Reply(self.profile.encode(error))
+        return Reply(self.profile.encode(self.profile.miss_error(message.id, method, explanation)))
 
     def _answer(self, exchange: RecordedExchange, request_id: Any) -> bytes:
         try:

@@ -23,6 +23,7 @@ __all__ = [
     "IgnoreRules",
     "Keyer",
     "MatchMode",
+    "MissPolicy",
     "canonical_dumps",
     "canonical_params",
     "format_path",
@@ -49,6 +50,17 @@ class MatchMode(enum.Enum):
     """Same method and the same canonical params."""
     METHOD = "method"
     """Same method; params are not looked at."""
+
+
+class MissPolicy(enum.Enum):
+    """What a replay does with a request the trace has no answer for."""
+
+    ERROR = "error"
+    """Answer the profile's miss error, naming the nearest recorded request."""
+    FORWARD = "forward"
+    """Send it to a live plugin and relay its answer."""
+    CLOSE = "close"
+    """Close the client's connection."""
 
 
 def is_guid(value: Any) -> bool:

@@ -37,7 +37,7 @@ from ..recording.format import Header, RouteInfo
 from .background import BackgroundReplay
 from .engine import ReplayEngine, summary
 from .index import Trace, load_trace
-from .matching import MatchMode
+from .matching import MatchMode, MissPolicy
 from .merge import append_recording
 from .server import ReplayServer
 from .setup import (
@@ -179,7 +179,7 @@ def _engine(path: str, mode: str, options: dict[str, Any]) -> ReplayEngine:
             match=MatchMode(options.get("match", "method-params")),
             ignore=_strings(options.get("ignore", ())),
             reuse=bool(options.get("reuse", False)),
-            on_miss="error" if mode == "none" else "forward",
+            on_miss=MissPolicy.ERROR if mode == "none" else MissPolicy.FORWARD,
             timing=parse_timing(str(options.get("timing", "none"))),
         ),
     )

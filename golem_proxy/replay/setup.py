@@ -13,7 +13,7 @@ from ..net.addresses import Address, parse_address
 from ..recording.format import Header, RecordingWriter, RouteInfo
 from .engine import ReplayEngine
 from .index import RecordedExchange, ReplayIndex, Trace, load_trace
-from .matching import IgnoreRules, Keyer, MatchMode
+from .matching import IgnoreRules, Keyer, MatchMode, MissPolicy
 
 __all__ = [
     "ReplayOptions",
@@ -34,7 +34,7 @@ class ReplayOptions:
     match: MatchMode = MatchMode.METHOD_PARAMS
     ignore: Sequence[str] = ()
     reuse: bool = False
-    on_miss: str = "error"
+    on_miss: MissPolicy = MissPolicy.ERROR
     timing: Optional[float] = None
     profile: Optional[str] = None
 
@@ -54,16 +54,14 @@ def parse_timing(text: str) -> Optional[float]:
     raise ValueError(f"{text!r}: expected none, original or xN")
 
 
-def parse_on_miss(text: str) -> tuple[str, Optional[Address]]:
+def parse_on_miss(text: str) -> tuple[MissPolicy, Optional[Address]]:
     """``error``, ``close`` or ``forward HOST:PORT`` / ``forward=HOST:PORT``."""
     text = text.strip()
     for prefix in ("forward ", "forward="):
         if text.startswith(prefix):
-            return "forward", parse_address(text[len(prefix) :])
-    if text in ("error", "close"):
-        return text, None
-    if text == "forward":
-        return "forward", None
+            return MissPolicy.FORWARD, parse_address(text[len(prefix) :])
+    if text in ("error", "close", "forward"):
+        return MissPolicy(text), None
     raise ValueError(f"{text!r}: expected error, close or forward HOST:PORT")
 
 
@@ -101,26 +99,27 @@ def _merge(traces: list[Trace]) -> Trace:
 
 
 def assign_routes(trace: Trace, listen: Address, gh_listen: Address) -> dict[str, Address]:
-    """Trace route name → where to serve it, main listener first: ``main`` on ``listen``,
-    ``gh`` on ``gh_listen``; a trace with one route (not named ``gh``) serves it on ``listen``,
-    and still opens the Grasshopper channel when the profile has one (as the GOLEM plugin
-    does; a JSON-RPC app has a single socket). Raises ValueError for a trace whose routes
-    cannot be placed."""
+    """Trace route name → where to serve it, main listener first: the profile's main channel
+    on ``listen``, its second channel (GOLEM's ``gh``) on ``gh_listen``; a trace with one route
+    (not the second channel) serves it on ``listen``, and still opens the second channel when
+    the profile has one (as the GOLEM plugin does; a JSON-RPC app has a single socket). Raises
+    ValueError for a trace whose routes cannot be placed."""
+    channels = trace.profile.channels
+    second = trace.profile.second_channel
     names = [name for name in trace.routes if any(e.route == name for e in trace.exchanges)]
     if not names:
-        names = [route.name for route in trace.header.routes][:1] or ["main"]
-    if len(names) == 1 and names[0] != "gh":
-        companion = any(route.name == "gh" for route in trace.profile.default_routes({}))
-        if not companion:
+        names = [route.name for route in trace.header.routes][:1] or [channels[0]]
+    if len(names) == 1 and names[0] != second:
+        if second is None:
             return {names[0]: listen}
-        return {names[0]: listen, "gh": gh_listen}
-    unknown = [name for name in names if name not in ("main", "gh")]
-    if unknown:
+        return {names[0]: listen, second: gh_listen}
+    unknown = [name for name in names if name not in channels[:2]]
+    if unknown or second is None:
         raise ValueError(
-            f"cannot place routes {', '.join(unknown)}: a multi-route trace needs routes "
-            "named main and gh"
+            f"cannot place routes {', '.join(unknown or names)}: a multi-route trace needs "
+            f"routes named {' and '.join(channels[:2])}"
         )
-    return {"main": listen, "gh": gh_listen}
+    return {channels[0]: listen, second: gh_listen}
 
 
 def upstreams_for(

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -118,7 +117,7 @@ async def verify_trace(
     profile = trace.profile
     links: dict[str, _Link] = {}
     checks: list[ExchangeCheck] = []
-    next_int_id = 1
+    ids = profile.request_ids()
     try:
         for exchange in trace.exchanges:
             check = ExchangeCheck(exchange.number, exchange.route, exchange.method)
@@ -127,7 +126,7 @@ async def verify_trace(
             if address is None:
                 check.problem = f"no target for route {exchange.route!r}"
                 continue
-            data, next_int_id = _request_bytes(exchange, profile, comparator, next_int_id)
+            data = _request_bytes(exchange, profile, comparator, ids)
             link = links.get(exchange.route)
             if link is None:
                 link = links[exchange.route] = _Link(address, profile)
@@ -151,19 +150,15 @@ async def verify_trace(
 
 
 def _request_bytes(
-    exchange: RecordedExchange, profile: Profile, comparator: Comparator, next_int_id: int
-) -> tuple[bytes, int]:
+    exchange: RecordedExchange, profile: Profile, comparator: Comparator, ids: Iterator[Any]
+) -> bytes:
     if exchange.request_type != "request":
-        return profile.frame_payload(exchange.request), next_int_id  # malformed: as recorded
+        return profile.frame_payload(exchange.request)  # malformed: as recorded
     obj = exchange.request_obj()
-    if profile.name == "golem":
-        obj["id"] = str(uuid.uuid4())
-    else:
-        obj["id"] = next_int_id
-        next_int_id += 1
+    obj["id"] = next(ids)
     if "params" in obj:
         obj["params"] = comparator.guids.to_live(obj["params"])
-    return profile.encode(obj), next_int_id
+    return profile.encode(obj)
 
 
 def _compare(

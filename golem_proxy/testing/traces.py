@@ -3,7 +3,6 @@ written with `RecordingWriter`. For tests, benchmarks and examples."""
 
 from __future__ import annotations
 
-import uuid
 from typing import IO, Any, Optional
 
 from golem_core.messages import Role
@@ -44,7 +43,7 @@ class TraceBuilder:
         self.t = 0.0
         self.next_conn = 1
         self.open: dict[str, tuple[int, list[int]]] = {}  # route → (conn, [c2s n, s2c n])
-        self.next_int_id = 1
+        self.ids = self.profile.request_ids()
 
     @classmethod
     def create(cls, path: str, profile: str = "golem", **kwargs: Any) -> TraceBuilder:
@@ -60,11 +59,8 @@ class TraceBuilder:
         return self.open[route]
 
     def fresh_id(self) -> Any:
-        if self.profile.name == "golem":
-            return str(uuid.uuid4())
-        ident = self.next_int_id
-        self.next_int_id += 1
-        return ident
+        """The next request id, minted as the profile's reference client does."""
+        return next(self.ids)
 
     def call(
         self,
@@ -80,9 +76,7 @@ class TraceBuilder:
         """Record ``method(params)`` answered by ``result`` (or ``error=(code, message)``).
         Returns the request id used."""
         ident = self.fresh_id() if request_id is None else request_id
-        request: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
-        if self.profile.name != "golem":
-            request = {"jsonrpc": "2.0", **request}
+        request = self.profile.request(ident, method, params or {})
         if error is not None:
             response = self.profile.error(ident, error[0], error[1])
         else:

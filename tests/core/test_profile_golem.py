@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from golem_core.contract import RULES, Severity
+from golem_core.contract import Severity
 from golem_core.framing import FrameError, FrameErrorKind, LengthPrefixedDecoder
 from golem_core.messages import (
     ABSENT,
@@ -224,12 +224,13 @@ CONFORMING_ERROR = b'{"id":"a","result":null,"error":{"code":"TIMEOUT","message"
     ],
 )
 def test_rule_triggered(rule: str, role: Role, payload: bytes) -> None:
-    assert rule in RULES
+    declared = {known.id: known for known in GOLEM.rules}
+    assert rule in declared
     message = GOLEM.parse(payload, role)
     violations = GOLEM.check_message(message, payload)
     assert rule in [v.rule for v in violations]
     found = next(v for v in violations if v.rule == rule)
-    assert found.severity is RULES[rule].severity
+    assert found.severity is declared[rule].severity
 
 
 @pytest.mark.parametrize(
@@ -349,10 +350,13 @@ def test_unparseable_request_answers_internal_error_with_the_readable_id() -> No
 
 
 def test_internal_error_envelope() -> None:
-    reply = GOLEM.internal_error("a", RuntimeError("boom"))
-    assert reply["error"]["code"] == -32603
-    assert reply["error"]["message"] == "Internal error: boom"
-    assert "RuntimeError: boom" in reply["error"]["details"]["traceback"]
+    assert GOLEM.internal_error("a", RuntimeError("boom")) == {
+        "id": "a",
+        "result": None,
+        "error": {"code": -32603, "message": "Internal error: boom"},
+    }
+    reply = GOLEM.internal_error(None, "bad id", {"stage": "encode"})
+    assert reply["id"] is None and reply["error"]["details"] == {"stage": "encode"}
 
 
 def test_correlation_and_helpers() -> None:

@@ -14,9 +14,6 @@ from typing import Any, Optional
 import pytest
 from core_feeding import chunked, chunkings, decode_all, raw_of
 
-import golem_core.catalogue
-import golem_core.pairing  # noqa: F401  (registers the pairing rule)
-from golem_core.contract import RULES
 from golem_core.framing import Frame, FrameError, FrameErrorKind
 from golem_core.messages import (
     ErrorResponse,
@@ -29,6 +26,7 @@ from golem_core.messages import (
 )
 from golem_core.profiles import JSONRPC_NDJSON, Profile, get_profile
 from golem_core.registry import GOLEM_DOMAIN, GOLEM_JSONRPC, JSONRPC_STANDARD, SCRYBE_APP
+from golem_core.rulebook import RULES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "wire-contract.md"
 TEXT = DOC.read_text(encoding="utf-8")
