@@ -55,12 +55,13 @@ class _Chunk:
 class TerminalOutput:
     """A write-only text file whose ``write`` never blocks; see the module docstring.
 
-    ``stream`` is the real output (normally ``sys.stdout``). Colours are decided as for the
+    ``stream`` is the real output (normally ``sys.stdout``; None, as Python sets it when the
+    process started without a stdout, discards everything). Colours are decided as for the
     stream itself: `isatty` reports whether the stream is a terminal."""
 
     def __init__(
         self,
-        stream: TextIO,
+        stream: Optional[TextIO],
         *,
         max_lines: int = DEFAULT_MAX_LINES,
         max_bytes: int = DEFAULT_MAX_BYTES,
@@ -81,14 +82,15 @@ class TerminalOutput:
         self._writing_since: Optional[float] = None
         self._gap: Optional[_Gap] = None
         """The gap at the end of the queue, until the writer reaches it."""
-        self._broken = False
+        self._broken = stream is None
         self._closing = False
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._idle = threading.Condition(self._lock)
-        if self._fd is not None:
+        if stream is not None and self._fd is not None:
             # Whatever the stream still buffers goes first, before we write around it.
-            stream.flush()
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
         self._thread = threading.Thread(target=self._run, name="terminal-output", daemon=True)
         self._thread.start()
 
@@ -188,7 +190,7 @@ class TerminalOutput:
                     )
                 else:
                     self._write(b"".join(chunk.data for chunk in batch))
-            except OSError as exc:
+            except Exception as exc:  # a stream without a descriptor may raise anything
                 self._stop_broken(exc)
                 return
             with self._lock:
@@ -218,6 +220,7 @@ class TerminalOutput:
 
     def _write(self, data: bytes) -> None:
         if self._fd is None:
+            assert self._stream is not None  # without a stream the output starts broken
             self._stream.write(data.decode(self.encoding, errors="replace"))
             self._stream.flush()
             return
@@ -231,28 +234,32 @@ class TerminalOutput:
                 continue
             view = view[written:]
 
-    def _stop_broken(self, exc: OSError) -> None:
+    def _stop_broken(self, exc: Exception) -> None:
         with self._lock:
             self._broken = True
             self._writing_since = None
             self._queue.clear()
             self._queued_lines = self._queued_bytes = 0
             self._idle.notify_all()
-        if exc.errno not in (errno.EPIPE, errno.ECONNRESET):
+        if getattr(exc, "errno", None) not in (errno.EPIPE, errno.ECONNRESET):
             # Not a reader that went away (a full disk, a terminal that hung up): say why the
             # log stopped, where the operator may still see it. EPIPE stays quiet.
             with contextlib.suppress(OSError):
                 os.write(2, f"golem-proxy: log output stopped: {exc}\n".encode(errors="replace"))
 
 
-def _fileno(stream: TextIO) -> Optional[int]:
+def _fileno(stream: Optional[TextIO]) -> Optional[int]:
+    if stream is None:
+        return None
     try:
         return stream.fileno()
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
         return None
 
 
-def _isatty(stream: TextIO, fd: Optional[int]) -> bool:
+def _isatty(stream: Optional[TextIO], fd: Optional[int]) -> bool:
+    if stream is None:
+        return False
     try:
         return os.isatty(fd) if fd is not None else stream.isatty()
     except (AttributeError, OSError, ValueError):

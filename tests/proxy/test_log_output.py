@@ -195,3 +195,23 @@ def test_no_colours_on_a_pipe(pipe: tuple[int, TextIO]) -> None:
     output.console().print(Text("exchange", "red"))
     assert read_until(read_end, re.compile("\n")) == "exchange\n"
     output.close(timeout=10)
+
+
+def test_no_stdout_at_all_discards_quietly() -> None:
+    output = TerminalOutput(None)  # what sys.stdout is when the process has no fd 1
+    output.console().print("nobody sees this")
+    assert output.closed and not output.isatty()
+    assert output.close(timeout=10)
+
+
+def test_another_write_error_stops_the_output_and_says_why_once(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    buffer = io.StringIO()
+    buffer.close()  # every write now raises ValueError
+    output = TerminalOutput(buffer)
+    output.write("lost\n")
+    wait_for(lambda: output.closed)
+    output.write("also lost\n")
+    assert output.close(timeout=10)
+    assert capfd.readouterr().err.count("golem-proxy: log output stopped:") == 1
