@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
 import select
 import signal
@@ -274,3 +275,34 @@ def test_an_escape_sequence_method_prints_as_text(
     assert proxy.stop() == 0
     assert b"\\x1b]0;PWNED\\x1b\\\\x1b[2J" in proxy.out
     assert b"\x1b" not in proxy.out  # not one raw escape reached the terminal
+
+
+def test_colours_on_a_terminal(plugin: PluginProcess) -> None:
+    controller, terminal = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color")
+    for name in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE"):
+        env.pop(name, None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "golem_proxy", "proxy", "--route", f"127.0.0.1:0={plugin.main}"],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    os.close(terminal)
+    try:
+        seen = bytearray()
+        deadline = time.monotonic() + 30
+        while b"Ctrl-C to stop" not in seen and time.monotonic() < deadline:
+            if select.select([controller], [], [], 0.5)[0]:
+                seen += os.read(controller, 65536)
+        assert b"Ctrl-C to stop" in seen
+        assert b"\x1b[" in seen  # styled, as on any terminal
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+        os.close(controller)
