@@ -26,7 +26,6 @@ from ..net.addresses import Address, Route
 from ..net.listeners import ListenError
 from ..testing.demo_session import run_demo_session
 from ..testing.plugin_process import PluginProcess, PluginStartError
-from .proxy import OUTPUT_CLOSE_TIMEOUT
 from .stats import stats_table
 
 NAME = "demo"
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args, output.console())
     finally:
-        output.close(timeout=OUTPUT_CLOSE_TIMEOUT)
+        output.close()
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:

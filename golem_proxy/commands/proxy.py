@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 NAME = "proxy"
 HELP = "Run the proxy: forward byte for byte, decode on the side, log and record."
 ORDER = 10
-# On exit, how long the log may take to write what is still queued: a terminal that stopped
-# reading must not keep the process alive.
-OUTPUT_CLOSE_TIMEOUT = 5.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -249,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
         errors.print(f"[red]error:[/] {failed}")
         return 2
     finally:
-        output.close(timeout=OUTPUT_CLOSE_TIMEOUT)
+        output.close()
     return 0
 
 

@@ -1,6 +1,10 @@
 """The live log: one line per exchange, coloured by outcome, plus lines for violations,
 malformed frames, framing errors and connection events. Consumes the event stream (it may fall
-behind under load; it then says how many events it skipped)."""
+behind under load; it then says how many events it skipped).
+
+What peers send is shown, never obeyed: every string from a frame goes through `safe_text`
+into `rich.text.Text`. The proxy and the demo hand it a console on a `TerminalOutput`
+(log_output.py), so a terminal that stops reading costs log lines, never a stalled relay."""
 
 from __future__ import annotations
 

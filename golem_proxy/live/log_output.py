@@ -29,10 +29,13 @@ from typing import Optional, TextIO, Union, cast
 
 from rich.console import Console
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TerminalOutput"]
+__all__ = ["CLOSE_TIMEOUT", "DEFAULT_MAX_BYTES", "DEFAULT_MAX_LINES", "TerminalOutput"]
 
 DEFAULT_MAX_LINES = 10_000
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
+# On exit, how long what is still queued may take to be written: an output that stopped
+# reading must not keep the process alive.
+CLOSE_TIMEOUT = 5.0
 # One write call carries at most this much, so that the bytes it holds are still counted
 # against the bounds while it blocks (and a gap's notice lands where the gap is).
 _BATCH_BYTES = 256 * 1024
@@ -160,7 +163,7 @@ class TerminalOutput:
                 self._idle.wait(min(left, 0.1))
         return True
 
-    def close(self, timeout: float = 5.0) -> bool:
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> bool:
         """Write what is queued (waiting at most ``timeout`` seconds: a blocked output must not
         keep the process from exiting), then stop the writer. True when everything queued
         was written."""
