@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import enum
-import json
 from typing import Optional
 
 from rich.console import Console
@@ -32,7 +31,7 @@ from ..events import (
     FramingErrorSeen,
     ViolationSeen,
 )
-from ..terminal import format_latency, format_size, safe_text
+from ..terminal import format_latency, format_size, preview_json, safe_text
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
 
@@ -192,6 +191,5 @@ class EventLog:
         text = self._prefix(frame.t, frame.route, frame.conn)
         what = "request" if frame.direction is Direction.C2S else "response"
         text.append(f"{frame.direction.arrow} {what} {format_size(frame.size)} ", "dim")
-        preview = json.dumps(message.obj, ensure_ascii=False)
-        text.append(safe_text(preview, limit=160), "dim")
+        text.append(preview_json(message.obj, 160), "dim")
         return text
