@@ -37,9 +37,14 @@ def safe_text(text: str, limit: Optional[int] = None) -> str:
     (``\\x1b``, ``\\n``, ``\\udfff``), so it prints as one inert line and always encodes as
     UTF-8. With ``limit``, at most that many characters of the result, ending in ``…`` when
     cut."""
+    # Escaping only ever lengthens text, so the first ``limit`` characters decide the result:
+    # a megabyte-long error message costs as much as a short one.
+    cut = limit is not None and len(text) > limit
+    if cut:
+        text = text[:limit]
     if _UNSAFE.search(text) is not None:
         text = _UNSAFE.sub(_escape, text)
-    if limit is not None and len(text) > limit:
+    if limit is not None and (cut or len(text) > limit):
         text = text[: max(limit - 1, 0)] + "…"
     return text
 

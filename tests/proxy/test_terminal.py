@@ -85,3 +85,10 @@ JSON = st.recursive(
 @given(JSON, st.integers(min_value=1, max_value=200))
 def test_preview_json_agrees_with_json_dumps(value: object, limit: int) -> None:
     assert preview_json(value, limit) == safe_text(json.dumps(value, ensure_ascii=False), limit)
+
+
+@given(st.text(), st.integers(min_value=0, max_value=50))
+def test_limit_is_the_start_of_the_whole_escaped_text(text: str, limit: int) -> None:
+    whole = safe_text(text)
+    expected = whole if len(whole) <= limit else whole[: max(limit - 1, 0)] + "…"
+    assert safe_text(text, limit) == expected
