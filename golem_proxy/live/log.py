@@ -36,6 +36,12 @@ from ..terminal import format_latency, format_size, preview_json, safe_text
 __all__ = ["EventLog", "Verbosity", "format_size"]
 
 
+# How much of a peer-controlled string one log line shows (it stays one line on a terminal).
+_NAME = 80
+_METHOD = 120
+_DETAIL = 200
+
+
 class Verbosity(enum.IntEnum):
     QUIET = 0
     """Problems only: error responses, violations, malformed frames, abnormal closes."""
@@ -82,7 +88,7 @@ class EventLog:
         return Text.assemble(
             (self._clock(t), "dim"),
             " ",
-            (f"{safe_text(route):<5}", "cyan"),
+            (f"{safe_text(route, _NAME):<5}", "cyan"),
             " ",
             (f"#{conn:<3}", "dim"),
             " ",
@@ -107,13 +113,14 @@ class EventLog:
             text.append(
                 f"{event.direction.arrow} framing error: {event.kind.value}", "bold magenta"
             )
-            text.append(f" — {safe_text(event.detail)}")
+            text.append(f" — {safe_text(event.detail, _DETAIL)}")
             return text
         if isinstance(event, ConnectionOpened):
             if self.verbosity < Verbosity.NORMAL:
                 return None
             text = self._prefix(event.t, event.route, event.conn)
-            text.append(f"connected {safe_text(event.client)} → {safe_text(event.upstream)}", "dim")
+            client, upstream = safe_text(event.client, _NAME), safe_text(event.upstream, _NAME)
+            text.append(f"connected {client} → {upstream}", "dim")
             return text
         if isinstance(event, ConnectionClosed):
             if self.verbosity < Verbosity.NORMAL and not event.abnormal:
@@ -121,15 +128,16 @@ class EventLog:
             text = self._prefix(event.t, event.route, event.conn)
             style = "yellow" if event.abnormal else "dim"
             text.append(
-                f"closed: {safe_text(event.reason)} ({format_size(event.bytes_c2s)} → / "
+                f"closed: {safe_text(event.reason, _DETAIL)} ({format_size(event.bytes_c2s)} → / "
                 f"{format_size(event.bytes_s2c)} ←)",
                 style,
             )
             return text
         if isinstance(event, FaultInjected):
             text = self._prefix(event.t, event.route, event.conn)
-            text.append(f"fault {safe_text(event.fault)}", "bold blue")
-            text.append(f" {safe_text(event.method or '')} {safe_text(event.detail)}")
+            text.append(f"fault {safe_text(event.fault, _NAME)}", "bold blue")
+            method = safe_text(event.method or "", _METHOD)
+            text.append(f" {method} {safe_text(event.detail, _DETAIL)}")
             return text
         if isinstance(event, EventsMissed):
             return Text(f"… {event.count} events not shown (log fell behind)", "yellow")
@@ -149,7 +157,7 @@ class EventLog:
         else:
             style = "magenta"
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
-        method = safe_text(exchange.method or self.profile.describe(request), limit=120)
+        method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
         text.append(f"{method:<32}", "bold")
         text.append(" ")
         text.append(f"{status:<18}", style)
@@ -159,7 +167,7 @@ class EventLog:
             "dim",
         )
         if isinstance(response, ErrorResponse):
-            text.append(f"  {safe_text(str(response.error.message), limit=120)}", "red")
+            text.append(f"  {safe_text(str(response.error.message), _DETAIL)}", "red")
         if exchange.violations:
             text.append(f"  ⚠ {len(exchange.violations)}", "yellow")
         return text
@@ -171,12 +179,12 @@ class EventLog:
         text = self._prefix(event.t, event.route, event.conn)
         style = "yellow" if found.severity is Severity.WARNING else "bold yellow"
         arrow = event.direction.arrow if event.direction else "·"
-        text.append(f"{arrow} ⚠ {safe_text(found.rule)}", style)
-        text.append(f" {safe_text(found.message)}")
+        text.append(f"{arrow} ⚠ {safe_text(found.rule, _NAME)}", style)
+        text.append(f" {safe_text(found.message, _DETAIL)}")
         if found.path != "$":
-            text.append(f" at {safe_text(found.path)}", "dim")
+            text.append(f" at {safe_text(found.path, _METHOD)}", "dim")
         if found.outcome:
-            text.append(f" [{safe_text(found.outcome)}]", "magenta")
+            text.append(f" [{safe_text(found.outcome, _METHOD)}]", "magenta")
         return text
 
     def _frame(self, frame: FrameSeen) -> Optional[Text]:
@@ -184,7 +192,7 @@ class EventLog:
         if isinstance(message, Malformed):
             text = self._prefix(frame.t, frame.route, frame.conn)
             text.append(f"{frame.direction.arrow} malformed {message.kind.value}", "bold magenta")
-            text.append(f" ({format_size(frame.size)}): {safe_text(message.detail)}")
+            text.append(f" ({format_size(frame.size)}): {safe_text(message.detail, _DETAIL)}")
             return text
         if self.verbosity < Verbosity.VERBOSE:
             return None

@@ -117,3 +117,10 @@ def test_any_method_and_message_print_as_one_line_each(method: str, message: str
     shown = [e for e in events if EventLog(Console(), GOLEM).render(e) is not None]
     assert len(out.splitlines()) == len(shown) >= 4  # no line split, none swallowed
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in out.replace("\n", ""))
+
+
+def test_huge_peer_strings_are_cut_to_one_short_line() -> None:
+    events = hostile_session("m" * 100_000, "x" * 1_000_000, code="c" * 100_000)
+    out = render(events, Verbosity.VERBOSE, color_system=None)
+    assert max(len(line) for line in out.splitlines()) < 1000
+    assert "x" * 150 + "…" in out
