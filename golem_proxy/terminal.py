@@ -11,10 +11,11 @@ a method name stays literal.
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Optional
+from typing import Any, Optional
 
-__all__ = ["format_latency", "format_size", "safe_text"]
+__all__ = ["format_latency", "format_size", "preview_json", "safe_text"]
 
 # C0 controls, DEL, C1 controls, lone surrogates, and the line/paragraph separators that some
 # terminals treat as newlines. Tab is escaped too: a value is shown on one line.
@@ -36,11 +37,34 @@ def safe_text(text: str, limit: Optional[int] = None) -> str:
     (``\\x1b``, ``\\n``, ``\\udfff``), so it prints as one inert line and always encodes as
     UTF-8. With ``limit``, at most that many characters of the result, ending in ``…`` when
     cut."""
+    # Escaping only ever lengthens text, so the first ``limit`` characters decide the result:
+    # a megabyte-long error message costs as much as a short one.
+    cut = limit is not None and len(text) > limit
+    if cut:
+        text = text[:limit]
     if _UNSAFE.search(text) is not None:
         text = _UNSAFE.sub(_escape, text)
-    if limit is not None and len(text) > limit:
+    if limit is not None and (cut or len(text) > limit):
         text = text[: max(limit - 1, 0)] + "…"
     return text
+
+
+def preview_json(value: Any, limit: int) -> str:
+    """The start of ``value`` as JSON (``json.dumps`` style, non-ASCII kept), made safe by
+    `safe_text` and cut to ``limit`` characters. The encoding stops once ``limit`` is reached,
+    so a preview of a frame with millions of elements costs microseconds, not seconds."""
+    pieces: list[str] = []
+    length = 0
+    try:
+        # iterencode's pure-Python encoder yields piece by piece (json.dumps encodes it all).
+        for piece in json.JSONEncoder(ensure_ascii=False).iterencode(value):
+            pieces.append(piece)
+            length += len(piece)
+            if length > limit:
+                break
+    except (TypeError, ValueError, RecursionError):
+        pieces.append("…")  # not JSON, or nested deeper than the encoder goes: show the start
+    return safe_text("".join(pieces), limit)
 
 
 def format_size(size: Optional[int]) -> str:

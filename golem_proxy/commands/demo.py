@@ -8,6 +8,7 @@ import datetime
 import os
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator
 
 import trio
@@ -18,6 +19,7 @@ from golem_core.profiles import GOLEM
 from ..analysis.stats import compute_stats
 from ..analysis.trace import load_trace
 from ..live.log import Verbosity
+from ..live.log_output import TerminalOutput
 from ..live.relay import ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..net.addresses import Address, Route
@@ -58,7 +60,15 @@ def _default_path() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console(highlight=False)
+    # As in `proxy`: the live log must not stall the session when stdout stops reading.
+    output = TerminalOutput(sys.stdout)
+    try:
+        return _run(args, output.console())
+    finally:
+        output.close()
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
     path = args.out or _default_path()
     plugin = PluginProcess(port=_port_or_any(9876), gh_port=_port_or_any(9877), seed=args.seed)
     console.rule("[bold]golem-proxy demo")

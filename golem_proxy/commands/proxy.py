@@ -11,19 +11,21 @@ from typing import TYPE_CHECKING, Optional
 
 import trio
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import PROFILES, Profile, get_profile
 
 from ..live.faults import FaultPlan, FaultSpecError
 from ..live.log import Verbosity
+from ..live.log_output import DEFAULT_MAX_LINES, TerminalOutput
 from ..live.observer import DEFAULT_BUDGET
 from ..live.relay import BoundRoute, ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
 from ..recording.safe_paths import resolve_record_path
+from ..terminal import safe_text
 
 if TYPE_CHECKING:
     from ..tui.bridge import EventBuffer, TrioThreadSource
@@ -106,6 +108,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tui",
         action="store_true",
         help="show the session in the terminal UI instead of the log",
+    )
+    parser.add_argument(
+        "--log-buffer",
+        type=int,
+        default=DEFAULT_MAX_LINES,
+        metavar="LINES",
+        help="log lines (at most 4 MiB) that may wait for a terminal or pipe that stopped "
+        "reading; past that, lines are dropped and counted, never the proxy slowed "
+        f"(default {DEFAULT_MAX_LINES})",
     )
     parser.add_argument(
         "--drain-timeout",
@@ -200,7 +211,6 @@ def environment_hint(bound: list[BoundRoute], profile: Profile) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console(stderr=False, highlight=False)
     errors = Console(stderr=True, highlight=False)
     try:
         profile = get_profile(args.profile)
@@ -249,11 +259,14 @@ def run(args: argparse.Namespace) -> int:
         ),
         record_path=record_path,
         overwrite=args.overwrite,
-        console=None if args.tui else console,
         verbosity=verbosity,
     )
     if args.tui:
         return _serve_with_tui(config, errors)
+    # The log writes through a queue and a thread of its own: a terminal or pipe that stops
+    # reading costs log lines, never a stalled relay (see live/log_output.py).
+    output = TerminalOutput(sys.stdout, max_lines=args.log_buffer)
+    console = config.console = output.console()
     try:
         trio.run(_serve, config, console)
     except BaseException as exc:
@@ -262,6 +275,8 @@ def run(args: argparse.Namespace) -> int:
             raise
         errors.print(f"[red]error:[/] {failed}")
         return 2
+    finally:
+        output.close()
     return 0
 
 
@@ -323,25 +338,38 @@ async def _serve(config: SessionConfig, console: Console) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(session.run)
+            # Route names, paths and fault specs come from the command line: Text, not markup,
+            # so a `[` in a socket path prints as itself.
             for item in bound:
-                console.print(f"[bold]{item.route.name}[/]: {item.listen} → {item.route.upstream}")
+                console.print(
+                    Text.assemble(
+                        (safe_text(item.route.name), "bold"),
+                        f": {safe_text(str(item.listen))} → {safe_text(str(item.route.upstream))}",
+                    ),
+                    soft_wrap=True,
+                )
             hint = environment_hint(bound, config.profile)
             if hint:
-                console.print(f"client environment: [bold]{hint}[/]")
+                console.print(
+                    Text.assemble("client environment: ", (safe_text(hint), "bold")),
+                    soft_wrap=True,
+                )
             if config.record_path:
-                console.print(f"recording to {config.record_path}")
+                console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)
             plan = config.options.faults
             if plan is not None:
                 rules = "; ".join(rule.spec for rule in plan.rules)
                 console.print(
-                    f"[bold blue]faults[/]: {escape(rules)} (seed {plan.seed}: "
-                    f"reproduce with --fault-seed {plan.seed})",
+                    Text.assemble(
+                        ("faults", "bold blue"),
+                        f": {safe_text(rules)} (seed {plan.seed}: "
+                        f"reproduce with --fault-seed {plan.seed})",
+                    ),
                     soft_wrap=True,
                 )
-            console.print("[dim]Ctrl-C to stop[/]")
-            sys.stdout.flush()
+            console.print(Text("Ctrl-C to stop", "dim"))
             async for _ in signals:
-                console.print("[dim]stopping: listeners closed, draining connections…[/]")
+                console.print(Text("stopping: listeners closed, draining connections…", "dim"))
                 session.stop()
                 break
             nursery.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5

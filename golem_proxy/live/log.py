@@ -1,16 +1,18 @@
 """The live log: one line per exchange, coloured by outcome, plus lines for violations,
 malformed frames, framing errors and connection events. Consumes the event stream (it may fall
-behind under load; it then says how many events it skipped)."""
+behind under load; it then says how many events it skipped).
+
+What peers send is shown, never obeyed: every string from a frame goes through `safe_text`
+into `rich.text.Text`. The proxy and the demo hand it a console on a `TerminalOutput`
+(log_output.py), so a terminal that stops reading costs log lines, never a stalled relay."""
 
 from __future__ import annotations
 
 import datetime
 import enum
-import json
 from typing import Optional
 
 from rich.console import Console
-from rich.markup import escape
 from rich.text import Text
 
 from golem_core.contract import Severity
@@ -29,8 +31,15 @@ from ..events import (
     FramingErrorSeen,
     ViolationSeen,
 )
+from ..terminal import format_latency, format_size, preview_json, safe_text
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
+
+
+# How much of a peer-controlled string one log line shows (it stays one line on a terminal).
+_NAME = 80
+_METHOD = 120
+_DETAIL = 200
 
 
 class Verbosity(enum.IntEnum):
@@ -42,26 +51,12 @@ class Verbosity(enum.IntEnum):
     """Also every frame as it arrives, with a preview of its body."""
 
 
-def format_size(size: Optional[int]) -> str:
-    if size is None:
-        return "-"
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size / (1024 * 1024):.1f} MiB"
-
-
-def format_latency(seconds: Optional[float]) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 1:
-        return f"{seconds * 1000:.1f} ms"
-    return f"{seconds:.2f} s"
-
-
 class EventLog:
-    """Renders events as log lines on a rich console."""
+    """Renders events as log lines on a rich console.
+
+    Every string a peer controls (methods, ids, error codes and messages, previews, peer and
+    route names, details) goes through `safe_text` into `rich.text.Text`: it is never read as
+    markup and never reaches the terminal as a control sequence or a lone surrogate."""
 
     def __init__(
         self,
@@ -79,13 +74,24 @@ class EventLog:
             else datetime.datetime.now(datetime.timezone.utc).timestamp()
         )
 
+    @property
+    def stopped(self) -> bool:
+        """True once the console's output is gone for good (a `TerminalOutput` whose reader
+        closed the pipe): rendering more lines would be wasted work."""
+        return bool(getattr(self.console.file, "closed", False))
+
     def _clock(self, t: float) -> str:
         moment = datetime.datetime.fromtimestamp(self.started_wall + t)
         return moment.strftime("%H:%M:%S.%f")[:-3]
 
     def _prefix(self, t: float, route: str, conn: int) -> Text:
         return Text.assemble(
-            (self._clock(t), "dim"), " ", (f"{route:<5}", "cyan"), " ", (f"#{conn:<3}", "dim"), " "
+            (self._clock(t), "dim"),
+            " ",
+            (f"{safe_text(route, _NAME):<5}", "cyan"),
+            " ",
+            (f"#{conn:<3}", "dim"),
+            " ",
         )
 
     def handle(self, event: Event) -> None:
@@ -95,6 +101,7 @@ class EventLog:
             self.console.print(line, soft_wrap=True, highlight=False)
 
     def render(self, event: Event) -> Optional[Text]:
+        """The line for ``event`` at this verbosity, or None."""
         if isinstance(event, ExchangeCompleted):
             return self._exchange(event)
         if isinstance(event, ViolationSeen):
@@ -106,13 +113,14 @@ class EventLog:
             text.append(
                 f"{event.direction.arrow} framing error: {event.kind.value}", "bold magenta"
             )
-            text.append(f" — {event.detail}")
+            text.append(f" — {safe_text(event.detail, _DETAIL)}")
             return text
         if isinstance(event, ConnectionOpened):
             if self.verbosity < Verbosity.NORMAL:
                 return None
             text = self._prefix(event.t, event.route, event.conn)
-            text.append(f"connected {event.client} → {event.upstream}", "dim")
+            client, upstream = safe_text(event.client, _NAME), safe_text(event.upstream, _NAME)
+            text.append(f"connected {client} → {upstream}", "dim")
             return text
         if isinstance(event, ConnectionClosed):
             if self.verbosity < Verbosity.NORMAL and not event.abnormal:
@@ -120,15 +128,16 @@ class EventLog:
             text = self._prefix(event.t, event.route, event.conn)
             style = "yellow" if event.abnormal else "dim"
             text.append(
-                f"closed: {event.reason} ({format_size(event.bytes_c2s)} → / "
+                f"closed: {safe_text(event.reason, _DETAIL)} ({format_size(event.bytes_c2s)} → / "
                 f"{format_size(event.bytes_s2c)} ←)",
                 style,
             )
             return text
         if isinstance(event, FaultInjected):
             text = self._prefix(event.t, event.route, event.conn)
-            text.append(f"fault {event.fault}", "bold blue")
-            text.append(f" {event.method or ''} {event.detail}")
+            text.append(f"fault {safe_text(event.fault, _NAME)}", "bold blue")
+            method = safe_text(event.method or "", _METHOD)
+            text.append(f" {method} {safe_text(event.detail, _DETAIL)}")
             return text
         if isinstance(event, EventsMissed):
             return Text(f"… {event.count} events not shown (log fell behind)", "yellow")
@@ -140,7 +149,7 @@ class EventLog:
         ok = isinstance(response, Response) and not isinstance(request, Malformed)
         if ok and self.verbosity < Verbosity.NORMAL:
             return None
-        status = self.profile.describe_exchange(request, response)
+        status = safe_text(self.profile.describe_exchange(request, response), limit=60)
         if isinstance(response, Response):
             style = "green"
         elif isinstance(response, ErrorResponse):
@@ -148,7 +157,7 @@ class EventLog:
         else:
             style = "magenta"
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
-        method = exchange.method or self.profile.describe(request)
+        method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
         text.append(f"{method:<32}", "bold")
         text.append(" ")
         text.append(f"{status:<18}", style)
@@ -158,7 +167,7 @@ class EventLog:
             "dim",
         )
         if isinstance(response, ErrorResponse):
-            text.append(f"  {escape(response.error.message)[:120]}", "red")
+            text.append(f"  {safe_text(str(response.error.message), _DETAIL)}", "red")
         if exchange.violations:
             text.append(f"  ⚠ {len(exchange.violations)}", "yellow")
         return text
@@ -170,12 +179,12 @@ class EventLog:
         text = self._prefix(event.t, event.route, event.conn)
         style = "yellow" if found.severity is Severity.WARNING else "bold yellow"
         arrow = event.direction.arrow if event.direction else "·"
-        text.append(f"{arrow} ⚠ {found.rule}", style)
-        text.append(f" {found.message}")
+        text.append(f"{arrow} ⚠ {safe_text(found.rule, _NAME)}", style)
+        text.append(f" {safe_text(found.message, _DETAIL)}")
         if found.path != "$":
-            text.append(f" at {found.path}", "dim")
+            text.append(f" at {safe_text(found.path, _METHOD)}", "dim")
         if found.outcome:
-            text.append(f" [{found.outcome}]", "magenta")
+            text.append(f" [{safe_text(found.outcome, _METHOD)}]", "magenta")
         return text
 
     def _frame(self, frame: FrameSeen) -> Optional[Text]:
@@ -183,13 +192,12 @@ class EventLog:
         if isinstance(message, Malformed):
             text = self._prefix(frame.t, frame.route, frame.conn)
             text.append(f"{frame.direction.arrow} malformed {message.kind.value}", "bold magenta")
-            text.append(f" ({format_size(frame.size)}): {message.detail}")
+            text.append(f" ({format_size(frame.size)}): {safe_text(message.detail, _DETAIL)}")
             return text
         if self.verbosity < Verbosity.VERBOSE:
             return None
         text = self._prefix(frame.t, frame.route, frame.conn)
         what = "request" if frame.direction is Direction.C2S else "response"
         text.append(f"{frame.direction.arrow} {what} {format_size(frame.size)} ", "dim")
-        preview = json.dumps(message.obj, ensure_ascii=False)
-        text.append(preview[:160] + ("…" if len(preview) > 160 else ""), "dim")
+        text.append(preview_json(message.obj, 160), "dim")
         return text

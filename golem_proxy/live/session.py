@@ -12,11 +12,13 @@ from typing import Optional
 
 import trio
 from rich.console import Console
+from rich.text import Text
 
 from golem_core.profiles import Profile
 
 from ..net.addresses import Route
 from ..recording.format import Header, RecordingWriter, RouteInfo
+from ..terminal import safe_text
 from .hub import EventHub, Subscription
 from .log import EventLog, Verbosity
 from .recorder import Recorder
@@ -88,7 +90,7 @@ class ProxySession:
             if config.console is not None:
                 log = EventLog(config.console, config.profile, config.verbosity)
                 subscription = self.hub.subscribe("log", config.log_buffer)
-                consumers.start_soon(_isolated, "log", _log_events(subscription, log))
+                consumers.start_soon(_isolated, "log", _log_events(self.hub, subscription, log))
             for name, buffer, consumer in self._extra:
                 consumers.start_soon(_isolated, name, consumer(self.hub.subscribe(name, buffer)))
             try:
@@ -120,10 +122,22 @@ async def _flush_until_cancelled(recorder: Recorder, scope: trio.CancelScope) ->
         await recorder.flush_periodically()
 
 
-async def _log_events(subscription: Subscription, log: EventLog) -> None:
+async def _log_events(hub: EventHub, subscription: Subscription, log: EventLog) -> None:
+    """Feed the log. Nothing the log does may end the session: an event that cannot be shown
+    is reported by its type, and once the log's output is gone (a closed pipe) the log stops
+    listening."""
     async for batch in subscription.batches():
         for event in batch:
+            if log.stopped:
+                hub.unsubscribe(subscription)
+                return
             try:
                 log.handle(event)
-            except Exception as exc:  # e.g. a terminal that cannot show a character
-                log.console.print(f"(an event could not be shown: {type(exc).__name__}: {exc})")
+            except Exception as exc:
+                # If even this fails, the console itself is broken: the relay goes on anyway.
+                with contextlib.suppress(Exception):
+                    log.console.print(
+                        Text(f"(a {type(event).__name__} event could not be shown: ")
+                        + Text(safe_text(f"{type(exc).__name__}: {exc}", limit=200) + ")"),
+                        soft_wrap=True,
+                    )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem_proxy.terminal import format_latency, format_size, safe_text
+from golem_proxy.terminal import format_latency, format_size, preview_json, safe_text
 
 
 def test_escape_sequences_become_visible_text() -> None:
@@ -45,3 +47,48 @@ def test_sizes_and_latencies() -> None:
     assert format_latency(0.00085) == "850 µs"
     assert format_latency(0.0123) == "12.3 ms"
     assert format_latency(1.24) == "1.24 s"
+
+
+def test_preview_json_is_the_start_of_json_dumps_made_safe() -> None:
+    value = {"method": "\x1b]0;x", "params": {"k": ["é", "\udfff", 1.5, None, True]}}
+    assert preview_json(value, 500) == safe_text(json.dumps(value, ensure_ascii=False))
+    assert preview_json(value, 12) == safe_text(json.dumps(value, ensure_ascii=False), 12)
+
+
+def test_preview_json_stops_early_on_a_huge_value() -> None:
+    class Counted(list):  # type: ignore[type-arg]
+        """A list that counts how many of its elements the encoder visited."""
+
+        visited = 0
+
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            for item in super().__iter__():
+                Counted.visited += 1
+                yield item
+
+    huge = Counted([[]] * 1_000_000)
+    assert preview_json(huge, 20) == "[[], [], [], [], []…"
+    assert Counted.visited < 100
+
+
+def test_preview_json_of_something_else_shows_what_it_can() -> None:
+    assert preview_json({"a": object()}, 50) == '{"a": …'
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON, st.integers(min_value=1, max_value=200))
+def test_preview_json_agrees_with_json_dumps(value: object, limit: int) -> None:
+    assert preview_json(value, limit) == safe_text(json.dumps(value, ensure_ascii=False), limit)
+
+
+@given(st.text(), st.integers(min_value=0, max_value=50))
+def test_limit_is_the_start_of_the_whole_escaped_text(text: str, limit: int) -> None:
+    whole = safe_text(text)
+    expected = whole if len(whole) <= limit else whole[: max(limit - 1, 0)] + "…"
+    assert safe_text(text, limit) == expected
