@@ -16,111 +16,32 @@ key lookups on the value (an object) and casts.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .catalogue_values import (
+    PARAMS,
+    Abstract,
+    Frame,
+    FunctionRef,
+    HandlerReads,
+    Key,
+    Lit,
+    Params,
+    ReadAcc,
+    Test,
+    Val,
+    literal_strings,
+    tested,
+    used_only_in,
+)
 
 __all__ = ["FunctionRef", "HandlerReads", "ReadAcc", "analyse_handler"]
 
 _MAX_DEPTH = 8
 _DICT_VIEWS = frozenset({"keys", "items", "values", "copy", "update", "__iter__"})
 _STR_METHODS = frozenset({"strip", "lower", "upper", "split", "startswith", "endswith"})
-_TYPES = {
-    "dict": {"object"},
-    "Dict": {"object"},
-    "Mapping": {"object"},
-    "list": {"array"},
-    "tuple": {"array"},
-    "List": {"array"},
-    "Tuple": {"array"},
-    "Sequence": {"array"},
-    "set": {"array"},
-    "str": {"string"},
-    "basestring": {"string"},
-    "unicode": {"string"},
-    "bytes": {"string"},
-    "int": {"number", "boolean"},
-    "float": {"number"},
-    "long": {"number"},
-    "bool": {"boolean"},
-    "NoneType": {"null"},
-}
-_CAST_KINDS = {"float": {"number", "string", "boolean"}, "int": {"number", "string", "boolean"}}
-
-
-@dataclass(frozen=True)
-class FunctionRef:
-    """A function of the scanned code base: its node and the file it is in."""
-
-    node: Union[ast.FunctionDef, ast.AsyncFunctionDef]
-    path: str
-    resolve: Callable[[str], Optional[FunctionRef]]
-    """Finds a function by the name it has in this function's module."""
-
-
-@dataclass(frozen=True)
-class _Params:
-    """The params dict itself."""
-
-
-@dataclass(frozen=True)
-class _Key:
-    names: frozenset[str]
-
-
-@dataclass(frozen=True)
-class _Val:
-    keys: frozenset[str]
-
-
-@dataclass(frozen=True)
-class _Lit:
-    value: Any
-
-
-_Abstract = Union[_Params, _Key, _Val, _Lit, None]
-_PARAMS = _Params()
-
-
-@dataclass
-class ReadAcc:
-    """What is known about one param across a handler and its helpers."""
-
-    at: str
-    default: Any = None
-    has_default: bool = False
-    casts: set[str] = field(default_factory=set)
-    via: tuple[str, ...] = ()
-    guard: set[str] = field(default_factory=set)
-    uses: set[str] = field(default_factory=set)
-    keys: set[str] = field(default_factory=set)
-    open_by: set[int] = field(default_factory=set)
-
-    def accepts(self) -> Optional[tuple[frozenset[str], Optional[tuple[str, ...]]]]:
-        """The kinds (and object keys) the handler accepts, or None when not known."""
-        if self.open_by or not (self.guard or self.uses):
-            return None
-        kinds = set(self.guard) | set(self.uses)
-        for cast in self.casts:
-            kinds |= _CAST_KINDS.get(cast, set())
-        kinds.add("null")
-        keys = tuple(sorted(self.keys)) if self.keys and "object" in kinds else None
-        return frozenset(kinds), keys
-
-
-@dataclass
-class HandlerReads:
-    """The result for one handler: reads by name, requirements, and the opaque use if any."""
-
-    reads: dict[str, ReadAcc] = field(default_factory=dict)
-    required: list[tuple[frozenset[str], str, bool]] = field(default_factory=list)
-    reads_all_at: str = ""
-
-    def read(self, name: str, at: str, via: tuple[str, ...] = ()) -> ReadAcc:
-        acc = self.reads.get(name)
-        if acc is None:
-            acc = self.reads[name] = ReadAcc(at, via=via)
-        return acc
 
 
 @dataclass(frozen=True)
@@ -138,16 +59,7 @@ class _Ctx:
 @dataclass
 class _Result:
     reads: HandlerReads
-    returns: _Abstract
-
-
-class _Frame:
-    def __init__(self, fn: FunctionRef, env: dict[str, _Abstract], out: HandlerReads) -> None:
-        self.fn = fn
-        self.env = env
-        self.out = out
-        self.local: dict[str, FunctionRef] = {}
-        self.returns: list[_Abstract] = []
+    returns: Abstract
 
 
 class _Analyser:
@@ -157,7 +69,7 @@ class _Analyser:
 
     # -- functions ---------------------------------------------------------------------------
 
-    def call(self, fn: FunctionRef, bound: dict[str, _Abstract]) -> _Result:
+    def call(self, fn: FunctionRef, bound: dict[str, Abstract]) -> _Result:
         key = (id(fn.node), tuple(sorted((k, repr(v)) for k, v in bound.items())))
         cached = self.memo.get(key)
         if cached is not None:
@@ -166,35 +78,35 @@ class _Analyser:
             return _Result(HandlerReads(), None)
         self.stack.append(id(fn.node))
         try:
-            frame = _Frame(fn, dict(bound), HandlerReads())
+            frame = Frame(fn, dict(bound), HandlerReads())
             self.walk(frame, fn.node.body, _Ctx(True))
         finally:
             self.stack.pop()
-        vals = [r for r in frame.returns if isinstance(r, _Val)]
-        returns: _Abstract = None
+        vals = [r for r in frame.returns if isinstance(r, Val)]
+        returns: Abstract = None
         if vals and len(vals) == len(frame.returns):
-            returns = _Val(frozenset().union(*(v.keys for v in vals)))
+            returns = Val(frozenset().union(*(v.keys for v in vals)))
         result = _Result(frame.out, returns)
         self.memo[key] = result
         return result
 
-    def at(self, frame: _Frame, node: ast.AST) -> str:
+    def at(self, frame: Frame, node: ast.AST) -> str:
         return f"{frame.fn.path}:{getattr(node, 'lineno', 0)}"
 
     def require(
-        self, frame: _Frame, keys: frozenset[str], ctx: _Ctx, node: ast.AST, null_ok: bool
+        self, frame: Frame, keys: frozenset[str], ctx: _Ctx, node: ast.AST, null_ok: bool
     ) -> None:
         if ctx.uncond and keys:
             group = keys | ctx.escape
             frame.out.required.append((group, self.at(frame, node), null_ok or bool(ctx.escape)))
 
-    def reads_all(self, frame: _Frame, node: ast.AST) -> None:
+    def reads_all(self, frame: Frame, node: ast.AST) -> None:
         if not frame.out.reads_all_at:
             frame.out.reads_all_at = self.at(frame, node)
 
     # -- statements --------------------------------------------------------------------------
 
-    def walk(self, frame: _Frame, body: Sequence[ast.stmt], ctx: _Ctx) -> bool:
+    def walk(self, frame: Frame, body: Sequence[ast.stmt], ctx: _Ctx) -> bool:
         """Walk a block; returns whether it always ends in return or raise."""
         for stmt in body:
             ended, ctx = self.stmt(frame, stmt, ctx)
@@ -202,7 +114,7 @@ class _Analyser:
                 return True
         return False
 
-    def stmt(self, frame: _Frame, node: ast.stmt, ctx: _Ctx) -> tuple[bool, _Ctx]:
+    def stmt(self, frame: Frame, node: ast.stmt, ctx: _Ctx) -> tuple[bool, _Ctx]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             frame.local[node.name] = FunctionRef(node, frame.fn.path, frame.fn.resolve)
             return False, ctx
@@ -210,7 +122,7 @@ class _Analyser:
             return False, ctx
         if isinstance(node, ast.Return):
             value = self.ev(frame, node.value, ctx) if node.value is not None else None
-            if isinstance(value, _Params):
+            if isinstance(value, Params):
                 self.reads_all(frame, node)
             frame.returns.append(value)
             return True, ctx
@@ -241,11 +153,11 @@ class _Analyser:
             return self.if_(frame, node, ctx)
         if isinstance(node, (ast.For, ast.AsyncFor)):
             source = self.ev(frame, node.iter, ctx)
-            if isinstance(source, _Params):
+            if isinstance(source, Params):
                 self.reads_all(frame, node)
-            names = _literal_strings(node.iter)
+            names = literal_strings(node.iter)
             if names and isinstance(node.target, ast.Name):
-                frame.env[node.target.id] = _Key(frozenset(names))
+                frame.env[node.target.id] = Key(frozenset(names))
             else:
                 self.bind(frame, node.target, None, ctx)
             self.walk(frame, node.body, ctx.cond())
@@ -267,7 +179,7 @@ class _Analyser:
                 self.ev(frame, child, ctx.cond())
         return False, ctx
 
-    def try_(self, frame: _Frame, node: Any, ctx: _Ctx) -> bool:
+    def try_(self, frame: Frame, node: Any, ctx: _Ctx) -> bool:
         # A requirement inside `try` holds only when no handler swallows the failure.
         reraise = all(h.body and isinstance(h.body[-1], ast.Raise) for h in node.handlers)
         ended = self.walk(frame, node.body, ctx if reraise else ctx.cond())
@@ -277,13 +189,13 @@ class _Analyser:
         self.walk(frame, node.finalbody, ctx)
         return ended and reraise
 
-    def if_(self, frame: _Frame, node: ast.If, ctx: _Ctx) -> tuple[bool, _Ctx]:
+    def if_(self, frame: Frame, node: ast.If, ctx: _Ctx) -> tuple[bool, _Ctx]:
         self.ev(frame, node.test, ctx)
-        test = _Test(self, frame, node.test)
+        test = Test(frame, node.test)
         body_ends = self.walk(frame, node.body, ctx.cond())
         # `if isinstance(v, T): use(v)` with no else: v is used only when it is a T, unless
         # the body normalises v (`v = [v]`) or v is used again after the `if`.
-        only_here = not node.orelse and not body_ends and _used_only_in(frame, node)
+        only_here = not node.orelse and not body_ends and used_only_in(frame, node)
         for keys, kinds in test.positive_types:
             for key in keys:
                 acc = frame.out.read(key, self.at(frame, node))
@@ -316,7 +228,7 @@ class _Analyser:
             return False, _Ctx(ctx.uncond, escape or ctx.escape, types)
         return False, ctx
 
-    def bind(self, frame: _Frame, target: ast.expr, value: _Abstract, ctx: _Ctx) -> None:
+    def bind(self, frame: Frame, target: ast.expr, value: Abstract, ctx: _Ctx) -> None:
         if isinstance(target, ast.Name):
             frame.env[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -327,13 +239,11 @@ class _Analyser:
 
     # -- expressions -------------------------------------------------------------------------
 
-    def ev(self, frame: _Frame, node: Optional[ast.expr], ctx: _Ctx) -> _Abstract:
+    def ev(self, frame: Frame, node: Optional[ast.expr], ctx: _Ctx) -> Abstract:
         if node is None:
             return None
         if isinstance(node, ast.Constant):
-            return (
-                _Key(frozenset([node.value])) if isinstance(node.value, str) else _Lit(node.value)
-            )
+            return Key(frozenset([node.value])) if isinstance(node.value, str) else Lit(node.value)
         if isinstance(node, ast.Name):
             return frame.env.get(node.id)
         if isinstance(node, ast.Call):
@@ -343,20 +253,20 @@ class _Analyser:
         if isinstance(node, ast.BoolOp):
             values = [self.ev(frame, node.values[0], ctx)]
             values += [self.ev(frame, v, ctx.cond()) for v in node.values[1:]]
-            vals = [v for v in values if isinstance(v, _Val)]
+            vals = [v for v in values if isinstance(v, Val)]
             if isinstance(node.op, ast.Or) and vals:
-                return _Val(frozenset().union(*(v.keys for v in vals)))
+                return Val(frozenset().union(*(v.keys for v in vals)))
             return None
         if isinstance(node, ast.IfExp):
             self.ev(frame, node.test, ctx)
             both = [self.ev(frame, node.body, ctx.cond()), self.ev(frame, node.orelse, ctx.cond())]
-            vals = [v for v in both if isinstance(v, _Val)]
-            return _Val(frozenset().union(*(v.keys for v in vals))) if vals else None
+            vals = [v for v in both if isinstance(v, Val)]
+            return Val(frozenset().union(*(v.keys for v in vals))) if vals else None
         if isinstance(node, ast.Compare):
             return self.compare(frame, node, ctx)
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values):
-                if key is None and isinstance(self.ev(frame, value, ctx), _Params):
+                if key is None and isinstance(self.ev(frame, value, ctx), Params):
                     self.reads_all(frame, node)
                 else:
                     self.ev(frame, key, ctx)
@@ -364,12 +274,12 @@ class _Analyser:
             return None
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             for generator in node.generators:
-                if isinstance(self.ev(frame, generator.iter, ctx), _Params):
+                if isinstance(self.ev(frame, generator.iter, ctx), Params):
                     self.reads_all(frame, node)
             return None
         if isinstance(node, ast.Lambda):
             return None
-        if isinstance(node, ast.Starred) and isinstance(self.ev(frame, node.value, ctx), _Params):
+        if isinstance(node, ast.Starred) and isinstance(self.ev(frame, node.value, ctx), Params):
             self.reads_all(frame, node)
             return None
         if isinstance(node, ast.NamedExpr):
@@ -381,48 +291,48 @@ class _Analyser:
                 self.ev(frame, part, ctx)
         return None
 
-    def compare(self, frame: _Frame, node: ast.Compare, ctx: _Ctx) -> _Abstract:
+    def compare(self, frame: Frame, node: ast.Compare, ctx: _Ctx) -> Abstract:
         left = self.ev(frame, node.left, ctx)
         for op, right_node in zip(node.ops, node.comparators):
             right = self.ev(frame, right_node, ctx)
-            if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, _Params):
-                if isinstance(left, _Key):
+            if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, Params):
+                if isinstance(left, Key):
                     for name in left.names:
                         frame.out.read(name, self.at(frame, node))
                 else:
                     self.reads_all(frame, node)
         return None
 
-    def subscript(self, frame: _Frame, node: ast.Subscript, ctx: _Ctx) -> _Abstract:
+    def subscript(self, frame: Frame, node: ast.Subscript, ctx: _Ctx) -> Abstract:
         base = self.ev(frame, node.value, ctx)
         index = self.ev(frame, node.slice, ctx)
-        if isinstance(base, _Params):
-            if not isinstance(index, _Key):
+        if isinstance(base, Params):
+            if not isinstance(index, Key):
                 self.reads_all(frame, node)
                 return None
             for name in index.names:
                 frame.out.read(name, self.at(frame, node))
-            if isinstance(node.ctx, ast.Load) and not (index.names & _tested(frame)):
+            if isinstance(node.ctx, ast.Load) and not (index.names & tested(frame)):
                 self.require(frame, index.names, ctx, node, True)
-            return _Val(index.names)
-        if isinstance(base, _Val):
+            return Val(index.names)
+        if isinstance(base, Val):
             for key in base.keys:
                 acc = frame.out.read(key, self.at(frame, node))
-                if isinstance(index, _Key):
+                if isinstance(index, Key):
                     acc.uses.add("object")
                     acc.keys |= index.names
-                elif isinstance(index, _Lit) and isinstance(index.value, int):
+                elif isinstance(index, Lit) and isinstance(index.value, int):
                     acc.uses.add("array")
         return None
 
-    def call_expr(self, frame: _Frame, node: ast.Call, ctx: _Ctx) -> _Abstract:
+    def call_expr(self, frame: Frame, node: ast.Call, ctx: _Ctx) -> Abstract:
         func = node.func
         if isinstance(func, ast.Attribute):
             owner = self.ev(frame, func.value, ctx)
             args = [self.ev(frame, a, ctx) for a in node.args]
-            if isinstance(owner, _Params):
+            if isinstance(owner, Params):
                 return self.params_method(frame, node, func.attr, args)
-            if isinstance(owner, _Val):
+            if isinstance(owner, Val):
                 self.value_method(frame, node, owner, func.attr, args)
                 return None
             self.opaque_args(frame, node, args, ctx)
@@ -433,7 +343,7 @@ class _Analyser:
             return None
         args = [self.ev(frame, a, ctx) for a in node.args]
         if name in ("float", "int", "str", "bool") and len(args) == 1:
-            if isinstance(args[0], _Val):
+            if isinstance(args[0], Val):
                 for key in args[0].keys:
                     frame.out.read(key, self.at(frame, node)).casts.add(name)
                 return args[0] if name in ("float", "int") else None
@@ -447,11 +357,11 @@ class _Analyser:
         return self.follow(frame, node, target, args, ctx)
 
     def params_method(
-        self, frame: _Frame, node: ast.Call, attr: str, args: list[_Abstract]
-    ) -> _Abstract:
+        self, frame: Frame, node: ast.Call, attr: str, args: list[Abstract]
+    ) -> Abstract:
         if attr in ("get", "pop", "setdefault") and args:
             key = args[0]
-            if not isinstance(key, _Key):
+            if not isinstance(key, Key):
                 self.reads_all(frame, node)
                 return None
             for name in key.names:
@@ -460,9 +370,9 @@ class _Analyser:
                     default = node.args[1]
                     if isinstance(default, ast.Constant):
                         acc.default, acc.has_default = default.value, True
-                    elif isinstance(args[1], _Lit):
+                    elif isinstance(args[1], Lit):
                         acc.default, acc.has_default = args[1].value, True
-                    elif isinstance(args[1], _Key) and len(args[1].names) == 1:
+                    elif isinstance(args[1], Key) and len(args[1].names) == 1:
                         acc.default, acc.has_default = next(iter(args[1].names)), True
                     elif isinstance(default, (ast.List, ast.Dict, ast.Tuple)):
                         try:
@@ -470,17 +380,17 @@ class _Analyser:
                             acc.has_default = True
                         except ValueError:
                             pass
-            return _Val(key.names)
+            return Val(key.names)
         if attr in _DICT_VIEWS:
             self.reads_all(frame, node)
         return None
 
     def value_method(
-        self, frame: _Frame, node: ast.Call, owner: _Val, attr: str, args: list[_Abstract]
+        self, frame: Frame, node: ast.Call, owner: Val, attr: str, args: list[Abstract]
     ) -> None:
         for key in owner.keys:
             acc = frame.out.read(key, self.at(frame, node))
-            if attr == "get" and args and isinstance(args[0], _Key):
+            if attr == "get" and args and isinstance(args[0], Key):
                 acc.uses.add("object")
                 acc.keys |= args[0].names
             elif attr in ("keys", "items", "values"):
@@ -488,29 +398,29 @@ class _Analyser:
             elif attr in _STR_METHODS:
                 acc.uses.add("string")
 
-    def opaque_args(self, frame: _Frame, node: ast.Call, args: list[_Abstract], ctx: _Ctx) -> None:
-        if any(isinstance(a, _Params) for a in args):
+    def opaque_args(self, frame: Frame, node: ast.Call, args: list[Abstract], ctx: _Ctx) -> None:
+        if any(isinstance(a, Params) for a in args):
             self.reads_all(frame, node)
         for keyword in node.keywords:
-            if isinstance(self.ev(frame, keyword.value, ctx), _Params):
+            if isinstance(self.ev(frame, keyword.value, ctx), Params):
                 self.reads_all(frame, node)
 
-    def resolve(self, frame: _Frame, name: str) -> Optional[FunctionRef]:
+    def resolve(self, frame: Frame, name: str) -> Optional[FunctionRef]:
         local = frame.local.get(name)
         return local if local is not None else frame.fn.resolve(name)
 
     def follow(
-        self, frame: _Frame, node: ast.Call, target: FunctionRef, args: list[_Abstract], ctx: _Ctx
-    ) -> _Abstract:
+        self, frame: Frame, node: ast.Call, target: FunctionRef, args: list[Abstract], ctx: _Ctx
+    ) -> Abstract:
         spec = target.node.args
         names = [a.arg for a in (*spec.posonlyargs, *spec.args)]
-        bound: dict[str, _Abstract] = {}
+        bound: dict[str, Abstract] = {}
         for pname, value in zip(names, args):
             bound[pname] = value
         for keyword in node.keywords:
             value = self.ev(frame, keyword.value, ctx)
             if keyword.arg is None:
-                if isinstance(value, _Params):
+                if isinstance(value, Params):
                     self.reads_all(frame, node)
             elif keyword.arg in names:
                 bound[keyword.arg] = value
@@ -518,11 +428,11 @@ class _Analyser:
         for pname, default in zip(names[len(names) - len(defaults) :], defaults):
             if pname not in bound and isinstance(default, ast.Constant):
                 bound[pname] = (
-                    _Key(frozenset([default.value]))
+                    Key(frozenset([default.value]))
                     if isinstance(default.value, str)
-                    else _Lit(default.value)
+                    else Lit(default.value)
                 )
-        if not any(isinstance(v, (_Params, _Val)) for v in bound.values()):
+        if not any(isinstance(v, (Params, Val)) for v in bound.values()):
             return None
         result = self.call(target, bound)
         here = self.at(frame, node)
@@ -547,203 +457,10 @@ def _merge(into: ReadAcc, acc: ReadAcc) -> None:
     into.open_by |= acc.open_by
 
 
-class _Test:
-    """What an `if` test says about params: keys whose absence makes it true (``missing``),
-    keys whose presence it needs (``presence``), and isinstance checks both ways."""
-
-    def __init__(self, analyser: _Analyser, frame: _Frame, node: ast.expr) -> None:
-        self.analyser, self.frame = analyser, frame
-        self.missing: list[tuple[frozenset[str], bool]] = []
-        self.presence: frozenset[str] = frozenset()
-        self.positive_types: list[tuple[frozenset[str], frozenset[str]]] = []
-        self.negative_types: list[tuple[frozenset[str], frozenset[str]]] = []
-        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
-            groups = [self.atom_missing(v) for v in node.values]
-            if all(g is not None for g in groups):
-                keys = frozenset().union(*(g[0] for g in groups if g is not None))
-                self.missing.append((keys, all(g[1] for g in groups if g is not None)))
-        elif isinstance(node, ast.BoolOp):
-            self.missing += [g for g in map(self.atom_missing, node.values) if g is not None]
-        else:
-            atom = self.atom_missing(node)
-            if atom is not None:
-                self.missing.append(atom)
-        for atom_node in _atoms(node):
-            found = self.atom_presence(atom_node)
-            if found:
-                self.presence |= found
-            self.types(atom_node)
-
-    def value_keys(self, node: ast.expr) -> Optional[frozenset[str]]:
-        value = _peek(self.frame, node)
-        return value.keys if isinstance(value, _Val) else None
-
-    def atom_missing(self, node: ast.expr) -> Optional[tuple[frozenset[str], bool]]:
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            operand = node.operand
-            keys = self.value_keys(operand)
-            if keys is not None:
-                return keys, False
-            types = _isinstance_of(self.frame, operand)
-            if types is not None and "null" not in types[1]:
-                return types[0], False
-            return None
-        if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            op, right = node.ops[0], node.comparators[0]
-            if isinstance(op, ast.NotIn) and isinstance(_peek(self.frame, right), _Params):
-                key = _peek(self.frame, node.left)
-                return (key.names, True) if isinstance(key, _Key) else None
-            if _is_none(right) and isinstance(op, (ast.Is, ast.Eq)):
-                keys = self.value_keys(node.left)
-                return (keys, False) if keys is not None else None
-        return None
-
-    def atom_presence(self, node: ast.expr) -> frozenset[str]:
-        if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            op, right = node.ops[0], node.comparators[0]
-            if isinstance(op, ast.In) and isinstance(_peek(self.frame, right), _Params):
-                key = _peek(self.frame, node.left)
-                return key.names if isinstance(key, _Key) else frozenset()
-            if _is_none(right) and isinstance(op, (ast.IsNot, ast.NotEq)):
-                return self.value_keys(node.left) or frozenset()
-            return frozenset()
-        return self.value_keys(node) or frozenset()
-
-    def types(self, node: ast.expr) -> None:
-        negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
-        target = node.operand if isinstance(node, ast.UnaryOp) else node
-        found = _isinstance_of(self.frame, target)
-        if found is None:
-            return
-        keys, kinds = found
-        if not kinds:  # a type the wire cannot carry or we cannot name: say nothing
-            for key in keys:
-                self.frame.out.read(key, "").open_by.add(-1)
-            return
-        found_kinds = frozenset(kinds)
-        (self.negative_types if negative else self.positive_types).append((keys, found_kinds))
-
-
-def _used_only_in(frame: _Frame, node: ast.If) -> bool:
-    """Whether the names the test checks with isinstance are neither rebound in the body nor
-    read after the `if` in the function."""
-    names = {
-        atom.args[0].id
-        for atom in _atoms(node.test)
-        if isinstance(atom, ast.Call)
-        and isinstance(atom.func, ast.Name)
-        and atom.func.id == "isinstance"
-        and atom.args
-        and isinstance(atom.args[0], ast.Name)
-    }
-    if not names:
-        return False
-    end = node.end_lineno or node.lineno
-    for child in ast.walk(frame.fn.node):
-        if isinstance(child, ast.Name) and child.id in names:
-            if isinstance(child.ctx, ast.Store) and node.lineno <= child.lineno <= end:
-                return False
-            if isinstance(child.ctx, ast.Load) and child.lineno > end:
-                return False
-    return True
-
-
-def _atoms(node: ast.expr) -> Iterator[ast.expr]:
-    if isinstance(node, ast.BoolOp):
-        for value in node.values:
-            yield from _atoms(value)
-    else:
-        yield node
-
-
-def _peek(frame: _Frame, node: ast.expr) -> _Abstract:
-    """The abstract value of a simple expression, without recording anything."""
-    if isinstance(node, ast.Constant):
-        return _Key(frozenset([node.value])) if isinstance(node.value, str) else _Lit(node.value)
-    if isinstance(node, ast.Name):
-        return frame.env.get(node.id)
-    if _is_get(node):
-        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-        owner, key = _peek(frame, node.func.value), _peek(frame, node.args[0])
-        if isinstance(owner, _Params) and isinstance(key, _Key):
-            return _Val(key.names)
-    if isinstance(node, ast.Subscript):
-        owner, key = _peek(frame, node.value), _peek(frame, node.slice)
-        if isinstance(owner, _Params) and isinstance(key, _Key):
-            return _Val(key.names)
-    return None
-
-
-def _isinstance_of(frame: _Frame, node: ast.expr) -> Optional[tuple[frozenset[str], set[str]]]:
-    if not (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "isinstance"
-        and len(node.args) == 2
-    ):
-        return None
-    value = _peek(frame, node.args[0])
-    if not isinstance(value, _Val):
-        return None
-    names = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
-    kinds: set[str] = set()
-    for name in names:
-        label = name.id if isinstance(name, ast.Name) else getattr(name, "attr", "")
-        if label not in _TYPES:
-            return value.keys, set()
-        kinds |= _TYPES[label]
-    return value.keys, kinds
-
-
-def _is_get(node: ast.AST) -> bool:
-    """Whether ``node`` is a ``something.get(...)`` call with at least one argument."""
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "get"
-        and bool(node.args)
-    )
-
-
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
-def _literal_strings(node: ast.expr) -> list[str]:
-    if not isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return []
-    found = [e.value for e in node.elts if isinstance(e, ast.Constant)]
-    strings = [v for v in found if isinstance(v, str)]
-    return strings if len(strings) == len(node.elts) else []
-
-
-def _tested(frame: _Frame) -> frozenset[str]:
-    """Keys the function tests with ``in`` or reads with ``.get``: a subscript of such a key is
-    guarded, not a requirement."""
-    cached = getattr(frame, "_tested", None)
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
-    found: set[str] = set()
-    for node in ast.walk(frame.fn.node):
-        key: _Abstract = None
-        if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)):
-            if isinstance(_peek(frame, node.comparators[0]), _Params):
-                key = _peek(frame, node.left)
-        elif _is_get(node):
-            assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            if isinstance(_peek(frame, node.func.value), _Params):
-                key = _peek(frame, node.args[0])
-        if isinstance(key, _Key):
-            found |= key.names
-    result = frozenset(found)
-    frame._tested = result  # type: ignore[attr-defined]
-    return result
-
-
 def analyse_handler(fn: FunctionRef) -> HandlerReads:
     """What the handler ``fn`` (whose first parameter is the params dict) reads."""
     spec = fn.node.args
     first = (*spec.posonlyargs, *spec.args)
     if not first:
         return HandlerReads()
-    return _Analyser().call(fn, {first[0].arg: _PARAMS}).reads
+    return _Analyser().call(fn, {first[0].arg: PARAMS}).reads

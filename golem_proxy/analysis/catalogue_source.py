@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
-from .catalogue_reads import FunctionRef
+from .catalogue_values import FunctionRef
 
 __all__ = ["Module", "SourceTree", "git_commit"]
 
