@@ -401,7 +401,10 @@ def build_catalogue(
         if (method, module.path, node.lineno) in seen:
             continue
         seen.add((method, module.path, node.lineno))
-        reads = analyse_handler(tree.ref(module, node))
+        try:
+            reads = analyse_handler(tree.ref(module, node))
+        except RecursionError:  # code nested beyond what can be followed: claim nothing
+            reads = HandlerReads(reads_all_at=f"{module.path}:{node.lineno}")
         found.setdefault(method, []).append(Handler(method, module, node, reads))
     plugin: dict[str, Any] = {}
     builtins: list[str] = []

@@ -191,3 +191,26 @@ def test_unknown_versions_are_refused() -> None:
         MethodCatalogue.from_json({"version": 3, "plugin_methods": {}})
     with pytest.raises(ValueError, match="plugin_methods"):
         MethodCatalogue.from_json({"methods": []})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[]",
+        '{"plugin_methods": []}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"plugin_methods": {"a.b": {"reads": [], "required": {"x": 1}, "params": 3}}, '
+        '"client_methods": [1], "builtins": "ping"}',
+        '{"plugin_methods": {"a.b": {"reads": {"x": {"casts": 1, "via": {}, "accepts": []}}}}, '
+        '"client_methods": {"a.b": {"tools": [{"params": [1]}, 2]}}}',
+    ],
+)
+def test_hostile_catalogue_files_load_or_fail_with_a_reason(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "hostile.json"
+    path.write_text(text)
+    try:
+        catalogue = MethodCatalogue.load(str(path))
+    except ValueError as exc:
+        assert str(exc)
+        return
+    assert catalogue.drift(_request("a.b", x=1, y={"z": []})) is not None

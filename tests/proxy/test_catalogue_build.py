@@ -280,8 +280,9 @@ def test_tool_params_and_value_shapes(built: dict[str, Any]) -> None:
 
 
 def test_source_commit_from_git_or_given_and_digests(checkout: Path) -> None:
+    (checkout / "plug" / "broken.py").write_text("def broken(:\n")
     plain = build_catalogue([str(checkout)])["built_from"]
-    assert plain["commit"] is None
+    assert plain["commit"] is None and plain["unparsed"] == ["plug/broken.py"]
     assert set(plain["files"]) >= {"plug/handlers/shapes.py", "srv/tools.py"}
     assert all(d.startswith("sha256:") for d in plain["files"].values())
     git = checkout / ".git"
