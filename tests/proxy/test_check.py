@@ -300,11 +300,23 @@ def test_a_colour_shape_the_handler_does_not_take(tmp_path: Path) -> None:
     box["color"] = {"r": 255, "g": 0, "b": 0, "a": 255}  # geometry.* take [r, g, b(, a)]
     tap.request(1, {"id": "s1", "method": "geometry.create_box", "params": box})
     tap.respond(1, {"id": "s1", "result": {"guid": "g"}, "error": None})
+    layer = {"name": "Walls", "color": [200, 80, 40]}  # the handler reads color["r"] and so on
+    tap.request(1, {"id": "s2", "method": "scene.create_layer", "params": layer})
+    tap.respond(1, {"id": "s2", "result": {"layer_index": 1}, "error": None})
     path = tmp_path / "colour.jsonl"
     path.write_bytes(write_recording(tap.events))
     result = run_cli("check", str(path), "--catalogue", SHIPPED, "--json")
     assert result.returncode == 0, result.stdout  # a shape mismatch is a warning
-    (row,) = json.loads(result.stdout)["drift"]["shape_mismatches"]
+    row, layer_row = json.loads(result.stdout)["drift"]["shape_mismatches"]
+    assert layer_row == {
+        "method": "scene.create_layer",
+        "param": "color",
+        "accepts": "null or {a,b,g,r}",
+        "sent": "an array of 3",
+        "flows": [2],
+        "at": "rhino_plugin/handlers/scene.py:773",
+        "side": "plugin",
+    }
     assert row == {
         "method": "geometry.create_box",
         "param": "color",
