@@ -23,6 +23,7 @@ from ..analysis.audit import CATALOGUE_RULE_PREFIX, RuleGroup, audit, group_by_r
 from ..analysis.drift import DriftReport, drift_report
 from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import parse_address
+from ..terminal import safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -157,11 +158,14 @@ _LABELS = {
 
 
 def print_drift(out: Console, report: DriftReport) -> None:
-    """The drift table: one row per method and param, with the source line it comes from."""
-    title = f"Drift against catalogue {report.catalogue or '(recorded by the proxy)'}"
+    """The drift table: one row per method and param, with the source line it comes from.
+    Names come from the trace and the catalogue file: printed as inert text, never markup."""
+    title = Text(
+        safe_text(f"Drift against catalogue {report.catalogue or '(recorded by the proxy)'}")
+    )
     if not report.rows:
         if report.note:
-            text = Text(f"drift unknown: {report.note}", style="yellow")
+            text = Text(safe_text(f"drift unknown: {report.note}"), style="yellow")
         else:
             text = Text("no drift: every method and param is known", style="green")
         out.print(Panel(text, title=title, border_style="yellow" if report.note else "green"))
@@ -179,19 +183,13 @@ def print_drift(out: Console, report: DriftReport) -> None:
         else:
             detail = d.detail
         param = " or ".join(d.param.split("|")) if d.kind == "missing-required" else d.param
-        table.add_row(
-            Text(label, style=style),
-            d.method,
-            param,
-            detail,
-            str(len(row.flows)),
-            _flows(row.flows),
-            f"{d.side}: {d.at}" if d.at else "",
-        )
+        cells = (d.method, param, detail, str(len(row.flows)), _flows(row.flows))
+        source = f"{d.side}: {d.at}" if d.at else ""
+        table.add_row(Text(label, style=style), *(Text(safe_text(c)) for c in (*cells, source)))
     severe = any(r.drift.kind in ("unknown-method", "missing-required") for r in report.rows)
     out.print(Panel(table, title=title, border_style="red" if severe else "yellow"))
     if report.note:
-        out.print(Text(f"note: {report.note}", style="yellow"))
+        out.print(Text(safe_text(f"note: {report.note}"), style="yellow"))
 
 
 def _flows(numbers: list[int]) -> str:

@@ -370,3 +370,15 @@ def test_live_plugin_listing_only_builtins_cannot_tell(
     drift = json.loads(result.stdout)["drift"]
     assert drift["knows_methods"] is False and drift["unknown_methods"] == []
     assert "none is ruled out" in drift["note"]
+
+
+def test_drift_rows_print_trace_text_inert(tmp_path: Path) -> None:
+    tap = TapSimulator()
+    tap.open(1)
+    method = "[red]evil\x1b]0;title\x07"
+    tap.request(1, {"id": "e1", "method": method, "params": {"[b]x": 1}})
+    tap.respond(1, {"id": "e1", "result": None, "error": {"code": -32601, "message": "no"}})
+    path = tmp_path / "evil.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    result = run_cli("check", str(path), "--catalogue", SHIPPED)
+    assert "[red]evil\\x1b]0;title\\x07" in result.stdout and "\x1b" not in result.stdout
