@@ -13,8 +13,10 @@ from golem_core.messages import Request
 from .audit import Finding
 from .flows import Flow
 
-__all__ = ["KINDS", "DriftReport", "DriftRow", "drift_report"]
+__all__ = ["KINDS", "RECORDED", "DriftReport", "DriftRow", "drift_report"]
 
+RECORDED = "recorded"
+"""The side of a row rebuilt from a recorded violation (no catalogue at hand)."""
 KINDS = ("unknown-method", "missing-required", "renamed-param", "shape-mismatch", "unread-param")
 _RULE_KINDS = {f"catalogue.{kind}": kind for kind in KINDS}
 
@@ -24,19 +26,29 @@ class DriftRow:
     drift: Drift
     flows: list[int] = field(default_factory=list)
 
+    @property
+    def recorded(self) -> bool:
+        """A row rebuilt from a violation the proxy recorded: only its message is known."""
+        return self.drift.side == RECORDED
+
     def to_json(self) -> dict[str, Any]:
         d = self.drift
         data: dict[str, Any] = {"method": d.method}
         if d.kind == "missing-required":
-            data.update(params=d.param.split("|"), detail=d.detail)
+            data["params"] = d.param.split("|") if d.param else []
+            if not self.recorded:
+                data["detail"] = d.detail
         elif d.kind == "renamed-param":
-            data.update(param=d.param, read_as=d.other)
+            data.update(param=d.param, read_as=d.other or None)
         elif d.kind == "shape-mismatch":
-            data.update(param=d.param, accepts=d.other, sent=d.detail.removeprefix("sent "))
+            sent = None if self.recorded else d.detail.removeprefix("sent ")
+            data.update(param=d.param, accepts=d.other or None, sent=sent)
         elif d.kind == "unread-param":
             data["param"] = d.param
         data["flows"] = self.flows
-        if d.at:
+        if self.recorded:
+            data["message"] = d.detail
+        elif d.at:
             data.update(at=d.at, side=d.side)
         return data
 
@@ -98,7 +110,9 @@ def drift_report(
             kind = _RULE_KINDS.get(finding.rule)
             if kind is not None:
                 param = finding.violation.path.removeprefix("$.params").lstrip(".")
-                add(Drift(kind, finding.method or "?", param), finding.flow or 0)
+                said = finding.violation.message
+                drift = Drift(kind, finding.method or "?", param, side=RECORDED, detail=said)
+                add(drift, finding.flow or 0)
     ordered = sorted(
         rows.values(),
         key=lambda r: (KINDS.index(r.drift.kind), r.drift.method, r.drift.param, r.drift.other),

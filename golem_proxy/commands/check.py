@@ -176,7 +176,9 @@ def print_drift(out: Console, report: DriftReport) -> None:
     for row in report.rows:
         d = row.drift
         label, style = _LABELS[d.kind]
-        if d.kind == "renamed-param":
+        if row.recorded:
+            detail = d.detail  # the recorded message says all that is known
+        elif d.kind == "renamed-param":
             detail = f"handler reads `{d.other}`"
         elif d.kind == "shape-mismatch":
             detail = f"handler takes {d.other}; {d.detail}"
@@ -184,7 +186,7 @@ def print_drift(out: Console, report: DriftReport) -> None:
             detail = d.detail
         param = " or ".join(d.param.split("|")) if d.kind == "missing-required" else d.param
         cells = (d.method, param, detail, str(len(row.flows)), _flows(row.flows))
-        source = f"{d.side}: {d.at}" if d.at else ""
+        source = f"{d.side}: {d.at}" if d.at and not row.recorded else ""
         table.add_row(Text(label, style=style), *(Text(safe_text(c)) for c in (*cells, source)))
     severe = any(r.drift.kind in ("unknown-method", "missing-required") for r in report.rows)
     out.print(Panel(table, title=title, border_style="red" if severe else "yellow"))

@@ -20,7 +20,7 @@ from golem_core.profiles import GOLEM
 from golem_proxy.analysis.audit import audit, group_by_rule
 from golem_proxy.analysis.trace import load_trace
 from golem_proxy.catalogues import load_catalogue
-from golem_proxy.events import ViolationSeen
+from golem_proxy.events import Direction, ViolationSeen
 
 from .cli_helpers import ROOT, run_cli, run_main
 from .trace_builder import TapSimulator, golem_session, write_recording
@@ -382,3 +382,29 @@ def test_drift_rows_print_trace_text_inert(tmp_path: Path) -> None:
     path.write_bytes(write_recording(tap.events))
     result = run_cli("check", str(path), "--catalogue", SHIPPED)
     assert "[red]evil\\x1b]0;title\\x07" in result.stdout and "\x1b" not in result.stdout
+
+
+def test_drift_the_proxy_recorded_is_shown_without_a_catalogue(tmp_path: Path) -> None:
+    """A trace recorded with `proxy --catalogue` carries its drift as violations: check shows
+    them by kind with the recorded message (the source line is in it)."""
+    catalogue = load_catalogue(SHIPPED)
+    tap = TapSimulator()
+    tap.open(1)
+    torus = {"center": {"x": 0, "y": 0, "z": 0}, "major_radius": 2.0, "minor_radius": 0.5}
+    tap.request(1, {"id": "v1", "method": "geometry.create_torus", "params": torus})
+    message = Request("v1", "geometry.create_torus", torus, {})
+    for found in catalogue.check_request(message):  # what the live tap records
+        tap.events.append(ViolationSeen(1, "main", Direction.C2S, 0, tap.t, found))
+    tap.respond(1, {"id": "v1", "result": {"guid": "g"}, "error": None})
+    path = tmp_path / "recorded.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    result = run_cli("check", str(path), "--json")
+    assert result.returncode == 1  # missing-required is an error
+    drift = json.loads(result.stdout)["drift"]
+    assert drift["catalogue"] is None
+    (missing,) = drift["missing_required"]
+    assert missing["method"] == "geometry.create_torus" and missing["params"] == []
+    assert "rhino_plugin/handlers/creation.py:1635" in missing["message"]
+    (renamed,) = drift["renamed_params"]
+    assert (renamed["param"], renamed["read_as"]) == ("center", None)
+    assert "reads `base_center`" in renamed["message"]
