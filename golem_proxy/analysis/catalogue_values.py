@@ -132,12 +132,15 @@ class HandlerReads:
 
 
 class Frame:
+    """One function being walked: its bindings, what it found, its nested functions."""
+
     def __init__(self, fn: FunctionRef, env: dict[str, Abstract], out: HandlerReads) -> None:
         self.fn = fn
         self.env = env
         self.out = out
         self.local: dict[str, FunctionRef] = {}
         self.returns: list[Abstract] = []
+        self.tested_keys: Optional[frozenset[str]] = None
 
 
 class Test:
@@ -313,9 +316,8 @@ def literal_strings(node: ast.expr) -> list[str]:
 def tested(frame: Frame) -> frozenset[str]:
     """Keys the function tests with ``in`` or reads with ``.get``: a subscript of such a key is
     guarded, not a requirement."""
-    cached = getattr(frame, "tested", None)
-    if cached is not None:
-        return cached  # type: ignore[no-any-return]
+    if frame.tested_keys is not None:
+        return frame.tested_keys
     found: set[str] = set()
     for node in ast.walk(frame.fn.node):
         key: Abstract = None
@@ -328,6 +330,5 @@ def tested(frame: Frame) -> frozenset[str]:
                 key = peek(frame, node.args[0])
         if isinstance(key, Key):
             found |= key.names
-    result = frozenset(found)
-    frame.tested = result  # type: ignore[attr-defined]
-    return result
+    frame.tested_keys = frozenset(found)
+    return frame.tested_keys
