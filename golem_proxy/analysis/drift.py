@@ -62,6 +62,8 @@ class DriftReport:
     knows_methods: bool = True
     knows_params: bool = True
     note: str = ""
+    commit: Optional[str] = None
+    """The source commit the catalogue was built from, when it says."""
 
     def of(self, kind: str) -> list[DriftRow]:
         return [row for row in self.rows if row.drift.kind == kind]
@@ -69,6 +71,7 @@ class DriftReport:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "catalogue": self.catalogue,
+            "commit": self.commit,
             "knows_methods": self.knows_methods,
             "knows_params": self.knows_params,
         }
@@ -121,6 +124,8 @@ def drift_report(
     if catalogue is not None:
         report.knows_methods = catalogue.knows_methods
         report.knows_params = catalogue.knows_params
+        commit = catalogue.built_from.get("commit")
+        report.commit = commit if isinstance(commit, str) else None
         if not catalogue.knows_methods:
             report.note = (
                 f"{catalogue.source} lists only the builtins ({', '.join(BUILTINS)}): which "

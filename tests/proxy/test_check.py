@@ -259,7 +259,7 @@ def test_real_tools_trace_has_no_false_unread_params(tmp_path: Path) -> None:
     result = run_cli("check", str(path), "--catalogue", SHIPPED, "--json")
     assert result.returncode == 1, result.stderr  # unregistered methods are errors
     drift = json.loads(result.stdout)["drift"]
-    assert drift["catalogue"] == SHIPPED
+    assert drift["catalogue"] == SHIPPED and drift["commit"] == golem["built_from"]["commit"]
     unknown = {row["method"] for row in drift["unknown_methods"]}
     assert unknown == set(golem["client_methods_missing_in_plugin"]) and len(unknown) == 40
     unread = {(row["method"], row["param"]) for row in drift["unread_params"]}
