@@ -2,8 +2,10 @@
 
 Two sources, deduplicated: the violations the proxy's tap recorded, and the profile's checks
 run again over the recorded frames, so a trace recorded before a rule existed still gets it.
-With a method catalogue, requests are also checked for methods the plugin does not register
-and params its handler does not read (the drift between client and plugin).
+With a method catalogue, requests are also checked against what the plugin's handlers do
+(`golem_core.catalogue`): methods it does not register, params not read, read under another
+name or with another value shape, and required params not sent — the drift between client and
+plugin, as violations of the ``catalogue.*`` rules (`drift.drift_report` groups them by method).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-from typing import Any, Optional
+from typing import Optional
 
 from rich.console import Console
 from rich.panel import Panel
@@ -19,8 +19,11 @@ from golem_core.contract import Severity
 from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
 
-from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
+from ..analysis.audit import CATALOGUE_RULE_PREFIX, RuleGroup, audit, group_by_rule
+from ..analysis.drift import DriftReport, drift_report
+from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import parse_address
+from ..terminal import safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -48,13 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--catalogue",
-        metavar="FILE",
-        help="method catalogue JSON (e.g. docs/golem-method-catalogue.json)",
+        metavar="FILE|NAME",
+        help="method catalogue: a JSON file or a shipped one (golem-3dmcp@9819b31)",
     )
     source.add_argument(
         "--catalogue-live",
         metavar="HOST:PORT",
-        help="ask a running plugin for its methods (list_methods)",
+        help="ask a running plugin for its methods (list_methods; names only)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
@@ -76,22 +79,22 @@ def run(args: argparse.Namespace) -> int:
     errors = sum(1 for f in findings if f.severity is Severity.ERROR)
     warnings = len(findings) - errors
     failed = errors > 0 or (args.strict and warnings > 0)
-    source = catalogue.source if catalogue is not None else None
+    report = drift_report(trace.flows, drift, catalogue)
     if args.json:
-        report = {
+        data = {
             "recording": trace.path,
             "profile": trace.profile.name,
             "flows": len(trace.flows),
             "errors": errors,
             "warnings": warnings,
             "rules": [group.to_json() for group in contract],
-            "drift": _drift_json(drift, source),
+            "drift": report.to_json(),
         }
-        console().file.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+        console().file.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
         out = console()
         if catalogue is not None or drift:
-            _print_drift(out, drift, source)
+            print_drift(out, report)
         _print_rules(out, contract)
         verdict = f"{errors} error(s), {warnings} warning(s) in {len(trace.flows)} flows"
         out.print(Text(verdict, style="bold red" if failed else "bold green"))
@@ -104,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
 def _catalogue(args: argparse.Namespace) -> Optional[MethodCatalogue]:
     if args.catalogue:
         try:
-            return MethodCatalogue.load(args.catalogue)
+            return load_catalogue(args.catalogue)
+        except CatalogueNotFound as exc:
+            raise CatalogueError(f"{args.catalogue}: {exc}") from None
         except OSError as exc:
             raise CatalogueError(f"{args.catalogue}: {exc.strerror or exc}") from None
         except ValueError as exc:
@@ -143,57 +148,50 @@ def fetch_live_catalogue(where: str, timeout: float = LIVE_TIMEOUT) -> MethodCat
 
 # -- drift -----------------------------------------------------------------------------------
 
+_LABELS = {
+    "unknown-method": ("not registered", "bold red"),
+    "missing-required": ("required, not sent", "bold red"),
+    "renamed-param": ("other name", "yellow"),
+    "shape-mismatch": ("shape differs", "yellow"),
+    "unread-param": ("param not read", "yellow"),
+}
 
-def _drift_tables(
-    drift: list[Finding],
-) -> tuple[dict[str, list[int]], dict[tuple[str, str], list[int]]]:
-    unknown: dict[str, list[int]] = {}
-    unread: dict[tuple[str, str], list[int]] = {}
-    for finding in drift:
-        method = finding.method or "?"
-        flow = finding.flow if finding.flow is not None else 0
-        if finding.violation.path == "$.method":
-            unknown.setdefault(method, []).append(flow)
+
+def print_drift(out: Console, report: DriftReport) -> None:
+    """The drift table: one row per method and param, with the source line it comes from.
+    Names come from the trace and the catalogue file: printed as inert text, never markup."""
+    title = Text(
+        safe_text(f"Drift against catalogue {report.catalogue or '(recorded by the proxy)'}")
+    )
+    if not report.rows:
+        if report.note:
+            text = Text(safe_text(f"drift unknown: {report.note}"), style="yellow")
         else:
-            param = finding.violation.path.removeprefix("$.params").lstrip(".")
-            unread.setdefault((method, param), []).append(flow)
-    return unknown, unread
-
-
-def _drift_json(drift: list[Finding], source: Optional[str]) -> dict[str, Any]:
-    unknown, unread = _drift_tables(drift)
-    return {
-        "catalogue": source,
-        "unknown_methods": [{"method": m, "flows": flows} for m, flows in sorted(unknown.items())],
-        "unread_params": [
-            {"method": m, "param": p, "flows": flows} for (m, p), flows in sorted(unread.items())
-        ],
-    }
-
-
-def _print_drift(out: Console, drift: list[Finding], source: Optional[str]) -> None:
-    title = f"Drift against catalogue {source or '(recorded by the proxy)'}"
-    unknown, unread = _drift_tables(drift)
-    if not unknown and not unread:
-        out.print(
-            Panel(Text("no drift: every method and param is known", style="green"), title=title)
-        )
+            text = Text("no drift: every method and param is known", style="green")
+        out.print(Panel(text, title=title, border_style="yellow" if report.note else "green"))
         return
     table = Table(show_header=True, expand=False, box=None)
-    table.add_column("drift")
-    table.add_column("method")
-    table.add_column("param")
-    table.add_column("calls", justify="right")
-    table.add_column("flows")
-    for method, flows in sorted(unknown.items()):
-        table.add_row(
-            Text("not registered", style="bold red"), method, "", str(len(flows)), _flows(flows)
-        )
-    for (method, param), flows in sorted(unread.items()):
-        table.add_row(
-            Text("param not read", style="yellow"), method, param, str(len(flows)), _flows(flows)
-        )
-    out.print(Panel(table, title=title, border_style="red" if unknown else "yellow"))
+    for column in ("drift", "method", "param", "detail", "calls", "flows", "source"):
+        table.add_column(column, justify="right" if column == "calls" else "left")
+    for row in report.rows:
+        d = row.drift
+        label, style = _LABELS[d.kind]
+        if row.recorded:
+            detail = d.detail  # the recorded message says all that is known
+        elif d.kind == "renamed-param":
+            detail = f"handler reads `{d.other}`"
+        elif d.kind == "shape-mismatch":
+            detail = f"handler takes {d.other}; {d.detail}"
+        else:
+            detail = d.detail
+        param = " or ".join(d.param.split("|")) if d.kind == "missing-required" else d.param
+        cells = (d.method, param, detail, str(len(row.flows)), _flows(row.flows))
+        source = f"{d.side}: {d.at}" if d.at and not row.recorded else ""
+        table.add_row(Text(label, style=style), *(Text(safe_text(c)) for c in (*cells, source)))
+    severe = any(r.drift.kind in ("unknown-method", "missing-required") for r in report.rows)
+    out.print(Panel(table, title=title, border_style="red" if severe else "yellow"))
+    if report.note:
+        out.print(Text(safe_text(f"note: {report.note}"), style="yellow"))
 
 
 def _flows(numbers: list[int]) -> str:

@@ -8,6 +8,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,12 +19,14 @@ from golem_core.messages import Request, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.audit import audit, group_by_rule
 from golem_proxy.analysis.trace import load_trace
-from golem_proxy.events import ViolationSeen
+from golem_proxy.catalogues import load_catalogue
+from golem_proxy.events import Direction, ViolationSeen
 
 from .cli_helpers import ROOT, run_cli, run_main
 from .trace_builder import TapSimulator, golem_session, write_recording
 
 CATALOGUE = ROOT / "docs" / "golem-method-catalogue.json"
+SHIPPED = "golem-3dmcp@9819b31"
 
 
 @pytest.fixture
@@ -33,12 +36,10 @@ def trace(tmp_path: Path) -> Path:
     return path
 
 
-def test_catalogue_copy_matches_the_shared_one() -> None:
-    shared = Path("/work/shared/golem/method-catalogue.json")
-    if shared.exists():
-        assert json.loads(CATALOGUE.read_text()) == json.loads(shared.read_text())
+def test_the_docs_catalogue_loads_and_is_the_shipped_one() -> None:
     catalogue = MethodCatalogue.load(str(CATALOGUE))
-    assert "creation.create_box" in catalogue.methods and "ping" in catalogue.methods
+    assert "geometry.create_box" in catalogue.methods and "ping" in catalogue.methods
+    assert load_catalogue(SHIPPED).methods == catalogue.methods
 
 
 def test_report_groups_by_rule(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -177,6 +178,8 @@ def test_drift_against_a_live_plugin(trace: Path, live_plugin: str) -> None:
         "scene.list_objects",
     }
     assert drift["unread_params"] == []  # list_methods names methods, not params
+    assert drift["knows_methods"] and not drift["knows_params"]
+    assert "params were not checked" in drift["note"]
 
 
 def test_catalogue_errors_exit_2(
@@ -200,3 +203,208 @@ def test_check_copes_with_a_copied_trace(trace: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy.jsonl"
     shutil.copy(trace, copy)
     assert run_cli("check", str(copy)).returncode == 1
+
+
+# -- the real GOLEM-3DMCP tools against the shipped catalogue ------------------------------------
+
+
+def _sample(param: dict[str, Any]) -> Any:
+    """A value of the shape a tool's source shows for a param (its first non-null kind)."""
+    shape = param.get("shape") or {"kinds": ["string"]}
+    kinds = shape["kinds"]
+    if "object" in kinds:
+        return {key: 1.0 for key in shape.get("keys", ["value"])}
+    for kind, value in (("array", ["g-1", "g-2"]), ("number", 2.5), ("string", "s")):
+        if kind in kinds:
+            return value
+    return True if "boolean" in kinds else None
+
+
+def _real_tools_trace(path: Path) -> dict[str, Any]:
+    """Every request the MCP server's tools send (per the shipped catalogue), one call each,
+    answered as the plugin would: NOT_FOUND for what it does not register, else a result."""
+    golem = json.loads((ROOT / "golem_proxy" / "catalogues" / f"{SHIPPED}.json").read_text())
+    tap = TapSimulator()
+    tap.open(1)
+    number = 0
+    for method, entry in sorted(golem["client_methods"].items()):
+        for tool in entry["tools"]:
+            number += 1
+            params = {name: _sample(p) for name, p in tool["params"].items()}
+            tap.request(1, {"id": f"t{number}", "method": method, "params": params})
+            tap.tick(0.001)
+            if method in golem["client_methods_missing_in_plugin"]:
+                error = {"code": "NOT_FOUND", "message": f"Unknown method: {method}"}
+                tap.respond(1, {"id": f"t{number}", "result": None, "error": error})
+            else:
+                tap.respond(1, {"id": f"t{number}", "result": {}, "error": None})
+    tap.close(1)
+    path.write_bytes(write_recording(tap.events))
+    return golem
+
+
+# Params the issue counted as false "not read" rows: read through helpers.
+READ_THROUGH_HELPERS = {
+    ("geometry.create_box", p) for p in ("corner", "width", "depth", "height", "name", "layer")
+} | {
+    ("operations.boolean_union", "guids"),
+    ("viewport.add_named_view", "save_as"),
+    ("operations.offset_curve", "distance"),
+}
+
+
+def test_real_tools_trace_has_no_false_unread_params(tmp_path: Path) -> None:
+    path = tmp_path / "tools.jsonl"
+    golem = _real_tools_trace(path)
+    result = run_cli("check", str(path), "--catalogue", SHIPPED, "--json")
+    assert result.returncode == 1, result.stderr  # unregistered methods are errors
+    drift = json.loads(result.stdout)["drift"]
+    assert drift["catalogue"] == SHIPPED and drift["commit"] == golem["built_from"]["commit"]
+    unknown = {row["method"] for row in drift["unknown_methods"]}
+    assert unknown == set(golem["client_methods_missing_in_plugin"]) and len(unknown) == 40
+    unread = {(row["method"], row["param"]) for row in drift["unread_params"]}
+    assert not unread & READ_THROUGH_HELPERS
+    for method, param in unread:  # no row names a param the handler's source reads
+        assert param not in golem["plugin_methods"][method]["params"]
+    assert len(unread) == 40
+    renamed = {(r["method"], r["param"], r["read_as"]) for r in drift["renamed_params"]}
+    assert renamed == {
+        ("geometry.create_torus", "center", "base_center"),
+        ("manipulation.apply_transform", "guids", "ids"),
+        ("operations.boolean_difference", "cutter_guids", "guids_b"),
+        ("operations.boolean_intersection", "guids", "guids_a"),
+        ("operations.offset_curve", "plane_normal", "plane"),
+        ("scene.list_objects", "name", "name_pattern"),
+        ("viewport.restore_named_view", "named_view", "name"),
+        ("viewport.restore_named_view", "target_view_name", "view_name"),
+        ("viewport.set_camera", "location", "camera_location"),
+    }
+    assert ("scene.list_objects", "unlocked_only") in unread  # not `selected_only`
+    missing = {(r["method"], "|".join(r["params"])) for r in drift["missing_required"]}
+    assert ("geometry.create_torus", "base_center|base_plane") in missing
+    assert ("operations.offset_curve", "curve_id") in missing
+    assert len(missing) == 14
+    # The server's colours ({r,g,b,a} for layers, {r,g,b} for the background) are shapes the
+    # handlers accept: no mismatch on this commit.
+    assert drift["shape_mismatches"] == []
+    torus = next(r for r in drift["missing_required"] if r["method"] == "geometry.create_torus")
+    assert (torus["side"], torus["at"]) == ("plugin", "rhino_plugin/handlers/creation.py:1635")
+    name = next(r for r in drift["renamed_params"] if r["method"] == "scene.list_objects")
+    assert (name["side"], name["at"]) == ("client", "mcp_server/tools/scene.py:134")
+
+
+def test_a_colour_shape_the_handler_does_not_take(tmp_path: Path) -> None:
+    tap = TapSimulator()
+    tap.open(1)
+    box = {"corner": [0, 0, 0], "width": 1, "depth": 1, "height": 1}
+    box["color"] = {"r": 255, "g": 0, "b": 0, "a": 255}  # geometry.* take [r, g, b(, a)]
+    tap.request(1, {"id": "s1", "method": "geometry.create_box", "params": box})
+    tap.respond(1, {"id": "s1", "result": {"guid": "g"}, "error": None})
+    layer = {"name": "Walls", "color": [200, 80, 40]}  # the handler reads color["r"] and so on
+    tap.request(1, {"id": "s2", "method": "scene.create_layer", "params": layer})
+    tap.respond(1, {"id": "s2", "result": {"layer_index": 1}, "error": None})
+    path = tmp_path / "colour.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    result = run_cli("check", str(path), "--catalogue", SHIPPED, "--json")
+    assert result.returncode == 0, result.stdout  # a shape mismatch is a warning
+    row, layer_row = json.loads(result.stdout)["drift"]["shape_mismatches"]
+    assert layer_row == {
+        "method": "scene.create_layer",
+        "param": "color",
+        "accepts": "null or {a,b,g,r}",
+        "sent": "an array of 3",
+        "flows": [2],
+        "at": "rhino_plugin/handlers/scene.py:773",
+        "side": "plugin",
+    }
+    assert row == {
+        "method": "geometry.create_box",
+        "param": "color",
+        "accepts": "array or null",
+        "sent": "{r,g,b,a}",
+        "flows": [1],
+        "at": "rhino_plugin/handlers/creation.py:1467",
+        "side": "plugin",
+    }
+    text = run_cli("check", str(path), "--catalogue", SHIPPED).stdout
+    assert "shape differs" in text and "rhino_plugin/handlers/creation.py:1467" in text
+
+
+@pytest.fixture
+def builtins_only_plugin() -> Iterator[str]:
+    """A plugin whose list_methods names only its builtins, as the real plugin's does."""
+    dispatcher = Dispatcher()
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(2):  # the text report and the JSON one
+            conn, _ = server.accept()
+            with conn:
+                message = MessageReader(conn, GOLEM).read_message(Role.REQUEST)
+                assert isinstance(message, Request)
+                send_message(conn, dispatcher.dispatch(message), GOLEM)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{port}"
+    thread.join(timeout=5)
+    server.close()
+
+
+def test_live_plugin_listing_only_builtins_cannot_tell(
+    tmp_path: Path, builtins_only_plugin: str
+) -> None:
+    tap = TapSimulator()
+    tap.open(1)
+    tap.request(1, {"id": "k1", "method": "geometry.create_box", "params": {"width": 1}})
+    tap.respond(1, {"id": "k1", "result": {"guid": "g"}, "error": None})
+    tap.close(1)
+    path = tmp_path / "clean.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    result = run_cli("check", str(path), "--catalogue-live", builtins_only_plugin)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no drift" not in result.stdout
+    assert "drift unknown" in result.stdout and "cannot be known" in result.stdout
+    result = run_cli("check", str(path), "--catalogue-live", builtins_only_plugin, "--json")
+    drift = json.loads(result.stdout)["drift"]
+    assert drift["knows_methods"] is False and drift["unknown_methods"] == []
+    assert "none is ruled out" in drift["note"]
+
+
+def test_drift_rows_print_trace_text_inert(tmp_path: Path) -> None:
+    tap = TapSimulator()
+    tap.open(1)
+    method = "[red]evil\x1b]0;title\x07"
+    tap.request(1, {"id": "e1", "method": method, "params": {"[b]x": 1}})
+    tap.respond(1, {"id": "e1", "result": None, "error": {"code": -32601, "message": "no"}})
+    path = tmp_path / "evil.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    result = run_cli("check", str(path), "--catalogue", SHIPPED)
+    assert "[red]evil\\x1b]0;title\\x07" in result.stdout and "\x1b" not in result.stdout
+
+
+def test_drift_the_proxy_recorded_is_shown_without_a_catalogue(tmp_path: Path) -> None:
+    """A trace recorded with `proxy --catalogue` carries its drift as violations: check shows
+    them by kind with the recorded message (the source line is in it)."""
+    catalogue = load_catalogue(SHIPPED)
+    tap = TapSimulator()
+    tap.open(1)
+    torus = {"center": {"x": 0, "y": 0, "z": 0}, "major_radius": 2.0, "minor_radius": 0.5}
+    tap.request(1, {"id": "v1", "method": "geometry.create_torus", "params": torus})
+    message = Request("v1", "geometry.create_torus", torus, {})
+    for found in catalogue.check_request(message):  # what the live tap records
+        tap.events.append(ViolationSeen(1, "main", Direction.C2S, 0, tap.t, found))
+    tap.respond(1, {"id": "v1", "result": {"guid": "g"}, "error": None})
+    path = tmp_path / "recorded.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    result = run_cli("check", str(path), "--json")
+    assert result.returncode == 1  # missing-required is an error
+    drift = json.loads(result.stdout)["drift"]
+    assert drift["catalogue"] is None
+    (missing,) = drift["missing_required"]
+    assert missing["method"] == "geometry.create_torus" and missing["params"] == []
+    assert "rhino_plugin/handlers/creation.py:1635" in missing["message"]
+    (renamed,) = drift["renamed_params"]
+    assert (renamed["param"], renamed["read_as"]) == ("center", None)
+    assert "reads `base_center`" in renamed["message"]

@@ -1,0 +1,140 @@
+"""Drift between a trace and a method catalogue, one row per method and param, with the flows
+it was seen in and the source line it comes from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from golem_core.catalogue import BUILTINS, Drift, MethodCatalogue
+from golem_core.messages import Request
+
+from .audit import Finding
+from .flows import Flow
+
+__all__ = ["KINDS", "RECORDED", "DriftReport", "DriftRow", "drift_report"]
+
+RECORDED = "recorded"
+"""The side of a row rebuilt from a recorded violation (no catalogue at hand)."""
+KINDS = ("unknown-method", "missing-required", "renamed-param", "shape-mismatch", "unread-param")
+_RULE_KINDS = {f"catalogue.{kind}": kind for kind in KINDS}
+
+
+@dataclass
+class DriftRow:
+    drift: Drift
+    flows: list[int] = field(default_factory=list)
+
+    @property
+    def recorded(self) -> bool:
+        """A row rebuilt from a violation the proxy recorded: only its message is known."""
+        return self.drift.side == RECORDED
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.drift
+        data: dict[str, Any] = {"method": d.method}
+        if d.kind == "missing-required":
+            data["params"] = d.param.split("|") if d.param else []
+            if not self.recorded:
+                data["detail"] = d.detail
+        elif d.kind == "renamed-param":
+            data.update(param=d.param, read_as=d.other or None)
+        elif d.kind == "shape-mismatch":
+            sent = None if self.recorded else d.detail.removeprefix("sent ")
+            data.update(param=d.param, accepts=d.other or None, sent=sent)
+        elif d.kind == "unread-param":
+            data["param"] = d.param
+        data["flows"] = self.flows
+        if self.recorded:
+            data["message"] = d.detail
+        elif d.at:
+            data.update(at=d.at, side=d.side)
+        return data
+
+
+@dataclass
+class DriftReport:
+    """The rows of every kind, and what the catalogue could not tell."""
+
+    catalogue: Optional[str]
+    rows: list[DriftRow]
+    knows_methods: bool = True
+    knows_params: bool = True
+    note: str = ""
+    commit: Optional[str] = None
+    """The source commit the catalogue was built from, when it says."""
+
+    def of(self, kind: str) -> list[DriftRow]:
+        return [row for row in self.rows if row.drift.kind == kind]
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "catalogue": self.catalogue,
+            "commit": self.commit,
+            "knows_methods": self.knows_methods,
+            "knows_params": self.knows_params,
+        }
+        if self.note:
+            data["note"] = self.note
+        names = {
+            "unknown-method": "unknown_methods",
+            "unread-param": "unread_params",
+            "missing-required": "missing_required",
+            "renamed-param": "renamed_params",
+            "shape-mismatch": "shape_mismatches",
+        }
+        for kind in KINDS:
+            data[names[kind]] = [row.to_json() for row in self.of(kind)]
+        return data
+
+
+def drift_report(
+    flows: Sequence[Flow], findings: Iterable[Finding], catalogue: Optional[MethodCatalogue]
+) -> DriftReport:
+    """The drift of ``flows`` against ``catalogue``; without one, the catalogue findings the
+    proxy recorded (``findings``) make the rows."""
+    rows: dict[tuple[str, str, str, str], DriftRow] = {}
+
+    def add(drift: Drift, flow: int) -> None:
+        key = (drift.kind, drift.method, drift.param, drift.other)
+        row = rows.setdefault(key, DriftRow(drift))
+        if flow not in row.flows:
+            row.flows.append(flow)
+
+    if catalogue is not None:
+        for flow in flows:
+            message = flow.request.message if flow.request is not None else None
+            if isinstance(message, Request):
+                for drift in catalogue.drift(message):
+                    add(drift, flow.number)
+    else:
+        for finding in findings:
+            kind = _RULE_KINDS.get(finding.rule)
+            if kind is not None:
+                param = finding.violation.path.removeprefix("$.params").lstrip(".")
+                said = finding.violation.message
+                drift = Drift(kind, finding.method or "?", param, side=RECORDED, detail=said)
+                add(drift, finding.flow or 0)
+    ordered = sorted(
+        rows.values(),
+        key=lambda r: (KINDS.index(r.drift.kind), r.drift.method, r.drift.param, r.drift.other),
+    )
+    report = DriftReport(catalogue.source if catalogue is not None else None, ordered)
+    if catalogue is not None:
+        report.knows_methods = catalogue.knows_methods
+        report.knows_params = catalogue.knows_params
+        commit = catalogue.built_from.get("commit")
+        report.commit = commit if isinstance(commit, str) else None
+        if not catalogue.knows_methods:
+            report.note = (
+                f"{catalogue.source} lists only the builtins ({', '.join(BUILTINS)}): which "
+                "methods the plugin handles cannot be known this way and nothing else was "
+                "probed, so no drift is reported and none is ruled out"
+            )
+        elif not catalogue.knows_params:
+            report.note = (
+                f"{catalogue.source} names methods only: params were not checked "
+                "(use --catalogue for params, requirements and shapes)"
+            )
+    return report

@@ -1,0 +1,216 @@
+"""The method catalogue model: loading both format versions and the drift of one request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golem_core.catalogue import Drift, MethodCatalogue, drift_request, kind_of
+from golem_core.messages import Request
+
+SHARED_V1 = Path("/work/shared/golem/method-catalogue.json")
+
+
+def _request(method: str, **params: Any) -> Request:
+    body = {"id": "r1", "method": method, "params": params}
+    return Request("r1", method, params, body)
+
+
+def _catalogue() -> MethodCatalogue:
+    """A version-2 catalogue in the shape the builder writes, with made-up source lines."""
+    return MethodCatalogue.from_json(
+        {
+            "format": "golem-method-catalogue",
+            "version": 2,
+            "builtins": ["ping", "shutdown", "list_methods"],
+            "plugin_methods": {
+                "scene.list_objects": {
+                    "module": "plugin/scene.py",
+                    "line": 10,
+                    "reads": {
+                        "layer": {"at": "plugin/scene.py:12", "default": None},
+                        "name_pattern": {"at": "plugin/scene.py:13", "default": None},
+                        "selected_only": {"at": "plugin/scene.py:14", "casts": ["bool"]},
+                    },
+                    "required": [],
+                },
+                "geometry.create_torus": {
+                    "module": "plugin/creation.py",
+                    "line": 40,
+                    "reads": {
+                        "base_center": {
+                            "at": "plugin/creation.py:44",
+                            "accepts": {"kinds": ["array", "null", "object"], "keys": ["x", "y"]},
+                        },
+                        "base_plane": {"at": "plugin/creation.py:43"},
+                        "color": {
+                            "at": "plugin/creation.py:50",
+                            "accepts": {"kinds": ["array", "null"]},
+                        },
+                        "major_radius": {"at": "plugin/creation.py:41", "casts": ["float"]},
+                    },
+                    "required": [
+                        {"any_of": ["major_radius"], "at": "plugin/creation.py:41"},
+                        {
+                            "any_of": ["base_center", "base_plane"],
+                            "at": "plugin/creation.py:46",
+                            "null_ok": True,
+                        },
+                    ],
+                },
+                "scripting.run": {
+                    "module": "plugin/scripting.py",
+                    "line": 5,
+                    "reads": {},
+                    "reads_all_at": "plugin/scripting.py:7",
+                },
+            },
+            "client_methods": {
+                "scene.list_objects": {
+                    "tools": [
+                        {
+                            "tool": "list_objects",
+                            "at": "server/scene.py:30",
+                            "params": {
+                                "name": {"at": "server/scene.py:32"},
+                                "unlocked_only": {"at": "server/scene.py:33"},
+                            },
+                        }
+                    ]
+                },
+                "scene.hide_objects": {
+                    "tools": [{"tool": "hide", "at": "server/scene.py:60", "params": {}}]
+                },
+            },
+        },
+        "test",
+    )
+
+
+def test_kind_of_names_json_kinds() -> None:
+    kinds = [kind_of(v) for v in (None, True, 1, 1.5, "s", [1], {"r": 1})]
+    assert kinds == ["null", "boolean", "number", "number", "string", "array", "object"]
+
+
+def test_unknown_method_names_the_tool_that_sends_it() -> None:
+    drift = drift_request(_catalogue(), _request("scene.hide_objects", guids=["g"]))
+    assert drift == [
+        Drift("unknown-method", "scene.hide_objects", at="server/scene.py:60", side="client")
+    ]
+    assert _catalogue().drift(_request("ping")) == []  # builtins are registered
+
+
+def test_a_similar_name_is_a_rename_not_an_unread_param() -> None:
+    request = _request("scene.list_objects", layer=None, name="wall", unlocked_only=True)
+    drift = _catalogue().drift(request)
+    assert [(d.kind, d.param, d.other, d.at) for d in drift] == [
+        ("renamed-param", "name", "name_pattern", "server/scene.py:32"),
+        # sharing only the qualifier `only` with `selected_only` is no evidence of a rename
+        ("unread-param", "unlocked_only", "", "server/scene.py:33"),
+    ]
+
+
+def test_required_alternatives_and_null() -> None:
+    catalogue = _catalogue()
+    drift = catalogue.drift(_request("geometry.create_torus", center=[0, 0, 0], major_radius=2))
+    missing = [d for d in drift if d.kind == "missing-required"]
+    assert [(d.param, d.at, d.detail) for d in missing] == [
+        ("base_center|base_plane", "plugin/creation.py:46", "never sent")
+    ]
+    renamed = [d for d in drift if d.kind == "renamed-param"]
+    assert [(d.param, d.other) for d in renamed] == [("center", "base_center")]
+    # base_plane present (even null) satisfies a presence test; a null major_radius does not
+    drift = catalogue.drift(_request("geometry.create_torus", base_plane=None, major_radius=None))
+    assert [(d.kind, d.param, d.detail) for d in drift] == [
+        ("missing-required", "major_radius", "sent as null")
+    ]
+
+
+def test_shapes_the_handler_does_not_accept() -> None:
+    catalogue = _catalogue()
+    request = _request(
+        "geometry.create_torus",
+        base_center={"x": 0, "y": 0},
+        major_radius=2,
+        color={"r": 1, "g": 2, "b": 3, "a": 255},
+    )
+    drift = catalogue.drift(request)
+    assert [(d.kind, d.param, d.other, d.detail, d.at) for d in drift] == [
+        ("shape-mismatch", "color", "array or null", "sent {r,g,b,a}", "plugin/creation.py:50")
+    ]
+    fine = _request("geometry.create_torus", base_center=[0, 0, 0], major_radius=2, color=None)
+    assert catalogue.drift(fine) == []
+    other_keys = _request("geometry.create_torus", base_center={"u": 1}, major_radius=2)
+    assert [d.kind for d in catalogue.drift(other_keys)] == ["shape-mismatch"]
+
+
+def test_a_handler_that_hands_params_on_reports_no_unread_param() -> None:
+    assert _catalogue().drift(_request("scripting.run", code="x", anything=1)) == []
+
+
+def test_violations_carry_rule_path_and_source_line() -> None:
+    request = _request("scene.list_objects", name="wall", colour="red")
+    violations = _catalogue().check_request(request)
+    assert [(v.rule, v.path) for v in violations] == [
+        ("catalogue.renamed-param", "$.params.name"),
+        ("catalogue.unread-param", "$.params.colour"),
+    ]
+    assert "server/scene.py:32" in violations[0].message
+
+
+def test_list_methods_with_builtins_only_knows_nothing() -> None:
+    live = MethodCatalogue.from_method_list(["ping", "shutdown", "list_methods"], "live")
+    assert not live.knows_methods and not live.knows_params
+    assert live.drift(_request("geometry.create_box", width=1)) == []
+    listed = MethodCatalogue.from_method_list(["ping", "geometry.create_box"], "live")
+    assert listed.knows_methods and not listed.knows_params
+    assert [d.kind for d in listed.drift(_request("scene.nope"))] == ["unknown-method"]
+    assert listed.drift(_request("geometry.create_box", anything=1)) == []
+
+
+def test_version_1_still_loads(tmp_path: Path) -> None:
+    data = {
+        "builtins": ["ping"],
+        "plugin_methods": {"creation.create_box": {"params": ["width"], "module": "m.py"}},
+    }
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(data))
+    catalogue = MethodCatalogue.load(str(path))
+    assert catalogue.methods == {"creation.create_box": frozenset({"width"}), "ping": None}
+    drift = catalogue.drift(_request("creation.create_box", width=1, colour="red"))
+    assert [(d.kind, d.param) for d in drift] == [("unread-param", "colour")]
+    if SHARED_V1.exists():
+        assert "creation.create_box" in MethodCatalogue.load(str(SHARED_V1)).methods
+
+
+def test_unknown_versions_are_refused() -> None:
+    with pytest.raises(ValueError, match="version 3"):
+        MethodCatalogue.from_json({"version": 3, "plugin_methods": {}})
+    with pytest.raises(ValueError, match="plugin_methods"):
+        MethodCatalogue.from_json({"methods": []})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[]",
+        '{"plugin_methods": []}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"plugin_methods": {"a.b": {"reads": [], "required": {"x": 1}, "params": 3}}, '
+        '"client_methods": [1], "builtins": "ping"}',
+        '{"plugin_methods": {"a.b": {"reads": {"x": {"casts": 1, "via": {}, "accepts": []}}}}, '
+        '"client_methods": {"a.b": {"tools": [{"params": [1]}, 2]}}}',
+    ],
+)
+def test_hostile_catalogue_files_load_or_fail_with_a_reason(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "hostile.json"
+    path.write_text(text)
+    try:
+        catalogue = MethodCatalogue.load(str(path))
+    except ValueError as exc:
+        assert str(exc)
+        return
+    assert catalogue.drift(_request("a.b", x=1, y={"z": []})) is not None
