@@ -7,13 +7,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from . import pairing
-from .catalogue import R_UNKNOWN_METHOD, R_UNREAD_PARAM
+from .catalogue import (
+    R_MISSING_REQUIRED,
+    R_RENAMED_PARAM,
+    R_SHAPE_MISMATCH,
+    R_UNKNOWN_METHOD,
+    R_UNREAD_PARAM,
+)
 from .contract import Rule, rule_table
 from .profiles import PROFILES, Profile
 
 __all__ = ["CATALOGUE_RULES", "RULES", "all_rules"]
 
-CATALOGUE_RULES = (R_UNKNOWN_METHOD, R_UNREAD_PARAM)
+CATALOGUE_RULES = (
+    R_UNKNOWN_METHOD,
+    R_UNREAD_PARAM,
+    R_MISSING_REQUIRED,
+    R_RENAMED_PARAM,
+    R_SHAPE_MISMATCH,
+)
 
 
 def all_rules(profiles: Iterable[Profile] = ()) -> Mapping[str, Rule]:

@@ -141,7 +141,7 @@ def test_an_unparseable_request_is_paired_with_the_null_id_answer() -> None:
 
 
 def test_message_violations_and_the_catalogue_are_on_the_frame() -> None:
-    catalogue = MethodCatalogue.from_method_list(["ping"])
+    catalogue = MethodCatalogue.from_method_list(["ping", "scene.list_layers"])
     conn = Connection(GOLEM, catalogue=catalogue)
     payload = json.dumps({"id": "a", "method": "scene.get_info"}).encode()
     seen = conn.feed(C, GOLEM.frame_payload(payload))[0]
