@@ -1,5 +1,6 @@
 """Flows: the rows every view shows. A flow is one request and its response (or a request
-still pending, an orphan response, a framing error), built incrementally from the event stream.
+still pending, an orphan response, a framing error, a gap in what was observed), built
+incrementally from the event stream.
 
 `FlowTracker.apply()` is the single place where events become rows, used alike by the live
 log, `show`, `stats`, the TUI and the recording readers, so live and offline views agree.
@@ -25,6 +26,8 @@ from ..events import (
     FaultInjected,
     FrameSeen,
     FramingErrorSeen,
+    GapReason,
+    ObservationLost,
     ViolationSeen,
 )
 
@@ -44,6 +47,9 @@ class Flow:
     request: Optional[FrameSeen] = None
     response: Optional[FrameSeen] = None
     frame_error: Optional[FramingErrorSeen] = None
+    gap: Optional[ObservationLost] = None
+    """Bytes forwarded but not inspected (the observer was behind, a frame was too large to
+    hold, requests were let go, or decoding failed): a row of its own, so no view hides it."""
     violations: list[Violation] = field(default_factory=list)
     faults: list[FaultInjected] = field(default_factory=list)
     closed_unanswered: bool = False
@@ -51,7 +57,7 @@ class Flow:
 
     @property
     def t(self) -> float:
-        for part in (self.request, self.response, self.frame_error):
+        for part in (self.request, self.response, self.frame_error, self.gap):
             if part is not None:
                 return part.t
         return 0.0
@@ -68,11 +74,21 @@ class Flow:
 
     @property
     def request_size(self) -> Optional[int]:
-        return self.request.size if self.request is not None else None
+        if self.request is not None:
+            return self.request.size
+        return self._gap_size(Direction.C2S)
 
     @property
     def response_size(self) -> Optional[int]:
-        return self.response.size if self.response is not None else None
+        if self.response is not None:
+            return self.response.size
+        return self._gap_size(Direction.S2C)
+
+    def _gap_size(self, direction: Direction) -> Optional[int]:
+        gap = self.gap
+        if gap is None or gap.direction is not direction or gap.reason is GapReason.EVICTED:
+            return None
+        return gap.size
 
     @property
     def pending(self) -> bool:
@@ -114,7 +130,10 @@ class Flow:
         return Severity.WARNING
 
     def status(self, profile: Profile) -> str:
-        """``ok``, the error code's name, ``malformed:KIND``, ``oversized``, ``pending``, …"""
+        """``ok``, the error code's name, ``malformed:KIND``, ``oversized``, ``pending``,
+        ``unobserved:REASON``, …"""
+        if self.gap is not None:
+            return f"unobserved:{self.gap.reason.value}"
         if self.frame_error is not None:
             return self.frame_error.kind.value
         if self.response is not None:
@@ -185,6 +204,12 @@ class FlowTracker:
             return None
         if isinstance(event, ConnectionClosed):
             return self._closed(event)
+        if isinstance(event, ObservationLost):
+            flow = self._new_flow(event.conn, event.route)
+            flow.gap = event
+            if event.reason is not GapReason.EVICTED:
+                self._count_bytes(event.conn, event.direction, event.size)
+            return flow
         if isinstance(event, FaultInjected):
             faulted = self._flow_for_fault(event)
             if faulted is not None:

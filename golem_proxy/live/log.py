@@ -29,6 +29,7 @@ from ..events import (
     FaultInjected,
     FrameSeen,
     FramingErrorSeen,
+    ObservationLost,
     ViolationSeen,
 )
 from ..terminal import format_latency, format_size, preview_json, safe_text
@@ -141,6 +142,14 @@ class EventLog:
             return text
         if isinstance(event, EventsMissed):
             return Text(f"… {event.count} events not shown (log fell behind)", "yellow")
+        if isinstance(event, ObservationLost):
+            # A gap in what was inspected (never in what was forwarded): always worth a line.
+            text = self._prefix(event.t, event.route, event.conn)
+            text.append(f"{event.direction.arrow} {event.reason.value}: ", "bold yellow")
+            text.append(safe_text(event.detail, _DETAIL), "yellow")
+            if event.digest:
+                text.append(f" {event.digest[:19]}…", "dim")
+            return text
         return None
 
     def _exchange(self, exchange: ExchangeCompleted) -> Optional[Text]:

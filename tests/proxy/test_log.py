@@ -124,3 +124,25 @@ def test_huge_peer_strings_are_cut_to_one_short_line() -> None:
     out = render(events, Verbosity.VERBOSE, color_system=None)
     assert max(len(line) for line in out.splitlines()) < 1000
     assert "x" * 150 + "…" in out
+
+
+def test_a_gap_in_observation_is_always_shown() -> None:
+    from golem_proxy.events import Direction, GapReason, ObservationLost
+
+    gap = ObservationLost(
+        3,
+        "main",
+        Direction.S2C,
+        1.5,
+        GapReason.FRAME_TOO_LARGE,
+        40 * 1024 * 1024,
+        "a frame over the limit\x1b[2J",
+        "sha256:" + "ab" * 32,
+        b"\x02\x80\x00\x00",
+    )
+    for verbosity in Verbosity:
+        log = EventLog(Console(width=200), GOLEM, verbosity)
+        line = log.render(gap)
+        assert line is not None
+        assert "frame-too-large" in line.plain and "\\x1b[2J" in line.plain
+        assert "\x1b" not in line.plain
