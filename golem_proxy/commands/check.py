@@ -28,6 +28,7 @@ from ._common import (
     console,
     fail,
     open_trace,
+    os_reason,
     severity_text,
 )
 
@@ -106,7 +107,7 @@ def _catalogue(args: argparse.Namespace) -> Optional[MethodCatalogue]:
         try:
             return MethodCatalogue.load(args.catalogue)
         except OSError as exc:
-            raise CatalogueError(f"{args.catalogue}: {exc.strerror or exc}") from None
+            raise CatalogueError(f"{args.catalogue}: {os_reason(exc)}") from None
         except ValueError as exc:
             raise CatalogueError(f"{args.catalogue}: not a method catalogue ({exc})") from None
     if args.catalogue_live:

@@ -21,9 +21,9 @@ from ..live.log import Verbosity
 from ..live.relay import ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..net.addresses import Address, Route
-from ..net.listeners import ListenError
 from ..testing.demo_session import run_demo_session
 from ..testing.plugin_process import PluginProcess, PluginStartError
+from ._common import CommandError, integer_arg
 from .stats import stats_table
 
 NAME = "demo"
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="recording path (default: recordings/demo-TIMESTAMP.jsonl)",
     )
-    parser.add_argument("--seed", type=int, default=42, help="plugin seed (default 42)")
+    parser.add_argument("--seed", type=integer_arg, default=42, help="plugin seed (default 42)")
     parser.add_argument("--quiet", "-q", action="store_true", help="log problems only")
 
 
@@ -59,14 +59,16 @@ def _default_path() -> str:
 
 def run(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
+    if args.out and os.path.lexists(args.out):
+        # Checked before the plugin starts: the recorder would refuse it half way through.
+        raise CommandError(f"{args.out}: already exists", "the demo never replaces a file")
     path = args.out or _default_path()
     plugin = PluginProcess(port=_port_or_any(9876), gh_port=_port_or_any(9877), seed=args.seed)
     console.rule("[bold]golem-proxy demo")
     try:
         plugin.start()
     except PluginStartError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        return 2
+        raise CommandError(f"the headless plugin did not start ({exc})") from None
     try:
         console.print(f"headless plugin: {plugin.ready_line}", soft_wrap=True)
         routes = [
@@ -82,10 +84,8 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.quiet:
             config.verbosity = Verbosity.QUIET
+        # A busy port or an unwritable recording ends as one line (golem_proxy.cli).
         trio.run(_drive, config, console)
-    except (ListenError, OSError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        return 2
     finally:
         plugin.stop()
     trace = load_trace(path)
@@ -103,11 +103,18 @@ def run(args: argparse.Namespace) -> int:
     for command in (
         f"{launcher} tui {path}",
         f"{launcher} show {path} --filter '~e'",
-        f"{launcher} check {path} --catalogue docs/golem-method-catalogue.json",
+        f"{launcher} check {path}{_catalogue_hint()}",
         f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
     ):
         console.print(f"  [cyan]{command}[/]", soft_wrap=True)  # whole lines, to copy
     return 0
+
+
+def _catalogue_hint() -> str:
+    """``--catalogue FILE`` for the closing hint, only where that file is (in a checkout): a
+    hint must work where it is printed."""
+    path = os.path.join("docs", "golem-method-catalogue.json")
+    return f" --catalogue {path}" if os.path.isfile(path) else ""
 
 
 async def _drive(config: SessionConfig, console: Console) -> None:

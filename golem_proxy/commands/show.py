@@ -14,6 +14,7 @@ from ._common import (
     EXIT_OK,
     EXIT_USAGE,
     console,
+    count_arg,
     fail,
     filtered_flows,
     ms,
@@ -36,7 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print one JSON object per flow per line"
     )
     parser.add_argument(
-        "--limit", "-n", metavar="N", type=int, help="print at most the first N matching flows"
+        "--limit",
+        "-n",
+        metavar="N",
+        type=count_arg,
+        help="print at most the first N matching flows",
     )
 
 
