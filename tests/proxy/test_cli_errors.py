@@ -270,3 +270,20 @@ def test_exception_groups_are_unwrapped() -> None:
     two = _group_from_nurseries(ListenError("one"), ValueError("other"))
     assert error_line(two) is None  # several failures: not one line's worth
     assert error_line(KeyError("bug")) is None
+
+
+def _dev(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(ROOT / "dev"), *args], capture_output=True, text=True, timeout=30
+    )
+
+
+def test_dev_rejects_an_unknown_command_with_its_usage() -> None:
+    done = _dev("nosuch")
+    assert done.returncode == 2
+    assert done.stderr.startswith("dev: unknown command 'nosuch'\n")
+    assert "./dev test [ARGS]" in done.stderr
+    helped = _dev("help")
+    assert helped.returncode == 0 and "./dev run ARGS" in helped.stdout
+    assert "set -euo" not in helped.stdout and "#" not in helped.stdout
+    assert _dev("bench").returncode == 2
