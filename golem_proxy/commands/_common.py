@@ -131,6 +131,19 @@ def address_arg(text: str) -> Address:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def trace_path_arg(text: str) -> str:
+    """argparse type for a trace: a path as given, or ``sample:NAME`` for a sample recording
+    shipped with the package (``golem-proxy samples`` lists them)."""
+    if not text.startswith("sample:"):
+        return text
+    from .samples import sample_path  # the samples command imports this module
+
+    try:
+        return str(sample_path(text[len("sample:") :]))
+    except CommandError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _number_arg(
     kind: type, words: str, *, minimum: Optional[float] = None
 ) -> Callable[[str], float]:

@@ -30,6 +30,7 @@ from ._common import (
     open_trace,
     os_reason,
     severity_text,
+    trace_path_arg,
 )
 
 NAME = "check"
@@ -45,7 +46,9 @@ class CatalogueError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--catalogue",

@@ -12,7 +12,7 @@ from ..replay.index import load_trace
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_diff
 from ..replay.tracediff import diff_traces
-from ._common import CommandError, number_arg, reading
+from ._common import CommandError, number_arg, reading, trace_path_arg
 
 NAME = "diff"
 HELP = "compare two traces exchange by exchange (GUID-aware, with tolerances)"
@@ -21,8 +21,10 @@ EXIT_DIFFERENT = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", metavar="A", help="first recording (the reference)")
-    parser.add_argument("b", metavar="B", help="second recording")
+    parser.add_argument(
+        "a", metavar="A", type=trace_path_arg, help="first recording (the reference)"
+    )
+    parser.add_argument("b", metavar="B", type=trace_path_arg, help="second recording")
     parser.add_argument(
         "--ignore",
         action="append",

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..analysis.trace import Trace, flow_to_json
 from ..recording.streams import rebuild_streams
-from ._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, console, fail, open_trace
+from ._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, console, fail, open_trace, trace_path_arg
 
 NAME = "export"
 HELP = "export a recording: exact per-connection byte streams, or exchanges as JSON lines"
@@ -22,7 +22,9 @@ ORDER = 33
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
     parser.add_argument(
         "--format",
         choices=("streams", "jsonl"),

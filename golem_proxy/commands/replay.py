@@ -24,7 +24,7 @@ from ..replay.setup import (
     parse_timing,
     upstreams_for,
 )
-from ._common import CommandError, address_arg, seconds_arg, unwrap
+from ._common import CommandError, address_arg, seconds_arg, trace_path_arg, unwrap
 
 NAME = "replay"
 HELP = "serve recorded traces as a stand-in plugin (server replay)"
@@ -32,7 +32,13 @@ ORDER = 40
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="recording(s) to serve")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        type=trace_path_arg,
+        help="recording(s) to serve (or sample:NAME)",
+    )
     parser.add_argument(
         "--listen",
         type=address_arg,

@@ -20,6 +20,7 @@ from ._common import (
     ms,
     size,
     status_text,
+    trace_path_arg,
     violation_marker,
 )
 
@@ -29,7 +30,9 @@ ORDER = 30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
     parser.add_argument(
         "--filter", "-f", metavar="EXPR", help="only flows matching EXPR (see docs/filters.md)"
     )

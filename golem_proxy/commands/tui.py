@@ -7,7 +7,7 @@ import os
 import time
 
 from ..recording.format import RecordingError
-from ._common import CommandError, os_reason
+from ._common import CommandError, os_reason, trace_path_arg
 
 NAME = "tui"
 HELP = "Open a recording in the terminal UI (with --follow, tail one being written)."
@@ -18,7 +18,9 @@ HEADER_WAIT = 10.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
     parser.add_argument(
         "--follow",
         "-f",

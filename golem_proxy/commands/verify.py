@@ -17,7 +17,8 @@ from ..replay.index import Trace, load_trace
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_verify
 from ..replay.verify import TargetUnreachable, update_trace, verify_trace
-from ._common import CommandError, address_arg, number_arg, reading, seconds_arg
+from ._common import CommandError, address_arg, number_arg, reading, seconds_arg, trace_path_arg
+from .samples import is_sample
 
 NAME = "verify"
 HELP = "re-send a trace's requests to a live plugin and compare the answers (client replay)"
@@ -26,7 +27,9 @@ EXIT_DIFFERENT = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="recording to verify")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="recording to verify (or sample:NAME)"
+    )
     parser.add_argument(
         "--target",
         type=address_arg,
@@ -73,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise CommandError(f"bad --ignore: {exc}") from None
+    if args.update and is_sample(args.file):
+        raise CommandError(
+            f"{args.file} is a sample shipped with golem-proxy",
+            "copy it out with golem-proxy samples --copy NAME DIR and update the copy",
+        )
     with reading(args.file):
         trace = load_trace(args.file)
     try:
