@@ -4,8 +4,10 @@ never a traceback unless ``--debug``."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -287,3 +289,22 @@ def test_dev_rejects_an_unknown_command_with_its_usage() -> None:
     assert helped.returncode == 0 and "./dev run ARGS" in helped.stdout
     assert "set -euo" not in helped.stdout and "#" not in helped.stdout
     assert _dev("bench").returncode == 2
+
+
+def test_the_headless_plugin_names_its_busy_port(busy_port: int) -> None:
+    for flags in (
+        ["--port", str(busy_port), "--gh-port", "0"],
+        ["--port", "0", "--gh-port", str(busy_port)],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "rhino_plugin", "--headless", *flags],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )
+        assert done.returncode == 2
+        assert done.stderr == (
+            f"rhino_plugin: cannot listen on 127.0.0.1:{busy_port} (address already in use)\n"
+        )
