@@ -137,7 +137,9 @@ def fetch_live_catalogue(where: str, timeout: float = LIVE_TIMEOUT) -> MethodCat
             request = {"id": "golem-proxy-check", "method": "list_methods", "params": {}}
             send_message(sock, request, GOLEM)
             reply = MessageReader(sock, GOLEM).read_message(Role.RESPONSE)
-    except (OSError, ValueError) as exc:  # golem_core's wire errors are ValueErrors
+    except OSError as exc:
+        raise CatalogueError(f"cannot ask {address} for list_methods ({os_reason(exc)})") from None
+    except ValueError as exc:  # golem_core's wire errors are ValueErrors
         raise CatalogueError(f"list_methods at {address}: {exc}") from None
     methods = reply.result.get("methods") if isinstance(reply, Response) else None
     if not isinstance(reply, Response) or not isinstance(methods, list):

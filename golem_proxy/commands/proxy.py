@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if public:
         errors.print(
-            "[bold yellow]warning:[/] listening on non-loopback addresses "
+            "[bold yellow]golem-proxy: warning:[/] listening on non-loopback addresses "
             f"({', '.join(str(r.listen) for r in public)}): anyone who can reach them can "
             "drive the plugin through this proxy"
         )

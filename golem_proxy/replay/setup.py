@@ -48,7 +48,12 @@ def parse_timing(text: str) -> Optional[float]:
     if text == "original":
         return 1.0
     if text.startswith("x"):
-        factor = float(text[1:])
+        try:
+            factor = float(text[1:])
+        except ValueError:
+            raise ValueError(f"{text!r}: expected none, original or xN (N a number)") from None
+        if factor != factor or factor in (float("inf"), float("-inf")):
+            raise ValueError(f"{text!r}: the factor must be a finite number")
         if factor < 0:
             raise ValueError("a timing factor cannot be negative")
         return factor

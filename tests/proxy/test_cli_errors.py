@@ -171,6 +171,18 @@ def test_a_bad_address_argument_reads_as_such() -> None:
             "replay --on-miss: 'bogus': expected error, close or forward HOST:PORT",
         ),
         (["proxy", "--route", "nonsense"], "proxy --route: 'nonsense': expected LISTEN=UPSTREAM"),
+        (
+            ["replay", MODELLING, "--timing", "xfast"],
+            "replay --timing: 'xfast': expected none, original or xN (N a number)",
+        ),
+        (
+            ["check", MODELLING, "--catalogue-live", "127.0.0.1:1"],
+            "cannot ask 127.0.0.1:1 for list_methods (connection refused)",
+        ),
+        (
+            ["export", MODELLING, "--format", "jsonl", "--out", MODELLING + "/x.jsonl"],
+            f"cannot write {MODELLING}/x.jsonl (a part of the path is not a directory)",
+        ),
     ],
 )
 def test_usage_errors(args: list[str], expected: str) -> None:
