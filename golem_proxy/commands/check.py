@@ -138,7 +138,7 @@ def fetch_live_catalogue(where: str, timeout: float = LIVE_TIMEOUT) -> MethodCat
             send_message(sock, request, GOLEM)
             reply = MessageReader(sock, GOLEM).read_message(Role.RESPONSE)
     except OSError as exc:
-        raise CatalogueError(f"cannot ask {address} for list_methods ({os_reason(exc)})") from None
+        raise CatalogueError(f"cannot ask list_methods at {address} ({os_reason(exc)})") from None
     except ValueError as exc:  # golem_core's wire errors are ValueErrors
         raise CatalogueError(f"list_methods at {address}: {exc}") from None
     methods = reply.result.get("methods") if isinstance(reply, Response) else None

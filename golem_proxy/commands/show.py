@@ -14,9 +14,9 @@ from ._common import (
     EXIT_OK,
     EXIT_USAGE,
     console,
-    count_arg,
     fail,
     filtered_flows,
+    integer_arg,
     ms,
     size,
     status_text,
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--limit",
         "-n",
         metavar="N",
-        type=count_arg,
+        type=integer_arg,
         help="print at most the first N matching flows",
     )
 

@@ -159,9 +159,10 @@ def test_a_bad_address_argument_reads_as_such() -> None:
             "verify --timeout: 'soon' is not a number of seconds (see golem-proxy verify --help)",
         ),
         (
-            ["show", MODELLING, "--limit", "-1"],
-            "show --limit/-n: '-1' is below 0 (see golem-proxy show --help)",
+            ["show", MODELLING, "--limit", "ten"],
+            "show --limit/-n: 'ten' is not an integer (see golem-proxy show --help)",
         ),
+        (["show", MODELLING, "--limit", "-1"], "--limit must be 0 or more"),
         (
             ["show"],
             "show: the following arguments are required: FILE (see golem-proxy show --help)",
@@ -177,7 +178,7 @@ def test_a_bad_address_argument_reads_as_such() -> None:
         ),
         (
             ["check", MODELLING, "--catalogue-live", "127.0.0.1:1"],
-            "cannot ask 127.0.0.1:1 for list_methods (connection refused)",
+            "cannot ask list_methods at 127.0.0.1:1 (connection refused)",
         ),
         (
             ["export", MODELLING, "--format", "jsonl", "--out", MODELLING + "/x.jsonl"],
