@@ -108,6 +108,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for address in (args.listen, args.gh_listen):
+        if not address.is_loopback() and not args.listen_public:
+            raise CommandError(
+                f"refusing to listen on {address}",
+                "not a loopback address; pass --listen-public to listen there",
+            )
     try:
         on_miss, forward_to = parse_on_miss(args.on_miss)
     except ValueError as exc:

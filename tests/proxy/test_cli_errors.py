@@ -68,7 +68,10 @@ def test_replay_on_a_regular_file(tmp_path: Path) -> None:
 
 def test_replay_on_a_public_address() -> None:
     done = run_cli("replay", MODELLING, "--listen", "0.0.0.0:0", "--gh-listen", "127.0.0.1:0")
-    assert "--listen-public" in one_line_error(done)
+    assert one_line_error(done) == (
+        "refusing to listen on 0.0.0.0:0 "
+        "(not a loopback address; pass --listen-public to listen there)"
+    )
 
 
 def test_proxy_on_a_busy_port(busy_port: int) -> None:
