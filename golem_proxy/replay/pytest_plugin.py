@@ -248,11 +248,18 @@ def _live(config: pytest.Config, mode: str) -> dict[str, Address]:
     text = config.getoption("--golem-live")
     if not text:
         raise pytest.UsageError(f"--golem-record={mode} needs --golem-live HOST:PORT")
-    live = {"main": parse_address(text)}
+    live = {"main": _live_address("--golem-live", text)}
     gh = config.getoption("--golem-live-gh")
     if gh:
-        live["gh"] = parse_address(gh)
+        live["gh"] = _live_address("--golem-live-gh", gh)
     return live
+
+
+def _live_address(option: str, text: str) -> Address:
+    try:
+        return parse_address(text)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{option}: {exc}") from None
 
 
 def _engine(path: str, mode: str, options: dict[str, Any]) -> ReplayEngine:

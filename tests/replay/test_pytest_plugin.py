@@ -106,6 +106,15 @@ def test_new_mode_needs_a_live_plugin(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--golem-record=new needs --golem-live HOST:PORT*"])
 
 
+def test_a_bad_live_address_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    write_test(pytester)
+    result = pytester.runpytest_subprocess(
+        *PLUGIN, "--golem-record=new", "--golem-live", "nonsense"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --golem-live: 'nonsense': expected HOST:PORT*"])
+
+
 def test_strict_unused_fails(pytester: pytest.Pytester) -> None:
     modelling_session(pytester.path / "session.jsonl")
     pytester.makepyfile(
