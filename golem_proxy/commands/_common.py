@@ -27,6 +27,7 @@ from ..analysis.flows import Flow
 from ..analysis.trace import Trace, TraceError, load_trace
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
+from ..terminal import safe_text
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -51,7 +52,7 @@ _OS_REASONS: dict[int, str] = {
     errno.EACCES: "permission denied",
     errno.EPERM: "operation not permitted",
     errno.EEXIST: "already exists",
-    errno.ELOOP: "is a symbolic link",
+    errno.ELOOP: "is a symbolic link (not followed)",
     errno.ENOSPC: "no space left on the device",
 }
 
@@ -87,9 +88,7 @@ def error_line(exc: BaseException) -> Optional[str]:
     """The one-line message for an error the user caused (without the ``golem-proxy:``
     prefix), or None for anything else: a bug, which deserves its traceback."""
     exc = unwrap(exc)
-    if isinstance(exc, (CommandError, TraceError, FilterError)):
-        return str(exc)
-    if isinstance(exc, RecordingError):
+    if isinstance(exc, (CommandError, TraceError, FilterError, RecordingError)):
         return str(exc)
     if isinstance(exc, OSError):
         # ListenError and friends carry a sentence of their own; a raw OSError does not.
@@ -102,8 +101,11 @@ def error_line(exc: BaseException) -> Optional[str]:
 
 
 def print_error(message: str) -> None:
-    """Print ``golem-proxy: message`` on stderr (the one error style)."""
-    console(stderr=True).print(Text(f"golem-proxy: {message}", style="bold red"), soft_wrap=True)
+    """Print ``golem-proxy: message`` on stderr (the one error style). The message may quote a
+    file name or a trace's text: control characters are shown escaped, never sent as such,
+    and the error stays on one line."""
+    line = Text(f"golem-proxy: {safe_text(message)}", style="bold red")
+    console(stderr=True).print(line, soft_wrap=True)
 
 
 @contextmanager

@@ -251,6 +251,15 @@ def test_a_bug_is_one_line_with_its_own_exit_code(
     )
 
 
+def test_an_error_line_stays_one_inert_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = tmp_path / "x\x1b[31m\nsecond.jsonl"
+    code, _, err = run_main(capsys, "replay", str(hostile))
+    assert code == 2
+    assert err == f"golem-proxy: {tmp_path}/x\\x1b[31m\\nsecond.jsonl: no such file\n"
+
+
 def test_a_command_error_in_process(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_main(capsys, "show", README)
     assert (code, out) == (2, "")
