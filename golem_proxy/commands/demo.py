@@ -68,7 +68,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         plugin.start()
     except PluginStartError as exc:
-        raise CommandError(f"the headless plugin did not start ({exc})") from None
+        # Its message ends with what the plugin printed last: the reason, on one line.
+        said = [line.strip() for line in str(exc).partition(":")[2].splitlines() if line.strip()]
+        raise CommandError(
+            "the headless plugin did not start", said[-1] if said else None
+        ) from None
     try:
         console.print(f"headless plugin: {plugin.ready_line}", soft_wrap=True)
         routes = [
