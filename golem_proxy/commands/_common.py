@@ -88,7 +88,9 @@ def error_line(exc: BaseException) -> Optional[str]:
     """The one-line message for an error the user caused (without the ``golem-proxy:``
     prefix), or None for anything else: a bug, which deserves its traceback."""
     exc = unwrap(exc)
-    if isinstance(exc, (CommandError, TraceError, FilterError, RecordingError)):
+    if isinstance(exc, FilterError):  # as show and stats say it (`filtered_flows`)
+        return f"bad filter: {exc}"
+    if isinstance(exc, (CommandError, TraceError, RecordingError)):
         return str(exc)
     if isinstance(exc, OSError):
         # ListenError and friends carry a sentence of their own; a raw OSError does not.

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from golem_proxy.analysis.filters import FilterError, parse_filter
 from golem_proxy.cli import main
 from golem_proxy.commands import show
 from golem_proxy.commands._common import CommandError, error_line
@@ -291,6 +292,9 @@ def test_exception_groups_are_unwrapped() -> None:
     assert nested is not inner
     assert error_line(nested) == str(inner)
     assert error_line(CommandError("what", "why")) == "what (why)"
+    with pytest.raises(FilterError) as bad_filter:
+        parse_filter("~c NOPE")
+    assert error_line(bad_filter.value).startswith("bad filter: unknown error code 'NOPE'")
     assert error_line(FileNotFoundError(2, "No such file or directory", "x.jsonl")) == (
         "x.jsonl: no such file"
     )
