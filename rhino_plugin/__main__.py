@@ -11,7 +11,9 @@ Exit status 0 after the ``shutdown`` method, Ctrl-C (SIGINT) or SIGTERM; 2 for b
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import socket
 import sys
 from types import FrameType
 from typing import Optional
@@ -79,6 +81,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unbindable(host: str, ports: list[int]) -> str:
+    """Which of the requested ports cannot be bound (the error itself does not say), as
+    HOST:PORT; all of them when a probe cannot tell."""
+    busy = []
+    for port in ports:
+        if port == 0:
+            continue
+        probe = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind((host, port))
+        except OSError:
+            busy.append(port)
+        finally:
+            probe.close()
+    chosen = busy or [port for port in ports if port] or [0]
+    return " and ".join(f"{host}:{port}" for port in chosen)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Run until stopped. Returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -92,7 +113,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         (main_host, main_port), (gh_host, gh_port) = plugin.start()
     except OSError as exc:
-        print(f"rhino_plugin: cannot listen: {exc}", file=sys.stderr)
+        where = _unbindable(args.host, [args.port, args.gh_port])
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        print(f"rhino_plugin: cannot listen on {where} ({reason.lower()})", file=sys.stderr)
         return 2
 
     stop_signal = _StopSignal()

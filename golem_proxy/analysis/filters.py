@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from golem_core.profiles import Profile
+from golem_core.profiles import PROFILES, Profile
 
 from .flows import Flow
 
@@ -172,6 +172,27 @@ def _method(arg: str) -> Callable[[Flow, Profile], bool]:
     return lambda flow, profile: flow.method is not None and bool(regex.search(flow.method))
 
 
+def _known_code_words() -> tuple[set[str], list[str]]:
+    """The words ``~c`` accepts (upper case: each profile's string codes and registry names,
+    the latter also without their ``ERR_`` prefix), and the names to list in an error."""
+    words: set[str] = set()
+    shown: set[str] = set()
+    for profile in PROFILES.values():
+        for table in profile.registry.tables:
+            for code, info in table.items():
+                for word in (code, info.name):
+                    if isinstance(word, str):
+                        shown.add(word)
+                        words.add(word.upper())
+                        if word.upper().startswith("ERR_"):
+                            words.add(word.upper()[4:])
+    return words, sorted(shown)
+
+
+class UnknownCodeError(ValueError):
+    """``~c WORD`` with a word no profile knows: it would silently match nothing."""
+
+
 def _code(arg: str) -> Callable[[Flow, Profile], bool]:
     wanted = arg.upper()
     number: Optional[int]
@@ -179,6 +200,9 @@ def _code(arg: str) -> Callable[[Flow, Profile], bool]:
         number = int(arg)
     except ValueError:
         number = None
+        known, shown = _known_code_words()
+        if wanted not in known:
+            raise UnknownCodeError(", ".join(shown)) from None
 
     def test(flow: Flow, profile: Profile) -> bool:
         code = flow.error_code
@@ -290,6 +314,10 @@ def _predicate(name: str, arg: Optional[str], position: int) -> Predicate:
         test = spec.build(arg or "")
     except re.error as exc:
         raise FilterError(f"invalid regular expression for ~{name}: {exc.msg}", position) from None
+    except UnknownCodeError as exc:
+        raise FilterError(
+            f"unknown error code {arg!r} for ~{name}; use an integer or one of {exc}", position
+        ) from None
     except ValueError:
         wanted = "a number of milliseconds" if spec.arg == "MS" else "an integer"
         raise FilterError(f"~{name} needs {wanted}, not {arg!r}", position) from None

@@ -1,10 +1,20 @@
-"""What the reading commands share: consoles, one-line errors, status colours."""
+"""What the commands share: consoles, the one error style, argument types, status colours.
+
+Every error a user can cause (a bad argument, a missing or damaged file, a busy port) ends as
+one line on stderr, ``golem-proxy: <what> (<why>)``, and exit code 2; exit 1 is kept for "the
+command ran and found differences or violations". Commands raise `CommandError` (or let an
+OSError / RecordingError through) and `golem_proxy.cli` prints it: see `error_line`.
+"""
 
 from __future__ import annotations
 
+import argparse
+import errno
 import os
 import sys
-from typing import Optional
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Callable, Optional
 
 from rich.console import Console
 from rich.text import Text
@@ -15,10 +25,145 @@ from golem_core.profiles import Profile
 from ..analysis.filters import Filter, FilterError, parse_filter
 from ..analysis.flows import Flow
 from ..analysis.trace import Trace, TraceError, load_trace
+from ..net.addresses import Address, parse_address
+from ..recording.format import RecordingError
+from ..terminal import safe_text
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+"""A bug, not the user's doing (sysexits' EX_SOFTWARE): kept apart from 2 so that it shows."""
+
+
+class CommandError(Exception):
+    """A usage, setup or input error, printed as ``golem-proxy: <what> (<why>)``, exit 2."""
+
+    def __init__(self, what: str, why: Optional[str] = None) -> None:
+        super().__init__(f"{what} ({why})" if why else what)
+        self.what = what
+        self.why = why
+
+
+_OS_REASONS: dict[int, str] = {
+    errno.ENOENT: "no such file",
+    errno.EISDIR: "is a directory",
+    errno.ENOTDIR: "a part of the path is not a directory",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EEXIST: "already exists",
+    errno.ELOOP: "is a symbolic link (not followed)",
+    errno.ENOSPC: "no space left on the device",
+}
+
+
+def os_reason(exc: OSError) -> str:
+    """Why an OSError happened, in words (``no such file``), without ``[Errno N]``."""
+    if exc.errno in _OS_REASONS:
+        return _OS_REASONS[exc.errno]
+    if exc.strerror:
+        return exc.strerror[0].lower() + exc.strerror[1:]
+    return str(exc) or type(exc).__name__
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or ``[exc]`` itself. trio wraps what a
+    nursery's task raised in a group; the user should see the one error inside it."""
+    inner = getattr(exc, "exceptions", None)
+    if not isinstance(exc, BaseException) or not isinstance(inner, tuple):
+        return [exc]
+    found: list[BaseException] = []
+    for item in inner:
+        found.extend(_leaves(item))
+    return found
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The single error inside ``exc``'s exception groups; ``exc`` when there are several."""
+    leaves = _leaves(exc)
+    return leaves[0] if len(leaves) == 1 else exc
+
+
+def error_line(exc: BaseException) -> Optional[str]:
+    """The one-line message for an error the user caused (without the ``golem-proxy:``
+    prefix), or None for anything else: a bug, which deserves its traceback."""
+    exc = unwrap(exc)
+    if isinstance(exc, FilterError):  # as show and stats say it (`filtered_flows`)
+        return f"bad filter: {exc}"
+    if isinstance(exc, (CommandError, TraceError, RecordingError)):
+        return str(exc)
+    if isinstance(exc, OSError):
+        # ListenError and friends carry a sentence of their own; a raw OSError does not.
+        if exc.errno is None and exc.strerror is None:
+            return str(exc) or type(exc).__name__
+        if exc.filename is not None:
+            return f"{exc.filename}: {os_reason(exc)}"
+        return os_reason(exc)
+    return None
+
+
+def print_error(message: str) -> None:
+    """Print ``golem-proxy: message`` on stderr (the one error style). The message may quote a
+    file name or a trace's text: control characters are shown escaped, never sent as such,
+    and the error stays on one line."""
+    line = Text(f"golem-proxy: {safe_text(message)}", style="bold red")
+    console(stderr=True).print(line, soft_wrap=True)
+
+
+@contextmanager
+def reading(path: str, role: Optional[str] = None) -> Iterator[None]:
+    """Turn the errors of opening or reading the recording at ``path`` into a `CommandError`
+    that names it (and ``role``, e.g. "trace B", when a command reads several)."""
+    prefix = f"{role}, " if role else ""
+    try:
+        yield
+    except OSError as exc:
+        raise CommandError(f"{prefix}{path}: {os_reason(exc)}") from exc
+    except (RecordingError, TraceError) as exc:
+        text = str(exc)
+        # Some readers already name the file; do not say it twice.
+        named = text if text.startswith(f"{path}:") else f"{path}: {text}"
+        raise CommandError(f"{prefix}{named}") from exc
+
+
+def address_arg(text: str) -> Address:
+    """argparse type for ``HOST:PORT``, ``[V6]:PORT`` or ``unix:PATH`` with a readable error
+    (argparse would otherwise print its function name: ``invalid parse_address value``)."""
+    try:
+        return parse_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def trace_path_arg(text: str) -> str:
+    """argparse type for a trace: a path as given, or ``sample:NAME`` for a sample recording
+    shipped with the package (``golem-proxy samples`` lists them)."""
+    if not text.startswith("sample:"):
+        return text
+    from .samples import sample_path  # the samples command imports this module
+
+    try:
+        return str(sample_path(text[len("sample:") :]))
+    except CommandError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _number_arg(
+    kind: type, words: str, *, minimum: Optional[float] = None
+) -> Callable[[str], float]:
+    def convert(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {words}") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {words}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is below {minimum:g}")
+        return value  # type: ignore[no-any-return]
+
+    convert.__name__ = words
+    return convert
 
 
 def console(*, stderr: bool = False) -> Console:
@@ -28,9 +173,15 @@ def console(*, stderr: bool = False) -> Console:
     return Console(file=stream, width=width, highlight=False)
 
 
+seconds_arg = _number_arg(float, "a number of seconds", minimum=0)
+number_arg = _number_arg(float, "a number")
+count_arg = _number_arg(int, "a whole number", minimum=0)
+integer_arg = _number_arg(int, "an integer")
+
+
 def fail(message: str) -> int:
     """Print ``golem-proxy: message`` on stderr and return the usage/IO exit code."""
-    console(stderr=True).print(Text(f"golem-proxy: {message}", style="bold red"))
+    print_error(message)
     return EXIT_USAGE
 
 

@@ -31,7 +31,9 @@ from ._common import (
     console,
     fail,
     open_trace,
+    os_reason,
     severity_text,
+    trace_path_arg,
 )
 
 NAME = "check"
@@ -47,7 +49,9 @@ class CatalogueError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--catalogue",
@@ -111,7 +115,7 @@ def _catalogue(args: argparse.Namespace) -> Optional[MethodCatalogue]:
         except CatalogueNotFound as exc:
             raise CatalogueError(f"{args.catalogue}: {exc}") from None
         except OSError as exc:
-            raise CatalogueError(f"{args.catalogue}: {exc.strerror or exc}") from None
+            raise CatalogueError(f"{args.catalogue}: {os_reason(exc)}") from None
         except ValueError as exc:
             raise CatalogueError(f"{args.catalogue}: not a method catalogue ({exc})") from None
     if args.catalogue_live:
@@ -138,7 +142,9 @@ def fetch_live_catalogue(where: str, timeout: float = LIVE_TIMEOUT) -> MethodCat
             request = {"id": "golem-proxy-check", "method": "list_methods", "params": {}}
             send_message(sock, request, GOLEM)
             reply = MessageReader(sock, GOLEM).read_message(Role.RESPONSE)
-    except (OSError, ValueError) as exc:  # golem_core's wire errors are ValueErrors
+    except OSError as exc:
+        raise CatalogueError(f"cannot ask list_methods at {address} ({os_reason(exc)})") from None
+    except ValueError as exc:  # golem_core's wire errors are ValueErrors
         raise CatalogueError(f"list_methods at {address}: {exc}") from None
     methods = reply.result.get("methods") if isinstance(reply, Response) else None
     if not isinstance(reply, Response) or not isinstance(methods, list):

@@ -23,9 +23,9 @@ from ..live.log_output import TerminalOutput
 from ..live.relay import ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..net.addresses import Address, Route
-from ..net.listeners import ListenError
 from ..testing.demo_session import run_demo_session
 from ..testing.plugin_process import PluginProcess, PluginStartError
+from ._common import CommandError, integer_arg
 from .stats import stats_table
 
 NAME = "demo"
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="recording path (default: recordings/demo-TIMESTAMP.jsonl)",
     )
-    parser.add_argument("--seed", type=int, default=42, help="plugin seed (default 42)")
+    parser.add_argument("--seed", type=integer_arg, default=42, help="plugin seed (default 42)")
     parser.add_argument("--quiet", "-q", action="store_true", help="log problems only")
 
 
@@ -60,6 +60,9 @@ def _default_path() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out and os.path.lexists(args.out):
+        # Checked before the plugin starts: the recorder would refuse it half way through.
+        raise CommandError(f"{args.out}: already exists", "the demo never replaces a file")
     # As in `proxy`: the live log must not stall the session when stdout stops reading.
     output = TerminalOutput(sys.stdout)
     try:
@@ -75,8 +78,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     try:
         plugin.start()
     except PluginStartError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        return 2
+        # Its message ends with what the plugin printed last: the reason, on one line.
+        said = [line.strip() for line in str(exc).partition(":")[2].splitlines() if line.strip()]
+        raise CommandError(
+            "the headless plugin did not start", said[-1] if said else None
+        ) from None
     try:
         console.print(f"headless plugin: {plugin.ready_line}", soft_wrap=True)
         routes = [
@@ -92,10 +98,8 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         )
         if args.quiet:
             config.verbosity = Verbosity.QUIET
+        # A busy port or an unwritable recording ends as one line (golem_proxy.cli).
         trio.run(_drive, config, console)
-    except (ListenError, OSError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        return 2
     finally:
         plugin.stop()
     trace = load_trace(path)
@@ -113,11 +117,18 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     for command in (
         f"{launcher} tui {path}",
         f"{launcher} show {path} --filter '~e'",
-        f"{launcher} check {path} --catalogue docs/golem-method-catalogue.json",
+        f"{launcher} check {path}{_catalogue_hint()}",
         f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
     ):
         console.print(f"  [cyan]{command}[/]", soft_wrap=True)  # whole lines, to copy
     return 0
+
+
+def _catalogue_hint() -> str:
+    """``--catalogue FILE`` for the closing hint, only where that file is (in a checkout): a
+    hint must work where it is printed."""
+    path = os.path.join("docs", "golem-method-catalogue.json")
+    return f" --catalogue {path}" if os.path.isfile(path) else ""
 
 
 async def _drive(config: SessionConfig, console: Console) -> None:

@@ -4,27 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from rich.console import Console
 
-from ..recording.format import RecordingError
 from ..replay.diffing import Comparator
 from ..replay.index import load_trace
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_diff
 from ..replay.tracediff import diff_traces
+from ._common import CommandError, number_arg, reading, trace_path_arg
 
 NAME = "diff"
 HELP = "compare two traces exchange by exchange (GUID-aware, with tolerances)"
 ORDER = 42
 EXIT_DIFFERENT = 1
-EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", metavar="A", help="first recording (the reference)")
-    parser.add_argument("b", metavar="B", help="second recording")
+    parser.add_argument(
+        "a", metavar="A", type=trace_path_arg, help="first recording (the reference)"
+    )
+    parser.add_argument("b", metavar="B", type=trace_path_arg, help="second recording")
     parser.add_argument(
         "--ignore",
         action="append",
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--float-tolerance",
-        type=float,
+        type=number_arg,
         default=0.0,
         metavar="X",
         help="numbers within X of each other are equal",
@@ -44,14 +44,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        a = load_trace(args.a)
-        b = load_trace(args.b)
         comparator = Comparator(
             IgnoreRules.parse(args.ignore), float_tolerance=args.float_tolerance
         )
-    except (OSError, RecordingError, ValueError) as exc:
-        print(f"golem-proxy diff: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except ValueError as exc:
+        raise CommandError(f"bad --ignore: {exc}") from None
+    with reading(args.a, "trace A"):
+        a = load_trace(args.a)
+    try:
+        with reading(args.b, "trace B"):
+            b = load_trace(args.b)
+    except CommandError:
+        a.close()
+        raise
     try:
         diff = diff_traces(a, b, comparator)
         if args.json:

@@ -14,7 +14,16 @@ from rich.text import Text
 
 from ..analysis.trace import Trace, flow_to_json
 from ..recording.streams import rebuild_streams
-from ._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, console, fail, open_trace
+from ._common import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    console,
+    fail,
+    open_trace,
+    os_reason,
+    trace_path_arg,
+)
 
 NAME = "export"
 HELP = "export a recording: exact per-connection byte streams, or exchanges as JSON lines"
@@ -22,7 +31,9 @@ ORDER = 33
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
     parser.add_argument(
         "--format",
         choices=("streams", "jsonl"),
@@ -49,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             return _export_jsonl(trace, args.out)
         return _export_streams(trace, args.out)
     except OSError as exc:
-        return fail(f"cannot write {exc.filename or args.out}: {exc.strerror or exc}")
+        return fail(f"cannot write {exc.filename or args.out} ({os_reason(exc)})")
 
 
 def _export_jsonl(trace: Trace, out: str) -> int:

@@ -26,6 +26,14 @@ from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
 from ..recording.safe_paths import resolve_record_path
 from ..terminal import safe_text
+from ._common import (
+    CommandError,
+    count_arg,
+    error_line,
+    integer_arg,
+    print_error,
+    seconds_arg,
+)
 
 if TYPE_CHECKING:
     from ..tui.bridge import EventBuffer, TrioThreadSource
@@ -47,7 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "unix:$XDG_RUNTIME_DIR/golem-proxy/scrybe.sock=unix:${SCRYBE_SOCK:-~/.scrybe/sock})"
         ),
     )
-    parser.add_argument("--profile", choices=sorted(PROFILES), default="golem")
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="golem",
+        help="the protocol on the routes: golem (GOLEM-3DMCP, length-prefixed JSON over TCP; "
+        "the default) or jsonrpc-ndjson (JSON-RPC 2.0 over NDJSON, the Scrybe 0.6 contract)",
+    )
     parser.add_argument("--record", metavar="PATH", help="write the session to this recording")
     parser.add_argument(
         "--record-dir",
@@ -73,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: report it and forward it anyway)",
     )
     parser.add_argument(
-        "--max-frame", type=int, metavar="BYTES", help="frame cap (default: the profile's)"
+        "--max-frame", type=count_arg, metavar="BYTES", help="frame cap (default: the profile's)"
     )
     parser.add_argument(
         "--redact",
@@ -88,7 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="method catalogue: report methods the plugin does not register, params it ignores",
     )
     parser.add_argument(
-        "--idle-timeout", type=float, metavar="SECONDS", help="close idle connections"
+        "--idle-timeout", type=seconds_arg, metavar="SECONDS", help="close idle connections"
     )
     parser.add_argument(
         "--fault",
@@ -100,7 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--fault-seed",
-        type=int,
+        type=integer_arg,
         metavar="N",
         help="seed for fault probabilities (default: random, printed at start)",
     )
@@ -120,7 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--drain-timeout",
-        type=float,
+        type=seconds_arg,
         default=2.0,
         metavar="SECONDS",
         help="on Ctrl-C, how long live connections may finish (default 2)",
@@ -214,26 +228,31 @@ def run(args: argparse.Namespace) -> int:
     errors = Console(stderr=True, highlight=False)
     try:
         profile = get_profile(args.profile)
-        routes = routes_from_args(args.route, profile)
+        try:
+            routes = routes_from_args(args.route, profile)
+        except ValueError as exc:
+            raise CommandError(f"proxy --route: {exc}") from None
         check_routes(routes)
         if not args.route:
             prepare_socket_directories(routes)
-        catalogue = MethodCatalogue.load(args.catalogue) if args.catalogue else None
+        catalogue = _load_catalogue(args.catalogue) if args.catalogue else None
         faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
         record_path = resolve_record_path(args.record, args.record_dir)
-    except (FaultSpecError, ValueError, OSError) as exc:
-        errors.print(f"[red]error:[/] {exc}")
-        return 2
+    except (FaultSpecError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(_os_problem(exc)) from None
+    if record_path is not None and os.path.lexists(record_path) and not args.overwrite:
+        raise CommandError(f"{record_path}: already exists", "pass --overwrite to replace it")
     public = [r for r in routes if not r.listen.is_loopback()]
     if public and not args.listen_public:
-        errors.print(
-            f"[red]error:[/] {public[0].listen} is not a loopback address; "
-            "pass --listen-public to listen there"
+        raise CommandError(
+            f"refusing to listen on {public[0].listen}",
+            "not a loopback address; pass --listen-public to listen there",
         )
-        return 2
     if public:
         errors.print(
-            "[bold yellow]warning:[/] listening on non-loopback addresses "
+            "[bold yellow]golem-proxy: warning:[/] listening on non-loopback addresses "
             f"({', '.join(str(r.listen) for r in public)}): anyone who can reach them can "
             "drive the plugin through this proxy"
         )
@@ -273,11 +292,28 @@ def run(args: argparse.Namespace) -> int:
         failed = _startup_error(exc)
         if failed is None:
             raise
-        errors.print(f"[red]error:[/] {failed}")
-        return 2
+        raise CommandError(_os_problem(failed, config.record_path)) from None
     finally:
         output.close()
     return 0
+
+
+def _load_catalogue(path: str) -> MethodCatalogue:
+    try:
+        return MethodCatalogue.load(path)
+    except OSError:
+        raise
+    except ValueError as exc:
+        raise CommandError(f"{path}: not a method catalogue ({exc})") from None
+
+
+def _os_problem(exc: OSError, record_path: Optional[str] = None) -> str:
+    """One line for an OSError at setup or startup: the listener's own sentence, or the file
+    and what is wrong with it (an existing recording suggests --overwrite)."""
+    line = error_line(exc) or str(exc)
+    if isinstance(exc, FileExistsError) and record_path is not None:
+        return f"{line} (pass --overwrite to replace it)"
+    return line
 
 
 def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
@@ -290,7 +326,7 @@ def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
     source.done.wait(config.options.drain_timeout + 10)
     if source.error is not None:
         failed = _startup_error(source.error)
-        errors.print(f"[red]error:[/] {failed or source.error}")
+        print_error(_os_problem(failed, config.record_path) if failed else str(source.error))
         return 2
     if config.record_path:
         errors.print(f"recorded {config.record_path}")

@@ -26,25 +26,30 @@ from ..replay.setup import (
     parse_timing,
     upstreams_for,
 )
+from ._common import CommandError, address_arg, seconds_arg, trace_path_arg, unwrap
 
 NAME = "replay"
 HELP = "serve recorded traces as a stand-in plugin (server replay)"
 ORDER = 40
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="recording(s) to serve")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        type=trace_path_arg,
+        help="recording(s) to serve (or sample:NAME)",
+    )
     parser.add_argument(
         "--listen",
-        type=parse_address,
+        type=address_arg,
         default=parse_address("127.0.0.1:9876"),
         help="main channel address (default 127.0.0.1:9876; port 0: any)",
     )
     parser.add_argument(
         "--gh-listen",
-        type=parse_address,
+        type=address_arg,
         default=parse_address("127.0.0.1:9877"),
         help="Grasshopper channel address (default 127.0.0.1:9877)",
     )
@@ -79,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gh-forward",
-        type=parse_address,
+        type=address_arg,
         metavar="HOST:PORT",
         help="live Grasshopper channel for --on-miss forward",
     )
@@ -95,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", metavar="FILE", help="write the JSON summary at exit")
     parser.add_argument(
         "--idle-exit",
-        type=float,
+        type=seconds_arg,
         metavar="SECONDS",
         help="exit after this long with no connection open",
     )
@@ -105,23 +110,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for address in (args.listen, args.gh_listen):
+        if not address.is_loopback() and not args.listen_public:
+            raise CommandError(
+                f"refusing to listen on {address}",
+                "not a loopback address; pass --listen-public to listen there",
+            )
     try:
         on_miss, forward_to = parse_on_miss(args.on_miss)
-        options = ReplayOptions(
-            match=MatchMode(args.match),
-            ignore=args.ignore,
-            reuse=args.reuse,
-            on_miss=on_miss,
-            timing=parse_timing(args.timing),
-            profile=args.profile,
-        )
-        if on_miss is MissPolicy.FORWARD and forward_to is None:
-            raise ValueError("--on-miss forward needs HOST:PORT")
+    except ValueError as exc:
+        raise CommandError(f"replay --on-miss: {exc}") from None
+    try:
+        timing = parse_timing(args.timing)
+    except ValueError as exc:
+        raise CommandError(f"replay --timing: {exc}") from None
+    options = ReplayOptions(
+        match=MatchMode(args.match),
+        ignore=args.ignore,
+        reuse=args.reuse,
+        on_miss=on_miss,
+        timing=timing,
+        profile=args.profile,
+    )
+    if on_miss is MissPolicy.FORWARD and forward_to is None:
+        raise CommandError("--on-miss forward needs a live plugin", "forward HOST:PORT")
+    try:
         engine = build_engine(args.files, options)
         listen = assign_routes(engine.index.trace, args.listen, args.gh_listen)
-    except (OSError, RecordingError, ValueError) as exc:
-        print(f"golem-proxy replay: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except RecordingError:
+        raise  # names the file and what is wrong with it
+    except ValueError as exc:  # mixed profiles, routes that cannot be placed, a bad --ignore
+        raise CommandError(str(exc)) from None
     upstreams = upstreams_for(listen, forward_to, args.gh_forward)
     recorder: Optional[RecordingWriter] = None
     if args.record_new:
@@ -133,14 +152,17 @@ def run(args: argparse.Namespace) -> int:
         record_new=recorder,
         allow_public=args.listen_public,
     )
-    code = 0
     try:
         trio.run(_serve, server, args.idle_exit)
     except KeyboardInterrupt:
         pass
-    except ListenError as exc:
-        print(f"golem-proxy replay: {exc}", file=sys.stderr)
-        code = EXIT_USAGE
+    except BaseException as exc:
+        # A busy port, a path that is not a socket, a public address: the listener's own
+        # one-line reason, not trio's exception group around it.
+        inner = unwrap(exc)
+        if isinstance(inner, ListenError):
+            raise inner from None
+        raise
     finally:
         if recorder is not None:
             recorder.close()
@@ -148,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     print(summary_text(report), file=sys.stderr, flush=True)
     if args.report:
         dump_summary(report, args.report)
-    return code
+    return 0
 
 
 async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> None:

@@ -16,9 +16,11 @@ from ._common import (
     console,
     fail,
     filtered_flows,
+    integer_arg,
     ms,
     size,
     status_text,
+    trace_path_arg,
     violation_marker,
 )
 
@@ -28,7 +30,9 @@ ORDER = 30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
     parser.add_argument(
         "--filter", "-f", metavar="EXPR", help="only flows matching EXPR (see docs/filters.md)"
     )
@@ -36,7 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print one JSON object per flow per line"
     )
     parser.add_argument(
-        "--limit", "-n", metavar="N", type=int, help="print at most the first N matching flows"
+        "--limit",
+        "-n",
+        metavar="N",
+        type=integer_arg,
+        help="print at most the first N matching flows",
     )
 
 

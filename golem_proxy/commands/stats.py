@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.stats import MethodStats, Stats, compute_stats
-from ._common import EXIT_OK, EXIT_USAGE, console, filtered_flows, ms
+from ._common import EXIT_OK, EXIT_USAGE, console, filtered_flows, ms, trace_path_arg
 
 NAME = "stats"
 HELP = "per-method counts, error rates and latency percentiles of a recording"
@@ -18,7 +18,9 @@ ORDER = 31
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
     parser.add_argument("--filter", "-f", metavar="EXPR", help="only flows matching EXPR")
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 from ..recording.format import RecordingError
+from ._common import CommandError, os_reason, trace_path_arg
 
 NAME = "tui"
 HELP = "Open a recording in the terminal UI (with --follow, tail one being written)."
@@ -18,7 +18,9 @@ HEADER_WAIT = 10.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a recording (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
     parser.add_argument(
         "--follow",
         "-f",
@@ -38,14 +40,13 @@ def run(args: argparse.Namespace) -> int:
             source = RecordingSource.open(path, follow=args.follow)
             break
         except OSError as exc:
-            print(f"golem-proxy tui: cannot open {path}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
+            raise CommandError(f"{path}: {os_reason(exc)}") from None
         except RecordingError as exc:
             # A recording just created by a proxy may not have its header line yet.
             if time.monotonic() < deadline and os.path.getsize(path) == 0:
                 time.sleep(0.1)
                 continue
-            print(f"golem-proxy tui: {path}: {exc}", file=sys.stderr)
-            return 1
+            text = str(exc)
+            raise CommandError(text if text.startswith(f"{path}:") else f"{path}: {text}") from None
     run_tui(source, source.profile, f"golem-proxy — {os.path.basename(path)}", header=source.header)
     return 0

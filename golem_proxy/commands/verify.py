@@ -11,33 +11,35 @@ from typing import Any
 import trio
 from rich.console import Console
 
-from ..net.addresses import Address, parse_address
-from ..recording.format import RecordingError
+from ..net.addresses import Address
 from ..replay.diffing import Comparator
-from ..replay.index import load_trace
+from ..replay.index import Trace, load_trace
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_verify
-from ..replay.verify import update_trace, verify_trace
+from ..replay.verify import TargetUnreachable, update_trace, verify_trace
+from ._common import CommandError, address_arg, number_arg, reading, seconds_arg, trace_path_arg
+from .samples import is_sample
 
 NAME = "verify"
 HELP = "re-send a trace's requests to a live plugin and compare the answers (client replay)"
 ORDER = 41
 EXIT_DIFFERENT = 1
-EXIT_USAGE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="recording to verify")
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="recording to verify (or sample:NAME)"
+    )
     parser.add_argument(
         "--target",
-        type=parse_address,
+        type=address_arg,
         required=True,
         metavar="HOST:PORT",
         help="live plugin, main channel (or unix:PATH)",
     )
     parser.add_argument(
         "--gh-target",
-        type=parse_address,
+        type=address_arg,
         metavar="HOST:PORT",
         help="live plugin, Grasshopper channel",
     )
@@ -50,13 +52,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--float-tolerance",
-        type=float,
+        type=number_arg,
         default=0.0,
         metavar="X",
         help="numbers within X of each other are equal",
     )
     parser.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds to wait for each answer (default 30)"
+        "--timeout",
+        type=seconds_arg,
+        default=30.0,
+        help="seconds to wait for each answer (default 30)",
     )
     parser.add_argument(
         "--update", action="store_true", help="rewrite the trace with the live responses"
@@ -66,16 +71,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        trace = load_trace(args.file)
         comparator = Comparator(
             IgnoreRules.parse(args.ignore), float_tolerance=args.float_tolerance
         )
-    except (OSError, RecordingError, ValueError) as exc:
-        print(f"golem-proxy verify: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    targets = _targets(trace.routes, args.target, args.gh_target, trace.profile.second_channel)
+    except ValueError as exc:
+        raise CommandError(f"bad --ignore: {exc}") from None
+    if args.update and is_sample(args.file):
+        raise CommandError(
+            f"{args.file} is a sample shipped with golem-proxy",
+            "copy it out with golem-proxy samples --copy NAME DIR and update the copy",
+        )
+    with reading(args.file):
+        trace = load_trace(args.file)
     try:
+        second = trace.profile.second_channel
+        targets = _targets(trace.routes, args.target, args.gh_target, second)
+        _check_targets(args.file, trace, targets, second)
         result = trio.run(partial(verify_trace, timeout=args.timeout), trace, targets, comparator)
+    except TargetUnreachable as exc:
+        # Could not run is not "differs": exit 2, so a CI gate does not call it a regression.
+        raise CommandError(str(exc)) from None
     finally:
         trace.close()
     if args.json:
@@ -89,6 +104,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"verify: updated {changed} responses in {args.file}", file=sys.stderr)
         return 0
     return 0 if result.ok else EXIT_DIFFERENT
+
+
+def _check_targets(
+    path: str, trace: Trace, targets: dict[str, Address], second: str | None
+) -> None:
+    """Refuse to start when exchanges of the trace have nowhere to go (a Grasshopper trace
+    without --gh-target): that is a usage error, not a plugin that answers differently."""
+    for route in dict.fromkeys(exchange.route for exchange in trace.exchanges):
+        if route not in targets:
+            count = sum(exchange.route == route for exchange in trace.exchanges)
+            option = "--gh-target HOST:PORT" if route == second else "--target HOST:PORT"
+            raise CommandError(
+                f"{path} has {count} exchanges on route {route} and no plugin to send them to",
+                f"pass {option}",
+            )
 
 
 def _targets(

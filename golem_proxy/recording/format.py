@@ -535,8 +535,10 @@ class RecordingReader:
             self.header = Header.from_json(json.loads(first))
         except RecordingError:
             raise
-        except ValueError as exc:
-            raise RecordingError(f"bad recording header: {exc}") from None
+        except ValueError:
+            raise RecordingError(
+                "not a golem-proxy recording (its first line is not JSON)"
+            ) from None
         except RecursionError:
             raise RecordingError("bad recording header: JSON nested too deep") from None
         try:

@@ -197,8 +197,8 @@ def _read_header(first: bytes) -> tuple[Header, Profile]:
         header = Header.from_json(json.loads(first))
     except RecordingError:
         raise
-    except ValueError as exc:
-        raise RecordingError(f"bad recording header: {exc}") from None
+    except ValueError:
+        raise RecordingError("not a golem-proxy recording (its first line is not JSON)") from None
     try:
         return header, get_profile(header.profile)
     except KeyError as exc:

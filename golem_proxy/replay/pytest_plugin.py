@@ -9,13 +9,15 @@ The ``golem_replay`` fixture starts a replay server for the marked trace in a ba
 mode, as VCR.py's record modes do:
 
 * ``none`` (default): replay only. A request the trace does not know gets the miss error, and
-  the test fails at teardown listing every miss.
+  the test fails (once) listing every miss. A trace that does not exist stops the run with a
+  usage error before any test runs.
 * ``new``: misses go to the live plugin given by ``--golem-live`` and the new exchanges are
   appended to the trace after the test.
 * ``all``: every request goes to the live plugin and the trace is rewritten from scratch.
 
-Recorded exchanges the test never asked for are reported as a `GolemUnusedExchangesWarning`, or
-fail the test with ``golem_trace(..., strict_unused=True)``.
+Recorded exchanges that no test sharing the trace asked for are reported once per trace, as a
+`GolemUnusedExchangesWarning` when the last of those tests ends; ``golem_trace(...,
+strict_unused=True)`` fails a test that leaves exchanges of its trace unused.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -33,10 +35,10 @@ import pytest
 from golem_core.profiles import get_profile
 
 from ..net.addresses import Address, parse_address
-from ..recording.format import Header, RouteInfo
+from ..recording.format import Header, RecordingError, RouteInfo
 from .background import BackgroundReplay
 from .engine import ReplayEngine, summary
-from .index import Trace, load_trace
+from .index import Trace
 from .matching import MatchMode, MissPolicy
 from .merge import append_recording
 from .server import ReplayServer
@@ -44,6 +46,7 @@ from .setup import (
     ReplayOptions,
     assign_routes,
     engine_for,
+    load_named,
     open_record_new,
     parse_timing,
     upstreams_for,
@@ -52,6 +55,21 @@ from .setup import (
 __all__ = ["GolemReplay", "GolemUnusedExchangesWarning"]
 
 RECORD_MODES = ("none", "new", "all")
+_MARKER = "golem_trace"
+
+
+@dataclass
+class _TraceUse:
+    """One trace shared by several tests of the run: how many have yet to end, and the
+    exchanges none of the finished ones asked for (None before the first one ends)."""
+
+    remaining: int
+    unused: Optional[dict[int, str]] = None
+
+
+_USES = pytest.StashKey[dict[str, _TraceUse]]()
+_MISSES_REPORTED = "misses_reported"
+_UNUSED_REPORTED = "unused_reported"
 
 
 class GolemUnusedExchangesWarning(UserWarning):
@@ -117,19 +135,88 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _trace_path(item: pytest.Item) -> Optional[Path]:
+    """The trace of ``item``'s ``golem_trace`` marker (relative to the test file), or None."""
+    marker = item.get_closest_marker(_MARKER)
+    if marker is None or not marker.args:
+        return None
+    path = Path(marker.args[0])
+    return path if path.is_absolute() else Path(item.path).parent / path
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Check that every selected test's trace exists (a typo is a usage error, not a
+    FileNotFoundError per test) and count the tests sharing each trace."""
+    mode = session.config.getoption("--golem-record")
+    uses: dict[str, _TraceUse] = {}
+    missing: list[str] = []
+    for item in session.items:
+        if "golem_replay" not in getattr(item, "fixturenames", ()):
+            continue
+        path = _trace_path(item)
+        if path is None:
+            continue
+        if mode == "none" and not path.is_file():
+            missing.append(f"{path} (for {item.nodeid})")
+        uses.setdefault(str(path), _TraceUse(0)).remaining += 1
+    session.config.stash[_USES] = uses
+    if missing:
+        raise pytest.UsageError(
+            f"golem_trace: no such trace: {'; '.join(missing)} "
+            "(record one with --golem-record=new --golem-live HOST:PORT)"
+        )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    """Misses (and, with ``strict_unused``, unused exchanges) fail the test itself, once: a
+    passing test becomes a failure listing them, a failing one (the client saw the miss
+    error) gets them as a section of its report. Not a second failure at teardown."""
+    outcome = yield
+    if call.when != "call":
+        return
+    handle = getattr(item, "funcargs", {}).get("golem_replay")
+    if not isinstance(handle, GolemReplay) or handle.mode == "all":
+        return
+    summary = handle.summary()
+    problems: list[str] = []
+    if handle.mode == "none" and summary["misses"]:
+        problems.append(_misses_text(handle, summary["misses"]))
+        handle._extra[_MISSES_REPORTED] = len(summary["misses"])
+    marker = item.get_closest_marker(_MARKER)
+    if marker is not None and marker.kwargs.get("strict_unused") and summary["unused"]:
+        unused = {u["number"]: f"{u['route']} {u['method']}" for u in summary["unused"]}
+        problems.append(f"golem replay of {handle.trace}: {_unused_text(unused)}")
+        handle._extra[_UNUSED_REPORTED] = True
+    if not problems:
+        return
+    report = outcome.get_result()
+    text = "\n".join(problems)
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = text
+    elif report.failed:
+        report.sections.append(("golem replay", text))
+
+
 @pytest.fixture
 def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
     """A replay server for the test's ``golem_trace`` marker (see the module docstring)."""
-    marker = request.node.get_closest_marker("golem_trace")
-    if marker is None or not marker.args:
+    path = _trace_path(request.node)
+    if path is None:
         raise pytest.UsageError("golem_replay needs @pytest.mark.golem_trace('path.jsonl')")
-    path = Path(marker.args[0])
-    if not path.is_absolute():
-        path = Path(request.node.path).parent / path
-    options = dict(marker.kwargs)
+    options = dict(request.node.get_closest_marker(_MARKER).kwargs)
     mode = request.config.getoption("--golem-record")
     live = _live(request.config, mode)
-    engine = _engine(str(path), mode, options)
+    try:
+        engine = _engine(str(path), mode, options)
+    except (OSError, RecordingError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        pytest.fail(f"golem_trace: cannot read {path}: {reason}", pytrace=False)
+    except ValueError as exc:  # a bad match, ignore or timing option of the marker
+        pytest.fail(f"golem_trace options: {exc}", pytrace=False)
     listen = assign_routes(engine.index.trace, Address("127.0.0.1", 0), Address("127.0.0.1", 0))
     upstreams = upstreams_for(listen, live.get("main"), live.get("gh"))
     record_path: Optional[str] = None
@@ -152,7 +239,7 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
             recorder.close()
         if record_path is not None:
             _store(str(path), record_path, mode, engine)
-    _judge(handle, mode, bool(options.get("strict_unused", False)))
+    _judge(request.config, handle, mode, bool(options.get("strict_unused", False)))
 
 
 def _live(config: pytest.Config, mode: str) -> dict[str, Address]:
@@ -161,18 +248,25 @@ def _live(config: pytest.Config, mode: str) -> dict[str, Address]:
     text = config.getoption("--golem-live")
     if not text:
         raise pytest.UsageError(f"--golem-record={mode} needs --golem-live HOST:PORT")
-    live = {"main": parse_address(text)}
+    live = {"main": _live_address("--golem-live", text)}
     gh = config.getoption("--golem-live-gh")
     if gh:
-        live["gh"] = parse_address(gh)
+        live["gh"] = _live_address("--golem-live-gh", gh)
     return live
+
+
+def _live_address(option: str, text: str) -> Address:
+    try:
+        return parse_address(text)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{option}: {exc}") from None
 
 
 def _engine(path: str, mode: str, options: dict[str, Any]) -> ReplayEngine:
     if mode == "all" or (mode == "new" and not os.path.exists(path)):
         trace = _empty_trace(options.get("profile", "golem"))
     else:
-        trace = load_trace(path)
+        trace = load_named(path)
     return engine_for(
         trace,
         ReplayOptions(
@@ -205,15 +299,36 @@ def _store(path: str, recorded: str, mode: str, engine: ReplayEngine) -> None:
             os.unlink(recorded)
 
 
-def _judge(handle: GolemReplay, mode: str, strict_unused: bool) -> None:
+def _misses_text(handle: GolemReplay, misses: list[dict[str, Any]]) -> str:
+    lines = [f"golem replay of {handle.trace}: {len(misses)} request(s) missed"]
+    lines += [f"  {m['route']} {m['method']}: {m['message']}" for m in misses]
+    return "\n".join(lines)
+
+
+def _unused_text(unused: dict[int, str]) -> str:
+    shown = ", ".join(f"#{number} {method}" for number, method in sorted(unused.items())[:20])
+    return f"{len(unused)} recorded exchange(s) unused: {shown}"
+
+
+def _judge(config: pytest.Config, handle: GolemReplay, mode: str, strict_unused: bool) -> None:
     report = handle.summary()
-    if mode == "none" and report["misses"]:
-        lines = [f"golem replay of {handle.trace}: {len(report['misses'])} request(s) missed"]
-        lines += [f"  {m['route']} {m['method']}: {m['message']}" for m in report["misses"]]
-        pytest.fail("\n".join(lines), pytrace=False)
-    if mode != "all" and report["unused"]:
-        text = ", ".join(f"#{u['number']} {u['method']}" for u in report["unused"][:20])
-        message = f"{len(report['unused'])} recorded exchange(s) unused: {text}"
-        if strict_unused:
-            pytest.fail(f"golem replay of {handle.trace}: {message}", pytrace=False)
+    misses = report["misses"][handle._extra.get(_MISSES_REPORTED, 0) :]
+    if mode == "none" and misses:  # left for the teardown: missed after the test's own end
+        pytest.fail(_misses_text(handle, misses), pytrace=False)
+    if mode == "all":
+        return
+    unused = {u["number"]: f"{u['route']} {u['method']}" for u in report["unused"]}
+    if strict_unused and unused and not handle._extra.get(_UNUSED_REPORTED):
+        pytest.fail(f"golem replay of {handle.trace}: {_unused_text(unused)}", pytrace=False)
+    use = config.stash.get(_USES, {}).get(handle.trace)
+    if use is None:  # not counted at collection (e.g. requested dynamically): judge alone
+        use = _TraceUse(1)
+    use.remaining -= 1
+    if use.unused is None:
+        use.unused = unused
+    else:
+        use.unused = {n: m for n, m in use.unused.items() if n in unused}
+    if use.remaining <= 0 and use.unused:
+        # Once per trace, when the last test sharing it ends: what no test asked for.
+        message = f"{handle.trace}: {_unused_text(use.unused)}"
         warnings.warn(GolemUnusedExchangesWarning(message), stacklevel=1)

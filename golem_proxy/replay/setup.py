@@ -10,7 +10,7 @@ from typing import Optional
 from golem_core.profiles import get_profile
 
 from ..net.addresses import Address, parse_address
-from ..recording.format import Header, RecordingWriter, RouteInfo
+from ..recording.format import Header, RecordingError, RecordingWriter, RouteInfo
 from .engine import ReplayEngine
 from .index import RecordedExchange, ReplayIndex, Trace, load_trace
 from .matching import IgnoreRules, Keyer, MatchMode, MissPolicy
@@ -20,6 +20,7 @@ __all__ = [
     "assign_routes",
     "build_engine",
     "engine_for",
+    "load_named",
     "open_record_new",
     "parse_on_miss",
     "parse_timing",
@@ -47,7 +48,12 @@ def parse_timing(text: str) -> Optional[float]:
     if text == "original":
         return 1.0
     if text.startswith("x"):
-        factor = float(text[1:])
+        try:
+            factor = float(text[1:])
+        except ValueError:
+            raise ValueError(f"{text!r}: expected none, original or xN (N a number)") from None
+        if factor != factor or factor in (float("inf"), float("-inf")):
+            raise ValueError(f"{text!r}: the factor must be a finite number")
         if factor < 0:
             raise ValueError("a timing factor cannot be negative")
         return factor
@@ -67,9 +73,21 @@ def parse_on_miss(text: str) -> tuple[MissPolicy, Optional[Address]]:
 
 def build_engine(traces: Sequence[str], options: ReplayOptions) -> ReplayEngine:
     """Load the trace(s) and build the engine. Several files are served as one trace, in the
-    order given (their headers must name the same profile). Raises OSError, RecordingError,
-    ValueError."""
-    return engine_for(_merge([load_trace(path) for path in traces]), options)
+    order given (their headers must name the same profile). Raises OSError (with the file
+    name), RecordingError naming the file, or ValueError."""
+    return engine_for(_merge([load_named(path) for path in traces]), options)
+
+
+def load_named(path: str) -> Trace:
+    """`load_trace`, with the file's name in a RecordingError's message (a command or test
+    reading several traces must say which one is bad). Raises OSError, RecordingError."""
+    try:
+        return load_trace(path)
+    except RecordingError as exc:
+        text = str(exc)
+        if text.startswith(f"{path}:"):
+            raise
+        raise RecordingError(f"{path}: {text}") from None
 
 
 def engine_for(trace: Trace, options: ReplayOptions) -> ReplayEngine:

@@ -29,7 +29,30 @@ from ..recording.format import RecordingReader, encode_event
 from .diffing import Comparator, Difference, envelope_body
 from .index import RecordedExchange, Trace
 
-__all__ = ["ExchangeCheck", "VerifyResult", "update_trace", "verify_trace"]
+__all__ = ["ExchangeCheck", "TargetUnreachable", "VerifyResult", "update_trace", "verify_trace"]
+
+
+class TargetUnreachable(Exception):
+    """The live plugin could not be reached at all on a route: the trace could not be
+    verified, which is not the same as the plugin answering differently."""
+
+    def __init__(self, route: str, address: Address, reason: str) -> None:
+        super().__init__(f"cannot reach the plugin at {address} for route {route} ({reason})")
+        self.route = route
+        self.address = address
+        self.reason = reason
+
+
+def _connect_reason(exc: OSError) -> str:
+    """Why a connection failed, in words: trio's "all attempts to connect … failed" carries
+    the real reason (connection refused, …) in its cause."""
+    inner = getattr(exc.__cause__, "exceptions", None)
+    if isinstance(inner, tuple) and len(inner) == 1 and isinstance(inner[0], OSError):
+        exc = inner[0]
+    if exc.errno:
+        return os.strerror(exc.errno)[0].lower() + os.strerror(exc.errno)[1:]
+    text = str(exc) or type(exc).__name__
+    return text[0].lower() + text[1:]
 
 
 @dataclass
@@ -71,14 +94,17 @@ class VerifyResult:
 class _Link:
     """One connection to the live plugin for one route, reopened after the plugin closes it."""
 
-    def __init__(self, address: Address, profile: Profile) -> None:
+    def __init__(self, route: str, address: Address, profile: Profile) -> None:
+        self.route = route
         self.address = address
         self.profile = profile
         self.framed: Optional[FramedStream] = None
+        self.reached = False
 
     async def round_trip(self, data: bytes, timeout: float) -> Frame:
         """Send a framed request and return the reply frame; one reconnect on a closed or reset
-        connection, as the GOLEM client does. Raises OSError or trio.TooSlowError."""
+        connection, as the GOLEM client does. Raises OSError or trio.TooSlowError, and
+        TargetUnreachable when the plugin was never reached on this route."""
         for attempt in (1, 2):
             try:
                 with trio.fail_after(timeout):
@@ -96,7 +122,14 @@ class _Link:
 
     async def _try(self, data: bytes) -> Frame:
         if self.framed is None:
-            self.framed = FramedStream(await connect(self.address), self.profile)
+            try:
+                stream = await connect(self.address)
+            except OSError as exc:
+                if not self.reached:
+                    raise TargetUnreachable(self.route, self.address, _connect_reason(exc)) from exc
+                raise
+            self.reached = True
+            self.framed = FramedStream(stream, self.profile)
         return await self.framed.exchange(data)
 
     async def close(self) -> None:
@@ -113,7 +146,9 @@ async def verify_trace(
     timeout: float = 30.0,
 ) -> VerifyResult:
     """Re-send every recorded exchange of ``trace`` to ``targets`` (route name → address) in
-    order and compare the answers. A route without a target is reported, not sent."""
+    order and compare the answers. A route without a target is reported, not sent. Raises
+    TargetUnreachable when a target cannot be connected to at all (a plugin that answered
+    once and then stops answering is a difference, reported per exchange)."""
     profile = trace.profile
     links: dict[str, _Link] = {}
     checks: list[ExchangeCheck] = []
@@ -129,7 +164,7 @@ async def verify_trace(
             data = _request_bytes(exchange, profile, comparator, ids)
             link = links.get(exchange.route)
             if link is None:
-                link = links[exchange.route] = _Link(address, profile)
+                link = links[exchange.route] = _Link(exchange.route, address, profile)
             try:
                 frame = await link.round_trip(data, timeout)
             except (OSError, EOFError, trio.TooSlowError, trio.BrokenResourceError) as exc:

@@ -132,6 +132,8 @@ def test_marked_flows(flows: list[Flow]) -> None:
         ("~conn one", "~conn needs an integer, not 'one'", 6),
         ("~m '(ping'", "invalid regular expression for ~m", 3),
         ('~q "open', "unterminated string", 3),
+        ("~c NOPE", "unknown error code 'NOPE' for ~c; use an integer or one of", 3),
+        ("~e ~c ''", "unknown error code '' for ~c", 6),
     ],
 )
 def test_errors_say_where_and_what(text: str, message: str, position: int) -> None:
@@ -172,6 +174,14 @@ def test_structure_follows_precedence() -> None:
     assert isinstance(first, And) and isinstance(first.parts[0], Not)
 
 
+def test_an_unknown_code_name_lists_the_known_ones() -> None:
+    # It used to match nothing, silently: a typo looked like "no such errors".
+    with pytest.raises(FilterError) as caught:
+        parse_filter("~c OBJECT_NOT_FUOND")
+    for name in ("OBJECT_NOT_FOUND", "METHOD_NOT_FOUND", "ERR_TAB_NOT_OPEN", "TIMEOUT"):
+        assert name in str(caught.value)
+
+
 def test_help_lists_every_filter() -> None:
     names = {row[0].split()[0] for row in FILTER_HELP}
     for name in ("~m", "~e", "~c", "~route", "~slow", "~violation", "~rule", "~pending"):
@@ -196,6 +206,11 @@ def _compiles(pattern: str) -> bool:
 
 
 _ARGS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=8)
+# ~c takes an integer or a known code (an unknown word is an error: it would match nothing).
+_CODES = st.one_of(
+    st.integers(-33000, 33000).map(str),
+    st.sampled_from(["method_not_found", "ERR_TAB_NOT_OPEN", "tab_not_open", "TIMEOUT", "OK"]),
+)
 _SAFE_REGEX = st.from_regex(r"[a-z0-9_.\\\"' ()|&!~]{0,8}", fullmatch=True).filter(
     lambda s: _compiles(s)
 )
@@ -206,7 +221,7 @@ _LEAVES = st.one_of(
     st.builds(lambda a: f"~m {_q(a)}", _SAFE_REGEX),
     st.builds(lambda a: f"~rule {_q(a)}", _SAFE_REGEX),
     st.builds(lambda a: f"~route {_q(a)}", _ARGS),
-    st.builds(lambda a: f"~c {_q(a)}", _ARGS),
+    st.builds(lambda a: f"~c {_q(a)}", _CODES),
     st.builds(lambda n: f"~conn {n}", st.integers(-5, 99)),
     st.builds(lambda n: f"~slow {n}", st.integers(0, 10_000)),
     st.builds(_q, _ARGS),

@@ -62,14 +62,17 @@ def test_none_mode_replays_and_warns_about_unused(pytester: pytest.Pytester) -> 
     write_test(pytester)
     result = pytester.runpytest_subprocess(*PLUGIN, "-W", "default")
     result.assert_outcomes(passed=1, warnings=1)
-    result.stdout.fnmatch_lines(["*GolemUnusedExchangesWarning: 6 recorded exchange(s) unused*"])
+    result.stdout.fnmatch_lines(
+        ["*GolemUnusedExchangesWarning: *session.jsonl: 6 recorded exchange(s) unused*"]
+    )
 
 
 def test_none_mode_fails_the_test_listing_the_misses(pytester: pytest.Pytester) -> None:
     write_test(pytester, 'client.send_command("scene.delete_layer", {"name": "x"})')
     result = pytester.runpytest_subprocess(*PLUGIN)
-    # The miss is a NOT_FOUND error inside the test, and the teardown lists it as well.
-    result.assert_outcomes(failed=1, errors=1)
+    # The miss is a NOT_FOUND error inside the test; its report lists the misses (once: no
+    # second failure at teardown).
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             "*golem replay of *session.jsonl: 1 request(s) missed*",
@@ -103,6 +106,15 @@ def test_new_mode_needs_a_live_plugin(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["*--golem-record=new needs --golem-live HOST:PORT*"])
 
 
+def test_a_bad_live_address_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    write_test(pytester)
+    result = pytester.runpytest_subprocess(
+        *PLUGIN, "--golem-record=new", "--golem-live", "nonsense"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --golem-live: 'nonsense': expected HOST:PORT*"])
+
+
 def test_strict_unused_fails(pytester: pytest.Pytester) -> None:
     modelling_session(pytester.path / "session.jsonl")
     pytester.makepyfile(
@@ -115,8 +127,8 @@ def test_nothing(golem_replay):
 """
     )
     result = pytester.runpytest_subprocess(*PLUGIN)
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*8 recorded exchange(s) unused: #2 scene.create_layer*"])
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*8 recorded exchange(s) unused: #2 main scene.create_layer*"])
 
 
 def test_all_mode_rerecords_the_trace_from_the_live_plugin(pytester: pytest.Pytester) -> None:
@@ -142,3 +154,81 @@ def test_layers(golem_replay):
     assert methods == ["scene.create_layer", "scene.list_layers"]  # ping answered locally
     replayed = pytester.runpytest_subprocess(*PLUGIN)
     replayed.assert_outcomes(passed=1)
+
+
+def test_a_missing_trace_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_missing="""
+import pytest
+
+@pytest.mark.golem_trace("traces/nope.jsonl")
+def test_missing(golem_replay):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: golem_trace: no such trace: *traces/nope.jsonl "
+            "(for test_missing.py::test_missing) (record one with --golem-record=new*"
+        ]
+    )
+    assert "FileNotFoundError" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_damaged_trace_fails_its_test_in_one_line(pytester: pytest.Pytester) -> None:
+    (pytester.path / "session.jsonl").write_text("not a recording\n")
+    pytester.makepyfile(
+        test_damaged="""
+import pytest
+
+@pytest.mark.golem_trace("session.jsonl")
+def test_damaged(golem_replay):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*golem_trace: cannot read *session.jsonl: *not a golem-proxy recording*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_miss_the_client_swallowed_fails_the_test_once(pytester: pytest.Pytester) -> None:
+    write_test(
+        pytester,
+        """try:
+            client.send_command("scene.delete_layer", {"name": "x"})
+        except Exception:
+            pass""",
+    )
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*golem replay of *session.jsonl: 1 request(s) missed*"])
+
+
+def test_tests_sharing_a_trace_warn_once_about_what_none_used(pytester: pytest.Pytester) -> None:
+    modelling_session(pytester.path / "session.jsonl")
+    pytester.makepyfile(
+        test_shared="""
+import pytest
+from golem_proxy.testing.client import GolemClient
+
+TRACE = pytest.mark.golem_trace("session.jsonl", ignore=["scene.create_layer:params.name"])
+
+@TRACE
+def test_layer(golem_replay):
+    with GolemClient(golem_replay.host, golem_replay.port) as client:
+        client.send_command("scene.create_layer", {"name": "fresh", "color": [200, 80, 40]})
+
+@TRACE
+def test_nothing(golem_replay):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess(*PLUGIN, "-W", "default")
+    result.assert_outcomes(passed=2, warnings=1)
+    # The layer exchange was used by one of the two: only the other seven are reported.
+    result.stdout.fnmatch_lines(["*session.jsonl: 7 recorded exchange(s) unused: #3 *"])
