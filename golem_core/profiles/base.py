@@ -92,6 +92,10 @@ class Profile(abc.ABC):
     channels: tuple[str, ...] = ("main",)
     """The route names of the endpoints a server of this protocol listens on, the main one
     first (GOLEM adds its Grasshopper channel, ``gh``)."""
+    clients_read_past_answers: bool = True
+    """Whether a client may keep reading once its last request is answered (to the end of the
+    stream, for server notifications). A proxy must then pass a server's close on at once; when
+    it is False, it may hold the close of an idle connection until the client sends again."""
     builtin_methods: tuple[str, ...] = ()
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""

@@ -4,6 +4,7 @@ sequences): the proxy keeps forwarding, keeps serving the next client, and print
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -198,7 +199,8 @@ class ErrorUpstream:
     def __init__(self) -> None:
         self.server = socket.create_server(("127.0.0.1", 0))
         self.address = Address("127.0.0.1", self.server.getsockname()[1])
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.acceptor = threading.Thread(target=self._accept, daemon=True)
+        self.acceptor.start()
 
     def _accept(self) -> None:
         while True:
@@ -221,7 +223,12 @@ class ErrorUpstream:
                 return
 
     def close(self) -> None:
+        # A plain close does not wake a thread blocked in accept(); a shutdown does. Joined, so
+        # no thread outlives the test (the trace loader forks only when it runs alone).
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)
         self.server.close()
+        self.acceptor.join(timeout=10)
 
 
 @pytest.fixture
