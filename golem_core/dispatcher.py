@@ -110,7 +110,8 @@ class Dispatcher:
     """Routes requests to handlers. Thread-safe for dispatching once registration is done.
 
     ``errors`` decides every answer that is not a plain success (default: `DomainErrors` over
-    ``profile``). ``builtins_on_ui_thread`` runs ``ping``/``shutdown``/``list_methods`` through
+    ``profile``). ``builtins=False`` registers none of the built-ins (a channel with its own);
+    ``builtins_on_ui_thread`` runs ``ping``/``shutdown``/``list_methods`` through
     the UI runner too (the real plugin does); ``list_builtins_only`` makes ``list_methods``
     answer the built-ins alone (the real plugin's server lists only its own registry)."""
 
@@ -123,6 +124,7 @@ class Dispatcher:
         ui_timeout: float = DEFAULT_UI_TIMEOUT,
         include_traceback: bool = True,
         on_shutdown: Optional[Callable[[], None]] = None,
+        builtins: bool = True,
         builtins_on_ui_thread: bool = False,
         list_builtins_only: bool = False,
     ) -> None:
@@ -137,13 +139,15 @@ class Dispatcher:
         self.on_shutdown = on_shutdown
         self.shutdown_requested = False
         self.list_builtins_only = list_builtins_only
+        self._has_builtins = builtins
         self._handlers: dict[str, Handler] = {}
         self._on_ui_thread: dict[str, bool] = {}
-        self._handlers["ping"] = self._ping
-        self._handlers["shutdown"] = self._shutdown
-        self._handlers["list_methods"] = self._list_methods
-        for name in BUILTINS:
-            self._on_ui_thread[name] = builtins_on_ui_thread
+        if builtins:
+            self._handlers["ping"] = self._ping
+            self._handlers["shutdown"] = self._shutdown
+            self._handlers["list_methods"] = self._list_methods
+            for name in BUILTINS:
+                self._on_ui_thread[name] = builtins_on_ui_thread
 
     # -- registration ------------------------------------------------------------------------
     def register(self, name: str, handler: Handler, *, ui_thread: bool = True) -> None:
@@ -186,7 +190,7 @@ class Dispatcher:
                 result = handler(params)
         except Exception as exc:
             return self.errors.handler_failed(request, exc)
-        return self.errors.success(request, result, method in BUILTINS)
+        return self.errors.success(request, result, method in BUILTINS and self._has_builtins)
 
     def dispatch_message(self, message: Message) -> Optional[dict[str, Any]]:
         """Answer any typed message as the plugin's server loop does: requests are dispatched,

@@ -410,3 +410,10 @@ def test_builtins_can_run_on_the_ui_thread_and_list_only_themselves() -> None:
         "methods": ["list_methods", "ping", "shutdown"]
     }
     assert ran == ["ui", "ui"]
+
+
+def test_a_dispatcher_without_builtins_knows_only_what_is_registered() -> None:
+    dispatcher = Dispatcher(builtins=False)
+    dispatcher.register("gh.ping", lambda p: {"alive": True})
+    assert dispatcher.methods() == ["gh.ping"]
+    assert dispatcher.dispatch(req("ping"))["error"]["code"] == -32601
