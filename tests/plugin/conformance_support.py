@@ -86,9 +86,9 @@ def substitute(value: Any, ids: dict[str, Any]) -> Any:
     return value
 
 
-def play(row: dict[str, Any]) -> tuple[str, Any, str]:
+def play(row: dict[str, Any]) -> tuple[str, Any]:
     """Send one row's request to a fresh plugin after its setup calls; returns
-    ``(outcome, body, tmp)``."""
+    ``(outcome, body)``."""
     with tempfile.TemporaryDirectory() as tmp:
         plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=1, allow_scripts=True))
         plugin.start()
@@ -101,13 +101,12 @@ def play(row: dict[str, Any]) -> tuple[str, Any, str]:
         finally:
             client.close()
             plugin.stop()
-        outcome, body = classify(reply)
-        return outcome, body, tmp
+        return classify(reply)
 
 
 def check(row: dict[str, Any]) -> None:
     """Assert the plugin answers ``row`` as the table says."""
-    outcome, body, tmp = play(row)
+    outcome, body = play(row)
     assert outcome == row["outcome"], (row, body)
     if outcome == "success":
         assert isinstance(body, dict), body
