@@ -93,12 +93,14 @@ def play(row: dict[str, Any]) -> tuple[str, Any]:
         plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=1, allow_scripts=True))
         plugin.start()
         client = Client(plugin.main_address)
+        channel = client if row.get("channel", "main") == "main" else Client(plugin.gh_address)
         try:
             ids = fixtures(client, tmp)
             for method, params in row.get("setup", []):
                 client.call(method, **substitute(params, ids))
-            reply = client.request(row["method"], substitute(row["params"], ids))
+            reply = channel.request(row["method"], substitute(row["params"], ids))
         finally:
+            channel.close()
             client.close()
             plugin.stop()
         return classify(reply)
@@ -112,6 +114,8 @@ def check(row: dict[str, Any]) -> None:
         assert isinstance(body, dict), body
         types = {key: json_type(value) for key, value in body.items()}
         assert types == row["result_keys"], (row["method"], types)
+        if "result" in row:
+            assert body == row["result"], body
         return
     assert body["code"] == row["code"], body
     if "message" in row:
