@@ -14,12 +14,11 @@ from golem_core.dispatcher import Handler
 from ..document import Document
 from ..geometry import BoundingBox
 from .kit import (
-    Point,
     add_object,
     bbox_json,
+    dict_points,
+    flat_point,
     layer_path,
-    plane_origin,
-    pt3d,
 )
 from .shapes import (
     arc_data,
@@ -29,57 +28,16 @@ from .shapes import (
     cylinder_data,
     polyline_data,
     sphere_data,
+    text_data,
     torus_data,
 )
 
-__all__ = ["CreationHandlers"]
+__all__ = ["CreationHandlers", "Creator"]
 
 Params = dict[str, Any]
 
 
-def _flat(params: Params, prefix: str, default: Point = (0.0, 0.0, 0.0)) -> Point:
-    return (
-        float(params.get(f"{prefix}x", default[0])),
-        float(params.get(f"{prefix}y", default[1])),
-        float(params.get(f"{prefix}z", default[2])),
-    )
-
-
-def _dict_points(raw: Any, label: str) -> list[Point]:
-    """Points as the creation.* handlers read them: ``pt.get("x", 0.0)`` on each item."""
-    points = []
-    for i, pt in enumerate(raw):
-        try:
-            points.append(
-                (float(pt.get("x", 0.0)), float(pt.get("y", 0.0)), float(pt.get("z", 0.0)))
-            )
-        except Exception as exc:
-            raise ValueError(f"Invalid {label} at index {i}: {exc}") from None
-    return points
-
-
-def _points(raw: Any, label: str = "point") -> list[Point]:
-    points = []
-    for i, item in enumerate(raw):
-        try:
-            points.append(pt3d(item))
-        except Exception as exc:
-            raise ValueError(f"Invalid {label} at index {i}: {exc}") from None
-    return points
-
-
-def _origin(params: Params, *keys: str, message: str) -> Point:
-    """A location from ``plane`` (or ``base_plane``) or the first present of ``keys``."""
-    for plane_key in ("plane", "base_plane"):
-        if plane_key in keys and params.get(plane_key) is not None:
-            return plane_origin(params[plane_key])
-    for key in keys:
-        if key not in ("plane", "base_plane") and key in params:
-            return pt3d(params[key])
-    raise ValueError(message)
-
-
-class _Creator:
+class Creator:
     """What both spellings share: the document and adding an object to it."""
 
     def __init__(self, document: Document) -> None:
@@ -114,7 +72,7 @@ class _Creator:
         }
 
 
-class CreationHandlers(_Creator):
+class CreationHandlers(Creator):
     """``creation.*``: flat coordinates, ``{"guid"}`` answers."""
 
     def table(self) -> dict[str, Handler]:
@@ -136,21 +94,21 @@ class CreationHandlers(_Creator):
 
     # -- creation.* -----------------------------------------------------------------------------
     def c_box(self, p: Params) -> dict[str, Any]:
-        corner = _flat(p, "corner_")
+        corner = flat_point(p, "corner_")
         w, d, h = (float(p.get(k, 1.0)) for k in ("width", "depth", "height"))
         if w <= 0 or d <= 0 or h <= 0:
             raise ValueError("width, depth, and height must all be greater than zero.")
         return self._add_flat(p, "Brep", "box", box_data(corner, w, d, h))
 
     def c_sphere(self, p: Params) -> dict[str, Any]:
-        center = _flat(p, "center_")
+        center = flat_point(p, "center_")
         r = float(p.get("radius", 1.0))
         if r <= 0:
             raise ValueError("radius must be greater than zero.")
         return self._add_flat(p, "Brep", "sphere", sphere_data(center, r))
 
     def _c_upright(self, p: Params, kind: str) -> dict[str, Any]:
-        base = _flat(p, "base_")
+        base = flat_point(p, "base_")
         r = float(p.get("radius", 1.0))
         h = float(p.get("height", 1.0))
         cap = bool(p.get("cap", True))
@@ -168,7 +126,7 @@ class CreationHandlers(_Creator):
         return self._c_upright(p, "cone")
 
     def c_torus(self, p: Params) -> dict[str, Any]:
-        center = _flat(p, "center_")
+        center = flat_point(p, "center_")
         major = float(p.get("major_radius", 2.0))
         minor = float(p.get("minor_radius", 0.5))
         if major <= 0 or minor <= 0:
@@ -178,8 +136,8 @@ class CreationHandlers(_Creator):
         return self._add_flat(p, "Brep", "torus", torus_data(center, major, minor))
 
     def c_line(self, p: Params) -> dict[str, Any]:
-        start = _flat(p, "start_")
-        end = _flat(p, "end_", (1.0, 0.0, 0.0))
+        start = flat_point(p, "start_")
+        end = flat_point(p, "end_", (1.0, 0.0, 0.0))
         layer = layer_path(self.doc, p.get("layer", None))
         if start == end:
             raise ValueError("start and end points must be distinct.")
@@ -188,14 +146,14 @@ class CreationHandlers(_Creator):
         return {"guid": obj.guid}
 
     def c_circle(self, p: Params) -> dict[str, Any]:
-        center = _flat(p, "center_")
+        center = flat_point(p, "center_")
         r = float(p.get("radius", 1.0))
         if r <= 0:
             raise ValueError("radius must be greater than zero.")
         return self._add_flat(p, "Curve", "circle", circle_data(center, r))
 
     def c_arc(self, p: Params) -> dict[str, Any]:
-        center = _flat(p, "center_")
+        center = flat_point(p, "center_")
         r = float(p.get("radius", 1.0))
         start = float(p.get("start_angle", 0.0))
         end = float(p.get("end_angle", 90.0))
@@ -214,7 +172,7 @@ class CreationHandlers(_Creator):
             raise ValueError("At least 2 points are required to create a polyline.")
         closed = bool(p.get("closed", False))
         layer = layer_path(self.doc, p.get("layer", None))
-        points = _dict_points(raw, "point")
+        points = dict_points(raw, "point")
         if closed and points[0] != points[-1]:
             points.append(points[0])
         bbox, extra = polyline_data(points)
@@ -229,7 +187,7 @@ class CreationHandlers(_Creator):
             raise ValueError("At least 2 control points are required to create a NURBS curve.")
         degree = max(1, min(int(p.get("degree", 3)), 11))
         layer = layer_path(self.doc, p.get("layer", None))
-        points = _dict_points(raw, "control point")
+        points = dict_points(raw, "control point")
         degree = min(degree, len(points) - 1)
         bbox, extra = polyline_data(points)
         obj = add_object(
@@ -239,40 +197,18 @@ class CreationHandlers(_Creator):
         return {"guid": obj.guid, "degree": degree}
 
     def c_point(self, p: Params) -> dict[str, Any]:
-        location = _flat(p, "")
+        location = flat_point(p, "")
         return self._add_flat(p, "Point", "point", (BoundingBox(location, location), {}))
 
     def c_text(self, p: Params) -> dict[str, Any]:
         text = str(p.get("text", ""))
         if not text:
             raise ValueError("'text' parameter is required and must be non-empty.")
-        position = _flat(p, "")
+        position = flat_point(p, "")
         height = float(p.get("height", 1.0))
         str(p.get("font", "Arial"))
         bool(p.get("bold", False))
         bool(p.get("italic", False))
         if height <= 0:
             raise ValueError("height must be greater than zero.")
-        return self._add_flat(p, "TextEntity", "text", _text_box(text, position, height))
-
-
-def _text_box(text: str, position: Point, height: float) -> tuple[BoundingBox, dict[str, Any]]:
-    # A rough text extent: 0.6 of the height per character, as a typical sans-serif.
-    far = (position[0] + 0.6 * height * max(len(text), 1), position[1] + height, position[2])
-    return BoundingBox.around([position, far]), {"text": text, "height": height}
-
-
-def _check_faces(raw_faces: Any, vertex_count: int, *, verbose: bool) -> None:
-    for i, face in enumerate(raw_faces):
-        if not isinstance(face, (list, tuple)) or len(face) not in (3, 4):
-            if verbose:
-                raise ValueError(f"Face {i} must have 3 or 4 vertex indices, got {face!r}.")
-            raise ValueError(f"Face {i} must have 3 or 4 indices.")
-        for position, index in enumerate(face):
-            if int(index) < 0 or int(index) >= vertex_count:
-                if verbose:
-                    raise ValueError(
-                        f"Face {i}: index {index} at pos {position} is out of range "
-                        f"(max {vertex_count - 1})."
-                    )
-                raise ValueError(f"Face {i}: index {index} out of range.")
+        return self._add_flat(p, "TextEntity", "text", text_data(text, position, height))

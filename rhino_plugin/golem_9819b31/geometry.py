@@ -1,8 +1,6 @@
-"""``geometry.*`` of golem-3dmcp@9819b31 (the second half of ``handlers/creation.py``).
-
-``creation.*`` reads flat coordinates (``corner_x``…) with defaults and answers ``{"guid"}``;
-``geometry.*`` reads points as ``[x, y, z]`` or ``{x, y, z}`` and answers ``{guid, type,
-bounding_box}``. Not wrapped: failures are -32000 error envelopes.
+"""``geometry.*`` of golem-3dmcp@9819b31 (the second half of ``handlers/creation.py``):
+points as ``[x, y, z]`` or ``{x, y, z}``, answers ``{guid, type, bounding_box}``. Not
+wrapped: failures are -32000 error envelopes.
 """
 
 from __future__ import annotations
@@ -13,11 +11,15 @@ from typing import Any
 from golem_core.dispatcher import Handler
 
 from ..geometry import BoundingBox, translation_map
+from .creation import Creator
 from .kit import (
-    Point,
+    check_faces,
+    flat_point,
     layer_path,
     plane_origin,
     pt3d,
+    read_origin,
+    read_points,
     req,
     resolve,
 )
@@ -29,6 +31,7 @@ from .shapes import (
     cylinder_data,
     polyline_data,
     sphere_data,
+    text_data,
     torus_data,
 )
 
@@ -37,52 +40,7 @@ __all__ = ["GeometryHandlers"]
 Params = dict[str, Any]
 
 
-def _flat(params: Params, prefix: str, default: Point = (0.0, 0.0, 0.0)) -> Point:
-    return (
-        float(params.get(f"{prefix}x", default[0])),
-        float(params.get(f"{prefix}y", default[1])),
-        float(params.get(f"{prefix}z", default[2])),
-    )
-
-
-def _dict_points(raw: Any, label: str) -> list[Point]:
-    """Points as the creation.* handlers read them: ``pt.get("x", 0.0)`` on each item."""
-    points = []
-    for i, pt in enumerate(raw):
-        try:
-            points.append(
-                (float(pt.get("x", 0.0)), float(pt.get("y", 0.0)), float(pt.get("z", 0.0)))
-            )
-        except Exception as exc:
-            raise ValueError(f"Invalid {label} at index {i}: {exc}") from None
-    return points
-
-
-def _points(raw: Any, label: str = "point") -> list[Point]:
-    points = []
-    for i, item in enumerate(raw):
-        try:
-            points.append(pt3d(item))
-        except Exception as exc:
-            raise ValueError(f"Invalid {label} at index {i}: {exc}") from None
-    return points
-
-
-def _origin(params: Params, *keys: str, message: str) -> Point:
-    """A location from ``plane`` (or ``base_plane``) or the first present of ``keys``."""
-    for plane_key in ("plane", "base_plane"):
-        if plane_key in keys and params.get(plane_key) is not None:
-            return plane_origin(params[plane_key])
-    for key in keys:
-        if key not in ("plane", "base_plane") and key in params:
-            return pt3d(params[key])
-    raise ValueError(message)
-
-
-from .creation import _check_faces, _Creator, _origin, _points, _text_box  # noqa: E402
-
-
-class GeometryHandlers(_Creator):
+class GeometryHandlers(Creator):
     """``geometry.*``: point lists, ``{guid, type, bounding_box}`` answers."""
 
     def table(self) -> dict[str, Handler]:
@@ -99,7 +57,7 @@ class GeometryHandlers(_Creator):
     # -- geometry.* -----------------------------------------------------------------------------
     def g_point(self, p: Params) -> dict[str, Any]:
         if "x" in p or "y" in p or "z" in p:
-            location = _flat(p, "")
+            location = flat_point(p, "")
         elif "point" in p:
             location = pt3d(p["point"])
         elif "location" in p:
@@ -112,7 +70,7 @@ class GeometryHandlers(_Creator):
         raw = req(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) == 0:
             raise ValueError("'points' must be a non-empty list.")
-        points = _points(raw)
+        points = read_points(raw)
         data = (BoundingBox.around(points), {"count": len(points)})
         result = self._add(p, "PointCloud", "point_cloud", "point_cloud", data)
         result["point_count"] = len(points)
@@ -130,7 +88,7 @@ class GeometryHandlers(_Creator):
         raw = req(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
             raise ValueError("'points' must have at least 2 entries.")
-        points = _points(raw)
+        points = read_points(raw)
         return self._add(p, "Curve", "polyline", "polyline", polyline_data(points))
 
     def g_nurbs_curve(self, p: Params) -> dict[str, Any]:
@@ -140,7 +98,7 @@ class GeometryHandlers(_Creator):
             raise ValueError("'points' must have at least 2 entries.")
         if degree < 1 or degree > 11:
             raise ValueError(f"'degree' must be 1-11, got {degree}.")
-        points = _points(raw)
+        points = read_points(raw)
         degree = min(degree, len(points) - 1)
         bool(p.get("periodic", False))
         weights = p.get("weights")
@@ -162,7 +120,7 @@ class GeometryHandlers(_Creator):
         degree = max(1, min(int(p.get("degree", 3)), 11))
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
             raise ValueError("'points' must have at least 2 entries.")
-        points = _points(raw)
+        points = read_points(raw)
         degree = min(degree, len(points) - 1)
         bbox, extra = polyline_data(points)
         return self._add(p, "Curve", "nurbs", "interp_curve", (bbox, {**extra, "degree": degree}))
@@ -198,7 +156,7 @@ class GeometryHandlers(_Creator):
         radius = float(req(p, "radius"))
         if radius <= 0.0:
             raise ValueError("'radius' must be > 0.")
-        center = _origin(
+        center = read_origin(
             p, "plane", "center", message="create_circle requires 'center' or 'plane'."
         )
         return self._add(p, "Curve", "circle", "circle", circle_data(center, radius))
@@ -210,7 +168,7 @@ class GeometryHandlers(_Creator):
             raise ValueError("'rx' must be > 0.")
         if ry <= 0.0:
             raise ValueError("'ry' must be > 0.")
-        center = _origin(
+        center = read_origin(
             p, "plane", "center", message="create_ellipse requires 'center' or 'plane'."
         )
         bbox = BoundingBox(
@@ -292,7 +250,7 @@ class GeometryHandlers(_Creator):
             raise ValueError("'width' must be > 0.")
         if height <= 0.0:
             raise ValueError("'height' must be > 0.")
-        origin = _origin(
+        origin = read_origin(
             p, "plane", "origin", message="create_plane_surface requires 'plane' or 'origin'."
         )
         far = (origin[0] + width, origin[1] + height, origin[2])
@@ -304,7 +262,7 @@ class GeometryHandlers(_Creator):
         raw = req(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) not in (3, 4):
             raise ValueError("'points' must be a list of exactly 3 or 4 [x,y,z] entries.")
-        points = _points(raw)
+        points = read_points(raw)
         data = {"faces": 1, "edges": len(points), "vertices": len(points), "solid": False}
         return self._add(p, "Brep", "surface", "surface", (BoundingBox.around(points), data))
 
@@ -314,7 +272,7 @@ class GeometryHandlers(_Creator):
             raw = p["corners"]
             if not isinstance(raw, (list, tuple)) or len(raw) != 8:
                 raise ValueError("'corners' must be a list of exactly 8 [x,y,z] points.")
-            points = _points(raw, "corner")
+            points = read_points(raw, "corner")
             bbox = BoundingBox.around(points)
             w, d, h = (bbox.maximum[i] - bbox.minimum[i] for i in range(3))
             return self._add(p, "Brep", "box", "box", box_data(bbox.minimum, w, d, h), layer=layer)
@@ -344,7 +302,7 @@ class GeometryHandlers(_Creator):
             raise ValueError("'height' must be > 0.")
         if radius <= 0.0:
             raise ValueError("'radius' must be > 0.")
-        base = _origin(
+        base = read_origin(
             p, "base_plane", "base_center",
             message=f"create_{kind} requires 'base_center' or 'base_plane'.",
         )  # fmt: skip
@@ -366,7 +324,7 @@ class GeometryHandlers(_Creator):
             raise ValueError("'minor_radius' must be > 0.")
         if minor >= major:
             raise ValueError("'minor_radius' must be less than 'major_radius'.")
-        center = _origin(
+        center = read_origin(
             p, "base_plane", "base_center",
             message="create_torus requires 'base_center' or 'base_plane'.",
         )  # fmt: skip
@@ -436,8 +394,8 @@ class GeometryHandlers(_Creator):
             raise ValueError("'vertices' must be a list of at least 3 [x,y,z] entries.")
         if not isinstance(raw_faces, (list, tuple)) or len(raw_faces) < 1:
             raise ValueError("'faces' must be a non-empty list.")
-        vertices = _points(raw_verts, "vertex")
-        _check_faces(raw_faces, len(vertices), verbose=True)
+        vertices = read_points(raw_verts, "vertex")
+        check_faces(raw_faces, len(vertices), verbose=True)
         normals = p.get("vertex_normals")
         if normals is not None and len(normals) != len(vertices):
             raise ValueError("'vertex_normals' length must match 'vertices' length.")
@@ -472,8 +430,8 @@ class GeometryHandlers(_Creator):
             raw_verts = p["vertices"]
             if not isinstance(raw_verts, (list, tuple)) or len(raw_verts) < 3:
                 raise ValueError("'vertices' must have at least 3 entries.")
-            vertices = _points(raw_verts, "vertex")
-            _check_faces(p["faces"], len(vertices), verbose=False)
+            vertices = read_points(raw_verts, "vertex")
+            check_faces(p["faces"], len(vertices), verbose=False)
             bbox = BoundingBox.around(vertices)
             data = {"vertex_count": len(vertices), "face_count": len(p["faces"])}
         else:
@@ -487,11 +445,11 @@ class GeometryHandlers(_Creator):
         height = float(p.get("height", 1.0))
         if height <= 0.0:
             raise ValueError("'height' must be > 0.")
-        position = _origin(
+        position = read_origin(
             p, "plane", "point", "position",
             message="create_text requires 'point', 'position', or 'plane'.",
         )  # fmt: skip
-        data = _text_box(text, position, height)
+        data = text_data(text, position, height)
         return self._add(p, "TextEntity", "text", "text", data, box_in_result=False)
 
     def g_text_dot(self, p: Params) -> dict[str, Any]:

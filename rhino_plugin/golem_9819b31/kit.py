@@ -24,7 +24,10 @@ __all__ = [
     "Point",
     "add_object",
     "bbox_json",
+    "check_faces",
+    "dict_points",
     "find",
+    "flat_point",
     "layer_path",
     "list_param",
     "opt_bool",
@@ -33,6 +36,8 @@ __all__ = [
     "parse_guid",
     "plane_origin",
     "pt3d",
+    "read_origin",
+    "read_points",
     "req",
     "require",
     "resolve",
@@ -234,3 +239,65 @@ def box_around(center: Point, rx: float, ry: float, rz: float) -> BoundingBox:
 
 def distance(a: Point, b: Point) -> float:
     return math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+
+
+def flat_point(params: Params, prefix: str, default: Point = (0.0, 0.0, 0.0)) -> Point:
+    """``float(params.get(prefix + "x", default))`` and so on: a flat point."""
+    return (
+        float(params.get(f"{prefix}x", default[0])),
+        float(params.get(f"{prefix}y", default[1])),
+        float(params.get(f"{prefix}z", default[2])),
+    )
+
+
+def dict_points(raw: Any, label: str) -> list[Point]:
+    """Points as the creation.* handlers read them: ``pt.get("x", 0.0)`` on each item."""
+    points = []
+    for i, pt in enumerate(raw):
+        try:
+            points.append(
+                (float(pt.get("x", 0.0)), float(pt.get("y", 0.0)), float(pt.get("z", 0.0)))
+            )
+        except Exception as exc:
+            raise ValueError(f"Invalid {label} at index {i}: {exc}") from None
+    return points
+
+
+def read_points(raw: Any, label: str = "point") -> list[Point]:
+    """Each item through `pt3d`; a bad one is ValueError "Invalid LABEL at index i: …"."""
+    points = []
+    for i, item in enumerate(raw):
+        try:
+            points.append(pt3d(item))
+        except Exception as exc:
+            raise ValueError(f"Invalid {label} at index {i}: {exc}") from None
+    return points
+
+
+def read_origin(params: Params, *keys: str, message: str) -> Point:
+    """A location from ``plane`` (or ``base_plane``) or the first present of ``keys``."""
+    for plane_key in ("plane", "base_plane"):
+        if plane_key in keys and params.get(plane_key) is not None:
+            return plane_origin(params[plane_key])
+    for key in keys:
+        if key not in ("plane", "base_plane") and key in params:
+            return pt3d(params[key])
+    raise ValueError(message)
+
+
+def check_faces(raw_faces: Any, vertex_count: int, *, verbose: bool) -> None:
+    """A mesh's faces: 3 or 4 vertex indices in range (``verbose``: geometry.create_mesh's
+    longer messages). Raises ValueError."""
+    for i, face in enumerate(raw_faces):
+        if not isinstance(face, (list, tuple)) or len(face) not in (3, 4):
+            if verbose:
+                raise ValueError(f"Face {i} must have 3 or 4 vertex indices, got {face!r}.")
+            raise ValueError(f"Face {i} must have 3 or 4 indices.")
+        for position, index in enumerate(face):
+            if int(index) < 0 or int(index) >= vertex_count:
+                if verbose:
+                    raise ValueError(
+                        f"Face {i}: index {index} at pos {position} is out of range "
+                        f"(max {vertex_count - 1})."
+                    )
+                raise ValueError(f"Face {i}: index {index} out of range.")

@@ -16,7 +16,6 @@ from golem_core.dispatcher import Handler
 
 from ..document import DocObject, Document
 from ..geometry import (
-    BoundingBox,
     PointMap,
     line_mirror_normal,
     mirror_map,
@@ -26,65 +25,25 @@ from ..geometry import (
     unit,
 )
 from .envelope import wrapped
-from .kit import GolemFailure, Point, find, parse_guid
+from .kit import GolemFailure, find, parse_guid
+from .manipulation_kit import (
+    affine_map,
+    explode_pieces,
+    find_layer,
+    is_guid,
+    parse_point,
+    parse_point_or,
+    read_count,
+    read_id,
+    read_ids,
+    shear_map,
+    stations_along,
+    times,
+)
 
 __all__ = ["ManipulationHandlers"]
 
 Params = dict[str, Any]
-
-
-def _point(raw: Any, field: str) -> Point:
-    """``_parse_point``."""
-    if isinstance(raw, dict):
-        try:
-            return (float(raw["x"]), float(raw["y"]), float(raw["z"]))
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"'{field}' dict must contain numeric 'x', 'y', 'z' keys") from None
-    if isinstance(raw, (list, tuple)) and len(raw) == 3:
-        try:
-            return (float(raw[0]), float(raw[1]), float(raw[2]))
-        except (TypeError, ValueError):
-            raise ValueError(f"'{field}' list must contain 3 numbers") from None
-    raise ValueError(
-        f"'{field}' must be a list [x, y, z] or dict with 'x','y','z' keys, "
-        f"got: {type(raw).__name__}"
-    )
-
-
-def _point_or(raw: Any, default: Point, field: str) -> Point:
-    return default if raw is None else _point(raw, field)
-
-
-def _ids(value: Any, field: str = "ids") -> list[str]:
-    """``_require_list_of_strings``."""
-    if not isinstance(value, (list, tuple)) or len(value) == 0:
-        raise ValueError(f"'{field}' must be a non-empty list of GUID strings")
-    for item in value:
-        if not isinstance(item, str):
-            raise ValueError(
-                f"Each item in '{field}' must be a string GUID, got: {type(item).__name__}"
-            )
-    return list(value)
-
-
-def _one_id(params: Params, field: str = "id") -> str:
-    value = params.get(field)
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"'{field}' must be a non-empty GUID string")
-    return value
-
-
-def _count(params: Params, minimum: int) -> int:
-    raw = params.get("count")
-    if raw is None:
-        raise ValueError("'count' (int) is required")
-    try:
-        count = int(raw)
-    except (TypeError, ValueError):
-        raise ValueError("'count' must be an integer") from None
-    if count < minimum:
-        raise ValueError(f"'count' must be at least {minimum}")
-    return count
 
 
 class ManipulationHandlers:
@@ -139,20 +98,20 @@ class ManipulationHandlers:
 
     # -- transforms ---------------------------------------------------------------------------
     def h_move(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
-        translation = _point(p.get("translation", [0.0, 0.0, 0.0]), "translation")
+        ids = read_ids(p.get("ids"))
+        translation = parse_point(p.get("translation", [0.0, 0.0, 0.0]), "translation")
         moved = self._transform(self._rs_objects(ids), translation_map(translation), False)
         return {"moved_ids": moved, "count": len(moved)}
 
     def h_copy(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
-        translation = _point_or(p.get("translation"), (0.0, 0.0, 0.0), "translation")
+        ids = read_ids(p.get("ids"))
+        translation = parse_point_or(p.get("translation"), (0.0, 0.0, 0.0), "translation")
         new = self._transform(self._rs_objects(ids), translation_map(translation), True)
         return {"new_ids": new, "count": len(new)}
 
     def h_rotate(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
-        center = _point(p.get("center"), "center")
+        ids = read_ids(p.get("ids"))
+        center = parse_point(p.get("center"), "center")
         angle = p.get("angle")
         if angle is None:
             raise ValueError("'angle' (degrees) is required")
@@ -160,17 +119,17 @@ class ManipulationHandlers:
             degrees = float(angle)
         except (TypeError, ValueError):
             raise ValueError(f"'angle' must be a number, got: {angle}") from None
-        axis = _point_or(p.get("axis"), (0.0, 0.0, 1.0), "axis")
+        axis = parse_point_or(p.get("axis"), (0.0, 0.0, 1.0), "axis")
         copy = bool(p.get("copy", False))
         rotate = rotation_map(center, unit(axis, "axis"), degrees)
         result = self._transform(self._rs_objects(ids), rotate, copy)
         return {"result_ids": result, "count": len(result)}
 
     def h_scale(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
+        ids = read_ids(p.get("ids"))
         if p.get("origin") is None:
             raise ValueError("'origin' [x,y,z] is required")
-        origin = _point(p["origin"], "origin")
+        origin = parse_point(p["origin"], "origin")
         raw = p.get("scale_factor")
         if raw is None:
             raise ValueError("'scale_factor' is required (float or [x,y,z])")
@@ -193,9 +152,9 @@ class ManipulationHandlers:
         return {"result_ids": result, "count": len(result)}
 
     def h_mirror(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
-        start = _point(p.get("start"), "start")
-        end = _point(p.get("end"), "end")
+        ids = read_ids(p.get("ids"))
+        start = parse_point(p.get("start"), "start")
+        end = parse_point(p.get("end"), "end")
         copy = bool(p.get("copy", False))
         objects = self._rs_objects(ids)
         if start == end:
@@ -204,7 +163,7 @@ class ManipulationHandlers:
         return {"result_ids": result, "count": len(result)}
 
     def h_orient(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
+        ids = read_ids(p.get("ids"))
         ref_raw, tgt_raw = p.get("reference_points"), p.get("target_points")
         if ref_raw is None or not isinstance(ref_raw, (list, tuple)):
             raise ValueError("'reference_points' must be a list of [x,y,z] points")
@@ -214,8 +173,8 @@ class ManipulationHandlers:
             raise ValueError("'reference_points' and 'target_points' must have the same length")
         if len(ref_raw) < 2:
             raise ValueError("At least 2 reference/target point pairs are required")
-        refs = [_point(x, f"reference_points[{i}]") for i, x in enumerate(ref_raw)]
-        targets = [_point(x, f"target_points[{i}]") for i, x in enumerate(tgt_raw)]
+        refs = [parse_point(x, f"reference_points[{i}]") for i, x in enumerate(ref_raw)]
+        targets = [parse_point(x, f"target_points[{i}]") for i, x in enumerate(tgt_raw)]
         copy = bool(p.get("copy", False))
         # The headless document keeps boxes: orienting moves the first reference point
         # onto the first target point.
@@ -231,7 +190,7 @@ class ManipulationHandlers:
         return {"result_ids": result, "count": len(result)}
 
     def h_shear(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
+        ids = read_ids(p.get("ids"))
         plane = p.get("plane")
         if plane is None or not isinstance(plane, dict):
             raise ValueError("'plane' must be a dict with 'origin', 'x_axis', 'y_axis' keys")
@@ -244,13 +203,13 @@ class ManipulationHandlers:
             raise ValueError("'shear_angle' must be a number") from None
         if p.get("shear_direction") is None:
             raise ValueError("'shear_direction' [x,y,z] is required")
-        direction = _point(p["shear_direction"], "shear_direction")
+        direction = parse_point(p["shear_direction"], "shear_direction")
         copy = bool(p.get("copy", False))
-        origin = _point_or(plane.get("origin"), (0.0, 0.0, 0.0), "plane.origin")
-        _point_or(plane.get("x_axis"), (1.0, 0.0, 0.0), "plane.x_axis")
-        _point_or(plane.get("y_axis"), (0.0, 1.0, 0.0), "plane.y_axis")
+        origin = parse_point_or(plane.get("origin"), (0.0, 0.0, 0.0), "plane.origin")
+        parse_point_or(plane.get("x_axis"), (1.0, 0.0, 0.0), "plane.x_axis")
+        parse_point_or(plane.get("y_axis"), (0.0, 1.0, 0.0), "plane.y_axis")
         tan = math.tan(math.radians(angle))
-        shear = _shear_map(origin, (direction[0] * tan, direction[1] * tan, direction[2] * tan))
+        shear = shear_map(origin, (direction[0] * tan, direction[1] * tan, direction[2] * tan))
         result = []
         for text in ids:
             try:
@@ -270,23 +229,23 @@ class ManipulationHandlers:
 
     # -- arrays -------------------------------------------------------------------------------
     def h_array_linear(self, p: Params) -> dict[str, Any]:
-        obj_id = _one_id(p)
-        count = _count(p, 2)
-        direction = _point(p.get("direction"), "direction")
+        obj_id = read_id(p)
+        count = read_count(p, 2)
+        direction = parse_point(p.get("direction"), "direction")
         source = self._array_source(obj_id, {"id": obj_id, "count": count, "direction": direction})
         copies = [
-            self.doc.copy_object(source, source.bbox.mapped(translation_map(_times(direction, i))))
+            self.doc.copy_object(source, source.bbox.mapped(translation_map(times(direction, i))))
             for i in range(1, count)
         ]
         ids = [c.guid for c in copies]
         return {"array_ids": ids, "count": len(ids)}
 
     def h_array_polar(self, p: Params) -> dict[str, Any]:
-        obj_id = _one_id(p)
-        count = _count(p, 2)
-        center = _point(p.get("center"), "center")
+        obj_id = read_id(p)
+        count = read_count(p, 2)
+        center = parse_point(p.get("center"), "center")
         angle = float(p.get("angle", 360.0))
-        axis = _point_or(p.get("axis"), (0.0, 0.0, 1.0), "axis")
+        axis = parse_point_or(p.get("axis"), (0.0, 0.0, 1.0), "axis")
         source = self._array_source(obj_id, {"id": obj_id, "count": count, "center": center})
         step = angle / count if abs(angle) >= 360.0 else angle / max(count - 1, 1)
         copies = [
@@ -299,7 +258,7 @@ class ManipulationHandlers:
         return {"array_ids": ids, "count": len(ids)}
 
     def _array_source(self, obj_id: str, details: dict[str, Any]) -> DocObject:
-        obj = find(self.doc, obj_id) if _is_guid(obj_id) else None
+        obj = find(self.doc, obj_id) if is_guid(obj_id) else None
         if obj is None:
             raise GolemFailure(
                 "OPERATION_FAILED",
@@ -311,9 +270,9 @@ class ManipulationHandlers:
         return obj
 
     def h_array_along_curve(self, p: Params) -> dict[str, Any]:
-        obj_id = _one_id(p)
-        curve_id = _one_id(p, "curve_id")
-        count = _count(p, 1)
+        obj_id = read_id(p)
+        curve_id = read_id(p, "curve_id")
+        count = read_count(p, 1)
         bool(p.get("orient", True))
         source = self._find(obj_id)
         curve = self._find(curve_id)
@@ -321,7 +280,7 @@ class ManipulationHandlers:
             raise ValueError(f"'curve_id' does not refer to a curve object: '{curve_id}'")
         closed = bool(curve.geometry.get("closed", False))
         stations = count if closed else count + 1
-        points = _along(curve, stations, closed)
+        points = stations_along(curve, stations, closed)
         center = source.bbox.center
         ids = []
         for point in points:
@@ -332,7 +291,7 @@ class ManipulationHandlers:
         return {"array_ids": ids, "count": len(ids)}
 
     def h_apply_transform(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
+        ids = read_ids(p.get("ids"))
         matrix = p.get("matrix")
         if matrix is None:
             raise ValueError("'matrix' (4x4 nested list) is required")
@@ -349,7 +308,7 @@ class ManipulationHandlers:
                     cells[r][c] = float(matrix[r][c])
                 except (TypeError, ValueError):
                     raise ValueError(f"'matrix[{r}][{c}]' must be a number") from None
-        affine = _affine_map(cells)
+        affine = affine_map(cells)
         result = []
         for text in ids:
             try:
@@ -369,13 +328,13 @@ class ManipulationHandlers:
 
     # -- document structure ------------------------------------------------------------------
     def h_delete(self, p: Params) -> dict[str, Any]:
-        objects = self._rs_objects(_ids(p.get("ids")))
+        objects = self._rs_objects(read_ids(p.get("ids")))
         for obj in objects:
             self.doc.delete(obj.guid)
         return {"deleted_count": len(objects)}
 
     def h_group(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
+        ids = read_ids(p.get("ids"))
         name = p.get("name")
         if name is not None and not isinstance(name, str):
             raise ValueError("'name' must be a string")
@@ -410,7 +369,7 @@ class ManipulationHandlers:
         return {"freed_ids": list(members), "count": len(members)}
 
     def h_join(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
+        ids = read_ids(p.get("ids"))
         if len(ids) < 2:
             raise ValueError("'ids' must contain at least 2 objects to join")
         delete_input = bool(p.get("delete_input", True))
@@ -441,10 +400,10 @@ class ManipulationHandlers:
         return {"joined_ids": [joined.guid], "count": 1}
 
     def h_explode(self, p: Params) -> dict[str, Any]:
-        obj_id = _one_id(p)
+        obj_id = read_id(p)
         delete_input = bool(p.get("delete_input", True))
         obj = self._find(obj_id)
-        pieces = _explode(self.doc, obj)
+        pieces = explode_pieces(self.doc, obj)
         if not pieces:
             raise GolemFailure(
                 "OPERATION_FAILED",
@@ -457,13 +416,13 @@ class ManipulationHandlers:
 
     # -- attributes ---------------------------------------------------------------------------
     def h_set_properties(self, p: Params) -> dict[str, Any]:
-        ids = _ids(p.get("ids"))
+        ids = read_ids(p.get("ids"))
         layer, color, name = p.get("layer"), p.get("color"), p.get("name")
         visible, locked, material = p.get("visible"), p.get("locked"), p.get("material_index")
         if layer is not None:
             if not isinstance(layer, str):
                 raise ValueError("'layer' must be a string")
-            if _find_layer(self.doc, layer) is None:
+            if find_layer(self.doc, layer) is None:
                 raise ValueError(f"Layer '{layer}' does not exist in the document")
         channels: Optional[list[int]] = None
         if color is not None:
@@ -481,7 +440,7 @@ class ManipulationHandlers:
             obj = self._find(text)
             changes: dict[str, Any] = {}
             if layer is not None:
-                path = _find_layer(self.doc, layer)
+                path = find_layer(self.doc, layer)
                 if path is not None:
                     changes["layer"] = path
                     applied["layer"] = layer
@@ -510,7 +469,7 @@ class ManipulationHandlers:
         return {"updated_ids": updated, "count": len(updated), "applied": applied}
 
     def h_set_user_text(self, p: Params) -> dict[str, Any]:
-        obj_id = _one_id(p)
+        obj_id = read_id(p)
         key = p.get("key")
         if not isinstance(key, str) or not key:
             raise ValueError("'key' must be a non-empty string")
@@ -522,7 +481,7 @@ class ManipulationHandlers:
         return {"id": obj_id, "key": key, "value": value, "attached_to_geometry": attached}
 
     def h_get_user_text(self, p: Params) -> dict[str, Any]:
-        obj_id = _one_id(p)
+        obj_id = read_id(p)
         key = p.get("key")
         obj = self._find(obj_id)
         if key is not None:
@@ -532,7 +491,7 @@ class ManipulationHandlers:
         return {"id": obj_id, "user_text": dict(obj.user_text)}
 
     def h_select_objects(self, p: Params) -> dict[str, Any]:
-        objects = self._rs_objects(_ids(p.get("ids")))
+        objects = self._rs_objects(read_ids(p.get("ids")))
         for obj in objects:
             obj.selected = True
         if objects:
@@ -546,91 +505,3 @@ class ManipulationHandlers:
             count += obj.selected
             obj.selected = False
         return {"unselected_count": count}
-
-
-def _is_guid(text: str) -> bool:
-    try:
-        parse_guid(text)
-    except Exception:
-        return False
-    return True
-
-
-def _times(vector: Point, factor: float) -> Point:
-    return (vector[0] * factor, vector[1] * factor, vector[2] * factor)
-
-
-def _find_layer(doc: Document, name: str) -> Optional[str]:
-    """``FindByFullPath`` then ``Find`` by short name."""
-    if name in doc.layers:
-        return name
-    matches = [path for path, layer in doc.layers.items() if layer.name == name]
-    return matches[0] if matches else None
-
-
-def _shear_map(origin: Point, shift: Point) -> PointMap:
-    # Points move by `shift` times their height above the plane through `origin`.
-    return lambda q: (
-        q[0] + shift[0] * (q[2] - origin[2]),
-        q[1] + shift[1] * (q[2] - origin[2]),
-        q[2] + shift[2] * (q[2] - origin[2]),
-    )
-
-
-def _affine_map(m: list[list[float]]) -> PointMap:
-    def apply(q: Point) -> Point:
-        w = m[3][0] * q[0] + m[3][1] * q[1] + m[3][2] * q[2] + m[3][3]
-        w = w if abs(w) > 1e-12 else 1.0
-        return (
-            (m[0][0] * q[0] + m[0][1] * q[1] + m[0][2] * q[2] + m[0][3]) / w,
-            (m[1][0] * q[0] + m[1][1] * q[1] + m[1][2] * q[2] + m[1][3]) / w,
-            (m[2][0] * q[0] + m[2][1] * q[1] + m[2][2] * q[2] + m[2][3]) / w,
-        )
-
-    return apply
-
-
-def _along(curve: DocObject, stations: int, closed: bool) -> list[Point]:
-    """``stations`` points spread along the curve's recorded points (a polyline)."""
-    raw = curve.geometry.get("points") or [list(curve.bbox.minimum), list(curve.bbox.maximum)]
-    points = [(float(q[0]), float(q[1]), float(q[2])) for q in raw]
-    if len(points) < 2:
-        return points * stations
-    segments = list(zip(points, points[1:]))
-    lengths = [math.dist(a, b) for a, b in segments]
-    total = sum(lengths) or 1.0
-    result = []
-    for i in range(stations):
-        target = total * i / (stations if closed else max(stations - 1, 1))
-        for (a, b), length in zip(segments, lengths):
-            if target <= length or (a, b) == segments[-1]:
-                t = 0.0 if length == 0 else min(target / length, 1.0)
-                result.append(
-                    (a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t, a[2] + (b[2] - a[2]) * t)
-                )
-                break
-            target -= length
-    return result
-
-
-def _explode(doc: Document, obj: DocObject) -> list[str]:
-    """``rs.ExplodeObjects``: a polysurface into its faces, a polyline into its segments."""
-    g = obj.geometry
-    if obj.object_type == "Brep" and int(g.get("faces", 1)) > 1:
-        faces = int(g["faces"])
-        pieces = []
-        for _ in range(faces):
-            piece = doc.copy_object(obj, obj.bbox)
-            piece.geometry = {"kind": "face", "faces": 1, "solid": False}
-            pieces.append(piece.guid)
-        return pieces
-    if obj.object_type == "Curve" and g.get("kind") == "polyline":
-        points = g.get("points") or []
-        pieces = []
-        for a, b in zip(points, points[1:]):
-            bbox = BoundingBox.around([tuple(a), tuple(b)])  # type: ignore[list-item]
-            piece = doc.copy_object(obj, bbox)
-            piece.geometry = {"kind": "line", "points": [a, b], "length": math.dist(a, b)}
-            pieces.append(piece.guid)
-        return pieces
-    return []

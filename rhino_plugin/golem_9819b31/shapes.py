@@ -17,6 +17,7 @@ __all__ = [
     "cylinder_data",
     "polyline_data",
     "sphere_data",
+    "text_data",
     "torus_data",
 ]
 
@@ -130,3 +131,9 @@ def arc_data(center: Point, radius: float, start_deg: float, end_deg: float) -> 
         "center": list(center),
         "degree": 2,
     }
+
+
+def text_data(text: str, position: Point, height: float) -> Data:
+    # A rough text extent: 0.6 of the height per character, as a typical sans-serif.
+    far = (position[0] + 0.6 * height * max(len(text), 1), position[1] + height, position[2])
+    return BoundingBox.around([position, far]), {"text": text, "height": height}
