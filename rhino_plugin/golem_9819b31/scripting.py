@@ -89,6 +89,7 @@ class ScriptingHandlers:
         command = p.get("command", "")
         if not command or not command.strip():
             raise ValueError("params['command'] is required and must not be empty")
+        p.get("echo", False)  # read and passed to rs.Command by the real handler
         return {"success": False, "command": str(command), "command_result": False}
 
     def evaluate_expression(self, p: Params) -> dict[str, Any]:
