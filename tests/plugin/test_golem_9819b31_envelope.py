@@ -36,8 +36,17 @@ def raw_exchange(address: tuple[str, int], payload: bytes) -> Any:
         return None if message is None else message.obj
 
 
-@pytest.mark.parametrize("payload", [b"{not json", b"\xff\xfe", b"[1, 2, 3]", b'"ping"'], ids=str)
-def test_unreadable_or_non_object_requests_close_the_connection(
+UNANSWERED = [
+    b"{not json",
+    b"\xff\xfe",
+    b"[1, 2, 3]",
+    b'"ping"',
+    b'{"id": "\\ud800", "method": "ping"}',  # the reply cannot be encoded
+]
+
+
+@pytest.mark.parametrize("payload", UNANSWERED, ids=str)
+def test_unreadable_non_object_or_unanswerable_requests_close_the_connection(
     faithful: HeadlessPlugin, payload: bytes
 ) -> None:
     assert raw_exchange(faithful.main_address, payload) is None
