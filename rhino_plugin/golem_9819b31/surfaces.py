@@ -27,6 +27,15 @@ def _failed(message: str) -> dict[str, Any]:
     return {"code": "OPERATION_FAILED", "message": message}
 
 
+def _not_a_curve(call: str, ids: list[Any], objects: list[DocObject]) -> Optional[dict[str, Any]]:
+    """What ``rs.CALL`` raising in ``coercecurve`` comes back as (the handler catches it and
+    returns an OPERATION_FAILED dict), or None when every object is a curve."""
+    for text, obj in zip(ids, objects):
+        if obj.object_type != "Curve":
+            return _failed(f"rs.{call} failed: unable to convert {text} into Curve geometry")
+    return None
+
+
 def _list(params: Params, key: str) -> list[Any]:
     value = params.get(key)
     if not isinstance(value, list):
@@ -105,8 +114,9 @@ class SurfaceHandlers:
         _opt_xyz(p, "start_point")
         _opt_xyz(p, "end_point")
         curves = [validate(self.doc, g) for g in curve_ids]
-        if any(c.object_type != "Curve" for c in curves):
-            return _failed("Loft produced no geometry. Check that curves are compatible.")
+        failure = _not_a_curve("AddLoftSrf", curve_ids, curves)
+        if failure is not None:
+            return failure
         return self._one(self._brep(curves[0], _union(curves), closed_v=closed))
 
     def _sweep(self, rails: list[DocObject], shapes: list[DocObject]) -> dict[str, Any]:
@@ -142,7 +152,10 @@ class SurfaceHandlers:
         if start_angle == end_angle:
             raise ValueError(f"start_angle and end_angle must differ (got both as {start_angle}).")
         profile = validate(self.doc, curve_id)
-        if profile.object_type != "Curve" or start == end:
+        failure = _not_a_curve("AddRevSrf", [curve_id], [profile])
+        if failure is not None:
+            return failure
+        if start == end:
             return _failed(
                 "Revolve produced no geometry. Check that the profile and axis are valid."
             )
@@ -175,8 +188,10 @@ class SurfaceHandlers:
             path = validate(self.doc, path_id)
             (x0, y0, z0), (x1, y1, z1) = path.bbox.minimum, path.bbox.maximum
             offset = (x1 - x0, y1 - y0, z1 - z0)
-        if profile.object_type != "Curve":
-            return _failed("Extrude curve produced no geometry.")
+        call = "ExtrudeCurveStraight" if direction is not None else "ExtrudeCurve"
+        failure = _not_a_curve(call, [curve_id], [profile])
+        if failure is not None:
+            return failure
         box = profile.bbox.union(profile.bbox.mapped(translation_map(offset)))
         solid = cap and bool(profile.geometry.get("closed"))
         return self._one(self._brep(profile, box, faces=3 if solid else 1, solid=solid))
@@ -242,10 +257,9 @@ class SurfaceHandlers:
                 f"edge_surface requires 2, 3, or 4 curves in 'curve_ids' (got {len(curve_ids)})."
             )
         curves = [validate(self.doc, g) for g in curve_ids]
-        if any(c.object_type != "Curve" for c in curves):
-            return _failed(
-                "Edge surface produced no geometry. Check that the curves meet at their endpoints."
-            )
+        failure = _not_a_curve("AddEdgeSrf", curve_ids, curves)
+        if failure is not None:
+            return failure
         surface = add_object(self.doc, "Surface", "nurbs", _union(curves), layer=curves[0].layer)
         return self._one(surface)
 
@@ -286,7 +300,10 @@ class SurfaceHandlers:
     def h_planar_surface(self, p: Params) -> dict[str, Any]:
         curve_ids = _list(p, "curve_ids")
         curves = [validate(self.doc, g) for g in curve_ids]
-        closed = [c for c in curves if c.object_type == "Curve" and c.geometry.get("closed")]
+        failure = _not_a_curve("AddPlanarSrf", curve_ids, curves)
+        if failure is not None:
+            return failure
+        closed = [c for c in curves if c.geometry.get("closed")]
         if not closed:
             return _failed(
                 "Planar surface produced no geometry. "
