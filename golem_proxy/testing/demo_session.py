@@ -126,10 +126,10 @@ def grasshopper(main: Address, gh: Address, outcome: DemoOutcome) -> None:
         call(tools.set_grasshopper_input, "Height", 12.5)  # not registered
         call(tools.run_grasshopper_definition, inputs={"Height": 12.5})
         call(tools.bake_grasshopper_objects, layer="Default")  # not registered
+        with GolemClient(*gh, ping_method="gh.ping") as channel:
+            outcome.narrate("the same definition through the plugin's Grasshopper channel (9877)")
+            call(McpTools(channel).list_grasshopper_components)
         call(tools.close_grasshopper_definition)
-    with GolemClient(*gh, ping_method="gh.ping") as channel:
-        outcome.narrate("the plugin's Grasshopper channel (9877)")
-        outcome.call(McpTools(channel).list_grasshopper_components)
 
 
 SESSIONS: dict[str, Script] = {
