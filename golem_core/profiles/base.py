@@ -150,6 +150,11 @@ class Profile(abc.ABC):
             obj, bad = decode_json(payload)
             if bad is not None:
                 return replace(bad, role=role)
+        return self.parse_decoded(obj, role)
+
+    def parse_decoded(self, obj: Any, role: Optional[Role]) -> Message:
+        """`parse` for a payload already decoded from JSON (by a faster decoder that accepts
+        exactly what ``json.loads`` accepts, or less: anything it refuses goes to `parse`)."""
         if role is None:
             role = _REQUEST if isinstance(obj, dict) and "method" in obj else _RESPONSE
         if role is _REQUEST:
