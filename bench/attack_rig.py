@@ -231,10 +231,14 @@ class Conn:
             time.sleep(0.005)
         return self.received.count >= count
 
-    def close(self, limit: float = 5.0) -> None:
-        """Half-close, let the answers still on their way arrive, then close."""
+    def shutdown(self) -> None:
+        """Half-close: no more requests, answers may still come."""
         with suppress(OSError):
             self.sock.shutdown(socket.SHUT_WR)
+
+    def close(self, limit: float = 5.0) -> None:
+        """Half-close, let the answers still on their way arrive, then close."""
+        self.shutdown()
         self.eof.wait(limit)
         self.sock.close()
 

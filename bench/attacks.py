@@ -298,6 +298,16 @@ class Row:
     findings: list[str]
 
 
+def close_all(conns: list[Conn], limit: float) -> None:
+    """Half-close every connection at once, give the answers on their way ``limit`` seconds
+    in all, then close."""
+    for conn in conns:
+        conn.shutdown()
+    deadline = time.monotonic() + limit
+    for conn in conns:
+        conn.close(max(deadline - time.monotonic(), 0.0))
+
+
 def _mib(size: int) -> str:
     return f"{size / MIB:,.0f} MiB"
 
@@ -322,8 +332,7 @@ def run_attack(attack: Attack, seconds: float) -> Row:
             try:
                 attack.body(ctx)
             finally:
-                for conn in ctx.conns:
-                    conn.close(limit=3.0)
+                close_all(ctx.conns, limit=3.0)
             # The next client: how long until it is answered (the proxy may still be digesting).
             closed = time.monotonic()
             serves = running.serves(attack.framing, limit=seconds * 2)

@@ -371,8 +371,8 @@ class Series:
     peak_rss: int = 0
     requests: int = 0
     """Requests sent through this configuration, all measurements together."""
-    recorded: Optional[int] = None
-    """Exchanges in golem-proxy's recording at the end (None for the others)."""
+    recorded: Optional[dict[str, int]] = None
+    """Exchange and violation lines in golem-proxy's recording at the end (None for others)."""
 
 
 def run(configs: list[Config], rounds: int, trips: int, bigs: int, tiny: int) -> dict[str, Series]:
@@ -409,28 +409,36 @@ def _spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / 2 / abs(middle) if middle else 0.0
 
 
-def count_exchanges(path: Path) -> Optional[int]:
-    """Exchange lines in a recording, counted without parsing it (it holds gigabytes of
-    base64, which never contains the quoted marker); None if there is no file."""
-    marker = b'"kind":"exchange"'
-    count, tail = 0, b""
+def count_kinds(
+    path: Path, kinds: Sequence[str], block: int = 64 << 20
+) -> Optional[dict[str, int]]:
+    """How many lines of each kind a recording holds, counted without parsing it (it holds
+    gigabytes of base64, which never contains a quoted marker); None if there is no file."""
+    markers = {kind: f'"kind":"{kind}"'.encode() for kind in kinds}
+    keep = max(len(m) for m in markers.values()) - 1
+    counts = dict.fromkeys(kinds, 0)
+    tail = b""
     try:
         with open(path, "rb") as recording:
-            while chunk := recording.read(64 << 20):
+            while chunk := recording.read(block):
                 data = tail + chunk
-                count += data.count(marker)
-                tail = data[-(len(marker) - 1) :]
+                for kind, marker in markers.items():
+                    # A marker may straddle two reads: count it in the read where it ends.
+                    counts[kind] += data.count(marker) - tail.count(marker)
+                tail = data[-keep:]
     except OSError:
         return None
-    return count
+    return counts
 
 
 def _observed(series: Series) -> str:
     if series.recorded is None:
         return "-"
-    share = series.recorded / series.requests if series.requests else 0.0
+    exchanges, violations = series.recorded["exchange"], series.recorded["violation"]
+    share = exchanges / series.requests if series.requests else 0.0
     catch_up = statistics.median(series.catch_up) if series.catch_up else 0.0
-    return f"{series.recorded:,} / {series.requests:,} ({share:.1%}); +{catch_up:.1f} s"
+    return (f"{exchanges:,} / {series.requests:,} ({share:.1%}); {violations:,} violations; "
+            f"+{catch_up:.1f} s")  # fmt: skip
 
 
 def results_table(configs: list[Config], results: dict[str, Series], rounds: int) -> Table:
@@ -438,7 +446,7 @@ def results_table(configs: list[Config], results: dict[str, Series], rounds: int
                         "(± half the range across rounds)")  # fmt: skip
     columns = ("configuration", "added p50", "16 MiB responses", "pipelined tiny frames",
                "… until idle", "peak RSS", "byte-exact",
-               "exchanges recorded / sent; busy after")  # fmt: skip
+               "exchanges recorded / sent; busy after a pipelined run")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "configuration" else "right")
     for config in configs:
@@ -562,7 +570,8 @@ def main() -> None:
             console.print(describe_rig(configs))
             results = run(configs, rounds, trips, bigs, tiny)
         if OURS in results:  # once golem-proxy has stopped and closed its recording
-            results[OURS].recorded = count_exchanges(Path(record_dir) / "bench.jsonl")
+            recording = Path(record_dir) / "bench.jsonl"
+            results[OURS].recorded = count_kinds(recording, ("exchange", "violation"))
     console.print(
         f"{trips} round trips, {bigs} x {BIG // 2**20} MiB responses and {tiny:,} pipelined "
         f"frames per configuration and round; {OURS} records to a file"

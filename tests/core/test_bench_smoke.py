@@ -104,14 +104,18 @@ def test_a_target_says_whether_noise_explains_a_miss(rig: ModuleType) -> None:
     assert verdict([0.5, 0.6, 0.7]).startswith("MISSED, beyond noise")
 
 
-def test_count_exchanges_reads_only_the_marker(rig: ModuleType, tmp_path: Path) -> None:
+def test_count_kinds_reads_only_the_markers(rig: ModuleType, tmp_path: Path) -> None:
     import bench_proxy
 
     path = tmp_path / "r.jsonl"
     path.write_bytes(b'{"format":1}\n' + b'{"seq":1,"kind":"exchange","conn":1}\n' * 3
-                     + b'{"seq":4,"kind":"frame","raw":"a2luZA=="}\n')  # fmt: skip
-    assert bench_proxy.count_exchanges(path) == 3
-    assert bench_proxy.count_exchanges(tmp_path / "missing.jsonl") is None
+                     + b'{"seq":4,"kind":"frame","raw":"a2luZA=="}\n'
+                     + b'{"seq":5,"kind":"violation"}\n')  # fmt: skip
+    kinds = ("exchange", "violation", "gap")
+    for block in (7, 1 << 20):  # markers straddling reads are counted once
+        counts = bench_proxy.count_kinds(path, kinds, block)
+        assert counts == {"exchange": 3, "violation": 1, "gap": 0}
+    assert bench_proxy.count_kinds(tmp_path / "missing.jsonl", kinds) is None
 
 
 @pytest.mark.parametrize("framing", ["golem", "ndjson"])
