@@ -246,7 +246,7 @@ class Conn:
 def byte_exact(conns: list[Conn], upstream: Upstream) -> str:
     """ "yes" when the upstream received exactly what the clients sent and the clients exactly
     what it answered (compared as sets of per-connection digests), else what differs."""
-    upstream.settled(5.0)
+    settled = upstream.settled(5.0)
     theirs = [c for c in upstream.conns if c.received.count or c.sent.count]
     c2s = sorted(c.sent.key() for c in conns), sorted(c.received.key() for c in theirs)
     s2c = sorted(c.sent.key() for c in theirs), sorted(c.received.key() for c in conns)
@@ -255,9 +255,10 @@ def byte_exact(conns: list[Conn], upstream: Upstream) -> str:
     for direction, (want, got) in (("c2s", c2s), ("s2c", s2c)):
         if want != got:
             sent, arrived = sum(k[0] for k in want), sum(k[0] for k in got)
+            still = "" if settled else "; the proxy still holds the upstream side open"
             if sent == arrived:
-                return f"NO ({direction}: as many bytes, other content)"
-            return f"NO ({direction}: {arrived:,} of {sent:,} B arrived)"
+                return f"NO ({direction}: as many bytes, other content{still})"
+            return f"NO ({direction}: {arrived:,} of {sent:,} B arrived{still})"
     return "NO"
 
 
@@ -334,6 +335,12 @@ class Probe:
         times = [seconds for start, seconds in self.samples if start >= since]
         pending = self.pending_since
         return max([*times, time.monotonic() - pending if pending is not None else 0.0])
+
+    def finish(self, limit: float) -> None:
+        """Give a round trip in flight up to ``limit`` seconds to complete."""
+        deadline = time.monotonic() + limit
+        while self.pending_since is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def stop(self) -> None:
         self._stop.set()

@@ -337,6 +337,7 @@ def run_attack(attack: Attack, seconds: float) -> Row:
             closed = time.monotonic()
             serves = running.serves(attack.framing, limit=seconds * 2)
             waited = time.monotonic() - closed
+            probe.finish(2.0)  # once the next client is answered, the probe's answer is near
             worst, worst_seconds = probe.worst(since), probe.worst_seconds(since)
             probe.stop()  # its round trips would keep the proxy from ever looking idle
             ctx.idle_until(time.monotonic() + 10)

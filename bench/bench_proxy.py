@@ -137,13 +137,19 @@ def configurations(record_dir: str) -> Iterator[list[Config]]:
     processes = [start_process([sys.executable, PEERS, "upstream", str(up)], up)]
     configs = [Config("direct", up)]
 
-    def add(name: str, command: list[str], port: int) -> None:
-        processes.append(start_process(command, port))
+    def add(name: str, command: list[str], port: int, *, required: bool = False) -> None:
+        try:
+            processes.append(start_process(command, port))
+        except (OSError, RuntimeError) as exc:
+            if required:
+                raise
+            configs.append(Config(name, missing=f"failed to start: {exc}"))
+            return
         configs.append(Config(name, port, processes[-1]))
 
     try:
         port = free_port()
-        add(RELAY, [sys.executable, PEERS, "relay", str(port), str(up)], port)
+        add(RELAY, [sys.executable, PEERS, "relay", str(port), str(up)], port, required=True)
         if shutil.which("socat"):
             port = free_port()
             add("socat", ["socat", f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork",
@@ -158,7 +164,8 @@ def configurations(record_dir: str) -> Iterator[list[Config]]:
         else:
             configs.append(Config(MITM, missing="not installed"))
         port = free_port()
-        add(OURS, proxy_command(port, up, os.path.join(record_dir, "bench.jsonl")), port)
+        record = os.path.join(record_dir, "bench.jsonl")
+        add(OURS, proxy_command(port, up, record), port, required=True)
         yield configs
     finally:
         for process in processes:
@@ -542,8 +549,10 @@ def targets_table(rows: list[Target]) -> Table:
 
 
 def describe_rig(configs: list[Config]) -> str:
-    commit = tool_version(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
-    parts = [f"code {commit}", f"{os.cpu_count()} cores", f"Python {platform.python_version()}"]
+    commit = tool_version(["git", "-C", str(ROOT), "describe", "--always", "--dirty"])
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    parts = [f"checkout {commit}", f"{os.cpu_count()} cores (load {load})",
+             f"Python {platform.python_version()}"]  # fmt: skip
     if any(c.name == "socat" and not c.missing for c in configs):
         parts.append(tool_version(["socat", "-V"], "socat version").split(" on ")[0])
     mitmdump = find_mitmdump()
@@ -578,6 +587,7 @@ def main() -> None:
     )
     console.print(results_table(configs, results, rounds))
     console.print(targets_table(targets(results)))
+    console.print("load average at the end: " + "/".join(f"{x:.1f}" for x in os.getloadavg()))
     if args.json:
         dump = {name: vars(series) for name, series in results.items()}
         Path(args.json).write_text(json.dumps(dump, indent=1))
