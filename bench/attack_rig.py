@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Optional
 
-from bench_proxy import ROOT, _status, _tree, free_port, wait_port
+from processes import ROOT, free_port, rss, status, wait_port
 
 HEADER = struct.Struct("!I")
 PARSE_LIMIT = 1 << 20
@@ -347,11 +347,6 @@ class Probe:
         self._thread.join(5)
 
 
-def rss(pid: int) -> int:
-    """RSS of ``pid`` and its descendants (an observer may live in a child process)."""
-    return sum(_status(p, "VmRSS") for p in _tree(pid))
-
-
 class Memory:
     """Peak RSS of the proxy's process tree, sampled every 20 ms, and its VmHWM."""
 
@@ -372,7 +367,7 @@ class Memory:
     def stop(self) -> int:
         self._done.set()
         self._thread.join()
-        return max(self.peak, _status(self.pid, "VmHWM"))
+        return max(self.peak, status(self.pid, "VmHWM"))
 
     def settled(self, limit: float) -> int:
         """RSS once it stops moving (two readings 0.5 s apart within 1 MiB), or at the limit."""

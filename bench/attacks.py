@@ -37,9 +37,8 @@ from attack_rig import (
     byte_exact,
     encode,
     proxy,
-    rss,
 )
-from bench_proxy import ROOT, Config, settle
+from processes import ROOT, rss, settle
 from rich.console import Console
 from rich.table import Table
 
@@ -87,7 +86,7 @@ class Context:
 
     def idle_until(self, deadline: float) -> None:
         remaining = max(deadline - time.monotonic(), 0.0)
-        settle(Config("golem-proxy", 0, self.proxy.process), remaining)
+        settle(self.proxy.process, remaining)
 
 
 @dataclass(frozen=True)
@@ -121,15 +120,12 @@ def unread_stdout(ctx: Context) -> None:
     conn = ctx.connect()
     sent = answered = 0
     while ctx.running():
-        batch = b"".join(
+        requests = [
             encode(f'{{"id":"q{sent + n}","method":"scene.list_objects","params":{{}}}}', "golem")
             for n in range(100)
-        )
-        expected = sum(
-            len(answer_for(encode(f'{{"id":"q{sent + n}","method":"m"}}', "golem")[4:], "golem")
-                or b"")
-            for n in range(100)
-        )  # fmt: skip
+        ]
+        batch = b"".join(requests)
+        expected = sum(len(answer_for(r[4:], "golem") or b"") for r in requests)
         target = conn.received.count + expected
         if not conn.send(batch, ctx.deadline):
             break

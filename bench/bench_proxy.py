@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -37,60 +36,15 @@ from pathlib import Path
 from typing import Optional
 
 from bench_peers import BIG, hello, read_exactly, workload
+from processes import ROOT, RssSampler, free_port, settle, start_process, stop
 from rich.console import Console
 from rich.table import Table
 
-ROOT = Path(__file__).resolve().parents[1]
 PEERS = str(ROOT / "bench" / "bench_peers.py")
 CHUNK = 1 << 20
 RELAY = "minimal trio relay"
 MITM = "mitmdump reverse tcp"
 OURS = "golem-proxy"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def wait_port(port: int, process: subprocess.Popen[bytes], limit: float = 30.0) -> None:
-    """Return once something accepts on ``port``; RuntimeError if ``process`` exits first."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"process exited with {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on {port}")
-
-
-def start_process(command: list[str], port: int, **popen: object) -> subprocess.Popen[bytes]:
-    """Start ``command`` and wait until it listens on ``port`` (killed if it never does)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    options: dict[str, object] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    options.update(popen)
-    process = subprocess.Popen(command, env=env, cwd=ROOT, **options)  # type: ignore[call-overload]
-    try:
-        wait_port(port, process)
-    except BaseException:
-        process.kill()
-        process.wait()
-        raise
-    return process  # type: ignore[no-any-return]
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Ctrl-C (golem-proxy then finishes its recording), killed if still there after 10 s."""
-    process.send_signal(signal.SIGINT)
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def proxy_command(port: int, upstream: int, record: str) -> list[str]:
@@ -170,90 +124,6 @@ def configurations(record_dir: str) -> Iterator[list[Config]]:
     finally:
         for process in processes:
             stop(process)
-
-
-# --- process memory and idleness ------------------------------------------------------------
-
-
-def _status(pid: int, field_name: str) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith(field_name + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (socat forks one child per connection)."""
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        try:
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children") as children:
-                    todo.extend(int(c) for c in children.read().split())
-        except OSError:
-            continue
-    return found
-
-
-class RssSampler:
-    """Peak RSS of each process tree: sampled every 50 ms, and the root's VmHWM at the end."""
-
-    def __init__(self, configs: Sequence[Config]) -> None:
-        self._pids = {c.name: c.process.pid for c in configs if c.process is not None}
-        self.peak = dict.fromkeys(self._pids, 0)
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._done.set()
-        self._thread.join()
-        for name, pid in self._pids.items():
-            self.peak[name] = max(self.peak[name], _status(pid, "VmHWM"))
-
-    def _run(self) -> None:
-        while not self._done.wait(0.05):
-            for name, pid in self._pids.items():
-                rss = sum(_status(p, "VmRSS") for p in _tree(pid))
-                self.peak[name] = max(self.peak[name], rss)
-
-
-def _cpu_seconds(pid: int) -> float:
-    total = 0.0
-    for member in _tree(pid):
-        try:
-            with open(f"/proc/{member}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def settle(config: Config, limit: float = 60.0) -> float:
-    """Wait until the configuration's process is idle (an observer that trails the wire has
-    caught up with the last burst), so each measurement starts from the same steady state.
-    Returns how long it stayed busy (0 if idle at once; 0.2 s resolution)."""
-    if config.process is None:
-        return 0.0
-    start = time.monotonic()
-    last = _cpu_seconds(config.process.pid)
-    while time.monotonic() < start + limit:
-        time.sleep(0.2)
-        now = _cpu_seconds(config.process.pid)
-        if now - last < 0.01:
-            break
-        last = now
-    return time.monotonic() - start - 0.2
 
 
 # --- the three measurements ---------------------------------------------------------------
@@ -388,19 +258,20 @@ def run(configs: list[Config], rounds: int, trips: int, bigs: int, tiny: int) ->
     for config in live:
         results[config.name].exact = byte_exact(config.port)
         results[config.name].requests += EXACT_REQUESTS
-    with RssSampler(live) as rss:
+    pids = {c.name: c.process.pid for c in live if c.process is not None}
+    with RssSampler(pids) as rss:
         for number in range(rounds):
             # Interleaved, and in a rotated order, so drift and position hit every config alike.
             order = live[number % len(live) :] + live[: number % len(live)]
             for config in order:
                 series = results[config.name]
-                settle(config)
+                settle(config.process)
                 series.rtt.append(round_trips(config.port, trips))
-                settle(config)
+                settle(config.process)
                 series.big.append(big_responses(config.port, bigs))
-                settle(config)
+                settle(config.process)
                 series.tiny.append(pipelined(config.port, tiny))
-                series.catch_up.append(max(settle(config, limit=600.0), 0.0))
+                series.catch_up.append(max(settle(config.process, limit=600.0), 0.0))
                 series.sustained.append(tiny / (tiny / series.tiny[-1] + series.catch_up[-1]))
                 # Each measurement also sends its connection's workload request.
                 series.requests += trips + WARM_UP + bigs + tiny + 3

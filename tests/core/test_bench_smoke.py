@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -61,13 +63,30 @@ def rig() -> ModuleType:
 def upstream(rig: ModuleType) -> Iterator[int]:
     """bench_peers' pre-encoded upstream, as bench_proxy starts it; its port."""
     import bench_proxy
+    import processes
 
-    port = bench_proxy.free_port()
-    process = bench_proxy.start_process(
-        [sys.executable, bench_proxy.PEERS, "upstream", str(port)], port
-    )
+    port = processes.free_port()
+    command = [sys.executable, bench_proxy.PEERS, "upstream", str(port)]
+    process = processes.start_process(command, port)
     yield port
-    bench_proxy.stop(process)
+    processes.stop(process)
+
+
+def test_process_memory_and_cpu_include_children(rig: ModuleType) -> None:
+    import processes
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 10
+        while child.pid not in processes.tree(os.getpid()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert child.pid in processes.tree(os.getpid())
+        assert processes.rss(os.getpid()) > processes.status(os.getpid(), "VmRSS") > 0
+        assert processes.cpu_seconds(os.getpid()) > 0
+        assert processes.settle(child, limit=5) < 5  # asleep: idle at once
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_workloads_pair_each_request_with_its_response(rig: ModuleType) -> None:
