@@ -197,6 +197,7 @@ def held_frames(count: int) -> Callable[[Context], None]:
                 break
             time.sleep(0.1)
         got = ctx.upstream_received()
+        ctx.idle()  # held open while the proxy digests what it has of the frames
         ctx.findings.append(f"upstream had {got / MIB:,.0f} of {total / MIB:,.0f} MiB "
                             "before the clients gave up")  # fmt: skip
 

@@ -249,7 +249,7 @@ class Series:
     requests: int = 0
     """Requests sent through this configuration, all measurements together."""
     recorded: Optional[dict[str, int]] = None
-    """Exchange and violation lines in golem-proxy's recording at the end (None for others)."""
+    """Lines of each of RECORDED_KINDS in golem-proxy's recording (None for the others)."""
 
 
 def run(configs: list[Config], rounds: int, trips: int, bigs: int, tiny: int) -> dict[str, Series]:
@@ -287,6 +287,11 @@ def _spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / 2 / abs(middle) if middle else 0.0
 
 
+RECORDED_KINDS = ("exchange", "violation", "unobserved", "gap")
+"""What the recording says about how much it observed: exchanges, contract violations, and
+stretches it says it could not observe (``unobserved``) or events it missed (``gap``)."""
+
+
 def count_kinds(
     path: Path, kinds: Sequence[str], block: int = 64 << 20
 ) -> Optional[dict[str, int]]:
@@ -312,11 +317,12 @@ def count_kinds(
 def _observed(series: Series) -> str:
     if series.recorded is None:
         return "-"
-    exchanges, violations = series.recorded["exchange"], series.recorded["violation"]
-    share = exchanges / series.requests if series.requests else 0.0
+    counts = series.recorded
+    share = counts["exchange"] / series.requests if series.requests else 0.0
     catch_up = statistics.median(series.catch_up) if series.catch_up else 0.0
-    return (f"{exchanges:,} / {series.requests:,} ({share:.1%}); {violations:,} violations; "
-            f"+{catch_up:.1f} s")  # fmt: skip
+    parts = [f"{counts['exchange']:,} / {series.requests:,} ({share:.1%})"]
+    parts += [f"{counts[kind]:,} {kind}" for kind in RECORDED_KINDS[1:] if counts[kind]]
+    return "; ".join([*parts, f"+{catch_up:.1f} s"])
 
 
 def results_table(configs: list[Config], results: dict[str, Series], rounds: int) -> Table:
@@ -451,7 +457,7 @@ def main() -> None:
             results = run(configs, rounds, trips, bigs, tiny)
         if OURS in results:  # once golem-proxy has stopped and closed its recording
             recording = Path(record_dir) / "bench.jsonl"
-            results[OURS].recorded = count_kinds(recording, ("exchange", "violation"))
+            results[OURS].recorded = count_kinds(recording, RECORDED_KINDS)
     console.print(
         f"{trips} round trips, {bigs} x {BIG // 2**20} MiB responses and {tiny:,} pipelined "
         f"frames per configuration and round; {OURS} records to a file"

@@ -135,6 +135,9 @@ def test_count_kinds_reads_only_the_markers(rig: ModuleType, tmp_path: Path) -> 
         counts = bench_proxy.count_kinds(path, kinds, block)
         assert counts == {"exchange": 3, "violation": 1, "gap": 0}
     assert bench_proxy.count_kinds(tmp_path / "missing.jsonl", kinds) is None
+    series = bench_proxy.Series(requests=8, catch_up=[1.0])
+    series.recorded = {"exchange": 4, "violation": 0, "unobserved": 2, "gap": 0}
+    assert bench_proxy._observed(series) == "4 / 8 (50.0%); 2 unobserved; +1.0 s"
 
 
 @pytest.mark.parametrize("framing", ["golem", "ndjson"])
