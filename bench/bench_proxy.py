@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -29,7 +30,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,7 @@ from typing import Optional
 from bench_peers import BIG, hello, read_exactly, workload
 from processes import ROOT, RssSampler, free_port, settle, start_process, stop
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 PEERS = str(ROOT / "bench" / "bench_peers.py")
@@ -182,12 +185,16 @@ def big_responses(port: int, count: int) -> float:
 
 
 def _send_requests(sock: socket.socket, requests: bytes, total: int) -> None:
-    """Send ``total`` bytes of ``requests`` repeated end to end, a megabyte at a time."""
+    """Send ``total`` bytes of ``requests`` repeated end to end, a megabyte at a time (on a
+    thread: a broken connection just ends it, the receiving side reports it)."""
     view = memoryview(requests)
     offset = 0
     while total:
         piece = view[offset : offset + min(total, CHUNK)]
-        sock.sendall(piece)
+        try:
+            sock.sendall(piece)
+        except OSError:
+            return
         total -= len(piece)
         offset = (offset + len(piece)) % len(view)
 
@@ -202,7 +209,7 @@ def pipelined(port: int, count: int) -> float:
             target=_send_requests, args=(sock, work.requests, count * work.request_size)
         )
         sender.start()
-        _drain(sock, count * work.response_size, buffer)
+        _drain(sock, count * work.response_size, buffer)  # raises if the hop breaks
         elapsed = time.perf_counter() - start
         sender.join()
     return count / elapsed
@@ -246,18 +253,41 @@ class Series:
     """Seconds the process stayed busy after the last pipelined response arrived."""
     exact: Optional[bool] = None
     peak_rss: int = 0
+    errors: list[str] = field(default_factory=list)
+    """Measurements that failed, and why."""
     requests: int = 0
     """Requests sent through this configuration, all measurements together."""
     recorded: Optional[dict[str, int]] = None
     """Lines of each of RECORDED_KINDS in golem-proxy's recording (None for the others)."""
 
 
+NAN = float("nan")
+
+
+def attempt(series: Series, what: str, measure: Callable[..., float], *args: int) -> float:
+    """``measure(*args)``, or NaN with the error noted when the hop breaks the connection, stalls
+    past the client's 60 s timeout or is gone: one broken hop must not end the whole run."""
+    try:
+        return float(measure(*args))
+    except (OSError, RuntimeError) as exc:  # ConnectionError and socket timeouts included
+        series.errors.append(f"{what}: {exc or type(exc).__name__}")
+        return NAN
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of the measured values (NaN, a failed measurement, is left out)."""
+    valid = [v for v in values if not math.isnan(v)]
+    return statistics.median(valid) if valid else NAN
+
+
 def run(configs: list[Config], rounds: int, trips: int, bigs: int, tiny: int) -> dict[str, Series]:
     live = [c for c in configs if not c.missing]
     results = {c.name: Series() for c in live}
     for config in live:
-        results[config.name].exact = byte_exact(config.port)
-        results[config.name].requests += EXACT_REQUESTS
+        series = results[config.name]
+        exact = attempt(series, "byte-exact check", byte_exact, config.port)
+        series.exact = None if math.isnan(exact) else exact == 1.0
+        series.requests += EXACT_REQUESTS
     pids = {c.name: c.process.pid for c in live if c.process is not None}
     with RssSampler(pids) as rss:
         for number in range(rounds):
@@ -266,12 +296,12 @@ def run(configs: list[Config], rounds: int, trips: int, bigs: int, tiny: int) ->
             for config in order:
                 series = results[config.name]
                 settle(config.process)
-                series.rtt.append(round_trips(config.port, trips))
+                series.rtt.append(attempt(series, "round trips", round_trips, config.port, trips))
                 settle(config.process)
-                series.big.append(big_responses(config.port, bigs))
+                series.big.append(attempt(series, "16 MiB", big_responses, config.port, bigs))
                 settle(config.process)
-                series.tiny.append(pipelined(config.port, tiny))
-                series.catch_up.append(max(settle(config.process, limit=600.0), 0.0))
+                series.tiny.append(attempt(series, "pipelined", pipelined, config.port, tiny))
+                series.catch_up.append(settle(config.process, limit=600.0))
                 series.sustained.append(tiny / (tiny / series.tiny[-1] + series.catch_up[-1]))
                 # Each measurement also sends its connection's workload request.
                 series.requests += trips + WARM_UP + bigs + tiny + 3
@@ -283,8 +313,16 @@ def run(configs: list[Config], rounds: int, trips: int, bigs: int, tiny: int) ->
 
 def _spread(values: Sequence[float]) -> float:
     """Half the range across rounds, relative to the median: the run's noise for one cell."""
-    middle = statistics.median(values)
-    return (max(values) - min(values)) / 2 / abs(middle) if middle else 0.0
+    valid = [v for v in values if not math.isnan(v)]
+    middle = median(valid)
+    return (max(valid) - min(valid)) / 2 / abs(middle) if valid and middle else 0.0
+
+
+def _cell(values: Sequence[float], scale: float, unit: str, digits: int = 0) -> str:
+    middle = median(values)
+    if math.isnan(middle):
+        return "failed"
+    return f"{middle / scale:,.{digits}f}{unit} ±{_spread(values):.0%}"
 
 
 RECORDED_KINDS = ("exchange", "violation", "unobserved", "gap")
@@ -338,17 +376,20 @@ def results_table(configs: list[Config], results: dict[str, Series], rounds: int
             table.add_row(config.name, config.missing, "", "", "", "", "", "")
             continue
         s = results[config.name]
+        added_valid = [a for a in s.added if not math.isnan(a)]
         if config.name == "direct":
-            added = f"0 (p50 {statistics.median(s.rtt) * 1e6:.0f} µs)"
+            added = f"0 (p50 {median(s.rtt) * 1e6:.0f} µs)"
+        elif added_valid:
+            half = (max(added_valid) - min(added_valid)) / 2
+            added = f"{median(added_valid) * 1e6:.0f} µs ±{half * 1e6:.0f}"
         else:
-            half = (max(s.added) - min(s.added)) / 2
-            added = f"{statistics.median(s.added) * 1e6:.0f} µs ±{half * 1e6:.0f}"
+            added = "failed"
         table.add_row(
             config.name,
             added,
-            f"{statistics.median(s.big):,.0f} MB/s ±{_spread(s.big):.0%}",
-            f"{statistics.median(s.tiny) / 1e3:,.0f}k/s ±{_spread(s.tiny):.0%}",
-            f"{statistics.median(s.sustained) / 1e3:,.1f}k/s ±{_spread(s.sustained):.0%}",
+            _cell(s.big, 1, " MB/s"),
+            _cell(s.tiny, 1e3, "k/s"),
+            _cell(s.sustained, 1e3, "k/s", 1),
             f"{s.peak_rss / 2**20:.0f} MiB" if s.peak_rss else "-",
             {True: "yes", False: "NO", None: "?"}[s.exact],
             _observed(s),
@@ -366,16 +407,20 @@ class Target:
     """True when the ratio must stay at or under ``bound``, False when at or over it."""
 
     def ratio(self) -> float:
-        theirs = statistics.median(self.theirs)
-        return statistics.median(self.ours) / theirs if theirs else float("nan")
+        theirs = median(self.theirs)
+        return median(self.ours) / theirs if theirs else NAN
 
     def per_round(self) -> list[float]:
-        return [a / b if b else float("nan") for a, b in zip(self.ours, self.theirs)]
+        """The ratio in each round where both sides were measured."""
+        pairs = zip(self.ours, self.theirs)
+        return [a / b for a, b in pairs if b and not (math.isnan(a) or math.isnan(b))]
 
     def met(self, ratio: float) -> bool:
         return ratio <= self.bound if self.at_most else ratio >= self.bound
 
     def verdict(self) -> str:
+        if math.isnan(self.ratio()):
+            return "not measured"
         if self.met(self.ratio()):
             return "met"
         rounds = self.per_round()
@@ -406,6 +451,8 @@ def targets(results: dict[str, Series]) -> list[Target]:
 
 
 def _times(ratio: float) -> str:
+    if math.isnan(ratio):
+        return "-"
     return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.4f}x"
 
 
@@ -418,7 +465,7 @@ def targets_table(rows: list[Target]) -> Table:
         table.add_row(
             row.label,
             _times(row.ratio()),
-            f"{_times(min(rounds))} - {_times(max(rounds))}",
+            f"{_times(min(rounds))} - {_times(max(rounds))}" if rounds else "-",
             f"{'≤' if row.at_most else '≥'} {row.bound:.2f}x",
             row.verdict(),
         )
@@ -464,6 +511,10 @@ def main() -> None:
     )
     console.print(results_table(configs, results, rounds))
     console.print(targets_table(targets(results)))
+    for name, series in results.items():
+        for error, times in Counter(series.errors).items():
+            repeated = f" (x{times})" if times > 1 else ""
+            console.print(f"[red]{name}[/]: {escape(error)}{repeated}")
     console.print("load average at the end: " + "/".join(f"{x:.1f}" for x in os.getloadavg()))
     if args.json:
         dump = {name: vars(series) for name, series in results.items()}

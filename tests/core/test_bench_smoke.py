@@ -193,3 +193,28 @@ def test_an_attack_runs_against_the_proxy_command(rig: ModuleType) -> None:
     assert row.survived == "yes" and row.exact == "yes"
     assert any(f.startswith("forwarded 5") for f in row.findings)
     assert any(f.startswith("recorded ") for f in row.findings)
+
+
+def test_a_broken_hop_fails_its_cells_not_the_run(
+    upstream: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import bench_proxy
+    import processes
+    from rich.console import Console
+
+    configs = [
+        bench_proxy.Config("direct", upstream),
+        bench_proxy.Config(bench_proxy.RELAY, upstream),  # the upstream stands in for a relay
+        bench_proxy.Config(bench_proxy.OURS, processes.free_port()),  # nothing listens there
+        bench_proxy.Config(bench_proxy.MITM, missing="not installed"),
+    ]
+    results = bench_proxy.run(configs, rounds=2, trips=3, bigs=1, tiny=100)
+    ours = results[bench_proxy.OURS]
+    assert ours.exact is None and len(ours.errors) == 7  # the check, then 3 per round
+    assert results["direct"].exact is True and not results["direct"].errors
+    rows = bench_proxy.targets(results)
+    assert [row.verdict() for row in rows] == ["not measured"] * 4
+    Console(width=200).print(bench_proxy.results_table(configs, results, 2))
+    Console(width=200).print(bench_proxy.targets_table(rows))
+    out = capsys.readouterr().out
+    assert "failed" in out and "not installed" in out and "not measured" in out
