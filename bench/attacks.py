@@ -398,7 +398,10 @@ def main() -> None:
     rows = []
     for attack in chosen:
         started = time.monotonic()
-        rows.append(run_attack(attack, seconds))
+        try:
+            rows.append(run_attack(attack, seconds))
+        except Exception as exc:  # the rig's own failure: one row says so, the others still run
+            rows.append(Row(attack.name, "?", "?", "?", "?", "?", [f"rig error: {exc!r}"]))
         console.print(f"{attack.name}: done in {time.monotonic() - started:.0f} s")
     console.print(table(rows, seconds))
 
