@@ -359,7 +359,8 @@ def _observed(series: Series) -> str:
     share = counts["exchange"] / series.requests if series.requests else 0.0
     catch_up = statistics.median(series.catch_up) if series.catch_up else 0.0
     parts = [f"{counts['exchange']:,} / {series.requests:,} ({share:.1%})"]
-    parts += [f"{counts[kind]:,} {kind}" for kind in RECORDED_KINDS[1:] if counts[kind]]
+    labels = {"violation": "violations", "unobserved": "unobserved", "gap": "gaps"}
+    parts += [f"{counts[kind]:,} {labels[kind]}" for kind in RECORDED_KINDS[1:] if counts[kind]]
     return "; ".join([*parts, f"+{catch_up:.1f} s"])
 
 
