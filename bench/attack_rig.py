@@ -47,9 +47,10 @@ class Digest:
         return self.count, self.crc
 
 
-def answer_for(payload: bytes, framing: str) -> Optional[bytes]:
+def answer_for(payload: bytes, framing: str, error: Optional[str] = None) -> Optional[bytes]:
     """What the answering upstream sends back for one frame or line: a small success for a
-    request (an object with an id and a method), nothing for anything else."""
+    request (an object with an id and a method), or an error with the message ``error``;
+    nothing for anything else."""
     if len(payload) > PARSE_LIMIT:
         return None
     try:
@@ -58,11 +59,19 @@ def answer_for(payload: bytes, framing: str) -> Optional[bytes]:
         return None
     if not isinstance(message, dict) or "method" not in message or message.get("id") is None:
         return None
-    if framing == "golem":
-        body = json.dumps({"id": message["id"], "result": {"ok": True}, "error": None})
+    failure = None if error is None else {"code": -32000, "message": error}
+    if framing == "golem":  # GOLEM writes both members, one of them null
+        result = {"ok": True} if failure is None else None
+        body = json.dumps({"id": message["id"], "result": result, "error": failure})
         return HEADER.pack(len(body)) + body.encode()
-    body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"ok": True}})
+    outcome = {"result": {"ok": True}} if failure is None else {"error": failure}
+    body = json.dumps({"jsonrpc": "2.0", "id": message["id"], **outcome})
     return body.encode() + b"\n"
+
+
+SURROGATE_ERROR = "\udfff"
+"""The error message of the ``surrogate-error`` upstream: a lone surrogate (JSON-escaped on the
+wire, as a Python plugin's ``json.dumps`` writes it)."""
 
 
 def encode(message: object, framing: str) -> bytes:
@@ -80,11 +89,13 @@ class UpstreamConn:
 
 class Upstream:
     """A threaded server on 127.0.0.1. ``answer`` replies to each request it can parse (frames
-    over PARSE_LIMIT are digested while they stream, never buffered); ``silent`` reads and
+    over PARSE_LIMIT are digested while they stream, never buffered); ``surrogate-error``
+    replies the same way with an error whose message is SURROGATE_ERROR; ``silent`` reads and
     digests everything and never answers."""
 
     def __init__(self, framing: str, behaviour: str) -> None:
         self.framing, self.behaviour = framing, behaviour
+        self.error = SURROGATE_ERROR if behaviour == "surrogate-error" else None
         self.conns: list[UpstreamConn] = []
         self._server = socket.create_server(("127.0.0.1", 0), backlog=256)
         self.port: int = self._server.getsockname()[1]
@@ -112,7 +123,7 @@ class Upstream:
                 while n := conn.recv_into(buffer):
                     data = memoryview(buffer)[:n]
                     record.received.add(data)
-                    if self.behaviour == "answer":
+                    if self.behaviour != "silent":
                         replies = parse(state, data)
                         if replies:
                             conn.sendall(replies)
@@ -138,7 +149,7 @@ class Upstream:
                 continue
             if len(pending) < 4 + length:
                 break
-            reply = answer_for(bytes(pending[4 : 4 + length]), "golem")
+            reply = answer_for(bytes(pending[4 : 4 + length]), "golem", self.error)
             del pending[: 4 + length]
             if reply:
                 out.append(reply)
@@ -151,7 +162,7 @@ class Upstream:
         pending += data
         out = []
         while (end := pending.find(b"\n")) >= 0:
-            reply = answer_for(bytes(pending[:end]), "ndjson")
+            reply = answer_for(bytes(pending[:end]), "ndjson", self.error)
             del pending[: end + 1]
             if reply:
                 out.append(reply)

@@ -75,7 +75,8 @@ class Context:
     def request(self, conn: Conn, payload: str) -> bool:
         """Send one request (raw JSON text) and wait for its answer; whether it came."""
         data = encode(payload, self.framing)
-        expected = answer_for(data[4:] if self.framing == "golem" else data[:-1], self.framing)
+        body = data[4:] if self.framing == "golem" else data[:-1]
+        expected = answer_for(body, self.framing, self.upstream.error)
         assert expected is not None
         target = conn.received.count + len(expected)
         return conn.send(data, self.deadline) and conn.wait_received(target, 3.0)
@@ -114,6 +115,21 @@ def lone_surrogate_method(ctx: Context) -> None:
     for number in range(3):
         answered.append(ctx.request(conn, f'{{{jsonrpc}"id":"n{number}","method":"ping"}}'))
     ctx.findings.append(f"{sum(answered)}/4 requests answered on the attacking connection")
+
+
+def surrogate_params(ctx: Context) -> None:
+    conn = ctx.connect()
+    answered = [ctx.request(conn, r'{"id":"v1","method":"ping","params":{"name":"\udfff"}}')]
+    time.sleep(0.5)
+    for number in range(3):
+        answered.append(ctx.request(conn, f'{{"id":"n{number}","method":"ping"}}'))
+    ctx.findings.append(f"{sum(answered)}/4 requests answered on the attacking connection")
+
+
+def surrogate_error(ctx: Context) -> None:
+    conn = ctx.connect()
+    answered = [ctx.request(conn, f'{{"id":"e{n}","method":"ping"}}') for n in range(4)]
+    ctx.findings.append(f"{sum(answered)}/4 error answers arrived on the attacking connection")
 
 
 def unread_stdout(ctx: Context) -> None:
@@ -267,9 +283,14 @@ ATTACKS = [
     Attack(r"\udfff method (golem)", lone_surrogate_method, upstream="answer"),
     Attack(r"\udfff method (jsonrpc-ndjson)", lone_surrogate_method, framing="ndjson",
            upstream="answer", args=("--profile", "jsonrpc-ndjson")),
+    Attack(r"\udfff in the plugin's error message", surrogate_error, upstream="surrogate-error"),
+    Attack(r"\udfff in params, --verbose", surrogate_params, upstream="answer",
+           args=("--verbose",)),
     Attack("stdout a pipe nobody reads", unread_stdout, upstream="answer", read_stdout=False),
     Attack("one 60 MiB frame [[],[],…]", big_nested_frame, memory=True),
     Attack("upstream never answers, 1 MiB requests", never_answered_requests, memory=True),
+    Attack("… the same with --enforce-limits", never_answered_requests, memory=True,
+           args=("--enforce-limits",)),
     Attack("100 B notifications (jsonrpc-ndjson)", notifications, framing="ndjson",
            args=("--profile", "jsonrpc-ndjson"), memory=True),
     Attack("16 conns, 64 MiB frame 1 byte short", held_frames(16), memory=True),

@@ -218,3 +218,16 @@ def test_a_broken_hop_fails_its_cells_not_the_run(
     Console(width=200).print(bench_proxy.targets_table(rows))
     out = capsys.readouterr().out
     assert "failed" in out and "not installed" in out and "not measured" in out
+
+
+@pytest.mark.parametrize("framing", ["golem", "ndjson"])
+def test_rig_surrogate_error_upstream(rig: ModuleType, framing: str) -> None:
+    up = rig.Upstream(framing, "surrogate-error")
+    conn = rig.Conn(up.port)
+    request = rig.encode({"id": "a", "method": "ping"}, framing)
+    expected = rig.answer_for(request[4:] if framing == "golem" else request, framing, up.error)
+    assert b"\\udfff" in expected and b'"result": {' not in expected
+    assert conn.send(request, time.monotonic() + 5) and conn.wait_received(len(expected), 5)
+    conn.close()
+    assert rig.byte_exact([conn], up) == "yes"
+    up.close()
