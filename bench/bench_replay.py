@@ -28,7 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_proxy import PEERS, free_port, start_process  # noqa: E402
+from bench_proxy import PEERS  # noqa: E402
+from processes import free_port, start_process  # noqa: E402
 
 from golem_proxy.recording.format import Header, RouteInfo, encode_header, read_recording  # noqa: E402
 from golem_proxy.replay.index import ReplayIndex, load_trace  # noqa: E402
