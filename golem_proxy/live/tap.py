@@ -71,10 +71,17 @@ class ObserveLimits:
 
     frame: int = 32 * 1024 * 1024
     """Frames larger than this are digested, not held (``--observe-frame-limit``)."""
-    pending: int = 1024
-    """Requests waiting for an answer, per connection."""
-    pending_bytes: int = 64 * 1024 * 1024
-    """Bytes of the requests waiting for an answer, per connection."""
+    pending: int = 131_072
+    """Requests waiting for an answer, per connection. A pipelining client can have one read's
+    worth of requests ahead of their answers (a MiB of 30-byte frames is 35,000), so this is
+    not small; ``pending_bytes`` is what bounds memory."""
+    pending_bytes: int = 96 * 1024 * 1024
+    """What the requests waiting for an answer may cost, per connection: their bytes plus
+    `PENDING_OVERHEAD` each for the objects that describe them."""
+
+
+PENDING_OVERHEAD = 768
+"""Bytes a waiting request costs beyond its payload (its FrameSeen, its parsed message)."""
 
 
 # Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
@@ -401,7 +408,8 @@ class ConnectionTap:
             self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
         if role is Role.REQUEST:
             context = _RequestContext(seen, violations)
-            self._evicted(self._correlator.add_request(message, context, len(payload)), t)
+            cost = len(payload) + PENDING_OVERHEAD
+            self._evicted(self._correlator.add_request(message, context, cost), t)
         elif request is None and self._unseen_requests:
             # Most likely the answer to a request too large to observe: not an orphan.
             self._unseen_requests -= 1
