@@ -173,6 +173,8 @@ class FaultInjected:
     fault: str
     detail: str
     method: Optional[str] = None
+    withheld: bool = False
+    """The proxy did not forward the message (``error``, ``reset`` before it, ``drop``)."""
 
 
 @dataclass(frozen=True)

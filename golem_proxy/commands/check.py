@@ -4,7 +4,6 @@ the drift against a method catalogue."""
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 from typing import Any, Optional
 
@@ -20,13 +19,16 @@ from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
 
 from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
+from ..analysis.trace import FlowReader, TraceError, json_text
 from ..net.addresses import parse_address
+from ..terminal import safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
     console,
     fail,
+    note_truncated,
     open_trace,
     severity_text,
 )
@@ -70,7 +72,12 @@ def run(args: argparse.Namespace) -> int:
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
-    findings = audit(trace.events, trace.flows, trace.profile, catalogue)
+    with trace:
+        try:
+            findings = _audit(trace, catalogue)
+        except TraceError as exc:
+            return fail(str(exc))
+    note_truncated(trace)
     drift = [f for f in findings if f.rule.startswith(CATALOGUE_RULE_PREFIX)]
     contract = group_by_rule(f for f in findings if not f.rule.startswith(CATALOGUE_RULE_PREFIX))
     errors = sum(1 for f in findings if f.severity is Severity.ERROR)
@@ -81,21 +88,45 @@ def run(args: argparse.Namespace) -> int:
         report = {
             "recording": trace.path,
             "profile": trace.profile.name,
-            "flows": len(trace.flows),
+            "flows": trace.flow_count,
             "errors": errors,
             "warnings": warnings,
             "rules": [group.to_json() for group in contract],
             "drift": _drift_json(drift, source),
         }
-        console().file.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+        console().file.write(json_text(report, indent=2) + "\n")
     else:
         out = console()
         if catalogue is not None or drift:
             _print_drift(out, drift, source)
         _print_rules(out, contract)
-        verdict = f"{errors} error(s), {warnings} warning(s) in {len(trace.flows)} flows"
+        verdict = f"{errors} error(s), {warnings} warning(s) in {trace.flow_count} flows"
         out.print(Text(verdict, style="bold red" if failed else "bold green"))
     return EXIT_FINDINGS if failed else EXIT_OK
+
+
+def _audit(trace: FlowReader, catalogue: Optional[MethodCatalogue]) -> list[Finding]:
+    """`audit` over the trace a piece at a time (memory does not grow with the trace), in the
+    order one call over the whole trace gives."""
+    findings: list[Finding] = []
+    unlocated: set[tuple[Any, ...]] = set()
+    for events, flows in trace.batches():
+        for finding in audit(events, flows, trace.profile, catalogue):
+            if finding.flow is None:  # the same report may come in two pieces: keep one
+                violation = finding.violation
+                key = (
+                    finding.conn,
+                    finding.direction,
+                    violation.message,
+                    violation.rule,
+                    violation.path,
+                )
+                if key in unlocated:
+                    continue
+                unlocated.add(key)
+            findings.append(finding)
+    findings.sort(key=lambda f: (f.flow is None, f.flow or 0))
+    return findings
 
 
 # -- catalogue -------------------------------------------------------------------------------
@@ -206,6 +237,11 @@ def _flows(numbers: list[int]) -> str:
 # -- rules -----------------------------------------------------------------------------------
 
 
+def _literal(text: str) -> Text:
+    """Text from the trace, shown as it is: no markup, no control characters."""
+    return Text(safe_text(text))
+
+
 def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
     if not groups:
         out.print(Text("no contract violations", style="green"))
@@ -216,11 +252,18 @@ def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
     summary.add_column("count", justify="right")
     summary.add_column("summary")
     for group in groups:
-        summary.add_row(group.rule, severity_text(group.severity), str(group.count), group.summary)
+        summary.add_row(
+            _literal(group.rule),
+            severity_text(group.severity),
+            str(group.count),
+            _literal(group.summary),
+        )
     out.print(summary)
     for group in groups:
         detail = Table(
-            title=f"{group.rule} ({group.count})", title_justify="left", title_style="bold"
+            title=_literal(f"{group.rule} ({group.count})"),
+            title_justify="left",
+            title_style="bold",
         )
         for column in ("flow", "conn", "dir", "method", "path", "message"):
             detail.add_column(column, justify="right" if column in ("flow", "conn") else "left")
@@ -229,9 +272,9 @@ def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
                 "" if finding.flow is None else f"#{finding.flow}",
                 "" if finding.conn is None else str(finding.conn),
                 finding.direction or "",
-                finding.method or "",
-                finding.violation.path,
-                finding.violation.message,
+                _literal(finding.method or ""),
+                _literal(finding.violation.path),
+                _literal(finding.violation.message),
             )
         if group.count > _EXAMPLES_PER_RULE:
             detail.caption = f"… and {group.count - _EXAMPLES_PER_RULE} more (--json for all)"

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from ..recording.format import RecordingError
 from ..replay.diffing import Comparator
-from ..replay.index import load_trace
+from ..replay.index import load_exchanges
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_diff
 from ..replay.tracediff import diff_traces
@@ -44,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        a = load_trace(args.a)
-        b = load_trace(args.b)
+        a = load_exchanges(args.a)
+        b = load_exchanges(args.b)
         comparator = Comparator(
             IgnoreRules.parse(args.ignore), float_tolerance=args.float_tolerance
         )

@@ -14,7 +14,7 @@ from rich.console import Console
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
 from ..replay.diffing import Comparator
-from ..replay.index import load_trace
+from ..replay.index import load_exchanges
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_verify
 from ..replay.verify import update_trace, verify_trace
@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        trace = load_trace(args.file)
+        trace = load_exchanges(args.file)
         comparator = Comparator(
             IgnoreRules.parse(args.ignore), float_tolerance=args.float_tolerance
         )

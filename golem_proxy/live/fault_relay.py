@@ -151,6 +151,8 @@ class FaultRelay:
                         fault,
                         detail,
                         action.method,
+                        withheld=action.withhold is not None
+                        and fault == action.withhold.kind.value,
                     )
                 )
 

@@ -36,7 +36,7 @@ from ..net.addresses import Address, parse_address
 from ..recording.format import Header, RouteInfo
 from .background import BackgroundReplay
 from .engine import ReplayEngine, summary
-from .index import Trace, load_trace
+from .index import ExchangeTrace, load_exchanges
 from .matching import MatchMode
 from .merge import append_recording
 from .server import ReplayServer
@@ -172,7 +172,7 @@ def _engine(path: str, mode: str, options: dict[str, Any]) -> ReplayEngine:
     if mode == "all" or (mode == "new" and not os.path.exists(path)):
         trace = _empty_trace(options.get("profile", "golem"))
     else:
-        trace = load_trace(path)
+        trace = load_exchanges(path)
     return engine_for(
         trace,
         ReplayOptions(
@@ -189,9 +189,9 @@ def _strings(value: Any) -> Sequence[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _empty_trace(profile_name: str) -> Trace:
+def _empty_trace(profile_name: str) -> ExchangeTrace:
     routes = (RouteInfo("main", "replay", "live"), RouteInfo("gh", "replay", "live"))
-    return Trace(Header.new(profile_name, routes), get_profile(profile_name), [])
+    return ExchangeTrace(Header.new(profile_name, routes), get_profile(profile_name), [])
 
 
 def _store(path: str, recorded: str, mode: str, engine: ReplayEngine) -> None:

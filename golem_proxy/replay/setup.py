@@ -12,7 +12,7 @@ from golem_core.profiles import get_profile
 from ..net.addresses import Address, parse_address
 from ..recording.format import Header, RecordingWriter, RouteInfo
 from .engine import ReplayEngine
-from .index import RecordedExchange, ReplayIndex, Trace, load_trace
+from .index import ExchangeTrace, RecordedExchange, ReplayIndex, load_exchanges
 from .matching import IgnoreRules, Keyer, MatchMode
 
 __all__ = [
@@ -71,10 +71,10 @@ def build_engine(traces: Sequence[str], options: ReplayOptions) -> ReplayEngine:
     """Load the trace(s) and build the engine. Several files are served as one trace, in the
     order given (their headers must name the same profile). Raises OSError, RecordingError,
     ValueError."""
-    return engine_for(_merge([load_trace(path) for path in traces]), options)
+    return engine_for(_merge([load_exchanges(path) for path in traces]), options)
 
 
-def engine_for(trace: Trace, options: ReplayOptions) -> ReplayEngine:
+def engine_for(trace: ExchangeTrace, options: ReplayOptions) -> ReplayEngine:
     """The engine serving ``trace`` under ``options``. Raises ValueError for a bad option."""
     profile = get_profile(options.profile) if options.profile else trace.profile
     keyer = Keyer(options.match, IgnoreRules.parse(options.ignore))
@@ -82,7 +82,7 @@ def engine_for(trace: Trace, options: ReplayOptions) -> ReplayEngine:
     return ReplayEngine(index, profile=profile, on_miss=options.on_miss, timing=options.timing)
 
 
-def _merge(traces: list[Trace]) -> Trace:
+def _merge(traces: list[ExchangeTrace]) -> ExchangeTrace:
     first = traces[0]
     if len(traces) == 1:
         return first
@@ -97,10 +97,10 @@ def _merge(traces: list[Trace]) -> Trace:
             exchanges.append(exchange)
     routes = {route.name: route for trace in traces for route in trace.header.routes}
     header = Header(first.header.profile, tuple(routes.values()), first.header.started_at)
-    return Trace(header, first.profile, exchanges, any(t.truncated_tail for t in traces))
+    return ExchangeTrace(header, first.profile, exchanges, any(t.truncated_tail for t in traces))
 
 
-def assign_routes(trace: Trace, listen: Address, gh_listen: Address) -> dict[str, Address]:
+def assign_routes(trace: ExchangeTrace, listen: Address, gh_listen: Address) -> dict[str, Address]:
     """Trace route name → where to serve it, main listener first: ``main`` on ``listen``,
     ``gh`` on ``gh_listen``; a trace with one route (not named ``gh``) serves it on ``listen``,
     and still opens the Grasshopper channel when the profile has one (as the GOLEM plugin

@@ -28,7 +28,7 @@ from ..net.framed_stream import FramedStream
 from ..net.listeners import connect
 from ..recording.format import RecordingReader, encode_event
 from .diffing import Comparator, Difference, envelope_body
-from .index import RecordedExchange, Trace
+from .index import ExchangeTrace, RecordedExchange, encode_recorded
 
 __all__ = ["ExchangeCheck", "VerifyResult", "update_trace", "verify_trace"]
 
@@ -107,7 +107,7 @@ class _Link:
 
 
 async def verify_trace(
-    trace: Trace,
+    trace: ExchangeTrace,
     targets: Mapping[str, Address],
     comparator: Comparator,
     *,
@@ -163,7 +163,7 @@ def _request_bytes(
         next_int_id += 1
     if "params" in obj:
         obj["params"] = comparator.guids.to_live(obj["params"])
-    return profile.encode(obj), next_int_id
+    return encode_recorded(profile, obj), next_int_id
 
 
 def _compare(
