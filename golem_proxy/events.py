@@ -160,6 +160,9 @@ class ViolationSeen:
     frame_index: Optional[int]
     t: float
     violation: Violation
+    orphan: bool = False
+    """The frame is a response that answers no outstanding request (the violation says so in
+    words; views make it a row of its own)."""
 
 
 @dataclass(frozen=True)

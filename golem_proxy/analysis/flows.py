@@ -277,7 +277,7 @@ class FlowTracker:
             if flow is not None:
                 flow.violations.append(event.violation)
             return flow
-        if event.violation.rule == ORPHAN_RULE:
+        if event.orphan:
             response = self._responses.pop(key, None)
             flow = self._new_flow(event.conn, event.route)
             flow.response = response

@@ -22,6 +22,7 @@ from typing import IO, Any, NoReturn, Optional
 from golem_core.contract import Severity, Violation
 from golem_core.framing import FrameErrorKind
 from golem_core.messages import Role
+from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile, get_profile
 
 from ..events import (
@@ -362,7 +363,9 @@ class _Decoder:
         if direction is not None and frame is not None:
             key = (conn, direction.value, frame)
             self.violations.setdefault(key, []).append(found)
-        return ViolationSeen(conn, route, direction, frame, t, found)
+        # Files written before violations carried ``orphan`` said so by the rule alone.
+        orphan = member_bool(data, "orphan", found.rule == R_ORPHAN_RESPONSE.id)
+        return ViolationSeen(conn, route, direction, frame, t, found, orphan)
 
     def _frame(self, data: dict[str, Any], line: bytes, t: float) -> FrameSeen:
         direction = member_direction(data)

@@ -66,6 +66,8 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "message",
         "path",
         "severity",
+        "outcome",
+        "orphan",
     ),
     "frame-error": (
         *COMMON_MEMBERS,

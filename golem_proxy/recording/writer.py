@@ -73,6 +73,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(dir=event.direction.value if event.direction else None)
         base.update(frame=event.frame_index)
         base.update(event.violation.to_json())
+        if event.orphan:
+            base.update(orphan=True)
     elif isinstance(event, FramingErrorSeen):
         base.update(kind="frame-error", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, error=event.kind.value, detail=event.detail)

@@ -157,7 +157,7 @@ class TapSimulator:
             return
         pending = state.correlator.match_response(message)
         if pending is None:
-            self._violations(state, direction, index, [ORPHAN])
+            self._violations(state, direction, index, [ORPHAN], orphan=True)
             return
         request = pending.context
         exchange = self.profile.check_exchange(request.message, message)
@@ -166,11 +166,19 @@ class TapSimulator:
         self.events.append(ExchangeCompleted(state.conn, state.route, request, seen, tuple(every)))
 
     def _violations(
-        self, state: _Conn, direction: Direction, index: int, found: list[Violation]
+        self,
+        state: _Conn,
+        direction: Direction,
+        index: int,
+        found: list[Violation],
+        *,
+        orphan: bool = False,
     ) -> None:
         for violation in found:
             self.events.append(
-                ViolationSeen(state.conn, state.route, direction, index, self.t, violation)
+                ViolationSeen(
+                    state.conn, state.route, direction, index, self.t, violation, orphan=orphan
+                )
             )
 
 
