@@ -173,17 +173,19 @@ def _print_table(
     rows: list[tuple[str, list[tuple[int, int, str]]]] = []
     shown = matching = 0
     batch = FIRST_BATCH
-    for flow in flows:
-        matching += 1
-        if limit is not None and shown >= limit:
-            continue  # counted, not shown
-        shown += 1
-        rows.append(layout.row(flow, profile))
-        if len(rows) >= batch:
-            _flush(out, rows)
-            rows = []
-            batch = BATCH
-    _flush(out, rows)
+    try:
+        for flow in flows:
+            matching += 1
+            if limit is not None and shown >= limit:
+                continue  # counted, not shown
+            shown += 1
+            rows.append(layout.row(flow, profile))
+            if len(rows) >= batch:
+                _flush(out, rows)
+                rows = []
+                batch = BATCH
+    finally:
+        _flush(out, rows)  # a damaged line further on: what came before it is still shown
     return shown, matching
 
 
