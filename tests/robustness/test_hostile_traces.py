@@ -215,7 +215,8 @@ def mutate(data: bytes, seed: int, edits: int) -> bytes:
     return b"\n".join(lines)
 
 
-FUZZ_COMMANDS = ["show", "show --json", "stats", "check", "export", "diff"]
+FUZZ_COMMANDS = ["show", "show --json", "stats", "check", "export", "diff", "replay"]
+"""verify reads a trace as replay and diff do (and then spends its time connecting)."""
 
 
 @settings(
