@@ -168,12 +168,8 @@ _encode_reference = json.JSONEncoder(ensure_ascii=False).encode
 
 def encode_json(obj: Any) -> bytes:
     """Serialise a message exactly as the GOLEM reference does: compact-ish JSON, UTF-8, no
-    ASCII escaping (``json.dumps(obj, ensure_ascii=False).encode("utf-8")``).
-
-    A lone surrogate (legal in JSON text as an escape, e.g. in a recorded message, but not
-    encodable as UTF-8) can only be inside a JSON string, where it is written back as the same
-    ``\\uXXXX`` escape instead of failing."""
-    return _encode_reference(obj).encode("utf-8", "backslashreplace")
+    ASCII escaping (``json.dumps(obj, ensure_ascii=False).encode("utf-8")``)."""
+    return _encode_reference(obj).encode("utf-8")
 
 
 def encode_length_prefixed(payload: bytes) -> bytes:

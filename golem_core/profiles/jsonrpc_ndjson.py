@@ -196,8 +196,7 @@ class JsonRpcNdjsonProfile(Profile):
 
     def encode_payload(self, obj: Any) -> bytes:
         # Compact separators, as serde_json writes; json.dumps never emits a raw newline.
-        # A lone surrogate can only be in a string: written back as its \\u escape.
-        return _encode_compact(obj).encode("utf-8", "backslashreplace")
+        return _encode_compact(obj).encode("utf-8")
 
     # -- parsing -----------------------------------------------------------------------------
     def parse_request(self, obj: Any) -> Message:
