@@ -105,12 +105,14 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if failed else EXIT_OK
 
 
-def _audit(trace: FlowReader, catalogue: Optional[MethodCatalogue]) -> list[Finding]:
-    """`audit` over the trace a piece at a time (memory does not grow with the trace), in the
-    order one call over the whole trace gives."""
+def _audit(
+    trace: FlowReader, catalogue: Optional[MethodCatalogue], piece: int = 1000
+) -> list[Finding]:
+    """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
+    in the order one call over the whole trace gives."""
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
-    for events, flows in trace.batches():
+    for events, flows in trace.batches(piece):
         for finding in audit(events, flows, trace.profile, catalogue):
             if finding.flow is None:  # the same report may come in two pieces: keep one
                 violation = finding.violation

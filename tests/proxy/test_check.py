@@ -206,3 +206,14 @@ def test_check_copes_with_a_copied_trace(trace: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy.jsonl"
     shutil.copy(trace, copy)
     assert run_cli("check", str(copy)).returncode == 1
+
+
+@pytest.mark.parametrize("piece", [1, 2, 5, 1000])
+def test_a_trace_checked_piece_by_piece_gives_what_one_audit_gives(trace: Path, piece: int) -> None:
+    from golem_proxy.commands.check import _audit
+
+    events, flows = load(trace)
+    whole = audit(events, flows, golem_session().profile)
+    with open_flows(str(trace)) as reader:
+        pieces = _audit(reader, None, piece)
+    assert [f.to_json() for f in pieces] == [f.to_json() for f in whole]
