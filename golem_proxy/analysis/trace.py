@@ -57,11 +57,8 @@ class FlowReader:
         return self._reader.truncated_tail
 
     def events(self) -> Iterator[Event]:
-        """Every event, in file order, each also folded into `tracker`."""
-        apply = self.tracker.apply
-        for event in self._read():
-            apply(event)
-            yield event
+        """Every event, in file order (not folded into flows: `flows` does that)."""
+        return self._read()
 
     def flows(self) -> Iterator[Flow]:
         """Every flow in number order, each as soon as it is settled (answered, closed

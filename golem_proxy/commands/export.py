@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..analysis.trace import FlowReader, TraceError, flow_json_line
 from ..recording.format import replacing, write_private
-from ..recording.streams import rebuild_streams
+from ..recording.streams import write_streams
 from ..terminal import safe_text
 from ._common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, console, fail, note_truncated, open_trace
 
@@ -82,16 +82,15 @@ def _export_jsonl(trace: FlowReader, out: str) -> int:
 
 
 def _export_streams(trace: FlowReader, out: str) -> int:
-    streams = rebuild_streams(trace.events(), trace.profile)
     os.makedirs(out, mode=0o700, exist_ok=True)
-    for stream in streams.values():
-        write_private(os.path.join(out, stream.filename), bytes(stream.data), overwrite=True)
+    # Straight to the files: no stream is held in memory, however large the trace.
+    streams = write_streams(trace.events(), trace.profile, out)
     index = {
         "recording": os.path.abspath(trace.path),
         "profile": trace.profile.name,
         "framing": trace.profile.framing.value,
         "truncated_tail": trace.truncated_tail,
-        "streams": [stream.to_json() for stream in streams.values()],
+        "streams": [stream.to_json() for stream in streams],
     }
     text = json.dumps(index, indent=2, ensure_ascii=False) + "\n"
     write_private(
@@ -104,7 +103,7 @@ def _export_streams(trace: FlowReader, out: str) -> int:
             column, justify="left" if column in ("file", "route", "check") else "right"
         )
     lost = 0
-    for stream in streams.values():
+    for stream in streams:
         complete = stream.complete
         if not stream.exact:
             check = Text(f"redacted ({stream.redacted_frames} frames): not exact", style="yellow")
@@ -118,7 +117,7 @@ def _export_streams(trace: FlowReader, out: str) -> int:
         table.add_row(
             stream.filename,
             safe_text(stream.route),
-            str(len(stream.data)),
+            str(stream.size),
             str(stream.frames),
             str(stream.frame_errors),
             str(stream.discarded_bytes),

@@ -23,6 +23,7 @@ from typing import IO
 from .schema import RecordingError
 
 __all__ = [
+    "check_replaceable",
     "open_private",
     "open_recording",
     "private_temp_file",
@@ -123,7 +124,9 @@ def _symlink_error(exc: OSError, path: str) -> OSError:
     return exc
 
 
-def _check_replaceable(path: str) -> None:
+def check_replaceable(path: str) -> None:
+    """Refuse (OSError) to replace ``path`` unless it is absent or a regular file the user
+    owns: never a symlink, a device, or a file planted by someone else."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -144,7 +147,7 @@ def replacing(path: str, *, overwrite: bool = False) -> Iterator[IO[bytes]]:
     (FileExistsError); with it, only a regular file the user owns is replaced (OSError
     EPERM otherwise). Raises OSError."""
     if overwrite:
-        _check_replaceable(path)
+        check_replaceable(path)
     elif os.path.lexists(path):
         raise FileExistsError(errno.EEXIST, "already exists", path)
     directory = os.path.dirname(os.path.abspath(path))

@@ -17,7 +17,7 @@ from golem_core.dispatcher import Dispatcher
 from golem_core.messages import Request, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.audit import audit, group_by_rule
-from golem_proxy.analysis.flows import Flow
+from golem_proxy.analysis.flows import Flow, FlowTracker
 from golem_proxy.analysis.trace import open_flows
 from golem_proxy.events import Event, ViolationSeen
 
@@ -67,7 +67,11 @@ def test_report_groups_by_rule(trace: Path, capsys: pytest.CaptureFixture[str]) 
 
 def load(path: Path) -> tuple[list[Event], list[Flow]]:
     with open_flows(str(path)) as reader:
-        return list(reader.events()), reader.tracker.flows
+        events = list(reader.events())
+    tracker = FlowTracker(GOLEM)
+    for event in events:
+        tracker.apply(event)
+    return events, tracker.flows
 
 
 def test_old_traces_get_the_rules_again(tmp_path: Path) -> None:
