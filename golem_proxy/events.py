@@ -162,6 +162,9 @@ class ViolationSeen:
     frame_index: Optional[int]
     t: float
     violation: Violation
+    orphan: bool = False
+    """The frame is a response that answers no outstanding request (the violation says so in
+    words; views make it a row of its own)."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,8 @@ class FaultInjected:
     fault: str
     detail: str
     method: Optional[str] = None
+    withheld: bool = False
+    """The proxy did not forward the message (``error``, ``reset`` before it, ``drop``)."""
 
 
 class GapReason(enum.Enum):

@@ -133,6 +133,8 @@ class FaultRelay:
                         fault,
                         detail,
                         action.method,
+                        withheld=action.withhold is not None
+                        and fault == action.withhold.kind.value,
                     ),
                 )
 

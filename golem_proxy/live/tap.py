@@ -417,7 +417,9 @@ class ConnectionTap:
             orphan = violation(
                 R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
             )
-            self.publish(ViolationSeen(self.conn, self.route, direction, index, t, orphan))
+            self.publish(
+                ViolationSeen(self.conn, self.route, direction, index, t, orphan, orphan=True)
+            )
         else:
             exchange_violations = self.profile.check_exchange(request.frame.message, message)
             for found in exchange_violations:
