@@ -195,6 +195,11 @@ class GolemProxyApp(App[None]):
         # one redraw when the cursor rests, so holding PgDn stays smooth.
         if self._detail_timer is not None:
             return
+        index = message.index
+        if index is not None and self.detail.flow is self.model.flows[index]:
+            # Already shown (the drain that added the flow drew it): drawing it again would
+            # rebuild its tree and collapse what the user expanded.
+            return
         wait = self._detail_shown_at + DETAIL_DELAY - time.monotonic()
         if wait <= 0:
             self._show_selected()

@@ -13,7 +13,7 @@ from golem_proxy.tui.sample import SessionBuilder
 from golem_proxy.tui.sources import RecordingSource
 from golem_proxy.tui.widgets.flows_table import row_cells
 
-from .helpers import ManualSource, loaded, run, wait_for
+from .helpers import ManualSource, loaded, run, select, wait_for
 
 
 def open_app(path: str, tmp_path: Path) -> GolemProxyApp:
@@ -49,6 +49,7 @@ def test_opening_a_recording_fills_the_table_and_the_detail_pane(
             assert "end of recording" in app.status_bar.text
             # Follow is on: the newest flow is selected and shown.
             assert app.table.follow and app.table.selected == 11
+            await wait_for(pilot, lambda: app.detail.flow is app.model.flows[11])
             assert "grasshopper.recompute" in app.detail.text()
             assert "Response ← (waiting…)" in app.detail.text()
             for _ in range(9):
@@ -69,14 +70,12 @@ def test_errors_and_violations_are_shown_with_their_rules(demo_path: str, tmp_pa
         app = open_app(demo_path, tmp_path)
         async with app.run_test(size=(160, 45)) as pilot:
             await loaded(pilot)
-            app.table.select_position(8)
-            await pilot.pause()
+            await select(pilot, 8)
             text = app.detail.text()
             assert "Contract violations" in text
             assert "golem.response.explicit-null-error" in text
             assert "error" in text and "$" in text
-            app.table.select_position(6)
-            await pilot.pause()
+            await select(pilot, 6)
             assert "INVALID_PARAMS" in app.detail.text()
 
     run(body())
@@ -87,8 +86,7 @@ def test_a_big_base64_string_is_shortened_until_expanded(demo_path: str, tmp_pat
         app = open_app(demo_path, tmp_path)
         async with app.run_test(size=(160, 45)) as pilot:
             await loaded(pilot)
-            app.table.select_position(5)  # viewport.capture
-            await pilot.pause()
+            await select(pilot, 5)  # viewport.capture
             text = app.detail.text()
             assert "1 long string(s) shortened" in text
             assert '"image": "iVBORw0KGg' in text
@@ -108,16 +106,14 @@ def test_malformed_payloads_and_framing_errors_show_a_hex_dump(
         app = open_app(demo_path, tmp_path)
         async with app.run_test(size=(160, 45)) as pilot:
             await loaded(pilot)
-            app.table.select_position(9)
-            await pilot.pause()
+            await select(pilot, 9)
             text = app.detail.text()
             assert "malformed: invalid-json" in text
             assert (
                 '00000000  7b 22 69 64 22 3a 20 22  37 22 2c 20 22 6d 65 74  |{"id": "7", "met|'
                 in text
             )
-            app.table.select_position(10)
-            await pilot.pause()
+            await select(pilot, 10)
             text = app.detail.text()
             assert "Framing error → oversized" in text
             assert "(declared length 2,147,483,647)" in text
@@ -136,8 +132,7 @@ def test_a_large_payload_is_a_tree(tmp_path: Path) -> None:
     async def body() -> None:
         app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.table.selected == 0)
-            await pilot.pause()
+            await wait_for(pilot, lambda: app.detail.flow is app.model.flows[0])
             assert app.query_one("#response-tree").display
             text = app.detail.text()
             assert "(tree: enter/space to expand)" in text
@@ -145,9 +140,9 @@ def test_a_large_payload_is_a_tree(tmp_path: Path) -> None:
             tree = app.query_one("#response-tree")
             result = tree.root.children[1]  # type: ignore[attr-defined]
             result.expand()
-            await pilot.pause()
+            await wait_for(pilot, lambda: bool(result.children))
             result.children[0].expand()
-            await pilot.pause()
+            await wait_for(pilot, lambda: "… 500 more" in app.detail.text())
             text = app.detail.text()
             assert "objects [1000]" in text
             assert "… 500 more" in text
@@ -246,7 +241,7 @@ def test_events_keep_arriving_while_another_screen_is_open(tmp_path: Path) -> No
             await wait_for(pilot, lambda: len(app.model.flows) == 1)
             await pilot.press("escape")
             assert rows(app)[0][5:7] == ("ping", "ok")
-            assert "#1 ping  ok" in app.detail.text()
+            await wait_for(pilot, lambda: "#1 ping  ok" in app.detail.text())
 
     run(body())
 

@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.sources import RecordingSource
 
-from .helpers import loaded
+from .helpers import loaded, select
 
 SIZE = (150, 42)
 
@@ -23,13 +23,13 @@ def make_app(path: str) -> GolemProxyApp:
     return GolemProxyApp(source, source.profile, "golem-proxy — demo.jsonl", header=source.header)
 
 
-def then(*keys: str, select: int | None = None) -> Callable[[Pilot[Any]], Awaitable[None]]:
+def then(*keys: str, position: int | None = None) -> Callable[[Pilot[Any]], Awaitable[None]]:
     async def run_before(pilot: Pilot[Any]) -> None:
         await loaded(pilot)
         app = pilot.app
         assert isinstance(app, GolemProxyApp)
-        if select is not None:
-            app.table.select_position(select)
+        if position is not None:
+            await select(pilot, position)
         await pilot.press(*keys)
         await pilot.pause()
 
@@ -37,11 +37,11 @@ def then(*keys: str, select: int | None = None) -> Callable[[Pilot[Any]], Awaita
 
 
 def test_flows_and_detail(snap_compare: Any, demo_path: str) -> None:
-    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(select=5))
+    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(position=5))
 
 
 def test_flows_with_an_error_selected(snap_compare: Any, demo_path: str) -> None:
-    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(select=8))
+    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(position=8))
 
 
 def test_stats(snap_compare: Any, demo_path: str) -> None:
