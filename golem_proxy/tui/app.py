@@ -54,10 +54,7 @@ class EventsReady(Message):
 
 
 class GolemProxyApp(App[None]):
-    CSS = """
-    #flows { height: 3fr; }
-    #detail { height: 2fr; border-top: solid $accent; }
-    """
+    CSS_PATH = "app.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_filter", "Filter"),
         Binding("ctrl+f", "focus_find", "Find", show=False),

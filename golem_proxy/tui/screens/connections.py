@@ -19,10 +19,7 @@ __all__ = ["ConnectionsScreen"]
 
 
 class ConnectionsScreen(Screen[None]):
-    DEFAULT_CSS = """
-    ConnectionsScreen #connections-title { text-style: bold; padding: 0 1; margin-bottom: 1; }
-    ConnectionsScreen DataTable { height: 1fr; }
-    """
+    CSS_PATH = "connections.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,c,q", "app.pop_screen", "Back"),
     ]

@@ -32,13 +32,7 @@ KEYS: tuple[tuple[str, str], ...] = (
 
 
 class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 90; height: auto; max-height: 90%; border: thick $accent; background: $surface;
-        padding: 1 2;
-    }
-    """
+    CSS_PATH = "help.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "app.pop_screen", "Close"),
     ]

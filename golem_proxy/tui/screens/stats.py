@@ -36,12 +36,7 @@ def histogram(ordered: Sequence[float], bins: int = 60) -> list[int]:
 
 
 class StatsScreen(Screen[None]):
-    DEFAULT_CSS = """
-    StatsScreen > Vertical { padding: 0 1; }
-    StatsScreen #stats-title { text-style: bold; margin-bottom: 1; }
-    StatsScreen DataTable { height: 1fr; }
-    StatsScreen Sparkline { height: 4; margin: 1 0 0 0; }
-    """
+    CSS_PATH = "stats.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,s,q", "app.pop_screen", "Back"),
     ]

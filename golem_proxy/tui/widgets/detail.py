@@ -49,13 +49,6 @@ TREE_CHILDREN = 500
 class FlowDetail(VerticalScroll, can_focus=True):
     """Shows the flow the app sets with `show()`; `toggle_strings()` expands long strings."""
 
-    DEFAULT_CSS = """
-    FlowDetail { background: $surface; padding: 0 1; }
-    FlowDetail > Static { width: 1fr; }
-    FlowDetail > .section { margin-top: 1; text-style: bold; color: $accent; }
-    FlowDetail > Tree { height: auto; max-height: 40; background: $surface; }
-    """
-
     def __init__(self, *, id: Optional[str] = None) -> None:
         super().__init__(id=id)
         self.flow: Optional[Flow] = None

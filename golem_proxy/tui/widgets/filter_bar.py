@@ -16,14 +16,7 @@ __all__ = ["FilterBar"]
 
 
 class FilterBar(Horizontal):
-    DEFAULT_CSS = """
-    FilterBar { height: 1; background: $panel; }
-    FilterBar > Label { padding: 0 1; color: $text-muted; }
-    FilterBar > Input { border: none; height: 1; padding: 0; width: 2fr; background: $surface; }
-    FilterBar > Input#find { width: 1fr; }
-    FilterBar > Input:focus { border: none; background: $boost; }
-    FilterBar > #filter-error { width: 2fr; color: $error; padding: 0 1; }
-    """
+    """Styled, like every widget here, in ``tui/app.tcss``."""
 
     @dataclass
     class FilterSubmitted(Message):

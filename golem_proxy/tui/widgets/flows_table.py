@@ -24,6 +24,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -85,16 +86,6 @@ class FlowsTable(ScrollView, can_focus=True):
         "flows-table--marked",
         "flows-table--pending",
     }
-    DEFAULT_CSS = """
-    FlowsTable { background: $surface; }
-    FlowsTable > .flows-table--header { text-style: bold; background: $panel; color: $text; }
-    FlowsTable > .flows-table--cursor { background: $accent 40%; }
-    FlowsTable:focus > .flows-table--cursor { background: $accent 70%; }
-    FlowsTable > .flows-table--error { color: $error; }
-    FlowsTable > .flows-table--violation { color: $warning; text-style: bold; }
-    FlowsTable > .flows-table--marked { background: $primary 25%; }
-    FlowsTable > .flows-table--pending { color: $text-muted; text-style: italic; }
-    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
@@ -103,6 +94,10 @@ class FlowsTable(ScrollView, can_focus=True):
         Binding("home", "first", "First", show=False),
         Binding("end", "follow", "Follow", show=False),
     ]
+
+    follow: reactive[bool] = reactive(True, repaint=False, init=False)
+    """Keep the cursor on the newest flow. Moving up, scrolling up or clicking a row pauses
+    it; every change is announced with `FollowChanged`."""
 
     @dataclass
     class CursorMoved(Message):
@@ -118,7 +113,6 @@ class FlowsTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.model = model
         self.cursor = 0
-        self.follow = True
         self._shown: Optional[int] = None
         # Resolved styles, reused by every line of every frame (looking them up per line
         # dominated the cost of drawing a page); dropped when the CSS or theme changes.
@@ -156,29 +150,29 @@ class FlowsTable(ScrollView, can_focus=True):
 
     def select_position(self, position: int) -> None:
         """Put the cursor on view ``position`` (pausing follow unless it is the last)."""
-        self._set_follow(position >= len(self.model.view) - 1 and self.follow)
+        self.follow = position >= len(self.model.view) - 1 and self.follow
         self._move_to(position)
 
     # -- actions ---------------------------------------------------------------------------
 
     def action_cursor(self, delta: int) -> None:
         if delta < 0:
-            self._set_follow(False)
+            self.follow = False
         self._move_to(self.cursor + delta)
 
     def action_page(self, direction: int) -> None:
         self.action_cursor(direction * max(self.scrollable_content_region.height - 2, 1))
 
     def action_first(self) -> None:
-        self._set_follow(False)
+        self.follow = False
         self._move_to(0)
 
     def action_follow(self) -> None:
-        self._set_follow(True)
+        self.follow = True
         self._move_to(len(self.model.view) - 1)
 
     def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        self._set_follow(False)
+        self.follow = False
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
@@ -186,13 +180,11 @@ class FlowsTable(ScrollView, can_focus=True):
             return
         row = int(self.scroll_y) + offset.y - 1
         if row < len(self.model.view):
-            self._set_follow(False)
+            self.follow = False
             self._move_to(row)
 
-    def _set_follow(self, follow: bool) -> None:
-        if follow != self.follow:
-            self.follow = follow
-            self.post_message(self.FollowChanged(follow))
+    def watch_follow(self, follow: bool) -> None:
+        self.post_message(self.FollowChanged(follow))
 
     def _move_to(self, position: int) -> None:
         count = len(self.model.view)

@@ -23,9 +23,7 @@ class Status:
 
 
 class StatusBar(Static):
-    DEFAULT_CSS = """
-    StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }
-    """
+    """One line of text; styled, like every widget here, in ``tui/app.tcss``."""
 
     def show(self, status: Status) -> None:
         """Redraw from ``status``."""
