@@ -26,9 +26,11 @@ from golem_core.profiles import Profile
 
 from ..events import Event
 from ..recording.format import Header as RecordingHeader
+from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource
 from .export import request_json, save_events, write_private
 from .model import SessionModel
+from .render import escape_surrogates
 from .screens.connections import ConnectionsScreen
 from .screens.help import HelpScreen
 from .screens.save import SavePrompt
@@ -247,7 +249,8 @@ class GolemProxyApp(App[None]):
             return
         position = self.model.find(self.find_text, self.table.cursor, forward)
         if position is None:
-            self.notify(f"No flow contains {self.find_text!r}", severity="warning")
+            found = safe_text(repr(self.find_text))
+            self.notify(f"No flow contains {found}", severity="warning", markup=False)
             return
         self.table.select_position(position)
 
@@ -269,7 +272,8 @@ class GolemProxyApp(App[None]):
         if index is None:
             return
         flow = self.model.flows[index]
-        text = request_json(flow)
+        # Lone surrogates (legal in JSON) become escapes: UTF-8 cannot carry them as they are.
+        text = escape_surrogates(request_json(flow))
         if not text:
             self.notify("This flow has no request", severity="warning")
             return
@@ -279,10 +283,14 @@ class GolemProxyApp(App[None]):
         try:
             write_private(path, text + "\n")
         except OSError as exc:
-            self.notify(f"Copied to the clipboard; could not write {path}: {exc}")
+            message = f"Copied to the clipboard; could not write {path}: {exc}"
+            self.notify(safe_text(message), severity="warning", markup=False)
             return
-        preview = text if len(text) <= 300 else text[:300] + "…"
-        self.notify(f"Request #{flow.number} copied to the clipboard and {path}\n{preview}")
+        # Where it went, not what it says: the JSON is in the file and on the clipboard.
+        self.notify(
+            safe_text(f"Request #{flow.number} copied to the clipboard and written to {path}"),
+            markup=False,
+        )
 
     def action_save_view(self) -> None:
         default = os.path.join(os.getcwd(), "view.jsonl")
@@ -312,9 +320,11 @@ class GolemProxyApp(App[None]):
         try:
             count = save_events(path, header, events, filter_text)
         except OSError as exc:
-            self.call_from_thread(self.notify, f"Not written: {exc}", severity="error")
+            message = safe_text(f"Not written: {exc}")
+            self.call_from_thread(self.notify, message, severity="error", markup=False)
             return
-        self.call_from_thread(self.notify, f"Wrote {flows:,} flows ({count:,} events) to {path}")
+        message = safe_text(f"Wrote {flows:,} flows ({count:,} events) to {path}")
+        self.call_from_thread(self.notify, message, markup=False)
 
     def action_stats(self) -> None:
         flows = [self.model.flows[i] for i in self.model.view]

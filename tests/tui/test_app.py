@@ -59,7 +59,7 @@ def test_opening_a_recording_fills_the_table_and_the_detail_pane(
             await wait_for(pilot, lambda: "#3 " in app.detail.text())
             text = app.detail.text()
             assert "#3 scene.get_document_info  ok" in text
-            assert "latency 31.0ms" in text
+            assert "latency 31.0 ms" in text
             assert '"units": "Millimeters"' in text
 
     run(body())
@@ -220,7 +220,7 @@ def test_a_pending_request_is_updated_in_place_when_answered(tmp_path: Path) -> 
             app.buffer.push_many(s.events)
             await wait_for(pilot, lambda: rows(app)[0][6] == "ok")
             assert len(rows(app)) == 1
-            assert rows(app)[0][7] == "250.0ms"
+            assert rows(app)[0][7] == "250ms"
             assert '"zoomed": true' in app.detail.text()
 
     run(body())

@@ -18,7 +18,7 @@ from golem_core.profiles import Profile
 
 from ...analysis.flows import Flow
 from ...analysis.stats import ALL_METHODS, compute_stats, percentile
-from ..render import fmt_latency
+from ...terminal import format_latency, safe_text
 
 __all__ = ["StatsScreen", "histogram"]
 
@@ -74,13 +74,13 @@ class StatsScreen(Screen[None]):
             style = "bold" if ALL_METHODS in (entry.method, entry.route) else ""
             errors_style = "red" if entry.errors else ""
             table.add_row(
-                Text(entry.route, style=style),
-                Text(entry.method, style=style),
+                Text(safe_text(entry.route), style=style),
+                Text(safe_text(entry.method), style=style),
                 Text(f"{entry.count:,}", justify="right"),
                 Text(f"{entry.errors:,}", justify="right", style=errors_style),
                 Text(f"{entry.error_rate:.1%}", justify="right", style=errors_style),
                 *(
-                    Text(fmt_latency(value) if value is not None else "-", justify="right")
+                    Text(format_latency(value), justify="right")
                     for value in (latency.p50, latency.p90, latency.p99, latency.max)
                 ),
             )
@@ -89,5 +89,5 @@ class StatsScreen(Screen[None]):
 def _histogram_caption(ordered: Sequence[float]) -> str:
     if not ordered:
         return "Latency histogram: no completed exchanges."
-    top = fmt_latency(percentile(ordered, 99))
+    top = format_latency(percentile(ordered, 99))
     return f"Latency histogram, 0 … {top} (p99; slower ones in the last bar):"

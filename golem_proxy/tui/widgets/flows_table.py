@@ -22,51 +22,56 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...analysis.flows import Flow
+from ...terminal import format_latency, format_size, safe_text
 from ..model import SessionModel
-from ..render import flow_label, fmt_latency, fmt_size, fmt_time
+from ..render import flow_label, fmt_time
+from .columns import COLUMNS, MAX_METHOD_WIDTH, fit_columns
 
-__all__ = ["COLUMNS", "FlowsTable", "row_cells"]
+__all__ = ["FlowsTable", "natural_widths", "row_cells"]
 
-COLUMNS: tuple[tuple[str, int, bool], ...] = (
-    # title, width (0: takes the remaining width), right-aligned
-    ("", 2, False),
-    ("#", 6, True),
-    ("time", 10, True),
-    ("route", 5, False),
-    ("conn", 4, True),
-    ("method", 0, False),
-    ("status", 20, False),
-    ("latency", 8, True),
-    ("req", 7, True),
-    ("resp", 7, True),
-)
-MIN_METHOD_WIDTH = 12
-MAX_METHOD_WIDTH = 48
+MAX_STATUS_WIDTH = 24
+"""A status longer than this (an error code is whatever string the peer sent) is cut."""
 
 
 def row_cells(flow: Flow, model: SessionModel) -> tuple[str, ...]:
-    """The text of each column for ``flow``."""
+    """The text of each column of `COLUMNS` for ``flow``, made safe to show."""
     marker = ("●" if flow.marked else " ") + ("▲" if flow.has_violation else " ")
-    method = flow_label(flow)
     return (
         marker,
         str(flow.number),
         fmt_time(flow.t),
-        flow.route,
+        safe_text(flow.route),
         str(flow.conn),
-        method,
-        flow.status(model.profile),
-        fmt_latency(flow.latency),
-        fmt_size(flow.request_size),
-        fmt_size(flow.response_size),
+        flow_label(flow),
+        model.status(flow),
+        format_latency(flow.latency, compact=True) if flow.latency is not None else "",
+        format_size(flow.request_size, compact=True) if flow.request_size is not None else "",
+        format_size(flow.response_size, compact=True) if flow.response_size is not None else "",
     )
+
+
+def natural_widths(model: SessionModel) -> dict[str, int]:
+    """The width each column asks for: its title or its widest value so far."""
+    last = model.flows[model.view[-1]] if model.view else None
+    return {
+        "mark": 2,
+        "number": len(str(len(model.flows))),
+        "time": max(len(fmt_time(last.t)) if last is not None else 0, 4),
+        "route": max(max((len(route) for route in model.routes), default=0), 5),
+        "conn": max(len(str(model.largest_conn)), 4),
+        "method": min(max(model.widest_method, 12), MAX_METHOD_WIDTH),
+        "status": min(max(model.widest_status, 6), MAX_STATUS_WIDTH),
+        "latency": 7,
+        "req": 5,
+        "resp": 5,
+    }
 
 
 def _fit(text: str, width: int, right: bool) -> str:
@@ -114,6 +119,7 @@ class FlowsTable(ScrollView, can_focus=True):
         self.model = model
         self.cursor = 0
         self._shown: Optional[int] = None
+        self._widths: list[int] = []
         # Resolved styles, reused by every line of every frame (looking them up per line
         # dominated the cost of drawing a page); dropped when the CSS or theme changes.
         self._styles: dict[str, Style] = {}
@@ -209,18 +215,26 @@ class FlowsTable(ScrollView, can_focus=True):
 
     # -- rendering -------------------------------------------------------------------------
 
-    def _widths(self, width: int) -> list[int]:
-        fixed = sum(w for _, w, _ in COLUMNS) + len(COLUMNS) - 1
-        flexible = min(max(width - fixed, MIN_METHOD_WIDTH), MAX_METHOD_WIDTH)
-        return [w or flexible for _, w, _ in COLUMNS]
+    def column_widths(self) -> list[int]:
+        """The width of each of `COLUMNS` at the table's current width (0: hidden)."""
+        width = self.scrollable_content_region.width
+        fitted = fit_columns(natural_widths(self.model), width)
+        return [fitted[column.key] for column in COLUMNS]
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Columns are fitted once per paint, not once per line.
+        self._widths = self.column_widths()
+        return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        widths = self._widths(width)
+        widths = self._widths or self.column_widths()
         base = self._style("base")
         if y == 0:
             style = self._style("flows-table--header")
-            text = " ".join(_fit(t, w, r) for (t, _, r), w in zip(COLUMNS, widths))
+            text = " ".join(
+                _fit(column.title, w, column.right) for column, w in zip(COLUMNS, widths) if w
+            )
             return Strip([Segment(text, style)]).adjust_cell_length(width, style)
         row = int(self.scroll_y) + y - 1
         view = self.model.view
@@ -252,7 +266,8 @@ class FlowsTable(ScrollView, can_focus=True):
         marker_style = style + self._style("flows-table--violation")
         cells = row_cells(flow, self.model)
         segments = []
-        for index, (text, (_, _, right), cell_width) in enumerate(zip(cells, COLUMNS, widths)):
-            cell = _fit(text, cell_width, right) + ("" if index == len(cells) - 1 else " ")
-            segments.append(Segment(cell, marker_style if index == 0 else style))
+        for index, (text, column, cell_width) in enumerate(zip(cells, COLUMNS, widths)):
+            if cell_width:
+                cell = _fit(text, cell_width, column.right) + " "
+                segments.append(Segment(cell, marker_style if index == 0 else style))
         return Strip(segments).adjust_cell_length(width, style)
