@@ -31,6 +31,9 @@ async def shoot(output: str) -> None:
                 await pilot.pause(0.01)
             app.model.toggle_mark(3)
             app.table.select_position(5)  # viewport.capture, its base64 image shortened
+            wanted = app.model.flows[app.model.view[5]]
+            while app.detail.flow is not wanted:  # drawn once the cursor rests
+                await pilot.pause(0.01)
             await pilot.pause(0.2)
             folder, name = os.path.split(os.path.abspath(output))
             app.save_screenshot(filename=name, path=folder)

@@ -1,13 +1,16 @@
-"""``golem-proxy tui FILE [--follow]``: browse a recording, or tail one being written."""
+"""``golem-proxy tui FILE [--follow] [--filter EXPR]``: browse a recording, or tail one being
+written."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
+from ..analysis.filters import FilterError, parse_filter
 from ..recording.format import RecordingError
+from ..terminal import safe_text
+from ._common import fail
 
 NAME = "tui"
 HELP = "Open a recording in the terminal UI (with --follow, tail one being written)."
@@ -25,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep reading new events as the recording grows (like tail -f)",
     )
+    parser.add_argument(
+        "--filter",
+        metavar="EXPR",
+        default="",
+        help="show only the flows matching EXPR from the start (docs/filters.md; `/` changes it)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,20 +41,25 @@ def run(args: argparse.Namespace) -> int:
     from ..tui import RecordingSource, run_tui
 
     path: str = args.file
+    filter_text: str = args.filter.strip()
+    if filter_text:
+        try:
+            parse_filter(filter_text)
+        except FilterError as exc:
+            return fail(f"bad filter: {exc}")
     deadline = time.monotonic() + (HEADER_WAIT if args.follow else 0.0)
     while True:
         try:
             source = RecordingSource.open(path, follow=args.follow)
             break
         except OSError as exc:
-            print(f"golem-proxy tui: cannot open {path}: {exc.strerror or exc}", file=sys.stderr)
-            return 1
+            return fail(safe_text(f"cannot open {path} ({exc.strerror or exc})"))
         except RecordingError as exc:
             # A recording just created by a proxy may not have its header line yet.
             if time.monotonic() < deadline and os.path.getsize(path) == 0:
                 time.sleep(0.1)
                 continue
-            print(f"golem-proxy tui: {path}: {exc}", file=sys.stderr)
-            return 1
-    run_tui(source, source.profile, f"golem-proxy — {os.path.basename(path)}", header=source.header)
+            return fail(safe_text(f"{path}: {exc}"))
+    title = safe_text(f"golem-proxy — {os.path.basename(path)}")
+    run_tui(source, source.profile, title, header=source.header, filter_text=filter_text)
     return 0

@@ -31,10 +31,12 @@ from .bridge import EventBuffer, EventSource
 from .export import request_json, save_events, write_private
 from .model import SessionModel
 from .render import escape_surrogates
+from .screens.confirm import ConfirmQuit
 from .screens.connections import ConnectionsScreen
 from .screens.help import HelpScreen
 from .screens.save import SavePrompt
 from .screens.stats import StatsScreen
+from .widgets.banner import Banner
 from .widgets.detail import FlowDetail
 from .widgets.filter_bar import FilterBar
 from .widgets.flows_table import FlowsTable
@@ -57,22 +59,29 @@ class EventsReady(Message):
 
 class GolemProxyApp(App[None]):
     CSS_PATH = "app.tcss"
+    # The footer names what an 80-column terminal has room for; `?` lists every key.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_filter", "Filter"),
         Binding("ctrl+f", "focus_find", "Find", show=False),
         Binding("n", "find(True)", "Next", show=False),
         Binding("N", "find(False)", "Prev", show=False),
         Binding("f", "follow", "Follow"),
-        Binding("m", "mark", "Mark"),
-        Binding("e", "expand", "Expand"),
-        Binding("y", "copy_request", "Copy"),
-        Binding("w", "save_view", "Write"),
+        Binding("enter", "open_detail", "Detail"),
+        # Priority: Tab must not walk into the filter boxes (a later `q` would be typed there).
+        Binding("tab,shift+tab", "switch_pane", "Switch pane", show=False, priority=True),
+        Binding("m", "mark", "Mark", show=False),
+        Binding("e", "expand", "Expand", show=False),
+        Binding("y", "copy_request", "Copy", show=False),
+        Binding("w", "save_view", "Write", show=False),
         Binding("s", "stats", "Stats"),
-        Binding("c", "connections", "Conns"),
+        Binding("c", "connections", "Conns", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("escape", "focus_table", "Table", show=False),
-        Binding("q", "quit", "Quit"),
+        Binding("q", "request_quit", "Quit"),
+        # Ctrl-C quits, even from a filter box; a live proxy still drains and flushes.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
+    ENABLE_COMMAND_PALETTE = False
 
     def __init__(
         self,
@@ -83,17 +92,24 @@ class GolemProxyApp(App[None]):
         header: Optional[RecordingHeader] = None,
         export_dir: Optional[str] = None,
         refresh_interval: float = REFRESH_INTERVAL,
+        filter_text: str = "",
     ) -> None:
+        """``filter_text`` is applied from the start (a valid expression: the caller has
+        checked it)."""
         super().__init__()
         self.source = source
+        self.source_description = source.description
         self.profile = profile
         self.title = title
         self.recording_header = header or RecordingHeader.new(profile.name, ())
         self.export_dir = export_dir or tempfile.gettempdir()
         self.refresh_interval = refresh_interval
         self.model = SessionModel(profile)
+        if filter_text:
+            self.model.set_filter(filter_text)
         self.buffer = EventBuffer(source.buffer_limit)
         self.finished_reason: Optional[str] = None
+        self.failed = False
         self.find_text = ""
         self._detail_shown_at = 0.0
         self._detail_timer: Optional[Timer] = None
@@ -103,12 +119,14 @@ class GolemProxyApp(App[None]):
     def compose(self) -> ComposeResult:
         # Kept as attributes, not queried: queries search the active screen, and events keep
         # arriving while the stats or help screen is on top.
-        self.filter_bar = FilterBar()
+        self.filter_bar = FilterBar(self.model.filter_text)
+        self.banner = Banner(id="banner")
         self.table = FlowsTable(self.model, id="flows")
         self.detail = FlowDetail(id="detail")
         self.status_bar = StatusBar()
         yield Header()
         yield self.filter_bar
+        yield self.banner
         yield self.table
         yield self.detail
         yield self.status_bar
@@ -151,8 +169,14 @@ class GolemProxyApp(App[None]):
             selected = self.table.selected
             if selected is not None and selected in result.changed:
                 self._show_selected()
+        if batch.info is not None:
+            self.source_description = batch.info.description
+            self.banner.show_notes(batch.info.notes)
         if batch.finished and not batch.more:
             self.finished_reason = batch.reason or "finished"
+            if batch.failed:
+                self.failed = True
+                self.banner.show_error(self.finished_reason)
         self._show_status()
         # Wait a refresh interval before taking the next batch: a flood becomes ~20 batches
         # a second, each drawn once, instead of one redraw per event.
@@ -165,7 +189,7 @@ class GolemProxyApp(App[None]):
     def _show_status(self) -> None:
         self.status_bar.show(
             Status(
-                source=self.source.description,
+                source=self.source_description,
                 live=self.source.live,
                 follow=self.table.follow,
                 flows=len(self.model.flows),
@@ -173,6 +197,7 @@ class GolemProxyApp(App[None]):
                 filter_text=self.model.filter_text,
                 missed=self.model.events_missed + self.buffer.total_missed,
                 finished=self.finished_reason or "",
+                failed=self.failed,
             )
         )
 
@@ -238,7 +263,34 @@ class GolemProxyApp(App[None]):
         self.filter_bar.query_one("#find", Input).focus()
 
     def action_focus_table(self) -> None:
+        self.screen.remove_class("detail-open")
         self.table.focus()
+
+    def action_open_detail(self) -> None:
+        """The detail pane takes the table's place (escape gives it back)."""
+        self.screen.add_class("detail-open")
+        self.detail.focus()
+
+    def action_switch_pane(self) -> None:
+        focused = self.focused
+        in_detail = focused is not None and (
+            focused is self.detail or self.detail in focused.ancestors
+        )
+        if in_detail:
+            self.action_focus_table()
+        else:
+            self.detail.focus()
+
+    def action_request_quit(self) -> None:
+        """Quit; first ask when quitting would stop the proxy this app runs."""
+        if self.source.serving and not self.source_done:
+            self.push_screen(ConfirmQuit(), self._quit_if)
+        else:
+            self.exit()
+
+    def _quit_if(self, stop: Optional[bool]) -> None:
+        if stop:
+            self.exit()
 
     def action_follow(self) -> None:
         self.table.action_follow()
@@ -348,11 +400,13 @@ def run_tui(
     title: str,
     *,
     header: Optional[RecordingHeader] = None,
+    filter_text: str = "",
 ) -> None:
     """Run the TUI in this thread until the user quits, showing the events ``source``
     delivers (it runs in a worker thread); stops the source on the way out. ``header`` (the
-    profile and routes of the session) goes into recordings written with `w`."""
-    app = GolemProxyApp(source, profile, title, header=header)
+    profile and routes of the session) goes into recordings written with `w`;
+    ``filter_text`` (a valid filter) is applied from the start."""
+    app = GolemProxyApp(source, profile, title, header=header, filter_text=filter_text)
     try:
         app.run()
     finally:

@@ -57,6 +57,7 @@ class ManualSource:
     pushes into ``app.buffer`` itself, until stopped."""
 
     live = True
+    serving = False
     buffer_limit: Optional[int] = None
     description = "test"
 

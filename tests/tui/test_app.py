@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
+
+from textual.binding import Binding
+from textual.widgets import Input
 
 from golem_core.profiles import GOLEM
 from golem_proxy.recording.format import read_recording
@@ -260,7 +264,10 @@ def test_search_mark_copy_and_save(demo_path: str, tmp_path: Path) -> None:
             await pilot.press("m")
             assert app.model.flows[3].marked
             await pilot.press("y")
-            copied = tmp_path / "golem-proxy-request-4.json"
+            notice = list(app._notifications)[-1]
+            copied = Path(notice.message.rsplit(" written to ", 1)[1])
+            assert notice.message.startswith("Request #4 copied to the clipboard")
+            assert '"method"' not in notice.message  # where it went, not the JSON itself
             assert '"method": "creation.create_box"' in copied.read_text()
             assert oct(os.stat(copied).st_mode & 0o777) == "0o600"
             assert app.clipboard == copied.read_text().rstrip("\n")
@@ -296,5 +303,86 @@ def test_stats_connections_and_help_screens_open_and_close(demo_path: str, tmp_p
             assert type(app.screen).__name__ == "HelpScreen"
             await pilot.press("escape")
             assert app.screen is app.screen_stack[0]
+
+    run(body())
+
+
+def test_tab_switches_panes_without_entering_the_filter_and_enter_opens_the_detail(
+    demo_path: str, tmp_path: Path
+) -> None:
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(pilot)
+            assert app.focused is app.table
+            for _ in range(6):  # never into a filter box, however often
+                await pilot.press("tab")
+                assert app.focused in (app.table, app.detail)
+            await pilot.press("shift+tab")
+            assert app.focused in (app.table, app.detail)
+            await pilot.press("escape")
+            assert app.focused is app.table
+            await select(pilot, 6)
+            await pilot.press("enter")
+            assert app.focused is app.detail
+            assert not app.table.display or app.table.size.height == 0
+            assert app.detail.size.height > 15  # the table's room is the detail's
+            await pilot.press("escape")
+            assert app.focused is app.table and app.table.size.height > 0
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running)
+
+    run(body())
+
+
+def test_the_help_names_exactly_the_keys_that_are_bound_and_filters_that_parse(
+    demo_path: str, tmp_path: Path
+) -> None:
+    from golem_proxy.analysis.filters import parse_filter
+    from golem_proxy.tui.screens.help import FILTERS, KEYS
+
+    for expression, _ in FILTERS:
+        parse_filter(expression)  # raises for a filter that does not exist (like ~v)
+
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(pilot)
+            bound = set(app.active_bindings)
+            helped = {key for entry in KEYS for key in entry.keys}
+            assert helped <= bound, helped - bound
+            # Every key bound on the main screen is explained (the screen's own system keys
+            # aside: Textual's ctrl+q and the like).
+            ours = {key for key, active in bound_here(app).items() if not active.binding.system}
+            assert ours <= helped, ours - helped
+
+    run(body())
+
+
+def bound_here(app: GolemProxyApp) -> dict[str, Any]:
+    """The active bindings that this app or its table define."""
+    from golem_proxy.tui.widgets.flows_table import FlowsTable
+
+    mine = set()
+    for binding in [*GolemProxyApp.BINDINGS, *FlowsTable.BINDINGS]:
+        assert isinstance(binding, Binding)
+        mine.update(key.strip() for key in binding.key.split(","))
+    return {key: active for key, active in app.active_bindings.items() if key in mine}
+
+
+def test_the_filter_given_at_start_is_applied_and_shown(demo_path: str, tmp_path: Path) -> None:
+    async def body() -> None:
+        source = RecordingSource.open(demo_path)
+        app = GolemProxyApp(source, source.profile, "test", filter_text="~e")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(pilot)
+            assert [r[6] for r in rows(app)] == [
+                "INVALID_PARAMS",
+                "METHOD_NOT_FOUND",
+                "INTERNAL_ERROR",
+                "oversized",
+            ]
+            assert app.query_one("#filter", Input).value == "~e"
+            assert "4 of 12 flows  filter: ~e" in app.status_bar.text
 
     run(body())

@@ -14,6 +14,8 @@ from golem_proxy.tui.sources import RecordingSource
 from .helpers import loaded, select
 
 SIZE = (150, 42)
+SMALL = (80, 24)
+"""The smallest terminal the TUI is made for: every column header and screen edge fits."""
 
 
 def make_app(path: str) -> GolemProxyApp:
@@ -54,3 +56,21 @@ def test_connections(snap_compare: Any, demo_path: str) -> None:
 
 def test_help(snap_compare: Any, demo_path: str) -> None:
     assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then("question_mark"))
+
+
+def test_flows_and_detail_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=then(position=6))
+
+
+def test_detail_opened_with_enter_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    run_before = then("enter", position=8)
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=run_before)
+
+
+def test_stats_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=then("s"))
+
+
+def test_help_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    run_before = then("question_mark")
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=run_before)

@@ -226,8 +226,11 @@ def _summary(flow: Flow, profile: Profile) -> Text:
 
 def _violations(flow: Flow) -> Table:
     table = Table(title="Contract violations", title_justify="left", expand=True, box=None)
-    for column in ("rule", "severity", "path", "message"):
-        table.add_column(column, overflow="fold")
+    # The rule id is what one searches for: kept whole; the message wraps.
+    table.add_column("rule", no_wrap=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("path", overflow="fold")
+    table.add_column("message", overflow="fold", ratio=1)
     for violation in flow.violations:
         colour = "red" if violation.severity is Severity.ERROR else "yellow"
         # Text cells, not str: a str cell is read as markup, and messages quote the peer.

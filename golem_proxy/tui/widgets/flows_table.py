@@ -146,6 +146,9 @@ class FlowsTable(ScrollView, can_focus=True):
             self._move_to(count - 1)
         else:
             self._move_to(min(self.cursor, count - 1))
+        # Scrolling is clamped to the size known now; a new virtual size or the first layout
+        # may not be applied yet, so the cursor is brought into view again after the refresh.
+        self.call_after_refresh(self._scroll_to_cursor)
         self.refresh()
 
     @property
@@ -212,6 +215,7 @@ class FlowsTable(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, len(self.model.view) + 1)
         self._scroll_to_cursor()
+        self.call_after_refresh(self._scroll_to_cursor)
 
     # -- rendering -------------------------------------------------------------------------
 
