@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.sources import RecordingSource
 
-from .helpers import loaded, select
+from .helpers import loaded, select, wait_for
 
 SIZE = (150, 42)
 SMALL = (80, 24)
@@ -73,4 +73,14 @@ def test_stats_at_80x24(snap_compare: Any, demo_path: str) -> None:
 
 def test_help_at_80x24(snap_compare: Any, demo_path: str) -> None:
     run_before = then("question_mark")
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=run_before)
+
+
+def test_a_capture_opened_with_enter_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await then("enter", position=5)(pilot)
+        app = pilot.app
+        assert isinstance(app, GolemProxyApp)
+        await wait_for(pilot, lambda: "Image  96x60 PNG" in app.detail.text())
+
     assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=run_before)

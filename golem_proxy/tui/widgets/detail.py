@@ -36,6 +36,7 @@ from ..render import (
     safe_json,
     shorten_strings,
 )
+from .capture import CapturePreview
 
 __all__ = ["TREE_NODES", "FlowDetail"]
 
@@ -59,6 +60,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
         yield Static("", id="violations")
         for side in ("request", "response"):
             yield Static("", id=f"{side}-title", classes="section")
+            if side == "response":
+                yield CapturePreview(id="capture")
             yield Static("", id=f"{side}-body")
             tree: Tree[Any] = Tree(side, id=f"{side}-tree")
             tree.display = False
@@ -90,6 +93,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
 
     def _render_flow(self) -> None:
         flow, profile = self.flow, self.profile
+        self.query_one(CapturePreview).show(flow)
         summary = self.query_one("#summary", Static)
         violations = self.query_one("#violations", Static)
         if flow is None or profile is None:
