@@ -36,6 +36,9 @@ from .columns import COLUMNS, MAX_METHOD_WIDTH, fit_columns
 
 __all__ = ["FlowsTable", "natural_widths", "row_cells"]
 
+FIT_ROWS = 500
+"""Below this many flows in view the table is no taller than its rows (taller than a screen:
+the limit only keeps the relayouts few)."""
 MAX_STATUS_WIDTH = 24
 """A status longer than this (an error code is whatever string the peer sent) is cut."""
 
@@ -120,6 +123,7 @@ class FlowsTable(ScrollView, can_focus=True):
         self.cursor = 0
         self._shown: Optional[int] = None
         self._widths: list[int] = []
+        self._fit: Optional[int] = None
         # Resolved styles, reused by every line of every frame (looking them up per line
         # dominated the cost of drawing a page); dropped when the CSS or theme changes.
         self._styles: dict[str, Style] = {}
@@ -142,6 +146,11 @@ class FlowsTable(ScrollView, can_focus=True):
         """The model's view grew, shrank or was replaced: resize, follow, redraw."""
         count = len(self.model.view)
         self.virtual_size = Size(self.scrollable_content_region.width, count + 1)
+        # A short session takes only the lines it needs; the detail pane gets the rest.
+        fit = count + 1 if count < FIT_ROWS else None
+        if self._fit != fit:
+            self._fit = fit
+            self.styles.max_height = fit
         if self.follow:
             self._move_to(count - 1)
         else:
