@@ -75,12 +75,12 @@ class ObserveLimits:
     """Requests waiting for an answer, per connection. A pipelining client can have one read's
     worth of requests ahead of their answers (a MiB of 30-byte frames is 35,000), so this is
     not small; ``pending_bytes`` is what bounds memory."""
-    pending_bytes: int = 96 * 1024 * 1024
+    pending_bytes: int = 64 * 1024 * 1024
     """What the requests waiting for an answer may cost, per connection: their bytes plus
     `PENDING_OVERHEAD` each for the objects that describe them."""
 
 
-PENDING_OVERHEAD = 768
+PENDING_OVERHEAD = 1536
 """Bytes a waiting request costs beyond its payload (its FrameSeen, its parsed message)."""
 
 
