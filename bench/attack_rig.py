@@ -7,6 +7,7 @@ Everything listens on and connects to 127.0.0.1 only, and every wait has a deadl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -99,10 +100,15 @@ class Upstream:
         self.conns: list[UpstreamConn] = []
         self._server = socket.create_server(("127.0.0.1", 0), backlog=256)
         self.port: int = self._server.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
 
     def close(self) -> None:
+        # A plain close does not wake a thread blocked in accept(); a shutdown does.
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)
         self._server.close()
+        self._acceptor.join(timeout=10)
 
     def _accept(self) -> None:
         while True:

@@ -22,6 +22,7 @@ from golem_proxy.events import (
     ViolationSeen,
 )
 from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.tap import ObserveLimits
 from golem_proxy.net.addresses import Address
 
 from .harness import GolemClient, connect, start_proxy, stop_proxy
@@ -83,7 +84,10 @@ async def test_bytes_forwarded_exactly_under_random_chunking(
     async with trio.open_nursery() as nursery:
         upstream = EchoUpstream()
         await nursery.start(upstream.serve)
-        proxy = await start_proxy(nursery, upstream.address)
+        # Garbage may declare a frame of any size up to the cap: observe up to the cap, so the
+        # events hold every byte (a frame over the observation limit is a digest only).
+        whole = ProxyOptions(drain_timeout=0.5, observe=ObserveLimits(frame=64 * 1024 * 1024))
+        proxy = await start_proxy(nursery, upstream.address, options=whole)
         client = await connect(proxy.listen)
         offset = 0
         index = 0

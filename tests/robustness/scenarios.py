@@ -19,7 +19,7 @@ import trio
 from golem_core.framing import Frame
 from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
-from golem_proxy.events import ConnectionClosed, Direction
+from golem_proxy.events import ConnectionClosed, Direction, ObservationLost
 from golem_proxy.live.hub import Subscription
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
@@ -160,6 +160,7 @@ async def load(tmp: Path, connections: int = 200, seconds: float = 5.0) -> Figur
         "exchanges_recorded": len(exchanges),
         "exchanges_per_s": round(sent / seconds, 1),
         "lost": len(client_ids - {str(i) for _, i in recorded_ids}),
+        "lost_without_gap": _lost_without_gap(recording.events, recorded_ids, done),
         "mispaired": mispaired,
         "duplicates": len(exchanges) - len(recorded_ids),
         "client_errors": len(errors),
@@ -175,6 +176,28 @@ async def load(tmp: Path, connections: int = 200, seconds: float = 5.0) -> Figur
         "recording_bytes": record.stat().st_size,
         "missed_events": sum(1 for e in recording.events if type(e).__name__ == "EventsMissed"),
     }
+
+
+def _lost_without_gap(
+    events: list[Any], recorded: set[tuple[int, Any]], done: dict[Any, list[Any]]
+) -> int:
+    """Exchanges a client completed that the recording has neither as an exchange nor under an
+    `ObservationLost` gap of the connection that carried them."""
+    gapped = {e.conn for e in events if isinstance(e, ObservationLost)}
+    conn_of = {str(i): conn for conn, i in recorded}
+    by_client = {str(i) for ids in done.values() for i in ids}
+    missing = by_client - set(conn_of)
+    if not missing:
+        return 0
+    # A client's ids all travel on one connection: find it from its recorded exchanges.
+    unaccounted = 0
+    for ids in done.values():
+        mine = {str(i) for i in ids}
+        conns = {conn_of[i] for i in mine if i in conn_of}
+        lost = len(mine & missing)
+        if lost and not (conns & gapped) and not (not conns and gapped):
+            unaccounted += lost
+    return unaccounted
 
 
 # -- chaos -----------------------------------------------------------------------------------

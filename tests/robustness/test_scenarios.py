@@ -13,15 +13,19 @@ from . import scenarios
 pytestmark = pytest.mark.trio
 
 
-async def test_load_200_connections_nothing_lost_or_mispaired(
+async def test_load_200_connections_nothing_lost_silently_or_mispaired(
     tmp_path: Path, figures: dict[str, Any]
 ) -> None:
     found = await scenarios.load(tmp_path, connections=200, seconds=5.0)
     figures.update(found)
     assert found["client_errors"] == 0
     assert found["exchanges_client"] > 1000
-    assert found["exchanges_recorded"] == found["exchanges_client"]
-    assert found["lost"] == found["mispaired"] == found["duplicates"] == 0
+    # The clients run in the proxy's own trio loop here, so forwarding always has work ready
+    # and the observer gets its smaller share: on a loaded machine it may shed. Whatever it
+    # did not decode is on record as a gap on that very connection; nothing goes silently.
+    assert found["mispaired"] == found["duplicates"] == 0
+    assert found["lost_without_gap"] == 0
+    assert found["exchanges_recorded"] + found["lost"] == found["exchanges_client"]
     assert found["missed_events"] == 0
     # Bounded: past the warm-up, memory does not grow with the number of exchanges.
     assert found["rss_end_kib"] - found["rss_warm_kib"] < 32 * 1024
