@@ -166,7 +166,8 @@ class ViolationSeen:
 
 @dataclass(frozen=True)
 class FaultInjected:
-    """A fault the proxy injected on purpose (``--fault``)."""
+    """A fault the proxy injected on purpose (``--fault``), or a step of an intercepted frame
+    (``--intercept``: the ``intercept:*`` kinds of `golem_proxy.live.intercept`)."""
 
     conn: int
     route: str
@@ -175,6 +176,9 @@ class FaultInjected:
     fault: str
     detail: str
     method: Optional[str] = None
+    original: bytes = b""
+    """The payload as it came, when the proxy sent other bytes in its place (an edited
+    frame: the frame event before this one holds what was sent)."""
 
 
 class GapReason(enum.Enum):

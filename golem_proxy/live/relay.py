@@ -29,6 +29,7 @@ from .connection import Connection
 from .fault_relay import FaultRelay
 from .faults import FaultPlan
 from .hub import EventHub
+from .intercept import InterceptEngine
 from .observer import DEFAULT_BUDGET, Observer
 from .redact import Redactor
 from .tap import ConnectionTap, ObserveLimits
@@ -60,6 +61,9 @@ class ProxyOptions:
     redact: tuple[str, ...] = ()
     faults: Optional[FaultPlan] = None
     """``--fault`` rules; routes they can act on forward frame by frame (`fault_relay`)."""
+    intercept: Optional[InterceptEngine] = None
+    """``--intercept``: routes it applies to forward frame by frame too, holding what its
+    filter selects until a decision (`intercept`)."""
     observer_memory: int = DEFAULT_BUDGET
     """What inspection may hold, all connections together (``--observer-memory``)."""
     observe: ObserveLimits = field(default_factory=ObserveLimits)
@@ -216,11 +220,18 @@ class Proxy:
         conn.inline = self.options.enforce_limits
         conn.last_activity = trio.current_time()
         pump = self._pump
+        name = conn.route.name
         plan = self.options.faults
-        if plan is not None and plan.applies_to(conn.route.name):
-            faults = plan.connection(conn.conn, conn.route.name, self.profile)
+        engine = self.options.intercept
+        faults = None
+        if plan is not None and plan.applies_to(name):
+            faults = plan.connection(conn.conn, name, self.profile)
+        intercept = None
+        if engine is not None and engine.applies_to(name):
+            intercept = engine.connection(conn.conn, name)
+        if faults is not None or intercept is not None:
             pump = FaultRelay(
-                self.profile, self.options.cap, self.now, self.publish, conn, faults
+                self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept
             ).pump
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pump, conn, Direction.C2S, nursery.cancel_scope)
