@@ -16,7 +16,10 @@ from rich.text import Text
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import PROFILES, Profile, get_profile
 
+from ..analysis.filters import FilterError, parse_filter
 from ..live.faults import FaultPlan, FaultSpecError
+from ..live.intercept import InterceptEngine, route_scope
+from ..live.intercept_console import InterceptConsole
 from ..live.log import Verbosity
 from ..live.log_output import DEFAULT_MAX_LINES, TerminalOutput
 from ..live.observer import DEFAULT_BUDGET
@@ -117,6 +120,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=integer_arg,
         metavar="N",
         help="seed for fault probabilities (default: random, printed at start)",
+    )
+    parser.add_argument(
+        "--intercept",
+        metavar="FILTER",
+        help="hold the frames FILTER selects (docs/filters.md; ~q requests, ~s responses) "
+        "until decided: type accept/edit/drop/answer commands on stdin (? for help)",
+    )
+    parser.add_argument(
+        "--intercept-timeout",
+        type=seconds_arg,
+        metavar="SECONDS",
+        help="send a frame held this long as it came (default: hold until decided)",
     )
     parser.add_argument(
         "--tui",
@@ -237,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
             prepare_socket_directories(routes)
         catalogue = _load_catalogue(args.catalogue) if args.catalogue else None
         faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
+        intercept = _intercept_engine(args, profile)
         record_path = resolve_record_path(args.record, args.record_dir)
     except (FaultSpecError, ValueError) as exc:
         raise CommandError(str(exc)) from None
@@ -273,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
             catalogue=catalogue,
             redact=tuple(args.redact),
             faults=faults,
+            intercept=intercept,
             observer_memory=args.observer_memory,
             observe=ObserveLimits(frame=args.observe_frame_limit),
         ),
@@ -296,6 +313,25 @@ def run(args: argparse.Namespace) -> int:
     finally:
         output.close()
     return 0
+
+
+def _intercept_engine(args: argparse.Namespace, profile: Profile) -> Optional[InterceptEngine]:
+    if args.intercept is None:
+        if args.intercept_timeout is not None:
+            raise CommandError("--intercept-timeout needs --intercept FILTER")
+        return None
+    if args.tui:
+        raise CommandError(
+            "--intercept is not available in the TUI yet",
+            "run without --tui and decide on stdin",
+        )
+    try:
+        chosen = parse_filter(args.intercept)
+    except FilterError as exc:
+        raise CommandError(f"--intercept: bad filter: {exc}") from None
+    return InterceptEngine(
+        profile, chosen, timeout=args.intercept_timeout, routes=route_scope(chosen)
+    )
 
 
 def _load_catalogue(path: str) -> MethodCatalogue:
@@ -403,9 +439,32 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                     ),
                     soft_wrap=True,
                 )
+            commands_scope = trio.CancelScope()
+            engine = config.options.intercept
+            if engine is not None:
+                limit = f", at most {engine.timeout:g} s" if engine.timeout else ""
+                console.print(
+                    Text.assemble(
+                        ("intercept", "bold blue"),
+                        f": {safe_text(str(engine.filter))} (held until decided{limit}; "
+                        "type ? and Enter for the commands)",
+                    ),
+                    soft_wrap=True,
+                )
+                nursery.start_soon(
+                    _take_commands, InterceptConsole(engine), console, commands_scope
+                )
             console.print(Text("Ctrl-C to stop", "dim"))
             async for _ in signals:
                 console.print(Text("stopping: listeners closed, draining connections…", "dim"))
+                commands_scope.cancel()
                 session.stop()
                 break
             nursery.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
+
+
+async def _take_commands(
+    commands: InterceptConsole, console: Console, scope: trio.CancelScope
+) -> None:
+    with scope:
+        await commands.run(lambda text: console.print(text, soft_wrap=True))
