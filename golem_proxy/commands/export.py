@@ -12,8 +12,10 @@ from typing import IO
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.captures import captures, write_captures
 from ..analysis.trace import Trace, flow_to_json
 from ..recording.streams import rebuild_streams
+from ..terminal import safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -36,28 +38,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("streams", "jsonl"),
+        choices=("streams", "jsonl", "images"),
         default="streams",
         help="streams: one .bin file per connection and direction plus index.json (default); "
-        "jsonl: one flow per line with its request and response objects",
+        "jsonl: one flow per line with its request and response objects; "
+        "images: every viewport.capture PNG as flow-N.png",
     )
     parser.add_argument(
         "--out",
         "-o",
         metavar="PATH",
-        help="directory for streams (created if missing); file for jsonl (default: stdout)",
+        help="directory for streams and images (created if missing); file for jsonl "
+        "(default: stdout)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.format == "streams" and not args.out:
-        return fail("--format streams needs --out DIR")
+    if args.format in ("streams", "images") and not args.out:
+        return fail(f"--format {args.format} needs --out DIR")
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
     try:
         if args.format == "jsonl":
             return _export_jsonl(trace, args.out)
+        if args.format == "images":
+            return _export_images(trace, args.out)
         return _export_streams(trace, args.out)
     except OSError as exc:
         return fail(f"cannot write {exc.filename or args.out} ({os_reason(exc)})")
@@ -74,6 +80,16 @@ def _export_jsonl(trace: Trace, out: str) -> int:
         with open(out, "w", encoding="utf-8") as handle:
             write(handle)
         console(stderr=True).print(f"wrote {len(trace.flows)} flows to {out}")
+    return EXIT_OK
+
+
+def _export_images(trace: Trace, out: str) -> int:
+    found = captures(trace.flows)
+    write_captures(found, out)
+    for capture in found:
+        size = f"{capture.width}x{capture.height}"
+        console().print(Text(f"{capture.filename}  {size}  {len(capture.png)} B"))
+    console(stderr=True).print(Text(f"wrote {len(found)} images to {safe_text(out)}"))
     return EXIT_OK
 
 
