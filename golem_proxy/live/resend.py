@@ -51,7 +51,7 @@ class Resent:
     response: bytes
     message: Message
     latency: float
-    """Seconds from the request's last byte sent to the response's last byte received."""
+    """Seconds from sending the request to the response's last byte received."""
 
 
 def fresh_request(payload: bytes, profile: Profile, ids: Iterator[Any]) -> tuple[bytes, Request]:
@@ -113,9 +113,11 @@ async def _exchange(
 ) -> tuple[Frame, float]:
     decoder = profile.new_decoder()
     try:
-        await stream.send_all(frame)
+        # Timed from the start of the send: send_all may yield once the bytes are out, and
+        # the answer of a fast peer can arrive before it returns.
         sent_at = trio.current_time()
-        tell(Direction.C2S, frame, sent_at)
+        await stream.send_all(frame)
+        tell(Direction.C2S, frame, trio.current_time())
         while True:
             chunk = await stream.receive_some(RECV_SIZE)
             now = trio.current_time()
