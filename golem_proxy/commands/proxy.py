@@ -17,6 +17,7 @@ from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import PROFILES, Profile, get_profile
 
 from ..analysis.filters import FilterError, parse_filter
+from ..live.control import LiveControl
 from ..live.faults import FaultPlan, FaultSpecError
 from ..live.intercept import InterceptEngine, route_scope
 from ..live.intercept_console import InterceptConsole
@@ -369,26 +370,33 @@ def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
     return 0
 
 
-def live_source(config: SessionConfig) -> TrioThreadSource:
+def live_source(config: SessionConfig, control: Optional[LiveControl] = None) -> TrioThreadSource:
     """An event source for the TUI that runs the proxy session (in the TUI's worker thread).
-    Stopping the source stops the session gracefully: it drains and flushes first."""
+    Stopping the source stops the session gracefully: it drains and flushes first. With
+    ``control``, the TUI can reach the running session through it (intercept, resend)."""
     from ..tui import TrioThreadSource, feed_from_channel
 
     async def serve(sink: EventBuffer) -> None:
         session = ProxySession(config)
         session.add_consumer("tui", lambda sub: feed_from_channel(sub.receive_channel, sink))
+        if control is not None:
+            control.attach(session)
 
         async def run_to_the_end() -> None:
             # Shielded: the TUI's stop cancels `serve`, which asks for a graceful stop below.
             with trio.CancelScope(shield=True):
                 await session.run()
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(run_to_the_end)
-            try:
-                await trio.sleep_forever()
-            finally:
-                session.stop()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run_to_the_end)
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    session.stop()
+        finally:
+            if control is not None:
+                control.detach()
 
     listens = ", ".join(str(route.listen) for route in config.routes)
     return TrioThreadSource(serve, description=f"live on {listens}")
