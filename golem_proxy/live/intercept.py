@@ -256,6 +256,10 @@ class ConnectionIntercept:
         the frame is held, and `LOST` when the wait is cancelled (the connection ended)
         before the cancellation goes on."""
         engine = self.engine
+        if engine.filter is None:
+            # Nothing to hold: no parsing on the forwarding path. A response whose request
+            # went by now is seen without it if a filter is set later.
+            return None
         profile = engine.profile
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         message = profile.parse(payload, role)
@@ -272,7 +276,7 @@ class ConnectionIntercept:
             flow.request = pending.context if pending is not None else None
             flow.response = frame
             method = flow.request.method if flow.request is not None else None
-        if engine.filter is None or not engine._selects(flow):
+        if not engine._selects(flow):
             self._forwarded(direction, message, frame)
             return None
         held = HeldFrame(

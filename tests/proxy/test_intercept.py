@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -15,7 +16,7 @@ import trio
 import trio.testing
 
 from golem_core.messages import ErrorResponse, Response
-from golem_core.profiles import GOLEM
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 from golem_proxy.analysis.filters import parse_filter
 from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import Direction, FaultInjected, FrameSeen
@@ -380,3 +381,43 @@ async def test_route_scope_finds_the_routes_a_filter_can_select() -> None:
     assert route_scope(parse_filter("~route gh | ~route main")) == {"gh", "main"}
     assert route_scope(parse_filter("~route gh | ~m ping")) is None
     assert route_scope(parse_filter("!~route gh")) is None
+
+
+async def test_an_edit_over_several_lines_is_sent_as_one_line_with_ndjson(
+    nursery: trio.Nursery,
+) -> None:
+    received: list[bytes] = []
+
+    async def answer(stream: trio.SocketStream) -> None:
+        buffer = b""
+        async for chunk in stream:
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                received.append(line)
+                ident = json.loads(line)["id"]
+                reply = {"jsonrpc": "2.0", "id": ident, "result": {"ok": True}}
+                await stream.send_all(json.dumps(reply).encode() + b"\n")
+
+    listeners = await nursery.start(partial(trio.serve_tcp, answer, 0, host="127.0.0.1"))
+    port = listeners[0].socket.getsockname()[1]
+    engine = InterceptEngine(JSONRPC_NDJSON, parse_filter("~q"))
+    proxy = await start_proxy(
+        nursery,
+        Address("127.0.0.1", port),
+        profile=JSONRPC_NDJSON,
+        options=ProxyOptions(drain_timeout=0.5, intercept=engine),
+    )
+    client = GolemClient(await connect(proxy.listen), JSONRPC_NDJSON)
+    await client.stream.send_all(b'{"jsonrpc": "2.0", "id": 1, "method": "read", "params": {}}\n')
+    held = await one_held(engine)
+    pretty = (
+        b'{\n  "jsonrpc": "2.0",\n  "id": 1,\n  "method": "read",\n  "params": {"path": "b"}\n}'
+    )
+    engine.decide(held.id, Edit(pretty))
+    reply = await client.receive()
+    assert isinstance(reply, Response) and reply.id == 1
+    assert [json.loads(line) for line in received] == [json.loads(pretty)]
+    assert b"\n" not in received[0]
+    await client.stream.aclose()
+    await stop_proxy(proxy)
