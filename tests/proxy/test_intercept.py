@@ -20,7 +20,7 @@ from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 from golem_proxy.analysis.filters import parse_filter
 from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import Direction, FaultInjected, FrameSeen
-from golem_proxy.live.faults import received_streams
+from golem_proxy.live.faults import FaultPlan, received_streams
 from golem_proxy.live.intercept import (
     Accept,
     Answer,
@@ -421,3 +421,21 @@ async def test_an_edit_over_several_lines_is_sent_as_one_line_with_ndjson(
     assert b"\n" not in received[0]
     await client.stream.aclose()
     await stop_proxy(proxy)
+
+
+async def test_faults_act_on_what_the_user_decided(
+    nursery: trio.Nursery, plugin: tuple[Address, Address]
+) -> None:
+    """Intercept and faults compose: the accepted request then meets its ``error`` fault."""
+    engine = InterceptEngine(GOLEM, parse_filter(r"~q & ~m ^viewport\."))
+    faults = FaultPlan.parse(["error:code=TIMEOUT,message=busy,method=viewport.*"], 1)
+    options = ProxyOptions(drain_timeout=0.5, intercept=engine, faults=faults)
+    proxy = await start_proxy(nursery, plugin[0], options=options)
+    client = GolemClient(await connect(proxy.listen))
+    await client.stream.send_all(GOLEM.encode(request("v1", "viewport.capture")))
+    engine.decide((await one_held(engine)).id, Accept())
+    reply = await client.receive()
+    assert isinstance(reply, ErrorResponse) and reply.error.code == "TIMEOUT"
+    await client.stream.aclose()
+    await stop_proxy(proxy)
+    assert kinds(proxy) == ["intercept:held", "error", "intercept:accept"]
