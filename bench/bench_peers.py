@@ -1,12 +1,16 @@
-"""Processes the proxy benchmark runs: a fast GOLEM upstream and a minimal trio byte relay.
+"""Processes the proxy benchmark runs: a GOLEM upstream that answers from pre-encoded bytes, and
+a minimal trio byte relay.
 
-    python bench/bench_peers.py upstream PORT      # answers GOLEM frames
+    python bench/bench_peers.py upstream PORT
     python bench/bench_peers.py relay PORT UPSTREAM_PORT
 
-The upstream answers ``big`` with a payload of ``params.size`` bytes (one string of ``x``, or
-of base64 text with ``params.base64``) and anything else with a
-small canned response; it reads and answers in batches so it is never the bottleneck of a
-pipelined run.
+The upstream must be much faster than anything measured through it, or the benchmark sees the
+upstream instead of the proxy. So it never parses the measured traffic: each connection starts
+with one ``bench.workload`` request naming a workload (answered like any request), and from then
+on the upstream only counts bytes. Every request of a workload has the same size, so each
+``recv_into`` tells it how many requests completed, and it answers all of them with one
+``sendall`` of a slice of the workload's pre-encoded responses. Ids cycle through ``ring``
+distinct values, so a proxy in between pairs every request with its own response.
 """
 
 from __future__ import annotations
@@ -17,55 +21,138 @@ import socket
 import struct
 import sys
 import threading
+from dataclasses import dataclass
+from functools import cache
 
 HEADER = struct.Struct("!I")
+BIG = 16 * 1024 * 1024
 # Base64 text with every character of its alphabet, as a viewport capture's PNG would be.
 _BASE64 = base64.b64encode(bytes(range(256)) * 3)
 
 
-def _reply(request: bytes) -> bytes:
-    message = json.loads(request)
-    if message.get("method") == "big":
-        size = int(message["params"]["size"])
-        body = b'{"id": ' + json.dumps(message["id"]).encode() + b', "result": {"data": "'
-        tail = b'"}, "error": null}'
-        fill = _BASE64 if message["params"].get("base64") else b"x"
-        count = size - len(body) - len(tail)
-        payload = body + (fill * (count // len(fill) + 1))[:count] + tail
-    else:
-        payload = (
-            b'{"id": '
-            + json.dumps(message["id"]).encode()
-            + b', "result": {"ok": true}, "error": null}'
-        )
+def frame(obj: object) -> bytes:
+    """One GOLEM frame: the ``!I`` length, then compact UTF-8 JSON."""
+    payload = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
     return HEADER.pack(len(payload)) + payload
+
+
+@dataclass(frozen=True)
+class Workload:
+    """``ring`` requests and their responses, each side a run of equal-sized frames."""
+
+    name: str
+    ring: int
+    requests: bytes
+    responses: bytes
+
+    @property
+    def request_size(self) -> int:
+        return len(self.requests) // self.ring
+
+    @property
+    def response_size(self) -> int:
+        return len(self.responses) // self.ring
+
+
+def _uniform(frames: list[bytes]) -> bytes:
+    if len({len(f) for f in frames}) != 1:
+        raise AssertionError("a workload's frames must all have one size")
+    return b"".join(frames)
+
+
+def _rtt(ring: int) -> Workload:
+    # The GOLEM client's pattern: a ~200-byte call with a UUID id, a small result.
+    requests, responses = [], []
+    for n in range(ring):
+        rid = f"550e8400-e29b-41d4-a716-{n:012d}"
+        params = {"corner_x": 0.0, "corner_y": 0.0, "corner_z": 0.0, "width": 100.0,
+                  "depth": 50.0, "height": 30.0}  # fmt: skip
+        requests.append(frame({"id": rid, "method": "creation.create_box", "params": params}))
+        result = {"guid": f"a1b2c3d4-0000-4000-8000-{n:012d}", "ok": True}
+        responses.append(frame({"id": rid, "result": result, "error": None}))
+    return Workload("rtt", ring, _uniform(requests), _uniform(responses))
+
+
+def _tiny(ring: int) -> Workload:
+    requests = [frame({"id": f"{n:08d}", "method": "ping", "params": {}}) for n in range(ring)]
+    responses = [frame({"id": f"{n:08d}", "result": {}, "error": None}) for n in range(ring)]
+    return Workload("tiny", ring, _uniform(requests), _uniform(responses))
+
+
+def _big(ring: int) -> Workload:
+    requests, responses = [], []
+    for n in range(ring):
+        rid = f"{n:08d}"
+        requests.append(frame({"id": rid, "method": "view.capture_viewport", "params": {}}))
+        head = b'{"id":"' + rid.encode() + b'","result":{"image":"'
+        tail = b'"},"error":null}'
+        count = BIG - len(head) - len(tail)
+        payload = head + (_BASE64 * (count // len(_BASE64) + 1))[:count] + tail
+        responses.append(HEADER.pack(len(payload)) + payload)
+    return Workload("big", ring, _uniform(requests), _uniform(responses))
+
+
+_BUILDERS = {"rtt": (_rtt, 4096), "tiny": (_tiny, 65536), "big": (_big, 2)}
+WORKLOADS = tuple(_BUILDERS)
+
+
+@cache
+def workload(name: str) -> Workload:
+    """The named workload (``rtt``, ``tiny`` or ``big``), built once per process."""
+    build, ring = _BUILDERS[name]
+    return build(ring)
+
+
+def hello(name: str) -> tuple[bytes, bytes]:
+    """The request that opens a benchmark connection, and the upstream's answer to it."""
+    request = frame({"id": "hello", "method": "bench.workload", "params": {"name": name}})
+    return request, frame({"id": "hello", "result": {"name": name}, "error": None})
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    """One whole frame's payload (blocking); ConnectionError if the peer closes first."""
+    header = read_exactly(sock, 4)
+    return read_exactly(sock, HEADER.unpack(header)[0])
+
+
+def read_exactly(sock: socket.socket, size: int) -> bytes:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:])
+        if n == 0:
+            raise ConnectionError("closed")
+        got += n
+    return bytes(buffer)
 
 
 def _serve_upstream(conn: socket.socket) -> None:
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    buffer = bytearray()
     with conn:
-        while True:
-            chunk = conn.recv(262144)
-            if not chunk:
-                return
-            buffer += chunk
-            out = []
-            pos = 0
-            while len(buffer) - pos >= 4:
-                (length,) = HEADER.unpack_from(buffer, pos)
-                if len(buffer) - pos - 4 < length:
-                    break
-                out.append(_reply(bytes(buffer[pos + 4 : pos + 4 + length])))
-                pos += 4 + length
-            del buffer[:pos]
-            if out:
-                conn.sendall(b"".join(out))
+        try:
+            name = json.loads(read_frame(conn))["params"]["name"]
+            conn.sendall(hello(name)[1])
+            work = workload(name)
+            size, answer, ring = work.request_size, work.response_size, work.ring
+            responses = memoryview(work.responses)
+            buffer = bytearray(1 << 20)
+            partial = index = 0
+            while n := conn.recv_into(buffer):
+                complete, partial = divmod(partial + n, size)
+                while complete:
+                    take = min(complete, ring - index)
+                    conn.sendall(responses[index * answer : (index + take) * answer])
+                    index = (index + take) % ring
+                    complete -= take
+        except (ConnectionError, OSError, ValueError, KeyError):
+            return
 
 
 def upstream(port: int) -> None:
-    server = socket.create_server(("127.0.0.1", port))
-    print("ready", flush=True)
+    for name in WORKLOADS:  # built before the first client, never while one is measured
+        workload(name)
+    server = socket.create_server(("127.0.0.1", port), backlog=128)
     while True:
         conn, _ = server.accept()
         threading.Thread(target=_serve_upstream, args=(conn,), daemon=True).start()
@@ -93,7 +180,6 @@ def relay(port: int, upstream_port: int) -> None:
 
     async def main() -> None:
         listeners = await trio.open_tcp_listeners(port, host="127.0.0.1")
-        print("ready", flush=True)
         await trio.serve_listeners(handle, listeners)
 
     trio.run(main)

@@ -28,10 +28,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_proxy import PEERS, free_port, start_process  # noqa: E402
+from bench_proxy import PEERS  # noqa: E402
+from processes import free_port, start_process  # noqa: E402
 
 from golem_proxy.recording.format import Header, RouteInfo, encode_header, read_recording  # noqa: E402
-from golem_proxy.replay.index import ReplayIndex, load_trace  # noqa: E402
+from golem_proxy.replay.index import ReplayIndex, load_exchanges  # noqa: E402
 from golem_proxy.replay.matching import Keyer, MatchMode, canonical_params  # noqa: E402
 from golem_proxy.testing.client import GolemClient  # noqa: E402
 from golem_proxy.testing.plugin_process import PluginProcess  # noqa: E402
@@ -86,7 +87,7 @@ def check_layout(path: Path) -> None:
     """The generated lines read back through the reference reader as the same exchanges."""
     sample = Path(tempfile.mkdtemp()) / "sample.jsonl"
     write_trace(sample, 50)
-    fast = load_trace(str(sample)).exchanges
+    fast = load_exchanges(str(sample)).exchanges
     reference = read_recording(str(sample)).exchanges()
     assert [(e.request, e.response) for e in fast] == [
         (e.request.payload, e.response.payload) for e in reference
@@ -97,7 +98,7 @@ def bench_index(path: Path) -> list[tuple[str, str]]:
     gc.collect()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
-    trace = load_trace(str(path))
+    trace = load_exchanges(str(path))
     loaded = time.perf_counter()
     index = ReplayIndex(trace, Keyer(MatchMode.METHOD_PARAMS))
     built = time.perf_counter()

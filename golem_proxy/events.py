@@ -162,6 +162,9 @@ class ViolationSeen:
     frame_index: Optional[int]
     t: float
     violation: Violation
+    orphan: bool = False
+    """The frame is a response that answers no outstanding request (the violation says so in
+    words; views make it a row of its own)."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,9 @@ class FaultInjected:
     fault: str
     detail: str
     method: Optional[str] = None
+    withheld: bool = False
+    """The proxy did not forward the message (``error``, ``reset`` before it, ``drop``; an
+    intercepted frame dropped or answered by hand)."""
     original: bytes = b""
     """The payload as it came, when the proxy sent other bytes in its place (an edited
     frame: the frame event before this one holds what was sent)."""

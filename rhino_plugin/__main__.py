@@ -3,6 +3,9 @@
 When both channels listen it prints one line to stdout and flushes it:
 
     rhino_plugin headless ready: main=127.0.0.1:9876 gh=127.0.0.1:9877 seed=0
+        behaviour=golem-3dmcp@9819b31
+
+(one line; wrapped here).
 
 Exit status 0 after the ``shutdown`` method, Ctrl-C (SIGINT) or SIGTERM; 2 for bad arguments
 (argparse) or a port that cannot be bound.
@@ -20,6 +23,7 @@ from typing import Optional
 
 from golem_core.dispatcher import DEFAULT_UI_TIMEOUT
 
+from .behaviours import BEHAVIOURS, DEFAULT_BEHAVIOUR
 from .plugin import HeadlessPlugin
 from .registry import PluginOptions
 
@@ -73,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="register debug.sleep {seconds} (tests and demos)",
     )
     parser.add_argument(
+        "--behaviour",
+        choices=BEHAVIOURS,
+        default=DEFAULT_BEHAVIOUR,
+        help=f"which plugin to play on the wire (default {DEFAULT_BEHAVIOUR}; "
+        "extended: also the names the MCP server sends that the real plugin lacks)",
+    )
+    parser.add_argument(
         "--ui-timeout",
         type=_positive,
         default=DEFAULT_UI_TIMEOUT,
@@ -108,6 +119,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         allow_scripts=args.allow_scripts,
         debug_methods=args.debug_methods,
         ui_timeout=args.ui_timeout,
+        behaviour=args.behaviour,
     )
     plugin = HeadlessPlugin(args.host, args.port, args.gh_port, options)
     try:
@@ -123,7 +135,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     signal.signal(signal.SIGTERM, stop_signal)
     print(
         f"rhino_plugin headless ready: main={main_host}:{main_port} "
-        f"gh={gh_host}:{gh_port} seed={options.seed}",
+        f"gh={gh_host}:{gh_port} seed={options.seed} behaviour={options.behaviour}",
         flush=True,
     )
     try:

@@ -5,7 +5,8 @@
     ...
     plugin.stop()
 
-Both channels share one document and one UI thread. A ``shutdown`` request on either channel
+Both channels share one document and one UI thread; ``options.behaviour`` says which plugin
+they play (see `rhino_plugin.behaviours`). A ``shutdown`` request on either channel
 is answered first, then both channels stop (`wait` returns).
 """
 
@@ -14,8 +15,9 @@ from __future__ import annotations
 import threading
 from typing import Optional, TextIO
 
+from .behaviours import build_channels
 from .document import Document
-from .registry import PluginOptions, PluginRegistry
+from .registry import PluginOptions
 from .server import ChannelServer
 from .ui_thread import UiThread
 
@@ -41,7 +43,6 @@ class HeadlessPlugin:
         self.gh_port = gh_port
         self.options = options or PluginOptions()
         self.document = Document(self.options.seed)
-        self.registry = PluginRegistry(self.document, self.options)
         self._log = log
         self._ui = UiThread()
         self._shutdown_requested = threading.Event()
@@ -67,16 +68,22 @@ class HeadlessPlugin:
     def start(self) -> tuple[Address, Address]:
         """Bind both channels and start serving. Returns ``(main_address, gh_address)``.
 
-        Raises OSError when a port cannot be bound (nothing is left listening then)."""
-        runner = self._ui.run
-        main = self.registry.main_dispatcher(
-            ui_runner=runner, on_shutdown=self._shutdown_requested.set
-        )
-        grasshopper = self.registry.grasshopper_dispatcher(
-            ui_runner=runner, on_shutdown=self._shutdown_requested.set
+        Raises OSError when a port cannot be bound (nothing is left listening then) and
+        ValueError for an unknown behaviour."""
+        (main, main_respond), (grasshopper, gh_respond) = build_channels(
+            self.document,
+            self.options,
+            ui_runner=self._ui.run,
+            on_shutdown=self._shutdown_requested.set,
         )
         main_server = ChannelServer(
-            "main", self.host, self.port, main, after_reply=self._after_reply, log=self._log
+            "main",
+            self.host,
+            self.port,
+            main,
+            after_reply=self._after_reply,
+            log=self._log,
+            respond=main_respond,
         )
         try:
             gh_server = ChannelServer(
@@ -86,6 +93,7 @@ class HeadlessPlugin:
                 grasshopper,
                 after_reply=self._after_reply,
                 log=self._log,
+                respond=gh_respond,
             )
         except OSError:
             main_server.stop()

@@ -1,4 +1,4 @@
-"""Builds the dispatchers of the headless plugin for one document.
+"""Builds the dispatchers of the ``extended`` behaviour for one document, and the options.
 
 `PluginRegistry` owns the handler objects (they share one `Document` and one Grasshopper
 session) and builds one golem_core `Dispatcher` per channel:
@@ -46,6 +46,8 @@ class PluginOptions:
     allow_scripts: bool = False
     debug_methods: bool = False
     ui_timeout: float = DEFAULT_UI_TIMEOUT
+    behaviour: str = "golem-3dmcp@9819b31"
+    """Which plugin to play on the wire: see `rhino_plugin.behaviours`."""
 
 
 class PluginRegistry:

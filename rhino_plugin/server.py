@@ -33,7 +33,8 @@ LISTEN_BACKLOG = 5
 
 class ChannelServer:
     """Serves one listening socket with one dispatcher. ``after_reply`` is called after each
-    answer is sent (the plugin uses it to stop once `shutdown` has been answered)."""
+    answer is sent (the plugin uses it to stop once `shutdown` has been answered); ``respond``
+    replaces `Dispatcher.respond` as the payload → reply step (None closes the connection)."""
 
     def __init__(
         self,
@@ -44,9 +45,11 @@ class ChannelServer:
         *,
         after_reply: Optional[Callable[[], None]] = None,
         log: Optional[TextIO] = None,
+        respond: Optional[Callable[[bytes], Optional[bytes]]] = None,
     ) -> None:
         self.name = name
         self.dispatcher = dispatcher
+        self._respond = respond if respond is not None else dispatcher.respond
         self._after_reply = after_reply
         self._log = log
         self._stopping = threading.Event()
@@ -79,6 +82,9 @@ class ChannelServer:
             # Shutting the socket down wakes a recv() blocked in the serve thread.
             with contextlib.suppress(OSError):
                 client.shutdown(socket.SHUT_RDWR)
+        # On Linux this also wakes an accept() at once instead of at its next poll.
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout)
         self._listener.close()
@@ -123,7 +129,7 @@ class ChannelServer:
                 return  # reset by the peer, or stop() shut the socket down
             if frame is None:
                 return
-            reply = self.dispatcher.respond(frame.payload)
+            reply = self._respond(frame.payload)
             if reply is None:
                 return
             try:

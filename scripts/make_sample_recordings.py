@@ -1,11 +1,13 @@
-"""Regenerate the sample traces in recordings/: scripted GOLEM sessions recorded through the
-proxy from the headless plugin.
+"""Regenerate the sample traces in recordings/: the scripted GOLEM sessions of
+`golem_proxy.testing.demo_session` (the ones ``golem-proxy demo`` drives), each recorded
+through the proxy from the headless plugin in its default behaviour (golem-3dmcp@9819b31).
 
     python scripts/make_sample_recordings.py [--seed 7] [--out recordings]
 
-Three sessions: a modelling session (main channel), an error-heavy session (missing params,
-unknown GUIDs and methods, a malformed frame) and a Grasshopper session (gh channel). With the
-same seed the files hold the same requests, ids, GUIDs and answers; only the times differ.
+Three sessions: a modelling session, an error-heavy session (drift between what the MCP server
+sends and what the plugin registers or reads, unknown GUIDs, a malformed frame) and a
+Grasshopper session. With the same seed the files hold the same requests, ids, GUIDs and
+answers; only the times differ.
 """
 
 from __future__ import annotations
@@ -13,13 +15,10 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import sys
 import uuid
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import trio
 
@@ -30,80 +29,11 @@ from golem_core.profiles import GOLEM  # noqa: E402
 from golem_proxy.live.relay import ProxyOptions  # noqa: E402
 from golem_proxy.live.session import ProxySession, SessionConfig  # noqa: E402
 from golem_proxy.net.addresses import Address, Route  # noqa: E402
-from golem_proxy.testing.client import GolemClient, RhinoCommandError  # noqa: E402
+from golem_proxy.testing.demo_session import SESSIONS, DemoOutcome, Script  # noqa: E402
 from golem_proxy.testing.plugin_process import PluginProcess  # noqa: E402
 
-Session = Callable[[tuple[str, int], tuple[str, int]], None]
 
-
-def _call(client: GolemClient, method: str, params: dict[str, Any]) -> Any:
-    try:
-        return client.send_command(method, params)
-    except RhinoCommandError:
-        return None  # the error is in the recording; the session goes on
-
-
-def modelling(main: tuple[str, int], gh: tuple[str, int]) -> None:
-    with GolemClient(*main) as rhino:
-        _call(rhino, "scene.get_document_info", {})
-        _call(rhino, "scene.create_layer", {"name": "Walls", "color": [200, 80, 40]})
-        boxes = [
-            _call(
-                rhino,
-                "geometry.create_box",
-                {
-                    "corner": [x, 0.0, 0.0],
-                    "width": 40.0,
-                    "depth": 10.0,
-                    "height": 30.0,
-                    "layer": "Walls",
-                },
-            )
-            for x in (0.0, 50.0)
-        ]
-        sphere = _call(
-            rhino, "geometry.create_sphere", {"center": [20.0, 5.0, 45.0], "radius": 8.0}
-        )
-        guids = [item["guid"] for item in (*boxes, sphere) if item]
-        _call(rhino, "scene.list_objects", {"layer": "Walls"})
-        _call(
-            rhino, "manipulation.move_objects", {"guids": guids[:2], "translation": [0.0, 5.0, 0.0]}
-        )
-        _call(rhino, "operations.boolean_union", {"guids": guids[1:]})
-        _call(rhino, "scene.list_objects", {})
-
-
-def errors(main: tuple[str, int], gh: tuple[str, int]) -> None:
-    with GolemClient(*main) as rhino:
-        _call(rhino, "geometry.create_sphere", {"center": [0, 0, 0]})
-        _call(rhino, "scene.get_object_info", {"guid": "00000000-0000-4000-8000-000000000000"})
-        _call(rhino, "creation.create_hexagon", {"radius": 3.0})
-        _call(rhino, "scene.create_layer", {"name": "Dup"})
-        _call(rhino, "scene.create_layer", {"name": "Dup"})
-        _call(rhino, "manipulation.align_objects", {"guids": [], "alignment": "left"})
-    # A client bug: a frame that is not JSON. The plugin answers -32603 with a null id.
-    with socket.create_connection(main, timeout=10) as raw:
-        raw.sendall(GOLEM.frame_payload(b'{"id": "broken", "method": '))
-        raw.recv(65536)
-
-
-def grasshopper(main: tuple[str, int], gh: tuple[str, int]) -> None:
-    with GolemClient(*gh) as channel:
-        _call(channel, "grasshopper.open_definition", {"file_path": "demo/box.gh"})
-        _call(channel, "grasshopper.list_components", {})
-        _call(channel, "grasshopper.set_input", {"component_name": "Height", "value": 12.5})
-        _call(channel, "grasshopper.recompute", {})
-        _call(channel, "grasshopper.bake_objects", {"layer": "Default"})
-
-
-SESSIONS: dict[str, Session] = {
-    "modelling-session": modelling,
-    "error-session": errors,
-    "grasshopper-session": grasshopper,
-}
-
-
-async def record(path: Path, plugin: PluginProcess, session: Session) -> None:
+async def record(path: Path, plugin: PluginProcess, session: Script) -> None:
     routes = [
         Route("main", Address("127.0.0.1", 0), plugin.main),
         Route("gh", Address("127.0.0.1", 0), plugin.gh),
@@ -119,7 +49,9 @@ async def record(path: Path, plugin: PluginProcess, session: Session) -> None:
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(proxy.run)
         main, gh = bound[0].listen, bound[1].listen
-        await trio.to_thread.run_sync(session, (main.host, main.port), (gh.host, gh.port))
+        await trio.to_thread.run_sync(
+            session, (main.host, main.port), (gh.host, gh.port), DemoOutcome()
+        )
         proxy.stop()
         await proxy.finished.wait()
 

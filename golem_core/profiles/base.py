@@ -92,6 +92,10 @@ class Profile(abc.ABC):
     channels: tuple[str, ...] = ("main",)
     """The route names of the endpoints a server of this protocol listens on, the main one
     first (GOLEM adds its Grasshopper channel, ``gh``)."""
+    clients_read_past_answers: bool = True
+    """Whether a client may keep reading once its last request is answered (to the end of the
+    stream, for server notifications). A proxy must then pass a server's close on at once; when
+    it is False, it may hold the close of an idle connection until the client sends again."""
     builtin_methods: tuple[str, ...] = ()
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""
@@ -146,6 +150,11 @@ class Profile(abc.ABC):
             obj, bad = decode_json(payload)
             if bad is not None:
                 return replace(bad, role=role)
+        return self.parse_decoded(obj, role)
+
+    def parse_decoded(self, obj: Any, role: Optional[Role]) -> Message:
+        """`parse` for a payload already decoded from JSON (by a faster decoder that accepts
+        exactly what ``json.loads`` accepts, or less: anything it refuses goes to `parse`)."""
         if role is None:
             role = _REQUEST if isinstance(obj, dict) and "method" in obj else _RESPONSE
         if role is _REQUEST:

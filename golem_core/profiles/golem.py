@@ -164,6 +164,8 @@ class GolemProfile(Profile):
     registry = GOLEM_REGISTRY
     rules = RULES
     channels = ("main", "gh")
+    # A GOLEM client sends a request and reads its one answer; between calls it reads nothing.
+    clients_read_past_answers = False
     builtin_methods = ("ping", "shutdown", "list_methods")
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:

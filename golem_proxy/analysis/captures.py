@@ -11,10 +11,11 @@ import errno
 import json
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Optional
 
+from ..recording.files import open_private
 from .flows import Flow
 
 __all__ = ["PNG_SIGNATURE", "Capture", "capture_of", "captures", "write_captures"]
@@ -61,27 +62,23 @@ def capture_of(flow: Flow) -> Optional[Capture]:
     return Capture(flow.number, png, width, height)
 
 
-def captures(flows: Iterable[Flow]) -> list[Capture]:
+def captures(flows: Iterable[Flow]) -> Iterator[Capture]:
     """Every captured image of ``flows``, in flow order."""
-    return [found for found in map(capture_of, flows) if found is not None]
+    for flow in flows:
+        found = capture_of(flow)
+        if found is not None:
+            yield found
 
 
-def write_captures(found: Iterable[Capture], directory: str) -> list[str]:
-    """Write each capture to ``directory/flow-N.png`` (the directory is created, private, when
-    missing). Files are created readable by their owner only, and a symbolic link in their
-    place is refused, never followed. Returns the paths written; raises OSError (ELOOP for a
-    link)."""
+def write_captures(found: Iterable[Capture], directory: str) -> Iterator[Capture]:
+    """Write each capture to ``directory/flow-N.png`` as it comes (the directory is created,
+    private, when missing), yielding it once written. The files are private, and a symbolic
+    link or another user's file in their place is refused, never followed
+    (`golem_proxy.recording.files.open_private`). Raises OSError."""
     if os.path.islink(directory):
-        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), directory)
+        raise OSError(errno.ELOOP, f"refusing to write through symlink {directory}", directory)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    written = []
     for capture in found:
-        path = os.path.join(directory, capture.filename)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            # An existing file keeps its mode through O_TRUNC: make it private too.
-            os.fchmod(handle.fileno(), 0o600)
+        with open_private(os.path.join(directory, capture.filename), overwrite=True) as handle:
             handle.write(capture.png)
-        written.append(path)
-    return written
+        yield capture

@@ -3,7 +3,7 @@ it was seen in and the source line it comes from."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -13,7 +13,7 @@ from golem_core.messages import Request
 from .audit import Finding
 from .flows import Flow
 
-__all__ = ["KINDS", "RECORDED", "DriftReport", "DriftRow", "drift_report"]
+__all__ = ["KINDS", "RECORDED", "DriftCollector", "DriftReport", "DriftRow", "drift_report"]
 
 RECORDED = "recorded"
 """The side of a row rebuilt from a recorded violation (no catalogue at hand)."""
@@ -89,33 +89,59 @@ class DriftReport:
         return data
 
 
-def drift_report(
-    flows: Sequence[Flow], findings: Iterable[Finding], catalogue: Optional[MethodCatalogue]
-) -> DriftReport:
-    """The drift of ``flows`` against ``catalogue``; without one, the catalogue findings the
-    proxy recorded (``findings``) make the rows."""
-    rows: dict[tuple[str, str, str, str], DriftRow] = {}
+class DriftCollector:
+    """Drift rows gathered as flows stream past (`add_flows`), or, without a catalogue, from
+    the catalogue findings the proxy recorded (`add_findings`); `report` sorts them."""
 
-    def add(drift: Drift, flow: int) -> None:
+    def __init__(self, catalogue: Optional[MethodCatalogue]) -> None:
+        self.catalogue = catalogue
+        self.rows: dict[tuple[str, str, str, str], DriftRow] = {}
+
+    def _add(self, drift: Drift, flow: int) -> None:
         key = (drift.kind, drift.method, drift.param, drift.other)
-        row = rows.setdefault(key, DriftRow(drift))
+        row = self.rows.setdefault(key, DriftRow(drift))
         if flow not in row.flows:
             row.flows.append(flow)
 
-    if catalogue is not None:
+    def add_flows(self, flows: Iterable[Flow]) -> None:
+        catalogue = self.catalogue
+        if catalogue is None:
+            return
         for flow in flows:
             message = flow.request.message if flow.request is not None else None
             if isinstance(message, Request):
                 for drift in catalogue.drift(message):
-                    add(drift, flow.number)
-    else:
+                    self._add(drift, flow.number)
+
+    def add_findings(self, findings: Iterable[Finding]) -> None:
+        if self.catalogue is not None:
+            return  # with a catalogue, the flows themselves are read against it
         for finding in findings:
             kind = _RULE_KINDS.get(finding.rule)
             if kind is not None:
                 param = finding.violation.path.removeprefix("$.params").lstrip(".")
                 said = finding.violation.message
                 drift = Drift(kind, finding.method or "?", param, side=RECORDED, detail=said)
-                add(drift, finding.flow or 0)
+                self._add(drift, finding.flow or 0)
+
+    def report(self) -> DriftReport:
+        return _report(self.rows, self.catalogue)
+
+
+def drift_report(
+    flows: Iterable[Flow], findings: Iterable[Finding], catalogue: Optional[MethodCatalogue]
+) -> DriftReport:
+    """The drift of ``flows`` against ``catalogue``; without one, the catalogue findings the
+    proxy recorded (``findings``) make the rows."""
+    collector = DriftCollector(catalogue)
+    collector.add_flows(flows)
+    collector.add_findings(findings)
+    return collector.report()
+
+
+def _report(
+    rows: dict[tuple[str, str, str, str], DriftRow], catalogue: Optional[MethodCatalogue]
+) -> DriftReport:
     ordered = sorted(
         rows.values(),
         key=lambda r: (KINDS.index(r.drift.kind), r.drift.method, r.drift.param, r.drift.other),

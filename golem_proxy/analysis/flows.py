@@ -175,6 +175,9 @@ class FlowTracker:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self.flows: list[Flow] = []
+        """The flows in the order they were created (see `take_settled` for a reader that
+        hands them on instead of keeping them)."""
+        self.created = 0
         self.connections: dict[int, ConnectionInfo] = {}
         self.events_missed = 0
         self._by_request: dict[tuple[int, int], Flow] = {}
@@ -221,8 +224,27 @@ class FlowTracker:
         self.events_missed += getattr(event, "count", 0)
         return None
 
+    def take_settled(self, touched: Optional[Flow]) -> list[Flow]:
+        """Remove and return the oldest flows that are settled: answered, never to be
+        answered, or a framing error, and not ``touched`` by the last event (a framing
+        error's violation comes in the event after it). Flows are taken in order, so a
+        pending one holds back those after it. For a reader that streams a trace in
+        memory that does not grow with it."""
+        flows = self.flows
+        count = 0
+        for flow in flows:
+            if flow is touched or not (
+                flow.response is not None or flow.frame_error is not None or flow.closed_unanswered
+            ):
+                break
+            count += 1
+        taken = flows[:count]
+        del flows[:count]
+        return taken
+
     def _new_flow(self, conn: int, route: str) -> Flow:
-        flow = Flow(len(self.flows) + 1, conn, route)
+        self.created += 1
+        flow = Flow(self.created, conn, route)
         self.flows.append(flow)
         return flow
 
@@ -283,7 +305,7 @@ class FlowTracker:
             if flow is not None:
                 flow.violations.append(event.violation)
             return flow
-        if event.violation.rule == ORPHAN_RULE:
+        if event.orphan:
             response = self._responses.pop(key, None)
             flow = self._new_flow(event.conn, event.route)
             flow.response = response

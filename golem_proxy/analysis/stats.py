@@ -24,6 +24,7 @@ __all__ = [
     "LatencySummary",
     "MethodStats",
     "Stats",
+    "StatsBuilder",
     "compute_stats",
     "method_label",
     "percentile",
@@ -144,26 +145,69 @@ def method_label(flow: Flow) -> str:
     return "<unknown>"
 
 
-def _row(route: str, method: str, flows: Sequence[Flow]) -> MethodStats:
-    return MethodStats(
-        route,
-        method,
-        len(flows),
-        sum(1 for flow in flows if flow.is_error),
-        sum(1 for flow in flows if flow.pending),
-        sum(1 for flow in flows if flow.has_violation),
-        summarize_latencies(flow.latency for flow in flows if flow.latency is not None),
-    )
+class _Tally:
+    """The counts of one row, and its latencies (all kept: percentiles are exact)."""
+
+    __slots__ = ("count", "errors", "latencies", "pending", "with_violations")
+
+    def __init__(self) -> None:
+        self.count = self.errors = self.pending = self.with_violations = 0
+        self.latencies: list[float] = []
+
+    def add(self, flow: Flow) -> None:
+        self.count += 1
+        self.errors += flow.is_error
+        self.pending += flow.pending
+        self.with_violations += flow.has_violation
+        latency = flow.latency
+        if latency is not None:
+            self.latencies.append(latency)
+
+    def row(self, route: str, method: str) -> MethodStats:
+        return MethodStats(
+            route,
+            method,
+            self.count,
+            self.errors,
+            self.pending,
+            self.with_violations,
+            summarize_latencies(self.latencies),
+        )
+
+
+class StatsBuilder:
+    """`compute_stats` one flow at a time, for a reader that streams: what it keeps per flow
+    is its latency, not the flow."""
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[str, str], _Tally] = {}
+        self._routes: dict[str, _Tally] = {}
+        self._overall = _Tally()
+
+    def add(self, flow: Flow) -> None:
+        key = (flow.route, method_label(flow))
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _Tally()
+        group.add(flow)
+        route = self._routes.get(flow.route)
+        if route is None:
+            route = self._routes[flow.route] = _Tally()
+        route.add(flow)
+        self._overall.add(flow)
+
+    def stats(self) -> Stats:
+        groups, routes = self._groups, self._routes
+        return Stats(
+            tuple(groups[key].row(*key) for key in sorted(groups)),
+            tuple(routes[name].row(name, ALL_METHODS) for name in sorted(routes)),
+            self._overall.row(ALL_ROUTES, ALL_METHODS),
+        )
 
 
 def compute_stats(flows: Iterable[Flow]) -> Stats:
     """Statistics of ``flows``: one row per route and method, per-route totals, overall."""
-    every = list(flows)
-    groups: dict[tuple[str, str], list[Flow]] = {}
-    by_route: dict[str, list[Flow]] = {}
-    for flow in every:
-        groups.setdefault((flow.route, method_label(flow)), []).append(flow)
-        by_route.setdefault(flow.route, []).append(flow)
-    rows = tuple(_row(route, method, group) for (route, method), group in sorted(groups.items()))
-    routes = tuple(_row(route, ALL_METHODS, group) for route, group in sorted(by_route.items()))
-    return Stats(rows, routes, _row(ALL_ROUTES, ALL_METHODS, every))
+    builder = StatsBuilder()
+    for flow in flows:
+        builder.add(flow)
+    return builder.stats()

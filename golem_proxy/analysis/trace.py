@@ -1,70 +1,138 @@
-"""A recording opened for reading: its events folded into flows, and flows as JSON.
+"""A recording opened for the views (`show`, `stats`, `check`, `export`): its events, folded
+into flows as they are read, and flows as JSON.
 
-The reading commands (`show`, `stats`, `check`, `export`) all start here, so they agree on what
-a trace holds and report a missing or damaged file the same way.
+The reading commands all start here, so they agree on what a trace holds and report a missing
+or damaged file the same way. A `FlowReader` streams: it reads one line at a time and hands a
+flow on as soon as it is settled, so the first rows of a large trace come at once and memory
+does not grow with the trace.
 """
 
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
-from typing import Any, Optional
+import json
+import re
+from collections.abc import Iterator
+from typing import IO, Any, Optional
 
 from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
 from ..events import Event, FrameSeen
-from ..recording.format import Header, Recording, RecordingError, read_recording
+from ..recording.format import Header, RecordingError, RecordingReader, open_recording
 from .flows import Flow, FlowTracker
 
-__all__ = ["Trace", "TraceError", "flow_to_json", "load_trace"]
+__all__ = ["FlowReader", "TraceError", "flow_json_line", "flow_to_json", "json_text", "open_flows"]
 
 
 class TraceError(Exception):
-    """A recording that cannot be read; the message is one line, fit for the command line."""
+    """A recording that cannot be read; the message is one line, fit for the command line:
+    the file, the line number when the problem is in one line, and what is wrong."""
 
 
-@dataclass
-class Trace:
-    path: str
-    recording: Recording
-    tracker: FlowTracker
+class FlowReader:
+    """A recording being read: its header and profile at once, then its events or flows,
+    once, as they are read. Errors while reading raise TraceError. Close it when done (it is
+    a context manager)."""
+
+    def __init__(self, path: str, stream: IO[bytes], reader: RecordingReader) -> None:
+        self.path = path
+        self._stream = stream
+        self._reader = reader
+        self.tracker = FlowTracker(reader.profile)
+        self.flow_count = 0
+        """Flows handed on so far (all of them once `flows` is exhausted)."""
 
     @property
     def header(self) -> Header:
-        return self.recording.header
+        return self._reader.header
 
     @property
     def profile(self) -> Profile:
-        return self.recording.profile
+        return self._reader.profile
 
     @property
-    def events(self) -> list[Event]:
-        return self.recording.events
+    def truncated_tail(self) -> bool:
+        """The last line was incomplete (the writer stopped) and was ignored."""
+        return self._reader.truncated_tail
 
-    @property
-    def flows(self) -> list[Flow]:
-        return self.tracker.flows
+    def events(self) -> Iterator[Event]:
+        """Every event, in file order (not folded into flows: `flows` does that)."""
+        return self._read()
+
+    def flows(self) -> Iterator[Flow]:
+        """Every flow in number order, each as soon as it is settled (answered, closed
+        unanswered, a framing error); what is still pending at the end of the file last."""
+        tracker = self.tracker
+        apply, settled = tracker.apply, tracker.take_settled
+        for event in self._read():
+            done = settled(apply(event))
+            if done:
+                self.flow_count += len(done)
+                yield from done
+        rest = settled(None) + tracker.flows
+        tracker.flows = []
+        self.flow_count += len(rest)
+        yield from rest
+
+    def batches(self, size: int = 1000) -> Iterator[tuple[list[Event], list[Flow]]]:
+        """The trace in pieces: the events read since the last piece and the flows they
+        settled. A piece ends once it has ``size`` flows and no flow is left pending, so every
+        event about a flow is in the piece of that flow or an earlier one."""
+        tracker = self.tracker
+        apply, settled = tracker.apply, tracker.take_settled
+        events: list[Event] = []
+        flows: list[Flow] = []
+        for event in self._read():
+            events.append(event)
+            flows += settled(apply(event))
+            if len(flows) >= size and not tracker.flows:
+                self.flow_count += len(flows)
+                yield events, flows
+                events, flows = [], []
+        flows += settled(None) + tracker.flows
+        tracker.flows = []
+        self.flow_count += len(flows)
+        yield events, flows
+
+    def _read(self) -> Iterator[Event]:
+        try:
+            yield from self._reader
+        except RecordingError as exc:
+            raise TraceError(str(exc.at(self.path))) from None
+        except OSError as exc:
+            raise TraceError(f"{self.path}: {exc.strerror or exc}") from None
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __enter__(self) -> FlowReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
-def load_trace(path: str) -> Trace:
-    """Read the recording at ``path`` (up to its last complete line) and build its flows.
-
-    Raises TraceError saying why the file cannot be read."""
+def open_flows(path: str) -> FlowReader:
+    """Open the recording at ``path`` and read its header. Raises TraceError saying why the
+    file cannot be read (one line naming it)."""
     try:
-        recording = read_recording(path)
+        stream = open_recording(path)
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a directory, not a recording") from None
+    except RecordingError as exc:
+        raise TraceError(str(exc.at(path))) from None
     except OSError as exc:
         raise TraceError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        reader = RecordingReader(stream, path=path)
     except RecordingError as exc:
-        raise TraceError(f"{path}: {exc}") from None
-    tracker = FlowTracker(recording.profile)
-    for event in recording.events:
-        tracker.apply(event)
-    return Trace(path, recording, tracker)
+        stream.close()
+        raise TraceError(str(exc.at(path))) from None
+    except BaseException:
+        stream.close()
+        raise
+    return FlowReader(path, stream, reader)
 
 
 def _message_json(frame: Optional[FrameSeen], prefix: str) -> dict[str, Any]:
@@ -79,6 +147,29 @@ def _message_json(frame: Optional[FrameSeen], prefix: str) -> dict[str, Any]:
     if undecodable:
         return {prefix: None, f"{prefix}_raw": base64.b64encode(frame.payload).decode("ascii")}
     return {prefix: message.obj}
+
+
+# What json.dumps(ensure_ascii=False) leaves as it is but a terminal or a UTF-8 encoder must
+# not see: C1 controls, line separators, lone surrogates. They can only be inside strings in
+# JSON text, where their \u escapes mean the same.
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def json_text(data: Any, indent: Optional[int] = None) -> str:
+    """``data`` as JSON (on one line without ``indent``), readable (non-ASCII kept) and safe
+    to print or encode: control characters and lone surrogates are written as escapes."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    return _UNSAFE_IN_JSON.sub(_escape, text)
+
+
+def flow_json_line(flow: Flow, profile: Profile) -> str:
+    """One flow as a line of JSON (with its newline): what `show --json` and `export
+    --format jsonl` print."""
+    return json_text(flow_to_json(flow, profile)) + "\n"
 
 
 def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:

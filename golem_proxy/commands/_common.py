@@ -24,7 +24,7 @@ from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, FilterError, parse_filter
 from ..analysis.flows import Flow
-from ..analysis.trace import Trace, TraceError, load_trace
+from ..analysis.trace import FlowReader, TraceError, open_flows
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
 from ..terminal import safe_text
@@ -185,40 +185,47 @@ def fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def open_trace(path: str) -> Optional[Trace]:
-    """Load a recording, or print why it cannot be read and return None."""
+def open_trace(path: str) -> Optional[FlowReader]:
+    """Open a recording and read its header, or print why it cannot be read and return
+    None. Reading it may still raise TraceError (a damaged line further on)."""
     try:
-        trace = load_trace(path)
+        return open_flows(path)
     except TraceError as exc:
         fail(str(exc))
         return None
-    if trace.recording.truncated_tail:
+
+
+def note_truncated(reader: FlowReader) -> None:
+    """Say so on stderr when the recording's last line was incomplete (once it was read)."""
+    if reader.truncated_tail:
         console(stderr=True).print(
             Text(
-                f"note: {path} ends with an incomplete line (the writer stopped); "
-                "read up to the last complete line",
+                f"note: {safe_text(reader.path)} ends with an incomplete line (the writer "
+                "stopped); read up to the last complete line",
                 style="yellow",
             )
         )
-    return trace
 
 
 def filtered_flows(
     path: str, expression: Optional[str]
-) -> Optional[tuple[Trace, list[Flow], Optional[Filter]]]:
+) -> Optional[tuple[FlowReader, Iterator[Flow], Optional[Filter]]]:
     """Open the recording at ``path``; return it, its flows matching ``expression`` (all for
-    None) and the parsed filter. Prints a one-line error and returns None for a bad filter or
-    file."""
+    None) as they are read, and the parsed filter. Prints a one-line error and returns None
+    for a bad filter or file; reading the flows may raise TraceError."""
     try:
         chosen = parse_filter(expression) if expression is not None else None
     except FilterError as exc:
         fail(f"bad filter: {exc}")
         return None
-    trace = open_trace(path)
-    if trace is None:
+    reader = open_trace(path)
+    if reader is None:
         return None
-    profile = trace.profile
-    return trace, [f for f in trace.flows if chosen is None or chosen.matches(f, profile)], chosen
+    profile = reader.profile
+    flows = reader.flows()
+    if chosen is not None:
+        flows = (f for f in flows if chosen.matches(f, profile))
+    return reader, flows, chosen
 
 
 def status_text(flow: Flow, profile: Profile) -> Text:
@@ -234,7 +241,7 @@ def status_text(flow: Flow, profile: Profile) -> Text:
         style = "yellow"
     else:
         style = "red"
-    return Text(status, style=style)
+    return Text(safe_text(status), style=style)
 
 
 def violation_marker(flow: Flow) -> Text:

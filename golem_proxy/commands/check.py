@@ -4,9 +4,8 @@ the drift against a method catalogue."""
 from __future__ import annotations
 
 import argparse
-import json
 import socket
-from typing import Optional
+from typing import Any, Optional
 
 from rich.console import Console
 from rich.panel import Panel
@@ -19,8 +18,9 @@ from golem_core.contract import Severity
 from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
 
-from ..analysis.audit import CATALOGUE_RULE_PREFIX, RuleGroup, audit, group_by_rule
-from ..analysis.drift import DriftReport, drift_report
+from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
+from ..analysis.drift import DriftCollector, DriftReport
+from ..analysis.trace import FlowReader, TraceError, json_text
 from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import parse_address
 from ..terminal import safe_text
@@ -30,6 +30,7 @@ from ._common import (
     EXIT_USAGE,
     console,
     fail,
+    note_truncated,
     open_trace,
     os_reason,
     severity_text,
@@ -77,32 +78,69 @@ def run(args: argparse.Namespace) -> int:
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
-    findings = audit(trace.events, trace.flows, trace.profile, catalogue)
+    collector = DriftCollector(catalogue)
+    with trace:
+        try:
+            findings = _audit(trace, catalogue, collector)
+        except TraceError as exc:
+            return fail(str(exc))
+    note_truncated(trace)
     drift = [f for f in findings if f.rule.startswith(CATALOGUE_RULE_PREFIX)]
     contract = group_by_rule(f for f in findings if not f.rule.startswith(CATALOGUE_RULE_PREFIX))
     errors = sum(1 for f in findings if f.severity is Severity.ERROR)
     warnings = len(findings) - errors
     failed = errors > 0 or (args.strict and warnings > 0)
-    report = drift_report(trace.flows, drift, catalogue)
+    collector.add_findings(drift)
+    report = collector.report()
     if args.json:
         data = {
             "recording": trace.path,
             "profile": trace.profile.name,
-            "flows": len(trace.flows),
+            "flows": trace.flow_count,
             "errors": errors,
             "warnings": warnings,
             "rules": [group.to_json() for group in contract],
             "drift": report.to_json(),
         }
-        console().file.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        console().file.write(json_text(data, indent=2) + "\n")
     else:
         out = console()
         if catalogue is not None or drift:
             print_drift(out, report)
         _print_rules(out, contract)
-        verdict = f"{errors} error(s), {warnings} warning(s) in {len(trace.flows)} flows"
+        verdict = f"{errors} error(s), {warnings} warning(s) in {trace.flow_count} flows"
         out.print(Text(verdict, style="bold red" if failed else "bold green"))
     return EXIT_FINDINGS if failed else EXIT_OK
+
+
+def _audit(
+    trace: FlowReader,
+    catalogue: Optional[MethodCatalogue],
+    drift: DriftCollector,
+    piece: int = 1000,
+) -> list[Finding]:
+    """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
+    in the order one call over the whole trace gives; the flows' drift goes to ``drift``."""
+    findings: list[Finding] = []
+    unlocated: set[tuple[Any, ...]] = set()
+    for events, flows in trace.batches(piece):
+        drift.add_flows(flows)
+        for finding in audit(events, flows, trace.profile, catalogue):
+            if finding.flow is None:  # the same report may come in two pieces: keep one
+                violation = finding.violation
+                key = (
+                    finding.conn,
+                    finding.direction,
+                    violation.message,
+                    violation.rule,
+                    violation.path,
+                )
+                if key in unlocated:
+                    continue
+                unlocated.add(key)
+            findings.append(finding)
+    findings.sort(key=lambda f: (f.flow is None, f.flow or 0))
+    return findings
 
 
 # -- catalogue -------------------------------------------------------------------------------
@@ -210,6 +248,11 @@ def _flows(numbers: list[int]) -> str:
 # -- rules -----------------------------------------------------------------------------------
 
 
+def _literal(text: str) -> Text:
+    """Text from the trace, shown as it is: no markup, no control characters."""
+    return Text(safe_text(text))
+
+
 def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
     if not groups:
         out.print(Text("no contract violations", style="green"))
@@ -220,11 +263,18 @@ def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
     summary.add_column("count", justify="right")
     summary.add_column("summary")
     for group in groups:
-        summary.add_row(group.rule, severity_text(group.severity), str(group.count), group.summary)
+        summary.add_row(
+            _literal(group.rule),
+            severity_text(group.severity),
+            str(group.count),
+            _literal(group.summary),
+        )
     out.print(summary)
     for group in groups:
         detail = Table(
-            title=f"{group.rule} ({group.count})", title_justify="left", title_style="bold"
+            title=_literal(f"{group.rule} ({group.count})"),
+            title_justify="left",
+            title_style="bold",
         )
         for column in ("flow", "conn", "dir", "method", "path", "message"):
             detail.add_column(column, justify="right" if column in ("flow", "conn") else "left")
@@ -233,9 +283,9 @@ def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
                 "" if finding.flow is None else f"#{finding.flow}",
                 "" if finding.conn is None else str(finding.conn),
                 finding.direction or "",
-                finding.method or "",
-                finding.violation.path,
-                finding.violation.message,
+                _literal(finding.method or ""),
+                _literal(finding.violation.path),
+                _literal(finding.violation.message),
             )
         if group.count > _EXAMPLES_PER_RULE:
             detail.caption = f"… and {group.count - _EXAMPLES_PER_RULE} more (--json for all)"

@@ -17,7 +17,7 @@ from rich.console import Console
 from golem_core.profiles import GOLEM
 
 from ..analysis.stats import compute_stats
-from ..analysis.trace import load_trace
+from ..analysis.trace import open_flows
 from ..live.log import Verbosity
 from ..live.log_output import TerminalOutput
 from ..live.relay import ProxyOptions
@@ -102,13 +102,14 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         trio.run(_drive, config, console)
     finally:
         plugin.stop()
-    trace = load_trace(path)
+    with open_flows(path) as trace:
+        flows = list(trace.flows())
     console.rule("[bold]session summary")
-    console.print(stats_table(compute_stats(trace.flows), f"{path}"))
-    violations = sum(len(flow.violations) for flow in trace.flows)
+    console.print(stats_table(compute_stats(flows), f"{path}"))
+    violations = sum(len(flow.violations) for flow in flows)
     console.print(
-        f"{len(trace.flows)} exchanges on {len(trace.tracker.connections)} connections, "
-        f"{sum(flow.is_error for flow in trace.flows)} errors, {violations} contract violations"
+        f"{len(flows)} exchanges on {len(trace.tracker.connections)} connections, "
+        f"{sum(flow.is_error for flow in flows)} errors, {violations} contract violations"
     )
     console.rule()
     console.print(f"recorded [bold]{path}[/]. Look at it again with:")

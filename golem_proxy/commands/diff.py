@@ -8,7 +8,7 @@ import json
 from rich.console import Console
 
 from ..replay.diffing import Comparator
-from ..replay.index import load_trace
+from ..replay.index import load_exchanges
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_diff
 from ..replay.tracediff import diff_traces
@@ -50,10 +50,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(f"bad --ignore: {exc}") from None
     with reading(args.a, "trace A"):
-        a = load_trace(args.a)
+        a = load_exchanges(args.a)
     try:
         with reading(args.b, "trace B"):
-            b = load_trace(args.b)
+            b = load_exchanges(args.b)
     except CommandError:
         a.close()
         raise

@@ -13,8 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.captures import captures, write_captures
-from ..analysis.trace import Trace, flow_to_json
-from ..recording.streams import rebuild_streams
+from ..analysis.trace import FlowReader, TraceError, flow_json_line
+from ..recording.format import replacing, write_private
+from ..recording.streams import write_streams
 from ..terminal import safe_text
 from ._common import (
     EXIT_FINDINGS,
@@ -22,6 +23,7 @@ from ._common import (
     EXIT_USAGE,
     console,
     fail,
+    note_truncated,
     open_trace,
     os_reason,
     trace_path_arg,
@@ -59,64 +61,76 @@ def run(args: argparse.Namespace) -> int:
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
-    try:
-        if args.format == "jsonl":
-            return _export_jsonl(trace, args.out)
-        if args.format == "images":
-            return _export_images(trace, args.out)
-        return _export_streams(trace, args.out)
-    except OSError as exc:
-        return fail(f"cannot write {exc.filename or args.out} ({os_reason(exc)})")
+    with trace:
+        try:
+            if args.format == "jsonl":
+                code = _export_jsonl(trace, args.out)
+            elif args.format == "images":
+                code = _export_images(trace, args.out)
+            else:
+                code = _export_streams(trace, args.out)
+        except TraceError as exc:
+            return fail(str(exc))
+        except OSError as exc:
+            return fail(f"cannot write {exc.filename or args.out} ({os_reason(exc)})")
+    note_truncated(trace)
+    return code
 
 
-def _export_jsonl(trace: Trace, out: str) -> int:
-    def write(stream: IO[str]) -> None:
-        for flow in trace.flows:
-            stream.write(json.dumps(flow_to_json(flow, trace.profile), ensure_ascii=False) + "\n")
+def _write_flows(trace: FlowReader, stream: IO[bytes]) -> int:
+    count = 0
+    for flow in trace.flows():
+        stream.write(flow_json_line(flow, trace.profile).encode("utf-8"))
+        count += 1
+    return count
 
+
+def _export_jsonl(trace: FlowReader, out: str) -> int:
     if not out or out == "-":
-        write(sys.stdout)
-    else:
-        with open(out, "w", encoding="utf-8") as handle:
-            write(handle)
-        console(stderr=True).print(f"wrote {len(trace.flows)} flows to {out}")
+        _write_flows(trace, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return EXIT_OK
+    # Written whole (a damaged line further on leaves no half file) and private: the flows
+    # carry whatever crossed the socket.
+    with replacing(out, overwrite=True) as stream:
+        count = _write_flows(trace, stream)
+    console(stderr=True).print(Text(f"wrote {count} flows to {safe_text(out)}"))
     return EXIT_OK
 
 
-def _export_images(trace: Trace, out: str) -> int:
-    found = captures(trace.flows)
-    write_captures(found, out)
-    for capture in found:
+def _export_images(trace: FlowReader, out: str) -> int:
+    written = 0
+    for capture in write_captures(captures(trace.flows()), out):
         size = f"{capture.width}x{capture.height}"
         console().print(Text(f"{capture.filename}  {size}  {len(capture.png)} B"))
-    console(stderr=True).print(Text(f"wrote {len(found)} images to {safe_text(out)}"))
+        written += 1
+    console(stderr=True).print(Text(f"wrote {written} images to {safe_text(out)}"))
     return EXIT_OK
 
 
-def _export_streams(trace: Trace, out: str) -> int:
-    streams = rebuild_streams(trace.events, trace.profile)
-    os.makedirs(out, exist_ok=True)
-    for stream in streams.values():
-        with open(os.path.join(out, stream.filename), "wb") as handle:
-            handle.write(stream.data)
+def _export_streams(trace: FlowReader, out: str) -> int:
+    os.makedirs(out, mode=0o700, exist_ok=True)
+    # Straight to the files: no stream is held in memory, however large the trace.
+    streams = write_streams(trace.events(), trace.profile, out)
     index = {
         "recording": os.path.abspath(trace.path),
         "profile": trace.profile.name,
         "framing": trace.profile.framing.value,
-        "truncated_tail": trace.recording.truncated_tail,
-        "streams": [stream.to_json() for stream in streams.values()],
+        "truncated_tail": trace.truncated_tail,
+        "streams": [stream.to_json() for stream in streams],
     }
-    with open(os.path.join(out, "index.json"), "w", encoding="utf-8") as handle:
-        json.dump(index, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
+    text = json.dumps(index, indent=2, ensure_ascii=False) + "\n"
+    write_private(
+        os.path.join(out, "index.json"), text.encode("utf-8", "backslashreplace"), overwrite=True
+    )
 
-    table = Table(title=f"{out} · {len(streams)} streams", title_justify="left")
+    table = Table(title=f"{safe_text(out)} · {len(streams)} streams", title_justify="left")
     for column in ("file", "route", "bytes", "frames", "errors", "discarded", "check"):
         table.add_column(
             column, justify="left" if column in ("file", "route", "check") else "right"
         )
     lost = 0
-    for stream in streams.values():
+    for stream in streams:
         complete = stream.complete
         if not stream.exact:
             check = Text(f"redacted ({stream.redacted_frames} frames): not exact", style="yellow")
@@ -129,8 +143,8 @@ def _export_streams(trace: Trace, out: str) -> int:
             check = Text(f"≠ {stream.recorded_bytes} bytes forwarded", style="bold red")
         table.add_row(
             stream.filename,
-            stream.route,
-            str(len(stream.data)),
+            safe_text(stream.route),
+            str(stream.size),
             str(stream.frames),
             str(stream.frame_errors),
             str(stream.discarded_bytes),

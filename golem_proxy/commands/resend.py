@@ -11,7 +11,7 @@ from typing import Any
 import trio
 from rich.text import Text
 
-from ..analysis.trace import load_trace
+from ..analysis.trace import open_flows
 from ..live.resend import ResendError, resend
 from ..replay.diffing import Comparator, envelope_body
 from ..terminal import format_latency, safe_text
@@ -52,21 +52,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with reading(args.file):
-        trace = load_trace(args.file)
-    flows = {flow.number: flow for flow in trace.flows}
-    flow = flows.get(int(args.flow))
+    wanted = int(args.flow)
+    with reading(args.file), open_flows(args.file) as trace:
+        profile = trace.profile
+        flow = next((f for f in trace.flows() if f.number == wanted), None)
     if flow is None or flow.request is None:
-        raise CommandError(f"{args.file} has no request in flow {int(args.flow)}")
+        raise CommandError(f"{args.file} has no request in flow {wanted}")
     send = partial(resend, timeout=args.timeout)
     try:
-        resent = trio.run(send, flow.request.payload, args.target, trace.profile)
+        resent = trio.run(send, flow.request.payload, args.target, profile)
     except ResendError as exc:
         raise CommandError(f"cannot send flow {flow.number} again", str(exc)) from None
     out = console()
     head = Text(f"flow {flow.number} sent again: {safe_text(resent.method)} ", style="bold")
     head.append(f"id {safe_text(str(resent.request_id))}, {format_latency(resent.latency)} → ")
-    head.append(trace.profile.describe(resent.message))
+    head.append(profile.describe(resent.message))
     out.print(head, soft_wrap=True)
     new = envelope_body(json.loads(resent.response))
     if flow.response is None:

@@ -1,15 +1,23 @@
-"""``golem-proxy show FILE``: the flows of a recording as a table (or JSON lines)."""
+"""``golem-proxy show FILE``: the flows of a recording as a table (or JSON lines), printed as
+the file is read: the first rows of a large trace come at once, and memory does not grow with
+the trace."""
 
 from __future__ import annotations
 
 import argparse
-import json
+from collections.abc import Iterator
+from typing import Optional
 
-from rich.table import Table
-from rich.text import Text
+from rich.cells import cell_len, set_cell_size
+from rich.console import Console
+from rich.text import Span, Text
 
+from golem_core.profiles import Profile
+
+from ..analysis.flows import Flow
 from ..analysis.stats import method_label
-from ..analysis.trace import flow_to_json
+from ..analysis.trace import TraceError, flow_json_line
+from ..terminal import safe_text
 from ._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -18,6 +26,7 @@ from ._common import (
     filtered_flows,
     integer_arg,
     ms,
+    note_truncated,
     size,
     status_text,
     trace_path_arg,
@@ -27,6 +36,29 @@ from ._common import (
 NAME = "show"
 HELP = "list the flows of a recording"
 ORDER = 30
+
+FIRST_BATCH = 25
+"""Rows in the first batch printed: few, so that they show at once."""
+BATCH = 500
+
+# (heading, right-aligned, width); the method column (None) takes the rest of the line. The
+# rows are laid out here rather than by rich's Table: it measures every cell of every row,
+# ~1 ms a row, which for a large trace is minutes; fixed widths also let the rows go out in
+# batches that line up.
+_COLUMNS: tuple[tuple[str, bool, Optional[int]], ...] = (
+    ("#", True, 6),
+    ("t (s)", True, 9),
+    ("route", False, 8),
+    ("conn", True, 4),
+    ("method", False, None),
+    ("status", False, 22),
+    ("ms", True, 8),
+    ("req B", True, 8),
+    ("resp B", True, 8),
+    ("!", False, 4),
+)
+_GAP = "  "
+_METHOD_MIN = 16
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,47 +86,126 @@ def run(args: argparse.Namespace) -> int:
     loaded = filtered_flows(args.file, args.filter)
     if loaded is None:
         return EXIT_USAGE
-    trace, flows, chosen = loaded
-    profile = trace.profile
-    total_matching = len(flows)
-    if args.limit is not None:
-        flows = flows[: args.limit]
-    if args.json:
-        out = console()
-        for flow in flows:
-            out.file.write(json.dumps(flow_to_json(flow, profile), ensure_ascii=False) + "\n")
-        return EXIT_OK
-    table = Table(title=f"{trace.path} · {profile.name}", title_justify="left")
-    for column, justify in (
-        ("#", "right"),
-        ("t (s)", "right"),
-        ("route", "left"),
-        ("conn", "right"),
-        ("method", "left"),
-        ("status", "left"),
-        ("ms", "right"),
-        ("req B", "right"),
-        ("resp B", "right"),
-        ("!", "left"),
-    ):
-        table.add_column(column, justify=justify, no_wrap=column != "method")  # type: ignore[arg-type]
-    for flow in flows:
-        method = flow.method
-        table.add_row(
-            str(flow.number),
-            f"{flow.t:.3f}",
-            flow.route,
-            str(flow.conn),
-            Text(method) if method is not None else Text(method_label(flow), style="dim"),
-            status_text(flow, profile),
-            ms(flow.latency),
-            size(flow.request_size),
-            size(flow.response_size),
-            violation_marker(flow),
-        )
-    shown = f"{len(flows)} of {total_matching}" if len(flows) < total_matching else str(len(flows))
-    scope = f" matching {chosen}" if chosen is not None else ""
-    table.caption = f"{shown} flows{scope} ({len(trace.flows)} in the recording)"
-    table.caption_justify = "left"
-    console().print(table)
+    reader, flows, chosen = loaded
+    with reader:
+        try:
+            if args.json:
+                _print_json(flows, reader.profile, args.limit)
+            else:
+                out = console()
+                title = f"{safe_text(reader.path)} · {reader.profile.name}"
+                shown, matching = _print_table(out, title, flows, reader.profile, args.limit)
+                counted = f"{shown} of {matching}" if shown < matching else str(shown)
+                scope = f" matching {chosen}" if chosen is not None else ""
+                total = reader.flow_count
+                out.print(Text(f"{counted} flows{scope} ({total} in the recording)"))
+        except TraceError as exc:
+            return fail(str(exc))
+    note_truncated(reader)
     return EXIT_OK
+
+
+def _print_json(flows: Iterator[Flow], profile: Profile, limit: Optional[int]) -> None:
+    out = console().file
+    for number, flow in enumerate(flows):
+        if limit is not None and number >= limit:
+            return  # nothing counts the rest in JSON: stop reading
+        out.write(flow_json_line(flow, profile))
+        if number < FIRST_BATCH:
+            out.flush()  # the first rows at once, then as the buffer fills
+
+
+def _fit(text: str, width: int, right: bool = False) -> str:
+    """``text`` in exactly ``width`` terminal cells: cut with ``…`` or padded."""
+    if cell_len(text) > width:
+        return set_cell_size(text, width - 1) + "…"
+    padding = " " * (width - cell_len(text))
+    return padding + text if right else text + padding
+
+
+class _Layout:
+    """The widths of the columns for one console."""
+
+    def __init__(self, width: int) -> None:
+        fixed = sum(w for _, _, w in _COLUMNS if w is not None)
+        gaps = len(_GAP) * (len(_COLUMNS) - 1)
+        self.method = max(_METHOD_MIN, width - fixed - gaps)
+
+    def width(self, column: Optional[int]) -> int:
+        return self.method if column is None else column
+
+    def heading(self) -> Text:
+        cells = [_fit(name, self.width(w), right) for name, right, w in _COLUMNS]
+        return Text(_GAP.join(cells).rstrip(), style="bold")
+
+    def row(self, flow: Flow, profile: Profile) -> tuple[str, list[tuple[int, int, str]]]:
+        """The row's text, and the styled ranges in it."""
+        method = flow.method
+        status = status_text(flow, profile)
+        marker = violation_marker(flow)
+        cells = (
+            (str(flow.number), ""),
+            (f"{flow.t:.3f}", ""),
+            (safe_text(flow.route), ""),
+            (str(flow.conn), ""),
+            (safe_text(method), "") if method is not None else (method_label(flow), "dim"),
+            (status.plain, str(status.style)),
+            (ms(flow.latency), ""),
+            (size(flow.request_size), ""),
+            (size(flow.response_size), ""),
+            (marker.plain, str(marker.style)),
+        )
+        parts: list[str] = []
+        styles: list[tuple[int, int, str]] = []
+        at = 0
+        for (text, style), (_, right, width) in zip(cells, _COLUMNS):
+            cell = _fit(text, self.width(width), right) + _GAP
+            if style and text:
+                styles.append((at, at + len(cell) - len(_GAP), style))
+            parts.append(cell)
+            at += len(cell)
+        line = "".join(parts).rstrip()
+        end = len(line)  # a style never runs past the line (its padding was stripped)
+        return line, [(start, min(stop, end), style) for start, stop, style in styles]
+
+
+def _print_table(
+    out: Console, title: str, flows: Iterator[Flow], profile: Profile, limit: Optional[int]
+) -> tuple[int, int]:
+    """Print the matching flows in batches; return (shown, matching)."""
+    layout = _Layout(out.width)
+    out.print(Text(title, style="italic"), no_wrap=True, overflow="ellipsis")
+    heading = layout.heading()
+    out.print(heading, no_wrap=True, overflow="ellipsis")
+    out.print(Text("─" * min(out.width, cell_len(heading.plain))), style="dim")
+    rows: list[tuple[str, list[tuple[int, int, str]]]] = []
+    shown = matching = 0
+    batch = FIRST_BATCH
+    try:
+        for flow in flows:
+            matching += 1
+            if limit is not None and shown >= limit:
+                continue  # counted, not shown
+            shown += 1
+            rows.append(layout.row(flow, profile))
+            if len(rows) >= batch:
+                _flush(out, rows)
+                rows = []
+                batch = BATCH
+    finally:
+        _flush(out, rows)  # a damaged line further on: what came before it is still shown
+    return shown, matching
+
+
+def _flush(out: Console, rows: list[tuple[str, list[tuple[int, int, str]]]]) -> None:
+    """Print rows as one Text with its spans (far cheaper than a Text per row)."""
+    if not rows:
+        return
+    spans: list[Span] = []
+    at = 0
+    for line, styles in rows:
+        spans += [Span(at + start, at + end, style) for start, end, style in styles]
+        at += len(line) + 1
+    text = Text("\n".join(line for line, _ in rows), spans=spans)
+    out.print(text, no_wrap=True, overflow="ellipsis", crop=True)
+    out.file.flush()

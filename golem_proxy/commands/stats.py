@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.stats import MethodStats, Stats, compute_stats
-from ._common import EXIT_OK, EXIT_USAGE, console, filtered_flows, ms, trace_path_arg
+from ..analysis.stats import MethodStats, Stats, StatsBuilder
+from ..analysis.trace import TraceError, json_text
+from ..terminal import safe_text
+from ._common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    console,
+    fail,
+    filtered_flows,
+    ms,
+    note_truncated,
+    trace_path_arg,
+)
 
 NAME = "stats"
 HELP = "per-method counts, error rates and latency percentiles of a recording"
@@ -30,13 +40,20 @@ def run(args: argparse.Namespace) -> int:
     if loaded is None:
         return EXIT_USAGE
     trace, flows, _ = loaded
-    profile = trace.profile
-    stats = compute_stats(flows)
+    builder = StatsBuilder()
+    with trace:
+        try:
+            for flow in flows:
+                builder.add(flow)
+        except TraceError as exc:
+            return fail(str(exc))
+    stats = builder.stats()
     if args.json:
-        console().file.write(json.dumps(stats.to_json(), ensure_ascii=False, indent=2) + "\n")
-        return EXIT_OK
-    title = f"{trace.path} · {profile.name}"
-    console().print(stats_table(stats, title))
+        console().file.write(json_text(stats.to_json(), indent=2) + "\n")
+    else:
+        title = f"{safe_text(trace.path)} · {trace.profile.name}"
+        console().print(stats_table(stats, title))
+    note_truncated(trace)
     return EXIT_OK
 
 
@@ -61,7 +78,7 @@ def stats_table(stats: Stats, title: str) -> Table:
     # The method name is what the reader scans for: never cut it.
     table.add_column("method", no_wrap=True, min_width=min(30, _widest_method(stats)))
 
-    def cells(row: MethodStats) -> list[str]:
+    def cells(row: MethodStats) -> list[Text]:
         values = _cells(row)
         # route, method, count, errors, error %, pending, ⚠, latencies
         keep = [True] * 5 + [optional["pend"], optional["⚠"]] + [True] * 4
@@ -71,7 +88,7 @@ def stats_table(stats: Stats, title: str) -> Table:
     numbers += ["p50", "p90", "p99", "max"]
     rows = [cells(row) for row in every]
     for offset, column in enumerate(numbers, start=2):
-        widest = max([len(column)] + [len(Text.from_markup(r[offset])) for r in rows])
+        widest = max([len(column)] + [len(r[offset]) for r in rows])
         table.add_column(column, justify="right", no_wrap=True, min_width=widest)
 
     for row in stats.rows:
@@ -85,22 +102,22 @@ def stats_table(stats: Stats, title: str) -> Table:
 
 
 def _widest_method(stats: Stats) -> int:
-    return max((len(row.method) for row in stats.rows), default=6)
+    return max((len(safe_text(row.method)) for row in stats.rows), default=6)
 
 
-def _cells(row: MethodStats) -> list[str]:
+def _cells(row: MethodStats) -> list[Text]:
+    """The row's cells as Text: names from the trace stay literal (``[/x]`` is no markup)."""
     latency = row.latency
-    errors = f"[red]{row.errors}[/]" if row.errors else "0"
     return [
-        row.route,
-        row.method,
-        str(row.count),
-        errors,
-        f"{row.error_rate * 100:.1f}",
-        str(row.pending),
-        str(row.with_violations) if row.with_violations else "",
-        ms(latency.p50),
-        ms(latency.p90),
-        ms(latency.p99),
-        ms(latency.max),
+        Text(safe_text(row.route)),
+        Text(safe_text(row.method)),
+        Text(str(row.count)),
+        Text(str(row.errors), style="red") if row.errors else Text("0"),
+        Text(f"{row.error_rate * 100:.1f}"),
+        Text(str(row.pending)),
+        Text(str(row.with_violations) if row.with_violations else ""),
+        Text(ms(latency.p50)),
+        Text(ms(latency.p90)),
+        Text(ms(latency.p99)),
+        Text(ms(latency.max)),
     ]

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from ..net.addresses import Address
 from ..replay.diffing import Comparator
-from ..replay.index import Trace, load_trace
+from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_verify
 from ..replay.verify import TargetUnreachable, update_trace, verify_trace
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             "copy it out with golem-proxy samples --copy NAME DIR and update the copy",
         )
     with reading(args.file):
-        trace = load_trace(args.file)
+        trace = load_exchanges(args.file)
     try:
         second = trace.profile.second_channel
         targets = _targets(trace.routes, args.target, args.gh_target, second)
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_targets(
-    path: str, trace: Trace, targets: dict[str, Address], second: str | None
+    path: str, trace: ExchangeTrace, targets: dict[str, Address], second: str | None
 ) -> None:
     """Refuse to start when exchanges of the trace have nowhere to go (a Grasshopper trace
     without --gh-target): that is a usage error, not a plugin that answers differently."""

@@ -10,8 +10,9 @@ Transparency rules, so that a client sees through the proxy what it would see di
 * the upstream resets → the client is reset; the client resets → the upstream is reset;
 * a write to a side fails (it went away) → the other side is reset;
 * the upstream closes while the client waits for an answer → the client gets a FIN at once;
-* the upstream closes while the connection is idle (a plugin restarting between calls) → the
-  FIN is held until the client acts: if it sends, the bytes are forwarded, and when the
+* the upstream closes while the connection is idle (a plugin restarting between calls), on a
+  protocol whose clients read nothing between calls (GOLEM) → the FIN is held until the
+  client acts: if it sends, the bytes are forwarded, and when the
   upstream answers them with a reset (it had fully closed), the client is reset, the error a
   client reconnects on (directly, that call would see the end of stream and only the next one
   the reset: through the proxy the client loses one failed call less, never one more). If
@@ -67,6 +68,9 @@ class Connection:
     """The client sent bytes that the upstream has not answered with any bytes yet."""
     fin_held: bool = False
     """The upstream closed while idle; the client's FIN waits for the client to act."""
+    hold_idle_fin: bool = False
+    """Whether an idle connection's FIN may wait for the client (the profile's clients never
+    read past an answer: GOLEM)."""
 
     def note(self, reason: str, abnormal: bool = False) -> None:
         if not self.reason:  # the first cause is the one worth reporting
@@ -145,7 +149,7 @@ class Connection:
             self.release_fin()
             scope.cancel()
             return
-        if direction is Direction.S2C and not self.awaiting_reply:
+        if direction is Direction.S2C and not self.awaiting_reply and self.hold_idle_fin:
             self.fin_held = True
             return
         with contextlib.suppress(OSError):

@@ -140,6 +140,8 @@ class FaultRelay:
                         fault,
                         detail,
                         action.method,
+                        withheld=action.withhold is not None
+                        and fault == action.withhold.kind.value,
                     ),
                 )
 
@@ -150,10 +152,11 @@ class FaultRelay:
         detail: str,
         method: Optional[str],
         original: bytes = b"",
+        withheld: bool = False,
     ) -> None:
         event = FaultInjected(
             self.conn.conn, self.conn.route.name, direction, self.now(), kind, detail, method,
-            original,
+            withheld, original,
         )  # fmt: skip
         self.conn.publish_in_order(self.publish, event)
 
@@ -184,7 +187,9 @@ class FaultRelay:
                 raw = self.profile.frame_payload(ruling.payload)
             going = await self._faulted(direction, raw, header, ruling.payload, scope)
         # After the frame, so that the event lands on the flow it decided.
-        self._announce(direction, ruling.kind, ruling.detail, ruling.method, ruling.original)
+        self._announce(
+            direction, ruling.kind, ruling.detail, ruling.method, ruling.original, ruling.withheld
+        )
         if going and isinstance(decision, Answer):
             reply = self.profile.frame_payload(ruling.payload)
             going = await self._send(Direction.S2C, reply, scope)

@@ -22,7 +22,8 @@ from golem_core.messages import Malformed, Message, Role, method_of
 from golem_core.pairing import Correlator
 from golem_core.profiles import Profile
 
-from ..events import BytesDiscarded, Direction, Event, FaultInjected, FrameSeen, FramingErrorSeen
+from ..events import Direction, Event
+from ..recording.streams import rebuild_streams
 
 __all__ = [
     "WITHHELD",
@@ -37,7 +38,8 @@ __all__ = [
 ]
 
 WITHHELD = "withheld"
-"""First word of a fault event's detail when the proxy did not forward the message."""
+"""First word of a fault event's detail when the proxy did not forward the message (the event
+says so in ``withheld``; the word is for people reading the log)."""
 
 
 class FaultSpecError(ValueError):
@@ -412,29 +414,7 @@ def _describe(message: Message, method: Optional[str], size: int) -> str:
 def received_streams(
     events: Iterable[Event], profile: Profile
 ) -> dict[tuple[int, Direction], bytes]:
-    """Rebuild, per connection and direction, the bytes the receiving side got.
-
-    Frames are recorded as delivered, except a request the proxy withheld (``error``,
-    ``reset:when=before``, ``drop`` on c2s): it is recorded because the client sent it, and
-    the fault event right after it says it was not forwarded, so it is left out here."""
-    streams: dict[tuple[int, Direction], list[bytes]] = {}
-    last_request: dict[int, int] = {}
-    for event in events:
-        if isinstance(event, FrameSeen):
-            raw = profile.frame_payload(event.payload)
-        elif isinstance(event, (FramingErrorSeen, BytesDiscarded)):
-            raw = event.raw
-        elif isinstance(event, FaultInjected):
-            if event.direction is Direction.C2S and event.detail.startswith(WITHHELD):
-                pieces = streams.get((event.conn, Direction.C2S), [])
-                index = last_request.pop(event.conn, None)
-                if index is not None:
-                    pieces[index] = b""
-            continue
-        else:
-            continue
-        pieces = streams.setdefault((event.conn, event.direction), [])
-        if isinstance(event, FrameSeen) and event.direction is Direction.C2S:
-            last_request[event.conn] = len(pieces)
-        pieces.append(raw)
-    return {key: b"".join(value) for key, value in streams.items()}
+    """Rebuild, per connection and direction, the bytes the receiving side got: the
+    recording's streams without the requests the proxy withheld (`rebuild_streams`)."""
+    streams = rebuild_streams(events, profile, delivered=True)
+    return {key: bytes(stream.data) for key, stream in streams.items()}

@@ -131,6 +131,8 @@ class Ruling:
     method: Optional[str]
     original: bytes = b""
     """The payload as it came, when it differs from what was sent (an edit)."""
+    withheld: bool = False
+    """The frame was not forwarded (dropped, or a request answered by hand)."""
 
 
 class InterceptEngine:
@@ -337,17 +339,18 @@ class ConnectionIntercept:
                 held.method,
                 original=held.payload,
             )
-        # "withheld" first: the recording's readers leave the request out of what the
-        # upstream received (`faults.received_streams`).
+        # Withheld: the recording's readers leave the request out of what the upstream
+        # received (`faults.received_streams`); the word opens the detail for the log.
         if isinstance(decision, Drop):
             detail = f"withheld {side}: dropped {waited}: {what}"
-            return Ruling(decision, held.payload, DROPPED, detail, held.method)
+            return Ruling(decision, held.payload, DROPPED, detail, held.method, withheld=True)
         return Ruling(
             decision,
             decision.payload,
             ANSWERED,
             f"withheld {side}: answered by hand {waited} ({len(decision.payload)} bytes): {what}",
             held.method,
+            withheld=True,
         )
 
 

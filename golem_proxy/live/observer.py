@@ -25,10 +25,12 @@ never the relay and never the other connections.
 from __future__ import annotations
 
 import collections
+import ctypes
+import ctypes.util
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
+from typing import Optional, Union
 
 import trio
 
@@ -41,6 +43,28 @@ Publish = Callable[[Event], None]
 
 DEFAULT_BUDGET = 256 * 1024 * 1024
 """What the observer may hold, all connections together (``--observer-memory``)."""
+TRIM_AFTER = 32 * 1024 * 1024
+"""Once closed connections have released this much, the freed heap goes back to the system."""
+
+
+def _load_malloc_trim() -> Optional[Callable[[int], int]]:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
+        return None
+    return trim
+
+
+_MALLOC_TRIM = _load_malloc_trim()
+
+
+def return_memory_to_the_system() -> None:
+    """Give freed heap pages back (glibc's ``malloc_trim``): CPython frees big objects to the
+    C allocator, which keeps them mapped, so an attack's peak would otherwise stay resident
+    after its connections closed."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 @dataclass
@@ -98,6 +122,7 @@ class Observer:
         self.shed_bytes = 0
         """Bytes forwarded but not observed since the start (all gaps together)."""
         self._tap_held: dict[ConnectionTap, int] = {}
+        self._freed = 0
         self._open_loss: dict[tuple[ConnectionTap, Direction], _Lost] = {}
         self._last_submit = 0.0
         self._queue: collections.deque[_Item] = collections.deque()
@@ -134,9 +159,11 @@ class Observer:
         self._wakeup.set()
 
     def _release(self, tap: ConnectionTap) -> None:
-        self.held -= self._tap_held.pop(tap, 0)
+        released = self._tap_held.pop(tap, 0)
+        self.held -= released
         self._open_loss.pop((tap, Direction.C2S), None)
         self._open_loss.pop((tap, Direction.S2C), None)
+        self._freed += released  # given back once the queue is empty
 
     def _over(self, size: int, now: float) -> bool:
         if self.shedding:
@@ -168,6 +195,9 @@ class Observer:
         """Decode the queue until cancelled (call `drain_now` afterwards to finish)."""
         while True:
             if not self._queue:
+                if self._freed >= TRIM_AFTER:  # a backlog drained: give its pages back
+                    self._freed = 0
+                    return_memory_to_the_system()
                 self._wakeup = trio.Event()
                 await self._wakeup.wait()
                 continue
@@ -223,6 +253,7 @@ class Observer:
         if not item.fed:
             item.fed = True
             self.backlog -= len(item.data)
+            self._freed += len(item.data)
             if tap.failed is None:
                 self._guarded(tap, item.t, lambda: tap.feed(item.direction, item.data, item.t))
         if tap.failed is not None:

@@ -214,6 +214,7 @@ class Proxy:
         conn.tap = self._tap(conn.conn, conn.route.name)
         conn.observer = self.observer
         conn.inline = self.options.enforce_limits
+        conn.hold_idle_fin = not self.profile.clients_read_past_answers
         conn.last_activity = trio.current_time()
         pump = self._pump
         name = conn.route.name

@@ -80,8 +80,15 @@ async def _open_unix_listener(address: Address, backlog: int) -> Listener:
         info = os.stat(directory)
     except OSError as exc:
         raise ListenError(f"cannot listen on {address}: {exc.strerror}") from exc
-    if info.st_uid != os.getuid():
+    # Another user who owns the directory, or may write to it, could replace the socket file
+    # between bind and use; root is no exception (/tmp is root's but everyone writes there).
+    if info.st_uid != os.geteuid():
         raise ListenError(f"refusing to create a socket in {directory}: not owned by you")
+    if info.st_mode & 0o022:
+        raise ListenError(
+            f"refusing to create a socket in {directory}: others may write to it "
+            f"(mode {stat.S_IMODE(info.st_mode):o})"
+        )
     if os.path.lexists(path):
         await _replace_stale_socket(path)
     # bind() creates the socket file before listen() makes it accept: a client that waits for

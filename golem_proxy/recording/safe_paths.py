@@ -3,7 +3,7 @@
 The rule (docs/reliability.md): with a directory, the recording path is taken relative to it,
 and once ``..`` and every symlink are resolved it must still lie inside the directory's own
 resolved path; anything else is refused before a file is created. The file itself is opened
-with ``O_NOFOLLOW`` in every case (`recording.open_recording_file`).
+with ``O_NOFOLLOW`` in every case (`recording.open_private`).
 """
 
 from __future__ import annotations

@@ -5,14 +5,22 @@ frame (its payload in the profile's framing: the ``!I`` length header for GOLEM,
 terminator for NDJSON), every framing error's raw bytes and every discarded chunk. The decoder
 accounts for every byte it is fed with exactly these events, so nothing else is needed.
 Redacted frames can only be rebuilt with their redacted payload; such streams are not exact.
+
+A request the proxy withheld on purpose (a fault: ``error``, ``reset`` before it, ``drop``) is
+recorded because the client sent it; the fault line after it says so (``withheld``). The
+streams the client *sent* keep it; the streams the receiving side *got* (``delivered``) leave it
+out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import IO, Any, Callable, Optional
 
 from golem_core.profiles import Profile
 
@@ -22,11 +30,13 @@ from ..events import (
     ConnectionOpened,
     Direction,
     Event,
+    FaultInjected,
     FrameSeen,
     FramingErrorSeen,
 )
+from .files import check_replaceable
 
-__all__ = ["RebuiltStream", "rebuild_streams"]
+__all__ = ["RebuiltStream", "rebuild_streams", "write_streams"]
 
 
 @dataclass
@@ -37,12 +47,32 @@ class RebuiltStream:
     route: str
     direction: Direction
     data: bytearray = field(default_factory=bytearray)
+    """The bytes (empty when they went to a file instead, see `write_streams`)."""
+    size: int = 0
     frames: int = 0
     frame_errors: int = 0
     discarded_bytes: int = 0
     redacted_frames: int = 0
+    withheld_frames: int = 0
+    """Requests recorded but not forwarded (left out of a ``delivered`` stream)."""
     recorded_bytes: Optional[int] = None
     """What the proxy counted for this direction when the connection closed (None: no close)."""
+    keep: bool = field(default=True, repr=False)
+    sink: Optional[IO[bytes]] = field(default=None, repr=False, compare=False)
+    _sha256: Any = field(default_factory=hashlib.sha256, repr=False, compare=False)
+
+    def add(self, chunk: bytes) -> None:
+        """Append ``chunk``: kept in ``data`` and/or written to ``sink``, and hashed."""
+        self.size += len(chunk)
+        self._sha256.update(chunk)
+        if self.keep:
+            self.data += chunk
+        if self.sink is not None:
+            self.sink.write(chunk)
+
+    @property
+    def sha256(self) -> str:
+        return str(self._sha256.hexdigest())
 
     @property
     def filename(self) -> str:
@@ -59,7 +89,7 @@ class RebuiltStream:
         redaction makes lengths incomparable)."""
         if self.recorded_bytes is None or not self.exact:
             return None
-        return len(self.data) == self.recorded_bytes
+        return self.size == self.recorded_bytes
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,12 +97,13 @@ class RebuiltStream:
             "route": self.route,
             "direction": self.direction.value,
             "file": self.filename,
-            "bytes": len(self.data),
-            "sha256": hashlib.sha256(self.data).hexdigest(),
+            "bytes": self.size,
+            "sha256": self.sha256,
             "frames": self.frames,
             "frame_errors": self.frame_errors,
             "discarded_bytes": self.discarded_bytes,
             "redacted_frames": self.redacted_frames,
+            "withheld_frames": self.withheld_frames,
             "exact": self.exact,
             "recorded_bytes": self.recorded_bytes,
             "complete": self.complete,
@@ -80,37 +111,123 @@ class RebuiltStream:
 
 
 def rebuild_streams(
-    events: Iterable[Event], profile: Profile
+    events: Iterable[Event], profile: Profile, *, delivered: bool = False
 ) -> dict[tuple[int, Direction], RebuiltStream]:
     """Both streams of every connection in ``events``, keyed by ``(conn, direction)`` in the
-    order connections appear. A connection that was opened has both, even when empty."""
-    streams: dict[tuple[int, Direction], RebuiltStream] = {}
+    order connections appear, with their bytes in ``data``. A connection that was opened has
+    both, even when empty. With ``delivered``, the bytes the receiving side got: withheld
+    requests left out."""
+    return _Rebuilder(profile, delivered=delivered).run(events)
 
-    def stream(conn: int, route: str, direction: Direction) -> RebuiltStream:
+
+class _Rebuilder:
+    def __init__(
+        self,
+        profile: Profile,
+        *,
+        delivered: bool = False,
+        opened: Optional[Callable[[RebuiltStream], None]] = None,  # a new stream
+        closed: Optional[Callable[[RebuiltStream], None]] = None,  # its connection closed
+    ) -> None:
+        self.profile = profile
+        self.delivered = delivered
+        self.opened = opened
+        self.closed = closed
+        self.streams: dict[tuple[int, Direction], RebuiltStream] = {}
+        # Where the last request of each connection starts in its c2s stream, and its length.
+        self.last_request: dict[int, tuple[int, int]] = {}
+
+    def stream(self, conn: int, route: str, direction: Direction) -> RebuiltStream:
         key = (conn, direction)
-        found = streams.get(key)
+        found = self.streams.get(key)
         if found is None:
-            found = streams[key] = RebuiltStream(conn, route, direction)
+            found = self.streams[key] = RebuiltStream(conn, route, direction)
+            if self.opened is not None:
+                self.opened(found)
         return found
 
-    for event in events:
-        if isinstance(event, ConnectionOpened):
-            for direction in Direction:
-                stream(event.conn, event.route, direction)
-        elif isinstance(event, FrameSeen):
-            target = stream(event.conn, event.route, event.direction)
-            target.data += profile.frame_payload(event.payload)
-            target.frames += 1
-            target.redacted_frames += bool(event.redacted)
-        elif isinstance(event, FramingErrorSeen):
-            target = stream(event.conn, event.route, event.direction)
-            target.data += event.raw
-            target.frame_errors += 1
-        elif isinstance(event, BytesDiscarded):
-            target = stream(event.conn, event.route, event.direction)
-            target.data += event.raw
-            target.discarded_bytes += len(event.raw)
-        elif isinstance(event, ConnectionClosed):
-            stream(event.conn, event.route, Direction.C2S).recorded_bytes = event.bytes_c2s
-            stream(event.conn, event.route, Direction.S2C).recorded_bytes = event.bytes_s2c
-    return streams
+    def run(self, events: Iterable[Event]) -> dict[tuple[int, Direction], RebuiltStream]:
+        stream = self.stream
+        for event in events:
+            if isinstance(event, ConnectionOpened):
+                for direction in Direction:
+                    stream(event.conn, event.route, direction)
+            elif isinstance(event, FrameSeen):
+                target = stream(event.conn, event.route, event.direction)
+                framed = self.profile.frame_payload(event.payload)
+                if event.direction is Direction.C2S:
+                    self.last_request[event.conn] = (len(target.data), len(framed))
+                target.add(framed)
+                target.frames += 1
+                target.redacted_frames += bool(event.redacted)
+            elif isinstance(event, FramingErrorSeen):
+                target = stream(event.conn, event.route, event.direction)
+                target.add(event.raw)
+                target.frame_errors += 1
+            elif isinstance(event, BytesDiscarded):
+                target = stream(event.conn, event.route, event.direction)
+                target.add(event.raw)
+                target.discarded_bytes += len(event.raw)
+            elif isinstance(event, FaultInjected):
+                if event.withheld and event.direction is Direction.C2S:
+                    self._withheld(event)
+            elif isinstance(event, ConnectionClosed):
+                for direction, count in (
+                    (Direction.C2S, event.bytes_c2s),
+                    (Direction.S2C, event.bytes_s2c),
+                ):
+                    target = stream(event.conn, event.route, direction)
+                    target.recorded_bytes = count
+                    if self.closed is not None:
+                        self.closed(target)  # nothing more comes for this connection
+        return self.streams
+
+    def _withheld(self, event: FaultInjected) -> None:
+        withheld = self.last_request.pop(event.conn, None)
+        target = self.stream(event.conn, event.route, Direction.C2S)
+        target.withheld_frames += 1
+        if self.delivered and withheld is not None:
+            start, length = withheld
+            del target.data[start : start + length]
+            target.frames -= 1
+            target.size -= length
+            target._sha256 = hashlib.sha256(target.data)  # kept in memory: hashed again
+
+
+def write_streams(events: Iterable[Event], profile: Profile, directory: str) -> list[RebuiltStream]:
+    """Rebuild the streams of ``events`` straight into private files in ``directory``
+    (`RebuiltStream.filename`, mode 0600), holding no stream in memory. Each is written to a
+    temporary file, closed when its connection closes, and all are renamed into place once
+    every event was read: a damaged line leaves no file behind. An existing file is replaced
+    only when it is a regular file the user owns. Raises OSError, and whatever reading
+    ``events`` raises."""
+    temps: dict[str, str] = {}
+
+    def opened(stream: RebuiltStream) -> None:
+        stream.keep = False
+        final = os.path.join(directory, stream.filename)
+        check_replaceable(final)
+        fd, temps[final] = tempfile.mkstemp(dir=directory, prefix=f".{stream.filename}.")
+        stream.sink = os.fdopen(fd, "wb")
+
+    def closed(stream: RebuiltStream) -> None:
+        if stream.sink is not None:
+            stream.sink.close()
+            stream.sink = None
+
+    rebuilder = _Rebuilder(profile, opened=opened, closed=closed)
+    try:
+        streams = rebuilder.run(events)
+        for stream in streams.values():
+            closed(stream)
+        for final, temp in temps.items():
+            check_replaceable(final)
+            os.replace(temp, final)
+        return list(streams.values())
+    except BaseException:
+        for stream in rebuilder.streams.values():
+            closed(stream)
+        for temp in temps.values():
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+        raise

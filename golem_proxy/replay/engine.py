@@ -17,7 +17,7 @@ from golem_core.messages import Malformed, Request, Role
 from golem_core.profiles import Profile
 
 from .diffing import Comparator
-from .index import Key, RecordedExchange, ReplayIndex
+from .index import Key, RecordedExchange, ReplayIndex, encode_recorded
 from .matching import GuidMap, MatchMode, MissPolicy
 
 __all__ = [
@@ -171,7 +171,8 @@ class ReplayEngine:
         if not isinstance(recorded, dict):
             # The plugin answered something unreadable: replay it byte for byte.
             return self.profile.frame_payload(exchange.response)
-        return self.profile.encode(self.profile.with_id(self.guids.to_live(recorded), request_id))
+        answer = self.profile.with_id(self.guids.to_live(recorded), request_id)
+        return encode_recorded(self.profile, answer)
 
     def _delay(self, exchange: RecordedExchange) -> float:
         if self.timing is None:

@@ -38,7 +38,7 @@ from ..net.addresses import Address, parse_address
 from ..recording.format import Header, RecordingError, RouteInfo
 from .background import BackgroundReplay
 from .engine import ReplayEngine, summary
-from .index import Trace
+from .index import ExchangeTrace, load_exchanges
 from .matching import MatchMode, MissPolicy
 from .merge import append_recording
 from .server import ReplayServer
@@ -46,7 +46,6 @@ from .setup import (
     ReplayOptions,
     assign_routes,
     engine_for,
-    load_named,
     open_record_new,
     parse_timing,
     upstreams_for,
@@ -266,7 +265,7 @@ def _engine(path: str, mode: str, options: dict[str, Any]) -> ReplayEngine:
     if mode == "all" or (mode == "new" and not os.path.exists(path)):
         trace = _empty_trace(options.get("profile", "golem"))
     else:
-        trace = load_named(path)
+        trace = load_exchanges(path)
     return engine_for(
         trace,
         ReplayOptions(
@@ -283,9 +282,9 @@ def _strings(value: Any) -> Sequence[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _empty_trace(profile_name: str) -> Trace:
+def _empty_trace(profile_name: str) -> ExchangeTrace:
     routes = (RouteInfo("main", "replay", "live"), RouteInfo("gh", "replay", "live"))
-    return Trace(Header.new(profile_name, routes), get_profile(profile_name), [])
+    return ExchangeTrace(Header.new(profile_name, routes), get_profile(profile_name), [])
 
 
 def _store(path: str, recorded: str, mode: str, engine: ReplayEngine) -> None:

@@ -1,4 +1,7 @@
-"""Rich rendering of verify and diff results: per exchange, method, path, recorded vs live."""
+"""Rich rendering of verify and diff results: per exchange, method, path, recorded vs live.
+
+Everything a trace or a live plugin said is shown as literal `Text` through `safe_text`: a
+``[/x]`` in a value is no markup, and control characters cannot reach the terminal."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..terminal import safe_text
 from .diffing import Difference, short
 from .tracediff import TraceDiff
 from .verify import VerifyResult
@@ -18,13 +22,21 @@ __all__ = ["render_diff", "render_verify"]
 MAX_SHOWN = 50
 
 
+def _literal(text: str, style: str = "") -> Text:
+    return Text(safe_text(text), style=style)
+
+
 def _table(differences: Sequence[Difference], left: str, right: str) -> Table:
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("path", style="cyan", no_wrap=True)
     table.add_column(left, style="red", overflow="fold")
     table.add_column(right, style="green", overflow="fold")
     for difference in differences:
-        table.add_row(difference.path, short(difference.recorded, 80), short(difference.live, 80))
+        table.add_row(
+            _literal(difference.path),
+            _literal(short(difference.recorded, 80)),
+            _literal(short(difference.live, 80)),
+        )
     return table
 
 
@@ -33,10 +45,12 @@ def render_verify(result: VerifyResult, console: Console) -> None:
     failed = result.failed
     for check in failed[:MAX_SHOWN]:
         title = Text(f"#{check.number} ", style="bold")
-        title.append(f"{check.route} {check.method or '(malformed)'}", style="bold magenta")
+        title.append(
+            safe_text(f"{check.route} {check.method or '(malformed)'}"), style="bold magenta"
+        )
         console.print(title)
         if check.problem is not None:
-            console.print(f"  [yellow]{check.problem}[/yellow]")
+            console.print(_literal(f"  {check.problem}", "yellow"))
         if check.differences:
             console.print(_table(check.differences, "recorded", "live"))
     if len(failed) > MAX_SHOWN:
@@ -61,7 +75,7 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
         console.print(
             Text.assemble(
                 (f"{where} ", "bold"),
-                (f"{pair.route} {pair.method or '(malformed)'} ", "bold magenta"),
+                (safe_text(f"{pair.route} {pair.method or '(malformed)'} "), "bold magenta"),
                 (status, "yellow"),
             )
         )

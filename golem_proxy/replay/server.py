@@ -23,7 +23,8 @@ from ..net.addresses import Address
 from ..net.framed_stream import FramedStream, FramingFailure
 from ..net.listeners import Listener, connect, open_listener
 from ..net.sockio import read_some, write_all
-from ..recording.format import RecordingWriter
+from ..recording.format import RecordingWriter, write_private
+from ..terminal import safe_text
 from .engine import Close, Forward, ReplayEngine, Reply
 
 __all__ = ["ForwardError", "ReplayServer", "Sleep"]
@@ -257,11 +258,12 @@ def summary_text(summary: Mapping[str, Any]) -> str:
     hidden = len(summary["unused"]) - 20
     if hidden > 0:
         lines.append(f"  … and {hidden} more unused")
-    return "\n".join(lines)
+    # Methods, routes and messages come from the trace and the client: inert on a terminal.
+    return "\n".join(safe_text(line) for line in lines)
 
 
 def dump_summary(summary: Mapping[str, Any], path: str) -> None:
-    """Write the JSON report to ``path``."""
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(summary, out, indent=2, ensure_ascii=False)
-        out.write("\n")
+    """Write the JSON report to ``path``, readable by its owner only (it quotes requests),
+    whole, replacing only a file the user owns. Raises OSError."""
+    text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
+    write_private(path, text.encode("utf-8", "backslashreplace"), overwrite=True)

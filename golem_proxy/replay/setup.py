@@ -10,9 +10,9 @@ from typing import Optional
 from golem_core.profiles import get_profile
 
 from ..net.addresses import Address, parse_address
-from ..recording.format import Header, RecordingError, RecordingWriter, RouteInfo
+from ..recording.format import Header, RecordingWriter, RouteInfo
 from .engine import ReplayEngine
-from .index import RecordedExchange, ReplayIndex, Trace, load_trace
+from .index import ExchangeTrace, RecordedExchange, ReplayIndex, load_exchanges
 from .matching import IgnoreRules, Keyer, MatchMode, MissPolicy
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "assign_routes",
     "build_engine",
     "engine_for",
-    "load_named",
     "open_record_new",
     "parse_on_miss",
     "parse_timing",
@@ -73,24 +72,12 @@ def parse_on_miss(text: str) -> tuple[MissPolicy, Optional[Address]]:
 
 def build_engine(traces: Sequence[str], options: ReplayOptions) -> ReplayEngine:
     """Load the trace(s) and build the engine. Several files are served as one trace, in the
-    order given (their headers must name the same profile). Raises OSError (with the file
-    name), RecordingError naming the file, or ValueError."""
-    return engine_for(_merge([load_named(path) for path in traces]), options)
+    order given (their headers must name the same profile). Raises OSError, RecordingError,
+    ValueError."""
+    return engine_for(_merge([load_exchanges(path) for path in traces]), options)
 
 
-def load_named(path: str) -> Trace:
-    """`load_trace`, with the file's name in a RecordingError's message (a command or test
-    reading several traces must say which one is bad). Raises OSError, RecordingError."""
-    try:
-        return load_trace(path)
-    except RecordingError as exc:
-        text = str(exc)
-        if text.startswith(f"{path}:"):
-            raise
-        raise RecordingError(f"{path}: {text}") from None
-
-
-def engine_for(trace: Trace, options: ReplayOptions) -> ReplayEngine:
+def engine_for(trace: ExchangeTrace, options: ReplayOptions) -> ReplayEngine:
     """The engine serving ``trace`` under ``options``. Raises ValueError for a bad option."""
     profile = get_profile(options.profile) if options.profile else trace.profile
     keyer = Keyer(options.match, IgnoreRules.parse(options.ignore))
@@ -98,7 +85,7 @@ def engine_for(trace: Trace, options: ReplayOptions) -> ReplayEngine:
     return ReplayEngine(index, profile=profile, on_miss=options.on_miss, timing=options.timing)
 
 
-def _merge(traces: list[Trace]) -> Trace:
+def _merge(traces: list[ExchangeTrace]) -> ExchangeTrace:
     first = traces[0]
     if len(traces) == 1:
         return first
@@ -113,10 +100,10 @@ def _merge(traces: list[Trace]) -> Trace:
             exchanges.append(exchange)
     routes = {route.name: route for trace in traces for route in trace.header.routes}
     header = Header(first.header.profile, tuple(routes.values()), first.header.started_at)
-    return Trace(header, first.profile, exchanges, any(t.truncated_tail for t in traces))
+    return ExchangeTrace(header, first.profile, exchanges, any(t.truncated_tail for t in traces))
 
 
-def assign_routes(trace: Trace, listen: Address, gh_listen: Address) -> dict[str, Address]:
+def assign_routes(trace: ExchangeTrace, listen: Address, gh_listen: Address) -> dict[str, Address]:
     """Trace route name → where to serve it, main listener first: the profile's main channel
     on ``listen``, its second channel (GOLEM's ``gh``) on ``gh_listen``; a trace with one route
     (not the second channel) serves it on ``listen``, and still opens the second channel when

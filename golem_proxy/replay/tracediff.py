@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .diffing import Comparator, Difference, envelope_body
-from .index import RecordedExchange, Trace
+from .index import ExchangeTrace, RecordedExchange
 
 __all__ = ["ExchangeDiff", "TraceDiff", "diff_traces"]
 
@@ -71,7 +71,7 @@ class TraceDiff:
         }
 
 
-def diff_traces(a: Trace, b: Trace, comparator: Comparator) -> TraceDiff:
+def diff_traces(a: ExchangeTrace, b: ExchangeTrace, comparator: Comparator) -> TraceDiff:
     """Align and compare. ``comparator`` treats A as recorded and B as live."""
     pairs: list[ExchangeDiff] = []
     for route in _routes(a, b):
@@ -90,7 +90,7 @@ def diff_traces(a: Trace, b: Trace, comparator: Comparator) -> TraceDiff:
     return TraceDiff(pairs)
 
 
-def _routes(a: Trace, b: Trace) -> list[str]:
+def _routes(a: ExchangeTrace, b: ExchangeTrace) -> list[str]:
     names = a.routes
     return names + [name for name in b.routes if name not in names]
 

@@ -27,7 +27,7 @@ from ..net.framed_stream import FramedStream
 from ..net.listeners import connect
 from ..recording.format import RecordingReader, encode_event
 from .diffing import Comparator, Difference, envelope_body
-from .index import RecordedExchange, Trace
+from .index import ExchangeTrace, RecordedExchange, encode_recorded
 
 __all__ = ["ExchangeCheck", "TargetUnreachable", "VerifyResult", "update_trace", "verify_trace"]
 
@@ -139,7 +139,7 @@ class _Link:
 
 
 async def verify_trace(
-    trace: Trace,
+    trace: ExchangeTrace,
     targets: Mapping[str, Address],
     comparator: Comparator,
     *,
@@ -193,7 +193,7 @@ def _request_bytes(
     obj["id"] = next(ids)
     if "params" in obj:
         obj["params"] = comparator.guids.to_live(obj["params"])
-    return profile.encode(obj)
+    return encode_recorded(profile, obj)
 
 
 def _compare(

@@ -30,6 +30,8 @@ class PluginProcess:
     gh_port: int = 0
     seed: int = 0
     extra_args: tuple[str, ...] = ()
+    behaviour: Optional[str] = None
+    """``--behaviour`` (None: the plugin's default, golem-3dmcp@9819b31)."""
     host: str = "127.0.0.1"
     startup_timeout: float = 20.0
 
@@ -54,6 +56,7 @@ class PluginProcess:
             str(self.gh_port),
             "--seed",
             str(self.seed),
+            *(("--behaviour", self.behaviour) if self.behaviour else ()),
             *self.extra_args,
         ]
         self.process = subprocess.Popen(

@@ -15,7 +15,7 @@ from ..events import (
     ExchangeCompleted,
     FrameSeen,
 )
-from ..recording.format import Header, RecordingWriter, RouteInfo, open_recording_file
+from ..recording.format import Header, RecordingWriter, RouteInfo, open_private
 
 __all__ = ["TraceBuilder"]
 
@@ -48,7 +48,7 @@ class TraceBuilder:
     @classmethod
     def create(cls, path: str, profile: str = "golem", **kwargs: Any) -> TraceBuilder:
         """Write to ``path`` (replaced if it exists, mode 0600)."""
-        return cls(open_recording_file(path, overwrite=True), profile, **kwargs)
+        return cls(open_private(path, overwrite=True), profile, **kwargs)
 
     def _conn(self, route: str) -> tuple[int, list[int]]:
         if route not in self.open:

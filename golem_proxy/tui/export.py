@@ -10,10 +10,11 @@ from golem_core.messages import Malformed
 
 from ..analysis.flows import Flow
 from ..events import Event
-from ..recording.format import Header, RecordingWriter, open_recording_file
+from ..recording import files
+from ..recording.format import Header, RecordingWriter
 from .render import pretty_json
 
-__all__ = ["request_json", "save_events", "write_private"]
+__all__ = ["request_json", "save_events", "write_copy", "write_private"]
 
 
 def request_json(flow: Flow) -> str:
@@ -28,10 +29,19 @@ def request_json(flow: Flow) -> str:
 
 
 def write_private(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` readable by its owner only (payloads may be private).
-    Raises OSError."""
-    with open_recording_file(path, overwrite=True) as stream:
-        stream.write(text.encode("utf-8"))
+    """Write ``text`` to ``path`` readable by its owner only (payloads may be private),
+    whole, replacing only a file the user owns. Raises OSError."""
+    files.write_private(path, text.encode("utf-8", "backslashreplace"), overwrite=True)
+
+
+def write_copy(text: str, number: int) -> str:
+    """Write a copied request to a new file with an unpredictable name in a directory only
+    the user can enter (never a predictable name in a shared one, where another user could
+    plant a file or a link first). Returns its path. Raises OSError."""
+    stream, path = files.private_temp_file(f"request-{number}-", ".json")
+    with stream:
+        stream.write(text.encode("utf-8", "backslashreplace"))
+    return path
 
 
 def save_events(path: str, header: Header, events: Sequence[Event], filter_text: str) -> int:

@@ -14,11 +14,14 @@ Color = tuple[int, int, int]
 
 
 def parse_color(params: dict[str, Any], name: str) -> Optional[Color]:
-    """``params[name]`` as an RGB triple: ``[r, g, b]`` (alpha ignored) or ``"#rrggbb"``, or
-    None when absent. Raises InvalidParams naming the parameter when malformed."""
+    """``params[name]`` as an RGB triple: ``[r, g, b]``, ``{"r", "g", "b"}`` (what the GOLEM
+    MCP server sends; alpha ignored) or ``"#rrggbb"``, or None when absent. Raises
+    InvalidParams naming the parameter when malformed."""
     value = params.get(name)
     if value is None:
         return None
+    if isinstance(value, dict) and all(key in value for key in ("r", "g", "b")):
+        value = [value["r"], value["g"], value["b"]]
     if isinstance(value, str) and len(value) == 7 and value.startswith("#"):
         try:
             return (int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16))
@@ -30,7 +33,9 @@ def parse_color(params: dict[str, Any], name: str) -> Optional[Color]:
         and all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in value)
     ):
         return (value[0], value[1], value[2])
-    raise InvalidParams(f"Parameter '{name}' must be [r, g, b] (0-255) or '#rrggbb'.", name)
+    raise InvalidParams(
+        f"Parameter '{name}' must be [r, g, b], {{r, g, b}} (0-255) or '#rrggbb'.", name
+    )
 
 
 def created(obj: DocObject) -> dict[str, Any]:

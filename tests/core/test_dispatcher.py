@@ -356,3 +356,64 @@ def test_dispatch_never_raises(obj: dict[str, Any]) -> None:
     assert reply_bytes is not None
     decoded = decode_reply(reply_bytes)
     assert set(decoded) == {"id", "result", "error"}
+
+
+# -- the error policy -------------------------------------------------------------------------
+
+
+class _FlatErrors:
+    """A policy that answers every failure with one integer code and no details, as a server
+    that normalises its dispatcher's errors would."""
+
+    def success(self, request: Request, result: Any, builtin: bool) -> dict[str, Any]:
+        return GOLEM.success(request.id, result if builtin or result else {})
+
+    def method_not_found(self, request: Request) -> dict[str, Any]:
+        return GOLEM.error(request.id, -32000, f"Method not found: {request.method}")
+
+    def handler_failed(self, request: Request, exc: Exception) -> dict[str, Any]:
+        return GOLEM.error(request.id, -32000, str(exc))
+
+    def unparseable(self, message: Any) -> Any:
+        return None
+
+    def unencodable(self, request_id: Any, exc: Exception) -> Any:
+        return None
+
+
+def test_the_policy_decides_every_failure_answer() -> None:
+    dispatcher = Dispatcher(errors=_FlatErrors())
+    dispatcher.register("m.fail", raising(NotImplementedError("later")))
+    dispatcher.register("m.empty", lambda p: [])
+    dispatcher.register("m.bad", lambda p: {"x": object()})
+    assert dispatcher.dispatch(req("nope"))["error"] == {
+        "code": -32000,
+        "message": "Method not found: nope",
+    }
+    assert dispatcher.dispatch(req("m.fail"))["error"] == {"code": -32000, "message": "later"}
+    assert dispatcher.dispatch(req("m.empty"))["result"] == {}
+    assert dispatcher.respond(b"{not json") is None
+    assert dispatcher.respond(b'{"id":"a","method":"m.bad"}') is None
+
+
+def test_builtins_can_run_on_the_ui_thread_and_list_only_themselves() -> None:
+    ran: list[str] = []
+
+    def runner(call: Callable[[], Any], timeout: float) -> Any:
+        ran.append("ui")
+        return call()
+
+    dispatcher = Dispatcher(ui_runner=runner, builtins_on_ui_thread=True, list_builtins_only=True)
+    dispatcher.register("m.x", lambda p: {})
+    assert dispatcher.dispatch(req("ping"))["result"] == {"alive": True}
+    assert dispatcher.dispatch(req("list_methods"))["result"] == {
+        "methods": ["list_methods", "ping", "shutdown"]
+    }
+    assert ran == ["ui", "ui"]
+
+
+def test_a_dispatcher_without_builtins_knows_only_what_is_registered() -> None:
+    dispatcher = Dispatcher(builtins=False)
+    dispatcher.register("gh.ping", lambda p: {"alive": True})
+    assert dispatcher.methods() == ["gh.ping"]
+    assert dispatcher.dispatch(req("ping"))["error"]["code"] == -32601

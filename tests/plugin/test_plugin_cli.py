@@ -15,12 +15,12 @@ from plugin_client import Client
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READY = re.compile(
-    r"^rhino_plugin headless ready: main=([\d.]+):(\d+) gh=([\d.]+):(\d+) seed=(\d+)$"
+    r"^rhino_plugin headless ready: main=([\d.]+):(\d+) gh=([\d.]+):(\d+) seed=(\d+)"
+    r" behaviour=(\S+)$"
 )
 
 
-@pytest.fixture
-def headless() -> Iterator[tuple[subprocess.Popen, tuple[str, int], tuple[str, int]]]:  # type: ignore[type-arg]
+def start(*extra: str) -> tuple[subprocess.Popen, re.Match[str]]:  # type: ignore[type-arg]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     proc = subprocess.Popen(
         [
@@ -34,6 +34,7 @@ def headless() -> Iterator[tuple[subprocess.Popen, tuple[str, int], tuple[str, i
             "0",
             "--seed",
             "5",
+            *extra,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -41,23 +42,50 @@ def headless() -> Iterator[tuple[subprocess.Popen, tuple[str, int], tuple[str, i
         env=env,
         cwd=str(REPO_ROOT),
     )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    match = READY.match(line)
+    if match is None:
+        proc.kill()
+        proc.communicate(timeout=10)
+    assert match, f"unexpected ready line {line!r}"
+    return proc, match
+
+
+def finish(proc: subprocess.Popen) -> None:  # type: ignore[type-arg]
+    if proc.poll() is None:
+        proc.kill()
+    proc.communicate(timeout=10)
+
+
+@pytest.fixture
+def headless() -> Iterator[tuple[subprocess.Popen, tuple[str, int], tuple[str, int]]]:  # type: ignore[type-arg]
+    proc, match = start()
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        match = READY.match(line)
-        assert match, f"unexpected ready line {line!r}"
+        assert match[6] == "golem-3dmcp@9819b31"
         yield proc, (match[1], int(match[2])), (match[3], int(match[4]))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate(timeout=10)
+        finish(proc)
+
+
+def test_the_ready_line_names_the_extended_behaviour() -> None:
+    proc, match = start("--behaviour", "extended")
+    try:
+        assert match[6] == "extended"
+        client = Client((match[1], int(match[2])))
+        try:
+            assert client.call("scene.deselect_all") == {"unselected_count": 0}
+        finally:
+            client.close()
+    finally:
+        finish(proc)
 
 
 def test_shutdown_method_exits_zero(headless) -> None:  # type: ignore[no-untyped-def]
     proc, main, _gh = headless
     client = Client(main)
     try:
-        assert client.call("geometry.create_point", location=[1, 2, 3])["type"] == "Point"
+        assert client.call("geometry.create_point", location=[1, 2, 3])["type"] == "point"
         assert client.call("shutdown") == {"shutdown": "initiated"}
     finally:
         client.close()
@@ -69,7 +97,7 @@ def test_signal_exits_cleanly(headless, signum: int) -> None:  # type: ignore[no
     proc, _main, gh = headless
     client = Client(gh)
     try:
-        assert client.call("ping") == {"alive": True}
+        assert client.call("gh.ping") == {"alive": True, "server": "gh"}
     finally:
         client.close()
     proc.send_signal(signum)

@@ -274,3 +274,12 @@ def test_files_and_views(client: Any) -> None:
     _box(client, [0.0, 0.0, 0.0], 1.0)
     client.call("files.new_document")
     assert client.call("scene.list_objects")["total"] == 0
+
+
+def test_the_extended_behaviour_takes_the_colour_the_mcp_server_sends(client: Any) -> None:
+    color = {"r": 200, "g": 50, "b": 50, "a": 255}
+    assert client.call("scene.create_layer", name="Red", color=color)["success"] is True
+    (red,) = [
+        layer for layer in client.call("scene.list_layers")["layers"] if layer["name"] == "Red"
+    ]
+    assert red["color"] == [200, 50, 50]

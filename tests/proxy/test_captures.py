@@ -15,7 +15,7 @@ import trio
 
 from golem_core.messages import Response
 from golem_proxy.analysis.captures import PNG_SIGNATURE, captures
-from golem_proxy.analysis.trace import load_trace
+from golem_proxy.analysis.trace import open_flows
 from golem_proxy.net.addresses import Address
 from rhino_plugin import HeadlessPlugin, PluginOptions
 
@@ -66,9 +66,10 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
 
 def test_captures_are_found_with_their_flow_and_size(recording: tuple[Path, list[bytes]]) -> None:
     path, pngs = recording
-    trace = load_trace(str(path))
-    found = captures(trace.flows)
-    numbers = [f.number for f in trace.flows if f.method == "viewport.capture"]
+    with open_flows(str(path)) as trace:
+        flows = list(trace.flows())
+    found = list(captures(flows))
+    numbers = [f.number for f in flows if f.method == "viewport.capture"]
     assert [c.flow for c in found] == numbers
     assert [(c.width, c.height) for c in found] == [(64, 48), (20, 10)]
     assert [c.png for c in found] == pngs

@@ -18,9 +18,10 @@ from golem_core.dispatcher import Dispatcher
 from golem_core.messages import Request, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.audit import audit, group_by_rule
-from golem_proxy.analysis.trace import load_trace
+from golem_proxy.analysis.flows import Flow, FlowTracker
+from golem_proxy.analysis.trace import open_flows
 from golem_proxy.catalogues import load_catalogue
-from golem_proxy.events import Direction, ViolationSeen
+from golem_proxy.events import Direction, Event, ViolationSeen
 
 from .cli_helpers import ROOT, run_cli, run_main
 from .trace_builder import TapSimulator, golem_session, write_recording
@@ -65,13 +66,22 @@ def test_report_groups_by_rule(trace: Path, capsys: pytest.CaptureFixture[str]) 
     assert report["drift"]["unknown_methods"] == []
 
 
+def load(path: Path) -> tuple[list[Event], list[Flow]]:
+    with open_flows(str(path)) as reader:
+        events = list(reader.events())
+    tracker = FlowTracker(GOLEM)
+    for event in events:
+        tracker.apply(event)
+    return events, tracker.flows
+
+
 def test_old_traces_get_the_rules_again(tmp_path: Path) -> None:
     """A trace without violation lines (recorded before the rules existed) is re-checked."""
     tap = golem_session()
     path = tmp_path / "old.jsonl"
     path.write_bytes(write_recording([e for e in tap.events if not isinstance(e, ViolationSeen)]))
-    loaded = load_trace(str(path))
-    findings = audit(loaded.events, loaded.flows, loaded.profile)
+    events, flows = load(path)
+    findings = audit(events, flows, golem_session().profile)
     rules = {group.rule: group.count for group in group_by_rule(findings)}
     assert rules == {
         "golem.message.malformed": 2,
@@ -83,8 +93,8 @@ def test_old_traces_get_the_rules_again(tmp_path: Path) -> None:
 
 
 def test_recorded_and_rechecked_are_not_double_counted(trace: Path) -> None:
-    loaded = load_trace(str(trace))
-    findings = audit(loaded.events, loaded.flows, loaded.profile)
+    events, flows = load(trace)
+    findings = audit(events, flows, golem_session().profile)
     keys = [(f.flow, f.rule, f.violation.path) for f in findings]
     assert len(keys) == len(set(keys)) == 6
     assert all(f.source == "recorded" for f in findings)
@@ -408,3 +418,15 @@ def test_drift_the_proxy_recorded_is_shown_without_a_catalogue(tmp_path: Path) -
     (renamed,) = drift["renamed_params"]
     assert (renamed["param"], renamed["read_as"]) == ("center", None)
     assert "reads `base_center`" in renamed["message"]
+
+
+@pytest.mark.parametrize("piece", [1, 2, 5, 1000])
+def test_a_trace_checked_piece_by_piece_gives_what_one_audit_gives(trace: Path, piece: int) -> None:
+    from golem_proxy.analysis.drift import DriftCollector
+    from golem_proxy.commands.check import _audit
+
+    events, flows = load(trace)
+    whole = audit(events, flows, golem_session().profile)
+    with open_flows(str(trace)) as reader:
+        pieces = _audit(reader, None, DriftCollector(None), piece)
+    assert [f.to_json() for f in pieces] == [f.to_json() for f in whole]

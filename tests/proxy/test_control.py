@@ -74,7 +74,9 @@ def test_hold_edit_and_resend_from_another_thread(live: tuple[LiveControl, Addre
     results: list[Any] = []
     caller = threading.Thread(
         target=lambda: results.append(
-            client.send_command("scene.create_layer", {"name": "Walls", "color": [255, 0, 0]})
+            client.send_command(
+                "scene.create_layer", {"name": "Walls", "color": {"r": 255, "g": 0, "b": 0}}
+            )
         )
     )
     caller.start()
@@ -83,14 +85,14 @@ def test_hold_edit_and_resend_from_another_thread(live: tuple[LiveControl, Addre
     request = json.loads(held[0].payload)
     with pytest.raises(InterceptError):
         control.decide(held[0].id, Edit(b"{nope"))
-    request["params"]["color"] = [0, 0, 255]
+    request["params"]["color"] = {"r": 0, "g": 0, "b": 255}
     control.decide(held[0].id, Edit(json.dumps(request).encode()))
     caller.join(10)
     assert results and results[0]["full_path"] == "Walls"
     client.close()  # the plugin serves one client per channel: free it for the side connection
     resent = control.resend("main", held[0].payload)
     assert resent.request_id != request["id"]
-    assert resent.message.error.code == "INVALID_PARAMS"  # type: ignore[union-attr]
+    assert "failed to create layer 'Walls'" in resent.message.error.message  # type: ignore[union-attr]
     assert control.set_filter(None) == ""
 
 

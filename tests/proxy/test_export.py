@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from golem_core.profiles import JSONRPC_NDJSON
-from golem_proxy.events import Direction, FrameSeen
+from golem_proxy.events import Direction, Event, FrameSeen
 from golem_proxy.recording.format import RecordingReader, read_recording
-from golem_proxy.recording.streams import rebuild_streams
+from golem_proxy.recording.streams import rebuild_streams, write_streams
 
 from .cli_helpers import run_cli, run_main
 from .trace_builder import TapSimulator, golem_session, write_recording
@@ -168,3 +168,34 @@ def test_every_command_reads_a_truncated_recording(
     for command in COMMANDS:
         code, _, err = run_main(capsys, command[0], str(path), *command[1:])
         assert code == 2 and "header" in err
+
+
+def test_streams_go_straight_to_files_without_being_held(tmp_path: Path) -> None:
+    tap = golem_session()
+    events = read_recording_events(tmp_path, tap)
+    expected = rebuild_streams(events, tap.profile)
+    out = tmp_path / "out"
+    out.mkdir()
+    written = write_streams(iter(events), tap.profile, str(out))
+    assert [s.filename for s in written] == [s.filename for s in expected.values()]
+    for stream in written:
+        kept = expected[(stream.conn, stream.direction)]
+        assert stream.data == bytearray()  # nothing held in memory
+        assert (out / stream.filename).read_bytes() == bytes(kept.data)
+        assert stream.to_json() == kept.to_json()
+
+
+def test_a_damaged_line_leaves_no_stream_file(tmp_path: Path) -> None:
+    lines = write_recording(golem_session().events).splitlines(keepends=True)
+    path = tmp_path / "damaged.jsonl"
+    path.write_bytes(b"".join(lines[:-2]) + b'{"seq":1,"t":NaN,"kind":"gap"}\n' + lines[-1])
+    out = tmp_path / "out"
+    result = run_cli("export", str(path), "--out", str(out))
+    assert result.returncode == 2 and "NaN" in result.stderr
+    assert list(out.iterdir()) == []
+
+
+def read_recording_events(tmp_path: Path, tap: TapSimulator) -> list[Event]:
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    return read_recording(str(path)).events

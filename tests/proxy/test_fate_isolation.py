@@ -247,3 +247,34 @@ async def test_an_upstream_that_closed_resets_a_client_that_sends_again() -> Non
         nursery.cancel_scope.cancel()
     closed = proxy.of_type(ConnectionClosed)
     assert "reset" in closed[0].reason
+
+
+async def test_many_connections_stopping_one_byte_short_stay_within_the_budget() -> None:
+    declared = 2 * MIB
+    almost = struct.pack("!I", declared) + b"[" + b"0," * ((declared - 2) // 2)
+    budget = 8 * MIB
+    async with trio.open_nursery() as nursery:
+        upstream = EchoUpstream(echo=False)
+        await nursery.start(upstream.serve)
+        options = ProxyOptions(drain_timeout=1.0, observer_memory=budget)
+        proxy = await start_proxy(nursery, upstream.address, options=options)
+        observer = proxy.session.proxy.observer
+        peak = 0
+        streams = []
+        for _ in range(16):
+            stream = await connect(proxy.listen)
+            await stream.send_all(almost)
+            streams.append(stream)
+            peak = max(peak, observer.used)
+        for index in range(16):
+            await upstream.wait_received(len(almost), index)
+            peak = max(peak, observer.used)
+        await wait_for(lambda: not observer.backlog, "the observer caught up")
+        peak = max(peak, observer.used)
+        assert peak <= budget + 1024 * 1024  # at most one read past the budget
+        assert all(bytes(received) == almost for received in upstream.received)
+        for stream in streams:
+            await stream.aclose()
+        await stop_proxy(proxy)
+        nursery.cancel_scope.cancel()
+    assert any(g.reason is GapReason.BEHIND for g in proxy.of_type(ObservationLost))

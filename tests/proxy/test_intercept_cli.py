@@ -100,7 +100,7 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
         "--intercept", r"~q & ~m ^scene\.create_layer$",
     )  # fmt: skip
     try:
-        params = json.dumps({"name": "Walls", "color": [255, 0, 0]})
+        params = json.dumps({"name": "Walls", "color": {"r": 255, "g": 0, "b": 0}})
         thread, done = call_in_background(proxy.port, "scene.create_layer", params, "--id", "w1")
         held = int(proxy.wait_for(r"fault intercept:held scene\.create_layer held #(\d+)").group(1))
         proxy.type("list")
@@ -110,7 +110,7 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
         edited = {
             "id": "w1",
             "method": "scene.create_layer",
-            "params": {"name": "Walls", "color": [0, 0, 255]},
+            "params": {"name": "Walls", "color": {"r": 0, "g": 0, "b": 255}},
         }
         proxy.type(f"edit {held} {json.dumps(edited)}")
         thread.join(30)
@@ -121,7 +121,7 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
         proxy.stop()
     layers = run_cli("call", "scene.list_layers", "--target", upstream)
     walls = [x for x in json.loads(layers.stdout)["layers"] if x["full_path"] == "Walls"]
-    assert walls[0]["color"][:3] == [0, 0, 255]
+    assert walls[0]["color"] == {"r": 0, "g": 0, "b": 255, "a": 255}
     recording = read_recording(str(record))
     frames = [
         e for e in recording.events if isinstance(e, FrameSeen) and e.method == "scene.create_layer"
@@ -130,7 +130,7 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
     edit = next(
         e for e in recording.events if isinstance(e, FaultInjected) and e.fault == "intercept:edit"
     )
-    assert json.loads(edit.original)["params"]["color"] == [255, 0, 0]
+    assert json.loads(edit.original)["params"]["color"] == {"r": 255, "g": 0, "b": 0}
 
 
 def test_answer_and_drop_from_stdin(plugin: PluginProcess) -> None:

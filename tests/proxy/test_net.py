@@ -57,3 +57,23 @@ async def test_a_socket_bound_meanwhile_is_not_replaced() -> None:
         finally:
             await first.aclose()
         assert not os.path.lexists(path)
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o1777])
+async def test_a_directory_others_may_write_to_is_refused(mode: int) -> None:
+    """Someone who may write to the directory could swap the socket file (as root too: /tmp
+    is root's own, and anyone writes there)."""
+    with tempfile.TemporaryDirectory() as directory:
+        os.chmod(directory, mode)
+        with pytest.raises(ListenError, match="others may write to it"):
+            await open_listener(parse_address(f"unix:{os.path.join(directory, 's.sock')}"))
+        assert os.listdir(directory) == []
+
+
+async def test_a_directory_owned_by_someone_else_is_refused() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to hand a directory to another user")
+    with tempfile.TemporaryDirectory() as directory:
+        os.chown(directory, 4242, 4242)
+        with pytest.raises(ListenError, match="not owned by you"):
+            await open_listener(parse_address(f"unix:{os.path.join(directory, 's.sock')}"))

@@ -37,8 +37,10 @@ from golem_proxy.recording.format import (
     RecordingWriter,
     RouteInfo,
     encode_event,
+    encode_header,
     read_recording,
 )
+from golem_proxy.recording.schema import FRAME_MEMBERS, FRAME_OPTIONAL, KIND_MEMBERS
 
 from .trace_builder import golem_session, write_recording
 
@@ -64,6 +66,7 @@ def one_of_each() -> list[Event]:
     request = frame(b'{"id": "r1", "method": "ping", "params": {}}')
     response = frame(b'{"id": "r1", "result": {"alive": true}, "error": null}', Direction.S2C)
     broken = Violation("golem.message.malformed", "bad", "$", Severity.ERROR, "invalid-json")
+    orphan_verdict = Violation("pairing.orphan-response", "no request", "$.id", Severity.ERROR)
     return [
         ConnectionOpened(1, "main", "127.0.0.1:5000", "127.0.0.1:9876", 0.25),
         request,
@@ -82,7 +85,8 @@ def one_of_each() -> list[Event]:
             99,
         ),
         BytesDiscarded(1, "main", Direction.C2S, 0.75, b"\x00\x01", True),
-        FaultInjected(1, "main", Direction.S2C, 0.8, "drop", "dropped a response", "ping"),
+        FaultInjected(1, "main", Direction.S2C, 0.8, "drop", "withheld response", "ping", True),
+        ViolationSeen(1, "main", Direction.S2C, 1, 0.85, orphan_verdict, orphan=True),
         EventsMissed(3, 0.9, "recorder"),
         ConnectionClosed(1, "main", "client closed", 1.0, 10, 20, True),
     ]
@@ -247,3 +251,39 @@ def test_recording_files_are_private(tmp_path: Path) -> None:
     assert read_recording(str(path)).events == one_of_each()[:1]
     with pytest.raises(FileExistsError):
         RecordingWriter.create(str(path), header)
+
+
+def test_the_writer_follows_the_member_lists_the_scanner_is_built_from() -> None:
+    """The fast scanner's pattern is built from `schema.KIND_MEMBERS`: a writer that changed
+    a line's members or their order without it would make the scanner miss lines silently."""
+    for seq, event in enumerate([*one_of_each(), *golem_session().events], 1):
+        line = encode_event(event, GOLEM, seq)
+        assert line is not None
+        data = json.loads(line)
+        members = KIND_MEMBERS[data["kind"]]
+        keys = list(data)
+        if data["kind"] == "frame":
+            assert keys[: len(FRAME_MEMBERS)] == list(FRAME_MEMBERS)
+            rest = keys[len(FRAME_MEMBERS) :]
+            extra = ("msg", "raw", "note", "redacted")
+            assert all(key in FRAME_OPTIONAL or key in extra for key in rest), rest
+            assert [k for k in rest if k in FRAME_OPTIONAL] == [
+                k for k in FRAME_OPTIONAL if k in data
+            ]
+            continue
+        assert keys == [member for member in members if member in data], data["kind"]
+
+
+def test_old_lines_say_withheld_and_orphan_the_old_way() -> None:
+    """Files written before faults and violations carried the members: the detail's first
+    word and the rule id."""
+    lines = [
+        b'{"seq":1,"t":0.1,"kind":"fault","conn":1,"route":"main","dir":"c2s","fault":"drop",'
+        b'"detail":"withheld request: ping","method":"ping"}\n',
+        b'{"seq":2,"t":0.2,"kind":"violation","conn":1,"route":"main","dir":"s2c","frame":0,'
+        b'"rule":"pairing.orphan-response","message":"m","path":"$.id","severity":"error"}\n',
+    ]
+    data = encode_header(Header.new("golem", [])) + b"".join(lines)
+    fault, verdict = list(RecordingReader(io.BytesIO(data)))
+    assert isinstance(fault, FaultInjected) and fault.withheld
+    assert isinstance(verdict, ViolationSeen) and verdict.orphan

@@ -11,7 +11,10 @@ from hypothesis import strategies as st
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, FrameSeen
-from golem_proxy.recording.format import MSG_KEY, _dumps, _frame_prefix, _frame_type
+from golem_proxy.recording.format import MSG_KEY
+from golem_proxy.recording.schema import dumps as _dumps
+from golem_proxy.recording.writer import _frame_prefix
+from golem_proxy.recording.writer import frame_type as _frame_type
 
 
 def reference_prefix(event: FrameSeen, seq: int) -> bytes:

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.trio
 
 @pytest.fixture(scope="module")
 def plugin() -> Iterator[Address]:
-    running = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=5))
+    running = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=5, behaviour="extended"))
     host, port = running.start()[0]
     yield Address(host, port)
     running.stop()

@@ -50,7 +50,7 @@ async def test_resend_uses_a_fresh_id_and_returns_the_answer(plugin: Address) ->
     assert second.request_id != first.request_id
     # The plugin really did it twice: the second time the layer exists.
     assert isinstance(second.message, ErrorResponse)
-    assert second.message.error.code == "INVALID_PARAMS"
+    assert "Rhino failed to create layer 'Again'" in second.message.error.message
 
 
 async def test_fresh_request_keeps_every_other_member() -> None:

@@ -33,7 +33,7 @@ def recording(plugin: PluginProcess, tmp_path_factory: pytest.TempPathFactory) -
             client = GolemClient(await connect(proxy.listen))
             for ident, method, params in [
                 ("r1", "ping", {}),
-                ("r2", "scene.create_layer", {"name": "Once", "color": [1, 2, 3]}),
+                ("r2", "scene.create_layer", {"name": "Once", "color": {"r": 1, "g": 2, "b": 3}}),
             ]:
                 reply = await client.call({"id": ident, "method": method, "params": params})
                 assert isinstance(reply, Response)
@@ -59,7 +59,7 @@ def test_a_different_answer_is_listed_and_exits_1(plugin: PluginProcess, recordi
     # The layer exists now: the plugin refuses to create it a second time.
     done = run_cli("resend", str(recording), "2", "--target", target(plugin))
     assert done.returncode == 1, done.stderr
-    assert "→ INVALID_PARAMS" in done.stdout
+    assert "→ APPLICATION_ERROR" in done.stdout
     assert "differences (recorded vs now):" in done.stdout
     assert "error (null vs {" in done.stdout
 

@@ -64,7 +64,7 @@ def test_an_unknown_sample_lists_the_known_ones() -> None:
 
 
 def test_commands_take_a_sample_by_name() -> None:
-    done = run_cli("show", "sample:error-session", "--filter", "~c OBJECT_NOT_FOUND")
+    done = run_cli("show", "sample:error-session", "--filter", "~c APPLICATION_ERROR")
     assert done.returncode == 0, done.stderr
     assert "scene.get_object_info" in done.stdout
     stats = run_cli("diff", "sample:modelling-session", "sample:modelling-session")

@@ -106,3 +106,31 @@ def test_a_damaged_middle_line_is_reported(tmp_path: Path) -> None:
     result = run_cli("show", str(path))
     assert result.returncode == 2
     assert "line 6" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_rows_are_printed_as_the_file_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A damaged line far down: the rows before it are already out when the error comes."""
+    lines = write_recording(golem_session().events).splitlines(keepends=True)
+    path = tmp_path / "damaged-at-the-end.jsonl"
+    path.write_bytes(b"".join(lines) + b'{"seq": 999, "kind": "frame", "t": NaN}\n')
+    code, out, err = run_main(capsys, "show", str(path))
+    assert code == 2 and f"line {len(lines) + 1}" in err
+    assert "creation.create_box" in out  # printed before the damaged line was reached
+
+
+def test_memory_does_not_grow_with_the_trace(tmp_path: Path) -> None:
+    """What the reader holds at any time is the flows not yet settled, not the trace."""
+    from golem_proxy.analysis.trace import open_flows
+
+    from .hostile_shapes import sequential_trace
+
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(sequential_trace(3000))
+    held = count = 0
+    with open_flows(str(path)) as reader:
+        for _ in reader.flows():
+            count += 1
+            held = max(held, len(reader.tracker.flows))
+    assert count == 3000 and held <= 1

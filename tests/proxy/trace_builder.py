@@ -1,10 +1,8 @@
 """Build realistic recordings for the reader tests without sockets.
 
-`TapSimulator` does what the proxy's tap does with the bytes of a session: one golem_core
-decoder per connection and direction, requests paired with responses by a `Correlator`, the
-profile's contract checks, framing errors and discarded bytes, orphan responses and requests
-left unanswered. Tests feed it the exact bytes that crossed (in arbitrary chunks) and keep them,
-so exports can be compared with what was fed.
+`TapSimulator` feeds the exact bytes of a session, in arbitrary chunks, to the proxy's own
+`ConnectionTap` (one per connection), so the events it collects are the ones the proxy would
+record, and it keeps the bytes, so exports can be compared with what was fed.
 """
 
 from __future__ import annotations
@@ -13,43 +11,23 @@ import io
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from golem_core.contract import Severity, Violation
-from golem_core.framing import Discarded, EndOfStream, Frame, FrameError
-from golem_core.messages import Role
-from golem_core.pairing import Correlator
 from golem_core.profiles import GOLEM, Profile
-from golem_proxy.analysis.flows import ORPHAN_RULE
-from golem_proxy.events import (
-    BytesDiscarded,
-    ConnectionClosed,
-    ConnectionOpened,
-    Direction,
-    Event,
-    ExchangeCompleted,
-    FrameSeen,
-    FramingErrorSeen,
-    ViolationSeen,
-)
+from golem_proxy.events import ConnectionClosed, ConnectionOpened, Direction, Event
+from golem_proxy.live.tap import ConnectionTap
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
-
-ORPHAN = Violation(ORPHAN_RULE, "response answers no outstanding request", "$", Severity.ERROR)
 
 
 @dataclass
 class _Conn:
-    conn: int
     route: str
-    decoders: dict[Direction, Any]
-    correlator: Correlator[FrameSeen]
-    indexes: dict[Direction, int] = field(default_factory=lambda: {d: 0 for d in Direction})
+    tap: ConnectionTap
     fed: dict[Direction, bytearray] = field(
         default_factory=lambda: {d: bytearray() for d in Direction}
     )
-    violations: dict[int, list[Violation]] = field(default_factory=dict)
 
 
 class TapSimulator:
-    """Turns the bytes of a session into the events the proxy's tap would emit."""
+    """Turns the bytes of a session into the events the proxy's tap emits."""
 
     def __init__(self, profile: Profile = GOLEM, cap: Optional[int] = None) -> None:
         self.profile = profile
@@ -66,12 +44,8 @@ class TapSimulator:
         self._micros += round(seconds * 1e6)
 
     def open(self, conn: int, route: str = "main") -> None:
-        self.conns[conn] = _Conn(
-            conn,
-            route,
-            {d: self.profile.new_decoder(self.cap) for d in Direction},
-            Correlator(self.profile),
-        )
+        tap = ConnectionTap(conn, route, self.profile, self.events.append, cap=self.cap)
+        self.conns[conn] = _Conn(route, tap)
         self.events.append(
             ConnectionOpened(conn, route, f"127.0.0.1:{50000 + conn}", "127.0.0.1:9876", self.t)
         )
@@ -82,8 +56,7 @@ class TapSimulator:
         state.fed[direction] += data
         pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)] if chunk else [data]
         for piece in pieces:
-            state.decoders[direction].receive_data(piece)
-            self._drain(state, direction)
+            state.tap.process(direction, piece, self.t)
 
     def request(self, conn: int, obj: Any, **kw: Any) -> None:
         self.send(conn, Direction.C2S, self.profile.encode(obj), **kw)
@@ -94,9 +67,7 @@ class TapSimulator:
     def close(self, conn: int, reason: str = "client closed") -> None:
         state = self.conns[conn]
         for direction in Direction:
-            state.decoders[direction].receive_eof()
-            self._drain(state, direction)
-        state.correlator.clear()
+            state.tap.process(direction, b"", self.t)
         self.events.append(
             ConnectionClosed(
                 conn,
@@ -110,68 +81,6 @@ class TapSimulator:
 
     def fed(self, conn: int, direction: Direction) -> bytes:
         return bytes(self.conns[conn].fed[direction])
-
-    def _drain(self, state: _Conn, direction: Direction) -> None:
-        for item in state.decoders[direction].events():
-            if isinstance(item, Frame):
-                self._frame(state, direction, item)
-            elif isinstance(item, FrameError):
-                self.events.append(
-                    FramingErrorSeen(
-                        state.conn,
-                        state.route,
-                        direction,
-                        self.t,
-                        item.kind,
-                        item.detail,
-                        item.raw,
-                        item.recoverable,
-                        item.declared_length,
-                    )
-                )
-                violation = self.profile.frame_violation(item)
-                self.events.append(
-                    ViolationSeen(state.conn, state.route, direction, None, self.t, violation)
-                )
-            elif isinstance(item, Discarded):
-                self.events.append(
-                    BytesDiscarded(state.conn, state.route, direction, self.t, item.raw, item.final)
-                )
-            else:
-                assert isinstance(item, EndOfStream)
-
-    def _frame(self, state: _Conn, direction: Direction, frame: Frame) -> None:
-        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        message = self.profile.parse(frame.payload, role)
-        index = state.indexes[direction]
-        state.indexes[direction] += 1
-        seen = FrameSeen(
-            state.conn, state.route, direction, index, self.t, frame.size, frame.payload, message
-        )
-        self.events.append(seen)
-        found = self.profile.check_message(message, frame.payload)
-        self._violations(state, direction, index, found)
-        if direction is Direction.C2S:
-            state.violations[index] = found
-            state.correlator.add_request(message, seen)
-            return
-        pending = state.correlator.match_response(message)
-        if pending is None:
-            self._violations(state, direction, index, [ORPHAN])
-            return
-        request = pending.context
-        exchange = self.profile.check_exchange(request.message, message)
-        self._violations(state, direction, index, exchange)
-        every = state.violations.pop(request.index, []) + found + exchange
-        self.events.append(ExchangeCompleted(state.conn, state.route, request, seen, tuple(every)))
-
-    def _violations(
-        self, state: _Conn, direction: Direction, index: int, found: list[Violation]
-    ) -> None:
-        for violation in found:
-            self.events.append(
-                ViolationSeen(state.conn, state.route, direction, index, self.t, violation)
-            )
 
 
 def write_recording(

@@ -141,7 +141,7 @@ def test_verify_passes_against_the_same_plugin_and_across_seeds(demo_trace: Path
     for seed in (42, 7):  # another seed hands out other GUIDs: verify maps them
         done = verify_fresh(demo_trace, seed=seed)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "verify: all 20 exchanges match" in done.stdout
+        assert "verify: all 31 exchanges match" in done.stdout
 
 
 def test_verify_fails_with_a_precise_diff_then_update_repairs(
@@ -186,7 +186,7 @@ def test_diff_cli(demo_trace: Path, tmp_path: Path) -> None:
     assert "no difference" in same.stdout
     edited = tmp_path / "edited.jsonl"
     shutil.copy(demo_trace, edited)
-    edited.write_text(edited.read_text().replace('"radius": 8.0}', '"radius": 9.0}', 1))
+    edited.write_text(edited.read_text().replace('"radius": 8.0,', '"radius": 9.0,', 1))
     different = golem_proxy("diff", str(demo_trace), str(edited), "--json")
     assert different.returncode == 1
     report = json.loads(different.stdout)

@@ -12,7 +12,7 @@ import pytest
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
 from golem_proxy.net.addresses import Address
 from golem_proxy.replay.engine import Close, Forward, ReplayEngine, Reply, summary
-from golem_proxy.replay.index import ReplayIndex, load_trace
+from golem_proxy.replay.index import ReplayIndex, load_exchanges
 from golem_proxy.replay.matching import IgnoreRules, Keyer, MatchMode
 from golem_proxy.replay.setup import assign_routes
 from golem_proxy.testing.traces import TraceBuilder
@@ -29,7 +29,9 @@ def engine_for(
     on_miss: str = "error",
     timing: Optional[float] = None,
 ) -> ReplayEngine:
-    index = ReplayIndex(load_trace(str(path)), Keyer(match, IgnoreRules.parse(ignore)), reuse=reuse)
+    index = ReplayIndex(
+        load_exchanges(str(path)), Keyer(match, IgnoreRules.parse(ignore)), reuse=reuse
+    )
     return ReplayEngine(index, on_miss=on_miss, timing=timing)
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from golem_proxy.replay.forked import ForkedCall, ForkedCallError
+from golem_proxy.recording.forked import ForkedCall, ForkedCallError
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
+from golem_proxy.recording import scan
+from golem_proxy.recording.forked import can_fork
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, read_recording
-from golem_proxy.replay import index
-from golem_proxy.replay.forked import can_fork
-from golem_proxy.replay.index import load_trace
+from golem_proxy.replay.index import encode_recorded, load_exchanges
 
 HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
 
@@ -87,7 +87,7 @@ def expected(path: Path) -> list[Any]:
 
 
 def loaded(path: Path) -> list[Any]:
-    trace = load_trace(str(path))
+    trace = load_exchanges(str(path))
     try:
         assert [e.number for e in trace.exchanges] == list(range(1, len(trace.exchanges) + 1))
         return [
@@ -121,7 +121,7 @@ def test_two_processes_read_what_one_reads(tmp_path: Path, events: list[Event]) 
     path = tmp_path / "t.jsonl"
     write(path, events)
     forks: list[object] = []
-    start = index.ForkedCall.start
+    start = scan.ForkedCall.start
 
     def counting_start(function: Any) -> Any:
         call = start(function)
@@ -129,8 +129,8 @@ def test_two_processes_read_what_one_reads(tmp_path: Path, events: list[Event]) 
         return call
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(index, "PARALLEL_MIN_BYTES", 0)
-        patch.setattr(index.ForkedCall, "start", counting_start)
+        patch.setattr(scan, "PARALLEL_MIN_BYTES", 0)
+        patch.setattr(scan.ForkedCall, "start", counting_start)
         assert loaded(path) == expected(path)
     assert all(call is not None for call in forks)  # forked whenever there were two halves
 
@@ -139,7 +139,7 @@ def test_the_parent_reads_the_half_of_a_child_that_died(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     write(path, [event for n in range(200) for event in sequential_exchange(1, n, n)])
     parent = os.getpid()
-    scan_part = index._scan_part
+    scan_part = scan._scan_part
 
     def dies_in_the_child(*args: Any) -> Any:
         if os.getpid() != parent:
@@ -147,8 +147,8 @@ def test_the_parent_reads_the_half_of_a_child_that_died(tmp_path: Path) -> None:
         return scan_part(*args)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(index, "PARALLEL_MIN_BYTES", 0)
-        patch.setattr(index, "_scan_part", dies_in_the_child)
+        patch.setattr(scan, "PARALLEL_MIN_BYTES", 0)
+        patch.setattr(scan, "_scan_part", dies_in_the_child)
         assert loaded(path) == expected(path)
     assert len(expected(path)) == 200
 
@@ -173,16 +173,16 @@ def rows_split_at_every_line(path: Path) -> list[list[Any]]:
     for middle in range(header_end, end - 1):
         if data[middle] != ord("\n"):
             continue
-        first = index._Loader(GOLEM, data, 1 << 20)
+        first = scan._Loader(GOLEM, data, 1 << 20)
         first.scan(header_end - 1, middle + 1)
-        first.adopt(index._scan_part(GOLEM, data, 1 << 20, middle, end))
+        first.adopt(scan._scan_part(GOLEM, data, 1 << 20, middle, end))
         results.append([row for row in first.rows if row is not None])
     return results
 
 
 def rows_in_one_process(path: Path) -> list[Any]:
     data = path.read_bytes()
-    return index._scan(GOLEM, data, 1 << 20, data.index(b"\n") + 1, data.rindex(b"\n") + 1)
+    return scan._scan(GOLEM, data, 1 << 20, data.index(b"\n") + 1, data.rindex(b"\n") + 1)
 
 
 def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
@@ -237,3 +237,13 @@ def test_every_split_reads_what_one_process_reads(tmp_path: Path, events: list[E
     write(path, events)
     single = rows_in_one_process(path)
     assert all(rows == single for rows in rows_split_at_every_line(path))
+
+
+def test_a_recorded_lone_surrogate_is_sent_as_its_escape() -> None:
+    """A trace may hold ``\\udc80`` (legal JSON, not UTF-8): replay and verify send the same
+    JSON value instead of failing to encode it."""
+    obj = {"id": "a\udc80", "result": {}, "error": None}
+    framed = encode_recorded(GOLEM, obj)
+    payload = framed[4:]
+    assert json.loads(payload) == obj
+    assert encode_recorded(GOLEM, {"id": "a"}) == GOLEM.encode({"id": "a"})

@@ -8,7 +8,7 @@ import pytest
 
 from golem_proxy.recording.format import read_recording
 from golem_proxy.replay.diffing import Comparator
-from golem_proxy.replay.index import load_trace
+from golem_proxy.replay.index import load_exchanges
 from golem_proxy.replay.matching import (
     GuidMap,
     IgnoreRule,
@@ -94,7 +94,7 @@ def test_the_fast_loader_reads_what_the_reference_reader_reads(tmp_path: Path) -
         trace.call("ping", {}, {"alive": True}, route="gh")
     # The malformed request and the payload with a newline are stored base64 (slow path).
     lines = path.read_bytes().splitlines(keepends=True)
-    fast = load_trace(str(path))
+    fast = load_exchanges(str(path))
     reference = read_recording(str(path)).exchanges()
     assert [(e.method, e.request, e.response, e.route) for e in fast.exchanges] == [
         (e.method, e.request.payload, e.response.payload, e.route) for e in reference
@@ -108,4 +108,4 @@ def test_the_fast_loader_reads_what_the_reference_reader_reads(tmp_path: Path) -
     assert any(b'"raw":' in line for line in lines)
     # Truncated last line: ignored, noted.
     path.write_bytes(b"".join(lines) + b'{"seq":99,"t":1.0,"kind":"fra')
-    assert load_trace(str(path)).truncated_tail
+    assert load_exchanges(str(path)).truncated_tail

@@ -18,7 +18,7 @@ from golem_proxy.net.addresses import Address
 from golem_proxy.net.listeners import connect, open_listener
 from golem_proxy.recording.format import read_recording
 from golem_proxy.replay.engine import ReplayEngine
-from golem_proxy.replay.index import ReplayIndex, load_trace
+from golem_proxy.replay.index import ReplayIndex, load_exchanges
 from golem_proxy.replay.matching import IgnoreRules, Keyer, MatchMode
 from golem_proxy.replay.server import ReplayServer
 from golem_proxy.replay.setup import open_record_new
@@ -33,7 +33,7 @@ LOOPBACK = Address("127.0.0.1", 0)
 
 
 def make_engine(path: Path, **kwargs: Any) -> ReplayEngine:
-    index = ReplayIndex(load_trace(str(path)), Keyer(MatchMode.METHOD_PARAMS, IgnoreRules()))
+    index = ReplayIndex(load_exchanges(str(path)), Keyer(MatchMode.METHOD_PARAMS, IgnoreRules()))
     return ReplayEngine(index, **kwargs)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from golem_proxy.net.addresses import Address
-from golem_proxy.replay.index import load_trace
+from golem_proxy.replay.index import load_exchanges
 from golem_proxy.replay.matching import MissPolicy
 from golem_proxy.replay.setup import ReplayOptions, assign_routes, engine_for, parse_on_miss
 from golem_proxy.testing.traces import TraceBuilder
@@ -37,7 +37,7 @@ def test_an_unknown_miss_policy_is_refused(tmp_path: Path) -> None:
     with TraceBuilder.create(path) as trace:
         trace.call("ping", {}, {"alive": True})
     with pytest.raises(ValueError):
-        engine_for(load_trace(path), ReplayOptions(on_miss="ignore"))  # type: ignore[arg-type]
+        engine_for(load_exchanges(path), ReplayOptions(on_miss="ignore"))  # type: ignore[arg-type]
 
 
 def test_a_golem_trace_serves_main_and_gh_on_their_listeners(tmp_path: Path) -> None:
@@ -45,14 +45,14 @@ def test_a_golem_trace_serves_main_and_gh_on_their_listeners(tmp_path: Path) -> 
     with TraceBuilder.create(path) as trace:
         trace.call("scene.get_info", {}, {"objects": 0})
         trace.call("grasshopper.list_components", {}, {"components": []}, route="gh")
-    assert assign_routes(load_trace(path), MAIN, GH) == {"main": MAIN, "gh": GH}
+    assert assign_routes(load_exchanges(path), MAIN, GH) == {"main": MAIN, "gh": GH}
 
 
 def test_a_gh_only_golem_trace_is_served_on_the_grasshopper_listener(tmp_path: Path) -> None:
     path = str(tmp_path / "s.jsonl")
     with TraceBuilder.create(path) as trace:
         trace.call("grasshopper.list_components", {}, {"components": []}, route="gh")
-    assert assign_routes(load_trace(path), MAIN, GH) == {"main": MAIN, "gh": GH}
+    assert assign_routes(load_exchanges(path), MAIN, GH) == {"main": MAIN, "gh": GH}
 
 
 def test_routes_beyond_the_profiles_channels_cannot_be_placed(tmp_path: Path) -> None:
@@ -61,10 +61,10 @@ def test_routes_beyond_the_profiles_channels_cannot_be_placed(tmp_path: Path) ->
         trace.call("ping", {}, {"alive": True})
         trace.call("ping", {}, {"alive": True}, route="other")
     with pytest.raises(ValueError, match=r"cannot place routes other: .* main and gh"):
-        assign_routes(load_trace(golem), MAIN, GH)
+        assign_routes(load_exchanges(golem), MAIN, GH)
     scrybe = str(tmp_path / "scrybe.jsonl")
     with TraceBuilder.create(scrybe, "jsonrpc-ndjson") as trace:
         trace.call("state", {}, {})
         trace.call("state", {}, {}, route="gh")
     with pytest.raises(ValueError, match="cannot place routes"):
-        assign_routes(load_trace(scrybe), MAIN, GH)
+        assign_routes(load_exchanges(scrybe), MAIN, GH)

@@ -24,7 +24,7 @@ from golem_proxy.recording.format import (
     RecordingError,
     RecordingReader,
     encode_header,
-    open_recording_file,
+    open_private,
 )
 from golem_proxy.recording.safe_paths import RecordPathError, resolve_record_path
 
@@ -122,7 +122,7 @@ def test_a_symlink_at_the_recording_path_is_never_followed(tmp_path: Path) -> No
     link.symlink_to(victim)
     for overwrite in (False, True):
         with pytest.raises(OSError):
-            open_recording_file(str(link), overwrite=overwrite)
+            open_private(str(link), overwrite=overwrite)
     assert victim.read_text() == "precious"
 
 

@@ -29,7 +29,7 @@ def free_port() -> int:
 
 
 def test_a_live_session_shows_up_and_is_recorded(tmp_path: Path) -> None:
-    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=2))
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=2, behaviour="extended"))
     (host, port), _ = plugin.start()
     record = tmp_path / "live.jsonl"
     listen = Address("127.0.0.1", free_port())

@@ -1,0 +1,149 @@
+"""The benchmarks' processes: starting one and waiting until it listens, stopping it, and
+reading its CPU time and memory (with its descendants') from /proc."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_port(port: int, process: subprocess.Popen[bytes], limit: float = 30.0) -> None:
+    """Return once something accepts on ``port``; RuntimeError if ``process`` exits first."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on {port}")
+
+
+def start_process(command: list[str], port: int, **popen: object) -> subprocess.Popen[bytes]:
+    """Start ``command`` and wait until it listens on ``port`` (killed if it never does)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    options: dict[str, object] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    options.update(popen)
+    process = subprocess.Popen(command, env=env, cwd=ROOT, **options)  # type: ignore[call-overload]
+    try:
+        wait_port(port, process)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process  # type: ignore[no-any-return]
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C (golem-proxy then finishes its recording), killed if still there after 10 s."""
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def status(pid: int, field_name: str) -> int:
+    """A byte count from /proc/PID/status (``VmRSS``, ``VmHWM``); 0 if the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as lines:
+            for line in lines:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (socat forks one child per connection; an observer may run
+    in a child process)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    todo.extend(int(c) for c in children.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def rss(pid: int) -> int:
+    """RSS of ``pid`` and its descendants."""
+    return sum(status(p, "VmRSS") for p in tree(pid))
+
+
+class RssSampler:
+    """Peak RSS of each named process tree: sampled every 50 ms, and the root's VmHWM."""
+
+    def __init__(self, pids: Mapping[str, int]) -> None:
+        self._pids = dict(pids)
+        self.peak = dict.fromkeys(self._pids, 0)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+        for name, pid in self._pids.items():
+            self.peak[name] = max(self.peak[name], status(pid, "VmHWM"))
+
+    def _run(self) -> None:
+        while not self._done.wait(0.05):
+            for name, pid in self._pids.items():
+                self.peak[name] = max(self.peak[name], rss(pid))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of ``pid`` and its descendants."""
+    total = 0.0
+    for member in tree(pid):
+        try:
+            with open(f"/proc/{member}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def settle(process: Optional[subprocess.Popen[bytes]], limit: float = 60.0) -> float:
+    """Wait until ``process`` is idle (an observer that trails the wire has caught up with the
+    last burst), so each measurement starts from the same steady state. Returns how long it
+    stayed busy (0 if idle at once; 0.2 s resolution)."""
+    if process is None:
+        return 0.0
+    start = time.monotonic()
+    last = cpu_seconds(process.pid)
+    while time.monotonic() < start + limit:
+        time.sleep(0.2)
+        now = cpu_seconds(process.pid)
+        if now - last < 0.01:
+            break
+        last = now
+    return max(time.monotonic() - start - 0.2, 0.0)

@@ -1,0 +1,188 @@
+"""Files we read and write, made safe for shared directories and untrusted input.
+
+Reading: a recording is opened only if it is a regular file, checked on the open descriptor
+(``O_NONBLOCK`` first, so a FIFO or a device named ``x.jsonl`` is refused at once instead of
+blocking the reader forever).
+
+Writing: everything we create (recordings, exports, reports, copies) is readable by its owner
+only (0600) and never follows a symlink at its own path; an existing file is replaced only when
+asked, and only when it is a regular file the user owns, so a file planted by someone else in a
+shared (sticky) directory is never written into.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from typing import IO
+
+from .schema import RecordingError
+
+__all__ = [
+    "check_replaceable",
+    "open_private",
+    "open_recording",
+    "private_temp_file",
+    "replacing",
+    "write_private",
+]
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _kind(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_recording(path: str) -> IO[bytes]:
+    """Open ``path`` for reading if it is a regular file (a symlink to one is fine).
+
+    Raises RecordingError naming the file when it is a FIFO, a device, a socket or a
+    directory, without ever blocking on it; OSError as the OS reports otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:
+        raise RecordingError("is a directory, not a recording", path=path) from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket file
+            raise RecordingError("is a socket, not a recording", path=path) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise RecordingError(f"is {_kind(mode)}, not a recording file", path=path)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _refuse_foreign(fd: int, path: str) -> None:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EPERM, f"refusing to overwrite {path}: {_kind(info.st_mode)}", path)
+    if info.st_uid != os.geteuid():
+        raise OSError(errno.EPERM, f"refusing to overwrite {path}: owned by another user", path)
+
+
+def open_private(path: str, *, overwrite: bool = False) -> IO[bytes]:
+    """Create ``path`` for writing, readable by its owner only (mode 0600).
+
+    A symlink at ``path`` is never followed. Without ``overwrite`` the file must not exist
+    (FileExistsError); with it, an existing file is truncated only when it is a regular file
+    the user owns (OSError EPERM otherwise: a file planted by someone else is never written
+    into). Other OSErrors as they come."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o600)
+    except FileExistsError:
+        if not overwrite:
+            raise
+        fd = _open_existing(path, nofollow)
+    except OSError as exc:
+        raise _symlink_error(exc, path) from None
+    os.fchmod(fd, 0o600)  # the umask cannot widen it, but an existing file kept its mode
+    return os.fdopen(fd, "wb")
+
+
+def _open_existing(path: str, nofollow: int) -> int:
+    # O_NONBLOCK: a FIFO planted at the path fails (ENXIO) or is refused below, never blocks.
+    try:
+        fd = os.open(path, os.O_WRONLY | nofollow | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise _symlink_error(exc, path) from None
+    try:
+        _refuse_foreign(fd, path)
+        os.ftruncate(fd, 0)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _symlink_error(exc: OSError, path: str) -> OSError:
+    if exc.errno == errno.ELOOP:
+        return OSError(exc.errno, f"refusing to write through symlink {path}", path)
+    return exc
+
+
+def check_replaceable(path: str) -> None:
+    """Refuse (OSError) to replace ``path`` unless it is absent or a regular file the user
+    owns: never a symlink, a device, or a file planted by someone else."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise OSError(errno.ELOOP, f"refusing to write through symlink {path}", path)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EPERM, f"refusing to overwrite {path}: {_kind(info.st_mode)}", path)
+    if info.st_uid != os.geteuid():
+        raise OSError(errno.EPERM, f"refusing to overwrite {path}: owned by another user", path)
+
+
+@contextlib.contextmanager
+def replacing(path: str, *, overwrite: bool = False) -> Iterator[IO[bytes]]:
+    """A private (0600) file to write what goes to ``path``, put in place whole when the
+    block ends without an error (renamed from a temporary file in the same directory), and
+    removed otherwise. Without ``overwrite`` an existing ``path`` is left alone
+    (FileExistsError); with it, only a regular file the user owns is replaced (OSError
+    EPERM otherwise). Raises OSError."""
+    if overwrite:
+        check_replaceable(path)
+    elif os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, "already exists", path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            yield stream
+        if overwrite:
+            os.replace(temp, path)
+        else:
+            os.link(temp, path)  # fails rather than replace a file created meanwhile
+            os.unlink(temp)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def write_private(path: str, data: bytes, *, overwrite: bool = False) -> None:
+    """Write ``data`` to ``path`` whole or not at all, readable by its owner only (see
+    `replacing`). Raises OSError."""
+    with replacing(path, overwrite=overwrite) as stream:
+        stream.write(data)
+
+
+def private_temp_file(prefix: str, suffix: str) -> tuple[IO[bytes], str]:
+    """A new file with an unpredictable name in a directory only the user can enter
+    (``$TMPDIR/golem-proxy-UID``, created 0700; refused and replaced by a fresh private
+    directory when someone else owns it or can write to it). Returns the open file and its
+    path."""
+    base = os.path.join(tempfile.gettempdir(), f"golem-proxy-{os.geteuid()}")
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(base, 0o700)
+    info = os.lstat(base)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        base = tempfile.mkdtemp(prefix="golem-proxy-")
+    fd, path = tempfile.mkstemp(dir=base, prefix=prefix, suffix=suffix)
+    return os.fdopen(fd, "wb"), path

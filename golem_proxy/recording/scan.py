@@ -1,0 +1,455 @@
+"""The fast scanner: a recording's exchanges found in one pass over its bytes, for replay.
+
+Lines in the layout `RecordingWriter` writes are taken apart with an anchored regex and slices
+(the payload is spliced in verbatim after ``"msg":``), several times faster than decoding
+every line as JSON. The pattern is built from the member lists in `schema`, the same lists the
+writer follows (a test pins that), so a change to a line's members changes both. Any line that
+does not fit the fast path (base64 payloads, redacted frames, other writers) is read by the
+hardened reader's checks: nothing here trusts the file more than `reader` does.
+"""
+
+from __future__ import annotations
+
+import gc
+import mmap
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from golem_core.profiles import Profile
+
+from .files import open_recording
+from .forked import ForkedCall, ForkedCallError
+from .reader import (
+    check_line,
+    decode_json,
+    member_base64,
+    member_direction,
+    member_int,
+    member_number,
+    member_optional_str,
+    member_str,
+    parse_header,
+)
+from .schema import DEFAULT_MAX_LINE, KIND_MEMBERS, MSG_KEY, Header, RecordingError, dumps
+
+__all__ = ["PARALLEL_MIN_BYTES", "FrameInfo", "Row", "Scan", "scan_exchanges"]
+
+# What matches one member's value on the fast path. Numbers are bounded so that every value
+# the pattern takes is finite and within range: anything else falls to the slow path, where
+# the reader's checks refuse it with a message.
+_INT = rb"\d{1,16}"
+_TIME = rb"-?\d{1,16}(?:\.\d{1,17})?(?:[eE][-+]?\d{1,2})?"
+_NAME = rb'"[^"\\\n]*"'
+_DEFAULTS: Mapping[str, bytes] = {
+    "seq": _INT,
+    "t": _TIME,
+    "conn": _INT,
+    "route": _NAME,
+    "dir": rb'"(?:c2s|s2c)"',
+    "n": _INT,
+    "size": _INT,
+    "type": rb'"\w+"',
+    "req": _INT,
+    "resp": _INT,
+}
+
+
+def _members(kind: str, first: str, last: str, **values: bytes) -> bytes:
+    """``"first":…,…,"last":…``: the members of a ``kind`` line from ``first`` to ``last``
+    in the writer's order, each matched by ``values[name]`` or its default pattern."""
+    names = KIND_MEMBERS[kind]
+    chosen = names[names.index(first) : names.index(last) + 1]
+    return b",".join(b'"%s":%s' % (n.encode(), values.get(n, _DEFAULTS[n])) for n in chosen)
+
+
+def _line_start(kind: bytes, t: bytes) -> bytes:
+    return b"\\n\\{" + _members("frame", "seq", "t", t=t) + b',"kind":"' + kind + b'",'
+
+
+# The id's text runs to the next quote: inside a JSON string every quote is escaped, and what
+# must follow the id (``,"``) cannot appear there, so an escaped id fails the pattern and is
+# read the slow way. Not excluding backslashes here makes the whole scan ~12 % faster.
+_ID = rb'(?:,"id":(?:"[^"]*"|-?\d{1,16}))?'
+_METHOD = rb'(?:,"method":"([^"\\\n]*)")?'
+# The rest of a frame line after ``"msg":``: the payload, then the line's closing brace.
+_PAYLOAD = rb"()[^\n]*\}\r?"
+_GROUP_NAME = rb'"([^"\\\n]*)"'
+
+# One pass over the file finds every frame and exchange line in the layout RecordingWriter
+# writes. The literal ``\n{"seq":`` prefix lets the regex engine skip payload bytes quickly.
+#
+# The first alternative takes a whole exchange at once when its three lines follow each other
+# (request frame, response frame, exchange line of the same connection: what a sequential
+# client such as GOLEM's produces); the backreferences make sure they belong together. Other
+# lines are taken one at a time: a frame's ``"conn":…,"route":…,"dir":…,"n":…`` text is its
+# pairing key as it stands, and an exchange line rebuilds the same text from its conn, route
+# and frame numbers, so pairing costs no parsing.
+#
+# Every alternative runs to the end of its last line, so a line the pattern did not take shows
+# as a match that does not start where the previous one ended.
+#
+# Groups: 1 t. Whole exchange: 2 conn, 3 route, 4 request n, 5 type, 6 method, 7 (empty, at the
+# request payload), 8 response t, 9 response n, 10 (empty, at the response payload). Frame:
+# 11 key, 12 route, 13 type, 14 method, 15 (empty, at the payload). Exchange: 16 conn and route,
+# 17 req, 18 resp.
+_LINE = re.compile(
+    b"\\n\\{"
+    + _members("frame", "seq", "t", t=b"(" + _TIME + b")")
+    + b',"kind":"(?:'
+    # a whole exchange: request frame, response frame, exchange line
+    + b'frame",'
+    + _members(
+        "frame",
+        "conn",
+        "type",
+        conn=b"(" + _INT + b")",
+        route=_GROUP_NAME,
+        dir=b'"c2s"',
+        n=b"(" + _INT + b")",
+        type=rb'"(\w+)"',
+    )
+    + _ID
+    + _METHOD
+    + MSG_KEY
+    + _PAYLOAD
+    + _line_start(b"frame", b"(" + _TIME + b")")
+    + _members(
+        "frame", "conn", "type", conn=rb"\2", route=rb'"\3"', dir=b'"s2c"', n=b"(" + _INT + b")"
+    )
+    + _ID
+    + MSG_KEY
+    + _PAYLOAD
+    + _line_start(b"exchange", _TIME)
+    + _members("exchange", "conn", "resp", conn=rb"\2", route=rb'"\3"', req=rb"\4", resp=rb"\9")
+    + b","
+    # one frame
+    + b'|frame",('
+    + _members("frame", "conn", "n", route=_GROUP_NAME)
+    + b"),"
+    + _members("frame", "size", "type", type=rb'"(\w+)"')
+    + _ID
+    + _METHOD
+    + MSG_KEY
+    + b"()"
+    # one exchange line
+    + b'|exchange",('
+    + _members("exchange", "conn", "route")
+    + b"),"
+    + _members("exchange", "req", "resp", req=b"(" + _INT + b")", resp=b"(" + _INT + b")")
+    + b",)[^\\n]*"
+)
+assert _LINE.groups == 18, "the group numbers below follow the pattern"
+_KIND = re.compile(b'^\\{"seq":[^,]*,"t":[^,]*,"kind":"(frame|exchange)"')
+# The text between a frame's route and its number, per direction (see the pairing key).
+_C2S = b',"dir":"c2s","n":'
+_S2C = b',"dir":"s2c","n":'
+assert _members("frame", "dir", "n", dir=b'"c2s"', n=b"") == _C2S[1:]
+
+# What replay keeps of a frame: (route, method, type, payload, t). ``payload`` is the offset
+# of the payload in the buffer, or the payload bytes when the line was read the slow way; ``t``
+# the recorded time as text, or a float (slow way).
+FrameInfo = tuple[str, Optional[str], str, Any, Any]
+# What replay keeps of an exchange: (route, method, type, request, t0, response, t1).
+Row = tuple[str, Optional[str], str, Any, Any, Any, Any]
+# An exchange line whose frames this part of the file lacks: (its place among the part's rows,
+# request key, request frame if found, response key, response frame if found). A key is None
+# when the part itself had a frame under it (since used): one process reading the whole file
+# would have forgotten any earlier frame of that key, so the parent's must not be taken.
+Orphan = tuple[int, Optional[bytes], Optional[FrameInfo], Optional[bytes], Optional[FrameInfo]]
+
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+"""Traces at least this large are read by two processes, each taking half of the file."""
+
+
+def _pair_key(conn: int, route: str) -> bytes:
+    """The ``"conn":…,"route":"…"`` text the writer puts in every line of a connection."""
+    return b'"conn":%d,"route":%s' % (conn, dumps(route))
+
+
+@dataclass
+class _Part:
+    """A part of the file read by another process: its exchanges in order, with None where
+    an exchange line needs frames from before the part (its orphans)."""
+
+    rows: list[Optional[Row]]
+    orphans: list[Orphan]
+
+
+class _Names(dict):  # type: ignore[type-arg]
+    """Route, method and type names decoded once each (``None`` stays ``None``)."""
+
+    def __init__(self) -> None:
+        super().__init__({None: None})
+
+    def __missing__(self, raw: bytes) -> str:
+        try:
+            name = self[raw] = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RecordingError("a name is not UTF-8") from None
+        return name
+
+
+class _Loader:
+    """Reads the event lines of a range of the buffer into rows. With ``partial``, exchange
+    lines whose frames lie before the range are kept as orphans for the caller to pair."""
+
+    def __init__(
+        self, profile: Profile, buffer: Any, max_line: int, *, partial: bool = False
+    ) -> None:
+        self.profile = profile
+        self.buffer = buffer
+        self.max_line = max_line
+        self.partial = partial
+        # Pairing key text → the frame's match (or its FrameInfo when read the slow way);
+        # popped by its exchange line.
+        self.frames: dict[bytes, Any] = {}
+        self.rows: list[Optional[Row]] = []
+        self.orphans: list[Orphan] = []
+        self.stored: set[bytes] = set()  # keys of the frames stored (partial mode)
+        self._names = _Names()
+
+    def scan(self, previous: int, end: int) -> None:
+        """Read the lines after the newline at ``previous`` up to ``end`` (just past the
+        newline of the last line). Raises RecordingError naming the line."""
+        at = previous
+        try:
+            self._scan(previous, end)
+        except RecordingError as exc:
+            at = exc.line if exc.line is not None else at
+            raise RecordingError(exc.what, line=self._line_number(at)) from None
+
+    def _line_number(self, newline_before: int) -> int:
+        # Only on the way to an error: counted in slices (a memory map has no count()).
+        end = newline_before + 1
+        step = 1 << 24
+        before = sum(
+            bytes(self.buffer[start : min(start + step, end)]).count(b"\n")
+            for start in range(0, end, step)
+        )
+        return before + 1
+
+    def _scan(self, previous: int, end: int) -> None:
+        buffer = self.buffer
+        frames = self.frames
+        pair = self._pair
+        append = self.rows.append
+        name = self._names
+        for match in _LINE.finditer(buffer, previous, end):
+            at = match.start()
+            if at != previous:
+                self._gap(previous, at)
+            previous = match.end()
+            try:
+                if match.start(2) >= 0:  # a whole exchange: the hot path
+                    t0, route, kind, method, t1 = match.group(1, 3, 5, 6, 8)
+                    append(
+                        (
+                            name[route],
+                            name[method],
+                            name[kind],
+                            match.start(7),
+                            t0,
+                            match.start(10),
+                            t1,
+                        )
+                    )
+                    continue
+                key = match.group(11)
+                if key is not None:
+                    frames[key] = match
+                    if self.partial:
+                        self.stored.add(key)
+                else:
+                    head, req, resp = match.group(16, 17, 18)
+                    pair(head + _C2S + req, head + _S2C + resp)
+            except RecordingError as exc:
+                # ``line`` carries the offset of the newline before the line, for `scan`.
+                raise RecordingError(exc.what, line=at) from None
+        if previous < end - 1:
+            self._gap(previous, end - 1)
+
+    def part(self) -> _Part:
+        return _Part(self.rows, self.orphans)
+
+    def _gap(self, start: int, newline: int) -> None:
+        """Whole lines the fast pattern did not take (other events, or frames and exchanges
+        in another layout: base64 payloads, redaction), up to the newline at ``newline``,
+        read the slow way. ``start`` is inside the line before them."""
+        position = self.buffer.find(b"\n", start, newline + 1)
+        while position < newline:
+            following = self.buffer.find(b"\n", position + 1, newline + 1)
+            if following - position - 1 > self.max_line:
+                raise RecordingError(f"longer than {self.max_line} bytes", line=position)
+            line = self.buffer[position + 1 : following]
+            if _KIND.match(line) is not None:
+                try:
+                    self._slow(line)
+                except RecordingError as exc:
+                    raise RecordingError(exc.what, line=position) from None
+            position = following
+
+    def _slow(self, line: bytes) -> None:
+        check_line(line)
+        data = decode_json(line)
+        if not isinstance(data, dict):
+            raise RecordingError("an event line is not a JSON object")
+        head = _pair_key(member_int(data, "conn"), member_str(data, "route", ""))
+        if data.get("kind") == "exchange":
+            self._pair(
+                head + _C2S + b"%d" % member_int(data, "req"),
+                head + _S2C + b"%d" % member_int(data, "resp"),
+            )
+            return
+        if "raw" in data:
+            payload = member_base64(data)
+        elif data.get("redacted"):
+            payload = self.profile.encode_payload(data.get("msg"))
+        else:
+            start = line.find(MSG_KEY)
+            end = line.rstrip().rfind(b"}")
+            if start < 0 or end < start:
+                raise RecordingError('msg is not where the writer puts it (,"msg": last)')
+            payload = line[start + len(MSG_KEY) : end]
+        method = member_optional_str(data, "method")
+        member_int(data, "size", 0)  # not kept here, but checked as the reader checks it
+        direction = _C2S if member_direction(data).value == "c2s" else _S2C
+        info: FrameInfo = (
+            member_str(data, "route", ""),
+            method,
+            member_str(data, "type", ""),
+            payload,
+            member_number(data, "t"),
+        )
+        key = head + direction + b"%d" % member_int(data, "n")
+        self.frames[key] = info
+        if self.partial:
+            self.stored.add(key)
+
+    def _info(self, frame: Any) -> FrameInfo:
+        if isinstance(frame, tuple):
+            return frame
+        name = self._names
+        t, route, kind, method = frame.group(1, 12, 13, 14)
+        return name[route], name[method], name[kind], frame.start(15), t
+
+    def _pair(self, request_key: bytes, response_key: bytes) -> None:
+        request = self.frames.pop(request_key, None)
+        response = self.frames.pop(response_key, None)
+        if request is not None and response is not None:
+            self.rows.append(_row(self._info(request), self._info(response)))
+        elif self.partial:
+            stored = self.stored
+            self.orphans.append(
+                (
+                    len(self.rows),
+                    None if request_key in stored else request_key,
+                    None if request is None else self._info(request),
+                    None if response_key in stored else response_key,
+                    None if response is None else self._info(response),
+                )
+            )
+            self.rows.append(None)
+        # Otherwise its frames were lost (a killed writer): nothing to replay.
+
+    def adopt(self, part: _Part) -> None:
+        """Append the rows of the part that follows this loader's range, pairing its orphans
+        with the frames left here, as one process reading on would have."""
+        for index, request_key, request, response_key, response in part.orphans:
+            request = request or self._take(request_key)
+            response = response or self._take(response_key)
+            if request is not None and response is not None:
+                part.rows[index] = _row(request, response)
+        self.rows.extend(part.rows)
+
+    def _take(self, key: Optional[bytes]) -> Optional[FrameInfo]:
+        mine = None if key is None else self.frames.pop(key, None)
+        return None if mine is None else self._info(mine)
+
+
+def _row(request: FrameInfo, response: FrameInfo) -> Row:
+    route, method, kind, payload, t = request
+    return route, method, kind, payload, t, response[3], response[4]
+
+
+def _scan(profile: Profile, buffer: Any, max_line: int, header_end: int, end: int) -> list[Row]:
+    """Rows of the event lines between the header and ``end``; the second half of a large
+    trace is read by a forked child meanwhile."""
+    previous = header_end - 1  # the header's newline starts the first line
+    middle = -1
+    if end - header_end >= PARALLEL_MIN_BYTES:
+        middle = buffer.find(b"\n", previous + (end - previous) // 2, end - 1)
+    loader = _Loader(profile, buffer, max_line)
+    child = None
+    try:
+        if middle >= 0:
+            child = ForkedCall.start(lambda: _scan_part(profile, buffer, max_line, middle, end))
+        if child is None:
+            loader.scan(previous, end)
+            return [row for row in loader.rows if row is not None]
+        loader.scan(previous, middle + 1)
+        try:
+            part = child.result()
+        except ForkedCallError:  # the child died: read its half here
+            part = _scan_part(profile, buffer, max_line, middle, end)
+    finally:
+        if child is not None:
+            child.cancel()
+    loader.adopt(part)
+    return [row for row in loader.rows if row is not None]
+
+
+def _scan_part(profile: Profile, buffer: Any, max_line: int, previous: int, end: int) -> _Part:
+    loader = _Loader(profile, buffer, max_line, partial=True)
+    loader.scan(previous, end)
+    return loader.part()
+
+
+@dataclass
+class Scan:
+    """What the scanner found: the header, the exchanges as rows in the order they completed,
+    and the buffer (a memory map of the file, or None when empty) the rows' offsets point
+    into."""
+
+    header: Header
+    profile: Profile
+    rows: list[Row]
+    truncated_tail: bool
+    buffer: Any
+
+
+def scan_exchanges(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> Scan:
+    """Find the exchanges of the recording at ``path``. Raises OSError, or RecordingError
+    naming the file, the line and what is wrong."""
+    try:
+        return _scan_file(path, max_line)
+    except RecordingError as exc:
+        raise exc.at(path) from None
+
+
+def _scan_file(path: str, max_line: int) -> Scan:
+    with open_recording(path) as stream:
+        first = stream.readline(max_line + 1)
+        header, profile = parse_header(first)
+        size = os.fstat(stream.fileno()).st_size
+        if size <= len(first):
+            return Scan(header, profile, [], False, None)
+        buffer = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+    end = len(buffer)
+    last_newline = buffer.rfind(b"\n")
+    truncated = last_newline < end - 1  # a killed writer's incomplete last line is ignored
+    # The loader creates objects per exchange and none of them form cycles: the collector
+    # would walk the growing lists again and again (a tenth of the load time), so it waits.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        rows = _scan(profile, buffer, max_line, len(first), last_newline + 1)
+    except BaseException:
+        buffer.close()
+        raise
+    finally:
+        if collecting:
+            gc.enable()
+    return Scan(header, profile, rows, truncated, buffer)

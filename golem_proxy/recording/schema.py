@@ -1,0 +1,224 @@
+"""The facts of the recording format (docs/recording-format.md): its name and version, the
+header, the members of each event line in the order the writer puts them, and the limits a
+reader enforces. The writer, the reader and the fast scanner all take their layout from here,
+so a change to a line's members is made once and the scanner's pattern follows it."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from golem_core import __version__
+
+__all__ = [
+    "DEFAULT_LINE_BUDGET",
+    "DEFAULT_MAX_LINE",
+    "FORMAT",
+    "FRAME_MEMBERS",
+    "KIND_MEMBERS",
+    "MAX_DEPTH",
+    "MAX_INT",
+    "MSG_KEY",
+    "VERSION",
+    "Header",
+    "RecordingError",
+    "RouteInfo",
+    "encode_header",
+]
+
+FORMAT = "golem-proxy-recording"
+VERSION = 1
+MSG_KEY = b',"msg":'
+# A line longer than this is refused on load: a trace from an untrusted source must not make
+# the reader allocate without bound (the largest legitimate line is a 64 MiB frame, base64).
+DEFAULT_MAX_LINE = 96 * 1024 * 1024
+DEFAULT_LINE_BUDGET = 512 * 1024 * 1024
+"""What parsing one line may cost in memory, estimated before parsing (see `reader`): the
+largest legitimate line (a 64 MiB frame in base64, ~96 MiB) fits; a line of ``[[],…]`` that
+would take ~25 times its size does not."""
+MAX_DEPTH = 256
+"""Deepest JSON nesting a line may have: far more than any real message, far less than what
+makes a recursive parser or printer fail."""
+MAX_INT = 2**53
+"""Largest count, index or size a line may carry (exact in every JSON reader)."""
+
+# The members of each event line, in the order the writer writes them. ``seq``, ``t`` and
+# ``kind`` come first in every line; a frame's ``id`` and ``method`` are there only when the
+# message has them, and ``msg`` (or ``raw``) is always last.
+COMMON_MEMBERS = ("seq", "t", "kind")
+FRAME_MEMBERS = (*COMMON_MEMBERS, "conn", "route", "dir", "n", "size", "type")
+FRAME_OPTIONAL = ("id", "method")
+KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
+    "open": (*COMMON_MEMBERS, "conn", "route", "client", "upstream"),
+    "close": (*COMMON_MEMBERS, "conn", "route", "reason", "bytes", "abnormal"),
+    "frame": FRAME_MEMBERS,
+    "exchange": (*COMMON_MEMBERS, "conn", "route", "req", "resp", "method", "status", "latency"),
+    "violation": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "dir",
+        "frame",
+        "rule",
+        "message",
+        "path",
+        "severity",
+        "outcome",
+        "orphan",
+    ),
+    "frame-error": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "dir",
+        "error",
+        "detail",
+        "recoverable",
+        "declared",
+        "raw",
+    ),
+    "discarded": (*COMMON_MEMBERS, "conn", "route", "dir", "final", "raw"),
+    "fault": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "dir",
+        "fault",
+        "detail",
+        "method",
+        "withheld",
+        "original",
+    ),
+    "gap": (*COMMON_MEMBERS, "missed", "consumer"),
+    "unobserved": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "dir",
+        "reason",
+        "size",
+        "detail",
+        "digest",
+        "header",
+    ),
+}
+
+
+class RecordingError(ValueError):
+    """The file is not a recording this version can read. The message is one line: the
+    file (when known), the line number (when the problem is in one line) and what is wrong."""
+
+    def __init__(self, what: str, *, line: Optional[int] = None, path: Optional[str] = None):
+        self.what = what
+        self.line = line
+        self.path = path
+        where = f"line {line}: " if line is not None else ""
+        super().__init__(f"{path}: {where}{what}" if path else f"{where}{what}")
+
+    def at(self, path: str) -> RecordingError:
+        """The same error naming ``path`` (unchanged when it names a file already)."""
+        if self.path is not None:
+            return self
+        return RecordingError(self.what, line=self.line, path=path)
+
+
+@dataclass(frozen=True)
+class RouteInfo:
+    name: str
+    listen: str
+    upstream: str
+
+
+_HEADER_MEMBERS = {"format", "version", "profile", "routes", "started_at", "clock", "tool"}
+_HEADER_MEMBERS.add("redact")
+
+
+@dataclass(frozen=True)
+class Header:
+    profile: str
+    routes: tuple[RouteInfo, ...]
+    started_at: str
+    tool: str = f"golem-proxy {__version__}"
+    redact: tuple[str, ...] = ()
+    version: int = VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def new(cls, profile: str, routes: Iterable[RouteInfo], redact: Iterable[str] = ()) -> Header:
+        now = datetime.datetime.now(datetime.timezone.utc)
+        started = now.isoformat(timespec="microseconds").replace("+00:00", "Z")
+        return cls(profile, tuple(routes), started, redact=tuple(redact))
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "format": FORMAT,
+            "version": self.version,
+            "profile": self.profile,
+            "routes": [
+                {"name": r.name, "listen": r.listen, "upstream": r.upstream} for r in self.routes
+            ],
+            "started_at": self.started_at,
+            "clock": "t = monotonic seconds since started_at",
+            "tool": self.tool,
+            "redact": list(self.redact),
+        }
+        data.update(self.extra)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Header:
+        """The header in a parsed first line. Raises RecordingError naming the member that is
+        missing or has the wrong type."""
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise RecordingError("not a golem-proxy recording (no recording header line)")
+        version = data.get("version")
+        if type(version) is not int or version != VERSION:
+            shown = version if type(version) is int else type(version).__name__
+            raise RecordingError(f"recording format version {shown} is not supported")
+        routes = data.get("routes", [])
+        if not isinstance(routes, list) or not all(
+            isinstance(r, dict)
+            and all(isinstance(r.get(k), str) for k in ("name", "listen"))
+            and isinstance(r.get("upstream"), str)
+            for r in routes
+        ):
+            raise RecordingError(
+                "bad recording header: routes must be a list of name/listen/upstream strings"
+            )
+        redact = data.get("redact", [])
+        if not isinstance(redact, list) or not all(isinstance(p, str) for p in redact):
+            raise RecordingError("bad recording header: redact must be a list of strings")
+        for name in ("profile", "started_at", "tool"):
+            value = data.get(name, "")
+            if not isinstance(value, str):
+                raise RecordingError(f"bad recording header: {name} must be a string")
+        if "profile" not in data:
+            raise RecordingError("bad recording header: no profile")
+        return cls(
+            data["profile"],
+            tuple(RouteInfo(r["name"], r["listen"], r["upstream"]) for r in routes),
+            data.get("started_at", ""),
+            data.get("tool", ""),
+            tuple(redact),
+            VERSION,
+            {k: v for k, v in data.items() if k not in _HEADER_MEMBERS},
+        )
+
+
+# A lone surrogate (legal in JSON text as an escape, not encodable as UTF-8) can only sit inside
+# a JSON string, where backslashreplace writes it back as the same \uXXXX escape.
+JSON_SAFE = "backslashreplace"
+# One shared encoder: json.dumps with keywords builds a new one on every call.
+_encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def dumps(data: Any) -> bytes:
+    """Compact JSON as UTF-8, lone surrogates kept as their escapes."""
+    return _encode_compact(data).encode("utf-8", JSON_SAFE)
+
+
+def encode_header(header: Header) -> bytes:
+    return dumps(header.to_json()) + b"\n"

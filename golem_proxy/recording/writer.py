@@ -1,0 +1,242 @@
+"""Writing a recording (docs/recording-format.md): the header at once, then one line per event.
+
+Frames are stored as readable JSON: when the payload is valid JSON on one line, its exact bytes
+are spliced in as the last member (``"msg": <payload>``), so the file is readable, diffable and
+still byte-exact without re-encoding anything. Other payloads (invalid UTF-8 or JSON, embedded
+newlines) are stored base64 in ``raw``. Every byte that crossed the proxy can be rebuilt.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import IO, Any, Optional
+
+from golem_core.messages import MalformedKind, Message, Request, Response
+from golem_core.profiles import Profile, get_profile
+
+from ..events import (
+    BytesDiscarded,
+    ConnectionClosed,
+    ConnectionOpened,
+    Event,
+    EventsMissed,
+    ExchangeCompleted,
+    FaultInjected,
+    FrameSeen,
+    FramingErrorSeen,
+    ObservationLost,
+    ViolationSeen,
+)
+from .files import open_private
+from .schema import JSON_SAFE, Header, dumps, encode_header
+
+__all__ = [
+    "RecordingWriter",
+    "encode_event",
+    "encode_event_parts",
+    "frame_type",
+]
+
+
+def encode_event(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
+    """One JSON line (with its newline) for ``event``; None for events not recorded."""
+    parts = encode_event_parts(event, profile, seq)
+    return None if parts is None else b"".join(parts)
+
+
+def encode_event_parts(event: Event, profile: Profile, seq: int) -> Optional[list[bytes]]:
+    """The line for ``event`` as pieces to write in order: a large payload is one piece of its
+    own, never copied into a new line."""
+    if isinstance(event, FrameSeen):
+        return _encode_frame(event, profile, seq)
+    line = _encode_other(event, profile, seq)
+    return None if line is None else [line]
+
+
+def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
+    base: dict[str, Any] = {"seq": seq, "t": round(event.t, 6)}
+    if isinstance(event, ConnectionOpened):
+        base.update(kind="open", conn=event.conn, route=event.route)
+        base.update(client=event.client, upstream=event.upstream)
+    elif isinstance(event, ConnectionClosed):
+        base.update(kind="close", conn=event.conn, route=event.route, reason=event.reason)
+        base.update(bytes={"c2s": event.bytes_c2s, "s2c": event.bytes_s2c})
+        base.update(abnormal=event.abnormal)
+    elif isinstance(event, ExchangeCompleted):
+        base.update(kind="exchange", conn=event.conn, route=event.route)
+        base.update(req=event.request.index, resp=event.response.index)
+        status = profile.describe_exchange(event.request.message, event.response.message)
+        base.update(method=event.method, status=status)
+        base.update(latency=round(event.latency, 6))
+    elif isinstance(event, ViolationSeen):
+        base.update(kind="violation", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value if event.direction else None)
+        base.update(frame=event.frame_index)
+        base.update(event.violation.to_json())
+        if event.orphan:
+            base.update(orphan=True)
+    elif isinstance(event, FramingErrorSeen):
+        base.update(kind="frame-error", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, error=event.kind.value, detail=event.detail)
+        base.update(recoverable=event.recoverable, declared=event.declared_length)
+        base.update(raw=_b64(event.raw))
+    elif isinstance(event, BytesDiscarded):
+        base.update(kind="discarded", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, final=event.final, raw=_b64(event.raw))
+    elif isinstance(event, FaultInjected):
+        base.update(kind="fault", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, fault=event.fault, detail=event.detail)
+        base.update(method=event.method, withheld=event.withheld)
+        if event.original:  # an intercepted frame sent edited: its payload as it came
+            base.update(original=_b64(event.original))
+    elif isinstance(event, EventsMissed):
+        base.update(kind="gap", missed=event.count, consumer=event.consumer)
+    elif isinstance(event, ObservationLost):
+        base.update(kind="unobserved", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, reason=event.reason.value, size=event.size)
+        base.update(detail=event.detail)
+        if event.digest:
+            base.update(digest=event.digest, header=_b64(event.header))
+    else:  # pragma: no cover - exhaustive over Event
+        return None
+    return dumps(base) + b"\n"
+
+
+def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
+    message = event.message
+    payload = event.payload
+    undecodable = _undecodable(message)
+    if not event.redacted and not undecodable and b"\n" not in payload:
+        # The common case, formatted by hand: json.dumps of the small prefix dict was the
+        # recorder's largest cost per frame. The exact payload bytes are spliced in as the
+        # last member: readable and byte-exact.
+        return [_frame_prefix(event, message, seq), payload, b"}\n"]
+    base: dict[str, Any] = {
+        "seq": seq,
+        "t": round(event.t, 6),
+        "kind": "frame",
+        "conn": event.conn,
+        "route": event.route,
+        "dir": event.direction.value,
+        "n": event.index,
+        "size": event.size,
+        "type": frame_type(message),
+    }
+    if message.id is not None:
+        base["id"] = message.id
+    if isinstance(message, Request):
+        base["method"] = message.method
+    if event.redacted:
+        base["redacted"] = list(event.redacted)
+        base["msg"] = None if undecodable else message.obj
+    else:  # not JSON, or a payload spanning lines: stored base64
+        base["raw"] = _b64(payload)
+        if not undecodable:
+            base["note"] = "payload spans lines; stored raw"
+    return [dumps(base) + b"\n"]
+
+
+def _frame_prefix(event: FrameSeen, message: Message, seq: int) -> bytes:
+    """``{...members...,"msg":`` for a verbatim frame, byte for byte what `_dumps` would
+    write for the same members (a test pins the equivalence)."""
+    ident = message.id
+    parts = [
+        f'{{"seq":{seq},"t":{round(event.t, 6)!r},"kind":"frame","conn":{event.conn},'
+        f'"route":{_json_str(event.route)},"dir":"{event.direction.value}","n":{event.index},'
+        f'"size":{event.size},"type":"{frame_type(message)}"'
+    ]
+    if ident is not None:
+        parts.append(f',"id":{_json_str(ident) if isinstance(ident, str) else int(ident)}')
+    if isinstance(message, Request):
+        parts.append(f',"method":{_json_str(message.method)}')
+    parts.append(',"msg":')
+    return "".join(parts).encode("utf-8", JSON_SAFE)
+
+
+def frame_type(message: Message) -> str:
+    if isinstance(message, Request):
+        return "request"
+    if isinstance(message, Response):
+        return "response"
+    if hasattr(message, "error"):
+        return "error"
+    return "malformed"
+
+
+def _undecodable(message: Message) -> bool:
+    kind = getattr(message, "kind", None)
+    return kind in (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
+
+
+_json_str = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+class RecordingWriter:
+    """Writes a recording: the header at once, then one line per event, in order.
+
+    Lines are queued and written by ``flush()`` (the proxy calls it at least every 100 ms), so
+    what was flushed is in the file for any reader; a killed writer leaves at worst one
+    incomplete last line, which readers skip. A large payload is written as its own piece,
+    never copied into a line buffer."""
+
+    def __init__(self, stream: IO[bytes], header: Header) -> None:
+        self.stream = stream
+        self.header = header
+        self.profile = get_profile(header.profile)
+        self.seq = 0
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self.stream.write(encode_header(header))
+        self.stream.flush()
+
+    @classmethod
+    def create(cls, path: str, header: Header, *, overwrite: bool = False) -> RecordingWriter:
+        """Open ``path`` (mode 0600) and write the header. Raises OSError (FileExistsError)."""
+        return cls(open_private(path, overwrite=overwrite), header)
+
+    def write(self, event: Event) -> None:
+        """Queue one event's line; it reaches the file at the next `flush()` (or when 1 MiB
+        is queued)."""
+        parts = self.encode(event)
+        if parts is None:
+            return
+        self._pending.extend(parts)
+        self._pending_size += sum(len(part) for part in parts)
+        if self._pending_size >= 1024 * 1024:
+            self.flush()
+
+    def encode(self, event: Event) -> Optional[list[bytes]]:
+        """The next line for ``event`` as pieces (see `encode_event_parts`), numbered in
+        order; None for events not recorded. For a caller that writes the pieces itself with
+        `write_pieces` (the proxy's recorder does, from its own thread)."""
+        parts = encode_event_parts(event, self.profile, self.seq + 1)
+        if parts is not None:
+            self.seq += 1
+        return parts
+
+    def write_pieces(self, pieces: list[bytes]) -> None:
+        """Write encoded lines and flush the file."""
+        if pieces:
+            self.stream.writelines(pieces)
+        self.stream.flush()
+
+    def flush(self) -> None:
+        """Write every queued line and flush the file."""
+        pending, self._pending = self._pending, []
+        self._pending_size = 0
+        self.write_pieces(pending)
+
+    def close(self) -> None:
+        self.flush()
+        self.stream.close()
+
+    def __enter__(self) -> RecordingWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
