@@ -67,26 +67,38 @@ def preview_json(value: Any, limit: int) -> str:
     return safe_text("".join(pieces), limit)
 
 
-def format_size(size: Optional[int]) -> str:
-    """``512 B``, ``1.5 KiB``, ``2.3 MiB``, ``1.1 GiB``; ``-`` for a missing size."""
+def format_size(size: Optional[int], *, compact: bool = False) -> str:
+    """``512 B``, ``1.5 KiB``, ``2.3 MiB``, ``1.1 GiB``; ``-`` for a missing size. ``compact``
+    (for narrow table columns) writes at most five characters: ``512B``, ``1.5K``, ``15.2K``,
+    ``152K``, ``2.3M``."""
     if size is None:
         return "-"
     if size < 1024:
-        return f"{size} B"
+        return f"{size}B" if compact else f"{size} B"
     scaled = float(size)
     for unit in ("KiB", "MiB", "GiB"):
         scaled /= 1024
         if scaled < 1024 or unit == "GiB":
-            return f"{scaled:.1f} {unit}"
+            if not compact:
+                return f"{scaled:.1f} {unit}"
+            return f"{scaled:.0f}{unit[0]}" if scaled >= 99.95 else f"{scaled:.1f}{unit[0]}"
     raise AssertionError("unreachable")
 
 
-def format_latency(seconds: Optional[float]) -> str:
-    """``850 µs``, ``12.3 ms``, ``1.24 s``; ``-`` for a missing latency."""
+def format_latency(seconds: Optional[float], *, compact: bool = False) -> str:
+    """``850 µs``, ``12.3 ms``, ``1.24 s``; ``-`` for a missing latency. ``compact`` (for
+    narrow table columns) drops the space and keeps three significant digits: ``850µs``,
+    ``12.3ms``, ``474ms``, ``1.24s``, ``12.3s``."""
     if seconds is None:
         return "-"
+    space = "" if compact else " "
     if seconds < 0.001:
-        return f"{seconds * 1e6:.0f} µs"
+        return f"{seconds * 1e6:.0f}{space}µs"
     if seconds < 1:
-        return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds:.2f} s"
+        milliseconds = seconds * 1e3
+        if compact and milliseconds >= 99.95:
+            return f"{milliseconds:.0f}ms"
+        return f"{milliseconds:.1f}{space}ms"
+    if compact and seconds >= 9.995:
+        return f"{seconds:.0f}s" if seconds >= 99.95 else f"{seconds:.1f}s"
+    return f"{seconds:.2f}{space}s"

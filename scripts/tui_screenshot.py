@@ -1,4 +1,5 @@
-"""Build docs/tui.svg: the TUI over the fixed demo session, a viewport capture selected.
+"""Build docs/tui.svg: the TUI over the fixed demo session, a viewport capture selected and
+its picture in view.
 
 Run: python scripts/tui_screenshot.py [OUTPUT.svg]
 """
@@ -31,6 +32,14 @@ async def shoot(output: str) -> None:
                 await pilot.pause(0.01)
             app.model.toggle_mark(3)
             app.table.select_position(5)  # viewport.capture, its base64 image shortened
+            wanted = app.model.flows[app.model.view[5]]
+            while app.detail.flow is not wanted:  # drawn once the cursor rests
+                await pilot.pause(0.01)
+            while "Image " not in app.detail.text():  # decoded in a worker thread
+                await pilot.pause(0.01)
+            # The response's title and picture in view, under the request.
+            title = app.query_one("#response-title")
+            app.detail.scroll_to_widget(title, animate=False, top=True)
             await pilot.pause(0.2)
             folder, name = os.path.split(os.path.abspath(output))
             app.save_screenshot(filename=name, path=folder)

@@ -34,8 +34,8 @@ from ._common import (
     CommandError,
     count_arg,
     error_line,
+    fail,
     integer_arg,
-    print_error,
     seconds_arg,
 )
 
@@ -360,21 +360,22 @@ def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
 
     source = live_source(config)
     run_tui(source, config.profile, "golem-proxy", header=None)
+    if not source.done.is_set():
+        errors.print("[dim]stopping: listeners closed, draining connections…[/]")
     source.done.wait(config.options.drain_timeout + 10)
     if source.error is not None:
-        failed = _startup_error(source.error)
-        print_error(_os_problem(failed, config.record_path) if failed else str(source.error))
-        return 2
+        return fail(_describe_failure(source.error))
     if config.record_path:
-        errors.print(f"recorded {config.record_path}")
+        errors.print(Text(f"recorded {config.record_path}"))
     return 0
 
 
 def live_source(config: SessionConfig, control: Optional[LiveControl] = None) -> TrioThreadSource:
     """An event source for the TUI that runs the proxy session (in the TUI's worker thread).
+    Once listening, it tells the TUI the bound addresses and the client environment.
     Stopping the source stops the session gracefully: it drains and flushes first. With
     ``control``, the TUI can reach the running session through it (intercept, resend)."""
-    from ..tui import TrioThreadSource, feed_from_channel
+    from ..tui import SourceInfo, TrioThreadSource, feed_from_channel
 
     async def serve(sink: EventBuffer) -> None:
         session = ProxySession(config)
@@ -382,15 +383,19 @@ def live_source(config: SessionConfig, control: Optional[LiveControl] = None) ->
         if control is not None:
             control.attach(session)
 
-        async def run_to_the_end() -> None:
+        async def run_to_the_end(
+            *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
+        ) -> None:
             # Shielded: the TUI's stop cancels `serve`, which asks for a graceful stop below.
             with trio.CancelScope(shield=True):
-                await session.run()
+                await session.run(task_status=task_status)
 
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(run_to_the_end)
                 try:
+                    bound = await nursery.start(run_to_the_end)
+                    notes = live_notes(bound, config)
+                    sink.describe(SourceInfo(_bound_description(bound), notes))
                     await trio.sleep_forever()
                 finally:
                     session.stop()
@@ -399,7 +404,38 @@ def live_source(config: SessionConfig, control: Optional[LiveControl] = None) ->
                 control.detach()
 
     listens = ", ".join(str(route.listen) for route in config.routes)
-    return TrioThreadSource(serve, description=f"live on {listens}")
+    return TrioThreadSource(
+        serve, description=f"starting on {listens}", describe_error=_describe_failure
+    )
+
+
+def _bound_description(bound: list[BoundRoute]) -> str:
+    return "live on " + ", ".join(str(item.listen) for item in bound)
+
+
+def live_notes(bound: list[BoundRoute], config: SessionConfig) -> tuple[str, ...]:
+    """What the proxy prints when it starts without the TUI, as lines for the TUI to show:
+    the routes as bound, the client environment, the recording, the fault plan."""
+    notes = ["   ".join(f"{b.route.name}: {b.listen} → {b.route.upstream}" for b in bound)]
+    hint = environment_hint(bound, config.profile)
+    if hint:
+        notes.append(f"client environment: {hint}")
+    if config.record_path:
+        notes.append(f"recording to {config.record_path}")
+    plan = config.options.faults
+    if plan is not None:
+        rules = "; ".join(rule.spec for rule in plan.rules)
+        notes.append(f"faults: {rules} (seed {plan.seed}: reproduce with --fault-seed {plan.seed})")
+    return tuple(notes)
+
+
+def _describe_failure(exc: BaseException) -> str:
+    """One line for a session that could not run: the listen or recording error it started
+    with (unwrapped from trio's exception group), else the exception itself."""
+    failed = _startup_error(exc)
+    if failed is not None:
+        return f"the proxy could not start: {failed}"
+    return f"the proxy stopped: {type(exc).__name__}: {exc}"
 
 
 def _startup_error(exc: BaseException) -> Optional[OSError]:

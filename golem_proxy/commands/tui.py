@@ -1,4 +1,5 @@
-"""``golem-proxy tui FILE [--follow]``: browse a recording, or tail one being written."""
+"""``golem-proxy tui FILE [--follow] [--filter EXPR]``: browse a recording, or tail one being
+written."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import argparse
 import os
 import time
 
+from ..analysis.filters import FilterError, parse_filter
 from ..recording.format import RecordingError
+from ..terminal import safe_text
 from ._common import CommandError, os_reason, trace_path_arg
 
 NAME = "tui"
@@ -27,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep reading new events as the recording grows (like tail -f)",
     )
+    parser.add_argument(
+        "--filter",
+        metavar="EXPR",
+        default="",
+        help="show only the flows matching EXPR from the start (docs/filters.md; `/` changes it)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,6 +43,12 @@ def run(args: argparse.Namespace) -> int:
     from ..tui import RecordingSource, run_tui
 
     path: str = args.file
+    filter_text: str = args.filter.strip()
+    if filter_text:
+        try:
+            parse_filter(filter_text)
+        except FilterError as exc:
+            raise CommandError(f"bad filter: {exc}") from None
     deadline = time.monotonic() + (HEADER_WAIT if args.follow else 0.0)
     while True:
         try:
@@ -48,5 +63,6 @@ def run(args: argparse.Namespace) -> int:
                 continue
             text = str(exc)
             raise CommandError(text if text.startswith(f"{path}:") else f"{path}: {text}") from None
-    run_tui(source, source.profile, f"golem-proxy — {os.path.basename(path)}", header=source.header)
+    title = safe_text(f"golem-proxy — {os.path.basename(path)}")
+    run_tui(source, source.profile, title, header=source.header, filter_text=filter_text)
     return 0

@@ -150,12 +150,13 @@ def parse_header(first: bytes) -> tuple[Header, Profile]:
         check_line(first)
         data = decode_json(first)
     except RecordingError as exc:
-        raise RecordingError(
-            f"not a golem-proxy recording (its first line is {exc.what})"
-            if exc.what.startswith("not ")
-            else f"bad recording header: {exc.what}",
-            line=1,
-        ) from None
+        if exc.what.startswith("not "):
+            # Some other file (a README, a log): what the parser says of it would not help.
+            kind = exc.what.partition(":")[0].partition(" (")[0]
+            raise RecordingError(
+                f"not a golem-proxy recording (its first line is {kind})"
+            ) from None
+        raise RecordingError(f"bad recording header: {exc.what}", line=1) from None
     header = Header.from_json(data)
     try:
         return header, get_profile(header.profile)

@@ -8,7 +8,7 @@ or a `TrioThreadSource` (the proxy, run by trio in a worker thread, feeding even
 from __future__ import annotations
 
 from .app import GolemProxyApp, run_tui
-from .bridge import EventBuffer, EventSource, TrioThreadSource, feed_from_channel
+from .bridge import EventBuffer, EventSource, SourceInfo, TrioThreadSource, feed_from_channel
 from .sources import RecordingSource
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "EventSource",
     "GolemProxyApp",
     "RecordingSource",
+    "SourceInfo",
     "TrioThreadSource",
     "feed_from_channel",
     "run_tui",

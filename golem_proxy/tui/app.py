@@ -26,13 +26,17 @@ from golem_core.profiles import Profile
 
 from ..events import Event
 from ..recording.format import Header as RecordingHeader
+from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource
 from .export import request_json, save_events, write_private
 from .model import SessionModel
+from .render import escape_surrogates
+from .screens.confirm import ConfirmQuit
 from .screens.connections import ConnectionsScreen
 from .screens.help import HelpScreen
 from .screens.save import SavePrompt
 from .screens.stats import StatsScreen
+from .widgets.banner import Banner
 from .widgets.detail import FlowDetail
 from .widgets.filter_bar import FilterBar
 from .widgets.flows_table import FlowsTable
@@ -54,26 +58,30 @@ class EventsReady(Message):
 
 
 class GolemProxyApp(App[None]):
-    CSS = """
-    #flows { height: 3fr; }
-    #detail { height: 2fr; border-top: solid $accent; }
-    """
+    CSS_PATH = "app.tcss"
+    # The footer names what an 80-column terminal has room for; `?` lists every key.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_filter", "Filter"),
         Binding("ctrl+f", "focus_find", "Find", show=False),
         Binding("n", "find(True)", "Next", show=False),
         Binding("N", "find(False)", "Prev", show=False),
         Binding("f", "follow", "Follow"),
-        Binding("m", "mark", "Mark"),
-        Binding("e", "expand", "Expand"),
-        Binding("y", "copy_request", "Copy"),
-        Binding("w", "save_view", "Write"),
+        Binding("enter", "open_detail", "Detail"),
+        # Priority: Tab must not walk into the filter boxes (a later `q` would be typed there).
+        Binding("tab,shift+tab", "switch_pane", "Switch pane", show=False, priority=True),
+        Binding("m", "mark", "Mark", show=False),
+        Binding("e", "expand", "Expand", show=False),
+        Binding("y", "copy_request", "Copy", show=False),
+        Binding("w", "save_view", "Write", show=False),
         Binding("s", "stats", "Stats"),
-        Binding("c", "connections", "Conns"),
+        Binding("c", "connections", "Conns", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("escape", "focus_table", "Table", show=False),
-        Binding("q", "quit", "Quit"),
+        Binding("q", "request_quit", "Quit"),
+        # Ctrl-C quits, even from a filter box; a live proxy still drains and flushes.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
+    ENABLE_COMMAND_PALETTE = False
 
     def __init__(
         self,
@@ -84,17 +92,24 @@ class GolemProxyApp(App[None]):
         header: Optional[RecordingHeader] = None,
         export_dir: Optional[str] = None,
         refresh_interval: float = REFRESH_INTERVAL,
+        filter_text: str = "",
     ) -> None:
+        """``filter_text`` is applied from the start (a valid expression: the caller has
+        checked it)."""
         super().__init__()
         self.source = source
+        self.source_description = source.description
         self.profile = profile
         self.title = title
         self.recording_header = header or RecordingHeader.new(profile.name, ())
         self.export_dir = export_dir or tempfile.gettempdir()
         self.refresh_interval = refresh_interval
         self.model = SessionModel(profile)
+        if filter_text:
+            self.model.set_filter(filter_text)
         self.buffer = EventBuffer(source.buffer_limit)
         self.finished_reason: Optional[str] = None
+        self.failed = False
         self.find_text = ""
         self._detail_shown_at = 0.0
         self._detail_timer: Optional[Timer] = None
@@ -104,12 +119,14 @@ class GolemProxyApp(App[None]):
     def compose(self) -> ComposeResult:
         # Kept as attributes, not queried: queries search the active screen, and events keep
         # arriving while the stats or help screen is on top.
-        self.filter_bar = FilterBar()
+        self.filter_bar = FilterBar(self.model.filter_text)
+        self.banner = Banner(id="banner")
         self.table = FlowsTable(self.model, id="flows")
         self.detail = FlowDetail(id="detail")
         self.status_bar = StatusBar()
         yield Header()
         yield self.filter_bar
+        yield self.banner
         yield self.table
         yield self.detail
         yield self.status_bar
@@ -152,8 +169,14 @@ class GolemProxyApp(App[None]):
             selected = self.table.selected
             if selected is not None and selected in result.changed:
                 self._show_selected()
+        if batch.info is not None:
+            self.source_description = batch.info.description
+            self.banner.show_notes(batch.info.notes)
         if batch.finished and not batch.more:
             self.finished_reason = batch.reason or "finished"
+            if batch.failed:
+                self.failed = True
+                self.banner.show_error(self.finished_reason)
         self._show_status()
         # Wait a refresh interval before taking the next batch: a flood becomes ~20 batches
         # a second, each drawn once, instead of one redraw per event.
@@ -166,7 +189,7 @@ class GolemProxyApp(App[None]):
     def _show_status(self) -> None:
         self.status_bar.show(
             Status(
-                source=self.source.description,
+                source=self.source_description,
                 live=self.source.live,
                 follow=self.table.follow,
                 flows=len(self.model.flows),
@@ -174,6 +197,7 @@ class GolemProxyApp(App[None]):
                 filter_text=self.model.filter_text,
                 missed=self.model.events_missed + self.buffer.total_missed,
                 finished=self.finished_reason or "",
+                failed=self.failed,
             )
         )
 
@@ -194,6 +218,11 @@ class GolemProxyApp(App[None]):
         # The first move is shown at once; further moves within DETAIL_DELAY are folded into
         # one redraw when the cursor rests, so holding PgDn stays smooth.
         if self._detail_timer is not None:
+            return
+        index = message.index
+        if index is not None and self.detail.flow is self.model.flows[index]:
+            # Already shown (the drain that added the flow drew it): drawing it again would
+            # rebuild its tree and collapse what the user expanded.
             return
         wait = self._detail_shown_at + DETAIL_DELAY - time.monotonic()
         if wait <= 0:
@@ -234,7 +263,34 @@ class GolemProxyApp(App[None]):
         self.filter_bar.query_one("#find", Input).focus()
 
     def action_focus_table(self) -> None:
+        self.screen.remove_class("detail-open")
         self.table.focus()
+
+    def action_open_detail(self) -> None:
+        """The detail pane takes the table's place (escape gives it back)."""
+        self.screen.add_class("detail-open")
+        self.detail.focus()
+
+    def action_switch_pane(self) -> None:
+        focused = self.focused
+        in_detail = focused is not None and (
+            focused is self.detail or self.detail in focused.ancestors
+        )
+        if in_detail:
+            self.action_focus_table()
+        else:
+            self.detail.focus()
+
+    def action_request_quit(self) -> None:
+        """Quit; first ask when quitting would stop the proxy this app runs."""
+        if self.source.serving and not self.source_done:
+            self.push_screen(ConfirmQuit(), self._quit_if)
+        else:
+            self.exit()
+
+    def _quit_if(self, stop: Optional[bool]) -> None:
+        if stop:
+            self.exit()
 
     def action_follow(self) -> None:
         self.table.action_follow()
@@ -245,7 +301,8 @@ class GolemProxyApp(App[None]):
             return
         position = self.model.find(self.find_text, self.table.cursor, forward)
         if position is None:
-            self.notify(f"No flow contains {self.find_text!r}", severity="warning")
+            found = safe_text(repr(self.find_text))
+            self.notify(f"No flow contains {found}", severity="warning", markup=False)
             return
         self.table.select_position(position)
 
@@ -267,7 +324,8 @@ class GolemProxyApp(App[None]):
         if index is None:
             return
         flow = self.model.flows[index]
-        text = request_json(flow)
+        # Lone surrogates (legal in JSON) become escapes: UTF-8 cannot carry them as they are.
+        text = escape_surrogates(request_json(flow))
         if not text:
             self.notify("This flow has no request", severity="warning")
             return
@@ -277,10 +335,14 @@ class GolemProxyApp(App[None]):
         try:
             write_private(path, text + "\n")
         except OSError as exc:
-            self.notify(f"Copied to the clipboard; could not write {path}: {exc}")
+            message = f"Copied to the clipboard; could not write {path}: {exc}"
+            self.notify(safe_text(message), severity="warning", markup=False)
             return
-        preview = text if len(text) <= 300 else text[:300] + "…"
-        self.notify(f"Request #{flow.number} copied to the clipboard and {path}\n{preview}")
+        # Where it went, not what it says: the JSON is in the file and on the clipboard.
+        self.notify(
+            safe_text(f"Request #{flow.number} copied to the clipboard and written to {path}"),
+            markup=False,
+        )
 
     def action_save_view(self) -> None:
         default = os.path.join(os.getcwd(), "view.jsonl")
@@ -310,9 +372,11 @@ class GolemProxyApp(App[None]):
         try:
             count = save_events(path, header, events, filter_text)
         except OSError as exc:
-            self.call_from_thread(self.notify, f"Not written: {exc}", severity="error")
+            message = safe_text(f"Not written: {exc}")
+            self.call_from_thread(self.notify, message, severity="error", markup=False)
             return
-        self.call_from_thread(self.notify, f"Wrote {flows:,} flows ({count:,} events) to {path}")
+        message = safe_text(f"Wrote {flows:,} flows ({count:,} events) to {path}")
+        self.call_from_thread(self.notify, message, markup=False)
 
     def action_stats(self) -> None:
         flows = [self.model.flows[i] for i in self.model.view]
@@ -336,11 +400,13 @@ def run_tui(
     title: str,
     *,
     header: Optional[RecordingHeader] = None,
+    filter_text: str = "",
 ) -> None:
     """Run the TUI in this thread until the user quits, showing the events ``source``
     delivers (it runs in a worker thread); stops the source on the way out. ``header`` (the
-    profile and routes of the session) goes into recordings written with `w`."""
-    app = GolemProxyApp(source, profile, title, header=header)
+    profile and routes of the session) goes into recordings written with `w`;
+    ``filter_text`` (a valid filter) is applied from the start."""
+    app = GolemProxyApp(source, profile, title, header=header, filter_text=filter_text)
     try:
         app.run()
     finally:

@@ -29,12 +29,24 @@ __all__ = [
     "Batch",
     "EventBuffer",
     "EventSource",
+    "SourceInfo",
     "TrioThreadSource",
     "feed_from_channel",
 ]
 
 DEFAULT_LIVE_LIMIT = 200_000
 """Events a live UI may have queued before further ones are dropped (and counted)."""
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What a source learns once it runs: a live proxy's bound addresses (port 0 becomes a
+    real port) and what the client needs to reach it."""
+
+    description: str
+    """Replaces the source's description in the status bar."""
+    notes: tuple[str, ...] = ()
+    """Lines shown above the table (routes, the client environment)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,10 @@ class Batch:
     reason: str
     more: bool
     """Events are still queued (the drain took at most its limit)."""
+    failed: bool = False
+    """The producer finished because of an error; ``reason`` says which."""
+    info: Optional[SourceInfo] = None
+    """New information about the source since the last drain."""
 
 
 class EventBuffer:
@@ -64,6 +80,8 @@ class EventBuffer:
         self._finished = False
         self._finish_told = False
         self._reason = ""
+        self._failed = False
+        self._info: Optional[SourceInfo] = None
 
     def attach(self, notify: Callable[[], None]) -> None:
         """Set the thread-safe callable that tells the UI events are ready (called at most
@@ -95,11 +113,25 @@ class EventBuffer:
             call()
         return queued
 
-    def finish(self, reason: str = "") -> None:
-        """The producer is done (end of file, proxy stopped); ``reason`` says why."""
+    def finish(self, reason: str = "", *, failed: bool = False) -> None:
+        """The producer is done (end of file, proxy stopped); ``reason`` says why, and
+        ``failed`` that it is an error the UI should show as one. A later call replaces the
+        reason (the proxy's own last word follows its event stream's), but never an error's."""
         with self._lock:
+            if self._failed and not failed:
+                return
             self._finished = True
             self._reason = reason
+            self._failed = failed
+            self._finish_told = False
+            call = self._arm_locked()
+        if call is not None:
+            call()
+
+    def describe(self, info: SourceInfo) -> None:
+        """Tell the UI what the source has learnt (from any thread)."""
+        with self._lock:
+            self._info = info
             call = self._arm_locked()
         if call is not None:
             call()
@@ -116,14 +148,15 @@ class EventBuffer:
             more = bool(self._events)
             if self._finished and not more:
                 self._finish_told = True
-            return Batch(events, missed, self._finished, self._reason, more)
+            info, self._info = self._info, None
+            return Batch(events, missed, self._finished, self._reason, more, self._failed, info)
 
     def rearm(self) -> bool:
         """Allow the next nudge. Returns True when something is already waiting (then the
         caller should drain again now; no nudge will come for it)."""
         with self._lock:
             self._nudged = False
-            if self._events or self._missed or self._untold_finish():
+            if self._events or self._missed or self._info or self._untold_finish():
                 self._nudged = True
                 return True
             return False
@@ -139,7 +172,7 @@ class EventBuffer:
     def _arm_locked(self) -> Optional[Callable[[], None]]:
         if self._notify is None or self._nudged:
             return None
-        if not (self._events or self._missed or self._untold_finish()):
+        if not (self._events or self._missed or self._info or self._untold_finish()):
             return None
         self._nudged = True
         return self._notify
@@ -153,6 +186,8 @@ class EventSource(Protocol):
 
     description: str
     live: bool
+    serving: bool
+    """Quitting the UI stops a running proxy (so the UI asks first)."""
     buffer_limit: Optional[int]
 
     def run(self, sink: EventBuffer) -> None: ...
@@ -189,9 +224,11 @@ class TrioThreadSource:
 
     ``main`` is the proxy: it serves, subscribes to its event hub and awaits
     `feed_from_channel(subscription.receive_channel, sink)`. `stop()` cancels it. An
-    exception from ``main`` is kept in ``error`` and reported in the status bar."""
+    exception from ``main`` is kept in ``error`` and reported in the UI, as ``describe``
+    renders it (by default, its text)."""
 
     live = True
+    serving = True
 
     def __init__(
         self,
@@ -199,10 +236,12 @@ class TrioThreadSource:
         *,
         description: str = "live",
         buffer_limit: Optional[int] = DEFAULT_LIVE_LIMIT,
+        describe_error: Callable[[BaseException], str] = str,
     ) -> None:
         self.main = main
         self.description = description
         self.buffer_limit = buffer_limit
+        self.describe_error = describe_error
         self.error: Optional[BaseException] = None
         self._lock = threading.Lock()
         self._token: Optional[trio.lowlevel.TrioToken] = None
@@ -216,7 +255,7 @@ class TrioThreadSource:
             trio.run(self._main, sink)
         except Exception as exc:  # reported, not raised: the UI stays up to show it
             self.error = exc
-            sink.finish(f"failed: {exc}")
+            sink.finish(self.describe_error(exc), failed=True)
         finally:
             self.done.set()
 

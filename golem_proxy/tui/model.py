@@ -25,6 +25,8 @@ from ..events import (
     FrameSeen,
     ViolationSeen,
 )
+from ..terminal import safe_text
+from .render import flow_label
 
 __all__ = ["BatchResult", "SessionModel"]
 
@@ -56,6 +58,12 @@ class SessionModel:
         self._conn_events: dict[int, list[int]] = {}
         # Response frames and their violations wait here until the exchange names their flow.
         self._held: dict[HeldKey, list[int]] = {}
+        # The widest values so far, kept as flows arrive so the table sizes its columns
+        # without scanning every flow on each redraw.
+        self.routes: set[str] = set()
+        self.widest_method = 0
+        self.widest_status = 0
+        self.largest_conn = 0
 
     @property
     def flows(self) -> list[Flow]:
@@ -75,6 +83,8 @@ class SessionModel:
             self.events.append(event)
             if isinstance(event, (ConnectionOpened, ConnectionClosed)):
                 self._conn_events.setdefault(event.conn, []).append(position)
+                self.routes.add(safe_text(event.route))
+                self.largest_conn = max(self.largest_conn, event.conn)
             flow = self.tracker.apply(event)
             held = _held_key(event)
             if flow is None:
@@ -89,6 +99,9 @@ class SessionModel:
                 positions.extend(self._held.pop(held, ()))
             result.changed.add(flow.number - 1)
         for index in sorted(result.changed):
+            flow = self.flows[index]
+            self.widest_method = max(self.widest_method, len(flow_label(flow)))
+            self.widest_status = max(self.widest_status, len(self.status(flow)))
             if index >= first_new:
                 if self._matches(self.flows[index]):
                     self.view.append(index)
@@ -96,6 +109,10 @@ class SessionModel:
             else:
                 self._refilter(index)
         return result
+
+    def status(self, flow: Flow) -> str:
+        """The flow's status as shown (error codes come from the peer: made safe)."""
+        return safe_text(flow.status(self.profile))
 
     def _matches(self, flow: Flow) -> bool:
         return self._filter is None or self._filter.matches(flow, self.profile)

@@ -1,24 +1,29 @@
-"""Pure formatting for the TUI: sizes, times, latencies, hex dumps and JSON made readable.
+"""Pure formatting for the TUI: times, hex dumps and JSON made readable and safe to show.
 
-Nothing here touches Textual, so every rule about how a value reads is tested on its own.
+Sizes and latencies are written by `golem_proxy.terminal` (the same everywhere); every text a
+peer or a recording controls goes through `terminal.safe_text` before it is shown. Nothing
+here touches Textual, so every rule about how a value reads is tested on its own.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+import math
+import re
+from typing import Any
 
 from ..analysis.flows import Flow
+from ..terminal import safe_text
 
 __all__ = [
     "LONG_STRING",
     "count_nodes",
+    "escape_surrogates",
     "flow_label",
-    "fmt_latency",
-    "fmt_size",
     "fmt_time",
     "hexdump",
     "pretty_json",
+    "safe_json",
     "shorten_strings",
 ]
 
@@ -27,35 +32,16 @@ LONG_STRING = 200
 
 
 def fmt_time(t: float) -> str:
-    """Seconds since the session start: ``12.345`` or ``1:02:03.456`` past an hour."""
+    """Seconds since the session start: ``12.345`` or ``1:02:03.456`` past an hour; ``?``
+    for a time that is not a finite number (a damaged or hostile recording)."""
+    if not isinstance(t, (int, float)) or not math.isfinite(t):
+        return "?"
     if t < 3600:
         minutes, seconds = divmod(t, 60)
         return f"{int(minutes)}:{seconds:06.3f}" if minutes else f"{seconds:.3f}"
     hours, rest = divmod(t, 3600)
     minutes, seconds = divmod(rest, 60)
     return f"{int(hours)}:{int(minutes):02d}:{seconds:06.3f}"
-
-
-def fmt_latency(latency: Optional[float]) -> str:
-    """``850µs``, ``12.3ms``, ``1.24s``; empty for a missing latency."""
-    if latency is None:
-        return ""
-    if latency < 0.001:
-        return f"{latency * 1e6:.0f}µs"
-    if latency < 1:
-        return f"{latency * 1e3:.1f}ms"
-    return f"{latency:.2f}s"
-
-
-def fmt_size(size: Optional[int]) -> str:
-    """``512B``, ``1.5K``, ``2.3M``; empty for a missing size."""
-    if size is None:
-        return ""
-    if size < 1024:
-        return f"{size}B"
-    if size < 1024 * 1024:
-        return f"{size / 1024:.1f}K"
-    return f"{size / (1024 * 1024):.1f}M"
 
 
 def hexdump(data: bytes, limit: int = 4096) -> str:
@@ -99,6 +85,22 @@ def pretty_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, ensure_ascii=False)
 
 
+def safe_json(obj: Any) -> str:
+    """`pretty_json`, made inert for a terminal line by line: JSON escapes C0 controls
+    itself, but keeps C1 controls, U+2028 and lone surrogates (legal in JSON, not in UTF-8)
+    as they are; `safe_text` writes them as visible escapes. The layout's newlines stay."""
+    return "\n".join(safe_text(line) for line in pretty_json(obj).split("\n"))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """JSON text whose lone surrogates (which UTF-8 cannot encode) are written as ``\\udXXX``
+    escapes: the same JSON value, now writable to a file or the clipboard."""
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
 def count_nodes(obj: Any, stop: int) -> int:
     """How many JSON values ``obj`` holds, counting no further than ``stop``."""
     count = 0
@@ -114,9 +116,10 @@ def count_nodes(obj: Any, stop: int) -> int:
 
 
 def flow_label(flow: Flow) -> str:
-    """The method of a flow, or what stands in for it when there is none."""
+    """The method of a flow (made safe to show), or what stands in for it when there is
+    none."""
     if flow.method:
-        return flow.method
+        return safe_text(flow.method)
     if flow.frame_error is not None:
         return "(frame error)"
     return "(malformed)" if flow.request is not None else "(orphan response)"

@@ -15,6 +15,7 @@ from typing import Any, Optional
 from golem_core.framing import FrameErrorKind
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM, Profile
+from rhino_plugin.png import encode_rgb
 
 from ..events import (
     ConnectionClosed,
@@ -137,10 +138,25 @@ class SessionBuilder:
         )
 
 
-def _png_base64(size: int, seed: int = 7) -> str:
-    rng = random.Random(seed)
-    body = bytes(rng.getrandbits(8) for _ in range(size))
-    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + body).decode("ascii")
+def _capture_base64(width: int = 96, height: int = 60) -> str:
+    """A small viewport capture, as the headless plugin encodes one: a shaded floor, a sky,
+    and a box drawn in outline."""
+    pixels = bytearray()
+    for y in range(height):
+        for x in range(width):
+            if y < height * 0.55:
+                shade = 150 + y
+                pixel = (shade // 2, shade // 2 + 20, min(shade + 60, 255))  # sky
+            else:
+                pixel = (90 + (x + y) % 7, 95, 88)  # floor
+            on_box = 30 <= x <= 66 and 16 <= y <= 46
+            edge = on_box and (x in (30, 66) or y in (16, 46) or x - 30 == y - 16)
+            if edge:
+                pixel = (250, 210, 60)
+            elif on_box:
+                pixel = (200, 200, 205)
+            pixels += bytes(pixel)
+    return base64.b64encode(encode_rgb(width, height, bytes(pixels))).decode("ascii")
 
 
 def demo_session() -> list[Event]:
@@ -205,7 +221,7 @@ def demo_session() -> list[Event]:
         1.774,
         result={
             "success": True,
-            "image": _png_base64(3000),
+            "image": _capture_base64(),
             "width": 800,
             "height": 600,
             "view_name": "Perspective",

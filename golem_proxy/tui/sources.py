@@ -51,6 +51,7 @@ class RecordingSource:
     Construct it with `open()`, which reads the header (so the caller knows the profile)."""
 
     live = False
+    serving = False
     buffer_limit: Optional[int] = None  # a file is never dropped from: the reader just waits
 
     def __init__(
@@ -87,6 +88,7 @@ class RecordingSource:
 
     def run(self, sink: EventBuffer) -> None:
         reason = "stopped" if self.follow else "end of recording"
+        failed = False
         batch: list[Event] = []
         try:
             while not self._stop.is_set():
@@ -106,10 +108,13 @@ class RecordingSource:
                 reason = "end of recording (incomplete last line ignored)"
         except RecordingError as exc:
             sink.push_many(batch)  # what came before the damaged line is still worth seeing
-            reason = f"recording error: {exc}"
+            reason, failed = f"recording error: {exc}", True
+        except Exception as exc:  # a hostile file must not leave the UI waiting forever
+            sink.push_many(batch)
+            reason, failed = f"cannot read {self.path}: {type(exc).__name__}: {exc}", True
         finally:
             self._stream.close()
-            sink.finish(reason)
+            sink.finish(reason, failed=failed)
 
     def stop(self) -> None:
         self._stop.set()

@@ -13,10 +13,13 @@ import pytest
 
 from golem_proxy.recording.forked import ForkedCall, ForkedCallError
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
-    reason="forking is used on Linux with two CPUs or more",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+        reason="forking is used on Linux with two CPUs or more",
+    ),
+    pytest.mark.usefixtures("single_threaded"),
+]
 
 
 def start(function: object) -> ForkedCall[object]:

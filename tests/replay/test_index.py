@@ -115,6 +115,7 @@ def test_the_fast_loader_agrees_with_the_reference_reader(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(sessions())
+@pytest.mark.usefixtures("single_threaded")
 def test_two_processes_read_what_one_reads(tmp_path: Path, events: list[Event]) -> None:
     """Every trace is split in two here, wherever its middle falls: inside a pipelined
     exchange, between a request and its answer, or between two connections' lines."""

@@ -41,11 +41,23 @@ async def loaded(pilot: Pilot[Any], limit: int = 2000) -> None:
     await pilot.pause()
 
 
+async def select(pilot: Pilot[Any], position: int, limit: int = 2000) -> None:
+    """Put the cursor on view ``position`` and wait until the detail pane shows that flow:
+    moves in quick succession are drawn only once the cursor rests, so one pause is not
+    enough."""
+    app = pilot.app
+    assert isinstance(app, GolemProxyApp)
+    app.table.select_position(position)
+    flow = app.model.flows[app.model.view[position]]
+    await wait_for(pilot, lambda: app.detail.flow is flow, limit)
+
+
 class ManualSource:
     """A live source the test drives: it pushes ``events`` at start, then whatever the test
     pushes into ``app.buffer`` itself, until stopped."""
 
     live = True
+    serving = False
     buffer_limit: Optional[int] = None
     description = "test"
 

@@ -4,7 +4,12 @@ filter, follow, search, mark, copy, save."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
+
+from textual.binding import Binding
+from textual.widgets import Input
 
 from golem_core.profiles import GOLEM
 from golem_proxy.recording.format import read_recording
@@ -13,7 +18,7 @@ from golem_proxy.tui.sample import SessionBuilder
 from golem_proxy.tui.sources import RecordingSource
 from golem_proxy.tui.widgets.flows_table import row_cells
 
-from .helpers import ManualSource, loaded, run, wait_for
+from .helpers import ManualSource, loaded, run, select, wait_for
 
 
 def open_app(path: str, tmp_path: Path) -> GolemProxyApp:
@@ -49,6 +54,7 @@ def test_opening_a_recording_fills_the_table_and_the_detail_pane(
             assert "end of recording" in app.status_bar.text
             # Follow is on: the newest flow is selected and shown.
             assert app.table.follow and app.table.selected == 11
+            await wait_for(pilot, lambda: app.detail.flow is app.model.flows[11])
             assert "grasshopper.recompute" in app.detail.text()
             assert "Response ← (waiting…)" in app.detail.text()
             for _ in range(9):
@@ -58,7 +64,7 @@ def test_opening_a_recording_fills_the_table_and_the_detail_pane(
             await wait_for(pilot, lambda: "#3 " in app.detail.text())
             text = app.detail.text()
             assert "#3 scene.get_document_info  ok" in text
-            assert "latency 31.0ms" in text
+            assert "latency 31.0 ms" in text
             assert '"units": "Millimeters"' in text
 
     run(body())
@@ -69,30 +75,31 @@ def test_errors_and_violations_are_shown_with_their_rules(demo_path: str, tmp_pa
         app = open_app(demo_path, tmp_path)
         async with app.run_test(size=(160, 45)) as pilot:
             await loaded(pilot)
-            app.table.select_position(8)
-            await pilot.pause()
+            await select(pilot, 8)
             text = app.detail.text()
             assert "Contract violations" in text
             assert "golem.response.explicit-null-error" in text
             assert "error" in text and "$" in text
-            app.table.select_position(6)
-            await pilot.pause()
+            await select(pilot, 6)
             assert "INVALID_PARAMS" in app.detail.text()
 
     run(body())
 
 
-def test_a_big_base64_string_is_shortened_until_expanded(demo_path: str, tmp_path: Path) -> None:
+def test_a_capture_shows_its_image_and_its_base64_is_shortened_until_expanded(
+    demo_path: str, tmp_path: Path
+) -> None:
     async def body() -> None:
         app = open_app(demo_path, tmp_path)
         async with app.run_test(size=(160, 45)) as pilot:
             await loaded(pilot)
-            app.table.select_position(5)  # viewport.capture
-            await pilot.pause()
+            await select(pilot, 5)  # viewport.capture
+            await wait_for(pilot, lambda: "Image  96x60 PNG" in app.detail.text())
+            assert "▀" * 20 in app.detail.text()
             text = app.detail.text()
             assert "1 long string(s) shortened" in text
             assert '"image": "iVBORw0KGg' in text
-            assert "… (4,012 chars)" in text
+            assert re.search(r"… \([\d,]+ chars\)", text)
             await pilot.press("e")
             text = app.detail.text()
             assert "chars)" not in text
@@ -108,16 +115,14 @@ def test_malformed_payloads_and_framing_errors_show_a_hex_dump(
         app = open_app(demo_path, tmp_path)
         async with app.run_test(size=(160, 45)) as pilot:
             await loaded(pilot)
-            app.table.select_position(9)
-            await pilot.pause()
+            await select(pilot, 9)
             text = app.detail.text()
             assert "malformed: invalid-json" in text
             assert (
                 '00000000  7b 22 69 64 22 3a 20 22  37 22 2c 20 22 6d 65 74  |{"id": "7", "met|'
                 in text
             )
-            app.table.select_position(10)
-            await pilot.pause()
+            await select(pilot, 10)
             text = app.detail.text()
             assert "Framing error → oversized" in text
             assert "(declared length 2,147,483,647)" in text
@@ -136,8 +141,7 @@ def test_a_large_payload_is_a_tree(tmp_path: Path) -> None:
     async def body() -> None:
         app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.table.selected == 0)
-            await pilot.pause()
+            await wait_for(pilot, lambda: app.detail.flow is app.model.flows[0])
             assert app.query_one("#response-tree").display
             text = app.detail.text()
             assert "(tree: enter/space to expand)" in text
@@ -145,9 +149,9 @@ def test_a_large_payload_is_a_tree(tmp_path: Path) -> None:
             tree = app.query_one("#response-tree")
             result = tree.root.children[1]  # type: ignore[attr-defined]
             result.expand()
-            await pilot.pause()
+            await wait_for(pilot, lambda: bool(result.children))
             result.children[0].expand()
-            await pilot.pause()
+            await wait_for(pilot, lambda: "… 500 more" in app.detail.text())
             text = app.detail.text()
             assert "objects [1000]" in text
             assert "… 500 more" in text
@@ -225,7 +229,7 @@ def test_a_pending_request_is_updated_in_place_when_answered(tmp_path: Path) -> 
             app.buffer.push_many(s.events)
             await wait_for(pilot, lambda: rows(app)[0][6] == "ok")
             assert len(rows(app)) == 1
-            assert rows(app)[0][7] == "250.0ms"
+            assert rows(app)[0][7] == "250ms"
             assert '"zoomed": true' in app.detail.text()
 
     run(body())
@@ -246,7 +250,7 @@ def test_events_keep_arriving_while_another_screen_is_open(tmp_path: Path) -> No
             await wait_for(pilot, lambda: len(app.model.flows) == 1)
             await pilot.press("escape")
             assert rows(app)[0][5:7] == ("ping", "ok")
-            assert "#1 ping  ok" in app.detail.text()
+            await wait_for(pilot, lambda: "#1 ping  ok" in app.detail.text())
 
     run(body())
 
@@ -265,7 +269,10 @@ def test_search_mark_copy_and_save(demo_path: str, tmp_path: Path) -> None:
             await pilot.press("m")
             assert app.model.flows[3].marked
             await pilot.press("y")
-            copied = tmp_path / "golem-proxy-request-4.json"
+            notice = list(app._notifications)[-1]
+            copied = Path(notice.message.rsplit(" written to ", 1)[1])
+            assert notice.message.startswith("Request #4 copied to the clipboard")
+            assert '"method"' not in notice.message  # where it went, not the JSON itself
             assert '"method": "creation.create_box"' in copied.read_text()
             assert oct(os.stat(copied).st_mode & 0o777) == "0o600"
             assert app.clipboard == copied.read_text().rstrip("\n")
@@ -301,5 +308,86 @@ def test_stats_connections_and_help_screens_open_and_close(demo_path: str, tmp_p
             assert type(app.screen).__name__ == "HelpScreen"
             await pilot.press("escape")
             assert app.screen is app.screen_stack[0]
+
+    run(body())
+
+
+def test_tab_switches_panes_without_entering_the_filter_and_enter_opens_the_detail(
+    demo_path: str, tmp_path: Path
+) -> None:
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(pilot)
+            assert app.focused is app.table
+            for _ in range(6):  # never into a filter box, however often
+                await pilot.press("tab")
+                assert app.focused in (app.table, app.detail)
+            await pilot.press("shift+tab")
+            assert app.focused in (app.table, app.detail)
+            await pilot.press("escape")
+            assert app.focused is app.table
+            await select(pilot, 6)
+            await pilot.press("enter")
+            assert app.focused is app.detail
+            assert not app.table.display or app.table.size.height == 0
+            assert app.detail.size.height > 15  # the table's room is the detail's
+            await pilot.press("escape")
+            assert app.focused is app.table and app.table.size.height > 0
+            await pilot.press("q")
+            await wait_for(pilot, lambda: not app.is_running)
+
+    run(body())
+
+
+def test_the_help_names_exactly_the_keys_that_are_bound_and_filters_that_parse(
+    demo_path: str, tmp_path: Path
+) -> None:
+    from golem_proxy.analysis.filters import parse_filter
+    from golem_proxy.tui.screens.help import FILTERS, KEYS
+
+    for expression, _ in FILTERS:
+        parse_filter(expression)  # raises for a filter that does not exist (like ~v)
+
+    async def body() -> None:
+        app = open_app(demo_path, tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(pilot)
+            bound = set(app.active_bindings)
+            helped = {key for entry in KEYS for key in entry.keys}
+            assert helped <= bound, helped - bound
+            # Every key bound on the main screen is explained (the screen's own system keys
+            # aside: Textual's ctrl+q and the like).
+            ours = {key for key, active in bound_here(app).items() if not active.binding.system}
+            assert ours <= helped, ours - helped
+
+    run(body())
+
+
+def bound_here(app: GolemProxyApp) -> dict[str, Any]:
+    """The active bindings that this app or its table define."""
+    from golem_proxy.tui.widgets.flows_table import FlowsTable
+
+    mine = set()
+    for binding in [*GolemProxyApp.BINDINGS, *FlowsTable.BINDINGS]:
+        assert isinstance(binding, Binding)
+        mine.update(key.strip() for key in binding.key.split(","))
+    return {key: active for key, active in app.active_bindings.items() if key in mine}
+
+
+def test_the_filter_given_at_start_is_applied_and_shown(demo_path: str, tmp_path: Path) -> None:
+    async def body() -> None:
+        source = RecordingSource.open(demo_path)
+        app = GolemProxyApp(source, source.profile, "test", filter_text="~e")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await loaded(pilot)
+            assert [r[6] for r in rows(app)] == [
+                "INVALID_PARAMS",
+                "METHOD_NOT_FOUND",
+                "INTERNAL_ERROR",
+                "oversized",
+            ]
+            assert app.query_one("#filter", Input).value == "~e"
+            assert "4 of 12 flows  filter: ~e" in app.status_bar.text
 
     run(body())

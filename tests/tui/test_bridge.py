@@ -116,6 +116,7 @@ def test_a_slow_ui_misses_events_and_says_how_many() -> None:
 
     class Flood:
         live = True
+        serving = False
         buffer_limit: Optional[int] = 10
         description = "flood"
 

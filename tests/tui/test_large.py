@@ -10,7 +10,7 @@ from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.sample import bulk_session, write_recording
 from golem_proxy.tui.sources import RecordingSource
 
-from .helpers import loaded, run
+from .helpers import loaded, run, select
 
 FLOWS = 100_000
 
@@ -38,8 +38,7 @@ def test_a_100k_recording_loads_and_scrolls(big_path: str, tmp_path: Path) -> No
             for _ in range(20):
                 await pilot.press("pagedown")
             assert table.selected == 20 * (table.size.height - 2) and table.scroll_y > 0
-            table.select_position(50_000)
-            await pilot.pause()
+            await select(pilot, 50_000, limit=60_000)
             assert "#50001 " in app.detail.text()
             await pilot.press("slash", *"~e", "enter")
             assert 0 < len(app.model.view) < FLOWS // 50

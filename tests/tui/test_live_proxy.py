@@ -4,10 +4,11 @@ talking to the headless plugin through it, and the recording flushed when the TU
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import threading
-import time
 from pathlib import Path
+from typing import Optional
 
 from golem_core.profiles import GOLEM
 from golem_proxy.commands.proxy import live_source
@@ -17,42 +18,44 @@ from golem_proxy.net.addresses import Address, Route
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.tui.app import GolemProxyApp
+from golem_proxy.tui.bridge import TrioThreadSource
 from rhino_plugin import HeadlessPlugin, PluginOptions
 
 from .helpers import run, wait_for
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def config_for(upstream: Address, record: Optional[Path] = None) -> SessionConfig:
+    # Port 0: the status bar and the banner must show the port really bound.
+    return SessionConfig(
+        routes=[Route("main", Address("127.0.0.1", 0), upstream)],
+        profile=GOLEM,
+        options=ProxyOptions(drain_timeout=1.0),
+        record_path=str(record) if record is not None else None,
+    )
 
 
-def test_a_live_session_shows_up_and_is_recorded(tmp_path: Path) -> None:
+def bound_port(app: GolemProxyApp) -> int:
+    match = re.search(r"GOLEM_RHINO_PORT=(\d+)", app.banner.text)
+    assert match is not None, app.banner.text
+    return int(match.group(1))
+
+
+async def until_stopped(source: TrioThreadSource) -> None:
+    for _ in range(1000):  # leaving the app stops the session, which drains and flushes
+        if source.done.is_set():
+            return
+        await asyncio.sleep(0.01)
+
+
+def test_a_live_session_shows_its_addresses_and_is_recorded(tmp_path: Path) -> None:
     plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=2, behaviour="extended"))
     (host, port), _ = plugin.start()
     record = tmp_path / "live.jsonl"
-    listen = Address("127.0.0.1", free_port())
-    config = SessionConfig(
-        routes=[Route("main", listen, Address(host, port))],
-        profile=GOLEM,
-        options=ProxyOptions(drain_timeout=1.0),
-        record_path=str(record),
-    )
-    source = live_source(config)
+    source = live_source(config_for(Address(host, port), record))
     errors: list[str] = []
 
-    def client(listen: Address) -> None:
-        deadline = time.monotonic() + 10
-        while True:  # the session starts in the TUI's worker thread: wait until it listens
-            try:
-                socket.create_connection((listen.host, listen.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        with GolemClient(listen.host, listen.port) as golem:
+    def client(port: int) -> None:
+        with GolemClient("127.0.0.1", port) as golem:
             golem.send_command(
                 "geometry.create_box", {"corner": [0, 0, 0], "width": 1, "depth": 2, "height": 3}
             )
@@ -63,7 +66,13 @@ def test_a_live_session_shows_up_and_is_recorded(tmp_path: Path) -> None:
 
     async def body() -> None:
         app = GolemProxyApp(source, GOLEM, "live")
-        async with app.run_test(size=(140, 40)) as pilot:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: "GOLEM_RHINO_PORT=" in app.banner.text)
+            listen = bound_port(app)
+            assert listen != 0
+            assert f"main: 127.0.0.1:{listen} → {host}:{port}" in app.banner.text
+            assert f"recording to {record}" in app.banner.text
+            assert f"live on 127.0.0.1:{listen}" in app.status_bar.text
             worker = threading.Thread(target=client, args=(listen,))
             worker.start()
             await wait_for(
@@ -78,10 +87,7 @@ def test_a_live_session_shows_up_and_is_recorded(tmp_path: Path) -> None:
             assert methods == ["ping", "geometry.create_box", "scene.get_object_info"]
             statuses = [flow.status(GOLEM) for flow in app.model.flows]
             assert statuses == ["ok", "ok", "OBJECT_NOT_FOUND"]
-        for _ in range(1000):  # leaving the app stops the session, which drains and flushes
-            if source.done.is_set():
-                break
-            await asyncio.sleep(0.01)
+        await until_stopped(source)
 
     try:
         run(body())
@@ -95,3 +101,69 @@ def test_a_live_session_shows_up_and_is_recorded(tmp_path: Path) -> None:
         "geometry.create_box",
         "scene.get_object_info",
     ]
+
+
+def test_a_busy_port_is_shown_in_the_app_as_one_line() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        config = config_for(Address("127.0.0.1", 9))
+        config.routes[0] = Route("main", Address("127.0.0.1", taken), Address("127.0.0.1", 9))
+        source = live_source(config)
+
+        async def body() -> None:
+            app = GolemProxyApp(source, GOLEM, "live")
+            async with app.run_test(size=(80, 24)) as pilot:
+                await wait_for(pilot, lambda: app.failed)
+                text = app.banner.text
+                assert text.startswith("✖ the proxy could not start: ")
+                assert str(taken) in text
+                assert "Trio nursery" not in text and "sub-exception" not in text
+                assert "failed" in app.status_bar.text
+                # Nothing runs any more: q quits without asking.
+                await pilot.press("q")
+                await wait_for(pilot, lambda: not app.is_running)
+
+        run(body())
+    assert source.error is not None
+
+
+def test_q_asks_before_stopping_a_live_proxy_and_ctrl_c_quits_gracefully(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "quit.jsonl"
+    source = live_source(config_for(Address("127.0.0.1", 9), record))
+
+    async def body() -> None:
+        app = GolemProxyApp(source, GOLEM, "live")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: "GOLEM_RHINO_PORT=" in app.banner.text)
+            await pilot.press("q")
+            assert type(app.screen).__name__ == "ConfirmQuit"
+            await pilot.press("n")
+            assert type(app.screen).__name__ != "ConfirmQuit" and app.is_running
+            assert not source.done.is_set()
+            # From the filter box too: ctrl+c is not copy there, and it does not ask.
+            await pilot.press("slash", "ctrl+c")
+            await wait_for(pilot, lambda: not app.is_running)
+        await until_stopped(source)
+
+    run(body())
+    assert source.done.is_set() and source.error is None
+    assert read_recording(str(record)).header.profile == "golem"  # flushed and readable
+
+
+def test_q_then_y_stops_the_proxy() -> None:
+    source = live_source(config_for(Address("127.0.0.1", 9)))
+
+    async def body() -> None:
+        app = GolemProxyApp(source, GOLEM, "live")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: "GOLEM_RHINO_PORT=" in app.banner.text)
+            await pilot.press("q", "y")
+            await wait_for(pilot, lambda: not app.is_running)
+        await until_stopped(source)
+
+    run(body())
+    assert source.done.is_set()

@@ -11,9 +11,11 @@ from textual.pilot import Pilot
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.sources import RecordingSource
 
-from .helpers import loaded
+from .helpers import loaded, select, wait_for
 
 SIZE = (150, 42)
+SMALL = (80, 24)
+"""The smallest terminal the TUI is made for: every column header and screen edge fits."""
 
 
 def make_app(path: str) -> GolemProxyApp:
@@ -23,13 +25,13 @@ def make_app(path: str) -> GolemProxyApp:
     return GolemProxyApp(source, source.profile, "golem-proxy — demo.jsonl", header=source.header)
 
 
-def then(*keys: str, select: int | None = None) -> Callable[[Pilot[Any]], Awaitable[None]]:
+def then(*keys: str, position: int | None = None) -> Callable[[Pilot[Any]], Awaitable[None]]:
     async def run_before(pilot: Pilot[Any]) -> None:
         await loaded(pilot)
         app = pilot.app
         assert isinstance(app, GolemProxyApp)
-        if select is not None:
-            app.table.select_position(select)
+        if position is not None:
+            await select(pilot, position)
         await pilot.press(*keys)
         await pilot.pause()
 
@@ -37,11 +39,11 @@ def then(*keys: str, select: int | None = None) -> Callable[[Pilot[Any]], Awaita
 
 
 def test_flows_and_detail(snap_compare: Any, demo_path: str) -> None:
-    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(select=5))
+    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(position=5))
 
 
 def test_flows_with_an_error_selected(snap_compare: Any, demo_path: str) -> None:
-    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(select=8))
+    assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then(position=8))
 
 
 def test_stats(snap_compare: Any, demo_path: str) -> None:
@@ -54,3 +56,31 @@ def test_connections(snap_compare: Any, demo_path: str) -> None:
 
 def test_help(snap_compare: Any, demo_path: str) -> None:
     assert snap_compare(make_app(demo_path), terminal_size=SIZE, run_before=then("question_mark"))
+
+
+def test_flows_and_detail_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=then(position=6))
+
+
+def test_detail_opened_with_enter_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    run_before = then("enter", position=8)
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=run_before)
+
+
+def test_stats_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=then("s"))
+
+
+def test_help_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    run_before = then("question_mark")
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=run_before)
+
+
+def test_a_capture_opened_with_enter_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await then("enter", position=5)(pilot)
+        app = pilot.app
+        assert isinstance(app, GolemProxyApp)
+        await wait_for(pilot, lambda: "Image  96x60 PNG" in app.detail.text())
+
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=run_before)

@@ -13,16 +13,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from ...analysis.flows import ConnectionInfo
-from ..render import fmt_size, fmt_time
+from ...terminal import format_size, safe_text
+from ..render import fmt_time
 
 __all__ = ["ConnectionsScreen"]
 
 
 class ConnectionsScreen(Screen[None]):
-    DEFAULT_CSS = """
-    ConnectionsScreen #connections-title { text-style: bold; padding: 0 1; margin-bottom: 1; }
-    ConnectionsScreen DataTable { height: 1fr; }
-    """
+    CSS_PATH = "connections.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,c,q", "app.pop_screen", "Back"),
     ]
@@ -54,16 +52,16 @@ class ConnectionsScreen(Screen[None]):
                     "reset" if info.abnormal else "closed", style="red" if info.abnormal else ""
                 )
             table.add_row(
-                Text(info.route),
+                Text(safe_text(info.route)),
                 Text(str(info.conn), justify="right"),
                 state,
-                Text(info.client),
-                Text(info.upstream),
+                Text(safe_text(info.client)),
+                Text(safe_text(info.upstream)),
                 Text(fmt_time(info.opened), justify="right"),
                 Text(fmt_time(info.closed) if info.closed is not None else "", justify="right"),
-                Text(fmt_size(info.bytes_c2s), justify="right"),
-                Text(fmt_size(info.bytes_s2c), justify="right"),
+                Text(format_size(info.bytes_c2s), justify="right"),
+                Text(format_size(info.bytes_s2c), justify="right"),
                 Text(f"{info.frames_c2s:,}", justify="right"),
                 Text(f"{info.frames_s2c:,}", justify="right"),
-                Text(info.reason),
+                Text(safe_text(info.reason)),
             )

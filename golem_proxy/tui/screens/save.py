@@ -17,12 +17,7 @@ __all__ = ["SavePrompt"]
 class SavePrompt(ModalScreen[str]):
     """Dismisses with the path typed (an empty string when cancelled)."""
 
-    DEFAULT_CSS = """
-    SavePrompt { align: center middle; }
-    SavePrompt > Vertical {
-        width: 80; height: auto; border: thick $accent; background: $surface; padding: 1 2;
-    }
-    """
+    CSS_PATH = "save.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, flows: int, default_path: str) -> None:

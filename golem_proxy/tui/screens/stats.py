@@ -1,47 +1,73 @@
 """The `s` screen: per-method counts, error rates and latency percentiles of the flows in
 view (the same `golem_proxy.analysis.stats` numbers as `golem-proxy stats`), with a latency
-histogram."""
+histogram right below the table.
+
+The table is a rich `Table` rather than a `DataTable`: it sizes its columns to the screen (the
+method column gives way, with an ellipsis, so `max` stays on an 80-column terminal) and takes
+only the lines it needs, so the histogram follows without a gap.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.console import JustifyMethod
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Sparkline, Static
+from textual.widgets import Footer, Static
 
 from golem_core.profiles import Profile
 
 from ...analysis.flows import Flow
-from ...analysis.stats import ALL_METHODS, compute_stats, percentile
-from ..render import fmt_latency
+from ...analysis.stats import ALL_METHODS, MethodStats, Stats, compute_stats
+from ...terminal import format_latency, safe_text
+from ..histogram import LatencyHistogram
 
-__all__ = ["StatsScreen", "histogram"]
+__all__ = ["StatsScreen", "stats_table"]
 
 
-def histogram(ordered: Sequence[float], bins: int = 60) -> list[int]:
-    """Counts of latencies in ``bins`` equal buckets from 0 to the p99 (slower ones land in
-    the last bucket, so one outlier does not flatten the picture)."""
-    if not ordered:
-        return [0] * bins
-    top = percentile(ordered, 99) or ordered[-1] or 1.0
-    counts = [0] * bins
-    for value in ordered:
-        counts[min(int(value / top * bins), bins - 1)] += 1
-    return counts
+def stats_table(stats: Stats) -> Table:
+    """One row per route and method, then one per route, then the total."""
+    rows = [_cells(entry) for entry in (*stats.rows, *stats.routes, stats.overall)]
+    titles = ("route", "method", "count", "errors", "err%", "p50", "p90", "p99", "max")
+    table = Table(box=None, padding=(0, 1), collapse_padding=True, pad_edge=False)
+    for column, title in enumerate(titles):
+        if title == "method":  # the one that gives way, with an ellipsis
+            table.add_column(title, overflow="ellipsis", min_width=8)
+            continue
+        # Every other column keeps its full width: numbers are never cut.
+        widest = max([len(title), *(row[column].cell_len for row in rows)])
+        justify: JustifyMethod = "left" if title == "route" else "right"
+        table.add_column(title, justify=justify, no_wrap=True, min_width=widest)
+    for index, cells in enumerate(rows):
+        table.add_row(*cells, end_section=index == len(stats.rows) - 1)
+    return table
+
+
+def _cells(entry: MethodStats) -> list[Text]:
+    style = "bold" if ALL_METHODS in (entry.method, entry.route) else ""
+    errors_style = "red" if entry.errors else ""
+    latency = entry.latency
+    return [
+        Text(safe_text(entry.route), style=style),
+        Text(safe_text(entry.method), style=style),
+        Text(f"{entry.count:,}"),
+        Text(f"{entry.errors:,}", style=errors_style),
+        Text(f"{entry.error_rate:.0%}", style=errors_style),
+        *(
+            Text(format_latency(value, compact=True))
+            for value in (latency.p50, latency.p90, latency.p99, latency.max)
+        ),
+    ]
 
 
 class StatsScreen(Screen[None]):
-    DEFAULT_CSS = """
-    StatsScreen > Vertical { padding: 0 1; }
-    StatsScreen #stats-title { text-style: bold; margin-bottom: 1; }
-    StatsScreen DataTable { height: 1fr; }
-    StatsScreen Sparkline { height: 4; margin: 1 0 0 0; }
-    """
+    CSS_PATH = "stats.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,s,q", "app.pop_screen", "Back"),
     ]
@@ -55,44 +81,19 @@ class StatsScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         total = self.stats.overall
-        with Vertical():
+        with VerticalScroll():
             yield Static(
                 Text(
-                    f"Statistics of {self.scope}: {total.count:,} flows, "
-                    f"{total.errors:,} errors ({total.error_rate:.1%})"
+                    safe_text(
+                        f"Statistics of {self.scope}: {total.count:,} flows, "
+                        f"{total.errors:,} errors ({total.error_rate:.1%})"
+                    )
                 ),
                 id="stats-title",
             )
-            yield DataTable(cursor_type="row", zebra_stripes=True)
-            yield Static(Text(_histogram_caption(self.latencies)), id="histogram-caption")
-            yield Sparkline(histogram(self.latencies), summary_function=max)
-        yield Footer()
-
-    def on_mount(self) -> None:
-        table: DataTable[str | Text] = self.query_one(DataTable)
-        table.add_columns(
-            "route", "method", "count", "errors", "error %", "p50", "p90", "p99", "max"
-        )
-        rows = [*self.stats.rows, *self.stats.routes, self.stats.overall]
-        for entry in rows:
-            latency = entry.latency
-            style = "bold" if ALL_METHODS in (entry.method, entry.route) else ""
-            errors_style = "red" if entry.errors else ""
-            table.add_row(
-                Text(entry.route, style=style),
-                Text(entry.method, style=style),
-                Text(f"{entry.count:,}", justify="right"),
-                Text(f"{entry.errors:,}", justify="right", style=errors_style),
-                Text(f"{entry.error_rate:.1%}", justify="right", style=errors_style),
-                *(
-                    Text(fmt_latency(value) if value is not None else "-", justify="right")
-                    for value in (latency.p50, latency.p90, latency.p99, latency.max)
-                ),
+            yield Static(stats_table(self.stats), id="stats-table")
+            yield Static(
+                Text("Latency histogram: flows per latency bucket"), id="histogram-caption"
             )
-
-
-def _histogram_caption(ordered: Sequence[float]) -> str:
-    if not ordered:
-        return "Latency histogram: no completed exchanges."
-    top = fmt_latency(percentile(ordered, 99))
-    return f"Latency histogram, 0 … {top} (p99; slower ones in the last bar):"
+            yield Static(LatencyHistogram(self.latencies), id="histogram")
+        yield Footer()

@@ -27,16 +27,16 @@ from golem_core.profiles import Profile
 
 from ...analysis.flows import Flow
 from ...events import FrameSeen
+from ...terminal import format_latency, format_size, safe_text
 from ..render import (
     LONG_STRING,
     count_nodes,
-    fmt_latency,
-    fmt_size,
     fmt_time,
     hexdump,
-    pretty_json,
+    safe_json,
     shorten_strings,
 )
+from .capture import CapturePreview
 
 __all__ = ["TREE_NODES", "FlowDetail"]
 
@@ -49,13 +49,6 @@ TREE_CHILDREN = 500
 class FlowDetail(VerticalScroll, can_focus=True):
     """Shows the flow the app sets with `show()`; `toggle_strings()` expands long strings."""
 
-    DEFAULT_CSS = """
-    FlowDetail { background: $surface; padding: 0 1; }
-    FlowDetail > Static { width: 1fr; }
-    FlowDetail > .section { margin-top: 1; text-style: bold; color: $accent; }
-    FlowDetail > Tree { height: auto; max-height: 40; background: $surface; }
-    """
-
     def __init__(self, *, id: Optional[str] = None) -> None:
         super().__init__(id=id)
         self.flow: Optional[Flow] = None
@@ -67,6 +60,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
         yield Static("", id="violations")
         for side in ("request", "response"):
             yield Static("", id=f"{side}-title", classes="section")
+            if side == "response":
+                yield CapturePreview(id="capture")
             yield Static("", id=f"{side}-body")
             tree: Tree[Any] = Tree(side, id=f"{side}-tree")
             tree.display = False
@@ -98,6 +93,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
 
     def _render_flow(self) -> None:
         flow, profile = self.flow, self.profile
+        self.query_one(CapturePreview).show(flow)
         summary = self.query_one("#summary", Static)
         violations = self.query_one("#violations", Static)
         if flow is None or profile is None:
@@ -114,7 +110,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
             self._show_side("request", None, "")
             title = f"Framing error {error.direction.arrow} {error.kind.value}"
             body = Group(
-                Text(error.detail + _declared(error.declared_length), style="bold red"),
+                Text(safe_text(error.detail) + _declared(error.declared_length), style="bold red"),
                 Text(hexdump(error.raw), style="cyan"),
             )
             self._set_side("response", title, body)
@@ -138,11 +134,11 @@ class FlowDetail(VerticalScroll, can_focus=True):
             body.update("")
             tree.display = False
             return
-        heading = f"{title}  {fmt_size(frame.size)}  t={fmt_time(frame.t)}"
+        heading = f"{title}  {format_size(frame.size)}  t={fmt_time(frame.t)}"
         message = frame.message
         if isinstance(message, Malformed):
             title_widget.update(Text(f"{heading}  malformed: {message.kind.value}"))
-            parts: list[RenderableType] = [Text(message.detail, style="bold red")]
+            parts: list[RenderableType] = [Text(safe_text(message.detail), style="bold red")]
             if message.obj is not None:
                 parts.append(self._json(message.obj)[0])
             parts.append(Text(hexdump(frame.payload), style="cyan"))
@@ -161,7 +157,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
             return
         rendered, shortened = self._json(obj)
         hint = f"  ({shortened} long string(s) shortened: e expands)" if shortened else ""
-        redacted = f"  redacted: {', '.join(frame.redacted)}" if frame.redacted else ""
+        redacted = f"  redacted: {safe_text(', '.join(frame.redacted))}" if frame.redacted else ""
         title_widget.update(Text(heading + hint + redacted))
         body.update(rendered)
         body.display, tree.display = True, False
@@ -172,7 +168,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
             obj, shortened = shorten_strings(obj, LONG_STRING)
         # Highlighted once into a Text: a Syntax would re-highlight on every measure and paint.
         syntax = Syntax("", "json", theme="ansi_dark")
-        text = syntax.highlight(pretty_json(obj))
+        text = syntax.highlight(safe_json(obj))
         text.rstrip()
         return text, shortened
 
@@ -194,23 +190,25 @@ class FlowDetail(VerticalScroll, can_focus=True):
             node.add_leaf(f"… {len(items) - TREE_CHILDREN:,} more")
 
 
-def _label(key: Any, value: Any, expand: bool) -> str:
+def _label(key: Any, value: Any, expand: bool) -> Text:
+    # A Text, not a str: a Tree reads a str label as markup, and keys come from the peer.
+    name = safe_text(str(key))
     if isinstance(value, dict):
-        return f"{key} {{{len(value)}}}"
+        return Text(f"{name} {{{len(value)}}}")
     if isinstance(value, list):
-        return f"{key} [{len(value)}]"
+        return Text(f"{name} [{len(value)}]")
     if isinstance(value, str) and len(value) > LONG_STRING and not expand:
         value = shorten_strings(value, LONG_STRING)[0]
-    return f"{key}: {json.dumps(value, ensure_ascii=False)}"
+    return Text(f"{name}: {safe_text(json.dumps(value, ensure_ascii=False))}")
 
 
 def _summary(flow: Flow, profile: Profile) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
-    text.append(flow.method or "(no method)", style="bold")
-    status = flow.status(profile)
+    text.append(safe_text(flow.method) if flow.method else "(no method)", style="bold")
+    status = safe_text(flow.status(profile))
     text.append(f"  {status}", style="bold red" if flow.is_error else "green")
-    text.append(f"  route {flow.route}  conn {flow.conn}")
+    text.append(f"  route {safe_text(flow.route)}  conn {flow.conn}")
     if flow.marked:
         text.append("  ● marked", style="bold magenta")
     times = []
@@ -219,33 +217,41 @@ def _summary(flow: Flow, profile: Profile) -> Text:
     if flow.response is not None:
         times.append(f"response t={fmt_time(flow.response.t)}")
     if flow.latency is not None:
-        times.append(f"latency {fmt_latency(flow.latency)}")
+        times.append(f"latency {format_latency(flow.latency)}")
     if flow.closed_unanswered:
         times.append("connection closed before an answer")
     if times:
         text.append("\n" + "  ".join(times), style="dim")
     for fault in flow.faults:
-        text.append(f"\nfault injected: {fault.fault} {fault.detail}", style="magenta")
+        fault_text = safe_text(f"{fault.fault} {fault.detail}")
+        text.append(f"\nfault injected: {fault_text}", style="magenta")
     return text
 
 
 def _violations(flow: Flow) -> Table:
     table = Table(title="Contract violations", title_justify="left", expand=True, box=None)
-    for column in ("rule", "severity", "path", "message"):
-        table.add_column(column, overflow="fold")
+    # The rule id is what one searches for: kept whole; the message wraps.
+    table.add_column("rule", no_wrap=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("path", overflow="fold")
+    table.add_column("message", overflow="fold", ratio=1)
     for violation in flow.violations:
         colour = "red" if violation.severity is Severity.ERROR else "yellow"
+        # Text cells, not str: a str cell is read as markup, and messages quote the peer.
         table.add_row(
-            violation.rule,
+            Text(safe_text(violation.rule)),
             Text(violation.severity.value, style=colour),
-            violation.path,
-            violation.message,
+            Text(safe_text(violation.path)),
+            Text(safe_text(violation.message)),
         )
     return table
 
 
 def _declared(length: Optional[int]) -> str:
-    return f" (declared length {length:,})" if length is not None else ""
+    if isinstance(length, int):
+        return f" (declared length {length:,})"
+    # Only a damaged or hostile recording gets here: show what it says, safely.
+    return f" (declared length {safe_text(repr(length))})" if length is not None else ""
 
 
 def _walk(node: TreeNode[Any]) -> list[TreeNode[Any]]:

@@ -16,14 +16,7 @@ __all__ = ["FilterBar"]
 
 
 class FilterBar(Horizontal):
-    DEFAULT_CSS = """
-    FilterBar { height: 1; background: $panel; }
-    FilterBar > Label { padding: 0 1; color: $text-muted; }
-    FilterBar > Input { border: none; height: 1; padding: 0; width: 2fr; background: $surface; }
-    FilterBar > Input#find { width: 1fr; }
-    FilterBar > Input:focus { border: none; background: $boost; }
-    FilterBar > #filter-error { width: 2fr; color: $error; padding: 0 1; }
-    """
+    """Styled, like every widget here, in ``tui/app.tcss``."""
 
     @dataclass
     class FilterSubmitted(Message):
@@ -33,12 +26,18 @@ class FilterBar(Horizontal):
     class FindSubmitted(Message):
         text: str
 
+    def __init__(self, filter_text: str = "") -> None:
+        super().__init__()
+        self.filter_text = filter_text
+
     def compose(self) -> ComposeResult:
         yield Label("filter")
-        yield Input(placeholder="/ e.g. ~e, ~m scene., ~marked", id="filter")
+        yield Input(value=self.filter_text, placeholder="/  ~e  ~m scene.  ? for more", id="filter")
         yield Label("find")
-        yield Input(placeholder="ctrl+f text, n/N", id="find")
-        yield Static("", id="filter-error")
+        yield Input(placeholder="ctrl+f, then n N", id="find")
+        error = Static("", id="filter-error")
+        error.display = False
+        yield error
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -49,7 +48,9 @@ class FilterBar(Horizontal):
 
     def show_error(self, message: Optional[str]) -> None:
         """Show why the filter was refused (None clears it)."""
-        self.query_one("#filter-error", Static).update(Text(message or ""))
+        error = self.query_one("#filter-error", Static)
+        error.update(Text(message or ""))
+        error.display = bool(message)
 
     @property
     def error(self) -> str:

@@ -22,50 +22,59 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
+from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...analysis.flows import Flow
+from ...terminal import format_latency, format_size, safe_text
 from ..model import SessionModel
-from ..render import flow_label, fmt_latency, fmt_size, fmt_time
+from ..render import flow_label, fmt_time
+from .columns import COLUMNS, MAX_METHOD_WIDTH, fit_columns
 
-__all__ = ["COLUMNS", "FlowsTable", "row_cells"]
+__all__ = ["FlowsTable", "natural_widths", "row_cells"]
 
-COLUMNS: tuple[tuple[str, int, bool], ...] = (
-    # title, width (0: takes the remaining width), right-aligned
-    ("", 2, False),
-    ("#", 6, True),
-    ("time", 10, True),
-    ("route", 5, False),
-    ("conn", 4, True),
-    ("method", 0, False),
-    ("status", 20, False),
-    ("latency", 8, True),
-    ("req", 7, True),
-    ("resp", 7, True),
-)
-MIN_METHOD_WIDTH = 12
-MAX_METHOD_WIDTH = 48
+FIT_ROWS = 500
+"""Below this many flows in view the table is no taller than its rows (taller than a screen:
+the limit only keeps the relayouts few)."""
+MAX_STATUS_WIDTH = 24
+"""A status longer than this (an error code is whatever string the peer sent) is cut."""
 
 
 def row_cells(flow: Flow, model: SessionModel) -> tuple[str, ...]:
-    """The text of each column for ``flow``."""
+    """The text of each column of `COLUMNS` for ``flow``, made safe to show."""
     marker = ("●" if flow.marked else " ") + ("▲" if flow.has_violation else " ")
-    method = flow_label(flow)
     return (
         marker,
         str(flow.number),
         fmt_time(flow.t),
-        flow.route,
+        safe_text(flow.route),
         str(flow.conn),
-        method,
-        flow.status(model.profile),
-        fmt_latency(flow.latency),
-        fmt_size(flow.request_size),
-        fmt_size(flow.response_size),
+        flow_label(flow),
+        model.status(flow),
+        format_latency(flow.latency, compact=True) if flow.latency is not None else "",
+        format_size(flow.request_size, compact=True) if flow.request_size is not None else "",
+        format_size(flow.response_size, compact=True) if flow.response_size is not None else "",
     )
+
+
+def natural_widths(model: SessionModel) -> dict[str, int]:
+    """The width each column asks for: its title or its widest value so far."""
+    last = model.flows[model.view[-1]] if model.view else None
+    return {
+        "mark": 2,
+        "number": len(str(len(model.flows))),
+        "time": max(len(fmt_time(last.t)) if last is not None else 0, 4),
+        "route": max(max((len(route) for route in model.routes), default=0), 5),
+        "conn": max(len(str(model.largest_conn)), 4),
+        "method": min(max(model.widest_method, 12), MAX_METHOD_WIDTH),
+        "status": min(max(model.widest_status, 6), MAX_STATUS_WIDTH),
+        "latency": 7,
+        "req": 5,
+        "resp": 5,
+    }
 
 
 def _fit(text: str, width: int, right: bool) -> str:
@@ -85,16 +94,6 @@ class FlowsTable(ScrollView, can_focus=True):
         "flows-table--marked",
         "flows-table--pending",
     }
-    DEFAULT_CSS = """
-    FlowsTable { background: $surface; }
-    FlowsTable > .flows-table--header { text-style: bold; background: $panel; color: $text; }
-    FlowsTable > .flows-table--cursor { background: $accent 40%; }
-    FlowsTable:focus > .flows-table--cursor { background: $accent 70%; }
-    FlowsTable > .flows-table--error { color: $error; }
-    FlowsTable > .flows-table--violation { color: $warning; text-style: bold; }
-    FlowsTable > .flows-table--marked { background: $primary 25%; }
-    FlowsTable > .flows-table--pending { color: $text-muted; text-style: italic; }
-    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
         Binding("down,j", "cursor(1)", "Down", show=False),
@@ -103,6 +102,10 @@ class FlowsTable(ScrollView, can_focus=True):
         Binding("home", "first", "First", show=False),
         Binding("end", "follow", "Follow", show=False),
     ]
+
+    follow: reactive[bool] = reactive(True, repaint=False, init=False)
+    """Keep the cursor on the newest flow. Moving up, scrolling up or clicking a row pauses
+    it; every change is announced with `FollowChanged`."""
 
     @dataclass
     class CursorMoved(Message):
@@ -118,8 +121,9 @@ class FlowsTable(ScrollView, can_focus=True):
         super().__init__(id=id)
         self.model = model
         self.cursor = 0
-        self.follow = True
         self._shown: Optional[int] = None
+        self._widths: list[int] = []
+        self._fit: Optional[int] = None
         # Resolved styles, reused by every line of every frame (looking them up per line
         # dominated the cost of drawing a page); dropped when the CSS or theme changes.
         self._styles: dict[str, Style] = {}
@@ -142,10 +146,18 @@ class FlowsTable(ScrollView, can_focus=True):
         """The model's view grew, shrank or was replaced: resize, follow, redraw."""
         count = len(self.model.view)
         self.virtual_size = Size(self.scrollable_content_region.width, count + 1)
+        # A short session takes only the lines it needs; the detail pane gets the rest.
+        fit = count + 1 if count < FIT_ROWS else None
+        if self._fit != fit:
+            self._fit = fit
+            self.styles.max_height = fit
         if self.follow:
             self._move_to(count - 1)
         else:
             self._move_to(min(self.cursor, count - 1))
+        # Scrolling is clamped to the size known now; a new virtual size or the first layout
+        # may not be applied yet, so the cursor is brought into view again after the refresh.
+        self.call_after_refresh(self._scroll_to_cursor)
         self.refresh()
 
     @property
@@ -156,29 +168,29 @@ class FlowsTable(ScrollView, can_focus=True):
 
     def select_position(self, position: int) -> None:
         """Put the cursor on view ``position`` (pausing follow unless it is the last)."""
-        self._set_follow(position >= len(self.model.view) - 1 and self.follow)
+        self.follow = position >= len(self.model.view) - 1 and self.follow
         self._move_to(position)
 
     # -- actions ---------------------------------------------------------------------------
 
     def action_cursor(self, delta: int) -> None:
         if delta < 0:
-            self._set_follow(False)
+            self.follow = False
         self._move_to(self.cursor + delta)
 
     def action_page(self, direction: int) -> None:
         self.action_cursor(direction * max(self.scrollable_content_region.height - 2, 1))
 
     def action_first(self) -> None:
-        self._set_follow(False)
+        self.follow = False
         self._move_to(0)
 
     def action_follow(self) -> None:
-        self._set_follow(True)
+        self.follow = True
         self._move_to(len(self.model.view) - 1)
 
     def _on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        self._set_follow(False)
+        self.follow = False
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
@@ -186,13 +198,11 @@ class FlowsTable(ScrollView, can_focus=True):
             return
         row = int(self.scroll_y) + offset.y - 1
         if row < len(self.model.view):
-            self._set_follow(False)
+            self.follow = False
             self._move_to(row)
 
-    def _set_follow(self, follow: bool) -> None:
-        if follow != self.follow:
-            self.follow = follow
-            self.post_message(self.FollowChanged(follow))
+    def watch_follow(self, follow: bool) -> None:
+        self.post_message(self.FollowChanged(follow))
 
     def _move_to(self, position: int) -> None:
         count = len(self.model.view)
@@ -214,21 +224,30 @@ class FlowsTable(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, len(self.model.view) + 1)
         self._scroll_to_cursor()
+        self.call_after_refresh(self._scroll_to_cursor)
 
     # -- rendering -------------------------------------------------------------------------
 
-    def _widths(self, width: int) -> list[int]:
-        fixed = sum(w for _, w, _ in COLUMNS) + len(COLUMNS) - 1
-        flexible = min(max(width - fixed, MIN_METHOD_WIDTH), MAX_METHOD_WIDTH)
-        return [w or flexible for _, w, _ in COLUMNS]
+    def column_widths(self) -> list[int]:
+        """The width of each of `COLUMNS` at the table's current width (0: hidden)."""
+        width = self.scrollable_content_region.width
+        fitted = fit_columns(natural_widths(self.model), width)
+        return [fitted[column.key] for column in COLUMNS]
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Columns are fitted once per paint, not once per line.
+        self._widths = self.column_widths()
+        return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
-        widths = self._widths(width)
+        widths = self._widths or self.column_widths()
         base = self._style("base")
         if y == 0:
             style = self._style("flows-table--header")
-            text = " ".join(_fit(t, w, r) for (t, _, r), w in zip(COLUMNS, widths))
+            text = " ".join(
+                _fit(column.title, w, column.right) for column, w in zip(COLUMNS, widths) if w
+            )
             return Strip([Segment(text, style)]).adjust_cell_length(width, style)
         row = int(self.scroll_y) + y - 1
         view = self.model.view
@@ -260,7 +279,8 @@ class FlowsTable(ScrollView, can_focus=True):
         marker_style = style + self._style("flows-table--violation")
         cells = row_cells(flow, self.model)
         segments = []
-        for index, (text, (_, _, right), cell_width) in enumerate(zip(cells, COLUMNS, widths)):
-            cell = _fit(text, cell_width, right) + ("" if index == len(cells) - 1 else " ")
-            segments.append(Segment(cell, marker_style if index == 0 else style))
+        for index, (text, column, cell_width) in enumerate(zip(cells, COLUMNS, widths)):
+            if cell_width:
+                cell = _fit(text, cell_width, column.right) + " "
+                segments.append(Segment(cell, marker_style if index == 0 else style))
         return Strip(segments).adjust_cell_length(width, style)

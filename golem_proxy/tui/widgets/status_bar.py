@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
+from ...terminal import safe_text
+
 __all__ = ["Status", "StatusBar"]
 
 
@@ -20,12 +22,11 @@ class Status:
     filter_text: str = ""
     missed: int = 0
     finished: str = ""
+    failed: bool = False
 
 
 class StatusBar(Static):
-    DEFAULT_CSS = """
-    StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }
-    """
+    """One line of text; styled, like every widget here, in ``tui/app.tcss``."""
 
     def show(self, status: Status) -> None:
         """Redraw from ``status``."""
@@ -33,7 +34,7 @@ class StatusBar(Static):
         text.append(
             "● LIVE " if status.live else "FILE ", style="bold green" if status.live else "bold"
         )
-        text.append(status.source, style="dim")
+        text.append(safe_text(status.source), style="dim")
         text.append("  │  ")
         if status.follow:
             text.append("▶ following", style="bold green")
@@ -41,13 +42,16 @@ class StatusBar(Static):
             text.append("⏸ paused (f: follow)", style="bold yellow")
         text.append("  │  ")
         if status.filter_text:
-            text.append(f"{status.shown:,} of {status.flows:,} flows  filter: {status.filter_text}")
+            shown = f"{status.shown:,} of {status.flows:,} flows"
+            text.append(f"{shown}  filter: {safe_text(status.filter_text)}")
         else:
             text.append(f"{status.flows:,} flows")
         if status.missed:
             text.append(f"  │  {status.missed:,} events missed", style="bold red")
-        if status.finished:
-            text.append(f"  │  {status.finished}", style="dim")
+        if status.failed:
+            text.append("  │  failed (see above)", style="bold red")
+        elif status.finished:
+            text.append(f"  │  {safe_text(status.finished)}", style="dim")
         self.update(text)
 
     @property
