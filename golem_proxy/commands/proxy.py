@@ -126,7 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--intercept",
         metavar="FILTER",
         help="hold the frames FILTER selects (docs/filters.md; ~q requests, ~s responses) "
-        "until decided: type accept/edit/drop/answer commands on stdin (? for help)",
+        "until decided: type accept/edit/drop/answer commands on stdin (? for help), or use "
+        "the keys of --tui",
     )
     parser.add_argument(
         "--intercept-timeout",
@@ -317,22 +318,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _intercept_engine(args: argparse.Namespace, profile: Profile) -> Optional[InterceptEngine]:
-    if args.intercept is None:
-        if args.intercept_timeout is not None:
-            raise CommandError("--intercept-timeout needs --intercept FILTER")
+    """The intercept engine of the run: with ``--intercept``, and always with ``--tui``, where
+    `i` sets the filter at run time (every route then forwards frame by frame)."""
+    if args.intercept is None and args.intercept_timeout is not None:
+        raise CommandError("--intercept-timeout needs --intercept FILTER")
+    if args.intercept is None and not args.tui:
         return None
-    if args.tui:
-        raise CommandError(
-            "--intercept is not available in the TUI yet",
-            "run without --tui and decide on stdin",
-        )
     try:
-        chosen = parse_filter(args.intercept)
+        chosen = parse_filter(args.intercept) if args.intercept else None
     except FilterError as exc:
         raise CommandError(f"--intercept: bad filter: {exc}") from None
-    return InterceptEngine(
-        profile, chosen, timeout=args.intercept_timeout, routes=route_scope(chosen)
-    )
+    routes = None if args.tui else route_scope(chosen)
+    return InterceptEngine(profile, chosen, timeout=args.intercept_timeout, routes=routes)
 
 
 def _load_catalogue(path: str) -> MethodCatalogue:
@@ -358,8 +355,9 @@ def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
     session gracefully (connections drain, the recording is flushed) before we return."""
     from ..tui import run_tui
 
-    source = live_source(config)
-    run_tui(source, config.profile, "golem-proxy", header=None)
+    control = LiveControl()
+    source = live_source(config, control)
+    run_tui(source, config.profile, "golem-proxy", header=None, control=control)
     if not source.done.is_set():
         errors.print("[dim]stopping: listeners closed, draining connections…[/]")
     source.done.wait(config.options.drain_timeout + 10)

@@ -28,7 +28,7 @@ def golem_proxy(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("make", "expected"),
     [
-        (lambda tmp: str(tmp / "missing.jsonl"), "cannot open"),
+        (lambda tmp: str(tmp / "missing.jsonl"), "no such file"),
         (lambda tmp: _write(tmp / "README.md", "# not a recording\n"), "README.md"),
     ],
 )
