@@ -57,6 +57,9 @@ EDITED = "intercept:edit"
 DROPPED = "intercept:drop"
 ANSWERED = "intercept:answer"
 RELEASED = "intercept:timeout"
+MAX_PENDING = 1024
+MAX_PENDING_BYTES = 64 * 1024 * 1024
+"""What one connection keeps of requests forwarded, to show a response with its request."""
 LOST = "intercept:lost"
 """The connection ended while the frame was held: it was never sent."""
 
@@ -242,7 +245,10 @@ class ConnectionIntercept:
         self.conn = conn
         self.route = route
         self._index = {Direction.C2S: 0, Direction.S2C: 0}
-        self._requests: Correlator[FrameSeen] = Correlator(engine.profile)
+        # Bounded like the tap's pairing: a peer that never answers cannot grow it.
+        self._requests: Correlator[FrameSeen] = Correlator(
+            engine.profile, max_pending=MAX_PENDING, max_pending_bytes=MAX_PENDING_BYTES
+        )
 
     async def hold(
         self,
@@ -310,8 +316,10 @@ class ConnectionIntercept:
         return ruling
 
     def _forwarded(self, direction: Direction, message: Message, frame: FrameSeen) -> None:
-        if direction is Direction.C2S and not isinstance(message, Malformed):
-            self._requests.add_request(message, frame)
+        if direction is not Direction.C2S or isinstance(message, Malformed):
+            return
+        if self.engine.profile.expects_response(message):  # not a JSON-RPC notification
+            self._requests.add_request(message, frame, len(frame.payload))
 
     def _ruling(self, held: HeldFrame, what: str) -> Ruling:
         decision = held.decision

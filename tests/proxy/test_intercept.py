@@ -22,6 +22,7 @@ from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import Direction, FaultInjected, FrameSeen
 from golem_proxy.live.faults import FaultPlan, received_streams
 from golem_proxy.live.intercept import (
+    MAX_PENDING,
     Accept,
     Answer,
     Drop,
@@ -440,3 +441,16 @@ async def test_faults_act_on_what_the_user_decided(
     await client.stream.aclose()
     await stop_proxy(proxy)
     assert kinds(proxy) == ["intercept:held", "error", "intercept:accept"]
+
+
+async def test_what_a_connection_keeps_to_pair_responses_is_bounded() -> None:
+    engine = InterceptEngine(GOLEM, parse_filter("~s & ~m ^never$"))
+    conn = engine.connection(1, "main")
+    for number in range(MAX_PENDING + 500):
+        payload = GOLEM.encode_payload(request(f"r{number}", "ping"))
+        assert await conn.hold(Direction.C2S, payload, len(payload) + 4, 0.0, _no_events) is None
+    assert len(conn._requests) == MAX_PENDING
+
+
+def _no_events(held: HeldFrame, kind: str, detail: str) -> None:
+    raise AssertionError(f"nothing is held here, yet: {kind} {detail}")
