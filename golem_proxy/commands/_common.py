@@ -27,6 +27,7 @@ from ..analysis.flows import Flow
 from ..analysis.trace import FlowReader, TraceError, open_flows
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
+from ..recording.samples import SampleNotFound, sample_path
 from ..terminal import safe_text
 
 EXIT_OK = 0
@@ -140,11 +141,9 @@ def trace_path_arg(text: str) -> str:
     shipped with the package (``golem-proxy samples`` lists them)."""
     if not text.startswith("sample:"):
         return text
-    from .samples import sample_path  # the samples command imports this module
-
     try:
         return str(sample_path(text[len("sample:") :]))
-    except CommandError as exc:
+    except SampleNotFound as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 

@@ -1,10 +1,5 @@
-"""``golem-proxy samples``: the sample recordings shipped with the package.
-
-The wheel carries the repository's ``recordings/*.jsonl`` samples as ``golem_proxy/samples/``
-(pyproject.toml's hatch ``force-include``), so they are there outside a checkout too; in a
-checkout they are read from ``recordings/``. Wherever a command expects a trace, ``sample:NAME``
-names one (`trace_path_arg` in ``_common``).
-"""
+"""``golem-proxy samples``: list the sample recordings shipped with the package (see
+`golem_proxy.recording.samples`), print one's path or copy it out."""
 
 from __future__ import annotations
 
@@ -12,58 +7,16 @@ import argparse
 import os
 import shutil
 from pathlib import Path
-from typing import Optional
 
 from rich.table import Table
 
+from ..recording.samples import SampleNotFound, samples
+from ..recording.samples import sample_path as find_sample
 from ._common import EXIT_OK, CommandError, console
 
 NAME = "samples"
 HELP = "list the sample recordings shipped with golem-proxy, print one's path or copy it out"
 ORDER = 70
-
-SAMPLE_PREFIX = "sample:"
-_PACKAGE = Path(__file__).resolve().parent.parent
-
-
-def samples_dir() -> Optional[Path]:
-    """Where the samples are: inside the installed package, else the checkout's recordings/."""
-    for candidate in (_PACKAGE / "samples", _PACKAGE.parent / "recordings"):
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
-def samples() -> dict[str, Path]:
-    """Sample name (the file name without ``.jsonl``) → path, sorted by name. A checkout's
-    ``demo-*`` recordings are the user's own, not samples."""
-    directory = samples_dir()
-    if directory is None:
-        return {}
-    found = {
-        path.name[: -len(".jsonl")]: path
-        for path in directory.glob("*.jsonl")
-        if path.is_file() and not path.name.startswith("demo-")
-    }
-    return dict(sorted(found.items()))
-
-
-def sample_path(name: str) -> Path:
-    """The path of sample ``name`` (``modelling-session``; ``.jsonl`` optional). Raises
-    CommandError listing the samples there are."""
-    if name.endswith(".jsonl"):
-        name = name[: -len(".jsonl")]
-    known = samples()
-    if name not in known:
-        names = ", ".join(known) or "none are installed"
-        raise CommandError(f"no sample recording named {name!r}", f"samples: {names}")
-    return known[name]
-
-
-def is_sample(path: str) -> bool:
-    """True when ``path`` is one of the shipped samples (which commands must not modify)."""
-    real = os.path.realpath(path)
-    return any(os.path.realpath(sample) == real for sample in samples().values())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,6 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=("NAME", "DIR"),
         help="copy sample NAME into directory DIR (as NAME.jsonl; never replaces a file)",
     )
+
+
+def sample_path(name: str) -> Path:
+    """`find_sample`, its error in the command line's style."""
+    try:
+        return find_sample(name)
+    except SampleNotFound as exc:
+        raise CommandError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,13 +12,13 @@ import trio
 from rich.console import Console
 
 from ..net.addresses import Address
+from ..recording.samples import is_sample
 from ..replay.diffing import Comparator
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_verify
 from ..replay.verify import TargetUnreachable, update_trace, verify_trace
 from ._common import CommandError, address_arg, number_arg, reading, seconds_arg, trace_path_arg
-from .samples import is_sample
 
 NAME = "verify"
 HELP = "re-send a trace's requests to a live plugin and compare the answers (client replay)"

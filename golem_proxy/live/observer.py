@@ -9,10 +9,13 @@ Forwarding first, in three ways:
 * Decoding waits for a pause in the traffic (``quiet``, at most ``max_delay``): a burst is
   forwarded at full speed and decoded in the pause after it.
 * Decoding runs in slices of ``slice_time``; after a slice, if any forwarding task is ready to
-  run, it yields for long enough that decoding takes at most ``duty`` of the time. When
-  nothing else is ready, it uses all the time there is.
+  run, it yields for long enough that decoding takes at most ``duty`` of the time
+  (``duty_behind`` while the queue holds more than a second of decoding). When nothing else
+  is ready, it uses all the time there is.
 * Memory is bounded by ``budget``: queued chunks plus what every tap holds (partial frames,
-  requests waiting for answers). When that is full, or the oldest queued chunk is
+  requests waiting for answers), and work by ``max_drain``: the queue holds at most what the
+  taps can decode in that many seconds at the rate they have shown (a flood of tiny frames is
+  cheap in bytes and dear in work). When either is full, or the oldest queued chunk is
   ``max_lag`` seconds old, the observer *sheds*: chunks are forwarded but not queued, each
   connection's tap records the gap (`ObservationLost`), and decoding resumes at the next frame
   boundary once the queue has drained to half. Nothing the observer does can make
@@ -43,6 +46,8 @@ Publish = Callable[[Event], None]
 
 DEFAULT_BUDGET = 256 * 1024 * 1024
 """What the observer may hold, all connections together (``--observer-memory``)."""
+MIN_QUEUE = 1024 * 1024
+"""The queue may always hold this much, however slow decoding has been."""
 TRIM_AFTER = 32 * 1024 * 1024
 """Once closed connections have released this much, the freed heap goes back to the system."""
 
@@ -100,8 +105,10 @@ class Observer:
         quiet: float = 0.002,
         max_delay: float = 0.02,
         duty: float = 0.15,
+        duty_behind: float = 0.35,
         slice_time: float = 0.002,
         max_lag: float = 30.0,
+        max_drain: float = 3.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if budget < 1:
@@ -111,8 +118,13 @@ class Observer:
         self.quiet = quiet
         self.max_delay = max_delay
         self.duty = duty
+        self.duty_behind = duty_behind
         self.slice_time = slice_time
         self.max_lag = max_lag
+        self.max_drain = max_drain
+        self.rate = 64.0 * 1024 * 1024
+        """Bytes a second the taps have been decoding (a moving average; a first guess)."""
+        self._fed_total = 0
         self._clock = clock
         self.backlog = 0
         """Bytes queued, not yet handed to a tap."""
@@ -166,14 +178,30 @@ class Observer:
         self._freed += released  # given back once the queue is empty
 
     def _over(self, size: int, now: float) -> bool:
+        # The queue may hold what the observer can decode in ``max_drain`` seconds at the
+        # rate it has shown: a flood of tiny frames is cheap in bytes but dear in work.
+        drainable = max(MIN_QUEUE, int(self.rate * self.max_drain))
         if self.shedding:
             # Resume once the queue drained to half: a gap per chunk would be worse than one.
-            if self.used + size <= self.budget // 2 and self._lag(now) <= self.max_lag / 2:
+            if (
+                self.used + size <= self.budget // 2
+                and self.backlog + size <= drainable // 2
+                and self._lag(now) <= self.max_lag / 2
+            ):
                 self.shedding = False
             return self.shedding
-        if self.used + size > self.budget or self._lag(now) > self.max_lag:
+        if (
+            self.used + size > self.budget
+            or self.backlog + size > drainable
+            or self._lag(now) > self.max_lag
+        ):
             self.shedding = True
         return self.shedding
+
+    def _learn(self, fed: int, spent: float) -> None:
+        """Fold a slice's decoding rate (bytes handed to taps per second) into `rate`."""
+        if fed and spent >= 0.0005:
+            self.rate += (fed / spent - self.rate) * 0.2
 
     def _lag(self, now: float) -> float:
         for item in self._queue:
@@ -203,11 +231,16 @@ class Observer:
                 continue
             await self._wait_for_quiet()
             started = time.perf_counter()
+            fed = self._fed_total
             self._work_for(self.slice_time)
+            spent = time.perf_counter() - started
+            self._learn(self._fed_total - fed, spent)
             if trio.lowlevel.current_statistics().tasks_runnable:
-                # Forwarding has work waiting: leave it the rest of the time.
-                spent = time.perf_counter() - started
-                await trio.sleep(spent * (1 - self.duty) / self.duty)
+                # Forwarding has work waiting: leave it the rest of the time. A queue that
+                # would take over a second to decode gets a larger share, so steady traffic is
+                # observed whole; a flood past ``max_drain`` is shed instead.
+                duty = self.duty_behind if self.backlog > self.rate else self.duty
+                await trio.sleep(spent * (1 - duty) / duty)
             else:
                 await trio.lowlevel.checkpoint()
 
@@ -254,6 +287,7 @@ class Observer:
             item.fed = True
             self.backlog -= len(item.data)
             self._freed += len(item.data)
+            self._fed_total += len(item.data)
             if tap.failed is None:
                 self._guarded(tap, item.t, lambda: tap.feed(item.direction, item.data, item.t))
         if tap.failed is not None:

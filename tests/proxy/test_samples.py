@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.commands import samples
+from golem_proxy.recording import samples
 
 from .cli_helpers import ROOT, run_cli, run_main
 
