@@ -19,7 +19,7 @@ from golem_proxy.live.intercept import InterceptEngine
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address, Route
-from golem_proxy.testing.client import GolemClient
+from golem_proxy.testing.client import GolemClient, RhinoCommandError, RhinoTimeoutError
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import TrioThreadSource
 from golem_proxy.tui.screens.edit_frame import EditFrame
@@ -187,3 +187,62 @@ def test_intercept_needs_a_live_session(demo_path: str) -> None:
             assert app.last_resend is None
 
     run(body())
+
+
+def test_accept_answer_and_drop_keys_on_held_requests() -> None:
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
+    (host, port), _ = plugin.start()
+    engine = InterceptEngine(GOLEM, None)
+    config = SessionConfig(
+        routes=[Route("main", Address("127.0.0.1", 0), Address(host, port))],
+        profile=GOLEM,
+        options=ProxyOptions(drain_timeout=1.0, intercept=engine),
+    )
+    control = LiveControl()
+    source = live_source(config, control)
+    outcomes: list[str] = []
+
+    def client(listen: int) -> None:
+        with GolemClient("127.0.0.1", listen) as golem:
+            control.set_filter(r"~q & ~m ^scene\.")  # after the client's ping
+            golem.send_command("scene.get_document_info")
+            outcomes.append("accepted")
+            try:
+                golem.send_command("scene.list_layers")
+            except RhinoCommandError as exc:
+                outcomes.append(f"answered {exc.code}")
+            try:
+                golem.send_command("scene.get_document_info", timeout=0.5)
+            except RhinoTimeoutError:
+                outcomes.append("dropped")
+
+    async def body() -> None:
+        app = GolemProxyApp(source, GOLEM, "live", control=control)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: "live on 127.0.0.1:" in app.status_bar.text)
+            listen = int(app.status_bar.text.split("live on 127.0.0.1:")[1].split()[0])
+            worker = threading.Thread(target=client, args=(listen,))
+            worker.start()
+            panel = app.held_panel
+            decided: set[int] = set()
+            for key, done in (("a", 1), ("n", 2), ("d", 3)):
+                # The panel polls: wait for the next request, not the one just decided.
+                await wait_for(
+                    pilot, lambda: bool(panel.held) and panel.held[0].id not in decided, limit=4000
+                )
+                decided.add(panel.held[0].id)
+                panel.focus()
+                await pilot.press(key)
+                if key == "n":
+                    await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
+                    assert "OBJECT_NOT_FOUND" in app.screen.query_one(TextArea).text
+                    await pilot.press("ctrl+s")
+                await wait_for(pilot, lambda n=done: len(outcomes) == n, limit=4000)
+            worker.join(10)
+        await until_stopped(source)
+
+    try:
+        run(body(), timeout=60)
+    finally:
+        plugin.stop()
+    assert outcomes == ["accepted", "answered OBJECT_NOT_FOUND", "dropped"]
