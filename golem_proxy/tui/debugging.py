@@ -112,6 +112,12 @@ class DebugActions(_Base):
 
         self.push_screen(EditFrame(title, payload), chosen)
 
+    def on_held_panel_emptied(self, message: HeldPanel.Emptied) -> None:
+        self.action_focus_table()
+
+    def action_focus_table(self) -> None:  # pragma: no cover - the app defines it
+        raise NotImplementedError
+
     # -- r / D: send again, and the difference -------------------------------------------------
     def action_resend(self) -> None:
         flow = self.selected_flow()

@@ -231,7 +231,7 @@ def test_accept_answer_and_drop_keys_on_held_requests() -> None:
                     pilot, lambda: bool(panel.held) and panel.held[0].id not in decided, limit=4000
                 )
                 decided.add(panel.held[0].id)
-                panel.focus()
+                await wait_for(pilot, lambda: panel.has_focus)  # it takes the focus itself
                 await pilot.press(key)
                 if key == "n":
                     await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))

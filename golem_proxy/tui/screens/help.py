@@ -50,7 +50,11 @@ KEYS: tuple[Key, ...] = (
         "send the selected request again, fresh id (live, or tui FILE --target HOST:PORT)",
     ),
     Key(("D",), "D", "the last request sent again: its answer against the recorded one"),
-    Key((), "a A e d n", "on a held frame: accept, accept all, edit, drop, answer by hand"),
+    Key(
+        (),
+        "a A e d n",
+        "held frames (their panel takes the focus): accept, all, edit, drop, answer",
+    ),
     Key(("question_mark",), "?", "this help"),
     Key(("escape",), "escape", "back to the table; close a screen"),
     Key(("q",), "q", "quit (a live proxy asks first)"),

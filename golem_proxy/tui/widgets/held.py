@@ -1,9 +1,10 @@
 """The frames an intercepting session holds, with their age, and the keys that decide them.
 
-Shown above the flows table while anything is held. The list comes from the session's trio
-thread through `LiveControl` (polled in a worker thread, twice a second, which also keeps the
-ages current); decisions go back the same way. Editing and answering open an editor, which
-the app shows (`EditRequested`).
+Shown above the flows table while anything is held; it takes the focus when the first frame
+is held, so its keys work at once (escape goes back to the table). The list comes from the
+session's trio thread through `LiveControl` (polled in a worker thread, twice a second, which
+also keeps the ages current); decisions go back the same way. Editing and answering open an
+editor, which the app shows (`EditRequested`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ class HeldPanel(DataTable[Text]):
         held: HeldView
         answer: bool
 
+    @dataclass
+    class Emptied(Message):
+        """Nothing is held any more and the panel had the focus: give it back."""
+
     def __init__(self, control: LiveControl, *, id: Optional[str] = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.control = control
@@ -76,7 +81,12 @@ class HeldPanel(DataTable[Text]):
                 Text(safe_text(view.method or "?", 60)),
                 Text(safe_text("" if view.message_id is None else str(view.message_id), 40)),
             )
-        self.display = bool(held)
+        shown = bool(held)
+        if shown and not self.display:
+            self.focus()  # a held frame waits for someone: its keys work at once
+        elif not shown and self.has_focus:
+            self.post_message(self.Emptied())
+        self.display = shown
         if chosen is not None:
             for row, view in enumerate(held):
                 if view.id == chosen.id:
