@@ -122,7 +122,7 @@ class Observer:
         self.slice_time = slice_time
         self.max_lag = max_lag
         self.max_drain = max_drain
-        self.rate = 64.0 * 1024 * 1024
+        self.rate = 8.0 * 1024 * 1024
         """Bytes a second the taps have been decoding (a moving average; a first guess)."""
         self._fed_total = 0
         self._clock = clock

@@ -3,6 +3,12 @@
 A path is dotted from the message object: ``params.code``, ``result.image``,
 ``params.points.0``; a ``*`` segment matches any key or index; a ``METHOD:`` prefix limits the
 rule to one method (``scripting.execute_python:params.code``).
+
+A redacted value often comes back: the plugin echoes a layer name in its error message
+(``Layer 'SECRET' does not exist.``). `Echoes` remembers, per connection, the string values
+rules redacted, and replaces them wherever they recur in a later frame's strings (keys too).
+Numbers, booleans and strings under four characters are not chased: replacing every ``1`` or
+``"a"`` in a session would say more than it hides.
 """
 
 from __future__ import annotations
@@ -10,7 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-__all__ = ["REDACTED", "Redactor", "parse_rule"]
+__all__ = ["REDACTED", "Echoes", "Redactor", "parse_rule"]
+
+MIN_ECHO = 4
+"""Redacted strings shorter than this are not searched for elsewhere."""
+MAX_ECHOES = 256
+"""Remembered values per connection (the oldest are forgotten past this)."""
 
 REDACTED = "«redacted»"
 
@@ -43,9 +54,12 @@ class Redactor:
     def __bool__(self) -> bool:
         return bool(self.rules)
 
-    def apply(self, obj: Any, method: Optional[str]) -> tuple[Any, tuple[str, ...]]:
+    def apply(
+        self, obj: Any, method: Optional[str], found: Optional[list[str]] = None
+    ) -> tuple[Any, tuple[str, ...]]:
         """Return ``(redacted copy, rules that matched)``; the input is never modified. When
-        nothing matches, the same object and ``()`` come back."""
+        nothing matches, the same object and ``()`` come back. The string values replaced
+        are appended to ``found`` when it is given."""
         matched: list[str] = []
         result = obj
         for rule in self.rules:
@@ -53,9 +67,97 @@ class Redactor:
                 continue
             if not _has_path(result, rule.segments):
                 continue
+            if found is not None:
+                found.extend(_strings(_values(result, rule.segments)))
             result = _redacted(result, rule.segments)
             matched.append(rule.text)
         return result, tuple(matched)
+
+
+class Echoes:
+    """The redacted string values of one connection, to be replaced where they recur."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, None] = {}  # insertion-ordered set
+
+    def remember(self, values: list[str]) -> None:
+        for value in values:
+            if len(value) >= MIN_ECHO and value != REDACTED:
+                self._values.pop(value, None)
+                self._values[value] = None
+        while len(self._values) > MAX_ECHOES:
+            del self._values[next(iter(self._values))]
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+    def might_be_in(self, payload: bytes) -> bool:
+        """A cheap test before parsing: does any remembered value (as UTF-8, or as the JSON
+        escape of its first character) appear in ``payload``?"""
+        for value in self._values:
+            if value.encode("utf-8", "surrogatepass") in payload:
+                return True
+            if not value.isascii() or '"' in value or "\\" in value:
+                return True  # JSON may have escaped it: let the object walk decide
+        return False
+
+    def scrub(self, obj: Any) -> tuple[Any, bool]:
+        """``obj`` with every remembered value replaced inside its strings; whether any was."""
+        values = sorted(self._values, key=len, reverse=True)  # longer first: no partial hits
+        changed = False
+
+        def walk(node: Any) -> Any:
+            nonlocal changed
+            if isinstance(node, str):
+                out = node
+                for value in values:
+                    if value in out:
+                        out = out.replace(value, REDACTED)
+                if out is not node and out != node:
+                    changed = True
+                return out
+            if isinstance(node, dict):
+                return {walk(key): walk(item) for key, item in node.items()}
+            if isinstance(node, list):
+                return [walk(item) for item in node]
+            return node
+
+        result = _iterative_walk(obj, walk)
+        return result, changed
+
+
+def _iterative_walk(obj: Any, walk: Any) -> Any:
+    # Messages come from peers: a deeply nested one must not exhaust the stack here.
+    try:
+        return walk(obj)
+    except RecursionError:
+        return obj
+
+
+def _values(node: Any, segments: tuple[str, ...]) -> list[Any]:
+    """The values at ``segments`` in ``node``."""
+    pairs = _children(node, segments[0])
+    if len(segments) == 1:
+        return [container[key] for container, key in pairs]
+    found: list[Any] = []
+    for container, key in pairs:
+        found.extend(_values(container[key], segments[1:]))
+    return found
+
+
+def _strings(values: list[Any]) -> list[str]:
+    """Every string in ``values`` (inside containers too)."""
+    out: list[str] = []
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return out
 
 
 def _children(node: Any, segment: str) -> list[tuple[Any, Any]]:

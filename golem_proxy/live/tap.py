@@ -12,6 +12,9 @@ nothing to do. Memory stays bounded whatever the peers send:
 * after bytes the observer had to drop (``behind``), the direction's decoder starts again at
   the next frame boundary it can find, and the gap is reported with its size;
 * an exception while decoding costs this connection's inspection, reported once as a gap.
+
+With redaction rules, a value a rule replaced is also replaced where it recurs in the
+connection's later frames (a plugin echoing a layer name in its error message).
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
-from .redact import Redactor
+from .redact import Echoes, Redactor
 
 __all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict"]
 
@@ -75,12 +78,12 @@ class ObserveLimits:
     """Requests waiting for an answer, per connection. A pipelining client can have one read's
     worth of requests ahead of their answers (a MiB of 30-byte frames is 35,000), so this is
     not small; ``pending_bytes`` is what bounds memory."""
-    pending_bytes: int = 96 * 1024 * 1024
+    pending_bytes: int = 64 * 1024 * 1024
     """What the requests waiting for an answer may cost, per connection: their bytes plus
     `PENDING_OVERHEAD` each for the objects that describe them."""
 
 
-PENDING_OVERHEAD = 768
+PENDING_OVERHEAD = 1536
 """Bytes a waiting request costs beyond its payload (its FrameSeen, its parsed message)."""
 
 
@@ -137,6 +140,8 @@ class ConnectionTap:
         self.publish = publish
         self.catalogue = catalogue
         self.redactor = redactor
+        self._echoes = Echoes()
+        """Values this connection's redaction replaced, hidden where they come back."""
         self.cap = profile.default_cap if cap is None else cap
         self.limits = limits
         # Frames over the observation limit (but within the protocol's cap) come out of the
@@ -384,7 +389,13 @@ class ConnectionTap:
         if self.redactor and not isinstance(message, Malformed):
             method = method_of(request.frame.message if request else message)
             full = self.profile.parse(payload, role) if elided else message
-            obj, redacted = self.redactor.apply(full.obj, method)
+            replaced: list[str] = []
+            obj, redacted = self.redactor.apply(full.obj, method, replaced)
+            self._echoes.remember(replaced)
+            if self._echoes and self._echoes.might_be_in(payload):
+                obj, echoed = self._echoes.scrub(obj)
+                if echoed:
+                    redacted = (*redacted, "echo")
             if redacted:
                 elided = 0
                 payload = _encode_redacted(self.profile, obj)
