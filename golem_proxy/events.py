@@ -169,7 +169,8 @@ class ViolationSeen:
 
 @dataclass(frozen=True)
 class FaultInjected:
-    """A fault the proxy injected on purpose (``--fault``)."""
+    """A fault the proxy injected on purpose (``--fault``), or a step of an intercepted frame
+    (``--intercept``: the ``intercept:*`` kinds of `golem_proxy.live.intercept`)."""
 
     conn: int
     route: str
@@ -179,7 +180,11 @@ class FaultInjected:
     detail: str
     method: Optional[str] = None
     withheld: bool = False
-    """The proxy did not forward the message (``error``, ``reset`` before it, ``drop``)."""
+    """The proxy did not forward the message (``error``, ``reset`` before it, ``drop``; an
+    intercepted frame dropped or answered by hand)."""
+    original: bytes = b""
+    """The payload as it came, when the proxy sent other bytes in its place (an edited
+    frame: the frame event before this one holds what was sent)."""
 
 
 class GapReason(enum.Enum):

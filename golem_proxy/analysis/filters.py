@@ -24,8 +24,8 @@ Filters (REGEX is a Python regular expression searched case-insensitively)::
     ~rule REGEX   a violation whose rule id matches
     ~pending      request still waiting for its response
     ~conn N       connection number
-    ~q REGEX      request body (the payload as text)
-    ~s REGEX      response body
+    ~q [REGEX]    alone: a request with no response (yet); with REGEX: request body matches
+    ~s [REGEX]    alone: a flow with a response; with REGEX: response body matches
     ~marked       flows marked in the TUI
     WORD          case-insensitive substring of the method or either body
 
@@ -131,6 +131,10 @@ class _Spec:
     arg: Optional[str]  # how help screens name the argument; None: takes none
     help: str
     build: Callable[[str], Callable[[Flow, Profile], bool]]
+    bare: Optional[Callable[[Flow, Profile], bool]] = None
+    """The test without an argument, for a filter whose argument is optional (``~q``, ``~s``):
+    the argument is taken when a word follows, so ``~q & WORD`` is how a bare ``~q`` meets a
+    bare word."""
 
 
 @dataclass(frozen=True)
@@ -279,6 +283,16 @@ def _marked(flow: Flow) -> bool:
     return flow.marked
 
 
+def _request_side(flow: Flow, profile: Profile) -> bool:
+    # mitmproxy's ~q: a request without a response. What an intercepted request looks like
+    # before it is forwarded, so `--intercept '~q'` holds requests and never responses.
+    return flow.request is not None and flow.response is None
+
+
+def _response_side(flow: Flow, profile: Profile) -> bool:
+    return flow.response is not None
+
+
 _SPECS: dict[str, _Spec] = {
     spec.name: spec
     for spec in (
@@ -291,8 +305,20 @@ _SPECS: dict[str, _Spec] = {
         _Spec("rule", "REGEX", "a violation's rule id matches REGEX", _rule),
         _Spec("pending", None, "request waiting for its response", _const(_pending)),
         _Spec("conn", "N", "connection number N", _conn),
-        _Spec("q", "REGEX", "request body matches REGEX", _body(_request_text)),
-        _Spec("s", "REGEX", "response body matches REGEX", _body(_response_text)),
+        _Spec(
+            "q",
+            "[REGEX]",
+            "a request with no response (yet); with REGEX: request body matches",
+            _body(_request_text),
+            _request_side,
+        ),
+        _Spec(
+            "s",
+            "[REGEX]",
+            "a flow with a response; with REGEX: response body matches",
+            _body(_response_text),
+            _response_side,
+        ),
         _Spec("marked", None, "flows marked in the TUI", _const(_marked)),
     )
 }
@@ -310,6 +336,8 @@ def _predicate(name: str, arg: Optional[str], position: int) -> Predicate:
         assert arg is not None
         return Predicate("", arg, _text(arg))
     spec = _SPECS[name]
+    if arg is None and spec.bare is not None:
+        return Predicate(name, None, spec.bare)
     try:
         test = spec.build(arg or "")
     except re.error as exc:
@@ -464,7 +492,7 @@ class _Parser:
         if spec is None:
             known = ", ".join(f"~{name}" for name in _SPECS)
             raise FilterError(f"unknown filter ~{token.text} (known: {known})", token.position)
-        if spec.arg is None:
+        if spec.arg is None or (spec.bare is not None and self.token.kind != "word"):
             return _predicate(spec.name, None, token.position)
         if self.token.kind != "word":
             raise FilterError(

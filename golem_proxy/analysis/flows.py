@@ -33,6 +33,9 @@ from ..events import (
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
 
+HELD_KIND = "intercept:held"
+"""The fault kind of a frame held by ``--intercept`` (`golem_proxy.live.intercept.HELD`)."""
+
 ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
 
@@ -326,6 +329,8 @@ class FlowTracker:
         return changed
 
     def _flow_for_fault(self, event: FaultInjected) -> Optional[Flow]:
+        if event.fault == HELD_KIND and event.direction is Direction.C2S:
+            return None  # an intercepted request not recorded yet: its decision follows it
         for flow in reversed(self.flows):
             if flow.conn == event.conn:
                 return flow

@@ -12,6 +12,7 @@ from typing import IO
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.captures import captures, write_captures
 from ..analysis.trace import FlowReader, TraceError, flow_json_line
 from ..recording.format import replacing, write_private
 from ..recording.streams import write_streams
@@ -39,22 +40,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("streams", "jsonl"),
+        choices=("streams", "jsonl", "images"),
         default="streams",
         help="streams: one .bin file per connection and direction plus index.json (default); "
-        "jsonl: one flow per line with its request and response objects",
+        "jsonl: one flow per line with its request and response objects; "
+        "images: every viewport.capture PNG as flow-N.png",
     )
     parser.add_argument(
         "--out",
         "-o",
         metavar="PATH",
-        help="directory for streams (created if missing); file for jsonl (default: stdout)",
+        help="directory for streams and images (created if missing); file for jsonl "
+        "(default: stdout)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.format == "streams" and not args.out:
-        return fail("--format streams needs --out DIR")
+    if args.format in ("streams", "images") and not args.out:
+        return fail(f"--format {args.format} needs --out DIR")
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
@@ -62,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             if args.format == "jsonl":
                 code = _export_jsonl(trace, args.out)
+            elif args.format == "images":
+                code = _export_images(trace, args.out)
             else:
                 code = _export_streams(trace, args.out)
         except TraceError as exc:
@@ -90,6 +95,16 @@ def _export_jsonl(trace: FlowReader, out: str) -> int:
     with replacing(out, overwrite=True) as stream:
         count = _write_flows(trace, stream)
     console(stderr=True).print(Text(f"wrote {count} flows to {safe_text(out)}"))
+    return EXIT_OK
+
+
+def _export_images(trace: FlowReader, out: str) -> int:
+    written = 0
+    for capture in write_captures(captures(trace.flows()), out):
+        size = f"{capture.width}x{capture.height}"
+        console().print(Text(f"{capture.filename}  {size}  {len(capture.png)} B"))
+        written += 1
+    console(stderr=True).print(Text(f"wrote {written} images to {safe_text(out)}"))
     return EXIT_OK
 
 

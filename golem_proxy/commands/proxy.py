@@ -16,7 +16,11 @@ from rich.text import Text
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import PROFILES, Profile, get_profile
 
+from ..analysis.filters import FilterError, parse_filter
+from ..live.control import LiveControl
 from ..live.faults import FaultPlan, FaultSpecError
+from ..live.intercept import InterceptEngine, route_scope
+from ..live.intercept_console import InterceptConsole
 from ..live.log import Verbosity
 from ..live.log_output import DEFAULT_MAX_LINES, TerminalOutput
 from ..live.observer import DEFAULT_BUDGET
@@ -117,6 +121,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=integer_arg,
         metavar="N",
         help="seed for fault probabilities (default: random, printed at start)",
+    )
+    parser.add_argument(
+        "--intercept",
+        metavar="FILTER",
+        help="hold the frames FILTER selects (docs/filters.md; ~q requests, ~s responses) "
+        "until decided: type accept/edit/drop/answer commands on stdin (? for help), or use "
+        "the keys of --tui",
+    )
+    parser.add_argument(
+        "--intercept-timeout",
+        type=seconds_arg,
+        metavar="SECONDS",
+        help="send a frame held this long as it came (default: hold until decided)",
     )
     parser.add_argument(
         "--tui",
@@ -237,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
             prepare_socket_directories(routes)
         catalogue = _load_catalogue(args.catalogue) if args.catalogue else None
         faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
+        intercept = _intercept_engine(args, profile)
         record_path = resolve_record_path(args.record, args.record_dir)
     except (FaultSpecError, ValueError) as exc:
         raise CommandError(str(exc)) from None
@@ -273,6 +291,7 @@ def run(args: argparse.Namespace) -> int:
             catalogue=catalogue,
             redact=tuple(args.redact),
             faults=faults,
+            intercept=intercept,
             observer_memory=args.observer_memory,
             observe=ObserveLimits(frame=args.observe_frame_limit),
         ),
@@ -298,6 +317,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _intercept_engine(args: argparse.Namespace, profile: Profile) -> Optional[InterceptEngine]:
+    """The intercept engine of the run: with ``--intercept``, and always with ``--tui``, where
+    `i` sets the filter at run time (every route then forwards frame by frame)."""
+    if args.intercept is None and args.intercept_timeout is not None:
+        raise CommandError("--intercept-timeout needs --intercept FILTER")
+    if args.intercept is None and not args.tui:
+        return None
+    try:
+        chosen = parse_filter(args.intercept) if args.intercept else None
+    except FilterError as exc:
+        raise CommandError(f"--intercept: bad filter: {exc}") from None
+    routes = None if args.tui else route_scope(chosen)
+    return InterceptEngine(profile, chosen, timeout=args.intercept_timeout, routes=routes)
+
+
 def _load_catalogue(path: str) -> MethodCatalogue:
     try:
         return MethodCatalogue.load(path)
@@ -321,8 +355,9 @@ def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
     session gracefully (connections drain, the recording is flushed) before we return."""
     from ..tui import run_tui
 
-    source = live_source(config)
-    run_tui(source, config.profile, "golem-proxy", header=None)
+    control = LiveControl()
+    source = live_source(config, control)
+    run_tui(source, config.profile, "golem-proxy", header=None, control=control)
     if not source.done.is_set():
         errors.print("[dim]stopping: listeners closed, draining connections…[/]")
     source.done.wait(config.options.drain_timeout + 10)
@@ -333,15 +368,18 @@ def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
     return 0
 
 
-def live_source(config: SessionConfig) -> TrioThreadSource:
+def live_source(config: SessionConfig, control: Optional[LiveControl] = None) -> TrioThreadSource:
     """An event source for the TUI that runs the proxy session (in the TUI's worker thread).
     Once listening, it tells the TUI the bound addresses and the client environment.
-    Stopping the source stops the session gracefully: it drains and flushes first."""
+    Stopping the source stops the session gracefully: it drains and flushes first. With
+    ``control``, the TUI can reach the running session through it (intercept, resend)."""
     from ..tui import SourceInfo, TrioThreadSource, feed_from_channel
 
     async def serve(sink: EventBuffer) -> None:
         session = ProxySession(config)
         session.add_consumer("tui", lambda sub: feed_from_channel(sub.receive_channel, sink))
+        if control is not None:
+            control.attach(session)
 
         async def run_to_the_end(
             *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
@@ -350,13 +388,18 @@ def live_source(config: SessionConfig) -> TrioThreadSource:
             with trio.CancelScope(shield=True):
                 await session.run(task_status=task_status)
 
-        async with trio.open_nursery() as nursery:
-            try:
-                bound = await nursery.start(run_to_the_end)
-                sink.describe(SourceInfo(_bound_description(bound), live_notes(bound, config)))
-                await trio.sleep_forever()
-            finally:
-                session.stop()
+        try:
+            async with trio.open_nursery() as nursery:
+                try:
+                    bound = await nursery.start(run_to_the_end)
+                    notes = live_notes(bound, config)
+                    sink.describe(SourceInfo(_bound_description(bound), notes))
+                    await trio.sleep_forever()
+                finally:
+                    session.stop()
+        finally:
+            if control is not None:
+                control.detach()
 
     listens = ", ".join(str(route.listen) for route in config.routes)
     return TrioThreadSource(
@@ -438,9 +481,32 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                     ),
                     soft_wrap=True,
                 )
+            commands_scope = trio.CancelScope()
+            engine = config.options.intercept
+            if engine is not None:
+                limit = f", at most {engine.timeout:g} s" if engine.timeout else ""
+                console.print(
+                    Text.assemble(
+                        ("intercept", "bold blue"),
+                        f": {safe_text(str(engine.filter))} (held until decided{limit}; "
+                        "type ? and Enter for the commands)",
+                    ),
+                    soft_wrap=True,
+                )
+                nursery.start_soon(
+                    _take_commands, InterceptConsole(engine), console, commands_scope
+                )
             console.print(Text("Ctrl-C to stop", "dim"))
             async for _ in signals:
                 console.print(Text("stopping: listeners closed, draining connections…", "dim"))
+                commands_scope.cancel()
                 session.stop()
                 break
             nursery.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
+
+
+async def _take_commands(
+    commands: InterceptConsole, console: Console, scope: trio.CancelScope
+) -> None:
+    with scope:
+        await commands.run(lambda text: console.print(text, soft_wrap=True))

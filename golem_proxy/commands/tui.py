@@ -1,5 +1,5 @@
-"""``golem-proxy tui FILE [--follow] [--filter EXPR]``: browse a recording, or tail one being
-written."""
+"""``golem-proxy tui FILE [--follow] [--filter EXPR] [--target HOST:PORT]``: browse a
+recording, or tail one being written; `r` sends a request again to ``--target``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 from ..analysis.filters import FilterError, parse_filter
 from ..recording.format import RecordingError
 from ..terminal import safe_text
-from ._common import CommandError, os_reason, trace_path_arg
+from ._common import CommandError, address_arg, os_reason, trace_path_arg
 
 NAME = "tui"
 HELP = "Open a recording in the terminal UI (with --follow, tail one being written)."
@@ -29,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-f",
         action="store_true",
         help="keep reading new events as the recording grows (like tail -f)",
+    )
+    parser.add_argument(
+        "--target",
+        type=address_arg,
+        metavar="HOST:PORT",
+        help="a live plugin (or unix:PATH) that `r` sends the selected request to again",
     )
     parser.add_argument(
         "--filter",
@@ -64,5 +70,12 @@ def run(args: argparse.Namespace) -> int:
             text = str(exc)
             raise CommandError(text if text.startswith(f"{path}:") else f"{path}: {text}") from None
     title = safe_text(f"golem-proxy — {os.path.basename(path)}")
-    run_tui(source, source.profile, title, header=source.header, filter_text=filter_text)
+    run_tui(
+        source,
+        source.profile,
+        title,
+        header=source.header,
+        filter_text=filter_text,
+        resend_target=args.target,
+    )
     return 0

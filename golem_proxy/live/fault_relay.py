@@ -1,4 +1,4 @@
-"""The inline relay path for routes with ``--fault`` rules.
+"""The inline relay path for routes with ``--fault`` rules or ``--intercept``.
 
 Faults act on messages, so frame boundaries and methods must be known before anything is
 forwarded: each pump decodes what it receives with the profile's own framing decoder and
@@ -9,6 +9,9 @@ without faults never come here: their pumps stay on the fast path in `relay`.
 The observer is fed exactly the bytes sent to each side, so the recording holds what each
 receiver got; the one exception is a request the proxy withholds, recorded so that its flow
 exists, and followed by the fault event that says it was not forwarded (docs/faults.md).
+
+An intercepted frame (`intercept`) is held before the faults see it: what the user decides
+(the frame as it came, or edited) is what the faults then act on.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from golem_core.profiles import Profile
 from ..events import Direction, Event, FaultInjected
 from .connection import Connection
 from .faults import ConnectionFaults, FaultKind, FrameAction
+from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
 
 __all__ = ["FaultRelay"]
 
@@ -31,8 +35,9 @@ RECV_SIZE = 65536
 
 
 class FaultRelay:
-    """Both pumps of one connection on a faulted route. Writes to a side are serialised by a
-    lock, because the request pump also writes to the client (a synthesised error)."""
+    """Both pumps of one connection on a faulted or intercepted route. Writes to a side are
+    serialised by a lock, because the request pump also writes to the client (a synthesised
+    error, an answer written by hand)."""
 
     def __init__(
         self,
@@ -41,7 +46,8 @@ class FaultRelay:
         now: Callable[[], float],
         publish: Callable[[Event], None],
         conn: Connection,
-        faults: ConnectionFaults,
+        faults: Optional[ConnectionFaults],
+        intercept: Optional[ConnectionIntercept] = None,
     ) -> None:
         self.profile = profile
         self.cap = cap
@@ -49,6 +55,7 @@ class FaultRelay:
         self.publish = publish
         self.conn = conn
         self.faults = faults
+        self.intercept = intercept
         self.locks = {Direction.C2S: trio.Lock(), Direction.S2C: trio.Lock()}
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
@@ -138,9 +145,69 @@ class FaultRelay:
                     ),
                 )
 
+    def _announce(
+        self,
+        direction: Direction,
+        kind: str,
+        detail: str,
+        method: Optional[str],
+        original: bytes = b"",
+        withheld: bool = False,
+    ) -> None:
+        event = FaultInjected(
+            self.conn.conn, self.conn.route.name, direction, self.now(), kind, detail, method,
+            withheld, original,
+        )  # fmt: skip
+        self.conn.publish_in_order(self.publish, event)
+
+    def _announce_held(self, held: HeldFrame, kind: str, detail: str) -> None:
+        self._announce(held.direction, kind, detail, held.method)
+
     async def _frame(self, direction: Direction, frame: Frame, scope: trio.CancelScope) -> bool:
-        """Apply the faults decided for one frame. False when the connection ends."""
-        action = self.faults.decide(direction, frame.raw, len(frame.header), frame.payload)
+        """Hold the frame if it is intercepted, then apply the faults decided for it. False
+        when the connection ends."""
+        header = len(frame.header)
+        if self.intercept is None:
+            return await self._faulted(direction, frame.raw, header, frame.payload, scope)
+        ruling = await self.intercept.hold(
+            direction, frame.payload, len(frame.raw), self.now(), self._announce_held
+        )
+        if ruling is None:
+            return await self._faulted(direction, frame.raw, header, frame.payload, scope)
+        decision = ruling.decision
+        going = True
+        if isinstance(decision, (Drop, Answer)):
+            if direction is Direction.C2S:
+                # Recorded though not forwarded, like a request a fault withholds.
+                async with self.locks[direction]:
+                    self.conn.observe(direction, frame.raw, self.now())
+        else:
+            raw = frame.raw
+            if ruling.payload is not frame.payload:
+                raw = self.profile.frame_payload(ruling.payload)
+            going = await self._faulted(direction, raw, header, ruling.payload, scope)
+        # After the frame, so that the event lands on the flow it decided.
+        self._announce(
+            direction, ruling.kind, ruling.detail, ruling.method, ruling.original, ruling.withheld
+        )
+        if going and isinstance(decision, Answer):
+            reply = self.profile.frame_payload(ruling.payload)
+            going = await self._send(Direction.S2C, reply, scope)
+        return going
+
+    async def _faulted(
+        self,
+        direction: Direction,
+        raw: bytes,
+        header: int,
+        payload: bytes,
+        scope: trio.CancelScope,
+    ) -> bool:
+        """Apply the faults decided for one frame (``raw``: its wire bytes, of which the
+        first ``header`` are its header); without ``--fault``, send it."""
+        if self.faults is None:
+            return await self._send(direction, raw, scope)
+        action = self.faults.decide(direction, raw, header, payload)
         if action.delay:
             self._publish(direction, action, only="delay")
             await trio.sleep(action.delay)
@@ -149,7 +216,7 @@ class FaultRelay:
             if direction is Direction.C2S:
                 # Recorded though not forwarded: the client did send it, and its flow needs it.
                 async with self.locks[direction]:
-                    self.conn.observe(direction, frame.raw, self.now())
+                    self.conn.observe(direction, raw, self.now())
             self._publish(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None

@@ -21,7 +21,7 @@ import trio
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import Profile
 
-from ..events import ConnectionOpened, Direction, Event
+from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from ..net.addresses import Address, Route
 from ..net.listeners import Listener, connect, open_listener
 from ..net.sockio import write_all
@@ -29,8 +29,10 @@ from .connection import Connection
 from .fault_relay import FaultRelay
 from .faults import FaultPlan
 from .hub import EventHub
+from .intercept import InterceptEngine
 from .observer import DEFAULT_BUDGET, Observer
 from .redact import Redactor
+from .resend import ResendError, Resent, resend
 from .tap import ConnectionTap, ObserveLimits
 
 __all__ = ["BoundRoute", "Proxy", "ProxyOptions"]
@@ -41,6 +43,8 @@ RECV_SIZE_BULK = 1024 * 1024
 """A read's size once a read filled its buffer: the kernel holds more (a large frame in
 flight), and one scheduler round per MiB rather than per 64 KiB is what lets the relay (and
 the tap behind it) keep up with a peer that writes a 16 MiB frame in one go."""
+RESEND_CLIENT = "golem-proxy resend"
+"""The client name of the side connection a request is sent again on (`Proxy.resend`)."""
 _MAX_STREAK = 16
 _MAX_STREAK_BYTES = RECV_SIZE_BULK
 """A pump that keeps finding data yields after this many chunks or bytes (fairness)."""
@@ -60,6 +64,9 @@ class ProxyOptions:
     redact: tuple[str, ...] = ()
     faults: Optional[FaultPlan] = None
     """``--fault`` rules; routes they can act on forward frame by frame (`fault_relay`)."""
+    intercept: Optional[InterceptEngine] = None
+    """``--intercept``: routes it applies to forward frame by frame too, holding what its
+    filter selects until a decision (`intercept`)."""
     observer_memory: int = DEFAULT_BUDGET
     """What inspection may hold, all connections together (``--observer-memory``)."""
     observe: ObserveLimits = field(default_factory=ObserveLimits)
@@ -96,6 +103,8 @@ class Proxy:
         self._listeners_closed = False
         self._accepting = trio.CancelScope()
         self._ids = itertools.count(1)
+        self._request_ids = profile.request_ids()
+        """Fresh ids for requests sent again (`resend`), one source for the session."""
         self._live: set[int] = set()
         self._all_closed = trio.Event()
         self._all_closed.set()
@@ -202,26 +211,24 @@ class Proxy:
 
     async def _relay(self, conn: Connection) -> None:
         assert conn.upstream is not None
-        conn.tap = ConnectionTap(
-            conn.conn,
-            conn.route.name,
-            self.profile,
-            self.publish,
-            catalogue=self.options.catalogue,
-            redactor=self.redactor,
-            cap=self.options.cap,
-            limits=self.options.observe,
-        )
+        conn.tap = self._tap(conn.conn, conn.route.name)
         conn.observer = self.observer
         conn.inline = self.options.enforce_limits
         conn.hold_idle_fin = not self.profile.clients_read_past_answers
         conn.last_activity = trio.current_time()
         pump = self._pump
+        name = conn.route.name
         plan = self.options.faults
-        if plan is not None and plan.applies_to(conn.route.name):
-            faults = plan.connection(conn.conn, conn.route.name, self.profile)
+        engine = self.options.intercept
+        faults = None
+        if plan is not None and plan.applies_to(name):
+            faults = plan.connection(conn.conn, name, self.profile)
+        intercept = None
+        if engine is not None and engine.applies_to(name):
+            intercept = engine.connection(conn.conn, name)
+        if faults is not None or intercept is not None:
             pump = FaultRelay(
-                self.profile, self.options.cap, self.now, self.publish, conn, faults
+                self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept
             ).pump
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pump, conn, Direction.C2S, nursery.cancel_scope)
@@ -297,6 +304,67 @@ class Proxy:
                 scope.cancel()
                 return
             await trio.sleep_until(deadline)
+
+    async def resend(self, route: str, payload: bytes, timeout: float = 30.0) -> Resent:
+        """Send the request ``payload`` again to ``route``'s upstream with a fresh id, on a
+        side connection of this session: its frames and exchange are published like any
+        other connection's (the client is named ``golem-proxy resend``), so the new flow is
+        logged and recorded next to the original. Raises ResendError (an unknown route, an
+        upstream that cannot be reached or does not answer)."""
+        chosen = next((r for r in self.routes if r.name == route), None)
+        if chosen is None:
+            raise ResendError(f"no route named {route!r}")
+        conn = next(self._ids)
+        tap = self._tap(conn, route)
+        self.publish(ConnectionOpened(conn, route, RESEND_CLIENT, str(chosen.upstream), self.now()))
+        sent = {Direction.C2S: 0, Direction.S2C: 0}
+        ended: set[Direction] = set()
+
+        def observe(direction: Direction, data: bytes, t: float) -> None:
+            sent[direction] += len(data)
+            if not data:
+                ended.add(direction)
+            if tap.failed is None:
+                try:
+                    tap.process(direction, data, t - self.start_time)
+                except Exception as exc:  # a decoding bug costs the inspection only
+                    tap.fail(exc, t - self.start_time)
+
+        reason, abnormal = "resend answered", False
+        try:
+            return await resend(
+                payload,
+                chosen.upstream,
+                self.profile,
+                ids=self._request_ids,
+                timeout=timeout,
+                observe=observe,
+            )
+        except ResendError as exc:
+            reason, abnormal = f"resend failed: {exc}", True
+            raise
+        finally:
+            t = self.now()
+            for direction in Direction:
+                if direction not in ended:
+                    observe(direction, b"", trio.current_time())
+            self.publish(
+                ConnectionClosed(
+                    conn, route, reason, t, sent[Direction.C2S], sent[Direction.S2C], abnormal
+                )
+            )
+
+    def _tap(self, conn: int, route: str) -> ConnectionTap:
+        return ConnectionTap(
+            conn,
+            route,
+            self.profile,
+            self.publish,
+            catalogue=self.options.catalogue,
+            redactor=self.redactor,
+            cap=self.options.cap,
+            limits=self.options.observe,
+        )
 
     def _finish(self, conn: Connection) -> None:
         conn.close_sockets()

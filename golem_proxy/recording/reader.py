@@ -349,6 +349,7 @@ class _Decoder:
                 detail,
                 member_optional_str(data, "method"),
                 fault_withheld(data, detail),
+                member_base64(data, "original"),
             )
         if not isinstance(kind, str):
             raise RecordingError(f"kind must be a string, not {_show(kind)}")

@@ -81,7 +81,17 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "raw",
     ),
     "discarded": (*COMMON_MEMBERS, "conn", "route", "dir", "final", "raw"),
-    "fault": (*COMMON_MEMBERS, "conn", "route", "dir", "fault", "detail", "method", "withheld"),
+    "fault": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "dir",
+        "fault",
+        "detail",
+        "method",
+        "withheld",
+        "original",
+    ),
     "gap": (*COMMON_MEMBERS, "missed", "consumer"),
     "unobserved": (
         *COMMON_MEMBERS,

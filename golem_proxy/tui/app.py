@@ -24,10 +24,14 @@ from textual.widgets import Footer, Header, Input
 
 from golem_core.profiles import Profile
 
+from ..analysis.flows import Flow
 from ..events import Event
+from ..live.control import LiveControl
+from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
 from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource
+from .debugging import DebugActions
 from .export import request_json, save_events, write_private
 from .model import SessionModel
 from .render import escape_surrogates
@@ -40,6 +44,7 @@ from .widgets.banner import Banner
 from .widgets.detail import FlowDetail
 from .widgets.filter_bar import FilterBar
 from .widgets.flows_table import FlowsTable
+from .widgets.held import HeldPanel
 from .widgets.status_bar import Status, StatusBar
 
 __all__ = ["GolemProxyApp", "run_tui"]
@@ -57,7 +62,7 @@ class EventsReady(Message):
     """Posted (from any thread) by the event buffer: there is something to drain."""
 
 
-class GolemProxyApp(App[None]):
+class GolemProxyApp(DebugActions, App[None]):
     CSS_PATH = "app.tcss"
     # The footer names what an 80-column terminal has room for; `?` lists every key.
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -75,6 +80,10 @@ class GolemProxyApp(App[None]):
         Binding("w", "save_view", "Write", show=False),
         Binding("s", "stats", "Stats"),
         Binding("c", "connections", "Conns", show=False),
+        # The debugging keys (debugging.py); a held frame's own keys are its panel's.
+        Binding("i", "intercept", "Intercept", show=False),
+        Binding("r", "resend", "Resend", show=False),
+        Binding("D", "resend_diff", "Diff", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("escape", "focus_table", "Table", show=False),
         Binding("q", "request_quit", "Quit"),
@@ -93,10 +102,16 @@ class GolemProxyApp(App[None]):
         export_dir: Optional[str] = None,
         refresh_interval: float = REFRESH_INTERVAL,
         filter_text: str = "",
+        control: Optional[LiveControl] = None,
+        resend_target: Optional[Address] = None,
     ) -> None:
         """``filter_text`` is applied from the start (a valid expression: the caller has
         checked it)."""
         super().__init__()
+        self.control = control
+        """The live session behind the source (intercept, resend), when there is one."""
+        self.resend_target = resend_target
+        """Where `r` sends a request again when there is no live session."""
         self.source = source
         self.source_description = source.description
         self.profile = profile
@@ -127,6 +142,9 @@ class GolemProxyApp(App[None]):
         yield Header()
         yield self.filter_bar
         yield self.banner
+        if self.control is not None:
+            self.held_panel = HeldPanel(self.control, id="held")
+            yield self.held_panel
         yield self.table
         yield self.detail
         yield self.status_bar
@@ -255,6 +273,10 @@ class GolemProxyApp(App[None]):
             self.action_find(True)
 
     # -- actions ---------------------------------------------------------------------------
+
+    def selected_flow(self) -> Optional[Flow]:
+        index = self.table.selected
+        return self.model.flows[index] if index is not None else None
 
     def action_focus_filter(self) -> None:
         self.filter_bar.query_one("#filter", Input).focus()
@@ -401,12 +423,24 @@ def run_tui(
     *,
     header: Optional[RecordingHeader] = None,
     filter_text: str = "",
+    control: Optional[LiveControl] = None,
+    resend_target: Optional[Address] = None,
 ) -> None:
     """Run the TUI in this thread until the user quits, showing the events ``source``
     delivers (it runs in a worker thread); stops the source on the way out. ``header`` (the
     profile and routes of the session) goes into recordings written with `w`;
-    ``filter_text`` (a valid filter) is applied from the start."""
-    app = GolemProxyApp(source, profile, title, header=header, filter_text=filter_text)
+    ``filter_text`` (a valid filter) is applied from the start. ``control`` reaches the live
+    session (intercepting, sending again); ``resend_target`` is the plugin `r` sends to
+    without one."""
+    app = GolemProxyApp(
+        source,
+        profile,
+        title,
+        header=header,
+        filter_text=filter_text,
+        control=control,
+        resend_target=resend_target,
+    )
     try:
         app.run()
     finally:

@@ -182,6 +182,24 @@ def test_an_unknown_code_name_lists_the_known_ones() -> None:
         assert name in str(caught.value)
 
 
+def test_bare_q_and_s_choose_the_side_of_a_flow(flows: list[Flow]) -> None:
+    # mitmproxy's meaning: ~q a request with no response (yet), ~s a flow with a response.
+    requests_only = [f for f in flows if f.request is not None and f.response is None]
+    assert [f for f in flows if parse_filter("~q").matches(f, GOLEM)] == requests_only
+    assert requests_only
+    answered = [f for f in flows if f.response is not None]
+    assert [f for f in flows if parse_filter("~s").matches(f, GOLEM)] == answered
+    assert select(flows, "~s & ~m ping") == ["a1", "a6"]
+    assert select(flows, "~q ~m ping") == []  # both pings were answered
+
+
+def test_q_and_s_take_an_argument_only_when_a_word_follows() -> None:
+    assert parse_filter("~q alive") == parse_filter('~q "alive"')
+    assert str(parse_filter("~q & alive")) == "~q & alive"
+    assert str(parse_filter("(~s) (~m x)")) == "~s & ~m x"
+    assert str(parse_filter("!~q | ~s")) == "!~q | ~s"
+
+
 def test_help_lists_every_filter() -> None:
     names = {row[0].split()[0] for row in FILTER_HELP}
     for name in ("~m", "~e", "~c", "~route", "~slow", "~violation", "~rule", "~pending"):
@@ -217,7 +235,8 @@ _SAFE_REGEX = st.from_regex(r"[a-z0-9_.\\\"' ()|&!~]{0,8}", fullmatch=True).filt
 
 
 _LEAVES = st.one_of(
-    st.sampled_from(["~e", "~violation", "~pending", "~marked"]),
+    st.sampled_from(["~e", "~violation", "~pending", "~marked", "~q", "~s"]),
+    st.builds(lambda a: f"~q {_q(a)}", _SAFE_REGEX),
     st.builds(lambda a: f"~m {_q(a)}", _SAFE_REGEX),
     st.builds(lambda a: f"~rule {_q(a)}", _SAFE_REGEX),
     st.builds(lambda a: f"~route {_q(a)}", _ARGS),

@@ -43,6 +43,18 @@ KEYS: tuple[Key, ...] = (
     Key(("w",), "w", "write the flows in view to a new recording"),
     Key(("s",), "s", "statistics: per-method counts, errors, latency percentiles"),
     Key(("c",), "c", "connections: open and closed, bytes and frames"),
+    Key(("i",), "i", "live proxy: hold the frames a filter selects (empty: hold nothing)"),
+    Key(
+        ("r",),
+        "r",
+        "send the selected request again, fresh id (live, or tui FILE --target HOST:PORT)",
+    ),
+    Key(("D",), "D", "the last request sent again: its answer against the recorded one"),
+    Key(
+        (),
+        "a A e d n",
+        "held frames (their panel takes the focus): accept, all, edit, drop, answer",
+    ),
     Key(("question_mark",), "?", "this help"),
     Key(("escape",), "escape", "back to the table; close a screen"),
     Key(("q",), "q", "quit (a live proxy asks first)"),
@@ -58,6 +70,7 @@ FILTERS: tuple[tuple[str, str], ...] = (
     ("~pending", "still waiting for its response"),
     ("~marked", "marked with m"),
     ("~route gh", "one route (~conn 2: one connection)"),
+    ("~q & ~m create_layer", "with i: hold those requests (~s: responses)"),
     ("box", "text in the method or either body"),
     ("! ~m ping", "not; & and | combine, ( ) group"),
 )

@@ -1,0 +1,84 @@
+"""``golem-proxy resend FILE FLOW --target HOST:PORT``: send a recorded request again to a live
+plugin, with a fresh id, and show how the answer differs from the recorded one."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from functools import partial
+from typing import Any
+
+import trio
+from rich.text import Text
+
+from ..analysis.trace import open_flows
+from ..live.resend import ResendError, resend
+from ..replay.diffing import Comparator, envelope_body
+from ..terminal import format_latency, safe_text
+from ._common import (
+    EXIT_FINDINGS,
+    CommandError,
+    address_arg,
+    console,
+    count_arg,
+    reading,
+    seconds_arg,
+    trace_path_arg,
+)
+
+NAME = "resend"
+HELP = "send a recorded request again to a live plugin and diff the two answers"
+ORDER = 42
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
+    )
+    parser.add_argument("flow", metavar="FLOW", type=count_arg, help="the flow's number (show)")
+    parser.add_argument(
+        "--target",
+        type=address_arg,
+        required=True,
+        metavar="HOST:PORT",
+        help="the live plugin (or unix:PATH)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=seconds_arg,
+        default=30.0,
+        help="seconds to wait for the answer (default 30)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    wanted = int(args.flow)
+    with reading(args.file), open_flows(args.file) as trace:
+        profile = trace.profile
+        flow = next((f for f in trace.flows() if f.number == wanted), None)
+    if flow is None or flow.request is None:
+        raise CommandError(f"{args.file} has no request in flow {wanted}")
+    send = partial(resend, timeout=args.timeout)
+    try:
+        resent = trio.run(send, flow.request.payload, args.target, profile)
+    except ResendError as exc:
+        raise CommandError(f"cannot send flow {flow.number} again", str(exc)) from None
+    out = console()
+    head = Text(f"flow {flow.number} sent again: {safe_text(resent.method)} ", style="bold")
+    head.append(f"id {safe_text(str(resent.request_id))}, {format_latency(resent.latency)} → ")
+    head.append(profile.describe(resent.message))
+    out.print(head, soft_wrap=True)
+    new = envelope_body(json.loads(resent.response))
+    if flow.response is None:
+        out.print(Text("no recorded answer to compare with", style="yellow"))
+        out.print(Text(safe_text(json.dumps(new, ensure_ascii=False))), soft_wrap=True)
+        return 0
+    old: Any = envelope_body(json.loads(flow.response.payload))
+    differences = Comparator(learn=False).compare(old, new, resent.method)
+    if not differences:
+        out.print(Text("same answer as recorded", style="green"))
+        return 0
+    out.print(Text(f"{len(differences)} differences (recorded vs now):", style="red"))
+    for difference in differences:
+        out.print(Text(f"  {safe_text(difference.describe())}"), soft_wrap=True)
+    return EXIT_FINDINGS

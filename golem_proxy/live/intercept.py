@@ -1,0 +1,396 @@
+"""Intercepting frames (``golem-proxy proxy --intercept FILTER``): hold a matching frame before
+it is forwarded until someone decides what becomes of it.
+
+The engine is sans-IO apart from waiting: `ConnectionIntercept.hold` is awaited by the
+frame-by-frame pump of `fault_relay` for each frame, and returns at once for a frame the filter
+does not select. A selected frame waits there; since its pump waits with it, the later frames
+of that connection and direction wait behind it (order is kept), while the other direction and
+every other connection go on. Whoever drives the session (the TUI, a test) calls, from the
+proxy's trio thread, `InterceptEngine.held`, `decide`, `accept_all` and `set_filter`.
+
+A decision is `Accept`, `Edit` (new payload bytes, validated as JSON before anything is sent),
+`Drop` (the peer never sees the frame) or `Answer` (for a request: a response the user wrote
+goes back to the client, and the request never reaches the upstream). ``timeout`` accepts a
+frame held that long. Every step is an event with the fault vocabulary (`FaultInjected`, the
+``intercept:*`` kinds below), so it shows in the log, the recording and the TUI like a fault.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Union
+
+import trio
+
+from golem_core.framing import Framing
+from golem_core.messages import Malformed, Message, Role, method_of
+from golem_core.pairing import Correlator
+from golem_core.profiles import Profile
+
+from ..analysis.filters import And, Filter, Or, Predicate, parse_filter
+from ..analysis.flows import HELD_KIND, Flow
+from ..events import Direction, FrameSeen
+
+__all__ = [
+    "ANSWERED",
+    "HELD",
+    "Accept",
+    "Answer",
+    "ConnectionIntercept",
+    "Decision",
+    "Drop",
+    "Edit",
+    "HeldFrame",
+    "InterceptEngine",
+    "InterceptError",
+    "Ruling",
+    "route_scope",
+]
+
+HELD = HELD_KIND
+"""The fault kind of the event that says a frame is held (published when it is caught)."""
+ACCEPTED = "intercept:accept"
+EDITED = "intercept:edit"
+DROPPED = "intercept:drop"
+ANSWERED = "intercept:answer"
+RELEASED = "intercept:timeout"
+MAX_PENDING = 1024
+MAX_PENDING_BYTES = 64 * 1024 * 1024
+"""What one connection keeps of requests forwarded, to show a response with its request."""
+LOST = "intercept:lost"
+"""The connection ended while the frame was held: it was never sent."""
+
+
+class InterceptError(ValueError):
+    """A decision that cannot be carried out: an unknown or already decided frame, an edit
+    that is not JSON, an answer to a response. The message says which."""
+
+
+@dataclass(frozen=True)
+class Accept:
+    """Forward the frame as it came."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Forward ``payload`` instead (the JSON text, without framing)."""
+
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Forward nothing: the peer never sees the frame."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """For a request: send ``payload`` (a response's JSON) back to the client instead of
+    forwarding the request. A response object without an ``id`` gets the request's."""
+
+    payload: bytes
+
+
+Decision = Union[Accept, Edit, Drop, Answer]
+
+
+@dataclass
+class HeldFrame:
+    """A frame waiting for a decision. ``held_at`` is on trio's clock (`age` measures it)."""
+
+    id: int
+    conn: int
+    route: str
+    direction: Direction
+    method: Optional[str]
+    message: Message
+    payload: bytes
+    held_at: float
+    decision: Optional[Decision] = None
+    _decided: trio.Event = field(default_factory=trio.Event, repr=False)
+
+    @property
+    def is_request(self) -> bool:
+        return self.direction is Direction.C2S
+
+    def age(self, now: Optional[float] = None) -> float:
+        """Seconds held so far."""
+        return (trio.current_time() if now is None else now) - self.held_at
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """What became of a held frame, for the relay to carry out. ``payload`` is what to send
+    (the original for `Accept` and `Drop`, the validated bytes for `Edit` and `Answer`);
+    ``kind`` and ``detail`` are the event to publish once it is done."""
+
+    decision: Decision
+    payload: bytes
+    kind: str
+    detail: str
+    method: Optional[str]
+    original: bytes = b""
+    """The payload as it came, when it differs from what was sent (an edit)."""
+    withheld: bool = False
+    """The frame was not forwarded (dropped, or a request answered by hand)."""
+
+
+class InterceptEngine:
+    """The intercept filter, the frames held under it, and the decisions on them (for every
+    connection of a proxy). ``routes`` limits which routes forward frame by frame so they can
+    be held (None: all, for a filter that can change at run time; see `route_scope`)."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        filter: Optional[Filter] = None,
+        *,
+        timeout: Optional[float] = None,
+        routes: Optional[frozenset[str]] = None,
+    ) -> None:
+        self.profile = profile
+        self.filter = filter
+        self.timeout = timeout
+        self.routes = routes
+        self._held: dict[int, HeldFrame] = {}
+        self._ids = itertools.count(1)
+
+    # -- what the driver calls -------------------------------------------------------------
+    def set_filter(self, filter: Union[Filter, str, None]) -> None:
+        """Hold what ``filter`` selects from now on (None: nothing). Frames already held stay
+        held until decided. Raises FilterError for a text that does not parse."""
+        self.filter = parse_filter(filter) if isinstance(filter, str) else filter
+
+    def clear_filter(self) -> None:
+        self.set_filter(None)
+
+    def held(self) -> list[HeldFrame]:
+        """The frames waiting for a decision, the oldest first."""
+        return list(self._held.values())
+
+    def decide(self, held_id: int, decision: Decision) -> None:
+        """Decide the fate of held frame ``held_id``; its pump carries it out. Raises
+        InterceptError for an unknown (or already decided) frame or a decision that does not
+        fit it, before anything is sent."""
+        held = self._held.get(held_id)
+        if held is None or held.decision is not None:
+            raise InterceptError(f"no frame #{held_id} is held")
+        if isinstance(decision, Edit):
+            decision = Edit(self._valid_json(decision.payload, "the edited frame"))
+        elif isinstance(decision, Answer):
+            if not held.is_request:
+                raise InterceptError(f"frame #{held_id} is a response: only a request is answered")
+            decision = Answer(self._answer_payload(held, decision.payload))
+        held.decision = decision
+        held._decided.set()
+
+    def accept_all(self) -> int:
+        """Accept every held frame; returns how many."""
+        pending = [h for h in self._held.values() if h.decision is None]
+        for held in pending:
+            self.decide(held.id, Accept())
+        return len(pending)
+
+    def applies_to(self, route: str) -> bool:
+        """True when frames of ``route`` may be held (its connections forward frame by frame)."""
+        return self.routes is None or route in self.routes
+
+    def connection(self, conn: int, route: str) -> ConnectionIntercept:
+        return ConnectionIntercept(self, conn, route)
+
+    # -- validation ------------------------------------------------------------------------
+    def _valid_json(self, payload: bytes, what: str) -> bytes:
+        try:
+            value = json.loads(payload.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise InterceptError(f"{what} is not JSON: {exc}") from None
+        if self.profile.framing is Framing.LINE and b"\n" in payload:
+            # One message is one line: an edit laid out over lines is sent compact.
+            return self.profile.encode_payload(value)
+        return payload
+
+    def _answer_payload(self, held: HeldFrame, payload: bytes) -> bytes:
+        payload = self._valid_json(payload, "the answer")
+        value = json.loads(payload)
+        if not isinstance(value, dict):
+            raise InterceptError("the answer must be a JSON object (a response)")
+        if "id" not in value:
+            return self.profile.encode_payload(self.profile.with_id(value, held.message.id))
+        return payload
+
+    # -- what the pumps call ---------------------------------------------------------------
+    def _selects(self, flow: Flow) -> bool:
+        chosen = self.filter
+        return chosen is not None and chosen.matches(flow, self.profile)
+
+    def _add(self, held: HeldFrame) -> None:
+        self._held[held.id] = held
+
+    def _remove(self, held: HeldFrame) -> None:
+        self._held.pop(held.id, None)
+
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+
+class ConnectionIntercept:
+    """One connection's view of the engine: its frames as flows for the filter (a response
+    with the request it answers, paired by id), and the wait of a held frame."""
+
+    def __init__(self, engine: InterceptEngine, conn: int, route: str) -> None:
+        self.engine = engine
+        self.conn = conn
+        self.route = route
+        self._index = {Direction.C2S: 0, Direction.S2C: 0}
+        # Bounded like the tap's pairing: a peer that never answers cannot grow it.
+        self._requests: Correlator[FrameSeen] = Correlator(
+            engine.profile, max_pending=MAX_PENDING, max_pending_bytes=MAX_PENDING_BYTES
+        )
+
+    async def hold(
+        self,
+        direction: Direction,
+        payload: bytes,
+        size: int,
+        t: float,
+        announce: Callable[[HeldFrame, str, str], None],
+    ) -> Optional[Ruling]:
+        """Hold the frame if the filter selects it and wait for its decision (or the
+        timeout). Returns None for a frame not selected (forward it as it is), else the
+        ruling to carry out. ``announce(held, kind, detail)`` publishes an event: `HELD` once
+        the frame is held, and `LOST` when the wait is cancelled (the connection ended)
+        before the cancellation goes on."""
+        engine = self.engine
+        if engine.filter is None:
+            # Nothing to hold: no parsing on the forwarding path. A response whose request
+            # went by now is seen without it if a filter is set later.
+            return None
+        profile = engine.profile
+        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+        message = profile.parse(payload, role)
+        frame = FrameSeen(
+            self.conn, self.route, direction, self._index[direction], t, size, payload, message
+        )
+        self._index[direction] += 1
+        flow = Flow(0, self.conn, self.route)
+        method = method_of(message)
+        if direction is Direction.C2S:
+            flow.request = frame
+        else:
+            pending = self._requests.match_response(message)
+            flow.request = pending.context if pending is not None else None
+            flow.response = frame
+            method = flow.request.method if flow.request is not None else None
+        if not engine._selects(flow):
+            self._forwarded(direction, message, frame)
+            return None
+        held = HeldFrame(
+            engine._next_id(), self.conn, self.route, direction, method, message, payload,
+            trio.current_time(),
+        )  # fmt: skip
+        what = describe(held)
+        engine._add(held)
+        announce(held, HELD, f"held #{held.id}: {what}")
+        decided = False
+        try:
+            with trio.move_on_after(engine.timeout if engine.timeout is not None else float("inf")):
+                await held._decided.wait()
+            decided = True
+        finally:
+            engine._remove(held)
+            if not decided:
+                side = "request" if held.is_request else "response"
+                announce(
+                    held,
+                    LOST,
+                    f"not sent: the connection ended while the {side} was held "
+                    f"{held.age():.3f} s: {what}",
+                )
+        ruling = self._ruling(held, what)
+        if not isinstance(ruling.decision, (Drop, Answer)):
+            sent = profile.parse(ruling.payload, role)
+            self._forwarded(direction, sent, dataclasses.replace(frame, message=sent))
+        return ruling
+
+    def _forwarded(self, direction: Direction, message: Message, frame: FrameSeen) -> None:
+        if direction is not Direction.C2S or isinstance(message, Malformed):
+            return
+        if self.engine.profile.expects_response(message):  # not a JSON-RPC notification
+            self._requests.add_request(message, frame, len(frame.payload))
+
+    def _ruling(self, held: HeldFrame, what: str) -> Ruling:
+        decision = held.decision
+        waited = f"after {held.age():.3f} s"
+        side = "request" if held.is_request else "response"
+        if decision is None:  # the timeout released it
+            timeout = self.engine.timeout or 0.0
+            return Ruling(
+                Accept(),
+                held.payload,
+                RELEASED,
+                f"released after {timeout:g} s (--intercept-timeout), sent as it came: {what}",
+                held.method,
+            )
+        if isinstance(decision, Accept):
+            detail = f"accepted {waited}: {what}"
+            return Ruling(decision, held.payload, ACCEPTED, detail, held.method)
+        if isinstance(decision, Edit):
+            sizes = f"{len(held.payload)} → {len(decision.payload)} payload bytes"
+            return Ruling(
+                decision,
+                decision.payload,
+                EDITED,
+                f"edited {waited} ({sizes}); the original is kept: {what}",
+                held.method,
+                original=held.payload,
+            )
+        # Withheld: the recording's readers leave the request out of what the upstream
+        # received (`faults.received_streams`); the word opens the detail for the log.
+        if isinstance(decision, Drop):
+            detail = f"withheld {side}: dropped {waited}: {what}"
+            return Ruling(decision, held.payload, DROPPED, detail, held.method, withheld=True)
+        return Ruling(
+            decision,
+            decision.payload,
+            ANSWERED,
+            f"withheld {side}: answered by hand {waited} ({len(decision.payload)} bytes): {what}",
+            held.method,
+            withheld=True,
+        )
+
+
+def describe(held: HeldFrame) -> str:
+    """``method id=… (N bytes)``: what a held frame is, for event details."""
+    ident = "" if held.message.id is None else f" id={held.message.id}"
+    kind = " (malformed)" if isinstance(held.message, Malformed) else ""
+    return f"{held.method or '?'}{ident}{kind} ({len(held.payload)} bytes)"
+
+
+def route_scope(filter: Optional[Filter]) -> Optional[frozenset[str]]:
+    """The routes a filter can select at all (a ``~route NAME`` every match needs), or None
+    when it may select frames on any route."""
+    if filter is None:
+        return frozenset()
+    return _scope(filter)
+
+
+def _scope(node: Filter) -> Optional[frozenset[str]]:
+    if isinstance(node, Predicate):
+        return frozenset((node.arg,)) if node.name == "route" and node.arg is not None else None
+    if isinstance(node, And):
+        scopes = [s for s in (_scope(part) for part in node.parts) if s is not None]
+        if not scopes:
+            return None
+        return frozenset.intersection(*scopes)
+    if isinstance(node, Or):
+        found: set[str] = set()
+        for part in node.parts:
+            scope = _scope(part)
+            if scope is None:
+                return None
+            found |= scope
+        return frozenset(found)
+    return None

@@ -1,0 +1,168 @@
+"""The TUI's debugging keys, kept apart from the app's browsing: `i` sets or clears the live
+session's intercept filter, the held frames are decided in their panel (`HeldPanel`: `a`,
+`A`, `e`, `d`, `n`), `r` sends the selected flow's request again and `D` shows how the new
+answer differs from the recorded one.
+
+Everything that reaches the session (or a plugin, for `tui FILE --target`) runs in worker
+threads: the UI thread never waits on a socket.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Optional
+
+import trio
+from textual import work
+
+from golem_core.profiles import Profile
+
+from ..analysis.flows import Flow
+from ..live.control import LiveControl, NotLive
+from ..live.intercept import Answer, Edit
+from ..live.resend import ResendError, Resent, resend
+from ..net.addresses import Address
+from ..terminal import format_latency, safe_text
+from .screens.edit_frame import EditFrame
+from .screens.intercept_prompt import InterceptPrompt
+from .screens.resend_diff import ResendDiff
+from .widgets.held import HeldPanel
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    _Base = App[None]
+else:
+    _Base = object
+
+__all__ = ["DebugActions", "LastResend"]
+
+
+@dataclass(frozen=True)
+class LastResend:
+    flow: int
+    recorded: Optional[bytes]
+    resent: Resent
+
+
+class DebugActions(_Base):
+    """Mixed into `GolemProxyApp`, which sets ``control`` (a live session), ``resend_target``
+    (a plugin for `tui FILE --target`), ``profile`` and ``selected_flow()``."""
+
+    control: Optional[LiveControl]
+    resend_target: Optional[Address]
+    profile: Profile
+    last_resend: Optional[LastResend] = None
+
+    def selected_flow(self) -> Optional[Flow]:  # pragma: no cover - the app defines it
+        raise NotImplementedError
+
+    # -- i: the intercept filter -----------------------------------------------------------
+    def action_intercept(self) -> None:
+        if self.control is None:
+            self.notify(
+                "intercepting needs a live proxy: golem-proxy proxy --tui", severity="warning"
+            )
+            return
+        self._ask_intercept_filter()
+
+    @work(thread=True, group="intercept")
+    def _ask_intercept_filter(self) -> None:
+        assert self.control is not None
+        try:
+            current = self.control.intercept_filter()
+        except NotLive as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        self.call_from_thread(self.push_screen, InterceptPrompt(current), self._set_intercept)
+
+    def _set_intercept(self, text: Optional[str]) -> None:
+        if text is not None:
+            self._apply_intercept(text)
+
+    @work(thread=True, group="intercept")
+    def _apply_intercept(self, text: str) -> None:
+        assert self.control is not None
+        try:
+            shown = self.control.set_filter(text)
+        except (NotLive, ValueError) as exc:
+            self.call_from_thread(self.notify, str(exc), severity="error")
+            return
+        message = f"intercepting {shown}" if shown else "intercept off (held frames stay held)"
+        self.call_from_thread(self.notify, safe_text(message, 200))
+
+    # -- e / n on a held frame ---------------------------------------------------------------
+    def on_held_panel_edit_requested(self, message: HeldPanel.EditRequested) -> None:
+        held = message.held
+        panel = message.panel
+        name = held.method or "?"
+        if message.answer:
+            template = self.profile.error(held.message_id, "OBJECT_NOT_FOUND", "answered by hand")
+            title = f"Answer held request #{held.id} ({name}) with:"
+            payload = self.profile.encode_payload(template)
+        else:
+            title = f"Edit held #{held.id} ({name}), then send it:"
+            payload = held.payload
+
+        def chosen(data: Optional[bytes]) -> None:
+            if data is not None:
+                panel.decide(held.id, Answer(data) if message.answer else Edit(data))
+
+        self.push_screen(EditFrame(title, payload), chosen)
+
+    def on_held_panel_emptied(self, message: HeldPanel.Emptied) -> None:
+        self.action_focus_table()
+
+    def action_focus_table(self) -> None:  # pragma: no cover - the app defines it
+        raise NotImplementedError
+
+    # -- r / D: send again, and the difference -------------------------------------------------
+    def action_resend(self) -> None:
+        flow = self.selected_flow()
+        if flow is None or flow.request is None:
+            self.notify("select a flow with a request to send it again", severity="warning")
+            return
+        if self.control is None and self.resend_target is None:
+            self.notify(
+                "sending again needs a live proxy, or tui FILE --target HOST:PORT",
+                severity="warning",
+            )
+            return
+        self.notify(f"sending flow {flow.number} again…")
+        self._resend(flow)
+
+    @work(thread=True, group="resend")
+    def _resend(self, flow: Flow) -> None:
+        assert flow.request is not None
+        payload = flow.request.payload
+        try:
+            if self.control is not None:
+                resent = self.control.resend(flow.route, payload)
+            else:
+                assert self.resend_target is not None
+                resent = trio.run(partial(resend, payload, self.resend_target, self.profile))
+        except (ResendError, NotLive) as exc:
+            self.call_from_thread(self.notify, safe_text(str(exc), 300), severity="error")
+            return
+        recorded = flow.response.payload if flow.response is not None else None
+        self.last_resend = LastResend(flow.number, recorded, resent)
+        status = self.profile.describe(resent.message)
+        text = (
+            f"flow {flow.number} sent again: {status} in {format_latency(resent.latency)} "
+            "(D: the difference)"
+        )
+        self.call_from_thread(self.notify, safe_text(text, 300))
+
+    def action_resend_diff(self) -> None:
+        last = self.last_resend
+        if last is None:
+            self.notify("nothing sent again yet: r sends the selected flow", severity="warning")
+            return
+        resent = last.resent
+        summary = (
+            f"{resent.method} id {resent.request_id} → {self.profile.describe(resent.message)}"
+        )
+        recorded = last.recorded if last.recorded is not None else json.dumps(None).encode()
+        self.push_screen(ResendDiff(last.flow, resent.method, recorded, resent.response, summary))

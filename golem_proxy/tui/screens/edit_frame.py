@@ -1,0 +1,66 @@
+"""The `e` editor on a held frame (and the answer editor): the frame's JSON in a text area,
+checked before it is sent."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar, Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static, TextArea
+
+from ...terminal import safe_text
+
+__all__ = ["EditFrame"]
+
+
+class EditFrame(ModalScreen[Optional[bytes]]):
+    """Dismisses with the edited JSON as bytes, or None when cancelled. Text that is not JSON
+    is never sent: the error shows under the editor and the screen stays."""
+
+    CSS_PATH = "edit_frame.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "send", "Send", priority=True),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, title: str, payload: bytes) -> None:
+        super().__init__()
+        self.heading = title
+        try:
+            text = json.dumps(json.loads(payload), indent=2, ensure_ascii=False)
+        except ValueError:
+            text = payload.decode("utf-8", "replace")
+        self.initial = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(safe_text(self.heading, 200), style="bold"))
+            yield TextArea(self.initial, id="frame-json", soft_wrap=True, show_line_numbers=True)
+            yield Static("", id="frame-error")
+            yield Static(Text("ctrl+s: check and send   escape: cancel", style="dim"))
+
+    def on_mount(self) -> None:
+        self.query_one("#frame-json", TextArea).focus()
+
+    @property
+    def text(self) -> str:
+        return self.query_one("#frame-json", TextArea).text
+
+    def action_send(self) -> None:
+        text = self.text
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            self.query_one("#frame-error", Static).update(
+                Text(f"not JSON: {safe_text(str(exc), 200)}", style="bold red")
+            )
+            return
+        self.dismiss(text.encode("utf-8"))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

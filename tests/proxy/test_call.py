@@ -1,0 +1,207 @@
+"""``golem-proxy call`` as a user runs it: a subprocess against the headless plugin process."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.testing.plugin_process import PluginProcess
+
+from .cli_helpers import ROOT, run_cli
+
+
+@pytest.fixture(scope="module")
+def plugin() -> Iterator[PluginProcess]:
+    with PluginProcess(seed=11) as running:
+        yield running
+
+
+def target(plugin: PluginProcess) -> str:
+    return f"{plugin.main.host}:{plugin.main.port}"
+
+
+def test_success_prints_the_result_and_exits_0(plugin: PluginProcess) -> None:
+    done = run_cli("call", "ping", "--target", target(plugin))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"alive": True}
+
+
+def test_params_from_the_argument_reach_the_plugin(plugin: PluginProcess) -> None:
+    params = json.dumps({"name": "CallArg", "color": [10, 20, 30]})
+    done = run_cli("call", "scene.create_layer", params, "--target", target(plugin))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["full_path"] == "CallArg"
+
+
+def test_params_from_stdin(plugin: PluginProcess) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-m", "golem_proxy", "call", "scene.create_layer", "-"]
+    done = subprocess.run(
+        [*command, "--target", target(plugin)],
+        input='{"name": "FromStdin"}',
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["full_path"] == "FromStdin"
+
+
+def test_error_answer_shows_its_code_name_and_exits_1(plugin: PluginProcess) -> None:
+    # The plugin's external dispatcher answers an unknown method with -32000, as the real
+    # one does.
+    done = run_cli("call", "no.such_method", "--target", target(plugin))
+    assert done.returncode == 1
+    assert done.stdout == "error APPLICATION_ERROR (-32000): Method not found: no.such_method\n"
+
+
+def test_a_domain_error_shows_its_code_and_details() -> None:
+    reply = {
+        "id": "d1",
+        "result": None,
+        "error": {"code": "INVALID_PARAMS", "message": "no name", "details": {"param": "name"}},
+    }
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+
+        def answer() -> None:
+            peer, _ = server.accept()
+            with peer:
+                peer.recv(65536)
+                payload = json.dumps(reply).encode()
+                peer.sendall(struct.pack("!I", len(payload)) + payload)
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        done = run_cli("call", "scene.create_layer", "--id", "d1", "--target", f"127.0.0.1:{port}")
+        thread.join(10)
+    assert done.returncode == 1
+    assert done.stdout.startswith("error INVALID_PARAMS: no name\ndetails:\n")
+    assert '"param": "name"' in done.stdout
+
+
+def test_raw_writes_the_exact_response_frame_with_the_given_id(plugin: PluginProcess) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    command = [sys.executable, "-m", "golem_proxy", "call", "ping", "--raw", "--id", "call-1"]
+    done = subprocess.run(
+        [*command, "--target", target(plugin)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    (length,) = struct.unpack("!I", done.stdout[:4])
+    assert length == len(done.stdout) - 4
+    assert json.loads(done.stdout[4:]) == {"id": "call-1", "result": {"alive": True}, "error": None}
+
+
+def test_markup_and_control_characters_in_an_answer_stay_inert(plugin: PluginProcess) -> None:
+    name = "[bold red]x\x1b]0;owned\x07"
+    done = run_cli(
+        "call", "scene.create_layer", json.dumps({"name": name}), "--target", target(plugin)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "[bold red]x" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("ping", "{nope"), "PARAMS_JSON is not JSON"),
+        (("ping", "3"), "PARAMS_JSON must be an object or an array, not a number"),
+        (("ping", "--target", "127.0.0.1:1"), "cannot reach 127.0.0.1:1 (connection refused)"),
+    ],
+)
+def test_usage_and_connection_errors_exit_2(args: tuple[str, ...], expected: str) -> None:
+    done = run_cli("call", *args)
+    assert done.returncode == 2
+    assert f"golem-proxy: {expected}" in done.stderr
+
+
+def test_a_server_that_closes_without_answering_exits_2() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+
+        def close_after_request() -> None:
+            peer, _ = server.accept()
+            peer.recv(65536)
+            peer.close()
+
+        thread = threading.Thread(target=close_after_request, daemon=True)
+        thread.start()
+        done = run_cli("call", "ping", "--target", f"127.0.0.1:{port}")
+        thread.join(10)
+    assert done.returncode == 2
+    assert "closed the connection without answering" in done.stderr
+
+
+def test_a_silent_server_times_out_with_exit_2() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        done = run_cli("call", "ping", "--target", f"127.0.0.1:{port}", "--timeout", "0.5")
+    assert done.returncode == 2
+    assert "did not answer (waited 0.5 s)" in done.stderr
+
+
+def test_jsonrpc_over_a_unix_socket(tmp_path: Path) -> None:
+    """The NDJSON profile on a Unix socket: an integer id, the line framing, the answer."""
+    path = str(tmp_path / "s.sock")
+    seen: list[bytes] = []
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        server.listen()
+
+        def answer() -> None:
+            peer, _ = server.accept()
+            with peer:
+                line = peer.makefile("rb").readline()
+                seen.append(line)
+                request = json.loads(line)
+                reply = {
+                    "jsonrpc": "2.0",
+                    "id": request["id"],
+                    "error": {"code": -32001, "message": "not open"},
+                }
+                peer.sendall(json.dumps(reply).encode() + b"\n")
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        done = run_cli(
+            "call",
+            "read",
+            '{"path": "a.md"}',
+            "--profile",
+            "jsonrpc-ndjson",
+            "--target",
+            f"unix:{path}",
+            "--id",
+            "5",
+        )
+        thread.join(10)
+    assert json.loads(seen[0]) == {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "read",
+        "params": {"path": "a.md"},
+    }
+    assert done.returncode == 1
+    assert "ERR_TAB_NOT_OPEN (-32001): not open" in done.stdout

@@ -1,0 +1,248 @@
+"""The TUI's debugging keys, driven with the pilot against a live proxy session and the
+headless plugin: `i` sets the intercept filter, the held request shows in its panel with its
+age, `e` edits it (JSON checked first), `r` sends a flow again and `D` shows the difference;
+and `r` on a recording with ``--target``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+from textual.widgets import Input, TextArea
+
+from golem_core.profiles import GOLEM
+from golem_proxy.commands.proxy import live_source
+from golem_proxy.live.control import LiveControl
+from golem_proxy.live.intercept import InterceptEngine
+from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.session import SessionConfig
+from golem_proxy.net.addresses import Address, Route
+from golem_proxy.testing.client import GolemClient, RhinoCommandError, RhinoTimeoutError
+from golem_proxy.tui.app import GolemProxyApp
+from golem_proxy.tui.bridge import TrioThreadSource
+from golem_proxy.tui.screens.edit_frame import EditFrame
+from golem_proxy.tui.screens.intercept_prompt import InterceptPrompt
+from golem_proxy.tui.screens.resend_diff import ResendDiff
+from rhino_plugin import HeadlessPlugin, PluginOptions
+
+from .helpers import loaded, run, select, wait_for
+
+FILTER = r"~q & ~m ^scene\.create_layer$"
+
+
+async def until_stopped(source: TrioThreadSource) -> None:
+    for _ in range(1000):
+        if source.done.is_set():
+            return
+        await asyncio.sleep(0.01)
+
+
+def test_hold_edit_send_and_resend_in_the_tui() -> None:
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
+    (host, port), _ = plugin.start()
+    engine = InterceptEngine(GOLEM, None)
+    config = SessionConfig(
+        routes=[Route("main", Address("127.0.0.1", 0), Address(host, port))],
+        profile=GOLEM,
+        options=ProxyOptions(drain_timeout=1.0, intercept=engine),
+    )
+    control = LiveControl()
+    source = live_source(config, control)
+    results: list[Any] = []
+
+    def client(listen: int) -> None:
+        with GolemClient("127.0.0.1", listen) as golem:
+            red = {"r": 255, "g": 0, "b": 0}
+            results.append(golem.send_command("scene.create_layer", {"name": "W", "color": red}))
+            results.append(golem.send_command("scene.list_layers"))
+
+    async def body() -> None:
+        app = GolemProxyApp(source, GOLEM, "live", control=control)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: "live on 127.0.0.1:" in app.status_bar.text)
+            listen = int(app.status_bar.text.split("live on 127.0.0.1:")[1].split()[0])
+            await pilot.press("i")
+            await wait_for(pilot, lambda: isinstance(app.screen, InterceptPrompt))
+            prompt = app.screen.query_one(Input)
+            prompt.value = "~m ("
+            await pilot.press("enter")
+            await wait_for(
+                pilot,
+                lambda: "bad filter" in str(app.screen.query_one("#intercept-error").render()),
+            )
+            prompt.value = FILTER
+            await pilot.press("enter")
+            await wait_for(
+                pilot, lambda: engine.filter is not None and str(engine.filter) == FILTER
+            )
+
+            worker = threading.Thread(target=client, args=(listen,))
+            worker.start()
+            panel = app.held_panel
+            await wait_for(pilot, lambda: panel.display and len(panel.held) == 1)
+            held = panel.held[0]
+            assert held.method == "scene.create_layer"
+            await wait_for(pilot, lambda: "intercepted" in str(panel.get_row_at(0)[0]))
+            panel.focus()
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
+            editor = app.screen.query_one(TextArea)
+            editor.text = "{not json"
+            await pilot.press("ctrl+s")
+            await wait_for(
+                pilot, lambda: "not JSON" in str(app.screen.query_one("#frame-error").render())
+            )
+            assert isinstance(app.screen, EditFrame) and len(engine.held()) == 1
+            request = json.loads(held.payload)
+            request["params"]["color"] = {"r": 0, "g": 0, "b": 255}
+            editor.text = json.dumps(request, indent=2)
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: len(results) == 2, limit=4000)
+            worker.join(10)
+            layers = {layer["name"]: layer for layer in results[1]["layers"]}
+            assert layers["W"]["color"] == {"r": 0, "g": 0, "b": 255, "a": 255}
+            await wait_for(pilot, lambda: not panel.display)
+
+            # r: the create_layer flow again, on a side connection of the session.
+            await wait_for(pilot, lambda: len(app.model.flows) >= 3)
+            position = next(
+                i for i, n in enumerate(app.model.view)
+                if app.model.flows[n].method == "scene.create_layer"
+            )  # fmt: skip
+            app.table.focus()
+            await select(pilot, position)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.last_resend is not None, limit=4000)
+            assert app.last_resend is not None
+            assert app.last_resend.resent.request_id != request["id"]
+            await wait_for(
+                pilot,
+                lambda: any(f.conn != app.model.flows[0].conn for f in app.model.flows),
+            )  # the new flow shows next to the original
+            await pilot.press("D")
+            await wait_for(pilot, lambda: isinstance(app.screen, ResendDiff))
+            assert isinstance(app.screen, ResendDiff)
+            assert "differences (recorded vs now)" in app.screen.text
+        await until_stopped(source)
+
+    try:
+        run(body(), timeout=60)
+    finally:
+        plugin.stop()
+    assert source.error is None
+
+
+def test_resend_from_a_recording_with_a_target(demo_path: str) -> None:
+    from golem_proxy.tui import RecordingSource
+
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3, behaviour="extended"))
+    (host, port), _ = plugin.start()
+    source = RecordingSource.open(demo_path)
+
+    async def body() -> None:
+        app = GolemProxyApp(source, source.profile, "file", resend_target=Address(host, port))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await loaded(pilot)
+            await pilot.press("D")  # nothing sent yet: a notice, no screen
+            assert not isinstance(app.screen, ResendDiff)
+            position = next(
+                i for i, n in enumerate(app.model.view) if app.model.flows[n].method == "ping"
+            )
+            await select(pilot, position)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: app.last_resend is not None, limit=4000)
+            assert app.last_resend is not None
+            await pilot.press("D")
+            await wait_for(pilot, lambda: isinstance(app.screen, ResendDiff))
+            assert isinstance(app.screen, ResendDiff)
+            # The demo trace is synthetic: its ping answer differs from the plugin's.
+            text = app.screen.text
+            assert text.startswith(f"flow {app.last_resend.flow} sent again: ping id ")
+            assert "→ ok" in text and "recorded vs now" in text
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: not isinstance(app.screen, ResendDiff))
+
+    try:
+        run(body(), timeout=60)
+    finally:
+        plugin.stop()
+
+
+def test_intercept_needs_a_live_session(demo_path: str) -> None:
+    from golem_proxy.tui import RecordingSource
+
+    source = RecordingSource.open(demo_path)
+
+    async def body() -> None:
+        app = GolemProxyApp(source, source.profile, "file")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await loaded(pilot)
+            await pilot.press("i")
+            await pilot.pause()
+            assert not isinstance(app.screen, InterceptPrompt)
+            await pilot.press("r")
+            await pilot.pause()
+            assert app.last_resend is None
+
+    run(body())
+
+
+def test_accept_answer_and_drop_keys_on_held_requests() -> None:
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
+    (host, port), _ = plugin.start()
+    engine = InterceptEngine(GOLEM, None)
+    config = SessionConfig(
+        routes=[Route("main", Address("127.0.0.1", 0), Address(host, port))],
+        profile=GOLEM,
+        options=ProxyOptions(drain_timeout=1.0, intercept=engine),
+    )
+    control = LiveControl()
+    source = live_source(config, control)
+    outcomes: list[str] = []
+
+    def client(listen: int) -> None:
+        with GolemClient("127.0.0.1", listen) as golem:
+            control.set_filter(r"~q & ~m ^scene\.")  # after the client's ping
+            golem.send_command("scene.get_document_info")
+            outcomes.append("accepted")
+            try:
+                golem.send_command("scene.list_layers")
+            except RhinoCommandError as exc:
+                outcomes.append(f"answered {exc.code}")
+            try:
+                golem.send_command("scene.get_document_info", timeout=0.5)
+            except RhinoTimeoutError:
+                outcomes.append("dropped")
+
+    async def body() -> None:
+        app = GolemProxyApp(source, GOLEM, "live", control=control)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: "live on 127.0.0.1:" in app.status_bar.text)
+            listen = int(app.status_bar.text.split("live on 127.0.0.1:")[1].split()[0])
+            worker = threading.Thread(target=client, args=(listen,))
+            worker.start()
+            panel = app.held_panel
+            decided: set[int] = set()
+            for key, done in (("a", 1), ("n", 2), ("d", 3)):
+                # The panel polls: wait for the next request, not the one just decided.
+                await wait_for(
+                    pilot, lambda: bool(panel.held) and panel.held[0].id not in decided, limit=4000
+                )
+                decided.add(panel.held[0].id)
+                await wait_for(pilot, lambda: panel.has_focus)  # it takes the focus itself
+                await pilot.press(key)
+                if key == "n":
+                    await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
+                    assert "OBJECT_NOT_FOUND" in app.screen.query_one(TextArea).text
+                    await pilot.press("ctrl+s")
+                await wait_for(pilot, lambda n=done: len(outcomes) == n, limit=4000)
+            worker.join(10)
+        await until_stopped(source)
+
+    try:
+        run(body(), timeout=60)
+    finally:
+        plugin.stop()
+    assert outcomes == ["accepted", "answered OBJECT_NOT_FOUND", "dropped"]
