@@ -127,7 +127,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILTER",
         help="hold the frames FILTER selects (docs/filters.md; ~q requests, ~s responses) "
         "until decided: type accept/edit/drop/answer commands on stdin (? for help), or use "
-        "the keys of --tui",
+        "the keys of --tui ('' holds nothing until `i` sets a filter there); the routes then "
+        "forward frame by frame",
     )
     parser.add_argument(
         "--intercept-timeout",
@@ -318,11 +319,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _intercept_engine(args: argparse.Namespace, profile: Profile) -> Optional[InterceptEngine]:
-    """The intercept engine of the run: with ``--intercept``, and always with ``--tui``, where
-    `i` sets the filter at run time (every route then forwards frame by frame)."""
+    """The intercept engine of the run, with ``--intercept`` only: its routes forward frame by
+    frame (a frame is sent once it is whole), which the plain relay never does, so a session
+    that may intercept says so when it starts. ``--intercept ''`` holds nothing yet; `i` in
+    the TUI sets the filter at run time."""
     if args.intercept is None and args.intercept_timeout is not None:
         raise CommandError("--intercept-timeout needs --intercept FILTER")
-    if args.intercept is None and not args.tui:
+    if args.intercept is None:
         return None
     try:
         chosen = parse_filter(args.intercept) if args.intercept else None

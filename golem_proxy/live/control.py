@@ -80,7 +80,10 @@ class LiveControl:
     def _engine(self) -> InterceptEngine:
         engine = self.engine
         if engine is None:
-            raise NotLive("this session cannot intercept")
+            raise NotLive(
+                "this session cannot intercept: start it with --intercept '' (or a filter), "
+                "which makes its routes forward frame by frame"
+            )
         return engine
 
     def held(self) -> list[HeldView]:
