@@ -85,6 +85,28 @@ class ManipulationHandlers:
                 result.append(obj.guid)
         return result
 
+    def _transform_each(
+        self, ids: list[Any], point_map: PointMap, copy: bool, what: str
+    ) -> dict[str, Any]:
+        """Transform every object the ids name (skipping ids of no object, failing on a bad
+        GUID), as the shear and matrix handlers do; fails when none could be transformed."""
+        result = []
+        for text in ids:
+            try:
+                key = parse_guid(text)
+            except Exception:
+                raise ValueError(f"Invalid GUID format: '{text}'") from None
+            obj = self.doc.objects.get(key)
+            if obj is not None:
+                result.extend(self._transform([obj], point_map, copy))
+        if not result:
+            raise GolemFailure(
+                "OPERATION_FAILED",
+                f"{what} could not be applied to any of the given objects",
+                {"ids": ids},
+            )
+        return {"result_ids": result, "count": len(result)}
+
     def _find(self, text: str) -> DocObject:
         """``_find_object``."""
         try:
@@ -210,22 +232,7 @@ class ManipulationHandlers:
         parse_point_or(plane.get("y_axis"), (0.0, 1.0, 0.0), "plane.y_axis")
         tan = math.tan(math.radians(angle))
         shear = shear_map(origin, (direction[0] * tan, direction[1] * tan, direction[2] * tan))
-        result = []
-        for text in ids:
-            try:
-                key = parse_guid(text)
-            except Exception:
-                raise ValueError(f"Invalid GUID format: '{text}'") from None
-            obj = self.doc.objects.get(key)
-            if obj is not None:
-                result.extend(self._transform([obj], shear, copy))
-        if not result:
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                "Shear transform could not be applied to any of the given objects",
-                {"ids": ids},
-            )
-        return {"result_ids": result, "count": len(result)}
+        return self._transform_each(ids, shear, copy, "Shear transform")
 
     # -- arrays -------------------------------------------------------------------------------
     def h_array_linear(self, p: Params) -> dict[str, Any]:
@@ -309,22 +316,7 @@ class ManipulationHandlers:
                 except (TypeError, ValueError):
                     raise ValueError(f"'matrix[{r}][{c}]' must be a number") from None
         affine = affine_map(cells)
-        result = []
-        for text in ids:
-            try:
-                key = parse_guid(text)
-            except Exception:
-                raise ValueError(f"Invalid GUID format: '{text}'") from None
-            obj = self.doc.objects.get(key)
-            if obj is not None:
-                result.extend(self._transform([obj], affine, copy))
-        if not result:
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                "Transform could not be applied to any of the given objects",
-                {"ids": ids},
-            )
-        return {"result_ids": result, "count": len(result)}
+        return self._transform_each(ids, affine, copy, "Transform")
 
     # -- document structure ------------------------------------------------------------------
     def h_delete(self, p: Params) -> dict[str, Any]:
