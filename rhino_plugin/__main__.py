@@ -14,6 +14,7 @@ Exit status 0 after the ``shutdown`` method, Ctrl-C (SIGINT) or SIGTERM; 2 for b
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import signal
 import socket
@@ -61,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run without Rhino, over an in-memory document (required)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument(
+        "--listen-public",
+        action="store_true",
+        help="allow a non-loopback --host (anyone who reaches it can drive the document)",
+    )
     parser.add_argument("--port", type=int, default=9876, help="main channel port (0: any)")
     parser.add_argument(
         "--gh-port", type=int, default=9877, help="Grasshopper channel port (0: any)"
@@ -92,6 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: only "localhost" is known to be local
+        return False
+
+
 def _unbindable(host: str, ports: list[int]) -> str:
     """Which of the requested ports cannot be bound (the error itself does not say), as
     HOST:PORT; all of them when a probe cannot tell."""
@@ -114,6 +129,13 @@ def _unbindable(host: str, ports: list[int]) -> str:
 def main(argv: Optional[list[str]] = None) -> int:
     """Run until stopped. Returns the exit status."""
     args = build_parser().parse_args(argv)
+    if not _is_loopback(args.host) and not args.listen_public:
+        print(
+            f"rhino_plugin: refusing to listen on {args.host} (not a loopback address; pass "
+            "--listen-public to listen there)",
+            file=sys.stderr,
+        )
+        return 2
     options = PluginOptions(
         seed=args.seed,
         allow_scripts=args.allow_scripts,

@@ -32,7 +32,7 @@ from ..recording.format import Header as RecordingHeader
 from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource
 from .debugging import DebugActions
-from .export import request_json, save_events, write_private
+from .export import request_json, save_events, write_copy
 from .model import SessionModel
 from .render import escape_surrogates
 from .screens.confirm import ConfirmQuit
@@ -353,11 +353,11 @@ class GolemProxyApp(DebugActions, App[None]):
             return
         self.copy_to_clipboard(text)
         # Terminals without OSC 52 drop the clipboard silently, so the text also goes to a file.
-        path = os.path.join(self.export_dir, f"golem-proxy-request-{flow.number}.json")
         try:
-            write_private(path, text + "\n")
+            # A new file with an unpredictable name in a directory only the user can enter.
+            path = write_copy(text + "\n", flow.number)
         except OSError as exc:
-            message = f"Copied to the clipboard; could not write {path}: {exc}"
+            message = f"Copied to the clipboard; could not write the copy: {exc}"
             self.notify(safe_text(message), severity="warning", markup=False)
             return
         # Where it went, not what it says: the JSON is in the file and on the clipboard.

@@ -12,7 +12,7 @@ from typing import IO, Optional
 from golem_core.profiles import Profile
 
 from ..events import Event
-from ..recording.format import Header, RecordingError, RecordingReader
+from ..recording.format import Header, RecordingError, RecordingReader, open_recording
 from .bridge import EventBuffer
 
 __all__ = ["RecordingSource", "TailStream"]
@@ -68,8 +68,9 @@ class RecordingSource:
 
     @classmethod
     def open(cls, path: str, *, follow: bool = False, poll: float = 0.1) -> RecordingSource:
-        """Open ``path`` and read its header. Raises OSError or RecordingError."""
-        stream = open(path, "rb")  # noqa: SIM115 - closed by run() or on error below
+        """Open ``path`` and read its header. Raises OSError or RecordingError (a FIFO, a
+        device or a socket is refused without blocking on it)."""
+        stream = open_recording(path)  # closed by run() or on error below
         try:
             wrapped: IO[bytes] = TailStream(stream) if follow else stream  # type: ignore[assignment]
             reader = RecordingReader(wrapped)

@@ -103,3 +103,18 @@ def test_signal_exits_cleanly(headless, signum: int) -> None:  # type: ignore[no
     proc.send_signal(signum)
     assert proc.wait(timeout=10) == 0
     assert "Traceback" not in proc.communicate(timeout=10)[1]
+
+
+def test_a_public_address_needs_listen_public() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "rhino_plugin", "--headless", "--host", "0.0.0.0", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--listen-public" in lines[0] and "0.0.0.0" in lines[0]

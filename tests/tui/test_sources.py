@@ -74,3 +74,17 @@ def test_opening_something_that_is_not_a_recording_raises(tmp_path: Path) -> Non
     path.write_text("hello\n")
     with pytest.raises(RecordingError):
         RecordingSource.open(str(path))
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    import pytest
+
+    from golem_proxy.recording.format import RecordingError
+    from golem_proxy.tui.sources import RecordingSource
+
+    fifo = tmp_path / "x.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(RecordingError, match="FIFO"):
+        RecordingSource.open(str(fifo))
