@@ -13,14 +13,15 @@ import os
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from ..recording.files import open_private
 from .flows import Flow
 
-__all__ = ["PNG_SIGNATURE", "Capture", "capture_of", "captures", "write_captures"]
+__all__ = ["PNG_SIGNATURE", "Capture", "capture_of", "captures", "png_in", "write_captures"]
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_SIGNATURE_BASE64 = "iVBORw0KGgo"  # what a base64 string holding a PNG starts with
 _IMAGE_MEMBER = b'"image"'
 
 
@@ -38,6 +39,20 @@ class Capture:
         return f"flow-{self.flow}.png"
 
 
+def png_in(obj: Any) -> Optional[bytes]:
+    """The PNG bytes of a capture in ``obj`` (a response, its ``result``, or a result with
+    ``image``: base64), or None when there is none."""
+    if isinstance(obj, dict) and isinstance(obj.get("result"), dict):
+        obj = obj["result"]
+    image = obj.get("image") if isinstance(obj, dict) else None
+    if not isinstance(image, str) or not image.startswith(_SIGNATURE_BASE64):
+        return None
+    try:
+        return base64.b64decode(image, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
 def capture_of(flow: Flow) -> Optional[Capture]:
     """The PNG a flow's response carries in ``result.image``, or None. Read from the payload
     (a live view may hold the message with its long strings left out)."""
@@ -48,15 +63,8 @@ def capture_of(flow: Flow) -> Optional[Capture]:
         obj = json.loads(response.payload)
     except ValueError:
         return None
-    result = obj.get("result") if isinstance(obj, dict) else None
-    image = result.get("image") if isinstance(result, dict) else None
-    if not isinstance(image, str):
-        return None
-    try:
-        png = base64.b64decode(image, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    if not png.startswith(PNG_SIGNATURE) or png[12:16] != b"IHDR" or len(png) < 24:
+    png = png_in(obj.get("result") if isinstance(obj, dict) else None)
+    if png is None or png[12:16] != b"IHDR" or len(png) < 24:
         return None
     width, height = struct.unpack("!II", png[16:24])
     return Capture(flow.number, png, width, height)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -99,7 +98,6 @@ class GolemProxyApp(DebugActions, App[None]):
         title: str,
         *,
         header: Optional[RecordingHeader] = None,
-        export_dir: Optional[str] = None,
         refresh_interval: float = REFRESH_INTERVAL,
         filter_text: str = "",
         control: Optional[LiveControl] = None,
@@ -117,7 +115,6 @@ class GolemProxyApp(DebugActions, App[None]):
         self.profile = profile
         self.title = title
         self.recording_header = header or RecordingHeader.new(profile.name, ())
-        self.export_dir = export_dir or tempfile.gettempdir()
         self.refresh_interval = refresh_interval
         self.model = SessionModel(profile)
         if filter_text:

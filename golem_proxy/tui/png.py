@@ -10,21 +10,21 @@ to the width rich offers.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Optional
 
 from rich.color import Color
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 from rich.style import Style
 
+from ..analysis.captures import PNG_SIGNATURE as SIGNATURE
+from ..analysis.captures import png_in as find_png
+
 __all__ = ["MAX_PIXELS", "PngError", "PngImage", "PngPreview", "decode_png", "find_png"]
 
-SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_PIXELS = 4_000_000
 """Larger images are not decoded (the preview is a thumbnail; decoding is pure Python)."""
 _CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}  # colour type → samples per pixel
@@ -44,22 +44,6 @@ class PngImage:
     def pixel(self, x: int, y: int) -> tuple[int, int, int]:
         row = self.rows[y]
         return row[x * 3], row[x * 3 + 1], row[x * 3 + 2]
-
-
-def find_png(obj: Any) -> Optional[bytes]:
-    """The PNG bytes of a capture result (``{"image": BASE64, …}``, the result itself or
-    the ``result`` member of a response), or None when there is none."""
-    if isinstance(obj, dict) and isinstance(obj.get("result"), dict):
-        obj = obj["result"]
-    if not isinstance(obj, dict) or not isinstance(obj.get("image"), str):
-        return None
-    text = obj["image"]
-    if not text.startswith("iVBORw0KGgo"):  # base64 of the PNG signature
-        return None
-    try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
 
 
 def decode_png(data: bytes, max_pixels: int = MAX_PIXELS) -> PngImage:

@@ -23,9 +23,7 @@ from .helpers import ManualSource, loaded, run, select, wait_for
 
 def open_app(path: str, tmp_path: Path) -> GolemProxyApp:
     source = RecordingSource.open(path)
-    return GolemProxyApp(
-        source, source.profile, "test", header=source.header, export_dir=str(tmp_path)
-    )
+    return GolemProxyApp(source, source.profile, "test", header=source.header)
 
 
 def rows(app: GolemProxyApp) -> list[tuple[str, ...]]:

@@ -65,7 +65,7 @@ def test_hostile_text_and_values_are_shown_inert(tmp_path: Path) -> None:
     s = hostile_session()
 
     async def body() -> None:
-        app = GolemProxyApp(ManualSource(s.events), GOLEM, "test", export_dir=str(tmp_path))
+        app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
         async with app.run_test(size=(100, 40)) as pilot:
             await wait_for(pilot, lambda: len(app.model.flows) == 3)
             for position in range(3):

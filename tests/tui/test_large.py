@@ -26,7 +26,7 @@ def big_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_a_100k_recording_loads_and_scrolls(big_path: str, tmp_path: Path) -> None:
     async def body() -> None:
         source = RecordingSource.open(big_path)
-        app = GolemProxyApp(source, source.profile, "big", export_dir=str(tmp_path))
+        app = GolemProxyApp(source, source.profile, "big")
         async with app.run_test(size=(160, 45)) as pilot:
             await loaded(pilot, limit=60_000)
             table = app.table
