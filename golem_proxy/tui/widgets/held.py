@@ -1,10 +1,10 @@
 """The frames an intercepting session holds, with their age, and the keys that decide them.
 
-Shown above the flows table while anything is held; it takes the focus when the first frame
-is held, so its keys work at once (escape goes back to the table). The list comes from the
-session's trio thread through `LiveControl` (polled in a worker thread, twice a second, which
-also keeps the ages current); decisions go back the same way. Editing and answering open an
-editor, which the app shows (`EditRequested`).
+Shown above the flows table while anything is held; it takes the focus whenever a frame it
+had not shown comes first, so its keys work at once (escape goes back to the table). The list
+comes from the session's trio thread through `LiveControl` (polled in a worker thread, twice a
+second, which also keeps the ages current); decisions go back the same way. Editing and
+answering open an editor, which the app shows (`EditRequested`).
 """
 
 from __future__ import annotations
@@ -69,6 +69,9 @@ class HeldPanel(DataTable[Text]):
 
     def _show(self, held: list[HeldView]) -> None:
         chosen = self.selected
+        # A frame not seen before heads the list: it waits for someone, so its keys must work
+        # at once, even when the list never emptied between two (or an editor was open).
+        new_head = bool(held) and all(view.id != held[0].id for view in self.held)
         self.held = held
         self.clear()
         for view in held:
@@ -82,8 +85,8 @@ class HeldPanel(DataTable[Text]):
                 Text(safe_text("" if view.message_id is None else str(view.message_id), 40)),
             )
         shown = bool(held)
-        if shown and not self.display:
-            self.focus()  # a held frame waits for someone: its keys work at once
+        if new_head:
+            self.focus()
         elif not shown and self.has_focus:
             self.post_message(self.Emptied())
         self.display = shown
