@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import fnmatch
+import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,12 +21,15 @@ from typing import Any, Optional, Union
 from golem_core.framing import Framing
 from golem_core.messages import Malformed, Message, Role, method_of
 from golem_core.pairing import Correlator
-from golem_core.profiles import Profile
+from golem_core.profiles import GOLEM, Profile
+from golem_core.registry import ErrorCode, Registry
 
 from ..events import Direction, Event
 from ..recording.streams import rebuild_streams
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_MS",
     "WITHHELD",
     "ConnectionFaults",
     "FaultKind",
@@ -55,6 +59,17 @@ class FaultKind(enum.Enum):
     SLICE = "slice"
     ERROR = "error"
 
+
+MAX_MS = 3_600_000
+"""Longest delay, jitter or slice gap a spec may ask for: one hour, in milliseconds."""
+MAX_COUNT = 1_000_000_000
+"""Largest whole number (``times``, ``bytes``, ``size``) a spec may give."""
+_CODE_RANGE = (-(2**31), 2**31 - 1)
+"""Integer error codes: what a 32-bit JSON-RPC peer can hold."""
+_NUMBER_CHARS = 40
+"""Longest text read as a number: a plain float needs far less (``-1.7976931348623157e+308``),
+and refusing by length first keeps a 5000-digit value from costing (or ``int`` refusing it
+with its own message)."""
 
 # Keys every kind accepts, then each kind's own keys with their defaults.
 _COMMON = ("method", "route", "dir", "p", "times")
@@ -104,62 +119,69 @@ class FaultRule:
         return method is not None and any(fnmatch.fnmatchcase(method, m) for m in self.methods)
 
 
-def parse_fault(spec: str) -> FaultRule:
-    """Parse ``KIND[:key=value,...]``. Raises FaultSpecError saying what is wrong."""
+def parse_fault(spec: str, profile: Profile = GOLEM) -> FaultRule:
+    """Parse ``KIND[:key=value,...]``; ``error:code=`` names are looked up in ``profile``'s
+    error-code registry. Raises FaultSpecError, whose message is one line naming the spec and
+    what is wrong; every number of the rule it returns is finite and within its key's range."""
+    named = f"--fault {_shown(spec, 120)}"
     kind_text, _, rest = spec.strip().partition(":")
     try:
         kind = FaultKind(kind_text.strip().lower())
     except ValueError:
         known = ", ".join(k.value for k in FaultKind)
         raise FaultSpecError(
-            f"--fault {spec!r}: unknown fault {kind_text!r} (known: {known})"
+            f"{named}: unknown fault {_shown(kind_text)} (known: {known})"
         ) from None
-    values = _key_values(spec, rest)
+    values = _key_values(named, rest)
     own = _OWN[kind]
     for key in values:
         if key not in own and key not in _COMMON:
             allowed = ", ".join((*own, *_COMMON))
-            raise FaultSpecError(f"--fault {spec!r}: {kind.value} has no key {key!r} ({allowed})")
+            raise FaultSpecError(f"{named}: {kind.value} has no key {_shown(key)} ({allowed})")
     for key, default in own.items():
         if default is None and key not in values:
-            raise FaultSpecError(f"--fault {spec!r}: {kind.value} needs {key}=")
+            raise FaultSpecError(f"{named}: {kind.value} needs {key}=")
         values.setdefault(key, default or "")
     if kind in _FIXED_DIRECTION and "dir" in values:
         raise FaultSpecError(
-            f"--fault {spec!r}: {kind.value} has no dir= "
+            f"{named}: {kind.value} has no dir= "
             "(error acts on requests; reset on the request (when=before) or its response)"
         )
-    reader = _Values(spec, values)
+    reader = _Values(named, values)
     default_dir = "s2c" if kind is FaultKind.DROP else "both"
     rule = FaultRule(
         kind=kind,
         spec=spec,
-        directions=_directions(spec, values.get("dir", default_dir)),
+        directions=_directions(named, values.get("dir", default_dir)),
         methods=tuple(m for m in values.get("method", "").split("|") if m),
         route=values.get("route") or None,
-        p=reader.number("p", "1", low=0.0, high=1.0),
+        p=reader.number("p", 1.0),
         times=reader.count("times") if "times" in values else None,
     )
     if kind is FaultKind.DELAY:
-        rule = _replace(rule, ms=reader.number("ms", low=0.0), jitter=reader.number("jitter"))
+        rule = _replace(
+            rule, ms=reader.number("ms", MAX_MS), jitter=reader.number("jitter", MAX_MS)
+        )
     elif kind is FaultKind.RESET:
         when = values["when"]
         if when not in ("before", "after"):
-            raise FaultSpecError(f"--fault {spec!r}: when must be before or after, got {when!r}")
+            raise FaultSpecError(f"{named}: when must be before or after, got {_shown(when)}")
         direction = Direction.C2S if when == "before" else Direction.S2C
         rule = _replace(rule, when=when, directions=frozenset((direction,)))
     elif kind is FaultKind.TRUNCATE:
-        at = reader.number("at", low=0.0, high=1.0)
-        rule = _replace(rule, at=at)
+        rule = _replace(rule, at=reader.number("at", 1.0))
     elif kind is FaultKind.CORRUPT:
         rule = _replace(rule, nbytes=reader.count("bytes", minimum=1))
     elif kind is FaultKind.SLICE:
-        rule = _replace(rule, size=reader.count("size", minimum=1), gap=reader.number("gap"))
-    elif kind is FaultKind.ERROR:
-        code_text = values["code"]
-        code: Union[int, str] = int(code_text) if _is_int(code_text) else code_text
         rule = _replace(
-            rule, code=code, message=values["message"], directions=frozenset((Direction.C2S,))
+            rule, size=reader.count("size", minimum=1), gap=reader.number("gap", MAX_MS)
+        )
+    elif kind is FaultKind.ERROR:
+        rule = _replace(
+            rule,
+            code=_error_code(named, values["code"], profile.registry),
+            message=values["message"],
+            directions=frozenset((Direction.C2S,)),
         )
     return rule
 
@@ -168,8 +190,17 @@ def _replace(rule: FaultRule, **changes: Any) -> FaultRule:
     return dataclasses.replace(rule, **changes)
 
 
-def _key_values(spec: str, text: str) -> dict[str, str]:
-    """``a=1,message="x, y"`` → dict. Values may be double-quoted to hold commas."""
+def _shown(text: str, limit: int = 40) -> str:
+    """``text`` quoted on one line (``repr`` escapes controls and lone surrogates); a long one
+    cut, saying how long it was."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text)} characters)"
+
+
+def _key_values(named: str, text: str) -> dict[str, str]:
+    """``a=1,message="x, y"`` → dict. Values may be double-quoted to hold commas. ``named``
+    opens every error message (``--fault 'spec'``)."""
     values: dict[str, str] = {}
     if not text.strip():
         return values
@@ -185,69 +216,104 @@ def _key_values(spec: str, text: str) -> dict[str, str]:
         else:
             current.append(char)
     if quoted:
-        raise FaultSpecError(f"--fault {spec!r}: a double quote is not closed")
+        raise FaultSpecError(f"{named}: a double quote is not closed")
     items.append("".join(current))
     for item in items:
         key, sep, value = item.partition("=")
         key = key.strip().lower()
         if not sep or not key:
-            raise FaultSpecError(f"--fault {spec!r}: expected key=value, got {item!r}")
+            raise FaultSpecError(f"{named}: expected key=value, got {_shown(item)}")
         if key in values:
-            raise FaultSpecError(f"--fault {spec!r}: {key} given twice")
+            raise FaultSpecError(f"{named}: {_shown(key)} given twice")
         values[key] = value.strip()
     return values
 
 
 @dataclass
 class _Values:
-    spec: str
+    named: str
     values: dict[str, str]
 
-    def number(
-        self,
-        key: str,
-        default: str = "0",
-        low: Optional[float] = None,
-        high: Optional[float] = None,
-    ) -> float:
-        text = self.values.get(key, default)
-        try:
-            value = float(text)
-        except ValueError:
+    def number(self, key: str, high: float) -> float:
+        """The key's value as a finite number in [0, ``high``] (absent: 0, or 1 for ``p``)."""
+        text = self.values.get(key)
+        if text is None:
+            return 1.0 if key == "p" else 0.0
+        value = _finite(text) if len(text) <= _NUMBER_CHARS and text.isascii() else None
+        if value is None or not 0.0 <= value <= high:
+            unit = " (1 h)" if high == MAX_MS else ""
             raise FaultSpecError(
-                f"--fault {self.spec!r}: {key} must be a number, got {text!r}"
-            ) from None
-        if (
-            value != value
-            or (low is not None and value < low)
-            or (high is not None and value > high)
-        ):
-            bounds = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
-            raise FaultSpecError(f"--fault {self.spec!r}: {key} must be {bounds}, got {text}")
+                f"{self.named}: {key} must be a number between 0 and {high:.15g}{unit}, "
+                f"got {_shown(text)}"
+            )
         return value
 
     def count(self, key: str, minimum: int = 0) -> int:
+        """The key's value as a whole number in [``minimum``, `MAX_COUNT`]."""
         text = self.values[key]
-        if not _is_int(text) or int(text) < minimum:
+        value = _whole(text)
+        if value is None or not minimum <= value <= MAX_COUNT:
             raise FaultSpecError(
-                f"--fault {self.spec!r}: {key} must be a whole number >= {minimum}, got {text!r}"
+                f"{self.named}: {key} must be a whole number from {minimum} to {MAX_COUNT}, "
+                f"got {_shown(text)}"
             )
-        return int(text)
+        return value
 
 
-def _is_int(text: str) -> bool:
-    return text.lstrip("+-").isdigit()
+def _finite(text: str) -> Optional[float]:
+    """``text`` as a finite float, or None (not a number, nan, inf, or 1e999)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
-def _directions(spec: str, text: str) -> frozenset[Direction]:
+def _whole(text: str) -> Optional[int]:
+    """``text`` as an integer when it is ASCII digits (a sign allowed) short enough to be
+    within any bound here, else None: ``²`` passes ``isdigit`` but not ``int``."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or len(digits) > 18 or not (digits.isascii() and digits.isdigit()):
+        return None
+    return int(text)
+
+
+def _error_code(named: str, text: str, registry: Registry) -> ErrorCode:
+    """The code an ``error`` fault sends: an integer as a number, else a code or a code's name
+    from the profile's registry (a name stands for its code: ``ERR_TAB_NOT_OPEN`` is -32001).
+    Raises FaultSpecError listing the names, so that the fault never injects a code the
+    contract check then flags as unknown."""
+    number = _whole(text)
+    if number is not None:
+        low, high = _CODE_RANGE
+        if not low <= number <= high:
+            raise FaultSpecError(
+                f"{named}: code must be an integer from {low} to {high}, got {_shown(text)}"
+            )
+        return number
+    names: dict[str, ErrorCode] = {}
+    for table in registry.tables:
+        for info in table.values():
+            if info.code != "OK":  # registered, but never valid in an error response
+                names.setdefault(info.name, info.code)
+    if text != "OK" and registry.lookup(text) is not None:
+        return text  # a string code on the wire, as it is
+    if text in names:
+        return names[text]
+    known = ", ".join(sorted(names))
+    raise FaultSpecError(
+        f"{named}: unknown error code {_shown(text)} for {registry.name} "
+        f"(an integer, or one of: {known})"
+    )
+
+
+def _directions(named: str, text: str) -> frozenset[Direction]:
     if text == "both":
         return _BOTH
     try:
         return frozenset((Direction(text),))
     except ValueError:
-        raise FaultSpecError(
-            f"--fault {spec!r}: dir must be c2s, s2c or both, got {text!r}"
-        ) from None
+        raise FaultSpecError(f"{named}: dir must be c2s, s2c or both, got {_shown(text)}") from None
 
 
 class FaultPlan:
@@ -260,9 +326,12 @@ class FaultPlan:
         self.fired = [0] * len(self.rules)
 
     @classmethod
-    def parse(cls, specs: Iterable[str], seed: Optional[int] = None) -> FaultPlan:
-        """Parse specs; a missing seed is drawn at random (print `seed` so it can be reused)."""
-        rules = [parse_fault(spec) for spec in specs]
+    def parse(
+        cls, specs: Iterable[str], seed: Optional[int] = None, profile: Profile = GOLEM
+    ) -> FaultPlan:
+        """Parse specs (`parse_fault`, codes from ``profile``); a missing seed is drawn at
+        random (print `seed` so it can be reused). Raises FaultSpecError."""
+        rules = [parse_fault(spec, profile) for spec in specs]
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
         return cls(rules, seed)
