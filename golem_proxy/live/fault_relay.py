@@ -76,7 +76,7 @@ class FaultRelay:
                 data = await source.socket.recv(RECV_SIZE)
             except OSError as exc:
                 if self._holding_response(direction):
-                    self._mark_gone(f"the client reset the connection ({exc.strerror or exc})")
+                    self._mark_gone("the client reset the connection")
                 conn.source_failed(direction, exc, scope)
                 return
             if not data and self._holding_response(direction):
@@ -210,7 +210,7 @@ class FaultRelay:
             try:
                 data = await sock.recv(1, trio.socket.MSG_PEEK)
             except OSError as exc:
-                self._mark_gone(f"the client reset the connection ({exc.strerror or exc})")
+                self._mark_gone("the client reset the connection")
                 self.conn.source_failed(Direction.C2S, exc, scope)
                 return
             if not data:
@@ -221,7 +221,7 @@ class FaultRelay:
             state = _peer_state(sock)
             if state == "reset":
                 reset = ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
-                self._mark_gone("the client reset the connection (Connection reset by peer)")
+                self._mark_gone("the client reset the connection")
                 self.conn.source_failed(Direction.C2S, reset, scope)
                 return
             if state == "closed":
