@@ -291,20 +291,15 @@ def _error_code(named: str, text: str, registry: Registry) -> ErrorCode:
                 f"{named}: code must be an integer from {low} to {high}, got {_shown(text)}"
             )
         return number
-    names: dict[str, ErrorCode] = {}
-    for table in registry.tables:
-        for info in table.values():
-            if info.code != "OK":  # registered, but never valid in an error response
-                names.setdefault(info.name, info.code)
-    if text != "OK" and registry.lookup(text) is not None:
-        return text  # a string code on the wire, as it is
-    if text in names:
-        return names[text]
-    known = ", ".join(sorted(names))
-    raise FaultSpecError(
-        f"{named}: unknown error code {_shown(text)} for {registry.name} "
-        f"(an integer, or one of: {known})"
-    )
+    # "OK" is registered, but never valid in an error response.
+    code = registry.code_for(text) if text != "OK" else None
+    if code is None:
+        known = ", ".join(name for name in registry.names() if name != "OK")
+        raise FaultSpecError(
+            f"{named}: unknown error code {_shown(text)} for {registry.name} "
+            f"(an integer, or one of: {known})"
+        )
+    return code
 
 
 def _directions(named: str, text: str) -> frozenset[Direction]:
