@@ -361,3 +361,16 @@ def test_frame_numbers_are_short_ascii_digits() -> None:
     assert [frame_number(w) for w in ("1", "#12", "007", "9" * 12)] == [1, 12, 7, 10**12 - 1]
     for word in ("", "#", "²", "\u0661", "1.0", "-1", "+1", "9" * 13, "1e3", " 1"):
         assert frame_number(word) is None, word
+
+
+def test_an_unforeseen_failure_costs_the_line_only() -> None:
+    class Broken(InterceptEngine):
+        def held(self) -> list[HeldFrame]:
+            raise RuntimeError("a bug\nover two lines")
+
+    console = InterceptConsole(Broken(GOLEM, parse_filter("~q")))
+    printed = [text.plain for text in console.handle_bytes(b"list")]
+    assert printed == [
+        "internal error on this line, ignored (RuntimeError: a bug\\nover two lines)"
+    ]
+    assert console.handle_bytes(b"filter off")[0].plain.startswith("intercept filter off")
