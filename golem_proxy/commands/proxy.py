@@ -254,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.route:
             prepare_socket_directories(routes)
         catalogue = _load_catalogue(args.catalogue) if args.catalogue else None
-        faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
+        faults = FaultPlan.parse(args.fault, args.fault_seed, profile) if args.fault else None
         intercept = _intercept_engine(args, profile)
         record_path = resolve_record_path(args.record, args.record_dir)
     except (FaultSpecError, ValueError) as exc:

@@ -11,12 +11,16 @@ receiver got; the one exception is a request the proxy withholds, recorded so th
 exists, and followed by the fault event that says it was not forwarded (docs/faults.md).
 
 An intercepted frame (`intercept`) is held before the faults see it: what the user decides
-(the frame as it came, or edited) is what the faults then act on.
+(the frame as it came, or edited) is what the faults then act on. A held frame is lost, never
+sent, when its client goes away while it waits: a reset or a close ends the connection at
+once (docs/intercept.md), so the plugin never runs a request for a client that is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+from functools import partial
 from typing import Callable, Optional
 
 import trio
@@ -32,6 +36,11 @@ from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
 __all__ = ["FaultRelay"]
 
 RECV_SIZE = 65536
+GONE_POLL = 0.1
+"""While bytes the client sent after a held request wait unread, a close or a reset behind them
+does not wake a read: the client's socket state is looked at this often (seconds) instead."""
+# Linux's TCP states (include/net/tcp_states.h) in which the peer has closed or reset.
+_TCP_CLOSE, _TCP_CLOSE_WAIT = 7, 8
 
 
 class FaultRelay:
@@ -66,7 +75,13 @@ class FaultRelay:
             try:
                 data = await source.socket.recv(RECV_SIZE)
             except OSError as exc:
+                if self._holding_response(direction):
+                    self._mark_gone("the client reset the connection")
                 conn.source_failed(direction, exc, scope)
+                return
+            if not data and self._holding_response(direction):
+                # The answer held for this client has nobody to go to.
+                await self._client_closed(scope)
                 return
             conn.last_activity = trio.current_time()
             if data:
@@ -163,14 +178,67 @@ class FaultRelay:
     def _announce_held(self, held: HeldFrame, kind: str, detail: str) -> None:
         self._announce(held.direction, kind, detail, held.method)
 
+    # -- a client that goes away while its frame is held ----------------------------------
+    def _holding_response(self, direction: Direction) -> bool:
+        return (
+            direction is Direction.C2S
+            and self.intercept is not None
+            and self.intercept.holding(Direction.S2C)
+        )
+
+    def _mark_gone(self, why: str) -> None:
+        if self.intercept is not None and self.intercept.gone is None:
+            self.intercept.gone = why
+
+    async def _client_closed(self, scope: trio.CancelScope) -> None:
+        """The client closed while a frame was held for or from it: record its end of stream
+        and end the connection (the upstream gets a clean FIN), so the frame is lost."""
+        conn = self.conn
+        self._mark_gone("the client closed the connection")
+        async with self.locks[Direction.C2S]:
+            conn.eof[Direction.C2S] = True
+            conn.observe(Direction.C2S, b"", self.now())
+        conn.note("client closed while a frame was held", True)
+        scope.cancel()
+
+    async def _watch_client(self, scope: trio.CancelScope) -> None:
+        """While a request is held (its pump reads nothing): end the connection the moment the
+        client resets or closes. Only peeks, so a byte the client sends meanwhile stays for
+        the pump."""
+        sock = self.conn.client.socket
+        while True:
+            try:
+                data = await sock.recv(1, trio.socket.MSG_PEEK)
+            except OSError as exc:
+                self._mark_gone("the client reset the connection")
+                self.conn.source_failed(Direction.C2S, exc, scope)
+                return
+            if not data:
+                await self._client_closed(scope)
+                return
+            # Bytes wait behind the held frame: the socket stays readable, so look instead.
+            await trio.sleep(GONE_POLL)
+            state = _peer_state(sock)
+            if state == "reset":
+                reset = ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+                self._mark_gone("the client reset the connection")
+                self.conn.source_failed(Direction.C2S, reset, scope)
+                return
+            if state == "closed":
+                await self._client_closed(scope)
+                return
+
     async def _frame(self, direction: Direction, frame: Frame, scope: trio.CancelScope) -> bool:
         """Hold the frame if it is intercepted, then apply the faults decided for it. False
         when the connection ends."""
         header = len(frame.header)
         if self.intercept is None:
             return await self._faulted(direction, frame.raw, header, frame.payload, scope)
+        watch = None
+        if direction is Direction.C2S:  # a held response is watched for by the request pump
+            watch = partial(self._watch_client, scope)
         ruling = await self.intercept.hold(
-            direction, frame.payload, len(frame.raw), self.now(), self._announce_held
+            direction, frame.payload, len(frame.raw), self.now(), self._announce_held, watch
         )
         if ruling is None:
             return await self._faulted(direction, frame.raw, header, frame.payload, scope)
@@ -239,3 +307,20 @@ class FaultRelay:
             scope.cancel()
             return False
         return await self._send(direction, action.data, scope, action.slice_size or 0, action.gap)
+
+
+def _peer_state(sock: trio.socket.SocketType) -> Optional[str]:
+    """``"reset"`` or ``"closed"`` when the peer of ``sock`` has gone, as far as the kernel
+    tells without reading (a pending socket error; Linux's TCP state), else None."""
+    try:
+        if sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR):
+            return "reset"
+        tcp_info = getattr(trio.socket, "TCP_INFO", None)
+        if tcp_info is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
+            return None
+        state = sock.getsockopt(trio.socket.IPPROTO_TCP, tcp_info, 1)[0]
+    except OSError:
+        return None
+    if state == _TCP_CLOSE:
+        return "reset"
+    return "closed" if state == _TCP_CLOSE_WAIT else None

@@ -111,7 +111,12 @@ def _deeper_than(line: bytes, depth: int) -> bool:
     # wide structure goes in a few passes and a deep one stops after ``depth``.
     skeleton = _STRING.sub(b"", line).translate(None, _NOT_BRACKETS)
     skeleton = skeleton.replace(b"{", b"[").replace(b"}", b"]")
+    # A run of ``depth + 1`` opening brackets is that deep already: found in one linear search,
+    # where peeling ``[[[…]]]`` a level per pass would cost ``depth`` passes.
+    run = b"[" * (depth + 1)
     for _ in range(depth):
+        if run in skeleton:
+            return True
         shorter = skeleton.replace(b"[]", b"")
         if len(shorter) == len(skeleton):
             return False  # empty, or unbalanced: json reports that
