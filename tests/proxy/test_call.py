@@ -11,11 +11,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from golem_proxy.testing.plugin_process import PluginProcess
 
+from .answering_server import answering
 from .cli_helpers import ROOT, run_cli
 
 
@@ -205,3 +207,26 @@ def test_jsonrpc_over_a_unix_socket(tmp_path: Path) -> None:
     }
     assert done.returncode == 1
     assert "ERR_TAB_NOT_OPEN (-32001): not open" in done.stdout
+
+
+def test_an_answer_that_is_not_utf8_is_malformed_and_exits_1() -> None:
+    answer = b'{"id": "\xff\xfe\xc0\xaf", "result": 1}'
+    with answering(lambda request_id: answer) as address:
+        done = run_cli("call", "ping", "--target", address, "--timeout", "10")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("malformed answer (invalid-utf8): ")
+    assert done.stderr == ""
+
+
+@pytest.mark.parametrize("given", ["²", "1" * 5000])
+def test_an_id_int_cannot_read_is_sent_as_a_string(given: str) -> None:
+    seen: list[Any] = []
+
+    def answer(request_id: Any) -> bytes:
+        seen.append(request_id)
+        return json.dumps({"id": request_id, "result": 1, "error": None}).encode()
+
+    with answering(answer) as address:
+        done = run_cli("call", "ping", "--id", given, "--target", address, "--timeout", "10")
+    assert done.returncode == 0, done.stderr
+    assert seen == [given]

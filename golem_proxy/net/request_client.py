@@ -1,0 +1,135 @@
+"""One request and its answer on a connection of its own: the client behind ``golem-proxy
+call``, ``golem-proxy resend`` and the live session's resend.
+
+The request goes out whole; frames come back through the profile's decoder until the one that
+answers it. Every answer is hostile input: it is classified by the profile (a success, an
+error, or malformed with its kind) and never decoded a second time by the caller, so bytes
+that are not UTF-8 or not JSON end as `Malformed`, not as an exception.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import trio
+
+from golem_core.framing import EndOfStream, Frame, FrameError
+from golem_core.messages import Message, Role
+from golem_core.profiles import Profile
+
+from ..events import Direction
+from .addresses import Address
+from .listeners import connect, connect_reason
+
+__all__ = ["Answer", "NoAnswerInTime", "Observe", "RequestFailed", "request_answer"]
+
+RECV_SIZE = 65536
+
+Observe = Callable[[Direction, bytes, float], None]
+"""Told every chunk sent (c2s) and received (s2c), ``b""`` at the end of each direction."""
+
+
+class RequestFailed(Exception):
+    """No answer came: ``what`` happened and ``why`` (both fit for one error line)."""
+
+    def __init__(self, what: str, why: Optional[str] = None) -> None:
+        super().__init__(f"{what} ({why})" if why else what)
+        self.what = what
+        self.why = why
+
+
+class NoAnswerInTime(RequestFailed):
+    """Connected, but the answer did not come within the timeout."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The frame that answered the request, the profile's reading of it, and the seconds from
+    sending the request to the answer's last byte received."""
+
+    frame: Frame
+    message: Message
+    latency: float
+
+
+async def request_answer(
+    upstream: Address,
+    frame: bytes,
+    profile: Profile,
+    wanted: Any,
+    *,
+    timeout: float,
+    observe: Optional[Observe] = None,
+) -> Answer:
+    """Connect to ``upstream``, send ``frame`` (a framed request whose correlation key is
+    ``wanted``) and return the answer: the frame with that key, or one without a key that is
+    no notification (the server's answer to a request it could not read). Other frames are
+    skipped. ``timeout`` bounds the whole exchange, connecting included.
+
+    Raises RequestFailed when the upstream cannot be reached, closes first or sends bytes that
+    are no frame of the profile; NoAnswerInTime (a RequestFailed) when it stays silent for
+    ``timeout`` seconds once connected."""
+    tell = observe or (lambda direction, data, t: None)
+    connected = False
+    try:
+        with trio.fail_after(timeout):
+            try:
+                stream = await connect(upstream)
+            except OSError as exc:
+                raise RequestFailed(f"cannot reach {upstream}", connect_reason(exc)) from None
+            connected = True
+            async with stream:
+                return await _exchange(stream, frame, profile, wanted, tell, upstream)
+    except trio.TooSlowError:
+        if not connected:
+            raise RequestFailed(
+                f"cannot reach {upstream}", f"no connection within {timeout:g} s"
+            ) from None
+        raise NoAnswerInTime(f"{upstream} did not answer", f"waited {timeout:g} s") from None
+
+
+async def _exchange(
+    stream: trio.SocketStream,
+    frame: bytes,
+    profile: Profile,
+    wanted: Any,
+    tell: Observe,
+    upstream: Address,
+) -> Answer:
+    # An oversized answer is an error to report, not something to skip and wait past.
+    decoder = profile.new_decoder(skip_oversized=False)
+    try:
+        # Timed from the start of the send: send_all may yield once the bytes are out, and
+        # the answer of a fast peer can arrive before it returns.
+        sent_at = trio.current_time()
+        await stream.send_all(frame)
+        tell(Direction.C2S, frame, trio.current_time())
+        while True:
+            chunk = await stream.receive_some(RECV_SIZE)
+            now = trio.current_time()
+            tell(Direction.S2C, chunk, now)
+            if chunk:
+                decoder.receive_data(chunk)
+            else:
+                decoder.receive_eof()
+            for event in decoder.events():
+                if isinstance(event, Frame):
+                    message = profile.parse(event.payload, Role.RESPONSE)
+                    if _answers(profile, message, wanted):
+                        return Answer(event, message, now - sent_at)
+                elif isinstance(event, FrameError):
+                    raise RequestFailed(f"{upstream} sent a bad frame", event.detail)
+                elif isinstance(event, EndOfStream):
+                    raise RequestFailed(f"{upstream} closed the connection without answering")
+    except (OSError, trio.BrokenResourceError) as exc:
+        reason = connect_reason(exc) if isinstance(exc, OSError) else str(exc)
+        raise RequestFailed(f"connection to {upstream} failed", reason or None) from None
+
+
+def _answers(profile: Profile, message: Message, wanted: Any) -> bool:
+    key = profile.correlation_key(message)
+    if key == wanted:
+        return True
+    is_notification = isinstance(message.obj, dict) and "method" in message.obj
+    return key is None and not is_notification
