@@ -230,3 +230,44 @@ def test_an_id_int_cannot_read_is_sent_as_a_string(given: str) -> None:
         done = run_cli("call", "ping", "--id", given, "--target", address, "--timeout", "10")
     assert done.returncode == 0, done.stderr
     assert seen == [given]
+
+
+def _peak_rss_bytes(args: list[str], out: Path) -> tuple[int, int]:
+    """Run the CLI with ``args``, stdout into ``out``; return (exit code, the child's own
+    peak resident size in bytes, from wait4's rusage: no other process counts)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with out.open("wb") as stdout:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "golem_proxy", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _, status, usage = os.wait4(child.pid, 0)
+        finally:
+            child.returncode = 0  # reaped above; keeps Popen from waiting again
+    return os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024  # Linux: KiB
+
+
+def test_a_large_answer_prints_within_a_small_multiple_of_its_size(tmp_path: Path) -> None:
+    """200,000 small objects (5 MB): indenting them once cost 2.2 GiB; now printing adds at
+    most three times the answer's size to what receiving it costs (--raw)."""
+    result = [{"i": i, "ok": True} for i in range(200_000)]
+    payloads: list[bytes] = []
+
+    def answer(request_id: Any) -> bytes:
+        payloads.append(json.dumps({"id": request_id, "result": result, "error": None}).encode())
+        return payloads[-1]
+
+    with answering(answer, connections=2) as address:
+        args = ["call", "ping", "--target", address, "--timeout", "60"]
+        raw_code, raw_peak = _peak_rss_bytes([*args, "--raw"], tmp_path / "raw")
+        code, peak = _peak_rss_bytes(args, tmp_path / "pretty")
+    assert (raw_code, code) == (0, 0)
+    size = len(payloads[0])
+    assert peak <= raw_peak + 3 * size, (peak, raw_peak, size)
+    printed = (tmp_path / "pretty").read_text(encoding="utf-8")
+    assert printed.startswith('[\n  {\n    "i": 0,\n    "ok": true\n  },\n')
+    assert json.loads(printed) == result
