@@ -5,15 +5,21 @@ Nothing is imported or run."""
 from __future__ import annotations
 
 import ast
+import errno
 import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
+from ..recording.files import NotARegularFile, open_regular
+from ..terminal import format_size
 from .catalogue_values import FunctionRef
 
-__all__ = ["Module", "SourceTree", "git_commit"]
+__all__ = ["MAX_SOURCE_BYTES", "Module", "SourceTree", "git_commit"]
+
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+"""The largest source file read (the biggest GOLEM-3DMCP module is under 100 KiB)."""
 
 _SKIP_DIRS = frozenset(
     {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", "build", "dist"}
@@ -37,23 +43,40 @@ class Module:
 
 class SourceTree:
     """Every ``.py`` file under the given roots (tests, virtual environments and hidden
-    directories left out)."""
+    directories left out).
 
-    def __init__(self, roots: list[str]) -> None:
+    Each file is untrusted: only regular files are read (a FIFO, a device or a socket named
+    ``x.py`` is never opened for reading, whatever symlink leads to it), at most
+    `MAX_SOURCE_BYTES` of them, and a file that cannot be read or parsed (a dangling symlink, a
+    symlink loop, a syntax error, nesting too deep for the parser, memory) costs that file
+    only: it is listed in ``skipped`` and ``note`` is told why, in one line."""
+
+    def __init__(self, roots: list[str], note: Optional[Callable[[str], None]] = None) -> None:
         self.modules: dict[str, Module] = {}
         self.by_path: dict[str, Module] = {}
         self.skipped: list[str] = []
+        self._note = note or (lambda line: None)
         for root in roots:
-            for file in _python_files(Path(root)):
+            for file in _python_files(Path(root), self._note):
                 self._add(Path(root), file)
 
     def _add(self, root: Path, file: Path) -> None:
         relative = file.relative_to(root).as_posix() if root.is_dir() else file.name
-        data = file.read_bytes()
         try:
+            data = _read_source(file)
             tree = ast.parse(data, filename=relative)
-        except (SyntaxError, ValueError):
-            self.skipped.append(relative)
+        except _Unreadable as exc:
+            self._skip(relative, file, str(exc))
+            return
+        except SyntaxError as exc:
+            where = f", line {exc.lineno}" if exc.lineno else ""
+            self._skip(relative, file, f"not valid Python: {exc.msg}{where}")
+            return
+        except (MemoryError, RecursionError):
+            self._skip(relative, file, "too deeply nested or too complex to parse")
+            return
+        except ValueError as exc:  # null bytes, an unknown encoding declaration
+            self._skip(relative, file, f"cannot be parsed: {exc}")
             return
         module = Module(_dotted(file), relative, tree, "sha256:" + hashlib.sha256(data).hexdigest())
         package = module.name if file.name == "__init__.py" else module.name.rpartition(".")[0]
@@ -67,6 +90,10 @@ class SourceTree:
         # A later copy of the same dotted module (two vendored trees) keeps the first.
         self.modules.setdefault(module.name, module)
         self.by_path[relative] = module
+
+    def _skip(self, relative: str, file: Path, why: str) -> None:
+        self.skipped.append(relative)
+        self._note(f"{file} skipped ({why})")
 
     def ref(self, module: Module, node: _FuncNode) -> FunctionRef:
         """A function of ``module`` that resolves the names it calls."""
@@ -87,16 +114,55 @@ class SourceTree:
         return self.resolve(source, imported[1], hops - 1)
 
 
-def _python_files(root: Path) -> list[Path]:
-    if root.is_file():
+class _Unreadable(Exception):
+    """A source file that is not read; the message says why."""
+
+
+def _read_source(file: Path) -> bytes:
+    """The bytes of ``file``. Raises _Unreadable when it is not a regular file, cannot be
+    opened, or is over `MAX_SOURCE_BYTES`."""
+    try:
+        handle = open_regular(str(file))
+    except NotARegularFile as exc:
+        raise _Unreadable(f"{exc.kind}, not a regular file") from None
+    except OSError as exc:
+        raise _Unreadable(_open_failure(file, exc)) from None
+    with handle:
+        # Read one byte past the cap: a file that grows after the check is caught too.
+        data = handle.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise _Unreadable(f"larger than {format_size(MAX_SOURCE_BYTES)}")
+    return data
+
+
+def _open_failure(file: Path, exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link loop"
+    if exc.errno == errno.ENOENT and file.is_symlink():
+        return "a dangling symbolic link"
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return reason[0].lower() + reason[1:]
+
+
+def _python_files(root: Path, note: Callable[[str], None]) -> list[Path]:
+    if not root.is_dir():
         return [root] if root.suffix == ".py" else []
     found: list[Path] = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if d not in _SKIP_DIRS and d not in _SKIP_TEST_DIRS and not d.startswith(".")
-        )
+
+    def unreadable(exc: OSError) -> None:
+        note(f"{exc.filename} skipped ({exc.strerror or exc})")
+
+    for directory, dirs, files in os.walk(root, onerror=unreadable):
+        kept = []
+        for name in sorted(dirs):
+            if name in _SKIP_DIRS or name in _SKIP_TEST_DIRS or name.startswith("."):
+                continue
+            if os.path.islink(os.path.join(directory, name)):
+                # Not walked (a link may lead anywhere, or back up the tree): say so.
+                note(f"{Path(directory) / name} skipped (a symbolic link to a directory)")
+                continue
+            kept.append(name)
+        dirs[:] = kept
         found += [Path(directory) / f for f in sorted(files) if f.endswith(".py")]
     return found
 

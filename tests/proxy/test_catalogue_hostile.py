@@ -1,0 +1,98 @@
+"""``golem-proxy catalogue build`` on hostile trees, run as a user runs it: every file it walks
+is untrusted. A file that cannot be read or parsed costs that file only (one note on stderr,
+listed under ``unparsed``); nothing blocks, nothing is read without bound."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cli_helpers import run_cli
+from .test_catalogue_build import PLUGIN, SERVER, _write
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    root = tmp_path / "checkout"
+    _write(root, PLUGIN)
+    _write(root, SERVER)
+    return root
+
+
+def _build(root: Path, out: Path) -> tuple[int, list[str], dict[str, Any]]:
+    done = run_cli("catalogue", "build", str(root), "--out", str(out))
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note: ")]
+    built = json.loads(out.read_text()) if done.returncode == 0 else {}
+    return done.returncode, notes, built
+
+
+def _intact(built: dict[str, Any]) -> None:
+    assert "shapes.box" in built["plugin_methods"]
+    assert "layers.create" in built["client_methods"]
+
+
+def test_a_fifo_named_like_a_module_is_skipped_without_blocking(
+    checkout: Path, tmp_path: Path
+) -> None:
+    os.mkfifo(checkout / "plug" / "pipe.py")
+    code, notes, built = _build(checkout, tmp_path / "out.json")
+    assert code == 0
+    assert notes == [f"note: {checkout}/plug/pipe.py skipped (a FIFO, not a regular file)"]
+    assert built["built_from"]["unparsed"] == ["plug/pipe.py"]
+    _intact(built)
+
+
+def test_unparseable_oversized_and_device_files_cost_only_themselves(
+    checkout: Path, tmp_path: Path
+) -> None:
+    plug = checkout / "plug"
+    (plug / "minus.py").write_text("x = " + "-" * 100_000 + "1\n")  # MemoryError in the parser
+    with (plug / "huge.py").open("wb") as huge:  # sparse: 9 MiB on no disk
+        huge.truncate(9 * 1024 * 1024)
+    (plug / "zero.py").symlink_to("/dev/zero")
+    (plug / "nul.py").write_bytes(b"x = 1\0\n")
+    code, notes, built = _build(checkout, tmp_path / "out.json")
+    assert code == 0
+    assert notes == [
+        f"note: {plug}/huge.py skipped (larger than 8.0 MiB)",
+        f"note: {plug}/minus.py skipped (too deeply nested or too complex to parse)",
+        f"note: {plug}/nul.py skipped (not valid Python: source code string cannot contain "
+        "null bytes)",
+        f"note: {plug}/zero.py skipped (a character device, not a regular file)",
+    ]
+    unparsed = ["plug/huge.py", "plug/minus.py", "plug/nul.py", "plug/zero.py"]
+    assert built["built_from"]["unparsed"] == unparsed
+    _intact(built)
+
+
+def test_dangling_links_and_link_loops_are_skipped_and_the_build_goes_on(
+    checkout: Path, tmp_path: Path
+) -> None:
+    plug = checkout / "plug"
+    (plug / "dangling.py").symlink_to("nowhere.py")
+    (plug / "a.py").symlink_to("b.py")
+    (plug / "b.py").symlink_to("a.py")
+    (plug / "up").symlink_to(checkout)  # a directory link (here a cycle) is not walked
+    code, notes, built = _build(checkout, tmp_path / "out.json")
+    assert code == 0
+    assert notes == [
+        f"note: {plug}/up skipped (a symbolic link to a directory)",
+        f"note: {plug}/a.py skipped (a symbolic link loop)",
+        f"note: {plug}/b.py skipped (a symbolic link loop)",
+        f"note: {plug}/dangling.py skipped (a dangling symbolic link)",
+    ]
+    assert built["built_from"]["unparsed"] == ["plug/a.py", "plug/b.py", "plug/dangling.py"]
+    _intact(built)
+
+
+def test_a_tree_without_handlers_or_tools_is_an_error(tmp_path: Path) -> None:
+    root = tmp_path / "other"
+    _write(root, {"lib/__init__.py": "", "lib/maths.py": "def add(a, b):\n    return a + b\n"})
+    done = run_cli("catalogue", "build", str(root))
+    assert done.returncode == 2
+    assert done.stderr == (f"golem-proxy: found no plugin handlers and no MCP tools under {root}\n")
+    assert done.stdout == ""
