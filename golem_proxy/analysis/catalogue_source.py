@@ -127,11 +127,14 @@ def _read_source(file: Path) -> bytes:
         raise _Unreadable(f"{exc.kind}, not a regular file") from None
     except OSError as exc:
         raise _Unreadable(_open_failure(file, exc)) from None
+    too_large = _Unreadable(f"larger than {format_size(MAX_SOURCE_BYTES)}")
     with handle:
-        # Read one byte past the cap: a file that grows after the check is caught too.
+        if os.fstat(handle.fileno()).st_size > MAX_SOURCE_BYTES:
+            raise too_large
+        # One byte past the cap: a file that grew since the check is caught too.
         data = handle.read(MAX_SOURCE_BYTES + 1)
     if len(data) > MAX_SOURCE_BYTES:
-        raise _Unreadable(f"larger than {format_size(MAX_SOURCE_BYTES)}")
+        raise too_large
     return data
 
 
