@@ -1,33 +1,28 @@
 """One request and its answer on a connection of its own: the client behind ``golem-proxy
 call``, ``golem-proxy resend`` and the live session's resend.
 
-The request goes out whole; frames come back through the profile's decoder until the one that
-answers it. Every answer is hostile input: it is classified by the profile (a success, an
-error, or malformed with its kind) and never decoded a second time by the caller, so bytes
-that are not UTF-8 or not JSON end as `Malformed`, not as an exception.
+The request goes out whole on a `FramedStream`; frames come back through the profile's decoder
+until the one that answers it. Every answer is hostile input: it is classified by the profile
+(a success, an error, or malformed with its kind) and never decoded a second time by the
+caller, so bytes that are not UTF-8 or not JSON end as `Malformed`, not as an exception.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import trio
 
-from golem_core.framing import EndOfStream, Frame, FrameError
+from golem_core.framing import Frame
 from golem_core.messages import Message, Role
 from golem_core.profiles import Profile
 
-from ..events import Direction
 from .addresses import Address
+from .framed_stream import FramedStream, FramingFailure, Observe
 from .listeners import connect, connect_reason
 
 __all__ = ["Answer", "NoAnswerInTime", "Observe", "RequestFailed", "request_answer"]
-
-RECV_SIZE = 65536
-
-Observe = Callable[[Direction, bytes, float], None]
-"""Told every chunk sent (c2s) and received (s2c), ``b""`` at the end of each direction."""
 
 
 class RequestFailed(Exception):
@@ -70,7 +65,6 @@ async def request_answer(
     Raises RequestFailed when the upstream cannot be reached, closes first or sends bytes that
     are no frame of the profile; NoAnswerInTime (a RequestFailed) when it stays silent for
     ``timeout`` seconds once connected."""
-    tell = observe or (lambda direction, data, t: None)
     connected = False
     try:
         with trio.fail_after(timeout):
@@ -80,7 +74,7 @@ async def request_answer(
                 raise RequestFailed(f"cannot reach {upstream}", connect_reason(exc)) from None
             connected = True
             async with stream:
-                return await _exchange(stream, frame, profile, wanted, tell, upstream)
+                return await _exchange(stream, frame, profile, wanted, observe, upstream)
     except trio.TooSlowError:
         if not connected:
             raise RequestFailed(
@@ -94,34 +88,25 @@ async def _exchange(
     frame: bytes,
     profile: Profile,
     wanted: Any,
-    tell: Observe,
+    observe: Optional[Observe],
     upstream: Address,
 ) -> Answer:
-    # An oversized answer is an error to report, not something to skip and wait past.
-    decoder = profile.new_decoder(skip_oversized=False)
+    framed = FramedStream(stream, profile, observe)
     try:
         # Timed from the start of the send: send_all may yield once the bytes are out, and
         # the answer of a fast peer can arrive before it returns.
         sent_at = trio.current_time()
-        await stream.send_all(frame)
-        tell(Direction.C2S, frame, trio.current_time())
+        await framed.send(frame)
         while True:
-            chunk = await stream.receive_some(RECV_SIZE)
-            now = trio.current_time()
-            tell(Direction.S2C, chunk, now)
-            if chunk:
-                decoder.receive_data(chunk)
-            else:
-                decoder.receive_eof()
-            for event in decoder.events():
-                if isinstance(event, Frame):
-                    message = profile.parse(event.payload, Role.RESPONSE)
-                    if _answers(profile, message, wanted):
-                        return Answer(event, message, now - sent_at)
-                elif isinstance(event, FrameError):
-                    raise RequestFailed(f"{upstream} sent a bad frame", event.detail)
-                elif isinstance(event, EndOfStream):
-                    raise RequestFailed(f"{upstream} closed the connection without answering")
+            received = await framed.receive_frame()
+            message = profile.parse(received.payload, Role.RESPONSE)
+            if _answers(profile, message, wanted):
+                assert framed.received_at is not None  # a frame came, so a chunk did
+                return Answer(received, message, framed.received_at - sent_at)
+    except FramingFailure as exc:
+        raise RequestFailed(f"{upstream} sent a bad frame", exc.detail) from None
+    except EOFError:
+        raise RequestFailed(f"{upstream} closed the connection without answering") from None
     except (OSError, trio.BrokenResourceError) as exc:
         reason = connect_reason(exc) if isinstance(exc, OSError) else str(exc)
         raise RequestFailed(f"connection to {upstream} failed", reason or None) from None

@@ -27,9 +27,9 @@ def _read_exactly(peer: socket.socket, size: int) -> bytes:
 
 
 @contextmanager
-def answering(answer: Answer, connections: int = 1) -> Iterator[str]:
+def answering(answer: Answer, connections: int = 1, *, framed: bool = True) -> Iterator[str]:
     """Listen on a free loopback port and answer ``connections`` connections, one request
-    each, with ``answer(request id)``. Yields ``HOST:PORT``."""
+    each, with ``answer(request id)`` (sent as is when not ``framed``). Yields ``HOST:PORT``."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -47,7 +47,8 @@ def answering(answer: Answer, connections: int = 1) -> Iterator[str]:
                     (length,) = struct.unpack("!I", _read_exactly(peer, 4))
                     request = json.loads(_read_exactly(peer, length))
                     payload = answer(request.get("id"))
-                    peer.sendall(struct.pack("!I", len(payload)) + payload)
+                    header = struct.pack("!I", len(payload)) if framed else b""
+                    peer.sendall(header + payload)
                 except (OSError, EOFError):
                     continue
 

@@ -271,3 +271,11 @@ def test_a_large_answer_prints_within_a_small_multiple_of_its_size(tmp_path: Pat
     printed = (tmp_path / "pretty").read_text(encoding="utf-8")
     assert printed.startswith('[\n  {\n    "i": 0,\n    "ok": true\n  },\n')
     assert json.loads(printed) == result
+
+
+def test_an_answer_that_is_no_frame_exits_2() -> None:
+    # A header declaring 4 GiB: reported at once, never waited for or allocated.
+    with answering(lambda request_id: b"\xff\xff\xff\xff{}", framed=False) as address:
+        done = run_cli("call", "ping", "--target", address, "--timeout", "10")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"golem-proxy: {address} sent a bad frame (")
