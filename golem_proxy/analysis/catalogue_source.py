@@ -148,26 +148,46 @@ def _open_failure(file: Path, exc: OSError) -> str:
 
 
 def _python_files(root: Path, note: Callable[[str], None]) -> list[Path]:
+    """The ``.py`` entries under ``root`` (any kind of file: `_read_source` decides), in the
+    order a top-down walk with sorted names visits them. Iterative, so a tree nested deeper
+    than Python's recursion limit is walked too (``os.walk`` recurses)."""
     if not root.is_dir():
         return [root] if root.suffix == ".py" else []
     found: list[Path] = []
-
-    def unreadable(exc: OSError) -> None:
-        note(f"{exc.filename} skipped ({exc.strerror or exc})")
-
-    for directory, dirs, files in os.walk(root, onerror=unreadable):
-        kept = []
-        for name in sorted(dirs):
-            if name in _SKIP_DIRS or name in _SKIP_TEST_DIRS or name.startswith("."):
-                continue
-            if os.path.islink(os.path.join(directory, name)):
-                # Not walked (a link may lead anywhere, or back up the tree): say so.
-                note(f"{Path(directory) / name} skipped (a symbolic link to a directory)")
-                continue
-            kept.append(name)
-        dirs[:] = kept
-        found += [Path(directory) / f for f in sorted(files) if f.endswith(".py")]
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as exc:
+            note(f"{directory} skipped ({_open_failure(directory, exc)})")
+            continue
+        below: list[Path] = []
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                if not _left_out(entry.name):
+                    below.append(path)
+            elif _links_to_directory(entry):
+                if not _left_out(entry.name):
+                    # Not walked (a link may lead anywhere, or back up the tree): say so.
+                    note(f"{path} skipped (a symbolic link to a directory)")
+            elif entry.name.endswith(".py"):
+                found.append(path)
+        pending.extend(reversed(below))
     return found
+
+
+def _links_to_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a link loop (ELOOP is not swallowed the way a dangling link is)
+        return False
+
+
+def _left_out(name: str) -> bool:
+    return name in _SKIP_DIRS or name in _SKIP_TEST_DIRS or name.startswith(".")
 
 
 def _dotted(file: Path) -> str:

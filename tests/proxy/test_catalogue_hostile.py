@@ -96,3 +96,24 @@ def test_a_tree_without_handlers_or_tools_is_an_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr == (f"golem-proxy: found no plugin handlers and no MCP tools under {root}\n")
     assert done.stdout == ""
+
+
+def test_a_tree_nested_deeper_than_the_recursion_limit_is_walked(
+    checkout: Path, tmp_path: Path
+) -> None:
+    # os.walk recursed: 1,100 nested directories were an internal error (exit 70).
+    deep = checkout / "deep"
+    deep.mkdir()
+    fd = os.open(deep, os.O_RDONLY)
+    try:
+        for _ in range(1100):  # relative to a descriptor: no path grows past PATH_MAX here
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.close(os.open("leaf.py", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+    finally:
+        os.close(fd)
+    code, notes, built = _build(checkout, tmp_path / "out.json")
+    assert code == 0 and notes == []
+    _intact(built)
