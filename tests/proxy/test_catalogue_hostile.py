@@ -104,16 +104,19 @@ def test_a_tree_nested_deeper_than_the_recursion_limit_is_walked(
     # os.walk recursed: 1,100 nested directories were an internal error (exit 70).
     deep = checkout / "deep"
     deep.mkdir()
-    fd = os.open(deep, os.O_RDONLY)
+    levels = [os.open(deep, os.O_RDONLY)]
     try:
         for _ in range(1100):  # relative to a descriptor: no path grows past PATH_MAX here
-            os.mkdir("d", dir_fd=fd)
-            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-        os.close(os.open("leaf.py", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+            os.mkdir("d", dir_fd=levels[-1])
+            levels.append(os.open("d", os.O_RDONLY, dir_fd=levels[-1]))
+        os.close(os.open("leaf.py", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=levels[-1]))
+        code, notes, built = _build(checkout, tmp_path / "out.json")
     finally:
-        os.close(fd)
-    code, notes, built = _build(checkout, tmp_path / "out.json")
+        # Removed here, bottom up: pytest's own clean-up (shutil.rmtree) recurses too.
+        os.unlink("leaf.py", dir_fd=levels[-1])
+        while levels:
+            os.close(levels.pop())
+            if levels:
+                os.rmdir("d", dir_fd=levels[-1])
     assert code == 0 and notes == []
     _intact(built)
