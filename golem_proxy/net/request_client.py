@@ -22,7 +22,14 @@ from .addresses import Address
 from .framed_stream import FramedStream, FramingFailure, Observe
 from .listeners import connect, connect_reason
 
-__all__ = ["Answer", "NoAnswerInTime", "Observe", "RequestFailed", "request_answer"]
+__all__ = [
+    "Answer",
+    "NoAnswerInTime",
+    "Observe",
+    "RequestFailed",
+    "Unreachable",
+    "request_answer",
+]
 
 
 class RequestFailed(Exception):
@@ -32,6 +39,10 @@ class RequestFailed(Exception):
         super().__init__(f"{what} ({why})" if why else what)
         self.what = what
         self.why = why
+
+
+class Unreachable(RequestFailed):
+    """No connection could be made; ``why`` says why ("connection refused")."""
 
 
 class NoAnswerInTime(RequestFailed):
@@ -62,22 +73,22 @@ async def request_answer(
     no notification (the server's answer to a request it could not read). Other frames are
     skipped. ``timeout`` bounds the whole exchange, connecting included.
 
-    Raises RequestFailed when the upstream cannot be reached, closes first or sends bytes that
-    are no frame of the profile; NoAnswerInTime (a RequestFailed) when it stays silent for
-    ``timeout`` seconds once connected."""
+    Raises RequestFailed when the upstream closes first or sends bytes that are no frame of the
+    profile; its kinds Unreachable when no connection could be made, NoAnswerInTime when the
+    upstream stays silent for ``timeout`` seconds once connected."""
     connected = False
     try:
         with trio.fail_after(timeout):
             try:
                 stream = await connect(upstream)
             except OSError as exc:
-                raise RequestFailed(f"cannot reach {upstream}", connect_reason(exc)) from None
+                raise Unreachable(f"cannot reach {upstream}", connect_reason(exc)) from None
             connected = True
             async with stream:
                 return await _exchange(stream, frame, profile, wanted, observe, upstream)
     except trio.TooSlowError:
         if not connected:
-            raise RequestFailed(
+            raise Unreachable(
                 f"cannot reach {upstream}", f"no connection within {timeout:g} s"
             ) from None
         raise NoAnswerInTime(f"{upstream} did not answer", f"waited {timeout:g} s") from None
