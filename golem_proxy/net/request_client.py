@@ -119,7 +119,9 @@ async def _exchange(
     except EOFError:
         raise RequestFailed(f"{upstream} closed the connection without answering") from None
     except (OSError, trio.BrokenResourceError) as exc:
-        reason = connect_reason(exc) if isinstance(exc, OSError) else str(exc)
+        # trio's BrokenResourceError carries the socket's error (a reset) as its cause.
+        cause = exc if isinstance(exc, OSError) else exc.__cause__
+        reason = connect_reason(cause) if isinstance(cause, OSError) else str(exc)
         raise RequestFailed(f"connection to {upstream} failed", reason or None) from None
 
 

@@ -321,3 +321,24 @@ def test_a_terminal_gets_colours_only_for_a_short_answer(count: int, highlighted
     plain = shown.replace("\r\n", "\n")
     if not highlighted:
         assert json.loads(plain) == result
+
+
+def test_a_server_that_resets_the_connection_exits_2() -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+
+        def reset_after_request() -> None:
+            peer, _ = server.accept()
+            peer.recv(65536)
+            peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            peer.close()
+
+        thread = threading.Thread(target=reset_after_request, daemon=True)
+        thread.start()
+        done = run_cli("call", "ping", "--target", f"127.0.0.1:{port}", "--timeout", "10")
+        thread.join(10)
+    assert done.returncode == 2
+    expected = f"golem-proxy: connection to 127.0.0.1:{port} failed (connection reset by peer)\n"
+    assert done.stderr == expected
