@@ -342,3 +342,13 @@ def test_a_server_that_resets_the_connection_exits_2() -> None:
     assert done.returncode == 2
     expected = f"golem-proxy: connection to 127.0.0.1:{port} failed (connection reset by peer)\n"
     assert done.stderr == expected
+
+
+def test_a_lone_surrogate_and_c1_controls_in_a_result_print_as_escapes() -> None:
+    # JSON allows "\udfff" (UTF-8 cannot carry it) and U+009B, a terminal's CSI.
+    answer = b'{"id": %s, "result": {"name": "a\\udfffb\xc2\x9b[2J"}, "error": null}'
+
+    with answering(lambda request_id: answer % json.dumps(request_id).encode()) as address:
+        done = run_cli("call", "ping", "--target", address, "--timeout", "10")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == '{\n  "name": "a\\udfffb\\x9b[2J"\n}\n'
