@@ -8,6 +8,7 @@ import ast
 import errno
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -213,15 +214,16 @@ def _absolute(node: ast.ImportFrom, package: str) -> str:
 
 def git_commit(path: str) -> Optional[str]:
     """The commit checked out at ``path`` (or an enclosing directory), read from ``.git``
-    without running git; None when there is no repository or HEAD cannot be read."""
+    without running git; None when there is no repository or HEAD cannot be read. The files
+    of ``.git`` are as untrusted as the sources: only regular files are read, within a cap."""
     directory = Path(path).resolve()
     if directory.is_file():
         directory = directory.parent
     for candidate in (directory, *directory.parents):
         dot_git = candidate / ".git"
         if dot_git.is_file():  # a worktree: "gitdir: PATH"
-            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-            if text.startswith("gitdir:"):
+            text = _git_text(dot_git)
+            if text is not None and text.startswith("gitdir:"):
                 return _head(Path(text[7:].strip()))
             return None
         if dot_git.is_dir():
@@ -229,29 +231,54 @@ def git_commit(path: str) -> Optional[str]:
     return None
 
 
-def _head(git_dir: Path) -> Optional[str]:
+_GIT_TEXT_MAX = 16 * 1024 * 1024
+"""packed-refs of a large repository runs to megabytes; nothing else in .git comes close."""
+
+
+def _git_text(path: Path) -> Optional[str]:
+    """The text of a file of ``.git``, stripped; None when it is missing, not a regular file
+    (a FIFO would block the read forever), over `_GIT_TEXT_MAX`, or not readable."""
     try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-    except OSError:
+        with open_regular(str(path)) as handle:
+            data = handle.read(_GIT_TEXT_MAX + 1)
+    except OSError:  # NotARegularFile included
+        return None
+    if len(data) > _GIT_TEXT_MAX:
+        return None
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def _head(git_dir: Path) -> Optional[str]:
+    head = _git_text(git_dir / "HEAD")
+    if head is None:
         return None
     if not head.startswith("ref:"):
-        return head or None
+        return _commit_id(head)
     ref = head[4:].strip()
+    if not ref.startswith("refs/") or ".." in ref.split("/"):
+        return None  # a ref outside .git/refs: nothing a checkout writes
     common = git_dir
-    common_file = git_dir / "commondir"
-    if common_file.exists():
-        common = (git_dir / common_file.read_text(encoding="utf-8").strip()).resolve()
+    common_dir = _git_text(git_dir / "commondir")
+    if common_dir is not None:
+        common = (git_dir / common_dir).resolve()
     for base in (git_dir, common):
-        try:
-            return (base / ref).read_text(encoding="utf-8").strip() or None
-        except OSError:
-            continue
-    try:
-        packed = (common / "packed-refs").read_text(encoding="utf-8")
-    except OSError:
+        commit = _git_text(base / ref)
+        if commit is not None:
+            return _commit_id(commit)
+    packed = _git_text(common / "packed-refs")
+    if packed is None:
         return None
     for line in packed.splitlines():
         sha, _, name = line.partition(" ")
         if name.strip() == ref:
-            return sha
+            return _commit_id(sha)
     return None
+
+
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _commit_id(text: str) -> Optional[str]:
+    """``text`` when it is a commit id (SHA-1 or SHA-256 hex), else None: whatever else a
+    hostile .git holds never reaches the catalogue."""
+    return text if _COMMIT_ID.fullmatch(text) else None

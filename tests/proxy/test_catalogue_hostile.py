@@ -120,3 +120,23 @@ def test_a_tree_nested_deeper_than_the_recursion_limit_is_walked(
                 os.rmdir("d", dir_fd=levels[-1])
     assert code == 0 and notes == []
     _intact(built)
+
+
+@pytest.mark.parametrize("head", ["fifo", "ref: refs/../../../secret", "ref: refs/heads/main"])
+def test_a_hostile_git_directory_leaves_the_commit_unknown(
+    checkout: Path, tmp_path: Path, head: str
+) -> None:
+    # A FIFO for HEAD hung the build; a ref pointing out of .git, or a ref file holding
+    # something else than a commit id, must not put that text in the catalogue.
+    git = checkout / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    (tmp_path / "secret").write_text("ab" * 20 + "\n")
+    (git / "refs" / "heads" / "main").write_text("not a commit id\n")
+    if head == "fifo":
+        os.mkfifo(git / "HEAD")
+    else:
+        (git / "HEAD").write_text(head + "\n")
+    code, notes, built = _build(checkout, tmp_path / "out.json")
+    assert code == 0 and notes == []
+    assert built["built_from"]["commit"] is None
+    _intact(built)
