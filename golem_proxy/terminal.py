@@ -15,11 +15,14 @@ import json
 import re
 from typing import Any, Optional
 
-__all__ = ["format_latency", "format_size", "preview_json", "safe_text"]
+__all__ = ["format_latency", "format_size", "preview_json", "safe_lines", "safe_text"]
 
 # C0 controls, DEL, C1 controls, lone surrogates, and the line/paragraph separators that some
 # terminals treat as newlines. Tab is escaped too: a value is shown on one line.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+# The same, newline excepted: for text whose lines are ours (indented JSON, where a newline
+# inside a string is always written as the escape \n).
+_UNSAFE_KEEPING_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
 
 
@@ -46,6 +49,13 @@ def safe_text(text: str, limit: Optional[int] = None) -> str:
         text = _UNSAFE.sub(_escape, text)
     if limit is not None and (cut or len(text) > limit):
         text = text[: max(limit - 1, 0)] + "…"
+    return text
+
+
+def safe_lines(text: str) -> str:
+    """``text`` made safe as `safe_text` does (no limit), its newlines kept as line breaks."""
+    if _UNSAFE_KEEPING_LINES.search(text) is not None:
+        text = _UNSAFE_KEEPING_LINES.sub(_escape, text)
     return text
 
 

@@ -11,28 +11,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
-import time
+from functools import partial
 from typing import Any, Optional
 
-from rich.highlighter import JSONHighlighter
-from rich.text import Text
+import trio
 
-from golem_core.framing import EndOfStream, Frame, FrameError
-from golem_core.messages import ABSENT, ErrorResponse, Malformed, Message, Response, Role
+from golem_core.messages import Message, Response, Role
 from golem_core.profiles import PROFILES, Profile
 from golem_core.profiles.base import json_type_name
 
 from ..net.addresses import Address, parse_address
-from ..terminal import safe_text
-from ._common import EXIT_FINDINGS, CommandError, address_arg, console, os_reason, seconds_arg
+from ..net.request_client import RequestFailed, request_answer
+from ._answers import print_answer
+from ._common import EXIT_FINDINGS, EXIT_OK, CommandError, address_arg, console, seconds_arg
 
 NAME = "call"
 HELP = "send one request to a plugin (or any server of the profile) and print the answer"
 ORDER = 45
-
-RECV_SIZE = 65536
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,14 +80,17 @@ def run(args: argparse.Namespace) -> int:
     target: Address = args.target or default_target(profile)
     payload = profile.encode_payload(profile.request(request_id, args.method, params))
     wanted = profile.correlation_key(profile.parse(payload, Role.REQUEST))
-    answer = exchange(target, profile.frame_payload(payload), profile, wanted, args.timeout)
-    message = profile.parse(answer.payload, Role.RESPONSE)
+    ask = partial(request_answer, timeout=args.timeout)
+    try:
+        answer = trio.run(ask, target, profile.frame_payload(payload), profile, wanted)
+    except RequestFailed as exc:
+        raise CommandError(exc.what, exc.why) from None
     if args.raw:
-        sys.stdout.buffer.write(answer.raw)
+        sys.stdout.buffer.write(answer.frame.raw)
         sys.stdout.buffer.flush()
     else:
-        print_answer(message, profile)
-    return 0 if isinstance(message, Response) else EXIT_FINDINGS
+        print_answer(answer.message, profile, console())
+    return exit_code(answer.message)
 
 
 def parse_params(text: Optional[str], stdin: Any) -> Any:
@@ -113,10 +112,15 @@ def parse_params(text: Optional[str], stdin: Any) -> Any:
 
 
 def parse_id(text: str) -> Any:
-    """``--id 7`` is the number 7, anything else a string."""
+    """``--id 7`` is the number 7, anything else a string (``²`` and a number too long for
+    ``int`` included)."""
     stripped = text.strip()
-    if stripped.lstrip("-").isdigit():
-        return int(stripped)
+    digits = stripped[1:] if stripped.startswith("-") else stripped
+    if digits.isascii() and digits.isdigit():
+        try:
+            return int(stripped)
+        except ValueError:  # more digits than int() accepts: an id all the same
+            return text
     return text
 
 
@@ -127,98 +131,6 @@ def default_target(profile: Profile) -> Address:
     return parse_address(routes[0].upstream)
 
 
-def _connect(target: Address, timeout: float) -> socket.socket:
-    if target.is_unix:
-        assert target.path is not None
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(timeout)
-        try:
-            sock.connect(target.path)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-    return socket.create_connection((target.host, target.port), timeout=timeout)
-
-
-def exchange(target: Address, frame: bytes, profile: Profile, wanted: Any, timeout: float) -> Frame:
-    """Send ``frame`` to ``target`` and return the frame whose id has the correlation key
-    ``wanted`` (or the
-    server's answer to a request it could not read, which carries no id). Frames that answer
-    something else (notifications) are skipped. Raises CommandError when the server cannot be
-    reached, closes first, sends bytes that are no frame, or stays silent for ``timeout``."""
-    deadline = time.monotonic() + timeout
-    try:
-        sock = _connect(target, timeout)
-    except socket.timeout:
-        raise CommandError(
-            f"cannot reach {target}", f"no connection within {timeout:g} s"
-        ) from None
-    except OSError as exc:
-        raise CommandError(f"cannot reach {target}", os_reason(exc)) from None
-    decoder = profile.new_decoder(skip_oversized=False)
-    with sock:
-        try:
-            sock.sendall(frame)
-            while True:
-                for event in decoder.events():
-                    if isinstance(event, Frame):
-                        message = profile.parse(event.payload, Role.RESPONSE)
-                        key = profile.correlation_key(message)
-                        if key == wanted or (key is None and not _is_notification(message)):
-                            return event
-                    elif isinstance(event, FrameError):
-                        raise CommandError(f"{target} sent a bad frame", event.detail)
-                    elif isinstance(event, EndOfStream):
-                        raise CommandError(f"{target} closed the connection without answering")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise socket.timeout
-                sock.settimeout(remaining)
-                chunk = sock.recv(RECV_SIZE)
-                if chunk:
-                    decoder.receive_data(chunk)
-                else:
-                    decoder.receive_eof()
-        except socket.timeout:
-            raise CommandError(f"{target} did not answer", f"waited {timeout:g} s") from None
-        except OSError as exc:
-            raise CommandError(f"connection to {target} failed", os_reason(exc)) from None
-
-
-def _is_notification(message: Message) -> bool:
-    return isinstance(message.obj, dict) and "method" in message.obj
-
-
-def print_answer(message: Message, profile: Profile) -> None:
-    """A success's result as highlighted JSON; an error with its code's registry name."""
-    out = console()
-    if isinstance(message, Response):
-        out.print(_json_text(message.result), soft_wrap=True)
-        return
-    if isinstance(message, ErrorResponse):
-        error = message.error
-        name = profile.registry.name_of(error.code)
-        code = safe_text(str(error.code), 80)
-        label = code if name == str(error.code) else f"{safe_text(name, 80)} ({code})"
-        line = Text("error ", style="bold red")
-        line.append(label, style="bold red")
-        line.append(f": {safe_text(str(error.message))}")
-        out.print(line, soft_wrap=True)
-        for member, value in (("details", error.details), ("data", error.data)):
-            if value is not ABSENT:
-                out.print(Text(f"{member}:", style="dim"))
-                out.print(_json_text(value), soft_wrap=True)
-        return
-    assert isinstance(message, Malformed)
-    line = Text("malformed answer ", style="bold magenta")
-    line.append(f"({message.kind.value}): {safe_text(message.detail)}")
-    out.print(line, soft_wrap=True)
-
-
-def _json_text(value: Any) -> Text:
-    """``value`` as indented JSON, every line made inert, highlighted (never read as markup)."""
-    lines = json.dumps(value, indent=2, ensure_ascii=False).split("\n")
-    text = Text("\n".join(safe_text(line) for line in lines))
-    JSONHighlighter().highlight(text)
-    return text
+def exit_code(message: Message) -> int:
+    """The exit code for an answer: 0 for a success, 1 for an error or a malformed answer."""
+    return EXIT_OK if isinstance(message, Response) else EXIT_FINDINGS

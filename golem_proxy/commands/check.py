@@ -4,15 +4,15 @@ the drift against a method catalogue."""
 from __future__ import annotations
 
 import argparse
-import socket
+from functools import partial
 from typing import Any, Optional
 
+import trio
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from golem_core.blocking import MessageReader, send_message
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Severity
 from golem_core.messages import Response, Role
@@ -23,6 +23,7 @@ from ..analysis.drift import DriftCollector, DriftReport
 from ..analysis.trace import FlowReader, TraceError, json_text
 from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import parse_address
+from ..net.request_client import RequestFailed, Unreachable, request_answer
 from ..terminal import safe_text
 from ._common import (
     EXIT_FINDINGS,
@@ -169,24 +170,22 @@ def fetch_live_catalogue(where: str, timeout: float = LIVE_TIMEOUT) -> MethodCat
         address = parse_address(where)
     except ValueError as exc:
         raise CatalogueError(f"--catalogue-live: {exc}") from None
+    request = GOLEM.encode_payload(GOLEM.request("golem-proxy-check", "list_methods", {}))
+    wanted = GOLEM.correlation_key(GOLEM.parse(request, Role.REQUEST))
+    ask = partial(request_answer, timeout=timeout)
     try:
-        if address.path is not None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout)
-            sock.connect(address.path)
-        else:
-            sock = socket.create_connection((address.host, address.port), timeout=timeout)
-        with sock:
-            request = {"id": "golem-proxy-check", "method": "list_methods", "params": {}}
-            send_message(sock, request, GOLEM)
-            reply = MessageReader(sock, GOLEM).read_message(Role.RESPONSE)
-    except OSError as exc:
-        raise CatalogueError(f"cannot ask list_methods at {address} ({os_reason(exc)})") from None
-    except ValueError as exc:  # golem_core's wire errors are ValueErrors
-        raise CatalogueError(f"list_methods at {address}: {exc}") from None
-    methods = reply.result.get("methods") if isinstance(reply, Response) else None
-    if not isinstance(reply, Response) or not isinstance(methods, list):
-        raise CatalogueError(f"list_methods at {address}: unexpected answer {reply!r:.200}")
+        answer = trio.run(ask, address, GOLEM.frame_payload(request), GOLEM, wanted)
+    except Unreachable as exc:
+        raise CatalogueError(f"cannot ask list_methods at {address} ({exc.why})") from None
+    except RequestFailed as exc:
+        raise CatalogueError(f"cannot ask list_methods at {address}: {exc}") from None
+    reply = answer.message
+    # The answer is hostile input like any other: a result of another shape is reported.
+    result = reply.result if isinstance(reply, Response) else None
+    methods = result.get("methods") if isinstance(result, dict) else None
+    if not isinstance(methods, list):
+        shown = safe_text(GOLEM.describe(reply), 80)
+        raise CatalogueError(f"list_methods at {address}: unexpected answer ({shown})")
     return MethodCatalogue.from_method_list(methods, f"list_methods at {address}")
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "Listener",
     "close_abortively",
     "connect",
+    "connect_reason",
     "open_listener",
     "remove_unix_socket",
 ]
@@ -150,6 +151,18 @@ async def connect(address: Address) -> trio.SocketStream:
         return await trio.open_unix_socket(address.path)
     stream = await trio.open_tcp_stream(address.host, address.port)
     return stream
+
+
+def connect_reason(exc: OSError) -> str:
+    """Why `connect` failed, in words ("connection refused"): trio's "all attempts to connect
+    … failed" carries the real reason in its cause."""
+    inner = getattr(exc.__cause__, "exceptions", None)
+    if isinstance(inner, tuple) and len(inner) == 1 and isinstance(inner[0], OSError):
+        exc = inner[0]
+    if exc.errno:
+        return os.strerror(exc.errno)[0].lower() + os.strerror(exc.errno)[1:]
+    text = str(exc) or type(exc).__name__
+    return text[0].lower() + text[1:]
 
 
 def close_abortively(stream: trio.SocketStream) -> None:

@@ -24,7 +24,7 @@ from golem_core.profiles import Profile
 from ..events import Direction, ExchangeCompleted, FrameSeen
 from ..net.addresses import Address
 from ..net.framed_stream import FramedStream
-from ..net.listeners import connect
+from ..net.listeners import connect, connect_reason
 from ..recording.format import RecordingReader, encode_event
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange, encode_recorded
@@ -41,18 +41,6 @@ class TargetUnreachable(Exception):
         self.route = route
         self.address = address
         self.reason = reason
-
-
-def _connect_reason(exc: OSError) -> str:
-    """Why a connection failed, in words: trio's "all attempts to connect … failed" carries
-    the real reason (connection refused, …) in its cause."""
-    inner = getattr(exc.__cause__, "exceptions", None)
-    if isinstance(inner, tuple) and len(inner) == 1 and isinstance(inner[0], OSError):
-        exc = inner[0]
-    if exc.errno:
-        return os.strerror(exc.errno)[0].lower() + os.strerror(exc.errno)[1:]
-    text = str(exc) or type(exc).__name__
-    return text[0].lower() + text[1:]
 
 
 @dataclass
@@ -126,7 +114,7 @@ class _Link:
                 stream = await connect(self.address)
             except OSError as exc:
                 if not self.reached:
-                    raise TargetUnreachable(self.route, self.address, _connect_reason(exc)) from exc
+                    raise TargetUnreachable(self.route, self.address, connect_reason(exc)) from exc
                 raise
             self.reached = True
             self.framed = FramedStream(stream, self.profile)

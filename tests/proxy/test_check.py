@@ -23,6 +23,7 @@ from golem_proxy.analysis.trace import open_flows
 from golem_proxy.catalogues import load_catalogue
 from golem_proxy.events import Direction, Event, ViolationSeen
 
+from .answering_server import answering
 from .cli_helpers import ROOT, run_cli, run_main
 from .trace_builder import TapSimulator, golem_session, write_recording
 
@@ -430,3 +431,20 @@ def test_a_trace_checked_piece_by_piece_gives_what_one_audit_gives(trace: Path, 
     with open_flows(str(trace)) as reader:
         pieces = _audit(reader, None, DriftCollector(None), piece)
     assert [f.to_json() for f in pieces] == [f.to_json() for f in whole]
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        (b'{"id": "golem-proxy-check", "result": [1], "error": null}', "(ok)"),
+        (b'{"id": "\xff\xfe", "result": 1}', "(malformed:invalid-utf8)"),
+    ],
+)
+def test_a_hostile_list_methods_answer_is_one_error_line(
+    trace: Path, answer: bytes, shown: str
+) -> None:
+    # A result of another shape was an AttributeError (exit 70); every answer is hostile.
+    with answering(lambda request_id: answer) as address:
+        done = run_cli("check", str(trace), "--catalogue-live", address)
+    assert done.returncode == 2
+    assert done.stderr == (f"golem-proxy: list_methods at {address}: unexpected answer {shown}\n")
