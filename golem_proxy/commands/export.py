@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
                 code = _export_streams(trace, args.out)
         except TraceError as exc:
             return fail(str(exc))
+        except BrokenPipeError:
+            raise  # the reader of stdout went away: the command line ends quietly
         except OSError as exc:
             return fail(f"cannot write {exc.filename or args.out} ({os_reason(exc)})")
     note_truncated(trace)

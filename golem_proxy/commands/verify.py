@@ -9,7 +9,6 @@ from functools import partial
 from typing import Any
 
 import trio
-from rich.console import Console
 
 from ..net.addresses import Address
 from ..recording.samples import is_sample
@@ -18,7 +17,15 @@ from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_verify
 from ..replay.verify import TargetUnreachable, update_trace, verify_trace
-from ._common import CommandError, address_arg, number_arg, reading, seconds_arg, trace_path_arg
+from ._common import (
+    CommandError,
+    address_arg,
+    console,
+    number_arg,
+    reading,
+    seconds_arg,
+    trace_path_arg,
+)
 
 NAME = "verify"
 HELP = "re-send a trace's requests to a live plugin and compare the answers (client replay)"
@@ -98,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         payload["failed"] = [check.to_json() for check in result.failed]
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        render_verify(result, Console(highlight=False))
+        render_verify(result, console())
     if args.update:
         changed = update_trace(args.file, result, comparator)
         print(f"verify: updated {changed} responses in {args.file}", file=sys.stderr)
