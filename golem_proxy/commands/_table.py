@@ -30,7 +30,7 @@ from rich.cells import cell_len, chop_cells
 from rich.console import Console
 from rich.text import Span, Text
 
-__all__ = ["Cell", "Column", "ColumnTable", "terminal_width"]
+__all__ = ["Cell", "Column", "ColumnTable", "print_table", "terminal_width", "wrap_cell"]
 
 Cell = Union[str, Text]
 """A cell: plain text, or a Text whose (one) style colours the whole cell."""
@@ -271,3 +271,20 @@ class ColumnTable:
                 at += len(piece) + len(gap)
             out.append((gap.join(pieces).rstrip(), ranges))
         return out
+
+
+def print_table(
+    out: Console,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[Cell]],
+    title: Optional[Text] = None,
+) -> None:
+    """Print ``title`` (when given), a heading and ``rows``, laid out for ``out``."""
+    table = ColumnTable(columns, terminal_width(out))
+    table.measure(rows)
+    if title is not None:
+        out.print(title, soft_wrap=True)
+    out.print(table.heading(), soft_wrap=True)
+    out.print(table.rule(), soft_wrap=True)
+    if rows:
+        out.print(table.render(rows), soft_wrap=True)
