@@ -38,7 +38,7 @@ Cell = Union[str, Text]
 # Where a wrapped value may break: after these characters (``geometry.`` / ``create_box``,
 # ``INVALID_PARAMS `` / ``(in result)``, ``InvalidEnvelope(`` / ``BothResultAndError)``), and
 # only where a piece is still too long, after ``_`` or ``-``, then anywhere.
-_PIECE = re.compile(r"[^ .:/,(]*[ .:/,(]?")
+_PIECE = re.compile(r"\(?[^ .:/,(]*[ .:/,(]?")
 _SMALL_PIECE = re.compile(r"[^_-]*[_-]?")
 
 

@@ -112,7 +112,7 @@ def _export_images(trace: FlowReader, out: str) -> int:
 
 _STREAM_COLUMNS = (
     Column("file", wrap=True, priority=2, floor=16),
-    Column("route", short="rt", wrap=True, priority=0, floor=4),
+    Column("route", short="rt", wrap=True, priority=0, floor=8),
     Column("bytes", right=True),
     Column("frames", right=True, short="fr"),
     Column("errors", right=True, short="err"),

@@ -62,7 +62,7 @@ def _compact_size(text: str) -> str:
 _COLUMNS = (
     Column("#", right=True),
     Column("t (s)", right=True, short="t", compact=_compact_time),
-    Column("route", short="rt", wrap=True, priority=0, floor=4),
+    Column("route", short="rt", wrap=True, priority=0, floor=8),
     Column("conn", right=True, short="c"),
     Column("method", wrap=True, priority=2, floor=12),
     Column("status", wrap=True, priority=2, floor=12),

@@ -61,7 +61,7 @@ def _columns(optional: dict[str, bool]) -> list[Column]:
     """route, method, counts, the optional pending and ⚠ columns, latencies. The method name
     is what the reader scans for: it wraps last, after the route."""
     columns = [
-        Column("route", short="rt", wrap=True, priority=0, floor=4),
+        Column("route", short="rt", wrap=True, priority=0, floor=8),
         Column("method", wrap=True, priority=2, floor=12),
         Column("n", right=True),
         Column("err", right=True),
