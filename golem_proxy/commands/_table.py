@@ -71,12 +71,6 @@ def terminal_width(out: Console) -> Optional[int]:
         return None
 
 
-def _plain(cell: Cell) -> tuple[str, str]:
-    if isinstance(cell, Text):
-        return cell.plain, str(cell.style) if cell.style else ""
-    return cell, ""
-
-
 def wrap_cell(text: str, width: int) -> list[str]:
     """``text`` in lines of at most ``width`` cells, broken after ``.``, spaces and the like
     where it can, after ``_`` where it must, anywhere as a last resort. Nothing is dropped but
@@ -137,13 +131,15 @@ class ColumnTable:
         """Take the rows' values into account; True when the layout changed (a command that
         streams may then print the heading again)."""
         values, compact, columns = self._values, self._compact, self.columns
+        # Piped, values are never compacted: do not spend time on their compact forms.
+        shorter = self.width is not None
         for row in rows:
             for index, cell in enumerate(row):
                 text = cell.plain if isinstance(cell, Text) else cell
-                size = cell_len(text)
+                size = _width(text)
                 if size > values[index]:
                     values[index] = size
-                if columns[index].compact is not None:
+                if shorter and columns[index].compact is not None:
                     size = cell_len(_shorter(columns[index], text))
                 if size > compact[index]:
                     compact[index] = size
@@ -245,32 +241,50 @@ class ColumnTable:
     def _row_lines(
         self, row: Sequence[Cell], compact: bool
     ) -> list[tuple[str, list[tuple[int, int, str]]]]:
+        """The lines of one row (one, unless a cell wraps) and the styled ranges in each."""
         cells: list[tuple[list[str], str]] = []
         height = 1
+        fitting = self.width is not None
         for column, width, cell in zip(self.columns, self.widths, row):
-            text, style = _plain(cell)
-            if compact:
+            if isinstance(cell, Text):
+                text, style = cell.plain, str(cell.style) if cell.style else ""
+            else:
+                text, style = cell, ""
+            if compact and column.compact is not None:
                 text = _shorter(column, text)
-            parts = wrap_cell(text, width) if column.wrap and self.width is not None else [text]
-            height = max(height, len(parts))
+            if fitting and column.wrap and _width(text) > width:
+                parts = wrap_cell(text, width)
+                height = max(height, len(parts))
+            else:
+                parts = [text]
             cells.append((parts, style))
         out: list[tuple[str, list[tuple[int, int, str]]]] = []
         gap = self.gap
+        step = len(gap)
         for number in range(height):
             pieces: list[str] = []
             ranges: list[tuple[int, int, str]] = []
             at = 0
             for (parts, style), column, width in zip(cells, self.columns, self.widths):
                 part = parts[number] if number < len(parts) else ""
-                padding = " " * max(width - cell_len(part), 0)
-                piece = padding + part if column.right else part + padding
-                if style and part:
-                    start = at + len(padding) if column.right else at
-                    ranges.append((start, start + len(part), style))
+                padding = " " * (width - _width(part))
+                if column.right:
+                    piece = padding + part
+                    if style and part:
+                        ranges.append((at + len(padding), at + len(piece), style))
+                else:
+                    piece = part + padding
+                    if style and part:
+                        ranges.append((at, at + len(part), style))
                 pieces.append(piece)
-                at += len(piece) + len(gap)
+                at += len(piece) + step
             out.append((gap.join(pieces).rstrip(), ranges))
         return out
+
+
+def _width(text: str) -> int:
+    """Terminal cells of ``text``; plain ASCII (almost every value) without rich's tables."""
+    return len(text) if text.isascii() else cell_len(text)
 
 
 def print_table(
