@@ -35,6 +35,7 @@ from ._common import (
     severity_text,
     trace_path_arg,
 )
+from ._progress import file_progress
 from ._table import Cell, Column, print_table
 
 NAME = "check"
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if trace is None:
         return EXIT_USAGE
     collector = DriftCollector(catalogue)
-    with trace:
+    with trace, file_progress(trace.fileno(), "checking"):
         try:
             findings = _audit(trace, catalogue, collector)
         except TraceError as exc:

@@ -27,6 +27,7 @@ from ._common import (
     os_reason,
     trace_path_arg,
 )
+from ._progress import file_progress
 from ._table import Cell, Column, print_table
 
 NAME = "export"
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
-    with trace:
+    with trace, file_progress(trace.fileno(), "exporting"):
         try:
             if args.format == "jsonl":
                 code = _export_jsonl(trace, args.out)

@@ -20,6 +20,7 @@ from ._common import (
     note_truncated,
     trace_path_arg,
 )
+from ._progress import file_progress
 from ._table import Cell, Column, ColumnTable, terminal_width
 
 NAME = "stats"
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     trace, flows, _ = loaded
     builder = StatsBuilder()
-    with trace:
+    with trace, file_progress(trace.fileno(), "reading"):
         try:
             for flow in flows:
                 builder.add(flow)

@@ -26,6 +26,7 @@ from ._common import (
     seconds_arg,
     trace_path_arg,
 )
+from ._progress import count_progress
 
 NAME = "verify"
 HELP = "re-send a trace's requests to a live plugin and compare the answers (client replay)"
@@ -94,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
         second = trace.profile.second_channel
         targets = _targets(trace.routes, args.target, args.gh_target, second)
         _check_targets(args.file, trace, targets, second)
-        result = trio.run(partial(verify_trace, timeout=args.timeout), trace, targets, comparator)
+        with count_progress(len(trace.exchanges), "verifying") as progress:
+            run = partial(verify_trace, timeout=args.timeout, progress=progress)
+            result = trio.run(run, trace, targets, comparator)
     except TargetUnreachable as exc:
         # Could not run is not "differs": exit 2, so a CI gate does not call it a regression.
         raise CommandError(str(exc)) from None

@@ -13,6 +13,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import IO, Optional
 
 from golem_proxy.cli import main
 
@@ -43,10 +44,13 @@ def run_main(capsys: object, *args: str) -> tuple[int, str, str]:
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
-def run_cli_tty(*args: str, columns: int, timeout: float = 60) -> tuple[int, str]:
+def run_cli_tty(
+    *args: str, columns: int, timeout: float = 60, stdout: Optional[IO[bytes]] = None
+) -> tuple[int, str]:
     """``python -m golem_proxy ARGS`` with stdout and stderr on a pseudo-terminal
-    ``columns`` wide, as a user at a terminal of that width runs it. Returns the exit code and
-    what the terminal showed, without colour codes and with plain newlines."""
+    ``columns`` wide, as a user at a terminal of that width runs it (``stdout``: a file for
+    stdout instead, as in ``golem-proxy … > out``). Returns the exit code and what the
+    terminal showed, without colour codes and with plain newlines."""
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
@@ -57,7 +61,7 @@ def run_cli_tty(*args: str, columns: int, timeout: float = 60) -> tuple[int, str
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=terminal,
+            stdout=terminal if stdout is None else stdout,
             stderr=terminal,
         )
     finally:
