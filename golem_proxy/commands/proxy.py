@@ -505,7 +505,9 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                 commands_scope.cancel()
                 session.stop()
                 break
-            nursery.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
+            # Connections drain, then the log catches up: each gets the drain timeout.
+            drain = config.options.drain_timeout
+            nursery.cancel_scope.deadline = trio.current_time() + 2 * drain + 5
 
 
 async def _take_commands(
