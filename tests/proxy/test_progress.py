@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from golem_proxy.commands._progress import MIN_BYTES
+from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.tui.sample import bulk_session, write_recording
 
-from .cli_helpers import run_cli, run_cli_tty
+from .cli_helpers import ROOT, run_cli, run_cli_tty
 
 COMMANDS = {
     "stats": ("reading", ("stats",)),
@@ -49,3 +50,15 @@ def test_piped_stderr_gets_no_bar(large: Path, name: str) -> None:
     done = run_cli(args[0], str(large), *args[1:])
     assert done.returncode in (0, 1)
     assert done.stderr == ""
+
+
+def test_verify_counts_its_exchanges_on_a_terminal(tmp_path: Path) -> None:
+    sample = str(ROOT / "recordings" / "modelling-session.jsonl")
+    out = tmp_path / "out"
+    with PluginProcess(seed=7) as plugin, out.open("wb") as stdout:
+        args = ("verify", sample, "--target", str(plugin.main), "--gh-target", str(plugin.gh))
+        code, stderr = run_cli_tty(*args, columns=100, stdout=stdout)
+    assert code in (0, 1), stderr
+    assert "verifying" in stderr
+    printed = out.read_text("utf-8")
+    assert "verify:" in printed and "\x1b" not in printed
