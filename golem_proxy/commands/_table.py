@@ -124,6 +124,7 @@ class ColumnTable:
         self.short_headings = False
         self.compact_values = False
         self.widths: list[int] = []
+        self.settled = False
         self._fitted_for: Optional[tuple[int, ...]] = None
         self._fit()
 
@@ -145,14 +146,46 @@ class ColumnTable:
                     compact[index] = size
         return self._fit()
 
+    def settle(self) -> None:
+        """Keep the layout from now on unless a value no longer fits (a command that streams
+        rows and has printed its heading): on a terminal, the spare width goes to the
+        wrappable columns of the highest priority, so that longer values met later fit
+        there or wrap, and only a number that outgrows its column changes the layout."""
+        self.settled = True
+        self._spread()
+
     def _fit(self) -> bool:
         key = (*self._values, *self._compact)
         if key == self._fitted_for:
             return False
         self._fitted_for = key
+        if self.settled and not self._outgrown():
+            return False
         before = (tuple(self.widths), self.gap, self.short_headings, self.compact_values)
         self._lay_out()
+        if self.settled:
+            self._spread()
         return before != (tuple(self.widths), self.gap, self.short_headings, self.compact_values)
+
+    def _outgrown(self) -> bool:
+        """Whether a value measured since the layout was settled does not fit it: any value
+        piped, a value that cannot wrap on a terminal."""
+        values = self._compact if self.compact_values else self._values
+        return any(
+            value > width and (self.width is None or not column.wrap)
+            for column, value, width in zip(self.columns, values, self.widths)
+        )
+
+    def _spread(self) -> None:
+        if self.width is None:
+            return
+        spare = self.width - self._total()
+        wrapping = [column.priority for column in self.columns if column.wrap]
+        if spare <= 0 or not wrapping:
+            return
+        chosen = [i for i, c in enumerate(self.columns) if c.wrap and c.priority == max(wrapping)]
+        for turn in range(spare):
+            self.widths[chosen[turn % len(chosen)]] += 1
 
     def _lay_out(self) -> None:
         """Choose the widths: each step of the module docstring in turn, until it fits."""

@@ -177,6 +177,8 @@ def _flush(out: Console, table: ColumnTable, rows: list[list[Cell]], headed: boo
     """Print rows (the heading first, and again on a terminal when the columns changed);
     return whether the heading was printed."""
     changed = table.measure(rows)
+    if not headed:
+        table.settle()
     if not headed or (changed and table.width is not None):
         out.print(table.heading(), soft_wrap=True)
         out.print(table.rule(), soft_wrap=True)

@@ -233,3 +233,21 @@ def test_piped_output_is_never_truncated(scrybe_trace: Path) -> None:
     done = run_cli("check", GRASSHOPPER_SESSION, "--catalogue", "golem-3dmcp@9819b31")
     assert "…" not in done.stdout
     assert "client: mcp_server/tools/grasshopper.py" in done.stdout
+
+
+def test_a_settled_terminal_layout_changes_only_for_a_number_that_outgrows_it() -> None:
+    table = ColumnTable(COLUMNS, 80)
+    table.measure(ROWS)
+    table.settle()
+    assert table.line_width == 80  # the spare width went to method and status
+    longer = [["3", "main", "geometry.create_a_much_longer_name_than_before", "ok", "1"]]
+    assert not table.measure(longer)  # it wraps in its column: the heading stays valid
+    assert table.measure([["12345678", "main", "ping", "ok", "1"]])  # a wider number
+
+
+def test_a_settled_piped_layout_widens_for_any_longer_value() -> None:
+    table = ColumnTable(COLUMNS, None)
+    table.measure(ROWS)
+    table.settle()
+    assert table.measure([["3", "main", "x" * 60, "ok", "1"]])
+    assert "x" * 60 in table.render([["3", "main", "x" * 60, "ok", "1"]]).plain
