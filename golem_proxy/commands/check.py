@@ -22,6 +22,7 @@ from ..analysis.drift import DriftCollector, DriftReport
 from ..analysis.trace import FlowReader, TraceError, json_text
 from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import parse_address
+from ..table_layout import Cell, Column, print_table
 from ..terminal import safe_text
 from ._common import (
     EXIT_FINDINGS,
@@ -36,7 +37,6 @@ from ._common import (
     trace_path_arg,
 )
 from ._progress import file_progress
-from ._table import Cell, Column, print_table
 
 NAME = "check"
 HELP = "report every contract violation in a recording (and drift against a method catalogue)"

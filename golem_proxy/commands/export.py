@@ -15,6 +15,7 @@ from ..analysis.captures import captures, write_captures
 from ..analysis.trace import FlowReader, TraceError, flow_json_line
 from ..recording.format import replacing, write_private
 from ..recording.streams import write_streams
+from ..table_layout import Cell, Column, print_table
 from ..terminal import safe_text
 from ._common import (
     EXIT_FINDINGS,
@@ -28,7 +29,6 @@ from ._common import (
     trace_path_arg,
 )
 from ._progress import file_progress
-from ._table import Cell, Column, print_table
 
 NAME = "export"
 HELP = "export a recording: exact per-connection byte streams, or exchanges as JSON lines"

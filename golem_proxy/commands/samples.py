@@ -12,8 +12,8 @@ from rich.text import Text
 
 from ..recording.samples import SampleNotFound, samples
 from ..recording.samples import sample_path as find_sample
+from ..table_layout import Column, print_table
 from ._common import EXIT_OK, CommandError, console
-from ._table import Column, print_table
 
 NAME = "samples"
 HELP = "list the sample recordings shipped with golem-proxy, print one's path or copy it out"

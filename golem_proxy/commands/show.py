@@ -16,6 +16,7 @@ from golem_core.profiles import Profile
 from ..analysis.flows import Flow
 from ..analysis.stats import method_label
 from ..analysis.trace import TraceError, flow_json_line
+from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import format_size, safe_text
 from ._common import (
     EXIT_OK,
@@ -31,7 +32,6 @@ from ._common import (
     trace_path_arg,
     violation_marker,
 )
-from ._table import Cell, Column, ColumnTable, terminal_width
 
 NAME = "show"
 HELP = "list the flows of a recording"
@@ -58,7 +58,7 @@ def _compact_size(text: str) -> str:
 
 
 # Routes and times give up space first, methods and outcomes last; nothing is cut (see
-# _table.py). The ⚠ column counts the flow's violations.
+# table_layout.py). The ⚠ column counts the flow's violations.
 _COLUMNS = (
     Column("#", right=True),
     Column("t (s)", right=True, short="t", compact=_compact_time),

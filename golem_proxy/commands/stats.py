@@ -9,6 +9,7 @@ from rich.text import Text
 
 from ..analysis.stats import MethodStats, Stats, StatsBuilder
 from ..analysis.trace import TraceError, json_text
+from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import safe_text
 from ._common import (
     EXIT_OK,
@@ -21,7 +22,6 @@ from ._common import (
     trace_path_arg,
 )
 from ._progress import file_progress
-from ._table import Cell, Column, ColumnTable, terminal_width
 
 NAME = "stats"
 HELP = "per-method counts, error rates and latency percentiles of a recording"
@@ -76,7 +76,7 @@ def _columns(optional: dict[str, bool]) -> list[Column]:
 def print_stats(out: Console, stats: Stats, title: str) -> None:
     """The table `stats` prints: per route and method, then per route, then overall. The
     pending and violation columns appear only when some row has any; on a terminal it fits
-    the width (see _table.py), piped it is printed whole."""
+    the width (see table_layout.py), piped it is printed whole."""
     every = (*stats.rows, *stats.routes, stats.overall)
     optional = {
         "pend": any(row.pending for row in every),

@@ -1,4 +1,4 @@
-"""The commands' one table layout (commands/_table.py): on a terminal it fits the width by
+"""The commands' one table layout (golem_proxy/table_layout.py): on a terminal it fits the width by
 priority and never cuts a value or drops a column; piped it prints every value whole (issue 22
 point 5)."""
 
@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from golem_core.profiles import get_profile
-from golem_proxy.commands._table import Column, ColumnTable, wrap_cell
+from golem_proxy.table_layout import Column, ColumnTable, wrap_cell
 
 from .cli_helpers import ROOT, run_cli, run_cli_tty
 from .trace_builder import TapSimulator, write_recording

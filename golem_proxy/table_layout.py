@@ -1,5 +1,5 @@
-"""The one table layout of the commands (`show`, `stats`, `check`, `export`, `samples`):
-columns laid out by their content and by priority, never cut.
+"""The one table layout of the command line (`show`, `stats`, `check`, `export`, `samples`,
+`verify`, `diff`): columns laid out by their content and by priority, never cut.
 
 Piped or redirected (no width), every value is printed whole at its natural width, like
 ``git log | cat``: a script or a file gets everything. On a terminal the table fits the width,
