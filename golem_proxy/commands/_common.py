@@ -176,7 +176,9 @@ class _Console(Console):
 
 
 def console(*, stderr: bool = False) -> Console:
-    """A rich console; piped output gets a wide fixed width so tables are not squeezed."""
+    """A rich console. Piped, it has a wide fixed width for what wraps (a panel, a long
+    note); tables ignore it there and print every value whole (`golem_proxy.table_layout`).
+    A closed output raises BrokenPipeError, which the command line ends quietly."""
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() or "COLUMNS" in os.environ else 160
     return _Console(file=stream, width=width, highlight=False)
