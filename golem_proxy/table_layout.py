@@ -63,7 +63,9 @@ class Column:
 
 def terminal_width(out: Console) -> Optional[int]:
     """The width to fit for ``out``: its width when it writes to a terminal, None (never cut,
-    never wrapped) when it writes to a pipe or a file."""
+    never wrapped) when it writes to a pipe or a file. Asked of the file itself, not of
+    rich's ``is_terminal``: FORCE_COLOR (common in CI) asks for colours, not for a log or a
+    table folded to 80 columns in a file."""
     isatty = getattr(out.file, "isatty", None)
     try:
         return out.width if isatty is not None and isatty() else None

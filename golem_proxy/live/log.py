@@ -34,6 +34,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
+from ..table_layout import terminal_width
 from ..terminal import format_latency, format_size, preview_json, safe_text
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
@@ -112,7 +113,7 @@ class EventLog:
         line = self.render(event)
         if line is None:
             return
-        width = self.console.width if self.console.is_terminal else None
+        width = terminal_width(self.console)
         if width is not None and line.cell_len > width:
             line = fold_fields(line, width, self.console)
         self.console.print(line, soft_wrap=True, highlight=False)
@@ -185,7 +186,8 @@ class EventLog:
         method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
         # Columns line up on a wide terminal or in a file; a narrow terminal gets the fields
         # without their padding (and folded between them, see `handle`).
-        narrow = self.console.is_terminal and self.console.width < _ALIGNED_WIDTH
+        width = terminal_width(self.console)
+        narrow = width is not None and width < _ALIGNED_WIDTH
         text.append(method if narrow else f"{method:<32}", "bold")
         text.append(" ")
         text.append(status if narrow else f"{status:<18}", style)

@@ -31,9 +31,16 @@ from .trace_builder import golem_session
 NUMBER_CUT_FROM_ITS_UNIT = re.compile(r"\d\n\s*(?:µs|ms|s|B|KiB|MiB)\b")
 
 
+class TerminalBuffer(io.StringIO):
+    """A buffer that says it is a terminal, as the proxy's stdout on one does."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def shown(width: int, *, terminal: bool) -> str:
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=terminal, color_system=None)
+    buffer = TerminalBuffer() if terminal else io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None)
     log = EventLog(console, GOLEM, Verbosity.VERBOSE, started_wall=1_700_000_000.0)
     for event in golem_session().events:
         log.handle(event)
@@ -73,7 +80,10 @@ def test_a_continuation_is_indented_under_its_event() -> None:
     )
 
 
-def test_piped_the_log_is_one_line_per_event_whatever_the_width() -> None:
+def test_piped_the_log_is_one_line_per_event_whatever_the_width(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")  # colours asked for: still a file, not a terminal
     narrow, wide = shown(60, terminal=False), shown(400, terminal=False)
     assert narrow == wide
     assert all(re.match(r"\d\d:\d\d:\d\d\.\d{3} ", line) for line in narrow.splitlines())

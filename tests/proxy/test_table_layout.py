@@ -4,15 +4,17 @@ point 5)."""
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
+from rich.console import Console
 from rich.text import Text
 
 from golem_core.profiles import get_profile
-from golem_proxy.table_layout import Column, ColumnTable, wrap_cell
+from golem_proxy.table_layout import Column, ColumnTable, terminal_width, wrap_cell
 
 from .cli_helpers import ROOT, run_cli, run_cli_tty
 from .trace_builder import TapSimulator, write_recording
@@ -251,3 +253,8 @@ def test_a_settled_piped_layout_widens_for_any_longer_value() -> None:
     table.settle()
     assert table.measure([["3", "main", "x" * 60, "ok", "1"]])
     assert "x" * 60 in table.render([["3", "main", "x" * 60, "ok", "1"]]).plain
+
+
+def test_forced_colours_do_not_make_a_file_a_terminal() -> None:
+    """FORCE_COLOR (CI) makes rich call a file a terminal: the layout asks the file."""
+    assert terminal_width(Console(file=io.StringIO(), force_terminal=True, width=80)) is None
