@@ -246,7 +246,7 @@ _DRIFT_COLUMNS = (
     Column("detail", wrap=True, priority=0, floor=12),
     Column("calls", right=True),
     Column("flows", wrap=True, priority=1, floor=6),
-    Column("source", wrap=True, priority=0, floor=16),
+    Column("source", wrap=True, priority=0, floor=20),
 )
 
 
