@@ -85,11 +85,8 @@ def wrap_cell(text: str, width: int) -> list[str]:
             pieces.append(piece)
             continue
         for small in _SMALL_PIECE.findall(piece):
-            while cell_len(small.rstrip()) > width:
-                head = chop_cells(small, width)[0]
-                pieces.append(head)
-                small = small[len(head) :]
-            pieces.append(small)
+            # One pass over a piece however long (a hostile trace's megabyte-long name).
+            pieces.extend(chop_cells(small, width) if cell_len(small) > width else [small])
     lines: list[str] = []
     line = ""
     for piece in pieces:

@@ -258,3 +258,11 @@ def test_a_settled_piped_layout_widens_for_any_longer_value() -> None:
 def test_forced_colours_do_not_make_a_file_a_terminal() -> None:
     """FORCE_COLOR (CI) makes rich call a file a terminal: the layout asks the file."""
     assert terminal_width(Console(file=io.StringIO(), force_terminal=True, width=80)) is None
+
+
+def test_a_megabyte_long_name_wraps_in_one_pass() -> None:
+    """A hostile trace's method name: chopped once, not re-sliced line by line (which was
+    quadratic: minutes for a megabyte on an 80-column terminal)."""
+    name = "x" * 1_000_000
+    lines = wrap_cell(name, 20)
+    assert len(lines) == 50_000 and "".join(lines) == name
