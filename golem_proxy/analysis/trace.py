@@ -103,6 +103,10 @@ class FlowReader:
         except OSError as exc:
             raise TraceError(f"{self.path}: {exc.strerror or exc}") from None
 
+    def fileno(self) -> int:
+        """The descriptor of the file being read (a progress bar follows its offset)."""
+        return self._stream.fileno()
+
     def close(self) -> None:
         self._stream.close()
 

@@ -165,11 +165,23 @@ def _number_arg(
     return convert
 
 
+class _Console(Console):
+    """A rich Console whose closed output raises BrokenPipeError (rich's own handling exits
+    with status 1 from deep inside a print): `golem_proxy.cli` ends every command the same
+    way when its reader went away."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the output was closed")
+
+
 def console(*, stderr: bool = False) -> Console:
-    """A rich console; piped output gets a wide fixed width so tables are not squeezed."""
+    """A rich console. Piped, it has a wide fixed width for what wraps (a panel, a long
+    note); tables ignore it there and print every value whole (`golem_proxy.table_layout`).
+    A closed output raises BrokenPipeError, which the command line ends quietly."""
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() or "COLUMNS" in os.environ else 160
-    return Console(file=stream, width=width, highlight=False)
+    return _Console(file=stream, width=width, highlight=False)
 
 
 seconds_arg = _number_arg(float, "a number of seconds", minimum=0)

@@ -10,7 +10,6 @@ from typing import Any, Optional
 import trio
 from rich.console import Console
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from golem_core.catalogue import MethodCatalogue
@@ -24,6 +23,7 @@ from ..analysis.trace import FlowReader, TraceError, json_text
 from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import parse_address
 from ..net.request_client import RequestFailed, Unreachable, request_answer
+from ..table_layout import Cell, Column, print_table
 from ..terminal import safe_text
 from ._common import (
     EXIT_FINDINGS,
@@ -37,6 +37,7 @@ from ._common import (
     severity_text,
     trace_path_arg,
 )
+from ._progress import file_progress
 
 NAME = "check"
 HELP = "report every contract violation in a recording (and drift against a method catalogue)"
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if trace is None:
         return EXIT_USAGE
     collector = DriftCollector(catalogue)
-    with trace:
+    with trace, file_progress(trace.fileno(), "checking"):
         try:
             findings = _audit(trace, catalogue, collector)
         except TraceError as exc:
@@ -213,9 +214,7 @@ def print_drift(out: Console, report: DriftReport) -> None:
             text = Text("no drift: every method and param is known", style="green")
         out.print(Panel(text, title=title, border_style="yellow" if report.note else "green"))
         return
-    table = Table(show_header=True, expand=False, box=None)
-    for column in ("drift", "method", "param", "detail", "calls", "flows", "source"):
-        table.add_column(column, justify="right" if column == "calls" else "left")
+    rows: list[list[Cell]] = []
     for row in report.rows:
         d = row.drift
         label, style = _LABELS[d.kind]
@@ -228,13 +227,26 @@ def print_drift(out: Console, report: DriftReport) -> None:
         else:
             detail = d.detail
         param = " or ".join(d.param.split("|")) if d.kind == "missing-required" else d.param
-        cells = (d.method, param, detail, str(len(row.flows)), _flows(row.flows))
         source = f"{d.side}: {d.at}" if d.at and not row.recorded else ""
-        table.add_row(Text(label, style=style), *(Text(safe_text(c)) for c in (*cells, source)))
+        texts = (d.method, param, detail, str(len(row.flows)), _flows(row.flows), source)
+        rows.append([Text(label, style=style), *(safe_text(text) for text in texts)])
     severe = any(r.drift.kind in ("unknown-method", "missing-required") for r in report.rows)
-    out.print(Panel(table, title=title, border_style="red" if severe else "yellow"))
+    title.stylize("bold red" if severe else "bold yellow")
+    print_table(out, _DRIFT_COLUMNS, rows, title)
     if report.note:
-        out.print(Text(safe_text(f"note: {report.note}"), style="yellow"))
+        out.print(Text(safe_text(f"note: {report.note}"), style="yellow"), soft_wrap=True)
+
+
+# The method is what the reader looks for: the source and detail wrap first.
+_DRIFT_COLUMNS = (
+    Column("drift", wrap=True, priority=1, floor=10),
+    Column("method", wrap=True, priority=3, floor=14),
+    Column("param", wrap=True, priority=2, floor=10),
+    Column("detail", wrap=True, priority=0, floor=12),
+    Column("calls", right=True),
+    Column("flows", wrap=True, priority=1, floor=6),
+    Column("source", wrap=True, priority=0, floor=20),
+)
 
 
 def _flows(numbers: list[int]) -> str:
@@ -247,45 +259,57 @@ def _flows(numbers: list[int]) -> str:
 # -- rules -----------------------------------------------------------------------------------
 
 
-def _literal(text: str) -> Text:
-    """Text from the trace, shown as it is: no markup, no control characters."""
-    return Text(safe_text(text))
+def _literal(text: str) -> str:
+    """Text from the trace, shown as it is: no control characters (and, being a plain
+    string in a table cell, never read as markup)."""
+    return safe_text(text)
 
 
 def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
     if not groups:
         out.print(Text("no contract violations", style="green"))
         return
-    summary = Table(title="Contract violations by rule", title_justify="left")
-    summary.add_column("rule")
-    summary.add_column("severity")
-    summary.add_column("count", justify="right")
-    summary.add_column("summary")
-    for group in groups:
-        summary.add_row(
+    rows: list[list[Cell]] = [
+        [
             _literal(group.rule),
             severity_text(group.severity),
             str(group.count),
             _literal(group.summary),
-        )
-    out.print(summary)
+        ]
+        for group in groups
+    ]
+    print_table(out, _SUMMARY_COLUMNS, rows, Text("Contract violations by rule", style="italic"))
     for group in groups:
-        detail = Table(
-            title=_literal(f"{group.rule} ({group.count})"),
-            title_justify="left",
-            title_style="bold",
-        )
-        for column in ("flow", "conn", "dir", "method", "path", "message"):
-            detail.add_column(column, justify="right" if column in ("flow", "conn") else "left")
-        for finding in group.findings[:_EXAMPLES_PER_RULE]:
-            detail.add_row(
+        out.print()
+        heading = Text(_literal(f"{group.rule} ({group.count})"), style="bold")
+        rows = [
+            [
                 "" if finding.flow is None else f"#{finding.flow}",
                 "" if finding.conn is None else str(finding.conn),
                 finding.direction or "",
                 _literal(finding.method or ""),
                 _literal(finding.violation.path),
                 _literal(finding.violation.message),
-            )
+            ]
+            for finding in group.findings[:_EXAMPLES_PER_RULE]
+        ]
+        print_table(out, _FINDING_COLUMNS, rows, heading)
         if group.count > _EXAMPLES_PER_RULE:
-            detail.caption = f"… and {group.count - _EXAMPLES_PER_RULE} more (--json for all)"
-        out.print(detail)
+            more = f"… and {group.count - _EXAMPLES_PER_RULE} more (--json for all)"
+            out.print(Text(more, style="dim"), soft_wrap=True)
+
+
+_SUMMARY_COLUMNS = (
+    Column("rule", wrap=True, priority=2, floor=12),
+    Column("severity"),
+    Column("count", right=True),
+    Column("summary", wrap=True, priority=1, floor=16),
+)
+_FINDING_COLUMNS = (
+    Column("flow", right=True),
+    Column("conn", right=True, short="c"),
+    Column("dir"),
+    Column("method", wrap=True, priority=3, floor=14),
+    Column("path", wrap=True, priority=1, floor=10),
+    Column("message", wrap=True, priority=0, floor=16),
+)

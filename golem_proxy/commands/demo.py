@@ -26,7 +26,7 @@ from ..net.addresses import Address, Route
 from ..testing.demo_session import run_demo_session
 from ..testing.plugin_process import PluginProcess, PluginStartError
 from ._common import CommandError, integer_arg
-from .stats import stats_table
+from .stats import print_stats
 
 NAME = "demo"
 HELP = "Run the headless plugin and the proxy, drive a scripted session, record it."
@@ -105,7 +105,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     with open_flows(path) as trace:
         flows = list(trace.flows())
     console.rule("[bold]session summary")
-    console.print(stats_table(compute_stats(flows), f"{path}"))
+    print_stats(console, compute_stats(flows), f"{path}")
     violations = sum(len(flow.violations) for flow in flows)
     console.print(
         f"{len(flows)} exchanges on {len(trace.tracker.connections)} connections, "

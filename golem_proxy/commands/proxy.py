@@ -155,7 +155,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=seconds_arg,
         default=2.0,
         metavar="SECONDS",
-        help="on Ctrl-C, how long live connections may finish (default 2)",
+        help="on Ctrl-C, how long live connections may finish, and then how long the log may "
+        "take to show what is left (it says how many events it could not; default 2)",
     )
     parser.add_argument(
         "--observer-memory",
@@ -505,7 +506,9 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                 commands_scope.cancel()
                 session.stop()
                 break
-            nursery.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
+            # Connections drain, then the log catches up: each gets the drain timeout.
+            drain = config.options.drain_timeout
+            nursery.cancel_scope.deadline = trio.current_time() + 2 * drain + 5
 
 
 async def _take_commands(

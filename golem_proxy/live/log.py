@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import datetime
 import enum
+import re
 from typing import Optional
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -32,6 +34,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
+from ..table_layout import terminal_width
 from ..terminal import format_latency, format_size, preview_json, safe_text
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
@@ -41,6 +44,14 @@ __all__ = ["EventLog", "Verbosity", "format_size"]
 _NAME = 80
 _METHOD = 120
 _DETAIL = 200
+# An exchange line with its columns padded: time and connection, method, outcome, latency,
+# sizes. Narrower terminals get the fields unpadded.
+_ALIGNED_WIDTH = 100
+# What a folded line's continuation is indented by.
+_INDENT = "    "
+# The words a folded line is made of, with the spaces after them: a number keeps the word
+# after it (its unit: "17 µs", "60 B", "2.5 MiB").
+_PIECE = re.compile(r"\S+(?:(?<=\d) \S+)*\s*")
 
 
 class Verbosity(enum.IntEnum):
@@ -96,10 +107,16 @@ class EventLog:
         )
 
     def handle(self, event: Event) -> None:
-        """Print whatever ``event`` deserves at this verbosity."""
+        """Print whatever ``event`` deserves at this verbosity: on a terminal, folded between
+        its fields to the terminal's width (never in the middle of a number); elsewhere
+        (a pipe, a file) one line per event, for grep."""
         line = self.render(event)
-        if line is not None:
-            self.console.print(line, soft_wrap=True, highlight=False)
+        if line is None:
+            return
+        width = terminal_width(self.console)
+        if width is not None and line.cell_len > width:
+            line = fold_fields(line, width, self.console)
+        self.console.print(line, soft_wrap=True, highlight=False)
 
     def render(self, event: Event) -> Optional[Text]:
         """The line for ``event`` at this verbosity, or None."""
@@ -167,10 +184,15 @@ class EventLog:
             style = "magenta"
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
-        text.append(f"{method:<32}", "bold")
+        # Columns line up on a wide terminal or in a file; a narrow terminal gets the fields
+        # without their padding (and folded between them, see `handle`).
+        width = terminal_width(self.console)
+        narrow = width is not None and width < _ALIGNED_WIDTH
+        text.append(method if narrow else f"{method:<32}", "bold")
         text.append(" ")
-        text.append(f"{status:<18}", style)
-        text.append(f" {format_latency(exchange.latency):>9}", "dim")
+        text.append(status if narrow else f"{status:<18}", style)
+        latency = format_latency(exchange.latency)
+        text.append(f" {latency}" if narrow else f" {latency:>9}", "dim")
         text.append(
             f"  {format_size(exchange.request.size)} → {format_size(exchange.response.size)}",
             "dim",
@@ -210,3 +232,26 @@ class EventLog:
         text.append(f"{frame.direction.arrow} {what} {format_size(frame.size)} ", "dim")
         text.append(preview_json(message.obj, 160), "dim")
         return text
+
+
+def fold_fields(line: Text, width: int, console: Console) -> Text:
+    """``line`` folded to ``width`` cells between its words, continuation lines indented. A
+    number keeps its unit (``17 µs``, ``60 B``); a word wider than a line wraps as rich
+    wraps it."""
+    pieces = [line[m.start() : m.end()] for m in _PIECE.finditer(line.plain)]
+    room = max(width - len(_INDENT), 10)
+    lines: list[Text] = []
+    current = Text()
+    for piece in pieces:
+        if current.cell_len and current.cell_len + cell_len(piece.plain.rstrip()) > width:
+            current.rstrip()
+            lines.append(current)
+            current = Text(_INDENT)
+        if current.cell_len + piece.cell_len > width and current.plain == _INDENT:
+            *whole, current = [Text(_INDENT) + part for part in piece.wrap(console, room)]
+            lines.extend(whole)
+            continue
+        current.append_text(piece)
+    current.rstrip()
+    lines.append(current)
+    return Text("\n").join(lines)

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from golem_core.profiles import Profile
 
+from ..events import Event
 from ..net.addresses import Route
 from ..recording.format import Header, RecordingWriter, RouteInfo
 from ..terminal import safe_text
@@ -27,6 +28,9 @@ from .relay import BoundRoute, Proxy, ProxyOptions
 __all__ = ["ProxySession", "SessionConfig"]
 
 Consumer = Callable[[Subscription], Awaitable[None]]
+
+STOP_LIMIT = 250_000
+"""Events a consumer may have queued while the session stops (see `ProxySession.stop`)."""
 
 
 @dataclass
@@ -58,8 +62,12 @@ class ProxySession:
         self._extra.append((name, buffer, consumer))
 
     def stop(self) -> None:
-        """Stop gracefully: no new connections, live ones drain (``drain_timeout``), then
-        every consumer sees the last event and the recording is flushed."""
+        """Stop gracefully: no new connections, live ones drain (``drain_timeout``), the
+        recording is flushed, and the consumers get another ``drain_timeout`` to take what is
+        left (the log then says how many events it could not show)."""
+        # What the relay decodes while it drains comes in one burst: queue it for the
+        # consumers rather than drop it, within their byte bound and STOP_LIMIT events.
+        self.hub.widen(STOP_LIMIT)
         self.proxy.stop()
 
     def bound_routes(self) -> list[BoundRoute]:
@@ -100,6 +108,9 @@ class ProxySession:
                 if recorder is not None:
                     recorder.close()
                 flushing.cancel()
+                # The consumers catch up within a deadline: a log far behind must not keep
+                # the process alive (it says what it did not show: `_log_events`).
+                consumers.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout
         self.finished.set()
 
     def _header(self, bound: list[BoundRoute]) -> Header:
@@ -125,19 +136,48 @@ async def _flush_until_cancelled(recorder: Recorder, scope: trio.CancelScope) ->
 async def _log_events(hub: EventHub, subscription: Subscription, log: EventLog) -> None:
     """Feed the log. Nothing the log does may end the session: an event that cannot be shown
     is reported by its type, and once the log's output is gone (a closed pipe) the log stops
-    listening."""
-    async for batch in subscription.batches():
-        for event in batch:
-            if log.stopped:
-                hub.unsubscribe(subscription)
-                return
-            try:
-                log.handle(event)
-            except Exception as exc:
-                # If even this fails, the console itself is broken: the relay goes on anyway.
-                with contextlib.suppress(Exception):
-                    log.console.print(
-                        Text(f"(a {type(event).__name__} event could not be shown: ")
-                        + Text(safe_text(f"{type(exc).__name__}: {exc}", limit=200) + ")"),
-                        soft_wrap=True,
-                    )
+    listening. Cancelled before it caught up (the session stopped and its deadline passed),
+    it says how many events it did not show."""
+    in_hand = 0  # taken from the queue, not handled yet
+    try:
+        async for batch in subscription.batches():
+            in_hand = len(batch)
+            for event in batch:
+                if in_hand % _CHECK_EVERY == 0:
+                    # A batch may be the whole backlog of a stop: the deadline must reach it.
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                in_hand -= 1
+                if log.stopped:
+                    hub.unsubscribe(subscription)
+                    in_hand = 0
+                    return
+                _show(log, event)
+    finally:
+        left = in_hand + subscription.waiting + subscription.missed
+        if left and not log.stopped:
+            with contextlib.suppress(Exception):
+                log.console.print(
+                    Text(
+                        f"… {left} events not shown (the proxy stopped before the log caught "
+                        "up; a longer --drain-timeout gives it more time)",
+                        "yellow",
+                    ),
+                    soft_wrap=True,
+                )
+
+
+_CHECK_EVERY = 64
+
+
+def _show(log: EventLog, event: Event) -> None:
+    """Show one event; one that cannot be shown is reported by its type."""
+    try:
+        log.handle(event)
+    except Exception as exc:
+        # If even this fails, the console itself is broken: the relay goes on anyway.
+        with contextlib.suppress(Exception):
+            log.console.print(
+                Text(f"(a {type(event).__name__} event could not be shown: ")
+                + Text(safe_text(f"{type(exc).__name__}: {exc}", limit=200) + ")"),
+                soft_wrap=True,
+            )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -132,17 +132,21 @@ async def verify_trace(
     comparator: Comparator,
     *,
     timeout: float = 30.0,
+    progress: Optional[Callable[[int], None]] = None,
 ) -> VerifyResult:
     """Re-send every recorded exchange of ``trace`` to ``targets`` (route name → address) in
     order and compare the answers. A route without a target is reported, not sent. Raises
     TargetUnreachable when a target cannot be connected to at all (a plugin that answered
-    once and then stops answering is a difference, reported per exchange)."""
+    once and then stops answering is a difference, reported per exchange). ``progress`` is
+    told how many exchanges are done before each one and at the end."""
     profile = trace.profile
     links: dict[str, _Link] = {}
     checks: list[ExchangeCheck] = []
     ids = profile.request_ids()
     try:
         for exchange in trace.exchanges:
+            if progress is not None:
+                progress(len(checks))
             check = ExchangeCheck(exchange.number, exchange.route, exchange.method)
             checks.append(check)
             address = targets.get(exchange.route)
@@ -165,6 +169,8 @@ async def verify_trace(
                 continue
             check.live_payload = frame.payload
             check.differences = _compare(exchange, frame.payload, comparator)
+        if progress is not None:
+            progress(len(checks))
     finally:
         with trio.CancelScope(shield=True):
             for link in links.values():

@@ -16,6 +16,7 @@ from golem_proxy.events import (
     BytesDiscarded,
     ConnectionClosed,
     Direction,
+    EventsMissed,
     ExchangeCompleted,
     FrameSeen,
     FramingErrorSeen,
@@ -292,12 +293,18 @@ async def test_slow_consumer_is_told_what_it_missed(nursery: trio.Nursery) -> No
     for number in range(20):
         await client.call({"id": number, "method": "echo", "params": {}})
     await stream.aclose()
+    with trio.fail_after(10):  # every exchange published while the session runs
+        while len(proxy.of_type(ExchangeCompleted)) < 20:
+            await trio.sleep(0.01)
     await stop_proxy(proxy)
     received = []
     async for event in slow.receive_channel:
         received.append(event)
-    assert len(received) == 3  # the buffer; the relay never waited for this consumer
-    assert slow.total_missed > 0
+    # The buffer (the relay never waited for this consumer), then what it missed since, told
+    # at the end of the stream (a consumer is never left not knowing).
+    assert len(received) == 4
+    missed = received[-1]
+    assert isinstance(missed, EventsMissed) and missed.count == slow.total_missed > 0
     assert len(proxy.of_type(ExchangeCompleted)) == 20
 
 
