@@ -29,6 +29,7 @@ from ..messages import (
     Malformed,
     MalformedKind,
     Message,
+    Notification,
     Response,
     Role,
     decode_json,
@@ -96,6 +97,12 @@ class Profile(abc.ABC):
     """Whether a client may keep reading once its last request is answered (to the end of the
     stream, for server notifications). A proxy must then pass a server's close on at once; when
     it is False, it may hold the close of an idle connection until the client sends again."""
+    servers_send_requests: bool = False
+    """Whether a server may send requests and notifications of its own (JSON-RPC 2.0: a
+    progress or log notification, a ``ping`` the client answers). Then a message's members,
+    not the direction it travels, say whether it is a request or a response, and a client's
+    frame may answer a request of the server. False: every client frame is a request, every
+    server frame a response (GOLEM)."""
     builtin_methods: tuple[str, ...] = ()
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""
@@ -157,6 +164,8 @@ class Profile(abc.ABC):
         exactly what ``json.loads`` accepts, or less: anything it refuses goes to `parse`)."""
         if role is None:
             role = _REQUEST if isinstance(obj, dict) and "method" in obj else _RESPONSE
+        elif self.servers_send_requests and isinstance(obj, dict):
+            role = _role_of_members(obj, role)
         if role is _REQUEST:
             return self.parse_request(obj)
         return self.parse_response(obj)
@@ -214,7 +223,7 @@ class Profile(abc.ABC):
     def expects_response(self, message: Message) -> bool:
         """False for a request the protocol never answers (a JSON-RPC notification), which
         pairing must not hold on to."""
-        return True
+        return not isinstance(message, Notification)
 
     def answers_unparseable(self, message: Message) -> bool:
         """True when ``message`` is the reply a server gives to a request it could not parse
@@ -276,6 +285,8 @@ class Profile(abc.ABC):
             return self.registry.name_of(message.error.code)
         if isinstance(message, Malformed):
             return f"malformed:{message.kind.value}"
+        if isinstance(message, Notification):
+            return "notification"
         return "request"
 
     def describe_exchange(self, request: Optional[Message], response: Message) -> str:
@@ -290,6 +301,19 @@ class Profile(abc.ABC):
 
     def ids_equal(self, a: Any, b: Any) -> bool:
         return type(a) is type(b) and a == b
+
+
+def _role_of_members(obj: dict[str, Any], role: Role) -> Role:
+    """What a JSON-RPC object is by its members, whichever way it travels: a ``method`` without
+    ``result`` or ``error`` is a request (or notification), a ``result`` or ``error`` without
+    ``method`` a response; anything else is what its direction implies (``role``), so that a
+    broken frame is judged by the rules of the side it came from."""
+    if role is _RESPONSE:
+        if "method" in obj and "result" not in obj and "error" not in obj:
+            return _REQUEST
+    elif "method" not in obj and ("result" in obj or "error" in obj):
+        return _RESPONSE
+    return role
 
 
 def id_is_valid(value: Any) -> bool:

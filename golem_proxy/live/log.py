@@ -1,6 +1,6 @@
-"""The live log: one line per exchange, coloured by outcome, plus lines for violations,
-malformed frames, framing errors and connection events. Consumes the event stream (it may fall
-behind under load; it then says how many events it skipped).
+"""The live log: one line per exchange and per notification, coloured by outcome, plus lines
+for violations, malformed frames, framing errors and connection events. Consumes the event
+stream (it may fall behind under load; it then says how many events it skipped).
 
 What peers send is shown, never obeyed: every string from a frame goes through `safe_text`
 into `rich.text.Text`. The proxy and the demo hand it a console on a `TerminalOutput`
@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from golem_core.contract import Severity
-from golem_core.messages import ErrorResponse, Malformed, Response
+from golem_core.messages import ErrorResponse, Malformed, Notification, Response
 from golem_core.profiles import Profile
 
 from ..events import (
@@ -47,7 +47,7 @@ class Verbosity(enum.IntEnum):
     QUIET = 0
     """Problems only: error responses, violations, malformed frames, abnormal closes."""
     NORMAL = 1
-    """Every exchange and connection."""
+    """Every exchange, notification and connection."""
     VERBOSE = 2
     """Also every frame as it arrives, with a preview of its body."""
 
@@ -167,6 +167,8 @@ class EventLog:
             style = "magenta"
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
+        if exchange.request.direction is Direction.S2C:
+            method = f"← {method}"  # the server asked, the client answered
         text.append(f"{method:<32}", "bold")
         text.append(" ")
         text.append(f"{status:<18}", style)
@@ -203,10 +205,21 @@ class EventLog:
             text.append(f"{frame.direction.arrow} malformed {message.kind.value}", "bold magenta")
             text.append(f" ({format_size(frame.size)}): {safe_text(message.detail, _DETAIL)}")
             return text
+        if isinstance(message, Notification) and self.verbosity is Verbosity.NORMAL:
+            # Complete as it is: its line stands where an exchange's would.
+            text = self._prefix(frame.t, frame.route, frame.conn)
+            text.append(f"{frame.direction.arrow} ")
+            text.append(f"{safe_text(message.method, _METHOD):<30}", "bold")
+            text.append(f" {'notification':<18}", "blue")
+            text.append(f" {format_size(frame.size):>9}", "dim")
+            return text
         if self.verbosity < Verbosity.VERBOSE:
             return None
         text = self._prefix(frame.t, frame.route, frame.conn)
-        what = "request" if frame.direction is Direction.C2S else "response"
+        if isinstance(message, Notification):
+            what = "notification"
+        else:
+            what = "request" if frame.is_request else "response"
         text.append(f"{frame.direction.arrow} {what} {format_size(frame.size)} ", "dim")
         text.append(preview_json(message.obj, 160), "dim")
         return text
