@@ -95,6 +95,16 @@ class EventLog:
             " ",
         )
 
+    def may_show(self, event: Event) -> bool:
+        """False for an event this log never prints at its verbosity (a frame that is neither
+        malformed nor a notification, below verbose; any frame when quiet, but a malformed
+        one): a cheap test, so that such a flood never takes room from the lines it prints."""
+        if isinstance(event, FrameSeen) and self.verbosity < Verbosity.VERBOSE:
+            if isinstance(event.message, Malformed):
+                return True
+            return self.verbosity is Verbosity.NORMAL and isinstance(event.message, Notification)
+        return True
+
     def handle(self, event: Event) -> None:
         """Print whatever ``event`` deserves at this verbosity."""
         line = self.render(event)

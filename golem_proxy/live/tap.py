@@ -196,7 +196,7 @@ class ConnectionTap:
         """Hand a forwarded chunk (``b""``: end of stream) to the direction's decoder."""
         decoder = self._decoders[direction]
         if not data:
-            self._report_lost(direction, t)
+            self.report_lost(direction, t)
             decoder.receive_eof()
             return
         if self._resync[direction]:
@@ -206,7 +206,7 @@ class ConnectionTap:
                 return
             self._lost[direction] += start
             self._resync[direction] = False
-            self._report_lost(direction, t)
+            self.report_lost(direction, t)
             data = data[start:]
             if not data:
                 return
@@ -224,7 +224,8 @@ class ConnectionTap:
         self._decoders[direction] = self.profile.new_decoder(self._decoder_cap)
         self._resync[direction] = True
 
-    def _report_lost(self, direction: Direction, t: float) -> None:
+    def report_lost(self, direction: Direction, t: float) -> None:
+        """Publish the gap `lose` counted on ``direction`` since the last report, if any."""
         lost = self._lost[direction]
         if not lost:
             return
