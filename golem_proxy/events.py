@@ -28,6 +28,7 @@ __all__ = [
     "FramingErrorSeen",
     "GapReason",
     "ObservationLost",
+    "UpstreamStatus",
     "ViolationSeen",
 ]
 
@@ -243,6 +244,18 @@ class ObservationLost:
 
 
 @dataclass(frozen=True)
+class UpstreamStatus:
+    """A route's upstream stopped or started answering: while it refuses connections, the
+    route does not listen (a client is refused, as it would be direct), and it listens
+    again once the upstream answers. ``detail`` says what happened in words."""
+
+    route: str
+    t: float
+    up: bool
+    detail: str
+
+
+@dataclass(frozen=True)
 class EventsMissed:
     """Told to a consumer that fell behind: this many events were not delivered to it."""
 
@@ -262,4 +275,5 @@ Event = Union[
     FaultInjected,
     EventsMissed,
     ObservationLost,
+    UpstreamStatus,
 ]

@@ -30,6 +30,7 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     ObservationLost,
+    UpstreamStatus,
     ViolationSeen,
 )
 from ..terminal import format_latency, format_size, preview_json, safe_text
@@ -149,6 +150,18 @@ class EventLog:
             text.append(f"fault {safe_text(event.fault, _NAME)}", "bold blue")
             method = safe_text(event.method or "", _METHOD)
             text.append(f" {method} {safe_text(event.detail, _DETAIL)}")
+            return text
+        if isinstance(event, UpstreamStatus):
+            # Said once per change, whatever the verbosity: every client of the route is
+            # refused meanwhile.
+            text = Text.assemble(
+                (self._clock(event.t), "dim"), " ", (f"{safe_text(event.route, _NAME):<5}", "cyan")
+            )
+            text.append(
+                " upstream back: " if event.up else " upstream down: ",
+                "bold green" if event.up else "bold red",
+            )
+            text.append(safe_text(event.detail, _DETAIL))
             return text
         if isinstance(event, EventsMissed):
             return Text(f"… {event.count} events not shown (log fell behind)", "yellow")

@@ -38,6 +38,7 @@ from ..events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    UpstreamStatus,
     ViolationSeen,
 )
 from ..terminal import safe_text
@@ -295,6 +296,9 @@ class _Decoder:
             return EventsMissed(member_int(data, "missed", 0), t, member_str(data, "consumer", ""))
         conn = member_int(data, "conn", 0)
         route = member_str(data, "route", "")
+        if kind == "upstream":
+            state = _enum(data, "state", ("down", "back"))
+            return UpstreamStatus(route, t, state == "back", member_str(data, "detail", ""))
         if kind == "open":
             client, upstream = member_str(data, "client"), member_str(data, "upstream")
             return ConnectionOpened(conn, route, client, upstream, t)

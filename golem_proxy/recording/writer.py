@@ -27,6 +27,7 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     ObservationLost,
+    UpstreamStatus,
     ViolationSeen,
 )
 from .files import open_private
@@ -102,6 +103,9 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(detail=event.detail)
         if event.digest:
             base.update(digest=event.digest, header=_b64(event.header))
+    elif isinstance(event, UpstreamStatus):
+        base.update(kind="upstream", route=event.route, state="back" if event.up else "down")
+        base.update(detail=event.detail)
     else:  # pragma: no cover - exhaustive over Event
         return None
     return dumps(base) + b"\n"
