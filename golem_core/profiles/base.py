@@ -30,6 +30,7 @@ from ..messages import (
     MalformedKind,
     Message,
     Notification,
+    Request,
     Response,
     Role,
     decode_json,
@@ -191,6 +192,14 @@ class Profile(abc.ABC):
     @abc.abstractmethod
     def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
         """Violations of the per-message rules (the envelope is already typed in ``message``)."""
+
+    def check_server_request(self, message: Message, payload: bytes = b"") -> list[Violation]:
+        """Violations of a request or notification the server sent (see
+        `servers_send_requests`): its envelope only, since the method table lists what the
+        server serves, not what it may ask of its client."""
+        if isinstance(message, (Request, Notification)):
+            return []
+        return self.check_message(message, payload)
 
     @abc.abstractmethod
     def check_exchange(self, request: Message, response: Message) -> list[Violation]:

@@ -398,7 +398,10 @@ class ConnectionTap:
             message = parse_fast(self.profile, payload, role)
         role = message.role or role
         asker = direction if role is Role.REQUEST else direction.reverse
-        violations = self.profile.check_message(message, payload)
+        if role is Role.REQUEST and direction is Direction.S2C:
+            violations = self.profile.check_server_request(message, payload)
+        else:
+            violations = self.profile.check_message(message, payload)
         if self.catalogue is not None and isinstance(message, Request) and asker is Direction.C2S:
             violations.extend(self.catalogue.check_request(message))
         # A response is paired first, so that method-scoped redaction rules apply to it too.

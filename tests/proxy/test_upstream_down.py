@@ -46,8 +46,12 @@ class RunningCli:
         self.err: queue.Queue[str] = queue.Queue()
         self.lines: list[str] = []
         self.err_lines: list[str] = []
-        for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err)):
-            threading.Thread(target=_pump, args=(stream, lines), daemon=True).start()
+        self._readers = [
+            threading.Thread(target=_pump, args=(stream, lines), daemon=True)
+            for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err))
+        ]
+        for reader in self._readers:
+            reader.start()
 
     def wait_for(self, pattern: str, *, stderr: bool = False, timeout: float = 20) -> str:
         """The next line matching ``pattern`` (polled until ``timeout``)."""
@@ -62,6 +66,15 @@ class RunningCli:
             if re.search(pattern, line):
                 return line
         raise AssertionError(f"no line matching {pattern!r}: {seen!r}")
+
+    def stdout_lines(self) -> list[str]:
+        """Every line the process wrote on stdout (call once it has exited)."""
+        for reader in self._readers:
+            reader.join(10)
+        lines = list(self.lines)
+        while not self.out.empty():
+            lines.append(self.out.get_nowait())
+        return lines
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGINT)
