@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Optional, TypeVar
 
 from .contract import Rule, Severity
-from .messages import Malformed, Message
+from .messages import Malformed, Message, Role
 from .profiles import Profile
 
 __all__ = ["RULES", "R_ORPHAN_RESPONSE", "Correlator", "Pending"]
@@ -74,8 +74,8 @@ class Correlator(Generic[T]):
         what holding it costs (its bytes). Returns the requests evicted to stay within the
         limits, oldest first (empty almost always). A request the protocol never answers is
         not held."""
-        if not self.profile.expects_response(message):
-            return []
+        if message.role is Role.RESPONSE or not self.profile.expects_response(message):
+            return []  # a response (a client's answer to its server) is nobody's request
         key = self.profile.correlation_key(message)
         pending = Pending(message, key, self._sequence, context)
         self._sequence += 1
@@ -98,7 +98,10 @@ class Correlator(Generic[T]):
         return evicted
 
     def match_response(self, message: Message) -> Optional[Pending[T]]:
-        """Return (and forget) the request ``message`` answers, or None for an orphan."""
+        """Return (and forget) the request ``message`` answers, or None for an orphan (and
+        for a request or notification, which answers nothing)."""
+        if message.role is Role.REQUEST:
+            return None
         if self.profile.answers_unparseable(message):
             for pending in self._order.values():
                 if isinstance(pending.message, Malformed) and pending.key is None:
