@@ -74,8 +74,8 @@ class Correlator(Generic[T]):
         what holding it costs (its bytes). Returns the requests evicted to stay within the
         limits, oldest first (empty almost always). A request the protocol never answers is
         not held."""
-        if message.role is Role.RESPONSE or not self.profile.expects_response(message):
-            return []  # a response (a client's answer to its server) is nobody's request
+        if not self.profile.expects_response(message):
+            return []
         key = self.profile.correlation_key(message)
         pending = Pending(message, key, self._sequence, context)
         self._sequence += 1

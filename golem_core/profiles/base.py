@@ -230,9 +230,10 @@ class Profile(abc.ABC):
         return None
 
     def expects_response(self, message: Message) -> bool:
-        """False for a request the protocol never answers (a JSON-RPC notification), which
-        pairing must not hold on to."""
-        return not isinstance(message, Notification)
+        """False for a message nothing answers, which pairing must not hold on to: a request
+        the protocol never answers (a JSON-RPC notification), and a response (a client's
+        answer to its server travels where requests do)."""
+        return message.role is not _RESPONSE and not isinstance(message, Notification)
 
     def answers_unparseable(self, message: Message) -> bool:
         """True when ``message`` is the reply a server gives to a request it could not parse
