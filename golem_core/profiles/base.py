@@ -235,6 +235,18 @@ class Profile(abc.ABC):
         answer to its server travels where requests do)."""
         return message.role is not _RESPONSE and not isinstance(message, Notification)
 
+    def is_answer_to(self, message: Message, wanted: Optional[Any]) -> bool:
+        """Whether ``message``, read from a server after sending a request whose correlation
+        key is ``wanted``, is its answer: a reply with that key, or a reply with no usable id
+        (the answer to a request the server could not read). Never a request or notification
+        of the server's own (MCP's progress messages, its ``ping``)."""
+        if message.role is _REQUEST:
+            return False
+        key = self.correlation_key(message)
+        if key is None:  # naming a method, it is no reply (whatever the profile types it as)
+            return not (isinstance(message.obj, dict) and "method" in message.obj)
+        return key == wanted
+
     def answers_unparseable(self, message: Message) -> bool:
         """True when ``message`` is the reply a server gives to a request it could not parse
         (GOLEM: a null id)."""

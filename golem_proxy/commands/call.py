@@ -164,8 +164,7 @@ def exchange(target: Address, frame: bytes, profile: Profile, wanted: Any, timeo
                 for event in decoder.events():
                     if isinstance(event, Frame):
                         message = profile.parse(event.payload, Role.RESPONSE)
-                        key = profile.correlation_key(message)
-                        if key == wanted or (key is None and not _is_notification(message)):
+                        if profile.is_answer_to(message, wanted):
                             return event
                     elif isinstance(event, FrameError):
                         raise CommandError(f"{target} sent a bad frame", event.detail)
@@ -184,10 +183,6 @@ def exchange(target: Address, frame: bytes, profile: Profile, wanted: Any, timeo
             raise CommandError(f"{target} did not answer", f"waited {timeout:g} s") from None
         except OSError as exc:
             raise CommandError(f"connection to {target} failed", os_reason(exc)) from None
-
-
-def _is_notification(message: Message) -> bool:
-    return isinstance(message.obj, dict) and "method" in message.obj
 
 
 def print_answer(message: Message, profile: Profile) -> None:

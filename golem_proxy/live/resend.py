@@ -128,8 +128,8 @@ async def _exchange(
                 decoder.receive_eof()
             for event in decoder.events():
                 if isinstance(event, Frame):
-                    key = profile.correlation_key(profile.parse(event.payload, Role.RESPONSE))
-                    if key == wanted or key is None:
+                    message = profile.parse(event.payload, Role.RESPONSE)
+                    if profile.is_answer_to(message, wanted):
                         return event, now - sent_at
                 elif isinstance(event, FrameError):
                     raise ResendError(f"the upstream sent a bad frame: {event.detail}")
