@@ -245,7 +245,7 @@ class Profile(abc.ABC):
         key = self.correlation_key(message)
         if key is None:  # naming a method, it is no reply (whatever the profile types it as)
             return not (isinstance(message.obj, dict) and "method" in message.obj)
-        return key == wanted
+        return bool(key == wanted)
 
     def answers_unparseable(self, message: Message) -> bool:
         """True when ``message`` is the reply a server gives to a request it could not parse
