@@ -59,6 +59,9 @@ class Flow:
     faults: list[FaultInjected] = field(default_factory=list)
     closed_unanswered: bool = False
     marked: bool = False
+    unanswerable: bool = False
+    """The request wants no answer (a notification, also a broken one): the row is complete
+    as it is, never pending."""
 
     @property
     def t(self) -> float:
@@ -112,7 +115,7 @@ class Flow:
             and self.response is None
             and self.frame_error is None
             and not self.closed_unanswered
-            and not self.is_notification
+            and not self.unanswerable
         )
 
     @property
@@ -254,7 +257,7 @@ class FlowTracker:
                 flow.response is not None
                 or flow.frame_error is not None
                 or flow.closed_unanswered
-                or flow.is_notification
+                or flow.unanswerable
             ):
                 break
             count += 1
@@ -295,7 +298,9 @@ class FlowTracker:
         if frame.is_request:
             flow = self._new_flow(frame.conn, frame.route)
             flow.request = frame
-            if frame.is_notification:  # complete as it is: never waits for an answer
+            if not self.profile.expects_response(frame.message):
+                # Complete as it is: never waits for an answer (its violations follow it).
+                flow.unanswerable = True
                 self._last_notification[(frame.conn, frame.direction)] = (frame.index, flow)
             else:
                 self._by_request[key] = flow
