@@ -23,8 +23,7 @@ import pytest
 from golem_proxy.events import UpstreamStatus
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
-
-from .reconnecting_client import ClientGaveUp, ReconnectingClient
+from golem_proxy.testing.reconnecting_client import ClientGaveUp, ReconnectingClient
 
 ROOT = Path(__file__).resolve().parents[2]
 
