@@ -29,6 +29,8 @@ from ..messages import (
     Malformed,
     MalformedKind,
     Message,
+    Notification,
+    Request,
     Response,
     Role,
     decode_json,
@@ -96,6 +98,12 @@ class Profile(abc.ABC):
     """Whether a client may keep reading once its last request is answered (to the end of the
     stream, for server notifications). A proxy must then pass a server's close on at once; when
     it is False, it may hold the close of an idle connection until the client sends again."""
+    servers_send_requests: bool = False
+    """Whether a server may send requests and notifications of its own (JSON-RPC 2.0: a
+    progress or log notification, a ``ping`` the client answers). Then a message's members,
+    not the direction it travels, say whether it is a request or a response, and a client's
+    frame may answer a request of the server. False: every client frame is a request, every
+    server frame a response (GOLEM)."""
     builtin_methods: tuple[str, ...] = ()
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""
@@ -157,6 +165,8 @@ class Profile(abc.ABC):
         exactly what ``json.loads`` accepts, or less: anything it refuses goes to `parse`)."""
         if role is None:
             role = _REQUEST if isinstance(obj, dict) and "method" in obj else _RESPONSE
+        elif self.servers_send_requests and isinstance(obj, dict):
+            role = _role_of_members(obj, role)
         if role is _REQUEST:
             return self.parse_request(obj)
         return self.parse_response(obj)
@@ -182,6 +192,14 @@ class Profile(abc.ABC):
     @abc.abstractmethod
     def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
         """Violations of the per-message rules (the envelope is already typed in ``message``)."""
+
+    def check_server_request(self, message: Message, payload: bytes = b"") -> list[Violation]:
+        """Violations of a request or notification the server sent (see
+        `servers_send_requests`): its envelope only, since the method table lists what the
+        server serves, not what it may ask of its client."""
+        if isinstance(message, (Request, Notification)):
+            return []
+        return self.check_message(message, payload)
 
     @abc.abstractmethod
     def check_exchange(self, request: Message, response: Message) -> list[Violation]:
@@ -212,9 +230,22 @@ class Profile(abc.ABC):
         return None
 
     def expects_response(self, message: Message) -> bool:
-        """False for a request the protocol never answers (a JSON-RPC notification), which
-        pairing must not hold on to."""
-        return True
+        """False for a message nothing answers, which pairing must not hold on to: a request
+        the protocol never answers (a JSON-RPC notification), and a response (a client's
+        answer to its server travels where requests do)."""
+        return message.role is not _RESPONSE and not isinstance(message, Notification)
+
+    def is_answer_to(self, message: Message, wanted: Optional[Any]) -> bool:
+        """Whether ``message``, read from a server after sending a request whose correlation
+        key is ``wanted``, is its answer: a reply with that key, or a reply with no usable id
+        (the answer to a request the server could not read). Never a request or notification
+        of the server's own (MCP's progress messages, its ``ping``)."""
+        if message.role is _REQUEST:
+            return False
+        key = self.correlation_key(message)
+        if key is None:  # naming a method, it is no reply (whatever the profile types it as)
+            return not (isinstance(message.obj, dict) and "method" in message.obj)
+        return bool(key == wanted)
 
     def answers_unparseable(self, message: Message) -> bool:
         """True when ``message`` is the reply a server gives to a request it could not parse
@@ -276,6 +307,8 @@ class Profile(abc.ABC):
             return self.registry.name_of(message.error.code)
         if isinstance(message, Malformed):
             return f"malformed:{message.kind.value}"
+        if isinstance(message, Notification):
+            return "notification"
         return "request"
 
     def describe_exchange(self, request: Optional[Message], response: Message) -> str:
@@ -290,6 +323,19 @@ class Profile(abc.ABC):
 
     def ids_equal(self, a: Any, b: Any) -> bool:
         return type(a) is type(b) and a == b
+
+
+def _role_of_members(obj: dict[str, Any], role: Role) -> Role:
+    """What a JSON-RPC object is by its members, whichever way it travels: a ``method`` without
+    ``result`` or ``error`` is a request (or notification), a ``result`` or ``error`` without
+    ``method`` a response; anything else is what its direction implies (``role``), so that a
+    broken frame is judged by the rules of the side it came from."""
+    if role is _RESPONSE:
+        if "method" in obj and "result" not in obj and "error" not in obj:
+            return _REQUEST
+    elif "method" not in obj and ("result" in obj or "error" in obj):
+        return _RESPONSE
+    return role
 
 
 def id_is_valid(value: Any) -> bool:

@@ -27,6 +27,7 @@ from ..messages import (
     Malformed,
     MalformedKind,
     Message,
+    Notification,
     Request,
     Response,
     Role,
@@ -202,6 +203,7 @@ class JsonRpcNdjsonProfile(Profile):
     registry = SCRYBE_REGISTRY
     rules = RULES
     channels = ("scrybe",)
+    servers_send_requests = True
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         """Listen in the user's runtime directory (``$XDG_RUNTIME_DIR/golem-proxy``, else
@@ -225,11 +227,12 @@ class JsonRpcNdjsonProfile(Profile):
 
     # -- parsing -----------------------------------------------------------------------------
     def expects_response(self, message: Message) -> bool:
-        # A notification (a method and no `id` member) is never answered by design.
+        # A notification (a method and no `id` member) is never answered by design, also when
+        # it is broken in some other way.
         obj = message.obj
         if isinstance(message, Malformed) and isinstance(obj, dict):
             return not ("method" in obj and "id" not in obj)
-        return True
+        return super().expects_response(message)
 
     def parse_request(self, obj: Any) -> Message:
         role = Role.REQUEST
@@ -238,16 +241,16 @@ class JsonRpcNdjsonProfile(Profile):
         if obj.get("jsonrpc") != "2.0":
             return _bad(MalformedKind.WRONG_VERSION, _version_detail(obj), obj, role)
         ident = obj.get("id")
-        if ident is None:
+        method = obj.get("method", ABSENT)
+        if ident is None and method is ABSENT:
             return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, role)
-        if not _unsigned(ident):
+        if ident is not None and not _unsigned(ident):
             return _bad(
                 MalformedKind.INVALID_ID,
                 f"request `id` is {json_type_name(ident)}, not an unsigned integer",
                 obj,
                 role,
             )
-        method = obj.get("method", ABSENT)
         if method is ABSENT:
             return _bad(MalformedKind.MISSING_METHOD, "request has no `method`", obj, role)
         if not isinstance(method, str):
@@ -265,6 +268,8 @@ class JsonRpcNdjsonProfile(Profile):
                 obj,
                 role,
             )
+        if ident is None:  # no `id` (null counts as absent): JSON-RPC 2.0's notification
+            return Notification(method, params, obj)
         return Request(ident, method, params, obj)
 
     def parse_response(self, obj: Any) -> Message:

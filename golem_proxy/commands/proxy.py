@@ -28,6 +28,7 @@ from ..live.relay import BoundRoute, ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
+from ..net.listeners import probe
 from ..recording.safe_paths import resolve_record_path
 from ..terminal import safe_text
 from ._common import (
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 NAME = "proxy"
 HELP = "Run the proxy: forward byte for byte, decode on the side, log and record."
 ORDER = 10
+STARTUP_PROBE_TIMEOUT = 0.5
+"""How long the start-up check of each upstream waits for it to accept."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -466,6 +469,7 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                     ),
                     soft_wrap=True,
                 )
+            await warn_of_silent_upstreams(bound)
             hint = environment_hint(bound, config.profile)
             if hint:
                 console.print(
@@ -509,6 +513,22 @@ async def _serve(config: SessionConfig, console: Console) -> None:
             # Connections drain, then the log catches up: each gets the drain timeout.
             drain = config.options.drain_timeout
             nursery.cancel_scope.deadline = trio.current_time() + 2 * drain + 5
+
+
+async def warn_of_silent_upstreams(bound: list[BoundRoute]) -> None:
+    """Say on stderr, one line each, which upstreams do not accept a connection now: the
+    proxy starts anyway (the plugin may come up later), but a user waiting for traffic
+    knows why none comes."""
+    for item in bound:
+        upstream = item.route.upstream
+        reason = await probe(upstream, STARTUP_PROBE_TIMEOUT)
+        if reason is not None:
+            line = (
+                f"golem-proxy: upstream {upstream} is not listening yet ({reason}); "
+                f"{item.route.name} relays once it answers"
+            )
+            sys.stderr.write(safe_text(line) + "\n")
+            sys.stderr.flush()
 
 
 async def _take_commands(

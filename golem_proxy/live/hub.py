@@ -11,6 +11,7 @@ import collections
 import contextlib
 import math
 from collections.abc import AsyncIterator, Callable
+from typing import Optional
 
 import trio
 
@@ -34,8 +35,17 @@ def _weight(event: Event) -> int:
 class Subscription:
     """One consumer's bounded queue of events."""
 
-    def __init__(self, name: str, buffer: float, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        name: str,
+        buffer: float,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        accepts: Optional[Callable[[Event], bool]] = None,
+    ) -> None:
         self.name = name
+        self.accepts = accepts
+        """Which events the consumer wants at all (None: every one): the others never take
+        room in its queue, so a flood it ignores cannot push out an event it shows."""
         # The channel itself is unbounded: `limit` bounds it here, so that a session that
         # stops can let its consumers catch up (`EventHub.widen`).
         self.send_channel, self.receive_channel = trio.open_memory_channel[Event](math.inf)
@@ -57,6 +67,8 @@ class Subscription:
 
     def offer(self, event: Event, now: float) -> None:
         self._last_now = now
+        if self.accepts is not None and not self.accepts(event):
+            return
         weights = self._weights
         waiting = self.waiting
         while len(weights) > waiting:
@@ -124,10 +136,15 @@ class EventHub:
         consumer that must see every event and is fast (the recorder); it must not raise."""
         self._sinks.append(sink)
 
-    def subscribe(self, name: str, buffer: float = 10_000) -> Subscription:
+    def subscribe(
+        self,
+        name: str,
+        buffer: float = 10_000,
+        accepts: Optional[Callable[[Event], bool]] = None,
+    ) -> Subscription:
         """Add a consumer with room for ``buffer`` events (``math.inf`` for unbounded) and
-        `DEFAULT_MAX_BYTES` of their payloads."""
-        subscription = Subscription(name, buffer)
+        `DEFAULT_MAX_BYTES` of their payloads, of those ``accepts`` lets through."""
+        subscription = Subscription(name, buffer, accepts=accepts)
         self._subscriptions.append(subscription)
         return subscription
 

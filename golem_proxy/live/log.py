@@ -1,6 +1,6 @@
-"""The live log: one line per exchange, coloured by outcome, plus lines for violations,
-malformed frames, framing errors and connection events. Consumes the event stream (it may fall
-behind under load; it then says how many events it skipped).
+"""The live log: one line per exchange and per notification, coloured by outcome, plus lines
+for violations, malformed frames, framing errors and connection events. Consumes the event
+stream (it may fall behind under load; it then says how many events it skipped).
 
 What peers send is shown, never obeyed: every string from a frame goes through `safe_text`
 into `rich.text.Text`. The proxy and the demo hand it a console on a `TerminalOutput`
@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from golem_core.contract import Severity
-from golem_core.messages import ErrorResponse, Malformed, Response
+from golem_core.messages import ErrorResponse, Malformed, Notification, Response
 from golem_core.profiles import Profile
 
 from ..events import (
@@ -32,6 +32,7 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     ObservationLost,
+    UpstreamStatus,
     ViolationSeen,
 )
 from ..table_layout import terminal_width
@@ -58,7 +59,7 @@ class Verbosity(enum.IntEnum):
     QUIET = 0
     """Problems only: error responses, violations, malformed frames, abnormal closes."""
     NORMAL = 1
-    """Every exchange and connection."""
+    """Every exchange, notification and connection."""
     VERBOSE = 2
     """Also every frame as it arrives, with a preview of its body."""
 
@@ -105,6 +106,16 @@ class EventLog:
             (f"#{conn:<3}", "dim"),
             " ",
         )
+
+    def may_show(self, event: Event) -> bool:
+        """False for an event this log never prints at its verbosity (a frame that is neither
+        malformed nor a notification, below verbose; any frame when quiet, but a malformed
+        one): a cheap test, so that such a flood never takes room from the lines it prints."""
+        if isinstance(event, FrameSeen) and self.verbosity < Verbosity.VERBOSE:
+            if isinstance(event.message, Malformed):
+                return True
+            return self.verbosity is Verbosity.NORMAL and isinstance(event.message, Notification)
+        return True
 
     def handle(self, event: Event) -> None:
         """Print whatever ``event`` deserves at this verbosity: on a terminal, folded between
@@ -157,6 +168,18 @@ class EventLog:
             method = safe_text(event.method or "", _METHOD)
             text.append(f" {method} {safe_text(event.detail, _DETAIL)}")
             return text
+        if isinstance(event, UpstreamStatus):
+            # Said once per change, whatever the verbosity: every client of the route is
+            # refused meanwhile.
+            text = Text.assemble(
+                (self._clock(event.t), "dim"), " ", (f"{safe_text(event.route, _NAME):<5}", "cyan")
+            )
+            text.append(
+                " upstream back: " if event.up else " upstream down: ",
+                "bold green" if event.up else "bold red",
+            )
+            text.append(safe_text(event.detail, _DETAIL))
+            return text
         if isinstance(event, EventsMissed):
             return Text(f"… {event.count} events not shown (log fell behind)", "yellow")
         if isinstance(event, ObservationLost):
@@ -184,6 +207,8 @@ class EventLog:
             style = "magenta"
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
+        if exchange.request.direction is Direction.S2C:
+            method = f"← {method}"  # the server asked, the client answered
         # Columns line up on a wide terminal or in a file; a narrow terminal gets the fields
         # without their padding (and folded between them, see `handle`).
         width = terminal_width(self.console)
@@ -225,10 +250,21 @@ class EventLog:
             text.append(f"{frame.direction.arrow} malformed {message.kind.value}", "bold magenta")
             text.append(f" ({format_size(frame.size)}): {safe_text(message.detail, _DETAIL)}")
             return text
+        if isinstance(message, Notification) and self.verbosity is Verbosity.NORMAL:
+            # Complete as it is: its line stands where an exchange's would.
+            text = self._prefix(frame.t, frame.route, frame.conn)
+            text.append(f"{frame.direction.arrow} ")
+            text.append(f"{safe_text(message.method, _METHOD):<30}", "bold")
+            text.append(f" {'notification':<18}", "blue")
+            text.append(f" {format_size(frame.size):>9}", "dim")
+            return text
         if self.verbosity < Verbosity.VERBOSE:
             return None
         text = self._prefix(frame.t, frame.route, frame.conn)
-        what = "request" if frame.direction is Direction.C2S else "response"
+        if isinstance(message, Notification):
+            what = "notification"
+        else:
+            what = "request" if frame.is_request else "response"
         text.append(f"{frame.direction.arrow} {what} {format_size(frame.size)} ", "dim")
         text.append(preview_json(message.obj, 160), "dim")
         return text

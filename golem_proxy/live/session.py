@@ -97,7 +97,7 @@ class ProxySession:
                 consumers.start_soon(_flush_until_cancelled, recorder, flushing)
             if config.console is not None:
                 log = EventLog(config.console, config.profile, config.verbosity)
-                subscription = self.hub.subscribe("log", config.log_buffer)
+                subscription = self.hub.subscribe("log", config.log_buffer, log.may_show)
                 consumers.start_soon(_isolated, "log", _log_events(self.hub, subscription, log))
             for name, buffer, consumer in self._extra:
                 consumers.start_soon(_isolated, name, consumer(self.hub.subscribe(name, buffer)))

@@ -111,7 +111,7 @@ async def _exchange(
         while True:
             received = await framed.receive_frame()
             message = profile.parse(received.payload, Role.RESPONSE)
-            if _answers(profile, message, wanted):
+            if profile.is_answer_to(message, wanted):
                 assert framed.received_at is not None  # a frame came, so a chunk did
                 return Answer(received, message, framed.received_at - sent_at)
     except FramingFailure as exc:
@@ -123,11 +123,3 @@ async def _exchange(
         cause = exc if isinstance(exc, OSError) else exc.__cause__
         reason = connect_reason(cause) if isinstance(cause, OSError) else str(exc)
         raise RequestFailed(f"connection to {upstream} failed", reason or None) from None
-
-
-def _answers(profile: Profile, message: Message, wanted: Any) -> bool:
-    key = profile.correlation_key(message)
-    if key == wanted:
-        return True
-    is_notification = isinstance(message.obj, dict) and "method" in message.obj
-    return key is None and not is_notification

@@ -38,6 +38,7 @@ from ..events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    UpstreamStatus,
     ViolationSeen,
 )
 from ..terminal import safe_text
@@ -300,6 +301,9 @@ class _Decoder:
             return EventsMissed(member_int(data, "missed", 0), t, member_str(data, "consumer", ""))
         conn = member_int(data, "conn", 0)
         route = member_str(data, "route", "")
+        if kind == "upstream":
+            state = _enum(data, "state", ("down", "back"))
+            return UpstreamStatus(route, t, state == "back", member_str(data, "detail", ""))
         if kind == "open":
             client, upstream = member_str(data, "client"), member_str(data, "upstream")
             return ConnectionOpened(conn, route, client, upstream, t)
@@ -316,13 +320,15 @@ class _Decoder:
                 member_int(sizes, "s2c", 0),
                 member_bool(data, "abnormal", False),
             )
-        if kind == "exchange":
-            request = self.frames.pop((conn, "c2s", member_int(data, "req")), None)
-            response = self.frames.pop((conn, "s2c", member_int(data, "resp")), None)
+        if kind in ("exchange", "server-exchange"):
+            # A server-exchange pairs a request the server sent with the client's answer.
+            asked, answered = ("c2s", "s2c") if kind == "exchange" else ("s2c", "c2s")
+            request = self.frames.pop((conn, asked, member_int(data, "req")), None)
+            response = self.frames.pop((conn, answered, member_int(data, "resp")), None)
             if request is None or response is None:
                 return None  # its frames were lost before a crash; nothing to pair
-            violations = self.violations.pop((conn, "c2s", request.index), [])
-            violations += self.violations.pop((conn, "s2c", response.index), [])
+            violations = self.violations.pop((conn, asked, request.index), [])
+            violations += self.violations.pop((conn, answered, response.index), [])
             return ExchangeCompleted(conn, route, request, response, tuple(violations))
         if kind == "violation":
             return self._violation(data, conn, route, t)
@@ -412,10 +418,7 @@ class _Decoder:
                 if start < 0 or end < start:
                     raise RecordingError('msg is not where the writer puts it (,"msg": last)')
                 payload = line[start + len(MSG_KEY) : end]
-            if role is Role.REQUEST:
-                message = self.profile.parse_request(obj)
-            else:
-                message = self.profile.parse_response(obj)
+            message = self.profile.parse_decoded(obj, role)
         frame = FrameSeen(
             member_int(data, "conn"),
             member_str(data, "route", ""),
@@ -427,7 +430,8 @@ class _Decoder:
             message,
             redacted,
         )
-        self.frames[(frame.conn, direction.value, frame.index)] = frame
+        if not frame.is_notification:  # a notification is never paired: nothing to keep
+            self.frames[(frame.conn, direction.value, frame.index)] = frame
         return frame
 
 

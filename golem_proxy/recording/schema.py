@@ -56,6 +56,18 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     "close": (*COMMON_MEMBERS, "conn", "route", "reason", "bytes", "abnormal"),
     "frame": FRAME_MEMBERS,
     "exchange": (*COMMON_MEMBERS, "conn", "route", "req", "resp", "method", "status", "latency"),
+    "upstream": (*COMMON_MEMBERS, "route", "state", "detail"),
+    # A request the server sent (``req``: its s2c frame) and the client's answer (``resp``: c2s).
+    "server-exchange": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "req",
+        "resp",
+        "method",
+        "status",
+        "latency",
+    ),
     "violation": (
         *COMMON_MEMBERS,
         "conn",

@@ -352,3 +352,39 @@ def test_a_lone_surrogate_and_c1_controls_in_a_result_print_as_escapes() -> None
         done = run_cli("call", "ping", "--target", address, "--timeout", "10")
     assert done.returncode == 0, done.stderr
     assert done.stdout == '{\n  "name": "a\\udfffb\\x9b[2J"\n}\n'
+
+
+def test_call_skips_what_a_json_rpc_server_sends_of_its_own(tmp_path: Path) -> None:
+    """A server's progress notification and its own request with the very id of the call
+    (MCP does both) come first: the answer printed is the reply, not either of them."""
+    path = str(tmp_path / "s.sock")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        server.listen()
+
+        def answer() -> None:
+            peer, _ = server.accept()
+            with peer:
+                request = json.loads(peer.makefile("rb").readline())
+                own = [
+                    {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}},
+                    {"jsonrpc": "2.0", "id": request["id"], "method": "roots/list"},
+                    {"jsonrpc": "2.0", "id": request["id"], "result": {"enabled": True}},
+                ]
+                peer.sendall(b"".join(json.dumps(m).encode() + b"\n" for m in own))
+
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        done = run_cli(
+            "call",
+            "set_vim",
+            '{"enabled": true}',
+            "--profile",
+            "jsonrpc-ndjson",
+            "--target",
+            f"unix:{path}",
+            "--raw",
+        )
+        thread.join(10)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {"enabled": True}}
