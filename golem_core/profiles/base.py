@@ -36,6 +36,7 @@ from ..messages import (
     is_json_int,
     method_of,
 )
+from ..outcome import OK, Outcome, OutcomeKind, ResultFailureRule
 from ..registry import Registry
 
 __all__ = ["DefaultRoute", "Profile", "path_of"]
@@ -99,6 +100,11 @@ class Profile(abc.ABC):
     builtin_methods: tuple[str, ...] = ()
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""
+
+    result_failures: tuple[ResultFailureRule, ...] = ()
+    """The result shapes that report a failure inside a success envelope, tried in order by
+    `outcome` (GOLEM: the plugin's error dict and ``"success": false``); empty when a success
+    envelope always means success."""
 
     @property
     def second_channel(self) -> Optional[str]:
@@ -278,11 +284,25 @@ class Profile(abc.ABC):
             return f"malformed:{message.kind.value}"
         return "request"
 
-    def describe_exchange(self, request: Optional[Message], response: Message) -> str:
-        """The status of a response read against its request (``request`` None for an
-        orphan). By default the response's own `describe`; a profile whose clients type a
-        reply by comparing it with the request (an id not echoed) overrides this."""
-        return self.describe(response)
+    def outcome(self, request: Optional[Message], response: Message) -> Outcome:
+        """What ``response`` means as the answer to ``request`` (None for an orphan): an error
+        envelope, a malformed answer, a failure reported in the result (`result_failures`)
+        or ok. The one decision every view reads; a profile whose clients type a reply by
+        comparing it with the request (an id not echoed) extends it."""
+        if isinstance(response, Response):
+            result = response.result
+            for rule in self.result_failures:
+                found = rule.match(result, self.registry)
+                if found is not None:
+                    return found
+            return OK
+        if isinstance(response, ErrorResponse):
+            error = response.error
+            return Outcome(
+                OutcomeKind.ERROR, self.registry.name_of(error.code), error.code, error.message
+            )
+        detail = response.detail if isinstance(response, Malformed) else ""
+        return Outcome(OutcomeKind.MALFORMED, self.describe(response), message=detail)
 
     def method_of(self, message: Message) -> Optional[str]:
         """The method ``message`` names (see `golem_core.messages.method_of`)."""

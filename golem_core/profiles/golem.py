@@ -29,6 +29,7 @@ from ..messages import (
     build_request,
     is_json_int,
 )
+from ..outcome import ErrorObjectInResult, UnsuccessfulFlag
 from ..registry import GOLEM_REGISTRY
 from .base import INTERNAL_ERROR_CODE, DefaultRoute, Profile, id_is_valid, path_of
 from .base import json_type_name as _type_name
@@ -167,6 +168,9 @@ class GolemProfile(Profile):
     # A GOLEM client sends a request and reads its one answer; between calls it reads nothing.
     clients_read_past_answers = False
     builtin_methods = ("ping", "shutdown", "list_methods")
+    # The plugin's wrapped handlers (operations.*, manipulation.*) return their error dict as
+    # the result of a success envelope; scripts and viewport calls say "success": false.
+    result_failures = (ErrorObjectInResult(), UnsuccessfulFlag())
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         # The MCP server finds the plugin through GOLEM_RHINO_PORT / GOLEM_GH_PORT.

@@ -28,6 +28,7 @@ from ..analysis.trace import FlowReader, TraceError, open_flows
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
 from ..recording.samples import SampleNotFound, sample_path
+from ..status_tone import TONE_STYLES
 from ..terminal import safe_text
 
 EXIT_OK = 0
@@ -228,19 +229,8 @@ def filtered_flows(
 
 
 def status_text(flow: Flow, profile: Profile) -> Text:
-    """The status cell: ok green, error codes red, malformed/framing magenta, pending yellow."""
-    status = flow.status(profile)
-    if status == "ok":
-        style = "green"
-    elif status == "pending":
-        style = "yellow"
-    elif status.startswith("malformed") or flow.frame_error is not None:
-        style = "magenta"
-    elif status == "unanswered":
-        style = "yellow"
-    else:
-        style = "red"
-    return Text(safe_text(status), style=style)
+    """The status cell, styled by the flow's tone (`golem_proxy.status_tone`)."""
+    return Text(safe_text(flow.status(profile)), style=TONE_STYLES[flow.tone])
 
 
 def violation_marker(flow: Flow) -> Text:

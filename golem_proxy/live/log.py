@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from golem_core.contract import Severity
-from golem_core.messages import ErrorResponse, Malformed, Response
+from golem_core.messages import Malformed
 from golem_core.profiles import Profile
 
 from ..events import (
@@ -32,6 +32,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
+from ..status_tone import TONE_STYLES, Tone, outcome_tone
 from ..terminal import format_latency, format_size, preview_json, safe_text
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
@@ -153,18 +154,14 @@ class EventLog:
         return None
 
     def _exchange(self, exchange: ExchangeCompleted) -> Optional[Text]:
-        response = exchange.response.message
         request = exchange.request.message
-        ok = isinstance(response, Response) and not isinstance(request, Malformed)
-        if ok and self.verbosity < Verbosity.NORMAL:
+        outcome = exchange.outcome
+        tone = outcome_tone(outcome)
+        quiet = self.verbosity < Verbosity.NORMAL
+        if quiet and tone is Tone.OK and not isinstance(request, Malformed):
             return None
-        status = safe_text(self.profile.describe_exchange(request, response), limit=60)
-        if isinstance(response, Response):
-            style = "green"
-        elif isinstance(response, ErrorResponse):
-            style = "red"
-        else:
-            style = "magenta"
+        status = safe_text(outcome.text, limit=60)
+        style = TONE_STYLES[tone]
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
         text.append(f"{method:<32}", "bold")
@@ -175,8 +172,8 @@ class EventLog:
             f"  {format_size(exchange.request.size)} → {format_size(exchange.response.size)}",
             "dim",
         )
-        if isinstance(response, ErrorResponse):
-            text.append(f"  {safe_text(str(response.error.message), _DETAIL)}", "red")
+        if outcome.message and tone is Tone.FAILED:
+            text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
         if exchange.violations:
             text.append(f"  ⚠ {len(exchange.violations)}", "yellow")
         return text

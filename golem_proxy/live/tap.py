@@ -436,7 +436,10 @@ class ConnectionTap:
             for found in exchange_violations:
                 self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
             every = (*request.violations, *violations, *exchange_violations)
-            self.publish(ExchangeCompleted(self.conn, self.route, request.frame, seen, every))
+            outcome = self.profile.outcome(request.frame.message, message)
+            self.publish(
+                ExchangeCompleted(self.conn, self.route, request.frame, seen, outcome, every)
+            )
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
             return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
         return None

@@ -55,7 +55,17 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     "open": (*COMMON_MEMBERS, "conn", "route", "client", "upstream"),
     "close": (*COMMON_MEMBERS, "conn", "route", "reason", "bytes", "abnormal"),
     "frame": FRAME_MEMBERS,
-    "exchange": (*COMMON_MEMBERS, "conn", "route", "req", "resp", "method", "status", "latency"),
+    "exchange": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "req",
+        "resp",
+        "method",
+        "status",
+        "latency",
+        "outcome",
+    ),
     "violation": (
         *COMMON_MEMBERS,
         "conn",
