@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, Optional
 
 from ..contract import Rule, Violation
@@ -101,6 +102,10 @@ class Profile(abc.ABC):
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""
 
+    channel_builtins: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+    """Per channel (route name), the methods its server answers itself whatever the plugin
+    registers, when they differ from `builtin_methods` (GOLEM's Grasshopper server answers
+    ``gh.ping`` and ``gh.shutdown``). See `builtins_of`."""
     result_failures: tuple[ResultFailureRule, ...] = ()
     """The result shapes that report a failure inside a success envelope, tried in order by
     `outcome` (GOLEM: the plugin's error dict and ``"success": false``); empty when a success
@@ -110,6 +115,17 @@ class Profile(abc.ABC):
     def second_channel(self) -> Optional[str]:
         """The channel beside the main one (GOLEM's ``gh``), or None for a single socket."""
         return self.channels[1] if len(self.channels) > 1 else None
+
+    def builtins_of(self, route: str) -> tuple[str, ...]:
+        """The methods the server behind ``route`` answers itself (never drift against a
+        method catalogue): its channel's, or, for a route named after no channel, those of
+        every channel."""
+        table = self.channel_builtins
+        if not table:
+            return self.builtin_methods
+        if route in table:
+            return table[route]
+        return tuple(name for names in table.values() for name in names)
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         """The routes to serve when the user gives none, resolved against the environment

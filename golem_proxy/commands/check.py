@@ -79,11 +79,11 @@ def run(args: argparse.Namespace) -> int:
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
-    collector = DriftCollector(catalogue)
+    collector = DriftCollector(catalogue, trace.profile)
     failures: Counter[str] = Counter()
     with trace:
         try:
-            findings = _audit(trace, catalogue, collector, failures)
+            findings = _audit(trace, catalogue, collector, failures=failures)
         except TraceError as exc:
             return fail(str(exc))
     note_truncated(trace)
@@ -122,8 +122,8 @@ def _audit(
     trace: FlowReader,
     catalogue: Optional[MethodCatalogue],
     drift: DriftCollector,
-    failures: Counter[str],
     piece: int = 1000,
+    failures: Optional[Counter[str]] = None,
 ) -> list[Finding]:
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
     in the order one call over the whole trace gives; the flows' drift goes to ``drift``, the
@@ -133,7 +133,8 @@ def _audit(
     profile = trace.profile
     for events, flows in trace.batches(piece):
         drift.add_flows(flows)
-        failures.update(flow.status(profile) for flow in flows if flow.is_error)
+        if failures is not None:
+            failures.update(flow.status(profile) for flow in flows if flow.is_error)
         for finding in audit(events, flows, trace.profile, catalogue):
             if finding.flow is None:  # the same report may come in two pieces: keep one
                 violation = finding.violation

@@ -139,6 +139,7 @@ class ConnectionTap:
         self.profile = profile
         self.publish = publish
         self.catalogue = catalogue
+        self._builtins = profile.builtins_of(route)
         self.redactor = redactor
         self._echoes = Echoes()
         """Values this connection's redaction replaced, hidden where they come back."""
@@ -381,7 +382,7 @@ class ConnectionTap:
             message = parse_fast(self.profile, payload, role)
         violations = self.profile.check_message(message, payload)
         if self.catalogue is not None and isinstance(message, Request):
-            violations.extend(self.catalogue.check_request(message))
+            violations.extend(self.catalogue.check_request(message, self._builtins))
         # A response is paired first, so that method-scoped redaction rules apply to it too.
         pending = None if role is Role.REQUEST else self._correlator.match_response(message)
         request = pending.context if pending is not None else None
