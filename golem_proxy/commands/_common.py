@@ -196,15 +196,33 @@ def open_trace(path: str) -> Optional[FlowReader]:
 
 
 def note_truncated(reader: FlowReader) -> None:
-    """Say so on stderr when the recording's last line was incomplete (once it was read)."""
+    """One line on stderr when the recording (read to its end) was cut short: its last line
+    is incomplete, or connections it opened were never closed (a proxy that stops closes
+    them all). What the proxy had not flushed yet, at most `FLUSH_INTERVAL`, is missing."""
+    why = []
     if reader.truncated_tail:
-        console(stderr=True).print(
-            Text(
-                f"note: {safe_text(reader.path)} ends with an incomplete line (the writer "
-                "stopped); read up to the last complete line",
-                style="yellow",
-            )
-        )
+        why.append("it ends with an incomplete line: read up to the last complete line")
+    unclosed = reader.unclosed
+    if unclosed:
+        why.append(f"{plural(unclosed, 'connection')} never closed")
+    if not why:
+        return
+    from ..live.recorder import FLUSH_INTERVAL  # here: the live side imports trio
+
+    missing = round(FLUSH_INTERVAL * 1000)
+    console(stderr=True).print(
+        Text(
+            f"note: {safe_text(reader.path)}: the proxy stopped without closing this "
+            f"recording; the last {missing} ms may be missing ({'; '.join(why)})",
+            style="yellow",
+        ),
+        soft_wrap=True,
+    )
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 connection``, ``2 connections``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def filtered_flows(
