@@ -300,18 +300,22 @@ class Profile(abc.ABC):
             return f"malformed:{message.kind.value}"
         return "request"
 
+    def result_outcome(self, result: Any) -> Outcome:
+        """The outcome of a success envelope carrying ``result``: the failure the first
+        matching `result_failures` rule reads in it, or ok."""
+        for rule in self.result_failures:
+            found = rule.match(result, self.registry)
+            if found is not None:
+                return found
+        return OK
+
     def outcome(self, request: Optional[Message], response: Message) -> Outcome:
         """What ``response`` means as the answer to ``request`` (None for an orphan): an error
         envelope, a malformed answer, a failure reported in the result (`result_failures`)
         or ok. The one decision every view reads; a profile whose clients type a reply by
         comparing it with the request (an id not echoed) extends it."""
         if isinstance(response, Response):
-            result = response.result
-            for rule in self.result_failures:
-                found = rule.match(result, self.registry)
-                if found is not None:
-                    return found
-            return OK
+            return self.result_outcome(response.result)
         if isinstance(response, ErrorResponse):
             error = response.error
             return Outcome(
