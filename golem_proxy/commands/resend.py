@@ -14,6 +14,7 @@ from rich.text import Text
 from ..analysis.trace import open_flows
 from ..live.resend import ResendError, resend
 from ..replay.diffing import Comparator, envelope_body
+from ..status_tone import TONE_STYLES, outcome_tone
 from ..terminal import format_latency, safe_text
 from ._common import (
     EXIT_FINDINGS,
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     head = Text(f"flow {flow.number} sent again: {safe_text(resent.method)} ", style="bold")
     head.append(f"id {safe_text(str(resent.request_id))}, {format_latency(resent.latency)} → ")
-    head.append(profile.describe(resent.message))
+    head.append(safe_text(resent.outcome.text), style=TONE_STYLES[outcome_tone(resent.outcome)])
     out.print(head, soft_wrap=True)
     new = envelope_body(json.loads(resent.response))
     if flow.response is None:

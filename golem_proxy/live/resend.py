@@ -21,6 +21,7 @@ import trio
 
 from golem_core.framing import EndOfStream, Frame, FrameError
 from golem_core.messages import Message, Request, Role
+from golem_core.outcome import Outcome
 from golem_core.profiles import Profile
 
 from ..events import Direction
@@ -52,6 +53,8 @@ class Resent:
     message: Message
     latency: float
     """Seconds from sending the request to the response's last byte received."""
+    outcome: Outcome
+    """What the answer means (`Profile.outcome`), a failure inside a success result included."""
 
 
 def fresh_request(payload: bytes, profile: Profile, ids: Iterator[Any]) -> tuple[bytes, Request]:
@@ -100,7 +103,7 @@ async def resend(
     message = profile.parse(answer.payload, Role.RESPONSE)
     return Resent(
         upstream, original.id, sent.id, original.method, new_payload, answer.payload, message,
-        latency,
+        latency, profile.outcome(sent, message),
     )  # fmt: skip
 
 
