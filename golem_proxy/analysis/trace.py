@@ -201,6 +201,7 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
         "id": ident,
         "status": flow.status(profile),
         "error": flow.is_error,
+        "outcome": flow.outcome.kind.value if flow.outcome is not None else None,
         "latency_ms": None if latency is None else round(latency * 1000, 3),
         "request_size": flow.request_size,
         "response_size": flow.response_size,
