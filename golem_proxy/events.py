@@ -13,7 +13,8 @@ from typing import Optional, Union
 
 from golem_core.contract import Violation
 from golem_core.framing import FrameErrorKind
-from golem_core.messages import ErrorResponse, Message, Notification, Response, Role, method_of
+from golem_core.messages import Message, Notification, Role, method_of
+from golem_core.outcome import Outcome, OutcomeKind
 
 __all__ = [
     "BytesDiscarded",
@@ -28,6 +29,8 @@ __all__ = [
     "FramingErrorSeen",
     "GapReason",
     "ObservationLost",
+    "Outcome",
+    "OutcomeKind",
     "UpstreamStatus",
     "ViolationSeen",
 ]
@@ -144,12 +147,15 @@ class BytesDiscarded:
 @dataclass(frozen=True)
 class ExchangeCompleted:
     """A request and its response. ``latency`` runs from the request's last byte to the
-    response's last byte."""
+    response's last byte. ``outcome`` is what the response means to the application, decided
+    by the profile where the response was decoded (an error reported inside a success
+    envelope included): views read it, never re-derive it."""
 
     conn: int
     route: str
     request: FrameSeen
     response: FrameSeen
+    outcome: Outcome
     violations: tuple[Violation, ...] = ()
 
     @property
@@ -166,12 +172,11 @@ class ExchangeCompleted:
 
     @property
     def is_error(self) -> bool:
-        return not isinstance(self.response.message, Response)
+        return self.outcome.failed
 
     @property
     def error_code(self) -> Optional[Union[int, str]]:
-        message = self.response.message
-        return message.error.code if isinstance(message, ErrorResponse) else None
+        return self.outcome.code
 
 
 @dataclass(frozen=True)

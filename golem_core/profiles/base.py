@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, Optional
 
 from ..contract import Rule, Violation
@@ -38,6 +39,7 @@ from ..messages import (
     is_json_int,
     method_of,
 )
+from ..outcome import OK, Outcome, OutcomeKind, ResultFailureRule
 from ..registry import Registry
 
 __all__ = ["DefaultRoute", "Profile", "path_of"]
@@ -108,10 +110,30 @@ class Profile(abc.ABC):
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""
 
+    channel_builtins: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+    """Per channel (route name), the methods its server answers itself whatever the plugin
+    registers, when they differ from `builtin_methods` (GOLEM's Grasshopper server answers
+    ``gh.ping`` and ``gh.shutdown``). See `builtins_of`."""
+    result_failures: tuple[ResultFailureRule, ...] = ()
+    """The result shapes that report a failure inside a success envelope, tried in order by
+    `outcome` (GOLEM: the plugin's error dict and ``"success": false``); empty when a success
+    envelope always means success."""
+
     @property
     def second_channel(self) -> Optional[str]:
         """The channel beside the main one (GOLEM's ``gh``), or None for a single socket."""
         return self.channels[1] if len(self.channels) > 1 else None
+
+    def builtins_of(self, route: str) -> tuple[str, ...]:
+        """The methods the server behind ``route`` answers itself (never drift against a
+        method catalogue): its channel's, or, for a route named after no channel, those of
+        every channel."""
+        table = self.channel_builtins
+        if not table:
+            return self.builtin_methods
+        if route in table:
+            return table[route]
+        return tuple(name for names in table.values() for name in names)
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         """The routes to serve when the user gives none, resolved against the environment
@@ -311,11 +333,29 @@ class Profile(abc.ABC):
             return "notification"
         return "request"
 
-    def describe_exchange(self, request: Optional[Message], response: Message) -> str:
-        """The status of a response read against its request (``request`` None for an
-        orphan). By default the response's own `describe`; a profile whose clients type a
-        reply by comparing it with the request (an id not echoed) overrides this."""
-        return self.describe(response)
+    def result_outcome(self, result: Any) -> Outcome:
+        """The outcome of a success envelope carrying ``result``: the failure the first
+        matching `result_failures` rule reads in it, or ok."""
+        for rule in self.result_failures:
+            found = rule.match(result, self.registry)
+            if found is not None:
+                return found
+        return OK
+
+    def outcome(self, request: Optional[Message], response: Message) -> Outcome:
+        """What ``response`` means as the answer to ``request`` (None for an orphan): an error
+        envelope, a malformed answer, a failure reported in the result (`result_failures`)
+        or ok. The one decision every view reads; a profile whose clients type a reply by
+        comparing it with the request (an id not echoed) extends it."""
+        if isinstance(response, Response):
+            return self.result_outcome(response.result)
+        if isinstance(response, ErrorResponse):
+            error = response.error
+            return Outcome(
+                OutcomeKind.ERROR, self.registry.name_of(error.code), error.code, error.message
+            )
+        detail = response.detail if isinstance(response, Malformed) else ""
+        return Outcome(OutcomeKind.MALFORMED, self.describe(response), message=detail)
 
     def method_of(self, message: Message) -> Optional[str]:
         """The method ``message`` names (see `golem_core.messages.method_of`)."""

@@ -34,6 +34,7 @@ from ..messages import (
     RpcError,
     is_json_int,
 )
+from ..outcome import Outcome, OutcomeKind
 from ..registry import SCRYBE_APP_RANGE, SCRYBE_REGISTRY
 from .base import DefaultRoute, Profile, json_type_name, path_of
 from .scrybe_methods import COMMON_ERRORS, METHODS
@@ -415,14 +416,14 @@ class JsonRpcNdjsonProfile(Profile):
             return self.malformed_outcome(message.kind)
         return super().describe(message)
 
-    def describe_exchange(self, request: Optional[Message], response: Message) -> str:
-        """As `describe`, except that a reply whose id is not the request's is
+    def outcome(self, request: Optional[Message], response: Message) -> Outcome:
+        """As the base, except that a reply whose id is not the request's is malformed,
         ``MismatchedResponseId {…}``: the client checks the id before rules 6 and 7."""
         if request is not None:
             mismatch = self._id_mismatch(request, response)
             if mismatch is not None and mismatch.outcome is not None:
-                return mismatch.outcome
-        return self.describe(response)
+                return Outcome(OutcomeKind.MALFORMED, mismatch.outcome, message=mismatch.message)
+        return super().outcome(request, response)
 
     def answers_unparseable(self, message: Message) -> bool:
         # The wire type has no null id: an unreadable request is answered with id 0, and only

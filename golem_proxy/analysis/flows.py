@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from golem_core.contract import Severity, Violation
-from golem_core.messages import ErrorResponse, Malformed, Notification, Response
+from golem_core.messages import Malformed, Notification
+from golem_core.outcome import Outcome
 from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile
 
@@ -32,6 +33,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
+from ..status_tone import Tone, outcome_tone
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
 
@@ -51,6 +53,8 @@ class Flow:
     route: str
     request: Optional[FrameSeen] = None
     response: Optional[FrameSeen] = None
+    outcome: Optional[Outcome] = None
+    """What the response means (`ExchangeCompleted.outcome`); set with ``response``."""
     frame_error: Optional[FramingErrorSeen] = None
     gap: Optional[ObservationLost] = None
     """Bytes forwarded but not inspected (the observer was behind, a frame was too large to
@@ -120,21 +124,19 @@ class Flow:
 
     @property
     def is_error(self) -> bool:
-        """The exchange failed: an error response, a malformed frame, a framing error, or a
-        request that was never answered."""
+        """The exchange failed: its outcome is not ok (an error envelope, an error in the
+        result, ``success: false``, a malformed answer), the request is malformed, a framing
+        error, or a request that was never answered."""
         if self.frame_error is not None or self.closed_unanswered:
             return True
         if self.request is not None and isinstance(self.request.message, Malformed):
             return True
-        if self.response is None:
-            return False
-        return not isinstance(self.response.message, Response)
+        return self.outcome is not None and self.outcome.failed
 
     @property
     def error_code(self) -> Optional[Union[int, str]]:
-        if self.response is not None and isinstance(self.response.message, ErrorResponse):
-            return self.response.message.error.code
-        return None
+        """The error code of the outcome (from the envelope or from the result), or None."""
+        return self.outcome.code if self.outcome is not None else None
 
     @property
     def has_violation(self) -> bool:
@@ -148,16 +150,30 @@ class Flow:
             return Severity.ERROR
         return Severity.WARNING
 
+    @property
+    def tone(self) -> Tone:
+        """How the status is styled (`golem_proxy.status_tone`, the one rule every view uses)."""
+        if self.gap is not None:
+            return Tone.UNOBSERVED
+        if self.frame_error is not None:
+            return Tone.MALFORMED
+        if self.outcome is not None:
+            return outcome_tone(self.outcome)
+        if self.request is not None and isinstance(self.request.message, Malformed):
+            return Tone.MALFORMED
+        if self.closed_unanswered:
+            return Tone.FAILED
+        return Tone.WAITING
+
     def status(self, profile: Profile) -> str:
-        """``ok``, the error code's name, ``malformed:KIND``, ``oversized``, ``pending``,
-        ``unobserved:REASON``, …"""
+        """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
+        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unobserved:REASON``, …"""
         if self.gap is not None:
             return f"unobserved:{self.gap.reason.value}"
         if self.frame_error is not None:
             return self.frame_error.kind.value
-        if self.response is not None:
-            request = self.request.message if self.request is not None else None
-            return profile.describe_exchange(request, self.response.message)
+        if self.outcome is not None:
+            return self.outcome.text
         if self.request is not None and isinstance(self.request.message, (Malformed, Notification)):
             return profile.describe(self.request.message)
         if self.closed_unanswered:
@@ -316,6 +332,7 @@ class FlowTracker:
             flow = self._new_flow(exchange.conn, exchange.route)
             flow.request = request
         flow.response = response
+        flow.outcome = exchange.outcome
         flow.closed_unanswered = False
         answer = (exchange.conn, response.direction, response.index)
         self._responses.pop(answer, None)
@@ -346,6 +363,10 @@ class FlowTracker:
             response = self._responses.pop(key, None)
             flow = self._new_flow(event.conn, event.route)
             flow.response = response
+            if response is not None:
+                # An orphan has no exchange event: its outcome is decided here, by the same
+                # profile function the tap uses, read against no request.
+                flow.outcome = self.profile.outcome(None, response.message)
             flow.violations = [*self._response_violations.pop(key, []), event.violation]
             return flow
         self._response_violations.setdefault(key, []).append(event.violation)

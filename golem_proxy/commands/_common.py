@@ -28,6 +28,7 @@ from ..analysis.trace import FlowReader, TraceError, open_flows
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
 from ..recording.samples import SampleNotFound, sample_path
+from ..status_tone import TONE_STYLES
 from ..terminal import safe_text
 
 EXIT_OK = 0
@@ -207,15 +208,33 @@ def open_trace(path: str) -> Optional[FlowReader]:
 
 
 def note_truncated(reader: FlowReader) -> None:
-    """Say so on stderr when the recording's last line was incomplete (once it was read)."""
+    """One line on stderr when the recording (read to its end) was cut short: its last line
+    is incomplete, or connections it opened were never closed (a proxy that stops closes
+    them all). What the proxy had not flushed yet, at most `FLUSH_INTERVAL`, is missing."""
+    why = []
     if reader.truncated_tail:
-        console(stderr=True).print(
-            Text(
-                f"note: {safe_text(reader.path)} ends with an incomplete line (the writer "
-                "stopped); read up to the last complete line",
-                style="yellow",
-            )
-        )
+        why.append("it ends with an incomplete line: read up to the last complete line")
+    unclosed = reader.unclosed
+    if unclosed:
+        why.append(f"{plural(unclosed, 'connection')} never closed")
+    if not why:
+        return
+    from ..live.recorder import FLUSH_INTERVAL  # here: the live side imports trio
+
+    missing = round(FLUSH_INTERVAL * 1000)
+    console(stderr=True).print(
+        Text(
+            f"note: {safe_text(reader.path)}: the proxy stopped without closing this "
+            f"recording; the last {missing} ms may be missing ({'; '.join(why)})",
+            style="yellow",
+        ),
+        soft_wrap=True,
+    )
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 connection``, ``2 connections``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def filtered_flows(
@@ -240,19 +259,8 @@ def filtered_flows(
 
 
 def status_text(flow: Flow, profile: Profile) -> Text:
-    """The status cell: ok green, error codes red, malformed/framing magenta, pending yellow."""
-    status = flow.status(profile)
-    if status == "ok":
-        style = "green"
-    elif status == "pending":
-        style = "yellow"
-    elif status.startswith("malformed") or flow.frame_error is not None:
-        style = "magenta"
-    elif status == "unanswered":
-        style = "yellow"
-    else:
-        style = "red"
-    return Text(safe_text(status), style=style)
+    """The status cell, styled by the flow's tone (`golem_proxy.status_tone`)."""
+    return Text(safe_text(flow.status(profile)), style=TONE_STYLES[flow.tone])
 
 
 def violation_marker(flow: Flow) -> Text:

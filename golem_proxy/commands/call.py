@@ -2,8 +2,9 @@
 
 A one-shot client ("curl for GOLEM"). The request is encoded, and the answer decoded, with the
 profile's own codec (`golem_core`), so what goes on the wire is what the protocol's reference
-client would send. Exit codes: 0 for a success answer, 1 for an error (or malformed) answer,
-2 when the call could not be made (bad arguments, no connection, no answer in time).
+client would send. Exit codes: 0 for a success answer, 1 for a failed one (an error or
+malformed answer, or a success envelope whose result reports a failure), 2 when the call
+could not be made (bad arguments, no connection, no answer in time).
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ from functools import partial
 from typing import Any, Optional
 
 import trio
+from rich.text import Text
 
-from golem_core.messages import Message, Response, Role
+from golem_core.messages import Response, Role
+from golem_core.outcome import Outcome
 from golem_core.profiles import PROFILES, Profile
 from golem_core.profiles.base import json_type_name
 
 from ..net.addresses import Address, parse_address
 from ..net.request_client import RequestFailed, request_answer
+from ..terminal import safe_text
 from ._answers import print_answer
-from ._common import EXIT_FINDINGS, EXIT_OK, CommandError, address_arg, console, seconds_arg
+from ._common import EXIT_FINDINGS, CommandError, address_arg, console, seconds_arg
 
 NAME = "call"
 HELP = "send one request to a plugin (or any server of the profile) and print the answer"
@@ -90,7 +94,20 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.buffer.flush()
     else:
         print_answer(answer.message, profile, console())
-    return exit_code(answer.message)
+    message = answer.message
+    outcome = profile.outcome(profile.parse(payload, Role.REQUEST), message)
+    if isinstance(message, Response) and outcome.failed:
+        # The answer is a success envelope reporting a failure: say so, the JSON alone is
+        # easy to misread as a success.
+        note = f"the answer reports a failure in its result: {safe_text(outcome.text, 120)}"
+        console(stderr=True).print(Text(f"golem-proxy: {note}", style="red"), soft_wrap=True)
+    return exit_code(outcome)
+
+
+def exit_code(outcome: Outcome) -> int:
+    """0 for an answer whose outcome is ok; 1 (`EXIT_FINDINGS`) for any failure: an error
+    envelope, an error or ``success: false`` in the result, a malformed answer."""
+    return EXIT_FINDINGS if outcome.failed else 0
 
 
 def parse_params(text: Optional[str], stdin: Any) -> Any:
@@ -129,8 +146,3 @@ def default_target(profile: Profile) -> Address:
     if not routes:
         raise CommandError(f"--profile {profile.name} has no default server", "give --target")
     return parse_address(routes[0].upstream)
-
-
-def exit_code(message: Message) -> int:
-    """The exit code for an answer: 0 for a success, 1 for an error or a malformed answer."""
-    return EXIT_OK if isinstance(message, Response) else EXIT_FINDINGS

@@ -4,6 +4,7 @@ the drift against a method catalogue."""
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from functools import partial
 from typing import Any, Optional
 
@@ -80,10 +81,11 @@ def run(args: argparse.Namespace) -> int:
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
-    collector = DriftCollector(catalogue)
+    collector = DriftCollector(catalogue, trace.profile)
+    failures: Counter[str] = Counter()
     with trace, file_progress(trace.fileno(), "checking"):
         try:
-            findings = _audit(trace, catalogue, collector)
+            findings = _audit(trace, catalogue, collector, failures=failures)
         except TraceError as exc:
             return fail(str(exc))
     note_truncated(trace)
@@ -103,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
             "warnings": warnings,
             "rules": [group.to_json() for group in contract],
             "drift": report.to_json(),
+            "failed_flows": {"count": sum(failures.values()), "by_status": dict(failures)},
         }
         console().file.write(json_text(data, indent=2) + "\n")
     else:
@@ -110,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
         if catalogue is not None or drift:
             print_drift(out, report)
         _print_rules(out, contract)
+        if failures:
+            out.print(failures_text(failures), soft_wrap=True)
         verdict = f"{errors} error(s), {warnings} warning(s) in {trace.flow_count} flows"
         out.print(Text(verdict, style="bold red" if failed else "bold green"))
     return EXIT_FINDINGS if failed else EXIT_OK
@@ -120,13 +125,18 @@ def _audit(
     catalogue: Optional[MethodCatalogue],
     drift: DriftCollector,
     piece: int = 1000,
+    failures: Optional[Counter[str]] = None,
 ) -> list[Finding]:
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
-    in the order one call over the whole trace gives; the flows' drift goes to ``drift``."""
+    in the order one call over the whole trace gives; the flows' drift goes to ``drift``, the
+    status of every failed flow is counted in ``failures``."""
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
+    profile = trace.profile
     for events, flows in trace.batches(piece):
         drift.add_flows(flows)
+        if failures is not None:
+            failures.update(flow.status(profile) for flow in flows if flow.is_error)
         for finding in audit(events, flows, trace.profile, catalogue):
             if finding.flow is None:  # the same report may come in two pieces: keep one
                 violation = finding.violation
@@ -143,6 +153,16 @@ def _audit(
             findings.append(finding)
     findings.sort(key=lambda f: (f.flow is None, f.flow or 0))
     return findings
+
+
+def failures_text(failures: Counter[str]) -> Text:
+    """One line: how many flows failed (their outcome, an error in a result included) and
+    with which status. Failures are what the peers did, not contract violations: they do
+    not change the exit code."""
+    total = sum(failures.values())
+    parts = ", ".join(f"{n} {safe_text(status, 80)}" for status, n in failures.most_common())
+    flows = "flow" if total == 1 else "flows"
+    return Text(f"{total} {flows} failed: {parts}", style="red")
 
 
 # -- catalogue -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from golem_core.messages import Malformed
 from ..analysis.trace import open_flows
 from ..live.resend import ResendError, resend
 from ..replay.diffing import Comparator, envelope_body
+from ..status_tone import TONE_STYLES, outcome_tone
 from ..terminal import format_latency, safe_text
 from ._answers import malformed_line, write_json
 from ._common import (
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     head = Text(f"flow {flow.number} sent again: {safe_text(resent.method)} ", style="bold")
     head.append(f"id {safe_text(str(resent.request_id))}, {format_latency(resent.latency)} → ")
-    head.append(safe_text(profile.describe(resent.message), 80))
+    head.append(safe_text(resent.outcome.text), style=TONE_STYLES[outcome_tone(resent.outcome)])
     out.print(head, soft_wrap=True)
     if isinstance(resent.message, Malformed):
         # The same line and exit code as `call`: there is no answer to compare.

@@ -313,6 +313,8 @@ class ConnectionIntercept:
             pending = self._requests.match_response(message)
             flow.request = pending.context if pending is not None else None
             flow.response = frame
+            request = flow.request.message if flow.request is not None else None
+            flow.outcome = profile.outcome(request, message)
             method = flow.request.method if flow.request is not None else None
         if not engine._selects(flow):
             self._forwarded(direction, message, frame)

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from golem_core.contract import Severity
-from golem_core.messages import ErrorResponse, Malformed, Notification, Response
+from golem_core.messages import Malformed, Notification
 from golem_core.profiles import Profile
 
 from ..events import (
@@ -35,6 +35,7 @@ from ..events import (
     UpstreamStatus,
     ViolationSeen,
 )
+from ..status_tone import TONE_STYLES, Tone, outcome_tone
 from ..table_layout import terminal_width
 from ..terminal import format_latency, format_size, preview_json, safe_text
 
@@ -193,18 +194,14 @@ class EventLog:
         return None
 
     def _exchange(self, exchange: ExchangeCompleted) -> Optional[Text]:
-        response = exchange.response.message
         request = exchange.request.message
-        ok = isinstance(response, Response) and not isinstance(request, Malformed)
-        if ok and self.verbosity < Verbosity.NORMAL:
+        outcome = exchange.outcome
+        tone = outcome_tone(outcome)
+        quiet = self.verbosity < Verbosity.NORMAL
+        if quiet and tone is Tone.OK and not isinstance(request, Malformed):
             return None
-        status = safe_text(self.profile.describe_exchange(request, response), limit=60)
-        if isinstance(response, Response):
-            style = "green"
-        elif isinstance(response, ErrorResponse):
-            style = "red"
-        else:
-            style = "magenta"
+        status = safe_text(outcome.text, limit=60)
+        style = TONE_STYLES[tone]
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
         if exchange.request.direction is Direction.S2C:
@@ -222,8 +219,8 @@ class EventLog:
             f"  {format_size(exchange.request.size)} → {format_size(exchange.response.size)}",
             "dim",
         )
-        if isinstance(response, ErrorResponse):
-            text.append(f"  {safe_text(str(response.error.message), _DETAIL)}", "red")
+        if outcome.message and tone is Tone.FAILED:
+            text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
         if exchange.violations:
             text.append(f"  ⚠ {len(exchange.violations)}", "yellow")
         return text

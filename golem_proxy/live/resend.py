@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from golem_core.messages import Message, Request, Role
+from golem_core.outcome import Outcome
 from golem_core.profiles import Profile
 
 from ..net.addresses import Address
@@ -43,6 +44,8 @@ class Resent:
     message: Message
     latency: float
     """Seconds from sending the request to the response's last byte received."""
+    outcome: Outcome
+    """What the answer means (`Profile.outcome`), a failure inside a success result included."""
 
 
 def fresh_request(payload: bytes, profile: Profile, ids: Iterator[Any]) -> tuple[bytes, Request]:
@@ -88,5 +91,5 @@ async def resend(
         raise ResendError(str(exc)) from None
     return Resent(
         upstream, original.id, sent.id, original.method, new_payload, answer.frame.payload,
-        answer.message, answer.latency,
+        answer.message, answer.latency, profile.outcome(sent, answer.message),
     )  # fmt: skip

@@ -139,6 +139,7 @@ class ConnectionTap:
         self.profile = profile
         self.publish = publish
         self.catalogue = catalogue
+        self._builtins = profile.builtins_of(route)
         self.redactor = redactor
         self._echoes = Echoes()
         """Values this connection's redaction replaced, hidden where they come back."""
@@ -403,7 +404,7 @@ class ConnectionTap:
         else:
             violations = self.profile.check_message(message, payload)
         if self.catalogue is not None and isinstance(message, Request) and asker is Direction.C2S:
-            violations.extend(self.catalogue.check_request(message))
+            violations.extend(self.catalogue.check_request(message, self._builtins))
         # A response is paired first, so that method-scoped redaction rules apply to it too.
         pending = None if role is Role.REQUEST else self._correlators[asker].match_response(message)
         request = pending.context if pending is not None else None
@@ -459,7 +460,10 @@ class ConnectionTap:
             for found in exchange_violations:
                 self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
             every = (*request.violations, *violations, *exchange_violations)
-            self.publish(ExchangeCompleted(self.conn, self.route, request.frame, seen, every))
+            outcome = self.profile.outcome(request.frame.message, message)
+            self.publish(
+                ExchangeCompleted(self.conn, self.route, request.frame, seen, outcome, every)
+            )
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
             return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
         return None

@@ -329,7 +329,9 @@ class _Decoder:
                 return None  # its frames were lost before a crash; nothing to pair
             violations = self.violations.pop((conn, asked, request.index), [])
             violations += self.violations.pop((conn, answered, response.index), [])
-            return ExchangeCompleted(conn, route, request, response, tuple(violations))
+            # Decided as the tap decides it, from the frames (the line's status is for people).
+            outcome = self.profile.outcome(request.message, response.message)
+            return ExchangeCompleted(conn, route, request, response, outcome, tuple(violations))
         if kind == "violation":
             return self._violation(data, conn, route, t)
         if kind == "frame-error":

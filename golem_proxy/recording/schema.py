@@ -55,7 +55,17 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     "open": (*COMMON_MEMBERS, "conn", "route", "client", "upstream"),
     "close": (*COMMON_MEMBERS, "conn", "route", "reason", "bytes", "abnormal"),
     "frame": FRAME_MEMBERS,
-    "exchange": (*COMMON_MEMBERS, "conn", "route", "req", "resp", "method", "status", "latency"),
+    "exchange": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "req",
+        "resp",
+        "method",
+        "status",
+        "latency",
+        "outcome",
+    ),
     "upstream": (*COMMON_MEMBERS, "route", "state", "detail"),
     # A request the server sent (``req``: its s2c frame) and the client's answer (``resp``: c2s).
     "server-exchange": (
@@ -67,6 +77,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "method",
         "status",
         "latency",
+        "outcome",
     ),
     "violation": (
         *COMMON_MEMBERS,

@@ -71,9 +71,9 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         kind = "exchange" if event.request.direction is Direction.C2S else "server-exchange"
         base.update(kind=kind, conn=event.conn, route=event.route)
         base.update(req=event.request.index, resp=event.response.index)
-        status = profile.describe_exchange(event.request.message, event.response.message)
-        base.update(method=event.method, status=status)
-        base.update(latency=round(event.latency, 6))
+        outcome = event.outcome
+        base.update(method=event.method, status=outcome.text)
+        base.update(latency=round(event.latency, 6), outcome=outcome.kind.value)
     elif isinstance(event, ViolationSeen):
         base.update(kind="violation", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value if event.direction else None)

@@ -238,7 +238,8 @@ class ReplayServer:
         )
         upstream.sent += 1
         upstream.received += 1
-        for event in (req, resp, ExchangeCompleted(conn, route, req, resp)):
+        outcome = self.profile.outcome(req.message, resp.message)
+        for event in (req, resp, ExchangeCompleted(conn, route, req, resp, outcome)):
             self.recorder.write(event)
         self.recorder.flush()
         self.engine.report.recorded_new += 1

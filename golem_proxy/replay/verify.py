@@ -261,7 +261,10 @@ def _rewrite_line(line: bytes, targets: dict[tuple[int, int], bytes], profile: P
         payload = targets.get((int(data["conn"]), int(data["resp"])))
         if payload is None:
             return line
-        data["status"] = profile.describe(profile.parse(payload, Role.RESPONSE))
+        # The line keeps no request: the outcome is read from the answer alone.
+        outcome = profile.outcome(None, profile.parse(payload, Role.RESPONSE))
+        data["status"] = outcome.text
+        data["outcome"] = outcome.kind.value
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
     if b'"kind":"frame"' not in head or b'"dir":"s2c"' not in line[:300]:
         return line

@@ -49,8 +49,9 @@ class DemoOutcome:
     narrate: Callable[[str], None] = lambda text: None
 
     def call(self, tool: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run one tool call; an error answer is noted and the session goes on. A wrapped
-        handler's error dict (a success envelope) is noted too."""
+        """Run one tool call; an error answer is noted and the session goes on. A failure
+        reported inside a success envelope (a wrapped handler's error dict, ``"success":
+        false``) is noted too, as the profile reads it."""
         self.calls += 1
         name = getattr(tool, "__name__", "call")
         try:
@@ -58,8 +59,9 @@ class DemoOutcome:
         except RhinoCommandError as exc:
             self.failures.append(f"{name}: {exc}")
             return None
-        if isinstance(result, dict) and isinstance(result.get("code"), str) and "message" in result:
-            self.failures.append(f"{name}: [{result['code']}] {result['message']}")
+        failed = GOLEM.result_outcome(result)
+        if failed.failed:
+            self.failures.append(f"{name}: [{failed.text}] {failed.message}")
             return None
         return result
 

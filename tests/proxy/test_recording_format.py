@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from golem_core.contract import Severity, Violation
 from golem_core.framing import FrameErrorKind
 from golem_core.messages import Role
+from golem_core.outcome import OK
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
 from golem_proxy.events import (
     BytesDiscarded,
@@ -73,7 +74,7 @@ def one_of_each() -> list[Event]:
         request,
         ViolationSeen(1, "main", Direction.C2S, 0, 0.5, broken),
         response,
-        ExchangeCompleted(1, "main", request, response, (broken,)),
+        ExchangeCompleted(1, "main", request, response, OK, (broken,)),
         FramingErrorSeen(
             1,
             "main",
@@ -200,7 +201,7 @@ def test_jsonrpc_ndjson_frames_roundtrip() -> None:
         Direction.S2C,
         profile=JSONRPC_NDJSON,
     )
-    events: list[Event] = [request, response, ExchangeCompleted(1, "main", request, response)]
+    events: list[Event] = [request, response, ExchangeCompleted(1, "main", request, response, OK)]
     assert roundtrip(events, "jsonrpc-ndjson") == events
 
 

@@ -35,6 +35,7 @@ def recording(plugin: PluginProcess, tmp_path_factory: pytest.TempPathFactory) -
             for ident, method, params in [
                 ("r1", "ping", {}),
                 ("r2", "scene.create_layer", {"name": "Once", "color": {"r": 1, "g": 2, "b": 3}}),
+                ("r3", "operations.boolean_union", {"guids": []}),  # an error in the result
             ]:
                 reply = await client.call({"id": ident, "method": method, "params": params})
                 assert isinstance(reply, Response)
@@ -87,3 +88,12 @@ def test_an_answer_that_is_not_utf8_is_malformed_and_exits_1(recording: Path) ->
     assert "→ malformed:invalid-utf8" in done.stdout
     assert "malformed answer (invalid-utf8)" in done.stdout
     assert done.stderr == ""
+
+
+def test_a_failure_inside_the_result_is_named_as_one(
+    plugin: PluginProcess, recording: Path
+) -> None:
+    done = run_cli("resend", str(recording), "3", "--target", target(plugin))
+    assert done.returncode == 0, done.stderr  # the same answer as recorded
+    assert done.stdout.startswith("flow 3 sent again: operations.boolean_union id ")
+    assert "→ INVALID_PARAMS (in result)" in done.stdout.splitlines()[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -154,6 +155,55 @@ def test_layers(golem_replay):
     assert methods == ["scene.create_layer", "scene.list_layers"]  # ping answered locally
     replayed = pytester.runpytest_subprocess(*PLUGIN)
     replayed.assert_outcomes(passed=1)
+
+
+def _unused_port() -> int:
+    """A loopback port nobody listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+RERECORD_TEST = """
+import pytest
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
+
+@pytest.mark.golem_trace("session.jsonl")
+def test_rerecord(golem_replay):
+    with GolemClient(golem_replay.host, golem_replay.port) as client:
+        try:
+            client.send_command("scene.list_layers")
+        except RhinoCommandError:
+            if SWALLOW:
+                return
+            raise
+"""
+
+
+@pytest.mark.parametrize("swallow", [False, True], ids=["test-fails", "test-swallows-the-error"])
+def test_a_failed_rerecord_keeps_the_old_trace(pytester: pytest.Pytester, swallow: bool) -> None:
+    """``--golem-record=all`` against a live plugin that is not there: the trace is not
+    wiped, and the run says the old one is kept (also when the test itself passed)."""
+    trace = pytester.path / "session.jsonl"
+    modelling_session(trace)
+    before = trace.read_bytes()
+    pytester.makepyfile(test_rerecord=RERECORD_TEST.replace("SWALLOW", str(swallow)))
+    result = pytester.runpytest_subprocess(
+        *PLUGIN, "--golem-record=all", f"--golem-live=127.0.0.1:{_unused_port()}"
+    )
+    if swallow:  # the test passed, its trace was not re-recorded: an error at teardown
+        result.assert_outcomes(passed=1, errors=1)
+    else:
+        result.assert_outcomes(failed=1)
+    why = "1 request(s) did not reach the live plugin" if swallow else "the test failed"
+    result.stdout.fnmatch_lines(
+        [f"*re-recording *session.jsonl failed ({why}); the old trace is kept*"]
+    )
+    assert trace.read_bytes() == before
+    assert sorted(p.name for p in pytester.path.iterdir() if "session" in p.name) == [
+        "session.jsonl"
+    ]  # nothing left aside
 
 
 def test_a_missing_trace_is_a_usage_error(pytester: pytest.Pytester) -> None:
