@@ -21,13 +21,15 @@ from golem_core.profiles import GOLEM
 from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
 from ..analysis.drift import DriftCollector, DriftReport
 from ..analysis.trace import FlowReader, TraceError, json_text
-from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import parse_address
 from ..terminal import safe_text
 from ._common import (
+    CATALOGUE_HELP,
+    CATALOGUE_METAVAR,
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
+    catalogue_arg,
     console,
     fail,
     note_truncated,
@@ -56,8 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--catalogue",
-        metavar="FILE|NAME",
-        help="method catalogue: a JSON file or a shipped one (golem-3dmcp@9819b31)",
+        metavar=CATALOGUE_METAVAR,
+        type=catalogue_arg,
+        help=f"method catalogue: {CATALOGUE_HELP}",
     )
     source.add_argument(
         "--catalogue-live",
@@ -147,15 +150,8 @@ def _audit(
 
 
 def _catalogue(args: argparse.Namespace) -> Optional[MethodCatalogue]:
-    if args.catalogue:
-        try:
-            return load_catalogue(args.catalogue)
-        except CatalogueNotFound as exc:
-            raise CatalogueError(f"{args.catalogue}: {exc}") from None
-        except OSError as exc:
-            raise CatalogueError(f"{args.catalogue}: {os_reason(exc)}") from None
-        except ValueError as exc:
-            raise CatalogueError(f"{args.catalogue}: not a method catalogue ({exc})") from None
+    if args.catalogue is not None:
+        return args.catalogue  # type: ignore[no-any-return]  # loaded by catalogue_arg
     if args.catalogue_live:
         return fetch_live_catalogue(args.catalogue_live)
     return None

@@ -18,6 +18,7 @@ from golem_core.profiles import GOLEM
 
 from ..analysis.stats import compute_stats
 from ..analysis.trace import open_flows
+from ..catalogues import shipped
 from ..live.log import Verbosity
 from ..live.log_output import TerminalOutput
 from ..live.relay import ProxyOptions
@@ -118,18 +119,11 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     for command in (
         f"{launcher} tui {path}",
         f"{launcher} show {path} --filter '~e'",
-        f"{launcher} check {path}{_catalogue_hint()}",
+        f"{launcher} check {path} --catalogue {shipped()[0]}",
         f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
     ):
         console.print(f"  [cyan]{command}[/]", soft_wrap=True)  # whole lines, to copy
     return 0
-
-
-def _catalogue_hint() -> str:
-    """``--catalogue FILE`` for the closing hint, only where that file is (in a checkout): a
-    hint must work where it is printed."""
-    path = os.path.join("docs", "golem-method-catalogue.json")
-    return f" --catalogue {path}" if os.path.isfile(path) else ""
 
 
 async def _drive(config: SessionConfig, console: Console) -> None:

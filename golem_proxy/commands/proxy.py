@@ -31,7 +31,10 @@ from ..net.addresses import Route, parse_address, parse_route
 from ..recording.safe_paths import resolve_record_path
 from ..terminal import safe_text
 from ._common import (
+    CATALOGUE_HELP,
+    CATALOGUE_METAVAR,
     CommandError,
+    catalogue_arg,
     count_arg,
     error_line,
     fail,
@@ -102,8 +105,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--catalogue",
-        metavar="FILE",
-        help="method catalogue: report methods the plugin does not register, params it ignores",
+        metavar=CATALOGUE_METAVAR,
+        type=catalogue_arg,
+        help="method catalogue: report methods the plugin does not register, params it "
+        f"ignores; {CATALOGUE_HELP}",
     )
     parser.add_argument(
         "--idle-timeout", type=seconds_arg, metavar="SECONDS", help="close idle connections"
@@ -253,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
         check_routes(routes)
         if not args.route:
             prepare_socket_directories(routes)
-        catalogue = _load_catalogue(args.catalogue) if args.catalogue else None
+        catalogue: Optional[MethodCatalogue] = args.catalogue  # loaded by catalogue_arg
         faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
         intercept = _intercept_engine(args, profile)
         record_path = resolve_record_path(args.record, args.record_dir)
@@ -333,15 +338,6 @@ def _intercept_engine(args: argparse.Namespace, profile: Profile) -> Optional[In
         raise CommandError(f"--intercept: bad filter: {exc}") from None
     routes = None if args.tui else route_scope(chosen)
     return InterceptEngine(profile, chosen, timeout=args.intercept_timeout, routes=routes)
-
-
-def _load_catalogue(path: str) -> MethodCatalogue:
-    try:
-        return MethodCatalogue.load(path)
-    except OSError:
-        raise
-    except ValueError as exc:
-        raise CommandError(f"{path}: not a method catalogue ({exc})") from None
 
 
 def _os_problem(exc: OSError, record_path: Optional[str] = None) -> str:

@@ -1,0 +1,71 @@
+"""Interfaces that say what they mean, through the real command line as a user types it: one
+catalogue resolver for every command, the summary `proxy` ends with, messages that name the
+real cause, plurals."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
+from golem_proxy.testing.plugin_process import PluginProcess
+
+from .cli_helpers import ROOT, run_cli
+from .test_proxy_cli import start_cli, wait_for_line
+
+SHIPPED = "golem-3dmcp@9819b31"
+
+
+@pytest.fixture(scope="module")
+def plugin() -> Iterator[PluginProcess]:
+    with PluginProcess(seed=3) as running:
+        yield running
+
+
+def _proxy_session(
+    plugin: PluginProcess, tmp_path: Path, *extra: str
+) -> tuple[subprocess.Popen[str], str, str]:
+    """Run `proxy` from a directory outside the checkout, send a session of three calls (one
+    the plugin does not register), stop it with Ctrl-C; returns the process, stdout, stderr."""
+    process = start_cli("proxy", "--route", f"main@127.0.0.1:0={plugin.main}", *extra, cwd=tmp_path)
+    try:
+        port = int(wait_for_line(process, r"main\S*: 127\.0\.0\.1:(\d+) →").group(1))
+        with GolemClient("127.0.0.1", port) as client:
+            client.send_command("scene.get_document_info")
+            with pytest.raises(RhinoCommandError):
+                client.send_command("manipulation.move_objects", {"object_ids": []})
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process, out, err
+
+
+def test_proxy_takes_a_shipped_catalogue_by_name_outside_the_checkout(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    """`proxy --catalogue golem-3dmcp@9819b31` (the README's spelling) resolves as `check`
+    does; it used to say "no such file"."""
+    process, out, err = _proxy_session(plugin, tmp_path, "--catalogue", SHIPPED)
+    assert process.returncode == 0, err
+    assert "catalogue.unknown-method" in out and "manipulation.move_objects" in out
+
+
+@pytest.mark.parametrize("command", ["proxy", "check"])
+def test_every_command_resolves_catalogue_names_alike(command: str, tmp_path: Path) -> None:
+    args = {
+        "proxy": ["--route", "main@127.0.0.1:0=127.0.0.1:1"],
+        "check": [str(ROOT / "recordings" / "error-session.jsonl")],
+    }[command]
+    done = run_cli(command, *args, "--catalogue", "golem-3dmcp@0000000")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"golem-proxy: {command} --catalogue: golem-3dmcp@0000000: no such file or shipped "
+        f"catalogue (shipped: {SHIPPED})"
+    )
