@@ -312,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
     output = TerminalOutput(sys.stdout, max_lines=args.log_buffer)
     console = config.console = output.console()
     try:
-        trio.run(_serve, config, console)
+        summary = trio.run(_serve, config, console)
     except BaseException as exc:
         failed = _startup_error(exc)
         if failed is None:
@@ -320,6 +320,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(_os_problem(failed, config.record_path)) from None
     finally:
         output.close()
+    # On stderr, as replay's: it stays in sight when the log goes to a file.
+    errors.print(Text(summary), soft_wrap=True)
     return 0
 
 
@@ -446,7 +448,8 @@ def _startup_error(exc: BaseException) -> Optional[OSError]:
     return exc
 
 
-async def _serve(config: SessionConfig, console: Console) -> None:
+async def _serve(config: SessionConfig, console: Console) -> str:
+    """Run the session until Ctrl-C or SIGTERM; returns the line it ends with."""
     session = ProxySession(config)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
@@ -502,6 +505,7 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                 session.stop()
                 break
             nursery.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
+    return session.summary()
 
 
 async def _take_commands(

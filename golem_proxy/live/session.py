@@ -23,6 +23,7 @@ from .hub import EventHub, Subscription
 from .log import EventLog, Verbosity
 from .recorder import Recorder
 from .relay import BoundRoute, Proxy, ProxyOptions
+from .tally import SessionTally
 
 __all__ = ["ProxySession", "SessionConfig"]
 
@@ -49,6 +50,10 @@ class ProxySession:
         self.hub = EventHub()
         self.proxy = Proxy(config.routes, config.profile, self.hub, config.options)
         self.writer: Optional[RecordingWriter] = None
+        self.recorder: Optional[Recorder] = None
+        self.tally = SessionTally()
+        """What the session saw (exchanges, errors, violations), for its closing line."""
+        self.hub.attach_sink(self.tally)
         self.finished = trio.Event()
         """Set once the session stopped and every consumer saw the last event."""
         self._extra: list[tuple[str, float, Consumer]] = []
@@ -82,7 +87,7 @@ class ProxySession:
                 await self.proxy.unbind()
                 raise
         async with trio.open_nursery() as consumers:
-            recorder = Recorder(self.writer) if self.writer is not None else None
+            recorder = self.recorder = Recorder(self.writer) if self.writer else None
             flushing = trio.CancelScope()
             if recorder is not None:
                 self.hub.attach_sink(recorder)
@@ -101,6 +106,14 @@ class ProxySession:
                     recorder.close()
                 flushing.cancel()
         self.finished.set()
+
+    def summary(self) -> str:
+        """The line the session ends with: what it recorded and where (call once finished)."""
+        recorder = self.recorder
+        if recorder is None:
+            return self.tally.summary(self.config.record_path)
+        failure = None if recorder.error is None else str(recorder.error)
+        return self.tally.summary(self.config.record_path, recorder.total_missed, failure)
 
     def _header(self, bound: list[BoundRoute]) -> Header:
         routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]

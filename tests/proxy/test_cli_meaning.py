@@ -69,3 +69,20 @@ def test_every_command_resolves_catalogue_names_alike(command: str, tmp_path: Pa
         f"golem-proxy: {command} --catalogue: golem-3dmcp@0000000: no such file or shipped "
         f"catalogue (shipped: {SHIPPED})"
     )
+
+
+def test_proxy_ends_with_a_summary_of_what_it_recorded(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    record = tmp_path / "session.jsonl"
+    process, _, err = _proxy_session(
+        plugin, tmp_path, "--record", str(record), "--catalogue", SHIPPED
+    )
+    assert process.returncode == 0, err
+    assert err.splitlines()[-1] == (
+        f"golem-proxy proxy: recorded 3 exchanges (1 error, 1 violation) to {record}"
+    )
+    process, _, err = _proxy_session(plugin, tmp_path)
+    assert err.splitlines()[-1] == (
+        "golem-proxy proxy: 3 exchanges (1 error, 0 violations), not recorded (no --record)"
+    )
