@@ -86,3 +86,29 @@ def test_proxy_ends_with_a_summary_of_what_it_recorded(
     assert err.splitlines()[-1] == (
         "golem-proxy proxy: 3 exchanges (1 error, 0 violations), not recorded (no --record)"
     )
+
+
+def test_plugin_subcommand_runs_the_headless_plugin(tmp_path: Path) -> None:
+    """`golem-proxy plugin` takes `python -m rhino_plugin --headless`'s options and prints its
+    ready line; its errors are golem-proxy's one line."""
+    process = start_cli("plugin", "--port", "0", "--gh-port", "0", "--seed", "1", cwd=tmp_path)
+    try:
+        ready = wait_for_line(
+            process, r"headless ready: main=127\.0\.0\.1:(\d+) gh=127\.0\.0\.1:(\d+) seed=1 "
+        )
+        with GolemClient("127.0.0.1", int(ready.group(1))) as client:
+            assert client.send_command("scene.get_document_info")
+        with GolemClient("127.0.0.1", int(ready.group(2)), ping_method="gh.ping") as client:
+            assert client.send_command("gh.ping") is not None
+        process.send_signal(signal.SIGINT)
+        assert process.wait(20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    done = run_cli("plugin", "--host", "10.1.2.3")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "golem-proxy: refusing to listen on 10.1.2.3 (not a loopback address; pass "
+        "--listen-public to listen there)"
+    )
