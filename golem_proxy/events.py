@@ -122,7 +122,8 @@ class BytesDiscarded:
 @dataclass(frozen=True)
 class ExchangeCompleted:
     """A request and its response. ``latency`` runs from the request's last byte to the
-    response's last byte."""
+    response's last byte, as the client saw them: what the client waited, a delay the proxy
+    injected on either side included (`golem_proxy.live.fault_relay`)."""
 
     conn: int
     route: str

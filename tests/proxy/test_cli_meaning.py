@@ -4,6 +4,7 @@ real cause, plurals."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
 
@@ -112,3 +114,21 @@ def test_plugin_subcommand_runs_the_headless_plugin(tmp_path: Path) -> None:
         "golem-proxy: refusing to listen on 10.1.2.3 (not a loopback address; pass "
         "--listen-public to listen there)"
     )
+
+
+@pytest.mark.parametrize("direction", ["c2s", "s2c"])
+def test_a_delay_fault_counts_in_the_latency_the_client_saw(
+    plugin: PluginProcess, tmp_path: Path, direction: str
+) -> None:
+    """A 200 ms `delay` on the request is part of the exchange's latency, as on the response
+    (docs/faults.md): the request used to be timed when the proxy sent it on (~1 ms logged)."""
+    record = tmp_path / "delayed.jsonl"
+    fault = f"delay:ms=200,dir={direction},method=scene.get_document_info"
+    process, out, err = _proxy_session(plugin, tmp_path, "--record", str(record), "--fault", fault)
+    assert process.returncode == 0, err
+    delayed = [
+        e for e in read_recording(str(record)).exchanges() if e.method == "scene.get_document_info"
+    ]
+    assert len(delayed) == 1 and delayed[0].latency >= 0.2, delayed
+    logged = re.search(r"scene\.get_document_info +ok +(\S+) (\S+) ", out)
+    assert logged is not None and logged.group(2) == "ms" and float(logged.group(1)) >= 200, out
