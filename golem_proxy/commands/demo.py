@@ -16,6 +16,7 @@ from rich.console import Console
 
 from golem_core.profiles import GOLEM
 
+from ..analysis.flows import Flow
 from ..analysis.stats import compute_stats
 from ..analysis.trace import open_flows
 from ..catalogues import shipped
@@ -24,14 +25,22 @@ from ..live.log_output import TerminalOutput
 from ..live.relay import ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..net.addresses import Address, Route
-from ..testing.demo_session import run_demo_session
+from ..recording.safe_paths import RecordPathError, check_record_target
+from ..terminal import counted
+from ..testing.demo_session import DemoOutcome, run_demo_session
 from ..testing.plugin_process import PluginProcess, PluginStartError
-from ._common import CommandError, integer_arg
+from ._common import CommandError, integer_arg, print_error, unwrap
 from .stats import stats_table
 
 NAME = "demo"
 HELP = "Run the headless plugin and the proxy, drive a scripted session, record it."
 ORDER = 1
+
+EXIT_INTERRUPTED = 130
+GOLEM_PINGS = ("ping", "gh.ping")
+"""What the client sends first on every connection (main channel, Grasshopper channel)."""
+NARRATION_WAIT = 3.0
+NARRATION_POLL = 0.005
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,20 +69,38 @@ def _default_path() -> str:
     return os.path.join("recordings", f"demo-{stamp}.jsonl")
 
 
+class DemoInterrupted(Exception):
+    """Ctrl-C stopped the demo's session (which then stopped cleanly)."""
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.out and os.path.lexists(args.out):
+    if args.out:
         # Checked before the plugin starts: the recorder would refuse it half way through.
-        raise CommandError(f"{args.out}: already exists", "the demo never replaces a file")
+        try:
+            check_record_target(
+                args.out, option="--out", if_exists="the demo never replaces a file"
+            )
+        except RecordPathError as exc:
+            raise CommandError(str(exc)) from None
     # As in `proxy`: the live log must not stall the session when stdout stops reading.
     output = TerminalOutput(sys.stdout)
+    path = args.out or _default_path()
     try:
-        return _run(args, output.console())
+        return _run(args, path, output.console())
+    except BaseException as exc:
+        # Ctrl-C reaches the plugin too (one process group): whatever failed after it, the
+        # cause to report is the interruption (trio may wrap it in an exception group).
+        if not isinstance(unwrap(exc), (KeyboardInterrupt, DemoInterrupted)):
+            raise
+        output.close()
+        where = f"; what ran is recorded in {path}" if os.path.exists(path) else ""
+        print_error(f"demo interrupted (Ctrl-C){where}")
+        return EXIT_INTERRUPTED
     finally:
         output.close()
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
-    path = args.out or _default_path()
+def _run(args: argparse.Namespace, path: str, console: Console) -> int:
     plugin = PluginProcess(port=_port_or_any(9876), gh_port=_port_or_any(9877), seed=args.seed)
     console.rule("[bold]golem-proxy demo")
     try:
@@ -100,7 +127,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         if args.quiet:
             config.verbosity = Verbosity.QUIET
         # A busy port or an unwritable recording ends as one line (golem_proxy.cli).
-        trio.run(_drive, config, console)
+        outcome = trio.run(_drive, config, console)
     finally:
         plugin.stop()
     with open_flows(path) as trace:
@@ -109,9 +136,12 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     console.print(stats_table(compute_stats(flows), f"{path}"))
     violations = sum(len(flow.violations) for flow in flows)
     console.print(
-        f"{len(flows)} exchanges on {len(trace.tracker.connections)} connections, "
-        f"{sum(flow.is_error for flow in flows)} errors, {violations} contract violations"
+        f"{counted(len(flows), 'exchange')} on "
+        f"{counted(len(trace.tracker.connections), 'connection')}, "
+        f"{counted(sum(flow.is_error for flow in flows), 'error')}, "
+        f"{counted(violations, 'contract violation')}"
     )
+    console.print(_exchanges_explained(flows, outcome), soft_wrap=True)
     console.rule()
     console.print(f"recorded [bold]{path}[/]. Look at it again with:")
     # ./dev sets this: `golem-proxy` itself is only on the PATH inside the virtualenv.
@@ -126,32 +156,75 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-async def _drive(config: SessionConfig, console: Console) -> None:
+def _exchanges_explained(flows: list[Flow], outcome: DemoOutcome) -> str:
+    """Why the recording has more exchanges than the session made tool calls: each
+    connection's ping handshake, and the malformed frame the session sends on purpose."""
+    pings = sum(1 for flow in flows if flow.method in GOLEM_PINGS)
+    malformed = sum(1 for flow in flows if flow.method is None)
+    other = len(flows) - outcome.calls - pings - malformed
+    parts = [counted(outcome.calls, "tool call")]
+    parts.append(f"{counted(pings, 'ping')} (the client's handshake on each connection)")
+    if malformed:
+        parts.append(f"{counted(malformed, 'malformed frame')} (a client bug, sent on purpose)")
+    if other:
+        parts.append(f"{counted(other, 'other exchange')}")
+    return f"the {counted(len(flows), 'exchange')}: " + ", ".join(parts)
+
+
+async def _drive(config: SessionConfig, console: Console) -> DemoOutcome:
+    """Run the proxy session and the scripted client through it; returns what the client did.
+    Raises DemoInterrupted on Ctrl-C (after the session stopped and its recording is whole)."""
     session = ProxySession(config)
+    interrupted = trio.Event()
+    outcome = DemoOutcome()
+
+    def narrate(text: str) -> None:  # in the client's thread
+        held = outcome.open_connections
+        trio.from_thread.run(_narrate, session, held, console, f"[bold blue]» {text}[/]")
+
+    outcome.narrate = narrate
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(session.run)
         for item in bound:
             console.print(f"proxy {item.route.name}: {item.listen} → {item.route.upstream}")
         main, gh = bound[0].listen, bound[1].listen
         with trio.open_signal_receiver(signal.SIGINT) as signals:
-            nursery.start_soon(_stop_on_signal, signals, session)
-            outcome = await trio.to_thread.run_sync(
-                lambda: run_demo_session(
-                    (main.host, main.port),
-                    (gh.host, gh.port),
-                    lambda text: console.print(f"[bold blue]» {text}[/]"),
+            nursery.start_soon(_stop_on_signal, signals, session, interrupted)
+            try:
+                await trio.to_thread.run_sync(
+                    lambda: run_demo_session(
+                        (main.host, main.port), (gh.host, gh.port), outcome=outcome
+                    )
                 )
-            )
-            console.print(
-                f"[bold blue]» session done:[/] {outcome.calls} calls, "
-                f"{len(outcome.failures)} failed as the client saw them"
-            )
+            except Exception:
+                if not interrupted.is_set():
+                    raise
             session.stop()
             await session.finished.wait()
             nursery.cancel_scope.cancel()
+    if interrupted.is_set():
+        raise DemoInterrupted
+    console.print(
+        f"[bold blue]» session done:[/] {counted(outcome.calls, 'tool call')}, "
+        f"{len(outcome.failures)} failed as the client saw them"
+    )
+    return outcome
 
 
-async def _stop_on_signal(signals: AsyncIterator[int], session: ProxySession) -> None:
+async def _narrate(session: ProxySession, held: int, console: Console, markup: str) -> None:
+    """Print a line of narration after the log lines of everything the client did before it:
+    wait (a few seconds at most) until the proxy has seen closed every connection but the
+    ``held`` ones the client still has open, and has decoded and logged all it forwarded."""
+    with trio.move_on_after(NARRATION_WAIT):
+        while session.proxy.live_connections > held or not session.caught_up():
+            await trio.sleep(NARRATION_POLL)
+    console.print(markup)
+
+
+async def _stop_on_signal(
+    signals: AsyncIterator[int], session: ProxySession, interrupted: trio.Event
+) -> None:
     async for _ in signals:
+        interrupted.set()
         session.stop()
         return

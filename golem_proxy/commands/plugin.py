@@ -10,7 +10,7 @@ from rhino_plugin import __main__ as headless
 
 NAME = "plugin"
 HELP = "run the headless plugin (GOLEM-3DMCP over an in-memory document; no Rhino needed)"
-ORDER = 5
+ORDER = 50
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

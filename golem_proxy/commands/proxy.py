@@ -28,7 +28,7 @@ from ..live.relay import BoundRoute, ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
-from ..recording.safe_paths import resolve_record_path
+from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
 from ..terminal import safe_text
 from ._common import (
     CATALOGUE_HELP,
@@ -266,8 +266,11 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(_os_problem(exc)) from None
-    if record_path is not None and os.path.lexists(record_path) and not args.overwrite:
-        raise CommandError(f"{record_path}: already exists", "pass --overwrite to replace it")
+    if record_path is not None:
+        try:
+            check_record_target(record_path, overwrite=args.overwrite)
+        except RecordPathError as exc:
+            raise CommandError(str(exc)) from None
     public = [r for r in routes if not r.listen.is_loopback()]
     if public and not args.listen_public:
         raise CommandError(

@@ -54,6 +54,7 @@ class ProxySession:
         self.tally = SessionTally()
         """What the session saw (exchanges, errors, violations), for its closing line."""
         self.hub.attach_sink(self.tally)
+        self._log: Optional[Subscription] = None
         self.finished = trio.Event()
         """Set once the session stopped and every consumer saw the last event."""
         self._extra: list[tuple[str, float, Consumer]] = []
@@ -94,7 +95,7 @@ class ProxySession:
                 consumers.start_soon(_flush_until_cancelled, recorder, flushing)
             if config.console is not None:
                 log = EventLog(config.console, config.profile, config.verbosity)
-                subscription = self.hub.subscribe("log", config.log_buffer)
+                subscription = self._log = self.hub.subscribe("log", config.log_buffer)
                 consumers.start_soon(_isolated, "log", _log_events(self.hub, subscription, log))
             for name, buffer, consumer in self._extra:
                 consumers.start_soon(_isolated, name, consumer(self.hub.subscribe(name, buffer)))
@@ -106,6 +107,18 @@ class ProxySession:
                     recorder.close()
                 flushing.cancel()
         self.finished.set()
+
+    def caught_up(self) -> bool:
+        """Every byte forwarded so far is decoded and the log printed every event published
+        so far: what is printed now lands after them (the demo's narration)."""
+        if not self.proxy.observer.idle:
+            return False
+        if self._log is None:
+            return True
+        # An empty buffer is not enough: an event handed straight to the waiting log task is
+        # printed only when that task runs, and then it is no longer waiting.
+        waiting = self._log.receive_channel.statistics()
+        return waiting.current_buffer_used == 0 and waiting.tasks_waiting_receive > 0
 
     def summary(self) -> str:
         """The line the session ends with: what it recorded and where (call once finished)."""

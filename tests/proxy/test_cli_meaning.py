@@ -4,9 +4,11 @@ real cause, plurals."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,3 +134,88 @@ def test_a_delay_fault_counts_in_the_latency_the_client_saw(
     assert len(delayed) == 1 and delayed[0].latency >= 0.2, delayed
     logged = re.search(r"scene\.get_document_info +ok +(\S+) (\S+) ", out)
     assert logged is not None and logged.group(2) == "ms" and float(logged.group(1)) >= 200, out
+
+
+def test_demo_narrates_in_order_with_its_log_and_explains_its_count(tmp_path: Path) -> None:
+    """Each `»` line comes after the log lines of what the client did before it (it used to
+    print "session done" before half the log), and the closing lines say why the recording
+    has more exchanges than the session made tool calls."""
+    process = start_cli("demo", "--out", str(tmp_path / "demo.jsonl"), cwd=tmp_path)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    lines = out.splitlines()
+
+    def first(pattern: str) -> int:
+        return next(i for i, line in enumerate(lines) if re.search(pattern, line))
+
+    logged = [i for i, line in enumerate(lines) if re.match(r"\d\d:\d\d:\d\d\.\d{3} ", line)]
+    done = first(r"^» session done: ")
+    assert logged and max(logged) < done
+    assert first(r"#1 +closed: ") < first(r"^» the calls that go wrong") < first(r"#2 +connected")
+    assert first(r"#3 +closed: ") < first(r"^» a Grasshopper definition") < first(r"#4 +connected")
+    said = re.search(r"session done: (\d+) tool calls", lines[done])
+    assert said is not None
+    explained = re.search(
+        r"the (\d+) exchanges: (\d+) tool calls, (\d+) pings \(the client's handshake on each "
+        r"connection\), (\d+) malformed frame",
+        out,
+    )
+    assert explained is not None, out
+    total, tool_calls, pings, malformed = map(int, explained.groups())
+    assert tool_calls == int(said.group(1)) and total == tool_calls + pings + malformed
+    assert f"{total} exchanges on 5 connections" in out
+
+
+def test_ctrl_c_to_the_demo_says_it_was_interrupted(tmp_path: Path) -> None:
+    """Ctrl-C reaches the demo and its plugin (one process group): the demo says it was
+    interrupted, not what failed after it ("no ping answer", "cannot reach")."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "golem_proxy", "demo", "--out", "demo.jsonl"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's Ctrl-C sees it
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("proxy gh: "):  # the session is about to start
+                os.killpg(process.pid, signal.SIGINT)
+                break
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert err.splitlines()[-1].startswith("golem-proxy: demo interrupted (Ctrl-C)"), err
+    assert "ping" not in err and "cannot reach" not in err
+
+
+def test_record_paths_that_cannot_be_created_say_why(tmp_path: Path) -> None:
+    """A directory is not "already exists (pass --overwrite)", a missing directory is not "no
+    such file": the message names what is wrong."""
+    route = ["--route", "main@127.0.0.1:0=127.0.0.1:1"]
+    done = run_cli("proxy", *route, "--record", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"golem-proxy: {tmp_path}: is a directory (--record takes a file name, e.g. "
+        f"{tmp_path / 'session.jsonl'})"
+    )
+    missing = tmp_path / "nonexistent" / "dir"
+    done = run_cli("proxy", *route, "--record", str(missing / "x.jsonl"), "--overwrite")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"golem-proxy: {missing / 'x.jsonl'}: the directory {missing} does not exist"
+    )
+    done = run_cli("demo", "--out", str(missing / "x.jsonl"))
+    assert done.returncode == 2 and "plugin" not in done.stdout  # refused before it starts
+    assert done.stderr.strip().endswith(f"the directory {missing} does not exist")
+    existing = tmp_path / "kept.jsonl"
+    existing.write_text("keep")
+    done = run_cli("proxy", *route, "--record", str(existing))
+    assert done.stderr.strip().endswith("already exists (pass --overwrite to replace it)")
+    assert existing.read_text() == "keep"
