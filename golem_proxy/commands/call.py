@@ -36,7 +36,9 @@ RECV_SIZE = 65536
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("method", metavar="METHOD", help="the method to call, e.g. scene.info")
+    parser.add_argument(
+        "method", metavar="METHOD", help="the method to call, e.g. scene.get_document_info"
+    )
     parser.add_argument(
         "params",
         metavar="PARAMS_JSON",

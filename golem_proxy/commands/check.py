@@ -22,7 +22,7 @@ from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, g
 from ..analysis.drift import DriftCollector, DriftReport
 from ..analysis.trace import FlowReader, TraceError, json_text
 from ..net.addresses import parse_address
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from ._common import (
     CATALOGUE_HELP,
     CATALOGUE_METAVAR,
@@ -111,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
         if catalogue is not None or drift:
             print_drift(out, report)
         _print_rules(out, contract)
-        verdict = f"{errors} error(s), {warnings} warning(s) in {trace.flow_count} flows"
+        verdict = (
+            f"{counted(errors, 'error')}, {counted(warnings, 'warning')} in "
+            f"{counted(trace.flow_count, 'flow')}"
+        )
         out.print(Text(verdict, style="bold red" if failed else "bold green"))
     return EXIT_FINDINGS if failed else EXIT_OK
 

@@ -17,7 +17,7 @@ from golem_core.profiles import Profile
 from ..analysis.flows import Flow
 from ..analysis.stats import method_label
 from ..analysis.trace import TraceError, flow_json_line
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from ._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -95,10 +95,12 @@ def run(args: argparse.Namespace) -> int:
                 out = console()
                 title = f"{safe_text(reader.path)} · {reader.profile.name}"
                 shown, matching = _print_table(out, title, flows, reader.profile, args.limit)
-                counted = f"{shown} of {matching}" if shown < matching else str(shown)
+                some = f"{shown} of " if shown < matching else ""
                 scope = f" matching {chosen}" if chosen is not None else ""
                 total = reader.flow_count
-                out.print(Text(f"{counted} flows{scope} ({total} in the recording)"))
+                out.print(
+                    Text(f"{some}{counted(matching, 'flow')}{scope} ({total} in the recording)")
+                )
         except TraceError as exc:
             return fail(str(exc))
     note_truncated(reader)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from golem_proxy.catalogues import load_catalogue
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
@@ -219,3 +220,22 @@ def test_record_paths_that_cannot_be_created_say_why(tmp_path: Path) -> None:
     done = run_cli("proxy", *route, "--record", str(existing))
     assert done.stderr.strip().endswith("already exists (pass --overwrite to replace it)")
     assert existing.read_text() == "keep"
+
+
+def test_counts_are_singular_for_one(tmp_path: Path) -> None:
+    """`show`, `export` and the rest say "1 flow", "wrote 1 image", not "1 flows"."""
+    error_session = str(ROOT / "recordings" / "error-session.jsonl")
+    done = run_cli("show", error_session, "--filter", "~m ^scene\\.get_object_info$")
+    assert done.returncode == 0 and "\n1 flow matching " in done.stdout, done.stdout
+    modelling = str(ROOT / "recordings" / "modelling-session.jsonl")
+    done = run_cli("export", modelling, "--format", "images", "--out", str(tmp_path / "png"))
+    assert done.returncode == 0 and "wrote 1 image to " in done.stderr, done.stderr
+    done = run_cli("check", error_session)
+    assert re.search(r"\b1 error, \d+ warnings? in \d+ flows", done.stdout), done.stdout
+
+
+def test_call_help_names_a_method_the_plugin_has() -> None:
+    done = run_cli("call", "--help")
+    example = re.search(r"e\.g\.\s+(\S+)\)?", done.stdout)
+    assert example is not None, done.stdout
+    assert example.group(1) in load_catalogue(SHIPPED).methods
