@@ -11,7 +11,7 @@ from typing import Optional
 
 import trio
 
-from .app import ScrybeApp
+from .scrybe_app import ScrybeApp
 
 
 def short_socket_dir() -> str:
@@ -75,8 +75,8 @@ class AppServer:
 
 
 def main() -> None:
-    """``python -m scrybe.server PATH [DISK.json]``: serve the stand-in app until killed (for
-    tests that run golem-proxy as a separate process)."""
+    """``python -m golem_proxy.testing.scrybe_server PATH [DISK.json]``: serve the stand-in app
+    until killed (for tests that run golem-proxy as a separate process)."""
     import json
     import sys
 
