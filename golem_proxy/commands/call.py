@@ -14,6 +14,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, Optional
 
 from rich.highlighter import JSONHighlighter
@@ -33,6 +34,9 @@ HELP = "send one request to a plugin (or any server of the profile) and print th
 ORDER = 45
 
 RECV_SIZE = 65536
+PROBE_AFTER = 2.0
+"""Seconds of silence after which `call` asks whether the server speaks another profile."""
+PROBE_TIMEOUT = 1.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,7 +90,14 @@ def run(args: argparse.Namespace) -> int:
     target: Address = args.target or default_target(profile)
     payload = profile.encode_payload(profile.request(request_id, args.method, params))
     wanted = profile.correlation_key(profile.parse(payload, Role.REQUEST))
-    answer = exchange(target, profile.frame_payload(payload), profile, wanted, args.timeout)
+    answer = exchange(
+        target,
+        profile.frame_payload(payload),
+        profile,
+        wanted,
+        args.timeout,
+        on_silence=lambda: _suspect_other_profile(target, profile),
+    )
     message = profile.parse(answer.payload, Role.RESPONSE)
     if args.raw:
         sys.stdout.buffer.write(answer.raw)
@@ -143,12 +154,20 @@ def _connect(target: Address, timeout: float) -> socket.socket:
     return socket.create_connection((target.host, target.port), timeout=timeout)
 
 
-def exchange(target: Address, frame: bytes, profile: Profile, wanted: Any, timeout: float) -> Frame:
+def exchange(
+    target: Address,
+    frame: bytes,
+    profile: Profile,
+    wanted: Any,
+    timeout: float,
+    on_silence: Optional[Callable[[], None]] = None,
+) -> Frame:
     """Send ``frame`` to ``target`` and return the frame whose id has the correlation key
-    ``wanted`` (or the
-    server's answer to a request it could not read, which carries no id). Frames that answer
-    something else (notifications) are skipped. Raises CommandError when the server cannot be
-    reached, closes first, sends bytes that are no frame, or stays silent for ``timeout``."""
+    ``wanted`` (or the server's answer to a request it could not read, which carries no id).
+    Frames that answer something else (notifications) are skipped. ``on_silence`` is called
+    when the server has sent nothing for `PROBE_AFTER` seconds, or closed without a byte; it
+    may raise to end the wait. Raises CommandError when the server cannot be reached, closes
+    first, sends bytes that are no frame, or stays silent for ``timeout``."""
     deadline = time.monotonic() + timeout
     try:
         sock = _connect(target, timeout)
@@ -159,6 +178,7 @@ def exchange(target: Address, frame: bytes, profile: Profile, wanted: Any, timeo
     except OSError as exc:
         raise CommandError(f"cannot reach {target}", os_reason(exc)) from None
     decoder = profile.new_decoder(skip_oversized=False)
+    probe_at = time.monotonic() + PROBE_AFTER if on_silence is not None else None
     with sock:
         try:
             sock.sendall(frame)
@@ -172,13 +192,25 @@ def exchange(target: Address, frame: bytes, profile: Profile, wanted: Any, timeo
                     elif isinstance(event, FrameError):
                         raise CommandError(f"{target} sent a bad frame", event.detail)
                     elif isinstance(event, EndOfStream):
+                        if probe_at is not None and on_silence is not None:
+                            on_silence()
                         raise CommandError(f"{target} closed the connection without answering")
-                remaining = deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = deadline - now
                 if remaining <= 0:
                     raise socket.timeout
-                sock.settimeout(remaining)
-                chunk = sock.recv(RECV_SIZE)
+                wait = remaining if probe_at is None else min(remaining, probe_at - now)
+                sock.settimeout(max(wait, 0.001))
+                try:
+                    chunk = sock.recv(RECV_SIZE)
+                except socket.timeout:
+                    if probe_at is None or on_silence is None or time.monotonic() >= deadline:
+                        raise
+                    probe_at = None  # once: a slow server of the right profile then gets its time
+                    on_silence()
+                    continue
                 if chunk:
+                    probe_at = None  # it speaks: no need to ask what
                     decoder.receive_data(chunk)
                 else:
                     decoder.receive_eof()
@@ -186,6 +218,26 @@ def exchange(target: Address, frame: bytes, profile: Profile, wanted: Any, timeo
             raise CommandError(f"{target} did not answer", f"waited {timeout:g} s") from None
         except OSError as exc:
             raise CommandError(f"connection to {target} failed", os_reason(exc)) from None
+
+
+def _suspect_other_profile(target: Address, profile: Profile) -> None:
+    """Raise CommandError naming the profile the server at ``target`` does answer (a ``ping``
+    of that profile on a connection of its own; a JSON-RPC server answers it with "method not
+    found", an answer all the same), when one does; return when none does."""
+    for other in PROFILES.values():
+        if other.name == profile.name:
+            continue
+        payload = other.encode_payload(other.request(next(other.request_ids()), "ping", {}))
+        wanted = other.correlation_key(other.parse(payload, Role.REQUEST))
+        try:
+            frame = exchange(target, other.frame_payload(payload), other, wanted, PROBE_TIMEOUT)
+        except CommandError:
+            continue
+        if not isinstance(other.parse(frame.payload, Role.RESPONSE), Malformed):
+            raise CommandError(
+                f"{target} does not answer {profile.name} requests; it answers {other.name}",
+                f"pass --profile {other.name}",
+            )
 
 
 def _is_notification(message: Message) -> bool:

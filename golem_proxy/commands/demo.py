@@ -1,20 +1,27 @@
 """``golem-proxy demo``: the headless plugin, the proxy with recording, and a scripted GOLEM
-session through it — the whole product in one command, on a machine with nothing else."""
+session through it — the whole product in one command, on a machine with nothing else.
+
+``--profile jsonrpc-ndjson`` does the same for Scrybe without Scrybe: the stand-in app
+(`golem_proxy.testing.scrybe_app`) on a Unix socket, the proxy in front of it, and the scripted
+session over the whole 0.6 method table (`golem_proxy.testing.scrybe_session`)."""
 
 from __future__ import annotations
 
 import argparse
 import datetime
 import os
+import shutil
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from typing import Optional
 
 import trio
 from rich.console import Console
 
-from golem_core.profiles import GOLEM
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, PROFILES
 
 from ..analysis.flows import Flow
 from ..analysis.stats import compute_stats
@@ -22,18 +29,24 @@ from ..analysis.trace import open_flows
 from ..catalogues import shipped
 from ..live.log import Verbosity
 from ..live.log_output import TerminalOutput
-from ..live.relay import ProxyOptions
+from ..live.relay import BoundRoute, ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..net.addresses import Address, Route
 from ..recording.safe_paths import RecordPathError, check_record_target
 from ..terminal import counted
 from ..testing.demo_session import DemoOutcome, run_demo_session
 from ..testing.plugin_process import PluginProcess, PluginStartError
+from ..testing.scrybe_app import ScrybeApp
+from ..testing.scrybe_server import AppServer
+from ..testing.scrybe_session import DISK, run_scrybe_session
 from ._common import CommandError, integer_arg, print_error, unwrap
 from .stats import stats_table
 
 NAME = "demo"
-HELP = "Run the headless plugin and the proxy, drive a scripted session, record it."
+HELP = (
+    "Run the headless plugin (or, with --profile jsonrpc-ndjson, a stand-in Scrybe app) and "
+    "the proxy, drive a scripted session, record it."
+)
 ORDER = 1
 
 EXIT_INTERRUPTED = 130
@@ -48,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         metavar="PATH",
         help="recording path (default: recordings/demo-TIMESTAMP.jsonl)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=GOLEM.name,
+        help="golem (the headless plugin, default) or jsonrpc-ndjson (a stand-in Scrybe app)",
     )
     parser.add_argument("--seed", type=integer_arg, default=42, help="plugin seed (default 42)")
     parser.add_argument("--quiet", "-q", action="store_true", help="log problems only")
@@ -86,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
     output = TerminalOutput(sys.stdout)
     path = args.out or _default_path()
     try:
+        if args.profile == JSONRPC_NDJSON.name:
+            return _run_scrybe(args, path, output.console())
         return _run(args, path, output.console())
     except BaseException as exc:
         # Ctrl-C reaches the plugin too (one process group): whatever failed after it, the
@@ -127,9 +148,90 @@ def _run(args: argparse.Namespace, path: str, console: Console) -> int:
         if args.quiet:
             config.verbosity = Verbosity.QUIET
         # A busy port or an unwritable recording ends as one line (golem_proxy.cli).
-        outcome = trio.run(_drive, config, console)
+        outcome = trio.run(_drive, config, console, _golem_script)
     finally:
         plugin.stop()
+    launcher = _launcher()
+    _summary(console, path, outcome)
+    _hints(
+        console,
+        path,
+        [
+            f"{launcher} tui {path}",
+            f"{launcher} show {path} --filter '~e'",
+            f"{launcher} check {path} --catalogue {shipped()[0]}",
+            f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
+        ],
+    )
+    return 0
+
+
+def _run_scrybe(args: argparse.Namespace, path: str, console: Console) -> int:
+    """The Scrybe demo: the stand-in app and the proxy on Unix sockets in a private directory
+    of their own (short: a socket path must stay under 108 bytes)."""
+    console.rule("[bold]golem-proxy demo · jsonrpc-ndjson (a stand-in Scrybe app)")
+    directory = tempfile.mkdtemp(prefix="golem-proxy-demo-")
+    try:
+        app = AppServer(os.path.join(directory, "app.sock"), ScrybeApp(dict(DISK)))
+        console.print(f"stand-in Scrybe app: unix:{app.path}", soft_wrap=True)
+        route = Route(
+            JSONRPC_NDJSON.channels[0],
+            Address(path=os.path.join(directory, "proxy.sock")),
+            Address(path=app.path),
+        )
+        config = SessionConfig(
+            routes=[route],
+            profile=JSONRPC_NDJSON,
+            options=ProxyOptions(drain_timeout=1.0),
+            record_path=path,
+            console=console,
+        )
+        if args.quiet:
+            config.verbosity = Verbosity.QUIET
+        outcome = trio.run(_drive, config, console, _scrybe_script, app)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    launcher = _launcher()
+    _summary(console, path, outcome)
+    # Absolute, so that they work from any directory (the demo's own sockets are gone).
+    sockets = tempfile.gettempdir()
+    replay_socket = os.path.join(sockets, "golem-proxy-scrybe-replay.sock")
+    app_socket = os.path.join(sockets, "scrybe-stand-in.sock")
+    proxy_socket = os.path.join(sockets, "golem-proxy-scrybe.sock")
+    _hints(
+        console,
+        path,
+        [
+            f"{launcher} tui {path}",
+            f"{launcher} show {path} --filter '~e'",
+            f"{launcher} check {path}",
+            f"{launcher} replay {path} --listen unix:{replay_socket}"
+            f"  # then a client with SCRYBE_SOCK={replay_socket}",
+            f"python -m golem_proxy.testing.scrybe_server {app_socket}  # the stand-in app",
+            f"{launcher} proxy --profile jsonrpc-ndjson --route "
+            f"unix:{proxy_socket}=unix:{app_socket}  # the proxy in front of it",
+        ],
+    )
+    return 0
+
+
+def _golem_script(bound: list[BoundRoute], outcome: DemoOutcome) -> None:
+    main, gh = bound[0].listen, bound[1].listen
+    run_demo_session((main.host, main.port), (gh.host, gh.port), outcome=outcome)
+
+
+def _scrybe_script(bound: list[BoundRoute], outcome: DemoOutcome) -> None:
+    assert bound[0].listen.path is not None
+    run_scrybe_session(bound[0].listen.path, outcome)
+
+
+def _launcher() -> str:
+    # ./dev sets this: `golem-proxy` itself is only on the PATH inside the virtualenv.
+    return os.environ.get("GOLEM_PROXY_COMMAND", "golem-proxy")
+
+
+def _summary(console: Console, path: str, outcome: DemoOutcome) -> None:
+    """The recording's statistics, its counts, and why it has the exchanges it has."""
     with open_flows(path) as trace:
         flows = list(trace.flows())
     console.rule("[bold]session summary")
@@ -142,18 +244,13 @@ def _run(args: argparse.Namespace, path: str, console: Console) -> int:
         f"{counted(violations, 'contract violation')}"
     )
     console.print(_exchanges_explained(flows, outcome), soft_wrap=True)
+
+
+def _hints(console: Console, path: str, commands: list[str]) -> None:
     console.rule()
     console.print(f"recorded [bold]{path}[/]. Look at it again with:")
-    # ./dev sets this: `golem-proxy` itself is only on the PATH inside the virtualenv.
-    launcher = os.environ.get("GOLEM_PROXY_COMMAND", "golem-proxy")
-    for command in (
-        f"{launcher} tui {path}",
-        f"{launcher} show {path} --filter '~e'",
-        f"{launcher} check {path} --catalogue {shipped()[0]}",
-        f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
-    ):
+    for command in commands:
         console.print(f"  [cyan]{command}[/]", soft_wrap=True)  # whole lines, to copy
-    return 0
 
 
 def _exchanges_explained(flows: list[Flow], outcome: DemoOutcome) -> str:
@@ -162,8 +259,9 @@ def _exchanges_explained(flows: list[Flow], outcome: DemoOutcome) -> str:
     pings = sum(1 for flow in flows if flow.method in GOLEM_PINGS)
     malformed = sum(1 for flow in flows if flow.method is None)
     other = len(flows) - outcome.calls - pings - malformed
-    parts = [counted(outcome.calls, "tool call")]
-    parts.append(f"{counted(pings, 'ping')} (the client's handshake on each connection)")
+    parts = [counted(outcome.calls, outcome.noun)]
+    if pings:
+        parts.append(f"{counted(pings, 'ping')} (the client's handshake on each connection)")
     if malformed:
         parts.append(f"{counted(malformed, 'malformed frame')} (a client bug, sent on purpose)")
     if other:
@@ -171,9 +269,15 @@ def _exchanges_explained(flows: list[Flow], outcome: DemoOutcome) -> str:
     return f"the {counted(len(flows), 'exchange')}: " + ", ".join(parts)
 
 
-async def _drive(config: SessionConfig, console: Console) -> DemoOutcome:
-    """Run the proxy session and the scripted client through it; returns what the client did.
-    Raises DemoInterrupted on Ctrl-C (after the session stopped and its recording is whole)."""
+Script = Callable[[list[BoundRoute], DemoOutcome], None]
+
+
+async def _drive(
+    config: SessionConfig, console: Console, script: Script, app: Optional[AppServer] = None
+) -> DemoOutcome:
+    """Run the proxy session (and ``app``, the stand-in server behind it) and the scripted
+    client through it, in a thread; returns what the client did. Raises DemoInterrupted on
+    Ctrl-C (after the session stopped and its recording is whole)."""
     session = ProxySession(config)
     interrupted = trio.Event()
     outcome = DemoOutcome()
@@ -184,18 +288,17 @@ async def _drive(config: SessionConfig, console: Console) -> DemoOutcome:
 
     outcome.narrate = narrate
     async with trio.open_nursery() as nursery:
+        if app is not None:
+            await nursery.start(app.serve)
         bound = await nursery.start(session.run)
         for item in bound:
-            console.print(f"proxy {item.route.name}: {item.listen} → {item.route.upstream}")
-        main, gh = bound[0].listen, bound[1].listen
+            console.print(
+                f"proxy {item.route.name}: {item.listen} → {item.route.upstream}", soft_wrap=True
+            )
         with trio.open_signal_receiver(signal.SIGINT) as signals:
             nursery.start_soon(_stop_on_signal, signals, session, interrupted)
             try:
-                await trio.to_thread.run_sync(
-                    lambda: run_demo_session(
-                        (main.host, main.port), (gh.host, gh.port), outcome=outcome
-                    )
-                )
+                await trio.to_thread.run_sync(lambda: script(bound, outcome))
             except Exception:
                 if not interrupted.is_set():
                     raise
@@ -205,7 +308,7 @@ async def _drive(config: SessionConfig, console: Console) -> DemoOutcome:
     if interrupted.is_set():
         raise DemoInterrupted
     console.print(
-        f"[bold blue]» session done:[/] {counted(outcome.calls, 'tool call')}, "
+        f"[bold blue]» session done:[/] {counted(outcome.calls, outcome.noun)}, "
         f"{len(outcome.failures)} failed as the client saw them"
     )
     return outcome

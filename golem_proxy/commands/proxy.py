@@ -241,7 +241,7 @@ def environment_hint(bound: list[BoundRoute], profile: Profile) -> str:
             continue
         listen = item.listen
         if default.client_env_value == "path" and listen.is_unix:
-            parts.append(f"{default.client_env}={listen.path}")
+            parts.append(f"{default.client_env}={listen.absolute().path}")
         elif default.client_env_value == "port" and not listen.is_unix:
             parts.append(f"{default.client_env}={listen.port}")
     return " ".join(parts)

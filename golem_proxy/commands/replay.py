@@ -217,11 +217,11 @@ async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
         bound = await nursery.start(server.run)
-        names = list(bound)
-        main = bound[names[0]]
-        gh = bound[names[1]] if len(names) > 1 else main
+        # The channels served, by the trace's route names (GOLEM: main= and gh=; a Scrybe
+        # trace: its one socket), with socket paths a client can use from anywhere.
+        channels = " ".join(f"{name}={address.absolute()}" for name, address in bound.items())
         exchanges = len(server.engine.index.trace.exchanges)
-        print(f"golem-proxy replay ready: main={main} gh={gh} exchanges={exchanges}", flush=True)
+        print(f"golem-proxy replay ready: {channels} exchanges={exchanges}", flush=True)
         if idle_exit is not None:
             await _wait_idle(server, idle_exit)
             nursery.cancel_scope.cancel()

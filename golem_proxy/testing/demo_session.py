@@ -46,6 +46,8 @@ class DemoOutcome:
     """What a scripted session did, as the MCP server would see it."""
 
     calls: int = 0
+    noun: str = "tool call"
+    """What a call is, in the narration (a Scrybe session sends requests, not MCP tools)."""
     failures: list[str] = field(default_factory=list)
     narrate: Callable[[str], None] = lambda text: None
     open_connections: int = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
 from dataclasses import dataclass, field
 from typing import Optional
@@ -86,7 +87,17 @@ def main() -> None:
             disk = json.load(file)
     server = AppServer(sys.argv[1], ScrybeApp(disk))
     with contextlib.suppress(KeyboardInterrupt):
-        trio.run(server.serve)
+        trio.run(_serve_until_signal, server)
+
+
+async def _serve_until_signal(server: AppServer) -> None:
+    """Serve until SIGINT or SIGTERM, then remove the socket file (`AppServer.serve`)."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve)
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                return
 
 
 if __name__ == "__main__":
