@@ -360,23 +360,29 @@ def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
     from ..tui import run_tui
 
     control = LiveControl()
-    source = live_source(config, control)
+    summaries: list[str] = []
+    source = live_source(config, control, summaries)
     run_tui(source, config.profile, "golem-proxy", header=None, control=control)
     if not source.done.is_set():
         errors.print("[dim]stopping: listeners closed, draining connections…[/]")
     source.done.wait(config.options.drain_timeout + 10)
     if source.error is not None:
         return fail(_describe_failure(source.error))
-    if config.record_path:
-        errors.print(Text(f"recorded {config.record_path}"))
+    for line in summaries:  # as without the TUI: what was recorded, and where
+        errors.print(Text(line), soft_wrap=True)
     return 0
 
 
-def live_source(config: SessionConfig, control: Optional[LiveControl] = None) -> TrioThreadSource:
+def live_source(
+    config: SessionConfig,
+    control: Optional[LiveControl] = None,
+    summaries: Optional[list[str]] = None,
+) -> TrioThreadSource:
     """An event source for the TUI that runs the proxy session (in the TUI's worker thread).
     Once listening, it tells the TUI the bound addresses and the client environment.
     Stopping the source stops the session gracefully: it drains and flushes first. With
-    ``control``, the TUI can reach the running session through it (intercept, resend)."""
+    ``control``, the TUI can reach the running session through it (intercept, resend); the
+    session's closing line (`ProxySession.summary`) is appended to ``summaries``."""
     from ..tui import SourceInfo, TrioThreadSource, feed_from_channel
 
     async def serve(sink: EventBuffer) -> None:
@@ -391,6 +397,8 @@ def live_source(config: SessionConfig, control: Optional[LiveControl] = None) ->
             # Shielded: the TUI's stop cancels `serve`, which asks for a graceful stop below.
             with trio.CancelScope(shield=True):
                 await session.run(task_status=task_status)
+            if summaries is not None:
+                summaries.append(session.summary())
 
         try:
             async with trio.open_nursery() as nursery:
