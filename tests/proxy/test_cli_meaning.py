@@ -34,8 +34,9 @@ def plugin() -> Iterator[PluginProcess]:
 def _proxy_session(
     plugin: PluginProcess, tmp_path: Path, *extra: str
 ) -> tuple[subprocess.Popen[str], str, str]:
-    """Run `proxy` from a directory outside the checkout, send a session of three calls (one
-    the plugin does not register), stop it with Ctrl-C; returns the process, stdout, stderr."""
+    """Run `proxy` from a directory outside the checkout, send a session of three exchanges
+    (the handshake ping and two calls, one of a method the plugin does not register), stop it
+    with Ctrl-C; returns the process, stdout, stderr."""
     process = start_cli("proxy", "--route", f"main@127.0.0.1:0={plugin.main}", *extra, cwd=tmp_path)
     try:
         port = int(wait_for_line(process, r"main\S*: 127\.0\.0\.1:(\d+) →").group(1))
