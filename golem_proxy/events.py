@@ -147,9 +147,10 @@ class BytesDiscarded:
 @dataclass(frozen=True)
 class ExchangeCompleted:
     """A request and its response. ``latency`` runs from the request's last byte to the
-    response's last byte. ``outcome`` is what the response means to the application, decided
-    by the profile where the response was decoded (an error reported inside a success
-    envelope included): views read it, never re-derive it."""
+    response's last byte, as the client saw them: what the client waited, a delay the proxy
+    injected on either side included (`golem_proxy.live.fault_relay`). ``outcome`` is what the
+    response means to the application, decided by the profile where the response was decoded
+    (an error reported inside a success envelope included): views read it, never re-derive it."""
 
     conn: int
     route: str

@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any, Optional
 
-__all__ = ["format_latency", "format_size", "preview_json", "safe_lines", "safe_text"]
+__all__ = ["counted", "format_latency", "format_size", "preview_json", "safe_lines", "safe_text"]
 
 # C0 controls, DEL, C1 controls, lone surrogates, and the line/paragraph separators that some
 # terminals treat as newlines. Tab is escaped too: a value is shown on one line.
@@ -75,6 +75,14 @@ def preview_json(value: Any, limit: int) -> str:
     except (TypeError, ValueError, RecursionError):
         pieces.append("…")  # not JSON, or nested deeper than the encoder goes: show the start
     return safe_text("".join(pieces), limit)
+
+
+def counted(count: int, noun: str, plural: Optional[str] = None, *, grouped: bool = False) -> str:
+    """A count and its noun, singular for exactly one: ``1 flow``, ``2 flows``, ``0 flows``
+    (``plural`` when adding an ``s`` is wrong: ``counted(2, "match", "matches")``). ``grouped``
+    writes thousands with commas: ``12,345 flows``."""
+    number = f"{count:,}" if grouped else str(count)
+    return f"{number} {noun if count == 1 else plural or noun + 's'}"
 
 
 def format_size(size: Optional[int], *, compact: bool = False) -> str:

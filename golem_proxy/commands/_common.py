@@ -19,12 +19,14 @@ from typing import Callable, Optional
 from rich.console import Console
 from rich.text import Text
 
+from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Severity
 from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, FilterError, parse_filter
 from ..analysis.flows import Flow
 from ..analysis.trace import FlowReader, TraceError, open_flows
+from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
 from ..recording.samples import SampleNotFound, sample_path
@@ -146,6 +148,25 @@ def trace_path_arg(text: str) -> str:
         return str(sample_path(text[len("sample:") :]))
     except SampleNotFound as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+CATALOGUE_METAVAR = "FILE|NAME"
+CATALOGUE_HELP = "a JSON file or a shipped one by name (golem-3dmcp@9819b31)"
+
+
+def catalogue_arg(spec: str) -> MethodCatalogue:
+    """argparse type for ``--catalogue``, the one resolver of every command: a catalogue
+    file, or the name of one shipped with golem-proxy (``golem-3dmcp@9819b31``), loaded. The
+    error says which it could not be (``no such file or shipped catalogue``, ``not a method
+    catalogue``)."""
+    try:
+        return load_catalogue(spec)
+    except CatalogueNotFound as exc:
+        raise argparse.ArgumentTypeError(f"{spec}: {exc}") from None
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{spec}: {os_reason(exc)}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{spec}: not a method catalogue ({exc})") from None
 
 
 def _number_arg(

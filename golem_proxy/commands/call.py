@@ -19,13 +19,20 @@ from typing import Any, Optional
 import trio
 from rich.text import Text
 
-from golem_core.messages import Response, Role
+from golem_core.messages import Malformed, Response, Role
 from golem_core.outcome import Outcome
 from golem_core.profiles import PROFILES, Profile
 from golem_core.profiles.base import json_type_name
 
+from ..events import Direction
 from ..net.addresses import Address, parse_address
-from ..net.request_client import RequestFailed, request_answer
+from ..net.request_client import (
+    Answer,
+    NoAnswerInTime,
+    RequestFailed,
+    Unreachable,
+    request_answer,
+)
 from ..terminal import safe_text
 from ._answers import print_answer
 from ._common import EXIT_FINDINGS, CommandError, address_arg, console, seconds_arg
@@ -34,9 +41,15 @@ NAME = "call"
 HELP = "send one request to a plugin (or any server of the profile) and print the answer"
 ORDER = 45
 
+PROBE_AFTER = 2.0
+"""Seconds of silence after which `call` asks whether the server speaks another profile."""
+PROBE_TIMEOUT = 1.0
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("method", metavar="METHOD", help="the method to call, e.g. scene.info")
+    parser.add_argument(
+        "method", metavar="METHOD", help="the method to call, e.g. scene.get_document_info"
+    )
     parser.add_argument(
         "params",
         metavar="PARAMS_JSON",
@@ -84,11 +97,8 @@ def run(args: argparse.Namespace) -> int:
     target: Address = args.target or default_target(profile)
     payload = profile.encode_payload(profile.request(request_id, args.method, params))
     wanted = profile.correlation_key(profile.parse(payload, Role.REQUEST))
-    ask = partial(request_answer, timeout=args.timeout)
-    try:
-        answer = trio.run(ask, target, profile.frame_payload(payload), profile, wanted)
-    except RequestFailed as exc:
-        raise CommandError(exc.what, exc.why) from None
+    frame = profile.frame_payload(payload)
+    answer = trio.run(partial(_ask, target, frame, profile, wanted, args.timeout))
     if args.raw:
         sys.stdout.buffer.write(answer.frame.raw)
         sys.stdout.buffer.flush()
@@ -146,3 +156,71 @@ def default_target(profile: Profile) -> Address:
     if not routes:
         raise CommandError(f"--profile {profile.name} has no default server", "give --target")
     return parse_address(routes[0].upstream)
+
+
+async def _ask(
+    target: Address, frame: bytes, profile: Profile, wanted: Any, timeout: float
+) -> Answer:
+    """The answer to ``frame``. When the server has sent nothing for `PROBE_AFTER` seconds, or
+    closes without a byte, ask once whether it speaks another profile (a server of the other
+    profile waits for a frame it never gets): CommandError names that profile."""
+    heard = trio.Event()
+
+    def observe(direction: Direction, chunk: bytes, now: float) -> None:
+        if direction is Direction.S2C and chunk:
+            heard.set()
+
+    answer: Optional[Answer] = None
+    failure: Optional[RequestFailed] = None
+    suspicion: Optional[CommandError] = None
+    async with trio.open_nursery() as nursery:
+
+        async def suspect() -> None:
+            nonlocal suspicion
+            with trio.move_on_after(PROBE_AFTER):
+                await heard.wait()
+                return
+            try:
+                await _suspect_other_profile(target, profile)
+            except CommandError as exc:
+                suspicion = exc
+                nursery.cancel_scope.cancel()
+
+        nursery.start_soon(suspect)
+        try:
+            answer = await request_answer(
+                target, frame, profile, wanted, timeout=timeout, observe=observe
+            )
+        except RequestFailed as exc:
+            failure = exc
+        nursery.cancel_scope.cancel()
+    if suspicion is not None:
+        raise suspicion
+    if failure is not None:
+        if not heard.is_set() and not isinstance(failure, (Unreachable, NoAnswerInTime)):
+            await _suspect_other_profile(target, profile)  # closed without a byte
+        raise CommandError(failure.what, failure.why) from None
+    assert answer is not None
+    return answer
+
+
+async def _suspect_other_profile(target: Address, profile: Profile) -> None:
+    """Raise CommandError naming the profile the server at ``target`` does answer (a ``ping``
+    of that profile on a connection of its own; a JSON-RPC server answers it with "method not
+    found", an answer all the same), when one does; return when none does."""
+    for other in PROFILES.values():
+        if other.name == profile.name:
+            continue
+        payload = other.encode_payload(other.request(next(other.request_ids()), "ping", {}))
+        wanted = other.correlation_key(other.parse(payload, Role.REQUEST))
+        try:
+            answer = await request_answer(
+                target, other.frame_payload(payload), other, wanted, timeout=PROBE_TIMEOUT
+            )
+        except RequestFailed:
+            continue
+        if not isinstance(answer.message, Malformed):
+            raise CommandError(
+                f"{target} does not answer {profile.name} requests; it answers {other.name}",
+                f"pass --profile {other.name}",
+            )

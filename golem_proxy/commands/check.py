@@ -21,20 +21,21 @@ from golem_core.profiles import GOLEM
 from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
 from ..analysis.drift import DriftCollector, DriftReport
 from ..analysis.trace import FlowReader, TraceError, json_text
-from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import parse_address
 from ..net.request_client import RequestFailed, Unreachable, request_answer
 from ..table_layout import Cell, Column, print_table
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from ._common import (
+    CATALOGUE_HELP,
+    CATALOGUE_METAVAR,
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
+    catalogue_arg,
     console,
     fail,
     note_truncated,
     open_trace,
-    os_reason,
     severity_text,
     trace_path_arg,
 )
@@ -59,8 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--catalogue",
-        metavar="FILE|NAME",
-        help="method catalogue: a JSON file or a shipped one (golem-3dmcp@9819b31)",
+        metavar=CATALOGUE_METAVAR,
+        type=catalogue_arg,
+        help=f"method catalogue: {CATALOGUE_HELP}",
     )
     source.add_argument(
         "--catalogue-live",
@@ -115,7 +117,10 @@ def run(args: argparse.Namespace) -> int:
         _print_rules(out, contract)
         if failures:
             out.print(failures_text(failures), soft_wrap=True)
-        verdict = f"{errors} error(s), {warnings} warning(s) in {trace.flow_count} flows"
+        verdict = (
+            f"{counted(errors, 'error')}, {counted(warnings, 'warning')} in "
+            f"{counted(trace.flow_count, 'flow')}"
+        )
         out.print(Text(verdict, style="bold red" if failed else "bold green"))
     return EXIT_FINDINGS if failed else EXIT_OK
 
@@ -169,15 +174,8 @@ def failures_text(failures: Counter[str]) -> Text:
 
 
 def _catalogue(args: argparse.Namespace) -> Optional[MethodCatalogue]:
-    if args.catalogue:
-        try:
-            return load_catalogue(args.catalogue)
-        except CatalogueNotFound as exc:
-            raise CatalogueError(f"{args.catalogue}: {exc}") from None
-        except OSError as exc:
-            raise CatalogueError(f"{args.catalogue}: {os_reason(exc)}") from None
-        except ValueError as exc:
-            raise CatalogueError(f"{args.catalogue}: not a method catalogue ({exc})") from None
+    if args.catalogue is not None:
+        return args.catalogue  # type: ignore[no-any-return]  # loaded by catalogue_arg
     if args.catalogue_live:
         return fetch_live_catalogue(args.catalogue_live)
     return None

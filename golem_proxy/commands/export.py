@@ -16,7 +16,7 @@ from ..analysis.trace import FlowReader, TraceError, flow_json_line
 from ..recording.format import replacing, write_private
 from ..recording.streams import write_streams
 from ..table_layout import Cell, Column, print_table
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -97,7 +97,7 @@ def _export_jsonl(trace: FlowReader, out: str) -> int:
     # carry whatever crossed the socket.
     with replacing(out, overwrite=True) as stream:
         count = _write_flows(trace, stream)
-    console(stderr=True).print(Text(f"wrote {count} flows to {safe_text(out)}"))
+    console(stderr=True).print(Text(f"wrote {counted(count, 'flow')} to {safe_text(out)}"))
     return EXIT_OK
 
 
@@ -107,7 +107,7 @@ def _export_images(trace: FlowReader, out: str) -> int:
         size = f"{capture.width}x{capture.height}"
         console().print(Text(f"{capture.filename}  {size}  {len(capture.png)} B"))
         written += 1
-    console(stderr=True).print(Text(f"wrote {written} images to {safe_text(out)}"))
+    console(stderr=True).print(Text(f"wrote {counted(written, 'image')} to {safe_text(out)}"))
     return EXIT_OK
 
 
@@ -166,7 +166,10 @@ def _export_streams(trace: FlowReader, out: str) -> int:
     print_table(console(), _STREAM_COLUMNS, rows, title)
     if lost:
         console(stderr=True).print(
-            Text(f"{lost} stream(s) differ from the byte counts the proxy recorded", style="red")
+            Text(
+                f"{counted(lost, 'stream')} differ from the byte counts the proxy recorded",
+                style="red",
+            )
         )
         return EXIT_FINDINGS
     return EXIT_OK

@@ -17,7 +17,7 @@ from ..analysis.flows import Flow
 from ..analysis.stats import method_label
 from ..analysis.trace import TraceError, flow_json_line
 from ..table_layout import Cell, Column, ColumnTable, terminal_width
-from ..terminal import format_size, safe_text
+from ..terminal import counted, format_size, safe_text
 from ._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -110,9 +110,12 @@ def run(args: argparse.Namespace) -> int:
                 scope = f" matching {chosen}" if chosen is not None else ""
                 if matching is None:
                     # Reading on only to count would cost as much as printing it all.
-                    line = f"the first {shown} flows{scope} (--limit {shown}; the rest not read)"
+                    line = (
+                        f"the first {counted(shown, 'flow')}{scope} "
+                        f"(--limit {shown}; the rest not read)"
+                    )
                 else:
-                    line = f"{shown} flows{scope} ({reader.flow_count} in the recording)"
+                    line = f"{counted(shown, 'flow')}{scope} ({reader.flow_count} in the recording)"
                 out.print(Text(line), soft_wrap=True)
         except TraceError as exc:
             return fail(str(exc))

@@ -37,7 +37,7 @@ from ..events import (
 )
 from ..status_tone import TONE_STYLES, Tone, outcome_tone
 from ..table_layout import terminal_width
-from ..terminal import format_latency, format_size, preview_json, safe_text
+from ..terminal import counted, format_latency, format_size, preview_json, safe_text
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
 
@@ -182,7 +182,7 @@ class EventLog:
             text.append(safe_text(event.detail, _DETAIL))
             return text
         if isinstance(event, EventsMissed):
-            return Text(f"… {event.count} events not shown (log fell behind)", "yellow")
+            return Text(f"… {counted(event.count, 'event')} not shown (log fell behind)", "yellow")
         if isinstance(event, ObservationLost):
             # A gap in what was inspected (never in what was forwarded): always worth a line.
             text = self._prefix(event.t, event.route, event.conn)

@@ -146,6 +146,11 @@ class Observer:
         """What the observer holds now, as counted against its budget."""
         return self.backlog + self.held
 
+    @property
+    def idle(self) -> bool:
+        """Everything submitted so far has been decoded and its events published."""
+        return not self._queue
+
     def submit(self, tap: ConnectionTap, direction: Direction, data: bytes, t: float) -> None:
         """Queue a forwarded chunk (``b""`` for end of stream) for decoding, or drop it when the
         observer is behind. Never blocks, never raises."""

@@ -24,6 +24,7 @@ from .hub import EventHub, Subscription
 from .log import EventLog, Verbosity
 from .recorder import Recorder
 from .relay import BoundRoute, Proxy, ProxyOptions
+from .tally import SessionTally
 
 __all__ = ["ProxySession", "SessionConfig"]
 
@@ -53,6 +54,11 @@ class ProxySession:
         self.hub = EventHub()
         self.proxy = Proxy(config.routes, config.profile, self.hub, config.options)
         self.writer: Optional[RecordingWriter] = None
+        self.recorder: Optional[Recorder] = None
+        self.tally = SessionTally()
+        """What the session saw (exchanges, errors, violations), for its closing line."""
+        self.hub.attach_sink(self.tally)
+        self._log: Optional[Subscription] = None
         self.finished = trio.Event()
         """Set once the session stopped and every consumer saw the last event."""
         self._extra: list[tuple[str, float, Consumer]] = []
@@ -90,14 +96,16 @@ class ProxySession:
                 await self.proxy.unbind()
                 raise
         async with trio.open_nursery() as consumers:
-            recorder = Recorder(self.writer) if self.writer is not None else None
+            recorder = self.recorder = Recorder(self.writer) if self.writer else None
             flushing = trio.CancelScope()
             if recorder is not None:
                 self.hub.attach_sink(recorder)
                 consumers.start_soon(_flush_until_cancelled, recorder, flushing)
             if config.console is not None:
                 log = EventLog(config.console, config.profile, config.verbosity)
-                subscription = self.hub.subscribe("log", config.log_buffer, log.may_show)
+                subscription = self._log = self.hub.subscribe(
+                    "log", config.log_buffer, log.may_show
+                )
                 consumers.start_soon(_isolated, "log", _log_events(self.hub, subscription, log))
             for name, buffer, consumer in self._extra:
                 consumers.start_soon(_isolated, name, consumer(self.hub.subscribe(name, buffer)))
@@ -112,6 +120,26 @@ class ProxySession:
                 # the process alive (it says what it did not show: `_log_events`).
                 consumers.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout
         self.finished.set()
+
+    def caught_up(self) -> bool:
+        """Every byte forwarded so far is decoded and the log printed every event published
+        so far: what is printed now lands after them (the demo's narration)."""
+        if not self.proxy.observer.idle:
+            return False
+        if self._log is None:
+            return True
+        # An empty buffer is not enough: an event handed straight to the waiting log task is
+        # printed only when that task runs, and then it is no longer waiting.
+        waiting = self._log.receive_channel.statistics()
+        return waiting.current_buffer_used == 0 and waiting.tasks_waiting_receive > 0
+
+    def summary(self) -> str:
+        """The line the session ends with: what it recorded and where (call once finished)."""
+        recorder = self.recorder
+        if recorder is None:
+            return self.tally.summary(self.config.record_path)
+        failure = None if recorder.error is None else str(recorder.error)
+        return self.tally.summary(self.config.record_path, recorder.total_missed, failure)
 
     def _header(self, bound: list[BoundRoute]) -> Header:
         routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]

@@ -57,6 +57,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
+from ..terminal import counted
 from .redact import Echoes, Redactor
 
 __all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict"]
@@ -379,7 +380,7 @@ class ConnectionTap:
                 t,
                 GapReason.EVICTED,
                 len(evicted),
-                f"{len(evicted)} request(s) unanswered (evicted) past the limit of "
+                f"{counted(len(evicted), 'request')} unanswered (evicted) past the limit of "
                 f"{self.limits.pending} waiting or {self.limits.pending_bytes} bytes, "
                 f"oldest frame #{oldest.index}",
             )

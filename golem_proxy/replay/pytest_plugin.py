@@ -39,6 +39,7 @@ from golem_core.profiles import get_profile
 
 from ..net.addresses import Address, parse_address
 from ..recording.format import Header, RecordingError, RouteInfo
+from ..terminal import counted
 from .background import BackgroundReplay
 from .engine import ReplayEngine, summary
 from .index import ExchangeTrace, load_exchanges
@@ -349,14 +350,14 @@ def _store(
 
 
 def _misses_text(handle: GolemReplay, misses: list[dict[str, Any]]) -> str:
-    lines = [f"golem replay of {handle.trace}: {len(misses)} request(s) missed"]
+    lines = [f"golem replay of {handle.trace}: {counted(len(misses), 'request')} missed"]
     lines += [f"  {m['route']} {m['method']}: {m['message']}" for m in misses]
     return "\n".join(lines)
 
 
 def _unused_text(unused: dict[int, str]) -> str:
     shown = ", ".join(f"#{number} {method}" for number, method in sorted(unused.items())[:20])
-    return f"{len(unused)} recorded exchange(s) unused: {shown}"
+    return f"{counted(len(unused), 'recorded exchange')} unused: {shown}"
 
 
 def _judge(config: pytest.Config, handle: GolemReplay, mode: str, strict_unused: bool) -> None:

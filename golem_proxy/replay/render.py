@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..table_layout import Cell, Column, print_table
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from .diffing import Difference, short
 from .tracediff import TraceDiff
 from .verify import VerifyResult
@@ -64,9 +64,9 @@ def render_verify(result: VerifyResult, console: Console) -> None:
         console.print(f"… and {len(failed) - MAX_SHOWN} more differing exchanges")
     total = len(result.checks)
     if result.ok:
-        console.print(f"[green]verify: all {total} exchanges match[/green]")
+        console.print(f"[green]verify: all {counted(total, 'exchange')} match[/green]")
     else:
-        console.print(f"[red]verify: {len(failed)} of {total} exchanges differ[/red]")
+        console.print(f"[red]verify: {len(failed)} of {counted(total, 'exchange')} differ[/red]")
 
 
 def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, str]] = None) -> None:
@@ -91,7 +91,7 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
     if len(different) > MAX_SHOWN:
         console.print(f"… and {len(different) - MAX_SHOWN} more")
     if diff.equal:
-        console.print(f"[green]diff: {len(diff.pairs)} exchanges, no difference[/green]")
+        console.print(f"[green]diff: {counted(len(diff.pairs), 'exchange')}, no difference[/green]")
     else:
         console.print(
             f"[red]diff: {len(different)} of {len(diff.pairs)} aligned exchanges differ[/red]"

@@ -25,7 +25,8 @@ def test_notifications_are_complete_rows_and_server_requests_pair_with_their_ans
     answer = seen(b'{"jsonrpc":"2.0","id":0,"result":{}}', Direction.C2S, 1)
     for event in (note, broken, asked, call, answer):
         tracker.apply(event)
-    flow = tracker.apply(ExchangeCompleted(1, "scrybe", asked, answer))
+    outcome = JSONRPC_NDJSON.outcome(asked.message, answer.message)
+    flow = tracker.apply(ExchangeCompleted(1, "scrybe", asked, answer, outcome))
     assert flow is not None and flow.request is asked and flow.response is answer
     rows = tracker.flows
     assert [row.status(JSONRPC_NDJSON) for row in rows] == [

@@ -281,7 +281,7 @@ def test_search_mark_copy_and_save(demo_path: str, tmp_path: Path) -> None:
             await pilot.press("ctrl+a", "ctrl+k", *str(saved), "enter")
             await wait_for(pilot, lambda: saved.exists() and saved.stat().st_size > 0)
             await wait_for(
-                pilot, lambda: any("Wrote 1 flows" in n.message for n in app._notifications)
+                pilot, lambda: any("Wrote 1 flow (" in n.message for n in app._notifications)
             )
             recording = read_recording(str(saved))
             methods = [getattr(e, "method", None) for e in recording.exchanges()]
