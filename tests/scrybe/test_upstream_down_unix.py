@@ -12,9 +12,8 @@ from golem_core.profiles import JSONRPC_NDJSON
 from golem_proxy.events import UpstreamStatus
 from golem_proxy.net.addresses import Address
 from golem_proxy.net.listeners import connect
+from golem_proxy.testing.scrybe_server import AppServer
 from tests.proxy.harness import start_proxy, stop_proxy
-
-from .server import AppServer
 
 pytestmark = pytest.mark.trio
 
