@@ -260,10 +260,10 @@ _DRIFT_COLUMNS = (
     Column("drift", wrap=True, priority=1, floor=10),
     Column("method", wrap=True, priority=3, floor=14),
     Column("param", wrap=True, priority=2, floor=10),
-    Column("detail", wrap=True, priority=0, floor=12),
+    Column("detail", wrap=True, priority=0, floor=10),
     Column("calls", right=True),
     Column("flows", wrap=True, priority=1, floor=6),
-    Column("source", wrap=True, priority=0, floor=20),
+    Column("source", wrap=True, priority=0, floor=18),
 )
 
 

@@ -30,6 +30,7 @@ from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
 from ..net.listeners import probe
 from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
+from ..table_layout import terminal_width
 from ..terminal import safe_text
 from ._common import (
     CATALOGUE_HELP,
@@ -327,8 +328,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(_os_problem(failed, config.record_path)) from None
     finally:
         output.close()
-    # On stderr, as replay's: it stays in sight when the log goes to a file.
-    errors.print(Text(summary), soft_wrap=True)
+    # On stderr, as replay's: it stays in sight when the log goes to a file. Folded to a
+    # terminal's width; one line in a pipe or a file.
+    errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
     return 0
 
 

@@ -49,7 +49,8 @@ def test_piped_stderr_gets_no_bar(large: Path, name: str) -> None:
     _, args = COMMANDS[name]
     done = run_cli(args[0], str(large), *args[1:])
     assert done.returncode in (0, 1)
-    assert done.stderr == ""
+    # No bar: at most the note that the generated trace ends without its closing lines.
+    assert all(line.startswith("note: ") for line in done.stderr.splitlines()), done.stderr
 
 
 def test_verify_counts_its_exchanges_on_a_terminal(tmp_path: Path) -> None:

@@ -184,7 +184,13 @@ def test_notifications_and_server_exchanges_roundtrip_and_are_documented() -> No
     asked = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"roots/list"}', Direction.S2C, 1)
     call = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"state"}', Direction.C2S, 0)
     answer = jsonrpc(b'{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}', Direction.C2S, 1)
-    events: list[Event] = [note, asked, call, answer, ExchangeCompleted(1, "main", asked, answer, OK)]
+    events: list[Event] = [
+        note,
+        asked,
+        call,
+        answer,
+        ExchangeCompleted(1, "main", asked, answer, OK),
+    ]
     assert roundtrip(events, "jsonrpc-ndjson") == events
     lines = [json.loads(encode_event(e, JSONRPC_NDJSON, 1) or b"") for e in events]
     assert lines[0]["type"] == "notification" and lines[0]["method"] == "notifications/progress"
