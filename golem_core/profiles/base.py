@@ -77,6 +77,8 @@ class DefaultRoute:
     upstream: str
     client_env: str = ""
     client_env_value: str = "port"
+    client_host_env: str = ""
+    """The client's variable for the host of a TCP endpoint (GOLEM_RHINO_HOST), if it has one."""
 
 
 class Profile(abc.ABC):
@@ -96,6 +98,9 @@ class Profile(abc.ABC):
     """Whether a client may keep reading once its last request is answered (to the end of the
     stream, for server notifications). A proxy must then pass a server's close on at once; when
     it is False, it may hold the close of an idle connection until the client sends again."""
+    tool_layer: bool = False
+    """Whether this protocol is the MCP layer of a two-layer session (`golem-proxy mcp`): its
+    ``tools/call`` requests are what the other routes' frames are attributed to."""
     builtin_methods: tuple[str, ...] = ()
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""

@@ -39,6 +39,9 @@ class SessionConfig:
     console: Optional[Console] = None
     verbosity: Verbosity = Verbosity.NORMAL
     log_buffer: int = 2_000
+    layers: tuple[RouteInfo, ...] = ()
+    """Routes served outside the relay that share the session and its recording (the MCP
+    stdio hop of `golem-proxy mcp`), named in the header after the relay's routes."""
 
 
 class ProxySession:
@@ -104,6 +107,7 @@ class ProxySession:
 
     def _header(self, bound: list[BoundRoute]) -> Header:
         routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]
+        routes.extend(self.config.layers)
         return Header.new(self.config.profile.name, routes, self.config.options.redact)
 
 

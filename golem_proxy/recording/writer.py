@@ -26,6 +26,7 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     ObservationLost,
+    ToolCallRef,
     ViolationSeen,
 )
 from .files import open_private
@@ -36,6 +37,7 @@ __all__ = [
     "encode_event",
     "encode_event_parts",
     "frame_type",
+    "tool_calls_json",
 ]
 
 
@@ -127,6 +129,8 @@ def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
         base["id"] = message.id
     if isinstance(message, Request):
         base["method"] = message.method
+    if event.tool_calls is not None:
+        base["tool_calls"] = tool_calls_json(event.tool_calls)
     if event.redacted:
         base["redacted"] = list(event.redacted)
         base["msg"] = None if undecodable else message.obj
@@ -150,8 +154,15 @@ def _frame_prefix(event: FrameSeen, message: Message, seq: int) -> bytes:
         parts.append(f',"id":{_json_str(ident) if isinstance(ident, str) else int(ident)}')
     if isinstance(message, Request):
         parts.append(f',"method":{_json_str(message.method)}')
+    if event.tool_calls is not None:
+        parts.append(f',"tool_calls":{_json_str(tool_calls_json(event.tool_calls))}')
     parts.append(',"msg":')
     return "".join(parts).encode("utf-8", JSON_SAFE)
+
+
+def tool_calls_json(calls: tuple[ToolCallRef, ...]) -> list[dict[str, Any]]:
+    """A frame's ``tool_calls`` member: the MCP ``tools/call`` requests in flight."""
+    return [{"conn": c.conn, "n": c.index, "id": c.id, "tool": c.tool} for c in calls]
 
 
 def frame_type(message: Message) -> str:
@@ -188,6 +199,10 @@ class RecordingWriter:
         self.stream = stream
         self.header = header
         self.profile = get_profile(header.profile)
+        self.route_profiles = {
+            name: get_profile(profile) for name, profile in header.route_profile_names().items()
+        }
+        """The routes whose frames have a profile of their own (the ``mcp`` route)."""
         self.seq = 0
         self._pending: list[bytes] = []
         self._pending_size = 0
@@ -214,7 +229,10 @@ class RecordingWriter:
         """The next line for ``event`` as pieces (see `encode_event_parts`), numbered in
         order; None for events not recorded. For a caller that writes the pieces itself with
         `write_pieces` (the proxy's recorder does, from its own thread)."""
-        parts = encode_event_parts(event, self.profile, self.seq + 1)
+        profile = self.profile
+        if self.route_profiles:
+            profile = self.route_profiles.get(getattr(event, "route", ""), profile)
+        parts = encode_event_parts(event, profile, self.seq + 1)
         if parts is not None:
             self.seq += 1
         return parts

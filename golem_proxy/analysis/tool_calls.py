@@ -1,0 +1,257 @@
+"""The two layers of a `golem-proxy mcp` recording, as the views read them: which layer a flow
+is on, which MCP tool call a GOLEM flow belongs to, and what a tool call did.
+
+Nothing here decides an attribution: the tap did, as it decoded each GOLEM frame, and the
+frame carries it (`FrameSeen.tool_calls`, docs/recording-format.md). A GOLEM flow takes the
+attribution of its request frame (of its response, for an orphan response). This module
+maps the MCP request it names to that request's flow number and reads the outcome of a
+``tools/call`` (its ``isError``, an error response, or no answer at all).
+
+For code that wants the tool calls of a recording and their GOLEM flows in one go, there is
+`read_tool_calls`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from golem_core.messages import ErrorResponse, Request, Response
+from golem_core.profiles import Profile
+from golem_core.profiles.mcp import TOOLS_CALL, tool_name
+
+from ..events import FrameSeen, ToolCallRef
+from .flows import Flow
+from .trace import json_text, open_flows
+
+__all__ = [
+    "LAYER_GOLEM",
+    "LAYER_MCP",
+    "Attribution",
+    "ToolCall",
+    "ToolCallIndex",
+    "arguments_summary",
+    "mcp_routes",
+    "read_tool_calls",
+    "tool_call_error",
+]
+
+LAYER_MCP = "mcp"
+LAYER_GOLEM = "golem"
+
+NO_MCP_LAYER = "unknown"
+NO_TOOL_CALL = "none"
+ONE_TOOL_CALL = "call"
+AMBIGUOUS = "ambiguous"
+
+
+def mcp_routes(route_profiles: Mapping[str, Profile]) -> frozenset[str]:
+    """The routes of a recording that are its MCP layer (their profile says so)."""
+    return frozenset(route for route, profile in route_profiles.items() if profile.tool_layer)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """What a GOLEM flow's frames say about the tool call that caused it."""
+
+    refs: Optional[tuple[ToolCallRef, ...]]
+    """The calls in flight when its request was decoded; None: the recording has no MCP layer."""
+    numbers: tuple[Optional[int], ...] = ()
+    """The flow number of each call in `refs` (None for one not seen in this read)."""
+
+    @property
+    def state(self) -> str:
+        """``call`` (exactly one), ``none`` (outside any tool call), ``ambiguous`` (several
+        overlapped) or ``unknown`` (no MCP layer in the recording)."""
+        if self.refs is None:
+            return NO_MCP_LAYER
+        if not self.refs:
+            return NO_TOOL_CALL
+        return ONE_TOOL_CALL if len(self.refs) == 1 else AMBIGUOUS
+
+    @property
+    def number(self) -> Optional[int]:
+        """The number of the MCP flow that caused it, when exactly one did."""
+        return self.numbers[0] if self.state == ONE_TOOL_CALL and self.numbers else None
+
+    @property
+    def tool(self) -> Optional[str]:
+        return self.refs[0].tool if self.refs and len(self.refs) == 1 else None
+
+
+def _attributed_frame(flow: Flow) -> Optional[FrameSeen]:
+    return flow.request if flow.request is not None else flow.response
+
+
+class ToolCallIndex:
+    """Follows a recording's flows in number order (as `FlowReader.flows` hands them on) and
+    says, for each, its layer and, for a GOLEM flow, its tool call. Call `note` on every flow
+    before asking about the flows after it."""
+
+    def __init__(self, routes: Collection[str]) -> None:
+        self.routes = frozenset(routes)
+        self._numbers: dict[tuple[int, int], int] = {}
+
+    @property
+    def has_mcp_layer(self) -> bool:
+        return bool(self.routes)
+
+    def layer(self, flow: Flow) -> str:
+        return LAYER_MCP if flow.route in self.routes else LAYER_GOLEM
+
+    def note(self, flow: Flow) -> None:
+        """Remember an MCP ``tools/call`` flow's number, for the GOLEM flows that name it."""
+        if flow.route in self.routes and is_tool_call(flow):
+            assert flow.request is not None
+            self._numbers[(flow.conn, flow.request.index)] = flow.number
+
+    def attribution(self, flow: Flow) -> Attribution:
+        frame = _attributed_frame(flow)
+        refs = frame.tool_calls if frame is not None else None
+        if refs is None:
+            # Frames of a two-layer recording always carry the decision; a flow without a
+            # frame (a gap, a framing error) has none to carry.
+            return Attribution(() if self.routes and frame is None else None)
+        return Attribution(refs, tuple(self._numbers.get((r.conn, r.index)) for r in refs))
+
+
+def is_tool_call(flow: Flow) -> bool:
+    """An MCP ``tools/call`` request's flow."""
+    request = flow.request
+    return (
+        request is not None
+        and isinstance(request.message, Request)
+        and request.message.method == TOOLS_CALL
+    )
+
+
+def tool_call_error(flow: Flow) -> Optional[bool]:
+    """Whether a ``tools/call`` failed as the model saw it: ``isError`` true in its result,
+    an error response, or no answer; None while it is pending or for other flows."""
+    if not is_tool_call(flow):
+        return None
+    response = flow.response
+    if response is None:
+        return True if flow.closed_unanswered or flow.frame_error is not None else None
+    message = response.message
+    if isinstance(message, Response):
+        result = message.result
+        return isinstance(result, dict) and result.get("isError") is True
+    return True  # an error response, or one that is not JSON-RPC
+
+
+def tool_of(flow: Flow) -> Optional[str]:
+    """The tool a ``tools/call`` flow names."""
+    return tool_name(flow.request.message) if is_tool_call(flow) and flow.request else None
+
+
+def arguments_of(flow: Flow) -> Any:
+    if not is_tool_call(flow) or flow.request is None:
+        return None
+    message = flow.request.message
+    params = message.params if isinstance(message, Request) else None
+    return params.get("arguments") if isinstance(params, dict) else None
+
+
+def arguments_summary(flow: Flow, width: int = 60) -> str:
+    """``name=value, …`` of a tool call's arguments, values shortened, at most ``width``
+    characters (a ``…`` says it was cut)."""
+    arguments = arguments_of(flow)
+    if not isinstance(arguments, dict):
+        return "" if arguments is None else _short(arguments, width)
+    text = ", ".join(f"{key}={_short(value, 24)}" for key, value in arguments.items())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _short(value: Any, width: int) -> str:
+    text = json_text(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def error_text(flow: Flow) -> Optional[str]:
+    """The text a failed tool call gave the model (its first text content, or the error
+    message), or None."""
+    if flow.response is None:
+        return None
+    message = flow.response.message
+    if isinstance(message, ErrorResponse):
+        return message.error.message
+    result = message.obj.get("result") if isinstance(message.obj, dict) else None
+    content = result.get("content") if isinstance(result, dict) else None
+    if isinstance(content, list):
+        for item in content:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                return str(item["text"])
+    return None
+
+
+@dataclass
+class ToolCall:
+    """One MCP ``tools/call`` and the GOLEM flows it caused."""
+
+    flow: Flow
+    golem: list[Flow] = field(default_factory=list)
+
+    @property
+    def number(self) -> int:
+        return self.flow.number
+
+    @property
+    def tool(self) -> str:
+        return tool_of(self.flow) or "?"
+
+    @property
+    def arguments(self) -> Any:
+        return arguments_of(self.flow)
+
+    @property
+    def is_error(self) -> bool:
+        return bool(tool_call_error(self.flow))
+
+    @property
+    def latency(self) -> Optional[float]:
+        return self.flow.latency
+
+    @property
+    def rhino_time(self) -> float:
+        """Seconds spent in GOLEM exchanges under this call (request sent to answer read)."""
+        return sum(flow.latency or 0.0 for flow in self.golem)
+
+    @property
+    def server_time(self) -> Optional[float]:
+        """Seconds of the call's latency spent outside the GOLEM exchanges: the MCP server's
+        own work (and the stdio hop)."""
+        latency = self.latency
+        return None if latency is None else max(0.0, latency - self.rhino_time)
+
+    @property
+    def failed_golem(self) -> list[Flow]:
+        """The GOLEM exchanges under this call that failed."""
+        return [flow for flow in self.golem if flow.is_error]
+
+
+def group_tool_calls(flows: Iterable[Flow], index: ToolCallIndex) -> Iterator[ToolCall]:
+    """The tool calls among ``flows`` (in number order) with their GOLEM flows, each once
+    every flow was seen."""
+    calls: dict[int, ToolCall] = {}
+    order: list[ToolCall] = []
+    for flow in flows:
+        index.note(flow)
+        if index.layer(flow) == LAYER_MCP:
+            if is_tool_call(flow):
+                call = calls[flow.number] = ToolCall(flow)
+                order.append(call)
+            continue
+        number = index.attribution(flow).number
+        if number is not None and number in calls:
+            calls[number].golem.append(flow)
+    yield from order
+
+
+def read_tool_calls(path: str) -> list[ToolCall]:
+    """The tool calls of the recording at ``path``, in order, each with its GOLEM flows.
+    Raises TraceError (analysis.trace) for a file that cannot be read."""
+    with open_flows(path) as reader:
+        index = ToolCallIndex(mcp_routes(reader.route_profiles))
+        return list(group_tool_calls(reader.flows(), index))

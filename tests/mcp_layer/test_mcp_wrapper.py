@@ -1,0 +1,130 @@
+"""``golem-proxy mcp`` as a process: its stdout is the server's bytes, its exit status the
+server's, and it ends the way an MCP client expects (stdin closed, SIGTERM)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from golem_proxy.events import ConnectionClosed, FrameSeen, ViolationSeen
+from golem_proxy.recording.format import read_recording
+
+from .mcp_helpers import ROOT, environment
+
+WRAPPER = [sys.executable, "-m", "golem_proxy", "mcp"]
+# Nothing listens there: the servers below never call GOLEM.
+NOWHERE = ["--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9"]
+
+
+def wrapper(
+    *args: str, stdin: bytes = b"", timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*WRAPPER, *NOWHERE, *args],
+        input=stdin,
+        capture_output=True,
+        cwd=ROOT,
+        env=environment(),
+        timeout=timeout,
+    )
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+ECHO = "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"
+
+
+def test_stdout_is_the_servers_bytes_exactly(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    lines = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n' * 3 + b"\xff\x00 tail\n"
+    done = wrapper("--record", str(record), "--", *python(ECHO), stdin=lines)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == lines
+    events = read_recording(str(record)).events
+    closed = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
+    assert closed[0].bytes_c2s == closed[0].bytes_s2c == len(lines)
+    assert "the client closed stdin" in closed[0].reason
+
+
+def test_junk_on_the_servers_stdout_is_forwarded_and_flagged(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    junk = b"Starting server...\n"
+    code = f"import sys; sys.stdout.buffer.write({junk!r}); sys.stdout.flush()"
+    done = wrapper("--record", str(record), "--", *python(code))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == junk
+    events = read_recording(str(record)).events
+    frames = [e for e in events if isinstance(e, FrameSeen) and e.route == "mcp"]
+    assert frames[0].payload == junk.rstrip(b"\n")
+    flagged = [e for e in events if isinstance(e, ViolationSeen) and e.route == "mcp"]
+    assert any(v.violation.rule == "jsonrpc.response.json" for v in flagged)
+
+
+def test_exit_status_is_the_servers() -> None:
+    done = wrapper("--", *python("import sys; sys.exit(3)"))
+    assert done.returncode == 3
+    assert done.stdout == b""
+
+
+def test_a_server_killed_by_a_signal_exits_as_a_shell_says() -> None:
+    done = wrapper("--", *python("import os, signal; os.kill(os.getpid(), signal.SIGKILL)"))
+    assert done.returncode == 128 + signal.SIGKILL
+
+
+def test_a_command_that_cannot_start_is_one_line_and_exit_2() -> None:
+    done = wrapper("--", "/nonexistent/golem-mcp-server")
+    assert done.returncode == 2
+    assert done.stdout == b""
+    lines = done.stderr.decode().strip().splitlines()
+    assert lines[-1].startswith("golem-proxy: mcp: cannot start '/nonexistent/golem-mcp-server'")
+    assert "Traceback" not in done.stderr.decode()
+
+
+def test_no_command_is_a_usage_error() -> None:
+    done = wrapper()
+    assert done.returncode == 2
+    assert b"no server command" in done.stderr
+
+
+def test_sigterm_is_passed_to_the_server_and_its_status_returned() -> None:
+    code = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\n"
+        "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+        "while True: time.sleep(0.05)\n"
+    )
+    process = subprocess.Popen(
+        [*WRAPPER, *NOWHERE, "--", *python(code)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=environment(),
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"ready\n"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 7
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_a_server_that_ignores_stdin_closing_is_stopped(tmp_path: Path) -> None:
+    code = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "while True: time.sleep(0.05)\n"
+    )
+    # Bounded: the subprocess timeout fails the test if terminate-then-kill never comes.
+    done = wrapper("--exit-timeout", "0.5", "--", *python(code))
+    assert done.returncode == 128 + signal.SIGKILL
