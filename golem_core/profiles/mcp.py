@@ -62,6 +62,9 @@ class McpProfile(JsonRpcNdjsonProfile):
             return super().check_message(message, payload)
         return []  # no method table, no code registry: the tools are the server's own
 
+    def describe(self, message: Message) -> str:
+        return "notification" if is_notification(message) else super().describe(message)
+
     def check_exchange(self, request: Message, response: Message) -> list[Violation]:
         mismatch = self._id_mismatch(request, response)
         return [] if mismatch is None else [mismatch]

@@ -32,9 +32,15 @@ __all__ = [
     "ToolCall",
     "ToolCallIndex",
     "arguments_summary",
+    "attributed_tool",
+    "group_tool_calls",
+    "is_tool_call",
+    "layer_of",
     "mcp_routes",
     "read_tool_calls",
     "tool_call_error",
+    "tool_of",
+    "two_layer_json",
 ]
 
 LAYER_MCP = "mcp"
@@ -82,6 +88,20 @@ class Attribution:
 
 def _attributed_frame(flow: Flow) -> Optional[FrameSeen]:
     return flow.request if flow.request is not None else flow.response
+
+
+def attributed_tool(flow: Flow) -> Optional[str]:
+    """The tool of the one tool call a GOLEM flow belongs to (None: no call, several, or a
+    recording without an MCP layer)."""
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    return refs[0].tool if refs is not None and len(refs) == 1 else None
+
+
+def layer_of(profile: Profile) -> str:
+    """The layer of a flow on a route of ``profile``: ``mcp`` for the MCP layer, else the
+    protocol's name (``golem``)."""
+    return LAYER_MCP if profile.tool_layer else profile.name
 
 
 class ToolCallIndex:
@@ -184,6 +204,26 @@ def error_text(flow: Flow) -> Optional[str]:
             if isinstance(item, dict) and isinstance(item.get("text"), str):
                 return str(item["text"])
     return None
+
+
+def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[str, Any]:
+    """The members `show --json` adds to a flow: its ``layer``; for an MCP ``tools/call``
+    its ``tool``, ``arguments`` and ``is_error``; for a flow of the other layer, ``tool_call``
+    (the number of the MCP flow that caused it, or null), ``attribution`` (``call``,
+    ``none``, ``ambiguous``, or ``unknown`` without an MCP layer) and, when ambiguous,
+    ``tool_call_candidates``."""
+    data: dict[str, Any] = {"layer": layer_of(profile)}
+    if profile.tool_layer:
+        if is_tool_call(flow):
+            data.update(
+                tool=tool_of(flow), arguments=arguments_of(flow), is_error=tool_call_error(flow)
+            )
+        return data
+    attribution = index.attribution(flow)
+    data.update(tool_call=attribution.number, attribution=attribution.state)
+    if attribution.state == AMBIGUOUS:
+        data["tool_call_candidates"] = list(attribution.numbers)
+    return data
 
 
 @dataclass

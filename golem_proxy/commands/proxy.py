@@ -65,7 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=sorted(PROFILES),
         default="golem",
         help="the protocol on the routes: golem (GOLEM-3DMCP, length-prefixed JSON over TCP; "
-        "the default) or jsonrpc-ndjson (JSON-RPC 2.0 over NDJSON, the Scrybe 0.6 contract)",
+        "the default), jsonrpc-ndjson (JSON-RPC 2.0 over NDJSON, the Scrybe 0.6 contract) or "
+        "mcp (MCP's JSON-RPC over NDJSON, on a socket: give --route; for a stdio server use "
+        "golem-proxy mcp)",
     )
     parser.add_argument(
         "--listen-public",

@@ -16,7 +16,17 @@ from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
 from ..analysis.stats import method_label
-from ..analysis.trace import TraceError, flow_json_line
+from ..analysis.tool_calls import (
+    LAYER_MCP,
+    ToolCallIndex,
+    arguments_summary,
+    is_tool_call,
+    mcp_routes,
+    tool_call_error,
+    tool_of,
+    two_layer_json,
+)
+from ..analysis.trace import FlowReader, TraceError, flow_to_json, json_text
 from ..terminal import safe_text
 from ._common import (
     EXIT_OK,
@@ -72,6 +82,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print one JSON object per flow per line"
     )
     parser.add_argument(
+        "--layer",
+        choices=("all", "mcp", "golem"),
+        default="all",
+        help="the layer to list, in a recording of golem-proxy mcp: the MCP tool calls, the "
+        "GOLEM flows, or both, GOLEM flows indented under the tool call that caused them",
+    )
+    parser.add_argument(
         "--limit",
         "-n",
         metavar="N",
@@ -83,18 +100,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         return fail("--limit must be 0 or more")
-    loaded = filtered_flows(args.file, args.filter)
+    index = ToolCallIndex(())
+    loaded = filtered_flows(args.file, _with_layer(args.filter, args.layer), index.note)
     if loaded is None:
         return EXIT_USAGE
     reader, flows, chosen = loaded
+    index.routes = mcp_routes(reader.route_profiles)
+    layers = _Layers(reader, index, golem_only=args.layer == "golem")
     with reader:
         try:
             if args.json:
-                _print_json(flows, reader.profile, args.limit)
+                _print_json(flows, layers, args.limit)
             else:
                 out = console()
                 title = f"{safe_text(reader.path)} · {reader.profile.name}"
-                shown, matching = _print_table(out, title, flows, reader.profile, args.limit)
+                shown, matching = _print_table(out, title, flows, layers, args.limit)
                 counted = f"{shown} of {matching}" if shown < matching else str(shown)
                 scope = f" matching {chosen}" if chosen is not None else ""
                 total = reader.flow_count
@@ -105,12 +125,60 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print_json(flows: Iterator[Flow], profile: Profile, limit: Optional[int]) -> None:
+def _with_layer(expression: Optional[str], layer: str) -> Optional[str]:
+    """The filter expression with ``--layer`` folded in (``~layer NAME``)."""
+    if layer == "all":
+        return expression
+    return f"({expression}) & ~layer {layer}" if expression else f"~layer {layer}"
+
+
+class _Layers:
+    """What a row needs from a two-layer recording: each route's profile and each flow's
+    tool call (`golem-proxy mcp`; a recording of one layer reads as before)."""
+
+    def __init__(self, reader: FlowReader, index: ToolCallIndex, *, golem_only: bool) -> None:
+        self.profile_for = reader.profile_for
+        self.index = index
+        self.golem_only = golem_only
+
+    def method_cell(self, flow: Flow) -> Optional[str]:
+        """The method column of a two-layer row: a tool call as ``tool(arguments)``, a GOLEM
+        flow marked with the call it belongs to; None: the plain method."""
+        index = self.index
+        if not index.has_mcp_layer:
+            return None
+        if index.layer(flow) == LAYER_MCP:
+            if not is_tool_call(flow):
+                return None
+            return f"{tool_of(flow)}({arguments_summary(flow)})"
+        attribution = index.attribution(flow)
+        method = flow.method if flow.method is not None else method_label(flow)
+        if attribution.state == "call":
+            if self.golem_only:
+                return f"{attribution.tool} ↳ {method}"
+            return f"  ↳ {method}"
+        if attribution.state == "ambiguous":
+            candidates = "|".join(f"#{n}" if n is not None else "?" for n in attribution.numbers)
+            return f"  ? {method} (ambiguous: {candidates})"
+        return None
+
+    def status(self, flow: Flow, profile: Profile) -> Text:
+        failed = tool_call_error(flow) if self.index.layer(flow) == LAYER_MCP else None
+        if failed and flow.response is not None and flow.status(profile) == "ok":
+            return Text("isError", style="red")
+        return status_text(flow, profile)
+
+
+def _print_json(flows: Iterator[Flow], layers: _Layers, limit: Optional[int]) -> None:
     out = console().file
+    index = layers.index
     for number, flow in enumerate(flows):
         if limit is not None and number >= limit:
             return  # nothing counts the rest in JSON: stop reading
-        out.write(flow_json_line(flow, profile))
+        profile = layers.profile_for(flow.route)
+        data = flow_to_json(flow, profile)
+        data.update(two_layer_json(flow, profile, index))
+        out.write(json_text(data) + "\n")
         if number < FIRST_BATCH:
             out.flush()  # the first rows at once, then as the buffer fills
 
@@ -138,10 +206,11 @@ class _Layout:
         cells = [_fit(name, self.width(w), right) for name, right, w in _COLUMNS]
         return Text(_GAP.join(cells).rstrip(), style="bold")
 
-    def row(self, flow: Flow, profile: Profile) -> tuple[str, list[tuple[int, int, str]]]:
+    def row(self, flow: Flow, layers: _Layers) -> tuple[str, list[tuple[int, int, str]]]:
         """The row's text, and the styled ranges in it."""
-        method = flow.method
-        status = status_text(flow, profile)
+        profile = layers.profile_for(flow.route)
+        method = layers.method_cell(flow) or flow.method
+        status = layers.status(flow, profile)
         marker = violation_marker(flow)
         cells = (
             (str(flow.number), ""),
@@ -170,7 +239,7 @@ class _Layout:
 
 
 def _print_table(
-    out: Console, title: str, flows: Iterator[Flow], profile: Profile, limit: Optional[int]
+    out: Console, title: str, flows: Iterator[Flow], layers: _Layers, limit: Optional[int]
 ) -> tuple[int, int]:
     """Print the matching flows in batches; return (shown, matching)."""
     layout = _Layout(out.width)
@@ -187,7 +256,7 @@ def _print_table(
             if limit is not None and shown >= limit:
                 continue  # counted, not shown
             shown += 1
-            rows.append(layout.row(flow, profile))
+            rows.append(layout.row(flow, layers))
             if len(rows) >= batch:
                 _flush(out, rows)
                 rows = []

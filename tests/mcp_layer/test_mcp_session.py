@@ -5,6 +5,9 @@ tool call caused each GOLEM flow."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +19,7 @@ from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 
-from .mcp_helpers import SERVER_COMMAND, call_tools, direct_env, environment, wrapped
+from .mcp_helpers import ROOT, SERVER_COMMAND, call_tools, direct_env, environment, wrapped
 
 CALLS = [
     ("list_layers", {}),
@@ -81,3 +84,84 @@ def test_no_golem_frame_is_left_without_a_decision(session: tuple[list, list, Pa
         index.note(flow)
         if index.layer(flow) == LAYER_GOLEM:
             assert index.attribution(flow).state == "call"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "golem_proxy", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=ROOT,
+        env=environment(COLUMNS="160"),
+        timeout=60,
+    )
+
+
+def show_json(record: Path, *args: str) -> list[dict]:
+    done = cli("show", "--json", *args, str(record))
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_show_json_names_each_golem_flows_tool_call(session: tuple[list, list, Path]) -> None:
+    _, _, record = session
+    flows = show_json(record)
+    assert {flow["layer"] for flow in flows} == {"mcp", "golem"}
+    by_number = {flow["number"]: flow for flow in flows}
+    calls = [flow for flow in flows if flow.get("tool") is not None]
+    assert [(c["tool"], c["is_error"]) for c in calls] == [
+        (name, name in ("broken_tool", "gh_ping")) for name, _ in CALLS
+    ]
+    seen: dict[str, list[str]] = {name: [] for name, _ in CALLS}
+    for flow in flows:
+        if flow["layer"] == "golem":
+            assert flow["attribution"] == "call"
+            seen[by_number[flow["tool_call"]]["tool"]].append(flow["method"])
+    assert seen == EXPECTED
+
+
+def test_show_lists_tool_calls_with_their_golem_flows_under_them(
+    session: tuple[list, list, Path],
+) -> None:
+    _, _, record = session
+    done = cli("show", str(record))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = next(n for n, line in enumerate(lines) if "broken_tool()" in line)
+    assert "isError" in lines[at]
+    assert "↳ scene.no_such_method" in lines[at + 1]
+    assert "APPLICATION_ERROR" in lines[at + 1]
+    assert any('layer_report(name="B")' in line for line in lines)
+    mcp_only = cli("show", "--layer", "mcp", str(record)).stdout
+    assert "↳" not in mcp_only and "layer_report" in mcp_only
+
+
+def test_filters_by_tool_and_layer(session: tuple[list, list, Path]) -> None:
+    _, _, record = session
+    report = show_json(record, "-f", "~tool ^layer_report$")
+    assert [flow.get("tool") or flow["method"] for flow in report] == [
+        "layer_report",
+        "scene.create_layer",
+        "scene.list_layers",
+    ]
+    assert {flow["layer"] for flow in show_json(record, "-f", "~layer mcp")} == {"mcp"}
+
+
+def test_stats_counts_every_failed_tool_call(session: tuple[list, list, Path]) -> None:
+    _, _, record = session
+    done = cli("stats", "--json", str(record))
+    assert done.returncode == 0, done.stderr
+    tools = {row["tool"]: row for row in json.loads(done.stdout)["tools"]}
+    assert {name: row["errors"] for name, row in tools.items()} == {
+        "big_text": 0,
+        "broken_tool": 1,
+        "create_layer": 0,
+        "gh_ping": 1,
+        "layer_report": 0,
+        "list_layers": 0,
+    }
+    assert tools["layer_report"]["golem_flows"] == 2
+    assert tools["big_text"]["rhino_mean_ms"] == 0
+    table = cli("stats", str(record)).stdout
+    assert "MCP tool calls" in table and "broken_tool" in table

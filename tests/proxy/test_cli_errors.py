@@ -196,7 +196,7 @@ def test_usage_errors(args: list[str], expected: str) -> None:
 
 def test_an_unknown_command() -> None:
     line = one_line_error(run_cli("nosuch"))
-    assert line.startswith("unknown command 'nosuch' (choose from demo, proxy, show,")
+    assert line.startswith("unknown command 'nosuch' (choose from demo, proxy, mcp, show,")
 
 
 def test_an_unknown_error_code_in_a_filter() -> None:
@@ -225,7 +225,7 @@ def test_the_proxy_profile_option_has_help() -> None:
     done = run_cli("proxy", "--help")
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
-    assert "--profile {golem,jsonrpc-ndjson} the protocol on the routes" in text
+    assert "--profile {golem,jsonrpc-ndjson,mcp} the protocol on the routes" in text
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
