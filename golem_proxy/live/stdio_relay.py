@@ -167,7 +167,19 @@ class StdioRelay:
         return exit_status(process.returncode if process.returncode is not None else -9)
 
     def _observe(self, tap: ConnectionTap, direction: Direction, data: bytes) -> None:
-        self.proxy.observer.submit(tap, direction, data, self.proxy.now())
+        t = self.proxy.now()
+        if not self.proxy.options.enforce_limits:
+            self.proxy.observer.submit(tap, direction, data, t)
+            return
+        # --enforce-limits decodes the GOLEM routes on the forwarding path, ahead of the
+        # observer's queue: this hop must be decoded there too, or a GOLEM frame could be
+        # decoded before the tools/call that preceded it on the wire. (Its verdicts close
+        # nothing: the hop is the client's own pipe.)
+        if tap.failed is None:
+            try:
+                tap.process(direction, data, t)
+            except Exception as exc:  # a decoding bug costs the inspection, never the relay
+                tap.fail(exc, t)
 
     async def _client_to_child(
         self, tap: ConnectionTap, stdin: trio.lowlevel.FdStream, process: trio.Process
@@ -264,6 +276,9 @@ class StdioRelay:
             self._sent[Direction.S2C],
             abnormal,
         )
+        if self.proxy.options.enforce_limits:
+            self.publish(closed)
+            return
         self.proxy.observer.submit_event(self.publish, closed)
         self.proxy.observer.forget(tap)
 
