@@ -28,6 +28,7 @@ __all__ = [
     "FramingErrorSeen",
     "GapReason",
     "ObservationLost",
+    "ProcessOutput",
     "ToolCallRef",
     "ViolationSeen",
 ]
@@ -247,6 +248,17 @@ class EventsMissed:
     consumer: str = field(default="")
 
 
+@dataclass(frozen=True)
+class ProcessOutput:
+    """Bytes a wrapped process wrote to its stderr (the MCP server of `golem-proxy mcp`):
+    passed on to our stderr as they came, and recorded on the route of its hop."""
+
+    conn: int
+    route: str
+    t: float
+    data: bytes
+
+
 Event = Union[
     ConnectionOpened,
     ConnectionClosed,
@@ -258,4 +270,5 @@ Event = Union[
     FaultInjected,
     EventsMissed,
     ObservationLost,
+    ProcessOutput,
 ]

@@ -1,9 +1,9 @@
 """The MCP stdio hop of `golem-proxy mcp`: run the MCP server as a child and relay its stdio.
 
 Our stdin goes to the child's stdin and the child's stdout to our stdout, byte for byte, and
-the child's stderr to our stderr. As in the TCP relay, forwarding comes first: a pump reads a
-chunk, writes it on, and only then hands the same bytes to the session's observer, which
-never makes it wait (observer.py). The observer is the GOLEM routes' own, so the two layers
+the child's stderr to our stderr (recorded too, as `ProcessOutput` events). As in the TCP
+relay, forwarding comes first: a pump reads a chunk, writes it on, and only then hands the
+same bytes to the session's observer, which never makes it wait (observer.py). The observer is the GOLEM routes' own, so the two layers
 are decoded in the order their bytes crossed: what the tool-call attribution relies on
 (`golem_proxy.live.attribution`).
 
@@ -31,7 +31,7 @@ import trio
 
 from golem_core.profiles import Profile
 
-from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
+from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, ProcessOutput
 from ..net.sockio import write_all
 from .relay import Proxy
 from .tap import ConnectionTap
@@ -153,7 +153,7 @@ class StdioRelay:
                 nursery.start_soon(self._client_to_child, tap, stdin, process)
                 async with trio.open_nursery() as outputs:
                     outputs.start_soon(self._child_to_client, tap, process, stdout)
-                    outputs.start_soon(self._child_stderr, process)
+                    outputs.start_soon(self._child_stderr, conn, process)
                     await process.wait()
                     # The child is gone: what it wrote is still in the pipes.
                     outputs.cancel_scope.deadline = trio.current_time() + DRAIN_TIMEOUT
@@ -241,7 +241,7 @@ class StdioRelay:
         finally:
             self._observe(tap, Direction.S2C, b"")
 
-    async def _child_stderr(self, process: trio.Process) -> None:
+    async def _child_stderr(self, conn: int, process: trio.Process) -> None:
         assert process.stderr is not None
         source = _fileno(process.stderr)
         sink = self._fds[2]
@@ -249,6 +249,12 @@ class StdioRelay:
             chunk = await _read(source)
             if not chunk:
                 return
+            # Recorded in order with the hop's frames (after what was forwarded before it).
+            output = ProcessOutput(conn, self.route, self.proxy.now(), chunk)
+            if self.proxy.options.enforce_limits:
+                self.publish(output)
+            else:
+                self.proxy.observer.submit_event(self.publish, output)
             # Our stderr stays blocking (the live log writes there from its own thread), so
             # the write waits in a worker thread rather than on the relay's.
             try:

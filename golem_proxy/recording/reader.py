@@ -38,6 +38,7 @@ from ..events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    ProcessOutput,
     ToolCallRef,
     ViolationSeen,
 )
@@ -400,6 +401,12 @@ class _Decoder:
             )
         if not isinstance(kind, str):
             raise RecordingError(f"kind must be a string, not {_show(kind)}")
+        if kind == "stderr":
+            if "raw" in data:
+                output = member_base64(data)
+            else:
+                output = member_str(data, "text").encode("utf-8", "surrogatepass")
+            return ProcessOutput(conn, route, t, output)
         if kind == "unobserved":
             reason = GapReason(_enum(data, "reason", _GAP_REASONS))
             return ObservationLost(

@@ -93,6 +93,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "original",
     ),
     "gap": (*COMMON_MEMBERS, "missed", "consumer"),
+    "stderr": (*COMMON_MEMBERS, "conn", "route", "text", "raw"),
     "unobserved": (
         *COMMON_MEMBERS,
         "conn",

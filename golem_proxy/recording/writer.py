@@ -26,6 +26,7 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     ObservationLost,
+    ProcessOutput,
     ToolCallRef,
     ViolationSeen,
 )
@@ -94,6 +95,12 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
             base.update(original=_b64(event.original))
     elif isinstance(event, EventsMissed):
         base.update(kind="gap", missed=event.count, consumer=event.consumer)
+    elif isinstance(event, ProcessOutput):
+        base.update(kind="stderr", conn=event.conn, route=event.route)
+        try:  # readable when it is text; exact either way
+            base.update(text=event.data.decode("utf-8"))
+        except UnicodeDecodeError:
+            base.update(raw=_b64(event.data))
     elif isinstance(event, ObservationLost):
         base.update(kind="unobserved", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, reason=event.reason.value, size=event.size)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from golem_proxy.events import ConnectionClosed, FrameSeen, ViolationSeen
+from golem_proxy.events import ConnectionClosed, FrameSeen, ProcessOutput, ViolationSeen
 from golem_proxy.recording.format import read_recording
 
 from .mcp_helpers import ROOT, environment
@@ -62,6 +62,18 @@ def test_junk_on_the_servers_stdout_is_forwarded_and_flagged(tmp_path: Path) -> 
     assert frames[0].payload == junk.rstrip(b"\n")
     flagged = [e for e in events if isinstance(e, ViolationSeen) and e.route == "mcp"]
     assert any(v.violation.rule == "jsonrpc.response.json" for v in flagged)
+
+
+def test_the_servers_stderr_is_passed_on_and_recorded(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    code = "import sys; sys.stderr.buffer.write(b'warming up\\n\\xff'); sys.stderr.flush()"
+    done = wrapper("--record", str(record), "--", *python(code))
+    assert done.returncode == 0
+    assert b"warming up\n\xff" in done.stderr
+    assert done.stdout == b""
+    events = read_recording(str(record)).events
+    written = b"".join(e.data for e in events if isinstance(e, ProcessOutput))
+    assert written == b"warming up\n\xff"
 
 
 def test_exit_status_is_the_servers() -> None:
