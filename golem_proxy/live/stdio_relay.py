@@ -3,9 +3,9 @@
 Our stdin goes to the child's stdin and the child's stdout to our stdout, byte for byte, and
 the child's stderr to our stderr (recorded too, as `ProcessOutput` events). As in the TCP
 relay, forwarding comes first: a pump reads a chunk, writes it on, and only then hands the
-same bytes to the session's observer, which never makes it wait (observer.py). The observer is the GOLEM routes' own, so the two layers
-are decoded in the order their bytes crossed: what the tool-call attribution relies on
-(`golem_proxy.live.attribution`).
+same bytes to the session's observer, which never makes it wait (observer.py). The observer
+is the GOLEM routes' own, so the two layers are decoded in the order their bytes crossed:
+what the tool-call attribution relies on (`golem_proxy.live.attribution`).
 
 The hop is one connection of the session (route ``mcp`` by default): ``c2s`` is the client's
 side (requests), ``s2c`` the server's (responses). It ends when the child exits: the child's
