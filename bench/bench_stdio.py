@@ -114,7 +114,7 @@ def main() -> None:
                 "--overwrite",
                 "--",
                 *SERVER,
-            ],  # fmt: skip
+            ],
         }
         medians: dict[str, list[float]] = {name: [] for name in hops}
         for _ in range(args.rounds):
