@@ -3,11 +3,13 @@ server's, and it ends the way an MCP client expects (stdin closed, SIGTERM)."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import ConnectionClosed, FrameSeen, ProcessOutput, ViolationSeen
 from golem_proxy.recording.format import read_recording
 
@@ -140,3 +142,18 @@ def test_a_server_that_ignores_stdin_closing_is_stopped(tmp_path: Path) -> None:
     # Bounded: the subprocess timeout fails the test if terminate-then-kill never comes.
     done = wrapper("--exit-timeout", "0.5", "--", *python(code))
     assert done.returncode == 128 + signal.SIGKILL
+
+
+def test_a_server_that_crashes_mid_call_leaves_a_failed_unanswered_tool_call(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "r.jsonl"
+    code = "import sys; sys.stdin.buffer.readline(); sys.exit(1)"
+    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "boom"}}
+    done = wrapper(
+        "--record", str(record), "--", *python(code), stdin=json.dumps(call).encode() + b"\n"
+    )
+    assert done.returncode == 1
+    [tool_call] = read_tool_calls(str(record))
+    assert tool_call.tool == "boom"
+    assert tool_call.flow.response is None and tool_call.is_error
