@@ -33,6 +33,7 @@ __all__ = [
     "ToolCallIndex",
     "arguments_summary",
     "attributed_tool",
+    "cause_text",
     "group_tool_calls",
     "is_tool_call",
     "layer_of",
@@ -41,6 +42,7 @@ __all__ = [
     "tool_call_error",
     "tool_of",
     "two_layer_json",
+    "two_layer_label",
 ]
 
 LAYER_MCP = "mcp"
@@ -96,6 +98,32 @@ def attributed_tool(flow: Flow) -> Optional[str]:
     frame = _attributed_frame(flow)
     refs = frame.tool_calls if frame is not None else None
     return refs[0].tool if refs is not None and len(refs) == 1 else None
+
+
+def two_layer_label(flow: Flow) -> Optional[str]:
+    """A row's method text in a two-layer recording, from the decisions its frames carry: a
+    tool call as ``tool(arguments)``, a GOLEM flow of one call as ``  ↳ method``, of
+    overlapping calls as ``  ? method``; None for any other flow (the plain method)."""
+    if is_tool_call(flow):
+        return f"{tool_of(flow)}({arguments_summary(flow)})"
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    if not refs or flow.method is None:
+        return None
+    return f"  {'↳' if len(refs) == 1 else '?'} {flow.method}"
+
+
+def cause_text(flow: Flow) -> Optional[str]:
+    """What a GOLEM flow's frames say about the tool call behind it, in words (None when the
+    recording has no MCP layer)."""
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    if refs is None:
+        return None
+    if not refs:
+        return "sent outside any tool call"
+    named = ", ".join(f"{ref.tool} (MCP id {ref.id!r})" for ref in refs)
+    return f"caused by tool call {named}" if len(refs) == 1 else f"ambiguous: one of {named}"
 
 
 def layer_of(profile: Profile) -> str:

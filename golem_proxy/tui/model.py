@@ -16,6 +16,7 @@ from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow, FlowTracker
+from ..analysis.tool_calls import tool_call_error
 from ..events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -112,6 +113,8 @@ class SessionModel:
 
     def status(self, flow: Flow) -> str:
         """The flow's status as shown (error codes come from the peer: made safe)."""
+        if tool_call_error(flow) and flow.response is not None:
+            return "isError"  # the tool failed as the model saw it, in a well-formed answer
         return safe_text(flow.status(self.profile))
 
     def _matches(self, flow: Flow) -> bool:

@@ -26,6 +26,7 @@ from golem_core.messages import Malformed
 from golem_core.profiles import Profile
 
 from ...analysis.flows import Flow
+from ...analysis.tool_calls import arguments_summary, cause_text, tool_call_error, tool_of
 from ...events import FrameSeen
 from ...terminal import format_latency, format_size, safe_text
 from ..render import (
@@ -222,6 +223,14 @@ def _summary(flow: Flow, profile: Profile) -> Text:
         times.append("connection closed before an answer")
     if times:
         text.append("\n" + "  ".join(times), style="dim")
+    failed = tool_call_error(flow)
+    if failed is not None:
+        text.append(f"\ntool call {safe_text(tool_of(flow) or '?')}", style="bold")
+        text.append(f"({safe_text(arguments_summary(flow, 200))})")
+        text.append("  isError" if failed else "  ok", style="bold red" if failed else "green")
+    cause = cause_text(flow)
+    if cause is not None:
+        text.append(f"\n{safe_text(cause)}", style="cyan")
     for fault in flow.faults:
         fault_text = safe_text(f"{fault.fault} {fault.detail}")
         text.append(f"\nfault injected: {fault_text}", style="magenta")
