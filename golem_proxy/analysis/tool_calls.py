@@ -17,9 +17,9 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from golem_core.messages import ErrorResponse, Request, Response
+from golem_core.messages import ErrorResponse, Request
 from golem_core.profiles import Profile
-from golem_core.profiles.mcp import TOOLS_CALL, tool_name
+from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 
 from ..events import FrameSeen, ToolCallRef
 from .flows import Flow
@@ -182,11 +182,8 @@ def tool_call_error(flow: Flow) -> Optional[bool]:
     response = flow.response
     if response is None:
         return True if flow.closed_unanswered or flow.frame_error is not None else None
-    message = response.message
-    if isinstance(message, Response):
-        result = message.result
-        return isinstance(result, dict) and result.get("isError") is True
-    return True  # an error response, or one that is not JSON-RPC
+    assert flow.request is not None
+    return tool_call_failed(flow.request.message, response.message)
 
 
 def tool_of(flow: Flow) -> Optional[str]:

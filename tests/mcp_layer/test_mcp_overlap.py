@@ -91,15 +91,22 @@ def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
 
 
 def test_attribution_holds_when_golem_frames_are_decoded_inline(tmp_path: Path) -> None:
-    record = tmp_path / "r.jsonl"
-    calls = [("list_layers", {}), ("layer_report", {"name": "Q"})]
+    record, log = tmp_path / "r.jsonl", tmp_path / "live.log"
+    calls = [("list_layers", {}), ("layer_report", {"name": "Q"}), ("broken_tool", {})]
     with PluginProcess(seed=4) as plugin:
-        call_tools(wrapped(plugin, record, "--enforce-limits"), environment(), calls)
+        options = ("--enforce-limits", "--log", str(log))
+        call_tools(wrapped(plugin, record, *options), environment(), calls)
     found = read_tool_calls(str(record))
     assert [[flow.method for flow in call.golem] for call in found] == [
         ["ping", "scene.list_layers"],
         ["scene.create_layer", "scene.list_layers"],
+        ["scene.no_such_method"],
     ]
+    # The live log names the tool and says which call failed.
+    lines = log.read_text().splitlines()
+    failed = next(line for line in lines if "tools/call broken_tool" in line)
+    assert "isError" in failed
+    assert not any("malformed" in line for line in lines)  # notifications are no problem
 
 
 def test_a_16_mib_result_crosses_whole(tmp_path: Path) -> None:
