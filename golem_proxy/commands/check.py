@@ -125,7 +125,7 @@ def _audit(
     unlocated: set[tuple[Any, ...]] = set()
     for events, flows in trace.batches(piece):
         drift.add_flows(flows)
-        for finding in audit(events, flows, trace.profile, catalogue):
+        for finding in audit(events, flows, trace.profile, catalogue, trace.route_profiles):
             if finding.flow is None:  # the same report may come in two pieces: keep one
                 violation = finding.violation
                 key = (
