@@ -182,3 +182,14 @@ def test_check_and_export_read_each_route_with_its_own_profile(
     assert index
     mcp_stream = (out / "conn-0001-c2s.bin").read_bytes()
     assert mcp_stream.endswith(b"\n") and b'"tools/call"' in mcp_stream
+
+
+def test_verify_replays_the_golem_layer_only(session: tuple[list, list, Path]) -> None:
+    _, _, record = session
+    golem = [f for f in show_json(record) if f["layer"] == "golem"]
+    with PluginProcess(seed=7) as plugin:
+        done = cli(
+            "verify", str(record), "--target", str(plugin.main), "--gh-target", str(plugin.gh)
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"all {len(golem)} exchanges match" in done.stdout + done.stderr
