@@ -178,3 +178,16 @@ def test_a_bad_env_spec_is_one_line_and_exit_2() -> None:
     done = wrapper("--env", "NOEQUALS", "--", *python("pass"))
     assert done.returncode == 2
     assert done.stderr.decode().strip() == "golem-proxy: mcp --env: 'NOEQUALS' is not NAME=VALUE"
+
+
+def test_a_flood_of_notifications_is_forwarded_whole(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    line = (
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n'
+    )
+    code = f"import sys; sys.stdout.buffer.write({line!r} * 10000)"
+    done = wrapper("--record", str(record), "--", *python(code))
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout == line * 10000
+    closed = [e for e in read_recording(str(record)).events if isinstance(e, ConnectionClosed)]
+    assert closed[-1].bytes_s2c == len(line) * 10000
