@@ -34,6 +34,7 @@ __all__ = [
     "arguments_summary",
     "attributed_tool",
     "cause_text",
+    "caused_by",
     "group_tool_calls",
     "is_tool_call",
     "layer_of",
@@ -124,6 +125,21 @@ def cause_text(flow: Flow) -> Optional[str]:
         return "sent outside any tool call"
     named = ", ".join(f"{ref.tool} (MCP id {ref.id!r})" for ref in refs)
     return f"caused by tool call {named}" if len(refs) == 1 else f"ambiguous: one of {named}"
+
+
+def caused_by(call: Flow, flows: Iterable[Flow]) -> list[Flow]:
+    """The flows among ``flows`` whose frames name ``call`` (an MCP ``tools/call`` flow) as
+    the one tool call that caused them, in order."""
+    if not is_tool_call(call) or call.request is None:
+        return []
+    key = (call.conn, call.request.index)
+    found = []
+    for flow in flows:
+        frame = _attributed_frame(flow)
+        refs = frame.tool_calls if frame is not None else None
+        if refs is not None and len(refs) == 1 and (refs[0].conn, refs[0].index) == key:
+            found.append(flow)
+    return found
 
 
 def layer_of(profile: Profile) -> str:

@@ -16,7 +16,7 @@ from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow, FlowTracker
-from ..analysis.tool_calls import tool_call_error
+from ..analysis.tool_calls import caused_by, is_tool_call, tool_call_error
 from ..events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -69,6 +69,10 @@ class SessionModel:
     @property
     def flows(self) -> list[Flow]:
         return self.tracker.flows
+
+    def caused_by(self, flow: Flow) -> list[Flow]:
+        """The GOLEM flows a tool call caused (empty for any other flow)."""
+        return caused_by(flow, self.flows) if is_tool_call(flow) else []
 
     @property
     def events_missed(self) -> int:
