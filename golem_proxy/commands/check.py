@@ -124,7 +124,9 @@ def _audit(
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
     for events, flows in trace.batches(piece):
-        drift.add_flows(flows)
+        # The catalogue is the plugin's: the flows of another layer (the MCP hop) are not
+        # read against it.
+        drift.add_flows(f for f in flows if f.route not in trace.route_profiles)
         for finding in audit(events, flows, trace.profile, catalogue, trace.route_profiles):
             if finding.flow is None:  # the same report may come in two pieces: keep one
                 violation = finding.violation
