@@ -35,11 +35,13 @@ __all__ = [
     "TwoLayers",
     "arguments_summary",
     "attributed_tool",
+    "call_key",
     "cause_text",
     "caused_by",
     "is_tool_call",
     "layer_of",
     "mcp_routes",
+    "owner_key",
     "read_tool_calls",
     "read_two_layers",
     "tool_call_error",
@@ -129,19 +131,31 @@ def cause_text(flow: Flow) -> Optional[str]:
     return f"caused by tool call {named}" if len(refs) == 1 else f"ambiguous: one of {named}"
 
 
+CallKey = tuple[int, int]
+"""A tool call as GOLEM frames name it: the MCP connection and its request frame's index."""
+
+
+def call_key(flow: Flow) -> Optional[CallKey]:
+    """The key of an MCP ``tools/call`` flow (None for any other flow)."""
+    if not is_tool_call(flow) or flow.request is None:
+        return None
+    return (flow.conn, flow.request.index)
+
+
+def owner_key(flow: Flow) -> Optional[CallKey]:
+    """The key of the one tool call a GOLEM flow belongs to (None: no call, or several)."""
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    if refs is None or len(refs) != 1:
+        return None
+    return (refs[0].conn, refs[0].index)
+
+
 def caused_by(call: Flow, flows: Iterable[Flow]) -> list[Flow]:
     """The flows among ``flows`` whose frames name ``call`` (an MCP ``tools/call`` flow) as
     the one tool call that caused them, in order."""
-    if not is_tool_call(call) or call.request is None:
-        return []
-    key = (call.conn, call.request.index)
-    found = []
-    for flow in flows:
-        frame = _attributed_frame(flow)
-        refs = frame.tool_calls if frame is not None else None
-        if refs is not None and len(refs) == 1 and (refs[0].conn, refs[0].index) == key:
-            found.append(flow)
-    return found
+    key = call_key(call)
+    return [] if key is None else [flow for flow in flows if owner_key(flow) == key]
 
 
 def layer_of(profile: Profile) -> str:
