@@ -14,7 +14,7 @@ The JSON format is versioned (``"version": 2``); a version-1 file (``plugin_meth
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -177,28 +177,87 @@ class MethodCatalogue:
         tools = self.tools.get(method, ())
         return tools[0].at if tools else ""
 
-    def drift(self, request: Request) -> list[Drift]:
+    def drift(self, request: Request, builtins: Collection[str] = ()) -> list[Drift]:
         """The drift between one request and this catalogue (see `drift_request`)."""
-        return drift_request(self, request)
+        return drift_request(self, request, builtins)
 
-    def check_request(self, request: Request) -> list[Violation]:
-        """Violations of this catalogue by one request."""
-        return [_as_violation(d) for d in drift_request(self, request)]
+    def check_request(self, request: Request, builtins: Collection[str] = ()) -> list[Violation]:
+        """Violations of this catalogue by one request (``builtins``: as `drift_request`)."""
+        return [_as_violation(d) for d in drift_request(self, request, builtins)]
+
+    def registered_like(self, method: str) -> Optional[str]:
+        """The registered method an unknown ``method`` most likely means: the only one with
+        the same name in another namespace (``surfaces.offset_surface`` →
+        ``operations.offset_surface``), else, in its namespace, the longest registered name
+        that ``method``'s name starts with, whole words only and underscores aside
+        (``manipulation.move_objects`` → ``manipulation.move``, ``surfaces.sweep_1_rail`` →
+        ``surfaces.sweep1``). None when there is none: a guess by mere likeness
+        (``scene.set_object_name`` → ``scene.set_current_layer``) would mislead more than it
+        helps."""
+        namespace, _, name = method.rpartition(".")
+        elsewhere = [
+            registered
+            for registered in self.methods
+            if registered != method and registered.rpartition(".")[2] == name
+        ]
+        if len(elsewhere) == 1:  # the same name in another namespace
+            return elsewhere[0]
+        best: Optional[str] = None
+        for registered in self.methods:
+            space, _, short = registered.rpartition(".")
+            if space != namespace or registered == method or not short:
+                continue
+            if _starts_with_words(name, short) and (best is None or len(registered) > len(best)):
+                best = registered
+        return best
+
+
+def _starts_with_words(name: str, prefix: str) -> bool:
+    """Whether ``name`` begins with ``prefix`` read without underscores, ending where a word
+    of ``name`` ends: ``move_objects`` / ``move`` and ``sweep_1_rail`` / ``sweep1`` do,
+    ``movement`` / ``move`` does not."""
+    wanted = prefix.replace("_", "")
+    position = 0
+    for char in wanted:
+        while position < len(name) and name[position] == "_":
+            position += 1
+        if position >= len(name) or name[position] != char:
+            return False
+        position += 1
+    return position == len(name) or name[position] == "_"
 
 
 # -- drift -----------------------------------------------------------------------------------
 
 
-def drift_request(catalogue: MethodCatalogue, request: Request) -> list[Drift]:
+def drift_request(
+    catalogue: MethodCatalogue, request: Request, builtins: Collection[str] = ()
+) -> list[Drift]:
     """Every disagreement between ``request`` and ``catalogue``, in a stable order: the method
-    unknown; else per param sent and not read either renamed (the handler reads a similar name
-    the request lacks) or unread; required params never sent; shapes the handler does not
-    accept. A null value is never a shape mismatch (handlers treat null as absent)."""
+    unknown (with the registered method it most likely means, when there is one); else per
+    param sent and not read either renamed (the handler reads a similar name the request
+    lacks) or unread; required params never sent; shapes the handler does not accept. A null
+    value is never a shape mismatch (handlers treat null as absent). ``builtins`` are the
+    methods the server of the request's channel answers itself (GOLEM's ``gh.ping`` on its
+    Grasshopper channel): never drift."""
     method = request.method
+    if method in builtins:
+        return []
     if method not in catalogue.methods:
         if not catalogue.knows_methods:
             return []
-        return [Drift("unknown-method", method, at=catalogue.sent_by(method), side="client")]
+        like = catalogue.registered_like(method)
+        detail = f"the plugin registers `{like}`" if like else ""
+        return [
+            Drift(
+                "unknown-method",
+                method,
+                other=like or "",
+                at=catalogue.sent_by(method),
+                side="client",
+                detail=detail,
+            )
+        ]
     handler = catalogue.handlers.get(method)
     if handler is None or handler.reads is None:
         return []
@@ -337,8 +396,11 @@ def _pair_renames(unread: list[str], unsent: list[str]) -> dict[str, str]:
 def _as_violation(drift: Drift) -> Violation:
     where = f" ({drift.at})" if drift.at else ""
     if drift.kind == "unknown-method":
+        like = f"; it registers `{drift.other}`" if drift.other else ""
         return violation(
-            R_UNKNOWN_METHOD, f"the plugin does not register `{drift.method}`{where}", "$.method"
+            R_UNKNOWN_METHOD,
+            f"the plugin does not register `{drift.method}`{like}{where}",
+            "$.method",
         )
     if drift.kind == "unread-param":
         return violation(

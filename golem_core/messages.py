@@ -1,5 +1,5 @@
-"""The message model: a frame's payload becomes a Request, a Response, an ErrorResponse or a
-Malformed message of one documented kind.
+"""The message model: a frame's payload becomes a Request, a Notification (a request that
+wants no answer), a Response, an ErrorResponse or a Malformed message of one documented kind.
 
 Envelope rules differ per protocol, so the profiles (`golem_core.profiles`) decide which of
 these a decoded object is; this module holds the shared types, the closed taxonomy of malformed
@@ -20,6 +20,7 @@ __all__ = [
     "Malformed",
     "MalformedKind",
     "Message",
+    "Notification",
     "Request",
     "Response",
     "Role",
@@ -95,6 +96,20 @@ class Request:
 
 
 @dataclass(frozen=True)
+class Notification:
+    """A request that wants no answer (JSON-RPC 2.0: a ``method`` and no ``id``). Either peer
+    may send one: a server's progress or log message, a client's "initialized". Never paired,
+    never held; ``params`` is exactly what was on the wire (ABSENT when missing)."""
+
+    method: str
+    params: Any
+    obj: dict[str, Any]
+
+    id = None
+    role = Role.REQUEST
+
+
+@dataclass(frozen=True)
 class Response:
     """A successful reply."""
 
@@ -128,7 +143,7 @@ class Malformed:
     role: Optional[Role]
 
 
-Message = Union[Request, Response, ErrorResponse, Malformed]
+Message = Union[Request, Notification, Response, ErrorResponse, Malformed]
 
 # What json.loads(str) calls, minus its per-call argument handling.
 _json_decode = json.JSONDecoder().decode
@@ -148,8 +163,9 @@ def build_request(ident: JsonId, method: str, params: Any, obj: dict[str, Any]) 
 
 
 def method_of(message: Message) -> Optional[str]:
-    """The method a request names, also when it is malformed but still says it (None else)."""
-    if isinstance(message, Request):
+    """The method a request or notification names, also when it is malformed but still says
+    it (None else)."""
+    if isinstance(message, (Request, Notification)):
         return message.method
     if isinstance(message, Malformed) and isinstance(message.obj, dict):
         method = message.obj.get("method")

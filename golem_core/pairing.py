@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Optional, TypeVar
 
 from .contract import Rule, Severity
-from .messages import Malformed, Message
+from .messages import Malformed, Message, Role
 from .profiles import Profile
 
 __all__ = ["RULES", "R_ORPHAN_RESPONSE", "Correlator", "Pending"]
@@ -98,7 +98,10 @@ class Correlator(Generic[T]):
         return evicted
 
     def match_response(self, message: Message) -> Optional[Pending[T]]:
-        """Return (and forget) the request ``message`` answers, or None for an orphan."""
+        """Return (and forget) the request ``message`` answers, or None for an orphan (and
+        for a request or notification, which answers nothing)."""
+        if message.role is Role.REQUEST:
+            return None
         if self.profile.answers_unparseable(message):
             for pending in self._order.values():
                 if isinstance(pending.message, Malformed) and pending.key is None:

@@ -91,6 +91,22 @@ class Registry:
                 return info
         return None
 
+    def code_for(self, word: str) -> Optional[ErrorCode]:
+        """The wire code ``word`` stands for: a string code as it is (``TIMEOUT``), else the
+        code of the entry named ``word`` (``METHOD_NOT_FOUND`` is -32601); None for neither.
+        A string code wins over a name it shares (GOLEM's ``INTERNAL_ERROR``)."""
+        if self.lookup(word) is not None:
+            return word
+        for table in self.tables:
+            for info in table.values():
+                if info.name == word:
+                    return info.code
+        return None
+
+    def names(self) -> list[str]:
+        """Every registered name, sorted."""
+        return sorted({info.name for table in self.tables for info in table.values()})
+
     def name_of(self, code: object) -> str:
         """Return a display name: the registered name, or the code itself when unknown."""
         info = self.lookup(code)

@@ -7,22 +7,34 @@ the package, so adding a subcommand touches nothing else.
 Errors have one style for every subcommand (`golem_proxy.commands._common`): one line on
 stderr, ``golem-proxy: <what> (<why>)``, exit 2 for a usage, setup or input error; exit 1 only
 when a command ran and found differences or violations. ``--debug`` shows the traceback.
+
+A closed output (``golem-proxy show … | head -1``) ends every command the same way, here and
+nowhere else: quietly, with exit code 0, as ``git log | head -1`` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
 import re
+import select
 import sys
 import traceback
 from types import ModuleType
 from typing import NoReturn, Optional
 
 from . import __version__, commands
-from .commands._common import EXIT_INTERNAL, EXIT_USAGE, error_line, print_error, unwrap
+from .commands._common import (
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    error_line,
+    print_error,
+    unwrap,
+)
 
 __all__ = ["EXIT_USAGE", "build_parser", "main"]
 
@@ -69,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
             "Transparent proxy, inspector, recorder and replayer for local JSON RPC sockets "
             "(GOLEM-3DMCP, JSON-RPC over NDJSON)."
         ),
+        epilog=(
+            "Exit codes: 0 done (also when the reader of the output went away, as in "
+            "`golem-proxy show FILE | head -1`), 1 the command ran and found differences or "
+            "violations, 2 a usage, setup or input error, 130 interrupted."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"golem-proxy {__version__}")
     parser.add_argument(
@@ -101,11 +118,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     debug = bool(args.debug or os.environ.get(DEBUG_ENV))
     try:
         code: int = args.run(args)
+        # What is still buffered goes now: a reader that went away shows here, where it is
+        # handled, rather than at the interpreter's exit.
+        sys.stdout.flush()
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # e.g. `golem-proxy show | head`
-        sys.stderr.close()
-        return 0
     except SystemExit:
         raise
     except BaseException as exc:
@@ -121,9 +138,8 @@ def _report(exc: BaseException, debug: bool) -> int:
         return 130
     if isinstance(inner, SystemExit):
         raise inner
-    if isinstance(inner, BrokenPipeError):
-        sys.stderr.close()
-        return 0
+    if isinstance(inner, BrokenPipeError) and _stdout_closed():
+        return _end_quietly()
     if not isinstance(inner, Exception) and inner is exc:
         raise exc  # e.g. GeneratorExit: not ours to turn into a message
     if debug:
@@ -137,3 +153,32 @@ def _report(exc: BaseException, debug: bool) -> int:
         detail = f"{name}: {inner}" if str(inner) else name
         print_error(f"internal error: {detail} (rerun with --debug for the traceback)")
     return EXIT_INTERNAL
+
+
+def _stdout_closed() -> bool:
+    """True when the reader of stdout went away (``| head`` exited): a BrokenPipeError from a
+    socket (a plugin that hung up) is an error to report, not a reason to end quietly."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if not hasattr(select, "poll"):
+        return True  # no poll (Windows): a closed output is by far the likeliest
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    try:
+        ready = poller.poll(0)
+    except OSError:
+        return False
+    # A pipe whose reader is gone polls as an error condition (Linux, macOS).
+    return any(flags & (select.POLLERR | select.POLLHUP) for _, flags in ready)
+
+
+def _end_quietly() -> int:
+    """End a command whose output was closed: nothing on stderr, `EXIT_OK`. stdout now points
+    at /dev/null so that the interpreter's last flush of what it still buffers cannot fail."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return EXIT_OK

@@ -13,7 +13,8 @@ from typing import Optional, Union
 
 from golem_core.contract import Violation
 from golem_core.framing import FrameErrorKind
-from golem_core.messages import ErrorResponse, Message, Response, method_of
+from golem_core.messages import Message, Notification, Role, method_of
+from golem_core.outcome import Outcome, OutcomeKind
 
 __all__ = [
     "BytesDiscarded",
@@ -28,14 +29,18 @@ __all__ = [
     "FramingErrorSeen",
     "GapReason",
     "ObservationLost",
+    "Outcome",
+    "OutcomeKind",
     "ProcessOutput",
     "ToolCallRef",
+    "UpstreamStatus",
     "ViolationSeen",
 ]
 
 
 class Direction(enum.Enum):
-    """Which way bytes flow: client → server (requests) or server → client (responses)."""
+    """Which way bytes flow: client → server (requests) or server → client (responses, and
+    a JSON-RPC server's own requests and notifications)."""
 
     C2S = "c2s"
     S2C = "s2c"
@@ -43,6 +48,11 @@ class Direction(enum.Enum):
     @property
     def arrow(self) -> str:
         return "→" if self is Direction.C2S else "←"
+
+    @property
+    def reverse(self) -> Direction:
+        """The other way: where the answer to a request sent this way travels."""
+        return Direction.S2C if self is Direction.C2S else Direction.C2S
 
 
 @dataclass(frozen=True)
@@ -107,7 +117,22 @@ class FrameSeen:
 
     @property
     def is_request(self) -> bool:
-        return self.direction is Direction.C2S
+        """A request or a notification, whichever peer sent it (a GOLEM client's frames are
+        requests and its server's responses; a JSON-RPC server may also ask)."""
+        return self.message.role is Role.REQUEST or (
+            self.message.role is None and self.direction is Direction.C2S
+        )
+
+    @property
+    def is_notification(self) -> bool:
+        """A request that wants no answer (JSON-RPC 2.0 notification), from either peer."""
+        return isinstance(self.message, Notification)
+
+    @property
+    def is_server_request(self) -> bool:
+        """A request or notification the server sent its client (its answer, if it wants one,
+        travels client → server)."""
+        return self.direction is Direction.S2C and self.is_request
 
 
 @dataclass(frozen=True)
@@ -140,12 +165,16 @@ class BytesDiscarded:
 @dataclass(frozen=True)
 class ExchangeCompleted:
     """A request and its response. ``latency`` runs from the request's last byte to the
-    response's last byte."""
+    response's last byte, as the client saw them: what the client waited, a delay the proxy
+    injected on either side included (`golem_proxy.live.fault_relay`). ``outcome`` is what the
+    response means to the application, decided by the profile where the response was decoded
+    (an error reported inside a success envelope included): views read it, never re-derive it."""
 
     conn: int
     route: str
     request: FrameSeen
     response: FrameSeen
+    outcome: Outcome
     violations: tuple[Violation, ...] = ()
 
     @property
@@ -162,12 +191,11 @@ class ExchangeCompleted:
 
     @property
     def is_error(self) -> bool:
-        return not isinstance(self.response.message, Response)
+        return self.outcome.failed
 
     @property
     def error_code(self) -> Optional[Union[int, str]]:
-        message = self.response.message
-        return message.error.code if isinstance(message, ErrorResponse) else None
+        return self.outcome.code
 
 
 @dataclass(frozen=True)
@@ -240,6 +268,18 @@ class ObservationLost:
 
 
 @dataclass(frozen=True)
+class UpstreamStatus:
+    """A route's upstream stopped or started answering: while it refuses connections, the
+    route does not listen (a client is refused, as it would be direct), and it listens
+    again once the upstream answers. ``detail`` says what happened in words."""
+
+    route: str
+    t: float
+    up: bool
+    detail: str
+
+
+@dataclass(frozen=True)
 class EventsMissed:
     """Told to a consumer that fell behind: this many events were not delivered to it."""
 
@@ -271,4 +311,5 @@ Event = Union[
     EventsMissed,
     ObservationLost,
     ProcessOutput,
+    UpstreamStatus,
 ]

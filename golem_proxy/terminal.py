@@ -15,11 +15,14 @@ import json
 import re
 from typing import Any, Optional
 
-__all__ = ["format_latency", "format_size", "preview_json", "safe_text"]
+__all__ = ["counted", "format_latency", "format_size", "preview_json", "safe_lines", "safe_text"]
 
 # C0 controls, DEL, C1 controls, lone surrogates, and the line/paragraph separators that some
 # terminals treat as newlines. Tab is escaped too: a value is shown on one line.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+# The same, newline excepted: for text whose lines are ours (indented JSON, where a newline
+# inside a string is always written as the escape \n).
+_UNSAFE_KEEPING_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
 
 
@@ -49,6 +52,13 @@ def safe_text(text: str, limit: Optional[int] = None) -> str:
     return text
 
 
+def safe_lines(text: str) -> str:
+    """``text`` made safe as `safe_text` does (no limit), its newlines kept as line breaks."""
+    if _UNSAFE_KEEPING_LINES.search(text) is not None:
+        text = _UNSAFE_KEEPING_LINES.sub(_escape, text)
+    return text
+
+
 def preview_json(value: Any, limit: int) -> str:
     """The start of ``value`` as JSON (``json.dumps`` style, non-ASCII kept), made safe by
     `safe_text` and cut to ``limit`` characters. The encoding stops once ``limit`` is reached,
@@ -65,6 +75,14 @@ def preview_json(value: Any, limit: int) -> str:
     except (TypeError, ValueError, RecursionError):
         pieces.append("…")  # not JSON, or nested deeper than the encoder goes: show the start
     return safe_text("".join(pieces), limit)
+
+
+def counted(count: int, noun: str, plural: Optional[str] = None, *, grouped: bool = False) -> str:
+    """A count and its noun, singular for exactly one: ``1 flow``, ``2 flows``, ``0 flows``
+    (``plural`` when adding an ``s`` is wrong: ``counted(2, "match", "matches")``). ``grouped``
+    writes thousands with commas: ``12,345 flows``."""
+    number = f"{count:,}" if grouped else str(count)
+    return f"{number} {noun if count == 1 else plural or noun + 's'}"
 
 
 def format_size(size: Optional[int], *, compact: bool = False) -> str:

@@ -5,7 +5,8 @@ When both channels listen it prints one line to stdout and flushes it:
     rhino_plugin headless ready: main=127.0.0.1:9876 gh=127.0.0.1:9877 seed=0
         behaviour=golem-3dmcp@9819b31
 
-(one line; wrapped here).
+(one line; wrapped here). ``golem-proxy plugin`` runs the same (`add_arguments` and `run`,
+shared rather than copied), without the ``--headless`` flag to type.
 
 Exit status 0 after the ``shutdown`` method, Ctrl-C (SIGINT) or SIGTERM; 2 for bad arguments
 (argparse) or a port that cannot be bound.
@@ -28,7 +29,7 @@ from .behaviours import BEHAVIOURS, DEFAULT_BEHAVIOUR
 from .plugin import HeadlessPlugin
 from .registry import PluginOptions
 
-__all__ = ["main"]
+__all__ = ["add_arguments", "build_parser", "main", "run"]
 
 WAIT_SLICE_SECONDS = 0.2
 
@@ -55,11 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m rhino_plugin",
         description="GOLEM-3DMCP plugin peer over an in-memory document (stdlib only).",
     )
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, require_headless: bool = True) -> None:
+    """The plugin's options on ``parser``. ``require_headless`` is False where running headless
+    goes without saying (``golem-proxy plugin``): ``--headless`` is then accepted, not needed."""
     parser.add_argument(
         "--headless",
         action="store_true",
-        required=True,
-        help="run without Rhino, over an in-memory document (required)",
+        required=require_headless,
+        help="run without Rhino, over an in-memory document"
+        + (" (required)" if require_headless else " (always, here)"),
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
@@ -95,7 +104,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_UI_TIMEOUT,
         help="seconds a handler may take on the UI thread (default 30)",
     )
-    return parser
 
 
 def _is_loopback(host: str) -> bool:
@@ -128,10 +136,16 @@ def _unbindable(host: str, ports: list[int]) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Run until stopped. Returns the exit status."""
-    args = build_parser().parse_args(argv)
+    return run(build_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace, prog: str = "rhino_plugin") -> int:
+    """Run the plugin the parsed ``args`` describe (`add_arguments`) until ``shutdown``, SIGINT
+    or SIGTERM. Returns the exit status: 0, or 2 after one line on stderr, ``PROG: …``, for
+    an address it must not or cannot listen on."""
     if not _is_loopback(args.host) and not args.listen_public:
         print(
-            f"rhino_plugin: refusing to listen on {args.host} (not a loopback address; pass "
+            f"{prog}: refusing to listen on {args.host} (not a loopback address; pass "
             "--listen-public to listen there)",
             file=sys.stderr,
         )
@@ -149,7 +163,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except OSError as exc:
         where = _unbindable(args.host, [args.port, args.gh_port])
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
-        print(f"rhino_plugin: cannot listen on {where} ({reason.lower()})", file=sys.stderr)
+        print(f"{prog}: cannot listen on {where} ({reason.lower()})", file=sys.stderr)
         return 2
 
     stop_signal = _StopSignal()
@@ -167,7 +181,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             pass
         if stop_signal.received is not None:
             name = signal.Signals(stop_signal.received).name
-            print(f"rhino_plugin: {name} received, stopping", file=sys.stderr, flush=True)
+            print(f"{prog}: {name} received, stopping", file=sys.stderr, flush=True)
     finally:
         plugin.stop()
     return 0

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, Optional
 
 from ..contract import Rule, Violation
@@ -29,6 +30,8 @@ from ..messages import (
     Malformed,
     MalformedKind,
     Message,
+    Notification,
+    Request,
     Response,
     Role,
     decode_json,
@@ -36,6 +39,7 @@ from ..messages import (
     is_json_int,
     method_of,
 )
+from ..outcome import OK, Outcome, OutcomeKind, ResultFailureRule
 from ..registry import Registry
 
 __all__ = ["DefaultRoute", "Profile", "path_of"]
@@ -101,14 +105,40 @@ class Profile(abc.ABC):
     tool_layer: bool = False
     """Whether this protocol is the MCP layer of a two-layer session (`golem-proxy mcp`): its
     ``tools/call`` requests are what the other routes' frames are attributed to."""
+    servers_send_requests: bool = False
+    """Whether a server may send requests and notifications of its own (JSON-RPC 2.0: a
+    progress or log notification, a ``ping`` the client answers). Then a message's members,
+    not the direction it travels, say whether it is a request or a response, and a client's
+    frame may answer a request of the server. False: every client frame is a request, every
+    server frame a response (GOLEM)."""
     builtin_methods: tuple[str, ...] = ()
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""
+
+    channel_builtins: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+    """Per channel (route name), the methods its server answers itself whatever the plugin
+    registers, when they differ from `builtin_methods` (GOLEM's Grasshopper server answers
+    ``gh.ping`` and ``gh.shutdown``). See `builtins_of`."""
+    result_failures: tuple[ResultFailureRule, ...] = ()
+    """The result shapes that report a failure inside a success envelope, tried in order by
+    `outcome` (GOLEM: the plugin's error dict and ``"success": false``); empty when a success
+    envelope always means success."""
 
     @property
     def second_channel(self) -> Optional[str]:
         """The channel beside the main one (GOLEM's ``gh``), or None for a single socket."""
         return self.channels[1] if len(self.channels) > 1 else None
+
+    def builtins_of(self, route: str) -> tuple[str, ...]:
+        """The methods the server behind ``route`` answers itself (never drift against a
+        method catalogue): its channel's, or, for a route named after no channel, those of
+        every channel."""
+        table = self.channel_builtins
+        if not table:
+            return self.builtin_methods
+        if route in table:
+            return table[route]
+        return tuple(name for names in table.values() for name in names)
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         """The routes to serve when the user gives none, resolved against the environment
@@ -162,6 +192,8 @@ class Profile(abc.ABC):
         exactly what ``json.loads`` accepts, or less: anything it refuses goes to `parse`)."""
         if role is None:
             role = _REQUEST if isinstance(obj, dict) and "method" in obj else _RESPONSE
+        elif self.servers_send_requests and isinstance(obj, dict):
+            role = _role_of_members(obj, role)
         if role is _REQUEST:
             return self.parse_request(obj)
         return self.parse_response(obj)
@@ -187,6 +219,14 @@ class Profile(abc.ABC):
     @abc.abstractmethod
     def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
         """Violations of the per-message rules (the envelope is already typed in ``message``)."""
+
+    def check_server_request(self, message: Message, payload: bytes = b"") -> list[Violation]:
+        """Violations of a request or notification the server sent (see
+        `servers_send_requests`): its envelope only, since the method table lists what the
+        server serves, not what it may ask of its client."""
+        if isinstance(message, (Request, Notification)):
+            return []
+        return self.check_message(message, payload)
 
     @abc.abstractmethod
     def check_exchange(self, request: Message, response: Message) -> list[Violation]:
@@ -217,9 +257,22 @@ class Profile(abc.ABC):
         return None
 
     def expects_response(self, message: Message) -> bool:
-        """False for a request the protocol never answers (a JSON-RPC notification), which
-        pairing must not hold on to."""
-        return True
+        """False for a message nothing answers, which pairing must not hold on to: a request
+        the protocol never answers (a JSON-RPC notification), and a response (a client's
+        answer to its server travels where requests do)."""
+        return message.role is not _RESPONSE and not isinstance(message, Notification)
+
+    def is_answer_to(self, message: Message, wanted: Optional[Any]) -> bool:
+        """Whether ``message``, read from a server after sending a request whose correlation
+        key is ``wanted``, is its answer: a reply with that key, or a reply with no usable id
+        (the answer to a request the server could not read). Never a request or notification
+        of the server's own (MCP's progress messages, its ``ping``)."""
+        if message.role is _REQUEST:
+            return False
+        key = self.correlation_key(message)
+        if key is None:  # naming a method, it is no reply (whatever the profile types it as)
+            return not (isinstance(message.obj, dict) and "method" in message.obj)
+        return bool(key == wanted)
 
     def answers_unparseable(self, message: Message) -> bool:
         """True when ``message`` is the reply a server gives to a request it could not parse
@@ -281,13 +334,33 @@ class Profile(abc.ABC):
             return self.registry.name_of(message.error.code)
         if isinstance(message, Malformed):
             return f"malformed:{message.kind.value}"
+        if isinstance(message, Notification):
+            return "notification"
         return "request"
 
-    def describe_exchange(self, request: Optional[Message], response: Message) -> str:
-        """The status of a response read against its request (``request`` None for an
-        orphan). By default the response's own `describe`; a profile whose clients type a
-        reply by comparing it with the request (an id not echoed) overrides this."""
-        return self.describe(response)
+    def result_outcome(self, result: Any) -> Outcome:
+        """The outcome of a success envelope carrying ``result``: the failure the first
+        matching `result_failures` rule reads in it, or ok."""
+        for rule in self.result_failures:
+            found = rule.match(result, self.registry)
+            if found is not None:
+                return found
+        return OK
+
+    def outcome(self, request: Optional[Message], response: Message) -> Outcome:
+        """What ``response`` means as the answer to ``request`` (None for an orphan): an error
+        envelope, a malformed answer, a failure reported in the result (`result_failures`)
+        or ok. The one decision every view reads; a profile whose clients type a reply by
+        comparing it with the request (an id not echoed) extends it."""
+        if isinstance(response, Response):
+            return self.result_outcome(response.result)
+        if isinstance(response, ErrorResponse):
+            error = response.error
+            return Outcome(
+                OutcomeKind.ERROR, self.registry.name_of(error.code), error.code, error.message
+            )
+        detail = response.detail if isinstance(response, Malformed) else ""
+        return Outcome(OutcomeKind.MALFORMED, self.describe(response), message=detail)
 
     def method_of(self, message: Message) -> Optional[str]:
         """The method ``message`` names (see `golem_core.messages.method_of`)."""
@@ -295,6 +368,19 @@ class Profile(abc.ABC):
 
     def ids_equal(self, a: Any, b: Any) -> bool:
         return type(a) is type(b) and a == b
+
+
+def _role_of_members(obj: dict[str, Any], role: Role) -> Role:
+    """What a JSON-RPC object is by its members, whichever way it travels: a ``method`` without
+    ``result`` or ``error`` is a request (or notification), a ``result`` or ``error`` without
+    ``method`` a response; anything else is what its direction implies (``role``), so that a
+    broken frame is judged by the rules of the side it came from."""
+    if role is _RESPONSE:
+        if "method" in obj and "result" not in obj and "error" not in obj:
+            return _REQUEST
+    elif "method" not in obj and ("result" in obj or "error" in obj):
+        return _RESPONSE
+    return role
 
 
 def id_is_valid(value: Any) -> bool:

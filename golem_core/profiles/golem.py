@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any, Optional
 
 from ..contract import Rule, Severity, Violation, violation
@@ -29,6 +30,7 @@ from ..messages import (
     build_request,
     is_json_int,
 )
+from ..outcome import ErrorObjectInResult, UnsuccessfulFlag
 from ..registry import GOLEM_REGISTRY
 from .base import INTERNAL_ERROR_CODE, DefaultRoute, Profile, id_is_valid, path_of
 from .base import json_type_name as _type_name
@@ -167,6 +169,13 @@ class GolemProfile(Profile):
     # A GOLEM client sends a request and reads its one answer; between calls it reads nothing.
     clients_read_past_answers = False
     builtin_methods = ("ping", "shutdown", "list_methods")
+    # The Grasshopper server (9877) answers gh.ping and gh.shutdown before its dispatcher.
+    channel_builtins = MappingProxyType(
+        {channels[0]: builtin_methods, channels[1]: ("gh.ping", "gh.shutdown")}
+    )
+    # The plugin's wrapped handlers (operations.*, manipulation.*) return their error dict as
+    # the result of a success envelope; scripts and viewport calls say "success": false.
+    result_failures = (ErrorObjectInResult(), UnsuccessfulFlag())
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         # The MCP server finds the plugin through GOLEM_RHINO_PORT / GOLEM_GH_PORT.

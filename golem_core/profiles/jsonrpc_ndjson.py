@@ -27,12 +27,14 @@ from ..messages import (
     Malformed,
     MalformedKind,
     Message,
+    Notification,
     Request,
     Response,
     Role,
     RpcError,
     is_json_int,
 )
+from ..outcome import Outcome, OutcomeKind
 from ..registry import SCRYBE_APP_RANGE, SCRYBE_REGISTRY
 from .base import DefaultRoute, Profile, json_type_name, path_of
 from .scrybe_methods import COMMON_ERRORS, METHODS
@@ -202,6 +204,7 @@ class JsonRpcNdjsonProfile(Profile):
     registry = SCRYBE_REGISTRY
     rules = RULES
     channels = ("scrybe",)
+    servers_send_requests = True
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         """Listen in the user's runtime directory (``$XDG_RUNTIME_DIR/golem-proxy``, else
@@ -232,11 +235,12 @@ class JsonRpcNdjsonProfile(Profile):
         return _unsigned(ident)
 
     def expects_response(self, message: Message) -> bool:
-        # A notification (a method and no `id` member) is never answered by design.
+        # A notification (a method and no `id` member) is never answered by design, also when
+        # it is broken in some other way.
         obj = message.obj
         if isinstance(message, Malformed) and isinstance(obj, dict):
             return not ("method" in obj and "id" not in obj)
-        return True
+        return super().expects_response(message)
 
     def parse_request(self, obj: Any) -> Message:
         role = Role.REQUEST
@@ -245,16 +249,16 @@ class JsonRpcNdjsonProfile(Profile):
         if obj.get("jsonrpc") != "2.0":
             return _bad(MalformedKind.WRONG_VERSION, _version_detail(obj), obj, role)
         ident = obj.get("id")
-        if ident is None:
+        method = obj.get("method", ABSENT)
+        if ident is None and method is ABSENT:
             return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, role)
-        if not self.id_is_valid(ident):
+        if ident is not None and not self.id_is_valid(ident):
             return _bad(
                 MalformedKind.INVALID_ID,
                 f"request `id` is {json_type_name(ident)}, not {self.id_description}",
                 obj,
                 role,
             )
-        method = obj.get("method", ABSENT)
         if method is ABSENT:
             return _bad(MalformedKind.MISSING_METHOD, "request has no `method`", obj, role)
         if not isinstance(method, str):
@@ -272,6 +276,8 @@ class JsonRpcNdjsonProfile(Profile):
                 obj,
                 role,
             )
+        if ident is None:  # no `id` (null counts as absent): JSON-RPC 2.0's notification
+            return Notification(method, params, obj)
         return Request(ident, method, params, obj)
 
     def parse_response(self, obj: Any) -> Message:
@@ -417,14 +423,14 @@ class JsonRpcNdjsonProfile(Profile):
             return self.malformed_outcome(message.kind)
         return super().describe(message)
 
-    def describe_exchange(self, request: Optional[Message], response: Message) -> str:
-        """As `describe`, except that a reply whose id is not the request's is
+    def outcome(self, request: Optional[Message], response: Message) -> Outcome:
+        """As the base, except that a reply whose id is not the request's is malformed,
         ``MismatchedResponseId {…}``: the client checks the id before rules 6 and 7."""
         if request is not None:
             mismatch = self._id_mismatch(request, response)
             if mismatch is not None and mismatch.outcome is not None:
-                return mismatch.outcome
-        return self.describe(response)
+                return Outcome(OutcomeKind.MALFORMED, mismatch.outcome, message=mismatch.message)
+        return super().outcome(request, response)
 
     def answers_unparseable(self, message: Message) -> bool:
         # The wire type has no null id: an unreadable request is answered with id 0, and only

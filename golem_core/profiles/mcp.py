@@ -4,8 +4,7 @@ JSON-RPC 2.0 between an MCP client and an MCP server (the GOLEM-3DMCP server, sa
 It is the jsonrpc-ndjson framing and envelope with MCP's own freedoms: an id is a string or
 an integer, there is no fixed method table (the tools are whatever the server lists) and
 no registry of application error codes. A notification (a method and no id) is never
-answered; until notifications are typed as messages of their own it is read as today's
-jsonrpc-ndjson reads it, and not reported as a broken request.
+answered, and a tool's failure is the ``isError`` flag of its result (`IsErrorFlag`).
 """
 
 from __future__ import annotations
@@ -14,7 +13,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..contract import Violation
-from ..messages import Malformed, MalformedKind, Message, Request, Response, is_json_int
+from ..messages import (
+    Malformed,
+    MalformedKind,
+    Message,
+    Notification,
+    Request,
+    Response,
+    is_json_int,
+)
+from ..outcome import IsErrorFlag
 from .base import DefaultRoute
 from .jsonrpc_ndjson import JsonRpcNdjsonProfile
 
@@ -36,7 +44,10 @@ CANCELLED = "notifications/cancelled"
 
 
 def is_notification(message: Message) -> bool:
-    """A JSON-RPC notification: a ``method`` member and no ``id`` member."""
+    """A JSON-RPC notification: a ``method`` member and no ``id`` member (also one that is
+    broken in some other way)."""
+    if isinstance(message, Notification):
+        return True
     obj = message.obj
     return (
         isinstance(message, Malformed)
@@ -55,6 +66,7 @@ class McpProfile(JsonRpcNdjsonProfile):
     channels = ("mcp",)
     id_description = "a string or an integer"
     tool_layer = True
+    result_failures = (IsErrorFlag(),)
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         return ()  # the stdio hop is `golem-proxy mcp`'s, never a listening route

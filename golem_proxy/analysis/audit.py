@@ -195,7 +195,8 @@ def audit(
         if catalogue is not None and flow.request is not None and flow.route not in own:
             message = flow.request.message
             if isinstance(message, Request):
-                for violation in catalogue.check_request(message):
+                builtins = profile.builtins_of(flow.route)
+                for violation in catalogue.check_request(message, builtins):
                     add(_located(violation, flow, Direction.C2S, "catalogue"))
     findings.sort(key=lambda f: (f.flow is None, f.flow or 0))
     return findings

@@ -14,7 +14,7 @@ import ast
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from golem_core.catalogue import BUILTINS, FORMAT, VERSION
 
@@ -387,14 +387,18 @@ def _handler_json(primary: Handler, copies: Sequence[Handler], tree: SourceTree)
 
 
 def build_catalogue(
-    paths: Sequence[str], commit: Optional[str] = None, description: str = ""
+    paths: Sequence[str],
+    commit: Optional[str] = None,
+    description: str = "",
+    note: Optional[Callable[[str], None]] = None,
 ) -> dict[str, Any]:
     """The catalogue (JSON-ready) of the checkout(s) at ``paths``.
 
     ``commit`` names the source commit when the files carry no ``.git`` (an exported tree);
     otherwise it is read from the checkout. File digests of every module a handler or tool
-    comes from are recorded either way."""
-    tree = SourceTree(list(paths))
+    comes from are recorded either way. ``note`` is told, one line each, about every file or
+    directory left out (see `SourceTree`); those files are listed under ``unparsed``."""
+    tree = SourceTree(list(paths), note)
     found: dict[str, list[Handler]] = {}
     seen: set[tuple[str, str, int]] = set()
     for method, module, node in find_handlers(tree):

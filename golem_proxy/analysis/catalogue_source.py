@@ -5,15 +5,22 @@ Nothing is imported or run."""
 from __future__ import annotations
 
 import ast
+import errno
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
+from ..recording.files import NotARegularFile, open_regular
+from ..terminal import format_size
 from .catalogue_values import FunctionRef
 
-__all__ = ["Module", "SourceTree", "git_commit"]
+__all__ = ["MAX_SOURCE_BYTES", "Module", "SourceTree", "git_commit"]
+
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+"""The largest source file read (the biggest GOLEM-3DMCP module is under 100 KiB)."""
 
 _SKIP_DIRS = frozenset(
     {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", "build", "dist"}
@@ -37,23 +44,40 @@ class Module:
 
 class SourceTree:
     """Every ``.py`` file under the given roots (tests, virtual environments and hidden
-    directories left out)."""
+    directories left out).
 
-    def __init__(self, roots: list[str]) -> None:
+    Each file is untrusted: only regular files are read (a FIFO, a device or a socket named
+    ``x.py`` is never opened for reading, whatever symlink leads to it), at most
+    `MAX_SOURCE_BYTES` of them, and a file that cannot be read or parsed (a dangling symlink, a
+    symlink loop, a syntax error, nesting too deep for the parser, memory) costs that file
+    only: it is listed in ``skipped`` and ``note`` is told why, in one line."""
+
+    def __init__(self, roots: list[str], note: Optional[Callable[[str], None]] = None) -> None:
         self.modules: dict[str, Module] = {}
         self.by_path: dict[str, Module] = {}
         self.skipped: list[str] = []
+        self._note = note or (lambda line: None)
         for root in roots:
-            for file in _python_files(Path(root)):
+            for file in _python_files(Path(root), self._note):
                 self._add(Path(root), file)
 
     def _add(self, root: Path, file: Path) -> None:
         relative = file.relative_to(root).as_posix() if root.is_dir() else file.name
-        data = file.read_bytes()
         try:
+            data = _read_source(file)
             tree = ast.parse(data, filename=relative)
-        except (SyntaxError, ValueError):
-            self.skipped.append(relative)
+        except _Unreadable as exc:
+            self._skip(relative, file, str(exc))
+            return
+        except SyntaxError as exc:
+            where = f", line {exc.lineno}" if exc.lineno else ""
+            self._skip(relative, file, f"not valid Python: {exc.msg}{where}")
+            return
+        except (MemoryError, RecursionError):
+            self._skip(relative, file, "too deeply nested or too complex to parse")
+            return
+        except ValueError as exc:  # null bytes, an unknown encoding declaration
+            self._skip(relative, file, f"cannot be parsed: {exc}")
             return
         module = Module(_dotted(file), relative, tree, "sha256:" + hashlib.sha256(data).hexdigest())
         package = module.name if file.name == "__init__.py" else module.name.rpartition(".")[0]
@@ -67,6 +91,10 @@ class SourceTree:
         # A later copy of the same dotted module (two vendored trees) keeps the first.
         self.modules.setdefault(module.name, module)
         self.by_path[relative] = module
+
+    def _skip(self, relative: str, file: Path, why: str) -> None:
+        self.skipped.append(relative)
+        self._note(f"{file} skipped ({why})")
 
     def ref(self, module: Module, node: _FuncNode) -> FunctionRef:
         """A function of ``module`` that resolves the names it calls."""
@@ -87,18 +115,80 @@ class SourceTree:
         return self.resolve(source, imported[1], hops - 1)
 
 
-def _python_files(root: Path) -> list[Path]:
-    if root.is_file():
+class _Unreadable(Exception):
+    """A source file that is not read; the message says why."""
+
+
+def _read_source(file: Path) -> bytes:
+    """The bytes of ``file``. Raises _Unreadable when it is not a regular file, cannot be
+    opened, or is over `MAX_SOURCE_BYTES`."""
+    try:
+        handle = open_regular(str(file))
+    except NotARegularFile as exc:
+        raise _Unreadable(f"{exc.kind}, not a regular file") from None
+    except OSError as exc:
+        raise _Unreadable(_open_failure(file, exc)) from None
+    too_large = _Unreadable(f"larger than {format_size(MAX_SOURCE_BYTES)}")
+    with handle:
+        if os.fstat(handle.fileno()).st_size > MAX_SOURCE_BYTES:
+            raise too_large
+        # One byte past the cap: a file that grew since the check is caught too.
+        data = handle.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise too_large
+    return data
+
+
+def _open_failure(file: Path, exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link loop"
+    if exc.errno == errno.ENOENT and file.is_symlink():
+        return "a dangling symbolic link"
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return reason[0].lower() + reason[1:]
+
+
+def _python_files(root: Path, note: Callable[[str], None]) -> list[Path]:
+    """The ``.py`` entries under ``root`` (any kind of file: `_read_source` decides), in the
+    order a top-down walk with sorted names visits them. Iterative, so a tree nested deeper
+    than Python's recursion limit is walked too (``os.walk`` recurses)."""
+    if not root.is_dir():
         return [root] if root.suffix == ".py" else []
     found: list[Path] = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if d not in _SKIP_DIRS and d not in _SKIP_TEST_DIRS and not d.startswith(".")
-        )
-        found += [Path(directory) / f for f in sorted(files) if f.endswith(".py")]
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as exc:
+            note(f"{directory} skipped ({_open_failure(directory, exc)})")
+            continue
+        below: list[Path] = []
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                if not _left_out(entry.name):
+                    below.append(path)
+            elif _links_to_directory(entry):
+                if not _left_out(entry.name):
+                    # Not walked (a link may lead anywhere, or back up the tree): say so.
+                    note(f"{path} skipped (a symbolic link to a directory)")
+            elif entry.name.endswith(".py"):
+                found.append(path)
+        pending.extend(reversed(below))
     return found
+
+
+def _links_to_directory(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # a link loop (ELOOP is not swallowed the way a dangling link is)
+        return False
+
+
+def _left_out(name: str) -> bool:
+    return name in _SKIP_DIRS or name in _SKIP_TEST_DIRS or name.startswith(".")
 
 
 def _dotted(file: Path) -> str:
@@ -124,15 +214,16 @@ def _absolute(node: ast.ImportFrom, package: str) -> str:
 
 def git_commit(path: str) -> Optional[str]:
     """The commit checked out at ``path`` (or an enclosing directory), read from ``.git``
-    without running git; None when there is no repository or HEAD cannot be read."""
+    without running git; None when there is no repository or HEAD cannot be read. The files
+    of ``.git`` are as untrusted as the sources: only regular files are read, within a cap."""
     directory = Path(path).resolve()
     if directory.is_file():
         directory = directory.parent
     for candidate in (directory, *directory.parents):
         dot_git = candidate / ".git"
         if dot_git.is_file():  # a worktree: "gitdir: PATH"
-            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-            if text.startswith("gitdir:"):
+            text = _git_text(dot_git)
+            if text is not None and text.startswith("gitdir:"):
                 return _head(Path(text[7:].strip()))
             return None
         if dot_git.is_dir():
@@ -140,29 +231,54 @@ def git_commit(path: str) -> Optional[str]:
     return None
 
 
-def _head(git_dir: Path) -> Optional[str]:
+_GIT_TEXT_MAX = 16 * 1024 * 1024
+"""packed-refs of a large repository runs to megabytes; nothing else in .git comes close."""
+
+
+def _git_text(path: Path) -> Optional[str]:
+    """The text of a file of ``.git``, stripped; None when it is missing, not a regular file
+    (a FIFO would block the read forever), over `_GIT_TEXT_MAX`, or not readable."""
     try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
-    except OSError:
+        with open_regular(str(path)) as handle:
+            data = handle.read(_GIT_TEXT_MAX + 1)
+    except OSError:  # NotARegularFile included
+        return None
+    if len(data) > _GIT_TEXT_MAX:
+        return None
+    return data.decode("utf-8", errors="replace").strip()
+
+
+def _head(git_dir: Path) -> Optional[str]:
+    head = _git_text(git_dir / "HEAD")
+    if head is None:
         return None
     if not head.startswith("ref:"):
-        return head or None
+        return _commit_id(head)
     ref = head[4:].strip()
+    if not ref.startswith("refs/") or ".." in ref.split("/"):
+        return None  # a ref outside .git/refs: nothing a checkout writes
     common = git_dir
-    common_file = git_dir / "commondir"
-    if common_file.exists():
-        common = (git_dir / common_file.read_text(encoding="utf-8").strip()).resolve()
+    common_dir = _git_text(git_dir / "commondir")
+    if common_dir is not None:
+        common = (git_dir / common_dir).resolve()
     for base in (git_dir, common):
-        try:
-            return (base / ref).read_text(encoding="utf-8").strip() or None
-        except OSError:
-            continue
-    try:
-        packed = (common / "packed-refs").read_text(encoding="utf-8")
-    except OSError:
+        commit = _git_text(base / ref)
+        if commit is not None:
+            return _commit_id(commit)
+    packed = _git_text(common / "packed-refs")
+    if packed is None:
         return None
     for line in packed.splitlines():
         sha, _, name = line.partition(" ")
         if name.strip() == ref:
-            return sha
+            return _commit_id(sha)
     return None
+
+
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _commit_id(text: str) -> Optional[str]:
+    """``text`` when it is a commit id (SHA-1 or SHA-256 hex), else None: whatever else a
+    hostile .git holds never reaches the catalogue."""
+    return text if _COMMIT_ID.fullmatch(text) else None

@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from golem_core.catalogue import BUILTINS, Drift, MethodCatalogue
 from golem_core.messages import Request
+from golem_core.profiles import Profile
 
 from .audit import Finding
 from .flows import Flow
@@ -34,7 +35,9 @@ class DriftRow:
     def to_json(self) -> dict[str, Any]:
         d = self.drift
         data: dict[str, Any] = {"method": d.method}
-        if d.kind == "missing-required":
+        if d.kind == "unknown-method" and not self.recorded:
+            data["plugin_registers"] = d.other or None
+        elif d.kind == "missing-required":
             data["params"] = d.param.split("|") if d.param else []
             if not self.recorded:
                 data["detail"] = d.detail
@@ -93,8 +96,12 @@ class DriftCollector:
     """Drift rows gathered as flows stream past (`add_flows`), or, without a catalogue, from
     the catalogue findings the proxy recorded (`add_findings`); `report` sorts them."""
 
-    def __init__(self, catalogue: Optional[MethodCatalogue]) -> None:
+    def __init__(
+        self, catalogue: Optional[MethodCatalogue], profile: Optional[Profile] = None
+    ) -> None:
         self.catalogue = catalogue
+        self.profile = profile
+        """Whose channels' builtins are never drift (None: no builtins)."""
         self.rows: dict[tuple[str, str, str, str], DriftRow] = {}
 
     def _add(self, drift: Drift, flow: int) -> None:
@@ -110,7 +117,9 @@ class DriftCollector:
         for flow in flows:
             message = flow.request.message if flow.request is not None else None
             if isinstance(message, Request):
-                for drift in catalogue.drift(message):
+                profile = self.profile
+                builtins = profile.builtins_of(flow.route) if profile is not None else ()
+                for drift in catalogue.drift(message, builtins):
                     self._add(drift, flow.number)
 
     def add_findings(self, findings: Iterable[Finding]) -> None:
@@ -129,11 +138,15 @@ class DriftCollector:
 
 
 def drift_report(
-    flows: Iterable[Flow], findings: Iterable[Finding], catalogue: Optional[MethodCatalogue]
+    flows: Iterable[Flow],
+    findings: Iterable[Finding],
+    catalogue: Optional[MethodCatalogue],
+    profile: Optional[Profile] = None,
 ) -> DriftReport:
-    """The drift of ``flows`` against ``catalogue``; without one, the catalogue findings the
-    proxy recorded (``findings``) make the rows."""
-    collector = DriftCollector(catalogue)
+    """The drift of ``flows`` against ``catalogue`` (the builtins of ``profile``'s channels
+    excepted); without one, the catalogue findings the proxy recorded (``findings``) make
+    the rows."""
+    collector = DriftCollector(catalogue, profile)
     collector.add_flows(flows)
     collector.add_findings(findings)
     return collector.report()

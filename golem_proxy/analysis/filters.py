@@ -452,10 +452,21 @@ def _quote(value: str) -> str:
 _STARTS_OPERAND = ("(", "!", "~", "word")
 
 
+MAX_NESTING = 64
+"""Deepest ``(`` and ``!`` nesting a filter may have: far more than anyone writes, far less
+than what makes the recursive parser (or matching) overflow the stack."""
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = _tokens(text)
         self.index = 0
+        self.depth = 0
+
+    def deeper(self, token: _Token) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise FilterError(f"nested deeper than {MAX_NESTING} levels", token.position)
 
     @property
     def token(self) -> _Token:
@@ -491,14 +502,18 @@ class _Parser:
 
     def parse_not(self) -> Filter:
         if self.token.kind == "!":
-            self.advance()
-            return Not(self.parse_not())
+            self.deeper(self.advance())
+            node = Not(self.parse_not())
+            self.depth -= 1
+            return node
         return self.parse_primary()
 
     def parse_primary(self) -> Filter:
         token = self.advance()
         if token.kind == "(":
+            self.deeper(token)
             node = self.parse_or()
+            self.depth -= 1
             if self.token.kind != ")":
                 raise FilterError(
                     f"expected ')' to close the '(' at position {token.position}, "

@@ -1,6 +1,8 @@
 """Flows: the rows every view shows. A flow is one request and its response (or a request
-still pending, an orphan response, a framing error, a gap in what was observed), built
-incrementally from the event stream.
+still pending, a notification, an orphan response, a framing error, a gap in what was
+observed), built incrementally from the event stream. Either peer may ask: a JSON-RPC server's
+request travels s2c and its answer c2s; the frame's message, not its direction, says which it
+is (`FrameSeen.is_request`).
 
 `FlowTracker.apply()` is the single place where events become rows, used alike by the live
 log, `show`, `stats`, the TUI and the recording readers, so live and offline views agree.
@@ -12,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from golem_core.contract import Severity, Violation
-from golem_core.messages import ErrorResponse, Malformed, Response
+from golem_core.messages import Malformed, Notification
+from golem_core.outcome import Outcome
 from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile
 
@@ -30,6 +33,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
+from ..status_tone import Tone, outcome_tone
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
 
@@ -49,6 +53,8 @@ class Flow:
     route: str
     request: Optional[FrameSeen] = None
     response: Optional[FrameSeen] = None
+    outcome: Optional[Outcome] = None
+    """What the response means (`ExchangeCompleted.outcome`); set with ``response``."""
     frame_error: Optional[FramingErrorSeen] = None
     gap: Optional[ObservationLost] = None
     """Bytes forwarded but not inspected (the observer was behind, a frame was too large to
@@ -57,6 +63,9 @@ class Flow:
     faults: list[FaultInjected] = field(default_factory=list)
     closed_unanswered: bool = False
     marked: bool = False
+    unanswerable: bool = False
+    """The request wants no answer (a notification, also a broken one): the row is complete
+    as it is, never pending."""
 
     @property
     def t(self) -> float:
@@ -68,6 +77,11 @@ class Flow:
     @property
     def method(self) -> Optional[str]:
         return self.request.method if self.request is not None else None
+
+    @property
+    def is_notification(self) -> bool:
+        """The row is a notification: a request that wants no answer, complete as it is."""
+        return self.request is not None and isinstance(self.request.message, Notification)
 
     @property
     def latency(self) -> Optional[float]:
@@ -87,6 +101,11 @@ class Flow:
             return self.response.size
         return self._gap_size(Direction.S2C)
 
+    @property
+    def asked_by_server(self) -> bool:
+        """The request (or notification) came from the server: its answer travels c2s."""
+        return self.request is not None and self.request.direction is Direction.S2C
+
     def _gap_size(self, direction: Direction) -> Optional[int]:
         gap = self.gap
         if gap is None or gap.direction is not direction or gap.reason is GapReason.EVICTED:
@@ -100,25 +119,24 @@ class Flow:
             and self.response is None
             and self.frame_error is None
             and not self.closed_unanswered
+            and not self.unanswerable
         )
 
     @property
     def is_error(self) -> bool:
-        """The exchange failed: an error response, a malformed frame, a framing error, or a
-        request that was never answered."""
+        """The exchange failed: its outcome is not ok (an error envelope, an error in the
+        result, ``success: false``, a malformed answer), the request is malformed, a framing
+        error, or a request that was never answered."""
         if self.frame_error is not None or self.closed_unanswered:
             return True
         if self.request is not None and isinstance(self.request.message, Malformed):
             return True
-        if self.response is None:
-            return False
-        return not isinstance(self.response.message, Response)
+        return self.outcome is not None and self.outcome.failed
 
     @property
     def error_code(self) -> Optional[Union[int, str]]:
-        if self.response is not None and isinstance(self.response.message, ErrorResponse):
-            return self.response.message.error.code
-        return None
+        """The error code of the outcome (from the envelope or from the result), or None."""
+        return self.outcome.code if self.outcome is not None else None
 
     @property
     def has_violation(self) -> bool:
@@ -132,17 +150,31 @@ class Flow:
             return Severity.ERROR
         return Severity.WARNING
 
+    @property
+    def tone(self) -> Tone:
+        """How the status is styled (`golem_proxy.status_tone`, the one rule every view uses)."""
+        if self.gap is not None:
+            return Tone.UNOBSERVED
+        if self.frame_error is not None:
+            return Tone.MALFORMED
+        if self.outcome is not None:
+            return outcome_tone(self.outcome)
+        if self.request is not None and isinstance(self.request.message, Malformed):
+            return Tone.MALFORMED
+        if self.closed_unanswered:
+            return Tone.FAILED
+        return Tone.WAITING
+
     def status(self, profile: Profile) -> str:
-        """``ok``, the error code's name, ``malformed:KIND``, ``oversized``, ``pending``,
-        ``unobserved:REASON``, …"""
+        """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
+        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unobserved:REASON``, …"""
         if self.gap is not None:
             return f"unobserved:{self.gap.reason.value}"
         if self.frame_error is not None:
             return self.frame_error.kind.value
-        if self.response is not None:
-            request = self.request.message if self.request is not None else None
-            return profile.describe_exchange(request, self.response.message)
-        if self.request is not None and isinstance(self.request.message, Malformed):
+        if self.outcome is not None:
+            return self.outcome.text
+        if self.request is not None and isinstance(self.request.message, (Malformed, Notification)):
             return profile.describe(self.request.message)
         if self.closed_unanswered:
             return "unanswered"
@@ -180,9 +212,13 @@ class FlowTracker:
         self.created = 0
         self.connections: dict[int, ConnectionInfo] = {}
         self.events_missed = 0
-        self._by_request: dict[tuple[int, int], Flow] = {}
-        self._responses: dict[tuple[int, int], FrameSeen] = {}
-        self._response_violations: dict[tuple[int, int], list[Violation]] = {}
+        # Keyed by (conn, direction, frame index): a client's frame 3 and a server's frame 3
+        # may both be requests (or both answers) on a JSON-RPC connection.
+        self._by_request: dict[tuple[int, Direction, int], Flow] = {}
+        self._responses: dict[tuple[int, Direction, int], FrameSeen] = {}
+        self._response_violations: dict[tuple[int, Direction, int], list[Violation]] = {}
+        # A notification's row, until the violations that follow its frame are attached.
+        self._last_notification: dict[tuple[int, Direction], tuple[int, Flow]] = {}
         # The tap follows a framing error with its violation (no frame index): keep the row.
         self._frame_errors: dict[tuple[int, Direction], Flow] = {}
 
@@ -234,7 +270,10 @@ class FlowTracker:
         count = 0
         for flow in flows:
             if flow is touched or not (
-                flow.response is not None or flow.frame_error is not None or flow.closed_unanswered
+                flow.response is not None
+                or flow.frame_error is not None
+                or flow.closed_unanswered
+                or flow.unanswerable
             ):
                 break
             count += 1
@@ -268,25 +307,36 @@ class FlowTracker:
         if frame.direction is Direction.C2S:
             info.frames_c2s += 1
             info.bytes_c2s += frame.size
+        else:
+            info.frames_s2c += 1
+            info.bytes_s2c += frame.size
+        key = (frame.conn, frame.direction, frame.index)
+        if frame.is_request:
             flow = self._new_flow(frame.conn, frame.route)
             flow.request = frame
-            self._by_request[(frame.conn, frame.index)] = flow
+            if not self.profile.expects_response(frame.message):
+                # Complete as it is: never waits for an answer (its violations follow it).
+                flow.unanswerable = True
+                self._last_notification[(frame.conn, frame.direction)] = (frame.index, flow)
+            else:
+                self._by_request[key] = flow
             return flow
-        info.frames_s2c += 1
-        info.bytes_s2c += frame.size
         # Held until the exchange (or the orphan verdict) that follows it says where it goes.
-        self._responses[(frame.conn, frame.index)] = frame
+        self._responses[key] = frame
         return None
 
     def _exchange(self, exchange: ExchangeCompleted) -> Flow:
-        flow = self._by_request.pop((exchange.conn, exchange.request.index), None)
+        request, response = exchange.request, exchange.response
+        flow = self._by_request.pop((exchange.conn, request.direction, request.index), None)
         if flow is None:  # the request came before this view started (a tailed file)
             flow = self._new_flow(exchange.conn, exchange.route)
-            flow.request = exchange.request
-        flow.response = exchange.response
+            flow.request = request
+        flow.response = response
+        flow.outcome = exchange.outcome
         flow.closed_unanswered = False
-        self._responses.pop((exchange.conn, exchange.response.index), None)
-        self._response_violations.pop((exchange.conn, exchange.response.index), None)
+        answer = (exchange.conn, response.direction, response.index)
+        self._responses.pop(answer, None)
+        self._response_violations.pop(answer, None)
         flow.violations = list(exchange.violations)
         return flow
 
@@ -299,16 +349,24 @@ class FlowTracker:
                 return None
             errored.violations.append(event.violation)
             return errored
-        key = (event.conn, event.frame_index)
-        if event.direction is Direction.C2S:
-            flow = self._by_request.get(key)
-            if flow is not None:
-                flow.violations.append(event.violation)
+        key = (event.conn, event.direction, event.frame_index)
+        flow = self._by_request.get(key)
+        if flow is None:
+            index, noted = self._last_notification.get((event.conn, event.direction), (-1, None))
+            flow = noted if index == event.frame_index else None
+        if flow is not None:
+            flow.violations.append(event.violation)
             return flow
+        if key not in self._responses and not event.orphan:
+            return None  # a request's frame this view never saw (a tailed file)
         if event.orphan:
             response = self._responses.pop(key, None)
             flow = self._new_flow(event.conn, event.route)
             flow.response = response
+            if response is not None:
+                # An orphan has no exchange event: its outcome is decided here, by the same
+                # profile function the tap uses, read against no request.
+                flow.outcome = self.profile.outcome(None, response.message)
             flow.violations = [*self._response_violations.pop(key, []), event.violation]
             return flow
         self._response_violations.setdefault(key, []).append(event.violation)
@@ -326,6 +384,8 @@ class FlowTracker:
             flow = self._by_request.pop(key)
             flow.closed_unanswered = True
             changed = flow
+        for direction in Direction:
+            self._last_notification.pop((event.conn, direction), None)
         return changed
 
     def _flow_for_fault(self, event: FaultInjected) -> Optional[Flow]:

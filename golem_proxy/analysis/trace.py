@@ -42,6 +42,8 @@ class FlowReader:
         self.tracker = FlowTracker(reader.profile)
         self.flow_count = 0
         """Flows handed on so far (all of them once `flows` is exhausted)."""
+        self.read_to_end = False
+        """Every line was read (`unclosed` is known only then)."""
 
     @property
     def header(self) -> Header:
@@ -64,6 +66,15 @@ class FlowReader:
     def truncated_tail(self) -> bool:
         """The last line was incomplete (the writer stopped) and was ignored."""
         return self._reader.truncated_tail
+
+    @property
+    def unclosed(self) -> int:
+        """Connections the recording opens and never closes, once it was read to its end (0
+        before). A proxy that stops closes every connection it recorded: a recording that
+        ends with some open was cut short (the proxy was killed, or is still writing it)."""
+        if not self.read_to_end:
+            return 0
+        return sum(1 for info in self.tracker.connections.values() if info.is_open)
 
     def events(self) -> Iterator[Event]:
         """Every event, in file order (not folded into flows: `flows` does that)."""
@@ -107,10 +118,15 @@ class FlowReader:
     def _read(self) -> Iterator[Event]:
         try:
             yield from self._reader
+            self.read_to_end = True
         except RecordingError as exc:
             raise TraceError(str(exc.at(self.path))) from None
         except OSError as exc:
             raise TraceError(f"{self.path}: {exc.strerror or exc}") from None
+
+    def fileno(self) -> int:
+        """The descriptor of the file being read (a progress bar follows its offset)."""
+        return self._stream.fileno()
 
     def close(self) -> None:
         self._stream.close()
@@ -198,6 +214,7 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
         "id": ident,
         "status": flow.status(profile),
         "error": flow.is_error,
+        "outcome": flow.outcome.kind.value if flow.outcome is not None else None,
         "latency_ms": None if latency is None else round(latency * 1000, 3),
         "request_size": flow.request_size,
         "response_size": flow.response_size,

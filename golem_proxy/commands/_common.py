@@ -19,15 +19,18 @@ from typing import Callable, Optional
 from rich.console import Console
 from rich.text import Text
 
+from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Severity
 from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, FilterError, parse_filter
 from ..analysis.flows import Flow
 from ..analysis.trace import FlowReader, TraceError, open_flows
+from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
 from ..recording.samples import SampleNotFound, sample_path
+from ..status_tone import TONE_STYLES
 from ..terminal import safe_text
 
 EXIT_OK = 0
@@ -147,6 +150,25 @@ def trace_path_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+CATALOGUE_METAVAR = "FILE|NAME"
+CATALOGUE_HELP = "a JSON file or a shipped one by name (golem-3dmcp@9819b31)"
+
+
+def catalogue_arg(spec: str) -> MethodCatalogue:
+    """argparse type for ``--catalogue``, the one resolver of every command: a catalogue
+    file, or the name of one shipped with golem-proxy (``golem-3dmcp@9819b31``), loaded. The
+    error says which it could not be (``no such file or shipped catalogue``, ``not a method
+    catalogue``)."""
+    try:
+        return load_catalogue(spec)
+    except CatalogueNotFound as exc:
+        raise argparse.ArgumentTypeError(f"{spec}: {exc}") from None
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{spec}: {os_reason(exc)}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{spec}: not a method catalogue ({exc})") from None
+
+
 def _number_arg(
     kind: type, words: str, *, minimum: Optional[float] = None
 ) -> Callable[[str], float]:
@@ -165,11 +187,23 @@ def _number_arg(
     return convert
 
 
+class _Console(Console):
+    """A rich Console whose closed output raises BrokenPipeError (rich's own handling exits
+    with status 1 from deep inside a print): `golem_proxy.cli` ends every command the same
+    way when its reader went away."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the output was closed")
+
+
 def console(*, stderr: bool = False) -> Console:
-    """A rich console; piped output gets a wide fixed width so tables are not squeezed."""
+    """A rich console. Piped, it has a wide fixed width for what wraps (a panel, a long
+    note); tables ignore it there and print every value whole (`golem_proxy.table_layout`).
+    A closed output raises BrokenPipeError, which the command line ends quietly."""
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() or "COLUMNS" in os.environ else 160
-    return Console(file=stream, width=width, highlight=False)
+    return _Console(file=stream, width=width, highlight=False)
 
 
 seconds_arg = _number_arg(float, "a number of seconds", minimum=0)
@@ -195,15 +229,33 @@ def open_trace(path: str) -> Optional[FlowReader]:
 
 
 def note_truncated(reader: FlowReader) -> None:
-    """Say so on stderr when the recording's last line was incomplete (once it was read)."""
+    """One line on stderr when the recording (read to its end) was cut short: its last line
+    is incomplete, or connections it opened were never closed (a proxy that stops closes
+    them all). What the proxy had not flushed yet, at most `FLUSH_INTERVAL`, is missing."""
+    why = []
     if reader.truncated_tail:
-        console(stderr=True).print(
-            Text(
-                f"note: {safe_text(reader.path)} ends with an incomplete line (the writer "
-                "stopped); read up to the last complete line",
-                style="yellow",
-            )
-        )
+        why.append("it ends with an incomplete line: read up to the last complete line")
+    unclosed = reader.unclosed
+    if unclosed:
+        why.append(f"{plural(unclosed, 'connection')} never closed")
+    if not why:
+        return
+    from ..live.recorder import FLUSH_INTERVAL  # here: the live side imports trio
+
+    missing = round(FLUSH_INTERVAL * 1000)
+    console(stderr=True).print(
+        Text(
+            f"note: {safe_text(reader.path)}: the proxy stopped without closing this "
+            f"recording; the last {missing} ms may be missing ({'; '.join(why)})",
+            style="yellow",
+        ),
+        soft_wrap=True,
+    )
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 connection``, ``2 connections``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def filtered_flows(
@@ -238,19 +290,8 @@ def _seen(flows: Iterator[Flow], see: Callable[[Flow], None]) -> Iterator[Flow]:
 
 
 def status_text(flow: Flow, profile: Profile) -> Text:
-    """The status cell: ok green, error codes red, malformed/framing magenta, pending yellow."""
-    status = flow.status(profile)
-    if status == "ok":
-        style = "green"
-    elif status == "pending":
-        style = "yellow"
-    elif status.startswith("malformed") or flow.frame_error is not None:
-        style = "magenta"
-    elif status == "unanswered":
-        style = "yellow"
-    else:
-        style = "red"
-    return Text(safe_text(status), style=style)
+    """The status cell, styled by the flow's tone (`golem_proxy.status_tone`)."""
+    return Text(safe_text(flow.status(profile)), style=TONE_STYLES[flow.tone])
 
 
 def violation_marker(flow: Flow) -> Text:

@@ -2,8 +2,9 @@
 
 A one-shot client ("curl for GOLEM"). The request is encoded, and the answer decoded, with the
 profile's own codec (`golem_core`), so what goes on the wire is what the protocol's reference
-client would send. Exit codes: 0 for a success answer, 1 for an error (or malformed) answer,
-2 when the call could not be made (bad arguments, no connection, no answer in time).
+client would send. Exit codes: 0 for a success answer, 1 for a failed one (an error or
+malformed answer, or a success envelope whose result reports a failure), 2 when the call
+could not be made (bad arguments, no connection, no answer in time).
 """
 
 from __future__ import annotations
@@ -11,32 +12,44 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
-import time
+from functools import partial
 from typing import Any, Optional
 
-from rich.highlighter import JSONHighlighter
+import trio
 from rich.text import Text
 
-from golem_core.framing import EndOfStream, Frame, FrameError
-from golem_core.messages import ABSENT, ErrorResponse, Malformed, Message, Response, Role
+from golem_core.messages import Malformed, Response, Role
+from golem_core.outcome import Outcome
 from golem_core.profiles import PROFILES, Profile
 from golem_core.profiles.base import json_type_name
 
+from ..events import Direction
 from ..net.addresses import Address, parse_address
+from ..net.request_client import (
+    Answer,
+    NoAnswerInTime,
+    RequestFailed,
+    Unreachable,
+    request_answer,
+)
 from ..terminal import safe_text
-from ._common import EXIT_FINDINGS, CommandError, address_arg, console, os_reason, seconds_arg
+from ._answers import print_answer
+from ._common import EXIT_FINDINGS, CommandError, address_arg, console, seconds_arg
 
 NAME = "call"
 HELP = "send one request to a plugin (or any server of the profile) and print the answer"
 ORDER = 45
 
-RECV_SIZE = 65536
+PROBE_AFTER = 2.0
+"""Seconds of silence after which `call` asks whether the server speaks another profile."""
+PROBE_TIMEOUT = 1.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("method", metavar="METHOD", help="the method to call, e.g. scene.info")
+    parser.add_argument(
+        "method", metavar="METHOD", help="the method to call, e.g. scene.get_document_info"
+    )
     parser.add_argument(
         "params",
         metavar="PARAMS_JSON",
@@ -84,14 +97,27 @@ def run(args: argparse.Namespace) -> int:
     target: Address = args.target or default_target(profile)
     payload = profile.encode_payload(profile.request(request_id, args.method, params))
     wanted = profile.correlation_key(profile.parse(payload, Role.REQUEST))
-    answer = exchange(target, profile.frame_payload(payload), profile, wanted, args.timeout)
-    message = profile.parse(answer.payload, Role.RESPONSE)
+    frame = profile.frame_payload(payload)
+    answer = trio.run(partial(_ask, target, frame, profile, wanted, args.timeout))
     if args.raw:
-        sys.stdout.buffer.write(answer.raw)
+        sys.stdout.buffer.write(answer.frame.raw)
         sys.stdout.buffer.flush()
     else:
-        print_answer(message, profile)
-    return 0 if isinstance(message, Response) else EXIT_FINDINGS
+        print_answer(answer.message, profile, console())
+    message = answer.message
+    outcome = profile.outcome(profile.parse(payload, Role.REQUEST), message)
+    if isinstance(message, Response) and outcome.failed:
+        # The answer is a success envelope reporting a failure: say so, the JSON alone is
+        # easy to misread as a success.
+        note = f"the answer reports a failure in its result: {safe_text(outcome.text, 120)}"
+        console(stderr=True).print(Text(f"golem-proxy: {note}", style="red"), soft_wrap=True)
+    return exit_code(outcome)
+
+
+def exit_code(outcome: Outcome) -> int:
+    """0 for an answer whose outcome is ok; 1 (`EXIT_FINDINGS`) for any failure: an error
+    envelope, an error or ``success: false`` in the result, a malformed answer."""
+    return EXIT_FINDINGS if outcome.failed else 0
 
 
 def parse_params(text: Optional[str], stdin: Any) -> Any:
@@ -113,10 +139,15 @@ def parse_params(text: Optional[str], stdin: Any) -> Any:
 
 
 def parse_id(text: str) -> Any:
-    """``--id 7`` is the number 7, anything else a string."""
+    """``--id 7`` is the number 7, anything else a string (``²`` and a number too long for
+    ``int`` included)."""
     stripped = text.strip()
-    if stripped.lstrip("-").isdigit():
-        return int(stripped)
+    digits = stripped[1:] if stripped.startswith("-") else stripped
+    if digits.isascii() and digits.isdigit():
+        try:
+            return int(stripped)
+        except ValueError:  # more digits than int() accepts: an id all the same
+            return text
     return text
 
 
@@ -127,98 +158,69 @@ def default_target(profile: Profile) -> Address:
     return parse_address(routes[0].upstream)
 
 
-def _connect(target: Address, timeout: float) -> socket.socket:
-    if target.is_unix:
-        assert target.path is not None
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(timeout)
+async def _ask(
+    target: Address, frame: bytes, profile: Profile, wanted: Any, timeout: float
+) -> Answer:
+    """The answer to ``frame``. When the server has sent nothing for `PROBE_AFTER` seconds, or
+    closes without a byte, ask once whether it speaks another profile (a server of the other
+    profile waits for a frame it never gets): CommandError names that profile."""
+    heard = trio.Event()
+
+    def observe(direction: Direction, chunk: bytes, now: float) -> None:
+        if direction is Direction.S2C and chunk:
+            heard.set()
+
+    answer: Optional[Answer] = None
+    failure: Optional[RequestFailed] = None
+    suspicion: Optional[CommandError] = None
+    async with trio.open_nursery() as nursery:
+
+        async def suspect() -> None:
+            nonlocal suspicion
+            with trio.move_on_after(PROBE_AFTER):
+                await heard.wait()
+                return
+            try:
+                await _suspect_other_profile(target, profile)
+            except CommandError as exc:
+                suspicion = exc
+                nursery.cancel_scope.cancel()
+
+        nursery.start_soon(suspect)
         try:
-            sock.connect(target.path)
-        except BaseException:
-            sock.close()
-            raise
-        return sock
-    return socket.create_connection((target.host, target.port), timeout=timeout)
+            answer = await request_answer(
+                target, frame, profile, wanted, timeout=timeout, observe=observe
+            )
+        except RequestFailed as exc:
+            failure = exc
+        nursery.cancel_scope.cancel()
+    if suspicion is not None:
+        raise suspicion
+    if failure is not None:
+        if not heard.is_set() and not isinstance(failure, (Unreachable, NoAnswerInTime)):
+            await _suspect_other_profile(target, profile)  # closed without a byte
+        raise CommandError(failure.what, failure.why) from None
+    assert answer is not None
+    return answer
 
 
-def exchange(target: Address, frame: bytes, profile: Profile, wanted: Any, timeout: float) -> Frame:
-    """Send ``frame`` to ``target`` and return the frame whose id has the correlation key
-    ``wanted`` (or the
-    server's answer to a request it could not read, which carries no id). Frames that answer
-    something else (notifications) are skipped. Raises CommandError when the server cannot be
-    reached, closes first, sends bytes that are no frame, or stays silent for ``timeout``."""
-    deadline = time.monotonic() + timeout
-    try:
-        sock = _connect(target, timeout)
-    except socket.timeout:
-        raise CommandError(
-            f"cannot reach {target}", f"no connection within {timeout:g} s"
-        ) from None
-    except OSError as exc:
-        raise CommandError(f"cannot reach {target}", os_reason(exc)) from None
-    decoder = profile.new_decoder(skip_oversized=False)
-    with sock:
+async def _suspect_other_profile(target: Address, profile: Profile) -> None:
+    """Raise CommandError naming the profile the server at ``target`` does answer (a ``ping``
+    of that profile on a connection of its own; a JSON-RPC server answers it with "method not
+    found", an answer all the same), when one does; return when none does."""
+    for other in PROFILES.values():
+        if other.name == profile.name:
+            continue
+        payload = other.encode_payload(other.request(next(other.request_ids()), "ping", {}))
+        wanted = other.correlation_key(other.parse(payload, Role.REQUEST))
         try:
-            sock.sendall(frame)
-            while True:
-                for event in decoder.events():
-                    if isinstance(event, Frame):
-                        message = profile.parse(event.payload, Role.RESPONSE)
-                        key = profile.correlation_key(message)
-                        if key == wanted or (key is None and not _is_notification(message)):
-                            return event
-                    elif isinstance(event, FrameError):
-                        raise CommandError(f"{target} sent a bad frame", event.detail)
-                    elif isinstance(event, EndOfStream):
-                        raise CommandError(f"{target} closed the connection without answering")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise socket.timeout
-                sock.settimeout(remaining)
-                chunk = sock.recv(RECV_SIZE)
-                if chunk:
-                    decoder.receive_data(chunk)
-                else:
-                    decoder.receive_eof()
-        except socket.timeout:
-            raise CommandError(f"{target} did not answer", f"waited {timeout:g} s") from None
-        except OSError as exc:
-            raise CommandError(f"connection to {target} failed", os_reason(exc)) from None
-
-
-def _is_notification(message: Message) -> bool:
-    return isinstance(message.obj, dict) and "method" in message.obj
-
-
-def print_answer(message: Message, profile: Profile) -> None:
-    """A success's result as highlighted JSON; an error with its code's registry name."""
-    out = console()
-    if isinstance(message, Response):
-        out.print(_json_text(message.result), soft_wrap=True)
-        return
-    if isinstance(message, ErrorResponse):
-        error = message.error
-        name = profile.registry.name_of(error.code)
-        code = safe_text(str(error.code), 80)
-        label = code if name == str(error.code) else f"{safe_text(name, 80)} ({code})"
-        line = Text("error ", style="bold red")
-        line.append(label, style="bold red")
-        line.append(f": {safe_text(str(error.message))}")
-        out.print(line, soft_wrap=True)
-        for member, value in (("details", error.details), ("data", error.data)):
-            if value is not ABSENT:
-                out.print(Text(f"{member}:", style="dim"))
-                out.print(_json_text(value), soft_wrap=True)
-        return
-    assert isinstance(message, Malformed)
-    line = Text("malformed answer ", style="bold magenta")
-    line.append(f"({message.kind.value}): {safe_text(message.detail)}")
-    out.print(line, soft_wrap=True)
-
-
-def _json_text(value: Any) -> Text:
-    """``value`` as indented JSON, every line made inert, highlighted (never read as markup)."""
-    lines = json.dumps(value, indent=2, ensure_ascii=False).split("\n")
-    text = Text("\n".join(safe_text(line) for line in lines))
-    JSONHighlighter().highlight(text)
-    return text
+            answer = await request_answer(
+                target, other.frame_payload(payload), other, wanted, timeout=PROBE_TIMEOUT
+            )
+        except RequestFailed:
+            continue
+        if not isinstance(answer.message, Malformed):
+            raise CommandError(
+                f"{target} does not answer {profile.name} requests; it answers {other.name}",
+                f"pass --profile {other.name}",
+            )

@@ -11,6 +11,7 @@ import sys
 from rich.text import Text
 
 from ..analysis.catalogue_build import build_catalogue
+from ..terminal import safe_text
 from ._common import EXIT_OK, console, fail
 
 NAME = "catalogue"
@@ -40,7 +41,16 @@ def run(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         return fail(f"{missing[0]}: no such file or directory")
-    catalogue = build_catalogue(args.paths, args.commit, args.source or "")
+    notes = console(stderr=True)
+
+    def note(line: str) -> None:
+        notes.print(Text(f"note: {safe_text(line)}", style="yellow"), soft_wrap=True)
+
+    catalogue = build_catalogue(args.paths, args.commit, args.source or "", note)
+    if not (catalogue["plugin_methods"] or catalogue["builtins"] or catalogue["client_methods"]):
+        # An empty catalogue would pass for "this plugin has no methods": say what happened.
+        where = ", ".join(args.paths)
+        return fail(f"found no plugin handlers and no MCP tools under {where}")
     text = json.dumps(catalogue, ensure_ascii=False, indent=1) + "\n"
     if args.out is None:
         sys.stdout.write(text)

@@ -4,15 +4,15 @@ the drift against a method catalogue."""
 from __future__ import annotations
 
 import argparse
-import socket
+from collections import Counter
+from functools import partial
 from typing import Any, Optional
 
+import trio
 from rich.console import Console
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
-from golem_core.blocking import MessageReader, send_message
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Severity
 from golem_core.messages import Response, Role
@@ -21,21 +21,25 @@ from golem_core.profiles import GOLEM
 from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
 from ..analysis.drift import DriftCollector, DriftReport
 from ..analysis.trace import FlowReader, TraceError, json_text
-from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import parse_address
-from ..terminal import safe_text
+from ..net.request_client import RequestFailed, Unreachable, request_answer
+from ..table_layout import Cell, Column, print_table
+from ..terminal import counted, safe_text
 from ._common import (
+    CATALOGUE_HELP,
+    CATALOGUE_METAVAR,
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
+    catalogue_arg,
     console,
     fail,
     note_truncated,
     open_trace,
-    os_reason,
     severity_text,
     trace_path_arg,
 )
+from ._progress import file_progress
 
 NAME = "check"
 HELP = "report every contract violation in a recording (and drift against a method catalogue)"
@@ -56,8 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--catalogue",
-        metavar="FILE|NAME",
-        help="method catalogue: a JSON file or a shipped one (golem-3dmcp@9819b31)",
+        metavar=CATALOGUE_METAVAR,
+        type=catalogue_arg,
+        help=f"method catalogue: {CATALOGUE_HELP}",
     )
     source.add_argument(
         "--catalogue-live",
@@ -78,10 +83,11 @@ def run(args: argparse.Namespace) -> int:
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
-    collector = DriftCollector(catalogue)
-    with trace:
+    collector = DriftCollector(catalogue, trace.profile)
+    failures: Counter[str] = Counter()
+    with trace, file_progress(trace.fileno(), "checking"):
         try:
-            findings = _audit(trace, catalogue, collector)
+            findings = _audit(trace, catalogue, collector, failures=failures)
         except TraceError as exc:
             return fail(str(exc))
     note_truncated(trace)
@@ -101,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
             "warnings": warnings,
             "rules": [group.to_json() for group in contract],
             "drift": report.to_json(),
+            "failed_flows": {"count": sum(failures.values()), "by_status": dict(failures)},
         }
         console().file.write(json_text(data, indent=2) + "\n")
     else:
@@ -108,7 +115,12 @@ def run(args: argparse.Namespace) -> int:
         if catalogue is not None or drift:
             print_drift(out, report)
         _print_rules(out, contract)
-        verdict = f"{errors} error(s), {warnings} warning(s) in {trace.flow_count} flows"
+        if failures:
+            out.print(failures_text(failures), soft_wrap=True)
+        verdict = (
+            f"{counted(errors, 'error')}, {counted(warnings, 'warning')} in "
+            f"{counted(trace.flow_count, 'flow')}"
+        )
         out.print(Text(verdict, style="bold red" if failed else "bold green"))
     return EXIT_FINDINGS if failed else EXIT_OK
 
@@ -118,15 +130,20 @@ def _audit(
     catalogue: Optional[MethodCatalogue],
     drift: DriftCollector,
     piece: int = 1000,
+    failures: Optional[Counter[str]] = None,
 ) -> list[Finding]:
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
-    in the order one call over the whole trace gives; the flows' drift goes to ``drift``."""
+    in the order one call over the whole trace gives; the flows' drift goes to ``drift``, the
+    status of every failed flow is counted in ``failures``."""
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
+    profile = trace.profile
     for events, flows in trace.batches(piece):
         # The catalogue is the plugin's: the flows of another layer (the MCP hop) are not
         # read against it.
         drift.add_flows(f for f in flows if f.route not in trace.route_profiles)
+        if failures is not None:
+            failures.update(flow.status(profile) for flow in flows if flow.is_error)
         for finding in audit(events, flows, trace.profile, catalogue, trace.route_profiles):
             if finding.flow is None:  # the same report may come in two pieces: keep one
                 violation = finding.violation
@@ -145,19 +162,22 @@ def _audit(
     return findings
 
 
+def failures_text(failures: Counter[str]) -> Text:
+    """One line: how many flows failed (their outcome, an error in a result included) and
+    with which status. Failures are what the peers did, not contract violations: they do
+    not change the exit code."""
+    total = sum(failures.values())
+    parts = ", ".join(f"{n} {safe_text(status, 80)}" for status, n in failures.most_common())
+    flows = "flow" if total == 1 else "flows"
+    return Text(f"{total} {flows} failed: {parts}", style="red")
+
+
 # -- catalogue -------------------------------------------------------------------------------
 
 
 def _catalogue(args: argparse.Namespace) -> Optional[MethodCatalogue]:
-    if args.catalogue:
-        try:
-            return load_catalogue(args.catalogue)
-        except CatalogueNotFound as exc:
-            raise CatalogueError(f"{args.catalogue}: {exc}") from None
-        except OSError as exc:
-            raise CatalogueError(f"{args.catalogue}: {os_reason(exc)}") from None
-        except ValueError as exc:
-            raise CatalogueError(f"{args.catalogue}: not a method catalogue ({exc})") from None
+    if args.catalogue is not None:
+        return args.catalogue  # type: ignore[no-any-return]  # loaded by catalogue_arg
     if args.catalogue_live:
         return fetch_live_catalogue(args.catalogue_live)
     return None
@@ -171,24 +191,22 @@ def fetch_live_catalogue(where: str, timeout: float = LIVE_TIMEOUT) -> MethodCat
         address = parse_address(where)
     except ValueError as exc:
         raise CatalogueError(f"--catalogue-live: {exc}") from None
+    request = GOLEM.encode_payload(GOLEM.request("golem-proxy-check", "list_methods", {}))
+    wanted = GOLEM.correlation_key(GOLEM.parse(request, Role.REQUEST))
+    ask = partial(request_answer, timeout=timeout)
     try:
-        if address.path is not None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout)
-            sock.connect(address.path)
-        else:
-            sock = socket.create_connection((address.host, address.port), timeout=timeout)
-        with sock:
-            request = {"id": "golem-proxy-check", "method": "list_methods", "params": {}}
-            send_message(sock, request, GOLEM)
-            reply = MessageReader(sock, GOLEM).read_message(Role.RESPONSE)
-    except OSError as exc:
-        raise CatalogueError(f"cannot ask list_methods at {address} ({os_reason(exc)})") from None
-    except ValueError as exc:  # golem_core's wire errors are ValueErrors
-        raise CatalogueError(f"list_methods at {address}: {exc}") from None
-    methods = reply.result.get("methods") if isinstance(reply, Response) else None
-    if not isinstance(reply, Response) or not isinstance(methods, list):
-        raise CatalogueError(f"list_methods at {address}: unexpected answer {reply!r:.200}")
+        answer = trio.run(ask, address, GOLEM.frame_payload(request), GOLEM, wanted)
+    except Unreachable as exc:
+        raise CatalogueError(f"cannot ask list_methods at {address} ({exc.why})") from None
+    except RequestFailed as exc:
+        raise CatalogueError(f"cannot ask list_methods at {address}: {exc}") from None
+    reply = answer.message
+    # The answer is hostile input like any other: a result of another shape is reported.
+    result = reply.result if isinstance(reply, Response) else None
+    methods = result.get("methods") if isinstance(result, dict) else None
+    if not isinstance(methods, list):
+        shown = safe_text(GOLEM.describe(reply), 80)
+        raise CatalogueError(f"list_methods at {address}: unexpected answer ({shown})")
     return MethodCatalogue.from_method_list(methods, f"list_methods at {address}")
 
 
@@ -216,9 +234,7 @@ def print_drift(out: Console, report: DriftReport) -> None:
             text = Text("no drift: every method and param is known", style="green")
         out.print(Panel(text, title=title, border_style="yellow" if report.note else "green"))
         return
-    table = Table(show_header=True, expand=False, box=None)
-    for column in ("drift", "method", "param", "detail", "calls", "flows", "source"):
-        table.add_column(column, justify="right" if column == "calls" else "left")
+    rows: list[list[Cell]] = []
     for row in report.rows:
         d = row.drift
         label, style = _LABELS[d.kind]
@@ -231,13 +247,26 @@ def print_drift(out: Console, report: DriftReport) -> None:
         else:
             detail = d.detail
         param = " or ".join(d.param.split("|")) if d.kind == "missing-required" else d.param
-        cells = (d.method, param, detail, str(len(row.flows)), _flows(row.flows))
         source = f"{d.side}: {d.at}" if d.at and not row.recorded else ""
-        table.add_row(Text(label, style=style), *(Text(safe_text(c)) for c in (*cells, source)))
+        texts = (d.method, param, detail, str(len(row.flows)), _flows(row.flows), source)
+        rows.append([Text(label, style=style), *(safe_text(text) for text in texts)])
     severe = any(r.drift.kind in ("unknown-method", "missing-required") for r in report.rows)
-    out.print(Panel(table, title=title, border_style="red" if severe else "yellow"))
+    title.stylize("bold red" if severe else "bold yellow")
+    print_table(out, _DRIFT_COLUMNS, rows, title)
     if report.note:
-        out.print(Text(safe_text(f"note: {report.note}"), style="yellow"))
+        out.print(Text(safe_text(f"note: {report.note}"), style="yellow"), soft_wrap=True)
+
+
+# The method is what the reader looks for: the source and detail wrap first.
+_DRIFT_COLUMNS = (
+    Column("drift", wrap=True, priority=1, floor=10),
+    Column("method", wrap=True, priority=3, floor=14),
+    Column("param", wrap=True, priority=2, floor=10),
+    Column("detail", wrap=True, priority=0, floor=12),
+    Column("calls", right=True),
+    Column("flows", wrap=True, priority=1, floor=6),
+    Column("source", wrap=True, priority=0, floor=20),
+)
 
 
 def _flows(numbers: list[int]) -> str:
@@ -250,45 +279,57 @@ def _flows(numbers: list[int]) -> str:
 # -- rules -----------------------------------------------------------------------------------
 
 
-def _literal(text: str) -> Text:
-    """Text from the trace, shown as it is: no markup, no control characters."""
-    return Text(safe_text(text))
+def _literal(text: str) -> str:
+    """Text from the trace, shown as it is: no control characters (and, being a plain
+    string in a table cell, never read as markup)."""
+    return safe_text(text)
 
 
 def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
     if not groups:
         out.print(Text("no contract violations", style="green"))
         return
-    summary = Table(title="Contract violations by rule", title_justify="left")
-    summary.add_column("rule")
-    summary.add_column("severity")
-    summary.add_column("count", justify="right")
-    summary.add_column("summary")
-    for group in groups:
-        summary.add_row(
+    rows: list[list[Cell]] = [
+        [
             _literal(group.rule),
             severity_text(group.severity),
             str(group.count),
             _literal(group.summary),
-        )
-    out.print(summary)
+        ]
+        for group in groups
+    ]
+    print_table(out, _SUMMARY_COLUMNS, rows, Text("Contract violations by rule", style="italic"))
     for group in groups:
-        detail = Table(
-            title=_literal(f"{group.rule} ({group.count})"),
-            title_justify="left",
-            title_style="bold",
-        )
-        for column in ("flow", "conn", "dir", "method", "path", "message"):
-            detail.add_column(column, justify="right" if column in ("flow", "conn") else "left")
-        for finding in group.findings[:_EXAMPLES_PER_RULE]:
-            detail.add_row(
+        out.print()
+        heading = Text(_literal(f"{group.rule} ({group.count})"), style="bold")
+        rows = [
+            [
                 "" if finding.flow is None else f"#{finding.flow}",
                 "" if finding.conn is None else str(finding.conn),
                 finding.direction or "",
                 _literal(finding.method or ""),
                 _literal(finding.violation.path),
                 _literal(finding.violation.message),
-            )
+            ]
+            for finding in group.findings[:_EXAMPLES_PER_RULE]
+        ]
+        print_table(out, _FINDING_COLUMNS, rows, heading)
         if group.count > _EXAMPLES_PER_RULE:
-            detail.caption = f"… and {group.count - _EXAMPLES_PER_RULE} more (--json for all)"
-        out.print(detail)
+            more = f"… and {group.count - _EXAMPLES_PER_RULE} more (--json for all)"
+            out.print(Text(more, style="dim"), soft_wrap=True)
+
+
+_SUMMARY_COLUMNS = (
+    Column("rule", wrap=True, priority=2, floor=12),
+    Column("severity"),
+    Column("count", right=True),
+    Column("summary", wrap=True, priority=1, floor=16),
+)
+_FINDING_COLUMNS = (
+    Column("flow", right=True),
+    Column("conn", right=True, short="c"),
+    Column("dir"),
+    Column("method", wrap=True, priority=3, floor=14),
+    Column("path", wrap=True, priority=1, floor=10),
+    Column("message", wrap=True, priority=0, floor=16),
+)

@@ -1,36 +1,59 @@
 """``golem-proxy demo``: the headless plugin, the proxy with recording, and a scripted GOLEM
-session through it — the whole product in one command, on a machine with nothing else."""
+session through it — the whole product in one command, on a machine with nothing else.
+
+``--profile jsonrpc-ndjson`` does the same for Scrybe without Scrybe: the stand-in app
+(`golem_proxy.testing.scrybe_app`) on a Unix socket, the proxy in front of it, and the scripted
+session over the whole 0.6 method table (`golem_proxy.testing.scrybe_session`)."""
 
 from __future__ import annotations
 
 import argparse
 import datetime
 import os
+import shutil
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from typing import Optional
 
 import trio
 from rich.console import Console
 
-from golem_core.profiles import GOLEM
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, PROFILES
 
+from ..analysis.flows import Flow
 from ..analysis.stats import compute_stats
 from ..analysis.trace import open_flows
+from ..catalogues import shipped
 from ..live.log import Verbosity
 from ..live.log_output import TerminalOutput
-from ..live.relay import ProxyOptions
+from ..live.relay import BoundRoute, ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..net.addresses import Address, Route
-from ..testing.demo_session import run_demo_session
+from ..recording.safe_paths import RecordPathError, check_record_target
+from ..terminal import counted
+from ..testing.demo_session import DemoOutcome, run_demo_session
 from ..testing.plugin_process import PluginProcess, PluginStartError
-from ._common import CommandError, integer_arg
-from .stats import stats_table
+from ..testing.scrybe_app import ScrybeApp
+from ..testing.scrybe_server import AppServer
+from ..testing.scrybe_session import DISK, run_scrybe_session
+from ._common import CommandError, integer_arg, print_error, unwrap
+from .stats import print_stats
 
 NAME = "demo"
-HELP = "Run the headless plugin and the proxy, drive a scripted session, record it."
+HELP = (
+    "Run the headless plugin (or, with --profile jsonrpc-ndjson, a stand-in Scrybe app) and "
+    "the proxy, drive a scripted session, record it."
+)
 ORDER = 1
+
+EXIT_INTERRUPTED = 130
+GOLEM_PINGS = ("ping", "gh.ping")
+"""What the client sends first on every connection (main channel, Grasshopper channel)."""
+NARRATION_WAIT = 3.0
+NARRATION_POLL = 0.005
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         metavar="PATH",
         help="recording path (default: recordings/demo-TIMESTAMP.jsonl)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=GOLEM.name,
+        help="golem (the headless plugin, default) or jsonrpc-ndjson (a stand-in Scrybe app)",
     )
     parser.add_argument("--seed", type=integer_arg, default=42, help="plugin seed (default 42)")
     parser.add_argument("--quiet", "-q", action="store_true", help="log problems only")
@@ -59,20 +88,40 @@ def _default_path() -> str:
     return os.path.join("recordings", f"demo-{stamp}.jsonl")
 
 
+class DemoInterrupted(Exception):
+    """Ctrl-C stopped the demo's session (which then stopped cleanly)."""
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.out and os.path.lexists(args.out):
+    if args.out:
         # Checked before the plugin starts: the recorder would refuse it half way through.
-        raise CommandError(f"{args.out}: already exists", "the demo never replaces a file")
+        try:
+            check_record_target(
+                args.out, option="--out", if_exists="the demo never replaces a file"
+            )
+        except RecordPathError as exc:
+            raise CommandError(str(exc)) from None
     # As in `proxy`: the live log must not stall the session when stdout stops reading.
     output = TerminalOutput(sys.stdout)
+    path = args.out or _default_path()
     try:
-        return _run(args, output.console())
+        if args.profile == JSONRPC_NDJSON.name:
+            return _run_scrybe(args, path, output.console())
+        return _run(args, path, output.console())
+    except BaseException as exc:
+        # Ctrl-C reaches the plugin too (one process group): whatever failed after it, the
+        # cause to report is the interruption (trio may wrap it in an exception group).
+        if not isinstance(unwrap(exc), (KeyboardInterrupt, DemoInterrupted)):
+            raise
+        output.close()
+        where = f"; what ran is recorded in {path}" if os.path.exists(path) else ""
+        print_error(f"demo interrupted (Ctrl-C){where}")
+        return EXIT_INTERRUPTED
     finally:
         output.close()
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
-    path = args.out or _default_path()
+def _run(args: argparse.Namespace, path: str, console: Console) -> int:
     plugin = PluginProcess(port=_port_or_any(9876), gh_port=_port_or_any(9877), seed=args.seed)
     console.rule("[bold]golem-proxy demo")
     try:
@@ -99,65 +148,186 @@ def _run(args: argparse.Namespace, console: Console) -> int:
         if args.quiet:
             config.verbosity = Verbosity.QUIET
         # A busy port or an unwritable recording ends as one line (golem_proxy.cli).
-        trio.run(_drive, config, console)
+        outcome = trio.run(_drive, config, console, _golem_script)
     finally:
         plugin.stop()
-    with open_flows(path) as trace:
-        flows = list(trace.flows())
-    console.rule("[bold]session summary")
-    console.print(stats_table(compute_stats(flows), f"{path}"))
-    violations = sum(len(flow.violations) for flow in flows)
-    console.print(
-        f"{len(flows)} exchanges on {len(trace.tracker.connections)} connections, "
-        f"{sum(flow.is_error for flow in flows)} errors, {violations} contract violations"
+    launcher = _launcher()
+    _summary(console, path, outcome)
+    _hints(
+        console,
+        path,
+        [
+            f"{launcher} tui {path}",
+            f"{launcher} show {path} --filter '~e'",
+            f"{launcher} check {path} --catalogue {shipped()[0]}",
+            f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
+        ],
     )
-    console.rule()
-    console.print(f"recorded [bold]{path}[/]. Look at it again with:")
-    # ./dev sets this: `golem-proxy` itself is only on the PATH inside the virtualenv.
-    launcher = os.environ.get("GOLEM_PROXY_COMMAND", "golem-proxy")
-    for command in (
-        f"{launcher} tui {path}",
-        f"{launcher} show {path} --filter '~e'",
-        f"{launcher} check {path}{_catalogue_hint()}",
-        f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
-    ):
-        console.print(f"  [cyan]{command}[/]", soft_wrap=True)  # whole lines, to copy
     return 0
 
 
-def _catalogue_hint() -> str:
-    """``--catalogue FILE`` for the closing hint, only where that file is (in a checkout): a
-    hint must work where it is printed."""
-    path = os.path.join("docs", "golem-method-catalogue.json")
-    return f" --catalogue {path}" if os.path.isfile(path) else ""
+def _run_scrybe(args: argparse.Namespace, path: str, console: Console) -> int:
+    """The Scrybe demo: the stand-in app and the proxy on Unix sockets in a private directory
+    of their own (short: a socket path must stay under 108 bytes)."""
+    console.rule("[bold]golem-proxy demo · jsonrpc-ndjson (a stand-in Scrybe app)")
+    directory = tempfile.mkdtemp(prefix="golem-proxy-demo-")
+    try:
+        app = AppServer(os.path.join(directory, "app.sock"), ScrybeApp(dict(DISK)))
+        console.print(f"stand-in Scrybe app: unix:{app.path}", soft_wrap=True)
+        route = Route(
+            JSONRPC_NDJSON.channels[0],
+            Address(path=os.path.join(directory, "proxy.sock")),
+            Address(path=app.path),
+        )
+        config = SessionConfig(
+            routes=[route],
+            profile=JSONRPC_NDJSON,
+            options=ProxyOptions(drain_timeout=1.0),
+            record_path=path,
+            console=console,
+        )
+        if args.quiet:
+            config.verbosity = Verbosity.QUIET
+        outcome = trio.run(_drive, config, console, _scrybe_script, app)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    launcher = _launcher()
+    _summary(console, path, outcome)
+    # Absolute, so that they work from any directory (the demo's own sockets are gone).
+    sockets = tempfile.gettempdir()
+    replay_socket = os.path.join(sockets, "golem-proxy-scrybe-replay.sock")
+    app_socket = os.path.join(sockets, "scrybe-stand-in.sock")
+    proxy_socket = os.path.join(sockets, "golem-proxy-scrybe.sock")
+    _hints(
+        console,
+        path,
+        [
+            f"{launcher} tui {path}",
+            f"{launcher} show {path} --filter '~e'",
+            f"{launcher} check {path}",
+            f"{launcher} replay {path} --listen unix:{replay_socket}"
+            f"  # then a client with SCRYBE_SOCK={replay_socket}",
+            f"python -m golem_proxy.testing.scrybe_server {app_socket}  # the stand-in app",
+            f"{launcher} proxy --profile jsonrpc-ndjson --route "
+            f"unix:{proxy_socket}=unix:{app_socket}  # the proxy in front of it",
+        ],
+    )
+    return 0
 
 
-async def _drive(config: SessionConfig, console: Console) -> None:
+def _golem_script(bound: list[BoundRoute], outcome: DemoOutcome) -> None:
+    main, gh = bound[0].listen, bound[1].listen
+    run_demo_session((main.host, main.port), (gh.host, gh.port), outcome=outcome)
+
+
+def _scrybe_script(bound: list[BoundRoute], outcome: DemoOutcome) -> None:
+    assert bound[0].listen.path is not None
+    run_scrybe_session(bound[0].listen.path, outcome)
+
+
+def _launcher() -> str:
+    # ./dev sets this: `golem-proxy` itself is only on the PATH inside the virtualenv.
+    return os.environ.get("GOLEM_PROXY_COMMAND", "golem-proxy")
+
+
+def _summary(console: Console, path: str, outcome: DemoOutcome) -> None:
+    """The recording's statistics, its counts, and why it has the exchanges it has."""
+    with open_flows(path) as trace:
+        flows = list(trace.flows())
+    console.rule("[bold]session summary")
+    print_stats(console, compute_stats(flows), f"{path}")
+    violations = sum(len(flow.violations) for flow in flows)
+    console.print(
+        f"{counted(len(flows), 'exchange')} on "
+        f"{counted(len(trace.tracker.connections), 'connection')}, "
+        f"{counted(sum(flow.is_error for flow in flows), 'error')}, "
+        f"{counted(violations, 'contract violation')}"
+    )
+    console.print(_exchanges_explained(flows, outcome), soft_wrap=True)
+
+
+def _hints(console: Console, path: str, commands: list[str]) -> None:
+    console.rule()
+    console.print(f"recorded [bold]{path}[/]. Look at it again with:")
+    for command in commands:
+        console.print(f"  [cyan]{command}[/]", soft_wrap=True)  # whole lines, to copy
+
+
+def _exchanges_explained(flows: list[Flow], outcome: DemoOutcome) -> str:
+    """Why the recording has more exchanges than the session made tool calls: each
+    connection's ping handshake, and the malformed frame the session sends on purpose."""
+    pings = sum(1 for flow in flows if flow.method in GOLEM_PINGS)
+    malformed = sum(1 for flow in flows if flow.method is None)
+    other = len(flows) - outcome.calls - pings - malformed
+    parts = [counted(outcome.calls, outcome.noun)]
+    if pings:
+        parts.append(f"{counted(pings, 'ping')} (the client's handshake on each connection)")
+    if malformed:
+        parts.append(f"{counted(malformed, 'malformed frame')} (a client bug, sent on purpose)")
+    if other:
+        parts.append(f"{counted(other, 'other exchange')}")
+    return f"the {counted(len(flows), 'exchange')}: " + ", ".join(parts)
+
+
+Script = Callable[[list[BoundRoute], DemoOutcome], None]
+
+
+async def _drive(
+    config: SessionConfig, console: Console, script: Script, app: Optional[AppServer] = None
+) -> DemoOutcome:
+    """Run the proxy session (and ``app``, the stand-in server behind it) and the scripted
+    client through it, in a thread; returns what the client did. Raises DemoInterrupted on
+    Ctrl-C (after the session stopped and its recording is whole)."""
     session = ProxySession(config)
+    interrupted = trio.Event()
+    outcome = DemoOutcome()
+
+    def narrate(text: str) -> None:  # in the client's thread
+        held = outcome.open_connections
+        trio.from_thread.run(_narrate, session, held, console, f"[bold blue]» {text}[/]")
+
+    outcome.narrate = narrate
     async with trio.open_nursery() as nursery:
+        if app is not None:
+            await nursery.start(app.serve)
         bound = await nursery.start(session.run)
         for item in bound:
-            console.print(f"proxy {item.route.name}: {item.listen} → {item.route.upstream}")
-        main, gh = bound[0].listen, bound[1].listen
-        with trio.open_signal_receiver(signal.SIGINT) as signals:
-            nursery.start_soon(_stop_on_signal, signals, session)
-            outcome = await trio.to_thread.run_sync(
-                lambda: run_demo_session(
-                    (main.host, main.port),
-                    (gh.host, gh.port),
-                    lambda text: console.print(f"[bold blue]» {text}[/]"),
-                )
-            )
             console.print(
-                f"[bold blue]» session done:[/] {outcome.calls} calls, "
-                f"{len(outcome.failures)} failed as the client saw them"
+                f"proxy {item.route.name}: {item.listen} → {item.route.upstream}", soft_wrap=True
             )
+        with trio.open_signal_receiver(signal.SIGINT) as signals:
+            nursery.start_soon(_stop_on_signal, signals, session, interrupted)
+            try:
+                await trio.to_thread.run_sync(lambda: script(bound, outcome))
+            except Exception:
+                if not interrupted.is_set():
+                    raise
             session.stop()
             await session.finished.wait()
             nursery.cancel_scope.cancel()
+    if interrupted.is_set():
+        raise DemoInterrupted
+    console.print(
+        f"[bold blue]» session done:[/] {counted(outcome.calls, outcome.noun)}, "
+        f"{len(outcome.failures)} failed as the client saw them"
+    )
+    return outcome
 
 
-async def _stop_on_signal(signals: AsyncIterator[int], session: ProxySession) -> None:
+async def _narrate(session: ProxySession, held: int, console: Console, markup: str) -> None:
+    """Print a line of narration after the log lines of everything the client did before it:
+    wait (a few seconds at most) until the proxy has seen closed every connection but the
+    ``held`` ones the client still has open, and has decoded and logged all it forwarded."""
+    with trio.move_on_after(NARRATION_WAIT):
+        while session.proxy.live_connections > held or not session.caught_up():
+            await trio.sleep(NARRATION_POLL)
+    console.print(markup)
+
+
+async def _stop_on_signal(
+    signals: AsyncIterator[int], session: ProxySession, interrupted: trio.Event
+) -> None:
     async for _ in signals:
+        interrupted.set()
         session.stop()
         return

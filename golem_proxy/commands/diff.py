@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
-
 from ..replay.diffing import Comparator
 from ..replay.index import load_exchanges
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_diff
 from ..replay.tracediff import diff_traces
-from ._common import CommandError, number_arg, reading, trace_path_arg
+from ._common import CommandError, console, number_arg, reading, trace_path_arg
 
 NAME = "diff"
 HELP = "compare two traces exchange by exchange (GUID-aware, with tolerances)"
@@ -62,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(diff.to_json(), indent=2, ensure_ascii=False))
         else:
-            render_diff(diff, Console(highlight=False), (args.a, args.b))
+            render_diff(diff, console(), (args.a, args.b))
     finally:
         a.close()
         b.close()

@@ -9,14 +9,14 @@ import os
 import sys
 from typing import IO
 
-from rich.table import Table
 from rich.text import Text
 
 from ..analysis.captures import captures, write_captures
 from ..analysis.trace import FlowReader, TraceError, flow_json_line
 from ..recording.format import replacing, write_private
 from ..recording.streams import write_streams
-from ..terminal import safe_text
+from ..table_layout import Cell, Column, print_table
+from ..terminal import counted, safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -28,6 +28,7 @@ from ._common import (
     os_reason,
     trace_path_arg,
 )
+from ._progress import file_progress
 
 NAME = "export"
 HELP = "export a recording: exact per-connection byte streams, or exchanges as JSON lines"
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
-    with trace:
+    with trace, file_progress(trace.fileno(), "exporting"):
         try:
             if args.format == "jsonl":
                 code = _export_jsonl(trace, args.out)
@@ -71,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
                 code = _export_streams(trace, args.out)
         except TraceError as exc:
             return fail(str(exc))
+        except BrokenPipeError:
+            raise  # the reader of stdout went away: the command line ends quietly
         except OSError as exc:
             return fail(f"cannot write {exc.filename or args.out} ({os_reason(exc)})")
     note_truncated(trace)
@@ -94,7 +97,7 @@ def _export_jsonl(trace: FlowReader, out: str) -> int:
     # carry whatever crossed the socket.
     with replacing(out, overwrite=True) as stream:
         count = _write_flows(trace, stream)
-    console(stderr=True).print(Text(f"wrote {count} flows to {safe_text(out)}"))
+    console(stderr=True).print(Text(f"wrote {counted(count, 'flow')} to {safe_text(out)}"))
     return EXIT_OK
 
 
@@ -104,8 +107,19 @@ def _export_images(trace: FlowReader, out: str) -> int:
         size = f"{capture.width}x{capture.height}"
         console().print(Text(f"{capture.filename}  {size}  {len(capture.png)} B"))
         written += 1
-    console(stderr=True).print(Text(f"wrote {written} images to {safe_text(out)}"))
+    console(stderr=True).print(Text(f"wrote {counted(written, 'image')} to {safe_text(out)}"))
     return EXIT_OK
+
+
+_STREAM_COLUMNS = (
+    Column("file", wrap=True, priority=2, floor=16),
+    Column("route", short="rt", wrap=True, priority=0, floor=8),
+    Column("bytes", right=True),
+    Column("frames", right=True, short="fr"),
+    Column("errors", right=True, short="err"),
+    Column("discarded", right=True, short="disc"),
+    Column("check", wrap=True, priority=1, floor=12),
+)
 
 
 def _export_streams(trace: FlowReader, out: str) -> int:
@@ -124,11 +138,7 @@ def _export_streams(trace: FlowReader, out: str) -> int:
         os.path.join(out, "index.json"), text.encode("utf-8", "backslashreplace"), overwrite=True
     )
 
-    table = Table(title=f"{safe_text(out)} · {len(streams)} streams", title_justify="left")
-    for column in ("file", "route", "bytes", "frames", "errors", "discarded", "check"):
-        table.add_column(
-            column, justify="left" if column in ("file", "route", "check") else "right"
-        )
+    rows: list[list[Cell]] = []
     lost = 0
     for stream in streams:
         complete = stream.complete
@@ -141,19 +151,25 @@ def _export_streams(trace: FlowReader, out: str) -> int:
         else:
             lost += 1
             check = Text(f"≠ {stream.recorded_bytes} bytes forwarded", style="bold red")
-        table.add_row(
-            stream.filename,
-            safe_text(stream.route),
-            str(stream.size),
-            str(stream.frames),
-            str(stream.frame_errors),
-            str(stream.discarded_bytes),
-            check,
+        rows.append(
+            [
+                stream.filename,
+                safe_text(stream.route),
+                str(stream.size),
+                str(stream.frames),
+                str(stream.frame_errors),
+                str(stream.discarded_bytes),
+                check,
+            ]
         )
-    console().print(table)
+    title = Text(f"{safe_text(out)} · {len(streams)} streams", style="italic")
+    print_table(console(), _STREAM_COLUMNS, rows, title)
     if lost:
         console(stderr=True).print(
-            Text(f"{lost} stream(s) differ from the byte counts the proxy recorded", style="red")
+            Text(
+                f"{counted(lost, 'stream')} differ from the byte counts the proxy recorded",
+                style="red",
+            )
         )
         return EXIT_FINDINGS
     return EXIT_OK

@@ -29,10 +29,14 @@ from ..live.relay import BoundRoute, ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
-from ..recording.safe_paths import resolve_record_path
+from ..net.listeners import probe
+from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
 from ..terminal import safe_text
 from ._common import (
+    CATALOGUE_HELP,
+    CATALOGUE_METAVAR,
     CommandError,
+    catalogue_arg,
     count_arg,
     error_line,
     fail,
@@ -46,6 +50,8 @@ if TYPE_CHECKING:
 NAME = "proxy"
 HELP = "Run the proxy: forward byte for byte, decode on the side, log and record."
 ORDER = 10
+STARTUP_PROBE_TIMEOUT = 0.5
+"""How long the start-up check of each upstream waits for it to accept."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,8 +122,10 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--catalogue",
-        metavar="FILE",
-        help="method catalogue: report methods the plugin does not register, params it ignores",
+        metavar=CATALOGUE_METAVAR,
+        type=catalogue_arg,
+        help="method catalogue: report methods the plugin does not register, params it "
+        f"ignores; {CATALOGUE_HELP}",
     )
     parser.add_argument(
         "--idle-timeout", type=seconds_arg, metavar="SECONDS", help="close idle connections"
@@ -164,7 +172,8 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
         type=seconds_arg,
         default=2.0,
         metavar="SECONDS",
-        help="on Ctrl-C, how long live connections may finish (default 2)",
+        help="on Ctrl-C, how long live connections may finish, and then how long the log may "
+        "take to show what is left (it says how many events it could not; default 2)",
     )
     parser.add_argument(
         "--observer-memory",
@@ -246,7 +255,7 @@ def client_environment(bound: list[BoundRoute], profile: Profile) -> dict[str, s
             continue
         listen = item.listen
         if default.client_env_value == "path" and listen.is_unix:
-            found[default.client_env] = str(listen.path)
+            found[default.client_env] = str(listen.absolute().path)
         elif default.client_env_value == "port" and not listen.is_unix:
             if default.client_host_env:
                 found[default.client_host_env] = str(listen.host)
@@ -303,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
     output = TerminalOutput(sys.stdout, max_lines=args.log_buffer)
     console = config.console = output.console()
     try:
-        trio.run(_serve, config, console)
+        summary = trio.run(_serve, config, console)
     except BaseException as exc:
         failed = _startup_error(exc)
         if failed is None:
@@ -311,6 +320,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(_os_problem(failed, config.record_path)) from None
     finally:
         output.close()
+    # On stderr, as replay's: it stays in sight when the log goes to a file.
+    errors.print(Text(summary), soft_wrap=True)
     return 0
 
 
@@ -321,16 +332,19 @@ def session_options(
     defines. Raises CommandError (a bad fault spec or filter, an unreadable catalogue, a
     recording that exists without --overwrite)."""
     try:
-        catalogue = _load_catalogue(args.catalogue) if args.catalogue else None
-        faults = FaultPlan.parse(args.fault, args.fault_seed) if args.fault else None
+        catalogue: Optional[MethodCatalogue] = args.catalogue  # loaded by catalogue_arg
+        faults = FaultPlan.parse(args.fault, args.fault_seed, profile) if args.fault else None
         intercept = _intercept_engine(args, profile)
         record_path = resolve_record_path(args.record, args.record_dir)
     except (FaultSpecError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(_os_problem(exc)) from None
-    if record_path is not None and os.path.lexists(record_path) and not args.overwrite:
-        raise CommandError(f"{record_path}: already exists", "pass --overwrite to replace it")
+    if record_path is not None:
+        try:
+            check_record_target(record_path, overwrite=args.overwrite)
+        except RecordPathError as exc:
+            raise CommandError(str(exc)) from None
     options = ProxyOptions(
         enforce_limits=args.enforce_limits,
         drain_timeout=args.drain_timeout,
@@ -372,15 +386,6 @@ def _intercept_engine(args: argparse.Namespace, profile: Profile) -> Optional[In
     return InterceptEngine(profile, chosen, timeout=args.intercept_timeout, routes=routes)
 
 
-def _load_catalogue(path: str) -> MethodCatalogue:
-    try:
-        return MethodCatalogue.load(path)
-    except OSError:
-        raise
-    except ValueError as exc:
-        raise CommandError(f"{path}: not a method catalogue ({exc})") from None
-
-
 def _os_problem(exc: OSError, record_path: Optional[str] = None) -> str:
     """One line for an OSError at setup or startup: the listener's own sentence, or the file
     and what is wrong with it (an existing recording suggests --overwrite)."""
@@ -396,23 +401,29 @@ def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
     from ..tui import run_tui
 
     control = LiveControl()
-    source = live_source(config, control)
+    summaries: list[str] = []
+    source = live_source(config, control, summaries)
     run_tui(source, config.profile, "golem-proxy", header=None, control=control)
     if not source.done.is_set():
         errors.print("[dim]stopping: listeners closed, draining connections…[/]")
     source.done.wait(config.options.drain_timeout + 10)
     if source.error is not None:
         return fail(_describe_failure(source.error))
-    if config.record_path:
-        errors.print(Text(f"recorded {config.record_path}"))
+    for line in summaries:  # as without the TUI: what was recorded, and where
+        errors.print(Text(line), soft_wrap=True)
     return 0
 
 
-def live_source(config: SessionConfig, control: Optional[LiveControl] = None) -> TrioThreadSource:
+def live_source(
+    config: SessionConfig,
+    control: Optional[LiveControl] = None,
+    summaries: Optional[list[str]] = None,
+) -> TrioThreadSource:
     """An event source for the TUI that runs the proxy session (in the TUI's worker thread).
     Once listening, it tells the TUI the bound addresses and the client environment.
     Stopping the source stops the session gracefully: it drains and flushes first. With
-    ``control``, the TUI can reach the running session through it (intercept, resend)."""
+    ``control``, the TUI can reach the running session through it (intercept, resend); the
+    session's closing line (`ProxySession.summary`) is appended to ``summaries``."""
     from ..tui import SourceInfo, TrioThreadSource, feed_from_channel
 
     async def serve(sink: EventBuffer) -> None:
@@ -427,6 +438,8 @@ def live_source(config: SessionConfig, control: Optional[LiveControl] = None) ->
             # Shielded: the TUI's stop cancels `serve`, which asks for a graceful stop below.
             with trio.CancelScope(shield=True):
                 await session.run(task_status=task_status)
+            if summaries is not None:
+                summaries.append(session.summary())
 
         try:
             async with trio.open_nursery() as nursery:
@@ -487,7 +500,8 @@ def _startup_error(exc: BaseException) -> Optional[OSError]:
     return exc
 
 
-async def _serve(config: SessionConfig, console: Console) -> None:
+async def _serve(config: SessionConfig, console: Console) -> str:
+    """Run the session until Ctrl-C or SIGTERM; returns the line it ends with."""
     session = ProxySession(config)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
@@ -502,6 +516,7 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                     ),
                     soft_wrap=True,
                 )
+            await warn_of_silent_upstreams(bound)
             hint = environment_hint(bound, config.profile)
             if hint:
                 console.print(
@@ -542,7 +557,26 @@ async def _serve(config: SessionConfig, console: Console) -> None:
                 commands_scope.cancel()
                 session.stop()
                 break
-            nursery.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
+            # Connections drain, then the log catches up: each gets the drain timeout.
+            drain = config.options.drain_timeout
+            nursery.cancel_scope.deadline = trio.current_time() + 2 * drain + 5
+    return session.summary()
+
+
+async def warn_of_silent_upstreams(bound: list[BoundRoute]) -> None:
+    """Say on stderr, one line each, which upstreams do not accept a connection now: the
+    proxy starts anyway (the plugin may come up later), but a user waiting for traffic
+    knows why none comes."""
+    for item in bound:
+        upstream = item.route.upstream
+        reason = await probe(upstream, STARTUP_PROBE_TIMEOUT)
+        if reason is not None:
+            line = (
+                f"golem-proxy: upstream {upstream} is not listening yet ({reason}); "
+                f"{item.route.name} relays once it answers"
+            )
+            sys.stderr.write(safe_text(line) + "\n")
+            sys.stderr.flush()
 
 
 async def _take_commands(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
-from typing import Optional
+from collections.abc import Sequence
+from typing import Any, Optional, Union
 
 import trio
 
@@ -33,10 +35,41 @@ HELP = "serve recorded traces as a stand-in plugin (server replay)"
 ORDER = 40
 
 
+class _OnMissAction(argparse.Action):
+    """``--on-miss POLICY [HOST:PORT]``, as docs/replay.md writes it: the policy, and after
+    ``forward`` its address as the next argument (``forward=HOST:PORT`` and the quoted
+    ``"forward HOST:PORT"`` are accepted too). argparse has no "one or two values": the option
+    takes the arguments up to the next option, and those that are not its own are trace files
+    (``--on-miss error trace.jsonl``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Union[str, Sequence[Any], None],
+        option_string: Optional[str] = None,
+    ) -> None:
+        words = [values] if isinstance(values, str) else list(values or [])
+        policy = str(words.pop(0)) if words else ""
+        if policy == "forward" and words and not _names_a_trace(str(words[0])):
+            policy = f"forward {words.pop(0)}"
+        setattr(namespace, self.dest, policy)
+        try:
+            extra = [trace_path_arg(str(word)) for word in words]
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentError(self, str(exc)) from None
+        namespace.files_after_options = [*getattr(namespace, "files_after_options", []), *extra]
+
+
+def _names_a_trace(word: str) -> bool:
+    return word.startswith("sample:") or os.path.exists(word)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = "golem-proxy replay [OPTIONS] FILE [FILE ...]"
     parser.add_argument(
         "files",
-        nargs="+",
+        nargs="*",
         metavar="FILE",
         type=trace_path_arg,
         help="recording(s) to serve (or sample:NAME)",
@@ -79,7 +112,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--on-miss",
         default="error",
-        metavar="POLICY",
+        nargs="+",
+        action=_OnMissAction,
+        metavar=("POLICY", "HOST:PORT"),
         help="error | close | forward HOST:PORT (default error)",
     )
     parser.add_argument(
@@ -110,6 +145,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    files = [*args.files, *getattr(args, "files_after_options", [])]
+    if not files:
+        raise CommandError(
+            "replay: the following arguments are required: FILE", "see golem-proxy replay --help"
+        )
     for address in (args.listen, args.gh_listen):
         if not address.is_loopback() and not args.listen_public:
             raise CommandError(
@@ -135,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     if on_miss is MissPolicy.FORWARD and forward_to is None:
         raise CommandError("--on-miss forward needs a live plugin", "forward HOST:PORT")
     try:
-        engine = build_engine(args.files, options)
+        engine = build_engine(files, options)
         listen = assign_routes(engine.index.trace, args.listen, args.gh_listen)
     except RecordingError:
         raise  # names the file and what is wrong with it
@@ -177,11 +217,11 @@ async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
         bound = await nursery.start(server.run)
-        names = list(bound)
-        main = bound[names[0]]
-        gh = bound[names[1]] if len(names) > 1 else main
+        # The channels served, by the trace's route names (GOLEM: main= and gh=; a Scrybe
+        # trace: its one socket), with socket paths a client can use from anywhere.
+        channels = " ".join(f"{name}={address.absolute()}" for name, address in bound.items())
         exchanges = len(server.engine.index.trace.exchanges)
-        print(f"golem-proxy replay ready: main={main} gh={gh} exchanges={exchanges}", flush=True)
+        print(f"golem-proxy replay ready: {channels} exchanges={exchanges}", flush=True)
         if idle_exit is not None:
             await _wait_idle(server, idle_exit)
             nursery.cancel_scope.cancel()

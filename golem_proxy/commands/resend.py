@@ -4,17 +4,20 @@ plugin, with a fresh id, and show how the answer differs from the recorded one."
 from __future__ import annotations
 
 import argparse
-import json
 from functools import partial
 from typing import Any
 
 import trio
 from rich.text import Text
 
+from golem_core.messages import Malformed
+
 from ..analysis.trace import open_flows
 from ..live.resend import ResendError, resend
 from ..replay.diffing import Comparator, envelope_body
+from ..status_tone import TONE_STYLES, outcome_tone
 from ..terminal import format_latency, safe_text
+from ._answers import malformed_line, write_json
 from ._common import (
     EXIT_FINDINGS,
     CommandError,
@@ -66,14 +69,19 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     head = Text(f"flow {flow.number} sent again: {safe_text(resent.method)} ", style="bold")
     head.append(f"id {safe_text(str(resent.request_id))}, {format_latency(resent.latency)} → ")
-    head.append(profile.describe(resent.message))
+    head.append(safe_text(resent.outcome.text), style=TONE_STYLES[outcome_tone(resent.outcome)])
     out.print(head, soft_wrap=True)
-    new = envelope_body(json.loads(resent.response))
+    if isinstance(resent.message, Malformed):
+        # The same line and exit code as `call`: there is no answer to compare.
+        out.print(malformed_line(resent.message), soft_wrap=True)
+        return EXIT_FINDINGS
+    # The profile has read both answers already; neither is decoded a second time.
+    new = envelope_body(resent.message.obj)
     if flow.response is None:
         out.print(Text("no recorded answer to compare with", style="yellow"))
-        out.print(Text(safe_text(json.dumps(new, ensure_ascii=False))), soft_wrap=True)
+        write_json(new, out)
         return 0
-    old: Any = envelope_body(json.loads(flow.response.payload))
+    old: Any = envelope_body(flow.response.message.obj)
     differences = Comparator(learn=False).compare(old, new, resent.method)
     if not differences:
         out.print(Text("same answer as recorded", style="green"))

@@ -8,10 +8,11 @@ import os
 import shutil
 from pathlib import Path
 
-from rich.table import Table
+from rich.text import Text
 
 from ..recording.samples import SampleNotFound, samples
 from ..recording.samples import sample_path as find_sample
+from ..table_layout import Column, print_table
 from ._common import EXIT_OK, CommandError, console
 
 NAME = "samples"
@@ -49,15 +50,16 @@ def run(args: argparse.Namespace) -> int:
     known = samples()
     if not known:
         raise CommandError("no sample recordings found", "this installation has none")
-    table = Table(title="sample recordings", title_justify="left")
-    table.add_column("name")
-    table.add_column("exchanges", justify="right")
-    table.add_column("path", overflow="fold")
-    for name, path in known.items():
-        table.add_row(name, str(_exchanges(path)), str(path))
-    table.caption = "sample:NAME names one wherever a trace is expected; --copy NAME DIR copies it"
-    table.caption_justify = "left"
-    console().print(table)
+    out = console()
+    columns = (
+        Column("name", wrap=True, priority=1),
+        Column("exchanges", right=True, short="n"),
+        Column("path", wrap=True, priority=0, floor=16),
+    )
+    rows = [[name, str(_exchanges(path)), str(path)] for name, path in known.items()]
+    print_table(out, columns, rows, Text("sample recordings", style="italic"))
+    note = "sample:NAME names one wherever a trace is expected; --copy NAME DIR copies it"
+    out.print(Text(note, style="dim"), soft_wrap=True)
     return EXIT_OK
 
 

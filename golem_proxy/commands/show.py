@@ -8,9 +8,8 @@ import argparse
 from collections.abc import Iterator
 from typing import Optional
 
-from rich.cells import cell_len, set_cell_size
 from rich.console import Console
-from rich.text import Span, Text
+from rich.text import Text
 
 from golem_core.profiles import Profile
 
@@ -25,7 +24,8 @@ from ..analysis.tool_calls import (
     two_layer_label,
 )
 from ..analysis.trace import FlowReader, TraceError, flow_to_json, json_text
-from ..terminal import safe_text
+from ..table_layout import Cell, Column, ColumnTable, terminal_width
+from ..terminal import counted, format_size, safe_text
 from ._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -49,24 +49,36 @@ FIRST_BATCH = 25
 """Rows in the first batch printed: few, so that they show at once."""
 BATCH = 500
 
-# (heading, right-aligned, width); the method column (None) takes the rest of the line. The
-# rows are laid out here rather than by rich's Table: it measures every cell of every row,
-# ~1 ms a row, which for a large trace is minutes; fixed widths also let the rows go out in
-# batches that line up.
-_COLUMNS: tuple[tuple[str, bool, Optional[int]], ...] = (
-    ("#", True, 6),
-    ("t (s)", True, 9),
-    ("route", False, 8),
-    ("conn", True, 4),
-    ("method", False, None),
-    ("status", False, 22),
-    ("ms", True, 8),
-    ("req B", True, 8),
-    ("resp B", True, 8),
-    ("!", False, 4),
+
+def _compact_time(text: str) -> str:
+    """``12.345`` → ``12.35``, ``1234.567`` → ``1235``: four significant digits place a flow
+    well enough on a narrow terminal."""
+    whole = text.split(".")[0].lstrip("-")
+    return f"{float(text):.{max(0, 4 - len(whole))}f}"
+
+
+def _compact_ms(text: str) -> str:
+    return text if len(text) <= 5 else f"{float(text):.0f}"
+
+
+def _compact_size(text: str) -> str:
+    return format_size(int(text), compact=True)
+
+
+# Routes and times give up space first, methods and outcomes last; nothing is cut (see
+# table_layout.py). The ⚠ column counts the flow's violations.
+_COLUMNS = (
+    Column("#", right=True),
+    Column("t (s)", right=True, short="t", compact=_compact_time),
+    Column("route", short="rt", wrap=True, priority=0, floor=8),
+    Column("conn", right=True, short="c"),
+    Column("method", wrap=True, priority=2, floor=12),
+    Column("status", wrap=True, priority=2, floor=12),
+    Column("ms", right=True, compact=_compact_ms),
+    Column("req B", right=True, short="→B", compact=_compact_size),
+    Column("resp B", right=True, short="←B", compact=_compact_size),
+    Column("⚠", compact=lambda text: text.replace(" ", "")),
 )
-_GAP = "  "
-_METHOD_MIN = 16
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,10 +125,16 @@ def run(args: argparse.Namespace) -> int:
                 out = console()
                 title = f"{safe_text(reader.path)} · {reader.profile.name}"
                 shown, matching = _print_table(out, title, flows, layers, args.limit)
-                counted = f"{shown} of {matching}" if shown < matching else str(shown)
                 scope = f" matching {chosen}" if chosen is not None else ""
-                total = reader.flow_count
-                out.print(Text(f"{counted} flows{scope} ({total} in the recording)"))
+                if matching is None:
+                    # Reading on only to count would cost as much as printing it all.
+                    line = (
+                        f"the first {counted(shown, 'flow')}{scope} "
+                        f"(--limit {shown}; the rest not read)"
+                    )
+                else:
+                    line = f"{counted(shown, 'flow')}{scope} ({reader.flow_count} in the recording)"
+                out.print(Text(line), soft_wrap=True)
         except TraceError as exc:
             return fail(str(exc))
     note_truncated(reader)
@@ -177,98 +195,61 @@ def _print_json(flows: Iterator[Flow], layers: _Layers, limit: Optional[int]) ->
             out.flush()  # the first rows at once, then as the buffer fills
 
 
-def _fit(text: str, width: int, right: bool = False) -> str:
-    """``text`` in exactly ``width`` terminal cells: cut with ``…`` or padded."""
-    if cell_len(text) > width:
-        return set_cell_size(text, width - 1) + "…"
-    padding = " " * (width - cell_len(text))
-    return padding + text if right else text + padding
-
-
-class _Layout:
-    """The widths of the columns for one console."""
-
-    def __init__(self, width: int) -> None:
-        fixed = sum(w for _, _, w in _COLUMNS if w is not None)
-        gaps = len(_GAP) * (len(_COLUMNS) - 1)
-        self.method = max(_METHOD_MIN, width - fixed - gaps)
-
-    def width(self, column: Optional[int]) -> int:
-        return self.method if column is None else column
-
-    def heading(self) -> Text:
-        cells = [_fit(name, self.width(w), right) for name, right, w in _COLUMNS]
-        return Text(_GAP.join(cells).rstrip(), style="bold")
-
-    def row(self, flow: Flow, layers: _Layers) -> tuple[str, list[tuple[int, int, str]]]:
-        """The row's text, and the styled ranges in it."""
-        profile = layers.profile_for(flow.route)
-        method = layers.method_cell(flow) or flow.method
-        status = layers.status(flow, profile)
-        marker = violation_marker(flow)
-        cells = (
-            (str(flow.number), ""),
-            (f"{flow.t:.3f}", ""),
-            (safe_text(flow.route), ""),
-            (str(flow.conn), ""),
-            (safe_text(method), "") if method is not None else (method_label(flow), "dim"),
-            (status.plain, str(status.style)),
-            (ms(flow.latency), ""),
-            (size(flow.request_size), ""),
-            (size(flow.response_size), ""),
-            (marker.plain, str(marker.style)),
-        )
-        parts: list[str] = []
-        styles: list[tuple[int, int, str]] = []
-        at = 0
-        for (text, style), (_, right, width) in zip(cells, _COLUMNS):
-            cell = _fit(text, self.width(width), right) + _GAP
-            if style and text:
-                styles.append((at, at + len(cell) - len(_GAP), style))
-            parts.append(cell)
-            at += len(cell)
-        line = "".join(parts).rstrip()
-        end = len(line)  # a style never runs past the line (its padding was stripped)
-        return line, [(start, min(stop, end), style) for start, stop, style in styles]
+def _cells(flow: Flow, layers: _Layers) -> list[Cell]:
+    """The row of ``flow``: every string from the trace made safe to print."""
+    profile = layers.profile_for(flow.route)
+    method = layers.method_cell(flow) or flow.method
+    return [
+        str(flow.number),
+        f"{flow.t:.3f}",
+        safe_text(flow.route),
+        str(flow.conn),
+        safe_text(method) if method is not None else Text(method_label(flow), "dim"),
+        layers.status(flow, profile),
+        ms(flow.latency),
+        size(flow.request_size),
+        size(flow.response_size),
+        violation_marker(flow),
+    ]
 
 
 def _print_table(
     out: Console, title: str, flows: Iterator[Flow], layers: _Layers, limit: Optional[int]
-) -> tuple[int, int]:
-    """Print the matching flows in batches; return (shown, matching)."""
-    layout = _Layout(out.width)
-    out.print(Text(title, style="italic"), no_wrap=True, overflow="ellipsis")
-    heading = layout.heading()
-    out.print(heading, no_wrap=True, overflow="ellipsis")
-    out.print(Text("─" * min(out.width, cell_len(heading.plain))), style="dim")
-    rows: list[tuple[str, list[tuple[int, int, str]]]] = []
-    shown = matching = 0
+) -> tuple[int, Optional[int]]:
+    """Print the matching flows in batches; return (shown, matching), matching None when
+    the limit was reached and the rest of the recording was not read."""
+    table = ColumnTable(_COLUMNS, terminal_width(out))
+    out.print(Text(title, style="italic"), soft_wrap=True)
+    rows: list[list[Cell]] = []
+    shown = 0
     batch = FIRST_BATCH
+    headed = False
     try:
         for flow in flows:
-            matching += 1
             if limit is not None and shown >= limit:
-                continue  # counted, not shown
+                return shown, None  # one more matched: there is more, left unread
             shown += 1
-            rows.append(layout.row(flow, layers))
+            rows.append(_cells(flow, layers))
             if len(rows) >= batch:
-                _flush(out, rows)
+                headed = _flush(out, table, rows, headed)
                 rows = []
                 batch = BATCH
     finally:
-        _flush(out, rows)  # a damaged line further on: what came before it is still shown
-    return shown, matching
+        _flush(out, table, rows, headed)  # a damaged line further on: what came before shows
+    return shown, shown
 
 
-def _flush(out: Console, rows: list[tuple[str, list[tuple[int, int, str]]]]) -> None:
-    """Print rows as one Text with its spans (far cheaper than a Text per row)."""
-    if not rows:
-        return
-    spans: list[Span] = []
-    at = 0
-    for line, styles in rows:
-        spans += [Span(at + start, at + end, style) for start, end, style in styles]
-        at += len(line) + 1
-    text = Text("\n".join(line for line, _ in rows), spans=spans)
-    out.print(text, no_wrap=True, overflow="ellipsis", crop=True)
-    out.file.flush()
+def _flush(out: Console, table: ColumnTable, rows: list[list[Cell]], headed: bool) -> bool:
+    """Print rows (the heading first, and again on a terminal when the columns changed);
+    return whether the heading was printed."""
+    changed = table.measure(rows)
+    if not headed:
+        table.settle()
+    if not headed or (changed and table.width is not None):
+        out.print(table.heading(), soft_wrap=True)
+        out.print(table.rule(), soft_wrap=True)
+        headed = True
+    if rows:
+        out.print(table.render(rows), soft_wrap=True)
+        out.file.flush()
+    return headed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rich import box
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -12,6 +13,7 @@ from ..analysis.stats import MethodStats, Stats, StatsBuilder
 from ..analysis.tool_calls import ToolCallIndex, mcp_routes
 from ..analysis.tool_stats import ToolStats, ToolStatsBuilder
 from ..analysis.trace import TraceError, json_text
+from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import safe_text
 from ._common import (
     EXIT_OK,
@@ -23,6 +25,7 @@ from ._common import (
     note_truncated,
     trace_path_arg,
 )
+from ._progress import file_progress
 
 NAME = "stats"
 HELP = "per-method counts, error rates and latency percentiles of a recording"
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     index.routes = mcp_routes(trace.route_profiles)
     builder = StatsBuilder()
     tools = ToolStatsBuilder(index)
-    with trace:
+    with trace, file_progress(trace.fileno(), "reading"):
         try:
             for flow in flows:
                 builder.add(flow)
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         console().file.write(json_text(data, indent=2) + "\n")
     else:
         title = f"{safe_text(trace.path)} · {trace.profile.name}"
-        console().print(stats_table(stats, title))
+        print_stats(console(), stats, title)
         if index.has_mcp_layer:
             console().print(tool_table(per_tool))
     note_truncated(trace)
@@ -100,67 +103,66 @@ def tool_table(rows: list[ToolStats]) -> Table:
     return table
 
 
-def stats_table(stats: Stats, title: str) -> Table:
-    """The rich table `stats` prints: per route and method, then per route, then overall.
-    Compact enough for 80 columns: the pending and violation columns appear only when some
-    row has any."""
+def _columns(optional: dict[str, bool]) -> list[Column]:
+    """route, method, counts, the optional pending and ⚠ columns, latencies. The method name
+    is what the reader scans for: it wraps last, after the route."""
+    columns = [
+        Column("route", short="rt", wrap=True, priority=0, floor=8),
+        Column("method", wrap=True, priority=2, floor=12),
+        Column("n", right=True),
+        Column("err", right=True),
+        Column("err%", right=True),
+    ]
+    columns += [Column(name, right=True) for name, shown in optional.items() if shown]
+    columns += [Column(name, right=True) for name in ("p50", "p90", "p99", "max")]
+    return columns
+
+
+def print_stats(out: Console, stats: Stats, title: str) -> None:
+    """The table `stats` prints: per route and method, then per route, then overall. The
+    pending and violation columns appear only when some row has any; on a terminal it fits
+    the width (see table_layout.py), piped it is printed whole."""
     every = (*stats.rows, *stats.routes, stats.overall)
     optional = {
         "pend": any(row.pending for row in every),
         "⚠": any(row.with_violations for row in every),
     }
-    table = Table(
-        title=title,
-        title_justify="left",
-        caption="latency in ms, percentiles by nearest rank",
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-    )
-    table.add_column("route", no_wrap=True)
-    # The method name is what the reader scans for: never cut it.
-    table.add_column("method", no_wrap=True, min_width=min(30, _widest_method(stats)))
+    # route, method, count, errors, error %, pending, ⚠, latencies
+    keep = [True] * 5 + [optional["pend"], optional["⚠"]] + [True] * 4
 
-    def cells(row: MethodStats) -> list[Text]:
-        values = _cells(row)
-        # route, method, count, errors, error %, pending, ⚠, latencies
-        keep = [True] * 5 + [optional["pend"], optional["⚠"]] + [True] * 4
-        return [value for value, shown in zip(values, keep) if shown]
+    def cells(row: MethodStats) -> list[Cell]:
+        return [value for value, shown in zip(_cells(row), keep) if shown]
 
-    numbers = ["n", "err", "err%", *(name for name, shown in optional.items() if shown)]
-    numbers += ["p50", "p90", "p99", "max"]
-    rows = [cells(row) for row in every]
-    for offset, column in enumerate(numbers, start=2):
-        widest = max([len(column)] + [len(r[offset]) for r in rows])
-        table.add_column(column, justify="right", no_wrap=True, min_width=widest)
-
-    for row in stats.rows:
-        table.add_row(*cells(row))
-    table.add_section()
-    for row in stats.routes:
-        table.add_row(*cells(row), style="bold")
-    table.add_section()
-    table.add_row(*cells(stats.overall), style="bold")
-    return table
+    sections = [
+        ([cells(row) for row in stats.rows], ""),
+        ([cells(row) for row in stats.routes], "bold"),
+        ([cells(stats.overall)], "bold"),
+    ]
+    table = ColumnTable(_columns(optional), terminal_width(out))
+    for rows, _ in sections:
+        table.measure(rows)
+    out.print(Text(title, style="italic"), soft_wrap=True)
+    out.print(table.heading(), soft_wrap=True)
+    for rows, style in sections:
+        out.print(table.rule(), soft_wrap=True)
+        if rows:
+            out.print(table.render(rows, style=style), soft_wrap=True)
+    out.print(Text("latency in ms, percentiles by nearest rank", style="dim"), soft_wrap=True)
 
 
-def _widest_method(stats: Stats) -> int:
-    return max((len(safe_text(row.method)) for row in stats.rows), default=6)
-
-
-def _cells(row: MethodStats) -> list[Text]:
-    """The row's cells as Text: names from the trace stay literal (``[/x]`` is no markup)."""
+def _cells(row: MethodStats) -> list[Cell]:
+    """The row's cells: names from the trace stay literal (``[/x]`` is no markup)."""
     latency = row.latency
     return [
-        Text(safe_text(row.route)),
-        Text(safe_text(row.method)),
-        Text(str(row.count)),
-        Text(str(row.errors), style="red") if row.errors else Text("0"),
-        Text(f"{row.error_rate * 100:.1f}"),
-        Text(str(row.pending)),
-        Text(str(row.with_violations) if row.with_violations else ""),
-        Text(ms(latency.p50)),
-        Text(ms(latency.p90)),
-        Text(ms(latency.p99)),
-        Text(ms(latency.max)),
+        safe_text(row.route),
+        safe_text(row.method),
+        str(row.count),
+        Text(str(row.errors), style="red") if row.errors else "0",
+        f"{row.error_rate * 100:.1f}",
+        str(row.pending),
+        str(row.with_violations) if row.with_violations else "",
+        ms(latency.p50),
+        ms(latency.p90),
+        ms(latency.p99),
+        ms(latency.max),
     ]

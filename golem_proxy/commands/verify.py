@@ -9,7 +9,6 @@ from functools import partial
 from typing import Any
 
 import trio
-from rich.console import Console
 
 from ..net.addresses import Address
 from ..recording.samples import is_sample
@@ -18,7 +17,16 @@ from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.matching import IgnoreRules
 from ..replay.render import render_verify
 from ..replay.verify import TargetUnreachable, update_trace, verify_trace
-from ._common import CommandError, address_arg, number_arg, reading, seconds_arg, trace_path_arg
+from ._common import (
+    CommandError,
+    address_arg,
+    console,
+    number_arg,
+    reading,
+    seconds_arg,
+    trace_path_arg,
+)
+from ._progress import count_progress
 
 NAME = "verify"
 HELP = "re-send a trace's requests to a live plugin and compare the answers (client replay)"
@@ -87,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
         second = trace.profile.second_channel
         targets = _targets(trace.routes, args.target, args.gh_target, second)
         _check_targets(args.file, trace, targets, second)
-        result = trio.run(partial(verify_trace, timeout=args.timeout), trace, targets, comparator)
+        with count_progress(len(trace.exchanges), "verifying") as progress:
+            run = partial(verify_trace, timeout=args.timeout, progress=progress)
+            result = trio.run(run, trace, targets, comparator)
     except TargetUnreachable as exc:
         # Could not run is not "differs": exit 2, so a CI gate does not call it a regression.
         raise CommandError(str(exc)) from None
@@ -98,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         payload["failed"] = [check.to_json() for check in result.failed]
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
-        render_verify(result, Console(highlight=False))
+        render_verify(result, console())
     if args.update:
         changed = update_trace(args.file, result, comparator)
         print(f"verify: updated {changed} responses in {args.file}", file=sys.stderr)

@@ -7,16 +7,23 @@ complete frame (framing errors, skipped oversized frames) are forwarded as they 
 without faults never come here: their pumps stay on the fast path in `relay`.
 
 The observer is fed exactly the bytes sent to each side, so the recording holds what each
-receiver got; the one exception is a request the proxy withholds, recorded so that its flow
-exists, and followed by the fault event that says it was not forwarded (docs/faults.md).
+receiver got, at the times the client saw them: a request when its last byte arrived from the
+client (a delay or a hold after that is part of the wait the client sees), a response when it
+was sent to the client; an exchange's latency is then what the client saw. The one exception is
+a request the proxy withholds, recorded so that its flow exists, and followed by the fault
+event that says it was not forwarded (docs/faults.md).
 
 An intercepted frame (`intercept`) is held before the faults see it: what the user decides
-(the frame as it came, or edited) is what the faults then act on.
+(the frame as it came, or edited) is what the faults then act on. A held frame is lost, never
+sent, when its client goes away while it waits: a reset or a close ends the connection at
+once (docs/intercept.md), so the plugin never runs a request for a client that is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+from functools import partial
 from typing import Callable, Optional
 
 import trio
@@ -32,6 +39,11 @@ from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
 __all__ = ["FaultRelay"]
 
 RECV_SIZE = 65536
+GONE_POLL = 0.1
+"""While bytes the client sent after a held request wait unread, a close or a reset behind them
+does not wake a read: the client's socket state is looked at this often (seconds) instead."""
+# Linux's TCP states (include/net/tcp_states.h) in which the peer has closed or reset.
+_TCP_CLOSE, _TCP_CLOSE_WAIT = 7, 8
 
 
 class FaultRelay:
@@ -66,20 +78,29 @@ class FaultRelay:
             try:
                 data = await source.socket.recv(RECV_SIZE)
             except OSError as exc:
+                if self._holding_response(direction):
+                    self._mark_gone("the client reset the connection")
                 conn.source_failed(direction, exc, scope)
                 return
+            if not data and self._holding_response(direction):
+                # The answer held for this client has nobody to go to.
+                await self._client_closed(scope)
+                return
             conn.last_activity = trio.current_time()
+            # When the client sent what completes the frames below (requests only: a
+            # response counts when it reaches the client, after any delay).
+            sent_at = self.now() if direction is Direction.C2S else None
             if data:
                 decoder.receive_data(data)
             else:
                 decoder.receive_eof()
             for event in decoder.events():
                 if isinstance(event, Frame):
-                    going = await self._frame(direction, event, scope)
+                    going = await self._frame(direction, event, scope, sent_at)
                 elif isinstance(event, EndOfStream):
                     continue
                 else:  # framing errors and skipped bytes are not messages: forward as is
-                    going = await self._send(direction, event.raw, scope)
+                    going = await self._send(direction, event.raw, scope, sent_at=sent_at)
                 if not going:
                     return
             if not data:
@@ -94,10 +115,12 @@ class FaultRelay:
         scope: trio.CancelScope,
         piece: int = 0,
         gap: float = 0.0,
+        sent_at: Optional[float] = None,
     ) -> bool:
         """Decode ``data`` into the tap and send it (in ``piece``-byte sends ``gap`` seconds
         apart when slicing). The side's lock is held throughout, so nothing else is written
-        into the middle of a frame. False when the connection ends."""
+        into the middle of a frame. ``sent_at``: when the client sent a request (its time in
+        the recording); None records the time of sending. False when the connection ends."""
         if not data:
             return True
         conn = self.conn
@@ -106,7 +129,8 @@ class FaultRelay:
         async with self.locks[direction]:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
-                verdict = conn.observe(direction, chunk, self.now())
+                seen = self.now() if sent_at is None else sent_at
+                verdict = conn.observe(direction, chunk, seen)
                 if verdict is not None:
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
                     scope.cancel()
@@ -163,29 +187,88 @@ class FaultRelay:
     def _announce_held(self, held: HeldFrame, kind: str, detail: str) -> None:
         self._announce(held.direction, kind, detail, held.method)
 
-    async def _frame(self, direction: Direction, frame: Frame, scope: trio.CancelScope) -> bool:
-        """Hold the frame if it is intercepted, then apply the faults decided for it. False
-        when the connection ends."""
+    # -- a client that goes away while its frame is held ----------------------------------
+    def _holding_response(self, direction: Direction) -> bool:
+        return (
+            direction is Direction.C2S
+            and self.intercept is not None
+            and self.intercept.holding(Direction.S2C)
+        )
+
+    def _mark_gone(self, why: str) -> None:
+        if self.intercept is not None and self.intercept.gone is None:
+            self.intercept.gone = why
+
+    async def _client_closed(self, scope: trio.CancelScope) -> None:
+        """The client closed while a frame was held for or from it: record its end of stream
+        and end the connection (the upstream gets a clean FIN), so the frame is lost."""
+        conn = self.conn
+        self._mark_gone("the client closed the connection")
+        async with self.locks[Direction.C2S]:
+            conn.eof[Direction.C2S] = True
+            conn.observe(Direction.C2S, b"", self.now())
+        conn.note("client closed while a frame was held", True)
+        scope.cancel()
+
+    async def _watch_client(self, scope: trio.CancelScope) -> None:
+        """While a request is held (its pump reads nothing): end the connection the moment the
+        client resets or closes. Only peeks, so a byte the client sends meanwhile stays for
+        the pump."""
+        sock = self.conn.client.socket
+        while True:
+            try:
+                data = await sock.recv(1, trio.socket.MSG_PEEK)
+            except OSError as exc:
+                self._mark_gone("the client reset the connection")
+                self.conn.source_failed(Direction.C2S, exc, scope)
+                return
+            if not data:
+                await self._client_closed(scope)
+                return
+            # Bytes wait behind the held frame: the socket stays readable, so look instead.
+            await trio.sleep(GONE_POLL)
+            state = _peer_state(sock)
+            if state == "reset":
+                reset = ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+                self._mark_gone("the client reset the connection")
+                self.conn.source_failed(Direction.C2S, reset, scope)
+                return
+            if state == "closed":
+                await self._client_closed(scope)
+                return
+
+    async def _frame(
+        self,
+        direction: Direction,
+        frame: Frame,
+        scope: trio.CancelScope,
+        sent_at: Optional[float] = None,
+    ) -> bool:
+        """Hold the frame if it is intercepted, then apply the faults decided for it
+        (``sent_at``: see `_send`). False when the connection ends."""
         header = len(frame.header)
         if self.intercept is None:
-            return await self._faulted(direction, frame.raw, header, frame.payload, scope)
+            return await self._faulted(direction, frame.raw, header, frame.payload, scope, sent_at)
+        watch = None
+        if direction is Direction.C2S:  # a held response is watched for by the request pump
+            watch = partial(self._watch_client, scope)
         ruling = await self.intercept.hold(
-            direction, frame.payload, len(frame.raw), self.now(), self._announce_held
+            direction, frame.payload, len(frame.raw), self.now(), self._announce_held, watch
         )
         if ruling is None:
-            return await self._faulted(direction, frame.raw, header, frame.payload, scope)
+            return await self._faulted(direction, frame.raw, header, frame.payload, scope, sent_at)
         decision = ruling.decision
         going = True
         if isinstance(decision, (Drop, Answer)):
             if direction is Direction.C2S:
                 # Recorded though not forwarded, like a request a fault withholds.
                 async with self.locks[direction]:
-                    self.conn.observe(direction, frame.raw, self.now())
+                    self.conn.observe(direction, frame.raw, _or_now(sent_at, self.now))
         else:
             raw = frame.raw
             if ruling.payload is not frame.payload:
                 raw = self.profile.frame_payload(ruling.payload)
-            going = await self._faulted(direction, raw, header, ruling.payload, scope)
+            going = await self._faulted(direction, raw, header, ruling.payload, scope, sent_at)
         # After the frame, so that the event lands on the flow it decided.
         self._announce(
             direction, ruling.kind, ruling.detail, ruling.method, ruling.original, ruling.withheld
@@ -202,11 +285,13 @@ class FaultRelay:
         header: int,
         payload: bytes,
         scope: trio.CancelScope,
+        sent_at: Optional[float] = None,
     ) -> bool:
         """Apply the faults decided for one frame (``raw``: its wire bytes, of which the
-        first ``header`` are its header); without ``--fault``, send it."""
+        first ``header`` are its header; ``sent_at``: see `_send`); without ``--fault``,
+        send it."""
         if self.faults is None:
-            return await self._send(direction, raw, scope)
+            return await self._send(direction, raw, scope, sent_at=sent_at)
         action = self.faults.decide(direction, raw, header, payload)
         if action.delay:
             self._publish(direction, action, only="delay")
@@ -216,7 +301,7 @@ class FaultRelay:
             if direction is Direction.C2S:
                 # Recorded though not forwarded: the client did send it, and its flow needs it.
                 async with self.locks[direction]:
-                    self.conn.observe(direction, raw, self.now())
+                    self.conn.observe(direction, raw, _or_now(sent_at, self.now))
             self._publish(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
@@ -229,7 +314,7 @@ class FaultRelay:
             return True  # dropped
         self._publish(direction, action)
         if action.truncate_at is not None:
-            await self._send(direction, action.data[: action.truncate_at], scope)
+            await self._send(direction, action.data[: action.truncate_at], scope, sent_at=sent_at)
             self.conn.eof[direction] = True
             async with self.locks[direction]:
                 self.conn.observe(direction, b"", self.now())
@@ -238,4 +323,27 @@ class FaultRelay:
                 self.conn.sides(direction)[1].socket.shutdown(trio.socket.SHUT_WR)
             scope.cancel()
             return False
-        return await self._send(direction, action.data, scope, action.slice_size or 0, action.gap)
+        return await self._send(
+            direction, action.data, scope, action.slice_size or 0, action.gap, sent_at
+        )
+
+
+def _or_now(sent_at: Optional[float], now: Callable[[], float]) -> float:
+    return now() if sent_at is None else sent_at
+
+
+def _peer_state(sock: trio.socket.SocketType) -> Optional[str]:
+    """``"reset"`` or ``"closed"`` when the peer of ``sock`` has gone, as far as the kernel
+    tells without reading (a pending socket error; Linux's TCP state), else None."""
+    try:
+        if sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR):
+            return "reset"
+        tcp_info = getattr(trio.socket, "TCP_INFO", None)
+        if tcp_info is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
+            return None
+        state = sock.getsockopt(trio.socket.IPPROTO_TCP, tcp_info, 1)[0]
+    except OSError:
+        return None
+    if state == _TCP_CLOSE:
+        return "reset"
+    return "closed" if state == _TCP_CLOSE_WAIT else None

@@ -1,31 +1,32 @@
 """Message-aware fault injection (``golem-proxy proxy --fault SPEC``), sans-IO.
 
-A spec is ``KIND[:key=value,...]`` (docs/faults.md). This module parses specs into
-`FaultRule`s and decides, frame by frame, what to do with a message; `fault_relay` carries the
-decisions out on the sockets. Decisions are reproducible: each connection and direction draws
-from its own generator seeded with ``(seed, conn, direction)``, so a run with the same
-``--fault-seed`` and the same traffic on each connection injects the same faults.
+A spec is ``KIND[:key=value,...]`` (docs/faults.md), parsed into `FaultRule`s by
+`fault_spec` (its names are re-exported here). This module decides, frame by frame, what to do
+with a message; `fault_relay` carries the decisions out on the sockets. Decisions are
+reproducible: each connection and direction draws from its own generator seeded with ``(seed,
+conn, direction)``, so a run with the same ``--fault-seed`` and the same traffic on each
+connection injects the same faults.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import fnmatch
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Optional
 
 from golem_core.framing import Framing
 from golem_core.messages import Malformed, Message, Role, method_of
 from golem_core.pairing import Correlator
-from golem_core.profiles import Profile
+from golem_core.profiles import GOLEM, Profile
 
 from ..events import Direction, Event
 from ..recording.streams import rebuild_streams
+from .fault_spec import MAX_COUNT, MAX_MS, FaultKind, FaultRule, FaultSpecError, parse_fault
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_MS",
     "WITHHELD",
     "ConnectionFaults",
     "FaultKind",
@@ -42,214 +43,6 @@ WITHHELD = "withheld"
 says so in ``withheld``; the word is for people reading the log)."""
 
 
-class FaultSpecError(ValueError):
-    """A ``--fault`` spec that cannot be parsed; the message names the spec and the problem."""
-
-
-class FaultKind(enum.Enum):
-    DELAY = "delay"
-    DROP = "drop"
-    RESET = "reset"
-    TRUNCATE = "truncate"
-    CORRUPT = "corrupt"
-    SLICE = "slice"
-    ERROR = "error"
-
-
-# Keys every kind accepts, then each kind's own keys with their defaults.
-_COMMON = ("method", "route", "dir", "p", "times")
-_OWN: dict[FaultKind, dict[str, Optional[str]]] = {
-    FaultKind.DELAY: {"ms": None, "jitter": "0"},
-    FaultKind.DROP: {},
-    FaultKind.RESET: {"when": "before"},
-    FaultKind.TRUNCATE: {"at": "0.5"},
-    FaultKind.CORRUPT: {"bytes": "1"},
-    FaultKind.SLICE: {"size": "1", "gap": "0"},
-    FaultKind.ERROR: {"code": None, "message": "fault injected by golem-proxy"},
-}
-# Kinds whose direction follows from what they do; `dir=` is refused for them.
-_FIXED_DIRECTION = (FaultKind.ERROR, FaultKind.RESET)
-_BOTH = frozenset((Direction.C2S, Direction.S2C))
-
-
-@dataclass(frozen=True)
-class FaultRule:
-    """One parsed ``--fault`` spec. ``directions`` says which way the fault acts on frames."""
-
-    kind: FaultKind
-    spec: str
-    directions: frozenset[Direction]
-    methods: tuple[str, ...] = ()
-    route: Optional[str] = None
-    p: float = 1.0
-    times: Optional[int] = None
-    ms: float = 0.0
-    jitter: float = 0.0
-    when: str = "before"
-    at: float = 0.5
-    nbytes: int = 1
-    size: int = 1
-    gap: float = 0.0
-    code: Union[int, str, None] = None
-    message: str = ""
-
-    def matches(self, route: str, direction: Direction, method: Optional[str]) -> bool:
-        """True when the rule targets this route, direction and method (before ``p``)."""
-        if direction not in self.directions:
-            return False
-        if self.route is not None and self.route != route:
-            return False
-        if not self.methods:
-            return True
-        return method is not None and any(fnmatch.fnmatchcase(method, m) for m in self.methods)
-
-
-def parse_fault(spec: str) -> FaultRule:
-    """Parse ``KIND[:key=value,...]``. Raises FaultSpecError saying what is wrong."""
-    kind_text, _, rest = spec.strip().partition(":")
-    try:
-        kind = FaultKind(kind_text.strip().lower())
-    except ValueError:
-        known = ", ".join(k.value for k in FaultKind)
-        raise FaultSpecError(
-            f"--fault {spec!r}: unknown fault {kind_text!r} (known: {known})"
-        ) from None
-    values = _key_values(spec, rest)
-    own = _OWN[kind]
-    for key in values:
-        if key not in own and key not in _COMMON:
-            allowed = ", ".join((*own, *_COMMON))
-            raise FaultSpecError(f"--fault {spec!r}: {kind.value} has no key {key!r} ({allowed})")
-    for key, default in own.items():
-        if default is None and key not in values:
-            raise FaultSpecError(f"--fault {spec!r}: {kind.value} needs {key}=")
-        values.setdefault(key, default or "")
-    if kind in _FIXED_DIRECTION and "dir" in values:
-        raise FaultSpecError(
-            f"--fault {spec!r}: {kind.value} has no dir= "
-            "(error acts on requests; reset on the request (when=before) or its response)"
-        )
-    reader = _Values(spec, values)
-    default_dir = "s2c" if kind is FaultKind.DROP else "both"
-    rule = FaultRule(
-        kind=kind,
-        spec=spec,
-        directions=_directions(spec, values.get("dir", default_dir)),
-        methods=tuple(m for m in values.get("method", "").split("|") if m),
-        route=values.get("route") or None,
-        p=reader.number("p", "1", low=0.0, high=1.0),
-        times=reader.count("times") if "times" in values else None,
-    )
-    if kind is FaultKind.DELAY:
-        rule = _replace(rule, ms=reader.number("ms", low=0.0), jitter=reader.number("jitter"))
-    elif kind is FaultKind.RESET:
-        when = values["when"]
-        if when not in ("before", "after"):
-            raise FaultSpecError(f"--fault {spec!r}: when must be before or after, got {when!r}")
-        direction = Direction.C2S if when == "before" else Direction.S2C
-        rule = _replace(rule, when=when, directions=frozenset((direction,)))
-    elif kind is FaultKind.TRUNCATE:
-        at = reader.number("at", low=0.0, high=1.0)
-        rule = _replace(rule, at=at)
-    elif kind is FaultKind.CORRUPT:
-        rule = _replace(rule, nbytes=reader.count("bytes", minimum=1))
-    elif kind is FaultKind.SLICE:
-        rule = _replace(rule, size=reader.count("size", minimum=1), gap=reader.number("gap"))
-    elif kind is FaultKind.ERROR:
-        code_text = values["code"]
-        code: Union[int, str] = int(code_text) if _is_int(code_text) else code_text
-        rule = _replace(
-            rule, code=code, message=values["message"], directions=frozenset((Direction.C2S,))
-        )
-    return rule
-
-
-def _replace(rule: FaultRule, **changes: Any) -> FaultRule:
-    return dataclasses.replace(rule, **changes)
-
-
-def _key_values(spec: str, text: str) -> dict[str, str]:
-    """``a=1,message="x, y"`` → dict. Values may be double-quoted to hold commas."""
-    values: dict[str, str] = {}
-    if not text.strip():
-        return values
-    items: list[str] = []
-    current: list[str] = []
-    quoted = False
-    for char in text:
-        if char == '"':
-            quoted = not quoted
-        elif char == "," and not quoted:
-            items.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    if quoted:
-        raise FaultSpecError(f"--fault {spec!r}: a double quote is not closed")
-    items.append("".join(current))
-    for item in items:
-        key, sep, value = item.partition("=")
-        key = key.strip().lower()
-        if not sep or not key:
-            raise FaultSpecError(f"--fault {spec!r}: expected key=value, got {item!r}")
-        if key in values:
-            raise FaultSpecError(f"--fault {spec!r}: {key} given twice")
-        values[key] = value.strip()
-    return values
-
-
-@dataclass
-class _Values:
-    spec: str
-    values: dict[str, str]
-
-    def number(
-        self,
-        key: str,
-        default: str = "0",
-        low: Optional[float] = None,
-        high: Optional[float] = None,
-    ) -> float:
-        text = self.values.get(key, default)
-        try:
-            value = float(text)
-        except ValueError:
-            raise FaultSpecError(
-                f"--fault {self.spec!r}: {key} must be a number, got {text!r}"
-            ) from None
-        if (
-            value != value
-            or (low is not None and value < low)
-            or (high is not None and value > high)
-        ):
-            bounds = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
-            raise FaultSpecError(f"--fault {self.spec!r}: {key} must be {bounds}, got {text}")
-        return value
-
-    def count(self, key: str, minimum: int = 0) -> int:
-        text = self.values[key]
-        if not _is_int(text) or int(text) < minimum:
-            raise FaultSpecError(
-                f"--fault {self.spec!r}: {key} must be a whole number >= {minimum}, got {text!r}"
-            )
-        return int(text)
-
-
-def _is_int(text: str) -> bool:
-    return text.lstrip("+-").isdigit()
-
-
-def _directions(spec: str, text: str) -> frozenset[Direction]:
-    if text == "both":
-        return _BOTH
-    try:
-        return frozenset((Direction(text),))
-    except ValueError:
-        raise FaultSpecError(
-            f"--fault {spec!r}: dir must be c2s, s2c or both, got {text!r}"
-        ) from None
-
-
 class FaultPlan:
     """Every ``--fault`` rule of a run, its seed, and how often each rule fired so far
     (``times=`` counts across connections)."""
@@ -260,9 +53,12 @@ class FaultPlan:
         self.fired = [0] * len(self.rules)
 
     @classmethod
-    def parse(cls, specs: Iterable[str], seed: Optional[int] = None) -> FaultPlan:
-        """Parse specs; a missing seed is drawn at random (print `seed` so it can be reused)."""
-        rules = [parse_fault(spec) for spec in specs]
+    def parse(
+        cls, specs: Iterable[str], seed: Optional[int] = None, profile: Profile = GOLEM
+    ) -> FaultPlan:
+        """Parse specs (`parse_fault`, codes from ``profile``); a missing seed is drawn at
+        random (print `seed` so it can be reused). Raises FaultSpecError."""
+        rules = [parse_fault(spec, profile) for spec in specs]
         if seed is None:
             seed = random.SystemRandom().randrange(2**31)
         return cls(rules, seed)

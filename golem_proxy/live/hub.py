@@ -8,7 +8,10 @@ they keep alive) misses the event, and the next event it does get is preceded by
 from __future__ import annotations
 
 import collections
+import contextlib
+import math
 from collections.abc import AsyncIterator, Callable
+from typing import Optional
 
 import trio
 
@@ -32,54 +35,74 @@ def _weight(event: Event) -> int:
 class Subscription:
     """One consumer's bounded queue of events."""
 
-    def __init__(self, name: str, buffer: float, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        name: str,
+        buffer: float,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        accepts: Optional[Callable[[Event], bool]] = None,
+    ) -> None:
         self.name = name
-        self.send_channel, self.receive_channel = trio.open_memory_channel[Event](buffer)
+        self.accepts = accepts
+        """Which events the consumer wants at all (None: every one): the others never take
+        room in its queue, so a flood it ignores cannot push out an event it shows."""
+        # The channel itself is unbounded: `limit` bounds it here, so that a session that
+        # stops can let its consumers catch up (`EventHub.widen`).
+        self.send_channel, self.receive_channel = trio.open_memory_channel[Event](math.inf)
+        self.limit = buffer
         self.max_bytes = max_bytes
         self.queued_bytes = 0
         # The weights of the events in the channel, oldest first: the channel's own count
         # tells how many the consumer took since, whichever way it reads them.
         self._weights: collections.deque[int] = collections.deque()
         self.missed = 0
+        """Events missed since the consumer was last told (by an `EventsMissed`)."""
         self.total_missed = 0
+        self._last_now = 0.0
+
+    @property
+    def waiting(self) -> int:
+        """Events in the queue, not taken by the consumer yet."""
+        return self.send_channel.statistics().current_buffer_used
 
     def offer(self, event: Event, now: float) -> None:
+        self._last_now = now
+        if self.accepts is not None and not self.accepts(event):
+            return
         weights = self._weights
-        waiting = self.send_channel.statistics().current_buffer_used
+        waiting = self.waiting
         while len(weights) > waiting:
             self.queued_bytes -= weights.popleft()
         weight = _weight(event)
         if weight and self.queued_bytes + weight > self.max_bytes:
-            self.missed += 1
-            self.total_missed += 1
+            self._miss()
             return
-        before = self.send_channel.statistics().current_buffer_used
-        if self._offer(event, now):
-            # An EventsMissed may have gone in first: it weighs nothing.
-            weights.extend([0] * (self.send_channel.statistics().current_buffer_used - before - 1))
-            weights.append(weight)
-            self.queued_bytes += weight
-
-    def _offer(self, event: Event, now: float) -> bool:
-        if self.missed:
-            try:
-                self.send_channel.send_nowait(EventsMissed(self.missed, now, self.name))
-            except trio.WouldBlock:
-                self.missed += 1
-                self.total_missed += 1
-                return False
-            except trio.ClosedResourceError:
-                return False
-            self.missed = 0
+        # Room for the event, and for the note of what was missed before it.
+        if waiting + (2 if self.missed else 1) > self.limit:
+            self._miss()
+            return
         try:
+            if self.missed:
+                self.send_channel.send_nowait(EventsMissed(self.missed, now, self.name))
+                weights.append(0)
+                self.missed = 0
             self.send_channel.send_nowait(event)
-        except trio.WouldBlock:
-            self.missed += 1
-            self.total_missed += 1
-            return False
         except trio.ClosedResourceError:
-            return False  # the consumer is gone; nothing to tell
-        return True
+            return  # the consumer is gone; nothing to tell
+        weights.append(weight)
+        self.queued_bytes += weight
+
+    def _miss(self) -> None:
+        self.missed += 1
+        self.total_missed += 1
+
+    def close(self) -> None:
+        """End the stream; what was missed since the last note is told first."""
+        if self.missed:
+            with contextlib.suppress(trio.ClosedResourceError):
+                self.send_channel.send_nowait(EventsMissed(self.missed, self._last_now, self.name))
+            self.missed = 0
+        self.send_channel.close()
 
     async def batches(self) -> AsyncIterator[list[Event]]:
         """Yield every event available at once, as a list, until the hub closes. A consumer
@@ -113,10 +136,15 @@ class EventHub:
         consumer that must see every event and is fast (the recorder); it must not raise."""
         self._sinks.append(sink)
 
-    def subscribe(self, name: str, buffer: float = 10_000) -> Subscription:
+    def subscribe(
+        self,
+        name: str,
+        buffer: float = 10_000,
+        accepts: Optional[Callable[[Event], bool]] = None,
+    ) -> Subscription:
         """Add a consumer with room for ``buffer`` events (``math.inf`` for unbounded) and
-        `DEFAULT_MAX_BYTES` of their payloads."""
-        subscription = Subscription(name, buffer)
+        `DEFAULT_MAX_BYTES` of their payloads, of those ``accepts`` lets through."""
+        subscription = Subscription(name, buffer, accepts=accepts)
         self._subscriptions.append(subscription)
         return subscription
 
@@ -131,7 +159,15 @@ class EventHub:
         for subscription in self._subscriptions:
             subscription.offer(event, now)
 
-    def close(self) -> None:
-        """End every subscription's stream (consumers see end-of-channel after draining)."""
+    def widen(self, limit: float) -> None:
+        """Let every subscription queue up to ``limit`` events from now on (their byte bound
+        stays). A session that stops publishes the rest of what it decoded in a burst that
+        no consumer can follow as it comes; the consumers then get a deadline to catch up."""
         for subscription in self._subscriptions:
-            subscription.send_channel.close()
+            subscription.limit = max(subscription.limit, limit)
+
+    def close(self) -> None:
+        """End every subscription's stream (consumers see end-of-channel after draining,
+        preceded by an `EventsMissed` when they missed events since the last one)."""
+        for subscription in self._subscriptions:
+            subscription.close()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
@@ -33,6 +34,8 @@ from golem_core.profiles import Profile
 from ..analysis.filters import And, Filter, Or, Predicate, parse_filter
 from ..analysis.flows import HELD_KIND, Flow
 from ..events import Direction, FrameSeen
+from ..recording.reader import check_line
+from ..recording.schema import RecordingError
 
 __all__ = [
     "ANSWERED",
@@ -62,6 +65,9 @@ MAX_PENDING_BYTES = 64 * 1024 * 1024
 """What one connection keeps of requests forwarded, to show a response with its request."""
 LOST = "intercept:lost"
 """The connection ended while the frame was held: it was never sent."""
+MAX_LOST_REMEMBERED = 4096
+"""Lost frames whose numbers a decision still recognises (so that ``accept 7`` says #7 was
+lost rather than that it never existed); the oldest are forgotten first."""
 
 
 class InterceptError(ValueError):
@@ -156,6 +162,7 @@ class InterceptEngine:
         self.timeout = timeout
         self.routes = routes
         self._held: dict[int, HeldFrame] = {}
+        self._lost: dict[int, str] = {}
         self._ids = itertools.count(1)
 
     # -- what the driver calls -------------------------------------------------------------
@@ -176,6 +183,8 @@ class InterceptEngine:
         InterceptError for an unknown (or already decided) frame or a decision that does not
         fit it, before anything is sent."""
         held = self._held.get(held_id)
+        if held is None and held_id in self._lost:
+            raise InterceptError(f"#{held_id} was lost: {self._lost[held_id]}")
         if held is None or held.decision is not None:
             raise InterceptError(f"no frame #{held_id} is held")
         if isinstance(decision, Edit):
@@ -204,8 +213,14 @@ class InterceptEngine:
     # -- validation ------------------------------------------------------------------------
     def _valid_json(self, payload: bytes, what: str) -> bytes:
         try:
+            # Judged before parsing, as a recording's line is: JSON nested 100,000 deep would
+            # make the parser recurse out of the stack.
+            check_line(payload)
+        except RecordingError as exc:
+            raise InterceptError(f"{what} is refused: {exc}") from None
+        try:
             value = json.loads(payload.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise InterceptError(f"{what} is not JSON: {exc}") from None
         if self.profile.framing is Framing.LINE and b"\n" in payload:
             # One message is one line: an edit laid out over lines is sent compact.
@@ -232,6 +247,11 @@ class InterceptEngine:
     def _remove(self, held: HeldFrame) -> None:
         self._held.pop(held.id, None)
 
+    def _mark_lost(self, held: HeldFrame, why: str) -> None:
+        self._lost[held.id] = why
+        if len(self._lost) > MAX_LOST_REMEMBERED:
+            del self._lost[next(iter(self._lost))]
+
     def _next_id(self) -> int:
         return next(self._ids)
 
@@ -245,10 +265,18 @@ class ConnectionIntercept:
         self.conn = conn
         self.route = route
         self._index = {Direction.C2S: 0, Direction.S2C: 0}
+        self._holding = {Direction.C2S: 0, Direction.S2C: 0}
+        self.gone: Optional[str] = None
+        """Why the connection is ending, when the relay knows (``the client reset the
+        connection``): what the `LOST` event of a frame held then says."""
         # Bounded like the tap's pairing: a peer that never answers cannot grow it.
         self._requests: Correlator[FrameSeen] = Correlator(
             engine.profile, max_pending=MAX_PENDING, max_pending_bytes=MAX_PENDING_BYTES
         )
+
+    def holding(self, direction: Direction) -> bool:
+        """True while a frame of ``direction`` waits for a decision."""
+        return self._holding[direction] > 0
 
     async def hold(
         self,
@@ -257,12 +285,14 @@ class ConnectionIntercept:
         size: int,
         t: float,
         announce: Callable[[HeldFrame, str, str], None],
+        watch: Optional[Callable[[], Awaitable[None]]] = None,
     ) -> Optional[Ruling]:
         """Hold the frame if the filter selects it and wait for its decision (or the
         timeout). Returns None for a frame not selected (forward it as it is), else the
         ruling to carry out. ``announce(held, kind, detail)`` publishes an event: `HELD` once
         the frame is held, and `LOST` when the wait is cancelled (the connection ended)
-        before the cancellation goes on."""
+        before the cancellation goes on. ``watch`` runs while the frame is held (the relay
+        watches there for a client that goes away, and cancels the connection if it does)."""
         engine = self.engine
         if engine.filter is None:
             # Nothing to hold: no parsing on the forwarding path. A response whose request
@@ -283,6 +313,8 @@ class ConnectionIntercept:
             pending = self._requests.match_response(message)
             flow.request = pending.context if pending is not None else None
             flow.response = frame
+            request = flow.request.message if flow.request is not None else None
+            flow.outcome = profile.outcome(request, message)
             method = flow.request.method if flow.request is not None else None
         if not engine._selects(flow):
             self._forwarded(direction, message, frame)
@@ -295,19 +327,26 @@ class ConnectionIntercept:
         engine._add(held)
         announce(held, HELD, f"held #{held.id}: {what}")
         decided = False
+        self._holding[direction] += 1
         try:
             with trio.move_on_after(engine.timeout if engine.timeout is not None else float("inf")):
-                await held._decided.wait()
+                async with trio.open_nursery() as nursery:
+                    if watch is not None:
+                        nursery.start_soon(watch)
+                    await held._decided.wait()
+                    nursery.cancel_scope.cancel()
             decided = True
         finally:
+            self._holding[direction] -= 1
             engine._remove(held)
             if not decided:
                 side = "request" if held.is_request else "response"
+                why = self.gone or "the connection ended"
+                engine._mark_lost(held, f"{why} while it was held")
                 announce(
                     held,
                     LOST,
-                    f"not sent: the connection ended while the {side} was held "
-                    f"{held.age():.3f} s: {what}",
+                    f"not sent: {why} while the {side} was held {held.age():.3f} s: {what}",
                 )
         ruling = self._ruling(held, what)
         if not isinstance(ruling.decision, (Drop, Answer)):

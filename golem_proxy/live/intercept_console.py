@@ -4,22 +4,28 @@ One command a line on stdin; the answer is printed between the log lines. ``hand
 (a line in, lines of text out, the engine changed), so it is tested without a terminal; `run`
 reads stdin in a thread (a terminal's file description is shared with the log's output, and
 making it non-blocking for trio would make the log's writes fail).
+
+A line typed there is input like a frame: whatever it holds (bytes that are not UTF-8, a
+number in digits other than ASCII, a 5000-digit number, JSON nested 100,000 deep, a line of
+gigabytes) costs one line of error, never a held frame or the proxy.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Callable, Optional
+from typing import BinaryIO, Callable, Optional
 
 import trio
 from rich.text import Text
 
 from ..analysis.filters import FilterError
+from ..recording.reader import check_line
+from ..recording.schema import RecordingError
 from ..terminal import safe_text
 from .intercept import Accept, Answer, Decision, Drop, Edit, InterceptEngine, InterceptError
 
-__all__ = ["HELP", "InterceptConsole"]
+__all__ = ["HELP", "MAX_LINE", "InterceptConsole", "frame_number", "read_line"]
 
 HELP = """\
 intercept commands (N: the number of a held frame, as in "held #N"):
@@ -33,11 +39,57 @@ intercept commands (N: the number of a held frame, as in "held #N"):
 
 _LIMIT = 400
 """Characters of a peer's text shown on one line."""
+MAX_LINE = 64 * 1024 * 1024 + 4096
+"""Longest command line read: an edit of the largest frame a profile allows, and its command.
+A longer line is read on to its end without being kept, and refused."""
+_NUMBER_DIGITS = 12
+"""Held frames are numbered from 1 by a counter: twelve digits are more than a proxy reaches."""
+
+
+def frame_number(word: str) -> Optional[int]:
+    """The N of ``N`` or ``#N``: ASCII digits only (``²`` and ``٣`` are digits to
+    ``str.isdigit`` but not numbers here), at most twelve of them; None for anything else."""
+    digits = word[1:] if word.startswith("#") else word
+    if not digits or len(digits) > _NUMBER_DIGITS or not (digits.isascii() and digits.isdigit()):
+        return None
+    return int(digits)
+
+
+def read_line(stream: BinaryIO, limit: int = MAX_LINE) -> tuple[bytes, int]:
+    """Read one line from ``stream``. Returns ``(line, 0)`` (``b""`` at the end of input), or
+    ``(b"", size)`` for a line of ``size`` bytes longer than ``limit``, read to its end and
+    dropped: what a line costs is bounded by ``limit`` whatever arrives (a 100 MiB line with
+    the 64 MiB limit peaked at 131 MiB over the proxy's baseline: the buffered read grows its
+    buffer by doubling)."""
+    line = stream.readline(limit + 1)
+    if len(line) <= limit or line.endswith(b"\n"):
+        return line, 0
+    size = len(line)
+    while not line.endswith(b"\n"):
+        line = stream.readline(1 << 20)
+        if not line:
+            break
+        size += len(line)
+    return b"", size
 
 
 class InterceptConsole:
     def __init__(self, engine: InterceptEngine) -> None:
         self.engine = engine
+
+    def handle_bytes(self, raw: bytes) -> list[Text]:
+        """Run one command line as read from stdin; returns what to print. Never raises: a
+        line that is not UTF-8, or one that fails in a way nobody foresaw, is one line of
+        error, and the held frames and the proxy are untouched."""
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return [Text(f"not UTF-8 (byte {exc.start}): the line was ignored", "yellow")]
+        try:
+            return self.handle(line)
+        except Exception as exc:  # a bug here costs this line, not the session
+            reason = safe_text(f"{type(exc).__name__}: {exc}", _LIMIT)
+            return [Text(f"internal error on this line, ignored ({reason})", "red")]
 
     def handle(self, line: str) -> list[Text]:
         """Run one command line; returns what to print."""
@@ -63,10 +115,14 @@ class InterceptConsole:
         if command in ("show", "s"):
             return self._show(rest)
         make = actions.get(command)
-        if make is None or not rest or not rest[0].lstrip("#").isdigit():
+        if make is None or not rest:
             return [Text(f"not a command: {safe_text(line.strip(), 80)} (help: ?)", "yellow")]
-        number = int(rest[0].lstrip("#"))
-        decision = make(rest[1].encode("utf-8") if len(rest) > 1 else None)
+        number = frame_number(rest[0])
+        if number is None:
+            return [_not_a_number(rest[0])]
+        # surrogatepass: a str handed in (not read from stdin) may hold lone surrogates; the
+        # JSON check then refuses the bytes they become, in one line.
+        decision = make(rest[1].encode("utf-8", "surrogatepass") if len(rest) > 1 else None)
         if decision is None:
             return [Text(f"{command} needs the JSON after the number", "yellow")]
         try:
@@ -90,14 +146,20 @@ class InterceptConsole:
         return lines
 
     def _show(self, rest: list[str]) -> list[Text]:
-        number = int(rest[0].lstrip("#")) if rest and rest[0].lstrip("#").isdigit() else None
+        if not rest:
+            return [Text("show needs the number of a held frame", "yellow")]
+        number = frame_number(rest[0])
+        if number is None:
+            return [_not_a_number(rest[0])]
         found = [h for h in self.engine.held() if h.id == number]
         if not found:
-            return [Text(f"no frame #{rest[0] if rest else '?'} is held", "yellow")]
+            return [Text(f"no frame #{number} is held", "yellow")]
         payload = found[0].payload
         try:
+            # A peer's frame may nest deeper than json recurses: judged before parsing.
+            check_line(payload)
             shown = json.dumps(json.loads(payload), ensure_ascii=False)
-        except ValueError:
+        except (RecordingError, ValueError, RecursionError):
             shown = payload.decode("utf-8", "replace")
         return [Text(safe_text(shown))]
 
@@ -111,11 +173,26 @@ class InterceptConsole:
             return [Text(f"bad filter: {safe_text(str(exc), _LIMIT)}", "yellow")]
         return [Text(f"intercept filter: {self.engine.filter}", "green")]
 
-    async def run(self, print_text: Callable[[Text], None]) -> None:
-        """Read commands from stdin until it ends, printing each answer with ``print_text``."""
+    async def run(
+        self, print_text: Callable[[Text], None], stream: Optional[BinaryIO] = None
+    ) -> None:
+        """Read commands from ``stream`` (stdin's bytes) until it ends, printing each answer
+        with ``print_text``."""
+        if stream is None and sys.stdin is None:  # started with stdin closed: nothing to read
+            return
+        source = sys.stdin.buffer if stream is None else stream
         while True:
-            line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+            line, dropped = await trio.to_thread.run_sync(read_line, source, abandon_on_cancel=True)
+            if dropped:
+                print_text(
+                    Text(f"line too long ({dropped} bytes, at most {MAX_LINE}): ignored", "yellow")
+                )
+                continue
             if not line:
                 return
-            for text in self.handle(line):
+            for text in self.handle_bytes(line):
                 print_text(text)
+
+
+def _not_a_number(word: str) -> Text:
+    return Text(f"not a frame number: {safe_text(repr(word), 40)} (help: ?)", "yellow")

@@ -1,6 +1,6 @@
-"""The live log: one line per exchange, coloured by outcome, plus lines for violations,
-malformed frames, framing errors and connection events. Consumes the event stream (it may fall
-behind under load; it then says how many events it skipped).
+"""The live log: one line per exchange and per notification, coloured by outcome, plus lines
+for violations, malformed frames, framing errors and connection events. Consumes the event
+stream (it may fall behind under load; it then says how many events it skipped).
 
 What peers send is shown, never obeyed: every string from a frame goes through `safe_text`
 into `rich.text.Text`. The proxy and the demo hand it a console on a `TerminalOutput`
@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import datetime
 import enum
+import re
 from collections.abc import Mapping
 from typing import Optional
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
 from golem_core.contract import Severity
-from golem_core.messages import ErrorResponse, Malformed, Response
+from golem_core.messages import Malformed, Notification
 from golem_core.profiles import Profile
-from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_call_failed, tool_name
+from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_name
 
 from ..events import (
     ConnectionClosed,
@@ -32,9 +34,12 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     ObservationLost,
+    UpstreamStatus,
     ViolationSeen,
 )
-from ..terminal import format_latency, format_size, preview_json, safe_text
+from ..status_tone import TONE_STYLES, Tone, outcome_tone
+from ..table_layout import terminal_width
+from ..terminal import counted, format_latency, format_size, preview_json, safe_text
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
 
@@ -43,13 +48,21 @@ __all__ = ["EventLog", "Verbosity", "format_size"]
 _NAME = 80
 _METHOD = 120
 _DETAIL = 200
+# An exchange line with its columns padded: time and connection, method, outcome, latency,
+# sizes. Narrower terminals get the fields unpadded.
+_ALIGNED_WIDTH = 100
+# What a folded line's continuation is indented by.
+_INDENT = "    "
+# The words a folded line is made of, with the spaces after them: a number keeps the word
+# after it (its unit: "17 µs", "60 B", "2.5 MiB").
+_PIECE = re.compile(r"\S+(?:(?<=\d) \S+)*\s*")
 
 
 class Verbosity(enum.IntEnum):
     QUIET = 0
     """Problems only: error responses, violations, malformed frames, abnormal closes."""
     NORMAL = 1
-    """Every exchange and connection."""
+    """Every exchange, notification and connection."""
     VERBOSE = 2
     """Also every frame as it arrives, with a preview of its body."""
 
@@ -100,11 +113,27 @@ class EventLog:
             " ",
         )
 
+    def may_show(self, event: Event) -> bool:
+        """False for an event this log never prints at its verbosity (a frame that is neither
+        malformed nor a notification, below verbose; any frame when quiet, but a malformed
+        one): a cheap test, so that such a flood never takes room from the lines it prints."""
+        if isinstance(event, FrameSeen) and self.verbosity < Verbosity.VERBOSE:
+            if isinstance(event.message, Malformed):
+                return True
+            return self.verbosity is Verbosity.NORMAL and isinstance(event.message, Notification)
+        return True
+
     def handle(self, event: Event) -> None:
-        """Print whatever ``event`` deserves at this verbosity."""
+        """Print whatever ``event`` deserves at this verbosity: on a terminal, folded between
+        its fields to the terminal's width (never in the middle of a number); elsewhere
+        (a pipe, a file) one line per event, for grep."""
         line = self.render(event)
-        if line is not None:
-            self.console.print(line, soft_wrap=True, highlight=False)
+        if line is None:
+            return
+        width = terminal_width(self.console)
+        if width is not None and line.cell_len > width:
+            line = fold_fields(line, width, self.console)
+        self.console.print(line, soft_wrap=True, highlight=False)
 
     def render(self, event: Event) -> Optional[Text]:
         """The line for ``event`` at this verbosity, or None."""
@@ -145,8 +174,20 @@ class EventLog:
             method = safe_text(event.method or "", _METHOD)
             text.append(f" {method} {safe_text(event.detail, _DETAIL)}")
             return text
+        if isinstance(event, UpstreamStatus):
+            # Said once per change, whatever the verbosity: every client of the route is
+            # refused meanwhile.
+            text = Text.assemble(
+                (self._clock(event.t), "dim"), " ", (f"{safe_text(event.route, _NAME):<5}", "cyan")
+            )
+            text.append(
+                " upstream back: " if event.up else " upstream down: ",
+                "bold green" if event.up else "bold red",
+            )
+            text.append(safe_text(event.detail, _DETAIL))
+            return text
         if isinstance(event, EventsMissed):
-            return Text(f"… {event.count} events not shown (log fell behind)", "yellow")
+            return Text(f"… {counted(event.count, 'event')} not shown (log fell behind)", "yellow")
         if isinstance(event, ObservationLost):
             # A gap in what was inspected (never in what was forwarded): always worth a line.
             text = self._prefix(event.t, event.route, event.conn)
@@ -161,36 +202,36 @@ class EventLog:
         return self.route_profiles.get(route, self.profile)
 
     def _exchange(self, exchange: ExchangeCompleted) -> Optional[Text]:
-        response = exchange.response.message
         request = exchange.request.message
         profile = self._profile(exchange.route)
-        tool_failed = profile.tool_layer and tool_call_failed(request, response)
-        ok = isinstance(response, Response) and not isinstance(request, Malformed)
-        if ok and not tool_failed and self.verbosity < Verbosity.NORMAL:
+        outcome = exchange.outcome
+        tone = outcome_tone(outcome)
+        quiet = self.verbosity < Verbosity.NORMAL
+        if quiet and tone is Tone.OK and not isinstance(request, Malformed):
             return None
-        status = safe_text(profile.describe_exchange(request, response), limit=60)
-        if tool_failed and isinstance(response, Response):
-            status, style = "isError", "red"
-        elif isinstance(response, Response):
-            style = "green"
-        elif isinstance(response, ErrorResponse):
-            style = "red"
-        else:
-            style = "magenta"
+        status = safe_text(outcome.text, limit=60)
+        style = TONE_STYLES[tone]
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or profile.describe(request), _METHOD)
         if profile.tool_layer and exchange.method == TOOLS_CALL:
             method = f"{method} {safe_text(tool_name(request), _NAME)}"
-        text.append(f"{method:<32}", "bold")
+        if exchange.request.direction is Direction.S2C:
+            method = f"← {method}"  # the server asked, the client answered
+        # Columns line up on a wide terminal or in a file; a narrow terminal gets the fields
+        # without their padding (and folded between them, see `handle`).
+        width = terminal_width(self.console)
+        narrow = width is not None and width < _ALIGNED_WIDTH
+        text.append(method if narrow else f"{method:<32}", "bold")
         text.append(" ")
-        text.append(f"{status:<18}", style)
-        text.append(f" {format_latency(exchange.latency):>9}", "dim")
+        text.append(status if narrow else f"{status:<18}", style)
+        latency = format_latency(exchange.latency)
+        text.append(f" {latency}" if narrow else f" {latency:>9}", "dim")
         text.append(
             f"  {format_size(exchange.request.size)} → {format_size(exchange.response.size)}",
             "dim",
         )
-        if isinstance(response, ErrorResponse):
-            text.append(f"  {safe_text(str(response.error.message), _DETAIL)}", "red")
+        if outcome.message and tone is Tone.FAILED:
+            text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
         if exchange.violations:
             text.append(f"  ⚠ {len(exchange.violations)}", "yellow")
         calls = exchange.request.tool_calls
@@ -223,10 +264,44 @@ class EventLog:
             text.append(f"{frame.direction.arrow} malformed {message.kind.value}", "bold magenta")
             text.append(f" ({format_size(frame.size)}): {safe_text(message.detail, _DETAIL)}")
             return text
+        if isinstance(message, Notification) and self.verbosity is Verbosity.NORMAL:
+            # Complete as it is: its line stands where an exchange's would.
+            text = self._prefix(frame.t, frame.route, frame.conn)
+            text.append(f"{frame.direction.arrow} ")
+            text.append(f"{safe_text(message.method, _METHOD):<30}", "bold")
+            text.append(f" {'notification':<18}", "blue")
+            text.append(f" {format_size(frame.size):>9}", "dim")
+            return text
         if self.verbosity < Verbosity.VERBOSE:
             return None
         text = self._prefix(frame.t, frame.route, frame.conn)
-        what = "request" if frame.direction is Direction.C2S else "response"
+        if isinstance(message, Notification):
+            what = "notification"
+        else:
+            what = "request" if frame.is_request else "response"
         text.append(f"{frame.direction.arrow} {what} {format_size(frame.size)} ", "dim")
         text.append(preview_json(message.obj, 160), "dim")
         return text
+
+
+def fold_fields(line: Text, width: int, console: Console) -> Text:
+    """``line`` folded to ``width`` cells between its words, continuation lines indented. A
+    number keeps its unit (``17 µs``, ``60 B``); a word wider than a line wraps as rich
+    wraps it."""
+    pieces = [line[m.start() : m.end()] for m in _PIECE.finditer(line.plain)]
+    room = max(width - len(_INDENT), 10)
+    lines: list[Text] = []
+    current = Text()
+    for piece in pieces:
+        if current.cell_len and current.cell_len + cell_len(piece.plain.rstrip()) > width:
+            current.rstrip()
+            lines.append(current)
+            current = Text(_INDENT)
+        if current.cell_len + piece.cell_len > width and current.plain == _INDENT:
+            *whole, current = [Text(_INDENT) + part for part in piece.wrap(console, room)]
+            lines.extend(whole)
+            continue
+        current.append_text(piece)
+    current.rstrip()
+    lines.append(current)
+    return Text("\n").join(lines)

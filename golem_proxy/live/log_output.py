@@ -166,13 +166,25 @@ class TerminalOutput:
     def close(self, timeout: float = CLOSE_TIMEOUT) -> bool:
         """Write what is queued (waiting at most ``timeout`` seconds: a blocked output must not
         keep the process from exiting), then stop the writer. True when everything queued
-        was written."""
+        was written; otherwise stderr says how many lines were not."""
         drained = self.drain(timeout)
         with self._lock:
+            lost = 0
+            if not drained and not self._broken:
+                gaps = sum(item.lines for item in self._queue if isinstance(item, _Gap))
+                lost = self._queued_lines + gaps
             self._closing = True
             self._wake.notify()
         if drained:
             self._thread.join(timeout)
+        elif lost:
+            # Said where the operator may still see it: stdout is the output that is stuck.
+            with contextlib.suppress(OSError):
+                os.write(
+                    2,
+                    f"golem-proxy: {lost} log lines not written (the output took nothing "
+                    f"for {timeout:g} s at exit)\n".encode(),
+                )
         return drained
 
     def _run(self) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import ctypes.util
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,6 +145,11 @@ class Observer:
     def used(self) -> int:
         """What the observer holds now, as counted against its budget."""
         return self.backlog + self.held
+
+    @property
+    def idle(self) -> bool:
+        """Everything submitted so far has been decoded and its events published."""
+        return not self._queue
 
     def submit(self, tap: ConnectionTap, direction: Direction, data: bytes, t: float) -> None:
         """Queue a forwarded chunk (``b""`` for end of stream) for decoding, or drop it when the
@@ -263,10 +269,47 @@ class Observer:
             # One timer to the nearer of the two moments: no polling while traffic flows.
             await trio.sleep(min(quiet_at, due_at) - now)
 
-    def drain_now(self) -> None:
-        """Decode everything queued, synchronously (used at shutdown)."""
+    def drain_now(self, within: Optional[float] = None) -> None:
+        """Decode everything queued, synchronously (used at shutdown). With ``within``, decode
+        for at most that many seconds: what is still queued then is forwarded traffic the
+        observer will never see, so each connection's tap records it as a gap (`lose`), and
+        the closes and ends queued behind it are still reported."""
+        deadline = None if within is None else self._clock() + within
         while self._queue:
-            self._process_some(1 << 30)
+            if deadline is not None and self._clock() >= deadline:
+                self._give_up_queued()
+                deadline = None
+            self._process_some(1 << 30 if deadline is None else self.slice_frames)
+
+    def _give_up_queued(self) -> None:
+        """Turn every queued chunk into a gap on its tap; keep the ends of streams and the
+        queued actions (a connection's close), which cost nothing to decode."""
+        kept: collections.deque[_Item] = collections.deque()
+        lost: dict[tuple[ConnectionTap, Direction], float] = {}
+        for item in self._queue:
+            if isinstance(item, _Lost):
+                size = item.size
+            elif isinstance(item, _Work) and item.data:
+                # A chunk half decoded leaves its rest in the decoder: `lose` counts that too.
+                size = 0 if item.fed else len(item.data)
+                if not item.fed:
+                    self.backlog -= size
+                self.shed_bytes += size
+            else:
+                kept.append(item)
+                continue
+            tap = item.tap
+            if tap.failed is None:
+                self._guarded(
+                    tap, item.t, functools.partial(tap.lose, item.direction, size, item.t)
+                )
+                lost.setdefault((tap, item.direction), item.t)
+        self._open_loss.clear()
+        self._queue = kept
+        # Said now: a connection cut at the stop has no end of stream queued to say it later.
+        for (tap, direction), t in lost.items():
+            if tap.failed is None:
+                self._guarded(tap, t, functools.partial(tap.report_lost, direction, t))
 
     def _process_some(self, limit: int) -> int:
         """Work on the head of the queue; returns the budget it used (at least 1)."""

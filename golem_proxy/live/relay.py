@@ -23,7 +23,7 @@ from golem_core.profiles import Profile
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, FrameSeen
 from ..net.addresses import Address, Route
-from ..net.listeners import Listener, connect, open_listener
+from ..net.listeners import connect, open_listener
 from ..net.sockio import write_all
 from .connection import Connection
 from .fault_relay import FaultRelay
@@ -33,6 +33,7 @@ from .intercept import InterceptEngine
 from .observer import DEFAULT_BUDGET, Observer
 from .redact import Redactor
 from .resend import ResendError, Resent, resend
+from .route_gate import RouteGate, is_refusal
 from .tap import ConnectionTap, ObserveLimits
 
 __all__ = ["BoundRoute", "Proxy", "ProxyOptions"]
@@ -43,6 +44,9 @@ RECV_SIZE_BULK = 1024 * 1024
 """A read's size once a read filled its buffer: the kernel holds more (a large frame in
 flight), and one scheduler round per MiB rather than per 64 KiB is what lets the relay (and
 the tap behind it) keep up with a peer that writes a 16 MiB frame in one go."""
+MIN_DECODE_TIME = 0.25
+"""At a stop, what is still queued for decoding gets at least this long (a session's last
+few frames), even when the connections used the whole drain timeout."""
 RESEND_CLIENT = "golem-proxy resend"
 """The client name of the side connection a request is sent again on (`Proxy.resend`)."""
 _MAX_STREAK = 16
@@ -102,7 +106,8 @@ class Proxy:
         self.observer = Observer(options.observer_memory)
         self.bound: list[BoundRoute] = []
         self.start_time = 0.0
-        self._listeners: list[tuple[Listener, Route]] = []
+        self._gates: list[RouteGate] = []
+        """One per route: its listener, closed while the upstream refuses (route_gate.py)."""
         self._listeners_closed = False
         self._accepting = trio.CancelScope()
         self._ids = itertools.count(1)
@@ -129,12 +134,15 @@ class Proxy:
 
     async def bind(self) -> list[BoundRoute]:
         """Open every listener (once). Raises ListenError saying which one failed."""
-        if self._listeners:
+        if self._gates:
             return list(self.bound)
         try:
             for route in self.routes:
-                listener = await open_listener(route.listen, allow_public=self.options.allow_public)
-                self._listeners.append((listener, route))
+                allow_public = self.options.allow_public
+                listener = await open_listener(route.listen, allow_public=allow_public)
+                self._gates.append(
+                    RouteGate(route, listener, self.publish, self.now, allow_public=allow_public)
+                )
                 self.bound.append(BoundRoute(route, listener.address))
         except BaseException:
             await self._close_listeners()
@@ -150,8 +158,8 @@ class Proxy:
             return
         self._listeners_closed = True
         with trio.CancelScope(shield=True):
-            for listener, _ in self._listeners:
-                await listener.aclose()
+            for gate in self._gates:
+                await gate.aclose()
 
     async def serve(
         self, *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
@@ -165,36 +173,46 @@ class Proxy:
         await self.bind()
         if not self.start_time:
             self.start_time = trio.current_time()
+        stopping: Optional[float] = None
         try:
             async with trio.open_nursery() as handlers:
                 handlers.start_soon(self.observer.run)
                 with self._accepting:
                     async with trio.open_nursery() as acceptors:
-                        for listener, route in self._listeners:
-                            acceptors.start_soon(self._serve_route, listener, route, handlers)
+                        for gate in self._gates:
+                            acceptors.start_soon(self._serve_route, gate, handlers)
                         task_status.started(list(self.bound))
                 # `stop()` was called: no new connections; the live ones get a deadline.
+                stopping = trio.current_time()
                 await self._close_listeners()
                 with trio.move_on_after(self.options.drain_timeout):
                     await self._all_closed.wait()
                 handlers.cancel_scope.cancel()
         finally:
             await self._close_listeners()
-            self.observer.drain_now()
+            # Decoding what is still queued shares the drain timeout: a flood of tiny frames
+            # may need far longer to decode than to forward, and what is left is recorded as
+            # a gap rather than holding up the exit.
+            if stopping is None:
+                self.observer.drain_now()
+            else:
+                spent = trio.current_time() - stopping
+                self.observer.drain_now(max(self.options.drain_timeout - spent, MIN_DECODE_TIME))
 
     def stop(self) -> None:
         """Stop accepting at once; connections still open get ``options.drain_timeout``
         seconds to finish, then `serve` cuts them and returns."""
         self._accepting.cancel()
 
-    async def _serve_route(self, listener: Listener, route: Route, handlers: trio.Nursery) -> None:
+    async def _serve_route(self, gate: RouteGate, handlers: trio.Nursery) -> None:
         async def handle(client: trio.SocketStream) -> None:
-            await self._handle(client, route)
+            await self._handle(client, gate.route, gate)
 
-        # serve_listeners backs off on EMFILE/ENFILE/ENOMEM/ENOBUFS and keeps accepting.
-        await trio.serve_listeners(handle, [listener.listener], handler_nursery=handlers)
+        await gate.serve(handle, handlers)
 
-    async def _handle(self, client: trio.SocketStream, route: Route) -> None:
+    async def _handle(
+        self, client: trio.SocketStream, route: Route, gate: Optional[RouteGate] = None
+    ) -> None:
         conn = Connection(next(self._ids), route, client)
         self._live.add(conn.conn)
         self._all_closed = trio.Event() if self._all_closed.is_set() else self._all_closed
@@ -209,6 +227,10 @@ class Proxy:
                     conn.upstream = await connect(route.upstream)
                 except OSError as exc:
                     conn.note(f"upstream {route.upstream} unreachable: {exc.strerror or exc}", True)
+                    if gate is not None and is_refusal(exc):
+                        # Closed before this client is reset: its reconnect is refused, as
+                        # it would be without the proxy.
+                        await gate.refused(exc)
             if conn.upstream is None:
                 conn.note(f"upstream {route.upstream} did not answer in time", True)
                 conn.reset.add("client")

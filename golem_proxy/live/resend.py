@@ -15,24 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
-import trio
-
-from golem_core.framing import EndOfStream, Frame, FrameError
 from golem_core.messages import Message, Request, Role
+from golem_core.outcome import Outcome
 from golem_core.profiles import Profile
 
-from ..events import Direction
 from ..net.addresses import Address
-from ..net.listeners import connect
+from ..net.request_client import NoAnswerInTime, Observe, RequestFailed, request_answer
 
 __all__ = ["ResendError", "Resent", "fresh_request", "resend"]
-
-RECV_SIZE = 65536
-
-Observe = Callable[[Direction, bytes, float], None]
-"""Told every chunk sent (c2s) and received (s2c), ``b""`` at the end of each direction."""
 
 
 class ResendError(Exception):
@@ -52,6 +44,8 @@ class Resent:
     message: Message
     latency: float
     """Seconds from sending the request to the response's last byte received."""
+    outcome: Outcome
+    """What the answer means (`Profile.outcome`), a failure inside a success result included."""
 
 
 def fresh_request(payload: bytes, profile: Profile, ids: Iterator[Any]) -> tuple[bytes, Request]:
@@ -76,64 +70,26 @@ async def resend(
     observe: Optional[Observe] = None,
 ) -> Resent:
     """Send the request ``payload`` to ``upstream`` on a new connection, with a fresh id from
-    ``ids`` (a new `Profile.request_ids` source by default), and return the answer. Frames
-    that answer something else are skipped. Raises ResendError when the upstream cannot be
-    reached, closes first, sends a bad frame, or stays silent for ``timeout`` seconds."""
+    ``ids`` (a new `Profile.request_ids` source by default), and return the answer, classified
+    by the profile (a malformed answer is a `Malformed` message, not an error). Frames that
+    answer something else are skipped. Raises ResendError when the upstream cannot be reached,
+    closes first, sends a bad frame, or stays silent for ``timeout`` seconds."""
     new_payload, original = fresh_request(payload, profile, ids or profile.request_ids())
     sent = profile.parse(new_payload, Role.REQUEST)
     wanted = profile.correlation_key(sent)
     frame = profile.frame_payload(new_payload)
-    tell = observe or (lambda direction, data, t: None)
     try:
-        with trio.fail_after(timeout):
-            try:
-                stream = await connect(upstream)
-            except OSError as exc:
-                raise ResendError(f"cannot reach {upstream}: {exc.strerror or exc}") from None
-            async with stream:
-                answer, latency = await _exchange(stream, frame, profile, wanted, tell)
-    except trio.TooSlowError:
+        answer = await request_answer(
+            upstream, frame, profile, wanted, timeout=timeout, observe=observe
+        )
+    except NoAnswerInTime:
         raise ResendError(
             f"{upstream} did not answer within {timeout:g} s (a server that serves one client "
             "at a time, as the GOLEM plugin does per channel, answers once its client is gone)"
         ) from None
-    message = profile.parse(answer.payload, Role.RESPONSE)
+    except RequestFailed as exc:
+        raise ResendError(str(exc)) from None
     return Resent(
-        upstream, original.id, sent.id, original.method, new_payload, answer.payload, message,
-        latency,
+        upstream, original.id, sent.id, original.method, new_payload, answer.frame.payload,
+        answer.message, answer.latency, profile.outcome(sent, answer.message),
     )  # fmt: skip
-
-
-async def _exchange(
-    stream: trio.SocketStream,
-    frame: bytes,
-    profile: Profile,
-    wanted: Any,
-    tell: Observe,
-) -> tuple[Frame, float]:
-    decoder = profile.new_decoder()
-    try:
-        # Timed from the start of the send: send_all may yield once the bytes are out, and
-        # the answer of a fast peer can arrive before it returns.
-        sent_at = trio.current_time()
-        await stream.send_all(frame)
-        tell(Direction.C2S, frame, trio.current_time())
-        while True:
-            chunk = await stream.receive_some(RECV_SIZE)
-            now = trio.current_time()
-            tell(Direction.S2C, chunk, now)
-            if chunk:
-                decoder.receive_data(chunk)
-            else:
-                decoder.receive_eof()
-            for event in decoder.events():
-                if isinstance(event, Frame):
-                    key = profile.correlation_key(profile.parse(event.payload, Role.RESPONSE))
-                    if key == wanted or key is None:
-                        return event, now - sent_at
-                elif isinstance(event, FrameError):
-                    raise ResendError(f"the upstream sent a bad frame: {event.detail}")
-                elif isinstance(event, EndOfStream):
-                    raise ResendError("the upstream closed the connection without answering")
-    except (OSError, trio.BrokenResourceError) as exc:
-        raise ResendError(f"the connection to the upstream failed: {exc}") from None

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from golem_core.profiles import Profile, get_profile
 
+from ..events import Event
 from ..net.addresses import Route
 from ..recording.format import Header, RecordingWriter, RouteInfo
 from ..terminal import safe_text
@@ -23,10 +24,14 @@ from .hub import EventHub, Subscription
 from .log import EventLog, Verbosity
 from .recorder import Recorder
 from .relay import BoundRoute, Proxy, ProxyOptions
+from .tally import SessionTally
 
 __all__ = ["ProxySession", "SessionConfig"]
 
 Consumer = Callable[[Subscription], Awaitable[None]]
+
+STOP_LIMIT = 250_000
+"""Events a consumer may have queued while the session stops (see `ProxySession.stop`)."""
 
 
 @dataclass
@@ -52,6 +57,11 @@ class ProxySession:
         self.hub = EventHub()
         self.proxy = Proxy(config.routes, config.profile, self.hub, config.options)
         self.writer: Optional[RecordingWriter] = None
+        self.recorder: Optional[Recorder] = None
+        self.tally = SessionTally()
+        """What the session saw (exchanges, errors, violations), for its closing line."""
+        self.hub.attach_sink(self.tally)
+        self._log: Optional[Subscription] = None
         self.finished = trio.Event()
         """Set once the session stopped and every consumer saw the last event."""
         self._extra: list[tuple[str, float, Consumer]] = []
@@ -61,8 +71,12 @@ class ProxySession:
         self._extra.append((name, buffer, consumer))
 
     def stop(self) -> None:
-        """Stop gracefully: no new connections, live ones drain (``drain_timeout``), then
-        every consumer sees the last event and the recording is flushed."""
+        """Stop gracefully: no new connections, live ones drain (``drain_timeout``), the
+        recording is flushed, and the consumers get another ``drain_timeout`` to take what is
+        left (the log then says how many events it could not show)."""
+        # What the relay decodes while it drains comes in one burst: queue it for the
+        # consumers rather than drop it, within their byte bound and STOP_LIMIT events.
+        self.hub.widen(STOP_LIMIT)
         self.proxy.stop()
 
     def bound_routes(self) -> list[BoundRoute]:
@@ -85,7 +99,7 @@ class ProxySession:
                 await self.proxy.unbind()
                 raise
         async with trio.open_nursery() as consumers:
-            recorder = Recorder(self.writer) if self.writer is not None else None
+            recorder = self.recorder = Recorder(self.writer) if self.writer else None
             flushing = trio.CancelScope()
             if recorder is not None:
                 self.hub.attach_sink(recorder)
@@ -101,7 +115,9 @@ class ProxySession:
                         if layer.profile is not None
                     },
                 )
-                subscription = self.hub.subscribe("log", config.log_buffer)
+                subscription = self._log = self.hub.subscribe(
+                    "log", config.log_buffer, log.may_show
+                )
                 consumers.start_soon(_isolated, "log", _log_events(self.hub, subscription, log))
             for name, buffer, consumer in self._extra:
                 consumers.start_soon(_isolated, name, consumer(self.hub.subscribe(name, buffer)))
@@ -112,7 +128,30 @@ class ProxySession:
                 if recorder is not None:
                     recorder.close()
                 flushing.cancel()
+                # The consumers catch up within a deadline: a log far behind must not keep
+                # the process alive (it says what it did not show: `_log_events`).
+                consumers.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout
         self.finished.set()
+
+    def caught_up(self) -> bool:
+        """Every byte forwarded so far is decoded and the log printed every event published
+        so far: what is printed now lands after them (the demo's narration)."""
+        if not self.proxy.observer.idle:
+            return False
+        if self._log is None:
+            return True
+        # An empty buffer is not enough: an event handed straight to the waiting log task is
+        # printed only when that task runs, and then it is no longer waiting.
+        waiting = self._log.receive_channel.statistics()
+        return waiting.current_buffer_used == 0 and waiting.tasks_waiting_receive > 0
+
+    def summary(self) -> str:
+        """The line the session ends with: what it recorded and where (call once finished)."""
+        recorder = self.recorder
+        if recorder is None:
+            return self.tally.summary(self.config.record_path)
+        failure = None if recorder.error is None else str(recorder.error)
+        return self.tally.summary(self.config.record_path, recorder.total_missed, failure)
 
     def _header(self, bound: list[BoundRoute]) -> Header:
         routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]
@@ -138,19 +177,48 @@ async def _flush_until_cancelled(recorder: Recorder, scope: trio.CancelScope) ->
 async def _log_events(hub: EventHub, subscription: Subscription, log: EventLog) -> None:
     """Feed the log. Nothing the log does may end the session: an event that cannot be shown
     is reported by its type, and once the log's output is gone (a closed pipe) the log stops
-    listening."""
-    async for batch in subscription.batches():
-        for event in batch:
-            if log.stopped:
-                hub.unsubscribe(subscription)
-                return
-            try:
-                log.handle(event)
-            except Exception as exc:
-                # If even this fails, the console itself is broken: the relay goes on anyway.
-                with contextlib.suppress(Exception):
-                    log.console.print(
-                        Text(f"(a {type(event).__name__} event could not be shown: ")
-                        + Text(safe_text(f"{type(exc).__name__}: {exc}", limit=200) + ")"),
-                        soft_wrap=True,
-                    )
+    listening. Cancelled before it caught up (the session stopped and its deadline passed),
+    it says how many events it did not show."""
+    in_hand = 0  # taken from the queue, not handled yet
+    try:
+        async for batch in subscription.batches():
+            in_hand = len(batch)
+            for event in batch:
+                if in_hand % _CHECK_EVERY == 0:
+                    # A batch may be the whole backlog of a stop: the deadline must reach it.
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                in_hand -= 1
+                if log.stopped:
+                    hub.unsubscribe(subscription)
+                    in_hand = 0
+                    return
+                _show(log, event)
+    finally:
+        left = in_hand + subscription.waiting + subscription.missed
+        if left and not log.stopped:
+            with contextlib.suppress(Exception):
+                log.console.print(
+                    Text(
+                        f"… {left} events not shown (the proxy stopped before the log caught "
+                        "up; a longer --drain-timeout gives it more time)",
+                        "yellow",
+                    ),
+                    soft_wrap=True,
+                )
+
+
+_CHECK_EVERY = 64
+
+
+def _show(log: EventLog, event: Event) -> None:
+    """Show one event; one that cannot be shown is reported by its type."""
+    try:
+        log.handle(event)
+    except Exception as exc:
+        # If even this fails, the console itself is broken: the relay goes on anyway.
+        with contextlib.suppress(Exception):
+            log.console.print(
+                Text(f"(a {type(event).__name__} event could not be shown: ")
+                + Text(safe_text(f"{type(exc).__name__}: {exc}", limit=200) + ")"),
+                soft_wrap=True,
+            )

@@ -57,6 +57,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
+from ..terminal import counted
 from .redact import Echoes, Redactor
 
 __all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict"]
@@ -140,6 +141,7 @@ class ConnectionTap:
         self.profile = profile
         self.publish = publish
         self.catalogue = catalogue
+        self._builtins = profile.builtins_of(route)
         self.redactor = redactor
         self._echoes = Echoes()
         """Values this connection's redaction replaced, hidden where they come back."""
@@ -156,14 +158,21 @@ class ConnectionTap:
             Direction.S2C: profile.new_decoder(self._decoder_cap),
         }
         self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
-        self._correlator: Correlator[_RequestContext] = Correlator(
-            profile, max_pending=limits.pending, max_pending_bytes=limits.pending_bytes
-        )
+        # One correlator per direction requests travel: a client's id 1 and a server's id 1
+        # (a JSON-RPC server asking its client something) are different requests.
+        self._correlators: dict[Direction, Correlator[_RequestContext]] = {
+            direction: Correlator(
+                profile, max_pending=limits.pending, max_pending_bytes=limits.pending_bytes
+            )
+            for direction in Direction
+        }
         self._digests: dict[Direction, _Digest] = {}
         self._lost = {Direction.C2S: 0, Direction.S2C: 0}
         self._lost_since: dict[Direction, float] = {}
         self._resync = {Direction.C2S: False, Direction.S2C: False}
-        self._unseen_requests = 0
+        # Frames too large to observe, per direction: the next orphan answer is most likely
+        # theirs.
+        self._unseen_requests = {Direction.C2S: 0, Direction.S2C: 0}
         self.failed: Optional[str] = None
         """Why decoding stopped for this connection (a bug in the tap), or None."""
 
@@ -174,7 +183,8 @@ class ConnectionTap:
         return (
             decoders[Direction.C2S].buffered
             + decoders[Direction.S2C].buffered
-            + self._correlator.pending_bytes
+            + self._correlators[Direction.C2S].pending_bytes
+            + self._correlators[Direction.S2C].pending_bytes
         )
 
     def process(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
@@ -192,7 +202,7 @@ class ConnectionTap:
         """Hand a forwarded chunk (``b""``: end of stream) to the direction's decoder."""
         decoder = self._decoders[direction]
         if not data:
-            self._report_lost(direction, t)
+            self.report_lost(direction, t)
             decoder.receive_eof()
             return
         if self._resync[direction]:
@@ -202,7 +212,7 @@ class ConnectionTap:
                 return
             self._lost[direction] += start
             self._resync[direction] = False
-            self._report_lost(direction, t)
+            self.report_lost(direction, t)
             data = data[start:]
             if not data:
                 return
@@ -220,7 +230,8 @@ class ConnectionTap:
         self._decoders[direction] = self.profile.new_decoder(self._decoder_cap)
         self._resync[direction] = True
 
-    def _report_lost(self, direction: Direction, t: float) -> None:
+    def report_lost(self, direction: Direction, t: float) -> None:
+        """Publish the gap `lose` counted on ``direction`` since the last report, if any."""
         lost = self._lost[direction]
         if not lost:
             return
@@ -262,7 +273,8 @@ class ConnectionTap:
         self.failed = f"{type(exc).__name__}: {exc}"
         for decoder in self._decoders.values():
             decoder.receive_eof()  # nothing more is buffered for it
-        self._correlator.clear()
+        for correlator in self._correlators.values():
+            correlator.clear()
         self._digests.clear()
         detail = (
             f"decoding of connection {self.conn} stopped ({self.failed}); "
@@ -276,7 +288,8 @@ class ConnectionTap:
         )
 
     def outstanding(self) -> int:
-        return len(self._correlator)
+        """Requests waiting for an answer, both ways."""
+        return sum(len(correlator) for correlator in self._correlators.values())
 
     def _handle(self, direction: Direction, event: object, t: float) -> Optional[TapVerdict]:
         if isinstance(event, Frame):
@@ -338,8 +351,10 @@ class ConnectionTap:
 
     def _finish_digest(self, direction: Direction, digest: _Digest, t: float) -> None:
         del self._digests[direction]
-        if direction is Direction.C2S:
-            self._unseen_requests += 1
+        # A client's frame is a request (a server's too, when its server may ask): its answer
+        # will come back unpaired.
+        if direction is Direction.C2S or self.profile.servers_send_requests:
+            self._unseen_requests[direction] += 1
         self.publish(
             ObservationLost(
                 self.conn,
@@ -355,7 +370,9 @@ class ConnectionTap:
             )
         )
 
-    def _evicted(self, evicted: list[Pending[_RequestContext]], t: float) -> None:
+    def _evicted(
+        self, direction: Direction, evicted: list[Pending[_RequestContext]], t: float
+    ) -> None:
         if not evicted:
             return
         oldest = evicted[0].context.frame
@@ -363,17 +380,19 @@ class ConnectionTap:
             ObservationLost(
                 self.conn,
                 self.route,
-                Direction.C2S,
+                direction,
                 t,
                 GapReason.EVICTED,
                 len(evicted),
-                f"{len(evicted)} request(s) unanswered (evicted) past the limit of "
+                f"{counted(len(evicted), 'request')} unanswered (evicted) past the limit of "
                 f"{self.limits.pending} waiting or {self.limits.pending_bytes} bytes, "
                 f"oldest frame #{oldest.index}",
             )
         )
 
     def _frame(self, direction: Direction, frame: Frame, t: float) -> Optional[TapVerdict]:
+        # What the direction implies; a profile whose servers send requests types a frame by
+        # its members, so ``message.role`` is what it is.
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         payload = frame.payload
         elided = 0
@@ -383,11 +402,16 @@ class ConnectionTap:
             message, elided = self.profile.parse_elided(payload, role, ELIDE_STRINGS_OVER)
         else:
             message = parse_fast(self.profile, payload, role)
-        violations = self.profile.check_message(message, payload)
-        if self.catalogue is not None and isinstance(message, Request):
-            violations.extend(self.catalogue.check_request(message))
+        role = message.role or role
+        asker = direction if role is Role.REQUEST else direction.reverse
+        if role is Role.REQUEST and direction is Direction.S2C:
+            violations = self.profile.check_server_request(message, payload)
+        else:
+            violations = self.profile.check_message(message, payload)
+        if self.catalogue is not None and isinstance(message, Request) and asker is Direction.C2S:
+            violations.extend(self.catalogue.check_request(message, self._builtins))
         # A response is paired first, so that method-scoped redaction rules apply to it too.
-        pending = None if role is Role.REQUEST else self._correlator.match_response(message)
+        pending = None if role is Role.REQUEST else self._correlators[asker].match_response(message)
         request = pending.context if pending is not None else None
         redacted: tuple[str, ...] = ()
         if self.redactor and not isinstance(message, Malformed):
@@ -426,10 +450,11 @@ class ConnectionTap:
         if role is Role.REQUEST:
             context = _RequestContext(seen, violations)
             cost = len(payload) + PENDING_OVERHEAD
-            self._evicted(self._correlator.add_request(message, context, cost), t)
-        elif request is None and self._unseen_requests:
+            evicted = self._correlators[direction].add_request(message, context, cost)
+            self._evicted(direction, evicted, t)
+        elif request is None and self._unseen_requests[asker]:
             # Most likely the answer to a request too large to observe: not an orphan.
-            self._unseen_requests -= 1
+            self._unseen_requests[asker] -= 1
         elif request is None:
             orphan = violation(
                 R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
@@ -442,7 +467,10 @@ class ConnectionTap:
             for found in exchange_violations:
                 self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
             every = (*request.violations, *violations, *exchange_violations)
-            self.publish(ExchangeCompleted(self.conn, self.route, request.frame, seen, every))
+            outcome = self.profile.outcome(request.frame.message, message)
+            self.publish(
+                ExchangeCompleted(self.conn, self.route, request.frame, seen, outcome, every)
+            )
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
             return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
         return None

@@ -33,6 +33,13 @@ class Address:
         except ValueError:
             return False
 
+    def absolute(self) -> Address:
+        """The same endpoint with a Unix socket path made absolute: what a hint prints, so
+        that it works from any directory (TCP endpoints are returned as they are)."""
+        if self.path is None:
+            return self
+        return Address(path=os.path.abspath(self.path))
+
     def with_port(self, port: int) -> Address:
         return Address(self.host, port, self.path)
 

@@ -9,6 +9,7 @@ import os
 import stat
 import struct
 from dataclasses import dataclass
+from typing import Optional
 
 import trio
 
@@ -22,7 +23,9 @@ __all__ = [
     "Listener",
     "close_abortively",
     "connect",
+    "connect_reason",
     "open_listener",
+    "probe",
     "remove_unix_socket",
 ]
 
@@ -148,8 +151,40 @@ async def connect(address: Address) -> trio.SocketStream:
     if address.is_unix:
         assert address.path is not None
         return await trio.open_unix_socket(address.path)
-    stream = await trio.open_tcp_stream(address.host, address.port)
-    return stream
+    try:
+        return await trio.open_tcp_stream(address.host, address.port)
+    except OSError as exc:
+        # trio's "all attempts to connect … failed" carries the OS's errors in its cause:
+        # when every attempt failed the same way, that error is the one to raise.
+        inner = getattr(exc.__cause__, "exceptions", None)
+        if inner and all(isinstance(e, OSError) and e.errno == inner[0].errno for e in inner):
+            raise inner[0] from None
+        raise
+
+
+async def probe(address: Address, timeout: float) -> Optional[str]:
+    """Connect to ``address`` and close at once: None when something accepts within
+    ``timeout`` seconds, else why not (``connection refused``, ``no answer in 1 s``, …)."""
+    with trio.move_on_after(timeout):
+        try:
+            stream = await connect(address)
+        except OSError as exc:
+            return connect_reason(exc)
+        await stream.aclose()
+        return None
+    return f"no answer in {timeout:g} s"
+
+
+def connect_reason(exc: OSError) -> str:
+    """Why `connect` failed, in words ("connection refused"): trio's "all attempts to connect
+    … failed" carries the real reason in its cause."""
+    inner = getattr(exc.__cause__, "exceptions", None)
+    if isinstance(inner, tuple) and len(inner) == 1 and isinstance(inner[0], OSError):
+        exc = inner[0]
+    if exc.errno:
+        return os.strerror(exc.errno)[0].lower() + os.strerror(exc.errno)[1:]
+    text = str(exc) or type(exc).__name__
+    return text[0].lower() + text[1:]
 
 
 def close_abortively(stream: trio.SocketStream) -> None:

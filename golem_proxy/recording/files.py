@@ -1,8 +1,8 @@
 """Files we read and write, made safe for shared directories and untrusted input.
 
-Reading: a recording is opened only if it is a regular file, checked on the open descriptor
-(``O_NONBLOCK`` first, so a FIFO or a device named ``x.jsonl`` is refused at once instead of
-blocking the reader forever).
+Reading: a recording (or a source file) is opened only if it is a regular file, checked on the
+open descriptor (``O_NONBLOCK`` first, so a FIFO or a device named ``x.jsonl`` is refused at
+once instead of blocking the reader forever).
 
 Writing: everything we create (recordings, exports, reports, copies) is readable by its owner
 only (0600) and never follows a symlink at its own path; an existing file is replaced only when
@@ -23,9 +23,11 @@ from typing import IO
 from .schema import RecordingError
 
 __all__ = [
+    "NotARegularFile",
     "check_replaceable",
     "open_private",
     "open_recording",
+    "open_regular",
     "private_temp_file",
     "replacing",
     "write_private",
@@ -47,30 +49,51 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_recording(path: str) -> IO[bytes]:
-    """Open ``path`` for reading if it is a regular file (a symlink to one is fine).
+class NotARegularFile(OSError):
+    """The path is a FIFO, a device, a socket or a directory; ``kind`` says which ("a FIFO")."""
 
-    Raises RecordingError naming the file when it is a FIFO, a device, a socket or a
-    directory, without ever blocking on it; OSError as the OS reports otherwise."""
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(f"{path}: {kind}, not a regular file")
+        self.filename = path
+        self.kind = kind
+
+
+def open_regular(path: str) -> IO[bytes]:
+    """Open ``path`` for reading if it is a regular file (a symlink to one is fine), checked
+    on the open descriptor, never blocking on a FIFO or a device.
+
+    Raises NotARegularFile when it is anything else (nothing is read from it); OSError as the
+    OS reports otherwise (no such file, a dangling symlink, a symlink loop, …)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags)
     except IsADirectoryError:
-        raise RecordingError("is a directory, not a recording", path=path) from None
+        raise NotARegularFile(path, "a directory") from None
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a socket file
-            raise RecordingError("is a socket, not a recording", path=path) from None
+            raise NotARegularFile(path, "a socket") from None
         raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise RecordingError(f"is {_kind(mode)}, not a recording file", path=path)
+            raise NotARegularFile(path, _kind(mode))
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_recording(path: str) -> IO[bytes]:
+    """Open ``path`` for reading if it is a regular file (a symlink to one is fine).
+
+    Raises RecordingError naming the file when it is a FIFO, a device, a socket or a
+    directory, without ever blocking on it; OSError as the OS reports otherwise."""
+    try:
+        return open_regular(path)
+    except NotARegularFile as exc:
+        raise RecordingError(f"is {exc.kind}, not a recording file", path=path) from None
 
 
 def _refuse_foreign(fd: int, path: str) -> None:

@@ -40,6 +40,7 @@ from ..events import (
     ObservationLost,
     ProcessOutput,
     ToolCallRef,
+    UpstreamStatus,
     ViolationSeen,
 )
 from ..terminal import safe_text
@@ -119,7 +120,12 @@ def _deeper_than(line: bytes, depth: int) -> bool:
     # wide structure goes in a few passes and a deep one stops after ``depth``.
     skeleton = _STRING.sub(b"", line).translate(None, _NOT_BRACKETS)
     skeleton = skeleton.replace(b"{", b"[").replace(b"}", b"]")
+    # A run of ``depth + 1`` opening brackets is that deep already: found in one linear search,
+    # where peeling ``[[[…]]]`` a level per pass would cost ``depth`` passes.
+    run = b"[" * (depth + 1)
     for _ in range(depth):
+        if run in skeleton:
+            return True
         shorter = skeleton.replace(b"[]", b"")
         if len(shorter) == len(skeleton):
             return False  # empty, or unbalanced: json reports that
@@ -343,6 +349,9 @@ class _Decoder:
             return EventsMissed(member_int(data, "missed", 0), t, member_str(data, "consumer", ""))
         conn = member_int(data, "conn", 0)
         route = member_str(data, "route", "")
+        if kind == "upstream":
+            state = _enum(data, "state", ("down", "back"))
+            return UpstreamStatus(route, t, state == "back", member_str(data, "detail", ""))
         if kind == "open":
             client, upstream = member_str(data, "client"), member_str(data, "upstream")
             return ConnectionOpened(conn, route, client, upstream, t)
@@ -359,14 +368,19 @@ class _Decoder:
                 member_int(sizes, "s2c", 0),
                 member_bool(data, "abnormal", False),
             )
-        if kind == "exchange":
-            request = self.frames.pop((conn, "c2s", member_int(data, "req")), None)
-            response = self.frames.pop((conn, "s2c", member_int(data, "resp")), None)
+        if kind in ("exchange", "server-exchange"):
+            # A server-exchange pairs a request the server sent with the client's answer.
+            asked, answered = ("c2s", "s2c") if kind == "exchange" else ("s2c", "c2s")
+            request = self.frames.pop((conn, asked, member_int(data, "req")), None)
+            response = self.frames.pop((conn, answered, member_int(data, "resp")), None)
             if request is None or response is None:
                 return None  # its frames were lost before a crash; nothing to pair
-            violations = self.violations.pop((conn, "c2s", request.index), [])
-            violations += self.violations.pop((conn, "s2c", response.index), [])
-            return ExchangeCompleted(conn, route, request, response, tuple(violations))
+            violations = self.violations.pop((conn, asked, request.index), [])
+            violations += self.violations.pop((conn, answered, response.index), [])
+            # Decided as the tap decides it, from the frames (the line's status is for people).
+            profile = self.routes.get(route, self.profile)
+            outcome = profile.outcome(request.message, response.message)
+            return ExchangeCompleted(conn, route, request, response, outcome, tuple(violations))
         if kind == "violation":
             return self._violation(data, conn, route, t)
         if kind == "frame-error":
@@ -464,10 +478,7 @@ class _Decoder:
                 if start < 0 or end < start:
                     raise RecordingError('msg is not where the writer puts it (,"msg": last)')
                 payload = line[start + len(MSG_KEY) : end]
-            if role is Role.REQUEST:
-                message = profile.parse_request(obj)
-            else:
-                message = profile.parse_response(obj)
+            message = profile.parse_decoded(obj, role)
         frame = FrameSeen(
             member_int(data, "conn"),
             member_str(data, "route", ""),
@@ -480,7 +491,8 @@ class _Decoder:
             redacted,
             tool_calls=member_tool_calls(data),
         )
-        self.frames[(frame.conn, direction.value, frame.index)] = frame
+        if not frame.is_notification:  # a notification is never paired: nothing to keep
+            self.frames[(frame.conn, direction.value, frame.index)] = frame
         return frame
 
 

@@ -12,13 +12,14 @@ import base64
 import json
 from typing import IO, Any, Optional
 
-from golem_core.messages import MalformedKind, Message, Request, Response
+from golem_core.messages import MalformedKind, Message, Notification, Request, Response
 from golem_core.profiles import Profile, get_profile
 
 from ..events import (
     BytesDiscarded,
     ConnectionClosed,
     ConnectionOpened,
+    Direction,
     Event,
     EventsMissed,
     ExchangeCompleted,
@@ -28,6 +29,7 @@ from ..events import (
     ObservationLost,
     ProcessOutput,
     ToolCallRef,
+    UpstreamStatus,
     ViolationSeen,
 )
 from .files import open_private
@@ -67,11 +69,14 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(bytes={"c2s": event.bytes_c2s, "s2c": event.bytes_s2c})
         base.update(abnormal=event.abnormal)
     elif isinstance(event, ExchangeCompleted):
-        base.update(kind="exchange", conn=event.conn, route=event.route)
+        # A request the server sent (its answer came from the client) is a kind of its own:
+        # a reader that does not know it skips it rather than pairing the wrong frames.
+        kind = "exchange" if event.request.direction is Direction.C2S else "server-exchange"
+        base.update(kind=kind, conn=event.conn, route=event.route)
         base.update(req=event.request.index, resp=event.response.index)
-        status = profile.describe_exchange(event.request.message, event.response.message)
-        base.update(method=event.method, status=status)
-        base.update(latency=round(event.latency, 6))
+        outcome = event.outcome
+        base.update(method=event.method, status=outcome.text)
+        base.update(latency=round(event.latency, 6), outcome=outcome.kind.value)
     elif isinstance(event, ViolationSeen):
         base.update(kind="violation", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value if event.direction else None)
@@ -107,6 +112,9 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(detail=event.detail)
         if event.digest:
             base.update(digest=event.digest, header=_b64(event.header))
+    elif isinstance(event, UpstreamStatus):
+        base.update(kind="upstream", route=event.route, state="back" if event.up else "down")
+        base.update(detail=event.detail)
     else:  # pragma: no cover - exhaustive over Event
         return None
     return dumps(base) + b"\n"
@@ -134,7 +142,7 @@ def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
     }
     if message.id is not None:
         base["id"] = message.id
-    if isinstance(message, Request):
+    if isinstance(message, (Request, Notification)):
         base["method"] = message.method
     if event.tool_calls is not None:
         base["tool_calls"] = tool_calls_json(event.tool_calls)
@@ -159,7 +167,7 @@ def _frame_prefix(event: FrameSeen, message: Message, seq: int) -> bytes:
     ]
     if ident is not None:
         parts.append(f',"id":{_json_str(ident) if isinstance(ident, str) else int(ident)}')
-    if isinstance(message, Request):
+    if isinstance(message, (Request, Notification)):
         parts.append(f',"method":{_json_str(message.method)}')
     if event.tool_calls is not None:
         parts.append(f',"tool_calls":{_json_str(tool_calls_json(event.tool_calls))}')
@@ -175,6 +183,8 @@ def tool_calls_json(calls: tuple[ToolCallRef, ...]) -> list[dict[str, Any]]:
 def frame_type(message: Message) -> str:
     if isinstance(message, Request):
         return "request"
+    if isinstance(message, Notification):
+        return "notification"
     if isinstance(message, Response):
         return "response"
     if hasattr(message, "error"):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from golem_core.dispatcher import Dispatcher
-from golem_core.messages import Malformed, Request, Role
+from golem_core.messages import Malformed, MalformedKind, Request, Role
 from golem_core.profiles import Profile
 
 from .diffing import Comparator
@@ -137,6 +137,12 @@ class ReplayEngine:
 
     def _decide(self, route: str, payload: bytes) -> Decision:
         message = self.profile.parse(payload, Role.REQUEST)
+        if not isinstance(message, (Request, Malformed)):
+            # A notification, or a reply: nothing a client asks a stand-in server. The Scrybe
+            # app (whose contract has neither) answers it as a request it cannot serve.
+            kind = MalformedKind.MISSING_ID if message.id is None else MalformedKind.MISSING_METHOD
+            detail = "request has no `id`" if message.id is None else "request has no `method`"
+            message = Malformed(kind, detail, message.obj, message.id, Role.REQUEST)
         if isinstance(message, Malformed):
             self.report.malformed += 1
             reply = self.profile.unparseable_request(message)

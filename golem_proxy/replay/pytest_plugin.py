@@ -13,7 +13,10 @@ mode, as VCR.py's record modes do:
   usage error before any test runs.
 * ``new``: misses go to the live plugin given by ``--golem-live`` and the new exchanges are
   appended to the trace after the test.
-* ``all``: every request goes to the live plugin and the trace is rewritten from scratch.
+* ``all``: every request goes to the live plugin and the trace is rewritten from scratch. The
+  new trace is written aside (next to the old one) and takes its place only when the
+  re-record succeeded: the test passed and every request reached the live plugin. Otherwise
+  the old trace is kept, byte for byte, and the test's report says so.
 
 Recorded exchanges that no test sharing the trace asked for are reported once per trace, as a
 `GolemUnusedExchangesWarning` when the last of those tests ends; ``golem_trace(...,
@@ -36,6 +39,7 @@ from golem_core.profiles import get_profile
 
 from ..net.addresses import Address, parse_address
 from ..recording.format import Header, RecordingError, RouteInfo
+from ..terminal import counted
 from .background import BackgroundReplay
 from .engine import ReplayEngine, summary
 from .index import ExchangeTrace, load_exchanges
@@ -69,6 +73,8 @@ class _TraceUse:
 _USES = pytest.StashKey[dict[str, _TraceUse]]()
 _MISSES_REPORTED = "misses_reported"
 _UNUSED_REPORTED = "unused_reported"
+_TEST_PASSED = "test_passed"
+"""Whether an ``all``-mode test passed (absent: its call phase never ran)."""
 
 
 class GolemUnusedExchangesWarning(UserWarning):
@@ -177,7 +183,10 @@ def pytest_runtest_makereport(
     if call.when != "call":
         return
     handle = getattr(item, "funcargs", {}).get("golem_replay")
-    if not isinstance(handle, GolemReplay) or handle.mode == "all":
+    if not isinstance(handle, GolemReplay):
+        return
+    if handle.mode == "all":
+        _note_test_outcome(handle, outcome.get_result())
         return
     summary = handle.summary()
     problems: list[str] = []
@@ -221,7 +230,9 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
     record_path: Optional[str] = None
     recorder = None
     if mode != "none":
-        fd, record_path = tempfile.mkstemp(prefix="golem-new-", suffix=".jsonl")
+        # Aside, next to the trace: replacing it is then one rename on the same file system.
+        aside = path.parent if path.parent.is_dir() else None
+        fd, record_path = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=aside)
         os.close(fd)
         recorder = open_record_new(record_path, engine, upstreams)
     server = ReplayServer(engine, listen, upstreams=upstreams, record_new=recorder)
@@ -229,6 +240,7 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
     bound = runner.start()
     names = list(bound)
     handle = GolemReplay(bound[names[0]], bound[names[-1]], str(path), mode, engine)
+    kept: Optional[str] = None
     try:
         yield handle
     finally:
@@ -236,8 +248,11 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
         engine.index.trace.close()
         if recorder is not None:
             recorder.close()
+        kept = _rerecord_failure(handle) if mode == "all" else None
         if record_path is not None:
-            _store(str(path), record_path, mode, engine)
+            _store(str(path), record_path, mode, engine, kept)
+    if kept is not None and handle._extra.get(_TEST_PASSED):
+        pytest.fail(_kept_text(handle, kept), pytrace=False)
     _judge(request.config, handle, mode, bool(options.get("strict_unused", False)))
 
 
@@ -287,10 +302,46 @@ def _empty_trace(profile_name: str) -> ExchangeTrace:
     return ExchangeTrace(Header.new(profile_name, routes), get_profile(profile_name), [])
 
 
-def _store(path: str, recorded: str, mode: str, engine: ReplayEngine) -> None:
+def _note_test_outcome(handle: GolemReplay, report: pytest.TestReport) -> None:
+    """Remember whether an ``all``-mode test passed (its trace may be replaced only then);
+    a failed one's report says at once that the old trace is kept."""
+    handle._extra[_TEST_PASSED] = report.passed
+    if not report.passed:
+        report.sections.append(("golem replay", _kept_text(handle, "the test failed")))
+
+
+def _rerecord_failure(handle: GolemReplay) -> Optional[str]:
+    """Why an ``all``-mode re-record may not replace the trace, or None when it may: the
+    test passed and every request the replay forwarded reached the live plugin and was
+    recorded. Read once the server stopped (it records after the client has its answer)."""
+    passed = handle._extra.get(_TEST_PASSED)
+    if passed is None:
+        return "the test did not run"
+    if not passed:
+        return "the test failed"
+    report = handle.engine.report
+    lost = report.forwarded - report.recorded_new + report.unanswered
+    if lost:
+        return f"{lost} request(s) did not reach the live plugin"
+    if not report.recorded_new:
+        return "nothing was recorded"
+    return None
+
+
+def _kept_text(handle: GolemReplay, why: str) -> str:
+    return f"golem_trace: re-recording {handle.trace} failed ({why}); the old trace is kept"
+
+
+def _store(
+    path: str, recorded: str, mode: str, engine: ReplayEngine, rerecord_failed: Optional[str]
+) -> None:
+    """Put what the test recorded in place: ``all`` replaces the trace (only when
+    ``rerecord_failed`` is None: the old trace is kept otherwise), ``new`` appends the new
+    exchanges. The file written aside is removed."""
     try:
         if mode == "all":
-            os.replace(recorded, path)
+            if rerecord_failed is None:
+                os.replace(recorded, path)
         elif engine.report.recorded_new:
             append_recording(path, recorded)
     finally:
@@ -299,14 +350,14 @@ def _store(path: str, recorded: str, mode: str, engine: ReplayEngine) -> None:
 
 
 def _misses_text(handle: GolemReplay, misses: list[dict[str, Any]]) -> str:
-    lines = [f"golem replay of {handle.trace}: {len(misses)} request(s) missed"]
+    lines = [f"golem replay of {handle.trace}: {counted(len(misses), 'request')} missed"]
     lines += [f"  {m['route']} {m['method']}: {m['message']}" for m in misses]
     return "\n".join(lines)
 
 
 def _unused_text(unused: dict[int, str]) -> str:
     shown = ", ".join(f"#{number} {method}" for number, method in sorted(unused.items())[:20])
-    return f"{len(unused)} recorded exchange(s) unused: {shown}"
+    return f"{counted(len(unused), 'recorded exchange')} unused: {shown}"
 
 
 def _judge(config: pytest.Config, handle: GolemReplay, mode: str, strict_unused: bool) -> None:

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Optional
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from ..terminal import safe_text
+from ..table_layout import Cell, Column, print_table
+from ..terminal import counted, safe_text
 from .diffing import Difference, short
 from .tracediff import TraceDiff
 from .verify import VerifyResult
@@ -26,18 +26,25 @@ def _literal(text: str, style: str = "") -> Text:
     return Text(safe_text(text), style=style)
 
 
-def _table(differences: Sequence[Difference], left: str, right: str) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("path", style="cyan", no_wrap=True)
-    table.add_column(left, style="red", overflow="fold")
-    table.add_column(right, style="green", overflow="fold")
-    for difference in differences:
-        table.add_row(
-            _literal(difference.path),
-            _literal(short(difference.recorded, 80)),
-            _literal(short(difference.live, 80)),
-        )
-    return table
+def _print_differences(
+    console: Console, differences: Sequence[Difference], left: str, right: str
+) -> None:
+    """Path, recorded and live value of each difference (values as `short` previews them),
+    laid out like every table of the command line: the path is never cut."""
+    columns = (
+        Column("path", wrap=True, priority=2, floor=16),
+        Column(left, wrap=True, priority=1, floor=16),
+        Column(right, wrap=True, priority=1, floor=16),
+    )
+    rows: list[list[Cell]] = [
+        [
+            _literal(difference.path, "cyan"),
+            _literal(short(difference.recorded, 80), "red"),
+            _literal(short(difference.live, 80), "green"),
+        ]
+        for difference in differences
+    ]
+    print_table(console, columns, rows)
 
 
 def render_verify(result: VerifyResult, console: Console) -> None:
@@ -52,14 +59,14 @@ def render_verify(result: VerifyResult, console: Console) -> None:
         if check.problem is not None:
             console.print(_literal(f"  {check.problem}", "yellow"))
         if check.differences:
-            console.print(_table(check.differences, "recorded", "live"))
+            _print_differences(console, check.differences, "recorded", "live")
     if len(failed) > MAX_SHOWN:
         console.print(f"… and {len(failed) - MAX_SHOWN} more differing exchanges")
     total = len(result.checks)
     if result.ok:
-        console.print(f"[green]verify: all {total} exchanges match[/green]")
+        console.print(f"[green]verify: all {counted(total, 'exchange')} match[/green]")
     else:
-        console.print(f"[red]verify: {len(failed)} of {total} exchanges differ[/red]")
+        console.print(f"[red]verify: {len(failed)} of {counted(total, 'exchange')} differ[/red]")
 
 
 def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, str]] = None) -> None:
@@ -80,11 +87,11 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
             )
         )
         if pair.differences:
-            console.print(_table(pair.differences, a_name, b_name))
+            _print_differences(console, pair.differences, a_name, b_name)
     if len(different) > MAX_SHOWN:
         console.print(f"… and {len(different) - MAX_SHOWN} more")
     if diff.equal:
-        console.print(f"[green]diff: {len(diff.pairs)} exchanges, no difference[/green]")
+        console.print(f"[green]diff: {counted(len(diff.pairs), 'exchange')}, no difference[/green]")
     else:
         console.print(
             f"[red]diff: {len(different)} of {len(diff.pairs)} aligned exchanges differ[/red]"

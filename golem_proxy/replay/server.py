@@ -24,7 +24,7 @@ from ..net.framed_stream import FramedStream, FramingFailure
 from ..net.listeners import Listener, connect, open_listener
 from ..net.sockio import read_some, write_all
 from ..recording.format import RecordingWriter, write_private
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from .engine import Close, Forward, ReplayEngine, Reply
 
 __all__ = ["ForwardError", "ReplayServer", "Sleep"]
@@ -238,7 +238,8 @@ class ReplayServer:
         )
         upstream.sent += 1
         upstream.received += 1
-        for event in (req, resp, ExchangeCompleted(conn, route, req, resp)):
+        outcome = self.profile.outcome(req.message, resp.message)
+        for event in (req, resp, ExchangeCompleted(conn, route, req, resp, outcome)):
             self.recorder.write(event)
         self.recorder.flush()
         self.engine.report.recorded_new += 1
@@ -247,9 +248,10 @@ class ReplayServer:
 def summary_text(summary: Mapping[str, Any]) -> str:
     """The end-of-run report as a few human lines."""
     lines = [
-        f"golem-proxy replay: {summary['requests']} requests, {summary['served']} from the "
-        f"trace, {summary['builtins']} built-in, {len(summary['misses'])} missed, "
-        f"{summary['forwarded']} forwarded, {len(summary['unused'])} recorded exchanges unused"
+        f"golem-proxy replay: {counted(summary['requests'], 'request')}, {summary['served']} "
+        f"from the trace, {summary['builtins']} built-in, {len(summary['misses'])} missed, "
+        f"{summary['forwarded']} forwarded, {counted(len(summary['unused']), 'recorded exchange')} "
+        "unused"
     ]
     for miss in summary["misses"][:20]:
         lines.append(f"  miss {miss['route']} {miss['method']}: {miss['message']}")

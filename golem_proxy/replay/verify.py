@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -24,7 +24,7 @@ from golem_core.profiles import Profile
 from ..events import Direction, ExchangeCompleted, FrameSeen
 from ..net.addresses import Address
 from ..net.framed_stream import FramedStream
-from ..net.listeners import connect
+from ..net.listeners import connect, connect_reason
 from ..recording.format import RecordingReader, encode_event
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange, encode_recorded
@@ -41,18 +41,6 @@ class TargetUnreachable(Exception):
         self.route = route
         self.address = address
         self.reason = reason
-
-
-def _connect_reason(exc: OSError) -> str:
-    """Why a connection failed, in words: trio's "all attempts to connect … failed" carries
-    the real reason (connection refused, …) in its cause."""
-    inner = getattr(exc.__cause__, "exceptions", None)
-    if isinstance(inner, tuple) and len(inner) == 1 and isinstance(inner[0], OSError):
-        exc = inner[0]
-    if exc.errno:
-        return os.strerror(exc.errno)[0].lower() + os.strerror(exc.errno)[1:]
-    text = str(exc) or type(exc).__name__
-    return text[0].lower() + text[1:]
 
 
 @dataclass
@@ -126,7 +114,7 @@ class _Link:
                 stream = await connect(self.address)
             except OSError as exc:
                 if not self.reached:
-                    raise TargetUnreachable(self.route, self.address, _connect_reason(exc)) from exc
+                    raise TargetUnreachable(self.route, self.address, connect_reason(exc)) from exc
                 raise
             self.reached = True
             self.framed = FramedStream(stream, self.profile)
@@ -144,17 +132,21 @@ async def verify_trace(
     comparator: Comparator,
     *,
     timeout: float = 30.0,
+    progress: Optional[Callable[[int], None]] = None,
 ) -> VerifyResult:
     """Re-send every recorded exchange of ``trace`` to ``targets`` (route name → address) in
     order and compare the answers. A route without a target is reported, not sent. Raises
     TargetUnreachable when a target cannot be connected to at all (a plugin that answered
-    once and then stops answering is a difference, reported per exchange)."""
+    once and then stops answering is a difference, reported per exchange). ``progress`` is
+    told how many exchanges are done before each one and at the end."""
     profile = trace.profile
     links: dict[str, _Link] = {}
     checks: list[ExchangeCheck] = []
     ids = profile.request_ids()
     try:
         for exchange in trace.exchanges:
+            if progress is not None:
+                progress(len(checks))
             check = ExchangeCheck(exchange.number, exchange.route, exchange.method)
             checks.append(check)
             address = targets.get(exchange.route)
@@ -177,6 +169,8 @@ async def verify_trace(
                 continue
             check.live_payload = frame.payload
             check.differences = _compare(exchange, frame.payload, comparator)
+        if progress is not None:
+            progress(len(checks))
     finally:
         with trio.CancelScope(shield=True):
             for link in links.values():
@@ -267,7 +261,10 @@ def _rewrite_line(line: bytes, targets: dict[tuple[int, int], bytes], profile: P
         payload = targets.get((int(data["conn"]), int(data["resp"])))
         if payload is None:
             return line
-        data["status"] = profile.describe(profile.parse(payload, Role.RESPONSE))
+        # The line keeps no request: the outcome is read from the answer alone.
+        outcome = profile.outcome(None, profile.parse(payload, Role.RESPONSE))
+        data["status"] = outcome.text
+        data["outcome"] = outcome.kind.value
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
     if b'"kind":"frame"' not in head or b'"dir":"s2c"' not in line[:300]:
         return line

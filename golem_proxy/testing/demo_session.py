@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -45,12 +46,28 @@ class DemoOutcome:
     """What a scripted session did, as the MCP server would see it."""
 
     calls: int = 0
+    noun: str = "tool call"
+    """What a call is, in the narration (a Scrybe session sends requests, not MCP tools)."""
     failures: list[str] = field(default_factory=list)
     narrate: Callable[[str], None] = lambda text: None
+    open_connections: int = 0
+    """Client connections the session holds open now (a narrator waits for the proxy to have
+    seen the others closed before it speaks)."""
+
+    @contextmanager
+    def client(self, address: Address, **options: Any) -> Iterator[GolemClient]:
+        """A client connection to ``address``, counted in `open_connections` while open."""
+        with GolemClient(*address, **options) as client:
+            self.open_connections += 1
+            try:
+                yield client
+            finally:
+                self.open_connections -= 1
 
     def call(self, tool: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run one tool call; an error answer is noted and the session goes on. A wrapped
-        handler's error dict (a success envelope) is noted too."""
+        """Run one tool call; an error answer is noted and the session goes on. A failure
+        reported inside a success envelope (a wrapped handler's error dict, ``"success":
+        false``) is noted too, as the profile reads it."""
         self.calls += 1
         name = getattr(tool, "__name__", "call")
         try:
@@ -58,8 +75,9 @@ class DemoOutcome:
         except RhinoCommandError as exc:
             self.failures.append(f"{name}: {exc}")
             return None
-        if isinstance(result, dict) and isinstance(result.get("code"), str) and "message" in result:
-            self.failures.append(f"{name}: [{result['code']}] {result['message']}")
+        failed = GOLEM.result_outcome(result)
+        if failed.failed:
+            self.failures.append(f"{name}: [{failed.text}] {failed.message}")
             return None
         return result
 
@@ -73,9 +91,9 @@ def _guids(*results: Any) -> list[str]:
 
 def modelling(main: Address, gh: Address, outcome: DemoOutcome) -> None:
     """A small scene on the main channel: a layer, two walls and a dome, a union, a capture."""
-    with GolemClient(*main) as client:
+    outcome.narrate("modelling a small scene on the main channel")
+    with outcome.client(main) as client:
         tools, call = McpTools(client), outcome.call
-        outcome.narrate("modelling a small scene on the main channel")
         call(tools.get_document_info)
         call(tools.create_layer, "Walls", color_r=200, color_g=80, color_b=40)
         walls = [
@@ -93,9 +111,9 @@ def modelling(main: Address, gh: Address, outcome: DemoOutcome) -> None:
 
 def errors(main: Address, gh: Address, outcome: DemoOutcome) -> None:
     """The calls that go wrong in real sessions, and a client bug on the wire."""
-    with GolemClient(*main) as client:
+    outcome.narrate("the calls that go wrong in real sessions")
+    with outcome.client(main) as client:
         tools, call = McpTools(client), outcome.call
-        outcome.narrate("the calls that go wrong in real sessions")
         call(tools.get_object_info, MISSING_GUID)
         call(tools.create_torus, major_radius=3.0, minor_radius=1.0)  # reads base_center
         first = call(tools.create_box, width=10.0, depth=10.0, height=10.0)
@@ -118,16 +136,16 @@ def grasshopper(main: Address, gh: Address, outcome: DemoOutcome) -> None:
     then a look at the plugin's own Grasshopper channel."""
     with open(DEFINITION_PATH, "w", encoding="utf-8") as definition:
         definition.write("headless demo definition\n")
-    with GolemClient(*main) as client:
+    outcome.narrate("a Grasshopper definition, as the MCP server sends it")
+    with outcome.client(main) as client:
         tools, call = McpTools(client), outcome.call
-        outcome.narrate("a Grasshopper definition, as the MCP server sends it")
         call(tools.open_grasshopper_definition, DEFINITION_PATH)
         call(tools.list_grasshopper_components)
         call(tools.set_grasshopper_input, "Height", 12.5)  # not registered
         call(tools.run_grasshopper_definition, inputs={"Height": 12.5})
         call(tools.bake_grasshopper_objects, layer="Default")  # not registered
-        with GolemClient(*gh, ping_method="gh.ping") as channel:
-            outcome.narrate("the same definition through the plugin's Grasshopper channel (9877)")
+        outcome.narrate("the same definition through the plugin's Grasshopper channel (9877)")
+        with outcome.client(gh, ping_method="gh.ping") as channel:
             call(McpTools(channel).list_grasshopper_components)
         call(tools.close_grasshopper_definition)
 
@@ -140,11 +158,17 @@ SESSIONS: dict[str, Script] = {
 
 
 def run_demo_session(
-    main: Address, gh: Address, narrate: Optional[Callable[[str], None]] = None
+    main: Address,
+    gh: Address,
+    narrate: Optional[Callable[[str], None]] = None,
+    outcome: Optional[DemoOutcome] = None,
 ) -> DemoOutcome:
     """Drive every scripted session through the proxy's ``main`` and ``gh`` addresses.
-    Returns what was called and which calls failed (as the MCP server would see them)."""
-    outcome = DemoOutcome(narrate=narrate or (lambda text: None))
+    Returns what was called and which calls failed (as the MCP server would see them): in
+    ``outcome`` when given (its narrator can then read `DemoOutcome.open_connections`)."""
+    outcome = outcome or DemoOutcome()
+    if narrate is not None:
+        outcome.narrate = narrate
     for script in SESSIONS.values():
         script(main, gh, outcome)
     return outcome

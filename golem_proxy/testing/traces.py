@@ -100,7 +100,8 @@ class TraceBuilder:
         self.t += latency
         resp = self._frame(conn, route, Direction.S2C, counters[1], response, Role.RESPONSE)
         counters[1] += 1
-        self.writer.write(ExchangeCompleted(conn, route, req, resp))
+        outcome = self.profile.outcome(req.message, resp.message)
+        self.writer.write(ExchangeCompleted(conn, route, req, resp, outcome))
 
     def _frame(
         self, conn: int, route: str, direction: Direction, n: int, payload: bytes, role: Role

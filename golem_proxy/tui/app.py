@@ -28,7 +28,7 @@ from ..events import Event
 from ..live.control import LiveControl
 from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from .bridge import EventBuffer, EventSource
 from .debugging import DebugActions
 from .export import request_json, save_events, write_copy
@@ -411,7 +411,8 @@ class GolemProxyApp(DebugActions, App[None]):
             message = safe_text(f"Not written: {exc}")
             self.call_from_thread(self.notify, message, severity="error", markup=False)
             return
-        message = safe_text(f"Wrote {flows:,} flows ({count:,} events) to {path}")
+        wrote = f"{counted(flows, 'flow', grouped=True)} ({counted(count, 'event', grouped=True)})"
+        message = safe_text(f"Wrote {wrote} to {path}")
         self.call_from_thread(self.notify, message, markup=False)
 
     def action_stats(self) -> None:

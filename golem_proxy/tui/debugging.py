@@ -148,7 +148,7 @@ class DebugActions(_Base):
             return
         recorded = flow.response.payload if flow.response is not None else None
         self.last_resend = LastResend(flow.number, recorded, resent)
-        status = self.profile.describe(resent.message)
+        status = safe_text(resent.outcome.text)
         text = (
             f"flow {flow.number} sent again: {status} in {format_latency(resent.latency)} "
             "(D: the difference)"
@@ -161,8 +161,6 @@ class DebugActions(_Base):
             self.notify("nothing sent again yet: r sends the selected flow", severity="warning")
             return
         resent = last.resent
-        summary = (
-            f"{resent.method} id {resent.request_id} → {self.profile.describe(resent.message)}"
-        )
+        summary = f"{resent.method} id {resent.request_id} → {resent.outcome.text}"
         recorded = last.recorded if last.recorded is not None else json.dumps(None).encode()
         self.push_screen(ResendDiff(last.flow, resent.method, recorded, resent.response, summary))

@@ -38,7 +38,7 @@ from .render import flow_label
 
 __all__ = ["BatchResult", "SessionModel"]
 
-HeldKey = tuple[int, int]
+HeldKey = tuple[int, Direction, int]
 
 
 @dataclass
@@ -108,7 +108,10 @@ class SessionModel:
             positions = self._flow_events.setdefault(flow.number, [])
             positions.append(position)
             if isinstance(event, ExchangeCompleted):
-                positions.extend(self._held.pop((event.conn, event.response.index), ()))
+                response = event.response
+                positions.extend(
+                    self._held.pop((event.conn, response.direction, response.index), ())
+                )
             elif held is not None:  # an orphan response's verdict
                 positions.extend(self._held.pop(held, ()))
             result.changed.add(flow.number - 1)
@@ -215,12 +218,14 @@ class SessionModel:
 
 
 def _held_key(event: Event) -> Optional[HeldKey]:
-    if isinstance(event, FrameSeen) and event.direction is Direction.S2C:
-        return (event.conn, event.index)
+    # An answer's events wait for the exchange (or orphan verdict) that places them; answers
+    # travel s2c, and c2s too when a JSON-RPC server asked.
+    if isinstance(event, FrameSeen) and not event.is_request:
+        return (event.conn, event.direction, event.index)
     if (
         isinstance(event, ViolationSeen)
-        and event.direction is Direction.S2C
+        and event.direction is not None
         and event.frame_index is not None
     ):
-        return (event.conn, event.frame_index)
+        return (event.conn, event.direction, event.frame_index)
     return None

@@ -118,7 +118,10 @@ class SessionBuilder:
             and (v.direction, v.frame_index)
             in ((Direction.C2S, request.index), (Direction.S2C, response.index))
         )
-        exchange = ExchangeCompleted(request.conn, request.route, request, response, violations)
+        outcome = self.profile.outcome(request.message, response.message)
+        exchange = ExchangeCompleted(
+            request.conn, request.route, request, response, outcome, violations
+        )
         self.events.append(exchange)
         return exchange
 

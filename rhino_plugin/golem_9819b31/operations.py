@@ -77,10 +77,10 @@ class OperationHandlers:
             raise GolemFailure("INVALID_PARAMS", f"Object '{guid}' is not a Surface.")
         return obj
 
-    def _new(
-        self, like: DocObject, rhino_class: str, kind: str, bbox: BoundingBox, **data: Any
-    ) -> DocObject:
-        return add_object(self.doc, rhino_class, kind, bbox, layer=like.layer, **data)
+    def _new(self, rhino_class: str, kind: str, bbox: BoundingBox, **data: Any) -> DocObject:
+        # The real handlers add results without attributes (sc.doc.Objects.AddBrep(brep),
+        # rs.Add*): they land on the current layer, not on an input's.
+        return add_object(self.doc, rhino_class, kind, bbox, **data)
 
     def _breps_result(self, objects: list[DocObject], key: str = "objects") -> dict[str, Any]:
         return {
@@ -89,10 +89,10 @@ class OperationHandlers:
             key: [serialize_brep(o) for o in objects],
         }
 
-    def _solid(self, like: DocObject, bbox: BoundingBox, faces: int = 6) -> DocObject:
+    def _solid(self, bbox: BoundingBox, faces: int = 6) -> DocObject:
         (x0, y0, z0), (x1, y1, z1) = bbox.minimum, bbox.maximum
         return self._new(
-            like, "Brep", "polysurface", bbox, faces=faces, edges=2 * faces, vertices=faces + 2,
+            "Brep", "polysurface", bbox, faces=faces, edges=2 * faces, vertices=faces + 2,
             solid=True, volume=(x1 - x0) * (y1 - y0) * (z1 - z0),
         )  # fmt: skip
 
@@ -117,7 +117,7 @@ class OperationHandlers:
         for brep in breps[1:]:
             bbox = bbox.union(brep.bbox)
         self._delete(*breps)
-        return self._breps_result([self._solid(breps[0], bbox)])
+        return self._breps_result([self._solid(bbox)])
 
     def h_boolean_difference(self, p: Params) -> dict[str, Any]:
         guid_a = _require(p, "guid_a", str)
@@ -135,7 +135,7 @@ class OperationHandlers:
                 "the target and both are valid closed Breps.",
             )
         self._delete(target, *cutters)
-        return self._breps_result([self._solid(target, target.bbox, faces=7)])
+        return self._breps_result([self._solid(target.bbox, faces=7)])
 
     def h_boolean_intersection(self, p: Params) -> dict[str, Any]:
         guids_a = list_param(p, "guids_a")
@@ -153,7 +153,7 @@ class OperationHandlers:
                 "geometrically invalid.",
             )
         self._delete(*breps_a, *breps_b)
-        return self._breps_result([self._solid(breps_a[0], box) for box in found])
+        return self._breps_result([self._solid(box) for box in found])
 
     def h_boolean_split(self, p: Params) -> dict[str, Any]:
         guid = _require(p, "guid_to_split", str)
@@ -166,7 +166,7 @@ class OperationHandlers:
                 "Boolean split failed -- ensure the cutter intersects the target Brep.",
             )
         self._delete(target, cutter)
-        return self._breps_result([self._solid(target, box) for box in pieces])
+        return self._breps_result([self._solid(box) for box in pieces])
 
     def _split_boxes(self, target: BoundingBox, cutter: BoundingBox) -> list[BoundingBox]:
         """The part of ``target`` inside ``cutter`` and the rest (as its box)."""
@@ -189,7 +189,7 @@ class OperationHandlers:
                 "OPERATION_FAILED", "Trim failed -- the cutter may not intersect the target."
             )
         self._delete(target)
-        kept = self._solid(target, pieces[-1])
+        kept = self._solid(pieces[-1])
         return {"guids": [kept.guid], "count": 1, "object": serialize_brep(kept)}
 
     def h_split(self, p: Params) -> dict[str, Any]:
@@ -206,18 +206,18 @@ class OperationHandlers:
                 "Split failed -- the cutters may not intersect the target Brep.",
             )
         self._delete(target)
-        return self._breps_result([self._solid(target, box) for box in pieces])
+        return self._breps_result([self._solid(box) for box in pieces])
 
     # -- curves and surfaces --------------------------------------------------------------------
     def _curve_result(self, obj: DocObject) -> dict[str, Any]:
         return {"guid": obj.guid, "curve": serialize_curve(obj)}
 
-    def _derived_curve(self, like: DocObject, bbox: BoundingBox, **data: Any) -> DocObject:
+    def _derived_curve(self, bbox: BoundingBox, **data: Any) -> DocObject:
         points = [list(bbox.minimum), list(bbox.maximum)]
         data.setdefault("points", points)
         data.setdefault("length", math.dist(bbox.minimum, bbox.maximum))
         kind = data.pop("kind", "nurbs")
-        return self._new(like, "Curve", kind, bbox, **data)
+        return self._new("Curve", kind, bbox, **data)
 
     def h_offset_curve(self, p: Params) -> dict[str, Any]:
         curve_id = _require(p, "curve_id", str)
@@ -241,7 +241,7 @@ class OperationHandlers:
         (x0, y0, z0), (x1, y1, z1) = curve.bbox.minimum, curve.bbox.maximum
         bbox = BoundingBox((x0 - d, y0 - d, z0), (x1 + d, y1 + d, z1))
         closed = bool(curve.geometry.get("closed", False))
-        return self._curve_result(self._derived_curve(curve, bbox, closed=closed))
+        return self._curve_result(self._derived_curve(bbox, closed=closed))
 
     def h_offset_surface(self, p: Params) -> dict[str, Any]:
         surface_id = _require(p, "surface_id", str)
@@ -257,7 +257,7 @@ class OperationHandlers:
         d = abs(distance)
         (x0, y0, z0), (x1, y1, z1) = surface.bbox.minimum, surface.bbox.maximum
         bbox = BoundingBox((x0 - d, y0 - d, z0 - d), (x1 + d, y1 + d, z1 + d))
-        new = self._new(surface, "Surface", "nurbs", bbox, degree_u=3, degree_v=3)
+        new = self._new("Surface", "nurbs", bbox, degree_u=3, degree_v=3)
         return {"guid": new.guid, "surface": serialize_surface(new)}
 
     def _edges(self, p: Params, size_key: str) -> tuple[DocObject, float]:
@@ -278,12 +278,12 @@ class OperationHandlers:
     def h_fillet_edge(self, p: Params) -> dict[str, Any]:
         brep, _ = self._edges(p, "radius")
         self._delete(brep)
-        return self._breps_result([self._solid(brep, brep.bbox, faces=7)])
+        return self._breps_result([self._solid(brep.bbox, faces=7)])
 
     def h_chamfer_edge(self, p: Params) -> dict[str, Any]:
         brep, _ = self._edges(p, "distance")
         self._delete(brep)
-        return self._breps_result([self._solid(brep, brep.bbox, faces=7)])
+        return self._breps_result([self._solid(brep.bbox, faces=7)])
 
     def h_fillet_curves(self, p: Params) -> dict[str, Any]:
         a_id, b_id = _require(p, "curve_id_a", str), _require(p, "curve_id_b", str)
@@ -300,7 +300,7 @@ class OperationHandlers:
         )
         if join:
             bbox = a.bbox.union(b.bbox)
-            joined = self._derived_curve(a, bbox, kind="polyline")
+            joined = self._derived_curve(bbox, kind="polyline")
             self._delete(a, b, fillet)
             return {"guid": joined.guid, "guids": [joined.guid], "count": 1}
         return self._curve_result(fillet)
@@ -325,7 +325,7 @@ class OperationHandlers:
         meet = _touching(a.bbox, b.bbox)
         if a.object_type != "Curve" or b.object_type != "Curve" or meet is None:
             raise GolemFailure("OPERATION_FAILED", failure)
-        return self._derived_curve(a, meet, kind="arc", radius=0.0, center=list(meet.center))
+        return self._derived_curve(meet, kind="arc", radius=0.0, center=list(meet.center))
 
     def h_intersect(self, p: Params) -> dict[str, Any]:
         id_a = _require(p, "id_a", str)
@@ -342,10 +342,10 @@ class OperationHandlers:
         curves: list[DocObject] = []
         if meet is not None:
             if kind == "brep_brep":
-                curves.append(self._derived_curve(a, meet, closed=True))
+                curves.append(self._derived_curve(meet, closed=True))
             else:
                 center = meet.center
-                points.append(self._new(a, "Point", "point", BoundingBox(center, center)))
+                points.append(self._new("Point", "point", BoundingBox(center, center)))
         return {
             "type": kind,
             "intersects": bool(points or curves),
@@ -366,7 +366,7 @@ class OperationHandlers:
         for key in ("max_edge_length", "min_edge_length", "max_angle"):
             opt_float(p, key, -1.0)
         faces = {"coarse": 12, "medium": 48, "fine": 192, "custom": 48}[str(quality)]
-        mesh = self._new(brep, "Mesh", "mesh", brep.bbox, vertex_count=faces + 2, face_count=faces)
+        mesh = self._new("Mesh", "mesh", brep.bbox, vertex_count=faces + 2, face_count=faces)
         return {"guids": [mesh.guid], "count": 1, "meshes": [serialize_mesh(mesh)]}
 
     def h_project_curve(self, p: Params) -> dict[str, Any]:
@@ -390,7 +390,7 @@ class OperationHandlers:
         for brep in hits:
             (x0, y0, _), (x1, y1, _) = curve.bbox.minimum, curve.bbox.maximum
             z = brep.bbox.maximum[2]
-            projected.append(self._derived_curve(curve, BoundingBox((x0, y0, z), (x1, y1, z))))
+            projected.append(self._derived_curve(BoundingBox((x0, y0, z), (x1, y1, z))))
         return {
             "guids": [c.guid for c in projected],
             "count": len(projected),
@@ -431,7 +431,7 @@ class OperationHandlers:
         end_a = (a.geometry.get("points") or [list(a.bbox.maximum)])[-1]
         start_b = (b.geometry.get("points") or [list(b.bbox.minimum)])[0]
         bbox = BoundingBox.around([tuple(end_a), tuple(start_b)])  # type: ignore[list-item]
-        blend = self._derived_curve(a, bbox, points=[end_a, start_b], degree=3)
+        blend = self._derived_curve(bbox, points=[end_a, start_b], degree=3)
         return self._curve_result(blend)
 
     def h_rebuild_curve(self, p: Params) -> dict[str, Any]:

@@ -96,9 +96,11 @@ class SurfaceHandlers:
             raise ValueError(f"Object '{guid}' is not a Curve (got {_class(obj)}).")
         return obj
 
-    def _brep(self, like: DocObject, bbox: BoundingBox, **data: Any) -> DocObject:
+    def _brep(self, bbox: BoundingBox, **data: Any) -> DocObject:
+        # The real handlers add results without attributes (rs.AddLoftSrf, AddBrep, …):
+        # they land on the current layer, not on an input's.
         data.setdefault("faces", 1)
-        return add_object(self.doc, "Brep", "surface", bbox, layer=like.layer, **data)
+        return add_object(self.doc, "Brep", "surface", bbox, **data)
 
     def _one(self, obj: DocObject) -> dict[str, Any]:
         return {"guid": obj.guid, "bounding_box": bbox_json(obj.bbox)}
@@ -117,10 +119,10 @@ class SurfaceHandlers:
         failure = _not_a_curve("AddLoftSrf", curve_ids, curves)
         if failure is not None:
             return failure
-        return self._one(self._brep(curves[0], _union(curves), closed_v=closed))
+        return self._one(self._brep(_union(curves), closed_v=closed))
 
     def _sweep(self, rails: list[DocObject], shapes: list[DocObject]) -> dict[str, Any]:
-        return self._one(self._brep(rails[0], _union(rails + shapes), faces=1))
+        return self._one(self._brep(_union(rails + shapes), faces=1))
 
     def h_sweep1(self, p: Params) -> dict[str, Any]:
         rail_id = _text(p, "rail_id")
@@ -164,7 +166,7 @@ class SurfaceHandlers:
             [(start[0] - reach, start[1] - reach, min(start[2], end[2], profile.bbox.minimum[2])),
              (start[0] + reach, start[1] + reach, max(start[2], end[2], profile.bbox.maximum[2]))]
         )  # fmt: skip
-        surface = add_object(self.doc, "Surface", "revolution", box, layer=profile.layer)
+        surface = add_object(self.doc, "Surface", "revolution", box)
         return self._one(surface)
 
     def h_extrude_curve(self, p: Params) -> dict[str, Any]:
@@ -194,7 +196,7 @@ class SurfaceHandlers:
             return failure
         box = profile.bbox.union(profile.bbox.mapped(translation_map(offset)))
         solid = cap and bool(profile.geometry.get("closed"))
-        return self._one(self._brep(profile, box, faces=3 if solid else 1, solid=solid))
+        return self._one(self._brep(box, faces=3 if solid else 1, solid=solid))
 
     def h_extrude_surface(self, p: Params) -> dict[str, Any]:
         surface_id = _text(p, "surface_id")
@@ -218,7 +220,7 @@ class SurfaceHandlers:
         box = source.bbox.union(
             source.bbox.mapped(translation_map((dx * scale, dy * scale, dz * scale)))
         )
-        return self._one(self._brep(source, box, faces=6 if cap else 5, solid=cap))
+        return self._one(self._brep(box, faces=6 if cap else 5, solid=cap))
 
     def h_network_surface(self, p: Params) -> dict[str, Any]:
         u_ids = _list(p, "curves_u")
@@ -232,7 +234,7 @@ class SurfaceHandlers:
         [validate(self.doc, g) for g in u_ids + v_ids]
         curves = [self._curve(g) for g in u_ids + v_ids]
         surface = add_object(
-            self.doc, "Surface", "nurbs", _union(curves), layer=curves[0].layer,
+            self.doc, "Surface", "nurbs", _union(curves),
             degree_u=3, degree_v=3, count_u=len(u_ids) + 2, count_v=len(v_ids) + 2,
         )  # fmt: skip
         return self._one(surface)
@@ -245,7 +247,7 @@ class SurfaceHandlers:
             raise ValueError("'spans_u' and 'spans_v' must each be at least 1.")
         objects = [validate(self.doc, g) for g in object_ids]
         surface = add_object(
-            self.doc, "Surface", "nurbs", _union(objects), layer=objects[0].layer,
+            self.doc, "Surface", "nurbs", _union(objects),
             degree_u=3, degree_v=3, count_u=spans_u + 3, count_v=spans_v + 3,
         )  # fmt: skip
         return self._one(surface)
@@ -260,7 +262,7 @@ class SurfaceHandlers:
         failure = _not_a_curve("AddEdgeSrf", curve_ids, curves)
         if failure is not None:
             return failure
-        surface = add_object(self.doc, "Surface", "nurbs", _union(curves), layer=curves[0].layer)
+        surface = add_object(self.doc, "Surface", "nurbs", _union(curves))
         return self._one(surface)
 
     def h_cap_planar_holes(self, p: Params) -> dict[str, Any]:
@@ -294,7 +296,7 @@ class SurfaceHandlers:
         faces = int(source.geometry.get("faces", 1)) if explode else 1
         (x0, y0, _), (x1, y1, z1) = source.bbox.minimum, source.bbox.maximum
         flat = BoundingBox((x0, y0, 0.0), (x1 + (z1 - source.bbox.minimum[2]), y1, 0.0))
-        added = [self._brep(source, flat).guid for _ in range(faces)]
+        added = [self._brep(flat).guid for _ in range(faces)]
         return {"guids": added, "bounding_box": bbox_json(flat)}
 
     def h_planar_surface(self, p: Params) -> dict[str, Any]:
@@ -309,7 +311,7 @@ class SurfaceHandlers:
                 "Planar surface produced no geometry. "
                 "Check that the boundary curves are closed and planar."
             )
-        guids = [self._brep(c, c.bbox).guid for c in closed]
+        guids = [self._brep(c.bbox).guid for c in closed]
         return {"guid": guids[0], "guids": guids, "bounding_box": bbox_json(_union(closed))}
 
 

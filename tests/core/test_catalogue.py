@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
 from golem_core.catalogue import Drift, MethodCatalogue, drift_request, kind_of
 from golem_core.messages import Request
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 
 SHARED_V1 = Path("/work/shared/golem/method-catalogue.json")
 
@@ -214,3 +215,52 @@ def test_hostile_catalogue_files_load_or_fail_with_a_reason(tmp_path: Path, text
         assert str(exc)
         return
     assert catalogue.drift(_request("a.b", x=1, y={"z": []})) is not None
+
+
+def _names(*methods: str) -> MethodCatalogue:
+    return MethodCatalogue.from_method_list(methods, "test")
+
+
+@pytest.mark.parametrize(
+    ("asked", "meant"),
+    [
+        ("manipulation.move_objects", "manipulation.move"),
+        ("manipulation.scale_objects_1d", "manipulation.scale"),
+        ("surfaces.sweep_1_rail", "surfaces.sweep1"),
+        ("surfaces.offset_surface", "operations.offset_surface"),
+        ("manipulation.movement", None),  # a word is matched whole
+        ("scene.set_object_name", None),  # likeness alone names nothing
+        ("nothing.here", None),
+    ],
+)
+def test_an_unknown_method_names_the_registered_one_it_means(
+    asked: str, meant: Optional[str]
+) -> None:
+    catalogue = _names(
+        "manipulation.move",
+        "manipulation.scale",
+        "surfaces.sweep1",
+        "operations.offset_surface",
+        "scene.set_current_layer",
+    )
+    assert catalogue.registered_like(asked) == meant
+    (drift,) = drift_request(catalogue, _request(asked))
+    assert drift.kind == "unknown-method" and drift.other == (meant or "")
+    message = catalogue.check_request(_request(asked))[0].message
+    assert (f"it registers `{meant}`" in message) is (meant is not None)
+
+
+def test_a_channels_builtins_are_never_drift() -> None:
+    catalogue = _names("scene.list_objects")
+    gh = GOLEM.builtins_of("gh")
+    assert gh == ("gh.ping", "gh.shutdown")
+    assert drift_request(catalogue, _request("gh.ping"), gh) == []
+    # On the main channel gh.ping is not a builtin: the main server does not answer it.
+    main = GOLEM.builtins_of("main")
+    assert "gh.ping" not in main
+    assert [d.kind for d in drift_request(catalogue, _request("gh.ping"), main)] == [
+        "unknown-method"
+    ]
+    # A route named after no channel: any channel's builtin is the server's own.
+    assert set(GOLEM.builtins_of("rhino")) == set(main) | set(gh)
+    assert JSONRPC_NDJSON.builtins_of("main") == ()

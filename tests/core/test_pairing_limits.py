@@ -51,3 +51,17 @@ def test_jsonrpc_notifications_are_never_held() -> None:
     request = JSONRPC_NDJSON.parse(b'{"jsonrpc":"2.0","id":1,"method":"x"}', Role.REQUEST)
     correlator.add_request(request, 1)
     assert len(correlator) == 1
+
+
+def test_a_request_answers_nothing_and_a_response_is_never_held() -> None:
+    # A JSON-RPC server's notification or request travels where answers do; a client's
+    # answer to it travels where requests do. Neither may take the other's place.
+    correlator: Correlator[int] = Correlator(JSONRPC_NDJSON)
+    call = JSONRPC_NDJSON.parse(b'{"jsonrpc":"2.0","id":1,"method":"state"}', Role.REQUEST)
+    correlator.add_request(call, 1)
+    note = JSONRPC_NDJSON.parse(b'{"jsonrpc":"2.0","method":"tick"}', Role.RESPONSE)
+    asked = JSONRPC_NDJSON.parse(b'{"jsonrpc":"2.0","id":1,"method":"ping"}', Role.RESPONSE)
+    assert correlator.match_response(note) is None
+    assert correlator.match_response(asked) is None
+    answer = JSONRPC_NDJSON.parse(b'{"jsonrpc":"2.0","id":1,"result":{}}', Role.REQUEST)
+    assert correlator.add_request(answer, 2) == [] and len(correlator) == 1

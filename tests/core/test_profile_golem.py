@@ -406,3 +406,11 @@ def test_encode_matches_the_spec_reference_snippet(obj: Any) -> None:
     assert GOLEM.encode(obj) == reference_frame(obj)
     assert GOLEM.canonical_frame(obj) == reference_frame(obj)
     assert GOLEM.frame_payload(b"xyz") == b"\x00\x00\x00\x03xyz"
+
+
+def test_golem_types_by_direction_a_method_in_a_reply_does_not_make_it_a_request() -> None:
+    # GOLEM servers never ask: every server frame is a response, whatever its members.
+    assert not GOLEM.servers_send_requests
+    message = GOLEM.parse(b'{"id":"a","method":"ping"}', Role.RESPONSE)
+    assert message.role is Role.RESPONSE
+    assert GOLEM.parse(b'{"id":"a","result":{},"error":null}', Role.REQUEST).role is Role.REQUEST

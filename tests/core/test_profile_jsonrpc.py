@@ -13,6 +13,7 @@ from golem_core.messages import (
     Malformed,
     MalformedKind,
     Message,
+    Notification,
     Request,
     Response,
     Role,
@@ -266,7 +267,7 @@ def test_error_data_is_optional() -> None:
 REQUEST_MALFORMED = [
     (b"[]", MalformedKind.NOT_AN_OBJECT, "InvalidEnvelope(WrongVersion)"),
     (b'{"id":1,"method":"state"}', MalformedKind.WRONG_VERSION, "InvalidEnvelope(WrongVersion)"),
-    (b'{"jsonrpc":"2.0","method":"state"}', MalformedKind.MISSING_ID, "InvalidEnvelope(MissingId)"),
+    (b'{"jsonrpc":"2.0","params":{}}', MalformedKind.MISSING_ID, "InvalidEnvelope(MissingId)"),
     (
         b'{"jsonrpc":"2.0","id":-1,"method":"state"}',
         MalformedKind.INVALID_ID,
@@ -428,3 +429,41 @@ def test_reply_envelopes() -> None:
         "id": 3,
         "error": {"code": -32601, "message": "method not found: x"},
     }
+
+
+# -- notifications and requests from the server (JSON-RPC 2.0, used by MCP) ------------------
+
+NOTIFICATION = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}'
+
+
+@pytest.mark.parametrize("role", [Role.REQUEST, Role.RESPONSE, None])
+def test_a_notification_is_typed_as_one_whichever_way_it_travels(role: Optional[Role]) -> None:
+    message = J.parse(NOTIFICATION, role)
+    assert isinstance(message, Notification)
+    assert message.method == "notifications/progress" and message.params == {"progress": 1}
+    assert message.id is None and message.role is Role.REQUEST
+    assert J.check_message(message) == []
+    assert not J.expects_response(message)
+    assert J.describe(message) == "notification"
+
+
+def test_a_null_id_counts_as_absent_so_the_request_is_a_notification() -> None:
+    message = request(b'{"jsonrpc":"2.0","id":null,"method":"notifications/initialized"}')
+    assert isinstance(message, Notification)
+
+
+def test_a_request_from_the_server_is_a_request_and_the_clients_answer_a_response() -> None:
+    asked = response(b'{"jsonrpc":"2.0","id":7,"method":"roots/list"}')
+    assert isinstance(asked, Request) and asked.id == 7 and J.expects_response(asked)
+    answer = request(b'{"jsonrpc":"2.0","id":7,"result":{"roots":[]}}')
+    assert isinstance(answer, Response) and answer.id == 7
+    failed = request(b'{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}')
+    assert isinstance(failed, ErrorResponse)
+
+
+def test_a_broken_frame_is_judged_by_the_side_it_came_from() -> None:
+    # Neither a method nor a result/error: what the direction implies decides the rules.
+    assert request(b'{"jsonrpc":"2.0","id":1,"params":{}}').role is Role.REQUEST
+    reply = response(b'{"jsonrpc":"2.0","id":1}')
+    assert isinstance(reply, Malformed) and reply.role is Role.RESPONSE
+    assert reply.kind is MalformedKind.NEITHER_RESULT_NOR_ERROR

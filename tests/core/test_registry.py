@@ -110,3 +110,14 @@ def test_name_of() -> None:
     assert SCRYBE_REGISTRY.name_of(-32002) == "ERR_DIRTY_QUIT_REFUSED"
     assert SCRYBE_REGISTRY.name_of(-1) == "-1"
     assert GOLEM_REGISTRY.name_of("NOPE") == "NOPE"
+
+
+def test_code_for_a_string_code_or_a_name() -> None:
+    assert GOLEM_REGISTRY.code_for("TIMEOUT") == "TIMEOUT"
+    assert GOLEM_REGISTRY.code_for("INTERNAL_ERROR") == "INTERNAL_ERROR"  # the string code wins
+    assert GOLEM_REGISTRY.code_for("METHOD_NOT_FOUND") == -32601
+    assert SCRYBE_REGISTRY.code_for("ERR_TAB_NOT_OPEN") == -32001
+    assert SCRYBE_REGISTRY.code_for("TIMEOUT") is None
+    assert GOLEM_REGISTRY.code_for("NOPE") is None
+    assert "OBJECT_NOT_FOUND" in GOLEM_REGISTRY.names()
+    assert GOLEM_REGISTRY.names() == sorted(GOLEM_REGISTRY.names())

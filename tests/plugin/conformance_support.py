@@ -89,6 +89,13 @@ def substitute(value: Any, ids: dict[str, Any]) -> Any:
 def play(row: dict[str, Any]) -> tuple[str, Any]:
     """Send one row's request to a fresh plugin after its setup calls; returns
     ``(outcome, body)``."""
+    outcome, body, _ = play_and_place(row)
+    return outcome, body
+
+
+def play_and_place(row: dict[str, Any]) -> tuple[str, Any, list[str]]:
+    """`play`, and when the row has ``results_on_layer``, the layer of every object the
+    result names (``guid``, ``guids``), read back with ``scene.get_object_info``."""
     with tempfile.TemporaryDirectory() as tmp:
         plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=1, allow_scripts=True))
         plugin.start()
@@ -99,17 +106,26 @@ def play(row: dict[str, Any]) -> tuple[str, Any]:
             for method, params in row.get("setup", []):
                 client.call(method, **substitute(params, ids))
             reply = channel.request(row["method"], substitute(row["params"], ids))
+            outcome, body = classify(reply)
+            layers = []
+            if "results_on_layer" in row and outcome == "success":
+                made = [body["guid"]] if "guid" in body else list(body.get("guids", []))
+                for guid in made:
+                    layers.append(client.call("scene.get_object_info", guid=guid)["layer"])
         finally:
             channel.close()
             client.close()
             plugin.stop()
-        return classify(reply)
+        return outcome, body, layers
 
 
 def check(row: dict[str, Any]) -> None:
-    """Assert the plugin answers ``row`` as the table says."""
-    outcome, body = play(row)
+    """Assert the plugin answers ``row`` as the table says (and, with ``results_on_layer``,
+    puts every object it makes on that layer)."""
+    outcome, body, layers = play_and_place(row)
     assert outcome == row["outcome"], (row, body)
+    if "results_on_layer" in row:
+        assert layers and set(layers) == {row["results_on_layer"]}, (row["method"], layers)
     if outcome == "success":
         assert isinstance(body, dict), body
         types = {key: json_type(value) for key, value in body.items()}

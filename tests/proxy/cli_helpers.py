@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import re
+import select
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
+from typing import IO, Optional
 
 from golem_proxy.cli import main
 
@@ -31,3 +39,54 @@ def run_main(capsys: object, *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     captured = capsys.readouterr()  # type: ignore[attr-defined]
     return code, captured.out, captured.err
+
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def run_cli_tty(
+    *args: str, columns: int, timeout: float = 60, stdout: Optional[IO[bytes]] = None
+) -> tuple[int, str]:
+    """``python -m golem_proxy ARGS`` with stdout and stderr on a pseudo-terminal
+    ``columns`` wide, as a user at a terminal of that width runs it (``stdout``: a file for
+    stdout instead, as in ``golem-proxy … > out``). Returns the exit code and what the
+    terminal showed, without colour codes and with plain newlines."""
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(PYTHONPATH=str(ROOT), NO_COLOR="1", TERM="xterm")
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "golem_proxy", *args],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=terminal if stdout is None else stdout,
+            stderr=terminal,
+        )
+    finally:
+        os.close(terminal)
+    shown = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([controller], [], [], 0.5)
+            if not ready:
+                if process.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(controller, 65536)
+            except OSError:  # EIO: the terminal's last writer is gone
+                break
+            if not data:
+                break
+            shown += data
+        code = process.wait(timeout=max(deadline - time.monotonic(), 1))
+    finally:
+        os.close(controller)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = shown.decode("utf-8", "replace").replace("\r\n", "\n")
+    return code, _ESCAPES.sub("", text)

@@ -23,6 +23,7 @@ from golem_proxy.analysis.trace import open_flows
 from golem_proxy.catalogues import load_catalogue
 from golem_proxy.events import Direction, Event, ViolationSeen
 
+from .answering_server import answering
 from .cli_helpers import ROOT, run_cli, run_main
 from .trace_builder import TapSimulator, golem_session, write_recording
 
@@ -430,3 +431,50 @@ def test_a_trace_checked_piece_by_piece_gives_what_one_audit_gives(trace: Path, 
     with open_flows(str(trace)) as reader:
         pieces = _audit(reader, None, DriftCollector(None), piece)
     assert [f.to_json() for f in pieces] == [f.to_json() for f in whole]
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        (b'{"id": "golem-proxy-check", "result": [1], "error": null}', "(ok)"),
+        (b'{"id": "\xff\xfe", "result": 1}', "(malformed:invalid-utf8)"),
+    ],
+)
+def test_a_hostile_list_methods_answer_is_one_error_line(
+    trace: Path, answer: bytes, shown: str
+) -> None:
+    # A result of another shape was an AttributeError (exit 70); every answer is hostile.
+    with answering(lambda request_id: answer) as address:
+        done = run_cli("check", str(trace), "--catalogue-live", address)
+    assert done.returncode == 2
+    assert done.stderr == (f"golem-proxy: list_methods at {address}: unexpected answer {shown}\n")
+
+
+def test_the_builtins_of_each_channel_are_never_drift(tmp_path: Path) -> None:
+    """gh.ping is answered by the real Grasshopper server itself: not drift on the gh
+    channel, and a session of builtins only passes the gate."""
+    from golem_proxy.testing.traces import TraceBuilder
+
+    path = tmp_path / "builtins.jsonl"
+    with TraceBuilder.create(str(path)) as builder:
+        builder.call("ping", result={"alive": True})
+        builder.call("gh.ping", result={"alive": True, "server": "gh"}, route="gh")
+        builder.call("scene.list_objects", result={"objects": []})
+    result = run_cli("check", str(path), "--catalogue", SHIPPED)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "gh.ping" not in result.stdout
+
+
+def test_the_grasshopper_sample_reports_only_real_drift_and_names_the_real_method() -> None:
+    result = run_cli("check", "sample:grasshopper-session", "--catalogue", SHIPPED, "--json")
+    drift = json.loads(result.stdout)["drift"]
+    unknown = {row["method"]: row["plugin_registers"] for row in drift["unknown_methods"]}
+    # The MCP server's names the plugin lacks (their calls failed in the session): real drift.
+    assert unknown == {
+        "grasshopper.bake_objects": "grasshopper.bake",
+        "grasshopper.set_input": None,
+    }
+    assert result.returncode == 1
+    text = run_cli("check", "sample:grasshopper-session", "--catalogue", SHIPPED).stdout
+    assert "gh.ping" not in text
+    assert "the plugin registers `grasshopper.bake`" in text

@@ -304,3 +304,11 @@ def _flows_once() -> list[Flow]:
             tracker.apply(event)
         _CACHE.append(tracker.flows)
     return _CACHE[0]
+
+
+def test_nesting_deeper_than_the_limit_is_a_filter_error_not_a_stack_overflow() -> None:
+    assert str(parse_filter("(" * 64 + "~q" + ")" * 64)) == "~q"
+    assert str(parse_filter("!!~q")) == "!!~q"
+    for text in ("(" * 100_000 + "~q" + ")" * 100_000, "!" * 100_000 + "~q", "(!" * 33 + "~q"):
+        with pytest.raises(FilterError, match="nested deeper than 64 levels"):
+            parse_filter(text)

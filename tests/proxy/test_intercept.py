@@ -35,6 +35,7 @@ from golem_proxy.live.intercept import (
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
 from golem_proxy.net.addresses import Address, Route
+from golem_proxy.net.listeners import close_abortively
 from golem_proxy.recording.format import read_recording
 from rhino_plugin import HeadlessPlugin, PluginOptions
 
@@ -287,6 +288,75 @@ async def test_a_frame_held_when_the_proxy_stops_is_reported_not_sent(
     )
     assert engine.held() == []
     await client.stream.aclose()
+
+
+async def _layers(upstream: Address) -> list[str]:
+    """The layers the plugin has: what it ran, asked directly."""
+    client = GolemClient(await connect(upstream))
+    reply = await client.call(request("l1", "scene.list_layers"))
+    await client.stream.aclose()
+    assert isinstance(reply, Response)
+    return [layer["full_path"] for layer in reply.result["layers"]]
+
+
+async def _lost_after(proxy: RunningProxy, engine: InterceptEngine, why: str) -> FaultInjected:
+    """Wait for the held frame's `intercept:lost` event, saying ``why``; check that a decision
+    on it is answered "#N was lost" and that nothing is held."""
+    await until(lambda: kinds(proxy) == ["intercept:held", "intercept:lost"])
+    lost = proxy.of_type(FaultInjected)[1]
+    assert lost.detail.startswith(f"not sent: {why} while the "), lost.detail
+    assert engine.held() == []
+    number = int(proxy.of_type(FaultInjected)[0].detail.split("#")[1].split(":")[0])
+    with pytest.raises(InterceptError, match=rf"^#{number} was lost: {why} while it was held$"):
+        engine.decide(number, Accept())
+    return lost
+
+
+@pytest.mark.parametrize("how", ["reset", "close", "close behind a pipelined request"])
+async def test_a_held_request_whose_client_goes_is_lost_at_once_never_sent(
+    nursery: trio.Nursery, plugin: tuple[Address, Address], how: str
+) -> None:
+    engine = InterceptEngine(GOLEM, parse_filter(CREATE))
+    proxy = await start(nursery, plugin[0], engine)
+    client = GolemClient(await connect(proxy.listen))
+    await client.stream.send_all(GOLEM.encode(request("c1", "scene.create_layer", name="Gone")))
+    await one_held(engine)
+    if how == "reset":
+        close_abortively(client.stream)
+        why = "the client reset the connection"
+    else:
+        if how != "close":  # bytes the pump has not read yet hide the close from a read
+            await client.stream.send_all(GOLEM.encode(request("p1", "ping")))
+        await client.stream.aclose()
+        why = "the client closed the connection"
+    lost = await _lost_after(proxy, engine, why)
+    assert lost.method == "scene.create_layer" and lost.direction is Direction.C2S
+    await stop_proxy(proxy)
+    assert "Gone" not in await _layers(plugin[0])
+    sent = [e for e in proxy.of_type(FrameSeen) if e.direction is Direction.C2S]
+    assert [e.method for e in sent] == []  # nothing reached the plugin
+
+
+@pytest.mark.parametrize("how", ["reset", "close"])
+async def test_a_held_response_whose_client_goes_is_lost(
+    nursery: trio.Nursery, plugin: tuple[Address, Address], how: str
+) -> None:
+    engine = InterceptEngine(GOLEM, parse_filter(r"~s & ~m ^scene\.create_layer$"))
+    proxy = await start(nursery, plugin[0], engine)
+    client = GolemClient(await connect(proxy.listen))
+    await client.stream.send_all(GOLEM.encode(request("c1", "scene.create_layer", name="Ran")))
+    held = await one_held(engine)
+    assert held.direction is Direction.S2C
+    if how == "reset":
+        close_abortively(client.stream)
+        why = "the client reset the connection"
+    else:
+        await client.stream.aclose()
+        why = "the client closed the connection"
+    lost = await _lost_after(proxy, engine, why)
+    assert "while the response was held" in lost.detail
+    await stop_proxy(proxy)
+    assert not [e for e in proxy.of_type(FrameSeen) if e.direction is Direction.S2C]
 
 
 async def test_the_filter_can_be_set_and_cleared_at_run_time(

@@ -147,3 +147,27 @@ def test_a_gap_in_observation_is_always_shown() -> None:
         assert line is not None
         assert "frame-too-large" in line.plain and "\\x1b[2J" in line.plain
         assert "\x1b" not in line.plain
+
+
+def test_a_failure_inside_a_success_result_is_a_problem_even_when_quiet() -> None:
+    """The plugin's wrapped handlers answer a failure with a success envelope: the quiet log
+    (problems only) shows it, in the failure colour, with the result's message; an ok
+    answer stays out of it."""
+    sim = TapSimulator(GOLEM)
+    sim.open(1)
+    for ident, method, result in (
+        ("a", "ping", {"alive": True}),
+        ("b", "operations.boolean_union", {"code": "INVALID_PARAMS", "message": "needs 2"}),
+        ("c", "scripting.execute_python", {"success": False, "stderr": "boom"}),
+    ):
+        request = {"id": ident, "method": method, "params": {}}
+        sim.send(1, Direction.C2S, frame(json.dumps(request).encode()))
+        reply = {"id": ident, "result": result, "error": None}
+        sim.send(1, Direction.S2C, frame(json.dumps(reply).encode()))
+    lines = render(sim.events, Verbosity.QUIET).splitlines()
+    assert len(lines) == 2, lines
+    assert "operations.boolean_union" in lines[0] and "INVALID_PARAMS (in result)" in lines[0]
+    assert "needs 2" in lines[0]
+    assert "success: false" in lines[1] and "boom" in lines[1]
+    coloured = render(sim.events, Verbosity.QUIET, force_terminal=True, color_system="standard")
+    assert "\x1b[31mINVALID_PARAMS (in result)" in coloured  # red, as every failure

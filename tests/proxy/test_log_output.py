@@ -215,3 +215,19 @@ def test_another_write_error_stops_the_output_and_says_why_once(
     output.write("also lost\n")
     assert output.close(timeout=10)
     assert capfd.readouterr().err.count("golem-proxy: log output stopped:") == 1
+
+
+def test_lines_still_queued_at_exit_are_counted_on_stderr(
+    pipe: tuple[int, TextIO], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A reader that never reads again: close gives up after its timeout and says how many
+    lines it could not write (before, they vanished without a word)."""
+    _, stream = pipe
+    output = TerminalOutput(stream, max_lines=100)
+    write_lines(output, 50, width=10_000)  # 500 KB: the pipe holds 64 KB, the queue the rest
+    wait_for(lambda: output._writing_since is not None)  # the writer is stuck in the pipe
+    queued = output._queued_lines
+    assert not output.close(timeout=0.2)
+    found = re.search(r"golem-proxy: (\d+) log lines not written", capfd.readouterr().err)
+    assert found is not None
+    assert int(found.group(1)) == queued > 0

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from golem_core.contract import Severity, Violation
 from golem_core.framing import FrameErrorKind
 from golem_core.messages import Role
+from golem_core.outcome import OK
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
 from golem_proxy.events import (
     BytesDiscarded,
@@ -28,6 +29,7 @@ from golem_proxy.events import (
     FaultInjected,
     FrameSeen,
     FramingErrorSeen,
+    UpstreamStatus,
     ViolationSeen,
 )
 from golem_proxy.recording.format import (
@@ -72,7 +74,7 @@ def one_of_each() -> list[Event]:
         request,
         ViolationSeen(1, "main", Direction.C2S, 0, 0.5, broken),
         response,
-        ExchangeCompleted(1, "main", request, response, (broken,)),
+        ExchangeCompleted(1, "main", request, response, OK, (broken,)),
         FramingErrorSeen(
             1,
             "main",
@@ -89,6 +91,8 @@ def one_of_each() -> list[Event]:
         ViolationSeen(1, "main", Direction.S2C, 1, 0.85, orphan_verdict, orphan=True),
         EventsMissed(3, 0.9, "recorder"),
         ConnectionClosed(1, "main", "client closed", 1.0, 10, 20, True),
+        UpstreamStatus("main", 1.25, False, "upstream 127.0.0.1:9876 refuses connections"),
+        UpstreamStatus("main", 1.5, True, "upstream 127.0.0.1:9876 answers again"),
     ]
 
 
@@ -111,7 +115,7 @@ def test_every_event_kind_and_member_is_documented() -> None:
             assert f"`{member}`" in doc, f"member {member!r} of {data['kind']} is undocumented"
     assert kinds == {
         "open", "close", "frame", "exchange", "violation", "frame-error", "discarded", "fault",
-        "gap",
+        "gap", "upstream",
     }  # fmt: skip
     # The optional members of frame lines too.
     for optional in ("raw", "note", "redacted", "msg", "id", "method"):
@@ -172,6 +176,29 @@ def test_redacted_frames_store_the_redacted_object() -> None:
     assert roundtrip([event]) == [event]
 
 
+def test_notifications_and_server_exchanges_roundtrip_and_are_documented() -> None:
+    def jsonrpc(payload: bytes, direction: Direction, index: int) -> FrameSeen:
+        return frame(payload, direction, index, profile=JSONRPC_NDJSON)
+
+    note = jsonrpc(b'{"jsonrpc":"2.0","method":"notifications/progress"}', Direction.S2C, 0)
+    asked = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"roots/list"}', Direction.S2C, 1)
+    call = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"state"}', Direction.C2S, 0)
+    answer = jsonrpc(b'{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}', Direction.C2S, 1)
+    events: list[Event] = [
+        note,
+        asked,
+        call,
+        answer,
+        ExchangeCompleted(1, "main", asked, answer, OK),
+    ]
+    assert roundtrip(events, "jsonrpc-ndjson") == events
+    lines = [json.loads(encode_event(e, JSONRPC_NDJSON, 1) or b"") for e in events]
+    assert lines[0]["type"] == "notification" and lines[0]["method"] == "notifications/progress"
+    assert lines[4]["kind"] == "server-exchange" and (lines[4]["req"], lines[4]["resp"]) == (1, 1)
+    doc = DOC.read_text(encoding="utf-8")
+    assert re.search(r"^\| `server-exchange` \|", doc, re.M) and "`notification`" in doc
+
+
 def test_jsonrpc_ndjson_frames_roundtrip() -> None:
     payload = b'{"jsonrpc":"2.0","id":1,"method":"state","params":{}}'
     request = frame(payload, profile=JSONRPC_NDJSON)
@@ -180,7 +207,7 @@ def test_jsonrpc_ndjson_frames_roundtrip() -> None:
         Direction.S2C,
         profile=JSONRPC_NDJSON,
     )
-    events: list[Event] = [request, response, ExchangeCompleted(1, "main", request, response)]
+    events: list[Event] = [request, response, ExchangeCompleted(1, "main", request, response, OK)]
     assert roundtrip(events, "jsonrpc-ndjson") == events
 
 

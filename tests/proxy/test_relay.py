@@ -16,9 +16,11 @@ from golem_proxy.events import (
     BytesDiscarded,
     ConnectionClosed,
     Direction,
+    EventsMissed,
     ExchangeCompleted,
     FrameSeen,
     FramingErrorSeen,
+    UpstreamStatus,
     ViolationSeen,
 )
 from golem_proxy.live.relay import ProxyOptions
@@ -211,25 +213,47 @@ async def test_fifty_concurrent_connections(nursery: trio.Nursery) -> None:
     assert len({e.conn for e in exchanges}) == 50
 
 
-async def test_upstream_refused_resets_client_and_keeps_serving(nursery: trio.Nursery) -> None:
+async def test_upstream_refused_stops_the_route_listening_until_it_answers(
+    nursery: trio.Nursery,
+) -> None:
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     dead = Address("127.0.0.1", listeners[0].socket.getsockname()[1])
     await listeners[0].aclose()  # nothing listens there any more
     proxy = await start_proxy(nursery, dead)
-    for _ in range(2):
-        client = await connect(proxy.listen)
-        with trio.fail_after(10):
-            with pytest.raises(trio.BrokenResourceError):
-                # The GOLEM client sees a reset, as when the plugin is not running.
-                await client.send_all(frame({"id": 1, "method": "ping", "params": {}}))
-                await trio.sleep(0.05)
-                await client.send_all(b"x")
-                await client.receive_some(10)
-        await client.aclose()
+    client = await connect(proxy.listen)
+    with trio.fail_after(10):
+        with pytest.raises(trio.BrokenResourceError):
+            # The first client sees a reset, as when the plugin is not running.
+            await client.send_all(frame({"id": 1, "method": "ping", "params": {}}))
+            await trio.sleep(0.05)
+            await client.send_all(b"x")
+            await client.receive_some(10)
+    await client.aclose()
+    # From then on the route is refused, as the plugin's own port is: no accept and reset
+    # for a reconnecting client to retry.
+    with pytest.raises(OSError):
+        await connect(proxy.listen)
+    (down,) = proxy.of_type(UpstreamStatus)
+    assert not down.up and "refuses connections" in down.detail
+    # The upstream comes back on its address: the route listens again on its own.
+    upstream = EchoUpstream()
+    back = await trio.open_tcp_listeners(dead.port, host="127.0.0.1")
+    nursery.start_soon(trio.serve_listeners, upstream._handle, back)
+    with trio.fail_after(10):
+        while True:
+            try:
+                client = await connect(proxy.listen)
+                break
+            except OSError:
+                await trio.sleep(0.02)
+        await client.send_all(b"hello")
+        assert await client.receive_some(10) == b"hello"
+    await client.aclose()
     await stop_proxy(proxy)
+    assert [change.up for change in proxy.of_type(UpstreamStatus)] == [False, True]
     closed = proxy.of_type(ConnectionClosed)
-    assert len(closed) == 2
-    assert all(c.abnormal and "unreachable" in c.reason for c in closed)
+    assert closed[0].abnormal and "unreachable" in closed[0].reason
+    assert len(closed) == 2 and not closed[1].abnormal
 
 
 async def test_upstream_dying_mid_frame_closes_client(nursery: trio.Nursery) -> None:
@@ -292,12 +316,18 @@ async def test_slow_consumer_is_told_what_it_missed(nursery: trio.Nursery) -> No
     for number in range(20):
         await client.call({"id": number, "method": "echo", "params": {}})
     await stream.aclose()
+    with trio.fail_after(10):  # every exchange published while the session runs
+        while len(proxy.of_type(ExchangeCompleted)) < 20:
+            await trio.sleep(0.01)
     await stop_proxy(proxy)
     received = []
     async for event in slow.receive_channel:
         received.append(event)
-    assert len(received) == 3  # the buffer; the relay never waited for this consumer
-    assert slow.total_missed > 0
+    # The buffer (the relay never waited for this consumer), then what it missed since, told
+    # at the end of the stream (a consumer is never left not knowing).
+    assert len(received) == 4
+    missed = received[-1]
+    assert isinstance(missed, EventsMissed) and missed.count == slow.total_missed > 0
     assert len(proxy.of_type(ExchangeCompleted)) == 20
 
 

@@ -13,6 +13,7 @@ import trio
 from golem_core.messages import Response
 from golem_proxy.testing.plugin_process import PluginProcess
 
+from .answering_server import answering
 from .cli_helpers import run_cli
 from .harness import GolemClient, connect, start_proxy, stop_proxy
 
@@ -34,6 +35,7 @@ def recording(plugin: PluginProcess, tmp_path_factory: pytest.TempPathFactory) -
             for ident, method, params in [
                 ("r1", "ping", {}),
                 ("r2", "scene.create_layer", {"name": "Once", "color": {"r": 1, "g": 2, "b": 3}}),
+                ("r3", "operations.boolean_union", {"guids": []}),  # an error in the result
             ]:
                 reply = await client.call({"id": ident, "method": method, "params": params})
                 assert isinstance(reply, Response)
@@ -73,3 +75,25 @@ def test_errors_exit_2(plugin: PluginProcess, recording: Path) -> None:
     down = run_cli("resend", str(recording), "1", "--target", f"127.0.0.1:{port}")
     assert down.returncode == 2
     assert "cannot send flow 1 again (cannot reach 127.0.0.1:" in down.stderr
+
+
+INVALID_UTF8_ANSWER = b'{"id": "\xff\xfe\xc0\xaf", "result": 1}'
+
+
+def test_an_answer_that_is_not_utf8_is_malformed_and_exits_1(recording: Path) -> None:
+    # Every answer is hostile input: resend reports it as call does, with no traceback.
+    with answering(lambda request_id: INVALID_UTF8_ANSWER) as address:
+        done = run_cli("resend", str(recording), "1", "--target", address, "--timeout", "10")
+    assert done.returncode == 1, done.stderr
+    assert "→ malformed:invalid-utf8" in done.stdout
+    assert "malformed answer (invalid-utf8)" in done.stdout
+    assert done.stderr == ""
+
+
+def test_a_failure_inside_the_result_is_named_as_one(
+    plugin: PluginProcess, recording: Path
+) -> None:
+    done = run_cli("resend", str(recording), "3", "--target", target(plugin))
+    assert done.returncode == 0, done.stderr  # the same answer as recorded
+    assert done.stdout.startswith("flow 3 sent again: operations.boolean_union id ")
+    assert "→ INVALID_PARAMS (in result)" in done.stdout.splitlines()[0]

@@ -66,7 +66,7 @@ def test_filter_and_limit(trace: Path, capsys: pytest.CaptureFixture[str]) -> No
     code, out, _ = run_main(capsys, "show", str(trace), "--json", "-f", "~e", "--limit", "2")
     assert [json.loads(line)["number"] for line in out.splitlines()] == [3, 4]
     code, out, _ = run_main(capsys, "show", str(trace), "-f", "~c -32601", "-n", "5")
-    assert code == 0 and "1 flows matching ~c -32601" in out
+    assert code == 0 and "1 flow matching ~c -32601" in out
 
 
 @pytest.mark.parametrize(

@@ -219,25 +219,42 @@ def test_sample_recordings_verify_against_the_headless_plugin(sample: str) -> No
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "quoted",  # --on-miss "forward HOST:PORT"
+        "two words",  # --on-miss forward HOST:PORT, as docs/replay.md and --help write it
+        "two words, trace after",  # ... and the trace after it
+        "equals",  # --on-miss forward=HOST:PORT
+    ],
+)
+def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path, spelling: str) -> None:
     trace = modelling_session(tmp_path / "session.jsonl")
     new = tmp_path / "new.jsonl"
     with PluginProcess(seed=5) as plugin:
+        on_miss = {
+            "quoted": ["--on-miss", f"forward {plugin.main}"],
+            "two words": ["--on-miss", "forward", str(plugin.main)],
+            "two words, trace after": ["--on-miss", "forward", str(plugin.main)],
+            "equals": ["--on-miss", f"forward={plugin.main}"],
+        }[spelling]
+        files = [str(trace)]
+        before, after = ([], files) if spelling.endswith("after") else (files, [])
         process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "golem_proxy",
                 "replay",
-                str(trace),
+                *before,
                 "--listen",
                 "127.0.0.1:0",
                 "--gh-listen",
                 "127.0.0.1:0",
-                "--on-miss",
-                f"forward {plugin.main}",
                 "--record-new",
                 str(new),
+                *on_miss,
+                *after,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -216,3 +216,17 @@ def test_a_single_route_trace_opens_the_grasshopper_channel_only_for_golem(
     assert assign_routes(engine_for(tmp_path / "s.jsonl").index.trace, main, gh) == {"main": main}
     golem = assign_routes(engine_for(session).index.trace, main, gh)
     assert golem["gh"] == gh
+
+
+def test_a_jsonrpc_notification_is_answered_as_the_app_answers_it(tmp_path: Path) -> None:
+    # The Scrybe app answers a request without an id as invalid, with id 0: so does replay
+    # (a notification is a first-class message on the wire, not a request it can serve).
+    with TraceBuilder.create(str(tmp_path / "s.jsonl"), "jsonrpc-ndjson") as trace:
+        trace.call("state", {}, {"active_path": None})
+    engine = engine_for(tmp_path / "s.jsonl")
+    for payload in (b'{"jsonrpc":"2.0","method":"state"}', b'{"jsonrpc":"2.0","id":3,"result":{}}'):
+        decision = engine.decide("main", payload)
+        assert isinstance(decision, Reply)
+        reply = json.loads(JSONRPC_NDJSON.new_decoder().feed(decision.data)[0].payload)
+        assert reply["error"]["code"] == -32600
+    assert engine.report.malformed == 2

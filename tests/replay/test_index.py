@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golem_core.messages import Role
+from golem_core.outcome import OK
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
 from golem_proxy.recording import scan
@@ -49,7 +50,7 @@ def sessions(draw: st.DrawFn) -> list[Event]:
                 message = GOLEM.parse(payload, Role.RESPONSE)
                 response = FrameSeen(conn, route, Direction.S2C, n[1], t, 4, payload, message)
                 n[1] += 1
-                events += [response, ExchangeCompleted(conn, route, request, response)]
+                events += [response, ExchangeCompleted(conn, route, request, response, OK)]
                 continue
             body = {"id": draw(ids), "method": draw(methods), "params": {}}
             payload = json.dumps(body).encode()
@@ -199,7 +200,7 @@ def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
 def sequential_exchange(conn: int, n: int, ident: Any) -> list[Event]:
     """A ping and its answer as a sequential client records them: three adjacent lines."""
     request, response = frame(conn, Direction.C2S, n, ident), frame(conn, Direction.S2C, n, ident)
-    return [request, response, ExchangeCompleted(conn, "main", request, response)]
+    return [request, response, ExchangeCompleted(conn, "main", request, response, OK)]
 
 
 def test_a_reused_frame_key_pairs_as_one_process_pairs_it(tmp_path: Path) -> None:
@@ -212,9 +213,9 @@ def test_a_reused_frame_key_pairs_as_one_process_pairs_it(tmp_path: Path) -> Non
     with RecordingWriter.create(str(path), HEADER, overwrite=True) as writer:
         for event in [old, *padding, new, frame(9, Direction.C2S, 99, 99), first]:
             writer.write(event)
-        writer.write(ExchangeCompleted(1, "main", new, first))
+        writer.write(ExchangeCompleted(1, "main", new, first, OK))
         writer.write(second)
-        writer.write(ExchangeCompleted(1, "main", new, second))
+        writer.write(ExchangeCompleted(1, "main", new, second, OK))
     single = rows_in_one_process(path)
     assert len(single) == 1
     assert all(rows == single for rows in rows_split_at_every_line(path))
@@ -224,7 +225,7 @@ def test_a_frame_after_its_exchange_line_is_never_paired(tmp_path: Path) -> None
     request, response = frame(2, Direction.C2S, 0, "a"), frame(2, Direction.S2C, 0, "a")
     padding = [frame(9, Direction.C2S, n, n) for n in range(8)]
     path = tmp_path / "t.jsonl"
-    write(path, [*padding, response, ExchangeCompleted(2, "main", request, response), request])
+    write(path, [*padding, response, ExchangeCompleted(2, "main", request, response, OK), request])
     assert rows_in_one_process(path) == []
     assert all(rows == [] for rows in rows_split_at_every_line(path))
 

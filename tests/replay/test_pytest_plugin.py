@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def test_none_mode_replays_and_warns_about_unused(pytester: pytest.Pytester) -> 
     result = pytester.runpytest_subprocess(*PLUGIN, "-W", "default")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(
-        ["*GolemUnusedExchangesWarning: *session.jsonl: 6 recorded exchange(s) unused*"]
+        ["*GolemUnusedExchangesWarning: *session.jsonl: 6 recorded exchanges unused*"]
     )
 
 
@@ -75,7 +76,7 @@ def test_none_mode_fails_the_test_listing_the_misses(pytester: pytest.Pytester) 
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*golem replay of *session.jsonl: 1 request(s) missed*",
+            "*golem replay of *session.jsonl: 1 request missed*",
             "*main scene.delete_layer: no recorded scene.delete_layer on main*",
         ]
     )
@@ -128,7 +129,7 @@ def test_nothing(golem_replay):
     )
     result = pytester.runpytest_subprocess(*PLUGIN)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*8 recorded exchange(s) unused: #2 main scene.create_layer*"])
+    result.stdout.fnmatch_lines(["*8 recorded exchanges unused: #2 main scene.create_layer*"])
 
 
 def test_all_mode_rerecords_the_trace_from_the_live_plugin(pytester: pytest.Pytester) -> None:
@@ -154,6 +155,55 @@ def test_layers(golem_replay):
     assert methods == ["scene.create_layer", "scene.list_layers"]  # ping answered locally
     replayed = pytester.runpytest_subprocess(*PLUGIN)
     replayed.assert_outcomes(passed=1)
+
+
+def _unused_port() -> int:
+    """A loopback port nobody listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+RERECORD_TEST = """
+import pytest
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
+
+@pytest.mark.golem_trace("session.jsonl")
+def test_rerecord(golem_replay):
+    with GolemClient(golem_replay.host, golem_replay.port) as client:
+        try:
+            client.send_command("scene.list_layers")
+        except RhinoCommandError:
+            if SWALLOW:
+                return
+            raise
+"""
+
+
+@pytest.mark.parametrize("swallow", [False, True], ids=["test-fails", "test-swallows-the-error"])
+def test_a_failed_rerecord_keeps_the_old_trace(pytester: pytest.Pytester, swallow: bool) -> None:
+    """``--golem-record=all`` against a live plugin that is not there: the trace is not
+    wiped, and the run says the old one is kept (also when the test itself passed)."""
+    trace = pytester.path / "session.jsonl"
+    modelling_session(trace)
+    before = trace.read_bytes()
+    pytester.makepyfile(test_rerecord=RERECORD_TEST.replace("SWALLOW", str(swallow)))
+    result = pytester.runpytest_subprocess(
+        *PLUGIN, "--golem-record=all", f"--golem-live=127.0.0.1:{_unused_port()}"
+    )
+    if swallow:  # the test passed, its trace was not re-recorded: an error at teardown
+        result.assert_outcomes(passed=1, errors=1)
+    else:
+        result.assert_outcomes(failed=1)
+    why = "1 request(s) did not reach the live plugin" if swallow else "the test failed"
+    result.stdout.fnmatch_lines(
+        [f"*re-recording *session.jsonl failed ({why}); the old trace is kept*"]
+    )
+    assert trace.read_bytes() == before
+    assert sorted(p.name for p in pytester.path.iterdir() if "session" in p.name) == [
+        "session.jsonl"
+    ]  # nothing left aside
 
 
 def test_a_missing_trace_is_a_usage_error(pytester: pytest.Pytester) -> None:
@@ -206,7 +256,7 @@ def test_a_miss_the_client_swallowed_fails_the_test_once(pytester: pytest.Pytest
     )
     result = pytester.runpytest_subprocess(*PLUGIN)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*golem replay of *session.jsonl: 1 request(s) missed*"])
+    result.stdout.fnmatch_lines(["*golem replay of *session.jsonl: 1 request missed*"])
 
 
 def test_tests_sharing_a_trace_warn_once_about_what_none_used(pytester: pytest.Pytester) -> None:
@@ -231,4 +281,4 @@ def test_nothing(golem_replay):
     result = pytester.runpytest_subprocess(*PLUGIN, "-W", "default")
     result.assert_outcomes(passed=2, warnings=1)
     # The layer exchange was used by one of the two: only the other seven are reported.
-    result.stdout.fnmatch_lines(["*session.jsonl: 7 recorded exchange(s) unused: #3 *"])
+    result.stdout.fnmatch_lines(["*session.jsonl: 7 recorded exchanges unused: #3 *"])

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
-from .session import DISK
+from golem_proxy.testing.scrybe_session import DISK
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -45,7 +45,7 @@ def app_process(path: str, disk: Optional[dict[str, str]] = None) -> Iterator[st
     with open(disk_file, "w") as file:
         json.dump(DISK if disk is None else disk, file)
     process = subprocess.Popen(
-        [sys.executable, "-m", "scrybe.server", path, disk_file], env=env_with()
+        [sys.executable, "-m", "golem_proxy.testing.scrybe_server", path, disk_file], env=env_with()
     )
     try:
         wait_for_socket(path)

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from golem_proxy.testing.scrybe_server import short_socket_dir
+
 from .cli import app_process
-from .server import short_socket_dir
 
 
 @pytest.fixture

@@ -13,10 +13,9 @@ from proxy.harness import RunningProxy, start_proxy, stop_proxy
 from golem_core.profiles import JSONRPC_NDJSON
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.net.addresses import Address
-
-from . import contract_client
-from .app import ScrybeApp
-from .server import AppServer
+from golem_proxy.testing import scrybe_client as contract_client
+from golem_proxy.testing.scrybe_app import ScrybeApp
+from golem_proxy.testing.scrybe_server import AppServer
 
 
 @dataclass

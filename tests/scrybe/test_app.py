@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .app import ScrybeApp
-from .session import DISK, SESSION
+from golem_proxy.testing.scrybe_app import ScrybeApp
+from golem_proxy.testing.scrybe_session import DISK, SESSION
 
 
 def reply(app: ScrybeApp, line: bytes) -> dict[str, Any]:

@@ -13,8 +13,8 @@ import pytest
 
 from golem_proxy.events import ExchangeCompleted
 from golem_proxy.recording.format import read_recording
+from golem_proxy.testing import scrybe_client as contract_client
 
-from . import contract_client
 from .cli import env_with, interrupt, start_cli, wait_for_line
 
 

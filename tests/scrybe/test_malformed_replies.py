@@ -20,8 +20,8 @@ from golem_proxy.events import (
     ViolationSeen,
 )
 from golem_proxy.recording.format import read_recording
+from golem_proxy.testing import scrybe_client as contract_client
 
-from . import contract_client
 from .stack import start_stack
 
 pytestmark = pytest.mark.trio

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from . import contract_client
+from golem_proxy.testing import scrybe_client as contract_client
+from golem_proxy.testing.scrybe_server import short_socket_dir
+from golem_proxy.testing.scrybe_session import DISK, SESSION
+
 from .cli import ROOT, app_process, env_with, interrupt, start_cli, wait_for_line, wait_for_socket
-from .server import short_socket_dir
-from .session import DISK, SESSION
 
 Outcomes = list[contract_client.Outcome]
 Recorded = tuple[str, Outcomes]

@@ -17,10 +17,10 @@ from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, ExchangeCompleted, ViolationSeen
 from golem_proxy.live.log import EventLog
 from golem_proxy.recording.format import read_recording
+from golem_proxy.testing import scrybe_client as contract_client
+from golem_proxy.testing.scrybe_app import ScrybeApp
+from golem_proxy.testing.scrybe_session import DISK, SESSION
 
-from . import contract_client
-from .app import ScrybeApp
-from .session import DISK, SESSION
 from .stack import start_stack
 
 pytestmark = pytest.mark.trio

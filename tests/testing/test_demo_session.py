@@ -96,7 +96,7 @@ def test_the_sessions_meet_the_real_plugins_answers(plugin: HeadlessPlugin) -> N
         "Method not found: scene.select_objects",
         "Method not found: grasshopper.set_input",
         "create_torus requires 'base_center' or 'base_plane'.",
-        "[INVALID_PARAMS] Required parameter 'guid_a' is missing.",
+        "[INVALID_PARAMS (in result)] Required parameter 'guid_a' is missing.",
         "Object not found in Rhino document",
         "'name' parameter is required and must not be empty.",
     ):

@@ -281,7 +281,7 @@ def test_search_mark_copy_and_save(demo_path: str, tmp_path: Path) -> None:
             await pilot.press("ctrl+a", "ctrl+k", *str(saved), "enter")
             await wait_for(pilot, lambda: saved.exists() and saved.stat().st_size > 0)
             await wait_for(
-                pilot, lambda: any("Wrote 1 flows" in n.message for n in app._notifications)
+                pilot, lambda: any("Wrote 1 flow (" in n.message for n in app._notifications)
             )
             recording = read_recording(str(saved))
             methods = [getattr(e, "method", None) for e in recording.exchanges()]
@@ -387,5 +387,37 @@ def test_the_filter_given_at_start_is_applied_and_shown(demo_path: str, tmp_path
             ]
             assert app.query_one("#filter", Input).value == "~e"
             assert "4 of 12 flows  filter: ~e" in app.status_bar.text
+
+    run(body())
+
+
+def test_a_failure_inside_a_success_result_is_a_failed_row(tmp_path: Path) -> None:
+    """The plugin's wrapped handlers answer a failure with a success envelope whose result is
+    the error dict: the table says so, styles the row as a failure, and ``~e`` selects it."""
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    s.respond(s.request(1, "ping", {}, 0.1), 0.2, result={"alive": True})
+    failed = s.request(1, "operations.boolean_union", {"guids": []}, 0.3)
+    error = {"code": "INVALID_PARAMS", "message": "boolean_union requires at least 2 GUIDs."}
+    s.respond(failed, 0.4, result=error)
+    s.respond(s.request(1, "scripting.execute_python", {}, 0.5), 0.6, result={"success": False})
+
+    async def body() -> None:
+        app = GolemProxyApp(ManualSource(s.events), GOLEM, "test")
+        async with app.run_test(size=(160, 30)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 3)
+            statuses = [r[6] for r in rows(app)]
+            assert statuses == ["ok", "INVALID_PARAMS (in result)", "success: false"]
+            table = app.table
+            failed_style = table.get_component_rich_style("flows-table--failed")
+            assert failed_style.color is not None
+            for row, is_failure in ((0, False), (1, True), (2, True)):
+                strip = table.render_line(row + 1)
+                colours = {segment.style.color for segment in strip if segment.style}
+                assert (failed_style.color in colours) is is_failure, (row, colours)
+            await pilot.press("slash", *"~e", "enter")
+            assert [r[6] for r in rows(app)] == statuses[1:]
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *"~c INVALID_PARAMS", "enter")
+            assert [r[6] for r in rows(app)] == ["INVALID_PARAMS (in result)"]
 
     run(body())

@@ -51,7 +51,8 @@ def test_a_live_session_shows_its_addresses_and_is_recorded(tmp_path: Path) -> N
     plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=2, behaviour="extended"))
     (host, port), _ = plugin.start()
     record = tmp_path / "live.jsonl"
-    source = live_source(config_for(Address(host, port), record))
+    summaries: list[str] = []
+    source = live_source(config_for(Address(host, port), record), summaries=summaries)
     errors: list[str] = []
 
     def client(port: int) -> None:
@@ -100,6 +101,10 @@ def test_a_live_session_shows_its_addresses_and_is_recorded(tmp_path: Path) -> N
         "ping",
         "geometry.create_box",
         "scene.get_object_info",
+    ]
+    # What `proxy --tui` prints once the TUI is gone, as `proxy` does without it.
+    assert summaries == [
+        f"golem-proxy proxy: recorded 3 exchanges (1 error, 0 violations) to {record}"
     ]
 
 

@@ -29,6 +29,7 @@ from golem_core.profiles import Profile
 from ...analysis.flows import Flow
 from ...analysis.tool_calls import arguments_summary, cause_text, tool_call_error, tool_of
 from ...events import FrameSeen
+from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
 from ..render import (
     LONG_STRING,
@@ -213,7 +214,10 @@ def _summary(flow: Flow, profile: Profile, under: Sequence[Flow] = ()) -> Text:
     text.append(f"#{flow.number} ", style="bold")
     text.append(safe_text(flow.method) if flow.method else "(no method)", style="bold")
     status = safe_text(flow.status(profile))
-    text.append(f"  {status}", style="bold red" if flow.is_error else "green")
+    tone = flow.tone
+    text.append(
+        f"  {status}", style=TONE_STYLES[tone] if tone is Tone.OK else f"bold {TONE_STYLES[tone]}"
+    )
     text.append(f"  route {safe_text(flow.route)}  conn {flow.conn}")
     if flow.marked:
         text.append("  ● marked", style="bold magenta")

@@ -29,6 +29,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ...analysis.flows import Flow
+from ...status_tone import Tone
 from ...terminal import format_latency, format_size, safe_text
 from ..model import SessionModel
 from ..render import fmt_time
@@ -89,10 +90,9 @@ class FlowsTable(ScrollView, can_focus=True):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "flows-table--header",
         "flows-table--cursor",
-        "flows-table--error",
         "flows-table--violation",
         "flows-table--marked",
-        "flows-table--pending",
+        *(tone.component for tone in Tone if tone is not Tone.OK),
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
@@ -259,11 +259,8 @@ class FlowsTable(ScrollView, can_focus=True):
     def _row_strip(
         self, flow: Flow, widths: list[int], width: int, base: Style, is_cursor: bool
     ) -> Strip:
-        key = (
-            ("m" if flow.marked else "")
-            + ("c" if is_cursor else "")
-            + ("e" if flow.is_error else "p" if flow.pending else "")
-        )
+        tone = flow.tone
+        key = ("m" if flow.marked else "") + ("c" if is_cursor else "") + tone.value
         style = self._styles.get(key)
         if style is None:
             style = base
@@ -271,10 +268,8 @@ class FlowsTable(ScrollView, can_focus=True):
                 style += self._style("flows-table--marked")
             if is_cursor:
                 style += self._style("flows-table--cursor")
-            if flow.is_error:
-                style += self._style("flows-table--error")
-            elif flow.pending:
-                style += self._style("flows-table--pending")
+            if tone is not Tone.OK:  # an ok row keeps the table's own colour
+                style += self._style(tone.component)
             self._styles[key] = style
         marker_style = style + self._style("flows-table--violation")
         cells = row_cells(flow, self.model)

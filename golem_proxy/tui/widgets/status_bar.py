@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
-from ...terminal import safe_text
+from ...terminal import counted, safe_text
 
 __all__ = ["Status", "StatusBar"]
 
@@ -42,12 +42,13 @@ class StatusBar(Static):
             text.append("⏸ paused (f: follow)", style="bold yellow")
         text.append("  │  ")
         if status.filter_text:
-            shown = f"{status.shown:,} of {status.flows:,} flows"
+            shown = f"{status.shown:,} of {counted(status.flows, 'flow', grouped=True)}"
             text.append(f"{shown}  filter: {safe_text(status.filter_text)}")
         else:
-            text.append(f"{status.flows:,} flows")
+            text.append(counted(status.flows, "flow", grouped=True))
         if status.missed:
-            text.append(f"  │  {status.missed:,} events missed", style="bold red")
+            missed = counted(status.missed, "event", grouped=True)
+            text.append(f"  │  {missed} missed", style="bold red")
         if status.failed:
             text.append("  │  failed (see above)", style="bold red")
         elif status.finished:

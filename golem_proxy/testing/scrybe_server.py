@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
 from dataclasses import dataclass, field
 from typing import Optional
 
 import trio
 
-from .app import ScrybeApp
+from .scrybe_app import ScrybeApp
 
 
 def short_socket_dir() -> str:
@@ -75,8 +76,8 @@ class AppServer:
 
 
 def main() -> None:
-    """``python -m scrybe.server PATH [DISK.json]``: serve the stand-in app until killed (for
-    tests that run golem-proxy as a separate process)."""
+    """``python -m golem_proxy.testing.scrybe_server PATH [DISK.json]``: serve the stand-in app
+    until killed (for tests that run golem-proxy as a separate process)."""
     import json
     import sys
 
@@ -86,7 +87,17 @@ def main() -> None:
             disk = json.load(file)
     server = AppServer(sys.argv[1], ScrybeApp(disk))
     with contextlib.suppress(KeyboardInterrupt):
-        trio.run(server.serve)
+        trio.run(_serve_until_signal, server)
+
+
+async def _serve_until_signal(server: AppServer) -> None:
+    """Serve until SIGINT or SIGTERM, then remove the socket file (`AppServer.serve`)."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve)
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                return
 
 
 if __name__ == "__main__":

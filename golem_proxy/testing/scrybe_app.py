@@ -9,6 +9,7 @@ reply, on a socket.
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 from collections import deque
@@ -77,13 +78,15 @@ class ScrybeApp:
             return _error(0, ERR_PARSE, f"parse error: {exc}")
         ident = request.get("id") if isinstance(request, dict) else None
         valid_id = isinstance(ident, int) and not isinstance(ident, bool) and ident >= 0
+        number: Optional[int] = ident if valid_id else None
         if (
             not isinstance(request, dict)
             or request.get("jsonrpc") != "2.0"
-            or not valid_id
+            or number is None
             or not isinstance(request.get("method"), str)
         ):
-            return _error(ident if valid_id else 0, ERR_INVALID_REQUEST, "invalid request")
+            return _error(number or 0, ERR_INVALID_REQUEST, "invalid request")
+        ident = number
         method = request["method"]
         handler: Optional[Callable[[Params], dict[str, Any]]] = getattr(self, f"m_{method}", None)
         if handler is None:
@@ -273,15 +276,15 @@ class Params:
     def str(self, name: str, default: Any = _REQUIRED) -> Any:
         return self._get(name, default, lambda v: isinstance(v, str), "a string")
 
-    def int(self, name: str, default: Any = _REQUIRED) -> Any:
+    def int(self, name: builtins.str, default: Any = _REQUIRED) -> Any:
         return self._get(
             name, default, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"
         )
 
-    def bool(self, name: str, default: Any = _REQUIRED) -> Any:
+    def bool(self, name: builtins.str, default: Any = _REQUIRED) -> Any:
         return self._get(name, default, lambda v: isinstance(v, bool), "a boolean")
 
-    def str_list(self, name: str) -> Any:
+    def str_list(self, name: builtins.str) -> Any:
         return self._get(
             name,
             [],

@@ -1,9 +1,15 @@
 """A scripted client session over the whole 0.6 method table, with the app errors the
-contract lists, and the disk the stand-in app starts from."""
+contract lists, and the disk the stand-in app starts from. `run_scrybe_session` drives it as
+the reference client would (``golem-proxy demo --profile jsonrpc-ndjson``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from . import scrybe_client
+
+if TYPE_CHECKING:
+    from .demo_session import DemoOutcome
 
 DISK = {
     "/notes/a.md": "# Title\n\nintro\n\n## Setup\n\nstep one\nstep two\n\n## Usage\n\nrun it\n",
@@ -40,3 +46,17 @@ SESSION: list[tuple[str, dict[str, Any]]] = [
     ("read", {}),  # ERR_INVALID_PARAMS (missing path)
     ("quit", {"force": True}),
 ]
+
+
+def run_scrybe_session(path: str, outcome: DemoOutcome) -> DemoOutcome:
+    """Send `SESSION` to the app at the Unix socket ``path``, one connection per request as
+    the reference client does; returns ``outcome`` with the calls counted and the failures
+    (error answers and broken replies, as the client saw them) listed."""
+    outcome.noun = "request"
+    outcome.narrate("the whole Scrybe 0.6 method table, with the errors the contract lists")
+    for method, params in SESSION:
+        outcome.calls += 1
+        answer = scrybe_client.call(path, method, params)
+        if not answer.ok:
+            outcome.failures.append(f"{method}: {answer.name}")
+    return outcome

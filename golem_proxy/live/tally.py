@@ -1,0 +1,58 @@
+"""What a proxy session saw, counted as it goes, for the line `proxy` ends with::
+
+    golem-proxy proxy: recorded 32 exchanges (9 errors, 1 violation) to session.jsonl
+
+The tally is a sink of the event hub (`EventHub.attach_sink`), so it counts every event the
+recorder is handed, and costs one ``isinstance`` per event: the recording is never read back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..events import Event, ExchangeCompleted, ViolationSeen
+from ..terminal import counted, safe_text
+
+__all__ = ["SessionTally"]
+
+
+@dataclass
+class SessionTally:
+    exchanges: int = 0
+    errors: int = 0
+    """Exchanges answered with an error (`ExchangeCompleted.is_error`)."""
+    violations: int = 0
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ExchangeCompleted):
+            self.exchanges += 1
+            self.errors += event.is_error
+        elif isinstance(event, ViolationSeen):
+            self.violations += 1
+
+    def counts(self) -> str:
+        """``32 exchanges (9 errors, 1 violation)``."""
+        return (
+            f"{counted(self.exchanges, 'exchange')} ({counted(self.errors, 'error')}, "
+            f"{counted(self.violations, 'violation')})"
+        )
+
+    def summary(
+        self, record_path: Optional[str], not_recorded: int = 0, failure: Optional[str] = None
+    ) -> str:
+        """The closing line: what was recorded and where, or that nothing was (no
+        ``--record``). ``not_recorded`` events the recorder could not keep, and the
+        ``failure`` that stopped the recording, are said too."""
+        prefix = "golem-proxy proxy: "
+        if record_path is None:
+            return f"{prefix}{self.counts()}, not recorded (no --record)"
+        path = safe_text(record_path)
+        if failure is not None:
+            return (
+                f"{prefix}saw {self.counts()}; the recording {path} stopped early "
+                f"({safe_text(failure)})"
+            )
+        line = f"{prefix}recorded {self.counts()} to {path}"
+        if not_recorded:
+            line += f"; {counted(not_recorded, 'event')} not recorded (the disk fell behind)"
+        return line

@@ -1,0 +1,56 @@
+"""The one status → style rule: how every view (the live log, ``show``, the TUI) colours an
+outcome or a row's status. Views ask `outcome_tone` (an exchange) or ``Flow.tone`` (a row)
+and style the `Tone` with `TONE_STYLES` (rich) or `Tone.component` (the TUI's CSS classes);
+none decides it again from the message type or the status text.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from golem_core.outcome import Outcome, OutcomeKind
+
+__all__ = ["TONE_STYLES", "Tone", "outcome_tone"]
+
+
+class Tone(enum.Enum):
+    """What a status tells the reader at a glance."""
+
+    OK = "ok"
+    FAILED = "failed"
+    """The application failed: an error envelope, an error in the result, ``success: false``,
+    or a request never answered."""
+    MALFORMED = "malformed"
+    """The protocol broke: a malformed message, an id not echoed, a framing error."""
+    WAITING = "waiting"
+    """No answer yet."""
+    UNOBSERVED = "unobserved"
+    """Bytes forwarded but not inspected."""
+
+    @property
+    def component(self) -> str:
+        """The TUI flows table's component class for a row of this tone (app.tcss)."""
+        return f"flows-table--{self.value}"
+
+
+TONE_STYLES: dict[Tone, str] = {
+    Tone.OK: "green",
+    Tone.FAILED: "red",
+    Tone.MALFORMED: "magenta",
+    Tone.WAITING: "yellow",
+    Tone.UNOBSERVED: "yellow",
+}
+"""The rich style of each tone, for the log and the tables printed by the commands."""
+
+_OUTCOME_TONES = {
+    OutcomeKind.OK: Tone.OK,
+    OutcomeKind.ERROR: Tone.FAILED,
+    OutcomeKind.ERROR_IN_RESULT: Tone.FAILED,
+    OutcomeKind.UNSUCCESSFUL: Tone.FAILED,
+    OutcomeKind.MALFORMED: Tone.MALFORMED,
+}
+
+
+def outcome_tone(outcome: Outcome) -> Tone:
+    """The tone of an exchange's outcome."""
+    return _OUTCOME_TONES[outcome.kind]
