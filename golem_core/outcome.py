@@ -68,7 +68,9 @@ class Outcome:
         ``malformed:KIND``. The one place this text is made."""
         kind = self.kind
         if kind is OutcomeKind.ERROR_IN_RESULT:
-            return f"{self.name} (in result)"
+            # A flag with no code (MCP's ``isError``) names itself; a code is marked as the
+            # result's, not the envelope's.
+            return f"{self.name} (in result)" if self.code is not None else self.name
         if kind is OutcomeKind.UNSUCCESSFUL:
             return f"{self.name} (success: false)" if self.code is not None else "success: false"
         return self.name

@@ -179,7 +179,7 @@ def test_check_and_export_read_each_route_with_its_own_profile(
     _, _, record = session
     checked = cli("check", str(record))
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "0 error(s), 0 warning(s)" in checked.stdout
+    assert "0 errors, 0 warnings" in checked.stdout
     catalogue = str(ROOT / "docs" / "golem-method-catalogue.json")
     drift = cli("check", "--catalogue", catalogue, str(record)).stdout
     assert "tools/call" not in drift and "initialize" not in drift  # not the plugin's methods
