@@ -76,7 +76,8 @@ class Attribution:
     @property
     def state(self) -> str:
         """``call`` (exactly one), ``none`` (outside any tool call), ``ambiguous`` (several
-        overlapped) or ``unknown`` (no MCP layer in the recording)."""
+        overlapped) or ``unknown`` (no MCP layer in the recording, or a flow without a frame
+        to carry the decision: a gap, a framing error)."""
         if self.refs is None:
             return NO_MCP_LAYER
         if not self.refs:
@@ -191,8 +192,9 @@ class ToolCallIndex:
         refs = frame.tool_calls if frame is not None else None
         if refs is None:
             # Frames of a two-layer recording always carry the decision; a flow without a
-            # frame (a gap, a framing error) has none to carry.
-            return Attribution(() if self.routes and frame is None else None)
+            # frame (a gap, a framing error) has none to carry, and is not known to be
+            # outside every call: "unknown", like a recording without an MCP layer.
+            return Attribution(None)
         return Attribution(refs, tuple(self._numbers.get((r.conn, r.index)) for r in refs))
 
 

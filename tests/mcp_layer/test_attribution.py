@@ -107,3 +107,16 @@ def test_calls_never_answered_are_bounded() -> None:
     assert len(tracker.in_flight) == MAX_IN_FLIGHT
     assert tracker.let_go == 3
     assert tracker.in_flight[0].tool == "t3"
+
+
+def test_a_row_without_a_frame_is_unknown_not_outside_every_call() -> None:
+    from golem_proxy.analysis.flows import Flow
+    from golem_proxy.analysis.tool_calls import ToolCallIndex
+    from golem_proxy.events import GapReason, ObservationLost
+
+    index = ToolCallIndex({"mcp"})
+    gap = Flow(5, 2, "main")
+    gap.gap = ObservationLost(2, "main", Direction.C2S, 0.0, GapReason.BEHIND, 100)
+    assert index.attribution(gap).state == "unknown"
+    framed = Flow(6, 2, "main", request=ToolCallTracker(MCP).annotate(golem_frame()))
+    assert index.attribution(framed).state == "none"
