@@ -92,6 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "server", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the MCP server"
     )
+    parser.set_defaults(reparse=parser)
 
 
 @dataclass
@@ -109,10 +110,29 @@ class _Run:
     exit_timeout: float
 
 
+def _server_command(args: argparse.Namespace) -> list[str]:
+    """The server's command line, with the options given between REC and ``--`` parsed into
+    ``args``: argparse hands everything after the positional REC to the remainder."""
+    words = list(args.server)
+    if "--" in words:
+        at = words.index("--")
+        head, argv = words[:at], words[at + 1 :]
+    elif words and words[0].startswith("-"):
+        head, argv = words, []
+    else:
+        head, argv = [], words
+    if head:
+        again = args.reparse.parse_args([*head, args.file])
+        if again.server:
+            raise CommandError(f"mcp-verify: unexpected {again.file!r} before --")
+        for name, value in vars(again).items():
+            if name not in ("file", "server"):
+                setattr(args, name, value)
+    return argv
+
+
 def run(args: argparse.Namespace) -> int:
-    argv = list(args.server)
-    if argv and argv[0] == "--":
-        argv = argv[1:]
+    argv = _server_command(args)
     if not argv:
         raise CommandError(
             "mcp-verify: no server command", "give it after --: golem-proxy mcp-verify REC -- CMD"

@@ -24,7 +24,14 @@ from .diffing import Comparator, Difference, envelope_body
 from .mcp_child import McpChild, Oversized
 from .mcp_script import ClientStep, McpScript
 
-__all__ = ["McpCheck", "McpVerifyResult", "compare_tool_result", "play", "tool_call_numbers"]
+__all__ = [
+    "McpCheck",
+    "McpVerifyResult",
+    "compare_tool_result",
+    "outgoing_payload",
+    "play",
+    "tool_call_numbers",
+]
 
 NOT_FOUND = -32601
 
@@ -122,7 +129,7 @@ async def play(
                 check.problem = player.gone_reason()
                 result.checks.append(check)
             continue
-        answer = await player.request(step, _payload(step, comparator))
+        answer = await player.request(step, outgoing_payload(step, comparator))
         if check is None:
             continue
         result.checks.append(check)
@@ -142,7 +149,7 @@ def _check_for(step: ClientStep, numbers: Mapping[int, int]) -> Optional[McpChec
     return McpCheck(number, step.tool, step.method, step.id)
 
 
-def _payload(step: ClientStep, comparator: Comparator) -> bytes:
+def outgoing_payload(step: ClientStep, comparator: Comparator) -> bytes:
     """The recorded line, or, when a tool call's arguments name a recorded GUID the live
     plugin knows by another, the line with the live GUID."""
     if step.tool is None or not len(comparator.guids):
