@@ -13,13 +13,15 @@ GUID in a tool call's arguments is swapped for the live one learned from an earl
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import trio
 
-from ..analysis.tool_calls import read_tool_calls
+from golem_core.profiles.mcp import TOOLS_CALL
+
+from ..analysis.tool_calls import ToolCall, read_tool_calls
 from .diffing import Comparator, Difference, envelope_body
 from .mcp_child import McpChild, Oversized
 from .mcp_script import ClientStep, McpScript
@@ -27,6 +29,7 @@ from .mcp_script import ClientStep, McpScript
 __all__ = [
     "McpCheck",
     "McpVerifyResult",
+    "compare_sessions",
     "compare_tool_result",
     "outgoing_payload",
     "play",
@@ -307,3 +310,49 @@ def _json_container(text: str) -> Optional[Any]:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, (dict, list)) else None
+
+
+def compare_sessions(
+    recorded: Sequence[ToolCall], live: Sequence[ToolCall], comparator: Comparator
+) -> list[McpCheck]:
+    """The tool calls of two recordings side by side, in order: each live result compared
+    with the recorded one (GUID-aware, inside JSON text), a call to another tool, and a
+    call only one side made, as problems. ``number`` is the live call's flow number."""
+    checks: list[McpCheck] = []
+    for position in range(max(len(recorded), len(live))):
+        was = recorded[position] if position < len(recorded) else None
+        now = live[position] if position < len(live) else None
+        if now is None:
+            assert was is not None
+            checks.append(
+                McpCheck(None, was.tool, TOOLS_CALL, None, problem="recorded, not called now")
+            )
+            continue
+        check = McpCheck(now.number, now.tool, TOOLS_CALL, _request_id(now))
+        checks.append(check)
+        if was is None:
+            check.problem = "called now, not in the recording"
+        elif was.tool != now.tool:
+            check.problem = f"called {now.tool}, the recording has {was.tool} here"
+        else:
+            recorded_answer, live_answer = _answer(was), _answer(now)
+            if live_answer is None:
+                check.problem = "no answer now" if recorded_answer is not None else None
+            elif recorded_answer is None:
+                check.problem = "answered now, unanswered in the recording"
+            else:
+                check.differences = compare_tool_result(
+                    recorded_answer, live_answer, comparator, now.tool
+                )
+    return checks
+
+
+def _answer(call: ToolCall) -> Optional[dict[str, Any]]:
+    response = call.flow.response
+    obj = response.message.obj if response is not None else None
+    return obj if isinstance(obj, dict) else None
+
+
+def _request_id(call: ToolCall) -> Any:
+    request = call.flow.request
+    return request.message.id if request is not None else None
