@@ -10,7 +10,7 @@ plugin, as violations of the ``catalogue.*`` rules (`drift.drift_report` groups 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
@@ -160,11 +160,16 @@ def audit(
     flows: Sequence[Flow],
     profile: Profile,
     catalogue: Optional[MethodCatalogue] = None,
+    route_profiles: Optional[Mapping[str, Profile]] = None,
 ) -> list[Finding]:
     """Every violation in a trace, once, ordered by flow (unlocated ones last).
 
-    A violation found again by the re-check is the same as a recorded one when it names the
-    same flow (or the same connection-level event), rule and path."""
+    A flow is re-checked with its route's profile: ``route_profiles`` names the routes whose
+    protocol is not ``profile`` (the MCP hop of a `golem-proxy mcp` recording), and the
+    catalogue, a list of ``profile``'s methods, applies to the other routes only. A violation
+    found again by the re-check is the same as a recorded one when it names the same flow (or
+    the same connection-level event), rule and path."""
+    own = route_profiles or {}
     locate = _Locator(flows)
     findings: list[Finding] = []
     seen: set[tuple[Any, ...]] = set()
@@ -186,9 +191,9 @@ def audit(
                 finding = replace(finding, conn=event.conn)
             add(finding)
     for flow in flows:
-        for violation, direction in _recheck(flow, profile):
+        for violation, direction in _recheck(flow, own.get(flow.route, profile)):
             add(_located(violation, flow, direction, "recheck"))
-        if catalogue is not None and flow.request is not None:
+        if catalogue is not None and flow.request is not None and flow.route not in own:
             message = flow.request.message
             if isinstance(message, Request):
                 for violation in catalogue.check_request(message):
