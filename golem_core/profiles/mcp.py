@@ -14,11 +14,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..contract import Violation
-from ..messages import Malformed, MalformedKind, Message, Request, is_json_int
+from ..messages import Malformed, MalformedKind, Message, Request, Response, is_json_int
 from .base import DefaultRoute
 from .jsonrpc_ndjson import JsonRpcNdjsonProfile
 
-__all__ = ["MCP_CAP", "TOOLS_CALL", "McpProfile", "is_notification"]
+__all__ = [
+    "MCP_CAP",
+    "TOOLS_CALL",
+    "McpProfile",
+    "is_notification",
+    "tool_call_failed",
+    "tool_name",
+]
 
 MCP_CAP = 128 * 1024 * 1024
 """A line may be this long before it is reported oversized: MCP sets no limit, and a tool may
@@ -77,3 +84,15 @@ def tool_name(message: Message) -> str:
         if isinstance(name, str):
             return name
     return "?"
+
+
+def tool_call_failed(request: Message, response: Message) -> bool:
+    """Whether a ``tools/call`` failed as the model sees it: ``isError`` true in its result,
+    or an answer that is no result at all (an error response, a malformed one). False for
+    any other request."""
+    if not isinstance(request, Request) or request.method != TOOLS_CALL:
+        return False
+    if isinstance(response, Response):
+        result = response.result
+        return isinstance(result, dict) and result.get("isError") is True
+    return True

@@ -162,14 +162,12 @@ def audit(
     catalogue: Optional[MethodCatalogue] = None,
     route_profiles: Optional[Mapping[str, Profile]] = None,
 ) -> list[Finding]:
-    """Every violation in a trace, once, ordered by flow (unlocated ones last).
+    """Every violation in a trace, once, ordered by flow (unlocated ones last). A route in
+    ``route_profiles`` (the ``mcp`` route of `golem-proxy mcp`) is checked against its own
+    profile, and the method catalogue, which is the plugin's, is not applied to it.
 
-    A flow is re-checked with its route's profile: ``route_profiles`` names the routes whose
-    protocol is not ``profile`` (the MCP hop of a `golem-proxy mcp` recording), and the
-    catalogue, a list of ``profile``'s methods, applies to the other routes only. A violation
-    found again by the re-check is the same as a recorded one when it names the same flow (or
-    the same connection-level event), rule and path."""
-    own = route_profiles or {}
+    A violation found again by the re-check is the same as a recorded one when it names the
+    same flow (or the same connection-level event), rule and path."""
     locate = _Locator(flows)
     findings: list[Finding] = []
     seen: set[tuple[Any, ...]] = set()
@@ -190,6 +188,7 @@ def audit(
             if flow is None:  # connection-level: keep at least the connection
                 finding = replace(finding, conn=event.conn)
             add(finding)
+    own = route_profiles or {}
     for flow in flows:
         for violation, direction in _recheck(flow, own.get(flow.route, profile)):
             add(_located(violation, flow, direction, "recheck"))

@@ -17,9 +17,9 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from golem_core.messages import ErrorResponse, Request, Response
+from golem_core.messages import ErrorResponse, Request
 from golem_core.profiles import Profile
-from golem_core.profiles.mcp import TOOLS_CALL, tool_name
+from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 
 from ..events import FrameSeen, ToolCallRef
 from .flows import Flow
@@ -33,6 +33,8 @@ __all__ = [
     "ToolCallIndex",
     "arguments_summary",
     "attributed_tool",
+    "cause_text",
+    "caused_by",
     "group_tool_calls",
     "is_tool_call",
     "layer_of",
@@ -41,6 +43,7 @@ __all__ = [
     "tool_call_error",
     "tool_of",
     "two_layer_json",
+    "two_layer_label",
 ]
 
 LAYER_MCP = "mcp"
@@ -96,6 +99,47 @@ def attributed_tool(flow: Flow) -> Optional[str]:
     frame = _attributed_frame(flow)
     refs = frame.tool_calls if frame is not None else None
     return refs[0].tool if refs is not None and len(refs) == 1 else None
+
+
+def two_layer_label(flow: Flow) -> Optional[str]:
+    """A row's method text in a two-layer recording, from the decisions its frames carry: a
+    tool call as ``tool(arguments)``, a GOLEM flow of one call as ``  ↳ method``, of
+    overlapping calls as ``  ? method``; None for any other flow (the plain method)."""
+    if is_tool_call(flow):
+        return f"{tool_of(flow)}({arguments_summary(flow)})"
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    if not refs or flow.method is None:
+        return None
+    return f"  {'↳' if len(refs) == 1 else '?'} {flow.method}"
+
+
+def cause_text(flow: Flow) -> Optional[str]:
+    """What a GOLEM flow's frames say about the tool call behind it, in words (None when the
+    recording has no MCP layer)."""
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    if refs is None:
+        return None
+    if not refs:
+        return "sent outside any tool call"
+    named = ", ".join(f"{ref.tool} (MCP id {ref.id!r})" for ref in refs)
+    return f"caused by tool call {named}" if len(refs) == 1 else f"ambiguous: one of {named}"
+
+
+def caused_by(call: Flow, flows: Iterable[Flow]) -> list[Flow]:
+    """The flows among ``flows`` whose frames name ``call`` (an MCP ``tools/call`` flow) as
+    the one tool call that caused them, in order."""
+    if not is_tool_call(call) or call.request is None:
+        return []
+    key = (call.conn, call.request.index)
+    found = []
+    for flow in flows:
+        frame = _attributed_frame(flow)
+        refs = frame.tool_calls if frame is not None else None
+        if refs is not None and len(refs) == 1 and (refs[0].conn, refs[0].index) == key:
+            found.append(flow)
+    return found
 
 
 def layer_of(profile: Profile) -> str:
@@ -154,11 +198,8 @@ def tool_call_error(flow: Flow) -> Optional[bool]:
     response = flow.response
     if response is None:
         return True if flow.closed_unanswered or flow.frame_error is not None else None
-    message = response.message
-    if isinstance(message, Response):
-        result = message.result
-        return isinstance(result, dict) and result.get("isError") is True
-    return True  # an error response, or one that is not JSON-RPC
+    assert flow.request is not None
+    return tool_call_failed(flow.request.message, response.message)
 
 
 def tool_of(flow: Flow) -> Optional[str]:

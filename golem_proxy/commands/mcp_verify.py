@@ -26,10 +26,10 @@ from ..live.relay import BoundRoute
 from ..net.addresses import Address, Route
 from ..replay.diffing import Comparator
 from ..replay.engine import ReplayEngine
-from ..replay.index import ExchangeTrace
+from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.matching import IgnoreRules
 from ..replay.mcp_child import ChildStartError, McpChild
-from ..replay.mcp_script import McpScript, NoMcpLayer, golem_layer, read_script
+from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
 from ..replay.mcp_verify import McpVerifyResult, play, tool_call_numbers
 from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         except NoMcpLayer as exc:
             raise CommandError(str(exc)) from None
         numbers = tool_call_numbers(args.file)
-        trace = golem_layer(args.file)
+        trace = load_exchanges(args.file)
     if not script.tool_calls:
         raise CommandError(f"{args.file}: no tool calls to verify")
     job = _Run(

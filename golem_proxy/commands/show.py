@@ -19,12 +19,10 @@ from ..analysis.stats import method_label
 from ..analysis.tool_calls import (
     LAYER_MCP,
     ToolCallIndex,
-    arguments_summary,
-    is_tool_call,
     mcp_routes,
     tool_call_error,
-    tool_of,
     two_layer_json,
+    two_layer_label,
 )
 from ..analysis.trace import FlowReader, TraceError, flow_to_json, json_text
 from ..terminal import safe_text
@@ -143,24 +141,20 @@ class _Layers:
 
     def method_cell(self, flow: Flow) -> Optional[str]:
         """The method column of a two-layer row: a tool call as ``tool(arguments)``, a GOLEM
-        flow marked with the call it belongs to; None: the plain method."""
+        flow marked with the call it belongs to (`two_layer_label`), the candidates of an
+        ambiguous one by number; None: the plain method."""
         index = self.index
         if not index.has_mcp_layer:
             return None
-        if index.layer(flow) == LAYER_MCP:
-            if not is_tool_call(flow):
-                return None
-            return f"{tool_of(flow)}({arguments_summary(flow)})"
-        attribution = index.attribution(flow)
-        method = flow.method if flow.method is not None else method_label(flow)
-        if attribution.state == "call":
-            if self.golem_only:
+        if index.layer(flow) != LAYER_MCP:
+            attribution = index.attribution(flow)
+            method = flow.method if flow.method is not None else method_label(flow)
+            if attribution.state == "call" and self.golem_only:
                 return f"{attribution.tool} ↳ {method}"
-            return f"  ↳ {method}"
-        if attribution.state == "ambiguous":
-            candidates = "|".join(f"#{n}" if n is not None else "?" for n in attribution.numbers)
-            return f"  ? {method} (ambiguous: {candidates})"
-        return None
+            if attribution.state == "ambiguous":
+                numbers = "|".join(f"#{n}" if n is not None else "?" for n in attribution.numbers)
+                return f"  ? {method} (ambiguous: {numbers})"
+        return two_layer_label(flow)
 
     def status(self, flow: Flow, profile: Profile) -> Text:
         failed = tool_call_error(flow) if self.index.layer(flow) == LAYER_MCP else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+from collections.abc import Mapping
 from typing import Optional
 
 from rich.console import Console
@@ -18,6 +19,7 @@ from rich.text import Text
 from golem_core.contract import Severity
 from golem_core.messages import ErrorResponse, Malformed, Response
 from golem_core.profiles import Profile
+from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_call_failed, tool_name
 
 from ..events import (
     ConnectionClosed,
@@ -65,9 +67,12 @@ class EventLog:
         profile: Profile,
         verbosity: Verbosity = Verbosity.NORMAL,
         started_wall: Optional[float] = None,
+        route_profiles: Optional[Mapping[str, Profile]] = None,
     ) -> None:
         self.console = console
         self.profile = profile
+        self.route_profiles = dict(route_profiles or {})
+        """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp``)."""
         self.verbosity = verbosity
         self.started_wall = (
             started_wall
@@ -152,21 +157,30 @@ class EventLog:
             return text
         return None
 
+    def _profile(self, route: str) -> Profile:
+        return self.route_profiles.get(route, self.profile)
+
     def _exchange(self, exchange: ExchangeCompleted) -> Optional[Text]:
         response = exchange.response.message
         request = exchange.request.message
+        profile = self._profile(exchange.route)
+        tool_failed = profile.tool_layer and tool_call_failed(request, response)
         ok = isinstance(response, Response) and not isinstance(request, Malformed)
-        if ok and self.verbosity < Verbosity.NORMAL:
+        if ok and not tool_failed and self.verbosity < Verbosity.NORMAL:
             return None
-        status = safe_text(self.profile.describe_exchange(request, response), limit=60)
-        if isinstance(response, Response):
+        status = safe_text(profile.describe_exchange(request, response), limit=60)
+        if tool_failed and isinstance(response, Response):
+            status, style = "isError", "red"
+        elif isinstance(response, Response):
             style = "green"
         elif isinstance(response, ErrorResponse):
             style = "red"
         else:
             style = "magenta"
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
-        method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
+        method = safe_text(exchange.method or profile.describe(request), _METHOD)
+        if profile.tool_layer and exchange.method == TOOLS_CALL:
+            method = f"{method} {safe_text(tool_name(request), _NAME)}"
         text.append(f"{method:<32}", "bold")
         text.append(" ")
         text.append(f"{status:<18}", style)
@@ -198,7 +212,9 @@ class EventLog:
 
     def _frame(self, frame: FrameSeen) -> Optional[Text]:
         message = frame.message
-        if isinstance(message, Malformed):
+        # An MCP notification is typed as a request without an id, and is no problem.
+        notification = self._profile(frame.route).tool_layer and is_notification(message)
+        if isinstance(message, Malformed) and not notification:
             text = self._prefix(frame.t, frame.route, frame.conn)
             text.append(f"{frame.direction.arrow} malformed {message.kind.value}", "bold magenta")
             text.append(f" ({format_size(frame.size)}): {safe_text(message.detail, _DETAIL)}")

@@ -14,7 +14,7 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from golem_core.profiles import Profile
+from golem_core.profiles import Profile, get_profile
 
 from ..net.addresses import Route
 from ..recording.format import Header, RecordingWriter, RouteInfo
@@ -91,7 +91,16 @@ class ProxySession:
                 self.hub.attach_sink(recorder)
                 consumers.start_soon(_flush_until_cancelled, recorder, flushing)
             if config.console is not None:
-                log = EventLog(config.console, config.profile, config.verbosity)
+                log = EventLog(
+                    config.console,
+                    config.profile,
+                    config.verbosity,
+                    route_profiles={
+                        layer.name: get_profile(layer.profile)
+                        for layer in config.layers
+                        if layer.profile is not None
+                    },
+                )
                 subscription = self.hub.subscribe("log", config.log_buffer)
                 consumers.start_soon(_isolated, "log", _log_events(self.hub, subscription, log))
             for name, buffer, consumer in self._extra:

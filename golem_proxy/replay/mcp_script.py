@@ -1,6 +1,6 @@
 """What `mcp-verify` plays from a two-layer recording (`golem-proxy mcp --record`): the MCP
-client's side of the stdio hop, step by step, with the answers the server gave then, and the
-GOLEM layer alone, for the replay engine to stand in for Rhino.
+client's side of the stdio hop, step by step, with the answers the server gave then. (The
+GOLEM layer is `load_exchanges`'s, which leaves the MCP hop out, for the replay engine.)
 
 The client side is every frame the client wrote (requests, notifications), in recorded order
 and as recorded bytes, so the server sees the same ids and the same messages. What the client
@@ -10,7 +10,6 @@ method, to answer a server that asks again.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,10 +21,9 @@ from golem_core.profiles.mcp import TOOLS_CALL
 from ..analysis.tool_calls import mcp_routes
 from ..events import Direction, FrameSeen
 from ..recording.files import open_recording
-from ..recording.reader import RecordingReader, route_profiles
-from .index import ExchangeTrace, load_exchanges
+from ..recording.reader import RecordingReader
 
-__all__ = ["ClientStep", "McpScript", "NoMcpLayer", "golem_layer", "read_script"]
+__all__ = ["ClientStep", "McpScript", "NoMcpLayer", "read_script"]
 
 
 class NoMcpLayer(ValueError):
@@ -127,15 +125,3 @@ def _step(frame: FrameSeen, obj: Optional[dict[str, Any]]) -> ClientStep:
 def _key(ident: Any) -> tuple[str, Any]:
     # 1 and "1" are different JSON-RPC ids; True is not an id at all.
     return (type(ident).__name__, ident)
-
-
-def golem_layer(path: str) -> ExchangeTrace:
-    """The GOLEM exchanges of a two-layer recording, as a trace the replay engine serves
-    (the MCP route left out). Raises OSError or RecordingError."""
-    trace = load_exchanges(path)
-    layer = mcp_routes(route_profiles(trace.header))
-    header = dataclasses.replace(
-        trace.header, routes=tuple(r for r in trace.header.routes if r.name not in layer)
-    )
-    exchanges = [exchange for exchange in trace.exchanges if exchange.route not in layer]
-    return ExchangeTrace(header, trace.profile, exchanges, trace.truncated_tail, trace._buffer)

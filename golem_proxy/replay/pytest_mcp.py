@@ -37,8 +37,8 @@ from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
 from .background import BackgroundReplay
 from .diffing import Comparator
+from .index import load_exchanges
 from .matching import IgnoreRules
-from .mcp_script import golem_layer
 from .mcp_verify import McpCheck, compare_sessions
 from .server import ReplayServer
 from .setup import ReplayOptions, assign_routes, engine_for
@@ -154,7 +154,7 @@ def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[Gol
             IgnoreRules.parse(_strings(options.get("ignore", ()))),
             float_tolerance=float(options.get("float_tolerance", 0.0)),
         )
-        trace = golem_layer(str(path))
+        trace = load_exchanges(str(path))
         recorded = read_tool_calls(str(path))
     except (OSError, RecordingError, TraceError) as exc:
         pytest.fail(f"golem_mcp_session: cannot read {path}: {exc}", pytrace=False)

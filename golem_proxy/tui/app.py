@@ -225,7 +225,8 @@ class GolemProxyApp(DebugActions, App[None]):
         self._detail_shown_at = time.monotonic()
         index = self.table.selected
         flow = self.model.flows[index] if index is not None else None
-        self.detail.show(flow, self.profile)
+        under = self.model.caused_by(flow) if flow is not None else []
+        self.detail.show(flow, self.profile, under)
 
     # -- messages up from the widgets ------------------------------------------------------
 

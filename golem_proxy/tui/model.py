@@ -16,6 +16,7 @@ from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow, FlowTracker
+from ..analysis.tool_calls import caused_by, is_tool_call, tool_call_error
 from ..events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -69,6 +70,10 @@ class SessionModel:
     def flows(self) -> list[Flow]:
         return self.tracker.flows
 
+    def caused_by(self, flow: Flow) -> list[Flow]:
+        """The GOLEM flows a tool call caused (empty for any other flow)."""
+        return caused_by(flow, self.flows) if is_tool_call(flow) else []
+
     @property
     def events_missed(self) -> int:
         return self.tracker.events_missed
@@ -112,6 +117,8 @@ class SessionModel:
 
     def status(self, flow: Flow) -> str:
         """The flow's status as shown (error codes come from the peer: made safe)."""
+        if tool_call_error(flow) and flow.response is not None:
+            return "isError"  # the tool failed as the model saw it, in a well-formed answer
         return safe_text(flow.status(self.profile))
 
     def _matches(self, flow: Flow) -> bool:

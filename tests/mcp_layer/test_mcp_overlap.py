@@ -91,15 +91,22 @@ def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
 
 
 def test_attribution_holds_when_golem_frames_are_decoded_inline(tmp_path: Path) -> None:
-    record = tmp_path / "r.jsonl"
-    calls = [("list_layers", {}), ("layer_report", {"name": "Q"})]
+    record, log = tmp_path / "r.jsonl", tmp_path / "live.log"
+    calls = [("list_layers", {}), ("layer_report", {"name": "Q"}), ("broken_tool", {})]
     with PluginProcess(seed=4) as plugin:
-        call_tools(wrapped(plugin, record, "--enforce-limits"), environment(), calls)
+        options = ("--enforce-limits", "--log", str(log))
+        call_tools(wrapped(plugin, record, *options), environment(), calls)
     found = read_tool_calls(str(record))
     assert [[flow.method for flow in call.golem] for call in found] == [
         ["ping", "scene.list_layers"],
         ["scene.create_layer", "scene.list_layers"],
+        ["scene.no_such_method"],
     ]
+    # The live log names the tool and says which call failed.
+    lines = log.read_text().splitlines()
+    failed = next(line for line in lines if "tools/call broken_tool" in line)
+    assert "isError" in failed
+    assert not any("malformed" in line for line in lines)  # notifications are no problem
 
 
 def test_a_16_mib_result_crosses_whole(tmp_path: Path) -> None:
@@ -115,3 +122,20 @@ def test_a_16_mib_result_crosses_whole(tmp_path: Path) -> None:
     [call] = read_tool_calls(str(record))
     assert call.tool == "big_text" and not call.is_error
     assert call.flow.response is not None and call.flow.response.size > 2 * size
+
+
+def test_a_fault_on_the_golem_layer_shows_under_the_tool_call_that_failed(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    fault = "error:code=-32000,message=busy,method=scene.create_layer"
+    with PluginProcess(seed=6) as plugin:
+        [listed, created] = call_tools(
+            wrapped(plugin, record, "--fault", fault, "--fault-seed", "1"),
+            environment(),
+            [("list_layers", {}), ("create_layer", {"name": "F"})],
+        )
+    assert not listed[0]
+    assert created[0] and "busy" in created[1][0]["text"]
+    calls = read_tool_calls(str(record))
+    assert [call.is_error for call in calls] == [False, True]
+    assert [flow.method for flow in calls[1].failed_golem] == ["scene.create_layer"]
+    assert calls[1].failed_golem[0].faults  # the injected fault is on the flow it hit

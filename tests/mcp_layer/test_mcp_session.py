@@ -165,3 +165,31 @@ def test_stats_counts_every_failed_tool_call(session: tuple[list, list, Path]) -
     assert tools["big_text"]["rhino_mean_ms"] == 0
     table = cli("stats", str(record)).stdout
     assert "MCP tool calls" in table and "broken_tool" in table
+
+
+def test_check_and_export_read_each_route_with_its_own_profile(
+    session: tuple[list, list, Path], tmp_path: Path
+) -> None:
+    _, _, record = session
+    checked = cli("check", str(record))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "0 error(s), 0 warning(s)" in checked.stdout
+    out = tmp_path / "streams"
+    exported = cli("export", str(record), "--format", "streams", "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    assert "differ" not in exported.stdout + exported.stderr
+    index = json.loads((out / "index.json").read_text())
+    assert index
+    mcp_stream = (out / "conn-0001-c2s.bin").read_bytes()
+    assert mcp_stream.endswith(b"\n") and b'"tools/call"' in mcp_stream
+
+
+def test_verify_replays_the_golem_layer_only(session: tuple[list, list, Path]) -> None:
+    _, _, record = session
+    golem = [f for f in show_json(record) if f["layer"] == "golem"]
+    with PluginProcess(seed=7) as plugin:
+        done = cli(
+            "verify", str(record), "--target", str(plugin.main), "--gh-target", str(plugin.gh)
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"all {len(golem)} exchanges match" in done.stdout + done.stderr

@@ -157,3 +157,37 @@ def test_a_server_that_crashes_mid_call_leaves_a_failed_unanswered_tool_call(
     [tool_call] = read_tool_calls(str(record))
     assert tool_call.tool == "boom"
     assert tool_call.flow.response is None and tool_call.is_error
+
+
+def test_the_server_is_pointed_at_the_proxy_and_env_overrides(tmp_path: Path) -> None:
+    log = tmp_path / "live.log"
+    names = ("GOLEM_RHINO_HOST", "GOLEM_RHINO_PORT", "GOLEM_GH_PORT", "EXTRA")
+    code = f"import os, sys; sys.stdout.write(' '.join(os.environ.get(k, '-') for k in {names!r}))"
+    done = wrapper(
+        "--log", str(log), "--env", "EXTRA=x=1", "--env", "GOLEM_GH_PORT=5", "--", *python(code)
+    )
+    assert done.returncode == 0, done.stderr
+    host, port, gh_port, extra = done.stdout.decode().split(" ")
+    assert (host, gh_port, extra) == ("127.0.0.1", "5", "x=1")
+    written = log.read_text()
+    assert f"main: 127.0.0.1:{port} → 127.0.0.1:9" in written
+    assert "main: " not in done.stderr.decode()  # the live log went to the file
+
+
+def test_a_bad_env_spec_is_one_line_and_exit_2() -> None:
+    done = wrapper("--env", "NOEQUALS", "--", *python("pass"))
+    assert done.returncode == 2
+    assert done.stderr.decode().strip() == "golem-proxy: mcp --env: 'NOEQUALS' is not NAME=VALUE"
+
+
+def test_a_flood_of_notifications_is_forwarded_whole(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    line = (
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n'
+    )
+    code = f"import sys; sys.stdout.buffer.write({line!r} * 10000)"
+    done = wrapper("--record", str(record), "--", *python(code))
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout == line * 10000
+    closed = [e for e in read_recording(str(record)).events if isinstance(e, ConnectionClosed)]
+    assert closed[-1].bytes_s2c == len(line) * 10000
