@@ -185,33 +185,47 @@ class _Player:
         self.result = result
         self.timeout = timeout
         self.alive = True
+        self.stuck: Optional[str] = None
 
     def gone_reason(self) -> str:
+        if self.stuck is not None:
+            return f"not sent: {self.stuck}"
         status = self.child.status
         if status is None:
             return "not sent: the server stopped reading its stdin"
         return f"not sent: the server exited (status {status})"
 
     async def request(self, step: ClientStep, payload: bytes) -> dict[str, Any] | str:
-        """Send one step; for a request, the answer envelope, or why there is none."""
+        """Send one step; for a request, the answer envelope, or why there is none. A
+        server that takes longer than the timeout (to read the line or to answer it) is
+        taken as stuck: the steps after it are not sent, so a hung server costs one
+        timeout, not one per step."""
+        with trio.move_on_after(self.timeout):
+            return await self._exchange(step, payload)
+        self.alive = False
+        if step.is_request:
+            self.stuck = f"the server left id {_short_id(step.id)} unanswered"
+            return f"no answer within {self.timeout:g} s"
+        self.stuck = "the server stopped reading its stdin"
+        return f"not read within {self.timeout:g} s"
+
+    async def _exchange(self, step: ClientStep, payload: bytes) -> dict[str, Any] | str:
         if not await self.child.send(payload):
             self.alive = False
             return self.gone_reason()
         if not step.is_request:
             return {}
-        with trio.move_on_after(self.timeout):
-            while True:
-                line = await self.child.receive()
-                if line is None:
-                    self.alive = False
-                    await self._settle()
-                    status = self.child.status
-                    how = f"exited (status {status})" if status is not None else "closed stdout"
-                    return f"no answer: the server {how}"
-                answer = await self._handle(line, step.id)
-                if answer is not None:
-                    return answer
-        return f"no answer within {self.timeout:g} s"
+        while True:
+            line = await self.child.receive()
+            if line is None:
+                self.alive = False
+                await self._settle()
+                status = self.child.status
+                how = f"exited (status {status})" if status is not None else "closed stdout"
+                return f"no answer: the server {how}"
+            answer = await self._handle(line, step.id)
+            if answer is not None:
+                return answer
 
     async def _settle(self) -> None:
         process = self.child.process
@@ -258,6 +272,11 @@ class _Player:
                 "error": {"code": NOT_FOUND, "message": f"{method}: not in the recording"},
             }
         await self.child.send(json.dumps(reply, ensure_ascii=False).encode("utf-8"))
+
+
+def _short_id(ident: Any) -> str:
+    text = json.dumps(ident)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _same_id(live: Any, recorded: Any) -> bool:

@@ -159,3 +159,22 @@ def test_could_not_run_is_one_line_and_exit_2(recording: Path, tmp_path: Path) -
         timeout=60,
     )
     assert no_command.returncode == 2 and "no server command" in no_command.stderr
+
+
+# A server that answers initialize and then reads on without ever answering.
+SILENT = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}), flush=True)
+"""
+
+
+def test_a_server_that_stops_answering_costs_one_timeout(recording: Path) -> None:
+    done = mcp_verify("--timeout", "2", str(recording), server=[sys.executable, "-c", SILENT])
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line[:1].isalpha()}
+    assert "no answer within 2 s" in rows["list_layers"]
+    assert "not sent: the server left id 1 unanswered" in rows["big_text"]
+    assert "6 of 6 tool calls differ" in done.stdout
