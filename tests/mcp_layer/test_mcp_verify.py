@@ -15,7 +15,7 @@ import pytest
 
 from golem_proxy.testing.plugin_process import PluginProcess
 
-from .mcp_helpers import ROOT, SERVER_COMMAND, call_tools, environment, wrapped
+from .mcp_helpers import ROOT, SERVER_COMMAND, call_tools, direct_env, environment, wrapped
 
 CALLS = [
     ("list_layers", {}),
@@ -178,3 +178,28 @@ def test_a_server_that_stops_answering_costs_one_timeout(recording: Path) -> Non
     assert "no answer within 2 s" in rows["list_layers"]
     assert "not sent: the server left id 1 unanswered" in rows["big_text"]
     assert "6 of 6 tool calls differ" in done.stdout
+
+
+OBJECTS = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_objects.py")]
+
+
+def test_a_live_plugin_with_other_guids_is_followed_through_the_map(tmp_path: Path) -> None:
+    """The box's GUID comes back inside the tool's JSON text; the next call's argument names
+    it. Against a plugin that hands out other GUIDs, the live GUID is learned from the
+    result and sent in its place."""
+    record = tmp_path / "objects.jsonl"
+    with PluginProcess(seed=7) as plugin:  # the same seed hands out the same GUIDs
+        box = call_tools(OBJECTS, direct_env(plugin), [("create_box", {"width": 4})])
+    guid = json.loads(box[0][1][0]["text"])["guid"]
+    with PluginProcess(seed=7) as plugin:
+        command = [*wrapped(plugin, record)[: -len(SERVER_COMMAND)], *OBJECTS]
+        calls = [("create_box", {"width": 4}), ("object_info", {"guid": guid})]
+        outcomes = call_tools(command, environment(), calls)
+    assert [failed for failed, _ in outcomes] == [False, False]
+    with PluginProcess(seed=8) as other:
+        done = mcp_verify(
+            str(record), "--target", str(other.main), "--gh-target", str(other.gh),
+            server=OBJECTS,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all 2 tool calls match" in done.stdout
