@@ -138,7 +138,9 @@ def _audit(
     if mcp is None:
         mcp = McpAuditor(mcp_routes(layers))
     for events, flows in trace.batches(piece):
-        drift.add_flows([flow for flow in flows if flow.route not in layers])
+        # The catalogue is the plugin's: the flows of another layer (the MCP hop) are not
+        # read against it; they are the MCP auditor's.
+        drift.add_flows(f for f in flows if f.route not in layers)
         findings += mcp.feed(flows)
         for finding in audit(events, flows, trace.profile, catalogue, layers):
             if finding.flow is None:  # the same report may come in two pieces: keep one

@@ -193,6 +193,10 @@ class EventLog:
             text.append(f"  {safe_text(str(response.error.message), _DETAIL)}", "red")
         if exchange.violations:
             text.append(f"  ⚠ {len(exchange.violations)}", "yellow")
+        calls = exchange.request.tool_calls
+        if calls:  # `golem-proxy mcp`: the tool call this exchange belongs to
+            tools = "|".join(safe_text(call.tool, _NAME) for call in calls)
+            text.append(f"  ⟵ {tools}" if len(calls) == 1 else f"  ⟵ ambiguous: {tools}", "cyan")
         return text
 
     def _violation(self, event: ViolationSeen) -> Optional[Text]:

@@ -106,6 +106,8 @@ def test_attribution_holds_when_golem_frames_are_decoded_inline(tmp_path: Path) 
     lines = log.read_text().splitlines()
     failed = next(line for line in lines if "tools/call broken_tool" in line)
     assert "isError" in failed
+    golem = next(line for line in lines if "scene.no_such_method" in line)
+    assert golem.endswith("⟵ broken_tool")
     assert not any("malformed" in line for line in lines)  # notifications are no problem
 
 

@@ -174,6 +174,9 @@ def test_check_and_export_read_each_route_with_its_own_profile(
     checked = cli("check", str(record))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "0 error(s), 0 warning(s)" in checked.stdout
+    catalogue = str(ROOT / "docs" / "golem-method-catalogue.json")
+    drift = cli("check", "--catalogue", catalogue, str(record)).stdout
+    assert "tools/call" not in drift and "initialize" not in drift  # not the plugin's methods
     out = tmp_path / "streams"
     exported = cli("export", str(record), "--format", "streams", "--out", str(out))
     assert exported.returncode == 0, exported.stderr

@@ -191,3 +191,29 @@ def test_a_flood_of_notifications_is_forwarded_whole(tmp_path: Path) -> None:
     assert done.stdout == line * 10000
     closed = [e for e in read_recording(str(record)).events if isinstance(e, ConnectionClosed)]
     assert closed[-1].bytes_s2c == len(line) * 10000
+
+
+def test_a_client_that_never_reads_does_not_hold_the_wrapper_for_ever() -> None:
+    # The server blocks on a full pipe; once the client closes stdin the server is stopped
+    # (--exit-timeout, then SIGTERM) and what it could not deliver is given up after a
+    # bounded drain: the wrapper exits instead of waiting for a reader that never comes.
+    line = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%s"}}\n'
+    code = f"import sys; sys.stdout.buffer.write({line!r} % (b'x' * 65536) * 200)"
+    process = subprocess.Popen(
+        [*WRAPPER, *NOWHERE, "--exit-timeout", "0.5", "--", *python(code)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=environment(),
+    )
+    try:
+        assert process.stdin is not None
+        process.stdin.close()
+        assert process.wait(60) == 128 + signal.SIGTERM
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
