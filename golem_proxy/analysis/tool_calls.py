@@ -13,7 +13,7 @@ For code that wants the tool calls of a recording and their GOLEM flows in one g
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -31,15 +31,19 @@ __all__ = [
     "Attribution",
     "ToolCall",
     "ToolCallIndex",
+    "TwoLayerBuilder",
+    "TwoLayers",
     "arguments_summary",
     "attributed_tool",
+    "call_key",
     "cause_text",
     "caused_by",
-    "group_tool_calls",
     "is_tool_call",
     "layer_of",
     "mcp_routes",
+    "owner_key",
     "read_tool_calls",
+    "read_two_layers",
     "tool_call_error",
     "tool_of",
     "two_layer_json",
@@ -127,19 +131,31 @@ def cause_text(flow: Flow) -> Optional[str]:
     return f"caused by tool call {named}" if len(refs) == 1 else f"ambiguous: one of {named}"
 
 
+CallKey = tuple[int, int]
+"""A tool call as GOLEM frames name it: the MCP connection and its request frame's index."""
+
+
+def call_key(flow: Flow) -> Optional[CallKey]:
+    """The key of an MCP ``tools/call`` flow (None for any other flow)."""
+    if not is_tool_call(flow) or flow.request is None:
+        return None
+    return (flow.conn, flow.request.index)
+
+
+def owner_key(flow: Flow) -> Optional[CallKey]:
+    """The key of the one tool call a GOLEM flow belongs to (None: no call, or several)."""
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    if refs is None or len(refs) != 1:
+        return None
+    return (refs[0].conn, refs[0].index)
+
+
 def caused_by(call: Flow, flows: Iterable[Flow]) -> list[Flow]:
     """The flows among ``flows`` whose frames name ``call`` (an MCP ``tools/call`` flow) as
     the one tool call that caused them, in order."""
-    if not is_tool_call(call) or call.request is None:
-        return []
-    key = (call.conn, call.request.index)
-    found = []
-    for flow in flows:
-        frame = _attributed_frame(flow)
-        refs = frame.tool_calls if frame is not None else None
-        if refs is not None and len(refs) == 1 and (refs[0].conn, refs[0].index) == key:
-            found.append(flow)
-    return found
+    key = call_key(call)
+    return [] if key is None else [flow for flow in flows if owner_key(flow) == key]
 
 
 def layer_of(profile: Profile) -> str:
@@ -312,27 +328,71 @@ class ToolCall:
         return [flow for flow in self.golem if flow.is_error]
 
 
-def group_tool_calls(flows: Iterable[Flow], index: ToolCallIndex) -> Iterator[ToolCall]:
-    """The tool calls among ``flows`` (in number order) with their GOLEM flows, each once
-    every flow was seen."""
-    calls: dict[int, ToolCall] = {}
-    order: list[ToolCall] = []
-    for flow in flows:
-        index.note(flow)
+@dataclass
+class TwoLayers:
+    """A recording of `golem-proxy mcp` read whole: every MCP flow in order, the tool calls
+    with the GOLEM flows each caused, and the GOLEM flows of no call or of several."""
+
+    mcp: list[Flow] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    outside: list[Flow] = field(default_factory=list)
+    """GOLEM flows sent outside any tool call."""
+    ambiguous: list[Flow] = field(default_factory=list)
+    """GOLEM flows sent while several tool calls overlapped (`Attribution.numbers` names them)."""
+
+    def client_requests(self) -> list[FrameSeen]:
+        """What the MCP client sent, in wire order (requests and notifications): the client
+        side to play again."""
+        frames = [flow.request for flow in self.mcp if flow.request is not None]
+        return sorted(frames, key=lambda frame: (frame.conn, frame.index))
+
+
+class TwoLayerBuilder:
+    """Sorts flows, in number order, into `TwoLayers`; with ``keep=False`` it keeps only the
+    tool calls and their GOLEM flows (what per-tool statistics need)."""
+
+    def __init__(self, index: ToolCallIndex, *, keep: bool = True) -> None:
+        self.index = index
+        self.keep = keep
+        self.layers = TwoLayers()
+        self._calls: dict[int, ToolCall] = {}
+
+    def add(self, flow: Flow) -> None:
+        """Sort one flow (`ToolCallIndex.note` must have seen it)."""
+        layers, index = self.layers, self.index
         if index.layer(flow) == LAYER_MCP:
+            if self.keep:
+                layers.mcp.append(flow)
             if is_tool_call(flow):
-                call = calls[flow.number] = ToolCall(flow)
-                order.append(call)
-            continue
-        number = index.attribution(flow).number
-        if number is not None and number in calls:
-            calls[number].golem.append(flow)
-    yield from order
+                call = self._calls[flow.number] = ToolCall(flow)
+                layers.tool_calls.append(call)
+            return
+        attribution = index.attribution(flow)
+        number = attribution.number
+        if number is not None and number in self._calls:
+            self._calls[number].golem.append(flow)
+        elif not self.keep:
+            return
+        elif attribution.state == AMBIGUOUS:
+            layers.ambiguous.append(flow)
+        else:
+            layers.outside.append(flow)
+
+
+def read_two_layers(path: str) -> TwoLayers:
+    """Read the recording at ``path`` into its two layers. Raises TraceError (analysis.trace)
+    for a file that cannot be read; a recording without an MCP layer has every flow in
+    ``outside``."""
+    with open_flows(path) as reader:
+        index = ToolCallIndex(mcp_routes(reader.route_profiles))
+        builder = TwoLayerBuilder(index)
+        for flow in reader.flows():
+            index.note(flow)
+            builder.add(flow)
+    return builder.layers
 
 
 def read_tool_calls(path: str) -> list[ToolCall]:
     """The tool calls of the recording at ``path``, in order, each with its GOLEM flows.
     Raises TraceError (analysis.trace) for a file that cannot be read."""
-    with open_flows(path) as reader:
-        index = ToolCallIndex(mcp_routes(reader.route_profiles))
-        return list(group_tool_calls(reader.flows(), index))
+    return read_two_layers(path).tool_calls

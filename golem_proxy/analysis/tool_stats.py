@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from .flows import Flow
 from .stats import LatencySummary, summarize_latencies
-from .tool_calls import LAYER_MCP, ToolCall, ToolCallIndex, is_tool_call
+from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder
 
 __all__ = ["ToolStats", "ToolStatsBuilder"]
 
@@ -53,23 +53,15 @@ class ToolStatsBuilder:
 
     def __init__(self, index: ToolCallIndex) -> None:
         self.index = index
-        self._calls: dict[int, ToolCall] = {}
+        self._layers = TwoLayerBuilder(index, keep=False)
 
     def add(self, flow: Flow) -> None:
-        index = self.index
-        if index.layer(flow) == LAYER_MCP:
-            if is_tool_call(flow):
-                self._calls[flow.number] = ToolCall(flow)
-            return
-        number = index.attribution(flow).number
-        call = self._calls.get(number) if number is not None else None
-        if call is not None:
-            call.golem.append(flow)
+        self._layers.add(flow)
 
     def stats(self) -> list[ToolStats]:
         """One row per tool, by name."""
         by_tool: dict[str, list[ToolCall]] = {}
-        for call in self._calls.values():
+        for call in self._layers.layers.tool_calls:
             by_tool.setdefault(call.tool, []).append(call)
         return [_row(tool, calls) for tool, calls in sorted(by_tool.items())]
 

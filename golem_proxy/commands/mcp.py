@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import io
 import os
+import shlex
 import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -34,7 +35,7 @@ from ..net.addresses import Address, Route
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
 from ..terminal import safe_text
-from ._common import CommandError, address_arg, error_line, seconds_arg
+from ._common import CommandError, address_arg, error_line, seconds_arg, unwrap
 from .proxy import add_session_arguments, client_environment, session_options, verbosity_of
 
 NAME = "mcp"
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         console=output.console(),
         verbosity=verbosity_of(args),
-        layers=(RouteInfo(MCP_ROUTE, "stdio", " ".join(argv), MCP.name),),
+        layers=(RouteInfo(MCP_ROUTE, "stdio", shlex.join(argv), MCP.name),),
     )
     try:
         return trio.run(_serve, config, argv, overrides, tracker, args.exit_timeout)
@@ -156,16 +157,11 @@ def _open_log(path: Optional[str], overwrite: bool) -> Optional[TextIO]:
 
 
 def _one_error(exc: BaseException) -> Optional[str]:
-    """One line for what stopped the run before the server ran: the server that could not be
-    started, a listener or recording file that could not be opened."""
-    while not isinstance(exc, OSError):
-        inner = getattr(exc, "exceptions", None)
-        if not inner or len(inner) != 1:
-            return None
-        exc = inner[0]
-    if isinstance(exc, ChildStartError):
-        return f"mcp: {exc}"
-    return error_line(exc) or str(exc)
+    """One line for what stopped the run before the server ran (a server that could not be
+    started, a listener or recording file that could not be opened), or None for a bug."""
+    inner = unwrap(exc)
+    line = error_line(inner)
+    return f"mcp: {line}" if line is not None and isinstance(inner, ChildStartError) else line
 
 
 def child_environment(

@@ -20,9 +20,9 @@ import collections
 import dataclasses
 from typing import Any, Optional
 
-from golem_core.messages import Request
+from golem_core.messages import Request, method_of
 from golem_core.profiles import Profile
-from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, is_notification, tool_name
+from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, tool_name
 
 from ..events import ConnectionClosed, Direction, Event, FrameSeen, ToolCallRef
 
@@ -74,7 +74,8 @@ class ToolCallTracker:
             if len(self._in_flight) > MAX_IN_FLIGHT:
                 self._in_flight.popitem(last=False)
                 self.let_go += 1
-        elif is_notification(message) and message.obj.get("method") == CANCELLED:
+        elif method_of(message) == CANCELLED and isinstance(message.obj, dict):
+            # A notification: typed today as a request without an id, whatever its type.
             cancelled = _cancelled_key(message.obj)
             if cancelled is not None:
                 self._in_flight.pop((event.conn, cancelled), None)

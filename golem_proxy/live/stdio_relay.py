@@ -163,6 +163,10 @@ class StdioRelay:
                 await stdin.aclose()  # restores the blocking mode the descriptor had
                 await stdout.aclose()
                 await process.stdin.aclose()
+                if process.returncode is None:  # we are stopping first: never leave it running
+                    self.send_signal(signal.SIGKILL)
+                    with trio.move_on_after(self.exit_timeout):
+                        await process.wait()
             self._finish(conn, tap, process)
         return exit_status(process.returncode if process.returncode is not None else -9)
 

@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.analysis.tool_calls import LAYER_GOLEM, ToolCallIndex, mcp_routes, read_tool_calls
+from golem_proxy.analysis.tool_calls import (
+    LAYER_GOLEM,
+    ToolCallIndex,
+    mcp_routes,
+    read_tool_calls,
+    read_two_layers,
+)
 from golem_proxy.analysis.trace import open_flows
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
@@ -196,3 +202,16 @@ def test_verify_replays_the_golem_layer_only(session: tuple[list, list, Path]) -
         )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"all {len(golem)} exchanges match" in done.stdout + done.stderr
+
+
+def test_the_two_layers_read_whole(session: tuple[list, list, Path]) -> None:
+    _, _, record = session
+    layers = read_two_layers(str(record))
+    methods = [flow.method for flow in layers.mcp]
+    assert methods[:2] == ["initialize", "notifications/initialized"]
+    assert methods.count("tools/call") == len(CALLS)
+    assert [call.tool for call in layers.tool_calls] == [name for name, _ in CALLS]
+    assert layers.outside == [] and layers.ambiguous == []
+    sent = layers.client_requests()
+    assert [frame.index for frame in sent] == list(range(len(sent)))
+    assert sent[0].method == "initialize"
