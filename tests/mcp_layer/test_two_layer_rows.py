@@ -62,9 +62,11 @@ def session() -> list[Event]:
         call,
         request,
         response,
-        ExchangeCompleted(2, "main", request, response),
+        ExchangeCompleted(
+            2, "main", request, response, GOLEM.outcome(request.message, response.message)
+        ),
         answer,
-        ExchangeCompleted(1, "mcp", call, answer),
+        ExchangeCompleted(1, "mcp", call, answer, MCP.outcome(call.message, answer.message)),
     ]
 
 

@@ -115,6 +115,7 @@ def test_demo_out_to_an_existing_file_fails_before_starting(tmp_path: Path) -> N
         ["replay"],
         ["verify", "--target", "127.0.0.1:1"],
         ["tui"],
+        ["mcp-verify", "--", "true"],
     ],
 )
 def test_a_missing_file(command: list[str], tmp_path: Path) -> None:
@@ -125,7 +126,14 @@ def test_a_missing_file(command: list[str], tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [["show"], ["stats"], ["replay"], ["verify", "--target", "127.0.0.1:1"], ["tui"]],
+    [
+        ["show"],
+        ["stats"],
+        ["replay"],
+        ["verify", "--target", "127.0.0.1:1"],
+        ["tui"],
+        ["mcp-verify", "--", "true"],
+    ],
 )
 def test_a_text_file_is_not_a_recording(command: list[str]) -> None:
     done = run_cli(command[0], README, *command[1:])
