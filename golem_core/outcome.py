@@ -20,6 +20,7 @@ from .registry import Registry
 __all__ = [
     "OK",
     "ErrorObjectInResult",
+    "IsErrorFlag",
     "Outcome",
     "OutcomeKind",
     "ResultFailureRule",
@@ -67,7 +68,9 @@ class Outcome:
         ``malformed:KIND``. The one place this text is made."""
         kind = self.kind
         if kind is OutcomeKind.ERROR_IN_RESULT:
-            return f"{self.name} (in result)"
+            # A flag with no code (MCP's ``isError``) names itself; a code is marked as the
+            # result's, not the envelope's.
+            return f"{self.name} (in result)" if self.code is not None else self.name
         if kind is OutcomeKind.UNSUCCESSFUL:
             return f"{self.name} (success: false)" if self.code is not None else "success: false"
         return self.name
@@ -129,3 +132,22 @@ class UnsuccessfulFlag(ResultFailureRule):
         if isinstance(code, str):
             return Outcome(OutcomeKind.UNSUCCESSFUL, registry.name_of(code), code, message)
         return Outcome(OutcomeKind.UNSUCCESSFUL, "success: false", None, message)
+
+
+@dataclass(frozen=True)
+class IsErrorFlag(ResultFailureRule):
+    """MCP's tool failure: a ``tools/call`` result whose ``isError`` is true (what the model is
+    told, FastMCP's "Error executing tool …" included). Its message is the first text item of
+    ``content``."""
+
+    def match(self, result: Any, registry: Registry) -> Optional[Outcome]:
+        if not isinstance(result, dict) or result.get("isError") is not True:
+            return None
+        message = ""
+        content = result.get("content")
+        if isinstance(content, list):
+            for item in content:
+                if isinstance(item, dict) and isinstance(item.get("text"), str):
+                    message = item["text"]
+                    break
+        return Outcome(OutcomeKind.ERROR_IN_RESULT, "isError", None, message)

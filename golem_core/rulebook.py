@@ -15,6 +15,7 @@ from .catalogue import (
     R_UNREAD_PARAM,
 )
 from .contract import Rule, rule_table
+from .mcp_rules import MCP_RULES
 from .profiles import PROFILES, Profile
 
 __all__ = ["CATALOGUE_RULES", "RULES", "all_rules"]
@@ -30,10 +31,12 @@ CATALOGUE_RULES = (
 
 def all_rules(profiles: Iterable[Profile] = ()) -> Mapping[str, Rule]:
     """A read-only mapping rule id → rule over ``profiles`` (every known profile when none
-    is given), pairing and the catalogue checks, in that order. Raises ValueError when two
-    different rules share an id."""
+    is given), pairing, the catalogue checks and the MCP layer's rules, in that order.
+    Raises ValueError when two different rules share an id."""
     chosen = tuple(profiles) or tuple(PROFILES.values())
-    return rule_table(*(profile.rules for profile in chosen), pairing.RULES, CATALOGUE_RULES)
+    return rule_table(
+        *(profile.rules for profile in chosen), pairing.RULES, CATALOGUE_RULES, MCP_RULES
+    )
 
 
 RULES = all_rules()

@@ -31,6 +31,8 @@ __all__ = [
     "ObservationLost",
     "Outcome",
     "OutcomeKind",
+    "ProcessOutput",
+    "ToolCallRef",
     "UpstreamStatus",
     "ViolationSeen",
 ]
@@ -75,6 +77,17 @@ class ConnectionClosed:
 
 
 @dataclass(frozen=True)
+class ToolCallRef:
+    """An MCP ``tools/call`` request, as a GOLEM frame names the call that caused it: the
+    request frame's connection and index on the MCP route, its JSON-RPC id and its tool."""
+
+    conn: int
+    index: int
+    id: Union[int, str]
+    tool: str
+
+
+@dataclass(frozen=True)
 class FrameSeen:
     """A complete frame. ``payload`` is the exact payload bytes; ``size`` the wire size."""
 
@@ -92,6 +105,11 @@ class FrameSeen:
     elided: int = 0
     """Bytes of long opaque strings (blobs) left out of ``message.obj`` in a live view; the
     payload is always complete. A recording read back is never elided."""
+    tool_calls: Optional[tuple[ToolCallRef, ...]] = None
+    """On a GOLEM frame of a session with an MCP layer (``golem-proxy mcp``): the MCP
+    ``tools/call`` requests in flight when the frame was decoded. One: the call that caused
+    it; none: sent outside any tool call; several: ambiguous, these are the candidates.
+    None when the session had no MCP layer (or the frame is on the MCP route itself)."""
 
     @property
     def method(self) -> Optional[str]:
@@ -270,6 +288,17 @@ class EventsMissed:
     consumer: str = field(default="")
 
 
+@dataclass(frozen=True)
+class ProcessOutput:
+    """Bytes a wrapped process wrote to its stderr (the MCP server of `golem-proxy mcp`):
+    passed on to our stderr as they came, and recorded on the route of its hop."""
+
+    conn: int
+    route: str
+    t: float
+    data: bytes
+
+
 Event = Union[
     ConnectionOpened,
     ConnectionClosed,
@@ -281,5 +310,6 @@ Event = Union[
     FaultInjected,
     EventsMissed,
     ObservationLost,
+    ProcessOutput,
     UpstreamStatus,
 ]

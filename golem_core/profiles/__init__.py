@@ -1,4 +1,5 @@
-"""Protocol profiles: `golem` (GOLEM-3DMCP) and `jsonrpc-ndjson` (Scrybe 0.6 contract)."""
+"""Protocol profiles: `golem` (GOLEM-3DMCP), `jsonrpc-ndjson` (Scrybe 0.6 contract) and `mcp`
+(the Model Context Protocol's stdio transport)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ from types import MappingProxyType
 from .base import DefaultRoute, Profile
 from .golem import GolemProfile
 from .jsonrpc_ndjson import JsonRpcNdjsonProfile
+from .mcp import McpProfile
 
 __all__ = [
     "GOLEM",
     "JSONRPC_NDJSON",
+    "MCP",
     "PROFILES",
     "DefaultRoute",
     "GolemProfile",
     "JsonRpcNdjsonProfile",
+    "McpProfile",
     "Profile",
     "get_profile",
     "profile_table",
@@ -33,7 +37,8 @@ def profile_table(*profiles: Profile) -> Mapping[str, Profile]:
 
 GOLEM = GolemProfile()
 JSONRPC_NDJSON = JsonRpcNdjsonProfile()
-PROFILES = profile_table(GOLEM, JSONRPC_NDJSON)
+MCP = McpProfile()
+PROFILES = profile_table(GOLEM, JSONRPC_NDJSON, MCP)
 """Every profile this version speaks, by name (built once, never changed)."""
 
 

@@ -81,6 +81,8 @@ class DefaultRoute:
     upstream: str
     client_env: str = ""
     client_env_value: str = "port"
+    client_host_env: str = ""
+    """The client's variable for the host of a TCP endpoint (GOLEM_RHINO_HOST), if it has one."""
 
 
 class Profile(abc.ABC):
@@ -100,6 +102,9 @@ class Profile(abc.ABC):
     """Whether a client may keep reading once its last request is answered (to the end of the
     stream, for server notifications). A proxy must then pass a server's close on at once; when
     it is False, it may hold the close of an idle connection until the client sends again."""
+    tool_layer: bool = False
+    """Whether this protocol is the MCP layer of a two-layer session (`golem-proxy mcp`): its
+    ``tools/call`` requests are what the other routes' frames are attributed to."""
     servers_send_requests: bool = False
     """Whether a server may send requests and notifications of its own (JSON-RPC 2.0: a
     progress or log notification, a ``ping`` the client answers). Then a message's members,

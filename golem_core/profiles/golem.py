@@ -180,7 +180,13 @@ class GolemProfile(Profile):
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         # The MCP server finds the plugin through GOLEM_RHINO_PORT / GOLEM_GH_PORT.
         return (
-            DefaultRoute(self.channels[0], "127.0.0.1:19876", "127.0.0.1:9876", "GOLEM_RHINO_PORT"),
+            DefaultRoute(
+                self.channels[0],
+                "127.0.0.1:19876",
+                "127.0.0.1:9876",
+                "GOLEM_RHINO_PORT",
+                client_host_env="GOLEM_RHINO_HOST",
+            ),
             DefaultRoute(self.channels[1], "127.0.0.1:19877", "127.0.0.1:9877", "GOLEM_GH_PORT"),
         )
 

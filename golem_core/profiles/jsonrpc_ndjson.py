@@ -227,6 +227,13 @@ class JsonRpcNdjsonProfile(Profile):
         return _encode_compact(obj).encode("utf-8")
 
     # -- parsing -----------------------------------------------------------------------------
+    id_description = "an unsigned integer"
+    """What `id_is_valid` accepts, in words, for the violation that refuses an id."""
+
+    def id_is_valid(self, ident: Any) -> bool:
+        """Whether ``ident`` is an id this flavour of JSON-RPC allows (Scrybe: unsigned ints)."""
+        return _unsigned(ident)
+
     def expects_response(self, message: Message) -> bool:
         # A notification (a method and no `id` member) is never answered by design, also when
         # it is broken in some other way.
@@ -245,10 +252,10 @@ class JsonRpcNdjsonProfile(Profile):
         method = obj.get("method", ABSENT)
         if ident is None and method is ABSENT:
             return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, role)
-        if ident is not None and not _unsigned(ident):
+        if ident is not None and not self.id_is_valid(ident):
             return _bad(
                 MalformedKind.INVALID_ID,
-                f"request `id` is {json_type_name(ident)}, not an unsigned integer",
+                f"request `id` is {json_type_name(ident)}, not {self.id_description}",
                 obj,
                 role,
             )
@@ -282,10 +289,10 @@ class JsonRpcNdjsonProfile(Profile):
         ident = obj.get("id")
         if ident is None:
             return _bad(MalformedKind.MISSING_ID, "response has no `id`", obj, role)
-        if not _unsigned(ident):
+        if not self.id_is_valid(ident):
             return _bad(
                 MalformedKind.INVALID_ID,
-                f"response `id` is {json_type_name(ident)}, not an unsigned integer",
+                f"response `id` is {json_type_name(ident)}, not {self.id_description}",
                 obj,
                 role,
             )

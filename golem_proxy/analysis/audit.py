@@ -10,7 +10,7 @@ plugin, as violations of the ``catalogue.*`` rules (`drift.drift_report` groups 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
@@ -160,8 +160,11 @@ def audit(
     flows: Sequence[Flow],
     profile: Profile,
     catalogue: Optional[MethodCatalogue] = None,
+    route_profiles: Optional[Mapping[str, Profile]] = None,
 ) -> list[Finding]:
-    """Every violation in a trace, once, ordered by flow (unlocated ones last).
+    """Every violation in a trace, once, ordered by flow (unlocated ones last). A route in
+    ``route_profiles`` (the ``mcp`` route of `golem-proxy mcp`) is checked against its own
+    profile, and the method catalogue, which is the plugin's, is not applied to it.
 
     A violation found again by the re-check is the same as a recorded one when it names the
     same flow (or the same connection-level event), rule and path."""
@@ -185,10 +188,11 @@ def audit(
             if flow is None:  # connection-level: keep at least the connection
                 finding = replace(finding, conn=event.conn)
             add(finding)
+    own = route_profiles or {}
     for flow in flows:
-        for violation, direction in _recheck(flow, profile):
+        for violation, direction in _recheck(flow, own.get(flow.route, profile)):
             add(_located(violation, flow, direction, "recheck"))
-        if catalogue is not None and flow.request is not None:
+        if catalogue is not None and flow.request is not None and flow.route not in own:
             message = flow.request.message
             if isinstance(message, Request):
                 builtins = profile.builtins_of(flow.route)

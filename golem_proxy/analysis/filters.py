@@ -27,6 +27,8 @@ Filters (REGEX is a Python regular expression searched case-insensitively)::
     ~q [REGEX]    alone: a request with no response (yet); with REGEX: request body matches
     ~s [REGEX]    alone: a flow with a response; with REGEX: response body matches
     ~marked       flows marked in the TUI
+    ~tool REGEX   an MCP tool call whose tool matches, or a GOLEM flow it caused
+    ~layer NAME   flows of layer NAME: mcp, golem (the route's protocol)
     WORD          case-insensitive substring of the method or either body
 
 API (stable; the TUI uses exactly this): `parse_filter(text)` returns a `Filter`, whose
@@ -46,6 +48,7 @@ from typing import Optional, Union
 from golem_core.profiles import PROFILES, Profile
 
 from .flows import Flow
+from .tool_calls import attributed_tool, layer_of, tool_of
 
 __all__ = [
     "FILTER_HELP",
@@ -263,6 +266,24 @@ def _route(arg: str) -> Callable[[Flow, Profile], bool]:
     return lambda flow, profile: flow.route == arg
 
 
+def _tool(arg: str) -> Callable[[Flow, Profile], bool]:
+    regex = _regex(arg)
+
+    def test(flow: Flow, profile: Profile) -> bool:
+        tool = tool_of(flow)
+        if tool is None:
+            # A GOLEM flow: the one tool call it belongs to (an ambiguous one matches none).
+            tool = attributed_tool(flow)
+        return tool is not None and bool(regex.search(tool))
+
+    return test
+
+
+def _layer(arg: str) -> Callable[[Flow, Profile], bool]:
+    wanted = arg.lower()
+    return lambda flow, profile: layer_of(profile) == wanted
+
+
 def _const(test: Callable[[Flow], bool]) -> Callable[[str], Callable[[Flow, Profile], bool]]:
     return lambda arg: lambda flow, profile: test(flow)
 
@@ -320,6 +341,13 @@ _SPECS: dict[str, _Spec] = {
             _response_side,
         ),
         _Spec("marked", None, "flows marked in the TUI", _const(_marked)),
+        _Spec(
+            "tool",
+            "REGEX",
+            "an MCP tool call of a tool matching REGEX, or a GOLEM flow it caused",
+            _tool,
+        ),
+        _Spec("layer", "NAME", "flows of layer NAME: mcp or golem (`golem-proxy mcp`)", _layer),
     )
 }
 

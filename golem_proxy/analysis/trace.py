@@ -54,6 +54,15 @@ class FlowReader:
         return self._reader.profile
 
     @property
+    def route_profiles(self) -> dict[str, Profile]:
+        """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp``)."""
+        return self._reader.route_profiles
+
+    def profile_for(self, route: str) -> Profile:
+        """The profile of ``route``'s frames."""
+        return self._reader.route_profiles.get(route, self._reader.profile)
+
+    @property
     def truncated_tail(self) -> bool:
         """The last line was incomplete (the writer stopped) and was ignored."""
         return self._reader.truncated_tail

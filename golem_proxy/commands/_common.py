@@ -259,11 +259,12 @@ def plural(count: int, noun: str) -> str:
 
 
 def filtered_flows(
-    path: str, expression: Optional[str]
+    path: str, expression: Optional[str], see: Optional[Callable[[Flow], None]] = None
 ) -> Optional[tuple[FlowReader, Iterator[Flow], Optional[Filter]]]:
     """Open the recording at ``path``; return it, its flows matching ``expression`` (all for
-    None) as they are read, and the parsed filter. Prints a one-line error and returns None
-    for a bad filter or file; reading the flows may raise TraceError."""
+    None) as they are read, and the parsed filter. ``see`` is shown every flow, matching or
+    not, before it is filtered. Prints a one-line error and returns None for a bad filter or
+    file; reading the flows may raise TraceError."""
     try:
         chosen = parse_filter(expression) if expression is not None else None
     except FilterError as exc:
@@ -272,11 +273,20 @@ def filtered_flows(
     reader = open_trace(path)
     if reader is None:
         return None
-    profile = reader.profile
     flows = reader.flows()
+    if see is not None:
+        flows = _seen(flows, see)
     if chosen is not None:
-        flows = (f for f in flows if chosen.matches(f, profile))
+        # Each flow is judged with its route's profile (a two-layer recording has two).
+        profile_for = reader.profile_for
+        flows = (f for f in flows if chosen.matches(f, profile_for(f.route)))
     return reader, flows, chosen
+
+
+def _seen(flows: Iterator[Flow], see: Callable[[Flow], None]) -> Iterator[Flow]:
+    for flow in flows:
+        see(flow)
+        yield flow
 
 
 def status_text(flow: Flow, profile: Profile) -> Text:

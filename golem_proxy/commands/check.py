@@ -20,6 +20,8 @@ from golem_core.profiles import GOLEM
 
 from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
 from ..analysis.drift import DriftCollector, DriftReport
+from ..analysis.mcp_audit import MAX_PENDING, McpAuditor
+from ..analysis.tool_calls import mcp_routes
 from ..analysis.trace import FlowReader, TraceError, json_text
 from ..net.addresses import parse_address
 from ..net.request_client import RequestFailed, Unreachable, request_answer
@@ -86,11 +88,18 @@ def run(args: argparse.Namespace) -> int:
     collector = DriftCollector(catalogue, trace.profile)
     failures: Counter[str] = Counter()
     with trace, file_progress(trace.fileno(), "checking"):
+        mcp = McpAuditor(mcp_routes(trace.route_profiles))
         try:
-            findings = _audit(trace, catalogue, collector, failures=failures)
+            findings = _audit(trace, catalogue, collector, failures=failures, mcp=mcp)
         except TraceError as exc:
             return fail(str(exc))
     note_truncated(trace)
+    if mcp.unchecked:
+        text = (
+            f"note: {mcp.unchecked} tools/call made before any tools/list, past the first "
+            f"{MAX_PENDING}: their arguments were not checked against a schema"
+        )
+        console(stderr=True).print(Text(text, style="yellow"))
     drift = [f for f in findings if f.rule.startswith(CATALOGUE_RULE_PREFIX)]
     contract = group_by_rule(f for f in findings if not f.rule.startswith(CATALOGUE_RULE_PREFIX))
     errors = sum(1 for f in findings if f.severity is Severity.ERROR)
@@ -131,18 +140,27 @@ def _audit(
     drift: DriftCollector,
     piece: int = 1000,
     failures: Optional[Counter[str]] = None,
+    mcp: Optional[McpAuditor] = None,
 ) -> list[Finding]:
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
-    in the order one call over the whole trace gives; the flows' drift goes to ``drift``, the
-    status of every failed flow is counted in ``failures``."""
+    in the order one call over the whole trace gives, and ``mcp`` over its MCP layer; the
+    drift of the other flows goes to ``drift``, the status of every failed flow is counted in
+    ``failures``."""
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
-    profile = trace.profile
+    layers = trace.route_profiles
+    if mcp is None:
+        mcp = McpAuditor(mcp_routes(layers))
     for events, flows in trace.batches(piece):
-        drift.add_flows(flows)
+        # The catalogue is the plugin's: the flows of another layer (the MCP hop) are not
+        # read against it; they are the MCP auditor's.
+        drift.add_flows(f for f in flows if f.route not in layers)
         if failures is not None:
-            failures.update(flow.status(profile) for flow in flows if flow.is_error)
-        for finding in audit(events, flows, trace.profile, catalogue):
+            failures.update(
+                flow.status(trace.profile_for(flow.route)) for flow in flows if flow.is_error
+            )
+        findings += mcp.feed(flows)
+        for finding in audit(events, flows, trace.profile, catalogue, layers):
             if finding.flow is None:  # the same report may come in two pieces: keep one
                 violation = finding.violation
                 key = (
@@ -156,6 +174,7 @@ def _audit(
                     continue
                 unlocated.add(key)
             findings.append(finding)
+    findings += mcp.finish()
     findings.sort(key=lambda f: (f.flow is None, f.flow or 0))
     return findings
 

@@ -125,7 +125,7 @@ _STREAM_COLUMNS = (
 def _export_streams(trace: FlowReader, out: str) -> int:
     os.makedirs(out, mode=0o700, exist_ok=True)
     # Straight to the files: no stream is held in memory, however large the trace.
-    streams = write_streams(trace.events(), trace.profile, out)
+    streams = write_streams(trace.events(), trace.profile, out, trace.route_profiles)
     index = {
         "recording": os.path.abspath(trace.path),
         "profile": trace.profile.name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -71,8 +72,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=sorted(PROFILES),
         default="golem",
         help="the protocol on the routes: golem (GOLEM-3DMCP, length-prefixed JSON over TCP; "
-        "the default) or jsonrpc-ndjson (JSON-RPC 2.0 over NDJSON, the Scrybe 0.6 contract)",
+        "the default), jsonrpc-ndjson (JSON-RPC 2.0 over NDJSON, the Scrybe 0.6 contract) or "
+        "mcp (MCP's JSON-RPC over NDJSON, on a socket: give --route; for a stdio server use "
+        "golem-proxy mcp)",
     )
+    parser.add_argument(
+        "--listen-public",
+        action="store_true",
+        help="allow listening on non-loopback addresses (anyone who can reach them can use it)",
+    )
+    parser.add_argument(
+        "--tui",
+        action="store_true",
+        help="show the session in the terminal UI instead of the log",
+    )
+    add_session_arguments(parser)
+
+
+def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a proxy session that `golem-proxy mcp` takes too: recording, logging,
+    checks, faults, interception and the observer's limits."""
     parser.add_argument("--record", metavar="PATH", help="write the session to this recording")
     parser.add_argument(
         "--record-dir",
@@ -86,11 +105,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     loudness = parser.add_mutually_exclusive_group()
     loudness.add_argument("--quiet", "-q", action="store_true", help="log problems only")
     loudness.add_argument("--verbose", "-v", action="store_true", help="log every frame too")
-    parser.add_argument(
-        "--listen-public",
-        action="store_true",
-        help="allow listening on non-loopback addresses (anyone who can reach them can use it)",
-    )
     parser.add_argument(
         "--enforce-limits",
         action="store_true",
@@ -144,11 +158,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=seconds_arg,
         metavar="SECONDS",
         help="send a frame held this long as it came (default: hold until decided)",
-    )
-    parser.add_argument(
-        "--tui",
-        action="store_true",
-        help="show the session in the terminal UI instead of the log",
     )
     parser.add_argument(
         "--log-buffer",
@@ -235,21 +244,30 @@ def prepare_socket_directories(routes: list[Route]) -> None:
                 os.makedirs(directory, mode=0o700, exist_ok=True)
 
 
-def environment_hint(bound: list[BoundRoute], profile: Profile) -> str:
-    """What the client needs in its environment to go through the proxy (``SCRYBE_SOCK=…``,
-    ``GOLEM_RHINO_PORT=…``): the profile says which variable points at which route."""
+def client_environment(bound: list[BoundRoute], profile: Profile) -> dict[str, str]:
+    """The client's environment variables that point it at the proxy (``SCRYBE_SOCK``,
+    ``GOLEM_RHINO_HOST``, ``GOLEM_RHINO_PORT``, …): the profile says which variable points at
+    which route."""
     variables = {d.name: d for d in profile.default_routes(os.environ)}
-    parts = []
+    found: dict[str, str] = {}
     for item in bound:
         default = variables.get(item.route.name)
         if default is None or not default.client_env:
             continue
         listen = item.listen
         if default.client_env_value == "path" and listen.is_unix:
-            parts.append(f"{default.client_env}={listen.absolute().path}")
+            found[default.client_env] = str(listen.absolute().path)
         elif default.client_env_value == "port" and not listen.is_unix:
-            parts.append(f"{default.client_env}={listen.port}")
-    return " ".join(parts)
+            if default.client_host_env:
+                found[default.client_host_env] = str(listen.host)
+            found[default.client_env] = str(listen.port)
+    return found
+
+
+def environment_hint(bound: list[BoundRoute], profile: Profile) -> str:
+    """What the client needs in its environment to go through the proxy, as ``NAME=VALUE``
+    words (see `client_environment`)."""
+    return " ".join(f"{name}={value}" for name, value in client_environment(bound, profile).items())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -263,19 +281,11 @@ def run(args: argparse.Namespace) -> int:
         check_routes(routes)
         if not args.route:
             prepare_socket_directories(routes)
-        catalogue: Optional[MethodCatalogue] = args.catalogue  # loaded by catalogue_arg
-        faults = FaultPlan.parse(args.fault, args.fault_seed, profile) if args.fault else None
-        intercept = _intercept_engine(args, profile)
-        record_path = resolve_record_path(args.record, args.record_dir)
-    except (FaultSpecError, ValueError) as exc:
+    except ValueError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(_os_problem(exc)) from None
-    if record_path is not None:
-        try:
-            check_record_target(record_path, overwrite=args.overwrite)
-        except RecordPathError as exc:
-            raise CommandError(str(exc)) from None
+    options, record_path = session_options(args, profile)
     public = [r for r in routes if not r.listen.is_loopback()]
     if public and not args.listen_public:
         raise CommandError(
@@ -288,30 +298,13 @@ def run(args: argparse.Namespace) -> int:
             f"({', '.join(str(r.listen) for r in public)}): anyone who can reach them can "
             "drive the plugin through this proxy"
         )
-    verbosity = Verbosity.NORMAL
-    if args.quiet:
-        verbosity = Verbosity.QUIET
-    elif args.verbose:
-        verbosity = Verbosity.VERBOSE
     config = SessionConfig(
         routes=routes,
         profile=profile,
-        options=ProxyOptions(
-            enforce_limits=args.enforce_limits,
-            allow_public=args.listen_public,
-            drain_timeout=args.drain_timeout,
-            idle_timeout=args.idle_timeout,
-            cap=args.max_frame,
-            catalogue=catalogue,
-            redact=tuple(args.redact),
-            faults=faults,
-            intercept=intercept,
-            observer_memory=args.observer_memory,
-            observe=ObserveLimits(frame=args.observe_frame_limit),
-        ),
+        options=dataclasses.replace(options, allow_public=args.listen_public),
         record_path=record_path,
         overwrite=args.overwrite,
-        verbosity=verbosity,
+        verbosity=verbosity_of(args),
     )
     if args.tui:
         return _serve_with_tui(config, errors)
@@ -334,6 +327,50 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def session_options(
+    args: argparse.Namespace, profile: Profile
+) -> tuple[ProxyOptions, Optional[str]]:
+    """The session's options and recording path from the options `add_session_arguments`
+    defines. Raises CommandError (a bad fault spec or filter, an unreadable catalogue, a
+    recording that exists without --overwrite)."""
+    try:
+        catalogue: Optional[MethodCatalogue] = args.catalogue  # loaded by catalogue_arg
+        faults = FaultPlan.parse(args.fault, args.fault_seed, profile) if args.fault else None
+        intercept = _intercept_engine(args, profile)
+        record_path = resolve_record_path(args.record, args.record_dir)
+    except (FaultSpecError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(_os_problem(exc)) from None
+    if record_path is not None:
+        try:
+            check_record_target(record_path, overwrite=args.overwrite)
+        except RecordPathError as exc:
+            raise CommandError(str(exc)) from None
+    options = ProxyOptions(
+        enforce_limits=args.enforce_limits,
+        drain_timeout=args.drain_timeout,
+        idle_timeout=args.idle_timeout,
+        cap=args.max_frame,
+        catalogue=catalogue,
+        redact=tuple(args.redact),
+        faults=faults,
+        intercept=intercept,
+        observer_memory=args.observer_memory,
+        observe=ObserveLimits(frame=args.observe_frame_limit),
+    )
+    return options, record_path
+
+
+def verbosity_of(args: argparse.Namespace) -> Verbosity:
+    """The log's verbosity from ``--quiet`` / ``--verbose``."""
+    if args.quiet:
+        return Verbosity.QUIET
+    if args.verbose:
+        return Verbosity.VERBOSE
+    return Verbosity.NORMAL
+
+
 def _intercept_engine(args: argparse.Namespace, profile: Profile) -> Optional[InterceptEngine]:
     """The intercept engine of the run, with ``--intercept`` only: its routes forward frame by
     frame (a frame is sent once it is whole), which the plain relay never does, so a session
@@ -347,7 +384,7 @@ def _intercept_engine(args: argparse.Namespace, profile: Profile) -> Optional[In
         chosen = parse_filter(args.intercept) if args.intercept else None
     except FilterError as exc:
         raise CommandError(f"--intercept: bad filter: {exc}") from None
-    routes = None if args.tui else route_scope(chosen)
+    routes = None if getattr(args, "tui", False) else route_scope(chosen)
     return InterceptEngine(profile, chosen, timeout=args.intercept_timeout, routes=routes)
 
 

@@ -15,7 +15,15 @@ from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
 from ..analysis.stats import method_label
-from ..analysis.trace import TraceError, flow_json_line
+from ..analysis.tool_calls import (
+    LAYER_MCP,
+    ToolCallIndex,
+    mcp_routes,
+    tool_call_error,
+    two_layer_json,
+    two_layer_label,
+)
+from ..analysis.trace import FlowReader, TraceError, flow_to_json, json_text
 from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import counted, format_size, safe_text
 from ._common import (
@@ -84,6 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="print one JSON object per flow per line"
     )
     parser.add_argument(
+        "--layer",
+        choices=("all", "mcp", "golem"),
+        default="all",
+        help="the layer to list, in a recording of golem-proxy mcp: the MCP tool calls, the "
+        "GOLEM flows, or both, GOLEM flows indented under the tool call that caused them",
+    )
+    parser.add_argument(
         "--limit",
         "-n",
         metavar="N",
@@ -95,18 +110,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         return fail("--limit must be 0 or more")
-    loaded = filtered_flows(args.file, args.filter)
+    index = ToolCallIndex(())
+    loaded = filtered_flows(args.file, _with_layer(args.filter, args.layer), index.note)
     if loaded is None:
         return EXIT_USAGE
     reader, flows, chosen = loaded
+    index.routes = mcp_routes(reader.route_profiles)
+    layers = _Layers(reader, index, golem_only=args.layer == "golem")
     with reader:
         try:
             if args.json:
-                _print_json(flows, reader.profile, args.limit)
+                _print_json(flows, layers, args.limit)
             else:
                 out = console()
                 title = f"{safe_text(reader.path)} · {reader.profile.name}"
-                shown, matching = _print_table(out, title, flows, reader.profile, args.limit)
+                shown, matching = _print_table(out, title, flows, layers, args.limit)
                 scope = f" matching {chosen}" if chosen is not None else ""
                 if matching is None:
                     # Reading on only to count would cost as much as printing it all.
@@ -123,26 +141,71 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print_json(flows: Iterator[Flow], profile: Profile, limit: Optional[int]) -> None:
+def _with_layer(expression: Optional[str], layer: str) -> Optional[str]:
+    """The filter expression with ``--layer`` folded in (``~layer NAME``)."""
+    if layer == "all":
+        return expression
+    return f"({expression}) & ~layer {layer}" if expression else f"~layer {layer}"
+
+
+class _Layers:
+    """What a row needs from a two-layer recording: each route's profile and each flow's
+    tool call (`golem-proxy mcp`; a recording of one layer reads as before)."""
+
+    def __init__(self, reader: FlowReader, index: ToolCallIndex, *, golem_only: bool) -> None:
+        self.profile_for = reader.profile_for
+        self.index = index
+        self.golem_only = golem_only
+
+    def method_cell(self, flow: Flow) -> Optional[str]:
+        """The method column of a two-layer row: a tool call as ``tool(arguments)``, a GOLEM
+        flow marked with the call it belongs to (`two_layer_label`), the candidates of an
+        ambiguous one by number; None: the plain method."""
+        index = self.index
+        if not index.has_mcp_layer:
+            return None
+        if index.layer(flow) != LAYER_MCP:
+            attribution = index.attribution(flow)
+            method = flow.method if flow.method is not None else method_label(flow)
+            if attribution.state == "call" and self.golem_only:
+                return f"{attribution.tool} ↳ {method}"
+            if attribution.state == "ambiguous":
+                numbers = "|".join(f"#{n}" if n is not None else "?" for n in attribution.numbers)
+                return f"  ? {method} (ambiguous: {numbers})"
+        return two_layer_label(flow)
+
+    def status(self, flow: Flow, profile: Profile) -> Text:
+        failed = tool_call_error(flow) if self.index.layer(flow) == LAYER_MCP else None
+        if failed and flow.response is not None and flow.status(profile) == "ok":
+            return Text("isError", style="red")
+        return status_text(flow, profile)
+
+
+def _print_json(flows: Iterator[Flow], layers: _Layers, limit: Optional[int]) -> None:
     out = console().file
+    index = layers.index
     for number, flow in enumerate(flows):
         if limit is not None and number >= limit:
             return  # nothing counts the rest in JSON: stop reading
-        out.write(flow_json_line(flow, profile))
+        profile = layers.profile_for(flow.route)
+        data = flow_to_json(flow, profile)
+        data.update(two_layer_json(flow, profile, index))
+        out.write(json_text(data) + "\n")
         if number < FIRST_BATCH:
             out.flush()  # the first rows at once, then as the buffer fills
 
 
-def _cells(flow: Flow, profile: Profile) -> list[Cell]:
+def _cells(flow: Flow, layers: _Layers) -> list[Cell]:
     """The row of ``flow``: every string from the trace made safe to print."""
-    method = flow.method
+    profile = layers.profile_for(flow.route)
+    method = layers.method_cell(flow) or flow.method
     return [
         str(flow.number),
         f"{flow.t:.3f}",
         safe_text(flow.route),
         str(flow.conn),
         safe_text(method) if method is not None else Text(method_label(flow), "dim"),
-        status_text(flow, profile),
+        layers.status(flow, profile),
         ms(flow.latency),
         size(flow.request_size),
         size(flow.response_size),
@@ -151,7 +214,7 @@ def _cells(flow: Flow, profile: Profile) -> list[Cell]:
 
 
 def _print_table(
-    out: Console, title: str, flows: Iterator[Flow], profile: Profile, limit: Optional[int]
+    out: Console, title: str, flows: Iterator[Flow], layers: _Layers, limit: Optional[int]
 ) -> tuple[int, Optional[int]]:
     """Print the matching flows in batches; return (shown, matching), matching None when
     the limit was reached and the rest of the recording was not read."""
@@ -166,7 +229,7 @@ def _print_table(
             if limit is not None and shown >= limit:
                 return shown, None  # one more matched: there is more, left unread
             shown += 1
-            rows.append(_cells(flow, profile))
+            rows.append(_cells(flow, layers))
             if len(rows) >= batch:
                 headed = _flush(out, table, rows, headed)
                 rows = []

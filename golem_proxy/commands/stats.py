@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from rich import box
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from ..analysis.stats import MethodStats, Stats, StatsBuilder
+from ..analysis.tool_calls import ToolCallIndex, mcp_routes
+from ..analysis.tool_stats import ToolStats, ToolStatsBuilder
 from ..analysis.trace import TraceError, json_text
 from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import safe_text
@@ -37,25 +41,66 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded = filtered_flows(args.file, args.filter)
+    index = ToolCallIndex(())
+    loaded = filtered_flows(args.file, args.filter, index.note)
     if loaded is None:
         return EXIT_USAGE
     trace, flows, _ = loaded
+    index.routes = mcp_routes(trace.route_profiles)
     builder = StatsBuilder()
+    tools = ToolStatsBuilder(index)
     with trace, file_progress(trace.fileno(), "reading"):
         try:
             for flow in flows:
                 builder.add(flow)
+                tools.add(flow)
         except TraceError as exc:
             return fail(str(exc))
     stats = builder.stats()
+    per_tool = tools.stats()
     if args.json:
-        console().file.write(json_text(stats.to_json(), indent=2) + "\n")
+        data = stats.to_json()
+        if index.has_mcp_layer:
+            data["tools"] = [row.to_json() for row in per_tool]
+        console().file.write(json_text(data, indent=2) + "\n")
     else:
         title = f"{safe_text(trace.path)} · {trace.profile.name}"
         print_stats(console(), stats, title)
+        if index.has_mcp_layer:
+            console().print(tool_table(per_tool))
     note_truncated(trace)
     return EXIT_OK
+
+
+def tool_table(rows: list[ToolStats]) -> Table:
+    """Per MCP tool: calls, failures (``isError``, an error response or no answer), latency,
+    and its mean split into time inside Rhino and the server's own time."""
+    table = Table(
+        title="MCP tool calls",
+        title_justify="left",
+        caption="latency in ms (percentiles by nearest rank); rhino: the GOLEM exchanges the "
+        "call caused, server: the rest of its latency (means per answered call)",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("tool", no_wrap=True)
+    for column in ("calls", "err", "golem", "p50", "max", "rhino", "server"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            Text(safe_text(row.tool)),
+            Text(str(row.calls)),
+            Text(str(row.errors), style="red") if row.errors else Text("0"),
+            Text(str(row.golem_flows)),
+            Text(ms(row.latency.p50)),
+            Text(ms(row.latency.max)),
+            Text(ms(row.rhino_mean)),
+            Text(ms(row.server_mean)),
+        )
+    if not rows:
+        table.add_row(Text("(no tool calls)", style="dim"), *[Text("")] * 7)
+    return table
 
 
 def _columns(optional: dict[str, bool]) -> list[Column]:

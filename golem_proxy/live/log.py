@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import enum
 import re
+from collections.abc import Mapping
 from typing import Optional
 
 from rich.cells import cell_len
@@ -20,6 +21,7 @@ from rich.text import Text
 from golem_core.contract import Severity
 from golem_core.messages import Malformed, Notification
 from golem_core.profiles import Profile
+from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_name
 
 from ..events import (
     ConnectionClosed,
@@ -78,9 +80,12 @@ class EventLog:
         profile: Profile,
         verbosity: Verbosity = Verbosity.NORMAL,
         started_wall: Optional[float] = None,
+        route_profiles: Optional[Mapping[str, Profile]] = None,
     ) -> None:
         self.console = console
         self.profile = profile
+        self.route_profiles = dict(route_profiles or {})
+        """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp``)."""
         self.verbosity = verbosity
         self.started_wall = (
             started_wall
@@ -193,8 +198,12 @@ class EventLog:
             return text
         return None
 
+    def _profile(self, route: str) -> Profile:
+        return self.route_profiles.get(route, self.profile)
+
     def _exchange(self, exchange: ExchangeCompleted) -> Optional[Text]:
         request = exchange.request.message
+        profile = self._profile(exchange.route)
         outcome = exchange.outcome
         tone = outcome_tone(outcome)
         quiet = self.verbosity < Verbosity.NORMAL
@@ -203,7 +212,9 @@ class EventLog:
         status = safe_text(outcome.text, limit=60)
         style = TONE_STYLES[tone]
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
-        method = safe_text(exchange.method or self.profile.describe(request), _METHOD)
+        method = safe_text(exchange.method or profile.describe(request), _METHOD)
+        if profile.tool_layer and exchange.method == TOOLS_CALL:
+            method = f"{method} {safe_text(tool_name(request), _NAME)}"
         if exchange.request.direction is Direction.S2C:
             method = f"← {method}"  # the server asked, the client answered
         # Columns line up on a wide terminal or in a file; a narrow terminal gets the fields
@@ -223,6 +234,10 @@ class EventLog:
             text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
         if exchange.violations:
             text.append(f"  ⚠ {len(exchange.violations)}", "yellow")
+        calls = exchange.request.tool_calls
+        if calls:  # `golem-proxy mcp`: the tool call this exchange belongs to
+            tools = "|".join(safe_text(call.tool, _NAME) for call in calls)
+            text.append(f"  ⟵ {tools}" if len(calls) == 1 else f"  ⟵ ambiguous: {tools}", "cyan")
         return text
 
     def _violation(self, event: ViolationSeen) -> Optional[Text]:
@@ -242,7 +257,9 @@ class EventLog:
 
     def _frame(self, frame: FrameSeen) -> Optional[Text]:
         message = frame.message
-        if isinstance(message, Malformed):
+        # An MCP notification is typed as a request without an id, and is no problem.
+        notification = self._profile(frame.route).tool_layer and is_notification(message)
+        if isinstance(message, Malformed) and not notification:
             text = self._prefix(frame.t, frame.route, frame.conn)
             text.append(f"{frame.direction.arrow} malformed {message.kind.value}", "bold magenta")
             text.append(f" ({format_size(frame.size)}): {safe_text(message.detail, _DETAIL)}")

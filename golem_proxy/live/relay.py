@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -21,7 +21,7 @@ import trio
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import Profile
 
-from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
+from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, FrameSeen
 from ..net.addresses import Address, Route
 from ..net.listeners import connect, open_listener
 from ..net.sockio import write_all
@@ -75,6 +75,9 @@ class ProxyOptions:
     """What inspection may hold, all connections together (``--observer-memory``)."""
     observe: ObserveLimits = field(default_factory=ObserveLimits)
     """What one connection's inspection may hold (``--observe-frame-limit``)."""
+    annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None
+    """Adds the session's decisions to every frame the routes' taps decode (`golem-proxy mcp`:
+    the tool call a GOLEM frame belongs to)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,11 @@ class Proxy:
     @property
     def live_connections(self) -> int:
         return len(self._live)
+
+    def new_connection_id(self) -> int:
+        """A connection number of this session, for a hop served outside the relay (the MCP
+        stdio hop of `golem-proxy mcp`): numbers stay unique across the recording."""
+        return next(self._ids)
 
     def now(self) -> float:
         return trio.current_time() - self.start_time
@@ -386,6 +394,7 @@ class Proxy:
             redactor=self.redactor,
             cap=self.options.cap,
             limits=self.options.observe,
+            annotate=self.options.annotate,
         )
 
     def _finish(self, conn: Connection) -> None:

@@ -14,7 +14,7 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from golem_core.profiles import Profile
+from golem_core.profiles import Profile, get_profile
 
 from ..events import Event
 from ..net.addresses import Route
@@ -44,6 +44,9 @@ class SessionConfig:
     console: Optional[Console] = None
     verbosity: Verbosity = Verbosity.NORMAL
     log_buffer: int = 2_000
+    layers: tuple[RouteInfo, ...] = ()
+    """Routes served outside the relay that share the session and its recording (the MCP
+    stdio hop of `golem-proxy mcp`), named in the header after the relay's routes."""
 
 
 class ProxySession:
@@ -102,7 +105,16 @@ class ProxySession:
                 self.hub.attach_sink(recorder)
                 consumers.start_soon(_flush_until_cancelled, recorder, flushing)
             if config.console is not None:
-                log = EventLog(config.console, config.profile, config.verbosity)
+                log = EventLog(
+                    config.console,
+                    config.profile,
+                    config.verbosity,
+                    route_profiles={
+                        layer.name: get_profile(layer.profile)
+                        for layer in config.layers
+                        if layer.profile is not None
+                    },
+                )
                 subscription = self._log = self.hub.subscribe(
                     "log", config.log_buffer, log.may_show
                 )
@@ -143,6 +155,7 @@ class ProxySession:
 
     def _header(self, bound: list[BoundRoute]) -> Header:
         routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]
+        routes.extend(self.config.layers)
         return Header.new(self.config.profile.name, routes, self.config.options.redact)
 
 

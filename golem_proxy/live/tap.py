@@ -134,6 +134,7 @@ class ConnectionTap:
         redactor: Optional[Redactor] = None,
         cap: Optional[int] = None,
         limits: ObserveLimits = ObserveLimits(),
+        annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None,
     ) -> None:
         self.conn = conn
         self.route = route
@@ -146,6 +147,9 @@ class ConnectionTap:
         """Values this connection's redaction replaced, hidden where they come back."""
         self.cap = profile.default_cap if cap is None else cap
         self.limits = limits
+        self.annotate = annotate
+        """Adds what the session decided about a frame as it is decoded (the MCP tool call it
+        belongs to: `golem_proxy.live.attribution`), before anyone sees it."""
         # Frames over the observation limit (but within the protocol's cap) come out of the
         # decoder as "oversized" and are digested here instead of reported as violations.
         self._decoder_cap = min(self.cap, limits.frame)
@@ -438,6 +442,8 @@ class ConnectionTap:
             redacted,
             elided,
         )
+        if self.annotate is not None:
+            seen = self.annotate(seen)
         self.publish(seen)
         for found in violations:
             self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))

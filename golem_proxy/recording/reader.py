@@ -16,7 +16,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any, NoReturn, Optional
 
 from golem_core.contract import Severity, Violation
@@ -38,6 +38,8 @@ from ..events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    ProcessOutput,
+    ToolCallRef,
     UpstreamStatus,
     ViolationSeen,
 )
@@ -77,6 +79,12 @@ class Recording:
     truncated_tail: bool = False
     """The last line was incomplete (a killed writer); it was ignored."""
     skipped_lines: int = 0
+    route_profiles: dict[str, Profile] = field(default_factory=dict)
+    """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp`` route)."""
+
+    def profile_for(self, route: str) -> Profile:
+        """The profile of ``route``'s frames."""
+        return self.route_profiles.get(route, self.profile)
 
     def exchanges(self) -> list[ExchangeCompleted]:
         return [e for e in self.events if isinstance(e, ExchangeCompleted)]
@@ -280,11 +288,51 @@ def fault_withheld(data: dict[str, Any], detail: str) -> bool:
 # -- events -----------------------------------------------------------------------------------
 
 
+def route_profiles(header: Header) -> dict[str, Profile]:
+    """The routes whose frames have a profile of their own (``"profile"`` in the header's
+    route entry: `golem-proxy mcp`'s ``mcp`` route). Raises RecordingError for a profile this
+    version does not know."""
+    found: dict[str, Profile] = {}
+    for route, name in header.route_profile_names().items():
+        try:
+            found[route] = get_profile(name)
+        except KeyError:
+            raise RecordingError(
+                f"unknown profile {safe_text(name, 60)!r} for route "
+                f"{safe_text(route, 60)!r} in the header",
+                line=1,
+            ) from None
+    return found
+
+
+def member_tool_calls(data: dict[str, Any]) -> Optional[tuple[ToolCallRef, ...]]:
+    """A frame's ``tool_calls`` (None when absent). Raises RecordingError for a bad one."""
+    calls = data.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        raise RecordingError("tool_calls must be a list of objects")
+    found = []
+    for call in calls:
+        ident = call.get("id")
+        if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+            raise RecordingError(
+                f"a tool call's id must be a string or an integer, not {_show(ident)}"
+            )
+        found.append(
+            ToolCallRef(
+                member_int(call, "conn"), member_int(call, "n"), ident, member_str(call, "tool")
+            )
+        )
+    return tuple(found)
+
+
 class _Decoder:
     """Rebuilds events from lines, pairing exchange lines with the frames they name."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, routes: Optional[dict[str, Profile]] = None) -> None:
         self.profile = profile
+        self.routes = routes or {}
         self.frames: dict[tuple[int, str, int], FrameSeen] = {}
         self.violations: dict[tuple[int, str, int], list[Violation]] = {}
 
@@ -330,7 +378,8 @@ class _Decoder:
             violations = self.violations.pop((conn, asked, request.index), [])
             violations += self.violations.pop((conn, answered, response.index), [])
             # Decided as the tap decides it, from the frames (the line's status is for people).
-            outcome = self.profile.outcome(request.message, response.message)
+            profile = self.routes.get(route, self.profile)
+            outcome = profile.outcome(request.message, response.message)
             return ExchangeCompleted(conn, route, request, response, outcome, tuple(violations))
         if kind == "violation":
             return self._violation(data, conn, route, t)
@@ -366,6 +415,12 @@ class _Decoder:
             )
         if not isinstance(kind, str):
             raise RecordingError(f"kind must be a string, not {_show(kind)}")
+        if kind == "stderr":
+            if "raw" in data:
+                output = member_base64(data)
+            else:
+                output = member_str(data, "text").encode("utf-8", "surrogatepass")
+            return ProcessOutput(conn, route, t, output)
         if kind == "unobserved":
             reason = GapReason(_enum(data, "reason", _GAP_REASONS))
             return ObservationLost(
@@ -400,6 +455,9 @@ class _Decoder:
 
     def _frame(self, data: dict[str, Any], line: bytes, t: float) -> FrameSeen:
         direction = member_direction(data)
+        profile = self.profile
+        if self.routes:
+            profile = self.routes.get(member_str(data, "route", ""), profile)
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         redacted = data.get("redacted", ())
         if not isinstance(redacted, (list, tuple)) or not all(isinstance(p, str) for p in redacted):
@@ -407,20 +465,20 @@ class _Decoder:
         redacted = tuple(redacted)
         if "raw" in data:
             payload = member_base64(data)
-            message = self.profile.parse(payload, role)
+            message = profile.parse(payload, role)
         else:
             if "msg" not in data:
                 raise RecordingError("a frame line has neither msg nor raw")
             obj = data["msg"]
             if redacted:
-                payload = self.profile.encode_payload(obj)
+                payload = profile.encode_payload(obj)
             else:
                 start = line.find(MSG_KEY)
                 end = line.rstrip(b"\r\n").rfind(b"}")
                 if start < 0 or end < start:
                     raise RecordingError('msg is not where the writer puts it (,"msg": last)')
                 payload = line[start + len(MSG_KEY) : end]
-            message = self.profile.parse_decoded(obj, role)
+            message = profile.parse_decoded(obj, role)
         frame = FrameSeen(
             member_int(data, "conn"),
             member_str(data, "route", ""),
@@ -431,6 +489,7 @@ class _Decoder:
             payload,
             message,
             redacted,
+            tool_calls=member_tool_calls(data),
         )
         if not frame.is_notification:  # a notification is never paired: nothing to keep
             self.frames[(frame.conn, direction.value, frame.index)] = frame
@@ -463,7 +522,12 @@ class RecordingReader:
             self.header, self.profile = parse_header(stream.readline(max_line + 1))
         except RecordingError as exc:
             raise self._named(exc) from None
-        self._decoder = _Decoder(self.profile)
+        try:
+            self.route_profiles = route_profiles(self.header)
+        except RecordingError as exc:
+            raise self._named(exc) from None
+        """The routes whose frames have a profile of their own, by name."""
+        self._decoder = _Decoder(self.profile, self.route_profiles)
 
     def _named(self, exc: RecordingError) -> RecordingError:
         return exc if self.path is None else exc.at(self.path)
@@ -503,4 +567,10 @@ def read_recording(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> Recording:
     with open_recording(path) as stream:
         reader = RecordingReader(stream, max_line=max_line, path=path)
         events = list(reader)
-        return Recording(reader.header, reader.profile, events, reader.truncated_tail)
+        return Recording(
+            reader.header,
+            reader.profile,
+            events,
+            reader.truncated_tail,
+            route_profiles=reader.route_profiles,
+        )

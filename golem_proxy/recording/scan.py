@@ -74,6 +74,9 @@ def _line_start(kind: bytes, t: bytes) -> bytes:
 # read the slow way. Not excluding backslashes here makes the whole scan ~12 % faster.
 _ID = rb'(?:,"id":(?:"[^"]*"|-?\d{1,16}))?'
 _METHOD = rb'(?:,"method":"([^"\\\n]*)")?'
+# A frame's MCP attribution (`golem-proxy mcp`): a list that runs to the first ``],"msg":``,
+# which cannot occur inside it (a quote in its strings is escaped).
+_TOOL_CALLS = rb'(?:,"tool_calls":\[[^\n]*?\])?'
 # The rest of a frame line after ``"msg":``: the payload, then the line's closing brace.
 _PAYLOAD = rb"()[^\n]*\}\r?"
 _GROUP_NAME = rb'"([^"\\\n]*)"'
@@ -113,6 +116,7 @@ _LINE = re.compile(
     )
     + _ID
     + _METHOD
+    + _TOOL_CALLS
     + MSG_KEY
     + _PAYLOAD
     + _line_start(b"frame", b"(" + _TIME + b")")
@@ -120,6 +124,7 @@ _LINE = re.compile(
         "frame", "conn", "type", conn=rb"\2", route=rb'"\3"', dir=b'"s2c"', n=b"(" + _INT + b")"
     )
     + _ID
+    + _TOOL_CALLS
     + MSG_KEY
     + _PAYLOAD
     + _line_start(b"exchange", _TIME)
@@ -132,6 +137,7 @@ _LINE = re.compile(
     + _members("frame", "size", "type", type=rb'"(\w+)"')
     + _ID
     + _METHOD
+    + _TOOL_CALLS
     + MSG_KEY
     + b"()"
     # one exchange line

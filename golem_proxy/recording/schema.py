@@ -50,7 +50,7 @@ MAX_INT = 2**53
 # message has them, and ``msg`` (or ``raw``) is always last.
 COMMON_MEMBERS = ("seq", "t", "kind")
 FRAME_MEMBERS = (*COMMON_MEMBERS, "conn", "route", "dir", "n", "size", "type")
-FRAME_OPTIONAL = ("id", "method")
+FRAME_OPTIONAL = ("id", "method", "tool_calls")
 KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     "open": (*COMMON_MEMBERS, "conn", "route", "client", "upstream"),
     "close": (*COMMON_MEMBERS, "conn", "route", "reason", "bytes", "abnormal"),
@@ -116,6 +116,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "original",
     ),
     "gap": (*COMMON_MEMBERS, "missed", "consumer"),
+    "stderr": (*COMMON_MEMBERS, "conn", "route", "text", "raw"),
     "unobserved": (
         *COMMON_MEMBERS,
         "conn",
@@ -153,6 +154,15 @@ class RouteInfo:
     name: str
     listen: str
     upstream: str
+    profile: Optional[str] = None
+    """The protocol of this route's frames when it is not the header's (`golem-proxy mcp`'s
+    ``mcp`` route); None: the header's profile."""
+
+    def to_json(self) -> dict[str, str]:
+        data = {"name": self.name, "listen": self.listen, "upstream": self.upstream}
+        if self.profile is not None:
+            data["profile"] = self.profile
+        return data
 
 
 _HEADER_MEMBERS = {"format", "version", "profile", "routes", "started_at", "clock", "tool"}
@@ -175,14 +185,16 @@ class Header:
         started = now.isoformat(timespec="microseconds").replace("+00:00", "Z")
         return cls(profile, tuple(routes), started, redact=tuple(redact))
 
+    def route_profile_names(self) -> dict[str, str]:
+        """The routes whose frames have a profile of their own (not the header's), by name."""
+        return {r.name: r.profile for r in self.routes if r.profile is not None}
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "format": FORMAT,
             "version": self.version,
             "profile": self.profile,
-            "routes": [
-                {"name": r.name, "listen": r.listen, "upstream": r.upstream} for r in self.routes
-            ],
+            "routes": [route.to_json() for route in self.routes],
             "started_at": self.started_at,
             "clock": "t = monotonic seconds since started_at",
             "tool": self.tool,
@@ -206,6 +218,7 @@ class Header:
             isinstance(r, dict)
             and all(isinstance(r.get(k), str) for k in ("name", "listen"))
             and isinstance(r.get("upstream"), str)
+            and isinstance(r.get("profile", ""), str)
             for r in routes
         ):
             raise RecordingError(
@@ -222,7 +235,9 @@ class Header:
             raise RecordingError("bad recording header: no profile")
         return cls(
             data["profile"],
-            tuple(RouteInfo(r["name"], r["listen"], r["upstream"]) for r in routes),
+            tuple(
+                RouteInfo(r["name"], r["listen"], r["upstream"], r.get("profile")) for r in routes
+            ),
             data.get("started_at", ""),
             data.get("tool", ""),
             tuple(redact),

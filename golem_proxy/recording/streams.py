@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional
 
@@ -111,13 +111,18 @@ class RebuiltStream:
 
 
 def rebuild_streams(
-    events: Iterable[Event], profile: Profile, *, delivered: bool = False
+    events: Iterable[Event],
+    profile: Profile,
+    *,
+    delivered: bool = False,
+    route_profiles: Optional[Mapping[str, Profile]] = None,
 ) -> dict[tuple[int, Direction], RebuiltStream]:
     """Both streams of every connection in ``events``, keyed by ``(conn, direction)`` in the
     order connections appear, with their bytes in ``data``. A connection that was opened has
     both, even when empty. With ``delivered``, the bytes the receiving side got: withheld
-    requests left out."""
-    return _Rebuilder(profile, delivered=delivered).run(events)
+    requests left out. ``route_profiles`` frames a route's payloads with its own profile (the
+    ``mcp`` route of `golem-proxy mcp`)."""
+    return _Rebuilder(profile, delivered=delivered, route_profiles=route_profiles).run(events)
 
 
 class _Rebuilder:
@@ -128,8 +133,10 @@ class _Rebuilder:
         delivered: bool = False,
         opened: Optional[Callable[[RebuiltStream], None]] = None,  # a new stream
         closed: Optional[Callable[[RebuiltStream], None]] = None,  # its connection closed
+        route_profiles: Optional[Mapping[str, Profile]] = None,
     ) -> None:
         self.profile = profile
+        self.route_profiles = dict(route_profiles or {})
         self.delivered = delivered
         self.opened = opened
         self.closed = closed
@@ -154,7 +161,8 @@ class _Rebuilder:
                     stream(event.conn, event.route, direction)
             elif isinstance(event, FrameSeen):
                 target = stream(event.conn, event.route, event.direction)
-                framed = self.profile.frame_payload(event.payload)
+                profile = self.route_profiles.get(event.route, self.profile)
+                framed = profile.frame_payload(event.payload)
                 if event.direction is Direction.C2S:
                     self.last_request[event.conn] = (len(target.data), len(framed))
                 target.add(framed)
@@ -194,7 +202,12 @@ class _Rebuilder:
             target._sha256 = hashlib.sha256(target.data)  # kept in memory: hashed again
 
 
-def write_streams(events: Iterable[Event], profile: Profile, directory: str) -> list[RebuiltStream]:
+def write_streams(
+    events: Iterable[Event],
+    profile: Profile,
+    directory: str,
+    route_profiles: Optional[Mapping[str, Profile]] = None,
+) -> list[RebuiltStream]:
     """Rebuild the streams of ``events`` straight into private files in ``directory``
     (`RebuiltStream.filename`, mode 0600), holding no stream in memory. Each is written to a
     temporary file, closed when its connection closes, and all are renamed into place once
@@ -215,7 +228,7 @@ def write_streams(events: Iterable[Event], profile: Profile, directory: str) -> 
             stream.sink.close()
             stream.sink = None
 
-    rebuilder = _Rebuilder(profile, opened=opened, closed=closed)
+    rebuilder = _Rebuilder(profile, opened=opened, closed=closed, route_profiles=route_profiles)
     try:
         streams = rebuilder.run(events)
         for stream in streams.values():

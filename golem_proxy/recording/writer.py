@@ -27,6 +27,8 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     ObservationLost,
+    ProcessOutput,
+    ToolCallRef,
     UpstreamStatus,
     ViolationSeen,
 )
@@ -38,6 +40,7 @@ __all__ = [
     "encode_event",
     "encode_event_parts",
     "frame_type",
+    "tool_calls_json",
 ]
 
 
@@ -97,6 +100,12 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
             base.update(original=_b64(event.original))
     elif isinstance(event, EventsMissed):
         base.update(kind="gap", missed=event.count, consumer=event.consumer)
+    elif isinstance(event, ProcessOutput):
+        base.update(kind="stderr", conn=event.conn, route=event.route)
+        try:  # readable when it is text; exact either way
+            base.update(text=event.data.decode("utf-8"))
+        except UnicodeDecodeError:
+            base.update(raw=_b64(event.data))
     elif isinstance(event, ObservationLost):
         base.update(kind="unobserved", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, reason=event.reason.value, size=event.size)
@@ -135,6 +144,8 @@ def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
         base["id"] = message.id
     if isinstance(message, (Request, Notification)):
         base["method"] = message.method
+    if event.tool_calls is not None:
+        base["tool_calls"] = tool_calls_json(event.tool_calls)
     if event.redacted:
         base["redacted"] = list(event.redacted)
         base["msg"] = None if undecodable else message.obj
@@ -158,8 +169,15 @@ def _frame_prefix(event: FrameSeen, message: Message, seq: int) -> bytes:
         parts.append(f',"id":{_json_str(ident) if isinstance(ident, str) else int(ident)}')
     if isinstance(message, (Request, Notification)):
         parts.append(f',"method":{_json_str(message.method)}')
+    if event.tool_calls is not None:
+        parts.append(f',"tool_calls":{_json_str(tool_calls_json(event.tool_calls))}')
     parts.append(',"msg":')
     return "".join(parts).encode("utf-8", JSON_SAFE)
+
+
+def tool_calls_json(calls: tuple[ToolCallRef, ...]) -> list[dict[str, Any]]:
+    """A frame's ``tool_calls`` member: the MCP ``tools/call`` requests in flight."""
+    return [{"conn": c.conn, "n": c.index, "id": c.id, "tool": c.tool} for c in calls]
 
 
 def frame_type(message: Message) -> str:
@@ -198,6 +216,10 @@ class RecordingWriter:
         self.stream = stream
         self.header = header
         self.profile = get_profile(header.profile)
+        self.route_profiles = {
+            name: get_profile(profile) for name, profile in header.route_profile_names().items()
+        }
+        """The routes whose frames have a profile of their own (the ``mcp`` route)."""
         self.seq = 0
         self._pending: list[bytes] = []
         self._pending_size = 0
@@ -224,7 +246,10 @@ class RecordingWriter:
         """The next line for ``event`` as pieces (see `encode_event_parts`), numbered in
         order; None for events not recorded. For a caller that writes the pieces itself with
         `write_pieces` (the proxy's recorder does, from its own thread)."""
-        parts = encode_event_parts(event, self.profile, self.seq + 1)
+        profile = self.profile
+        if self.route_profiles:
+            profile = self.route_profiles.get(getattr(event, "route", ""), profile)
+        parts = encode_event_parts(event, profile, self.seq + 1)
         if parts is not None:
             self.seq += 1
         return parts

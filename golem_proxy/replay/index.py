@@ -119,8 +119,10 @@ class ExchangeTrace:
 
     @property
     def routes(self) -> list[str]:
-        """Route names, header order first, then any only the exchanges name."""
-        names = [route.name for route in self.header.routes]
+        """Route names, header order first, then any only the exchanges name; not the routes
+        of another layer (`golem-proxy mcp`'s ``mcp``: see `load_exchanges`)."""
+        other_layers = self.header.route_profile_names()
+        names = [route.name for route in self.header.routes if route.name not in other_layers]
         for exchange in self.exchanges:
             if exchange.route not in names:
                 names.append(exchange.route)
@@ -137,15 +139,19 @@ class ExchangeTrace:
 
 
 def load_exchanges(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> ExchangeTrace:
-    """Read a recording's exchanges. Raises OSError, or RecordingError naming the file, the
-    line and what is wrong."""
+    """Read a recording's exchanges: the plugin side's, which replay and verify stand in for.
+    The exchanges of a route with a profile of its own (the MCP hop of `golem-proxy mcp`) are
+    another layer's and left out. Raises OSError, or RecordingError naming the file, the line
+    and what is wrong."""
     found = scan_exchanges(path, max_line=max_line)
+    other_layers = found.header.route_profile_names()
+    rows = [row for row in found.rows if row[0] not in other_layers] if other_layers else found.rows
     # One object per exchange and no cycles among them: the collector would walk the growing
     # list again and again, so it waits.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        exchanges = _exchanges(found.rows, found.buffer)
+        exchanges = _exchanges(rows, found.buffer)
     finally:
         if collecting:
             gc.enable()

@@ -18,6 +18,9 @@ mode, as VCR.py's record modes do:
   re-record succeeded: the test passed and every request reached the live plugin. Otherwise
   the old trace is kept, byte for byte, and the test's report says so.
 
+The ``golem_mcp_session`` fixture (`golem_proxy.replay.pytest_mcp`) does the same for a whole
+MCP server, its tool calls checked against a two-layer recording.
+
 Recorded exchanges that no test sharing the trace asked for are reported once per trace, as a
 `GolemUnusedExchangesWarning` when the last of those tests ends; ``golem_trace(...,
 strict_unused=True)`` fails a test that leaves exchanges of its trace unused.
@@ -45,6 +48,8 @@ from .engine import ReplayEngine, summary
 from .index import ExchangeTrace, load_exchanges
 from .matching import MatchMode, MissPolicy
 from .merge import append_recording
+from .pytest_mcp import MARKER_HELP as MCP_MARKER_HELP
+from .pytest_mcp import GolemMcpSession, golem_mcp_session
 from .server import ReplayServer
 from .setup import (
     ReplayOptions,
@@ -55,7 +60,7 @@ from .setup import (
     upstreams_for,
 )
 
-__all__ = ["GolemReplay", "GolemUnusedExchangesWarning"]
+__all__ = ["GolemReplay", "GolemUnusedExchangesWarning", "golem_mcp_session"]
 
 RECORD_MODES = ("none", "new", "all")
 _MARKER = "golem_trace"
@@ -138,6 +143,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "golem_trace(path, *, match='method-params', ignore=(), reuse=False, timing='none', "
         "strict_unused=False): the trace the golem_replay fixture serves",
     )
+    config.addinivalue_line("markers", MCP_MARKER_HELP)
 
 
 def _trace_path(item: pytest.Item) -> Optional[Path]:
@@ -182,12 +188,29 @@ def pytest_runtest_makereport(
     outcome = yield
     if call.when != "call":
         return
+    problems: list[str] = []
+    session = getattr(item, "funcargs", {}).get("golem_mcp_session")
+    if isinstance(session, GolemMcpSession):
+        verdict = session.judge()
+        if verdict:
+            problems.append(verdict)
     handle = getattr(item, "funcargs", {}).get("golem_replay")
-    if not isinstance(handle, GolemReplay):
-        return
-    if handle.mode == "all":
+    if isinstance(handle, GolemReplay) and handle.mode == "all":
         _note_test_outcome(handle, outcome.get_result())
+    if isinstance(handle, GolemReplay) and handle.mode != "all":
+        problems += _replay_problems(item, handle)
+    if not problems:
         return
+    report = outcome.get_result()
+    text = "\n".join(problems)
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = text
+    elif report.failed:
+        report.sections.append(("golem replay", text))
+
+
+def _replay_problems(item: pytest.Item, handle: GolemReplay) -> list[str]:
     summary = handle.summary()
     problems: list[str] = []
     if handle.mode == "none" and summary["misses"]:
@@ -198,15 +221,7 @@ def pytest_runtest_makereport(
         unused = {u["number"]: f"{u['route']} {u['method']}" for u in summary["unused"]}
         problems.append(f"golem replay of {handle.trace}: {_unused_text(unused)}")
         handle._extra[_UNUSED_REPORTED] = True
-    if not problems:
-        return
-    report = outcome.get_result()
-    text = "\n".join(problems)
-    if report.passed:
-        report.outcome = "failed"
-        report.longrepr = text
-    elif report.failed:
-        report.sections.append(("golem replay", text))
+    return problems
 
 
 @pytest.fixture

@@ -74,6 +74,7 @@ class GolemProxyApp(DebugActions, App[None]):
         # Priority: Tab must not walk into the filter boxes (a later `q` would be typed there).
         Binding("tab,shift+tab", "switch_pane", "Switch pane", show=False, priority=True),
         Binding("m", "mark", "Mark", show=False),
+        Binding("o", "fold", "Fold", show=False),
         Binding("e", "expand", "Expand", show=False),
         Binding("y", "copy_request", "Copy", show=False),
         Binding("w", "save_view", "Write", show=False),
@@ -225,7 +226,8 @@ class GolemProxyApp(DebugActions, App[None]):
         self._detail_shown_at = time.monotonic()
         index = self.table.selected
         flow = self.model.flows[index] if index is not None else None
-        self.detail.show(flow, self.profile)
+        under = self.model.caused_by(flow) if flow is not None else []
+        self.detail.show(flow, self.profile, under)
 
     # -- messages up from the widgets ------------------------------------------------------
 
@@ -333,6 +335,21 @@ class GolemProxyApp(DebugActions, App[None]):
         self.table.view_changed()
         self._show_selected()
         self._show_status()
+
+    def action_fold(self) -> None:
+        index = self.table.selected
+        if index is None:
+            return
+        folded = self.model.toggle_fold(index)
+        if folded is None:
+            self.notify("o folds the GOLEM flows of a tool call: select an MCP tool call")
+            return
+        self.table.cursor = bisect.bisect_left(self.model.view, index)
+        self.table.view_changed()
+        self._show_selected()
+        self._show_status()
+        hidden = len(self.model.caused_by(self.model.flows[index]))
+        self.notify(f"{hidden} GOLEM flow(s) folded" if folded else "GOLEM flows shown")
 
     def action_expand(self) -> None:
         expanded = self.detail.toggle_strings()

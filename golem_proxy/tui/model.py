@@ -16,6 +16,14 @@ from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow, FlowTracker
+from ..analysis.tool_calls import (
+    CallKey,
+    call_key,
+    caused_by,
+    is_tool_call,
+    owner_key,
+    tool_call_error,
+)
 from ..events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -53,6 +61,8 @@ class SessionModel:
         self.view: list[int] = []
         self.filter_text = ""
         self._filter: Optional[Filter] = None
+        self.folded: set[CallKey] = set()
+        """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
         # Event positions per flow and per connection, so a view can be written back out.
         self._flow_events: dict[int, list[int]] = {}
         self._conn_events: dict[int, list[int]] = {}
@@ -68,6 +78,10 @@ class SessionModel:
     @property
     def flows(self) -> list[Flow]:
         return self.tracker.flows
+
+    def caused_by(self, flow: Flow) -> list[Flow]:
+        """The GOLEM flows a tool call caused (empty for any other flow)."""
+        return caused_by(flow, self.flows) if is_tool_call(flow) else []
 
     @property
     def events_missed(self) -> int:
@@ -115,10 +129,33 @@ class SessionModel:
 
     def status(self, flow: Flow) -> str:
         """The flow's status as shown (error codes come from the peer: made safe)."""
+        if tool_call_error(flow) and flow.response is not None:
+            return "isError"  # the tool failed as the model saw it, in a well-formed answer
         return safe_text(flow.status(self.profile))
 
+    def label(self, flow: Flow) -> str:
+        """The method column: `flow_label`, with ``▸`` before a tool call folded shut."""
+        folded = bool(self.folded) and call_key(flow) in self.folded
+        return ("▸ " if folded else "") + flow_label(flow)
+
     def _matches(self, flow: Flow) -> bool:
-        return self._filter is None or self._filter.matches(flow, self.profile)
+        if self._filter is not None and not self._filter.matches(flow, self.profile):
+            return False
+        return not self.folded or owner_key(flow) not in self.folded
+
+    def toggle_fold(self, index: int) -> Optional[bool]:
+        """Fold the GOLEM flows of the tool call at ``index`` away under its row, or open
+        them again; returns whether it is now folded (None: not a tool call)."""
+        key = call_key(self.flows[index])
+        if key is None:
+            return None
+        folded = key not in self.folded
+        if folded:
+            self.folded.add(key)
+        else:
+            self.folded.discard(key)
+        self.view = [i for i, flow in enumerate(self.flows) if self._matches(flow)]
+        return folded
 
     def _refilter(self, index: int) -> None:
         """Re-check one old flow (a pending request answered, a mark toggled)."""

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ..analysis.flows import Flow
+from ..analysis.tool_calls import two_layer_label
 from ..terminal import safe_text
 
 __all__ = [
@@ -117,7 +118,11 @@ def count_nodes(obj: Any, stop: int) -> int:
 
 def flow_label(flow: Flow) -> str:
     """The method of a flow (made safe to show), or what stands in for it when there is
-    none."""
+    none. In a recording of `golem-proxy mcp`, a tool call reads ``tool(arguments)`` and the
+    GOLEM flows it caused ``↳ method`` under it."""
+    two_layer = two_layer_label(flow)
+    if two_layer is not None:
+        return safe_text(two_layer)
     if flow.method:
         return safe_text(flow.method)
     if flow.frame_error is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import golem_core.mcp_rules
 import golem_core.pairing
 import golem_core.rulebook
 from golem_core.catalogue import R_UNKNOWN_METHOD, R_UNREAD_PARAM
@@ -62,9 +63,10 @@ def test_reimporting_the_modules_that_declare_rules_is_harmless() -> None:
     assert int(done.stdout) == len(golem_core.rulebook.RULES)
 
 
-def test_the_rulebook_is_the_profiles_rules_then_pairing_then_the_catalogue() -> None:
+def test_the_rulebook_is_the_profiles_rules_then_pairing_the_catalogue_and_mcp() -> None:
     expected = [*GOLEM.rules, *JSONRPC_NDJSON.rules, *golem_core.pairing.RULES]
     expected += list(golem_core.rulebook.CATALOGUE_RULES)
+    expected += list(golem_core.mcp_rules.MCP_RULES)
     assert R_UNKNOWN_METHOD in expected and R_UNREAD_PARAM in expected
     assert [rule.id for rule in golem_core.rulebook.RULES.values()] == [r.id for r in expected]
 

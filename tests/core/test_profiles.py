@@ -12,6 +12,7 @@ from golem_core.messages import ErrorResponse, Request, Role
 from golem_core.profiles import (
     GOLEM,
     JSONRPC_NDJSON,
+    MCP,
     PROFILES,
     GolemProfile,
     Profile,
@@ -23,14 +24,16 @@ BOTH = pytest.mark.parametrize("profile", [GOLEM, JSONRPC_NDJSON], ids=lambda p:
 
 
 def test_profiles_by_name_is_read_only() -> None:
-    assert dict(PROFILES) == {"golem": GOLEM, "jsonrpc-ndjson": JSONRPC_NDJSON}
+    assert dict(PROFILES) == {"golem": GOLEM, "jsonrpc-ndjson": JSONRPC_NDJSON, "mcp": MCP}
     with pytest.raises(TypeError):
         PROFILES["other"] = GOLEM  # type: ignore[index]
 
 
 def test_get_profile_names_the_known_ones() -> None:
     assert get_profile("golem") is GOLEM
-    with pytest.raises(KeyError, match=r"unknown profile 'grpc' \(known: golem, jsonrpc-ndjson\)"):
+    with pytest.raises(
+        KeyError, match=r"unknown profile 'grpc' \(known: golem, jsonrpc-ndjson, mcp\)"
+    ):
         get_profile("grpc")
 
 

@@ -115,6 +115,7 @@ def test_demo_out_to_an_existing_file_fails_before_starting(tmp_path: Path) -> N
         ["replay"],
         ["verify", "--target", "127.0.0.1:1"],
         ["tui"],
+        ["mcp-verify", "--", "true"],
     ],
 )
 def test_a_missing_file(command: list[str], tmp_path: Path) -> None:
@@ -125,7 +126,14 @@ def test_a_missing_file(command: list[str], tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [["show"], ["stats"], ["replay"], ["verify", "--target", "127.0.0.1:1"], ["tui"]],
+    [
+        ["show"],
+        ["stats"],
+        ["replay"],
+        ["verify", "--target", "127.0.0.1:1"],
+        ["tui"],
+        ["mcp-verify", "--", "true"],
+    ],
 )
 def test_a_text_file_is_not_a_recording(command: list[str]) -> None:
     done = run_cli(command[0], README, *command[1:])
@@ -196,7 +204,7 @@ def test_usage_errors(args: list[str], expected: str) -> None:
 
 def test_an_unknown_command() -> None:
     line = one_line_error(run_cli("nosuch"))
-    assert line.startswith("unknown command 'nosuch' (choose from demo, proxy, show,")
+    assert line.startswith("unknown command 'nosuch' (choose from demo, proxy, mcp, show,")
 
 
 def test_an_unknown_error_code_in_a_filter() -> None:
@@ -225,7 +233,7 @@ def test_the_proxy_profile_option_has_help() -> None:
     done = run_cli("proxy", "--help")
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
-    assert "--profile {golem,jsonrpc-ndjson} the protocol on the routes" in text
+    assert "--profile {golem,jsonrpc-ndjson,mcp} the protocol on the routes" in text
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:

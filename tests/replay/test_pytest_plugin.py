@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import socket
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
+from golem_proxy.testing.pytester import plugin_args
 
 from .traces import modelling_session
 
@@ -18,18 +18,7 @@ pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _plugin_args() -> tuple[str, ...]:
-    """``-p golem_proxy.replay.pytest_plugin`` unless the installed package already registers it
-    through its pytest11 entry point (registering it twice is an error)."""
-    names = {ep.value for ep in entry_points(group="pytest11")}
-    return (
-        ()
-        if "golem_proxy.replay.pytest_plugin" in names
-        else ("-p", "golem_proxy.replay.pytest_plugin")
-    )
-
-
-PLUGIN = _plugin_args()
+PLUGIN = plugin_args()
 
 
 @pytest.fixture(autouse=True)

@@ -39,6 +39,7 @@ COMMANDS: dict[str, list[str]] = {
     ],
     "verify": ["verify", "{f}", "--target", "127.0.0.1:9", "--timeout", "1"],
     "diff": ["diff", "{f}", "{f}"],
+    "mcp-verify": ["mcp-verify", "{f}", "--timeout", "1", "--", "true"],
 }
 
 # What each crafted case must give: "error" (exit 2, one line naming the file), or "read"
@@ -107,7 +108,12 @@ def test_crafted_case(
     code, out, err = run(argv, capsys)
     # verify reads a good trace, then cannot reach the (dead) plugin: a setup error, exit 2.
     unreachable = command == "verify" and "cannot reach the plugin" in err
+    # mcp-verify reads the header, then finds no MCP layer to play: one line naming the file.
+    no_layer = command == "mcp-verify" and "has no MCP layer" in err
     assert_safe(code, out, err, path, names_file=not unreachable)
+    if no_layer:
+        assert code == 2, err
+        return
     expected = EXPECTED[case]
     if case in SCANNER_READS and command in ("replay", "verify", "diff"):
         expected = "read"

@@ -39,6 +39,7 @@ KEYS: tuple[Key, ...] = (
     Key(("ctrl+f", "n", "N"), "ctrl+f n N", "find text in methods and bodies; next, previous"),
     Key(("e",), "e", "expand or shorten long strings in the detail pane"),
     Key(("m",), "m", "mark or unmark the selected flow"),
+    Key(("o",), "o", "fold or open the GOLEM flows under an MCP tool call (golem-proxy mcp)"),
     Key(("y",), "y", "copy the selected request as JSON (clipboard and a file)"),
     Key(("w",), "w", "write the flows in view to a new recording"),
     Key(("s",), "s", "statistics: per-method counts, errors, latency percentiles"),

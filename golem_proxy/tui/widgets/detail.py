@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from typing import Any, Optional
 
 from rich.console import Group, RenderableType
@@ -26,6 +27,7 @@ from golem_core.messages import Malformed
 from golem_core.profiles import Profile
 
 from ...analysis.flows import Flow
+from ...analysis.tool_calls import arguments_summary, cause_text, tool_call_error, tool_of
 from ...events import FrameSeen
 from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
@@ -54,6 +56,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
         super().__init__(id=id)
         self.flow: Optional[Flow] = None
         self.profile: Optional[Profile] = None
+        self.under: list[Flow] = []
+        """The GOLEM flows the shown tool call caused."""
         self.expand_strings = False
 
     def compose(self) -> ComposeResult:
@@ -68,10 +72,12 @@ class FlowDetail(VerticalScroll, can_focus=True):
             tree.display = False
             yield tree
 
-    def show(self, flow: Optional[Flow], profile: Profile) -> None:
-        """Display ``flow`` (None clears the pane)."""
+    def show(self, flow: Optional[Flow], profile: Profile, under: Sequence[Flow] = ()) -> None:
+        """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
+        caused, listed under its summary."""
         self.flow = flow
         self.profile = profile
+        self.under = list(under)
         self._render_flow()
 
     def toggle_strings(self) -> bool:
@@ -103,7 +109,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
             for side in ("request", "response"):
                 self._show_side(side, None, "")
             return
-        summary.update(_summary(flow, profile))
+        summary.update(_summary(flow, profile, self.under))
         violations.update(_violations(flow) if flow.violations else "")
         violations.display = bool(flow.violations)
         if flow.frame_error is not None:
@@ -203,7 +209,7 @@ def _label(key: Any, value: Any, expand: bool) -> Text:
     return Text(f"{name}: {safe_text(json.dumps(value, ensure_ascii=False))}")
 
 
-def _summary(flow: Flow, profile: Profile) -> Text:
+def _summary(flow: Flow, profile: Profile, under: Sequence[Flow] = ()) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
     text.append(safe_text(flow.method) if flow.method else "(no method)", style="bold")
@@ -226,6 +232,20 @@ def _summary(flow: Flow, profile: Profile) -> Text:
         times.append("connection closed before an answer")
     if times:
         text.append("\n" + "  ".join(times), style="dim")
+    failed = tool_call_error(flow)
+    if failed is not None:
+        text.append(f"\ntool call {safe_text(tool_of(flow) or '?')}", style="bold")
+        text.append(f"({safe_text(arguments_summary(flow, 200))})")
+        text.append("  isError" if failed else "  ok", style="bold red" if failed else "green")
+    cause = cause_text(flow)
+    if cause is not None:
+        text.append(f"\n{safe_text(cause)}", style="cyan")
+    for caused in under:
+        status = safe_text(caused.status(profile))
+        text.append(f"\n  ↳ #{caused.number} {safe_text(caused.method or '?')} ")
+        text.append(status, style="red" if caused.is_error else "green")
+        if caused.latency is not None:
+            text.append(f"  {format_latency(caused.latency)}", style="dim")
     for fault in flow.faults:
         fault_text = safe_text(f"{fault.fault} {fault.detail}")
         text.append(f"\nfault injected: {fault_text}", style="magenta")

@@ -32,7 +32,7 @@ from ...analysis.flows import Flow
 from ...status_tone import Tone
 from ...terminal import format_latency, format_size, safe_text
 from ..model import SessionModel
-from ..render import flow_label, fmt_time
+from ..render import fmt_time
 from .columns import COLUMNS, MAX_METHOD_WIDTH, fit_columns
 
 __all__ = ["FlowsTable", "natural_widths", "row_cells"]
@@ -53,7 +53,7 @@ def row_cells(flow: Flow, model: SessionModel) -> tuple[str, ...]:
         fmt_time(flow.t),
         safe_text(flow.route),
         str(flow.conn),
-        flow_label(flow),
+        model.label(flow),
         model.status(flow),
         format_latency(flow.latency, compact=True) if flow.latency is not None else "",
         format_size(flow.request_size, compact=True) if flow.request_size is not None else "",

@@ -1,0 +1,240 @@
+"""`check`'s audit of a recording's MCP layer (`golem-proxy mcp`): the rules of
+`golem_core.mcp_rules` over the flows of the MCP routes, in order, plus what needs a JSON
+Schema implementation: a ``tools/call``'s arguments against its tool's ``inputSchema`` from
+the recorded ``tools/list`` (the `jsonschema` library).
+
+The JSON-RPC envelope of every MCP message is the `mcp` profile's to check (the ``jsonrpc.*``
+rules), as `audit.audit` re-checks each flow with its route's profile.
+
+Flows are fed piece by piece (`check` reads a trace in pieces); the state kept between pieces
+is the session order per connection, the tools listed, and the calls made before the first
+``tools/list`` (clients often call first and list after), at most `MAX_PENDING` of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import jsonschema
+
+from golem_core.contract import Violation, violation
+from golem_core.mcp_rules import (
+    R_ARGUMENTS,
+    R_STDOUT,
+    R_UNKNOWN_TOOL,
+    SessionOrder,
+    content_violations,
+)
+from golem_core.messages import ErrorResponse, Malformed, MalformedKind, Request, Response
+from golem_core.profiles.mcp import TOOLS_CALL
+
+from ..events import Direction, FrameSeen
+from .audit import Finding
+from .flows import Flow
+
+__all__ = ["MAX_PENDING", "McpAuditor"]
+
+MAX_PENDING = 10_000
+MAX_SCHEMA_ERRORS = 10
+TOOLS_LIST = "tools/list"
+_NOT_JSON_RPC = (
+    MalformedKind.INVALID_UTF8,
+    MalformedKind.INVALID_JSON,
+    MalformedKind.NOT_AN_OBJECT,
+)
+SOURCE = "mcp"
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A ``tools/call`` waiting for the tools to be listed."""
+
+    flow: int
+    conn: int
+    tool: str
+    arguments: Any
+
+
+class McpAuditor:
+    """Audits the flows of ``routes`` (a recording's MCP layer); see the module docstring."""
+
+    def __init__(self, routes: Collection[str]) -> None:
+        self.routes = frozenset(routes)
+        self._orders: dict[int, SessionOrder] = {}
+        self._schemas: Optional[dict[str, Any]] = None
+        self._validators: dict[str, Any] = {}
+        self._pending: list[_Call] = []
+        self._unpaired: dict[tuple[int, tuple[str, Any]], tuple[Flow, Request]] = {}
+        self.unchecked = 0
+        """Calls made before any ``tools/list`` past `MAX_PENDING`: their arguments are not
+        checked (reported by `check` as a note, never silently)."""
+
+    def feed(self, flows: Sequence[Flow]) -> list[Finding]:
+        """The findings of the MCP flows among ``flows``."""
+        found: list[Finding] = []
+        for flow in sorted(flows, key=lambda f: f.number):
+            if flow.route in self.routes:
+                found += self._flow(flow)
+        return found
+
+    def finish(self) -> list[Finding]:
+        """Calls still waiting at the end: without a ``tools/list`` there is no schema to
+        check them against, so nothing is reported for them."""
+        self._pending.clear()
+        return []
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def _flow(self, flow: Flow) -> list[Finding]:
+        found: list[Finding] = []
+        request, response = flow.request, flow.response
+        for frame in (request, response):
+            if frame is not None and frame.direction is Direction.S2C:
+                found += self._stdout(flow, frame)
+        if request is None:
+            return found + self._orphan(flow)
+        if not isinstance(request.message, Request):
+            return found
+        message = request.message
+        if response is None or not isinstance(response.message, (Response, ErrorResponse)):
+            # Its answer may come as an orphan: a line that is not JSON-RPC, written while
+            # it was outstanding, was taken for its answer.
+            self._unpaired[(flow.conn, _id_key(message.id))] = (flow, message)
+            while len(self._unpaired) > MAX_PENDING:
+                del self._unpaired[next(iter(self._unpaired))]
+        order = self._orders.setdefault(flow.conn, SessionOrder())
+        side = request.direction.value
+        found += [
+            self._finding(v, flow, request.direction)
+            for v in order.request(side, message.method, message.id, request.t)
+        ]
+        if message.method == TOOLS_CALL:
+            found += self._call(flow, message)
+        if response is not None:
+            found += self._answered(flow, message, response)
+        return found
+
+    def _answered(self, flow: Flow, message: Request, response: FrameSeen) -> list[Finding]:
+        answer = response.message
+        if not isinstance(answer, (Response, ErrorResponse)):
+            return []
+        self._orders.setdefault(flow.conn, SessionOrder()).answered(message.method, response.t)
+        if message.method == TOOLS_LIST and isinstance(answer, Response):
+            return self._learn(answer.result)
+        if message.method == TOOLS_CALL and isinstance(answer, Response):
+            return [
+                self._finding(v, flow, Direction.S2C) for v in content_violations(answer.result)
+            ]
+        return []
+
+    def _orphan(self, flow: Flow) -> list[Finding]:
+        """An answer without its request in its flow: the request's flow, if it was left
+        unpaired, gets it."""
+        response = flow.response
+        if response is None or not isinstance(response.message, (Response, ErrorResponse)):
+            return []
+        waiting = self._unpaired.pop((flow.conn, _id_key(response.message.id)), None)
+        if waiting is None:
+            return []
+        return self._answered(waiting[0], waiting[1], response)
+
+    def _stdout(self, flow: Flow, frame: FrameSeen) -> list[Finding]:
+        message = frame.message
+        if not isinstance(message, Malformed) or message.kind not in _NOT_JSON_RPC:
+            return []
+        shown = frame.payload[:80].decode("utf-8", "replace")
+        text = (
+            f"the server wrote {frame.size} bytes to stdout that are not JSON-RPC "
+            f"({shown!r}): every MCP client breaks on this line"
+        )
+        return [self._finding(violation(R_STDOUT, text), flow, Direction.S2C)]
+
+    def _call(self, flow: Flow, message: Request) -> list[Finding]:
+        params = message.params if isinstance(message.params, dict) else {}
+        name = params.get("name")
+        if not isinstance(name, str):
+            return []  # the envelope rules say what is wrong with it
+        call = _Call(flow.number, flow.conn, name, params.get("arguments", {}))
+        if self._schemas is None:
+            if len(self._pending) < MAX_PENDING:
+                self._pending.append(call)
+            else:
+                self.unchecked += 1
+            return []
+        return list(self._check_call(call))
+
+    def _learn(self, result: Any) -> list[Finding]:
+        """The tools of the first ``tools/list`` answer; the calls waiting for them checked."""
+        if self._schemas is not None:
+            return []
+        tools = result.get("tools") if isinstance(result, dict) else None
+        schemas: dict[str, Any] = {}
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                schemas[tool["name"]] = tool.get("inputSchema")
+        self._schemas = schemas
+        waiting, self._pending = self._pending, []
+        return [finding for call in waiting for finding in self._check_call(call)]
+
+    def _check_call(self, call: _Call) -> Iterator[Finding]:
+        assert self._schemas is not None
+        if call.tool not in self._schemas:
+            text = f"no tool {call.tool[:60]!r} in the recorded tools/list"
+            yield self._at(violation(R_UNKNOWN_TOOL, text, "$.params.name"), call)
+            return
+        for problem in self._schema_problems(call.tool, call.arguments):
+            yield self._at(problem, call)
+
+    def _schema_problems(self, tool: str, arguments: Any) -> list[Violation]:
+        schema = self._schemas.get(tool) if self._schemas is not None else None
+        if not isinstance(schema, dict):
+            return []  # no schema to hold the arguments to (the listing's own business)
+        try:
+            validator = self._validators.get(tool)
+            if validator is None:
+                cls = jsonschema.validators.validator_for(schema)
+                cls.check_schema(schema)
+                validator = self._validators[tool] = cls(schema)
+            errors = list(_first(validator.iter_errors(arguments), MAX_SCHEMA_ERRORS))
+        except jsonschema.exceptions.SchemaError as exc:
+            text = f"the tool's inputSchema is not a valid JSON Schema ({exc.message[:120]})"
+            return [violation(R_ARGUMENTS, text, "$.params.arguments")]
+        except Exception as exc:
+            # A recorded schema must never stop check: an unresolvable $ref, a pattern the
+            # regex engine refuses, a schema nested too deep cannot be applied, and that is
+            # itself worth saying.
+            text = f"the tool's inputSchema cannot be applied ({type(exc).__name__})"
+            return [violation(R_ARGUMENTS, text, "$.params.arguments")]
+        return [
+            violation(R_ARGUMENTS, error.message[:200], _json_path(error.absolute_path))
+            for error in errors
+        ]
+
+    def _at(self, found: Violation, call: _Call) -> Finding:
+        return Finding(found, call.flow, call.conn, TOOLS_CALL, Direction.C2S.value, SOURCE)
+
+    def _finding(self, found: Violation, flow: Flow, direction: Direction) -> Finding:
+        return Finding(found, flow.number, flow.conn, flow.method, direction.value, SOURCE)
+
+
+def _id_key(ident: Any) -> tuple[str, Any]:
+    # 1 and "1" are different JSON-RPC ids.
+    return (type(ident).__name__, ident)
+
+
+def _first(errors: Iterator[Any], limit: int) -> Iterator[Any]:
+    for count, error in enumerate(errors):
+        if count >= limit:
+            return
+        yield error
+
+
+def _json_path(parts: Any) -> str:
+    path = "$.params.arguments"
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path

@@ -1,0 +1,400 @@
+"""The two layers of a `golem-proxy mcp` recording, as the views read them: which layer a flow
+is on, which MCP tool call a GOLEM flow belongs to, and what a tool call did.
+
+Nothing here decides an attribution: the tap did, as it decoded each GOLEM frame, and the
+frame carries it (`FrameSeen.tool_calls`, docs/recording-format.md). A GOLEM flow takes the
+attribution of its request frame (of its response, for an orphan response). This module
+maps the MCP request it names to that request's flow number and reads the outcome of a
+``tools/call`` (its ``isError``, an error response, or no answer at all).
+
+For code that wants the tool calls of a recording and their GOLEM flows in one go, there is
+`read_tool_calls`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from golem_core.messages import ErrorResponse, Request
+from golem_core.profiles import Profile
+from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
+
+from ..events import FrameSeen, ToolCallRef
+from .flows import Flow
+from .trace import json_text, open_flows
+
+__all__ = [
+    "LAYER_GOLEM",
+    "LAYER_MCP",
+    "Attribution",
+    "ToolCall",
+    "ToolCallIndex",
+    "TwoLayerBuilder",
+    "TwoLayers",
+    "arguments_summary",
+    "attributed_tool",
+    "call_key",
+    "cause_text",
+    "caused_by",
+    "is_tool_call",
+    "layer_of",
+    "mcp_routes",
+    "owner_key",
+    "read_tool_calls",
+    "read_two_layers",
+    "tool_call_error",
+    "tool_of",
+    "two_layer_json",
+    "two_layer_label",
+]
+
+LAYER_MCP = "mcp"
+LAYER_GOLEM = "golem"
+
+NO_MCP_LAYER = "unknown"
+NO_TOOL_CALL = "none"
+ONE_TOOL_CALL = "call"
+AMBIGUOUS = "ambiguous"
+
+
+def mcp_routes(route_profiles: Mapping[str, Profile]) -> frozenset[str]:
+    """The routes of a recording that are its MCP layer (their profile says so)."""
+    return frozenset(route for route, profile in route_profiles.items() if profile.tool_layer)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """What a GOLEM flow's frames say about the tool call that caused it."""
+
+    refs: Optional[tuple[ToolCallRef, ...]]
+    """The calls in flight when its request was decoded; None: the recording has no MCP layer."""
+    numbers: tuple[Optional[int], ...] = ()
+    """The flow number of each call in `refs` (None for one not seen in this read)."""
+
+    @property
+    def state(self) -> str:
+        """``call`` (exactly one), ``none`` (outside any tool call), ``ambiguous`` (several
+        overlapped) or ``unknown`` (no MCP layer in the recording, or a flow without a frame
+        to carry the decision: a gap, a framing error)."""
+        if self.refs is None:
+            return NO_MCP_LAYER
+        if not self.refs:
+            return NO_TOOL_CALL
+        return ONE_TOOL_CALL if len(self.refs) == 1 else AMBIGUOUS
+
+    @property
+    def number(self) -> Optional[int]:
+        """The number of the MCP flow that caused it, when exactly one did."""
+        return self.numbers[0] if self.state == ONE_TOOL_CALL and self.numbers else None
+
+    @property
+    def tool(self) -> Optional[str]:
+        return self.refs[0].tool if self.refs and len(self.refs) == 1 else None
+
+
+def _attributed_frame(flow: Flow) -> Optional[FrameSeen]:
+    return flow.request if flow.request is not None else flow.response
+
+
+def attributed_tool(flow: Flow) -> Optional[str]:
+    """The tool of the one tool call a GOLEM flow belongs to (None: no call, several, or a
+    recording without an MCP layer)."""
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    return refs[0].tool if refs is not None and len(refs) == 1 else None
+
+
+def two_layer_label(flow: Flow) -> Optional[str]:
+    """A row's method text in a two-layer recording, from the decisions its frames carry: a
+    tool call as ``tool(arguments)``, a GOLEM flow of one call as ``  ↳ method``, of
+    overlapping calls as ``  ? method``; None for any other flow (the plain method)."""
+    if is_tool_call(flow):
+        return f"{tool_of(flow)}({arguments_summary(flow)})"
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    if not refs or flow.method is None:
+        return None
+    return f"  {'↳' if len(refs) == 1 else '?'} {flow.method}"
+
+
+def cause_text(flow: Flow) -> Optional[str]:
+    """What a GOLEM flow's frames say about the tool call behind it, in words (None when the
+    recording has no MCP layer)."""
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    if refs is None:
+        return None
+    if not refs:
+        return "sent outside any tool call"
+    named = ", ".join(f"{ref.tool} (MCP id {ref.id!r})" for ref in refs)
+    return f"caused by tool call {named}" if len(refs) == 1 else f"ambiguous: one of {named}"
+
+
+CallKey = tuple[int, int]
+"""A tool call as GOLEM frames name it: the MCP connection and its request frame's index."""
+
+
+def call_key(flow: Flow) -> Optional[CallKey]:
+    """The key of an MCP ``tools/call`` flow (None for any other flow)."""
+    if not is_tool_call(flow) or flow.request is None:
+        return None
+    return (flow.conn, flow.request.index)
+
+
+def owner_key(flow: Flow) -> Optional[CallKey]:
+    """The key of the one tool call a GOLEM flow belongs to (None: no call, or several)."""
+    frame = _attributed_frame(flow)
+    refs = frame.tool_calls if frame is not None else None
+    if refs is None or len(refs) != 1:
+        return None
+    return (refs[0].conn, refs[0].index)
+
+
+def caused_by(call: Flow, flows: Iterable[Flow]) -> list[Flow]:
+    """The flows among ``flows`` whose frames name ``call`` (an MCP ``tools/call`` flow) as
+    the one tool call that caused them, in order."""
+    key = call_key(call)
+    return [] if key is None else [flow for flow in flows if owner_key(flow) == key]
+
+
+def layer_of(profile: Profile) -> str:
+    """The layer of a flow on a route of ``profile``: ``mcp`` for the MCP layer, else the
+    protocol's name (``golem``)."""
+    return LAYER_MCP if profile.tool_layer else profile.name
+
+
+class ToolCallIndex:
+    """Follows a recording's flows in number order (as `FlowReader.flows` hands them on) and
+    says, for each, its layer and, for a GOLEM flow, its tool call. Call `note` on every flow
+    before asking about the flows after it."""
+
+    def __init__(self, routes: Collection[str]) -> None:
+        self.routes = frozenset(routes)
+        self._numbers: dict[tuple[int, int], int] = {}
+
+    @property
+    def has_mcp_layer(self) -> bool:
+        return bool(self.routes)
+
+    def layer(self, flow: Flow) -> str:
+        return LAYER_MCP if flow.route in self.routes else LAYER_GOLEM
+
+    def note(self, flow: Flow) -> None:
+        """Remember an MCP ``tools/call`` flow's number, for the GOLEM flows that name it."""
+        if flow.route in self.routes and is_tool_call(flow):
+            assert flow.request is not None
+            self._numbers[(flow.conn, flow.request.index)] = flow.number
+
+    def attribution(self, flow: Flow) -> Attribution:
+        frame = _attributed_frame(flow)
+        refs = frame.tool_calls if frame is not None else None
+        if refs is None:
+            # Frames of a two-layer recording always carry the decision; a flow without a
+            # frame (a gap, a framing error) has none to carry, and is not known to be
+            # outside every call: "unknown", like a recording without an MCP layer.
+            return Attribution(None)
+        return Attribution(refs, tuple(self._numbers.get((r.conn, r.index)) for r in refs))
+
+
+def is_tool_call(flow: Flow) -> bool:
+    """An MCP ``tools/call`` request's flow."""
+    request = flow.request
+    return (
+        request is not None
+        and isinstance(request.message, Request)
+        and request.message.method == TOOLS_CALL
+    )
+
+
+def tool_call_error(flow: Flow) -> Optional[bool]:
+    """Whether a ``tools/call`` failed as the model saw it: ``isError`` true in its result,
+    an error response, or no answer; None while it is pending or for other flows."""
+    if not is_tool_call(flow):
+        return None
+    response = flow.response
+    if response is None:
+        return True if flow.closed_unanswered or flow.frame_error is not None else None
+    assert flow.request is not None
+    return tool_call_failed(flow.request.message, response.message)
+
+
+def tool_of(flow: Flow) -> Optional[str]:
+    """The tool a ``tools/call`` flow names."""
+    return tool_name(flow.request.message) if is_tool_call(flow) and flow.request else None
+
+
+def arguments_of(flow: Flow) -> Any:
+    if not is_tool_call(flow) or flow.request is None:
+        return None
+    message = flow.request.message
+    params = message.params if isinstance(message, Request) else None
+    return params.get("arguments") if isinstance(params, dict) else None
+
+
+def arguments_summary(flow: Flow, width: int = 60) -> str:
+    """``name=value, …`` of a tool call's arguments, values shortened, at most ``width``
+    characters (a ``…`` says it was cut)."""
+    arguments = arguments_of(flow)
+    if not isinstance(arguments, dict):
+        return "" if arguments is None else _short(arguments, width)
+    text = ", ".join(f"{key}={_short(value, 24)}" for key, value in arguments.items())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _short(value: Any, width: int) -> str:
+    text = json_text(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def error_text(flow: Flow) -> Optional[str]:
+    """The text a failed tool call gave the model (its first text content, or the error
+    message), or None."""
+    if flow.response is None:
+        return None
+    message = flow.response.message
+    if isinstance(message, ErrorResponse):
+        return message.error.message
+    result = message.obj.get("result") if isinstance(message.obj, dict) else None
+    content = result.get("content") if isinstance(result, dict) else None
+    if isinstance(content, list):
+        for item in content:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                return str(item["text"])
+    return None
+
+
+def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[str, Any]:
+    """The members `show --json` adds to a flow: its ``layer``; for an MCP ``tools/call``
+    its ``tool``, ``arguments`` and ``is_error``; for a flow of the other layer, ``tool_call``
+    (the number of the MCP flow that caused it, or null), ``attribution`` (``call``,
+    ``none``, ``ambiguous``, or ``unknown`` without an MCP layer) and, when ambiguous,
+    ``tool_call_candidates``."""
+    data: dict[str, Any] = {"layer": layer_of(profile)}
+    if profile.tool_layer:
+        if is_tool_call(flow):
+            data.update(
+                tool=tool_of(flow), arguments=arguments_of(flow), is_error=tool_call_error(flow)
+            )
+        return data
+    attribution = index.attribution(flow)
+    data.update(tool_call=attribution.number, attribution=attribution.state)
+    if attribution.state == AMBIGUOUS:
+        data["tool_call_candidates"] = list(attribution.numbers)
+    return data
+
+
+@dataclass
+class ToolCall:
+    """One MCP ``tools/call`` and the GOLEM flows it caused."""
+
+    flow: Flow
+    golem: list[Flow] = field(default_factory=list)
+
+    @property
+    def number(self) -> int:
+        return self.flow.number
+
+    @property
+    def tool(self) -> str:
+        return tool_of(self.flow) or "?"
+
+    @property
+    def arguments(self) -> Any:
+        return arguments_of(self.flow)
+
+    @property
+    def is_error(self) -> bool:
+        return bool(tool_call_error(self.flow))
+
+    @property
+    def latency(self) -> Optional[float]:
+        return self.flow.latency
+
+    @property
+    def rhino_time(self) -> float:
+        """Seconds spent in GOLEM exchanges under this call (request sent to answer read)."""
+        return sum(flow.latency or 0.0 for flow in self.golem)
+
+    @property
+    def server_time(self) -> Optional[float]:
+        """Seconds of the call's latency spent outside the GOLEM exchanges: the MCP server's
+        own work (and the stdio hop)."""
+        latency = self.latency
+        return None if latency is None else max(0.0, latency - self.rhino_time)
+
+    @property
+    def failed_golem(self) -> list[Flow]:
+        """The GOLEM exchanges under this call that failed."""
+        return [flow for flow in self.golem if flow.is_error]
+
+
+@dataclass
+class TwoLayers:
+    """A recording of `golem-proxy mcp` read whole: every MCP flow in order, the tool calls
+    with the GOLEM flows each caused, and the GOLEM flows of no call or of several."""
+
+    mcp: list[Flow] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    outside: list[Flow] = field(default_factory=list)
+    """GOLEM flows sent outside any tool call."""
+    ambiguous: list[Flow] = field(default_factory=list)
+    """GOLEM flows sent while several tool calls overlapped (`Attribution.numbers` names them)."""
+
+    def client_requests(self) -> list[FrameSeen]:
+        """What the MCP client sent, in wire order (requests and notifications): the client
+        side to play again."""
+        frames = [flow.request for flow in self.mcp if flow.request is not None]
+        return sorted(frames, key=lambda frame: (frame.conn, frame.index))
+
+
+class TwoLayerBuilder:
+    """Sorts flows, in number order, into `TwoLayers`; with ``keep=False`` it keeps only the
+    tool calls and their GOLEM flows (what per-tool statistics need)."""
+
+    def __init__(self, index: ToolCallIndex, *, keep: bool = True) -> None:
+        self.index = index
+        self.keep = keep
+        self.layers = TwoLayers()
+        self._calls: dict[int, ToolCall] = {}
+
+    def add(self, flow: Flow) -> None:
+        """Sort one flow (`ToolCallIndex.note` must have seen it)."""
+        layers, index = self.layers, self.index
+        if index.layer(flow) == LAYER_MCP:
+            if self.keep:
+                layers.mcp.append(flow)
+            if is_tool_call(flow):
+                call = self._calls[flow.number] = ToolCall(flow)
+                layers.tool_calls.append(call)
+            return
+        attribution = index.attribution(flow)
+        number = attribution.number
+        if number is not None and number in self._calls:
+            self._calls[number].golem.append(flow)
+        elif not self.keep:
+            return
+        elif attribution.state == AMBIGUOUS:
+            layers.ambiguous.append(flow)
+        else:
+            layers.outside.append(flow)
+
+
+def read_two_layers(path: str) -> TwoLayers:
+    """Read the recording at ``path`` into its two layers. Raises TraceError (analysis.trace)
+    for a file that cannot be read; a recording without an MCP layer has every flow in
+    ``outside``."""
+    with open_flows(path) as reader:
+        index = ToolCallIndex(mcp_routes(reader.route_profiles))
+        builder = TwoLayerBuilder(index)
+        for flow in reader.flows():
+            index.note(flow)
+            builder.add(flow)
+    return builder.layers
+
+
+def read_tool_calls(path: str) -> list[ToolCall]:
+    """The tool calls of the recording at ``path``, in order, each with its GOLEM flows.
+    Raises TraceError (analysis.trace) for a file that cannot be read."""
+    return read_two_layers(path).tool_calls

@@ -1,0 +1,82 @@
+"""Per-tool statistics of a `golem-proxy mcp` recording: calls, failures, latency, and how
+the latency splits into time inside Rhino (the GOLEM exchanges the call caused) and the MCP
+server's own time (the rest, stdio hop included).
+
+Fed flows in number order (as `FlowReader.flows` hands them on), after `ToolCallIndex.note`
+saw them; a tool call's GOLEM flows come after it, so the figures are final at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .flows import Flow
+from .stats import LatencySummary, summarize_latencies
+from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder
+
+__all__ = ["ToolStats", "ToolStatsBuilder"]
+
+
+@dataclass(frozen=True)
+class ToolStats:
+    """One tool's row. Times in seconds; the Rhino and server shares are means per
+    answered call."""
+
+    tool: str
+    calls: int
+    errors: int
+    pending: int
+    golem_flows: int
+    latency: LatencySummary
+    rhino_mean: Optional[float]
+    server_mean: Optional[float]
+
+    def to_json(self) -> dict[str, Any]:
+        def ms(value: Optional[float]) -> Optional[float]:
+            return None if value is None else round(value * 1000, 3)
+
+        return {
+            "tool": self.tool,
+            "calls": self.calls,
+            "errors": self.errors,
+            "pending": self.pending,
+            "golem_flows": self.golem_flows,
+            "latency": self.latency.to_json(),
+            "rhino_mean_ms": ms(self.rhino_mean),
+            "server_mean_ms": ms(self.server_mean),
+        }
+
+
+class ToolStatsBuilder:
+    """Collects the tool calls of a stream of flows and their GOLEM flows."""
+
+    def __init__(self, index: ToolCallIndex) -> None:
+        self.index = index
+        self._layers = TwoLayerBuilder(index, keep=False)
+
+    def add(self, flow: Flow) -> None:
+        self._layers.add(flow)
+
+    def stats(self) -> list[ToolStats]:
+        """One row per tool, by name."""
+        by_tool: dict[str, list[ToolCall]] = {}
+        for call in self._layers.layers.tool_calls:
+            by_tool.setdefault(call.tool, []).append(call)
+        return [_row(tool, calls) for tool, calls in sorted(by_tool.items())]
+
+
+def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
+    answered = [call for call in calls if call.latency is not None]
+    rhino = [call.rhino_time for call in answered]
+    server = [call.server_time or 0.0 for call in answered]
+    return ToolStats(
+        tool,
+        len(calls),
+        sum(1 for call in calls if call.is_error),
+        sum(1 for call in calls if call.flow.pending),
+        sum(len(call.golem) for call in calls),
+        summarize_latencies(call.latency for call in answered if call.latency is not None),
+        sum(rhino) / len(rhino) if rhino else None,
+        sum(server) / len(server) if server else None,
+    )

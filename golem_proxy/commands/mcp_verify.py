@@ -1,0 +1,288 @@
+"""``golem-proxy mcp-verify REC -- COMMAND``: the regression test of an MCP server, with
+neither a model nor Rhino.
+
+It starts COMMAND, plays it the client side recorded in REC (`golem-proxy mcp --record`),
+serves its GOLEM calls from REC's GOLEM layer (the replay engine as a stand-in for Rhino)
+or lets them reach a live plugin (``--target``), compares every tool result with the
+recorded one, prints a table and exits 0 (all match), 1 (differences) or 2 (could not run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import trio
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from golem_core.profiles import GOLEM
+
+from ..live.relay import BoundRoute
+from ..net.addresses import Address, Route
+from ..replay.diffing import Comparator
+from ..replay.engine import ReplayEngine
+from ..replay.index import ExchangeTrace, load_exchanges
+from ..replay.matching import IgnoreRules
+from ..replay.mcp_child import ChildStartError, McpChild
+from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
+from ..replay.mcp_verify import McpVerifyResult, play, tool_call_numbers
+from ..replay.server import ReplayServer
+from ..replay.setup import ReplayOptions, assign_routes, engine_for
+from ..terminal import safe_text
+from ._common import CommandError, address_arg, number_arg, reading, seconds_arg, trace_path_arg
+from .proxy import client_environment
+
+NAME = "mcp-verify"
+HELP = "replay a recorded MCP session to a server build, Rhino stood in, and compare tool results"
+ORDER = 42
+EXIT_DIFFERENT = 1
+ANY_PORT = Address("127.0.0.1", 0)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = "golem-proxy mcp-verify REC [OPTIONS] -- COMMAND [ARGS...]"
+    parser.add_argument(
+        "file", metavar="REC", type=trace_path_arg, help="a recording of golem-proxy mcp"
+    )
+    parser.add_argument(
+        "--target",
+        type=address_arg,
+        metavar="HOST:PORT",
+        help="a live plugin's main socket (default: the recording's GOLEM layer stands in)",
+    )
+    parser.add_argument(
+        "--gh-target",
+        type=address_arg,
+        metavar="HOST:PORT",
+        help="a live plugin's Grasshopper socket (default: the recording stands in)",
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="leave a path of the tool results out: result.x or TOOL:result.x",
+    )
+    parser.add_argument(
+        "--float-tolerance",
+        type=number_arg,
+        default=0.0,
+        metavar="X",
+        help="numbers within X of each other are equal",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=seconds_arg,
+        default=30.0,
+        help="seconds to wait for each answer of the server (default 30)",
+    )
+    parser.add_argument(
+        "--exit-timeout",
+        type=seconds_arg,
+        default=5.0,
+        metavar="SECONDS",
+        help="once done, how long the server may take to exit before it is terminated (default 5)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "server", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the MCP server"
+    )
+    parser.set_defaults(reparse=parser)
+
+
+@dataclass
+class _Run:
+    """What one verification needs besides the recording."""
+
+    argv: list[str]
+    script: McpScript
+    numbers: dict[int, int]
+    trace: ExchangeTrace
+    comparator: Comparator
+    target: Optional[Address]
+    gh_target: Optional[Address]
+    timeout: float
+    exit_timeout: float
+
+
+def _server_command(args: argparse.Namespace) -> list[str]:
+    """The server's command line, with the options given between REC and ``--`` parsed into
+    ``args``: argparse hands everything after the positional REC to the remainder."""
+    words = list(args.server)
+    if "--" in words:
+        at = words.index("--")
+        head, argv = words[:at], words[at + 1 :]
+    elif words and words[0].startswith("-"):
+        head, argv = words, []
+    else:
+        head, argv = [], words
+    if head:
+        again = args.reparse.parse_args([*head, args.file])
+        if again.server:
+            raise CommandError(f"mcp-verify: unexpected {again.file!r} before --")
+        for name, value in vars(again).items():
+            if name not in ("file", "server"):
+                setattr(args, name, value)
+    return argv
+
+
+def run(args: argparse.Namespace) -> int:
+    argv = _server_command(args)
+    if not argv:
+        raise CommandError(
+            "mcp-verify: no server command", "give it after --: golem-proxy mcp-verify REC -- CMD"
+        )
+    try:
+        comparator = Comparator(
+            IgnoreRules.parse(args.ignore), float_tolerance=args.float_tolerance
+        )
+    except ValueError as exc:
+        raise CommandError(f"bad --ignore: {exc}") from None
+    with reading(args.file):
+        try:
+            script = read_script(args.file)
+        except NoMcpLayer as exc:
+            raise CommandError(str(exc)) from None
+        numbers = tool_call_numbers(args.file)
+        trace = load_exchanges(args.file)
+    if not script.tool_calls:
+        raise CommandError(f"{args.file}: no tool calls to verify")
+    job = _Run(
+        argv,
+        script,
+        numbers,
+        trace,
+        comparator,
+        args.target,
+        args.gh_target,
+        args.timeout,
+        args.exit_timeout,
+    )
+    try:
+        result, misses = trio.run(_verify, job)
+    finally:
+        trace.close()
+    if args.json:
+        print(json.dumps(_json(result, misses), indent=2, ensure_ascii=False))
+    else:
+        render(result, misses, Console(highlight=False))
+    return 0 if result.ok else EXIT_DIFFERENT
+
+
+async def _verify(job: _Run) -> tuple[McpVerifyResult, list[dict[str, Any]]]:
+    engine = engine_for(job.trace, ReplayOptions())
+    listen = assign_routes(job.trace, ANY_PORT, ANY_PORT)
+    server = ReplayServer(engine, listen)
+    failed: Optional[ChildStartError] = None
+    result = McpVerifyResult()
+    async with trio.open_nursery() as nursery:
+        bound = await nursery.start(server.run)
+        main, gh = _endpoints(bound, job.target, job.gh_target)
+        child = McpChild(job.argv, _environment(main, gh))
+        try:
+            await child.start(nursery)
+        except ChildStartError as exc:
+            failed = exc
+        else:
+            result = await play(
+                job.script, child, job.comparator, numbers=job.numbers, timeout=job.timeout
+            )
+            result.exit_status = await child.stop(job.exit_timeout)
+            result.stderr_tail = child.stderr_tail
+        nursery.cancel_scope.cancel()
+    if failed is not None:
+        raise CommandError(f"mcp-verify: {failed}")
+    return result, _misses(engine)
+
+
+def _endpoints(
+    bound: dict[str, Address], target: Optional[Address], gh_target: Optional[Address]
+) -> tuple[Address, Address]:
+    """Where the server's main and Grasshopper sockets go: a live plugin when given, else
+    the stand-in."""
+    main_route, gh_route = GOLEM.channels[0], GOLEM.channels[1]
+    standing_in = list(bound.values())
+    main = target or bound.get(main_route, standing_in[0])
+    gh = gh_target or bound.get(gh_route, standing_in[-1])
+    return main, gh
+
+
+def _environment(main: Address, gh: Address) -> dict[str, str]:
+    """Ours, with the variables that point the server at ``main`` and ``gh`` (the golem
+    profile names them: GOLEM_RHINO_HOST, GOLEM_RHINO_PORT, GOLEM_GH_PORT)."""
+    routes = [
+        BoundRoute(Route(GOLEM.channels[0], main, main), main),
+        BoundRoute(Route(GOLEM.channels[1], gh, gh), gh),
+    ]
+    return dict(os.environ, **client_environment(routes, GOLEM))
+
+
+def _misses(engine: ReplayEngine) -> list[dict[str, Any]]:
+    return [miss.to_json() for miss in engine.report.misses]
+
+
+def _json(result: McpVerifyResult, misses: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "tool_calls": len(result.tool_checks),
+        "differing": [check.name for check in result.tool_checks if not check.ok],
+        "checks": [check.to_json() for check in result.checks],
+        "non_json_lines": result.non_json_lines,
+        "first_non_json": result.first_non_json or None,
+        "standin_misses": misses,
+        "exit_status": result.exit_status,
+    }
+
+
+def render(result: McpVerifyResult, misses: list[dict[str, Any]], console: Console) -> None:
+    """The table (tool, #, outcome, first difference), what else went wrong, a summary."""
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("tool", style="bold magenta", overflow="fold")
+    table.add_column("#", justify="right")
+    table.add_column("result")
+    table.add_column("first difference", overflow="fold")
+    for check in result.checks:
+        table.add_row(
+            Text(safe_text(check.name)),
+            "" if check.number is None else str(check.number),
+            Text("match", "green") if check.ok else Text("differs", "red"),
+            Text(safe_text(check.first_difference())),
+        )
+    console.print(table)
+    if result.non_json_lines:
+        console.print(
+            Text(
+                f"the server wrote {result.non_json_lines} line(s) to stdout that are not "
+                f"JSON-RPC (first: {safe_text(result.first_non_json, 120)!r}): every MCP "
+                "client breaks on them",
+                "bold red",
+            )
+        )
+    if misses:
+        console.print(
+            Text(
+                f"the stand-in had no recorded answer for {len(misses)} GOLEM request(s) "
+                "(answered with an error)",
+                "yellow",
+            )
+        )
+    problems = [check for check in result.checks if check.problem is not None]
+    if problems and result.stderr_tail.strip():
+        console.print(Text("the server's last words on stderr:", "yellow"))
+        console.print(Text(safe_text(result.stderr_tail.strip()[-2000:])))
+    tools = result.tool_checks
+    differing = [check.name for check in tools if not check.ok]
+    if result.ok:
+        console.print(f"[green]mcp-verify: all {len(tools)} tool calls match[/green]")
+    elif differing:
+        names = safe_text(", ".join(dict.fromkeys(differing)))
+        console.print(
+            Text(f"mcp-verify: {len(differing)} of {len(tools)} tool calls differ: {names}", "red")
+        )
+    else:
+        console.print(Text("mcp-verify: the tool calls match, the session did not", "red"))

@@ -1,0 +1,94 @@
+"""Which MCP tool call a GOLEM frame belongs to, decided once, as the frames are decoded.
+
+`golem-proxy mcp` observes two layers: the MCP stdio hop (client ↔ MCP server) and the GOLEM
+routes (MCP server ↔ Rhino). Both feed the one observer queue in the order their bytes were
+forwarded, so decoding follows wire order across the layers: a ``tools/call`` request is
+decoded before any GOLEM frame the server sent after reading it, and its response after any
+GOLEM frame the server sent before answering.
+
+The MCP tap's events pass through `ToolCallTracker.watch`, which keeps the ``tools/call``
+requests in flight (from the request until its response, its ``notifications/cancelled`` or
+the end of the MCP connection). Every GOLEM frame passes through `ToolCallTracker.annotate`
+and carries the calls in flight at that moment (`FrameSeen.tool_calls`): exactly one is the
+call that caused it, none means "no tool call", several mean "ambiguous" (all are named).
+Views read the decision from the event; none re-derives it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any, Optional
+
+from golem_core.messages import Request, method_of
+from golem_core.profiles import Profile
+from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, tool_name
+
+from ..events import ConnectionClosed, Direction, Event, FrameSeen, ToolCallRef
+
+__all__ = ["MAX_IN_FLIGHT", "ToolCallTracker"]
+
+MAX_IN_FLIGHT = 4096
+"""Tool calls kept in flight at most: a client that never sees answers (or a server that
+never gives them) must not grow this without bound. Past it the oldest is let go."""
+
+
+class ToolCallTracker:
+    """The ``tools/call`` requests in flight on the MCP hop; see the module docstring."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self._in_flight: collections.OrderedDict[tuple[int, Any], ToolCallRef] = (
+            collections.OrderedDict()
+        )
+        self.let_go = 0
+        """Calls dropped from the in-flight set because it was full."""
+
+    @property
+    def in_flight(self) -> tuple[ToolCallRef, ...]:
+        """The calls in flight now, oldest first."""
+        return tuple(self._in_flight.values())
+
+    def watch(self, event: Event) -> None:
+        """Follow one event of the MCP hop (call it before the event is published)."""
+        if isinstance(event, ConnectionClosed):
+            for key in [key for key in self._in_flight if key[0] == event.conn]:
+                del self._in_flight[key]
+            return
+        if not isinstance(event, FrameSeen):
+            return
+        message = event.message
+        if event.direction is Direction.S2C:
+            answered = self.profile.correlation_key(message)
+            if answered is not None:
+                self._in_flight.pop((event.conn, answered), None)
+            return
+        if isinstance(message, Request) and message.method == TOOLS_CALL:
+            called = self.profile.correlation_key(message)
+            ident = message.id
+            if called is None or not isinstance(ident, (str, int)):
+                return
+            self._in_flight[(event.conn, called)] = ToolCallRef(
+                event.conn, event.index, ident, tool_name(message)
+            )
+            if len(self._in_flight) > MAX_IN_FLIGHT:
+                self._in_flight.popitem(last=False)
+                self.let_go += 1
+        elif method_of(message) == CANCELLED and isinstance(message.obj, dict):
+            # A notification: typed today as a request without an id, whatever its type.
+            cancelled = _cancelled_key(message.obj)
+            if cancelled is not None:
+                self._in_flight.pop((event.conn, cancelled), None)
+
+    def annotate(self, frame: FrameSeen) -> FrameSeen:
+        """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded."""
+        return dataclasses.replace(frame, tool_calls=tuple(self._in_flight.values()))
+
+
+def _cancelled_key(obj: dict[str, Any]) -> Optional[tuple[str, Any]]:
+    """The correlation key of the request a ``notifications/cancelled`` names."""
+    params = obj.get("params")
+    ident = params.get("requestId") if isinstance(params, dict) else None
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        return None
+    return (type(ident).__name__, ident)

@@ -1,0 +1,326 @@
+"""The MCP stdio hop of `golem-proxy mcp`: run the MCP server as a child and relay its stdio.
+
+Our stdin goes to the child's stdin and the child's stdout to our stdout, byte for byte, and
+the child's stderr to our stderr (recorded too, as `ProcessOutput` events). As in the TCP
+relay, forwarding comes first: a pump reads a chunk, writes it on, and only then hands the
+same bytes to the session's observer, which never makes it wait (observer.py). The observer
+is the GOLEM routes' own, so the two layers are decoded in the order their bytes crossed:
+what the tool-call attribution relies on (`golem_proxy.live.attribution`).
+
+The hop is one connection of the session (route ``mcp`` by default): ``c2s`` is the client's
+side (requests), ``s2c`` the server's (responses). It ends when the child exits: the child's
+stdout and stderr are drained (bounded), the connection's close is recorded, and `run`
+returns the child's exit status. When the client closes our stdin, the child's stdin is
+closed and the child gets ``exit_timeout`` seconds to exit before it is terminated, then
+killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+import trio
+
+from golem_core.profiles import Profile
+
+from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, ProcessOutput
+from ..net.sockio import write_all
+from .relay import Proxy
+from .tap import ConnectionTap
+
+__all__ = ["CLIENT_NAME", "ChildStartError", "StdioRelay", "exit_status"]
+
+CLIENT_NAME = "stdio"
+"""The client of the MCP hop as the recording names it: whatever is on our stdin."""
+READ_SIZE = 65536
+DRAIN_TIMEOUT = 2.0
+"""How long the child's stdout and stderr may still deliver once it exited (a grandchild
+that inherited them could hold them open for ever)."""
+
+
+class ChildStartError(OSError):
+    """The command could not be started (not found, not executable)."""
+
+
+def exit_status(returncode: int) -> int:
+    """A child's status as a shell reports it: its exit code, or 128 + the signal number."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+@dataclass
+class _Ends:
+    """How the hop ended, for the close line."""
+
+    client_closed: bool = False
+    client_gone: bool = False
+    """Our stdout failed (the client stopped reading and closed it): the child's output is
+    still drained and observed, no longer forwarded."""
+    child_input_gone: bool = False
+
+
+class StdioRelay:
+    """Runs ``argv`` as the child and relays stdio; see the module docstring."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        proxy: Proxy,
+        profile: Profile,
+        *,
+        route: str = "mcp",
+        watch: Optional[Callable[[Event], None]] = None,
+        exit_timeout: float = 5.0,
+        stdin_fd: int = 0,
+        stdout_fd: int = 1,
+        stderr_fd: int = 2,
+    ) -> None:
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.proxy = proxy
+        self.profile = profile
+        self.route = route
+        self.watch = watch
+        self.exit_timeout = exit_timeout
+        self._fds = (stdin_fd, stdout_fd, stderr_fd)
+        self.process: Optional[trio.Process] = None
+        self._ends = _Ends()
+        self._sent = {Direction.C2S: 0, Direction.S2C: 0}
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def description(self) -> str:
+        return shlex.join(self.argv)
+
+    def publish(self, event: Event) -> None:
+        """Publish an event of this hop (the tool-call tracker sees it first)."""
+        if self.watch is not None:
+            self.watch(event)
+        self.proxy.publish(event)
+
+    async def start(self) -> trio.Process:
+        """Start the child. Raises ChildStartError with the reason in one line."""
+        try:
+            self.process = await trio.lowlevel.open_process(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.env,
+            )
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ChildStartError(f"cannot start {self.argv[0]!r} ({reason})") from None
+        return self.process
+
+    def send_signal(self, signum: int) -> None:
+        """Pass a signal on to the child (SIGINT, SIGTERM: the client asked us to stop)."""
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signum)
+
+    async def run(self) -> int:
+        """Relay until the child exits; returns its exit status (`exit_status`). Call `start`
+        first."""
+        process = self.process
+        assert process is not None and process.stdin and process.stdout and process.stderr
+        proxy = self.proxy
+        conn = proxy.new_connection_id()
+        tap = ConnectionTap(
+            conn,
+            self.route,
+            self.profile,
+            self.publish,
+            redactor=proxy.redactor,
+            limits=proxy.options.observe,
+        )
+        self.publish(ConnectionOpened(conn, self.route, CLIENT_NAME, self.description, proxy.now()))
+        stdin = trio.lowlevel.FdStream(os.dup(self._fds[0]))
+        stdout = trio.lowlevel.FdStream(os.dup(self._fds[1]))
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._client_to_child, tap, stdin, process)
+                async with trio.open_nursery() as outputs:
+                    outputs.start_soon(self._child_to_client, tap, process, stdout)
+                    outputs.start_soon(self._child_stderr, conn, process)
+                    await process.wait()
+                    # The child is gone: what it wrote is still in the pipes.
+                    outputs.cancel_scope.deadline = trio.current_time() + DRAIN_TIMEOUT
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                await stdin.aclose()  # restores the blocking mode the descriptor had
+                await stdout.aclose()
+                await process.stdin.aclose()
+                if process.returncode is None:  # we are stopping first: never leave it running
+                    self.send_signal(signal.SIGKILL)
+                    with trio.move_on_after(self.exit_timeout):
+                        await process.wait()
+            self._finish(conn, tap, process)
+        return exit_status(process.returncode if process.returncode is not None else -9)
+
+    def _observe(self, tap: ConnectionTap, direction: Direction, data: bytes) -> None:
+        t = self.proxy.now()
+        if not self.proxy.options.enforce_limits:
+            self.proxy.observer.submit(tap, direction, data, t)
+            return
+        # --enforce-limits decodes the GOLEM routes on the forwarding path, ahead of the
+        # observer's queue: this hop must be decoded there too, or a GOLEM frame could be
+        # decoded before the tools/call that preceded it on the wire. (Its verdicts close
+        # nothing: the hop is the client's own pipe.)
+        if tap.failed is None:
+            try:
+                tap.process(direction, data, t)
+            except Exception as exc:  # a decoding bug costs the inspection, never the relay
+                tap.fail(exc, t)
+
+    async def _client_to_child(
+        self, tap: ConnectionTap, stdin: trio.lowlevel.FdStream, process: trio.Process
+    ) -> None:
+        assert process.stdin is not None
+        source = stdin.fileno()
+        sink = _fileno(process.stdin)
+        try:
+            while True:
+                chunk = await _read(source)
+                if not chunk:
+                    self._ends.client_closed = True
+                    break
+                try:
+                    await write_all(sink, chunk)
+                except OSError:  # the child closed its stdin (or exited)
+                    self._ends.child_input_gone = True
+                    break
+                self._sent[Direction.C2S] += len(chunk)
+                self._observe(tap, Direction.C2S, chunk)
+        finally:
+            self._observe(tap, Direction.C2S, b"")
+        await process.stdin.aclose()
+        if self._ends.client_closed:
+            await self._wait_or_stop(process)
+
+    async def _wait_or_stop(self, process: trio.Process) -> None:
+        """The client is gone: the child gets ``exit_timeout`` to exit, then SIGTERM, then
+        SIGKILL."""
+        with trio.move_on_after(self.exit_timeout):
+            await process.wait()
+            return
+        self.send_signal(signal.SIGTERM)
+        with trio.move_on_after(self.exit_timeout):
+            await process.wait()
+            return
+        self.send_signal(signal.SIGKILL)
+
+    async def _child_to_client(
+        self, tap: ConnectionTap, process: trio.Process, stdout: trio.lowlevel.FdStream
+    ) -> None:
+        assert process.stdout is not None
+        source = _fileno(process.stdout)
+        sink = stdout.fileno()
+        try:
+            while True:
+                chunk = await _read(source)
+                if not chunk:
+                    break
+                if not self._ends.client_gone:
+                    try:
+                        await write_all(sink, chunk)
+                    except OSError as exc:
+                        # Keep draining the child, or it would block on a full pipe.
+                        self._ends.client_gone = True
+                        _say(f"the client stopped reading ({exc.strerror or exc}); ")
+                self._sent[Direction.S2C] += len(chunk)
+                self._observe(tap, Direction.S2C, chunk)
+        finally:
+            self._observe(tap, Direction.S2C, b"")
+
+    async def _child_stderr(self, conn: int, process: trio.Process) -> None:
+        assert process.stderr is not None
+        source = _fileno(process.stderr)
+        sink = self._fds[2]
+        while True:
+            chunk = await _read(source)
+            if not chunk:
+                return
+            # Recorded in order with the hop's frames (after what was forwarded before it).
+            output = ProcessOutput(conn, self.route, self.proxy.now(), chunk)
+            if self.proxy.options.enforce_limits:
+                self.publish(output)
+            else:
+                self.proxy.observer.submit_event(self.publish, output)
+            # Our stderr stays blocking (the live log writes there from its own thread), so
+            # the write waits in a worker thread rather than on the relay's.
+            try:
+                await trio.to_thread.run_sync(_write_blocking, sink, chunk)
+            except OSError:
+                sink = -1  # stderr is gone: keep draining the child
+
+    def _finish(self, conn: int, tap: ConnectionTap, process: trio.Process) -> None:
+        returncode = process.returncode
+        if returncode is None:
+            reason = "the child is still running"
+        elif returncode < 0:
+            reason = f"the child was killed by signal {-returncode}"
+        else:
+            reason = f"the child exited with status {returncode}"
+        if self._ends.client_closed:
+            reason = f"the client closed stdin; {reason}"
+        abnormal = returncode != 0 or self._ends.client_gone
+        closed = ConnectionClosed(
+            conn,
+            self.route,
+            reason,
+            self.proxy.now(),
+            self._sent[Direction.C2S],
+            self._sent[Direction.S2C],
+            abnormal,
+        )
+        if self.proxy.options.enforce_limits:
+            self.publish(closed)
+            return
+        self.proxy.observer.submit_event(self.publish, closed)
+        self.proxy.observer.forget(tap)
+
+
+def _fileno(stream: object) -> int:
+    """The descriptor of one of the child's pipes (trio gives them as FdStreams on Unix)."""
+    assert isinstance(stream, trio.lowlevel.FdStream)
+    return stream.fileno()
+
+
+async def _read(fd: int) -> bytes:
+    """A chunk from a non-blocking pipe (``b""`` at its end)."""
+    while True:
+        try:
+            return os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            await trio.lowlevel.wait_readable(fd)
+        except OSError:
+            return b""
+
+
+def _write_blocking(fd: int, data: bytes) -> None:
+    if fd < 0:
+        return
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _say(text: str) -> None:
+    try:
+        sys.stderr.write(f"golem-proxy: {text}its output is still drained and recorded\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

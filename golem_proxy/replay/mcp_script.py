@@ -1,0 +1,127 @@
+"""What `mcp-verify` plays from a two-layer recording (`golem-proxy mcp --record`): the MCP
+client's side of the stdio hop, step by step, with the answers the server gave then. (The
+GOLEM layer is `load_exchanges`'s, which leaves the MCP hop out, for the replay engine.)
+
+The client side is every frame the client wrote (requests, notifications), in recorded order
+and as recorded bytes, so the server sees the same ids and the same messages. What the client
+answered to the server's own requests (``roots/list``, ``sampling/createMessage``) is kept by
+method, to answer a server that asks again.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from golem_core.messages import ErrorResponse, JsonId, Request, Response
+from golem_core.profiles.mcp import TOOLS_CALL
+
+from ..analysis.tool_calls import mcp_routes
+from ..events import Direction, FrameSeen
+from ..recording.files import open_recording
+from ..recording.reader import RecordingReader
+
+__all__ = ["ClientStep", "McpScript", "NoMcpLayer", "read_script"]
+
+
+class NoMcpLayer(ValueError):
+    """The recording has no MCP layer to play (it was not made by `golem-proxy mcp`)."""
+
+
+@dataclass
+class ClientStep:
+    """One frame the client wrote, and for a request the answer it got."""
+
+    payload: bytes
+    """The recorded bytes, without the newline."""
+    index: int
+    """The frame's position among the client's frames (`FrameSeen.index`)."""
+    method: Optional[str]
+    id: JsonId = None
+    """The request's id; None for a notification (or a line that was not JSON-RPC)."""
+    params: Any = None
+    answer: Optional[dict[str, Any]] = None
+    """The recorded response envelope; None when the recording has none (unanswered)."""
+
+    @property
+    def is_request(self) -> bool:
+        return self.id is not None
+
+    @property
+    def tool(self) -> Optional[str]:
+        """The tool a ``tools/call`` names (None for other steps)."""
+        if self.method != TOOLS_CALL:
+            return None
+        name = self.params.get("name") if isinstance(self.params, dict) else None
+        return name if isinstance(name, str) else "?"
+
+
+@dataclass
+class McpScript:
+    """The recorded client side of one MCP hop."""
+
+    steps: list[ClientStep]
+    client_answers: dict[str, deque[dict[str, Any]]] = field(default_factory=dict)
+    """The client's recorded answers to the server's requests, by the request's method."""
+
+    @property
+    def tool_calls(self) -> list[ClientStep]:
+        return [step for step in self.steps if step.method == TOOLS_CALL]
+
+
+def read_script(path: str) -> McpScript:
+    """The client side of the first MCP hop recorded in ``path``. Raises OSError,
+    RecordingError, or NoMcpLayer when the recording has no MCP layer."""
+    with open_recording(path) as stream:
+        reader = RecordingReader(stream, path=path)
+        routes = mcp_routes(reader.route_profiles)
+        if not routes:
+            raise NoMcpLayer(f"{path} has no MCP layer (record one with golem-proxy mcp --record)")
+        return _script(e for e in reader if isinstance(e, FrameSeen) and e.route in routes)
+
+
+def _script(frames: Iterable[FrameSeen]) -> McpScript:
+    steps: list[ClientStep] = []
+    waiting: dict[Any, ClientStep] = {}
+    server_asked: dict[Any, str] = {}
+    answers: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
+    conn: Optional[int] = None
+    for frame in frames:
+        if conn is None:
+            conn = frame.conn
+        if frame.conn != conn:
+            continue  # one hop per run: a recording holds one MCP server's session
+        message = frame.message
+        obj = message.obj if isinstance(message.obj, dict) else None
+        if frame.direction is Direction.C2S:
+            if isinstance(message, (Response, ErrorResponse)):
+                method = server_asked.pop(_key(message.id), None)
+                if method is not None and obj is not None:
+                    answers[method].append(obj)
+                continue
+            step = _step(frame, obj)
+            steps.append(step)
+            if step.is_request:
+                waiting[_key(step.id)] = step
+        elif isinstance(message, Request):
+            server_asked[_key(message.id)] = message.method
+        elif isinstance(message, (Response, ErrorResponse)) and obj is not None:
+            step_waiting = waiting.pop(_key(message.id), None)
+            if step_waiting is not None:
+                step_waiting.answer = obj
+    return McpScript(steps, dict(answers))
+
+
+def _step(frame: FrameSeen, obj: Optional[dict[str, Any]]) -> ClientStep:
+    message = frame.message
+    if isinstance(message, Request):
+        return ClientStep(frame.payload, frame.index, message.method, message.id, message.params)
+    method = obj.get("method") if obj is not None else None
+    return ClientStep(frame.payload, frame.index, method if isinstance(method, str) else None)
+
+
+def _key(ident: Any) -> tuple[str, Any]:
+    # 1 and "1" are different JSON-RPC ids; True is not an id at all.
+    return (type(ident).__name__, ident)

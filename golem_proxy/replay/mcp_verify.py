@@ -1,0 +1,377 @@
+"""Regression-test an MCP server against a two-layer recording: play the recorded client side
+to a new build over stdio, serve its GOLEM calls from the recording's GOLEM layer (or let it
+reach a live plugin), and compare each tool result with the recorded one.
+
+The client side goes out as raw NDJSON, the recorded lines themselves: the recording says
+exactly what the client sent (its ids, its ``initialize``, its notifications), and a
+client library would write its own. Requests go one at a time, each once the one before was
+answered, so a tool call meets the server in the state it met when recorded. A recorded
+GUID in a tool call's arguments is swapped for the live one learned from an earlier result
+(only a live plugin hands out new ones; the stand-in answers with the recorded GUIDs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import trio
+
+from golem_core.profiles.mcp import TOOLS_CALL
+
+from ..analysis.tool_calls import ToolCall, read_tool_calls
+from .diffing import Comparator, Difference, envelope_body
+from .mcp_child import McpChild, Oversized
+from .mcp_script import ClientStep, McpScript
+
+__all__ = [
+    "McpCheck",
+    "McpVerifyResult",
+    "compare_sessions",
+    "compare_tool_result",
+    "outgoing_payload",
+    "play",
+    "tool_call_numbers",
+]
+
+NOT_FOUND = -32601
+
+
+@dataclass
+class McpCheck:
+    """One request played: for a tool call, its result compared with the recorded one; for
+    another request (``initialize``, ``tools/list``), only whether it was answered."""
+
+    number: Optional[int]
+    """The recorded tool call's flow number (as `show` numbers it); None for other requests."""
+    tool: Optional[str]
+    method: Optional[str]
+    id: Any
+    differences: list[Difference] = field(default_factory=list)
+    problem: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.differences and self.problem is None
+
+    @property
+    def name(self) -> str:
+        return self.tool if self.tool is not None else self.method or "?"
+
+    def first_difference(self) -> str:
+        """The problem, or the first difference as ``path (recorded vs live)``; empty when
+        it matched."""
+        if self.problem is not None:
+            return self.problem
+        if not self.differences:
+            return ""
+        more = len(self.differences) - 1
+        return self.differences[0].describe() + (f" (+{more} more)" if more else "")
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "number": self.number,
+            "tool": self.tool,
+            "method": self.method,
+            "id": self.id,
+            "ok": self.ok,
+            "differences": [d.to_json() for d in self.differences],
+        }
+        if self.problem is not None:
+            data["problem"] = self.problem
+        return data
+
+
+@dataclass
+class McpVerifyResult:
+    """Every check, and what the server did outside them."""
+
+    checks: list[McpCheck] = field(default_factory=list)
+    non_json_lines: int = 0
+    """Lines the server wrote to stdout that were not JSON: each breaks a real client."""
+    first_non_json: str = ""
+    exit_status: Optional[int] = None
+    stderr_tail: str = ""
+
+    @property
+    def tool_checks(self) -> list[McpCheck]:
+        return [check for check in self.checks if check.tool is not None]
+
+    @property
+    def ok(self) -> bool:
+        return self.non_json_lines == 0 and all(check.ok for check in self.checks)
+
+
+def tool_call_numbers(path: str) -> dict[int, int]:
+    """The flow number of each recorded tool call, by the index of its request frame."""
+    return {
+        call.flow.request.index: call.number
+        for call in read_tool_calls(path)
+        if call.flow.request is not None
+    }
+
+
+async def play(
+    script: McpScript,
+    child: McpChild,
+    comparator: Comparator,
+    *,
+    numbers: Mapping[int, int],
+    timeout: float,
+) -> McpVerifyResult:
+    """Play ``script`` to ``child`` (started) and compare every tool result. Never raises
+    for what the server does: a server that dies or stays silent is a check's problem."""
+    result = McpVerifyResult()
+    player = _Player(script, child, result, timeout)
+    for step in script.steps:
+        check = _check_for(step, numbers)
+        if not player.alive:
+            if check is not None:
+                check.problem = player.gone_reason()
+                result.checks.append(check)
+            continue
+        answer = await player.request(step, outgoing_payload(step, comparator))
+        if check is None:
+            continue
+        result.checks.append(check)
+        if isinstance(answer, str):
+            check.problem = answer
+        elif step.tool is not None and step.answer is not None:
+            check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
+        elif step.tool is None and "error" in answer and "error" not in (step.answer or {}):
+            check.problem = f"answered with an error: {_error_text(answer)}"
+    return result
+
+
+def _check_for(step: ClientStep, numbers: Mapping[int, int]) -> Optional[McpCheck]:
+    if not step.is_request:
+        return None
+    number = numbers.get(step.index) if step.tool is not None else None
+    return McpCheck(number, step.tool, step.method, step.id)
+
+
+def outgoing_payload(step: ClientStep, comparator: Comparator) -> bytes:
+    """The recorded line, or, when a tool call's arguments name a recorded GUID the live
+    plugin knows by another, the line with the live GUID."""
+    if step.tool is None or not len(comparator.guids):
+        return step.payload
+    try:
+        obj = json.loads(step.payload)
+    except ValueError:
+        return step.payload
+    mapped = comparator.guids.to_live(obj.get("params"))
+    if mapped == obj.get("params"):
+        return step.payload
+    obj["params"] = mapped
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
+def _error_text(envelope: dict[str, Any]) -> str:
+    error = envelope.get("error")
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message)[:200]
+
+
+class _Player:
+    """Sends the steps and reads the server's lines until each request's answer."""
+
+    def __init__(
+        self, script: McpScript, child: McpChild, result: McpVerifyResult, timeout: float
+    ) -> None:
+        self.answers = {method: list(queue) for method, queue in script.client_answers.items()}
+        self.child = child
+        self.result = result
+        self.timeout = timeout
+        self.alive = True
+        self.stuck: Optional[str] = None
+
+    def gone_reason(self) -> str:
+        if self.stuck is not None:
+            return f"not sent: {self.stuck}"
+        status = self.child.status
+        if status is None:
+            return "not sent: the server stopped reading its stdin"
+        return f"not sent: the server exited (status {status})"
+
+    async def request(self, step: ClientStep, payload: bytes) -> dict[str, Any] | str:
+        """Send one step; for a request, the answer envelope, or why there is none. A
+        server that takes longer than the timeout (to read the line or to answer it) is
+        taken as stuck: the steps after it are not sent, so a hung server costs one
+        timeout, not one per step."""
+        with trio.move_on_after(self.timeout):
+            return await self._exchange(step, payload)
+        self.alive = False
+        if step.is_request:
+            self.stuck = f"the server left id {_short_id(step.id)} unanswered"
+            return f"no answer within {self.timeout:g} s"
+        self.stuck = "the server stopped reading its stdin"
+        return f"not read within {self.timeout:g} s"
+
+    async def _exchange(self, step: ClientStep, payload: bytes) -> dict[str, Any] | str:
+        if not await self.child.send(payload):
+            self.alive = False
+            return self.gone_reason()
+        if not step.is_request:
+            return {}
+        while True:
+            line = await self.child.receive()
+            if line is None:
+                self.alive = False
+                await self._settle()
+                status = self.child.status
+                how = f"exited (status {status})" if status is not None else "closed stdout"
+                return f"no answer: the server {how}"
+            answer = await self._handle(line, step.id)
+            if answer is not None:
+                return answer
+
+    async def _settle(self) -> None:
+        process = self.child.process
+        if process is not None:
+            with trio.move_on_after(1.0):
+                await process.wait()
+
+    async def _handle(self, line: bytes | Oversized, ident: Any) -> Optional[dict[str, Any]]:
+        if isinstance(line, Oversized):
+            self._non_json(f"a line of {line.size} bytes, over the limit")
+            return None
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            self._non_json(line.decode("utf-8", "replace")[:120])
+            return None
+        if not isinstance(obj, dict):
+            self._non_json(line.decode("utf-8", "replace")[:120])
+            return None
+        method = obj.get("method")
+        if isinstance(method, str):
+            if "id" in obj:
+                await self._answer_server(obj["id"], method)
+            return None  # a notification (progress, logging) or a request of the server's
+        if "id" in obj and _same_id(obj["id"], ident):
+            return obj
+        return None  # an answer to nothing we asked: not ours to compare
+
+    def _non_json(self, sample: str) -> None:
+        self.result.non_json_lines += 1
+        if not self.result.first_non_json:
+            self.result.first_non_json = sample
+
+    async def _answer_server(self, ident: Any, method: str) -> None:
+        """Answer a server's request as the client did when recorded, or say we cannot."""
+        queue = self.answers.get(method)
+        if queue:
+            reply = dict(queue.pop(0))
+            reply["id"] = ident
+        else:
+            reply = {
+                "jsonrpc": "2.0",
+                "id": ident,
+                "error": {"code": NOT_FOUND, "message": f"{method}: not in the recording"},
+            }
+        await self.child.send(json.dumps(reply, ensure_ascii=False).encode("utf-8"))
+
+
+def _short_id(ident: Any) -> str:
+    text = json.dumps(ident)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _same_id(live: Any, recorded: Any) -> bool:
+    return type(live) is type(recorded) and bool(live == recorded)
+
+
+def compare_tool_result(
+    recorded: dict[str, Any], live: dict[str, Any], comparator: Comparator, tool: str
+) -> list[Difference]:
+    """The differences between a recorded tool call's response envelope and the live one
+    (ids aside). A text that holds JSON (what most tools return) is compared as JSON when
+    it differs, so the difference names the field inside it (``result.content[0].text.
+    layers[1].name``) and GUIDs inside it are matched through the map; ``--ignore
+    TOOL:PATH`` paths reach into it the same way."""
+    opened_recorded, opened_live = _open_json_texts(envelope_body(recorded), envelope_body(live))
+    return comparator.compare(opened_recorded, opened_live, tool)
+
+
+def _open_json_texts(recorded: Any, live: Any) -> tuple[Any, Any]:
+    if isinstance(recorded, dict) and isinstance(live, dict):
+        pairs = {
+            key: _open_json_texts(value, live[key])
+            for key, value in recorded.items()
+            if key in live
+        }
+        return (
+            {key: pairs[key][0] if key in pairs else value for key, value in recorded.items()},
+            {key: pairs[key][1] if key in pairs else value for key, value in live.items()},
+        )
+    if isinstance(recorded, list) and isinstance(live, list):
+        pairs_list = [_open_json_texts(a, b) for a, b in zip(recorded, live)]
+        shared = len(pairs_list)
+        return (
+            [pair[0] for pair in pairs_list] + recorded[shared:],
+            [pair[1] for pair in pairs_list] + live[shared:],
+        )
+    if isinstance(recorded, str) and isinstance(live, str) and recorded != live:
+        inner_recorded, inner_live = _json_container(recorded), _json_container(live)
+        # Same JSON written differently stays a difference of the text: the model sees text.
+        if inner_recorded is not None and inner_live is not None and inner_recorded != inner_live:
+            return _open_json_texts(inner_recorded, inner_live)
+    return recorded, live
+
+
+def _json_container(text: str) -> Optional[Any]:
+    if text[:1] not in ("{", "["):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, (dict, list)) else None
+
+
+def compare_sessions(
+    recorded: Sequence[ToolCall], live: Sequence[ToolCall], comparator: Comparator
+) -> list[McpCheck]:
+    """The tool calls of two recordings side by side, in order: each live result compared
+    with the recorded one (GUID-aware, inside JSON text), a call to another tool, and a
+    call only one side made, as problems. ``number`` is the live call's flow number."""
+    checks: list[McpCheck] = []
+    for position in range(max(len(recorded), len(live))):
+        was = recorded[position] if position < len(recorded) else None
+        now = live[position] if position < len(live) else None
+        if now is None:
+            assert was is not None
+            checks.append(
+                McpCheck(None, was.tool, TOOLS_CALL, None, problem="recorded, not called now")
+            )
+            continue
+        check = McpCheck(now.number, now.tool, TOOLS_CALL, _request_id(now))
+        checks.append(check)
+        if was is None:
+            check.problem = "called now, not in the recording"
+        elif was.tool != now.tool:
+            check.problem = f"called {now.tool}, the recording has {was.tool} here"
+        else:
+            recorded_answer, live_answer = _answer(was), _answer(now)
+            if live_answer is None:
+                check.problem = "no answer now" if recorded_answer is not None else None
+            elif recorded_answer is None:
+                check.problem = "answered now, unanswered in the recording"
+            else:
+                check.differences = compare_tool_result(
+                    recorded_answer, live_answer, comparator, now.tool
+                )
+    return checks
+
+
+def _answer(call: ToolCall) -> Optional[dict[str, Any]]:
+    response = call.flow.response
+    obj = response.message.obj if response is not None else None
+    return obj if isinstance(obj, dict) else None
+
+
+def _request_id(call: ToolCall) -> Any:
+    request = call.flow.request
+    return request.message.id if request is not None else None

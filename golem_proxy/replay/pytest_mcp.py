@@ -1,0 +1,219 @@
+"""The ``golem_mcp_session`` fixture of the pytest plugin: regression-test an MCP server with
+the test's own MCP client, Rhino stood in by a recording, in the plugin's record modes.
+
+    @pytest.mark.golem_mcp_session("sessions/layers.jsonl", command=[sys.executable, "server.py"])
+    def test_layers(golem_mcp_session):
+        run_my_client(golem_mcp_session.command)  # the MCP server command to start
+
+``command`` is the server wrapped in ``golem-proxy mcp``, so the session the test drives is
+recorded with both layers. After the test, by ``--golem-record``:
+
+* ``none`` (default): the wrapper's GOLEM side is a stand-in serving the recording's GOLEM
+  layer; every tool call the test made is compared with the recorded one, in order
+  (GUID-aware, inside JSON text, ``ignore=`` paths left out as ``TOOL:result.x``), and a
+  difference, a GOLEM request the recording cannot answer, or a missing recording fails the
+  test;
+* ``new``: a missing recording is recorded from the live plugin (``--golem-live``); an
+  existing one is checked as in ``none``;
+* ``all``: the session is recorded afresh from the live plugin, replacing the recording.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+from ..analysis.tool_calls import read_tool_calls
+from ..analysis.trace import TraceError
+from ..net.addresses import Address, parse_address
+from ..recording.format import RecordingError
+from .background import BackgroundReplay
+from .diffing import Comparator
+from .index import load_exchanges
+from .matching import IgnoreRules
+from .mcp_verify import McpCheck, compare_sessions
+from .server import ReplayServer
+from .setup import ReplayOptions, assign_routes, engine_for
+
+__all__ = ["MARKER", "GolemMcpSession", "golem_mcp_session"]
+
+MARKER = "golem_mcp_session"
+MARKER_HELP = (
+    "golem_mcp_session(path, *, command, ignore=(), float_tolerance=0.0): the recording and "
+    "the MCP server command of the golem_mcp_session fixture"
+)
+ANY_PORT = Address("127.0.0.1", 0)
+
+
+@dataclass
+class GolemMcpSession:
+    """What the fixture yields: the command to start as the MCP server, and what it does."""
+
+    command: list[str]
+    """``golem-proxy mcp … -- SERVER``: give it to the MCP client as the server command."""
+    recording: str
+    """The recording this test is checked against (or records)."""
+    mode: str
+    """``replay`` (checked against the recording) or ``record`` (recorded from live)."""
+    written: str
+    """Where the wrapper records this run."""
+    _check: Optional[Callable[[], str]] = field(default=None, repr=False)
+
+    def judge(self) -> str:
+        """What differs from the recording (the text a failure shows; empty when nothing
+        does), once: the plugin asks when the test's call ends, the fixture at teardown."""
+        check, self._check = self._check, None
+        return check() if check is not None else ""
+
+
+def _marker_options(request: pytest.FixtureRequest) -> tuple[Path, dict[str, Any]]:
+    marker = request.node.get_closest_marker(MARKER)
+    if marker is None or not marker.args:
+        raise pytest.UsageError(
+            "golem_mcp_session needs @pytest.mark.golem_mcp_session('path.jsonl', command=[...])"
+        )
+    path = Path(marker.args[0])
+    path = path if path.is_absolute() else Path(request.node.path).parent / path
+    options = dict(marker.kwargs)
+    command = options.get("command")
+    if not command or isinstance(command, str) or not all(isinstance(w, str) for w in command):
+        raise pytest.UsageError("golem_mcp_session: command= must be a list of strings")
+    return path, options
+
+
+def _live(config: pytest.Config) -> tuple[Address, Optional[Address]]:
+    text = config.getoption("--golem-live")
+    if not text:
+        mode = config.getoption("--golem-record")
+        raise pytest.UsageError(f"--golem-record={mode} needs --golem-live HOST:PORT")
+    gh = config.getoption("--golem-live-gh")
+    try:
+        return parse_address(text), parse_address(gh) if gh else None
+    except ValueError as exc:
+        raise pytest.UsageError(f"--golem-live: {exc}") from None
+
+
+def _wrapper(server: Sequence[str], record: str, main: Address, gh: Address) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "golem_proxy",
+        "mcp",
+        "--quiet",
+        "--overwrite",
+        "--record",
+        record,
+        "--upstream",
+        str(main),
+        "--gh-upstream",
+        str(gh),
+        "--",
+        *server,
+    ]
+
+
+@pytest.fixture
+def golem_mcp_session(request: pytest.FixtureRequest) -> Iterator[GolemMcpSession]:
+    """The MCP server of the test's ``golem_mcp_session`` marker, wrapped and recorded; see
+    the module docstring for what happens after the test."""
+    path, options = _marker_options(request)
+    record_mode = request.config.getoption("--golem-record")
+    recording = record_mode == "all" or (record_mode == "new" and not path.exists())
+    fd, written = tempfile.mkstemp(prefix="golem-mcp-", suffix=".jsonl")
+    os.close(fd)
+    try:
+        if recording:
+            main, gh = _live(request.config)
+            command = _wrapper(options["command"], written, main, gh or Address(main.host, 9877))
+            yield GolemMcpSession(command, str(path), "record", written)
+            _store(written, path)
+        else:
+            yield from _replayed(path, options, written)
+    finally:
+        if os.path.exists(written):
+            os.unlink(written)
+
+
+def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[GolemMcpSession]:
+    if not path.is_file():
+        pytest.fail(
+            f"golem_mcp_session: no such recording: {path} "
+            "(record one with --golem-record=new --golem-live HOST:PORT)",
+            pytrace=False,
+        )
+    try:
+        comparator = Comparator(
+            IgnoreRules.parse(_strings(options.get("ignore", ()))),
+            float_tolerance=float(options.get("float_tolerance", 0.0)),
+        )
+        trace = load_exchanges(str(path))
+        recorded = read_tool_calls(str(path))
+    except (OSError, RecordingError, TraceError) as exc:
+        pytest.fail(f"golem_mcp_session: cannot read {path}: {exc}", pytrace=False)
+    except ValueError as exc:
+        pytest.fail(f"golem_mcp_session options: {exc}", pytrace=False)
+    engine = engine_for(trace, ReplayOptions())
+    runner = BackgroundReplay(ReplayServer(engine, assign_routes(trace, ANY_PORT, ANY_PORT)))
+    bound = list(runner.start().values())
+    command = _wrapper(options["command"], written, bound[0], bound[-1])
+    session = GolemMcpSession(command, str(path), "replay", written)
+
+    def check() -> str:
+        misses = [f"  {m['route']} {m['method']}: {m['message']}" for m in _misses(engine)]
+        try:
+            live = read_tool_calls(written)
+        except (OSError, RecordingError, TraceError) as exc:
+            return f"golem_mcp_session: the wrapper left no readable recording ({exc})"
+        return _report(path, compare_sessions(recorded, live, comparator), misses)
+
+    session._check = check
+    try:
+        yield session
+    finally:
+        runner.stop()
+        trace.close()
+    verdict = session.judge()
+    if verdict:
+        pytest.fail(verdict, pytrace=False)
+
+
+def _misses(engine: Any) -> list[dict[str, Any]]:
+    return [miss.to_json() for miss in engine.report.misses]
+
+
+def _report(path: Path, checks: list[McpCheck], misses: list[str]) -> str:
+    """Every differing tool call and every GOLEM request the stand-in could not answer, as
+    the failure's text; empty when the session matched."""
+    failed = [check for check in checks if not check.ok]
+    lines: list[str] = []
+    if failed:
+        lines.append(f"golem_mcp_session {path}: {len(failed)} of {len(checks)} tool calls differ")
+        for check in failed:
+            number = f" #{check.number}" if check.number is not None else ""
+            lines.append(f"  {check.name}{number}: {check.first_difference()}")
+    if misses:
+        lines.append(f"golem_mcp_session {path}: the recording has no answer for")
+        lines.extend(misses)
+    return "\n".join(lines)
+
+
+def _store(written: str, path: Path) -> None:
+    if not read_tool_calls(written):
+        pytest.fail(
+            f"golem_mcp_session: the session made no tool call; {path} left as it was",
+            pytrace=False,
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(written, path)  # the temporary file may be on another file system
+
+
+def _strings(value: Any) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)

@@ -1,0 +1,125 @@
+"""A small MCP server that drives GOLEM the way the GOLEM-3DMCP server does, for the tests.
+
+Like the real one it reads GOLEM_RHINO_HOST / GOLEM_RHINO_PORT / GOLEM_GH_PORT, opens its
+connection on the first tool call and sends ``ping`` on it first, frames every message with
+a 4-byte big-endian length, gives every request a UUID4 id, and turns a GOLEM error envelope
+into an exception (which FastMCP returns as a result with ``isError``). Its tools:
+
+* ``list_layers``: one GOLEM call;
+* ``create_layer(name)``: one GOLEM call;
+* ``layer_report(name)``: two GOLEM calls (create, then list);
+* ``broken_tool``: a GOLEM method the plugin does not have, so the tool fails;
+* ``gh_ping``: a ping on the Grasshopper socket;
+* ``big_text(size)``: a result of ``size`` bytes, no GOLEM call.
+
+``GOLEM_TEST_SERVER_VARIANT=changed`` makes ``list_layers`` answer differently (a changed
+build, for regression tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import threading
+import uuid
+from typing import Any, Optional
+
+from mcp.server.fastmcp import FastMCP
+
+server = FastMCP("golem-test")
+
+
+class GolemError(RuntimeError):
+    """The plugin answered with an error envelope."""
+
+
+class GolemConnection:
+    """One lazily opened, lock-guarded connection, pinged on connect."""
+
+    def __init__(self, port_variable: str, default_port: int) -> None:
+        self.port_variable = port_variable
+        self.default_port = default_port
+        self.sock: Optional[socket.socket] = None
+        self.lock = threading.Lock()
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        with self.lock:
+            if self.sock is None:
+                host = os.environ.get("GOLEM_RHINO_HOST", "127.0.0.1")
+                port = int(os.environ.get(self.port_variable, str(self.default_port)))
+                self.sock = socket.create_connection((host, port), timeout=10)
+                self._exchange("ping", {})
+            return self._exchange(method, params)
+
+    def _exchange(self, method: str, params: dict[str, Any]) -> Any:
+        assert self.sock is not None
+        request = {"id": str(uuid.uuid4()), "method": method, "params": params}
+        payload = json.dumps(request).encode("utf-8")
+        self.sock.sendall(struct.pack("!I", len(payload)) + payload)
+        (length,) = struct.unpack("!I", self._exactly(4))
+        answer = json.loads(self._exactly(length).decode("utf-8"))
+        error = answer.get("error")
+        if error:
+            raise GolemError(f"Rhino error {error.get('code')}: {error.get('message')}")
+        return answer.get("result")
+
+    def _exactly(self, size: int) -> bytes:
+        assert self.sock is not None
+        data = b""
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            if not chunk:
+                raise ConnectionError("the plugin closed the connection")
+            data += chunk
+        return data
+
+
+MAIN = GolemConnection("GOLEM_RHINO_PORT", 9876)
+GH = GolemConnection("GOLEM_GH_PORT", 9877)
+CHANGED = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "changed"
+
+
+@server.tool()
+def list_layers() -> str:
+    """The document's layers."""
+    result = MAIN.call("scene.list_layers", {})
+    if CHANGED:
+        return json.dumps({"layers": "changed"})
+    return json.dumps(result, sort_keys=True)
+
+
+@server.tool()
+def create_layer(name: str) -> str:
+    """Create a layer."""
+    return json.dumps(MAIN.call("scene.create_layer", {"name": name}), sort_keys=True)
+
+
+@server.tool()
+def layer_report(name: str) -> str:
+    """Create a layer, then list them all: two GOLEM calls."""
+    MAIN.call("scene.create_layer", {"name": name})
+    return json.dumps(MAIN.call("scene.list_layers", {}), sort_keys=True)
+
+
+@server.tool()
+def broken_tool() -> str:
+    """Call a method the plugin does not register: the tool fails."""
+    return json.dumps(MAIN.call("scene.no_such_method", {"x": 1}))
+
+
+@server.tool()
+def gh_ping() -> str:
+    """Ping the Grasshopper socket."""
+    return json.dumps(GH.call("ping", {}), sort_keys=True)
+
+
+@server.tool()
+def big_text(size: int) -> str:
+    """A result of ``size`` bytes (no GOLEM call)."""
+    return "x" * size
+
+
+if __name__ == "__main__":
+    server.run()

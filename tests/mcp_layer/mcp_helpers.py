@@ -1,0 +1,76 @@
+"""Drive MCP servers from the tests with the `mcp` package's stdio client, directly or
+through ``golem-proxy mcp``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from golem_proxy.testing.plugin_process import PluginProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server.py")
+SERVER_COMMAND = [sys.executable, SERVER]
+
+Call = tuple[str, dict[str, Any]]
+Outcome = tuple[bool, list[dict[str, Any]]]
+"""What the model got back from a tool call: ``isError`` and the content, as plain data."""
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """Our environment with the worktree importable (the server and the CLI run from it)."""
+    return dict(os.environ, PYTHONPATH=str(ROOT), **extra)
+
+
+def call_tools(command: Sequence[str], env: dict[str, str], calls: Sequence[Call]) -> list[Outcome]:
+    """Start ``command`` as an MCP stdio server, initialize, make ``calls`` in order and
+    return their outcomes; the client then closes the server's stdin, as clients do."""
+
+    async def session() -> list[Outcome]:
+        params = StdioServerParameters(command=command[0], args=list(command[1:]), env=env)
+        outcomes: list[Outcome] = []
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            for name, arguments in calls:
+                result = await client.call_tool(name, arguments)
+                outcomes.append(
+                    (bool(result.isError), [item.model_dump() for item in result.content])
+                )
+        return outcomes
+
+    return anyio.run(session)
+
+
+def direct_env(plugin: PluginProcess) -> dict[str, str]:
+    """The server's environment pointing it at ``plugin`` itself."""
+    return environment(
+        GOLEM_RHINO_HOST=plugin.main.host,
+        GOLEM_RHINO_PORT=str(plugin.main.port),
+        GOLEM_GH_PORT=str(plugin.gh.port),
+    )
+
+
+def wrapped(plugin: PluginProcess, record: Optional[Path], *options: str) -> list[str]:
+    """``golem-proxy mcp`` in front of the test server and ``plugin``."""
+    recording = ("--record", str(record)) if record is not None else ()
+    return [
+        sys.executable,
+        "-m",
+        "golem_proxy",
+        "mcp",
+        "--upstream",
+        str(plugin.main),
+        "--gh-upstream",
+        str(plugin.gh),
+        *recording,
+        *options,
+        "--",
+        *SERVER_COMMAND,
+    ]

@@ -1,0 +1,122 @@
+"""The attribution rule on its own: which tool call a GOLEM frame belongs to, decided from
+the MCP frames decoded before it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from golem_core.messages import Role
+from golem_core.profiles import GOLEM, MCP
+from golem_proxy.events import ConnectionClosed, Direction, FrameSeen
+from golem_proxy.live.attribution import MAX_IN_FLIGHT, ToolCallTracker
+
+
+def mcp_frame(direction: Direction, index: int, obj: dict[str, Any]) -> FrameSeen:
+    payload = json.dumps(obj).encode()
+    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+    return FrameSeen(
+        1, "mcp", direction, index, 0.0, len(payload) + 1, payload, MCP.parse(payload, role)
+    )
+
+
+def call(index: int, ident: Any, tool: str) -> FrameSeen:
+    params = {"name": tool, "arguments": {}}
+    return mcp_frame(
+        Direction.C2S,
+        index,
+        {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params},
+    )
+
+
+def answer(index: int, ident: Any) -> FrameSeen:
+    return mcp_frame(
+        Direction.S2C, index, {"jsonrpc": "2.0", "id": ident, "result": {"content": []}}
+    )
+
+
+def golem_frame() -> FrameSeen:
+    payload = b'{"id": "x", "method": "ping", "params": {}}'
+    return FrameSeen(
+        2,
+        "main",
+        Direction.C2S,
+        0,
+        0.0,
+        len(payload) + 4,
+        payload,
+        GOLEM.parse(payload, Role.REQUEST),
+    )
+
+
+def tools(tracker: ToolCallTracker) -> list[str]:
+    calls = tracker.annotate(golem_frame()).tool_calls
+    assert calls is not None
+    return [c.tool for c in calls]
+
+
+def test_outside_any_call_is_no_tool_call() -> None:
+    tracker = ToolCallTracker(MCP)
+    assert tools(tracker) == []
+    tracker.watch(mcp_frame(Direction.C2S, 0, {"jsonrpc": "2.0", "id": 0, "method": "initialize"}))
+    assert tools(tracker) == []
+
+
+def test_one_call_in_flight_owns_the_frame_until_its_answer() -> None:
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, "a", "create_box"))
+    annotated = tracker.annotate(golem_frame())
+    assert annotated.tool_calls is not None
+    [ref] = annotated.tool_calls
+    assert (ref.conn, ref.index, ref.id, ref.tool) == (1, 0, "a", "create_box")
+    tracker.watch(answer(0, "a"))
+    assert tools(tracker) == []
+
+
+def test_overlapping_calls_are_ambiguous_with_every_candidate() -> None:
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 1, "one"))
+    tracker.watch(call(1, 2, "two"))
+    assert tools(tracker) == ["one", "two"]
+    tracker.watch(answer(0, 1))
+    assert tools(tracker) == ["two"]
+
+
+def test_ids_one_and_string_one_are_different_calls() -> None:
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 1, "number"))
+    tracker.watch(answer(0, "1"))
+    assert tools(tracker) == ["number"]
+
+
+def test_a_cancelled_call_and_a_closed_connection_end_it() -> None:
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 5, "slow"))
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+    tracker.watch(mcp_frame(Direction.C2S, 1, cancel))
+    assert tools(tracker) == []
+    tracker.watch(call(2, 6, "other"))
+    tracker.watch(ConnectionClosed(1, "mcp", "gone", 0.0))
+    assert tools(tracker) == []
+
+
+def test_calls_never_answered_are_bounded() -> None:
+    tracker = ToolCallTracker(MCP)
+    for number in range(MAX_IN_FLIGHT + 3):
+        tracker.watch(call(number, number, f"t{number}"))
+    assert len(tracker.in_flight) == MAX_IN_FLIGHT
+    assert tracker.let_go == 3
+    assert tracker.in_flight[0].tool == "t3"
+
+
+def test_a_row_without_a_frame_is_unknown_not_outside_every_call() -> None:
+    from golem_proxy.analysis.flows import Flow
+    from golem_proxy.analysis.tool_calls import ToolCallIndex
+    from golem_proxy.events import GapReason, ObservationLost
+
+    index = ToolCallIndex({"mcp"})
+    gap = Flow(5, 2, "main")
+    gap.gap = ObservationLost(2, "main", Direction.C2S, 0.0, GapReason.BEHIND, 100)
+    assert index.attribution(gap).state == "unknown"
+    framed = Flow(6, 2, "main", request=ToolCallTracker(MCP).annotate(golem_frame()))
+    assert index.attribution(framed).state == "none"

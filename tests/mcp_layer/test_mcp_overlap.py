@@ -1,0 +1,143 @@
+"""Attribution at its edges, end to end: tool calls that overlap are "ambiguous" with every
+candidate named, and the rule holds when the GOLEM routes decode on the forwarding path
+(--enforce-limits); a 16 MiB tool result crosses byte for byte."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.events import FrameSeen
+from golem_proxy.recording.format import read_recording
+from golem_proxy.testing.plugin_process import PluginProcess
+
+from .mcp_helpers import ROOT, call_tools, environment, wrapped
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+
+
+def line(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj).encode() + b"\n"
+
+
+def tool_call(ident: int, name: str, arguments: dict[str, Any]) -> bytes:
+    params = {"name": name, "arguments": arguments}
+    return line({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params})
+
+
+def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    with PluginProcess(seed=3) as plugin:
+        process = subprocess.Popen(
+            wrapped(plugin, record),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=ROOT,
+            env=environment(),
+        )
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(line(INITIALIZE))
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 0
+            # Both calls in one write: both are in flight before the server sends anything.
+            initialized = line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            process.stdin.write(
+                initialized
+                + tool_call(1, "list_layers", {})
+                + tool_call(2, "create_layer", {"name": "Z"})
+            )
+            process.stdin.flush()
+            answers = {json.loads(process.stdout.readline())["id"] for _ in range(2)}
+            assert answers == {1, 2}
+            process.stdin.close()
+            assert process.wait(30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            process.stdout.close()
+    frames = [
+        e
+        for e in read_recording(str(record)).events
+        if isinstance(e, FrameSeen) and e.route == "main"
+    ]
+    assert frames
+    for frame in frames:
+        assert frame.tool_calls is not None
+        tools = [call.tool for call in frame.tool_calls]
+        # The server serialises the calls: once the first is answered, the second owns its
+        # frames; before that, both were in flight and the frame says so.
+        assert tools in (["list_layers", "create_layer"], ["create_layer"])
+    assert any(len(frame.tool_calls or ()) == 2 for frame in frames)
+    calls = read_tool_calls(str(record))
+    # Ambiguous flows belong to no call: nothing is guessed.
+    ambiguous = [f for f in frames if len(f.tool_calls or ()) == 2 and f.direction.value == "c2s"]
+    attributed = sum(len(call.golem) for call in calls)
+    assert attributed == sum(1 for f in frames if f.direction.value == "c2s") - len(ambiguous)
+
+
+def test_attribution_holds_when_golem_frames_are_decoded_inline(tmp_path: Path) -> None:
+    record, log = tmp_path / "r.jsonl", tmp_path / "live.log"
+    calls = [("list_layers", {}), ("layer_report", {"name": "Q"}), ("broken_tool", {})]
+    with PluginProcess(seed=4) as plugin:
+        options = ("--enforce-limits", "--log", str(log))
+        call_tools(wrapped(plugin, record, *options), environment(), calls)
+    found = read_tool_calls(str(record))
+    assert [[flow.method for flow in call.golem] for call in found] == [
+        ["ping", "scene.list_layers"],
+        ["scene.create_layer", "scene.list_layers"],
+        ["scene.no_such_method"],
+    ]
+    # The live log names the tool and says which call failed.
+    lines = log.read_text().splitlines()
+    failed = next(line for line in lines if "tools/call broken_tool" in line)
+    assert "isError" in failed
+    golem = next(line for line in lines if "scene.no_such_method" in line)
+    assert golem.endswith("⟵ broken_tool")
+    assert not any("malformed" in line for line in lines)  # notifications are no problem
+
+
+def test_a_16_mib_result_crosses_whole(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    # FastMCP sends a text result twice (content and structuredContent): a 16 MiB line.
+    size = 8 * 1024 * 1024
+    with PluginProcess(seed=5) as plugin:
+        [(failed, content)] = call_tools(
+            wrapped(plugin, record), environment(), [("big_text", {"size": size})]
+        )
+    assert not failed
+    assert content[0]["text"] == "x" * size
+    [call] = read_tool_calls(str(record))
+    assert call.tool == "big_text" and not call.is_error
+    assert call.flow.response is not None and call.flow.response.size > 2 * size
+
+
+def test_a_fault_on_the_golem_layer_shows_under_the_tool_call_that_failed(tmp_path: Path) -> None:
+    record = tmp_path / "r.jsonl"
+    fault = "error:code=-32000,message=busy,method=scene.create_layer"
+    with PluginProcess(seed=6) as plugin:
+        [listed, created] = call_tools(
+            wrapped(plugin, record, "--fault", fault, "--fault-seed", "1"),
+            environment(),
+            [("list_layers", {}), ("create_layer", {"name": "F"})],
+        )
+    assert not listed[0]
+    assert created[0] and "busy" in created[1][0]["text"]
+    calls = read_tool_calls(str(record))
+    assert [call.is_error for call in calls] == [False, True]
+    assert [flow.method for flow in calls[1].failed_golem] == ["scene.create_layer"]
+    assert calls[1].failed_golem[0].faults  # the injected fault is on the flow it hit

@@ -1,0 +1,205 @@
+"""``golem-proxy mcp-verify`` as a user runs it: a session recorded through ``golem-proxy mcp
+--record`` with the `mcp` stdio client and the headless plugin, then played to the same
+server build (exit 0), to a changed build (exit 1, the tool named), with Rhino stood in by
+the recording or reached live, and to servers that break."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.testing.plugin_process import PluginProcess
+
+from .mcp_helpers import ROOT, SERVER_COMMAND, call_tools, direct_env, environment, wrapped
+
+CALLS = [
+    ("list_layers", {}),
+    ("create_layer", {"name": "A"}),
+    ("layer_report", {"name": "B"}),
+    ("broken_tool", {}),
+    ("gh_ping", {}),
+    ("big_text", {"size": 10}),
+]
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A session recorded through the wrapper; the plugin is gone once it is written."""
+    record = tmp_path_factory.mktemp("mcp-verify") / "session.jsonl"
+    with PluginProcess(seed=7) as plugin:
+        call_tools(wrapped(plugin, record), environment(), CALLS)
+    yield record
+
+
+def mcp_verify(
+    *args: str, server: list[str] = SERVER_COMMAND, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "golem_proxy", "mcp-verify", *args, "--", *server],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=ROOT,
+        env=environment(COLUMNS="200", **env),
+        timeout=120,
+    )
+
+
+def test_the_same_build_matches_with_rhino_stood_in(recording: Path) -> None:
+    done = mcp_verify(str(recording))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "mcp-verify: all 6 tool calls match" in done.stdout
+    for name, _ in CALLS:
+        row = next(line for line in done.stdout.splitlines() if line.startswith(name))
+        assert "match" in row
+
+
+def test_a_changed_build_differs_and_names_the_tool(recording: Path) -> None:
+    done = mcp_verify(str(recording), GOLEM_TEST_SERVER_VARIANT="changed")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 of 6 tool calls differ: list_layers" in done.stdout
+    row = next(line for line in done.stdout.splitlines() if line.startswith("list_layers"))
+    # The tool returns JSON text: the difference names the field inside it.
+    assert "differs" in row and "result.content[0].text.layers" in row
+
+
+def test_json_names_every_check(recording: Path) -> None:
+    done = mcp_verify("--json", str(recording), GOLEM_TEST_SERVER_VARIANT="changed")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is False
+    assert report["tool_calls"] == 6
+    assert report["differing"] == ["list_layers"]
+    tools = [check["tool"] for check in report["checks"] if check["tool"] is not None]
+    assert tools == [name for name, _ in CALLS]
+    failing = next(check for check in report["checks"] if check["tool"] == "list_layers")
+    assert failing["differences"][0]["path"] == "result.content[0].text.layers"
+    assert report["standin_misses"] == []
+    assert report["exit_status"] == 0
+
+
+def test_ignore_leaves_a_path_of_one_tool_out(recording: Path) -> None:
+    done = mcp_verify(
+        str(recording),
+        "--ignore",
+        "list_layers:result.content[0].text.layers",
+        "--ignore",
+        "list_layers:result.structuredContent",
+        GOLEM_TEST_SERVER_VARIANT="changed",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_live_plugin_can_stand_for_rhino(recording: Path) -> None:
+    with PluginProcess(seed=7) as plugin:
+        done = mcp_verify(
+            str(recording), "--target", str(plugin.main), "--gh-target", str(plugin.gh)
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_stand_in_says_when_a_golem_request_was_not_recorded(recording: Path) -> None:
+    # The changed server asks Rhino something the recording never saw.
+    server = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_renamed.py")]
+    done = mcp_verify(str(recording), server=server)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "create_layer" in done.stdout.split("differ:")[1]
+    assert "no recorded answer for" in done.stdout
+
+
+# A server that answers initialize, writes a banner to stdout, and dies on the first call.
+DYING = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}), flush=True)
+        print("server ready!", flush=True)
+    elif message.get("method") == "tools/call":
+        sys.exit(3)
+"""
+
+
+def test_a_server_that_dies_differs_and_junk_on_stdout_is_flagged(recording: Path) -> None:
+    done = mcp_verify(str(recording), server=[sys.executable, "-c", DYING])
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "the server exited (status 3)" in done.stdout
+    assert "not JSON-RPC (first: 'server ready!')" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("list_", "big_"))]
+    assert len(rows) == 2 and all("differs" in row for row in rows)
+
+
+def test_could_not_run_is_one_line_and_exit_2(recording: Path, tmp_path: Path) -> None:
+    missing = mcp_verify(str(recording), server=[str(tmp_path / "no-such-server")])
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        f"golem-proxy: mcp-verify: cannot start '{tmp_path / 'no-such-server'}' "
+        "(No such file or directory)"
+    ]
+    plain = tmp_path / "plain.jsonl"
+    lines = recording.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header["routes"] = [route for route in header["routes"] if route["name"] != "mcp"]
+    body = [line for line in lines[1:] if '"route":"mcp"' not in line]
+    plain.write_text("\n".join([json.dumps(header), *body]) + "\n", encoding="utf-8")
+    no_layer = mcp_verify(str(plain))
+    assert no_layer.returncode == 2
+    assert "has no MCP layer" in no_layer.stderr and len(no_layer.stderr.splitlines()) == 1
+    no_command = subprocess.run(
+        [sys.executable, "-m", "golem_proxy", "mcp-verify", str(recording)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=environment(),
+        timeout=60,
+    )
+    assert no_command.returncode == 2 and "no server command" in no_command.stderr
+
+
+# A server that answers initialize and then reads on without ever answering.
+SILENT = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}), flush=True)
+"""
+
+
+def test_a_server_that_stops_answering_costs_one_timeout(recording: Path) -> None:
+    done = mcp_verify("--timeout", "2", str(recording), server=[sys.executable, "-c", SILENT])
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line[:1].isalpha()}
+    assert "no answer within 2 s" in rows["list_layers"]
+    assert "not sent: the server left id 1 unanswered" in rows["big_text"]
+    assert "6 of 6 tool calls differ" in done.stdout
+
+
+OBJECTS = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_objects.py")]
+
+
+def test_a_live_plugin_with_other_guids_is_followed_through_the_map(tmp_path: Path) -> None:
+    """The box's GUID comes back inside the tool's JSON text; the next call's argument names
+    it. Against a plugin that hands out other GUIDs, the live GUID is learned from the
+    result and sent in its place."""
+    record = tmp_path / "objects.jsonl"
+    with PluginProcess(seed=7) as plugin:  # the same seed hands out the same GUIDs
+        box = call_tools(OBJECTS, direct_env(plugin), [("create_box", {"width": 4})])
+    guid = json.loads(box[0][1][0]["text"])["guid"]
+    with PluginProcess(seed=7) as plugin:
+        command = [*wrapped(plugin, record)[: -len(SERVER_COMMAND)], *OBJECTS]
+        calls = [("create_box", {"width": 4}), ("object_info", {"guid": guid})]
+        outcomes = call_tools(command, environment(), calls)
+    assert [failed for failed, _ in outcomes] == [False, False]
+    with PluginProcess(seed=8) as other:
+        done = mcp_verify(
+            str(record), "--target", str(other.main), "--gh-target", str(other.gh),
+            server=OBJECTS,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all 2 tool calls match" in done.stdout

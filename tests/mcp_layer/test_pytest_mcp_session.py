@@ -1,0 +1,111 @@
+"""The pytest plugin's ``golem_mcp_session`` fixture, run through pytester: a test drives the
+test FastMCP server with the `mcp` stdio client through the command the fixture gives, and
+the plugin checks its tool calls against a recording (``none``) or records them from the
+headless plugin (``new``, ``all``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.testing.plugin_process import PluginProcess
+from golem_proxy.testing.pytester import plugin_args
+
+from .mcp_helpers import ROOT, call_tools, environment, wrapped
+
+pytest_plugins = ["pytester"]
+PLUGIN = plugin_args()
+
+CALLS = [("list_layers", {}), ("create_layer", {"name": "A"}), ("layer_report", {"name": "B"})]
+
+SESSION_TEST = f"""
+import sys
+import pytest
+
+sys.path.insert(0, {str(ROOT / "tests" / "mcp_layer")!r})
+from mcp_helpers import SERVER_COMMAND, call_tools, environment
+
+@pytest.mark.golem_mcp_session("session.jsonl", command=SERVER_COMMAND, IGNORE)
+def test_layers(golem_mcp_session):
+    outcomes = call_tools(golem_mcp_session.command, environment(), {CALLS!r})
+    assert [failed for failed, _ in outcomes] == [False, False, False]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The inner pytest runs in a temporary directory: make it import this checkout.
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The session recorded through ``golem-proxy mcp`` with the headless plugin."""
+    record = tmp_path_factory.mktemp("fixture") / "session.jsonl"
+    with PluginProcess(seed=7) as plugin:
+        call_tools(wrapped(plugin, record), environment(), CALLS)
+    yield record
+
+
+def write_test(pytester: pytest.Pytester, recording: Path | None, ignore: str = "") -> None:
+    if recording is not None:
+        (pytester.path / "session.jsonl").write_bytes(recording.read_bytes())
+    pytester.makepyfile(test_mcp=SESSION_TEST.replace("IGNORE", ignore))
+
+
+def test_none_mode_passes_a_session_that_matches(
+    pytester: pytest.Pytester, recording: Path
+) -> None:
+    write_test(pytester, recording)
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(passed=1)
+
+
+def test_none_mode_fails_a_changed_build_naming_the_tool(
+    pytester: pytest.Pytester, recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GOLEM_TEST_SERVER_VARIANT", "changed")
+    write_test(pytester, recording)
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*golem_mcp_session *session.jsonl: 1 of 3 tool calls differ*",
+            "*list_layers #*: result.content?0?.text.layers*",
+        ]
+    )
+    write_test(pytester, recording, 'ignore=["list_layers:result"]')
+    pytester.runpytest_subprocess(*PLUGIN).assert_outcomes(passed=1)
+
+
+def test_none_mode_without_a_recording_says_how_to_make_one(pytester: pytest.Pytester) -> None:
+    write_test(pytester, None)
+    result = pytester.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*no such recording: *session.jsonl (record one with*"])
+
+
+def test_new_mode_records_a_missing_session_then_none_checks_it(
+    pytester: pytest.Pytester,
+) -> None:
+    write_test(pytester, None)
+    with PluginProcess(seed=7) as plugin:
+        result = pytester.runpytest_subprocess(
+            *PLUGIN,
+            "--golem-record=new",
+            "--golem-live",
+            str(plugin.main),
+            "--golem-live-gh",
+            str(plugin.gh),
+        )
+    result.assert_outcomes(passed=1)
+    stored = pytester.path / "session.jsonl"
+    assert [call.tool for call in read_tool_calls(str(stored))] == [name for name, _ in CALLS]
+    header = json.loads(stored.read_text(encoding="utf-8").splitlines()[0])
+    assert {route["name"] for route in header["routes"]} == {"main", "gh", "mcp"}
+    # No plugin now: the recording stands in for it.
+    pytester.runpytest_subprocess(*PLUGIN).assert_outcomes(passed=1)

@@ -1,0 +1,117 @@
+"""Rows of a two-layer session as the TUI model shows them: a tool call as tool(arguments)
+with isError as its status, the GOLEM flows it caused marked under it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tui.helpers import loaded, run, select
+
+from golem_core.messages import Role
+from golem_core.profiles import GOLEM, MCP, Profile
+from golem_proxy.analysis.tool_calls import cause_text
+from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
+from golem_proxy.live.attribution import ToolCallTracker
+from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
+from golem_proxy.tui.app import GolemProxyApp
+from golem_proxy.tui.model import SessionModel
+from golem_proxy.tui.render import flow_label
+from golem_proxy.tui.sources import RecordingSource
+
+
+def frame(profile: Profile, conn: int, route: str, direction: Direction, obj: Any) -> FrameSeen:
+    payload = json.dumps(obj).encode()
+    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+    message = profile.parse(payload, role)
+    return FrameSeen(conn, route, direction, 0, 0.0, len(payload), payload, message)
+
+
+def session() -> list[Event]:
+    tracker = ToolCallTracker(MCP)
+    params = {"name": "create_box", "arguments": {"width": 2}}
+    call = frame(
+        MCP,
+        1,
+        "mcp",
+        Direction.C2S,
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params},
+    )
+    tracker.watch(call)
+    request = tracker.annotate(
+        frame(
+            GOLEM,
+            2,
+            "main",
+            Direction.C2S,
+            {"id": "u", "method": "geometry.create_box", "params": {}},
+        )
+    )
+    error = {"code": -32000, "message": "boom"}
+    response = tracker.annotate(
+        frame(GOLEM, 2, "main", Direction.S2C, {"id": "u", "result": None, "error": error})
+    )
+    result = {
+        "content": [{"type": "text", "text": "Error executing tool create_box: boom"}],
+        "isError": True,
+    }
+    answer = frame(MCP, 1, "mcp", Direction.S2C, {"jsonrpc": "2.0", "id": 4, "result": result})
+    tracker.watch(answer)
+    return [
+        call,
+        request,
+        response,
+        ExchangeCompleted(
+            2, "main", request, response, GOLEM.outcome(request.message, response.message)
+        ),
+        answer,
+        ExchangeCompleted(1, "mcp", call, answer, MCP.outcome(call.message, answer.message)),
+    ]
+
+
+def test_the_model_shows_a_tool_call_over_the_frames_it_caused() -> None:
+    model = SessionModel(GOLEM)
+    model.apply(session())
+    tool_call, golem = model.flows
+    assert flow_label(tool_call) == "create_box(width=2)"
+    assert model.status(tool_call) == "isError"
+    assert flow_label(golem) == "  ↳ geometry.create_box"
+    assert cause_text(golem) == "caused by tool call create_box (MCP id 4)"
+    assert model.caused_by(tool_call) == [golem]
+    assert model.caused_by(golem) == []
+
+
+def test_the_tui_detail_of_a_tool_call_lists_the_golem_flows_it_caused(tmp_path: Path) -> None:
+    path = tmp_path / "two-layers.jsonl"
+    routes = [
+        RouteInfo("main", "127.0.0.1:1", "127.0.0.1:2"),
+        RouteInfo("mcp", "stdio", "server", MCP.name),
+    ]
+    with RecordingWriter.create(str(path), Header.new(GOLEM.name, routes)) as writer:
+        for event in session():
+            writer.write(event)
+
+    async def body() -> None:
+        source = RecordingSource.open(str(path))
+        app = GolemProxyApp(source, source.profile, "test", header=source.header)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await loaded(pilot)
+            await select(pilot, 0)
+            text = app.detail.text()
+            assert "tool call create_box(width=2)  isError" in text
+            assert "↳ #2 geometry.create_box" in text
+            await select(pilot, 1)
+            assert "caused by tool call create_box (MCP id 4)" in app.detail.text()
+            # o folds the call's GOLEM flows away under its row, and opens them again.
+            await select(pilot, 0)
+            await pilot.press("o")
+            assert app.model.view == [0]
+            assert app.model.label(app.model.flows[0]) == "▸ create_box(width=2)"
+            await pilot.press("o")
+            assert app.model.view == [0, 1]
+            await select(pilot, 1)
+            await pilot.press("o")  # not a tool call: nothing folds
+            assert app.model.view == [0, 1]
+
+    run(body())
