@@ -24,9 +24,8 @@ from typing import Optional
 
 from golem_core.dispatcher import DEFAULT_UI_TIMEOUT
 
-from .behaviours import BEHAVIOURS, DEFAULT_BEHAVIOUR
+from .behaviours import BEHAVIOURS, DEFAULT_BEHAVIOUR, PluginOptions
 from .plugin import HeadlessPlugin
-from .registry import PluginOptions
 
 __all__ = ["main"]
 
@@ -86,8 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--behaviour",
         choices=BEHAVIOURS,
         default=DEFAULT_BEHAVIOUR,
-        help=f"which plugin to play on the wire (default {DEFAULT_BEHAVIOUR}; "
-        "extended: also the names the MCP server sends that the real plugin lacks)",
+        help=f"which plugin to play on the wire (default {DEFAULT_BEHAVIOUR})",
     )
     parser.add_argument(
         "--ui-timeout",

@@ -14,10 +14,10 @@ from typing import Callable, Optional
 
 from golem_core.errors import InvalidParams
 
-from .params import Point
-
 __all__ = [
     "BoundingBox",
+    "Point",
+    "PointMap",
     "line_mirror_normal",
     "mirror_map",
     "rotation_map",
@@ -26,6 +26,7 @@ __all__ = [
     "unit",
 ]
 
+Point = tuple[float, float, float]
 PointMap = Callable[[Point], Point]
 
 

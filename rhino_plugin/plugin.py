@@ -15,9 +15,8 @@ from __future__ import annotations
 import threading
 from typing import Optional, TextIO
 
-from .behaviours import build_channels
+from .behaviours import PluginOptions, build_channels
 from .document import Document
-from .registry import PluginOptions
 from .server import ChannelServer
 from .ui_thread import UiThread
 

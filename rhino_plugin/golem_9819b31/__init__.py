@@ -15,8 +15,8 @@ from typing import Callable, Optional
 from golem_core.dispatcher import Dispatcher, Handler, UiRunner
 
 from ..document import Document
-from ..handlers.debug import DebugHandlers
 from .creation import CreationHandlers
+from .debug import DebugHandlers
 from .envelope import GhServerErrors, MainServerErrors, Responder
 from .files import FileHandlers
 from .geometry import GeometryHandlers

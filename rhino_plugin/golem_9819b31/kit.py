@@ -16,7 +16,7 @@ import math
 from typing import Any, Optional
 
 from ..document import DocObject, Document
-from ..geometry import BoundingBox
+from ..geometry import BoundingBox, Point
 
 __all__ = [
     "FormatException",
@@ -43,7 +43,6 @@ __all__ = [
     "resolve",
 ]
 
-Point = tuple[float, float, float]
 Params = dict[str, Any]
 
 
