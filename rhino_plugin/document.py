@@ -125,12 +125,10 @@ class Document:
         self.views: dict[str, dict[str, Any]] = standard_views()
         self.active_view = "Perspective"
 
-    # -- identities -----------------------------------------------------------------------------
     def new_guid(self) -> str:
         """A fresh GUID drawn from the seeded generator."""
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
 
-    # -- layers ---------------------------------------------------------------------------------
     def add_layer(
         self, full_path: str, color: Color = (0, 0, 0), visible: bool = True, locked: bool = False
     ) -> Layer:
@@ -164,7 +162,6 @@ class Document:
         for path in [p for p in self.layers if p == full_path or p.startswith(full_path + "::")]:
             del self.layers[path]
 
-    # -- objects --------------------------------------------------------------------------------
     def add_object(
         self,
         object_type: str,

@@ -44,18 +44,37 @@ class GeometryHandlers(Creator):
     """``geometry.*``: point lists, ``{guid, type, bounding_box}`` answers."""
 
     def table(self) -> dict[str, Handler]:
+        """Method name → handler."""
         return {
-            f"geometry.create_{kind}": getattr(self, f"g_{kind}")
-            for kind in (
-                "point", "point_cloud", "line", "polyline", "nurbs_curve", "interp_curve", "arc",
-                "circle", "ellipse", "helix", "nurbs_surface", "plane_surface",
-                "surface_from_points", "box", "sphere", "cylinder", "cone", "torus", "pipe",
-                "extrusion", "mesh", "subd", "text", "text_dot", "dimension", "hatch",
-            )
-        }  # fmt: skip
+            "geometry.create_point": self.create_point,
+            "geometry.create_point_cloud": self.create_point_cloud,
+            "geometry.create_line": self.create_line,
+            "geometry.create_polyline": self.create_polyline,
+            "geometry.create_nurbs_curve": self.create_nurbs_curve,
+            "geometry.create_interp_curve": self.create_interp_curve,
+            "geometry.create_arc": self.create_arc,
+            "geometry.create_circle": self.create_circle,
+            "geometry.create_ellipse": self.create_ellipse,
+            "geometry.create_helix": self.create_helix,
+            "geometry.create_nurbs_surface": self.create_nurbs_surface,
+            "geometry.create_plane_surface": self.create_plane_surface,
+            "geometry.create_surface_from_points": self.create_surface_from_points,
+            "geometry.create_box": self.create_box,
+            "geometry.create_sphere": self.create_sphere,
+            "geometry.create_cylinder": self.create_cylinder,
+            "geometry.create_cone": self.create_cone,
+            "geometry.create_torus": self.create_torus,
+            "geometry.create_pipe": self.create_pipe,
+            "geometry.create_extrusion": self.create_extrusion,
+            "geometry.create_mesh": self.create_mesh,
+            "geometry.create_subd": self.create_subd,
+            "geometry.create_text": self.create_text,
+            "geometry.create_text_dot": self.create_text_dot,
+            "geometry.create_dimension": self.create_dimension,
+            "geometry.create_hatch": self.create_hatch,
+        }
 
-    # -- geometry.* -----------------------------------------------------------------------------
-    def g_point(self, p: Params) -> dict[str, Any]:
+    def create_point(self, p: Params) -> dict[str, Any]:
         if "x" in p or "y" in p or "z" in p:
             location = flat_point(p, "")
         elif "point" in p:
@@ -66,7 +85,7 @@ class GeometryHandlers(Creator):
             raise ValueError("create_point requires 'x'/'y'/'z', 'point', or 'location'.")
         return self._add(p, "Point", "point", "point", (BoundingBox(location, location), {}))
 
-    def g_point_cloud(self, p: Params) -> dict[str, Any]:
+    def create_point_cloud(self, p: Params) -> dict[str, Any]:
         raw = req(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) == 0:
             raise ValueError("'points' must be a non-empty list.")
@@ -77,21 +96,21 @@ class GeometryHandlers(Creator):
         result["bounding_box"] = result.pop("bounding_box")
         return result
 
-    def g_line(self, p: Params) -> dict[str, Any]:
+    def create_line(self, p: Params) -> dict[str, Any]:
         start = pt3d(req(p, "start"))
         end = pt3d(req(p, "end"))
         if start == end:
             raise ValueError("start and end must be distinct points.")
         return self._add(p, "Curve", "line", "line", polyline_data([start, end]))
 
-    def g_polyline(self, p: Params) -> dict[str, Any]:
+    def create_polyline(self, p: Params) -> dict[str, Any]:
         raw = req(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
             raise ValueError("'points' must have at least 2 entries.")
         points = read_points(raw)
         return self._add(p, "Curve", "polyline", "polyline", polyline_data(points))
 
-    def g_nurbs_curve(self, p: Params) -> dict[str, Any]:
+    def create_nurbs_curve(self, p: Params) -> dict[str, Any]:
         raw = req(p, "points")
         degree = int(p.get("degree", 3))
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
@@ -115,7 +134,7 @@ class GeometryHandlers(Creator):
         bbox, extra = polyline_data(points)
         return self._add(p, "Curve", "nurbs", "nurbs_curve", (bbox, {**extra, "degree": degree}))
 
-    def g_interp_curve(self, p: Params) -> dict[str, Any]:
+    def create_interp_curve(self, p: Params) -> dict[str, Any]:
         raw = req(p, "points")
         degree = max(1, min(int(p.get("degree", 3)), 11))
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
@@ -125,7 +144,7 @@ class GeometryHandlers(Creator):
         bbox, extra = polyline_data(points)
         return self._add(p, "Curve", "nurbs", "interp_curve", (bbox, {**extra, "degree": degree}))
 
-    def g_arc(self, p: Params) -> dict[str, Any]:
+    def create_arc(self, p: Params) -> dict[str, Any]:
         layer = layer_path(self.doc, p.get("layer"))
         if "start" in p and "end" in p and "point_on" in p:
             a, m, b = pt3d(p["start"]), pt3d(p["point_on"]), pt3d(p["end"])
@@ -152,7 +171,7 @@ class GeometryHandlers(Creator):
             p, "Curve", "arc", "arc", arc_data(center, radius, start, end), layer=layer
         )
 
-    def g_circle(self, p: Params) -> dict[str, Any]:
+    def create_circle(self, p: Params) -> dict[str, Any]:
         radius = float(req(p, "radius"))
         if radius <= 0.0:
             raise ValueError("'radius' must be > 0.")
@@ -161,7 +180,7 @@ class GeometryHandlers(Creator):
         )
         return self._add(p, "Curve", "circle", "circle", circle_data(center, radius))
 
-    def g_ellipse(self, p: Params) -> dict[str, Any]:
+    def create_ellipse(self, p: Params) -> dict[str, Any]:
         rx = float(req(p, "rx"))
         ry = float(req(p, "ry"))
         if rx <= 0.0:
@@ -180,7 +199,7 @@ class GeometryHandlers(Creator):
         data = {"points": [start, start], "closed": True, "length": length, "degree": 2}
         return self._add(p, "Curve", "nurbs", "ellipse", (bbox, data))
 
-    def g_helix(self, p: Params) -> dict[str, Any]:
+    def create_helix(self, p: Params) -> dict[str, Any]:
         axis_start = pt3d(req(p, "axis_start"))
         axis_end = pt3d(req(p, "axis_end"))
         start_point = pt3d(req(p, "start_point"))
@@ -212,7 +231,7 @@ class GeometryHandlers(Creator):
         data = {"points": [list(start_point), list(start_point)], "length": length}
         return self._add(p, "Curve", "nurbs", "helix", (BoundingBox.around(corners), data))
 
-    def g_nurbs_surface(self, p: Params) -> dict[str, Any]:
+    def create_nurbs_surface(self, p: Params) -> dict[str, Any]:
         degree_u = int(req(p, "degree_u"))
         degree_v = int(req(p, "degree_v"))
         count_u = int(req(p, "count_u"))
@@ -243,7 +262,7 @@ class GeometryHandlers(Creator):
         data = {"degree_u": degree_u, "degree_v": degree_v, "count_u": count_u, "count_v": count_v}
         return self._add(p, "Surface", "nurbs", "nurbs_surface", (BoundingBox.around(points), data))
 
-    def g_plane_surface(self, p: Params) -> dict[str, Any]:
+    def create_plane_surface(self, p: Params) -> dict[str, Any]:
         width = float(req(p, "width"))
         height = float(req(p, "height"))
         if width <= 0.0:
@@ -258,7 +277,7 @@ class GeometryHandlers(Creator):
             p, "Surface", "plane", "plane_surface", (BoundingBox.around([origin, far]), {})
         )
 
-    def g_surface_from_points(self, p: Params) -> dict[str, Any]:
+    def create_surface_from_points(self, p: Params) -> dict[str, Any]:
         raw = req(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) not in (3, 4):
             raise ValueError("'points' must be a list of exactly 3 or 4 [x,y,z] entries.")
@@ -266,7 +285,7 @@ class GeometryHandlers(Creator):
         data = {"faces": 1, "edges": len(points), "vertices": len(points), "solid": False}
         return self._add(p, "Brep", "surface", "surface", (BoundingBox.around(points), data))
 
-    def g_box(self, p: Params) -> dict[str, Any]:
+    def create_box(self, p: Params) -> dict[str, Any]:
         layer = layer_path(self.doc, p.get("layer"))
         if "corners" in p:
             raw = p["corners"]
@@ -287,7 +306,7 @@ class GeometryHandlers(Creator):
             p, "Brep", "box", "box", box_data(corner, width, depth, height), layer=layer
         )
 
-    def g_sphere(self, p: Params) -> dict[str, Any]:
+    def create_sphere(self, p: Params) -> dict[str, Any]:
         center = pt3d(req(p, "center"))
         radius = float(req(p, "radius"))
         if radius <= 0.0:
@@ -309,13 +328,13 @@ class GeometryHandlers(Creator):
         build = cylinder_data if kind == "cylinder" else cone_data
         return self._add(p, "Brep", kind, kind, build(base, radius, height, cap))
 
-    def g_cylinder(self, p: Params) -> dict[str, Any]:
+    def create_cylinder(self, p: Params) -> dict[str, Any]:
         return self._g_upright(p, "cylinder")
 
-    def g_cone(self, p: Params) -> dict[str, Any]:
+    def create_cone(self, p: Params) -> dict[str, Any]:
         return self._g_upright(p, "cone")
 
-    def g_torus(self, p: Params) -> dict[str, Any]:
+    def create_torus(self, p: Params) -> dict[str, Any]:
         major = float(req(p, "major_radius"))
         minor = float(req(p, "minor_radius"))
         if major <= 0.0:
@@ -330,7 +349,7 @@ class GeometryHandlers(Creator):
         )  # fmt: skip
         return self._add(p, "Brep", "torus", "torus", torus_data(center, major, minor))
 
-    def g_pipe(self, p: Params) -> dict[str, Any]:
+    def create_pipe(self, p: Params) -> dict[str, Any]:
         curve_id = str(req(p, "curve_id"))
         radii_raw = req(p, "radii")
         if not isinstance(radii_raw, (list, tuple)) or len(radii_raw) == 0:
@@ -357,7 +376,7 @@ class GeometryHandlers(Creator):
         }  # fmt: skip
         return self._add(p, "Brep", "pipe", "pipe", (bbox, data))
 
-    def g_extrusion(self, p: Params) -> dict[str, Any]:
+    def create_extrusion(self, p: Params) -> dict[str, Any]:
         curve_id = str(req(p, "profile_curve_id"))
         cap = bool(p.get("cap", True))
         profile = resolve(self.doc, curve_id)
@@ -387,7 +406,7 @@ class GeometryHandlers(Creator):
         }
         return self._add(p, "Extrusion", "extrusion", "extrusion", (bbox, data))
 
-    def g_mesh(self, p: Params) -> dict[str, Any]:
+    def create_mesh(self, p: Params) -> dict[str, Any]:
         raw_verts = req(p, "vertices")
         raw_faces = req(p, "faces")
         if not isinstance(raw_verts, (list, tuple)) or len(raw_verts) < 3:
@@ -414,7 +433,7 @@ class GeometryHandlers(Creator):
         )
         return result
 
-    def g_subd(self, p: Params) -> dict[str, Any]:
+    def create_subd(self, p: Params) -> dict[str, Any]:
         layer = layer_path(self.doc, p.get("layer"))
         if p.get("from_mesh_id") is not None:
             mesh_id = str(p["from_mesh_id"])
@@ -438,7 +457,7 @@ class GeometryHandlers(Creator):
             raise ValueError("create_subd requires 'from_mesh_id' OR 'vertices'+'faces'.")
         return self._add(p, "SubD", "subd", "subd", (bbox, data), layer=layer)
 
-    def g_text(self, p: Params) -> dict[str, Any]:
+    def create_text(self, p: Params) -> dict[str, Any]:
         text = str(req(p, "text"))
         if not text:
             raise ValueError("'text' must be non-empty.")
@@ -452,13 +471,13 @@ class GeometryHandlers(Creator):
         data = text_data(text, position, height)
         return self._add(p, "TextEntity", "text", "text", data, box_in_result=False)
 
-    def g_text_dot(self, p: Params) -> dict[str, Any]:
+    def create_text_dot(self, p: Params) -> dict[str, Any]:
         text = str(req(p, "text"))
         point = pt3d(req(p, "point"))
         data = (BoundingBox(point, point), {"text": text})
         return self._add(p, "TextDot", "text_dot", "text_dot", data, box_in_result=False)
 
-    def g_dimension(self, p: Params) -> dict[str, Any]:
+    def create_dimension(self, p: Params) -> dict[str, Any]:
         dim_type = str(req(p, "type")).lower()
         raw = req(p, "points")
         valid = ("linear", "aligned", "angular", "radial", "diameter")
@@ -481,7 +500,7 @@ class GeometryHandlers(Creator):
             p, "Dimension", "dimension", "dimension", data, layer=layer, box_in_result=False
         )
 
-    def g_hatch(self, p: Params) -> dict[str, Any]:
+    def create_hatch(self, p: Params) -> dict[str, Any]:
         raw_ids = req(p, "curve_ids")
         if not isinstance(raw_ids, (list, tuple)) or len(raw_ids) == 0:
             raise ValueError("'curve_ids' must be a non-empty list of GUID strings.")

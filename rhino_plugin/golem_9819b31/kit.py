@@ -110,9 +110,6 @@ def resolve(doc: Document, text: Any) -> DocObject:
     return obj
 
 
-# -- parameters ---------------------------------------------------------------------------------
-
-
 def req(params: Params, key: str) -> Any:
     """``params[key]``; a missing or null value raises ValueError as the real ``_req``."""
     value = params.get(key)
@@ -182,9 +179,6 @@ def plane_origin(raw: Any) -> Point:
     if not isinstance(raw, dict):
         raise ValueError(f"Plane must be a dict, got {type(raw).__name__!r}.")
     return pt3d(raw.get("origin") or [0.0, 0.0, 0.0])
-
-
-# -- the document -------------------------------------------------------------------------------
 
 
 def layer_path(doc: Document, layer_name: Any) -> str:

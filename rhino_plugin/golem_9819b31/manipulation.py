@@ -52,15 +52,32 @@ class ManipulationHandlers:
         self._group_serial = 0
 
     def table(self) -> dict[str, Handler]:
-        names = (
-            "move", "copy", "rotate", "scale", "mirror", "orient", "shear", "array_linear",
-            "array_polar", "array_along_curve", "apply_transform", "delete", "group", "ungroup",
-            "join", "explode", "set_properties", "set_user_text", "get_user_text",
-            "select_objects", "unselect_all",
-        )  # fmt: skip
-        return {f"manipulation.{n}": wrapped(getattr(self, f"h_{n}")) for n in names}
+        """Method name → handler."""
+        handlers: dict[str, Handler] = {
+            "manipulation.move": self.move,
+            "manipulation.copy": self.copy,
+            "manipulation.rotate": self.rotate,
+            "manipulation.scale": self.scale,
+            "manipulation.mirror": self.mirror,
+            "manipulation.orient": self.orient,
+            "manipulation.shear": self.shear,
+            "manipulation.array_linear": self.array_linear,
+            "manipulation.array_polar": self.array_polar,
+            "manipulation.array_along_curve": self.array_along_curve,
+            "manipulation.apply_transform": self.apply_transform,
+            "manipulation.delete": self.delete,
+            "manipulation.group": self.group,
+            "manipulation.ungroup": self.ungroup,
+            "manipulation.join": self.join,
+            "manipulation.explode": self.explode,
+            "manipulation.set_properties": self.set_properties,
+            "manipulation.set_user_text": self.set_user_text,
+            "manipulation.get_user_text": self.get_user_text,
+            "manipulation.select_objects": self.select_objects,
+            "manipulation.unselect_all": self.unselect_all,
+        }
+        return {name: wrapped(handler) for name, handler in handlers.items()}
 
-    # -- rhinoscriptsyntax stand-ins ---------------------------------------------------------
     def _rs_objects(self, ids: list[str]) -> list[DocObject]:
         """``coerceguid`` on each id (a malformed one raises), then the ones in the document."""
         found = []
@@ -118,20 +135,19 @@ class ManipulationHandlers:
             raise KeyError(f"Object not found in Rhino document: '{text}'")
         return obj
 
-    # -- transforms ---------------------------------------------------------------------------
-    def h_move(self, p: Params) -> dict[str, Any]:
+    def move(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         translation = parse_point(p.get("translation", [0.0, 0.0, 0.0]), "translation")
         moved = self._transform(self._rs_objects(ids), translation_map(translation), False)
         return {"moved_ids": moved, "count": len(moved)}
 
-    def h_copy(self, p: Params) -> dict[str, Any]:
+    def copy(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         translation = parse_point_or(p.get("translation"), (0.0, 0.0, 0.0), "translation")
         new = self._transform(self._rs_objects(ids), translation_map(translation), True)
         return {"new_ids": new, "count": len(new)}
 
-    def h_rotate(self, p: Params) -> dict[str, Any]:
+    def rotate(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         center = parse_point(p.get("center"), "center")
         angle = p.get("angle")
@@ -147,7 +163,7 @@ class ManipulationHandlers:
         result = self._transform(self._rs_objects(ids), rotate, copy)
         return {"result_ids": result, "count": len(result)}
 
-    def h_scale(self, p: Params) -> dict[str, Any]:
+    def scale(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         if p.get("origin") is None:
             raise ValueError("'origin' [x,y,z] is required")
@@ -173,7 +189,7 @@ class ManipulationHandlers:
         )
         return {"result_ids": result, "count": len(result)}
 
-    def h_mirror(self, p: Params) -> dict[str, Any]:
+    def mirror(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         start = parse_point(p.get("start"), "start")
         end = parse_point(p.get("end"), "end")
@@ -184,7 +200,7 @@ class ManipulationHandlers:
         result = self._transform(objects, mirror_map(start, line_mirror_normal(start, end)), copy)
         return {"result_ids": result, "count": len(result)}
 
-    def h_orient(self, p: Params) -> dict[str, Any]:
+    def orient(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         ref_raw, tgt_raw = p.get("reference_points"), p.get("target_points")
         if ref_raw is None or not isinstance(ref_raw, (list, tuple)):
@@ -211,7 +227,7 @@ class ManipulationHandlers:
             )
         return {"result_ids": result, "count": len(result)}
 
-    def h_shear(self, p: Params) -> dict[str, Any]:
+    def shear(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         plane = p.get("plane")
         if plane is None or not isinstance(plane, dict):
@@ -234,8 +250,7 @@ class ManipulationHandlers:
         shear = shear_map(origin, (direction[0] * tan, direction[1] * tan, direction[2] * tan))
         return self._transform_each(ids, shear, copy, "Shear transform")
 
-    # -- arrays -------------------------------------------------------------------------------
-    def h_array_linear(self, p: Params) -> dict[str, Any]:
+    def array_linear(self, p: Params) -> dict[str, Any]:
         obj_id = read_id(p)
         count = read_count(p, 2)
         direction = parse_point(p.get("direction"), "direction")
@@ -247,7 +262,7 @@ class ManipulationHandlers:
         ids = [c.guid for c in copies]
         return {"array_ids": ids, "count": len(ids)}
 
-    def h_array_polar(self, p: Params) -> dict[str, Any]:
+    def array_polar(self, p: Params) -> dict[str, Any]:
         obj_id = read_id(p)
         count = read_count(p, 2)
         center = parse_point(p.get("center"), "center")
@@ -276,7 +291,7 @@ class ManipulationHandlers:
             )
         return obj
 
-    def h_array_along_curve(self, p: Params) -> dict[str, Any]:
+    def array_along_curve(self, p: Params) -> dict[str, Any]:
         obj_id = read_id(p)
         curve_id = read_id(p, "curve_id")
         count = read_count(p, 1)
@@ -297,7 +312,7 @@ class ManipulationHandlers:
             )
         return {"array_ids": ids, "count": len(ids)}
 
-    def h_apply_transform(self, p: Params) -> dict[str, Any]:
+    def apply_transform(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         matrix = p.get("matrix")
         if matrix is None:
@@ -318,14 +333,13 @@ class ManipulationHandlers:
         affine = affine_map(cells)
         return self._transform_each(ids, affine, copy, "Transform")
 
-    # -- document structure ------------------------------------------------------------------
-    def h_delete(self, p: Params) -> dict[str, Any]:
+    def delete(self, p: Params) -> dict[str, Any]:
         objects = self._rs_objects(read_ids(p.get("ids")))
         for obj in objects:
             self.doc.delete(obj.guid)
         return {"deleted_count": len(objects)}
 
-    def h_group(self, p: Params) -> dict[str, Any]:
+    def group(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         name = p.get("name")
         if name is not None and not isinstance(name, str):
@@ -347,7 +361,7 @@ class ManipulationHandlers:
         self.doc.groups[name] = members
         return {"group_name": name}
 
-    def h_ungroup(self, p: Params) -> dict[str, Any]:
+    def ungroup(self, p: Params) -> dict[str, Any]:
         name = p.get("group_name")
         if not isinstance(name, str) or not name:
             raise ValueError("'group_name' must be a non-empty string")
@@ -360,7 +374,7 @@ class ManipulationHandlers:
             )
         return {"freed_ids": list(members), "count": len(members)}
 
-    def h_join(self, p: Params) -> dict[str, Any]:
+    def join(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         if len(ids) < 2:
             raise ValueError("'ids' must contain at least 2 objects to join")
@@ -391,7 +405,7 @@ class ManipulationHandlers:
                 self.doc.delete(part.guid)
         return {"joined_ids": [joined.guid], "count": 1}
 
-    def h_explode(self, p: Params) -> dict[str, Any]:
+    def explode(self, p: Params) -> dict[str, Any]:
         obj_id = read_id(p)
         delete_input = bool(p.get("delete_input", True))
         obj = self._find(obj_id)
@@ -406,8 +420,7 @@ class ManipulationHandlers:
             self.doc.delete(obj.guid)
         return {"exploded_ids": pieces, "count": len(pieces)}
 
-    # -- attributes ---------------------------------------------------------------------------
-    def h_set_properties(self, p: Params) -> dict[str, Any]:
+    def set_properties(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         layer, color, name = p.get("layer"), p.get("color"), p.get("name")
         visible, locked, material = p.get("visible"), p.get("locked"), p.get("material_index")
@@ -460,7 +473,7 @@ class ManipulationHandlers:
                 updated.append(text)
         return {"updated_ids": updated, "count": len(updated), "applied": applied}
 
-    def h_set_user_text(self, p: Params) -> dict[str, Any]:
+    def set_user_text(self, p: Params) -> dict[str, Any]:
         obj_id = read_id(p)
         key = p.get("key")
         if not isinstance(key, str) or not key:
@@ -472,7 +485,7 @@ class ManipulationHandlers:
         self._find(obj_id).user_text[key] = value
         return {"id": obj_id, "key": key, "value": value, "attached_to_geometry": attached}
 
-    def h_get_user_text(self, p: Params) -> dict[str, Any]:
+    def get_user_text(self, p: Params) -> dict[str, Any]:
         obj_id = read_id(p)
         key = p.get("key")
         obj = self._find(obj_id)
@@ -482,7 +495,7 @@ class ManipulationHandlers:
             return {"id": obj_id, "user_text": obj.user_text.get(key)}
         return {"id": obj_id, "user_text": dict(obj.user_text)}
 
-    def h_select_objects(self, p: Params) -> dict[str, Any]:
+    def select_objects(self, p: Params) -> dict[str, Any]:
         objects = self._rs_objects(read_ids(p.get("ids")))
         for obj in objects:
             obj.selected = True
@@ -491,7 +504,7 @@ class ManipulationHandlers:
             raise TypeError("'int' object is not iterable")
         return {"selected_ids": [], "count": 0}
 
-    def h_unselect_all(self, p: Params) -> dict[str, Any]:
+    def unselect_all(self, p: Params) -> dict[str, Any]:
         count = 0
         for obj in self.doc.objects.values():
             count += obj.selected

@@ -49,15 +49,30 @@ class OperationHandlers:
         self.doc = document
 
     def table(self) -> dict[str, Handler]:
-        names = (
-            "boolean_union", "boolean_difference", "boolean_intersection", "boolean_split",
-            "trim", "split", "offset_curve", "offset_surface", "fillet_edge", "fillet_curves",
-            "chamfer_curves", "chamfer_edge", "intersect", "mesh_from_brep", "project_curve",
-            "extend_curve", "blend_curves", "rebuild_curve", "rebuild_surface",
-        )  # fmt: skip
-        return {f"operations.{n}": wrapped(getattr(self, f"h_{n}")) for n in names}
+        """Method name → handler."""
+        handlers: dict[str, Handler] = {
+            "operations.boolean_union": self.boolean_union,
+            "operations.boolean_difference": self.boolean_difference,
+            "operations.boolean_intersection": self.boolean_intersection,
+            "operations.boolean_split": self.boolean_split,
+            "operations.trim": self.trim,
+            "operations.split": self.split,
+            "operations.offset_curve": self.offset_curve,
+            "operations.offset_surface": self.offset_surface,
+            "operations.fillet_edge": self.fillet_edge,
+            "operations.fillet_curves": self.fillet_curves,
+            "operations.chamfer_curves": self.chamfer_curves,
+            "operations.chamfer_edge": self.chamfer_edge,
+            "operations.intersect": self.intersect,
+            "operations.mesh_from_brep": self.mesh_from_brep,
+            "operations.project_curve": self.project_curve,
+            "operations.extend_curve": self.extend_curve,
+            "operations.blend_curves": self.blend_curves,
+            "operations.rebuild_curve": self.rebuild_curve,
+            "operations.rebuild_surface": self.rebuild_surface,
+        }
+        return {name: wrapped(handler) for name, handler in handlers.items()}
 
-    # -- coercion -------------------------------------------------------------------------------
     def _brep(self, guid: Any) -> DocObject:
         obj = validate(self.doc, guid)
         if obj.object_type not in BREP_CLASSES:
@@ -101,8 +116,7 @@ class OperationHandlers:
             if obj.guid in self.doc.objects:
                 self.doc.delete(obj.guid)
 
-    # -- booleans -------------------------------------------------------------------------------
-    def h_boolean_union(self, p: Params) -> dict[str, Any]:
+    def boolean_union(self, p: Params) -> dict[str, Any]:
         guids = list_param(p, "guids")
         if len(guids) < 2:
             raise ValueError("boolean_union requires at least 2 GUIDs.")
@@ -119,7 +133,7 @@ class OperationHandlers:
         self._delete(*breps)
         return self._breps_result([self._solid(bbox)])
 
-    def h_boolean_difference(self, p: Params) -> dict[str, Any]:
+    def boolean_difference(self, p: Params) -> dict[str, Any]:
         guid_a = _require(p, "guid_a", str)
         guids_b = list_param(p, "guids_b")
         if len(guids_b) == 0:
@@ -137,7 +151,7 @@ class OperationHandlers:
         self._delete(target, *cutters)
         return self._breps_result([self._solid(target.bbox, faces=7)])
 
-    def h_boolean_intersection(self, p: Params) -> dict[str, Any]:
+    def boolean_intersection(self, p: Params) -> dict[str, Any]:
         guids_a = list_param(p, "guids_a")
         guids_b = list_param(p, "guids_b")
         if len(guids_a) == 0 or len(guids_b) == 0:
@@ -155,7 +169,7 @@ class OperationHandlers:
         self._delete(*breps_a, *breps_b)
         return self._breps_result([self._solid(box) for box in found])
 
-    def h_boolean_split(self, p: Params) -> dict[str, Any]:
+    def boolean_split(self, p: Params) -> dict[str, Any]:
         guid = _require(p, "guid_to_split", str)
         cutter_guid = _require(p, "guid_cutter", str)
         target, cutter = self._brep(guid), self._brep(cutter_guid)
@@ -175,7 +189,7 @@ class OperationHandlers:
             return []
         return [inside, target]
 
-    def h_trim(self, p: Params) -> dict[str, Any]:
+    def trim(self, p: Params) -> dict[str, Any]:
         object_id = _require(p, "object_id", str)
         cutter_id = _require(p, "cutter_id", str)
         pick = _require(p, "pick_point")
@@ -192,7 +206,7 @@ class OperationHandlers:
         kept = self._solid(pieces[-1])
         return {"guids": [kept.guid], "count": 1, "object": serialize_brep(kept)}
 
-    def h_split(self, p: Params) -> dict[str, Any]:
+    def split(self, p: Params) -> dict[str, Any]:
         object_id = _require(p, "object_id", str)
         cutter_ids = list_param(p, "cutter_ids")
         if len(cutter_ids) == 0:
@@ -208,7 +222,6 @@ class OperationHandlers:
         self._delete(target)
         return self._breps_result([self._solid(box) for box in pieces])
 
-    # -- curves and surfaces --------------------------------------------------------------------
     def _curve_result(self, obj: DocObject) -> dict[str, Any]:
         return {"guid": obj.guid, "curve": serialize_curve(obj)}
 
@@ -219,7 +232,7 @@ class OperationHandlers:
         kind = data.pop("kind", "nurbs")
         return self._new("Curve", kind, bbox, **data)
 
-    def h_offset_curve(self, p: Params) -> dict[str, Any]:
+    def offset_curve(self, p: Params) -> dict[str, Any]:
         curve_id = _require(p, "curve_id", str)
         distance = float(_require(p, "distance"))
         curve = validate(self.doc, curve_id)
@@ -243,7 +256,7 @@ class OperationHandlers:
         closed = bool(curve.geometry.get("closed", False))
         return self._curve_result(self._derived_curve(bbox, closed=closed))
 
-    def h_offset_surface(self, p: Params) -> dict[str, Any]:
+    def offset_surface(self, p: Params) -> dict[str, Any]:
         surface_id = _require(p, "surface_id", str)
         distance = float(_require(p, "distance"))
         opt_bool(p, "both_sides", False)
@@ -275,17 +288,17 @@ class OperationHandlers:
                 raise ValueError(f"Edge index {index} is out of range (Brep has {count} edges).")
         return brep, size
 
-    def h_fillet_edge(self, p: Params) -> dict[str, Any]:
+    def fillet_edge(self, p: Params) -> dict[str, Any]:
         brep, _ = self._edges(p, "radius")
         self._delete(brep)
         return self._breps_result([self._solid(brep.bbox, faces=7)])
 
-    def h_chamfer_edge(self, p: Params) -> dict[str, Any]:
+    def chamfer_edge(self, p: Params) -> dict[str, Any]:
         brep, _ = self._edges(p, "distance")
         self._delete(brep)
         return self._breps_result([self._solid(brep.bbox, faces=7)])
 
-    def h_fillet_curves(self, p: Params) -> dict[str, Any]:
+    def fillet_curves(self, p: Params) -> dict[str, Any]:
         a_id, b_id = _require(p, "curve_id_a", str), _require(p, "curve_id_b", str)
         radius = float(_require(p, "radius"))
         join = opt_bool(p, "join", False)
@@ -305,7 +318,7 @@ class OperationHandlers:
             return {"guid": joined.guid, "guids": [joined.guid], "count": 1}
         return self._curve_result(fillet)
 
-    def h_chamfer_curves(self, p: Params) -> dict[str, Any]:
+    def chamfer_curves(self, p: Params) -> dict[str, Any]:
         a_id, b_id = _require(p, "curve_id_a", str), _require(p, "curve_id_b", str)
         distance_a = float(_require(p, "distance_a"))
         distance_b = float(_require(p, "distance_b"))
@@ -327,7 +340,7 @@ class OperationHandlers:
             raise GolemFailure("OPERATION_FAILED", failure)
         return self._derived_curve(meet, kind="arc", radius=0.0, center=list(meet.center))
 
-    def h_intersect(self, p: Params) -> dict[str, Any]:
+    def intersect(self, p: Params) -> dict[str, Any]:
         id_a = _require(p, "id_a", str)
         id_b = _require(p, "id_b", str)
         a, b = validate(self.doc, id_a), validate(self.doc, id_b)
@@ -355,7 +368,7 @@ class OperationHandlers:
             "curves": [serialize_curve(o) for o in curves],
         }
 
-    def h_mesh_from_brep(self, p: Params) -> dict[str, Any]:
+    def mesh_from_brep(self, p: Params) -> dict[str, Any]:
         brep_id = _require(p, "brep_id", str)
         quality = p.get("quality", "medium")
         if quality not in ("coarse", "medium", "fine", "custom"):
@@ -369,7 +382,7 @@ class OperationHandlers:
         mesh = self._new("Mesh", "mesh", brep.bbox, vertex_count=faces + 2, face_count=faces)
         return {"guids": [mesh.guid], "count": 1, "meshes": [serialize_mesh(mesh)]}
 
-    def h_project_curve(self, p: Params) -> dict[str, Any]:
+    def project_curve(self, p: Params) -> dict[str, Any]:
         curve_id = _require(p, "curve_id", str)
         brep_ids = list_param(p, "brep_ids")
         direction = _vector(
@@ -397,7 +410,7 @@ class OperationHandlers:
             "curves": [serialize_curve(c) for c in projected],
         }
 
-    def h_extend_curve(self, p: Params) -> dict[str, Any]:
+    def extend_curve(self, p: Params) -> dict[str, Any]:
         curve_id = _require(p, "curve_id", str)
         style = p.get("extension_type", "smooth")
         side = p.get("side", "end")
@@ -419,7 +432,7 @@ class OperationHandlers:
         curve.geometry["length"] = float(curve.geometry.get("length", 0.0)) + length
         return {"guid": curve_id, "curve": serialize_curve(curve)}
 
-    def h_blend_curves(self, p: Params) -> dict[str, Any]:
+    def blend_curves(self, p: Params) -> dict[str, Any]:
         a_id = _require(p, "curve_id_a", str)
         b_id = _require(p, "curve_id_b", str)
         continuity = p.get("continuity", "tangent")
@@ -434,7 +447,7 @@ class OperationHandlers:
         blend = self._derived_curve(bbox, points=[end_a, start_b], degree=3)
         return self._curve_result(blend)
 
-    def h_rebuild_curve(self, p: Params) -> dict[str, Any]:
+    def rebuild_curve(self, p: Params) -> dict[str, Any]:
         curve_id = _require(p, "curve_id", str)
         degree = opt_int(p, "degree", 3)
         point_count = opt_int(p, "point_count", 10)
@@ -458,7 +471,7 @@ class OperationHandlers:
         )
         return {"guid": curve_id, "curve": serialize_curve(curve)}
 
-    def h_rebuild_surface(self, p: Params) -> dict[str, Any]:
+    def rebuild_surface(self, p: Params) -> dict[str, Any]:
         surface_id = _require(p, "surface_id", str)
         degree_u, degree_v = opt_int(p, "degree_u", 3), opt_int(p, "degree_v", 3)
         count_u, count_v = opt_int(p, "point_count_u", 10), opt_int(p, "point_count_v", 10)

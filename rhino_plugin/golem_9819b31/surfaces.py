@@ -83,12 +83,21 @@ class SurfaceHandlers:
         self.doc = document
 
     def table(self) -> dict[str, Handler]:
-        names = (
-            "loft", "sweep1", "sweep2", "revolve", "extrude_curve", "extrude_surface",
-            "network_surface", "patch", "edge_surface", "cap_planar_holes", "unroll",
-            "planar_surface",
-        )  # fmt: skip
-        return {f"surfaces.{n}": getattr(self, f"h_{n}") for n in names}
+        """Method name → handler."""
+        return {
+            "surfaces.loft": self.loft,
+            "surfaces.sweep1": self.sweep1,
+            "surfaces.sweep2": self.sweep2,
+            "surfaces.revolve": self.revolve,
+            "surfaces.extrude_curve": self.extrude_curve,
+            "surfaces.extrude_surface": self.extrude_surface,
+            "surfaces.network_surface": self.network_surface,
+            "surfaces.patch": self.patch,
+            "surfaces.edge_surface": self.edge_surface,
+            "surfaces.cap_planar_holes": self.cap_planar_holes,
+            "surfaces.unroll": self.unroll,
+            "surfaces.planar_surface": self.planar_surface,
+        }
 
     def _curve(self, guid: str) -> DocObject:
         obj = validate(self.doc, guid)
@@ -105,7 +114,7 @@ class SurfaceHandlers:
     def _one(self, obj: DocObject) -> dict[str, Any]:
         return {"guid": obj.guid, "bounding_box": bbox_json(obj.bbox)}
 
-    def h_loft(self, p: Params) -> dict[str, Any]:
+    def loft(self, p: Params) -> dict[str, Any]:
         curve_ids = _list(p, "curve_ids")
         if len(curve_ids) < 2:
             raise ValueError("loft requires at least 2 curve GUIDs in 'curve_ids'.")
@@ -124,7 +133,7 @@ class SurfaceHandlers:
     def _sweep(self, rails: list[DocObject], shapes: list[DocObject]) -> dict[str, Any]:
         return self._one(self._brep(_union(rails + shapes), faces=1))
 
-    def h_sweep1(self, p: Params) -> dict[str, Any]:
+    def sweep1(self, p: Params) -> dict[str, Any]:
         rail_id = _text(p, "rail_id")
         shape_ids = _list(p, "shape_ids")
         bool(p.get("closed", False))
@@ -134,7 +143,7 @@ class SurfaceHandlers:
         shapes = [self._curve(s) for s in shape_ids]
         return self._sweep([rail], shapes)
 
-    def h_sweep2(self, p: Params) -> dict[str, Any]:
+    def sweep2(self, p: Params) -> dict[str, Any]:
         rail1_id, rail2_id = _text(p, "rail1_id"), _text(p, "rail2_id")
         shape_ids = _list(p, "shape_ids")
         bool(p.get("closed", False))
@@ -145,7 +154,7 @@ class SurfaceHandlers:
         shapes = [self._curve(s) for s in shape_ids]
         return self._sweep(rails, shapes)
 
-    def h_revolve(self, p: Params) -> dict[str, Any]:
+    def revolve(self, p: Params) -> dict[str, Any]:
         curve_id = _text(p, "curve_id")
         start = _req_xyz(p, "axis_start")
         end = _req_xyz(p, "axis_end")
@@ -169,7 +178,7 @@ class SurfaceHandlers:
         surface = add_object(self.doc, "Surface", "revolution", box)
         return self._one(surface)
 
-    def h_extrude_curve(self, p: Params) -> dict[str, Any]:
+    def extrude_curve(self, p: Params) -> dict[str, Any]:
         curve_id = _text(p, "curve_id")
         cap = bool(p.get("cap", False))
         profile = validate(self.doc, curve_id)
@@ -198,7 +207,7 @@ class SurfaceHandlers:
         solid = cap and bool(profile.geometry.get("closed"))
         return self._one(self._brep(box, faces=3 if solid else 1, solid=solid))
 
-    def h_extrude_surface(self, p: Params) -> dict[str, Any]:
+    def extrude_surface(self, p: Params) -> dict[str, Any]:
         surface_id = _text(p, "surface_id")
         direction = p.get("direction")
         distance = float(p.get("distance", 1.0))
@@ -222,7 +231,7 @@ class SurfaceHandlers:
         )
         return self._one(self._brep(box, faces=6 if cap else 5, solid=cap))
 
-    def h_network_surface(self, p: Params) -> dict[str, Any]:
+    def network_surface(self, p: Params) -> dict[str, Any]:
         u_ids = _list(p, "curves_u")
         v_ids = _list(p, "curves_v")
         continuity = int(p.get("continuity", 1))
@@ -239,7 +248,7 @@ class SurfaceHandlers:
         )  # fmt: skip
         return self._one(surface)
 
-    def h_patch(self, p: Params) -> dict[str, Any]:
+    def patch(self, p: Params) -> dict[str, Any]:
         object_ids = _list(p, "object_ids")
         spans_u, spans_v = int(p.get("spans_u", 10)), int(p.get("spans_v", 10))
         float(p.get("flexibility", 1.0))
@@ -252,7 +261,7 @@ class SurfaceHandlers:
         )  # fmt: skip
         return self._one(surface)
 
-    def h_edge_surface(self, p: Params) -> dict[str, Any]:
+    def edge_surface(self, p: Params) -> dict[str, Any]:
         curve_ids = _list(p, "curve_ids")
         if len(curve_ids) < 2 or len(curve_ids) > 4:
             raise ValueError(
@@ -265,7 +274,7 @@ class SurfaceHandlers:
         surface = add_object(self.doc, "Surface", "nurbs", _union(curves))
         return self._one(surface)
 
-    def h_cap_planar_holes(self, p: Params) -> dict[str, Any]:
+    def cap_planar_holes(self, p: Params) -> dict[str, Any]:
         brep_id = _text(p, "brep_id")
         brep = validate(self.doc, brep_id)
         if (
@@ -283,7 +292,7 @@ class SurfaceHandlers:
         brep.geometry.update(solid=True, faces=int(brep.geometry.get("faces", 1)) + 2)
         return {"guid": brep.guid, "bounding_box": bbox_json(brep.bbox), "caps_added": True}
 
-    def h_unroll(self, p: Params) -> dict[str, Any]:
+    def unroll(self, p: Params) -> dict[str, Any]:
         surface_id = _text(p, "surface_id")
         explode = bool(p.get("explode", False))
         validate(self.doc, surface_id)
@@ -299,7 +308,7 @@ class SurfaceHandlers:
         added = [self._brep(flat).guid for _ in range(faces)]
         return {"guids": added, "bounding_box": bbox_json(flat)}
 
-    def h_planar_surface(self, p: Params) -> dict[str, Any]:
+    def planar_surface(self, p: Params) -> dict[str, Any]:
         curve_ids = _list(p, "curve_ids")
         curves = [validate(self.doc, g) for g in curve_ids]
         failure = _not_a_curve("AddPlanarSrf", curve_ids, curves)
