@@ -14,14 +14,14 @@ from ..geometry import BoundingBox, translation_map
 from .creation import Creator
 from .kit import (
     check_faces,
+    find_or_key_error,
     flat_point,
     layer_path,
+    param_or_value_error,
     plane_origin,
     pt3d,
     read_origin,
     read_points,
-    req,
-    resolve,
 )
 from .shapes import (
     arc_data,
@@ -86,7 +86,7 @@ class GeometryHandlers(Creator):
         return self._add(p, "Point", "point", "point", (BoundingBox(location, location), {}))
 
     def create_point_cloud(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
+        raw = param_or_value_error(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) == 0:
             raise ValueError("'points' must be a non-empty list.")
         points = read_points(raw)
@@ -97,21 +97,21 @@ class GeometryHandlers(Creator):
         return result
 
     def create_line(self, p: Params) -> dict[str, Any]:
-        start = pt3d(req(p, "start"))
-        end = pt3d(req(p, "end"))
+        start = pt3d(param_or_value_error(p, "start"))
+        end = pt3d(param_or_value_error(p, "end"))
         if start == end:
             raise ValueError("start and end must be distinct points.")
         return self._add(p, "Curve", "line", "line", polyline_data([start, end]))
 
     def create_polyline(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
+        raw = param_or_value_error(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
             raise ValueError("'points' must have at least 2 entries.")
         points = read_points(raw)
         return self._add(p, "Curve", "polyline", "polyline", polyline_data(points))
 
     def create_nurbs_curve(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
+        raw = param_or_value_error(p, "points")
         degree = int(p.get("degree", 3))
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
             raise ValueError("'points' must have at least 2 entries.")
@@ -135,7 +135,7 @@ class GeometryHandlers(Creator):
         return self._add(p, "Curve", "nurbs", "nurbs_curve", (bbox, {**extra, "degree": degree}))
 
     def create_interp_curve(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
+        raw = param_or_value_error(p, "points")
         degree = max(1, min(int(p.get("degree", 3)), 11))
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
             raise ValueError("'points' must have at least 2 entries.")
@@ -151,11 +151,11 @@ class GeometryHandlers(Creator):
             bbox = BoundingBox.around([a, m, b])
             data = (bbox, polyline_data([a, m, b])[1])
             return self._add(p, "Curve", "arc", "arc", data, layer=layer)
-        radius = float(req(p, "radius"))
+        radius = float(param_or_value_error(p, "radius"))
         if radius <= 0.0:
             raise ValueError("'radius' must be > 0.")
-        start = float(req(p, "start_angle"))
-        end = float(req(p, "end_angle"))
+        start = float(param_or_value_error(p, "start_angle"))
+        end = float(param_or_value_error(p, "end_angle"))
         if p.get("plane") is not None:
             center = plane_origin(p["plane"])
         elif "center" in p:
@@ -172,7 +172,7 @@ class GeometryHandlers(Creator):
         )
 
     def create_circle(self, p: Params) -> dict[str, Any]:
-        radius = float(req(p, "radius"))
+        radius = float(param_or_value_error(p, "radius"))
         if radius <= 0.0:
             raise ValueError("'radius' must be > 0.")
         center = read_origin(
@@ -181,8 +181,8 @@ class GeometryHandlers(Creator):
         return self._add(p, "Curve", "circle", "circle", circle_data(center, radius))
 
     def create_ellipse(self, p: Params) -> dict[str, Any]:
-        rx = float(req(p, "rx"))
-        ry = float(req(p, "ry"))
+        rx = float(param_or_value_error(p, "rx"))
+        ry = float(param_or_value_error(p, "ry"))
         if rx <= 0.0:
             raise ValueError("'rx' must be > 0.")
         if ry <= 0.0:
@@ -200,11 +200,11 @@ class GeometryHandlers(Creator):
         return self._add(p, "Curve", "nurbs", "ellipse", (bbox, data))
 
     def create_helix(self, p: Params) -> dict[str, Any]:
-        axis_start = pt3d(req(p, "axis_start"))
-        axis_end = pt3d(req(p, "axis_end"))
-        start_point = pt3d(req(p, "start_point"))
-        pitch = float(req(p, "pitch"))
-        turns = float(req(p, "turns"))
+        axis_start = pt3d(param_or_value_error(p, "axis_start"))
+        axis_end = pt3d(param_or_value_error(p, "axis_end"))
+        start_point = pt3d(param_or_value_error(p, "start_point"))
+        pitch = float(param_or_value_error(p, "pitch"))
+        turns = float(param_or_value_error(p, "turns"))
         if pitch <= 0.0:
             raise ValueError("'pitch' must be > 0.")
         if turns <= 0.0:
@@ -232,11 +232,11 @@ class GeometryHandlers(Creator):
         return self._add(p, "Curve", "nurbs", "helix", (BoundingBox.around(corners), data))
 
     def create_nurbs_surface(self, p: Params) -> dict[str, Any]:
-        degree_u = int(req(p, "degree_u"))
-        degree_v = int(req(p, "degree_v"))
-        count_u = int(req(p, "count_u"))
-        count_v = int(req(p, "count_v"))
-        raw = req(p, "points")
+        degree_u = int(param_or_value_error(p, "degree_u"))
+        degree_v = int(param_or_value_error(p, "degree_v"))
+        count_u = int(param_or_value_error(p, "count_u"))
+        count_v = int(param_or_value_error(p, "count_v"))
+        raw = param_or_value_error(p, "points")
         for label, value in (("degree_u", degree_u), ("degree_v", degree_v)):
             if value < 1 or value > 11:
                 raise ValueError(f"'{label}' must be 1-11, got {value}.")
@@ -263,8 +263,8 @@ class GeometryHandlers(Creator):
         return self._add(p, "Surface", "nurbs", "nurbs_surface", (BoundingBox.around(points), data))
 
     def create_plane_surface(self, p: Params) -> dict[str, Any]:
-        width = float(req(p, "width"))
-        height = float(req(p, "height"))
+        width = float(param_or_value_error(p, "width"))
+        height = float(param_or_value_error(p, "height"))
         if width <= 0.0:
             raise ValueError("'width' must be > 0.")
         if height <= 0.0:
@@ -278,7 +278,7 @@ class GeometryHandlers(Creator):
         )
 
     def create_surface_from_points(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
+        raw = param_or_value_error(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) not in (3, 4):
             raise ValueError("'points' must be a list of exactly 3 or 4 [x,y,z] entries.")
         points = read_points(raw)
@@ -295,27 +295,29 @@ class GeometryHandlers(Creator):
             bbox = BoundingBox.around(points)
             w, d, h = (bbox.maximum[i] - bbox.minimum[i] for i in range(3))
             return self._add(p, "Brep", "box", "box", box_data(bbox.minimum, w, d, h), layer=layer)
-        width = float(req(p, "width"))
-        height = float(req(p, "height"))
-        depth = float(req(p, "depth"))
+        width = float(param_or_value_error(p, "width"))
+        height = float(param_or_value_error(p, "height"))
+        depth = float(param_or_value_error(p, "depth"))
         if width <= 0.0 or height <= 0.0 or depth <= 0.0:
             raise ValueError("width, height, and depth must all be > 0.")
         plane = p.get("plane")
-        corner = plane_origin(plane) if plane is not None else pt3d(req(p, "corner"))
+        corner = (
+            plane_origin(plane) if plane is not None else pt3d(param_or_value_error(p, "corner"))
+        )
         return self._add(
             p, "Brep", "box", "box", box_data(corner, width, depth, height), layer=layer
         )
 
     def create_sphere(self, p: Params) -> dict[str, Any]:
-        center = pt3d(req(p, "center"))
-        radius = float(req(p, "radius"))
+        center = pt3d(param_or_value_error(p, "center"))
+        radius = float(param_or_value_error(p, "radius"))
         if radius <= 0.0:
             raise ValueError("'radius' must be > 0.")
         return self._add(p, "Brep", "sphere", "sphere", sphere_data(center, radius))
 
     def _g_upright(self, p: Params, kind: str) -> dict[str, Any]:
-        height = float(req(p, "height"))
-        radius = float(req(p, "radius"))
+        height = float(param_or_value_error(p, "height"))
+        radius = float(param_or_value_error(p, "radius"))
         cap = bool(p.get("cap", True))
         if height <= 0.0:
             raise ValueError("'height' must be > 0.")
@@ -335,8 +337,8 @@ class GeometryHandlers(Creator):
         return self._g_upright(p, "cone")
 
     def create_torus(self, p: Params) -> dict[str, Any]:
-        major = float(req(p, "major_radius"))
-        minor = float(req(p, "minor_radius"))
+        major = float(param_or_value_error(p, "major_radius"))
+        minor = float(param_or_value_error(p, "minor_radius"))
         if major <= 0.0:
             raise ValueError("'major_radius' must be > 0.")
         if minor <= 0.0:
@@ -350,8 +352,8 @@ class GeometryHandlers(Creator):
         return self._add(p, "Brep", "torus", "torus", torus_data(center, major, minor))
 
     def create_pipe(self, p: Params) -> dict[str, Any]:
-        curve_id = str(req(p, "curve_id"))
-        radii_raw = req(p, "radii")
+        curve_id = str(param_or_value_error(p, "curve_id"))
+        radii_raw = param_or_value_error(p, "radii")
         if not isinstance(radii_raw, (list, tuple)) or len(radii_raw) == 0:
             raise ValueError("'radii' must be a non-empty list.")
         radii = [float(r) for r in radii_raw]
@@ -360,7 +362,7 @@ class GeometryHandlers(Creator):
         cap = int(p.get("cap", 1))
         if cap not in (0, 1, 2):
             raise ValueError("'cap' must be 0, 1, or 2.")
-        rail = resolve(self.doc, curve_id)
+        rail = find_or_key_error(self.doc, curve_id)
         raw_params = p.get("parameters")
         if raw_params is not None:
             if len(raw_params) != len(radii):
@@ -377,9 +379,9 @@ class GeometryHandlers(Creator):
         return self._add(p, "Brep", "pipe", "pipe", (bbox, data))
 
     def create_extrusion(self, p: Params) -> dict[str, Any]:
-        curve_id = str(req(p, "profile_curve_id"))
+        curve_id = str(param_or_value_error(p, "profile_curve_id"))
         cap = bool(p.get("cap", True))
-        profile = resolve(self.doc, curve_id)
+        profile = find_or_key_error(self.doc, curve_id)
         if profile.object_type != "Curve":
             raise ValueError(f"Object '{curve_id}' is not a curve.")
         if p.get("direction") is not None:
@@ -407,8 +409,8 @@ class GeometryHandlers(Creator):
         return self._add(p, "Extrusion", "extrusion", "extrusion", (bbox, data))
 
     def create_mesh(self, p: Params) -> dict[str, Any]:
-        raw_verts = req(p, "vertices")
-        raw_faces = req(p, "faces")
+        raw_verts = param_or_value_error(p, "vertices")
+        raw_faces = param_or_value_error(p, "faces")
         if not isinstance(raw_verts, (list, tuple)) or len(raw_verts) < 3:
             raise ValueError("'vertices' must be a list of at least 3 [x,y,z] entries.")
         if not isinstance(raw_faces, (list, tuple)) or len(raw_faces) < 1:
@@ -437,7 +439,7 @@ class GeometryHandlers(Creator):
         layer = layer_path(self.doc, p.get("layer"))
         if p.get("from_mesh_id") is not None:
             mesh_id = str(p["from_mesh_id"])
-            source = resolve(self.doc, mesh_id)
+            source = find_or_key_error(self.doc, mesh_id)
             if source.object_type != "Mesh":
                 raise ValueError(f"Object '{mesh_id}' is not a mesh.")
             bbox = source.bbox
@@ -458,7 +460,7 @@ class GeometryHandlers(Creator):
         return self._add(p, "SubD", "subd", "subd", (bbox, data), layer=layer)
 
     def create_text(self, p: Params) -> dict[str, Any]:
-        text = str(req(p, "text"))
+        text = str(param_or_value_error(p, "text"))
         if not text:
             raise ValueError("'text' must be non-empty.")
         height = float(p.get("height", 1.0))
@@ -472,14 +474,14 @@ class GeometryHandlers(Creator):
         return self._add(p, "TextEntity", "text", "text", data, box_in_result=False)
 
     def create_text_dot(self, p: Params) -> dict[str, Any]:
-        text = str(req(p, "text"))
-        point = pt3d(req(p, "point"))
+        text = str(param_or_value_error(p, "text"))
+        point = pt3d(param_or_value_error(p, "point"))
         data = (BoundingBox(point, point), {"text": text})
         return self._add(p, "TextDot", "text_dot", "text_dot", data, box_in_result=False)
 
     def create_dimension(self, p: Params) -> dict[str, Any]:
-        dim_type = str(req(p, "type")).lower()
-        raw = req(p, "points")
+        dim_type = str(param_or_value_error(p, "type")).lower()
+        raw = param_or_value_error(p, "points")
         valid = ("linear", "aligned", "angular", "radial", "diameter")
         if dim_type not in valid:
             raise ValueError(f"'type' must be one of {valid}, got '{dim_type}'.")
@@ -501,7 +503,7 @@ class GeometryHandlers(Creator):
         )
 
     def create_hatch(self, p: Params) -> dict[str, Any]:
-        raw_ids = req(p, "curve_ids")
+        raw_ids = param_or_value_error(p, "curve_ids")
         if not isinstance(raw_ids, (list, tuple)) or len(raw_ids) == 0:
             raise ValueError("'curve_ids' must be a non-empty list of GUID strings.")
         pattern = str(p.get("pattern", "Solid"))
@@ -525,7 +527,7 @@ class GeometryHandlers(Creator):
             )
         curves = []
         for cid in raw_ids:
-            curve = resolve(self.doc, cid)
+            curve = find_or_key_error(self.doc, cid)
             if curve.object_type != "Curve":
                 raise ValueError(f"Object '{cid}' is not a curve.")
             curves.append(curve)

@@ -25,7 +25,7 @@ from ..geometry import (
     unit,
 )
 from .envelope import wrapped
-from .kit import GolemFailure, find, parse_guid
+from .kit import GolemFailure, find_or_none, parse_guid
 from .manipulation_kit import (
     affine_map,
     explode_pieces,
@@ -280,7 +280,7 @@ class ManipulationHandlers:
         return {"array_ids": ids, "count": len(ids)}
 
     def _array_source(self, obj_id: str, details: dict[str, Any]) -> DocObject:
-        obj = find(self.doc, obj_id) if is_guid(obj_id) else None
+        obj = find_or_none(self.doc, obj_id) if is_guid(obj_id) else None
         if obj is None:
             raise GolemFailure(
                 "OPERATION_FAILED",

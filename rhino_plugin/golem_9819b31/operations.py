@@ -17,8 +17,16 @@ from golem_core.dispatcher import Handler
 from ..document import DocObject, Document
 from ..geometry import BoundingBox
 from .envelope import wrapped
-from .kit import GolemFailure, Point, add_object, list_param, opt_bool, opt_float, opt_int
-from .kit import require as validate
+from .kit import (
+    GolemFailure,
+    Point,
+    add_object,
+    list_param,
+    opt_bool,
+    opt_float,
+    opt_int,
+    validate_guid_or_key_error,
+)
 from .serialize import serialize_brep, serialize_curve, serialize_mesh, serialize_surface
 
 __all__ = ["OperationHandlers"]
@@ -74,19 +82,19 @@ class OperationHandlers:
         return {name: wrapped(handler) for name, handler in handlers.items()}
 
     def _brep(self, guid: Any) -> DocObject:
-        obj = validate(self.doc, guid)
+        obj = validate_guid_or_key_error(self.doc, guid)
         if obj.object_type not in BREP_CLASSES:
             raise GolemFailure("INVALID_PARAMS", f"Object '{guid}' is not a Brep.")
         return obj
 
     def _curve(self, guid: Any) -> DocObject:
-        obj = validate(self.doc, guid)
+        obj = validate_guid_or_key_error(self.doc, guid)
         if obj.object_type != "Curve":
             raise GolemFailure("INVALID_PARAMS", f"Object '{guid}' is not a Curve.")
         return obj
 
     def _surface(self, guid: Any) -> DocObject:
-        obj = validate(self.doc, guid)
+        obj = validate_guid_or_key_error(self.doc, guid)
         faces = int(obj.geometry.get("faces", 1))
         if obj.object_type not in BREP_CLASSES or (obj.object_type == "Brep" and faces > 1):
             raise GolemFailure("INVALID_PARAMS", f"Object '{guid}' is not a Surface.")
@@ -211,8 +219,8 @@ class OperationHandlers:
         cutter_ids = list_param(p, "cutter_ids")
         if len(cutter_ids) == 0:
             raise ValueError("cutter_ids must contain at least one GUID.")
-        target = validate(self.doc, object_id)
-        cutters = [validate(self.doc, c) for c in cutter_ids]
+        target = validate_guid_or_key_error(self.doc, object_id)
+        cutters = [validate_guid_or_key_error(self.doc, c) for c in cutter_ids]
         pieces = self._split_boxes(target.bbox, cutters[0].bbox)
         if target.object_type not in BREP_CLASSES or not pieces:
             raise GolemFailure(
@@ -235,7 +243,7 @@ class OperationHandlers:
     def offset_curve(self, p: Params) -> dict[str, Any]:
         curve_id = _require(p, "curve_id", str)
         distance = float(_require(p, "distance"))
-        curve = validate(self.doc, curve_id)
+        curve = validate_guid_or_key_error(self.doc, curve_id)
         plane, direction = p.get("plane"), p.get("direction_point")
         if plane is not None:
             try:
@@ -260,7 +268,7 @@ class OperationHandlers:
         surface_id = _require(p, "surface_id", str)
         distance = float(_require(p, "distance"))
         opt_bool(p, "both_sides", False)
-        surface = validate(self.doc, surface_id)
+        surface = validate_guid_or_key_error(self.doc, surface_id)
         if surface.object_type not in BREP_CLASSES:
             raise GolemFailure(
                 "OPERATION_FAILED",
@@ -304,7 +312,10 @@ class OperationHandlers:
         join = opt_bool(p, "join", False)
         if radius <= 0.0:
             raise ValueError("radius must be greater than zero.")
-        a, b = validate(self.doc, a_id), validate(self.doc, b_id)
+        a, b = (
+            validate_guid_or_key_error(self.doc, a_id),
+            validate_guid_or_key_error(self.doc, b_id),
+        )
         fillet = self._corner(
             a,
             b,
@@ -324,7 +335,10 @@ class OperationHandlers:
         distance_b = float(_require(p, "distance_b"))
         if distance_a <= 0.0 or distance_b <= 0.0:
             raise ValueError("distance_a and distance_b must both be greater than zero.")
-        a, b = validate(self.doc, a_id), validate(self.doc, b_id)
+        a, b = (
+            validate_guid_or_key_error(self.doc, a_id),
+            validate_guid_or_key_error(self.doc, b_id),
+        )
         chamfer = self._corner(
             a,
             b,
@@ -343,7 +357,10 @@ class OperationHandlers:
     def intersect(self, p: Params) -> dict[str, Any]:
         id_a = _require(p, "id_a", str)
         id_b = _require(p, "id_b", str)
-        a, b = validate(self.doc, id_a), validate(self.doc, id_b)
+        a, b = (
+            validate_guid_or_key_error(self.doc, id_a),
+            validate_guid_or_key_error(self.doc, id_b),
+        )
         curve_a, curve_b = a.object_type == "Curve", b.object_type == "Curve"
         kind = (
             "curve_curve" if curve_a and curve_b
@@ -422,7 +439,7 @@ class OperationHandlers:
             raise ValueError(f"side must be 'start', 'end', or 'both' (got '{side}').")
         curve = self._curve(curve_id)
         if boundary_id is not None:
-            boundary = validate(self.doc, boundary_id)
+            boundary = validate_guid_or_key_error(self.doc, boundary_id)
             bbox = curve.bbox.union(boundary.bbox)
         else:
             if length <= 0.0:
@@ -484,7 +501,7 @@ class OperationHandlers:
                     f"point_count_{axis} must be at least degree_{axis} + 1 "
                     f"(degree_{axis}={degree}, point_count_{axis}={count})."
                 )
-        surface = validate(self.doc, surface_id)
+        surface = validate_guid_or_key_error(self.doc, surface_id)
         if (
             surface.object_type not in ("Surface", "Brep")
             or int(surface.geometry.get("faces", 1)) > 1
