@@ -88,10 +88,6 @@ class BoundingBox:
         (x0, y0, z0), (x1, y1, z1) = self.minimum, self.maximum
         return ((x0 + x1) / 2, (y0 + y1) / 2, (z0 + z1) / 2)
 
-    def to_json(self) -> dict[str, list[float]]:
-        """``{"min": [x, y, z], "max": [x, y, z]}`` as the plugin reports bounding boxes."""
-        return {"min": list(self.minimum), "max": list(self.maximum)}
-
 
 def _rounded(point: Point) -> Point:
     # Rotations by multiples of 90° leave 1e-15 noise; round it away so results read cleanly.

@@ -93,13 +93,6 @@ class OperationHandlers:
             raise GolemFailure("INVALID_PARAMS", f"Object '{guid}' is not a Curve.")
         return obj
 
-    def _surface(self, guid: Any) -> DocObject:
-        obj = validate_guid_or_key_error(self.doc, guid)
-        faces = int(obj.geometry.get("faces", 1))
-        if obj.object_type not in BREP_CLASSES or (obj.object_type == "Brep" and faces > 1):
-            raise GolemFailure("INVALID_PARAMS", f"Object '{guid}' is not a Surface.")
-        return obj
-
     def _new(self, rhino_class: str, kind: str, bbox: BoundingBox, **data: Any) -> DocObject:
         # The real handlers add results without attributes (sc.doc.Objects.AddBrep(brep),
         # rs.Add*): they land on the current layer, not on an input's.
