@@ -80,9 +80,9 @@ class HeadlessPlugin:
             self.host,
             self.port,
             main,
+            main_respond,
             after_reply=self._after_reply,
             log=self._log,
-            respond=main_respond,
         )
         try:
             gh_server = ChannelServer(
@@ -90,9 +90,9 @@ class HeadlessPlugin:
                 self.host,
                 self.gh_port,
                 grasshopper,
+                gh_respond,
                 after_reply=self._after_reply,
                 log=self._log,
-                respond=gh_respond,
             )
         except OSError:
             main_server.stop()
