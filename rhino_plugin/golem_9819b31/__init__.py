@@ -20,6 +20,7 @@ from .debug import DebugHandlers
 from .envelope import GhServerErrors, MainServerErrors, Responder
 from .files import FileHandlers
 from .geometry import GeometryHandlers
+from .geometry_solids import GeometrySolidHandlers
 from .grasshopper import GrasshopperHandlers
 from .manipulation import ManipulationHandlers
 from .operations import OperationHandlers
@@ -42,6 +43,7 @@ def handler_table(
         SceneHandlers(document).table(),
         CreationHandlers(document).table(),
         GeometryHandlers(document).table(),
+        GeometrySolidHandlers(document).table(),
         OperationHandlers(document).table(),
         SurfaceHandlers(document).table(),
         ManipulationHandlers(document).table(),
