@@ -24,6 +24,7 @@ from .geometry_solids import GeometrySolidHandlers
 from .grasshopper import GrasshopperHandlers
 from .manipulation import ManipulationHandlers
 from .operations import OperationHandlers
+from .operations_curves import CurveSurfaceOperationHandlers
 from .scene import SceneHandlers
 from .scripting import ScriptingHandlers
 from .surfaces import SurfaceHandlers
@@ -45,6 +46,7 @@ def handler_table(
         GeometryHandlers(document).table(),
         GeometrySolidHandlers(document).table(),
         OperationHandlers(document).table(),
+        CurveSurfaceOperationHandlers(document).table(),
         SurfaceHandlers(document).table(),
         ManipulationHandlers(document).table(),
         GrasshopperHandlers(document).table(),
