@@ -23,6 +23,7 @@ from .geometry import GeometryHandlers
 from .geometry_solids import GeometrySolidHandlers
 from .grasshopper import GrasshopperHandlers
 from .manipulation import ManipulationHandlers
+from .manipulation_objects import ObjectManipulationHandlers
 from .operations import OperationHandlers
 from .operations_curves import CurveSurfaceOperationHandlers
 from .scene import SceneHandlers
@@ -49,6 +50,7 @@ def handler_table(
         CurveSurfaceOperationHandlers(document).table(),
         SurfaceHandlers(document).table(),
         ManipulationHandlers(document).table(),
+        ObjectManipulationHandlers(document).table(),
         GrasshopperHandlers(document).table(),
         ViewportHandlers(document).table(),
         FileHandlers(document).table(),
