@@ -180,3 +180,23 @@ def test_files_and_views(client: Any) -> None:
     _box(client, [0.0, 0.0, 0.0], 1.0)
     assert client.call("files.new_document")["success"] is True
     assert client.call("scene.list_objects")["total"] == 0
+
+
+def test_list_objects_filters_and_the_selection_quirk(client: Any) -> None:
+    box = _box(client, [0.0, 0.0, 0.0], 1.0)
+    line = client.call("geometry.create_line", start=[0, 0, 0], end=[1, 0, 0])["guid"]
+    curves = client.call("scene.list_objects", object_type="curve")
+    assert [o["guid"] for o in curves["objects"]] == [line] and curves["total"] == 1
+    assert client.call("scene.list_objects", name_pattern="x*")["total"] == 0
+    # rs.SelectObjects returns a count, which the real handler then iterates: the answer is
+    # an error dict, and the objects are selected all the same.
+    failed = client.call("manipulation.select_objects", ids=[box])
+    assert failed == {
+        "code": "INVALID_PARAMS",
+        "message": "'int' object is not iterable",
+        "details": {"exception_type": "TypeError"},
+    }
+    selected = client.call("scene.get_selected_objects")["objects"]
+    assert [o["guid"] for o in selected] == [box]
+    assert client.call("manipulation.unselect_all") == {"unselected_count": 1}
+    assert client.call("scene.get_selected_objects") == {"objects": []}
