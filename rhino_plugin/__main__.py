@@ -25,9 +25,8 @@ from typing import Optional
 
 from golem_core.dispatcher import DEFAULT_UI_TIMEOUT
 
-from .behaviours import BEHAVIOURS, DEFAULT_BEHAVIOUR
+from .behaviours import BEHAVIOURS, DEFAULT_BEHAVIOUR, PluginOptions
 from .plugin import HeadlessPlugin
-from .registry import PluginOptions
 
 __all__ = ["add_arguments", "build_parser", "main", "run"]
 
@@ -95,8 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, require_headless: bool = T
         "--behaviour",
         choices=BEHAVIOURS,
         default=DEFAULT_BEHAVIOUR,
-        help=f"which plugin to play on the wire (default {DEFAULT_BEHAVIOUR}; "
-        "extended: also the names the MCP server sends that the real plugin lacks)",
+        help=f"which plugin to play on the wire (default {DEFAULT_BEHAVIOUR})",
     )
     parser.add_argument(
         "--ui-timeout",

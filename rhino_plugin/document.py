@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from golem_core.errors import InvalidParams, ObjectNotFound
+from golem_core.errors import InvalidParams
 
 from .geometry import BoundingBox
 
@@ -43,32 +43,6 @@ class DocObject:
     selected: bool = False
     color: Optional[Color] = None
 
-    def summary(self) -> dict[str, Any]:
-        """The short form used in listings."""
-        return {
-            "guid": self.guid,
-            "type": self.object_type,
-            "name": self.name,
-            "layer": self.layer,
-            "bounding_box": self.bbox.to_json(),
-            "visible": self.visible,
-            "locked": self.locked,
-            "selected": self.selected,
-        }
-
-    def info(self) -> dict[str, Any]:
-        """The long form answered by get_object_info."""
-        details = self.summary()
-        details.update(
-            {
-                "color": list(self.color) if self.color is not None else None,
-                "color_source": "object" if self.color is not None else "layer",
-                "user_text": dict(sorted(self.user_text.items())),
-                "geometry": dict(self.geometry),
-            }
-        )
-        return details
-
 
 @dataclass
 class Layer:
@@ -90,24 +64,10 @@ class Layer:
         parts = self.full_path.rsplit(LAYER_SEPARATOR, 1)
         return parts[0] if len(parts) == 2 else None
 
-    def to_json(self, current: bool, object_count: int) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "full_path": self.full_path,
-            "index": self.index,
-            "id": self.guid,
-            "parent": self.parent,
-            "color": list(self.color),
-            "visible": self.visible,
-            "locked": self.locked,
-            "current": current,
-            "object_count": object_count,
-        }
-
 
 class Document:
-    """The document model. Methods raise `ObjectNotFound` for unknown GUIDs and
-    `InvalidParams` for unknown layers, so handlers can pass them straight through."""
+    """The document model. Layer methods raise `InvalidParams` for unknown or duplicate
+    layers."""
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
@@ -125,12 +85,10 @@ class Document:
         self.views: dict[str, dict[str, Any]] = standard_views()
         self.active_view = "Perspective"
 
-    # -- identities -----------------------------------------------------------------------------
     def new_guid(self) -> str:
         """A fresh GUID drawn from the seeded generator."""
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
 
-    # -- layers ---------------------------------------------------------------------------------
     def add_layer(
         self, full_path: str, color: Color = (0, 0, 0), visible: bool = True, locked: bool = False
     ) -> Layer:
@@ -164,7 +122,6 @@ class Document:
         for path in [p for p in self.layers if p == full_path or p.startswith(full_path + "::")]:
             del self.layers[path]
 
-    # -- objects --------------------------------------------------------------------------------
     def add_object(
         self,
         object_type: str,
@@ -198,22 +155,6 @@ class Document:
         self.objects[obj.guid] = obj
         return obj
 
-    def get(self, guid: Any) -> DocObject:
-        """The object with ``guid``. Raises ObjectNotFound naming the GUID."""
-        obj = self.objects.get(guid) if isinstance(guid, str) else None
-        if obj is None:
-            raise ObjectNotFound(f"Object not found: {guid}", {"guid": guid})
-        return obj
-
-    def get_all(self, guids: list[str]) -> list[DocObject]:
-        """The objects for ``guids`` in order, duplicates dropped. Raises ObjectNotFound for
-        the first unknown GUID, before anything is touched."""
-        seen: dict[str, DocObject] = {}
-        for guid in guids:
-            if guid not in seen:
-                seen[guid] = self.get(guid)
-        return list(seen.values())
-
     def delete(self, guid: str) -> None:
         """Remove an object and its group memberships (empty groups disappear)."""
         del self.objects[guid]
@@ -223,9 +164,6 @@ class Document:
                 self.groups[name] = members
             else:
                 del self.groups[name]
-
-    def groups_of(self, guid: str) -> list[str]:
-        return sorted(name for name, members in self.groups.items() if guid in members)
 
     def clear(self) -> None:
         """Start a new empty document (the GUID generator keeps its state)."""
@@ -238,17 +176,6 @@ class Document:
         self.add_layer(DEFAULT_LAYER)
         self.views = standard_views()
         self.active_view = "Perspective"
-
-    def view(self, name: Optional[str], param: str = "view_name") -> tuple[str, dict[str, Any]]:
-        """``(name, view)`` for the view called ``name`` (case-insensitive), or the active view
-        when ``name`` is None. Raises InvalidParams naming ``param`` for an unknown view."""
-        if name is None:
-            return self.active_view, self.views[self.active_view]
-        for view_name, view in self.views.items():
-            if view_name.lower() == name.lower():
-                return view_name, view
-        known = ", ".join(sorted(self.views))
-        raise InvalidParams(f"View '{name}' does not exist (views: {known}).", param)
 
 
 def standard_views() -> dict[str, dict[str, Any]]:

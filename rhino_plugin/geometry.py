@@ -14,10 +14,10 @@ from typing import Callable, Optional
 
 from golem_core.errors import InvalidParams
 
-from .params import Point
-
 __all__ = [
     "BoundingBox",
+    "Point",
+    "PointMap",
     "line_mirror_normal",
     "mirror_map",
     "rotation_map",
@@ -26,6 +26,7 @@ __all__ = [
     "unit",
 ]
 
+Point = tuple[float, float, float]
 PointMap = Callable[[Point], Point]
 
 
@@ -86,10 +87,6 @@ class BoundingBox:
     def center(self) -> Point:
         (x0, y0, z0), (x1, y1, z1) = self.minimum, self.maximum
         return ((x0 + x1) / 2, (y0 + y1) / 2, (z0 + z1) / 2)
-
-    def to_json(self) -> dict[str, list[float]]:
-        """``{"min": [x, y, z], "max": [x, y, z]}`` as the plugin reports bounding boxes."""
-        return {"min": list(self.minimum), "max": list(self.maximum)}
 
 
 def _rounded(point: Point) -> Point:

@@ -15,9 +15,8 @@ from __future__ import annotations
 import threading
 from typing import Optional, TextIO
 
-from .behaviours import build_channels
+from .behaviours import PluginOptions, build_channels
 from .document import Document
-from .registry import PluginOptions
 from .server import ChannelServer
 from .ui_thread import UiThread
 
@@ -81,9 +80,9 @@ class HeadlessPlugin:
             self.host,
             self.port,
             main,
+            main_respond,
             after_reply=self._after_reply,
             log=self._log,
-            respond=main_respond,
         )
         try:
             gh_server = ChannelServer(
@@ -91,9 +90,9 @@ class HeadlessPlugin:
                 self.host,
                 self.gh_port,
                 grasshopper,
+                gh_respond,
                 after_reply=self._after_reply,
                 log=self._log,
-                respond=gh_respond,
             )
         except OSError:
             main_server.stop()

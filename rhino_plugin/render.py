@@ -12,8 +12,7 @@ import math
 from collections.abc import Iterable
 from typing import Callable
 
-from .geometry import BoundingBox
-from .params import Point
+from .geometry import BoundingBox, Point
 
 __all__ = ["Canvas", "render_wireframe"]
 

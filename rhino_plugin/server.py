@@ -4,10 +4,11 @@ One client at a time: the accept thread serves a connection to its end before it
 next one, so a second client's connect succeeds (the kernel completes it in the listen backlog)
 but its requests are only read once the first client has disconnected.
 
-Every byte goes through golem_core: `MessageReader` frames the input, `Dispatcher.respond`
-types, dispatches and frames the reply. A bad request never stops the server:
+Every byte goes through golem_core: `MessageReader` frames the input, the channel's ``respond``
+(the behaviour's envelope around `Dispatcher`) turns a payload into a reply or into None, which
+closes the connection unanswered as the real server does for a frame that is not JSON. A bad
+request never stops the server:
 
-- invalid JSON or a bad envelope → the dispatcher's -32603 answer, and the connection goes on;
 - a header over the 64 MiB cap → the stream cannot be resynchronised: the connection is closed
   (a line goes to stderr) and the server accepts the next client;
 - a frame cut short or an abrupt disconnect → the connection is dropped, the server goes on.
@@ -34,7 +35,7 @@ LISTEN_BACKLOG = 5
 class ChannelServer:
     """Serves one listening socket with one dispatcher. ``after_reply`` is called after each
     answer is sent (the plugin uses it to stop once `shutdown` has been answered); ``respond``
-    replaces `Dispatcher.respond` as the payload → reply step (None closes the connection)."""
+    is the payload → reply step (None closes the connection)."""
 
     def __init__(
         self,
@@ -42,14 +43,14 @@ class ChannelServer:
         host: str,
         port: int,
         dispatcher: Dispatcher,
+        respond: Callable[[bytes], Optional[bytes]],
         *,
         after_reply: Optional[Callable[[], None]] = None,
         log: Optional[TextIO] = None,
-        respond: Optional[Callable[[bytes], Optional[bytes]]] = None,
     ) -> None:
         self.name = name
         self.dispatcher = dispatcher
-        self._respond = respond if respond is not None else dispatcher.respond
+        self._respond = respond
         self._after_reply = after_reply
         self._log = log
         self._stopping = threading.Event()

@@ -124,8 +124,8 @@ def errors(main: Address, gh: Address, outcome: DemoOutcome) -> None:
         call(tools.create_layer, "Dup")
         call(tools.add_named_view, "Detail")
         call(tools.restore_named_view, "Detail")  # the handler reads `name`
-    # A client bug: a frame that is not JSON. The real plugin drops the connection unanswered
-    # (the extended behaviour answers -32603); either way one read sees the outcome.
+    # A client bug: a frame that is not JSON. The real plugin drops the connection unanswered;
+    # one read sees it.
     with socket.create_connection(main, timeout=10) as raw:
         raw.sendall(GOLEM.frame_payload(b'{"id": "broken", "method": '))
         raw.recv(65536)

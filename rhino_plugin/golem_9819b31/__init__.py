@@ -15,14 +15,17 @@ from typing import Callable, Optional
 from golem_core.dispatcher import Dispatcher, Handler, UiRunner
 
 from ..document import Document
-from ..handlers.debug import DebugHandlers
 from .creation import CreationHandlers
+from .debug import DebugHandlers
 from .envelope import GhServerErrors, MainServerErrors, Responder
 from .files import FileHandlers
 from .geometry import GeometryHandlers
+from .geometry_solids import GeometrySolidHandlers
 from .grasshopper import GrasshopperHandlers
 from .manipulation import ManipulationHandlers
+from .manipulation_objects import ObjectManipulationHandlers
 from .operations import OperationHandlers
+from .operations_curves import CurveSurfaceOperationHandlers
 from .scene import SceneHandlers
 from .scripting import ScriptingHandlers
 from .surfaces import SurfaceHandlers
@@ -42,9 +45,12 @@ def handler_table(
         SceneHandlers(document).table(),
         CreationHandlers(document).table(),
         GeometryHandlers(document).table(),
+        GeometrySolidHandlers(document).table(),
         OperationHandlers(document).table(),
+        CurveSurfaceOperationHandlers(document).table(),
         SurfaceHandlers(document).table(),
         ManipulationHandlers(document).table(),
+        ObjectManipulationHandlers(document).table(),
         GrasshopperHandlers(document).table(),
         ViewportHandlers(document).table(),
         FileHandlers(document).table(),

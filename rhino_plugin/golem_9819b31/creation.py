@@ -7,7 +7,7 @@ bounding_box}``. Not wrapped: failures are -32000 error envelopes.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from golem_core.dispatcher import Handler
 
@@ -43,7 +43,6 @@ class Creator:
     def __init__(self, document: Document) -> None:
         self.doc = document
 
-    # -- helpers --------------------------------------------------------------------------------
     def _add_flat(self, params: Params, rhino_class: str, kind: str, data: Any) -> dict[str, Any]:
         """creation.*: layer and name, then ``{"guid"}``."""
         layer = layer_path(self.doc, params.get("layer", None))
@@ -76,31 +75,30 @@ class CreationHandlers(Creator):
     """``creation.*``: flat coordinates, ``{"guid"}`` answers."""
 
     def table(self) -> dict[str, Handler]:
-        flat: dict[str, Callable[[Params], dict[str, Any]]] = {
-            "box": self.c_box,
-            "sphere": self.c_sphere,
-            "cylinder": self.c_cylinder,
-            "cone": self.c_cone,
-            "torus": self.c_torus,
-            "line": self.c_line,
-            "circle": self.c_circle,
-            "arc": self.c_arc,
-            "polyline": self.c_polyline,
-            "nurbs_curve": self.c_nurbs_curve,
-            "point": self.c_point,
-            "text": self.c_text,
+        """Method name → handler."""
+        return {
+            "creation.create_box": self.create_box,
+            "creation.create_sphere": self.create_sphere,
+            "creation.create_cylinder": self.create_cylinder,
+            "creation.create_cone": self.create_cone,
+            "creation.create_torus": self.create_torus,
+            "creation.create_line": self.create_line,
+            "creation.create_circle": self.create_circle,
+            "creation.create_arc": self.create_arc,
+            "creation.create_polyline": self.create_polyline,
+            "creation.create_nurbs_curve": self.create_nurbs_curve,
+            "creation.create_point": self.create_point,
+            "creation.create_text": self.create_text,
         }
-        return {f"creation.create_{k}": v for k, v in flat.items()}
 
-    # -- creation.* -----------------------------------------------------------------------------
-    def c_box(self, p: Params) -> dict[str, Any]:
+    def create_box(self, p: Params) -> dict[str, Any]:
         corner = flat_point(p, "corner_")
         w, d, h = (float(p.get(k, 1.0)) for k in ("width", "depth", "height"))
         if w <= 0 or d <= 0 or h <= 0:
             raise ValueError("width, depth, and height must all be greater than zero.")
         return self._add_flat(p, "Brep", "box", box_data(corner, w, d, h))
 
-    def c_sphere(self, p: Params) -> dict[str, Any]:
+    def create_sphere(self, p: Params) -> dict[str, Any]:
         center = flat_point(p, "center_")
         r = float(p.get("radius", 1.0))
         if r <= 0:
@@ -119,13 +117,13 @@ class CreationHandlers(Creator):
         build = cylinder_data if kind == "cylinder" else cone_data
         return self._add_flat(p, "Brep", kind, build(base, r, h, cap))
 
-    def c_cylinder(self, p: Params) -> dict[str, Any]:
+    def create_cylinder(self, p: Params) -> dict[str, Any]:
         return self._c_upright(p, "cylinder")
 
-    def c_cone(self, p: Params) -> dict[str, Any]:
+    def create_cone(self, p: Params) -> dict[str, Any]:
         return self._c_upright(p, "cone")
 
-    def c_torus(self, p: Params) -> dict[str, Any]:
+    def create_torus(self, p: Params) -> dict[str, Any]:
         center = flat_point(p, "center_")
         major = float(p.get("major_radius", 2.0))
         minor = float(p.get("minor_radius", 0.5))
@@ -135,7 +133,7 @@ class CreationHandlers(Creator):
             raise ValueError("minor_radius must be less than major_radius.")
         return self._add_flat(p, "Brep", "torus", torus_data(center, major, minor))
 
-    def c_line(self, p: Params) -> dict[str, Any]:
+    def create_line(self, p: Params) -> dict[str, Any]:
         start = flat_point(p, "start_")
         end = flat_point(p, "end_", (1.0, 0.0, 0.0))
         layer = layer_path(self.doc, p.get("layer", None))
@@ -145,14 +143,14 @@ class CreationHandlers(Creator):
         obj = add_object(self.doc, "Curve", "line", bbox, layer=layer, name=p.get("name"), **extra)
         return {"guid": obj.guid}
 
-    def c_circle(self, p: Params) -> dict[str, Any]:
+    def create_circle(self, p: Params) -> dict[str, Any]:
         center = flat_point(p, "center_")
         r = float(p.get("radius", 1.0))
         if r <= 0:
             raise ValueError("radius must be greater than zero.")
         return self._add_flat(p, "Curve", "circle", circle_data(center, r))
 
-    def c_arc(self, p: Params) -> dict[str, Any]:
+    def create_arc(self, p: Params) -> dict[str, Any]:
         center = flat_point(p, "center_")
         r = float(p.get("radius", 1.0))
         start = float(p.get("start_angle", 0.0))
@@ -166,7 +164,7 @@ class CreationHandlers(Creator):
         obj = add_object(self.doc, "Curve", "arc", bbox, layer=layer, name=p.get("name"), **extra)
         return {"guid": obj.guid}
 
-    def c_polyline(self, p: Params) -> dict[str, Any]:
+    def create_polyline(self, p: Params) -> dict[str, Any]:
         raw = p.get("points", [])
         if len(raw) < 2:
             raise ValueError("At least 2 points are required to create a polyline.")
@@ -181,7 +179,7 @@ class CreationHandlers(Creator):
         )
         return {"guid": obj.guid}
 
-    def c_nurbs_curve(self, p: Params) -> dict[str, Any]:
+    def create_nurbs_curve(self, p: Params) -> dict[str, Any]:
         raw = p.get("control_points", [])
         if len(raw) < 2:
             raise ValueError("At least 2 control points are required to create a NURBS curve.")
@@ -196,11 +194,11 @@ class CreationHandlers(Creator):
         )  # fmt: skip
         return {"guid": obj.guid, "degree": degree}
 
-    def c_point(self, p: Params) -> dict[str, Any]:
+    def create_point(self, p: Params) -> dict[str, Any]:
         location = flat_point(p, "")
         return self._add_flat(p, "Point", "point", (BoundingBox(location, location), {}))
 
-    def c_text(self, p: Params) -> dict[str, Any]:
+    def create_text(self, p: Params) -> dict[str, Any]:
         text = str(p.get("text", ""))
         if not text:
             raise ValueError("'text' parameter is required and must be non-empty.")

@@ -1,6 +1,7 @@
-"""``geometry.*`` of golem-3dmcp@9819b31 (the second half of ``handlers/creation.py``):
-points as ``[x, y, z]`` or ``{x, y, z}``, answers ``{guid, type, bounding_box}``. Not
-wrapped: failures are -32000 error envelopes.
+"""``geometry.*`` of golem-3dmcp@9819b31 (the second half of ``handlers/creation.py``), points
+and curves (surfaces, solids, meshes and annotations are in `geometry_solids`): points as
+``[x, y, z]`` or ``{x, y, z}``, answers ``{guid, type, bounding_box}``. Not wrapped: failures
+are -32000 error envelopes.
 """
 
 from __future__ import annotations
@@ -10,29 +11,21 @@ from typing import Any
 
 from golem_core.dispatcher import Handler
 
-from ..geometry import BoundingBox, translation_map
+from ..geometry import BoundingBox
 from .creation import Creator
 from .kit import (
-    check_faces,
     flat_point,
     layer_path,
+    param_or_value_error,
     plane_origin,
     pt3d,
     read_origin,
     read_points,
-    req,
-    resolve,
 )
 from .shapes import (
     arc_data,
-    box_data,
     circle_data,
-    cone_data,
-    cylinder_data,
     polyline_data,
-    sphere_data,
-    text_data,
-    torus_data,
 )
 
 __all__ = ["GeometryHandlers"]
@@ -41,21 +34,24 @@ Params = dict[str, Any]
 
 
 class GeometryHandlers(Creator):
-    """``geometry.*``: point lists, ``{guid, type, bounding_box}`` answers."""
+    """``geometry.*`` points and curves: point lists, ``{guid, type, bounding_box}`` answers."""
 
     def table(self) -> dict[str, Handler]:
+        """Method name → handler."""
         return {
-            f"geometry.create_{kind}": getattr(self, f"g_{kind}")
-            for kind in (
-                "point", "point_cloud", "line", "polyline", "nurbs_curve", "interp_curve", "arc",
-                "circle", "ellipse", "helix", "nurbs_surface", "plane_surface",
-                "surface_from_points", "box", "sphere", "cylinder", "cone", "torus", "pipe",
-                "extrusion", "mesh", "subd", "text", "text_dot", "dimension", "hatch",
-            )
-        }  # fmt: skip
+            "geometry.create_point": self.create_point,
+            "geometry.create_point_cloud": self.create_point_cloud,
+            "geometry.create_line": self.create_line,
+            "geometry.create_polyline": self.create_polyline,
+            "geometry.create_nurbs_curve": self.create_nurbs_curve,
+            "geometry.create_interp_curve": self.create_interp_curve,
+            "geometry.create_arc": self.create_arc,
+            "geometry.create_circle": self.create_circle,
+            "geometry.create_ellipse": self.create_ellipse,
+            "geometry.create_helix": self.create_helix,
+        }
 
-    # -- geometry.* -----------------------------------------------------------------------------
-    def g_point(self, p: Params) -> dict[str, Any]:
+    def create_point(self, p: Params) -> dict[str, Any]:
         if "x" in p or "y" in p or "z" in p:
             location = flat_point(p, "")
         elif "point" in p:
@@ -66,8 +62,8 @@ class GeometryHandlers(Creator):
             raise ValueError("create_point requires 'x'/'y'/'z', 'point', or 'location'.")
         return self._add(p, "Point", "point", "point", (BoundingBox(location, location), {}))
 
-    def g_point_cloud(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
+    def create_point_cloud(self, p: Params) -> dict[str, Any]:
+        raw = param_or_value_error(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) == 0:
             raise ValueError("'points' must be a non-empty list.")
         points = read_points(raw)
@@ -77,22 +73,22 @@ class GeometryHandlers(Creator):
         result["bounding_box"] = result.pop("bounding_box")
         return result
 
-    def g_line(self, p: Params) -> dict[str, Any]:
-        start = pt3d(req(p, "start"))
-        end = pt3d(req(p, "end"))
+    def create_line(self, p: Params) -> dict[str, Any]:
+        start = pt3d(param_or_value_error(p, "start"))
+        end = pt3d(param_or_value_error(p, "end"))
         if start == end:
             raise ValueError("start and end must be distinct points.")
         return self._add(p, "Curve", "line", "line", polyline_data([start, end]))
 
-    def g_polyline(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
+    def create_polyline(self, p: Params) -> dict[str, Any]:
+        raw = param_or_value_error(p, "points")
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
             raise ValueError("'points' must have at least 2 entries.")
         points = read_points(raw)
         return self._add(p, "Curve", "polyline", "polyline", polyline_data(points))
 
-    def g_nurbs_curve(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
+    def create_nurbs_curve(self, p: Params) -> dict[str, Any]:
+        raw = param_or_value_error(p, "points")
         degree = int(p.get("degree", 3))
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
             raise ValueError("'points' must have at least 2 entries.")
@@ -115,8 +111,8 @@ class GeometryHandlers(Creator):
         bbox, extra = polyline_data(points)
         return self._add(p, "Curve", "nurbs", "nurbs_curve", (bbox, {**extra, "degree": degree}))
 
-    def g_interp_curve(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
+    def create_interp_curve(self, p: Params) -> dict[str, Any]:
+        raw = param_or_value_error(p, "points")
         degree = max(1, min(int(p.get("degree", 3)), 11))
         if not isinstance(raw, (list, tuple)) or len(raw) < 2:
             raise ValueError("'points' must have at least 2 entries.")
@@ -125,18 +121,18 @@ class GeometryHandlers(Creator):
         bbox, extra = polyline_data(points)
         return self._add(p, "Curve", "nurbs", "interp_curve", (bbox, {**extra, "degree": degree}))
 
-    def g_arc(self, p: Params) -> dict[str, Any]:
+    def create_arc(self, p: Params) -> dict[str, Any]:
         layer = layer_path(self.doc, p.get("layer"))
         if "start" in p and "end" in p and "point_on" in p:
             a, m, b = pt3d(p["start"]), pt3d(p["point_on"]), pt3d(p["end"])
             bbox = BoundingBox.around([a, m, b])
             data = (bbox, polyline_data([a, m, b])[1])
             return self._add(p, "Curve", "arc", "arc", data, layer=layer)
-        radius = float(req(p, "radius"))
+        radius = float(param_or_value_error(p, "radius"))
         if radius <= 0.0:
             raise ValueError("'radius' must be > 0.")
-        start = float(req(p, "start_angle"))
-        end = float(req(p, "end_angle"))
+        start = float(param_or_value_error(p, "start_angle"))
+        end = float(param_or_value_error(p, "end_angle"))
         if p.get("plane") is not None:
             center = plane_origin(p["plane"])
         elif "center" in p:
@@ -152,8 +148,8 @@ class GeometryHandlers(Creator):
             p, "Curve", "arc", "arc", arc_data(center, radius, start, end), layer=layer
         )
 
-    def g_circle(self, p: Params) -> dict[str, Any]:
-        radius = float(req(p, "radius"))
+    def create_circle(self, p: Params) -> dict[str, Any]:
+        radius = float(param_or_value_error(p, "radius"))
         if radius <= 0.0:
             raise ValueError("'radius' must be > 0.")
         center = read_origin(
@@ -161,9 +157,9 @@ class GeometryHandlers(Creator):
         )
         return self._add(p, "Curve", "circle", "circle", circle_data(center, radius))
 
-    def g_ellipse(self, p: Params) -> dict[str, Any]:
-        rx = float(req(p, "rx"))
-        ry = float(req(p, "ry"))
+    def create_ellipse(self, p: Params) -> dict[str, Any]:
+        rx = float(param_or_value_error(p, "rx"))
+        ry = float(param_or_value_error(p, "ry"))
         if rx <= 0.0:
             raise ValueError("'rx' must be > 0.")
         if ry <= 0.0:
@@ -180,12 +176,12 @@ class GeometryHandlers(Creator):
         data = {"points": [start, start], "closed": True, "length": length, "degree": 2}
         return self._add(p, "Curve", "nurbs", "ellipse", (bbox, data))
 
-    def g_helix(self, p: Params) -> dict[str, Any]:
-        axis_start = pt3d(req(p, "axis_start"))
-        axis_end = pt3d(req(p, "axis_end"))
-        start_point = pt3d(req(p, "start_point"))
-        pitch = float(req(p, "pitch"))
-        turns = float(req(p, "turns"))
+    def create_helix(self, p: Params) -> dict[str, Any]:
+        axis_start = pt3d(param_or_value_error(p, "axis_start"))
+        axis_end = pt3d(param_or_value_error(p, "axis_end"))
+        start_point = pt3d(param_or_value_error(p, "start_point"))
+        pitch = float(param_or_value_error(p, "pitch"))
+        turns = float(param_or_value_error(p, "turns"))
         if pitch <= 0.0:
             raise ValueError("'pitch' must be > 0.")
         if turns <= 0.0:
@@ -211,311 +207,3 @@ class GeometryHandlers(Creator):
         length = turns * math.hypot(2 * math.pi * radius, pitch)
         data = {"points": [list(start_point), list(start_point)], "length": length}
         return self._add(p, "Curve", "nurbs", "helix", (BoundingBox.around(corners), data))
-
-    def g_nurbs_surface(self, p: Params) -> dict[str, Any]:
-        degree_u = int(req(p, "degree_u"))
-        degree_v = int(req(p, "degree_v"))
-        count_u = int(req(p, "count_u"))
-        count_v = int(req(p, "count_v"))
-        raw = req(p, "points")
-        for label, value in (("degree_u", degree_u), ("degree_v", degree_v)):
-            if value < 1 or value > 11:
-                raise ValueError(f"'{label}' must be 1-11, got {value}.")
-        if count_u < degree_u + 1:
-            raise ValueError(f"count_u ({count_u}) must be >= degree_u+1 ({degree_u + 1}).")
-        if count_v < degree_v + 1:
-            raise ValueError(f"count_v ({count_v}) must be >= degree_v+1 ({degree_v + 1}).")
-        nested = (
-            isinstance(raw, (list, tuple)) and len(raw) > 0
-            and isinstance(raw[0], (list, tuple)) and len(raw[0]) > 0
-            and isinstance(raw[0][0], (list, tuple, dict))
-        )  # fmt: skip
-        flat = [cell for row in raw for cell in row] if nested else list(raw)
-        expected = count_u * count_v
-        if len(flat) != expected:
-            raise ValueError(
-                f"Expected {expected} points for {count_u}x{count_v} surface, got {len(flat)}."
-            )
-        weights = p.get("weights")
-        if weights is not None and len(weights) != expected:
-            raise ValueError(f"'weights' length must equal count_u * count_v = {expected}.")
-        points = [pt3d(item) for item in flat]
-        data = {"degree_u": degree_u, "degree_v": degree_v, "count_u": count_u, "count_v": count_v}
-        return self._add(p, "Surface", "nurbs", "nurbs_surface", (BoundingBox.around(points), data))
-
-    def g_plane_surface(self, p: Params) -> dict[str, Any]:
-        width = float(req(p, "width"))
-        height = float(req(p, "height"))
-        if width <= 0.0:
-            raise ValueError("'width' must be > 0.")
-        if height <= 0.0:
-            raise ValueError("'height' must be > 0.")
-        origin = read_origin(
-            p, "plane", "origin", message="create_plane_surface requires 'plane' or 'origin'."
-        )
-        far = (origin[0] + width, origin[1] + height, origin[2])
-        return self._add(
-            p, "Surface", "plane", "plane_surface", (BoundingBox.around([origin, far]), {})
-        )
-
-    def g_surface_from_points(self, p: Params) -> dict[str, Any]:
-        raw = req(p, "points")
-        if not isinstance(raw, (list, tuple)) or len(raw) not in (3, 4):
-            raise ValueError("'points' must be a list of exactly 3 or 4 [x,y,z] entries.")
-        points = read_points(raw)
-        data = {"faces": 1, "edges": len(points), "vertices": len(points), "solid": False}
-        return self._add(p, "Brep", "surface", "surface", (BoundingBox.around(points), data))
-
-    def g_box(self, p: Params) -> dict[str, Any]:
-        layer = layer_path(self.doc, p.get("layer"))
-        if "corners" in p:
-            raw = p["corners"]
-            if not isinstance(raw, (list, tuple)) or len(raw) != 8:
-                raise ValueError("'corners' must be a list of exactly 8 [x,y,z] points.")
-            points = read_points(raw, "corner")
-            bbox = BoundingBox.around(points)
-            w, d, h = (bbox.maximum[i] - bbox.minimum[i] for i in range(3))
-            return self._add(p, "Brep", "box", "box", box_data(bbox.minimum, w, d, h), layer=layer)
-        width = float(req(p, "width"))
-        height = float(req(p, "height"))
-        depth = float(req(p, "depth"))
-        if width <= 0.0 or height <= 0.0 or depth <= 0.0:
-            raise ValueError("width, height, and depth must all be > 0.")
-        plane = p.get("plane")
-        corner = plane_origin(plane) if plane is not None else pt3d(req(p, "corner"))
-        return self._add(
-            p, "Brep", "box", "box", box_data(corner, width, depth, height), layer=layer
-        )
-
-    def g_sphere(self, p: Params) -> dict[str, Any]:
-        center = pt3d(req(p, "center"))
-        radius = float(req(p, "radius"))
-        if radius <= 0.0:
-            raise ValueError("'radius' must be > 0.")
-        return self._add(p, "Brep", "sphere", "sphere", sphere_data(center, radius))
-
-    def _g_upright(self, p: Params, kind: str) -> dict[str, Any]:
-        height = float(req(p, "height"))
-        radius = float(req(p, "radius"))
-        cap = bool(p.get("cap", True))
-        if height <= 0.0:
-            raise ValueError("'height' must be > 0.")
-        if radius <= 0.0:
-            raise ValueError("'radius' must be > 0.")
-        base = read_origin(
-            p, "base_plane", "base_center",
-            message=f"create_{kind} requires 'base_center' or 'base_plane'.",
-        )  # fmt: skip
-        build = cylinder_data if kind == "cylinder" else cone_data
-        return self._add(p, "Brep", kind, kind, build(base, radius, height, cap))
-
-    def g_cylinder(self, p: Params) -> dict[str, Any]:
-        return self._g_upright(p, "cylinder")
-
-    def g_cone(self, p: Params) -> dict[str, Any]:
-        return self._g_upright(p, "cone")
-
-    def g_torus(self, p: Params) -> dict[str, Any]:
-        major = float(req(p, "major_radius"))
-        minor = float(req(p, "minor_radius"))
-        if major <= 0.0:
-            raise ValueError("'major_radius' must be > 0.")
-        if minor <= 0.0:
-            raise ValueError("'minor_radius' must be > 0.")
-        if minor >= major:
-            raise ValueError("'minor_radius' must be less than 'major_radius'.")
-        center = read_origin(
-            p, "base_plane", "base_center",
-            message="create_torus requires 'base_center' or 'base_plane'.",
-        )  # fmt: skip
-        return self._add(p, "Brep", "torus", "torus", torus_data(center, major, minor))
-
-    def g_pipe(self, p: Params) -> dict[str, Any]:
-        curve_id = str(req(p, "curve_id"))
-        radii_raw = req(p, "radii")
-        if not isinstance(radii_raw, (list, tuple)) or len(radii_raw) == 0:
-            raise ValueError("'radii' must be a non-empty list.")
-        radii = [float(r) for r in radii_raw]
-        if any(r <= 0.0 for r in radii):
-            raise ValueError("All radii must be > 0.")
-        cap = int(p.get("cap", 1))
-        if cap not in (0, 1, 2):
-            raise ValueError("'cap' must be 0, 1, or 2.")
-        rail = resolve(self.doc, curve_id)
-        raw_params = p.get("parameters")
-        if raw_params is not None:
-            if len(raw_params) != len(radii):
-                raise ValueError("'parameters' length must match 'radii' length.")
-            [float(x) for x in raw_params]
-        r = max(radii)
-        (x0, y0, z0), (x1, y1, z1) = rail.bbox.minimum, rail.bbox.maximum
-        bbox = BoundingBox((x0 - r, y0 - r, z0 - r), (x1 + r, y1 + r, z1 + r))
-        length = float(rail.geometry.get("length", 0.0))
-        data = {
-            "faces": 1 if cap == 0 else 3, "edges": 2, "vertices": 2, "solid": cap != 0,
-            "volume": math.pi * r * r * length,
-        }  # fmt: skip
-        return self._add(p, "Brep", "pipe", "pipe", (bbox, data))
-
-    def g_extrusion(self, p: Params) -> dict[str, Any]:
-        curve_id = str(req(p, "profile_curve_id"))
-        cap = bool(p.get("cap", True))
-        profile = resolve(self.doc, curve_id)
-        if profile.object_type != "Curve":
-            raise ValueError(f"Object '{curve_id}' is not a curve.")
-        if p.get("direction") is not None:
-            raw = p["direction"]
-            if isinstance(raw, (list, tuple)):
-                direction = (float(raw[0]), float(raw[1]), float(raw[2]))
-            else:
-                direction = (float(raw["x"]), float(raw["y"]), float(raw["z"]))
-        elif p.get("height") is not None:
-            h = float(p["height"])
-            if h == 0.0:
-                raise ValueError("'height' must not be zero.")
-            direction = (0.0, 0.0, h)
-        else:
-            raise ValueError("create_extrusion requires 'height' or 'direction'.")
-        if direction == (0.0, 0.0, 0.0):
-            raise ValueError("Extrusion direction must not be zero-length.")
-        bbox = profile.bbox.union(profile.bbox.mapped(translation_map(direction)))
-        data = {
-            "degree_u": 1,
-            "degree_v": 1,
-            "closed_u": bool(profile.geometry.get("closed")),
-            "capped": cap,
-        }
-        return self._add(p, "Extrusion", "extrusion", "extrusion", (bbox, data))
-
-    def g_mesh(self, p: Params) -> dict[str, Any]:
-        raw_verts = req(p, "vertices")
-        raw_faces = req(p, "faces")
-        if not isinstance(raw_verts, (list, tuple)) or len(raw_verts) < 3:
-            raise ValueError("'vertices' must be a list of at least 3 [x,y,z] entries.")
-        if not isinstance(raw_faces, (list, tuple)) or len(raw_faces) < 1:
-            raise ValueError("'faces' must be a non-empty list.")
-        vertices = read_points(raw_verts, "vertex")
-        check_faces(raw_faces, len(vertices), verbose=True)
-        normals = p.get("vertex_normals")
-        if normals is not None and len(normals) != len(vertices):
-            raise ValueError("'vertex_normals' length must match 'vertices' length.")
-        colors = p.get("vertex_colors")
-        if colors is not None and len(colors) != len(vertices):
-            raise ValueError("'vertex_colors' length must match 'vertices' length.")
-        data = {
-            "vertex_count": len(vertices),
-            "face_count": len(raw_faces),
-            "colors": colors is not None,
-        }
-        result = self._add(p, "Mesh", "mesh", "mesh", (BoundingBox.around(vertices), data))
-        box = result.pop("bounding_box")
-        result.update(
-            {"vertex_count": len(vertices), "face_count": len(raw_faces), "bounding_box": box}
-        )
-        return result
-
-    def g_subd(self, p: Params) -> dict[str, Any]:
-        layer = layer_path(self.doc, p.get("layer"))
-        if p.get("from_mesh_id") is not None:
-            mesh_id = str(p["from_mesh_id"])
-            source = resolve(self.doc, mesh_id)
-            if source.object_type != "Mesh":
-                raise ValueError(f"Object '{mesh_id}' is not a mesh.")
-            bbox = source.bbox
-            data = {
-                "vertex_count": source.geometry.get("vertex_count", 8),
-                "face_count": source.geometry.get("face_count", 6),
-            }
-        elif "vertices" in p and "faces" in p:
-            raw_verts = p["vertices"]
-            if not isinstance(raw_verts, (list, tuple)) or len(raw_verts) < 3:
-                raise ValueError("'vertices' must have at least 3 entries.")
-            vertices = read_points(raw_verts, "vertex")
-            check_faces(p["faces"], len(vertices), verbose=False)
-            bbox = BoundingBox.around(vertices)
-            data = {"vertex_count": len(vertices), "face_count": len(p["faces"])}
-        else:
-            raise ValueError("create_subd requires 'from_mesh_id' OR 'vertices'+'faces'.")
-        return self._add(p, "SubD", "subd", "subd", (bbox, data), layer=layer)
-
-    def g_text(self, p: Params) -> dict[str, Any]:
-        text = str(req(p, "text"))
-        if not text:
-            raise ValueError("'text' must be non-empty.")
-        height = float(p.get("height", 1.0))
-        if height <= 0.0:
-            raise ValueError("'height' must be > 0.")
-        position = read_origin(
-            p, "plane", "point", "position",
-            message="create_text requires 'point', 'position', or 'plane'.",
-        )  # fmt: skip
-        data = text_data(text, position, height)
-        return self._add(p, "TextEntity", "text", "text", data, box_in_result=False)
-
-    def g_text_dot(self, p: Params) -> dict[str, Any]:
-        text = str(req(p, "text"))
-        point = pt3d(req(p, "point"))
-        data = (BoundingBox(point, point), {"text": text})
-        return self._add(p, "TextDot", "text_dot", "text_dot", data, box_in_result=False)
-
-    def g_dimension(self, p: Params) -> dict[str, Any]:
-        dim_type = str(req(p, "type")).lower()
-        raw = req(p, "points")
-        valid = ("linear", "aligned", "angular", "radial", "diameter")
-        if dim_type not in valid:
-            raise ValueError(f"'type' must be one of {valid}, got '{dim_type}'.")
-        if not isinstance(raw, (list, tuple)):
-            raise ValueError("'points' must be a list.")
-        layer = layer_path(self.doc, p.get("layer"))
-        needed = {"linear": 3, "aligned": 3, "angular": 4, "radial": 2, "diameter": 2}[dim_type]
-        if len(raw) < needed:
-            shapes = {
-                3: f"'{dim_type}' dimension needs 3 points [ref1, ref2, dim_location].",
-                4: "'angular' dimension needs 4 points [center, ext1, ext2, arc_loc].",
-                2: f"'{dim_type}' dimension needs 2 points [center, point_on_circle].",
-            }
-            raise ValueError(shapes[needed])
-        points = [pt3d(item) for item in raw[:needed]]
-        data = (BoundingBox.around(points), {"dimension": dim_type})
-        return self._add(
-            p, "Dimension", "dimension", "dimension", data, layer=layer, box_in_result=False
-        )
-
-    def g_hatch(self, p: Params) -> dict[str, Any]:
-        raw_ids = req(p, "curve_ids")
-        if not isinstance(raw_ids, (list, tuple)) or len(raw_ids) == 0:
-            raise ValueError("'curve_ids' must be a non-empty list of GUID strings.")
-        pattern = str(p.get("pattern", "Solid"))
-        scale = float(p.get("scale", 1.0))
-        float(p.get("rotation", 0.0))
-        if scale <= 0.0:
-            raise ValueError("'scale' must be > 0.")
-        if pattern.lower() not in (
-            "solid",
-            "hatch1",
-            "hatch2",
-            "hatch3",
-            "grid",
-            "grid60",
-            "plus",
-            "squares",
-        ):
-            raise ValueError(
-                f"Hatch pattern '{pattern}' not found in the document. "
-                "Load the pattern first or use a built-in name like 'Solid'."
-            )
-        curves = []
-        for cid in raw_ids:
-            curve = resolve(self.doc, cid)
-            if curve.object_type != "Curve":
-                raise ValueError(f"Object '{cid}' is not a curve.")
-            curves.append(curve)
-        if not all(c.geometry.get("closed") for c in curves):
-            raise RuntimeError(
-                "Hatch.Create returned no hatches -- verify that boundary curves are "
-                f"closed and planar, and that pattern '{pattern}' exists."
-            )
-        bbox = curves[0].bbox
-        for curve in curves[1:]:
-            bbox = bbox.union(curve.bbox)
-        return self._add(p, "Hatch", "hatch", "hatch", (bbox, {}), box_in_result=False)

@@ -92,11 +92,18 @@ class GrasshopperHandlers:
         self.canvas = Canvas(document)
 
     def table(self) -> dict[str, Handler]:
-        names = (
-            "open_definition", "close_definition", "list_components", "get_param",
-            "set_param", "recompute", "bake", "run_definition", "get_connections",
-        )  # fmt: skip
-        return {f"grasshopper.{n}": getattr(self, f"h_{n}") for n in names}
+        """Method name → handler."""
+        return {
+            "grasshopper.open_definition": self.open_definition,
+            "grasshopper.close_definition": self.close_definition,
+            "grasshopper.list_components": self.list_components,
+            "grasshopper.get_param": self.get_param,
+            "grasshopper.set_param": self.set_param,
+            "grasshopper.recompute": self.recompute,
+            "grasshopper.bake": self.bake,
+            "grasshopper.run_definition": self.run_definition,
+            "grasshopper.get_connections": self.get_connections,
+        }
 
     def _gh(self) -> Canvas:
         """``_get_gh_doc``."""
@@ -107,7 +114,7 @@ class GrasshopperHandlers:
             )
         return self.canvas
 
-    def h_open_definition(self, p: Params) -> dict[str, Any]:
+    def open_definition(self, p: Params) -> dict[str, Any]:
         path = p.get("file_path")
         if not path:
             raise ValueError("'file_path' parameter is required.")
@@ -118,13 +125,13 @@ class GrasshopperHandlers:
         count = len(self.canvas.components)
         return {"status": "opened", "file_path": path, "component_count": count}
 
-    def h_close_definition(self, p: Params) -> dict[str, Any]:
+    def close_definition(self, p: Params) -> dict[str, Any]:
         self._gh()
         self.canvas.components = []
         self.canvas.open = False
         return {"status": "closed"}
 
-    def h_list_components(self, p: Params) -> dict[str, Any]:
+    def list_components(self, p: Params) -> dict[str, Any]:
         canvas = self._gh()
         return {"components": [self._component(c) for c in canvas.components]}
 
@@ -147,7 +154,7 @@ class GrasshopperHandlers:
             raise ValueError("Either 'component_nickname' or 'component_guid' must be supplied.")
         return self._gh().find(nickname, guid), nickname, guid
 
-    def h_get_param(self, p: Params) -> dict[str, Any]:
+    def get_param(self, p: Params) -> dict[str, Any]:
         component, _, _ = self._target(p)
         if component.type_name == "GH_NumberSlider":
             return {
@@ -161,7 +168,7 @@ class GrasshopperHandlers:
             return {"type": "panel", "value": str(component.value)}
         return {"type": "param", "component_type": component.type_name, "value": "<1 items>"}
 
-    def h_set_param(self, p: Params) -> dict[str, Any]:
+    def set_param(self, p: Params) -> dict[str, Any]:
         nickname, guid = p.get("component_nickname"), p.get("component_guid")
         if not nickname and not guid:
             raise ValueError("Either 'component_nickname' or 'component_guid' must be supplied.")
@@ -174,7 +181,7 @@ class GrasshopperHandlers:
         target = nickname if nickname is not None else guid
         return {"status": "set", "component": target, "value": value}
 
-    def h_recompute(self, p: Params) -> dict[str, Any]:
+    def recompute(self, p: Params) -> dict[str, Any]:
         self._gh().solve()
         return {"status": "ok", "solution_state": "Success"}
 
@@ -185,7 +192,7 @@ class GrasshopperHandlers:
         obj = add_object(self.doc, "Brep", "box", bbox, layer=path, **data)
         return [obj.guid]
 
-    def h_bake(self, p: Params) -> dict[str, Any]:
+    def bake(self, p: Params) -> dict[str, Any]:
         nickname, guid = p.get("component_nickname"), p.get("component_guid")
         layer = p.get("layer")
         canvas = self._gh()
@@ -196,13 +203,13 @@ class GrasshopperHandlers:
             baked = self._bake(layer)
         return {"baked_guids": baked, "count": len(baked)}
 
-    def h_run_definition(self, p: Params) -> dict[str, Any]:
+    def run_definition(self, p: Params) -> dict[str, Any]:
         path = p.get("file_path")
         inputs = p.get("inputs") or {}
         bake = bool(p.get("bake", False))
         layer = p.get("layer")
         if path:
-            self.h_open_definition({"file_path": path})
+            self.open_definition({"file_path": path})
         canvas = self._gh()
         for name, value in inputs.items():
             # The real handler logs a bad input and goes on.
@@ -214,7 +221,7 @@ class GrasshopperHandlers:
         baked = self._bake(layer) if bake else []
         return {"status": "ok", "outputs": outputs, "baked_guids": baked}
 
-    def h_get_connections(self, p: Params) -> dict[str, Any]:
+    def get_connections(self, p: Params) -> dict[str, Any]:
         canvas = self._gh()
         connections = [
             {

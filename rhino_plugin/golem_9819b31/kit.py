@@ -16,7 +16,7 @@ import math
 from typing import Any, Optional
 
 from ..document import DocObject, Document
-from ..geometry import BoundingBox
+from ..geometry import BoundingBox, Point
 
 __all__ = [
     "FormatException",
@@ -26,24 +26,23 @@ __all__ = [
     "bbox_json",
     "check_faces",
     "dict_points",
-    "find",
+    "find_or_key_error",
+    "find_or_none",
     "flat_point",
     "layer_path",
     "list_param",
     "opt_bool",
     "opt_float",
     "opt_int",
+    "param_or_value_error",
     "parse_guid",
     "plane_origin",
     "pt3d",
     "read_origin",
     "read_points",
-    "req",
-    "require",
-    "resolve",
+    "validate_guid_or_key_error",
 ]
 
-Point = tuple[float, float, float]
 Params = dict[str, Any]
 
 
@@ -81,13 +80,13 @@ def parse_guid(text: Any) -> str:
     return value
 
 
-def find(doc: Document, text: Any) -> Optional[DocObject]:
+def find_or_none(doc: Document, text: Any) -> Optional[DocObject]:
     """``sc.doc.Objects.FindId(System.Guid(text))``: the object or None. Raises
     FormatException for text that is not a GUID."""
     return doc.objects.get(parse_guid(text))
 
 
-def require(doc: Document, text: Any) -> DocObject:
+def validate_guid_or_key_error(doc: Document, text: Any) -> DocObject:
     """The registry's ``validate_guid`` then the lookup: raises KeyError "Object not found in
     Rhino document: '…'" (ValueError for None or a wrong length), as the real registry does."""
     if text is None:
@@ -103,18 +102,15 @@ def require(doc: Document, text: Any) -> DocObject:
     return obj
 
 
-def resolve(doc: Document, text: Any) -> DocObject:
+def find_or_key_error(doc: Document, text: Any) -> DocObject:
     """``FindId`` that raises the KeyError the creation handlers raise for a missing object."""
-    obj = find(doc, text)
+    obj = find_or_none(doc, text)
     if obj is None:
         raise KeyError(f"Object not found in Rhino document: '{text}'")
     return obj
 
 
-# -- parameters ---------------------------------------------------------------------------------
-
-
-def req(params: Params, key: str) -> Any:
+def param_or_value_error(params: Params, key: str) -> Any:
     """``params[key]``; a missing or null value raises ValueError as the real ``_req``."""
     value = params.get(key)
     if value is None:
@@ -183,9 +179,6 @@ def plane_origin(raw: Any) -> Point:
     if not isinstance(raw, dict):
         raise ValueError(f"Plane must be a dict, got {type(raw).__name__!r}.")
     return pt3d(raw.get("origin") or [0.0, 0.0, 0.0])
-
-
-# -- the document -------------------------------------------------------------------------------
 
 
 def layer_path(doc: Document, layer_name: Any) -> str:

@@ -1,20 +1,19 @@
-"""``manipulation.*`` of golem-3dmcp@9819b31 (``handlers/manipulation.py``).
+"""``manipulation.*`` of golem-3dmcp@9819b31 (``handlers/manipulation.py``): transforms and
+arrays (structure, attributes and selection: `manipulation_objects`).
 
 Every handler is wrapped: a failure is an error dict *inside a success envelope*. The real
 handlers lean on rhinoscriptsyntax, whose habits are kept: a GUID that is well formed but not
-in the document is skipped silently by MoveObjects/CopyObjects/…, and ``rs.SelectObjects``
-returns a count, which the handler then iterates (so selecting objects that exist answers
-INVALID_PARAMS ``'int' object is not iterable``, with the objects selected all the same).
+in the document is skipped silently by MoveObjects/CopyObjects/….
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 from golem_core.dispatcher import Handler
 
-from ..document import DocObject, Document
+from ..document import DocObject
 from ..geometry import (
     PointMap,
     line_mirror_normal,
@@ -25,11 +24,10 @@ from ..geometry import (
     unit,
 )
 from .envelope import wrapped
-from .kit import GolemFailure, find, parse_guid
+from .kit import GolemFailure, find_or_none, parse_guid
 from .manipulation_kit import (
+    ManipulationBase,
     affine_map,
-    explode_pieces,
-    find_layer,
     is_guid,
     parse_point,
     parse_point_or,
@@ -46,33 +44,25 @@ __all__ = ["ManipulationHandlers"]
 Params = dict[str, Any]
 
 
-class ManipulationHandlers:
-    def __init__(self, document: Document) -> None:
-        self.doc = document
-        self._group_serial = 0
+class ManipulationHandlers(ManipulationBase):
+    """``manipulation.*`` transforms and arrays."""
 
     def table(self) -> dict[str, Handler]:
-        names = (
-            "move", "copy", "rotate", "scale", "mirror", "orient", "shear", "array_linear",
-            "array_polar", "array_along_curve", "apply_transform", "delete", "group", "ungroup",
-            "join", "explode", "set_properties", "set_user_text", "get_user_text",
-            "select_objects", "unselect_all",
-        )  # fmt: skip
-        return {f"manipulation.{n}": wrapped(getattr(self, f"h_{n}")) for n in names}
-
-    # -- rhinoscriptsyntax stand-ins ---------------------------------------------------------
-    def _rs_objects(self, ids: list[str]) -> list[DocObject]:
-        """``coerceguid`` on each id (a malformed one raises), then the ones in the document."""
-        found = []
-        for text in ids:
-            try:
-                key = parse_guid(text)
-            except Exception:
-                raise ValueError(f"{text} cannot be converted to a Guid") from None
-            obj = self.doc.objects.get(key)
-            if obj is not None:
-                found.append(obj)
-        return found
+        """Method name → handler."""
+        handlers: dict[str, Handler] = {
+            "manipulation.move": self.move,
+            "manipulation.copy": self.copy,
+            "manipulation.rotate": self.rotate,
+            "manipulation.scale": self.scale,
+            "manipulation.mirror": self.mirror,
+            "manipulation.orient": self.orient,
+            "manipulation.shear": self.shear,
+            "manipulation.array_linear": self.array_linear,
+            "manipulation.array_polar": self.array_polar,
+            "manipulation.array_along_curve": self.array_along_curve,
+            "manipulation.apply_transform": self.apply_transform,
+        }
+        return {name: wrapped(handler) for name, handler in handlers.items()}
 
     def _transform(self, objects: list[DocObject], point_map: PointMap, copy: bool) -> list[str]:
         """``TransformObjects``: the ids that moved, or the new copies' ids."""
@@ -107,31 +97,19 @@ class ManipulationHandlers:
             )
         return {"result_ids": result, "count": len(result)}
 
-    def _find(self, text: str) -> DocObject:
-        """``_find_object``."""
-        try:
-            key = parse_guid(text)
-        except Exception:
-            raise ValueError(f"Invalid GUID format: '{text}'") from None
-        obj = self.doc.objects.get(key)
-        if obj is None:
-            raise KeyError(f"Object not found in Rhino document: '{text}'")
-        return obj
-
-    # -- transforms ---------------------------------------------------------------------------
-    def h_move(self, p: Params) -> dict[str, Any]:
+    def move(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         translation = parse_point(p.get("translation", [0.0, 0.0, 0.0]), "translation")
         moved = self._transform(self._rs_objects(ids), translation_map(translation), False)
         return {"moved_ids": moved, "count": len(moved)}
 
-    def h_copy(self, p: Params) -> dict[str, Any]:
+    def copy(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         translation = parse_point_or(p.get("translation"), (0.0, 0.0, 0.0), "translation")
         new = self._transform(self._rs_objects(ids), translation_map(translation), True)
         return {"new_ids": new, "count": len(new)}
 
-    def h_rotate(self, p: Params) -> dict[str, Any]:
+    def rotate(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         center = parse_point(p.get("center"), "center")
         angle = p.get("angle")
@@ -147,7 +125,7 @@ class ManipulationHandlers:
         result = self._transform(self._rs_objects(ids), rotate, copy)
         return {"result_ids": result, "count": len(result)}
 
-    def h_scale(self, p: Params) -> dict[str, Any]:
+    def scale(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         if p.get("origin") is None:
             raise ValueError("'origin' [x,y,z] is required")
@@ -173,7 +151,7 @@ class ManipulationHandlers:
         )
         return {"result_ids": result, "count": len(result)}
 
-    def h_mirror(self, p: Params) -> dict[str, Any]:
+    def mirror(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         start = parse_point(p.get("start"), "start")
         end = parse_point(p.get("end"), "end")
@@ -184,7 +162,7 @@ class ManipulationHandlers:
         result = self._transform(objects, mirror_map(start, line_mirror_normal(start, end)), copy)
         return {"result_ids": result, "count": len(result)}
 
-    def h_orient(self, p: Params) -> dict[str, Any]:
+    def orient(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         ref_raw, tgt_raw = p.get("reference_points"), p.get("target_points")
         if ref_raw is None or not isinstance(ref_raw, (list, tuple)):
@@ -211,7 +189,7 @@ class ManipulationHandlers:
             )
         return {"result_ids": result, "count": len(result)}
 
-    def h_shear(self, p: Params) -> dict[str, Any]:
+    def shear(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         plane = p.get("plane")
         if plane is None or not isinstance(plane, dict):
@@ -234,8 +212,7 @@ class ManipulationHandlers:
         shear = shear_map(origin, (direction[0] * tan, direction[1] * tan, direction[2] * tan))
         return self._transform_each(ids, shear, copy, "Shear transform")
 
-    # -- arrays -------------------------------------------------------------------------------
-    def h_array_linear(self, p: Params) -> dict[str, Any]:
+    def array_linear(self, p: Params) -> dict[str, Any]:
         obj_id = read_id(p)
         count = read_count(p, 2)
         direction = parse_point(p.get("direction"), "direction")
@@ -247,7 +224,7 @@ class ManipulationHandlers:
         ids = [c.guid for c in copies]
         return {"array_ids": ids, "count": len(ids)}
 
-    def h_array_polar(self, p: Params) -> dict[str, Any]:
+    def array_polar(self, p: Params) -> dict[str, Any]:
         obj_id = read_id(p)
         count = read_count(p, 2)
         center = parse_point(p.get("center"), "center")
@@ -265,7 +242,7 @@ class ManipulationHandlers:
         return {"array_ids": ids, "count": len(ids)}
 
     def _array_source(self, obj_id: str, details: dict[str, Any]) -> DocObject:
-        obj = find(self.doc, obj_id) if is_guid(obj_id) else None
+        obj = find_or_none(self.doc, obj_id) if is_guid(obj_id) else None
         if obj is None:
             raise GolemFailure(
                 "OPERATION_FAILED",
@@ -276,7 +253,7 @@ class ManipulationHandlers:
             )
         return obj
 
-    def h_array_along_curve(self, p: Params) -> dict[str, Any]:
+    def array_along_curve(self, p: Params) -> dict[str, Any]:
         obj_id = read_id(p)
         curve_id = read_id(p, "curve_id")
         count = read_count(p, 1)
@@ -297,7 +274,7 @@ class ManipulationHandlers:
             )
         return {"array_ids": ids, "count": len(ids)}
 
-    def h_apply_transform(self, p: Params) -> dict[str, Any]:
+    def apply_transform(self, p: Params) -> dict[str, Any]:
         ids = read_ids(p.get("ids"))
         matrix = p.get("matrix")
         if matrix is None:
@@ -317,183 +294,3 @@ class ManipulationHandlers:
                     raise ValueError(f"'matrix[{r}][{c}]' must be a number") from None
         affine = affine_map(cells)
         return self._transform_each(ids, affine, copy, "Transform")
-
-    # -- document structure ------------------------------------------------------------------
-    def h_delete(self, p: Params) -> dict[str, Any]:
-        objects = self._rs_objects(read_ids(p.get("ids")))
-        for obj in objects:
-            self.doc.delete(obj.guid)
-        return {"deleted_count": len(objects)}
-
-    def h_group(self, p: Params) -> dict[str, Any]:
-        ids = read_ids(p.get("ids"))
-        name = p.get("name")
-        if name is not None and not isinstance(name, str):
-            raise ValueError("'name' must be a string")
-        if name and name in self.doc.groups:
-            raise GolemFailure(
-                "OPERATION_FAILED", "rs.AddGroup failed to create a group", {"requested_name": name}
-            )
-        if not name:
-            self._group_serial += 1
-            name = f"Group{self._group_serial:02d}"
-        members = [o.guid for o in self._rs_objects(ids)]
-        if not members:
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                f"rs.AddObjectsToGroup could not add objects to group '{name}'",
-                {"ids": ids, "group_name": name},
-            )
-        self.doc.groups[name] = members
-        return {"group_name": name}
-
-    def h_ungroup(self, p: Params) -> dict[str, Any]:
-        name = p.get("group_name")
-        if not isinstance(name, str) or not name:
-            raise ValueError("'group_name' must be a non-empty string")
-        members = self.doc.groups.pop(name, None)
-        if members is None:
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                f"rs.DeleteGroup failed for group '{name}'",
-                {"group_name": name},
-            )
-        return {"freed_ids": list(members), "count": len(members)}
-
-    def h_join(self, p: Params) -> dict[str, Any]:
-        ids = read_ids(p.get("ids"))
-        if len(ids) < 2:
-            raise ValueError("'ids' must contain at least 2 objects to join")
-        delete_input = bool(p.get("delete_input", True))
-        objects = [self.doc.objects.get(str(i).strip("{}").lower()) for i in ids]
-        kinds = [o.object_type if o else "other" for o in objects]
-        breps = sum(k in ("Brep", "Extrusion") for k in kinds)
-        curves = sum(k == "Curve" for k in kinds)
-        wanted = ("Brep", "Extrusion", "Surface") if breps >= curves else ("Curve",)
-        parts = [o for o in objects if o is not None and o.object_type in wanted]
-        if len(parts) < 2:
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                "Join operation returned no results -- objects may not be joinable",
-                {"ids": ids},
-            )
-        bbox = parts[0].bbox
-        for part in parts[1:]:
-            bbox = bbox.union(part.bbox)
-        joined = self.doc.copy_object(parts[0], bbox)
-        if wanted == ("Curve",):
-            joined.geometry = {"kind": "nurbs", "points": [list(bbox.minimum), list(bbox.maximum)]}
-        else:
-            joined.object_type = "Brep"
-            joined.geometry = {"kind": "polysurface", "faces": len(parts), "solid": False}
-        if delete_input:
-            for part in parts:
-                self.doc.delete(part.guid)
-        return {"joined_ids": [joined.guid], "count": 1}
-
-    def h_explode(self, p: Params) -> dict[str, Any]:
-        obj_id = read_id(p)
-        delete_input = bool(p.get("delete_input", True))
-        obj = self._find(obj_id)
-        pieces = explode_pieces(self.doc, obj)
-        if not pieces:
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                "rs.ExplodeObjects returned no results -- object may not be explodable",
-                {"id": obj_id},
-            )
-        if delete_input:
-            self.doc.delete(obj.guid)
-        return {"exploded_ids": pieces, "count": len(pieces)}
-
-    # -- attributes ---------------------------------------------------------------------------
-    def h_set_properties(self, p: Params) -> dict[str, Any]:
-        ids = read_ids(p.get("ids"))
-        layer, color, name = p.get("layer"), p.get("color"), p.get("name")
-        visible, locked, material = p.get("visible"), p.get("locked"), p.get("material_index")
-        if layer is not None:
-            if not isinstance(layer, str):
-                raise ValueError("'layer' must be a string")
-            if find_layer(self.doc, layer) is None:
-                raise ValueError(f"Layer '{layer}' does not exist in the document")
-        channels: Optional[list[int]] = None
-        if color is not None:
-            if not isinstance(color, (list, tuple)) or len(color) not in (3, 4):
-                raise ValueError("'color' must be a list [r,g,b] or [r,g,b,a] (0-255)")
-            try:
-                channels = [int(c) for c in color]
-            except (TypeError, ValueError):
-                raise ValueError("All 'color' channel values must be integers 0-255") from None
-            if not all(0 <= v <= 255 for v in channels):
-                raise ValueError("Color channel values must be in range 0-255")
-        applied: dict[str, Any] = {}
-        updated = []
-        for text in ids:
-            obj = self._find(text)
-            changes: dict[str, Any] = {}
-            if layer is not None:
-                path = find_layer(self.doc, layer)
-                if path is not None:
-                    changes["layer"] = path
-                    applied["layer"] = layer
-            if channels is not None:
-                changes["color"] = (channels[0], channels[1], channels[2])
-                applied["color"] = list(channels)
-            if name is not None:
-                if not isinstance(name, str):
-                    raise ValueError("'name' must be a string")
-                changes["name"] = applied["name"] = name
-            if visible is not None:
-                changes["visible"] = applied["visible"] = bool(visible)
-            if locked is not None:
-                changes["locked"] = applied["locked"] = bool(locked)
-            if material is not None:
-                try:
-                    applied["material_index"] = int(material)
-                except (TypeError, ValueError):
-                    raise ValueError("'material_index' must be an integer") from None
-                changes["material_index"] = applied["material_index"]
-            for attribute, value in changes.items():
-                if attribute != "material_index":  # the headless document has no materials
-                    setattr(obj, attribute, value)
-            if changes:
-                updated.append(text)
-        return {"updated_ids": updated, "count": len(updated), "applied": applied}
-
-    def h_set_user_text(self, p: Params) -> dict[str, Any]:
-        obj_id = read_id(p)
-        key = p.get("key")
-        if not isinstance(key, str) or not key:
-            raise ValueError("'key' must be a non-empty string")
-        value = p.get("value")
-        if not isinstance(value, str):
-            raise ValueError("'value' must be a string")
-        attached = bool(p.get("attached_to_geometry", False))
-        self._find(obj_id).user_text[key] = value
-        return {"id": obj_id, "key": key, "value": value, "attached_to_geometry": attached}
-
-    def h_get_user_text(self, p: Params) -> dict[str, Any]:
-        obj_id = read_id(p)
-        key = p.get("key")
-        obj = self._find(obj_id)
-        if key is not None:
-            if not isinstance(key, str):
-                raise ValueError("'key' must be a string when provided")
-            return {"id": obj_id, "user_text": obj.user_text.get(key)}
-        return {"id": obj_id, "user_text": dict(obj.user_text)}
-
-    def h_select_objects(self, p: Params) -> dict[str, Any]:
-        objects = self._rs_objects(read_ids(p.get("ids")))
-        for obj in objects:
-            obj.selected = True
-        if objects:
-            # rs.SelectObjects returns a count, which the real handler iterates.
-            raise TypeError("'int' object is not iterable")
-        return {"selected_ids": [], "count": 0}
-
-    def h_unselect_all(self, p: Params) -> dict[str, Any]:
-        count = 0
-        for obj in self.doc.objects.values():
-            count += obj.selected
-            obj.selected = False
-        return {"unselected_count": count}

@@ -1,4 +1,5 @@
-"""What the manipulation handlers share: their parameter readers (``_parse_point``,
+"""What the manipulation handlers share: `ManipulationBase` (the document and the GUID
+lookups of rhinoscriptsyntax and ``_find_object``), their parameter readers (``_parse_point``,
 ``_require_list_of_strings``, …) with the real messages, and the geometry stand-ins for the
 rhinoscriptsyntax calls they make (shear, 4x4 transforms, stations along a curve, explode)."""
 
@@ -12,6 +13,7 @@ from ..geometry import BoundingBox, PointMap
 from .kit import Point, parse_guid
 
 __all__ = [
+    "ManipulationBase",
     "affine_map",
     "explode_pieces",
     "find_layer",
@@ -169,3 +171,34 @@ def explode_pieces(doc: Document, obj: DocObject) -> list[str]:
             pieces.append(piece.guid)
         return pieces
     return []
+
+
+class ManipulationBase:
+    """The document, and the two ways the real handlers look objects up."""
+
+    def __init__(self, document: Document) -> None:
+        self.doc = document
+
+    def _rs_objects(self, ids: list[str]) -> list[DocObject]:
+        """``coerceguid`` on each id (a malformed one raises), then the ones in the document."""
+        found = []
+        for text in ids:
+            try:
+                key = parse_guid(text)
+            except Exception:
+                raise ValueError(f"{text} cannot be converted to a Guid") from None
+            obj = self.doc.objects.get(key)
+            if obj is not None:
+                found.append(obj)
+        return found
+
+    def _find(self, text: str) -> DocObject:
+        """``_find_object``."""
+        try:
+            key = parse_guid(text)
+        except Exception:
+            raise ValueError(f"Invalid GUID format: '{text}'") from None
+        obj = self.doc.objects.get(key)
+        if obj is None:
+            raise KeyError(f"Object not found in Rhino document: '{text}'")
+        return obj

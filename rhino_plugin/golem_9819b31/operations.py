@@ -9,100 +9,45 @@ with the real OPERATION_FAILED message.
 
 from __future__ import annotations
 
-import math
-from typing import Any, Optional
+from typing import Any
 
 from golem_core.dispatcher import Handler
 
-from ..document import DocObject, Document
 from ..geometry import BoundingBox
 from .envelope import wrapped
-from .kit import GolemFailure, Point, add_object, list_param, opt_bool, opt_float, opt_int
-from .kit import require as validate
-from .serialize import serialize_brep, serialize_curve, serialize_mesh, serialize_surface
+from .kit import (
+    GolemFailure,
+    list_param,
+    validate_guid_or_key_error,
+)
+from .operations_kit import (
+    BREP_CLASSES,
+    OperationsBase,
+    typed_param_or_value_error,
+)
+from .serialize import serialize_brep
 
 __all__ = ["OperationHandlers"]
 
 Params = dict[str, Any]
-BREP_CLASSES = ("Brep", "Extrusion", "Surface")
 
 
-def _require(params: Params, key: str, expected: Optional[type] = None) -> Any:
-    if key not in params:
-        raise ValueError(f"Required parameter '{key}' is missing.")
-    value = params[key]
-    if expected is not None and not isinstance(value, expected):
-        raise ValueError(
-            f"Parameter '{key}' must be a {expected.__name__} (got {type(value).__name__})."
-        )
-    return value
-
-
-def _vector(raw: Any, message: str) -> Point:
-    if not isinstance(raw, (list, tuple)) or len(raw) < 3:
-        raise ValueError(message)
-    return (float(raw[0]), float(raw[1]), float(raw[2]))
-
-
-class OperationHandlers:
-    def __init__(self, document: Document) -> None:
-        self.doc = document
+class OperationHandlers(OperationsBase):
+    """``operations.*`` Booleans, trims and splits."""
 
     def table(self) -> dict[str, Handler]:
-        names = (
-            "boolean_union", "boolean_difference", "boolean_intersection", "boolean_split",
-            "trim", "split", "offset_curve", "offset_surface", "fillet_edge", "fillet_curves",
-            "chamfer_curves", "chamfer_edge", "intersect", "mesh_from_brep", "project_curve",
-            "extend_curve", "blend_curves", "rebuild_curve", "rebuild_surface",
-        )  # fmt: skip
-        return {f"operations.{n}": wrapped(getattr(self, f"h_{n}")) for n in names}
-
-    # -- coercion -------------------------------------------------------------------------------
-    def _brep(self, guid: Any) -> DocObject:
-        obj = validate(self.doc, guid)
-        if obj.object_type not in BREP_CLASSES:
-            raise GolemFailure("INVALID_PARAMS", f"Object '{guid}' is not a Brep.")
-        return obj
-
-    def _curve(self, guid: Any) -> DocObject:
-        obj = validate(self.doc, guid)
-        if obj.object_type != "Curve":
-            raise GolemFailure("INVALID_PARAMS", f"Object '{guid}' is not a Curve.")
-        return obj
-
-    def _surface(self, guid: Any) -> DocObject:
-        obj = validate(self.doc, guid)
-        faces = int(obj.geometry.get("faces", 1))
-        if obj.object_type not in BREP_CLASSES or (obj.object_type == "Brep" and faces > 1):
-            raise GolemFailure("INVALID_PARAMS", f"Object '{guid}' is not a Surface.")
-        return obj
-
-    def _new(self, rhino_class: str, kind: str, bbox: BoundingBox, **data: Any) -> DocObject:
-        # The real handlers add results without attributes (sc.doc.Objects.AddBrep(brep),
-        # rs.Add*): they land on the current layer, not on an input's.
-        return add_object(self.doc, rhino_class, kind, bbox, **data)
-
-    def _breps_result(self, objects: list[DocObject], key: str = "objects") -> dict[str, Any]:
-        return {
-            "guids": [o.guid for o in objects],
-            "count": len(objects),
-            key: [serialize_brep(o) for o in objects],
+        """Method name → handler."""
+        handlers: dict[str, Handler] = {
+            "operations.boolean_union": self.boolean_union,
+            "operations.boolean_difference": self.boolean_difference,
+            "operations.boolean_intersection": self.boolean_intersection,
+            "operations.boolean_split": self.boolean_split,
+            "operations.trim": self.trim,
+            "operations.split": self.split,
         }
+        return {name: wrapped(handler) for name, handler in handlers.items()}
 
-    def _solid(self, bbox: BoundingBox, faces: int = 6) -> DocObject:
-        (x0, y0, z0), (x1, y1, z1) = bbox.minimum, bbox.maximum
-        return self._new(
-            "Brep", "polysurface", bbox, faces=faces, edges=2 * faces, vertices=faces + 2,
-            solid=True, volume=(x1 - x0) * (y1 - y0) * (z1 - z0),
-        )  # fmt: skip
-
-    def _delete(self, *objects: DocObject) -> None:
-        for obj in objects:
-            if obj.guid in self.doc.objects:
-                self.doc.delete(obj.guid)
-
-    # -- booleans -------------------------------------------------------------------------------
-    def h_boolean_union(self, p: Params) -> dict[str, Any]:
+    def boolean_union(self, p: Params) -> dict[str, Any]:
         guids = list_param(p, "guids")
         if len(guids) < 2:
             raise ValueError("boolean_union requires at least 2 GUIDs.")
@@ -119,8 +64,8 @@ class OperationHandlers:
         self._delete(*breps)
         return self._breps_result([self._solid(bbox)])
 
-    def h_boolean_difference(self, p: Params) -> dict[str, Any]:
-        guid_a = _require(p, "guid_a", str)
+    def boolean_difference(self, p: Params) -> dict[str, Any]:
+        guid_a = typed_param_or_value_error(p, "guid_a", str)
         guids_b = list_param(p, "guids_b")
         if len(guids_b) == 0:
             raise ValueError("guids_b must contain at least one GUID.")
@@ -137,7 +82,7 @@ class OperationHandlers:
         self._delete(target, *cutters)
         return self._breps_result([self._solid(target.bbox, faces=7)])
 
-    def h_boolean_intersection(self, p: Params) -> dict[str, Any]:
+    def boolean_intersection(self, p: Params) -> dict[str, Any]:
         guids_a = list_param(p, "guids_a")
         guids_b = list_param(p, "guids_b")
         if len(guids_a) == 0 or len(guids_b) == 0:
@@ -155,9 +100,9 @@ class OperationHandlers:
         self._delete(*breps_a, *breps_b)
         return self._breps_result([self._solid(box) for box in found])
 
-    def h_boolean_split(self, p: Params) -> dict[str, Any]:
-        guid = _require(p, "guid_to_split", str)
-        cutter_guid = _require(p, "guid_cutter", str)
+    def boolean_split(self, p: Params) -> dict[str, Any]:
+        guid = typed_param_or_value_error(p, "guid_to_split", str)
+        cutter_guid = typed_param_or_value_error(p, "guid_cutter", str)
         target, cutter = self._brep(guid), self._brep(cutter_guid)
         pieces = self._split_boxes(target.bbox, cutter.bbox)
         if not pieces:
@@ -175,10 +120,10 @@ class OperationHandlers:
             return []
         return [inside, target]
 
-    def h_trim(self, p: Params) -> dict[str, Any]:
-        object_id = _require(p, "object_id", str)
-        cutter_id = _require(p, "cutter_id", str)
-        pick = _require(p, "pick_point")
+    def trim(self, p: Params) -> dict[str, Any]:
+        object_id = typed_param_or_value_error(p, "object_id", str)
+        cutter_id = typed_param_or_value_error(p, "cutter_id", str)
+        pick = typed_param_or_value_error(p, "pick_point")
         if not isinstance(pick, (list, tuple)) or len(pick) < 3:
             raise ValueError("pick_point must be a list of three numbers [x, y, z].")
         (float(pick[0]), float(pick[1]), float(pick[2]))
@@ -192,13 +137,13 @@ class OperationHandlers:
         kept = self._solid(pieces[-1])
         return {"guids": [kept.guid], "count": 1, "object": serialize_brep(kept)}
 
-    def h_split(self, p: Params) -> dict[str, Any]:
-        object_id = _require(p, "object_id", str)
+    def split(self, p: Params) -> dict[str, Any]:
+        object_id = typed_param_or_value_error(p, "object_id", str)
         cutter_ids = list_param(p, "cutter_ids")
         if len(cutter_ids) == 0:
             raise ValueError("cutter_ids must contain at least one GUID.")
-        target = validate(self.doc, object_id)
-        cutters = [validate(self.doc, c) for c in cutter_ids]
+        target = validate_guid_or_key_error(self.doc, object_id)
+        cutters = [validate_guid_or_key_error(self.doc, c) for c in cutter_ids]
         pieces = self._split_boxes(target.bbox, cutters[0].bbox)
         if target.object_type not in BREP_CLASSES or not pieces:
             raise GolemFailure(
@@ -207,295 +152,6 @@ class OperationHandlers:
             )
         self._delete(target)
         return self._breps_result([self._solid(box) for box in pieces])
-
-    # -- curves and surfaces --------------------------------------------------------------------
-    def _curve_result(self, obj: DocObject) -> dict[str, Any]:
-        return {"guid": obj.guid, "curve": serialize_curve(obj)}
-
-    def _derived_curve(self, bbox: BoundingBox, **data: Any) -> DocObject:
-        points = [list(bbox.minimum), list(bbox.maximum)]
-        data.setdefault("points", points)
-        data.setdefault("length", math.dist(bbox.minimum, bbox.maximum))
-        kind = data.pop("kind", "nurbs")
-        return self._new("Curve", kind, bbox, **data)
-
-    def h_offset_curve(self, p: Params) -> dict[str, Any]:
-        curve_id = _require(p, "curve_id", str)
-        distance = float(_require(p, "distance"))
-        curve = validate(self.doc, curve_id)
-        plane, direction = p.get("plane"), p.get("direction_point")
-        if plane is not None:
-            try:
-                for key in ("origin", "x_axis", "y_axis"):
-                    (float(plane[key][0]), float(plane[key][1]), float(plane[key][2]))
-            except Exception as exc:
-                raise ValueError(f"Invalid 'plane' parameter: {exc}") from None
-        elif direction is not None:
-            _vector(direction, "direction_point must be [x, y, z].")
-        if curve.object_type != "Curve":
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                "Offset curve failed -- check that the curve and plane are valid.",
-            )
-        d = abs(distance)
-        (x0, y0, z0), (x1, y1, z1) = curve.bbox.minimum, curve.bbox.maximum
-        bbox = BoundingBox((x0 - d, y0 - d, z0), (x1 + d, y1 + d, z1))
-        closed = bool(curve.geometry.get("closed", False))
-        return self._curve_result(self._derived_curve(bbox, closed=closed))
-
-    def h_offset_surface(self, p: Params) -> dict[str, Any]:
-        surface_id = _require(p, "surface_id", str)
-        distance = float(_require(p, "distance"))
-        opt_bool(p, "both_sides", False)
-        surface = validate(self.doc, surface_id)
-        if surface.object_type not in BREP_CLASSES:
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                "Offset surface failed -- the surface may be degenerate or the distance "
-                "may cause self-intersection.",
-            )
-        d = abs(distance)
-        (x0, y0, z0), (x1, y1, z1) = surface.bbox.minimum, surface.bbox.maximum
-        bbox = BoundingBox((x0 - d, y0 - d, z0 - d), (x1 + d, y1 + d, z1 + d))
-        new = self._new("Surface", "nurbs", bbox, degree_u=3, degree_v=3)
-        return {"guid": new.guid, "surface": serialize_surface(new)}
-
-    def _edges(self, p: Params, size_key: str) -> tuple[DocObject, float]:
-        brep_id = _require(p, "brep_id", str)
-        edges = list_param(p, "edge_indices")
-        size = float(_require(p, size_key))
-        if size <= 0.0:
-            raise ValueError(f"{size_key} must be greater than zero.")
-        if len(edges) == 0:
-            raise ValueError("edge_indices must contain at least one index.")
-        brep = self._brep(brep_id)
-        count = int(brep.geometry.get("edges", 12))
-        for index in (int(i) for i in edges):
-            if index < 0 or index >= count:
-                raise ValueError(f"Edge index {index} is out of range (Brep has {count} edges).")
-        return brep, size
-
-    def h_fillet_edge(self, p: Params) -> dict[str, Any]:
-        brep, _ = self._edges(p, "radius")
-        self._delete(brep)
-        return self._breps_result([self._solid(brep.bbox, faces=7)])
-
-    def h_chamfer_edge(self, p: Params) -> dict[str, Any]:
-        brep, _ = self._edges(p, "distance")
-        self._delete(brep)
-        return self._breps_result([self._solid(brep.bbox, faces=7)])
-
-    def h_fillet_curves(self, p: Params) -> dict[str, Any]:
-        a_id, b_id = _require(p, "curve_id_a", str), _require(p, "curve_id_b", str)
-        radius = float(_require(p, "radius"))
-        join = opt_bool(p, "join", False)
-        if radius <= 0.0:
-            raise ValueError("radius must be greater than zero.")
-        a, b = validate(self.doc, a_id), validate(self.doc, b_id)
-        fillet = self._corner(
-            a,
-            b,
-            "Fillet curves failed -- the curves may be non-coplanar, parallel, or the "
-            "radius may be too large.",
-        )
-        if join:
-            bbox = a.bbox.union(b.bbox)
-            joined = self._derived_curve(bbox, kind="polyline")
-            self._delete(a, b, fillet)
-            return {"guid": joined.guid, "guids": [joined.guid], "count": 1}
-        return self._curve_result(fillet)
-
-    def h_chamfer_curves(self, p: Params) -> dict[str, Any]:
-        a_id, b_id = _require(p, "curve_id_a", str), _require(p, "curve_id_b", str)
-        distance_a = float(_require(p, "distance_a"))
-        distance_b = float(_require(p, "distance_b"))
-        if distance_a <= 0.0 or distance_b <= 0.0:
-            raise ValueError("distance_a and distance_b must both be greater than zero.")
-        a, b = validate(self.doc, a_id), validate(self.doc, b_id)
-        chamfer = self._corner(
-            a,
-            b,
-            "Chamfer curves failed -- the curves may not intersect or the distances "
-            "may be too large.",
-        )
-        return self._curve_result(chamfer)
-
-    def _corner(self, a: DocObject, b: DocObject, failure: str) -> DocObject:
-        """A short curve between two curves that meet (their boxes touch)."""
-        meet = _touching(a.bbox, b.bbox)
-        if a.object_type != "Curve" or b.object_type != "Curve" or meet is None:
-            raise GolemFailure("OPERATION_FAILED", failure)
-        return self._derived_curve(meet, kind="arc", radius=0.0, center=list(meet.center))
-
-    def h_intersect(self, p: Params) -> dict[str, Any]:
-        id_a = _require(p, "id_a", str)
-        id_b = _require(p, "id_b", str)
-        a, b = validate(self.doc, id_a), validate(self.doc, id_b)
-        curve_a, curve_b = a.object_type == "Curve", b.object_type == "Curve"
-        kind = (
-            "curve_curve" if curve_a and curve_b
-            else "curve_brep" if curve_a or curve_b
-            else "brep_brep"
-        )  # fmt: skip
-        meet = _touching(a.bbox, b.bbox)
-        points: list[DocObject] = []
-        curves: list[DocObject] = []
-        if meet is not None:
-            if kind == "brep_brep":
-                curves.append(self._derived_curve(meet, closed=True))
-            else:
-                center = meet.center
-                points.append(self._new("Point", "point", BoundingBox(center, center)))
-        return {
-            "type": kind,
-            "intersects": bool(points or curves),
-            "point_guids": [o.guid for o in points],
-            "curve_guids": [o.guid for o in curves],
-            "points": [list(o.bbox.minimum) for o in points],
-            "curves": [serialize_curve(o) for o in curves],
-        }
-
-    def h_mesh_from_brep(self, p: Params) -> dict[str, Any]:
-        brep_id = _require(p, "brep_id", str)
-        quality = p.get("quality", "medium")
-        if quality not in ("coarse", "medium", "fine", "custom"):
-            raise ValueError(
-                f"quality must be one of 'coarse', 'medium', 'fine', or 'custom' (got '{quality}')."
-            )
-        brep = self._brep(brep_id)
-        for key in ("max_edge_length", "min_edge_length", "max_angle"):
-            opt_float(p, key, -1.0)
-        faces = {"coarse": 12, "medium": 48, "fine": 192, "custom": 48}[str(quality)]
-        mesh = self._new("Mesh", "mesh", brep.bbox, vertex_count=faces + 2, face_count=faces)
-        return {"guids": [mesh.guid], "count": 1, "meshes": [serialize_mesh(mesh)]}
-
-    def h_project_curve(self, p: Params) -> dict[str, Any]:
-        curve_id = _require(p, "curve_id", str)
-        brep_ids = list_param(p, "brep_ids")
-        direction = _vector(
-            _require(p, "direction"), "direction must be a list of three numbers [x, y, z]."
-        )
-        if math.sqrt(sum(c * c for c in direction)) < 1e-12:
-            raise ValueError("direction vector must be non-zero.")
-        curve = self._curve(curve_id)
-        breps = [self._brep(g) for g in brep_ids]
-        hits = [b for b in breps if _overlaps_2d(curve.bbox, b.bbox)]
-        if not hits:
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                "Project curve failed -- the curve projection may miss all target Breps "
-                "in the given direction.",
-            )
-        projected = []
-        for brep in hits:
-            (x0, y0, _), (x1, y1, _) = curve.bbox.minimum, curve.bbox.maximum
-            z = brep.bbox.maximum[2]
-            projected.append(self._derived_curve(BoundingBox((x0, y0, z), (x1, y1, z))))
-        return {
-            "guids": [c.guid for c in projected],
-            "count": len(projected),
-            "curves": [serialize_curve(c) for c in projected],
-        }
-
-    def h_extend_curve(self, p: Params) -> dict[str, Any]:
-        curve_id = _require(p, "curve_id", str)
-        style = p.get("extension_type", "smooth")
-        side = p.get("side", "end")
-        length = opt_float(p, "length", 0.0)
-        boundary_id = p.get("boundary_id")
-        if style not in ("line", "arc", "smooth"):
-            raise ValueError(f"extension_type must be 'line', 'arc', or 'smooth' (got '{style}').")
-        if side not in ("start", "end", "both"):
-            raise ValueError(f"side must be 'start', 'end', or 'both' (got '{side}').")
-        curve = self._curve(curve_id)
-        if boundary_id is not None:
-            boundary = validate(self.doc, boundary_id)
-            bbox = curve.bbox.union(boundary.bbox)
-        else:
-            if length <= 0.0:
-                raise ValueError("length must be > 0 when no boundary_id is provided.")
-            bbox = _grown(curve.bbox, length)
-        curve.bbox = bbox
-        curve.geometry["length"] = float(curve.geometry.get("length", 0.0)) + length
-        return {"guid": curve_id, "curve": serialize_curve(curve)}
-
-    def h_blend_curves(self, p: Params) -> dict[str, Any]:
-        a_id = _require(p, "curve_id_a", str)
-        b_id = _require(p, "curve_id_b", str)
-        continuity = p.get("continuity", "tangent")
-        if continuity not in ("position", "tangent", "curvature"):
-            raise ValueError(
-                f"continuity must be 'position', 'tangent', or 'curvature' (got '{continuity}')."
-            )
-        a, b = self._curve(a_id), self._curve(b_id)
-        end_a = (a.geometry.get("points") or [list(a.bbox.maximum)])[-1]
-        start_b = (b.geometry.get("points") or [list(b.bbox.minimum)])[0]
-        bbox = BoundingBox.around([tuple(end_a), tuple(start_b)])  # type: ignore[list-item]
-        blend = self._derived_curve(bbox, points=[end_a, start_b], degree=3)
-        return self._curve_result(blend)
-
-    def h_rebuild_curve(self, p: Params) -> dict[str, Any]:
-        curve_id = _require(p, "curve_id", str)
-        degree = opt_int(p, "degree", 3)
-        point_count = opt_int(p, "point_count", 10)
-        if degree < 1 or degree > 11:
-            raise ValueError(f"degree must be between 1 and 11 (got {degree}).")
-        if point_count < degree + 1:
-            raise ValueError(
-                "point_count must be at least degree + 1 "
-                f"(degree={degree}, point_count={point_count})."
-            )
-        curve = self._curve(curve_id)
-        old = curve.geometry.get("points") or [list(curve.bbox.minimum), list(curve.bbox.maximum)]
-        start, end = old[0], old[-1]
-        curve.geometry.update(
-            kind="nurbs",
-            degree=degree,
-            points=[
-                [s + (e - s) * i / (point_count - 1) for s, e in zip(start, end)]
-                for i in range(point_count)
-            ],
-        )
-        return {"guid": curve_id, "curve": serialize_curve(curve)}
-
-    def h_rebuild_surface(self, p: Params) -> dict[str, Any]:
-        surface_id = _require(p, "surface_id", str)
-        degree_u, degree_v = opt_int(p, "degree_u", 3), opt_int(p, "degree_v", 3)
-        count_u, count_v = opt_int(p, "point_count_u", 10), opt_int(p, "point_count_v", 10)
-        for label, degree in (("degree_u", degree_u), ("degree_v", degree_v)):
-            if degree < 1 or degree > 11:
-                raise ValueError(f"{label} must be between 1 and 11 (got {degree}).")
-        for axis, count, degree in (("u", count_u, degree_u), ("v", count_v, degree_v)):
-            if count < degree + 1:
-                raise ValueError(
-                    f"point_count_{axis} must be at least degree_{axis} + 1 "
-                    f"(degree_{axis}={degree}, point_count_{axis}={count})."
-                )
-        surface = validate(self.doc, surface_id)
-        if (
-            surface.object_type not in ("Surface", "Brep")
-            or int(surface.geometry.get("faces", 1)) > 1
-        ):
-            raise GolemFailure(
-                "OPERATION_FAILED",
-                "Rebuild surface failed -- ensure the object is a single NURBS surface.",
-            )
-        surface.object_type = "Surface"
-        surface.geometry.update(
-            kind="nurbs", degree_u=degree_u, degree_v=degree_v, count_u=count_u, count_v=count_v
-        )
-        return {"guid": surface_id, "surface": serialize_surface(surface)}
-
-
-def _touching(a: BoundingBox, b: BoundingBox) -> Optional[BoundingBox]:
-    """The (possibly flat) overlap of two boxes, or None when they are apart."""
-    lo = tuple(max(x, y) for x, y in zip(a.minimum, b.minimum))
-    hi = tuple(min(x, y) for x, y in zip(a.maximum, b.maximum))
-    if any(low > high + 1e-9 for low, high in zip(lo, hi)):
-        return None
-    return BoundingBox(
-        (lo[0], lo[1], lo[2]), (max(lo[0], hi[0]), max(lo[1], hi[1]), max(lo[2], hi[2]))
-    )
 
 
 def _connected(boxes: list[BoundingBox]) -> bool:
@@ -509,12 +165,3 @@ def _connected(boxes: list[BoundingBox]) -> bool:
         group.extend(joined)
         rest = [b for b in rest if b not in joined]
     return True
-
-
-def _overlaps_2d(a: BoundingBox, b: BoundingBox) -> bool:
-    return all(a.minimum[i] <= b.maximum[i] and b.minimum[i] <= a.maximum[i] for i in (0, 1))
-
-
-def _grown(box: BoundingBox, by: float) -> BoundingBox:
-    (x0, y0, z0), (x1, y1, z1) = box.minimum, box.maximum
-    return BoundingBox((x0 - by, y0 - by, z0), (x1 + by, y1 + by, z1))

@@ -14,8 +14,7 @@ from golem_core.dispatcher import Handler
 
 from ..document import DocObject, Document
 from ..geometry import BoundingBox, translation_map
-from .kit import add_object, bbox_json, find
-from .kit import require as validate
+from .kit import add_object, bbox_json, find_or_none, validate_guid_or_key_error
 
 __all__ = ["SurfaceHandlers"]
 
@@ -83,15 +82,24 @@ class SurfaceHandlers:
         self.doc = document
 
     def table(self) -> dict[str, Handler]:
-        names = (
-            "loft", "sweep1", "sweep2", "revolve", "extrude_curve", "extrude_surface",
-            "network_surface", "patch", "edge_surface", "cap_planar_holes", "unroll",
-            "planar_surface",
-        )  # fmt: skip
-        return {f"surfaces.{n}": getattr(self, f"h_{n}") for n in names}
+        """Method name → handler."""
+        return {
+            "surfaces.loft": self.loft,
+            "surfaces.sweep1": self.sweep1,
+            "surfaces.sweep2": self.sweep2,
+            "surfaces.revolve": self.revolve,
+            "surfaces.extrude_curve": self.extrude_curve,
+            "surfaces.extrude_surface": self.extrude_surface,
+            "surfaces.network_surface": self.network_surface,
+            "surfaces.patch": self.patch,
+            "surfaces.edge_surface": self.edge_surface,
+            "surfaces.cap_planar_holes": self.cap_planar_holes,
+            "surfaces.unroll": self.unroll,
+            "surfaces.planar_surface": self.planar_surface,
+        }
 
     def _curve(self, guid: str) -> DocObject:
-        obj = validate(self.doc, guid)
+        obj = validate_guid_or_key_error(self.doc, guid)
         if obj.object_type != "Curve":
             raise ValueError(f"Object '{guid}' is not a Curve (got {_class(obj)}).")
         return obj
@@ -105,7 +113,7 @@ class SurfaceHandlers:
     def _one(self, obj: DocObject) -> dict[str, Any]:
         return {"guid": obj.guid, "bounding_box": bbox_json(obj.bbox)}
 
-    def h_loft(self, p: Params) -> dict[str, Any]:
+    def loft(self, p: Params) -> dict[str, Any]:
         curve_ids = _list(p, "curve_ids")
         if len(curve_ids) < 2:
             raise ValueError("loft requires at least 2 curve GUIDs in 'curve_ids'.")
@@ -115,7 +123,7 @@ class SurfaceHandlers:
         closed = bool(p.get("closed", False))
         _opt_xyz(p, "start_point")
         _opt_xyz(p, "end_point")
-        curves = [validate(self.doc, g) for g in curve_ids]
+        curves = [validate_guid_or_key_error(self.doc, g) for g in curve_ids]
         failure = _not_a_curve("AddLoftSrf", curve_ids, curves)
         if failure is not None:
             return failure
@@ -124,28 +132,28 @@ class SurfaceHandlers:
     def _sweep(self, rails: list[DocObject], shapes: list[DocObject]) -> dict[str, Any]:
         return self._one(self._brep(_union(rails + shapes), faces=1))
 
-    def h_sweep1(self, p: Params) -> dict[str, Any]:
+    def sweep1(self, p: Params) -> dict[str, Any]:
         rail_id = _text(p, "rail_id")
         shape_ids = _list(p, "shape_ids")
         bool(p.get("closed", False))
-        validate(self.doc, rail_id)
-        [validate(self.doc, s) for s in shape_ids]
+        validate_guid_or_key_error(self.doc, rail_id)
+        [validate_guid_or_key_error(self.doc, s) for s in shape_ids]
         rail = self._curve(rail_id)
         shapes = [self._curve(s) for s in shape_ids]
         return self._sweep([rail], shapes)
 
-    def h_sweep2(self, p: Params) -> dict[str, Any]:
+    def sweep2(self, p: Params) -> dict[str, Any]:
         rail1_id, rail2_id = _text(p, "rail1_id"), _text(p, "rail2_id")
         shape_ids = _list(p, "shape_ids")
         bool(p.get("closed", False))
-        validate(self.doc, rail1_id)
-        validate(self.doc, rail2_id)
-        [validate(self.doc, s) for s in shape_ids]
+        validate_guid_or_key_error(self.doc, rail1_id)
+        validate_guid_or_key_error(self.doc, rail2_id)
+        [validate_guid_or_key_error(self.doc, s) for s in shape_ids]
         rails = [self._curve(rail1_id), self._curve(rail2_id)]
         shapes = [self._curve(s) for s in shape_ids]
         return self._sweep(rails, shapes)
 
-    def h_revolve(self, p: Params) -> dict[str, Any]:
+    def revolve(self, p: Params) -> dict[str, Any]:
         curve_id = _text(p, "curve_id")
         start = _req_xyz(p, "axis_start")
         end = _req_xyz(p, "axis_end")
@@ -153,7 +161,7 @@ class SurfaceHandlers:
         end_angle = float(p.get("end_angle", 360.0))
         if start_angle == end_angle:
             raise ValueError(f"start_angle and end_angle must differ (got both as {start_angle}).")
-        profile = validate(self.doc, curve_id)
+        profile = validate_guid_or_key_error(self.doc, curve_id)
         failure = _not_a_curve("AddRevSrf", [curve_id], [profile])
         if failure is not None:
             return failure
@@ -169,10 +177,10 @@ class SurfaceHandlers:
         surface = add_object(self.doc, "Surface", "revolution", box)
         return self._one(surface)
 
-    def h_extrude_curve(self, p: Params) -> dict[str, Any]:
+    def extrude_curve(self, p: Params) -> dict[str, Any]:
         curve_id = _text(p, "curve_id")
         cap = bool(p.get("cap", False))
-        profile = validate(self.doc, curve_id)
+        profile = validate_guid_or_key_error(self.doc, curve_id)
         direction, path_id = p.get("direction"), p.get("path_id")
         if direction is None and path_id is None:
             raise ValueError("Either 'direction' ([x, y, z]) or 'path_id' (GUID) must be provided.")
@@ -187,7 +195,7 @@ class SurfaceHandlers:
             scale = distance / length
             offset = (dx * scale, dy * scale, dz * scale)
         else:
-            path = validate(self.doc, path_id)
+            path = validate_guid_or_key_error(self.doc, path_id)
             (x0, y0, z0), (x1, y1, z1) = path.bbox.minimum, path.bbox.maximum
             offset = (x1 - x0, y1 - y0, z1 - z0)
         call = "ExtrudeCurveStraight" if direction is not None else "ExtrudeCurve"
@@ -198,7 +206,7 @@ class SurfaceHandlers:
         solid = cap and bool(profile.geometry.get("closed"))
         return self._one(self._brep(box, faces=3 if solid else 1, solid=solid))
 
-    def h_extrude_surface(self, p: Params) -> dict[str, Any]:
+    def extrude_surface(self, p: Params) -> dict[str, Any]:
         surface_id = _text(p, "surface_id")
         direction = p.get("direction")
         distance = float(p.get("distance", 1.0))
@@ -211,7 +219,7 @@ class SurfaceHandlers:
         length = math.sqrt(dx * dx + dy * dy + dz * dz)
         if length < 1e-12:
             raise ValueError("'direction' vector has zero or near-zero length.")
-        source = validate(self.doc, surface_id)
+        source = validate_guid_or_key_error(self.doc, surface_id)
         # The temporary path curve takes a GUID of its own before it is deleted again.
         self.doc.new_guid()
         if source.object_type not in ("Surface", "Brep", "Extrusion"):
@@ -222,7 +230,7 @@ class SurfaceHandlers:
         )
         return self._one(self._brep(box, faces=6 if cap else 5, solid=cap))
 
-    def h_network_surface(self, p: Params) -> dict[str, Any]:
+    def network_surface(self, p: Params) -> dict[str, Any]:
         u_ids = _list(p, "curves_u")
         v_ids = _list(p, "curves_v")
         continuity = int(p.get("continuity", 1))
@@ -231,7 +239,7 @@ class SurfaceHandlers:
                 "'continuity' must be 0 (position), 1 (tangent), or 2 (curvature). "
                 f"Got {continuity}."
             )
-        [validate(self.doc, g) for g in u_ids + v_ids]
+        [validate_guid_or_key_error(self.doc, g) for g in u_ids + v_ids]
         curves = [self._curve(g) for g in u_ids + v_ids]
         surface = add_object(
             self.doc, "Surface", "nurbs", _union(curves),
@@ -239,35 +247,35 @@ class SurfaceHandlers:
         )  # fmt: skip
         return self._one(surface)
 
-    def h_patch(self, p: Params) -> dict[str, Any]:
+    def patch(self, p: Params) -> dict[str, Any]:
         object_ids = _list(p, "object_ids")
         spans_u, spans_v = int(p.get("spans_u", 10)), int(p.get("spans_v", 10))
         float(p.get("flexibility", 1.0))
         if spans_u < 1 or spans_v < 1:
             raise ValueError("'spans_u' and 'spans_v' must each be at least 1.")
-        objects = [validate(self.doc, g) for g in object_ids]
+        objects = [validate_guid_or_key_error(self.doc, g) for g in object_ids]
         surface = add_object(
             self.doc, "Surface", "nurbs", _union(objects),
             degree_u=3, degree_v=3, count_u=spans_u + 3, count_v=spans_v + 3,
         )  # fmt: skip
         return self._one(surface)
 
-    def h_edge_surface(self, p: Params) -> dict[str, Any]:
+    def edge_surface(self, p: Params) -> dict[str, Any]:
         curve_ids = _list(p, "curve_ids")
         if len(curve_ids) < 2 or len(curve_ids) > 4:
             raise ValueError(
                 f"edge_surface requires 2, 3, or 4 curves in 'curve_ids' (got {len(curve_ids)})."
             )
-        curves = [validate(self.doc, g) for g in curve_ids]
+        curves = [validate_guid_or_key_error(self.doc, g) for g in curve_ids]
         failure = _not_a_curve("AddEdgeSrf", curve_ids, curves)
         if failure is not None:
             return failure
         surface = add_object(self.doc, "Surface", "nurbs", _union(curves))
         return self._one(surface)
 
-    def h_cap_planar_holes(self, p: Params) -> dict[str, Any]:
+    def cap_planar_holes(self, p: Params) -> dict[str, Any]:
         brep_id = _text(p, "brep_id")
-        brep = validate(self.doc, brep_id)
+        brep = validate_guid_or_key_error(self.doc, brep_id)
         if (
             brep.object_type != "Brep"
             or brep.geometry.get("solid")
@@ -283,11 +291,11 @@ class SurfaceHandlers:
         brep.geometry.update(solid=True, faces=int(brep.geometry.get("faces", 1)) + 2)
         return {"guid": brep.guid, "bounding_box": bbox_json(brep.bbox), "caps_added": True}
 
-    def h_unroll(self, p: Params) -> dict[str, Any]:
+    def unroll(self, p: Params) -> dict[str, Any]:
         surface_id = _text(p, "surface_id")
         explode = bool(p.get("explode", False))
-        validate(self.doc, surface_id)
-        source = find(self.doc, str(surface_id).strip().strip("{}").lower())
+        validate_guid_or_key_error(self.doc, surface_id)
+        source = find_or_none(self.doc, str(surface_id).strip().strip("{}").lower())
         assert source is not None  # validated above
         if source.object_type not in ("Brep", "Surface", "Extrusion"):
             raise ValueError(
@@ -299,9 +307,9 @@ class SurfaceHandlers:
         added = [self._brep(flat).guid for _ in range(faces)]
         return {"guids": added, "bounding_box": bbox_json(flat)}
 
-    def h_planar_surface(self, p: Params) -> dict[str, Any]:
+    def planar_surface(self, p: Params) -> dict[str, Any]:
         curve_ids = _list(p, "curve_ids")
-        curves = [validate(self.doc, g) for g in curve_ids]
+        curves = [validate_guid_or_key_error(self.doc, g) for g in curve_ids]
         failure = _not_a_curve("AddPlanarSrf", curve_ids, curves)
         if failure is not None:
             return failure

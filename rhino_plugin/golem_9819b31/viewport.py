@@ -47,12 +47,22 @@ class ViewportHandlers:
         self.doc = document
 
     def table(self) -> dict[str, Handler]:
-        names = (
-            "capture", "set_view", "zoom_object", "zoom_extents", "zoom_selected",
-            "set_display_mode", "set_camera", "create_named_view", "add_named_view",
-            "restore_named_view", "list_named_views", "get_view_info", "set_background_color",
-        )  # fmt: skip
-        return {f"viewport.{n}": getattr(self, f"h_{n}") for n in names}
+        """Method name → handler."""
+        return {
+            "viewport.capture": self.capture,
+            "viewport.set_view": self.set_view,
+            "viewport.zoom_object": self.zoom_object,
+            "viewport.zoom_extents": self.zoom_extents,
+            "viewport.zoom_selected": self.zoom_selected,
+            "viewport.set_display_mode": self.set_display_mode,
+            "viewport.set_camera": self.set_camera,
+            "viewport.create_named_view": self.create_named_view,
+            "viewport.add_named_view": self.add_named_view,
+            "viewport.restore_named_view": self.restore_named_view,
+            "viewport.list_named_views": self.list_named_views,
+            "viewport.get_view_info": self.get_view_info,
+            "viewport.set_background_color": self.set_background_color,
+        }
 
     def _view(self, name: Any) -> str:
         """``_resolve_view``: the active view for None, else a case-insensitive match."""
@@ -63,7 +73,7 @@ class ViewportHandlers:
                 return view_name
         raise ValueError(f"View not found: '{name}'")
 
-    def h_capture(self, p: Params) -> dict[str, Any]:
+    def capture(self, p: Params) -> dict[str, Any]:
         width = int(p.get("width", 1920))
         height = int(p.get("height", 1080))
         display_mode = p.get("display_mode", None)
@@ -102,7 +112,7 @@ class ViewportHandlers:
             "display_mode": mode,
         }
 
-    def h_set_view(self, p: Params) -> dict[str, Any]:
+    def set_view(self, p: Params) -> dict[str, Any]:
         view_name = p.get("view_name", None)
         named_view = p.get("named_view", None)
         if named_view is not None:
@@ -127,7 +137,7 @@ class ViewportHandlers:
         self.doc.views[self.doc.active_view]["projection"] = projection
         return {"success": True, "view_set": view_name}
 
-    def h_zoom_object(self, p: Params) -> dict[str, Any]:
+    def zoom_object(self, p: Params) -> dict[str, Any]:
         ids = p.get("ids", None)
         if ids is None:
             raise ValueError("'ids' parameter is required.")
@@ -159,17 +169,17 @@ class ViewportHandlers:
             result["missing_ids"] = missing
         return result
 
-    def h_zoom_extents(self, p: Params) -> dict[str, Any]:
+    def zoom_extents(self, p: Params) -> dict[str, Any]:
         view_name = p.get("view_name", None)
         if view_name is None:
             return {"success": True, "zoomed": "all_views"}
         self._view(view_name)
         return {"success": True, "zoomed": view_name}
 
-    def h_zoom_selected(self, p: Params) -> dict[str, Any]:
+    def zoom_selected(self, p: Params) -> dict[str, Any]:
         return {"success": True}
 
-    def h_set_display_mode(self, p: Params) -> dict[str, Any]:
+    def set_display_mode(self, p: Params) -> dict[str, Any]:
         mode = p.get("mode", None)
         if mode is None:
             raise ValueError("'mode' parameter is required.")
@@ -184,7 +194,7 @@ class ViewportHandlers:
         self.doc.views[target]["display_mode"] = _mode_name(mode_str)
         return {"success": True, "view_name": target, "display_mode": mode_str}
 
-    def h_set_camera(self, p: Params) -> dict[str, Any]:
+    def set_camera(self, p: Params) -> dict[str, Any]:
         location = p.get("camera_location", None)
         target = p.get("target", None)
         lens: Optional[Any] = p.get("lens_length", 50)
@@ -220,17 +230,17 @@ class ViewportHandlers:
         self.doc.named_views[name] = dict(self.doc.views[source])
         return {"success": True, "name": name, "saved_from": source}
 
-    def h_create_named_view(self, p: Params) -> dict[str, Any]:
+    def create_named_view(self, p: Params) -> dict[str, Any]:
         return self._add_named(p)
 
-    def h_add_named_view(self, p: Params) -> dict[str, Any]:
+    def add_named_view(self, p: Params) -> dict[str, Any]:
         return self._add_named(p)
 
     def _restore(self, name: str, target: str) -> None:
         saved = dict(self.doc.named_views[name])
         self.doc.views[target].update(saved)
 
-    def h_restore_named_view(self, p: Params) -> dict[str, Any]:
+    def restore_named_view(self, p: Params) -> dict[str, Any]:
         name = p.get("name", None)
         view_name = p.get("view_name", None)
         if name is None or str(name).strip() == "":
@@ -246,11 +256,11 @@ class ViewportHandlers:
         self._restore(name, target)
         return {"success": True, "restored": name}
 
-    def h_list_named_views(self, p: Params) -> dict[str, Any]:
+    def list_named_views(self, p: Params) -> dict[str, Any]:
         views = list(self.doc.named_views)
         return {"success": True, "named_views": views, "count": len(views)}
 
-    def h_get_view_info(self, p: Params) -> dict[str, Any]:
+    def get_view_info(self, p: Params) -> dict[str, Any]:
         name = self._view(p.get("view_name", None))
         view = self.doc.views[name]
         projection = str(view["projection"])
@@ -268,7 +278,7 @@ class ViewportHandlers:
             "viewport_size": {"width": 1280, "height": 720},
         }
 
-    def h_set_background_color(self, p: Params) -> dict[str, Any]:
+    def set_background_color(self, p: Params) -> dict[str, Any]:
         color = p.get("color", None)
         if color is None:
             raise ValueError("'color' parameter is required.")

@@ -19,9 +19,6 @@ def start_plugin() -> Iterator[Callable[..., HeadlessPlugin]]:
     started: list[HeadlessPlugin] = []
 
     def start(**options: Any) -> HeadlessPlugin:
-        # The tests written for the broader stand-in name it; the faithful default has its
-        # own tests (test_golem_9819b31_*.py, the conformance tables).
-        options.setdefault("behaviour", "extended")
         plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(**options))
         plugin.start()
         started.append(plugin)

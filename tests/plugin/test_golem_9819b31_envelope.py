@@ -24,7 +24,7 @@ MAIN_TIMEOUT = (
 
 @pytest.fixture
 def faithful(start_plugin: Callable[..., HeadlessPlugin]) -> HeadlessPlugin:
-    return start_plugin(behaviour="golem-3dmcp@9819b31", seed=3)
+    return start_plugin(seed=3)
 
 
 def raw_exchange(address: tuple[str, int], payload: bytes) -> Any:
@@ -106,7 +106,7 @@ def test_list_methods_lists_the_builtins_alone(faithful: HeadlessPlugin, connect
 def test_a_ui_thread_timeout_is_the_servers_internal_error(
     start_plugin: Callable[..., HeadlessPlugin], connect: Any
 ) -> None:
-    plugin = start_plugin(behaviour="golem-3dmcp@9819b31", debug_methods=True, ui_timeout=0.3)
+    plugin = start_plugin(debug_methods=True, ui_timeout=0.3)
     client = connect(plugin.main_address)
     reply = client.request("debug.sleep", {"seconds": 1.0})
     assert reply["result"] is None

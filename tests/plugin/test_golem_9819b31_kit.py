@@ -12,11 +12,11 @@ from rhino_plugin.golem_9819b31.kit import (
     layer_path,
     list_param,
     opt_float,
+    param_or_value_error,
     parse_guid,
     pt3d,
     read_points,
-    req,
-    require,
+    validate_guid_or_key_error,
 )
 from rhino_plugin.golem_9819b31.serialize import serialize_object
 from rhino_plugin.golem_9819b31.shapes import arc_data, box_data
@@ -33,18 +33,18 @@ def test_guids_parse_as_dotnet_does() -> None:
 def test_the_registry_lookup_fails_as_the_real_one() -> None:
     doc = Document(1)
     with pytest.raises(ValueError, match="GUID cannot be None"):
-        require(doc, None)
+        validate_guid_or_key_error(doc, None)
     with pytest.raises(ValueError, match="expected 36 characters"):
-        require(doc, "short")
+        validate_guid_or_key_error(doc, "short")
     with pytest.raises(KeyError) as caught:
-        require(doc, GUID)
+        validate_guid_or_key_error(doc, GUID)
     # str(KeyError) keeps the quotes: the real dispatcher sends exactly this.
     assert str(caught.value) == f"\"Object not found in Rhino document: '{GUID}'\""
 
 
 def test_parameter_readers_keep_pythons_messages() -> None:
     with pytest.raises(ValueError, match=r"Required parameter 'points' is missing\."):
-        req({"points": None}, "points")
+        param_or_value_error({"points": None}, "points")
     with pytest.raises(ValueError, match=r"Parameter 'guids' must be a list \(got str\)."):
         list_param({"guids": "x"}, "guids")
     assert opt_float({"d": None}, "d", 2.0) == 2.0

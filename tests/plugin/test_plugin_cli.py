@@ -68,17 +68,19 @@ def headless() -> Iterator[tuple[subprocess.Popen, tuple[str, int], tuple[str, i
         finish(proc)
 
 
-def test_the_ready_line_names_the_extended_behaviour() -> None:
-    proc, match = start("--behaviour", "extended")
-    try:
-        assert match[6] == "extended"
-        client = Client((match[1], int(match[2])))
-        try:
-            assert client.call("scene.deselect_all") == {"unselected_count": 0}
-        finally:
-            client.close()
-    finally:
-        finish(proc)
+def test_an_unknown_behaviour_is_refused_naming_the_known_one() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "rhino_plugin", "--headless", "--behaviour", "extended"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert "invalid choice: 'extended'" in last and "golem-3dmcp@9819b31" in last
 
 
 def test_shutdown_method_exits_zero(headless) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ def _session(start_plugin: Callable[..., Any], connect: Callable[..., Any], seed
         client.call("geometry.create_box", corner=[i, 0, 0], width=1, depth=1, height=1)["guid"]
         for i in range(3)
     ]
-    guids.append(client.call("scene.create_layer", name="L")["id"])
+    guids.append(client.call("creation.create_point", x=1)["guid"])
     return guids
 
 

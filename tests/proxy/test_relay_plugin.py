@@ -27,7 +27,7 @@ pytestmark = pytest.mark.trio
 
 @pytest.fixture(scope="module")
 def plugin() -> Iterator[Address]:
-    running = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=5, behaviour="extended"))
+    running = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=5))
     host, port = running.start()[0]
     yield Address(host, port)
     running.stop()
@@ -108,14 +108,13 @@ async def test_garbage_to_the_plugin_is_forwarded_and_reported(
     stream = await connect(proxy.listen)
     garbage = struct.pack("!I", 11) + b"hello world"
     await stream.send_all(garbage)
+    # The real plugin drops a connection whose frame is not JSON, unanswered; the proxy
+    # forwards that close to the client.
     reply = b""
     with trio.fail_after(10):
-        while len(reply) < 4 or len(reply) < 4 + struct.unpack("!I", reply[:4])[0]:
-            chunk = await stream.receive_some(65536)
-            assert chunk
+        while chunk := await stream.receive_some(65536):
             reply += chunk
-    answer = GOLEM.parse(reply[4:], Role.RESPONSE)
-    assert isinstance(answer, ErrorResponse) and answer.error.code == -32603
+    assert reply == b""
     await stream.aclose()
     await stop_proxy(proxy)
     request = next(e for e in proxy.of_type(FrameSeen) if e.direction is Direction.C2S)

@@ -137,7 +137,7 @@ def test_hold_edit_send_and_resend_in_the_tui() -> None:
 def test_resend_from_a_recording_with_a_target(demo_path: str) -> None:
     from golem_proxy.tui import RecordingSource
 
-    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3, behaviour="extended"))
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
     (host, port), _ = plugin.start()
     source = RecordingSource.open(demo_path)
 

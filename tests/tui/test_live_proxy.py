@@ -48,7 +48,7 @@ async def until_stopped(source: TrioThreadSource) -> None:
 
 
 def test_a_live_session_shows_its_addresses_and_is_recorded(tmp_path: Path) -> None:
-    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=2, behaviour="extended"))
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=2))
     (host, port), _ = plugin.start()
     record = tmp_path / "live.jsonl"
     summaries: list[str] = []
@@ -87,7 +87,7 @@ def test_a_live_session_shows_its_addresses_and_is_recorded(tmp_path: Path) -> N
             methods = [flow.method for flow in app.model.flows]
             assert methods == ["ping", "geometry.create_box", "scene.get_object_info"]
             statuses = [flow.status(GOLEM) for flow in app.model.flows]
-            assert statuses == ["ok", "ok", "OBJECT_NOT_FOUND"]
+            assert statuses == ["ok", "ok", "APPLICATION_ERROR"]
         await until_stopped(source)
 
     try:
@@ -95,7 +95,7 @@ def test_a_live_session_shows_its_addresses_and_is_recorded(tmp_path: Path) -> N
     finally:
         plugin.stop()
     assert source.done.is_set() and source.error is None
-    assert errors == ["OBJECT_NOT_FOUND"]
+    assert errors == ["-32000"]
     recorded = read_recording(str(record))
     assert [e.method for e in recorded.exchanges()] == [
         "ping",

@@ -11,7 +11,7 @@ from typing import Any
 
 from golem_core.dispatcher import Handler
 
-from ..params import req_number
+from .kit import param_or_value_error
 
 __all__ = ["DebugHandlers"]
 
@@ -26,6 +26,6 @@ class DebugHandlers:
         return {"debug.sleep": self.sleep}
 
     def sleep(self, params: dict[str, Any]) -> dict[str, Any]:
-        seconds = min(req_number(params, "seconds"), MAX_SLEEP_SECONDS)
+        seconds = min(float(param_or_value_error(params, "seconds")), MAX_SLEEP_SECONDS)
         time.sleep(max(seconds, 0.0))
         return {"slept": seconds}
