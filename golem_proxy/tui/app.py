@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar, Optional
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Container
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
@@ -54,6 +56,8 @@ REFRESH_INTERVAL = 0.05
 """At most one redraw per this many seconds under a flood; events in between are batched."""
 MAX_BATCH = 20_000
 """Events folded in per drain, so loading a large file leaves room to draw and take keys."""
+WIDE = 140
+"""From this many columns on, the detail pane sits beside the table instead of under it."""
 
 
 @dataclass
@@ -142,8 +146,9 @@ class GolemProxyApp(DebugActions, App[None]):
         if self.control is not None:
             self.held_panel = HeldPanel(self.control, id="held")
             yield self.held_panel
-        yield self.table
-        yield self.detail
+        # The table and the detail pane share this box: stacked, or side by side when wide.
+        self.panes = Container(self.table, self.detail, id="panes")
+        yield self.panes
         yield self.status_bar
         yield Footer()
 
@@ -159,6 +164,9 @@ class GolemProxyApp(DebugActions, App[None]):
         self.run_worker(
             partial(self.source.run, self.buffer), thread=True, name="source", exit_on_error=False
         )
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.panes.set_class(event.size.width >= WIDE, "-wide")
 
     def on_unmount(self) -> None:
         if self._detail_timer is not None:
