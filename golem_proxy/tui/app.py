@@ -31,7 +31,7 @@ from ..live.control import LiveControl
 from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
 from ..terminal import safe_text
-from .bridge import EventBuffer, EventSource
+from .bridge import EventBuffer, EventSource, Progress
 from .debugging import DebugActions
 from .export import request_json, save_events, write_copy
 from .model import SessionModel
@@ -126,6 +126,8 @@ class GolemProxyApp(DebugActions, App[None]):
         self.buffer = EventBuffer(source.buffer_limit)
         self.finished_reason: Optional[str] = None
         self.failed = False
+        self.progress: Optional[Progress] = None
+        """How far the source has read its file (None: it does not read one)."""
         self.find_text = ""
         self._detail_shown_at = 0.0
         self._detail_timer: Optional[Timer] = None
@@ -200,10 +202,25 @@ class GolemProxyApp(DebugActions, App[None]):
             if batch.failed:
                 self.failed = True
                 self.banner.show_error(self.finished_reason)
+        if batch.progress is not None:
+            self.progress = batch.progress
+        loading = self.loading is not None
+        if loading != self.model.loading:
+            # Requests still waiting once the whole file is read are pending, not loading.
+            self.model.loading = loading
+            self.table.refresh()
         self._show_status()
         # Wait a refresh interval before taking the next batch: a flood becomes ~20 batches
         # a second, each drawn once, instead of one redraw per event.
         self.set_timer(0.001 if batch.more else self.refresh_interval, self._rearm)
+
+    @property
+    def loading(self) -> Optional[Progress]:
+        """How far the file is read while the source is still reading it, else None."""
+        progress = self.progress
+        if progress is None or progress.complete or self.source_done:
+            return None
+        return progress
 
     def _rearm(self) -> None:
         if self.buffer.rearm():
@@ -221,6 +238,7 @@ class GolemProxyApp(DebugActions, App[None]):
                 missed=self.model.events_missed + self.buffer.total_missed,
                 finished=self.finished_reason or "",
                 failed=self.failed,
+                loading=self.loading,
             )
         )
 

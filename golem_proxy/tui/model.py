@@ -64,6 +64,9 @@ class SessionModel:
         self.widest_method = 0
         self.widest_status = 0
         self.largest_conn = 0
+        self.loading = False
+        """The source is still reading its file: a request whose answer is further on in
+        it shows as ``loading``, not ``pending``."""
 
     @property
     def flows(self) -> list[Flow]:
@@ -112,6 +115,8 @@ class SessionModel:
 
     def status(self, flow: Flow) -> str:
         """The flow's status as shown (error codes come from the peer: made safe)."""
+        if self.loading and flow.pending:
+            return "loading"
         return safe_text(flow.status(self.profile))
 
     def _matches(self, flow: Flow) -> bool:

@@ -6,6 +6,7 @@ exactly as it drains the live proxy's events, so both take the same path to the 
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import IO, Optional
 
@@ -13,7 +14,7 @@ from golem_core.profiles import Profile
 
 from ..events import Event
 from ..recording.format import Header, RecordingError, RecordingReader, open_recording
-from .bridge import EventBuffer
+from .bridge import EventBuffer, Progress
 
 __all__ = ["RecordingSource", "TailStream"]
 
@@ -87,6 +88,10 @@ class RecordingSource:
     def profile(self) -> Profile:
         return self._reader.profile
 
+    def progress(self) -> Progress:
+        """How far the file is read, of its size now (a followed file grows)."""
+        return Progress(self._stream.tell(), os.fstat(self._stream.fileno()).st_size)
+
     def run(self, sink: EventBuffer) -> None:
         reason = "stopped" if self.follow else "end of recording"
         failed = False
@@ -96,11 +101,11 @@ class RecordingSource:
                 for event in self._reader:
                     batch.append(event)
                     if len(batch) >= PUSH_EVERY:
-                        sink.push_many(batch)
+                        sink.push_many(batch, self.progress())
                         batch = []
                         if self._stop.is_set():
                             break
-                sink.push_many(batch)
+                sink.push_many(batch, self.progress())
                 batch = []
                 if not self.follow:
                     break
