@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..analysis.filters import FilterError
 from ..terminal import safe_text
+from .frame_editor import console_edit, editor_command
 from .intercept import Accept, Answer, Decision, Drop, Edit, InterceptEngine, InterceptError
 
 __all__ = ["HELP", "InterceptConsole"]
@@ -26,7 +27,7 @@ intercept commands (N: the number of a held frame, as in "held #N"):
   list | l               the held frames and how long each has waited
   show N | s N           the frame's JSON
   accept N | a N         send it as it came;  accept all | A: every held frame
-  edit N JSON | e N JSON send JSON in its place (validated first)
+  edit N JSON | e N JSON send JSON in its place (validated first); edit N: in $EDITOR
   drop N | d N           send nothing: the peer never sees it
   answer N JSON          answer a held request with JSON (a response; its id is filled in)
   filter EXPR | filter off   hold what EXPR selects from now on (docs/filters.md), or nothing"""
@@ -36,8 +37,10 @@ _LIMIT = 400
 
 
 class InterceptConsole:
-    def __init__(self, engine: InterceptEngine) -> None:
+    def __init__(self, engine: InterceptEngine, editor: Optional[list[str]] = None) -> None:
+        """``editor``: the command ``edit N`` opens (default: ``$EDITOR``, when set)."""
         self.engine = engine
+        self.editor = editor if editor is not None else editor_command()
 
     def handle(self, line: str) -> list[Text]:
         """Run one command line; returns what to print."""
@@ -117,5 +120,9 @@ class InterceptConsole:
             line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
             if not line:
                 return
+            line, note = await console_edit(line, self.engine, self.editor)
+            if note is not None:
+                print_text(Text(safe_text(note, _LIMIT), "yellow"))
+                continue
             for text in self.handle(line):
                 print_text(text)

@@ -33,7 +33,7 @@ from ..recording.format import Header as RecordingHeader
 from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource, Progress
 from .debugging import DebugActions
-from .export import request_json, save_events, write_copy
+from .export import call_command, request_json, save_events, write_copy
 from .model import SessionModel
 from .render import escape_surrogates
 from .screens.confirm import ConfirmQuit
@@ -80,12 +80,14 @@ class GolemProxyApp(DebugActions, App[None]):
         Binding("m", "mark", "Mark", show=False),
         Binding("e", "expand", "Expand", show=False),
         Binding("y", "copy_request", "Copy", show=False),
+        Binding("Y", "copy_call", "Copy call", show=False),
         Binding("w", "save_view", "Write", show=False),
         Binding("s", "stats", "Stats"),
         Binding("c", "connections", "Conns", show=False),
         # The debugging keys (debugging.py); a held frame's own keys are its panel's.
         Binding("i", "intercept", "Intercept", show=False),
         Binding("r", "resend", "Resend", show=False),
+        Binding("E", "edit_resend", "Edit, resend", show=False),
         Binding("D", "resend_diff", "Diff", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("escape", "focus_table", "Table", show=False),
@@ -365,28 +367,45 @@ class GolemProxyApp(DebugActions, App[None]):
         self.notify("Long strings expanded" if expanded else "Long strings shortened")
 
     def action_copy_request(self) -> None:
-        index = self.table.selected
-        if index is None:
+        flow = self.selected_flow()
+        if flow is None:
             return
-        flow = self.model.flows[index]
         # Lone surrogates (legal in JSON) become escapes: UTF-8 cannot carry them as they are.
         text = escape_surrogates(request_json(flow))
         if not text:
             self.notify("This flow has no request", severity="warning")
             return
+        self._copy(text, flow.number, f"Request #{flow.number}", ".json")
+
+    def action_copy_call(self) -> None:
+        """Copy the `golem-proxy call` command line that sends the selected request again,
+        to the plugin the flow's connection went to (or the --target given)."""
+        flow = self.selected_flow()
+        if flow is None:
+            return
+        info = self.model.tracker.connections.get(flow.conn)
+        target = str(self.resend_target) if self.resend_target is not None else None
+        if target is None and info is not None and info.upstream:
+            target = info.upstream
+        command = call_command(flow, self.profile, target)
+        if command is None:
+            self.notify("This flow has no well-formed request to call", severity="warning")
+            return
+        self._copy(escape_surrogates(command), flow.number, f"The call for #{flow.number}", ".sh")
+
+    def _copy(self, text: str, number: int, what: str, suffix: str) -> None:
         self.copy_to_clipboard(text)
         # Terminals without OSC 52 drop the clipboard silently, so the text also goes to a file.
         try:
             # A new file with an unpredictable name in a directory only the user can enter.
-            path = write_copy(text + "\n", flow.number)
+            path = write_copy(text + "\n", number, suffix)
         except OSError as exc:
             message = f"Copied to the clipboard; could not write the copy: {exc}"
             self.notify(safe_text(message), severity="warning", markup=False)
             return
-        # Where it went, not what it says: the JSON is in the file and on the clipboard.
+        # Where it went, not what it says: the text is in the file and on the clipboard.
         self.notify(
-            safe_text(f"Request #{flow.number} copied to the clipboard and written to {path}"),
-            markup=False,
+            safe_text(f"{what} copied to the clipboard and written to {path}"), markup=False
         )
 
     def action_save_view(self) -> None:
