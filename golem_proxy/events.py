@@ -64,9 +64,12 @@ class ConnectionClosed:
     """True when a side reset, refused or failed (not a clean close)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FrameSeen:
-    """A complete frame. ``payload`` is the exact payload bytes; ``size`` the wire size."""
+    """A complete frame. ``payload`` is the exact payload bytes; ``size`` the wire size.
+
+    Slotted, like `ExchangeCompleted`: a viewer keeps two of these per exchange, and an
+    instance dictionary was a tenth of the TUI's memory on a large recording."""
 
     conn: int
     route: str
@@ -119,7 +122,7 @@ class BytesDiscarded:
     final: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExchangeCompleted:
     """A request and its response. ``latency`` runs from the request's last byte to the
     response's last byte."""

@@ -10,6 +10,7 @@ once parsed); after, every member an event is built from is checked for type and
 
 from __future__ import annotations
 
+import sys
 import base64
 import binascii
 import json
@@ -294,7 +295,8 @@ class _Decoder:
         if kind == "gap":
             return EventsMissed(member_int(data, "missed", 0), t, member_str(data, "consumer", ""))
         conn = member_int(data, "conn", 0)
-        route = member_str(data, "route", "")
+        # Interned: a large recording names the same few routes on every line.
+        route = sys.intern(member_str(data, "route", ""))
         if kind == "open":
             client, upstream = member_str(data, "client"), member_str(data, "upstream")
             return ConnectionOpened(conn, route, client, upstream, t)
@@ -413,7 +415,7 @@ class _Decoder:
                 message = self.profile.parse_response(obj)
         frame = FrameSeen(
             member_int(data, "conn"),
-            member_str(data, "route", ""),
+            sys.intern(member_str(data, "route", "")),
             direction,
             member_int(data, "n"),
             t,
