@@ -10,12 +10,12 @@ once parsed); after, every member an event is built from is checked for type and
 
 from __future__ import annotations
 
-import sys
 import base64
 import binascii
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any, NoReturn, Optional
