@@ -82,6 +82,9 @@ def test_the_status_bar_says_how_far_a_recording_is_loaded(tmp_path: Path) -> No
             percent = app.loading.percent
             assert 0 < percent < 100
             assert f"loading {flows:,} flows · {percent}% of the file" in status, status
+            # A line longer than the terminal (a long path) wraps rather than losing its end.
+            inner = app.status_bar.content_region.width
+            assert app.status_bar.size.height == (1 if len(status) <= inner else 2)
             # The first push cut the file after a request: its answer is not read yet.
             last = app.model.flows[-1]
             assert last.pending
