@@ -32,10 +32,10 @@ from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
 from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource, Progress
+from .copying import CopyActions
 from .debugging import DebugActions
-from .export import call_command, request_json, save_events, write_copy
+from .export import save_events
 from .model import SessionModel
-from .render import escape_surrogates
 from .screens.confirm import ConfirmQuit
 from .screens.connections import ConnectionsScreen
 from .screens.help import HelpScreen
@@ -65,7 +65,7 @@ class EventsReady(Message):
     """Posted (from any thread) by the event buffer: there is something to drain."""
 
 
-class GolemProxyApp(DebugActions, App[None]):
+class GolemProxyApp(CopyActions, DebugActions, App[None]):
     CSS_PATH = "app.tcss"
     # The footer names what an 80-column terminal has room for; `?` lists every key.
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -365,48 +365,6 @@ class GolemProxyApp(DebugActions, App[None]):
     def action_expand(self) -> None:
         expanded = self.detail.toggle_strings()
         self.notify("Long strings expanded" if expanded else "Long strings shortened")
-
-    def action_copy_request(self) -> None:
-        flow = self.selected_flow()
-        if flow is None:
-            return
-        # Lone surrogates (legal in JSON) become escapes: UTF-8 cannot carry them as they are.
-        text = escape_surrogates(request_json(flow))
-        if not text:
-            self.notify("This flow has no request", severity="warning")
-            return
-        self._copy(text, flow.number, f"Request #{flow.number}", ".json")
-
-    def action_copy_call(self) -> None:
-        """Copy the `golem-proxy call` command line that sends the selected request again,
-        to the plugin the flow's connection went to (or the --target given)."""
-        flow = self.selected_flow()
-        if flow is None:
-            return
-        info = self.model.tracker.connections.get(flow.conn)
-        target = str(self.resend_target) if self.resend_target is not None else None
-        if target is None and info is not None and info.upstream:
-            target = info.upstream
-        command = call_command(flow, self.profile, target)
-        if command is None:
-            self.notify("This flow has no well-formed request to call", severity="warning")
-            return
-        self._copy(escape_surrogates(command), flow.number, f"The call for #{flow.number}", ".sh")
-
-    def _copy(self, text: str, number: int, what: str, suffix: str) -> None:
-        self.copy_to_clipboard(text)
-        # Terminals without OSC 52 drop the clipboard silently, so the text also goes to a file.
-        try:
-            # A new file with an unpredictable name in a directory only the user can enter.
-            path = write_copy(text + "\n", number, suffix)
-        except OSError as exc:
-            message = f"Copied to the clipboard; could not write the copy: {exc}"
-            self.notify(safe_text(message), severity="warning", markup=False)
-            return
-        # Where it went, not what it says: the text is in the file and on the clipboard.
-        self.notify(
-            safe_text(f"{what} copied to the clipboard and written to {path}"), markup=False
-        )
 
     def action_save_view(self) -> None:
         default = os.path.join(os.getcwd(), "view.jsonl")
