@@ -1,5 +1,6 @@
-"""Time the TUI on a 100,000-exchange recording: writing it, loading it into the app,
-paging through it, filtering it; and, for comparison, filling a Textual DataTable.
+"""Time the TUI on a 100,000-exchange recording: writing it, loading it into the app (flows
+a second, and the process's peak memory once loaded), paging through it, filtering it; and,
+for comparison, filling a Textual DataTable.
 
 Run: python bench/bench_tui.py [EXCHANGES]
 """
@@ -38,7 +39,9 @@ async def bench_app(path: str, results: list[tuple[str, float, str]]) -> None:
             await pilot.pause(0.01)
         loaded = time.perf_counter() - start
         results.append(("first rows on screen", first or loaded, ""))
-        results.append(("whole recording loaded", loaded, f"{len(app.model.flows):,} flows"))
+        flows = len(app.model.flows)
+        note = f"{flows:,} flows, {flows / loaded:,.0f} flows/s, peak RSS {peak_rss()}"
+        results.append(("whole recording loaded", loaded, note))
         start = time.perf_counter()
         for _ in range(50):
             await pilot.press("x")  # unbound: what a pilot key press costs by itself
@@ -74,6 +77,18 @@ async def bench_app(path: str, results: list[tuple[str, float, str]]) -> None:
         await pilot.press("slash", *"~e", "enter")
         elapsed = time.perf_counter() - start
         results.append(("filter ~e over all flows", elapsed, f"{len(app.model.view):,} match"))
+
+
+def peak_rss() -> str:
+    """The process's peak resident memory (Linux), or "?" where /proc does not say."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return f"{int(line.split()[1]) / 1024:,.0f} MiB"
+    except OSError:
+        pass
+    return "?"
 
 
 class _TableApp(App[None]):

@@ -76,7 +76,7 @@ class ConnectionClosed:
     """True when a side reset, refused or failed (not a clean close)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallRef:
     """An MCP ``tools/call`` request, as a GOLEM frame names the call that caused it: the
     request frame's connection and index on the MCP route, its JSON-RPC id and its tool."""
@@ -87,9 +87,12 @@ class ToolCallRef:
     tool: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FrameSeen:
-    """A complete frame. ``payload`` is the exact payload bytes; ``size`` the wire size."""
+    """A complete frame. ``payload`` is the exact payload bytes; ``size`` the wire size.
+
+    Slotted, like `ExchangeCompleted`: a viewer keeps two of these per exchange, and an
+    instance dictionary was a tenth of the TUI's memory on a large recording."""
 
     conn: int
     route: str
@@ -162,7 +165,7 @@ class BytesDiscarded:
     final: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ExchangeCompleted:
     """A request and its response. ``latency`` runs from the request's last byte to the
     response's last byte, as the client saw them: what the client waited, a delay the proxy

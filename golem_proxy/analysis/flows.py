@@ -44,9 +44,10 @@ ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Flow:
-    """One row. Mutable while pending; complete once it has a response (or never will)."""
+    """One row. Mutable while pending; complete once it has a response (or never will).
+    Slotted: the TUI keeps one per exchange of a recording, hundreds of thousands."""
 
     number: int
     conn: int
@@ -181,7 +182,7 @@ class Flow:
         return "pending"
 
 
-@dataclass
+@dataclass(slots=True)
 class ConnectionInfo:
     conn: int
     route: str

@@ -23,6 +23,7 @@ from ..analysis.filters import FilterError
 from ..recording.reader import check_line
 from ..recording.schema import RecordingError
 from ..terminal import safe_text
+from .frame_editor import console_edit, editor_command
 from .intercept import Accept, Answer, Decision, Drop, Edit, InterceptEngine, InterceptError
 
 __all__ = ["HELP", "MAX_LINE", "InterceptConsole", "frame_number", "read_line"]
@@ -32,7 +33,7 @@ intercept commands (N: the number of a held frame, as in "held #N"):
   list | l               the held frames and how long each has waited
   show N | s N           the frame's JSON
   accept N | a N         send it as it came;  accept all | A: every held frame
-  edit N JSON | e N JSON send JSON in its place (validated first)
+  edit N JSON | e N JSON send JSON in its place (validated first); edit N: in $EDITOR
   drop N | d N           send nothing: the peer never sees it
   answer N JSON          answer a held request with JSON (a response; its id is filled in)
   filter EXPR | filter off   hold what EXPR selects from now on (docs/filters.md), or nothing"""
@@ -74,8 +75,10 @@ def read_line(stream: BinaryIO, limit: int = MAX_LINE) -> tuple[bytes, int]:
 
 
 class InterceptConsole:
-    def __init__(self, engine: InterceptEngine) -> None:
+    def __init__(self, engine: InterceptEngine, editor: Optional[list[str]] = None) -> None:
+        """``editor``: the command ``edit N`` opens (default: ``$EDITOR``, when set)."""
         self.engine = engine
+        self.editor = editor if editor is not None else editor_command()
 
     def handle_bytes(self, raw: bytes) -> list[Text]:
         """Run one command line as read from stdin; returns what to print. Never raises: a
@@ -190,6 +193,16 @@ class InterceptConsole:
                 continue
             if not line:
                 return
+            try:
+                typed = line.decode("utf-8")
+            except UnicodeDecodeError:
+                typed = None  # `handle_bytes` says so
+            if typed is not None:
+                edited, note = await console_edit(typed, self.engine, self.editor)
+                if note is not None:
+                    print_text(Text(safe_text(note, _LIMIT), "yellow"))
+                    continue
+                line = edited.encode("utf-8")
             for text in self.handle_bytes(line):
                 print_text(text)
 

@@ -15,6 +15,7 @@ import binascii
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, NoReturn, Optional
@@ -348,7 +349,8 @@ class _Decoder:
         if kind == "gap":
             return EventsMissed(member_int(data, "missed", 0), t, member_str(data, "consumer", ""))
         conn = member_int(data, "conn", 0)
-        route = member_str(data, "route", "")
+        # Interned: a large recording names the same few routes on every line.
+        route = sys.intern(member_str(data, "route", ""))
         if kind == "upstream":
             state = _enum(data, "state", ("down", "back"))
             return UpstreamStatus(route, t, state == "back", member_str(data, "detail", ""))
@@ -481,7 +483,7 @@ class _Decoder:
             message = profile.parse_decoded(obj, role)
         frame = FrameSeen(
             member_int(data, "conn"),
-            member_str(data, "route", ""),
+            sys.intern(member_str(data, "route", "")),
             direction,
             member_int(data, "n"),
             t,

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar, Optional
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Container
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Footer, Header, Input
@@ -29,11 +31,11 @@ from ..live.control import LiveControl
 from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
 from ..terminal import counted, safe_text
-from .bridge import EventBuffer, EventSource
+from .bridge import EventBuffer, EventSource, Progress
+from .copying import CopyActions
 from .debugging import DebugActions
-from .export import request_json, save_events, write_copy
+from .export import save_events
 from .model import SessionModel
-from .render import escape_surrogates
 from .screens.confirm import ConfirmQuit
 from .screens.connections import ConnectionsScreen
 from .screens.help import HelpScreen
@@ -54,6 +56,8 @@ REFRESH_INTERVAL = 0.05
 """At most one redraw per this many seconds under a flood; events in between are batched."""
 MAX_BATCH = 20_000
 """Events folded in per drain, so loading a large file leaves room to draw and take keys."""
+WIDE = 140
+"""From this many columns on, the detail pane sits beside the table instead of under it."""
 
 
 @dataclass
@@ -61,7 +65,7 @@ class EventsReady(Message):
     """Posted (from any thread) by the event buffer: there is something to drain."""
 
 
-class GolemProxyApp(DebugActions, App[None]):
+class GolemProxyApp(CopyActions, DebugActions, App[None]):
     CSS_PATH = "app.tcss"
     # The footer names what an 80-column terminal has room for; `?` lists every key.
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -77,12 +81,14 @@ class GolemProxyApp(DebugActions, App[None]):
         Binding("o", "fold", "Fold", show=False),
         Binding("e", "expand", "Expand", show=False),
         Binding("y", "copy_request", "Copy", show=False),
+        Binding("Y", "copy_call", "Copy call", show=False),
         Binding("w", "save_view", "Write", show=False),
         Binding("s", "stats", "Stats"),
         Binding("c", "connections", "Conns", show=False),
         # The debugging keys (debugging.py); a held frame's own keys are its panel's.
         Binding("i", "intercept", "Intercept", show=False),
         Binding("r", "resend", "Resend", show=False),
+        Binding("E", "edit_resend", "Edit, resend", show=False),
         Binding("D", "resend_diff", "Diff", show=False),
         Binding("question_mark", "help", "Help"),
         Binding("escape", "focus_table", "Table", show=False),
@@ -123,6 +129,8 @@ class GolemProxyApp(DebugActions, App[None]):
         self.buffer = EventBuffer(source.buffer_limit)
         self.finished_reason: Optional[str] = None
         self.failed = False
+        self.progress: Optional[Progress] = None
+        """How far the source has read its file (None: it does not read one)."""
         self.find_text = ""
         self._detail_shown_at = 0.0
         self._detail_timer: Optional[Timer] = None
@@ -143,8 +151,9 @@ class GolemProxyApp(DebugActions, App[None]):
         if self.control is not None:
             self.held_panel = HeldPanel(self.control, id="held")
             yield self.held_panel
-        yield self.table
-        yield self.detail
+        # The table and the detail pane share this box: stacked, or side by side when wide.
+        self.panes = Container(self.table, self.detail, id="panes")
+        yield self.panes
         yield self.status_bar
         yield Footer()
 
@@ -160,6 +169,9 @@ class GolemProxyApp(DebugActions, App[None]):
         self.run_worker(
             partial(self.source.run, self.buffer), thread=True, name="source", exit_on_error=False
         )
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.panes.set_class(event.size.width >= WIDE, "-wide")
 
     def on_unmount(self) -> None:
         if self._detail_timer is not None:
@@ -193,10 +205,25 @@ class GolemProxyApp(DebugActions, App[None]):
             if batch.failed:
                 self.failed = True
                 self.banner.show_error(self.finished_reason)
+        if batch.progress is not None:
+            self.progress = batch.progress
+        loading = self.loading is not None
+        if loading != self.model.loading:
+            # Requests still waiting once the whole file is read are pending, not loading.
+            self.model.loading = loading
+            self.table.refresh()
         self._show_status()
         # Wait a refresh interval before taking the next batch: a flood becomes ~20 batches
         # a second, each drawn once, instead of one redraw per event.
         self.set_timer(0.001 if batch.more else self.refresh_interval, self._rearm)
+
+    @property
+    def loading(self) -> Optional[Progress]:
+        """How far the file is read while the source is still reading it, else None."""
+        progress = self.progress
+        if progress is None or progress.complete or self.source_done:
+            return None
+        return progress
 
     def _rearm(self) -> None:
         if self.buffer.rearm():
@@ -214,6 +241,7 @@ class GolemProxyApp(DebugActions, App[None]):
                 missed=self.model.events_missed + self.buffer.total_missed,
                 finished=self.finished_reason or "",
                 failed=self.failed,
+                loading=self.loading,
             )
         )
 
@@ -354,31 +382,6 @@ class GolemProxyApp(DebugActions, App[None]):
     def action_expand(self) -> None:
         expanded = self.detail.toggle_strings()
         self.notify("Long strings expanded" if expanded else "Long strings shortened")
-
-    def action_copy_request(self) -> None:
-        index = self.table.selected
-        if index is None:
-            return
-        flow = self.model.flows[index]
-        # Lone surrogates (legal in JSON) become escapes: UTF-8 cannot carry them as they are.
-        text = escape_surrogates(request_json(flow))
-        if not text:
-            self.notify("This flow has no request", severity="warning")
-            return
-        self.copy_to_clipboard(text)
-        # Terminals without OSC 52 drop the clipboard silently, so the text also goes to a file.
-        try:
-            # A new file with an unpredictable name in a directory only the user can enter.
-            path = write_copy(text + "\n", flow.number)
-        except OSError as exc:
-            message = f"Copied to the clipboard; could not write the copy: {exc}"
-            self.notify(safe_text(message), severity="warning", markup=False)
-            return
-        # Where it went, not what it says: the JSON is in the file and on the clipboard.
-        self.notify(
-            safe_text(f"Request #{flow.number} copied to the clipboard and written to {path}"),
-            markup=False,
-        )
 
     def action_save_view(self) -> None:
         default = os.path.join(os.getcwd(), "view.jsonl")

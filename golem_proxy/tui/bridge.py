@@ -29,6 +29,7 @@ __all__ = [
     "Batch",
     "EventBuffer",
     "EventSource",
+    "Progress",
     "SourceInfo",
     "TrioThreadSource",
     "feed_from_channel",
@@ -50,6 +51,25 @@ class SourceInfo:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """How far a source has read: ``done`` of ``total`` bytes of its file."""
+
+    done: int
+    total: int
+
+    @property
+    def complete(self) -> bool:
+        return self.done >= self.total
+
+    @property
+    def percent(self) -> int:
+        """Whole percent read, 100 only when complete (99.9% is not all of it)."""
+        if self.complete:
+            return 100
+        return min(self.done * 100 // max(self.total, 1), 99)
+
+
+@dataclass(frozen=True)
 class Batch:
     """What one drain took: the events in order, events dropped since the last drain, and
     whether the producer has finished (with its last word)."""
@@ -64,6 +84,9 @@ class Batch:
     """The producer finished because of an error; ``reason`` says which."""
     info: Optional[SourceInfo] = None
     """New information about the source since the last drain."""
+    progress: Optional[Progress] = None
+    """How far the source had read when it pushed the last of ``events`` (None: it did not
+    say since the last drain)."""
 
 
 class EventBuffer:
@@ -82,6 +105,11 @@ class EventBuffer:
         self._reason = ""
         self._failed = False
         self._info: Optional[SourceInfo] = None
+        # (events pushed before it, progress): the progress of each push, matched to the
+        # events a drain takes, so the UI says how far the file is read for what it shows.
+        self._progress: deque[tuple[int, Progress]] = deque()
+        self._pushed = 0
+        self._drained = 0
 
     def attach(self, notify: Callable[[], None]) -> None:
         """Set the thread-safe callable that tells the UI events are ready (called at most
@@ -96,9 +124,10 @@ class EventBuffer:
         """Queue one event; False when it was dropped because the buffer is full."""
         return self.push_many((event,)) == 1
 
-    def push_many(self, events: Iterable[Event]) -> int:
-        """Queue events in order, dropping (and counting) those over the bound. Never blocks
-        beyond a short lock. Returns how many were queued."""
+    def push_many(self, events: Iterable[Event], progress: Optional[Progress] = None) -> int:
+        """Queue events in order, dropping (and counting) those over the bound; ``progress``
+        says how far the source had read after the last of them. Never blocks beyond a short
+        lock. Returns how many were queued."""
         queued = 0
         with self._lock:
             for event in events:
@@ -108,6 +137,9 @@ class EventBuffer:
                     continue
                 self._events.append(event)
                 queued += 1
+            self._pushed += queued
+            if progress is not None:
+                self._progress.append((self._pushed, progress))
             call = self._arm_locked()
         if call is not None:
             call()
@@ -149,7 +181,13 @@ class EventBuffer:
             if self._finished and not more:
                 self._finish_told = True
             info, self._info = self._info, None
-            return Batch(events, missed, self._finished, self._reason, more, self._failed, info)
+            self._drained += len(events)
+            progress = None
+            while self._progress and self._progress[0][0] <= self._drained:
+                progress = self._progress.popleft()[1]
+            return Batch(
+                events, missed, self._finished, self._reason, more, self._failed, info, progress
+            )
 
     def rearm(self) -> bool:
         """Allow the next nudge. Returns True when something is already waiting (then the

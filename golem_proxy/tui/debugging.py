@@ -1,7 +1,11 @@
 """The TUI's debugging keys, kept apart from the app's browsing: `i` sets or clears the live
 session's intercept filter, the held frames are decided in their panel (`HeldPanel`: `a`,
-`A`, `e`, `d`, `n`), `r` sends the selected flow's request again and `D` shows how the new
-answer differs from the recorded one.
+`A`, `e`, `d`, `n`), `r` sends the selected flow's request again, `E` edits it first, and
+`D` shows how the new answer differs from the recorded one.
+
+Editing opens ``$EDITOR`` when it is set (the app is suspended meanwhile), the in-app editor
+otherwise; both keep the frame's encoding unless the user changes its layout
+(`golem_proxy.live.frame_editor`).
 
 Everything that reaches the session (or a plugin, for `tui FILE --target`) runs in worker
 threads: the UI thread never waits on a socket.
@@ -12,15 +16,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import trio
 from textual import work
+from textual.app import SuspendNotSupported
 
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
 from ..live.control import LiveControl, NotLive
+from ..live.frame_editor import EditorError, EditorResult, edit_in_editor, editor_command
 from ..live.intercept import Answer, Edit
 from ..live.resend import ResendError, Resent, resend
 from ..net.addresses import Address
@@ -110,7 +116,42 @@ class DebugActions(_Base):
             if data is not None:
                 panel.decide(held.id, Answer(data) if message.answer else Edit(data))
 
-        self.push_screen(EditFrame(title, payload), chosen)
+        self.edit_frame(title, payload, f"held-{held.id}", chosen)
+
+    def edit_frame(
+        self, title: str, payload: bytes, name: str, chosen: Callable[[Optional[bytes]], None]
+    ) -> None:
+        """Let the user edit ``payload``: in ``$EDITOR`` when it is set, else in the in-app
+        editor titled ``title``. ``chosen`` gets the bytes to send; it is not called when
+        the user cancels or leaves ``$EDITOR`` without a change (nothing is sent)."""
+        command = editor_command()
+        if command is None:
+
+            def edited(data: Optional[bytes]) -> None:
+                if data is not None:
+                    chosen(data)
+
+            self.push_screen(EditFrame(title, payload), edited)
+            return
+        try:
+            result = self._run_editor(payload, command, name)
+        except EditorError as exc:
+            self.notify(safe_text(str(exc), 300), severity="error", markup=False)
+            return
+        if result.payload is None:
+            self.notify("the editor exited with an error: nothing sent", severity="warning")
+        elif not result.changed:
+            self.notify("left as it was: nothing sent", severity="warning")
+        else:
+            chosen(result.payload)
+
+    def _run_editor(self, payload: bytes, command: list[str], name: str) -> EditorResult:
+        try:
+            with self.suspend():
+                return edit_in_editor(payload, command, name=name)
+        except SuspendNotSupported:
+            # No terminal to hand over (a headless run): the editor runs without one.
+            return edit_in_editor(payload, command, name=name)
 
     def on_held_panel_emptied(self, message: HeldPanel.Emptied) -> None:
         self.action_focus_table()
@@ -131,12 +172,31 @@ class DebugActions(_Base):
             )
             return
         self.notify(f"sending flow {flow.number} again…")
-        self._resend(flow)
+        self._resend(flow, flow.request.payload)
+
+    def action_edit_resend(self) -> None:
+        """Edit the selected request, then send it again (mitmproxy's "replay modified")."""
+        flow = self.selected_flow()
+        if flow is None or flow.request is None:
+            self.notify("select a flow with a request to edit and send it", severity="warning")
+            return
+        if self.control is None and self.resend_target is None:
+            self.notify(
+                "sending again needs a live proxy, or tui FILE --target HOST:PORT",
+                severity="warning",
+            )
+            return
+
+        def chosen(payload: Optional[bytes]) -> None:
+            if payload is not None:
+                self.notify(f"sending flow {flow.number} again, edited…")
+                self._resend(flow, payload)
+
+        title = f"Edit request #{flow.number} ({flow.method or '?'}), then send it:"
+        self.edit_frame(title, flow.request.payload, f"request-{flow.number}", chosen)
 
     @work(thread=True, group="resend")
-    def _resend(self, flow: Flow) -> None:
-        assert flow.request is not None
-        payload = flow.request.payload
+    def _resend(self, flow: Flow, payload: bytes) -> None:
         try:
             if self.control is not None:
                 resent = self.control.resend(flow.route, payload)

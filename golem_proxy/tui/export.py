@@ -1,12 +1,17 @@
-"""Getting flows out of the TUI: the selected request as JSON, the view as a recording."""
+"""Getting flows out of the TUI: the selected request as JSON or as the `golem-proxy call`
+command line that sends it again, the view as a recording."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
-from collections.abc import Sequence
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Optional
 
-from golem_core.messages import Malformed
+from golem_core.messages import ABSENT, Malformed, Request
+from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
 from ..events import Event
@@ -14,7 +19,10 @@ from ..recording import files
 from ..recording.format import Header, RecordingWriter
 from .render import pretty_json
 
-__all__ = ["request_json", "save_events", "write_copy", "write_private"]
+__all__ = ["call_command", "request_json", "save_events", "write_copy", "write_private"]
+
+DEFAULT_PROFILE = "golem"
+"""The profile `golem-proxy call` uses without --profile."""
 
 
 def request_json(flow: Flow) -> str:
@@ -28,17 +36,43 @@ def request_json(flow: Flow) -> str:
     return pretty_json(message.obj)
 
 
+def call_command(
+    flow: Flow,
+    profile: Profile,
+    target: Optional[str],
+    environ: Mapping[str, str] = os.environ,
+) -> Optional[str]:
+    """The shell command that sends the flow's request again: ``golem-proxy call METHOD
+    PARAMS --target TARGET`` (params as compact JSON, every word shell-quoted; the program
+    as ``$GOLEM_PROXY_COMMAND`` names it, like the demo's hints). None when the flow has no
+    well-formed request."""
+    message = flow.request.message if flow.request is not None else None
+    if not isinstance(message, Request):
+        return None
+    words = ["call", message.method]
+    if message.params is not ABSENT:
+        words.append(json.dumps(message.params, ensure_ascii=False, separators=(",", ":")))
+    if target:
+        words += ["--target", target]
+    if profile.name != DEFAULT_PROFILE:
+        words += ["--profile", profile.name]
+    # The program may be several words ("./dev run"): it is written as the user set it.
+    program = environ.get("GOLEM_PROXY_COMMAND", "golem-proxy")
+    return f"{program} {shlex.join(words)}"
+
+
 def write_private(path: str, text: str) -> None:
     """Write ``text`` to ``path`` readable by its owner only (payloads may be private),
     whole, replacing only a file the user owns. Raises OSError."""
     files.write_private(path, text.encode("utf-8", "backslashreplace"), overwrite=True)
 
 
-def write_copy(text: str, number: int) -> str:
-    """Write a copied request to a new file with an unpredictable name in a directory only
-    the user can enter (never a predictable name in a shared one, where another user could
-    plant a file or a link first). Returns its path. Raises OSError."""
-    stream, path = files.private_temp_file(f"request-{number}-", ".json")
+def write_copy(text: str, number: int, suffix: str = ".json") -> str:
+    """Write a copied request (JSON, or a command line with ``suffix`` ".sh") to a new file
+    with an unpredictable name in a directory only the user can enter (never a predictable
+    name in a shared one, where another user could plant a file or a link first). Returns
+    its path. Raises OSError."""
+    stream, path = files.private_temp_file(f"request-{number}-", suffix)
     with stream:
         stream.write(text.encode("utf-8", "backslashreplace"))
     return path

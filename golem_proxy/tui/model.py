@@ -8,6 +8,7 @@ the widgets what changed; the widgets read it (attributes down).
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Optional
@@ -40,6 +41,9 @@ __all__ = ["BatchResult", "SessionModel"]
 
 HeldKey = tuple[int, Direction, int]
 
+CONNECTION = -1
+"""The owner of a connection's open and close events (flows own theirs by number)."""
+
 
 @dataclass
 class BatchResult:
@@ -63,9 +67,10 @@ class SessionModel:
         self._filter: Optional[Filter] = None
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
-        # Event positions per flow and per connection, so a view can be written back out.
-        self._flow_events: dict[int, list[int]] = {}
-        self._conn_events: dict[int, list[int]] = {}
+        # Who owns each event, by position (a flow's number, CONNECTION, or 0: no one), so
+        # a view can be written back out: 8 bytes an event, where a list of positions per
+        # flow cost some 250 bytes a flow.
+        self._owners: array[int] = array("q")
         # Response frames and their violations wait here until the exchange names their flow.
         self._held: dict[HeldKey, list[int]] = {}
         # The widest values so far, kept as flows arrive so the table sizes its columns
@@ -74,6 +79,9 @@ class SessionModel:
         self.widest_method = 0
         self.widest_status = 0
         self.largest_conn = 0
+        self.loading = False
+        """The source is still reading its file: a request whose answer is further on in
+        it shows as ``loading``, not ``pending``."""
 
     @property
     def flows(self) -> list[Flow]:
@@ -91,29 +99,33 @@ class SessionModel:
         """Fold a batch of events in. Returns what changed."""
         result = BatchResult()
         first_new = len(self.flows)
+        owners = self._owners
         for event in events:
             result.events += 1
             position = len(self.events)
             self.events.append(event)
+            flow = self.tracker.apply(event)
             if isinstance(event, (ConnectionOpened, ConnectionClosed)):
-                self._conn_events.setdefault(event.conn, []).append(position)
+                owners.append(CONNECTION)
                 self.routes.add(safe_text(event.route))
                 self.largest_conn = max(self.largest_conn, event.conn)
-            flow = self.tracker.apply(event)
+                if flow is not None:  # a close leaves a request unanswered
+                    result.changed.add(flow.number - 1)
+                continue
             held = _held_key(event)
             if flow is None:
+                owners.append(0)
                 if held is not None:
                     self._held.setdefault(held, []).append(position)
                 continue
-            positions = self._flow_events.setdefault(flow.number, [])
-            positions.append(position)
+            owners.append(flow.number)
             if isinstance(event, ExchangeCompleted):
                 response = event.response
-                positions.extend(
-                    self._held.pop((event.conn, response.direction, response.index), ())
-                )
-            elif held is not None:  # an orphan response's verdict
-                positions.extend(self._held.pop(held, ()))
+                held = (event.conn, response.direction, response.index)
+            # The response frame (and its violations) before an exchange or an orphan's
+            # verdict belong to the flow named now.
+            for earlier in self._held.pop(held, ()) if held is not None else ():
+                owners[earlier] = flow.number
             result.changed.add(flow.number - 1)
         for index in sorted(result.changed):
             flow = self.flows[index]
@@ -129,6 +141,8 @@ class SessionModel:
 
     def status(self, flow: Flow) -> str:
         """The flow's status as shown (error codes come from the peer: made safe)."""
+        if self.loading and flow.pending:
+            return "loading"
         if tool_call_error(flow) and flow.response is not None:
             return "isError"  # the tool failed as the model saw it, in a well-formed answer
         return safe_text(flow.status(self.profile))
@@ -206,15 +220,17 @@ class SessionModel:
     def events_for_view(self) -> list[Event]:
         """The events behind the flows in view, with their connections' open and close
         events, in their original order: what a recording of just this view holds."""
-        positions: set[int] = set()
+        numbers: set[int] = set()
         conns: set[int] = set()
         for index in self.view:
             flow = self.flows[index]
-            positions.update(self._flow_events.get(flow.number, ()))
+            numbers.add(flow.number)
             conns.add(flow.conn)
-        for conn in conns:
-            positions.update(self._conn_events.get(conn, ()))
-        return [self.events[p] for p in sorted(positions)]
+        return [
+            event
+            for event, owner in zip(self.events, self._owners)
+            if owner in numbers or (owner == CONNECTION and getattr(event, "conn", None) in conns)
+        ]
 
 
 def _held_key(event: Event) -> Optional[HeldKey]:

@@ -7,6 +7,13 @@ import pytest
 from golem_proxy.tui.sample import demo_session, write_recording
 
 
+@pytest.fixture(autouse=True)
+def no_editor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Editing keys use the in-app editor unless a test sets ``$EDITOR`` itself (the
+    developer's own editor must never open under a test)."""
+    monkeypatch.delenv("EDITOR", raising=False)
+
+
 @pytest.fixture
 def demo_path(tmp_path: Path) -> str:
     """The demo session as a recording file."""

@@ -84,3 +84,16 @@ def test_a_capture_opened_with_enter_at_80x24(snap_compare: Any, demo_path: str)
         await wait_for(pilot, lambda: "Image  96x60 PNG" in app.detail.text())
 
     assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=run_before)
+
+
+def test_connections_at_80x24(snap_compare: Any, demo_path: str) -> None:
+    """Every column of the connections screen fits: two lines per connection."""
+    assert snap_compare(make_app(demo_path), terminal_size=SMALL, run_before=then("c"))
+
+
+WIDE = (160, 45)
+"""A wide terminal: the detail pane sits beside the table."""
+
+
+def test_flows_and_detail_at_160x45(snap_compare: Any, demo_path: str) -> None:
+    assert snap_compare(make_app(demo_path), terminal_size=WIDE, run_before=then(position=8))

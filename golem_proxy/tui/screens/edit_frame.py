@@ -1,9 +1,10 @@
-"""The `e` editor on a held frame (and the answer editor): the frame's JSON in a text area,
-checked before it is sent."""
+"""The in-app editor (when ``$EDITOR`` is not set): a held frame (`e`), the answer to a held
+request (`n`) or a recorded request to send again (`E`), as JSON in a text area, checked
+before it is sent. What is sent follows `frame_editor.sent_bytes`: the original's encoding
+unless the user changed the layout."""
 
 from __future__ import annotations
 
-import json
 from typing import ClassVar, Optional
 
 from rich.text import Text
@@ -13,6 +14,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
+from ...live.frame_editor import frame_text, sent_bytes
 from ...terminal import safe_text
 
 __all__ = ["EditFrame"]
@@ -31,11 +33,8 @@ class EditFrame(ModalScreen[Optional[bytes]]):
     def __init__(self, title: str, payload: bytes) -> None:
         super().__init__()
         self.heading = title
-        try:
-            text = json.dumps(json.loads(payload), indent=2, ensure_ascii=False)
-        except ValueError:
-            text = payload.decode("utf-8", "replace")
-        self.initial = text
+        self.payload = payload
+        self.initial = frame_text(payload)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -52,15 +51,14 @@ class EditFrame(ModalScreen[Optional[bytes]]):
         return self.query_one("#frame-json", TextArea).text
 
     def action_send(self) -> None:
-        text = self.text
         try:
-            json.loads(text)
+            payload = sent_bytes(self.payload, self.initial, self.text)
         except ValueError as exc:
             self.query_one("#frame-error", Static).update(
                 Text(f"not JSON: {safe_text(str(exc), 200)}", style="bold red")
             )
             return
-        self.dismiss(text.encode("utf-8"))
+        self.dismiss(payload)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -41,6 +41,7 @@ KEYS: tuple[Key, ...] = (
     Key(("m",), "m", "mark or unmark the selected flow"),
     Key(("o",), "o", "fold or open the GOLEM flows under an MCP tool call (golem-proxy mcp)"),
     Key(("y",), "y", "copy the selected request as JSON (clipboard and a file)"),
+    Key(("Y",), "Y", "copy the golem-proxy call command that sends the request again"),
     Key(("w",), "w", "write the flows in view to a new recording"),
     Key(("s",), "s", "statistics: per-method counts, errors, latency percentiles"),
     Key(("c",), "c", "connections: open and closed, bytes and frames"),
@@ -50,11 +51,13 @@ KEYS: tuple[Key, ...] = (
         "r",
         "send the selected request again, fresh id (live, or tui FILE --target HOST:PORT)",
     ),
+    Key(("E",), "E", "edit the selected request ($EDITOR when set), then send it again"),
     Key(("D",), "D", "the last request sent again: its answer against the recorded one"),
     Key(
         (),
         "a A e d n",
-        "held frames (their panel takes the focus): accept, all, edit, drop, answer",
+        "held frames (their panel takes the focus): accept, all, edit ($EDITOR when set), "
+        "drop, answer",
     ),
     Key(("question_mark",), "?", "this help"),
     Key(("escape",), "escape", "back to the table; close a screen"),

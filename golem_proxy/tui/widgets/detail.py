@@ -253,12 +253,14 @@ def _summary(flow: Flow, profile: Profile, under: Sequence[Flow] = ()) -> Text:
 
 
 def _violations(flow: Flow) -> Table:
-    table = Table(title="Contract violations", title_justify="left", expand=True, box=None)
-    # The rule id is what one searches for: kept whole; the message wraps.
-    table.add_column("rule", no_wrap=True)
+    # Not expanded: rich then shares a narrow width (a pane beside the table) among all the
+    # columns, where an expanding ratio column was left one letter wide.
+    table = Table(title="Contract violations", title_justify="left", box=None)
+    # Every cell folds rather than being cut.
+    table.add_column("rule", overflow="fold")
     table.add_column("severity", no_wrap=True)
     table.add_column("path", overflow="fold")
-    table.add_column("message", overflow="fold", ratio=1)
+    table.add_column("message", overflow="fold")
     for violation in flow.violations:
         colour = "red" if violation.severity is Severity.ERROR else "yellow"
         # Text cells, not str: a str cell is read as markup, and messages quote the peer.

@@ -1,13 +1,16 @@
-"""The status line: source, follow state, counts, filter, missed events, source state."""
+"""The status line: source, follow state, counts (and how far a file is read while it
+loads), filter, missed events, source state."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 from rich.text import Text
 from textual.widgets import Static
 
 from ...terminal import counted, safe_text
+from ..bridge import Progress
 
 __all__ = ["Status", "StatusBar"]
 
@@ -23,6 +26,8 @@ class Status:
     missed: int = 0
     finished: str = ""
     failed: bool = False
+    loading: Optional[Progress] = None
+    """The source is still reading its file, this far."""
 
 
 class StatusBar(Static):
@@ -44,6 +49,11 @@ class StatusBar(Static):
         if status.filter_text:
             shown = f"{status.shown:,} of {counted(status.flows, 'flow', grouped=True)}"
             text.append(f"{shown}  filter: {safe_text(status.filter_text)}")
+        elif status.loading is not None:
+            text.append(
+                f"loading {counted(status.flows, 'flow', grouped=True)} · "
+                f"{status.loading.percent}% of the file"
+            )
         else:
             text.append(counted(status.flows, "flow", grouped=True))
         if status.missed:

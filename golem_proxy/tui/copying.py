@@ -1,0 +1,79 @@
+"""The TUI's copy keys: `y` copies the selected request as JSON, `Y` the `golem-proxy call`
+command line that sends it again. Each goes to the clipboard (OSC 52) and to a private file,
+since many terminals drop the clipboard silently."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..analysis.flows import Flow
+from ..net.addresses import Address
+from ..terminal import safe_text
+from .export import call_command, request_json, write_copy
+from .model import SessionModel
+from .render import escape_surrogates
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from golem_core.profiles import Profile
+
+    _Base = App[None]
+else:
+    _Base = object
+
+__all__ = ["CopyActions"]
+
+
+class CopyActions(_Base):
+    """Mixed into `GolemProxyApp`, which sets ``model``, ``profile``, ``resend_target`` and
+    ``selected_flow()``."""
+
+    model: SessionModel
+    profile: Profile
+    resend_target: Optional[Address]
+
+    def selected_flow(self) -> Optional[Flow]:  # pragma: no cover - the app defines it
+        raise NotImplementedError
+
+    def action_copy_request(self) -> None:
+        flow = self.selected_flow()
+        if flow is None:
+            return
+        # Lone surrogates (legal in JSON) become escapes: UTF-8 cannot carry them as they are.
+        text = escape_surrogates(request_json(flow))
+        if not text:
+            self.notify("This flow has no request", severity="warning")
+            return
+        self._copy(text, flow.number, f"Request #{flow.number}", ".json")
+
+    def action_copy_call(self) -> None:
+        """Copy the `golem-proxy call` command line that sends the selected request again,
+        to the plugin the flow's connection went to (or the --target given)."""
+        flow = self.selected_flow()
+        if flow is None:
+            return
+        info = self.model.tracker.connections.get(flow.conn)
+        target = str(self.resend_target) if self.resend_target is not None else None
+        if target is None and info is not None and info.upstream:
+            target = info.upstream
+        command = call_command(flow, self.profile, target)
+        if command is None:
+            self.notify("This flow has no well-formed request to call", severity="warning")
+            return
+        self._copy(escape_surrogates(command), flow.number, f"The call for #{flow.number}", ".sh")
+
+    def _copy(self, text: str, number: int, what: str, suffix: str) -> None:
+        self.copy_to_clipboard(text)
+        # Terminals without OSC 52 drop the clipboard silently, so the text also goes to a file.
+        try:
+            # A new file with an unpredictable name in a directory only the user can enter.
+            path = write_copy(text + "\n", number, suffix)
+        except OSError as exc:
+            message = f"Copied to the clipboard; could not write the copy: {exc}"
+            self.notify(safe_text(message), severity="warning", markup=False)
+            return
+        # Where it went, not what it says: the text is in the file and on the clipboard.
+        self.notify(
+            safe_text(f"{what} copied to the clipboard and written to {path}"), markup=False
+        )
