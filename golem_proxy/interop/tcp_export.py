@@ -47,7 +47,7 @@ from ..recording.format import Header
 from ..recording.streams import chunks_by_event
 from .pcapng import ACK, FIN, MAX_SEGMENT, PSH, RST, SYN, Endpoint, PcapngWriter, tcp_packet
 
-__all__ = ["PSEUDO_CLIENT", "PSEUDO_SERVER", "CaptureSummary", "write_pcapng"]
+__all__ = ["PSEUDO_CLIENT", "PSEUDO_SERVER", "CaptureSummary", "parse_endpoint", "write_pcapng"]
 
 PSEUDO_SERVER = ipaddress.IPv4Address("127.0.85.1")
 PSEUDO_CLIENT = ipaddress.IPv4Address("127.0.85.2")
