@@ -45,7 +45,7 @@ from ..events import (
 )
 from ..recording.format import Header
 from ..recording.streams import chunks_by_event
-from .pcapng import ACK, FIN, MAX_SEGMENT, PSH, RST, SYN, Endpoint, PcapngWriter, tcp_packet
+from .pcapng import ACK, FIN, MAX_SEGMENT, PSH, RST, SYN, Endpoint, Half, PcapngWriter
 
 __all__ = ["PSEUDO_CLIENT", "PSEUDO_SERVER", "CaptureSummary", "parse_endpoint", "write_pcapng"]
 
@@ -54,6 +54,8 @@ PSEUDO_CLIENT = ipaddress.IPv4Address("127.0.85.2")
 _EPHEMERAL = 49152
 _BYTE_GAPS = (GapReason.BEHIND, GapReason.FRAME_TOO_LARGE, GapReason.OBSERVER_FAILED)
 _MOD32 = 0xFFFFFFFF
+_CLIENT, _SERVER = 0, 1
+_SIDE = {Direction.C2S: _CLIENT, Direction.S2C: _SERVER}
 
 
 @dataclass
@@ -107,21 +109,14 @@ def _epoch_microseconds(started_at: str) -> int:
 
 
 class _Conversation:
+    """Both halves of one connection's conversation and the next sequence number of each
+    (index 0: client to server, 1: server to client)."""
+
     def __init__(self, conn: int, client: Endpoint, server: Endpoint) -> None:
-        self.client, self.server = _same_family(client, server)
+        client, server = _same_family(client, server)
+        self.halves = (Half(client, server), Half(server, client))
         # Fixed initial sequence numbers: the same recording always exports the same bytes.
-        self.next = {
-            Direction.C2S: (0x10000000 + conn) & _MOD32,
-            Direction.S2C: (0x20000000 + conn) & _MOD32,
-        }
-
-    def ends(self, direction: Direction) -> tuple[Endpoint, Endpoint]:
-        if direction is Direction.C2S:
-            return self.client, self.server
-        return self.server, self.client
-
-    def peer(self, direction: Direction) -> Direction:
-        return Direction.S2C if direction is Direction.C2S else Direction.C2S
+        self.next = [(0x10000000 + conn) & _MOD32, (0x20000000 + conn) & _MOD32]
 
 
 class _Exporter:
@@ -157,33 +152,47 @@ class _Exporter:
         return found
 
     def send(
-        self, when: int, conv: _Conversation, direction: Direction, flags: int, data: bytes = b""
+        self, when: int, conv: _Conversation, side: int, flags: int, data: bytes = b""
     ) -> None:
-        source, target = conv.ends(direction)
-        seq, ack = conv.next[direction], conv.next[conv.peer(direction)]
-        self.writer.packet(when, tcp_packet(source, target, seq, ack, flags, data))
+        seq = conv.next[side]
+        headers = conv.halves[side].headers(seq, conv.next[1 - side], flags, data)
+        self.writer.packet(when, headers, data)
         taken = len(data) + (1 if flags & (SYN | FIN) else 0)
-        conv.next[direction] = (seq + taken) & _MOD32
+        conv.next[side] = (seq + taken) & _MOD32
 
     def feed(self, event: Event, chunks: list[bytes]) -> None:
-        when = self.start + round(min(max(event.t, -1e12), 1e12) * 1_000_000)
-        if isinstance(event, ConnectionOpened):
-            self._opened(when, event)
-        elif chunks and isinstance(event, (FrameSeen, FramingErrorSeen, BytesDiscarded)):
-            conv = self.conversation(event.conn, event.route)
-            direction = event.direction
-            for chunk in chunks:
-                for start in range(0, len(chunk), MAX_SEGMENT):
-                    piece = chunk[start : start + MAX_SEGMENT]
-                    self.send(when, conv, direction, PSH | ACK, piece)
-                    self.summary.payload_bytes += len(piece)
+        if chunks and isinstance(event, (FrameSeen, FramingErrorSeen, BytesDiscarded)):
+            self._data(event, chunks)
+        elif isinstance(event, ConnectionOpened):
+            self._opened(self._when(event.t), event)
         elif isinstance(event, ObservationLost) and event.reason in _BYTE_GAPS and event.size:
             conv = self.conversation(event.conn, event.route)
-            conv.next[event.direction] = (conv.next[event.direction] + event.size) & _MOD32
+            side = _SIDE[event.direction]
+            conv.next[side] = (conv.next[side] + event.size) & _MOD32
             self.summary.gaps += 1
             self.summary.gap_bytes += event.size
         elif isinstance(event, ConnectionClosed):
-            self._closed(when, event)
+            self._closed(self._when(event.t), event)
+
+    def _when(self, t: float) -> int:
+        """Microseconds since the epoch of a line's ``t`` (any finite number the reader let
+        through: the writer clamps what pcapng cannot hold)."""
+        return self.start + round(min(max(t, -1e12), 1e12) * 1_000_000)
+
+    def _data(
+        self, event: FrameSeen | FramingErrorSeen | BytesDiscarded, chunks: list[bytes]
+    ) -> None:
+        when = self._when(event.t)
+        conv = self.conversations.get(event.conn) or self.conversation(event.conn, event.route)
+        side = _SIDE[event.direction]
+        for chunk in chunks:
+            self.summary.payload_bytes += len(chunk)
+            if len(chunk) <= MAX_SEGMENT:
+                self.send(when, conv, side, PSH | ACK, chunk)
+                continue
+            view = memoryview(chunk)
+            for start in range(0, len(chunk), MAX_SEGMENT):
+                self.send(when, conv, side, PSH | ACK, bytes(view[start : start + MAX_SEGMENT]))
 
     def _opened(self, when: int, event: ConnectionOpened) -> None:
         client = parse_endpoint(event.client) or Endpoint(
@@ -192,19 +201,19 @@ class _Exporter:
         conv = _Conversation(event.conn, client, self.server_of(event.route, event.upstream))
         self.conversations[event.conn] = conv
         self.summary.connections += 1
-        self.send(when, conv, Direction.C2S, SYN)
+        self.send(when, conv, _CLIENT, SYN)
         # The SYN-ACK acknowledges the SYN: the client's next number is already one on.
-        self.send(when, conv, Direction.S2C, SYN | ACK)
-        self.send(when, conv, Direction.C2S, ACK)
+        self.send(when, conv, _SERVER, SYN | ACK)
+        self.send(when, conv, _CLIENT, ACK)
 
     def _closed(self, when: int, event: ConnectionClosed) -> None:
         conv = self.conversation(event.conn, event.route)
         if event.abnormal:
-            self.send(when, conv, Direction.S2C, RST | ACK)
+            self.send(when, conv, _SERVER, RST | ACK)
         else:
-            self.send(when, conv, Direction.C2S, FIN | ACK)
-            self.send(when, conv, Direction.S2C, FIN | ACK)
-            self.send(when, conv, Direction.C2S, ACK)
+            self.send(when, conv, _CLIENT, FIN | ACK)
+            self.send(when, conv, _SERVER, FIN | ACK)
+            self.send(when, conv, _CLIENT, ACK)
         del self.conversations[event.conn]
 
 
