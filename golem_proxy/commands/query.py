@@ -1,0 +1,94 @@
+"""``golem-proxy query 'SQL' TRACES…``: SQL (DuckDB) over the flows of many traces at once."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import decimal
+import json
+import sys
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis.trace import TraceError
+from ..interop.fleet_query import QueryResult, run_query
+from ..interop.flow_table import COLUMNS, FlowTableError
+from ..terminal import safe_text
+from ._common import EXIT_OK, console, fail, os_reason, trace_path_arg
+
+NAME = "query"
+HELP = "run SQL over the flows of many traces (recordings or Parquet exports) with DuckDB"
+ORDER = 35
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    columns = ", ".join(name for name, _ in COLUMNS)
+    parser.description = (
+        f"Run SQL over a view named flows, one row per flow of every trace given ({columns})."
+    )
+    parser.add_argument("sql", metavar="SQL", help="the query, e.g. 'SELECT method, count(*) "
+                        "FROM flows GROUP BY method'")  # fmt: skip
+    parser.add_argument(
+        "traces",
+        metavar="TRACE",
+        nargs="+",
+        type=trace_path_arg,
+        help="recordings (.jsonl, sample:NAME) and Parquet files from export --format parquet",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="one JSON object per row")
+    output.add_argument("--csv", action="store_true", help="CSV with a header line")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    return value
+
+
+def _print_json(result: QueryResult) -> None:
+    write = sys.stdout.write
+    for row in result.rows:
+        data = {name: _plain(value) for name, value in zip(result.columns, row)}
+        write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+
+
+def _print_csv(result: QueryResult) -> None:
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(result.columns)
+    for row in result.rows:
+        writer.writerow(["" if value is None else _plain(value) for value in row])
+
+
+def _print_table(result: QueryResult) -> None:
+    table = Table(title_justify="left")
+    for name in result.columns:
+        table.add_column(safe_text(name), overflow="fold")
+    count = 0
+    for row in result.rows:
+        table.add_row(*(Text("null", style="dim") if v is None else safe_text(str(_plain(v)))
+                        for v in row))  # fmt: skip
+        count += 1
+    table.title = f"{count} rows"
+    console().print(table)
+
+
+def run(args: argparse.Namespace) -> int:
+    printer = _print_json if args.json else _print_csv if args.csv else _print_table
+    try:
+        run_query(args.sql, args.traces, printer)
+    except TraceError as exc:
+        return fail(str(exc))
+    except FlowTableError as exc:
+        return fail(f"query failed ({exc})")
+    except OSError as exc:
+        return fail(f"cannot read {exc.filename or 'a trace'} ({os_reason(exc)})")
+    sys.stdout.flush()
+    return EXIT_OK
