@@ -6,14 +6,14 @@ import argparse
 import csv
 import datetime
 import decimal
-import json
 import sys
+import uuid
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.trace import TraceError
+from ..analysis.trace import TraceError, json_text
 from ..interop.fleet_query import QueryResult, run_query
 from ..interop.flow_table import COLUMNS, FlowTableError
 from ..terminal import safe_text
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _plain(value: Any) -> Any:
     if isinstance(value, decimal.Decimal):
         return float(value)
-    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, uuid.UUID)):
         return str(value)
     if isinstance(value, (bytes, bytearray)):
         return value.hex()
@@ -57,7 +57,7 @@ def _print_json(result: QueryResult) -> None:
     write = sys.stdout.write
     for row in result.rows:
         data = {name: _plain(value) for name, value in zip(result.columns, row)}
-        write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+        write(json_text(data) + "\n")
 
 
 def _print_csv(result: QueryResult) -> None:
@@ -70,10 +70,11 @@ def _print_csv(result: QueryResult) -> None:
 def _print_table(result: QueryResult) -> None:
     table = Table(title_justify="left")
     for name in result.columns:
-        table.add_column(safe_text(name), overflow="fold")
+        table.add_column(Text(safe_text(name)), overflow="fold")
     count = 0
     for row in result.rows:
-        table.add_row(*(Text("null", style="dim") if v is None else safe_text(str(_plain(v)))
+        # Cells as Text: a value is data, never rich markup.
+        table.add_row(*(Text("null", style="dim") if v is None else Text(safe_text(str(_plain(v))))
                         for v in row))  # fmt: skip
         count += 1
     table.title = f"{count} rows"

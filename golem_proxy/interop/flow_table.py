@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
@@ -95,11 +96,22 @@ def flow_rows(trace: FlowReader, name: str) -> Iterator[dict[str, Any]]:
         }
 
 
+# A lone surrogate (text decoded from a JSON escape of one) is no Unicode text: DuckDB, like any
+# UTF-8 reader, refuses it, escaped or not. It becomes its escape spelled out (``\ud800``),
+# visible in the table rather than dropped.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _spelled_out(match: re.Match[str]) -> str:
+    return f"\\\\u{ord(match.group()):04x}"
+
+
 def write_rows(rows: Iterator[dict[str, Any]], stream: IO[bytes]) -> int:
     """Write ``rows`` as JSON lines to ``stream``; returns how many."""
     count = 0
     for row in rows:
-        stream.write(json.dumps(row, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        text = _LONE_SURROGATE.sub(_spelled_out, json.dumps(row, ensure_ascii=False))
+        stream.write(text.encode("utf-8"))
         stream.write(b"\n")
         count += 1
     return count

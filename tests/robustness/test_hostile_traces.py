@@ -28,6 +28,7 @@ COMMANDS: dict[str, list[str]] = {
     "check": ["check", "{f}"],
     "export": ["export", "{f}", "--out", "{d}/out"],
     "export pcapng": ["export", "{f}", "--format", "pcapng", "--out", "{d}/out.pcapng"],
+    "query": ["query", "SELECT method, count(*) FROM flows GROUP BY ALL", "{f}"],
     "replay": [
         "replay",
         "{f}",
