@@ -50,7 +50,13 @@ def _plain(value: Any) -> Any:
         return str(value)
     if isinstance(value, (bytes, bytearray)):
         return value.hex()
-    return value
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)  # any other engine type: its text
 
 
 def _print_json(result: QueryResult) -> None:
