@@ -146,13 +146,17 @@ local function dissect_frame(tvb, pinfo, tree)
     local id = top["id"]
     local method = top["method"]
     local kind
+    local label
     if method and method:byte(1) == 34 then
         kind = "request"
         subtree:add(f.method, body, text_of(method))
     elseif top["error"] and top["error"] ~= "null" then
         kind = "error"
         local err = members(top["error"])
-        if err["code"] then subtree:add(f.error_code, body, text_of(err["code"])) end
+        if err["code"] then
+            subtree:add(f.error_code, body, text_of(err["code"]))
+            label = "error " .. text_of(err["code"])
+        end
         if err["message"] then subtree:add(f.error_message, body, text_of(err["message"])) end
     elseif top["result"] then
         kind = "response"
@@ -182,9 +186,12 @@ local function dissect_frame(tvb, pinfo, tree)
             subtree:add(f.time, body, link.time)
         end
     end
-    local label = method and text_of(method) or kind
+    label = method and text_of(method) or label or kind
     pinfo.cols.info:append(" " .. label)
+    -- The JSON dissector writes its own name into the columns: put ours back.
+    local info = tostring(pinfo.cols.info)
     json:call(body:tvb(), pinfo, tree)
+    pinfo.cols.info:set(info)
     pinfo.cols.protocol = proto.name
     return size
 end
