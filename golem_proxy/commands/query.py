@@ -8,8 +8,9 @@ import datetime
 import decimal
 import sys
 import uuid
-from typing import Any
+from typing import Any, Callable
 
+from rich.progress import Progress
 from rich.table import Table
 from rich.text import Text
 
@@ -89,8 +90,30 @@ def _print_table(result: QueryResult) -> None:
 
 def run(args: argparse.Namespace) -> int:
     printer = _print_json if args.json else _print_csv if args.csv else _print_table
+    recordings = sum(1 for path in args.traces if not path.endswith(".parquet"))
+    # Reading a thousand recordings takes a while: say how far it got, on a terminal only.
+    with Progress(
+        console=console(stderr=True), transient=True, disable=not sys.stderr.isatty()
+    ) as bar:
+        task = bar.add_task("reading recordings", total=recordings)
+
+        def progress(index: int, path: str) -> None:
+            bar.update(task, completed=index, description=f"reading {safe_text(path, 60)}")
+
+        def consume(result: QueryResult) -> None:
+            bar.stop()  # the bar is gone before the first row prints
+            printer(result)
+
+        return _run(args, consume, progress)
+
+
+def _run(
+    args: argparse.Namespace,
+    printer: Callable[[QueryResult], None],
+    progress: Callable[[int, str], None],
+) -> int:
     try:
-        run_query(args.sql, args.traces, printer)
+        run_query(args.sql, args.traces, printer, progress=progress)
     except TraceError as exc:
         return fail(str(exc))
     except FlowTableError as exc:
