@@ -84,7 +84,7 @@ def _print_table(result: QueryResult) -> None:
         table.add_row(*(Text("null", style="dim") if v is None else Text(safe_text(str(_plain(v))))
                         for v in row))  # fmt: skip
         count += 1
-    table.title = f"{count} rows"
+    table.title = f"{count} row" + ("" if count == 1 else "s")
     console().print(table)
 
 
