@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -22,6 +23,7 @@ from .flow_table import (
 __all__ = ["QueryResult", "run_query"]
 
 _BATCH = 1000
+_MAX_WORKERS = 8
 
 
 @dataclass
@@ -34,6 +36,41 @@ class QueryResult:
 
 def _quote(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
+
+
+def _rows_of(path: str, rows_path: str) -> str:
+    """Write the rows of the recording at ``path`` to a new private file ``rows_path``."""
+    fd = os.open(rows_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as stream, open_flows(path) as trace:
+        write_rows(flow_rows(trace, path), stream)
+    return rows_path
+
+
+def _read_recordings(
+    recordings: Sequence[str], directory: str, progress: Optional[Callable[[int, str], None]]
+) -> list[str]:
+    """The rows of every recording, one private file each in ``directory``, read by as many
+    processes as there are cores (a trace is read whole by one, so memory is one trace's
+    flows per process). Raises what reading a recording raises."""
+    paths = [os.path.join(directory, f"rows-{index}.jsonl") for index in range(len(recordings))]
+    workers = min(len(recordings), os.cpu_count() or 1, _MAX_WORKERS)
+    if workers <= 1:
+        for index, path in enumerate(recordings):
+            if progress is not None:
+                progress(index, path)
+            _rows_of(path, paths[index])
+        return paths
+    with ProcessPoolExecutor(workers) as pool:
+        futures = {pool.submit(_rows_of, path, rows): path for path, rows in zip(recordings, paths)}
+        try:
+            for done, future in enumerate(as_completed(futures)):
+                future.result()
+                if progress is not None:
+                    progress(done + 1, futures[future])
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return paths
 
 
 def run_query(
@@ -58,15 +95,8 @@ def run_query(
     with private_directory(tempfile.gettempdir()) as directory:
         parts: list[str] = []
         if recordings:
-            rows_path = os.path.join(directory, "rows.jsonl")
-            fd = os.open(rows_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as stream:
-                for index, path in enumerate(recordings):
-                    if progress is not None:
-                        progress(index, path)
-                    with open_flows(path) as trace:
-                        write_rows(flow_rows(trace, path), stream)
-            parts.append(rows_relation(rows_path))
+            row_files = _read_recordings(recordings, directory, progress)
+            parts.append(rows_relation(row_files))
         if parquet:
             files = ", ".join(_quote(path) for path in parquet)
             parts.append(f"SELECT * FROM read_parquet([{files}], union_by_name = true)")

@@ -117,11 +117,12 @@ def write_rows(rows: Iterator[dict[str, Any]], stream: IO[bytes]) -> int:
     return count
 
 
-def rows_relation(path: str) -> str:
-    """SQL reading a file of rows written by `write_rows` with the table's column types."""
-    quoted = path.replace("'", "''")
+def rows_relation(paths: str | list[str]) -> str:
+    """SQL reading files of rows written by `write_rows` with the table's column types."""
+    names = [paths] if isinstance(paths, str) else paths
+    quoted = ", ".join("'" + path.replace("'", "''") + "'" for path in names)
     return (
-        f"SELECT * FROM read_json('{quoted}', format = 'newline_delimited', "
+        f"SELECT * FROM read_json([{quoted}], format = 'newline_delimited', "
         f"columns = {column_spec()})"
     )
 

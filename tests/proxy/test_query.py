@@ -84,6 +84,8 @@ def test_bad_query_and_bad_trace_are_one_line(tmp_path: Path) -> None:
         ("SELECT nope FROM flows", "sample:error-session"),
         ("SELECT 1", str(tmp_path / "missing.jsonl")),
         ("SELECT 1", str(tmp_path / "missing.parquet")),
+        # Several recordings are read in parallel: the error still comes back as one line.
+        ("SELECT 1", str(SAMPLES[0]), str(tmp_path / "missing.jsonl"), str(SAMPLES[1])),
     ):
         done = run_cli("query", *args)
         assert done.returncode == 2, done
