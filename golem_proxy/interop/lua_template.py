@@ -9,13 +9,23 @@ __all__ = ["LENGTH_PREFIXED_LENGTH", "LINE_LENGTH", "TEMPLATE"]
 
 LENGTH_PREFIXED_LENGTH = Template("""\
 local HEADER = ${header}
+local function declared_length(tvb, offset)
+    return tvb(offset, HEADER):${reader}()
+end
 local function frame_length(tvb, pinfo, offset)
-    return HEADER + tvb(offset, HEADER):${reader}()
+    local declared = declared_length(tvb, offset)
+    -- A header over the profile's limit is what the proxy reports as oversized: take what
+    -- this segment holds rather than wait for gigabytes that will never be reassembled.
+    if declared > CAP then return tvb:len() - offset end
+    return HEADER + declared
 end
 """)
 
 LINE_LENGTH = Template("""\
 local HEADER = 0
+local function declared_length(tvb, offset)
+    return 0
+end
 local function frame_length(tvb, pinfo, offset)
     -- One JSON text per line: the frame runs to its newline, or needs more bytes.
     local rest = tvb:len() - offset
@@ -54,7 +64,6 @@ local too_large = ProtoExpert.new("${proto}.too_large", "Frame larger than the p
     expert.group.MALFORMED, expert.severity.ERROR)
 proto.experts = { too_large }
 
-local CAP = ${cap}
 local json = Dissector.get("json")
 local tcp_stream = Field.new("tcp.stream")
 
@@ -133,12 +142,19 @@ function proto.init()
     partner = {}
 end
 
+local CAP = ${cap}
 ${length_function}
 local function dissect_frame(tvb, pinfo, tree)
     local size = tvb:len()
     local subtree = tree:add(proto, tvb(), "${profile} frame")
-    if HEADER > 0 then subtree:add(f.length, tvb(0, HEADER)) end
     local body_size = size - HEADER
+    if HEADER > 0 then
+        subtree:add(f.length, tvb(0, HEADER))
+        if declared_length(tvb, 0) > CAP then
+            subtree:add_proto_expert_info(too_large)
+            return size
+        end
+    end
     if body_size > CAP then subtree:add_proto_expert_info(too_large) end
     if body_size <= 0 then return size end
     local body = tvb(HEADER, body_size)

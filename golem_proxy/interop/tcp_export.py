@@ -186,6 +186,8 @@ class _Exporter:
         conv = self.conversations.get(event.conn) or self.conversation(event.conn, event.route)
         side = _SIDE[event.direction]
         for chunk in chunks:
+            if not chunk:
+                continue  # a framing error at the end of the stream may carry no bytes
             self.summary.payload_bytes += len(chunk)
             if len(chunk) <= MAX_SEGMENT:
                 self.send(when, conv, side, PSH | ACK, chunk)

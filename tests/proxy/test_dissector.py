@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON
+from golem_proxy.events import Direction
 from golem_proxy.interop.dissector import default_ports, generate_dissector
 
 from .cli_helpers import ROOT, run_cli
@@ -153,3 +154,22 @@ def test_bad_port_is_one_line(tmp_path: Path) -> None:
     done = run_cli("dissector", "--out", str(tmp_path / "x.lua"), "--port", "99999")
     assert done.returncode == 2
     assert done.stderr.startswith("golem-proxy: ") and len(done.stderr.splitlines()) == 1
+
+
+@needs_tshark
+def test_a_header_over_the_limit_is_flagged_not_awaited(tmp_path: Path) -> None:
+    tap = TapSimulator(GOLEM)
+    tap.open(1)
+    tap.request(1, {"id": 1, "method": "ping", "params": {}})
+    tap.send(1, Direction.C2S, b"\xff\xff\xff\xf0" + b"junk" * 10)
+    tap.close(1)
+    recording = tmp_path / "oversized.jsonl"
+    recording.write_bytes(write_recording(tap.events))
+    capture = decode(recording, tmp_path)
+    rows = fields(capture, "golem.method", "golem.length", where="golem.too_large || golem.method")
+    # The oversized header, then its body read as the next header (over the limit too): no
+    # wait for the 4 GiB it declared, every frame after it still shown.
+    assert [row[0] for row in rows] == ["ping", "", ""]
+    assert rows[1][1] == str(0xFFFFFFF0)
+    packets = tshark("-r", str(capture), "-Y", "tcp.len == 0 && tcp.flags.push == 1")
+    assert packets.strip() == ""  # the empty truncated tail made no empty segment
