@@ -20,10 +20,11 @@ from collections.abc import Iterable
 
 from golem_core.framing import Framing
 from golem_core.profiles import Profile
+from golem_core.profiles.base import DefaultRoute
 
 from .. import __version__
 from .lua_template import LENGTH_PREFIXED_LENGTH, LINE_LENGTH, TEMPLATE
-from .tcp_export import parse_endpoint
+from .tcp_export import PSEUDO_BASE_PORT, parse_endpoint
 
 __all__ = ["DissectorError", "default_ports", "generate_dissector"]
 
@@ -33,14 +34,27 @@ class DissectorError(ValueError):
 
 
 def default_ports(profile: Profile) -> list[int]:
-    """The TCP ports of the profile's default routes, servers first, then the proxy's."""
+    """The TCP ports of the profile's default routes, servers first, then the proxy's. A
+    server on a Unix socket counts with the pseudo port a pcapng export gives it
+    (`tcp_export.PSEUDO_BASE_PORT` + its index), so an export of such a recording decodes as
+    it is."""
     ports: list[int] = []
-    routes = profile.default_routes({})
-    for spec in [route.upstream for route in routes] + [route.listen for route in routes]:
-        end = parse_endpoint(spec)
+    routes = profile.default_routes({}) or _channel_routes(profile)
+    for index, route in enumerate(routes):
+        end = parse_endpoint(route.upstream)
+        port = end.port if end is not None else PSEUDO_BASE_PORT + index
+        if port not in ports:
+            ports.append(port)
+    for route in routes:
+        end = parse_endpoint(route.listen)
         if end is not None and end.port not in ports:
             ports.append(end.port)
     return ports
+
+
+def _channel_routes(profile: Profile) -> tuple[DefaultRoute, ...]:
+    # A profile with no default routes still has channels; each is a Unix-socket-like server.
+    return tuple(DefaultRoute(name, "", "") for name in profile.channels)
 
 
 def _length_header(profile: Profile) -> tuple[int, str]:

@@ -47,11 +47,21 @@ from ..recording.format import Header
 from ..recording.streams import chunks_by_event
 from .pcapng import ACK, FIN, MAX_SEGMENT, PSH, RST, SYN, Endpoint, Half, PcapngWriter
 
-__all__ = ["PSEUDO_CLIENT", "PSEUDO_SERVER", "CaptureSummary", "parse_endpoint", "write_pcapng"]
+__all__ = [
+    "PSEUDO_BASE_PORT",
+    "PSEUDO_CLIENT",
+    "PSEUDO_SERVER",
+    "CaptureSummary",
+    "parse_endpoint",
+    "write_pcapng",
+]
 
 PSEUDO_SERVER = ipaddress.IPv4Address("127.0.85.1")
 PSEUDO_CLIENT = ipaddress.IPv4Address("127.0.85.2")
 _EPHEMERAL = 49152
+PSEUDO_BASE_PORT = 9876
+"""A Unix-socket server's pseudo port: this + its route's index (when the profile's default
+route of that name has no TCP port to lend)."""
 _BYTE_GAPS = (GapReason.BEHIND, GapReason.FRAME_TOO_LARGE, GapReason.OBSERVER_FAILED)
 _MOD32 = 0xFFFFFFFF
 _CLIENT, _SERVER = 0, 1
@@ -128,7 +138,7 @@ class _Exporter:
         defaults = {route.name: route.upstream for route in profile.default_routes({})}
         self.servers: dict[str, Endpoint] = {}
         for index, route in enumerate(header.routes):
-            pseudo_port = 9876 + index
+            pseudo_port = PSEUDO_BASE_PORT + index
             default = parse_endpoint(defaults.get(route.name, ""))
             if default is not None:
                 pseudo_port = default.port
@@ -140,7 +150,7 @@ class _Exporter:
         found = parse_endpoint(upstream) if upstream else None
         if found is None:
             found = self.servers.get(route)
-        return found or Endpoint(PSEUDO_SERVER, 9876)
+        return found or Endpoint(PSEUDO_SERVER, PSEUDO_BASE_PORT)
 
     def conversation(self, conn: int, route: str) -> _Conversation:
         found = self.conversations.get(conn)

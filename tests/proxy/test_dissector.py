@@ -144,6 +144,8 @@ def test_ndjson_over_line_framing(tmp_path: Path) -> None:
 def test_the_script_carries_the_profile() -> None:
     lua = generate_dissector(GOLEM, [40000])
     assert default_ports(GOLEM) == [9876, 9877, 19876, 19877]
+    # NDJSON's server is a Unix socket: the pseudo port its pcapng export gets.
+    assert default_ports(JSONRPC_NDJSON) == [9876]
     assert re.search(r"ipairs\(\{ 9876, 9877, 19876, 19877, 40000 \}\)", lua)
     assert "local HEADER = 4" in lua and ":uint()" in lua
     assert f"local CAP = {GOLEM.default_cap}" in lua
