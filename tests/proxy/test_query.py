@@ -95,3 +95,16 @@ def test_bad_query_and_bad_trace_are_one_line(tmp_path: Path) -> None:
     broken.write_bytes(b"not parquet")
     done = run_cli("query", "SELECT count(*) FROM flows", str(broken))
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_export_and_dissector_usage_errors_are_one_line(tmp_path: Path) -> None:
+    for args in (
+        ("export", "sample:error-session", "--format", "parquet"),
+        ("export", "sample:error-session", "--format", "pcapng"),
+        ("export", "sample:error-session", "--format", "parquet", "--out", str(tmp_path)),
+        ("dissector", "--out", str(tmp_path / "no" / "such" / "dir.lua")),
+    ):
+        done = run_cli(*args)
+        assert done.returncode == 2, done
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("golem-proxy: "), done.stderr
