@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         write_private(args.out, source.encode("utf-8"), overwrite=True)
     except OSError as exc:
-        return fail(f"cannot write {exc.filename or args.out} ({os_reason(exc)})")
+        return fail(f"cannot write {args.out} ({os_reason(exc)})")
     ports = ", ".join(str(port) for port in default_ports(profile) + args.port)
     console(stderr=True).print(
         Text(f"wrote {safe_text(args.out)}: {profile.name} on TCP ports {ports}")

@@ -108,3 +108,5 @@ def test_export_and_dissector_usage_errors_are_one_line(tmp_path: Path) -> None:
         assert done.returncode == 2, done
         lines = done.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("golem-proxy: "), done.stderr
+    # The file asked for is named, not the temporary one it would have been renamed from.
+    assert "dir.lua (" in done.stderr, done.stderr
