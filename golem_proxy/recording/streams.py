@@ -125,8 +125,8 @@ def chunks_by_event(
 ) -> Iterator[tuple[Event, list[bytes]]]:
     """Each event of ``events`` with the stream bytes it stands for, in order (an empty list
     for an event that carries none): the same bytes `rebuild_streams` assembles, handed on
-    as they are read, so no stream is held in memory. The list is reused: consume it before
-    taking the next event."""
+    as they are read, so no stream is held in memory (nor a closed connection's bookkeeping).
+    The list is reused: consume it before taking the next event."""
     chunks: list[bytes] = []
 
     def opened(stream: RebuiltStream) -> None:
@@ -135,7 +135,12 @@ def chunks_by_event(
     def added(stream: RebuiltStream, chunk: bytes) -> None:
         chunks.append(chunk)
 
-    rebuilder = _Rebuilder(profile, opened=opened, added=added)
+    def closed(stream: RebuiltStream) -> None:
+        # Nothing more comes for it: forget it, so memory follows the open connections only.
+        rebuilder.streams.pop((stream.conn, stream.direction), None)
+        rebuilder.last_request.pop(stream.conn, None)
+
+    rebuilder = _Rebuilder(profile, opened=opened, closed=closed, added=added)
     for event in events:
         rebuilder.feed(event)
         yield event, chunks
