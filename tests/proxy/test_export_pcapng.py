@@ -160,3 +160,22 @@ def test_segment_is_the_payload_after_the_headers() -> None:
     packet = tcp_packet(client, server, 1, 2, 0x18, b"hello")
     assert packet[-5:] == b"hello"
     assert len(packet) == 14 + 20 + 20 + 5
+
+
+def test_closed_connections_are_forgotten() -> None:
+    from golem_proxy.recording.streams import chunks_by_event
+
+    request = {"id": 1, "method": "ping", "params": {}}
+    events: list[object] = []
+    for conn in range(1, 501):
+        events.append(ConnectionOpened(conn, "main", "127.0.0.1:1", "127.0.0.1:9876", 0.0))
+        events.append(_frame(conn, Direction.C2S, 0, 0.0, request))
+        events.append(ConnectionClosed(conn, "main", "client closed", 0.0, 45, 0))
+    events.append(ConnectionOpened(501, "main", "127.0.0.1:1", "127.0.0.1:9876", 0.0))
+    reading = chunks_by_event(events, GOLEM)  # type: ignore[arg-type]
+    pairs = zip(range(len(events)), reading)
+    sent = sum(len(b"".join(chunks)) for _, (_, chunks) in pairs)
+    assert sent == 500 * len(GOLEM.encode(request))
+    # Only the connection still open is remembered (the generator is paused on it).
+    assert reading.gi_frame is not None
+    assert len(reading.gi_frame.f_locals["rebuilder"].streams) == 2
