@@ -97,7 +97,7 @@ def test_a_large_frame_is_split_into_segments_that_fit(tmp_path: Path) -> None:
 
 
 def _frame(conn: int, direction: Direction, index: int, t: float, obj: object) -> FrameSeen:
-    payload = GOLEM.encode(obj)
+    payload = GOLEM.encode_payload(obj)
     role = None
     message = GOLEM.parse(payload, role)
     return FrameSeen(conn, "main", direction, index, t, 4 + len(payload), payload, message)
@@ -134,7 +134,7 @@ def test_ipv6_unix_routes_gaps_and_resets(tmp_path: Path) -> None:
     assert any(row[5] for row in first)  # the unobserved bytes: a segment not captured
     assert {row[2] for row in second} == {"127.0.85.1", "127.0.85.2"}
     assert "9877" in {row[3] for row in second}  # GOLEM's gh port for the unix route
-    c2s = GOLEM.frame_payload(GOLEM.encode(request))
+    c2s = GOLEM.encode(request)
     assert follow(capture)[1] == (c2s, b"")
 
 
