@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ..analysis.captures import captures, write_captures
 from ..analysis.trace import FlowReader, TraceError, flow_json_line
+from ..interop.capture_command import export_parquet, export_pcapng
 from ..recording.format import replacing, write_private
 from ..recording.streams import write_streams
 from ..table_layout import Cell, Column, print_table
@@ -41,24 +42,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("streams", "jsonl", "images"),
+        choices=("streams", "jsonl", "images", "pcapng", "parquet"),
         default="streams",
         help="streams: one .bin file per connection and direction plus index.json (default); "
         "jsonl: one flow per line with its request and response objects; "
-        "images: every viewport.capture PNG as flow-N.png",
+        "images: every viewport.capture PNG as flow-N.png; "
+        "pcapng: every connection as a TCP conversation, for Wireshark; "
+        "parquet: one typed table of flows, for DuckDB, Spark, Trino (docs/interop.md)",
     )
     parser.add_argument(
         "--out",
         "-o",
         metavar="PATH",
         help="directory for streams and images (created if missing); file for jsonl "
-        "(default: stdout)",
+        "(default: stdout), pcapng and parquet",
     )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.format in ("streams", "images") and not args.out:
         return fail(f"--format {args.format} needs --out DIR")
+    if args.format in ("pcapng", "parquet") and not args.out:
+        return fail(f"--format {args.format} needs --out FILE")
     trace = open_trace(args.file)
     if trace is None:
         return EXIT_USAGE
@@ -66,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             if args.format == "jsonl":
                 code = _export_jsonl(trace, args.out)
+            elif args.format == "pcapng":
+                code = export_pcapng(trace, args.out)
+            elif args.format == "parquet":
+                code = export_parquet(trace, args.file, args.out)
             elif args.format == "images":
                 code = _export_images(trace, args.out)
             else:

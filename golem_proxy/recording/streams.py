@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Optional
 
@@ -36,7 +36,7 @@ from ..events import (
 )
 from .files import check_replaceable
 
-__all__ = ["RebuiltStream", "rebuild_streams", "write_streams"]
+__all__ = ["RebuiltStream", "chunks_by_event", "rebuild_streams", "write_streams"]
 
 
 @dataclass
@@ -125,6 +125,37 @@ def rebuild_streams(
     return _Rebuilder(profile, delivered=delivered, route_profiles=route_profiles).run(events)
 
 
+def chunks_by_event(
+    events: Iterable[Event],
+    profile: Profile,
+    route_profiles: Optional[Mapping[str, Profile]] = None,
+) -> Iterator[tuple[Event, list[bytes]]]:
+    """Each event of ``events`` with the stream bytes it stands for, in order (an empty list
+    for an event that carries none): the same bytes `rebuild_streams` assembles, handed on
+    as they are read, so no stream is held in memory (nor a closed connection's bookkeeping).
+    The list is reused: consume it before taking the next event."""
+    chunks: list[bytes] = []
+
+    def opened(stream: RebuiltStream) -> None:
+        stream.keep = False
+
+    def added(stream: RebuiltStream, chunk: bytes) -> None:
+        chunks.append(chunk)
+
+    def closed(stream: RebuiltStream) -> None:
+        # Nothing more comes for it: forget it, so memory follows the open connections only.
+        rebuilder.streams.pop((stream.conn, stream.direction), None)
+        rebuilder.last_request.pop(stream.conn, None)
+
+    rebuilder = _Rebuilder(
+        profile, opened=opened, closed=closed, added=added, route_profiles=route_profiles
+    )
+    for event in events:
+        rebuilder.feed(event)
+        yield event, chunks
+        chunks.clear()
+
+
 class _Rebuilder:
     def __init__(
         self,
@@ -134,12 +165,14 @@ class _Rebuilder:
         opened: Optional[Callable[[RebuiltStream], None]] = None,  # a new stream
         closed: Optional[Callable[[RebuiltStream], None]] = None,  # its connection closed
         route_profiles: Optional[Mapping[str, Profile]] = None,
+        added: Optional[Callable[[RebuiltStream, bytes], None]] = None,  # bytes appended
     ) -> None:
         self.profile = profile
         self.route_profiles = dict(route_profiles or {})
         self.delivered = delivered
         self.opened = opened
         self.closed = closed
+        self.added = added
         self.streams: dict[tuple[int, Direction], RebuiltStream] = {}
         # Where the last request of each connection starts in its c2s stream, and its length.
         self.last_request: dict[int, tuple[int, int]] = {}
@@ -154,41 +187,50 @@ class _Rebuilder:
         return found
 
     def run(self, events: Iterable[Event]) -> dict[tuple[int, Direction], RebuiltStream]:
-        stream = self.stream
         for event in events:
-            if isinstance(event, ConnectionOpened):
-                for direction in Direction:
-                    stream(event.conn, event.route, direction)
-            elif isinstance(event, FrameSeen):
-                target = stream(event.conn, event.route, event.direction)
-                profile = self.route_profiles.get(event.route, self.profile)
-                framed = profile.frame_payload(event.payload)
-                if event.direction is Direction.C2S:
-                    self.last_request[event.conn] = (len(target.data), len(framed))
-                target.add(framed)
-                target.frames += 1
-                target.redacted_frames += bool(event.redacted)
-            elif isinstance(event, FramingErrorSeen):
-                target = stream(event.conn, event.route, event.direction)
-                target.add(event.raw)
-                target.frame_errors += 1
-            elif isinstance(event, BytesDiscarded):
-                target = stream(event.conn, event.route, event.direction)
-                target.add(event.raw)
-                target.discarded_bytes += len(event.raw)
-            elif isinstance(event, FaultInjected):
-                if event.withheld and event.direction is Direction.C2S:
-                    self._withheld(event)
-            elif isinstance(event, ConnectionClosed):
-                for direction, count in (
-                    (Direction.C2S, event.bytes_c2s),
-                    (Direction.S2C, event.bytes_s2c),
-                ):
-                    target = stream(event.conn, event.route, direction)
-                    target.recorded_bytes = count
-                    if self.closed is not None:
-                        self.closed(target)  # nothing more comes for this connection
+            self.feed(event)
         return self.streams
+
+    def feed(self, event: Event) -> None:
+        """Apply one event: the bytes it stands for go to its stream (and to ``added``)."""
+        stream = self.stream
+        if isinstance(event, ConnectionOpened):
+            for direction in Direction:
+                stream(event.conn, event.route, direction)
+        elif isinstance(event, FrameSeen):
+            target = stream(event.conn, event.route, event.direction)
+            profile = self.route_profiles.get(event.route, self.profile)
+            framed = profile.frame_payload(event.payload)
+            if event.direction is Direction.C2S:
+                self.last_request[event.conn] = (len(target.data), len(framed))
+            self._add(target, framed)
+            target.frames += 1
+            target.redacted_frames += bool(event.redacted)
+        elif isinstance(event, FramingErrorSeen):
+            target = stream(event.conn, event.route, event.direction)
+            self._add(target, event.raw)
+            target.frame_errors += 1
+        elif isinstance(event, BytesDiscarded):
+            target = stream(event.conn, event.route, event.direction)
+            self._add(target, event.raw)
+            target.discarded_bytes += len(event.raw)
+        elif isinstance(event, FaultInjected):
+            if event.withheld and event.direction is Direction.C2S:
+                self._withheld(event)
+        elif isinstance(event, ConnectionClosed):
+            for direction, count in (
+                (Direction.C2S, event.bytes_c2s),
+                (Direction.S2C, event.bytes_s2c),
+            ):
+                target = stream(event.conn, event.route, direction)
+                target.recorded_bytes = count
+                if self.closed is not None:
+                    self.closed(target)  # nothing more comes for this connection
+
+    def _add(self, target: RebuiltStream, chunk: bytes) -> None:
+        target.add(chunk)
+        if self.added is not None:
+            self.added(target, chunk)
 
     def _withheld(self, event: FaultInjected) -> None:
         withheld = self.last_request.pop(event.conn, None)

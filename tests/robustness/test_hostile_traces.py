@@ -27,6 +27,8 @@ COMMANDS: dict[str, list[str]] = {
     "stats": ["stats", "{f}"],
     "check": ["check", "{f}"],
     "export": ["export", "{f}", "--out", "{d}/out"],
+    "export pcapng": ["export", "{f}", "--format", "pcapng", "--out", "{d}/out.pcapng"],
+    "query": ["query", "SELECT method, count(*) FROM flows GROUP BY ALL", "{f}"],
     "replay": [
         "replay",
         "{f}",
@@ -224,7 +226,8 @@ def mutate(data: bytes, seed: int, edits: int) -> bytes:
     return b"\n".join(lines)
 
 
-FUZZ_COMMANDS = ["show", "show --json", "stats", "check", "export", "diff", "replay"]
+FUZZ_COMMANDS = ["show", "show --json", "stats", "check", "export", "export pcapng", "diff"]
+FUZZ_COMMANDS += ["replay"]
 """verify reads a trace as replay and diff do (and then spends its time connecting)."""
 
 
@@ -253,6 +256,8 @@ def test_mutated_recordings(
     argv = [part.format(f=path, d=out_dir) for part in COMMANDS[command]]
     if command == "export":
         argv[argv.index(f"{out_dir}/out")] = str(out_dir)
+    if command == "export pcapng":
+        out_dir.mkdir(exist_ok=True)
     code, out, err = run(argv, capsys)
     assert_safe(code, out, err, path)
 

@@ -1,0 +1,66 @@
+"""``golem-proxy dissector --out FILE``: a Wireshark dissector in Lua, generated from the
+protocol profile (docs/interop.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.text import Text
+
+from golem_core.profiles import PROFILES
+
+from ..interop.dissector import DissectorError, default_ports, generate_dissector
+from ..recording.format import write_private
+from ..terminal import safe_text
+from ._common import EXIT_OK, console, fail, os_reason
+
+NAME = "dissector"
+HELP = "write a Wireshark dissector (Lua) for the protocol, generated from its profile"
+ORDER = 34
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a TCP port (1-65535)")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", "-o", metavar="FILE", required=True, help="the Lua file to write ('-': stdout)"
+    )
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="golem",
+        help="the protocol (default: golem)",
+    )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        action="append",
+        default=[],
+        metavar="PORT",
+        help="also decode this TCP port (repeatable; the profile's default ports always are)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    profile = PROFILES[args.profile]
+    try:
+        source = generate_dissector(profile, args.port)
+    except DissectorError as exc:
+        return fail(str(exc))
+    if args.out == "-":
+        sys.stdout.write(source)
+        return EXIT_OK
+    try:
+        write_private(args.out, source.encode("utf-8"), overwrite=True)
+    except OSError as exc:
+        return fail(f"cannot write {args.out} ({os_reason(exc)})")
+    ports = ", ".join(str(port) for port in default_ports(profile) + args.port)
+    console(stderr=True).print(
+        Text(f"wrote {safe_text(args.out)}: {profile.name} on TCP ports {ports}")
+    )
+    return EXIT_OK

@@ -1,0 +1,105 @@
+"""A Wireshark dissector in Lua, generated from a protocol profile so it cannot drift from it.
+
+What the profile decides goes into the script as data: the protocol's name (the field prefix,
+``golem.method`` …), the framing (GOLEM's length header: its size and byte order are read off
+`Profile.frame_payload`, not restated; NDJSON's line terminator), the largest frame it
+accepts, and the ports of its default routes (server and proxy). The Lua around that data is
+fixed: frames are reassembled across TCP segments with ``dissect_tcp_pdus``, each payload is
+handed to Wireshark's JSON dissector, and the envelope's ``id``, ``method`` and ``error.code``
+are read with a small scanner of the top-level JSON members (nested objects are skipped, so a
+``method`` inside ``params`` is never taken for the request's). Requests and responses are
+linked by id within a TCP stream on the first pass; the links (``response_in``,
+``request_in``, ``time``) show once Wireshark dissects again (the GUI always; tshark with
+``-2``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from golem_core.framing import Framing
+from golem_core.profiles import Profile
+from golem_core.profiles.base import DefaultRoute
+
+from .. import __version__
+from .lua_template import LENGTH_PREFIXED_LENGTH, LINE_LENGTH, TEMPLATE
+from .tcp_export import PSEUDO_BASE_PORT, parse_endpoint
+
+__all__ = ["DissectorError", "default_ports", "generate_dissector"]
+
+
+class DissectorError(ValueError):
+    """The profile's framing is not one the generated Lua can express."""
+
+
+def default_ports(profile: Profile) -> list[int]:
+    """The TCP ports of the profile's default routes, servers first, then the proxy's. A
+    server on a Unix socket counts with the pseudo port a pcapng export gives it
+    (`tcp_export.PSEUDO_BASE_PORT` + its index), so an export of such a recording decodes as
+    it is."""
+    ports: list[int] = []
+    routes = profile.default_routes({}) or _channel_routes(profile)
+    for index, route in enumerate(routes):
+        end = parse_endpoint(route.upstream)
+        port = end.port if end is not None else PSEUDO_BASE_PORT + index
+        if port not in ports:
+            ports.append(port)
+    for route in routes:
+        end = parse_endpoint(route.listen)
+        if end is not None and end.port not in ports:
+            ports.append(end.port)
+    return ports
+
+
+def _channel_routes(profile: Profile) -> tuple[DefaultRoute, ...]:
+    # A profile with no default routes still has channels; each is a Unix-socket-like server.
+    return tuple(DefaultRoute(name, "", "") for name in profile.channels)
+
+
+def _length_header(profile: Profile) -> tuple[int, str]:
+    """The size of the profile's length header and its byte order, read off its framing."""
+    sample = 0x010203
+    framed = profile.frame_payload(b"x" * sample)
+    size = len(framed) - sample
+    if size <= 0 or framed[size:] != b"x" * sample:
+        raise DissectorError(f"profile {profile.name}: the length header is not a plain prefix")
+    for order in ("big", "little"):
+        if framed[:size] == sample.to_bytes(size, order):
+            return size, order
+    raise DissectorError(f"profile {profile.name}: the length header is not a byte count")
+
+
+def _lua_string(text: str) -> str:
+    # A JSON string literal with only ASCII is a valid Lua string literal with the same text.
+    return json.dumps(text, ensure_ascii=True)
+
+
+def generate_dissector(profile: Profile, extra_ports: Iterable[int] = ()) -> str:
+    """The Lua source of a Wireshark dissector for ``profile``, registered on its default
+    ports and ``extra_ports``. Raises DissectorError for a framing it cannot express."""
+    proto = profile.name.replace("-", "_")
+    ports = default_ports(profile)
+    ports += [port for port in extra_ports if port not in ports]
+    if profile.framing is Framing.LENGTH_PREFIXED:
+        size, order = _length_header(profile)
+        reader = "uint" if order == "big" else "le_uint"
+        length = LENGTH_PREFIXED_LENGTH.substitute(header=size, reader=reader)
+        header = size
+    elif profile.framing is Framing.LINE:
+        length = LINE_LENGTH.template
+        header = 0
+    else:  # pragma: no cover - every Framing is handled above
+        raise DissectorError(f"profile {profile.name}: framing {profile.framing.value}")
+    return TEMPLATE.substitute(
+        version=__version__,
+        profile=profile.name,
+        proto=proto,
+        proto_name=_lua_string(proto),
+        description=_lua_string(f"{profile.name} JSON RPC ({profile.framing.value} framing)"),
+        framing=profile.framing.value,
+        header=header,
+        cap=profile.default_cap,
+        length_function=length,
+        ports=", ".join(str(port) for port in ports),
+    )

@@ -1,0 +1,171 @@
+"""Flows as one SQL table: the rows `export --format parquet` writes and `query` reads.
+
+A row is a flow exactly as `show --json` gives it (`flow_to_json`): the same number, time,
+method, id, status, error flag, latency and sizes, with the request's ``params`` and the
+response's ``result`` and ``error`` as JSON text, plus the trace it came from. Rows go through
+a private newline-delimited JSON file that DuckDB reads with the column types below, so
+memory holds one flow at a time on our side and what DuckDB keeps on its side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+from ..analysis.trace import FlowReader, flow_to_json
+from ..recording.files import check_replaceable
+
+__all__ = [
+    "COLUMNS",
+    "FlowTableError",
+    "column_spec",
+    "flow_rows",
+    "one_line",
+    "private_directory",
+    "rows_relation",
+    "write_parquet",
+    "write_rows",
+]
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("trace", "VARCHAR"),
+    ("route", "VARCHAR"),
+    ("conn", "BIGINT"),
+    ("n", "BIGINT"),
+    ("t", "DOUBLE"),
+    ("id", "VARCHAR"),
+    ("method", "VARCHAR"),
+    ("status", "VARCHAR"),
+    ("error", "BOOLEAN"),
+    ("code", "VARCHAR"),
+    ("latency", "DOUBLE"),
+    ("request_size", "BIGINT"),
+    ("response_size", "BIGINT"),
+    ("violations", "BIGINT"),
+    ("params", "JSON"),
+    ("result", "JSON"),
+    ("error_object", "JSON"),
+)
+"""Name and DuckDB type of every column, in order. ``n`` is the flow's number in its trace
+(`show`'s ``#``), ``latency`` is in seconds, ``code`` the error code as text (GOLEM mixes
+numbers and names), ``status`` the outcome `show` prints."""
+
+
+class FlowTableError(Exception):
+    """DuckDB refused a query or a file; the message is one line."""
+
+
+def column_spec() -> str:
+    """The columns as a DuckDB ``read_json`` ``columns`` struct."""
+    return "{" + ", ".join(f"{name!r}: {kind!r}" for name, kind in COLUMNS) + "}"
+
+
+def flow_rows(trace: FlowReader, name: str) -> Iterator[dict[str, Any]]:
+    """One row per flow of ``trace``, its ``trace`` column ``name``. Raises TraceError."""
+    profile = trace.profile
+    for flow in trace.flows():
+        data = flow_to_json(flow, profile)
+        request = data.get("request")
+        response = data.get("response")
+        latency = flow.latency
+        code = flow.error_code
+        yield {
+            "trace": name,
+            "route": data["route"],
+            "conn": data["conn"],
+            "n": data["number"],
+            "t": data["t"],
+            "id": None if data["id"] is None else str(data["id"]),
+            "method": data["method"],
+            "status": data["status"],
+            "error": data["error"],
+            "code": None if code is None else str(code),
+            "latency": latency,
+            "request_size": data["request_size"],
+            "response_size": data["response_size"],
+            "violations": len(data["violations"]),
+            # Objects as they are: the row file is JSON, and DuckDB keeps them as JSON text.
+            "params": request.get("params") if isinstance(request, dict) else None,
+            "result": response.get("result") if isinstance(response, dict) else None,
+            "error_object": response.get("error") if isinstance(response, dict) else None,
+        }
+
+
+# A lone surrogate (text decoded from a JSON escape of one) is no Unicode text: DuckDB, like any
+# UTF-8 reader, refuses it, escaped or not. It becomes its escape spelled out (``\ud800``),
+# visible in the table rather than dropped.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _spelled_out(match: re.Match[str]) -> str:
+    return f"\\\\u{ord(match.group()):04x}"
+
+
+def write_rows(rows: Iterator[dict[str, Any]], stream: IO[bytes]) -> int:
+    """Write ``rows`` as JSON lines to ``stream``; returns how many."""
+    count = 0
+    for row in rows:
+        text = _LONE_SURROGATE.sub(_spelled_out, json.dumps(row, ensure_ascii=False))
+        stream.write(text.encode("utf-8"))
+        stream.write(b"\n")
+        count += 1
+    return count
+
+
+def rows_relation(paths: str | list[str]) -> str:
+    """SQL reading files of rows written by `write_rows` with the table's column types."""
+    names = [paths] if isinstance(paths, str) else paths
+    quoted = ", ".join("'" + path.replace("'", "''") + "'" for path in names)
+    return (
+        f"SELECT * FROM read_json([{quoted}], format = 'newline_delimited', "
+        f"columns = {column_spec()})"
+    )
+
+
+@contextlib.contextmanager
+def private_directory(where: str) -> Iterator[str]:
+    """A private (0700) temporary directory in ``where``, removed with what it holds."""
+    directory = tempfile.mkdtemp(prefix=".golem-proxy-", dir=where)
+    try:
+        yield directory
+    finally:
+        for entry in os.listdir(directory):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, entry))
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+
+
+def write_parquet(trace: FlowReader, name: str, out: str) -> int:
+    """Write the flows of ``trace`` to ``out`` as a Parquet file of `COLUMNS` (mode 0600,
+    renamed into place once whole). Returns the row count. Raises TraceError, OSError and
+    FlowTableError."""
+    import duckdb  # imported here: only these commands need the engine
+
+    check_replaceable(out)
+    with private_directory(os.path.dirname(out) or ".") as directory:
+        rows_path = os.path.join(directory, "rows.jsonl")
+        fd = os.open(rows_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as stream:
+            count = write_rows(flow_rows(trace, name), stream)
+        temp = os.path.join(directory, "flows.parquet")
+        quoted = temp.replace("'", "''")
+        try:
+            with duckdb.connect(":memory:") as db:
+                db.execute(f"COPY ({rows_relation(rows_path)}) TO '{quoted}' (FORMAT parquet)")
+        except duckdb.Error as exc:
+            raise FlowTableError(one_line(exc)) from None
+        os.chmod(temp, 0o600)
+        check_replaceable(out)
+        os.replace(temp, out)
+    return count
+
+
+def one_line(exc: BaseException) -> str:
+    """An engine error as one line."""
+    return " ".join(str(exc).split())

@@ -1,0 +1,246 @@
+"""A recording as a packet capture: every connection one TCP conversation between the client
+and the upstream server, as a capture on loopback would have shown it.
+
+The proxy's hop is folded away: the client's address (the ``open`` line) talks straight to the
+upstream's (the ``open`` line, else the route in the header), so a dissector keyed on the
+server's port decodes it. Per connection:
+
+* an ``open`` line is the three-way handshake, at its time;
+* the bytes each line stands for (exactly what `export --format streams` rebuilds) are data
+  segments of at most `MAX_SEGMENT` bytes, at the line's time, with running sequence and
+  acknowledgement numbers;
+* bytes that crossed but were not observed (``unobserved`` lines, ``behind``,
+  ``frame-too-large``, ``observer-failed``) advance the sequence number by their size: a
+  gap a reader reports as missing, never bytes made up;
+* a ``close`` line is a FIN from each side, or a reset when it was ``abnormal`` (the recording
+  does not say which side reset; the export sends it from the server).
+
+Unix-socket routes, and addresses that are not IP literals, map to pseudo addresses on
+127.0.85.0/24 (85 is "U"): the server is 127.0.85.1 on the port of the profile's default route
+of the same name (GOLEM: 9876, 9877; else 9876 + the route's index); a client without a TCP
+address is 127.0.85.2 on port 49152 + its connection number (mod 16384).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import IO, Optional
+
+from golem_core.profiles import Profile
+
+from .. import __version__
+from ..events import (
+    BytesDiscarded,
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    FrameSeen,
+    FramingErrorSeen,
+    GapReason,
+    ObservationLost,
+)
+from ..recording.format import Header
+from ..recording.reader import route_profiles
+from ..recording.streams import chunks_by_event
+from .pcapng import ACK, FIN, MAX_SEGMENT, PSH, RST, SYN, Endpoint, Half, PcapngWriter
+
+__all__ = [
+    "PSEUDO_BASE_PORT",
+    "PSEUDO_CLIENT",
+    "PSEUDO_SERVER",
+    "CaptureSummary",
+    "parse_endpoint",
+    "write_pcapng",
+]
+
+PSEUDO_SERVER = ipaddress.IPv4Address("127.0.85.1")
+PSEUDO_CLIENT = ipaddress.IPv4Address("127.0.85.2")
+_EPHEMERAL = 49152
+PSEUDO_BASE_PORT = 9876
+"""A Unix-socket server's pseudo port: this + its route's index (when the profile's default
+route of that name has no TCP port to lend)."""
+_BYTE_GAPS = (GapReason.BEHIND, GapReason.FRAME_TOO_LARGE, GapReason.OBSERVER_FAILED)
+_MOD32 = 0xFFFFFFFF
+_CLIENT, _SERVER = 0, 1
+_SIDE = {Direction.C2S: _CLIENT, Direction.S2C: _SERVER}
+
+
+@dataclass
+class CaptureSummary:
+    """What `write_pcapng` wrote."""
+
+    connections: int = 0
+    packets: int = 0
+    payload_bytes: int = 0
+    gaps: int = 0
+    """Sequence jumps standing for bytes that crossed unobserved."""
+    gap_bytes: int = 0
+
+
+def parse_endpoint(spec: str) -> Optional[Endpoint]:
+    """``HOST:PORT`` or ``[V6]:PORT`` with an IP literal as an endpoint; None for anything
+    else (``unix:PATH``, a host name, garbage)."""
+    host, sep, port = spec.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        return None
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        return Endpoint(ipaddress.ip_address(host), int(port))
+    except ValueError:
+        return None
+
+
+def _same_family(client: Endpoint, server: Endpoint) -> tuple[Endpoint, Endpoint]:
+    """Both ends in one family: an IPv4 end becomes IPv4-mapped IPv6 beside an IPv6 one."""
+    if client.address.version == server.address.version:
+        return client, server
+
+    def six(end: Endpoint) -> Endpoint:
+        if end.address.version == 6:
+            return end
+        return Endpoint(ipaddress.IPv6Address(f"::ffff:{end.address}"), end.port)
+
+    return six(client), six(server)
+
+
+def _epoch_microseconds(started_at: str) -> int:
+    try:
+        when = datetime.datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return 0  # an unreadable start: times count from the epoch, still in order
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    delta = when - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class _Conversation:
+    """Both halves of one connection's conversation and the next sequence number of each
+    (index 0: client to server, 1: server to client)."""
+
+    def __init__(self, conn: int, client: Endpoint, server: Endpoint) -> None:
+        client, server = _same_family(client, server)
+        self.halves = (Half(client, server), Half(server, client))
+        # Fixed initial sequence numbers: the same recording always exports the same bytes.
+        self.next = [(0x10000000 + conn) & _MOD32, (0x20000000 + conn) & _MOD32]
+
+
+class _Exporter:
+    def __init__(self, header: Header, profile: Profile, writer: PcapngWriter) -> None:
+        self.writer = writer
+        self.start = _epoch_microseconds(header.started_at)
+        self.summary = CaptureSummary()
+        self.conversations: dict[int, _Conversation] = {}
+        defaults = {route.name: route.upstream for route in profile.default_routes({})}
+        self.servers: dict[str, Endpoint] = {}
+        for index, route in enumerate(header.routes):
+            pseudo_port = PSEUDO_BASE_PORT + index
+            default = parse_endpoint(defaults.get(route.name, ""))
+            if default is not None:
+                pseudo_port = default.port
+            self.servers[route.name] = parse_endpoint(route.upstream) or Endpoint(
+                PSEUDO_SERVER, pseudo_port
+            )
+
+    def server_of(self, route: str, upstream: str = "") -> Endpoint:
+        found = parse_endpoint(upstream) if upstream else None
+        if found is None:
+            found = self.servers.get(route)
+        return found or Endpoint(PSEUDO_SERVER, PSEUDO_BASE_PORT)
+
+    def conversation(self, conn: int, route: str) -> _Conversation:
+        found = self.conversations.get(conn)
+        if found is None:
+            # Bytes of a connection whose open line is not in the file: no handshake is made up.
+            client = Endpoint(PSEUDO_CLIENT, _EPHEMERAL + conn % 16384)
+            found = self.conversations[conn] = _Conversation(conn, client, self.server_of(route))
+            self.summary.connections += 1
+        return found
+
+    def send(
+        self, when: int, conv: _Conversation, side: int, flags: int, data: bytes = b""
+    ) -> None:
+        seq = conv.next[side]
+        headers = conv.halves[side].headers(seq, conv.next[1 - side], flags, data)
+        self.writer.packet(when, headers, data)
+        taken = len(data) + (1 if flags & (SYN | FIN) else 0)
+        conv.next[side] = (seq + taken) & _MOD32
+
+    def feed(self, event: Event, chunks: list[bytes]) -> None:
+        if chunks and isinstance(event, (FrameSeen, FramingErrorSeen, BytesDiscarded)):
+            self._data(event, chunks)
+        elif isinstance(event, ConnectionOpened):
+            self._opened(self._when(event.t), event)
+        elif isinstance(event, ObservationLost) and event.reason in _BYTE_GAPS and event.size:
+            conv = self.conversation(event.conn, event.route)
+            side = _SIDE[event.direction]
+            conv.next[side] = (conv.next[side] + event.size) & _MOD32
+            self.summary.gaps += 1
+            self.summary.gap_bytes += event.size
+        elif isinstance(event, ConnectionClosed):
+            self._closed(self._when(event.t), event)
+
+    def _when(self, t: float) -> int:
+        """Microseconds since the epoch of a line's ``t`` (any finite number the reader let
+        through: the writer clamps what pcapng cannot hold)."""
+        return self.start + round(min(max(t, -1e12), 1e12) * 1_000_000)
+
+    def _data(
+        self, event: FrameSeen | FramingErrorSeen | BytesDiscarded, chunks: list[bytes]
+    ) -> None:
+        when = self._when(event.t)
+        conv = self.conversations.get(event.conn) or self.conversation(event.conn, event.route)
+        side = _SIDE[event.direction]
+        for chunk in chunks:
+            if not chunk:
+                continue  # a framing error at the end of the stream may carry no bytes
+            self.summary.payload_bytes += len(chunk)
+            if len(chunk) <= MAX_SEGMENT:
+                self.send(when, conv, side, PSH | ACK, chunk)
+                continue
+            view = memoryview(chunk)
+            for start in range(0, len(chunk), MAX_SEGMENT):
+                self.send(when, conv, side, PSH | ACK, bytes(view[start : start + MAX_SEGMENT]))
+
+    def _opened(self, when: int, event: ConnectionOpened) -> None:
+        client = parse_endpoint(event.client) or Endpoint(
+            PSEUDO_CLIENT, _EPHEMERAL + event.conn % 16384
+        )
+        conv = _Conversation(event.conn, client, self.server_of(event.route, event.upstream))
+        self.conversations[event.conn] = conv
+        self.summary.connections += 1
+        self.send(when, conv, _CLIENT, SYN)
+        # The SYN-ACK acknowledges the SYN: the client's next number is already one on.
+        self.send(when, conv, _SERVER, SYN | ACK)
+        self.send(when, conv, _CLIENT, ACK)
+
+    def _closed(self, when: int, event: ConnectionClosed) -> None:
+        conv = self.conversation(event.conn, event.route)
+        if event.abnormal:
+            self.send(when, conv, _SERVER, RST | ACK)
+        else:
+            self.send(when, conv, _CLIENT, FIN | ACK)
+            self.send(when, conv, _SERVER, FIN | ACK)
+            self.send(when, conv, _CLIENT, ACK)
+        del self.conversations[event.conn]
+
+
+def write_pcapng(
+    events: Iterable[Event], header: Header, profile: Profile, out: IO[bytes]
+) -> CaptureSummary:
+    """Write the recording ``events`` (with its ``header``) to ``out`` as a pcapng capture, one
+    TCP conversation per connection (see the module's docstring). Holds one connection's state
+    per open connection, never a stream. Raises OSError from ``out`` and whatever reading
+    ``events`` raises."""
+    writer = PcapngWriter(out, f"golem-proxy {__version__}")
+    exporter = _Exporter(header, profile, writer)
+    # Each route's payloads framed with its own profile (the mcp hop of `golem-proxy mcp`).
+    for event, chunks in chunks_by_event(events, profile, route_profiles(header)):
+        exporter.feed(event, chunks)
+    exporter.summary.packets = writer.packets
+    return exporter.summary
