@@ -177,6 +177,12 @@ class MethodCatalogue:
         tools = self.tools.get(method, ())
         return tools[0].at if tools else ""
 
+    def likely_tools(self, method: str) -> tuple[str, ...]:
+        """The client tools that send ``method``, each named once in catalogue order: the
+        likely cause of a GOLEM request in a recording without an MCP layer (a guess, not an
+        attribution). Empty when no tool sends it (a builtin, an unknown method)."""
+        return tuple(dict.fromkeys(tool.tool for tool in self.tools.get(method, ())))
+
     def drift(self, request: Request, builtins: Collection[str] = ()) -> list[Drift]:
         """The drift between one request and this catalogue (see `drift_request`)."""
         return drift_request(self, request, builtins)

@@ -27,14 +27,18 @@ Filters (REGEX is a Python regular expression searched case-insensitively)::
     ~q [REGEX]    alone: a request with no response (yet); with REGEX: request body matches
     ~s [REGEX]    alone: a flow with a response; with REGEX: response body matches
     ~marked       flows marked in the TUI
-    ~tool REGEX   an MCP tool call whose tool matches, or a GOLEM flow it caused
+    ~tool REGEX   an MCP tool call whose tool matches, or a GOLEM flow it caused; in a
+                  recording without an MCP layer, given a catalogue's method → tool map, a
+                  GOLEM flow one of whose likely tools matches (a guess)
     ~layer NAME   flows of layer NAME: mcp, golem (the route's protocol)
     WORD          case-insensitive substring of the method or either body
 
 API (stable; the TUI uses exactly this): `parse_filter(text)` returns a `Filter`, whose
 ``matches(flow, profile)`` says whether a flow passes and whose ``str()`` is a canonical
 expression that parses back to an equal filter. Bad input raises `FilterError` (a ValueError)
-with the position of the problem and what was expected there.
+with the position of the problem and what was expected there. ``parse_filter(text,
+likely_tools=catalogue.likely_tools)`` lets ``~tool`` guess for flows that carry no
+attribution (a recording without an MCP layer).
 """
 
 from __future__ import annotations
@@ -48,13 +52,14 @@ from typing import Optional, Union
 from golem_core.profiles import PROFILES, Profile
 
 from .flows import Flow
-from .tool_calls import attributed_tool, layer_of, tool_of
+from .tool_calls import LAYER_MCP, attributed_tool, attribution_refs, layer_of, tool_of
 
 __all__ = [
     "FILTER_HELP",
     "And",
     "Filter",
     "FilterError",
+    "LikelyTools",
     "Not",
     "Or",
     "Predicate",
@@ -266,7 +271,21 @@ def _route(arg: str) -> Callable[[Flow, Profile], bool]:
     return lambda flow, profile: flow.route == arg
 
 
-def _tool(arg: str) -> Callable[[Flow, Profile], bool]:
+def _unattributed(flow: Flow, profile: Profile) -> bool:
+    """A GOLEM request whose frames carry no attribution at all, the only flow a guess may
+    name: one a two-layer recording placed outside any call, or among several, keeps that."""
+    return (
+        flow.method is not None
+        and layer_of(profile) != LAYER_MCP
+        and attribution_refs(flow) is None
+    )
+
+
+LikelyTools = Callable[[str], tuple[str, ...]]
+"""A method → tool map (`MethodCatalogue.likely_tools`): the tools that send a method."""
+
+
+def _tool(arg: str, likely_tools: Optional[LikelyTools] = None) -> Callable[[Flow, Profile], bool]:
     regex = _regex(arg)
 
     def test(flow: Flow, profile: Profile) -> bool:
@@ -274,6 +293,9 @@ def _tool(arg: str) -> Callable[[Flow, Profile], bool]:
         if tool is None:
             # A GOLEM flow: the one tool call it belongs to (an ambiguous one matches none).
             tool = attributed_tool(flow)
+        if tool is None and likely_tools is not None and _unattributed(flow, profile):
+            assert flow.method is not None
+            return any(regex.search(name) for name in likely_tools(flow.method))
         return tool is not None and bool(regex.search(tool))
 
     return test
@@ -359,7 +381,9 @@ FILTER_HELP: tuple[tuple[str, str], ...] = (
 """``(syntax, meaning)`` rows for help screens."""
 
 
-def _predicate(name: str, arg: Optional[str], position: int) -> Predicate:
+def _predicate(
+    name: str, arg: Optional[str], position: int, likely_tools: Optional[LikelyTools] = None
+) -> Predicate:
     if not name:
         assert arg is not None
         return Predicate("", arg, _text(arg))
@@ -367,7 +391,7 @@ def _predicate(name: str, arg: Optional[str], position: int) -> Predicate:
     if arg is None and spec.bare is not None:
         return Predicate(name, None, spec.bare)
     try:
-        test = spec.build(arg or "")
+        test = _tool(arg or "", likely_tools) if name == "tool" else spec.build(arg or "")
     except re.error as exc:
         raise FilterError(f"invalid regular expression for ~{name}: {exc.msg}", position) from None
     except UnknownCodeError as exc:
@@ -458,7 +482,8 @@ than what makes the recursive parser (or matching) overflow the stack."""
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, likely_tools: Optional[LikelyTools] = None) -> None:
+        self.likely_tools = likely_tools
         self.tokens = _tokens(text)
         self.index = 0
         self.depth = 0
@@ -543,7 +568,7 @@ class _Parser:
                 self.token.position,
             )
         arg = self.advance()
-        return _predicate(spec.name, arg.text, arg.position)
+        return _predicate(spec.name, arg.text, arg.position, self.likely_tools)
 
     @staticmethod
     def describe(token: _Token) -> str:
@@ -562,7 +587,8 @@ def _flatten(parts: list[Filter], kind: type[Union[And, Or]]) -> tuple[Filter, .
     return tuple(flat)
 
 
-def parse_filter(text: str) -> Filter:
-    """Parse a filter expression. Raises FilterError (a ValueError) saying where and what was
-    expected."""
-    return _Parser(text).parse()
+def parse_filter(text: str, likely_tools: Optional[LikelyTools] = None) -> Filter:
+    """Parse a filter expression; with ``likely_tools``, ``~tool`` also matches a flow that
+    carries no attribution by the tools that send its method (a guess). Raises FilterError (a
+    ValueError) saying where and what was expected."""
+    return _Parser(text, likely_tools).parse()

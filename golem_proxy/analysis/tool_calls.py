@@ -35,6 +35,7 @@ __all__ = [
     "TwoLayers",
     "arguments_summary",
     "attributed_tool",
+    "attribution_refs",
     "call_key",
     "cause_text",
     "caused_by",
@@ -96,6 +97,13 @@ class Attribution:
 
 def _attributed_frame(flow: Flow) -> Optional[FrameSeen]:
     return flow.request if flow.request is not None else flow.response
+
+
+def attribution_refs(flow: Flow) -> Optional[tuple[ToolCallRef, ...]]:
+    """The tool calls a flow's frames name (empty: outside any call); None when they carry no
+    attribution at all (a recording without an MCP layer, a gap, a framing error)."""
+    frame = _attributed_frame(flow)
+    return frame.tool_calls if frame is not None else None
 
 
 def attributed_tool(flow: Flow) -> Optional[str]:

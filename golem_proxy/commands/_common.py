@@ -25,6 +25,7 @@ from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, FilterError, parse_filter
 from ..analysis.flows import Flow
+from ..analysis.tool_calls import mcp_routes
 from ..analysis.trace import FlowReader, TraceError, open_flows
 from ..catalogues import CatalogueNotFound, load_catalogue
 from ..net.addresses import Address, parse_address
@@ -259,12 +260,16 @@ def plural(count: int, noun: str) -> str:
 
 
 def filtered_flows(
-    path: str, expression: Optional[str], see: Optional[Callable[[Flow], None]] = None
+    path: str,
+    expression: Optional[str],
+    see: Optional[Callable[[Flow], None]] = None,
+    catalogue: Optional[MethodCatalogue] = None,
 ) -> Optional[tuple[FlowReader, Iterator[Flow], Optional[Filter]]]:
     """Open the recording at ``path``; return it, its flows matching ``expression`` (all for
     None) as they are read, and the parsed filter. ``see`` is shown every flow, matching or
-    not, before it is filtered. Prints a one-line error and returns None for a bad filter or
-    file; reading the flows may raise TraceError."""
+    not, before it is filtered. With ``catalogue`` and a recording without an MCP layer,
+    ``~tool`` guesses from the catalogue's method → tool map. Prints a one-line error and
+    returns None for a bad filter or file; reading the flows may raise TraceError."""
     try:
         chosen = parse_filter(expression) if expression is not None else None
     except FilterError as exc:
@@ -273,6 +278,9 @@ def filtered_flows(
     reader = open_trace(path)
     if reader is None:
         return None
+    if expression is not None and catalogue is not None and not mcp_routes(reader.route_profiles):
+        # Parsed again, now that the recording is known to carry no attribution of its own.
+        chosen = parse_filter(expression, catalogue.likely_tools)
     flows = reader.flows()
     if see is not None:
         flows = _seen(flows, see)

@@ -11,6 +11,7 @@ from typing import Optional
 from rich.console import Console
 from rich.text import Text
 
+from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
@@ -18,6 +19,7 @@ from ..analysis.stats import method_label
 from ..analysis.tool_calls import (
     LAYER_MCP,
     ToolCallIndex,
+    attribution_refs,
     mcp_routes,
     tool_call_error,
     two_layer_json,
@@ -29,6 +31,7 @@ from ..terminal import counted, format_size, safe_text
 from ._common import (
     EXIT_OK,
     EXIT_USAGE,
+    catalogue_arg,
     console,
     fail,
     filtered_flows,
@@ -99,6 +102,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "GOLEM flows, or both, GOLEM flows indented under the tool call that caused them",
     )
     parser.add_argument(
+        "--catalogue",
+        metavar="CAT",
+        type=catalogue_arg,
+        help="a method catalogue (a file, or golem-3dmcp@9819b31): in a recording without an "
+        "MCP layer, name each GOLEM flow's likely tool(s) from its method → tool map, a guess",
+    )
+    parser.add_argument(
         "--limit",
         "-n",
         metavar="N",
@@ -111,12 +121,13 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         return fail("--limit must be 0 or more")
     index = ToolCallIndex(())
-    loaded = filtered_flows(args.file, _with_layer(args.filter, args.layer), index.note)
+    expression = _with_layer(args.filter, args.layer)
+    loaded = filtered_flows(args.file, expression, index.note, args.catalogue)
     if loaded is None:
         return EXIT_USAGE
     reader, flows, chosen = loaded
     index.routes = mcp_routes(reader.route_profiles)
-    layers = _Layers(reader, index, golem_only=args.layer == "golem")
+    layers = _Layers(reader, index, golem_only=args.layer == "golem", catalogue=args.catalogue)
     with reader:
         try:
             if args.json:
@@ -135,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     line = f"{counted(shown, 'flow')}{scope} ({reader.flow_count} in the recording)"
                 out.print(Text(line), soft_wrap=True)
+                if args.catalogue is not None:
+                    out.print(Text(_guess_note(args.catalogue, index), "dim"), soft_wrap=True)
         except TraceError as exc:
             return fail(str(exc))
     note_truncated(reader)
@@ -148,14 +161,46 @@ def _with_layer(expression: Optional[str], layer: str) -> Optional[str]:
     return f"({expression}) & ~layer {layer}" if expression else f"~layer {layer}"
 
 
+def _guess_note(catalogue: MethodCatalogue, index: ToolCallIndex) -> str:
+    """What the ``⟵ TOOL?`` marks are, or why there are none."""
+    if index.has_mcp_layer:
+        return (
+            "the recording has an MCP layer: its GOLEM flows show the tool calls that caused "
+            "them, and the catalogue guesses nothing"
+        )
+    return (
+        f"⟵ TOOL?: a guess, the tool(s) that send the method per the catalogue "
+        f"{catalogue.source}; the recording has no MCP layer to say which did"
+    )
+
+
 class _Layers:
     """What a row needs from a two-layer recording: each route's profile and each flow's
-    tool call (`golem-proxy mcp`; a recording of one layer reads as before)."""
+    tool call (`golem-proxy mcp`; a recording of one layer reads as before); with a
+    catalogue, a recording without an MCP layer gets each GOLEM flow's likely tools."""
 
-    def __init__(self, reader: FlowReader, index: ToolCallIndex, *, golem_only: bool) -> None:
+    def __init__(
+        self,
+        reader: FlowReader,
+        index: ToolCallIndex,
+        *,
+        golem_only: bool,
+        catalogue: Optional[MethodCatalogue] = None,
+    ) -> None:
         self.profile_for = reader.profile_for
         self.index = index
         self.golem_only = golem_only
+        self.catalogue = catalogue
+
+    def likely_tools(self, flow: Flow) -> Optional[tuple[str, ...]]:
+        """The tools that send a GOLEM flow's method per the catalogue (a guess), for a flow
+        that carries no attribution in a recording without an MCP layer; None otherwise (no
+        catalogue, an MCP flow, or a two-layer recording, whose attribution stands)."""
+        if self.catalogue is None or self.index.has_mcp_layer:
+            return None
+        if self.index.layer(flow) == LAYER_MCP or attribution_refs(flow) is not None:
+            return None
+        return self.catalogue.likely_tools(flow.method) if flow.method is not None else ()
 
     def method_cell(self, flow: Flow) -> Optional[str]:
         """The method column of a two-layer row: a tool call as ``tool(arguments)``, a GOLEM
@@ -163,7 +208,10 @@ class _Layers:
         ambiguous one by number; None: the plain method."""
         index = self.index
         if not index.has_mcp_layer:
-            return None
+            guessed = self.likely_tools(flow)
+            if not guessed or flow.method is None:
+                return None
+            return f"{flow.method}  ⟵ {', '.join(f'{tool}?' for tool in guessed)}"
         if index.layer(flow) != LAYER_MCP:
             attribution = index.attribution(flow)
             method = flow.method if flow.method is not None else method_label(flow)
@@ -190,6 +238,9 @@ def _print_json(flows: Iterator[Flow], layers: _Layers, limit: Optional[int]) ->
         profile = layers.profile_for(flow.route)
         data = flow_to_json(flow, profile)
         data.update(two_layer_json(flow, profile, index))
+        guessed = layers.likely_tools(flow)
+        if guessed is not None:
+            data["likely_tools"] = list(guessed)
         out.write(json_text(data) + "\n")
         if number < FIRST_BATCH:
             out.flush()  # the first rows at once, then as the buffer fills
