@@ -154,6 +154,22 @@ def test_filters_by_tool_and_layer(session: tuple[list, list, Path]) -> None:
     assert {flow["layer"] for flow in show_json(record, "-f", "~layer mcp")} == {"mcp"}
 
 
+def test_a_catalogue_never_replaces_the_recorded_attribution(
+    session: tuple[list, list, Path],
+) -> None:
+    _, _, record = session
+    catalogue = ("--catalogue", "golem-3dmcp@9819b31")
+    assert all("likely_tools" not in flow for flow in show_json(record, *catalogue))
+    # layer_report also sends scene.create_layer: a guess would wrongly name create_layer.
+    chosen = show_json(record, *catalogue, "-f", "~tool ^create_layer$")
+    assert [flow.get("tool") or flow["method"] for flow in chosen] == [
+        "create_layer",
+        "scene.create_layer",
+    ]
+    table = cli("show", *catalogue, str(record)).stdout
+    assert "⟵" not in table and "the catalogue guesses nothing" in table
+
+
 def test_stats_counts_every_failed_tool_call(session: tuple[list, list, Path]) -> None:
     _, _, record = session
     done = cli("stats", "--json", str(record))
