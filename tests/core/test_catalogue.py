@@ -96,6 +96,25 @@ def test_kind_of_names_json_kinds() -> None:
     assert kinds == ["null", "boolean", "number", "number", "string", "array", "object"]
 
 
+def test_likely_tools_name_each_sending_tool_once_in_order() -> None:
+    data = {
+        "plugin_methods": {},
+        "client_methods": {
+            "geometry.create_box": {
+                "tools": [
+                    {"tool": "create_box", "at": "a.py:1"},
+                    {"tool": "create_cube", "at": "a.py:9"},
+                    {"tool": "create_box", "at": "b.py:1"},
+                ]
+            }
+        },
+    }
+    catalogue = MethodCatalogue.from_json(data, "test")
+    assert catalogue.likely_tools("geometry.create_box") == ("create_box", "create_cube")
+    assert catalogue.likely_tools("ping") == ()
+    assert _catalogue().likely_tools("scene.hide_objects") == ("hide",)
+
+
 def test_unknown_method_names_the_tool_that_sends_it() -> None:
     drift = drift_request(_catalogue(), _request("scene.hide_objects", guids=["g"]))
     assert drift == [
