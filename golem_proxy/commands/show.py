@@ -82,6 +82,11 @@ _COLUMNS = (
     Column("resp B", right=True, short="←B", compact=_compact_size),
     Column("⚠", compact=lambda text: text.replace(" ", "")),
 )
+_METHOD_AT = 4
+# With --catalogue on a recording without an MCP layer: the likely tool(s) after the method,
+# the heading's "?" saying it is a guess.
+_LIKELY_TOOL = Column("likely tool?", short="tool?", wrap=True, priority=1, floor=8)
+_GUESS_COLUMNS = (*_COLUMNS[: _METHOD_AT + 1], _LIKELY_TOOL, *_COLUMNS[_METHOD_AT + 1 :])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -162,14 +167,14 @@ def _with_layer(expression: Optional[str], layer: str) -> Optional[str]:
 
 
 def _guess_note(catalogue: MethodCatalogue, index: ToolCallIndex) -> str:
-    """What the ``⟵ TOOL?`` marks are, or why there are none."""
+    """What the likely tool column is, or why there is none."""
     if index.has_mcp_layer:
         return (
             "the recording has an MCP layer: its GOLEM flows show the tool calls that caused "
             "them, and the catalogue guesses nothing"
         )
     return (
-        f"⟵ TOOL?: a guess, the tool(s) that send the method per the catalogue "
+        f"likely tool?: a guess, the tool(s) that send the method per the catalogue "
         f"{catalogue.source}; the recording has no MCP layer to say which did"
     )
 
@@ -192,11 +197,20 @@ class _Layers:
         self.golem_only = golem_only
         self.catalogue = catalogue
 
+    @property
+    def guessing(self) -> bool:
+        """Whether rows name likely tools (a catalogue, and no MCP layer to say)."""
+        return self.catalogue is not None and not self.index.has_mcp_layer
+
+    def likely_tool_cell(self, flow: Flow) -> str:
+        """``create_box?``, ``a?, b?`` for several; "" when no tool sends the method."""
+        return ", ".join(f"{tool}?" for tool in self.likely_tools(flow) or ())
+
     def likely_tools(self, flow: Flow) -> Optional[tuple[str, ...]]:
         """The tools that send a GOLEM flow's method per the catalogue (a guess), for a flow
         that carries no attribution in a recording without an MCP layer; None otherwise (no
         catalogue, an MCP flow, or a two-layer recording, whose attribution stands)."""
-        if self.catalogue is None or self.index.has_mcp_layer:
+        if self.catalogue is None or not self.guessing:
             return None
         if self.index.layer(flow) == LAYER_MCP or attribution_refs(flow) is not None:
             return None
@@ -208,10 +222,7 @@ class _Layers:
         ambiguous one by number; None: the plain method."""
         index = self.index
         if not index.has_mcp_layer:
-            guessed = self.likely_tools(flow)
-            if not guessed or flow.method is None:
-                return None
-            return f"{flow.method}  ⟵ {', '.join(f'{tool}?' for tool in guessed)}"
+            return None
         if index.layer(flow) != LAYER_MCP:
             attribution = index.attribution(flow)
             method = flow.method if flow.method is not None else method_label(flow)
@@ -250,7 +261,7 @@ def _cells(flow: Flow, layers: _Layers) -> list[Cell]:
     """The row of ``flow``: every string from the trace made safe to print."""
     profile = layers.profile_for(flow.route)
     method = layers.method_cell(flow) or flow.method
-    return [
+    cells: list[Cell] = [
         str(flow.number),
         f"{flow.t:.3f}",
         safe_text(flow.route),
@@ -262,6 +273,9 @@ def _cells(flow: Flow, layers: _Layers) -> list[Cell]:
         size(flow.response_size),
         violation_marker(flow),
     ]
+    if layers.guessing:
+        cells.insert(_METHOD_AT + 1, safe_text(layers.likely_tool_cell(flow)))
+    return cells
 
 
 def _print_table(
@@ -269,7 +283,8 @@ def _print_table(
 ) -> tuple[int, Optional[int]]:
     """Print the matching flows in batches; return (shown, matching), matching None when
     the limit was reached and the rest of the recording was not read."""
-    table = ColumnTable(_COLUMNS, terminal_width(out))
+    columns = _GUESS_COLUMNS if layers.guessing else _COLUMNS
+    table = ColumnTable(columns, terminal_width(out))
     out.print(Text(title, style="italic"), soft_wrap=True)
     rows: list[list[Cell]] = []
     shown = 0

@@ -167,7 +167,7 @@ def test_a_catalogue_never_replaces_the_recorded_attribution(
         "scene.create_layer",
     ]
     table = cli("show", *catalogue, str(record)).stdout
-    assert "⟵" not in table and "the catalogue guesses nothing" in table
+    assert "likely tool?" not in table and "the catalogue guesses nothing" in table
 
 
 def test_stats_counts_every_failed_tool_call(session: tuple[list, list, Path]) -> None:

@@ -24,15 +24,15 @@ def test_each_golem_row_names_its_likely_tool_as_a_guess() -> None:
     done = run_cli("show", "--catalogue", CATALOGUE, SAMPLE)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert any("scene.create_layer  ⟵ create_layer?" in line for line in lines)
-    assert any("viewport.capture  ⟵ capture_viewport?" in line for line in lines)
-    # No tool sends ping: its row names none.
-    ping = next(line for line in lines if " ping " in line)
-    assert "⟵" not in ping
+    assert "likely tool?" in lines[1]
+    cells = {line.split()[4]: line.split()[5] for line in lines[3:14]}
+    assert cells["scene.create_layer"] == "create_layer?"
+    assert cells["viewport.capture"] == "capture_viewport?"
+    assert cells["ping"] == "ok"  # no tool sends ping: its row names none
     assert f"a guess, the tool(s) that send the method per the catalogue {CATALOGUE}" in (
         done.stdout
     )
-    assert "⟵" not in run_cli("show", SAMPLE).stdout  # no catalogue, no guess
+    assert "likely tool?" not in run_cli("show", SAMPLE).stdout  # no catalogue, no guess
 
 
 def test_show_json_adds_likely_tools_only_with_a_catalogue() -> None:
@@ -59,7 +59,9 @@ def test_several_tools_sending_a_method_are_all_named(tmp_path: Path) -> None:
     flows = show_json("--catalogue", str(catalogue), "-f", "~m create_box")
     assert [flow["likely_tools"] for flow in flows] == [["create_box", "create_cube"]] * 2
     done = run_cli("show", "--catalogue", str(catalogue), SAMPLE)
-    assert "geometry.create_box  ⟵ create_box?, create_cube?" in done.stdout
+    boxes = [line for line in done.stdout.splitlines() if "geometry.create_box" in line]
+    assert len(boxes) == 2
+    assert all("create_box?, create_cube?" in line for line in boxes)
 
 
 def test_tool_filter_matches_the_likely_tools() -> None:
