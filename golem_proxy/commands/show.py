@@ -175,7 +175,7 @@ def _guess_note(catalogue: MethodCatalogue, index: ToolCallIndex) -> str:
         )
     return (
         f"likely tool?: a guess, the tool(s) that send the method per the catalogue "
-        f"{catalogue.source}; the recording has no MCP layer to say which did"
+        f"{safe_text(catalogue.source)}; the recording has no MCP layer to say which did"
     )
 
 
