@@ -11,7 +11,10 @@ Forwarding first, in three ways:
 * Decoding runs in slices of ``slice_time``; after a slice, if any forwarding task is ready to
   run, it yields for long enough that decoding takes at most ``duty`` of the time
   (``duty_behind`` while the queue holds more than a second of decoding). When nothing else
-  is ready, it uses all the time there is.
+  is ready, it uses all the time there is. Once the oldest queued chunk has waited
+  ``max_trail`` seconds, decoding gets ``duty_late`` of the time: a steady load (8 clients
+  calling one after the other) would otherwise leave the observer, and so the recording, a
+  second or two behind the wire, all of it lost to a ``kill -9``.
 * Memory is bounded by ``budget``: queued chunks plus what every tap holds (partial frames,
   requests waiting for answers), and work by ``max_drain``: the queue holds at most what the
   taps can decode in that many seconds at the rate they have shown (a flood of tiny frames is
@@ -107,6 +110,8 @@ class Observer:
         max_delay: float = 0.02,
         duty: float = 0.15,
         duty_behind: float = 0.35,
+        duty_late: float = 0.5,
+        max_trail: float = 0.03,
         slice_time: float = 0.002,
         max_lag: float = 30.0,
         max_drain: float = 3.0,
@@ -120,6 +125,8 @@ class Observer:
         self.max_delay = max_delay
         self.duty = duty
         self.duty_behind = duty_behind
+        self.duty_late = duty_late
+        self.max_trail = max_trail
         self.slice_time = slice_time
         self.max_lag = max_lag
         self.max_drain = max_drain
@@ -240,10 +247,19 @@ class Observer:
                 # Forwarding has work waiting: leave it the rest of the time. A queue that
                 # would take over a second to decode gets a larger share, so steady traffic is
                 # observed whole; a flood past ``max_drain`` is shed instead.
-                duty = self.duty_behind if self.backlog > self.rate else self.duty
-                await trio.sleep(spent * (1 - duty) / duty)
+                share = self.share
+                await trio.sleep(spent * (1 - share) / share)
             else:
                 await trio.lowlevel.checkpoint()
+
+    @property
+    def share(self) -> float:
+        """The share of the time decoding takes now while forwarding has work waiting:
+        ``duty_late`` once the oldest queued chunk has waited ``max_trail`` seconds, else
+        ``duty_behind`` with more than a second of decoding queued, else ``duty``."""
+        if self._lag(self._clock()) > self.max_trail:
+            return self.duty_late
+        return self.duty_behind if self.backlog > self.rate else self.duty
 
     def _work_for(self, seconds: float) -> None:
         deadline = time.perf_counter() + seconds
