@@ -52,6 +52,10 @@ DEFAULT_BUDGET = 256 * 1024 * 1024
 """What the observer may hold, all connections together (``--observer-memory``)."""
 MIN_QUEUE = 1024 * 1024
 """The queue may always hold this much, however slow decoding has been."""
+FIRST_RATE = 8.0 * 1024 * 1024
+"""Bytes a second a connection is assumed to decode at until it has shown its own rate."""
+RATE_WINDOW = 0.005
+"""Seconds of a connection's decoding folded into its rate at once."""
 TRIM_AFTER = 32 * 1024 * 1024
 """Once closed connections have released this much, the freed heap goes back to the system."""
 
@@ -83,7 +87,18 @@ class _Work:
     data: bytes
     t: float
     submitted: float
+    cost: float
+    """Seconds of decoding it should take, at its connection's rate when it was queued."""
     fed: bool = False
+
+
+@dataclass
+class _Rate:
+    """What one connection's decoding has shown: bytes a second, and the current window."""
+
+    rate: float = FIRST_RATE
+    fed: int = 0
+    spent: float = 0.0
 
 
 @dataclass
@@ -130,8 +145,11 @@ class Observer:
         self.slice_time = slice_time
         self.max_lag = max_lag
         self.max_drain = max_drain
-        self.rate = 8.0 * 1024 * 1024
+        self.rate = FIRST_RATE
         """Bytes a second the taps have been decoding (a moving average; a first guess)."""
+        self.work = 0.0
+        """Seconds of decoding queued: each chunk at its own connection's rate."""
+        self._rates: dict[ConnectionTap, _Rate] = {}
         self._fed_total = 0
         self._clock = clock
         self.backlog = 0
@@ -158,12 +176,15 @@ class Observer:
         observer is behind. Never blocks, never raises."""
         now = self._clock()
         self._last_submit = now
-        if data and self._over(len(data), now):
+        rate = self._rates.get(tap)
+        cost = len(data) / (rate.rate if rate is not None else FIRST_RATE)
+        if data and self._over(len(data), cost, now):
             self._lose(tap, direction, len(data), t)
             return
         self._open_loss.pop((tap, direction), None)
-        self._queue.append(_Work(tap, direction, data, t, now))
+        self._queue.append(_Work(tap, direction, data, t, now, cost))
         self.backlog += len(data)
+        self.work += cost
         self._wakeup.set()
 
     def submit_event(self, publish: Publish, event: Event) -> None:
@@ -183,24 +204,27 @@ class Observer:
         self.held -= released
         self._open_loss.pop((tap, Direction.C2S), None)
         self._open_loss.pop((tap, Direction.S2C), None)
+        self._rates.pop(tap, None)
         self._freed += released  # given back once the queue is empty
 
-    def _over(self, size: int, now: float) -> bool:
-        # The queue may hold what the observer can decode in ``max_drain`` seconds at the
-        # rate it has shown: a flood of tiny frames is cheap in bytes but dear in work.
-        drainable = max(MIN_QUEUE, int(self.rate * self.max_drain))
+    def _over(self, size: int, cost: float, now: float) -> bool:
+        # The queue may hold ``max_drain`` seconds of decoding, each chunk at the rate its own
+        # connection has shown: a flood of tiny frames is cheap in bytes but dear in work, and
+        # one connection's small calls must not make another's 16 MiB answers look dear.
         if self.shedding:
             # Resume once the queue drained to half: a gap per chunk would be worse than one.
             if (
                 self.used + size <= self.budget // 2
-                and self.backlog + size <= drainable // 2
+                and (
+                    self.backlog + size <= MIN_QUEUE // 2 or self.work + cost <= self.max_drain / 2
+                )
                 and self._lag(now) <= self.max_lag / 2
             ):
                 self.shedding = False
             return self.shedding
         if (
             self.used + size > self.budget
-            or self.backlog + size > drainable
+            or (self.backlog + size > MIN_QUEUE and self.work + cost > self.max_drain)
             or self._lag(now) > self.max_lag
         ):
             self.shedding = True
@@ -305,6 +329,7 @@ class Observer:
                 size = 0 if item.fed else len(item.data)
                 if not item.fed:
                     self.backlog -= size
+                    self.work -= item.cost
                 self.shed_bytes += size
             else:
                 kept.append(item)
@@ -317,6 +342,7 @@ class Observer:
                 lost.setdefault((tap, item.direction), item.t)
         self._open_loss.clear()
         self._queue = kept
+        self.work = 0.0  # what is kept costs nothing to decode
         # Said now: a connection cut at the stop has no end of stream queued to say it later.
         for (tap, direction), t in lost.items():
             if tap.failed is None:
@@ -337,11 +363,15 @@ class Observer:
             if tap.failed is None:
                 self._guarded(tap, item.t, lambda: tap.lose(item.direction, item.size, item.t))
             return 1
+        started = time.perf_counter()
+        rate = self._rates.get(tap) or self._rates.setdefault(tap, _Rate())
         if not item.fed:
             item.fed = True
             self.backlog -= len(item.data)
+            self.work = max(0.0, self.work - item.cost)
             self._freed += len(item.data)
             self._fed_total += len(item.data)
+            rate.fed += len(item.data)
             if tap.failed is None:
                 self._guarded(tap, item.t, lambda: tap.feed(item.direction, item.data, item.t))
         if tap.failed is not None:
@@ -352,6 +382,10 @@ class Observer:
             used, more, _ = tap.step(item.direction, item.t, limit)
         except Exception as exc:  # a decoding bug must cost the inspection, never the relay
             self._fail(tap, exc, item.t)
+        rate.spent += time.perf_counter() - started
+        if rate.spent >= RATE_WINDOW:  # long enough to mean something: fold it in
+            rate.rate += (max(rate.fed, 1) / rate.spent - rate.rate) * 0.3
+            rate.fed, rate.spent = 0, 0.0
         if not more:
             self._queue.popleft()
             self._account(tap)

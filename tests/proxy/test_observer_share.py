@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import struct
 
+import trio
+
 from golem_core.profiles import GOLEM
-from golem_proxy.events import Direction, Event
+from golem_proxy.events import Direction, Event, FrameSeen, ObservationLost
 from golem_proxy.live.observer import Observer
 from golem_proxy.live.tap import ConnectionTap
 
@@ -55,3 +57,35 @@ def test_once_the_old_chunks_are_decoded_the_share_falls_back() -> None:
     assert observer.share == 0.5
     observer.drain_now()
     assert observer.share == 0.15
+
+
+def test_one_connections_small_calls_do_not_make_anothers_big_answer_look_dear() -> None:
+    """The queue holds ``max_drain`` seconds of decoding. Costed at one rate for every
+    connection, the rate small calls had shown (2.2 MB/s measured in the bench) made the first
+    16 MiB answer on another connection look like 7 s of work, and it was shed although it
+    decodes in a fraction of that. Each connection is now costed at its own rate."""
+    events: list[Event] = []
+    observer = Observer()
+    calls = ConnectionTap(1, "main", GOLEM, events.append)
+    answers = ConnectionTap(2, "main", GOLEM, events.append)
+    payload = b'{"id":"1","result":{"image":"' + b"A" * (16 * 1024 * 1024) + b'"}}'
+    big = struct.pack("!I", len(payload)) + payload
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(observer.run)
+            for _ in range(20_000):
+                observer.submit(calls, Direction.C2S, FRAME, 1.0)
+            with trio.fail_after(60):  # the small calls decoded: their rate is known
+                while observer.backlog or observer.used > observer.held:
+                    await trio.sleep(0.01)
+                while len([e for e in events if isinstance(e, FrameSeen)]) < 20_000:
+                    await trio.sleep(0.01)
+            for at in range(0, len(big), 65536):  # arrives faster than anything decodes it
+                observer.submit(answers, Direction.S2C, big[at : at + 65536], 2.0)
+            assert not observer.shedding and observer.shed_bytes == 0
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    observer.drain_now()
+    assert not [e for e in events if isinstance(e, ObservationLost)]
