@@ -17,11 +17,11 @@ Forwarding first, in three ways:
   second or two behind the wire, all of it lost to a ``kill -9``.
 * Memory is bounded by ``budget``: queued chunks plus what every tap holds (partial frames,
   requests waiting for answers), and work by ``max_drain``: the queue holds at most what the
-  taps can decode in that many seconds at the rate they have shown (a flood of tiny frames is
-  cheap in bytes and dear in work). When either is full, or the oldest queued chunk is
-  ``max_lag`` seconds old, the observer *sheds*: chunks are forwarded but not queued, each
-  connection's tap records the gap (`ObservationLost`), and decoding resumes at the next frame
-  boundary once the queue has drained to half. Nothing the observer does can make
+  taps can decode in that many seconds, each chunk at the rate its own connection has shown
+  (a flood of tiny frames is cheap in bytes and dear in work). When either is full, or the
+  oldest queued chunk is ``max_lag`` seconds old, the observer *sheds*: chunks are forwarded
+  but not queued, each connection's tap records the gap (`ObservationLost`), and decoding
+  resumes at the next frame boundary once the queue has drained to half. Nothing the observer does can make
   `submit` block, raise or hold more.
 
 An exception while decoding a connection costs that connection's inspection (reported once),

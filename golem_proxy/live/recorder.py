@@ -25,7 +25,7 @@ FLUSH_INTERVAL = 0.05
 TRAILS_BY = 0.1
 """How far the file may trail the wire under steady load, what a ``kill -9`` loses: the
 observer's lag (bounded by its ``max_trail``) plus a flush interval. Measured with
-bench/kill9_lag.py (8 clients, 10 kills): median 68 ms, worst 146 ms."""
+bench/kill9_lag.py (8 clients, 10 kills): median 91 ms, worst 107 ms."""
 WRITE_AT = 1024 * 1024
 """Encoded bytes that wake the writing thread before the next periodic flush."""
 MAX_QUEUED = 64 * 1024 * 1024
