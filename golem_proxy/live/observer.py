@@ -21,8 +21,8 @@ Forwarding first, in three ways:
   (a flood of tiny frames is cheap in bytes and dear in work). When either is full, or the
   oldest queued chunk is ``max_lag`` seconds old, the observer *sheds*: chunks are forwarded
   but not queued, each connection's tap records the gap (`ObservationLost`), and decoding
-  resumes at the next frame boundary once the queue has drained to half. Nothing the observer does can make
-  `submit` block, raise or hold more.
+  resumes at the next frame boundary once the queue has drained to half. Nothing the observer
+  does can make `submit` block, raise or hold more.
 
 An exception while decoding a connection costs that connection's inspection (reported once),
 never the relay and never the other connections.
