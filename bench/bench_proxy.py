@@ -2,14 +2,24 @@
 mitmdump (reverse TCP mode) and golem-proxy (decoding, pairing and recording on), all in one
 interleaved run; medians of several rounds.
 
-    python bench/bench_proxy.py [--rounds 3] [--quick] [--json FILE]
+    python bench/bench_proxy.py [--rounds 3] [--quick] [--mode both|full|flood]
+                                [--baseline DIR] [--json FILE]
 
-Measures the round trip of one ~200-byte call at a time (the GOLEM client's pattern; the median
-of many, minus the direct median of the same round: the latency a hop adds), 16 MiB responses
-one after the other (MB/s), and tiny frames pipelined both ways (frames/s: to the last response
-byte, and again counting until the hop's process is idle, which charges an observer that trails
-the wire for its catch-up), plus each hop's peak RSS and how much of the traffic golem-proxy's
-recording holds. The upstream answers from pre-encoded bytes and the client only counts bytes (see
+Two modes, each with its own processes and recording. *Full observation* is what a user
+recording a regression trace does: a sequential GOLEM client (small calls, then 16 MiB
+responses) and a modest pipelined run, after which the recording must hold every exchange with
+no ``unobserved`` or ``gap`` line. The *flood* pipelines far more noop frames than the observer
+can decode, and prints the share it observed.
+
+Each measures the round trip of one ~200-byte call at a time (the GOLEM client's pattern: the
+median minus the direct median of the same round, the latency a hop adds; the 99th percentile;
+and sequential calls a second), 16 MiB responses one after the other (MB/s), and tiny frames
+pipelined both ways (frames/s: to the last response byte, and again counting until the hop's
+process is idle, which charges an observer that trails the wire for its catch-up), plus each
+hop's peak RSS and what golem-proxy's recording holds, counted from the file. After each
+measure the recording is read again: a figure obtained while the observer shed (the file gained
+an ``unobserved`` or ``gap`` line) is marked ``*``. Ratios are to the minimal relay's median.
+The upstream answers from pre-encoded bytes and the client only counts bytes (see
 bench_peers.py), so the direct row shows how much headroom the rig has over what it measures.
 A tool that is not installed (socat, mitmdump) gets a "not installed" row, never a failure;
 mitmdump is looked up on PATH, then in $MITMDUMP and /tmp/mitm-venv/bin.
@@ -48,6 +58,9 @@ CHUNK = 1 << 20
 RELAY = "minimal trio relay"
 MITM = "mitmdump reverse tcp"
 OURS = "golem-proxy"
+BASELINE = "golem-proxy (baseline)"
+RECORDING = {OURS: "bench.jsonl", BASELINE: "baseline.jsonl"}
+"""Each golem-proxy's recording, in the mode's temporary directory."""
 
 
 def proxy_command(port: int, upstream: int, record: str) -> list[str]:
@@ -88,15 +101,18 @@ class Config:
 
 
 @contextmanager
-def configurations(record_dir: str) -> Iterator[list[Config]]:
-    """Every configuration, started in front of one upstream; stopped on exit."""
+def configurations(record_dir: Path, baseline: Optional[Path]) -> Iterator[list[Config]]:
+    """Every configuration, started in front of one upstream (golem-proxy recording into
+    ``record_dir``; with ``baseline``, also the golem-proxy of that checkout); stopped on exit."""
     up = free_port()
     processes = [start_process([sys.executable, PEERS, "upstream", str(up)], up)]
     configs = [Config("direct", up)]
 
-    def add(name: str, command: list[str], port: int, *, required: bool = False) -> None:
+    def add(
+        name: str, command: list[str], port: int, *, required: bool = False, **popen: object
+    ) -> None:
         try:
-            processes.append(start_process(command, port))
+            processes.append(start_process(command, port, **popen))
         except (OSError, RuntimeError) as exc:
             if required:
                 raise
@@ -121,8 +137,12 @@ def configurations(record_dir: str) -> Iterator[list[Config]]:
         else:
             configs.append(Config(MITM, missing="not installed"))
         port = free_port()
-        record = os.path.join(record_dir, "bench.jsonl")
-        add(OURS, proxy_command(port, up, record), port, required=True)
+        add(OURS, proxy_command(port, up, str(record_dir / RECORDING[OURS])), port, required=True)
+        if baseline is not None:
+            port = free_port()
+            command = proxy_command(port, up, str(record_dir / RECORDING[BASELINE]))
+            env = dict(os.environ, PYTHONPATH=str(baseline))
+            add(BASELINE, command, port, required=True, cwd=baseline, env=env)
         yield configs
     finally:
         for process in processes:
@@ -154,20 +174,27 @@ def _drain(sock: socket.socket, total: int, buffer: bytearray) -> None:
         total -= n
 
 
-def round_trips(port: int, count: int) -> float:
-    """Median seconds of ``count`` sequential round trips of the ``rtt`` workload."""
+def round_trips(port: int, count: int) -> list[float]:
+    """Seconds of each of ``count`` sequential round trips of the ``rtt`` workload (after a
+    few that warm the path up and are not counted)."""
     work = workload("rtt")
     size, answer = work.request_size, work.response_size
     buffer = bytearray(answer)
     times = []
     with opened(port, "rtt") as sock:
-        for n in range(count + WARM_UP):  # the first ones warm the path up, not counted
+        for n in range(count + WARM_UP):
             request = work.requests[(n % work.ring) * size : (n % work.ring + 1) * size]
             start = time.perf_counter()
             sock.sendall(request)
             _drain(sock, answer, buffer)
             times.append(time.perf_counter() - start)
-    return statistics.median(times[WARM_UP:])
+    return times[WARM_UP:]
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """The value below which ``share`` of ``values`` lie (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
 
 
 def big_responses(port: int, count: int) -> float:
@@ -244,7 +271,12 @@ class Series:
     """One configuration's value per round, for each measure."""
 
     rtt: list[float] = field(default_factory=list)
+    """Median seconds of a sequential round trip."""
     added: list[float] = field(default_factory=list)
+    p99: list[float] = field(default_factory=list)
+    """The 99th percentile of those round trips, in seconds."""
+    per_second: list[float] = field(default_factory=list)
+    """Sequential round trips a second (one at a time, as the GOLEM client calls)."""
     big: list[float] = field(default_factory=list)
     tiny: list[float] = field(default_factory=list)
     sustained: list[float] = field(default_factory=list)
@@ -259,6 +291,9 @@ class Series:
     """Requests sent through this configuration, all measurements together."""
     recorded: Optional[dict[str, int]] = None
     """Lines of each of RECORDED_KINDS in golem-proxy's recording (None for the others)."""
+    shed: set[str] = field(default_factory=set)
+    """Measures during which the recording gained an ``unobserved`` or ``gap`` line: figures
+    obtained while the observer shed work."""
 
 
 NAN = float("nan")
@@ -280,7 +315,28 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(valid) if valid else NAN
 
 
-def run(configs: list[Config], rounds: int, trips: int, bigs: int, tiny: int) -> dict[str, Series]:
+def _trips(series: Series, port: int, count: int) -> None:
+    try:
+        times = round_trips(port, count)
+    except (OSError, RuntimeError) as exc:
+        series.errors.append(f"round trips: {exc or type(exc).__name__}")
+        times = []
+    series.rtt.append(statistics.median(times) if times else NAN)
+    series.p99.append(percentile(times, 0.99) if times else NAN)
+    series.per_second.append(len(times) / sum(times) if times else NAN)
+
+
+def run(
+    configs: list[Config],
+    rounds: int,
+    trips: int,
+    bigs: int,
+    tiny: int,
+    recordings: dict[str, RecordingTail],
+) -> dict[str, Series]:
+    """Every measure for every configuration, ``rounds`` times interleaved. ``recordings``
+    follows each golem-proxy's recording: a measure after which it holds new ``unobserved``
+    or ``gap`` lines is marked as obtained while the observer shed."""
     live = [c for c in configs if not c.missing]
     results = {c.name: Series() for c in live}
     for config in live:
@@ -288,6 +344,17 @@ def run(configs: list[Config], rounds: int, trips: int, bigs: int, tiny: int) ->
         exact = attempt(series, "byte-exact check", byte_exact, config.port)
         series.exact = None if math.isnan(exact) else exact == 1.0
         series.requests += EXACT_REQUESTS
+
+    def check_losses(config: Config, measure: str) -> float:
+        """Wait until ``config`` is idle; for golem-proxy, note whether ``measure`` shed."""
+        busy = settle(config.process, limit=600.0)
+        recording = recordings.get(config.name)
+        if recording is not None:
+            time.sleep(0.2)  # its recorder flushes every 50 to 100 ms once idle
+            if recording.new_losses():
+                results[config.name].shed.add(measure)
+        return busy
+
     pids = {c.name: c.process.pid for c in live if c.process is not None}
     with RssSampler(pids) as rss:
         for number in range(rounds):
@@ -295,13 +362,13 @@ def run(configs: list[Config], rounds: int, trips: int, bigs: int, tiny: int) ->
             order = live[number % len(live) :] + live[: number % len(live)]
             for config in order:
                 series = results[config.name]
-                settle(config.process)
-                series.rtt.append(attempt(series, "round trips", round_trips, config.port, trips))
-                settle(config.process)
+                check_losses(config, "before")
+                _trips(series, config.port, trips)
+                check_losses(config, "rtt")
                 series.big.append(attempt(series, "16 MiB", big_responses, config.port, bigs))
-                settle(config.process)
+                check_losses(config, "big")
                 series.tiny.append(attempt(series, "pipelined", pipelined, config.port, tiny))
-                series.catch_up.append(settle(config.process, limit=600.0))
+                series.catch_up.append(check_losses(config, "tiny"))
                 series.sustained.append(tiny / (tiny / series.tiny[-1] + series.catch_up[-1]))
                 # Each measurement also sends its connection's workload request.
                 series.requests += trips + WARM_UP + bigs + tiny + 3
@@ -330,26 +397,42 @@ RECORDED_KINDS = ("exchange", "violation", "unobserved", "gap")
 stretches it says it could not observe (``unobserved``) or events it missed (``gap``)."""
 
 
-def count_kinds(
-    path: Path, kinds: Sequence[str], block: int = 64 << 20
-) -> Optional[dict[str, int]]:
-    """How many lines of each kind a recording holds, counted without parsing it (it holds
-    gigabytes of base64, which never contains a quoted marker); None if there is no file."""
-    markers = {kind: f'"kind":"{kind}"'.encode() for kind in kinds}
-    keep = max(len(m) for m in markers.values()) - 1
-    counts = dict.fromkeys(kinds, 0)
-    tail = b""
-    try:
-        with open(path, "rb") as recording:
-            while chunk := recording.read(block):
-                data = tail + chunk
-                for kind, marker in markers.items():
-                    # A marker may straddle two reads: count it in the read where it ends.
-                    counts[kind] += data.count(marker) - tail.count(marker)
-                tail = data[-keep:]
-    except OSError:
-        return None
-    return counts
+class RecordingTail:
+    """Counts the lines of each of ``kinds`` in a recording as it grows, without parsing it (it
+    holds gigabytes of base64, which never contains a quoted marker): each `count` reads only
+    what was written since the last one."""
+
+    def __init__(self, path: Path, kinds: Sequence[str] = RECORDED_KINDS) -> None:
+        self.path = path
+        self.markers = {kind: f'"kind":"{kind}"'.encode() for kind in kinds}
+        self.counts = dict.fromkeys(kinds, 0)
+        self._offset = 0
+        self._tail = b""
+        self._losses = 0
+
+    def count(self, block: int = 64 << 20) -> Optional[dict[str, int]]:
+        """The counts so far; None if there is no file."""
+        keep = max(len(m) for m in self.markers.values()) - 1
+        try:
+            with open(self.path, "rb") as recording:
+                recording.seek(self._offset)
+                while chunk := recording.read(block):
+                    self._offset += len(chunk)
+                    data = self._tail + chunk
+                    for kind, marker in self.markers.items():
+                        # A marker may straddle two reads: count it in the read where it ends.
+                        self.counts[kind] += data.count(marker) - self._tail.count(marker)
+                    self._tail = data[-keep:]
+        except OSError:
+            return None
+        return dict(self.counts)
+
+    def new_losses(self) -> int:
+        """``unobserved`` and ``gap`` lines written since the last call."""
+        counts = self.count() or {}
+        losses = counts.get("unobserved", 0) + counts.get("gap", 0)
+        new, self._losses = losses - self._losses, losses
+        return new
 
 
 def _observed(series: Series) -> str:
@@ -364,33 +447,63 @@ def _observed(series: Series) -> str:
     return "; ".join([*parts, f"+{catch_up:.1f} s"])
 
 
-def results_table(configs: list[Config], results: dict[str, Series], rounds: int) -> Table:
-    table = Table(title=f"golem-proxy and other hops, medians of {rounds} interleaved rounds "
-                        "(± half the range across rounds)")  # fmt: skip
-    columns = ("configuration", "added p50", "16 MiB responses", "pipelined tiny frames",
-               "… until idle", "peak RSS", "byte-exact",
+def _ratio(series: Series, relay: Optional[Series], measure: str) -> str:
+    """`` (0.54x)``: the median of ``measure`` as a ratio to the minimal relay's, when both
+    were measured (and ``relay`` is given)."""
+    if relay is None:
+        return ""
+    theirs, ours = median(getattr(relay, measure)), median(getattr(series, measure))
+    if math.isnan(theirs) or math.isnan(ours) or not theirs:
+        return ""
+    return f" ({_times(ours / theirs)})"
+
+
+_WORKLOAD_OF = {"p99": "rtt", "per_second": "rtt", "added": "rtt", "big": "big",
+                "tiny": "tiny", "sustained": "tiny"}  # fmt: skip
+
+
+def _measured(series: Series, relay: Optional[Series], measure: str, scale: float, unit: str,
+              digits: int = 0) -> str:  # fmt: skip
+    """One cell: median ± spread, ``*`` if the observer shed meanwhile, ratio to the relay."""
+    shed = "*" if _WORKLOAD_OF[measure] in series.shed else ""
+    values = getattr(series, measure)
+    return _cell(values, scale, unit, digits) + shed + _ratio(series, relay, measure)
+
+
+def results_table(configs: list[Config], results: dict[str, Series], mode: Mode) -> Table:
+    table = Table(title=f"{mode.name}: medians of {mode.rounds} interleaved rounds (± half the "
+                        "range across rounds; ratio to the minimal relay; * = the observer "
+                        "shed during that measure)")  # fmt: skip
+    columns = ("configuration", "added p50", "p99", "sequential req/s", "16 MiB responses",
+               "pipelined noop frames", "… until idle", "peak RSS", "byte-exact",
                "exchanges recorded / sent; busy after a pipelined run")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "configuration" else "right")
+    relay = results.get(RELAY)
     for config in configs:
         if config.missing:
-            table.add_row(config.name, config.missing, "", "", "", "", "", "")
+            table.add_row(config.name, config.missing, *[""] * (len(columns) - 2))
             continue
         s = results[config.name]
+        against = relay if config.name not in ("direct", RELAY) else None
+
         added_valid = [a for a in s.added if not math.isnan(a)]
         if config.name == "direct":
             added = f"0 (p50 {median(s.rtt) * 1e6:.0f} µs)"
         elif added_valid:
             half = (max(added_valid) - min(added_valid)) / 2
             added = f"{median(added_valid) * 1e6:.0f} µs ±{half * 1e6:.0f}"
+            added += ("*" if "rtt" in s.shed else "") + _ratio(s, against, "added")
         else:
             added = "failed"
         table.add_row(
             config.name,
             added,
-            _cell(s.big, 1, " MB/s"),
-            _cell(s.tiny, 1e3, "k/s"),
-            _cell(s.sustained, 1e3, "k/s", 1),
+            _measured(s, against, "p99", 1e-6, " µs"),
+            _measured(s, against, "per_second", 1, "/s"),
+            _measured(s, against, "big", 1, " MB/s"),
+            _measured(s, against, "tiny", 1e3, "k/s"),
+            _measured(s, against, "sustained", 1e3, "k/s", 1),
             f"{s.peak_rss / 2**20:.0f} MiB" if s.peak_rss else "-",
             {True: "yes", False: "NO", None: "?"}[s.exact],
             _observed(s),
@@ -431,24 +544,36 @@ class Target:
         return f"MISSED, beyond noise (0/{len(rounds)} rounds met it)"
 
 
-def targets(results: dict[str, Series]) -> list[Target]:
-    """Issue 13's targets that this run can check (a missing peer drops its rows)."""
-    ours = results.get(OURS)
-    if ours is None:
+def targets(results: dict[str, Series], mode: Mode, name: str) -> list[Target]:
+    """Issue 25's targets for ``mode`` that this run can check for the golem-proxy ``name``
+    (ratios to the minimal relay)."""
+    ours, relay = results.get(name), results.get(RELAY)
+    if ours is None or relay is None:
         return []
-    rows = []
-    relay = results.get(RELAY)
-    if relay is not None:
-        rows += [
-            Target("added p50 vs the relay's", ours.added, relay.added, 0.8, True),
-            Target("16 MiB responses vs the relay", ours.big, relay.big, 1.0, False),
-            Target("pipelined tiny frames vs the relay", ours.tiny, relay.tiny, 0.85, False),
-            Target("… counted until idle", ours.sustained, relay.sustained, 0.85, False),
+    if mode.full:
+        return [
+            Target("added p50 vs the relay's", ours.added, relay.added, 1.0, True),
+            Target("p99 vs the relay's", ours.p99, relay.p99, 1.5, True),
+            Target("sequential req/s vs the relay", ours.per_second, relay.per_second, 0.9, False),
+            Target("16 MiB responses vs the relay", ours.big, relay.big, 0.9, False),
         ]
-    mitm = results.get(MITM)
-    if mitm is not None:
-        rows.append(Target("added p50 vs mitmdump's", ours.added, mitm.added, 0.3, True))
-    return rows
+    return [Target("pipelined noop frames vs the relay", ours.tiny, relay.tiny, 0.95, False)]
+
+
+def observation_verdict(series: Series, mode: Mode) -> str:
+    """Whether the recording holds what ``mode`` demands: every exchange and no gap (full
+    observation), or at least half of them (flood); counted from the file."""
+    counts = series.recorded
+    if counts is None:
+        return "no recording"
+    share = counts["exchange"] / series.requests if series.requests else 0.0
+    losses = counts["unobserved"] + counts["gap"]
+    said = (f"{counts['exchange']:,} exchanges of {series.requests:,} sent ({share:.1%}), "
+            f"{counts['unobserved']:,} unobserved, {counts['gap']:,} gaps")  # fmt: skip
+    if mode.full:
+        met = counts["exchange"] == series.requests and not losses
+        return f"every exchange recorded, 0 gaps: {'met' if met else 'MISSED'} ({said})"
+    return f"at least half observed: {'met' if share >= 0.5 else 'MISSED'} ({said})"
 
 
 def _times(ratio: float) -> str:
@@ -457,8 +582,8 @@ def _times(ratio: float) -> str:
     return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.4f}x"
 
 
-def targets_table(rows: list[Target]) -> Table:
-    table = Table(title="golem-proxy's targets (issue 13): ratio of medians, per-round range")
+def targets_table(rows: list[Target], mode: Mode, name: str) -> Table:
+    table = Table(title=f"{mode.name}: {name}'s targets (issue 25), ratio of medians")
     for column in ("measure", "ratio", "rounds", "target", "verdict"):
         table.add_column(column)
     for row in rows:
@@ -486,40 +611,81 @@ def describe_rig(configs: list[Config]) -> str:
     return "; ".join(parts)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="2 rounds of fewer iterations")
-    parser.add_argument("--json", metavar="FILE", help="also write every per-round value here")
-    args = parser.parse_args()
-    rounds = 2 if args.quick else args.rounds
-    trips = 300 if args.quick else 2000
-    bigs = 4 if args.quick else 16
-    # golem-proxy's observer may trail the wire: each pipelined run waits until it is idle again
-    # (minutes for a million frames today), which bounds how many frames a run can afford.
-    tiny = 50_000 if args.quick else 300_000
-    console = Console(width=150)
+@dataclass(frozen=True)
+class Mode:
+    """One workload of the run: ``full`` observation paces it so that the recording can hold
+    every exchange; the flood pipelines far more frames than the observer can decode."""
+
+    name: str
+    full: bool
+    rounds: int
+    trips: int
+    bigs: int
+    tiny: int
+
+
+def modes(quick: bool, rounds: int, only: str) -> list[Mode]:
+    trips, bigs = (300, 4) if quick else (2000, 16)
+    rounds = 2 if quick else rounds
+    # golem-proxy's observer may trail the wire: each pipelined run waits until it is idle
+    # again (minutes for a million frames), which bounds how many frames a run can afford.
+    found = [
+        Mode("full observation", True, rounds, trips, bigs, 2_000 if quick else 10_000),
+        Mode("flood", False, rounds, trips, bigs, 50_000 if quick else 300_000),
+    ]
+    return [m for m in found if only == "both" or m.name.startswith(only)]
+
+
+def run_mode(mode: Mode, console: Console, baseline: Optional[Path]) -> dict[str, Series]:
     with tempfile.TemporaryDirectory() as record_dir:
-        with configurations(record_dir) as configs:
+        with configurations(Path(record_dir), baseline) as configs:
             console.print(describe_rig(configs))
-            results = run(configs, rounds, trips, bigs, tiny)
-        if OURS in results:  # once golem-proxy has stopped and closed its recording
-            recording = Path(record_dir) / "bench.jsonl"
-            results[OURS].recorded = count_kinds(recording, RECORDED_KINDS)
+            recordings = {
+                c.name: RecordingTail(Path(record_dir) / RECORDING[c.name])
+                for c in configs
+                if c.name in RECORDING and not c.missing
+            }
+            results = run(configs, mode.rounds, mode.trips, mode.bigs, mode.tiny, recordings)
+        # Once each golem-proxy has stopped and closed its recording:
+        for name, recording in recordings.items():
+            results[name].recorded = recording.count()
     console.print(
-        f"{trips} round trips, {bigs} x {BIG // 2**20} MiB responses and {tiny:,} pipelined "
-        f"frames per configuration and round; {OURS} records to a file"
+        f"{mode.name}: {mode.trips} sequential round trips, {mode.bigs} x {BIG // 2**20} MiB "
+        f"responses and {mode.tiny:,} pipelined frames per configuration and round; {OURS} "
+        "records to a file"
     )
-    console.print(results_table(configs, results, rounds))
-    console.print(targets_table(targets(results)))
+    console.print(results_table(configs, results, mode))
+    for name in recordings:
+        console.print(targets_table(targets(results, mode, name), mode, name))
+        console.print(f"{mode.name}, {name}: " + observation_verdict(results[name], mode))
     for name, series in results.items():
         for error, times in Counter(series.errors).items():
             repeated = f" (x{times})" if times > 1 else ""
             console.print(f"[red]{name}[/]: {escape(error)}{repeated}")
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="2 rounds of fewer iterations")
+    parser.add_argument("--mode", choices=("both", "full", "flood"), default="both")
+    parser.add_argument("--json", metavar="FILE", help="also write every per-round value here")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        type=Path,
+        help="also measure the golem-proxy of this checkout (e.g. from git archive), interleaved",
+    )
+    args = parser.parse_args()
+    console = Console(width=200)
+    dump = {}
+    for mode in modes(args.quick, args.rounds, args.mode):
+        results = run_mode(mode, console, args.baseline)
+        dump[mode.name] = {name: vars(series) for name, series in results.items()}
     console.print("load average at the end: " + "/".join(f"{x:.1f}" for x in os.getloadavg()))
     if args.json:
-        dump = {name: vars(series) for name, series in results.items()}
-        Path(args.json).write_text(json.dumps(dump, indent=1))
+        Path(args.json).write_text(json.dumps(dump, indent=1, default=sorted))
 
 
 if __name__ == "__main__":

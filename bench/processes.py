@@ -38,10 +38,14 @@ def wait_port(port: int, process: subprocess.Popen[bytes], limit: float = 30.0) 
 
 def start_process(command: list[str], port: int, **popen: object) -> subprocess.Popen[bytes]:
     """Start ``command`` and wait until it listens on ``port`` (killed if it never does)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    options: dict[str, object] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    options: dict[str, object] = {
+        "stdout": subprocess.DEVNULL,
+        "stderr": subprocess.DEVNULL,
+        "env": dict(os.environ, PYTHONPATH=str(ROOT)),
+        "cwd": ROOT,
+    }
     options.update(popen)
-    process = subprocess.Popen(command, env=env, cwd=ROOT, **options)  # type: ignore[call-overload]
+    process = subprocess.Popen(command, **options)  # type: ignore[call-overload]
     try:
         wait_port(port, process)
     except BaseException:

@@ -232,7 +232,7 @@ def open_trace(path: str) -> Optional[FlowReader]:
 def note_truncated(reader: FlowReader) -> None:
     """One line on stderr when the recording (read to its end) was cut short: its last line
     is incomplete, or connections it opened were never closed (a proxy that stops closes
-    them all). What the proxy had not flushed yet, at most `FLUSH_INTERVAL`, is missing."""
+    them all). What the proxy had not flushed yet, about `TRAILS_BY`, is missing."""
     why = []
     if reader.truncated_tail:
         why.append("it ends with an incomplete line: read up to the last complete line")
@@ -241,9 +241,9 @@ def note_truncated(reader: FlowReader) -> None:
         why.append(f"{plural(unclosed, 'connection')} never closed")
     if not why:
         return
-    from ..live.recorder import FLUSH_INTERVAL  # here: the live side imports trio
+    from ..live.recorder import TRAILS_BY  # here: the live side imports trio
 
-    missing = round(FLUSH_INTERVAL * 1000)
+    missing = round(TRAILS_BY * 1000)
     console(stderr=True).print(
         Text(
             f"note: {safe_text(reader.path)}: the proxy stopped without closing this "

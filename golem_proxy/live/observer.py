@@ -11,15 +11,18 @@ Forwarding first, in three ways:
 * Decoding runs in slices of ``slice_time``; after a slice, if any forwarding task is ready to
   run, it yields for long enough that decoding takes at most ``duty`` of the time
   (``duty_behind`` while the queue holds more than a second of decoding). When nothing else
-  is ready, it uses all the time there is.
+  is ready, it uses all the time there is. Once the oldest queued chunk has waited
+  ``max_trail`` seconds, decoding gets ``duty_late`` of the time: a steady load (8 clients
+  calling one after the other) would otherwise leave the observer, and so the recording, a
+  second or two behind the wire, all of it lost to a ``kill -9``.
 * Memory is bounded by ``budget``: queued chunks plus what every tap holds (partial frames,
   requests waiting for answers), and work by ``max_drain``: the queue holds at most what the
-  taps can decode in that many seconds at the rate they have shown (a flood of tiny frames is
-  cheap in bytes and dear in work). When either is full, or the oldest queued chunk is
-  ``max_lag`` seconds old, the observer *sheds*: chunks are forwarded but not queued, each
-  connection's tap records the gap (`ObservationLost`), and decoding resumes at the next frame
-  boundary once the queue has drained to half. Nothing the observer does can make
-  `submit` block, raise or hold more.
+  taps can decode in that many seconds, each chunk at the rate its own connection has shown
+  (a flood of tiny frames is cheap in bytes and dear in work). When either is full, or the
+  oldest queued chunk is ``max_lag`` seconds old, the observer *sheds*: chunks are forwarded
+  but not queued, each connection's tap records the gap (`ObservationLost`), and decoding
+  resumes at the next frame boundary once the queue has drained to half. Nothing the observer
+  does can make `submit` block, raise or hold more.
 
 An exception while decoding a connection costs that connection's inspection (reported once),
 never the relay and never the other connections.
@@ -49,6 +52,10 @@ DEFAULT_BUDGET = 256 * 1024 * 1024
 """What the observer may hold, all connections together (``--observer-memory``)."""
 MIN_QUEUE = 1024 * 1024
 """The queue may always hold this much, however slow decoding has been."""
+FIRST_RATE = 8.0 * 1024 * 1024
+"""Bytes a second a connection is assumed to decode at until it has shown its own rate."""
+RATE_WINDOW = 0.005
+"""Seconds of a connection's decoding folded into its rate at once."""
 TRIM_AFTER = 32 * 1024 * 1024
 """Once closed connections have released this much, the freed heap goes back to the system."""
 
@@ -80,7 +87,18 @@ class _Work:
     data: bytes
     t: float
     submitted: float
+    cost: float
+    """Seconds of decoding it should take, at its connection's rate when it was queued."""
     fed: bool = False
+
+
+@dataclass
+class _Rate:
+    """What one connection's decoding has shown: bytes a second, and the current window."""
+
+    rate: float = FIRST_RATE
+    fed: int = 0
+    spent: float = 0.0
 
 
 @dataclass
@@ -107,6 +125,8 @@ class Observer:
         max_delay: float = 0.02,
         duty: float = 0.15,
         duty_behind: float = 0.35,
+        duty_late: float = 0.5,
+        max_trail: float = 0.03,
         slice_time: float = 0.002,
         max_lag: float = 30.0,
         max_drain: float = 3.0,
@@ -120,11 +140,16 @@ class Observer:
         self.max_delay = max_delay
         self.duty = duty
         self.duty_behind = duty_behind
+        self.duty_late = duty_late
+        self.max_trail = max_trail
         self.slice_time = slice_time
         self.max_lag = max_lag
         self.max_drain = max_drain
-        self.rate = 8.0 * 1024 * 1024
+        self.rate = FIRST_RATE
         """Bytes a second the taps have been decoding (a moving average; a first guess)."""
+        self.work = 0.0
+        """Seconds of decoding queued: each chunk at its own connection's rate."""
+        self._rates: dict[ConnectionTap, _Rate] = {}
         self._fed_total = 0
         self._clock = clock
         self.backlog = 0
@@ -156,12 +181,15 @@ class Observer:
         observer is behind. Never blocks, never raises."""
         now = self._clock()
         self._last_submit = now
-        if data and self._over(len(data), now):
+        rate = self._rates.get(tap)
+        cost = len(data) / (rate.rate if rate is not None else FIRST_RATE)
+        if data and self._over(len(data), cost, now):
             self._lose(tap, direction, len(data), t)
             return
         self._open_loss.pop((tap, direction), None)
-        self._queue.append(_Work(tap, direction, data, t, now))
+        self._queue.append(_Work(tap, direction, data, t, now, cost))
         self.backlog += len(data)
+        self.work += cost
         self._wakeup.set()
 
     def submit_event(self, publish: Publish, event: Event) -> None:
@@ -181,24 +209,27 @@ class Observer:
         self.held -= released
         self._open_loss.pop((tap, Direction.C2S), None)
         self._open_loss.pop((tap, Direction.S2C), None)
+        self._rates.pop(tap, None)
         self._freed += released  # given back once the queue is empty
 
-    def _over(self, size: int, now: float) -> bool:
-        # The queue may hold what the observer can decode in ``max_drain`` seconds at the
-        # rate it has shown: a flood of tiny frames is cheap in bytes but dear in work.
-        drainable = max(MIN_QUEUE, int(self.rate * self.max_drain))
+    def _over(self, size: int, cost: float, now: float) -> bool:
+        # The queue may hold ``max_drain`` seconds of decoding, each chunk at the rate its own
+        # connection has shown: a flood of tiny frames is cheap in bytes but dear in work, and
+        # one connection's small calls must not make another's 16 MiB answers look dear.
         if self.shedding:
             # Resume once the queue drained to half: a gap per chunk would be worse than one.
             if (
                 self.used + size <= self.budget // 2
-                and self.backlog + size <= drainable // 2
+                and (
+                    self.backlog + size <= MIN_QUEUE // 2 or self.work + cost <= self.max_drain / 2
+                )
                 and self._lag(now) <= self.max_lag / 2
             ):
                 self.shedding = False
             return self.shedding
         if (
             self.used + size > self.budget
-            or self.backlog + size > drainable
+            or (self.backlog + size > MIN_QUEUE and self.work + cost > self.max_drain)
             or self._lag(now) > self.max_lag
         ):
             self.shedding = True
@@ -245,10 +276,19 @@ class Observer:
                 # Forwarding has work waiting: leave it the rest of the time. A queue that
                 # would take over a second to decode gets a larger share, so steady traffic is
                 # observed whole; a flood past ``max_drain`` is shed instead.
-                duty = self.duty_behind if self.backlog > self.rate else self.duty
-                await trio.sleep(spent * (1 - duty) / duty)
+                share = self.share
+                await trio.sleep(spent * (1 - share) / share)
             else:
                 await trio.lowlevel.checkpoint()
+
+    @property
+    def share(self) -> float:
+        """The share of the time decoding takes now while forwarding has work waiting:
+        ``duty_late`` once the oldest queued chunk has waited ``max_trail`` seconds, else
+        ``duty_behind`` with more than a second of decoding queued, else ``duty``."""
+        if self._lag(self._clock()) > self.max_trail:
+            return self.duty_late
+        return self.duty_behind if self.backlog > self.rate else self.duty
 
     def _work_for(self, seconds: float) -> None:
         deadline = time.perf_counter() + seconds
@@ -294,6 +334,7 @@ class Observer:
                 size = 0 if item.fed else len(item.data)
                 if not item.fed:
                     self.backlog -= size
+                    self.work -= item.cost
                 self.shed_bytes += size
             else:
                 kept.append(item)
@@ -306,6 +347,7 @@ class Observer:
                 lost.setdefault((tap, item.direction), item.t)
         self._open_loss.clear()
         self._queue = kept
+        self.work = 0.0  # what is kept costs nothing to decode
         # Said now: a connection cut at the stop has no end of stream queued to say it later.
         for (tap, direction), t in lost.items():
             if tap.failed is None:
@@ -326,11 +368,15 @@ class Observer:
             if tap.failed is None:
                 self._guarded(tap, item.t, lambda: tap.lose(item.direction, item.size, item.t))
             return 1
+        started = time.perf_counter()
+        rate = self._rates.get(tap) or self._rates.setdefault(tap, _Rate())
         if not item.fed:
             item.fed = True
             self.backlog -= len(item.data)
+            self.work = max(0.0, self.work - item.cost)
             self._freed += len(item.data)
             self._fed_total += len(item.data)
+            rate.fed += len(item.data)
             if tap.failed is None:
                 self._guarded(tap, item.t, lambda: tap.feed(item.direction, item.data, item.t))
         if tap.failed is not None:
@@ -341,6 +387,10 @@ class Observer:
             used, more, _ = tap.step(item.direction, item.t, limit)
         except Exception as exc:  # a decoding bug must cost the inspection, never the relay
             self._fail(tap, exc, item.t)
+        rate.spent += time.perf_counter() - started
+        if rate.spent >= RATE_WINDOW:  # long enough to mean something: fold it in
+            rate.rate += (max(rate.fed, 1) / rate.spent - rate.rate) * 0.3
+            rate.fed, rate.spent = 0, 0.0
         if not more:
             self._queue.popleft()
             self._account(tap)

@@ -207,7 +207,7 @@ def _b64(raw: bytes) -> str:
 class RecordingWriter:
     """Writes a recording: the header at once, then one line per event, in order.
 
-    Lines are queued and written by ``flush()`` (the proxy calls it at least every 100 ms), so
+    Lines are queued and written by ``flush()`` (the proxy calls it at least every 50 ms), so
     what was flushed is in the file for any reader; a killed writer leaves at worst one
     incomplete last line, which readers skip. A large payload is written as its own piece,
     never copied into a line buffer."""

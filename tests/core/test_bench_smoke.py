@@ -107,7 +107,10 @@ def test_measurements_run_against_the_upstream(upstream: int) -> None:
     import bench_proxy
 
     assert bench_proxy.byte_exact(upstream)
-    assert bench_proxy.round_trips(upstream, 5) > 0
+    times = bench_proxy.round_trips(upstream, 5)
+    assert len(times) == 5 and min(times) > 0
+    assert bench_proxy.percentile(times, 0.99) == max(times)
+    assert bench_proxy.percentile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.0
     assert bench_proxy.big_responses(upstream, 1) > 0
     assert bench_proxy.pipelined(upstream, 70_000) > 0  # more than one ring of ids
 
@@ -123,21 +126,38 @@ def test_a_target_says_whether_noise_explains_a_miss(rig: ModuleType) -> None:
     assert verdict([0.5, 0.6, 0.7]).startswith("MISSED, beyond noise")
 
 
-def test_count_kinds_reads_only_the_markers(rig: ModuleType, tmp_path: Path) -> None:
+def test_a_recording_tail_reads_only_the_markers_and_only_what_is_new(
+    rig: ModuleType, tmp_path: Path
+) -> None:
     import bench_proxy
 
     path = tmp_path / "r.jsonl"
     path.write_bytes(b'{"format":1}\n' + b'{"seq":1,"kind":"exchange","conn":1}\n' * 3
                      + b'{"seq":4,"kind":"frame","raw":"a2luZA=="}\n'
                      + b'{"seq":5,"kind":"violation"}\n')  # fmt: skip
-    kinds = ("exchange", "violation", "gap")
+    kinds = ("exchange", "violation", "unobserved", "gap")
     for block in (7, 1 << 20):  # markers straddling reads are counted once
-        counts = bench_proxy.count_kinds(path, kinds, block)
-        assert counts == {"exchange": 3, "violation": 1, "gap": 0}
-    assert bench_proxy.count_kinds(tmp_path / "missing.jsonl", kinds) is None
+        tail = bench_proxy.RecordingTail(path, kinds)
+        assert tail.count(block) == {"exchange": 3, "violation": 1, "unobserved": 0, "gap": 0}
+        assert tail.new_losses() == 0
+    # The file grows: a marker cut between two writes is counted once, when it is whole.
+    with open(path, "ab") as grown:
+        grown.write(b'{"seq":6,"kind":"unobs')
+        assert tail.new_losses() == 0
+        grown.write(b'erved"}\n{"seq":7,"kind":"gap"}\n')
+    assert tail.new_losses() == 2
+    assert tail.new_losses() == 0  # nothing new since
+    assert tail.count() == {"exchange": 3, "violation": 1, "unobserved": 1, "gap": 1}
+    assert bench_proxy.RecordingTail(tmp_path / "missing.jsonl").count() is None
     series = bench_proxy.Series(requests=8, catch_up=[1.0])
     series.recorded = {"exchange": 4, "violation": 0, "unobserved": 2, "gap": 0}
     assert bench_proxy._observed(series) == "4 / 8 (50.0%); 2 unobserved; +1.0 s"
+    full = bench_proxy.modes(True, 2, "full")[0]
+    assert bench_proxy.observation_verdict(series, full).startswith(
+        "every exchange recorded, 0 gaps: MISSED"
+    )
+    series.recorded = {"exchange": 8, "violation": 0, "unobserved": 0, "gap": 0}
+    assert "0 gaps: met" in bench_proxy.observation_verdict(series, full)
 
 
 @pytest.mark.parametrize("framing", ["golem", "ndjson"])
@@ -208,14 +228,16 @@ def test_a_broken_hop_fails_its_cells_not_the_run(
         bench_proxy.Config(bench_proxy.OURS, processes.free_port()),  # nothing listens there
         bench_proxy.Config(bench_proxy.MITM, missing="not installed"),
     ]
-    results = bench_proxy.run(configs, rounds=2, trips=3, bigs=1, tiny=100)
+    results = bench_proxy.run(configs, rounds=2, trips=3, bigs=1, tiny=100, recordings={})
     ours = results[bench_proxy.OURS]
     assert ours.exact is None and len(ours.errors) == 7  # the check, then 3 per round
     assert results["direct"].exact is True and not results["direct"].errors
-    rows = bench_proxy.targets(results)
+    full, flood = bench_proxy.modes(True, 2, "both")
+    rows = bench_proxy.targets(results, full, bench_proxy.OURS)
     assert [row.verdict() for row in rows] == ["not measured"] * 4
-    Console(width=200).print(bench_proxy.results_table(configs, results, 2))
-    Console(width=200).print(bench_proxy.targets_table(rows))
+    assert len(bench_proxy.targets(results, flood, bench_proxy.OURS)) == 1
+    Console(width=200).print(bench_proxy.results_table(configs, results, full))
+    Console(width=200).print(bench_proxy.targets_table(rows, full, bench_proxy.OURS))
     out = capsys.readouterr().out
     assert "failed" in out and "not installed" in out and "not measured" in out
 

@@ -73,8 +73,17 @@ def _hammer(port: int, stop: threading.Event, counts: list[int]) -> None:
         sock.close()
 
 
-def crash_runs(tmp: Path, runs: int = 5, clients: int = 8, seed: int = 3) -> dict[str, Any]:
-    """Kill -9 the recording proxy ``runs`` times at random moments under load."""
+def crash_runs(
+    tmp: Path,
+    runs: int = 5,
+    clients: int = 8,
+    seed: int = 3,
+    kill_after: tuple[float, float] = (0.3, 1.5),
+) -> dict[str, Any]:
+    """Kill -9 the recording proxy ``runs`` times at random moments under load (uniformly
+    between ``kill_after`` seconds after the clients start). Each run's ``missing_s`` is how
+    far the recording trailed the wire: the completed round trips it lacks, in seconds of the
+    run's own rate."""
     rng = random.Random(seed)
     figures: dict[str, Any] = {"runs": runs, "clients": clients, "per_run": []}
     broken: list[str] = []
@@ -92,7 +101,7 @@ def crash_runs(tmp: Path, runs: int = 5, clients: int = 8, seed: int = 3) -> dic
             ]
             for thread in threads:
                 thread.start()
-            after = rng.uniform(0.3, 1.5)
+            after = rng.uniform(*kill_after)
             time.sleep(after)
             cli.kill()  # SIGKILL: no handler runs, nothing is flushed on the way out
             stop.set()
@@ -126,8 +135,11 @@ def crash_runs(tmp: Path, runs: int = 5, clients: int = 8, seed: int = 3) -> dic
                     ok = False
                 if not ok:
                     broken.append(f"run {run}: exchange {request.id!r} not intact")
+            done, recorded = sum(counts), len(exchanges)
+            rate = done / after if after else 0.0
             figures["per_run"].append(
                 {
+                    "missing_s": round((done - recorded) / rate, 3) if rate else 0.0,
                     "killed_after_s": round(after, 2),
                     "client_round_trips": sum(counts),
                     "recorded_exchanges": len(exchanges),

@@ -1,0 +1,175 @@
+"""The handoff: what the forwarding side hands the observing side, as records on a pipe.
+
+The first piece of observation in a process of its own (docs/architecture.md, issue 25); the
+relay does not use it yet. `HandoffWriter` is the forwarding side: it writes to a non-blocking
+pipe and never waits. When the pipe is full, forwarded bytes are not queued but counted per
+connection and direction, and a ``LOST`` record says how many once the pipe has room again, so
+the observing side records a gap, never a stall. The records that describe connections
+(``OPENED``, ``END``, ``CLOSED``) are small and are never dropped: they wait, in order, for room.
+When the reading side is gone (``EPIPE``), the writer says so (`gone`) and drops everything.
+
+`RecordReader` is the observing side, sans-IO: ``receive_data(bytes)``, then `next_record()`
+until it returns None. A record is a fixed header (kind, connection, direction, time, length)
+and then ``length`` bytes (the data, or for ``OPENED`` and ``CLOSED`` a UTF-8 description);
+for ``LOST``, ``length`` is the number of bytes lost and nothing follows.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import os
+import struct
+from dataclasses import dataclass
+from typing import Optional
+
+__all__ = ["HandoffError", "HandoffWriter", "Kind", "Record", "RecordReader", "encode"]
+
+HEADER = struct.Struct("!BIBdI")
+"""kind, connection id, direction (0 client to server, 1 back), time, length."""
+MAX_DATA = 64 * 1024 * 1024
+"""The largest record the reader accepts: a corrupt or hostile length is an error, not an
+allocation."""
+
+
+class Kind(enum.IntEnum):
+    OPENED = 1
+    DATA = 2
+    END = 3
+    CLOSED = 4
+    LOST = 5
+
+
+class HandoffError(Exception):
+    """The byte stream is not a sequence of records (a bug, or not our pipe)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    kind: Kind
+    conn: int
+    direction: int
+    t: float
+    data: bytes = b""
+    lost: int = 0
+    """For ``LOST``: how many forwarded bytes were not handed on."""
+
+
+def encode(record: Record) -> bytes:
+    """The record's bytes on the pipe."""
+    length = record.lost if record.kind is Kind.LOST else len(record.data)
+    header = HEADER.pack(record.kind, record.conn, record.direction, record.t, length)
+    return header if record.kind is Kind.LOST else header + record.data
+
+
+class RecordReader:
+    """Records from the bytes received so far (see the module docstring)."""
+
+    def __init__(self, max_data: int = MAX_DATA) -> None:
+        self.max_data = max_data
+        self._buffer = bytearray()
+
+    def receive_data(self, data: bytes) -> None:
+        self._buffer += data
+
+    def next_record(self) -> Optional[Record]:
+        """The next whole record, or None until more bytes arrive.
+        Raises HandoffError on an unknown kind or direction, or a length over ``max_data``."""
+        if len(self._buffer) < HEADER.size:
+            return None
+        kind_value, conn, direction, t, length = HEADER.unpack_from(self._buffer)
+        try:
+            kind = Kind(kind_value)
+        except ValueError:
+            raise HandoffError(f"unknown record kind {kind_value}") from None
+        if direction not in (0, 1):
+            raise HandoffError(f"unknown direction {direction}")
+        if kind is Kind.LOST:
+            del self._buffer[: HEADER.size]
+            return Record(kind, conn, direction, t, lost=length)
+        if length > self.max_data:
+            raise HandoffError(f"a record of {length} bytes (at most {self.max_data})")
+        end = HEADER.size + length
+        if len(self._buffer) < end:
+            return None
+        data = bytes(self._buffer[HEADER.size : end])
+        del self._buffer[:end]
+        return Record(kind, conn, direction, t, data)
+
+
+class HandoffWriter:
+    """Writes records to ``fd`` (made non-blocking) without ever waiting; see the module
+    docstring. Not thread-safe: one forwarding loop calls it."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self.fd = fd
+        self.gone = False
+        """The reading side closed the pipe: nothing is handed on any more."""
+        self.lost_total = 0
+        """Forwarded bytes not handed on since the start (the pipe was full, or is gone)."""
+        self._lost: dict[tuple[int, int], tuple[int, float]] = {}
+        self._waiting: collections.deque[memoryview] = collections.deque()
+        """Encoded records that must go out before anything else, in order; the first may be
+        partly written."""
+
+    def data(self, conn: int, direction: int, t: float, data: bytes) -> bool:
+        """Hand on forwarded bytes; returns False when they were counted as lost instead."""
+        key = (conn, direction)
+        if key in self._lost:
+            self._queue_lost(key)
+        if not self.flush() or not self._write(encode(Record(Kind.DATA, conn, direction, t, data))):
+            size, first_t = self._lost.get(key, (0, t))
+            self._lost[key] = (size + len(data), first_t)
+            self.lost_total += len(data)
+            return False
+        return True
+
+    def event(self, kind: Kind, conn: int, direction: int, t: float, text: str = "") -> None:
+        """A connection's ``OPENED``, ``END`` or ``CLOSED``: never dropped (unless the reader is
+        gone), written after the losses it follows."""
+        if kind in (Kind.DATA, Kind.LOST):
+            raise ValueError(f"{kind.name} is not an event")
+        if self.gone:
+            return
+        for key in [k for k in self._lost if k[0] == conn]:
+            self._queue_lost(key)
+        record = encode(Record(kind, conn, direction, t, text.encode("utf-8", "replace")))
+        self._waiting.append(memoryview(record))
+        self.flush()
+
+    def flush(self) -> bool:
+        """Write what waits, as far as the pipe takes it; True when nothing waits any more."""
+        while self._waiting and not self.gone:
+            head = self._waiting[0]
+            written = self._write_some(head)
+            if written < len(head):
+                self._waiting[0] = head[written:]
+                return False
+            self._waiting.popleft()
+        return not self._waiting and not self.gone
+
+    def _queue_lost(self, key: tuple[int, int]) -> None:
+        size, t = self._lost.pop(key)
+        self._waiting.append(memoryview(encode(Record(Kind.LOST, key[0], key[1], t, lost=size))))
+
+    def _write(self, record: bytes) -> bool:
+        """Write a whole record, or none of it; a part written waits to be finished."""
+        written = self._write_some(memoryview(record))
+        if written == 0:
+            return False
+        if written < len(record):
+            self._waiting.append(memoryview(record)[written:])
+        return True
+
+    def _write_some(self, view: memoryview) -> int:
+        if self.gone:
+            return 0
+        try:
+            return os.write(self.fd, view)
+        except BlockingIOError:
+            return 0
+        except (BrokenPipeError, OSError):
+            self.gone = True
+            self._waiting.clear()
+            return 0
