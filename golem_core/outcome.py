@@ -20,6 +20,7 @@ from .registry import Registry
 __all__ = [
     "OK",
     "ErrorObjectInResult",
+    "InStructuredContent",
     "IsErrorFlag",
     "Outcome",
     "OutcomeKind",
@@ -151,3 +152,18 @@ class IsErrorFlag(ResultFailureRule):
                     message = item["text"]
                     break
         return Outcome(OutcomeKind.ERROR_IN_RESULT, "isError", None, message)
+
+
+@dataclass(frozen=True)
+class InStructuredContent(ResultFailureRule):
+    """An MCP tool's result whose ``structuredContent`` has the failure shape of ``rule``,
+    though ``isError`` is not set: a server that passes its backend's answer through as the
+    tool's return value (GOLEM-3DMCP returns the plugin's error dict, which the model reads
+    as the tool's answer) reports the failure there, and only there."""
+
+    rule: ResultFailureRule
+
+    def match(self, result: Any, registry: Registry) -> Optional[Outcome]:
+        if not isinstance(result, dict):
+            return None
+        return self.rule.match(result.get("structuredContent"), registry)

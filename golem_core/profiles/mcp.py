@@ -4,7 +4,9 @@ JSON-RPC 2.0 between an MCP client and an MCP server (the GOLEM-3DMCP server, sa
 It is the jsonrpc-ndjson framing and envelope with MCP's own freedoms: an id is a string or
 an integer, there is no fixed method table (the tools are whatever the server lists) and
 no registry of application error codes. A notification (a method and no id) is never
-answered, and a tool's failure is the ``isError`` flag of its result (`IsErrorFlag`).
+answered, and a tool's failure is the ``isError`` flag of its result (`IsErrorFlag`), or a
+failure its ``structuredContent`` reports in the shape a GOLEM result does (an error object,
+``"success": false``: `InStructuredContent`), which is what the model reads.
 """
 
 from __future__ import annotations
@@ -22,13 +24,20 @@ from ..messages import (
     Response,
     is_json_int,
 )
-from ..outcome import IsErrorFlag
+from ..outcome import (
+    ErrorObjectInResult,
+    InStructuredContent,
+    IsErrorFlag,
+    ResultFailureRule,
+    UnsuccessfulFlag,
+)
 from .base import DefaultRoute
 from .jsonrpc_ndjson import JsonRpcNdjsonProfile
 
 __all__ = [
     "MCP_CAP",
     "TOOLS_CALL",
+    "TOOL_FAILURES",
     "McpProfile",
     "is_notification",
     "tool_call_failed",
@@ -41,6 +50,13 @@ return a large image or mesh (the observer still digests frames over its own lim
 
 TOOLS_CALL = "tools/call"
 CANCELLED = "notifications/cancelled"
+
+TOOL_FAILURES: tuple[ResultFailureRule, ...] = (
+    IsErrorFlag(),
+    InStructuredContent(ErrorObjectInResult()),
+    InStructuredContent(UnsuccessfulFlag()),
+)
+"""The result shapes of a ``tools/call`` that report a failure, the first match deciding."""
 
 
 def is_notification(message: Message) -> bool:
@@ -66,7 +82,7 @@ class McpProfile(JsonRpcNdjsonProfile):
     channels = ("mcp",)
     id_description = "a string or an integer"
     tool_layer = True
-    result_failures = (IsErrorFlag(),)
+    result_failures = TOOL_FAILURES
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         return ()  # the stdio hop is `golem-proxy mcp`'s, never a listening route
@@ -99,12 +115,12 @@ def tool_name(message: Message) -> str:
 
 
 def tool_call_failed(request: Message, response: Message) -> bool:
-    """Whether a ``tools/call`` failed as the model sees it: ``isError`` true in its result,
-    or an answer that is no result at all (an error response, a malformed one). False for
-    any other request."""
+    """Whether a ``tools/call`` failed as the model sees it: a result `TOOL_FAILURES` reads
+    a failure in (``isError``, an error object as its structured content), or an answer that
+    is no result at all (an error response, a malformed one). False for any other request."""
     if not isinstance(request, Request) or request.method != TOOLS_CALL:
         return False
     if isinstance(response, Response):
-        result = response.result
-        return isinstance(result, dict) and result.get("isError") is True
+        registry = McpProfile.registry
+        return any(rule.match(response.result, registry) is not None for rule in TOOL_FAILURES)
     return True

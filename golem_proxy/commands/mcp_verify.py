@@ -271,6 +271,15 @@ def render(result: McpVerifyResult, misses: list[dict[str, Any]], console: Conso
                 "yellow",
             )
         )
+    if any(check.differences for check in result.checks):
+        # The table is a preview: say so, and where the rest is.
+        console.print(
+            Text(
+                "each row shows its first difference, values cut at 60 characters (…): "
+                "--json lists every difference whole",
+                "dim",
+            )
+        )
     problems = [check for check in result.checks if check.problem is not None]
     if problems and result.stderr_tail.strip():
         console.print(Text("the server's last words on stderr:", "yellow"))

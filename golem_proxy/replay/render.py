@@ -5,6 +5,7 @@ Everything a trace or a live plugin said is shown as literal `Text` through `saf
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Optional
 
@@ -20,6 +21,9 @@ from .verify import VerifyResult
 __all__ = ["render_diff", "render_verify"]
 
 MAX_SHOWN = 50
+PREVIEW = 80
+"""Characters of a value a difference row shows; ``--json`` has the values whole."""
+CUT_NOTE = f"values longer than {PREVIEW} characters are cut (…): --json prints them whole"
 
 
 def _literal(text: str, style: str = "") -> Text:
@@ -28,9 +32,10 @@ def _literal(text: str, style: str = "") -> Text:
 
 def _print_differences(
     console: Console, differences: Sequence[Difference], left: str, right: str
-) -> None:
+) -> bool:
     """Path, recorded and live value of each difference (values as `short` previews them),
-    laid out like every table of the command line: the path is never cut."""
+    laid out like every table of the command line: the path is never cut. Returns whether
+    a value was cut, so the caller can say so."""
     columns = (
         Column("path", wrap=True, priority=2, floor=16),
         Column(left, wrap=True, priority=1, floor=16),
@@ -39,17 +44,23 @@ def _print_differences(
     rows: list[list[Cell]] = [
         [
             _literal(difference.path, "cyan"),
-            _literal(short(difference.recorded, 80), "red"),
-            _literal(short(difference.live, 80), "green"),
+            _literal(short(difference.recorded, PREVIEW), "red"),
+            _literal(short(difference.live, PREVIEW), "green"),
         ]
         for difference in differences
     ]
     print_table(console, columns, rows)
+    return any(
+        len(short(value, sys.maxsize)) > PREVIEW
+        for difference in differences
+        for value in (difference.recorded, difference.live)
+    )
 
 
 def render_verify(result: VerifyResult, console: Console) -> None:
     """Each failing exchange with its differences, then a one-line summary."""
     failed = result.failed
+    cut = False
     for check in failed[:MAX_SHOWN]:
         title = Text(f"#{check.number} ", style="bold")
         title.append(
@@ -59,9 +70,11 @@ def render_verify(result: VerifyResult, console: Console) -> None:
         if check.problem is not None:
             console.print(_literal(f"  {check.problem}", "yellow"))
         if check.differences:
-            _print_differences(console, check.differences, "recorded", "live")
+            cut = _print_differences(console, check.differences, "recorded", "live") or cut
     if len(failed) > MAX_SHOWN:
-        console.print(f"… and {len(failed) - MAX_SHOWN} more differing exchanges")
+        console.print(f"… and {len(failed) - MAX_SHOWN} more differing exchanges (--json: all)")
+    if cut:
+        console.print(Text(CUT_NOTE, style="dim"))
     total = len(result.checks)
     if result.ok:
         console.print(f"[green]verify: all {counted(total, 'exchange')} match[/green]")
@@ -73,6 +86,7 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
     """Each differing pair (changed, only in A, only in B), then a summary."""
     a_name, b_name = names or ("A", "B")
     different = diff.different
+    cut = False
     for pair in different[:MAX_SHOWN]:
         where = f"A#{pair.a.number}" if pair.a is not None else "—"
         where += f" B#{pair.b.number}" if pair.b is not None else " —"
@@ -87,9 +101,11 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
             )
         )
         if pair.differences:
-            _print_differences(console, pair.differences, a_name, b_name)
+            cut = _print_differences(console, pair.differences, a_name, b_name) or cut
     if len(different) > MAX_SHOWN:
-        console.print(f"… and {len(different) - MAX_SHOWN} more")
+        console.print(f"… and {len(different) - MAX_SHOWN} more (--json: all)")
+    if cut:
+        console.print(Text(CUT_NOTE, style="dim"))
     if diff.equal:
         console.print(f"[green]diff: {counted(len(diff.pairs), 'exchange')}, no difference[/green]")
     else:

@@ -70,3 +70,30 @@ def test_a_tool_call_fails_on_is_error_or_an_error_answer() -> None:
     assert [tool_call_failed(call, answer) for answer in (ok, failed, error)] == [False, True, True]
     listing = parse({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, Role.REQUEST)
     assert not tool_call_failed(listing, error)
+
+
+def test_a_tool_call_fails_on_an_error_object_as_its_structured_content() -> None:
+    call = parse({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, Role.REQUEST)
+    error_dict = {"code": "INVALID_PARAMS", "message": "needs 2 GUIDs", "details": {}}
+    passed_through = parse(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"content": [], "structuredContent": error_dict, "isError": False},
+        },
+        Role.RESPONSE,
+    )
+    unsuccessful = parse(
+        {"jsonrpc": "2.0", "id": 1, "result": {"structuredContent": {"success": False}}},
+        Role.RESPONSE,
+    )
+    fine = parse(
+        {"jsonrpc": "2.0", "id": 1, "result": {"structuredContent": {"code": "x", "n": 1}}},
+        Role.RESPONSE,
+    )
+    assert [tool_call_failed(call, r) for r in (passed_through, unsuccessful, fine)] == [
+        True,
+        True,
+        False,
+    ]
+    assert MCP.outcome(call, passed_through).text == "INVALID_PARAMS (in result)"

@@ -10,7 +10,10 @@ into an exception (which FastMCP returns as a result with ``isError``). Its tool
 * ``layer_report(name)``: two GOLEM calls (create, then list);
 * ``broken_tool``: a GOLEM method the plugin does not have, so the tool fails;
 * ``gh_ping``: a ping on the Grasshopper socket;
-* ``big_text(size)``: a result of ``size`` bytes, no GOLEM call.
+* ``big_text(size)``: a result of ``size`` bytes, no GOLEM call;
+* ``boolean_union(guids)``: the plugin's result returned as the tool's own (a dict, so
+  FastMCP sends it as ``structuredContent``), as the real server does: an error dict in a
+  success result reaches the model with ``isError`` false.
 
 ``GOLEM_TEST_SERVER_VARIANT=changed`` makes ``list_layers`` answer differently (a changed
 build, for regression tests).
@@ -119,6 +122,13 @@ def gh_ping() -> str:
 def big_text(size: int) -> str:
     """A result of ``size`` bytes (no GOLEM call)."""
     return "x" * size
+
+
+@server.tool()
+def boolean_union(guids: list[str]) -> dict[str, Any]:
+    """Union solids; the plugin's answer is the tool's, error dict included."""
+    result = MAIN.call("operations.boolean_union", {"guids": guids, "delete_input": True})
+    return dict(result) if isinstance(result, dict) else {"result": result}
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ def test_the_same_build_matches_with_rhino_stood_in(recording: Path) -> None:
     done = mcp_verify(str(recording))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "mcp-verify: all 6 tool calls match" in done.stdout
+    assert "--json lists" not in done.stdout
     for name, _ in CALLS:
         row = next(line for line in done.stdout.splitlines() if line.startswith(name))
         assert "match" in row
@@ -66,6 +67,8 @@ def test_a_changed_build_differs_and_names_the_tool(recording: Path) -> None:
     row = next(line for line in done.stdout.splitlines() if line.startswith("list_layers"))
     # The tool returns JSON text: the difference names the field inside it.
     assert "differs" in row and "result.content[0].text.layers" in row
+    # The row is a preview of the differences; the output says where they are whole.
+    assert "--json lists every difference whole" in done.stdout
 
 
 def test_json_names_every_check(recording: Path) -> None:

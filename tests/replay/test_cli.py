@@ -286,3 +286,22 @@ def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path, spelling: s
     exchanges = read_recording(str(new)).exchanges()
     assert [e.method for e in exchanges] == ["scene.list_layers"]
     assert json.loads(exchanges[0].response.payload)["result"] == layers
+
+
+def test_diff_says_when_it_cuts_a_value_and_where_the_whole_one_is(tmp_path: Path) -> None:
+    """A value longer than the preview is cut with `…`; the output says so, and names
+    ``--json``, which has it whole (a piped diff must not cut silently)."""
+    reference = modelling_session(tmp_path / "a.jsonl")
+    long_name = modelling_session(tmp_path / "b.jsonl", layer="walls-" + "x" * 200)
+    done = golem_proxy("diff", str(reference), str(long_name))
+    assert done.returncode == 1, done.stderr
+    assert "…" in done.stdout
+    assert "values longer than 80 characters are cut (…): --json prints them whole" in " ".join(
+        done.stdout.split()
+    )
+    whole = json.loads(golem_proxy("diff", "--json", str(reference), str(long_name)).stdout)
+    assert any("x" * 200 in json.dumps(pair) for pair in whole["exchanges"])
+    short_only = golem_proxy(
+        "diff", str(reference), str(modelling_session(tmp_path / "c.jsonl", layer="w"))
+    )
+    assert "are cut" not in short_only.stdout
