@@ -40,6 +40,7 @@ __all__ = [
     "pt3d",
     "read_origin",
     "read_points",
+    "require_positive",
     "validate_guid_or_key_error",
 ]
 
@@ -153,6 +154,15 @@ def opt_bool(params: Params, key: str, default: bool) -> bool:
     if params.get(key) is None:
         return default
     return bool(params[key])
+
+
+def require_positive(**values: float) -> None:
+    """Check each value is above zero, in the order given.
+
+    Raises ValueError ``'NAME' must be > 0.`` for the first that is not."""
+    for name, value in values.items():
+        if value <= 0.0:
+            raise ValueError(f"'{name}' must be > 0.")
 
 
 def pt3d(raw: Any) -> Point:
