@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from golem_proxy.testing.answering_server import answering
 from golem_proxy.testing.plugin_process import PluginProcess
 
-from .answering_server import answering
 from .cli_helpers import ROOT, run_cli
 
 
