@@ -33,9 +33,9 @@ from ..replay.mcp_verify import McpVerifyResult, play, tool_call_numbers
 from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
 from ..terminal import safe_text
+from ._bound_routes import client_environment
 from ._common import CommandError, address_arg, reading, seconds_arg, trace_path_arg
 from ._comparing import add_comparison_arguments, comparator_from
-from .proxy import client_environment
 
 NAME = "mcp-verify"
 HELP = "replay a recorded MCP session to a server build, Rhino stood in, and compare tool results"
