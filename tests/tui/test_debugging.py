@@ -13,7 +13,7 @@ from typing import Any
 from textual.widgets import Input, TextArea
 
 from golem_core.profiles import GOLEM
-from golem_proxy.commands.proxy import live_source
+from golem_proxy.commands._live_tui import live_source
 from golem_proxy.live.control import LiveControl
 from golem_proxy.live.intercept import InterceptEngine
 from golem_proxy.live.relay import ProxyOptions
