@@ -5,7 +5,6 @@ compact encoding, and the proxy relays meanwhile."""
 from __future__ import annotations
 
 import json
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 
-from .cli_helpers import run_cli
+from .cli_helpers import editor_script, run_cli
 from .test_intercept_cli import InterceptingProxy, call_in_background
 
 
@@ -23,13 +22,6 @@ from .test_intercept_cli import InterceptingProxy, call_in_background
 def plugin() -> Iterator[PluginProcess]:
     with PluginProcess(seed=17) as running:
         yield running
-
-
-def editor_script(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "editor.sh"
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 def test_edit_n_opens_the_editor_on_the_held_frame(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import stat
 import subprocess
 import sys
 import threading
@@ -25,17 +24,11 @@ from golem_proxy.tui import RecordingSource
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.screens.edit_frame import EditFrame
 from rhino_plugin import HeadlessPlugin, PluginOptions
+from tests.proxy.cli_helpers import editor_script
 
 from .helpers import intercepting_source, loaded, position_of, run, select, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def editor_script(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "editor.sh"
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 def ping_position(app: GolemProxyApp) -> int:
