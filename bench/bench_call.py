@@ -12,51 +12,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
-import struct
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from processes import ROOT
 
-
-def _read_exactly(peer: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = peer.recv(size - len(data))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return data
+from golem_proxy.testing.answering_server import answering
 
 
 @contextmanager
-def serving(result: list[dict[str, object]], connections: int) -> Iterator[int]:
-    """A server answering ``connections`` requests with ``result``; yields its port."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(120)
+def serving(result: list[dict[str, object]], connections: int) -> Iterator[str]:
+    """A server answering ``connections`` requests with ``result``; yields ``HOST:PORT``."""
 
-    def serve() -> None:
-        for _ in range(connections):
-            peer, _ = server.accept()
-            with peer:
-                (length,) = struct.unpack("!I", _read_exactly(peer, 4))
-                request = json.loads(_read_exactly(peer, length))
-                payload = json.dumps({"id": request["id"], "result": result, "error": None})
-                data = payload.encode()
-                peer.sendall(struct.pack("!I", len(data)) + data)
+    def answer(request_id: object) -> bytes:
+        return json.dumps({"id": request_id, "result": result, "error": None}).encode()
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield int(server.getsockname()[1])
-    finally:
-        server.close()
-        thread.join(120)
+    with answering(answer, connections, timeout=120) as target:
+        yield target
 
 
 def measure(args: list[str]) -> tuple[float, int]:
@@ -82,8 +57,8 @@ def main() -> None:
     result: list[dict[str, object]] = [{"i": i, "ok": True} for i in range(options.objects)]
     size = len(json.dumps({"id": "x", "result": result, "error": None}))
     print(f"answer: {options.objects:,} objects, {size / 1e6:.1f} MB")
-    with serving(result, 2 * options.rounds) as port:
-        call = ["call", "ping", "--target", f"127.0.0.1:{port}", "--timeout", "120"]
+    with serving(result, 2 * options.rounds) as target:
+        call = ["call", "ping", "--target", target, "--timeout", "120"]
         for _ in range(options.rounds):
             for label, extra in (("--raw", ["--raw"]), ("pretty", [])):
                 seconds, peak = measure(call + extra)

@@ -21,7 +21,7 @@ from typing import Optional
 import trio
 from rich.console import Console
 
-from golem_core.profiles import GOLEM, JSONRPC_NDJSON, PROFILES
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, PROFILES, Profile
 
 from ..analysis.flows import Flow
 from ..analysis.stats import compute_stats
@@ -138,15 +138,7 @@ def _run(args: argparse.Namespace, path: str, console: Console) -> int:
             Route("main", Address("127.0.0.1", _port_or_any(19876)), plugin.main),
             Route("gh", Address("127.0.0.1", _port_or_any(19877)), plugin.gh),
         ]
-        config = SessionConfig(
-            routes=routes,
-            profile=GOLEM,
-            options=ProxyOptions(drain_timeout=1.0),
-            record_path=path,
-            console=console,
-        )
-        if args.quiet:
-            config.verbosity = Verbosity.QUIET
+        config = _session_config(args, routes, GOLEM, path, console)
         # A busy port or an unwritable recording ends as one line (golem_proxy.cli).
         outcome = trio.run(_drive, config, console, _golem_script)
     finally:
@@ -166,6 +158,23 @@ def _run(args: argparse.Namespace, path: str, console: Console) -> int:
     return 0
 
 
+def _session_config(
+    args: argparse.Namespace, routes: list[Route], profile: Profile, path: str, console: Console
+) -> SessionConfig:
+    """The demo's proxy session on ``routes``: recorded to ``path``, quick to drain, quiet
+    with ``--quiet``."""
+    config = SessionConfig(
+        routes=routes,
+        profile=profile,
+        options=ProxyOptions(drain_timeout=1.0),
+        record_path=path,
+        console=console,
+    )
+    if args.quiet:
+        config.verbosity = Verbosity.QUIET
+    return config
+
+
 def _run_scrybe(args: argparse.Namespace, path: str, console: Console) -> int:
     """The Scrybe demo: the stand-in app and the proxy on Unix sockets in a private directory
     of their own (short: a socket path must stay under 108 bytes)."""
@@ -179,15 +188,7 @@ def _run_scrybe(args: argparse.Namespace, path: str, console: Console) -> int:
             Address(path=os.path.join(directory, "proxy.sock")),
             Address(path=app.path),
         )
-        config = SessionConfig(
-            routes=[route],
-            profile=JSONRPC_NDJSON,
-            options=ProxyOptions(drain_timeout=1.0),
-            record_path=path,
-            console=console,
-        )
-        if args.quiet:
-            config.verbosity = Verbosity.QUIET
+        config = _session_config(args, [route], JSONRPC_NDJSON, path, console)
         outcome = trio.run(_drive, config, console, _scrybe_script, app)
     finally:
         shutil.rmtree(directory, ignore_errors=True)

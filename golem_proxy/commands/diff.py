@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..replay.diffing import Comparator
 from ..replay.index import load_exchanges
-from ..replay.matching import IgnoreRules
 from ..replay.render import render_diff
 from ..replay.tracediff import diff_traces
-from ._common import CommandError, console, number_arg, reading, trace_path_arg
+from ._common import CommandError, console, reading, trace_path_arg
+from ._comparing import add_comparison_arguments, comparator_from
 
 NAME = "diff"
 HELP = "compare two traces exchange by exchange (GUID-aware, with tolerances)"
@@ -23,30 +22,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a", metavar="A", type=trace_path_arg, help="first recording (the reference)"
     )
     parser.add_argument("b", metavar="B", type=trace_path_arg, help="second recording")
-    parser.add_argument(
-        "--ignore",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="leave a path out: params.x, result.x, or METHOD:result.x",
-    )
-    parser.add_argument(
-        "--float-tolerance",
-        type=number_arg,
-        default=0.0,
-        metavar="X",
-        help="numbers within X of each other are equal",
+    add_comparison_arguments(
+        parser,
+        ignore_metavar="PATH",
+        ignore_help="leave a path out: params.x, result.x, or METHOD:result.x",
     )
     parser.add_argument("--json", action="store_true", help="print the diff as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        comparator = Comparator(
-            IgnoreRules.parse(args.ignore), float_tolerance=args.float_tolerance
-        )
-    except ValueError as exc:
-        raise CommandError(f"bad --ignore: {exc}") from None
+    comparator = comparator_from(args)
     with reading(args.a, "trace A"):
         a = load_exchanges(args.a)
     try:

@@ -35,8 +35,9 @@ from ..net.addresses import Address, Route
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
 from ..terminal import safe_text
+from ._bound_routes import client_environment, print_routes
 from ._common import CommandError, address_arg, error_line, seconds_arg, unwrap
-from .proxy import add_session_arguments, client_environment, session_options, verbosity_of
+from .proxy import add_session_arguments, session_options, verbosity_of
 
 NAME = "mcp"
 HELP = "Wrap an MCP server: relay its stdio, proxy its GOLEM calls, record both layers."
@@ -226,14 +227,7 @@ def _announce(
     relay: StdioRelay,
     config: SessionConfig,
 ) -> None:
-    for item in bound:
-        console.print(
-            Text.assemble(
-                (safe_text(item.route.name), "bold"),
-                f": {safe_text(str(item.listen))} → {safe_text(str(item.route.upstream))}",
-            ),
-            soft_wrap=True,
-        )
+    print_routes(console, bound)
     pointing = " ".join(f"{name}={env[name]}" for name in client_environment(bound, GOLEM))
     console.print(
         Text.assemble(

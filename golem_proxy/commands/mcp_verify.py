@@ -27,15 +27,15 @@ from ..net.addresses import Address, Route
 from ..replay.diffing import Comparator
 from ..replay.engine import ReplayEngine
 from ..replay.index import ExchangeTrace, load_exchanges
-from ..replay.matching import IgnoreRules
 from ..replay.mcp_child import ChildStartError, McpChild
 from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
 from ..replay.mcp_verify import McpVerifyResult, play, tool_call_numbers
 from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
 from ..terminal import safe_text
-from ._common import CommandError, address_arg, number_arg, reading, seconds_arg, trace_path_arg
-from .proxy import client_environment
+from ._bound_routes import client_environment
+from ._common import CommandError, address_arg, reading, seconds_arg, trace_path_arg
+from ._comparing import add_comparison_arguments, comparator_from
 
 NAME = "mcp-verify"
 HELP = "replay a recorded MCP session to a server build, Rhino stood in, and compare tool results"
@@ -61,19 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="a live plugin's Grasshopper socket (default: the recording stands in)",
     )
-    parser.add_argument(
-        "--ignore",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="leave a path of the tool results out: result.x or TOOL:result.x",
-    )
-    parser.add_argument(
-        "--float-tolerance",
-        type=number_arg,
-        default=0.0,
-        metavar="X",
-        help="numbers within X of each other are equal",
+    add_comparison_arguments(
+        parser,
+        ignore_metavar="PATH",
+        ignore_help="leave a path of the tool results out: result.x or TOOL:result.x",
     )
     parser.add_argument(
         "--timeout",
@@ -137,12 +128,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(
             "mcp-verify: no server command", "give it after --: golem-proxy mcp-verify REC -- CMD"
         )
-    try:
-        comparator = Comparator(
-            IgnoreRules.parse(args.ignore), float_tolerance=args.float_tolerance
-        )
-    except ValueError as exc:
-        raise CommandError(f"bad --ignore: {exc}") from None
+    comparator = comparator_from(args)
     with reading(args.file):
         try:
             script = read_script(args.file)

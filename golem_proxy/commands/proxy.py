@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import trio
 from rich.console import Console
@@ -18,21 +18,20 @@ from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import PROFILES, Profile, get_profile
 
 from ..analysis.filters import FilterError, parse_filter
-from ..live.control import LiveControl
 from ..live.faults import FaultPlan, FaultSpecError
 from ..live.intercept import InterceptEngine, route_scope
 from ..live.intercept_console import InterceptConsole
 from ..live.log import Verbosity
 from ..live.log_output import DEFAULT_MAX_LINES, TerminalOutput
 from ..live.observer import DEFAULT_BUDGET
-from ..live.relay import BoundRoute, ProxyOptions
+from ..live.relay import ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
-from ..net.listeners import probe
 from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
 from ..table_layout import terminal_width
 from ..terminal import safe_text
+from ._bound_routes import environment_hint, print_routes, warn_of_silent_upstreams
 from ._common import (
     CATALOGUE_HELP,
     CATALOGUE_METAVAR,
@@ -40,19 +39,14 @@ from ._common import (
     catalogue_arg,
     count_arg,
     error_line,
-    fail,
     integer_arg,
     seconds_arg,
 )
-
-if TYPE_CHECKING:
-    from ..tui.bridge import EventBuffer, TrioThreadSource
+from ._live_tui import serve_with_tui, startup_error
 
 NAME = "proxy"
 HELP = "Run the proxy: forward byte for byte, decode on the side, log and record."
 ORDER = 10
-STARTUP_PROBE_TIMEOUT = 0.5
-"""How long the start-up check of each upstream waits for it to accept."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -244,32 +238,6 @@ def prepare_socket_directories(routes: list[Route]) -> None:
                 os.makedirs(directory, mode=0o700, exist_ok=True)
 
 
-def client_environment(bound: list[BoundRoute], profile: Profile) -> dict[str, str]:
-    """The client's environment variables that point it at the proxy (``SCRYBE_SOCK``,
-    ``GOLEM_RHINO_HOST``, ``GOLEM_RHINO_PORT``, …): the profile says which variable points at
-    which route."""
-    variables = {d.name: d for d in profile.default_routes(os.environ)}
-    found: dict[str, str] = {}
-    for item in bound:
-        default = variables.get(item.route.name)
-        if default is None or not default.client_env:
-            continue
-        listen = item.listen
-        if default.client_env_value == "path" and listen.is_unix:
-            found[default.client_env] = str(listen.absolute().path)
-        elif default.client_env_value == "port" and not listen.is_unix:
-            if default.client_host_env:
-                found[default.client_host_env] = str(listen.host)
-            found[default.client_env] = str(listen.port)
-    return found
-
-
-def environment_hint(bound: list[BoundRoute], profile: Profile) -> str:
-    """What the client needs in its environment to go through the proxy, as ``NAME=VALUE``
-    words (see `client_environment`)."""
-    return " ".join(f"{name}={value}" for name, value in client_environment(bound, profile).items())
-
-
 def run(args: argparse.Namespace) -> int:
     errors = Console(stderr=True, highlight=False)
     try:
@@ -307,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
         verbosity=verbosity_of(args),
     )
     if args.tui:
-        return _serve_with_tui(config, errors)
+        return serve_with_tui(config, errors)
     # The log writes through a queue and a thread of its own: a terminal or pipe that stops
     # reading costs log lines, never a stalled relay (see live/log_output.py).
     output = TerminalOutput(sys.stdout, max_lines=args.log_buffer)
@@ -315,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = trio.run(_serve, config, console)
     except BaseException as exc:
-        failed = _startup_error(exc)
+        failed = startup_error(exc)
         if failed is None:
             raise
         raise CommandError(_os_problem(failed, config.record_path)) from None
@@ -397,111 +365,6 @@ def _os_problem(exc: OSError, record_path: Optional[str] = None) -> str:
     return line
 
 
-def _serve_with_tui(config: SessionConfig, errors: Console) -> int:
-    """Run the session in a worker thread and the TUI in this one; quitting the TUI stops the
-    session gracefully (connections drain, the recording is flushed) before we return."""
-    from ..tui import run_tui
-
-    control = LiveControl()
-    summaries: list[str] = []
-    source = live_source(config, control, summaries)
-    run_tui(source, config.profile, "golem-proxy", header=None, control=control)
-    if not source.done.is_set():
-        errors.print("[dim]stopping: listeners closed, draining connections…[/]")
-    source.done.wait(config.options.drain_timeout + 10)
-    if source.error is not None:
-        return fail(_describe_failure(source.error))
-    for line in summaries:  # as without the TUI: what was recorded, and where
-        errors.print(Text(line), soft_wrap=True)
-    return 0
-
-
-def live_source(
-    config: SessionConfig,
-    control: Optional[LiveControl] = None,
-    summaries: Optional[list[str]] = None,
-) -> TrioThreadSource:
-    """An event source for the TUI that runs the proxy session (in the TUI's worker thread).
-    Once listening, it tells the TUI the bound addresses and the client environment.
-    Stopping the source stops the session gracefully: it drains and flushes first. With
-    ``control``, the TUI can reach the running session through it (intercept, resend); the
-    session's closing line (`ProxySession.summary`) is appended to ``summaries``."""
-    from ..tui import SourceInfo, TrioThreadSource, feed_from_channel
-
-    async def serve(sink: EventBuffer) -> None:
-        session = ProxySession(config)
-        session.add_consumer("tui", lambda sub: feed_from_channel(sub.receive_channel, sink))
-        if control is not None:
-            control.attach(session)
-
-        async def run_to_the_end(
-            *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
-        ) -> None:
-            # Shielded: the TUI's stop cancels `serve`, which asks for a graceful stop below.
-            with trio.CancelScope(shield=True):
-                await session.run(task_status=task_status)
-            if summaries is not None:
-                summaries.append(session.summary())
-
-        try:
-            async with trio.open_nursery() as nursery:
-                try:
-                    bound = await nursery.start(run_to_the_end)
-                    notes = live_notes(bound, config)
-                    sink.describe(SourceInfo(_bound_description(bound), notes))
-                    await trio.sleep_forever()
-                finally:
-                    session.stop()
-        finally:
-            if control is not None:
-                control.detach()
-
-    listens = ", ".join(str(route.listen) for route in config.routes)
-    return TrioThreadSource(
-        serve, description=f"starting on {listens}", describe_error=_describe_failure
-    )
-
-
-def _bound_description(bound: list[BoundRoute]) -> str:
-    return "live on " + ", ".join(str(item.listen) for item in bound)
-
-
-def live_notes(bound: list[BoundRoute], config: SessionConfig) -> tuple[str, ...]:
-    """What the proxy prints when it starts without the TUI, as lines for the TUI to show:
-    the routes as bound, the client environment, the recording, the fault plan."""
-    notes = ["   ".join(f"{b.route.name}: {b.listen} → {b.route.upstream}" for b in bound)]
-    hint = environment_hint(bound, config.profile)
-    if hint:
-        notes.append(f"client environment: {hint}")
-    if config.record_path:
-        notes.append(f"recording to {config.record_path}")
-    plan = config.options.faults
-    if plan is not None:
-        rules = "; ".join(rule.spec for rule in plan.rules)
-        notes.append(f"faults: {rules} (seed {plan.seed}: reproduce with --fault-seed {plan.seed})")
-    return tuple(notes)
-
-
-def _describe_failure(exc: BaseException) -> str:
-    """One line for a session that could not run: the listen or recording error it started
-    with (unwrapped from trio's exception group), else the exception itself."""
-    failed = _startup_error(exc)
-    if failed is not None:
-        return f"the proxy could not start: {failed}"
-    return f"the proxy stopped: {type(exc).__name__}: {exc}"
-
-
-def _startup_error(exc: BaseException) -> Optional[OSError]:
-    """The ListenError (or OSError, for the recording file) a session failed to start with.
-    It is raised inside the session's nursery, so trio wraps it in an exception group."""
-    while not isinstance(exc, OSError):
-        inner = getattr(exc, "exceptions", None)
-        if not inner or len(inner) != 1:
-            return None
-        exc = inner[0]
-    return exc
-
-
 async def _serve(config: SessionConfig, console: Console) -> str:
     """Run the session until Ctrl-C or SIGTERM; returns the line it ends with."""
     session = ProxySession(config)
@@ -510,14 +373,7 @@ async def _serve(config: SessionConfig, console: Console) -> str:
             bound = await nursery.start(session.run)
             # Route names, paths and fault specs come from the command line: Text, not markup,
             # so a `[` in a socket path prints as itself.
-            for item in bound:
-                console.print(
-                    Text.assemble(
-                        (safe_text(item.route.name), "bold"),
-                        f": {safe_text(str(item.listen))} → {safe_text(str(item.route.upstream))}",
-                    ),
-                    soft_wrap=True,
-                )
+            print_routes(console, bound)
             await warn_of_silent_upstreams(bound)
             hint = environment_hint(bound, config.profile)
             if hint:
@@ -563,22 +419,6 @@ async def _serve(config: SessionConfig, console: Console) -> str:
             drain = config.options.drain_timeout
             nursery.cancel_scope.deadline = trio.current_time() + 2 * drain + 5
     return session.summary()
-
-
-async def warn_of_silent_upstreams(bound: list[BoundRoute]) -> None:
-    """Say on stderr, one line each, which upstreams do not accept a connection now: the
-    proxy starts anyway (the plugin may come up later), but a user waiting for traffic
-    knows why none comes."""
-    for item in bound:
-        upstream = item.route.upstream
-        reason = await probe(upstream, STARTUP_PROBE_TIMEOUT)
-        if reason is not None:
-            line = (
-                f"golem-proxy: upstream {upstream} is not listening yet ({reason}); "
-                f"{item.route.name} relays once it answers"
-            )
-            sys.stderr.write(safe_text(line) + "\n")
-            sys.stderr.flush()
 
 
 async def _take_commands(

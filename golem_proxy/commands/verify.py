@@ -12,20 +12,18 @@ import trio
 
 from ..net.addresses import Address
 from ..recording.samples import is_sample
-from ..replay.diffing import Comparator
 from ..replay.index import ExchangeTrace, load_exchanges
-from ..replay.matching import IgnoreRules
 from ..replay.render import render_verify
 from ..replay.verify import TargetUnreachable, update_trace, verify_trace
 from ._common import (
     CommandError,
     address_arg,
     console,
-    number_arg,
     reading,
     seconds_arg,
     trace_path_arg,
 )
+from ._comparing import add_comparison_arguments, comparator_from
 from ._progress import count_progress
 
 NAME = "verify"
@@ -51,19 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="live plugin, Grasshopper channel",
     )
-    parser.add_argument(
-        "--ignore",
-        action="append",
-        default=[],
-        metavar="RESULT_PATH",
-        help="leave a path out of the comparison: result.x or METHOD:result.x",
-    )
-    parser.add_argument(
-        "--float-tolerance",
-        type=number_arg,
-        default=0.0,
-        metavar="X",
-        help="numbers within X of each other are equal",
+    add_comparison_arguments(
+        parser,
+        ignore_metavar="RESULT_PATH",
+        ignore_help="leave a path out of the comparison: result.x or METHOD:result.x",
     )
     parser.add_argument(
         "--timeout",
@@ -78,12 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        comparator = Comparator(
-            IgnoreRules.parse(args.ignore), float_tolerance=args.float_tolerance
-        )
-    except ValueError as exc:
-        raise CommandError(f"bad --ignore: {exc}") from None
+    comparator = comparator_from(args)
     if args.update and is_sample(args.file):
         raise CommandError(
             f"{args.file} is a sample shipped with golem-proxy",

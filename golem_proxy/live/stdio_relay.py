@@ -50,6 +50,23 @@ class ChildStartError(OSError):
     """The command could not be started (not found, not executable)."""
 
 
+async def open_piped_child(argv: Sequence[str], env: Mapping[str, str]) -> trio.Process:
+    """Start ``argv`` with its stdin, stdout and stderr piped; returns the process.
+
+    Raises ChildStartError with the reason in one line when it cannot be started."""
+    try:
+        return await trio.lowlevel.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ChildStartError(f"cannot start {argv[0]!r} ({reason})") from None
+
+
 def exit_status(returncode: int) -> int:
     """A child's status as a shell reports it: its exit code, or 128 + the signal number."""
     return 128 - returncode if returncode < 0 else returncode
@@ -111,17 +128,7 @@ class StdioRelay:
 
     async def start(self) -> trio.Process:
         """Start the child. Raises ChildStartError with the reason in one line."""
-        try:
-            self.process = await trio.lowlevel.open_process(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self.env,
-            )
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise ChildStartError(f"cannot start {self.argv[0]!r} ({reason})") from None
+        self.process = await open_piped_child(self.argv, self.env)
         return self.process
 
     def send_signal(self, signum: int) -> None:

@@ -16,6 +16,7 @@ from golem_core import __version__
 __all__ = [
     "DEFAULT_LINE_BUDGET",
     "DEFAULT_MAX_LINE",
+    "EXCHANGE_MEMBERS",
     "FORMAT",
     "FRAME_MEMBERS",
     "KIND_MEMBERS",
@@ -51,34 +52,27 @@ MAX_INT = 2**53
 COMMON_MEMBERS = ("seq", "t", "kind")
 FRAME_MEMBERS = (*COMMON_MEMBERS, "conn", "route", "dir", "n", "size", "type")
 FRAME_OPTIONAL = ("id", "method", "tool_calls")
+# An exchange and a server-exchange pair a request with its answer the same way; only the
+# direction of each differs.
+EXCHANGE_MEMBERS = (
+    *COMMON_MEMBERS,
+    "conn",
+    "route",
+    "req",
+    "resp",
+    "method",
+    "status",
+    "latency",
+    "outcome",
+)
 KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     "open": (*COMMON_MEMBERS, "conn", "route", "client", "upstream"),
     "close": (*COMMON_MEMBERS, "conn", "route", "reason", "bytes", "abnormal"),
     "frame": FRAME_MEMBERS,
-    "exchange": (
-        *COMMON_MEMBERS,
-        "conn",
-        "route",
-        "req",
-        "resp",
-        "method",
-        "status",
-        "latency",
-        "outcome",
-    ),
+    "exchange": EXCHANGE_MEMBERS,
     "upstream": (*COMMON_MEMBERS, "route", "state", "detail"),
     # A request the server sent (``req``: its s2c frame) and the client's answer (``resp``: c2s).
-    "server-exchange": (
-        *COMMON_MEMBERS,
-        "conn",
-        "route",
-        "req",
-        "resp",
-        "method",
-        "status",
-        "latency",
-        "outcome",
-    ),
+    "server-exchange": EXCHANGE_MEMBERS,
     "violation": (
         *COMMON_MEMBERS,
         "conn",

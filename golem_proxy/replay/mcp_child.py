@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional, Union
 
 import trio
 
-from ..live.stdio_relay import ChildStartError, exit_status
+from ..live.stdio_relay import ChildStartError, exit_status, open_piped_child
 
 __all__ = ["ChildStartError", "McpChild", "Oversized", "StdoutLine"]
 
@@ -53,17 +52,7 @@ class McpChild:
     async def start(self, nursery: trio.Nursery) -> None:
         """Start the child and its readers. Raises ChildStartError (one line) when it cannot
         be started."""
-        try:
-            self.process = await trio.lowlevel.open_process(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self.env,
-            )
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise ChildStartError(f"cannot start {self.argv[0]!r} ({reason})") from None
+        self.process = await open_piped_child(self.argv, self.env)
         nursery.start_soon(self._read_stdout)
         nursery.start_soon(self._drain_stderr)
 

@@ -65,7 +65,6 @@ class DebugActions(_Base):
     def selected_flow(self) -> Optional[Flow]:  # pragma: no cover - the app defines it
         raise NotImplementedError
 
-    # -- i: the intercept filter -----------------------------------------------------------
     def action_intercept(self) -> None:
         if self.control is None:
             self.notify(
@@ -99,7 +98,6 @@ class DebugActions(_Base):
         message = f"intercepting {shown}" if shown else "intercept off (held frames stay held)"
         self.call_from_thread(self.notify, safe_text(message, 200))
 
-    # -- e / n on a held frame ---------------------------------------------------------------
     def on_held_panel_edit_requested(self, message: HeldPanel.EditRequested) -> None:
         held = message.held
         panel = message.panel
@@ -159,32 +157,32 @@ class DebugActions(_Base):
     def action_focus_table(self) -> None:  # pragma: no cover - the app defines it
         raise NotImplementedError
 
-    # -- r / D: send again, and the difference -------------------------------------------------
-    def action_resend(self) -> None:
+    def _flow_to_resend(self, purpose: str) -> Optional[Flow]:
+        """The selected flow when it has a request and there is somewhere to send it; else
+        None, after saying why (``purpose`` words what the request was selected for)."""
         flow = self.selected_flow()
         if flow is None or flow.request is None:
-            self.notify("select a flow with a request to send it again", severity="warning")
-            return
+            self.notify(f"select a flow with a request to {purpose}", severity="warning")
+            return None
         if self.control is None and self.resend_target is None:
             self.notify(
                 "sending again needs a live proxy, or tui FILE --target HOST:PORT",
                 severity="warning",
             )
+            return None
+        return flow
+
+    def action_resend(self) -> None:
+        flow = self._flow_to_resend("send it again")
+        if flow is None or flow.request is None:
             return
         self.notify(f"sending flow {flow.number} again…")
         self._resend(flow, flow.request.payload)
 
     def action_edit_resend(self) -> None:
         """Edit the selected request, then send it again (mitmproxy's "replay modified")."""
-        flow = self.selected_flow()
+        flow = self._flow_to_resend("edit and send it")
         if flow is None or flow.request is None:
-            self.notify("select a flow with a request to edit and send it", severity="warning")
-            return
-        if self.control is None and self.resend_target is None:
-            self.notify(
-                "sending again needs a live proxy, or tui FILE --target HOST:PORT",
-                severity="warning",
-            )
             return
 
         def chosen(payload: Optional[bytes]) -> None:

@@ -21,6 +21,7 @@ from .kit import (
     pt3d,
     read_origin,
     read_points,
+    require_positive,
 )
 from .shapes import (
     arc_data,
@@ -129,8 +130,7 @@ class GeometryHandlers(Creator):
             data = (bbox, polyline_data([a, m, b])[1])
             return self._add(p, "Curve", "arc", "arc", data, layer=layer)
         radius = float(param_or_value_error(p, "radius"))
-        if radius <= 0.0:
-            raise ValueError("'radius' must be > 0.")
+        require_positive(radius=radius)
         start = float(param_or_value_error(p, "start_angle"))
         end = float(param_or_value_error(p, "end_angle"))
         if p.get("plane") is not None:
@@ -150,8 +150,7 @@ class GeometryHandlers(Creator):
 
     def create_circle(self, p: Params) -> dict[str, Any]:
         radius = float(param_or_value_error(p, "radius"))
-        if radius <= 0.0:
-            raise ValueError("'radius' must be > 0.")
+        require_positive(radius=radius)
         center = read_origin(
             p, "plane", "center", message="create_circle requires 'center' or 'plane'."
         )
@@ -160,10 +159,7 @@ class GeometryHandlers(Creator):
     def create_ellipse(self, p: Params) -> dict[str, Any]:
         rx = float(param_or_value_error(p, "rx"))
         ry = float(param_or_value_error(p, "ry"))
-        if rx <= 0.0:
-            raise ValueError("'rx' must be > 0.")
-        if ry <= 0.0:
-            raise ValueError("'ry' must be > 0.")
+        require_positive(rx=rx, ry=ry)
         center = read_origin(
             p, "plane", "center", message="create_ellipse requires 'center' or 'plane'."
         )
@@ -182,10 +178,7 @@ class GeometryHandlers(Creator):
         start_point = pt3d(param_or_value_error(p, "start_point"))
         pitch = float(param_or_value_error(p, "pitch"))
         turns = float(param_or_value_error(p, "turns"))
-        if pitch <= 0.0:
-            raise ValueError("'pitch' must be > 0.")
-        if turns <= 0.0:
-            raise ValueError("'turns' must be > 0.")
+        require_positive(pitch=pitch, turns=turns)
         if axis_start == axis_end:
             raise ValueError("'axis_start' and 'axis_end' must differ.")
         if p.get("radius") is not None:

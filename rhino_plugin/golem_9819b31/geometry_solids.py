@@ -20,6 +20,7 @@ from .kit import (
     pt3d,
     read_origin,
     read_points,
+    require_positive,
 )
 from .shapes import (
     box_data,
@@ -94,10 +95,7 @@ class GeometrySolidHandlers(Creator):
     def create_plane_surface(self, p: Params) -> dict[str, Any]:
         width = float(param_or_value_error(p, "width"))
         height = float(param_or_value_error(p, "height"))
-        if width <= 0.0:
-            raise ValueError("'width' must be > 0.")
-        if height <= 0.0:
-            raise ValueError("'height' must be > 0.")
+        require_positive(width=width, height=height)
         origin = read_origin(
             p, "plane", "origin", message="create_plane_surface requires 'plane' or 'origin'."
         )
@@ -140,18 +138,14 @@ class GeometrySolidHandlers(Creator):
     def create_sphere(self, p: Params) -> dict[str, Any]:
         center = pt3d(param_or_value_error(p, "center"))
         radius = float(param_or_value_error(p, "radius"))
-        if radius <= 0.0:
-            raise ValueError("'radius' must be > 0.")
+        require_positive(radius=radius)
         return self._add(p, "Brep", "sphere", "sphere", sphere_data(center, radius))
 
     def _g_upright(self, p: Params, kind: str) -> dict[str, Any]:
         height = float(param_or_value_error(p, "height"))
         radius = float(param_or_value_error(p, "radius"))
         cap = bool(p.get("cap", True))
-        if height <= 0.0:
-            raise ValueError("'height' must be > 0.")
-        if radius <= 0.0:
-            raise ValueError("'radius' must be > 0.")
+        require_positive(height=height, radius=radius)
         base = read_origin(
             p, "base_plane", "base_center",
             message=f"create_{kind} requires 'base_center' or 'base_plane'.",
@@ -168,10 +162,7 @@ class GeometrySolidHandlers(Creator):
     def create_torus(self, p: Params) -> dict[str, Any]:
         major = float(param_or_value_error(p, "major_radius"))
         minor = float(param_or_value_error(p, "minor_radius"))
-        if major <= 0.0:
-            raise ValueError("'major_radius' must be > 0.")
-        if minor <= 0.0:
-            raise ValueError("'minor_radius' must be > 0.")
+        require_positive(major_radius=major, minor_radius=minor)
         if minor >= major:
             raise ValueError("'minor_radius' must be less than 'major_radius'.")
         center = read_origin(
@@ -293,8 +284,7 @@ class GeometrySolidHandlers(Creator):
         if not text:
             raise ValueError("'text' must be non-empty.")
         height = float(p.get("height", 1.0))
-        if height <= 0.0:
-            raise ValueError("'height' must be > 0.")
+        require_positive(height=height)
         position = read_origin(
             p, "plane", "point", "position",
             message="create_text requires 'point', 'position', or 'plane'.",
@@ -338,8 +328,7 @@ class GeometrySolidHandlers(Creator):
         pattern = str(p.get("pattern", "Solid"))
         scale = float(p.get("scale", 1.0))
         float(p.get("rotation", 0.0))
-        if scale <= 0.0:
-            raise ValueError("'scale' must be > 0.")
+        require_positive(scale=scale)
         if pattern.lower() not in (
             "solid",
             "hatch1",

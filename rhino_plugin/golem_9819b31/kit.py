@@ -26,9 +26,11 @@ __all__ = [
     "bbox_json",
     "check_faces",
     "dict_points",
+    "find_object",
     "find_or_key_error",
     "find_or_none",
     "flat_point",
+    "guid_or_value_error",
     "layer_path",
     "list_param",
     "opt_bool",
@@ -40,6 +42,7 @@ __all__ = [
     "pt3d",
     "read_origin",
     "read_points",
+    "require_positive",
     "validate_guid_or_key_error",
 ]
 
@@ -78,6 +81,25 @@ def parse_guid(text: Any) -> str:
     if [len(p) for p in parts] != [8, 4, 4, 4, 12] or not set(value.replace("-", "")) <= _HEX:
         raise FormatException(_GUID_FORMAT)
     return value
+
+
+def guid_or_value_error(text: Any) -> str:
+    """`parse_guid` as the manipulation and scene handlers call it. Raises ValueError
+    "Invalid GUID format: '…'"."""
+    try:
+        return parse_guid(text)
+    except Exception:
+        raise ValueError(f"Invalid GUID format: '{text}'") from None
+
+
+def find_object(doc: Document, text: Any) -> DocObject:
+    """``_find_object`` of the manipulation and scene handlers: raises ValueError for text
+    that is not a GUID (`guid_or_value_error`), KeyError "Object not found in Rhino
+    document: '…'" when no object has it."""
+    obj = doc.objects.get(guid_or_value_error(text))
+    if obj is None:
+        raise KeyError(f"Object not found in Rhino document: '{text}'")
+    return obj
 
 
 def find_or_none(doc: Document, text: Any) -> Optional[DocObject]:
@@ -153,6 +175,15 @@ def opt_bool(params: Params, key: str, default: bool) -> bool:
     if params.get(key) is None:
         return default
     return bool(params[key])
+
+
+def require_positive(**values: float) -> None:
+    """Check each value is above zero, in the order given.
+
+    Raises ValueError ``'NAME' must be > 0.`` for the first that is not."""
+    for name, value in values.items():
+        if value <= 0.0:
+            raise ValueError(f"'{name}' must be > 0.")
 
 
 def pt3d(raw: Any) -> Point:

@@ -24,7 +24,7 @@ from ..geometry import (
     unit,
 )
 from .envelope import wrapped
-from .kit import GolemFailure, find_or_none, parse_guid
+from .kit import GolemFailure, find_or_none, guid_or_value_error
 from .manipulation_kit import (
     ManipulationBase,
     affine_map,
@@ -82,11 +82,7 @@ class ManipulationHandlers(ManipulationBase):
         GUID), as the shear and matrix handlers do; fails when none could be transformed."""
         result = []
         for text in ids:
-            try:
-                key = parse_guid(text)
-            except Exception:
-                raise ValueError(f"Invalid GUID format: '{text}'") from None
-            obj = self.doc.objects.get(key)
+            obj = self.doc.objects.get(guid_or_value_error(text))
             if obj is not None:
                 result.extend(self._transform([obj], point_map, copy))
         if not result:

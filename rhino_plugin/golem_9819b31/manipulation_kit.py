@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from ..document import DocObject, Document
 from ..geometry import BoundingBox, PointMap
-from .kit import Point, parse_guid
+from .kit import Point, find_object, parse_guid
 
 __all__ = [
     "ManipulationBase",
@@ -194,11 +194,4 @@ class ManipulationBase:
 
     def _find(self, text: str) -> DocObject:
         """``_find_object``."""
-        try:
-            key = parse_guid(text)
-        except Exception:
-            raise ValueError(f"Invalid GUID format: '{text}'") from None
-        obj = self.doc.objects.get(key)
-        if obj is None:
-            raise KeyError(f"Object not found in Rhino document: '{text}'")
-        return obj
+        return find_object(self.doc, text)

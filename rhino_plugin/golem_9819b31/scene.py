@@ -9,7 +9,7 @@ from typing import Any
 from golem_core.dispatcher import Handler
 
 from ..document import DocObject, Document, Layer
-from .kit import parse_guid
+from .kit import find_object
 from .serialize import serialize_any, serialize_object
 
 __all__ = ["SceneHandlers", "type_matches"]
@@ -126,13 +126,7 @@ class SceneHandlers:
         guid_str = params.get("guid", "")
         if not guid_str:
             raise ValueError("'guid' parameter is required and must be a non-empty string.")
-        try:
-            key = parse_guid(guid_str)
-        except Exception:
-            raise ValueError(f"Invalid GUID format: '{guid_str}'") from None
-        obj = self.doc.objects.get(key)
-        if obj is None:
-            raise KeyError(f"Object not found in Rhino document: '{guid_str}'")
+        obj = find_object(self.doc, guid_str)
         result = serialize_object(self.doc, obj)
         result["geometry_detail"] = serialize_any(obj)
         result["attributes"] = {

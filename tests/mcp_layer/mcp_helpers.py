@@ -22,6 +22,16 @@ SERVER_COMMAND = [sys.executable, SERVER]
 Call = tuple[str, dict[str, Any]]
 Outcome = tuple[bool, list[dict[str, Any]]]
 """What the model got back from a tool call: ``isError`` and the content, as plain data."""
+CALLS: list[Call] = [
+    ("list_layers", {}),
+    ("create_layer", {"name": "A"}),
+    ("layer_report", {"name": "B"}),
+    ("broken_tool", {}),
+    ("gh_ping", {}),
+    ("big_text", {"size": 10}),
+]
+"""One call of each kind the test server has: plain, creating, several GOLEM calls, failing,
+on the Grasshopper socket, and a large answer."""
 
 
 def environment(**extra: str) -> dict[str, str]:

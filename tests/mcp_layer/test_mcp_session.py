@@ -25,16 +25,8 @@ from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 
-from .mcp_helpers import ROOT, SERVER_COMMAND, call_tools, direct_env, environment, wrapped
+from .mcp_helpers import CALLS, ROOT, SERVER_COMMAND, call_tools, direct_env, environment, wrapped
 
-CALLS = [
-    ("list_layers", {}),
-    ("create_layer", {"name": "A"}),
-    ("layer_report", {"name": "B"}),
-    ("broken_tool", {}),
-    ("gh_ping", {}),
-    ("big_text", {"size": 10}),
-]
 # The GOLEM methods each call causes, in order (the first call also opens the connection).
 EXPECTED = {
     "list_layers": ["ping", "scene.list_layers"],

@@ -15,16 +15,7 @@ import pytest
 
 from golem_proxy.testing.plugin_process import PluginProcess
 
-from .mcp_helpers import ROOT, SERVER_COMMAND, call_tools, direct_env, environment, wrapped
-
-CALLS = [
-    ("list_layers", {}),
-    ("create_layer", {"name": "A"}),
-    ("layer_report", {"name": "B"}),
-    ("broken_tool", {}),
-    ("gh_ping", {}),
-    ("big_text", {"size": 10}),
-]
+from .mcp_helpers import CALLS, ROOT, SERVER_COMMAND, call_tools, direct_env, environment, wrapped
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from rhino_plugin.golem_9819b31.kit import (
     parse_guid,
     pt3d,
     read_points,
+    require_positive,
     validate_guid_or_key_error,
 )
 from rhino_plugin.golem_9819b31.serialize import serialize_object
@@ -55,6 +56,14 @@ def test_parameter_readers_keep_pythons_messages() -> None:
         pt3d([1, 2])
     with pytest.raises(ValueError, match="Invalid point at index 1: "):
         read_points([[0, 0, 0], "x"])
+
+
+def test_dimensions_must_be_positive_checked_in_the_order_given() -> None:
+    require_positive(width=1.0, height=0.5)
+    with pytest.raises(ValueError, match=r"^'height' must be > 0\.$"):
+        require_positive(width=1.0, height=0.0)
+    with pytest.raises(ValueError, match=r"^'major_radius' must be > 0\.$"):
+        require_positive(major_radius=-1.0, minor_radius=-2.0)
 
 
 def test_layers_are_found_by_full_path_only() -> None:

@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import select
+import stat
 import struct
 import subprocess
 import sys
@@ -18,6 +19,15 @@ from typing import IO, Optional
 from golem_proxy.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def editor_script(tmp_path: Path, body: str) -> str:
+    """An executable shell script ``body`` to stand in as $EDITOR (the file to edit is $1);
+    returns its path."""
+    path = tmp_path / "editor.sh"
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -11,13 +11,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
+from golem_proxy.testing.answering_server import answering
 from golem_proxy.testing.plugin_process import PluginProcess
 
-from .answering_server import answering
 from .cli_helpers import ROOT, run_cli
 
 
@@ -135,21 +135,35 @@ def test_usage_and_connection_errors_exit_2(args: tuple[str, ...], expected: str
     assert f"golem-proxy: {expected}" in done.stderr
 
 
-def test_a_server_that_closes_without_answering_exits_2() -> None:
+def call_a_server_that(
+    after_request: Callable[[socket.socket], None], *options: str
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``call ping OPTIONS`` against a loopback server that reads the request, then does
+    ``after_request`` to the connection instead of answering; returns the run and the port."""
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
 
-        def close_after_request() -> None:
+        def serve() -> None:
             peer, _ = server.accept()
             peer.recv(65536)
-            peer.close()
+            after_request(peer)
 
-        thread = threading.Thread(target=close_after_request, daemon=True)
+        thread = threading.Thread(target=serve, daemon=True)
         thread.start()
-        done = run_cli("call", "ping", "--target", f"127.0.0.1:{port}")
+        done = run_cli("call", "ping", "--target", f"127.0.0.1:{port}", *options)
         thread.join(10)
+    return done, port
+
+
+def _reset(peer: socket.socket) -> None:
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    peer.close()
+
+
+def test_a_server_that_closes_without_answering_exits_2() -> None:
+    done, _ = call_a_server_that(socket.socket.close)
     assert done.returncode == 2
     assert "closed the connection without answering" in done.stderr
 
@@ -324,21 +338,7 @@ def test_a_terminal_gets_colours_only_for_a_short_answer(count: int, highlighted
 
 
 def test_a_server_that_resets_the_connection_exits_2() -> None:
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        port = server.getsockname()[1]
-
-        def reset_after_request() -> None:
-            peer, _ = server.accept()
-            peer.recv(65536)
-            peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            peer.close()
-
-        thread = threading.Thread(target=reset_after_request, daemon=True)
-        thread.start()
-        done = run_cli("call", "ping", "--target", f"127.0.0.1:{port}", "--timeout", "10")
-        thread.join(10)
+    done, port = call_a_server_that(_reset, "--timeout", "10")
     assert done.returncode == 2
     expected = f"golem-proxy: connection to 127.0.0.1:{port} failed (connection reset by peer)\n"
     assert done.stderr == expected

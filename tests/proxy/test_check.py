@@ -22,8 +22,8 @@ from golem_proxy.analysis.flows import Flow, FlowTracker
 from golem_proxy.analysis.trace import open_flows
 from golem_proxy.catalogues import load_catalogue
 from golem_proxy.events import Direction, Event, ViolationSeen
+from golem_proxy.testing.answering_server import answering
 
-from .answering_server import answering
 from .cli_helpers import ROOT, run_cli, run_main
 from .trace_builder import TapSimulator, golem_session, write_recording
 

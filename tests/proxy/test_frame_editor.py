@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
 import pytest
@@ -19,16 +18,10 @@ from golem_proxy.live.frame_editor import (
     sent_bytes,
 )
 
+from .cli_helpers import editor_script
+
 GOLEM_STYLE = b'{"id": "a1", "method": "scene.create_layer", "params": {"name": "W\\u00e9"}}'
 COMPACT = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"\xc3\xa9"}}'
-
-
-def script(tmp_path: Path, body: str) -> str:
-    """An executable shell script ``body`` (the file to edit is $1)."""
-    path = tmp_path / "editor.sh"
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 def test_a_frame_left_as_shown_is_sent_as_it_came() -> None:
@@ -76,20 +69,20 @@ def test_editor_command_is_split_as_a_shell_would() -> None:
 
 
 def test_a_real_editor_changes_a_value(tmp_path: Path) -> None:
-    editor = script(tmp_path, "sed -i 's/scene.create_layer/scene.list_layers/' \"$1\"")
+    editor = editor_script(tmp_path, "sed -i 's/scene.create_layer/scene.list_layers/' \"$1\"")
     result = edit_in_editor(GOLEM_STYLE, [editor])
     assert result.changed
     assert result.payload == GOLEM_STYLE.replace(b"scene.create_layer", b"scene.list_layers")
 
 
 def test_an_editor_that_fails_sends_nothing(tmp_path: Path) -> None:
-    editor = script(tmp_path, "echo '{}' > \"$1\"; exit 3")
+    editor = editor_script(tmp_path, "echo '{}' > \"$1\"; exit 3")
     result = edit_in_editor(GOLEM_STYLE, [editor])
     assert result.payload is None and not result.changed
 
 
 def test_an_editor_that_leaves_no_json_keeps_the_text(tmp_path: Path) -> None:
-    editor = script(tmp_path, "echo '{broken' > \"$1\"")
+    editor = editor_script(tmp_path, "echo '{broken' > \"$1\"")
     with pytest.raises(EditorError, match="not JSON") as raised:
         edit_in_editor(GOLEM_STYLE, [editor])
     kept = str(raised.value).split("kept in ")[1].rstrip(")")

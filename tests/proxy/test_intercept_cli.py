@@ -111,6 +111,18 @@ class InterceptingProxy:
         return stderr
 
 
+HOLD_CREATE_LAYER = r"~q & ~m ^scene\.create_layer$"
+
+
+def holding_create_layer(upstream: str, record: Path) -> InterceptingProxy:
+    """A proxy to ``upstream``, recording to ``record``, that holds every
+    ``scene.create_layer`` request."""
+    return InterceptingProxy(
+        "--route", f"127.0.0.1:0={upstream}", "--record", str(record),
+        "--intercept", HOLD_CREATE_LAYER,
+    )  # fmt: skip
+
+
 def call_in_background(
     port: int, *args: str
 ) -> tuple[threading.Thread, list[subprocess.CompletedProcess[str]]]:
@@ -126,10 +138,7 @@ def call_in_background(
 def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) -> None:
     record = tmp_path / "session.jsonl"
     upstream = f"{plugin.main.host}:{plugin.main.port}"
-    proxy = InterceptingProxy(
-        "--route", f"127.0.0.1:0={upstream}", "--record", str(record),
-        "--intercept", r"~q & ~m ^scene\.create_layer$",
-    )  # fmt: skip
+    proxy = holding_create_layer(upstream, record)
     try:
         params = json.dumps({"name": "Walls", "color": {"r": 255, "g": 0, "b": 0}})
         thread, done = call_in_background(proxy.port, "scene.create_layer", params, "--id", "w1")
@@ -270,10 +279,7 @@ def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
 ) -> None:
     record = tmp_path / "session.jsonl"
     upstream = f"{plugin.main.host}:{plugin.main.port}"
-    proxy = InterceptingProxy(
-        "--route", f"127.0.0.1:0={upstream}", "--record", str(record),
-        "--intercept", r"~q & ~m ^scene\.create_layer$",
-    )  # fmt: skip
+    proxy = holding_create_layer(upstream, record)
     name = f"Orphan-{how}"
     try:
         client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)

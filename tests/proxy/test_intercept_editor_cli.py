@@ -5,7 +5,6 @@ compact encoding, and the proxy relays meanwhile."""
 from __future__ import annotations
 
 import json
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,21 +14,19 @@ from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 
-from .cli_helpers import run_cli
-from .test_intercept_cli import InterceptingProxy, call_in_background
+from .cli_helpers import editor_script, run_cli
+from .test_intercept_cli import (
+    HOLD_CREATE_LAYER,
+    InterceptingProxy,
+    call_in_background,
+    holding_create_layer,
+)
 
 
 @pytest.fixture(scope="module")
 def plugin() -> Iterator[PluginProcess]:
     with PluginProcess(seed=17) as running:
         yield running
-
-
-def editor_script(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "editor.sh"
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 def test_edit_n_opens_the_editor_on_the_held_frame(
@@ -41,10 +38,7 @@ def test_edit_n_opens_the_editor_on_the_held_frame(
     monkeypatch.setenv("EDITOR", editor)
     record = tmp_path / "session.jsonl"
     upstream = f"{plugin.main.host}:{plugin.main.port}"
-    proxy = InterceptingProxy(
-        "--route", f"127.0.0.1:0={upstream}", "--record", str(record),
-        "--intercept", r"~q & ~m ^scene\.create_layer$",
-    )  # fmt: skip
+    proxy = holding_create_layer(upstream, record)
     try:
         params = json.dumps({"name": "Blue", "color": {"r": 255, "g": 0, "b": 0}})
         thread, done = call_in_background(proxy.port, "scene.create_layer", params, "--id", "b1")
@@ -75,7 +69,7 @@ def test_an_editor_that_fails_leaves_the_frame_held(
     monkeypatch.setenv("EDITOR", editor_script(tmp_path, "exit 1"))
     upstream = f"{plugin.main.host}:{plugin.main.port}"
     proxy = InterceptingProxy(
-        "--route", f"127.0.0.1:0={upstream}", "--intercept", r"~q & ~m ^scene\.create_layer$",
+        "--route", f"127.0.0.1:0={upstream}", "--intercept", HOLD_CREATE_LAYER,
     )  # fmt: skip
     try:
         params = json.dumps({"name": "Kept"})

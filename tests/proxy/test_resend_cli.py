@@ -11,9 +11,9 @@ import pytest
 import trio
 
 from golem_core.messages import Response
+from golem_proxy.testing.answering_server import answering
 from golem_proxy.testing.plugin_process import PluginProcess
 
-from .answering_server import answering
 from .cli_helpers import run_cli
 from .harness import GolemClient, connect, start_proxy, stop_proxy
 

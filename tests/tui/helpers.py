@@ -10,9 +10,17 @@ from typing import Any, Callable, Optional, TypeVar
 
 from textual.pilot import Pilot
 
+from golem_core.profiles import GOLEM
+from golem_proxy.analysis.filters import Filter
+from golem_proxy.commands._live_tui import live_source
 from golem_proxy.events import Event
+from golem_proxy.live.control import LiveControl
+from golem_proxy.live.intercept import InterceptEngine
+from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.session import SessionConfig
+from golem_proxy.net.addresses import Address, Route
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.bridge import EventBuffer
+from golem_proxy.tui.bridge import EventBuffer, TrioThreadSource
 
 T = TypeVar("T")
 TIMEOUT = 20.0
@@ -71,3 +79,24 @@ class ManualSource:
 
     def stop(self) -> None:
         self.stopped.set()
+
+
+def intercepting_source(
+    upstream: Address, hold: Optional[Filter] = None
+) -> tuple[TrioThreadSource, LiveControl, InterceptEngine]:
+    """A live GOLEM proxy session on a free loopback port to ``upstream``, holding what
+    ``hold`` matches, as the TUI's source; with the control the TUI reaches it through and
+    its intercept engine."""
+    engine = InterceptEngine(GOLEM, hold)
+    config = SessionConfig(
+        routes=[Route("main", Address("127.0.0.1", 0), upstream)],
+        profile=GOLEM,
+        options=ProxyOptions(drain_timeout=1.0, intercept=engine),
+    )
+    control = LiveControl()
+    return live_source(config, control), control, engine
+
+
+def position_of(app: GolemProxyApp, method: str) -> int:
+    """The view position of the first flow of ``method``."""
+    return next(i for i, n in enumerate(app.model.view) if app.model.flows[n].method == method)

@@ -13,12 +13,7 @@ from typing import Any
 from textual.widgets import Input, TextArea
 
 from golem_core.profiles import GOLEM
-from golem_proxy.commands.proxy import live_source
-from golem_proxy.live.control import LiveControl
-from golem_proxy.live.intercept import InterceptEngine
-from golem_proxy.live.relay import ProxyOptions
-from golem_proxy.live.session import SessionConfig
-from golem_proxy.net.addresses import Address, Route
+from golem_proxy.net.addresses import Address
 from golem_proxy.testing.client import GolemClient, RhinoCommandError, RhinoTimeoutError
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import TrioThreadSource
@@ -27,7 +22,7 @@ from golem_proxy.tui.screens.intercept_prompt import InterceptPrompt
 from golem_proxy.tui.screens.resend_diff import ResendDiff
 from rhino_plugin import HeadlessPlugin, PluginOptions
 
-from .helpers import loaded, run, select, wait_for
+from .helpers import intercepting_source, loaded, position_of, run, select, wait_for
 
 FILTER = r"~q & ~m ^scene\.create_layer$"
 
@@ -42,14 +37,7 @@ async def until_stopped(source: TrioThreadSource) -> None:
 def test_hold_edit_send_and_resend_in_the_tui() -> None:
     plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
     (host, port), _ = plugin.start()
-    engine = InterceptEngine(GOLEM, None)
-    config = SessionConfig(
-        routes=[Route("main", Address("127.0.0.1", 0), Address(host, port))],
-        profile=GOLEM,
-        options=ProxyOptions(drain_timeout=1.0, intercept=engine),
-    )
-    control = LiveControl()
-    source = live_source(config, control)
+    source, control, engine = intercepting_source(Address(host, port))
     results: list[Any] = []
 
     def client(listen: int) -> None:
@@ -107,10 +95,7 @@ def test_hold_edit_send_and_resend_in_the_tui() -> None:
 
             # r: the create_layer flow again, on a side connection of the session.
             await wait_for(pilot, lambda: len(app.model.flows) >= 3)
-            position = next(
-                i for i, n in enumerate(app.model.view)
-                if app.model.flows[n].method == "scene.create_layer"
-            )  # fmt: skip
+            position = position_of(app, "scene.create_layer")
             app.table.focus()
             await select(pilot, position)
             await pilot.press("r")
@@ -147,9 +132,7 @@ def test_resend_from_a_recording_with_a_target(demo_path: str) -> None:
             await loaded(pilot)
             await pilot.press("D")  # nothing sent yet: a notice, no screen
             assert not isinstance(app.screen, ResendDiff)
-            position = next(
-                i for i, n in enumerate(app.model.view) if app.model.flows[n].method == "ping"
-            )
+            position = position_of(app, "ping")
             await select(pilot, position)
             await pilot.press("r")
             await wait_for(pilot, lambda: app.last_resend is not None, limit=4000)
@@ -192,14 +175,7 @@ def test_intercept_needs_a_live_session(demo_path: str) -> None:
 def test_accept_answer_and_drop_keys_on_held_requests() -> None:
     plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
     (host, port), _ = plugin.start()
-    engine = InterceptEngine(GOLEM, None)
-    config = SessionConfig(
-        routes=[Route("main", Address("127.0.0.1", 0), Address(host, port))],
-        profile=GOLEM,
-        options=ProxyOptions(drain_timeout=1.0, intercept=engine),
-    )
-    control = LiveControl()
-    source = live_source(config, control)
+    source, control, _ = intercepting_source(Address(host, port))
     outcomes: list[str] = []
 
     def client(listen: int) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import stat
 import subprocess
 import sys
 import threading
@@ -19,32 +18,21 @@ from textual.widgets import TextArea
 
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.filters import parse_filter
-from golem_proxy.commands.proxy import live_source
-from golem_proxy.live.control import LiveControl
-from golem_proxy.live.intercept import InterceptEngine
-from golem_proxy.live.relay import ProxyOptions
-from golem_proxy.live.session import SessionConfig
-from golem_proxy.net.addresses import Address, Route
+from golem_proxy.net.addresses import Address
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.tui import RecordingSource
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.screens.edit_frame import EditFrame
 from rhino_plugin import HeadlessPlugin, PluginOptions
+from tests.proxy.cli_helpers import editor_script
 
-from .helpers import loaded, run, select, wait_for
+from .helpers import intercepting_source, loaded, position_of, run, select, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def editor_script(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "editor.sh"
-    path.write_text("#!/bin/sh\n" + body + "\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
-
-
 def ping_position(app: GolemProxyApp) -> int:
-    return next(i for i, n in enumerate(app.model.view) if app.model.flows[n].method == "ping")
+    return position_of(app, "ping")
 
 
 @pytest.fixture
@@ -123,14 +111,8 @@ def test_e_on_a_held_frame_opens_the_editor(
 ) -> None:
     editor = editor_script(tmp_path, 'sed -i \'s/"Red"/"Edited"/\' "$1"')
     monkeypatch.setenv("EDITOR", editor)
-    engine = InterceptEngine(GOLEM, parse_filter(r"~q & ~m ^scene\.create_layer$"))
-    config = SessionConfig(
-        routes=[Route("main", Address("127.0.0.1", 0), plugin)],
-        profile=GOLEM,
-        options=ProxyOptions(drain_timeout=1.0, intercept=engine),
-    )
-    control = LiveControl()
-    source = live_source(config, control)
+    hold = parse_filter(r"~q & ~m ^scene\.create_layer$")
+    source, control, _ = intercepting_source(plugin, hold)
     results: list[Any] = []
 
     def client(listen: int) -> None:
@@ -177,11 +159,7 @@ def test_copy_as_call_writes_a_command_that_works(
         app = GolemProxyApp(source, source.profile, "file", resend_target=plugin)
         async with app.run_test(size=(120, 40)) as pilot:
             await loaded(pilot)
-            position = next(
-                i
-                for i, n in enumerate(app.model.view)
-                if app.model.flows[n].method == "scene.list_objects"
-            )
+            position = position_of(app, "scene.list_objects")
             await select(pilot, position)
             await pilot.press("Y")
             await wait_for(pilot, lambda: bool(app._notifications))
@@ -213,11 +191,7 @@ def test_copy_as_call_names_the_connection_upstream_and_quotes_params(demo_path:
         app = GolemProxyApp(source, source.profile, "file")
         async with app.run_test(size=(120, 40)) as pilot:
             await loaded(pilot)
-            position = next(
-                i
-                for i, n in enumerate(app.model.view)
-                if app.model.flows[n].method == "viewport.capture"
-            )
+            position = position_of(app, "viewport.capture")
             await select(pilot, position)
             await pilot.press("Y")
             await wait_for(pilot, lambda: bool(app.clipboard))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from golem_core.profiles import GOLEM
-from golem_proxy.commands.proxy import live_source
+from golem_proxy.commands._live_tui import live_source
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address, Route

@@ -1,5 +1,6 @@
-"""A GOLEM server that answers each request with bytes the test chose: hostile answers for the
-one-shot clients (``call``, ``resend``). Blocking sockets in a thread, on 127.0.0.1."""
+"""A GOLEM server that answers each request with bytes the caller chose: hostile answers for
+the one-shot clients (``call``, ``resend``) in the tests, one large answer in ``bench_call``.
+Blocking sockets in a thread, on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -27,13 +28,16 @@ def _read_exactly(peer: socket.socket, size: int) -> bytes:
 
 
 @contextmanager
-def answering(answer: Answer, connections: int = 1, *, framed: bool = True) -> Iterator[str]:
+def answering(
+    answer: Answer, connections: int = 1, *, framed: bool = True, timeout: float = 30
+) -> Iterator[str]:
     """Listen on a free loopback port and answer ``connections`` connections, one request
-    each, with ``answer(request id)`` (sent as is when not ``framed``). Yields ``HOST:PORT``."""
+    each, with ``answer(request id)`` (sent as is when not ``framed``), waiting up to
+    ``timeout`` seconds for each connection and on each socket. Yields ``HOST:PORT``."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
-    server.settimeout(30)
+    server.settimeout(timeout)
 
     def serve() -> None:
         for _ in range(connections):
@@ -42,7 +46,7 @@ def answering(answer: Answer, connections: int = 1, *, framed: bool = True) -> I
             except OSError:
                 return
             with peer:
-                peer.settimeout(30)
+                peer.settimeout(timeout)
                 try:
                     (length,) = struct.unpack("!I", _read_exactly(peer, 4))
                     request = json.loads(_read_exactly(peer, length))
@@ -60,4 +64,4 @@ def answering(answer: Answer, connections: int = 1, *, framed: bool = True) -> I
         with contextlib.suppress(OSError):  # wakes an accept() still waiting (Linux)
             server.shutdown(socket.SHUT_RDWR)
         server.close()
-        thread.join(30)
+        thread.join(timeout)
