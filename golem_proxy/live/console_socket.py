@@ -26,21 +26,23 @@ __all__ = ["serve_console"]
 _CHUNK = 65536
 
 
-async def serve_console(listener: Listener, console: InterceptConsole) -> None:
-    """Serve console clients on ``listener`` until cancelled (its opener closes it). Never
-    raises for what a client does."""
+async def serve_console(
+    listener: Listener, console: InterceptConsole, limit: int = MAX_LINE
+) -> None:
+    """Serve console clients on ``listener`` until cancelled (its opener closes it); a line
+    longer than ``limit`` bytes is refused. Never raises for what a client does."""
     async with trio.open_nursery() as clients:
         while True:
             stream = await listener.listener.accept()
-            clients.start_soon(_serve_client, stream, console)
+            clients.start_soon(_serve_client, stream, console, limit)
 
 
-async def _serve_client(stream: trio.SocketStream, console: InterceptConsole) -> None:
+async def _serve_client(stream: trio.SocketStream, console: InterceptConsole, limit: int) -> None:
     async with stream:
         try:
-            async for line in _lines(stream):
+            async for line in _lines(stream, limit):
                 if isinstance(line, int):
-                    answers = [Text(f"line too long ({line} bytes, at most {MAX_LINE}): ignored")]
+                    answers = [Text(f"line too long ({line} bytes, at most {limit}): ignored")]
                 else:
                     answers = console.handle_bytes(line)
                 await stream.send_all("".join(f"{text.plain}\n" for text in answers).encode())
@@ -48,9 +50,9 @@ async def _serve_client(stream: trio.SocketStream, console: InterceptConsole) ->
             return  # the client went away: nothing to answer
 
 
-async def _lines(stream: trio.SocketStream) -> AsyncIterator[Union[bytes, int]]:
+async def _lines(stream: trio.SocketStream, limit: int) -> AsyncIterator[Union[bytes, int]]:
     """Yield each line ``stream`` sends (without its newline; a last line without one too),
-    or the size of a line longer than `MAX_LINE`, which is not kept."""
+    or the size of a line longer than ``limit``, which is not kept."""
     buffer = bytearray()
     skipped = 0  # bytes of an overlong line read so far, 0 when none is being skipped
     while True:
@@ -65,13 +67,13 @@ async def _lines(stream: trio.SocketStream) -> AsyncIterator[Union[bytes, int]]:
             start = 0
             if end < 0:
                 break
-            if skipped:
-                yield skipped + end + 1
+            if skipped or end > limit:
+                yield skipped + end
                 skipped = 0
             else:
                 yield bytes(buffer[:end])
             del buffer[: end + 1]
-        if skipped or len(buffer) > MAX_LINE:
+        if skipped or len(buffer) > limit:
             skipped += len(buffer)
             buffer.clear()
     if skipped:

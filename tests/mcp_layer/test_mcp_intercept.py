@@ -179,3 +179,41 @@ def test_console_in_a_directory_others_may_write_is_refused(tmp_path: Path) -> N
     assert done.stdout == b""
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1 and "others may write to it" in lines[0], lines
+
+
+ECHO = "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"
+
+
+def test_with_a_console_stdout_is_still_the_servers_bytes_only(tmp_path: Path) -> None:
+    path = private_dir(tmp_path) / "c.sock"
+    lines = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n' * 3
+    done = subprocess.run(
+        [
+            *[sys.executable, "-m", "golem_proxy", "mcp", "--upstream", "127.0.0.1:9"],
+            *["--intercept", FILTER, "--console", f"unix:{path}"],
+            *["--", sys.executable, "-c", ECHO],
+        ],
+        input=lines,
+        capture_output=True,
+        cwd=ROOT,
+        env=environment(),
+        timeout=DEADLINE,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == lines
+    assert f"golem-proxy intercept unix:{path}".encode() in done.stderr
+    assert not path.exists()
+
+
+def test_intercept_to_a_socket_nobody_serves_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "golem_proxy", "intercept", f"unix:{tmp_path / 'none.sock'}"],
+        capture_output=True,
+        cwd=ROOT,
+        env=environment(),
+        timeout=DEADLINE,
+    )
+    assert done.returncode == 2
+    assert done.stdout == b""
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("golem-proxy: intercept: cannot connect"), lines
