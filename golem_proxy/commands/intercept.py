@@ -19,7 +19,7 @@ from ._common import CommandError, address_arg
 
 NAME = "intercept"
 HELP = "decide held frames through the console socket of golem-proxy mcp --console"
-ORDER = 13
+ORDER = 45  # a live tool, beside call
 
 _CHUNK = 65536
 
