@@ -26,6 +26,7 @@ from .mcp_helpers import ROOT, environment, wrapped
 
 FILTER = "~q ~m ^scene.create_layer$"  # the requests only: the responses match ~m too
 DEADLINE = 30.0
+WRAPPER = [sys.executable, "-m", "golem_proxy", "mcp"]
 
 
 def private_dir(tmp_path: Path) -> Path:
@@ -217,3 +218,17 @@ def test_intercept_to_a_socket_nobody_serves_is_one_line(tmp_path: Path) -> None
     assert done.stdout == b""
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith("golem-proxy: intercept: cannot connect"), lines
+
+
+def test_console_without_intercept_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*WRAPPER, "--console", f"unix:{tmp_path / 'c'}", "--", "true"],
+        capture_output=True,
+        cwd=ROOT,
+        env=environment(),
+        timeout=DEADLINE,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        "golem-proxy: mcp --console: needs --intercept FILTER"
+    ]
