@@ -27,11 +27,15 @@ from rich.text import Text
 from golem_core.profiles import GOLEM, MCP
 
 from ..live.attribution import ToolCallTracker
+from ..live.console_socket import serve_console
+from ..live.intercept import InterceptEngine
+from ..live.intercept_console import InterceptConsole
 from ..live.log_output import TerminalOutput
 from ..live.relay import BoundRoute
 from ..live.session import ProxySession, SessionConfig
 from ..live.stdio_relay import ChildStartError, StdioRelay
 from ..net.addresses import Address, Route
+from ..net.listeners import Listener, open_listener
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
 from ..terminal import safe_text
@@ -84,6 +88,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="once the client closes stdin, how long the server may take to exit before it "
         "is terminated, then killed (default 5)",
     )
+    parser.add_argument(
+        "--console",
+        type=address_arg,
+        metavar="unix:PATH",
+        help="with --intercept: take the intercept commands on this private Unix socket "
+        "(stdin is the MCP client's); golem-proxy intercept unix:PATH talks to it",
+    )
     add_session_arguments(parser)
     parser.add_argument(
         "server", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the MCP server"
@@ -96,12 +107,7 @@ def run(args: argparse.Namespace) -> int:
         argv = argv[1:]
     if not argv:
         raise CommandError("mcp: no server command", "give it after --: golem-proxy mcp -- CMD")
-    if args.intercept is not None:
-        raise CommandError(
-            "mcp --intercept: not available here",
-            "stdin is the MCP client's, so held frames could not be decided; "
-            "use --fault, or golem-proxy proxy --tui --intercept",
-        )
+    _check_console(args.intercept, args.console)
     overrides = _env_overrides(args.env)
     tracker = ToolCallTracker(MCP)
     options, record_path = session_options(args, GOLEM)
@@ -123,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         layers=(RouteInfo(MCP_ROUTE, "stdio", shlex.join(argv), MCP.name),),
     )
     try:
-        return trio.run(_serve, config, argv, overrides, tracker, args.exit_timeout)
+        return trio.run(_serve, config, argv, overrides, tracker, args.exit_timeout, args.console)
     except BaseException as exc:
         failed = _one_error(exc)
         if failed is None:
@@ -133,6 +139,19 @@ def run(args: argparse.Namespace) -> int:
         output.close()
         if log_stream is not None:
             log_stream.close()
+
+
+def _check_console(intercept: Optional[str], console: Optional[Address]) -> None:
+    """Raises CommandError unless ``--intercept`` and ``--console unix:PATH`` come together."""
+    if intercept is not None and console is None:
+        raise CommandError(
+            "mcp --intercept: needs --console unix:PATH",
+            "stdin is the MCP client's: held frames are decided through that socket",
+        )
+    if console is not None and intercept is None:
+        raise CommandError("mcp --console: needs --intercept FILTER")
+    if console is not None and not console.is_unix:
+        raise CommandError(f"mcp --console: {console} is not unix:PATH", "a private Unix socket")
 
 
 def _env_overrides(specs: list[str]) -> dict[str, str]:
@@ -182,10 +201,31 @@ async def _serve(
     overrides: dict[str, str],
     tracker: ToolCallTracker,
     exit_timeout: float,
+    console_address: Optional[Address],
 ) -> int:
     session = ProxySession(config)
+    # Opened before the server starts: a socket that cannot be made stops the run at once.
+    commands = await open_listener(console_address) if console_address is not None else None
+    try:
+        return await _serve_with(session, config, argv, overrides, tracker, exit_timeout, commands)
+    finally:
+        if commands is not None:
+            with trio.CancelScope(shield=True):
+                await commands.aclose()
+
+
+async def _serve_with(
+    session: ProxySession,
+    config: SessionConfig,
+    argv: list[str],
+    overrides: dict[str, str],
+    tracker: ToolCallTracker,
+    exit_timeout: float,
+    commands: Optional[Listener],
+) -> int:
     console = config.console
     assert console is not None
+    engine = config.options.intercept
     # Signals are caught from the start: a SIGTERM before the server runs must not kill us
     # with a traceback, and once it runs they are the server's to act on.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -204,6 +244,9 @@ async def _serve(
                 )
                 await relay.start()
                 _announce(console, bound, env, relay, config)
+                if commands is not None and engine is not None:
+                    _announce_console(console, engine, commands.address)
+                    nursery.start_soon(serve_console, commands, InterceptConsole(engine))
                 nursery.start_soon(_forward_signals, signals, relay)
                 status = await relay.run()
             finally:
@@ -239,3 +282,15 @@ def _announce(
     )
     if config.record_path:
         console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)
+
+
+def _announce_console(console: Console, engine: InterceptEngine, address: Address) -> None:
+    limit = f", at most {engine.timeout:g} s" if engine.timeout else ""
+    console.print(
+        Text.assemble(
+            ("intercept", "bold blue"),
+            f": {safe_text(str(engine.filter))} (held until decided{limit}; "
+            f"commands: golem-proxy intercept {safe_text(str(address))})",
+        ),
+        soft_wrap=True,
+    )
