@@ -83,9 +83,29 @@ class RpcError:
     data: Any = ABSENT
 
 
+class _Slotted:
+    """Base of the message classes: slotted, because a viewer keeps two messages per
+    exchange of a recording and an instance dictionary cost ~100 bytes each. Frozen
+    dataclasses refuse ``setattr``, so pickling (a forked reader's result) restores the
+    slots itself."""
+
+    __slots__ = ()
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        names: tuple[str, ...] = self.__slots__
+        return tuple(getattr(self, name) for name in names)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        names: tuple[str, ...] = self.__slots__
+        for name, value in zip(names, state):
+            object.__setattr__(self, name, value)
+
+
 @dataclass(frozen=True)
-class Request:
+class Request(_Slotted):
     """A call. ``params`` is exactly what was on the wire (ABSENT when the member is missing)."""
+
+    __slots__ = ("id", "method", "obj", "params")
 
     id: JsonId
     method: str
@@ -96,10 +116,12 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Notification:
+class Notification(_Slotted):
     """A request that wants no answer (JSON-RPC 2.0: a ``method`` and no ``id``). Either peer
     may send one: a server's progress or log message, a client's "initialized". Never paired,
     never held; ``params`` is exactly what was on the wire (ABSENT when missing)."""
+
+    __slots__ = ("method", "obj", "params")
 
     method: str
     params: Any
@@ -110,8 +132,10 @@ class Notification:
 
 
 @dataclass(frozen=True)
-class Response:
+class Response(_Slotted):
     """A successful reply."""
+
+    __slots__ = ("id", "obj", "result")
 
     id: JsonId
     result: Any
@@ -121,8 +145,10 @@ class Response:
 
 
 @dataclass(frozen=True)
-class ErrorResponse:
+class ErrorResponse(_Slotted):
     """A reply carrying a well-formed error object."""
+
+    __slots__ = ("error", "id", "obj")
 
     id: JsonId
     error: RpcError
@@ -132,9 +158,11 @@ class ErrorResponse:
 
 
 @dataclass(frozen=True)
-class Malformed:
+class Malformed(_Slotted):
     """A payload that is not a valid message. ``obj`` is the decoded JSON when there was any,
     ``id`` the best-effort id (for pairing a reply to it), ``role`` what it was expected to be."""
+
+    __slots__ = ("detail", "id", "kind", "obj", "role")
 
     kind: MalformedKind
     detail: str
@@ -148,17 +176,22 @@ Message = Union[Request, Notification, Response, ErrorResponse, Malformed]
 # What json.loads(str) calls, minus its per-call argument handling.
 _json_decode = json.JSONDecoder().decode
 _object_new = object.__new__
+# The slots' own setters: a frozen dataclass's __setattr__ refuses, object.__setattr__ is slower.
+_request_slots: dict[str, Any] = dict(vars(Request))
+_set_request_id = _request_slots["id"].__set__
+_set_request_method = _request_slots["method"].__set__
+_set_request_params = _request_slots["params"].__set__
+_set_request_obj = _request_slots["obj"].__set__
 
 
 def build_request(ident: JsonId, method: str, params: Any, obj: dict[str, Any]) -> Request:
     """``Request(ident, method, params, obj)`` for the decoding hot path: a frozen dataclass's
     generated __init__ sets each field through object.__setattr__, which is slow."""
     request: Request = _object_new(Request)
-    fields = request.__dict__
-    fields["id"] = ident
-    fields["method"] = method
-    fields["params"] = params
-    fields["obj"] = obj
+    _set_request_id(request, ident)
+    _set_request_method(request, method)
+    _set_request_params(request, params)
+    _set_request_obj(request, obj)
     return request
 
 

@@ -480,6 +480,9 @@ class _Decoder:
                 if start < 0 or end < start:
                     raise RecordingError('msg is not where the writer puts it (,"msg": last)')
                 payload = line[start + len(MSG_KEY) : end]
+            if type(obj) is dict and type(obj.get("method")) is str:
+                # One string per method name, not one per request: a viewer keeps them all.
+                obj["method"] = sys.intern(obj["method"])
             message = profile.parse_decoded(obj, role)
         frame = FrameSeen(
             member_int(data, "conn"),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 
 from golem_core.messages import (
@@ -67,6 +70,25 @@ def test_message_roles() -> None:
     assert Response.role is Role.RESPONSE
     assert ErrorResponse.role is Role.RESPONSE
     assert RpcError(1, "m").details is ABSENT and RpcError(1, "m").data is ABSENT
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"id": "a", "method": "ping", "params": {"n": 1}}',
+        b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"p": 1}}',
+        b'{"id": "a", "result": {"ok": true}, "error": null}',
+        b'{"id": "a", "result": null, "error": {"code": "X", "message": "m"}}',
+        b"not json",
+    ],
+)
+def test_messages_are_slotted_and_survive_pickle_and_copy(payload: bytes) -> None:
+    # Slotted to keep a big recording's messages small; frozen slotted instances need their
+    # own pickle state (a forked reader pickles what it read).
+    message = JSONRPC_NDJSON.parse(payload, None)
+    assert not hasattr(message, "__dict__")
+    assert pickle.loads(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)) == message
+    assert copy.deepcopy(message) == message
 
 
 @pytest.mark.parametrize("profile", [GOLEM, JSONRPC_NDJSON], ids=lambda p: p.name)

@@ -127,6 +127,17 @@ def test_every_event_type_roundtrips() -> None:
     assert roundtrip(events) == events
 
 
+def test_requests_of_one_method_share_its_name() -> None:
+    # A viewer keeps every request of a recording: one method string each was ~60 bytes a flow.
+    requests = [
+        frame(b'{"id": "r%d", "method": "ping", "params": {}}' % n, index=n) for n in (1, 2)
+    ]
+    first, second = roundtrip(list(requests))
+    assert isinstance(first, FrameSeen) and isinstance(second, FrameSeen)
+    assert first == requests[0] and second == requests[1]
+    assert first.method is second.method
+
+
 PAYLOADS = [
     '{"id": "x", "method": "creation.create_text", "params": {"text": "Grüße, 世界 🧊"}}'.encode(),
     b'{\n  "id": "x",\n  "method": "ping",\n  "params": {}\n}',  # spans lines
