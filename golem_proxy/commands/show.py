@@ -21,7 +21,6 @@ from ..analysis.tool_calls import (
     ToolCallIndex,
     attribution_refs,
     mcp_routes,
-    tool_call_error,
     two_layer_json,
     two_layer_label,
 )
@@ -234,9 +233,8 @@ class _Layers:
         return two_layer_label(flow)
 
     def status(self, flow: Flow, profile: Profile) -> Text:
-        failed = tool_call_error(flow) if self.index.layer(flow) == LAYER_MCP else None
-        if failed and flow.response is not None and flow.status(profile) == "ok":
-            return Text("isError", style="red")
+        # A tool's failure (isError, an error in its structured content) is the outcome the
+        # mcp profile decided where the answer was decoded: read, not derived again here.
         return status_text(flow, profile)
 
 

@@ -23,7 +23,6 @@ from ..analysis.tool_calls import (
     caused_by,
     is_tool_call,
     owner_key,
-    tool_call_error,
 )
 from ..events import (
     ConnectionClosed,
@@ -143,8 +142,6 @@ class SessionModel:
         """The flow's status as shown (error codes come from the peer: made safe)."""
         if self.loading and flow.pending:
             return "loading"
-        if tool_call_error(flow) and flow.response is not None:
-            return "isError"  # the tool failed as the model saw it, in a well-formed answer
         return safe_text(flow.status(self.profile))
 
     def label(self, flow: Flow) -> str:
