@@ -41,7 +41,7 @@ class FramedStream:
     ``observe``, when given, sees every chunk as it goes and comes."""
 
     def __init__(
-        self, stream: trio.SocketStream, profile: Profile, observe: Optional[Observe] = None
+        self, stream: trio.abc.Stream, profile: Profile, observe: Optional[Observe] = None
     ) -> None:
         self.stream = stream
         self.answers = AnswerReader(profile)
@@ -93,7 +93,7 @@ class FramedStream:
                 return reading
 
     async def _receive(self) -> None:
-        chunk = await self.stream.receive_some(RECEIVE_SIZE)
+        chunk = bytes(await self.stream.receive_some(RECEIVE_SIZE))
         self.received_at = trio.current_time()
         if self.observe is not None:
             self.observe(Direction.S2C, chunk, self.received_at)
