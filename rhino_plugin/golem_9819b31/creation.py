@@ -14,6 +14,7 @@ from golem_core.dispatcher import Handler
 from ..document import Document
 from ..geometry import BoundingBox
 from .kit import (
+    Params,
     add_object,
     bbox_json,
     dict_points,
@@ -33,8 +34,6 @@ from .shapes import (
 )
 
 __all__ = ["CreationHandlers", "Creator"]
-
-Params = dict[str, Any]
 
 
 class Creator:

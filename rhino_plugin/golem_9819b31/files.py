@@ -14,10 +14,9 @@ from typing import Any
 from golem_core.dispatcher import Handler
 
 from ..document import Document
+from .kit import Params
 
 __all__ = ["FileHandlers"]
-
-Params = dict[str, Any]
 
 
 def _file_size(path: Any) -> int:

@@ -21,6 +21,7 @@ from ..geometry import BoundingBox, Point
 __all__ = [
     "FormatException",
     "GolemFailure",
+    "Params",
     "Point",
     "add_object",
     "bbox_json",

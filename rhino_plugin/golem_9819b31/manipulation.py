@@ -24,7 +24,7 @@ from ..geometry import (
     unit,
 )
 from .envelope import wrapped
-from .kit import GolemFailure, find_or_none, guid_or_value_error
+from .kit import GolemFailure, Params, find_or_none, guid_or_value_error
 from .manipulation_kit import (
     ManipulationBase,
     affine_map,
@@ -41,8 +41,6 @@ from .manipulation_kit import (
 )
 
 __all__ = ["ManipulationHandlers"]
-
-Params = dict[str, Any]
 
 
 class ManipulationHandlers(ManipulationBase):

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 from ..document import DocObject, Document
 from ..geometry import BoundingBox, PointMap
-from .kit import Number, Point, find_object, parse_guid
+from .kit import Number, Params, Point, find_object, parse_guid
 
 __all__ = [
     "ManipulationBase",
@@ -28,8 +28,6 @@ __all__ = [
     "stations_along",
     "times",
 ]
-
-Params = dict[str, Any]
 
 
 def parse_point(raw: Any, field: str) -> Point:

@@ -14,7 +14,7 @@ from golem_core.dispatcher import Handler
 
 from ..document import Document
 from .envelope import wrapped
-from .kit import GolemFailure
+from .kit import GolemFailure, Params
 from .manipulation_kit import (
     ManipulationBase,
     explode_pieces,
@@ -24,8 +24,6 @@ from .manipulation_kit import (
 )
 
 __all__ = ["ObjectManipulationHandlers"]
-
-Params = dict[str, Any]
 
 
 class ObjectManipulationHandlers(ManipulationBase):

@@ -17,6 +17,7 @@ from ..geometry import BoundingBox
 from .envelope import wrapped
 from .kit import (
     GolemFailure,
+    Params,
     list_param,
     validate_guid_or_key_error,
 )
@@ -28,8 +29,6 @@ from .operations_kit import (
 from .serialize import serialize_brep
 
 __all__ = ["OperationHandlers"]
-
-Params = dict[str, Any]
 
 
 class OperationHandlers(OperationsBase):

@@ -16,6 +16,7 @@ from ..geometry import BoundingBox
 from .envelope import wrapped
 from .kit import (
     GolemFailure,
+    Params,
     list_param,
     opt_bool,
     opt_float,
@@ -31,8 +32,6 @@ from .operations_kit import (
 from .serialize import serialize_curve, serialize_mesh, serialize_surface
 
 __all__ = ["CurveSurfaceOperationHandlers"]
-
-Params = dict[str, Any]
 
 
 class CurveSurfaceOperationHandlers(OperationsBase):
