@@ -23,7 +23,7 @@ from ..geometry import (
     translation_map,
     unit,
 )
-from .envelope import wrapped
+from .envelope import wrapped_table
 from .kit import GolemFailure, Params, find_or_none, guid_or_value_error
 from .manipulation_kit import (
     ManipulationBase,
@@ -48,20 +48,21 @@ class ManipulationHandlers(ManipulationBase):
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
-        handlers: dict[str, Handler] = {
-            "manipulation.move": self.move,
-            "manipulation.copy": self.copy,
-            "manipulation.rotate": self.rotate,
-            "manipulation.scale": self.scale,
-            "manipulation.mirror": self.mirror,
-            "manipulation.orient": self.orient,
-            "manipulation.shear": self.shear,
-            "manipulation.array_linear": self.array_linear,
-            "manipulation.array_polar": self.array_polar,
-            "manipulation.array_along_curve": self.array_along_curve,
-            "manipulation.apply_transform": self.apply_transform,
-        }
-        return {name: wrapped(handler) for name, handler in handlers.items()}
+        return wrapped_table(
+            {
+                "manipulation.move": self.move,
+                "manipulation.copy": self.copy,
+                "manipulation.rotate": self.rotate,
+                "manipulation.scale": self.scale,
+                "manipulation.mirror": self.mirror,
+                "manipulation.orient": self.orient,
+                "manipulation.shear": self.shear,
+                "manipulation.array_linear": self.array_linear,
+                "manipulation.array_polar": self.array_polar,
+                "manipulation.array_along_curve": self.array_along_curve,
+                "manipulation.apply_transform": self.apply_transform,
+            }
+        )
 
     def _transform(self, objects: list[DocObject], point_map: PointMap, copy: bool) -> list[str]:
         """``TransformObjects``: the ids that moved, or the new copies' ids."""
