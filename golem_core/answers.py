@@ -55,8 +55,9 @@ Reading = Union[Answer, Unrelated, FrameError, EndOfStream, NeedData]
 
 
 class AnswerReader:
-    """What one server sends on one connection, frame by frame. Bytes past a frame are kept
-    for the next call, so one reader serves every request of the connection."""
+    """What one peer sends on one connection, frame by frame. Bytes past a frame are kept
+    for the next call, so one reader serves every request of the connection. `next_frame`
+    alone is the plain frame reader (a server reading requests uses just that)."""
 
     def __init__(self, profile: Profile, cap: Optional[int] = None) -> None:
         self.profile = profile

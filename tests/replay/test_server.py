@@ -146,6 +146,7 @@ async def test_jsonrpc_over_a_unix_socket_answers_jsonrpc_errors(tmp_path: Path)
             parse_error = await peer.read()
             assert parse_error["id"] == 0 and parse_error["error"]["code"] == -32700
             nursery.cancel_scope.cancel()
+    assert not socket_path.exists()  # cancelled: the listeners closed, the socket file gone
 
 
 async def live_plugin(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
