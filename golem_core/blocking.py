@@ -5,10 +5,11 @@ so golem_core still imports no socket module.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Union
 
+from .answers import Answer, AnswerReader, Unrelated
 from .errors import FrameTooLarge, TruncatedFrame
-from .framing import Discarded, EndOfStream, Frame, FrameError, FrameErrorKind
+from .framing import EndOfStream, Frame, FrameError, FrameErrorKind, NeedData
 from .messages import Message, Role
 from .profiles import GOLEM, Profile
 
@@ -29,16 +30,15 @@ def send_message(sock: SocketLike, obj: Any, profile: Profile = GOLEM) -> None:
 
 
 class MessageReader:
-    """Reads frames from a blocking socket through one incremental decoder, so bytes past a
-    frame boundary are kept for the next call (unlike a read-exactly loop per frame)."""
+    """Reads frames from a blocking socket through one `AnswerReader`, so bytes past a frame
+    boundary are kept for the next call (unlike a read-exactly loop per frame)."""
 
     def __init__(
         self, sock: SocketLike, profile: Profile = GOLEM, cap: Optional[int] = None
     ) -> None:
         self.sock = sock
         self.profile = profile
-        # The reference peers reject an oversized header outright, so do not skip past it.
-        self.decoder = profile.new_decoder(cap, skip_oversized=False)
+        self.answers = AnswerReader(profile, cap)
 
     def read_frame(self) -> Optional[Frame]:
         """Block until the next complete frame. Returns None at a clean end of stream.
@@ -46,24 +46,11 @@ class MessageReader:
         Raises FrameTooLarge for a header over the cap, TruncatedFrame when the peer closes
         mid-frame, and OSError from the socket as is."""
         while True:
-            event = self.decoder.next_event()
-            if isinstance(event, Frame):
-                return event
-            if isinstance(event, EndOfStream):
-                return None
-            if isinstance(event, FrameError):
-                if event.kind is FrameErrorKind.OVERSIZED:
-                    raise FrameTooLarge(
-                        event.declared_length or event.size, self.decoder.max_payload
-                    )
-                raise TruncatedFrame(event.detail)
-            if isinstance(event, Discarded):  # pragma: no cover - skip_oversized is off
+            event = self.answers.next_frame()
+            if isinstance(event, NeedData):
+                self._receive()
                 continue
-            data = self.sock.recv(RECV_SIZE)
-            if data:
-                self.decoder.receive_data(data)
-            else:
-                self.decoder.receive_eof()
+            return self._frame_or_raise(event)
 
     def read_message(self, role: Optional[Role] = None) -> Optional[Message]:
         """The next frame, typed by the profile (None at a clean end of stream)."""
@@ -71,6 +58,44 @@ class MessageReader:
         if frame is None:
             return None
         return self.profile.parse(frame.payload, role)
+
+    def ask(self, request: dict[str, Any]) -> Optional[Message]:
+        """Send ``request`` (a request object with its ``id``) and return its answer, as
+        `read_answer` does; raises as `read_frame` and OSError from the socket."""
+        send_message(self.sock, request, self.profile)
+        return self.read_answer(self.answers.key_of(request))
+
+    def read_answer(self, wanted: Optional[Any]) -> Optional[Message]:
+        """The answer to the request whose correlation key is ``wanted`` (see
+        `Profile.correlation_key`), passing over the server's other frames. Returns None when
+        the server closes cleanly first; raises as `read_frame`."""
+        while True:
+            reading = self.answers.next_reading(wanted)
+            if isinstance(reading, NeedData):
+                self._receive()
+            elif isinstance(reading, Answer):
+                return reading.message
+            elif not isinstance(reading, Unrelated):
+                self._frame_or_raise(reading)
+                return None
+
+    def _receive(self) -> None:
+        data = self.sock.recv(RECV_SIZE)
+        if data:
+            self.answers.receive_data(data)
+        else:
+            self.answers.receive_eof()
+
+    def _frame_or_raise(self, event: Union[Frame, FrameError, EndOfStream]) -> Optional[Frame]:
+        if isinstance(event, Frame):
+            return event
+        if isinstance(event, EndOfStream):
+            return None
+        if event.kind is FrameErrorKind.OVERSIZED:
+            raise FrameTooLarge(
+                event.declared_length or event.size, self.answers.decoder.max_payload
+            )
+        raise TruncatedFrame(event.detail)
 
 
 def recv_message(sock: SocketLike, profile: Profile = GOLEM) -> Optional[Message]:

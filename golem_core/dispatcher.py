@@ -11,10 +11,10 @@ exception tree names; a plugin that mirrors another server passes its own policy
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable, Optional, Protocol, TypeVar
+from typing import Any, Callable, Optional, Protocol
 
-from .errors import GolemError, InvalidParams, NotImplementedMethod, UiTimeout
-from .messages import ABSENT, Malformed, Message, Request, Role
+from .errors import GolemError, NotImplementedMethod, UiTimeout
+from .messages import Malformed, Message, Request, Role
 from .profiles import GOLEM, Profile
 from .profiles.golem import INTERNAL_ERROR_CODE
 
@@ -25,15 +25,12 @@ __all__ = [
     "Handler",
     "UiRunner",
     "UiTimeout",
-    "require",
 ]
 
 Handler = Callable[[dict[str, Any]], Any]
 UiRunner = Callable[[Callable[[], Any], float], Any]
 """``runner(call, timeout)`` runs ``call`` on the UI thread and returns its result; it raises
 `UiTimeout` when the UI thread did not run it within ``timeout`` seconds."""
-
-F = TypeVar("F", bound=Handler)
 
 BUILTINS = ("ping", "shutdown", "list_methods")
 DEFAULT_UI_TIMEOUT = 30.0
@@ -149,7 +146,6 @@ class Dispatcher:
             for name in BUILTINS:
                 self._on_ui_thread[name] = builtins_on_ui_thread
 
-    # -- registration ------------------------------------------------------------------------
     def register(self, name: str, handler: Handler, *, ui_thread: bool = True) -> None:
         """Register ``handler`` for ``name``. Raises ValueError when the name is taken."""
         if not name or not isinstance(name, str):
@@ -159,15 +155,6 @@ class Dispatcher:
         self._handlers[name] = handler
         self._on_ui_thread[name] = ui_thread
 
-    def method(self, name: str, *, ui_thread: bool = True) -> Callable[[F], F]:
-        """Decorator form of `register`."""
-
-        def decorate(handler: F) -> F:
-            self.register(name, handler, ui_thread=ui_thread)
-            return handler
-
-        return decorate
-
     def methods(self) -> list[str]:
         """Every registered method name, built-ins included, sorted."""
         return sorted(self._handlers)
@@ -175,7 +162,6 @@ class Dispatcher:
     def __contains__(self, name: object) -> bool:
         return name in self._handlers
 
-    # -- dispatching -------------------------------------------------------------------------
     def dispatch(self, request: Request) -> dict[str, Any]:
         """Run the handler for ``request`` and return the response envelope. Never raises."""
         method = request.method
@@ -228,7 +214,6 @@ class Dispatcher:
             last = self.errors.unencodable(None, failure)
             return None if last is None else self.profile.encode(last)
 
-    # -- built-ins ---------------------------------------------------------------------------
     def _ping(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"alive": True}
 
@@ -242,16 +227,3 @@ class Dispatcher:
         if self.list_builtins_only:
             return {"methods": sorted(BUILTINS)}
         return {"methods": self.methods()}
-
-
-def require(params: dict[str, Any], name: str, kind: Any = ABSENT) -> Any:
-    """Return ``params[name]``; raise `InvalidParams` naming the parameter when it is missing
-    (or, with ``kind``, not an instance of it; bools never count as numbers)."""
-    if name not in params or params[name] is None:
-        raise InvalidParams(f"Required parameter '{name}' is missing.", name)
-    value = params[name]
-    if kind is not ABSENT:
-        numeric = kind in (int, float) or kind == (int, float)
-        if (numeric and isinstance(value, bool)) or not isinstance(value, kind):
-            raise InvalidParams(f"Parameter '{name}' has the wrong type.", name)
-    return value

@@ -69,39 +69,37 @@ class HeadlessPlugin:
 
         Raises OSError when a port cannot be bound (nothing is left listening then) and
         ValueError for an unknown behaviour."""
-        (main, main_respond), (grasshopper, gh_respond) = build_channels(
+        channels = build_channels(
             self.document,
             self.options,
             ui_runner=self._ui.run,
             on_shutdown=self._shutdown_requested.set,
         )
-        main_server = ChannelServer(
-            "main",
-            self.host,
-            self.port,
-            main,
-            main_respond,
-            after_reply=self._after_reply,
-            log=self._log,
-        )
+        servers: list[ChannelServer] = []
         try:
-            gh_server = ChannelServer(
-                "gh",
-                self.host,
-                self.gh_port,
-                grasshopper,
-                gh_respond,
-                after_reply=self._after_reply,
-                log=self._log,
-            )
+            for name, port, (dispatcher, respond) in zip(
+                ("main", "gh"), (self.port, self.gh_port), channels
+            ):
+                servers.append(
+                    ChannelServer(
+                        name,
+                        self.host,
+                        port,
+                        dispatcher,
+                        respond,
+                        after_reply=self._after_reply,
+                        log=self._log,
+                    )
+                )
         except OSError:
-            main_server.stop()
+            for server in servers:
+                server.stop()
             raise
-        self._channels = [main_server, gh_server]
+        self._channels = servers
         self._ui.start()
         for channel in self._channels:
             channel.start()
-        return main_server.address, gh_server.address
+        return self.main_address, self.gh_address
 
     def _after_reply(self) -> None:
         # Called on a channel thread once a reply is sent: `shutdown` has been answered, so

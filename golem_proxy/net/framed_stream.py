@@ -1,16 +1,19 @@
-"""A trio stream carrying one profile's frames: send a frame, wait for the next one.
+"""A trio stream carrying one profile's frames: send a frame, wait for the next one or for the
+answer to a request.
 
 The client side of a link uses this: the replay server forwarding a miss, `verify` re-sending
 a trace, and the one request/answer client (`request_client`: ``call``, ``resend``). The relay
-never does, it forwards bytes."""
+never does, it forwards bytes. Which frame answers a request is golem_core's `AnswerReader`
+rule, the same the blocking client follows."""
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import trio
 
-from golem_core.framing import Frame, FrameError
+from golem_core.answers import Answer, AnswerReader, Reading, Unrelated
+from golem_core.framing import EndOfStream, Frame, FrameError, NeedData
 from golem_core.profiles import Profile
 
 from ..events import Direction
@@ -38,10 +41,10 @@ class FramedStream:
     ``observe``, when given, sees every chunk as it goes and comes."""
 
     def __init__(
-        self, stream: trio.SocketStream, profile: Profile, observe: Optional[Observe] = None
+        self, stream: trio.abc.Stream, profile: Profile, observe: Optional[Observe] = None
     ) -> None:
         self.stream = stream
-        self.decoder = profile.new_decoder(skip_oversized=False)
+        self.answers = AnswerReader(profile)
         self.observe = observe
         self.received_at: Optional[float] = None
         """The trio time the last chunk arrived (the one that completed the last frame)."""
@@ -63,20 +66,49 @@ class FramedStream:
     async def receive_frame(self) -> Frame:
         """The next frame; raises as `exchange` does."""
         while True:
-            for event in self.decoder.events():
-                if isinstance(event, Frame):
-                    return event
-                if isinstance(event, FrameError):
-                    raise FramingFailure(event.detail)
-                raise EOFError("the peer closed the connection without answering")
-            chunk = await self.stream.receive_some(RECEIVE_SIZE)
-            self.received_at = trio.current_time()
-            if self.observe is not None:
-                self.observe(Direction.S2C, chunk, self.received_at)
-            if chunk:
-                self.decoder.receive_data(chunk)
+            event = self.answers.next_frame()
+            if isinstance(event, NeedData):
+                await self._receive()
             else:
-                self.decoder.receive_eof()
+                return _frame_or_raise(event)
+
+    async def receive_reading(self, wanted: Optional[Any]) -> Union[Answer, Unrelated]:
+        """The next frame after sending a request whose correlation key is ``wanted``: its
+        `Answer`, or a frame that answers something else (`Unrelated`). Raises as `exchange`
+        does."""
+        while True:
+            reading: Reading = self.answers.next_reading(wanted)
+            if isinstance(reading, (Answer, Unrelated)):
+                return reading
+            if isinstance(reading, NeedData):
+                await self._receive()
+            else:
+                _frame_or_raise(reading)
+
+    async def receive_answer(self, wanted: Optional[Any]) -> Answer:
+        """`receive_reading`, passing over the frames that answer something else."""
+        while True:
+            reading = await self.receive_reading(wanted)
+            if isinstance(reading, Answer):
+                return reading
+
+    async def _receive(self) -> None:
+        chunk = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+        self.received_at = trio.current_time()
+        if self.observe is not None:
+            self.observe(Direction.S2C, chunk, self.received_at)
+        if chunk:
+            self.answers.receive_data(chunk)
+        else:
+            self.answers.receive_eof()
 
     async def aclose(self) -> None:
         await self.stream.aclose()
+
+
+def _frame_or_raise(event: Union[Frame, FrameError, EndOfStream]) -> Frame:
+    if isinstance(event, Frame):
+        return event
+    if isinstance(event, FrameError):
+        raise FramingFailure(event.detail)
+    raise EOFError("the peer closed the connection without answering")

@@ -2,9 +2,10 @@
 call``, ``golem-proxy resend`` and the live session's resend.
 
 The request goes out whole on a `FramedStream`; frames come back through the profile's decoder
-until the one that answers it. Every answer is hostile input: it is classified by the profile
-(a success, an error, or malformed with its kind) and never decoded a second time by the
-caller, so bytes that are not UTF-8 or not JSON end as `Malformed`, not as an exception.
+until the one that answers it (golem_core's `AnswerReader` rule). Every answer is hostile
+input: it is classified by the profile (a success, an error, or malformed with its kind) and
+never decoded a second time by the caller, so bytes that are not UTF-8 or not JSON end as
+`Malformed`, not as an exception.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Optional
 import trio
 
 from golem_core.framing import Frame
-from golem_core.messages import Message, Role
+from golem_core.messages import Message
 from golem_core.profiles import Profile
 
 from .addresses import Address
@@ -108,12 +109,9 @@ async def _exchange(
         # the answer of a fast peer can arrive before it returns.
         sent_at = trio.current_time()
         await framed.send(frame)
-        while True:
-            received = await framed.receive_frame()
-            message = profile.parse(received.payload, Role.RESPONSE)
-            if profile.is_answer_to(message, wanted):
-                assert framed.received_at is not None  # a frame came, so a chunk did
-                return Answer(received, message, framed.received_at - sent_at)
+        answer = await framed.receive_answer(wanted)
+        assert framed.received_at is not None  # a frame came, so a chunk did
+        return Answer(answer.frame, answer.message, framed.received_at - sent_at)
     except FramingFailure as exc:
         raise RequestFailed(f"{upstream} sent a bad frame", exc.detail) from None
     except EOFError:

@@ -1,19 +1,22 @@
 """The replay server: a trio stand-in for the plugin that answers from a trace.
 
-One listener per channel, one task per client connection, requests answered in order. Framing
-goes through golem_core decoders; the rules live in `ReplayEngine`. An oversized header closes
-the connection, as the plugin does; a forwarded miss goes to a live plugin over one upstream
-connection per client connection and can be written to a new trace.
+One listener per channel served by ``trio.serve_listeners``, one task per client connection,
+requests answered in order. Framing goes through golem_core decoders; the rules live in
+`ReplayEngine`. An oversized header closes the connection, as the plugin does; a forwarded miss
+goes to a live plugin over one upstream connection per client connection (its answer picked by
+golem_core's `AnswerReader` rule) and can be written to a new trace.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Mapping
-from typing import Any, Callable, Optional
+from functools import partial
+from typing import Any, Callable, Optional, TypeVar
 
 import trio
 
+from golem_core.answers import Answer
 from golem_core.framing import Frame, FrameError
 from golem_core.messages import Role
 from golem_core.profiles import Profile
@@ -30,6 +33,7 @@ from .engine import Close, Forward, ReplayEngine, Reply
 __all__ = ["ForwardError", "ReplayServer", "Sleep"]
 
 Sleep = Callable[[float], Awaitable[None]]
+T = TypeVar("T")
 RECEIVE_SIZE = 65536
 FORWARD_FAILED_CODE = -32603
 
@@ -48,16 +52,31 @@ class _Upstream:
         self.sent = 0
         self.received = 0
 
-    async def exchange(self, data: bytes) -> Frame:
-        """Send one framed request; return the next frame the plugin sends back."""
-        try:
-            return await self.framed.exchange(data)
-        except FramingFailure as exc:
-            raise ForwardError(f"live plugin sent bad framing: {exc}") from exc
-        except EOFError as exc:
-            raise ForwardError("live plugin closed the connection without answering") from exc
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            raise ForwardError(f"live plugin connection failed: {exc}") from exc
+    async def forward(self, request: Frame, wanted: Any, client: trio.abc.Stream) -> Frame:
+        """Send one framed request (whose correlation key is ``wanted``) and return the frame
+        that answers it. What the plugin sends before that answers something else (a
+        notification, a stale reply) goes on to ``client`` as it comes: nothing is dropped,
+        and it is never taken for the answer.
+
+        Raises ForwardError when the plugin fails; the client's stream errors pass as they are."""
+        await _from_plugin(self.framed.send(request.raw))
+        while True:
+            reading = await _from_plugin(self.framed.receive_reading(wanted))
+            if isinstance(reading, Answer):
+                return reading.frame
+            await write_all(client, reading.frame.raw)
+
+
+async def _from_plugin(step: Awaitable[T]) -> T:
+    """``step`` on the live plugin's connection, its failures as ForwardError."""
+    try:
+        return await step
+    except FramingFailure as exc:
+        raise ForwardError(f"live plugin sent bad framing: {exc}") from exc
+    except EOFError as exc:
+        raise ForwardError("live plugin closed the connection without answering") from exc
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+        raise ForwardError(f"live plugin connection failed: {exc}") from exc
 
 
 class ReplayServer:
@@ -99,9 +118,19 @@ class ReplayServer:
                 listener = await open_listener(address, allow_public=self.allow_public)
                 listeners.append((route, listener))
                 self.bound[route] = listener.address
-            async with trio.open_nursery() as nursery:
+            # Connections get a nursery of their own, outside the accepting one (as trio's
+            # serve_listeners is meant to be used): cancelling the server stops accepting and
+            # ends the connections in one scope.
+            async with trio.open_nursery() as connections, trio.open_nursery() as accepting:
                 for route, listener in listeners:
-                    nursery.start_soon(self._accept_loop, route, listener, nursery)
+                    await accepting.start(
+                        partial(
+                            trio.serve_listeners,
+                            partial(self.serve_connection, route),
+                            [listener.listener],
+                            handler_nursery=connections,
+                        )
+                    )
                 task_status.started(dict(self.bound))
         finally:
             with trio.CancelScope(shield=True):
@@ -109,11 +138,6 @@ class ReplayServer:
                     await listener.aclose()
                 if self.recorder is not None:
                     self.recorder.flush()
-
-    async def _accept_loop(self, route: str, listener: Listener, nursery: trio.Nursery) -> None:
-        while True:
-            stream = await listener.listener.accept()
-            nursery.start_soon(self.serve_connection, route, stream)
 
     async def serve_connection(self, route: str, stream: trio.abc.Stream) -> None:
         """Answer one client connection on ``route`` until it closes (or must be closed)."""
@@ -163,11 +187,12 @@ class ReplayServer:
         if isinstance(decision, Close):
             return upstream, False
         assert isinstance(decision, Forward)
+        request = self.profile.parse(frame.payload, Role.REQUEST)
         try:
             if upstream is None:
                 upstream = await self._open_upstream(route)
             started = self._now()
-            answer = await upstream.exchange(frame.raw)
+            answer = await upstream.forward(frame, self.profile.correlation_key(request), stream)
         except ForwardError as exc:
             if upstream is not None:
                 # A broken or late upstream is not reused: a late answer would be taken for
@@ -175,8 +200,7 @@ class ReplayServer:
                 with trio.CancelScope(shield=True):
                     await self._close_upstream(route, upstream)
                 upstream = None
-            message = self.profile.parse(frame.payload, Role.REQUEST)
-            reply = self.profile.error(message.id, FORWARD_FAILED_CODE, f"replay: {exc}")
+            reply = self.profile.error(request.id, FORWARD_FAILED_CODE, f"replay: {exc}")
             await write_all(stream, self.profile.encode(reply))
             return upstream, True
         await write_all(stream, answer.raw)

@@ -14,6 +14,8 @@ from golem_core.dispatcher import Handler
 from ..document import Document
 from ..geometry import BoundingBox
 from .kit import (
+    Params,
+    Point,
     add_object,
     bbox_json,
     dict_points,
@@ -33,8 +35,6 @@ from .shapes import (
 )
 
 __all__ = ["CreationHandlers", "Creator"]
-
-Params = dict[str, Any]
 
 
 class Creator:
@@ -99,10 +99,7 @@ class CreationHandlers(Creator):
         return self._add_flat(p, "Brep", "box", box_data(corner, w, d, h))
 
     def create_sphere(self, p: Params) -> dict[str, Any]:
-        center = flat_point(p, "center_")
-        r = float(p.get("radius", 1.0))
-        if r <= 0:
-            raise ValueError("radius must be greater than zero.")
+        center, r = _center_and_radius(p)
         return self._add_flat(p, "Brep", "sphere", sphere_data(center, r))
 
     def _c_upright(self, p: Params, kind: str) -> dict[str, Any]:
@@ -144,10 +141,7 @@ class CreationHandlers(Creator):
         return {"guid": obj.guid}
 
     def create_circle(self, p: Params) -> dict[str, Any]:
-        center = flat_point(p, "center_")
-        r = float(p.get("radius", 1.0))
-        if r <= 0:
-            raise ValueError("radius must be greater than zero.")
+        center, r = _center_and_radius(p)
         return self._add_flat(p, "Curve", "circle", circle_data(center, r))
 
     def create_arc(self, p: Params) -> dict[str, Any]:
@@ -210,3 +204,13 @@ class CreationHandlers(Creator):
         if height <= 0:
             raise ValueError("height must be greater than zero.")
         return self._add_flat(p, "TextEntity", "text", text_data(text, position, height))
+
+
+def _center_and_radius(p: Params) -> tuple[Point, float]:
+    """The flat ``center_x/y/z`` and ``radius`` of a sphere or a circle. Raises ValueError
+    for a radius not above zero (or not a number)."""
+    center = flat_point(p, "center_")
+    r = float(p.get("radius", 1.0))
+    if r <= 0:
+        raise ValueError("radius must be greater than zero.")
+    return center, r

@@ -32,7 +32,14 @@ from golem_core.profiles import GOLEM
 
 from .kit import GolemFailure
 
-__all__ = ["GhServerErrors", "MainServerErrors", "Responder", "dispatcher_message", "wrapped"]
+__all__ = [
+    "GhServerErrors",
+    "MainServerErrors",
+    "Responder",
+    "dispatcher_message",
+    "wrapped",
+    "wrapped_table",
+]
 
 APPLICATION_ERROR = -32000
 INTERNAL_ERROR = -32603
@@ -90,6 +97,11 @@ class GhServerErrors(MainServerErrors):
 
     def success(self, request: Request, result: Any, builtin: bool) -> dict[str, Any]:
         return GOLEM.success(request.id, {} if result is None else result)
+
+
+def wrapped_table(table: dict[str, Handler]) -> dict[str, Handler]:
+    """``table`` with every handler `wrapped`, as the real modules that wrap them all."""
+    return {name: wrapped(handler) for name, handler in table.items()}
 
 
 def wrapped(handler: Handler) -> Handler:

@@ -14,10 +14,9 @@ from typing import Any
 from golem_core.dispatcher import Handler
 
 from ..document import Document
+from .kit import Params
 
 __all__ = ["FileHandlers"]
-
-Params = dict[str, Any]
 
 
 def _file_size(path: Any) -> int:
@@ -25,6 +24,16 @@ def _file_size(path: Any) -> int:
         return os.path.getsize(path)
     except Exception:
         return -1
+
+
+def _exported(path: Any, count: int) -> dict[str, Any]:
+    """What the export handlers answer once ``count`` objects went to ``path``."""
+    return {
+        "success": True,
+        "file_path": str(path),
+        "object_count": count,
+        "file_size_bytes": _file_size(path),
+    }
 
 
 def _exists(path: Any) -> bool:
@@ -101,12 +110,7 @@ class FileHandlers:
         found = sum(1 for g in guids if str(g).strip("{}").lower() in self.doc.objects)
         if found == 0:
             raise ValueError("None of the provided GUIDs could be found in the document.")
-        return {
-            "success": True,
-            "file_path": str(path),
-            "object_count": found,
-            "file_size_bytes": _file_size(path),
-        }
+        return _exported(path, found)
 
     def export_document(self, p: Params) -> dict[str, Any]:
         path = self._path(p, "export_document")
@@ -118,22 +122,12 @@ class FileHandlers:
             for obj in self.doc.objects.values():
                 obj.selected = False
             count = len(self.doc.objects)
-        return {
-            "success": True,
-            "file_path": str(path),
-            "object_count": count,
-            "file_size_bytes": _file_size(path),
-        }
+        return _exported(path, count)
 
     def export_selected(self, p: Params) -> dict[str, Any]:
         path = self._path(p, "export_selected")
         count = sum(1 for o in self.doc.objects.values() if o.selected)
-        return {
-            "success": True,
-            "file_path": str(path),
-            "object_count": count,
-            "file_size_bytes": _file_size(path),
-        }
+        return _exported(path, count)
 
     def open_document(self, p: Params) -> dict[str, Any]:
         path = self._path(p, "open_document")

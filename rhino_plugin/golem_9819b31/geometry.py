@@ -14,6 +14,7 @@ from golem_core.dispatcher import Handler
 from ..geometry import BoundingBox
 from .creation import Creator
 from .kit import (
+    Params,
     flat_point,
     layer_path,
     param_or_value_error,
@@ -30,8 +31,6 @@ from .shapes import (
 )
 
 __all__ = ["GeometryHandlers"]
-
-Params = dict[str, Any]
 
 
 class GeometryHandlers(Creator):

@@ -12,6 +12,7 @@ from golem_core.dispatcher import Handler
 from ..geometry import BoundingBox, translation_map
 from .creation import Creator
 from .kit import (
+    Params,
     check_faces,
     find_or_key_error,
     layer_path,
@@ -32,8 +33,6 @@ from .shapes import (
 )
 
 __all__ = ["GeometrySolidHandlers"]
-
-Params = dict[str, Any]
 
 
 class GeometrySolidHandlers(Creator):

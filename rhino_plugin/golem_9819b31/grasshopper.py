@@ -18,12 +18,11 @@ from typing import Any, Optional
 from golem_core.dispatcher import Handler
 
 from ..document import Document
-from .kit import add_object, layer_path
+from .kit import Params, add_object, layer_path
 from .shapes import box_data
 
 __all__ = ["GrasshopperHandlers"]
 
-Params = dict[str, Any]
 SLIDERS = (("Width", 10.0), ("Depth", 10.0), ("Height", 5.0))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from ..document import DocObject, Document
 from ..geometry import BoundingBox, Point
@@ -21,6 +21,7 @@ from ..geometry import BoundingBox, Point
 __all__ = [
     "FormatException",
     "GolemFailure",
+    "Params",
     "Point",
     "add_object",
     "bbox_json",
@@ -47,6 +48,7 @@ __all__ = [
 ]
 
 Params = dict[str, Any]
+Number = TypeVar("Number", int, float)
 
 
 class GolemFailure(Exception):
@@ -152,22 +154,23 @@ def list_param(params: Params, key: str) -> list[Any]:
 
 def opt_float(params: Params, key: str, default: float) -> float:
     """``_optional_float``: default when absent or null, else float() or a ValueError."""
-    if params.get(key) is None:
-        return default
-    try:
-        return float(params[key])
-    except (TypeError, ValueError):
-        raise ValueError(f"Parameter '{key}' must be a number.") from None
+    return _optional(params, key, default, float, "a number")
 
 
 def opt_int(params: Params, key: str, default: int) -> int:
     """``_optional_int``: default when absent or null, else int() or a ValueError."""
+    return _optional(params, key, default, int, "an integer")
+
+
+def _optional(
+    params: Params, key: str, default: Number, cast: Callable[[Any], Number], kind: str
+) -> Number:
     if params.get(key) is None:
         return default
     try:
-        return int(params[key])
+        return cast(params[key])
     except (TypeError, ValueError):
-        raise ValueError(f"Parameter '{key}' must be an integer.") from None
+        raise ValueError(f"Parameter '{key}' must be {kind}.") from None
 
 
 def opt_bool(params: Params, key: str, default: bool) -> bool:

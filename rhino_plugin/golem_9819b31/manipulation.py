@@ -23,8 +23,8 @@ from ..geometry import (
     translation_map,
     unit,
 )
-from .envelope import wrapped
-from .kit import GolemFailure, find_or_none, guid_or_value_error
+from .envelope import wrapped_table
+from .kit import GolemFailure, Params, find_or_none, guid_or_value_error
 from .manipulation_kit import (
     ManipulationBase,
     affine_map,
@@ -34,6 +34,7 @@ from .manipulation_kit import (
     read_count,
     read_id,
     read_ids,
+    required_number,
     shear_map,
     stations_along,
     times,
@@ -41,28 +42,27 @@ from .manipulation_kit import (
 
 __all__ = ["ManipulationHandlers"]
 
-Params = dict[str, Any]
-
 
 class ManipulationHandlers(ManipulationBase):
     """``manipulation.*`` transforms and arrays."""
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
-        handlers: dict[str, Handler] = {
-            "manipulation.move": self.move,
-            "manipulation.copy": self.copy,
-            "manipulation.rotate": self.rotate,
-            "manipulation.scale": self.scale,
-            "manipulation.mirror": self.mirror,
-            "manipulation.orient": self.orient,
-            "manipulation.shear": self.shear,
-            "manipulation.array_linear": self.array_linear,
-            "manipulation.array_polar": self.array_polar,
-            "manipulation.array_along_curve": self.array_along_curve,
-            "manipulation.apply_transform": self.apply_transform,
-        }
-        return {name: wrapped(handler) for name, handler in handlers.items()}
+        return wrapped_table(
+            {
+                "manipulation.move": self.move,
+                "manipulation.copy": self.copy,
+                "manipulation.rotate": self.rotate,
+                "manipulation.scale": self.scale,
+                "manipulation.mirror": self.mirror,
+                "manipulation.orient": self.orient,
+                "manipulation.shear": self.shear,
+                "manipulation.array_linear": self.array_linear,
+                "manipulation.array_polar": self.array_polar,
+                "manipulation.array_along_curve": self.array_along_curve,
+                "manipulation.apply_transform": self.apply_transform,
+            }
+        )
 
     def _transform(self, objects: list[DocObject], point_map: PointMap, copy: bool) -> list[str]:
         """``TransformObjects``: the ids that moved, or the new copies' ids."""
@@ -109,12 +109,9 @@ class ManipulationHandlers(ManipulationBase):
         ids = read_ids(p.get("ids"))
         center = parse_point(p.get("center"), "center")
         angle = p.get("angle")
-        if angle is None:
-            raise ValueError("'angle' (degrees) is required")
-        try:
-            degrees = float(angle)
-        except (TypeError, ValueError):
-            raise ValueError(f"'angle' must be a number, got: {angle}") from None
+        degrees = required_number(
+            angle, float, "'angle' (degrees) is required", f"'angle' must be a number, got: {angle}"
+        )
         axis = parse_point_or(p.get("axis"), (0.0, 0.0, 1.0), "axis")
         copy = bool(p.get("copy", False))
         rotate = rotation_map(center, unit(axis, "axis"), degrees)
@@ -190,13 +187,12 @@ class ManipulationHandlers(ManipulationBase):
         plane = p.get("plane")
         if plane is None or not isinstance(plane, dict):
             raise ValueError("'plane' must be a dict with 'origin', 'x_axis', 'y_axis' keys")
-        raw_angle = p.get("shear_angle")
-        if raw_angle is None:
-            raise ValueError("'shear_angle' (degrees) is required")
-        try:
-            angle = float(raw_angle)
-        except (TypeError, ValueError):
-            raise ValueError("'shear_angle' must be a number") from None
+        angle = required_number(
+            p.get("shear_angle"),
+            float,
+            "'shear_angle' (degrees) is required",
+            "'shear_angle' must be a number",
+        )
         if p.get("shear_direction") is None:
             raise ValueError("'shear_direction' [x,y,z] is required")
         direction = parse_point(p["shear_direction"], "shear_direction")

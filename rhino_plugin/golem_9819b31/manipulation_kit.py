@@ -6,11 +6,11 @@ rhinoscriptsyntax calls they make (shear, 4x4 transforms, stations along a curve
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ..document import DocObject, Document
 from ..geometry import BoundingBox, PointMap
-from .kit import Point, find_object, parse_guid
+from .kit import Number, Params, Point, find_object, parse_guid
 
 __all__ = [
     "ManipulationBase",
@@ -23,12 +23,11 @@ __all__ = [
     "read_count",
     "read_id",
     "read_ids",
+    "required_number",
     "shear_map",
     "stations_along",
     "times",
 ]
-
-Params = dict[str, Any]
 
 
 def parse_point(raw: Any, field: str) -> Point:
@@ -72,14 +71,21 @@ def read_id(params: Params, field: str = "id") -> str:
     return value
 
 
-def read_count(params: Params, minimum: int) -> int:
-    raw = params.get("count")
+def required_number(raw: Any, cast: Callable[[Any], Number], missing: str, invalid: str) -> Number:
+    """``cast(raw)``. Raises ValueError ``missing`` when ``raw`` is None, ``invalid`` when
+    the cast fails."""
     if raw is None:
-        raise ValueError("'count' (int) is required")
+        raise ValueError(missing)
     try:
-        count = int(raw)
+        return cast(raw)
     except (TypeError, ValueError):
-        raise ValueError("'count' must be an integer") from None
+        raise ValueError(invalid) from None
+
+
+def read_count(params: Params, minimum: int) -> int:
+    count = required_number(
+        params.get("count"), int, "'count' (int) is required", "'count' must be an integer"
+    )
     if count < minimum:
         raise ValueError(f"'count' must be at least {minimum}")
     return count

@@ -13,8 +13,8 @@ from typing import Any, Optional
 from golem_core.dispatcher import Handler
 
 from ..document import Document
-from .envelope import wrapped
-from .kit import GolemFailure
+from .envelope import wrapped_table
+from .kit import GolemFailure, Params
 from .manipulation_kit import (
     ManipulationBase,
     explode_pieces,
@@ -24,8 +24,6 @@ from .manipulation_kit import (
 )
 
 __all__ = ["ObjectManipulationHandlers"]
-
-Params = dict[str, Any]
 
 
 class ObjectManipulationHandlers(ManipulationBase):
@@ -37,19 +35,20 @@ class ObjectManipulationHandlers(ManipulationBase):
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
-        handlers: dict[str, Handler] = {
-            "manipulation.delete": self.delete,
-            "manipulation.group": self.group,
-            "manipulation.ungroup": self.ungroup,
-            "manipulation.join": self.join,
-            "manipulation.explode": self.explode,
-            "manipulation.set_properties": self.set_properties,
-            "manipulation.set_user_text": self.set_user_text,
-            "manipulation.get_user_text": self.get_user_text,
-            "manipulation.select_objects": self.select_objects,
-            "manipulation.unselect_all": self.unselect_all,
-        }
-        return {name: wrapped(handler) for name, handler in handlers.items()}
+        return wrapped_table(
+            {
+                "manipulation.delete": self.delete,
+                "manipulation.group": self.group,
+                "manipulation.ungroup": self.ungroup,
+                "manipulation.join": self.join,
+                "manipulation.explode": self.explode,
+                "manipulation.set_properties": self.set_properties,
+                "manipulation.set_user_text": self.set_user_text,
+                "manipulation.get_user_text": self.get_user_text,
+                "manipulation.select_objects": self.select_objects,
+                "manipulation.unselect_all": self.unselect_all,
+            }
+        )
 
     def delete(self, p: Params) -> dict[str, Any]:
         objects = self._rs_objects(read_ids(p.get("ids")))

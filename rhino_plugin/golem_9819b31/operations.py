@@ -14,9 +14,10 @@ from typing import Any
 from golem_core.dispatcher import Handler
 
 from ..geometry import BoundingBox
-from .envelope import wrapped
+from .envelope import wrapped_table
 from .kit import (
     GolemFailure,
+    Params,
     list_param,
     validate_guid_or_key_error,
 )
@@ -29,23 +30,22 @@ from .serialize import serialize_brep
 
 __all__ = ["OperationHandlers"]
 
-Params = dict[str, Any]
-
 
 class OperationHandlers(OperationsBase):
     """``operations.*`` Booleans, trims and splits."""
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
-        handlers: dict[str, Handler] = {
-            "operations.boolean_union": self.boolean_union,
-            "operations.boolean_difference": self.boolean_difference,
-            "operations.boolean_intersection": self.boolean_intersection,
-            "operations.boolean_split": self.boolean_split,
-            "operations.trim": self.trim,
-            "operations.split": self.split,
-        }
-        return {name: wrapped(handler) for name, handler in handlers.items()}
+        return wrapped_table(
+            {
+                "operations.boolean_union": self.boolean_union,
+                "operations.boolean_difference": self.boolean_difference,
+                "operations.boolean_intersection": self.boolean_intersection,
+                "operations.boolean_split": self.boolean_split,
+                "operations.trim": self.trim,
+                "operations.split": self.split,
+            }
+        )
 
     def boolean_union(self, p: Params) -> dict[str, Any]:
         guids = list_param(p, "guids")

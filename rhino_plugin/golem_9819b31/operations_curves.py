@@ -13,9 +13,10 @@ from golem_core.dispatcher import Handler
 
 from ..document import DocObject
 from ..geometry import BoundingBox
-from .envelope import wrapped
+from .envelope import wrapped_table
 from .kit import (
     GolemFailure,
+    Params,
     list_param,
     opt_bool,
     opt_float,
@@ -32,30 +33,29 @@ from .serialize import serialize_curve, serialize_mesh, serialize_surface
 
 __all__ = ["CurveSurfaceOperationHandlers"]
 
-Params = dict[str, Any]
-
 
 class CurveSurfaceOperationHandlers(OperationsBase):
     """``operations.*`` on curves and surfaces."""
 
     def table(self) -> dict[str, Handler]:
         """Method name → handler."""
-        handlers: dict[str, Handler] = {
-            "operations.offset_curve": self.offset_curve,
-            "operations.offset_surface": self.offset_surface,
-            "operations.fillet_edge": self.fillet_edge,
-            "operations.fillet_curves": self.fillet_curves,
-            "operations.chamfer_curves": self.chamfer_curves,
-            "operations.chamfer_edge": self.chamfer_edge,
-            "operations.intersect": self.intersect,
-            "operations.mesh_from_brep": self.mesh_from_brep,
-            "operations.project_curve": self.project_curve,
-            "operations.extend_curve": self.extend_curve,
-            "operations.blend_curves": self.blend_curves,
-            "operations.rebuild_curve": self.rebuild_curve,
-            "operations.rebuild_surface": self.rebuild_surface,
-        }
-        return {name: wrapped(handler) for name, handler in handlers.items()}
+        return wrapped_table(
+            {
+                "operations.offset_curve": self.offset_curve,
+                "operations.offset_surface": self.offset_surface,
+                "operations.fillet_edge": self.fillet_edge,
+                "operations.fillet_curves": self.fillet_curves,
+                "operations.chamfer_curves": self.chamfer_curves,
+                "operations.chamfer_edge": self.chamfer_edge,
+                "operations.intersect": self.intersect,
+                "operations.mesh_from_brep": self.mesh_from_brep,
+                "operations.project_curve": self.project_curve,
+                "operations.extend_curve": self.extend_curve,
+                "operations.blend_curves": self.blend_curves,
+                "operations.rebuild_curve": self.rebuild_curve,
+                "operations.rebuild_surface": self.rebuild_surface,
+            }
+        )
 
     def offset_curve(self, p: Params) -> dict[str, Any]:
         curve_id = typed_param_or_value_error(p, "curve_id", str)
@@ -123,19 +123,23 @@ class CurveSurfaceOperationHandlers(OperationsBase):
         self._delete(brep)
         return self._breps_result([self._solid(brep.bbox, faces=7)])
 
+    def _curve_pair(
+        self, p: Params, size_keys: tuple[str, ...], too_small: str
+    ) -> tuple[DocObject, DocObject]:
+        """The two curves of fillet_curves and chamfer_curves, read in the real handlers'
+        order: both ids, every size, then the lookups. Raises ValueError (``too_small`` when
+        a size is not above zero) and KeyError for an unknown GUID."""
+        a_id = typed_param_or_value_error(p, "curve_id_a", str)
+        b_id = typed_param_or_value_error(p, "curve_id_b", str)
+        sizes = [float(typed_param_or_value_error(p, key)) for key in size_keys]
+        if any(size <= 0.0 for size in sizes):
+            raise ValueError(too_small)
+        a = validate_guid_or_key_error(self.doc, a_id)
+        return a, validate_guid_or_key_error(self.doc, b_id)
+
     def fillet_curves(self, p: Params) -> dict[str, Any]:
-        a_id, b_id = (
-            typed_param_or_value_error(p, "curve_id_a", str),
-            typed_param_or_value_error(p, "curve_id_b", str),
-        )
-        radius = float(typed_param_or_value_error(p, "radius"))
+        a, b = self._curve_pair(p, ("radius",), "radius must be greater than zero.")
         join = opt_bool(p, "join", False)
-        if radius <= 0.0:
-            raise ValueError("radius must be greater than zero.")
-        a, b = (
-            validate_guid_or_key_error(self.doc, a_id),
-            validate_guid_or_key_error(self.doc, b_id),
-        )
         fillet = self._corner(
             a,
             b,
@@ -150,17 +154,10 @@ class CurveSurfaceOperationHandlers(OperationsBase):
         return self._curve_result(fillet)
 
     def chamfer_curves(self, p: Params) -> dict[str, Any]:
-        a_id, b_id = (
-            typed_param_or_value_error(p, "curve_id_a", str),
-            typed_param_or_value_error(p, "curve_id_b", str),
-        )
-        distance_a = float(typed_param_or_value_error(p, "distance_a"))
-        distance_b = float(typed_param_or_value_error(p, "distance_b"))
-        if distance_a <= 0.0 or distance_b <= 0.0:
-            raise ValueError("distance_a and distance_b must both be greater than zero.")
-        a, b = (
-            validate_guid_or_key_error(self.doc, a_id),
-            validate_guid_or_key_error(self.doc, b_id),
+        a, b = self._curve_pair(
+            p,
+            ("distance_a", "distance_b"),
+            "distance_a and distance_b must both be greater than zero.",
         )
         chamfer = self._corner(
             a,

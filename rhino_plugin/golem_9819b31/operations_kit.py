@@ -11,6 +11,7 @@ from ..document import DocObject, Document
 from ..geometry import BoundingBox
 from .kit import (
     GolemFailure,
+    Params,
     Point,
     add_object,
     validate_guid_or_key_error,
@@ -19,7 +20,6 @@ from .serialize import serialize_brep, serialize_curve
 
 __all__ = ["BREP_CLASSES", "OperationsBase", "typed_param_or_value_error", "vector_or_value_error"]
 
-Params = dict[str, Any]
 BREP_CLASSES = ("Brep", "Extrusion", "Surface")
 
 

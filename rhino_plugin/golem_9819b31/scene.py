@@ -9,12 +9,11 @@ from typing import Any
 from golem_core.dispatcher import Handler
 
 from ..document import DocObject, Document, Layer
-from .kit import find_object
+from .kit import Params, find_object
 from .serialize import serialize_any, serialize_object
 
 __all__ = ["SceneHandlers", "type_matches"]
 
-Params = dict[str, Any]
 
 # _object_type_matches: the filter word → the RhinoCommon classes it accepts.
 _TYPE_FILTER = {

@@ -20,10 +20,10 @@ from typing import Any
 from golem_core.dispatcher import Handler
 
 from ..document import Document
+from .kit import Params
 
 __all__ = ["ScriptingHandlers"]
 
-Params = dict[str, Any]
 DISABLED = "scripts are disabled: start the headless plugin with --allow-scripts"
 
 

@@ -14,11 +14,10 @@ from golem_core.dispatcher import Handler
 
 from ..document import DocObject, Document
 from ..geometry import BoundingBox, translation_map
-from .kit import add_object, bbox_json, find_or_none, validate_guid_or_key_error
+from .kit import Params, add_object, bbox_json, find_or_none, validate_guid_or_key_error
 
 __all__ = ["SurfaceHandlers"]
 
-Params = dict[str, Any]
 LOFT_TYPES = ("normal", "loose", "tight", "straight", "developable", "uniform")
 
 

@@ -15,11 +15,10 @@ from golem_core.dispatcher import Handler
 from ..document import Document
 from ..png import encode_rgb
 from ..render import render_wireframe
-from .kit import parse_guid
+from .kit import Params, parse_guid
 
 __all__ = ["ViewportHandlers"]
 
-Params = dict[str, Any]
 STANDARD_VIEWS = (
     "top", "bottom", "left", "right", "front", "back", "perspective", "twopointperspective",
 )  # fmt: skip

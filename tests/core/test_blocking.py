@@ -121,3 +121,30 @@ def test_oversized_line_raises_frame_too_large(pair: tuple[socket.socket, socket
     a.sendall(b"x" * 100 + b"\n")
     with pytest.raises(FrameTooLarge):
         MessageReader(b, JSONRPC_NDJSON, cap=50).read_frame()
+
+
+def test_ask_passes_over_frames_that_answer_something_else(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    a, b = pair
+    # What the server sends before the answer: another id's reply, a request of its own.
+    b.sendall(
+        JSONRPC_NDJSON.encode({"jsonrpc": "2.0", "id": 1, "result": "stale"})
+        + JSONRPC_NDJSON.encode({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
+        + JSONRPC_NDJSON.encode({"jsonrpc": "2.0", "id": 2, "result": "fresh"})
+    )
+    reader = MessageReader(a, JSONRPC_NDJSON)
+    answer = reader.ask({"jsonrpc": "2.0", "id": 2, "method": "m"})
+    assert answer is not None and answer.obj["result"] == "fresh"
+    assert reader.answers.unrelated == 2
+    sent = MessageReader(b, JSONRPC_NDJSON).read_message(Role.REQUEST)
+    assert sent is not None and sent.obj["id"] == 2
+
+
+def test_ask_returns_none_when_the_server_closes_first(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    a, b = pair
+    b.sendall(GOLEM.encode({"method": "note"}))
+    b.shutdown(socket.SHUT_WR)
+    assert MessageReader(a).ask({"id": "x", "method": "m", "params": {}}) is None

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem_core.dispatcher import Dispatcher, require
+from golem_core.dispatcher import Dispatcher
 from golem_core.errors import (
     InvalidParams,
     MethodNotFound,
@@ -37,9 +37,6 @@ def decode_reply(data: bytes) -> Any:
     decoder = LengthPrefixedDecoder()
     (frame,) = decoder.feed(data)
     return json.loads(frame.payload)  # type: ignore[union-attr]
-
-
-# -- built-ins --------------------------------------------------------------------------------
 
 
 def test_ping() -> None:
@@ -69,20 +66,10 @@ def test_list_methods_sorted_with_builtins() -> None:
     assert "ping" in dispatcher and "nope" not in dispatcher
 
 
-# -- registration -----------------------------------------------------------------------------
-
-
-def test_register_and_decorator() -> None:
+def test_register() -> None:
     dispatcher = Dispatcher()
     dispatcher.register("a.one", lambda p: {"one": p.get("x")})
-
-    @dispatcher.method("a.two")
-    def two(params: dict[str, Any]) -> dict[str, Any]:
-        return {"two": True}
-
-    assert two({}) == {"two": True}  # the decorator returns the function itself
     assert dispatcher.dispatch(req("a.one", {"x": 5}))["result"] == {"one": 5}
-    assert dispatcher.dispatch(req("a.two"))["result"] == {"two": True}
 
 
 def test_duplicate_and_empty_names_are_rejected() -> None:
@@ -92,8 +79,6 @@ def test_duplicate_and_empty_names_are_rejected() -> None:
         dispatcher.register("a", lambda p: None)
     with pytest.raises(ValueError, match="already registered"):
         dispatcher.register("ping", lambda p: None)
-    with pytest.raises(ValueError):
-        dispatcher.method("a")(lambda p: None)
     with pytest.raises(ValueError, match="non-empty"):
         dispatcher.register("", lambda p: None)
 
@@ -102,9 +87,6 @@ def test_dispatchers_do_not_share_state() -> None:
     first, second = Dispatcher(), Dispatcher()
     first.register("only.first", lambda p: {})
     assert "only.first" not in second
-
-
-# -- exception mapping ------------------------------------------------------------------------
 
 
 def raising(exc: BaseException) -> Callable[[dict[str, Any]], Any]:
@@ -187,9 +169,6 @@ def test_unknown_method_under_the_jsonrpc_profile() -> None:
     assert dispatcher.respond(b"{bad") is not None
 
 
-# -- results ----------------------------------------------------------------------------------
-
-
 def test_none_result_becomes_empty_object() -> None:
     dispatcher = Dispatcher()
     dispatcher.register("m", lambda p: None)
@@ -263,9 +242,6 @@ def test_respond_with_an_unencodable_id_still_answers() -> None:
     assert obj["id"] is None and obj["error"]["code"] == -32603
 
 
-# -- the UI runner ----------------------------------------------------------------------------
-
-
 def test_ui_runner_used_only_for_ui_thread_handlers() -> None:
     ran: list[tuple[str, float]] = []
     thread_ids: list[int] = []
@@ -295,26 +271,6 @@ def test_ui_runner_timeout_maps_to_timeout() -> None:
         "message": "UI thread did not run the handler within 30 s",
     }
 
-
-# -- require ----------------------------------------------------------------------------------
-
-
-def test_require() -> None:
-    assert require({"a": 1}, "a") == 1
-    assert require({"a": 1.5}, "a", (int, float)) == 1.5
-    with pytest.raises(InvalidParams) as missing:
-        require({}, "guids")
-    assert missing.value.details == {"param": "guids"}
-    assert str(missing.value) == "Required parameter 'guids' is missing."
-    with pytest.raises(InvalidParams):
-        require({"a": None}, "a")
-    with pytest.raises(InvalidParams, match="wrong type"):
-        require({"a": True}, "a", int)
-    with pytest.raises(InvalidParams, match="wrong type"):
-        require({"a": "1"}, "a", (int, float))
-
-
-# -- never raises -----------------------------------------------------------------------------
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
@@ -356,9 +312,6 @@ def test_dispatch_never_raises(obj: dict[str, Any]) -> None:
     assert reply_bytes is not None
     decoded = decode_reply(reply_bytes)
     assert set(decoded) == {"id", "result", "error"}
-
-
-# -- the error policy -------------------------------------------------------------------------
 
 
 class _FlatErrors:

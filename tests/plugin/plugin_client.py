@@ -6,7 +6,7 @@ import itertools
 import socket
 from typing import Any, Optional
 
-from golem_core.blocking import MessageReader, send_message
+from golem_core.blocking import MessageReader
 
 SOCKET_TIMEOUT = 10.0
 
@@ -21,14 +21,18 @@ class Client:
         self._ids = itertools.count(1)
 
     def request(self, method: str, params: Optional[dict[str, Any]] = None) -> dict[str, Any]:
-        """Send a request and return the whole reply envelope (checks the id is echoed)."""
+        """Send a request and return the whole reply envelope: the reply echoing its id. A
+        frame that answers nothing fails the test (a reply with another id: once no answer
+        came within SOCKET_TIMEOUT)."""
         request_id = f"req-{next(self._ids)}"
-        send_message(self.sock, {"id": request_id, "method": method, "params": params or {}})
-        reply = self.read_reply()
-        assert reply["id"] == request_id
-        return reply
+        message = self.reader.ask({"id": request_id, "method": method, "params": params or {}})
+        assert message is not None, "the plugin closed the connection"
+        assert self.reader.answers.unrelated == 0, "the plugin sent a frame that answers nothing"
+        obj: dict[str, Any] = message.obj
+        return obj
 
     def read_reply(self) -> dict[str, Any]:
+        """The next frame the plugin sends, whatever it answers."""
         message = self.reader.read_message()
         assert message is not None, "the plugin closed the connection"
         obj: dict[str, Any] = message.obj

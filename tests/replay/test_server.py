@@ -15,6 +15,7 @@ import trio.testing
 from golem_core.dispatcher import Dispatcher
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
 from golem_proxy.net.addresses import Address
+from golem_proxy.net.framed_stream import FramedStream, FramingFailure
 from golem_proxy.net.listeners import connect, open_listener
 from golem_proxy.recording.format import read_recording
 from golem_proxy.replay.engine import ReplayEngine
@@ -43,7 +44,7 @@ class Peer:
     def __init__(self, stream: trio.abc.Stream, profile: Profile = GOLEM) -> None:
         self.stream = stream
         self.profile = profile
-        self.decoder = profile.new_decoder()
+        self.framed = FramedStream(stream, profile)
         self.next_id = 1
 
     async def call(self, method: str, params: Any = None) -> dict[str, Any]:
@@ -54,21 +55,19 @@ class Peer:
         obj: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
         if self.profile is JSONRPC_NDJSON:
             obj["jsonrpc"] = "2.0"
-        await self.stream.send_all(self.profile.encode(obj))
-        reply = await self.read()
-        assert reply is not None and reply["id"] == ident
+        await self.framed.send(self.profile.encode(obj))
+        answer = await self.framed.receive_answer(self.framed.answers.key_of(obj))
+        reply: dict[str, Any] = answer.message.obj
+        assert reply["id"] == ident
         return reply
 
     async def read(self) -> Any:
-        """The next reply, or None when the server closed the connection."""
-        while True:
-            for event in self.decoder.events():
-                return json.loads(event.payload) if hasattr(event, "payload") else None
-            chunk = await self.stream.receive_some(65536)
-            if chunk:
-                self.decoder.receive_data(bytes(chunk))
-            else:
-                self.decoder.receive_eof()
+        """The next frame's JSON, or None when the server closed the connection."""
+        try:
+            frame = await self.framed.receive_frame()
+        except (EOFError, FramingFailure):
+            return None
+        return json.loads(frame.payload)
 
 
 async def timed_box(engine: ReplayEngine, sleep: Any = trio.sleep) -> float:
@@ -147,6 +146,7 @@ async def test_jsonrpc_over_a_unix_socket_answers_jsonrpc_errors(tmp_path: Path)
             parse_error = await peer.read()
             assert parse_error["id"] == 0 and parse_error["error"]["code"] == -32700
             nursery.cancel_scope.cancel()
+    assert not socket_path.exists()  # cancelled: the listeners closed, the socket file gone
 
 
 async def live_plugin(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -190,6 +190,44 @@ async def test_forward_misses_and_record_them(tmp_path: Path) -> None:
     assert [e.method for e in exchanges] == ["scene.delete_layer"]
     assert json.loads(exchanges[0].response.payload)["result"] == {"deleted": "Walls"}
     assert engine.report.forwarded == 1 and engine.report.recorded_new == 1
+
+
+async def chatty_plugin(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """A live plugin that sends a frame answering nothing before each answer."""
+    listener = await open_listener(LOOPBACK)
+    task_status.started(listener.address)
+
+    async def handle(stream: trio.SocketStream) -> None:
+        decoder = GOLEM.new_decoder()
+        async for chunk in stream:
+            for event in decoder.feed(bytes(chunk)):
+                request = json.loads(event.payload)  # type: ignore[union-attr]
+                stale = {"id": "stale", "result": {"late": True}, "error": None}
+                answer = {"id": request["id"], "result": {"deleted": "x"}, "error": None}
+                await stream.send_all(GOLEM.encode(stale) + GOLEM.encode(answer))
+
+    await trio.serve_listeners(handle, [listener.listener])
+
+
+async def test_a_forwarded_miss_passes_on_what_answers_nothing_and_answers_with_its_reply(
+    tmp_path: Path,
+) -> None:
+    # The plugin's stray reply used to be taken for the answer, and the real answer then
+    # for the answer to the next forwarded request.
+    engine = make_engine(modelling_session(tmp_path / "s.jsonl"), on_miss="forward")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            upstream = await nursery.start(chatty_plugin)
+            server = ReplayServer(engine, {"main": LOOPBACK}, upstreams={"main": upstream})
+            bound = await nursery.start(server.run)
+            peer = Peer(await connect(bound["main"]))
+            for name in ("a", "b"):
+                request = {"id": name, "method": "scene.delete_layer", "params": {"name": name}}
+                await peer.stream.send_all(GOLEM.encode(request))
+                assert (await peer.read())["id"] == "stale"
+                assert (await peer.read())["id"] == name
+            nursery.cancel_scope.cancel()
+    assert engine.report.forwarded == 2
 
 
 async def test_forward_without_a_live_plugin_answers_an_error(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_core.blocking import MessageReader, send_message
+from golem_core.blocking import MessageReader
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, FrameSeen
 from golem_proxy.live.redact import REDACTED, Redactor
@@ -82,8 +82,8 @@ def test_recording_and_unix_socket_are_private_and_redacted_before_disk(
     try:
         assert stat.S_IMODE(os.stat(sock_path).st_mode) == 0o600
         with socket.create_connection(("127.0.0.1", cli.port), timeout=5) as sock:
-            send_message(sock, {"id": "1", "method": "echo", "params": {"token": "s3cr3t"}})
-            reply = MessageReader(sock).read_message()
+            request = {"id": "1", "method": "echo", "params": {"token": "s3cr3t"}}
+            reply = MessageReader(sock).ask(request)
             assert reply is not None and reply.obj["result"] == {"token": "s3cr3t"}  # live
     finally:
         cli.stop()
