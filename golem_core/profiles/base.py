@@ -17,14 +17,8 @@ from types import MappingProxyType
 from typing import Any, Optional
 
 from ..contract import Rule, Violation
-from ..framing import (
-    Decoder,
-    FrameError,
-    FrameErrorKind,
-    Framing,
-    decoder_for,
-    find_frame_start,
-)
+from ..decoders import Decoder, decoder_for
+from ..framing import FrameError, FrameErrorKind, Framing, find_frame_start
 from ..messages import (
     ErrorResponse,
     Malformed,

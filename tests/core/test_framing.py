@@ -7,6 +7,7 @@ import struct
 import pytest
 from core_feeding import chunked, chunkings, decode_all, raw_of, summarize
 
+from golem_core.decoders import LengthPrefixedDecoder, LineDecoder, decoder_for
 from golem_core.framing import (
     DEFAULT_LENGTH_PREFIXED_CAP,
     DEFAULT_LINE_CAP,
@@ -17,10 +18,7 @@ from golem_core.framing import (
     FrameError,
     FrameErrorKind,
     Framing,
-    LengthPrefixedDecoder,
-    LineDecoder,
     NeedData,
-    decoder_for,
     encode_json,
     encode_length_prefixed,
     encode_line,

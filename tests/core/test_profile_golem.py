@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from golem_core.contract import Severity
-from golem_core.framing import FrameError, FrameErrorKind, LengthPrefixedDecoder
+from golem_core.decoders import LengthPrefixedDecoder
+from golem_core.framing import FrameError, FrameErrorKind
 from golem_core.messages import (
     ABSENT,
     ErrorResponse,

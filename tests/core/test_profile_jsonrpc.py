@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import pytest
 
-from golem_core.framing import FrameError, FrameErrorKind, LineDecoder
+from golem_core.decoders import LineDecoder
+from golem_core.framing import FrameError, FrameErrorKind
 from golem_core.messages import (
     ErrorResponse,
     Malformed,
