@@ -163,11 +163,6 @@ class Profile(abc.ABC):
         """Serialise and frame a message object: the exact bytes to put on the wire."""
         return self.frame_payload(self.encode_payload(obj))
 
-    def canonical_frame(self, obj: Any) -> bytes:
-        """The frame a reference peer would send for ``obj`` (recordings store raw bytes only
-        when the wire differs from this)."""
-        return self.encode(obj)
-
     # -- messages ----------------------------------------------------------------------------
     def parse(self, payload: bytes, role: Optional[Role]) -> Message:
         """Type a payload. ``role`` is what the direction implies; None guesses from the
