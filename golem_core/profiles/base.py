@@ -139,7 +139,6 @@ class Profile(abc.ABC):
         ``env`` (where a client would look for its server). Empty: the user must give one."""
         return ()
 
-    # -- framing -----------------------------------------------------------------------------
     def new_decoder(self, cap: Optional[int] = None, *, skip_oversized: bool = True) -> Decoder:
         """A fresh incremental decoder for one direction of one connection."""
         return decoder_for(
@@ -163,7 +162,6 @@ class Profile(abc.ABC):
         """Serialise and frame a message object: the exact bytes to put on the wire."""
         return self.frame_payload(self.encode_payload(obj))
 
-    # -- messages ----------------------------------------------------------------------------
     def parse(self, payload: bytes, role: Optional[Role]) -> Message:
         """Type a payload. ``role`` is what the direction implies; None guesses from the
         members (``method`` → request). Never raises."""
@@ -204,7 +202,6 @@ class Profile(abc.ABC):
     def parse_response(self, obj: Any) -> Message:
         """Type a decoded JSON value expected to be a response."""
 
-    # -- contract ----------------------------------------------------------------------------
     @abc.abstractmethod
     def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
         """Violations of the per-message rules (the envelope is already typed in ``message``)."""
@@ -234,7 +231,6 @@ class Profile(abc.ABC):
             kind
         ]
 
-    # -- correlation and replies -------------------------------------------------------------
     def correlation_key(self, message: Message) -> Optional[Any]:
         """A hashable key pairing a response with its request, or None when the message
         carries no usable id. ``1`` and ``"1"`` are different keys, as on the wire."""

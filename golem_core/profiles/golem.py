@@ -196,7 +196,6 @@ class GolemProfile(Profile):
     def encode_payload(self, obj: Any) -> bytes:
         return encode_json(obj)
 
-    # -- parsing -----------------------------------------------------------------------------
     def parse_request(self, obj: Any) -> Message:
         if not isinstance(obj, dict):
             return _bad(
@@ -263,7 +262,6 @@ class GolemProfile(Profile):
             return _bad(MalformedKind.INVALID_ERROR_OBJECT, parsed, obj, Role.RESPONSE)
         return ErrorResponse(ident, parsed, obj)
 
-    # -- contract ----------------------------------------------------------------------------
     def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
         found: list[Violation] = []
         if isinstance(message, Malformed):
@@ -358,7 +356,6 @@ class GolemProfile(Profile):
     def frame_error_outcome(self, kind: FrameErrorKind) -> str:
         return "oversized" if kind is FrameErrorKind.OVERSIZED else "truncated"
 
-    # -- requests and replies ----------------------------------------------------------------
     def request_ids(self) -> Iterator[str]:
         # The MCP server's connection sends a fresh UUID4 string per request.
         while True:

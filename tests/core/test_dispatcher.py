@@ -39,9 +39,6 @@ def decode_reply(data: bytes) -> Any:
     return json.loads(frame.payload)  # type: ignore[union-attr]
 
 
-# -- built-ins --------------------------------------------------------------------------------
-
-
 def test_ping() -> None:
     assert Dispatcher().dispatch(req("ping", {})) == {
         "id": "r1",
@@ -67,9 +64,6 @@ def test_list_methods_sorted_with_builtins() -> None:
         "methods": ["creation.create_box", "list_methods", "ping", "scene.list_objects", "shutdown"]
     }
     assert "ping" in dispatcher and "nope" not in dispatcher
-
-
-# -- registration -----------------------------------------------------------------------------
 
 
 def test_register_and_decorator() -> None:
@@ -102,9 +96,6 @@ def test_dispatchers_do_not_share_state() -> None:
     first, second = Dispatcher(), Dispatcher()
     first.register("only.first", lambda p: {})
     assert "only.first" not in second
-
-
-# -- exception mapping ------------------------------------------------------------------------
 
 
 def raising(exc: BaseException) -> Callable[[dict[str, Any]], Any]:
@@ -187,9 +178,6 @@ def test_unknown_method_under_the_jsonrpc_profile() -> None:
     assert dispatcher.respond(b"{bad") is not None
 
 
-# -- results ----------------------------------------------------------------------------------
-
-
 def test_none_result_becomes_empty_object() -> None:
     dispatcher = Dispatcher()
     dispatcher.register("m", lambda p: None)
@@ -263,9 +251,6 @@ def test_respond_with_an_unencodable_id_still_answers() -> None:
     assert obj["id"] is None and obj["error"]["code"] == -32603
 
 
-# -- the UI runner ----------------------------------------------------------------------------
-
-
 def test_ui_runner_used_only_for_ui_thread_handlers() -> None:
     ran: list[tuple[str, float]] = []
     thread_ids: list[int] = []
@@ -296,9 +281,6 @@ def test_ui_runner_timeout_maps_to_timeout() -> None:
     }
 
 
-# -- require ----------------------------------------------------------------------------------
-
-
 def test_require() -> None:
     assert require({"a": 1}, "a") == 1
     assert require({"a": 1.5}, "a", (int, float)) == 1.5
@@ -313,8 +295,6 @@ def test_require() -> None:
     with pytest.raises(InvalidParams, match="wrong type"):
         require({"a": "1"}, "a", (int, float))
 
-
-# -- never raises -----------------------------------------------------------------------------
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
@@ -356,9 +336,6 @@ def test_dispatch_never_raises(obj: dict[str, Any]) -> None:
     assert reply_bytes is not None
     decoded = decode_reply(reply_bytes)
     assert set(decoded) == {"id", "result", "error"}
-
-
-# -- the error policy -------------------------------------------------------------------------
 
 
 class _FlatErrors:

@@ -33,9 +33,6 @@ MIXED_LP = lp(b'{"id":"a","method":"ping","params":{}}') + lp(b"") + lp(b"[1,2,3
 MIXED_LINES = b'{"jsonrpc":"2.0","id":1,"result":{}}\n\n' + b"garbage\n" + b"y" * 300 + b"\n"
 
 
-# -- the raw-bytes invariant ------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("label,chunks", list(chunkings(MIXED_LP)))
 def test_length_prefixed_raw_concatenation_is_the_input(label: str, chunks: list[bytes]) -> None:
     events = decode_all(LengthPrefixedDecoder(), chunks)
@@ -73,7 +70,7 @@ def test_raw_invariant_holds_across_skipped_frames() -> None:
         assert [e.payload for e in events if isinstance(e, Frame)] == [b"ok", b"fine"]
 
 
-# -- caps: checked on the header / the line so far, before the body is buffered -----------------
+# Caps are checked on the header (or the line so far), before the body is buffered.
 
 
 def test_length_prefixed_cap_checked_on_the_header_before_the_body() -> None:
@@ -181,9 +178,6 @@ def test_zero_cap_line_decoder_rejects_every_line() -> None:
     assert sum(isinstance(e, FrameError) for e in events) == 2
 
 
-# -- fatal oversized ------------------------------------------------------------------------
-
-
 def test_length_prefixed_fatal_oversized_when_not_skipping() -> None:
     decoder = LengthPrefixedDecoder(4, skip_oversized=False)
     data = struct.pack("!I", 100) + b"abc"
@@ -207,9 +201,6 @@ def test_line_fatal_oversized_when_not_skipping() -> None:
     assert events[0].recoverable is False
     assert events[0].raw == b"toolong\nok\n"
     assert decoder.closed
-
-
-# -- truncation -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -254,9 +245,6 @@ def test_clean_eof_and_no_data_after_eof() -> None:
         decoder.receive_data(b"x")
 
 
-# -- empty payloads, counters, compaction ---------------------------------------------------
-
-
 def test_empty_payload_frames() -> None:
     assert decode_all(LengthPrefixedDecoder(), [b"\0\0\0\0"])[0] == Frame(b"", b"\0\0\0\0")
     assert decode_all(LineDecoder(), [b"\n"])[0] == Frame(b"", b"", b"\n")
@@ -289,9 +277,6 @@ def test_buffered_counts_unreturned_bytes() -> None:
     assert decoder.next_event() == Frame(b"abc", struct.pack("!I", 3))
     assert decoder.buffered == 2
     assert decoder.next_event() is NEED_DATA
-
-
-# -- encoders and small API -----------------------------------------------------------------
 
 
 def test_encoders() -> None:

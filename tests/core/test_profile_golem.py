@@ -40,9 +40,6 @@ def rule_ids(message: Message, payload: bytes = b"") -> list[str]:
     return [v.rule for v in GOLEM.check_message(message, payload)]
 
 
-# -- typing -----------------------------------------------------------------------------------
-
-
 def test_spec_request_example() -> None:
     obj = {
         "id": UUID,
@@ -157,7 +154,7 @@ def test_golem_never_produces_jsonrpc_only_kinds() -> None:
     assert isinstance(request(b'{"jsonrpc":"1.0","id":"a","method":"m","params":[1]}'), Request)
 
 
-# -- contract rules, each triggered by a minimal message and not by a conforming one -------------
+# Each contract rule is triggered by a minimal message and not by a conforming one.
 
 CONFORMING_REQUEST = b'{"id":"a","method":"ping","params":{}}'
 CONFORMING_SUCCESS = b'{"id":"a","result":{},"error":null}'
@@ -317,9 +314,6 @@ def test_default_decoder_is_length_prefixed_with_the_64_mib_cap() -> None:
         get_profile("nope")
 
 
-# -- replies ----------------------------------------------------------------------------------
-
-
 def test_reply_envelopes_match_the_spec() -> None:
     assert GOLEM.success("x", {"alive": True}) == {
         "id": "x",
@@ -378,9 +372,6 @@ def test_correlation_and_helpers() -> None:
     assert GOLEM.method_of(REQ) == "ping"
     assert GOLEM.method_of(request(b'{"method":"m"}')) == "m"
     assert GOLEM.method_of(one) is None
-
-
-# -- byte-exact encoding ----------------------------------------------------------------------
 
 
 def reference_frame(obj: Any) -> bytes:
