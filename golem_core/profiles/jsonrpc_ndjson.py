@@ -113,23 +113,32 @@ class JsonRpcNdjsonProfile(Profile):
             return not ("method" in obj and "id" not in obj)
         return super().expects_response(message)
 
-    def parse_request(self, obj: Any) -> Message:
-        role = Role.REQUEST
+    def _not_an_envelope(self, obj: Any, role: Role) -> Optional[Malformed]:
+        """What makes ``obj`` no JSON-RPC 2.0 message at all (not an object, not version
+        "2.0"), or None; the same for both sides."""
         if not isinstance(obj, dict):
-            return _bad(MalformedKind.NOT_AN_OBJECT, "request is not a JSON object", obj, role)
+            return _bad(
+                MalformedKind.NOT_AN_OBJECT, f"{role.value} is not a JSON object", obj, role
+            )
         if obj.get("jsonrpc") != "2.0":
             return _bad(MalformedKind.WRONG_VERSION, _version_detail(obj), obj, role)
+        return None
+
+    def _invalid_id(self, ident: Any, obj: dict[str, Any], role: Role) -> Malformed:
+        detail = f"{role.value} `id` is {json_type_name(ident)}, not {self.id_description}"
+        return _bad(MalformedKind.INVALID_ID, detail, obj, role)
+
+    def parse_request(self, obj: Any) -> Message:
+        role = Role.REQUEST
+        problem = self._not_an_envelope(obj, role)
+        if problem is not None:
+            return problem
         ident = obj.get("id")
         method = obj.get("method", ABSENT)
         if ident is None and method is ABSENT:
             return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, role)
         if ident is not None and not self.id_is_valid(ident):
-            return _bad(
-                MalformedKind.INVALID_ID,
-                f"request `id` is {json_type_name(ident)}, not {self.id_description}",
-                obj,
-                role,
-            )
+            return self._invalid_id(ident, obj, role)
         if method is ABSENT:
             return _bad(MalformedKind.MISSING_METHOD, "request has no `method`", obj, role)
         if not isinstance(method, str):
@@ -153,20 +162,14 @@ class JsonRpcNdjsonProfile(Profile):
 
     def parse_response(self, obj: Any) -> Message:
         role = Role.RESPONSE
-        if not isinstance(obj, dict):
-            return _bad(MalformedKind.NOT_AN_OBJECT, "response is not a JSON object", obj, role)
-        if obj.get("jsonrpc") != "2.0":
-            return _bad(MalformedKind.WRONG_VERSION, _version_detail(obj), obj, role)
+        problem = self._not_an_envelope(obj, role)
+        if problem is not None:
+            return problem
         ident = obj.get("id")
         if ident is None:
             return _bad(MalformedKind.MISSING_ID, "response has no `id`", obj, role)
         if not self.id_is_valid(ident):
-            return _bad(
-                MalformedKind.INVALID_ID,
-                f"response `id` is {json_type_name(ident)}, not {self.id_description}",
-                obj,
-                role,
-            )
+            return self._invalid_id(ident, obj, role)
         result = obj.get("result")
         error = obj.get("error")
         if result is not None and error is not None:
