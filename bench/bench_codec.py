@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from golem_core.framing import Frame, LengthPrefixedDecoder
+from golem_core.decoders import LengthPrefixedDecoder
+from golem_core.framing import Frame
 from golem_core.messages import Request, Role
 from golem_core.profiles import GOLEM
 

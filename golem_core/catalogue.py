@@ -233,9 +233,6 @@ def _starts_with_words(name: str, prefix: str) -> bool:
     return position == len(name) or name[position] == "_"
 
 
-# -- drift -----------------------------------------------------------------------------------
-
-
 def drift_request(
     catalogue: MethodCatalogue, request: Request, builtins: Collection[str] = ()
 ) -> list[Drift]:

@@ -85,7 +85,3 @@ class FrameTooLarge(WireError):
 
 class TruncatedFrame(WireError):
     """The peer closed the stream in the middle of a frame."""
-
-
-class DecodeError(WireError):
-    """A complete frame whose payload is not a valid message."""

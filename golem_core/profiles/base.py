@@ -17,14 +17,8 @@ from types import MappingProxyType
 from typing import Any, Optional
 
 from ..contract import Rule, Violation
-from ..framing import (
-    Decoder,
-    FrameError,
-    FrameErrorKind,
-    Framing,
-    decoder_for,
-    find_frame_start,
-)
+from ..decoders import Decoder, decoder_for
+from ..framing import FrameError, FrameErrorKind, Framing, find_frame_start
 from ..messages import (
     ErrorResponse,
     Malformed,
@@ -145,7 +139,6 @@ class Profile(abc.ABC):
         ``env`` (where a client would look for its server). Empty: the user must give one."""
         return ()
 
-    # -- framing -----------------------------------------------------------------------------
     def new_decoder(self, cap: Optional[int] = None, *, skip_oversized: bool = True) -> Decoder:
         """A fresh incremental decoder for one direction of one connection."""
         return decoder_for(
@@ -169,12 +162,6 @@ class Profile(abc.ABC):
         """Serialise and frame a message object: the exact bytes to put on the wire."""
         return self.frame_payload(self.encode_payload(obj))
 
-    def canonical_frame(self, obj: Any) -> bytes:
-        """The frame a reference peer would send for ``obj`` (recordings store raw bytes only
-        when the wire differs from this)."""
-        return self.encode(obj)
-
-    # -- messages ----------------------------------------------------------------------------
     def parse(self, payload: bytes, role: Optional[Role]) -> Message:
         """Type a payload. ``role`` is what the direction implies; None guesses from the
         members (``method`` → request). Never raises."""
@@ -215,7 +202,6 @@ class Profile(abc.ABC):
     def parse_response(self, obj: Any) -> Message:
         """Type a decoded JSON value expected to be a response."""
 
-    # -- contract ----------------------------------------------------------------------------
     @abc.abstractmethod
     def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
         """Violations of the per-message rules (the envelope is already typed in ``message``)."""
@@ -245,7 +231,6 @@ class Profile(abc.ABC):
             kind
         ]
 
-    # -- correlation and replies -------------------------------------------------------------
     def correlation_key(self, message: Message) -> Optional[Any]:
         """A hashable key pairing a response with its request, or None when the message
         carries no usable id. ``1`` and ``"1"`` are different keys, as on the wire."""

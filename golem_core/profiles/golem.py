@@ -196,7 +196,6 @@ class GolemProfile(Profile):
     def encode_payload(self, obj: Any) -> bytes:
         return encode_json(obj)
 
-    # -- parsing -----------------------------------------------------------------------------
     def parse_request(self, obj: Any) -> Message:
         if not isinstance(obj, dict):
             return _bad(
@@ -263,7 +262,6 @@ class GolemProfile(Profile):
             return _bad(MalformedKind.INVALID_ERROR_OBJECT, parsed, obj, Role.RESPONSE)
         return ErrorResponse(ident, parsed, obj)
 
-    # -- contract ----------------------------------------------------------------------------
     def check_message(self, message: Message, payload: bytes = b"") -> list[Violation]:
         found: list[Violation] = []
         if isinstance(message, Malformed):
@@ -275,13 +273,7 @@ class GolemProfile(Profile):
             if params is ABSENT:
                 found.append(violation(R_PARAMS_OBJECT, "`params` is missing", "$.params"))
             elif not isinstance(params, dict):
-                found.append(
-                    violation(
-                        R_PARAMS_OBJECT,
-                        f"`params` is {_type_name(params)}, not an object",
-                        "$.params",
-                    )
-                )
+                found.append(_not_an_object(R_PARAMS_OBJECT, params, "$.params"))
             found.extend(_unknown_members(message.obj, _REQUEST_MEMBERS))
         elif isinstance(message, Response):
             if "error" not in message.obj:
@@ -289,13 +281,7 @@ class GolemProfile(Profile):
                     violation(R_EXPLICIT_NULL_ERROR, "success response omits `error`", "$.error")
                 )
             if not isinstance(message.result, dict):
-                found.append(
-                    violation(
-                        R_RESULT_OBJECT,
-                        f"`result` is {_type_name(message.result)}, not an object",
-                        "$.result",
-                    )
-                )
+                found.append(_not_an_object(R_RESULT_OBJECT, message.result, "$.result"))
             found.extend(_unknown_members(message.obj, _RESPONSE_MEMBERS))
         elif isinstance(message, ErrorResponse):
             if "result" not in message.obj:
@@ -311,13 +297,7 @@ class GolemProfile(Profile):
                 )
             details = message.error.details
             if details is not ABSENT and details is not None and not isinstance(details, dict):
-                found.append(
-                    violation(
-                        R_DETAILS_OBJECT,
-                        f"`details` is {_type_name(details)}, not an object",
-                        "$.error.details",
-                    )
-                )
+                found.append(_not_an_object(R_DETAILS_OBJECT, details, "$.error.details"))
             found.extend(_unknown_members(message.obj, _RESPONSE_MEMBERS))
         # One memchr for the backslash first: a 16 MiB blob has none, and the two-byte search
         # costs ten times as much.
@@ -358,7 +338,6 @@ class GolemProfile(Profile):
     def frame_error_outcome(self, kind: FrameErrorKind) -> str:
         return "oversized" if kind is FrameErrorKind.OVERSIZED else "truncated"
 
-    # -- requests and replies ----------------------------------------------------------------
     def request_ids(self) -> Iterator[str]:
         # The MCP server's connection sends a fresh UUID4 string per request.
         while True:
@@ -416,6 +395,12 @@ def _parse_error_object(error: Any) -> Any:
     if not isinstance(message, str):
         return f"`error.message` is {_type_name(message)}, not a string"
     return RpcError(code, message, error.get("details", ABSENT), error.get("data", ABSENT))
+
+
+def _not_an_object(rule: Rule, value: Any, path: str) -> Violation:
+    """``rule`` broken by the member at ``path`` (``$.params``) holding ``value``, no object."""
+    member = path.rsplit(".", 1)[-1]
+    return violation(rule, f"`{member}` is {_type_name(value)}, not an object", path)
 
 
 def _unknown_members(obj: dict[str, Any], allowed: Any) -> list[Violation]:

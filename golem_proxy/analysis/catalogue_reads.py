@@ -29,7 +29,6 @@ from .catalogue_values import (
     Key,
     Lit,
     Params,
-    ReadAcc,
     Test,
     Val,
     literal_strings,
@@ -37,7 +36,7 @@ from .catalogue_values import (
     used_only_in,
 )
 
-__all__ = ["FunctionRef", "HandlerReads", "ReadAcc", "analyse_handler"]
+__all__ = ["analyse_handler"]
 
 _MAX_DEPTH = 8
 _DICT_VIEWS = frozenset({"keys", "items", "values", "copy", "update", "__iter__"})
@@ -66,8 +65,6 @@ class _Analyser:
     def __init__(self) -> None:
         self.memo: dict[tuple[int, tuple[Any, ...]], _Result] = {}
         self.stack: list[int] = []
-
-    # -- functions ---------------------------------------------------------------------------
 
     def call(self, fn: FunctionRef, bound: dict[str, Abstract]) -> _Result:
         key = (id(fn.node), tuple(sorted((k, repr(v)) for k, v in bound.items())))
@@ -103,8 +100,6 @@ class _Analyser:
     def reads_all(self, frame: Frame, node: ast.AST) -> None:
         if not frame.out.reads_all_at:
             frame.out.reads_all_at = self.at(frame, node)
-
-    # -- statements --------------------------------------------------------------------------
 
     def walk(self, frame: Frame, body: Sequence[ast.stmt], ctx: _Ctx) -> bool:
         """Walk a block; returns whether it always ends in return or raise."""
@@ -236,8 +231,6 @@ class _Analyser:
                 self.bind(frame, element, None, ctx)
         else:
             self.ev(frame, target, ctx)
-
-    # -- expressions -------------------------------------------------------------------------
 
     def ev(self, frame: Frame, node: Optional[ast.expr], ctx: _Ctx) -> Abstract:
         if node is None:
@@ -439,22 +432,12 @@ class _Analyser:
         inner = result.reads
         for name, acc in inner.reads.items():
             mine = frame.out.read(name, here, (target.node.name, *acc.via))
-            _merge(mine, acc)
+            mine.merge(acc)
         for keys, _, null_ok in inner.required:
             self.require(frame, keys, ctx, node, null_ok)
         if inner.reads_all_at:
             self.reads_all(frame, node)
         return result.returns
-
-
-def _merge(into: ReadAcc, acc: ReadAcc) -> None:
-    if acc.has_default and not into.has_default:
-        into.default, into.has_default = acc.default, True
-    into.casts |= acc.casts
-    into.guard |= acc.guard
-    into.uses |= acc.uses
-    into.keys |= acc.keys
-    into.open_by |= acc.open_by
 
 
 def analyse_handler(fn: FunctionRef) -> HandlerReads:

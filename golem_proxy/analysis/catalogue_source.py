@@ -1,6 +1,7 @@
 """The Python sources of a checkout, parsed once: modules by dotted name, their functions and
-imports, and a resolver that follows a name to the function it means inside the scanned code.
-Nothing is imported or run."""
+imports, a resolver that follows a name to the function it means inside the scanned code, and
+the small walks over a function the handler and tool finders share. Nothing is imported or
+run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import errno
 import hashlib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -17,7 +19,16 @@ from ..recording.files import NotARegularFile, open_regular
 from ..terminal import format_size
 from .catalogue_values import FunctionRef
 
-__all__ = ["MAX_SOURCE_BYTES", "Module", "SourceTree", "git_commit"]
+__all__ = [
+    "MAX_SOURCE_BYTES",
+    "METHOD_NAME",
+    "FuncNode",
+    "Module",
+    "SourceTree",
+    "dict_keys",
+    "git_commit",
+    "own_nodes",
+]
 
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 """The largest source file read (the biggest GOLEM-3DMCP module is under 100 KiB)."""
@@ -26,7 +37,9 @@ _SKIP_DIRS = frozenset(
     {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", "build", "dist"}
 )
 _SKIP_TEST_DIRS = frozenset({"tests", "test"})
-_FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+FuncNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+METHOD_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+"""A dotted method name as GOLEM writes them (``geometry.create_box``)."""
 
 
 @dataclass
@@ -37,7 +50,7 @@ class Module:
     path: str
     tree: ast.Module
     digest: str
-    functions: dict[str, _FuncNode] = field(default_factory=dict)
+    functions: dict[str, FuncNode] = field(default_factory=dict)
     imports: dict[str, tuple[str, str]] = field(default_factory=dict)
     """local name → (module, name in that module)"""
 
@@ -96,7 +109,7 @@ class SourceTree:
         self.skipped.append(relative)
         self._note(f"{file} skipped ({why})")
 
-    def ref(self, module: Module, node: _FuncNode) -> FunctionRef:
+    def ref(self, module: Module, node: FuncNode) -> FunctionRef:
         """A function of ``module`` that resolves the names it calls."""
         return FunctionRef(node, module.path, lambda name: self.resolve(module, name))
 
@@ -282,3 +295,19 @@ def _commit_id(text: str) -> Optional[str]:
     """``text`` when it is a commit id (SHA-1 or SHA-256 hex), else None: whatever else a
     hostile .git holds never reaches the catalogue."""
     return text if _COMMIT_ID.fullmatch(text) else None
+
+
+def own_nodes(node: FuncNode) -> Iterator[ast.AST]:
+    """The nodes of a function's body, nested function bodies left out."""
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        child = stack.pop()
+        yield child
+        for grandchild in ast.iter_child_nodes(child):
+            if not isinstance(grandchild, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                stack.append(grandchild)
+
+
+def dict_keys(node: ast.Dict) -> set[str]:
+    """The string keys a dict literal writes."""
+    return {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}

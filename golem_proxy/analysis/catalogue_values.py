@@ -115,6 +115,16 @@ class ReadAcc:
         keys = tuple(sorted(self.keys)) if self.keys and "object" in kinds else None
         return frozenset(kinds), keys
 
+    def merge(self, other: ReadAcc) -> None:
+        """Add what ``other`` (the same param read inside a helper) learnt to this one."""
+        if other.has_default and not self.has_default:
+            self.default, self.has_default = other.default, True
+        self.casts |= other.casts
+        self.guard |= other.guard
+        self.uses |= other.uses
+        self.keys |= other.keys
+        self.open_by |= other.open_by
+
 
 @dataclass
 class HandlerReads:

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from golem_core.messages import ErrorResponse, Request
+from golem_core.messages import Request
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 
@@ -254,23 +254,6 @@ def arguments_summary(flow: Flow, width: int = 60) -> str:
 def _short(value: Any, width: int) -> str:
     text = json_text(value)
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def error_text(flow: Flow) -> Optional[str]:
-    """The text a failed tool call gave the model (its first text content, or the error
-    message), or None."""
-    if flow.response is None:
-        return None
-    message = flow.response.message
-    if isinstance(message, ErrorResponse):
-        return message.error.message
-    result = message.obj.get("result") if isinstance(message.obj, dict) else None
-    content = result.get("content") if isinstance(result, dict) else None
-    if isinstance(content, list):
-        for item in content:
-            if isinstance(item, dict) and isinstance(item.get("text"), str):
-                return str(item["text"])
-    return None
 
 
 def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[str, Any]:

@@ -189,9 +189,6 @@ def failures_text(failures: Counter[str]) -> Text:
     return Text(f"{total} {flows} failed: {parts}", style="red")
 
 
-# -- catalogue -------------------------------------------------------------------------------
-
-
 def _catalogue(args: argparse.Namespace) -> Optional[MethodCatalogue]:
     if args.catalogue is not None:
         return args.catalogue  # type: ignore[no-any-return]  # loaded by catalogue_arg
@@ -226,8 +223,6 @@ def fetch_live_catalogue(where: str, timeout: float = LIVE_TIMEOUT) -> MethodCat
         raise CatalogueError(f"list_methods at {address}: unexpected answer ({shown})")
     return MethodCatalogue.from_method_list(methods, f"list_methods at {address}")
 
-
-# -- drift -----------------------------------------------------------------------------------
 
 _LABELS = {
     "unknown-method": ("not registered", "bold red"),
@@ -291,9 +286,6 @@ def _flows(numbers: list[int]) -> str:
     return shown + (
         f" … (+{len(numbers) - _EXAMPLES_PER_RULE})" if len(numbers) > _EXAMPLES_PER_RULE else ""
     )
-
-
-# -- rules -----------------------------------------------------------------------------------
 
 
 def _literal(text: str) -> str:

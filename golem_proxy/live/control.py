@@ -49,7 +49,6 @@ class LiveControl:
         self._token: Optional[trio.lowlevel.TrioToken] = None
         self._session: Optional[ProxySession] = None
 
-    # -- the session's side --------------------------------------------------------------
     def attach(self, session: ProxySession) -> None:
         """Called from the session's trio run, before it serves."""
         with self._lock:
@@ -61,7 +60,7 @@ class LiveControl:
             self._token = None
             self._session = None
 
-    # -- the UI's side (any other thread) ------------------------------------------------
+    # What follows is the UI's side, called from any other thread.
     @property
     def engine(self) -> Optional[InterceptEngine]:
         session = self._session

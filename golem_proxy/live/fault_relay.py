@@ -187,7 +187,7 @@ class FaultRelay:
     def _announce_held(self, held: HeldFrame, kind: str, detail: str) -> None:
         self._announce(held.direction, kind, detail, held.method)
 
-    # -- a client that goes away while its frame is held ----------------------------------
+    # A client that goes away while its frame is held.
     def _holding_response(self, direction: Direction) -> bool:
         return (
             direction is Direction.C2S

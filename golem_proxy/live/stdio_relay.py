@@ -80,7 +80,6 @@ class _Ends:
     client_gone: bool = False
     """Our stdout failed (the client stopped reading and closed it): the child's output is
     still drained and observed, no longer forwarded."""
-    child_input_gone: bool = False
 
 
 class StdioRelay:
@@ -207,7 +206,6 @@ class StdioRelay:
                 try:
                     await write_all(sink, chunk)
                 except OSError:  # the child closed its stdin (or exited)
-                    self._ends.child_input_gone = True
                     break
                 self._sent[Direction.C2S] += len(chunk)
                 self._observe(tap, Direction.C2S, chunk)

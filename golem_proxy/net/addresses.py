@@ -40,9 +40,6 @@ class Address:
             return self
         return Address(path=os.path.abspath(self.path))
 
-    def with_port(self, port: int) -> Address:
-        return Address(self.host, port, self.path)
-
     def __str__(self) -> str:
         if self.path is not None:
             return f"unix:{self.path}"

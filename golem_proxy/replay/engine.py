@@ -123,7 +123,6 @@ class ReplayEngine:
         self.report = ReplayReport()
         self._dispatcher = Dispatcher(profile=self.profile)
 
-    # -- deciding ----------------------------------------------------------------------------
     def decide(self, route: str, payload: bytes) -> Decision:
         """What to do with one request payload that arrived on ``route``. Never raises: a
         request the engine cannot answer (an id that cannot be encoded, a bug) is answered
@@ -191,7 +190,6 @@ class ReplayEngine:
             return self.profile.success(request.id, {"methods": methods})
         return self._dispatcher.dispatch(request)
 
-    # -- misses ------------------------------------------------------------------------------
     def explain_miss(self, route: str, method: str, params: Any, key: Key) -> str:
         """Why nothing matched: the method is unknown, its recorded answers are used up, or
         the nearest recorded requests and where they differ."""
@@ -236,7 +234,6 @@ class ReplayEngine:
             return f"no recorded {method} with these params left on {route}"
         return f"no recorded {method} with these params; nearest: {nearest}"
 
-    # -- forwarding --------------------------------------------------------------------------
     def learn_from_forward(self, forward: Forward, live_response: bytes) -> None:
         """A forwarded request had a recorded twin already used up: its recorded response and
         the live one stand for the same objects, so learn their GUID pairs."""

@@ -8,10 +8,10 @@ import dataclasses
 import json
 import os
 import shutil
-import tempfile
 from typing import Any
 
 from ..events import ExchangeCompleted
+from ..recording.files import replacing
 from ..recording.format import RecordingReader, encode_event
 
 __all__ = ["append_recording"]
@@ -27,27 +27,18 @@ def append_recording(base: str, extra: str) -> int:
         with open(extra, "rb") as stream:
             return sum(1 for _ in RecordingReader(stream))
     last_seq, last_conn, last_t = _tail_numbers(base)
-    directory = os.path.dirname(os.path.abspath(base))
-    fd, temp = tempfile.mkstemp(prefix=".golem-append-", suffix=".jsonl", dir=directory)
     count = 0
-    try:
-        with os.fdopen(fd, "wb") as out, open(base, "rb") as source:
-            shutil.copyfileobj(source, out)
-            with open(extra, "rb") as stream:
-                reader = RecordingReader(stream)
-                for event in reader:
-                    line = encode_event(
-                        _shift(event, last_conn, last_t), reader.profile, last_seq + count + 1
-                    )
-                    if line is not None:
-                        out.write(line)
-                        count += 1
-        os.chmod(temp, 0o600)
-        os.replace(temp, base)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    with replacing(base, overwrite=True) as out, open(base, "rb") as source:
+        shutil.copyfileobj(source, out)
+        with open(extra, "rb") as stream:
+            reader = RecordingReader(stream)
+            for event in reader:
+                line = encode_event(
+                    _shift(event, last_conn, last_t), reader.profile, last_seq + count + 1
+                )
+                if line is not None:
+                    out.write(line)
+                    count += 1
     return count
 
 

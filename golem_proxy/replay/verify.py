@@ -9,8 +9,6 @@ and then uses it runs against the live plugin as it ran when recorded.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -25,6 +23,7 @@ from ..events import Direction, ExchangeCompleted, FrameSeen
 from ..net.addresses import Address
 from ..net.framed_stream import FramedStream
 from ..net.listeners import connect, connect_reason
+from ..recording.files import replacing
 from ..recording.format import RecordingReader, encode_event
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange, encode_recorded
@@ -225,19 +224,10 @@ def update_trace(path: str, result: VerifyResult, comparator: Comparator) -> int
                         targets[(event.conn, event.response.index)] = new
     if not targets:
         return 0
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=".golem-update-", suffix=".jsonl", dir=directory)
-    try:
-        with open(path, "rb") as source, os.fdopen(fd, "wb") as out:
-            out.write(source.readline())
-            for line in source:
-                out.write(_rewrite_line(line, targets, profile))
-        os.chmod(temp, 0o600)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    with open(path, "rb") as source, replacing(path, overwrite=True) as out:
+        out.write(source.readline())
+        for line in source:
+            out.write(_rewrite_line(line, targets, profile))
     return len(targets)
 
 

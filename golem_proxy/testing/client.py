@@ -154,7 +154,6 @@ class McpTools:
     def _send(self, method: str, params: dict[str, Any]) -> Any:
         return self.client.send_command(method, params)
 
-    # -- scene ----------------------------------------------------------------------------------
     def get_document_info(self) -> Any:
         return self._send("scene.get_document_info", {})
 
@@ -197,7 +196,6 @@ class McpTools:
     def select_objects(self, guids: list[str]) -> Any:
         return self._send("scene.select_objects", {"guids": guids})
 
-    # -- creation -------------------------------------------------------------------------------
     def create_box(
         self,
         corner_x: float = 0.0,
@@ -261,7 +259,6 @@ class McpTools:
             },
         )
 
-    # -- manipulation and operations ------------------------------------------------------------
     def move_objects(
         self,
         guids: list[str],
@@ -289,7 +286,6 @@ class McpTools:
             },
         )
 
-    # -- viewport -------------------------------------------------------------------------------
     def capture_viewport(
         self,
         view_name: Optional[str] = None,
@@ -325,7 +321,7 @@ class McpTools:
             {"named_view": named_view, "target_view_name": target_view_name, "animate": animate},
         )
 
-    # -- grasshopper (sent on the main connection, as the MCP server does) ----------------------
+    # Grasshopper methods go on the main connection, as the MCP server sends them.
     def open_grasshopper_definition(self, file_path: str) -> Any:
         return self._send("grasshopper.open_definition", {"file_path": file_path})
 

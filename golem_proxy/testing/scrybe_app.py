@@ -102,7 +102,6 @@ class ScrybeApp:
         except AppError as exc:
             return _error(ident, exc.code, exc.message)
 
-    # -- the method table ----------------------------------------------------------------
     def m_open(self, p: Params) -> dict[str, Any]:
         path = p.str("path")
         tab = self.tabs.get(path)

@@ -35,10 +35,6 @@ class Outcome:
     def ok(self) -> bool:
         return self.name == "Ok"
 
-    @property
-    def is_not_running(self) -> bool:
-        return self.name.startswith("SocketUnavailable")
-
 
 def request_line(method: str, params: Optional[dict[str, Any]] = None) -> bytes:
     obj: dict[str, Any] = {"jsonrpc": "2.0", "id": REQUEST_ID, "method": method}

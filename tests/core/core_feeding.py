@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from golem_core.framing import Decoder, Discarded, EndOfStream, Event, Frame, FrameError
+from golem_core.decoders import Decoder
+from golem_core.framing import Discarded, EndOfStream, Event, Frame, FrameError
 
 EXHAUSTIVE_LIMIT = 4096
 """Inputs up to this size are also fed byte by byte and split at every offset."""

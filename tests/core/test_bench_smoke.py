@@ -46,7 +46,7 @@ def test_run_and_render(bench: ModuleType, capsys: pytest.CaptureFixture[str]) -
     assert "(a)" in out and "(b)" in out and "frames/s" in out
 
 
-# --- bench_proxy, bench_peers and the attack rig (Python 3.11 only: they import rich and trio)
+# bench_proxy, bench_peers and the attack rig run on Python 3.11 only: they import rich and trio.
 
 
 @pytest.fixture(scope="module")

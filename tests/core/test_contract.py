@@ -49,8 +49,10 @@ def test_reimporting_the_modules_that_declare_rules_is_harmless() -> None:
     script = (
         "import importlib, golem_core.rulebook as book\n"
         "import golem_core.profiles.golem, golem_core.profiles.jsonrpc_ndjson\n"
+        "import golem_core.profiles.scrybe_rules\n"
         "import golem_core.pairing, golem_core.catalogue, golem_core.contract\n"
-        "for name in ('contract', 'profiles.golem', 'profiles.jsonrpc_ndjson', 'pairing',\n"
+        "for name in ('contract', 'profiles.golem', 'profiles.scrybe_rules',\n"
+        "             'profiles.jsonrpc_ndjson', 'pairing',\n"
         "             'catalogue', 'rulebook'):\n"
         "    importlib.reload(importlib.import_module('golem_core.' + name))\n"
         "print(len(book.all_rules()))\n"

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from golem_core.decoders import LengthPrefixedDecoder
 from golem_core.dispatcher import Dispatcher
 from golem_core.errors import (
     InvalidParams,
@@ -19,7 +20,6 @@ from golem_core.errors import (
     OperationFailed,
     UiTimeout,
 )
-from golem_core.framing import LengthPrefixedDecoder
 from golem_core.messages import Request, Role
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 

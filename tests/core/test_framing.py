@@ -7,6 +7,7 @@ import struct
 import pytest
 from core_feeding import chunked, chunkings, decode_all, raw_of, summarize
 
+from golem_core.decoders import LengthPrefixedDecoder, LineDecoder, decoder_for
 from golem_core.framing import (
     DEFAULT_LENGTH_PREFIXED_CAP,
     DEFAULT_LINE_CAP,
@@ -17,10 +18,7 @@ from golem_core.framing import (
     FrameError,
     FrameErrorKind,
     Framing,
-    LengthPrefixedDecoder,
-    LineDecoder,
     NeedData,
-    decoder_for,
     encode_json,
     encode_length_prefixed,
     encode_line,
@@ -33,9 +31,6 @@ def lp(payload: bytes) -> bytes:
 
 MIXED_LP = lp(b'{"id":"a","method":"ping","params":{}}') + lp(b"") + lp(b"[1,2,3]") + lp(b"x" * 300)
 MIXED_LINES = b'{"jsonrpc":"2.0","id":1,"result":{}}\n\n' + b"garbage\n" + b"y" * 300 + b"\n"
-
-
-# -- the raw-bytes invariant ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("label,chunks", list(chunkings(MIXED_LP)))
@@ -75,7 +70,7 @@ def test_raw_invariant_holds_across_skipped_frames() -> None:
         assert [e.payload for e in events if isinstance(e, Frame)] == [b"ok", b"fine"]
 
 
-# -- caps: checked on the header / the line so far, before the body is buffered -----------------
+# Caps are checked on the header (or the line so far), before the body is buffered.
 
 
 def test_length_prefixed_cap_checked_on_the_header_before_the_body() -> None:
@@ -183,9 +178,6 @@ def test_zero_cap_line_decoder_rejects_every_line() -> None:
     assert sum(isinstance(e, FrameError) for e in events) == 2
 
 
-# -- fatal oversized ------------------------------------------------------------------------
-
-
 def test_length_prefixed_fatal_oversized_when_not_skipping() -> None:
     decoder = LengthPrefixedDecoder(4, skip_oversized=False)
     data = struct.pack("!I", 100) + b"abc"
@@ -209,9 +201,6 @@ def test_line_fatal_oversized_when_not_skipping() -> None:
     assert events[0].recoverable is False
     assert events[0].raw == b"toolong\nok\n"
     assert decoder.closed
-
-
-# -- truncation -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -256,9 +245,6 @@ def test_clean_eof_and_no_data_after_eof() -> None:
         decoder.receive_data(b"x")
 
 
-# -- empty payloads, counters, compaction ---------------------------------------------------
-
-
 def test_empty_payload_frames() -> None:
     assert decode_all(LengthPrefixedDecoder(), [b"\0\0\0\0"])[0] == Frame(b"", b"\0\0\0\0")
     assert decode_all(LineDecoder(), [b"\n"])[0] == Frame(b"", b"", b"\n")
@@ -291,9 +277,6 @@ def test_buffered_counts_unreturned_bytes() -> None:
     assert decoder.next_event() == Frame(b"abc", struct.pack("!I", 3))
     assert decoder.buffered == 2
     assert decoder.next_event() is NEED_DATA
-
-
-# -- encoders and small API -----------------------------------------------------------------
 
 
 def test_encoders() -> None:

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from golem_core.contract import Severity
-from golem_core.framing import FrameError, FrameErrorKind, LengthPrefixedDecoder
+from golem_core.decoders import LengthPrefixedDecoder
+from golem_core.framing import FrameError, FrameErrorKind
 from golem_core.messages import (
     ABSENT,
     ErrorResponse,
@@ -37,9 +38,6 @@ def response(payload: bytes) -> Message:
 
 def rule_ids(message: Message, payload: bytes = b"") -> list[str]:
     return [v.rule for v in GOLEM.check_message(message, payload)]
-
-
-# -- typing -----------------------------------------------------------------------------------
 
 
 def test_spec_request_example() -> None:
@@ -156,7 +154,7 @@ def test_golem_never_produces_jsonrpc_only_kinds() -> None:
     assert isinstance(request(b'{"jsonrpc":"1.0","id":"a","method":"m","params":[1]}'), Request)
 
 
-# -- contract rules, each triggered by a minimal message and not by a conforming one -------------
+# Each contract rule is triggered by a minimal message and not by a conforming one.
 
 CONFORMING_REQUEST = b'{"id":"a","method":"ping","params":{}}'
 CONFORMING_SUCCESS = b'{"id":"a","result":{},"error":null}'
@@ -316,9 +314,6 @@ def test_default_decoder_is_length_prefixed_with_the_64_mib_cap() -> None:
         get_profile("nope")
 
 
-# -- replies ----------------------------------------------------------------------------------
-
-
 def test_reply_envelopes_match_the_spec() -> None:
     assert GOLEM.success("x", {"alive": True}) == {
         "id": "x",
@@ -379,9 +374,6 @@ def test_correlation_and_helpers() -> None:
     assert GOLEM.method_of(one) is None
 
 
-# -- byte-exact encoding ----------------------------------------------------------------------
-
-
 def reference_frame(obj: Any) -> bytes:
     p = json.dumps(obj, ensure_ascii=False).encode("utf-8")
     return struct.pack("!I", len(p)) + p
@@ -404,7 +396,6 @@ def reference_frame(obj: Any) -> bytes:
 )
 def test_encode_matches_the_spec_reference_snippet(obj: Any) -> None:
     assert GOLEM.encode(obj) == reference_frame(obj)
-    assert GOLEM.canonical_frame(obj) == reference_frame(obj)
     assert GOLEM.frame_payload(b"xyz") == b"\x00\x00\x00\x03xyz"
 
 

@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 import pytest
 
-from golem_core.framing import FrameError, FrameErrorKind, LineDecoder
+from golem_core.decoders import LineDecoder
+from golem_core.framing import FrameError, FrameErrorKind
 from golem_core.messages import (
     ErrorResponse,
     Malformed,
@@ -35,8 +36,6 @@ def request(payload: bytes) -> Message:
 def outcome(payload: bytes, req: Optional[Message] = REQUEST) -> str:
     return J.client_outcome(req, response(payload))
 
-
-# -- the contract's "Malformed-reply examples" and the other pinned outcomes -----------------
 
 PINNED = [
     # (payload, kind or None for a well-formed message, client outcome, rule id)
@@ -163,9 +162,6 @@ def test_closed_mid_frame_is_unexpected_eof() -> None:
     assert (violation.rule, violation.outcome) == ("jsonrpc.frame.truncated", "Io(UnexpectedEof)")
 
 
-# -- validation order ------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize(
     "payload,expected",
     [
@@ -219,9 +215,6 @@ def test_no_mismatch_reported_before_the_id_is_valid() -> None:
     assert J.check_exchange(REQUEST, response(b"{nope")) == []
 
 
-# -- null members count as absent -----------------------------------------------------------
-
-
 def test_null_members_count_as_absent() -> None:
     assert outcome(b'{"jsonrpc":null,"id":1,"result":{}}') == "InvalidEnvelope(WrongVersion)"
     assert outcome(b'{"jsonrpc":"2.0","id":null,"result":{}}') == "InvalidEnvelope(MissingId)"
@@ -261,8 +254,6 @@ def test_error_data_is_optional() -> None:
     message = response(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"m"}}')
     assert isinstance(message, ErrorResponse) and message.error.code == -32603
 
-
-# -- the request side (what a server sees) ---------------------------------------------------
 
 REQUEST_MALFORMED = [
     (b"[]", MalformedKind.NOT_AN_OBJECT, "InvalidEnvelope(WrongVersion)"),
@@ -344,9 +335,6 @@ def test_server_replies_to_unparseable_requests() -> None:
     assert reply is not None and reply["id"] == 0 and reply["error"]["code"] == -32600
 
 
-# -- method table checks ---------------------------------------------------------------------
-
-
 def rules_of(payload: bytes) -> list[Any]:
     return [(v.rule, v.path) for v in J.check_message(request(payload))]
 
@@ -407,9 +395,6 @@ def test_exchange_result_shape_and_code_for_method() -> None:
     assert [v.rule for v in J.check_message(unknown)] == ["jsonrpc.error.unknown-code"]
 
 
-# -- encoding and replies --------------------------------------------------------------------
-
-
 def test_encoding_is_one_compact_line() -> None:
     assert J.encode({"jsonrpc": "2.0", "id": 1, "result": {"t": "é\n"}}) == (
         '{"jsonrpc":"2.0","id":1,"result":{"t":"é\\n"}}\n'.encode()
@@ -431,7 +416,7 @@ def test_reply_envelopes() -> None:
     }
 
 
-# -- notifications and requests from the server (JSON-RPC 2.0, used by MCP) ------------------
+# Notifications and requests from the server (JSON-RPC 2.0, as MCP uses them).
 
 NOTIFICATION = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}'
 

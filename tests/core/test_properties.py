@@ -10,7 +10,8 @@ from core_feeding import decode_all, raw_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem_core.framing import Frame, FrameError, LengthPrefixedDecoder, LineDecoder
+from golem_core.decoders import LengthPrefixedDecoder, LineDecoder
+from golem_core.framing import Frame, FrameError
 from golem_core.messages import Message, Role
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
 

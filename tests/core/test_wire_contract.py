@@ -175,9 +175,6 @@ def test_row_followed_by_a_valid_frame(row: Row) -> None:
         assert raw_of(events) == stream
 
 
-# -- the rules table is RULES -----------------------------------------------------------------
-
-
 def test_rules_table_is_the_rules_registry() -> None:
     rows = section("contract-rules")
     documented = {unquote(cells[0]): cells[1:] for cells in rows}

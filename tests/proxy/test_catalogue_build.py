@@ -313,9 +313,6 @@ def test_cli_writes_the_catalogue(checkout: Path, tmp_path: Path) -> None:
     assert missing.returncode == 2 and "nowhere" in missing.stderr
 
 
-# -- the shipped catalogue of GOLEM-3DMCP at 9819b31 -------------------------------------------
-
-
 @pytest.fixture(scope="module")
 def golem() -> dict[str, Any]:
     return dict(json.loads(SHIPPED.read_text()))

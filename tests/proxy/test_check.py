@@ -216,9 +216,6 @@ def test_check_copes_with_a_copied_trace(trace: Path, tmp_path: Path) -> None:
     assert run_cli("check", str(copy)).returncode == 1
 
 
-# -- the real GOLEM-3DMCP tools against the shipped catalogue ------------------------------------
-
-
 def _sample(param: dict[str, Any]) -> Any:
     """A value of the shape a tool's source shows for a param (its first non-null kind)."""
     shape = param.get("shape") or {"kinds": ["string"]}

@@ -208,9 +208,6 @@ def test_help_lists_every_filter() -> None:
         assert name in names
 
 
-# -- properties ------------------------------------------------------------------------------
-
-
 def _q(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

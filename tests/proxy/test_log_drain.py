@@ -78,9 +78,6 @@ async def test_a_log_cut_by_its_deadline_says_how_many_events_it_did_not_show() 
     assert printed + int(found.group(1)) == 500
 
 
-# -- the real command line ---------------------------------------------------------------------
-
-
 @pytest.fixture(scope="module")
 def plugin() -> Iterator[PluginProcess]:
     with PluginProcess(seed=5) as running:

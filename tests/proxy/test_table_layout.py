@@ -43,9 +43,6 @@ def scrybe_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-# -- the layout itself -----------------------------------------------------------------------
-
-
 def test_wrap_cell_breaks_after_dots_and_keeps_every_character() -> None:
     assert wrap_cell("operations.boolean_difference", 20) == ["operations.", "boolean_difference"]
     assert wrap_cell(BOTH, 20) == ["InvalidEnvelope(", "BothResultAndError)"]
@@ -137,9 +134,6 @@ def test_styles_stay_on_their_cells() -> None:
     (span,) = rendered.spans
     assert rendered.plain[span.start : span.end] == "error"
     assert span.style == "red"
-
-
-# -- the commands, as a user at a terminal and a script see them ------------------------------
 
 
 def _row_lines(shown: str, first: str) -> list[str]:

@@ -156,8 +156,6 @@ def test_trace_text_is_shown_literally(
     assert row["method"] == "ping\udc80"  # carried faithfully, written as its escape
 
 
-# -- fuzzing ---------------------------------------------------------------------------------
-
 HOSTILE_VALUES = [
     1e300,
     -1,

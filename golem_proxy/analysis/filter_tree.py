@@ -1,0 +1,106 @@
+"""The parsed form of a filter expression: `Not`, `And` and `Or` over `Predicate` leaves, each
+of which tests a flow and prints back as the canonical text `parse_filter` reads again."""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Optional
+
+from golem_core.profiles import Profile
+
+from .flows import Flow
+
+__all__ = ["And", "Filter", "FilterError", "Not", "Or", "Predicate", "quote"]
+
+
+class FilterError(ValueError):
+    """A filter expression that does not parse. ``position`` is a 0-based character offset."""
+
+    def __init__(self, message: str, position: int) -> None:
+        super().__init__(f"{message} at position {position}")
+        self.reason = message
+        self.position = position
+
+
+class Filter(abc.ABC):
+    """A parsed filter expression."""
+
+    @abc.abstractmethod
+    def matches(self, flow: Flow, profile: Profile) -> bool:
+        """True when ``flow`` passes the filter (``profile`` names error codes)."""
+
+    @abc.abstractmethod
+    def __str__(self) -> str:
+        """The canonical expression: `parse_filter` turns it back into an equal filter."""
+
+
+@dataclass(frozen=True)
+class Not(Filter):
+    inner: Filter
+
+    def matches(self, flow: Flow, profile: Profile) -> bool:
+        return not self.inner.matches(flow, profile)
+
+    def __str__(self) -> str:
+        return "!" + _group(self.inner, (And, Or))
+
+
+@dataclass(frozen=True)
+class And(Filter):
+    parts: tuple[Filter, ...]
+
+    def matches(self, flow: Flow, profile: Profile) -> bool:
+        return all(part.matches(flow, profile) for part in self.parts)
+
+    def __str__(self) -> str:
+        return " & ".join(_group(part, (Or,)) for part in self.parts)
+
+
+@dataclass(frozen=True)
+class Or(Filter):
+    parts: tuple[Filter, ...]
+
+    def matches(self, flow: Flow, profile: Profile) -> bool:
+        return any(part.matches(flow, profile) for part in self.parts)
+
+    def __str__(self) -> str:
+        return " | ".join(str(part) for part in self.parts)
+
+
+def _group(node: Filter, kinds: tuple[type[Filter], ...]) -> str:
+    return f"({node})" if isinstance(node, kinds) else str(node)
+
+
+@dataclass(frozen=True)
+class Predicate(Filter):
+    """``~name [arg]``, or a bare word (``name`` is "")."""
+
+    name: str
+    arg: Optional[str] = None
+    # Built once at parse time (compiled regex, parsed number); not part of equality.
+    _test: Callable[[Flow, Profile], bool] = field(
+        compare=False, repr=False, default=lambda flow, profile: False
+    )
+
+    def matches(self, flow: Flow, profile: Profile) -> bool:
+        return self._test(flow, profile)
+
+    def __str__(self) -> str:
+        if not self.name:
+            return quote(self.arg or "")
+        if self.arg is None:
+            return f"~{self.name}"
+        return f"~{self.name} {quote(self.arg)}"
+
+
+_BARE = re.compile(r"[^\s()|&!~\"'][^\s()|&\"']*")
+
+
+def quote(value: str) -> str:
+    """``value`` as a filter word: as is when it reads back as one bare word, else quoted."""
+    if _BARE.fullmatch(value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
