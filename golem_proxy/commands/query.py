@@ -18,7 +18,7 @@ from ..analysis.trace import TraceError, json_text
 from ..interop.fleet_query import QueryResult, run_query
 from ..interop.flow_table import COLUMNS, FlowTableError
 from ..terminal import safe_text
-from ._common import EXIT_OK, console, fail, os_reason, trace_path_arg
+from ._common import EXIT_OK, console, count_arg, fail, os_reason, trace_path_arg
 
 NAME = "query"
 HELP = "run SQL over the flows of many traces (recordings or Parquet exports) with DuckDB"
@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         type=trace_path_arg,
         help="recordings (.jsonl, sample:NAME) and Parquet files from export --format parquet",
+    )
+    parser.add_argument(
+        "--jobs",
+        metavar="N",
+        type=count_arg,
+        default=0,
+        help="processes reading the recordings (default 0: one per core)",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="one JSON object per row")
@@ -113,7 +120,7 @@ def _run(
     progress: Callable[[int, str], None],
 ) -> int:
     try:
-        run_query(args.sql, args.traces, printer, progress=progress)
+        run_query(args.sql, args.traces, printer, progress=progress, jobs=int(args.jobs))
     except TraceError as exc:
         return fail(str(exc))
     except FlowTableError as exc:
