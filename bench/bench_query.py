@@ -12,7 +12,8 @@ installed; the output says which) on ``--loop-sample`` traces and is scaled to a
 (each run is the same work on a trace of the same size); 0 runs it on every one. Printed with
 each wall time: the CPU seconds it took (with its child processes), and the load average, as
 the machine's other work moves the wall ratio. Also timed: exporting every trace to Parquet
-once, and the same query over the Parquet files.
+once, and the same query over the Parquet files; and the query with ``--cache`` twice, the
+first filling the cache, the second reading it.
 """
 
 from __future__ import annotations
@@ -228,6 +229,16 @@ def main() -> None:
             f"query over the recordings:   {seconds:8.1f} s  cpu {cpu:8.1f} s  "
             f"peak {peak / 2**20:6.1f} MiB"
         )
+
+        cache = folder / "cache"
+        for run in ("first", "again"):
+            spent, spent_cpu, spent_peak = timed(
+                ["query", SQL, *map(str, traces), "--csv", "--cache", str(cache), *jobs]
+            )
+            print(
+                f"{'query --cache, ' + run + ':':29}{spent:8.1f} s  cpu {spent_cpu:8.1f} s  "
+                f"peak {spent_peak / 2**20:6.1f} MiB"
+            )
 
         fast = 0.0
         if not options.no_parquet:
