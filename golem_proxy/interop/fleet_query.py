@@ -131,14 +131,12 @@ def _row_files(
     hits = [cached_rows(cache, path) for path in recordings]
     found = [RowFile(hit, scratch=False) for hit in hits if hit is not None]
     missing = [path for path, hit in zip(recordings, hits) if hit is None]
-    told = None
-    if progress is not None:
-        report = progress  # bound here for the type checker
-
-        def told(done: int, path: str) -> None:
-            report(len(found) + done, path)
-
+    told = None if progress is None else partial(_counted_from, progress, len(found))
     return found + _read_recordings(missing, partial(_rows_to_cache, cache), jobs, told)
+
+
+def _counted_from(progress: Callable[[int, str], None], already: int, done: int, path: str) -> None:
+    progress(already + done, path)
 
 
 def run_query(
