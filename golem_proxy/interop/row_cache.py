@@ -16,6 +16,7 @@ import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from stat import S_ISREG
 from typing import Optional
 
 from golem_core import __version__
@@ -27,6 +28,7 @@ from .flow_table import column_spec, flow_rows, write_rows
 __all__ = ["RowFile", "cached_rows", "prepare_cache", "rows_into_cache"]
 
 _SUFFIX = ".rows.jsonl"
+_USER = os.geteuid() if hasattr(os, "geteuid") else 0
 
 
 @dataclass(frozen=True)
@@ -59,14 +61,22 @@ def _name(recording: str, stat: os.stat_result) -> str:
 
 
 def cached_rows(directory: str, recording: str) -> Optional[str]:
-    """The file of ``recording``'s rows in ``directory`` when it is there and current, else
-    None (also when the recording cannot be looked at: reading it says why)."""
+    """The file of ``recording``'s rows in ``directory`` when it is there, current and a
+    plain file of this user's, else None (also when the recording cannot be looked at:
+    reading it says why)."""
     try:
         stat = os.stat(recording)
     except (OSError, ValueError):
         return None
     path = os.path.join(directory, _name(recording, stat))
-    return path if os.path.isfile(path) else None
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    # Only a plain file this user wrote: a link or a file planted by someone else is no rows.
+    if not S_ISREG(found.st_mode) or found.st_uid != _USER:
+        return None
+    return path
 
 
 def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:

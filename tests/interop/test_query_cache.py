@@ -81,3 +81,16 @@ def test_a_cache_folder_that_cannot_be_one_is_one_line(tmp_path: Path) -> None:
         lines = done.stderr.splitlines()
         assert len(lines) == 1, done.stderr
         assert lines[0].startswith(f"golem-proxy: cannot use {cache} as the cache folder ("), lines
+
+
+def test_a_link_planted_in_the_cache_is_not_read(tmp_path: Path) -> None:
+    traces = copies(tmp_path)[:1]
+    cache = tmp_path / "cache"
+    plain = query_lines(ALL_ROWS, *traces, "--cache", str(cache))
+    (kept,) = cache.iterdir()
+    planted = tmp_path / "planted.jsonl"
+    planted.write_text('{"trace": "planted", "n": 1}\n', encoding="utf-8")
+    kept.unlink()
+    kept.symlink_to(planted)
+    assert query_lines(ALL_ROWS, *traces, "--cache", str(cache)) == plain
+    assert not kept.is_symlink()  # read again and written in its place
