@@ -17,8 +17,9 @@ from rich.text import Text
 from ..analysis.trace import TraceError, json_text
 from ..interop.fleet_query import QueryResult, run_query
 from ..interop.flow_table import COLUMNS, FlowTableError
+from ..interop.row_cache import prepare_cache
 from ..terminal import safe_text
-from ._common import EXIT_OK, console, fail, os_reason, trace_path_arg
+from ._common import EXIT_OK, console, count_arg, fail, os_reason, trace_path_arg
 
 NAME = "query"
 HELP = "run SQL over the flows of many traces (recordings or Parquet exports) with DuckDB"
@@ -38,6 +39,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         type=trace_path_arg,
         help="recordings (.jsonl, sample:NAME) and Parquet files from export --format parquet",
+    )
+    parser.add_argument(
+        "--jobs",
+        metavar="N",
+        type=count_arg,
+        default=0,
+        help="processes reading the recordings (default 0: one per core)",
+    )
+    parser.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="keep each recording's rows in DIR (made if missing) and read them from there "
+        "next time, until the recording changes",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="one JSON object per row")
@@ -112,8 +126,20 @@ def _run(
     printer: Callable[[QueryResult], None],
     progress: Callable[[int, str], None],
 ) -> int:
+    if args.cache is not None:
+        try:
+            prepare_cache(args.cache)
+        except OSError as exc:
+            return fail(f"cannot use {args.cache} as the cache folder ({os_reason(exc)})")
     try:
-        run_query(args.sql, args.traces, printer, progress=progress)
+        run_query(
+            args.sql,
+            args.traces,
+            printer,
+            progress=progress,
+            jobs=int(args.jobs),
+            cache=args.cache,
+        )
     except TraceError as exc:
         return fail(str(exc))
     except FlowTableError as exc:

@@ -3,14 +3,17 @@ them) and Parquet files written by `export --format parquet`, all in one ``flows
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Optional
 
 from ..analysis.trace import TraceError, open_flows
+from ..recording.files import open_private
 from .flow_table import (
     FlowTableError,
     flow_rows,
@@ -19,11 +22,14 @@ from .flow_table import (
     rows_relation,
     write_rows,
 )
+from .row_cache import RowFile, cached_rows, prepare_cache, rows_into_cache
 
-__all__ = ["QueryResult", "run_query"]
+__all__ = ["QueryResult", "chunked", "run_query", "worker_count"]
 
 _BATCH = 1000
-_MAX_WORKERS = 8
+_MAX_WORKERS = 61  # the most a process pool may have on Windows
+_CHUNKS_PER_WORKER = 8  # enough pieces that no worker idles long at the end
+_MAX_CHUNK = 32  # recordings per piece at most: progress moves, a failure stops soon
 
 
 @dataclass
@@ -38,39 +44,99 @@ def _quote(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
-def _rows_of(path: str, rows_path: str) -> str:
-    """Write the rows of the recording at ``path`` to a new private file ``rows_path``."""
-    fd = os.open(rows_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as stream, open_flows(path) as trace:
-        write_rows(flow_rows(trace, path), stream)
-    return rows_path
+def _rows_to_private(directory: str, piece: Sequence[str], index: int) -> list[RowFile]:
+    """The rows of the recordings of ``piece``, in order, in one new private file in
+    ``directory`` named by ``index``. Raises TraceError and OSError."""
+    path = os.path.join(directory, f"rows-{index}.jsonl")
+    with open_private(path) as stream:
+        for recording in piece:
+            with open_flows(recording) as trace:
+                write_rows(flow_rows(trace, recording), stream)
+    return [RowFile(path, scratch=True)]
+
+
+def _rows_to_cache(directory: str, piece: Sequence[str], index: int) -> list[RowFile]:
+    """The rows of each recording of ``piece`` in its file in the cache ``directory``."""
+    return rows_into_cache(piece, directory)
+
+
+_Work = Callable[[Sequence[str], int], list[RowFile]]
+"""Writes the rows of a piece of recordings (the piece's number given) to files."""
+
+
+def worker_count(jobs: int, recordings: int) -> int:
+    """How many processes read ``recordings`` recordings: ``jobs``, or one per core when it
+    is 0, never more than there are recordings (nor than a process pool may have)."""
+    wanted = jobs if jobs > 0 else os.cpu_count() or 1
+    return max(1, min(wanted, recordings, _MAX_WORKERS))
+
+
+def chunked(recordings: Sequence[str], workers: int) -> list[Sequence[str]]:
+    """``recordings`` in consecutive pieces, about ``_CHUNKS_PER_WORKER`` per worker and
+    at most ``_MAX_CHUNK`` long: a piece is one task for a worker."""
+    per_chunk = -(-len(recordings) // (workers * _CHUNKS_PER_WORKER))
+    size = max(1, min(per_chunk, _MAX_CHUNK))
+    return [recordings[start : start + size] for start in range(0, len(recordings), size)]
 
 
 def _read_recordings(
-    recordings: Sequence[str], directory: str, progress: Optional[Callable[[int, str], None]]
-) -> list[str]:
-    """The rows of every recording, one private file each in ``directory``, read by as many
-    processes as there are cores (a trace is read whole by one, so memory is one trace's
-    flows per process). Raises what reading a recording raises."""
-    paths = [os.path.join(directory, f"rows-{index}.jsonl") for index in range(len(recordings))]
-    workers = min(len(recordings), os.cpu_count() or 1, _MAX_WORKERS)
+    recordings: Sequence[str],
+    work: _Work,
+    jobs: int,
+    progress: Optional[Callable[[int, str], None]],
+) -> list[RowFile]:
+    """The files of rows of every recording, written by ``work``: in this process one
+    recording at a time with one worker, else by a pool of processes (`worker_count`), each
+    taking a piece of recordings at a time (`chunked`) and streaming its rows to files, so
+    memory is a flow at a time per process whatever the number of recordings. ``progress``
+    is told how many are read and the last one's path. Raises what reading a recording
+    raises (the first failure stops the rest)."""
+    files: list[RowFile] = []
+    workers = worker_count(jobs, len(recordings))
     if workers <= 1:
         for index, path in enumerate(recordings):
             if progress is not None:
                 progress(index, path)
-            _rows_of(path, paths[index])
-        return paths
+            files += work([path], index)
+        return files
+    pieces = chunked(recordings, workers)
     with ProcessPoolExecutor(workers) as pool:
-        futures = {pool.submit(_rows_of, path, rows): path for path, rows in zip(recordings, paths)}
+        futures = {pool.submit(work, piece, index): piece for index, piece in enumerate(pieces)}
+        read = 0
         try:
-            for done, future in enumerate(as_completed(futures)):
-                future.result()
+            for future in as_completed(futures):
+                files += future.result()
+                read += len(futures[future])
                 if progress is not None:
-                    progress(done + 1, futures[future])
+                    progress(read, futures[future][-1])
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-    return paths
+    return files
+
+
+def _row_files(
+    recordings: Sequence[str],
+    directory: str,
+    cache: Optional[str],
+    jobs: int,
+    progress: Optional[Callable[[int, str], None]],
+) -> list[RowFile]:
+    """The files of rows of ``recordings``: written to the private ``directory``, or, with
+    a ``cache`` folder, found there for the recordings it holds current and written there
+    for the others."""
+    if cache is None:
+        return _read_recordings(recordings, partial(_rows_to_private, directory), jobs, progress)
+    prepare_cache(cache)
+    hits = [cached_rows(cache, path) for path in recordings]
+    found = [RowFile(hit, scratch=False) for hit in hits if hit is not None]
+    missing = [path for path, hit in zip(recordings, hits) if hit is None]
+    told = None if progress is None else partial(_counted_from, progress, len(found))
+    return found + _read_recordings(missing, partial(_rows_to_cache, cache), jobs, told)
+
+
+def _counted_from(progress: Callable[[int, str], None], already: int, done: int, path: str) -> None:
+    progress(already + done, path)
 
 
 def run_query(
@@ -79,14 +145,16 @@ def run_query(
     consume: Callable[[QueryResult], None],
     *,
     progress: Optional[Callable[[int, str], None]] = None,
+    jobs: int = 0,
+    cache: Optional[str] = None,
 ) -> int:
     """Run ``sql`` over the ``flows`` of ``traces`` (recordings, and ``.parquet`` files) and
     hand the result to ``consume`` while the database is open. Returns the number of traces
-    read. ``progress`` is told each recording as it is read. Raises TraceError for a
-    recording that cannot be read, FlowTableError when DuckDB refuses the query or a file,
-    and OSError."""
-    import duckdb  # imported here: only these commands need the engine
-
+    read. Recordings are read by ``jobs`` processes (0: one per core); with a ``cache``
+    folder their rows are kept there and read from there while they stay the same
+    (`row_cache`). ``progress`` is told how many recordings are read and the last one's path
+    as reading goes on. Raises TraceError for a recording that cannot be read,
+    FlowTableError when DuckDB refuses the query or a file, and OSError."""
     parquet = [path for path in traces if path.endswith(".parquet")]
     recordings = [path for path in traces if not path.endswith(".parquet")]
     for path in parquet:
@@ -94,31 +162,46 @@ def run_query(
             raise TraceError(f"{path}: no such file")
     with private_directory(tempfile.gettempdir()) as directory:
         parts: list[str] = []
-        if recordings:
-            row_files = _read_recordings(recordings, directory, progress)
-            parts.append(rows_relation(row_files))
-        if parquet:
-            files = ", ".join(_quote(path) for path in parquet)
-            parts.append(f"SELECT * FROM read_parquet([{files}], union_by_name = true)")
+        row_files: list[RowFile] = []
         try:
-            with duckdb.connect(":memory:") as db:
-                # What DuckDB spills to disk stays in the private directory too.
-                db.execute(f"SET temp_directory = {_quote(directory)}")
-                db.execute(f"CREATE VIEW flows AS {' UNION ALL BY NAME '.join(parts)}")
-                cursor = db.execute(sql)
-                description = cursor.description or []
-                columns = [str(column[0]) for column in description]
-
-                def rows() -> Iterator[tuple[Any, ...]]:
-                    if not description:
-                        return
-                    while True:
-                        batch = cursor.fetchmany(_BATCH)
-                        if not batch:
-                            return
-                        yield from batch
-
-                consume(QueryResult(columns, rows()))
-        except duckdb.Error as exc:
-            raise FlowTableError(one_line(exc)) from None
+            if recordings:
+                row_files = _row_files(recordings, directory, cache, jobs, progress)
+                parts.append(rows_relation([row.path for row in row_files]))
+            if parquet:
+                files = ", ".join(_quote(path) for path in parquet)
+                parts.append(f"SELECT * FROM read_parquet([{files}], union_by_name = true)")
+            _run_sql(sql, " UNION ALL BY NAME ".join(parts), directory, consume)
+        finally:
+            for row in row_files:
+                if row.scratch:  # a cache's scratch file; the private ones go with the folder
+                    with contextlib.suppress(OSError):
+                        os.unlink(row.path)
     return len(traces)
+
+
+def _run_sql(sql: str, flows: str, directory: str, consume: Callable[[QueryResult], None]) -> None:
+    """Run ``sql`` with ``flows`` as the view of that name, spilling to ``directory``, and
+    hand the result to ``consume``. Raises FlowTableError."""
+    import duckdb  # imported here: only these commands need the engine
+
+    try:
+        with duckdb.connect(":memory:") as db:
+            # What DuckDB spills to disk stays in the private directory too.
+            db.execute(f"SET temp_directory = {_quote(directory)}")
+            db.execute(f"CREATE VIEW flows AS {flows}")
+            cursor = db.execute(sql)
+            description = cursor.description or []
+            columns = [str(column[0]) for column in description]
+
+            def rows() -> Iterator[tuple[Any, ...]]:
+                if not description:
+                    return
+                while True:
+                    batch = cursor.fetchmany(_BATCH)
+                    if not batch:
+                        return
+                    yield from batch
+
+            consume(QueryResult(columns, rows()))
+    except duckdb.Error as exc:
+        raise FlowTableError(one_line(exc)) from None

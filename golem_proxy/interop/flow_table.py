@@ -4,7 +4,8 @@ A row is a flow exactly as `show --json` gives it (`flow_to_json`): the same num
 method, id, status, error flag, latency and sizes, with the request's ``params`` and the
 response's ``result`` and ``error`` as JSON text, plus the trace it came from. Rows go through
 a private newline-delimited JSON file that DuckDB reads with the column types below, so
-memory holds one flow at a time on our side and what DuckDB keeps on its side.
+memory holds a flow and about a mebibyte of rows at a time on our side and what DuckDB keeps
+on its side.
 """
 
 from __future__ import annotations
@@ -106,15 +107,33 @@ def _spelled_out(match: re.Match[str]) -> str:
     return f"\\\\u{ord(match.group()):04x}"
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per row
+_WRITE_AT = 1 << 20  # characters of lines held before they are written
+
+
 def write_rows(rows: Iterator[dict[str, Any]], stream: IO[bytes]) -> int:
-    """Write ``rows`` as JSON lines to ``stream``; returns how many."""
-    count = 0
+    """Write ``rows`` as JSON lines to ``stream``; returns how many. Lines are written about
+    a mebibyte at a time (one escape pass, one encoding and one write for many rows; a row
+    larger than that alone)."""
+    count = held = 0
+    lines: list[str] = []
     for row in rows:
-        text = _LONE_SURROGATE.sub(_spelled_out, json.dumps(row, ensure_ascii=False))
-        stream.write(text.encode("utf-8"))
-        stream.write(b"\n")
+        line = _ENCODE(row)
+        lines.append(line)
         count += 1
+        held += len(line)
+        if held >= _WRITE_AT:
+            _write_lines(lines, stream)
+            lines, held = [], 0
+    if lines:
+        _write_lines(lines, stream)
     return count
+
+
+def _write_lines(lines: list[str], stream: IO[bytes]) -> None:
+    lines.append("")  # the last line's newline
+    text = _LONE_SURROGATE.sub(_spelled_out, "\n".join(lines))
+    stream.write(text.encode("utf-8"))
 
 
 def rows_relation(paths: str | list[str]) -> str:

@@ -1,0 +1,105 @@
+"""`query --cache DIR`: the flow-table rows of each recording kept in a folder, so asking the
+same fleet again reads only the recordings that changed.
+
+A recording's rows are one file named by a digest of what they depend on: the path as given
+(it is the ``trace`` column), the file's device, inode, size and modification time, the
+golem-proxy version and the table's columns. A recording that changes (it is appended to, or
+replaced) gets a new name, so a stale file is never read; old files stay until the folder is
+emptied. Rows of a recording that changed while it was read are used once and not kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from stat import S_ISREG
+from typing import Optional
+
+from golem_core import __version__
+
+from ..analysis.trace import open_flows
+from ..recording.files import open_private
+from .flow_table import column_spec, flow_rows, write_rows
+
+__all__ = ["RowFile", "cached_rows", "prepare_cache", "rows_into_cache"]
+
+_SUFFIX = ".rows.jsonl"
+_USER = os.geteuid() if hasattr(os, "geteuid") else 0
+
+
+@dataclass(frozen=True)
+class RowFile:
+    """A file of rows for the flow table; ``scratch`` when it serves this query only and is
+    removed after it (a cached file stays)."""
+
+    path: str
+    scratch: bool
+
+
+def prepare_cache(directory: str) -> None:
+    """Make the cache folder (private, 0700) when it does not exist. Raises OSError, also
+    when ``directory`` is something other than a folder."""
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", directory)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int, int, int]:
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _name(recording: str, stat: os.stat_result) -> str:
+    key = "\0".join(
+        [__version__, column_spec(), recording, os.path.realpath(recording)]
+        + [str(part) for part in _identity(stat)]
+    )
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest() + _SUFFIX
+
+
+def cached_rows(directory: str, recording: str) -> Optional[str]:
+    """The file of ``recording``'s rows in ``directory`` when it is there, current and a
+    plain file of this user's, else None (also when the recording cannot be looked at:
+    reading it says why)."""
+    try:
+        stat = os.stat(recording)
+    except (OSError, ValueError):
+        return None
+    path = os.path.join(directory, _name(recording, stat))
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    # Only a plain file this user wrote: a link or a file planted by someone else is no rows.
+    if not S_ISREG(found.st_mode) or found.st_uid != _USER:
+        return None
+    return path
+
+
+def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
+    """Read each of ``recordings`` and write its rows to its file in ``directory`` (under a
+    temporary name, renamed once whole and only when the recording did not change while it
+    was read). Raises TraceError and OSError."""
+    done = []
+    for recording in recordings:
+        with open_flows(recording) as trace:
+            before = os.fstat(trace.fileno())  # the file being read, not one renamed over it
+            final = os.path.join(directory, _name(recording, before))
+            partial = f"{final}.{os.getpid()}.part"
+            try:
+                with open_private(partial) as stream:
+                    write_rows(flow_rows(trace, recording), stream)
+                after = os.stat(recording)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(partial)
+                raise
+        if _identity(before) == _identity(after):
+            os.replace(partial, final)
+            done.append(RowFile(final, scratch=False))
+        else:
+            done.append(RowFile(partial, scratch=True))
+    return done

@@ -1,0 +1,96 @@
+"""``query --cache DIR``: each recording's rows are kept and read again while the recording
+stays the same; a recording that changes is read again, and a bad folder is one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from tests.proxy.cli_helpers import ROOT, run_cli
+
+SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
+ALL_ROWS = "SELECT * FROM flows ORDER BY trace, n"
+
+
+def copies(tmp_path: Path) -> list[str]:
+    paths = []
+    for sample in SAMPLES:
+        path = tmp_path / sample.name
+        shutil.copyfile(sample, path)
+        paths.append(str(path))
+    return paths
+
+
+def query_lines(*args: str) -> list[str]:
+    done = run_cli("query", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def cache_files(cache: Path) -> dict[str, tuple[int, int]]:
+    """Each file in the cache folder, by name: its inode and modification time."""
+    return {path.name: (path.stat().st_ino, path.stat().st_mtime_ns) for path in cache.iterdir()}
+
+
+def test_cached_rows_are_the_rows_and_are_reused(tmp_path: Path) -> None:
+    traces = copies(tmp_path)
+    cache = tmp_path / "cache"
+    plain = query_lines(ALL_ROWS, *traces)
+    first = query_lines(ALL_ROWS, *traces, "--cache", str(cache), "--jobs", "2")
+    assert first == plain
+    kept = cache_files(cache)
+    assert len(kept) == len(traces) and all(name.endswith(".rows.jsonl") for name in kept)
+    assert oct(cache.stat().st_mode & 0o777) == "0o700"
+    second = query_lines(ALL_ROWS, *traces, "--cache", str(cache), "--jobs", "1")
+    assert second == plain
+    assert cache_files(cache) == kept  # nothing read again, nothing rewritten
+
+
+def test_a_changed_recording_is_read_again(tmp_path: Path) -> None:
+    traces = copies(tmp_path)
+    cache = tmp_path / "cache"
+    count = "SELECT trace, count(*) AS flows FROM flows GROUP BY trace ORDER BY trace"
+    before = [json.loads(line) for line in query_lines(count, *traces, "--cache", str(cache))]
+    kept = cache_files(cache)
+    changed = Path(traces[0])
+    # One more request, never answered: a flow more, with the file's size and time new.
+    lines = changed.read_text(encoding="utf-8").splitlines(keepends=True)
+    frame = next(line for line in lines if '"kind":"frame"' in line and '"dir":"c2s"' in line)
+    data = json.loads(frame)
+    data.update(seq=10**6, n=10**6, t=data["t"] + 1000)  # keys kept in place: msg stays last
+    data["msg"]["id"] = "again"
+    if "id" in data:
+        data["id"] = "again"
+    line = json.dumps(data, separators=(",", ":"))  # the writer's layout
+    changed.write_text("".join(lines) + line + "\n", encoding="utf-8")
+    os.utime(changed, ns=(10**18, 10**18))
+    after = [json.loads(line) for line in query_lines(count, *traces, "--cache", str(cache))]
+    assert after[0]["flows"] == before[0]["flows"] + 1 and after[1:] == before[1:]
+    now = cache_files(cache)
+    assert len(now) == len(kept) + 1 and all(now[name] == kept[name] for name in kept)
+
+
+def test_a_cache_folder_that_cannot_be_one_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    for cache in (blocker, blocker / "below"):
+        done = run_cli("query", "SELECT 1", str(SAMPLES[0]), "--cache", str(cache))
+        assert done.returncode == 2, done
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith(f"golem-proxy: cannot use {cache} as the cache folder ("), lines
+
+
+def test_a_link_planted_in_the_cache_is_not_read(tmp_path: Path) -> None:
+    traces = copies(tmp_path)[:1]
+    cache = tmp_path / "cache"
+    plain = query_lines(ALL_ROWS, *traces, "--cache", str(cache))
+    (kept,) = cache.iterdir()
+    planted = tmp_path / "planted.jsonl"
+    planted.write_text('{"trace": "planted", "n": 1}\n', encoding="utf-8")
+    kept.unlink()
+    kept.symlink_to(planted)
+    assert query_lines(ALL_ROWS, *traces, "--cache", str(cache)) == plain
+    assert not kept.is_symlink()  # read again and written in its place
