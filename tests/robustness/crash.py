@@ -17,7 +17,7 @@ from golem_core.blocking import MessageReader, send_message
 from golem_core.messages import Request, Response, Role
 from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import read_recording
-from tests.proxy.peers import GolemUpstream
+from tests.support.peers import GolemUpstream
 
 from .cli import start_proxy_cli
 
