@@ -18,7 +18,7 @@ from golem_proxy.events import Direction, FaultInjected, FramingErrorSeen
 from golem_proxy.live.faults import FaultPlan, received_streams
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.recording.format import read_recording
-from tests.robustness.peers import TracingUpstream
+from golem_proxy.testing.upstreams import TracingUpstream
 from tests.support.harness import RunningProxy, start_proxy, stop_proxy
 
 pytestmark = pytest.mark.trio

@@ -16,8 +16,8 @@ from golem_proxy.live.log_output import TerminalOutput
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
 from golem_proxy.net.addresses import Address, Route
+from golem_proxy.testing.upstreams import GolemUpstream
 from tests.support.harness import GolemClient, connect
-from tests.support.peers import GolemUpstream
 
 pytestmark = pytest.mark.trio
 

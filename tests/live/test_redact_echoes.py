@@ -12,8 +12,8 @@ from golem_proxy.events import FrameSeen
 from golem_proxy.live.redact import REDACTED, Echoes, Redactor
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.recording.format import read_recording
+from golem_proxy.testing.upstreams import GolemUpstream
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
-from tests.support.peers import GolemUpstream
 
 
 def test_the_values_a_rule_replaced_are_found_and_scrubbed_elsewhere() -> None:

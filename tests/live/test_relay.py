@@ -26,8 +26,9 @@ from golem_proxy.events import (
 from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.live.tap import ObserveLimits
 from golem_proxy.net.addresses import Address
+from golem_proxy.testing.upstreams import GolemUpstream
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
-from tests.support.peers import EchoUpstream, GolemUpstream
+from tests.support.peers import EchoUpstream
 
 pytestmark = pytest.mark.trio
 

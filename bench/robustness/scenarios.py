@@ -27,10 +27,9 @@ from golem_proxy.live.tap import ObserveLimits
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.net.listeners import close_abortively
 from golem_proxy.recording.format import read_recording
-from tests.support.peers import GolemUpstream
+from golem_proxy.testing.upstreams import GolemUpstream, TracingUpstream
 
 from .figures import open_fds, percentile, rss_kib, trio_tasks
-from .peers import TracingUpstream
 
 Figures = dict[str, Any]
 

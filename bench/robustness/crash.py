@@ -17,9 +17,9 @@ from golem_core.blocking import MessageReader, send_message
 from golem_core.messages import Request, Response, Role
 from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import read_recording
-from tests.support.peers import GolemUpstream
+from golem_proxy.testing.upstreams import GolemUpstream
 
-from .cli import start_proxy_cli
+from .proxy_cli import start_proxy_cli
 
 
 class ThreadedUpstream:
