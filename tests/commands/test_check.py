@@ -452,7 +452,7 @@ def test_a_hostile_list_methods_answer_is_one_error_line(
 def test_the_builtins_of_each_channel_are_never_drift(tmp_path: Path) -> None:
     """gh.ping is answered by the real Grasshopper server itself: not drift on the gh
     channel, and a session of builtins only passes the gate."""
-    from golem_proxy.testing.traces import TraceBuilder
+    from tests.support.traces import TraceBuilder
 
     path = tmp_path / "builtins.jsonl"
     with TraceBuilder.create(str(path)) as builder:

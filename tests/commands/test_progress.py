@@ -9,8 +9,8 @@ import pytest
 
 from golem_proxy.commands._progress import MIN_BYTES
 from golem_proxy.testing.plugin_process import PluginProcess
-from golem_proxy.tui.sample import bulk_session, write_recording
 from tests.support.cli_helpers import ROOT, run_cli, run_cli_tty
+from tests.support.sessions import bulk_session, write_recording
 
 COMMANDS = {
     "stats": ("reading", ("stats",)),

@@ -12,8 +12,8 @@ import pytest
 
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
-from golem_proxy.testing.traces import TraceBuilder
 from tests.support.cli_helpers import run_cli
+from tests.support.traces import TraceBuilder
 
 from .test_log_cli import ProxyProcess
 

@@ -43,12 +43,18 @@ class TapSimulator:
     def tick(self, seconds: float) -> None:
         self._micros += round(seconds * 1e6)
 
-    def open(self, conn: int, route: str = "main") -> None:
-        tap = ConnectionTap(conn, route, self.profile, self.events.append, cap=self.cap)
+    def open(self, conn: int, route: str = "main", *, upstream: str = "127.0.0.1:9876") -> None:
+        tap = ConnectionTap(conn, route, self.profile, self._publish, cap=self.cap)
         self.conns[conn] = _Conn(route, tap)
-        self.events.append(
-            ConnectionOpened(conn, route, f"127.0.0.1:{50000 + conn}", "127.0.0.1:9876", self.t)
+        client = f"127.0.0.1:{50000 + conn}"
+        opened = ConnectionOpened(
+            conn=conn, route=route, client=client, upstream=upstream, t=self.t
         )
+        self.events.append(opened)
+
+    def _publish(self, event: Event) -> None:
+        # Looked up on each event: a caller may hand ``events`` a fresh list between batches.
+        self.events.append(event)
 
     def send(self, conn: int, direction: Direction, data: bytes, *, chunk: int = 0) -> None:
         """Bytes crossing the proxy; ``chunk`` > 0 splits them into reads of that size."""

@@ -1,21 +1,15 @@
-"""Build recordings without a proxy: the events a tap would have reported for a scripted session,
-written with `RecordingWriter`. For tests, benchmarks and examples."""
+"""Scripted recordings for the replay and command tests: each call's bytes run through the
+proxy's own tap (`TapSimulator`) and what it reports is written with `RecordingWriter`, so the
+file holds the events a proxy would have recorded for that session."""
 
 from __future__ import annotations
 
 from typing import IO, Any, Optional
 
-from golem_core.messages import Role
 from golem_core.profiles import Profile, get_profile
-
-from ..events import (
-    ConnectionClosed,
-    ConnectionOpened,
-    Direction,
-    ExchangeCompleted,
-    FrameSeen,
-)
-from ..recording.format import Header, RecordingWriter, RouteInfo, open_private
+from golem_proxy.events import Direction
+from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, open_private
+from tests.support.trace_builder import TapSimulator
 
 __all__ = ["TraceBuilder"]
 
@@ -40,9 +34,10 @@ class TraceBuilder:
         self.profile: Profile = get_profile(profile)
         self.writer = RecordingWriter(stream, Header.new(profile, routes))
         self.step = step
-        self.t = 0.0
+        self.upstreams = {info.name: info.upstream for info in routes}
+        self.tap = TapSimulator(self.profile)
         self.next_conn = 1
-        self.open: dict[str, tuple[int, list[int]]] = {}  # route → (conn, [c2s n, s2c n])
+        self.open: dict[str, int] = {}  # route → its current connection
         self.ids = self.profile.request_ids()
 
     @classmethod
@@ -50,12 +45,11 @@ class TraceBuilder:
         """Write to ``path`` (replaced if it exists, mode 0600)."""
         return cls(open_private(path, overwrite=True), profile, **kwargs)
 
-    def _conn(self, route: str) -> tuple[int, list[int]]:
+    def _conn(self, route: str) -> int:
         if route not in self.open:
-            conn = self.next_conn
+            self.open[route] = self.next_conn
+            self.tap.open(self.next_conn, route, upstream=self.upstreams.get(route, "upstream"))
             self.next_conn += 1
-            self.writer.write(ConnectionOpened(conn, route, "127.0.0.1:50000", "upstream", self.t))
-            self.open[route] = (conn, [0, 0])
         return self.open[route]
 
     def fresh_id(self) -> Any:
@@ -93,35 +87,29 @@ class TraceBuilder:
         self, request: bytes, response: bytes, *, route: str = "main", latency: float = 0.001
     ) -> None:
         """Record an exchange from exact payload bytes (malformed ones included)."""
-        conn, counters = self._conn(route)
-        self.t += self.step
-        req = self._frame(conn, route, Direction.C2S, counters[0], request, Role.REQUEST)
-        counters[0] += 1
-        self.t += latency
-        resp = self._frame(conn, route, Direction.S2C, counters[1], response, Role.RESPONSE)
-        counters[1] += 1
-        outcome = self.profile.outcome(req.message, resp.message)
-        self.writer.write(ExchangeCompleted(conn, route, req, resp, outcome))
-
-    def _frame(
-        self, conn: int, route: str, direction: Direction, n: int, payload: bytes, role: Role
-    ) -> FrameSeen:
-        message = self.profile.parse(payload, role)
-        size = len(self.profile.frame_payload(payload)) if b"\n" not in payload else len(payload)
-        frame = FrameSeen(conn, route, direction, n, self.t, size, payload, message)
-        self.writer.write(frame)
-        return frame
+        conn = self._conn(route)
+        self.tap.tick(self.step)
+        self.tap.send(conn, Direction.C2S, self.profile.frame_payload(request))
+        self.tap.tick(latency)
+        self.tap.send(conn, Direction.S2C, self.profile.frame_payload(response))
+        self._write()
 
     def reconnect(self, route: str = "main") -> None:
         """Close the route's connection; the next call opens a new one."""
         if route in self.open:
-            conn, _ = self.open.pop(route)
-            self.writer.write(ConnectionClosed(conn, route, "client closed", self.t))
+            self.tap.close(self.open.pop(route))
+            self._write()
 
     def close(self) -> None:
         for route in list(self.open):
             self.reconnect(route)
+        self._write()
         self.writer.close()
+
+    def _write(self) -> None:
+        for event in self.tap.events:
+            self.writer.write(event)
+        self.tap.events = []
 
     def __enter__(self) -> TraceBuilder:
         return self

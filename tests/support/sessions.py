@@ -1,6 +1,6 @@
 """Deterministic synthetic GOLEM sessions, built event by event as the tap would report them.
 
-Used by the TUI tests, the benchmark and the screenshot script: real payloads encoded with the
+Used by the TUI tests and the screenshot script: real payloads encoded with the
 `golem` profile, typed by its parser, contract-checked, with fixed times, so that snapshots
 and screenshots are reproducible.
 """
@@ -15,9 +15,7 @@ from typing import Any, Optional
 from golem_core.framing import FrameErrorKind
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM, Profile
-from rhino_plugin.png import encode_rgb
-
-from ..events import (
+from golem_proxy.events import (
     ConnectionClosed,
     ConnectionOpened,
     Direction,
@@ -27,7 +25,8 @@ from ..events import (
     FramingErrorSeen,
     ViolationSeen,
 )
-from ..recording.format import Header, RecordingWriter, RouteInfo
+from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
+from rhino_plugin.png import encode_rgb
 
 __all__ = ["SessionBuilder", "bulk_session", "demo_session", "golem_header", "write_recording"]
 
