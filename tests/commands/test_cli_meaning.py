@@ -18,9 +18,7 @@ from golem_proxy.catalogues import load_catalogue
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.cli_helpers import ROOT, run_cli
-
-from .test_proxy_cli import start_cli, wait_for_line
+from tests.support.cli_helpers import ROOT, run_cli, start_cli, wait_for_line
 
 SHIPPED = "golem-3dmcp@9819b31"
 

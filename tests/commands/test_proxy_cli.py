@@ -3,12 +3,7 @@ plugin in its own process."""
 
 from __future__ import annotations
 
-import os
-import re
 import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,50 +13,13 @@ from golem_proxy.events import ConnectionClosed
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli_helpers import start_cli, wait_for_line
 
 
 @pytest.fixture
 def plugin() -> Iterator[PluginProcess]:
     with PluginProcess(seed=3) as running:
         yield running
-
-
-def start_cli(*args: str, cwd: Path = ROOT) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    return subprocess.Popen(
-        [sys.executable, "-m", "golem_proxy", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-
-
-def wait_for_line(
-    process: subprocess.Popen[str], pattern: str, timeout: float = 20
-) -> re.Match[str]:
-    found: list[re.Match[str]] = []
-    lines: list[str] = []
-
-    def scan() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.append(line)
-            match = re.search(pattern, line)
-            if match:
-                found.append(match)
-                return
-
-    reader = threading.Thread(target=scan, daemon=True)
-    reader.start()
-    reader.join(timeout)
-    if not found:
-        process.kill()
-        raise AssertionError(f"no line matching {pattern!r} in {lines!r}")
-    return found[0]
 
 
 def test_proxy_command_relays_records_and_stops_on_ctrl_c(

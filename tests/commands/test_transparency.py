@@ -11,8 +11,7 @@ import pytest
 
 from golem_core.profiles import GOLEM
 from golem_proxy.testing.plugin_process import PluginProcess
-
-from .test_proxy_cli import start_cli, wait_for_line
+from tests.support.cli_helpers import start_cli, wait_for_line
 
 _HEADER = struct.Struct("!I")
 

@@ -6,12 +6,9 @@ rules counting its connection attempts."""
 
 from __future__ import annotations
 
-import os
 import queue
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,23 +21,14 @@ from golem_proxy.events import UpstreamStatus
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.reconnecting_client import ClientGaveUp, ReconnectingClient
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli_helpers import start_cli
 
 
 class RunningCli:
     """The CLI as a subprocess, its stdout and stderr read by threads into queues."""
 
     def __init__(self, *args: str) -> None:
-        env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "golem_proxy", *args],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
+        self.process = start_cli(*args)
         self.out: queue.Queue[str] = queue.Queue()
         self.err: queue.Queue[str] = queue.Queue()
         self.lines: list[str] = []

@@ -1,4 +1,4 @@
-"""Run the real command line on recordings written to disk."""
+"""Run the real command line as a user does: to completion, in the background, or on a terminal."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import os
 import pty
 import re
 import select
+import signal
 import stat
 import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 from typing import IO, Optional
@@ -30,18 +32,76 @@ def editor_script(tmp_path: Path, body: str) -> str:
     return str(path)
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m golem_proxy ARGS`` in a subprocess, from the repository root."""
-    env = dict(os.environ, COLUMNS="200", PYTHONPATH=str(ROOT))
+def cli_env() -> dict[str, str]:
+    """The environment the CLI runs in: this checkout's packages first, 200 columns."""
+    return dict(os.environ, COLUMNS="200", PYTHONPATH=str(ROOT))
+
+
+def run_cli(
+    *args: str, cwd: Path = ROOT, env: Optional[dict[str, str]] = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``python -m golem_proxy ARGS`` in a subprocess, run to completion (from the repository
+    root unless ``cwd``, in `cli_env` unless ``env``)."""
     return subprocess.run(
         [sys.executable, "-m", "golem_proxy", *args],
-        cwd=ROOT,
-        env=env,
+        cwd=cwd,
+        env=cli_env() if env is None else env,
         capture_output=True,
         text=True,
         encoding="utf-8",
-        timeout=60,
+        timeout=timeout,
     )
+
+
+def start_cli(
+    *args: str, cwd: Path = ROOT, env: Optional[dict[str, str]] = None
+) -> subprocess.Popen[str]:
+    """``python -m golem_proxy ARGS`` started in the background, stdout and stderr piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "golem_proxy", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env() if env is None else env,
+    )
+
+
+def wait_for_line(
+    process: subprocess.Popen[str], pattern: str, timeout: float = 20
+) -> re.Match[str]:
+    """The match of the first stdout line matching ``pattern``; kills the process and raises
+    AssertionError (with the lines read) when none comes within ``timeout`` seconds."""
+    found: list[re.Match[str]] = []
+    lines: list[str] = []
+
+    def scan() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            match = re.search(pattern, line)
+            if match:
+                found.append(match)
+                return
+
+    reader = threading.Thread(target=scan, daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not found:
+        process.kill()
+        raise AssertionError(f"no line matching {pattern!r} in {lines!r}")
+    return found[0]
+
+
+def interrupt(process: subprocess.Popen[str]) -> int:
+    """Ctrl-C, and the exit code within 20 seconds (killed, whatever happens)."""
+    process.send_signal(signal.SIGINT)
+    try:
+        return process.wait(20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def run_main(capsys: object, *args: str) -> tuple[int, str, str]:
