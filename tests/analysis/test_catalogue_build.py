@@ -168,7 +168,7 @@ SERVER = {
 }
 
 
-def _write(root: Path, files: dict[str, str]) -> None:
+def write_files(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -179,14 +179,6 @@ def _line(text: str) -> int:
     """The line of plug/handlers/shapes.py holding ``text``."""
     lines = textwrap.dedent(PLUGIN["plug/handlers/shapes.py"]).splitlines()
     return next(i for i, line in enumerate(lines, 1) if text in line)
-
-
-@pytest.fixture
-def checkout(tmp_path: Path) -> Path:
-    root = tmp_path / "checkout"
-    _write(root, PLUGIN)
-    _write(root, SERVER)
-    return root
 
 
 @pytest.fixture

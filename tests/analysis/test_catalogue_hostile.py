@@ -13,15 +13,7 @@ import pytest
 
 from tests.support.cli_helpers import run_cli
 
-from .test_catalogue_build import PLUGIN, SERVER, _write
-
-
-@pytest.fixture
-def checkout(tmp_path: Path) -> Path:
-    root = tmp_path / "checkout"
-    _write(root, PLUGIN)
-    _write(root, SERVER)
-    return root
+from .test_catalogue_build import write_files
 
 
 def _build(root: Path, out: Path) -> tuple[int, list[str], dict[str, Any]]:
@@ -92,7 +84,7 @@ def test_dangling_links_and_link_loops_are_skipped_and_the_build_goes_on(
 
 def test_a_tree_without_handlers_or_tools_is_an_error(tmp_path: Path) -> None:
     root = tmp_path / "other"
-    _write(root, {"lib/__init__.py": "", "lib/maths.py": "def add(a, b):\n    return a + b\n"})
+    write_files(root, {"lib/__init__.py": "", "lib/maths.py": "def add(a, b):\n    return a + b\n"})
     done = run_cli("catalogue", "build", str(root))
     assert done.returncode == 2
     assert done.stderr == (f"golem-proxy: found no plugin handlers and no MCP tools under {root}\n")

@@ -73,22 +73,8 @@ def test_a_domain_error_shows_its_code_and_details() -> None:
         "result": None,
         "error": {"code": "INVALID_PARAMS", "message": "no name", "details": {"param": "name"}},
     }
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        port = server.getsockname()[1]
-
-        def answer() -> None:
-            peer, _ = server.accept()
-            with peer:
-                peer.recv(65536)
-                payload = json.dumps(reply).encode()
-                peer.sendall(struct.pack("!I", len(payload)) + payload)
-
-        thread = threading.Thread(target=answer, daemon=True)
-        thread.start()
-        done = run_cli("call", "scene.create_layer", "--id", "d1", "--target", f"127.0.0.1:{port}")
-        thread.join(10)
+    with answering(lambda request_id: json.dumps(reply).encode()) as address:
+        done = run_cli("call", "scene.create_layer", "--id", "d1", "--target", address)
     assert done.returncode == 1
     assert done.stdout.startswith("error INVALID_PARAMS: no name\ndetails:\n")
     assert '"param": "name"' in done.stdout

@@ -157,21 +157,7 @@ def live_plugin() -> Iterator[str]:
     dispatcher = Dispatcher()
     dispatcher.register("creation.create_box", lambda params: {"guid": "g"})
     dispatcher.register("scene.get_object", lambda params: {})
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-
-    def serve() -> None:
-        conn, _ = server.accept()
-        with conn:
-            message = MessageReader(conn, GOLEM).read_message(Role.REQUEST)
-            assert isinstance(message, Request)
-            send_message(conn, dispatcher.dispatch(message), GOLEM)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{port}"
-    thread.join(timeout=5)
-    server.close()
+    yield from _answering(dispatcher, connections=1)
 
 
 def test_drift_against_a_live_plugin(trace: Path, live_plugin: str) -> None:
@@ -344,22 +330,7 @@ def test_a_colour_shape_the_handler_does_not_take(tmp_path: Path) -> None:
 def builtins_only_plugin() -> Iterator[str]:
     """A plugin whose list_methods names only its builtins, as the real plugin's does."""
     dispatcher = Dispatcher()
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-
-    def serve() -> None:
-        for _ in range(2):  # the text report and the JSON one
-            conn, _ = server.accept()
-            with conn:
-                message = MessageReader(conn, GOLEM).read_message(Role.REQUEST)
-                assert isinstance(message, Request)
-                send_message(conn, dispatcher.dispatch(message), GOLEM)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{port}"
-    thread.join(timeout=5)
-    server.close()
+    yield from _answering(dispatcher, connections=2)  # the text report and the JSON one
 
 
 def test_live_plugin_listing_only_builtins_cannot_tell(
@@ -477,3 +448,24 @@ def test_the_grasshopper_sample_reports_only_real_drift_and_names_the_real_metho
     text = run_cli("check", "sample:grasshopper-session", "--catalogue", SHIPPED).stdout
     assert "gh.ping" not in text
     assert "the plugin registers `grasshopper.bake`" in text
+
+
+def _answering(dispatcher: Dispatcher, connections: int) -> Iterator[str]:
+    """Serve ``connections`` connections on loopback, one request each, answered by
+    ``dispatcher``; yields the address."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(connections):
+            conn, _ = server.accept()
+            with conn:
+                message = MessageReader(conn, GOLEM).read_message(Role.REQUEST)
+                assert isinstance(message, Request)
+                send_message(conn, dispatcher.dispatch(message), GOLEM)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{port}"
+    thread.join(timeout=5)
+    server.close()

@@ -26,6 +26,7 @@ import pytest
 from golem_proxy.net.addresses import Address
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.waiting import receive_exactly
 
 ROOT = Path(__file__).resolve().parents[2]
 TITLE_AND_CLEAR = "\x1b]0;PWNED\x1b\\\x1b[2J"
@@ -136,20 +137,11 @@ def roundtrip(port: int, payload: bytes) -> dict[str, Any]:
     """Send one raw frame on a new connection; return the decoded reply."""
     with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
         sock.sendall(frame(payload))
-        header = _receive(sock, 4)
+        header = receive_exactly(sock, 4)
         (length,) = struct.unpack("!I", header)
-        reply = json.loads(_receive(sock, length))
+        reply = json.loads(receive_exactly(sock, length))
         assert isinstance(reply, dict)
         return reply
-
-
-def _receive(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        assert chunk, "connection closed early"
-        data += chunk
-    return bytes(data)
 
 
 def assert_next_client_works(port: int) -> None:
@@ -216,8 +208,8 @@ class ErrorUpstream:
         with conn:
             try:
                 while True:
-                    (length,) = struct.unpack("!I", _receive(conn, 4))
-                    request = json.loads(_receive(conn, length))
+                    (length,) = struct.unpack("!I", receive_exactly(conn, 4))
+                    request = json.loads(receive_exactly(conn, length))
                     error = {"code": "\udfff", "message": f"no \ud800 for {request.get('method')}"}
                     reply = {"id": request.get("id"), "result": None, "error": error}
                     conn.sendall(frame(json.dumps(reply).encode()))

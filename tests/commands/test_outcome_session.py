@@ -21,6 +21,7 @@ import pytest
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
+from tests.support.waiting import receive_exactly
 
 from .test_log_cli import ProxyProcess
 
@@ -58,19 +59,10 @@ def raw_call(client: GolemClient, method: str, params: dict[str, Any]) -> dict[s
     assert sock is not None
     payload = json.dumps({"id": f"t-{method}", "method": method, "params": params}).encode()
     sock.sendall(struct.pack("!I", len(payload)) + payload)
-    header = _exactly(sock, 4)
-    answer = json.loads(_exactly(sock, struct.unpack("!I", header)[0]))
+    header = receive_exactly(sock, 4)
+    answer = json.loads(receive_exactly(sock, struct.unpack("!I", header)[0]))
     assert isinstance(answer, dict)
     return answer
-
-
-def _exactly(sock: Any, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        assert chunk, "connection closed early"
-        data += chunk
-    return bytes(data)
 
 
 @pytest.fixture(scope="module")

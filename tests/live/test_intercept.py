@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import pytest
 import trio
@@ -39,6 +39,7 @@ from golem_proxy.net.listeners import close_abortively
 from golem_proxy.recording.format import read_recording
 from rhino_plugin import HeadlessPlugin, PluginOptions
 from tests.support.harness import GolemClient, RunningProxy, connect, start_proxy, stop_proxy
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.trio
 
@@ -51,16 +52,6 @@ def plugin() -> Iterator[tuple[Address, Address]]:
     (host, port), (gh_host, gh_port) = running.start()
     yield Address(host, port), Address(gh_host, gh_port)
     running.stop()
-
-
-async def until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Poll ``check`` until it returns something truthy (a deadline, never a fixed sleep)."""
-    with trio.fail_after(timeout):
-        while True:
-            found = check()
-            if found:
-                return found
-            await trio.sleep(0.002)
 
 
 async def one_held(engine: InterceptEngine) -> HeldFrame:

@@ -7,7 +7,6 @@ import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Callable
 
 import pytest
 import trio
@@ -22,6 +21,7 @@ from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import read_recording
 from rhino_plugin import HeadlessPlugin, PluginOptions
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.trio
 
@@ -93,13 +93,13 @@ async def test_a_proxy_resends_on_a_side_connection_of_its_session(
     client = GolemClient(await connect(proxy.listen))
     reply = await client.call({"id": "c1", "method": "scene.get_document_info", "params": {}})
     assert isinstance(reply, Response)
-    observed = await _until(
+    observed = await until(
         lambda: [e for e in proxy.of_type(FrameSeen) if e.method == "scene.get_document_info"]
     )
     # The GOLEM plugin serves one client per channel at a time, as the real one does: the
     # side connection is served once the client has gone.
     await client.stream.aclose()
-    await _until(lambda: proxy.of_type(ConnectionClosed))
+    await until(lambda: proxy.of_type(ConnectionClosed))
     resent = await proxy.session.proxy.resend("main", observed[0].payload)
     assert isinstance(resent.message, Response) and resent.message.id == resent.request_id
     assert resent.message.result == reply.result
@@ -121,12 +121,3 @@ async def test_a_proxy_resends_on_a_side_connection_of_its_session(
         (side, "scene.get_document_info", resent.request_id),
     ]
     assert [e.method for e in proxy.of_type(ExchangeCompleted)] == ["scene.get_document_info"] * 2
-
-
-async def _until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
-    with trio.fail_after(timeout):
-        while True:
-            found = check()
-            if found:
-                return found
-            await trio.sleep(0.002)
