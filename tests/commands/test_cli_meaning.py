@@ -18,7 +18,7 @@ from golem_proxy.catalogues import load_catalogue
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.cli_helpers import ROOT, run_cli, start_cli, wait_for_line
+from tests.support.cli_helpers import ROOT, reap, run_cli, start_cli, wait_for_line
 
 SHIPPED = "golem-3dmcp@9819b31"
 
@@ -45,9 +45,7 @@ def _proxy_session(
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
     return process, out, err
 
 
@@ -107,9 +105,7 @@ def test_plugin_subcommand_runs_the_headless_plugin(tmp_path: Path) -> None:
         process.send_signal(signal.SIGINT)
         assert process.wait(20) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
     done = run_cli("plugin", "--host", "10.1.2.3")
     assert done.returncode == 2
     assert done.stderr.strip() == (
@@ -187,9 +183,7 @@ def test_ctrl_c_to_the_demo_says_it_was_interrupted(tmp_path: Path) -> None:
                 break
         _, err = process.communicate(timeout=60)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
     assert process.returncode == 130, err
     assert err.splitlines()[-1].startswith("golem-proxy: demo interrupted (Ctrl-C)"), err
     assert "ping" not in err and "cannot reach" not in err

@@ -13,7 +13,7 @@ from golem_proxy.events import ConnectionClosed
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.cli_helpers import start_cli, wait_for_line
+from tests.support.cli_helpers import reap, start_cli, wait_for_line
 
 
 @pytest.fixture
@@ -51,9 +51,7 @@ def test_proxy_command_relays_records_and_stops_on_ctrl_c(
         process.send_signal(signal.SIGINT)
         assert process.wait(20) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
     recording = read_recording(str(record))
     assert [e.method for e in recording.exchanges()] == [
         "ping",

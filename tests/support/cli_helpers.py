@@ -16,7 +16,7 @@ import termios
 import threading
 import time
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO, Any, Optional
 
 from golem_proxy.cli import main
 
@@ -99,9 +99,14 @@ def interrupt(process: subprocess.Popen[str]) -> int:
     try:
         return process.wait(20)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
+
+
+def reap(process: subprocess.Popen[Any]) -> None:
+    """Kill ``process`` if it still runs, and wait for it: nothing outlives its test."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 def run_main(capsys: object, *args: str) -> tuple[int, str, str]:
