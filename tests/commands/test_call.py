@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -165,27 +166,14 @@ def test_a_silent_server_times_out_with_exit_2() -> None:
 
 def test_jsonrpc_over_a_unix_socket(tmp_path: Path) -> None:
     """The NDJSON profile on a Unix socket: an integer id, the line framing, the answer."""
-    path = str(tmp_path / "s.sock")
     seen: list[bytes] = []
-    with socket.socket(socket.AF_UNIX) as server:
-        server.bind(path)
-        server.listen()
 
-        def answer() -> None:
-            peer, _ = server.accept()
-            with peer:
-                line = peer.makefile("rb").readline()
-                seen.append(line)
-                request = json.loads(line)
-                reply = {
-                    "jsonrpc": "2.0",
-                    "id": request["id"],
-                    "error": {"code": -32001, "message": "not open"},
-                }
-                peer.sendall(json.dumps(reply).encode() + b"\n")
+    def answer(line: bytes) -> bytes:
+        seen.append(line)
+        error = {"code": -32001, "message": "not open"}
+        return json.dumps({"jsonrpc": "2.0", "id": json.loads(line)["id"], "error": error}).encode()
 
-        thread = threading.Thread(target=answer, daemon=True)
-        thread.start()
+    with line_server(str(tmp_path / "s.sock"), answer) as target:
         done = run_cli(
             "call",
             "read",
@@ -193,11 +181,10 @@ def test_jsonrpc_over_a_unix_socket(tmp_path: Path) -> None:
             "--profile",
             "jsonrpc-ndjson",
             "--target",
-            f"unix:{path}",
+            target,
             "--id",
             "5",
         )
-        thread.join(10)
     assert json.loads(seen[0]) == {
         "jsonrpc": "2.0",
         "id": 5,
@@ -342,24 +329,17 @@ def test_a_lone_surrogate_and_c1_controls_in_a_result_print_as_escapes() -> None
 def test_call_skips_what_a_json_rpc_server_sends_of_its_own(tmp_path: Path) -> None:
     """A server's progress notification and its own request with the very id of the call
     (MCP does both) come first: the answer printed is the reply, not either of them."""
-    path = str(tmp_path / "s.sock")
-    with socket.socket(socket.AF_UNIX) as server:
-        server.bind(path)
-        server.listen()
 
-        def answer() -> None:
-            peer, _ = server.accept()
-            with peer:
-                request = json.loads(peer.makefile("rb").readline())
-                own = [
-                    {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}},
-                    {"jsonrpc": "2.0", "id": request["id"], "method": "roots/list"},
-                    {"jsonrpc": "2.0", "id": request["id"], "result": {"enabled": True}},
-                ]
-                peer.sendall(b"".join(json.dumps(m).encode() + b"\n" for m in own))
+    def answer(line: bytes) -> bytes:
+        ident = json.loads(line)["id"]
+        own = [
+            {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}},
+            {"jsonrpc": "2.0", "id": ident, "method": "roots/list"},
+            {"jsonrpc": "2.0", "id": ident, "result": {"enabled": True}},
+        ]
+        return b"\n".join(json.dumps(message).encode() for message in own)
 
-        thread = threading.Thread(target=answer, daemon=True)
-        thread.start()
+    with line_server(str(tmp_path / "s.sock"), answer) as target:
         done = run_cli(
             "call",
             "set_vim",
@@ -367,9 +347,27 @@ def test_call_skips_what_a_json_rpc_server_sends_of_its_own(tmp_path: Path) -> N
             "--profile",
             "jsonrpc-ndjson",
             "--target",
-            f"unix:{path}",
+            target,
             "--raw",
         )
-        thread.join(10)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {"enabled": True}}
+
+
+@contextmanager
+def line_server(path: str, answer: Callable[[bytes], bytes]) -> Iterator[str]:
+    """A JSON-RPC server on the Unix socket ``path`` for one connection: it reads one line
+    and sends back ``answer(line)`` and a newline. Yields the ``unix:PATH`` target."""
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        server.listen()
+
+        def serve() -> None:
+            peer, _ = server.accept()
+            with peer:
+                peer.sendall(answer(peer.makefile("rb").readline()) + b"\n")
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        yield f"unix:{path}"
+        thread.join(10)
