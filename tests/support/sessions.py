@@ -3,6 +3,11 @@
 Used by the TUI tests and the screenshot script: real payloads encoded with the
 `golem` profile, typed by its parser, contract-checked, with fixed times, so that snapshots
 and screenshots are reproducible.
+
+Fed through the real tap (`TapSimulator`), `demo_session` comes out the same but for its
+framing error: `frame_error` writes an oversized header as fatal, where the tap skips the
+declared body (`BytesDiscarded`) and reports the stream truncated when it closes. Moving this
+builder onto the tap means taking those events into the TUI snapshots.
 """
 
 from __future__ import annotations
