@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import sys
 import tempfile
 import time
@@ -21,10 +22,54 @@ from textual.widgets import DataTable
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from golem_core.profiles import GOLEM
+from golem_proxy.events import ConnectionOpened, Direction
+from golem_proxy.live.tap import ConnectionTap
+from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.sample import bulk_session, write_recording
 from golem_proxy.tui.sources import RecordingSource
 from golem_proxy.tui.widgets.flows_table import row_cells
+
+_METHODS = (
+    "scene.list_objects",
+    "creation.create_box",
+    "scene.get_object_info",
+    "manipulation.move",
+    "viewport.zoom_extents",
+    "ping",
+    "scene.list_layers",
+)
+
+
+def write_bulk_recording(path: str, exchanges: int, seed: int = 1) -> None:
+    """``exchanges`` small request/response pairs over four connections, about 1% of them
+    errors, at 1 ms intervals, run through the proxy's tap and written as it reports them."""
+    rng = random.Random(seed)
+    header = Header.new("golem", (RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876"),))
+    with RecordingWriter.create(path, header, overwrite=True) as writer:
+        taps: dict[int, ConnectionTap] = {}
+        for conn in range(1, 5):
+            taps[conn] = ConnectionTap(conn, "main", GOLEM, writer.write)
+            client = f"127.0.0.1:{50000 + conn}"
+            opened = ConnectionOpened(
+                conn=conn, route="main", client=client, upstream="127.0.0.1:9876", t=0.0
+            )
+            writer.write(opened)
+        for number in range(exchanges):
+            t = number * 0.001
+            tap = taps[1 + number % 4]
+            ident = f"{number:08x}-4e29-41d4-a716-446655440000"
+            params = {"layer": "Default", "n": number}
+            request = {"id": ident, "method": _METHODS[number % len(_METHODS)], "params": params}
+            tap.process(Direction.C2S, GOLEM.encode(request), t)
+            latency = rng.uniform(0.0002, 0.05)
+            if rng.random() < 0.01:
+                error = {"code": "OBJECT_NOT_FOUND", "message": "no such object"}
+                response = {"id": ident, "result": None, "error": error}
+            else:
+                result = {"guid": f"{number:032x}", "ok": True}
+                response = {"id": ident, "result": result, "error": None}
+            tap.process(Direction.S2C, GOLEM.encode(response), t + latency)
 
 
 async def bench_app(path: str, results: list[tuple[str, float, str]]) -> None:
@@ -125,7 +170,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "bench.jsonl")
         start = time.perf_counter()
-        write_recording(path, bulk_session(exchanges))
+        write_bulk_recording(path, exchanges)
         size = os.path.getsize(path)
         results.append(("write recording", time.perf_counter() - start, f"{size / 2**20:.0f} MiB"))
         asyncio.run(bench_app(path, results))

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.robustness.crash import crash_runs  # noqa: E402
+from bench.robustness.crash import crash_runs  # noqa: E402
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Soak run of the robustness scenarios (tests/robustness) with bigger numbers than CI.
+"""Soak run of the robustness scenarios (bench/robustness) with bigger numbers than CI.
 
     ./dev bench soak                      # about 2 minutes: the figures in docs/reliability.md
     ./dev bench soak --duration 300       # load for 5 minutes, everything else scaled up
@@ -24,9 +24,9 @@ import trio
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.robustness import scenarios  # noqa: E402
-from tests.robustness.crash import crash_runs  # noqa: E402
-from tests.robustness.figures import write_figures  # noqa: E402
+from bench.robustness import scenarios  # noqa: E402
+from bench.robustness.crash import crash_runs  # noqa: E402
+from bench.robustness.figures import write_figures  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

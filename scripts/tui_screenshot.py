@@ -14,8 +14,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.sample import demo_session, write_recording
 from golem_proxy.tui.sources import RecordingSource
+from tests.support.sessions import demo_session, write_recording
 
 
 async def shoot(output: str) -> None:

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from golem_proxy.interop.fleet_query import chunked, worker_count
-from tests.proxy.cli_helpers import ROOT, run_cli
+from tests.support.cli_helpers import ROOT, run_cli
 
 SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
 ALL_ROWS = "SELECT * FROM flows ORDER BY trace, n"

@@ -13,6 +13,7 @@ from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import reap
 
 from .mcp_helpers import ROOT, call_tools, environment, wrapped
 
@@ -66,9 +67,7 @@ def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
             process.stdin.close()
             assert process.wait(30) == 0
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+            reap(process)
             process.stdout.close()
     frames = [
         e

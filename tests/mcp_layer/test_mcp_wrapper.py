@@ -12,6 +12,7 @@ from pathlib import Path
 from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import ConnectionClosed, FrameSeen, ProcessOutput, ViolationSeen
 from golem_proxy.recording.format import read_recording
+from tests.support.cli_helpers import reap
 
 from .mcp_helpers import ROOT, environment
 
@@ -125,9 +126,7 @@ def test_sigterm_is_passed_to_the_server_and_its_status_returned() -> None:
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 7
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
@@ -212,8 +211,6 @@ def test_a_client_that_never_reads_does_not_hold_the_wrapper_for_ever() -> None:
         process.stdin.close()
         assert process.wait(60) == 128 + signal.SIGTERM
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        reap(process)
         if process.stdout is not None:
             process.stdout.close()

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tui.helpers import loaded, run, select
-
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM, MCP, Profile
 from golem_proxy.analysis.tool_calls import cause_text
@@ -19,6 +17,7 @@ from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.render import flow_label
 from golem_proxy.tui.sources import RecordingSource
+from tests.tui.helpers import loaded, run, select
 
 
 def frame(profile: Profile, conn: int, route: str, direction: Direction, obj: Any) -> FrameSeen:

@@ -4,6 +4,7 @@ plugin, diff of two traces."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -17,6 +18,7 @@ import pytest
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import start_cli
 
 from .traces import BOX, modelling_session
 
@@ -55,26 +57,18 @@ def demo_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def replay_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], re.Match[str], Path]]:
     trace = modelling_session(tmp_path / "session.jsonl")
     report = tmp_path / "report.json"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "golem_proxy",
-            "replay",
-            str(trace),
-            "--listen",
-            "127.0.0.1:0",
-            "--gh-listen",
-            "127.0.0.1:0",
-            "--ignore",
-            "scene.create_layer:params.name",
-            "--report",
-            str(report),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
+    process = start_cli(
+        "replay",
+        str(trace),
+        "--listen",
+        "127.0.0.1:0",
+        "--gh-listen",
+        "127.0.0.1:0",
+        "--ignore",
+        "scene.create_layer:params.name",
+        "--report",
+        str(report),
+        env=dict(os.environ),
     )
     try:
         assert process.stdout is not None
@@ -240,26 +234,18 @@ def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path, spelling: s
         }[spelling]
         files = [str(trace)]
         before, after = ([], files) if spelling.endswith("after") else (files, [])
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "golem_proxy",
-                "replay",
-                *before,
-                "--listen",
-                "127.0.0.1:0",
-                "--gh-listen",
-                "127.0.0.1:0",
-                "--record-new",
-                str(new),
-                *on_miss,
-                *after,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
+        process = start_cli(
+            "replay",
+            *before,
+            "--listen",
+            "127.0.0.1:0",
+            "--gh-listen",
+            "127.0.0.1:0",
+            "--record-new",
+            str(new),
+            *on_miss,
+            *after,
+            env=dict(os.environ),
         )
         try:
             assert process.stdout is not None

@@ -15,7 +15,7 @@ from golem_proxy.replay.engine import Close, Forward, ReplayEngine, Reply, summa
 from golem_proxy.replay.index import ReplayIndex, load_exchanges
 from golem_proxy.replay.matching import IgnoreRules, Keyer, MatchMode
 from golem_proxy.replay.setup import assign_routes
-from golem_proxy.testing.traces import TraceBuilder
+from tests.support.traces import TraceBuilder
 
 from .traces import BOX, SPHERE, UNION, modelling_session
 

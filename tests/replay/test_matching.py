@@ -18,7 +18,7 @@ from golem_proxy.replay.matching import (
     format_path,
     parse_path,
 )
-from golem_proxy.testing.traces import TraceBuilder
+from tests.support.traces import TraceBuilder
 
 A = "11111111-1111-4111-8111-111111111111"
 B = "22222222-2222-4222-8222-222222222222"

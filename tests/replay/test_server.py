@@ -23,7 +23,7 @@ from golem_proxy.replay.index import ReplayIndex, load_exchanges
 from golem_proxy.replay.matching import IgnoreRules, Keyer, MatchMode
 from golem_proxy.replay.server import ReplayServer
 from golem_proxy.replay.setup import open_record_new
-from golem_proxy.testing.traces import TraceBuilder
+from tests.support.traces import TraceBuilder
 
 from .traces import BOX, modelling_session
 

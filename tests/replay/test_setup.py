@@ -11,7 +11,7 @@ from golem_proxy.net.addresses import Address
 from golem_proxy.replay.index import load_exchanges
 from golem_proxy.replay.matching import MissPolicy
 from golem_proxy.replay.setup import ReplayOptions, assign_routes, engine_for, parse_on_miss
-from golem_proxy.testing.traces import TraceBuilder
+from tests.support.traces import TraceBuilder
 
 MAIN, GH = Address("127.0.0.1", 0), Address("127.0.0.1", 9877)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from golem_proxy.testing.traces import TraceBuilder
+from tests.support.traces import TraceBuilder
 
 BOX = "bd9c66b3-ad3c-4d6d-9a3d-1fa7bc8960a9"
 SPHERE = "17fc695a-07a0-4a6e-8822-e8f36c031199"

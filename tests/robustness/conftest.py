@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .figures import write_figures
+from bench.robustness.figures import write_figures
 
 _COLLECTED: list[tuple[str, dict[str, Any]]] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .crash import crash_runs
+from bench.robustness.crash import crash_runs
 
 
 def test_kill_9_leaves_readable_recordings(tmp_path: Path, figures: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
 from golem_core.errors import TruncatedFrame
 from golem_proxy.events import FaultInjected
 from golem_proxy.recording.format import read_recording
@@ -20,8 +21,6 @@ from golem_proxy.testing.client import (
     RhinoTimeoutError,
 )
 from golem_proxy.testing.plugin_process import PluginProcess
-
-from .cli import ProxyCli, start_proxy_cli
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.robustness.crash import ThreadedUpstream
+from bench.robustness.proxy_cli import ROOT, start_proxy_cli
 from golem_core.blocking import MessageReader
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, FrameSeen
@@ -27,9 +29,6 @@ from golem_proxy.recording.format import (
     open_private,
 )
 from golem_proxy.recording.safe_paths import RecordPathError, resolve_record_path
-
-from .cli import ROOT, start_proxy_cli
-from .crash import ThreadedUpstream
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from . import scenarios
+from bench.robustness import scenarios
 
 pytestmark = pytest.mark.trio
 

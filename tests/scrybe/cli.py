@@ -5,17 +5,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
 from golem_proxy.testing.scrybe_session import DISK
+from tests.support import cli_helpers
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -56,43 +54,10 @@ def app_process(path: str, disk: Optional[dict[str, str]] = None) -> Iterator[st
 
 
 def start_cli(*args: str, env: Optional[dict[str, str]] = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "golem_proxy", *args],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env or env_with(),
-    )
+    """The CLI in the background, in `env_with` unless ``env``."""
+    return cli_helpers.start_cli(*args, env=env or env_with())
 
 
 def wait_for_line(process: subprocess.Popen[str], pattern: str, timeout: float = 20) -> str:
-    found: list[str] = []
-    lines: list[str] = []
-
-    def scan() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.append(line)
-            match = re.search(pattern, line)
-            if match:
-                found.append(match.group(1))
-                return
-
-    reader = threading.Thread(target=scan, daemon=True)
-    reader.start()
-    reader.join(timeout)
-    if not found:
-        process.kill()
-        raise AssertionError(f"no line matching {pattern!r} in {lines!r}")
-    return found[0]
-
-
-def interrupt(process: subprocess.Popen[str]) -> int:
-    process.send_signal(signal.SIGINT)
-    try:
-        return process.wait(20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    """The first group of the first stdout line matching ``pattern``."""
+    return cli_helpers.wait_for_line(process, pattern, timeout).group(1)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import trio
-from proxy.harness import RunningProxy, start_proxy, stop_proxy
 
 from golem_core.profiles import JSONRPC_NDJSON
 from golem_proxy.live.relay import ProxyOptions
@@ -16,6 +15,7 @@ from golem_proxy.net.addresses import Address
 from golem_proxy.testing import scrybe_client as contract_client
 from golem_proxy.testing.scrybe_app import ScrybeApp
 from golem_proxy.testing.scrybe_server import AppServer
+from tests.support.harness import RunningProxy, start_proxy, stop_proxy
 
 
 @dataclass

@@ -14,8 +14,9 @@ import pytest
 from golem_proxy.events import ExchangeCompleted
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing import scrybe_client as contract_client
+from tests.support.cli_helpers import interrupt
 
-from .cli import env_with, interrupt, start_cli, wait_for_line
+from .cli import env_with, start_cli, wait_for_line
 
 
 def make_stale_socket(path: str) -> None:

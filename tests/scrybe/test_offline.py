@@ -8,7 +8,6 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -16,8 +15,10 @@ import pytest
 from golem_proxy.testing import scrybe_client as contract_client
 from golem_proxy.testing.scrybe_server import short_socket_dir
 from golem_proxy.testing.scrybe_session import DISK, SESSION
+from tests.support import cli_helpers
+from tests.support.cli_helpers import interrupt
 
-from .cli import ROOT, app_process, env_with, interrupt, start_cli, wait_for_line, wait_for_socket
+from .cli import app_process, env_with, start_cli, wait_for_line, wait_for_socket
 
 Outcomes = list[contract_client.Outcome]
 Recorded = tuple[str, Outcomes]
@@ -29,14 +30,7 @@ def needs(command: str) -> None:
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "golem_proxy", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env_with(),
-        timeout=timeout,
-    )
+    return cli_helpers.run_cli(*args, env=env_with(), timeout=timeout)
 
 
 @pytest.fixture(scope="module")

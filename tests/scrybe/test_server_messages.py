@@ -20,7 +20,7 @@ from golem_proxy.analysis.stats import compute_stats
 from golem_proxy.events import Direction, ExchangeCompleted, FrameSeen, ViolationSeen
 from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import read_recording
-from tests.proxy.harness import connect, start_proxy, stop_proxy
+from tests.support.harness import connect, start_proxy, stop_proxy
 
 pytestmark = pytest.mark.trio
 

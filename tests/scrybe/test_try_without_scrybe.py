@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -16,30 +16,17 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.scrybe_server import short_socket_dir
 from golem_proxy.testing.scrybe_session import SESSION
+from tests.support.cli_helpers import interrupt, run_cli, start_cli
 
-from .cli import app_process, env_with, interrupt, wait_for_line
+from .cli import app_process, env_with, wait_for_line
 
 
 def run_in(cwd: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "golem_proxy", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env_with(),
-        timeout=timeout,
-    )
+    return run_cli(*args, cwd=Path(cwd), env=env_with(), timeout=timeout)
 
 
 def start_in(cwd: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "golem_proxy", *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env_with(),
-    )
+    return start_cli(*args, cwd=Path(cwd), env=env_with())
 
 
 @pytest.fixture(scope="module")

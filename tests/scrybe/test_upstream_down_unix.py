@@ -13,7 +13,7 @@ from golem_proxy.events import UpstreamStatus
 from golem_proxy.net.addresses import Address
 from golem_proxy.net.listeners import connect
 from golem_proxy.testing.scrybe_server import AppServer
-from tests.proxy.harness import start_proxy, stop_proxy
+from tests.support.harness import start_proxy, stop_proxy
 
 pytestmark = pytest.mark.trio
 

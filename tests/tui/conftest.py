@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.tui.sample import demo_session, write_recording
+from tests.support.sessions import demo_session, write_recording
 
 
 @pytest.fixture(autouse=True)

@@ -14,9 +14,9 @@ from textual.widgets import Input
 from golem_core.profiles import GOLEM
 from golem_proxy.recording.format import read_recording
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.sample import SessionBuilder
 from golem_proxy.tui.sources import RecordingSource
 from golem_proxy.tui.widgets.flows_table import row_cells
+from tests.support.sessions import SessionBuilder
 
 from .helpers import ManualSource, loaded, run, select, wait_for
 

@@ -13,7 +13,7 @@ from golem_core.profiles import GOLEM
 from golem_proxy.events import Event, EventsMissed
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import EventBuffer, TrioThreadSource, feed_from_channel
-from golem_proxy.tui.sample import SessionBuilder, bulk_session
+from tests.support.sessions import SessionBuilder, bulk_session
 
 from .helpers import run, wait_for
 

@@ -24,7 +24,7 @@ from golem_proxy.tui import RecordingSource
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.screens.edit_frame import EditFrame
 from rhino_plugin import HeadlessPlugin, PluginOptions
-from tests.proxy.cli_helpers import editor_script
+from tests.support.cli_helpers import editor_script
 
 from .helpers import intercepting_source, loaded, position_of, run, select, wait_for
 

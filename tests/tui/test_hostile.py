@@ -15,8 +15,8 @@ from rich.console import Console
 from golem_core.profiles import GOLEM
 from golem_proxy.events import FramingErrorSeen
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.sample import SessionBuilder
 from golem_proxy.tui.sources import RecordingSource
+from tests.support.sessions import SessionBuilder
 
 from .helpers import ManualSource, loaded, run, select, wait_for
 

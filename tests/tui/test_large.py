@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.sample import bulk_session, write_recording
 from golem_proxy.tui.sources import RecordingSource
+from tests.support.sessions import bulk_session, write_recording
 
 from .helpers import loaded, run, select
 

@@ -12,9 +12,9 @@ from golem_proxy.events import Event
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import EventBuffer, Progress
 from golem_proxy.tui.model import SessionModel
-from golem_proxy.tui.sample import bulk_session, write_recording
 from golem_proxy.tui.sources import PUSH_EVERY, RecordingSource
 from golem_proxy.tui.widgets.flows_table import row_cells
+from tests.support.sessions import bulk_session, write_recording
 
 from .helpers import TIMEOUT, loaded, run, wait_for
 

@@ -8,7 +8,7 @@ from golem_core.profiles import GOLEM
 from golem_proxy.recording.format import read_recording
 from golem_proxy.tui.export import request_json, save_events
 from golem_proxy.tui.model import SessionModel
-from golem_proxy.tui.sample import SessionBuilder, demo_session, golem_header
+from tests.support.sessions import SessionBuilder, demo_session, golem_header
 
 
 def test_a_pending_request_becomes_complete_in_the_same_row() -> None:

@@ -10,8 +10,8 @@ from golem_core.profiles import GOLEM
 from golem_proxy.recording.format import RecordingError, RecordingWriter, encode_event
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import EventBuffer
-from golem_proxy.tui.sample import SessionBuilder, golem_header
 from golem_proxy.tui.sources import RecordingSource
+from tests.support.sessions import SessionBuilder, golem_header
 
 from .helpers import run, wait_for
 

@@ -1,0 +1,84 @@
+"""The ``golem-proxy proxy`` and ``demo`` commands as a user runs them, against the headless
+plugin in its own process."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.events import ConnectionClosed
+from golem_proxy.recording.format import read_recording
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
+from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import reap, start_cli, wait_for_line
+
+
+@pytest.fixture
+def plugin() -> Iterator[PluginProcess]:
+    with PluginProcess(seed=3) as running:
+        yield running
+
+
+def test_proxy_command_relays_records_and_stops_on_ctrl_c(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    record = tmp_path / "live.jsonl"
+    process = start_cli(
+        "proxy",
+        "--route",
+        f"main@127.0.0.1:0={plugin.main}",
+        "--record",
+        str(record),
+    )
+    try:
+        match = wait_for_line(process, r"main\S*: 127\.0\.0\.1:(\d+) →")
+        port = int(match.group(1))
+        with GolemClient("127.0.0.1", port) as client:
+            box = client.send_command(
+                "geometry.create_box",
+                {"corner": [0, 0, 0], "width": 2, "depth": 3, "height": 4},
+            )
+            info = client.send_command("scene.get_object_info", {"guid": box["guid"]})
+            assert info
+            with pytest.raises(RhinoCommandError) as failure:
+                client.send_command("scene.get_object_info", {"guid": "nope"})
+            # The real plugin's server answers every dispatcher error as -32000.
+            assert failure.value.code == -32000
+            assert "Invalid GUID format: 'nope'" in str(failure.value)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(20) == 0
+    finally:
+        reap(process)
+    recording = read_recording(str(record))
+    assert [e.method for e in recording.exchanges()] == [
+        "ping",
+        "geometry.create_box",
+        "scene.get_object_info",
+        "scene.get_object_info",
+    ]
+    closed = [e for e in recording.events if isinstance(e, ConnectionClosed)]
+    assert len(closed) == 1 and closed[0].reason == "client closed"
+
+
+def test_proxy_refuses_public_address_without_flag(plugin: PluginProcess) -> None:
+    process = start_cli("proxy", "--route", f"0.0.0.0:0={plugin.main}")
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 2
+    assert "--listen-public" in err
+
+
+def test_demo_runs_a_recorded_session(tmp_path: Path) -> None:
+    process = start_cli("demo", "--out", str(tmp_path / "demo.jsonl"), cwd=tmp_path)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "session summary" in out
+    recording = read_recording(str(tmp_path / "demo.jsonl"))
+    methods = [e.method for e in recording.exchanges()]
+    assert methods[0] == "ping" and "viewport.capture" in methods
+    assert "grasshopper.bake_objects" in methods
+    statuses = {recording.profile.describe(e.response.message) for e in recording.exchanges()}
+    # The real plugin's server flattens every dispatcher error to -32000.
+    assert statuses == {"ok", "APPLICATION_ERROR"}

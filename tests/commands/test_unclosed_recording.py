@@ -1,0 +1,71 @@
+"""A recording the proxy could not close (``kill -9``) says so when it is read: ``show`` and
+``check`` print one line on stderr, and a recording closed properly prints none."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.testing.client import GolemClient
+from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
+from tests.support.traces import TraceBuilder
+
+from .test_log_cli import ProxyProcess
+
+NOTE = re.compile(
+    r"the proxy stopped without closing this recording; the last (\d+) ms may be missing "
+    r"\(1 connection never closed\)"
+)
+
+
+@pytest.fixture(scope="module")
+def plugin() -> Iterator[PluginProcess]:
+    with PluginProcess(seed=2) as running:
+        yield running
+
+
+def wait_for_lines(path: Path, kind: str, count: int, timeout: float = 30) -> None:
+    """Poll the recording until it holds ``count`` lines of ``kind`` (flushed to disk)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(f'"kind":"{kind}"'.encode()) >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never had {count} {kind} lines")
+
+
+def test_a_killed_proxy_leaves_a_recording_that_says_so(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    trace = tmp_path / "killed.jsonl"
+    proxy = ProxyProcess(tmp_path, plugin.main, "--record", str(trace))
+    try:
+        with GolemClient("127.0.0.1", proxy.port, timeout=20) as client:
+            for _ in range(3):
+                client.send_command("ping")
+            wait_for_lines(trace, "exchange", 4)  # the connect's ping and three more
+            proxy.process.kill()
+            proxy.process.wait(30)
+    finally:
+        proxy.kill()
+    for command in ("show", "check"):
+        done = run_cli(command, str(trace))
+        assert done.returncode in (0, 1), done.stderr
+        notes = [line for line in done.stderr.splitlines() if NOTE.search(line)]
+        assert len(notes) == 1, done.stderr
+        assert NOTE.search(notes[0]).group(1) == "100"  # type: ignore[union-attr]
+
+
+def test_a_recording_closed_properly_says_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "closed.jsonl"
+    with TraceBuilder.create(str(path)) as builder:
+        builder.call("ping", result={"alive": True})
+    for command in ("show", "check", "stats"):
+        done = run_cli(command, str(path))
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""

@@ -1,0 +1,176 @@
+"""``golem-proxy dissector``: the generated Lua, run by tshark on our own pcapng exports, finds
+exactly the frames ``show`` lists, and links requests and responses by id."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON
+from golem_proxy.events import Direction
+from golem_proxy.interop.dissector import default_ports, generate_dissector
+from tests.support.cli_helpers import ROOT, run_cli
+from tests.support.trace_builder import TapSimulator, write_recording
+from tests.support.tshark_helpers import needs_tshark, tshark
+
+SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
+
+
+def upstream_ports(recording: Path) -> list[str]:
+    header = json.loads(recording.read_text(encoding="utf-8").split("\n", 1)[0])
+    return [route["upstream"].rsplit(":", 1)[1] for route in header["routes"]]
+
+
+def decode(recording: Path, tmp_path: Path, *more: str, profile: str = "golem") -> Path:
+    """Export ``recording`` to pcapng and write the dissector for its ports; returns the
+    capture (the script is beside it, golem.lua)."""
+    capture = tmp_path / "x.pcapng"
+    done = run_cli("export", str(recording), "--format", "pcapng", "--out", str(capture))
+    assert done.returncode == 0, done.stderr
+    ports = [arg for port in upstream_ports(recording) for arg in ("--port", port)]
+    script = tmp_path / "golem.lua"
+    done = run_cli("dissector", "--profile", profile, "--out", str(script), *ports)
+    assert done.returncode == 0, done.stderr
+    return capture
+
+
+def fields(capture: Path, *names: str, where: str = "", two_pass: bool = False) -> list[list[str]]:
+    args = ["-X", f"lua_script:{capture.parent / 'golem.lua'}", "-r", str(capture)]
+    args += ["-2"] if two_pass else []
+    args += ["-Y", where] if where else []
+    args += ["-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|"]
+    for name in names:
+        args += ["-e", name]
+    return [line.split("\t") for line in tshark(*args).splitlines()]
+
+
+def show_json(recording: Path, *args: str) -> list[dict[str, object]]:
+    done = run_cli("show", str(recording), "--json", *args)
+    assert done.returncode in (0, 1), done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+@needs_tshark
+def test_filter_by_method_finds_exactly_what_show_lists(tmp_path: Path) -> None:
+    recording = ROOT / "recordings" / "modelling-session.jsonl"
+    capture = decode(recording, tmp_path)
+    found = fields(capture, "golem.id", where='golem.method == "scene.create_layer"')
+    listed = show_json(recording, "--filter", "~m ^scene.create_layer$")
+    assert listed
+    assert sorted(row[0] for row in found) == sorted(str(flow["id"]) for flow in listed)
+
+
+@needs_tshark
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda path: path.stem)
+def test_every_frame_is_decoded_and_linked(sample: Path, tmp_path: Path) -> None:
+    capture = decode(sample, tmp_path)
+    rows = fields(
+        capture,
+        "frame.number",
+        "golem.method",
+        "golem.id",
+        "golem.error.code",
+        "golem.request_in",
+        "golem.response_in",
+        "golem.type",
+        where="golem",
+        two_pass=True,
+    )
+    flows = show_json(sample)
+    methods = Counter(m for row in rows for m in row[1].split("|") if m)
+    assert methods == Counter(flow["method"] for flow in flows if flow["request"] is not None)
+    # Every frame the recording holds is one decoded GOLEM frame: 100% of them.
+    recorded = sample.read_text(encoding="utf-8").count('"kind":"frame"')
+    assert sum(len(row[6].split("|")) for row in rows) == recorded
+    codes = Counter(c for row in rows for c in row[3].split("|") if c)
+    expected = Counter(
+        str(flow["response"]["error"]["code"])  # type: ignore[index]
+        for flow in flows
+        if isinstance(flow.get("response"), dict)
+        and isinstance(flow["response"].get("error"), dict)  # type: ignore[union-attr]
+    )
+    assert codes == expected
+    number = {row[0]: row for row in rows}
+    links = 0
+    for row in rows:
+        for answer in filter(None, row[5].split("|")):
+            assert row[0] in number[answer][4].split("|")
+            links += 1
+    answered = sum(1 for flow in flows if flow["request"] and flow["response"] and flow["id"])
+    assert links == answered
+
+
+@needs_tshark
+def test_frames_split_across_segments_are_reassembled(tmp_path: Path) -> None:
+    tap = TapSimulator(GOLEM)
+    tap.open(1)
+    request = {"id": 7, "method": "scene.import", "params": {"blob": "y" * 150_000}}
+    tap.request(1, request)
+    tap.respond(1, {"id": 7, "result": None, "error": {"code": "IMPORT_FAILED", "message": "x"}})
+    tap.close(1)
+    recording = tmp_path / "big.jsonl"
+    recording.write_bytes(write_recording(tap.events))
+    capture = decode(recording, tmp_path)
+    rows = fields(capture, "golem.length", "golem.method", "golem.error.code", where="golem")
+    payload_length = str(len(GOLEM.encode_payload(request)))
+    assert [row[:2] for row in rows if row[1]] == [[payload_length, "scene.import"]]
+    assert [row[2] for row in rows if row[2]] == ["IMPORT_FAILED"]
+
+
+@needs_tshark
+def test_ndjson_over_line_framing(tmp_path: Path) -> None:
+    tap = TapSimulator(JSONRPC_NDJSON)
+    tap.open(1)
+    tap.request(1, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, chunk=5)
+    tap.respond(1, {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
+    tap.request(1, {"jsonrpc": "2.0", "id": 2, "method": "nope"})
+    tap.respond(1, {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "no"}})
+    tap.close(1)
+    recording = tmp_path / "nd.jsonl"
+    recording.write_bytes(write_recording(tap.events, "jsonrpc-ndjson"))
+    capture = decode(recording, tmp_path, profile="jsonrpc-ndjson")
+    rows = fields(
+        capture, "jsonrpc_ndjson.method", "jsonrpc_ndjson.error.code", where="jsonrpc_ndjson"
+    )
+    assert [m for row in rows for m in row[0].split("|") if m] == ["tools/list", "nope"]
+    assert [c for row in rows for c in row[1].split("|") if c] == ["-32601"]
+
+
+def test_the_script_carries_the_profile() -> None:
+    lua = generate_dissector(GOLEM, [40000])
+    assert default_ports(GOLEM) == [9876, 9877, 19876, 19877]
+    # NDJSON's server is a Unix socket: the pseudo port its pcapng export gets.
+    assert default_ports(JSONRPC_NDJSON) == [9876]
+    assert re.search(r"ipairs\(\{ 9876, 9877, 19876, 19877, 40000 \}\)", lua)
+    assert "local HEADER = 4" in lua and ":uint()" in lua
+    assert f"local CAP = {GOLEM.default_cap}" in lua
+    assert '"golem.error.code"' in lua and "dissect_tcp_pdus" in lua
+
+
+def test_bad_port_is_one_line(tmp_path: Path) -> None:
+    done = run_cli("dissector", "--out", str(tmp_path / "x.lua"), "--port", "99999")
+    assert done.returncode == 2
+    assert done.stderr.startswith("golem-proxy: ") and len(done.stderr.splitlines()) == 1
+
+
+@needs_tshark
+def test_a_header_over_the_limit_is_flagged_not_awaited(tmp_path: Path) -> None:
+    tap = TapSimulator(GOLEM)
+    tap.open(1)
+    tap.request(1, {"id": 1, "method": "ping", "params": {}})
+    tap.send(1, Direction.C2S, b"\xff\xff\xff\xf0" + b"junk" * 10)
+    tap.close(1)
+    recording = tmp_path / "oversized.jsonl"
+    recording.write_bytes(write_recording(tap.events))
+    capture = decode(recording, tmp_path)
+    rows = fields(capture, "golem.method", "golem.length", where="golem.too_large || golem.method")
+    # The oversized header, then its body read as the next header (over the limit too): no
+    # wait for the 4 GiB it declared, every frame after it still shown.
+    assert [row[0] for row in rows] == ["ping", "", ""]
+    assert rows[1][1] == str(0xFFFFFFF0)
+    packets = tshark("-r", str(capture), "-Y", "tcp.len == 0 && tcp.flags.push == 1")
+    assert packets.strip() == ""  # the empty truncated tail made no empty segment

@@ -1,0 +1,172 @@
+"""The live log's lines: peer-controlled text is shown, never obeyed (no markup, no control
+sequences) and never makes the log raise (lone surrogates)."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
+from golem_proxy.events import Direction, Event
+from golem_proxy.live.log import EventLog, Verbosity
+from golem_proxy.live.log_output import TerminalOutput
+from tests.support.trace_builder import TapSimulator
+
+TITLE_AND_CLEAR = "\x1b]0;PWNED\x1b\\\x1b[2J"
+
+
+def frame(payload: bytes, profile: Profile = GOLEM) -> bytes:
+    if profile is JSONRPC_NDJSON:
+        return payload + b"\n"
+    return struct.pack("!I", len(payload)) + payload
+
+
+def hostile_session(
+    method: str, message: str, code: object = "E\x1b[31m", profile: Profile = GOLEM
+) -> list[Event]:
+    """One connection, one exchange whose method, id, params, error code and error message
+    carry ``method`` / ``message`` as JSON escapes (so lone surrogates survive the wire)."""
+    sim = TapSimulator(profile)
+    sim.open(1, route="ma\x1bin")
+    # Scrybe ids are integers; GOLEM's are strings, here carrying the hostile text too.
+    ident: object = 1 if profile is JSONRPC_NDJSON else f"id-{method}"
+    request = {"jsonrpc": "2.0", "id": ident, "method": method, "params": {"k": method}}
+    sim.send(1, Direction.C2S, frame(json.dumps(request).encode(), profile))
+    error = {"code": code, "message": message}
+    reply = {"jsonrpc": "2.0", "id": ident, "result": None, "error": error}
+    if profile is JSONRPC_NDJSON:
+        del reply["result"]
+    sim.send(1, Direction.S2C, frame(json.dumps(reply).encode(), profile))
+    bad = b'{"method": "\\udfff", "id": ['  # malformed JSON
+    sim.send(1, Direction.C2S, frame(bad, profile))
+    sim.close(1, reason=f"closed by {method}")
+    return sim.events
+
+
+def render(
+    events: list[Event], verbosity: Verbosity, profile: Profile = GOLEM, **console: object
+) -> str:
+    buffer = io.StringIO()
+    log = EventLog(Console(file=buffer, width=200, **console), profile, verbosity)  # type: ignore[arg-type]
+    for event in events:
+        log.handle(event)
+    return buffer.getvalue()
+
+
+def test_escape_sequences_are_printed_as_visible_text() -> None:
+    events = hostile_session(TITLE_AND_CLEAR, f"boom {TITLE_AND_CLEAR}")
+    for verbosity in Verbosity:
+        out = render(events, verbosity, color_system=None)
+        assert "\x1b" not in out and "\x9b" not in out
+    out = render(events, Verbosity.VERBOSE, color_system=None)
+    assert "\\x1b]0;PWNED\\x1b\\\\x1b[2J" in out  # the method, as text
+    assert "boom \\x1b]0;PWNED" in out  # the error message
+    assert "E\\x1b[31m" in out  # the error code
+    assert "ma\\x1bin" in out  # the route name
+
+
+def test_on_a_colour_terminal_only_the_logs_own_styles_are_sequences() -> None:
+    out = render(
+        hostile_session(TITLE_AND_CLEAR, TITLE_AND_CLEAR),
+        Verbosity.VERBOSE,
+        force_terminal=True,
+        color_system="standard",
+    )
+    assert "\x1b[" in out  # colours are on
+    assert "\x1b]" not in out and "\x1b[2J" not in out  # no title, no clear screen
+    assert "E\x1b[31m" not in out and "E\\x1b[31m" in out  # the code's sequence is text
+
+
+@pytest.mark.parametrize("profile", [GOLEM, JSONRPC_NDJSON], ids=lambda p: p.name)
+def test_lone_surrogates_anywhere_never_raise(profile: Profile) -> None:
+    code = "\udfff" if profile is GOLEM else -32001
+    events = hostile_session("\udfff", "bad \ud800 message", code=code, profile=profile)
+    for verbosity in Verbosity:
+        out = render(events, verbosity, profile, color_system=None)
+        out.encode("utf-8")  # what a UTF-8 terminal would have to take
+        if verbosity >= Verbosity.NORMAL:
+            assert "\\udfff" in out and "bad \\ud800 message" in out
+
+
+def test_markup_in_data_stays_literal() -> None:
+    out = render(hostile_session("[red]x[/red]", "[bold]no[/]"), Verbosity.VERBOSE)
+    assert "[red]x[/red]" in out and "[bold]no[/]" in out
+
+
+def test_the_log_stops_when_its_output_is_gone() -> None:
+    output = TerminalOutput(io.StringIO())
+    log = EventLog(output.console(), GOLEM)
+    assert not log.stopped
+    output.close(timeout=10)
+    assert log.stopped
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_any_method_and_message_print_as_one_line_each(method: str, message: str) -> None:
+    events = hostile_session(method, message)
+    out = render(events, Verbosity.NORMAL, color_system=None)
+    out.encode("utf-8")
+    shown = [e for e in events if EventLog(Console(), GOLEM).render(e) is not None]
+    assert len(out.splitlines()) == len(shown) >= 4  # no line split, none swallowed
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in out.replace("\n", ""))
+
+
+def test_huge_peer_strings_are_cut_to_one_short_line() -> None:
+    # Under the 1 MiB past which the tap elides long strings: this is about cutting lines.
+    events = hostile_session("m" * 100_000, "x" * 600_000, code="c" * 100_000)
+    out = render(events, Verbosity.VERBOSE, color_system=None)
+    assert max(len(line) for line in out.splitlines()) < 1000
+    assert "x" * 150 + "…" in out
+
+
+def test_a_gap_in_observation_is_always_shown() -> None:
+    from golem_proxy.events import Direction, GapReason, ObservationLost
+
+    gap = ObservationLost(
+        3,
+        "main",
+        Direction.S2C,
+        1.5,
+        GapReason.FRAME_TOO_LARGE,
+        40 * 1024 * 1024,
+        "a frame over the limit\x1b[2J",
+        "sha256:" + "ab" * 32,
+        b"\x02\x80\x00\x00",
+    )
+    for verbosity in Verbosity:
+        log = EventLog(Console(width=200), GOLEM, verbosity)
+        line = log.render(gap)
+        assert line is not None
+        assert "frame-too-large" in line.plain and "\\x1b[2J" in line.plain
+        assert "\x1b" not in line.plain
+
+
+def test_a_failure_inside_a_success_result_is_a_problem_even_when_quiet() -> None:
+    """The plugin's wrapped handlers answer a failure with a success envelope: the quiet log
+    (problems only) shows it, in the failure colour, with the result's message; an ok
+    answer stays out of it."""
+    sim = TapSimulator(GOLEM)
+    sim.open(1)
+    for ident, method, result in (
+        ("a", "ping", {"alive": True}),
+        ("b", "operations.boolean_union", {"code": "INVALID_PARAMS", "message": "needs 2"}),
+        ("c", "scripting.execute_python", {"success": False, "stderr": "boom"}),
+    ):
+        request = {"id": ident, "method": method, "params": {}}
+        sim.send(1, Direction.C2S, frame(json.dumps(request).encode()))
+        reply = {"id": ident, "result": result, "error": None}
+        sim.send(1, Direction.S2C, frame(json.dumps(reply).encode()))
+    lines = render(sim.events, Verbosity.QUIET).splitlines()
+    assert len(lines) == 2, lines
+    assert "operations.boolean_union" in lines[0] and "INVALID_PARAMS (in result)" in lines[0]
+    assert "needs 2" in lines[0]
+    assert "success: false" in lines[1] and "boom" in lines[1]
+    coloured = render(sim.events, Verbosity.QUIET, force_terminal=True, color_system="standard")
+    assert "\x1b[31mINVALID_PARAMS (in result)" in coloured  # red, as every failure

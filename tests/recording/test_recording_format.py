@@ -1,0 +1,326 @@
+"""The recording format: what docs/recording-format.md promises, checked against the code."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from golem_core.contract import Severity, Violation
+from golem_core.framing import FrameErrorKind
+from golem_core.messages import Role
+from golem_core.outcome import OK
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
+from golem_proxy.events import (
+    BytesDiscarded,
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    EventsMissed,
+    ExchangeCompleted,
+    FaultInjected,
+    FrameSeen,
+    FramingErrorSeen,
+    UpstreamStatus,
+    ViolationSeen,
+)
+from golem_proxy.recording.format import (
+    Header,
+    RecordingError,
+    RecordingReader,
+    RecordingWriter,
+    RouteInfo,
+    encode_event,
+    encode_header,
+    read_recording,
+)
+from golem_proxy.recording.schema import FRAME_MEMBERS, FRAME_OPTIONAL, KIND_MEMBERS
+from tests.support.trace_builder import golem_session, write_recording
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "recording-format.md"
+
+
+def frame(
+    payload: bytes,
+    direction: Direction = Direction.C2S,
+    index: int = 0,
+    t: float = 0.5,
+    profile: Profile = GOLEM,
+    redacted: tuple[str, ...] = (),
+) -> FrameSeen:
+    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+    size = len(profile.frame_payload(payload)) if b"\n" not in payload else len(payload) + 4
+    message = profile.parse(payload, role)
+    return FrameSeen(1, "main", direction, index, t, size, payload, message, redacted)
+
+
+def one_of_each() -> list[Event]:
+    """One event of every type the writer records."""
+    request = frame(b'{"id": "r1", "method": "ping", "params": {}}')
+    response = frame(b'{"id": "r1", "result": {"alive": true}, "error": null}', Direction.S2C)
+    broken = Violation("golem.message.malformed", "bad", "$", Severity.ERROR, "invalid-json")
+    orphan_verdict = Violation("pairing.orphan-response", "no request", "$.id", Severity.ERROR)
+    return [
+        ConnectionOpened(1, "main", "127.0.0.1:5000", "127.0.0.1:9876", 0.25),
+        request,
+        ViolationSeen(1, "main", Direction.C2S, 0, 0.5, broken),
+        response,
+        ExchangeCompleted(1, "main", request, response, OK, (broken,)),
+        FramingErrorSeen(
+            1,
+            "main",
+            Direction.C2S,
+            0.75,
+            FrameErrorKind.OVERSIZED,
+            "too big",
+            b"\xff" * 4,
+            True,
+            99,
+        ),
+        BytesDiscarded(1, "main", Direction.C2S, 0.75, b"\x00\x01", True),
+        FaultInjected(1, "main", Direction.S2C, 0.8, "drop", "withheld response", "ping", True),
+        ViolationSeen(1, "main", Direction.S2C, 1, 0.85, orphan_verdict, orphan=True),
+        EventsMissed(3, 0.9, "recorder"),
+        ConnectionClosed(1, "main", "client closed", 1.0, 10, 20, True),
+        UpstreamStatus("main", 1.25, False, "upstream 127.0.0.1:9876 refuses connections"),
+        UpstreamStatus("main", 1.5, True, "upstream 127.0.0.1:9876 answers again"),
+    ]
+
+
+def roundtrip(events: list[Event], profile: str = "golem") -> list[Event]:
+    data = write_recording(events, profile)
+    reader = RecordingReader(io.BytesIO(data))
+    return list(reader)
+
+
+def test_every_event_kind_and_member_is_documented() -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    kinds = set()
+    for seq, event in enumerate(one_of_each(), 1):
+        line = encode_event(event, GOLEM, seq)
+        assert line is not None
+        data = json.loads(line)
+        kinds.add(data["kind"])
+        assert re.search(rf"^\| `{re.escape(data['kind'])}` \|", doc, re.M), data["kind"]
+        for member in data:
+            assert f"`{member}`" in doc, f"member {member!r} of {data['kind']} is undocumented"
+    assert kinds == {
+        "open", "close", "frame", "exchange", "violation", "frame-error", "discarded", "fault",
+        "gap", "upstream",
+    }  # fmt: skip
+    # The optional members of frame lines too.
+    for optional in ("raw", "note", "redacted", "msg", "id", "method"):
+        assert f"`{optional}`" in doc
+
+
+def test_every_event_type_roundtrips() -> None:
+    events = one_of_each()
+    assert roundtrip(events) == events
+
+
+def test_requests_of_one_method_share_its_name() -> None:
+    # A viewer keeps every request of a recording: one method string each was ~60 bytes a flow.
+    requests = [
+        frame(b'{"id": "r%d", "method": "ping", "params": {}}' % n, index=n) for n in (1, 2)
+    ]
+    first, second = roundtrip(list(requests))
+    assert isinstance(first, FrameSeen) and isinstance(second, FrameSeen)
+    assert first == requests[0] and second == requests[1]
+    assert first.method is second.method
+
+
+PAYLOADS = [
+    '{"id": "x", "method": "creation.create_text", "params": {"text": "Grüße, 世界 🧊"}}'.encode(),
+    b'{\n  "id": "x",\n  "method": "ping",\n  "params": {}\n}',  # spans lines
+    b'{"id": "x", "method": "ping", "params": {"s": "\xff\xfe"}}',  # invalid UTF-8
+    b'{"id": "x", "method": ',  # invalid JSON
+    b"",  # empty
+    b"[1, 2, 3]",  # not an object
+    b'   {"id":"x","method":"ping","params":{}}\t  ',  # odd spacing kept verbatim
+    b'{"id": "x", "method": "m", "params": {"k": ",\\"msg\\":}"}}',  # the splice key in a string
+    b'{"id": "x", "method": "m", "params": {"k": "\\u00e9"}}',  # ASCII-escaped text
+]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("direction", list(Direction))
+def test_frames_keep_their_exact_payload(payload: bytes, direction: Direction) -> None:
+    event = frame(payload, direction)
+    (back,) = roundtrip([event])
+    assert isinstance(back, FrameSeen)
+    assert back.payload == payload
+    assert back == event
+
+
+def test_verbatim_splice_is_the_last_member_and_valid_json() -> None:
+    payload = PAYLOADS[0]
+    line = encode_event(frame(payload), GOLEM, 1)
+    assert line is not None and line.endswith(b',"msg":' + payload + b"}\n")
+    data = json.loads(line)
+    assert list(data)[-1] == "msg"
+    assert data["msg"]["params"]["text"] == "Grüße, 世界 🧊"
+
+
+@pytest.mark.parametrize("payload", [PAYLOADS[1], PAYLOADS[2], PAYLOADS[3]])
+def test_undecodable_or_multiline_payloads_are_stored_base64(payload: bytes) -> None:
+    line = encode_event(frame(payload), GOLEM, 1)
+    assert line is not None and line.count(b"\n") == 1
+    data = json.loads(line)
+    assert "msg" not in data and "raw" in data
+
+
+def test_redacted_frames_store_the_redacted_object() -> None:
+    obj = {"id": "x", "method": "scripting.execute_python", "params": {"code": "«redacted»"}}
+    event = frame(GOLEM.encode_payload(obj), redacted=("params.code",))
+    line = encode_event(event, GOLEM, 1)
+    assert line is not None
+    assert json.loads(line)["redacted"] == ["params.code"]
+    assert roundtrip([event]) == [event]
+
+
+def test_notifications_and_server_exchanges_roundtrip_and_are_documented() -> None:
+    def jsonrpc(payload: bytes, direction: Direction, index: int) -> FrameSeen:
+        return frame(payload, direction, index, profile=JSONRPC_NDJSON)
+
+    note = jsonrpc(b'{"jsonrpc":"2.0","method":"notifications/progress"}', Direction.S2C, 0)
+    asked = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"roots/list"}', Direction.S2C, 1)
+    call = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"state"}', Direction.C2S, 0)
+    answer = jsonrpc(b'{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}', Direction.C2S, 1)
+    events: list[Event] = [
+        note,
+        asked,
+        call,
+        answer,
+        ExchangeCompleted(1, "main", asked, answer, OK),
+    ]
+    assert roundtrip(events, "jsonrpc-ndjson") == events
+    lines = [json.loads(encode_event(e, JSONRPC_NDJSON, 1) or b"") for e in events]
+    assert lines[0]["type"] == "notification" and lines[0]["method"] == "notifications/progress"
+    assert lines[4]["kind"] == "server-exchange" and (lines[4]["req"], lines[4]["resp"]) == (1, 1)
+    doc = DOC.read_text(encoding="utf-8")
+    assert re.search(r"^\| `server-exchange` \|", doc, re.M) and "`notification`" in doc
+
+
+def test_jsonrpc_ndjson_frames_roundtrip() -> None:
+    payload = b'{"jsonrpc":"2.0","id":1,"method":"state","params":{}}'
+    request = frame(payload, profile=JSONRPC_NDJSON)
+    response = frame(
+        b'{"jsonrpc":"2.0","id":1,"result":{"theme":"dark"}}',
+        Direction.S2C,
+        profile=JSONRPC_NDJSON,
+    )
+    events: list[Event] = [request, response, ExchangeCompleted(1, "main", request, response, OK)]
+    assert roundtrip(events, "jsonrpc-ndjson") == events
+
+
+def test_a_realistic_session_roundtrips() -> None:
+    tap = golem_session()
+    assert roundtrip(tap.events) == tap.events
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=200), st.sampled_from(list(Direction)))
+def test_any_payload_roundtrips(payload: bytes, direction: Direction) -> None:
+    event = frame(payload, direction)
+    assert roundtrip([event]) == [event]
+
+
+def test_truncated_file_reads_up_to_the_last_complete_line() -> None:
+    data = write_recording(golem_session().events)
+    lines = data.splitlines(keepends=True)
+    header_end = len(lines[0])
+    complete = []
+    offset = 0
+    for line in lines:
+        offset += len(line)
+        complete.append(offset)
+    for cut in range(header_end, len(data), 97):
+        reader = RecordingReader(io.BytesIO(data[:cut]))
+        events = list(reader)
+        whole = max(end for end in complete if end <= cut)
+        expected = list(RecordingReader(io.BytesIO(data[:whole])))
+        assert events == expected
+        assert reader.truncated_tail == (cut != whole)
+
+
+def test_a_damaged_middle_line_names_its_number() -> None:
+    lines = write_recording(one_of_each()).splitlines(keepends=True)
+    lines[3] = b"{not json\n"
+    with pytest.raises(RecordingError, match="line 4"):
+        list(RecordingReader(io.BytesIO(b"".join(lines))))
+
+
+def test_overlong_lines_are_refused() -> None:
+    payload = b'{"id": "x", "method": "m", "params": {"k": "' + b"a" * 500 + b'"}}'
+    data = write_recording([frame(payload)])
+    with pytest.raises(RecordingError, match="longer than"):
+        list(RecordingReader(io.BytesIO(data), max_line=400))
+
+
+@pytest.mark.parametrize(
+    "first",
+    [b"", b'{"format": "something-else"}\n', b'{"format":"golem-proxy-recording","version":99}\n'],
+)
+def test_non_recordings_are_refused(first: bytes) -> None:
+    with pytest.raises(RecordingError):
+        RecordingReader(io.BytesIO(first))
+
+
+def test_unknown_event_kinds_are_skipped() -> None:
+    data = write_recording(one_of_each()[:1]) + b'{"seq":2,"t":1.0,"kind":"hologram"}\n'
+    assert len(list(RecordingReader(io.BytesIO(data)))) == 1
+
+
+def test_recording_files_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    header = Header("golem", (RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876"),), "now")
+    with RecordingWriter.create(str(path), header) as writer:
+        writer.write(one_of_each()[0])
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert read_recording(str(path)).events == one_of_each()[:1]
+    with pytest.raises(FileExistsError):
+        RecordingWriter.create(str(path), header)
+
+
+def test_the_writer_follows_the_member_lists_the_scanner_is_built_from() -> None:
+    """The fast scanner's pattern is built from `schema.KIND_MEMBERS`: a writer that changed
+    a line's members or their order without it would make the scanner miss lines silently."""
+    for seq, event in enumerate([*one_of_each(), *golem_session().events], 1):
+        line = encode_event(event, GOLEM, seq)
+        assert line is not None
+        data = json.loads(line)
+        members = KIND_MEMBERS[data["kind"]]
+        keys = list(data)
+        if data["kind"] == "frame":
+            assert keys[: len(FRAME_MEMBERS)] == list(FRAME_MEMBERS)
+            rest = keys[len(FRAME_MEMBERS) :]
+            extra = ("msg", "raw", "note", "redacted")
+            assert all(key in FRAME_OPTIONAL or key in extra for key in rest), rest
+            assert [k for k in rest if k in FRAME_OPTIONAL] == [
+                k for k in FRAME_OPTIONAL if k in data
+            ]
+            continue
+        assert keys == [member for member in members if member in data], data["kind"]
+
+
+def test_old_lines_say_withheld_and_orphan_the_old_way() -> None:
+    """Files written before faults and violations carried the members: the detail's first
+    word and the rule id."""
+    lines = [
+        b'{"seq":1,"t":0.1,"kind":"fault","conn":1,"route":"main","dir":"c2s","fault":"drop",'
+        b'"detail":"withheld request: ping","method":"ping"}\n',
+        b'{"seq":2,"t":0.2,"kind":"violation","conn":1,"route":"main","dir":"s2c","frame":0,'
+        b'"rule":"pairing.orphan-response","message":"m","path":"$.id","severity":"error"}\n',
+    ]
+    data = encode_header(Header.new("golem", [])) + b"".join(lines)
+    fault, verdict = list(RecordingReader(io.BytesIO(data)))
+    assert isinstance(fault, FaultInjected) and fault.withheld
+    assert isinstance(verdict, ViolationSeen) and verdict.orphan
