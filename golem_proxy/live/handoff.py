@@ -1,17 +1,19 @@
 """The handoff: what the forwarding side hands the observing side, as records on a pipe.
 
-The first piece of observation in a process of its own (docs/architecture.md, issue 25); the
-relay does not use it yet. `HandoffWriter` is the forwarding side: it writes to a non-blocking
-pipe and never waits. When the pipe is full, forwarded bytes are not queued but counted per
-connection and direction, and a ``LOST`` record says how many once the pipe has room again, so
-the observing side records a gap, never a stall. The records that describe connections
-(``OPENED``, ``END``, ``CLOSED``) are small and are never dropped: they wait, in order, for room.
+Observation in a process of its own (docs/architecture.md, issue 25): the relay of
+``proxy --observer child-process`` hands every forwarded chunk on through it (observer_link.py).
+`HandoffWriter` is the forwarding side: it writes to a non-blocking pipe and never waits. When
+the pipe is full, forwarded bytes are not queued but counted per connection and direction, and
+a ``LOST`` record says how many once the pipe has room again, so the observing side records a
+gap, never a stall. The records that describe connections (``OPENED``, ``END``, ``CLOSED``)
+and other events (``EVENT``) are small and are never dropped: they wait, in order, for room.
 When the reading side is gone (``EPIPE``), the writer says so (`gone`) and drops everything.
 
 `RecordReader` is the observing side, sans-IO: ``receive_data(bytes)``, then `next_record()`
 until it returns None. A record is a fixed header (kind, connection, direction, time, length)
-and then ``length`` bytes (the data, or for ``OPENED`` and ``CLOSED`` a UTF-8 description);
-for ``LOST``, ``length`` is the number of bytes lost and nothing follows.
+and then ``length`` bytes (the data, or for ``OPENED``, ``CLOSED`` and ``EVENT`` a description
+of the event: the proxy's observer link sends the event itself, pickled, since both ends are
+the same program); for ``LOST``, ``length`` is the number of bytes lost and nothing follows.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import enum
 import os
 import struct
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 __all__ = ["HandoffError", "HandoffWriter", "Kind", "Record", "RecordReader", "encode"]
 
@@ -38,6 +40,8 @@ class Kind(enum.IntEnum):
     END = 3
     CLOSED = 4
     LOST = 5
+    EVENT = 6
+    """Something the forwarding side itself has to say (an upstream that went down)."""
 
 
 class HandoffError(Exception):
@@ -118,23 +122,33 @@ class HandoffWriter:
         key = (conn, direction)
         if key in self._lost:
             self._queue_lost(key)
-        if not self.flush() or not self._write(encode(Record(Kind.DATA, conn, direction, t, data))):
+        if not self.flush() or not self._write_data(
+            HEADER.pack(Kind.DATA, conn, direction, t, len(data)), data
+        ):
             size, first_t = self._lost.get(key, (0, t))
             self._lost[key] = (size + len(data), first_t)
             self.lost_total += len(data)
             return False
         return True
 
-    def event(self, kind: Kind, conn: int, direction: int, t: float, text: str = "") -> None:
-        """A connection's ``OPENED``, ``END`` or ``CLOSED``: never dropped (unless the reader is
-        gone), written after the losses it follows."""
+    @property
+    def waiting(self) -> bool:
+        """Records wait for room in the pipe (`flush` when it is writable again)."""
+        return bool(self._waiting) and not self.gone
+
+    def event(
+        self, kind: Kind, conn: int, direction: int, t: float, text: Union[str, bytes] = ""
+    ) -> None:
+        """A connection's ``OPENED``, ``END`` or ``CLOSED``, or an ``EVENT``: never dropped
+        (unless the reader is gone), written after the losses of its connection it follows."""
         if kind in (Kind.DATA, Kind.LOST):
             raise ValueError(f"{kind.name} is not an event")
         if self.gone:
             return
         for key in [k for k in self._lost if k[0] == conn]:
             self._queue_lost(key)
-        record = encode(Record(kind, conn, direction, t, text.encode("utf-8", "replace")))
+        data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+        record = encode(Record(kind, conn, direction, t, data))
         self._waiting.append(memoryview(record))
         self.flush()
 
@@ -160,6 +174,27 @@ class HandoffWriter:
             return False
         if written < len(record):
             self._waiting.append(memoryview(record)[written:])
+        return True
+
+    def _write_data(self, header: bytes, data: bytes) -> bool:
+        """`_write` for a ``DATA`` record, without copying the chunk into a record first."""
+        if self.gone:
+            return False
+        try:
+            written = os.writev(self.fd, (header, data))
+        except BlockingIOError:
+            return False
+        except OSError:
+            self.gone = True
+            self._waiting.clear()
+            return False
+        if written == 0:
+            return False
+        if written < len(header):
+            self._waiting.append(memoryview(header)[written:])
+            self._waiting.append(memoryview(data))
+        elif written < len(header) + len(data):
+            self._waiting.append(memoryview(data)[written - len(header) :])
         return True
 
     def _write_some(self, view: memoryview) -> int:

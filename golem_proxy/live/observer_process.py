@@ -1,0 +1,255 @@
+"""The forwarding process's side of ``--observer child-process``: starting the observing process
+(observing.py), handing it the session through an `ObserverLink`, and what happens when it
+stops.
+
+The child is ``python -m golem_proxy.live.observing``, in a process group of its own (a Ctrl-C
+is the forwarding process's: it drains, then closes the pipe, and the child finishes). It gets
+the handoff pipe's read end, a control socket (the setup goes out on it, ``ready`` comes back
+before any client is accepted) and the recording's descriptor, which both processes share.
+
+When the child dies while the session runs, forwarding goes on: one line on stderr, nothing is
+handed on any more, and the recording gets a last line saying observation stopped there
+(`end_recording`): a line cut by the death is cut off first, so every reader still reads the
+file, and the line takes the next ``seq``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import IO, Callable, Optional
+
+import trio
+
+from ..recording.format import Header
+from .log import Verbosity
+from .observer_link import ObserverLink
+from .relay import BoundRoute, ProxyOptions
+
+__all__ = ["ObserverSetup", "ObserverStartError", "ObservingProcess", "end_recording"]
+
+PIPE_SIZE = 1024 * 1024
+"""The handoff pipe's buffer (``F_SETPIPE_SZ``; the default 64 KiB fills with one read)."""
+START_TIMEOUT = 30.0
+"""How long the observing process may take to say it is ready (an interpreter starting on a
+busy machine)."""
+STOP_GRACE = 5.0
+"""After the drain timeouts, how long the observing process may take to exit before it is
+killed."""
+STOPPED_KIND = "observation-stopped"
+"""The recording line that ends a recording whose observing process died (readers that do not
+know it skip it)."""
+
+
+class ObserverStartError(OSError):
+    """The observing process did not start (or died before it was ready)."""
+
+
+@dataclass(frozen=True)
+class ObserverSetup:
+    """What the observing process needs of the session, sent pickled on the control socket."""
+
+    profile: str
+    bound: tuple[BoundRoute, ...]
+    options: ProxyOptions
+    header: Optional[Header]
+    record_path: Optional[str]
+    verbosity: Verbosity
+    log_buffer: int
+    log: bool = True
+    """Print the log on stdout (else events are only recorded)."""
+
+
+class ObservingProcess:
+    """One observing process and the link to it. `start`, then run `watch` in a nursery
+    while the relay serves, then `finish`."""
+
+    def __init__(
+        self,
+        process: trio.Process,
+        link: ObserverLink,
+        control: socket.socket,
+        record_fd: Optional[int],
+        now: Callable[[], float],
+    ) -> None:
+        self.process = process
+        self.link = link
+        self.control = control
+        self.record_fd = record_fd
+        self.now = now
+        self.stopped_reason: Optional[str] = None
+        """Why observation stopped while forwarding went on, if it did."""
+        self._finishing = False
+
+    @classmethod
+    async def start(
+        cls, setup: ObserverSetup, record_fd: Optional[int], now: Callable[[], float]
+    ) -> ObservingProcess:
+        """Start the observing process and wait until it is ready. Raises ObserverStartError."""
+        read_fd, write_fd = os.pipe()
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
+        ours, theirs = socket.socketpair()
+        passed = [read_fd, theirs.fileno()] + ([] if record_fd is None else [record_fd])
+        group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+        try:
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "golem_proxy.live.observing", str(read_fd),
+                 str(theirs.fileno()), str(-1 if record_fd is None else record_fd)],
+                pass_fds=passed,
+                stdin=subprocess.DEVNULL,
+                **group,  # type: ignore[arg-type]
+            )  # fmt: skip
+        except OSError as exc:
+            for fd in (read_fd, write_fd):
+                os.close(fd)
+            ours.close()
+            raise ObserverStartError(f"the observing process did not start: {exc}") from None
+        finally:
+            theirs.close()
+        os.close(read_fd)
+        observing = cls(process, ObserverLink(write_fd), ours, record_fd, now)
+        try:
+            await observing._handshake(setup)
+        except BaseException:
+            await observing.kill()
+            raise
+        return observing
+
+    async def _handshake(self, setup: ObserverSetup) -> None:
+        data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
+        control = trio.socket.from_stdlib_socket(self.control)
+        answer = b""
+        with trio.move_on_after(START_TIMEOUT):
+            await control.send(struct.pack("!I", len(data)) + data)
+            while not answer.endswith(b"\n"):
+                chunk = await control.recv(64)
+                if not chunk:
+                    break
+                answer += chunk
+        if answer != b"ready\n":
+            code = self.process.poll()
+            why = "no answer in time" if code is None else _exit_reason(code)
+            raise ObserverStartError(f"the observing process did not start ({why})")
+
+    async def watch(self) -> None:
+        """Until cancelled: hand on what waited for room in the pipe, and notice the observing
+        process dying (then `observation_stopped`)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.link.keep_flushing)
+            code = await self.process.wait()
+            nursery.cancel_scope.cancel()
+        if not self._finishing:
+            self.observation_stopped(_exit_reason(code))
+
+    def observation_stopped(self, why: str) -> None:
+        """The observing process is gone while forwarding goes on: say so once on stderr and
+        end the recording with a line saying so."""
+        if self.stopped_reason is not None:
+            return
+        self.stopped_reason = why
+        self.link.stop()
+        sys.stderr.write(f"golem-proxy: observation stopped ({why}); forwarding goes on\n")
+        sys.stderr.flush()
+        if self.record_fd is not None:
+            try:
+                end_recording(self.record_fd, self.now(), f"observation stopped: {why}")
+            except OSError as exc:
+                sys.stderr.write(f"golem-proxy: the recording could not be ended ({exc})\n")
+
+    async def finish(self, handing_on: float, deciding: float) -> None:
+        """At the end of the session (the relay drained): hand on what waits (at most
+        ``handing_on`` seconds), close the pipe so that the observing process decodes what is
+        left and writes its closing lines, and wait for it to exit (``deciding`` seconds plus
+        `STOP_GRACE`; then it is killed and the recording ended here)."""
+        self._finishing = True
+        if not self.link.gone:
+            await self.link.flush_within(handing_on)
+        os.close(self.link.writer.fd)
+        self.link.stop()
+        with trio.move_on_after(deciding + STOP_GRACE):
+            code = await self.process.wait()
+            if code != 0 and self.stopped_reason is None:
+                self.observation_stopped(_exit_reason(code))
+            self._close()
+            return
+        await self.kill()
+        self.observation_stopped("the observing process did not finish in time and was killed")
+
+    async def kill(self) -> None:
+        """Kill the observing process and wait for it (a failed start, a stop past its time)."""
+        self._finishing = True
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        with trio.CancelScope(shield=True):
+            await self.process.wait()
+        if self.link.writer.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.link.writer.fd)
+        self.link.stop()
+        self._close()
+
+    def _close(self) -> None:
+        self.control.close()
+        if self.record_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.record_fd)
+            self.record_fd = None
+
+
+def _exit_reason(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the observing process was killed by {name}"
+    return f"the observing process exited with status {code}"
+
+
+def end_recording(fd: int, t: float, detail: str) -> None:
+    """Append the line that says observation stopped to the recording open on ``fd``, which
+    the observing process wrote until it died: an unfinished last line is cut off first (a
+    reader would take it for a damaged line once another follows it), and the line takes the
+    next ``seq``. Raises OSError."""
+    size = os.fstat(fd).st_size
+    with open(f"/proc/self/fd/{fd}", "rb") as recording:  # the same file, open for reading
+        end, last_seq = _last_line(recording, size)
+    os.ftruncate(fd, end)
+    line = {"seq": last_seq + 1, "t": round(t, 6), "kind": STOPPED_KIND, "detail": detail}
+    os.pwrite(fd, json.dumps(line, separators=(",", ":")).encode() + b"\n", end)
+
+
+def _last_line(recording: IO[bytes], size: int, block: int = 65536) -> tuple[int, int]:
+    """(where the last complete line ends, the ``seq`` it starts with: 0 for the header)."""
+    newlines: list[int] = []  # the last two, last first
+    position = size
+    while position > 0 and len(newlines) < 2:
+        start = max(0, position - block)
+        recording.seek(start)
+        data = recording.read(position - start)
+        at = len(data)
+        while len(newlines) < 2:
+            at = data.rfind(b"\n", 0, at)
+            if at < 0:
+                break
+            newlines.append(start + at)
+        position = start
+    if not newlines:
+        return 0, 0
+    end = newlines[0] + 1
+    recording.seek(newlines[1] + 1 if len(newlines) > 1 else 0)
+    prefix = recording.read(min(64, end)).decode("ascii", "replace")
+    if not prefix.startswith('{"seq":'):
+        return end, 0  # the header: the first event line is 1
+    digits = prefix[len('{"seq":') :].split(",", 1)[0]
+    return end, int(digits) if digits.isdigit() else 0
