@@ -3,7 +3,8 @@
 Observation in a process of its own (docs/architecture.md, issue 25): the relay of
 ``proxy --observer child-process`` hands every forwarded chunk on through it (observer_link.py).
 `HandoffWriter` is the forwarding side: it writes to a non-blocking pipe and never waits. When
-the pipe is full, forwarded bytes are not queued but counted per connection and direction, and
+the pipe is full, forwarded chunks wait in order up to a bounded ``backlog`` (references to the
+chunks, not copies); past it they are not queued but counted per connection and direction, and
 a ``LOST`` record says how many once the pipe has room again, so the observing side records a
 gap, never a stall. The records that describe connections (``OPENED``, ``END``, ``CLOSED``)
 and other events (``EVENT``) are small and are never dropped: they wait, in order, for room.
@@ -105,9 +106,14 @@ class HandoffWriter:
     """Writes records to ``fd`` (made non-blocking) without ever waiting; see the module
     docstring. Not thread-safe: one forwarding loop calls it."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, backlog: int = 0) -> None:
         os.set_blocking(fd, False)
         self.fd = fd
+        self.backlog = backlog
+        """Bytes of records that may wait for room, in this process, before forwarded bytes
+        are counted as lost instead: the chunks themselves, not copies (the observing side
+        may take a while over one large frame; 0: nothing waits but the events)."""
+        self.waiting_bytes = 0
         self.gone = False
         """The reading side closed the pipe: nothing is handed on any more."""
         self.lost_total = 0
@@ -122,14 +128,17 @@ class HandoffWriter:
         key = (conn, direction)
         if key in self._lost:
             self._queue_lost(key)
-        if not self.flush() or not self._write_data(
-            HEADER.pack(Kind.DATA, conn, direction, t, len(data)), data
-        ):
-            size, first_t = self._lost.get(key, (0, t))
-            self._lost[key] = (size + len(data), first_t)
-            self.lost_total += len(data)
-            return False
-        return True
+        header = HEADER.pack(Kind.DATA, conn, direction, t, len(data))
+        if self.flush() and self._write_data(header, data):
+            return True
+        if not self.gone and self.waiting_bytes + len(header) + len(data) <= self.backlog:
+            self._wait(memoryview(header))
+            self._wait(memoryview(data))
+            return True
+        size, first_t = self._lost.get(key, (0, t))
+        self._lost[key] = (size + len(data), first_t)
+        self.lost_total += len(data)
+        return False
 
     @property
     def waiting(self) -> bool:
@@ -149,7 +158,7 @@ class HandoffWriter:
             self._queue_lost(key)
         data = text.encode("utf-8", "replace") if isinstance(text, str) else text
         record = encode(Record(kind, conn, direction, t, data))
-        self._waiting.append(memoryview(record))
+        self._wait(memoryview(record))
         self.flush()
 
     def flush(self) -> bool:
@@ -157,15 +166,20 @@ class HandoffWriter:
         while self._waiting and not self.gone:
             head = self._waiting[0]
             written = self._write_some(head)
+            self.waiting_bytes -= written
             if written < len(head):
                 self._waiting[0] = head[written:]
                 return False
             self._waiting.popleft()
         return not self._waiting and not self.gone
 
+    def _wait(self, view: memoryview) -> None:
+        self._waiting.append(view)
+        self.waiting_bytes += len(view)
+
     def _queue_lost(self, key: tuple[int, int]) -> None:
         size, t = self._lost.pop(key)
-        self._waiting.append(memoryview(encode(Record(Kind.LOST, key[0], key[1], t, lost=size))))
+        self._wait(memoryview(encode(Record(Kind.LOST, key[0], key[1], t, lost=size))))
 
     def _write(self, record: bytes) -> bool:
         """Write a whole record, or none of it; a part written waits to be finished."""
@@ -173,7 +187,7 @@ class HandoffWriter:
         if written == 0:
             return False
         if written < len(record):
-            self._waiting.append(memoryview(record)[written:])
+            self._wait(memoryview(record)[written:])
         return True
 
     def _write_data(self, header: bytes, data: bytes) -> bool:
@@ -185,17 +199,21 @@ class HandoffWriter:
         except BlockingIOError:
             return False
         except OSError:
-            self.gone = True
-            self._waiting.clear()
+            self._gone()
             return False
         if written == 0:
             return False
         if written < len(header):
-            self._waiting.append(memoryview(header)[written:])
-            self._waiting.append(memoryview(data))
+            self._wait(memoryview(header)[written:])
+            self._wait(memoryview(data))
         elif written < len(header) + len(data):
-            self._waiting.append(memoryview(data)[written - len(header) :])
+            self._wait(memoryview(data)[written - len(header) :])
         return True
+
+    def _gone(self) -> None:
+        self.gone = True
+        self._waiting.clear()
+        self.waiting_bytes = 0
 
     def _write_some(self, view: memoryview) -> int:
         if self.gone:
@@ -205,6 +223,5 @@ class HandoffWriter:
         except BlockingIOError:
             return 0
         except (BrokenPipeError, OSError):
-            self.gone = True
-            self._waiting.clear()
+            self._gone()
             return 0

@@ -2,8 +2,9 @@
 child-process``): every forwarded chunk and every event of the relay go to the observing
 process as handoff records (handoff.py), written without ever waiting.
 
-Chunks are ``DATA`` records (a full pipe costs them, counted, and a ``LOST`` record says how
-many bytes once there is room: the observing side records the gap). Events are pickled into
+Chunks are ``DATA`` records; while the pipe is full they wait, up to `BACKLOG` bytes, and
+past that they are counted and a ``LOST`` record says how many once there is room (the
+observing side records the gap). Events are pickled into
 ``OPENED``, ``CLOSED`` and ``EVENT`` records, which wait for room in order and are never
 dropped: both ends are the same program, started together, so pickle is the event's
 description on the pipe. Once the observing process is gone, nothing is handed on and
@@ -19,7 +20,12 @@ import trio
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from .handoff import HandoffWriter, Kind
 
-__all__ = ["ObserverLink", "direction_number"]
+__all__ = ["BACKLOG", "ObserverLink", "direction_number"]
+
+BACKLOG = 64 * 1024 * 1024
+"""Forwarded bytes that may wait here for room in the pipe (the chunks themselves, no copy)
+while the observing process is busy with one large frame (a 16 MiB answer is parsed in one
+go): beyond it, bytes are counted as lost and the gap recorded."""
 
 
 def direction_number(direction: Direction) -> int:
@@ -31,8 +37,8 @@ class ObserverLink:
     """Hands the relay's bytes and events to the observing process through the pipe ``fd``.
     Never blocks and never raises; `keep_flushing` writes what waited for room."""
 
-    def __init__(self, fd: int) -> None:
-        self.writer = HandoffWriter(fd)
+    def __init__(self, fd: int, backlog: int = BACKLOG) -> None:
+        self.writer = HandoffWriter(fd, backlog)
         self.stopped = False
         """Observation stopped (the observing process is gone): nothing is handed on."""
         self._room_wanted = trio.Event()

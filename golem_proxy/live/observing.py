@@ -45,6 +45,8 @@ from .tap import ConnectionTap
 __all__ = ["HandoffSource", "main"]
 
 READ_SIZE = 1024 * 1024
+GATHER = 0.005
+"""Seconds the records of a quiet pipe gather before they are read."""
 LENGTH = struct.Struct("!I")
 
 
@@ -131,7 +133,13 @@ class HandoffSource:
                     break
                 self.records += 1
                 self._handle(record)
-            await trio.lowlevel.checkpoint()
+            if len(chunk) < READ_SIZE:
+                # The pipe is empty: let records gather for a moment rather than wake for each
+                # (on a busy machine, every wake-up of this process is time the relay's core
+                # may lose). Well inside what the recording may trail the wire by.
+                await trio.sleep(GATHER)
+            else:
+                await trio.lowlevel.checkpoint()
 
     def _handle(self, record: Record) -> None:
         self._now = record.t
