@@ -333,14 +333,26 @@ class Proxy:
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
                     scope.cancel()
                     return
+            observed = enforce
             try:
-                await write_all(dst, chunk)
+                try:
+                    sent = os.write(dst, chunk)  # a chunk almost always goes whole, at once
+                except BlockingIOError:
+                    sent = 0
+                if sent < len(chunk):
+                    # The rest waits for the peer to read. Hand the chunk on first: the answers
+                    # to its first part may come back meanwhile, and must not be observed
+                    # before the requests they answer (they would be orphans).
+                    if not observed:
+                        conn.observe(direction, chunk, t)
+                        observed = True
+                    await write_all(dst, chunk[sent:])
             except OSError as exc:
                 conn.sink_failed(direction, exc, scope)
                 return
             conn.sent[direction] += len(chunk)
             conn.awaiting_reply = from_client
-            if not enforce:
+            if not observed:
                 conn.observe(direction, chunk, t)
             if from_client and conn.eof[Direction.S2C]:
                 await conn.check_upstream_after_close(scope)

@@ -10,12 +10,16 @@ import random
 import signal
 import socket
 import struct
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from golem_core.messages import ErrorResponse, Response
+from golem_core.blocking import MessageReader
+from golem_core.messages import ErrorResponse, Response, Role
+from golem_core.profiles import GOLEM
+from golem_proxy.events import ViolationSeen
 from golem_proxy.live.observer_process import STOPPED_KIND, end_recording
 from golem_proxy.recording.format import read_recording
 from tests.proxy.cli_helpers import run_cli
@@ -154,6 +158,38 @@ def test_a_killed_observer_leaves_forwarding_alone_and_ends_the_recording(
     assert last["kind"] == STOPPED_KIND
     assert "killed by SIGKILL" in last["detail"]
     assert [json.loads(line)["seq"] for line in lines] == list(range(1, len(lines) + 1))
+
+
+@pytest.mark.parametrize("observer", ["in-process", "child-process"])
+def test_pipelined_requests_are_observed_before_their_answers(
+    tmp_path: Path, observer: str
+) -> None:
+    """A burst the upstream cannot take at once: the relay's write waits, and the answers to
+    the burst's first requests come back meanwhile. Every one is still paired, none an orphan
+    (the relay hands a chunk on before waiting to write its rest)."""
+    record = tmp_path / "pipelined.jsonl"
+    count = 20_000
+    burst = b"".join(GOLEM.encode({"id": n, "method": "echo", "params": {}}) for n in range(count))
+    with ThreadedUpstream() as upstream:
+        cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
+                              str(record), "-q", "--observer", observer)  # fmt: skip
+        try:
+            with socket.create_connection(("127.0.0.1", cli.port), timeout=30) as sock:
+                sender = threading.Thread(target=sock.sendall, args=(burst,))
+                sender.start()
+                reader = MessageReader(sock)
+                for _ in range(count):
+                    assert reader.read_message(Role.RESPONSE) is not None
+                sender.join()
+        finally:
+            cli.stop()
+    recording = read_recording(str(record))
+    orphans = [e for e in recording.events if isinstance(e, ViolationSeen)]
+    assert orphans == []
+    # A flood: the observer may shed part of it (a gap, said), but what it pairs is paired.
+    exchanges = recording.exchanges()
+    assert exchanges
+    assert all(e.request.message.id == e.response.message.id for e in exchanges)
 
 
 @pytest.mark.parametrize("cut", [b"", b'{"seq":4,"t":1.0,"kind":"fra'])
