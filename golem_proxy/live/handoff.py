@@ -97,7 +97,8 @@ class RecordReader:
         end = HEADER.size + length
         if len(self._buffer) < end:
             return None
-        data = bytes(self._buffer[HEADER.size : end])
+        with memoryview(self._buffer) as view:  # one copy of the data, not two
+            data = bytes(view[HEADER.size : end])
         del self._buffer[:end]
         return Record(kind, conn, direction, t, data)
 
