@@ -160,6 +160,32 @@ def test_a_killed_observer_leaves_forwarding_alone_and_ends_the_recording(
     assert [json.loads(line)["seq"] for line in lines] == list(range(1, len(lines) + 1))
 
 
+def test_a_unix_route_is_observed_by_the_child_process(tmp_path: Path) -> None:
+    private = tmp_path / "run"
+    private.mkdir(mode=0o700)
+    listen = private / "proxy.sock"
+    record = tmp_path / "unix.jsonl"
+    with ThreadedUpstream() as upstream:
+        cli = start_proxy_cli("--route", f"unix:{listen}={upstream.address}", "--record",
+                              str(record), *CHILD)  # fmt: skip
+        try:
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.settimeout(10)
+                sock.connect(str(listen))
+                reader = MessageReader(sock)
+                for n in range(10):
+                    sock.sendall(GOLEM.encode({"id": n, "method": "echo", "params": {"n": n}}))
+                    answer = reader.read_message(Role.RESPONSE)
+                    assert isinstance(answer, Response) and answer.result == {"n": n}
+        finally:
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    recording = read_recording(str(record))
+    assert len(recording.exchanges()) == 10
+    (opened,) = [e for e in recording.events if type(e).__name__ == "ConnectionOpened"]
+    assert opened.client == f"unix:pid={os.getpid()}"
+
+
 @pytest.mark.parametrize("observer", ["in-process", "child-process"])
 def test_pipelined_requests_are_observed_before_their_answers(
     tmp_path: Path, observer: str
