@@ -218,6 +218,24 @@ def test_pipelined_requests_are_observed_before_their_answers(
     assert all(e.request.message.id == e.response.message.id for e in exchanges)
 
 
+def test_the_observer_records_what_it_was_handed_when_forwarding_is_killed(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "forwarding-killed.jsonl"
+    with ThreadedUpstream() as upstream:
+        cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
+                              str(record), *CHILD)  # fmt: skip
+        (observer,) = children_of(cli.process.pid)
+        golem_calls(cli.port, [{"id": n, "method": "echo", "params": {}} for n in range(50)])
+        # The exchanges above were handed on before their answers reached the client: once
+        # the forwarding process is gone, the observing one reads them to the end and exits.
+        cli.kill()
+        wait_for(lambda: process_gone(observer), what="the observing process to finish")
+    recording = read_recording(str(record))
+    assert len(recording.exchanges()) == 50
+    assert not recording.truncated_tail
+
+
 @pytest.mark.parametrize("cut", [b"", b'{"seq":4,"t":1.0,"kind":"fra'])
 def test_ending_a_recording_cuts_an_unfinished_line_and_numbers_the_next(
     tmp_path: Path, cut: bytes
