@@ -25,12 +25,11 @@ from ..live.intercept_console import InterceptConsole
 from ..live.log import Verbosity
 from ..live.log_output import DEFAULT_MAX_LINES, TerminalOutput
 from ..live.observer import DEFAULT_BUDGET
-from ..live.observer_process import ObserverSetup, ObservingProcess
+from ..live.observer_process import ObserverSetup, ObservingProcess, RecordingFile
 from ..live.relay import BoundRoute, Proxy, ProxyOptions
 from ..live.session import ProxySession, SessionConfig, session_header
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
-from ..recording.files import open_private
 from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
 from ..table_layout import terminal_width
 from ..terminal import safe_text
@@ -429,23 +428,22 @@ async def _serve_forwarding(config: SessionConfig, console: Console, log_buffer:
     proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
     bound = await proxy.bind()
     proxy.start_time = trio.current_time()
-    record_fd: Optional[int] = None
+    record: Optional[RecordingFile] = None
     try:
         header = None
         if config.record_path is not None:
             header = session_header(config, bound)
-            # The observing process writes it; this one keeps the descriptor to end it with
+            # The observing process writes it; this one keeps its descriptors to end it with
             # a line of its own if that process dies (live/observer_process.py).
-            with open_private(config.record_path, overwrite=config.overwrite) as stream:
-                record_fd = os.dup(stream.fileno())
+            record = RecordingFile.create(config.record_path, overwrite=config.overwrite)
         setup = ObserverSetup(
             config.profile.name, tuple(bound), config.options, header, config.record_path,
             config.verbosity, log_buffer,
         )  # fmt: skip
-        observing = await ObservingProcess.start(setup, record_fd, proxy.now)
+        observing = await ObservingProcess.start(setup, record, proxy.now)
     except BaseException:
-        if record_fd is not None:
-            os.close(record_fd)
+        if record is not None:
+            record.close()
         await proxy.unbind()
         raise
     proxy.link = observing.link

@@ -30,12 +30,19 @@ from typing import IO, Callable, Optional
 
 import trio
 
+from ..recording.files import open_private
 from ..recording.format import Header
 from .log import Verbosity
 from .observer_link import ObserverLink
 from .relay import BoundRoute, ProxyOptions
 
-__all__ = ["ObserverSetup", "ObserverStartError", "ObservingProcess", "end_recording"]
+__all__ = [
+    "ObserverSetup",
+    "ObserverStartError",
+    "ObservingProcess",
+    "RecordingFile",
+    "end_recording",
+]
 
 PIPE_SIZE = 1024 * 1024
 """The handoff pipe's buffer (``F_SETPIPE_SZ``; the default 64 KiB fills with one read)."""
@@ -48,6 +55,37 @@ killed."""
 STOPPED_KIND = "observation-stopped"
 """The recording line that ends a recording whose observing process died (readers that do not
 know it skip it)."""
+
+
+@dataclass(frozen=True)
+class RecordingFile:
+    """The recording as the forwarding process holds it: the descriptor the observing process
+    writes through (shared with it), and one to read it back, to end it if that process dies."""
+
+    write_fd: int
+    read_fd: int
+
+    @classmethod
+    def create(cls, path: str, *, overwrite: bool = False) -> RecordingFile:
+        """Create ``path`` as a recording is created (mode 0600, no symlink followed; without
+        ``overwrite`` it must not exist). Raises OSError."""
+        with open_private(path, overwrite=overwrite) as stream:
+            write_fd = os.dup(stream.fileno())
+        try:
+            read_fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            written, read = os.fstat(write_fd), os.fstat(read_fd)
+            if (written.st_dev, written.st_ino) != (read.st_dev, read.st_ino):
+                os.close(read_fd)
+                raise OSError(f"{path}: replaced while it was being opened")
+        except BaseException:
+            os.close(write_fd)
+            raise
+        return cls(write_fd, read_fd)
+
+    def close(self) -> None:
+        for fd in (self.write_fd, self.read_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class ObserverStartError(OSError):
@@ -78,13 +116,13 @@ class ObservingProcess:
         process: trio.Process,
         link: ObserverLink,
         control: socket.socket,
-        record_fd: Optional[int],
+        record: Optional[RecordingFile],
         now: Callable[[], float],
     ) -> None:
         self.process = process
         self.link = link
         self.control = control
-        self.record_fd = record_fd
+        self.record = record
         self.now = now
         self.stopped_reason: Optional[str] = None
         """Why observation stopped while forwarding went on, if it did."""
@@ -92,19 +130,20 @@ class ObservingProcess:
 
     @classmethod
     async def start(
-        cls, setup: ObserverSetup, record_fd: Optional[int], now: Callable[[], float]
+        cls, setup: ObserverSetup, record: Optional[RecordingFile], now: Callable[[], float]
     ) -> ObservingProcess:
         """Start the observing process and wait until it is ready. Raises ObserverStartError."""
         read_fd, write_fd = os.pipe()
         with contextlib.suppress(OSError, AttributeError):
             fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
         ours, theirs = socket.socketpair()
-        passed = [read_fd, theirs.fileno()] + ([] if record_fd is None else [record_fd])
+        record_fd = -1 if record is None else record.write_fd
+        passed = [read_fd, theirs.fileno()] + ([] if record is None else [record_fd])
         group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
         try:
             process = await trio.lowlevel.open_process(
                 [sys.executable, "-m", "golem_proxy.live.observing", str(read_fd),
-                 str(theirs.fileno()), str(-1 if record_fd is None else record_fd)],
+                 str(theirs.fileno()), str(record_fd)],
                 pass_fds=passed,
                 stdin=subprocess.DEVNULL,
                 **group,  # type: ignore[arg-type]
@@ -117,7 +156,7 @@ class ObservingProcess:
         finally:
             theirs.close()
         os.close(read_fd)
-        observing = cls(process, ObserverLink(write_fd), ours, record_fd, now)
+        observing = cls(process, ObserverLink(write_fd), ours, record, now)
         try:
             await observing._handshake(setup)
         except BaseException:
@@ -160,9 +199,9 @@ class ObservingProcess:
         self.link.stop()
         sys.stderr.write(f"golem-proxy: observation stopped ({why}); forwarding goes on\n")
         sys.stderr.flush()
-        if self.record_fd is not None:
+        if self.record is not None:
             try:
-                end_recording(self.record_fd, self.now(), f"observation stopped: {why}")
+                end_recording(self.record, self.now(), f"observation stopped: {why}")
             except OSError as exc:
                 sys.stderr.write(f"golem-proxy: the recording could not be ended ({exc})\n")
 
@@ -200,10 +239,9 @@ class ObservingProcess:
 
     def _close(self) -> None:
         self.control.close()
-        if self.record_fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.record_fd)
-            self.record_fd = None
+        if self.record is not None:
+            self.record.close()
+            self.record = None
 
 
 def _exit_reason(code: int) -> str:
@@ -216,17 +254,17 @@ def _exit_reason(code: int) -> str:
     return f"the observing process exited with status {code}"
 
 
-def end_recording(fd: int, t: float, detail: str) -> None:
-    """Append the line that says observation stopped to the recording open on ``fd``, which
-    the observing process wrote until it died: an unfinished last line is cut off first (a
-    reader would take it for a damaged line once another follows it), and the line takes the
-    next ``seq``. Raises OSError."""
-    size = os.fstat(fd).st_size
-    with open(f"/proc/self/fd/{fd}", "rb") as recording:  # the same file, open for reading
+def end_recording(record: RecordingFile, t: float, detail: str) -> None:
+    """Append the line that says observation stopped to the recording, which the observing
+    process wrote until it died: an unfinished last line is cut off first (a reader would take
+    it for a damaged line once another follows it), and the line takes the next ``seq``.
+    Raises OSError."""
+    size = os.fstat(record.read_fd).st_size
+    with open(os.dup(record.read_fd), "rb") as recording:
         end, last_seq = _last_line(recording, size)
-    os.ftruncate(fd, end)
+    os.ftruncate(record.write_fd, end)
     line = {"seq": last_seq + 1, "t": round(t, 6), "kind": STOPPED_KIND, "detail": detail}
-    os.pwrite(fd, json.dumps(line, separators=(",", ":")).encode() + b"\n", end)
+    os.pwrite(record.write_fd, json.dumps(line, separators=(",", ":")).encode() + b"\n", end)
 
 
 def _last_line(recording: IO[bytes], size: int, block: int = 65536) -> tuple[int, int]:
