@@ -57,13 +57,14 @@ STOPPED_KIND = "observation-stopped"
 know it skip it)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class RecordingFile:
     """The recording as the forwarding process holds it: the descriptor the observing process
     writes through (shared with it), and one to read it back, to end it if that process dies."""
 
     write_fd: int
     read_fd: int
+    closed: bool = False
 
     @classmethod
     def create(cls, path: str, *, overwrite: bool = False) -> RecordingFile:
@@ -83,6 +84,10 @@ class RecordingFile:
         return cls(write_fd, read_fd)
 
     def close(self) -> None:
+        """Close both descriptors (once: a number closed twice may be another file's by then)."""
+        if self.closed:
+            return
+        self.closed = True
         for fd in (self.write_fd, self.read_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -190,16 +195,17 @@ class ObservingProcess:
         if not self._finishing:
             self.observation_stopped(_exit_reason(code))
 
-    def observation_stopped(self, why: str) -> None:
-        """The observing process is gone while forwarding goes on: say so once on stderr and
-        end the recording with a line saying so."""
+    def observation_stopped(self, why: str, *, forwarding: bool = True) -> None:
+        """The observing process is gone (while forwarding goes on, unless ``forwarding`` is
+        False: at the end): say so once on stderr and end the recording with a line saying so."""
         if self.stopped_reason is not None:
             return
         self.stopped_reason = why
         self.link.stop()
-        sys.stderr.write(f"golem-proxy: observation stopped ({why}); forwarding goes on\n")
+        goes_on = "; forwarding goes on" if forwarding else ""
+        sys.stderr.write(f"golem-proxy: observation stopped ({why}){goes_on}\n")
         sys.stderr.flush()
-        if self.record is not None:
+        if self.record is not None and not self.record.closed:
             try:
                 end_recording(self.record, self.now(), f"observation stopped: {why}")
             except OSError as exc:
@@ -213,35 +219,44 @@ class ObservingProcess:
         self._finishing = True
         if not self.link.gone:
             await self.link.flush_within(handing_on)
-        os.close(self.link.writer.fd)
-        self.link.stop()
+        self._close_pipe()
         with trio.move_on_after(deciding + STOP_GRACE):
             code = await self.process.wait()
-            if code != 0 and self.stopped_reason is None:
-                self.observation_stopped(_exit_reason(code))
+            if code != 0:
+                self.observation_stopped(_exit_reason(code), forwarding=False)
             self._close()
             return
-        await self.kill()
-        self.observation_stopped("the observing process did not finish in time and was killed")
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        with trio.CancelScope(shield=True):
+            await self.process.wait()
+        self.observation_stopped(
+            "the observing process did not finish in time and was killed", forwarding=False
+        )
+        self._close()
 
     async def kill(self) -> None:
-        """Kill the observing process and wait for it (a failed start, a stop past its time)."""
+        """Kill the observing process and wait for it (a start that failed: the recording is
+        its owner's to close)."""
         self._finishing = True
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
         with trio.CancelScope(shield=True):
             await self.process.wait()
+        self._close_pipe()
+        self.control.close()
+
+    def _close_pipe(self) -> None:
+        self.link.stop()
         if self.link.writer.fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self.link.writer.fd)
-        self.link.stop()
-        self._close()
+            self.link.writer.fd = -1
 
     def _close(self) -> None:
         self.control.close()
         if self.record is not None:
             self.record.close()
-            self.record = None
 
 
 def _exit_reason(code: int) -> str:
