@@ -4,6 +4,7 @@ The real command line, real loopback peers, the observing process really killed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -235,6 +236,32 @@ def test_the_observer_records_what_it_was_handed_when_forwarding_is_killed(
     recording = read_recording(str(record))
     assert len(recording.exchanges()) >= 49
     assert not recording.truncated_tail
+
+
+def test_an_observer_that_does_not_finish_is_killed_and_the_recording_ended(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "stuck.jsonl"
+    with ThreadedUpstream() as upstream:
+        cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
+                              str(record), "--drain-timeout", "0.2", *CHILD)  # fmt: skip
+        (observer,) = children_of(cli.process.pid)
+        golem_calls(cli.port, [{"id": n, "method": "echo", "params": {}} for n in range(5)])
+        os.kill(observer, signal.SIGSTOP)  # it will never read the end of the pipe
+        try:
+            cli.stop()
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # killed by then, as it should be
+                os.kill(observer, signal.SIGCONT)
+    assert cli.process.returncode == 0
+    assert (
+        "golem-proxy: observation stopped (the observing process did not finish in time and "
+        "was killed)" in cli.stderr.splitlines()
+    )
+    assert process_gone(observer)
+    lines = record.read_bytes().splitlines()
+    assert json.loads(lines[-1])["kind"] == STOPPED_KIND
+    read_recording(str(record))
 
 
 @pytest.mark.parametrize("cut", [b"", b'{"seq":4,"t":1.0,"kind":"fra'])
