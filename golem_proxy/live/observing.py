@@ -15,6 +15,7 @@ dies, and decoding what is left takes at most the drain timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
@@ -45,6 +46,8 @@ from .tap import ConnectionTap
 __all__ = ["HandoffSource", "main"]
 
 READ_SIZE = 1024 * 1024
+NICENESS = 10
+"""How much lower this process's scheduling priority is than the forwarding process's."""
 GATHER = 0.005
 """Seconds the records of a quiet pipe gather before they are read."""
 LENGTH = struct.Struct("!I")
@@ -209,6 +212,11 @@ async def _observe(
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Observe one session (see the module docstring); returns the exit code."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):
+        # Forwarding first, also when the machine has no core to spare: the scheduler gives
+        # this process what the forwarding one leaves (a gap is recorded when that is too
+        # little, as in one process), never the other way round.
+        os.nice(NICENESS)
     pipe_fd, control_fd, record_fd = (int(arg) for arg in (argv or sys.argv[1:]))
     control = socket.socket(fileno=control_fd)
     try:
