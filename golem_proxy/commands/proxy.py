@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import signal
 import sys
 from collections.abc import Mapping
 from typing import Optional
@@ -20,18 +19,15 @@ from golem_core.profiles import PROFILES, Profile, get_profile
 from ..analysis.filters import FilterError, parse_filter
 from ..live.faults import FaultPlan, FaultSpecError
 from ..live.intercept import InterceptEngine, route_scope
-from ..live.intercept_console import InterceptConsole
 from ..live.log import Verbosity
 from ..live.log_output import DEFAULT_MAX_LINES, TerminalOutput
 from ..live.observer import DEFAULT_BUDGET
 from ..live.relay import ProxyOptions
-from ..live.session import ProxySession, SessionConfig
+from ..live.session import SessionConfig
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
 from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
 from ..table_layout import terminal_width
-from ..terminal import safe_text
-from ._bound_routes import environment_hint, print_routes, warn_of_silent_upstreams
 from ._common import (
     CATALOGUE_HELP,
     CATALOGUE_METAVAR,
@@ -43,6 +39,11 @@ from ._common import (
     seconds_arg,
 )
 from ._live_tui import serve_with_tui, startup_error
+from ._proxy_serve import serve, serve_forwarding
+
+IN_PROCESS = "in-process"
+CHILD_PROCESS = "child-process"
+OBSERVER_PLACES = (IN_PROCESS, CHILD_PROCESS)
 
 NAME = "proxy"
 HELP = "Run the proxy: forward byte for byte, decode on the side, log and record."
@@ -79,6 +80,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tui",
         action="store_true",
         help="show the session in the terminal UI instead of the log",
+    )
+    parser.add_argument(
+        "--observer",
+        choices=OBSERVER_PLACES,
+        default=IN_PROCESS,
+        help="where decoding, the log and the recording run: in-process (the default: with "
+        "forwarding, yielding to it) or child-process (a process of its own, on another core, "
+        "fed every forwarded chunk through a pipe; not with --tui, --fault, --intercept or "
+        "--enforce-limits, which decode on the forwarding path)",
     )
     add_session_arguments(parser)
 
@@ -274,6 +284,9 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         verbosity=verbosity_of(args),
     )
+    child = args.observer == CHILD_PROCESS
+    if child:
+        _check_child_observer(args)
     if args.tui:
         return serve_with_tui(config, errors)
     # The log writes through a queue and a thread of its own: a terminal or pipe that stops
@@ -281,7 +294,10 @@ def run(args: argparse.Namespace) -> int:
     output = TerminalOutput(sys.stdout, max_lines=args.log_buffer)
     console = config.console = output.console()
     try:
-        summary = trio.run(_serve, config, console)
+        if child:
+            summary = trio.run(serve_forwarding, config, console, args.log_buffer)
+        else:
+            summary = trio.run(serve, config, console)
     except BaseException as exc:
         failed = startup_error(exc)
         if failed is None:
@@ -290,9 +306,26 @@ def run(args: argparse.Namespace) -> int:
     finally:
         output.close()
     # On stderr, as replay's: it stays in sight when the log goes to a file. Folded to a
-    # terminal's width; one line in a pipe or a file.
-    errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
+    # terminal's width; one line in a pipe or a file. (The observing process prints its own.)
+    if summary:
+        errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
     return 0
+
+
+def _check_child_observer(args: argparse.Namespace) -> None:
+    """Refuse what the observing process cannot do yet: the options that decode on the
+    forwarding path, and the TUI. Raises CommandError."""
+    for given, option in (
+        (args.tui, "--tui"),
+        (args.fault, "--fault"),
+        (args.intercept is not None, "--intercept"),
+        (args.enforce_limits, "--enforce-limits"),
+    ):
+        if given:
+            raise CommandError(
+                f"--observer {CHILD_PROCESS} does not take {option}",
+                f"it decodes in this process; use --observer {IN_PROCESS}",
+            )
 
 
 def session_options(
@@ -363,66 +396,3 @@ def _os_problem(exc: OSError, record_path: Optional[str] = None) -> str:
     if isinstance(exc, FileExistsError) and record_path is not None:
         return f"{line} (pass --overwrite to replace it)"
     return line
-
-
-async def _serve(config: SessionConfig, console: Console) -> str:
-    """Run the session until Ctrl-C or SIGTERM; returns the line it ends with."""
-    session = ProxySession(config)
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            bound = await nursery.start(session.run)
-            # Route names, paths and fault specs come from the command line: Text, not markup,
-            # so a `[` in a socket path prints as itself.
-            print_routes(console, bound)
-            await warn_of_silent_upstreams(bound)
-            hint = environment_hint(bound, config.profile)
-            if hint:
-                console.print(
-                    Text.assemble("client environment: ", (safe_text(hint), "bold")),
-                    soft_wrap=True,
-                )
-            if config.record_path:
-                console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)
-            plan = config.options.faults
-            if plan is not None:
-                rules = "; ".join(rule.spec for rule in plan.rules)
-                console.print(
-                    Text.assemble(
-                        ("faults", "bold blue"),
-                        f": {safe_text(rules)} (seed {plan.seed}: "
-                        f"reproduce with --fault-seed {plan.seed})",
-                    ),
-                    soft_wrap=True,
-                )
-            commands_scope = trio.CancelScope()
-            engine = config.options.intercept
-            if engine is not None:
-                limit = f", at most {engine.timeout:g} s" if engine.timeout else ""
-                console.print(
-                    Text.assemble(
-                        ("intercept", "bold blue"),
-                        f": {safe_text(str(engine.filter))} (held until decided{limit}; "
-                        "type ? and Enter for the commands)",
-                    ),
-                    soft_wrap=True,
-                )
-                nursery.start_soon(
-                    _take_commands, InterceptConsole(engine), console, commands_scope
-                )
-            console.print(Text("Ctrl-C to stop", "dim"))
-            async for _ in signals:
-                console.print(Text("stopping: listeners closed, draining connections…", "dim"))
-                commands_scope.cancel()
-                session.stop()
-                break
-            # Connections drain, then the log catches up: each gets the drain timeout.
-            drain = config.options.drain_timeout
-            nursery.cancel_scope.deadline = trio.current_time() + 2 * drain + 5
-    return session.summary()
-
-
-async def _take_commands(
-    commands: InterceptConsole, console: Console, scope: trio.CancelScope
-) -> None:
-    with scope:
-        await commands.run(lambda text: console.print(text, soft_wrap=True))

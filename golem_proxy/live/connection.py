@@ -2,8 +2,9 @@
 
 It owns how a direction ends (end of stream, half-close, reset, a side that went away), why
 the connection ended, how each socket is closed (a clean FIN, or a reset where the peer would
-have seen one without the proxy), and the one way forwarded bytes reach the observer. The
-plain pumps (`relay`) and the faulted pumps (`fault_relay`) both use it.
+have seen one without the proxy), and the one way forwarded bytes reach the observer (in this
+process, or through the handoff to an observing process of its own). The plain pumps
+(`relay`) and the faulted pumps (`fault_relay`) both use it.
 
 Transparency rules, so that a client sees through the proxy what it would see directly:
 
@@ -32,6 +33,7 @@ from ..events import ConnectionClosed, Direction, Event
 from ..net.addresses import Route
 from ..net.listeners import close_abortively
 from .observer import Observer
+from .observer_link import ObserverLink
 from .tap import ConnectionTap, TapVerdict
 
 __all__ = ["Connection", "other"]
@@ -55,6 +57,9 @@ class Connection:
     observer: Optional[Observer] = None
     inline: bool = False
     """Decode on the forwarding path (``--enforce-limits``) instead of through the observer."""
+    link: Optional[ObserverLink] = None
+    """Hand forwarded bytes to the observing process instead (``--observer child-process``):
+    no tap in this process."""
     sent: dict[Direction, int] = field(default_factory=lambda: {Direction.C2S: 0, Direction.S2C: 0})
     eof: dict[Direction, bool] = field(
         default_factory=lambda: {Direction.C2S: False, Direction.S2C: False}
@@ -88,6 +93,9 @@ class Connection:
     def observe(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
         """Hand forwarded bytes (``b""``: end of stream) to inspection. Never blocks; returns
         a verdict only when decoding inline (``--enforce-limits``)."""
+        if self.link is not None:
+            self.link.data(self.conn, direction, data, t)
+            return None
         tap = self.tap
         if tap is None:
             return None
@@ -115,6 +123,9 @@ class Connection:
         self, closed: ConnectionClosed, publish: Callable[[ConnectionClosed], None]
     ) -> None:
         """Report the close after everything this connection forwarded was decoded."""
+        if self.link is not None:
+            self.link.publish(closed)
+            return
         if self.observer is None or self.inline:
             publish(closed)
             return

@@ -1,17 +1,20 @@
 """The handoff: what the forwarding side hands the observing side, as records on a pipe.
 
-The first piece of observation in a process of its own (docs/architecture.md, issue 25); the
-relay does not use it yet. `HandoffWriter` is the forwarding side: it writes to a non-blocking
-pipe and never waits. When the pipe is full, forwarded bytes are not queued but counted per
-connection and direction, and a ``LOST`` record says how many once the pipe has room again, so
-the observing side records a gap, never a stall. The records that describe connections
-(``OPENED``, ``END``, ``CLOSED``) are small and are never dropped: they wait, in order, for room.
+Observation in a process of its own (docs/architecture.md, issue 25): the relay of
+``proxy --observer child-process`` hands every forwarded chunk on through it (observer_link.py).
+`HandoffWriter` is the forwarding side: it writes to a non-blocking pipe and never waits. When
+the pipe is full, forwarded chunks wait in order up to a bounded ``backlog`` (references to the
+chunks, not copies); past it they are not queued but counted per connection and direction, and
+a ``LOST`` record says how many once the pipe has room again, so the observing side records a
+gap, never a stall. The records that describe connections (``OPENED``, ``END``, ``CLOSED``)
+and other events (``EVENT``) are small and are never dropped: they wait, in order, for room.
 When the reading side is gone (``EPIPE``), the writer says so (`gone`) and drops everything.
 
 `RecordReader` is the observing side, sans-IO: ``receive_data(bytes)``, then `next_record()`
 until it returns None. A record is a fixed header (kind, connection, direction, time, length)
-and then ``length`` bytes (the data, or for ``OPENED`` and ``CLOSED`` a UTF-8 description);
-for ``LOST``, ``length`` is the number of bytes lost and nothing follows.
+and then ``length`` bytes (the data, or for ``OPENED``, ``CLOSED`` and ``EVENT`` a description
+of the event: the proxy's observer link sends the event itself, pickled, since both ends are
+the same program); for ``LOST``, ``length`` is the number of bytes lost and nothing follows.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import enum
 import os
 import struct
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 __all__ = ["HandoffError", "HandoffWriter", "Kind", "Record", "RecordReader", "encode"]
 
@@ -38,6 +41,8 @@ class Kind(enum.IntEnum):
     END = 3
     CLOSED = 4
     LOST = 5
+    EVENT = 6
+    """Something the forwarding side itself has to say (an upstream that went down)."""
 
 
 class HandoffError(Exception):
@@ -92,7 +97,8 @@ class RecordReader:
         end = HEADER.size + length
         if len(self._buffer) < end:
             return None
-        data = bytes(self._buffer[HEADER.size : end])
+        with memoryview(self._buffer) as view:  # one copy of the data, not two
+            data = bytes(view[HEADER.size : end])
         del self._buffer[:end]
         return Record(kind, conn, direction, t, data)
 
@@ -101,9 +107,14 @@ class HandoffWriter:
     """Writes records to ``fd`` (made non-blocking) without ever waiting; see the module
     docstring. Not thread-safe: one forwarding loop calls it."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, backlog: int = 0) -> None:
         os.set_blocking(fd, False)
         self.fd = fd
+        self.backlog = backlog
+        """Bytes of records that may wait for room, in this process, before forwarded bytes
+        are counted as lost instead: the chunks themselves, not copies (the observing side
+        may take a while over one large frame; 0: nothing waits but the events)."""
+        self.waiting_bytes = 0
         self.gone = False
         """The reading side closed the pipe: nothing is handed on any more."""
         self.lost_total = 0
@@ -118,24 +129,37 @@ class HandoffWriter:
         key = (conn, direction)
         if key in self._lost:
             self._queue_lost(key)
-        if not self.flush() or not self._write(encode(Record(Kind.DATA, conn, direction, t, data))):
-            size, first_t = self._lost.get(key, (0, t))
-            self._lost[key] = (size + len(data), first_t)
-            self.lost_total += len(data)
-            return False
-        return True
+        header = HEADER.pack(Kind.DATA, conn, direction, t, len(data))
+        if self.flush() and self._write_data(header, data):
+            return True
+        if not self.gone and self.waiting_bytes + len(header) + len(data) <= self.backlog:
+            self._wait(memoryview(header))
+            self._wait(memoryview(data))
+            return True
+        size, first_t = self._lost.get(key, (0, t))
+        self._lost[key] = (size + len(data), first_t)
+        self.lost_total += len(data)
+        return False
 
-    def event(self, kind: Kind, conn: int, direction: int, t: float, text: str = "") -> None:
-        """A connection's ``OPENED``, ``END`` or ``CLOSED``: never dropped (unless the reader is
-        gone), written after the losses it follows."""
+    @property
+    def waiting(self) -> bool:
+        """Records wait for room in the pipe (`flush` when it is writable again)."""
+        return bool(self._waiting) and not self.gone
+
+    def event(
+        self, kind: Kind, conn: int, direction: int, t: float, text: Union[str, bytes] = ""
+    ) -> None:
+        """A connection's ``OPENED``, ``END`` or ``CLOSED``, or an ``EVENT``: never dropped
+        (unless the reader is gone), written after the losses of its connection it follows."""
         if kind in (Kind.DATA, Kind.LOST):
             raise ValueError(f"{kind.name} is not an event")
         if self.gone:
             return
         for key in [k for k in self._lost if k[0] == conn]:
             self._queue_lost(key)
-        record = encode(Record(kind, conn, direction, t, text.encode("utf-8", "replace")))
-        self._waiting.append(memoryview(record))
+        data = text.encode("utf-8", "replace") if isinstance(text, str) else text
+        record = encode(Record(kind, conn, direction, t, data))
+        self._wait(memoryview(record))
         self.flush()
 
     def flush(self) -> bool:
@@ -143,15 +167,20 @@ class HandoffWriter:
         while self._waiting and not self.gone:
             head = self._waiting[0]
             written = self._write_some(head)
+            self.waiting_bytes -= written
             if written < len(head):
                 self._waiting[0] = head[written:]
                 return False
             self._waiting.popleft()
         return not self._waiting and not self.gone
 
+    def _wait(self, view: memoryview) -> None:
+        self._waiting.append(view)
+        self.waiting_bytes += len(view)
+
     def _queue_lost(self, key: tuple[int, int]) -> None:
         size, t = self._lost.pop(key)
-        self._waiting.append(memoryview(encode(Record(Kind.LOST, key[0], key[1], t, lost=size))))
+        self._wait(memoryview(encode(Record(Kind.LOST, key[0], key[1], t, lost=size))))
 
     def _write(self, record: bytes) -> bool:
         """Write a whole record, or none of it; a part written waits to be finished."""
@@ -159,8 +188,33 @@ class HandoffWriter:
         if written == 0:
             return False
         if written < len(record):
-            self._waiting.append(memoryview(record)[written:])
+            self._wait(memoryview(record)[written:])
         return True
+
+    def _write_data(self, header: bytes, data: bytes) -> bool:
+        """`_write` for a ``DATA`` record, without copying the chunk into a record first."""
+        if self.gone:
+            return False
+        try:
+            written = os.writev(self.fd, (header, data))
+        except BlockingIOError:
+            return False
+        except OSError:
+            self._gone()
+            return False
+        if written == 0:
+            return False
+        if written < len(header):
+            self._wait(memoryview(header)[written:])
+            self._wait(memoryview(data))
+        elif written < len(header) + len(data):
+            self._wait(memoryview(data)[written - len(header) :])
+        return True
+
+    def _gone(self) -> None:
+        self.gone = True
+        self._waiting.clear()
+        self.waiting_bytes = 0
 
     def _write_some(self, view: memoryview) -> int:
         if self.gone:
@@ -170,6 +224,5 @@ class HandoffWriter:
         except BlockingIOError:
             return 0
         except (BrokenPipeError, OSError):
-            self.gone = True
-            self._waiting.clear()
+            self._gone()
             return 0

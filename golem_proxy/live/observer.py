@@ -192,6 +192,11 @@ class Observer:
         self.work += cost
         self._wakeup.set()
 
+    def lose(self, tap: ConnectionTap, direction: Direction, size: int, t: float) -> None:
+        """Note ``size`` forwarded bytes that never reached the observer (the handoff to an
+        observing process was full), in order with what was submitted before them."""
+        self._lose(tap, direction, size, t)
+
     def submit_event(self, publish: Publish, event: Event) -> None:
         """Publish ``event`` once everything queued before it has been decoded, so that a
         connection's close is never reported ahead of its last frames."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -31,12 +31,15 @@ from .faults import FaultPlan
 from .hub import EventHub
 from .intercept import InterceptEngine
 from .observer import DEFAULT_BUDGET, Observer
+from .observer_link import ObserverLink
 from .redact import Redactor
 from .resend import ResendError, Resent, resend
 from .route_gate import RouteGate, is_refusal
 from .tap import ConnectionTap, ObserveLimits
 
-__all__ = ["BoundRoute", "Proxy", "ProxyOptions"]
+__all__ = ["BoundRoute", "Proxy", "ProxyOptions", "new_tap"]
+
+Pump = Callable[[Connection, Direction, trio.CancelScope], Awaitable[None]]
 
 RECV_SIZE = 65536
 """A read's size while traffic is light (one frame of a request/response exchange)."""
@@ -104,6 +107,9 @@ class Proxy:
         self.options = options
         self.redactor = Redactor(list(options.redact)) if options.redact else None
         self.observer = Observer(options.observer_memory)
+        self.link: Optional[ObserverLink] = None
+        """With an observing process of its own (``--observer child-process``): what every
+        connection's bytes and every event are handed to, instead of `observer` and `hub`."""
         self.bound: list[BoundRoute] = []
         self.start_time = 0.0
         self._gates: list[RouteGate] = []
@@ -114,8 +120,15 @@ class Proxy:
         self._request_ids = profile.request_ids()
         """Fresh ids for requests sent again (`resend`), one source for the session."""
         self._live: set[int] = set()
+        self.accepted = 0
+        """Connections accepted since the start."""
         self._all_closed = trio.Event()
         self._all_closed.set()
+
+    @property
+    def idle(self) -> bool:
+        """Every byte forwarded so far is decoded and its events published."""
+        return self.observer.idle
 
     @property
     def live_connections(self) -> int:
@@ -130,7 +143,10 @@ class Proxy:
         return trio.current_time() - self.start_time
 
     def publish(self, event: Event) -> None:
-        self.hub.publish(event, self.now())
+        if self.link is not None:
+            self.link.publish(event)
+        else:
+            self.hub.publish(event, self.now())
 
     async def bind(self) -> list[BoundRoute]:
         """Open every listener (once). Raises ListenError saying which one failed."""
@@ -214,6 +230,7 @@ class Proxy:
         self, client: trio.SocketStream, route: Route, gate: Optional[RouteGate] = None
     ) -> None:
         conn = Connection(next(self._ids), route, client)
+        self.accepted += 1
         self._live.add(conn.conn)
         self._all_closed = trio.Event() if self._all_closed.is_set() else self._all_closed
         self.publish(
@@ -241,11 +258,16 @@ class Proxy:
 
     async def _relay(self, conn: Connection) -> None:
         assert conn.upstream is not None
+        conn.last_activity = trio.current_time()
+        conn.hold_idle_fin = not self.profile.clients_read_past_answers
+        if self.link is not None:
+            # Observed in a process of its own: this one only forwards (see observer_link).
+            conn.link = self.link
+            await self._pump_both(conn, self._pump)
+            return
         conn.tap = self._tap(conn.conn, conn.route.name)
         conn.observer = self.observer
         conn.inline = self.options.enforce_limits
-        conn.hold_idle_fin = not self.profile.clients_read_past_answers
-        conn.last_activity = trio.current_time()
         pump = self._pump
         name = conn.route.name
         plan = self.options.faults
@@ -260,6 +282,11 @@ class Proxy:
             pump = FaultRelay(
                 self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept
             ).pump
+        await self._pump_both(conn, pump)
+
+    async def _pump_both(self, conn: Connection, pump: Pump) -> None:
+        """Forward both directions until the connection ends; then end, for the observer, a
+        direction that ended without EOF."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pump, conn, Direction.C2S, nursery.cancel_scope)
             nursery.start_soon(pump, conn, Direction.S2C, nursery.cancel_scope)
@@ -306,14 +333,26 @@ class Proxy:
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
                     scope.cancel()
                     return
+            observed = enforce
             try:
-                await write_all(dst, chunk)
+                try:
+                    sent = os.write(dst, chunk)  # a chunk almost always goes whole, at once
+                except BlockingIOError:
+                    sent = 0
+                if sent < len(chunk):
+                    # The rest waits for the peer to read. Hand the chunk on first: the answers
+                    # to its first part may come back meanwhile, and must not be observed
+                    # before the requests they answer (they would be orphans).
+                    if not observed:
+                        conn.observe(direction, chunk, t)
+                        observed = True
+                    await write_all(dst, chunk[sent:])
             except OSError as exc:
                 conn.sink_failed(direction, exc, scope)
                 return
             conn.sent[direction] += len(chunk)
             conn.awaiting_reply = from_client
-            if not enforce:
+            if not observed:
                 conn.observe(direction, chunk, t)
             if from_client and conn.eof[Direction.S2C]:
                 await conn.check_upstream_after_close(scope)
@@ -385,17 +424,7 @@ class Proxy:
             )
 
     def _tap(self, conn: int, route: str) -> ConnectionTap:
-        return ConnectionTap(
-            conn,
-            route,
-            self.profile,
-            self.publish,
-            catalogue=self.options.catalogue,
-            redactor=self.redactor,
-            cap=self.options.cap,
-            limits=self.options.observe,
-            annotate=self.options.annotate,
-        )
+        return new_tap(conn, route, self.profile, self.publish, self.options, self.redactor)
 
     def _finish(self, conn: Connection) -> None:
         conn.close_sockets()
@@ -403,6 +432,29 @@ class Proxy:
         self._live.discard(conn.conn)
         if not self._live:
             self._all_closed.set()
+
+
+def new_tap(
+    conn: int,
+    route: str,
+    profile: Profile,
+    publish: Callable[[Event], None],
+    options: ProxyOptions,
+    redactor: Optional[Redactor],
+) -> ConnectionTap:
+    """One connection's tap with the session's checks, redaction and limits (the relay's, and
+    the observing process's when observation runs in a process of its own)."""
+    return ConnectionTap(
+        conn,
+        route,
+        profile,
+        publish,
+        catalogue=options.catalogue,
+        redactor=redactor,
+        cap=options.cap,
+        limits=options.observe,
+        annotate=options.annotate,
+    )
 
 
 def _peer_name(stream: trio.SocketStream) -> str:

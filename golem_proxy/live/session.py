@@ -5,10 +5,11 @@ remaining event, and the recording is flushed last."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Protocol
 
 import trio
 from rich.console import Console
@@ -26,7 +27,7 @@ from .recorder import Recorder
 from .relay import BoundRoute, Proxy, ProxyOptions
 from .tally import SessionTally
 
-__all__ = ["ProxySession", "SessionConfig"]
+__all__ = ["EventSource", "ProxySession", "SessionConfig", "session_header"]
 
 Consumer = Callable[[Subscription], Awaitable[None]]
 
@@ -47,15 +48,53 @@ class SessionConfig:
     layers: tuple[RouteInfo, ...] = ()
     """Routes served outside the relay that share the session and its recording (the MCP
     stdio hop of `golem-proxy mcp`), named in the header after the relay's routes."""
+    record_fd: Optional[int] = None
+    """The recording, already open (the forwarding process opened it and keeps a copy of the
+    descriptor): written here from its header on, instead of creating ``record_path``."""
+    header: Optional[Header] = None
+    """The recording's header when another process decided it (its start time, routes)."""
+
+
+class EventSource(Protocol):
+    """Where the session's events come from: the relay (`Proxy`), or the handoff from the
+    forwarding process when observation runs in a process of its own (observing.py)."""
+
+    start_time: float
+    bound: list[BoundRoute]
+
+    async def bind(self) -> list[BoundRoute]: ...
+
+    async def unbind(self) -> None: ...
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
+    ) -> None: ...
+
+    def stop(self) -> None: ...
+
+    @property
+    def idle(self) -> bool:
+        """Everything handed to the source so far is decoded and published."""
+        ...
 
 
 class ProxySession:
     """Runs one proxy session. Call `stop()` (from the same trio run) to end it gracefully."""
 
-    def __init__(self, config: SessionConfig) -> None:
+    def __init__(
+        self, config: SessionConfig, source: Optional[Callable[[EventHub], EventSource]] = None
+    ) -> None:
         self.config = config
         self.hub = EventHub()
-        self.proxy = Proxy(config.routes, config.profile, self.hub, config.options)
+        self.proxy: Proxy
+        """The relay (not set when ``source`` gives the events: the observing process)."""
+        self.source: EventSource
+        if source is None:
+            self.proxy = self.source = Proxy(
+                config.routes, config.profile, self.hub, config.options
+            )
+        else:
+            self.source = source(self.hub)
         self.writer: Optional[RecordingWriter] = None
         self.recorder: Optional[Recorder] = None
         self.tally = SessionTally()
@@ -77,10 +116,10 @@ class ProxySession:
         # What the relay decodes while it drains comes in one burst: queue it for the
         # consumers rather than drop it, within their byte bound and STOP_LIMIT events.
         self.hub.widen(STOP_LIMIT)
-        self.proxy.stop()
+        self.source.stop()
 
     def bound_routes(self) -> list[BoundRoute]:
-        return list(self.proxy.bound)
+        return list(self.source.bound)
 
     async def run(
         self, *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
@@ -88,15 +127,20 @@ class ProxySession:
         """Serve until `stop()`; then drain and flush. Raises ListenError or OSError (for the
         recording file) before reporting started."""
         config = self.config
-        bound = await self.proxy.bind()
-        self.proxy.start_time = trio.current_time()
-        if config.record_path is not None:
+        bound = await self.source.bind()
+        self.source.start_time = trio.current_time()
+        if config.record_path is not None or config.record_fd is not None:
+            header = config.header or self._header(bound)
             try:
-                self.writer = RecordingWriter.create(
-                    config.record_path, self._header(bound), overwrite=config.overwrite
-                )
+                if config.record_fd is not None:
+                    self.writer = RecordingWriter(os.fdopen(config.record_fd, "wb"), header)
+                else:
+                    assert config.record_path is not None
+                    self.writer = RecordingWriter.create(
+                        config.record_path, header, overwrite=config.overwrite
+                    )
             except BaseException:
-                await self.proxy.unbind()
+                await self.source.unbind()
                 raise
         async with trio.open_nursery() as consumers:
             recorder = self.recorder = Recorder(self.writer) if self.writer else None
@@ -122,7 +166,7 @@ class ProxySession:
             for name, buffer, consumer in self._extra:
                 consumers.start_soon(_isolated, name, consumer(self.hub.subscribe(name, buffer)))
             try:
-                await self.proxy.serve(task_status=task_status)
+                await self.source.serve(task_status=task_status)
             finally:
                 self.hub.close()
                 if recorder is not None:
@@ -136,7 +180,7 @@ class ProxySession:
     def caught_up(self) -> bool:
         """Every byte forwarded so far is decoded and the log printed every event published
         so far: what is printed now lands after them (the demo's narration)."""
-        if not self.proxy.observer.idle:
+        if not self.source.idle:
             return False
         if self._log is None:
             return True
@@ -154,9 +198,14 @@ class ProxySession:
         return self.tally.summary(self.config.record_path, recorder.total_missed, failure)
 
     def _header(self, bound: list[BoundRoute]) -> Header:
-        routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]
-        routes.extend(self.config.layers)
-        return Header.new(self.config.profile.name, routes, self.config.options.redact)
+        return session_header(self.config, bound)
+
+
+def session_header(config: SessionConfig, bound: list[BoundRoute]) -> Header:
+    """The recording's header for a session serving ``bound`` (and its ``layers``)."""
+    routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]
+    routes.extend(config.layers)
+    return Header.new(config.profile.name, routes, config.options.redact)
 
 
 async def _isolated(name: str, consumer: Awaitable[None]) -> None:

@@ -1,0 +1,141 @@
+"""How ``golem-proxy proxy`` serves a session until Ctrl-C or SIGTERM: observing in this
+process (`serve`), or in a process of its own (`serve_forwarding`, ``--observer
+child-process``); both announce the session the same way."""
+
+from __future__ import annotations
+
+import signal
+from typing import Optional
+
+import trio
+from rich.console import Console
+from rich.text import Text
+
+from ..live.hub import EventHub
+from ..live.intercept_console import InterceptConsole
+from ..live.observer_process import ObserverSetup, ObservingProcess, RecordingFile
+from ..live.relay import BoundRoute, Proxy
+from ..live.session import ProxySession, SessionConfig, session_header
+from ..terminal import safe_text
+from ._bound_routes import environment_hint, print_routes, warn_of_silent_upstreams
+
+__all__ = ["serve", "serve_forwarding"]
+
+
+async def serve(config: SessionConfig, console: Console) -> str:
+    """Run the session until Ctrl-C or SIGTERM; returns the line it ends with."""
+    session = ProxySession(config)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            bound = await nursery.start(session.run)
+            commands_scope = await _announce(config, console, bound, nursery)
+            async for _ in signals:
+                console.print(Text("stopping: listeners closed, draining connections…", "dim"))
+                commands_scope.cancel()
+                session.stop()
+                break
+            # Connections drain, then the log catches up: each gets the drain timeout.
+            drain = config.options.drain_timeout
+            nursery.cancel_scope.deadline = trio.current_time() + 2 * drain + 5
+    return session.summary()
+
+
+async def serve_forwarding(config: SessionConfig, console: Console, log_buffer: int) -> str:
+    """``--observer child-process``: forward here, observe in a process of its own
+    (live/observer_process.py) until Ctrl-C or SIGTERM. Returns an empty line (the observing
+    process prints the summary), or, when observation stopped early, what is known here."""
+    proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
+    bound = await proxy.bind()
+    proxy.start_time = trio.current_time()
+    record: Optional[RecordingFile] = None
+    try:
+        header = None
+        if config.record_path is not None:
+            header = session_header(config, bound)
+            # The observing process writes it; this one keeps its descriptors to end it with
+            # a line of its own if that process dies (live/observer_process.py).
+            record = RecordingFile.create(config.record_path, overwrite=config.overwrite)
+        setup = ObserverSetup(
+            config.profile.name, tuple(bound), config.options, header, config.record_path,
+            config.verbosity, log_buffer,
+        )  # fmt: skip
+        observing = await ObservingProcess.start(setup, record, proxy.now)
+    except BaseException:
+        if record is not None:
+            record.close()
+        await proxy.unbind()
+        raise
+    proxy.link = observing.link
+    drain = config.options.drain_timeout
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as watching:
+            watching.start_soon(observing.watch)
+            async with trio.open_nursery() as serving:
+                await serving.start(proxy.serve)
+                await _announce(config, console, bound, serving)
+                async for _ in signals:
+                    console.print(Text("stopping: listeners closed, draining connections…", "dim"))
+                    proxy.stop()
+                    break
+                serving.cancel_scope.deadline = trio.current_time() + drain + 5
+            watching.cancel_scope.cancel()
+        # The observing process decodes what is left, then its log catches up: each gets the
+        # drain timeout, as in one process.
+        await observing.finish(handing_on=drain, deciding=2 * drain)
+    if observing.stopped_reason is None:
+        return ""
+    return (
+        f"forwarded {proxy.accepted} connections; observation stopped early "
+        f"({observing.stopped_reason}); the recording ends where it did"
+    )
+
+
+async def _announce(
+    config: SessionConfig, console: Console, bound: list[BoundRoute], nursery: trio.Nursery
+) -> trio.CancelScope:
+    """Print where the session listens and what it does; start reading intercept commands.
+    Returns the scope that stops reading them."""
+    # Route names, paths and fault specs come from the command line: Text, not markup,
+    # so a `[` in a socket path prints as itself.
+    print_routes(console, bound)
+    await warn_of_silent_upstreams(bound)
+    hint = environment_hint(bound, config.profile)
+    if hint:
+        console.print(
+            Text.assemble("client environment: ", (safe_text(hint), "bold")),
+            soft_wrap=True,
+        )
+    if config.record_path:
+        console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)
+    plan = config.options.faults
+    if plan is not None:
+        rules = "; ".join(rule.spec for rule in plan.rules)
+        console.print(
+            Text.assemble(
+                ("faults", "bold blue"),
+                f": {safe_text(rules)} (seed {plan.seed}: reproduce with --fault-seed {plan.seed})",
+            ),
+            soft_wrap=True,
+        )
+    commands_scope = trio.CancelScope()
+    engine = config.options.intercept
+    if engine is not None:
+        limit = f", at most {engine.timeout:g} s" if engine.timeout else ""
+        console.print(
+            Text.assemble(
+                ("intercept", "bold blue"),
+                f": {safe_text(str(engine.filter))} (held until decided{limit}; "
+                "type ? and Enter for the commands)",
+            ),
+            soft_wrap=True,
+        )
+        nursery.start_soon(_take_commands, InterceptConsole(engine), console, commands_scope)
+    console.print(Text("Ctrl-C to stop", "dim"))
+    return commands_scope
+
+
+async def _take_commands(
+    commands: InterceptConsole, console: Console, scope: trio.CancelScope
+) -> None:
+    with scope:
+        await commands.run(lambda text: console.print(text, soft_wrap=True))

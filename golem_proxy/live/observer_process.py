@@ -1,0 +1,308 @@
+"""The forwarding process's side of ``--observer child-process``: starting the observing process
+(observing.py), handing it the session through an `ObserverLink`, and what happens when it
+stops.
+
+The child is ``python -m golem_proxy.live.observing``, in a process group of its own (a Ctrl-C
+is the forwarding process's: it drains, then closes the pipe, and the child finishes). It gets
+the handoff pipe's read end, a control socket (the setup goes out on it, ``ready`` comes back
+before any client is accepted) and the recording's descriptor, which both processes share.
+
+When the child dies while the session runs, forwarding goes on: one line on stderr, nothing is
+handed on any more, and the recording gets a last line saying observation stopped there
+(`end_recording`): a line cut by the death is cut off first, so every reader still reads the
+file, and the line takes the next ``seq``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import IO, Callable, Optional
+
+import trio
+
+from ..recording.files import open_private
+from ..recording.format import Header
+from .log import Verbosity
+from .observer_link import ObserverLink
+from .relay import BoundRoute, ProxyOptions
+
+__all__ = [
+    "ObserverSetup",
+    "ObserverStartError",
+    "ObservingProcess",
+    "RecordingFile",
+    "end_recording",
+]
+
+PIPE_SIZE = 1024 * 1024
+"""The handoff pipe's buffer (``F_SETPIPE_SZ``; the default 64 KiB fills with one read)."""
+START_TIMEOUT = 30.0
+"""How long the observing process may take to say it is ready (an interpreter starting on a
+busy machine)."""
+STOP_GRACE = 5.0
+"""After the drain timeouts, how long the observing process may take to exit before it is
+killed."""
+STOPPED_KIND = "observation-stopped"
+"""The recording line that ends a recording whose observing process died (readers that do not
+know it skip it)."""
+
+
+@dataclass
+class RecordingFile:
+    """The recording as the forwarding process holds it: the descriptor the observing process
+    writes through (shared with it), and one to read it back, to end it if that process dies."""
+
+    write_fd: int
+    read_fd: int
+    closed: bool = False
+
+    @classmethod
+    def create(cls, path: str, *, overwrite: bool = False) -> RecordingFile:
+        """Create ``path`` as a recording is created (mode 0600, no symlink followed; without
+        ``overwrite`` it must not exist). Raises OSError."""
+        with open_private(path, overwrite=overwrite) as stream:
+            write_fd = os.dup(stream.fileno())
+        try:
+            read_fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            written, read = os.fstat(write_fd), os.fstat(read_fd)
+            if (written.st_dev, written.st_ino) != (read.st_dev, read.st_ino):
+                os.close(read_fd)
+                raise OSError(f"{path}: replaced while it was being opened")
+        except BaseException:
+            os.close(write_fd)
+            raise
+        return cls(write_fd, read_fd)
+
+    def close(self) -> None:
+        """Close both descriptors (once: a number closed twice may be another file's by then)."""
+        if self.closed:
+            return
+        self.closed = True
+        for fd in (self.write_fd, self.read_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class ObserverStartError(OSError):
+    """The observing process did not start (or died before it was ready)."""
+
+
+@dataclass(frozen=True)
+class ObserverSetup:
+    """What the observing process needs of the session, sent pickled on the control socket."""
+
+    profile: str
+    bound: tuple[BoundRoute, ...]
+    options: ProxyOptions
+    header: Optional[Header]
+    record_path: Optional[str]
+    verbosity: Verbosity
+    log_buffer: int
+    log: bool = True
+    """Print the log on stdout (else events are only recorded)."""
+
+
+class ObservingProcess:
+    """One observing process and the link to it. `start`, then run `watch` in a nursery
+    while the relay serves, then `finish`."""
+
+    def __init__(
+        self,
+        process: trio.Process,
+        link: ObserverLink,
+        control: socket.socket,
+        record: Optional[RecordingFile],
+        now: Callable[[], float],
+    ) -> None:
+        self.process = process
+        self.link = link
+        self.control = control
+        self.record = record
+        self.now = now
+        self.stopped_reason: Optional[str] = None
+        """Why observation stopped while forwarding went on, if it did."""
+        self._finishing = False
+
+    @classmethod
+    async def start(
+        cls, setup: ObserverSetup, record: Optional[RecordingFile], now: Callable[[], float]
+    ) -> ObservingProcess:
+        """Start the observing process and wait until it is ready. Raises ObserverStartError."""
+        read_fd, write_fd = os.pipe()
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
+        ours, theirs = socket.socketpair()
+        record_fd = -1 if record is None else record.write_fd
+        passed = [read_fd, theirs.fileno()] + ([] if record is None else [record_fd])
+        group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+        try:
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "golem_proxy.live.observing", str(read_fd),
+                 str(theirs.fileno()), str(record_fd)],
+                pass_fds=passed,
+                stdin=subprocess.DEVNULL,
+                **group,  # type: ignore[arg-type]
+            )  # fmt: skip
+        except OSError as exc:
+            for fd in (read_fd, write_fd):
+                os.close(fd)
+            ours.close()
+            raise ObserverStartError(f"the observing process did not start: {exc}") from None
+        finally:
+            theirs.close()
+        os.close(read_fd)
+        observing = cls(process, ObserverLink(write_fd), ours, record, now)
+        try:
+            await observing._handshake(setup)
+        except BaseException:
+            await observing.kill()
+            raise
+        return observing
+
+    async def _handshake(self, setup: ObserverSetup) -> None:
+        data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
+        control = trio.socket.from_stdlib_socket(self.control)
+        answer = b""
+        with trio.move_on_after(START_TIMEOUT):
+            await control.send(struct.pack("!I", len(data)) + data)
+            while not answer.endswith(b"\n"):
+                chunk = await control.recv(64)
+                if not chunk:
+                    break
+                answer += chunk
+        if answer != b"ready\n":
+            code = self.process.poll()
+            why = "no answer in time" if code is None else _exit_reason(code)
+            raise ObserverStartError(f"the observing process did not start ({why})")
+
+    async def watch(self) -> None:
+        """Until cancelled: hand on what waited for room in the pipe, and notice the observing
+        process dying (then `observation_stopped`)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.link.keep_flushing)
+            code = await self.process.wait()
+            nursery.cancel_scope.cancel()
+        if not self._finishing:
+            self.observation_stopped(_exit_reason(code))
+
+    def observation_stopped(self, why: str, *, forwarding: bool = True) -> None:
+        """The observing process is gone (while forwarding goes on, unless ``forwarding`` is
+        False: at the end): say so once on stderr and end the recording with a line saying so."""
+        if self.stopped_reason is not None:
+            return
+        self.stopped_reason = why
+        self.link.stop()
+        goes_on = "; forwarding goes on" if forwarding else ""
+        sys.stderr.write(f"golem-proxy: observation stopped ({why}){goes_on}\n")
+        sys.stderr.flush()
+        if self.record is not None and not self.record.closed:
+            try:
+                end_recording(self.record, self.now(), f"observation stopped: {why}")
+            except OSError as exc:
+                sys.stderr.write(f"golem-proxy: the recording could not be ended ({exc})\n")
+
+    async def finish(self, handing_on: float, deciding: float) -> None:
+        """At the end of the session (the relay drained): hand on what waits (at most
+        ``handing_on`` seconds), close the pipe so that the observing process decodes what is
+        left and writes its closing lines, and wait for it to exit (``deciding`` seconds plus
+        `STOP_GRACE`; then it is killed and the recording ended here)."""
+        self._finishing = True
+        if not self.link.gone:
+            await self.link.flush_within(handing_on)
+        self._close_pipe()
+        with trio.move_on_after(deciding + STOP_GRACE):
+            code = await self.process.wait()
+            if code != 0:
+                self.observation_stopped(_exit_reason(code), forwarding=False)
+            self._close()
+            return
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        with trio.CancelScope(shield=True):
+            await self.process.wait()
+        self.observation_stopped(
+            "the observing process did not finish in time and was killed", forwarding=False
+        )
+        self._close()
+
+    async def kill(self) -> None:
+        """Kill the observing process and wait for it (a start that failed: the recording is
+        its owner's to close)."""
+        self._finishing = True
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        with trio.CancelScope(shield=True):
+            await self.process.wait()
+        self._close_pipe()
+        self.control.close()
+
+    def _close_pipe(self) -> None:
+        self.link.stop()
+        if self.link.writer.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.link.writer.fd)
+            self.link.writer.fd = -1
+
+    def _close(self) -> None:
+        self.control.close()
+        if self.record is not None:
+            self.record.close()
+
+
+def _exit_reason(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the observing process was killed by {name}"
+    return f"the observing process exited with status {code}"
+
+
+def end_recording(record: RecordingFile, t: float, detail: str) -> None:
+    """Append the line that says observation stopped to the recording, which the observing
+    process wrote until it died: an unfinished last line is cut off first (a reader would take
+    it for a damaged line once another follows it), and the line takes the next ``seq``.
+    Raises OSError."""
+    size = os.fstat(record.read_fd).st_size
+    with open(os.dup(record.read_fd), "rb") as recording:
+        end, last_seq = _last_line(recording, size)
+    os.ftruncate(record.write_fd, end)
+    line = {"seq": last_seq + 1, "t": round(t, 6), "kind": STOPPED_KIND, "detail": detail}
+    os.pwrite(record.write_fd, json.dumps(line, separators=(",", ":")).encode() + b"\n", end)
+
+
+def _last_line(recording: IO[bytes], size: int, block: int = 65536) -> tuple[int, int]:
+    """(where the last complete line ends, the ``seq`` it starts with: 0 for the header)."""
+    newlines: list[int] = []  # the last two, last first
+    position = size
+    while position > 0 and len(newlines) < 2:
+        start = max(0, position - block)
+        recording.seek(start)
+        data = recording.read(position - start)
+        at = len(data)
+        while len(newlines) < 2:
+            at = data.rfind(b"\n", 0, at)
+            if at < 0:
+                break
+            newlines.append(start + at)
+        position = start
+    if not newlines:
+        return 0, 0
+    end = newlines[0] + 1
+    recording.seek(newlines[1] + 1 if len(newlines) > 1 else 0)
+    prefix = recording.read(min(64, end)).decode("ascii", "replace")
+    if not prefix.startswith('{"seq":'):
+        return end, 0  # the header: the first event line is 1
+    digits = prefix[len('{"seq":') :].split(",", 1)[0]
+    return end, int(digits) if digits.isdigit() else 0

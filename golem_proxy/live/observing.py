@@ -1,0 +1,247 @@
+"""The observing process of ``proxy --observer child-process``: everything after forwarding.
+
+Started by the forwarding process (observer_process.py) as ``python -m golem_proxy.live.observing
+PIPE CONTROL RECORD``: it reads the session's setup from the CONTROL socket, answers ``ready``,
+then reads handoff records (handoff.py) from PIPE until end of file and does with them what
+the proxy does in one process: the same taps (decoding, pairing, checks, redaction) behind the
+same `Observer`, the same hub, recorder, log and closing summary (session.py). Only the source
+of the events differs: `HandoffSource` instead of the relay. RECORD is the recording's
+descriptor, opened by the forwarding process (``-1``: no recording).
+
+Ctrl-C is the forwarding process's to handle (this process runs in a process group of its own
+and ignores SIGINT besides): the session ends when the forwarding process closes the pipe, or
+dies, and decoding what is left takes at most the drain timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import socket
+import struct
+import sys
+from collections.abc import Sequence
+from typing import Optional
+
+import trio
+from rich.console import Console
+from rich.text import Text
+
+from golem_core.profiles import Profile, get_profile
+
+from ..events import Direction, Event
+from ..table_layout import terminal_width
+from .handoff import Kind, Record, RecordReader
+from .hub import EventHub
+from .log_output import TerminalOutput
+from .observer import Observer
+from .observer_process import ObserverSetup
+from .redact import Redactor
+from .relay import MIN_DECODE_TIME, BoundRoute, ProxyOptions, new_tap
+from .session import STOP_LIMIT, ProxySession, SessionConfig
+from .tap import ConnectionTap
+
+__all__ = ["HandoffSource", "main"]
+
+READ_SIZE = 1024 * 1024
+NICENESS = 10
+"""How much lower this process's scheduling priority is than the forwarding process's."""
+GATHER = 0.005
+"""Seconds the records of a quiet pipe gather before they are read."""
+LENGTH = struct.Struct("!I")
+
+
+class HandoffSource:
+    """The session's events from handoff records: a tap per connection behind one `Observer`,
+    which here has a core of its own, so it decodes as soon as a chunk arrives (no quiet
+    moment to wait for, no share of the time to leave to forwarding). Serves until the pipe
+    ends, then decodes what is queued within the drain timeout (the rest is a gap)."""
+
+    def __init__(
+        self,
+        hub: EventHub,
+        fd: int,
+        bound: Sequence[BoundRoute],
+        profile: Profile,
+        options: ProxyOptions,
+    ) -> None:
+        os.set_blocking(fd, False)
+        self.hub = hub
+        self.fd = fd
+        self.bound = list(bound)
+        self.profile = profile
+        self.options = options
+        self.redactor = Redactor(list(options.redact)) if options.redact else None
+        self.observer = Observer(
+            options.observer_memory,
+            quiet=0.0,
+            max_delay=0.0,
+            duty=1.0,
+            duty_behind=1.0,
+            duty_late=1.0,
+        )
+        self.start_time = 0.0
+        self.records = 0
+        self._reader = RecordReader()
+        self._taps: dict[int, ConnectionTap] = {}
+        self._now = 0.0
+
+    @property
+    def idle(self) -> bool:
+        return self.observer.idle
+
+    async def bind(self) -> list[BoundRoute]:
+        return list(self.bound)
+
+    async def unbind(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        """Nothing to do: the session ends when the forwarding process closes the pipe."""
+
+    def publish(self, event: Event) -> None:
+        self.hub.publish(event, self._now)
+
+    async def serve(
+        self, *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Read records until the pipe ends; then decode what is left (see the class)."""
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self.observer.run)
+                task_status.started(list(self.bound))
+                await self._read_until_end()
+                # What is decoded from now on comes in one burst: let the consumers queue it.
+                self.hub.widen(STOP_LIMIT)
+                nursery.cancel_scope.cancel()
+        finally:
+            self.observer.drain_now(max(self.options.drain_timeout, MIN_DECODE_TIME))
+
+    async def _read_until_end(self) -> None:
+        reader = self._reader
+        while True:
+            try:
+                chunk = os.read(self.fd, READ_SIZE)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self.fd)
+                continue
+            if not chunk:
+                return
+            reader.receive_data(chunk)
+            while True:
+                record = reader.next_record()
+                if record is None:
+                    break
+                self.records += 1
+                self._handle(record)
+            if len(chunk) < READ_SIZE:
+                # The pipe is empty: let records gather for a moment rather than wake for each
+                # (on a busy machine, every wake-up of this process is time the relay's core
+                # may lose). Well inside what the recording may trail the wire by.
+                await trio.sleep(GATHER)
+            else:
+                await trio.lowlevel.checkpoint()
+
+    def _handle(self, record: Record) -> None:
+        self._now = record.t
+        kind = record.kind
+        direction = Direction.C2S if record.direction == 0 else Direction.S2C
+        if kind is Kind.OPENED:
+            opened = pickle.loads(record.data)
+            self._taps[record.conn] = new_tap(
+                record.conn, opened.route, self.profile, self.publish, self.options, self.redactor
+            )
+            self.publish(opened)
+        elif kind is Kind.CLOSED:
+            # After everything the connection forwarded is decoded, as the relay reports it.
+            self.observer.submit_event(self.publish, pickle.loads(record.data))
+            tap = self._taps.pop(record.conn, None)
+            if tap is not None:
+                self.observer.forget(tap)
+        elif kind is Kind.EVENT:
+            self.publish(pickle.loads(record.data))
+        else:
+            tap = self._taps.get(record.conn)
+            if tap is None:
+                return  # a connection opened before a restart of this side: nothing to add to
+            if kind is Kind.DATA:
+                self.observer.submit(tap, direction, record.data, record.t)
+            elif kind is Kind.END:
+                self.observer.submit(tap, direction, b"", record.t)
+            else:
+                self.observer.lose(tap, direction, record.lost, record.t)
+
+
+def receive_setup(control: socket.socket) -> ObserverSetup:
+    """The setup the forwarding process sends first: a length, then the pickled setup.
+    Raises EOFError when the forwarding process went away before sending it."""
+    size = LENGTH.unpack(_receive_exactly(control, LENGTH.size))[0]
+    setup = pickle.loads(_receive_exactly(control, size))
+    if not isinstance(setup, ObserverSetup):
+        raise TypeError(f"not an observer setup: {type(setup).__name__}")
+    return setup
+
+
+def _receive_exactly(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise EOFError("the forwarding process went away")
+        data += chunk
+    return bytes(data)
+
+
+async def _observe(
+    config: SessionConfig, setup: ObserverSetup, pipe_fd: int, control: socket.socket
+) -> str:
+    profile = config.profile
+
+    def source(hub: EventHub) -> HandoffSource:
+        return HandoffSource(hub, pipe_fd, setup.bound, profile, setup.options)
+
+    session = ProxySession(config, source)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(session.run)
+        control.sendall(b"ready\n")
+    return session.summary()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Observe one session (see the module docstring); returns the exit code."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):
+        # Forwarding first, also when the machine has no core to spare: the scheduler gives
+        # this process what the forwarding one leaves (a gap is recorded when that is too
+        # little, as in one process), never the other way round.
+        os.nice(NICENESS)
+    pipe_fd, control_fd, record_fd = (int(arg) for arg in (argv or sys.argv[1:]))
+    control = socket.socket(fileno=control_fd)
+    try:
+        setup = receive_setup(control)
+    except EOFError:
+        return 1
+    output = TerminalOutput(sys.stdout, max_lines=setup.log_buffer)
+    config = SessionConfig(
+        routes=[bound.route for bound in setup.bound],
+        profile=get_profile(setup.profile),
+        options=setup.options,
+        record_path=setup.record_path,
+        console=output.console() if setup.log else None,
+        verbosity=setup.verbosity,
+        record_fd=record_fd if record_fd >= 0 else None,
+        header=setup.header,
+    )
+    try:
+        summary = trio.run(_observe, config, setup, pipe_fd, control)
+    finally:
+        output.close()
+    errors = Console(stderr=True, highlight=False)
+    errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Peers and process helpers for the tests of ``proxy --observer child-process``: a threaded
+echo upstream, a GOLEM client, and finding the observing process of a running proxy."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from golem_core.blocking import MessageReader
+from golem_core.messages import Message, Role
+from golem_core.profiles import GOLEM
+
+
+class EchoServer:
+    """Echoes every byte back on each connection; passes a half-close on once it has echoed
+    everything (a thread per connection, for tests that use blocking sockets)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.resets = 0
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def __enter__(self) -> EchoServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
+        self._thread.join(5)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._echo, args=(conn,), daemon=True).start()
+
+    def _echo(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                while data := conn.recv(65536):
+                    conn.sendall(data)
+                conn.shutdown(socket.SHUT_WR)
+            except ConnectionResetError:
+                self.resets += 1
+            except OSError:
+                pass
+
+
+def golem_calls(port: int, calls: list[dict[str, Any]], chunk: int = 0) -> list[Message]:
+    """Send each call on one connection, one at a time (``chunk``: in pieces of that many
+    bytes, each sent on its own); returns the answers."""
+    answers = []
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        reader = MessageReader(sock)
+        for call in calls:
+            data = GOLEM.encode(call)
+            step = chunk or len(data)
+            for start in range(0, len(data), step):
+                sock.sendall(data[start : start + step])
+            answer = reader.read_message(Role.RESPONSE)
+            assert answer is not None, f"no answer to {call}"
+            answers.append(answer)
+    return answers
+
+
+def children_of(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name is in parentheses and may hold spaces: the parent follows the last ')'.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(predicate: Any, timeout: float = 20.0, what: str = "the condition") -> None:
+    """Poll ``predicate`` until true (raises AssertionError after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie until its parent reaps it: gone as far as serving goes.
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    return True

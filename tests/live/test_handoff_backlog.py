@@ -1,0 +1,53 @@
+"""The handoff writer's backlog: while the pipe is full, forwarded chunks wait in order (up to
+the backlog) instead of being lost; past it, they are counted as lost as without one."""
+
+from __future__ import annotations
+
+import os
+
+from golem_proxy.live.handoff import HandoffWriter, Kind, Record, RecordReader
+
+
+def _read_everything(read_fd: int, writer: HandoffWriter, reader: RecordReader) -> list[Record]:
+    """Read the pipe, letting the writer refill it, until nothing waits any more."""
+    os.set_blocking(read_fd, False)
+    records: list[Record] = []
+    while True:
+        try:
+            reader.receive_data(os.read(read_fd, 1 << 20))
+        except BlockingIOError:
+            if writer.waiting:
+                writer.flush()
+                continue
+            break
+        while (record := reader.next_record()) is not None:
+            records.append(record)
+    while (record := reader.next_record()) is not None:
+        records.append(record)
+    return records
+
+
+def test_chunks_wait_in_order_within_the_backlog_and_are_lost_past_it() -> None:
+    read_fd, write_fd = os.pipe()
+    try:
+        writer = HandoffWriter(write_fd, backlog=4 * 1024 * 1024)
+        writer.event(Kind.OPENED, 1, 0, 0.0, b"opened")
+        chunks = [bytes([n]) * 100_000 for n in range(30)]  # 3 MB: more than the pipe holds
+        assert all(writer.data(1, 0, float(n), chunk) for n, chunk in enumerate(chunks))
+        assert writer.waiting and writer.lost_total == 0
+        # Past the backlog, bytes are lost and said so, in order, once there is room.
+        extra = [b"z" * 1_000_000] * 3
+        handed = [writer.data(1, 0, 99.0, chunk) for chunk in extra]
+        assert handed.count(False) >= 1 and writer.lost_total == 1_000_000 * handed.count(False)
+        writer.event(Kind.CLOSED, 1, 0, 100.0, b"closed")
+        records = _read_everything(read_fd, writer, RecordReader())
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    data = [r.data for r in records if r.kind is Kind.DATA]
+    assert data[:30] == chunks
+    lost = [r for r in records if r.kind is Kind.LOST]
+    assert sum(r.lost for r in lost) == writer.lost_total
+    assert records[0].kind is Kind.OPENED and records[-1].kind is Kind.CLOSED
+    assert records[-2].kind is Kind.LOST  # said before the close that follows it
+    assert writer.waiting_bytes == 0
