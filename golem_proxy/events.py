@@ -90,6 +90,9 @@ class ToolCallRef:
 @dataclass(frozen=True, slots=True)
 class FrameSeen:
     """A complete frame. ``payload`` is the exact payload bytes; ``size`` the wire size.
+    The tap pairs a response with its request before it publishes either event, and says so
+    here (``expects_answer``, ``answers``, ``orphan``): pairing is decided once, by the tap
+    (or, for a version-1 recording, once by `golem_proxy.recording.v1_pairing`).
 
     Slotted, like `ExchangeCompleted`: a viewer keeps two of these per exchange, and an
     instance dictionary was a tenth of the TUI's memory on a large recording."""
@@ -113,6 +116,17 @@ class FrameSeen:
     ``tools/call`` requests in flight when the frame was decoded. One: the call that caused
     it; none: sent outside any tool call; several: ambiguous, these are the candidates.
     None when the session had no MCP layer (or the frame is on the MCP route itself)."""
+    expects_answer: bool = False
+    """On a request: the tap holds it until its answer comes (False for a notification, which
+    wants none, and on every response). Views keep a request in flight only when this is
+    set, and never re-decide it from the message."""
+    answers: Optional[int] = None
+    """On a response: the ``index`` of the request frame it answers (that frame travelled the
+    other way), as the tap paired them. None for a request, an orphan, or the answer to a
+    request too large to observe."""
+    orphan: bool = False
+    """On a response: it answers no outstanding request of its connection (the tap also
+    reports that as a `ViolationSeen` with ``orphan`` set, right after this frame)."""
 
     @property
     def method(self) -> Optional[str]:

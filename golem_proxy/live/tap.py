@@ -430,17 +430,24 @@ class ConnectionTap:
                 message = self.profile.parse(payload, role)
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
+        # The pairing decision, carried by the frame so that no view makes it again.
+        expects_answer = role is Role.REQUEST and self.profile.expects_response(message)
+        unseen = role is not Role.REQUEST and request is None and self._unseen_requests[asker] > 0
+        orphan = role is not Role.REQUEST and request is None and not unseen
         seen = FrameSeen(
-            self.conn,
-            self.route,
-            direction,
-            index,
-            t,
-            frame.size,
-            payload,
-            message,
-            redacted,
-            elided,
+            conn=self.conn,
+            route=self.route,
+            direction=direction,
+            index=index,
+            t=t,
+            size=frame.size,
+            payload=payload,
+            message=message,
+            redacted=redacted,
+            elided=elided,
+            expects_answer=expects_answer,
+            answers=request.frame.index if request is not None else None,
+            orphan=orphan,
         )
         if self.annotate is not None:
             seen = self.annotate(seen)
@@ -452,17 +459,19 @@ class ConnectionTap:
             cost = len(payload) + PENDING_OVERHEAD
             evicted = self._correlators[direction].add_request(message, context, cost)
             self._evicted(direction, evicted, t)
-        elif request is None and self._unseen_requests[asker]:
+        elif unseen:
             # Most likely the answer to a request too large to observe: not an orphan.
             self._unseen_requests[asker] -= 1
-        elif request is None:
-            orphan = violation(
+        elif orphan:
+            verdict_found = violation(
                 R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
             )
             self.publish(
-                ViolationSeen(self.conn, self.route, direction, index, t, orphan, orphan=True)
+                ViolationSeen(
+                    self.conn, self.route, direction, index, t, verdict_found, orphan=True
+                )
             )
-        else:
+        elif request is not None:
             exchange_violations = self.profile.check_exchange(request.frame.message, message)
             for found in exchange_violations:
                 self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))

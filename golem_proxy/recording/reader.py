@@ -52,9 +52,11 @@ from .schema import (
     MAX_DEPTH,
     MAX_INT,
     MSG_KEY,
+    VERSION,
     Header,
     RecordingError,
 )
+from .v1_pairing import V1Pairing
 
 __all__ = [
     "Recording",
@@ -329,15 +331,39 @@ def member_tool_calls(data: dict[str, Any]) -> Optional[tuple[ToolCallRef, ...]]
 
 
 class _Decoder:
-    """Rebuilds events from lines, pairing exchange lines with the frames they name."""
+    """Rebuilds events from lines, pairing exchange lines with the frames they name.
 
-    def __init__(self, profile: Profile, routes: Optional[dict[str, Profile]] = None) -> None:
+    It holds only what an exchange line may still name: the requests waiting for their answer
+    (``expects_answer``) and the answers waiting for their exchange line (``answers``), with
+    their violations, until the exchange or the connection's close. A notification, an orphan
+    or an answer to a request never seen is never held."""
+
+    def __init__(
+        self, profile: Profile, routes: Optional[dict[str, Profile]] = None, version: int = VERSION
+    ) -> None:
         self.profile = profile
         self.routes = routes or {}
         self.frames: dict[tuple[int, str, int], FrameSeen] = {}
         self.violations: dict[tuple[int, str, int], list[Violation]] = {}
+        self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
+        """Pairs a version-1 file's frames as they are read (its lines do not say)."""
 
     def decode(self, line: bytes) -> Optional[Event]:
+        event = self._decode(line)
+        if self.v1 is not None and event is not None and not isinstance(event, FrameSeen):
+            self.v1.other(event)
+        if isinstance(event, ConnectionClosed):
+            self._forget(event.conn)
+        return event
+
+    def _forget(self, conn: int) -> None:
+        """The connection closed: no exchange line will name its frames any more."""
+        for key in [k for k in self.frames if k[0] == conn]:
+            del self.frames[key]
+        for key in [k for k in self.violations if k[0] == conn]:
+            del self.violations[key]
+
+    def _decode(self, line: bytes) -> Optional[Event]:
         check_line(line)
         data = decode_json(line)
         if not isinstance(data, dict):
@@ -450,7 +476,8 @@ class _Decoder:
         )
         if direction is not None and frame is not None:
             key = (conn, direction.value, frame)
-            self.violations.setdefault(key, []).append(found)
+            if key in self.frames:  # an exchange line will carry it
+                self.violations.setdefault(key, []).append(found)
         # Files written before violations carried ``orphan`` said so by the rule alone.
         orphan = member_bool(data, "orphan", found.rule == R_ORPHAN_RESPONSE.id)
         return ViolationSeen(conn, route, direction, frame, t, found, orphan)
@@ -495,8 +522,13 @@ class _Decoder:
             message,
             redacted,
             tool_calls=member_tool_calls(data),
+            expects_answer=member_bool(data, "expects_answer", False),
+            answers=member_optional_int(data, "answers"),
+            orphan=member_bool(data, "orphan", False),
         )
-        if not frame.is_notification:  # a notification is never paired: nothing to keep
+        if self.v1 is not None:
+            frame = self.v1.frame(frame)
+        if frame.expects_answer or frame.answers is not None:  # an exchange line will name it
             self.frames[(frame.conn, direction.value, frame.index)] = frame
         return frame
 
@@ -532,7 +564,7 @@ class RecordingReader:
         except RecordingError as exc:
             raise self._named(exc) from None
         """The routes whose frames have a profile of their own, by name."""
-        self._decoder = _Decoder(self.profile, self.route_profiles)
+        self._decoder = _Decoder(self.profile, self.route_profiles, self.header.version)
 
     def _named(self, exc: RecordingError) -> RecordingError:
         return exc if self.path is None else exc.at(self.path)

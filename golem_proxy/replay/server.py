@@ -217,24 +217,26 @@ class ReplayServer:
             return
         conn = upstream.conn
         req = FrameSeen(
-            conn,
-            route,
-            Direction.C2S,
-            upstream.sent,
-            started,
-            request.size,
-            request.payload,
-            self.profile.parse(request.payload, Role.REQUEST),
+            conn=conn,
+            route=route,
+            direction=Direction.C2S,
+            index=upstream.sent,
+            t=started,
+            size=request.size,
+            payload=request.payload,
+            message=self.profile.parse(request.payload, Role.REQUEST),
+            expects_answer=True,
         )
         resp = FrameSeen(
-            conn,
-            route,
-            Direction.S2C,
-            upstream.received,
-            self._now(),
-            response.size,
-            response.payload,
-            self.profile.parse(response.payload, Role.RESPONSE),
+            conn=conn,
+            route=route,
+            direction=Direction.S2C,
+            index=upstream.received,
+            t=self._now(),
+            size=response.size,
+            payload=response.payload,
+            message=self.profile.parse(response.payload, Role.RESPONSE),
+            answers=req.index,
         )
         upstream.sent += 1
         upstream.received += 1

@@ -98,17 +98,37 @@ class TraceBuilder:
         req = self._frame(conn, route, Direction.C2S, counters[0], request, Role.REQUEST)
         counters[0] += 1
         self.t += latency
-        resp = self._frame(conn, route, Direction.S2C, counters[1], response, Role.RESPONSE)
+        resp = self._frame(
+            conn, route, Direction.S2C, counters[1], response, Role.RESPONSE, answers=req.index
+        )
         counters[1] += 1
         outcome = self.profile.outcome(req.message, resp.message)
         self.writer.write(ExchangeCompleted(conn, route, req, resp, outcome))
 
     def _frame(
-        self, conn: int, route: str, direction: Direction, n: int, payload: bytes, role: Role
+        self,
+        conn: int,
+        route: str,
+        direction: Direction,
+        n: int,
+        payload: bytes,
+        role: Role,
+        answers: Optional[int] = None,
     ) -> FrameSeen:
         message = self.profile.parse(payload, role)
         size = len(self.profile.frame_payload(payload)) if b"\n" not in payload else len(payload)
-        frame = FrameSeen(conn, route, direction, n, self.t, size, payload, message)
+        frame = FrameSeen(
+            conn=conn,
+            route=route,
+            direction=direction,
+            index=n,
+            t=self.t,
+            size=size,
+            payload=payload,
+            message=message,
+            expects_answer=role is Role.REQUEST,
+            answers=answers,
+        )
         self.writer.write(frame)
         return frame
 

@@ -8,6 +8,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from hypothesis import given, settings
@@ -56,17 +57,35 @@ def frame(
     t: float = 0.5,
     profile: Profile = GOLEM,
     redacted: tuple[str, ...] = (),
+    answers: Optional[int] = None,
 ) -> FrameSeen:
+    """A frame as the tap publishes it: a request says whether it waits for an answer, a
+    response which request it answers (``answers``)."""
     role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
     size = len(profile.frame_payload(payload)) if b"\n" not in payload else len(payload) + 4
     message = profile.parse(payload, role)
-    return FrameSeen(1, "main", direction, index, t, size, payload, message, redacted)
+    asks = message.role is Role.REQUEST or (message.role is None and role is Role.REQUEST)
+    return FrameSeen(
+        conn=1,
+        route="main",
+        direction=direction,
+        index=index,
+        t=t,
+        size=size,
+        payload=payload,
+        message=message,
+        redacted=redacted,
+        expects_answer=asks and profile.expects_response(message),
+        answers=answers,
+    )
 
 
 def one_of_each() -> list[Event]:
     """One event of every type the writer records."""
     request = frame(b'{"id": "r1", "method": "ping", "params": {}}')
-    response = frame(b'{"id": "r1", "result": {"alive": true}, "error": null}', Direction.S2C)
+    response = frame(
+        b'{"id": "r1", "result": {"alive": true}, "error": null}', Direction.S2C, answers=0
+    )
     broken = Violation("golem.message.malformed", "bad", "$", Severity.ERROR, "invalid-json")
     orphan_verdict = Violation("pairing.orphan-response", "no request", "$.id", Severity.ERROR)
     return [
@@ -188,13 +207,15 @@ def test_redacted_frames_store_the_redacted_object() -> None:
 
 
 def test_notifications_and_server_exchanges_roundtrip_and_are_documented() -> None:
-    def jsonrpc(payload: bytes, direction: Direction, index: int) -> FrameSeen:
-        return frame(payload, direction, index, profile=JSONRPC_NDJSON)
+    def jsonrpc(
+        payload: bytes, direction: Direction, index: int, answers: Optional[int] = None
+    ) -> FrameSeen:
+        return frame(payload, direction, index, profile=JSONRPC_NDJSON, answers=answers)
 
     note = jsonrpc(b'{"jsonrpc":"2.0","method":"notifications/progress"}', Direction.S2C, 0)
     asked = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"roots/list"}', Direction.S2C, 1)
     call = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"state"}', Direction.C2S, 0)
-    answer = jsonrpc(b'{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}', Direction.C2S, 1)
+    answer = jsonrpc(b'{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}', Direction.C2S, 1, 1)
     events: list[Event] = [
         note,
         asked,
@@ -217,6 +238,7 @@ def test_jsonrpc_ndjson_frames_roundtrip() -> None:
         b'{"jsonrpc":"2.0","id":1,"result":{"theme":"dark"}}',
         Direction.S2C,
         profile=JSONRPC_NDJSON,
+        answers=0,
     )
     events: list[Event] = [request, response, ExchangeCompleted(1, "main", request, response, OK)]
     assert roundtrip(events, "jsonrpc-ndjson") == events

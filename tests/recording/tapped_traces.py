@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from golem_core.profiles import get_profile
-
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, Direction
 from golem_proxy.live.tap import ConnectionTap
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, open_private
@@ -21,14 +20,19 @@ ANSWER = b'{"jsonrpc":"2.0","id":%d,"result":{"ok":true}}\n'
 def _session(path: Path, chunks: list[tuple[Direction, bytes]]) -> Path:
     """Record one jsonrpc-ndjson connection whose traffic is ``chunks``, in order."""
     profile = get_profile("jsonrpc-ndjson")
-    with RecordingWriter(open_private(str(path), overwrite=True), Header.new(profile.name, [ROUTE])) as writer:
-        writer.write(ConnectionOpened(1, ROUTE.name, "127.0.0.1:50000", ROUTE.upstream, 0.0))
+    header = Header.new(profile.name, [ROUTE])
+    with RecordingWriter(open_private(str(path), overwrite=True), header) as writer:
+        writer.write(
+            ConnectionOpened(
+                conn=1, route=ROUTE.name, client="127.0.0.1:50000", upstream=ROUTE.upstream, t=0.0
+            )
+        )
         tap = ConnectionTap(1, ROUTE.name, profile, writer.write)
         t = 0.0
         for direction, data in chunks:
             t += 0.001
             tap.process(direction, data, t)
-        writer.write(ConnectionClosed(1, ROUTE.name, "closed", t + 0.001))
+        writer.write(ConnectionClosed(conn=1, route=ROUTE.name, reason="closed", t=t + 0.001))
     return path
 
 

@@ -48,14 +48,34 @@ def sessions(draw: st.DrawFn) -> list[Event]:
                 answer = {"id": request.message.id, "result": {"ok": True}, "error": None}
                 payload = GOLEM.encode_payload(answer)
                 message = GOLEM.parse(payload, Role.RESPONSE)
-                response = FrameSeen(conn, route, Direction.S2C, n[1], t, 4, payload, message)
+                response = FrameSeen(
+                    conn=conn,
+                    route=route,
+                    direction=Direction.S2C,
+                    index=n[1],
+                    t=t,
+                    size=4,
+                    payload=payload,
+                    message=message,
+                    answers=request.index,
+                )
                 n[1] += 1
                 events += [response, ExchangeCompleted(conn, route, request, response, OK)]
                 continue
             body = {"id": draw(ids), "method": draw(methods), "params": {}}
             payload = json.dumps(body).encode()
             message = GOLEM.parse(payload, Role.REQUEST)
-            request = FrameSeen(conn, route, Direction.C2S, n[0], t, 4, payload, message)
+            request = FrameSeen(
+                conn=conn,
+                route=route,
+                direction=Direction.C2S,
+                index=n[0],
+                t=t,
+                size=4,
+                payload=payload,
+                message=message,
+                expects_answer=True,
+            )
             n[0] += 1
             pending.append(request)
             events.append(request)
@@ -191,10 +211,31 @@ def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
     if direction is Direction.C2S:
         payload = json.dumps({"id": ident, "method": "ping", "params": {}}).encode()
         message = GOLEM.parse(payload, Role.REQUEST)
-        return FrameSeen(conn, "main", direction, n, n, 4, payload, message)
+        return FrameSeen(
+            conn=conn,
+            route="main",
+            direction=direction,
+            index=n,
+            t=n,
+            size=4,
+            payload=payload,
+            message=message,
+            expects_answer=True,
+        )
     payload = GOLEM.encode_payload({"id": ident, "result": {}, "error": None})
     message = GOLEM.parse(payload, Role.RESPONSE)
-    return FrameSeen(conn, "main", direction, n, n, 4, payload, message)
+    # A sequential client: the answer's index is its request's.
+    return FrameSeen(
+        conn=conn,
+        route="main",
+        direction=direction,
+        index=n,
+        t=n,
+        size=4,
+        payload=payload,
+        message=message,
+        answers=n,
+    )
 
 
 def sequential_exchange(conn: int, n: int, ident: Any) -> list[Event]:
