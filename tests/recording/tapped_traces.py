@@ -14,7 +14,7 @@ from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, ope
 ROUTE = RouteInfo("scrybe", "127.0.0.1:19000", "127.0.0.1:9000")
 NOTE = b'{"jsonrpc":"2.0","method":"tick","params":{"n":%d}}\n'
 CALL = b'{"jsonrpc":"2.0","id":%d,"method":"set_vim","params":{"enabled":true}}\n'
-ANSWER = b'{"jsonrpc":"2.0","id":%d,"result":{"ok":true}}\n'
+ANSWER = b'{"jsonrpc":"2.0","id":%d,"result":{"enabled":true}}\n'
 
 
 def _session(path: Path, chunks: list[tuple[Direction, bytes]]) -> Path:
