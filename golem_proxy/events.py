@@ -28,6 +28,8 @@ __all__ = [
     "FrameSeen",
     "FramingErrorSeen",
     "GapReason",
+    "InterceptKind",
+    "InterceptStep",
     "ObservationLost",
     "Outcome",
     "OutcomeKind",
@@ -232,8 +234,9 @@ class ViolationSeen:
 
 @dataclass(frozen=True)
 class FaultInjected:
-    """A fault the proxy injected on purpose (``--fault``), or a step of an intercepted frame
-    (``--intercept``: the ``intercept:*`` kinds of `golem_proxy.live.intercept`)."""
+    """A fault the proxy injected on purpose (``--fault``). (A step of an intercepted frame
+    is an `InterceptStep`; recordings written before it have it as a fault whose ``fault`` is
+    ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
 
     conn: int
     route: str
@@ -248,6 +251,50 @@ class FaultInjected:
     original: bytes = b""
     """The payload as it came, when the proxy sent other bytes in its place (an edited
     frame: the frame event before this one holds what was sent)."""
+
+
+class InterceptKind(enum.Enum):
+    """A step of a frame held by ``--intercept`` (`golem_proxy.live.intercept`)."""
+
+    HELD = "held"
+    """The frame was caught and waits for a decision (published when it is caught)."""
+    ACCEPTED = "accept"
+    EDITED = "edit"
+    DROPPED = "drop"
+    ANSWERED = "answer"
+    """A request answered by hand: it never reached the upstream."""
+    RELEASED = "timeout"
+    """Held past ``timeout``: forwarded as it came."""
+    LOST = "lost"
+    """The connection ended while the frame was held: it was never sent."""
+
+    @property
+    def label(self) -> str:
+        """``intercept:KIND``: how the log names the step (and recordings of version 1 did)."""
+        return f"intercept:{self.value}"
+
+
+@dataclass(frozen=True)
+class InterceptStep:
+    """A step of a frame intercepted by ``--intercept``: caught, then decided (or lost)."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
+    kind: InterceptKind
+    detail: str
+    method: Optional[str] = None
+    withheld: bool = False
+    """The proxy did not forward the frame (dropped, or a request answered by hand)."""
+    original: bytes = b""
+    """The payload as it came, when the proxy sent other bytes in its place (an edited
+    frame: the frame event before this one holds what was sent)."""
+
+    @property
+    def fault(self) -> str:
+        """The step's name as the log and a flow's detail show it (``intercept:held``)."""
+        return self.kind.label
 
 
 class GapReason(enum.Enum):
@@ -325,6 +372,7 @@ Event = Union[
     ExchangeCompleted,
     ViolationSeen,
     FaultInjected,
+    InterceptStep,
     EventsMissed,
     ObservationLost,
     ProcessOutput,

@@ -30,15 +30,14 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     GapReason,
+    InterceptKind,
+    InterceptStep,
     ObservationLost,
     ViolationSeen,
 )
 from ..status_tone import Tone, outcome_tone
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
-
-HELD_KIND = "intercept:held"
-"""The fault kind of a frame held by ``--intercept`` (`golem_proxy.live.intercept.HELD`)."""
 
 ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
@@ -63,7 +62,8 @@ class Flow:
     # Tuples, not lists: most flows have none, and the empty tuple is shared where two empty
     # lists cost ~110 bytes a flow (the TUI keeps hundreds of thousands).
     violations: tuple[Violation, ...] = ()
-    faults: tuple[FaultInjected, ...] = ()
+    faults: tuple[Union[FaultInjected, InterceptStep], ...] = ()
+    """Faults the proxy injected into the flow and the steps of its frames' interception."""
     closed_unanswered: bool = False
     marked: bool = False
     unanswerable: bool = False
@@ -271,7 +271,7 @@ class FlowTracker:
             if event.reason is not GapReason.EVICTED:
                 self._count_bytes(event.conn, event.direction, event.size)
             return self._settled(flow)
-        if isinstance(event, FaultInjected):
+        if isinstance(event, (FaultInjected, InterceptStep)):
             faulted = self._flow_for_fault(event)
             if faulted is not None:
                 faulted.faults += (event,)
@@ -423,8 +423,9 @@ class FlowTracker:
             self._frame_errors.pop((conn, direction), None)
         return changed
 
-    def _flow_for_fault(self, event: FaultInjected) -> Optional[Flow]:
-        if event.fault == HELD_KIND and event.direction is Direction.C2S:
+    def _flow_for_fault(self, event: Union[FaultInjected, InterceptStep]) -> Optional[Flow]:
+        held = isinstance(event, InterceptStep) and event.kind is InterceptKind.HELD
+        if held and event.direction is Direction.C2S:
             return None  # an intercepted request not recorded yet: its decision follows it
         return self._latest.get(event.conn)
 

@@ -38,6 +38,8 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     GapReason,
+    InterceptKind,
+    InterceptStep,
     ObservationLost,
     ProcessOutput,
     ToolCallRef,
@@ -281,6 +283,39 @@ _SEVERITIES = tuple(severity.value for severity in Severity)
 _GAP_REASONS = tuple(reason.value for reason in GapReason)
 
 
+_INTERCEPT_KINDS = {kind.value: kind for kind in InterceptKind}
+_INTERCEPT_PREFIX = "intercept:"
+
+
+def _is_intercept(fault: object) -> bool:
+    # Written before intercept steps had a line kind of their own: a fault named for one.
+    return isinstance(fault, str) and fault.startswith(_INTERCEPT_PREFIX)
+
+
+def _intercept_step(data: dict[str, Any], conn: int, route: str, t: float) -> InterceptStep:
+    """An ``intercept`` line, or a ``fault`` line of kind ``intercept:STEP`` (older files)."""
+    if data.get("kind") == "intercept":
+        step = data.get("step")
+    else:
+        step = member_str(data, "fault")[len(_INTERCEPT_PREFIX) :]
+    found = _INTERCEPT_KINDS.get(step) if isinstance(step, str) else None
+    if found is None:
+        names = " or ".join(_INTERCEPT_KINDS)
+        raise RecordingError(f"an intercept step must be {names}, not {_show(step)}")
+    detail = member_str(data, "detail", "")
+    return InterceptStep(
+        conn=conn,
+        route=route,
+        direction=member_direction(data),
+        t=t,
+        kind=found,
+        detail=detail,
+        method=member_optional_str(data, "method"),
+        withheld=fault_withheld(data, detail),
+        original=member_base64(data, "original"),
+    )
+
+
 def fault_withheld(data: dict[str, Any], detail: str) -> bool:
     """Whether a fault line says the proxy did not forward the message."""
     if "withheld" in data:
@@ -428,6 +463,8 @@ class _Decoder:
             return BytesDiscarded(
                 conn, route, member_direction(data), t, raw, member_bool(data, "final")
             )
+        if kind == "intercept" or (kind == "fault" and _is_intercept(data.get("fault"))):
+            return _intercept_step(data, conn, route, t)
         if kind == "fault":
             detail = member_str(data, "detail", "")
             return FaultInjected(

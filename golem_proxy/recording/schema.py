@@ -115,6 +115,17 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "withheld",
         "original",
     ),
+    "intercept": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "dir",
+        "step",
+        "detail",
+        "method",
+        "withheld",
+        "original",
+    ),
     "gap": (*COMMON_MEMBERS, "missed", "consumer"),
     "stderr": (*COMMON_MEMBERS, "conn", "route", "text", "raw"),
     "unobserved": (

@@ -27,6 +27,7 @@ from ..events import (
     FaultInjected,
     FrameSeen,
     FramingErrorSeen,
+    InterceptStep,
     ObservationLost,
     ProcessOutput,
     ToolCallRef,
@@ -97,7 +98,11 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(kind="fault", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, fault=event.fault, detail=event.detail)
         base.update(method=event.method, withheld=event.withheld)
-        if event.original:  # an intercepted frame sent edited: its payload as it came
+    elif isinstance(event, InterceptStep):
+        base.update(kind="intercept", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, step=event.kind.value, detail=event.detail)
+        base.update(method=event.method, withheld=event.withheld)
+        if event.original:  # sent edited: its payload as it came
             base.update(original=_b64(event.original))
     elif isinstance(event, EventsMissed):
         base.update(kind="gap", missed=event.count, consumer=event.consumer)

@@ -62,13 +62,30 @@ class SessionBuilder:
     def close(self, conn: int, t: float, reason: str = "client closed") -> None:
         self.events.append(ConnectionClosed(conn, self._routes[conn], reason, t))
 
-    def _frame(self, conn: int, direction: Direction, payload: bytes, t: float) -> FrameSeen:
+    def _frame(
+        self,
+        conn: int,
+        direction: Direction,
+        payload: bytes,
+        t: float,
+        answers: Optional[int] = None,
+    ) -> FrameSeen:
         index = self._index.get((conn, direction), 0)
         self._index[(conn, direction)] = index + 1
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         message = self.profile.parse(payload, role)
         frame = FrameSeen(
-            conn, self._routes[conn], direction, index, t, len(payload) + 4, payload, message
+            conn=conn,
+            route=self._routes[conn],
+            direction=direction,
+            index=index,
+            t=t,
+            size=len(payload) + 4,
+            payload=payload,
+            message=message,
+            # The tap's pairing decision: a request waits for its answer, which names it.
+            expects_answer=role is Role.REQUEST and self.profile.expects_response(message),
+            answers=answers,
         )
         self.events.append(frame)
         if not self.check:
@@ -102,7 +119,8 @@ class SessionBuilder:
             obj = {"id": request_id, "result": result, "error": error}
             if error is None and result is None:
                 obj["result"] = {}
-        response = self._frame(request.conn, Direction.S2C, self.profile.encode_payload(obj), t)
+        payload = self.profile.encode_payload(obj)
+        response = self._frame(request.conn, Direction.S2C, payload, t, answers=request.index)
         found = self.profile.check_exchange(request.message, response.message) if self.check else []
         for violation in found:
             self.events.append(
