@@ -20,15 +20,10 @@ connection's later frames (a plugin echoing a layer name in its error message).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
-
-import orjson
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
@@ -41,7 +36,7 @@ from golem_core.framing import (
     FrameErrorKind,
     Framing,
 )
-from golem_core.messages import Malformed, MalformedKind, Message, Request, Role, method_of
+from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Correlator, Pending
 from golem_core.profiles import Profile
@@ -59,8 +54,10 @@ from ..events import (
 )
 from ..terminal import counted
 from .redact import Echoes, Redactor
+from .tap_limits import DEFAULT_LIMITS, PENDING_OVERHEAD, FrameDigest, ObserveLimits, TapVerdict
+from .tap_parse import encode_redacted, parse_fast
 
-__all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict"]
+__all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict", "parse_fast"]
 
 Publish = Callable[[Event], None]
 
@@ -69,54 +66,14 @@ ELIDE_FRAMES_OVER = 1024 * 1024
 ELIDE_STRINGS_OVER = 64 * 1024
 
 
-@dataclass(frozen=True)
-class ObserveLimits:
-    """What one connection's inspection may hold."""
-
-    frame: int = 32 * 1024 * 1024
-    """Frames larger than this are digested, not held (``--observe-frame-limit``)."""
-    pending: int = 131_072
-    """Requests waiting for an answer, per connection. A pipelining client can have one read's
-    worth of requests ahead of their answers (a MiB of 30-byte frames is 35,000), so this is
-    not small; ``pending_bytes`` is what bounds memory."""
-    pending_bytes: int = 64 * 1024 * 1024
-    """What the requests waiting for an answer may cost, per connection: their bytes plus
-    `PENDING_OVERHEAD` each for the objects that describe them."""
-
-
-PENDING_OVERHEAD = 1536
-"""Bytes a waiting request costs beyond its payload (its FrameSeen, its parsed message)."""
-
-
 # Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
 _ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
-
-
-@dataclass(frozen=True)
-class TapVerdict:
-    """Why a connection must be closed under ``--enforce-limits`` (None: keep going)."""
-
-    reason: str
 
 
 @dataclass
 class _RequestContext:
     frame: FrameSeen
     violations: list[Violation]
-
-
-class _Digest:
-    """A frame too large to observe, streaming through SHA-256."""
-
-    def __init__(self, header: bytes, first: bytes, declared: Optional[int]) -> None:
-        self.header = header
-        self.size = len(header) + len(first)
-        self.hash = hashlib.sha256(first)
-        self.declared = declared
-
-    def add(self, data: bytes) -> None:
-        self.size += len(data)
-        self.hash.update(data)
 
 
 class ConnectionTap:
@@ -133,7 +90,7 @@ class ConnectionTap:
         catalogue: Optional[MethodCatalogue] = None,
         redactor: Optional[Redactor] = None,
         cap: Optional[int] = None,
-        limits: ObserveLimits = ObserveLimits(),
+        limits: ObserveLimits = DEFAULT_LIMITS,
         annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None,
     ) -> None:
         self.conn = conn
@@ -166,7 +123,7 @@ class ConnectionTap:
             )
             for direction in Direction
         }
-        self._digests: dict[Direction, _Digest] = {}
+        self._digests: dict[Direction, FrameDigest] = {}
         self._lost = {Direction.C2S: 0, Direction.S2C: 0}
         self._lost_since: dict[Direction, float] = {}
         self._resync = {Direction.C2S: False, Direction.S2C: False}
@@ -306,7 +263,7 @@ class ConnectionTap:
         if isinstance(event, FrameError):
             if self._is_unobserved_frame(event):
                 header, first = self._split_header(event.raw)
-                self._digests[direction] = _Digest(header, first, event.declared_length)
+                self._digests[direction] = FrameDigest(header, first, event.declared_length)
                 return None
             if event.kind is FrameErrorKind.OVERSIZED and self._decoder_cap < self.cap:
                 # The decoder ran with the observation limit; the cap broken is the protocol's.
@@ -349,7 +306,7 @@ class ConnectionTap:
             return raw[:4], raw[4:]
         return b"", raw
 
-    def _finish_digest(self, direction: Direction, digest: _Digest, t: float) -> None:
+    def _finish_digest(self, direction: Direction, digest: FrameDigest, t: float) -> None:
         del self._digests[direction]
         # A client's frame is a request (a server's too, when its server may ask): its answer
         # will come back unpaired.
@@ -426,7 +383,7 @@ class ConnectionTap:
                     redacted = (*redacted, "echo")
             if redacted:
                 elided = 0
-                payload = _encode_redacted(self.profile, obj)
+                payload = encode_redacted(self.profile, obj)
                 message = self.profile.parse(payload, role)
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
@@ -483,30 +440,3 @@ class ConnectionTap:
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
             return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
         return None
-
-
-def _encode_redacted(profile: Profile, obj: object) -> bytes:
-    """The redacted message as a payload. A lone surrogate (legal in JSON as an escape, not
-    encodable as UTF-8) stays a ``\\uXXXX`` escape rather than stopping the inspection."""
-    try:
-        return profile.encode_payload(obj)
-    except UnicodeEncodeError:
-        return json.dumps(obj, ensure_ascii=True).encode("ascii")
-
-
-def parse_fast(profile: Profile, payload: bytes, role: Role) -> Message:
-    """``profile.parse(payload, role)``, decoding the JSON with orjson (3 to 6 times faster
-        than ``json`` on a GOLEM frame). orjson accepts a subset of what ``json.loads`` does (no
-        NaN, no integers past 64 bits, no lone surrogates, depth 1024): whatever it refuses takes
-        the reference path, as does a payload with a number of 19 digits or more (past 64 bits
-    orjson may read an integer as a float), so the result is always ``profile.parse``'s."""
-    if _LONG_DIGITS.search(payload) is not None:
-        return profile.parse(payload, role)  # orjson reads some huge integers as floats
-    try:
-        obj = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return profile.parse(payload, role)
-    return profile.parse_decoded(obj, role)
-
-
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
