@@ -10,6 +10,7 @@ log, `show`, `stats`, the TUI and the recording readers, so live and offline vie
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -38,6 +39,10 @@ from ..events import (
 from ..status_tone import Tone, outcome_tone
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
+
+HOLD_BACK = 1024
+"""Settled rows a streaming reader keeps behind the oldest row still in flight, to hand rows on
+in number order; past that they go on ahead of it (`FlowTracker.take_settled`)."""
 
 ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
@@ -225,8 +230,9 @@ class FlowTracker:
         self.created = 0
         self.connections: dict[int, ConnectionInfo] = {}
         self.events_missed = 0
-        # Settled rows not handed on yet (without ``keep``).
-        self._ready: list[Flow] = []
+        # Settled rows not handed on yet (without ``keep``): a heap by number.
+        self._ready: list[tuple[int, Flow]] = []
+        self._ready_numbers: set[int] = set()
         # Keyed by (conn, direction, frame index): a client's frame 3 and a server's frame 3
         # may both be requests (or both answers) on a JSON-RPC connection.
         self._by_request: dict[tuple[int, Direction, int], Flow] = {}
@@ -280,34 +286,39 @@ class FlowTracker:
         return None
 
     def take_settled(self, touched: Optional[Flow]) -> list[Flow]:
-        """Remove and return the flows settled since the last call (answered, never to be
-        answered, a framing error, a gap), in number order, except ``touched``: the flow of
-        the last event, which the events right after it may still add to (a notification's
-        violations, a framing error's). A pending flow holds back nothing: rows come in the
-        order they settle. Without ``keep`` only; for a reader that streams a trace."""
+        """Remove and return, in number order, the settled flows (answered, never to be
+        answered, a framing error, a gap) that no older flow still in flight holds back,
+        except ``touched``: the flow of the last event, which the events right after it may
+        still add to (a notification's violations, a framing error's). Rows keep their order
+        (a tool call before the GOLEM flows it caused) as long as at most `HOLD_BACK` settled
+        rows wait behind one in flight; past that the oldest settled go on ahead of it, so
+        what is held is bounded whatever the trace. Without ``keep`` only."""
         ready = self._ready
-        if not ready:
-            return []
-        if touched is None or all(flow is not touched for flow in ready):
-            self._ready = []
-            taken = ready
-        else:
-            self._ready = [touched]
-            taken = [flow for flow in ready if flow is not touched]
-        if len(taken) > 1:
-            taken.sort(key=_number)
+        oldest = next(iter(self._by_request.values()), None)
+        limit = oldest.number if oldest is not None else self.created + 1
+        taken: list[Flow] = []
+        while ready and (ready[0][0] < limit or len(ready) > HOLD_BACK):
+            flow = ready[0][1]
+            if flow is touched:
+                break
+            heapq.heappop(ready)
+            self._ready_numbers.discard(flow.number)
+            taken.append(flow)
         return taken
 
     def holds(self, flow: Flow) -> bool:
         """Whether ``flow`` is still here, not handed on by `take_settled` (without ``keep``)."""
-        return flow.pending or any(ready is flow for ready in self._ready)
+        return flow.pending or flow.number in self._ready_numbers
 
-    def in_flight(self) -> list[Flow]:
-        """The flows still waiting for an answer, in number order (what a trace read to its
-        end leaves pending), and forget them."""
-        left = sorted(self._by_request.values(), key=_number)
+    def take_rest(self) -> list[Flow]:
+        """Every flow not handed on yet, settled or still waiting for an answer, in number
+        order (what a trace read to its end leaves), and forget them."""
+        rest = [flow for _, flow in self._ready] + list(self._by_request.values())
+        self._ready.clear()
+        self._ready_numbers.clear()
         self._by_request.clear()
-        return left
+        rest.sort(key=_number)
+        return rest
 
     def _new_flow(self, conn: int, route: str) -> Flow:
         self.created += 1
@@ -319,7 +330,8 @@ class FlowTracker:
 
     def _settled(self, flow: Flow) -> Flow:
         if not self.keep:
-            self._ready.append(flow)
+            heapq.heappush(self._ready, (flow.number, flow))
+            self._ready_numbers.add(flow.number)
         return flow
 
     def _info(self, conn: int, route: str) -> ConnectionInfo:

@@ -81,8 +81,10 @@ class FlowReader:
         return self._read()
 
     def flows(self) -> Iterator[Flow]:
-        """Every flow in number order, each as soon as it is settled (answered, closed
-        unanswered, a framing error); what is still pending at the end of the file last."""
+        """Every flow, each once it is settled (answered, closed unanswered, a framing error)
+        and the rows before it are (`FlowTracker.take_settled`: in number order unless more
+        than `HOLD_BACK` rows wait behind one in flight); what is still pending at the end of
+        the file last."""
         tracker = self.tracker
         apply, settled = tracker.apply, tracker.take_settled
         for event in self._read():
@@ -90,7 +92,7 @@ class FlowReader:
             if done:
                 self.flow_count += len(done)
                 yield from done
-        rest = settled(None) + tracker.in_flight()
+        rest = tracker.take_rest()
         self.flow_count += len(rest)
         yield from rest
 
@@ -117,7 +119,7 @@ class FlowReader:
                 self.flow_count += len(flows)
                 yield events, flows
                 events, flows = [], []
-        for done in settled(None) + tracker.in_flight():
+        for done in tracker.take_rest():
             events += waiting.pop(done.number, ())
             flows.append(done)
         self.flow_count += len(flows)

@@ -61,4 +61,4 @@ def test_notifications_are_complete_rows_and_server_requests_pair_with_their_ans
         streaming.apply(event)
     streaming.apply(ExchangeCompleted(1, "scrybe", asked, answer, outcome))
     assert [row.number for row in streaming.take_settled(None)] == [1, 2, 3]
-    assert [row.number for row in streaming.in_flight()] == [4]
+    assert [row.number for row in streaming.take_rest()] == [4]

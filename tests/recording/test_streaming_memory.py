@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from golem_proxy.analysis.flows import HOLD_BACK
 from golem_proxy.analysis.trace import open_flows
 
 from . import tapped_traces
@@ -48,6 +49,10 @@ COMMANDS = (
     ("check",),
     ("export", "--format", "jsonl", "-o", "{out}"),
 )
+
+TRACED_ALLOWED = 4 * 1024 * 1024
+"""Python allocations a large trace may cost `FlowTracker` beyond an empty one's: the rows
+held behind one still in flight (`HOLD_BACK`), never the trace."""
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 
@@ -108,26 +113,30 @@ def test_flow_tracker_holds_what_is_in_flight_not_the_trace(traces: dict[str, Pa
     _, baseline = _traced_peak(traces["empty"])
     rows, peak = _traced_peak(traces["notifications"])
     assert rows == 20_001
-    assert peak - baseline < 512 * 1024
+    assert peak - baseline < TRACED_ALLOWED
     rows, peak = _traced_peak(traces["exchanges"])
     assert rows == 5_001
-    assert peak - baseline < 512 * 1024
+    assert peak - baseline < TRACED_ALLOWED
 
 
-def test_rows_are_handed_on_as_they_settle_not_behind_a_pending_request(
+def test_rows_wait_behind_a_pending_request_only_up_to_a_bound(
     traces: dict[str, Path],
 ) -> None:
     """The notification flood starts with a call never answered: its row comes last, once
-    the connection closes, and the notifications did not wait for it."""
+    the connection closes, in number order before the `HOLD_BACK` notifications that were
+    still waiting for it; the others did not wait."""
     with open_flows(str(traces["notifications"])) as trace:
+        tracker = trace.tracker
         held = 0
         for event in trace.events():
-            trace.tracker.take_settled(trace.tracker.apply(event))
-            held = max(held, len(trace.tracker._ready) + len(trace.tracker._by_request))
-        assert held <= 2  # the pending call and the notification just read
+            tracker.take_settled(tracker.apply(event))
+            held = max(held, len(tracker._ready) + len(tracker._by_request))
+        assert held <= HOLD_BACK + 2  # and the pending call and the notification just read
     with open_flows(str(traces["notifications"])) as trace:
         numbers = [flow.number for flow in trace.flows()]
-    assert numbers[-1] == 1 and numbers[:3] == [2, 3, 4]
+    # The first notifications went on ahead of the call; the last ones waited behind it.
+    assert numbers[:3] == [2, 3, 4] and sorted(numbers) == list(range(1, 20_002))
+    assert numbers.index(1) == len(numbers) - HOLD_BACK - 1
 
 
 @needs_proc
