@@ -164,7 +164,7 @@ async def test_an_edited_request_reaches_the_plugin_and_the_recording_keeps_both
     assert json.loads(fault.original) == original
     assert "the original is kept" in fault.detail
     line = next(
-        json.loads(text) for text in record.read_text().splitlines() if '"intercept:edit"' in text
+        json.loads(text) for text in record.read_text().splitlines() if '"step":"edit"' in text
     )
     assert json.loads(base64.b64decode(line["original"])) == original
 
