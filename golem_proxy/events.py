@@ -57,7 +57,7 @@ class Direction(enum.Enum):
         return Direction.S2C if self is Direction.C2S else Direction.C2S
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConnectionOpened:
     conn: int
     route: str
@@ -66,7 +66,7 @@ class ConnectionOpened:
     t: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConnectionClosed:
     conn: int
     route: str
@@ -78,7 +78,7 @@ class ConnectionClosed:
     """True when a side reset, refused or failed (not a clean close)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallRef:
     """An MCP ``tools/call`` request, as a GOLEM frame names the call that caused it: the
     request frame's connection and index on the MCP route, its JSON-RPC id and its tool."""
@@ -89,7 +89,7 @@ class ToolCallRef:
     tool: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FrameSeen:
     """A complete frame. ``payload`` is the exact payload bytes; ``size`` the wire size.
     The tap pairs a response with its request before it publishes either event, and says so
@@ -154,7 +154,7 @@ class FrameSeen:
         return self.direction is Direction.S2C and self.is_request
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FramingErrorSeen:
     """A framing error (oversized header or line, truncation). ``raw`` holds its bytes."""
 
@@ -169,7 +169,7 @@ class FramingErrorSeen:
     declared_length: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BytesDiscarded:
     """Bytes of an oversized frame that were forwarded but not decoded."""
 
@@ -181,7 +181,7 @@ class BytesDiscarded:
     final: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ExchangeCompleted:
     """A request and its response. ``latency`` runs from the request's last byte to the
     response's last byte, as the client saw them: what the client waited, a delay the proxy
@@ -217,7 +217,7 @@ class ExchangeCompleted:
         return self.outcome.code
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ViolationSeen:
     """A contract violation, tied to the frame it was found in (when there is one)."""
 
@@ -232,7 +232,7 @@ class ViolationSeen:
     words; views make it a row of its own)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FaultInjected:
     """A fault the proxy injected on purpose (``--fault``). (A step of an intercepted frame
     is an `InterceptStep`; recordings written before it have it as a fault whose ``fault`` is
@@ -274,7 +274,7 @@ class InterceptKind(enum.Enum):
         return f"intercept:{self.value}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InterceptStep:
     """A step of a frame intercepted by ``--intercept``: caught, then decided (or lost)."""
 
@@ -313,7 +313,7 @@ class GapReason(enum.Enum):
     it shows as an orphan."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ObservationLost:
     """A gap in what was observed, never in what was forwarded: ``size`` bytes of ``direction``
     went through unexamined (or, for `GapReason.EVICTED`, ``size`` requests were let go)."""
@@ -331,7 +331,7 @@ class ObservationLost:
     """The frame's header bytes (length-prefixed framing), for a frame too large to observe."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UpstreamStatus:
     """A route's upstream stopped or started answering: while it refuses connections, the
     route does not listen (a client is refused, as it would be direct), and it listens
@@ -343,7 +343,7 @@ class UpstreamStatus:
     detail: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EventsMissed:
     """Told to a consumer that fell behind: this many events were not delivered to it."""
 
@@ -352,7 +352,7 @@ class EventsMissed:
     consumer: str = field(default="")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProcessOutput:
     """Bytes a wrapped process wrote to its stderr (the MCP server of `golem-proxy mcp`):
     passed on to our stderr as they came, and recorded on the route of its hop."""

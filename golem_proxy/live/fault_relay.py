@@ -157,13 +157,13 @@ class FaultRelay:
                 self.conn.publish_in_order(
                     self.publish,
                     FaultInjected(
-                        self.conn.conn,
-                        self.conn.route.name,
-                        direction,
-                        self.now(),
-                        fault,
-                        detail,
-                        action.method,
+                        conn=self.conn.conn,
+                        route=self.conn.route.name,
+                        direction=direction,
+                        t=self.now(),
+                        fault=fault,
+                        detail=detail,
+                        method=action.method,
                         withheld=action.withhold is not None
                         and fault == action.withhold.kind.value,
                     ),

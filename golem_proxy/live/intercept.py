@@ -302,7 +302,14 @@ class ConnectionIntercept:
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         message = profile.parse(payload, role)
         frame = FrameSeen(
-            self.conn, self.route, direction, self._index[direction], t, size, payload, message
+            conn=self.conn,
+            route=self.route,
+            direction=direction,
+            index=self._index[direction],
+            t=t,
+            size=size,
+            payload=payload,
+            message=message,
         )
         self._index[direction] += 1
         flow = Flow(0, self.conn, self.route)

@@ -196,13 +196,13 @@ class ConnectionTap:
         since = self._lost_since.pop(direction, t)
         self.publish(
             ObservationLost(
-                self.conn,
-                self.route,
-                direction,
-                t,
-                GapReason.BEHIND,
-                lost,
-                f"observation lost: {lost} bytes on conn #{self.conn}, {direction.value} "
+                conn=self.conn,
+                route=self.route,
+                direction=direction,
+                t=t,
+                reason=GapReason.BEHIND,
+                size=lost,
+                detail=f"observation lost: {lost} bytes on conn #{self.conn}, {direction.value} "
                 f"(from {since:.3f} s; forwarded, not decoded)",
             )
         )
@@ -240,7 +240,13 @@ class ConnectionTap:
         print(f"golem-proxy: {detail}", file=sys.stderr)
         self.publish(
             ObservationLost(
-                self.conn, self.route, Direction.C2S, t, GapReason.OBSERVER_FAILED, 0, detail
+                conn=self.conn,
+                route=self.route,
+                direction=Direction.C2S,
+                t=t,
+                reason=GapReason.OBSERVER_FAILED,
+                size=0,
+                detail=detail,
             )
         )
 
@@ -271,23 +277,39 @@ class ConnectionTap:
                 event = dataclasses.replace(event, detail=event.detail.replace(limit, cap))
             self.publish(
                 FramingErrorSeen(
-                    self.conn,
-                    self.route,
-                    direction,
-                    t,
-                    event.kind,
-                    event.detail,
-                    event.raw,
-                    event.recoverable,
-                    event.declared_length,
+                    conn=self.conn,
+                    route=self.route,
+                    direction=direction,
+                    t=t,
+                    kind=event.kind,
+                    detail=event.detail,
+                    raw=event.raw,
+                    recoverable=event.recoverable,
+                    declared_length=event.declared_length,
                 )
             )
             found = self.profile.frame_violation(event)
-            self.publish(ViolationSeen(self.conn, self.route, direction, None, t, found))
+            self.publish(
+                ViolationSeen(
+                    conn=self.conn,
+                    route=self.route,
+                    direction=direction,
+                    frame_index=None,
+                    t=t,
+                    violation=found,
+                )
+            )
             return TapVerdict(f"{direction.value} {event.kind.value} frame: {event.detail}")
         if isinstance(event, Discarded):
             self.publish(
-                BytesDiscarded(self.conn, self.route, direction, t, event.raw, event.final)
+                BytesDiscarded(
+                    conn=self.conn,
+                    route=self.route,
+                    direction=direction,
+                    t=t,
+                    raw=event.raw,
+                    final=event.final,
+                )
             )
         return None
 
@@ -314,16 +336,16 @@ class ConnectionTap:
             self._unseen_requests[direction] += 1
         self.publish(
             ObservationLost(
-                self.conn,
-                self.route,
-                direction,
-                t,
-                GapReason.FRAME_TOO_LARGE,
-                digest.size,
-                f"a {digest.size}-byte frame over the {self.limits.frame}-byte observation "
+                conn=self.conn,
+                route=self.route,
+                direction=direction,
+                t=t,
+                reason=GapReason.FRAME_TOO_LARGE,
+                size=digest.size,
+                detail=f"a {digest.size}-byte frame over the {self.limits.frame}-byte observation "
                 "limit was forwarded whole; kept as its header, size and digest",
-                f"sha256:{digest.hash.hexdigest()}",
-                digest.header,
+                digest=f"sha256:{digest.hash.hexdigest()}",
+                header=digest.header,
             )
         )
 
@@ -335,13 +357,13 @@ class ConnectionTap:
         oldest = evicted[0].context.frame
         self.publish(
             ObservationLost(
-                self.conn,
-                self.route,
-                direction,
-                t,
-                GapReason.EVICTED,
-                len(evicted),
-                f"{counted(len(evicted), 'request')} unanswered (evicted) past the limit of "
+                conn=self.conn,
+                route=self.route,
+                direction=direction,
+                t=t,
+                reason=GapReason.EVICTED,
+                size=len(evicted),
+                detail=f"{counted(len(evicted), 'request')} unanswered (evicted) past the limit of "
                 f"{self.limits.pending} waiting or {self.limits.pending_bytes} bytes, "
                 f"oldest frame #{oldest.index}",
             )
@@ -410,7 +432,16 @@ class ConnectionTap:
             seen = self.annotate(seen)
         self.publish(seen)
         for found in violations:
-            self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
+            self.publish(
+                ViolationSeen(
+                    conn=self.conn,
+                    route=self.route,
+                    direction=direction,
+                    frame_index=index,
+                    t=t,
+                    violation=found,
+                )
+            )
         if role is Role.REQUEST:
             context = _RequestContext(seen, violations)
             cost = len(payload) + PENDING_OVERHEAD
@@ -425,17 +456,39 @@ class ConnectionTap:
             )
             self.publish(
                 ViolationSeen(
-                    self.conn, self.route, direction, index, t, verdict_found, orphan=True
+                    conn=self.conn,
+                    route=self.route,
+                    direction=direction,
+                    frame_index=index,
+                    t=t,
+                    violation=verdict_found,
+                    orphan=True,
                 )
             )
         elif request is not None:
             exchange_violations = self.profile.check_exchange(request.frame.message, message)
             for found in exchange_violations:
-                self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
+                self.publish(
+                    ViolationSeen(
+                        conn=self.conn,
+                        route=self.route,
+                        direction=direction,
+                        frame_index=index,
+                        t=t,
+                        violation=found,
+                    )
+                )
             every = (*request.violations, *violations, *exchange_violations)
             outcome = self.profile.outcome(request.frame.message, message)
             self.publish(
-                ExchangeCompleted(self.conn, self.route, request.frame, seen, outcome, every)
+                ExchangeCompleted(
+                    conn=self.conn,
+                    route=self.route,
+                    request=request.frame,
+                    response=seen,
+                    outcome=outcome,
+                    violations=every,
+                )
             )
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
             return TapVerdict(f"{direction.value} malformed frame: {message.detail}")

@@ -133,28 +133,32 @@ class LineDecoder:
         if kind == "frame":
             return self._frame(data, line, t)
         if kind == "gap":
-            return EventsMissed(member_int(data, "missed", 0), t, member_str(data, "consumer", ""))
+            return EventsMissed(
+                count=member_int(data, "missed", 0), t=t, consumer=member_str(data, "consumer", "")
+            )
         conn = member_int(data, "conn", 0)
         # Interned: a large recording names the same few routes on every line.
         route = sys.intern(member_str(data, "route", ""))
         if kind == "upstream":
             state = member_choice(data, "state", ("down", "back"))
-            return UpstreamStatus(route, t, state == "back", member_str(data, "detail", ""))
+            return UpstreamStatus(
+                route=route, t=t, up=state == "back", detail=member_str(data, "detail", "")
+            )
         if kind == "open":
             client, upstream = member_str(data, "client"), member_str(data, "upstream")
-            return ConnectionOpened(conn, route, client, upstream, t)
+            return ConnectionOpened(conn=conn, route=route, client=client, upstream=upstream, t=t)
         if kind == "close":
             sizes = data.get("bytes") or {}
             if not isinstance(sizes, dict):
                 raise RecordingError(f"bytes must be an object, not {shown(sizes)}")
             return ConnectionClosed(
-                conn,
-                route,
-                member_str(data, "reason", ""),
-                t,
-                member_int(sizes, "c2s", 0),
-                member_int(sizes, "s2c", 0),
-                member_bool(data, "abnormal", False),
+                conn=conn,
+                route=route,
+                reason=member_str(data, "reason", ""),
+                t=t,
+                bytes_c2s=member_int(sizes, "c2s", 0),
+                bytes_s2c=member_int(sizes, "s2c", 0),
+                abnormal=member_bool(data, "abnormal", False),
             )
         if kind in ("exchange", "server-exchange"):
             # A server-exchange pairs a request the server sent with the client's answer.
@@ -168,40 +172,52 @@ class LineDecoder:
             # Decided as the tap decides it, from the frames (the line's status is for people).
             profile = self.routes.get(route, self.profile)
             outcome = profile.outcome(request.message, response.message)
-            return ExchangeCompleted(conn, route, request, response, outcome, tuple(violations))
+            return ExchangeCompleted(
+                conn=conn,
+                route=route,
+                request=request,
+                response=response,
+                outcome=outcome,
+                violations=tuple(violations),
+            )
         if kind == "violation":
             return self._violation(data, conn, route, t)
         if kind == "frame-error":
             return FramingErrorSeen(
-                conn,
-                route,
-                member_direction(data),
-                t,
-                FrameErrorKind(member_choice(data, "error", _FRAME_ERRORS)),
-                member_str(data, "detail", ""),
-                member_base64(data),
-                member_bool(data, "recoverable", False),
-                member_optional_int(data, "declared"),
+                conn=conn,
+                route=route,
+                direction=member_direction(data),
+                t=t,
+                kind=FrameErrorKind(member_choice(data, "error", _FRAME_ERRORS)),
+                detail=member_str(data, "detail", ""),
+                raw=member_base64(data),
+                recoverable=member_bool(data, "recoverable", False),
+                declared_length=member_optional_int(data, "declared"),
             )
         if kind == "discarded":
             raw = member_base64(data)
             return BytesDiscarded(
-                conn, route, member_direction(data), t, raw, member_bool(data, "final")
+                conn=conn,
+                route=route,
+                direction=member_direction(data),
+                t=t,
+                raw=raw,
+                final=member_bool(data, "final"),
             )
         if kind == "intercept" or (kind == "fault" and _is_intercept(data.get("fault"))):
             return _intercept_step(data, conn, route, t)
         if kind == "fault":
             detail = member_str(data, "detail", "")
             return FaultInjected(
-                conn,
-                route,
-                member_direction(data),
-                t,
-                member_str(data, "fault"),
-                detail,
-                member_optional_str(data, "method"),
-                fault_withheld(data, detail),
-                member_base64(data, "original"),
+                conn=conn,
+                route=route,
+                direction=member_direction(data),
+                t=t,
+                fault=member_str(data, "fault"),
+                detail=detail,
+                method=member_optional_str(data, "method"),
+                withheld=fault_withheld(data, detail),
+                original=member_base64(data, "original"),
             )
         if not isinstance(kind, str):
             raise RecordingError(f"kind must be a string, not {shown(kind)}")
@@ -210,19 +226,19 @@ class LineDecoder:
                 output = member_base64(data)
             else:
                 output = member_str(data, "text").encode("utf-8", "surrogatepass")
-            return ProcessOutput(conn, route, t, output)
+            return ProcessOutput(conn=conn, route=route, t=t, data=output)
         if kind == "unobserved":
             reason = GapReason(member_choice(data, "reason", _GAP_REASONS))
             return ObservationLost(
-                conn,
-                route,
-                member_direction(data),
-                t,
-                reason,
-                member_int(data, "size", 0),
-                member_str(data, "detail", ""),
-                member_str(data, "digest", ""),
-                member_base64(data, "header"),
+                conn=conn,
+                route=route,
+                direction=member_direction(data),
+                t=t,
+                reason=reason,
+                size=member_int(data, "size", 0),
+                detail=member_str(data, "detail", ""),
+                digest=member_str(data, "digest", ""),
+                header=member_base64(data, "header"),
             )
         return None  # an event kind from a newer writer: skipped, not fatal
 
@@ -244,7 +260,15 @@ class LineDecoder:
                 self.violations.setdefault(key, []).append(found)
         # Files written before violations carried ``orphan`` said so by the rule alone.
         orphan = member_bool(data, "orphan", found.rule == R_ORPHAN_RESPONSE.id)
-        return ViolationSeen(conn, route, direction, frame, t, found, orphan)
+        return ViolationSeen(
+            conn=conn,
+            route=route,
+            direction=direction,
+            frame_index=frame,
+            t=t,
+            violation=found,
+            orphan=orphan,
+        )
 
     def _frame(self, data: dict[str, Any], line: bytes, t: float) -> FrameSeen:
         direction = member_direction(data)
@@ -276,15 +300,15 @@ class LineDecoder:
                 obj["method"] = sys.intern(obj["method"])
             message = profile.parse_decoded(obj, role)
         frame = FrameSeen(
-            member_int(data, "conn"),
-            sys.intern(member_str(data, "route", "")),
-            direction,
-            member_int(data, "n"),
-            t,
-            member_int(data, "size", len(payload)),
-            payload,
-            message,
-            redacted,
+            conn=member_int(data, "conn"),
+            route=sys.intern(member_str(data, "route", "")),
+            direction=direction,
+            index=member_int(data, "n"),
+            t=t,
+            size=member_int(data, "size", len(payload)),
+            payload=payload,
+            message=message,
+            redacted=redacted,
             tool_calls=member_tool_calls(data),
             expects_answer=member_bool(data, "expects_answer", False),
             answers=member_optional_int(data, "answers"),

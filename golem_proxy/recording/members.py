@@ -135,7 +135,10 @@ def member_tool_calls(data: dict[str, Any]) -> Optional[tuple[ToolCallRef, ...]]
             )
         found.append(
             ToolCallRef(
-                member_int(call, "conn"), member_int(call, "n"), ident, member_str(call, "tool")
+                conn=member_int(call, "conn"),
+                index=member_int(call, "n"),
+                id=ident,
+                tool=member_str(call, "tool"),
             )
         )
     return tuple(found)

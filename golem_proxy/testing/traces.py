@@ -54,7 +54,11 @@ class TraceBuilder:
         if route not in self.open:
             conn = self.next_conn
             self.next_conn += 1
-            self.writer.write(ConnectionOpened(conn, route, "127.0.0.1:50000", "upstream", self.t))
+            self.writer.write(
+                ConnectionOpened(
+                    conn=conn, route=route, client="127.0.0.1:50000", upstream="upstream", t=self.t
+                )
+            )
             self.open[route] = (conn, [0, 0])
         return self.open[route]
 
@@ -103,7 +107,9 @@ class TraceBuilder:
         )
         counters[1] += 1
         outcome = self.profile.outcome(req.message, resp.message)
-        self.writer.write(ExchangeCompleted(conn, route, req, resp, outcome))
+        self.writer.write(
+            ExchangeCompleted(conn=conn, route=route, request=req, response=resp, outcome=outcome)
+        )
 
     def _frame(
         self,
@@ -136,7 +142,9 @@ class TraceBuilder:
         """Close the route's connection; the next call opens a new one."""
         if route in self.open:
             conn, _ = self.open.pop(route)
-            self.writer.write(ConnectionClosed(conn, route, "client closed", self.t))
+            self.writer.write(
+                ConnectionClosed(conn=conn, route=route, reason="client closed", t=self.t)
+            )
 
     def close(self) -> None:
         for route in list(self.open):

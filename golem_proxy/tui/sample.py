@@ -56,11 +56,19 @@ class SessionBuilder:
         self._routes[conn] = route
         port = "9876" if route == "main" else "9877"
         self.events.append(
-            ConnectionOpened(conn, route, f"127.0.0.1:{50000 + conn}", f"127.0.0.1:{port}", t)
+            ConnectionOpened(
+                conn=conn,
+                route=route,
+                client=f"127.0.0.1:{50000 + conn}",
+                upstream=f"127.0.0.1:{port}",
+                t=t,
+            )
         )
 
     def close(self, conn: int, t: float, reason: str = "client closed") -> None:
-        self.events.append(ConnectionClosed(conn, self._routes[conn], reason, t))
+        self.events.append(
+            ConnectionClosed(conn=conn, route=self._routes[conn], reason=reason, t=t)
+        )
 
     def _frame(
         self,
@@ -91,7 +99,16 @@ class SessionBuilder:
         if not self.check:
             return frame
         for violation in self.profile.check_message(message, payload):
-            self.events.append(ViolationSeen(conn, frame.route, direction, index, t, violation))
+            self.events.append(
+                ViolationSeen(
+                    conn=conn,
+                    route=frame.route,
+                    direction=direction,
+                    frame_index=index,
+                    t=t,
+                    violation=violation,
+                )
+            )
         return frame
 
     def request(
@@ -125,7 +142,12 @@ class SessionBuilder:
         for violation in found:
             self.events.append(
                 ViolationSeen(
-                    request.conn, request.route, Direction.S2C, response.index, t, violation
+                    conn=request.conn,
+                    route=request.route,
+                    direction=Direction.S2C,
+                    frame_index=response.index,
+                    t=t,
+                    violation=violation,
                 )
             )
         violations = tuple(
@@ -138,7 +160,12 @@ class SessionBuilder:
         )
         outcome = self.profile.outcome(request.message, response.message)
         exchange = ExchangeCompleted(
-            request.conn, request.route, request, response, outcome, violations
+            conn=request.conn,
+            route=request.route,
+            request=request,
+            response=response,
+            outcome=outcome,
+            violations=violations,
         )
         self.events.append(exchange)
         return exchange
@@ -146,15 +173,15 @@ class SessionBuilder:
     def frame_error(self, conn: int, t: float, raw: bytes, declared: int) -> None:
         self.events.append(
             FramingErrorSeen(
-                conn,
-                self._routes[conn],
-                Direction.C2S,
-                t,
-                FrameErrorKind.OVERSIZED,
-                f"declared length {declared} exceeds the 64 MiB cap",
-                raw,
-                False,
-                declared,
+                conn=conn,
+                route=self._routes[conn],
+                direction=Direction.C2S,
+                t=t,
+                kind=FrameErrorKind.OVERSIZED,
+                detail=f"declared length {declared} exceeds the 64 MiB cap",
+                raw=raw,
+                recoverable=False,
+                declared_length=declared,
             )
         )
 

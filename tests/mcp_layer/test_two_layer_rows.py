@@ -75,10 +75,20 @@ def session() -> list[Event]:
         request,
         response,
         ExchangeCompleted(
-            2, "main", request, response, GOLEM.outcome(request.message, response.message)
+            conn=2,
+            route="main",
+            request=request,
+            response=response,
+            outcome=GOLEM.outcome(request.message, response.message),
         ),
         answer,
-        ExchangeCompleted(1, "mcp", call, answer, MCP.outcome(call.message, answer.message)),
+        ExchangeCompleted(
+            conn=1,
+            route="mcp",
+            request=call,
+            response=answer,
+            outcome=MCP.outcome(call.message, answer.message),
+        ),
     ]
 
 

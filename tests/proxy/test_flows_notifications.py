@@ -44,7 +44,9 @@ def test_notifications_are_complete_rows_and_server_requests_pair_with_their_ans
     for event in (note, broken, asked, call, answer):
         tracker.apply(event)
     outcome = JSONRPC_NDJSON.outcome(asked.message, answer.message)
-    flow = tracker.apply(ExchangeCompleted(1, "scrybe", asked, answer, outcome))
+    flow = tracker.apply(
+        ExchangeCompleted(conn=1, route="scrybe", request=asked, response=answer, outcome=outcome)
+    )
     assert flow is not None and flow.request is asked and flow.response is answer
     rows = tracker.flows
     assert [row.status(JSONRPC_NDJSON) for row in rows] == [
@@ -59,6 +61,8 @@ def test_notifications_are_complete_rows_and_server_requests_pair_with_their_ans
     streaming = FlowTracker(JSONRPC_NDJSON, keep=False)
     for event in (note, broken, asked, call, answer):
         streaming.apply(event)
-    streaming.apply(ExchangeCompleted(1, "scrybe", asked, answer, outcome))
+    streaming.apply(
+        ExchangeCompleted(conn=1, route="scrybe", request=asked, response=answer, outcome=outcome)
+    )
     assert [row.number for row in streaming.take_settled(None)] == [1, 2, 3]
     assert [row.number for row in streaming.take_rest()] == [4]

@@ -89,29 +89,71 @@ def one_of_each() -> list[Event]:
     broken = Violation("golem.message.malformed", "bad", "$", Severity.ERROR, "invalid-json")
     orphan_verdict = Violation("pairing.orphan-response", "no request", "$.id", Severity.ERROR)
     return [
-        ConnectionOpened(1, "main", "127.0.0.1:5000", "127.0.0.1:9876", 0.25),
-        request,
-        ViolationSeen(1, "main", Direction.C2S, 0, 0.5, broken),
-        response,
-        ExchangeCompleted(1, "main", request, response, OK, (broken,)),
-        FramingErrorSeen(
-            1,
-            "main",
-            Direction.C2S,
-            0.75,
-            FrameErrorKind.OVERSIZED,
-            "too big",
-            b"\xff" * 4,
-            True,
-            99,
+        ConnectionOpened(
+            conn=1, route="main", client="127.0.0.1:5000", upstream="127.0.0.1:9876", t=0.25
         ),
-        BytesDiscarded(1, "main", Direction.C2S, 0.75, b"\x00\x01", True),
-        FaultInjected(1, "main", Direction.S2C, 0.8, "drop", "withheld response", "ping", True),
-        ViolationSeen(1, "main", Direction.S2C, 1, 0.85, orphan_verdict, orphan=True),
-        EventsMissed(3, 0.9, "recorder"),
-        ConnectionClosed(1, "main", "client closed", 1.0, 10, 20, True),
-        UpstreamStatus("main", 1.25, False, "upstream 127.0.0.1:9876 refuses connections"),
-        UpstreamStatus("main", 1.5, True, "upstream 127.0.0.1:9876 answers again"),
+        request,
+        ViolationSeen(
+            conn=1, route="main", direction=Direction.C2S, frame_index=0, t=0.5, violation=broken
+        ),
+        response,
+        ExchangeCompleted(
+            conn=1,
+            route="main",
+            request=request,
+            response=response,
+            outcome=OK,
+            violations=(broken,),
+        ),
+        FramingErrorSeen(
+            conn=1,
+            route="main",
+            direction=Direction.C2S,
+            t=0.75,
+            kind=FrameErrorKind.OVERSIZED,
+            detail="too big",
+            raw=b"\xff" * 4,
+            recoverable=True,
+            declared_length=99,
+        ),
+        BytesDiscarded(
+            conn=1, route="main", direction=Direction.C2S, t=0.75, raw=b"\x00\x01", final=True
+        ),
+        FaultInjected(
+            conn=1,
+            route="main",
+            direction=Direction.S2C,
+            t=0.8,
+            fault="drop",
+            detail="withheld response",
+            method="ping",
+            withheld=True,
+        ),
+        ViolationSeen(
+            conn=1,
+            route="main",
+            direction=Direction.S2C,
+            frame_index=1,
+            t=0.85,
+            violation=orphan_verdict,
+            orphan=True,
+        ),
+        EventsMissed(count=3, t=0.9, consumer="recorder"),
+        ConnectionClosed(
+            conn=1,
+            route="main",
+            reason="client closed",
+            t=1.0,
+            bytes_c2s=10,
+            bytes_s2c=20,
+            abnormal=True,
+        ),
+        UpstreamStatus(
+            route="main", t=1.25, up=False, detail="upstream 127.0.0.1:9876 refuses connections"
+        ),
+        UpstreamStatus(
+            route="main", t=1.5, up=True, detail="upstream 127.0.0.1:9876 answers again"
+        ),
     ]
 
 
@@ -221,7 +263,7 @@ def test_notifications_and_server_exchanges_roundtrip_and_are_documented() -> No
         asked,
         call,
         answer,
-        ExchangeCompleted(1, "main", asked, answer, OK),
+        ExchangeCompleted(conn=1, route="main", request=asked, response=answer, outcome=OK),
     ]
     assert roundtrip(events, "jsonrpc-ndjson") == events
     lines = [json.loads(encode_event(e, JSONRPC_NDJSON, 1) or b"") for e in events]
@@ -240,7 +282,11 @@ def test_jsonrpc_ndjson_frames_roundtrip() -> None:
         profile=JSONRPC_NDJSON,
         answers=0,
     )
-    events: list[Event] = [request, response, ExchangeCompleted(1, "main", request, response, OK)]
+    events: list[Event] = [
+        request,
+        response,
+        ExchangeCompleted(conn=1, route="main", request=request, response=response, outcome=OK),
+    ]
     assert roundtrip(events, "jsonrpc-ndjson") == events
 
 

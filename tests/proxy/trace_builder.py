@@ -47,7 +47,13 @@ class TapSimulator:
         tap = ConnectionTap(conn, route, self.profile, self.events.append, cap=self.cap)
         self.conns[conn] = _Conn(route, tap)
         self.events.append(
-            ConnectionOpened(conn, route, f"127.0.0.1:{50000 + conn}", "127.0.0.1:9876", self.t)
+            ConnectionOpened(
+                conn=conn,
+                route=route,
+                client=f"127.0.0.1:{50000 + conn}",
+                upstream="127.0.0.1:9876",
+                t=self.t,
+            )
         )
 
     def send(self, conn: int, direction: Direction, data: bytes, *, chunk: int = 0) -> None:
@@ -70,12 +76,12 @@ class TapSimulator:
             state.tap.process(direction, b"", self.t)
         self.events.append(
             ConnectionClosed(
-                conn,
-                state.route,
-                reason,
-                self.t,
-                len(state.fed[Direction.C2S]),
-                len(state.fed[Direction.S2C]),
+                conn=conn,
+                route=state.route,
+                reason=reason,
+                t=self.t,
+                bytes_c2s=len(state.fed[Direction.C2S]),
+                bytes_s2c=len(state.fed[Direction.S2C]),
             )
         )
 

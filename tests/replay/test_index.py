@@ -60,7 +60,12 @@ def sessions(draw: st.DrawFn) -> list[Event]:
                     answers=request.index,
                 )
                 n[1] += 1
-                events += [response, ExchangeCompleted(conn, route, request, response, OK)]
+                events += [
+                    response,
+                    ExchangeCompleted(
+                        conn=conn, route=route, request=request, response=response, outcome=OK
+                    ),
+                ]
                 continue
             body = {"id": draw(ids), "method": draw(methods), "params": {}}
             payload = json.dumps(body).encode()
@@ -241,7 +246,11 @@ def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
 def sequential_exchange(conn: int, n: int, ident: Any) -> list[Event]:
     """A ping and its answer as a sequential client records them: three adjacent lines."""
     request, response = frame(conn, Direction.C2S, n, ident), frame(conn, Direction.S2C, n, ident)
-    return [request, response, ExchangeCompleted(conn, "main", request, response, OK)]
+    return [
+        request,
+        response,
+        ExchangeCompleted(conn=conn, route="main", request=request, response=response, outcome=OK),
+    ]
 
 
 def test_a_reused_frame_key_pairs_as_one_process_pairs_it(tmp_path: Path) -> None:
@@ -254,9 +263,13 @@ def test_a_reused_frame_key_pairs_as_one_process_pairs_it(tmp_path: Path) -> Non
     with RecordingWriter.create(str(path), HEADER, overwrite=True) as writer:
         for event in [old, *padding, new, frame(9, Direction.C2S, 99, 99), first]:
             writer.write(event)
-        writer.write(ExchangeCompleted(1, "main", new, first, OK))
+        writer.write(
+            ExchangeCompleted(conn=1, route="main", request=new, response=first, outcome=OK)
+        )
         writer.write(second)
-        writer.write(ExchangeCompleted(1, "main", new, second, OK))
+        writer.write(
+            ExchangeCompleted(conn=1, route="main", request=new, response=second, outcome=OK)
+        )
     single = rows_in_one_process(path)
     assert len(single) == 1
     assert all(rows == single for rows in rows_split_at_every_line(path))
@@ -266,7 +279,15 @@ def test_a_frame_after_its_exchange_line_is_never_paired(tmp_path: Path) -> None
     request, response = frame(2, Direction.C2S, 0, "a"), frame(2, Direction.S2C, 0, "a")
     padding = [frame(9, Direction.C2S, n, n) for n in range(8)]
     path = tmp_path / "t.jsonl"
-    write(path, [*padding, response, ExchangeCompleted(2, "main", request, response, OK), request])
+    write(
+        path,
+        [
+            *padding,
+            response,
+            ExchangeCompleted(conn=2, route="main", request=request, response=response, outcome=OK),
+            request,
+        ],
+    )
     assert rows_in_one_process(path) == []
     assert all(rows == [] for rows in rows_split_at_every_line(path))
 
