@@ -8,7 +8,18 @@ import hashlib
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["DEFAULT_LIMITS", "PENDING_OVERHEAD", "FrameDigest", "ObserveLimits", "TapVerdict"]
+from golem_core.framing import FrameError, FrameErrorKind, Framing
+from golem_core.profiles import Profile
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "PENDING_OVERHEAD",
+    "FrameDigest",
+    "ObserveLimits",
+    "TapVerdict",
+    "is_unobserved_frame",
+    "split_header",
+]
 
 
 @dataclass(frozen=True)
@@ -52,3 +63,21 @@ class FrameDigest:
     def add(self, data: bytes) -> None:
         self.size += len(data)
         self.hash.update(data)
+
+
+def is_unobserved_frame(error: FrameError, decoder_cap: int, cap: int) -> bool:
+    """An "oversized" frame that is only over the observation limit (``decoder_cap``), not the
+    protocol's ``cap``: legitimate traffic the tap does not hold, but digests."""
+    if error.kind is not FrameErrorKind.OVERSIZED or not error.recoverable:
+        return False
+    if decoder_cap >= cap:
+        return False
+    declared = error.declared_length
+    return declared is None or declared <= cap
+
+
+def split_header(profile: Profile, raw: bytes) -> tuple[bytes, bytes]:
+    """The frame header (length-prefixed framing) and the payload bytes that follow it."""
+    if profile.framing is Framing.LENGTH_PREFIXED:
+        return raw[:4], raw[4:]
+    return b"", raw

@@ -10,7 +10,11 @@ import orjson
 from golem_core.messages import Message, Role
 from golem_core.profiles import Profile
 
-__all__ = ["encode_redacted", "parse_fast"]
+__all__ = ["ELIDE_FRAMES_OVER", "ELIDE_STRINGS_OVER", "encode_redacted", "parse_fast"]
+
+ELIDE_FRAMES_OVER = 1024 * 1024
+"""Frames larger than this are typed with their long opaque strings elided (live view only)."""
+ELIDE_STRINGS_OVER = 64 * 1024
 
 
 def encode_redacted(profile: Profile, obj: object) -> bytes:
