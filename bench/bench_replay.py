@@ -68,10 +68,10 @@ def write_trace(path: Path, exchanges: int, method: str = "geometry.create_box")
             chunk.append(
                 f'{{"seq":{seq + 1},"t":{t + 0.001:.6f},"kind":"frame","conn":1,"route":"main",'
                 f'"dir":"c2s","n":{n},"size":{len(request) + 4},"type":"request","id":"{rid}",'
-                f'"method":"{method}","msg":{request}}}\n'
+                f'"method":"{method}","expects_answer":true,"msg":{request}}}\n'
                 f'{{"seq":{seq + 2},"t":{t + 0.002:.6f},"kind":"frame","conn":1,"route":"main",'
                 f'"dir":"s2c","n":{n},"size":{len(response) + 4},"type":"response",'
-                f'"id":"{rid}","msg":{response}}}\n'
+                f'"id":"{rid}","answers":{n},"msg":{response}}}\n'
                 f'{{"seq":{seq + 3},"t":{t + 0.002:.6f},"kind":"exchange","conn":1,'
                 f'"route":"main","req":{n},"resp":{n},"method":"{method}","status":"ok",'
                 f'"latency":0.001}}\n'.encode()

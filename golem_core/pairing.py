@@ -115,6 +115,11 @@ class Correlator(Generic[T]):
             return self._forget(next(iter(self._order.values())))
         return None
 
+    def evict_oldest(self, count: int) -> list[Pending[T]]:
+        """Forget and return the ``count`` oldest outstanding requests (fewer when fewer are
+        held): what a correlator with limits let go, replayed by one that has none."""
+        return [self._forget(p) for p in list(self._order.values())[: max(count, 0)]]
+
     def outstanding(self) -> list[Pending[T]]:
         """Requests still waiting for a response, oldest first."""
         return list(self._order.values())

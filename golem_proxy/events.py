@@ -28,6 +28,8 @@ __all__ = [
     "FrameSeen",
     "FramingErrorSeen",
     "GapReason",
+    "InterceptKind",
+    "InterceptStep",
     "ObservationLost",
     "Outcome",
     "OutcomeKind",
@@ -55,7 +57,7 @@ class Direction(enum.Enum):
         return Direction.S2C if self is Direction.C2S else Direction.C2S
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConnectionOpened:
     conn: int
     route: str
@@ -64,7 +66,7 @@ class ConnectionOpened:
     t: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ConnectionClosed:
     conn: int
     route: str
@@ -76,7 +78,7 @@ class ConnectionClosed:
     """True when a side reset, refused or failed (not a clean close)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallRef:
     """An MCP ``tools/call`` request, as a GOLEM frame names the call that caused it: the
     request frame's connection and index on the MCP route, its JSON-RPC id and its tool."""
@@ -87,9 +89,12 @@ class ToolCallRef:
     tool: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FrameSeen:
     """A complete frame. ``payload`` is the exact payload bytes; ``size`` the wire size.
+    The tap pairs a response with its request before it publishes either event, and says so
+    here (``expects_answer``, ``answers``, ``orphan``): pairing is decided once, by the tap
+    (or, for a version-1 recording, once by `golem_proxy.recording.v1_pairing`).
 
     Slotted, like `ExchangeCompleted`: a viewer keeps two of these per exchange, and an
     instance dictionary was a tenth of the TUI's memory on a large recording."""
@@ -113,6 +118,17 @@ class FrameSeen:
     ``tools/call`` requests in flight when the frame was decoded. One: the call that caused
     it; none: sent outside any tool call; several: ambiguous, these are the candidates.
     None when the session had no MCP layer (or the frame is on the MCP route itself)."""
+    expects_answer: bool = False
+    """On a request: the tap holds it until its answer comes (False for a notification, which
+    wants none, and on every response). Views keep a request in flight only when this is
+    set, and never re-decide it from the message."""
+    answers: Optional[int] = None
+    """On a response: the ``index`` of the request frame it answers (that frame travelled the
+    other way), as the tap paired them. None for a request, an orphan, or the answer to a
+    request too large to observe."""
+    orphan: bool = False
+    """On a response: it answers no outstanding request of its connection (the tap also
+    reports that as a `ViolationSeen` with ``orphan`` set, right after this frame)."""
 
     @property
     def method(self) -> Optional[str]:
@@ -138,7 +154,7 @@ class FrameSeen:
         return self.direction is Direction.S2C and self.is_request
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FramingErrorSeen:
     """A framing error (oversized header or line, truncation). ``raw`` holds its bytes."""
 
@@ -153,7 +169,7 @@ class FramingErrorSeen:
     declared_length: Optional[int] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BytesDiscarded:
     """Bytes of an oversized frame that were forwarded but not decoded."""
 
@@ -165,7 +181,7 @@ class BytesDiscarded:
     final: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ExchangeCompleted:
     """A request and its response. ``latency`` runs from the request's last byte to the
     response's last byte, as the client saw them: what the client waited, a delay the proxy
@@ -201,7 +217,7 @@ class ExchangeCompleted:
         return self.outcome.code
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ViolationSeen:
     """A contract violation, tied to the frame it was found in (when there is one)."""
 
@@ -216,10 +232,11 @@ class ViolationSeen:
     words; views make it a row of its own)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FaultInjected:
-    """A fault the proxy injected on purpose (``--fault``), or a step of an intercepted frame
-    (``--intercept``: the ``intercept:*`` kinds of `golem_proxy.live.intercept`)."""
+    """A fault the proxy injected on purpose (``--fault``). (A step of an intercepted frame
+    is an `InterceptStep`; recordings written before it have it as a fault whose ``fault`` is
+    ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
 
     conn: int
     route: str
@@ -234,6 +251,50 @@ class FaultInjected:
     original: bytes = b""
     """The payload as it came, when the proxy sent other bytes in its place (an edited
     frame: the frame event before this one holds what was sent)."""
+
+
+class InterceptKind(enum.Enum):
+    """A step of a frame held by ``--intercept`` (`golem_proxy.live.intercept`)."""
+
+    HELD = "held"
+    """The frame was caught and waits for a decision (published when it is caught)."""
+    ACCEPTED = "accept"
+    EDITED = "edit"
+    DROPPED = "drop"
+    ANSWERED = "answer"
+    """A request answered by hand: it never reached the upstream."""
+    RELEASED = "timeout"
+    """Held past ``timeout``: forwarded as it came."""
+    LOST = "lost"
+    """The connection ended while the frame was held: it was never sent."""
+
+    @property
+    def label(self) -> str:
+        """``intercept:KIND``: how the log names the step (and recordings of version 1 did)."""
+        return f"intercept:{self.value}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterceptStep:
+    """A step of a frame intercepted by ``--intercept``: caught, then decided (or lost)."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
+    kind: InterceptKind
+    detail: str
+    method: Optional[str] = None
+    withheld: bool = False
+    """The proxy did not forward the frame (dropped, or a request answered by hand)."""
+    original: bytes = b""
+    """The payload as it came, when the proxy sent other bytes in its place (an edited
+    frame: the frame event before this one holds what was sent)."""
+
+    @property
+    def fault(self) -> str:
+        """The step's name as the log and a flow's detail show it (``intercept:held``)."""
+        return self.kind.label
 
 
 class GapReason(enum.Enum):
@@ -252,7 +313,7 @@ class GapReason(enum.Enum):
     it shows as an orphan."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ObservationLost:
     """A gap in what was observed, never in what was forwarded: ``size`` bytes of ``direction``
     went through unexamined (or, for `GapReason.EVICTED`, ``size`` requests were let go)."""
@@ -270,7 +331,7 @@ class ObservationLost:
     """The frame's header bytes (length-prefixed framing), for a frame too large to observe."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class UpstreamStatus:
     """A route's upstream stopped or started answering: while it refuses connections, the
     route does not listen (a client is refused, as it would be direct), and it listens
@@ -282,7 +343,7 @@ class UpstreamStatus:
     detail: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EventsMissed:
     """Told to a consumer that fell behind: this many events were not delivered to it."""
 
@@ -291,7 +352,7 @@ class EventsMissed:
     consumer: str = field(default="")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProcessOutput:
     """Bytes a wrapped process wrote to its stderr (the MCP server of `golem-proxy mcp`):
     passed on to our stderr as they came, and recorded on the route of its hop."""
@@ -311,6 +372,7 @@ Event = Union[
     ExchangeCompleted,
     ViolationSeen,
     FaultInjected,
+    InterceptStep,
     EventsMissed,
     ObservationLost,
     ProcessOutput,

@@ -10,6 +10,7 @@ log, `show`, `stats`, the TUI and the recording readers, so live and offline vie
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -30,6 +31,8 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     GapReason,
+    InterceptKind,
+    InterceptStep,
     ObservationLost,
     ViolationSeen,
 )
@@ -37,8 +40,9 @@ from ..status_tone import Tone, outcome_tone
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
 
-HELD_KIND = "intercept:held"
-"""The fault kind of a frame held by ``--intercept`` (`golem_proxy.live.intercept.HELD`)."""
+HOLD_BACK = 1024
+"""Settled rows a streaming reader keeps behind the oldest row still in flight, to hand rows on
+in number order; past that they go on ahead of it (`FlowTracker.take_settled`)."""
 
 ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
@@ -63,7 +67,8 @@ class Flow:
     # Tuples, not lists: most flows have none, and the empty tuple is shared where two empty
     # lists cost ~110 bytes a flow (the TUI keeps hundreds of thousands).
     violations: tuple[Violation, ...] = ()
-    faults: tuple[FaultInjected, ...] = ()
+    faults: tuple[Union[FaultInjected, InterceptStep], ...] = ()
+    """Faults the proxy injected into the flow and the steps of its frames' interception."""
     closed_unanswered: bool = False
     marked: bool = False
     unanswerable: bool = False
@@ -205,28 +210,45 @@ class ConnectionInfo:
 
 
 class FlowTracker:
-    """Builds flows and per-connection counters from events, in arrival order."""
+    """Builds flows and per-connection counters from events, in arrival order.
 
-    def __init__(self, profile: Profile) -> None:
+    It pairs nothing: a frame says what the tap decided (`FrameSeen.expects_answer`,
+    ``answers``, ``orphan``), and the tracker only looks up the row a frame belongs to. What it
+    holds besides the rows is what is in flight: requests waiting for their answer, answers
+    waiting for their exchange event, the last unpaired row of each connection and direction
+    (its violations follow it); all of a connection's is let go when it closes.
+
+    With ``keep`` (the TUI), every flow stays in ``flows``. Without it (a reader streaming a
+    trace), ``flows`` stays empty: `take_settled` hands each row on once it is settled and
+    `in_flight` gives what is still waiting, so memory is what is in flight, not the trace."""
+
+    def __init__(self, profile: Profile, *, keep: bool = True) -> None:
         self.profile = profile
+        self.keep = keep
         self.flows: list[Flow] = []
-        """The flows in the order they were created (see `take_settled` for a reader that
-        hands them on instead of keeping them)."""
+        """Every flow in the order it was created (with ``keep``; else empty)."""
         self.created = 0
         self.connections: dict[int, ConnectionInfo] = {}
         self.events_missed = 0
+        # Settled rows not handed on yet (without ``keep``): a heap by number.
+        self._ready: list[tuple[int, Flow]] = []
+        self._ready_numbers: set[int] = set()
         # Keyed by (conn, direction, frame index): a client's frame 3 and a server's frame 3
         # may both be requests (or both answers) on a JSON-RPC connection.
         self._by_request: dict[tuple[int, Direction, int], Flow] = {}
-        self._responses: dict[tuple[int, Direction, int], FrameSeen] = {}
-        self._response_violations: dict[tuple[int, Direction, int], list[Violation]] = {}
-        # A notification's row, until the violations that follow its frame are attached.
-        self._last_notification: dict[tuple[int, Direction], tuple[int, Flow]] = {}
+        # An answer the tap paired, until its exchange event: the row it belongs to (None when
+        # its request came before this view started, a tailed file).
+        self._answers: dict[tuple[int, Direction, int], Optional[Flow]] = {}
+        # The last row made of one frame (a notification, an orphan, an answer to a request
+        # too large to observe), until the violations that follow its frame are attached.
+        self._last_unpaired: dict[tuple[int, Direction], tuple[int, Flow]] = {}
         # The tap follows a framing error with its violation (no frame index): keep the row.
         self._frame_errors: dict[tuple[int, Direction], Flow] = {}
+        # Each connection's newest row: where a fault the proxy injected is told.
+        self._latest: dict[int, Flow] = {}
 
     def apply(self, event: Event) -> Optional[Flow]:
-        """Fold one event in; return the flow it created or changed, if any."""
+        """Fold one event in; return the flow it created, changed or belongs to, if any."""
         if isinstance(event, FrameSeen):
             return self._frame(event)
         if isinstance(event, ExchangeCompleted):
@@ -238,7 +260,7 @@ class FlowTracker:
             flow.frame_error = event
             self._frame_errors[(event.conn, event.direction)] = flow
             self._count_bytes(event.conn, event.direction, len(event.raw))
-            return flow
+            return self._settled(flow)
         if isinstance(event, BytesDiscarded):
             self._count_bytes(event.conn, event.direction, len(event.raw))
             return None
@@ -254,8 +276,8 @@ class FlowTracker:
             flow.gap = event
             if event.reason is not GapReason.EVICTED:
                 self._count_bytes(event.conn, event.direction, event.size)
-            return flow
-        if isinstance(event, FaultInjected):
+            return self._settled(flow)
+        if isinstance(event, (FaultInjected, InterceptStep)):
             faulted = self._flow_for_fault(event)
             if faulted is not None:
                 faulted.faults += (event,)
@@ -264,30 +286,52 @@ class FlowTracker:
         return None
 
     def take_settled(self, touched: Optional[Flow]) -> list[Flow]:
-        """Remove and return the oldest flows that are settled: answered, never to be
-        answered, or a framing error, and not ``touched`` by the last event (a framing
-        error's violation comes in the event after it). Flows are taken in order, so a
-        pending one holds back those after it. For a reader that streams a trace in
-        memory that does not grow with it."""
-        flows = self.flows
-        count = 0
-        for flow in flows:
-            if flow is touched or not (
-                flow.response is not None
-                or flow.frame_error is not None
-                or flow.closed_unanswered
-                or flow.unanswerable
-            ):
+        """Remove and return, in number order, the settled flows (answered, never to be
+        answered, a framing error, a gap) that no older flow still in flight holds back,
+        except ``touched``: the flow of the last event, which the events right after it may
+        still add to (a notification's violations, a framing error's). Rows keep their order
+        (a tool call before the GOLEM flows it caused) as long as at most `HOLD_BACK` settled
+        rows wait behind one in flight; past that the oldest settled go on ahead of it, so
+        what is held is bounded whatever the trace. Without ``keep`` only."""
+        ready = self._ready
+        oldest = next(iter(self._by_request.values()), None)
+        limit = oldest.number if oldest is not None else self.created + 1
+        taken: list[Flow] = []
+        while ready and (ready[0][0] < limit or len(ready) > HOLD_BACK):
+            flow = ready[0][1]
+            if flow is touched:
                 break
-            count += 1
-        taken = flows[:count]
-        del flows[:count]
+            heapq.heappop(ready)
+            self._ready_numbers.discard(flow.number)
+            taken.append(flow)
         return taken
+
+    def holds(self, flow: Flow) -> bool:
+        """Whether ``flow`` is still here, not handed on by `take_settled` (without ``keep``)."""
+        return flow.pending or flow.number in self._ready_numbers
+
+    def take_rest(self) -> list[Flow]:
+        """Every flow not handed on yet, settled or still waiting for an answer, in number
+        order (what a trace read to its end leaves), and forget them."""
+        rest = [flow for _, flow in self._ready] + list(self._by_request.values())
+        self._ready.clear()
+        self._ready_numbers.clear()
+        self._by_request.clear()
+        rest.sort(key=_number)
+        return rest
 
     def _new_flow(self, conn: int, route: str) -> Flow:
         self.created += 1
         flow = Flow(self.created, conn, route)
-        self.flows.append(flow)
+        self._latest[conn] = flow
+        if self.keep:
+            self.flows.append(flow)
+        return flow
+
+    def _settled(self, flow: Flow) -> Flow:
+        if not self.keep:
+            heapq.heappush(self._ready, (flow.number, flow))
+            self._ready_numbers.add(flow.number)
         return flow
 
     def _info(self, conn: int, route: str) -> ConnectionInfo:
@@ -314,34 +358,39 @@ class FlowTracker:
             info.frames_s2c += 1
             info.bytes_s2c += frame.size
         key = (frame.conn, frame.direction, frame.index)
-        if frame.is_request:
-            flow = self._new_flow(frame.conn, frame.route)
-            flow.request = frame
-            if not self.profile.expects_response(frame.message):
-                # Complete as it is: never waits for an answer (its violations follow it).
-                flow.unanswerable = True
-                self._last_notification[(frame.conn, frame.direction)] = (frame.index, flow)
-            else:
-                self._by_request[key] = flow
+        if frame.answers is not None:
+            # Its row is the request's; it is filled in by the exchange event that follows.
+            asked = (frame.conn, frame.direction.reverse, frame.answers)
+            flow = self._by_request.get(asked)
+            self._answers[key] = flow
             return flow
-        # Held until the exchange (or the orphan verdict) that follows it says where it goes.
-        self._responses[key] = frame
-        return None
+        flow = self._new_flow(frame.conn, frame.route)
+        if frame.is_request:
+            flow.request = frame
+            if frame.expects_answer:
+                self._by_request[key] = flow
+                return flow
+            flow.unanswerable = True  # complete as it is: never waits for an answer
+        else:
+            # An orphan, or the answer to a request too large to observe: a row of its own,
+            # whose outcome is read against no request by the profile function the tap uses.
+            flow.response = frame
+            flow.outcome = self.profile.outcome(None, frame.message)
+        self._last_unpaired[(frame.conn, frame.direction)] = (frame.index, flow)
+        return self._settled(flow)
 
     def _exchange(self, exchange: ExchangeCompleted) -> Flow:
         request, response = exchange.request, exchange.response
         flow = self._by_request.pop((exchange.conn, request.direction, request.index), None)
+        self._answers.pop((exchange.conn, response.direction, response.index), None)
         if flow is None:  # the request came before this view started (a tailed file)
             flow = self._new_flow(exchange.conn, exchange.route)
             flow.request = request
         flow.response = response
         flow.outcome = exchange.outcome
         flow.closed_unanswered = False
-        answer = (exchange.conn, response.direction, response.index)
-        self._responses.pop(answer, None)
-        self._response_violations.pop(answer, None)
         flow.violations = exchange.violations
-        return flow
+        return self._settled(flow)
 
     def _violation(self, event: ViolationSeen) -> Optional[Flow]:
         if event.direction is None:
@@ -354,26 +403,17 @@ class FlowTracker:
             return errored
         key = (event.conn, event.direction, event.frame_index)
         flow = self._by_request.get(key)
-        if flow is None:
-            index, noted = self._last_notification.get((event.conn, event.direction), (-1, None))
-            flow = noted if index == event.frame_index else None
         if flow is not None:
             flow.violations += (event.violation,)
             return flow
-        if key not in self._responses and not event.orphan:
-            return None  # a request's frame this view never saw (a tailed file)
-        if event.orphan:
-            response = self._responses.pop(key, None)
-            flow = self._new_flow(event.conn, event.route)
-            flow.response = response
-            if response is not None:
-                # An orphan has no exchange event: its outcome is decided here, by the same
-                # profile function the tap uses, read against no request.
-                flow.outcome = self.profile.outcome(None, response.message)
-            flow.violations = (*self._response_violations.pop(key, []), event.violation)
-            return flow
-        self._response_violations.setdefault(key, []).append(event.violation)
-        return None
+        if key in self._answers:
+            # The exchange event carries every violation of the pair: nothing to add here.
+            return self._answers[key]
+        index, noted = self._last_unpaired.get((event.conn, event.direction), (-1, None))
+        if noted is not None and index == event.frame_index:
+            noted.violations += (event.violation,)
+            return noted
+        return None  # a frame this view never saw (a tailed file)
 
     def _closed(self, event: ConnectionClosed) -> Optional[Flow]:
         info = self._info(event.conn, event.route)
@@ -383,18 +423,24 @@ class FlowTracker:
         info.bytes_c2s = max(info.bytes_c2s, event.bytes_c2s)
         info.bytes_s2c = max(info.bytes_s2c, event.bytes_s2c)
         changed = None
-        for key in [k for k in self._by_request if k[0] == event.conn]:
+        conn = event.conn
+        for key in [k for k in self._by_request if k[0] == conn]:
             flow = self._by_request.pop(key)
             flow.closed_unanswered = True
-            changed = flow
+            changed = self._settled(flow)
+        for key in [k for k in self._answers if k[0] == conn]:
+            del self._answers[key]
         for direction in Direction:
-            self._last_notification.pop((event.conn, direction), None)
+            self._last_unpaired.pop((conn, direction), None)
+            self._frame_errors.pop((conn, direction), None)
         return changed
 
-    def _flow_for_fault(self, event: FaultInjected) -> Optional[Flow]:
-        if event.fault == HELD_KIND and event.direction is Direction.C2S:
+    def _flow_for_fault(self, event: Union[FaultInjected, InterceptStep]) -> Optional[Flow]:
+        held = isinstance(event, InterceptStep) and event.kind is InterceptKind.HELD
+        if held and event.direction is Direction.C2S:
             return None  # an intercepted request not recorded yet: its decision follows it
-        for flow in reversed(self.flows):
-            if flow.conn == event.conn:
-                return flow
-        return None
+        return self._latest.get(event.conn)
+
+
+def _number(flow: Flow) -> int:
+    return flow.number

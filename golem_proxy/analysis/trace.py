@@ -39,7 +39,7 @@ class FlowReader:
         self.path = path
         self._stream = stream
         self._reader = reader
-        self.tracker = FlowTracker(reader.profile)
+        self.tracker = FlowTracker(reader.profile, keep=False)
         self.flow_count = 0
         """Flows handed on so far (all of them once `flows` is exhausted)."""
         self.read_to_end = False
@@ -81,8 +81,10 @@ class FlowReader:
         return self._read()
 
     def flows(self) -> Iterator[Flow]:
-        """Every flow in number order, each as soon as it is settled (answered, closed
-        unanswered, a framing error); what is still pending at the end of the file last."""
+        """Every flow, each once it is settled (answered, closed unanswered, a framing error)
+        and the rows before it are (`FlowTracker.take_settled`: in number order unless more
+        than `HOLD_BACK` rows wait behind one in flight); what is still pending at the end of
+        the file last."""
         tracker = self.tracker
         apply, settled = tracker.apply, tracker.take_settled
         for event in self._read():
@@ -90,28 +92,36 @@ class FlowReader:
             if done:
                 self.flow_count += len(done)
                 yield from done
-        rest = settled(None) + tracker.flows
-        tracker.flows = []
+        rest = tracker.take_rest()
         self.flow_count += len(rest)
         yield from rest
 
     def batches(self, size: int = 1000) -> Iterator[tuple[list[Event], list[Flow]]]:
-        """The trace in pieces: the events read since the last piece and the flows they
-        settled. A piece ends once it has ``size`` flows and no flow is left pending, so every
-        event about a flow is in the piece of that flow or an earlier one."""
+        """The trace in pieces: the flows settled since the last piece (at least ``size`` of
+        them, but the last piece) and their events. Every event about a flow is in the piece
+        of that flow: the events of a flow still in flight wait with it, so what is held is
+        what is in flight, not the trace."""
         tracker = self.tracker
-        apply, settled = tracker.apply, tracker.take_settled
+        apply, settled, holds = tracker.apply, tracker.take_settled, tracker.holds
         events: list[Event] = []
         flows: list[Flow] = []
+        waiting: dict[int, list[Event]] = {}  # by flow number, until the flow is handed on
         for event in self._read():
-            events.append(event)
-            flows += settled(apply(event))
-            if len(flows) >= size and not tracker.flows:
+            flow = apply(event)
+            if flow is not None and holds(flow):
+                waiting.setdefault(flow.number, []).append(event)
+            else:
+                events.append(event)
+            for done in settled(flow):
+                events += waiting.pop(done.number, ())
+                flows.append(done)
+            if len(flows) >= size:
                 self.flow_count += len(flows)
                 yield events, flows
                 events, flows = [], []
-        flows += settled(None) + tracker.flows
-        tracker.flows = []
+        for done in tracker.take_rest():
+            events += waiting.pop(done.number, ())
+            flows.append(done)
         self.flow_count += len(flows)
         yield events, flows
 

@@ -69,7 +69,7 @@ class ToolCallTracker:
             if called is None or not isinstance(ident, (str, int)):
                 return
             self._in_flight[(event.conn, called)] = ToolCallRef(
-                event.conn, event.index, ident, tool_name(message)
+                conn=event.conn, index=event.index, id=ident, tool=tool_name(message)
             )
             if len(self._in_flight) > MAX_IN_FLIGHT:
                 self._in_flight.popitem(last=False)

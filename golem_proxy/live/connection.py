@@ -217,11 +217,11 @@ class Connection:
         if not self.reason:
             self.note("proxy shutting down", True)
         return ConnectionClosed(
-            self.conn,
-            self.route.name,
-            self.reason,
-            t,
-            self.sent[Direction.C2S],
-            self.sent[Direction.S2C],
-            self.abnormal,
+            conn=self.conn,
+            route=self.route.name,
+            reason=self.reason,
+            t=t,
+            bytes_c2s=self.sent[Direction.C2S],
+            bytes_s2c=self.sent[Direction.S2C],
+            abnormal=self.abnormal,
         )

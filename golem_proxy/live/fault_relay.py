@@ -31,7 +31,7 @@ import trio
 from golem_core.framing import EndOfStream, Frame
 from golem_core.profiles import Profile
 
-from ..events import Direction, Event, FaultInjected
+from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep
 from .connection import Connection
 from .faults import ConnectionFaults, FaultKind, FrameAction
 from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
@@ -157,13 +157,13 @@ class FaultRelay:
                 self.conn.publish_in_order(
                     self.publish,
                     FaultInjected(
-                        self.conn.conn,
-                        self.conn.route.name,
-                        direction,
-                        self.now(),
-                        fault,
-                        detail,
-                        action.method,
+                        conn=self.conn.conn,
+                        route=self.conn.route.name,
+                        direction=direction,
+                        t=self.now(),
+                        fault=fault,
+                        detail=detail,
+                        method=action.method,
                         withheld=action.withhold is not None
                         and fault == action.withhold.kind.value,
                     ),
@@ -172,19 +172,26 @@ class FaultRelay:
     def _announce(
         self,
         direction: Direction,
-        kind: str,
+        kind: InterceptKind,
         detail: str,
         method: Optional[str],
         original: bytes = b"",
         withheld: bool = False,
     ) -> None:
-        event = FaultInjected(
-            self.conn.conn, self.conn.route.name, direction, self.now(), kind, detail, method,
-            withheld, original,
-        )  # fmt: skip
+        event = InterceptStep(
+            conn=self.conn.conn,
+            route=self.conn.route.name,
+            direction=direction,
+            t=self.now(),
+            kind=kind,
+            detail=detail,
+            method=method,
+            withheld=withheld,
+            original=original,
+        )
         self.conn.publish_in_order(self.publish, event)
 
-    def _announce_held(self, held: HeldFrame, kind: str, detail: str) -> None:
+    def _announce_held(self, held: HeldFrame, kind: InterceptKind, detail: str) -> None:
         self._announce(held.direction, kind, detail, held.method)
 
     # A client that goes away while its frame is held.

@@ -83,7 +83,9 @@ class Subscription:
             return
         try:
             if self.missed:
-                self.send_channel.send_nowait(EventsMissed(self.missed, now, self.name))
+                self.send_channel.send_nowait(
+                    EventsMissed(count=self.missed, t=now, consumer=self.name)
+                )
                 weights.append(0)
                 self.missed = 0
             self.send_channel.send_nowait(event)
@@ -100,7 +102,9 @@ class Subscription:
         """End the stream; what was missed since the last note is told first."""
         if self.missed:
             with contextlib.suppress(trio.ClosedResourceError):
-                self.send_channel.send_nowait(EventsMissed(self.missed, self._last_now, self.name))
+                self.send_channel.send_nowait(
+                    EventsMissed(count=self.missed, t=self._last_now, consumer=self.name)
+                )
             self.missed = 0
         self.send_channel.close()
 

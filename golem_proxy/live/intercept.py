@@ -11,8 +11,8 @@ proxy's trio thread, `InterceptEngine.held`, `decide`, `accept_all` and `set_fil
 A decision is `Accept`, `Edit` (new payload bytes, validated as JSON before anything is sent),
 `Drop` (the peer never sees the frame) or `Answer` (for a request: a response the user wrote
 goes back to the client, and the request never reaches the upstream). ``timeout`` accepts a
-frame held that long. Every step is an event with the fault vocabulary (`FaultInjected`, the
-``intercept:*`` kinds below), so it shows in the log, the recording and the TUI like a fault.
+frame held that long. Every step is an `InterceptStep` event (its `InterceptKind` below), so
+it shows in the log, the recording and the TUI.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from golem_core.pairing import Correlator
 from golem_core.profiles import Profile
 
 from ..analysis.filters import And, Filter, Or, Predicate, parse_filter
-from ..analysis.flows import HELD_KIND, Flow
-from ..events import Direction, FrameSeen
+from ..analysis.flows import Flow
+from ..events import Direction, FrameSeen, InterceptKind
 from ..recording.reader import check_line
 from ..recording.schema import RecordingError
 
@@ -53,17 +53,17 @@ __all__ = [
     "route_scope",
 ]
 
-HELD = HELD_KIND
-"""The fault kind of the event that says a frame is held (published when it is caught)."""
-ACCEPTED = "intercept:accept"
-EDITED = "intercept:edit"
-DROPPED = "intercept:drop"
-ANSWERED = "intercept:answer"
-RELEASED = "intercept:timeout"
+HELD = InterceptKind.HELD
+"""The step that says a frame is held (published when it is caught)."""
+ACCEPTED = InterceptKind.ACCEPTED
+EDITED = InterceptKind.EDITED
+DROPPED = InterceptKind.DROPPED
+ANSWERED = InterceptKind.ANSWERED
+RELEASED = InterceptKind.RELEASED
 MAX_PENDING = 1024
 MAX_PENDING_BYTES = 64 * 1024 * 1024
 """What one connection keeps of requests forwarded, to show a response with its request."""
-LOST = "intercept:lost"
+LOST = InterceptKind.LOST
 """The connection ended while the frame was held: it was never sent."""
 MAX_LOST_REMEMBERED = 4096
 """Lost frames whose numbers a decision still recognises (so that ``accept 7`` says #7 was
@@ -135,7 +135,7 @@ class Ruling:
 
     decision: Decision
     payload: bytes
-    kind: str
+    kind: InterceptKind
     detail: str
     method: Optional[str]
     original: bytes = b""
@@ -284,7 +284,7 @@ class ConnectionIntercept:
         payload: bytes,
         size: int,
         t: float,
-        announce: Callable[[HeldFrame, str, str], None],
+        announce: Callable[[HeldFrame, InterceptKind, str], None],
         watch: Optional[Callable[[], Awaitable[None]]] = None,
     ) -> Optional[Ruling]:
         """Hold the frame if the filter selects it and wait for its decision (or the
@@ -302,7 +302,14 @@ class ConnectionIntercept:
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         message = profile.parse(payload, role)
         frame = FrameSeen(
-            self.conn, self.route, direction, self._index[direction], t, size, payload, message
+            conn=self.conn,
+            route=self.route,
+            direction=direction,
+            index=self._index[direction],
+            t=t,
+            size=size,
+            payload=payload,
+            message=message,
         )
         self._index[direction] += 1
         flow = Flow(0, self.conn, self.route)

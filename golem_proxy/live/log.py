@@ -33,6 +33,7 @@ from ..events import (
     FaultInjected,
     FrameSeen,
     FramingErrorSeen,
+    InterceptStep,
     ObservationLost,
     UpstreamStatus,
     ViolationSeen,
@@ -168,7 +169,7 @@ class EventLog:
                 style,
             )
             return text
-        if isinstance(event, FaultInjected):
+        if isinstance(event, (FaultInjected, InterceptStep)):
             text = self._prefix(event.t, event.route, event.conn)
             text.append(f"fault {safe_text(event.fault, _NAME)}", "bold blue")
             method = safe_text(event.method or "", _METHOD)

@@ -86,7 +86,9 @@ class Recorder:
                 self._changed.notify_all()
                 return
             if self.missed:
-                gap = self.writer.encode(EventsMissed(self.missed, event.t, "recording"))
+                gap = self.writer.encode(
+                    EventsMissed(count=self.missed, t=event.t, consumer="recording")
+                )
                 self.missed = 0
                 if gap is not None:
                     self._pieces.extend(gap)
@@ -113,7 +115,9 @@ class Recorder:
         then close the file."""
         with self._changed:
             if self.missed and self.error is None and not self._finished:
-                gap = self.writer.encode(EventsMissed(self.missed, self._last_t, "recording"))
+                gap = self.writer.encode(
+                    EventsMissed(count=self.missed, t=self._last_t, consumer="recording")
+                )
                 self.missed = 0
                 self._pieces.extend(gap or [])
             self._closing = True

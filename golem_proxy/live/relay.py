@@ -235,7 +235,11 @@ class Proxy:
         self._all_closed = trio.Event() if self._all_closed.is_set() else self._all_closed
         self.publish(
             ConnectionOpened(
-                conn.conn, route.name, _peer_name(client), str(route.upstream), self.now()
+                conn=conn.conn,
+                route=route.name,
+                client=_peer_name(client),
+                upstream=str(route.upstream),
+                t=self.now(),
             )
         )
         try:
@@ -385,7 +389,15 @@ class Proxy:
             raise ResendError(f"no route named {route!r}")
         conn = next(self._ids)
         tap = self._tap(conn, route)
-        self.publish(ConnectionOpened(conn, route, RESEND_CLIENT, str(chosen.upstream), self.now()))
+        self.publish(
+            ConnectionOpened(
+                conn=conn,
+                route=route,
+                client=RESEND_CLIENT,
+                upstream=str(chosen.upstream),
+                t=self.now(),
+            )
+        )
         sent = {Direction.C2S: 0, Direction.S2C: 0}
         ended: set[Direction] = set()
 
@@ -419,7 +431,13 @@ class Proxy:
                     observe(direction, b"", trio.current_time())
             self.publish(
                 ConnectionClosed(
-                    conn, route, reason, t, sent[Direction.C2S], sent[Direction.S2C], abnormal
+                    conn=conn,
+                    route=route,
+                    reason=reason,
+                    t=t,
+                    bytes_c2s=sent[Direction.C2S],
+                    bytes_s2c=sent[Direction.S2C],
+                    abnormal=abnormal,
                 )
             )
 

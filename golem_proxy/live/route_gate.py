@@ -90,10 +90,10 @@ class RouteGate:
             self._closed = trio.Event()
             self.publish(
                 UpstreamStatus(
-                    self.route.name,
-                    self.now(),
-                    True,
-                    f"upstream {self.route.upstream} answers again: listening on "
+                    route=self.route.name,
+                    t=self.now(),
+                    up=True,
+                    detail=f"upstream {self.route.upstream} answers again: listening on "
                     f"{self.address} again",
                 )
             )
@@ -107,10 +107,10 @@ class RouteGate:
             self._accepting.cancel()
             self.publish(
                 UpstreamStatus(
-                    self.route.name,
-                    self.now(),
-                    False,
-                    f"upstream {self.route.upstream} refuses connections "
+                    route=self.route.name,
+                    t=self.now(),
+                    up=False,
+                    detail=f"upstream {self.route.upstream} refuses connections "
                     f"({connect_reason(exc)}): not listening on {self.address} until it "
                     f"answers (tried every {self.probe_interval:g} s)",
                 )
@@ -142,10 +142,10 @@ class RouteGate:
                     said = str(exc)
                     self.publish(
                         UpstreamStatus(
-                            self.route.name,
-                            self.now(),
-                            False,
-                            f"upstream {self.route.upstream} answers again, but {said}; "
+                            route=self.route.name,
+                            t=self.now(),
+                            up=False,
+                            detail=f"upstream {self.route.upstream} answers again, but {said}; "
                             "trying again",
                         )
                     )

@@ -151,7 +151,15 @@ class StdioRelay:
             redactor=proxy.redactor,
             limits=proxy.options.observe,
         )
-        self.publish(ConnectionOpened(conn, self.route, CLIENT_NAME, self.description, proxy.now()))
+        self.publish(
+            ConnectionOpened(
+                conn=conn,
+                route=self.route,
+                client=CLIENT_NAME,
+                upstream=self.description,
+                t=proxy.now(),
+            )
+        )
         stdin = trio.lowlevel.FdStream(os.dup(self._fds[0]))
         stdout = trio.lowlevel.FdStream(os.dup(self._fds[1]))
         try:
@@ -259,7 +267,7 @@ class StdioRelay:
             if not chunk:
                 return
             # Recorded in order with the hop's frames (after what was forwarded before it).
-            output = ProcessOutput(conn, self.route, self.proxy.now(), chunk)
+            output = ProcessOutput(conn=conn, route=self.route, t=self.proxy.now(), data=chunk)
             if self.proxy.options.enforce_limits:
                 self.publish(output)
             else:
@@ -283,13 +291,13 @@ class StdioRelay:
             reason = f"the client closed stdin; {reason}"
         abnormal = returncode != 0 or self._ends.client_gone
         closed = ConnectionClosed(
-            conn,
-            self.route,
-            reason,
-            self.proxy.now(),
-            self._sent[Direction.C2S],
-            self._sent[Direction.S2C],
-            abnormal,
+            conn=conn,
+            route=self.route,
+            reason=reason,
+            t=self.proxy.now(),
+            bytes_c2s=self._sent[Direction.C2S],
+            bytes_s2c=self._sent[Direction.S2C],
+            abnormal=abnormal,
         )
         if self.proxy.options.enforce_limits:
             self.publish(closed)

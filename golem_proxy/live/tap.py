@@ -20,15 +20,9 @@ connection's later frames (a plugin echoing a layer name in its error message).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Optional
-
-import orjson
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
@@ -39,11 +33,10 @@ from golem_core.framing import (
     Frame,
     FrameError,
     FrameErrorKind,
-    Framing,
 )
-from golem_core.messages import Malformed, MalformedKind, Message, Request, Role, method_of
+from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
-from golem_core.pairing import Correlator, Pending
+from golem_core.pairing import Pending
 from golem_core.profiles import Profile
 
 from ..events import (
@@ -59,64 +52,25 @@ from ..events import (
 )
 from ..terminal import counted
 from .redact import Echoes, Redactor
+from .tap_limits import (
+    DEFAULT_LIMITS,
+    PENDING_OVERHEAD,
+    FrameDigest,
+    ObserveLimits,
+    TapVerdict,
+    is_unobserved_frame,
+    split_header,
+)
+from .tap_pairing import ConnectionPairing, RequestContext
+from .tap_parse import ELIDE_FRAMES_OVER, ELIDE_STRINGS_OVER, encode_redacted, parse_fast
 
-__all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict"]
+__all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict", "parse_fast"]
 
 Publish = Callable[[Event], None]
-
-ELIDE_FRAMES_OVER = 1024 * 1024
-"""Frames larger than this are typed with their long opaque strings elided (live view only)."""
-ELIDE_STRINGS_OVER = 64 * 1024
-
-
-@dataclass(frozen=True)
-class ObserveLimits:
-    """What one connection's inspection may hold."""
-
-    frame: int = 32 * 1024 * 1024
-    """Frames larger than this are digested, not held (``--observe-frame-limit``)."""
-    pending: int = 131_072
-    """Requests waiting for an answer, per connection. A pipelining client can have one read's
-    worth of requests ahead of their answers (a MiB of 30-byte frames is 35,000), so this is
-    not small; ``pending_bytes`` is what bounds memory."""
-    pending_bytes: int = 64 * 1024 * 1024
-    """What the requests waiting for an answer may cost, per connection: their bytes plus
-    `PENDING_OVERHEAD` each for the objects that describe them."""
-
-
-PENDING_OVERHEAD = 1536
-"""Bytes a waiting request costs beyond its payload (its FrameSeen, its parsed message)."""
 
 
 # Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
 _ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
-
-
-@dataclass(frozen=True)
-class TapVerdict:
-    """Why a connection must be closed under ``--enforce-limits`` (None: keep going)."""
-
-    reason: str
-
-
-@dataclass
-class _RequestContext:
-    frame: FrameSeen
-    violations: list[Violation]
-
-
-class _Digest:
-    """A frame too large to observe, streaming through SHA-256."""
-
-    def __init__(self, header: bytes, first: bytes, declared: Optional[int]) -> None:
-        self.header = header
-        self.size = len(header) + len(first)
-        self.hash = hashlib.sha256(first)
-        self.declared = declared
-
-    def add(self, data: bytes) -> None:
-        self.size += len(data)
-        self.hash.update(data)
 
 
 class ConnectionTap:
@@ -133,7 +87,7 @@ class ConnectionTap:
         catalogue: Optional[MethodCatalogue] = None,
         redactor: Optional[Redactor] = None,
         cap: Optional[int] = None,
-        limits: ObserveLimits = ObserveLimits(),
+        limits: ObserveLimits = DEFAULT_LIMITS,
         annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None,
     ) -> None:
         self.conn = conn
@@ -158,21 +112,11 @@ class ConnectionTap:
             Direction.S2C: profile.new_decoder(self._decoder_cap),
         }
         self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
-        # One correlator per direction requests travel: a client's id 1 and a server's id 1
-        # (a JSON-RPC server asking its client something) are different requests.
-        self._correlators: dict[Direction, Correlator[_RequestContext]] = {
-            direction: Correlator(
-                profile, max_pending=limits.pending, max_pending_bytes=limits.pending_bytes
-            )
-            for direction in Direction
-        }
-        self._digests: dict[Direction, _Digest] = {}
+        self._pairing = ConnectionPairing(profile, limits)
+        self._digests: dict[Direction, FrameDigest] = {}
         self._lost = {Direction.C2S: 0, Direction.S2C: 0}
         self._lost_since: dict[Direction, float] = {}
         self._resync = {Direction.C2S: False, Direction.S2C: False}
-        # Frames too large to observe, per direction: the next orphan answer is most likely
-        # theirs.
-        self._unseen_requests = {Direction.C2S: 0, Direction.S2C: 0}
         self.failed: Optional[str] = None
         """Why decoding stopped for this connection (a bug in the tap), or None."""
 
@@ -183,8 +127,7 @@ class ConnectionTap:
         return (
             decoders[Direction.C2S].buffered
             + decoders[Direction.S2C].buffered
-            + self._correlators[Direction.C2S].pending_bytes
-            + self._correlators[Direction.S2C].pending_bytes
+            + self._pairing.pending_bytes
         )
 
     def process(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
@@ -237,17 +180,13 @@ class ConnectionTap:
             return
         self._lost[direction] = 0
         since = self._lost_since.pop(direction, t)
-        self.publish(
-            ObservationLost(
-                self.conn,
-                self.route,
-                direction,
-                t,
-                GapReason.BEHIND,
-                lost,
-                f"observation lost: {lost} bytes on conn #{self.conn}, {direction.value} "
-                f"(from {since:.3f} s; forwarded, not decoded)",
-            )
+        self._gap(
+            direction,
+            t,
+            GapReason.BEHIND,
+            lost,
+            detail=f"observation lost: {lost} bytes on conn #{self.conn}, {direction.value} "
+            f"(from {since:.3f} s; forwarded, not decoded)",
         )
 
     def step(
@@ -273,23 +212,18 @@ class ConnectionTap:
         self.failed = f"{type(exc).__name__}: {exc}"
         for decoder in self._decoders.values():
             decoder.receive_eof()  # nothing more is buffered for it
-        for correlator in self._correlators.values():
-            correlator.clear()
+        self._pairing.clear()
         self._digests.clear()
         detail = (
             f"decoding of connection {self.conn} stopped ({self.failed}); "
             "its bytes are still forwarded"
         )
         print(f"golem-proxy: {detail}", file=sys.stderr)
-        self.publish(
-            ObservationLost(
-                self.conn, self.route, Direction.C2S, t, GapReason.OBSERVER_FAILED, 0, detail
-            )
-        )
+        self._gap(Direction.C2S, t, GapReason.OBSERVER_FAILED, 0, detail)
 
     def outstanding(self) -> int:
         """Requests waiting for an answer, both ways."""
-        return sum(len(correlator) for correlator in self._correlators.values())
+        return len(self._pairing)
 
     def _handle(self, direction: Direction, event: object, t: float) -> Optional[TapVerdict]:
         if isinstance(event, Frame):
@@ -304,9 +238,9 @@ class ConnectionTap:
             # Truncated inside the frame being digested: report what was seen, then go on.
             self._finish_digest(direction, digest, t)
         if isinstance(event, FrameError):
-            if self._is_unobserved_frame(event):
-                header, first = self._split_header(event.raw)
-                self._digests[direction] = _Digest(header, first, event.declared_length)
+            if is_unobserved_frame(event, self._decoder_cap, self.cap):
+                header, first = split_header(self.profile, event.raw)
+                self._digests[direction] = FrameDigest(header, first, event.declared_length)
                 return None
             if event.kind is FrameErrorKind.OVERSIZED and self._decoder_cap < self.cap:
                 # The decoder ran with the observation limit; the cap broken is the protocol's.
@@ -314,79 +248,107 @@ class ConnectionTap:
                 event = dataclasses.replace(event, detail=event.detail.replace(limit, cap))
             self.publish(
                 FramingErrorSeen(
-                    self.conn,
-                    self.route,
-                    direction,
-                    t,
-                    event.kind,
-                    event.detail,
-                    event.raw,
-                    event.recoverable,
-                    event.declared_length,
+                    conn=self.conn,
+                    route=self.route,
+                    direction=direction,
+                    t=t,
+                    kind=event.kind,
+                    detail=event.detail,
+                    raw=event.raw,
+                    recoverable=event.recoverable,
+                    declared_length=event.declared_length,
                 )
             )
             found = self.profile.frame_violation(event)
-            self.publish(ViolationSeen(self.conn, self.route, direction, None, t, found))
+            self._violated(direction, None, t, found)
             return TapVerdict(f"{direction.value} {event.kind.value} frame: {event.detail}")
         if isinstance(event, Discarded):
             self.publish(
-                BytesDiscarded(self.conn, self.route, direction, t, event.raw, event.final)
+                BytesDiscarded(
+                    conn=self.conn,
+                    route=self.route,
+                    direction=direction,
+                    t=t,
+                    raw=event.raw,
+                    final=event.final,
+                )
             )
         return None
 
-    def _is_unobserved_frame(self, error: FrameError) -> bool:
-        """An "oversized" frame that is only over the observation limit, not the protocol's
-        cap: legitimate traffic the tap does not hold."""
-        if error.kind is not FrameErrorKind.OVERSIZED or not error.recoverable:
-            return False
-        if self._decoder_cap >= self.cap:
-            return False
-        declared = error.declared_length
-        return declared is None or declared <= self.cap
-
-    def _split_header(self, raw: bytes) -> tuple[bytes, bytes]:
-        if self.profile.framing is Framing.LENGTH_PREFIXED:
-            return raw[:4], raw[4:]
-        return b"", raw
-
-    def _finish_digest(self, direction: Direction, digest: _Digest, t: float) -> None:
+    def _finish_digest(self, direction: Direction, digest: FrameDigest, t: float) -> None:
         del self._digests[direction]
         # A client's frame is a request (a server's too, when its server may ask): its answer
         # will come back unpaired.
         if direction is Direction.C2S or self.profile.servers_send_requests:
-            self._unseen_requests[direction] += 1
-        self.publish(
-            ObservationLost(
-                self.conn,
-                self.route,
-                direction,
-                t,
-                GapReason.FRAME_TOO_LARGE,
-                digest.size,
-                f"a {digest.size}-byte frame over the {self.limits.frame}-byte observation "
-                "limit was forwarded whole; kept as its header, size and digest",
-                f"sha256:{digest.hash.hexdigest()}",
-                digest.header,
-            )
+            self._pairing.unseen_request(direction)
+        self._gap(
+            direction,
+            t,
+            GapReason.FRAME_TOO_LARGE,
+            digest.size,
+            detail=f"a {digest.size}-byte frame over the {self.limits.frame}-byte observation "
+            "limit was forwarded whole; kept as its header, size and digest",
+            digest=f"sha256:{digest.hash.hexdigest()}",
+            header=digest.header,
         )
 
     def _evicted(
-        self, direction: Direction, evicted: list[Pending[_RequestContext]], t: float
+        self, direction: Direction, evicted: list[Pending[RequestContext]], t: float
     ) -> None:
         if not evicted:
             return
         oldest = evicted[0].context.frame
+        self._gap(
+            direction,
+            t,
+            GapReason.EVICTED,
+            len(evicted),
+            detail=f"{counted(len(evicted), 'request')} unanswered (evicted) past the limit of "
+            f"{self.limits.pending} waiting or {self.limits.pending_bytes} bytes, "
+            f"oldest frame #{oldest.index}",
+        )
+
+    def _violated(
+        self,
+        direction: Direction,
+        index: Optional[int],
+        t: float,
+        found: Violation,
+        orphan: bool = False,
+    ) -> None:
+        self.publish(
+            ViolationSeen(
+                conn=self.conn,
+                route=self.route,
+                direction=direction,
+                frame_index=index,
+                t=t,
+                violation=found,
+                orphan=orphan,
+            )
+        )
+
+    def _gap(
+        self,
+        direction: Direction,
+        t: float,
+        reason: GapReason,
+        size: int,
+        detail: str,
+        digest: str = "",
+        header: bytes = b"",
+    ) -> None:
         self.publish(
             ObservationLost(
-                self.conn,
-                self.route,
-                direction,
-                t,
-                GapReason.EVICTED,
-                len(evicted),
-                f"{counted(len(evicted), 'request')} unanswered (evicted) past the limit of "
-                f"{self.limits.pending} waiting or {self.limits.pending_bytes} bytes, "
-                f"oldest frame #{oldest.index}",
+                conn=self.conn,
+                route=self.route,
+                direction=direction,
+                t=t,
+                reason=reason,
+                size=size,
+                detail=detail,
+                digest=digest,
+                header=header,
             )
         )
 
@@ -411,8 +373,8 @@ class ConnectionTap:
         if self.catalogue is not None and isinstance(message, Request) and asker is Direction.C2S:
             violations.extend(self.catalogue.check_request(message, self._builtins))
         # A response is paired first, so that method-scoped redaction rules apply to it too.
-        pending = None if role is Role.REQUEST else self._correlators[asker].match_response(message)
-        request = pending.context if pending is not None else None
+        answered = None if role is Role.REQUEST else self._pairing.answer(asker, message)
+        request = answered.request if answered is not None else None
         redacted: tuple[str, ...] = ()
         if self.redactor and not isinstance(message, Malformed):
             method = method_of(request.frame.message if request else message)
@@ -426,78 +388,58 @@ class ConnectionTap:
                     redacted = (*redacted, "echo")
             if redacted:
                 elided = 0
-                payload = _encode_redacted(self.profile, obj)
+                payload = encode_redacted(self.profile, obj)
                 message = self.profile.parse(payload, role)
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
+        # The pairing decision, carried by the frame so that no view makes it again.
+        expects_answer = role is Role.REQUEST and self.profile.expects_response(message)
+        orphan = answered is not None and answered.orphan
         seen = FrameSeen(
-            self.conn,
-            self.route,
-            direction,
-            index,
-            t,
-            frame.size,
-            payload,
-            message,
-            redacted,
-            elided,
+            conn=self.conn,
+            route=self.route,
+            direction=direction,
+            index=index,
+            t=t,
+            size=frame.size,
+            payload=payload,
+            message=message,
+            redacted=redacted,
+            elided=elided,
+            expects_answer=expects_answer,
+            answers=request.frame.index if request is not None else None,
+            orphan=orphan,
         )
         if self.annotate is not None:
             seen = self.annotate(seen)
         self.publish(seen)
         for found in violations:
-            self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
+            self._violated(direction, index, t, found)
         if role is Role.REQUEST:
-            context = _RequestContext(seen, violations)
+            context = RequestContext(seen, violations)
             cost = len(payload) + PENDING_OVERHEAD
-            evicted = self._correlators[direction].add_request(message, context, cost)
-            self._evicted(direction, evicted, t)
-        elif request is None and self._unseen_requests[asker]:
-            # Most likely the answer to a request too large to observe: not an orphan.
-            self._unseen_requests[asker] -= 1
-        elif request is None:
-            orphan = violation(
+            self._evicted(direction, self._pairing.hold(direction, message, context, cost), t)
+        elif orphan:
+            verdict_found = violation(
                 R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
             )
-            self.publish(
-                ViolationSeen(self.conn, self.route, direction, index, t, orphan, orphan=True)
-            )
-        else:
+            self._violated(direction, index, t, verdict_found, orphan=True)
+        elif request is not None:
             exchange_violations = self.profile.check_exchange(request.frame.message, message)
             for found in exchange_violations:
-                self.publish(ViolationSeen(self.conn, self.route, direction, index, t, found))
+                self._violated(direction, index, t, found)
             every = (*request.violations, *violations, *exchange_violations)
             outcome = self.profile.outcome(request.frame.message, message)
             self.publish(
-                ExchangeCompleted(self.conn, self.route, request.frame, seen, outcome, every)
+                ExchangeCompleted(
+                    conn=self.conn,
+                    route=self.route,
+                    request=request.frame,
+                    response=seen,
+                    outcome=outcome,
+                    violations=every,
+                )
             )
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
             return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
         return None
-
-
-def _encode_redacted(profile: Profile, obj: object) -> bytes:
-    """The redacted message as a payload. A lone surrogate (legal in JSON as an escape, not
-    encodable as UTF-8) stays a ``\\uXXXX`` escape rather than stopping the inspection."""
-    try:
-        return profile.encode_payload(obj)
-    except UnicodeEncodeError:
-        return json.dumps(obj, ensure_ascii=True).encode("ascii")
-
-
-def parse_fast(profile: Profile, payload: bytes, role: Role) -> Message:
-    """``profile.parse(payload, role)``, decoding the JSON with orjson (3 to 6 times faster
-        than ``json`` on a GOLEM frame). orjson accepts a subset of what ``json.loads`` does (no
-        NaN, no integers past 64 bits, no lone surrogates, depth 1024): whatever it refuses takes
-        the reference path, as does a payload with a number of 19 digits or more (past 64 bits
-    orjson may read an integer as a float), so the result is always ``profile.parse``'s."""
-    if _LONG_DIGITS.search(payload) is not None:
-        return profile.parse(payload, role)  # orjson reads some huge integers as floats
-    try:
-        obj = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return profile.parse(payload, role)
-    return profile.parse_decoded(obj, role)
-
-
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")

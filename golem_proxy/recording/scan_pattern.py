@@ -50,7 +50,9 @@ _ID = rb'(?:,"id":(?:"[^"]*"|-?\d{1,16}))?'
 _METHOD = rb'(?:,"method":"([^"\\\n]*)")?'
 # A frame's MCP attribution (`golem-proxy mcp`): a list that runs to the first ``],"msg":``,
 # which cannot occur inside it (a quote in its strings is escaped).
-_TOOL_CALLS = rb'(?:,"tool_calls":\[[^\n]*?\])?'
+# Then the tap's pairing decision (format version 2), which the scanner does not need.
+_PAIRING = rb'(?:,"expects_answer":true)?(?:,"answers":\d{1,16})?(?:,"orphan":true)?'
+_TOOL_CALLS = rb'(?:,"tool_calls":\[[^\n]*?\])?' + _PAIRING
 # The rest of a frame line after ``"msg":``: the payload, then the line's closing brace.
 _PAYLOAD = rb"()[^\n]*\}\r?"
 _GROUP_NAME = rb'"([^"\\\n]*)"'

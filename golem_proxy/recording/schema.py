@@ -23,6 +23,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT",
     "MSG_KEY",
+    "READABLE_VERSIONS",
     "VERSION",
     "Header",
     "RecordingError",
@@ -31,7 +32,12 @@ __all__ = [
 ]
 
 FORMAT = "golem-proxy-recording"
-VERSION = 1
+VERSION = 2
+"""The version this writer writes. Version 2 added the tap's pairing decision to frame lines
+(``expects_answer``, ``answers``, ``orphan``)."""
+READABLE_VERSIONS = (1, 2)
+"""The versions a reader opens: a version-1 file is paired once as it is read
+(`golem_proxy.recording.v1_pairing`)."""
 MSG_KEY = b',"msg":'
 # A line longer than this is refused on load: a trace from an untrusted source must not make
 # the reader allocate without bound (the largest legitimate line is a 64 MiB frame, base64).
@@ -51,7 +57,7 @@ MAX_INT = 2**53
 # message has them, and ``msg`` (or ``raw``) is always last.
 COMMON_MEMBERS = ("seq", "t", "kind")
 FRAME_MEMBERS = (*COMMON_MEMBERS, "conn", "route", "dir", "n", "size", "type")
-FRAME_OPTIONAL = ("id", "method", "tool_calls")
+FRAME_OPTIONAL = ("id", "method", "tool_calls", "expects_answer", "answers", "orphan")
 # An exchange and a server-exchange pair a request with its answer the same way; only the
 # direction of each differs.
 EXCHANGE_MEMBERS = (
@@ -104,6 +110,17 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "route",
         "dir",
         "fault",
+        "detail",
+        "method",
+        "withheld",
+        "original",
+    ),
+    "intercept": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "dir",
+        "step",
         "detail",
         "method",
         "withheld",
@@ -204,7 +221,7 @@ class Header:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise RecordingError("not a golem-proxy recording (no recording header line)")
         version = data.get("version")
-        if type(version) is not int or version != VERSION:
+        if type(version) is not int or version not in READABLE_VERSIONS:
             shown = version if type(version) is int else type(version).__name__
             raise RecordingError(f"recording format version {shown} is not supported")
         routes = data.get("routes", [])
@@ -235,7 +252,7 @@ class Header:
             data.get("started_at", ""),
             data.get("tool", ""),
             tuple(redact),
-            VERSION,
+            version,
             {k: v for k, v in data.items() if k not in _HEADER_MEMBERS},
         )
 

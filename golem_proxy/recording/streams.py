@@ -20,7 +20,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Optional
+from typing import IO, Any, Callable, Optional, Union
 
 from golem_core.profiles import Profile
 
@@ -33,6 +33,7 @@ from ..events import (
     FaultInjected,
     FrameSeen,
     FramingErrorSeen,
+    InterceptStep,
 )
 from .files import check_replaceable
 
@@ -214,7 +215,7 @@ class _Rebuilder:
             target = stream(event.conn, event.route, event.direction)
             self._add(target, event.raw)
             target.discarded_bytes += len(event.raw)
-        elif isinstance(event, FaultInjected):
+        elif isinstance(event, (FaultInjected, InterceptStep)):
             if event.withheld and event.direction is Direction.C2S:
                 self._withheld(event)
         elif isinstance(event, ConnectionClosed):
@@ -232,7 +233,7 @@ class _Rebuilder:
         if self.added is not None:
             self.added(target, chunk)
 
-    def _withheld(self, event: FaultInjected) -> None:
+    def _withheld(self, event: Union[FaultInjected, InterceptStep]) -> None:
         withheld = self.last_request.pop(event.conn, None)
         target = self.stream(event.conn, event.route, Direction.C2S)
         target.withheld_frames += 1

@@ -9,6 +9,7 @@ newlines) are stored base64 in ``raw``. Every byte that crossed the proxy can be
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import IO, Any, Optional
 
@@ -26,6 +27,7 @@ from ..events import (
     FaultInjected,
     FrameSeen,
     FramingErrorSeen,
+    InterceptStep,
     ObservationLost,
     ProcessOutput,
     ToolCallRef,
@@ -33,7 +35,7 @@ from ..events import (
     ViolationSeen,
 )
 from .files import open_private
-from .schema import JSON_SAFE, Header, dumps, encode_header
+from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
 
 __all__ = [
     "RecordingWriter",
@@ -96,7 +98,11 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(kind="fault", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, fault=event.fault, detail=event.detail)
         base.update(method=event.method, withheld=event.withheld)
-        if event.original:  # an intercepted frame sent edited: its payload as it came
+    elif isinstance(event, InterceptStep):
+        base.update(kind="intercept", conn=event.conn, route=event.route)
+        base.update(dir=event.direction.value, step=event.kind.value, detail=event.detail)
+        base.update(method=event.method, withheld=event.withheld)
+        if event.original:  # sent edited: its payload as it came
             base.update(original=_b64(event.original))
     elif isinstance(event, EventsMissed):
         base.update(kind="gap", missed=event.count, consumer=event.consumer)
@@ -146,6 +152,12 @@ def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
         base["method"] = message.method
     if event.tool_calls is not None:
         base["tool_calls"] = tool_calls_json(event.tool_calls)
+    if event.expects_answer:
+        base["expects_answer"] = True
+    if event.answers is not None:
+        base["answers"] = event.answers
+    if event.orphan:
+        base["orphan"] = True
     if event.redacted:
         base["redacted"] = list(event.redacted)
         base["msg"] = None if undecodable else message.obj
@@ -171,6 +183,12 @@ def _frame_prefix(event: FrameSeen, message: Message, seq: int) -> bytes:
         parts.append(f',"method":{_json_str(message.method)}')
     if event.tool_calls is not None:
         parts.append(f',"tool_calls":{_json_str(tool_calls_json(event.tool_calls))}')
+    if event.expects_answer:
+        parts.append(',"expects_answer":true')
+    if event.answers is not None:
+        parts.append(f',"answers":{event.answers}')
+    if event.orphan:
+        parts.append(',"orphan":true')
     parts.append(',"msg":')
     return "".join(parts).encode("utf-8", JSON_SAFE)
 
@@ -214,6 +232,10 @@ class RecordingWriter:
 
     def __init__(self, stream: IO[bytes], header: Header) -> None:
         self.stream = stream
+        # Events carry the pairing decision whatever file they were read from: what is
+        # written is always this version (a version-1 header copied from a file read is not).
+        if header.version != VERSION:
+            header = dataclasses.replace(header, version=VERSION)
         self.header = header
         self.profile = get_profile(header.profile)
         self.route_profiles = {

@@ -223,14 +223,20 @@ class ReplayServer:
         self._next_upstream_conn += 1
         upstream = _Upstream(stream, self.profile, conn)
         if self.recorder is not None:
-            self.recorder.write(ConnectionOpened(conn, route, "replay", str(address), self._now()))
+            self.recorder.write(
+                ConnectionOpened(
+                    conn=conn, route=route, client="replay", upstream=str(address), t=self._now()
+                )
+            )
         return upstream
 
     async def _close_upstream(self, route: str, upstream: _Upstream) -> None:
         await upstream.stream.aclose()
         if self.recorder is not None:
             self.recorder.write(
-                ConnectionClosed(upstream.conn, route, "client closed", self._now())
+                ConnectionClosed(
+                    conn=upstream.conn, route=route, reason="client closed", t=self._now()
+                )
             )
             self.recorder.flush()
 
@@ -241,29 +247,35 @@ class ReplayServer:
             return
         conn = upstream.conn
         req = FrameSeen(
-            conn,
-            route,
-            Direction.C2S,
-            upstream.sent,
-            started,
-            request.size,
-            request.payload,
-            self.profile.parse(request.payload, Role.REQUEST),
+            conn=conn,
+            route=route,
+            direction=Direction.C2S,
+            index=upstream.sent,
+            t=started,
+            size=request.size,
+            payload=request.payload,
+            message=self.profile.parse(request.payload, Role.REQUEST),
+            expects_answer=True,
         )
         resp = FrameSeen(
-            conn,
-            route,
-            Direction.S2C,
-            upstream.received,
-            self._now(),
-            response.size,
-            response.payload,
-            self.profile.parse(response.payload, Role.RESPONSE),
+            conn=conn,
+            route=route,
+            direction=Direction.S2C,
+            index=upstream.received,
+            t=self._now(),
+            size=response.size,
+            payload=response.payload,
+            message=self.profile.parse(response.payload, Role.RESPONSE),
+            answers=req.index,
         )
         upstream.sent += 1
         upstream.received += 1
         outcome = self.profile.outcome(req.message, resp.message)
-        for event in (req, resp, ExchangeCompleted(conn, route, req, resp, outcome)):
+        for event in (
+            req,
+            resp,
+            ExchangeCompleted(conn=conn, route=route, request=req, response=resp, outcome=outcome),
+        ):
             self.recorder.write(event)
         self.recorder.flush()
         self.engine.report.recorded_new += 1

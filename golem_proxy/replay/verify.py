@@ -265,15 +265,18 @@ def _rewrite_line(line: bytes, targets: dict[tuple[int, int], bytes], profile: P
     if payload is None:
         return line
     message = profile.parse(payload, Role.RESPONSE)
+    answers = data.get("answers")
     frame = FrameSeen(
-        int(data["conn"]),
-        str(data.get("route", "")),
-        Direction.S2C,
-        int(data["n"]),
-        float(data.get("t", 0.0)),
-        len(profile.frame_payload(payload)),
-        payload,
-        message,
+        conn=int(data["conn"]),
+        route=str(data.get("route", "")),
+        direction=Direction.S2C,
+        index=int(data["n"]),
+        t=float(data.get("t", 0.0)),
+        size=len(profile.frame_payload(payload)),
+        payload=payload,
+        message=message,
+        answers=answers if type(answers) is int else None,
+        orphan=data.get("orphan") is True,
     )
     encoded = encode_event(frame, profile, int(data["seq"]))
     assert encoded is not None

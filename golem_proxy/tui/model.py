@@ -27,18 +27,12 @@ from ..analysis.tool_calls import (
 from ..events import (
     ConnectionClosed,
     ConnectionOpened,
-    Direction,
     Event,
-    ExchangeCompleted,
-    FrameSeen,
-    ViolationSeen,
 )
 from ..terminal import safe_text
 from .render import flow_label
 
 __all__ = ["BatchResult", "SessionModel"]
-
-HeldKey = tuple[int, Direction, int]
 
 CONNECTION = -1
 """The owner of a connection's open and close events (flows own theirs by number)."""
@@ -70,8 +64,6 @@ class SessionModel:
         # a view can be written back out: 8 bytes an event, where a list of positions per
         # flow cost some 250 bytes a flow.
         self._owners: array[int] = array("q")
-        # Response frames and their violations wait here until the exchange names their flow.
-        self._held: dict[HeldKey, list[int]] = {}
         # The widest values so far, kept as flows arrive so the table sizes its columns
         # without scanning every flow on each redraw.
         self.routes: set[str] = set()
@@ -101,7 +93,6 @@ class SessionModel:
         owners = self._owners
         for event in events:
             result.events += 1
-            position = len(self.events)
             self.events.append(event)
             flow = self.tracker.apply(event)
             if isinstance(event, (ConnectionOpened, ConnectionClosed)):
@@ -111,21 +102,11 @@ class SessionModel:
                 if flow is not None:  # a close leaves a request unanswered
                     result.changed.add(flow.number - 1)
                 continue
-            held = _held_key(event)
-            if flow is None:
-                owners.append(0)
-                if held is not None:
-                    self._held.setdefault(held, []).append(position)
-                continue
-            owners.append(flow.number)
-            if isinstance(event, ExchangeCompleted):
-                response = event.response
-                held = (event.conn, response.direction, response.index)
-            # The response frame (and its violations) before an exchange or an orphan's
-            # verdict belong to the flow named now.
-            for earlier in self._held.pop(held, ()) if held is not None else ():
-                owners[earlier] = flow.number
-            result.changed.add(flow.number - 1)
+            # An answer's frame names its request's flow (the tap paired them): every event
+            # is owned as it arrives.
+            owners.append(0 if flow is None else flow.number)
+            if flow is not None:
+                result.changed.add(flow.number - 1)
         for index in sorted(result.changed):
             flow = self.flows[index]
             self.widest_method = max(self.widest_method, len(flow_label(flow)))
@@ -228,17 +209,3 @@ class SessionModel:
             for event, owner in zip(self.events, self._owners)
             if owner in numbers or (owner == CONNECTION and getattr(event, "conn", None) in conns)
         ]
-
-
-def _held_key(event: Event) -> Optional[HeldKey]:
-    # An answer's events wait for the exchange (or orphan verdict) that places them; answers
-    # travel s2c, and c2s too when a JSON-RPC server asked.
-    if isinstance(event, FrameSeen) and not event.is_request:
-        return (event.conn, event.direction, event.index)
-    if (
-        isinstance(event, ViolationSeen)
-        and event.direction is not None
-        and event.frame_index is not None
-    ):
-        return (event.conn, event.direction, event.frame_index)
-    return None

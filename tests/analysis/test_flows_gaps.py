@@ -12,21 +12,21 @@ from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, rea
 from tests.support.cli_helpers import run_cli
 
 GAP = ObservationLost(
-    1,
-    "main",
-    Direction.S2C,
-    0.5,
-    GapReason.FRAME_TOO_LARGE,
-    40 << 20,
-    "a 41943040-byte frame over the observation limit",
-    "sha256:" + "0" * 64,
-    b"\x02\x80\x00\x00",
+    conn=1,
+    route="main",
+    direction=Direction.S2C,
+    t=0.5,
+    reason=GapReason.FRAME_TOO_LARGE,
+    size=40 << 20,
+    detail="a 41943040-byte frame over the observation limit",
+    digest="sha256:" + "0" * 64,
+    header=b"\x02\x80\x00\x00",
 )
 
 
 def test_a_gap_becomes_a_flow_with_its_size_and_status() -> None:
     tracker = FlowTracker(GOLEM)
-    tracker.apply(ConnectionOpened(1, "main", "c", "u", 0.0))
+    tracker.apply(ConnectionOpened(conn=1, route="main", client="c", upstream="u", t=0.0))
     flow = tracker.apply(GAP)
     assert flow is not None and flow.gap is GAP
     assert flow.status(GOLEM) == "unobserved:frame-too-large"
@@ -40,7 +40,7 @@ def test_a_recorded_gap_reads_back_and_shows(tmp_path: Path) -> None:
     writer = RecordingWriter.create(
         str(path), Header.new("golem", [RouteInfo("main", "127.0.0.1:1", "127.0.0.1:2")])
     )
-    writer.write(ConnectionOpened(1, "main", "c", "u", 0.0))
+    writer.write(ConnectionOpened(conn=1, route="main", client="c", upstream="u", t=0.0))
     writer.write(GAP)
     writer.close()
     events = read_recording(str(path)).events

@@ -372,7 +372,16 @@ def test_drift_the_proxy_recorded_is_shown_without_a_catalogue(tmp_path: Path) -
     tap.request(1, {"id": "v1", "method": "geometry.create_torus", "params": torus})
     message = Request("v1", "geometry.create_torus", torus, {})
     for found in catalogue.check_request(message):  # what the live tap records
-        tap.events.append(ViolationSeen(1, "main", Direction.C2S, 0, tap.t, found))
+        tap.events.append(
+            ViolationSeen(
+                conn=1,
+                route="main",
+                direction=Direction.C2S,
+                frame_index=0,
+                t=tap.t,
+                violation=found,
+            )
+        )
     tap.respond(1, {"id": "v1", "result": {"guid": "g"}, "error": None})
     path = tmp_path / "recorded.jsonl"
     path.write_bytes(write_recording(tap.events))

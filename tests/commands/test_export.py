@@ -84,7 +84,17 @@ def test_ndjson_streams_use_newline_framing(tmp_path: Path) -> None:
 def test_redacted_streams_are_flagged_not_exact(tmp_path: Path) -> None:
     tap = golem_session()
     events = [
-        FrameSeen(e.conn, e.route, e.direction, e.index, e.t, e.size, e.payload, e.message, ("x",))
+        FrameSeen(
+            conn=e.conn,
+            route=e.route,
+            direction=e.direction,
+            index=e.index,
+            t=e.t,
+            size=e.size,
+            payload=e.payload,
+            message=e.message,
+            redacted=("x",),
+        )
         if isinstance(e, FrameSeen) and e.conn == 3
         else e
         for e in tap.events

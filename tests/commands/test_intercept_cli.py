@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.filters import parse_filter
-from golem_proxy.events import Direction, FaultInjected, FrameSeen
+from golem_proxy.events import Direction, FrameSeen, InterceptStep
 from golem_proxy.live.intercept import HeldFrame, InterceptEngine
 from golem_proxy.live.intercept_console import HELP, InterceptConsole, frame_number, read_line
 from golem_proxy.recording.format import read_recording
@@ -167,7 +167,7 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
     ]
     assert [json.loads(f.payload) for f in frames] == [edited]
     edit = next(
-        e for e in recording.events if isinstance(e, FaultInjected) and e.fault == "intercept:edit"
+        e for e in recording.events if isinstance(e, InterceptStep) and e.fault == "intercept:edit"
     )
     assert json.loads(edit.original)["params"]["color"] == {"r": 255, "g": 0, "b": 0}
 
@@ -298,7 +298,7 @@ def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
     layers = run_cli("call", "scene.list_layers", "--target", upstream)
     assert name not in [x["full_path"] for x in json.loads(layers.stdout)["layers"]]
     recording = read_recording(str(record))
-    faults = [e.fault for e in recording.events if isinstance(e, FaultInjected)]
+    faults = [e.fault for e in recording.events if isinstance(e, InterceptStep)]
     assert faults == ["intercept:held", "intercept:lost"]
 
 

@@ -65,3 +65,15 @@ def test_a_request_answers_nothing_and_a_response_is_never_held() -> None:
     assert correlator.match_response(asked) is None
     answer = JSONRPC_NDJSON.parse(b'{"jsonrpc":"2.0","id":1,"result":{}}', Role.REQUEST)
     assert correlator.add_request(answer, 2) == [] and len(correlator) == 1
+
+
+def test_evicting_the_oldest_replays_what_a_correlator_with_limits_let_go() -> None:
+    """A reader pairing an old recording again has no limits: it lets go of the requests the
+    tap evicted, oldest first, when the recording says so."""
+    correlator: Correlator[int] = Correlator(GOLEM)
+    for ident in range(4):
+        message = GOLEM.parse(_golem_request(ident), Role.REQUEST)
+        correlator.add_request(message, ident, size=100)
+    assert [p.context for p in correlator.evict_oldest(2)] == [0, 1]
+    assert correlator.pending_bytes == 200 and len(correlator) == 2
+    assert correlator.evict_oldest(5) and len(correlator) == 0 and correlator.evict_oldest(1) == []

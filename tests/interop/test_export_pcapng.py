@@ -99,7 +99,16 @@ def _frame(conn: int, direction: Direction, index: int, t: float, obj: object) -
     payload = GOLEM.encode_payload(obj)
     role = None
     message = GOLEM.parse(payload, role)
-    return FrameSeen(conn, "main", direction, index, t, 4 + len(payload), payload, message)
+    return FrameSeen(
+        conn=conn,
+        route="main",
+        direction=direction,
+        index=index,
+        t=t,
+        size=4 + len(payload),
+        payload=payload,
+        message=message,
+    )
 
 
 @needs_tshark
@@ -107,14 +116,22 @@ def test_ipv6_unix_routes_gaps_and_resets(tmp_path: Path) -> None:
     request = {"id": 1, "method": "ping", "params": {}}
     answer = {"id": 1, "result": {}, "error": None}
     events = [
-        ConnectionOpened(1, "main", "[::1]:50001", "[::1]:9876", 0.0),
+        ConnectionOpened(conn=1, route="main", client="[::1]:50001", upstream="[::1]:9876", t=0.0),
         _frame(1, Direction.C2S, 0, 0.1, request),
-        ObservationLost(1, "main", Direction.S2C, 0.2, GapReason.BEHIND, 1000),
+        ObservationLost(
+            conn=1, route="main", direction=Direction.S2C, t=0.2, reason=GapReason.BEHIND, size=1000
+        ),
         _frame(1, Direction.S2C, 0, 0.3, answer),
-        ConnectionClosed(1, "main", "reset", 0.4, 0, 0, abnormal=True),
-        ConnectionOpened(2, "gh", "unix:", "unix:/tmp/golem-gh.sock", 1.0),
+        ConnectionClosed(
+            conn=1, route="main", reason="reset", t=0.4, bytes_c2s=0, bytes_s2c=0, abnormal=True
+        ),
+        ConnectionOpened(
+            conn=2, route="gh", client="unix:", upstream="unix:/tmp/golem-gh.sock", t=1.0
+        ),
         _frame(2, Direction.C2S, 0, 1.1, request),
-        ConnectionClosed(2, "gh", "client closed", 1.2, 0, 0),
+        ConnectionClosed(
+            conn=2, route="gh", reason="client closed", t=1.2, bytes_c2s=0, bytes_s2c=0
+        ),
     ]
     routes = [
         RouteInfo("main", "[::1]:19876", "[::1]:9876"),
@@ -167,10 +184,22 @@ def test_closed_connections_are_forgotten() -> None:
     request = {"id": 1, "method": "ping", "params": {}}
     events: list[object] = []
     for conn in range(1, 501):
-        events.append(ConnectionOpened(conn, "main", "127.0.0.1:1", "127.0.0.1:9876", 0.0))
+        events.append(
+            ConnectionOpened(
+                conn=conn, route="main", client="127.0.0.1:1", upstream="127.0.0.1:9876", t=0.0
+            )
+        )
         events.append(_frame(conn, Direction.C2S, 0, 0.0, request))
-        events.append(ConnectionClosed(conn, "main", "client closed", 0.0, 45, 0))
-    events.append(ConnectionOpened(501, "main", "127.0.0.1:1", "127.0.0.1:9876", 0.0))
+        events.append(
+            ConnectionClosed(
+                conn=conn, route="main", reason="client closed", t=0.0, bytes_c2s=45, bytes_s2c=0
+            )
+        )
+    events.append(
+        ConnectionOpened(
+            conn=501, route="main", client="127.0.0.1:1", upstream="127.0.0.1:9876", t=0.0
+        )
+    )
     reading = chunks_by_event(events, GOLEM)  # type: ignore[arg-type]
     pairs = zip(range(len(events)), reading)
     sent = sum(len(b"".join(chunks)) for _, (_, chunks) in pairs)

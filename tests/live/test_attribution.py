@@ -16,7 +16,14 @@ def mcp_frame(direction: Direction, index: int, obj: dict[str, Any]) -> FrameSee
     payload = json.dumps(obj).encode()
     role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
     return FrameSeen(
-        1, "mcp", direction, index, 0.0, len(payload) + 1, payload, MCP.parse(payload, role)
+        conn=1,
+        route="mcp",
+        direction=direction,
+        index=index,
+        t=0.0,
+        size=len(payload) + 1,
+        payload=payload,
+        message=MCP.parse(payload, role),
     )
 
 
@@ -38,14 +45,14 @@ def answer(index: int, ident: Any) -> FrameSeen:
 def golem_frame() -> FrameSeen:
     payload = b'{"id": "x", "method": "ping", "params": {}}'
     return FrameSeen(
-        2,
-        "main",
-        Direction.C2S,
-        0,
-        0.0,
-        len(payload) + 4,
-        payload,
-        GOLEM.parse(payload, Role.REQUEST),
+        conn=2,
+        route="main",
+        direction=Direction.C2S,
+        index=0,
+        t=0.0,
+        size=len(payload) + 4,
+        payload=payload,
+        message=GOLEM.parse(payload, Role.REQUEST),
     )
 
 
@@ -96,7 +103,7 @@ def test_a_cancelled_call_and_a_closed_connection_end_it() -> None:
     tracker.watch(mcp_frame(Direction.C2S, 1, cancel))
     assert tools(tracker) == []
     tracker.watch(call(2, 6, "other"))
-    tracker.watch(ConnectionClosed(1, "mcp", "gone", 0.0))
+    tracker.watch(ConnectionClosed(conn=1, route="mcp", reason="gone", t=0.0))
     assert tools(tracker) == []
 
 
@@ -116,7 +123,9 @@ def test_a_row_without_a_frame_is_unknown_not_outside_every_call() -> None:
 
     index = ToolCallIndex({"mcp"})
     gap = Flow(5, 2, "main")
-    gap.gap = ObservationLost(2, "main", Direction.C2S, 0.0, GapReason.BEHIND, 100)
+    gap.gap = ObservationLost(
+        conn=2, route="main", direction=Direction.C2S, t=0.0, reason=GapReason.BEHIND, size=100
+    )
     assert index.attribution(gap).state == "unknown"
     framed = Flow(6, 2, "main", request=ToolCallTracker(MCP).annotate(golem_frame()))
     assert index.attribution(framed).state == "none"

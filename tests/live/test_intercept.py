@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import pytest
 import trio
@@ -19,7 +19,7 @@ from golem_core.messages import ErrorResponse, Response
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 from golem_proxy.analysis.filters import parse_filter
 from golem_proxy.analysis.flows import FlowTracker
-from golem_proxy.events import Direction, FaultInjected, FrameSeen
+from golem_proxy.events import Direction, FaultInjected, FrameSeen, InterceptStep
 from golem_proxy.live.faults import FaultPlan, received_streams
 from golem_proxy.live.intercept import (
     MAX_PENDING,
@@ -65,7 +65,12 @@ def request(ident: str, method: str, **params: Any) -> dict[str, Any]:
 
 
 def kinds(proxy: RunningProxy) -> list[str]:
-    return [event.fault for event in proxy.of_type(FaultInjected)]
+    """The faults and intercept steps published, in order (``intercept:STEP`` for a step)."""
+    return [event.fault for event in steps(proxy)]
+
+
+def steps(proxy: RunningProxy) -> list[Union[FaultInjected, InterceptStep]]:
+    return [e for e in proxy.events if isinstance(e, (FaultInjected, InterceptStep))]
 
 
 async def start(
@@ -101,7 +106,7 @@ async def test_a_held_request_waits_until_accepted(
     assert engine.held() == []
     await client.stream.aclose()
     await stop_proxy(proxy)
-    decided = proxy.of_type(FaultInjected)[-1]
+    decided = steps(proxy)[-1]
     assert decided.fault == "intercept:accept" and decided.detail.startswith("accepted after ")
     assert decided.method == "scene.create_layer"
     flows = FlowTracker(GOLEM)
@@ -144,12 +149,12 @@ async def test_an_edited_request_reaches_the_plugin_and_the_recording_keeps_both
     ]
     assert [json.loads(e.payload) for e in sent] == [json.loads(edited)]
     fault = next(
-        e for e in recording.events if isinstance(e, FaultInjected) and e.fault == "intercept:edit"
+        e for e in recording.events if isinstance(e, InterceptStep) and e.fault == "intercept:edit"
     )
     assert json.loads(fault.original) == original
     assert "the original is kept" in fault.detail
     line = next(
-        json.loads(text) for text in record.read_text().splitlines() if '"intercept:edit"' in text
+        json.loads(text) for text in record.read_text().splitlines() if '"step":"edit"' in text
     )
     assert json.loads(base64.b64decode(line["original"])) == original
 
@@ -221,7 +226,7 @@ async def test_a_held_response_can_be_edited(
     assert isinstance(reply, Response) and reply.result == {"alive": False}
     await client.stream.aclose()
     await stop_proxy(proxy)
-    edit = proxy.of_type(FaultInjected)[-1]
+    edit = steps(proxy)[-1]
     assert (edit.fault, edit.direction) == ("intercept:edit", Direction.S2C)
     assert json.loads(edit.original)["result"] == {"alive": True}
 
@@ -258,7 +263,7 @@ async def test_the_timeout_releases_a_held_frame_and_says_so(
     assert isinstance(reply, Response)
     await client.stream.aclose()
     await stop_proxy(proxy)
-    released = proxy.of_type(FaultInjected)
+    released = steps(proxy)
     assert [e.fault for e in released] == ["intercept:held", "intercept:timeout"]
     assert "released after 0.05 s (--intercept-timeout)" in released[1].detail
 
@@ -273,9 +278,7 @@ async def test_a_frame_held_when_the_proxy_stops_is_reported_not_sent(
     await one_held(engine)
     await stop_proxy(proxy)  # drains for 0.5 s, then cuts the connection
     assert kinds(proxy) == ["intercept:held", "intercept:lost"]
-    assert "not sent: the connection ended while the request was held" in (
-        proxy.of_type(FaultInjected)[1].detail
-    )
+    assert "not sent: the connection ended while the request was held" in (steps(proxy)[1].detail)
     assert engine.held() == []
     await client.stream.aclose()
 
@@ -289,14 +292,14 @@ async def _layers(upstream: Address) -> list[str]:
     return [layer["full_path"] for layer in reply.result["layers"]]
 
 
-async def _lost_after(proxy: RunningProxy, engine: InterceptEngine, why: str) -> FaultInjected:
+async def _lost_after(proxy: RunningProxy, engine: InterceptEngine, why: str) -> InterceptStep:
     """Wait for the held frame's `intercept:lost` event, saying ``why``; check that a decision
     on it is answered "#N was lost" and that nothing is held."""
     await until(lambda: kinds(proxy) == ["intercept:held", "intercept:lost"])
-    lost = proxy.of_type(FaultInjected)[1]
+    lost = steps(proxy)[1]
     assert lost.detail.startswith(f"not sent: {why} while the "), lost.detail
     assert engine.held() == []
-    number = int(proxy.of_type(FaultInjected)[0].detail.split("#")[1].split(":")[0])
+    number = int(steps(proxy)[0].detail.split("#")[1].split(":")[0])
     with pytest.raises(InterceptError, match=rf"^#{number} was lost: {why} while it was held$"):
         engine.decide(number, Accept())
     return lost

@@ -130,15 +130,15 @@ def test_a_gap_in_observation_is_always_shown() -> None:
     from golem_proxy.events import Direction, GapReason, ObservationLost
 
     gap = ObservationLost(
-        3,
-        "main",
-        Direction.S2C,
-        1.5,
-        GapReason.FRAME_TOO_LARGE,
-        40 * 1024 * 1024,
-        "a frame over the limit\x1b[2J",
-        "sha256:" + "ab" * 32,
-        b"\x02\x80\x00\x00",
+        conn=3,
+        route="main",
+        direction=Direction.S2C,
+        t=1.5,
+        reason=GapReason.FRAME_TOO_LARGE,
+        size=40 * 1024 * 1024,
+        detail="a frame over the limit\x1b[2J",
+        digest="sha256:" + "ab" * 32,
+        header=b"\x02\x80\x00\x00",
     )
     for verbosity in Verbosity:
         log = EventLog(Console(width=200), GOLEM, verbosity)

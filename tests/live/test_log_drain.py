@@ -30,7 +30,13 @@ NOT_SHOWN = re.compile(r"… (\d+) events not shown \(the proxy stopped before t
 
 
 def opened(number: int) -> ConnectionOpened:
-    return ConnectionOpened(number, "main", f"127.0.0.1:{50000 + number}", "127.0.0.1:9876", 0.0)
+    return ConnectionOpened(
+        conn=number,
+        route="main",
+        client=f"127.0.0.1:{50000 + number}",
+        upstream="127.0.0.1:9876",
+        t=0.0,
+    )
 
 
 @pytest.mark.trio

@@ -37,7 +37,14 @@ def _observer_with_a_flood(events: list[Event], chunks: int) -> Observer:
     tap = ConnectionTap(1, "main", JSONRPC_NDJSON, events.append)
     for _ in range(chunks):
         observer.submit(tap, Direction.S2C, CHUNK, 0.5)
-    closed = ConnectionClosed(1, "main", "proxy shutting down", 1.0, 0, len(CHUNK) * chunks)
+    closed = ConnectionClosed(
+        conn=1,
+        route="main",
+        reason="proxy shutting down",
+        t=1.0,
+        bytes_c2s=0,
+        bytes_s2c=len(CHUNK) * chunks,
+    )
     observer.submit_event(events.append, closed)  # the connection was cut: no end of stream
     observer.forget(tap)
     return observer

@@ -18,7 +18,9 @@ HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:98
 
 
 def opened(conn: int) -> Event:
-    return ConnectionOpened(conn, "main", "127.0.0.1:50000", "127.0.0.1:9876", conn / 1000)
+    return ConnectionOpened(
+        conn=conn, route="main", client="127.0.0.1:50000", upstream="127.0.0.1:9876", t=conn / 1000
+    )
 
 
 def test_events_reach_the_file_in_order(tmp_path: Path) -> None:
@@ -26,7 +28,7 @@ def test_events_reach_the_file_in_order(tmp_path: Path) -> None:
     recorder = Recorder(RecordingWriter.create(str(path), HEADER))
     for conn in range(1, 2001):
         recorder(opened(conn))
-        recorder(ConnectionClosed(conn, "main", "client closed", conn / 1000))
+        recorder(ConnectionClosed(conn=conn, route="main", reason="client closed", t=conn / 1000))
     recorder.close()
     events = read_recording(str(path)).events
     assert [event.conn for event in events] == [n for n in range(1, 2001) for _ in (0, 1)]

@@ -24,7 +24,19 @@ def frame(profile: Profile, conn: int, route: str, direction: Direction, obj: An
     payload = json.dumps(obj).encode()
     role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
     message = profile.parse(payload, role)
-    return FrameSeen(conn, route, direction, 0, 0.0, len(payload), payload, message)
+    # Each connection asks once: a request waits for its answer, the answer names frame 0.
+    return FrameSeen(
+        conn=conn,
+        route=route,
+        direction=direction,
+        index=0,
+        t=0.0,
+        size=len(payload),
+        payload=payload,
+        message=message,
+        expects_answer=role is Role.REQUEST,
+        answers=0 if role is Role.RESPONSE else None,
+    )
 
 
 def session() -> list[Event]:
@@ -62,10 +74,20 @@ def session() -> list[Event]:
         request,
         response,
         ExchangeCompleted(
-            2, "main", request, response, GOLEM.outcome(request.message, response.message)
+            conn=2,
+            route="main",
+            request=request,
+            response=response,
+            outcome=GOLEM.outcome(request.message, response.message),
         ),
         answer,
-        ExchangeCompleted(1, "mcp", call, answer, MCP.outcome(call.message, answer.message)),
+        ExchangeCompleted(
+            conn=1,
+            route="mcp",
+            request=call,
+            response=answer,
+            outcome=MCP.outcome(call.message, answer.message),
+        ),
     ]
 
 

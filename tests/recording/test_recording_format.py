@@ -8,6 +8,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from hypothesis import given, settings
@@ -55,43 +56,103 @@ def frame(
     t: float = 0.5,
     profile: Profile = GOLEM,
     redacted: tuple[str, ...] = (),
+    answers: Optional[int] = None,
 ) -> FrameSeen:
+    """A frame as the tap publishes it: a request says whether it waits for an answer, a
+    response which request it answers (``answers``)."""
     role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
     size = len(profile.frame_payload(payload)) if b"\n" not in payload else len(payload) + 4
     message = profile.parse(payload, role)
-    return FrameSeen(1, "main", direction, index, t, size, payload, message, redacted)
+    asks = message.role is Role.REQUEST or (message.role is None and role is Role.REQUEST)
+    return FrameSeen(
+        conn=1,
+        route="main",
+        direction=direction,
+        index=index,
+        t=t,
+        size=size,
+        payload=payload,
+        message=message,
+        redacted=redacted,
+        expects_answer=asks and profile.expects_response(message),
+        answers=answers,
+    )
 
 
 def one_of_each() -> list[Event]:
     """One event of every type the writer records."""
     request = frame(b'{"id": "r1", "method": "ping", "params": {}}')
-    response = frame(b'{"id": "r1", "result": {"alive": true}, "error": null}', Direction.S2C)
+    response = frame(
+        b'{"id": "r1", "result": {"alive": true}, "error": null}', Direction.S2C, answers=0
+    )
     broken = Violation("golem.message.malformed", "bad", "$", Severity.ERROR, "invalid-json")
     orphan_verdict = Violation("pairing.orphan-response", "no request", "$.id", Severity.ERROR)
     return [
-        ConnectionOpened(1, "main", "127.0.0.1:5000", "127.0.0.1:9876", 0.25),
-        request,
-        ViolationSeen(1, "main", Direction.C2S, 0, 0.5, broken),
-        response,
-        ExchangeCompleted(1, "main", request, response, OK, (broken,)),
-        FramingErrorSeen(
-            1,
-            "main",
-            Direction.C2S,
-            0.75,
-            FrameErrorKind.OVERSIZED,
-            "too big",
-            b"\xff" * 4,
-            True,
-            99,
+        ConnectionOpened(
+            conn=1, route="main", client="127.0.0.1:5000", upstream="127.0.0.1:9876", t=0.25
         ),
-        BytesDiscarded(1, "main", Direction.C2S, 0.75, b"\x00\x01", True),
-        FaultInjected(1, "main", Direction.S2C, 0.8, "drop", "withheld response", "ping", True),
-        ViolationSeen(1, "main", Direction.S2C, 1, 0.85, orphan_verdict, orphan=True),
-        EventsMissed(3, 0.9, "recorder"),
-        ConnectionClosed(1, "main", "client closed", 1.0, 10, 20, True),
-        UpstreamStatus("main", 1.25, False, "upstream 127.0.0.1:9876 refuses connections"),
-        UpstreamStatus("main", 1.5, True, "upstream 127.0.0.1:9876 answers again"),
+        request,
+        ViolationSeen(
+            conn=1, route="main", direction=Direction.C2S, frame_index=0, t=0.5, violation=broken
+        ),
+        response,
+        ExchangeCompleted(
+            conn=1,
+            route="main",
+            request=request,
+            response=response,
+            outcome=OK,
+            violations=(broken,),
+        ),
+        FramingErrorSeen(
+            conn=1,
+            route="main",
+            direction=Direction.C2S,
+            t=0.75,
+            kind=FrameErrorKind.OVERSIZED,
+            detail="too big",
+            raw=b"\xff" * 4,
+            recoverable=True,
+            declared_length=99,
+        ),
+        BytesDiscarded(
+            conn=1, route="main", direction=Direction.C2S, t=0.75, raw=b"\x00\x01", final=True
+        ),
+        FaultInjected(
+            conn=1,
+            route="main",
+            direction=Direction.S2C,
+            t=0.8,
+            fault="drop",
+            detail="withheld response",
+            method="ping",
+            withheld=True,
+        ),
+        ViolationSeen(
+            conn=1,
+            route="main",
+            direction=Direction.S2C,
+            frame_index=1,
+            t=0.85,
+            violation=orphan_verdict,
+            orphan=True,
+        ),
+        EventsMissed(count=3, t=0.9, consumer="recorder"),
+        ConnectionClosed(
+            conn=1,
+            route="main",
+            reason="client closed",
+            t=1.0,
+            bytes_c2s=10,
+            bytes_s2c=20,
+            abnormal=True,
+        ),
+        UpstreamStatus(
+            route="main", t=1.25, up=False, detail="upstream 127.0.0.1:9876 refuses connections"
+        ),
+        UpstreamStatus(
+            route="main", t=1.5, up=True, detail="upstream 127.0.0.1:9876 answers again"
+        ),
     ]
 
 
@@ -187,19 +248,21 @@ def test_redacted_frames_store_the_redacted_object() -> None:
 
 
 def test_notifications_and_server_exchanges_roundtrip_and_are_documented() -> None:
-    def jsonrpc(payload: bytes, direction: Direction, index: int) -> FrameSeen:
-        return frame(payload, direction, index, profile=JSONRPC_NDJSON)
+    def jsonrpc(
+        payload: bytes, direction: Direction, index: int, answers: Optional[int] = None
+    ) -> FrameSeen:
+        return frame(payload, direction, index, profile=JSONRPC_NDJSON, answers=answers)
 
     note = jsonrpc(b'{"jsonrpc":"2.0","method":"notifications/progress"}', Direction.S2C, 0)
     asked = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"roots/list"}', Direction.S2C, 1)
     call = jsonrpc(b'{"jsonrpc":"2.0","id":1,"method":"state"}', Direction.C2S, 0)
-    answer = jsonrpc(b'{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}', Direction.C2S, 1)
+    answer = jsonrpc(b'{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}', Direction.C2S, 1, 1)
     events: list[Event] = [
         note,
         asked,
         call,
         answer,
-        ExchangeCompleted(1, "main", asked, answer, OK),
+        ExchangeCompleted(conn=1, route="main", request=asked, response=answer, outcome=OK),
     ]
     assert roundtrip(events, "jsonrpc-ndjson") == events
     lines = [json.loads(encode_event(e, JSONRPC_NDJSON, 1) or b"") for e in events]
@@ -216,8 +279,13 @@ def test_jsonrpc_ndjson_frames_roundtrip() -> None:
         b'{"jsonrpc":"2.0","id":1,"result":{"theme":"dark"}}',
         Direction.S2C,
         profile=JSONRPC_NDJSON,
+        answers=0,
     )
-    events: list[Event] = [request, response, ExchangeCompleted(1, "main", request, response, OK)]
+    events: list[Event] = [
+        request,
+        response,
+        ExchangeCompleted(conn=1, route="main", request=request, response=response, outcome=OK),
+    ]
     assert roundtrip(events, "jsonrpc-ndjson") == events
 
 

@@ -49,14 +49,14 @@ def reference_prefix(event: FrameSeen, seq: int) -> bytes:
 def test_examples(obj: dict[str, Any], role: Role) -> None:
     payload = GOLEM.encode_payload(obj)
     event = FrameSeen(
-        3,
-        'ma"in',
-        Direction.C2S,
-        7,
-        1.2345678,
-        len(payload) + 4,
-        payload,
-        GOLEM.parse(payload, role),
+        conn=3,
+        route='ma"in',
+        direction=Direction.C2S,
+        index=7,
+        t=1.2345678,
+        size=len(payload) + 4,
+        payload=payload,
+        message=GOLEM.parse(payload, role),
     )
     assert _frame_prefix(event, event.message, 9) == reference_prefix(event, 9)
 
@@ -71,6 +71,13 @@ def test_examples(obj: dict[str, Any], role: Role) -> None:
 def test_any_request(ident: Any, method: str, route: str, t: float, seq: int) -> None:
     payload = GOLEM.encode_payload({"id": ident, "method": method, "params": {}})
     event = FrameSeen(
-        1, route, Direction.C2S, 0, t, 10, payload, GOLEM.parse(payload, Role.REQUEST)
+        conn=1,
+        route=route,
+        direction=Direction.C2S,
+        index=0,
+        t=t,
+        size=10,
+        payload=payload,
+        message=GOLEM.parse(payload, Role.REQUEST),
     )
     assert _frame_prefix(event, event.message, seq) == reference_prefix(event, seq)

@@ -48,14 +48,39 @@ def sessions(draw: st.DrawFn) -> list[Event]:
                 answer = {"id": request.message.id, "result": {"ok": True}, "error": None}
                 payload = GOLEM.encode_payload(answer)
                 message = GOLEM.parse(payload, Role.RESPONSE)
-                response = FrameSeen(conn, route, Direction.S2C, n[1], t, 4, payload, message)
+                response = FrameSeen(
+                    conn=conn,
+                    route=route,
+                    direction=Direction.S2C,
+                    index=n[1],
+                    t=t,
+                    size=4,
+                    payload=payload,
+                    message=message,
+                    answers=request.index,
+                )
                 n[1] += 1
-                events += [response, ExchangeCompleted(conn, route, request, response, OK)]
+                events += [
+                    response,
+                    ExchangeCompleted(
+                        conn=conn, route=route, request=request, response=response, outcome=OK
+                    ),
+                ]
                 continue
             body = {"id": draw(ids), "method": draw(methods), "params": {}}
             payload = json.dumps(body).encode()
             message = GOLEM.parse(payload, Role.REQUEST)
-            request = FrameSeen(conn, route, Direction.C2S, n[0], t, 4, payload, message)
+            request = FrameSeen(
+                conn=conn,
+                route=route,
+                direction=Direction.C2S,
+                index=n[0],
+                t=t,
+                size=4,
+                payload=payload,
+                message=message,
+                expects_answer=True,
+            )
             n[0] += 1
             pending.append(request)
             events.append(request)
@@ -191,16 +216,41 @@ def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
     if direction is Direction.C2S:
         payload = json.dumps({"id": ident, "method": "ping", "params": {}}).encode()
         message = GOLEM.parse(payload, Role.REQUEST)
-        return FrameSeen(conn, "main", direction, n, n, 4, payload, message)
+        return FrameSeen(
+            conn=conn,
+            route="main",
+            direction=direction,
+            index=n,
+            t=n,
+            size=4,
+            payload=payload,
+            message=message,
+            expects_answer=True,
+        )
     payload = GOLEM.encode_payload({"id": ident, "result": {}, "error": None})
     message = GOLEM.parse(payload, Role.RESPONSE)
-    return FrameSeen(conn, "main", direction, n, n, 4, payload, message)
+    # A sequential client: the answer's index is its request's.
+    return FrameSeen(
+        conn=conn,
+        route="main",
+        direction=direction,
+        index=n,
+        t=n,
+        size=4,
+        payload=payload,
+        message=message,
+        answers=n,
+    )
 
 
 def sequential_exchange(conn: int, n: int, ident: Any) -> list[Event]:
     """A ping and its answer as a sequential client records them: three adjacent lines."""
     request, response = frame(conn, Direction.C2S, n, ident), frame(conn, Direction.S2C, n, ident)
-    return [request, response, ExchangeCompleted(conn, "main", request, response, OK)]
+    return [
+        request,
+        response,
+        ExchangeCompleted(conn=conn, route="main", request=request, response=response, outcome=OK),
+    ]
 
 
 def test_a_reused_frame_key_pairs_as_one_process_pairs_it(tmp_path: Path) -> None:
@@ -213,9 +263,13 @@ def test_a_reused_frame_key_pairs_as_one_process_pairs_it(tmp_path: Path) -> Non
     with RecordingWriter.create(str(path), HEADER, overwrite=True) as writer:
         for event in [old, *padding, new, frame(9, Direction.C2S, 99, 99), first]:
             writer.write(event)
-        writer.write(ExchangeCompleted(1, "main", new, first, OK))
+        writer.write(
+            ExchangeCompleted(conn=1, route="main", request=new, response=first, outcome=OK)
+        )
         writer.write(second)
-        writer.write(ExchangeCompleted(1, "main", new, second, OK))
+        writer.write(
+            ExchangeCompleted(conn=1, route="main", request=new, response=second, outcome=OK)
+        )
     single = rows_in_one_process(path)
     assert len(single) == 1
     assert all(rows == single for rows in rows_split_at_every_line(path))
@@ -225,7 +279,15 @@ def test_a_frame_after_its_exchange_line_is_never_paired(tmp_path: Path) -> None
     request, response = frame(2, Direction.C2S, 0, "a"), frame(2, Direction.S2C, 0, "a")
     padding = [frame(9, Direction.C2S, n, n) for n in range(8)]
     path = tmp_path / "t.jsonl"
-    write(path, [*padding, response, ExchangeCompleted(2, "main", request, response, OK), request])
+    write(
+        path,
+        [
+            *padding,
+            response,
+            ExchangeCompleted(conn=2, route="main", request=request, response=response, outcome=OK),
+            request,
+        ],
+    )
     assert rows_in_one_process(path) == []
     assert all(rows == [] for rows in rows_split_at_every_line(path))
 

@@ -60,25 +60,59 @@ class SessionBuilder:
         self._routes[conn] = route
         port = "9876" if route == "main" else "9877"
         self.events.append(
-            ConnectionOpened(conn, route, f"127.0.0.1:{50000 + conn}", f"127.0.0.1:{port}", t)
+            ConnectionOpened(
+                conn=conn,
+                route=route,
+                client=f"127.0.0.1:{50000 + conn}",
+                upstream=f"127.0.0.1:{port}",
+                t=t,
+            )
         )
 
     def close(self, conn: int, t: float, reason: str = "client closed") -> None:
-        self.events.append(ConnectionClosed(conn, self._routes[conn], reason, t))
+        self.events.append(
+            ConnectionClosed(conn=conn, route=self._routes[conn], reason=reason, t=t)
+        )
 
-    def _frame(self, conn: int, direction: Direction, payload: bytes, t: float) -> FrameSeen:
+    def _frame(
+        self,
+        conn: int,
+        direction: Direction,
+        payload: bytes,
+        t: float,
+        answers: Optional[int] = None,
+    ) -> FrameSeen:
         index = self._index.get((conn, direction), 0)
         self._index[(conn, direction)] = index + 1
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         message = self.profile.parse(payload, role)
         frame = FrameSeen(
-            conn, self._routes[conn], direction, index, t, len(payload) + 4, payload, message
+            conn=conn,
+            route=self._routes[conn],
+            direction=direction,
+            index=index,
+            t=t,
+            size=len(payload) + 4,
+            payload=payload,
+            message=message,
+            # The tap's pairing decision: a request waits for its answer, which names it.
+            expects_answer=role is Role.REQUEST and self.profile.expects_response(message),
+            answers=answers,
         )
         self.events.append(frame)
         if not self.check:
             return frame
         for violation in self.profile.check_message(message, payload):
-            self.events.append(ViolationSeen(conn, frame.route, direction, index, t, violation))
+            self.events.append(
+                ViolationSeen(
+                    conn=conn,
+                    route=frame.route,
+                    direction=direction,
+                    frame_index=index,
+                    t=t,
+                    violation=violation,
+                )
+            )
         return frame
 
     def request(
@@ -106,12 +140,18 @@ class SessionBuilder:
             obj = {"id": request_id, "result": result, "error": error}
             if error is None and result is None:
                 obj["result"] = {}
-        response = self._frame(request.conn, Direction.S2C, self.profile.encode_payload(obj), t)
+        payload = self.profile.encode_payload(obj)
+        response = self._frame(request.conn, Direction.S2C, payload, t, answers=request.index)
         found = self.profile.check_exchange(request.message, response.message) if self.check else []
         for violation in found:
             self.events.append(
                 ViolationSeen(
-                    request.conn, request.route, Direction.S2C, response.index, t, violation
+                    conn=request.conn,
+                    route=request.route,
+                    direction=Direction.S2C,
+                    frame_index=response.index,
+                    t=t,
+                    violation=violation,
                 )
             )
         violations = tuple(
@@ -124,7 +164,12 @@ class SessionBuilder:
         )
         outcome = self.profile.outcome(request.message, response.message)
         exchange = ExchangeCompleted(
-            request.conn, request.route, request, response, outcome, violations
+            conn=request.conn,
+            route=request.route,
+            request=request,
+            response=response,
+            outcome=outcome,
+            violations=violations,
         )
         self.events.append(exchange)
         return exchange
@@ -132,15 +177,15 @@ class SessionBuilder:
     def frame_error(self, conn: int, t: float, raw: bytes, declared: int) -> None:
         self.events.append(
             FramingErrorSeen(
-                conn,
-                self._routes[conn],
-                Direction.C2S,
-                t,
-                FrameErrorKind.OVERSIZED,
-                f"declared length {declared} exceeds the 64 MiB cap",
-                raw,
-                False,
-                declared,
+                conn=conn,
+                route=self._routes[conn],
+                direction=Direction.C2S,
+                t=t,
+                kind=FrameErrorKind.OVERSIZED,
+                detail=f"declared length {declared} exceeds the 64 MiB cap",
+                raw=raw,
+                recoverable=False,
+                declared_length=declared,
             )
         )
 

@@ -76,12 +76,12 @@ class TapSimulator:
             state.tap.process(direction, b"", self.t)
         self.events.append(
             ConnectionClosed(
-                conn,
-                state.route,
-                reason,
-                self.t,
-                len(state.fed[Direction.C2S]),
-                len(state.fed[Direction.S2C]),
+                conn=conn,
+                route=state.route,
+                reason=reason,
+                t=self.t,
+                bytes_c2s=len(state.fed[Direction.C2S]),
+                bytes_s2c=len(state.fed[Direction.S2C]),
             )
         )
 

@@ -20,7 +20,7 @@ from .helpers import run, wait_for
 
 def test_the_buffer_drops_and_counts_past_its_bound() -> None:
     buffer = EventBuffer(limit=3)
-    events = [EventsMissed(0, float(i)) for i in range(5)]
+    events = [EventsMissed(count=0, t=float(i)) for i in range(5)]
     assert buffer.push_many(events) == 3
     assert not buffer.push(events[0])
     batch = buffer.drain()
@@ -35,13 +35,13 @@ def test_the_buffer_nudges_once_until_rearmed() -> None:
     buffer.attach(lambda: nudges.append(1))
     assert nudges == []  # nothing to say yet
     for i in range(100):
-        buffer.push(EventsMissed(0, float(i)))
+        buffer.push(EventsMissed(count=0, t=float(i)))
     assert nudges == [1]
     assert len(buffer.drain(max_events=40).events) == 40
     assert buffer.rearm()  # 60 still queued: drain again now, no nudge comes for them
     assert len(buffer.drain().events) == 60
     assert not buffer.rearm()
-    buffer.push(EventsMissed(0, 0.0))
+    buffer.push(EventsMissed(count=0, t=0.0))
     assert nudges == [1, 1]
 
 
@@ -49,7 +49,7 @@ def test_a_finish_while_a_drain_is_pending_is_not_lost() -> None:
     nudges: list[int] = []
     buffer = EventBuffer()
     buffer.attach(lambda: nudges.append(1))
-    buffer.push(EventsMissed(0, 0.0))
+    buffer.push(EventsMissed(count=0, t=0.0))
     assert not buffer.drain().finished
     buffer.finish("end")  # arrives between the drain and the re-arm: no nudge now
     assert nudges == [1]

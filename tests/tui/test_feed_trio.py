@@ -14,7 +14,7 @@ pytestmark = pytest.mark.trio
 async def test_feed_moves_every_event_in_order_and_finishes_the_sink() -> None:
     sink = EventBuffer(limit=None)
     send, receive = trio.open_memory_channel[Event](100)
-    events = [EventsMissed(i, float(i)) for i in range(250)]
+    events = [EventsMissed(count=i, t=float(i)) for i in range(250)]
     async with trio.open_nursery() as nursery:
         nursery.start_soon(feed_from_channel, receive, sink)
         async with send:

@@ -50,15 +50,27 @@ def hostile_session() -> SessionBuilder:
     s.respond(request, 0.5, error={"code": "BAD" + EVIL, "message": EVIL})
     big = s.request(1, "big", {"items": [{"k" + EVIL: EVIL} for _ in range(300)]}, 1.0)
     s.respond(big, 1.1, result={})
-    error = FramingErrorSeen(1, "main" + EVIL, s.events[1].direction, 2.0, *_oversized())  # type: ignore[attr-defined]
+    error = FramingErrorSeen(
+        conn=1,
+        route="main" + EVIL,
+        direction=s.events[1].direction,  # type: ignore[attr-defined]
+        t=2.0,
+        **_oversized(),
+    )
     s.events.append(error)
     return s
 
 
-def _oversized() -> tuple[Any, ...]:
+def _oversized() -> dict[str, Any]:
     from golem_core.framing import FrameErrorKind
 
-    return (FrameErrorKind.OVERSIZED, "declared " + EVIL, b"\xff\xff", False, "lots")
+    return {
+        "kind": FrameErrorKind.OVERSIZED,
+        "detail": "declared " + EVIL,
+        "raw": b"\xff\xff",
+        "recoverable": False,
+        "declared_length": "lots",
+    }
 
 
 def test_hostile_text_and_values_are_shown_inert(tmp_path: Path) -> None:

@@ -1,0 +1,83 @@
+"""What one connection's inspection may hold and say: its limits (`ObserveLimits`), the verdict
+that closes a connection under ``--enforce-limits`` (`TapVerdict`), and the digest of a frame
+too large to hold (`FrameDigest`)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Optional
+
+from golem_core.framing import FrameError, FrameErrorKind, Framing
+from golem_core.profiles import Profile
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "PENDING_OVERHEAD",
+    "FrameDigest",
+    "ObserveLimits",
+    "TapVerdict",
+    "is_unobserved_frame",
+    "split_header",
+]
+
+
+@dataclass(frozen=True)
+class ObserveLimits:
+    """What one connection's inspection may hold."""
+
+    frame: int = 32 * 1024 * 1024
+    """Frames larger than this are digested, not held (``--observe-frame-limit``)."""
+    pending: int = 131_072
+    """Requests waiting for an answer, per connection. A pipelining client can have one read's
+    worth of requests ahead of their answers (a MiB of 30-byte frames is 35,000), so this is
+    not small; ``pending_bytes`` is what bounds memory."""
+    pending_bytes: int = 64 * 1024 * 1024
+    """What the requests waiting for an answer may cost, per connection: their bytes plus
+    `PENDING_OVERHEAD` each for the objects that describe them."""
+
+
+DEFAULT_LIMITS = ObserveLimits()
+"""The limits of a connection whose session sets none."""
+
+PENDING_OVERHEAD = 1536
+"""Bytes a waiting request costs beyond its payload (its FrameSeen, its parsed message)."""
+
+
+@dataclass(frozen=True)
+class TapVerdict:
+    """Why a connection must be closed under ``--enforce-limits`` (None: keep going)."""
+
+    reason: str
+
+
+class FrameDigest:
+    """A frame too large to observe, streaming through SHA-256."""
+
+    def __init__(self, header: bytes, first: bytes, declared: Optional[int]) -> None:
+        self.header = header
+        self.size = len(header) + len(first)
+        self.hash = hashlib.sha256(first)
+        self.declared = declared
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        self.hash.update(data)
+
+
+def is_unobserved_frame(error: FrameError, decoder_cap: int, cap: int) -> bool:
+    """An "oversized" frame that is only over the observation limit (``decoder_cap``), not the
+    protocol's ``cap``: legitimate traffic the tap does not hold, but digests."""
+    if error.kind is not FrameErrorKind.OVERSIZED or not error.recoverable:
+        return False
+    if decoder_cap >= cap:
+        return False
+    declared = error.declared_length
+    return declared is None or declared <= cap
+
+
+def split_header(profile: Profile, raw: bytes) -> tuple[bytes, bytes]:
+    """The frame header (length-prefixed framing) and the payload bytes that follow it."""
+    if profile.framing is Framing.LENGTH_PREFIXED:
+        return raw[:4], raw[4:]
+    return b"", raw

@@ -1,0 +1,94 @@
+"""The tap's pairing decision for one connection: which request a response answers, or that it
+answers none (an orphan), or that it most likely answers a request too large to observe.
+Decided here once, before the response's `FrameSeen` is published, which carries it
+(``answers``, ``orphan``); no view pairs again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from golem_core.contract import Violation
+from golem_core.messages import Message
+from golem_core.pairing import Correlator, Pending
+from golem_core.profiles import Profile
+
+from ..events import Direction, FrameSeen
+from .tap_limits import ObserveLimits
+
+__all__ = ["Answered", "ConnectionPairing", "RequestContext"]
+
+
+@dataclass
+class RequestContext:
+    """A request waiting for its answer: its frame and the violations found in it (its
+    exchange carries them)."""
+
+    frame: FrameSeen
+    violations: list[Violation]
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What a response answers: ``request``, or a request too large to observe (``unseen``),
+    or nothing (an orphan)."""
+
+    request: Optional[RequestContext]
+    unseen: bool = False
+
+    @property
+    def orphan(self) -> bool:
+        return self.request is None and not self.unseen
+
+
+class ConnectionPairing:
+    """Pairs one connection's responses with its requests, both ways: a client's id 1 and a
+    server's id 1 (a JSON-RPC server asking its client something) are different requests, so
+    there is one correlator per direction requests travel."""
+
+    def __init__(self, profile: Profile, limits: ObserveLimits) -> None:
+        self._correlators: dict[Direction, Correlator[RequestContext]] = {
+            direction: Correlator(
+                profile, max_pending=limits.pending, max_pending_bytes=limits.pending_bytes
+            )
+            for direction in Direction
+        }
+        # Frames too large to observe, per direction: the next unpaired answer is most likely
+        # theirs, not an orphan.
+        self._unseen = {Direction.C2S: 0, Direction.S2C: 0}
+
+    def __len__(self) -> int:
+        """Requests waiting for an answer, both ways."""
+        return sum(len(correlator) for correlator in self._correlators.values())
+
+    @property
+    def pending_bytes(self) -> int:
+        """What the requests waiting for an answer cost, both ways."""
+        return sum(c.pending_bytes for c in self._correlators.values())
+
+    def hold(
+        self, direction: Direction, message: Message, context: RequestContext, cost: int
+    ) -> list[Pending[RequestContext]]:
+        """Keep a request sent ``direction`` until its answer; returns the requests let go
+        to stay within the limits, oldest first (a notification is never held)."""
+        return self._correlators[direction].add_request(message, context, cost)
+
+    def answer(self, asker: Direction, message: Message) -> Answered:
+        """What the response ``message`` to a request sent ``asker`` answers (and forget
+        that request)."""
+        pending = self._correlators[asker].match_response(message)
+        if pending is not None:
+            return Answered(pending.context)
+        if self._unseen[asker]:
+            self._unseen[asker] -= 1
+            return Answered(None, unseen=True)
+        return Answered(None)
+
+    def unseen_request(self, direction: Direction) -> None:
+        """A request sent ``direction`` was too large to observe: its answer is no orphan."""
+        self._unseen[direction] += 1
+
+    def clear(self) -> None:
+        """Forget every waiting request (decoding of the connection stopped)."""
+        for correlator in self._correlators.values():
+            correlator.clear()

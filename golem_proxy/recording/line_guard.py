@@ -1,0 +1,75 @@
+"""Guarding a recording's line before it is parsed: its nesting depth and the memory parsing it
+would take, estimated from its structural characters (a line of ``[[],…]`` costs ~25 times its
+bytes once parsed), then the parse itself. A recording may come from anyone: every problem is
+a `RecordingError`."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, NoReturn
+
+from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, RecordingError
+
+__all__ = ["check_line", "decode_json"]
+
+
+# A JSON string, unrolled so that the regex engine runs through plain characters in one step.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+# Bytes parsing costs per structural character: a container object with its slot in its
+# parent, and an element (pointer and a small object) per comma.
+_CONTAINER_COST = 64
+_ELEMENT_COST = 32
+
+
+def check_line(line: bytes, *, budget: int = DEFAULT_LINE_BUDGET, depth: int = MAX_DEPTH) -> None:
+    """Refuse a line whose parse would cost more than ``budget`` bytes or nest deeper than
+    ``depth``, judged without parsing it. Raises RecordingError."""
+    opens = line.count(b"[") + line.count(b"{")
+    cost = 2 * len(line) + _CONTAINER_COST * opens + _ELEMENT_COST * line.count(b",")
+    if cost > budget:
+        raise RecordingError(
+            f"too large to parse: about {cost >> 20} MiB once parsed "
+            f"(limit {budget >> 20} MiB; {opens} arrays and objects in {len(line)} bytes)"
+        )
+    if opens > depth and _deeper_than(line, depth):
+        raise RecordingError(f"JSON nested too deep (more than {depth} levels)")
+
+
+def _deeper_than(line: bytes, depth: int) -> bool:
+    # Brackets inside strings do not count; what is left is peeled one level per pass, so a
+    # wide structure goes in a few passes and a deep one stops after ``depth``.
+    skeleton = _STRING.sub(b"", line).translate(None, _NOT_BRACKETS)
+    skeleton = skeleton.replace(b"{", b"[").replace(b"}", b"]")
+    # A run of ``depth + 1`` opening brackets is that deep already: found in one linear search,
+    # where peeling ``[[[…]]]`` a level per pass would cost ``depth`` passes.
+    run = b"[" * (depth + 1)
+    for _ in range(depth):
+        if run in skeleton:
+            return True
+        shorter = skeleton.replace(b"[]", b"")
+        if len(shorter) == len(skeleton):
+            return False  # empty, or unbalanced: json reports that
+        skeleton = shorter
+    return bool(skeleton)
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+# The reader's hot path: one shared decoder, and no encoding detection (lines are UTF-8).
+_decode = json.JSONDecoder(parse_constant=_no_constant).decode
+
+
+def decode_json(line: bytes) -> Any:
+    """Parse one checked line. Raises RecordingError for invalid UTF-8 or JSON."""
+    try:
+        return _decode(line.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise RecordingError(f"not UTF-8 (byte {exc.start})") from None
+    except ValueError as exc:
+        raise RecordingError(f"not JSON: {exc}") from None
+    except RecursionError:  # a depth the check let through on a small stack
+        raise RecordingError("JSON nested too deep") from None

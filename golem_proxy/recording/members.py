@@ -1,0 +1,144 @@
+"""The members of a parsed recording line, checked for type and range before an event is built
+from them (finite numbers, whole numbers within `MAX_INT`, strings as strings). Every problem
+is a `RecordingError` naming the member."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from typing import Any, Optional
+
+from ..events import Direction, ToolCallRef
+from ..terminal import safe_text
+from .schema import MAX_INT, RecordingError
+
+WITHHELD = "withheld"
+"""First word of a fault's detail when the proxy did not forward the message: how a fault line
+written before faults carried ``withheld`` says so."""
+
+
+_ABSENT: Any = object()
+
+
+def shown(value: Any) -> str:
+    """``value`` as JSON, short and safe to print in an error message."""
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, float) else repr(value)
+    return safe_text(text, 40)
+
+
+def member_int(data: dict[str, Any], key: str, default: Any = _ABSENT) -> int:
+    """``data[key]`` as a whole number from 0 to `MAX_INT` (``default`` when absent)."""
+    value = data.get(key, _ABSENT)
+    if value is _ABSENT:
+        if default is _ABSENT:
+            raise RecordingError(f"no {key}")
+        return default  # type: ignore[no-any-return]
+    if type(value) is not int or not 0 <= value <= MAX_INT:
+        raise RecordingError(f"{key} must be a whole number from 0 to 2**53, not {shown(value)}")
+    return value
+
+
+def member_optional_int(data: dict[str, Any], key: str) -> Optional[int]:
+    if data.get(key) is None:
+        return None
+    return member_int(data, key)
+
+
+def member_number(data: dict[str, Any], key: str, default: float = 0.0) -> float:
+    """``data[key]`` as a finite number of seconds (``default`` when absent)."""
+    value = data.get(key, _ABSENT)
+    if value is _ABSENT:
+        return default
+    if type(value) not in (int, float) or not math.isfinite(value) or abs(value) > 1e12:
+        raise RecordingError(f"{key} must be a finite number of seconds, not {shown(value)}")
+    return float(value)
+
+
+def member_str(data: dict[str, Any], key: str, default: Any = _ABSENT) -> str:
+    value = data.get(key, _ABSENT)
+    if value is _ABSENT:
+        if default is _ABSENT:
+            raise RecordingError(f"no {key}")
+        return default  # type: ignore[no-any-return]
+    if not isinstance(value, str):
+        raise RecordingError(f"{key} must be a string, not {shown(value)}")
+    return value
+
+
+def member_optional_str(data: dict[str, Any], key: str) -> Optional[str]:
+    if data.get(key) is None:
+        return None
+    return member_str(data, key)
+
+
+def member_bool(data: dict[str, Any], key: str, default: Any = _ABSENT) -> bool:
+    value = data.get(key, _ABSENT)
+    if value is _ABSENT:
+        if default is _ABSENT:
+            raise RecordingError(f"no {key}")
+        return default  # type: ignore[no-any-return]
+    if not isinstance(value, bool):
+        raise RecordingError(f"{key} must be true or false, not {shown(value)}")
+    return value
+
+
+_DIRECTIONS = {direction.value: direction for direction in Direction}
+
+
+def member_direction(data: dict[str, Any], key: str = "dir") -> Direction:
+    value = data.get(key)
+    found = _DIRECTIONS.get(value) if isinstance(value, str) else None
+    if found is None:
+        raise RecordingError(f'{key} must be "c2s" or "s2c", not {shown(value)}')
+    return found
+
+
+def member_base64(data: dict[str, Any], key: str = "raw") -> bytes:
+    value = member_str(data, key, "")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise RecordingError(f"{key} is not base64") from None
+
+
+def member_choice(data: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
+    """``data[key]``, which must be one of ``choices``."""
+    value = data.get(key)
+    if value not in choices or not isinstance(value, str):
+        names = " or ".join(choices)
+        raise RecordingError(f"{key} must be {names}, not {shown(value)}")
+    return value
+
+
+def fault_withheld(data: dict[str, Any], detail: str) -> bool:
+    """Whether a fault line says the proxy did not forward the message."""
+    if "withheld" in data:
+        return member_bool(data, "withheld")
+    return detail.startswith(WITHHELD)  # written before faults carried the member
+
+
+def member_tool_calls(data: dict[str, Any]) -> Optional[tuple[ToolCallRef, ...]]:
+    """A frame's ``tool_calls`` (None when absent). Raises RecordingError for a bad one."""
+    calls = data.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        raise RecordingError("tool_calls must be a list of objects")
+    found = []
+    for call in calls:
+        ident = call.get("id")
+        if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+            raise RecordingError(
+                f"a tool call's id must be a string or an integer, not {shown(ident)}"
+            )
+        found.append(
+            ToolCallRef(
+                conn=member_int(call, "conn"),
+                index=member_int(call, "n"),
+                id=ident,
+                tool=member_str(call, "tool"),
+            )
+        )
+    return tuple(found)

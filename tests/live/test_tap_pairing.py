@@ -1,0 +1,52 @@
+"""The tap decides the pairing once and its frames say it: a request whether it waits for an
+answer, a response which request it answers, or that it is an orphan, or (neither) that it
+answers a request too large to observe."""
+
+from __future__ import annotations
+
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON
+from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen, ViolationSeen
+from golem_proxy.live.tap import ConnectionTap, ObserveLimits
+
+CALL = b'{"jsonrpc":"2.0","id":%d,"method":"state","params":{}}\n'
+NOTE = b'{"jsonrpc":"2.0","method":"tick","params":{}}\n'
+ANSWER = b'{"jsonrpc":"2.0","id":%d,"result":{}}\n'
+
+
+def frames(events: list[Event]) -> list[tuple[str, int, bool, object, bool]]:
+    return [
+        (e.direction.value, e.index, e.expects_answer, e.answers, e.orphan)
+        for e in events
+        if isinstance(e, FrameSeen)
+    ]
+
+
+def test_requests_notifications_answers_and_orphans_say_what_the_tap_decided() -> None:
+    events: list[Event] = []
+    tap = ConnectionTap(1, "scrybe", JSONRPC_NDJSON, events.append)
+    tap.process(Direction.C2S, CALL % 1 + NOTE + CALL % 2, 0.1)
+    tap.process(Direction.S2C, ANSWER % 2 + ANSWER % 1 + ANSWER % 7, 0.2)
+    assert frames(events) == [
+        ("c2s", 0, True, None, False),
+        ("c2s", 1, False, None, False),  # a notification: nothing waits for it
+        ("c2s", 2, True, None, False),
+        ("s2c", 0, False, 2, False),  # by id, not by order
+        ("s2c", 1, False, 0, False),
+        ("s2c", 2, False, None, True),
+    ]
+    exchanges = [e for e in events if isinstance(e, ExchangeCompleted)]
+    assert [(e.request.index, e.response.answers) for e in exchanges] == [(2, 2), (0, 0)]
+    orphan = [e for e in events if isinstance(e, ViolationSeen) and e.orphan]
+    assert [e.frame_index for e in orphan] == [2]
+    assert tap.outstanding() == 0
+
+
+def test_the_answer_to_a_request_too_large_to_observe_is_no_orphan() -> None:
+    events: list[Event] = []
+    limits = ObserveLimits(frame=64)
+    tap = ConnectionTap(1, "main", GOLEM, events.append, limits=limits)
+    big = GOLEM.encode({"id": "a", "method": "x", "params": {"blob": "z" * 200}})
+    tap.process(Direction.C2S, big, 0.1)
+    tap.process(Direction.S2C, GOLEM.encode({"id": "a", "result": {}, "error": None}), 0.2)
+    assert frames(events) == [("s2c", 0, False, None, False)]
+    assert not any(isinstance(e, ViolationSeen) and e.orphan for e in events)
