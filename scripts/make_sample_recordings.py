@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from golem_core.profiles import GOLEM  # noqa: E402
-from golem_proxy.live.relay import ProxyOptions  # noqa: E402
+from golem_proxy.live.proxy_options import ProxyOptions  # noqa: E402
 from golem_proxy.live.session import ProxySession, SessionConfig  # noqa: E402
 from golem_proxy.net.addresses import Address, Route  # noqa: E402
 from golem_proxy.testing.demo_session import SESSIONS, DemoOutcome, Script  # noqa: E402

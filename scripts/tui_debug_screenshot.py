@@ -21,7 +21,7 @@ from golem_core.profiles import GOLEM
 from golem_proxy.commands.proxy import live_source
 from golem_proxy.live.control import LiveControl
 from golem_proxy.live.intercept import InterceptEngine
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.testing.client import GolemClient

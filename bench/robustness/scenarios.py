@@ -21,7 +21,7 @@ from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionClosed, Direction, ObservationLost
 from golem_proxy.live.hub import Subscription
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
 from golem_proxy.live.tap import ObserveLimits
 from golem_proxy.net.addresses import Address, Route

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from golem_core.profiles import Profile
 
-from ..live.relay import BoundRoute
+from ..live.proxy_options import BoundRoute
 from ..net.listeners import probe
 from ..terminal import safe_text
 

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..live.control import LiveControl
-from ..live.relay import BoundRoute
+from ..live.proxy_options import BoundRoute
 from ..live.session import ProxySession, SessionConfig
 from ._bound_routes import environment_hint
 from ._common import fail

@@ -29,7 +29,7 @@ from ..analysis.trace import open_flows
 from ..catalogues import shipped
 from ..live.log import Verbosity
 from ..live.log_output import TerminalOutput
-from ..live.relay import BoundRoute, ProxyOptions
+from ..live.proxy_options import BoundRoute, ProxyOptions
 from ..live.session import ProxySession, SessionConfig
 from ..net.addresses import Address, Route
 from ..recording.safe_paths import RecordPathError, check_record_target

@@ -31,7 +31,7 @@ from ..live.console_socket import serve_console
 from ..live.intercept import InterceptEngine
 from ..live.intercept_console import InterceptConsole
 from ..live.log_output import TerminalOutput
-from ..live.relay import BoundRoute
+from ..live.proxy_options import BoundRoute
 from ..live.session import ProxySession, SessionConfig
 from ..live.stdio_relay import ChildStartError, StdioRelay
 from ..net.addresses import Address, Route

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from golem_core.profiles import GOLEM
 
-from ..live.relay import BoundRoute
+from ..live.proxy_options import BoundRoute
 from ..net.addresses import Address, Route
 from ..replay.diffing import Comparator
 from ..replay.engine import ReplayEngine

@@ -22,7 +22,7 @@ from ..live.intercept import InterceptEngine, route_scope
 from ..live.log import Verbosity
 from ..live.log_output import DEFAULT_MAX_LINES, TerminalOutput
 from ..live.observer import DEFAULT_BUDGET
-from ..live.relay import ProxyOptions
+from ..live.proxy_options import ProxyOptions
 from ..live.session import SessionConfig
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route

@@ -34,7 +34,7 @@ from ..recording.files import open_private
 from ..recording.format import Header
 from .log import Verbosity
 from .observer_link import ObserverLink
-from .relay import BoundRoute, ProxyOptions
+from .proxy_options import BoundRoute, ProxyOptions
 
 __all__ = [
     "ObserverSetup",

@@ -38,8 +38,9 @@ from .hub import EventHub
 from .log_output import TerminalOutput
 from .observer import Observer
 from .observer_process import ObserverSetup
+from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .redact import Redactor
-from .relay import MIN_DECODE_TIME, BoundRoute, ProxyOptions, new_tap
+from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT, ProxySession, SessionConfig
 from .tap import ConnectionTap
 

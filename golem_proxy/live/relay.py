@@ -13,31 +13,28 @@ import itertools
 import os
 import struct
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Optional
 
 import trio
 
-from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import Profile
 
-from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, FrameSeen
-from ..net.addresses import Address, Route
+from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
+from ..net.addresses import Route
 from ..net.listeners import connect, open_listener
 from ..net.sockio import write_all
 from .connection import Connection
 from .fault_relay import FaultRelay
-from .faults import FaultPlan
 from .hub import EventHub
-from .intercept import InterceptEngine
-from .observer import DEFAULT_BUDGET, Observer
+from .observer import Observer
 from .observer_link import ObserverLink
+from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .redact import Redactor
 from .resend import ResendError, Resent, resend
 from .route_gate import RouteGate, is_refusal
-from .tap import ConnectionTap, ObserveLimits
+from .tap import ConnectionTap
 
-__all__ = ["BoundRoute", "Proxy", "ProxyOptions", "new_tap"]
+__all__ = ["Proxy"]
 
 Pump = Callable[[Connection, Direction, trio.CancelScope], Awaitable[None]]
 
@@ -57,40 +54,6 @@ _MAX_STREAK_BYTES = RECV_SIZE_BULK
 """A pump that keeps finding data yields after this many chunks or bytes (fairness)."""
 
 
-@dataclass(frozen=True)
-class ProxyOptions:
-    enforce_limits: bool = False
-    allow_public: bool = False
-    connect_timeout: float = 10.0
-    drain_timeout: float = 2.0
-    """How long live connections may go on after shutdown begins."""
-    idle_timeout: Optional[float] = None
-    """Close a connection with no traffic in either direction for this long (off by default)."""
-    cap: Optional[int] = None
-    catalogue: Optional[MethodCatalogue] = None
-    redact: tuple[str, ...] = ()
-    faults: Optional[FaultPlan] = None
-    """``--fault`` rules; routes they can act on forward frame by frame (`fault_relay`)."""
-    intercept: Optional[InterceptEngine] = None
-    """``--intercept``: routes it applies to forward frame by frame too, holding what its
-    filter selects until a decision (`intercept`)."""
-    observer_memory: int = DEFAULT_BUDGET
-    """What inspection may hold, all connections together (``--observer-memory``)."""
-    observe: ObserveLimits = field(default_factory=ObserveLimits)
-    """What one connection's inspection may hold (``--observe-frame-limit``)."""
-    annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None
-    """Adds the session's decisions to every frame the routes' taps decode (`golem-proxy mcp`:
-    the tool call a GOLEM frame belongs to)."""
-
-
-@dataclass(frozen=True)
-class BoundRoute:
-    """A route with the address its listener is really bound to."""
-
-    route: Route
-    listen: Address
-
-
 class Proxy:
     """Serves every route until cancelled; see `serve`."""
 
@@ -99,8 +62,9 @@ class Proxy:
         routes: Sequence[Route],
         profile: Profile,
         hub: EventHub,
-        options: ProxyOptions = ProxyOptions(),
+        options: Optional[ProxyOptions] = None,
     ) -> None:
+        options = options if options is not None else ProxyOptions()
         self.routes = list(routes)
         self.profile = profile
         self.hub = hub
@@ -450,29 +414,6 @@ class Proxy:
         self._live.discard(conn.conn)
         if not self._live:
             self._all_closed.set()
-
-
-def new_tap(
-    conn: int,
-    route: str,
-    profile: Profile,
-    publish: Callable[[Event], None],
-    options: ProxyOptions,
-    redactor: Optional[Redactor],
-) -> ConnectionTap:
-    """One connection's tap with the session's checks, redaction and limits (the relay's, and
-    the observing process's when observation runs in a process of its own)."""
-    return ConnectionTap(
-        conn,
-        route,
-        profile,
-        publish,
-        catalogue=options.catalogue,
-        redactor=redactor,
-        cap=options.cap,
-        limits=options.observe,
-        annotate=options.annotate,
-    )
 
 
 def _peer_name(stream: trio.SocketStream) -> str:

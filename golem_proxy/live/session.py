@@ -23,8 +23,9 @@ from ..recording.format import Header, RecordingWriter, RouteInfo
 from ..terminal import safe_text
 from .hub import EventHub, Subscription
 from .log import EventLog, Verbosity
+from .proxy_options import BoundRoute, ProxyOptions
 from .recorder import Recorder
-from .relay import BoundRoute, Proxy, ProxyOptions
+from .relay import Proxy
 from .tally import SessionTally
 
 __all__ = ["EventSource", "ProxySession", "SessionConfig", "session_header"]

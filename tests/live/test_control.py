@@ -15,7 +15,7 @@ import trio
 from golem_core.profiles import GOLEM
 from golem_proxy.live.control import LiveControl, NotLive
 from golem_proxy.live.intercept import Accept, Edit, InterceptEngine, InterceptError
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.testing.client import GolemClient

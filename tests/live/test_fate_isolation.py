@@ -21,7 +21,7 @@ from golem_proxy.events import (
     GapReason,
     ObservationLost,
 )
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.tap import ConnectionTap, ObserveLimits
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.upstreams import GolemUpstream

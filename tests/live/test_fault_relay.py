@@ -16,7 +16,7 @@ from golem_core.profiles import GOLEM
 from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import Direction, FaultInjected, FramingErrorSeen
 from golem_proxy.live.faults import FaultPlan, received_streams
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.upstreams import TracingUpstream
 from tests.support.harness import RunningProxy, start_proxy, stop_proxy

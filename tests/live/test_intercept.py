@@ -32,7 +32,7 @@ from golem_proxy.live.intercept import (
     InterceptError,
     route_scope,
 )
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.net.listeners import close_abortively

@@ -13,7 +13,7 @@ from rich.console import Console
 from golem_core.messages import Response
 from golem_core.profiles import GOLEM
 from golem_proxy.live.log_output import TerminalOutput
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.testing.upstreams import GolemUpstream

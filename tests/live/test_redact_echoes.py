@@ -9,8 +9,8 @@ import pytest
 import trio
 
 from golem_proxy.events import FrameSeen
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.redact import REDACTED, Echoes, Redactor
-from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.upstreams import GolemUpstream
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy

@@ -23,7 +23,7 @@ from golem_proxy.events import (
     UpstreamStatus,
     ViolationSeen,
 )
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.tap import ObserveLimits
 from golem_proxy.net.addresses import Address
 from golem_proxy.testing.upstreams import GolemUpstream

@@ -20,8 +20,8 @@ from golem_proxy.events import (
     FrameSeen,
     FramingErrorSeen,
 )
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.redact import REDACTED
-from golem_proxy.live.relay import ProxyOptions
 from golem_proxy.recording.format import RecordingReader, read_recording
 from golem_proxy.testing.upstreams import GolemUpstream
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import trio
 
 from golem_core.profiles import JSONRPC_NDJSON
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.net.addresses import Address
 from golem_proxy.testing import scrybe_client as contract_client
 from golem_proxy.testing.scrybe_app import ScrybeApp

@@ -12,7 +12,7 @@ from golem_core.messages import Message, Role
 from golem_core.profiles import GOLEM, Profile
 from golem_proxy.events import Event
 from golem_proxy.live.hub import Subscription
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.net.framed_stream import FramedStream

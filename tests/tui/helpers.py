@@ -16,7 +16,7 @@ from golem_proxy.commands._live_tui import live_source
 from golem_proxy.events import Event
 from golem_proxy.live.control import LiveControl
 from golem_proxy.live.intercept import InterceptEngine
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.tui.app import GolemProxyApp

@@ -12,7 +12,7 @@ from typing import Optional
 
 from golem_core.profiles import GOLEM
 from golem_proxy.commands._live_tui import live_source
-from golem_proxy.live.relay import ProxyOptions
+from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.recording.format import read_recording

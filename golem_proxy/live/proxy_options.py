@@ -1,0 +1,79 @@
+"""A proxy session's options, a route as bound, and one connection's tap built from them:
+shared by the relay and by the observing process (``--observer child-process``), which
+builds the same taps from the same options on its side of the handoff."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Optional
+
+from golem_core.catalogue import MethodCatalogue
+from golem_core.profiles import Profile
+
+from ..events import Event, FrameSeen
+from ..net.addresses import Address, Route
+from .faults import FaultPlan
+from .intercept import InterceptEngine
+from .observer import DEFAULT_BUDGET
+from .redact import Redactor
+from .tap import ConnectionTap, ObserveLimits
+
+__all__ = ["BoundRoute", "ProxyOptions", "new_tap"]
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    enforce_limits: bool = False
+    allow_public: bool = False
+    connect_timeout: float = 10.0
+    drain_timeout: float = 2.0
+    """How long live connections may go on after shutdown begins."""
+    idle_timeout: Optional[float] = None
+    """Close a connection with no traffic in either direction for this long (off by default)."""
+    cap: Optional[int] = None
+    catalogue: Optional[MethodCatalogue] = None
+    redact: tuple[str, ...] = ()
+    faults: Optional[FaultPlan] = None
+    """``--fault`` rules; routes they can act on forward frame by frame (`fault_relay`)."""
+    intercept: Optional[InterceptEngine] = None
+    """``--intercept``: routes it applies to forward frame by frame too, holding what its
+    filter selects until a decision (`intercept`)."""
+    observer_memory: int = DEFAULT_BUDGET
+    """What inspection may hold, all connections together (``--observer-memory``)."""
+    observe: ObserveLimits = field(default_factory=ObserveLimits)
+    """What one connection's inspection may hold (``--observe-frame-limit``)."""
+    annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None
+    """Adds the session's decisions to every frame the routes' taps decode (`golem-proxy mcp`:
+    the tool call a GOLEM frame belongs to)."""
+
+
+@dataclass(frozen=True)
+class BoundRoute:
+    """A route with the address its listener is really bound to."""
+
+    route: Route
+    listen: Address
+
+
+def new_tap(
+    conn: int,
+    route: str,
+    profile: Profile,
+    publish: Callable[[Event], None],
+    options: ProxyOptions,
+    redactor: Optional[Redactor],
+) -> ConnectionTap:
+    """One connection's tap with the session's checks, redaction and limits (the relay's, and
+    the observing process's when observation runs in a process of its own)."""
+    return ConnectionTap(
+        conn,
+        route,
+        profile,
+        publish,
+        catalogue=options.catalogue,
+        redactor=redactor,
+        cap=options.cap,
+        limits=options.observe,
+        annotate=options.annotate,
+    )
