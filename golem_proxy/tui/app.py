@@ -32,6 +32,7 @@ from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
 from ..terminal import counted, safe_text
 from .bridge import EventBuffer, EventSource, Progress
+from .compact import compactor_for
 from .copying import CopyActions
 from .debugging import DebugActions
 from .export import save_events
@@ -123,7 +124,7 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
         self.title = title
         self.recording_header = header or RecordingHeader.new(profile.name, ())
         self.refresh_interval = refresh_interval
-        self.model = SessionModel(profile)
+        self.model = SessionModel(profile, compactor_for(source, profile))
         if filter_text:
             self.model.set_filter(filter_text)
         self.buffer = EventBuffer(source.buffer_limit)

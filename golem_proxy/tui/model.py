@@ -11,7 +11,7 @@ import bisect
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 from golem_core.profiles import Profile
 
@@ -31,9 +31,11 @@ from ..events import (
     Event,
     ExchangeCompleted,
     FrameSeen,
+    Outcome,
     ViolationSeen,
 )
 from ..terminal import safe_text
+from .compact import Compactor, is_compact
 from .render import flow_label
 
 __all__ = ["BatchResult", "SessionModel"]
@@ -57,10 +59,14 @@ class BatchResult:
 class SessionModel:
     """Flows and their events. ``view`` holds indexes into ``flows``, ascending."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, compactor: Optional[Compactor] = None) -> None:
+        """With a ``compactor``, flows keep compact frames (`golem_proxy.tui.compact`) and
+        the event list refers to them instead of holding a second copy."""
         self.profile = profile
         self.tracker = FlowTracker(profile)
-        self.events: list[Event] = []
+        self.compactor = compactor
+        self._kept: list[Union[Event, _Exchange]] = []
+        self._outcomes: dict[Outcome, Outcome] = {}
         self.view: list[int] = []
         self.filter_text = ""
         self._filter: Optional[Filter] = None
@@ -99,10 +105,13 @@ class SessionModel:
         result = BatchResult()
         first_new = len(self.flows)
         owners = self._owners
+        kept = self._kept
+        compactor = self.compactor
+        outcomes = self._outcomes
         for event in events:
             result.events += 1
-            position = len(self.events)
-            self.events.append(event)
+            position = len(kept)
+            kept.append(event)
             flow = self.tracker.apply(event)
             if isinstance(event, (ConnectionOpened, ConnectionClosed)):
                 owners.append(CONNECTION)
@@ -119,12 +128,24 @@ class SessionModel:
                 continue
             owners.append(flow.number)
             if isinstance(event, ExchangeCompleted):
-                response = event.response
-                held = (event.conn, response.direction, response.index)
+                held = (event.conn, event.response.direction, event.response.index)
+                if compactor is not None:
+                    kept[position] = EXCHANGE  # made again from its flow when written out
             # The response frame (and its violations) before an exchange or an orphan's
             # verdict belong to the flow named now.
             for earlier in self._held.pop(held, ()) if held is not None else ():
                 owners[earlier] = flow.number
+            if compactor is not None and not flow.pending:
+                # Settled: its reader is done with its frames (a pending request's message
+                # is still read when its answer comes).
+                for frame in (flow.request, flow.response):
+                    if frame is not None and not is_compact(frame):
+                        compactor.compact(frame)
+            outcome = flow.outcome
+            if outcome is not None:
+                # Most outcomes are one of a few ("ok", a handful of error codes): one object
+                # of each, not one per exchange.
+                flow.outcome = outcomes.setdefault(outcome, outcome)
             result.changed.add(flow.number - 1)
         for index in sorted(result.changed):
             flow = self.flows[index]
@@ -214,6 +235,19 @@ class SessionModel:
                     return position
         return None
 
+    @property
+    def events(self) -> list[Event]:
+        """Every event received, in order (frames and exchanges kept by their flows are
+        taken from them)."""
+        return [self._event_at(position) for position in range(len(self._kept))]
+
+    def _event_at(self, position: int) -> Event:
+        kept = self._kept[position]
+        if kept is EXCHANGE:
+            flow = self.flows[self._owners[position] - 1]
+            return EXCHANGE.event_of(flow)
+        return kept  # type: ignore[return-value]
+
     def events_for_view(self) -> list[Event]:
         """The events behind the flows in view, with their connections' open and close
         events, in their original order: what a recording of just this view holds."""
@@ -224,10 +258,35 @@ class SessionModel:
             numbers.add(flow.number)
             conns.add(flow.conn)
         return [
-            event
-            for event, owner in zip(self.events, self._owners)
-            if owner in numbers or (owner == CONNECTION and getattr(event, "conn", None) in conns)
+            self._event_at(position)
+            for position, (kept, owner) in enumerate(zip(self._kept, self._owners))
+            if owner in numbers or (owner == CONNECTION and getattr(kept, "conn", None) in conns)
         ]
+
+
+class _Exchange:
+    """Stands in the event list for an exchange, made again from its flow when the view
+    is written out: the flow holds all it says, so it is not kept twice."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<exchange of its flow>"
+
+    def event_of(self, flow: Flow) -> ExchangeCompleted:
+        if flow.request is None or flow.response is None or flow.outcome is None:
+            raise LookupError(f"flow {flow.number} holds no exchange")  # pragma: no cover
+        return ExchangeCompleted(
+            conn=flow.conn,
+            route=flow.route,
+            request=flow.request,
+            response=flow.response,
+            outcome=flow.outcome,
+            violations=flow.violations,
+        )
+
+
+EXCHANGE = _Exchange()
 
 
 def _held_key(event: Event) -> Optional[HeldKey]:
