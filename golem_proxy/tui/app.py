@@ -57,6 +57,8 @@ REFRESH_INTERVAL = 0.05
 """At most one redraw per this many seconds under a flood; events in between are batched."""
 MAX_BATCH = 20_000
 """Events folded in per drain, so loading a large file leaves room to draw and take keys."""
+BACKLOG = 3 * MAX_BATCH
+"""Events a file source may read ahead of the screen before it waits for a drain."""
 WIDE = 140
 """From this many columns on, the detail pane sits beside the table instead of under it."""
 
@@ -127,7 +129,9 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
         self.model = SessionModel(profile, compactor_for(source, profile))
         if filter_text:
             self.model.set_filter(filter_text)
-        self.buffer = EventBuffer(source.buffer_limit)
+        # A source that is never dropped from (a file) waits for the screen instead.
+        wait_over = BACKLOG if source.buffer_limit is None else None
+        self.buffer = EventBuffer(source.buffer_limit, wait_over=wait_over)
         self.finished_reason: Optional[str] = None
         self.failed = False
         self.progress: Optional[Progress] = None
@@ -178,6 +182,7 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
         if self._detail_timer is not None:
             self._detail_timer.stop()
         self.source.stop()
+        self.buffer.close()
 
     # -- events in -------------------------------------------------------------------------
 

@@ -67,14 +67,23 @@ class Reparser:
 
 
 def _full(message: Any) -> Any:
-    return message._reparser.full(message._payload)
+    cls = type(message)
+    reparser: Reparser = cls.reparser_at.__get__(message, cls)
+    return reparser.full(cls.payload_at.__get__(message, cls))
+
+
+# A compact message keeps its payload and its reparser in two slots of its class that the
+# properties below stand in for (``obj``, and ``params`` or ``result``): no slot is added
+# and none is left empty, 16 bytes a message.
 
 
 class CompactRequest(Request):
     """A `Request` that keeps its id and method; ``params`` and ``obj`` are parsed again on
     demand."""
 
-    __slots__ = ("_payload", "_reparser")
+    __slots__ = ()
+    payload_at: Any = vars(Request)["obj"]
+    reparser_at: Any = vars(Request)["params"]
 
     @property  # type: ignore[override]
     def params(self) -> Any:
@@ -88,7 +97,9 @@ class CompactRequest(Request):
 class CompactNotification(Notification):
     """A `Notification` that keeps its method; ``params`` and ``obj`` are parsed on demand."""
 
-    __slots__ = ("_payload", "_reparser")
+    __slots__ = ()
+    payload_at: Any = vars(Notification)["obj"]
+    reparser_at: Any = vars(Notification)["params"]
 
     @property  # type: ignore[override]
     def params(self) -> Any:
@@ -102,7 +113,9 @@ class CompactNotification(Notification):
 class CompactResponse(Response):
     """A `Response` that keeps its id; ``result`` and ``obj`` are parsed on demand."""
 
-    __slots__ = ("_payload", "_reparser")
+    __slots__ = ()
+    payload_at: Any = vars(Response)["obj"]
+    reparser_at: Any = vars(Response)["result"]
 
     @property  # type: ignore[override]
     def result(self) -> Any:
@@ -114,47 +127,57 @@ class CompactResponse(Response):
 
 
 class CompactErrorResponse(ErrorResponse):
-    """An `ErrorResponse` that keeps its id and error; ``obj`` is parsed on demand."""
+    """An `ErrorResponse` that keeps its id and error; ``obj`` is parsed on demand (one slot
+    more: an error response has no second member to stand in for)."""
 
-    __slots__ = ("_payload", "_reparser")
+    __slots__ = ("_reparser",)
+    payload_at: Any = vars(ErrorResponse)["obj"]
+    reparser_at: Any = None  # set below, once the class has its slot
 
     @property  # type: ignore[override]
     def obj(self) -> dict[str, Any]:
         return _full(self).obj  # type: ignore[no-any-return]
 
 
+CompactErrorResponse.reparser_at = vars(CompactErrorResponse)["_reparser"]
+
 Setter = Callable[[Any, Any], None]
 
 
-def _setters(cls: type, names: tuple[str, ...]) -> tuple[Setter, ...]:
-    # The slots' own setters: the message classes are frozen dataclasses, whose __setattr__
+def _slot_setter(cls: type, name: str) -> Setter:
+    # The slot's own setter: the message classes are frozen dataclasses, whose __setattr__
     # refuses, and object.__setattr__ is slower on this path (a million frames).
-    found = []
-    for name in names:
-        for klass in cls.__mro__:
-            descriptor = vars(klass).get(name)
-            # A slot's member descriptor, not the compact class's property over it.
-            if hasattr(descriptor, "__set__") and not isinstance(descriptor, property):
-                found.append(descriptor.__set__)  # type: ignore[union-attr]
-                break
-        else:  # pragma: no cover - a renamed slot in golem_core.messages
-            raise TypeError(f"{cls.__name__} has no slot {name}")
-    return tuple(found)
+    for klass in cls.__mro__:
+        descriptor = vars(klass).get(name)
+        # A slot's member descriptor, not a compact class's property over it.
+        if hasattr(descriptor, "__set__") and not isinstance(descriptor, property):
+            return descriptor.__set__  # type: ignore[union-attr,no-any-return]
+    raise TypeError(f"{cls.__name__} has no slot {name}")  # pragma: no cover
 
 
-# For each message class: its compact class and the members it keeps, in that order.
-_KEPT: dict[type, tuple[type, tuple[str, ...]]] = {
+# For each message class: its compact class and the members it keeps.
+_KEPT: dict[type, tuple[Any, tuple[str, ...]]] = {
     Request: (CompactRequest, ("id", "method")),
     Notification: (CompactNotification, ("method",)),
     Response: (CompactResponse, ("id",)),
     ErrorResponse: (CompactErrorResponse, ("id", "error")),
 }
 _PLAN = {
-    full: (compact, names, _setters(compact, (*names, "_payload", "_reparser")))
+    full: (
+        compact,
+        names,
+        tuple(_slot_setter(compact, name) for name in names),
+        compact.payload_at.__set__,
+        compact.reparser_at.__set__,
+    )
     for full, (compact, names) in _KEPT.items()
 }
 _COMPACT_CLASSES = tuple(compact for compact, _ in _KEPT.values())
-_set_frame_message = _setters(FrameSeen, ("message",))[0]
+_set_frame_message = _slot_setter(FrameSeen, "message")
+_set_frame_index = _slot_setter(FrameSeen, "index")
+_set_id = {
+    compact: _slot_setter(compact, "id") for compact, names in _KEPT.values() if "id" in names
+}
 _new = object.__new__
 
 
@@ -194,13 +217,31 @@ class Compactor:
         plan = _PLAN.get(type(message))
         if plan is None or frame.elided:
             return
-        cls, names, setters = plan
+        cls, names, setters, set_payload, set_reparser = plan
         compact: Message = _new(cls)
         for name, setter in zip(names, setters):
             setter(compact, getattr(message, name))
-        setters[-2](compact, frame.payload)
-        setters[-1](compact, self._reparser(frame.route, frame.direction))
+        set_payload(compact, frame.payload)
+        set_reparser(compact, self._reparser(frame.route, frame.direction))
         _set_frame_message(frame, compact)
+
+    def compact_flow(self, request: Optional[FrameSeen], response: Optional[FrameSeen]) -> None:
+        """`compact` a settled flow's frames; the response's id and frame index become the
+        request's own objects when they are equal (one int a flow, not two, for each)."""
+        for frame in (request, response):
+            if frame is not None and not is_compact(frame):
+                self.compact(frame)
+        if request is None or response is None:
+            return
+        index = response.index
+        if index is not request.index and index == request.index:
+            _set_frame_index(response, request.index)
+        asked, answer = request.message.id, response.message
+        ident = answer.id
+        if ident is not asked and type(ident) is type(asked) and ident == asked:
+            setter = _set_id.get(type(answer))
+            if setter is not None:
+                setter(answer, asked)
 
 
 def compactor_for(source: object, profile: Profile) -> Optional[Compactor]:
