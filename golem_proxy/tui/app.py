@@ -57,6 +57,8 @@ REFRESH_INTERVAL = 0.05
 """At most one redraw per this many seconds under a flood; events in between are batched."""
 MAX_BATCH = 20_000
 """Events folded in per drain, so loading a large file leaves room to draw and take keys."""
+LOADING_INTERVAL = 0.2
+"""While a file loads, at most one batch (and redraw) per this many seconds."""
 BACKLOG = 3 * MAX_BATCH
 """Events a file source may read ahead of the screen before it waits for a drain."""
 WIDE = 140
@@ -220,8 +222,10 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
             self.table.refresh()
         self._show_status()
         # Wait a refresh interval before taking the next batch: a flood becomes ~20 batches
-        # a second, each drawn once, instead of one redraw per event.
-        self.set_timer(0.001 if batch.more else self.refresh_interval, self._rearm)
+        # a second, each drawn once, instead of one redraw per event. A file being loaded
+        # waits longer: fewer, larger batches, each drawn once, load it faster.
+        wait = self.refresh_interval if self.loading is None else LOADING_INTERVAL
+        self.set_timer(0.001 if batch.more else wait, self._rearm)
 
     @property
     def loading(self) -> Optional[Progress]:

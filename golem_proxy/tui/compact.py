@@ -194,15 +194,16 @@ class Compactor:
     def __init__(self, profile: Profile, route_profiles: Optional[Mapping[str, Profile]]) -> None:
         self.profile = profile
         self.route_profiles = dict(route_profiles or {})
-        self._reparsers: dict[tuple[str, Direction], Reparser] = {}
+        # By direction, then route: an Enum's hash is computed in Python, a str's is cached.
+        self._reparsers: dict[bool, dict[str, Reparser]] = {True: {}, False: {}}
 
     def _reparser(self, route: str, direction: Direction) -> Reparser:
-        key = (route, direction)
-        found = self._reparsers.get(key)
+        asked = direction is Direction.C2S
+        by_route = self._reparsers[asked]
+        found = by_route.get(route)
         if found is None:
             profile = self.route_profiles.get(route, self.profile)
-            role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-            found = self._reparsers[key] = Reparser(profile, role)
+            found = by_route[route] = Reparser(profile, Role.REQUEST if asked else Role.RESPONSE)
         return found
 
     def compact(self, frame: FrameSeen) -> None:
@@ -214,7 +215,7 @@ class Compactor:
         reader hands each frame over and has no further use for it once its exchange is
         read). A copy would cost a second frame and its construction on every flow."""
         message = frame.message
-        plan = _PLAN.get(type(message))
+        plan = _PLAN.get(type(message))  # None for a compact class too
         if plan is None or frame.elided:
             return
         cls, names, setters, set_payload, set_reparser = plan
@@ -228,10 +229,12 @@ class Compactor:
     def compact_flow(self, request: Optional[FrameSeen], response: Optional[FrameSeen]) -> None:
         """`compact` a settled flow's frames; the response's id and frame index become the
         request's own objects when they are equal (one int a flow, not two, for each)."""
-        for frame in (request, response):
-            if frame is not None and not is_compact(frame):
-                self.compact(frame)
-        if request is None or response is None:
+        if request is not None:
+            self.compact(request)
+        if response is None:
+            return
+        self.compact(response)
+        if request is None:
             return
         index = response.index
         if index is not request.index and index == request.index:

@@ -40,7 +40,9 @@ from .render import flow_label
 
 __all__ = ["BatchResult", "SessionModel"]
 
-HeldKey = tuple[int, Direction, int]
+HeldKey = tuple[int, bool, int]
+"""Connection, whether the frame went server to client (a bool: an Enum hashes in
+Python, slowly), frame index."""
 
 CONNECTION = -1
 """The owner of a connection's open and close events (flows own theirs by number)."""
@@ -130,7 +132,8 @@ class SessionModel:
                 continue
             owners.append(flow.number)
             if isinstance(event, ExchangeCompleted):
-                held = (event.conn, event.response.direction, event.response.index)
+                answer = event.response
+                held = (event.conn, answer.direction is Direction.S2C, answer.index)
                 if compactor is not None:
                     kept[position] = EXCHANGE  # made again from its flow when written out
             # The response frame (and its violations) before an exchange or an orphan's
@@ -293,11 +296,11 @@ def _held_key(event: Event) -> Optional[HeldKey]:
     # An answer's events wait for the exchange (or orphan verdict) that places them; answers
     # travel s2c, and c2s too when a JSON-RPC server asked.
     if isinstance(event, FrameSeen) and not event.is_request:
-        return (event.conn, event.direction, event.index)
+        return (event.conn, event.direction is Direction.S2C, event.index)
     if (
         isinstance(event, ViolationSeen)
         and event.direction is not None
         and event.frame_index is not None
     ):
-        return (event.conn, event.direction, event.frame_index)
+        return (event.conn, event.direction is Direction.S2C, event.frame_index)
     return None
