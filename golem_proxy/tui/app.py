@@ -9,7 +9,6 @@ widgets read the model and post messages up (cursor moved, follow changed, filte
 from __future__ import annotations
 
 import bisect
-import os
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -26,21 +25,19 @@ from textual.widgets import Footer, Header, Input
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
-from ..events import Event
 from ..live.control import LiveControl
 from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
-from ..terminal import counted, safe_text
+from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource, Progress
 from .compact import compactor_for
 from .copying import CopyActions
 from .debugging import DebugActions
-from .export import save_events
 from .model import SessionModel
+from .saving import SaveActions
 from .screens.confirm import ConfirmQuit
 from .screens.connections import ConnectionsScreen
 from .screens.help import HelpScreen
-from .screens.save import SavePrompt
 from .screens.stats import StatsScreen
 from .widgets.banner import Banner
 from .widgets.detail import FlowDetail
@@ -70,7 +67,7 @@ class EventsReady(Message):
     """Posted (from any thread) by the event buffer: there is something to drain."""
 
 
-class GolemProxyApp(CopyActions, DebugActions, App[None]):
+class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
     CSS_PATH = "app.tcss"
     # The footer names what an 80-column terminal has room for; `?` lists every key.
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -392,41 +389,6 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
     def action_expand(self) -> None:
         expanded = self.detail.toggle_strings()
         self.notify("Long strings expanded" if expanded else "Long strings shortened")
-
-    def action_save_view(self) -> None:
-        default = os.path.join(os.getcwd(), "view.jsonl")
-        self.push_screen(SavePrompt(len(self.model.view), default), self._save_view_to)
-
-    def _save_view_to(self, path: Optional[str]) -> None:
-        if not path:
-            return
-        events = self.model.events_for_view()
-        flows = len(self.model.view)
-        header, filter_text = self.recording_header, self.model.filter_text
-        self.run_worker(
-            partial(self._write_view, path, header, events, filter_text, flows),
-            thread=True,
-            name="save",
-            exit_on_error=False,
-        )
-
-    def _write_view(
-        self,
-        path: str,
-        header: RecordingHeader,
-        events: list[Event],
-        filter_text: str,
-        flows: int,
-    ) -> None:
-        try:
-            count = save_events(path, header, events, filter_text)
-        except OSError as exc:
-            message = safe_text(f"Not written: {exc}")
-            self.call_from_thread(self.notify, message, severity="error", markup=False)
-            return
-        wrote = f"{counted(flows, 'flow', grouped=True)} ({counted(count, 'event', grouped=True)})"
-        message = safe_text(f"Wrote {wrote} to {path}")
-        self.call_from_thread(self.notify, message, markup=False)
 
     def action_stats(self) -> None:
         flows = [self.model.flows[i] for i in self.model.view]
