@@ -9,7 +9,6 @@ widgets read the model and post messages up (cursor moved, follow changed, filte
 from __future__ import annotations
 
 import bisect
-import gc
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -31,6 +30,7 @@ from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
 from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource, Progress
+from .collector import LoadingHold
 from .compact import compactor_for
 from .copying import CopyActions
 from .debugging import DebugActions
@@ -139,7 +139,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.find_text = ""
         self._detail_shown_at = 0.0
         self._detail_timer: Optional[Timer] = None
-        self._frozen = False
+        self._collector = LoadingHold()
 
     # -- layout and lifecycle --------------------------------------------------------------
 
@@ -184,7 +184,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             self._detail_timer.stop()
         self.source.stop()
         self.buffer.close()
-        self._release_to_collector()
+        self._collector.release()
 
     # -- events in -------------------------------------------------------------------------
 
@@ -200,8 +200,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             return
         batch = self.buffer.drain(MAX_BATCH)
         result = self.model.apply(batch.events)
-        if self.loading is not None:
-            self._hold_from_collector()
         if result.changed or batch.missed:
             self.table.view_changed()
             selected = self.table.selected
@@ -218,12 +216,14 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         if batch.progress is not None:
             self.progress = batch.progress
         loading = self.loading is not None
+        if loading:
+            self._collector.hold()
         if loading != self.model.loading:
             # Requests still waiting once the whole file is read are pending, not loading.
             self.model.loading = loading
             self.table.refresh()
             if not loading:
-                self._release_to_collector()
+                self._collector.release()
         self._show_status()
         # Wait a refresh interval before taking the next batch: a flood becomes ~20 batches
         # a second, each drawn once, instead of one redraw per event. A file being loaded
@@ -238,20 +238,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         if progress is None or progress.complete or self.source_done:
             return None
         return progress
-
-    def _hold_from_collector(self) -> None:
-        """Exempt every object there is now from the cyclic garbage collector, while a file
-        loads. A loaded flow is a handful of objects that live as long as the app, and each
-        full collection walked all of them again: a quarter of the loading time at 30,000
-        flows, more the larger the file. The flows hold no cycles; what else is exempted
-        meanwhile is handed back when the file is read (`_release_to_collector`)."""
-        gc.freeze()
-        self._frozen = True
-
-    def _release_to_collector(self) -> None:
-        if self._frozen:
-            self._frozen = False
-            gc.unfreeze()
 
     def _rearm(self) -> None:
         if self.buffer.rearm():

@@ -3,6 +3,7 @@ whose answer is further on in the file shows as ``loading``, not ``pending``."""
 
 from __future__ import annotations
 
+import gc
 import threading
 from pathlib import Path
 from typing import Optional
@@ -80,6 +81,8 @@ def test_the_status_bar_says_how_far_a_recording_is_loaded(tmp_path: Path) -> No
             percent = app.loading.percent
             assert 0 < percent < 100
             assert f"loading {flows:,} flows · {percent}% of the file" in status, status
+            # What is loaded so far is kept off the cyclic collector's walks until the end.
+            assert gc.get_freeze_count() > 0
             # A line longer than the terminal (a long path) wraps rather than losing its end.
             inner = app.status_bar.content_region.width
             assert app.status_bar.size.height == (1 if len(status) <= inner else 2)
@@ -93,6 +96,7 @@ def test_the_status_bar_says_how_far_a_recording_is_loaded(tmp_path: Path) -> No
             status = app.status_bar.text
             assert "loading" not in status
             assert f"{EXCHANGES:,} flows" in status
+            assert gc.get_freeze_count() == 0
             assert not any(row_cells(f, app.model)[6] == "loading" for f in app.model.flows)
 
     run(body())
@@ -125,5 +129,21 @@ def test_a_request_left_unanswered_at_the_end_of_the_file_is_pending(demo_path: 
             statuses = [row_cells(app.model.flows[i], app.model)[6] for i in app.model.view]
             assert "pending" in statuses
             assert "loading" not in statuses
+
+    run(body())
+
+
+def test_quitting_while_a_file_loads_hands_the_objects_back_to_the_collector(
+    tmp_path: Path,
+) -> None:
+    path = bulk_path(tmp_path)
+
+    async def body() -> None:
+        source = GatedSource(path)
+        app = GolemProxyApp(source, source.source.profile, "test")
+        async with app.run_test(size=(100, 30)) as pilot:
+            await wait_for(pilot, lambda: app.loading is not None and len(app.model.flows) > 0)
+            assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() == 0
 
     run(body())

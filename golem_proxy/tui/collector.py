@@ -1,0 +1,30 @@
+"""Keeping the cyclic garbage collector off a recording's flows while it loads."""
+
+from __future__ import annotations
+
+import gc
+
+__all__ = ["LoadingHold"]
+
+
+class LoadingHold:
+    """Exempts every object there is from the cyclic garbage collector while a file loads
+    (`hold`, after each batch), and hands them back once it is read (`release`).
+
+    A loaded flow is a handful of objects that live as long as the app, and each full
+    collection walked all of them again: a quarter of the loading time at 30,000 flows, more
+    the larger the file. The flows hold no cycles; whatever else is exempted meanwhile is
+    collected again after `release` (the interpreter's freeze is process-wide: one app at a
+    time holds it)."""
+
+    def __init__(self) -> None:
+        self.held = False
+
+    def hold(self) -> None:
+        gc.freeze()
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            gc.unfreeze()
