@@ -13,14 +13,17 @@ class LoadingHold:
 
     A loaded flow is a handful of objects that live as long as the app, and each full
     collection walked all of them again: a quarter of the loading time at 30,000 flows, more
-    the larger the file. The flows hold no cycles; whatever else is exempted meanwhile is
-    collected again after `release` (the interpreter's freeze is process-wide: one app at a
-    time holds it)."""
+    the larger the file. The flows hold no cycles; a cycle that became garbage after it was
+    exempted is collected after `release` (the interpreter's freeze is process-wide: one app
+    at a time holds it)."""
 
     def __init__(self) -> None:
         self.held = False
 
     def hold(self) -> None:
+        # The young generations first: the garbage cycles the screen made since the last
+        # batch (drawing, timers, messages) go now, not held until the file is read.
+        gc.collect(1)
         gc.freeze()
         self.held = True
 
