@@ -11,7 +11,7 @@ import bisect
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional
 
 from golem_core.profiles import Profile
 
@@ -36,6 +36,7 @@ from ..events import (
 )
 from ..terminal import safe_text
 from .compact import Compactor
+from .event_log import CONNECTION, EventLog
 from .render import flow_label
 
 __all__ = ["BatchResult", "SessionModel"]
@@ -43,9 +44,6 @@ __all__ = ["BatchResult", "SessionModel"]
 HeldKey = tuple[int, bool, int]
 """Connection, whether the frame went server to client (a bool: an Enum hashes in
 Python, slowly), frame index."""
-
-CONNECTION = -1
-"""The owner of a connection's open and close events (flows own theirs by number)."""
 
 
 @dataclass
@@ -67,7 +65,7 @@ class SessionModel:
         self.profile = profile
         self.tracker = FlowTracker(profile)
         self.compactor = compactor
-        self._kept: list[Union[Event, _Exchange]] = []
+        self._log = EventLog()
         self._outcomes: dict[Outcome, Outcome] = {}
         self.view: array[int] = array("q")
         """Indexes into ``flows``, ascending: an array, 8 bytes a flow, where a list of
@@ -76,10 +74,6 @@ class SessionModel:
         self._filter: Optional[Filter] = None
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
-        # Who owns each event, by position (a flow's number, CONNECTION, or 0: no one), so
-        # a view can be written back out: 8 bytes an event, where a list of positions per
-        # flow cost some 250 bytes a flow.
-        self._owners: array[int] = array("q")
         # Response frames and their violations wait here until the exchange names their flow.
         self._held: dict[HeldKey, list[int]] = {}
         # The widest values so far, kept as flows arrive so the table sizes its columns
@@ -108,17 +102,14 @@ class SessionModel:
         """Fold a batch of events in. Returns what changed."""
         result = BatchResult()
         first_new = len(self.flows)
-        owners = self._owners
-        kept = self._kept
+        log = self._log
         compactor = self.compactor
         outcomes = self._outcomes
         for event in events:
             result.events += 1
-            position = len(kept)
-            kept.append(event)
             flow = self.tracker.apply(event)
             if isinstance(event, (ConnectionOpened, ConnectionClosed)):
-                owners.append(CONNECTION)
+                log.add(event, CONNECTION)
                 self.routes.add(safe_text(event.route))
                 self.largest_conn = max(self.largest_conn, event.conn)
                 if flow is not None:  # a close leaves a request unanswered
@@ -126,20 +117,18 @@ class SessionModel:
                 continue
             held = _held_key(event)
             if flow is None:
-                owners.append(0)
+                position = log.add(event, 0)
                 if held is not None:
                     self._held.setdefault(held, []).append(position)
                 continue
-            owners.append(flow.number)
+            log.add(event, flow.number, flow)
             if isinstance(event, ExchangeCompleted):
                 answer = event.response
                 held = (event.conn, answer.direction is Direction.S2C, answer.index)
-                if compactor is not None:
-                    kept[position] = EXCHANGE  # made again from its flow when written out
             # The response frame (and its violations) before an exchange or an orphan's
             # verdict belong to the flow named now.
             for earlier in self._held.pop(held, ()) if held is not None else ():
-                owners[earlier] = flow.number
+                log.place(earlier, flow)
             if compactor is not None and not flow.pending:
                 # Settled: its reader is done with its frames (a pending request's message
                 # is still read when its answer comes).
@@ -240,16 +229,9 @@ class SessionModel:
 
     @property
     def events(self) -> list[Event]:
-        """Every event received, in order (frames and exchanges kept by their flows are
-        taken from them)."""
-        return [self._event_at(position) for position in range(len(self._kept))]
-
-    def _event_at(self, position: int) -> Event:
-        kept = self._kept[position]
-        if kept is EXCHANGE:
-            flow = self.flows[self._owners[position] - 1]
-            return EXCHANGE.event_of(flow)
-        return kept  # type: ignore[return-value]
+        """Every event received, in order (frames and exchanges are taken from the flows
+        that hold them)."""
+        return list(self._log.events(self.flows))
 
     def events_for_view(self) -> list[Event]:
         """The events behind the flows in view, with their connections' open and close
@@ -260,36 +242,7 @@ class SessionModel:
             flow = self.flows[index]
             numbers.add(flow.number)
             conns.add(flow.conn)
-        return [
-            self._event_at(position)
-            for position, (kept, owner) in enumerate(zip(self._kept, self._owners))
-            if owner in numbers or (owner == CONNECTION and getattr(kept, "conn", None) in conns)
-        ]
-
-
-class _Exchange:
-    """Stands in the event list for an exchange, made again from its flow when the view
-    is written out: the flow holds all it says, so it is not kept twice."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<exchange of its flow>"
-
-    def event_of(self, flow: Flow) -> ExchangeCompleted:
-        if flow.request is None or flow.response is None or flow.outcome is None:
-            raise LookupError(f"flow {flow.number} holds no exchange")  # pragma: no cover
-        return ExchangeCompleted(
-            conn=flow.conn,
-            route=flow.route,
-            request=flow.request,
-            response=flow.response,
-            outcome=flow.outcome,
-            violations=flow.violations,
-        )
-
-
-EXCHANGE = _Exchange()
+        return self._log.events_of(numbers, conns, self.flows)
 
 
 def _held_key(event: Event) -> Optional[HeldKey]:
