@@ -21,9 +21,10 @@ class LoadingHold:
         self.held = False
 
     def hold(self) -> None:
-        # The young generations first: the garbage cycles the screen made since the last
-        # batch (drawing, timers, messages) go now, not held until the file is read.
-        gc.collect(1)
+        # A full collection first, of what is not held already (what came since the last
+        # batch: quick): the garbage cycles the screen made meanwhile (drawing, timers,
+        # messages) go now, not held until the file is read.
+        gc.collect()
         gc.freeze()
         self.held = True
 
