@@ -1,5 +1,5 @@
 """Every event the TUI received, in order, kept so that a view can be written back out as a
-recording (`w`), at 8 bytes an event for what a flow already holds.
+recording (`w`), at 4 bytes an event for what a flow already holds.
 
 A flow holds its request frame, its response frame and what its exchange says (the frames,
 the outcome, the violations); those events are not kept a second time but noted by
@@ -35,8 +35,8 @@ class EventLog:
     and the event, kept or taken from its flow."""
 
     def __init__(self) -> None:
-        self._where: array[int] = array("q")
-        """For each position, ``owner * 4 + what``."""
+        self._where: array[int] = array("i")
+        """For each position, ``owner * 4 + what``, in 4 bytes (flows up to 2**29)."""
         self._kept: dict[int, Event] = {}
 
     def __len__(self) -> int:
