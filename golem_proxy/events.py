@@ -47,6 +47,10 @@ class Direction(enum.Enum):
     C2S = "c2s"
     S2C = "s2c"
 
+    # Identity, as equality is: Enum's own __hash__ runs in Python, and frames are looked
+    # up by (connection, direction, index) on every line of a recording.
+    __hash__ = object.__hash__
+
     @property
     def arrow(self) -> str:
         return "→" if self is Direction.C2S else "←"

@@ -9,7 +9,6 @@ widgets read the model and post messages up (cursor moved, follow changed, filte
 from __future__ import annotations
 
 import bisect
-import os
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -26,20 +25,20 @@ from textual.widgets import Footer, Header, Input
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
-from ..events import Event
 from ..live.control import LiveControl
 from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
-from ..terminal import counted, safe_text
+from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource, Progress
+from .collector import LoadingHold
+from .compact import compactor_for
 from .copying import CopyActions
 from .debugging import DebugActions
-from .export import save_events
 from .model import SessionModel
+from .saving import SaveActions
 from .screens.confirm import ConfirmQuit
 from .screens.connections import ConnectionsScreen
 from .screens.help import HelpScreen
-from .screens.save import SavePrompt
 from .screens.stats import StatsScreen
 from .widgets.banner import Banner
 from .widgets.detail import FlowDetail
@@ -56,6 +55,10 @@ REFRESH_INTERVAL = 0.05
 """At most one redraw per this many seconds under a flood; events in between are batched."""
 MAX_BATCH = 20_000
 """Events folded in per drain, so loading a large file leaves room to draw and take keys."""
+LOADING_INTERVAL = 0.2
+"""While a file loads, at most one batch (and redraw) per this many seconds."""
+BACKLOG = MAX_BATCH
+"""Events a file source may read ahead of the screen before it waits for a drain."""
 WIDE = 140
 """From this many columns on, the detail pane sits beside the table instead of under it."""
 
@@ -65,7 +68,7 @@ class EventsReady(Message):
     """Posted (from any thread) by the event buffer: there is something to drain."""
 
 
-class GolemProxyApp(CopyActions, DebugActions, App[None]):
+class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
     CSS_PATH = "app.tcss"
     # The footer names what an 80-column terminal has room for; `?` lists every key.
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -123,10 +126,12 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
         self.title = title
         self.recording_header = header or RecordingHeader.new(profile.name, ())
         self.refresh_interval = refresh_interval
-        self.model = SessionModel(profile)
+        self.model = SessionModel(profile, compactor_for(source, profile))
         if filter_text:
             self.model.set_filter(filter_text)
-        self.buffer = EventBuffer(source.buffer_limit)
+        # A source that is never dropped from (a file) waits for the screen instead.
+        wait_over = BACKLOG if source.buffer_limit is None else None
+        self.buffer = EventBuffer(source.buffer_limit, wait_over=wait_over)
         self.finished_reason: Optional[str] = None
         self.failed = False
         self.progress: Optional[Progress] = None
@@ -134,6 +139,7 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
         self.find_text = ""
         self._detail_shown_at = 0.0
         self._detail_timer: Optional[Timer] = None
+        self._collector = LoadingHold()
 
     # -- layout and lifecycle --------------------------------------------------------------
 
@@ -177,6 +183,8 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
         if self._detail_timer is not None:
             self._detail_timer.stop()
         self.source.stop()
+        self.buffer.close()
+        self._collector.release()
 
     # -- events in -------------------------------------------------------------------------
 
@@ -208,14 +216,20 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
         if batch.progress is not None:
             self.progress = batch.progress
         loading = self.loading is not None
+        if loading:
+            self._collector.hold()
         if loading != self.model.loading:
             # Requests still waiting once the whole file is read are pending, not loading.
             self.model.loading = loading
             self.table.refresh()
+            if not loading:
+                self._collector.release()
         self._show_status()
         # Wait a refresh interval before taking the next batch: a flood becomes ~20 batches
-        # a second, each drawn once, instead of one redraw per event.
-        self.set_timer(0.001 if batch.more else self.refresh_interval, self._rearm)
+        # a second, each drawn once, instead of one redraw per event. A file being loaded
+        # waits longer: fewer, larger batches, each drawn once, load it faster.
+        wait = self.refresh_interval if self.loading is None else LOADING_INTERVAL
+        self.set_timer(0.001 if batch.more else wait, self._rearm)
 
     @property
     def loading(self) -> Optional[Progress]:
@@ -382,41 +396,6 @@ class GolemProxyApp(CopyActions, DebugActions, App[None]):
     def action_expand(self) -> None:
         expanded = self.detail.toggle_strings()
         self.notify("Long strings expanded" if expanded else "Long strings shortened")
-
-    def action_save_view(self) -> None:
-        default = os.path.join(os.getcwd(), "view.jsonl")
-        self.push_screen(SavePrompt(len(self.model.view), default), self._save_view_to)
-
-    def _save_view_to(self, path: Optional[str]) -> None:
-        if not path:
-            return
-        events = self.model.events_for_view()
-        flows = len(self.model.view)
-        header, filter_text = self.recording_header, self.model.filter_text
-        self.run_worker(
-            partial(self._write_view, path, header, events, filter_text, flows),
-            thread=True,
-            name="save",
-            exit_on_error=False,
-        )
-
-    def _write_view(
-        self,
-        path: str,
-        header: RecordingHeader,
-        events: list[Event],
-        filter_text: str,
-        flows: int,
-    ) -> None:
-        try:
-            count = save_events(path, header, events, filter_text)
-        except OSError as exc:
-            message = safe_text(f"Not written: {exc}")
-            self.call_from_thread(self.notify, message, severity="error", markup=False)
-            return
-        wrote = f"{counted(flows, 'flow', grouped=True)} ({counted(count, 'event', grouped=True)})"
-        message = safe_text(f"Wrote {wrote} to {path}")
-        self.call_from_thread(self.notify, message, markup=False)
 
     def action_stats(self) -> None:
         flows = [self.model.flows[i] for i in self.model.view]

@@ -92,10 +92,19 @@ class Batch:
 class EventBuffer:
     """A thread-safe, bounded, coalescing queue of events from producers to the UI."""
 
-    def __init__(self, limit: Optional[int] = DEFAULT_LIVE_LIMIT) -> None:
+    def __init__(
+        self, limit: Optional[int] = DEFAULT_LIVE_LIMIT, *, wait_over: Optional[int] = None
+    ) -> None:
+        """``limit``: events queued before further ones are dropped (None: never dropped).
+        ``wait_over``: for a producer that may wait (a file reader, never the relay), the
+        queued events over which `push_many` waits for the UI to drain, so a reader ahead
+        of the screen does not hold the whole file in memory as parsed events."""
         self.limit = limit
+        self.wait_over = wait_over
         self.total_missed = 0
         self._lock = threading.Lock()
+        self._drained_some = threading.Condition(self._lock)
+        self._closed = False
         self._events: deque[Event] = deque()
         self._missed = 0
         self._notify: Optional[Callable[[], None]] = None
@@ -130,6 +139,11 @@ class EventBuffer:
         lock. Returns how many were queued."""
         queued = 0
         with self._lock:
+            wait_over = self.wait_over
+            if wait_over is not None:
+                # Bounded waits, so a producer never outlives a UI that closed the buffer.
+                while len(self._events) >= wait_over and not self._closed:
+                    self._drained_some.wait(0.5)
             for event in events:
                 if self.limit is not None and len(self._events) >= self.limit:
                     self._missed += 1
@@ -182,12 +196,19 @@ class EventBuffer:
                 self._finish_told = True
             info, self._info = self._info, None
             self._drained += len(events)
+            self._drained_some.notify_all()
             progress = None
             while self._progress and self._progress[0][0] <= self._drained:
                 progress = self._progress.popleft()[1]
             return Batch(
                 events, missed, self._finished, self._reason, more, self._failed, info, progress
             )
+
+    def close(self) -> None:
+        """The UI is gone: a producer waiting for room stops waiting (and never waits again)."""
+        with self._lock:
+            self._closed = True
+            self._drained_some.notify_all()
 
     def rearm(self) -> bool:
         """Allow the next nudge. Returns True when something is already waiting (then the

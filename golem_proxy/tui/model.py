@@ -28,14 +28,14 @@ from ..events import (
     ConnectionClosed,
     ConnectionOpened,
     Event,
+    Outcome,
 )
 from ..terminal import safe_text
+from .compact import Compactor
+from .event_log import CONNECTION, EventLog
 from .render import flow_label
 
 __all__ = ["BatchResult", "SessionModel"]
-
-CONNECTION = -1
-"""The owner of a connection's open and close events (flows own theirs by number)."""
 
 
 @dataclass
@@ -51,19 +51,21 @@ class BatchResult:
 class SessionModel:
     """Flows and their events. ``view`` holds indexes into ``flows``, ascending."""
 
-    def __init__(self, profile: Profile) -> None:
+    def __init__(self, profile: Profile, compactor: Optional[Compactor] = None) -> None:
+        """With a ``compactor``, flows keep compact frames (`golem_proxy.tui.compact`) and
+        the event list refers to them instead of holding a second copy."""
         self.profile = profile
         self.tracker = FlowTracker(profile)
-        self.events: list[Event] = []
-        self.view: list[int] = []
+        self.compactor = compactor
+        self._log = EventLog()
+        self._outcomes: dict[Outcome, Outcome] = {}
+        self.view: array[int] = array("i")
+        """Indexes into ``flows``, ascending: an array, 4 bytes a flow, where a list of
+        ints cost 36."""
         self.filter_text = ""
         self._filter: Optional[Filter] = None
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
-        # Who owns each event, by position (a flow's number, CONNECTION, or 0: no one), so
-        # a view can be written back out: 8 bytes an event, where a list of positions per
-        # flow cost some 250 bytes a flow.
-        self._owners: array[int] = array("q")
         # The widest values so far, kept as flows arrive so the table sizes its columns
         # without scanning every flow on each redraw.
         self.routes: set[str] = set()
@@ -90,23 +92,35 @@ class SessionModel:
         """Fold a batch of events in. Returns what changed."""
         result = BatchResult()
         first_new = len(self.flows)
-        owners = self._owners
+        log = self._log
+        compactor = self.compactor
+        outcomes = self._outcomes
         for event in events:
             result.events += 1
-            self.events.append(event)
             flow = self.tracker.apply(event)
             if isinstance(event, (ConnectionOpened, ConnectionClosed)):
-                owners.append(CONNECTION)
+                log.add(event, CONNECTION)
                 self.routes.add(safe_text(event.route))
                 self.largest_conn = max(self.largest_conn, event.conn)
                 if flow is not None:  # a close leaves a request unanswered
                     result.changed.add(flow.number - 1)
                 continue
             # An answer's frame names its request's flow (the tap paired them): every event
-            # is owned as it arrives.
-            owners.append(0 if flow is None else flow.number)
-            if flow is not None:
-                result.changed.add(flow.number - 1)
+            # is placed as it arrives.
+            if flow is None:
+                log.add(event, 0)
+                continue
+            log.add(event, flow.number, flow)
+            if compactor is not None and not flow.pending:
+                # Settled: its reader is done with its frames (a pending request's message
+                # is still read when its answer comes).
+                compactor.compact_flow(flow.request, flow.response)
+            outcome = flow.outcome
+            if outcome is not None:
+                # Most outcomes are one of a few ("ok", a handful of error codes): one object
+                # of each, not one per exchange.
+                flow.outcome = outcomes.setdefault(outcome, outcome)
+            result.changed.add(flow.number - 1)
         for index in sorted(result.changed):
             flow = self.flows[index]
             self.widest_method = max(self.widest_method, len(flow_label(flow)))
@@ -146,7 +160,7 @@ class SessionModel:
             self.folded.add(key)
         else:
             self.folded.discard(key)
-        self.view = [i for i, flow in enumerate(self.flows) if self._matches(flow)]
+        self.view = array("i", (i for i, flow in enumerate(self.flows) if self._matches(flow)))
         return folded
 
     def _refilter(self, index: int) -> None:
@@ -167,7 +181,7 @@ class SessionModel:
         new_filter = parse_filter(text) if text else None
         self._filter = new_filter
         self.filter_text = text
-        self.view = [i for i, flow in enumerate(self.flows) if self._matches(flow)]
+        self.view = array("i", (i for i, flow in enumerate(self.flows) if self._matches(flow)))
 
     def toggle_mark(self, index: int) -> bool:
         """Mark or unmark the flow at ``index``; returns its new state."""
@@ -195,6 +209,12 @@ class SessionModel:
                     return position
         return None
 
+    @property
+    def events(self) -> list[Event]:
+        """Every event received, in order (frames and exchanges are taken from the flows
+        that hold them)."""
+        return list(self._log.events(self.flows))
+
     def events_for_view(self) -> list[Event]:
         """The events behind the flows in view, with their connections' open and close
         events, in their original order: what a recording of just this view holds."""
@@ -204,8 +224,4 @@ class SessionModel:
             flow = self.flows[index]
             numbers.add(flow.number)
             conns.add(flow.conn)
-        return [
-            event
-            for event, owner in zip(self.events, self._owners)
-            if owner in numbers or (owner == CONNECTION and getattr(event, "conn", None) in conns)
-        ]
+        return self._log.events_of(numbers, conns, self.flows)

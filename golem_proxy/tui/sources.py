@@ -7,44 +7,19 @@ exactly as it drains the live proxy's events, so both take the same path to the 
 from __future__ import annotations
 
 import os
-import sys
 import threading
-from typing import IO, Any, Optional
+from typing import IO, Optional
 
 from golem_core.profiles import Profile
 
-from ..events import Event, FrameSeen
+from ..events import Event
 from ..recording.format import Header, RecordingError, RecordingReader, open_recording
 from .bridge import EventBuffer, Progress
 
-__all__ = ["RecordingSource", "TailStream", "share_keys"]
+__all__ = ["RecordingSource", "TailStream"]
 
 PUSH_EVERY = 2000
 """Events per push while loading: small enough that the first rows show at once."""
-
-
-def share_keys(value: Any, depth: int = 0) -> None:
-    """Make the member names of every object in ``value`` (parsed JSON) the one interned
-    string of each name, in place. The TUI keeps every message of a recording; each parsed
-    message had its own copy of "id", "method", "params"…: a sixth of its memory."""
-    if depth > 64:  # the reader has bounded the nesting already; this is a second net
-        return
-    if isinstance(value, dict):
-        items = list(value.items())
-        value.clear()
-        for key, member in items:
-            value[sys.intern(key)] = member
-            if isinstance(member, (dict, list)):
-                share_keys(member, depth + 1)
-    elif isinstance(value, list):
-        for member in value:
-            if isinstance(member, (dict, list)):
-                share_keys(member, depth + 1)
-
-
-def _share_frame_keys(event: Event) -> None:
-    if isinstance(event, FrameSeen):
-        share_keys(getattr(event.message, "obj", None))
 
 
 class TailStream:
@@ -113,6 +88,12 @@ class RecordingSource:
     def profile(self) -> Profile:
         return self._reader.profile
 
+    @property
+    def route_profiles(self) -> dict[str, Profile]:
+        """The routes whose frames have a profile of their own: a source that says how each
+        route's frames were parsed lets the TUI keep them compact (`golem_proxy.tui.compact`)."""
+        return self._reader.route_profiles
+
     def progress(self) -> Progress:
         """How far the file is read, of its size now (a followed file grows)."""
         return Progress(self._stream.tell(), os.fstat(self._stream.fileno()).st_size)
@@ -124,7 +105,6 @@ class RecordingSource:
         try:
             while not self._stop.is_set():
                 for event in self._reader:
-                    _share_frame_keys(event)
                     batch.append(event)
                     if len(batch) >= PUSH_EVERY:
                         sink.push_many(batch, self.progress())

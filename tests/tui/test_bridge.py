@@ -18,6 +18,38 @@ from tests.support.sessions import SessionBuilder, bulk_session
 from .helpers import run, wait_for
 
 
+def _pushing(buffer: EventBuffer, events: list[Event]) -> threading.Thread:
+    thread = threading.Thread(target=buffer.push_many, args=(events,), daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_file_reader_waits_for_the_ui_over_its_backlog_and_loses_nothing() -> None:
+    buffer = EventBuffer(limit=None, wait_over=4)
+    first = [EventsMissed(0, float(i)) for i in range(4)]
+    buffer.push_many(first)
+    second = [EventsMissed(0, 10.0 + i) for i in range(3)]
+    thread = _pushing(buffer, second)
+    thread.join(0.05)
+    assert thread.is_alive()  # four queued: it waits, nothing dropped
+    assert buffer.drain(2).events == first[:2]
+    thread.join(10.0)
+    assert not thread.is_alive()
+    assert buffer.drain().events == first[2:] + second
+    assert buffer.total_missed == 0
+
+
+def test_a_reader_waiting_for_room_stops_waiting_when_the_ui_closes_the_buffer() -> None:
+    buffer = EventBuffer(limit=None, wait_over=1)
+    buffer.push(EventsMissed(0, 0.0))
+    thread = _pushing(buffer, [EventsMissed(0, 1.0)])
+    thread.join(0.05)
+    assert thread.is_alive()
+    buffer.close()
+    thread.join(10.0)
+    assert not thread.is_alive()
+
+
 def test_the_buffer_drops_and_counts_past_its_bound() -> None:
     buffer = EventBuffer(limit=3)
     events = [EventsMissed(count=0, t=float(i)) for i in range(5)]

@@ -63,7 +63,17 @@ class StatusBar(Static):
             text.append("  │  failed (see above)", style="bold red")
         elif status.finished:
             text.append(f"  │  {safe_text(status.finished)}", style="dim")
-        self.update(text)
+        if text == self.content:
+            return  # a drain that changed nothing shown: no redraw
+        # A new layout only when the line count may change (the text wraps on a narrow
+        # terminal): while a file loads the count changes on every batch, its length not.
+        width = self.content_region.width
+        lines = -(-text.cell_len // width) if width > 0 else 0
+        self.update(text, layout=lines != self._lines or width <= 0)
+        self._lines = lines
+
+    _lines = -1
+    """Lines the text took when last drawn (-1: never drawn)."""
 
     @property
     def text(self) -> str:

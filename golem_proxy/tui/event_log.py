@@ -1,0 +1,103 @@
+"""Every event the TUI received, in order, kept so that a view can be written back out as a
+recording (`w`), at 4 bytes an event for what a flow already holds.
+
+A flow holds its request frame, its response frame and what its exchange says (the frames,
+the outcome, the violations); those events are not kept a second time but noted by
+position: their flow's number and which of the three they are. Every other event (a
+connection opened or closed, a violation, a fault) is kept as it came. A frame names its
+flow as it arrives (the tap paired it), so every event is placed once, when it is added.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import Optional
+
+from ..analysis.flows import Flow
+from ..events import Event, ExchangeCompleted
+
+__all__ = ["CONNECTION", "EventLog"]
+
+CONNECTION = -1
+"""The owner of a connection's open and close events (flows own theirs by number)."""
+
+# What a position holds, in the two low bits of its entry (the owner is the rest).
+_KEPT = 0
+"""The event itself, in ``_kept``."""
+_REQUEST = 1
+_RESPONSE = 2
+_EXCHANGE = 3
+
+
+class EventLog:
+    """Events by position: who owns each (a flow's number, `CONNECTION`, or 0: no one)
+    and the event, kept or taken from its flow."""
+
+    def __init__(self) -> None:
+        self._where: array[int] = array("i")
+        """For each position, ``owner * 4 + what``, in 4 bytes (flows up to 2**29)."""
+        self._kept: dict[int, Event] = {}
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def add(self, event: Event, owner: int, flow: Optional[Flow] = None) -> int:
+        """Note the next event, owned by ``owner``; when its ``flow`` holds it (the flow's
+        request or response frame, or its exchange), only by position. Returns its position."""
+        position = len(self._where)
+        if flow is not None and event is flow.request:
+            self._where.append(owner * 4 + _REQUEST)
+        elif flow is not None and event is flow.response:
+            self._where.append(owner * 4 + _RESPONSE)
+        elif (
+            flow is not None
+            and isinstance(event, ExchangeCompleted)
+            and event.response is flow.response
+        ):
+            self._where.append(owner * 4 + _EXCHANGE)
+        else:
+            self._where.append(owner * 4 + _KEPT)
+            self._kept[position] = event
+        return position
+
+    def owner(self, position: int) -> int:
+        return self._where[position] >> 2
+
+    def event(self, position: int, flows: Sequence[Flow]) -> Event:
+        """The event at ``position``; ``flows`` are the model's (number ``n`` at ``n - 1``)."""
+        where = self._where[position]
+        what = where & 3
+        if what == _KEPT:
+            return self._kept[position]
+        flow = flows[(where >> 2) - 1]
+        if what == _REQUEST and flow.request is not None:
+            return flow.request
+        if what == _RESPONSE and flow.response is not None:
+            return flow.response
+        if flow.request is None or flow.response is None or flow.outcome is None:
+            raise LookupError(f"flow {flow.number} holds no event {what}")  # pragma: no cover
+        return ExchangeCompleted(
+            conn=flow.conn,
+            route=flow.route,
+            request=flow.request,
+            response=flow.response,
+            outcome=flow.outcome,
+            violations=flow.violations,
+        )
+
+    def events(self, flows: Sequence[Flow]) -> Iterator[Event]:
+        """Every event, in order."""
+        return (self.event(position, flows) for position in range(len(self._where)))
+
+    def events_of(self, numbers: set[int], conns: set[int], flows: Sequence[Flow]) -> list[Event]:
+        """The events of the flows numbered ``numbers``, with the open and close events of
+        the connections ``conns``, in order."""
+        found = []
+        for position, where in enumerate(self._where):
+            owner = where >> 2
+            if owner in numbers or (
+                owner == CONNECTION and getattr(self._kept[position], "conn", None) in conns
+            ):
+                found.append(self.event(position, flows))
+        return found
