@@ -175,6 +175,7 @@ _PLAN = {
 _COMPACT_CLASSES = tuple(compact for compact, _ in _KEPT.values())
 _set_frame_message = _slot_setter(FrameSeen, "message")
 _set_frame_index = _slot_setter(FrameSeen, "index")
+_set_frame_answers = _slot_setter(FrameSeen, "answers")
 _set_id = {
     compact: _slot_setter(compact, "id") for compact, names in _KEPT.values() if "id" in names
 }
@@ -227,8 +228,9 @@ class Compactor:
         _set_frame_message(frame, compact)
 
     def compact_flow(self, request: Optional[FrameSeen], response: Optional[FrameSeen]) -> None:
-        """`compact` a settled flow's frames; the response's id and frame index become the
-        request's own objects when they are equal (one int a flow, not two, for each)."""
+        """`compact` a settled flow's frames; the response's id, frame index and the index it
+        answers become the request's own objects when they are equal (one int a flow, not
+        two or three, for each)."""
         if request is not None:
             self.compact(request)
         if response is None:
@@ -239,6 +241,9 @@ class Compactor:
         index = response.index
         if index is not request.index and index == request.index:
             _set_frame_index(response, request.index)
+        answers = response.answers
+        if answers is not request.index and answers == request.index:
+            _set_frame_answers(response, request.index)
         asked, answer = request.message.id, response.message
         ident = answer.id
         if ident is not asked and type(ident) is type(asked) and ident == asked:

@@ -26,9 +26,9 @@ def _pushing(buffer: EventBuffer, events: list[Event]) -> threading.Thread:
 
 def test_a_file_reader_waits_for_the_ui_over_its_backlog_and_loses_nothing() -> None:
     buffer = EventBuffer(limit=None, wait_over=4)
-    first = [EventsMissed(0, float(i)) for i in range(4)]
+    first = [EventsMissed(count=0, t=float(i)) for i in range(4)]
     buffer.push_many(first)
-    second = [EventsMissed(0, 10.0 + i) for i in range(3)]
+    second = [EventsMissed(count=0, t=10.0 + i) for i in range(3)]
     thread = _pushing(buffer, second)
     thread.join(0.05)
     assert thread.is_alive()  # four queued: it waits, nothing dropped
@@ -41,8 +41,8 @@ def test_a_file_reader_waits_for_the_ui_over_its_backlog_and_loses_nothing() -> 
 
 def test_a_reader_waiting_for_room_stops_waiting_when_the_ui_closes_the_buffer() -> None:
     buffer = EventBuffer(limit=None, wait_over=1)
-    buffer.push(EventsMissed(0, 0.0))
-    thread = _pushing(buffer, [EventsMissed(0, 1.0)])
+    buffer.push(EventsMissed(count=0, t=0.0))
+    thread = _pushing(buffer, [EventsMissed(count=0, t=1.0)])
     thread.join(0.05)
     assert thread.is_alive()
     buffer.close()
