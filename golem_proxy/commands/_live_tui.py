@@ -48,11 +48,11 @@ def live_source(
     Stopping the source stops the session gracefully: it drains and flushes first. With
     ``control``, the TUI can reach the running session through it (intercept, resend); the
     session's closing line (`ProxySession.summary`) is appended to ``summaries``."""
-    from ..tui import SourceInfo, TrioThreadSource, feed_from_channel
+    from ..tui import SourceInfo, TrioThreadSource, hub_sink
 
     async def serve(sink: EventBuffer) -> None:
         session = ProxySession(config)
-        session.add_consumer("tui", lambda sub: feed_from_channel(sub.receive_channel, sink))
+        session.hub.attach_sink(hub_sink(sink))
         if control is not None:
             control.attach(session)
 

@@ -2,13 +2,13 @@
 
 `run_tui()` runs it over any `EventSource`: a `RecordingSource` (a file, optionally tailed)
 or a `TrioThreadSource` (the proxy, run by trio in a worker thread, feeding events through
-`feed_from_channel()`).
+`hub_sink()`).
 """
 
 from __future__ import annotations
 
 from .app import GolemProxyApp, run_tui
-from .bridge import EventBuffer, EventSource, SourceInfo, TrioThreadSource, feed_from_channel
+from .bridge import EventBuffer, EventSource, SourceInfo, TrioThreadSource, hub_sink
 from .sources import RecordingSource
 
 __all__ = [
@@ -18,6 +18,6 @@ __all__ = [
     "RecordingSource",
     "SourceInfo",
     "TrioThreadSource",
-    "feed_from_channel",
+    "hub_sink",
     "run_tui",
 ]

@@ -6,9 +6,10 @@ dropped and counted instead, so the relay never slows down for the UI. The UI is
 at most one "events ready" call outstanding; after draining it waits a refresh interval before
 re-arming, so a flood becomes one batch per refresh instead of one message per event.
 
-`feed_from_channel()` is the trio side: it moves events from a hub subscription's channel into
-the buffer. `TrioThreadSource` runs a trio main function in a thread as an `EventSource`, so
-``golem-proxy proxy --tui`` can run the proxy and the app in one process.
+`hub_sink()` is the live session's side: the hub hands it every event as it is published,
+and it queues them here, so the UI has one queue and one loss counter. `TrioThreadSource` runs
+a trio main function in a thread as an `EventSource`, so ``golem-proxy proxy --tui`` can run
+the proxy and the app in one process.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ __all__ = [
     "Progress",
     "SourceInfo",
     "TrioThreadSource",
-    "feed_from_channel",
+    "hub_sink",
 ]
 
 DEFAULT_LIVE_LIMIT = 200_000
@@ -254,37 +255,35 @@ class EventSource(Protocol):
     def stop(self) -> None: ...
 
 
-async def feed_from_channel(
-    receive_channel: trio.MemoryReceiveChannel[Event], sink: EventBuffer
-) -> None:
-    """Move events from ``receive_channel`` into ``sink`` until the channel ends, taking
-    each burst that is already queued in one `push_many` call. Marks the sink finished when
-    the channel ends or this task is cancelled."""
-    reason = "event stream ended"
-    try:
-        async with receive_channel:
-            async for event in receive_channel:
-                batch = [event]
-                while True:
-                    try:
-                        batch.append(receive_channel.receive_nowait())
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                sink.push_many(batch)
-    except trio.Cancelled:
-        reason = "stopped"
-        raise
-    finally:
-        sink.finish(reason)
+def hub_sink(buffer: EventBuffer) -> Callable[[Event], None]:
+    """What the live session's hub calls with every event as it is published (`EventHub.
+    attach_sink`): the event goes straight into ``buffer``, the UI's one bounded queue, whose
+    drop count is the one loss counter the UI shows. It never raises into the hub (whose
+    caller is the relay's observer): a failure stops the UI's feed alone and says so."""
+    failed = False
+
+    def push(event: Event) -> None:
+        nonlocal failed
+        if failed:
+            return
+        try:
+            buffer.push(event)
+        except Exception as exc:  # a UI bug costs the UI's feed, never the session
+            failed = True
+            with contextlib.suppress(Exception):
+                buffer.finish(
+                    f"the UI stopped taking events ({type(exc).__name__}: {exc})", failed=True
+                )
+
+    return push
 
 
 class TrioThreadSource:
     """Runs ``main(sink)`` under `trio.run` in the worker thread that calls `run()`.
 
-    ``main`` is the proxy: it serves, subscribes to its event hub and awaits
-    `feed_from_channel(subscription.receive_channel, sink)`. `stop()` cancels it. An
-    exception from ``main`` is kept in ``error`` and reported in the UI, as ``describe``
-    renders it (by default, its text)."""
+    ``main`` is the proxy: it serves, with `hub_sink(sink)` attached to its event hub.
+    `stop()` cancels it. An exception from ``main`` is kept in ``error`` and reported in the
+    UI, as ``describe`` renders it (by default, its text)."""
 
     live = True
     serving = True

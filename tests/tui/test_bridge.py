@@ -11,8 +11,9 @@ import trio
 
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Event, EventsMissed
+from golem_proxy.live.hub import EventHub
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.bridge import EventBuffer, TrioThreadSource, feed_from_channel
+from golem_proxy.tui.bridge import EventBuffer, TrioThreadSource, hub_sink
 from tests.support.sessions import SessionBuilder, bulk_session
 
 from .helpers import run, wait_for
@@ -101,22 +102,20 @@ def test_attach_after_events_nudges_at_once() -> None:
 
 
 def test_a_trio_producer_thread_feeds_a_running_app() -> None:
-    """The proxy's shape: trio in a worker thread, a hub-like memory channel, and
-    `feed_from_channel` moving events into the app's buffer while the UI runs."""
+    """The proxy's shape: trio in a worker thread, its event hub publishing straight into
+    the app's buffer (`hub_sink`) while the UI runs."""
     events = list(bulk_session(3000))
     done = threading.Event()
 
     async def proxy_main(sink: EventBuffer) -> None:
-        send, receive = trio.open_memory_channel[Event](1000)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(feed_from_channel, receive, sink)
-            async with send:
-                for number, event in enumerate(events):
-                    await send.send(event)
-                    if number % 500 == 0:
-                        await trio.sleep(0.01)  # arrive in waves, as live traffic does
-            done.set()
-            await trio.sleep_forever()  # a proxy keeps serving until the UI stops it
+        hub = EventHub()
+        hub.attach_sink(hub_sink(sink))
+        for number, event in enumerate(events):
+            hub.publish(event, trio.current_time())
+            if number % 500 == 0:
+                await trio.sleep(0.01)  # arrive in waves, as live traffic does
+        done.set()
+        await trio.sleep_forever()  # a proxy keeps serving until the UI stops it
 
     source = TrioThreadSource(proxy_main, description="127.0.0.1:19876")
 
