@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Optional
 
 from ..analysis.flows import Flow
-from ..events import Event, ExchangeCompleted
+from ..events import Event, ExchangeCompleted, FrameSeen
 
 __all__ = ["CONNECTION", "EventLog"]
 
@@ -38,27 +38,38 @@ class EventLog:
         self._where: array[int] = array("i")
         """For each position, ``owner * 4 + what``, in 4 bytes (flows up to 2**29)."""
         self._kept: dict[int, Event] = {}
+        self._answer_at: dict[int, int] = {}
+        """An answer's position by its flow's number, while the exchange that gives the flow
+        its response is still to come (only what is in flight)."""
 
     def __len__(self) -> int:
         return len(self._where)
 
     def add(self, event: Event, owner: int, flow: Optional[Flow] = None) -> int:
         """Note the next event, owned by ``owner``; when its ``flow`` holds it (the flow's
-        request or response frame, or its exchange), only by position. Returns its position."""
+        request or response frame, or its exchange), only by position. Returns its position.
+
+        An answer's frame names its flow as it arrives (the tap paired it), but the flow holds
+        it only once the exchange that follows is added: until then it is kept here."""
         position = len(self._where)
-        if flow is not None and event is flow.request:
+        if flow is None:
+            self._where.append(owner * 4 + _KEPT)
+            self._kept[position] = event
+        elif event is flow.request:
             self._where.append(owner * 4 + _REQUEST)
-        elif flow is not None and event is flow.response:
+        elif event is flow.response:
             self._where.append(owner * 4 + _RESPONSE)
-        elif (
-            flow is not None
-            and isinstance(event, ExchangeCompleted)
-            and event.response is flow.response
-        ):
+        elif isinstance(event, ExchangeCompleted) and event.response is flow.response:
             self._where.append(owner * 4 + _EXCHANGE)
+            answer = self._answer_at.pop(flow.number, None)
+            if answer is not None and self._kept.get(answer) is flow.response:
+                del self._kept[answer]
+                self._where[answer] = flow.number * 4 + _RESPONSE
         else:
             self._where.append(owner * 4 + _KEPT)
             self._kept[position] = event
+            if isinstance(event, FrameSeen) and event.answers is not None:
+                self._answer_at[flow.number] = position
         return position
 
     def owner(self, position: int) -> int:
