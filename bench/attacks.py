@@ -105,9 +105,6 @@ class Attack:
     """Runs once the proxy has stopped (its recording closed)."""
 
 
-# --- the attacks -----------------------------------------------------------------------------
-
-
 def lone_surrogate_method(ctx: Context) -> None:
     conn = ctx.connect()
     jsonrpc = '"jsonrpc":"2.0",' if ctx.framing == "ndjson" else ""
@@ -301,9 +298,6 @@ ATTACKS = [
            args=("--redact", "params.code"), after=count_recorded),
     Attack("escape-sequence method", escape_method, upstream="answer", after=escapes_shown),
 ]  # fmt: skip
-
-
-# --- running one attack ---------------------------------------------------------------------
 
 
 @dataclass

@@ -161,9 +161,6 @@ def configurations(
             stop(process)
 
 
-# --- the three measurements ---------------------------------------------------------------
-
-
 @contextmanager
 def opened(port: int, name: str) -> Iterator[socket.socket]:
     """A connection to ``port`` that has announced workload ``name`` and had it accepted."""
@@ -273,9 +270,6 @@ def byte_exact(port: int) -> bool:
         if got != work.responses[: count * work.response_size]:
             return False
     return True
-
-
-# --- the run and its tables ---------------------------------------------------------------
 
 
 @dataclass

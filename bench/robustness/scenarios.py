@@ -90,9 +90,6 @@ async def read_frame(stream: trio.SocketStream, decoder: Any) -> Optional[Frame]
         decoder.receive_data(chunk)
 
 
-# -- load ------------------------------------------------------------------------------------
-
-
 async def load(tmp: Path, connections: int = 200, seconds: float = 5.0) -> Figures:
     """``connections`` clients each doing sequential echo round trips for ``seconds``, through
     the proxy with recording on. Compares what clients saw with what was recorded."""
@@ -197,9 +194,6 @@ def _lost_without_gap(
         if lost and not (conns & gapped) and not (not conns and gapped):
             unaccounted += lost
     return unaccounted
-
-
-# -- chaos -----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -345,9 +339,6 @@ async def chaos(tmp: Path, runs: int = 40, seed: int = 1) -> Figures:
     }
 
 
-# -- slowloris -------------------------------------------------------------------------------
-
-
 async def slowloris(
     stallers: int = 50,
     tricklers: int = 10,
@@ -437,9 +428,6 @@ async def slowloris(
         "idle_closes": idle_closes,
         "tricklers_alive": trickled_alive,
     }
-
-
-# -- resource hygiene ------------------------------------------------------------------------
 
 
 async def _settle(check: Callable[[], Awaitable[bool]], seconds: float = 5.0) -> bool:

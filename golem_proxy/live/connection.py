@@ -89,7 +89,6 @@ class Connection:
             return self.client, self.upstream, "client", "upstream"
         return self.upstream, self.client, "upstream", "client"
 
-    # -- the observer ---------------------------------------------------------------------
     def observe(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
         """Hand forwarded bytes (``b""``: end of stream) to inspection. Never blocks; returns
         a verdict only when decoding inline (``--enforce-limits``)."""
@@ -133,7 +132,6 @@ class Connection:
         if self.tap is not None:
             self.observer.forget(self.tap)
 
-    # -- how a direction ends -------------------------------------------------------------
     def source_failed(self, direction: Direction, exc: OSError, scope: trio.CancelScope) -> None:
         """Reading ``direction``'s source failed (a reset): reset the other side too."""
         _, _, source_name, sink_name = self.sides(direction)

@@ -165,7 +165,6 @@ class InterceptEngine:
         self._lost: dict[int, str] = {}
         self._ids = itertools.count(1)
 
-    # -- what the driver calls -------------------------------------------------------------
     def set_filter(self, filter: Union[Filter, str, None]) -> None:
         """Hold what ``filter`` selects from now on (None: nothing). Frames already held stay
         held until decided. Raises FilterError for a text that does not parse."""
@@ -210,7 +209,6 @@ class InterceptEngine:
     def connection(self, conn: int, route: str) -> ConnectionIntercept:
         return ConnectionIntercept(self, conn, route)
 
-    # -- validation ------------------------------------------------------------------------
     def _valid_json(self, payload: bytes, what: str) -> bytes:
         try:
             # Judged before parsing, as a recording's line is: JSON nested 100,000 deep would
@@ -236,7 +234,6 @@ class InterceptEngine:
             return self.profile.encode_payload(self.profile.with_id(value, held.message.id))
         return payload
 
-    # -- what the pumps call ---------------------------------------------------------------
     def _selects(self, flow: Flow) -> bool:
         chosen = self.filter
         return chosen is not None and chosen.matches(flow, self.profile)

@@ -141,8 +141,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self._detail_timer: Optional[Timer] = None
         self._collector = LoadingHold()
 
-    # -- layout and lifecycle --------------------------------------------------------------
-
     def compose(self) -> ComposeResult:
         # Kept as attributes, not queried: queries search the active screen, and events keep
         # arriving while the stats or help screen is on top.
@@ -185,8 +183,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.source.stop()
         self.buffer.close()
         self._collector.release()
-
-    # -- events in -------------------------------------------------------------------------
 
     def _nudge(self) -> None:
         """Called by the buffer, from any thread (`post_message` is thread-safe)."""
@@ -271,8 +267,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         under = self.model.caused_by(flow) if flow is not None else []
         self.detail.show(flow, self.profile, under)
 
-    # -- messages up from the widgets ------------------------------------------------------
-
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
         # The first move is shown at once; further moves within DETAIL_DELAY are folded into
         # one redraw when the cursor rests, so holding PgDn stays smooth.
@@ -312,8 +306,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.table.focus()
         if self.find_text:
             self.action_find(True)
-
-    # -- actions ---------------------------------------------------------------------------
 
     def selected_flow(self) -> Optional[Flow]:
         index = self.table.selected

@@ -140,8 +140,6 @@ class FlowsTable(ScrollView, can_focus=True):
             self._styles[name] = style
         return style
 
-    # -- data ------------------------------------------------------------------------------
-
     def view_changed(self) -> None:
         """The model's view grew, shrank or was replaced: resize, follow, redraw."""
         count = len(self.model.view)
@@ -170,8 +168,6 @@ class FlowsTable(ScrollView, can_focus=True):
         """Put the cursor on view ``position`` (pausing follow unless it is the last)."""
         self.follow = position >= len(self.model.view) - 1 and self.follow
         self._move_to(position)
-
-    # -- actions ---------------------------------------------------------------------------
 
     def action_cursor(self, delta: int) -> None:
         if delta < 0:
@@ -225,8 +221,6 @@ class FlowsTable(ScrollView, can_focus=True):
         self.virtual_size = Size(event.size.width, len(self.model.view) + 1)
         self._scroll_to_cursor()
         self.call_after_refresh(self._scroll_to_cursor)
-
-    # -- rendering -------------------------------------------------------------------------
 
     def column_widths(self) -> list[int]:
         """The width of each of `COLUMNS` at the table's current width (0: hidden)."""
