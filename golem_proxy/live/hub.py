@@ -133,7 +133,6 @@ class EventHub:
     def __init__(self) -> None:
         self._subscriptions: list[Subscription] = []
         self._sinks: list[Callable[[Event], None]] = []
-        self.published = 0
 
     def attach_sink(self, sink: Callable[[Event], None]) -> None:
         """Call ``sink`` with every event as it is published, before any subscription. For a
@@ -157,7 +156,6 @@ class EventHub:
             self._subscriptions.remove(subscription)
 
     def publish(self, event: Event, now: float) -> None:
-        self.published += 1
         for sink in self._sinks:
             sink(event)
         for subscription in self._subscriptions:

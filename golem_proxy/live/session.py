@@ -119,9 +119,6 @@ class ProxySession:
         self.hub.widen(STOP_LIMIT)
         self.source.stop()
 
-    def bound_routes(self) -> list[BoundRoute]:
-        return list(self.source.bound)
-
     async def run(
         self, *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
     ) -> None:

@@ -57,7 +57,6 @@ class Recording:
     events: list[Event]
     truncated_tail: bool = False
     """The last line was incomplete (a killed writer); it was ignored."""
-    skipped_lines: int = 0
     route_profiles: dict[str, Profile] = field(default_factory=dict)
     """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp`` route)."""
 
