@@ -72,6 +72,11 @@ def _full(message: Any) -> Any:
     return reparser.full(cls.payload_at.__get__(message, cls))
 
 
+def _parsed(member: str) -> Any:
+    """A property reading ``member`` of the message parsed again from the payload."""
+    return property(lambda message: getattr(_full(message), member))
+
+
 # A compact message keeps its payload and its reparser in two slots of its class that the
 # properties below stand in for (``obj``, and ``params`` or ``result``): no slot is added
 # and none is left empty, 16 bytes a message.
@@ -85,13 +90,8 @@ class CompactRequest(Request):
     payload_at: Any = vars(Request)["obj"]
     reparser_at: Any = vars(Request)["params"]
 
-    @property  # type: ignore[override]
-    def params(self) -> Any:
-        return _full(self).params
-
-    @property  # type: ignore[override]
-    def obj(self) -> dict[str, Any]:
-        return _full(self).obj  # type: ignore[no-any-return]
+    params = _parsed("params")
+    obj = _parsed("obj")
 
 
 class CompactNotification(Notification):
@@ -101,13 +101,8 @@ class CompactNotification(Notification):
     payload_at: Any = vars(Notification)["obj"]
     reparser_at: Any = vars(Notification)["params"]
 
-    @property  # type: ignore[override]
-    def params(self) -> Any:
-        return _full(self).params
-
-    @property  # type: ignore[override]
-    def obj(self) -> dict[str, Any]:
-        return _full(self).obj  # type: ignore[no-any-return]
+    params = _parsed("params")
+    obj = _parsed("obj")
 
 
 class CompactResponse(Response):
@@ -117,13 +112,8 @@ class CompactResponse(Response):
     payload_at: Any = vars(Response)["obj"]
     reparser_at: Any = vars(Response)["result"]
 
-    @property  # type: ignore[override]
-    def result(self) -> Any:
-        return _full(self).result
-
-    @property  # type: ignore[override]
-    def obj(self) -> dict[str, Any]:
-        return _full(self).obj  # type: ignore[no-any-return]
+    result = _parsed("result")
+    obj = _parsed("obj")
 
 
 class CompactErrorResponse(ErrorResponse):
@@ -134,9 +124,7 @@ class CompactErrorResponse(ErrorResponse):
     payload_at: Any = vars(ErrorResponse)["obj"]
     reparser_at: Any = None  # set below, once the class has its slot
 
-    @property  # type: ignore[override]
-    def obj(self) -> dict[str, Any]:
-        return _full(self).obj  # type: ignore[no-any-return]
+    obj = _parsed("obj")
 
 
 CompactErrorResponse.reparser_at = vars(CompactErrorResponse)["_reparser"]
