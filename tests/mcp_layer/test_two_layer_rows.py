@@ -127,12 +127,12 @@ def test_the_tui_detail_of_a_tool_call_lists_the_golem_flows_it_caused(tmp_path:
             # o folds the call's GOLEM flows away under its row, and opens them again.
             await select(pilot, 0)
             await pilot.press("o")
-            assert app.model.view == [0]
+            assert list(app.model.view) == [0]
             assert app.model.label(app.model.flows[0]) == "▸ create_box(width=2)"
             await pilot.press("o")
-            assert app.model.view == [0, 1]
+            assert list(app.model.view) == [0, 1]
             await select(pilot, 1)
             await pilot.press("o")  # not a tool call: nothing folds
-            assert app.model.view == [0, 1]
+            assert list(app.model.view) == [0, 1]
 
     run(body())
