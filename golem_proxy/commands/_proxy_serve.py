@@ -13,10 +13,11 @@ from rich.text import Text
 
 from ..live.hub import EventHub
 from ..live.intercept_console import InterceptConsole
-from ..live.observer_process import ObserverSetup, ObservingProcess, RecordingFile
+from ..live.observer_process import ObserverSetup, ObservingProcess
 from ..live.proxy_options import BoundRoute
 from ..live.relay import Proxy
 from ..live.session import ProxySession, SessionConfig, session_header
+from ..recording.shared_file import RecordingFile
 from ..terminal import safe_text
 from ._bound_routes import environment_hint, print_routes, warn_of_silent_upstreams
 

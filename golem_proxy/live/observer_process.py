@@ -9,15 +9,13 @@ before any client is accepted) and the recording's descriptor, which both proces
 
 When the child dies while the session runs, forwarding goes on: one line on stderr, nothing is
 handed on any more, and the recording gets a last line saying observation stopped there
-(`end_recording`): a line cut by the death is cut off first, so every reader still reads the
-file, and the line takes the next ``seq``.
+(`golem_proxy.recording.shared_file`, the format's owner, writes it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import pickle
 import signal
@@ -26,12 +24,12 @@ import struct
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import IO, Callable, Optional
+from typing import Callable, Optional
 
 import trio
 
-from ..recording.files import open_private
 from ..recording.format import Header
+from ..recording.shared_file import RecordingFile, end_recording
 from .log import Verbosity
 from .observer_link import ObserverLink
 from .proxy_options import BoundRoute, ProxyOptions
@@ -40,8 +38,6 @@ __all__ = [
     "ObserverSetup",
     "ObserverStartError",
     "ObservingProcess",
-    "RecordingFile",
-    "end_recording",
 ]
 
 PIPE_SIZE = 1024 * 1024
@@ -52,45 +48,6 @@ busy machine)."""
 STOP_GRACE = 5.0
 """After the drain timeouts, how long the observing process may take to exit before it is
 killed."""
-STOPPED_KIND = "observation-stopped"
-"""The recording line that ends a recording whose observing process died (readers that do not
-know it skip it)."""
-
-
-@dataclass
-class RecordingFile:
-    """The recording as the forwarding process holds it: the descriptor the observing process
-    writes through (shared with it), and one to read it back, to end it if that process dies."""
-
-    write_fd: int
-    read_fd: int
-    closed: bool = False
-
-    @classmethod
-    def create(cls, path: str, *, overwrite: bool = False) -> RecordingFile:
-        """Create ``path`` as a recording is created (mode 0600, no symlink followed; without
-        ``overwrite`` it must not exist). Raises OSError."""
-        with open_private(path, overwrite=overwrite) as stream:
-            write_fd = os.dup(stream.fileno())
-        try:
-            read_fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            written, read = os.fstat(write_fd), os.fstat(read_fd)
-            if (written.st_dev, written.st_ino) != (read.st_dev, read.st_ino):
-                os.close(read_fd)
-                raise OSError(f"{path}: replaced while it was being opened")
-        except BaseException:
-            os.close(write_fd)
-            raise
-        return cls(write_fd, read_fd)
-
-    def close(self) -> None:
-        """Close both descriptors (once: a number closed twice may be another file's by then)."""
-        if self.closed:
-            return
-        self.closed = True
-        for fd in (self.write_fd, self.read_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
 
 class ObserverStartError(OSError):
@@ -267,42 +224,3 @@ def _exit_reason(code: int) -> str:
             name = f"signal {-code}"
         return f"the observing process was killed by {name}"
     return f"the observing process exited with status {code}"
-
-
-def end_recording(record: RecordingFile, t: float, detail: str) -> None:
-    """Append the line that says observation stopped to the recording, which the observing
-    process wrote until it died: an unfinished last line is cut off first (a reader would take
-    it for a damaged line once another follows it), and the line takes the next ``seq``.
-    Raises OSError."""
-    size = os.fstat(record.read_fd).st_size
-    with open(os.dup(record.read_fd), "rb") as recording:
-        end, last_seq = _last_line(recording, size)
-    os.ftruncate(record.write_fd, end)
-    line = {"seq": last_seq + 1, "t": round(t, 6), "kind": STOPPED_KIND, "detail": detail}
-    os.pwrite(record.write_fd, json.dumps(line, separators=(",", ":")).encode() + b"\n", end)
-
-
-def _last_line(recording: IO[bytes], size: int, block: int = 65536) -> tuple[int, int]:
-    """(where the last complete line ends, the ``seq`` it starts with: 0 for the header)."""
-    newlines: list[int] = []  # the last two, last first
-    position = size
-    while position > 0 and len(newlines) < 2:
-        start = max(0, position - block)
-        recording.seek(start)
-        data = recording.read(position - start)
-        at = len(data)
-        while len(newlines) < 2:
-            at = data.rfind(b"\n", 0, at)
-            if at < 0:
-                break
-            newlines.append(start + at)
-        position = start
-    if not newlines:
-        return 0, 0
-    end = newlines[0] + 1
-    recording.seek(newlines[1] + 1 if len(newlines) > 1 else 0)
-    prefix = recording.read(min(64, end)).decode("ascii", "replace")
-    if not prefix.startswith('{"seq":'):
-        return end, 0  # the header: the first event line is 1
-    digits = prefix[len('{"seq":') :].split(",", 1)[0]
-    return end, int(digits) if digits.isdigit() else 0

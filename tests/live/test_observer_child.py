@@ -23,8 +23,8 @@ from golem_core.blocking import MessageReader
 from golem_core.messages import ErrorResponse, Response, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.events import ViolationSeen
-from golem_proxy.live.observer_process import STOPPED_KIND, RecordingFile, end_recording
 from golem_proxy.recording.format import read_recording
+from golem_proxy.recording.shared_file import STOPPED_KIND, RecordingFile, end_recording
 from tests.support.cli_helpers import run_cli
 
 from .observer_child_helpers import EchoServer, children_of, golem_calls, process_gone, wait_for
