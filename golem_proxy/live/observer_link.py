@@ -20,12 +20,16 @@ import trio
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from .handoff import HandoffWriter, Kind
 
-__all__ = ["BACKLOG", "ObserverLink", "direction_number"]
+__all__ = ["BACKLOG", "PIPE_DIRECTIONS", "ObserverLink", "direction_number"]
 
 BACKLOG = 64 * 1024 * 1024
 """Forwarded bytes that may wait here for room in the pipe (the chunks themselves, no copy)
 while the observing process is busy with one large frame (a 16 MiB answer is parsed in one
 go): beyond it, bytes are counted as lost and the gap recorded."""
+
+
+PIPE_DIRECTIONS = (Direction.C2S, Direction.S2C)
+"""A direction by its number on the pipe (`direction_number`)."""
 
 
 def direction_number(direction: Direction) -> int:

@@ -31,12 +31,13 @@ from rich.text import Text
 
 from golem_core.profiles import Profile, get_profile
 
-from ..events import Direction, Event
+from ..events import Event
 from ..table_layout import terminal_width
 from .handoff import Kind, Record, RecordReader
 from .hub import EventHub
 from .log_output import TerminalOutput
 from .observer import Observer
+from .observer_link import PIPE_DIRECTIONS
 from .observer_process import ObserverSetup
 from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .redact import Redactor
@@ -148,7 +149,7 @@ class HandoffSource:
     def _handle(self, record: Record) -> None:
         self._now = record.t
         kind = record.kind
-        direction = Direction.C2S if record.direction == 0 else Direction.S2C
+        direction = PIPE_DIRECTIONS[record.direction]
         if kind is Kind.OPENED:
             opened = pickle.loads(record.data)
             self._taps[record.conn] = new_tap(
