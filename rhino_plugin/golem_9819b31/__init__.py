@@ -15,56 +15,13 @@ from typing import Callable, Optional
 from golem_core.dispatcher import Dispatcher, Handler, UiRunner
 
 from ..document import Document
-from .creation import CreationHandlers
-from .debug import DebugHandlers
 from .envelope import GhServerErrors, MainServerErrors, Responder
-from .files import FileHandlers
-from .geometry import GeometryHandlers
-from .geometry_solids import GeometrySolidHandlers
-from .grasshopper import GrasshopperHandlers
-from .manipulation import ManipulationHandlers
-from .manipulation_objects import ObjectManipulationHandlers
-from .operations import OperationHandlers
-from .operations_curves import CurveSurfaceOperationHandlers
-from .scene import SceneHandlers
-from .scripting import ScriptingHandlers
-from .surfaces import SurfaceHandlers
-from .viewport import ViewportHandlers
+from .methods import handler_table
 
 __all__ = ["NAME", "Channel", "build_channels", "handler_table"]
 
 NAME = "golem-3dmcp@9819b31"
 Channel = tuple[Dispatcher, Callable[[bytes], Optional[bytes]]]
-
-
-def handler_table(
-    document: Document, *, allow_scripts: bool = False, debug_methods: bool = False
-) -> dict[str, Handler]:
-    """Every registered method name → its handler, over one document."""
-    tables = [
-        SceneHandlers(document).table(),
-        CreationHandlers(document).table(),
-        GeometryHandlers(document).table(),
-        GeometrySolidHandlers(document).table(),
-        OperationHandlers(document).table(),
-        CurveSurfaceOperationHandlers(document).table(),
-        SurfaceHandlers(document).table(),
-        ManipulationHandlers(document).table(),
-        ObjectManipulationHandlers(document).table(),
-        GrasshopperHandlers(document).table(),
-        ViewportHandlers(document).table(),
-        FileHandlers(document).table(),
-        ScriptingHandlers(document, allow_scripts=allow_scripts).table(),
-    ]
-    if debug_methods:
-        tables.append(DebugHandlers().table())
-    table: dict[str, Handler] = {}
-    for part in tables:
-        for name, handler in part.items():
-            if name in table:
-                raise ValueError(f"method {name!r} is handled twice")
-            table[name] = handler
-    return table
 
 
 def build_channels(

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from golem_core.dispatcher import Handler
-
 from ..document import Document
 from ..geometry import BoundingBox
 from .kit import (
@@ -73,23 +71,6 @@ class Creator:
 
 class CreationHandlers(Creator):
     """``creation.*``: flat coordinates, ``{"guid"}`` answers."""
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return {
-            "creation.create_box": self.create_box,
-            "creation.create_sphere": self.create_sphere,
-            "creation.create_cylinder": self.create_cylinder,
-            "creation.create_cone": self.create_cone,
-            "creation.create_torus": self.create_torus,
-            "creation.create_line": self.create_line,
-            "creation.create_circle": self.create_circle,
-            "creation.create_arc": self.create_arc,
-            "creation.create_polyline": self.create_polyline,
-            "creation.create_nurbs_curve": self.create_nurbs_curve,
-            "creation.create_point": self.create_point,
-            "creation.create_text": self.create_text,
-        }
 
     def create_box(self, p: Params) -> dict[str, Any]:
         corner = flat_point(p, "corner_")

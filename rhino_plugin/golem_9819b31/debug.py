@@ -9,8 +9,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from golem_core.dispatcher import Handler
-
 from .kit import param_or_value_error
 
 __all__ = ["DebugHandlers"]
@@ -20,10 +18,6 @@ MAX_SLEEP_SECONDS = 600.0
 
 class DebugHandlers:
     """Debug-only methods; they touch no document."""
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return {"debug.sleep": self.sleep}
 
     def sleep(self, params: dict[str, Any]) -> dict[str, Any]:
         seconds = min(float(param_or_value_error(params, "seconds")), MAX_SLEEP_SECONDS)

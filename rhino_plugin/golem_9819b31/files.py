@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from golem_core.dispatcher import Handler
-
 from ..document import Document
 from .kit import Params
 
@@ -47,19 +45,6 @@ class FileHandlers:
     def __init__(self, document: Document) -> None:
         self.doc = document
         self.modified = False
-
-    def table(self) -> dict[str, Handler]:
-        return {
-            "files.get_document_path": self.get_document_path,
-            "files.save_document": self.save_document,
-            "files.save_document_as": self.save_document_as,
-            "files.new_document": self.new_document,
-            "files.import_file": self.import_file,
-            "files.export_objects": self.export_objects,
-            "files.export_document": self.export_document,
-            "files.export_selected": self.export_selected,
-            "files.open_document": self.open_document,
-        }
 
     def _path(self, p: Params, method: str) -> Any:
         path = p.get("file_path")

@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from golem_core.dispatcher import Handler
-
 from ..geometry import BoundingBox
 from .creation import Creator
 from .kit import (
@@ -35,21 +33,6 @@ __all__ = ["GeometryHandlers"]
 
 class GeometryHandlers(Creator):
     """``geometry.*`` points and curves: point lists, ``{guid, type, bounding_box}`` answers."""
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return {
-            "geometry.create_point": self.create_point,
-            "geometry.create_point_cloud": self.create_point_cloud,
-            "geometry.create_line": self.create_line,
-            "geometry.create_polyline": self.create_polyline,
-            "geometry.create_nurbs_curve": self.create_nurbs_curve,
-            "geometry.create_interp_curve": self.create_interp_curve,
-            "geometry.create_arc": self.create_arc,
-            "geometry.create_circle": self.create_circle,
-            "geometry.create_ellipse": self.create_ellipse,
-            "geometry.create_helix": self.create_helix,
-        }
 
     def create_point(self, p: Params) -> dict[str, Any]:
         if "x" in p or "y" in p or "z" in p:

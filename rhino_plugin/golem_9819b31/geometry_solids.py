@@ -7,8 +7,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from golem_core.dispatcher import Handler
-
 from ..geometry import BoundingBox, translation_map
 from .creation import Creator
 from .kit import (
@@ -38,27 +36,6 @@ __all__ = ["GeometrySolidHandlers"]
 class GeometrySolidHandlers(Creator):
     """``geometry.*`` surfaces, solids, meshes and annotations: ``{guid, type, bounding_box}``
     answers (``bounding_box`` null for text, text dots, dimensions and hatches)."""
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return {
-            "geometry.create_nurbs_surface": self.create_nurbs_surface,
-            "geometry.create_plane_surface": self.create_plane_surface,
-            "geometry.create_surface_from_points": self.create_surface_from_points,
-            "geometry.create_box": self.create_box,
-            "geometry.create_sphere": self.create_sphere,
-            "geometry.create_cylinder": self.create_cylinder,
-            "geometry.create_cone": self.create_cone,
-            "geometry.create_torus": self.create_torus,
-            "geometry.create_pipe": self.create_pipe,
-            "geometry.create_extrusion": self.create_extrusion,
-            "geometry.create_mesh": self.create_mesh,
-            "geometry.create_subd": self.create_subd,
-            "geometry.create_text": self.create_text,
-            "geometry.create_text_dot": self.create_text_dot,
-            "geometry.create_dimension": self.create_dimension,
-            "geometry.create_hatch": self.create_hatch,
-        }
 
     def create_nurbs_surface(self, p: Params) -> dict[str, Any]:
         degree_u = int(param_or_value_error(p, "degree_u"))

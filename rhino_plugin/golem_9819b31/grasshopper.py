@@ -15,8 +15,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from golem_core.dispatcher import Handler
-
 from ..document import Document
 from .kit import Params, add_object, layer_path
 from .shapes import box_data
@@ -89,20 +87,6 @@ class GrasshopperHandlers:
     def __init__(self, document: Document) -> None:
         self.doc = document
         self.canvas = Canvas(document)
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return {
-            "grasshopper.open_definition": self.open_definition,
-            "grasshopper.close_definition": self.close_definition,
-            "grasshopper.list_components": self.list_components,
-            "grasshopper.get_param": self.get_param,
-            "grasshopper.set_param": self.set_param,
-            "grasshopper.recompute": self.recompute,
-            "grasshopper.bake": self.bake,
-            "grasshopper.run_definition": self.run_definition,
-            "grasshopper.get_connections": self.get_connections,
-        }
 
     def _gh(self) -> Canvas:
         """``_get_gh_doc``."""

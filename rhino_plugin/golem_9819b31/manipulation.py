@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from golem_core.dispatcher import Handler
-
 from ..document import DocObject
 from ..geometry import (
     PointMap,
@@ -23,7 +21,6 @@ from ..geometry import (
     translation_map,
     unit,
 )
-from .envelope import wrapped_table
 from .kit import GolemFailure, Params, find_or_none, guid_or_value_error
 from .manipulation_kit import (
     ManipulationBase,
@@ -45,24 +42,6 @@ __all__ = ["ManipulationHandlers"]
 
 class ManipulationHandlers(ManipulationBase):
     """``manipulation.*`` transforms and arrays."""
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return wrapped_table(
-            {
-                "manipulation.move": self.move,
-                "manipulation.copy": self.copy,
-                "manipulation.rotate": self.rotate,
-                "manipulation.scale": self.scale,
-                "manipulation.mirror": self.mirror,
-                "manipulation.orient": self.orient,
-                "manipulation.shear": self.shear,
-                "manipulation.array_linear": self.array_linear,
-                "manipulation.array_polar": self.array_polar,
-                "manipulation.array_along_curve": self.array_along_curve,
-                "manipulation.apply_transform": self.apply_transform,
-            }
-        )
 
     def _transform(self, objects: list[DocObject], point_map: PointMap, copy: bool) -> list[str]:
         """``TransformObjects``: the ids that moved, or the new copies' ids."""

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from golem_core.dispatcher import Handler
-
 from ..document import Document
-from .envelope import wrapped_table
 from .kit import GolemFailure, Params
 from .manipulation_kit import (
     ManipulationBase,
@@ -32,23 +29,6 @@ class ObjectManipulationHandlers(ManipulationBase):
     def __init__(self, document: Document) -> None:
         super().__init__(document)
         self._group_serial = 0  # names Group01, Group02, … as Rhino does
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return wrapped_table(
-            {
-                "manipulation.delete": self.delete,
-                "manipulation.group": self.group,
-                "manipulation.ungroup": self.ungroup,
-                "manipulation.join": self.join,
-                "manipulation.explode": self.explode,
-                "manipulation.set_properties": self.set_properties,
-                "manipulation.set_user_text": self.set_user_text,
-                "manipulation.get_user_text": self.get_user_text,
-                "manipulation.select_objects": self.select_objects,
-                "manipulation.unselect_all": self.unselect_all,
-            }
-        )
 
     def delete(self, p: Params) -> dict[str, Any]:
         objects = self._rs_objects(read_ids(p.get("ids")))

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from golem_core.dispatcher import Handler
-
 from ..geometry import BoundingBox
-from .envelope import wrapped_table
 from .kit import (
     GolemFailure,
     Params,
@@ -33,19 +30,6 @@ __all__ = ["OperationHandlers"]
 
 class OperationHandlers(OperationsBase):
     """``operations.*`` Booleans, trims and splits."""
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return wrapped_table(
-            {
-                "operations.boolean_union": self.boolean_union,
-                "operations.boolean_difference": self.boolean_difference,
-                "operations.boolean_intersection": self.boolean_intersection,
-                "operations.boolean_split": self.boolean_split,
-                "operations.trim": self.trim,
-                "operations.split": self.split,
-            }
-        )
 
     def boolean_union(self, p: Params) -> dict[str, Any]:
         guids = list_param(p, "guids")

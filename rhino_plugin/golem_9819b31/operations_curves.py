@@ -9,11 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from golem_core.dispatcher import Handler
-
 from ..document import DocObject
 from ..geometry import BoundingBox
-from .envelope import wrapped_table
 from .kit import (
     GolemFailure,
     Params,
@@ -36,26 +33,6 @@ __all__ = ["CurveSurfaceOperationHandlers"]
 
 class CurveSurfaceOperationHandlers(OperationsBase):
     """``operations.*`` on curves and surfaces."""
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return wrapped_table(
-            {
-                "operations.offset_curve": self.offset_curve,
-                "operations.offset_surface": self.offset_surface,
-                "operations.fillet_edge": self.fillet_edge,
-                "operations.fillet_curves": self.fillet_curves,
-                "operations.chamfer_curves": self.chamfer_curves,
-                "operations.chamfer_edge": self.chamfer_edge,
-                "operations.intersect": self.intersect,
-                "operations.mesh_from_brep": self.mesh_from_brep,
-                "operations.project_curve": self.project_curve,
-                "operations.extend_curve": self.extend_curve,
-                "operations.blend_curves": self.blend_curves,
-                "operations.rebuild_curve": self.rebuild_curve,
-                "operations.rebuild_surface": self.rebuild_surface,
-            }
-        )
 
     def offset_curve(self, p: Params) -> dict[str, Any]:
         curve_id = typed_param_or_value_error(p, "curve_id", str)

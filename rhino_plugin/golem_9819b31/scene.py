@@ -6,8 +6,6 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from golem_core.dispatcher import Handler
-
 from ..document import DocObject, Document, Layer
 from .kit import Params, find_object
 from .serialize import serialize_any, serialize_object
@@ -56,20 +54,6 @@ def layer_json(doc: Document, layer: Layer) -> dict[str, Any]:
 class SceneHandlers:
     def __init__(self, document: Document) -> None:
         self.doc = document
-
-    def table(self) -> dict[str, Handler]:
-        return {
-            "scene.get_document_info": self.get_document_info,
-            "scene.list_layers": self.list_layers,
-            "scene.list_objects": self.list_objects,
-            "scene.get_object_info": self.get_object_info,
-            "scene.get_selected_objects": self.get_selected_objects,
-            "scene.get_groups": self.get_groups,
-            "scene.get_blocks": self.get_blocks,
-            "scene.create_layer": self.create_layer,
-            "scene.delete_layer": self.delete_layer,
-            "scene.set_current_layer": self.set_current_layer,
-        }
 
     def get_document_info(self, params: Params) -> dict[str, Any]:
         doc = self.doc

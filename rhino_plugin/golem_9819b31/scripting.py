@@ -17,8 +17,6 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
-from golem_core.dispatcher import Handler
-
 from ..document import Document
 from .kit import Params
 
@@ -43,14 +41,6 @@ class ScriptingHandlers:
     def __init__(self, document: Document, *, allow_scripts: bool) -> None:
         self.doc = document
         self.allow_scripts = allow_scripts
-
-    def table(self) -> dict[str, Handler]:
-        return {
-            "scripting.execute_python": self.execute_python,
-            "scripting.execute_rhinocommand": self.execute_rhinocommand,
-            "scripting.evaluate_expression": self.evaluate_expression,
-            "scripting.run_rhino_script": self.run_rhino_script,
-        }
 
     def _namespace(self, extra: Any = None) -> dict[str, Any]:
         namespace: dict[str, Any] = {

@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from golem_core.dispatcher import Handler
-
 from ..document import DocObject, Document
 from ..geometry import BoundingBox, translation_map
 from .kit import Params, add_object, bbox_json, find_or_none, validate_guid_or_key_error
@@ -79,23 +77,6 @@ def _union(objects: list[DocObject]) -> BoundingBox:
 class SurfaceHandlers:
     def __init__(self, document: Document) -> None:
         self.doc = document
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return {
-            "surfaces.loft": self.loft,
-            "surfaces.sweep1": self.sweep1,
-            "surfaces.sweep2": self.sweep2,
-            "surfaces.revolve": self.revolve,
-            "surfaces.extrude_curve": self.extrude_curve,
-            "surfaces.extrude_surface": self.extrude_surface,
-            "surfaces.network_surface": self.network_surface,
-            "surfaces.patch": self.patch,
-            "surfaces.edge_surface": self.edge_surface,
-            "surfaces.cap_planar_holes": self.cap_planar_holes,
-            "surfaces.unroll": self.unroll,
-            "surfaces.planar_surface": self.planar_surface,
-        }
 
     def _curve(self, guid: str) -> DocObject:
         obj = validate_guid_or_key_error(self.doc, guid)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 from typing import Any, Optional
 
-from golem_core.dispatcher import Handler
-
 from ..document import Document
 from ..png import encode_rgb
 from ..render import render_wireframe
@@ -44,24 +42,6 @@ def _xyz(point: Any) -> dict[str, float]:
 class ViewportHandlers:
     def __init__(self, document: Document) -> None:
         self.doc = document
-
-    def table(self) -> dict[str, Handler]:
-        """Method name → handler."""
-        return {
-            "viewport.capture": self.capture,
-            "viewport.set_view": self.set_view,
-            "viewport.zoom_object": self.zoom_object,
-            "viewport.zoom_extents": self.zoom_extents,
-            "viewport.zoom_selected": self.zoom_selected,
-            "viewport.set_display_mode": self.set_display_mode,
-            "viewport.set_camera": self.set_camera,
-            "viewport.create_named_view": self.create_named_view,
-            "viewport.add_named_view": self.add_named_view,
-            "viewport.restore_named_view": self.restore_named_view,
-            "viewport.list_named_views": self.list_named_views,
-            "viewport.get_view_info": self.get_view_info,
-            "viewport.set_background_color": self.set_background_color,
-        }
 
     def _view(self, name: Any) -> str:
         """``_resolve_view``: the active view for None, else a case-insensitive match."""
