@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from .messages import KINDS, kind_of
+
 __all__ = [
     "KINDS",
     "Drift",
@@ -25,23 +27,6 @@ __all__ = [
     "strings",
     "tool_from_json",
 ]
-
-KINDS = ("object", "array", "number", "string", "boolean", "null")
-
-
-def kind_of(value: Any) -> str:
-    """The JSON kind of a decoded value: one of `KINDS`."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return "object"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any, Optional, Union
 
 __all__ = [
     "ABSENT",
+    "KINDS",
     "ErrorResponse",
     "Malformed",
     "MalformedKind",
@@ -28,6 +29,7 @@ __all__ = [
     "decode_json",
     "elide_long_strings",
     "is_json_int",
+    "kind_of",
     "method_of",
 ]
 
@@ -204,6 +206,24 @@ def method_of(message: Message) -> Optional[str]:
         method = message.obj.get("method")
         return method if isinstance(method, str) else None
     return None
+
+
+KINDS = ("object", "array", "number", "string", "boolean", "null")
+
+
+def kind_of(value: Any) -> str:
+    """The JSON kind of a decoded value: one of `KINDS`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return "object"
 
 
 def is_json_int(value: Any) -> bool:

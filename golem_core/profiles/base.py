@@ -31,6 +31,7 @@ from ..messages import (
     decode_json,
     elide_long_strings,
     is_json_int,
+    kind_of,
     method_of,
 )
 from ..outcome import OK, Outcome, OutcomeKind, ResultFailureRule
@@ -372,18 +373,17 @@ def id_is_valid(value: Any) -> bool:
     return isinstance(value, str) or is_json_int(value)
 
 
+_ARTICLED_KINDS = {
+    "null": "null",
+    "boolean": "a boolean",
+    "number": "a number",
+    "string": "a string",
+    "array": "an array",
+    "object": "an object",
+}
+
+
 def json_type_name(value: Any) -> str:
-    """How a JSON value's type reads in a message: ``null``, ``a number``, ``an object``, …"""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    """How a decoded JSON value's kind (`kind_of`) reads in a message: ``null``, ``a number``,
+    ``an object``, …"""
+    return _ARTICLED_KINDS[kind_of(value)]

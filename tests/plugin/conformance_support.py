@@ -11,6 +11,7 @@ from typing import Any
 
 from plugin_client import Client
 
+from golem_core.messages import kind_of
 from rhino_plugin import HeadlessPlugin, PluginOptions
 
 TABLES = Path(__file__).parent / "conformance"
@@ -19,18 +20,6 @@ TABLES = Path(__file__).parent / "conformance"
 def load(name: str) -> dict[str, Any]:
     table: dict[str, Any] = json.loads((TABLES / name).read_text(encoding="utf-8"))
     return table
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def classify(reply: dict[str, Any]) -> tuple[str, Any]:
@@ -128,7 +117,7 @@ def check(row: dict[str, Any]) -> None:
         assert layers and set(layers) == {row["results_on_layer"]}, (row["method"], layers)
     if outcome == "success":
         assert isinstance(body, dict), body
-        types = {key: json_type(value) for key, value in body.items()}
+        types = {key: kind_of(value) for key, value in body.items()}
         assert types == row["result_keys"], (row["method"], types)
         if "result" in row:
             assert body == row["result"], body
