@@ -387,3 +387,18 @@ def json_type_name(value: Any) -> str:
     """How a decoded JSON value's kind (`kind_of`) reads in a message: ``null``, ``a number``,
     ``an object``, …"""
     return _ARTICLED_KINDS[kind_of(value)]
+
+
+def error_object(code: Any, message: str, details: Any, details_key: str) -> dict[str, Any]:
+    """An error object ``{code, message}``, with ``details`` under ``details_key`` (GOLEM's
+    ``details``, JSON-RPC's ``data``) when there are any."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        err[details_key] = details
+    return err
+
+
+def mistyped(name: str, value: Any, expected: str) -> str:
+    """How every profile words a member of the wrong JSON kind: ``{name} is {kind}, not
+    {expected}`` (``name`` as it should read, backquotes and all)."""
+    return f"{name} is {json_type_name(value)}, not {expected}"

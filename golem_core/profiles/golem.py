@@ -32,8 +32,15 @@ from ..messages import (
 )
 from ..outcome import ErrorObjectInResult, UnsuccessfulFlag
 from ..registry import GOLEM_REGISTRY
-from .base import INTERNAL_ERROR_CODE, DefaultRoute, Profile, id_is_valid, path_of
-from .base import json_type_name as _type_name
+from .base import (
+    INTERNAL_ERROR_CODE,
+    DefaultRoute,
+    Profile,
+    error_object,
+    id_is_valid,
+    mistyped,
+    path_of,
+)
 
 __all__ = ["INTERNAL_ERROR_CODE", "METHOD_NOT_FOUND_CODE", "RULES", "GolemProfile"]
 
@@ -208,7 +215,7 @@ class GolemProfile(Profile):
         if id_type is not str and id_type is not int and not id_is_valid(ident):
             return _bad(
                 MalformedKind.INVALID_ID,
-                f"request `id` is {_type_name(ident)}, not a string or integer",
+                mistyped("request `id`", ident, "a string or integer"),
                 obj,
                 Role.REQUEST,
             )
@@ -218,7 +225,7 @@ class GolemProfile(Profile):
         if not isinstance(method, str):
             return _bad(
                 MalformedKind.INVALID_METHOD,
-                f"`method` is {_type_name(method)}, not a string",
+                mistyped("`method`", method, "a string"),
                 obj,
                 Role.REQUEST,
             )
@@ -235,7 +242,7 @@ class GolemProfile(Profile):
         if ident is not None and not id_is_valid(ident):
             return _bad(
                 MalformedKind.INVALID_ID,
-                f"response `id` is {_type_name(ident)}, not a string, integer or null",
+                mistyped("response `id`", ident, "a string, integer or null"),
                 obj,
                 Role.RESPONSE,
             )
@@ -352,9 +359,7 @@ class GolemProfile(Profile):
     def error(
         self, request_id: Any, code: Any, message: str, details: Any = None
     ) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": code, "message": message}
-        if details is not None:
-            err["details"] = details
+        err = error_object(code, message, details, "details")
         return {"id": request_id, "result": None, "error": err}
 
     def method_not_found(self, request_id: Any, method: str) -> dict[str, Any]:
@@ -383,24 +388,24 @@ def _bad(kind: MalformedKind, detail: str, obj: Any, role: Role) -> Malformed:
 def _parse_error_object(error: Any) -> Any:
     """An RpcError, or a string saying why ``error`` is not a valid GOLEM error object."""
     if not isinstance(error, dict):
-        return f"`error` is {_type_name(error)}, not an object"
+        return mistyped("`error`", error, "an object")
     code = error.get("code", ABSENT)
     if code is ABSENT:
         return "`error` has no `code`"
     if not (is_json_int(code) or isinstance(code, str)):
-        return f"`error.code` is {_type_name(code)}, not an integer or string"
+        return mistyped("`error.code`", code, "an integer or string")
     message = error.get("message", ABSENT)
     if message is ABSENT:
         return "`error` has no `message`"
     if not isinstance(message, str):
-        return f"`error.message` is {_type_name(message)}, not a string"
+        return mistyped("`error.message`", message, "a string")
     return RpcError(code, message, error.get("details", ABSENT), error.get("data", ABSENT))
 
 
 def _not_an_object(rule: Rule, value: Any, path: str) -> Violation:
     """``rule`` broken by the member at ``path`` (``$.params``) holding ``value``, no object."""
     member = path.rsplit(".", 1)[-1]
-    return violation(rule, f"`{member}` is {_type_name(value)}, not an object", path)
+    return violation(rule, mistyped(f"`{member}`", value, "an object"), path)
 
 
 def _unknown_members(obj: dict[str, Any], allowed: Any) -> list[Violation]:

@@ -36,7 +36,7 @@ from ..messages import (
 )
 from ..outcome import Outcome, OutcomeKind
 from ..registry import SCRYBE_REGISTRY
-from .base import DefaultRoute, Profile, json_type_name
+from .base import DefaultRoute, Profile, error_object, mistyped
 from .scrybe_rules import (
     AFTER_ID_RULE,
     MALFORMED_OUTCOMES,
@@ -125,7 +125,7 @@ class JsonRpcNdjsonProfile(Profile):
         return None
 
     def _invalid_id(self, ident: Any, obj: dict[str, Any], role: Role) -> Malformed:
-        detail = f"{role.value} `id` is {json_type_name(ident)}, not {self.id_description}"
+        detail = mistyped(f"{role.value} `id`", ident, self.id_description)
         return _bad(MalformedKind.INVALID_ID, detail, obj, role)
 
     def parse_request(self, obj: Any) -> Message:
@@ -144,7 +144,7 @@ class JsonRpcNdjsonProfile(Profile):
         if not isinstance(method, str):
             return _bad(
                 MalformedKind.INVALID_METHOD,
-                f"`method` is {json_type_name(method)}, not a string",
+                mistyped("`method`", method, "a string"),
                 obj,
                 role,
             )
@@ -152,7 +152,7 @@ class JsonRpcNdjsonProfile(Profile):
         if params is not ABSENT and params is not None and not isinstance(params, dict):
             return _bad(
                 MalformedKind.INVALID_PARAMS,
-                f"`params` is {json_type_name(params)}, not an object",
+                mistyped("`params`", params, "an object"),
                 obj,
                 role,
             )
@@ -285,9 +285,7 @@ class JsonRpcNdjsonProfile(Profile):
     def error(
         self, request_id: Any, code: Any, message: str, details: Any = None
     ) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": code, "message": message}
-        if details is not None:
-            err["data"] = details
+        err = error_object(code, message, details, "data")
         return {"jsonrpc": "2.0", "id": request_id, "error": err}
 
     def method_not_found(self, request_id: Any, method: str) -> dict[str, Any]:
@@ -317,11 +315,11 @@ def _bad(kind: MalformedKind, detail: str, obj: Any, role: Role) -> Malformed:
 
 def _parse_error_object(error: Any) -> Any:
     if not isinstance(error, dict):
-        return f"`error` is {json_type_name(error)}, not an object"
+        return mistyped("`error`", error, "an object")
     code = error.get("code")
     if not isinstance(code, int) or isinstance(code, bool):
-        return f"`error.code` is {json_type_name(code)}, not an integer"
+        return mistyped("`error.code`", code, "an integer")
     message = error.get("message")
     if not isinstance(message, str):
-        return f"`error.message` is {json_type_name(message)}, not a string"
+        return mistyped("`error.message`", message, "a string")
     return RpcError(code, message, ABSENT, error.get("data", ABSENT))
