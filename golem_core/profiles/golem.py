@@ -213,22 +213,14 @@ class GolemProfile(Profile):
             return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, Role.REQUEST)
         id_type = type(ident)
         if id_type is not str and id_type is not int and not id_is_valid(ident):
-            return _bad(
-                MalformedKind.INVALID_ID,
-                mistyped("request `id`", ident, "a string or integer"),
-                obj,
-                Role.REQUEST,
-            )
+            detail = mistyped("request `id`", ident, "a string or integer")
+            return _bad(MalformedKind.INVALID_ID, detail, obj, Role.REQUEST)
         method = obj.get("method", ABSENT)
         if method is ABSENT:
             return _bad(MalformedKind.MISSING_METHOD, "request has no `method`", obj, Role.REQUEST)
         if not isinstance(method, str):
-            return _bad(
-                MalformedKind.INVALID_METHOD,
-                mistyped("`method`", method, "a string"),
-                obj,
-                Role.REQUEST,
-            )
+            detail = mistyped("`method`", method, "a string")
+            return _bad(MalformedKind.INVALID_METHOD, detail, obj, Role.REQUEST)
         return build_request(ident, method, obj.get("params", ABSENT), obj)
 
     def parse_response(self, obj: Any) -> Message:
@@ -240,12 +232,8 @@ class GolemProfile(Profile):
         if ident is ABSENT:
             return _bad(MalformedKind.MISSING_ID, "response has no `id`", obj, Role.RESPONSE)
         if ident is not None and not id_is_valid(ident):
-            return _bad(
-                MalformedKind.INVALID_ID,
-                mistyped("response `id`", ident, "a string, integer or null"),
-                obj,
-                Role.RESPONSE,
-            )
+            detail = mistyped("response `id`", ident, "a string, integer or null")
+            return _bad(MalformedKind.INVALID_ID, detail, obj, Role.RESPONSE)
         result = obj.get("result")
         error = obj.get("error")
         if result is not None and error is not None:

@@ -142,20 +142,12 @@ class JsonRpcNdjsonProfile(Profile):
         if method is ABSENT:
             return _bad(MalformedKind.MISSING_METHOD, "request has no `method`", obj, role)
         if not isinstance(method, str):
-            return _bad(
-                MalformedKind.INVALID_METHOD,
-                mistyped("`method`", method, "a string"),
-                obj,
-                role,
-            )
+            detail = mistyped("`method`", method, "a string")
+            return _bad(MalformedKind.INVALID_METHOD, detail, obj, role)
         params = obj.get("params", ABSENT)
         if params is not ABSENT and params is not None and not isinstance(params, dict):
-            return _bad(
-                MalformedKind.INVALID_PARAMS,
-                mistyped("`params`", params, "an object"),
-                obj,
-                role,
-            )
+            detail = mistyped("`params`", params, "an object")
+            return _bad(MalformedKind.INVALID_PARAMS, detail, obj, role)
         if ident is None:  # no `id` (null counts as absent): JSON-RPC 2.0's notification
             return Notification(method, params, obj)
         return Request(ident, method, params, obj)

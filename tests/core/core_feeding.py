@@ -41,6 +41,16 @@ def decode_all(decoder: Decoder, chunks: Iterable[bytes], *, eof: bool = True) -
     return events
 
 
+def decode_measuring_buffer(decoder: Decoder, chunks: Iterable[bytes]) -> tuple[list[Event], int]:
+    """`decode_all` without EOF, with the most bytes the decoder held after any chunk."""
+    events: list[Event] = []
+    most_buffered = 0
+    for chunk in chunks:
+        events.extend(decode_all(decoder, [chunk], eof=False))
+        most_buffered = max(most_buffered, decoder.buffered)
+    return events, most_buffered
+
+
 def raw_of(events: Iterable[Event]) -> bytes:
     return b"".join(event.raw for event in events)
 

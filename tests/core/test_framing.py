@@ -5,7 +5,14 @@ from __future__ import annotations
 import struct
 
 import pytest
-from core_feeding import chunked, chunkings, decode_all, raw_of, summarize
+from core_feeding import (
+    chunked,
+    chunkings,
+    decode_all,
+    decode_measuring_buffer,
+    raw_of,
+    summarize,
+)
 
 from golem_core.decoders import LengthPrefixedDecoder, LineDecoder, decoder_for
 from golem_core.framing import (
@@ -79,12 +86,7 @@ def test_length_prefixed_cap_checked_on_the_header_before_the_body() -> None:
     decoder = LengthPrefixedDecoder(cap)
     following = lp(b"after")
     stream = struct.pack("!I", body_size) + b"\xab" * body_size + following
-    events = []
-    max_buffered = 0
-    for chunk in chunked(stream, 65536):
-        decoder.receive_data(chunk)
-        events.extend(decoder.events())
-        max_buffered = max(max_buffered, decoder.buffered)
+    events, max_buffered = decode_measuring_buffer(decoder, chunked(stream, 65536))
     # Everything fed was turned into events at once: nothing of the body stays buffered.
     assert max_buffered < 16
     error = events[0]
@@ -123,12 +125,7 @@ def test_line_cap_checked_before_the_line_ends() -> None:
     decoder = LineDecoder(cap)
     big = 10 * 1024 * 1024
     stream = b"a" * big + b"\n" + b"next\n"
-    events = []
-    max_buffered = 0
-    for chunk in chunked(stream, 65536):
-        decoder.receive_data(chunk)
-        events.extend(decoder.events())
-        max_buffered = max(max_buffered, decoder.buffered)
+    events, max_buffered = decode_measuring_buffer(decoder, chunked(stream, 65536))
     assert max_buffered < cap
     error = events[0]
     assert isinstance(error, FrameError)

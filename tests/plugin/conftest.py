@@ -4,6 +4,7 @@ small blocking client built on golem_core. Stdlib + pytest only (these run on Py
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack, closing
 from typing import Any, Callable
 
 import pytest
@@ -16,17 +17,15 @@ from rhino_plugin import HeadlessPlugin, PluginOptions
 def start_plugin() -> Iterator[Callable[..., HeadlessPlugin]]:
     """A factory: ``start_plugin(**options)`` starts a plugin on free ports; all are stopped
     at teardown."""
-    started: list[HeadlessPlugin] = []
+    with ExitStack() as started:
 
-    def start(**options: Any) -> HeadlessPlugin:
-        plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(**options))
-        plugin.start()
-        started.append(plugin)
-        return plugin
+        def start(**options: Any) -> HeadlessPlugin:
+            plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(**options))
+            plugin.start()
+            started.callback(plugin.stop)
+            return plugin
 
-    yield start
-    for plugin in started:
-        plugin.stop()
+        yield start
 
 
 @pytest.fixture
@@ -37,16 +36,12 @@ def plugin(start_plugin: Callable[..., HeadlessPlugin]) -> HeadlessPlugin:
 @pytest.fixture
 def connect() -> Iterator[Callable[[tuple[str, int]], Client]]:
     """A factory for clients; all are closed at teardown."""
-    clients: list[Client] = []
+    with ExitStack() as opened:
 
-    def open_client(address: tuple[str, int]) -> Client:
-        client = Client(address)
-        clients.append(client)
-        return client
+        def open_client(address: tuple[str, int]) -> Client:
+            return opened.enter_context(closing(Client(address)))
 
-    yield open_client
-    for client in clients:
-        client.close()
+        yield open_client
 
 
 @pytest.fixture
