@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import uuid
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from golem_core.blocking import MessageReader, send_message
@@ -43,37 +44,31 @@ class RhinoCommandError(Exception):
         self.details = details
 
 
+@dataclass(eq=False)
 class GolemClient:
-    """One connection to a GOLEM plugin channel."""
+    """One connection to a GOLEM plugin channel. ``timeout`` bounds connecting and its ping;
+    ``ping_method`` is what the connect check sends (the Grasshopper server of
+    golem-3dmcp@9819b31 answers `gh.ping`, not `ping`)."""
 
-    def __init__(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 9876,
-        timeout: float = 10.0,
-        *,
-        ping_method: str = "ping",
-    ) -> None:
-        self.host = host
-        self.port = port
-        self.connect_timeout = timeout
-        # The Grasshopper server of golem-3dmcp@9819b31 answers `gh.ping`, not `ping`.
-        self.ping_method = ping_method
-        self.reconnects = 0
-        self._sock: Optional[socket.socket] = None
-        self._reader: Optional[MessageReader] = None
+    host: str = "127.0.0.1"
+    port: int = 9876
+    timeout: float = 10.0
+    ping_method: str = "ping"
+    reconnects: int = field(init=False, default=0)
+    _sock: Optional[socket.socket] = field(init=False, repr=False, default=None)
+    _reader: Optional[MessageReader] = field(init=False, repr=False, default=None)
 
     def connect(self) -> None:
         """Open the socket and check the plugin answers ``ping``. Raises RhinoConnectionError."""
         self.close()
         try:
-            sock = socket.create_connection((self.host, self.port), timeout=self.connect_timeout)
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
         except OSError as exc:
             raise RhinoConnectionError(f"cannot reach {self.host}:{self.port}: {exc}") from exc
         self._sock = sock
         self._reader = MessageReader(sock)
         try:
-            self._roundtrip(self.ping_method, {}, self.connect_timeout)
+            self._roundtrip(self.ping_method, {}, self.timeout)
         except (OSError, RhinoTimeoutError, RhinoCommandError) as exc:
             self.close()
             raise RhinoConnectionError(f"no ping answer from {self.host}:{self.port}") from exc
@@ -142,14 +137,14 @@ def _xyz(x: float, y: float, z: float) -> Point:
     return {"x": x, "y": y, "z": z}
 
 
+@dataclass
 class McpTools:
     """The GOLEM MCP server's tools (``mcp_server/tools/*.py`` at 9819b31) over a client: each
     method takes the tool's arguments with the tool's defaults and sends exactly the request
     the tool sends, so a session shows the real server's drift (names the plugin does not
     register, parameters its handlers do not read) as the plugin answers it."""
 
-    def __init__(self, client: GolemClient) -> None:
-        self.client = client
+    client: GolemClient
 
     def _send(self, method: str, params: dict[str, Any]) -> Any:
         return self.client.send_command(method, params)
