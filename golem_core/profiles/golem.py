@@ -204,13 +204,10 @@ class GolemProfile(Profile):
         return encode_json(obj)
 
     def parse_request(self, obj: Any) -> Message:
-        if not isinstance(obj, dict):
-            return _bad(
-                MalformedKind.NOT_AN_OBJECT, "request is not a JSON object", obj, Role.REQUEST
-            )
-        ident = obj.get("id", ABSENT)
-        if ident is ABSENT:
-            return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, Role.REQUEST)
+        problem = _not_an_envelope(obj, Role.REQUEST)
+        if problem is not None:
+            return problem
+        ident = obj["id"]
         id_type = type(ident)
         if id_type is not str and id_type is not int and not id_is_valid(ident):
             detail = mistyped("request `id`", ident, "a string or integer")
@@ -224,13 +221,10 @@ class GolemProfile(Profile):
         return build_request(ident, method, obj.get("params", ABSENT), obj)
 
     def parse_response(self, obj: Any) -> Message:
-        if not isinstance(obj, dict):
-            return _bad(
-                MalformedKind.NOT_AN_OBJECT, "response is not a JSON object", obj, Role.RESPONSE
-            )
-        ident = obj.get("id", ABSENT)
-        if ident is ABSENT:
-            return _bad(MalformedKind.MISSING_ID, "response has no `id`", obj, Role.RESPONSE)
+        problem = _not_an_envelope(obj, Role.RESPONSE)
+        if problem is not None:
+            return problem
+        ident = obj["id"]
         if ident is not None and not id_is_valid(ident):
             detail = mistyped("response `id`", ident, "a string, integer or null")
             return _bad(MalformedKind.INVALID_ID, detail, obj, Role.RESPONSE)
@@ -364,6 +358,15 @@ class GolemProfile(Profile):
         return self.error(
             request_id, NOT_FOUND_CODE, explanation, {"method": method, "replay": "miss"}
         )
+
+
+def _not_an_envelope(obj: Any, role: Role) -> Optional[Malformed]:
+    """Why ``obj`` cannot be a GOLEM ``role`` at all (no object, or no `id`), or None."""
+    if not isinstance(obj, dict):
+        return _bad(MalformedKind.NOT_AN_OBJECT, f"{role.value} is not a JSON object", obj, role)
+    if "id" not in obj:
+        return _bad(MalformedKind.MISSING_ID, f"{role.value} has no `id`", obj, role)
+    return None
 
 
 def _bad(kind: MalformedKind, detail: str, obj: Any, role: Role) -> Malformed:
