@@ -26,6 +26,15 @@ from .viewport import ViewportHandlers
 __all__ = ["handler_table"]
 
 
+def _add(table: dict[str, Handler], family: dict[str, Handler]) -> None:
+    """Add one family's names. A name two families claim is a mistake in this table: the real
+    registry keeps the last one silently, and the table must say which one it models."""
+    claimed = table.keys() & family.keys()
+    if claimed:
+        raise ValueError(f"handled twice: {', '.join(sorted(claimed))}")
+    table.update(family)
+
+
 def handler_table(
     document: Document, *, allow_scripts: bool = False, debug_methods: bool = False
 ) -> dict[str, Handler]:
@@ -34,7 +43,8 @@ def handler_table(
     register (manipulation, operations) answer a failure as an error dict in the result."""
     table: dict[str, Handler] = {}
     scene = SceneHandlers(document)
-    table.update(
+    _add(
+        table,
         {
             "scene.get_document_info": scene.get_document_info,
             "scene.list_layers": scene.list_layers,
@@ -46,10 +56,11 @@ def handler_table(
             "scene.create_layer": scene.create_layer,
             "scene.delete_layer": scene.delete_layer,
             "scene.set_current_layer": scene.set_current_layer,
-        }
+        },
     )
     creation = CreationHandlers(document)
-    table.update(
+    _add(
+        table,
         {
             "creation.create_box": creation.create_box,
             "creation.create_sphere": creation.create_sphere,
@@ -63,10 +74,11 @@ def handler_table(
             "creation.create_nurbs_curve": creation.create_nurbs_curve,
             "creation.create_point": creation.create_point,
             "creation.create_text": creation.create_text,
-        }
+        },
     )
     geometry = GeometryHandlers(document)
-    table.update(
+    _add(
+        table,
         {
             "geometry.create_point": geometry.create_point,
             "geometry.create_point_cloud": geometry.create_point_cloud,
@@ -78,10 +90,11 @@ def handler_table(
             "geometry.create_circle": geometry.create_circle,
             "geometry.create_ellipse": geometry.create_ellipse,
             "geometry.create_helix": geometry.create_helix,
-        }
+        },
     )
     solids = GeometrySolidHandlers(document)
-    table.update(
+    _add(
+        table,
         {
             "geometry.create_nurbs_surface": solids.create_nurbs_surface,
             "geometry.create_plane_surface": solids.create_plane_surface,
@@ -99,10 +112,11 @@ def handler_table(
             "geometry.create_text_dot": solids.create_text_dot,
             "geometry.create_dimension": solids.create_dimension,
             "geometry.create_hatch": solids.create_hatch,
-        }
+        },
     )
     operations = OperationHandlers(document)
-    table.update(
+    _add(
+        table,
         wrapped_table(
             {
                 "operations.boolean_union": operations.boolean_union,
@@ -112,10 +126,11 @@ def handler_table(
                 "operations.trim": operations.trim,
                 "operations.split": operations.split,
             }
-        )
+        ),
     )
     curve_ops = CurveSurfaceOperationHandlers(document)
-    table.update(
+    _add(
+        table,
         wrapped_table(
             {
                 "operations.offset_curve": curve_ops.offset_curve,
@@ -132,10 +147,11 @@ def handler_table(
                 "operations.rebuild_curve": curve_ops.rebuild_curve,
                 "operations.rebuild_surface": curve_ops.rebuild_surface,
             }
-        )
+        ),
     )
     surfaces = SurfaceHandlers(document)
-    table.update(
+    _add(
+        table,
         {
             "surfaces.loft": surfaces.loft,
             "surfaces.sweep1": surfaces.sweep1,
@@ -149,10 +165,11 @@ def handler_table(
             "surfaces.cap_planar_holes": surfaces.cap_planar_holes,
             "surfaces.unroll": surfaces.unroll,
             "surfaces.planar_surface": surfaces.planar_surface,
-        }
+        },
     )
     manipulation = ManipulationHandlers(document)
-    table.update(
+    _add(
+        table,
         wrapped_table(
             {
                 "manipulation.move": manipulation.move,
@@ -167,10 +184,11 @@ def handler_table(
                 "manipulation.array_along_curve": manipulation.array_along_curve,
                 "manipulation.apply_transform": manipulation.apply_transform,
             }
-        )
+        ),
     )
     objects = ObjectManipulationHandlers(document)
-    table.update(
+    _add(
+        table,
         wrapped_table(
             {
                 "manipulation.delete": objects.delete,
@@ -184,10 +202,11 @@ def handler_table(
                 "manipulation.select_objects": objects.select_objects,
                 "manipulation.unselect_all": objects.unselect_all,
             }
-        )
+        ),
     )
     grasshopper = GrasshopperHandlers(document)
-    table.update(
+    _add(
+        table,
         {
             "grasshopper.open_definition": grasshopper.open_definition,
             "grasshopper.close_definition": grasshopper.close_definition,
@@ -198,10 +217,11 @@ def handler_table(
             "grasshopper.bake": grasshopper.bake,
             "grasshopper.run_definition": grasshopper.run_definition,
             "grasshopper.get_connections": grasshopper.get_connections,
-        }
+        },
     )
     viewport = ViewportHandlers(document)
-    table.update(
+    _add(
+        table,
         {
             "viewport.capture": viewport.capture,
             "viewport.set_view": viewport.set_view,
@@ -216,10 +236,11 @@ def handler_table(
             "viewport.list_named_views": viewport.list_named_views,
             "viewport.get_view_info": viewport.get_view_info,
             "viewport.set_background_color": viewport.set_background_color,
-        }
+        },
     )
     files = FileHandlers(document)
-    table.update(
+    _add(
+        table,
         {
             "files.get_document_path": files.get_document_path,
             "files.save_document": files.save_document,
@@ -230,16 +251,17 @@ def handler_table(
             "files.export_document": files.export_document,
             "files.export_selected": files.export_selected,
             "files.open_document": files.open_document,
-        }
+        },
     )
     scripting = ScriptingHandlers(document, allow_scripts=allow_scripts)
-    table.update(
+    _add(
+        table,
         {
             "scripting.execute_python": scripting.execute_python,
             "scripting.execute_rhinocommand": scripting.execute_rhinocommand,
             "scripting.evaluate_expression": scripting.evaluate_expression,
             "scripting.run_rhino_script": scripting.run_rhino_script,
-        }
+        },
     )
     if debug_methods:
         table["debug.sleep"] = DebugHandlers().sleep
