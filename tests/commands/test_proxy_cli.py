@@ -4,7 +4,6 @@ plugin in its own process."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,9 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import reap, start_cli, wait_for_line
+from tests.support.plugin_fixture import plugin_fixture
 
-
-@pytest.fixture
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=3) as running:
-        yield running
+plugin = plugin_fixture(seed=3, scope="function")
 
 
 def test_proxy_command_relays_records_and_stops_on_ctrl_c(
