@@ -39,6 +39,17 @@ def frame(profile: Profile, conn: int, route: str, direction: Direction, obj: An
     )
 
 
+def completed(profile: Profile, request: FrameSeen, response: FrameSeen) -> ExchangeCompleted:
+    """The exchange the tap publishes once ``response`` answers ``request``."""
+    return ExchangeCompleted(
+        conn=request.conn,
+        route=request.route,
+        request=request,
+        response=response,
+        outcome=profile.outcome(request.message, response.message),
+    )
+
+
 def session() -> list[Event]:
     tracker = ToolCallTracker(MCP)
     params = {"name": "create_box", "arguments": {"width": 2}}
@@ -73,21 +84,9 @@ def session() -> list[Event]:
         call,
         request,
         response,
-        ExchangeCompleted(
-            conn=2,
-            route="main",
-            request=request,
-            response=response,
-            outcome=GOLEM.outcome(request.message, response.message),
-        ),
+        completed(GOLEM, request, response),
         answer,
-        ExchangeCompleted(
-            conn=1,
-            route="mcp",
-            request=call,
-            response=answer,
-            outcome=MCP.outcome(call.message, answer.message),
-        ),
+        completed(MCP, call, answer),
     ]
 
 
