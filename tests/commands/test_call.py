@@ -19,12 +19,9 @@ import pytest
 from golem_proxy.testing.answering_server import answering
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import ROOT, run_cli
+from tests.support.plugin_fixture import plugin_fixture
 
-
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=11) as running:
-        yield running
+plugin = plugin_fixture(seed=11)
 
 
 def target(plugin: PluginProcess) -> str:
@@ -173,18 +170,7 @@ def test_jsonrpc_over_a_unix_socket(tmp_path: Path) -> None:
         error = {"code": -32001, "message": "not open"}
         return json.dumps({"jsonrpc": "2.0", "id": json.loads(line)["id"], "error": error}).encode()
 
-    with line_server(str(tmp_path / "s.sock"), answer) as target:
-        done = run_cli(
-            "call",
-            "read",
-            '{"path": "a.md"}',
-            "--profile",
-            "jsonrpc-ndjson",
-            "--target",
-            target,
-            "--id",
-            "5",
-        )
+    done = call_line_server(tmp_path, answer, "read", '{"path": "a.md"}', "--id", "5")
     assert json.loads(seen[0]) == {
         "jsonrpc": "2.0",
         "id": 5,
@@ -339,17 +325,7 @@ def test_call_skips_what_a_json_rpc_server_sends_of_its_own(tmp_path: Path) -> N
         ]
         return b"\n".join(json.dumps(message).encode() for message in own)
 
-    with line_server(str(tmp_path / "s.sock"), answer) as target:
-        done = run_cli(
-            "call",
-            "set_vim",
-            '{"enabled": true}',
-            "--profile",
-            "jsonrpc-ndjson",
-            "--target",
-            target,
-            "--raw",
-        )
+    done = call_line_server(tmp_path, answer, "set_vim", '{"enabled": true}', "--raw")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {"enabled": True}}
 
@@ -371,3 +347,11 @@ def line_server(path: str, answer: Callable[[bytes], bytes]) -> Iterator[str]:
         thread.start()
         yield f"unix:{path}"
         thread.join(10)
+
+
+def call_line_server(
+    tmp_path: Path, answer: Callable[[bytes], bytes], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``call ARGS --profile jsonrpc-ndjson`` against a `line_server` that answers ``answer``."""
+    with line_server(str(tmp_path / "s.sock"), answer) as target:
+        return run_cli("call", *args, "--profile", "jsonrpc-ndjson", "--target", target)

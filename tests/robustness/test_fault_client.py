@@ -5,8 +5,8 @@ docs/faults.md shows these runs; each assertion here backs one sentence there.""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -21,12 +21,9 @@ from golem_proxy.testing.client import (
     RhinoTimeoutError,
 )
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.plugin_fixture import plugin_fixture
 
-
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=3) as running:
-        yield running
+plugin = plugin_fixture(seed=3)
 
 
 @pytest.fixture
@@ -57,21 +54,6 @@ def test_reset_before_a_method_is_retried_by_the_client(
     recording = read_recording(str(record))
     methods = [e.method for e in recording.exchanges()]
     assert methods == ["ping", "ping", "scene.list_objects"]  # a new connection pings first
-
-
-def test_reset_every_time_gives_up_after_three_reconnects(
-    plugin: PluginProcess, record: Path
-) -> None:
-    cli = proxy_with(plugin, record, "reset:when=before,method=scene.list_objects,p=1")
-    try:
-        with GolemClient("127.0.0.1", cli.port, timeout=5) as client:
-            with pytest.raises(RhinoConnectionError, match="connection lost"):
-                client.send_command("scene.list_objects", {}, timeout=5)
-            assert client.reconnects == 3
-    finally:
-        cli.stop()
-    faults = [e for e in read_recording(str(record)).events if isinstance(e, FaultInjected)]
-    assert len(faults) == 4  # the first try and three retries
 
 
 def test_dropped_response_times_out_and_is_not_retried(plugin: PluginProcess, record: Path) -> None:
@@ -106,32 +88,58 @@ def test_injected_error_is_a_command_error_and_is_not_retried(
     assert ("viewport.capture", "TIMEOUT") in statuses
 
 
-def test_truncated_response_escapes_the_client_retry_logic(
-    plugin: PluginProcess, record: Path
+@pytest.mark.parametrize(
+    ("spec", "error", "match", "reconnects", "faults"),
+    [
+        pytest.param(
+            "reset:when=before,method=scene.list_objects,p=1",
+            RhinoConnectionError,
+            "connection lost",
+            3,
+            4,  # the first try and three retries
+            id="reset-every-time-gives-up-after-three-reconnects",
+        ),
+        # A finding, pinned: a response cut mid-frame raises TruncatedFrame, which is neither a
+        # ConnectionResetError (retried) nor a RhinoConnectionError (what callers catch). The
+        # MCP server's reader raises a bare ConnectionError there, which its retry does not
+        # catch either.
+        pytest.param(
+            "truncate:at=0.5,dir=s2c,method=scene.list_objects",
+            TruncatedFrame,
+            None,
+            0,
+            None,
+            id="truncated-response-escapes-the-retry-logic",
+        ),
+        # Cut on the way in, the plugin sees half a request and the proxy closes both sides:
+        # the client reads a clean EOF, which it treats as a reset and retries, up to giving up.
+        pytest.param(
+            "truncate:at=0.5,dir=c2s,method=scene.list_objects",
+            RhinoConnectionError,
+            "closed the connection",
+            3,
+            None,
+            id="truncated-request-looks-like-a-closed-plugin-and-is-retried",
+        ),
+    ],
+)
+def test_a_fault_on_every_try_fails_the_call_after_the_retries_it_allows(
+    plugin: PluginProcess,
+    record: Path,
+    spec: str,
+    error: type[Exception],
+    match: Optional[str],
+    reconnects: int,
+    faults: Optional[int],
 ) -> None:
-    """A finding, pinned: a response cut mid-frame raises TruncatedFrame, which is neither a
-    ConnectionResetError (retried) nor a RhinoConnectionError (what callers catch). The MCP
-    server's reader raises a bare ConnectionError there, which its retry does not catch either."""
-    cli = proxy_with(plugin, record, "truncate:at=0.5,dir=s2c,method=scene.list_objects")
+    cli = proxy_with(plugin, record, spec)
     try:
         with GolemClient("127.0.0.1", cli.port, timeout=5) as client:
-            with pytest.raises(TruncatedFrame):
+            with pytest.raises(error, match=match):
                 client.send_command("scene.list_objects", {}, timeout=5)
-            assert client.reconnects == 0
+            assert client.reconnects == reconnects
     finally:
         cli.stop()
-
-
-def test_truncated_request_looks_like_a_closed_plugin_and_is_retried(
-    plugin: PluginProcess, record: Path
-) -> None:
-    """Cut on the way in, the plugin sees half a request and the proxy closes both sides: the
-    client reads a clean EOF, which it treats as a reset and retries, up to giving up."""
-    cli = proxy_with(plugin, record, "truncate:at=0.5,dir=c2s,method=scene.list_objects")
-    try:
-        with GolemClient("127.0.0.1", cli.port, timeout=5) as client:
-            with pytest.raises(RhinoConnectionError, match="closed the connection"):
-                client.send_command("scene.list_objects", {}, timeout=5)
-            assert client.reconnects == 3
-    finally:
-        cli.stop()
+    if faults is not None:
+        found = [e for e in read_recording(str(record)).events if isinstance(e, FaultInjected)]
+        assert len(found) == faults
