@@ -44,7 +44,7 @@ def _import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The session recorded through ``golem-proxy mcp`` with the headless plugin."""
-    return recorded_session(tmp_path_factory.mktemp("fixture") / "session.jsonl")
+    return recorded_session(tmp_path_factory.mktemp("fixture") / "session.jsonl", CALLS)
 
 
 def write_test(pytester: pytest.Pytester, recording: Path | None, ignore: str = "") -> None:
