@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from golem_core.messages import Role
 from golem_core.outcome import OK
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
@@ -20,6 +19,7 @@ from golem_proxy.recording import scan
 from golem_proxy.recording.forked import can_fork
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, read_recording
 from golem_proxy.replay.index import encode_recorded, load_exchanges
+from tests.support.frames import frame_seen
 
 HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
 
@@ -44,15 +44,15 @@ def golem_frame(
     an answer; a response (s2c, the reference encoding) answers the request ``answers``."""
     asks = direction is Direction.C2S
     payload = json.dumps(body).encode() if asks else GOLEM.encode_payload(body)
-    return FrameSeen(
+    return frame_seen(
+        GOLEM,
+        direction,
+        index,
+        payload,
         conn=conn,
         route=route,
-        direction=direction,
-        index=index,
         t=t,
         size=4,
-        payload=payload,
-        message=GOLEM.parse(payload, Role.REQUEST if asks else Role.RESPONSE),
         expects_answer=asks,
         answers=answers,
     )
