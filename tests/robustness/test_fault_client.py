@@ -5,12 +5,15 @@ docs/faults.md shows these runs; each assertion here backs one sentence there.""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import pytest
 
-from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
+from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.errors import TruncatedFrame
 from golem_proxy.events import FaultInjected
 from golem_proxy.recording.format import read_recording
@@ -31,59 +34,63 @@ def record(tmp_path: Path) -> Path:
     return tmp_path / "faults.jsonl"
 
 
-def proxy_with(plugin: PluginProcess, record: Path, *specs: str) -> ProxyCli:
+@dataclass
+class FaultedRun:
+    client: GolemClient
+    log: str = ""
+    """Everything the proxy printed, once the run ended."""
+
+
+@contextmanager
+def faulted_run(plugin: PluginProcess, record: Path, spec: str) -> Iterator[FaultedRun]:
+    """The real client through a proxy to ``plugin`` that injects the fault ``spec`` and records
+    to ``record``, for the block; the proxy is stopped (Ctrl-C) when it ends."""
     args = ["--route", f"127.0.0.1:0={plugin.main}", "--record", str(record), "--fault-seed", "1"]
-    for spec in specs:
-        args += ["--fault", spec]
-    return start_proxy_cli(*args)
+    cli = start_proxy_cli(*args, "--fault", spec)
+    try:
+        with GolemClient("127.0.0.1", cli.port, timeout=5) as client:
+            run = FaultedRun(client)
+            yield run
+    finally:
+        log = cli.stop()
+    run.log = log
 
 
 def test_reset_before_a_method_is_retried_by_the_client(
     plugin: PluginProcess, record: Path
 ) -> None:
-    cli = proxy_with(plugin, record, "reset:when=before,method=scene.list_objects,times=1")
-    try:
-        with GolemClient("127.0.0.1", cli.port, timeout=5) as client:
-            result = client.send_command("scene.list_objects", {}, timeout=5)
-            assert "objects" in result
-            assert client.reconnects == 1
-    finally:
-        log = cli.stop()
-    assert "fault reset scene.list_objects withheld request" in log
-    assert "closed: fault: reset" in log
+    with faulted_run(plugin, record, "reset:when=before,method=scene.list_objects,times=1") as run:
+        result = run.client.send_command("scene.list_objects", {}, timeout=5)
+        assert "objects" in result
+        assert run.client.reconnects == 1
+    assert "fault reset scene.list_objects withheld request" in run.log
+    assert "closed: fault: reset" in run.log
     recording = read_recording(str(record))
     methods = [e.method for e in recording.exchanges()]
     assert methods == ["ping", "ping", "scene.list_objects"]  # a new connection pings first
 
 
 def test_dropped_response_times_out_and_is_not_retried(plugin: PluginProcess, record: Path) -> None:
-    cli = proxy_with(plugin, record, "drop:method=viewport.capture")
-    try:
-        with GolemClient("127.0.0.1", cli.port, timeout=5) as client:
-            start = time.monotonic()
-            with pytest.raises(RhinoTimeoutError, match=r"no response within 0\.5 s"):
-                client.send_command("viewport.capture", {"width": 8, "height": 8}, timeout=0.5)
-            assert 0.5 <= time.monotonic() - start < 3
-            assert client.reconnects == 0
-    finally:
-        log = cli.stop()
-    assert "fault drop viewport.capture withheld response" in log
+    with faulted_run(plugin, record, "drop:method=viewport.capture") as run:
+        start = time.monotonic()
+        with pytest.raises(RhinoTimeoutError, match=r"no response within 0\.5 s"):
+            run.client.send_command("viewport.capture", {"width": 8, "height": 8}, timeout=0.5)
+        assert 0.5 <= time.monotonic() - start < 3
+        assert run.client.reconnects == 0
+    assert "fault drop viewport.capture withheld response" in run.log
 
 
 def test_injected_error_is_a_command_error_and_is_not_retried(
     plugin: PluginProcess, record: Path
 ) -> None:
-    cli = proxy_with(plugin, record, "error:code=TIMEOUT,message=UI thread busy,method=viewport.*")
-    try:
-        with GolemClient("127.0.0.1", cli.port, timeout=5) as client:
-            with pytest.raises(RhinoCommandError) as failure:
-                client.send_command("viewport.capture", {}, timeout=5)
-            assert (failure.value.code, failure.value.message) == ("TIMEOUT", "UI thread busy")
-            assert client.reconnects == 0
-            assert client.send_command("ping", {}, timeout=5) == {"alive": True}
-    finally:
-        log = cli.stop()
-    assert "viewport.capture" in log and "TIMEOUT" in log
+    busy = "error:code=TIMEOUT,message=UI thread busy,method=viewport.*"
+    with faulted_run(plugin, record, busy) as run:
+        with pytest.raises(RhinoCommandError) as failure:
+            run.client.send_command("viewport.capture", {}, timeout=5)
+        assert (failure.value.code, failure.value.message) == ("TIMEOUT", "UI thread busy")
+        assert run.client.reconnects == 0
+        assert run.client.send_command("ping", {}, timeout=5) == {"alive": True}
+    assert "viewport.capture" in run.log and "TIMEOUT" in run.log
     statuses = [(e.method, e.error_code) for e in read_recording(str(record)).exchanges()]
     assert ("viewport.capture", "TIMEOUT") in statuses
 
@@ -132,14 +139,10 @@ def test_a_fault_on_every_try_fails_the_call_after_the_retries_it_allows(
     reconnects: int,
     faults: Optional[int],
 ) -> None:
-    cli = proxy_with(plugin, record, spec)
-    try:
-        with GolemClient("127.0.0.1", cli.port, timeout=5) as client:
-            with pytest.raises(error, match=match):
-                client.send_command("scene.list_objects", {}, timeout=5)
-            assert client.reconnects == reconnects
-    finally:
-        cli.stop()
+    with faulted_run(plugin, record, spec) as run:
+        with pytest.raises(error, match=match):
+            run.client.send_command("scene.list_objects", {}, timeout=5)
+        assert run.client.reconnects == reconnects
     if faults is not None:
         found = [e for e in read_recording(str(record)).events if isinstance(e, FaultInjected)]
         assert len(found) == faults
