@@ -7,7 +7,6 @@ Everything listens on and connects to 127.0.0.1 only, and every wait has a deadl
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import IO, Optional
 
 from processes import ROOT, free_port, rss, status, wait_port
+from threaded_server import ThreadedServer
 
 HEADER = struct.Struct("!I")
 PARSE_LIMIT = 1 << 20
@@ -88,7 +88,7 @@ class UpstreamConn:
     closed: bool = False
 
 
-class Upstream:
+class Upstream(ThreadedServer):
     """A threaded server on 127.0.0.1. ``answer`` replies to each request it can parse (frames
     over PARSE_LIMIT are digested while they stream, never buffered); ``surrogate-error``
     replies the same way with an error whose message is SURROGATE_ERROR; ``silent`` reads and
@@ -98,29 +98,11 @@ class Upstream:
         self.framing, self.behaviour = framing, behaviour
         self.error = SURROGATE_ERROR if behaviour == "surrogate-error" else None
         self.conns: list[UpstreamConn] = []
-        self._server = socket.create_server(("127.0.0.1", 0), backlog=256)
-        self.port: int = self._server.getsockname()[1]
-        self._acceptor = threading.Thread(target=self._accept, daemon=True)
-        self._acceptor.start()
+        super().__init__(backlog=256)
 
-    def close(self) -> None:
-        # A plain close does not wake a thread blocked in accept(); a shutdown does.
-        with contextlib.suppress(OSError):
-            self._server.shutdown(socket.SHUT_RDWR)
-        self._server.close()
-        self._acceptor.join(timeout=10)
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self._server.accept()
-            except OSError:
-                return
-            record = UpstreamConn()
-            self.conns.append(record)
-            threading.Thread(target=self._serve, args=(conn, record), daemon=True).start()
-
-    def _serve(self, conn: socket.socket, record: UpstreamConn) -> None:
+    def serve(self, conn: socket.socket) -> None:
+        record = UpstreamConn()
+        self.conns.append(record)
         parse = self._frames if self.framing == "golem" else self._lines
         buffer = bytearray(1 << 20)
         state: list[object] = [bytearray(), 0]  # pending bytes, bytes of a big frame to skip

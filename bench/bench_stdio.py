@@ -88,6 +88,26 @@ def round_trips(command: list[str], calls: int, env: dict[str, str]) -> list[flo
     return times
 
 
+def relay_hops(record: str) -> dict[str, list[str]]:
+    """The three commands compared, by name: the server alone, behind a plain relay, behind us."""
+    return {
+        "direct": SERVER,
+        "plain pipe relay": [sys.executable, __file__, "--relay", *SERVER],
+        "golem-proxy mcp": [
+            sys.executable,
+            "-m",
+            "golem_proxy",
+            "mcp",
+            "--quiet",
+            "--record",
+            record,
+            "--overwrite",
+            "--",
+            *SERVER,
+        ],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
@@ -100,22 +120,7 @@ def main() -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     with tempfile.TemporaryDirectory() as scratch:
         record = os.path.join(scratch, "bench.jsonl")
-        hops = {
-            "direct": SERVER,
-            "plain pipe relay": [sys.executable, __file__, "--relay", *SERVER],
-            "golem-proxy mcp": [
-                sys.executable,
-                "-m",
-                "golem_proxy",
-                "mcp",
-                "--quiet",
-                "--record",
-                record,
-                "--overwrite",
-                "--",
-                *SERVER,
-            ],
-        }
+        hops = relay_hops(record)
         medians: dict[str, list[float]] = {name: [] for name in hops}
         for _ in range(args.rounds):
             for name, command in hops.items():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Optional
 
-from golem_core.messages import Role
 from golem_core.profiles import JSONRPC_NDJSON
 from golem_proxy.analysis.flows import FlowTracker
 from golem_proxy.events import (
@@ -16,6 +15,7 @@ from golem_proxy.events import (
     ExchangeCompleted,
     FrameSeen,
 )
+from tests.support.frames import frame_seen
 
 
 def frame(
@@ -27,16 +27,14 @@ def frame(
     answers: Optional[int] = None,
     orphan: bool = False,
 ) -> FrameSeen:
-    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-    return FrameSeen(
-        conn=1,
+    return frame_seen(
+        JSONRPC_NDJSON,
+        direction,
+        index,
+        payload,
         route="scrybe",
-        direction=direction,
-        index=index,
         t=0.1 * (index + 1),
         size=len(payload) + 1,
-        payload=payload,
-        message=JSONRPC_NDJSON.parse(payload, role),
         expects_answer=expects_answer,
         answers=answers,
         orphan=orphan,

@@ -18,13 +18,10 @@ import pytest
 
 from golem_proxy.testing.answering_server import answering
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.cli_helpers import ROOT, run_cli
+from tests.support.cli_helpers import ROOT, run_cli, run_cli_tty
+from tests.support.plugin_fixture import plugin_fixture
 
-
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=11) as running:
-        yield running
+plugin = plugin_fixture(seed=11)
 
 
 def target(plugin: PluginProcess) -> str:
@@ -173,18 +170,7 @@ def test_jsonrpc_over_a_unix_socket(tmp_path: Path) -> None:
         error = {"code": -32001, "message": "not open"}
         return json.dumps({"jsonrpc": "2.0", "id": json.loads(line)["id"], "error": error}).encode()
 
-    with line_server(str(tmp_path / "s.sock"), answer) as target:
-        done = run_cli(
-            "call",
-            "read",
-            '{"path": "a.md"}',
-            "--profile",
-            "jsonrpc-ndjson",
-            "--target",
-            target,
-            "--id",
-            "5",
-        )
+    done = call_line_server(tmp_path, answer, "read", '{"path": "a.md"}', "--id", "5")
     assert json.loads(seen[0]) == {
         "jsonrpc": "2.0",
         "id": 5,
@@ -267,32 +253,6 @@ def test_an_answer_that_is_no_frame_exits_2() -> None:
     assert done.stderr.startswith(f"golem-proxy: {address} sent a bad frame (")
 
 
-def _on_a_terminal(args: list[str]) -> tuple[int, str]:
-    """Run the CLI with stdout on a pseudo-terminal; return (exit code, what it showed)."""
-    controller, terminal = os.openpty()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="120", TERM="xterm-256color")
-    env.pop("NO_COLOR", None)
-    child = subprocess.Popen(
-        [sys.executable, "-m", "golem_proxy", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=terminal,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(terminal)
-    shown = bytearray()
-    while True:
-        try:
-            chunk = os.read(controller, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(controller)
-    return child.wait(60), shown.decode("utf-8", "replace")
-
-
 @pytest.mark.parametrize(("count", "highlighted"), [(3, True), (5000, False)])
 def test_a_terminal_gets_colours_only_for_a_short_answer(count: int, highlighted: bool) -> None:
     result = [{"i": i} for i in range(count)]
@@ -301,12 +261,12 @@ def test_a_terminal_gets_colours_only_for_a_short_answer(count: int, highlighted
         return json.dumps({"id": request_id, "result": result, "error": None}).encode()
 
     with answering(answer) as address:
-        code, shown = _on_a_terminal(["call", "ping", "--target", address, "--timeout", "10"])
+        args = ("call", "ping", "--target", address, "--timeout", "10")
+        code, shown = run_cli_tty(*args, columns=120, colour=True)
     assert code == 0
     assert ("\x1b[" in shown) is highlighted
-    plain = shown.replace("\r\n", "\n")
     if not highlighted:
-        assert json.loads(plain) == result
+        assert json.loads(shown) == result
 
 
 def test_a_server_that_resets_the_connection_exits_2() -> None:
@@ -339,17 +299,7 @@ def test_call_skips_what_a_json_rpc_server_sends_of_its_own(tmp_path: Path) -> N
         ]
         return b"\n".join(json.dumps(message).encode() for message in own)
 
-    with line_server(str(tmp_path / "s.sock"), answer) as target:
-        done = run_cli(
-            "call",
-            "set_vim",
-            '{"enabled": true}',
-            "--profile",
-            "jsonrpc-ndjson",
-            "--target",
-            target,
-            "--raw",
-        )
+    done = call_line_server(tmp_path, answer, "set_vim", '{"enabled": true}', "--raw")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {"enabled": True}}
 
@@ -371,3 +321,11 @@ def line_server(path: str, answer: Callable[[bytes], bytes]) -> Iterator[str]:
         thread.start()
         yield f"unix:{path}"
         thread.join(10)
+
+
+def call_line_server(
+    tmp_path: Path, answer: Callable[[bytes], bytes], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``call ARGS --profile jsonrpc-ndjson`` against a `line_server` that answers ``answer``."""
+    with line_server(str(tmp_path / "s.sock"), answer) as target:
+        return run_cli("call", *args, "--profile", "jsonrpc-ndjson", "--target", target)

@@ -104,18 +104,20 @@ def test_demo_out_to_an_existing_file_fails_before_starting(tmp_path: Path) -> N
     assert existing.read_text() == "mine\n"
 
 
+OPENING_A_RECORDING = [
+    ["show"],
+    ["stats"],
+    ["replay"],
+    ["verify", "--target", "127.0.0.1:1"],
+    ["tui"],
+    ["mcp-verify", "--", "true"],
+]
+"""The commands that refuse a text file as not a recording, each with the options it needs
+besides the file (check and export are tested on a missing file only)."""
+
+
 @pytest.mark.parametrize(
-    "command",
-    [
-        ["show"],
-        ["stats"],
-        ["check"],
-        ["export", "--format", "jsonl"],
-        ["replay"],
-        ["verify", "--target", "127.0.0.1:1"],
-        ["tui"],
-        ["mcp-verify", "--", "true"],
-    ],
+    "command", [*OPENING_A_RECORDING, ["check"], ["export", "--format", "jsonl"]]
 )
 def test_a_missing_file(command: list[str], tmp_path: Path) -> None:
     missing = tmp_path / "nofile.jsonl"
@@ -123,17 +125,7 @@ def test_a_missing_file(command: list[str], tmp_path: Path) -> None:
     assert one_line_error(done) == f"{missing}: no such file"
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ["show"],
-        ["stats"],
-        ["replay"],
-        ["verify", "--target", "127.0.0.1:1"],
-        ["tui"],
-        ["mcp-verify", "--", "true"],
-    ],
-)
+@pytest.mark.parametrize("command", OPENING_A_RECORDING)
 def test_a_text_file_is_not_a_recording(command: list[str]) -> None:
     done = run_cli(command[0], README, *command[1:])
     assert one_line_error(done) == f"{README}: {NOT_A_RECORDING}"

@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +18,12 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import ROOT, reap, run_cli, start_cli, wait_for_line
+from tests.support.plugin_fixture import plugin_fixture
 
 SHIPPED = "golem-3dmcp@9819b31"
 
 
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=3) as running:
-        yield running
+plugin = plugin_fixture(seed=3)
 
 
 def _proxy_session(

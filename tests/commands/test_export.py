@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -84,19 +85,7 @@ def test_ndjson_streams_use_newline_framing(tmp_path: Path) -> None:
 def test_redacted_streams_are_flagged_not_exact(tmp_path: Path) -> None:
     tap = golem_session()
     events = [
-        FrameSeen(
-            conn=e.conn,
-            route=e.route,
-            direction=e.direction,
-            index=e.index,
-            t=e.t,
-            size=e.size,
-            payload=e.payload,
-            message=e.message,
-            redacted=("x",),
-        )
-        if isinstance(e, FrameSeen) and e.conn == 3
-        else e
+        dataclasses.replace(e, redacted=("x",)) if isinstance(e, FrameSeen) and e.conn == 3 else e
         for e in tap.events
     ]
     path = tmp_path / "redacted.jsonl"

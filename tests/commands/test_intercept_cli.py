@@ -14,8 +14,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -31,12 +31,9 @@ from golem_proxy.live.intercept_console import HELP, InterceptConsole, frame_num
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import ROOT, run_cli
+from tests.support.plugin_fixture import plugin_fixture
 
-
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=13) as running:
-        yield running
+plugin = plugin_fixture(seed=13)
 
 
 class InterceptingProxy:
@@ -113,11 +110,11 @@ class InterceptingProxy:
 HOLD_CREATE_LAYER = r"~q & ~m ^scene\.create_layer$"
 
 
-def holding_create_layer(upstream: str, record: Path) -> InterceptingProxy:
-    """A proxy to ``upstream``, recording to ``record``, that holds every
+def holding_create_layer(plugin: PluginProcess, record: Path) -> InterceptingProxy:
+    """A proxy to ``plugin``'s main port, recording to ``record``, that holds every
     ``scene.create_layer`` request."""
     return InterceptingProxy(
-        "--route", f"127.0.0.1:0={upstream}", "--record", str(record),
+        "--route", f"127.0.0.1:0={plugin.main}", "--record", str(record),
         "--intercept", HOLD_CREATE_LAYER,
     )  # fmt: skip
 
@@ -134,14 +131,28 @@ def call_in_background(
     return thread, done
 
 
+def create_layer_in_background(
+    proxy: InterceptingProxy, params: dict[str, Any], *args: str
+) -> tuple[threading.Thread, list[subprocess.CompletedProcess[str]], int]:
+    """``call scene.create_layer`` with ``params`` through ``proxy``, which holds it, in a
+    thread: returns the thread, the list its result lands in, and the number it is held as."""
+    thread, done = call_in_background(proxy.port, "scene.create_layer", json.dumps(params), *args)
+    held = int(proxy.wait_for(r"fault intercept:held scene\.create_layer held #(\d+)").group(1))
+    return thread, done, held
+
+
+def plugin_layers(plugin: PluginProcess) -> list[dict[str, Any]]:
+    """The layers ``plugin`` has, as ``call scene.list_layers`` prints them."""
+    target = str(plugin.main)
+    return json.loads(run_cli("call", "scene.list_layers", "--target", target).stdout)["layers"]
+
+
 def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) -> None:
     record = tmp_path / "session.jsonl"
-    upstream = f"{plugin.main.host}:{plugin.main.port}"
-    proxy = holding_create_layer(upstream, record)
+    proxy = holding_create_layer(plugin, record)
     try:
-        params = json.dumps({"name": "Walls", "color": {"r": 255, "g": 0, "b": 0}})
-        thread, done = call_in_background(proxy.port, "scene.create_layer", params, "--id", "w1")
-        held = int(proxy.wait_for(r"fault intercept:held scene\.create_layer held #(\d+)").group(1))
+        params = {"name": "Walls", "color": {"r": 255, "g": 0, "b": 0}}
+        thread, done, held = create_layer_in_background(proxy, params, "--id", "w1")
         proxy.type("list")
         proxy.wait_for(rf"#{held} main conn \d+ → scene\.create_layer id=w1 held")
         proxy.type("edit 1 {not json")
@@ -158,8 +169,7 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
         proxy.wait_for(r"fault intercept:edit scene\.create_layer edited after")
     finally:
         proxy.stop()
-    layers = run_cli("call", "scene.list_layers", "--target", upstream)
-    walls = [x for x in json.loads(layers.stdout)["layers"] if x["full_path"] == "Walls"]
+    walls = [x for x in plugin_layers(plugin) if x["full_path"] == "Walls"]
     assert walls[0]["color"] == {"r": 0, "g": 0, "b": 255, "a": 255}
     recording = read_recording(str(record))
     frames = [
@@ -277,8 +287,7 @@ def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
     plugin: PluginProcess, tmp_path: Path, how: str
 ) -> None:
     record = tmp_path / "session.jsonl"
-    upstream = f"{plugin.main.host}:{plugin.main.port}"
-    proxy = holding_create_layer(upstream, record)
+    proxy = holding_create_layer(plugin, record)
     name = f"Orphan-{how}"
     try:
         client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
@@ -295,8 +304,7 @@ def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
         ]
     finally:
         proxy.stop()
-    layers = run_cli("call", "scene.list_layers", "--target", upstream)
-    assert name not in [x["full_path"] for x in json.loads(layers.stdout)["layers"]]
+    assert name not in [x["full_path"] for x in plugin_layers(plugin)]
     recording = read_recording(str(record))
     faults = [e.fault for e in recording.events if isinstance(e, InterceptStep)]
     assert faults == ["intercept:held", "intercept:lost"]

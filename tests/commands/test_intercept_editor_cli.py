@@ -5,7 +5,6 @@ compact encoding, and the proxy relays meanwhile."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,20 +12,18 @@ import pytest
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.cli_helpers import editor_script, run_cli
+from tests.support.cli_helpers import editor_script
+from tests.support.plugin_fixture import plugin_fixture
 
 from .test_intercept_cli import (
     HOLD_CREATE_LAYER,
     InterceptingProxy,
-    call_in_background,
+    create_layer_in_background,
     holding_create_layer,
+    plugin_layers,
 )
 
-
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=17) as running:
-        yield running
+plugin = plugin_fixture(seed=17)
 
 
 def test_edit_n_opens_the_editor_on_the_held_frame(
@@ -37,20 +34,17 @@ def test_edit_n_opens_the_editor_on_the_held_frame(
     editor = editor_script(tmp_path, f"sed -i '{rewrite}' \"$1\"")
     monkeypatch.setenv("EDITOR", editor)
     record = tmp_path / "session.jsonl"
-    upstream = f"{plugin.main.host}:{plugin.main.port}"
-    proxy = holding_create_layer(upstream, record)
+    proxy = holding_create_layer(plugin, record)
     try:
-        params = json.dumps({"name": "Blue", "color": {"r": 255, "g": 0, "b": 0}})
-        thread, done = call_in_background(proxy.port, "scene.create_layer", params, "--id", "b1")
-        held = int(proxy.wait_for(r"fault intercept:held scene\.create_layer held #(\d+)").group(1))
+        params = {"name": "Blue", "color": {"r": 255, "g": 0, "b": 0}}
+        thread, done, held = create_layer_in_background(proxy, params, "--id", "b1")
         proxy.type(f"edit {held}")
         thread.join(30)
         assert done and done[0].returncode == 0, done
         proxy.wait_for(rf"#{held}: edit")
     finally:
         proxy.stop()
-    layers = run_cli("call", "scene.list_layers", "--target", upstream)
-    blue = [x for x in json.loads(layers.stdout)["layers"] if x["full_path"] == "Blue"]
+    blue = [x for x in plugin_layers(plugin) if x["full_path"] == "Blue"]
     assert blue[0]["color"] == {"r": 0, "g": 0, "b": 255, "a": 255}
     frames = [
         e
@@ -72,9 +66,7 @@ def test_an_editor_that_fails_leaves_the_frame_held(
         "--route", f"127.0.0.1:0={upstream}", "--intercept", HOLD_CREATE_LAYER,
     )  # fmt: skip
     try:
-        params = json.dumps({"name": "Kept"})
-        thread, done = call_in_background(proxy.port, "scene.create_layer", params)
-        held = int(proxy.wait_for(r"fault intercept:held scene\.create_layer held #(\d+)").group(1))
+        thread, done, held = create_layer_in_background(proxy, {"name": "Kept"})
         proxy.type(f"edit {held}")
         proxy.wait_for(rf"#{held} not edited: the editor exited with an error \(still held\)")
         proxy.type(f"accept {held}")

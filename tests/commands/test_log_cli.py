@@ -4,7 +4,6 @@ sequences): the proxy keeps forwarding, keeps serving the next client, and print
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import pty
@@ -15,7 +14,6 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,9 +21,11 @@ from typing import Any, NoReturn
 
 import pytest
 
+from bench.threaded_server import ThreadedServer
 from golem_proxy.net.addresses import Address
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.plugin_fixture import plugin_fixture
 from tests.support.waiting import receive_exactly
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,10 +33,7 @@ TITLE_AND_CLEAR = "\x1b]0;PWNED\x1b\\\x1b[2J"
 DROPPED = re.compile(rb"golem-proxy: (\d+) log lines dropped \(output was blocked for [\d.]+ s\)")
 
 
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=5) as running:
-        yield running
+plugin = plugin_fixture(seed=5)
 
 
 class ProxyProcess:
@@ -186,25 +183,15 @@ def test_a_closed_stdout_stops_the_log_not_the_proxy(
     assert len(said) == 1 and said[0].startswith("golem-proxy proxy: "), said
 
 
-class ErrorUpstream:
+class ErrorUpstream(ThreadedServer):
     """A plugin that answers every request with an error whose code and message hold a lone
     surrogate (as a JSON escape, which is legal JSON)."""
 
-    def __init__(self) -> None:
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.address = Address("127.0.0.1", self.server.getsockname()[1])
-        self.acceptor = threading.Thread(target=self._accept, daemon=True)
-        self.acceptor.start()
+    @property
+    def address(self) -> Address:
+        return Address("127.0.0.1", self.port)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         with conn:
             try:
                 while True:
@@ -216,32 +203,37 @@ class ErrorUpstream:
             except (AssertionError, OSError):
                 return
 
-    def close(self) -> None:
-        # A plain close does not wake a thread blocked in accept(); a shutdown does. Joined, so
-        # no thread outlives the test (the trace loader forks only when it runs alone).
-        with contextlib.suppress(OSError):
-            self.server.shutdown(socket.SHUT_RDWR)
-        self.server.close()
-        self.acceptor.join(timeout=10)
-
 
 @pytest.fixture
 def error_upstream() -> Iterator[ErrorUpstream]:
-    upstream = ErrorUpstream()
-    yield upstream
-    upstream.close()
+    with ErrorUpstream() as upstream:
+        yield upstream
 
 
-@pytest.mark.parametrize("loudness", [(), ("--verbose",)], ids=["normal", "verbose"])
-def test_a_lone_surrogate_method_is_logged_and_the_proxy_keeps_serving(
+@pytest.fixture(params=[(), ("--verbose",)], ids=["normal", "verbose"])
+def loudness(request: pytest.FixtureRequest) -> tuple[str, ...]:
+    """The log's options: the normal log, then the verbose one."""
+    options: tuple[str, ...] = request.param
+    return options
+
+
+@pytest.fixture
+def error_proxy(
     error_upstream: ErrorUpstream,
     tmp_path: Path,
     started: list[ProxyProcess],
     loudness: tuple[str, ...],
+) -> ProxyProcess:
+    """A proxy logging with ``loudness`` in front of an `ErrorUpstream`."""
+    return start(started, tmp_path, error_upstream.address, *loudness)
+
+
+def test_a_lone_surrogate_method_is_logged_and_the_proxy_keeps_serving(
+    error_proxy: ProxyProcess, loudness: tuple[str, ...]
 ) -> None:
     # An upstream that answers (the real plugin closes the connection instead: its error
     # message repeats the method, which it cannot encode).
-    proxy = start(started, tmp_path, error_upstream.address, *loudness)
+    proxy = error_proxy
     reply = roundtrip(proxy.port, b'{"id":"s2","method":"\\udfff"}')  # the 33-byte frame
     assert reply["id"] == "s2" and reply["error"] is not None
     proxy.read_until(re.compile(rb"\\udfff +\S+"))  # the method, as visible text
@@ -252,14 +244,10 @@ def test_a_lone_surrogate_method_is_logged_and_the_proxy_keeps_serving(
     assert proxy.stop() == 0
 
 
-@pytest.mark.parametrize("loudness", [(), ("--verbose",)], ids=["normal", "verbose"])
 def test_a_lone_surrogate_in_an_error_reply_is_logged_and_the_proxy_keeps_serving(
-    error_upstream: ErrorUpstream,
-    tmp_path: Path,
-    started: list[ProxyProcess],
-    loudness: tuple[str, ...],
+    error_proxy: ProxyProcess,
 ) -> None:
-    proxy = start(started, tmp_path, error_upstream.address, *loudness)
+    proxy = error_proxy
     for number in range(2):  # the second connection proves the first did no harm
         reply = roundtrip(proxy.port, b'{"id":"e%d","method":"x\\ud800"}' % number)
         assert reply["id"] == f"e{number}"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
+from tests.support.plugin_fixture import plugin_fixture
 from tests.support.waiting import receive_exactly
 
 from .test_log_cli import ProxyProcess
@@ -47,10 +47,7 @@ SUCCEEDING = [
 ]
 
 
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=3, extra_args=("--allow-scripts",)) as running:
-        yield running
+plugin = plugin_fixture(seed=3, extra_args=("--allow-scripts",))
 
 
 def raw_call(client: GolemClient, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -3,40 +3,30 @@ plugin in its own process."""
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Iterator
+import re
 from pathlib import Path
 
 import pytest
 
+from bench.robustness.proxy_cli import start_proxy_cli
 from golem_proxy.events import ConnectionClosed
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.cli_helpers import reap, start_cli, wait_for_line
+from tests.support.cli_helpers import start_cli
+from tests.support.plugin_fixture import plugin_fixture
 
-
-@pytest.fixture
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=3) as running:
-        yield running
+plugin = plugin_fixture(seed=3, scope="function")
 
 
 def test_proxy_command_relays_records_and_stops_on_ctrl_c(
     plugin: PluginProcess, tmp_path: Path
 ) -> None:
     record = tmp_path / "live.jsonl"
-    process = start_cli(
-        "proxy",
-        "--route",
-        f"main@127.0.0.1:0={plugin.main}",
-        "--record",
-        str(record),
-    )
+    cli = start_proxy_cli("--route", f"main@127.0.0.1:0={plugin.main}", "--record", str(record))
     try:
-        match = wait_for_line(process, r"main\S*: 127\.0\.0\.1:(\d+) →")
-        port = int(match.group(1))
-        with GolemClient("127.0.0.1", port) as client:
+        assert any(re.search(rf"main\S*: 127\.0\.0\.1:{cli.port} →", line) for line in cli.lines)
+        with GolemClient("127.0.0.1", cli.port) as client:
             box = client.send_command(
                 "geometry.create_box",
                 {"corner": [0, 0, 0], "width": 2, "depth": 3, "height": 4},
@@ -48,10 +38,9 @@ def test_proxy_command_relays_records_and_stops_on_ctrl_c(
             # The real plugin's server answers every dispatcher error as -32000.
             assert failure.value.code == -32000
             assert "Invalid GUID format: 'nope'" in str(failure.value)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(20) == 0
     finally:
-        reap(process)
+        cli.stop()  # Ctrl-C
+    assert cli.process.returncode == 0, cli.stderr
     recording = read_recording(str(record))
     assert [e.method for e in recording.exchanges()] == [
         "ping",

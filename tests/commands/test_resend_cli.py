@@ -4,7 +4,6 @@ plugin process, and the difference between the two answers."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,9 @@ from golem_proxy.testing.answering_server import answering
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
+from tests.support.plugin_fixture import plugin_fixture
 
-
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=17) as running:
-        yield running
+plugin = plugin_fixture(seed=17)
 
 
 @pytest.fixture(scope="module")

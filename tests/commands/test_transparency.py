@@ -12,6 +12,7 @@ import pytest
 from golem_core.profiles import GOLEM
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import start_cli, wait_for_line
+from tests.support.waiting import receive_exactly
 
 _HEADER = struct.Struct("!I")
 
@@ -37,8 +38,8 @@ class RealRulesClient:
         for _ in range(3):
             try:
                 self.sock.sendall(request)
-                (length,) = _HEADER.unpack(self._exactly(4))
-                self._exactly(length)
+                (length,) = _HEADER.unpack(receive_exactly(self.sock, 4))
+                receive_exactly(self.sock, length)
                 return "ok"
             except (BrokenPipeError, ConnectionResetError):
                 self.sock.close()
@@ -49,15 +50,6 @@ class RealRulesClient:
             except (ConnectionError, TimeoutError) as exc:
                 return f"failed:{type(exc).__name__}"
         return "failed:retries"
-
-    def _exactly(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError("connection closed by remote peer")
-            data += chunk
-        return data
 
     def close(self) -> None:
         self.sock.close()

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
+from tests.support.plugin_fixture import plugin_fixture
 from tests.support.traces import TraceBuilder
 
 from .test_log_cli import ProxyProcess
@@ -23,10 +21,7 @@ NOTE = re.compile(
 )
 
 
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=2) as running:
-        yield running
+plugin = plugin_fixture(seed=2)
 
 
 def wait_for_lines(path: Path, kind: str, count: int, timeout: float = 30) -> None:

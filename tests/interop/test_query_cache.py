@@ -5,28 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
-from tests.support.cli_helpers import ROOT, run_cli
+from tests.support.cli_helpers import run_cli
 
-SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
-ALL_ROWS = "SELECT * FROM flows ORDER BY trace, n"
-
-
-def copies(tmp_path: Path) -> list[str]:
-    paths = []
-    for sample in SAMPLES:
-        path = tmp_path / sample.name
-        shutil.copyfile(sample, path)
-        paths.append(str(path))
-    return paths
-
-
-def query_lines(*args: str) -> list[str]:
-    done = run_cli("query", *args, "--json")
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+from .query_helpers import ALL_ROWS, SAMPLES, fleet, query_lines
 
 
 def cache_files(cache: Path) -> dict[str, tuple[int, int]]:
@@ -35,7 +18,7 @@ def cache_files(cache: Path) -> dict[str, tuple[int, int]]:
 
 
 def test_cached_rows_are_the_rows_and_are_reused(tmp_path: Path) -> None:
-    traces = copies(tmp_path)
+    traces = fleet(tmp_path, 1)
     cache = tmp_path / "cache"
     plain = query_lines(ALL_ROWS, *traces)
     first = query_lines(ALL_ROWS, *traces, "--cache", str(cache), "--jobs", "2")
@@ -49,7 +32,7 @@ def test_cached_rows_are_the_rows_and_are_reused(tmp_path: Path) -> None:
 
 
 def test_a_changed_recording_is_read_again(tmp_path: Path) -> None:
-    traces = copies(tmp_path)
+    traces = fleet(tmp_path, 1)
     cache = tmp_path / "cache"
     count = "SELECT trace, count(*) AS flows FROM flows GROUP BY trace ORDER BY trace"
     before = [json.loads(line) for line in query_lines(count, *traces, "--cache", str(cache))]
@@ -84,7 +67,7 @@ def test_a_cache_folder_that_cannot_be_one_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_link_planted_in_the_cache_is_not_read(tmp_path: Path) -> None:
-    traces = copies(tmp_path)[:1]
+    traces = fleet(tmp_path, 1)[:1]
     cache = tmp_path / "cache"
     plain = query_lines(ALL_ROWS, *traces, "--cache", str(cache))
     (kept,) = cache.iterdir()

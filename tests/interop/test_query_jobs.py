@@ -4,31 +4,12 @@ recording that cannot be read stops the query with one line whichever process re
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from golem_proxy.interop.fleet_query import chunked, worker_count
-from tests.support.cli_helpers import ROOT, run_cli
+from tests.support.cli_helpers import run_cli
 
-SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
-ALL_ROWS = "SELECT * FROM flows ORDER BY trace, n"
-
-
-def fleet(tmp_path: Path, copies: int) -> list[str]:
-    """``copies`` copies of every sample recording, each under its own name."""
-    paths = []
-    for copy in range(copies):
-        for sample in SAMPLES:
-            path = tmp_path / f"{copy:02d}-{sample.name}"
-            shutil.copyfile(sample, path)
-            paths.append(str(path))
-    return paths
-
-
-def query_lines(*args: str) -> list[str]:
-    done = run_cli("query", *args, "--json")
-    assert done.returncode == 0, done.stderr
-    return done.stdout.splitlines()
+from .query_helpers import ALL_ROWS, SAMPLES, fleet, query_lines
 
 
 def test_serial_and_parallel_reading_give_the_same_rows(tmp_path: Path) -> None:

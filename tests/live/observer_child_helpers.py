@@ -1,50 +1,34 @@
 """Peers and process helpers for the tests of ``proxy --observer child-process``: a threaded
-echo upstream, a GOLEM client, and finding the observing process of a running proxy."""
+echo upstream, a GOLEM client, a proxy in front of a GOLEM upstream, and finding the observing
+process of a running proxy."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import socket
-import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.robustness.crash import ThreadedUpstream
+from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
+from bench.threaded_server import ThreadedServer
 from golem_core.blocking import MessageReader
 from golem_core.messages import Message, Role
 from golem_core.profiles import GOLEM
 
 
-class EchoServer:
+class EchoServer(ThreadedServer):
     """Echoes every byte back on each connection; passes a half-close on once it has echoed
     everything (a thread per connection, for tests that use blocking sockets)."""
 
     def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
         self.resets = 0
-        self._thread = threading.Thread(target=self._accept, daemon=True)
+        super().__init__()
 
-    def __enter__(self) -> EchoServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-        self._thread.join(5)
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._echo, args=(conn,), daemon=True).start()
-
-    def _echo(self, conn: socket.socket) -> None:
+    def serve(self, conn: socket.socket) -> None:
         with conn:
             try:
                 while data := conn.recv(65536):
@@ -109,3 +93,13 @@ def process_gone(pid: int) -> bool:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
     return True
+
+
+@contextlib.contextmanager
+def observed_proxy(record: Path, *options: str, listen: str = "127.0.0.1:0") -> Iterator[ProxyCli]:
+    """``proxy`` from ``listen`` to a threaded GOLEM echo upstream, recording to ``record``, with
+    ``options``; yields the running command line. The upstream stops when the block ends."""
+    with ThreadedUpstream() as upstream:
+        yield start_proxy_cli(
+            "--route", f"{listen}={upstream.address}", "--record", str(record), *options
+        )

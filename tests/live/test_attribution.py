@@ -6,25 +6,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from golem_core.messages import Role
 from golem_core.profiles import GOLEM, MCP
 from golem_proxy.events import ConnectionClosed, Direction, FrameSeen
 from golem_proxy.live.attribution import MAX_IN_FLIGHT, ToolCallTracker
+from tests.support.frames import frame_seen
 
 
 def mcp_frame(direction: Direction, index: int, obj: dict[str, Any]) -> FrameSeen:
     payload = json.dumps(obj).encode()
-    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-    return FrameSeen(
-        conn=1,
-        route="mcp",
-        direction=direction,
-        index=index,
-        t=0.0,
-        size=len(payload) + 1,
-        payload=payload,
-        message=MCP.parse(payload, role),
-    )
+    return frame_seen(MCP, direction, index, payload, route="mcp", size=len(payload) + 1)
 
 
 def call(index: int, ident: Any, tool: str) -> FrameSeen:
@@ -44,16 +34,7 @@ def answer(index: int, ident: Any) -> FrameSeen:
 
 def golem_frame() -> FrameSeen:
     payload = b'{"id": "x", "method": "ping", "params": {}}'
-    return FrameSeen(
-        conn=2,
-        route="main",
-        direction=Direction.C2S,
-        index=0,
-        t=0.0,
-        size=len(payload) + 4,
-        payload=payload,
-        message=GOLEM.parse(payload, Role.REQUEST),
-    )
+    return frame_seen(GOLEM, Direction.C2S, 0, payload, conn=2, size=len(payload) + 4)
 
 
 def tools(tracker: ToolCallTracker) -> list[str]:

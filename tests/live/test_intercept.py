@@ -64,6 +64,13 @@ def request(ident: str, method: str, **params: Any) -> dict[str, Any]:
     return {"id": ident, "method": method, "params": params}
 
 
+async def create_layer_held(client: GolemClient, engine: InterceptEngine, name: str) -> HeldFrame:
+    """Send ``scene.create_layer`` (id c1) for a layer ``name``; return the one frame ``engine``
+    then holds (the request, or its answer when the filter selects answers)."""
+    await client.stream.send_all(GOLEM.encode(request("c1", "scene.create_layer", name=name)))
+    return await one_held(engine)
+
+
 def kinds(proxy: RunningProxy) -> list[str]:
     """The faults and intercept steps published, in order (``intercept:STEP`` for a step)."""
     return [event.fault for event in steps(proxy)]
@@ -76,24 +83,28 @@ def steps(proxy: RunningProxy) -> list[Union[FaultInjected, InterceptStep]]:
 async def start(
     nursery: trio.Nursery,
     upstream: Address,
-    engine: InterceptEngine,
+    selecting: Optional[str],
     record: Optional[Path] = None,
-) -> RunningProxy:
+    timeout: Optional[float] = None,
+) -> tuple[InterceptEngine, RunningProxy, GolemClient]:
+    """A proxy to ``upstream`` that holds the GOLEM frames the filter ``selecting`` selects (none
+    when None) for up to ``timeout`` seconds, recording to ``record``; returns its intercept
+    engine, the proxy, and a client connected to it."""
+    filter_ = parse_filter(selecting) if selecting is not None else None
+    engine = InterceptEngine(GOLEM, filter_, timeout=timeout)
     options = ProxyOptions(drain_timeout=0.5, intercept=engine)
-    return await start_proxy(
+    proxy = await start_proxy(
         nursery, upstream, options=options, record=str(record) if record else None
     )
+    return engine, proxy, GolemClient(await connect(proxy.listen))
 
 
 async def test_a_held_request_waits_until_accepted(
     nursery: trio.Nursery, plugin: tuple[Address, Address]
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter(CREATE))
-    proxy = await start(nursery, plugin[0], engine)
-    client = GolemClient(await connect(proxy.listen))
+    engine, proxy, client = await start(nursery, plugin[0], CREATE)
     assert isinstance(await client.call(request("p1", "ping")), Response)  # not selected
-    await client.stream.send_all(GOLEM.encode(request("c1", "scene.create_layer", name="Held")))
-    held = await one_held(engine)
+    held = await create_layer_held(client, engine, "Held")
     assert (held.method, held.direction, held.message.id) == (
         "scene.create_layer",
         Direction.C2S,
@@ -122,10 +133,8 @@ async def test_a_held_request_waits_until_accepted(
 async def test_an_edited_request_reaches_the_plugin_and_the_recording_keeps_both(
     nursery: trio.Nursery, plugin: tuple[Address, Address], tmp_path: Path
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter(CREATE))
     record = tmp_path / "edit.jsonl"
-    proxy = await start(nursery, plugin[0], engine, record)
-    client = GolemClient(await connect(proxy.listen))
+    engine, proxy, client = await start(nursery, plugin[0], CREATE, record)
     red, blue = {"r": 255, "g": 0, "b": 0, "a": 255}, {"r": 0, "g": 0, "b": 255, "a": 255}
     original = request("c1", "scene.create_layer", name="Walls", color=red)
     await client.stream.send_all(GOLEM.encode(original))
@@ -162,12 +171,9 @@ async def test_an_edited_request_reaches_the_plugin_and_the_recording_keeps_both
 async def test_a_dropped_request_never_reaches_the_plugin(
     nursery: trio.Nursery, plugin: tuple[Address, Address], tmp_path: Path
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter(CREATE))
     record = tmp_path / "drop.jsonl"
-    proxy = await start(nursery, plugin[0], engine, record)
-    client = GolemClient(await connect(proxy.listen))
-    await client.stream.send_all(GOLEM.encode(request("c1", "scene.create_layer", name="Gone")))
-    engine.decide((await one_held(engine)).id, Drop())
+    engine, proxy, client = await start(nursery, plugin[0], CREATE, record)
+    engine.decide((await create_layer_held(client, engine, "Gone")).id, Drop())
     layers = await client.call(request("l1", "scene.list_layers"))  # answered: not "c1"
     assert isinstance(layers, Response) and layers.id == "l1"
     assert "Gone" not in json.dumps(layers.result)
@@ -182,12 +188,9 @@ async def test_a_dropped_request_never_reaches_the_plugin(
 async def test_an_answered_request_gets_the_written_response_and_never_reaches_the_plugin(
     nursery: trio.Nursery, plugin: tuple[Address, Address], tmp_path: Path
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter(CREATE))
     record = tmp_path / "answer.jsonl"
-    proxy = await start(nursery, plugin[0], engine, record)
-    client = GolemClient(await connect(proxy.listen))
-    await client.stream.send_all(GOLEM.encode(request("c1", "scene.create_layer", name="Never")))
-    held = await one_held(engine)
+    engine, proxy, client = await start(nursery, plugin[0], CREATE, record)
+    held = await create_layer_held(client, engine, "Never")
     # No id: it gets the request's.
     answer = {"result": None, "error": {"code": "OBJECT_NOT_FOUND", "message": "by hand"}}
     engine.decide(held.id, Answer(json.dumps(answer).encode()))
@@ -213,9 +216,7 @@ async def test_an_answered_request_gets_the_written_response_and_never_reaches_t
 async def test_a_held_response_can_be_edited(
     nursery: trio.Nursery, plugin: tuple[Address, Address]
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter("~s & ~m ^ping$"))
-    proxy = await start(nursery, plugin[0], engine)
-    client = GolemClient(await connect(proxy.listen))
+    engine, proxy, client = await start(nursery, plugin[0], "~s & ~m ^ping$")
     await client.stream.send_all(GOLEM.encode(request("p1", "ping")))
     held = await one_held(engine)
     assert (held.direction, held.method) == (Direction.S2C, "ping")
@@ -234,9 +235,7 @@ async def test_a_held_response_can_be_edited(
 async def test_later_frames_wait_behind_a_held_one(
     nursery: trio.Nursery, plugin: tuple[Address, Address]
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter("~q"))
-    proxy = await start(nursery, plugin[0], engine)
-    client = GolemClient(await connect(proxy.listen))
+    engine, proxy, client = await start(nursery, plugin[0], "~q")
     first = GOLEM.encode(request("a", "scene.create_layer", name="First"))
     second = GOLEM.encode(request("b", "scene.create_layer", name="Second"))
     await client.stream.send_all(first + second)  # pipelined: one write
@@ -256,9 +255,7 @@ async def test_later_frames_wait_behind_a_held_one(
 async def test_the_timeout_releases_a_held_frame_and_says_so(
     nursery: trio.Nursery, plugin: tuple[Address, Address]
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter(CREATE), timeout=0.05)
-    proxy = await start(nursery, plugin[0], engine)
-    client = GolemClient(await connect(proxy.listen))
+    _, proxy, client = await start(nursery, plugin[0], CREATE, timeout=0.05)
     reply = await client.call(request("c1", "scene.create_layer", name="Late"))
     assert isinstance(reply, Response)
     await client.stream.aclose()
@@ -271,11 +268,8 @@ async def test_the_timeout_releases_a_held_frame_and_says_so(
 async def test_a_frame_held_when_the_proxy_stops_is_reported_not_sent(
     nursery: trio.Nursery, plugin: tuple[Address, Address]
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter(CREATE))
-    proxy = await start(nursery, plugin[0], engine)
-    client = GolemClient(await connect(proxy.listen))
-    await client.stream.send_all(GOLEM.encode(request("c1", "scene.create_layer", name="Lost")))
-    await one_held(engine)
+    engine, proxy, client = await start(nursery, plugin[0], CREATE)
+    await create_layer_held(client, engine, "Lost")
     await stop_proxy(proxy)  # drains for 0.5 s, then cuts the connection
     assert kinds(proxy) == ["intercept:held", "intercept:lost"]
     assert "not sent: the connection ended while the request was held" in (steps(proxy)[1].detail)
@@ -309,11 +303,8 @@ async def _lost_after(proxy: RunningProxy, engine: InterceptEngine, why: str) ->
 async def test_a_held_request_whose_client_goes_is_lost_at_once_never_sent(
     nursery: trio.Nursery, plugin: tuple[Address, Address], how: str
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter(CREATE))
-    proxy = await start(nursery, plugin[0], engine)
-    client = GolemClient(await connect(proxy.listen))
-    await client.stream.send_all(GOLEM.encode(request("c1", "scene.create_layer", name="Gone")))
-    await one_held(engine)
+    engine, proxy, client = await start(nursery, plugin[0], CREATE)
+    await create_layer_held(client, engine, "Gone")
     if how == "reset":
         close_abortively(client.stream)
         why = "the client reset the connection"
@@ -334,11 +325,8 @@ async def test_a_held_request_whose_client_goes_is_lost_at_once_never_sent(
 async def test_a_held_response_whose_client_goes_is_lost(
     nursery: trio.Nursery, plugin: tuple[Address, Address], how: str
 ) -> None:
-    engine = InterceptEngine(GOLEM, parse_filter(r"~s & ~m ^scene\.create_layer$"))
-    proxy = await start(nursery, plugin[0], engine)
-    client = GolemClient(await connect(proxy.listen))
-    await client.stream.send_all(GOLEM.encode(request("c1", "scene.create_layer", name="Ran")))
-    held = await one_held(engine)
+    engine, proxy, client = await start(nursery, plugin[0], r"~s & ~m ^scene\.create_layer$")
+    held = await create_layer_held(client, engine, "Ran")
     assert held.direction is Direction.S2C
     if how == "reset":
         close_abortively(client.stream)
@@ -355,9 +343,7 @@ async def test_a_held_response_whose_client_goes_is_lost(
 async def test_the_filter_can_be_set_and_cleared_at_run_time(
     nursery: trio.Nursery, plugin: tuple[Address, Address]
 ) -> None:
-    engine = InterceptEngine(GOLEM, None)
-    proxy = await start(nursery, plugin[0], engine)
-    client = GolemClient(await connect(proxy.listen))
+    engine, proxy, client = await start(nursery, plugin[0], None)
     assert isinstance(await client.call(request("p1", "ping")), Response)
     engine.set_filter("~m ^ping$ & ~q")
     await client.stream.send_all(GOLEM.encode(request("p2", "ping")))

@@ -11,8 +11,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import trio
@@ -20,11 +20,12 @@ from rich.console import Console
 
 from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionOpened, EventsMissed
-from golem_proxy.live.hub import EventHub
+from golem_proxy.live.hub import EventHub, Subscription
 from golem_proxy.live.log import EventLog, Verbosity
 from golem_proxy.live.session import _log_events
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import ROOT
+from tests.support.plugin_fixture import plugin_fixture
 
 NOT_SHOWN = re.compile(r"… (\d+) events not shown \(the proxy stopped before the log caught up")
 
@@ -39,13 +40,24 @@ def opened(number: int) -> ConnectionOpened:
     )
 
 
-@pytest.mark.trio
-async def test_a_consumer_that_missed_the_last_events_is_told_at_the_end() -> None:
+def hub_after_a_burst(
+    count: int, buffer: int, widen: Optional[int] = None
+) -> tuple[EventHub, Subscription]:
+    """A closed hub that published ``count`` connections opening, and its one subscription
+    (of ``buffer`` events, widened to ``widen`` before the burst)."""
     hub = EventHub()
-    subscription = hub.subscribe("slow", buffer=3)
-    for number in range(10):
+    subscription = hub.subscribe("log", buffer=buffer)
+    if widen is not None:
+        hub.widen(widen)
+    for number in range(count):
         hub.publish(opened(number), 1.0)
     hub.close()
+    return hub, subscription
+
+
+@pytest.mark.trio
+async def test_a_consumer_that_missed_the_last_events_is_told_at_the_end() -> None:
+    _, subscription = hub_after_a_burst(10, buffer=3)
     events = [event async for batch in subscription.batches() for event in batch]
     assert [type(event) for event in events] == [ConnectionOpened] * 3 + [EventsMissed]
     last = events[-1]
@@ -55,23 +67,14 @@ async def test_a_consumer_that_missed_the_last_events_is_told_at_the_end() -> No
 
 @pytest.mark.trio
 async def test_a_widened_hub_queues_what_a_stopping_session_publishes() -> None:
-    hub = EventHub()
-    subscription = hub.subscribe("log", buffer=3)
-    hub.widen(100)
-    for number in range(50):
-        hub.publish(opened(number), 1.0)
-    hub.close()
+    _, subscription = hub_after_a_burst(50, buffer=3, widen=100)
     events = [event async for batch in subscription.batches() for event in batch]
     assert len(events) == 50 and subscription.total_missed == 0
 
 
 @pytest.mark.trio
 async def test_a_log_cut_by_its_deadline_says_how_many_events_it_did_not_show() -> None:
-    hub = EventHub()
-    subscription = hub.subscribe("log", buffer=1000)
-    for number in range(500):
-        hub.publish(opened(number), 1.0)
-    hub.close()
+    hub, subscription = hub_after_a_burst(500, buffer=1000)
     shown = io.StringIO()
     log = EventLog(Console(file=shown, width=200), GOLEM, Verbosity.NORMAL)
     with trio.CancelScope() as scope:
@@ -83,10 +86,7 @@ async def test_a_log_cut_by_its_deadline_says_how_many_events_it_did_not_show() 
     assert printed + int(found.group(1)) == 500
 
 
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=5) as running:
-        yield running
+plugin = plugin_fixture(seed=5)
 
 
 def burst_then_ctrl_c(

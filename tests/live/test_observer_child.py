@@ -27,7 +27,14 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND, RecordingFile, end_recording
 from tests.support.cli_helpers import run_cli
 
-from .observer_child_helpers import EchoServer, children_of, golem_calls, process_gone, wait_for
+from .observer_child_helpers import (
+    EchoServer,
+    children_of,
+    golem_calls,
+    observed_proxy,
+    process_gone,
+    wait_for,
+)
 
 CHILD = ("--observer", "child-process")
 
@@ -131,9 +138,7 @@ def test_a_killed_observer_leaves_forwarding_alone_and_ends_the_recording(
     tmp_path: Path,
 ) -> None:
     record = tmp_path / "killed.jsonl"
-    with ThreadedUpstream() as upstream:
-        cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
-                              str(record), *CHILD)  # fmt: skip
+    with observed_proxy(record, *CHILD) as cli:
         try:
             calls = [{"id": n, "method": "echo", "params": {"n": n}} for n in range(20)]
             golem_calls(cli.port, calls)
@@ -166,9 +171,7 @@ def test_a_unix_route_is_observed_by_the_child_process(tmp_path: Path) -> None:
     private.mkdir(mode=0o700)
     listen = private / "proxy.sock"
     record = tmp_path / "unix.jsonl"
-    with ThreadedUpstream() as upstream:
-        cli = start_proxy_cli("--route", f"unix:{listen}={upstream.address}", "--record",
-                              str(record), *CHILD)  # fmt: skip
+    with observed_proxy(record, *CHILD, listen=f"unix:{listen}") as cli:
         try:
             with socket.socket(socket.AF_UNIX) as sock:
                 sock.settimeout(10)
@@ -197,9 +200,7 @@ def test_pipelined_requests_are_observed_before_their_answers(
     record = tmp_path / "pipelined.jsonl"
     count = 20_000
     burst = b"".join(GOLEM.encode({"id": n, "method": "echo", "params": {}}) for n in range(count))
-    with ThreadedUpstream() as upstream:
-        cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
-                              str(record), "-q", "--observer", observer)  # fmt: skip
+    with observed_proxy(record, "-q", "--observer", observer) as cli:
         try:
             with socket.create_connection(("127.0.0.1", cli.port), timeout=30) as sock:
                 sender = threading.Thread(target=sock.sendall, args=(burst,))
@@ -223,9 +224,7 @@ def test_the_observer_records_what_it_was_handed_when_forwarding_is_killed(
     tmp_path: Path,
 ) -> None:
     record = tmp_path / "forwarding-killed.jsonl"
-    with ThreadedUpstream() as upstream:
-        cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
-                              str(record), *CHILD)  # fmt: skip
+    with observed_proxy(record, *CHILD) as cli:
         (observer,) = children_of(cli.process.pid)
         golem_calls(cli.port, [{"id": n, "method": "echo", "params": {}} for n in range(50)])
         # Every chunk is handed on right after it is forwarded: once the forwarding process is
@@ -242,9 +241,7 @@ def test_an_observer_that_does_not_finish_is_killed_and_the_recording_ended(
     tmp_path: Path,
 ) -> None:
     record = tmp_path / "stuck.jsonl"
-    with ThreadedUpstream() as upstream:
-        cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
-                              str(record), "--drain-timeout", "0.2", *CHILD)  # fmt: skip
+    with observed_proxy(record, "--drain-timeout", "0.2", *CHILD) as cli:
         (observer,) = children_of(cli.process.pid)
         golem_calls(cli.port, [{"id": n, "method": "echo", "params": {}} for n in range(5)])
         os.kill(observer, signal.SIGSTOP)  # it will never read the end of the pipe

@@ -27,7 +27,13 @@ from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.tap import ObserveLimits
 from golem_proxy.net.addresses import Address
 from golem_proxy.testing.upstreams import GolemUpstream
-from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
+from tests.support.harness import (
+    GolemClient,
+    connect,
+    proxy_to_golem_upstream,
+    start_proxy,
+    stop_proxy,
+)
 from tests.support.peers import EchoUpstream
 
 pytestmark = pytest.mark.trio
@@ -49,9 +55,7 @@ async def receive_exactly(stream: trio.SocketStream, size: int) -> bytes:
 
 
 async def test_golem_exchanges_are_paired_and_reported(nursery: trio.Nursery) -> None:
-    upstream = GolemUpstream()
-    await nursery.start(upstream.serve)
-    proxy = await start_proxy(nursery, upstream.address)
+    proxy = await proxy_to_golem_upstream(nursery)
     stream = await connect(proxy.listen)
     client = GolemClient(stream)
     assert isinstance(await client.call({"id": "a", "method": "ping", "params": {}}), Response)
@@ -157,9 +161,7 @@ async def test_enforce_limits_closes_on_oversized_frame(nursery: trio.Nursery) -
 
 
 async def test_malformed_frame_is_reported_and_forwarded(nursery: trio.Nursery) -> None:
-    upstream = GolemUpstream()
-    await nursery.start(upstream.serve)
-    proxy = await start_proxy(nursery, upstream.address)
+    proxy = await proxy_to_golem_upstream(nursery)
     stream = await connect(proxy.listen)
     client = GolemClient(stream)
     await stream.send_all(struct.pack("!I", 9) + b"{not json")
@@ -187,9 +189,7 @@ async def test_half_close_lets_the_response_through(nursery: trio.Nursery) -> No
 
 
 async def test_fifty_concurrent_connections(nursery: trio.Nursery) -> None:
-    upstream = GolemUpstream()
-    await nursery.start(upstream.serve)
-    proxy = await start_proxy(nursery, upstream.address)
+    proxy = await proxy_to_golem_upstream(nursery)
 
     async def session(number: int) -> None:
         stream = await connect(proxy.listen)
@@ -307,9 +307,7 @@ async def test_client_dying_mid_frame_is_reported(nursery: trio.Nursery) -> None
 
 
 async def test_slow_consumer_is_told_what_it_missed(nursery: trio.Nursery) -> None:
-    upstream = GolemUpstream()
-    await nursery.start(upstream.serve)
-    proxy = await start_proxy(nursery, upstream.address)
+    proxy = await proxy_to_golem_upstream(nursery)
     slow = proxy.session.hub.subscribe("slow", buffer=3)
     stream = await connect(proxy.listen)
     client = GolemClient(stream)

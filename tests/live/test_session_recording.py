@@ -8,6 +8,7 @@ import random
 import stat
 import struct
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import trio
@@ -23,8 +24,13 @@ from golem_proxy.events import (
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.redact import REDACTED
 from golem_proxy.recording.format import RecordingReader, read_recording
-from golem_proxy.testing.upstreams import GolemUpstream
-from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
+from tests.support.harness import (
+    GolemClient,
+    RunningProxy,
+    connect,
+    proxy_to_golem_upstream,
+    stop_proxy,
+)
 
 pytestmark = pytest.mark.trio
 
@@ -43,19 +49,20 @@ def rebuild_streams(path: Path) -> dict[tuple[int, Direction], bytes]:
     return {key: bytes(value) for key, value in streams.items()}
 
 
+async def recording_proxy(
+    nursery: trio.Nursery, record: Path, options: Optional[ProxyOptions] = None
+) -> tuple[RunningProxy, trio.SocketStream]:
+    """A proxy recording to ``record`` in front of a GOLEM upstream, and a connection to it."""
+    proxy = await proxy_to_golem_upstream(nursery, record=str(record), options=options)
+    return proxy, await connect(proxy.listen)
+
+
 async def run_session(
     tmp_path: Path, nursery: trio.Nursery, **options: object
 ) -> tuple[Path, bytes]:
-    upstream = GolemUpstream()
-    await nursery.start(upstream.serve)
     record = tmp_path / "session.jsonl"
-    proxy = await start_proxy(
-        nursery,
-        upstream.address,
-        record=str(record),
-        options=ProxyOptions(drain_timeout=0.5, **options),  # type: ignore[arg-type]
-    )
-    stream = await connect(proxy.listen)
+    proxy_options = ProxyOptions(drain_timeout=0.5, **options)  # type: ignore[arg-type]
+    proxy, stream = await recording_proxy(nursery, record, proxy_options)
     client = GolemClient(stream)
     sent = bytearray()
     requests = [
@@ -132,11 +139,8 @@ async def test_redaction_happens_before_disk(tmp_path: Path, nursery: trio.Nurse
 async def test_a_large_blob_is_elided_live_and_exact_on_disk(
     tmp_path: Path, nursery: trio.Nursery
 ) -> None:
-    upstream = GolemUpstream()
-    await nursery.start(upstream.serve)
     record = tmp_path / "blob.jsonl"
-    proxy = await start_proxy(nursery, upstream.address, record=str(record))
-    stream = await connect(proxy.listen)
+    proxy, stream = await recording_proxy(nursery, record)
     image = "iVBORw0KGgo" + "A" * (3 * 1024 * 1024)  # a 3 MiB base64 string
     reply = await GolemClient(stream).call({"id": 1, "method": "echo", "params": {"image": image}})
     assert reply.obj["result"]["image"] == image  # the client got every byte
@@ -154,11 +158,8 @@ async def test_a_large_blob_is_elided_live_and_exact_on_disk(
 async def test_a_lone_surrogate_in_an_id_is_recorded_not_fatal(
     tmp_path: Path, nursery: trio.Nursery
 ) -> None:
-    upstream = GolemUpstream()
-    await nursery.start(upstream.serve)
     record = tmp_path / "odd.jsonl"
-    proxy = await start_proxy(nursery, upstream.address, record=str(record))
-    stream = await connect(proxy.listen)
+    proxy, stream = await recording_proxy(nursery, record)
     odd = b'{"id": "\\ud800", "method": "ping\\udfff", "params": {}}'  # legal JSON text
     await stream.send_all(struct.pack("!I", len(odd)) + odd)
     await GolemClient(stream).receive()

@@ -31,6 +31,8 @@ from typing import Any, Optional
 
 from mcp.server.fastmcp import FastMCP
 
+from tests.support.waiting import receive_exactly
+
 server = FastMCP("golem-test")
 
 
@@ -61,22 +63,12 @@ class GolemConnection:
         request = {"id": str(uuid.uuid4()), "method": method, "params": params}
         payload = json.dumps(request).encode("utf-8")
         self.sock.sendall(struct.pack("!I", len(payload)) + payload)
-        (length,) = struct.unpack("!I", self._exactly(4))
-        answer = json.loads(self._exactly(length).decode("utf-8"))
+        (length,) = struct.unpack("!I", receive_exactly(self.sock, 4))
+        answer = json.loads(receive_exactly(self.sock, length).decode("utf-8"))
         error = answer.get("error")
         if error:
             raise GolemError(f"Rhino error {error.get('code')}: {error.get('message')}")
         return answer.get("result")
-
-    def _exactly(self, size: int) -> bytes:
-        assert self.sock is not None
-        data = b""
-        while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError("the plugin closed the connection")
-            data += chunk
-        return data
 
 
 MAIN = GolemConnection("GOLEM_RHINO_PORT", 9876)

@@ -4,6 +4,7 @@ through ``golem-proxy mcp``."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,3 +85,25 @@ def wrapped(plugin: PluginProcess, record: Optional[Path], *options: str) -> lis
         "--",
         *SERVER_COMMAND,
     ]
+
+
+def recorded_session(record: Path, calls: Sequence[Call] = CALLS) -> Path:
+    """Make ``calls`` through ``golem-proxy mcp --record`` to a fresh headless plugin (seed 7),
+    which is gone once the recording is written; returns ``record``."""
+    with PluginProcess(seed=7) as plugin:
+        call_tools(wrapped(plugin, record), environment(), calls)
+    return record
+
+
+def start_piped(
+    command: Sequence[str], stderr: int = subprocess.DEVNULL
+) -> subprocess.Popen[bytes]:
+    """``command`` started from the repository root in `environment`, stdin and stdout piped."""
+    return subprocess.Popen(
+        list(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        cwd=ROOT,
+        env=environment(),
+    )

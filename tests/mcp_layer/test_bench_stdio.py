@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -23,20 +22,5 @@ def load() -> ModuleType:
 def test_every_hop_answers_every_call(tmp_path: Path) -> None:
     bench = load()
     record = str(tmp_path / "bench.jsonl")
-    hops = (
-        bench.SERVER,
-        [sys.executable, str(BENCH), "--relay", *bench.SERVER],
-        [
-            sys.executable,
-            "-m",
-            "golem_proxy",
-            "mcp",
-            "--quiet",
-            "--record",
-            record,
-            "--",
-            *bench.SERVER,
-        ],
-    )
-    for command in hops:
+    for command in bench.relay_hops(record).values():
         assert len(bench.round_trips(command, 5, environment())) == 5

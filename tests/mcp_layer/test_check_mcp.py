@@ -5,18 +5,16 @@ inputSchema, the content shape, and a server that writes non-JSON to stdout."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
 
-from .mcp_helpers import ROOT, call_tools, environment, wrapped
+from .mcp_helpers import environment, recorded_session, start_piped
 
 # A server that prints a banner first, lists one tool (``add``, an integer ``a`` required),
 # answers ``add`` properly and any other tool with a broken result.
@@ -65,14 +63,7 @@ def record_session(record: Path) -> None:
         "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
         "--", sys.executable, "-c", SERVER,
     ]  # fmt: skip
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=ROOT,
-        env=environment(),
-    )
+    process = start_piped(command)
     watchdog = threading.Timer(60, process.kill)  # a hung server fails the test, not the run
     watchdog.start()
     try:
@@ -94,15 +85,7 @@ def record_session(record: Path) -> None:
 
 
 def check_json(record: Path, *options: str) -> tuple[int, dict[str, Any]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "golem_proxy", "check", "--json", *options, str(record)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=ROOT,
-        env=environment(),
-        timeout=60,
-    )
+    done = run_cli("check", "--json", *options, str(record), env=environment())
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -148,28 +131,17 @@ def test_every_mcp_rule_broken_is_reported(broken: Path) -> None:
 
 
 def test_the_table_names_the_mcp_rules(broken: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "golem_proxy", "check", str(broken)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=ROOT,
-        env=environment(COLUMNS="200"),
-        timeout=60,
-    )
+    done = run_cli("check", str(broken), env=environment(COLUMNS="200"))
     assert done.returncode == 1
     assert "mcp.stdio.stdout-not-jsonrpc" in done.stdout
     assert "mcp.tools-call.arguments" in done.stdout
 
 
 @pytest.fixture(scope="module")
-def clean(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A FastMCP session with the `mcp` client, through the wrapper to the headless plugin."""
-    record = tmp_path_factory.mktemp("check") / "clean.jsonl"
     calls = [("list_layers", {}), ("create_layer", {"name": "A"}), ("broken_tool", {})]
-    with PluginProcess(seed=7) as plugin:
-        call_tools(wrapped(plugin, record), environment(), calls)
-    yield record
+    return recorded_session(tmp_path_factory.mktemp("check") / "clean.jsonl", calls)
 
 
 def test_a_clean_session_has_no_violation_on_either_layer(clean: Path) -> None:

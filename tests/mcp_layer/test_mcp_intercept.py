@@ -11,16 +11,16 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
+from tests.support.plugin_fixture import plugin_fixture
 
 from .mcp_helpers import ROOT, environment, wrapped
 
@@ -76,10 +76,7 @@ class ConsoleClient:
         self.sock.close()
 
 
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[PluginProcess]:
-    with PluginProcess(seed=7) as running:
-        yield running
+plugin = plugin_fixture(seed=7)
 
 
 def test_held_frames_are_decided_on_the_console_socket(
@@ -140,16 +137,10 @@ def test_held_frames_are_decided_on_the_console_socket(
 
 
 def test_intercept_without_console_is_refused_naming_it() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "golem_proxy", "mcp", "--intercept", FILTER, "--", "true"],
-        capture_output=True,
-        cwd=ROOT,
-        env=environment(),
-        timeout=DEADLINE,
-    )
+    done = run_cli("mcp", "--intercept", FILTER, "--", "true", env=environment(), timeout=DEADLINE)
     assert done.returncode == 2
-    assert done.stdout == b""
-    lines = done.stderr.decode().splitlines()
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("golem-proxy: mcp --intercept")
     assert "--console unix:PATH" in lines[0]
 
@@ -207,16 +198,11 @@ def test_with_a_console_stdout_is_still_the_servers_bytes_only(tmp_path: Path) -
 
 
 def test_intercept_to_a_socket_nobody_serves_is_one_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "golem_proxy", "intercept", f"unix:{tmp_path / 'none.sock'}"],
-        capture_output=True,
-        cwd=ROOT,
-        env=environment(),
-        timeout=DEADLINE,
-    )
+    console = f"unix:{tmp_path / 'none.sock'}"
+    done = run_cli("intercept", console, env=environment(), timeout=DEADLINE)
     assert done.returncode == 2
-    assert done.stdout == b""
-    lines = done.stderr.decode().splitlines()
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("golem-proxy: intercept: cannot connect"), lines
 
 

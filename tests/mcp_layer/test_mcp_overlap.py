@@ -5,7 +5,6 @@ candidate named, and the rule holds when the GOLEM routes decode on the forwardi
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import reap
 
-from .mcp_helpers import ROOT, call_tools, environment, wrapped
+from .mcp_helpers import call_tools, environment, start_piped, wrapped
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -41,14 +40,7 @@ def tool_call(ident: int, name: str, arguments: dict[str, Any]) -> bytes:
 def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
     record = tmp_path / "r.jsonl"
     with PluginProcess(seed=3) as plugin:
-        process = subprocess.Popen(
-            wrapped(plugin, record),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=ROOT,
-            env=environment(),
-        )
+        process = start_piped(wrapped(plugin, record))
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(line(INITIALIZE))

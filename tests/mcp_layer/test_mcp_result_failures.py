@@ -6,23 +6,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
 
-from .mcp_helpers import ROOT, call_tools, environment, wrapped
+from .mcp_helpers import call_tools, environment, wrapped
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "golem_proxy", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=environment(),
-        cwd=ROOT,
-    )
+    return run_cli(*args, env=environment())
 
 
 def test_an_error_dict_returned_as_a_tools_result_is_a_failed_call(tmp_path: Path) -> None:

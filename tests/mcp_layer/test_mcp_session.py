@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from golem_proxy.analysis.trace import open_flows
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
 
 from .mcp_helpers import CALLS, ROOT, SERVER_COMMAND, call_tools, direct_env, environment, wrapped
 
@@ -85,15 +85,7 @@ def test_no_golem_frame_is_left_without_a_decision(session: tuple[list, list, Pa
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "golem_proxy", *args],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=ROOT,
-        env=environment(COLUMNS="160"),
-        timeout=60,
-    )
+    return run_cli(*args, env=environment(COLUMNS="160"))
 
 
 def show_json(record: Path, *args: str) -> list[dict]:

@@ -8,36 +8,36 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
 
-from .mcp_helpers import CALLS, ROOT, SERVER_COMMAND, call_tools, direct_env, environment, wrapped
+from .mcp_helpers import (
+    CALLS,
+    ROOT,
+    SERVER_COMMAND,
+    call_tools,
+    direct_env,
+    environment,
+    recorded_session,
+    wrapped,
+)
 
 
 @pytest.fixture(scope="module")
-def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A session recorded through the wrapper; the plugin is gone once it is written."""
-    record = tmp_path_factory.mktemp("mcp-verify") / "session.jsonl"
-    with PluginProcess(seed=7) as plugin:
-        call_tools(wrapped(plugin, record), environment(), CALLS)
-    yield record
+    return recorded_session(tmp_path_factory.mktemp("mcp-verify") / "session.jsonl")
 
 
 def mcp_verify(
     *args: str, server: list[str] = SERVER_COMMAND, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "golem_proxy", "mcp-verify", *args, "--", *server],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=ROOT,
-        env=environment(COLUMNS="200", **env),
-        timeout=120,
+    return run_cli(
+        "mcp-verify", *args, "--", *server, env=environment(COLUMNS="200", **env), timeout=120
     )
 
 
@@ -144,14 +144,7 @@ def test_could_not_run_is_one_line_and_exit_2(recording: Path, tmp_path: Path) -
     no_layer = mcp_verify(str(plain))
     assert no_layer.returncode == 2
     assert "has no MCP layer" in no_layer.stderr and len(no_layer.stderr.splitlines()) == 1
-    no_command = subprocess.run(
-        [sys.executable, "-m", "golem_proxy", "mcp-verify", str(recording)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=environment(),
-        timeout=60,
-    )
+    no_command = run_cli("mcp-verify", str(recording), env=environment())
     assert no_command.returncode == 2 and "no server command" in no_command.stderr
 
 

@@ -14,7 +14,7 @@ from golem_proxy.events import ConnectionClosed, FrameSeen, ProcessOutput, Viola
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import reap
 
-from .mcp_helpers import ROOT, environment
+from .mcp_helpers import ROOT, environment, start_piped
 
 WRAPPER = [sys.executable, "-m", "golem_proxy", "mcp"]
 # Nothing listens there: the servers below never call GOLEM.
@@ -112,14 +112,7 @@ def test_sigterm_is_passed_to_the_server_and_its_status_returned() -> None:
         "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
         "while True: time.sleep(0.05)\n"
     )
-    process = subprocess.Popen(
-        [*WRAPPER, *NOWHERE, "--", *python(code)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env=environment(),
-    )
+    process = start_piped([*WRAPPER, *NOWHERE, "--", *python(code)], stderr=subprocess.PIPE)
     try:
         assert process.stdout is not None
         assert process.stdout.readline() == b"ready\n"
@@ -198,14 +191,7 @@ def test_a_client_that_never_reads_does_not_hold_the_wrapper_for_ever() -> None:
     # bounded drain: the wrapper exits instead of waiting for a reader that never comes.
     line = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%s"}}\n'
     code = f"import sys; sys.stdout.buffer.write({line!r} % (b'x' * 65536) * 200)"
-    process = subprocess.Popen(
-        [*WRAPPER, *NOWHERE, "--exit-timeout", "0.5", "--", *python(code)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=ROOT,
-        env=environment(),
-    )
+    process = start_piped([*WRAPPER, *NOWHERE, "--exit-timeout", "0.5", "--", *python(code)])
     try:
         assert process.stdin is not None
         process.stdin.close()

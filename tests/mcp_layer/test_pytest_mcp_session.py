@@ -6,7 +6,6 @@ headless plugin (``new``, ``all``)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.pytester import plugin_args
 
-from .mcp_helpers import ROOT, call_tools, environment, wrapped
+from .mcp_helpers import ROOT, recorded_session
 
 pytest_plugins = ["pytester"]
 PLUGIN = plugin_args()
@@ -43,12 +42,9 @@ def _import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The session recorded through ``golem-proxy mcp`` with the headless plugin."""
-    record = tmp_path_factory.mktemp("fixture") / "session.jsonl"
-    with PluginProcess(seed=7) as plugin:
-        call_tools(wrapped(plugin, record), environment(), CALLS)
-    yield record
+    return recorded_session(tmp_path_factory.mktemp("fixture") / "session.jsonl", CALLS)
 
 
 def write_test(pytester: pytest.Pytester, recording: Path | None, ignore: str = "") -> None:

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from golem_core.messages import Role
 from golem_core.profiles import GOLEM, MCP, Profile
 from golem_proxy.analysis.tool_calls import cause_text
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
@@ -17,25 +16,33 @@ from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.render import flow_label
 from golem_proxy.tui.sources import RecordingSource
+from tests.support.frames import frame_seen
 from tests.tui.helpers import loaded, run, select
 
 
 def frame(profile: Profile, conn: int, route: str, direction: Direction, obj: Any) -> FrameSeen:
-    payload = json.dumps(obj).encode()
-    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-    message = profile.parse(payload, role)
+    asks = direction is Direction.C2S
     # Each connection asks once: a request waits for its answer, the answer names frame 0.
-    return FrameSeen(
+    return frame_seen(
+        profile,
+        direction,
+        0,
+        json.dumps(obj).encode(),
         conn=conn,
         route=route,
-        direction=direction,
-        index=0,
-        t=0.0,
-        size=len(payload),
-        payload=payload,
-        message=message,
-        expects_answer=role is Role.REQUEST,
-        answers=0 if role is Role.RESPONSE else None,
+        expects_answer=asks,
+        answers=None if asks else 0,
+    )
+
+
+def completed(profile: Profile, request: FrameSeen, response: FrameSeen) -> ExchangeCompleted:
+    """The exchange the tap publishes once ``response`` answers ``request``."""
+    return ExchangeCompleted(
+        conn=request.conn,
+        route=request.route,
+        request=request,
+        response=response,
+        outcome=profile.outcome(request.message, response.message),
     )
 
 
@@ -73,21 +80,9 @@ def session() -> list[Event]:
         call,
         request,
         response,
-        ExchangeCompleted(
-            conn=2,
-            route="main",
-            request=request,
-            response=response,
-            outcome=GOLEM.outcome(request.message, response.message),
-        ),
+        completed(GOLEM, request, response),
         answer,
-        ExchangeCompleted(
-            conn=1,
-            route="mcp",
-            request=call,
-            response=answer,
-            outcome=MCP.outcome(call.message, answer.message),
-        ),
+        completed(MCP, call, answer),
     ]
 
 

@@ -44,6 +44,7 @@ from golem_proxy.recording.format import (
     read_recording,
 )
 from golem_proxy.recording.schema import FRAME_MEMBERS, FRAME_OPTIONAL, KIND_MEMBERS
+from tests.support.frames import frame_seen
 from tests.support.trace_builder import golem_session, write_recording
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "recording-format.md"
@@ -64,15 +65,13 @@ def frame(
     size = len(profile.frame_payload(payload)) if b"\n" not in payload else len(payload) + 4
     message = profile.parse(payload, role)
     asks = message.role is Role.REQUEST or (message.role is None and role is Role.REQUEST)
-    return FrameSeen(
-        conn=1,
-        route="main",
-        direction=direction,
-        index=index,
+    return frame_seen(
+        profile,
+        direction,
+        index,
+        payload,
         t=t,
         size=size,
-        payload=payload,
-        message=message,
         redacted=redacted,
         expects_answer=asks and profile.expects_response(message),
         answers=answers,

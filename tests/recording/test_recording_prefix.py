@@ -15,6 +15,7 @@ from golem_proxy.recording.format import MSG_KEY
 from golem_proxy.recording.schema import dumps as _dumps
 from golem_proxy.recording.writer import _frame_prefix
 from golem_proxy.recording.writer import frame_type as _frame_type
+from tests.support.frames import frame_seen
 
 
 def reference_prefix(event: FrameSeen, seq: int) -> bytes:
@@ -70,14 +71,5 @@ def test_examples(obj: dict[str, Any], role: Role) -> None:
 )
 def test_any_request(ident: Any, method: str, route: str, t: float, seq: int) -> None:
     payload = GOLEM.encode_payload({"id": ident, "method": method, "params": {}})
-    event = FrameSeen(
-        conn=1,
-        route=route,
-        direction=Direction.C2S,
-        index=0,
-        t=t,
-        size=10,
-        payload=payload,
-        message=GOLEM.parse(payload, Role.REQUEST),
-    )
+    event = frame_seen(GOLEM, Direction.C2S, 0, payload, route=route, t=t, size=10)
     assert _frame_prefix(event, event.message, seq) == reference_prefix(event, seq)

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.cli_helpers import start_cli
+from tests.support.cli_helpers import reap, start_cli
 
 from .traces import BOX, modelling_session
 
@@ -53,33 +54,31 @@ def demo_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@contextmanager
+def replaying(*args: str) -> Iterator[tuple[subprocess.Popen[str], re.Match[str]]]:
+    """``replay`` on free ports with ``ARGS`` after them, for the block (then killed if it still
+    runs); yields the process and the match of its ready line."""
+    process = start_cli(
+        "replay", "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0", *args,
+        env=dict(os.environ),
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        ready = READY.search(line)
+        assert ready is not None, line + (process.stderr.read() if process.stderr else "")
+        yield process, ready
+    finally:
+        reap(process)
+
+
 @pytest.fixture
 def replay_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], re.Match[str], Path]]:
     trace = modelling_session(tmp_path / "session.jsonl")
     report = tmp_path / "report.json"
-    process = start_cli(
-        "replay",
-        str(trace),
-        "--listen",
-        "127.0.0.1:0",
-        "--gh-listen",
-        "127.0.0.1:0",
-        "--ignore",
-        "scene.create_layer:params.name",
-        "--report",
-        str(report),
-        env=dict(os.environ),
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        match = READY.search(line)
-        assert match is not None, line + (process.stderr.read() if process.stderr else "")
+    ignore = ("--ignore", "scene.create_layer:params.name")
+    with replaying(str(trace), *ignore, "--report", str(report)) as (process, match):
         yield process, match, report
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
 
 
 def test_replay_cli_serves_a_golem_client(
@@ -234,23 +233,7 @@ def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path, spelling: s
         }[spelling]
         files = [str(trace)]
         before, after = ([], files) if spelling.endswith("after") else (files, [])
-        process = start_cli(
-            "replay",
-            *before,
-            "--listen",
-            "127.0.0.1:0",
-            "--gh-listen",
-            "127.0.0.1:0",
-            "--record-new",
-            str(new),
-            *on_miss,
-            *after,
-            env=dict(os.environ),
-        )
-        try:
-            assert process.stdout is not None
-            ready = READY.search(process.stdout.readline())
-            assert ready is not None
+        with replaying(*before, "--record-new", str(new), *on_miss, *after) as (process, ready):
             with GolemClient(ready[1], int(ready[2])) as client:
                 assert (
                     client.send_command(
@@ -263,10 +246,6 @@ def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path, spelling: s
                 assert [layer["name"] for layer in layers["layers"]] == ["Default"]
             process.send_signal(signal.SIGINT)
             _, stderr = process.communicate(timeout=15)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
     assert process.returncode == 0, stderr
     assert "1 forwarded" in stderr
     exchanges = read_recording(str(new)).exchanges()

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from golem_core.messages import Role
 from golem_core.outcome import OK
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
@@ -20,6 +19,7 @@ from golem_proxy.recording import scan
 from golem_proxy.recording.forked import can_fork
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, read_recording
 from golem_proxy.replay.index import encode_recorded, load_exchanges
+from tests.support.frames import frame_seen
 
 HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
 
@@ -29,6 +29,33 @@ ids = st.one_of(
     st.sampled_from(['a"b', "c\\d", "é", 'x,"method":"y']),
 )
 methods = st.sampled_from(["ping", "scene.list_layers", 'we"ird', "back\\slash", "métier"])
+
+
+def golem_frame(
+    conn: int,
+    route: str,
+    direction: Direction,
+    index: int,
+    t: float,
+    body: dict[str, Any],
+    answers: Optional[int] = None,
+) -> FrameSeen:
+    """A GOLEM frame as the tap publishes it: a request (c2s, written by ``json.dumps``) expects
+    an answer; a response (s2c, the reference encoding) answers the request ``answers``."""
+    asks = direction is Direction.C2S
+    payload = json.dumps(body).encode() if asks else GOLEM.encode_payload(body)
+    return frame_seen(
+        GOLEM,
+        direction,
+        index,
+        payload,
+        conn=conn,
+        route=route,
+        t=t,
+        size=4,
+        expects_answer=asks,
+        answers=answers,
+    )
 
 
 @st.composite
@@ -46,19 +73,7 @@ def sessions(draw: st.DrawFn) -> list[Event]:
             if pending and draw(st.booleans()):  # answer the oldest outstanding request
                 request = pending.pop(0)
                 answer = {"id": request.message.id, "result": {"ok": True}, "error": None}
-                payload = GOLEM.encode_payload(answer)
-                message = GOLEM.parse(payload, Role.RESPONSE)
-                response = FrameSeen(
-                    conn=conn,
-                    route=route,
-                    direction=Direction.S2C,
-                    index=n[1],
-                    t=t,
-                    size=4,
-                    payload=payload,
-                    message=message,
-                    answers=request.index,
-                )
+                response = golem_frame(conn, route, Direction.S2C, n[1], t, answer, request.index)
                 n[1] += 1
                 events += [
                     response,
@@ -68,19 +83,7 @@ def sessions(draw: st.DrawFn) -> list[Event]:
                 ]
                 continue
             body = {"id": draw(ids), "method": draw(methods), "params": {}}
-            payload = json.dumps(body).encode()
-            message = GOLEM.parse(payload, Role.REQUEST)
-            request = FrameSeen(
-                conn=conn,
-                route=route,
-                direction=Direction.C2S,
-                index=n[0],
-                t=t,
-                size=4,
-                payload=payload,
-                message=message,
-                expects_answer=True,
-            )
+            request = golem_frame(conn, route, Direction.C2S, n[0], t, body)
             n[0] += 1
             pending.append(request)
             events.append(request)
@@ -213,34 +216,13 @@ def rows_in_one_process(path: Path) -> list[Any]:
 
 
 def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
+    """A ping (c2s) or its answer (s2c) with id ``ident``, the ``n``-th of its direction."""
     if direction is Direction.C2S:
-        payload = json.dumps({"id": ident, "method": "ping", "params": {}}).encode()
-        message = GOLEM.parse(payload, Role.REQUEST)
-        return FrameSeen(
-            conn=conn,
-            route="main",
-            direction=direction,
-            index=n,
-            t=n,
-            size=4,
-            payload=payload,
-            message=message,
-            expects_answer=True,
-        )
-    payload = GOLEM.encode_payload({"id": ident, "result": {}, "error": None})
-    message = GOLEM.parse(payload, Role.RESPONSE)
+        ping = {"id": ident, "method": "ping", "params": {}}
+        return golem_frame(conn, "main", direction, n, n, ping)
+    answer = {"id": ident, "result": {}, "error": None}
     # A sequential client: the answer's index is its request's.
-    return FrameSeen(
-        conn=conn,
-        route="main",
-        direction=direction,
-        index=n,
-        t=n,
-        size=4,
-        payload=payload,
-        message=message,
-        answers=n,
-    )
+    return golem_frame(conn, "main", direction, n, n, answer, answers=n)
 
 
 def sequential_exchange(conn: int, n: int, ident: Any) -> list[Event]:

@@ -105,17 +105,21 @@ def test_a_bad_live_address_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["ERROR: --golem-live: 'nonsense': expected HOST:PORT*"])
 
 
+def write_idle_test(pytester: pytest.Pytester, name: str, trace_args: str) -> None:
+    """``test_NAME.py`` holding ``test_NAME``, which replays ``@golem_trace(TRACE_ARGS)`` and
+    makes no call."""
+    source = (
+        "import pytest\n\n"
+        f"@pytest.mark.golem_trace({trace_args})\n"
+        f"def test_{name}(golem_replay):\n"
+        "    pass\n"
+    )
+    pytester.makepyfile(**{f"test_{name}": source})
+
+
 def test_strict_unused_fails(pytester: pytest.Pytester) -> None:
     modelling_session(pytester.path / "session.jsonl")
-    pytester.makepyfile(
-        test_strict="""
-import pytest
-
-@pytest.mark.golem_trace("session.jsonl", strict_unused=True)
-def test_nothing(golem_replay):
-    pass
-"""
-    )
+    write_idle_test(pytester, "strict", '"session.jsonl", strict_unused=True')
     result = pytester.runpytest_subprocess(*PLUGIN)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*8 recorded exchanges unused: #2 main scene.create_layer*"])
@@ -196,15 +200,7 @@ def test_a_failed_rerecord_keeps_the_old_trace(pytester: pytest.Pytester, swallo
 
 
 def test_a_missing_trace_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        test_missing="""
-import pytest
-
-@pytest.mark.golem_trace("traces/nope.jsonl")
-def test_missing(golem_replay):
-    pass
-"""
-    )
+    write_idle_test(pytester, "missing", '"traces/nope.jsonl"')
     result = pytester.runpytest_subprocess(*PLUGIN)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
@@ -218,15 +214,7 @@ def test_missing(golem_replay):
 
 def test_a_damaged_trace_fails_its_test_in_one_line(pytester: pytest.Pytester) -> None:
     (pytester.path / "session.jsonl").write_text("not a recording\n")
-    pytester.makepyfile(
-        test_damaged="""
-import pytest
-
-@pytest.mark.golem_trace("session.jsonl")
-def test_damaged(golem_replay):
-    pass
-"""
-    )
+    write_idle_test(pytester, "damaged", '"session.jsonl"')
     result = pytester.runpytest_subprocess(*PLUGIN)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 import trio
@@ -149,10 +149,10 @@ async def test_jsonrpc_over_a_unix_socket_answers_jsonrpc_errors(tmp_path: Path)
     assert not socket_path.exists()  # cancelled: the listeners closed, the socket file gone
 
 
-async def live_plugin(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """A tiny live plugin on the golem_core dispatcher."""
-    dispatcher = Dispatcher()
-    dispatcher.register("scene.delete_layer", lambda params: {"deleted": params["name"]})
+async def golem_plugin(
+    reply: Callable[[bytes], bytes], task_status: Any = trio.TASK_STATUS_IGNORED
+) -> None:
+    """A live plugin on loopback that sends ``reply(payload)`` for each frame it reads."""
     listener = await open_listener(LOOPBACK)
     task_status.started(listener.address)
 
@@ -160,11 +160,22 @@ async def live_plugin(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         decoder = GOLEM.new_decoder()
         async for chunk in stream:
             for event in decoder.feed(bytes(chunk)):
-                reply = dispatcher.respond(event.payload)  # type: ignore[union-attr]
-                assert reply is not None
-                await stream.send_all(reply)
+                await stream.send_all(reply(event.payload))  # type: ignore[union-attr]
 
     await trio.serve_listeners(handle, [listener.listener])
+
+
+async def live_plugin(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """A tiny live plugin on the golem_core dispatcher."""
+    dispatcher = Dispatcher()
+    dispatcher.register("scene.delete_layer", lambda params: {"deleted": params["name"]})
+
+    def respond(payload: bytes) -> bytes:
+        reply = dispatcher.respond(payload)
+        assert reply is not None
+        return reply
+
+    await golem_plugin(respond, task_status)
 
 
 async def test_forward_misses_and_record_them(tmp_path: Path) -> None:
@@ -192,21 +203,12 @@ async def test_forward_misses_and_record_them(tmp_path: Path) -> None:
     assert engine.report.forwarded == 1 and engine.report.recorded_new == 1
 
 
-async def chatty_plugin(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """A live plugin that sends a frame answering nothing before each answer."""
-    listener = await open_listener(LOOPBACK)
-    task_status.started(listener.address)
-
-    async def handle(stream: trio.SocketStream) -> None:
-        decoder = GOLEM.new_decoder()
-        async for chunk in stream:
-            for event in decoder.feed(bytes(chunk)):
-                request = json.loads(event.payload)  # type: ignore[union-attr]
-                stale = {"id": "stale", "result": {"late": True}, "error": None}
-                answer = {"id": request["id"], "result": {"deleted": "x"}, "error": None}
-                await stream.send_all(GOLEM.encode(stale) + GOLEM.encode(answer))
-
-    await trio.serve_listeners(handle, [listener.listener])
+def stale_then_answer(payload: bytes) -> bytes:
+    """What a chatty plugin sends: a frame answering nothing before each answer."""
+    request = json.loads(payload)
+    stale = {"id": "stale", "result": {"late": True}, "error": None}
+    answer = {"id": request["id"], "result": {"deleted": "x"}, "error": None}
+    return GOLEM.encode(stale) + GOLEM.encode(answer)
 
 
 async def test_a_forwarded_miss_passes_on_what_answers_nothing_and_answers_with_its_reply(
@@ -217,7 +219,7 @@ async def test_a_forwarded_miss_passes_on_what_answers_nothing_and_answers_with_
     engine = make_engine(modelling_session(tmp_path / "s.jsonl"), on_miss="forward")
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
-            upstream = await nursery.start(chatty_plugin)
+            upstream = await nursery.start(golem_plugin, stale_then_answer)
             server = ReplayServer(engine, {"main": LOOPBACK}, upstreams={"main": upstream})
             bound = await nursery.start(server.run)
             peer = Peer(await connect(bound["main"]))

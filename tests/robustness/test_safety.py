@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.robustness.crash import ThreadedUpstream
-from bench.robustness.proxy_cli import ROOT, start_proxy_cli
+from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, FrameSeen
@@ -29,6 +29,7 @@ from golem_proxy.recording.format import (
     open_private,
 )
 from golem_proxy.recording.safe_paths import RecordPathError, resolve_record_path
+from tests.support.cli_helpers import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -37,23 +38,14 @@ def upstream() -> Iterator[ThreadedUpstream]:
         yield running
 
 
-def run_cli(*args: str) -> tuple[int, str]:
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-m", "golem_proxy", "proxy", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )
+def run_proxy(*args: str) -> tuple[int, str]:
+    """``proxy ARGS`` run to its end: the exit code and everything it printed."""
+    done = run_cli("proxy", *args, timeout=30)
     return done.returncode, done.stdout + done.stderr
 
 
 def test_public_address_needs_the_flag_and_warns(upstream: ThreadedUpstream) -> None:
-    code, output = run_cli("--route", f"0.0.0.0:0={upstream.address}")
+    code, output = run_proxy("--route", f"0.0.0.0:0={upstream.address}")
     assert code == 2 and "pass --listen-public" in output
     cli = start_proxy_cli("--route", f"0.0.0.0:0={upstream.address}", "--listen-public")
     cli.stop()
@@ -98,7 +90,7 @@ def test_record_dir_confines_recordings(upstream: ThreadedUpstream, tmp_path: Pa
     outside.mkdir()
     (inside / "link").symlink_to(outside)
     for bad in ("../escape.jsonl", "link/escape.jsonl", str(outside / "abs.jsonl")):
-        code, output = run_cli(
+        code, output = run_proxy(
             "--route",
             f"127.0.0.1:0={upstream.address}",
             "--record-dir",

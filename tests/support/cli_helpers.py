@@ -120,16 +120,24 @@ _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
 def run_cli_tty(
-    *args: str, columns: int, timeout: float = 60, stdout: Optional[IO[bytes]] = None
+    *args: str,
+    columns: int,
+    timeout: float = 60,
+    stdout: Optional[IO[bytes]] = None,
+    colour: bool = False,
 ) -> tuple[int, str]:
     """``python -m golem_proxy ARGS`` with stdout and stderr on a pseudo-terminal
     ``columns`` wide, as a user at a terminal of that width runs it (``stdout``: a file for
-    stdout instead, as in ``golem-proxy … > out``). Returns the exit code and what the
-    terminal showed, without colour codes and with plain newlines."""
+    stdout instead, as in ``golem-proxy … > out``; ``colour``: a colour terminal). Returns the
+    exit code and what the terminal showed, with plain newlines and, unless ``colour``,
+    without colour codes."""
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    env.update(PYTHONPATH=str(ROOT), NO_COLOR="1", TERM="xterm")
+    hidden = ("COLUMNS", "LINES", "NO_COLOR")
+    env = {k: v for k, v in os.environ.items() if k not in hidden}
+    env.update(PYTHONPATH=str(ROOT), TERM="xterm-256color" if colour else "xterm")
+    if not colour:
+        env.update(NO_COLOR="1")
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "golem_proxy", *args],
@@ -164,4 +172,4 @@ def run_cli_tty(
             process.kill()
             process.wait()
     text = shown.decode("utf-8", "replace").replace("\r\n", "\n")
-    return code, _ESCAPES.sub("", text)
+    return code, text if colour else _ESCAPES.sub("", text)

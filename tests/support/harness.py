@@ -16,6 +16,7 @@ from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import ProxySession, SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.net.framed_stream import FramedStream
+from golem_proxy.testing.upstreams import GolemUpstream
 
 
 @dataclass
@@ -86,3 +87,15 @@ class GolemClient:
         with trio.fail_after(10):
             frame = await self.framed.receive_frame()
         return self.profile.parse(frame.payload, Role.RESPONSE)
+
+
+async def proxy_to_golem_upstream(
+    nursery: trio.Nursery,
+    *,
+    record: Optional[str] = None,
+    options: Optional[ProxyOptions] = None,
+) -> RunningProxy:
+    """A ``GolemUpstream`` served in ``nursery`` and a proxy session in front of it."""
+    upstream = GolemUpstream()
+    await nursery.start(upstream.serve)
+    return await start_proxy(nursery, upstream.address, record=record, options=options)

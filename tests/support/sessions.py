@@ -13,12 +13,13 @@ builder onto the tap means taking those events into the TUI snapshots.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import random
 from collections.abc import Iterator
 from typing import Any, Optional
 
+from golem_core.contract import Violation
 from golem_core.framing import FrameErrorKind
-from golem_core.messages import Role
 from golem_core.profiles import GOLEM, Profile
 from golem_proxy.events import (
     ConnectionClosed,
@@ -32,6 +33,7 @@ from golem_proxy.events import (
 )
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
 from rhino_plugin.png import encode_rgb
+from tests.support.frames import frame_seen
 
 __all__ = ["SessionBuilder", "bulk_session", "demo_session", "golem_header", "write_recording"]
 
@@ -84,36 +86,39 @@ class SessionBuilder:
     ) -> FrameSeen:
         index = self._index.get((conn, direction), 0)
         self._index[(conn, direction)] = index + 1
-        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        message = self.profile.parse(payload, role)
-        frame = FrameSeen(
+        asks = direction is Direction.C2S
+        frame = frame_seen(
+            self.profile,
+            direction,
+            index,
+            payload,
             conn=conn,
             route=self._routes[conn],
-            direction=direction,
-            index=index,
             t=t,
             size=len(payload) + 4,
-            payload=payload,
-            message=message,
-            # The tap's pairing decision: a request waits for its answer, which names it.
-            expects_answer=role is Role.REQUEST and self.profile.expects_response(message),
             answers=answers,
         )
+        # The tap's pairing decision: a request waits for its answer, which names it.
+        if asks and self.profile.expects_response(frame.message):
+            frame = dataclasses.replace(frame, expects_answer=True)
         self.events.append(frame)
-        if not self.check:
-            return frame
-        for violation in self.profile.check_message(message, payload):
-            self.events.append(
-                ViolationSeen(
-                    conn=conn,
-                    route=frame.route,
-                    direction=direction,
-                    frame_index=index,
-                    t=t,
-                    violation=violation,
-                )
-            )
+        if self.check:
+            for violation in self.profile.check_message(frame.message, payload):
+                self._violation(frame, t, violation)
         return frame
+
+    def _violation(self, frame: FrameSeen, t: float, violation: Violation) -> None:
+        """What the tap reports when ``frame`` (or its exchange) breaks a rule."""
+        self.events.append(
+            ViolationSeen(
+                conn=frame.conn,
+                route=frame.route,
+                direction=frame.direction,
+                frame_index=frame.index,
+                t=t,
+                violation=violation,
+            )
+        )
 
     def request(
         self, conn: int, method: str, params: Any, t: float, *, raw: Optional[bytes] = None
@@ -144,16 +149,7 @@ class SessionBuilder:
         response = self._frame(request.conn, Direction.S2C, payload, t, answers=request.index)
         found = self.profile.check_exchange(request.message, response.message) if self.check else []
         for violation in found:
-            self.events.append(
-                ViolationSeen(
-                    conn=request.conn,
-                    route=request.route,
-                    direction=Direction.S2C,
-                    frame_index=response.index,
-                    t=t,
-                    violation=violation,
-                )
-            )
+            self._violation(response, t, violation)
         violations = tuple(
             v.violation
             for v in self.events

@@ -21,11 +21,14 @@ async def until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
 
 
 def receive_exactly(sock: socket.socket, size: int) -> bytes:
-    """``size`` bytes from ``sock`` (its own timeout applies); AssertionError when the peer
-    closes first."""
+    """``size`` bytes from ``sock`` (its own timeout applies). Raises ConnectionError when the
+    peer closes first, as the GOLEM-3DMCP client's reader does."""
     data = bytearray()
     while len(data) < size:
         chunk = sock.recv(size - len(data))
-        assert chunk, "connection closed early"
+        if not chunk:
+            raise ConnectionError(
+                f"the peer closed the connection after {len(data)} of {size} bytes"
+            )
         data += chunk
     return bytes(data)

@@ -1,0 +1,29 @@
+"""What the ``query`` tests share: copies of the shipped sample recordings and the CLI's rows."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.support.cli_helpers import ROOT, run_cli
+
+SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
+ALL_ROWS = "SELECT * FROM flows ORDER BY trace, n"
+
+
+def fleet(tmp_path: Path, copies: int) -> list[str]:
+    """``copies`` copies of every sample recording, each under its own name; returns the paths."""
+    paths = []
+    for copy in range(copies):
+        for sample in SAMPLES:
+            path = tmp_path / f"{copy:02d}-{sample.name}"
+            shutil.copyfile(sample, path)
+            paths.append(str(path))
+    return paths
+
+
+def query_lines(*args: str) -> list[str]:
+    """The lines ``query ARGS --json`` prints; asserts that it exits 0."""
+    done = run_cli("query", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
