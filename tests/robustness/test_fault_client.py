@@ -15,7 +15,7 @@ import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.errors import TruncatedFrame
-from golem_proxy.events import FaultInjected
+from golem_proxy.events import FaultInjected, FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import (
     GolemClient,
@@ -75,9 +75,17 @@ def test_dropped_response_times_out_and_is_not_retried(plugin: PluginProcess, re
         start = time.monotonic()
         with pytest.raises(RhinoTimeoutError, match=r"no response within 0\.5 s"):
             run.client.send_command("viewport.capture", {"width": 8, "height": 8}, timeout=0.5)
-        assert 0.5 <= time.monotonic() - start < 3
+        # It waited its whole timeout; that it gave up there, with no second try, is what the
+        # recording and the reconnect count say (no upper bound on a shared machine's clock).
+        assert time.monotonic() - start >= 0.5
         assert run.client.reconnects == 0
     assert "fault drop viewport.capture withheld response" in run.log
+    sent = [
+        e
+        for e in read_recording(str(record)).events
+        if isinstance(e, FrameSeen) and getattr(e.message, "method", None) == "viewport.capture"
+    ]
+    assert len(sent) == 1, sent
 
 
 def test_injected_error_is_a_command_error_and_is_not_retried(
