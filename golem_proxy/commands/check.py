@@ -39,8 +39,8 @@ from ._common import (
     note_truncated,
     open_trace,
     severity_text,
-    trace_path_arg,
 )
+from ._options import add_recording
 from ._progress import file_progress
 
 NAME = "check"
@@ -56,9 +56,7 @@ class CatalogueError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
-    )
+    add_recording(parser)
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--catalogue",

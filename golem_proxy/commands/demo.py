@@ -21,7 +21,7 @@ from typing import Optional
 import trio
 from rich.console import Console
 
-from golem_core.profiles import GOLEM, JSONRPC_NDJSON, PROFILES, Profile
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
 
 from ..analysis.flows import Flow
 from ..analysis.stats import compute_stats
@@ -40,6 +40,7 @@ from ..testing.scrybe_app import ScrybeApp
 from ..testing.scrybe_server import AppServer
 from ..testing.scrybe_session import DISK, run_scrybe_session
 from ._common import CommandError, integer_arg, print_error, unwrap
+from ._options import add_profile
 from .stats import print_stats
 
 NAME = "demo"
@@ -62,11 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="recording path (default: recordings/demo-TIMESTAMP.jsonl)",
     )
-    parser.add_argument(
-        "--profile",
-        choices=sorted(PROFILES),
+    add_profile(
+        parser,
+        "golem (the headless plugin, default) or jsonrpc-ndjson (a stand-in Scrybe app)",
         default=GOLEM.name,
-        help="golem (the headless plugin, default) or jsonrpc-ndjson (a stand-in Scrybe app)",
     )
     parser.add_argument("--seed", type=integer_arg, default=42, help="plugin seed (default 42)")
     parser.add_argument("--quiet", "-q", action="store_true", help="log problems only")

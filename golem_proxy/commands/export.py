@@ -27,8 +27,8 @@ from ._common import (
     note_truncated,
     open_trace,
     os_reason,
-    trace_path_arg,
 )
+from ._options import add_recording
 from ._progress import file_progress
 
 NAME = "export"
@@ -37,9 +37,7 @@ ORDER = 33
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
-    )
+    add_recording(parser)
     parser.add_argument(
         "--format",
         choices=("streams", "jsonl", "images", "pcapng", "parquet"),

@@ -40,7 +40,8 @@ from ..recording.files import open_private
 from ..recording.format import RouteInfo
 from ..terminal import safe_text
 from ._bound_routes import client_environment, print_routes
-from ._common import CommandError, address_arg, error_line, seconds_arg, unwrap
+from ._common import CommandError, error_line, unwrap
+from ._options import add_address, add_timeout
 from .proxy import add_session_arguments, session_options, verbosity_of
 
 NAME = "mcp"
@@ -53,19 +54,17 @@ MCP_ROUTE = "mcp"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = "golem-proxy mcp [OPTIONS] -- COMMAND [ARGS...]"
-    parser.add_argument(
+    add_address(
+        parser,
         "--upstream",
-        type=address_arg,
+        "the plugin's main socket (default 127.0.0.1:9876)",
         default=Address("127.0.0.1", 9876),
-        metavar="HOST:PORT",
-        help="the plugin's main socket (default 127.0.0.1:9876)",
     )
-    parser.add_argument(
+    add_address(
+        parser,
         "--gh-upstream",
-        type=address_arg,
+        "the plugin's Grasshopper socket (default 127.0.0.1:9877)",
         default=Address("127.0.0.1", 9877),
-        metavar="HOST:PORT",
-        help="the plugin's Grasshopper socket (default 127.0.0.1:9877)",
     )
     parser.add_argument(
         "--env",
@@ -80,20 +79,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write the live log to FILE (created private) instead of stderr",
     )
-    parser.add_argument(
-        "--exit-timeout",
-        type=seconds_arg,
+    add_timeout(
+        parser,
+        "once the client closes stdin, how long the server may take to exit before it "
+        "is terminated, then killed (default 5)",
+        flag="--exit-timeout",
         default=5.0,
         metavar="SECONDS",
-        help="once the client closes stdin, how long the server may take to exit before it "
-        "is terminated, then killed (default 5)",
     )
-    parser.add_argument(
+    add_address(
+        parser,
         "--console",
-        type=address_arg,
-        metavar="unix:PATH",
-        help="with --intercept: take the intercept commands on this private Unix socket "
+        "with --intercept: take the intercept commands on this private Unix socket "
         "(stdin is the MCP client's); golem-proxy intercept unix:PATH talks to it",
+        metavar="unix:PATH",
     )
     add_session_arguments(parser)
     parser.add_argument(

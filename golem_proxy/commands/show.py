@@ -39,9 +39,9 @@ from ._common import (
     note_truncated,
     size,
     status_text,
-    trace_path_arg,
     violation_marker,
 )
+from ._options import add_recording
 
 NAME = "show"
 HELP = "list the flows of a recording"
@@ -89,9 +89,7 @@ _GUESS_COLUMNS = (*_COLUMNS[: _METHOD_AT + 1], _LIKELY_TOOL, *_COLUMNS[_METHOD_A
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
-    )
+    add_recording(parser)
     parser.add_argument(
         "--filter", "-f", metavar="EXPR", help="only flows matching EXPR (see docs/filters.md)"
     )

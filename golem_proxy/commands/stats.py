@@ -23,8 +23,8 @@ from ._common import (
     filtered_flows,
     ms,
     note_truncated,
-    trace_path_arg,
 )
+from ._options import add_recording
 from ._progress import file_progress
 
 NAME = "stats"
@@ -33,9 +33,7 @@ ORDER = 31
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
-    )
+    add_recording(parser)
     parser.add_argument("--filter", "-f", metavar="EXPR", help="only flows matching EXPR")
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON")
 
