@@ -19,7 +19,12 @@ from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
 from ..events import Event, FrameSeen
-from ..recording.format import Header, RecordingError, RecordingReader, open_recording
+from ..recording.format import (
+    OpenedRecording,
+    RecordingError,
+    RecordingReader,
+    open_recording,
+)
 from .flows import Flow, FlowTracker
 
 __all__ = ["FlowReader", "TraceError", "flow_json_line", "flow_to_json", "json_text", "open_flows"]
@@ -30,42 +35,18 @@ class TraceError(Exception):
     the file, the line number when the problem is in one line, and what is wrong."""
 
 
-class FlowReader:
+class FlowReader(OpenedRecording):
     """A recording being read: its header and profile at once, then its events or flows,
     once, as they are read. Errors while reading raise TraceError. Close it when done (it is
     a context manager)."""
 
     def __init__(self, path: str, stream: IO[bytes], reader: RecordingReader) -> None:
-        self.path = path
-        self._stream = stream
-        self._reader = reader
+        super().__init__(path, stream, reader)
         self.tracker = FlowTracker(reader.profile, keep=False)
         self.flow_count = 0
         """Flows handed on so far (all of them once `flows` is exhausted)."""
         self.read_to_end = False
         """Every line was read (`unclosed` is known only then)."""
-
-    @property
-    def header(self) -> Header:
-        return self._reader.header
-
-    @property
-    def profile(self) -> Profile:
-        return self._reader.profile
-
-    @property
-    def route_profiles(self) -> dict[str, Profile]:
-        """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp``)."""
-        return self._reader.route_profiles
-
-    def profile_for(self, route: str) -> Profile:
-        """The profile of ``route``'s frames."""
-        return self._reader.route_profiles.get(route, self._reader.profile)
-
-    @property
-    def truncated_tail(self) -> bool:
-        """The last line was incomplete (the writer stopped) and was ignored."""
-        return self._reader.truncated_tail
 
     @property
     def unclosed(self) -> int:
@@ -133,19 +114,6 @@ class FlowReader:
             raise TraceError(str(exc.at(self.path))) from None
         except OSError as exc:
             raise TraceError(f"{self.path}: {exc.strerror or exc}") from None
-
-    def fileno(self) -> int:
-        """The descriptor of the file being read (a progress bar follows its offset)."""
-        return self._stream.fileno()
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def __enter__(self) -> FlowReader:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def open_flows(path: str) -> FlowReader:
