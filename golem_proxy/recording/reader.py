@@ -21,14 +21,6 @@ from ..terminal import safe_text
 from .files import open_recording
 from .line_events import LineDecoder
 from .line_guard import check_line, decode_json
-from .members import (
-    member_base64,
-    member_direction,
-    member_int,
-    member_number,
-    member_optional_str,
-    member_str,
-)
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError
 
 __all__ = [
@@ -37,12 +29,6 @@ __all__ = [
     "RecordingReader",
     "check_line",
     "decode_json",
-    "member_base64",
-    "member_direction",
-    "member_int",
-    "member_number",
-    "member_optional_str",
-    "member_str",
     "parse_header",
     "read_recording",
     "route_profiles",
