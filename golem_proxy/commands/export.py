@@ -12,7 +12,7 @@ from typing import IO
 from rich.text import Text
 
 from ..analysis.captures import captures, write_captures
-from ..analysis.trace import FlowReader, TraceError, flow_json_line
+from ..analysis.trace import FlowReader, flow_json_line, open_flows
 from ..interop.capture_command import export_parquet, export_pcapng
 from ..recording.format import replacing, write_private
 from ..recording.streams import write_streams
@@ -21,11 +21,9 @@ from ..terminal import counted, safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
-    EXIT_USAGE,
     console,
     fail,
     note_truncated,
-    open_trace,
     os_reason,
 )
 from ._options import add_recording
@@ -62,9 +60,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--format {args.format} needs --out DIR")
     if args.format in ("pcapng", "parquet") and not args.out:
         return fail(f"--format {args.format} needs --out FILE")
-    trace = open_trace(args.file)
-    if trace is None:
-        return EXIT_USAGE
+    trace = open_flows(args.file)  # TraceError: printed as one line by `golem_proxy.cli`
     with trace, file_progress(trace.fileno(), "exporting"):
         try:
             if args.format == "jsonl":
@@ -77,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
                 code = _export_images(trace, args.out)
             else:
                 code = _export_streams(trace, args.out)
-        except TraceError as exc:
-            return fail(str(exc))
         except BrokenPipeError:
             raise  # the reader of stdout went away: the command line ends quietly
         except OSError as exc:

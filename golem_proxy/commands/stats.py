@@ -12,14 +12,12 @@ from rich.text import Text
 from ..analysis.stats import MethodStats, Stats, StatsBuilder
 from ..analysis.tool_calls import ToolCallIndex, mcp_routes
 from ..analysis.tool_stats import ToolStats, ToolStatsBuilder
-from ..analysis.trace import TraceError, json_text
+from ..analysis.trace import json_text
 from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import safe_text
 from ._common import (
     EXIT_OK,
-    EXIT_USAGE,
     console,
-    fail,
     filtered_flows,
     ms,
     note_truncated,
@@ -40,20 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     index = ToolCallIndex(())
-    loaded = filtered_flows(args.file, args.filter, index.note)
-    if loaded is None:
-        return EXIT_USAGE
-    trace, flows, _ = loaded
+    trace, flows, _ = filtered_flows(args.file, args.filter, index.note)
     index.routes = mcp_routes(trace.route_profiles)
     builder = StatsBuilder()
     tools = ToolStatsBuilder(index)
     with trace, file_progress(trace.fileno(), "reading"):
-        try:
-            for flow in flows:
-                builder.add(flow)
-                tools.add(flow)
-        except TraceError as exc:
-            return fail(str(exc))
+        for flow in flows:
+            builder.add(flow)
+            tools.add(flow)
     stats = builder.stats()
     per_tool = tools.stats()
     if args.json:
