@@ -28,7 +28,6 @@ from golem_core.profiles import GOLEM, MCP
 
 from ..live.attribution import ToolCallTracker
 from ..live.console_socket import serve_console
-from ..live.intercept import InterceptEngine
 from ..live.intercept_console import InterceptConsole
 from ..live.log_output import TerminalOutput
 from ..live.proxy_options import BoundRoute
@@ -39,7 +38,7 @@ from ..net.listeners import Listener, open_listener
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
 from ..terminal import safe_text
-from ._bound_routes import client_environment, print_routes
+from ._bound_routes import client_environment, print_intercept, print_routes
 from ._common import CommandError, error_line, unwrap
 from ._options import add_address, add_timeout
 from .proxy import add_session_arguments, session_options, verbosity_of
@@ -244,7 +243,8 @@ async def _serve_with(
                 await relay.start()
                 _announce(console, bound, env, relay, config)
                 if commands is not None and engine is not None:
-                    _announce_console(console, engine, commands.address)
+                    where = safe_text(str(commands.address))
+                    print_intercept(console, engine, f"commands: golem-proxy intercept {where}")
                     nursery.start_soon(serve_console, commands, InterceptConsole(engine))
                 nursery.start_soon(_forward_signals, signals, relay)
                 status = await relay.run()
@@ -281,15 +281,3 @@ def _announce(
     )
     if config.record_path:
         console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)
-
-
-def _announce_console(console: Console, engine: InterceptEngine, address: Address) -> None:
-    limit = f", at most {engine.timeout:g} s" if engine.timeout else ""
-    console.print(
-        Text.assemble(
-            ("intercept", "bold blue"),
-            f": {safe_text(str(engine.filter))} (held until decided{limit}; "
-            f"commands: golem-proxy intercept {safe_text(str(address))})",
-        ),
-        soft_wrap=True,
-    )
