@@ -27,7 +27,15 @@ from ..recording.format import (
 )
 from .flows import Flow, FlowTracker
 
-__all__ = ["FlowReader", "TraceError", "flow_json_line", "flow_to_json", "json_text", "open_flows"]
+__all__ = [
+    "FlowReader",
+    "TraceError",
+    "flow_json_line",
+    "flow_to_json",
+    "json_ms",
+    "json_text",
+    "open_flows",
+]
 
 
 class TraceError(Exception):
@@ -169,6 +177,12 @@ def json_text(data: Any, indent: Optional[int] = None) -> str:
     return _UNSAFE_IN_JSON.sub(_escape, text)
 
 
+def json_ms(seconds: Optional[float]) -> Optional[float]:
+    """``seconds`` in milliseconds to the microsecond, as the JSON outputs give durations;
+    None (not measured) stays None."""
+    return None if seconds is None else round(seconds * 1000, 3)
+
+
 def flow_json_line(flow: Flow, profile: Profile) -> str:
     """One flow as a line of JSON (with its newline): what `show --json` and `export
     --format jsonl` print."""
@@ -182,7 +196,6 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
         if frame is not None and frame.message.id is not None:
             ident = frame.message.id
             break
-    latency = flow.latency
     data: dict[str, Any] = {
         "number": flow.number,
         "t": flow.t,
@@ -193,7 +206,7 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
         "status": flow.status(profile),
         "error": flow.is_error,
         "outcome": flow.outcome.kind.value if flow.outcome is not None else None,
-        "latency_ms": None if latency is None else round(latency * 1000, 3),
+        "latency_ms": json_ms(flow.latency),
         "request_size": flow.request_size,
         "response_size": flow.response_size,
     }
