@@ -1,5 +1,6 @@
-"""``golem-proxy export FILE``: the exact byte streams of a recording, or its exchanges as
-JSON lines."""
+"""``golem-proxy export FILE``: the exact byte streams of a recording, its exchanges as JSON
+lines, its captured images, a pcapng capture (`interop.tcp_export`) or a Parquet table of its
+flows (`interop.flow_table`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from rich.text import Text
 
 from ..analysis.captures import captures, write_captures
 from ..analysis.trace import FlowReader, flow_json_line, open_flows
-from ..interop.capture_command import export_parquet, export_pcapng
+from ..interop.flow_table import FlowTableError, write_parquet
+from ..interop.tcp_export import write_pcapng
 from ..recording.format import replacing, write_private
 from ..recording.streams import write_streams
 from ..table_layout import Cell, Column, print_table
@@ -66,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
             if args.format == "jsonl":
                 code = _export_jsonl(trace, args.out)
             elif args.format == "pcapng":
-                code = export_pcapng(trace, args.out)
+                code = _export_pcapng(trace, args.out)
             elif args.format == "parquet":
-                code = export_parquet(trace, args.file, args.out)
+                code = _export_parquet(trace, args.file, args.out)
             elif args.format == "images":
                 code = _export_images(trace, args.out)
             else:
@@ -173,4 +175,31 @@ def _export_streams(trace: FlowReader, out: str) -> int:
             )
         )
         return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _export_pcapng(trace: FlowReader, out: str) -> int:
+    """Write ``trace`` to ``out`` as pcapng (private, written whole: a damaged line further on
+    leaves no half file) and say what was written on stderr. Returns the exit code; raises
+    TraceError and OSError."""
+    with replacing(out, overwrite=True) as stream:
+        summary = write_pcapng(trace.events(), trace.header, trace.profile, stream)
+    line = (
+        f"wrote {summary.packets} packets of {summary.connections} connections "
+        f"({summary.payload_bytes} payload bytes) to {safe_text(out)}"
+    )
+    if summary.gaps:
+        line += f"; {summary.gaps} gaps ({summary.gap_bytes} bytes crossed unobserved)"
+    console(stderr=True).print(Text(line))
+    return EXIT_OK
+
+
+def _export_parquet(trace: FlowReader, name: str, out: str) -> int:
+    """Write the flows of ``trace`` to ``out`` as Parquet, its ``trace`` column ``name``, and
+    say so on stderr. Returns the exit code; raises TraceError and OSError."""
+    try:
+        count = write_parquet(trace, name, out)
+    except FlowTableError as exc:
+        return fail(f"cannot write {out} ({exc})")
+    console(stderr=True).print(Text(f"wrote {count} flows to {safe_text(out)}"))
     return EXIT_OK
