@@ -176,23 +176,15 @@ class OpenedRecording:
         self.path = path
         self._stream = stream
         self._reader = reader
-
-    @property
-    def header(self) -> Header:
-        return self._reader.header
-
-    @property
-    def profile(self) -> Profile:
-        return self._reader.profile
-
-    @property
-    def route_profiles(self) -> dict[str, Profile]:
+        # What the header says is read once, with it: the reader never changes it.
+        self.header: Header = reader.header
+        self.profile: Profile = reader.profile
+        self.route_profiles: dict[str, Profile] = reader.route_profiles
         """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp``)."""
-        return self._reader.route_profiles
 
     def profile_for(self, route: str) -> Profile:
         """The profile of ``route``'s frames."""
-        return self._reader.route_profiles.get(route, self._reader.profile)
+        return self.route_profiles.get(route, self.profile)
 
     @property
     def truncated_tail(self) -> bool:
