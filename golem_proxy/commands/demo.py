@@ -149,8 +149,6 @@ def _run(args: argparse.Namespace, path: str, console: Console) -> int:
         console,
         path,
         [
-            f"{launcher} tui {path}",
-            f"{launcher} show {path} --filter '~e'",
             f"{launcher} check {path} --catalogue {shipped()[0]}",
             f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
         ],
@@ -203,8 +201,6 @@ def _run_scrybe(args: argparse.Namespace, path: str, console: Console) -> int:
         console,
         path,
         [
-            f"{launcher} tui {path}",
-            f"{launcher} show {path} --filter '~e'",
             f"{launcher} check {path}",
             f"{launcher} replay {path} --listen unix:{replay_socket}"
             f"  # then a client with SCRYBE_SOCK={replay_socket}",
@@ -247,10 +243,13 @@ def _summary(console: Console, path: str, outcome: DemoOutcome) -> None:
     console.print(_exchanges_explained(flows, outcome), soft_wrap=True)
 
 
-def _hints(console: Console, path: str, commands: list[str]) -> None:
+def _hints(console: Console, path: str, more: list[str]) -> None:
+    """The commands that look at the recording again: the TUI and its errors, as after every
+    demo, then ``more``, what this demo's profile adds."""
+    launcher = _launcher()
     console.rule()
     console.print(f"recorded [bold]{path}[/]. Look at it again with:")
-    for command in commands:
+    for command in [f"{launcher} tui {path}", f"{launcher} show {path} --filter '~e'", *more]:
         console.print(f"  [cyan]{command}[/]", soft_wrap=True)  # whole lines, to copy
 
 
