@@ -17,6 +17,7 @@ from typing import Any, Optional
 from golem_core.messages import Malformed
 
 from .flows import Flow
+from .trace import json_ms
 
 __all__ = [
     "ALL_METHODS",
@@ -59,15 +60,12 @@ class LatencySummary:
     max: Optional[float] = None
 
     def to_json(self) -> dict[str, Any]:
-        def ms(value: Optional[float]) -> Optional[float]:
-            return None if value is None else round(value * 1000, 3)
-
         return {
             "measured": self.count,
-            "p50_ms": ms(self.p50),
-            "p90_ms": ms(self.p90),
-            "p99_ms": ms(self.p99),
-            "max_ms": ms(self.max),
+            "p50_ms": json_ms(self.p50),
+            "p90_ms": json_ms(self.p90),
+            "p99_ms": json_ms(self.p99),
+            "max_ms": json_ms(self.max),
         }
 
 

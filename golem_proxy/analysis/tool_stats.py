@@ -14,6 +14,7 @@ from typing import Any, Optional
 from .flows import Flow
 from .stats import LatencySummary, summarize_latencies
 from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder
+from .trace import json_ms
 
 __all__ = ["ToolStats", "ToolStatsBuilder"]
 
@@ -33,9 +34,6 @@ class ToolStats:
     server_mean: Optional[float]
 
     def to_json(self) -> dict[str, Any]:
-        def ms(value: Optional[float]) -> Optional[float]:
-            return None if value is None else round(value * 1000, 3)
-
         return {
             "tool": self.tool,
             "calls": self.calls,
@@ -43,8 +41,8 @@ class ToolStats:
             "pending": self.pending,
             "golem_flows": self.golem_flows,
             "latency": self.latency.to_json(),
-            "rhino_mean_ms": ms(self.rhino_mean),
-            "server_mean_ms": ms(self.server_mean),
+            "rhino_mean_ms": json_ms(self.rhino_mean),
+            "server_mean_ms": json_ms(self.server_mean),
         }
 
 

@@ -19,10 +19,23 @@ from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
 from ..events import Event, FrameSeen
-from ..recording.format import Header, RecordingError, RecordingReader, open_recording
+from ..recording.format import (
+    OpenedRecording,
+    RecordingError,
+    RecordingReader,
+    open_recording,
+)
 from .flows import Flow, FlowTracker
 
-__all__ = ["FlowReader", "TraceError", "flow_json_line", "flow_to_json", "json_text", "open_flows"]
+__all__ = [
+    "FlowReader",
+    "TraceError",
+    "flow_json_line",
+    "flow_to_json",
+    "json_ms",
+    "json_text",
+    "open_flows",
+]
 
 
 class TraceError(Exception):
@@ -30,42 +43,18 @@ class TraceError(Exception):
     the file, the line number when the problem is in one line, and what is wrong."""
 
 
-class FlowReader:
+class FlowReader(OpenedRecording):
     """A recording being read: its header and profile at once, then its events or flows,
     once, as they are read. Errors while reading raise TraceError. Close it when done (it is
     a context manager)."""
 
     def __init__(self, path: str, stream: IO[bytes], reader: RecordingReader) -> None:
-        self.path = path
-        self._stream = stream
-        self._reader = reader
+        super().__init__(path, stream, reader)
         self.tracker = FlowTracker(reader.profile, keep=False)
         self.flow_count = 0
         """Flows handed on so far (all of them once `flows` is exhausted)."""
         self.read_to_end = False
         """Every line was read (`unclosed` is known only then)."""
-
-    @property
-    def header(self) -> Header:
-        return self._reader.header
-
-    @property
-    def profile(self) -> Profile:
-        return self._reader.profile
-
-    @property
-    def route_profiles(self) -> dict[str, Profile]:
-        """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp``)."""
-        return self._reader.route_profiles
-
-    def profile_for(self, route: str) -> Profile:
-        """The profile of ``route``'s frames."""
-        return self._reader.route_profiles.get(route, self._reader.profile)
-
-    @property
-    def truncated_tail(self) -> bool:
-        """The last line was incomplete (the writer stopped) and was ignored."""
-        return self._reader.truncated_tail
 
     @property
     def unclosed(self) -> int:
@@ -134,19 +123,6 @@ class FlowReader:
         except OSError as exc:
             raise TraceError(f"{self.path}: {exc.strerror or exc}") from None
 
-    def fileno(self) -> int:
-        """The descriptor of the file being read (a progress bar follows its offset)."""
-        return self._stream.fileno()
-
-    def close(self) -> None:
-        self._stream.close()
-
-    def __enter__(self) -> FlowReader:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
 
 def open_flows(path: str) -> FlowReader:
     """Open the recording at ``path`` and read its header. Raises TraceError saying why the
@@ -201,6 +177,12 @@ def json_text(data: Any, indent: Optional[int] = None) -> str:
     return _UNSAFE_IN_JSON.sub(_escape, text)
 
 
+def json_ms(seconds: Optional[float]) -> Optional[float]:
+    """``seconds`` in milliseconds to the microsecond, as the JSON outputs give durations;
+    None (not measured) stays None."""
+    return None if seconds is None else round(seconds * 1000, 3)
+
+
 def flow_json_line(flow: Flow, profile: Profile) -> str:
     """One flow as a line of JSON (with its newline): what `show --json` and `export
     --format jsonl` print."""
@@ -214,7 +196,6 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
         if frame is not None and frame.message.id is not None:
             ident = frame.message.id
             break
-    latency = flow.latency
     data: dict[str, Any] = {
         "number": flow.number,
         "t": flow.t,
@@ -225,7 +206,7 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
         "status": flow.status(profile),
         "error": flow.is_error,
         "outcome": flow.outcome.kind.value if flow.outcome is not None else None,
-        "latency_ms": None if latency is None else round(latency * 1000, 3),
+        "latency_ms": json_ms(flow.latency),
         "request_size": flow.request_size,
         "response_size": flow.response_size,
     }

@@ -1,6 +1,7 @@
 """What a session says about its bound routes when it starts: each route as bound, the
-client environment that points at them, and which upstreams do not accept yet. ``proxy`` and
-``mcp`` both print them; ``mcp`` and ``mcp-verify`` hand the environment to the child."""
+client environment that points at them, which upstreams do not accept yet, and with
+``--intercept`` what is held. ``proxy`` and ``mcp`` both print them; ``mcp`` and
+``mcp-verify`` hand the environment to the child."""
 
 from __future__ import annotations
 
@@ -12,12 +13,26 @@ from rich.text import Text
 
 from golem_core.profiles import Profile
 
+from ..live.intercept import InterceptEngine
 from ..live.proxy_options import BoundRoute
 from ..net.listeners import probe
 from ..terminal import safe_text
 
 STARTUP_PROBE_TIMEOUT = 0.5
 """How long the start-up check of each upstream waits for it to accept."""
+
+
+def print_intercept(console: Console, engine: InterceptEngine, commands: str) -> None:
+    """One line: the frames ``engine`` holds, for how long, and ``commands``, where the user
+    decides about them."""
+    limit = f", at most {engine.timeout:g} s" if engine.timeout else ""
+    console.print(
+        Text.assemble(
+            ("intercept", "bold blue"),
+            f": {safe_text(str(engine.filter))} (held until decided{limit}; {commands})",
+        ),
+        soft_wrap=True,
+    )
 
 
 def print_routes(console: Console, bound: list[BoundRoute]) -> None:

@@ -93,7 +93,7 @@ def error_line(exc: BaseException) -> Optional[str]:
     """The one-line message for an error the user caused (without the ``golem-proxy:``
     prefix), or None for anything else: a bug, which deserves its traceback."""
     exc = unwrap(exc)
-    if isinstance(exc, FilterError):  # as show and stats say it (`filtered_flows`)
+    if isinstance(exc, FilterError):  # a --filter of show, stats or tui
         return f"bad filter: {exc}"
     if isinstance(exc, (CommandError, TraceError, RecordingError)):
         return str(exc)
@@ -219,16 +219,6 @@ def fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def open_trace(path: str) -> Optional[FlowReader]:
-    """Open a recording and read its header, or print why it cannot be read and return
-    None. Reading it may still raise TraceError (a damaged line further on)."""
-    try:
-        return open_flows(path)
-    except TraceError as exc:
-        fail(str(exc))
-        return None
-
-
 def note_truncated(reader: FlowReader) -> None:
     """One line on stderr when the recording (read to its end) was cut short: its last line
     is incomplete, or connections it opened were never closed (a proxy that stops closes
@@ -264,23 +254,24 @@ def filtered_flows(
     expression: Optional[str],
     see: Optional[Callable[[Flow], None]] = None,
     catalogue: Optional[MethodCatalogue] = None,
-) -> Optional[tuple[FlowReader, Iterator[Flow], Optional[Filter]]]:
+) -> tuple[FlowReader, Iterator[Flow], Optional[Filter]]:
     """Open the recording at ``path``; return it, its flows matching ``expression`` (all for
     None) as they are read, and the parsed filter. ``see`` is shown every flow, matching or
     not, before it is filtered. With ``catalogue`` and a recording without an MCP layer,
-    ``~tool`` guesses from the catalogue's method → tool map. Prints a one-line error and
-    returns None for a bad filter or file; reading the flows may raise TraceError."""
-    try:
-        chosen = parse_filter(expression) if expression is not None else None
-    except FilterError as exc:
-        fail(f"bad filter: {exc}")
-        return None
-    reader = open_trace(path)
-    if reader is None:
-        return None
+    ``~tool`` guesses from the catalogue's method → tool map.
+
+    Raises FilterError for a bad filter (checked before the file), TraceError for a file
+    that cannot be opened; reading the flows may raise TraceError. `golem_proxy.cli` prints
+    either as one line (`error_line`)."""
+    chosen = parse_filter(expression) if expression is not None else None
+    reader = open_flows(path)
     if expression is not None and catalogue is not None and not mcp_routes(reader.route_profiles):
         # Parsed again, now that the recording is known to carry no attribution of its own.
-        chosen = parse_filter(expression, catalogue.likely_tools)
+        try:
+            chosen = parse_filter(expression, catalogue.likely_tools)
+        except FilterError:
+            reader.close()
+            raise
     flows = reader.flows()
     if see is not None:
         flows = _seen(flows, see)

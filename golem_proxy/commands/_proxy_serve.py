@@ -19,7 +19,12 @@ from ..live.relay import Proxy
 from ..live.session import ProxySession, SessionConfig, session_header
 from ..recording.shared_file import RecordingFile
 from ..terminal import safe_text
-from ._bound_routes import environment_hint, print_routes, warn_of_silent_upstreams
+from ._bound_routes import (
+    environment_hint,
+    print_intercept,
+    print_routes,
+    warn_of_silent_upstreams,
+)
 
 __all__ = ["serve", "serve_forwarding"]
 
@@ -122,15 +127,7 @@ async def _announce(
     commands_scope = trio.CancelScope()
     engine = config.options.intercept
     if engine is not None:
-        limit = f", at most {engine.timeout:g} s" if engine.timeout else ""
-        console.print(
-            Text.assemble(
-                ("intercept", "bold blue"),
-                f": {safe_text(str(engine.filter))} (held until decided{limit}; "
-                "type ? and Enter for the commands)",
-            ),
-            soft_wrap=True,
-        )
+        print_intercept(console, engine, "type ? and Enter for the commands")
         nursery.start_soon(_take_commands, InterceptConsole(engine), console, commands_scope)
     console.print(Text("Ctrl-C to stop", "dim"))
     return commands_scope

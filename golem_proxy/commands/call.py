@@ -35,7 +35,8 @@ from ..net.request_client import (
 )
 from ..terminal import safe_text
 from ._answers import print_answer
-from ._common import EXIT_FINDINGS, CommandError, address_arg, console, seconds_arg
+from ._common import EXIT_FINDINGS, CommandError, console
+from ._options import add_address, add_profile, add_timeout
 
 NAME = "call"
 HELP = "send one request to a plugin (or any server of the profile) and print the answer"
@@ -57,19 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the params as JSON (an object, or an array where the profile allows it); "
         "- reads them from stdin (default: {})",
     )
-    parser.add_argument(
+    add_address(
+        parser,
         "--target",
-        type=address_arg,
-        metavar="HOST:PORT",
-        help="the server: HOST:PORT or unix:PATH (default: the profile's main upstream, "
+        "the server: HOST:PORT or unix:PATH (default: the profile's main upstream, "
         "golem 127.0.0.1:9876)",
     )
-    parser.add_argument(
-        "--profile",
-        choices=sorted(PROFILES),
-        default="golem",
-        help="the protocol: golem (length-prefixed, the default) or jsonrpc-ndjson",
-    )
+    add_profile(parser, "the protocol: golem (length-prefixed, the default) or jsonrpc-ndjson")
     parser.add_argument(
         "--id",
         dest="request_id",
@@ -80,12 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--raw", action="store_true", help="write the exact bytes of the response frame"
     )
-    parser.add_argument(
-        "--timeout",
-        type=seconds_arg,
-        default=30.0,
-        help="seconds to wait for the connection and the answer (default 30)",
-    )
+    add_timeout(parser, "seconds to wait for the connection and the answer (default 30)")
 
 
 def run(args: argparse.Namespace) -> int:

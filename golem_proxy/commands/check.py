@@ -22,7 +22,7 @@ from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, g
 from ..analysis.drift import DriftCollector, DriftReport
 from ..analysis.mcp_audit import MAX_PENDING, McpAuditor
 from ..analysis.tool_calls import mcp_routes
-from ..analysis.trace import FlowReader, TraceError, json_text
+from ..analysis.trace import FlowReader, json_text, open_flows
 from ..net.addresses import parse_address
 from ..net.request_client import RequestFailed, Unreachable, request_answer
 from ..table_layout import Cell, Column, print_table
@@ -32,15 +32,13 @@ from ._common import (
     CATALOGUE_METAVAR,
     EXIT_FINDINGS,
     EXIT_OK,
-    EXIT_USAGE,
     catalogue_arg,
     console,
     fail,
     note_truncated,
-    open_trace,
     severity_text,
-    trace_path_arg,
 )
+from ._options import add_recording
 from ._progress import file_progress
 
 NAME = "check"
@@ -56,9 +54,7 @@ class CatalogueError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
-    )
+    add_recording(parser)
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
         "--catalogue",
@@ -82,17 +78,12 @@ def run(args: argparse.Namespace) -> int:
         catalogue = _catalogue(args)
     except CatalogueError as exc:
         return fail(str(exc))
-    trace = open_trace(args.file)
-    if trace is None:
-        return EXIT_USAGE
+    trace = open_flows(args.file)  # TraceError: printed as one line by `golem_proxy.cli`
     collector = DriftCollector(catalogue, trace.profile)
     failures: Counter[str] = Counter()
     with trace, file_progress(trace.fileno(), "checking"):
         mcp = McpAuditor(mcp_routes(trace.route_profiles))
-        try:
-            findings = _audit(trace, catalogue, collector, failures=failures, mcp=mcp)
-        except TraceError as exc:
-            return fail(str(exc))
+        findings = _audit(trace, catalogue, collector, failures=failures, mcp=mcp)
     note_truncated(trace)
     if mcp.unchecked:
         text = (

@@ -21,7 +21,7 @@ from typing import Optional
 import trio
 from rich.console import Console
 
-from golem_core.profiles import GOLEM, JSONRPC_NDJSON, PROFILES, Profile
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
 
 from ..analysis.flows import Flow
 from ..analysis.stats import compute_stats
@@ -40,6 +40,7 @@ from ..testing.scrybe_app import ScrybeApp
 from ..testing.scrybe_server import AppServer
 from ..testing.scrybe_session import DISK, run_scrybe_session
 from ._common import CommandError, integer_arg, print_error, unwrap
+from ._options import add_profile
 from .stats import print_stats
 
 NAME = "demo"
@@ -62,11 +63,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="recording path (default: recordings/demo-TIMESTAMP.jsonl)",
     )
-    parser.add_argument(
-        "--profile",
-        choices=sorted(PROFILES),
+    add_profile(
+        parser,
+        "golem (the headless plugin, default) or jsonrpc-ndjson (a stand-in Scrybe app)",
         default=GOLEM.name,
-        help="golem (the headless plugin, default) or jsonrpc-ndjson (a stand-in Scrybe app)",
     )
     parser.add_argument("--seed", type=integer_arg, default=42, help="plugin seed (default 42)")
     parser.add_argument("--quiet", "-q", action="store_true", help="log problems only")
@@ -149,8 +149,6 @@ def _run(args: argparse.Namespace, path: str, console: Console) -> int:
         console,
         path,
         [
-            f"{launcher} tui {path}",
-            f"{launcher} show {path} --filter '~e'",
             f"{launcher} check {path} --catalogue {shipped()[0]}",
             f"{launcher} replay {path} --listen 127.0.0.1:0 --gh-listen 127.0.0.1:0",
         ],
@@ -203,8 +201,6 @@ def _run_scrybe(args: argparse.Namespace, path: str, console: Console) -> int:
         console,
         path,
         [
-            f"{launcher} tui {path}",
-            f"{launcher} show {path} --filter '~e'",
             f"{launcher} check {path}",
             f"{launcher} replay {path} --listen unix:{replay_socket}"
             f"  # then a client with SCRYBE_SOCK={replay_socket}",
@@ -247,10 +243,13 @@ def _summary(console: Console, path: str, outcome: DemoOutcome) -> None:
     console.print(_exchanges_explained(flows, outcome), soft_wrap=True)
 
 
-def _hints(console: Console, path: str, commands: list[str]) -> None:
+def _hints(console: Console, path: str, more: list[str]) -> None:
+    """The commands that look at the recording again: the TUI and its errors, as after every
+    demo, then ``more``, what this demo's profile adds."""
+    launcher = _launcher()
     console.rule()
     console.print(f"recorded [bold]{path}[/]. Look at it again with:")
-    for command in commands:
+    for command in [f"{launcher} tui {path}", f"{launcher} show {path} --filter '~e'", *more]:
         console.print(f"  [cyan]{command}[/]", soft_wrap=True)  # whole lines, to copy
 
 

@@ -8,8 +8,9 @@ import json
 from ..replay.index import load_exchanges
 from ..replay.render import render_diff
 from ..replay.tracediff import diff_traces
-from ._common import CommandError, console, reading, trace_path_arg
+from ._common import CommandError, console, reading
 from ._comparing import add_comparison_arguments, comparator_from
+from ._options import add_recording
 
 NAME = "diff"
 HELP = "compare two traces exchange by exchange (GUID-aware, with tolerances)"
@@ -18,10 +19,8 @@ EXIT_DIFFERENT = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "a", metavar="A", type=trace_path_arg, help="first recording (the reference)"
-    )
-    parser.add_argument("b", metavar="B", type=trace_path_arg, help="second recording")
+    add_recording(parser, "first recording (the reference)", dest="a", metavar="A")
+    add_recording(parser, "second recording", dest="b", metavar="B")
     add_comparison_arguments(
         parser,
         ignore_metavar="PATH",

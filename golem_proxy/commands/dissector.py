@@ -14,6 +14,7 @@ from ..interop.dissector import DissectorError, default_ports, generate_dissecto
 from ..recording.format import write_private
 from ..terminal import safe_text
 from ._common import EXIT_OK, console, fail, os_reason
+from ._options import add_profile
 
 NAME = "dissector"
 HELP = "write a Wireshark dissector (Lua) for the protocol, generated from its profile"
@@ -30,12 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", "-o", metavar="FILE", required=True, help="the Lua file to write ('-': stdout)"
     )
-    parser.add_argument(
-        "--profile",
-        choices=sorted(PROFILES),
-        default="golem",
-        help="the protocol (default: golem)",
-    )
+    add_profile(parser, "the protocol (default: golem)")
     parser.add_argument(
         "--port",
         type=_port,

@@ -1,5 +1,6 @@
-"""``golem-proxy export FILE``: the exact byte streams of a recording, or its exchanges as
-JSON lines."""
+"""``golem-proxy export FILE``: the exact byte streams of a recording, its exchanges as JSON
+lines, its captured images, a pcapng capture (`interop.tcp_export`) or a Parquet table of its
+flows (`interop.flow_table`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from typing import IO
 from rich.text import Text
 
 from ..analysis.captures import captures, write_captures
-from ..analysis.trace import FlowReader, TraceError, flow_json_line
-from ..interop.capture_command import export_parquet, export_pcapng
+from ..analysis.trace import FlowReader, flow_json_line, open_flows
+from ..interop.flow_table import FlowTableError, write_parquet
+from ..interop.tcp_export import write_pcapng
 from ..recording.format import replacing, write_private
 from ..recording.streams import write_streams
 from ..table_layout import Cell, Column, print_table
@@ -21,14 +23,12 @@ from ..terminal import counted, safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
-    EXIT_USAGE,
     console,
     fail,
     note_truncated,
-    open_trace,
     os_reason,
-    trace_path_arg,
 )
+from ._options import add_recording
 from ._progress import file_progress
 
 NAME = "export"
@@ -37,9 +37,7 @@ ORDER = 33
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
-    )
+    add_recording(parser)
     parser.add_argument(
         "--format",
         choices=("streams", "jsonl", "images", "pcapng", "parquet"),
@@ -64,23 +62,19 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--format {args.format} needs --out DIR")
     if args.format in ("pcapng", "parquet") and not args.out:
         return fail(f"--format {args.format} needs --out FILE")
-    trace = open_trace(args.file)
-    if trace is None:
-        return EXIT_USAGE
+    trace = open_flows(args.file)  # TraceError: printed as one line by `golem_proxy.cli`
     with trace, file_progress(trace.fileno(), "exporting"):
         try:
             if args.format == "jsonl":
                 code = _export_jsonl(trace, args.out)
             elif args.format == "pcapng":
-                code = export_pcapng(trace, args.out)
+                code = _export_pcapng(trace, args.out)
             elif args.format == "parquet":
-                code = export_parquet(trace, args.file, args.out)
+                code = _export_parquet(trace, args.file, args.out)
             elif args.format == "images":
                 code = _export_images(trace, args.out)
             else:
                 code = _export_streams(trace, args.out)
-        except TraceError as exc:
-            return fail(str(exc))
         except BrokenPipeError:
             raise  # the reader of stdout went away: the command line ends quietly
         except OSError as exc:
@@ -181,4 +175,31 @@ def _export_streams(trace: FlowReader, out: str) -> int:
             )
         )
         return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _export_pcapng(trace: FlowReader, out: str) -> int:
+    """Write ``trace`` to ``out`` as pcapng (private, written whole: a damaged line further on
+    leaves no half file) and say what was written on stderr. Returns the exit code; raises
+    TraceError and OSError."""
+    with replacing(out, overwrite=True) as stream:
+        summary = write_pcapng(trace.events(), trace.header, trace.profile, stream)
+    line = (
+        f"wrote {summary.packets} packets of {summary.connections} connections "
+        f"({summary.payload_bytes} payload bytes) to {safe_text(out)}"
+    )
+    if summary.gaps:
+        line += f"; {summary.gaps} gaps ({summary.gap_bytes} bytes crossed unobserved)"
+    console(stderr=True).print(Text(line))
+    return EXIT_OK
+
+
+def _export_parquet(trace: FlowReader, name: str, out: str) -> int:
+    """Write the flows of ``trace`` to ``out`` as Parquet, its ``trace`` column ``name``, and
+    say so on stderr. Returns the exit code; raises TraceError and OSError."""
+    try:
+        count = write_parquet(trace, name, out)
+    except FlowTableError as exc:
+        return fail(f"cannot write {out} ({exc})")
+    console(stderr=True).print(Text(f"wrote {count} flows to {safe_text(out)}"))
     return EXIT_OK

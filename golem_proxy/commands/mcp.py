@@ -28,7 +28,6 @@ from golem_core.profiles import GOLEM, MCP
 
 from ..live.attribution import ToolCallTracker
 from ..live.console_socket import serve_console
-from ..live.intercept import InterceptEngine
 from ..live.intercept_console import InterceptConsole
 from ..live.log_output import TerminalOutput
 from ..live.proxy_options import BoundRoute
@@ -39,8 +38,9 @@ from ..net.listeners import Listener, open_listener
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
 from ..terminal import safe_text
-from ._bound_routes import client_environment, print_routes
-from ._common import CommandError, address_arg, error_line, seconds_arg, unwrap
+from ._bound_routes import client_environment, print_intercept, print_routes
+from ._common import CommandError, error_line, unwrap
+from ._options import add_address, add_timeout
 from .proxy import add_session_arguments, session_options, verbosity_of
 
 NAME = "mcp"
@@ -53,19 +53,17 @@ MCP_ROUTE = "mcp"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = "golem-proxy mcp [OPTIONS] -- COMMAND [ARGS...]"
-    parser.add_argument(
+    add_address(
+        parser,
         "--upstream",
-        type=address_arg,
+        "the plugin's main socket (default 127.0.0.1:9876)",
         default=Address("127.0.0.1", 9876),
-        metavar="HOST:PORT",
-        help="the plugin's main socket (default 127.0.0.1:9876)",
     )
-    parser.add_argument(
+    add_address(
+        parser,
         "--gh-upstream",
-        type=address_arg,
+        "the plugin's Grasshopper socket (default 127.0.0.1:9877)",
         default=Address("127.0.0.1", 9877),
-        metavar="HOST:PORT",
-        help="the plugin's Grasshopper socket (default 127.0.0.1:9877)",
     )
     parser.add_argument(
         "--env",
@@ -80,20 +78,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write the live log to FILE (created private) instead of stderr",
     )
-    parser.add_argument(
-        "--exit-timeout",
-        type=seconds_arg,
+    add_timeout(
+        parser,
+        "once the client closes stdin, how long the server may take to exit before it "
+        "is terminated, then killed (default 5)",
+        flag="--exit-timeout",
         default=5.0,
         metavar="SECONDS",
-        help="once the client closes stdin, how long the server may take to exit before it "
-        "is terminated, then killed (default 5)",
     )
-    parser.add_argument(
+    add_address(
+        parser,
         "--console",
-        type=address_arg,
-        metavar="unix:PATH",
-        help="with --intercept: take the intercept commands on this private Unix socket "
+        "with --intercept: take the intercept commands on this private Unix socket "
         "(stdin is the MCP client's); golem-proxy intercept unix:PATH talks to it",
+        metavar="unix:PATH",
     )
     add_session_arguments(parser)
     parser.add_argument(
@@ -245,7 +243,8 @@ async def _serve_with(
                 await relay.start()
                 _announce(console, bound, env, relay, config)
                 if commands is not None and engine is not None:
-                    _announce_console(console, engine, commands.address)
+                    where = safe_text(str(commands.address))
+                    print_intercept(console, engine, f"commands: golem-proxy intercept {where}")
                     nursery.start_soon(serve_console, commands, InterceptConsole(engine))
                 nursery.start_soon(_forward_signals, signals, relay)
                 status = await relay.run()
@@ -282,15 +281,3 @@ def _announce(
     )
     if config.record_path:
         console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)
-
-
-def _announce_console(console: Console, engine: InterceptEngine, address: Address) -> None:
-    limit = f", at most {engine.timeout:g} s" if engine.timeout else ""
-    console.print(
-        Text.assemble(
-            ("intercept", "bold blue"),
-            f": {safe_text(str(engine.filter))} (held until decided{limit}; "
-            f"commands: golem-proxy intercept {safe_text(str(address))})",
-        ),
-        soft_wrap=True,
-    )

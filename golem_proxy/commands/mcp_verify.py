@@ -34,8 +34,9 @@ from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
 from ..terminal import safe_text
 from ._bound_routes import client_environment
-from ._common import CommandError, address_arg, reading, seconds_arg, trace_path_arg
+from ._common import CommandError, reading
 from ._comparing import add_comparison_arguments, comparator_from
+from ._options import add_address, add_recording, add_timeout
 
 NAME = "mcp-verify"
 HELP = "replay a recorded MCP session to a server build, Rhino stood in, and compare tool results"
@@ -46,38 +47,29 @@ ANY_PORT = Address("127.0.0.1", 0)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = "golem-proxy mcp-verify REC [OPTIONS] -- COMMAND [ARGS...]"
-    parser.add_argument(
-        "file", metavar="REC", type=trace_path_arg, help="a recording of golem-proxy mcp"
-    )
-    parser.add_argument(
+    add_recording(parser, "a recording of golem-proxy mcp", metavar="REC")
+    add_address(
+        parser,
         "--target",
-        type=address_arg,
-        metavar="HOST:PORT",
-        help="a live plugin's main socket (default: the recording's GOLEM layer stands in)",
+        "a live plugin's main socket (default: the recording's GOLEM layer stands in)",
     )
-    parser.add_argument(
+    add_address(
+        parser,
         "--gh-target",
-        type=address_arg,
-        metavar="HOST:PORT",
-        help="a live plugin's Grasshopper socket (default: the recording stands in)",
+        "a live plugin's Grasshopper socket (default: the recording stands in)",
     )
     add_comparison_arguments(
         parser,
         ignore_metavar="PATH",
         ignore_help="leave a path of the tool results out: result.x or TOOL:result.x",
     )
-    parser.add_argument(
-        "--timeout",
-        type=seconds_arg,
-        default=30.0,
-        help="seconds to wait for each answer of the server (default 30)",
-    )
-    parser.add_argument(
-        "--exit-timeout",
-        type=seconds_arg,
+    add_timeout(parser, "seconds to wait for each answer of the server (default 30)")
+    add_timeout(
+        parser,
+        "once done, how long the server may take to exit before it is terminated (default 5)",
+        flag="--exit-timeout",
         default=5.0,
         metavar="SECONDS",
-        help="once done, how long the server may take to exit before it is terminated (default 5)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(

@@ -11,8 +11,6 @@ from typing import Any, Optional, Union
 
 import trio
 
-from golem_core.profiles import PROFILES
-
 from ..net.addresses import parse_address
 from ..net.listeners import ListenError
 from ..recording.format import RecordingError, RecordingWriter
@@ -28,7 +26,8 @@ from ..replay.setup import (
     parse_timing,
     upstreams_for,
 )
-from ._common import CommandError, address_arg, seconds_arg, trace_path_arg, unwrap
+from ._common import CommandError, trace_path_arg, unwrap
+from ._options import add_address, add_profile, add_timeout
 
 NAME = "replay"
 HELP = "serve recorded traces as a stand-in plugin (server replay)"
@@ -74,23 +73,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=trace_path_arg,
         help="recording(s) to serve (or sample:NAME)",
     )
-    parser.add_argument(
+    add_address(
+        parser,
         "--listen",
-        type=address_arg,
+        "main channel address (default 127.0.0.1:9876; port 0: any)",
         default=parse_address("127.0.0.1:9876"),
-        help="main channel address (default 127.0.0.1:9876; port 0: any)",
+        metavar=None,
     )
-    parser.add_argument(
+    add_address(
+        parser,
         "--gh-listen",
-        type=address_arg,
+        "Grasshopper channel address (default 127.0.0.1:9877)",
         default=parse_address("127.0.0.1:9877"),
-        help="Grasshopper channel address (default 127.0.0.1:9877)",
+        metavar=None,
     )
-    parser.add_argument(
-        "--profile",
-        choices=sorted(PROFILES),
-        help="protocol profile (default: the trace's)",
-    )
+    add_profile(parser, "protocol profile (default: the trace's)", default=None)
     parser.add_argument(
         "--match",
         choices=[m.value for m in MatchMode],
@@ -117,12 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=("POLICY", "HOST:PORT"),
         help="error | close | forward HOST:PORT (default error)",
     )
-    parser.add_argument(
-        "--gh-forward",
-        type=address_arg,
-        metavar="HOST:PORT",
-        help="live Grasshopper channel for --on-miss forward",
-    )
+    add_address(parser, "--gh-forward", "live Grasshopper channel for --on-miss forward")
     parser.add_argument(
         "--record-new", metavar="PATH", help="write forwarded exchanges to a new trace"
     )
@@ -133,11 +125,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="answer at once, with the recorded latencies, or scaled by N",
     )
     parser.add_argument("--report", metavar="FILE", help="write the JSON summary at exit")
-    parser.add_argument(
-        "--idle-exit",
-        type=seconds_arg,
+    add_timeout(
+        parser,
+        "exit after this long with no connection open",
+        flag="--idle-exit",
+        default=None,
         metavar="SECONDS",
-        help="exit after this long with no connection open",
     )
     parser.add_argument(
         "--listen-public", action="store_true", help="allow a non-loopback listen address"

@@ -21,13 +21,11 @@ from ._answers import malformed_line, write_json
 from ._common import (
     EXIT_FINDINGS,
     CommandError,
-    address_arg,
     console,
     count_arg,
     reading,
-    seconds_arg,
-    trace_path_arg,
 )
+from ._options import add_address, add_recording, add_timeout
 
 NAME = "resend"
 HELP = "send a recorded request again to a live plugin and diff the two answers"
@@ -35,23 +33,10 @@ ORDER = 42
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
-    )
+    add_recording(parser)
     parser.add_argument("flow", metavar="FLOW", type=count_arg, help="the flow's number (show)")
-    parser.add_argument(
-        "--target",
-        type=address_arg,
-        required=True,
-        metavar="HOST:PORT",
-        help="the live plugin (or unix:PATH)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=seconds_arg,
-        default=30.0,
-        help="seconds to wait for the answer (default 30)",
-    )
+    add_address(parser, "--target", "the live plugin (or unix:PATH)", required=True)
+    add_timeout(parser, "seconds to wait for the answer (default 30)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,12 +24,11 @@ from ..analysis.tool_calls import (
     two_layer_json,
     two_layer_label,
 )
-from ..analysis.trace import FlowReader, TraceError, flow_to_json, json_text
+from ..analysis.trace import FlowReader, flow_to_json, json_text
 from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import counted, format_size, safe_text
 from ._common import (
     EXIT_OK,
-    EXIT_USAGE,
     catalogue_arg,
     console,
     fail,
@@ -39,9 +38,9 @@ from ._common import (
     note_truncated,
     size,
     status_text,
-    trace_path_arg,
     violation_marker,
 )
+from ._options import add_recording
 
 NAME = "show"
 HELP = "list the flows of a recording"
@@ -89,9 +88,7 @@ _GUESS_COLUMNS = (*_COLUMNS[: _METHOD_AT + 1], _LIKELY_TOOL, *_COLUMNS[_METHOD_A
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
-    )
+    add_recording(parser)
     parser.add_argument(
         "--filter", "-f", metavar="EXPR", help="only flows matching EXPR (see docs/filters.md)"
     )
@@ -126,34 +123,28 @@ def run(args: argparse.Namespace) -> int:
         return fail("--limit must be 0 or more")
     index = ToolCallIndex(())
     expression = _with_layer(args.filter, args.layer)
-    loaded = filtered_flows(args.file, expression, index.note, args.catalogue)
-    if loaded is None:
-        return EXIT_USAGE
-    reader, flows, chosen = loaded
+    reader, flows, chosen = filtered_flows(args.file, expression, index.note, args.catalogue)
     index.routes = mcp_routes(reader.route_profiles)
     layers = _Layers(reader, index, golem_only=args.layer == "golem", catalogue=args.catalogue)
     with reader:
-        try:
-            if args.json:
-                _print_json(flows, layers, args.limit)
+        if args.json:
+            _print_json(flows, layers, args.limit)
+        else:
+            out = console()
+            title = f"{safe_text(reader.path)} · {reader.profile.name}"
+            shown, matching = _print_table(out, title, flows, layers, args.limit)
+            scope = f" matching {chosen}" if chosen is not None else ""
+            if matching is None:
+                # Reading on only to count would cost as much as printing it all.
+                line = (
+                    f"the first {counted(shown, 'flow')}{scope} "
+                    f"(--limit {shown}; the rest not read)"
+                )
             else:
-                out = console()
-                title = f"{safe_text(reader.path)} · {reader.profile.name}"
-                shown, matching = _print_table(out, title, flows, layers, args.limit)
-                scope = f" matching {chosen}" if chosen is not None else ""
-                if matching is None:
-                    # Reading on only to count would cost as much as printing it all.
-                    line = (
-                        f"the first {counted(shown, 'flow')}{scope} "
-                        f"(--limit {shown}; the rest not read)"
-                    )
-                else:
-                    line = f"{counted(shown, 'flow')}{scope} ({reader.flow_count} in the recording)"
-                out.print(Text(line), soft_wrap=True)
-                if args.catalogue is not None:
-                    out.print(Text(_guess_note(args.catalogue, index), "dim"), soft_wrap=True)
-        except TraceError as exc:
-            return fail(str(exc))
+                line = f"{counted(shown, 'flow')}{scope} ({reader.flow_count} in the recording)"
+            out.print(Text(line), soft_wrap=True)
+            if args.catalogue is not None:
+                out.print(Text(_guess_note(args.catalogue, index), "dim"), soft_wrap=True)
     note_truncated(reader)
     return EXIT_OK
 

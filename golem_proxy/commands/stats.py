@@ -12,19 +12,17 @@ from rich.text import Text
 from ..analysis.stats import MethodStats, Stats, StatsBuilder
 from ..analysis.tool_calls import ToolCallIndex, mcp_routes
 from ..analysis.tool_stats import ToolStats, ToolStatsBuilder
-from ..analysis.trace import TraceError, json_text
+from ..analysis.trace import json_text
 from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import safe_text
 from ._common import (
     EXIT_OK,
-    EXIT_USAGE,
     console,
-    fail,
     filtered_flows,
     ms,
     note_truncated,
-    trace_path_arg,
 )
+from ._options import add_recording
 from ._progress import file_progress
 
 NAME = "stats"
@@ -33,29 +31,21 @@ ORDER = 31
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="a recording (.jsonl, or sample:NAME)"
-    )
+    add_recording(parser)
     parser.add_argument("--filter", "-f", metavar="EXPR", help="only flows matching EXPR")
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     index = ToolCallIndex(())
-    loaded = filtered_flows(args.file, args.filter, index.note)
-    if loaded is None:
-        return EXIT_USAGE
-    trace, flows, _ = loaded
+    trace, flows, _ = filtered_flows(args.file, args.filter, index.note)
     index.routes = mcp_routes(trace.route_profiles)
     builder = StatsBuilder()
     tools = ToolStatsBuilder(index)
     with trace, file_progress(trace.fileno(), "reading"):
-        try:
-            for flow in flows:
-                builder.add(flow)
-                tools.add(flow)
-        except TraceError as exc:
-            return fail(str(exc))
+        for flow in flows:
+            builder.add(flow)
+            tools.add(flow)
     stats = builder.stats()
     per_tool = tools.stats()
     if args.json:

@@ -17,13 +17,11 @@ from ..replay.render import render_verify
 from ..replay.verify import TargetUnreachable, update_trace, verify_trace
 from ._common import (
     CommandError,
-    address_arg,
     console,
     reading,
-    seconds_arg,
-    trace_path_arg,
 )
 from ._comparing import add_comparison_arguments, comparator_from
+from ._options import add_address, add_recording, add_timeout
 from ._progress import count_progress
 
 NAME = "verify"
@@ -33,33 +31,15 @@ EXIT_DIFFERENT = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "file", metavar="FILE", type=trace_path_arg, help="recording to verify (or sample:NAME)"
-    )
-    parser.add_argument(
-        "--target",
-        type=address_arg,
-        required=True,
-        metavar="HOST:PORT",
-        help="live plugin, main channel (or unix:PATH)",
-    )
-    parser.add_argument(
-        "--gh-target",
-        type=address_arg,
-        metavar="HOST:PORT",
-        help="live plugin, Grasshopper channel",
-    )
+    add_recording(parser, "recording to verify (or sample:NAME)")
+    add_address(parser, "--target", "live plugin, main channel (or unix:PATH)", required=True)
+    add_address(parser, "--gh-target", "live plugin, Grasshopper channel")
     add_comparison_arguments(
         parser,
         ignore_metavar="RESULT_PATH",
         ignore_help="leave a path out of the comparison: result.x or METHOD:result.x",
     )
-    parser.add_argument(
-        "--timeout",
-        type=seconds_arg,
-        default=30.0,
-        help="seconds to wait for each answer (default 30)",
-    )
+    add_timeout(parser, "seconds to wait for each answer (default 30)")
     parser.add_argument(
         "--update", action="store_true", help="rewrite the trace with the live responses"
     )

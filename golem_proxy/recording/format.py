@@ -5,7 +5,7 @@ recording imports it from here. Its parts:
 - `schema`: the format's facts: header, members of each line in order, limits;
 - `writer`: events to lines (`RecordingWriter`, `encode_event`);
 - `reader`: lines back to the same events, for untrusted files (`RecordingReader`,
-  `read_recording`);
+  `read_recording`, `OpenedRecording` for a view that reads one event at a time);
 - `scan`: the fast scanner replay uses, its pattern built from `schema`'s member lists;
 - `files`: opening a recording (regular files only) and creating private files.
 """
@@ -13,7 +13,7 @@ recording imports it from here. Its parts:
 from __future__ import annotations
 
 from .files import open_private, open_recording, private_temp_file, replacing, write_private
-from .reader import Recording, RecordingReader, read_recording
+from .reader import OpenedRecording, Recording, RecordingReader, read_recording
 from .schema import (
     DEFAULT_LINE_BUDGET,
     DEFAULT_MAX_LINE,
@@ -36,6 +36,7 @@ __all__ = [
     "MSG_KEY",
     "VERSION",
     "Header",
+    "OpenedRecording",
     "Recording",
     "RecordingError",
     "RecordingReader",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Optional
+from typing import IO, Optional, TypeVar
 
 from golem_core.profiles import Profile, get_profile
 
@@ -21,27 +21,14 @@ from ..terminal import safe_text
 from .files import open_recording
 from .line_events import LineDecoder
 from .line_guard import check_line, decode_json
-from .members import (
-    member_base64,
-    member_direction,
-    member_int,
-    member_number,
-    member_optional_str,
-    member_str,
-)
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError
 
 __all__ = [
+    "OpenedRecording",
     "Recording",
     "RecordingReader",
     "check_line",
     "decode_json",
-    "member_base64",
-    "member_direction",
-    "member_int",
-    "member_number",
-    "member_optional_str",
-    "member_str",
     "parse_header",
     "read_recording",
     "route_profiles",
@@ -175,6 +162,47 @@ class RecordingReader:
                 raise self._named(RecordingError(what, line=self.line_number)) from None
             if event is not None:
                 yield event
+
+
+_Opened = TypeVar("_Opened", bound="OpenedRecording")
+
+
+class OpenedRecording:
+    """A recording file open with its header read: what a view reading it one event at a
+    time keeps, and what it shows before the first event. Close it when done (it is a context
+    manager); ``stream`` is the file ``reader`` reads, whatever wraps it."""
+
+    def __init__(self, path: str, stream: IO[bytes], reader: RecordingReader) -> None:
+        self.path = path
+        self._stream = stream
+        self._reader = reader
+        # What the header says is read once, with it: the reader never changes it.
+        self.header: Header = reader.header
+        self.profile: Profile = reader.profile
+        self.route_profiles: dict[str, Profile] = reader.route_profiles
+        """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp``)."""
+
+    def profile_for(self, route: str) -> Profile:
+        """The profile of ``route``'s frames."""
+        return self.route_profiles.get(route, self.profile)
+
+    @property
+    def truncated_tail(self) -> bool:
+        """The last line was incomplete (the writer stopped) and was ignored."""
+        return self._reader.truncated_tail
+
+    def fileno(self) -> int:
+        """The descriptor of the file being read (a progress bar follows its offset)."""
+        return self._stream.fileno()
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __enter__(self: _Opened) -> _Opened:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def read_recording(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> Recording:

@@ -19,17 +19,15 @@ from golem_core.profiles import Profile
 
 from .files import open_recording
 from .forked import ForkedCall, ForkedCallError
-from .reader import (
-    check_line,
-    decode_json,
+from .members import (
     member_base64,
     member_direction,
     member_int,
     member_number,
     member_optional_str,
     member_str,
-    parse_header,
 )
+from .reader import check_line, decode_json, parse_header
 from .scan_pattern import C2S, EVENT_KIND, LINE, S2C
 from .schema import DEFAULT_MAX_LINE, MSG_KEY, Header, RecordingError, dumps
 

@@ -1,0 +1,62 @@
+"""The arguments several commands take, each added by one function: a recording to read, a
+plugin address, a timeout, a protocol profile. One place decides their type and wording, so
+``show FILE`` and ``stats FILE`` cannot drift apart."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Optional
+
+from golem_core.profiles import PROFILES
+
+from ..net.addresses import Address
+from ._common import address_arg, seconds_arg, trace_path_arg
+
+RECORDING_HELP = "a recording (.jsonl, or sample:NAME)"
+
+
+def add_recording(
+    parser: argparse.ArgumentParser,
+    help: str = RECORDING_HELP,
+    *,
+    dest: str = "file",
+    metavar: str = "FILE",
+) -> None:
+    """Add the positional recording ``dest``: a path, or ``sample:NAME`` resolved to the
+    shipped sample's path (`trace_path_arg`)."""
+    parser.add_argument(dest, metavar=metavar, type=trace_path_arg, help=help)
+
+
+def add_address(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    help: str,
+    *,
+    default: Optional[Address] = None,
+    required: bool = False,
+    metavar: Optional[str] = "HOST:PORT",
+) -> None:
+    """Add the option ``flag`` taking ``HOST:PORT``, ``[V6]:PORT`` or ``unix:PATH``
+    (`address_arg`); None for ``metavar`` keeps argparse's own (the flag's name)."""
+    parser.add_argument(
+        flag, type=address_arg, default=default, required=required, metavar=metavar, help=help
+    )
+
+
+def add_timeout(
+    parser: argparse.ArgumentParser,
+    help: str,
+    *,
+    flag: str = "--timeout",
+    default: Optional[float] = 30.0,
+    metavar: Optional[str] = None,
+) -> None:
+    """Add the option ``flag``: a number of seconds, at least 0 (`seconds_arg`)."""
+    parser.add_argument(flag, type=seconds_arg, default=default, metavar=metavar, help=help)
+
+
+def add_profile(
+    parser: argparse.ArgumentParser, help: str, *, default: Optional[str] = "golem"
+) -> None:
+    """Add ``--profile``, one of the protocol profiles' names (`golem_core.profiles`)."""
+    parser.add_argument("--profile", choices=sorted(PROFILES), default=default, help=help)
