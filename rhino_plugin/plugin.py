@@ -13,7 +13,6 @@ is answered first, then both channels stop (`wait` returns).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from typing import Optional, TextIO
 
 from .behaviours import PluginOptions, build_channels
@@ -26,26 +25,29 @@ __all__ = ["Address", "HeadlessPlugin", "PluginOptions"]
 Address = tuple[str, int]
 
 
-@dataclass(eq=False)
 class HeadlessPlugin:
     """The headless plugin. Not restartable: build a new one after `stop`."""
 
-    host: str = "127.0.0.1"
-    port: int = 9876
-    gh_port: int = 9877
-    options: PluginOptions = field(default_factory=PluginOptions)
-    log: Optional[TextIO] = None
-    document: Document = field(init=False)
-    _ui: UiThread = field(init=False, repr=False, default_factory=UiThread)
-    _shutdown_requested: threading.Event = field(
-        init=False, repr=False, default_factory=threading.Event
-    )
-    _stopped: threading.Event = field(init=False, repr=False, default_factory=threading.Event)
-    _stop_lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
-    _channels: list[ChannelServer] = field(init=False, repr=False, default_factory=list)
-
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 9876,
+        gh_port: int = 9877,
+        options: Optional[PluginOptions] = None,
+        *,
+        log: Optional[TextIO] = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.gh_port = gh_port
+        self.options = options or PluginOptions()
         self.document = Document(self.options.seed)
+        self._log = log
+        self._ui = UiThread()
+        self._shutdown_requested = threading.Event()
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._channels: list[ChannelServer] = []
 
     @property
     def main_address(self) -> Address:
@@ -86,7 +88,7 @@ class HeadlessPlugin:
                         dispatcher,
                         respond,
                         after_reply=self._after_reply,
-                        log=self.log,
+                        log=self._log,
                     )
                 )
         except OSError:

@@ -20,7 +20,6 @@ import contextlib
 import socket
 import sys
 import threading
-from dataclasses import InitVar, dataclass, field
 from typing import Callable, Optional, TextIO
 
 from golem_core.blocking import MessageReader
@@ -33,28 +32,30 @@ ACCEPT_POLL_SECONDS = 0.2
 LISTEN_BACKLOG = 5
 
 
-@dataclass(eq=False)
 class ChannelServer:
-    """Serves one listening socket, bound to ``host:port`` when built (raises OSError when it
-    cannot be), with one dispatcher. ``after_reply`` is called after each answer is sent (the
-    plugin uses it to stop once `shutdown` has been answered); ``respond`` is the payload →
-    reply step (None closes the connection)."""
+    """Serves one listening socket with one dispatcher. ``after_reply`` is called after each
+    answer is sent (the plugin uses it to stop once `shutdown` has been answered); ``respond``
+    is the payload → reply step (None closes the connection)."""
 
-    name: str
-    host: InitVar[str]
-    port: InitVar[int]
-    dispatcher: Dispatcher
-    respond: Callable[[bytes], Optional[bytes]]
-    after_reply: Optional[Callable[[], None]] = None
-    log: Optional[TextIO] = None
-    address: tuple[str, int] = field(init=False)
-    _listener: socket.socket = field(init=False, repr=False)
-    _thread: threading.Thread = field(init=False, repr=False)
-    _stopping: threading.Event = field(init=False, repr=False, default_factory=threading.Event)
-    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
-    _client: Optional[socket.socket] = field(init=False, repr=False, default=None)
-
-    def __post_init__(self, host: str, port: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        host: str,
+        port: int,
+        dispatcher: Dispatcher,
+        respond: Callable[[bytes], Optional[bytes]],
+        *,
+        after_reply: Optional[Callable[[], None]] = None,
+        log: Optional[TextIO] = None,
+    ) -> None:
+        self.name = name
+        self.dispatcher = dispatcher
+        self._respond = respond
+        self._after_reply = after_reply
+        self._log = log
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._client: Optional[socket.socket] = None
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -65,8 +66,8 @@ class ChannelServer:
             raise
         # A timeout on accept() lets the loop notice stop() on every platform.
         self._listener.settimeout(ACCEPT_POLL_SECONDS)
-        self.address = self._listener.getsockname()[:2]
-        self._thread = threading.Thread(target=self._serve, name=f"rhino-{self.name}", daemon=True)
+        self.address: tuple[str, int] = self._listener.getsockname()[:2]
+        self._thread = threading.Thread(target=self._serve, name=f"rhino-{name}", daemon=True)
 
     def start(self) -> None:
         """Start accepting clients on a background thread."""
@@ -91,7 +92,7 @@ class ChannelServer:
 
     def _note(self, message: str) -> None:
         # Resolved per call, so a redirected sys.stderr (tests, embedding) is honoured.
-        stream = self.log if self.log is not None else sys.stderr
+        stream = self._log if self._log is not None else sys.stderr
         print(f"rhino_plugin[{self.name}]: {message}", file=stream, flush=True)
 
     def _serve(self) -> None:
@@ -129,12 +130,12 @@ class ChannelServer:
                 return  # reset by the peer, or stop() shut the socket down
             if frame is None:
                 return
-            reply = self.respond(frame.payload)
+            reply = self._respond(frame.payload)
             if reply is None:
                 return
             try:
                 conn.sendall(reply)
             except OSError:
                 return
-            if self.after_reply is not None:
-                self.after_reply()
+            if self._after_reply is not None:
+                self._after_reply()
