@@ -137,7 +137,7 @@ def _xyz(x: float, y: float, z: float) -> Point:
     return {"x": x, "y": y, "z": z}
 
 
-@dataclass
+@dataclass(eq=False)
 class McpTools:
     """The GOLEM MCP server's tools (``mcp_server/tools/*.py`` at 9819b31) over a client: each
     method takes the tool's arguments with the tool's defaults and sends exactly the request

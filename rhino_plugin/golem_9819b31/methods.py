@@ -264,5 +264,5 @@ def handler_table(
         },
     )
     if debug_methods:
-        table["debug.sleep"] = DebugHandlers().sleep
+        _add(table, {"debug.sleep": DebugHandlers().sleep})
     return table

@@ -50,8 +50,10 @@ def test_a_child_that_dies_is_reported() -> None:
 
 def test_cancel_stops_a_busy_child() -> None:
     call = start(lambda: time.sleep(60))
+    started = time.monotonic()
     call.cancel()
     call.cancel()  # idempotent
+    assert time.monotonic() - started < 10  # not a speed: killed, not left to sleep its minute
     with pytest.raises(ChildProcessError):  # stopped and reaped, not left to sleep its minute
         os.waitpid(call._pid, os.WNOHANG)
 
@@ -101,11 +103,13 @@ def test_an_interrupt_while_waiting_stops_the_child_at_once() -> None:
     call = start(lambda: time.sleep(60))
     previous = signal.signal(signal.SIGALRM, interrupt)
     signal.setitimer(signal.ITIMER_REAL, 0.2)
+    started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
             call.result()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 10  # stopped at once, not after its minute
     with pytest.raises(ChildProcessError):  # reaped: no zombie left behind
         os.waitpid(call._pid, os.WNOHANG)

@@ -75,9 +75,8 @@ def test_dropped_response_times_out_and_is_not_retried(plugin: PluginProcess, re
         start = time.monotonic()
         with pytest.raises(RhinoTimeoutError, match=r"no response within 0\.5 s"):
             run.client.send_command("viewport.capture", {"width": 8, "height": 8}, timeout=0.5)
-        # It waited its whole timeout; that it gave up there, with no second try, is what the
-        # recording and the reconnect count say (no upper bound on a shared machine's clock).
-        assert time.monotonic() - start >= 0.5
+        # Not a speed: it waited its call's 0.5 s, not the 5 s connection timeout.
+        assert 0.5 <= time.monotonic() - start < 4.5
         assert run.client.reconnects == 0
     assert "fault drop viewport.capture withheld response" in run.log
     sent = [
