@@ -98,8 +98,13 @@ def process_gone(pid: int) -> bool:
 @contextlib.contextmanager
 def observed_proxy(record: Path, *options: str, listen: str = "127.0.0.1:0") -> Iterator[ProxyCli]:
     """``proxy`` from ``listen`` to a threaded GOLEM echo upstream, recording to ``record``, with
-    ``options``; yields the running command line. The upstream stops when the block ends."""
+    ``options``; yields the running command line. The upstream stops when the block ends, and
+    a proxy the block did not stop is killed then, so no test leaves one running."""
     with ThreadedUpstream() as upstream:
-        yield start_proxy_cli(
+        cli = start_proxy_cli(
             "--route", f"{listen}={upstream.address}", "--record", str(record), *options
         )
+        try:
+            yield cli
+        finally:
+            cli.kill()
