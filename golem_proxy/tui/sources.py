@@ -13,6 +13,7 @@ from typing import IO, Optional
 from golem_core.profiles import Profile
 
 from ..events import Event
+from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import Header, RecordingError, RecordingReader, open_recording
 from .bridge import EventBuffer, Progress
 
@@ -73,8 +74,12 @@ class RecordingSource:
         device or a socket is refused without blocking on it)."""
         stream = open_recording(path)  # closed by run() or on error below
         try:
-            wrapped: IO[bytes] = TailStream(stream) if follow else stream  # type: ignore[assignment]
-            reader = RecordingReader(wrapped)
+            # A file read once is read the fast way; a followed one line by line, as written.
+            reader = (
+                RecordingReader(TailStream(stream))  # type: ignore[arg-type]
+                if follow
+                else FastRecordingReader(stream)
+            )
         except BaseException:
             stream.close()
             raise
