@@ -13,7 +13,9 @@ line numbers included.
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
 import sys
 from collections.abc import Iterator
 from typing import IO, Any, Optional
@@ -23,11 +25,41 @@ from golem_core.profiles import Profile
 
 from ..events import Direction, Event, ExchangeCompleted, FrameSeen
 from .exchange_pattern import EXCHANGE, Groups
-from .line_guard import check_line, decode_json
+from .line_guard import check_line
 from .reader import RecordingReader
-from .schema import RecordingError
+from .schema import MAX_DEPTH, RecordingError
 
 __all__ = ["BLOCK", "FastRecordingReader"]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+# JSON's own scanner, without the whitespace matching around it that `json.loads` adds: a
+# payload with whitespace around it, NaN or anything else unusual is left to the exact reader.
+_scan_json = json.scanner.make_scanner(json.JSONDecoder(parse_constant=_no_constant))  # type: ignore[attr-defined]
+# A frame's slots, set one by one: the frozen dataclass's __init__ costs twice as much, and a
+# trace has a million frames.
+_FRAME_FIELDS = (
+    "conn",
+    "route",
+    "direction",
+    "index",
+    "t",
+    "size",
+    "payload",
+    "message",
+    "redacted",
+    "elided",
+    "tool_calls",
+    "expects_answer",
+    "answers",
+    "orphan",
+)
+assert tuple(f.name for f in dataclasses.fields(FrameSeen)) == _FRAME_FIELDS, "every field, set"
+_FRAME_SLOTS = tuple(getattr(FrameSeen, name).__set__ for name in _FRAME_FIELDS)
+_new = object.__new__
 
 BLOCK = 1 << 20
 """Bytes read at a time: the file is never held whole (a memory map would count it all in
@@ -38,7 +70,15 @@ _MOST = 1 << 20
 _C2S, _S2C = Direction.C2S.value, Direction.S2C.value
 # What building an exchange may raise where the exact reader must have its say (a profile's
 # parse of a valid payload never raises; the exact reader turns these into RecordingError).
-_NOT_FAST = (RecordingError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
+_NOT_FAST = (
+    RecordingError,
+    ValueError,
+    KeyError,
+    TypeError,
+    AttributeError,
+    RecursionError,
+    StopIteration,
+)
 # By direction (asked: the request): the groups of a frame's time, size and payload.
 _FRAME_GROUPS = {
     True: (Groups.REQUEST_T, Groups.REQUEST_SIZE, Groups.REQUEST_PAYLOAD),
@@ -164,25 +204,40 @@ class FastRecordingReader(RecordingReader):
         asked = direction is Direction.C2S
         t, size, payload_at = _FRAME_GROUPS[asked]
         payload_start, payload_end = match.span(payload_at)
-        check_line(match.string[line_start : payload_end + 1])
         payload = match.string[payload_start:payload_end]
-        obj = decode_json(payload)
+        if payload.count(b"{") + payload.count(b"[") >= MAX_DEPTH:
+            # Deep enough that the exact reader's check may refuse it (below, the line's
+            # nesting is the payload's and its own brace).
+            check_line(match.string[line_start : payload_end + 1])
+        text = payload.decode("utf-8")
+        obj, end = _scan_json(text, 0)
+        if end != len(text):
+            raise ValueError("more than one JSON value")
         if type(obj) is dict and type(obj.get("method")) is str:
             obj["method"] = sys.intern(obj["method"])  # as `line_events` does
         message = profile.parse_decoded(obj, Role.REQUEST if asked else Role.RESPONSE)
         size = int(match.group(size))
-        return FrameSeen(
-            conn=key[0],
-            route=route,
-            direction=direction,
-            index=key[2],
-            t=float(match.group(t)),
-            size=self._sizes.setdefault(size, size),
-            payload=payload,
-            message=message,
-            expects_answer=asked,
-            answers=answers,
+        # In the order of `_FRAME_FIELDS`.
+        values = (
+            key[0],
+            route,
+            direction,
+            key[2],
+            float(match.group(t)),
+            self._sizes.setdefault(size, size),
+            payload,
+            message,
+            (),
+            0,
+            None,
+            asked,
+            answers,
+            False,
         )
+        frame: FrameSeen = _new(FrameSeen)
+        for set_slot, value in zip(_FRAME_SLOTS, values):
+            set_slot(frame, value)
+        return frame
 
     def _name(self, raw: bytes) -> str:
         name = self._names.get(raw)
