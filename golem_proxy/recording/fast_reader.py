@@ -17,7 +17,7 @@ import dataclasses
 import io
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any, Optional
 
 from golem_core.messages import Role
@@ -92,8 +92,19 @@ class FastRecordingReader(RecordingReader):
     Meant for a file read once to its end (following a growing file is the exact reader's
     job: it waits for lines still being written)."""
 
-    def __init__(self, stream: IO[bytes], **options: Any) -> None:
+    def __init__(
+        self,
+        stream: IO[bytes],
+        *,
+        on_exchange: Optional[Callable[[FrameSeen, FrameSeen], None]] = None,
+        **options: Any,
+    ) -> None:
+        """``on_exchange``: called with the request and response frames of each exchange
+        read the fast way, as soon as they are built (a viewer makes them compact there,
+        before the parsed messages pile up in batches). Other ``options`` are the exact
+        reader's."""
         super().__init__(stream, **options)
+        self.on_exchange = on_exchange
         self._source = stream
         self._names: dict[bytes, str] = {}
         self._sizes: dict[int, int] = {}
@@ -152,6 +163,8 @@ class FastRecordingReader(RecordingReader):
                 yield from self._exact(data[start + 1 : previous + 1])
                 continue
             self.line_number += 3
+            if self.on_exchange is not None:
+                self.on_exchange(events[0], events[1])
             yield from events
         if previous != last:
             yield from self._exact(data[previous + 1 : last + 1])

@@ -16,6 +16,7 @@ from ..events import Event
 from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import Header, RecordingError, RecordingReader, open_recording
 from .bridge import EventBuffer, Progress
+from .compact import Compactor
 
 __all__ = ["RecordingSource", "TailStream"]
 
@@ -47,6 +48,16 @@ class TailStream:
                 return line
 
 
+def _compacting_reader(stream: IO[bytes]) -> FastRecordingReader:
+    """A fast reader whose whole exchanges are made compact as they are read: their parsed
+    messages never wait in a batch, hundreds of thousands of dicts freed later among the
+    flows that stay (the model compacts a settled flow's frames anyway, and leaves compact
+    ones as they are)."""
+    reader = FastRecordingReader(stream)
+    reader.on_exchange = Compactor(reader.profile, reader.route_profiles).compact_flow
+    return reader
+
+
 class RecordingSource:
     """Reads a recording into the UI; with ``follow``, keeps polling it for new lines.
 
@@ -69,17 +80,21 @@ class RecordingSource:
         self._stop = threading.Event()
 
     @classmethod
-    def open(cls, path: str, *, follow: bool = False, poll: float = 0.1) -> RecordingSource:
+    def open(
+        cls, path: str, *, follow: bool = False, poll: float = 0.1, exact: bool = False
+    ) -> RecordingSource:
         """Open ``path`` and read its header. Raises OSError or RecordingError (a FIFO, a
-        device or a socket is refused without blocking on it)."""
+        device or a socket is refused without blocking on it).
+
+        A file read once is read the fast way (`golem_proxy.recording.fast_reader`: the same
+        events); with ``exact``, or ``follow``, line by line by the exact reader."""
         stream = open_recording(path)  # closed by run() or on error below
         try:
-            # A file read once is read the fast way; a followed one line by line, as written.
-            reader = (
-                RecordingReader(TailStream(stream))  # type: ignore[arg-type]
-                if follow
-                else FastRecordingReader(stream)
-            )
+            reader: RecordingReader
+            if follow:
+                reader = RecordingReader(TailStream(stream))  # type: ignore[arg-type]
+            else:
+                reader = RecordingReader(stream) if exact else _compacting_reader(stream)
         except BaseException:
             stream.close()
             raise
