@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..analysis.flows import Flow, FlowTracker
-from ..events import Direction, ExchangeCompleted, FrameSeen
+from ..events import ExchangeCompleted
 
 __all__ = ["ExchangeTracker", "whole_exchange"]
 
@@ -64,12 +64,3 @@ class ExchangeTracker(FlowTracker):
         flow.outcome = exchange.outcome
         flow.violations = exchange.violations
         return self._settled(flow)
-
-    def _count_frame(self, frame: FrameSeen) -> None:
-        info = self._info(frame.conn, frame.route)
-        if frame.direction is Direction.C2S:
-            info.frames_c2s += 1
-            info.bytes_c2s += frame.size
-        else:
-            info.frames_s2c += 1
-            info.bytes_s2c += frame.size

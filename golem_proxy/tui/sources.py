@@ -78,6 +78,12 @@ class RecordingSource:
         self._stream = stream
         self._reader = reader
         self._stop = threading.Event()
+        self.header: Header = reader.header
+        self.profile: Profile = reader.profile
+        self.route_profiles: Optional[dict[str, Profile]] = reader.route_profiles
+        """The routes whose frames have a profile of their own: a source that says how each
+        route's frames were parsed lets the TUI keep them compact (`golem_proxy.tui.compact`;
+        None: keep the frames as read)."""
 
     @classmethod
     def open(
@@ -99,20 +105,6 @@ class RecordingSource:
             stream.close()
             raise
         return cls(path, stream, reader, follow=follow, poll=poll)
-
-    @property
-    def header(self) -> Header:
-        return self._reader.header
-
-    @property
-    def profile(self) -> Profile:
-        return self._reader.profile
-
-    @property
-    def route_profiles(self) -> dict[str, Profile]:
-        """The routes whose frames have a profile of their own: a source that says how each
-        route's frames were parsed lets the TUI keep them compact (`golem_proxy.tui.compact`)."""
-        return self._reader.route_profiles
 
     def progress(self) -> Progress:
         """How far the file is read, of its size now (a followed file grows)."""

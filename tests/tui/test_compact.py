@@ -171,13 +171,12 @@ def test_every_event_of_a_compact_model_is_the_event_read(tmp_path: Path) -> Non
             assert one == other
 
 
-class _ParsedSource(RecordingSource):
-    """A recording source that does not say how its routes were parsed: the TUI keeps its
-    frames as read (as it keeps a live session's)."""
-
-    @property
-    def route_profiles(self) -> Any:  # type: ignore[override]
-        return None
+def _parsed_source(path: str) -> RecordingSource:
+    """A recording source, read line by line, that does not say how its routes were parsed:
+    the TUI keeps its frames as read (as it keeps a live session's)."""
+    source = RecordingSource.open(path, exact=True)
+    source.route_profiles = None
+    return source
 
 
 def _detail_texts(source: RecordingSource) -> list[str]:
@@ -196,7 +195,7 @@ def _detail_texts(source: RecordingSource) -> list[str]:
 
 
 def test_the_detail_pane_shows_a_compact_flow_as_a_parsed_one(demo_path: str) -> None:
-    parsed = _ParsedSource.open(demo_path, exact=True)
+    parsed = _parsed_source(demo_path)
     texts = _detail_texts(parsed)
     assert texts == _detail_texts(RecordingSource.open(demo_path))
 

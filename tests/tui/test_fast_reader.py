@@ -112,6 +112,14 @@ OTHER_LINES = (
     b'{"seq":93,"t":0.04,"kind":"a-kind-from-a-newer-writer","conn":1}',
     b"",
 )
+_PARAMS = rb'"params": \{'
+_EXPECTS = b',"expects_answer":true'
+
+
+def _nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
 EDITS: dict[str, Callable[[list[bytes]], None]] = {
     "other kinds of line and a blank one": _insert(*OTHER_LINES),
     "a violation between the frames": _insert(
@@ -122,22 +130,22 @@ EDITS: dict[str, Callable[[list[bytes]], None]] = {
     "a broken line": _insert(b'{"seq":95,"t":0.04,"kind":"frame",'),
     "a number with a leading zero": _sub(rb'"n":(\d+)', rb'"n":0\1'),
     "a number too large": _sub(rb'"size":(\d+)', rb'"size":99999999999999999'),
-    "NaN in a payload": _sub(rb'"params": \{', b'"params": {"x": NaN, '),
+    "NaN in a payload": _sub(_PARAMS, b'"params": {"x": NaN, '),
     "a control character in a route": _sub(b'"route":"main"', b'"route":"ma\x01in"'),
     "invalid UTF-8 in a payload": _sub(b'"Default"', b'"Def\xffault"'),
-    "a payload nested too deep": _sub(rb'"params": \{', b'"params": ' + b"[" * 300 + b"]" * 300 + b', "p": {'),
-    "a payload nested deep but allowed": _sub(rb'"params": \{', b'"params": ' + b"[" * 200 + b"]" * 200 + b', "p": {'),
+    "a payload nested too deep": _sub(_PARAMS, b'"params": ' + _nested(300) + b', "p": {'),
+    "a payload nested deep but allowed": _sub(_PARAMS, b'"params": ' + _nested(200) + b', "p": {'),
     "two values where the payload is": _sub(rb"\}\}$", b'}},"msg":{"id":1}}'),
     "whitespace around a payload": _sub(rb'"msg":\{', b'"msg": {'),
-    "tool calls on a frame": _sub(b',"expects_answer":true', b',"tool_calls":[],"expects_answer":true'),
-    "a redacted frame": _sub(b',"expects_answer":true', b',"expects_answer":true,"redacted":[]'),
+    "tool calls on a frame": _sub(_EXPECTS, b',"tool_calls":[]' + _EXPECTS),
+    "a redacted frame": _sub(_EXPECTS, _EXPECTS + b',"redacted":[]'),
     "a non-ASCII method": _sub(b'"method":"', "\"method\":\"é".encode()),
     "garbage after an exchange line": _sub(rb"\}$", b"}x", offset=2),
     "an exchange line in another layout": _sub(b'"status":', b'"note":1,"status":', offset=2),
     "an answer to another request": _sub(rb'"answers":\d+', b'"answers":7', offset=1),
-    "a request that expects no answer": _sub(b',"expects_answer":true', b""),
+    "a request that expects no answer": _sub(_EXPECTS, b""),
     "a request number seen before": _repeat_request,
-    "a line longer than allowed": _sub(rb'"params": \{', b'"params": {"pad": "' + b"x" * 5000 + b'", '),
+    "a line longer than allowed": _sub(_PARAMS, b'"params": {"pad": "' + b"x" * 5000 + b'", '),
 }  # fmt: skip
 
 
