@@ -201,11 +201,11 @@ def test_the_detail_pane_shows_a_compact_flow_as_a_parsed_one(demo_path: str) ->
 
 
 MEMORY_FLOWS = 3000
-MAX_BYTES_PER_FLOW = 1150
+MAX_BYTES_PER_FLOW = 1050
 """What one more loaded flow of `bulk_session` may cost (Python allocations, tracemalloc):
-about 1,075 bytes with compact frames (each frame carries the tap's pairing decision, three
-slots), where it was about 2,200 with the parsed messages
-kept (and 3,460 before frames, flows and messages were slotted)."""
+about 995 bytes with compact frames whose ids are read on demand (1,075 with the id kept,
+about 2,200 with the parsed messages kept, and 3,460 before frames, flows and messages were
+slotted)."""
 
 
 def _held_after_loading(path: str) -> tuple[int, int]:
