@@ -60,6 +60,9 @@ class SessionModel:
         self.compactor = compactor
         self._log = EventLog()
         self._outcomes: dict[Outcome, Outcome] = {}
+        self._interned: set[int] = set()
+        """The ids of the outcomes kept in ``_outcomes`` (an outcome's own hash is computed
+        in Python; a reader hands most flows the same "ok" object)."""
         self.view: array[int] = array("i")
         """Indexes into ``flows``, ascending: an array, 4 bytes a flow, where a list of
         ints cost 36."""
@@ -114,10 +117,11 @@ class SessionModel:
                 # is still read when its answer comes).
                 self.compactor.compact_flow(flow.request, flow.response)
             outcome = flow.outcome
-            if outcome is not None:
+            if outcome is not None and id(outcome) not in self._interned:
                 # Most outcomes are one of a few ("ok", a handful of error codes): one object
                 # of each, not one per exchange.
-                flow.outcome = self._outcomes.setdefault(outcome, outcome)
+                kept = flow.outcome = self._outcomes.setdefault(outcome, outcome)
+                self._interned.add(id(kept))
             result.changed.add(flow.number - 1)
         for index in sorted(result.changed):
             flow = self.flows[index]
