@@ -21,8 +21,9 @@ __all__ = ["EXCHANGE", "Groups"]
 
 _INT = rb"(?:0|[1-9]\d{0,14})"
 """A whole number from 0 to below 2**53, as JSON writes it."""
-_TIME = rb"-?(?:0|[1-9]\d{0,11})(?:\.\d{1,20})?(?:[eE]-\d{1,3})?"
-"""A finite number of seconds within 1e12 (a float's repr: ``0.25``, ``5e-05``)."""
+_TIME = rb"(?:-?[1-9]\d{0,11}|0|-0(?=[.eE]))(?:\.\d{1,20})?(?:[eE]-\d{1,3})?"
+"""A finite number of seconds within 1e12 (a float's repr: ``0.25``, ``5e-05``). Not ``-0``:
+JSON reads it as the integer 0, where ``float()`` makes it -0.0."""
 _NUMBER = rb"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _TEXT = rb"[ !#-\[\]-~]*"
 """Printable ASCII without a quote or a backslash: a JSON string's text as it stands."""
