@@ -349,7 +349,7 @@ class FlowTracker:
         else:
             info.bytes_s2c += size
 
-    def _frame(self, frame: FrameSeen) -> Optional[Flow]:
+    def _count_frame(self, frame: FrameSeen) -> None:
         info = self._info(frame.conn, frame.route)
         if frame.direction is Direction.C2S:
             info.frames_c2s += 1
@@ -357,6 +357,9 @@ class FlowTracker:
         else:
             info.frames_s2c += 1
             info.bytes_s2c += frame.size
+
+    def _frame(self, frame: FrameSeen) -> Optional[Flow]:
+        self._count_frame(frame)
         key = (frame.conn, frame.direction, frame.index)
         if frame.answers is not None:
             # Its row is the request's; it is filled in by the exchange event that follows.

@@ -57,7 +57,11 @@ MAX_BATCH = 20_000
 """Events folded in per drain, so loading a large file leaves room to draw and take keys."""
 LOADING_INTERVAL = 0.2
 """While a file loads, at most one batch (and redraw) per this many seconds."""
-BACKLOG = MAX_BATCH
+LOADING_BATCH = 60_000
+"""Events folded in per drain while a file loads: its exchanges come compact from the reader
+(a few hundred bytes each), and every drain is followed by a redraw that costs as much as
+folding thousands of them in."""
+BACKLOG = LOADING_BATCH
 """Events a file source may read ahead of the screen before it waits for a drain."""
 WIDE = 140
 """From this many columns on, the detail pane sits beside the table instead of under it."""
@@ -194,7 +198,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
     def _drain(self) -> None:
         if not self.table.is_attached:  # shutting down: the widgets are gone
             return
-        batch = self.buffer.drain(MAX_BATCH)
+        batch = self.buffer.drain(MAX_BATCH if self.loading is None else LOADING_BATCH)
         result = self.model.apply(batch.events)
         if result.changed or batch.missed:
             self.table.view_changed()

@@ -2,12 +2,14 @@
 
 A recording of 500,000 exchanges is a million frames, and each parsed message is a tree of
 dicts several times the size of its payload. The table shows none of it: a row needs the
-method, the id and the outcome, which the flow already carries. So a frame the TUI keeps
-holds its payload bytes and a *compact* message: the same class (`Request`, `Response`, …),
-with its id and method, whose ``obj``, ``params`` and ``result`` are parsed again from the
+method and the outcome, which the flow already carries. So a frame the TUI keeps holds
+its payload bytes and a *compact* message: the same class (`Request`, `Response`, …), with
+its method, whose ``id``, ``obj``, ``params`` and ``result`` are parsed again from the
 payload when something reads them (the detail pane, a filter over bodies, copy-as-call,
-export). The payload is parsed by the profile and with the role the recording's reader used,
-so what is read back is equal to what was dropped.
+export). An id is read on demand too: a GOLEM id is a UUID string, 85 bytes a flow where
+nothing but the detail pane and an export read it. The payload is parsed by the profile
+and with the role the recording's reader used, so what is read back is equal to what was
+dropped.
 
 Only frames whose payload is their whole message are compacted: a live frame with long
 strings elided has a message that differs from its payload, and a malformed one is kept as
@@ -77,43 +79,33 @@ def _parsed(member: str) -> Any:
     return property(lambda message: getattr(_full(message), member))
 
 
-# A compact message keeps its payload and its reparser in two slots of its class that the
-# properties below stand in for (``obj``, and ``params`` or ``result``): no slot is added
-# and none is left empty, 16 bytes a message.
+# A compact message keeps its payload and its reparser in two slots of its class that
+# properties stand in for (``obj``, and ``params`` or ``result``): no slot is added and none
+# is left empty, 16 bytes a message.
 
 
-class CompactRequest(Request):
-    """A `Request` that keeps its id and method; ``params`` and ``obj`` are parsed again on
-    demand."""
-
-    __slots__ = ()
-    payload_at: Any = vars(Request)["obj"]
-    reparser_at: Any = vars(Request)["params"]
-
-    params = _parsed("params")
-    obj = _parsed("obj")
-
-
-class CompactNotification(Notification):
-    """A `Notification` that keeps its method; ``params`` and ``obj`` are parsed on demand."""
-
-    __slots__ = ()
-    payload_at: Any = vars(Notification)["obj"]
-    reparser_at: Any = vars(Notification)["params"]
-
-    params = _parsed("params")
-    obj = _parsed("obj")
+def _compact_class(base: type, second: str, kept: str) -> Any:
+    """The compact subclass of ``base``, which keeps ``kept``; ``id``, ``obj`` and ``second``
+    (whose slots hold the payload and the reparser) are parsed again on demand (the ``id``
+    slot is left empty)."""
+    namespace = {
+        "__doc__": f"A `{base.__name__}` that keeps {kept}; ``id``, ``{second}`` and ``obj`` "
+        "are parsed again on demand.",
+        "__slots__": (),
+        "__module__": __name__,
+        "payload_at": vars(base)["obj"],
+        "reparser_at": vars(base)[second],
+        second: _parsed(second),
+        "obj": _parsed("obj"),
+    }
+    if "id" in vars(base).get("__slots__", ()):  # a notification has none
+        namespace["id"] = _parsed("id")
+    return type(f"Compact{base.__name__}", (base,), namespace)
 
 
-class CompactResponse(Response):
-    """A `Response` that keeps its id; ``result`` and ``obj`` are parsed on demand."""
-
-    __slots__ = ()
-    payload_at: Any = vars(Response)["obj"]
-    reparser_at: Any = vars(Response)["result"]
-
-    result = _parsed("result")
-    obj = _parsed("obj")
+CompactRequest = _compact_class(Request, "params", "its method")
+CompactNotification = _compact_class(Notification, "params", "its method")
+CompactResponse = _compact_class(Response, "result", "only its payload")
 
 
 class CompactErrorResponse(ErrorResponse):
@@ -145,9 +137,9 @@ def _slot_setter(cls: type, name: str) -> Setter:
 
 # For each message class: its compact class and the members it keeps.
 _KEPT: dict[type, tuple[Any, tuple[str, ...]]] = {
-    Request: (CompactRequest, ("id", "method")),
+    Request: (CompactRequest, ("method",)),
     Notification: (CompactNotification, ("method",)),
-    Response: (CompactResponse, ("id",)),
+    Response: (CompactResponse, ()),
     ErrorResponse: (CompactErrorResponse, ("id", "error")),
 }
 _PLAN = {
@@ -164,9 +156,6 @@ _COMPACT_CLASSES = tuple(compact for compact, _ in _KEPT.values())
 _set_frame_message = _slot_setter(FrameSeen, "message")
 _set_frame_index = _slot_setter(FrameSeen, "index")
 _set_frame_answers = _slot_setter(FrameSeen, "answers")
-_set_id = {
-    compact: _slot_setter(compact, "id") for compact, names in _KEPT.values() if "id" in names
-}
 _new = object.__new__
 
 
@@ -216,9 +205,9 @@ class Compactor:
         _set_frame_message(frame, compact)
 
     def compact_flow(self, request: Optional[FrameSeen], response: Optional[FrameSeen]) -> None:
-        """`compact` a settled flow's frames; the response's id, frame index and the index it
-        answers become the request's own objects when they are equal (one int a flow, not
-        two or three, for each)."""
+        """`compact` a settled flow's frames; the response's frame index and the index it
+        answers become the request's own object when they are equal (one int a flow, not
+        three)."""
         if request is not None:
             self.compact(request)
         if response is None:
@@ -232,12 +221,6 @@ class Compactor:
         answers = response.answers
         if answers is not request.index and answers == request.index:
             _set_frame_answers(response, request.index)
-        asked, answer = request.message.id, response.message
-        ident = answer.id
-        if ident is not asked and type(ident) is type(asked) and ident == asked:
-            setter = _set_id.get(type(answer))
-            if setter is not None:
-                setter(answer, asked)
 
 
 def compactor_for(source: object, profile: Profile) -> Optional[Compactor]:

@@ -9,23 +9,18 @@ from typing import TYPE_CHECKING, Optional
 from ..analysis.flows import Flow
 from ..net.addresses import Address
 from ..terminal import safe_text
+from .app_mixin import AppMixin
 from .export import call_command, request_json, write_copy
 from .model import SessionModel
 from .render import escape_surrogates
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from golem_core.profiles import Profile
-
-    _Base = App[None]
-else:
-    _Base = object
 
 __all__ = ["CopyActions"]
 
 
-class CopyActions(_Base):
+class CopyActions(AppMixin):
     """Mixed into `GolemProxyApp`, which sets ``model``, ``profile``, ``resend_target`` and
     ``selected_flow()``."""
 

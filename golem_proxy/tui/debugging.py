@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 import trio
 from textual import work
@@ -31,17 +31,11 @@ from ..live.intercept import Answer, Edit
 from ..live.resend import ResendError, Resent, resend
 from ..net.addresses import Address
 from ..terminal import format_latency, safe_text
+from .app_mixin import AppMixin
 from .screens.edit_frame import EditFrame
 from .screens.intercept_prompt import InterceptPrompt
 from .screens.resend_diff import ResendDiff
 from .widgets.held import HeldPanel
-
-if TYPE_CHECKING:
-    from textual.app import App
-
-    _Base = App[None]
-else:
-    _Base = object
 
 __all__ = ["DebugActions", "LastResend"]
 
@@ -53,7 +47,7 @@ class LastResend:
     resent: Resent
 
 
-class DebugActions(_Base):
+class DebugActions(AppMixin):
     """Mixed into `GolemProxyApp`, which sets ``control`` (a live session), ``resend_target``
     (a plugin for `tui FILE --target`), ``profile`` and ``selected_flow()``."""
 

@@ -72,6 +72,12 @@ class EventLog:
                 self._answer_at[flow.number] = position
         return position
 
+    def add_exchange(self, number: int) -> None:
+        """Note the next three events: flow ``number``'s request, its answer and their
+        exchange, which the flow holds (`golem_proxy.tui.settling`)."""
+        where = number * 4
+        self._where.extend((where + _REQUEST, where + _RESPONSE, where + _EXCHANGE))
+
     def owner(self, position: int) -> int:
         return self._where[position] >> 2
 

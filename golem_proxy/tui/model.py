@@ -16,7 +16,7 @@ from typing import Optional
 from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, parse_filter
-from ..analysis.flows import Flow, FlowTracker
+from ..analysis.flows import Flow
 from ..analysis.tool_calls import (
     CallKey,
     call_key,
@@ -34,6 +34,7 @@ from ..terminal import safe_text
 from .compact import Compactor
 from .event_log import CONNECTION, EventLog
 from .render import flow_label
+from .settling import ExchangeTracker, whole_exchange
 
 __all__ = ["BatchResult", "SessionModel"]
 
@@ -55,10 +56,13 @@ class SessionModel:
         """With a ``compactor``, flows keep compact frames (`golem_proxy.tui.compact`) and
         the event list refers to them instead of holding a second copy."""
         self.profile = profile
-        self.tracker = FlowTracker(profile)
+        self.tracker = ExchangeTracker(profile)
         self.compactor = compactor
         self._log = EventLog()
         self._outcomes: dict[Outcome, Outcome] = {}
+        self._interned: set[int] = set()
+        """The ids of the outcomes kept in ``_outcomes`` (an outcome's own hash is computed
+        in Python; a reader hands most flows the same "ok" object)."""
         self.view: array[int] = array("i")
         """Indexes into ``flows``, ascending: an array, 4 bytes a flow, where a list of
         ints cost 36."""
@@ -92,34 +96,32 @@ class SessionModel:
         """Fold a batch of events in. Returns what changed."""
         result = BatchResult()
         first_new = len(self.flows)
-        log = self._log
-        compactor = self.compactor
-        outcomes = self._outcomes
-        for event in events:
-            result.events += 1
-            flow = self.tracker.apply(event)
-            if isinstance(event, (ConnectionOpened, ConnectionClosed)):
-                log.add(event, CONNECTION)
-                self.routes.add(safe_text(event.route))
-                self.largest_conn = max(self.largest_conn, event.conn)
-                if flow is not None:  # a close leaves a request unanswered
-                    result.changed.add(flow.number - 1)
-                continue
-            # An answer's frame names its request's flow (the tap paired them): every event
-            # is placed as it arrives.
-            if flow is None:
-                log.add(event, 0)
-                continue
-            log.add(event, flow.number, flow)
-            if compactor is not None and not flow.pending:
+        batch = events if isinstance(events, list) else list(events)
+        result.events = len(batch)
+        settle = self.tracker.settle
+        at = 0
+        while at < len(batch):
+            # A request, its answer and their exchange in a row: one settled flow at once.
+            exchange = whole_exchange(batch, at)
+            flow = None if exchange is None else settle(exchange)
+            if flow is not None:
+                self._log.add_exchange(flow.number)
+                at += 3
+            else:
+                flow = self._apply_one(batch[at], result)
+                at += 1
+                if flow is None:
+                    continue
+            if self.compactor is not None and not flow.pending:
                 # Settled: its reader is done with its frames (a pending request's message
                 # is still read when its answer comes).
-                compactor.compact_flow(flow.request, flow.response)
+                self.compactor.compact_flow(flow.request, flow.response)
             outcome = flow.outcome
-            if outcome is not None:
+            if outcome is not None and id(outcome) not in self._interned:
                 # Most outcomes are one of a few ("ok", a handful of error codes): one object
                 # of each, not one per exchange.
-                flow.outcome = outcomes.setdefault(outcome, outcome)
+                kept = flow.outcome = self._outcomes.setdefault(outcome, outcome)
+                self._interned.add(id(kept))
             result.changed.add(flow.number - 1)
         for index in sorted(result.changed):
             flow = self.flows[index]
@@ -132,6 +134,24 @@ class SessionModel:
             else:
                 self._refilter(index)
         return result
+
+    def _apply_one(self, event: Event, result: BatchResult) -> Optional[Flow]:
+        """Fold one event in and note it; returns the flow it placed itself in, if any."""
+        flow = self.tracker.apply(event)
+        if isinstance(event, (ConnectionOpened, ConnectionClosed)):
+            self._log.add(event, CONNECTION)
+            self.routes.add(safe_text(event.route))
+            self.largest_conn = max(self.largest_conn, event.conn)
+            if flow is not None:  # a close leaves a request unanswered
+                result.changed.add(flow.number - 1)
+            return None
+        # An answer's frame names its request's flow (the tap paired them): every event is
+        # placed as it arrives.
+        if flow is None:
+            self._log.add(event, 0)
+            return None
+        self._log.add(event, flow.number, flow)
+        return flow
 
     def status(self, flow: Flow) -> str:
         """The flow's status as shown (error codes come from the peer: made safe)."""

@@ -5,26 +5,20 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from ..events import Event
 from ..recording.format import Header as RecordingHeader
 from ..terminal import counted, safe_text
+from .app_mixin import AppMixin
 from .export import save_events
 from .model import SessionModel
 from .screens.save import SavePrompt
 
-if TYPE_CHECKING:
-    from textual.app import App
-
-    _Base = App[None]
-else:
-    _Base = object
-
 __all__ = ["SaveActions"]
 
 
-class SaveActions(_Base):
+class SaveActions(AppMixin):
     """Mixed into `GolemProxyApp`, which sets ``model`` and ``recording_header``."""
 
     model: SessionModel

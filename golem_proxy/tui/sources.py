@@ -13,8 +13,10 @@ from typing import IO, Optional
 from golem_core.profiles import Profile
 
 from ..events import Event
+from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import Header, RecordingError, RecordingReader, open_recording
 from .bridge import EventBuffer, Progress
+from .compact import Compactor
 
 __all__ = ["RecordingSource", "TailStream"]
 
@@ -46,6 +48,16 @@ class TailStream:
                 return line
 
 
+def _compacting_reader(stream: IO[bytes]) -> FastRecordingReader:
+    """A fast reader whose whole exchanges are made compact as they are read: their parsed
+    messages never wait in a batch, hundreds of thousands of dicts freed later among the
+    flows that stay (the model compacts a settled flow's frames anyway, and leaves compact
+    ones as they are)."""
+    reader = FastRecordingReader(stream)
+    reader.on_exchange = Compactor(reader.profile, reader.route_profiles).compact_flow
+    return reader
+
+
 class RecordingSource:
     """Reads a recording into the UI; with ``follow``, keeps polling it for new lines.
 
@@ -66,33 +78,33 @@ class RecordingSource:
         self._stream = stream
         self._reader = reader
         self._stop = threading.Event()
+        self.header: Header = reader.header
+        self.profile: Profile = reader.profile
+        self.route_profiles: Optional[dict[str, Profile]] = reader.route_profiles
+        """The routes whose frames have a profile of their own: a source that says how each
+        route's frames were parsed lets the TUI keep them compact (`golem_proxy.tui.compact`;
+        None: keep the frames as read)."""
 
     @classmethod
-    def open(cls, path: str, *, follow: bool = False, poll: float = 0.1) -> RecordingSource:
+    def open(
+        cls, path: str, *, follow: bool = False, poll: float = 0.1, exact: bool = False
+    ) -> RecordingSource:
         """Open ``path`` and read its header. Raises OSError or RecordingError (a FIFO, a
-        device or a socket is refused without blocking on it)."""
+        device or a socket is refused without blocking on it).
+
+        A file read once is read the fast way (`golem_proxy.recording.fast_reader`: the same
+        events); with ``exact``, or ``follow``, line by line by the exact reader."""
         stream = open_recording(path)  # closed by run() or on error below
         try:
-            wrapped: IO[bytes] = TailStream(stream) if follow else stream  # type: ignore[assignment]
-            reader = RecordingReader(wrapped)
+            reader: RecordingReader
+            if follow:
+                reader = RecordingReader(TailStream(stream))  # type: ignore[arg-type]
+            else:
+                reader = RecordingReader(stream) if exact else _compacting_reader(stream)
         except BaseException:
             stream.close()
             raise
         return cls(path, stream, reader, follow=follow, poll=poll)
-
-    @property
-    def header(self) -> Header:
-        return self._reader.header
-
-    @property
-    def profile(self) -> Profile:
-        return self._reader.profile
-
-    @property
-    def route_profiles(self) -> dict[str, Profile]:
-        """The routes whose frames have a profile of their own: a source that says how each
-        route's frames were parsed lets the TUI keep them compact (`golem_proxy.tui.compact`)."""
-        return self._reader.route_profiles
 
     def progress(self) -> Progress:
         """How far the file is read, of its size now (a followed file grows)."""

@@ -16,6 +16,7 @@ from textual.widgets import Static, TextArea
 
 from ...live.frame_editor import frame_text, sent_bytes
 from ...terminal import safe_text
+from .error_line import show_refusal
 
 __all__ = ["EditFrame"]
 
@@ -54,9 +55,7 @@ class EditFrame(ModalScreen[Optional[bytes]]):
         try:
             payload = sent_bytes(self.payload, self.initial, self.text)
         except ValueError as exc:
-            self.query_one("#frame-error", Static).update(
-                Text(f"not JSON: {safe_text(str(exc), 200)}", style="bold red")
-            )
+            show_refusal(self.query_one("#frame-error", Static), "not JSON", exc)
             return
         self.dismiss(payload)
 

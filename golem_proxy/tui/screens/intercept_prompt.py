@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from ...analysis.filters import FilterError, parse_filter
-from ...terminal import safe_text
+from .error_line import show_refusal
 
 __all__ = ["InterceptPrompt"]
 
@@ -46,9 +46,7 @@ class InterceptPrompt(ModalScreen[Optional[str]]):
             try:
                 parse_filter(text)
             except FilterError as exc:
-                self.query_one("#intercept-error", Static).update(
-                    Text(f"bad filter: {safe_text(str(exc), 200)}", style="bold red")
-                )
+                show_refusal(self.query_one("#intercept-error", Static), "bad filter", exc)
                 return
         self.dismiss(text)
 
