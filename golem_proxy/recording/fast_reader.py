@@ -24,6 +24,7 @@ from golem_core.messages import Role
 from golem_core.profiles import Profile
 
 from ..events import Direction, Event, ExchangeCompleted, FrameSeen
+from ..fast_json import NOT_DECODED, decode_exactly
 from .exchange_pattern import EXCHANGE, Groups
 from .line_guard import check_line
 from .reader import RecordingReader
@@ -222,10 +223,12 @@ class FastRecordingReader(RecordingReader):
             # Deep enough that the exact reader's check may refuse it (below, the line's
             # nesting is the payload's and its own brace).
             check_line(match.string[line_start : payload_end + 1])
-        text = payload.decode("utf-8")
-        obj, end = _scan_json(text, 0)
-        if end != len(text):
-            raise ValueError("more than one JSON value")
+        obj = decode_exactly(payload)
+        if obj is NOT_DECODED:
+            text = payload.decode("utf-8")
+            obj, end = _scan_json(text, 0)
+            if end != len(text):
+                raise ValueError("more than one JSON value")
         if type(obj) is dict and type(obj.get("method")) is str:
             obj["method"] = sys.intern(obj["method"])  # as `line_events` does
         message = profile.parse_decoded(obj, Role.REQUEST if asked else Role.RESPONSE)
