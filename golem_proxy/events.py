@@ -191,14 +191,15 @@ class ExchangeCompleted:
     response's last byte, as the client saw them: what the client waited, a delay the proxy
     injected on either side included (`golem_proxy.live.fault_relay`). ``outcome`` is what the
     response means to the application, decided by the profile where the response was decoded
-    (an error reported inside a success envelope included): views read it, never re-derive it."""
+    (an error reported inside a success envelope included): views read it, never re-derive it.
+    The violations found in its frames, or in the pair, are `ViolationSeen` events naming the
+    frames, published before it: a violation travels once."""
 
     conn: int
     route: str
     request: FrameSeen
     response: FrameSeen
     outcome: Outcome
-    violations: tuple[Violation, ...] = ()
 
     @property
     def t(self) -> float:
@@ -223,7 +224,10 @@ class ExchangeCompleted:
 
 @dataclass(frozen=True, kw_only=True)
 class ViolationSeen:
-    """A contract violation, tied to the frame it was found in (when there is one)."""
+    """A contract violation, tied to the frame it was found in (when there is one). The one
+    event that carries a violation: one found in a request, its response or the pair names
+    one of the exchange's frames (the pair's own checks, the response), and is published as
+    soon as it is found, so a request that is never answered keeps its violations."""
 
     conn: int
     route: str

@@ -233,8 +233,6 @@ class EventLog:
         )
         if outcome.message and tone is Tone.FAILED:
             text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
-        if exchange.violations:
-            text.append(f"  ⚠ {len(exchange.violations)}", "yellow")
         calls = exchange.request.tool_calls
         if calls:  # `golem-proxy mcp`: the tool call this exchange belongs to
             tools = "|".join(safe_text(call.tool, _NAME) for call in calls)

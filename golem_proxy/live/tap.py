@@ -61,7 +61,7 @@ from .tap_limits import (
     is_unobserved_frame,
     split_header,
 )
-from .tap_pairing import ConnectionPairing, RequestContext
+from .tap_pairing import ConnectionPairing
 from .tap_parse import ELIDE_FRAMES_OVER, ELIDE_STRINGS_OVER, encode_redacted, parse_fast
 
 __all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict", "parse_fast"]
@@ -293,11 +293,11 @@ class ConnectionTap:
         )
 
     def _evicted(
-        self, direction: Direction, evicted: list[Pending[RequestContext]], t: float
+        self, direction: Direction, evicted: list[Pending[FrameSeen]], t: float
     ) -> None:
         if not evicted:
             return
-        oldest = evicted[0].context.frame
+        oldest = evicted[0].context
         self._gap(
             direction,
             t,
@@ -377,7 +377,7 @@ class ConnectionTap:
         request = answered.request if answered is not None else None
         redacted: tuple[str, ...] = ()
         if self.redactor and not isinstance(message, Malformed):
-            method = method_of(request.frame.message if request else message)
+            method = method_of(request.message if request else message)
             full = self.profile.parse(payload, role) if elided else message
             replaced: list[str] = []
             obj, redacted = self.redactor.apply(full.obj, method, replaced)
@@ -407,7 +407,7 @@ class ConnectionTap:
             redacted=redacted,
             elided=elided,
             expects_answer=expects_answer,
-            answers=request.frame.index if request is not None else None,
+            answers=request.index if request is not None else None,
             orphan=orphan,
         )
         if self.annotate is not None:
@@ -416,28 +416,24 @@ class ConnectionTap:
         for found in violations:
             self._violated(direction, index, t, found)
         if role is Role.REQUEST:
-            context = RequestContext(seen, violations)
             cost = len(payload) + PENDING_OVERHEAD
-            self._evicted(direction, self._pairing.hold(direction, message, context, cost), t)
+            self._evicted(direction, self._pairing.hold(direction, message, seen, cost), t)
         elif orphan:
             verdict_found = violation(
                 R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
             )
             self._violated(direction, index, t, verdict_found, orphan=True)
         elif request is not None:
-            exchange_violations = self.profile.check_exchange(request.frame.message, message)
-            for found in exchange_violations:
+            # The pair's own checks name the response; the exchange carries no copy of them.
+            for found in self.profile.check_exchange(request.message, message):
                 self._violated(direction, index, t, found)
-            every = (*request.violations, *violations, *exchange_violations)
-            outcome = self.profile.outcome(request.frame.message, message)
             self.publish(
                 ExchangeCompleted(
                     conn=self.conn,
                     route=self.route,
-                    request=request.frame,
+                    request=request,
                     response=seen,
-                    outcome=outcome,
-                    violations=every,
+                    outcome=self.profile.outcome(request.message, message),
                 )
             )
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:

@@ -94,9 +94,9 @@ class LineDecoder:
     """Rebuilds events from lines, pairing exchange lines with the frames they name.
 
     It holds only what an exchange line may still name: the requests waiting for their answer
-    (``expects_answer``) and the answers waiting for their exchange line (``answers``), with
-    their violations, until the exchange or the connection's close. A notification, an orphan
-    or an answer to a request never seen is never held."""
+    (``expects_answer``) and the answers waiting for their exchange line (``answers``), until
+    the exchange or the connection's close. A notification, an orphan or an answer to a
+    request never seen is never held; violations are events of their own, never held."""
 
     def __init__(
         self, profile: Profile, routes: Optional[dict[str, Profile]] = None, version: int = VERSION
@@ -104,7 +104,6 @@ class LineDecoder:
         self.profile = profile
         self.routes = routes or {}
         self.frames: dict[tuple[int, str, int], FrameSeen] = {}
-        self.violations: dict[tuple[int, str, int], list[Violation]] = {}
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
 
@@ -120,8 +119,6 @@ class LineDecoder:
         """The connection closed: no exchange line will name its frames any more."""
         for key in [k for k in self.frames if k[0] == conn]:
             del self.frames[key]
-        for key in [k for k in self.violations if k[0] == conn]:
-            del self.violations[key]
 
     def _decode(self, line: bytes) -> Optional[Event]:
         check_line(line)
@@ -167,8 +164,6 @@ class LineDecoder:
             response = self.frames.pop((conn, answered, member_int(data, "resp")), None)
             if request is None or response is None:
                 return None  # its frames were lost before a crash; nothing to pair
-            violations = self.violations.pop((conn, asked, request.index), [])
-            violations += self.violations.pop((conn, answered, response.index), [])
             # Decided as the tap decides it, from the frames (the line's status is for people).
             profile = self.routes.get(route, self.profile)
             outcome = profile.outcome(request.message, response.message)
@@ -178,7 +173,6 @@ class LineDecoder:
                 request=request,
                 response=response,
                 outcome=outcome,
-                violations=tuple(violations),
             )
         if kind == "violation":
             return self._violation(data, conn, route, t)
@@ -254,10 +248,6 @@ class LineDecoder:
             ),
             member_optional_str(data, "outcome"),
         )
-        if direction is not None and frame is not None:
-            key = (conn, direction.value, frame)
-            if key in self.frames:  # an exchange line will carry it
-                self.violations.setdefault(key, []).append(found)
         # Files written before violations carried ``orphan`` said so by the rule alone.
         orphan = member_bool(data, "orphan", found.rule == R_ORPHAN_RESPONSE.id)
         return ViolationSeen(

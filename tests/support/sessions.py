@@ -154,14 +154,6 @@ class SessionBuilder:
                     violation=violation,
                 )
             )
-        violations = tuple(
-            v.violation
-            for v in self.events
-            if isinstance(v, ViolationSeen)
-            and v.conn == request.conn
-            and (v.direction, v.frame_index)
-            in ((Direction.C2S, request.index), (Direction.S2C, response.index))
-        )
         outcome = self.profile.outcome(request.message, response.message)
         exchange = ExchangeCompleted(
             conn=request.conn,
@@ -169,7 +161,6 @@ class SessionBuilder:
             request=request,
             response=response,
             outcome=outcome,
-            violations=violations,
         )
         self.events.append(exchange)
         return exchange
