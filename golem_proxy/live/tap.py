@@ -292,9 +292,7 @@ class ConnectionTap:
             header=digest.header,
         )
 
-    def _evicted(
-        self, direction: Direction, evicted: list[Pending[FrameSeen]], t: float
-    ) -> None:
+    def _evicted(self, direction: Direction, evicted: list[Pending[FrameSeen]], t: float) -> None:
         if not evicted:
             return
         oldest = evicted[0].context
