@@ -28,7 +28,7 @@ from typing import Callable, Optional
 
 import trio
 
-from golem_core.framing import EndOfStream, Frame
+from golem_core.framing import EndOfStream, Frame, Framing
 from golem_core.profiles import Profile
 
 from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep
@@ -116,21 +116,26 @@ class FaultRelay:
         piece: int = 0,
         gap: float = 0.0,
         sent_at: Optional[float] = None,
+        frame: Optional[Frame] = None,
     ) -> bool:
-        """Decode ``data`` into the tap and send it (in ``piece``-byte sends ``gap`` seconds
+        """Hand ``data`` to inspection and send it (in ``piece``-byte sends ``gap`` seconds
         apart when slicing). The side's lock is held throughout, so nothing else is written
         into the middle of a frame. ``sent_at``: when the client sent a request (its time in
-        the recording); None records the time of sending. False when the connection ends."""
+        the recording); None records the time of sending. ``frame``: ``data`` is that frame,
+        decoded here, which the tap takes rather than decoding it again (unless it is sent in
+        slices). False when the connection ends."""
         if not data:
             return True
         conn = self.conn
         dst = conn.sides(direction)[1].socket
         piece = piece or len(data)
+        if piece < len(data):
+            frame = None  # the tap decodes the slices as they are sent
         async with self.locks[direction]:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
-                verdict = conn.observe(direction, chunk, seen)
+                verdict = conn.observe(direction, chunk, seen, frame)
                 if verdict is not None:
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
                     scope.cancel()
@@ -253,53 +258,56 @@ class FaultRelay:
     ) -> bool:
         """Hold the frame if it is intercepted, then apply the faults decided for it
         (``sent_at``: see `_send`). False when the connection ends."""
-        header = len(frame.header)
         if self.intercept is None:
-            return await self._faulted(direction, frame.raw, header, frame.payload, scope, sent_at)
+            return await self._faulted(direction, frame, scope, sent_at)
         watch = None
         if direction is Direction.C2S:  # a held response is watched for by the request pump
             watch = partial(self._watch_client, scope)
         ruling = await self.intercept.hold(
-            direction, frame.payload, len(frame.raw), self.now(), self._announce_held, watch
+            direction, frame.payload, frame.size, self.now(), self._announce_held, watch
         )
         if ruling is None:
-            return await self._faulted(direction, frame.raw, header, frame.payload, scope, sent_at)
+            return await self._faulted(direction, frame, scope, sent_at)
         decision = ruling.decision
         going = True
         if isinstance(decision, (Drop, Answer)):
             if direction is Direction.C2S:
                 # Recorded though not forwarded, like a request a fault withholds.
                 async with self.locks[direction]:
-                    self.conn.observe(direction, frame.raw, _or_now(sent_at, self.now))
+                    self.conn.observe(direction, frame.raw, _or_now(sent_at, self.now), frame)
         else:
-            raw = frame.raw
             if ruling.payload is not frame.payload:
-                raw = self.profile.frame_payload(ruling.payload)
-            going = await self._faulted(direction, raw, header, ruling.payload, scope, sent_at)
+                frame = self._framed(ruling.payload)
+            going = await self._faulted(direction, frame, scope, sent_at)
         # After the frame, so that the event lands on the flow it decided.
         self._announce(
             direction, ruling.kind, ruling.detail, ruling.method, ruling.original, ruling.withheld
         )
         if going and isinstance(decision, Answer):
-            reply = self.profile.frame_payload(ruling.payload)
-            going = await self._send(Direction.S2C, reply, scope)
+            reply = self._framed(ruling.payload)
+            going = await self._send(Direction.S2C, reply.raw, scope, frame=reply)
         return going
+
+    def _framed(self, payload: bytes) -> Frame:
+        """``payload`` framed for sending, as a decoder would have yielded it."""
+        raw = self.profile.frame_payload(payload)
+        if self.profile.framing is Framing.LINE:  # the payload, then its newline
+            return Frame(payload, terminator=raw[len(payload) :])
+        return Frame(payload, header=raw[: len(raw) - len(payload)])  # its length, then it
 
     async def _faulted(
         self,
         direction: Direction,
-        raw: bytes,
-        header: int,
-        payload: bytes,
+        frame: Frame,
         scope: trio.CancelScope,
         sent_at: Optional[float] = None,
     ) -> bool:
-        """Apply the faults decided for one frame (``raw``: its wire bytes, of which the
-        first ``header`` are its header; ``sent_at``: see `_send`); without ``--fault``,
-        send it."""
+        """Apply the faults decided for one frame (``sent_at``: see `_send`); without
+        ``--fault``, send it."""
+        raw = frame.raw
         if self.faults is None:
-            return await self._send(direction, raw, scope, sent_at=sent_at)
-        action = self.faults.decide(direction, raw, header, payload)
+            return await self._send(direction, raw, scope, sent_at=sent_at, frame=frame)
+        action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
         if action.delay:
             self._publish(direction, action, only="delay")
             await trio.sleep(action.delay)
@@ -308,7 +316,7 @@ class FaultRelay:
             if direction is Direction.C2S:
                 # Recorded though not forwarded: the client did send it, and its flow needs it.
                 async with self.locks[direction]:
-                    self.conn.observe(direction, raw, _or_now(sent_at, self.now))
+                    self.conn.observe(direction, raw, _or_now(sent_at, self.now), frame)
             self._publish(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
@@ -330,8 +338,10 @@ class FaultRelay:
                 self.conn.sides(direction)[1].socket.shutdown(trio.socket.SHUT_WR)
             scope.cancel()
             return False
+        # A corrupted frame is no longer the frame decoded: the tap decodes what is sent.
+        sent = frame if action.data is raw else None
         return await self._send(
-            direction, action.data, scope, action.slice_size or 0, action.gap, sent_at
+            direction, action.data, scope, action.slice_size or 0, action.gap, sent_at, sent
         )
 
 

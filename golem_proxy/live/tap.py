@@ -52,6 +52,7 @@ from ..events import (
 )
 from ..terminal import counted
 from .redact import Echoes, Redactor
+from .tap_input import TapInput
 from .tap_limits import (
     DEFAULT_LIMITS,
     PENDING_OVERHEAD,
@@ -107,33 +108,33 @@ class ConnectionTap:
         # Frames over the observation limit (but within the protocol's cap) come out of the
         # decoder as "oversized" and are digested here instead of reported as violations.
         self._decoder_cap = min(self.cap, limits.frame)
-        self._decoders = {
-            Direction.C2S: profile.new_decoder(self._decoder_cap),
-            Direction.S2C: profile.new_decoder(self._decoder_cap),
+        self._inputs = {
+            Direction.C2S: TapInput(profile, self._decoder_cap),
+            Direction.S2C: TapInput(profile, self._decoder_cap),
         }
         self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
         self._pairing = ConnectionPairing(profile, limits)
         self._digests: dict[Direction, FrameDigest] = {}
-        self._lost = {Direction.C2S: 0, Direction.S2C: 0}
-        self._lost_since: dict[Direction, float] = {}
-        self._resync = {Direction.C2S: False, Direction.S2C: False}
         self.failed: Optional[str] = None
         """Why decoding stopped for this connection (a bug in the tap), or None."""
 
     @property
     def held(self) -> int:
         """Bytes this connection's inspection holds now (partial frames, waiting requests)."""
-        decoders = self._decoders
+        inputs = self._inputs
         return (
-            decoders[Direction.C2S].buffered
-            + decoders[Direction.S2C].buffered
+            inputs[Direction.C2S].buffered
+            + inputs[Direction.S2C].buffered
             + self._pairing.pending_bytes
         )
 
-    def process(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
-        """Decode a forwarded chunk (``b""`` means end of stream) and publish all its events.
-        Returns a verdict naming the first frame that breaks the limits, if any."""
-        self.feed(direction, data, t)
+    def process(
+        self, direction: Direction, data: bytes, t: float, frame: Optional[Frame] = None
+    ) -> Optional[TapVerdict]:
+        """Decode a forwarded chunk (``b""`` means end of stream; ``frame``: see `feed`) and
+        publish all its events. Returns a verdict naming the first frame that breaks the
+        limits, if any."""
+        self.feed(direction, data, t, frame)
         verdict: Optional[TapVerdict] = None
         more = True
         while more:
@@ -141,45 +142,44 @@ class ConnectionTap:
             verdict = verdict or found
         return verdict
 
-    def feed(self, direction: Direction, data: bytes, t: float = 0.0) -> None:
-        """Hand a forwarded chunk (``b""``: end of stream) to the direction's decoder."""
-        decoder = self._decoders[direction]
+    def feed(
+        self, direction: Direction, data: bytes, t: float = 0.0, frame: Optional[Frame] = None
+    ) -> None:
+        """Hand a forwarded chunk (``b""``: end of stream) to the direction's decoder. With
+        ``frame``, ``data`` is that one frame, decoded by the forwarding path: it is taken as
+        it is when it can be (`tap_input`), not framed again."""
+        source = self._inputs[direction]
         if not data:
             self.report_lost(direction, t)
-            decoder.receive_eof()
+            source.end()
             return
-        if self._resync[direction]:
+        if frame is not None and source.take(frame):
+            return
+        if source.resync:
             start = self.profile.find_frame_start(data)
             if start is None:
-                self._lost[direction] += len(data)
+                source.lost += len(data)
                 return
-            self._lost[direction] += start
-            self._resync[direction] = False
+            source.lost += start
+            source.resync = False
             self.report_lost(direction, t)
             data = data[start:]
             if not data:
                 return
-        decoder.receive_data(data)
+        source.receive(data)
 
     def lose(self, direction: Direction, size: int, t: float) -> None:
         """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
         observer was behind): drop the partial frame, and pick the stream up again at the next
         frame boundary. The gap is reported once decoding resumes (or at the end)."""
-        decoder = self._decoders[direction]
-        self._lost.setdefault(direction, 0)
-        self._lost_since.setdefault(direction, t)
-        self._lost[direction] += size + decoder.buffered
+        self._inputs[direction].lose(size, t)
         self._digests.pop(direction, None)
-        self._decoders[direction] = self.profile.new_decoder(self._decoder_cap)
-        self._resync[direction] = True
 
     def report_lost(self, direction: Direction, t: float) -> None:
         """Publish the gap `lose` counted on ``direction`` since the last report, if any."""
-        lost = self._lost[direction]
+        lost, since = self._inputs[direction].take_lost(t)
         if not lost:
             return
-        self._lost[direction] = 0
-        since = self._lost_since.pop(direction, t)
         self._gap(
             direction,
             t,
@@ -194,10 +194,10 @@ class ConnectionTap:
     ) -> tuple[int, bool, Optional[TapVerdict]]:
         """Handle at most ``limit`` decoder events. Returns how many it handled, whether more
         are ready (call again before feeding this direction again) and any limits verdict."""
-        decoder = self._decoders[direction]
+        source = self._inputs[direction]
         verdict: Optional[TapVerdict] = None
         for used in range(limit):
-            event = decoder.next_event()
+            event = source.next_event()
             if event is NEED_DATA:
                 return used, False, verdict
             found = self._handle(direction, event, t)
@@ -210,8 +210,8 @@ class ConnectionTap:
         """Stop decoding this connection after an unexpected error, saying so once (on stderr
         and as a gap in the event stream); its bytes are still forwarded."""
         self.failed = f"{type(exc).__name__}: {exc}"
-        for decoder in self._decoders.values():
-            decoder.receive_eof()  # nothing more is buffered for it
+        for source in self._inputs.values():
+            source.stop()
         self._pairing.clear()
         self._digests.clear()
         detail = (
