@@ -32,13 +32,13 @@ from golem_core.framing import EndOfStream, Frame, Framing
 from golem_core.profiles import Profile
 
 from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep
+from .chunks import ChunkReader
 from .connection import Connection
 from .faults import ConnectionFaults, FaultKind, FrameAction
 from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
 
 __all__ = ["FaultRelay"]
 
-RECV_SIZE = 65536
 GONE_POLL = 0.1
 """While bytes the client sent after a held request wait unread, a close or a reset behind them
 does not wake a read: the client's socket state is looked at this often (seconds) instead."""
@@ -72,11 +72,11 @@ class FaultRelay:
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
-        source = conn.sides(direction)[0]
+        reader = ChunkReader(conn.sides(direction)[0].socket.fileno())
         decoder = self.profile.new_decoder(self.cap)
         while True:
             try:
-                data = await source.socket.recv(RECV_SIZE)
+                data = await reader.read()
             except OSError as exc:
                 if self._holding_response(direction):
                     self._mark_gone("the client reset the connection")
