@@ -26,14 +26,7 @@ from typing import Optional
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
-from golem_core.framing import (
-    NEED_DATA,
-    Discarded,
-    EndOfStream,
-    Frame,
-    FrameError,
-    FrameErrorKind,
-)
+from golem_core.framing import Discarded, EndOfStream, Frame, FrameError, FrameErrorKind
 from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Pending
@@ -198,7 +191,7 @@ class ConnectionTap:
         verdict: Optional[TapVerdict] = None
         for used in range(limit):
             event = source.next_event()
-            if event is NEED_DATA:
+            if event is None:
                 return used, False, verdict
             found = self._handle(direction, event, t)
             verdict = verdict or found

@@ -16,7 +16,7 @@ as before. The events, and so the recording and the log, are the same either way
 from __future__ import annotations
 
 from collections import deque
-from typing import Optional, Union
+from typing import Optional
 
 from golem_core.decoders import Decoder
 from golem_core.framing import Discarded, Frame, NeedData
@@ -91,13 +91,16 @@ class TapInput:
         self._at_boundary = False
         self.resync = True
 
-    def next_event(self) -> Union[FramingEvent, NeedData]:
-        """The next frame handed over, else the decoder's next event."""
+    def next_event(self) -> Optional[FramingEvent]:
+        """The next frame handed over, else the decoder's next event; None until more bytes
+        (or the end of the stream) come."""
         if self._handed:
             frame = self._handed.popleft()
             self._handed_bytes -= frame.size
             return frame
         event = self.decoder.next_event()
+        if isinstance(event, NeedData):
+            return None
         if type(event) is Frame or (type(event) is Discarded and event.final):
             # Not skipping, not ended: with nothing buffered, it is between two frames.
             self._at_boundary = not self.decoder.buffered

@@ -13,25 +13,8 @@ from golem_core.messages import Role
 from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile
 
-from ..events import (
-    BytesDiscarded,
-    ConnectionClosed,
-    ConnectionOpened,
-    Direction,
-    Event,
-    EventsMissed,
-    ExchangeCompleted,
-    FaultInjected,
-    FrameSeen,
-    FramingErrorSeen,
-    GapReason,
-    InterceptKind,
-    InterceptStep,
-    ObservationLost,
-    ProcessOutput,
-    UpstreamStatus,
-    ViolationSeen,
-)
+from .. import events
+from ..events import Direction, Event
 from .line_guard import check_line, decode_json
 from .members import (
     fault_withheld,
@@ -54,10 +37,10 @@ __all__ = ["LineDecoder"]
 
 _FRAME_ERRORS = tuple(kind.value for kind in FrameErrorKind)
 _SEVERITIES = tuple(severity.value for severity in Severity)
-_GAP_REASONS = tuple(reason.value for reason in GapReason)
+_GAP_REASONS = tuple(reason.value for reason in events.GapReason)
 
 
-_INTERCEPT_KINDS = {kind.value: kind for kind in InterceptKind}
+_INTERCEPT_KINDS = {kind.value: kind for kind in events.InterceptKind}
 _INTERCEPT_PREFIX = "intercept:"
 
 
@@ -66,7 +49,7 @@ def _is_intercept(fault: object) -> bool:
     return isinstance(fault, str) and fault.startswith(_INTERCEPT_PREFIX)
 
 
-def _intercept_step(data: dict[str, Any], conn: int, route: str, t: float) -> InterceptStep:
+def _intercept_step(data: dict[str, Any], conn: int, route: str, t: float) -> events.InterceptStep:
     """An ``intercept`` line, or a ``fault`` line of kind ``intercept:STEP`` (older files)."""
     if data.get("kind") == "intercept":
         step = data.get("step")
@@ -77,7 +60,7 @@ def _intercept_step(data: dict[str, Any], conn: int, route: str, t: float) -> In
         names = " or ".join(_INTERCEPT_KINDS)
         raise RecordingError(f"an intercept step must be {names}, not {shown(step)}")
     detail = member_str(data, "detail", "")
-    return InterceptStep(
+    return events.InterceptStep(
         conn=conn,
         route=route,
         direction=member_direction(data),
@@ -103,15 +86,15 @@ class LineDecoder:
     ) -> None:
         self.profile = profile
         self.routes = routes or {}
-        self.frames: dict[tuple[int, str, int], FrameSeen] = {}
+        self.frames: dict[tuple[int, str, int], events.FrameSeen] = {}
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
 
     def decode(self, line: bytes) -> Optional[Event]:
         event = self._decode(line)
-        if self.v1 is not None and event is not None and not isinstance(event, FrameSeen):
+        if self.v1 is not None and event is not None and not isinstance(event, events.FrameSeen):
             self.v1.other(event)
-        if isinstance(event, ConnectionClosed):
+        if isinstance(event, events.ConnectionClosed):
             self._forget(event.conn)
         return event
 
@@ -130,7 +113,7 @@ class LineDecoder:
         if kind == "frame":
             return self._frame(data, line, t)
         if kind == "gap":
-            return EventsMissed(
+            return events.EventsMissed(
                 count=member_int(data, "missed", 0), t=t, consumer=member_str(data, "consumer", "")
             )
         conn = member_int(data, "conn", 0)
@@ -138,17 +121,19 @@ class LineDecoder:
         route = sys.intern(member_str(data, "route", ""))
         if kind == "upstream":
             state = member_choice(data, "state", ("down", "back"))
-            return UpstreamStatus(
+            return events.UpstreamStatus(
                 route=route, t=t, up=state == "back", detail=member_str(data, "detail", "")
             )
         if kind == "open":
             client, upstream = member_str(data, "client"), member_str(data, "upstream")
-            return ConnectionOpened(conn=conn, route=route, client=client, upstream=upstream, t=t)
+            return events.ConnectionOpened(
+                conn=conn, route=route, client=client, upstream=upstream, t=t
+            )
         if kind == "close":
             sizes = data.get("bytes") or {}
             if not isinstance(sizes, dict):
                 raise RecordingError(f"bytes must be an object, not {shown(sizes)}")
-            return ConnectionClosed(
+            return events.ConnectionClosed(
                 conn=conn,
                 route=route,
                 reason=member_str(data, "reason", ""),
@@ -167,7 +152,7 @@ class LineDecoder:
             # Decided as the tap decides it, from the frames (the line's status is for people).
             profile = self.routes.get(route, self.profile)
             outcome = profile.outcome(request.message, response.message)
-            return ExchangeCompleted(
+            return events.ExchangeCompleted(
                 conn=conn,
                 route=route,
                 request=request,
@@ -177,7 +162,7 @@ class LineDecoder:
         if kind == "violation":
             return self._violation(data, conn, route, t)
         if kind == "frame-error":
-            return FramingErrorSeen(
+            return events.FramingErrorSeen(
                 conn=conn,
                 route=route,
                 direction=member_direction(data),
@@ -190,7 +175,7 @@ class LineDecoder:
             )
         if kind == "discarded":
             raw = member_base64(data)
-            return BytesDiscarded(
+            return events.BytesDiscarded(
                 conn=conn,
                 route=route,
                 direction=member_direction(data),
@@ -202,7 +187,7 @@ class LineDecoder:
             return _intercept_step(data, conn, route, t)
         if kind == "fault":
             detail = member_str(data, "detail", "")
-            return FaultInjected(
+            return events.FaultInjected(
                 conn=conn,
                 route=route,
                 direction=member_direction(data),
@@ -220,10 +205,10 @@ class LineDecoder:
                 output = member_base64(data)
             else:
                 output = member_str(data, "text").encode("utf-8", "surrogatepass")
-            return ProcessOutput(conn=conn, route=route, t=t, data=output)
+            return events.ProcessOutput(conn=conn, route=route, t=t, data=output)
         if kind == "unobserved":
-            reason = GapReason(member_choice(data, "reason", _GAP_REASONS))
-            return ObservationLost(
+            reason = events.GapReason(member_choice(data, "reason", _GAP_REASONS))
+            return events.ObservationLost(
                 conn=conn,
                 route=route,
                 direction=member_direction(data),
@@ -236,7 +221,9 @@ class LineDecoder:
             )
         return None  # an event kind from a newer writer: skipped, not fatal
 
-    def _violation(self, data: dict[str, Any], conn: int, route: str, t: float) -> ViolationSeen:
+    def _violation(
+        self, data: dict[str, Any], conn: int, route: str, t: float
+    ) -> events.ViolationSeen:
         direction = member_direction(data) if data.get("dir") is not None else None
         frame = member_optional_int(data, "frame")
         found = Violation(
@@ -250,7 +237,7 @@ class LineDecoder:
         )
         # Files written before violations carried ``orphan`` said so by the rule alone.
         orphan = member_bool(data, "orphan", found.rule == R_ORPHAN_RESPONSE.id)
-        return ViolationSeen(
+        return events.ViolationSeen(
             conn=conn,
             route=route,
             direction=direction,
@@ -260,7 +247,7 @@ class LineDecoder:
             orphan=orphan,
         )
 
-    def _frame(self, data: dict[str, Any], line: bytes, t: float) -> FrameSeen:
+    def _frame(self, data: dict[str, Any], line: bytes, t: float) -> events.FrameSeen:
         direction = member_direction(data)
         profile = self.profile
         if self.routes:
@@ -289,7 +276,7 @@ class LineDecoder:
                 # One string per method name, not one per request: a viewer keeps them all.
                 obj["method"] = sys.intern(obj["method"])
             message = profile.parse_decoded(obj, role)
-        frame = FrameSeen(
+        frame = events.FrameSeen(
             conn=member_int(data, "conn"),
             route=sys.intern(member_str(data, "route", "")),
             direction=direction,
