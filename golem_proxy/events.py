@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional, TypedDict, Union
 
 from golem_core.contract import Violation
 from golem_core.framing import FrameErrorKind
@@ -34,9 +34,11 @@ __all__ = [
     "Outcome",
     "OutcomeKind",
     "ProcessOutput",
+    "ProxyAction",
     "ToolCallRef",
     "UpstreamStatus",
     "ViolationSeen",
+    "Where",
 ]
 
 
@@ -59,6 +61,16 @@ class Direction(enum.Enum):
     def reverse(self) -> Direction:
         """The other way: where the answer to a request sent this way travels."""
         return Direction.S2C if self is Direction.C2S else Direction.C2S
+
+
+class Where(TypedDict):
+    """Where and when an event happened: the members every event about one direction of a
+    connection starts with, built once by whoever publishes several (``Event(**where, …)``)."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,24 +253,31 @@ class ViolationSeen:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FaultInjected:
-    """A fault the proxy injected on purpose (``--fault``). (A step of an intercepted frame
-    is an `InterceptStep`; recordings written before it have it as a fault whose ``fault`` is
-    ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
+class ProxyAction:
+    """Something the proxy did to a frame on purpose: a fault it injected (`FaultInjected`),
+    or a step of a frame it intercepted (`InterceptStep`)."""
 
     conn: int
     route: str
     direction: Direction
     t: float
-    fault: str
     detail: str
     method: Optional[str] = None
     withheld: bool = False
-    """The proxy did not forward the message (``error``, ``reset`` before it, ``drop``; an
-    intercepted frame dropped or answered by hand)."""
+    """The proxy did not forward the message (a fault's ``error``, ``reset`` before it,
+    ``drop``; an intercepted frame dropped or answered by hand)."""
     original: bytes = b""
     """The payload as it came, when the proxy sent other bytes in its place (an edited
     frame: the frame event before this one holds what was sent)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultInjected(ProxyAction):
+    """A fault the proxy injected on purpose (``--fault``). (A step of an intercepted frame
+    is an `InterceptStep`; recordings written before it have it as a fault whose ``fault`` is
+    ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
+
+    fault: str
 
 
 class InterceptKind(enum.Enum):
@@ -283,21 +302,10 @@ class InterceptKind(enum.Enum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class InterceptStep:
+class InterceptStep(ProxyAction):
     """A step of a frame intercepted by ``--intercept``: caught, then decided (or lost)."""
 
-    conn: int
-    route: str
-    direction: Direction
-    t: float
     kind: InterceptKind
-    detail: str
-    method: Optional[str] = None
-    withheld: bool = False
-    """The proxy did not forward the frame (dropped, or a request answered by hand)."""
-    original: bytes = b""
-    """The payload as it came, when the proxy sent other bytes in its place (an edited
-    frame: the frame event before this one holds what was sent)."""
 
     @property
     def fault(self) -> str:

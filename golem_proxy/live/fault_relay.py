@@ -31,7 +31,7 @@ import trio
 from golem_core.framing import EndOfStream, Frame, Framing
 from golem_core.profiles import Profile
 
-from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep
+from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep, Where
 from .chunks import ChunkReader
 from .connection import Connection
 from .faults import ConnectionFaults, FaultKind, FrameAction
@@ -156,16 +156,19 @@ class FaultRelay:
                     await trio.sleep(gap)
         return True
 
+    def _where(self, direction: Direction) -> Where:
+        """This connection's ``direction``, now."""
+        return Where(
+            conn=self.conn.conn, route=self.conn.route.name, direction=direction, t=self.now()
+        )
+
     def _publish(self, direction: Direction, action: FrameAction, only: str = "") -> None:
         for fault, detail in action.events:
             if (fault == "delay") == (only == "delay"):
                 self.conn.publish_in_order(
                     self.publish,
                     FaultInjected(
-                        conn=self.conn.conn,
-                        route=self.conn.route.name,
-                        direction=direction,
-                        t=self.now(),
+                        **self._where(direction),
                         fault=fault,
                         detail=detail,
                         method=action.method,
@@ -184,10 +187,7 @@ class FaultRelay:
         withheld: bool = False,
     ) -> None:
         event = InterceptStep(
-            conn=self.conn.conn,
-            route=self.conn.route.name,
-            direction=direction,
-            t=self.now(),
+            **self._where(direction),
             kind=kind,
             detail=detail,
             method=method,

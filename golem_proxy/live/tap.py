@@ -42,6 +42,7 @@ from ..events import (
     GapReason,
     ObservationLost,
     ViolationSeen,
+    Where,
 )
 from ..terminal import counted
 from .redact import Echoes, Redactor
@@ -241,10 +242,7 @@ class ConnectionTap:
                 event = dataclasses.replace(event, detail=event.detail.replace(limit, cap))
             self.publish(
                 FramingErrorSeen(
-                    conn=self.conn,
-                    route=self.route,
-                    direction=direction,
-                    t=t,
+                    **self._where(direction, t),
                     kind=event.kind,
                     detail=event.detail,
                     raw=event.raw,
@@ -258,10 +256,7 @@ class ConnectionTap:
         if isinstance(event, Discarded):
             self.publish(
                 BytesDiscarded(
-                    conn=self.conn,
-                    route=self.route,
-                    direction=direction,
-                    t=t,
+                    **self._where(direction, t),
                     raw=event.raw,
                     final=event.final,
                 )
@@ -284,6 +279,9 @@ class ConnectionTap:
             digest=f"sha256:{digest.hash.hexdigest()}",
             header=digest.header,
         )
+
+    def _where(self, direction: Direction, t: float) -> Where:
+        return Where(conn=self.conn, route=self.route, direction=direction, t=t)
 
     def _evicted(self, direction: Direction, evicted: list[Pending[FrameSeen]], t: float) -> None:
         if not evicted:
@@ -309,11 +307,8 @@ class ConnectionTap:
     ) -> None:
         self.publish(
             ViolationSeen(
-                conn=self.conn,
-                route=self.route,
-                direction=direction,
+                **self._where(direction, t),
                 frame_index=index,
-                t=t,
                 violation=found,
                 orphan=orphan,
             )
@@ -331,10 +326,7 @@ class ConnectionTap:
     ) -> None:
         self.publish(
             ObservationLost(
-                conn=self.conn,
-                route=self.route,
-                direction=direction,
-                t=t,
+                **self._where(direction, t),
                 reason=reason,
                 size=size,
                 detail=detail,

@@ -5,7 +5,7 @@ a line may still name, and pairs a version-1 file's frames once (`v1_pairing`)."
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from golem_core.contract import Severity, Violation
 from golem_core.framing import FrameErrorKind
@@ -49,8 +49,20 @@ def _is_intercept(fault: object) -> bool:
     return isinstance(fault, str) and fault.startswith(_INTERCEPT_PREFIX)
 
 
-def _intercept_step(data: dict[str, Any], conn: int, route: str, t: float) -> events.InterceptStep:
-    """An ``intercept`` line, or a ``fault`` line of kind ``intercept:STEP`` (older files)."""
+def _proxy_action(
+    data: dict[str, Any], where: events.Where
+) -> Union[events.FaultInjected, events.InterceptStep]:
+    """A ``fault`` or an ``intercept`` line (or a ``fault`` line of kind ``intercept:STEP``,
+    as older files wrote an intercept step)."""
+    detail = member_str(data, "detail", "")
+    method = member_optional_str(data, "method")
+    withheld = fault_withheld(data, detail)
+    original = member_base64(data, "original")
+    if data.get("kind") == "fault" and not _is_intercept(data.get("fault")):
+        fault = member_str(data, "fault")
+        return events.FaultInjected(
+            **where, fault=fault, detail=detail, method=method, withheld=withheld, original=original
+        )
     if data.get("kind") == "intercept":
         step = data.get("step")
     else:
@@ -59,18 +71,13 @@ def _intercept_step(data: dict[str, Any], conn: int, route: str, t: float) -> ev
     if found is None:
         names = " or ".join(_INTERCEPT_KINDS)
         raise RecordingError(f"an intercept step must be {names}, not {shown(step)}")
-    detail = member_str(data, "detail", "")
     return events.InterceptStep(
-        conn=conn,
-        route=route,
-        direction=member_direction(data),
-        t=t,
-        kind=found,
-        detail=detail,
-        method=member_optional_str(data, "method"),
-        withheld=fault_withheld(data, detail),
-        original=member_base64(data, "original"),
+        **where, kind=found, detail=detail, method=method, withheld=withheld, original=original
     )
+
+
+def _where(data: dict[str, Any], conn: int, route: str, t: float) -> events.Where:
+    return events.Where(conn=conn, route=route, direction=member_direction(data), t=t)
 
 
 class LineDecoder:
@@ -163,10 +170,7 @@ class LineDecoder:
             return self._violation(data, conn, route, t)
         if kind == "frame-error":
             return events.FramingErrorSeen(
-                conn=conn,
-                route=route,
-                direction=member_direction(data),
-                t=t,
+                **_where(data, conn, route, t),
                 kind=FrameErrorKind(member_choice(data, "error", _FRAME_ERRORS)),
                 detail=member_str(data, "detail", ""),
                 raw=member_base64(data),
@@ -176,28 +180,12 @@ class LineDecoder:
         if kind == "discarded":
             raw = member_base64(data)
             return events.BytesDiscarded(
-                conn=conn,
-                route=route,
-                direction=member_direction(data),
-                t=t,
+                **_where(data, conn, route, t),
                 raw=raw,
                 final=member_bool(data, "final"),
             )
-        if kind == "intercept" or (kind == "fault" and _is_intercept(data.get("fault"))):
-            return _intercept_step(data, conn, route, t)
-        if kind == "fault":
-            detail = member_str(data, "detail", "")
-            return events.FaultInjected(
-                conn=conn,
-                route=route,
-                direction=member_direction(data),
-                t=t,
-                fault=member_str(data, "fault"),
-                detail=detail,
-                method=member_optional_str(data, "method"),
-                withheld=fault_withheld(data, detail),
-                original=member_base64(data, "original"),
-            )
+        if kind in ("fault", "intercept"):
+            return _proxy_action(data, _where(data, conn, route, t))
         if not isinstance(kind, str):
             raise RecordingError(f"kind must be a string, not {shown(kind)}")
         if kind == "stderr":
@@ -209,10 +197,7 @@ class LineDecoder:
         if kind == "unobserved":
             reason = events.GapReason(member_choice(data, "reason", _GAP_REASONS))
             return events.ObservationLost(
-                conn=conn,
-                route=route,
-                direction=member_direction(data),
-                t=t,
+                **_where(data, conn, route, t),
                 reason=reason,
                 size=member_int(data, "size", 0),
                 detail=member_str(data, "detail", ""),
