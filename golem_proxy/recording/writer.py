@@ -13,7 +13,15 @@ import dataclasses
 import json
 from typing import IO, Any, Optional
 
-from golem_core.messages import MalformedKind, Message, Notification, Request, Response
+from golem_core.messages import (
+    ErrorResponse,
+    Malformed,
+    MalformedKind,
+    Message,
+    Notification,
+    Request,
+    Response,
+)
 from golem_core.profiles import Profile, get_profile
 
 from .. import events
@@ -189,16 +197,18 @@ def tool_calls_json(calls: tuple[events.ToolCallRef, ...]) -> list[dict[str, Any
     return [{"conn": c.conn, "n": c.index, "id": c.id, "tool": c.tool} for c in calls]
 
 
+_FRAME_TYPES: dict[type[Message], str] = {
+    Request: "request",
+    Notification: "notification",
+    Response: "response",
+    ErrorResponse: "error",
+    Malformed: "malformed",
+}
+
+
 def frame_type(message: Message) -> str:
-    if isinstance(message, Request):
-        return "request"
-    if isinstance(message, Notification):
-        return "notification"
-    if isinstance(message, Response):
-        return "response"
-    if hasattr(message, "error"):
-        return "error"
-    return "malformed"
+    """A frame line's ``type``: what kind of message the frame holds."""
+    return _FRAME_TYPES[type(message)]
 
 
 def _undecodable(message: Message) -> bool:
