@@ -15,7 +15,6 @@ from typing import IO, Any, Optional
 
 from golem_core.messages import (
     ErrorResponse,
-    Malformed,
     MalformedKind,
     Message,
     Notification,
@@ -197,18 +196,21 @@ def tool_calls_json(calls: tuple[events.ToolCallRef, ...]) -> list[dict[str, Any
     return [{"conn": c.conn, "n": c.index, "id": c.id, "tool": c.tool} for c in calls]
 
 
-_FRAME_TYPES: dict[type[Message], str] = {
-    Request: "request",
-    Notification: "notification",
-    Response: "response",
-    ErrorResponse: "error",
-    Malformed: "malformed",
-}
+_FRAME_TYPES: tuple[tuple[type[Message], str], ...] = (
+    (Request, "request"),
+    (Notification, "notification"),
+    (Response, "response"),
+    (ErrorResponse, "error"),
+)
 
 
 def frame_type(message: Message) -> str:
-    """A frame line's ``type``: what kind of message the frame holds."""
-    return _FRAME_TYPES[type(message)]
+    """A frame line's ``type``: what kind of message the frame holds (a subclass, as the
+    TUI's compact messages are, is the kind it extends)."""
+    for kind, name in _FRAME_TYPES:
+        if isinstance(message, kind):
+            return name
+    return "malformed"
 
 
 def _undecodable(message: Message) -> bool:
