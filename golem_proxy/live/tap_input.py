@@ -35,7 +35,6 @@ class TapInput:
         self.cap = cap
         self.decoder: Decoder = profile.new_decoder(cap)
         self._handed: deque[Frame] = deque()
-        self._handed_bytes = 0
         self._at_boundary = True
         """The decoder holds nothing and is between two frames: a frame may be handed over."""
         self.lost = 0
@@ -47,7 +46,8 @@ class TapInput:
     @property
     def buffered(self) -> int:
         """Bytes held: a partial frame in the decoder, frames handed over and not yet taken."""
-        return self.decoder.buffered + self._handed_bytes
+        handed = sum(frame.size for frame in self._handed) if self._handed else 0
+        return self.decoder.buffered + handed
 
     def take(self, frame: Frame) -> bool:
         """Take a frame a forwarding path decoded, instead of its bytes. False when its bytes
@@ -55,7 +55,6 @@ class TapInput:
         if not self._at_boundary or self.resync or frame.size > self.cap:
             return False
         self._handed.append(frame)
-        self._handed_bytes += frame.size
         return True
 
     def receive(self, data: bytes) -> None:
@@ -70,7 +69,6 @@ class TapInput:
     def stop(self) -> None:
         """Decoding stopped for good: hold nothing more."""
         self._handed.clear()
-        self._handed_bytes = 0
         self.decoder.receive_eof()
 
     def take_lost(self, t: float) -> tuple[int, float]:
@@ -86,7 +84,6 @@ class TapInput:
             self.lost_since = t
         self.lost += size + self.buffered
         self._handed.clear()
-        self._handed_bytes = 0
         self.decoder = self.profile.new_decoder(self.cap)
         self._at_boundary = False
         self.resync = True
@@ -95,9 +92,7 @@ class TapInput:
         """The next frame handed over, else the decoder's next event; None until more bytes
         (or the end of the stream) come."""
         if self._handed:
-            frame = self._handed.popleft()
-            self._handed_bytes -= frame.size
-            return frame
+            return self._handed.popleft()
         event = self.decoder.next_event()
         if isinstance(event, NeedData):
             return None
