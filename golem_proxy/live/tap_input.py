@@ -5,12 +5,12 @@ decoder, or the frames a forwarding path already decoded (a route with ``--fault
 A frame is decoded once. The frame-by-frame pumps (`fault_relay`) hand each frame they forward
 whole with its bytes, exactly as sent (an edit included), and the tap takes it instead of
 framing the same bytes again. Whatever they send that is not a whole frame they decoded (a
-framing error's bytes, a truncated or corrupted frame, a frame sent in slices, a reply the
-proxy wrote) comes as bytes for the tap's own decoder, and frames are taken again only once
-that decoder is back at a frame boundary holding nothing (after a frame, or the end of a
+framing error's bytes, a truncated or corrupted frame, a frame sent in slices, the error
+reply a fault wrote) comes as bytes for the tap's own decoder, and frames are taken again only
+once that decoder is back at a frame boundary holding nothing (after a frame, or the end of a
 skipped one): only it can say where a frame starts after bytes of unknown shape. A frame
-larger than the tap observes (its decoder's cap) also comes as bytes, so that it is digested
-as before. The events, and so the recording and the log, are the same either way.
+larger than the tap observes (its decoder's cap) is decoded from its bytes too, so that it is
+digested as before. The events, and so the recording and the log, are the same either way.
 """
 
 from __future__ import annotations
