@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional, TypedDict, Union
 
 from golem_core.contract import Violation
 from golem_core.framing import FrameErrorKind
@@ -34,9 +34,11 @@ __all__ = [
     "Outcome",
     "OutcomeKind",
     "ProcessOutput",
+    "ProxyAction",
     "ToolCallRef",
     "UpstreamStatus",
     "ViolationSeen",
+    "Where",
 ]
 
 
@@ -59,6 +61,16 @@ class Direction(enum.Enum):
     def reverse(self) -> Direction:
         """The other way: where the answer to a request sent this way travels."""
         return Direction.S2C if self is Direction.C2S else Direction.C2S
+
+
+class Where(TypedDict):
+    """Where and when an event happened: the members every event about one direction of a
+    connection starts with, built once by whoever publishes several (``Event(**where, …)``)."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,14 +203,15 @@ class ExchangeCompleted:
     response's last byte, as the client saw them: what the client waited, a delay the proxy
     injected on either side included (`golem_proxy.live.fault_relay`). ``outcome`` is what the
     response means to the application, decided by the profile where the response was decoded
-    (an error reported inside a success envelope included): views read it, never re-derive it."""
+    (an error reported inside a success envelope included): views read it, never re-derive it.
+    The violations found in its frames, or in the pair, are `ViolationSeen` events naming the
+    frames, published before it: a violation travels once."""
 
     conn: int
     route: str
     request: FrameSeen
     response: FrameSeen
     outcome: Outcome
-    violations: tuple[Violation, ...] = ()
 
     @property
     def t(self) -> float:
@@ -223,7 +236,10 @@ class ExchangeCompleted:
 
 @dataclass(frozen=True, kw_only=True)
 class ViolationSeen:
-    """A contract violation, tied to the frame it was found in (when there is one)."""
+    """A contract violation, tied to the frame it was found in (when there is one). The one
+    event that carries a violation: one found in a request, its response or the pair names
+    one of the exchange's frames (the pair's own checks, the response), and is published as
+    soon as it is found, so a request that is never answered keeps its violations."""
 
     conn: int
     route: str
@@ -237,24 +253,31 @@ class ViolationSeen:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FaultInjected:
-    """A fault the proxy injected on purpose (``--fault``). (A step of an intercepted frame
-    is an `InterceptStep`; recordings written before it have it as a fault whose ``fault`` is
-    ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
+class ProxyAction:
+    """Something the proxy did to a frame on purpose: a fault it injected (`FaultInjected`),
+    or a step of a frame it intercepted (`InterceptStep`)."""
 
     conn: int
     route: str
     direction: Direction
     t: float
-    fault: str
     detail: str
     method: Optional[str] = None
     withheld: bool = False
-    """The proxy did not forward the message (``error``, ``reset`` before it, ``drop``; an
-    intercepted frame dropped or answered by hand)."""
+    """The proxy did not forward the message (a fault's ``error``, ``reset`` before it,
+    ``drop``; an intercepted frame dropped or answered by hand)."""
     original: bytes = b""
     """The payload as it came, when the proxy sent other bytes in its place (an edited
     frame: the frame event before this one holds what was sent)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultInjected(ProxyAction):
+    """A fault the proxy injected on purpose (``--fault``). (A step of an intercepted frame
+    is an `InterceptStep`; recordings written before it have it as a fault whose ``fault`` is
+    ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
+
+    fault: str
 
 
 class InterceptKind(enum.Enum):
@@ -279,21 +302,10 @@ class InterceptKind(enum.Enum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class InterceptStep:
+class InterceptStep(ProxyAction):
     """A step of a frame intercepted by ``--intercept``: caught, then decided (or lost)."""
 
-    conn: int
-    route: str
-    direction: Direction
-    t: float
     kind: InterceptKind
-    detail: str
-    method: Optional[str] = None
-    withheld: bool = False
-    """The proxy did not forward the frame (dropped, or a request answered by hand)."""
-    original: bytes = b""
-    """The payload as it came, when the proxy sent other bytes in its place (an edited
-    frame: the frame event before this one holds what was sent)."""
 
     @property
     def fault(self) -> str:

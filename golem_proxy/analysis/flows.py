@@ -392,7 +392,6 @@ class FlowTracker:
         flow.response = response
         flow.outcome = exchange.outcome
         flow.closed_unanswered = False
-        flow.violations = exchange.violations
         return self._settled(flow)
 
     def _violation(self, event: ViolationSeen) -> Optional[Flow]:
@@ -405,13 +404,11 @@ class FlowTracker:
             errored.violations += (event.violation,)
             return errored
         key = (event.conn, event.direction, event.frame_index)
-        flow = self._by_request.get(key)
+        # A request's, or its answer's (the pair's own checks name the answer).
+        flow = self._by_request.get(key) or self._answers.get(key)
         if flow is not None:
             flow.violations += (event.violation,)
             return flow
-        if key in self._answers:
-            # The exchange event carries every violation of the pair: nothing to add here.
-            return self._answers[key]
         index, noted = self._last_unpaired.get((event.conn, event.direction), (-1, None))
         if noted is not None and index == event.frame_index:
             noted.violations += (event.violation,)

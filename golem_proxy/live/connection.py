@@ -29,6 +29,8 @@ from typing import Callable, Optional
 
 import trio
 
+from golem_core.framing import Frame
+
 from ..events import ConnectionClosed, Direction, Event
 from ..net.addresses import Route
 from ..net.listeners import close_abortively
@@ -89,9 +91,12 @@ class Connection:
             return self.client, self.upstream, "client", "upstream"
         return self.upstream, self.client, "upstream", "client"
 
-    def observe(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
-        """Hand forwarded bytes (``b""``: end of stream) to inspection. Never blocks; returns
-        a verdict only when decoding inline (``--enforce-limits``)."""
+    def observe(
+        self, direction: Direction, data: bytes, t: float, frame: Optional[Frame] = None
+    ) -> Optional[TapVerdict]:
+        """Hand forwarded bytes (``b""``: end of stream; ``frame``: they are that frame, as the
+        forwarding path decoded it) to inspection. Never blocks; returns a verdict only when
+        decoding inline (``--enforce-limits``)."""
         if self.link is not None:
             self.link.data(self.conn, direction, data, t)
             return None
@@ -102,12 +107,12 @@ class Connection:
             if tap.failed is not None:
                 return None
             try:
-                return tap.process(direction, data, t)
+                return tap.process(direction, data, t, frame)
             except Exception as exc:  # a decoding bug costs the inspection, not the relay
                 tap.fail(exc, t)
                 return None
         if self.observer is not None:
-            self.observer.submit(tap, direction, data, t)
+            self.observer.submit(tap, direction, data, t, frame)
         return None
 
     def publish_in_order(self, publish: Callable[[Event], None], event: Event) -> None:

@@ -23,22 +23,21 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from functools import partial
 from typing import Callable, Optional
 
 import trio
 
-from golem_core.framing import EndOfStream, Frame
+from golem_core.framing import EndOfStream, Frame, Framing
 from golem_core.profiles import Profile
 
-from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep
+from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep, Where
+from .chunks import ChunkReader
 from .connection import Connection
 from .faults import ConnectionFaults, FaultKind, FrameAction
 from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
 
 __all__ = ["FaultRelay"]
 
-RECV_SIZE = 65536
 GONE_POLL = 0.1
 """While bytes the client sent after a held request wait unread, a close or a reset behind them
 does not wake a read: the client's socket state is looked at this often (seconds) instead."""
@@ -69,14 +68,17 @@ class FaultRelay:
         self.faults = faults
         self.intercept = intercept
         self.locks = {Direction.C2S: trio.Lock(), Direction.S2C: trio.Lock()}
+        self.scope = trio.CancelScope()
+        """What ends the connection: its pumps' own, set when they start (`pump`)."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
-        source = conn.sides(direction)[0]
+        self.scope = scope  # both pumps of the connection share it
+        reader = ChunkReader(conn.sides(direction)[0].socket.fileno())
         decoder = self.profile.new_decoder(self.cap)
         while True:
             try:
-                data = await source.socket.recv(RECV_SIZE)
+                data = await reader.read()
             except OSError as exc:
                 if self._holding_response(direction):
                     self._mark_gone("the client reset the connection")
@@ -84,7 +86,7 @@ class FaultRelay:
                 return
             if not data and self._holding_response(direction):
                 # The answer held for this client has nobody to go to.
-                await self._client_closed(scope)
+                await self._client_closed()
                 return
             conn.last_activity = trio.current_time()
             # When the client sent what completes the frames below (requests only: a
@@ -96,11 +98,11 @@ class FaultRelay:
                 decoder.receive_eof()
             for event in decoder.events():
                 if isinstance(event, Frame):
-                    going = await self._frame(direction, event, scope, sent_at)
+                    going = await self._frame(direction, event, sent_at)
                 elif isinstance(event, EndOfStream):
                     continue
                 else:  # framing errors and skipped bytes are not messages: forward as is
-                    going = await self._send(direction, event.raw, scope, sent_at=sent_at)
+                    going = await self._send(direction, event.raw, sent_at=sent_at)
                 if not going:
                     return
             if not data:
@@ -112,28 +114,32 @@ class FaultRelay:
         self,
         direction: Direction,
         data: bytes,
-        scope: trio.CancelScope,
         piece: int = 0,
         gap: float = 0.0,
         sent_at: Optional[float] = None,
+        frame: Optional[Frame] = None,
     ) -> bool:
-        """Decode ``data`` into the tap and send it (in ``piece``-byte sends ``gap`` seconds
+        """Hand ``data`` to inspection and send it (in ``piece``-byte sends ``gap`` seconds
         apart when slicing). The side's lock is held throughout, so nothing else is written
         into the middle of a frame. ``sent_at``: when the client sent a request (its time in
-        the recording); None records the time of sending. False when the connection ends."""
+        the recording); None records the time of sending. ``frame``: ``data`` is that frame,
+        decoded here, which the tap takes rather than decoding it again (unless it is sent in
+        slices). False when the connection ends."""
         if not data:
             return True
         conn = self.conn
         dst = conn.sides(direction)[1].socket
         piece = piece or len(data)
+        if piece < len(data):
+            frame = None  # the tap decodes the slices as they are sent
         async with self.locks[direction]:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
-                verdict = conn.observe(direction, chunk, seen)
+                verdict = conn.observe(direction, chunk, seen, frame)
                 if verdict is not None:
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
-                    scope.cancel()
+                    self.scope.cancel()
                     return False
                 view = memoryview(chunk)
                 sent = 0
@@ -141,15 +147,21 @@ class FaultRelay:
                     while sent < len(chunk):
                         sent += await dst.send(view[sent:])
                 except OSError as exc:
-                    conn.sink_failed(direction, exc, scope)
+                    conn.sink_failed(direction, exc, self.scope)
                     return False
                 conn.sent[direction] += len(chunk)
                 conn.awaiting_reply = direction is Direction.C2S
                 if conn.awaiting_reply and conn.eof[Direction.S2C]:
-                    await conn.check_upstream_after_close(scope)
+                    await conn.check_upstream_after_close(self.scope)
                 if gap and start + piece < len(data):
                     await trio.sleep(gap)
         return True
+
+    def _where(self, direction: Direction) -> Where:
+        """This connection's ``direction``, now."""
+        return Where(
+            conn=self.conn.conn, route=self.conn.route.name, direction=direction, t=self.now()
+        )
 
     def _publish(self, direction: Direction, action: FrameAction, only: str = "") -> None:
         for fault, detail in action.events:
@@ -157,10 +169,7 @@ class FaultRelay:
                 self.conn.publish_in_order(
                     self.publish,
                     FaultInjected(
-                        conn=self.conn.conn,
-                        route=self.conn.route.name,
-                        direction=direction,
-                        t=self.now(),
+                        **self._where(direction),
                         fault=fault,
                         detail=detail,
                         method=action.method,
@@ -179,10 +188,7 @@ class FaultRelay:
         withheld: bool = False,
     ) -> None:
         event = InterceptStep(
-            conn=self.conn.conn,
-            route=self.conn.route.name,
-            direction=direction,
-            t=self.now(),
+            **self._where(direction),
             kind=kind,
             detail=detail,
             method=method,
@@ -206,7 +212,7 @@ class FaultRelay:
         if self.intercept is not None and self.intercept.gone is None:
             self.intercept.gone = why
 
-    async def _client_closed(self, scope: trio.CancelScope) -> None:
+    async def _client_closed(self) -> None:
         """The client closed while a frame was held for or from it: record its end of stream
         and end the connection (the upstream gets a clean FIN), so the frame is lost."""
         conn = self.conn
@@ -215,9 +221,9 @@ class FaultRelay:
             conn.eof[Direction.C2S] = True
             conn.observe(Direction.C2S, b"", self.now())
         conn.note("client closed while a frame was held", True)
-        scope.cancel()
+        self.scope.cancel()
 
-    async def _watch_client(self, scope: trio.CancelScope) -> None:
+    async def _watch_client(self) -> None:
         """While a request is held (its pump reads nothing): end the connection the moment the
         client resets or closes. Only peeks, so a byte the client sends meanwhile stays for
         the pump."""
@@ -227,10 +233,10 @@ class FaultRelay:
                 data = await sock.recv(1, trio.socket.MSG_PEEK)
             except OSError as exc:
                 self._mark_gone("the client reset the connection")
-                self.conn.source_failed(Direction.C2S, exc, scope)
+                self.conn.source_failed(Direction.C2S, exc, self.scope)
                 return
             if not data:
-                await self._client_closed(scope)
+                await self._client_closed()
                 return
             # Bytes wait behind the held frame: the socket stays readable, so look instead.
             await trio.sleep(GONE_POLL)
@@ -238,68 +244,63 @@ class FaultRelay:
             if state == "reset":
                 reset = ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
                 self._mark_gone("the client reset the connection")
-                self.conn.source_failed(Direction.C2S, reset, scope)
+                self.conn.source_failed(Direction.C2S, reset, self.scope)
                 return
             if state == "closed":
-                await self._client_closed(scope)
+                await self._client_closed()
                 return
 
     async def _frame(
-        self,
-        direction: Direction,
-        frame: Frame,
-        scope: trio.CancelScope,
-        sent_at: Optional[float] = None,
+        self, direction: Direction, frame: Frame, sent_at: Optional[float] = None
     ) -> bool:
         """Hold the frame if it is intercepted, then apply the faults decided for it
         (``sent_at``: see `_send`). False when the connection ends."""
-        header = len(frame.header)
         if self.intercept is None:
-            return await self._faulted(direction, frame.raw, header, frame.payload, scope, sent_at)
+            return await self._faulted(direction, frame, sent_at)
         watch = None
         if direction is Direction.C2S:  # a held response is watched for by the request pump
-            watch = partial(self._watch_client, scope)
+            watch = self._watch_client
         ruling = await self.intercept.hold(
-            direction, frame.payload, len(frame.raw), self.now(), self._announce_held, watch
+            direction, frame.payload, frame.size, self.now(), self._announce_held, watch
         )
         if ruling is None:
-            return await self._faulted(direction, frame.raw, header, frame.payload, scope, sent_at)
+            return await self._faulted(direction, frame, sent_at)
         decision = ruling.decision
         going = True
         if isinstance(decision, (Drop, Answer)):
             if direction is Direction.C2S:
                 # Recorded though not forwarded, like a request a fault withholds.
                 async with self.locks[direction]:
-                    self.conn.observe(direction, frame.raw, _or_now(sent_at, self.now))
+                    self.conn.observe(direction, frame.raw, _or_now(sent_at, self.now), frame)
         else:
-            raw = frame.raw
             if ruling.payload is not frame.payload:
-                raw = self.profile.frame_payload(ruling.payload)
-            going = await self._faulted(direction, raw, header, ruling.payload, scope, sent_at)
+                frame = self._framed(ruling.payload)
+            going = await self._faulted(direction, frame, sent_at)
         # After the frame, so that the event lands on the flow it decided.
         self._announce(
             direction, ruling.kind, ruling.detail, ruling.method, ruling.original, ruling.withheld
         )
         if going and isinstance(decision, Answer):
-            reply = self.profile.frame_payload(ruling.payload)
-            going = await self._send(Direction.S2C, reply, scope)
+            reply = self._framed(ruling.payload)
+            going = await self._send(Direction.S2C, reply.raw, frame=reply)
         return going
 
+    def _framed(self, payload: bytes) -> Frame:
+        """``payload`` framed for sending, as a decoder would have yielded it."""
+        raw = self.profile.frame_payload(payload)
+        if self.profile.framing is Framing.LINE:  # the payload, then its newline
+            return Frame(payload, terminator=raw[len(payload) :])
+        return Frame(payload, header=raw[: len(raw) - len(payload)])  # its length, then it
+
     async def _faulted(
-        self,
-        direction: Direction,
-        raw: bytes,
-        header: int,
-        payload: bytes,
-        scope: trio.CancelScope,
-        sent_at: Optional[float] = None,
+        self, direction: Direction, frame: Frame, sent_at: Optional[float] = None
     ) -> bool:
-        """Apply the faults decided for one frame (``raw``: its wire bytes, of which the
-        first ``header`` are its header; ``sent_at``: see `_send`); without ``--fault``,
-        send it."""
+        """Apply the faults decided for one frame (``sent_at``: see `_send`); without
+        ``--fault``, send it."""
+        raw = frame.raw
         if self.faults is None:
-            return await self._send(direction, raw, scope, sent_at=sent_at)
-        action = self.faults.decide(direction, raw, header, payload)
+            return await self._send(direction, raw, sent_at=sent_at, frame=frame)
+        action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
         if action.delay:
             self._publish(direction, action, only="delay")
             await trio.sleep(action.delay)
@@ -308,30 +309,32 @@ class FaultRelay:
             if direction is Direction.C2S:
                 # Recorded though not forwarded: the client did send it, and its flow needs it.
                 async with self.locks[direction]:
-                    self.conn.observe(direction, raw, _or_now(sent_at, self.now))
+                    self.conn.observe(direction, raw, _or_now(sent_at, self.now), frame)
             self._publish(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
-                return await self._send(Direction.S2C, action.reply, scope)
+                return await self._send(Direction.S2C, action.reply)
             if rule.kind is FaultKind.RESET:
                 self.conn.note(f"fault: reset ({rule.spec})", True)
                 self.conn.reset.update(("client", "upstream"))
-                scope.cancel()
+                self.scope.cancel()
                 return False
             return True  # dropped
         self._publish(direction, action)
         if action.truncate_at is not None:
-            await self._send(direction, action.data[: action.truncate_at], scope, sent_at=sent_at)
+            await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
             self.conn.eof[direction] = True
             async with self.locks[direction]:
                 self.conn.observe(direction, b"", self.now())
             self.conn.note(f"fault: truncated a frame ({direction.value})", True)
             with contextlib.suppress(OSError):
                 self.conn.sides(direction)[1].socket.shutdown(trio.socket.SHUT_WR)
-            scope.cancel()
+            self.scope.cancel()
             return False
+        # A corrupted frame is no longer the frame decoded: the tap decodes what is sent.
+        sent = frame if action.data is raw else None
         return await self._send(
-            direction, action.data, scope, action.slice_size or 0, action.gap, sent_at
+            direction, action.data, action.slice_size or 0, action.gap, sent_at, sent
         )
 
 

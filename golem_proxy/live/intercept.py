@@ -28,7 +28,6 @@ import trio
 
 from golem_core.framing import Framing
 from golem_core.messages import Malformed, Message, Role, method_of
-from golem_core.pairing import Correlator
 from golem_core.profiles import Profile
 
 from ..analysis.filters import And, Filter, Or, Predicate, parse_filter
@@ -36,6 +35,8 @@ from ..analysis.flows import Flow
 from ..events import Direction, FrameSeen, InterceptKind
 from ..recording.reader import check_line
 from ..recording.schema import RecordingError
+from .tap_limits import PENDING_OVERHEAD, ObserveLimits
+from .tap_pairing import ConnectionPairing
 
 __all__ = [
     "ANSWERED",
@@ -63,6 +64,7 @@ RELEASED = InterceptKind.RELEASED
 MAX_PENDING = 1024
 MAX_PENDING_BYTES = 64 * 1024 * 1024
 """What one connection keeps of requests forwarded, to show a response with its request."""
+_PAIRING_LIMITS = ObserveLimits(pending=MAX_PENDING, pending_bytes=MAX_PENDING_BYTES)
 LOST = InterceptKind.LOST
 """The connection ended while the frame was held: it was never sent."""
 MAX_LOST_REMEMBERED = 4096
@@ -266,10 +268,9 @@ class ConnectionIntercept:
         self.gone: Optional[str] = None
         """Why the connection is ending, when the relay knows (``the client reset the
         connection``): what the `LOST` event of a frame held then says."""
-        # Bounded like the tap's pairing: a peer that never answers cannot grow it.
-        self._requests: Correlator[FrameSeen] = Correlator(
-            engine.profile, max_pending=MAX_PENDING, max_pending_bytes=MAX_PENDING_BYTES
-        )
+        # The tap's pairing rule, on the frames as they arrive (before the faults act on
+        # them, ahead of the observer): bounded, so a peer that never answers cannot grow it.
+        self._requests = ConnectionPairing(engine.profile, _PAIRING_LIMITS)
 
     def holding(self, direction: Direction) -> bool:
         """True while a frame of ``direction`` waits for a decision."""
@@ -314,8 +315,7 @@ class ConnectionIntercept:
         if direction is Direction.C2S:
             flow.request = frame
         else:
-            pending = self._requests.match_response(message)
-            flow.request = pending.context if pending is not None else None
+            flow.request = self._requests.answer(Direction.C2S, message).request
             flow.response = frame
             request = flow.request.message if flow.request is not None else None
             flow.outcome = profile.outcome(request, message)
@@ -359,10 +359,8 @@ class ConnectionIntercept:
         return ruling
 
     def _forwarded(self, direction: Direction, message: Message, frame: FrameSeen) -> None:
-        if direction is not Direction.C2S or isinstance(message, Malformed):
-            return
-        if self.engine.profile.expects_response(message):  # not a JSON-RPC notification
-            self._requests.add_request(message, frame, len(frame.payload))
+        if direction is Direction.C2S:  # held until answered, as the tap holds it
+            self._requests.hold(direction, message, frame, len(frame.payload) + PENDING_OVERHEAD)
 
     def _ruling(self, held: HeldFrame, what: str) -> Ruling:
         decision = held.decision

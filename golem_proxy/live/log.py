@@ -23,21 +23,8 @@ from golem_core.messages import Malformed, Notification
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_name
 
-from ..events import (
-    ConnectionClosed,
-    ConnectionOpened,
-    Direction,
-    Event,
-    EventsMissed,
-    ExchangeCompleted,
-    FaultInjected,
-    FrameSeen,
-    FramingErrorSeen,
-    InterceptStep,
-    ObservationLost,
-    UpstreamStatus,
-    ViolationSeen,
-)
+from .. import events
+from ..events import Direction, Event
 from ..status_tone import TONE_STYLES, Tone, outcome_tone
 from ..table_layout import terminal_width
 from ..terminal import counted, format_latency, format_size, preview_json, safe_text
@@ -118,7 +105,7 @@ class EventLog:
         """False for an event this log never prints at its verbosity (a frame that is neither
         malformed nor a notification, below verbose; any frame when quiet, but a malformed
         one): a cheap test, so that such a flood never takes room from the lines it prints."""
-        if isinstance(event, FrameSeen) and self.verbosity < Verbosity.VERBOSE:
+        if isinstance(event, events.FrameSeen) and self.verbosity < Verbosity.VERBOSE:
             if isinstance(event.message, Malformed):
                 return True
             return self.verbosity is Verbosity.NORMAL and isinstance(event.message, Notification)
@@ -138,27 +125,27 @@ class EventLog:
 
     def render(self, event: Event) -> Optional[Text]:
         """The line for ``event`` at this verbosity, or None."""
-        if isinstance(event, ExchangeCompleted):
+        if isinstance(event, events.ExchangeCompleted):
             return self._exchange(event)
-        if isinstance(event, ViolationSeen):
+        if isinstance(event, events.ViolationSeen):
             return self._violation(event)
-        if isinstance(event, FrameSeen):
+        if isinstance(event, events.FrameSeen):
             return self._frame(event)
-        if isinstance(event, FramingErrorSeen):
+        if isinstance(event, events.FramingErrorSeen):
             text = self._prefix(event.t, event.route, event.conn)
             text.append(
                 f"{event.direction.arrow} framing error: {event.kind.value}", "bold magenta"
             )
             text.append(f" — {safe_text(event.detail, _DETAIL)}")
             return text
-        if isinstance(event, ConnectionOpened):
+        if isinstance(event, events.ConnectionOpened):
             if self.verbosity < Verbosity.NORMAL:
                 return None
             text = self._prefix(event.t, event.route, event.conn)
             client, upstream = safe_text(event.client, _NAME), safe_text(event.upstream, _NAME)
             text.append(f"connected {client} → {upstream}", "dim")
             return text
-        if isinstance(event, ConnectionClosed):
+        if isinstance(event, events.ConnectionClosed):
             if self.verbosity < Verbosity.NORMAL and not event.abnormal:
                 return None
             text = self._prefix(event.t, event.route, event.conn)
@@ -169,13 +156,13 @@ class EventLog:
                 style,
             )
             return text
-        if isinstance(event, (FaultInjected, InterceptStep)):
+        if isinstance(event, (events.FaultInjected, events.InterceptStep)):
             text = self._prefix(event.t, event.route, event.conn)
             text.append(f"fault {safe_text(event.fault, _NAME)}", "bold blue")
             method = safe_text(event.method or "", _METHOD)
             text.append(f" {method} {safe_text(event.detail, _DETAIL)}")
             return text
-        if isinstance(event, UpstreamStatus):
+        if isinstance(event, events.UpstreamStatus):
             # Said once per change, whatever the verbosity: every client of the route is
             # refused meanwhile.
             text = Text.assemble(
@@ -187,9 +174,9 @@ class EventLog:
             )
             text.append(safe_text(event.detail, _DETAIL))
             return text
-        if isinstance(event, EventsMissed):
+        if isinstance(event, events.EventsMissed):
             return Text(f"… {counted(event.count, 'event')} not shown (log fell behind)", "yellow")
-        if isinstance(event, ObservationLost):
+        if isinstance(event, events.ObservationLost):
             # A gap in what was inspected (never in what was forwarded): always worth a line.
             text = self._prefix(event.t, event.route, event.conn)
             text.append(f"{event.direction.arrow} {event.reason.value}: ", "bold yellow")
@@ -202,7 +189,7 @@ class EventLog:
     def _profile(self, route: str) -> Profile:
         return self.route_profiles.get(route, self.profile)
 
-    def _exchange(self, exchange: ExchangeCompleted) -> Optional[Text]:
+    def _exchange(self, exchange: events.ExchangeCompleted) -> Optional[Text]:
         request = exchange.request.message
         profile = self._profile(exchange.route)
         outcome = exchange.outcome
@@ -233,15 +220,13 @@ class EventLog:
         )
         if outcome.message and tone is Tone.FAILED:
             text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
-        if exchange.violations:
-            text.append(f"  ⚠ {len(exchange.violations)}", "yellow")
         calls = exchange.request.tool_calls
         if calls:  # `golem-proxy mcp`: the tool call this exchange belongs to
             tools = "|".join(safe_text(call.tool, _NAME) for call in calls)
             text.append(f"  ⟵ {tools}" if len(calls) == 1 else f"  ⟵ ambiguous: {tools}", "cyan")
         return text
 
-    def _violation(self, event: ViolationSeen) -> Optional[Text]:
+    def _violation(self, event: events.ViolationSeen) -> Optional[Text]:
         found = event.violation
         if found.severity is Severity.WARNING and self.verbosity < Verbosity.VERBOSE:
             return None
@@ -256,7 +241,7 @@ class EventLog:
             text.append(f" [{safe_text(found.outcome, _METHOD)}]", "magenta")
         return text
 
-    def _frame(self, frame: FrameSeen) -> Optional[Text]:
+    def _frame(self, frame: events.FrameSeen) -> Optional[Text]:
         message = frame.message
         # An MCP notification is typed as a request without an id, and is no problem.
         notification = self._profile(frame.route).tool_layer and is_notification(message)

@@ -41,6 +41,8 @@ from typing import Optional, Union
 
 import trio
 
+from golem_core.framing import Frame
+
 from ..events import Direction, Event
 from .tap import ConnectionTap
 
@@ -89,6 +91,8 @@ class _Work:
     submitted: float
     cost: float
     """Seconds of decoding it should take, at its connection's rate when it was queued."""
+    frame: Optional[Frame] = None
+    """The frame ``data`` is, when the forwarding path decoded it (`ConnectionTap.feed`)."""
     fed: bool = False
 
 
@@ -176,9 +180,17 @@ class Observer:
         """Everything submitted so far has been decoded and its events published."""
         return not self._queue
 
-    def submit(self, tap: ConnectionTap, direction: Direction, data: bytes, t: float) -> None:
-        """Queue a forwarded chunk (``b""`` for end of stream) for decoding, or drop it when the
-        observer is behind. Never blocks, never raises."""
+    def submit(
+        self,
+        tap: ConnectionTap,
+        direction: Direction,
+        data: bytes,
+        t: float,
+        frame: Optional[Frame] = None,
+    ) -> None:
+        """Queue a forwarded chunk (``b""`` for end of stream; ``frame``: the frame it is, as
+        the forwarding path decoded it) for decoding, or drop it when the observer is behind.
+        Never blocks, never raises."""
         now = self._clock()
         self._last_submit = now
         rate = self._rates.get(tap)
@@ -187,7 +199,7 @@ class Observer:
             self._lose(tap, direction, len(data), t)
             return
         self._open_loss.pop((tap, direction), None)
-        self._queue.append(_Work(tap, direction, data, t, now, cost))
+        self._queue.append(_Work(tap, direction, data, t, now, cost, frame))
         self.backlog += len(data)
         self.work += cost
         self._wakeup.set()
@@ -383,7 +395,9 @@ class Observer:
             self._fed_total += len(item.data)
             rate.fed += len(item.data)
             if tap.failed is None:
-                self._guarded(tap, item.t, lambda: tap.feed(item.direction, item.data, item.t))
+                self._guarded(
+                    tap, item.t, lambda: tap.feed(item.direction, item.data, item.t, item.frame)
+                )
         if tap.failed is not None:
             self._queue.popleft()  # this connection's decoding broke: forwarding goes on
             return 1

@@ -23,6 +23,7 @@ from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from ..net.addresses import Route
 from ..net.listeners import connect, open_listener
 from ..net.sockio import write_all
+from .chunks import RECV_SIZE_BULK, ChunkReader
 from .connection import Connection
 from .fault_relay import FaultRelay
 from .hub import EventHub
@@ -38,12 +39,6 @@ __all__ = ["Proxy"]
 
 Pump = Callable[[Connection, Direction, trio.CancelScope], Awaitable[None]]
 
-RECV_SIZE = 65536
-"""A read's size while traffic is light (one frame of a request/response exchange)."""
-RECV_SIZE_BULK = 1024 * 1024
-"""A read's size once a read filled its buffer: the kernel holds more (a large frame in
-flight), and one scheduler round per MiB rather than per 64 KiB is what lets the relay (and
-the tap behind it) keep up with a peer that writes a 16 MiB frame in one go."""
 MIN_DECODE_TIME = 0.25
 """At a stop, what is still queued for decoding gets at least this long (a session's last
 few frames), even when the connections used the whole drain timeout."""
@@ -268,33 +263,27 @@ class Proxy:
 
     async def _pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         source, sink, _, _ = conn.sides(direction)
-        src = source.socket.fileno()
+        reader = ChunkReader(source.socket.fileno())
         dst = sink.socket.fileno()
         enforce = self.options.enforce_limits
         from_client = direction is Direction.C2S
         streak = streak_bytes = 0
-        size = RECV_SIZE
         while True:
-            # Plain os.read/os.write on the non-blocking sockets, waiting only when the kernel
-            # says so: a chunk costs one scheduler round, not the three of trio's socket
-            # methods (each of which checkpoints on success too).
             try:
-                chunk = os.read(src, size)
-            except BlockingIOError:
-                streak = streak_bytes = 0
-                size = RECV_SIZE
-                await trio.lowlevel.wait_readable(src)
-                continue
+                chunk = reader.read_ready()
             except OSError as exc:
                 conn.source_failed(direction, exc, scope)
                 return
+            if chunk is None:
+                streak = streak_bytes = 0
+                await reader.wait()
+                continue
             now = trio.current_time()
             conn.last_activity = now
             t = now - self.start_time
             if not chunk:
                 conn.end_of_stream(direction, t, scope)
                 return
-            size = RECV_SIZE_BULK if len(chunk) == size else RECV_SIZE
             if enforce:
                 verdict = conn.observe(direction, chunk, t)
                 if verdict is not None:

@@ -26,14 +26,7 @@ from typing import Optional
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
-from golem_core.framing import (
-    NEED_DATA,
-    Discarded,
-    EndOfStream,
-    Frame,
-    FrameError,
-    FrameErrorKind,
-)
+from golem_core.framing import Discarded, EndOfStream, Frame, FrameError, FrameErrorKind
 from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Pending
@@ -49,9 +42,11 @@ from ..events import (
     GapReason,
     ObservationLost,
     ViolationSeen,
+    Where,
 )
 from ..terminal import counted
 from .redact import Echoes, Redactor
+from .tap_input import TapInput
 from .tap_limits import (
     DEFAULT_LIMITS,
     PENDING_OVERHEAD,
@@ -61,7 +56,7 @@ from .tap_limits import (
     is_unobserved_frame,
     split_header,
 )
-from .tap_pairing import ConnectionPairing, RequestContext
+from .tap_pairing import ConnectionPairing
 from .tap_parse import ELIDE_FRAMES_OVER, ELIDE_STRINGS_OVER, encode_redacted, parse_fast
 
 __all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict", "parse_fast"]
@@ -107,33 +102,33 @@ class ConnectionTap:
         # Frames over the observation limit (but within the protocol's cap) come out of the
         # decoder as "oversized" and are digested here instead of reported as violations.
         self._decoder_cap = min(self.cap, limits.frame)
-        self._decoders = {
-            Direction.C2S: profile.new_decoder(self._decoder_cap),
-            Direction.S2C: profile.new_decoder(self._decoder_cap),
+        self._inputs = {
+            Direction.C2S: TapInput(profile, self._decoder_cap),
+            Direction.S2C: TapInput(profile, self._decoder_cap),
         }
         self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
         self._pairing = ConnectionPairing(profile, limits)
         self._digests: dict[Direction, FrameDigest] = {}
-        self._lost = {Direction.C2S: 0, Direction.S2C: 0}
-        self._lost_since: dict[Direction, float] = {}
-        self._resync = {Direction.C2S: False, Direction.S2C: False}
         self.failed: Optional[str] = None
         """Why decoding stopped for this connection (a bug in the tap), or None."""
 
     @property
     def held(self) -> int:
         """Bytes this connection's inspection holds now (partial frames, waiting requests)."""
-        decoders = self._decoders
+        inputs = self._inputs
         return (
-            decoders[Direction.C2S].buffered
-            + decoders[Direction.S2C].buffered
+            inputs[Direction.C2S].buffered
+            + inputs[Direction.S2C].buffered
             + self._pairing.pending_bytes
         )
 
-    def process(self, direction: Direction, data: bytes, t: float) -> Optional[TapVerdict]:
-        """Decode a forwarded chunk (``b""`` means end of stream) and publish all its events.
-        Returns a verdict naming the first frame that breaks the limits, if any."""
-        self.feed(direction, data, t)
+    def process(
+        self, direction: Direction, data: bytes, t: float, frame: Optional[Frame] = None
+    ) -> Optional[TapVerdict]:
+        """Decode a forwarded chunk (``b""`` means end of stream; ``frame``: see `feed`) and
+        publish all its events. Returns a verdict naming the first frame that breaks the
+        limits, if any."""
+        self.feed(direction, data, t, frame)
         verdict: Optional[TapVerdict] = None
         more = True
         while more:
@@ -141,45 +136,44 @@ class ConnectionTap:
             verdict = verdict or found
         return verdict
 
-    def feed(self, direction: Direction, data: bytes, t: float = 0.0) -> None:
-        """Hand a forwarded chunk (``b""``: end of stream) to the direction's decoder."""
-        decoder = self._decoders[direction]
+    def feed(
+        self, direction: Direction, data: bytes, t: float = 0.0, frame: Optional[Frame] = None
+    ) -> None:
+        """Hand a forwarded chunk (``b""``: end of stream) to the direction's decoder. With
+        ``frame``, ``data`` is that one frame, decoded by the forwarding path: it is taken as
+        it is when it can be (`tap_input`), not framed again."""
+        source = self._inputs[direction]
         if not data:
             self.report_lost(direction, t)
-            decoder.receive_eof()
+            source.end()
             return
-        if self._resync[direction]:
+        if frame is not None and source.take(frame):
+            return
+        if source.resync:
             start = self.profile.find_frame_start(data)
             if start is None:
-                self._lost[direction] += len(data)
+                source.lost += len(data)
                 return
-            self._lost[direction] += start
-            self._resync[direction] = False
+            source.lost += start
+            source.resync = False
             self.report_lost(direction, t)
             data = data[start:]
             if not data:
                 return
-        decoder.receive_data(data)
+        source.receive(data)
 
     def lose(self, direction: Direction, size: int, t: float) -> None:
         """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
         observer was behind): drop the partial frame, and pick the stream up again at the next
         frame boundary. The gap is reported once decoding resumes (or at the end)."""
-        decoder = self._decoders[direction]
-        self._lost.setdefault(direction, 0)
-        self._lost_since.setdefault(direction, t)
-        self._lost[direction] += size + decoder.buffered
+        self._inputs[direction].lose(size, t)
         self._digests.pop(direction, None)
-        self._decoders[direction] = self.profile.new_decoder(self._decoder_cap)
-        self._resync[direction] = True
 
     def report_lost(self, direction: Direction, t: float) -> None:
         """Publish the gap `lose` counted on ``direction`` since the last report, if any."""
-        lost = self._lost[direction]
+        lost, since = self._inputs[direction].take_lost(t)
         if not lost:
             return
-        self._lost[direction] = 0
-        since = self._lost_since.pop(direction, t)
         self._gap(
             direction,
             t,
@@ -194,11 +188,11 @@ class ConnectionTap:
     ) -> tuple[int, bool, Optional[TapVerdict]]:
         """Handle at most ``limit`` decoder events. Returns how many it handled, whether more
         are ready (call again before feeding this direction again) and any limits verdict."""
-        decoder = self._decoders[direction]
+        source = self._inputs[direction]
         verdict: Optional[TapVerdict] = None
         for used in range(limit):
-            event = decoder.next_event()
-            if event is NEED_DATA:
+            event = source.next_event()
+            if event is None:
                 return used, False, verdict
             found = self._handle(direction, event, t)
             verdict = verdict or found
@@ -210,8 +204,8 @@ class ConnectionTap:
         """Stop decoding this connection after an unexpected error, saying so once (on stderr
         and as a gap in the event stream); its bytes are still forwarded."""
         self.failed = f"{type(exc).__name__}: {exc}"
-        for decoder in self._decoders.values():
-            decoder.receive_eof()  # nothing more is buffered for it
+        for source in self._inputs.values():
+            source.stop()
         self._pairing.clear()
         self._digests.clear()
         detail = (
@@ -248,10 +242,7 @@ class ConnectionTap:
                 event = dataclasses.replace(event, detail=event.detail.replace(limit, cap))
             self.publish(
                 FramingErrorSeen(
-                    conn=self.conn,
-                    route=self.route,
-                    direction=direction,
-                    t=t,
+                    **self._where(direction, t),
                     kind=event.kind,
                     detail=event.detail,
                     raw=event.raw,
@@ -265,10 +256,7 @@ class ConnectionTap:
         if isinstance(event, Discarded):
             self.publish(
                 BytesDiscarded(
-                    conn=self.conn,
-                    route=self.route,
-                    direction=direction,
-                    t=t,
+                    **self._where(direction, t),
                     raw=event.raw,
                     final=event.final,
                 )
@@ -292,12 +280,13 @@ class ConnectionTap:
             header=digest.header,
         )
 
-    def _evicted(
-        self, direction: Direction, evicted: list[Pending[RequestContext]], t: float
-    ) -> None:
+    def _where(self, direction: Direction, t: float) -> Where:
+        return Where(conn=self.conn, route=self.route, direction=direction, t=t)
+
+    def _evicted(self, direction: Direction, evicted: list[Pending[FrameSeen]], t: float) -> None:
         if not evicted:
             return
-        oldest = evicted[0].context.frame
+        oldest = evicted[0].context
         self._gap(
             direction,
             t,
@@ -318,11 +307,8 @@ class ConnectionTap:
     ) -> None:
         self.publish(
             ViolationSeen(
-                conn=self.conn,
-                route=self.route,
-                direction=direction,
+                **self._where(direction, t),
                 frame_index=index,
-                t=t,
                 violation=found,
                 orphan=orphan,
             )
@@ -340,10 +326,7 @@ class ConnectionTap:
     ) -> None:
         self.publish(
             ObservationLost(
-                conn=self.conn,
-                route=self.route,
-                direction=direction,
-                t=t,
+                **self._where(direction, t),
                 reason=reason,
                 size=size,
                 detail=detail,
@@ -377,7 +360,7 @@ class ConnectionTap:
         request = answered.request if answered is not None else None
         redacted: tuple[str, ...] = ()
         if self.redactor and not isinstance(message, Malformed):
-            method = method_of(request.frame.message if request else message)
+            method = method_of(request.message if request else message)
             full = self.profile.parse(payload, role) if elided else message
             replaced: list[str] = []
             obj, redacted = self.redactor.apply(full.obj, method, replaced)
@@ -407,7 +390,7 @@ class ConnectionTap:
             redacted=redacted,
             elided=elided,
             expects_answer=expects_answer,
-            answers=request.frame.index if request is not None else None,
+            answers=request.index if request is not None else None,
             orphan=orphan,
         )
         if self.annotate is not None:
@@ -416,28 +399,24 @@ class ConnectionTap:
         for found in violations:
             self._violated(direction, index, t, found)
         if role is Role.REQUEST:
-            context = RequestContext(seen, violations)
             cost = len(payload) + PENDING_OVERHEAD
-            self._evicted(direction, self._pairing.hold(direction, message, context, cost), t)
+            self._evicted(direction, self._pairing.hold(direction, message, seen, cost), t)
         elif orphan:
             verdict_found = violation(
                 R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
             )
             self._violated(direction, index, t, verdict_found, orphan=True)
         elif request is not None:
-            exchange_violations = self.profile.check_exchange(request.frame.message, message)
-            for found in exchange_violations:
+            # The pair's own checks name the response; the exchange carries no copy of them.
+            for found in self.profile.check_exchange(request.message, message):
                 self._violated(direction, index, t, found)
-            every = (*request.violations, *violations, *exchange_violations)
-            outcome = self.profile.outcome(request.frame.message, message)
             self.publish(
                 ExchangeCompleted(
                     conn=self.conn,
                     route=self.route,
-                    request=request.frame,
+                    request=request,
                     response=seen,
-                    outcome=outcome,
-                    violations=every,
+                    outcome=self.profile.outcome(request.message, message),
                 )
             )
         if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from golem_core.contract import Violation
 from golem_core.messages import Message
 from golem_core.pairing import Correlator, Pending
 from golem_core.profiles import Profile
@@ -16,24 +15,15 @@ from golem_core.profiles import Profile
 from ..events import Direction, FrameSeen
 from .tap_limits import ObserveLimits
 
-__all__ = ["Answered", "ConnectionPairing", "RequestContext"]
-
-
-@dataclass
-class RequestContext:
-    """A request waiting for its answer: its frame and the violations found in it (its
-    exchange carries them)."""
-
-    frame: FrameSeen
-    violations: list[Violation]
+__all__ = ["Answered", "ConnectionPairing"]
 
 
 @dataclass(frozen=True)
 class Answered:
-    """What a response answers: ``request``, or a request too large to observe (``unseen``),
-    or nothing (an orphan)."""
+    """What a response answers: ``request`` (its frame), or a request too large to observe
+    (``unseen``), or nothing (an orphan)."""
 
-    request: Optional[RequestContext]
+    request: Optional[FrameSeen]
     unseen: bool = False
 
     @property
@@ -47,7 +37,7 @@ class ConnectionPairing:
     there is one correlator per direction requests travel."""
 
     def __init__(self, profile: Profile, limits: ObserveLimits) -> None:
-        self._correlators: dict[Direction, Correlator[RequestContext]] = {
+        self._correlators: dict[Direction, Correlator[FrameSeen]] = {
             direction: Correlator(
                 profile, max_pending=limits.pending, max_pending_bytes=limits.pending_bytes
             )
@@ -67,11 +57,11 @@ class ConnectionPairing:
         return sum(c.pending_bytes for c in self._correlators.values())
 
     def hold(
-        self, direction: Direction, message: Message, context: RequestContext, cost: int
-    ) -> list[Pending[RequestContext]]:
+        self, direction: Direction, message: Message, frame: FrameSeen, cost: int
+    ) -> list[Pending[FrameSeen]]:
         """Keep a request sent ``direction`` until its answer; returns the requests let go
         to stay within the limits, oldest first (a notification is never held)."""
-        return self._correlators[direction].add_request(message, context, cost)
+        return self._correlators[direction].add_request(message, frame, cost)
 
     def answer(self, asker: Direction, message: Message) -> Answered:
         """What the response ``message`` to a request sent ``asker`` answers (and forget

@@ -177,12 +177,7 @@ class FastRecordingReader(RecordingReader):
         conn = int(match.group(Groups.CONN))
         asked = (conn, _C2S, int(match.group(Groups.REQUEST_N)))
         answered = (conn, _S2C, int(match.group(Groups.RESPONSE_N)))
-        if (decoder.frames or decoder.violations) and (
-            asked in decoder.frames
-            or answered in decoder.frames
-            or asked in decoder.violations
-            or answered in decoder.violations
-        ):
+        if decoder.frames and (asked in decoder.frames or answered in decoder.frames):
             # An earlier frame of the same number is still waiting (a damaged trace): the
             # exact reader decides which one the exchange line takes.
             raise RecordingError("a frame number seen before")

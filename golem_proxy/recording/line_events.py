@@ -5,7 +5,7 @@ a line may still name, and pairs a version-1 file's frames once (`v1_pairing`)."
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from golem_core.contract import Severity, Violation
 from golem_core.framing import FrameErrorKind
@@ -13,25 +13,8 @@ from golem_core.messages import Role
 from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile
 
-from ..events import (
-    BytesDiscarded,
-    ConnectionClosed,
-    ConnectionOpened,
-    Direction,
-    Event,
-    EventsMissed,
-    ExchangeCompleted,
-    FaultInjected,
-    FrameSeen,
-    FramingErrorSeen,
-    GapReason,
-    InterceptKind,
-    InterceptStep,
-    ObservationLost,
-    ProcessOutput,
-    UpstreamStatus,
-    ViolationSeen,
-)
+from .. import events
+from ..events import Direction, Event
 from .line_guard import check_line, decode_json
 from .members import (
     fault_withheld,
@@ -54,10 +37,10 @@ __all__ = ["LineDecoder"]
 
 _FRAME_ERRORS = tuple(kind.value for kind in FrameErrorKind)
 _SEVERITIES = tuple(severity.value for severity in Severity)
-_GAP_REASONS = tuple(reason.value for reason in GapReason)
+_GAP_REASONS = tuple(reason.value for reason in events.GapReason)
 
 
-_INTERCEPT_KINDS = {kind.value: kind for kind in InterceptKind}
+_INTERCEPT_KINDS = {kind.value: kind for kind in events.InterceptKind}
 _INTERCEPT_PREFIX = "intercept:"
 
 
@@ -66,8 +49,20 @@ def _is_intercept(fault: object) -> bool:
     return isinstance(fault, str) and fault.startswith(_INTERCEPT_PREFIX)
 
 
-def _intercept_step(data: dict[str, Any], conn: int, route: str, t: float) -> InterceptStep:
-    """An ``intercept`` line, or a ``fault`` line of kind ``intercept:STEP`` (older files)."""
+def _proxy_action(
+    data: dict[str, Any], where: events.Where
+) -> Union[events.FaultInjected, events.InterceptStep]:
+    """A ``fault`` or an ``intercept`` line (or a ``fault`` line of kind ``intercept:STEP``,
+    as older files wrote an intercept step)."""
+    detail = member_str(data, "detail", "")
+    method = member_optional_str(data, "method")
+    withheld = fault_withheld(data, detail)
+    original = member_base64(data, "original")
+    if data.get("kind") == "fault" and not _is_intercept(data.get("fault")):
+        fault = member_str(data, "fault")
+        return events.FaultInjected(
+            **where, fault=fault, detail=detail, method=method, withheld=withheld, original=original
+        )
     if data.get("kind") == "intercept":
         step = data.get("step")
     else:
@@ -76,43 +71,37 @@ def _intercept_step(data: dict[str, Any], conn: int, route: str, t: float) -> In
     if found is None:
         names = " or ".join(_INTERCEPT_KINDS)
         raise RecordingError(f"an intercept step must be {names}, not {shown(step)}")
-    detail = member_str(data, "detail", "")
-    return InterceptStep(
-        conn=conn,
-        route=route,
-        direction=member_direction(data),
-        t=t,
-        kind=found,
-        detail=detail,
-        method=member_optional_str(data, "method"),
-        withheld=fault_withheld(data, detail),
-        original=member_base64(data, "original"),
+    return events.InterceptStep(
+        **where, kind=found, detail=detail, method=method, withheld=withheld, original=original
     )
+
+
+def _where(data: dict[str, Any], conn: int, route: str, t: float) -> events.Where:
+    return events.Where(conn=conn, route=route, direction=member_direction(data), t=t)
 
 
 class LineDecoder:
     """Rebuilds events from lines, pairing exchange lines with the frames they name.
 
     It holds only what an exchange line may still name: the requests waiting for their answer
-    (``expects_answer``) and the answers waiting for their exchange line (``answers``), with
-    their violations, until the exchange or the connection's close. A notification, an orphan
-    or an answer to a request never seen is never held."""
+    (``expects_answer``) and the answers waiting for their exchange line (``answers``), until
+    the exchange or the connection's close. A notification, an orphan or an answer to a
+    request never seen is never held; violations are events of their own, never held."""
 
     def __init__(
         self, profile: Profile, routes: Optional[dict[str, Profile]] = None, version: int = VERSION
     ) -> None:
         self.profile = profile
         self.routes = routes or {}
-        self.frames: dict[tuple[int, str, int], FrameSeen] = {}
-        self.violations: dict[tuple[int, str, int], list[Violation]] = {}
+        self.frames: dict[tuple[int, str, int], events.FrameSeen] = {}
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
 
     def decode(self, line: bytes) -> Optional[Event]:
         event = self._decode(line)
-        if self.v1 is not None and event is not None and not isinstance(event, FrameSeen):
+        if self.v1 is not None and event is not None and not isinstance(event, events.FrameSeen):
             self.v1.other(event)
-        if isinstance(event, ConnectionClosed):
+        if isinstance(event, events.ConnectionClosed):
             self._forget(event.conn)
         return event
 
@@ -120,8 +109,6 @@ class LineDecoder:
         """The connection closed: no exchange line will name its frames any more."""
         for key in [k for k in self.frames if k[0] == conn]:
             del self.frames[key]
-        for key in [k for k in self.violations if k[0] == conn]:
-            del self.violations[key]
 
     def _decode(self, line: bytes) -> Optional[Event]:
         check_line(line)
@@ -133,7 +120,7 @@ class LineDecoder:
         if kind == "frame":
             return self._frame(data, line, t)
         if kind == "gap":
-            return EventsMissed(
+            return events.EventsMissed(
                 count=member_int(data, "missed", 0), t=t, consumer=member_str(data, "consumer", "")
             )
         conn = member_int(data, "conn", 0)
@@ -141,17 +128,19 @@ class LineDecoder:
         route = sys.intern(member_str(data, "route", ""))
         if kind == "upstream":
             state = member_choice(data, "state", ("down", "back"))
-            return UpstreamStatus(
+            return events.UpstreamStatus(
                 route=route, t=t, up=state == "back", detail=member_str(data, "detail", "")
             )
         if kind == "open":
             client, upstream = member_str(data, "client"), member_str(data, "upstream")
-            return ConnectionOpened(conn=conn, route=route, client=client, upstream=upstream, t=t)
+            return events.ConnectionOpened(
+                conn=conn, route=route, client=client, upstream=upstream, t=t
+            )
         if kind == "close":
             sizes = data.get("bytes") or {}
             if not isinstance(sizes, dict):
                 raise RecordingError(f"bytes must be an object, not {shown(sizes)}")
-            return ConnectionClosed(
+            return events.ConnectionClosed(
                 conn=conn,
                 route=route,
                 reason=member_str(data, "reason", ""),
@@ -167,27 +156,21 @@ class LineDecoder:
             response = self.frames.pop((conn, answered, member_int(data, "resp")), None)
             if request is None or response is None:
                 return None  # its frames were lost before a crash; nothing to pair
-            violations = self.violations.pop((conn, asked, request.index), [])
-            violations += self.violations.pop((conn, answered, response.index), [])
             # Decided as the tap decides it, from the frames (the line's status is for people).
             profile = self.routes.get(route, self.profile)
             outcome = profile.outcome(request.message, response.message)
-            return ExchangeCompleted(
+            return events.ExchangeCompleted(
                 conn=conn,
                 route=route,
                 request=request,
                 response=response,
                 outcome=outcome,
-                violations=tuple(violations),
             )
         if kind == "violation":
             return self._violation(data, conn, route, t)
         if kind == "frame-error":
-            return FramingErrorSeen(
-                conn=conn,
-                route=route,
-                direction=member_direction(data),
-                t=t,
+            return events.FramingErrorSeen(
+                **_where(data, conn, route, t),
                 kind=FrameErrorKind(member_choice(data, "error", _FRAME_ERRORS)),
                 detail=member_str(data, "detail", ""),
                 raw=member_base64(data),
@@ -196,29 +179,13 @@ class LineDecoder:
             )
         if kind == "discarded":
             raw = member_base64(data)
-            return BytesDiscarded(
-                conn=conn,
-                route=route,
-                direction=member_direction(data),
-                t=t,
+            return events.BytesDiscarded(
+                **_where(data, conn, route, t),
                 raw=raw,
                 final=member_bool(data, "final"),
             )
-        if kind == "intercept" or (kind == "fault" and _is_intercept(data.get("fault"))):
-            return _intercept_step(data, conn, route, t)
-        if kind == "fault":
-            detail = member_str(data, "detail", "")
-            return FaultInjected(
-                conn=conn,
-                route=route,
-                direction=member_direction(data),
-                t=t,
-                fault=member_str(data, "fault"),
-                detail=detail,
-                method=member_optional_str(data, "method"),
-                withheld=fault_withheld(data, detail),
-                original=member_base64(data, "original"),
-            )
+        if kind in ("fault", "intercept"):
+            return _proxy_action(data, _where(data, conn, route, t))
         if not isinstance(kind, str):
             raise RecordingError(f"kind must be a string, not {shown(kind)}")
         if kind == "stderr":
@@ -226,14 +193,11 @@ class LineDecoder:
                 output = member_base64(data)
             else:
                 output = member_str(data, "text").encode("utf-8", "surrogatepass")
-            return ProcessOutput(conn=conn, route=route, t=t, data=output)
+            return events.ProcessOutput(conn=conn, route=route, t=t, data=output)
         if kind == "unobserved":
-            reason = GapReason(member_choice(data, "reason", _GAP_REASONS))
-            return ObservationLost(
-                conn=conn,
-                route=route,
-                direction=member_direction(data),
-                t=t,
+            reason = events.GapReason(member_choice(data, "reason", _GAP_REASONS))
+            return events.ObservationLost(
+                **_where(data, conn, route, t),
                 reason=reason,
                 size=member_int(data, "size", 0),
                 detail=member_str(data, "detail", ""),
@@ -242,7 +206,9 @@ class LineDecoder:
             )
         return None  # an event kind from a newer writer: skipped, not fatal
 
-    def _violation(self, data: dict[str, Any], conn: int, route: str, t: float) -> ViolationSeen:
+    def _violation(
+        self, data: dict[str, Any], conn: int, route: str, t: float
+    ) -> events.ViolationSeen:
         direction = member_direction(data) if data.get("dir") is not None else None
         frame = member_optional_int(data, "frame")
         found = Violation(
@@ -254,13 +220,9 @@ class LineDecoder:
             ),
             member_optional_str(data, "outcome"),
         )
-        if direction is not None and frame is not None:
-            key = (conn, direction.value, frame)
-            if key in self.frames:  # an exchange line will carry it
-                self.violations.setdefault(key, []).append(found)
         # Files written before violations carried ``orphan`` said so by the rule alone.
         orphan = member_bool(data, "orphan", found.rule == R_ORPHAN_RESPONSE.id)
-        return ViolationSeen(
+        return events.ViolationSeen(
             conn=conn,
             route=route,
             direction=direction,
@@ -270,7 +232,7 @@ class LineDecoder:
             orphan=orphan,
         )
 
-    def _frame(self, data: dict[str, Any], line: bytes, t: float) -> FrameSeen:
+    def _frame(self, data: dict[str, Any], line: bytes, t: float) -> events.FrameSeen:
         direction = member_direction(data)
         profile = self.profile
         if self.routes:
@@ -299,7 +261,7 @@ class LineDecoder:
                 # One string per method name, not one per request: a viewer keeps them all.
                 obj["method"] = sys.intern(obj["method"])
             message = profile.parse_decoded(obj, role)
-        frame = FrameSeen(
+        frame = events.FrameSeen(
             conn=member_int(data, "conn"),
             route=sys.intern(member_str(data, "route", "")),
             direction=direction,

@@ -8,6 +8,7 @@ import base64
 import binascii
 import json
 import math
+from collections.abc import Callable
 from typing import Any, Optional
 
 from ..events import Direction, ToolCallRef
@@ -30,13 +31,26 @@ def shown(value: Any) -> str:
 
 def member_int(data: dict[str, Any], key: str, default: Any = _ABSENT) -> int:
     """``data[key]`` as a whole number from 0 to `MAX_INT` (``default`` when absent)."""
+    found: int = _member(data, key, default, _is_whole, "a whole number from 0 to 2**53")
+    return found
+
+
+def _is_whole(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_INT
+
+
+def _member(
+    data: dict[str, Any], key: str, default: Any, valid: Callable[[Any], bool], what: str
+) -> Any:
+    """``data[key]`` when ``valid`` says it is ``what``, or ``default`` when it is absent.
+    Raises RecordingError when it is neither, or absent with no default."""
     value = data.get(key, _ABSENT)
     if value is _ABSENT:
         if default is _ABSENT:
             raise RecordingError(f"no {key}")
-        return default  # type: ignore[no-any-return]
-    if type(value) is not int or not 0 <= value <= MAX_INT:
-        raise RecordingError(f"{key} must be a whole number from 0 to 2**53, not {shown(value)}")
+        return default
+    if not valid(value):
+        raise RecordingError(f"{key} must be {what}, not {shown(value)}")
     return value
 
 
@@ -57,14 +71,12 @@ def member_number(data: dict[str, Any], key: str, default: float = 0.0) -> float
 
 
 def member_str(data: dict[str, Any], key: str, default: Any = _ABSENT) -> str:
-    value = data.get(key, _ABSENT)
-    if value is _ABSENT:
-        if default is _ABSENT:
-            raise RecordingError(f"no {key}")
-        return default  # type: ignore[no-any-return]
-    if not isinstance(value, str):
-        raise RecordingError(f"{key} must be a string, not {shown(value)}")
-    return value
+    found: str = _member(data, key, default, _is_str, "a string")
+    return found
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
 
 
 def member_optional_str(data: dict[str, Any], key: str) -> Optional[str]:
@@ -74,14 +86,12 @@ def member_optional_str(data: dict[str, Any], key: str) -> Optional[str]:
 
 
 def member_bool(data: dict[str, Any], key: str, default: Any = _ABSENT) -> bool:
-    value = data.get(key, _ABSENT)
-    if value is _ABSENT:
-        if default is _ABSENT:
-            raise RecordingError(f"no {key}")
-        return default  # type: ignore[no-any-return]
-    if not isinstance(value, bool):
-        raise RecordingError(f"{key} must be true or false, not {shown(value)}")
-    return value
+    found: bool = _member(data, key, default, _is_bool, "true or false")
+    return found
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
 
 
 _DIRECTIONS = {direction.value: direction for direction in Direction}

@@ -13,27 +13,18 @@ import dataclasses
 import json
 from typing import IO, Any, Optional
 
-from golem_core.messages import MalformedKind, Message, Notification, Request, Response
+from golem_core.messages import (
+    ErrorResponse,
+    MalformedKind,
+    Message,
+    Notification,
+    Request,
+    Response,
+)
 from golem_core.profiles import Profile, get_profile
 
-from ..events import (
-    BytesDiscarded,
-    ConnectionClosed,
-    ConnectionOpened,
-    Direction,
-    Event,
-    EventsMissed,
-    ExchangeCompleted,
-    FaultInjected,
-    FrameSeen,
-    FramingErrorSeen,
-    InterceptStep,
-    ObservationLost,
-    ProcessOutput,
-    ToolCallRef,
-    UpstreamStatus,
-    ViolationSeen,
-)
+from .. import events
+from ..events import Direction, Event
 from .files import open_private
 from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
 
@@ -41,6 +32,7 @@ __all__ = [
     "RecordingWriter",
     "encode_event",
     "encode_event_parts",
+    "frame_members",
     "frame_type",
     "tool_calls_json",
 ]
@@ -55,7 +47,7 @@ def encode_event(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
 def encode_event_parts(event: Event, profile: Profile, seq: int) -> Optional[list[bytes]]:
     """The line for ``event`` as pieces to write in order: a large payload is one piece of its
     own, never copied into a new line."""
-    if isinstance(event, FrameSeen):
+    if isinstance(event, events.FrameSeen):
         return _encode_frame(event, profile, seq)
     line = _encode_other(event, profile, seq)
     return None if line is None else [line]
@@ -63,14 +55,14 @@ def encode_event_parts(event: Event, profile: Profile, seq: int) -> Optional[lis
 
 def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
     base: dict[str, Any] = {"seq": seq, "t": round(event.t, 6)}
-    if isinstance(event, ConnectionOpened):
+    if isinstance(event, events.ConnectionOpened):
         base.update(kind="open", conn=event.conn, route=event.route)
         base.update(client=event.client, upstream=event.upstream)
-    elif isinstance(event, ConnectionClosed):
+    elif isinstance(event, events.ConnectionClosed):
         base.update(kind="close", conn=event.conn, route=event.route, reason=event.reason)
         base.update(bytes={"c2s": event.bytes_c2s, "s2c": event.bytes_s2c})
         base.update(abnormal=event.abnormal)
-    elif isinstance(event, ExchangeCompleted):
+    elif isinstance(event, events.ExchangeCompleted):
         # A request the server sent (its answer came from the client) is a kind of its own:
         # a reader that does not know it skips it rather than pairing the wrong frames.
         kind = "exchange" if event.request.direction is Direction.C2S else "server-exchange"
@@ -79,46 +71,46 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         outcome = event.outcome
         base.update(method=event.method, status=outcome.text)
         base.update(latency=round(event.latency, 6), outcome=outcome.kind.value)
-    elif isinstance(event, ViolationSeen):
+    elif isinstance(event, events.ViolationSeen):
         base.update(kind="violation", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value if event.direction else None)
         base.update(frame=event.frame_index)
         base.update(event.violation.to_json())
         if event.orphan:
             base.update(orphan=True)
-    elif isinstance(event, FramingErrorSeen):
+    elif isinstance(event, events.FramingErrorSeen):
         base.update(kind="frame-error", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, error=event.kind.value, detail=event.detail)
         base.update(recoverable=event.recoverable, declared=event.declared_length)
         base.update(raw=_b64(event.raw))
-    elif isinstance(event, BytesDiscarded):
+    elif isinstance(event, events.BytesDiscarded):
         base.update(kind="discarded", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, final=event.final, raw=_b64(event.raw))
-    elif isinstance(event, FaultInjected):
+    elif isinstance(event, events.FaultInjected):
         base.update(kind="fault", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, fault=event.fault, detail=event.detail)
         base.update(method=event.method, withheld=event.withheld)
-    elif isinstance(event, InterceptStep):
+    elif isinstance(event, events.InterceptStep):
         base.update(kind="intercept", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, step=event.kind.value, detail=event.detail)
         base.update(method=event.method, withheld=event.withheld)
         if event.original:  # sent edited: its payload as it came
             base.update(original=_b64(event.original))
-    elif isinstance(event, EventsMissed):
+    elif isinstance(event, events.EventsMissed):
         base.update(kind="gap", missed=event.count, consumer=event.consumer)
-    elif isinstance(event, ProcessOutput):
+    elif isinstance(event, events.ProcessOutput):
         base.update(kind="stderr", conn=event.conn, route=event.route)
         try:  # readable when it is text; exact either way
             base.update(text=event.data.decode("utf-8"))
         except UnicodeDecodeError:
             base.update(raw=_b64(event.data))
-    elif isinstance(event, ObservationLost):
+    elif isinstance(event, events.ObservationLost):
         base.update(kind="unobserved", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, reason=event.reason.value, size=event.size)
         base.update(detail=event.detail)
         if event.digest:
             base.update(digest=event.digest, header=_b64(event.header))
-    elif isinstance(event, UpstreamStatus):
+    elif isinstance(event, events.UpstreamStatus):
         base.update(kind="upstream", route=event.route, state="back" if event.up else "down")
         base.update(detail=event.detail)
     else:  # pragma: no cover - exhaustive over Event
@@ -126,7 +118,7 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
     return dumps(base) + b"\n"
 
 
-def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
+def _encode_frame(event: events.FrameSeen, profile: Profile, seq: int) -> list[bytes]:
     message = event.message
     payload = event.payload
     undecodable = _undecodable(message)
@@ -135,6 +127,19 @@ def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
         # recorder's largest cost per frame. The exact payload bytes are spliced in as the
         # last member: readable and byte-exact.
         return [_frame_prefix(event, message, seq), payload, b"}\n"]
+    base = frame_members(event, message, seq)
+    if event.redacted:
+        base["redacted"] = list(event.redacted)
+        base["msg"] = None if undecodable else message.obj
+    else:  # not JSON, or a payload spanning lines: stored base64
+        base["raw"] = _b64(payload)
+        if not undecodable:
+            base["note"] = "payload spans lines; stored raw"
+    return [dumps(base) + b"\n"]
+
+
+def frame_members(event: events.FrameSeen, message: Message, seq: int) -> dict[str, Any]:
+    """A frame line's members before its message (``msg`` or ``raw``), in their order."""
     base: dict[str, Any] = {
         "seq": seq,
         "t": round(event.t, 6),
@@ -158,19 +163,12 @@ def _encode_frame(event: FrameSeen, profile: Profile, seq: int) -> list[bytes]:
         base["answers"] = event.answers
     if event.orphan:
         base["orphan"] = True
-    if event.redacted:
-        base["redacted"] = list(event.redacted)
-        base["msg"] = None if undecodable else message.obj
-    else:  # not JSON, or a payload spanning lines: stored base64
-        base["raw"] = _b64(payload)
-        if not undecodable:
-            base["note"] = "payload spans lines; stored raw"
-    return [dumps(base) + b"\n"]
+    return base
 
 
-def _frame_prefix(event: FrameSeen, message: Message, seq: int) -> bytes:
-    """``{...members...,"msg":`` for a verbatim frame, byte for byte what `_dumps` would
-    write for the same members (a test pins the equivalence)."""
+def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
+    """``{...members...,"msg":`` for a verbatim frame, byte for byte what `dumps` writes for
+    `frame_members` (a test pins the equivalence): the common case, written by hand."""
     ident = message.id
     parts = [
         f'{{"seq":{seq},"t":{round(event.t, 6)!r},"kind":"frame","conn":{event.conn},'
@@ -193,20 +191,25 @@ def _frame_prefix(event: FrameSeen, message: Message, seq: int) -> bytes:
     return "".join(parts).encode("utf-8", JSON_SAFE)
 
 
-def tool_calls_json(calls: tuple[ToolCallRef, ...]) -> list[dict[str, Any]]:
+def tool_calls_json(calls: tuple[events.ToolCallRef, ...]) -> list[dict[str, Any]]:
     """A frame's ``tool_calls`` member: the MCP ``tools/call`` requests in flight."""
     return [{"conn": c.conn, "n": c.index, "id": c.id, "tool": c.tool} for c in calls]
 
 
+_FRAME_TYPES: tuple[tuple[type[Message], str], ...] = (
+    (Request, "request"),
+    (Notification, "notification"),
+    (Response, "response"),
+    (ErrorResponse, "error"),
+)
+
+
 def frame_type(message: Message) -> str:
-    if isinstance(message, Request):
-        return "request"
-    if isinstance(message, Notification):
-        return "notification"
-    if isinstance(message, Response):
-        return "response"
-    if hasattr(message, "error"):
-        return "error"
+    """A frame line's ``type``: what kind of message the frame holds (a subclass, as the
+    TUI's compact messages are, is the kind it extends)."""
+    for kind, name in _FRAME_TYPES:
+        if isinstance(message, kind):
+            return name
     return "malformed"
 
 

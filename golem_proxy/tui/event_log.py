@@ -100,7 +100,6 @@ class EventLog:
             request=flow.request,
             response=flow.response,
             outcome=flow.outcome,
-            violations=flow.violations,
         )
 
     def events(self, flows: Sequence[Flow]) -> Iterator[Event]:

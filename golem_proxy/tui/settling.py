@@ -62,5 +62,4 @@ class ExchangeTracker(FlowTracker):
         flow.request = request
         flow.response = response
         flow.outcome = exchange.outcome
-        flow.violations = exchange.violations
         return self._settled(flow)

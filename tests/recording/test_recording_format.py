@@ -101,7 +101,6 @@ def one_of_each() -> list[Event]:
             request=request,
             response=response,
             outcome=OK,
-            violations=(broken,),
         ),
         FramingErrorSeen(
             conn=1,

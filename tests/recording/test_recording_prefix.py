@@ -13,29 +13,13 @@ from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, FrameSeen
 from golem_proxy.recording.format import MSG_KEY
 from golem_proxy.recording.schema import dumps as _dumps
-from golem_proxy.recording.writer import _frame_prefix
-from golem_proxy.recording.writer import frame_type as _frame_type
+from golem_proxy.recording.writer import _frame_prefix, frame_members
 from tests.support.frames import frame_seen
 
 
 def reference_prefix(event: FrameSeen, seq: int) -> bytes:
-    message = event.message
-    base: dict[str, Any] = {
-        "seq": seq,
-        "t": round(event.t, 6),
-        "kind": "frame",
-        "conn": event.conn,
-        "route": event.route,
-        "dir": event.direction.value,
-        "n": event.index,
-        "size": event.size,
-        "type": _frame_type(message),
-    }
-    if message.id is not None:
-        base["id"] = message.id
-    if getattr(message, "method", None) is not None:
-        base["method"] = message.method  # type: ignore[union-attr]
-    return _dumps(base)[:-1] + MSG_KEY
+    """What the general path writes for the same members."""
+    return _dumps(frame_members(event, event.message, seq))[:-1] + MSG_KEY
 
 
 @pytest.mark.parametrize(

@@ -150,14 +150,6 @@ class SessionBuilder:
         found = self.profile.check_exchange(request.message, response.message) if self.check else []
         for violation in found:
             self._violation(response, t, violation)
-        violations = tuple(
-            v.violation
-            for v in self.events
-            if isinstance(v, ViolationSeen)
-            and v.conn == request.conn
-            and (v.direction, v.frame_index)
-            in ((Direction.C2S, request.index), (Direction.S2C, response.index))
-        )
         outcome = self.profile.outcome(request.message, response.message)
         exchange = ExchangeCompleted(
             conn=request.conn,
@@ -165,7 +157,6 @@ class SessionBuilder:
             request=request,
             response=response,
             outcome=outcome,
-            violations=violations,
         )
         self.events.append(exchange)
         return exchange

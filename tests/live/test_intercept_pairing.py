@@ -1,0 +1,56 @@
+"""The intercept pairs a response with its request by the tap's rule (`tap_pairing`): what its
+filter sees of a response is the row the tap's events make of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from golem_core.profiles import GOLEM
+from golem_proxy.analysis.filters import parse_filter
+from golem_proxy.events import Direction, Event, FrameSeen
+from golem_proxy.live.intercept import HeldFrame, InterceptEngine
+from golem_proxy.live.tap import ConnectionTap
+
+pytestmark = pytest.mark.trio
+
+
+def _payload(obj: dict[str, Any]) -> bytes:
+    return GOLEM.encode_payload(obj)
+
+
+FRAMES = [
+    (Direction.C2S, _payload({"id": "r1", "method": "ping", "params": {}})),
+    # Malformed (its method is no string) but with an id: the tap waits for its answer.
+    (Direction.C2S, _payload({"id": "r2", "method": 5, "params": {}})),
+    (Direction.S2C, _payload({"id": "r2", "result": {}, "error": None})),
+    (Direction.S2C, _payload({"id": "r1", "result": {}, "error": None})),
+    (Direction.S2C, _payload({"id": "r9", "result": {}, "error": None})),
+]
+
+
+def _ignore(held: HeldFrame, kind: object, detail: str) -> None:
+    pass
+
+
+async def test_the_intercept_sees_a_response_with_the_request_the_tap_pairs_it_with() -> None:
+    # Answers to a malformed request are errors (`~e`); held for no time at all.
+    engine = InterceptEngine(GOLEM, parse_filter("~s & ~e"), timeout=0)
+    intercept = engine.connection(1, "main")
+    tap_events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, tap_events.append)
+    held: list[bytes] = []
+    for direction, payload in FRAMES:
+        ruling = await intercept.hold(direction, payload, len(payload) + 4, 0.0, _ignore)
+        if ruling is not None:
+            held.append(payload)
+        tap.process(direction, GOLEM.frame_payload(payload), 0.0)
+    answers = {
+        e.payload: e.answers
+        for e in tap_events
+        if isinstance(e, FrameSeen) and e.direction is Direction.S2C
+    }
+    assert answers == {FRAMES[2][1]: 1, FRAMES[3][1]: 0, FRAMES[4][1]: None}
+    # Only the answer to the malformed request is an error, for the tap's rows as for the filter.
+    assert held == [FRAMES[2][1]]
