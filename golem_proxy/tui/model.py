@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from golem_core.profiles import Profile
+from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow
@@ -63,6 +64,10 @@ class SessionModel:
         self._interned: set[int] = set()
         """The ids of the outcomes kept in ``_outcomes`` (an outcome's own hash is computed
         in Python; a reader hands most flows the same "ok" object)."""
+        # What `_widen` has measured already: a plain row's label by method, and the
+        # interned outcomes whose text is a row's status.
+        self._label_widths: dict[str, int] = {}
+        self._measured_outcomes: set[int] = set()
         self.view: array[int] = array("i")
         """Indexes into ``flows``, ascending: an array, 4 bytes a flow, where a list of
         ints cost 36."""
@@ -125,8 +130,7 @@ class SessionModel:
             result.changed.add(flow.number - 1)
         for index in sorted(result.changed):
             flow = self.flows[index]
-            self.widest_method = max(self.widest_method, len(flow_label(flow)))
-            self.widest_status = max(self.widest_status, len(self.status(flow)))
+            self._widen(flow)
             if index >= first_new:
                 if self._matches(self.flows[index]):
                     self.view.append(index)
@@ -134,6 +138,29 @@ class SessionModel:
             else:
                 self._refilter(index)
         return result
+
+    def _widen(self, flow: Flow) -> None:
+        """Widen the method and status columns to ``flow``'s label and status. Most rows of a
+        trace are a plain answered call: their label is their method and their status their
+        (interned) outcome's text, so each width is measured once per method and outcome."""
+        request, method, outcome = flow.request, flow.method, flow.outcome
+        if request is not None and request.tool_calls is None and method and method != TOOLS_CALL:
+            width = self._label_widths.get(method)
+            if width is None:
+                width = self._label_widths[method] = len(flow_label(flow))
+        else:
+            width = len(flow_label(flow))
+        self.widest_method = max(self.widest_method, width)
+        if (
+            outcome is not None
+            and flow.gap is None
+            and flow.frame_error is None
+            and id(outcome) in self._interned
+        ):
+            if id(outcome) in self._measured_outcomes:
+                return
+            self._measured_outcomes.add(id(outcome))
+        self.widest_status = max(self.widest_status, len(self.status(flow)))
 
     def _apply_one(self, event: Event, result: BatchResult) -> Optional[Flow]:
         """Fold one event in and note it; returns the flow it placed itself in, if any."""
