@@ -113,32 +113,32 @@ class JsonRpcNdjsonProfile(Profile):
             return not ("method" in obj and "id" not in obj)
         return super().expects_response(message)
 
-    def _not_an_envelope(self, obj: Any, role: Role) -> Optional[Malformed]:
-        """What makes ``obj`` no JSON-RPC 2.0 message at all (not an object, not version
-        "2.0"), or None; the same for both sides."""
+    def _envelope_problem(self, obj: Any, role: Role) -> Optional[Malformed]:
+        """What makes ``obj`` no well-enveloped JSON-RPC 2.0 message of its side, or None: not an
+        object, not version "2.0", no `id` (but a request that names a method and has no `id`
+        is a notification), or an `id` of the wrong type."""
         if not isinstance(obj, dict):
             return _bad(
                 MalformedKind.NOT_AN_OBJECT, f"{role.value} is not a JSON object", obj, role
             )
         if obj.get("jsonrpc") != "2.0":
             return _bad(MalformedKind.WRONG_VERSION, _version_detail(obj), obj, role)
+        ident = obj.get("id")
+        if ident is None:
+            if role is Role.REQUEST and "method" in obj:
+                return None
+            return _bad(MalformedKind.MISSING_ID, f"{role.value} has no `id`", obj, role)
+        if not self.id_is_valid(ident):
+            detail = mistyped(f"{role.value} `id`", ident, self.id_description)
+            return _bad(MalformedKind.INVALID_ID, detail, obj, role)
         return None
-
-    def _invalid_id(self, ident: Any, obj: dict[str, Any], role: Role) -> Malformed:
-        detail = mistyped(f"{role.value} `id`", ident, self.id_description)
-        return _bad(MalformedKind.INVALID_ID, detail, obj, role)
 
     def parse_request(self, obj: Any) -> Message:
         role = Role.REQUEST
-        problem = self._not_an_envelope(obj, role)
+        problem = self._envelope_problem(obj, role)
         if problem is not None:
             return problem
-        ident = obj.get("id")
         method = obj.get("method", ABSENT)
-        if ident is None and method is ABSENT:
-            return _bad(MalformedKind.MISSING_ID, "request has no `id`", obj, role)
-        if ident is not None and not self.id_is_valid(ident):
-            return self._invalid_id(ident, obj, role)
         if method is ABSENT:
             return _bad(MalformedKind.MISSING_METHOD, "request has no `method`", obj, role)
         if not isinstance(method, str):
@@ -148,20 +148,17 @@ class JsonRpcNdjsonProfile(Profile):
         if params is not ABSENT and params is not None and not isinstance(params, dict):
             detail = mistyped("`params`", params, "an object")
             return _bad(MalformedKind.INVALID_PARAMS, detail, obj, role)
+        ident = obj.get("id")
         if ident is None:  # no `id` (null counts as absent): JSON-RPC 2.0's notification
             return Notification(method, params, obj)
         return Request(ident, method, params, obj)
 
     def parse_response(self, obj: Any) -> Message:
         role = Role.RESPONSE
-        problem = self._not_an_envelope(obj, role)
+        problem = self._envelope_problem(obj, role)
         if problem is not None:
             return problem
-        ident = obj.get("id")
-        if ident is None:
-            return _bad(MalformedKind.MISSING_ID, "response has no `id`", obj, role)
-        if not self.id_is_valid(ident):
-            return self._invalid_id(ident, obj, role)
+        ident = obj["id"]
         result = obj.get("result")
         error = obj.get("error")
         if result is not None and error is not None:
