@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from golem_proxy.net.addresses import Address
-from rhino_plugin import HeadlessPlugin, PluginOptions
+from tests.support.plugin_fixture import in_process_plugin_fixture
 from tests.support.sessions import demo_session, write_recording
 
 
@@ -25,10 +23,4 @@ def demo_path(tmp_path: Path) -> str:
     return path
 
 
-@pytest.fixture
-def plugin() -> Iterator[Address]:
-    """The headless plugin on a free loopback port, stopped after the test: its address."""
-    running = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=5))
-    (host, port), _ = running.start()
-    yield Address(host, port)
-    running.stop()
+plugin = in_process_plugin_fixture(seed=5)

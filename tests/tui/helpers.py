@@ -129,3 +129,10 @@ def intercepting_source(
 def position_of(app: GolemProxyApp, method: str) -> int:
     """The view position of the first flow of ``method``."""
     return next(i for i, n in enumerate(app.model.view) if app.model.flows[n].method == method)
+
+
+async def select_method(pilot: Pilot[Any], method: str) -> None:
+    """Put the cursor on the first flow of ``method`` and wait until the detail shows it."""
+    app = pilot.app
+    assert isinstance(app, GolemProxyApp)
+    await select(pilot, position_of(app, method))

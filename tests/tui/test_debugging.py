@@ -19,15 +19,7 @@ from golem_proxy.tui.screens.edit_frame import EditFrame
 from golem_proxy.tui.screens.intercept_prompt import InterceptPrompt
 from golem_proxy.tui.screens.resend_diff import ResendDiff
 
-from .helpers import (
-    intercepting_source,
-    live_app,
-    position_of,
-    recording_app,
-    run,
-    select,
-    wait_for,
-)
+from .helpers import intercepting_source, live_app, recording_app, run, select_method, wait_for
 
 FILTER = r"~q & ~m ^scene\.create_layer$"
 
@@ -95,9 +87,8 @@ def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
 
             # r: the create_layer flow again, on a side connection of the session.
             await wait_for(pilot, lambda: len(app.model.flows) >= 3)
-            position = position_of(app, "scene.create_layer")
             app.table.focus()
-            await select(pilot, position)
+            await select_method(pilot, "scene.create_layer")
             await pilot.press("r")
             await wait_for(pilot, lambda: app.last_resend is not None, limit=4000)
             assert app.last_resend is not None
@@ -121,8 +112,7 @@ def test_resend_from_a_recording_with_a_target(demo_path: str, plugin: Address) 
         async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
             await pilot.press("D")  # nothing sent yet: a notice, no screen
             assert not isinstance(app.screen, ResendDiff)
-            position = position_of(app, "ping")
-            await select(pilot, position)
+            await select_method(pilot, "ping")
             await pilot.press("r")
             await wait_for(pilot, lambda: app.last_resend is not None, limit=4000)
             assert app.last_resend is not None

@@ -20,26 +20,17 @@ from textual.widgets import TextArea
 from golem_proxy.analysis.filters import parse_filter
 from golem_proxy.net.addresses import Address
 from golem_proxy.testing.client import GolemClient
-from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.screens.edit_frame import EditFrame
 from tests.support.cli_helpers import editor_script
 
-from .helpers import (
-    intercepting_source,
-    live_app,
-    position_of,
-    recording_app,
-    run,
-    select,
-    wait_for,
-)
+from .helpers import intercepting_source, live_app, recording_app, run, select_method, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def send_ping_again(app: GolemProxyApp, pilot: Pilot[None]) -> None:
+async def send_ping_again(pilot: Pilot[None]) -> None:
     """`E` on the recorded ping: edit it, then send it again."""
-    await select(pilot, position_of(app, "ping"))
+    await select_method(pilot, "ping")
     await pilot.press("E")
 
 
@@ -51,7 +42,7 @@ def test_edit_and_send_again_in_editor(
 
     async def body() -> None:
         async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
-            await send_ping_again(app, pilot)
+            await send_ping_again(pilot)
             await wait_for(pilot, lambda: app.last_resend is not None, limit=4000)
             assert app.last_resend is not None
             resent = app.last_resend.resent
@@ -64,7 +55,7 @@ def test_edit_and_send_again_in_editor(
 def test_edit_and_send_again_in_the_app(demo_path: str, plugin: Address) -> None:
     async def body() -> None:
         async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
-            await send_ping_again(app, pilot)
+            await send_ping_again(pilot)
             await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
             editor = app.screen.query_one(TextArea)
             editor.text = editor.text.replace('"ping"', '"scene.list_layers"')
@@ -83,7 +74,7 @@ def test_an_editor_left_unchanged_sends_nothing(
 
     async def body() -> None:
         async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
-            await send_ping_again(app, pilot)
+            await send_ping_again(pilot)
             await wait_for(
                 pilot,
                 lambda: any("nothing sent" in n.message for n in app._notifications),
@@ -140,8 +131,7 @@ def test_copy_as_call_writes_a_command_that_works(
 
     async def body() -> None:
         async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
-            position = position_of(app, "scene.list_objects")
-            await select(pilot, position)
+            await select_method(pilot, "scene.list_objects")
             await pilot.press("Y")
             await wait_for(pilot, lambda: bool(app._notifications))
             notice = list(app._notifications)[-1].message
@@ -168,8 +158,7 @@ def test_copy_as_call_writes_a_command_that_works(
 def test_copy_as_call_names_the_connection_upstream_and_quotes_params(demo_path: str) -> None:
     async def body() -> None:
         async with recording_app(demo_path, (120, 40)) as (app, pilot):
-            position = position_of(app, "viewport.capture")
-            await select(pilot, position)
+            await select_method(pilot, "viewport.capture")
             await pilot.press("Y")
             await wait_for(pilot, lambda: bool(app.clipboard))
             words = shlex.split(app.clipboard)
