@@ -10,6 +10,7 @@ import json
 import threading
 from typing import Any
 
+from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from golem_proxy.net.addresses import Address
@@ -31,6 +32,13 @@ async def until_stopped(source: TrioThreadSource) -> None:
         await asyncio.sleep(0.01)
 
 
+async def submit_refused(pilot: Pilot[None], key: str, error_line: str, reason: str) -> None:
+    """Submit the open screen's entry with ``key`` and wait until its ``error_line`` widget
+    gives ``reason`` (the entry is refused, the screen stays)."""
+    await pilot.press(key)
+    await wait_for(pilot, lambda: reason in str(pilot.app.screen.query_one(error_line).render()))
+
+
 def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
     source, control, engine = intercepting_source(plugin)
     results: list[Any] = []
@@ -47,11 +55,7 @@ def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
             await wait_for(pilot, lambda: isinstance(app.screen, InterceptPrompt))
             prompt = app.screen.query_one(Input)
             prompt.value = "~m ("
-            await pilot.press("enter")
-            await wait_for(
-                pilot,
-                lambda: "bad filter" in str(app.screen.query_one("#intercept-error").render()),
-            )
+            await submit_refused(pilot, "enter", "#intercept-error", "bad filter")
             prompt.value = FILTER
             await pilot.press("enter")
             await wait_for(
@@ -70,10 +74,7 @@ def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
             await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
             editor = app.screen.query_one(TextArea)
             editor.text = "{not json"
-            await pilot.press("ctrl+s")
-            await wait_for(
-                pilot, lambda: "not JSON" in str(app.screen.query_one("#frame-error").render())
-            )
+            await submit_refused(pilot, "ctrl+s", "#frame-error", "not JSON")
             assert isinstance(app.screen, EditFrame) and len(engine.held()) == 1
             request = json.loads(held.payload)
             request["params"]["color"] = {"r": 0, "g": 0, "b": 255}
