@@ -7,21 +7,12 @@ from pathlib import Path
 
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.flows import FlowTracker
-from golem_proxy.events import ConnectionOpened, Direction, GapReason, ObservationLost
+from golem_proxy.events import ConnectionOpened
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, read_recording
 from tests.support.cli_helpers import run_cli
+from tests.support.frames import too_large_gap
 
-GAP = ObservationLost(
-    conn=1,
-    route="main",
-    direction=Direction.S2C,
-    t=0.5,
-    reason=GapReason.FRAME_TOO_LARGE,
-    size=40 << 20,
-    detail="a 41943040-byte frame over the observation limit",
-    digest="sha256:" + "0" * 64,
-    header=b"\x02\x80\x00\x00",
-)
+GAP = too_large_gap()
 
 
 def test_a_gap_becomes_a_flow_with_its_size_and_status() -> None:

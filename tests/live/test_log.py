@@ -16,6 +16,7 @@ from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
 from golem_proxy.events import Direction, Event
 from golem_proxy.live.log import EventLog, Verbosity
 from golem_proxy.live.log_output import TerminalOutput
+from tests.support.frames import too_large_gap
 from tests.support.trace_builder import TapSimulator
 
 TITLE_AND_CLEAR = "\x1b]0;PWNED\x1b\\\x1b[2J"
@@ -127,18 +128,8 @@ def test_huge_peer_strings_are_cut_to_one_short_line() -> None:
 
 
 def test_a_gap_in_observation_is_always_shown() -> None:
-    from golem_proxy.events import Direction, GapReason, ObservationLost
-
-    gap = ObservationLost(
-        conn=3,
-        route="main",
-        direction=Direction.S2C,
-        t=1.5,
-        reason=GapReason.FRAME_TOO_LARGE,
-        size=40 * 1024 * 1024,
-        detail="a frame over the limit\x1b[2J",
-        digest="sha256:" + "ab" * 32,
-        header=b"\x02\x80\x00\x00",
+    gap = too_large_gap(
+        conn=3, t=1.5, detail="a frame over the limit\x1b[2J", digest="sha256:" + "ab" * 32
     )
     for verbosity in Verbosity:
         log = EventLog(Console(width=200), GOLEM, verbosity)

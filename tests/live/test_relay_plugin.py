@@ -4,7 +4,6 @@ the plugin's real answers, and the recording rebuilding both streams."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,18 +17,13 @@ from golem_core.profiles import GOLEM
 from golem_proxy.events import BytesDiscarded, Direction, FrameSeen, FramingErrorSeen
 from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import read_recording
-from rhino_plugin import HeadlessPlugin, PluginOptions
 from tests.support.harness import connect, start_proxy, stop_proxy
+from tests.support.plugin_fixture import in_process_plugin_fixture
 
 pytestmark = pytest.mark.trio
 
 
-@pytest.fixture(scope="module")
-def plugin() -> Iterator[Address]:
-    running = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=5))
-    host, port = running.start()[0]
-    yield Address(host, port)
-    running.stop()
+plugin = in_process_plugin_fixture(seed=5, scope="module")
 
 
 requests = st.lists(

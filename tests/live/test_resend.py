@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,14 @@ from golem_proxy.live.relay import RESEND_CLIENT
 from golem_proxy.live.resend import ResendError, fresh_request, resend
 from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import read_recording
-from rhino_plugin import HeadlessPlugin, PluginOptions
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
+from tests.support.plugin_fixture import in_process_plugin_fixture
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.trio
 
 
-@pytest.fixture
-def plugin() -> Iterator[Address]:
-    running = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=9))
-    (host, port), _ = running.start()
-    yield Address(host, port)
-    running.stop()
+plugin = in_process_plugin_fixture(seed=9)
 
 
 def payload(ident: object, method: str, **params: object) -> bytes:

@@ -12,12 +12,10 @@ from golem_proxy.analysis.tool_calls import cause_text
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
 from golem_proxy.live.attribution import ToolCallTracker
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
-from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.render import flow_label
-from golem_proxy.tui.sources import RecordingSource
 from tests.support.frames import frame_seen
-from tests.tui.helpers import loaded, run, select
+from tests.tui.helpers import recording_app, run, select
 
 
 def frame(profile: Profile, conn: int, route: str, direction: Direction, obj: Any) -> FrameSeen:
@@ -109,10 +107,7 @@ def test_the_tui_detail_of_a_tool_call_lists_the_golem_flows_it_caused(tmp_path:
             writer.write(event)
 
     async def body() -> None:
-        source = RecordingSource.open(str(path))
-        app = GolemProxyApp(source, source.profile, "test", header=source.header)
-        async with app.run_test(size=(160, 45)) as pilot:
-            await loaded(pilot)
+        async with recording_app(str(path)) as (app, pilot):
             await select(pilot, 0)
             text = app.detail.text()
             assert "tool call create_box(width=2)  isError" in text

@@ -1,4 +1,5 @@
-"""The ``plugin`` fixture most CLI and relay tests start from: one headless plugin process."""
+"""The ``plugin`` fixture most CLI and relay tests start from: one headless plugin process, or
+the headless plugin in the test's own process."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Any, Literal
 
 import pytest
 
+from golem_proxy.net.addresses import Address
 from golem_proxy.testing.plugin_process import PluginProcess
+from rhino_plugin import HeadlessPlugin, PluginOptions
 
 
 def plugin_fixture(
@@ -26,5 +29,25 @@ def plugin_fixture(
     def running_plugin() -> Iterator[PluginProcess]:
         with PluginProcess(seed=seed, extra_args=extra_args) as running:
             yield running
+
+    return running_plugin
+
+
+def in_process_plugin_fixture(
+    seed: int, *, scope: Literal["function", "module"] = "function"
+) -> Any:
+    """Return a pytest fixture named ``plugin`` that yields the main address of a
+    ``HeadlessPlugin`` running in this process on free loopback ports, stopped afterwards.
+
+    For tests that need no process boundary (the TUI, the relay); assign it in a test module
+    or conftest (``plugin = in_process_plugin_fixture(seed=5)``).
+    """
+
+    @pytest.fixture(scope=scope, name="plugin")
+    def running_plugin() -> Iterator[Address]:
+        running = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=seed))
+        (host, port), _ = running.start()
+        yield Address(host, port)
+        running.stop()
 
     return running_plugin

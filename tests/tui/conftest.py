@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.plugin_fixture import in_process_plugin_fixture
 from tests.support.sessions import demo_session, write_recording
 
 
@@ -20,3 +21,6 @@ def demo_path(tmp_path: Path) -> str:
     path = str(tmp_path / "demo.jsonl")
     write_recording(path, demo_session())
     return path
+
+
+plugin = in_process_plugin_fixture(seed=5)

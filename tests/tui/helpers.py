@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any, Callable, Optional, TypeVar
 
 from textual.pilot import Pilot
@@ -21,6 +22,7 @@ from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import EventBuffer, TrioThreadSource
+from golem_proxy.tui.sources import RecordingSource
 
 T = TypeVar("T")
 TIMEOUT = 20.0
@@ -58,6 +60,33 @@ async def select(pilot: Pilot[Any], position: int, limit: int = 2000) -> None:
     app.table.select_position(position)
     flow = app.model.flows[app.model.view[position]]
     await wait_for(pilot, lambda: app.detail.flow is flow, limit)
+
+
+@asynccontextmanager
+async def recording_app(
+    path: str, size: tuple[int, int] = (160, 45), **options: Any
+) -> AsyncIterator[tuple[GolemProxyApp, Pilot[None]]]:
+    """The app on the recording at ``path`` as `golem-proxy tui` opens it (its header kept for
+    `w`), under the pilot at ``size``, once every event is loaded; ``options`` go to the app
+    (``resend_target``, ``filter_text``)."""
+    source = RecordingSource.open(path)
+    app = GolemProxyApp(source, source.profile, "test", header=source.header, **options)
+    async with app.run_test(size=size) as pilot:
+        await loaded(pilot)
+        yield app, pilot
+
+
+@asynccontextmanager
+async def live_app(
+    source: TrioThreadSource, control: LiveControl
+) -> AsyncIterator[tuple[GolemProxyApp, Pilot[None], int]]:
+    """The app on a live session (see `intercepting_source`) under the pilot, once the session
+    listens; with the loopback port clients connect to."""
+    app = GolemProxyApp(source, GOLEM, "live", control=control)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "live on 127.0.0.1:" in app.status_bar.text)
+        listen = int(app.status_bar.text.split("live on 127.0.0.1:")[1].split()[0])
+        yield app, pilot, listen
 
 
 class ManualSource:
@@ -100,3 +129,10 @@ def intercepting_source(
 def position_of(app: GolemProxyApp, method: str) -> int:
     """The view position of the first flow of ``method``."""
     return next(i for i, n in enumerate(app.model.view) if app.model.flows[n].method == method)
+
+
+async def select_method(pilot: Pilot[Any], method: str) -> None:
+    """Put the cursor on the first flow of ``method`` and wait until the detail shows it."""
+    app = pilot.app
+    assert isinstance(app, GolemProxyApp)
+    await select(pilot, position_of(app, method))

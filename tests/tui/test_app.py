@@ -14,29 +14,19 @@ from textual.widgets import Input
 from golem_core.profiles import GOLEM
 from golem_proxy.recording.format import read_recording
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.sources import RecordingSource
 from golem_proxy.tui.widgets.flows_table import row_cells
 from tests.support.sessions import SessionBuilder
 
-from .helpers import ManualSource, loaded, run, select, wait_for
-
-
-def open_app(path: str, tmp_path: Path) -> GolemProxyApp:
-    source = RecordingSource.open(path)
-    return GolemProxyApp(source, source.profile, "test", header=source.header)
+from .helpers import ManualSource, recording_app, run, select, wait_for
 
 
 def rows(app: GolemProxyApp) -> list[tuple[str, ...]]:
     return [row_cells(app.model.flows[i], app.model) for i in app.model.view]
 
 
-def test_opening_a_recording_fills_the_table_and_the_detail_pane(
-    demo_path: str, tmp_path: Path
-) -> None:
+def test_opening_a_recording_fills_the_table_and_the_detail_pane(demo_path: str) -> None:
     async def body() -> None:
-        app = open_app(demo_path, tmp_path)
-        async with app.run_test(size=(160, 45)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path) as (app, pilot):
             table = rows(app)
             assert len(table) == 12
             assert table[0][1:] == ("1", "0.002", "main", "1", "ping", "ok", "1.0ms", "82B", "91B")
@@ -68,11 +58,9 @@ def test_opening_a_recording_fills_the_table_and_the_detail_pane(
     run(body())
 
 
-def test_errors_and_violations_are_shown_with_their_rules(demo_path: str, tmp_path: Path) -> None:
+def test_errors_and_violations_are_shown_with_their_rules(demo_path: str) -> None:
     async def body() -> None:
-        app = open_app(demo_path, tmp_path)
-        async with app.run_test(size=(160, 45)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path) as (app, pilot):
             await select(pilot, 8)
             text = app.detail.text()
             assert "Contract violations" in text
@@ -85,12 +73,10 @@ def test_errors_and_violations_are_shown_with_their_rules(demo_path: str, tmp_pa
 
 
 def test_a_capture_shows_its_image_and_its_base64_is_shortened_until_expanded(
-    demo_path: str, tmp_path: Path
+    demo_path: str,
 ) -> None:
     async def body() -> None:
-        app = open_app(demo_path, tmp_path)
-        async with app.run_test(size=(160, 45)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path) as (app, pilot):
             await select(pilot, 5)  # viewport.capture
             await wait_for(pilot, lambda: "Image  96x60 PNG" in app.detail.text())
             assert "▀" * 20 in app.detail.text()
@@ -106,13 +92,9 @@ def test_a_capture_shows_its_image_and_its_base64_is_shortened_until_expanded(
     run(body())
 
 
-def test_malformed_payloads_and_framing_errors_show_a_hex_dump(
-    demo_path: str, tmp_path: Path
-) -> None:
+def test_malformed_payloads_and_framing_errors_show_a_hex_dump(demo_path: str) -> None:
     async def body() -> None:
-        app = open_app(demo_path, tmp_path)
-        async with app.run_test(size=(160, 45)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path) as (app, pilot):
             await select(pilot, 9)
             text = app.detail.text()
             assert "malformed: invalid-json" in text
@@ -129,7 +111,7 @@ def test_malformed_payloads_and_framing_errors_show_a_hex_dump(
     run(body())
 
 
-def test_a_large_payload_is_a_tree(tmp_path: Path) -> None:
+def test_a_large_payload_is_a_tree() -> None:
     s = SessionBuilder()
     s.open(1, 0.0)
     request = s.request(1, "scene.list_objects", {}, 0.1)
@@ -157,11 +139,9 @@ def test_a_large_payload_is_a_tree(tmp_path: Path) -> None:
     run(body())
 
 
-def test_filter_valid_and_invalid(demo_path: str, tmp_path: Path) -> None:
+def test_filter_valid_and_invalid(demo_path: str) -> None:
     async def body() -> None:
-        app = open_app(demo_path, tmp_path)
-        async with app.run_test(size=(160, 45)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path) as (app, pilot):
             await pilot.press("slash", *"~m scene.", "enter")
             assert [r[5] for r in rows(app)] == ["scene.get_document_info", "scene.list_objects"]
             assert "2 of 12 flows  filter: ~m scene." in app.status_bar.text
@@ -176,7 +156,7 @@ def test_filter_valid_and_invalid(demo_path: str, tmp_path: Path) -> None:
     run(body())
 
 
-def test_follow_pauses_when_moving_up_and_resumes_with_f_or_end(tmp_path: Path) -> None:
+def test_follow_pauses_when_moving_up_and_resumes_with_f_or_end() -> None:
     def exchanges(first: int, count: int, builder: SessionBuilder) -> None:
         for n in range(first, first + count):
             request = builder.request(1, "ping", {}, n * 0.01)
@@ -211,7 +191,7 @@ def test_follow_pauses_when_moving_up_and_resumes_with_f_or_end(tmp_path: Path) 
     run(body())
 
 
-def test_a_pending_request_is_updated_in_place_when_answered(tmp_path: Path) -> None:
+def test_a_pending_request_is_updated_in_place_when_answered() -> None:
     s = SessionBuilder()
     s.open(1, 0.0)
     request = s.request(1, "viewport.zoom_extents", {}, 1.0)
@@ -233,7 +213,7 @@ def test_a_pending_request_is_updated_in_place_when_answered(tmp_path: Path) -> 
     run(body())
 
 
-def test_events_keep_arriving_while_another_screen_is_open(tmp_path: Path) -> None:
+def test_events_keep_arriving_while_another_screen_is_open() -> None:
     s = SessionBuilder()
     s.open(1, 0.0)
 
@@ -255,9 +235,7 @@ def test_events_keep_arriving_while_another_screen_is_open(tmp_path: Path) -> No
 
 def test_search_mark_copy_and_save(demo_path: str, tmp_path: Path) -> None:
     async def body() -> None:
-        app = open_app(demo_path, tmp_path)
-        async with app.run_test(size=(160, 45)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path) as (app, pilot):
             await pilot.press("ctrl+f", *"create_", "enter")
             assert app.table.selected == 3
             await pilot.press("n")
@@ -290,11 +268,9 @@ def test_search_mark_copy_and_save(demo_path: str, tmp_path: Path) -> None:
     run(body())
 
 
-def test_stats_connections_and_help_screens_open_and_close(demo_path: str, tmp_path: Path) -> None:
+def test_stats_connections_and_help_screens_open_and_close(demo_path: str) -> None:
     async def body() -> None:
-        app = open_app(demo_path, tmp_path)
-        async with app.run_test(size=(160, 45)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path) as (app, pilot):
             await pilot.press("s")
             assert type(app.screen).__name__ == "StatsScreen"
             assert app.screen.stats.overall.count == 12  # type: ignore[attr-defined]
@@ -311,12 +287,10 @@ def test_stats_connections_and_help_screens_open_and_close(demo_path: str, tmp_p
 
 
 def test_tab_switches_panes_without_entering_the_filter_and_enter_opens_the_detail(
-    demo_path: str, tmp_path: Path
+    demo_path: str,
 ) -> None:
     async def body() -> None:
-        app = open_app(demo_path, tmp_path)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path, (80, 24)) as (app, pilot):
             assert app.focused is app.table
             for _ in range(6):  # never into a filter box, however often
                 await pilot.press("tab")
@@ -339,7 +313,7 @@ def test_tab_switches_panes_without_entering_the_filter_and_enter_opens_the_deta
 
 
 def test_the_help_names_exactly_the_keys_that_are_bound_and_filters_that_parse(
-    demo_path: str, tmp_path: Path
+    demo_path: str,
 ) -> None:
     from golem_proxy.analysis.filters import parse_filter
     from golem_proxy.tui.screens.help import FILTERS, KEYS
@@ -348,9 +322,7 @@ def test_the_help_names_exactly_the_keys_that_are_bound_and_filters_that_parse(
         parse_filter(expression)  # raises for a filter that does not exist (like ~v)
 
     async def body() -> None:
-        app = open_app(demo_path, tmp_path)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path, (80, 24)) as (app, _pilot):
             bound = set(app.active_bindings)
             helped = {key for entry in KEYS for key in entry.keys}
             assert helped <= bound, helped - bound
@@ -373,12 +345,9 @@ def bound_here(app: GolemProxyApp) -> dict[str, Any]:
     return {key: active for key, active in app.active_bindings.items() if key in mine}
 
 
-def test_the_filter_given_at_start_is_applied_and_shown(demo_path: str, tmp_path: Path) -> None:
+def test_the_filter_given_at_start_is_applied_and_shown(demo_path: str) -> None:
     async def body() -> None:
-        source = RecordingSource.open(demo_path)
-        app = GolemProxyApp(source, source.profile, "test", filter_text="~e")
-        async with app.run_test(size=(80, 24)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path, (80, 24), filter_text="~e") as (app, _pilot):
             assert [r[6] for r in rows(app)] == [
                 "INVALID_PARAMS",
                 "METHOD_NOT_FOUND",
@@ -391,7 +360,7 @@ def test_the_filter_given_at_start_is_applied_and_shown(demo_path: str, tmp_path
     run(body())
 
 
-def test_a_failure_inside_a_success_result_is_a_failed_row(tmp_path: Path) -> None:
+def test_a_failure_inside_a_success_result_is_a_failed_row() -> None:
     """The plugin's wrapped handlers answer a failure with a success envelope whose result is
     the error dict: the table says so, styles the row as a failure, and ``~e`` selects it."""
     s = SessionBuilder()

@@ -10,19 +10,17 @@ import json
 import threading
 from typing import Any
 
+from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from golem_core.profiles import GOLEM
 from golem_proxy.net.addresses import Address
 from golem_proxy.testing.client import GolemClient, RhinoCommandError, RhinoTimeoutError
-from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import TrioThreadSource
 from golem_proxy.tui.screens.edit_frame import EditFrame
 from golem_proxy.tui.screens.intercept_prompt import InterceptPrompt
 from golem_proxy.tui.screens.resend_diff import ResendDiff
-from rhino_plugin import HeadlessPlugin, PluginOptions
 
-from .helpers import intercepting_source, loaded, position_of, run, select, wait_for
+from .helpers import intercepting_source, live_app, recording_app, run, select_method, wait_for
 
 FILTER = r"~q & ~m ^scene\.create_layer$"
 
@@ -34,10 +32,15 @@ async def until_stopped(source: TrioThreadSource) -> None:
         await asyncio.sleep(0.01)
 
 
-def test_hold_edit_send_and_resend_in_the_tui() -> None:
-    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
-    (host, port), _ = plugin.start()
-    source, control, engine = intercepting_source(Address(host, port))
+async def submit_refused(pilot: Pilot[None], key: str, error_line: str, reason: str) -> None:
+    """Submit the open screen's entry with ``key`` and wait until its ``error_line`` widget
+    gives ``reason`` (the entry is refused, the screen stays)."""
+    await pilot.press(key)
+    await wait_for(pilot, lambda: reason in str(pilot.app.screen.query_one(error_line).render()))
+
+
+def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
+    source, control, engine = intercepting_source(plugin)
     results: list[Any] = []
 
     def client(listen: int) -> None:
@@ -47,19 +50,12 @@ def test_hold_edit_send_and_resend_in_the_tui() -> None:
             results.append(golem.send_command("scene.list_layers"))
 
     async def body() -> None:
-        app = GolemProxyApp(source, GOLEM, "live", control=control)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: "live on 127.0.0.1:" in app.status_bar.text)
-            listen = int(app.status_bar.text.split("live on 127.0.0.1:")[1].split()[0])
+        async with live_app(source, control) as (app, pilot, listen):
             await pilot.press("i")
             await wait_for(pilot, lambda: isinstance(app.screen, InterceptPrompt))
             prompt = app.screen.query_one(Input)
             prompt.value = "~m ("
-            await pilot.press("enter")
-            await wait_for(
-                pilot,
-                lambda: "bad filter" in str(app.screen.query_one("#intercept-error").render()),
-            )
+            await submit_refused(pilot, "enter", "#intercept-error", "bad filter")
             prompt.value = FILTER
             await pilot.press("enter")
             await wait_for(
@@ -78,10 +74,7 @@ def test_hold_edit_send_and_resend_in_the_tui() -> None:
             await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
             editor = app.screen.query_one(TextArea)
             editor.text = "{not json"
-            await pilot.press("ctrl+s")
-            await wait_for(
-                pilot, lambda: "not JSON" in str(app.screen.query_one("#frame-error").render())
-            )
+            await submit_refused(pilot, "ctrl+s", "#frame-error", "not JSON")
             assert isinstance(app.screen, EditFrame) and len(engine.held()) == 1
             request = json.loads(held.payload)
             request["params"]["color"] = {"r": 0, "g": 0, "b": 255}
@@ -95,9 +88,8 @@ def test_hold_edit_send_and_resend_in_the_tui() -> None:
 
             # r: the create_layer flow again, on a side connection of the session.
             await wait_for(pilot, lambda: len(app.model.flows) >= 3)
-            position = position_of(app, "scene.create_layer")
             app.table.focus()
-            await select(pilot, position)
+            await select_method(pilot, "scene.create_layer")
             await pilot.press("r")
             await wait_for(pilot, lambda: app.last_resend is not None, limit=4000)
             assert app.last_resend is not None
@@ -112,28 +104,16 @@ def test_hold_edit_send_and_resend_in_the_tui() -> None:
             assert "differences (recorded vs now)" in app.screen.text
         await until_stopped(source)
 
-    try:
-        run(body(), timeout=60)
-    finally:
-        plugin.stop()
+    run(body(), timeout=60)
     assert source.error is None
 
 
-def test_resend_from_a_recording_with_a_target(demo_path: str) -> None:
-    from golem_proxy.tui import RecordingSource
-
-    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
-    (host, port), _ = plugin.start()
-    source = RecordingSource.open(demo_path)
-
+def test_resend_from_a_recording_with_a_target(demo_path: str, plugin: Address) -> None:
     async def body() -> None:
-        app = GolemProxyApp(source, source.profile, "file", resend_target=Address(host, port))
-        async with app.run_test(size=(120, 40)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
             await pilot.press("D")  # nothing sent yet: a notice, no screen
             assert not isinstance(app.screen, ResendDiff)
-            position = position_of(app, "ping")
-            await select(pilot, position)
+            await select_method(pilot, "ping")
             await pilot.press("r")
             await wait_for(pilot, lambda: app.last_resend is not None, limit=4000)
             assert app.last_resend is not None
@@ -147,21 +127,12 @@ def test_resend_from_a_recording_with_a_target(demo_path: str) -> None:
             await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, ResendDiff))
 
-    try:
-        run(body(), timeout=60)
-    finally:
-        plugin.stop()
+    run(body(), timeout=60)
 
 
 def test_intercept_needs_a_live_session(demo_path: str) -> None:
-    from golem_proxy.tui import RecordingSource
-
-    source = RecordingSource.open(demo_path)
-
     async def body() -> None:
-        app = GolemProxyApp(source, source.profile, "file")
-        async with app.run_test(size=(120, 40)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path, (120, 40)) as (app, pilot):
             await pilot.press("i")
             await pilot.pause()
             assert not isinstance(app.screen, InterceptPrompt)
@@ -172,10 +143,8 @@ def test_intercept_needs_a_live_session(demo_path: str) -> None:
     run(body())
 
 
-def test_accept_answer_and_drop_keys_on_held_requests() -> None:
-    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
-    (host, port), _ = plugin.start()
-    source, control, _ = intercepting_source(Address(host, port))
+def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
+    source, control, _ = intercepting_source(plugin)
     outcomes: list[str] = []
 
     def client(listen: int) -> None:
@@ -193,10 +162,7 @@ def test_accept_answer_and_drop_keys_on_held_requests() -> None:
                 outcomes.append("dropped")
 
     async def body() -> None:
-        app = GolemProxyApp(source, GOLEM, "live", control=control)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: "live on 127.0.0.1:" in app.status_bar.text)
-            listen = int(app.status_bar.text.split("live on 127.0.0.1:")[1].split()[0])
+        async with live_app(source, control) as (app, pilot, listen):
             worker = threading.Thread(target=client, args=(listen,))
             worker.start()
             panel = app.held_panel
@@ -217,8 +183,5 @@ def test_accept_answer_and_drop_keys_on_held_requests() -> None:
             worker.join(10)
         await until_stopped(source)
 
-    try:
-        run(body(), timeout=60)
-    finally:
-        plugin.stop()
+    run(body(), timeout=60)
     assert outcomes == ["accepted", "answered OBJECT_NOT_FOUND", "dropped"]

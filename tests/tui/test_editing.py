@@ -14,33 +14,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import TextArea
 
-from golem_core.profiles import GOLEM
 from golem_proxy.analysis.filters import parse_filter
 from golem_proxy.net.addresses import Address
 from golem_proxy.testing.client import GolemClient
-from golem_proxy.tui import RecordingSource
-from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.screens.edit_frame import EditFrame
-from rhino_plugin import HeadlessPlugin, PluginOptions
 from tests.support.cli_helpers import editor_script
 
-from .helpers import intercepting_source, loaded, position_of, run, select, wait_for
+from .helpers import intercepting_source, live_app, recording_app, run, select_method, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def ping_position(app: GolemProxyApp) -> int:
-    return position_of(app, "ping")
-
-
-@pytest.fixture
-def plugin() -> Any:
-    running = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=5))
-    (host, port), _ = running.start()
-    yield Address(host, port)
-    running.stop()
+async def send_ping_again(pilot: Pilot[None]) -> None:
+    """`E` on the recorded ping: edit it, then send it again."""
+    await select_method(pilot, "ping")
+    await pilot.press("E")
 
 
 def test_edit_and_send_again_in_editor(
@@ -48,14 +39,10 @@ def test_edit_and_send_again_in_editor(
 ) -> None:
     editor = editor_script(tmp_path, 'sed -i \'s/"ping"/"scene.list_layers"/\' "$1"')
     monkeypatch.setenv("EDITOR", editor)
-    source = RecordingSource.open(demo_path)
 
     async def body() -> None:
-        app = GolemProxyApp(source, source.profile, "file", resend_target=plugin)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await loaded(pilot)
-            await select(pilot, ping_position(app))
-            await pilot.press("E")
+        async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
+            await send_ping_again(pilot)
             await wait_for(pilot, lambda: app.last_resend is not None, limit=4000)
             assert app.last_resend is not None
             resent = app.last_resend.resent
@@ -66,14 +53,9 @@ def test_edit_and_send_again_in_editor(
 
 
 def test_edit_and_send_again_in_the_app(demo_path: str, plugin: Address) -> None:
-    source = RecordingSource.open(demo_path)
-
     async def body() -> None:
-        app = GolemProxyApp(source, source.profile, "file", resend_target=plugin)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await loaded(pilot)
-            await select(pilot, ping_position(app))
-            await pilot.press("E")
+        async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
+            await send_ping_again(pilot)
             await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
             editor = app.screen.query_one(TextArea)
             editor.text = editor.text.replace('"ping"', '"scene.list_layers"')
@@ -89,14 +71,10 @@ def test_an_editor_left_unchanged_sends_nothing(
     demo_path: str, plugin: Address, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EDITOR", editor_script(tmp_path, "true"))
-    source = RecordingSource.open(demo_path)
 
     async def body() -> None:
-        app = GolemProxyApp(source, source.profile, "file", resend_target=plugin)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await loaded(pilot)
-            await select(pilot, ping_position(app))
-            await pilot.press("E")
+        async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
+            await send_ping_again(pilot)
             await wait_for(
                 pilot,
                 lambda: any("nothing sent" in n.message for n in app._notifications),
@@ -120,10 +98,7 @@ def test_e_on_a_held_frame_opens_the_editor(
             results.append(golem.send_command("scene.create_layer", {"name": "Red"}))
 
     async def body() -> None:
-        app = GolemProxyApp(source, GOLEM, "live", control=control)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: "live on 127.0.0.1:" in app.status_bar.text)
-            listen = int(app.status_bar.text.split("live on 127.0.0.1:")[1].split()[0])
+        async with live_app(source, control) as (app, pilot, listen):
             worker = threading.Thread(target=client, args=(listen,))
             worker.start()
             panel = app.held_panel
@@ -152,15 +127,11 @@ def test_copy_as_call_writes_a_command_that_works(
     demo_path: str, plugin: Address, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("GOLEM_PROXY_COMMAND", raising=False)
-    source = RecordingSource.open(demo_path)
     copied: list[str] = []
 
     async def body() -> None:
-        app = GolemProxyApp(source, source.profile, "file", resend_target=plugin)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await loaded(pilot)
-            position = position_of(app, "scene.list_objects")
-            await select(pilot, position)
+        async with recording_app(demo_path, (120, 40), resend_target=plugin) as (app, pilot):
+            await select_method(pilot, "scene.list_objects")
             await pilot.press("Y")
             await wait_for(pilot, lambda: bool(app._notifications))
             notice = list(app._notifications)[-1].message
@@ -185,14 +156,9 @@ def test_copy_as_call_writes_a_command_that_works(
 
 
 def test_copy_as_call_names_the_connection_upstream_and_quotes_params(demo_path: str) -> None:
-    source = RecordingSource.open(demo_path)
-
     async def body() -> None:
-        app = GolemProxyApp(source, source.profile, "file")
-        async with app.run_test(size=(120, 40)) as pilot:
-            await loaded(pilot)
-            position = position_of(app, "viewport.capture")
-            await select(pilot, position)
+        async with recording_app(demo_path, (120, 40)) as (app, pilot):
+            await select_method(pilot, "viewport.capture")
             await pilot.press("Y")
             await wait_for(pilot, lambda: bool(app.clipboard))
             words = shlex.split(app.clipboard)

@@ -6,22 +6,14 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from golem_proxy.tui.app import WIDE, GolemProxyApp
-from golem_proxy.tui.sources import RecordingSource
+from golem_proxy.tui.app import WIDE
 
-from .helpers import loaded, run, wait_for
-
-
-def open_app(path: str) -> GolemProxyApp:
-    source = RecordingSource.open(path)
-    return GolemProxyApp(source, source.profile, "test", header=source.header)
+from .helpers import recording_app, run, wait_for
 
 
 def test_the_detail_pane_sits_beside_the_table_on_a_wide_terminal(demo_path: str) -> None:
     async def body() -> None:
-        app = open_app(demo_path)
-        async with app.run_test(size=(WIDE, 40)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path, (WIDE, 40)) as (app, pilot):
             table, detail = app.table.region, app.detail.region
             assert detail.x >= table.right
             assert detail.y == table.y
@@ -34,9 +26,7 @@ def test_the_detail_pane_sits_beside_the_table_on_a_wide_terminal(demo_path: str
 
 def test_the_connections_screen_fits_80_columns(demo_path: str) -> None:
     async def body() -> None:
-        app = open_app(demo_path)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await loaded(pilot)
+        async with recording_app(demo_path, (80, 24)) as (app, pilot):
             await pilot.press("c")
             await wait_for(pilot, lambda: bool(app.screen.query(DataTable)))
             table = app.screen.query_one(DataTable)
