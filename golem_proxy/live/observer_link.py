@@ -9,24 +9,49 @@ observing side records the gap). Events are pickled into
 dropped: both ends are the same program, started together, so pickle is the event's
 description on the pipe. Once the observing process is gone, nothing is handed on and
 forwarding goes on alone.
+
+The recording never trails the wire by much more than `TRAIL_LIMIT`: the observing process
+acknowledges, at every flush of the recording, the offset in the pipe's stream up to which
+everything handed on is decoded and its lines written to the kernel (`acknowledged`). When the
+oldest record not acknowledged yet was handed on more than `TRAIL_LIMIT` ago, the link is
+`holding`: the relay takes no new bytes from its sockets (`until_caught_up`: backpressure, no
+gap) until the trail is back under half the limit. If no acknowledgement moves on for
+`STALL_LIMIT` while it holds, the observing process is stuck: ``on_stall`` is called (the
+process is stopped and the recording says so) and forwarding goes on without it.
 """
 
 from __future__ import annotations
 
+import collections
 import pickle
+from typing import Callable, Optional
 
 import trio
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from .handoff import HandoffWriter, Kind
 
-__all__ = ["BACKLOG", "PIPE_DIRECTIONS", "ObserverLink", "direction_number"]
+__all__ = [
+    "BACKLOG",
+    "PIPE_DIRECTIONS",
+    "STALL_LIMIT",
+    "TRAIL_LIMIT",
+    "ObserverLink",
+    "direction_number",
+]
 
 BACKLOG = 64 * 1024 * 1024
 """Forwarded bytes that may wait here for room in the pipe (the chunks themselves, no copy)
 while the observing process is busy with one large frame (a 16 MiB answer is parsed in one
 go): beyond it, bytes are counted as lost and the gap recorded."""
-
+TRAIL_LIMIT = 0.1
+"""Seconds the recording may trail the wire (what a ``kill -9`` of both processes loses)
+before the relay stops taking new bytes until it catches up."""
+STALL_LIMIT = 5.0
+"""Seconds without an acknowledgement moving on, while the relay holds, after which the
+observing process counts as stuck and forwarding goes on without it."""
+MARK_EVERY = 0.005
+"""Records handed on within this many seconds share one mark (the trail's resolution)."""
 
 PIPE_DIRECTIONS = (Direction.C2S, Direction.S2C)
 """A direction by its number on the pipe (`direction_number`)."""
@@ -41,10 +66,36 @@ class ObserverLink:
     """Hands the relay's bytes and events to the observing process through the pipe ``fd``.
     Never blocks and never raises; `keep_flushing` writes what waited for room."""
 
-    def __init__(self, fd: int, backlog: int = BACKLOG) -> None:
+    def __init__(
+        self,
+        fd: int,
+        now: Callable[[], float],
+        backlog: int = BACKLOG,
+        *,
+        trail_limit: float = TRAIL_LIMIT,
+        stall_limit: float = STALL_LIMIT,
+    ) -> None:
         self.writer = HandoffWriter(fd, backlog)
+        self.now = now
+        """The session's clock, the one the relay stamps the chunks with."""
+        self.trail_limit = trail_limit
+        self.stall_limit = stall_limit
+        self.on_stall: Optional[Callable[[], None]] = None
+        """Called once when the observing process stopped acknowledging while the relay held
+        (after the link stopped: forwarding already goes on)."""
         self.stopped = False
         """Observation stopped (the observing process is gone): nothing is handed on."""
+        self.holding = False
+        """The recording trails the wire by more than ``trail_limit``: the relay waits
+        (`until_caught_up`) before it takes new bytes."""
+        self.holds = 0
+        """How many times the relay was held (for the figures)."""
+        self.acked = 0
+        self._acked_at = 0.0
+        self._marks: collections.deque[list[float]] = collections.deque()
+        """[time handed on, `HandoffWriter.handed` after it] for what is not acknowledged
+        yet, oldest first; one per `MARK_EVERY`."""
+        self._caught_up = trio.Event()
         self._room_wanted = trio.Event()
 
     @property
@@ -60,8 +111,7 @@ class ObserverLink:
             self.writer.data(conn, direction_number(direction), t, data)
         else:
             self.writer.event(Kind.END, conn, direction_number(direction), t)
-        if self.writer.waiting:
-            self._room_wanted.set()
+        self._handed_on(t)
 
     def publish(self, event: Event) -> None:
         """An event of the relay (a connection opened or closed, an upstream down or back)."""
@@ -74,12 +124,63 @@ class ObserverLink:
         else:
             kind, conn = Kind.EVENT, 0
         self.writer.event(kind, conn, 0, event.t, pickle.dumps(event, pickle.HIGHEST_PROTOCOL))
+        self._handed_on(event.t)
+
+    def _handed_on(self, t: float) -> None:
         if self.writer.waiting:
             self._room_wanted.set()
+        handed = self.writer.handed
+        marks = self._marks
+        if handed <= self.acked:
+            return
+        if marks and t - marks[-1][0] < MARK_EVERY:
+            marks[-1][1] = handed
+        else:
+            marks.append([t, handed])
+        if not self.holding and t - marks[0][0] > self.trail_limit:
+            self.holding = True
+            self.holds += 1
+            self._caught_up = trio.Event()
+
+    def trail(self) -> float:
+        """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
+        return self.now() - self._marks[0][0] if self._marks else 0.0
+
+    def acknowledged(self, offset: int) -> None:
+        """The observing process decoded everything handed on up to ``offset`` and wrote its
+        lines to the kernel."""
+        if offset <= self.acked:
+            return
+        self.acked = offset
+        self._acked_at = self.now()
+        marks = self._marks
+        while marks and marks[0][1] <= offset:
+            marks.popleft()
+        if self.holding and self.trail() <= self.trail_limit / 2:
+            self._release()
+
+    async def until_caught_up(self) -> None:
+        """While `holding`: wait until the recording caught up (or observation stopped). If no
+        acknowledgement moves on for ``stall_limit`` seconds meanwhile, observation stops
+        (``on_stall``) and this returns."""
+        while self.holding:
+            with trio.move_on_after(self.stall_limit):
+                await self._caught_up.wait()
+                return
+            if self.holding and self.now() - self._acked_at >= self.stall_limit:
+                self.stop()
+                if self.on_stall is not None:
+                    self.on_stall()
+
+    def _release(self) -> None:
+        self.holding = False
+        self._caught_up.set()
 
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""
         self.stopped = True
+        self._marks.clear()
+        self._release()
         self._room_wanted.set()
 
     async def keep_flushing(self) -> None:

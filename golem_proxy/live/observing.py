@@ -8,6 +8,11 @@ same `Observer`, the same hub, recorder, log and closing summary (session.py). O
 of the events differs: `HandoffSource` instead of the relay. RECORD is the recording's
 descriptor, opened by the forwarding process (``-1``: no recording).
 
+After each batch of records it acknowledges, on the CONTROL socket, the pipe offset up to
+which everything is decoded and its lines are written to the kernel (at the recorder's next
+flush; at once without a recording): the forwarding process holds its relay when the recording
+trails the wire by more than its limit (observer_link.py).
+
 Ctrl-C is the forwarding process's to handle (this process runs in a process group of its own
 and ignores SIGINT besides): the session ends when the forwarding process closes the pipe, or
 dies, and decoding what is left takes at most the drain timeout.
@@ -16,14 +21,16 @@ dies, and decoding what is left takes at most the drain timeout.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pickle
 import signal
 import socket
 import struct
 import sys
+import threading
 from collections.abc import Sequence
-from typing import Optional
+from typing import Callable, Optional
 
 import trio
 from rich.console import Console
@@ -38,8 +45,9 @@ from .hub import EventHub
 from .log_output import TerminalOutput
 from .observer import Observer
 from .observer_link import PIPE_DIRECTIONS
-from .observer_process import ObserverSetup
+from .observer_process import ACK, ObserverSetup
 from .proxy_options import BoundRoute, ProxyOptions, new_tap
+from .recorder import Recorder
 from .redact import Redactor
 from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT, ProxySession, SessionConfig
@@ -55,6 +63,28 @@ GATHER = 0.005
 LENGTH = struct.Struct("!I")
 
 
+class Acknowledger:
+    """Sends acknowledgements (`ACK`) on the control socket, from any thread; after an error
+    (the forwarding process is gone) it sends nothing more."""
+
+    def __init__(self, control: socket.socket) -> None:
+        self.control = control
+        self.sent = 0
+        self._lock = threading.Lock()
+        self._failed = False
+
+    def __call__(self, offset: int) -> None:
+        with self._lock:
+            if self._failed or offset <= self.sent:
+                return
+            try:
+                self.control.sendall(ACK.pack(offset))
+            except OSError:
+                self._failed = True
+                return
+            self.sent = offset
+
+
 class HandoffSource:
     """The session's events from handoff records: a tap per connection behind one `Observer`,
     which here has a core of its own, so it decodes as soon as a chunk arrives (no quiet
@@ -68,8 +98,14 @@ class HandoffSource:
         bound: Sequence[BoundRoute],
         profile: Profile,
         options: ProxyOptions,
+        acknowledge: Callable[[int], None] = lambda offset: None,
+        recorder: Callable[[], Optional[Recorder]] = lambda: None,
     ) -> None:
         os.set_blocking(fd, False)
+        self.acknowledge = acknowledge
+        """Called with the offset up to which the recording is written."""
+        self.recorder = recorder
+        """The session's recorder, once it has one."""
         self.hub = hub
         self.fd = fd
         self.bound = list(bound)
@@ -138,6 +174,7 @@ class HandoffSource:
                     break
                 self.records += 1
                 self._handle(record)
+            self.observer.after_queued(functools.partial(self._decoded, reader.offset))
             if len(chunk) < READ_SIZE:
                 # The pipe is empty: let records gather for a moment rather than wake for each
                 # (on a busy machine, every wake-up of this process is time the relay's core
@@ -145,6 +182,14 @@ class HandoffSource:
                 await trio.sleep(GATHER)
             else:
                 await trio.lowlevel.checkpoint()
+
+    def _decoded(self, offset: int) -> None:
+        """Everything up to ``offset`` is decoded: acknowledge it once its lines are written."""
+        recorder = self.recorder()
+        if recorder is None:
+            self.acknowledge(offset)
+        else:
+            recorder.after_written(functools.partial(self.acknowledge, offset))
 
     def _handle(self, record: Record) -> None:
         self._now = record.t
@@ -202,7 +247,15 @@ async def _observe(
     profile = config.profile
 
     def source(hub: EventHub) -> HandoffSource:
-        return HandoffSource(hub, pipe_fd, setup.bound, profile, setup.options)
+        return HandoffSource(
+            hub,
+            pipe_fd,
+            setup.bound,
+            profile,
+            setup.options,
+            Acknowledger(control),
+            lambda: session.recorder,
+        )
 
     session = ProxySession(config, source)
     async with trio.open_nursery() as nursery:

@@ -59,6 +59,7 @@ class Recorder:
         self._last_t = 0.0
         self.total_missed = 0
         self._flush_wanted = False
+        self._after_written: list[Callable[[], None]] = []
         self._closing = False
         self._finished = False
         self._changed = threading.Condition()
@@ -98,6 +99,16 @@ class Recorder:
             if self._queued >= self._write_at:
                 self._changed.notify_all()
 
+    def after_written(self, call: Callable[[], None]) -> None:
+        """Call ``call`` (on the writing thread) once everything recorded so far has reached
+        the kernel, at the next flush; at once when nothing more will be written (closed, or
+        the recording failed)."""
+        with self._changed:
+            if self.error is None and not self._closing:
+                self._after_written.append(call)
+                return
+        call()
+
     def flush(self) -> None:
         """Have everything recorded so far written and flushed (without waiting for it)."""
         with self._changed:
@@ -135,8 +146,12 @@ class Recorder:
                     self._changed.wait()
                 if self._closing and not self._pieces:
                     self._finished = True  # nothing is appended from now on
+                    written, self._after_written = self._after_written, []
+                    for call in written:
+                        call()
                     return
                 pieces, self._pieces = self._pieces, []
+                written, self._after_written = self._after_written, []
                 self._queued = 0
                 self._flush_wanted = False
                 self._changed.notify_all()  # room again for a caller waiting on max_queued
@@ -145,6 +160,8 @@ class Recorder:
                     self.writer.write_pieces(pieces)
                 except Exception as exc:
                     self._fail(exc)
+            for call in written:
+                call()
 
     def _fail(self, exc: Exception) -> None:
         with self._changed:
