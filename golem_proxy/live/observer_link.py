@@ -44,7 +44,7 @@ BACKLOG = 64 * 1024 * 1024
 """Forwarded bytes that may wait here for room in the pipe (the chunks themselves, no copy)
 while the observing process is busy with one large frame (a 16 MiB answer is parsed in one
 go): beyond it, bytes are counted as lost and the gap recorded."""
-TRAIL_LIMIT = 0.1
+TRAIL_LIMIT = 0.06
 """Seconds the recording may trail the wire (what a ``kill -9`` of both processes loses)
 before the relay stops taking new bytes until it catches up."""
 STALL_LIMIT = 5.0

@@ -21,7 +21,7 @@ from ..recording.format import RecordingWriter
 
 __all__ = ["FLUSH_INTERVAL", "TRAILS_BY", "Recorder"]
 
-FLUSH_INTERVAL = 0.05
+FLUSH_INTERVAL = 0.025
 TRAILS_BY = 0.1
 """How far the file may trail the wire under steady load, what a ``kill -9`` loses: the
 observer's lag (bounded by its ``max_trail``) plus a flush interval. Measured with

@@ -1,0 +1,134 @@
+"""``proxy --observer child-process`` keeps the recording close to the wire: when the observing
+process falls behind (here: stopped with SIGSTOP), the relay takes no new bytes until it
+catches up (nothing lost, no gap); when it stops acknowledging for the stall limit, it is
+stopped and forwarding goes on without it (live/observer_link.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+from bench.robustness.crash import ThreadedUpstream
+from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
+from golem_core.blocking import MessageReader, send_message
+from golem_core.messages import Role
+from golem_proxy.live.observer_link import STALL_LIMIT
+from golem_proxy.recording.format import read_recording
+from golem_proxy.recording.shared_file import STOPPED_KIND
+
+from .observer_child_helpers import children_of, wait_for
+
+CHILD = ("--observer", "child-process")
+
+
+class CountingClient:
+    """Sequential echo calls on one connection, in a thread, until `stop`; counts the answers."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.answers = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        reader = MessageReader(self.sock)
+        while not self._stop.is_set():
+            send_message(self.sock, {"id": self.answers, "method": "echo", "params": {}})
+            assert reader.read_message(Role.RESPONSE) is not None
+            self.answers += 1
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(60)
+        self.sock.close()
+        return self.answers
+
+
+def _stalled(client: CountingClient, quiet: float = 0.3) -> bool:
+    """No answer came for ``quiet`` seconds (the relay holds the connection)."""
+    before = client.answers
+    time.sleep(quiet)
+    return client.answers == before
+
+
+def _recorded_kinds(record: Path) -> list[str]:
+    return [json.loads(line)["kind"] for line in record.read_bytes().splitlines()[1:]]
+
+
+def _start(upstream: ThreadedUpstream, record: Path) -> tuple[ProxyCli, int]:
+    cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
+                          str(record), "-q", *CHILD)  # fmt: skip
+    (observer,) = children_of(cli.process.pid)
+    return cli, observer
+
+
+def test_a_stopped_observer_holds_forwarding_which_resumes_with_nothing_lost(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "held.jsonl"
+    with ThreadedUpstream() as upstream:
+        cli, observer = _start(upstream, record)
+        try:
+            client = CountingClient(cli.port)
+            wait_for(lambda: client.answers >= 50, what="the first answers")
+            os.kill(observer, signal.SIGSTOP)
+            try:
+                # Without the hold, answers would go on while the handoff pipe fills.
+                wait_for(lambda: _stalled(client), timeout=STALL_LIMIT / 2, what="a hold")
+            finally:
+                os.kill(observer, signal.SIGCONT)
+            held_at = client.answers
+            wait_for(lambda: client.answers >= held_at + 50, what="forwarding to resume")
+            answered = client.stop()
+        finally:
+            cli.stop()
+    assert cli.process.returncode == 0
+    assert "observation stopped" not in cli.stderr
+    kinds = _recorded_kinds(record)
+    assert "gap" not in kinds and "unobserved" not in kinds and STOPPED_KIND not in kinds
+    assert len(read_recording(str(record)).exchanges()) == answered
+
+
+def test_an_observer_that_stops_acknowledging_is_stopped_and_forwarding_goes_on(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "stalled.jsonl"
+    with ThreadedUpstream() as upstream:
+        cli, observer = _start(upstream, record)
+        try:
+            client = CountingClient(cli.port)
+            wait_for(lambda: client.answers >= 50, what="the first answers")
+            os.kill(observer, signal.SIGSTOP)  # and never continued: killed by the proxy
+            wait_for(lambda: _stalled(client), timeout=STALL_LIMIT / 2, what="a hold")
+            held_at = client.answers
+            wait_for(
+                lambda: client.answers >= held_at + 50,
+                timeout=STALL_LIMIT + 20,
+                what="forwarding to go on without the observer",
+            )
+            client.stop()
+        finally:
+            cli.stop()
+    assert cli.process.returncode == 0
+    stopped = [
+        line
+        for line in cli.stderr.splitlines()
+        if line.startswith("golem-proxy: observation stopped")
+    ]
+    assert stopped == [
+        f"golem-proxy: observation stopped (the observing process acknowledged nothing for "
+        f"{STALL_LIMIT:g} s while forwarding waited for it, and was stopped); "
+        "forwarding goes on"
+    ]
+    recording = read_recording(str(record))
+    assert not recording.truncated_tail
+    last = json.loads(record.read_bytes().splitlines()[-1])
+    assert last["kind"] == STOPPED_KIND
+    assert "acknowledged nothing" in last["detail"]
+    assert len(recording.exchanges()) <= held_at
