@@ -18,7 +18,7 @@ from typing import IO, Any, Optional
 from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
-from ..events import Event, FrameSeen
+from ..events import Event, FrameSeen, ObservationLost
 from ..recording.format import Header, RecordingError, RecordingReader, open_recording
 from .flows import Flow, FlowTracker
 
@@ -66,6 +66,11 @@ class FlowReader:
     def truncated_tail(self) -> bool:
         """The last line was incomplete (the writer stopped) and was ignored."""
         return self._reader.truncated_tail
+
+    @property
+    def stopped(self) -> Optional[ObservationLost]:
+        """Where observation stopped while forwarding went on, if the recording says so."""
+        return self._reader.stopped
 
     @property
     def unclosed(self) -> int:

@@ -205,7 +205,7 @@ class ObservingProcess:
         sys.stderr.flush()
         if self.record is not None and not self.record.closed:
             try:
-                end_recording(self.record, self.now(), f"observation stopped: {why}")
+                end_recording(self.record, self.now(), why)
             except OSError as exc:
                 sys.stderr.write(f"golem-proxy: the recording could not be ended ({exc})\n")
 

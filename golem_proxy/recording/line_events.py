@@ -48,6 +48,7 @@ from .members import (
     shown,
 )
 from .schema import MSG_KEY, VERSION, RecordingError
+from .shared_file import STOPPED_KIND
 from .v1_pairing import V1Pairing
 
 __all__ = ["LineDecoder"]
@@ -105,6 +106,8 @@ class LineDecoder:
         self.routes = routes or {}
         self.frames: dict[tuple[int, str, int], FrameSeen] = {}
         self.violations: dict[tuple[int, str, int], list[Violation]] = {}
+        self.stopped: Optional[ObservationLost] = None
+        """Where observation stopped, once that line was read (`GapReason.STOPPED`)."""
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
 
@@ -227,6 +230,11 @@ class LineDecoder:
             else:
                 output = member_str(data, "text").encode("utf-8", "surrogatepass")
             return ProcessOutput(conn=conn, route=route, t=t, data=output)
+        if kind == STOPPED_KIND:  # the whole session's gap, from here to the end
+            why, stop = member_str(data, "detail", ""), GapReason.STOPPED
+            self.stopped = ObservationLost(conn=0, route="", direction=Direction.C2S, t=t,
+                                           reason=stop, size=0, detail=why)  # fmt: skip
+            return self.stopped
         if kind == "unobserved":
             reason = GapReason(member_choice(data, "reason", _GAP_REASONS))
             return ObservationLost(

@@ -20,6 +20,7 @@ from golem_core.messages import Role
 from golem_proxy.live.observer_link import STALL_LIMIT
 from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
+from tests.support.cli_helpers import run_cli
 
 from .observer_child_helpers import children_of, wait_for
 
@@ -132,3 +133,8 @@ def test_an_observer_that_stops_acknowledging_is_stopped_and_forwarding_goes_on(
     assert last["kind"] == STOPPED_KIND
     assert "acknowledged nothing" in last["detail"]
     assert len(recording.exchanges()) <= held_at
+    shown = run_cli("show", str(record))
+    assert shown.returncode == 0
+    assert "unobserved:stopped" in shown.stdout
+    assert "acknowledged nothing" in shown.stderr
+    assert "what was forwarded after it is not in this recording" in shown.stderr
