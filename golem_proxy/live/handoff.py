@@ -134,9 +134,11 @@ class HandoffWriter:
 
     def data(self, conn: int, direction: int, t: float, data: bytes) -> bool:
         """Hand on forwarded bytes; returns False when they were counted as lost instead."""
-        key = (conn, direction)
-        if key in self._lost:
-            self._queue_lost(key)
+        if self._lost:
+            # Every loss of the connection first, the other direction's too: answers handed on
+            # after requests that were not would be orphans to the observing side.
+            for key in [k for k in self._lost if k[0] == conn]:
+                self._queue_lost(key)
         header = HEADER.pack(Kind.DATA, conn, direction, t, len(data))
         if self.flush() and self._write_data(header, data):
             self.handed += len(header) + len(data)
@@ -151,7 +153,7 @@ class HandoffWriter:
 
     def lose(self, conn: int, direction: int, t: float, size: int) -> None:
         """Count ``size`` forwarded bytes as not handed on (a ``LOST`` record says so before
-        the next record of that connection and direction)."""
+        the connection's next record)."""
         key = (conn, direction)
         lost, first_t = self._lost.get(key, (0, t))
         self._lost[key] = (lost + size, first_t)

@@ -15,14 +15,21 @@ acknowledges, at every flush of the recording, the offset in the pipe's stream u
 everything handed on is decoded and its lines written to the kernel (`acknowledged`). When the
 oldest record not acknowledged yet was handed on more than `TRAIL_LIMIT` ago, the link is
 `holding`: the relay takes no new bytes from its sockets (`until_caught_up`: backpressure, no
-gap) until the trail is back under half the limit. If no acknowledgement moves on for
-`STALL_LIMIT` while it holds, the observing process is stuck: ``on_stall`` is called (the
-process is stopped and the recording says so) and forwarding goes on without it.
+gap) until the trail is back under half the limit. With a ``hold_limit`` (``--observer-hold``;
+none by default, `HOLD_LIMIT`), a hold lasts at most that long: if the recording has not
+caught up by then, the link *sheds*: the relay goes on and its chunks are counted, not handed
+on, until the observing process has acknowledged everything handed on before; then a ``LOST``
+record says how many bytes crossed meanwhile (the recording's ``unobserved`` line) and
+handing on resumes. So the recording trails by at most the limit and a span it does not hold
+is named, never a hole. If no acknowledgement moves on for `STALL_LIMIT` while something is
+outstanding, the observing process is stuck: ``on_stall`` is called (the process is stopped
+and the recording says so) and forwarding goes on without it (`watch_stall`).
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import pickle
 from typing import Callable, Optional
 
@@ -33,6 +40,7 @@ from .handoff import HandoffWriter, Kind
 
 __all__ = [
     "BACKLOG",
+    "HOLD_LIMIT",
     "PIPE_DIRECTIONS",
     "STALL_LIMIT",
     "TRAIL_LIMIT",
@@ -47,6 +55,10 @@ go): beyond it, bytes are counted as lost and the gap recorded."""
 TRAIL_LIMIT = 0.06
 """Seconds the recording may trail the wire (what a ``kill -9`` of both processes loses)
 before the relay stops taking new bytes until it catches up."""
+HOLD_LIMIT = math.inf
+"""By default the relay waits for the recording as long as it keeps acknowledging: a flood is
+forwarded at the pace it is observed, and recorded whole (docs/architecture.md says what that
+costs). ``--observer-hold`` sets a limit past which the relay sheds instead."""
 STALL_LIMIT = 5.0
 """Seconds without an acknowledgement moving on, while the relay holds, after which the
 observing process counts as stuck and forwarding goes on without it."""
@@ -73,12 +85,14 @@ class ObserverLink:
         backlog: int = BACKLOG,
         *,
         trail_limit: float = TRAIL_LIMIT,
+        hold_limit: float = HOLD_LIMIT,
         stall_limit: float = STALL_LIMIT,
     ) -> None:
         self.writer = HandoffWriter(fd, backlog)
         self.now = now
         """The session's clock, the one the relay stamps the chunks with."""
         self.trail_limit = trail_limit
+        self.hold_limit = hold_limit
         self.stall_limit = stall_limit
         self.on_stall: Optional[Callable[[], None]] = None
         """Called once when the observing process stopped acknowledging while the relay held
@@ -90,6 +104,10 @@ class ObserverLink:
         (`until_caught_up`) before it takes new bytes."""
         self.holds = 0
         """How many times the relay was held (for the figures)."""
+        self.shedding = False
+        """A hold reached ``hold_limit``: chunks are counted as lost, not handed on, until
+        the observing process has acknowledged everything handed on before."""
+        self.sheds = 0
         self.acked = 0
         self._acked_at = 0.0
         self._marks: collections.deque[list[float]] = collections.deque()
@@ -106,6 +124,9 @@ class ObserverLink:
     def data(self, conn: int, direction: Direction, data: bytes, t: float) -> None:
         """A forwarded chunk of ``conn`` (``b""``: that direction ended)."""
         if self.stopped:
+            return
+        if self.shedding and data:
+            self.writer.lose(conn, direction_number(direction), t, len(data))
             return
         if data:
             self.writer.data(conn, direction_number(direction), t, data)
@@ -137,7 +158,7 @@ class ObserverLink:
             marks[-1][1] = handed
         else:
             marks.append([t, handed])
-        if not self.holding and t - marks[0][0] > self.trail_limit:
+        if not (self.holding or self.shedding) and t - marks[0][0] > self.trail_limit:
             self.holding = True
             self.holds += 1
             self._caught_up = trio.Event()
@@ -156,21 +177,35 @@ class ObserverLink:
         marks = self._marks
         while marks and marks[0][1] <= offset:
             marks.popleft()
+        if self.shedding and not marks:
+            self.shedding = False  # caught up: hand on again, the loss first
         if self.holding and self.trail() <= self.trail_limit / 2:
             self._release()
 
     async def until_caught_up(self) -> None:
-        """While `holding`: wait until the recording caught up (or observation stopped). If no
-        acknowledgement moves on for ``stall_limit`` seconds meanwhile, observation stops
-        (``on_stall``) and this returns."""
-        while self.holding:
-            with trio.move_on_after(self.stall_limit):
-                await self._caught_up.wait()
-                return
-            if self.holding and self.now() - self._acked_at >= self.stall_limit:
+        """While `holding`: wait until the recording caught up, observation stopped, or the
+        hold reached ``hold_limit`` (then the link sheds, see the module docstring)."""
+        if not self.holding:
+            return
+        with trio.move_on_after(self.hold_limit):
+            await self._caught_up.wait()
+            return
+        if self.holding:
+            self.shedding = True
+            self.sheds += 1
+            self._release()
+
+    async def watch_stall(self) -> None:
+        """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
+        seconds while something handed on is outstanding, stop (``on_stall``)."""
+        while not self.stopped:
+            await trio.sleep(self.stall_limit / 4)
+            marks = self._marks
+            if marks and self.now() - max(self._acked_at, marks[0][0]) >= self.stall_limit:
                 self.stop()
                 if self.on_stall is not None:
                     self.on_stall()
+                return
 
     def _release(self) -> None:
         self.holding = False
@@ -179,6 +214,7 @@ class ObserverLink:
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""
         self.stopped = True
+        self.shedding = False
         self._marks.clear()
         self._release()
         self._room_wanted.set()

@@ -129,7 +129,8 @@ class ObservingProcess:
         finally:
             theirs.close()
         os.close(read_fd)
-        observing = cls(process, ObserverLink(write_fd, now), ours, record, now)
+        link = ObserverLink(write_fd, now, hold_limit=setup.options.observer_hold)
+        observing = cls(process, link, ours, record, now)
         try:
             await observing._handshake(setup)
         except BaseException:
@@ -159,12 +160,13 @@ class ObservingProcess:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.link.keep_flushing)
             nursery.start_soon(self._read_acknowledgements)
+            nursery.start_soon(self.link.watch_stall)
             code = await self.process.wait()
             nursery.cancel_scope.cancel()
         if self._stalled:
             self.observation_stopped(
-                f"the observing process acknowledged nothing for {self.link.stall_limit:g} s "
-                "while forwarding waited for it, and was stopped"
+                f"the observing process acknowledged nothing for {self.link.stall_limit:g} s, "
+                "and was stopped"
             )
         elif not self._finishing:
             self.observation_stopped(_exit_reason(code))

@@ -101,11 +101,13 @@ class Recorder:
 
     def after_written(self, call: Callable[[], None]) -> None:
         """Call ``call`` (on the writing thread) once everything recorded so far has reached
-        the kernel, at the next flush; at once when nothing more will be written (closed, or
-        the recording failed)."""
+        the kernel (a flush is asked for now); at once when nothing more will be written
+        (closed, or the recording failed)."""
         with self._changed:
             if self.error is None and not self._closing:
                 self._after_written.append(call)
+                self._flush_wanted = True  # now: the forwarding side may be waiting for it
+                self._changed.notify_all()
                 return
         call()
 

@@ -1,7 +1,8 @@
 """``proxy --observer child-process`` keeps the recording close to the wire: when the observing
 process falls behind (here: stopped with SIGSTOP), the relay takes no new bytes until it
-catches up (nothing lost, no gap); when it stops acknowledging for the stall limit, it is
-stopped and forwarding goes on without it (live/observer_link.py)."""
+catches up (nothing lost, no gap), for at most ``--observer-hold``; past it, forwarding goes
+on and the span is recorded as unobserved; when it stops acknowledging for the stall limit,
+it is stopped and forwarding goes on without it (live/observer_link.py)."""
 
 from __future__ import annotations
 
@@ -62,9 +63,9 @@ def _recorded_kinds(record: Path) -> list[str]:
     return [json.loads(line)["kind"] for line in record.read_bytes().splitlines()[1:]]
 
 
-def _start(upstream: ThreadedUpstream, record: Path) -> tuple[ProxyCli, int]:
+def _start(upstream: ThreadedUpstream, record: Path, *args: str) -> tuple[ProxyCli, int]:
     cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
-                          str(record), "-q", *CHILD)  # fmt: skip
+                          str(record), "-q", *CHILD, *args)  # fmt: skip
     (observer,) = children_of(cli.process.pid)
     return cli, observer
 
@@ -124,8 +125,7 @@ def test_an_observer_that_stops_acknowledging_is_stopped_and_forwarding_goes_on(
     ]
     assert stopped == [
         f"golem-proxy: observation stopped (the observing process acknowledged nothing for "
-        f"{STALL_LIMIT:g} s while forwarding waited for it, and was stopped); "
-        "forwarding goes on"
+        f"{STALL_LIMIT:g} s, and was stopped); forwarding goes on"
     ]
     recording = read_recording(str(record))
     assert not recording.truncated_tail
@@ -138,3 +138,38 @@ def test_an_observer_that_stops_acknowledging_is_stopped_and_forwarding_goes_on(
     assert "unobserved:stopped" in shown.stdout
     assert "acknowledged nothing" in shown.stderr
     assert "what was forwarded after it is not in this recording" in shown.stderr
+
+
+def test_past_the_hold_limit_forwarding_goes_on_and_the_span_is_recorded_as_unobserved(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "shed.jsonl"
+    with ThreadedUpstream() as upstream:
+        cli, observer = _start(upstream, record, "--observer-hold", "0.2")
+        try:
+            client = CountingClient(cli.port)
+            wait_for(lambda: client.answers >= 50, what="the first answers")
+            os.kill(observer, signal.SIGSTOP)
+            try:
+                stopped_at = client.answers
+                # Far more than fit the trail limit: past the hold, the relay sheds.
+                wait_for(
+                    lambda: client.answers >= stopped_at + 1000,
+                    timeout=STALL_LIMIT * 0.8,
+                    what="forwarding to go on while the observer is stopped",
+                )
+            finally:
+                os.kill(observer, signal.SIGCONT)
+            resumed_at = client.answers
+            wait_for(lambda: client.answers >= resumed_at + 50, what="more answers")
+            answered = client.stop()
+        finally:
+            cli.stop()
+    assert cli.process.returncode == 0
+    assert "observation stopped" not in cli.stderr
+    kinds = _recorded_kinds(record)
+    assert "unobserved" in kinds and STOPPED_KIND not in kinds
+    recording = read_recording(str(record))
+    assert 50 <= len(recording.exchanges()) < answered
+    shown = run_cli("show", str(record))
+    assert "unobserved:behind" in shown.stdout
