@@ -13,9 +13,10 @@ forwarding goes on alone.
 The recording never trails the wire by much more than `TRAIL_LIMIT`: the observing process
 acknowledges, at every flush of the recording, the offset in the pipe's stream up to which
 everything handed on is decoded and its lines written to the kernel (`acknowledged`). When the
-oldest record not acknowledged yet was handed on more than `TRAIL_LIMIT` ago, the link is
-`holding`: the relay takes no new bytes from its sockets (`until_caught_up`: backpressure, no
-gap) until the trail is back under half the limit. With a ``hold_limit`` (``--observer-hold``;
+oldest record not acknowledged yet was handed on more than `TRAIL_LIMIT` ago, or more than
+`OUTSTANDING_LIMIT` bytes handed on are not acknowledged yet, the link is `holding`: the relay
+takes no new bytes from its sockets (`until_caught_up`: backpressure, no gap) until both are
+back under half their limit. With a ``hold_limit`` (``--observer-hold``;
 none by default, `HOLD_LIMIT`), a hold lasts at most that long: if the recording has not
 caught up by then, the link *sheds*: the relay goes on and its chunks are counted, not handed
 on, until the observing process has acknowledged everything handed on before; then a ``LOST``
@@ -62,6 +63,10 @@ costs). ``--observer-hold`` sets a limit past which the relay sheds instead."""
 STALL_LIMIT = 5.0
 """Seconds without an acknowledgement moving on, while the relay holds, after which the
 observing process counts as stuck and forwarding goes on without it."""
+OUTSTANDING_LIMIT = 1024 * 1024
+"""Bytes handed on and not acknowledged yet past which the relay holds too: in the 60 ms of
+`TRAIL_LIMIT` a flood of tiny frames hands on seconds of decoding (300,000 noop frames, all of
+them), which the observing process's own bounds would shed."""
 MARK_EVERY = 0.005
 """Records handed on within this many seconds share one mark (the trail's resolution)."""
 
@@ -158,7 +163,9 @@ class ObserverLink:
             marks[-1][1] = handed
         else:
             marks.append([t, handed])
-        if not (self.holding or self.shedding) and t - marks[0][0] > self.trail_limit:
+        if self.holding or self.shedding:
+            return
+        if t - marks[0][0] > self.trail_limit or handed - self.acked > OUTSTANDING_LIMIT:
             self.holding = True
             self.holds += 1
             self._caught_up = trio.Event()
@@ -179,7 +186,11 @@ class ObserverLink:
             marks.popleft()
         if self.shedding and not marks:
             self.shedding = False  # caught up: hand on again, the loss first
-        if self.holding and self.trail() <= self.trail_limit / 2:
+        if (
+            self.holding
+            and self.trail() <= self.trail_limit / 2
+            and self.writer.handed - offset <= OUTSTANDING_LIMIT // 2
+        ):
             self._release()
 
     async def until_caught_up(self) -> None:

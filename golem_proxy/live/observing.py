@@ -21,6 +21,7 @@ dies, and decoding what is left takes at most the drain timeout.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import pickle
 import signal
@@ -119,6 +120,11 @@ class HandoffSource:
             duty=1.0,
             duty_behind=1.0,
             duty_late=1.0,
+            # What is queued here is bounded by the forwarding side, which waits for this
+            # process (observer_link.py): shedding by time would only cut exchanges in half
+            # (one 1 MiB chunk of tiny frames is seconds of decoding). The memory bound stays.
+            max_lag=math.inf,
+            max_drain=math.inf,
         )
         self.start_time = 0.0
         self.records = 0

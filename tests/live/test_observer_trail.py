@@ -12,10 +12,12 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.robustness.crash import ThreadedUpstream
-from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
+from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader, send_message
 from golem_core.messages import Role
 from golem_proxy.live.observer_link import STALL_LIMIT
@@ -63,65 +65,68 @@ def _recorded_kinds(record: Path) -> list[str]:
     return [json.loads(line)["kind"] for line in record.read_bytes().splitlines()[1:]]
 
 
-def _start(upstream: ThreadedUpstream, record: Path, *args: str) -> tuple[ProxyCli, int]:
-    cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
-                          str(record), "-q", *CHILD, *args)  # fmt: skip
-    (observer,) = children_of(cli.process.pid)
-    return cli, observer
+def _session(record: Path, act: Callable[[CountingClient, int], None], *args: str) -> _Run:
+    """A recorded child-process session: a client gets its first answers, ``act(client,
+    observing process id)``, the client gets 50 more; then everything stops (cleanly)."""
+    with ThreadedUpstream() as upstream:
+        cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
+                              str(record), "-q", *CHILD, *args)  # fmt: skip
+        try:
+            (observer,) = children_of(cli.process.pid)
+            client = CountingClient(cli.port)
+            wait_for(lambda: client.answers >= 50, what="the first answers")
+            act(client, observer)
+            acted = client.answers
+            wait_for(
+                lambda: client.answers >= acted + 50,
+                timeout=STALL_LIMIT + 20,
+                what="forwarding to go on",
+            )
+            answered = client.stop()
+        finally:
+            cli.stop()
+    assert cli.process.returncode == 0
+    return _Run(cli.stderr, answered, acted)
+
+
+@dataclass
+class _Run:
+    stderr: str
+    answered: int
+    acted: int
+    """Answers when ``act`` returned."""
 
 
 def test_a_stopped_observer_holds_forwarding_which_resumes_with_nothing_lost(
     tmp_path: Path,
 ) -> None:
-    record = tmp_path / "held.jsonl"
-    with ThreadedUpstream() as upstream:
-        cli, observer = _start(upstream, record)
+    def stop_and_continue(client: CountingClient, observer: int) -> None:
+        os.kill(observer, signal.SIGSTOP)
         try:
-            client = CountingClient(cli.port)
-            wait_for(lambda: client.answers >= 50, what="the first answers")
-            os.kill(observer, signal.SIGSTOP)
-            try:
-                # Without the hold, answers would go on while the handoff pipe fills.
-                wait_for(lambda: _stalled(client), timeout=STALL_LIMIT / 2, what="a hold")
-            finally:
-                os.kill(observer, signal.SIGCONT)
-            held_at = client.answers
-            wait_for(lambda: client.answers >= held_at + 50, what="forwarding to resume")
-            answered = client.stop()
+            # Without the hold, answers would go on while the handoff pipe fills.
+            wait_for(lambda: _stalled(client), timeout=STALL_LIMIT / 2, what="a hold")
         finally:
-            cli.stop()
-    assert cli.process.returncode == 0
-    assert "observation stopped" not in cli.stderr
+            os.kill(observer, signal.SIGCONT)
+
+    record = tmp_path / "held.jsonl"
+    run = _session(record, stop_and_continue)
+    assert "observation stopped" not in run.stderr
     kinds = _recorded_kinds(record)
     assert "gap" not in kinds and "unobserved" not in kinds and STOPPED_KIND not in kinds
-    assert len(read_recording(str(record)).exchanges()) == answered
+    assert len(read_recording(str(record)).exchanges()) == run.answered
 
 
 def test_an_observer_that_stops_acknowledging_is_stopped_and_forwarding_goes_on(
     tmp_path: Path,
 ) -> None:
+    def stop(client: CountingClient, observer: int) -> None:
+        os.kill(observer, signal.SIGSTOP)  # and never continued: killed by the proxy
+        wait_for(lambda: _stalled(client), timeout=STALL_LIMIT / 2, what="a hold")
+
     record = tmp_path / "stalled.jsonl"
-    with ThreadedUpstream() as upstream:
-        cli, observer = _start(upstream, record)
-        try:
-            client = CountingClient(cli.port)
-            wait_for(lambda: client.answers >= 50, what="the first answers")
-            os.kill(observer, signal.SIGSTOP)  # and never continued: killed by the proxy
-            wait_for(lambda: _stalled(client), timeout=STALL_LIMIT / 2, what="a hold")
-            held_at = client.answers
-            wait_for(
-                lambda: client.answers >= held_at + 50,
-                timeout=STALL_LIMIT + 20,
-                what="forwarding to go on without the observer",
-            )
-            client.stop()
-        finally:
-            cli.stop()
-    assert cli.process.returncode == 0
+    run = _session(record, stop)
     stopped = [
-        line
-        for line in cli.stderr.splitlines()
-        if line.startswith("golem-proxy: observation stopped")
+        line for line in run.stderr.splitlines() if line.startswith("golem-proxy: observation")
     ]
     assert stopped == [
         f"golem-proxy: observation stopped (the observing process acknowledged nothing for "
@@ -132,7 +137,7 @@ def test_an_observer_that_stops_acknowledging_is_stopped_and_forwarding_goes_on(
     last = json.loads(record.read_bytes().splitlines()[-1])
     assert last["kind"] == STOPPED_KIND
     assert "acknowledged nothing" in last["detail"]
-    assert len(recording.exchanges()) <= held_at
+    assert len(recording.exchanges()) <= run.acted
     shown = run_cli("show", str(record))
     assert shown.returncode == 0
     assert "unobserved:stopped" in shown.stdout
@@ -143,33 +148,24 @@ def test_an_observer_that_stops_acknowledging_is_stopped_and_forwarding_goes_on(
 def test_past_the_hold_limit_forwarding_goes_on_and_the_span_is_recorded_as_unobserved(
     tmp_path: Path,
 ) -> None:
-    record = tmp_path / "shed.jsonl"
-    with ThreadedUpstream() as upstream:
-        cli, observer = _start(upstream, record, "--observer-hold", "0.2")
+    def stop_a_while(client: CountingClient, observer: int) -> None:
+        os.kill(observer, signal.SIGSTOP)
         try:
-            client = CountingClient(cli.port)
-            wait_for(lambda: client.answers >= 50, what="the first answers")
-            os.kill(observer, signal.SIGSTOP)
-            try:
-                stopped_at = client.answers
-                # Far more than fit the trail limit: past the hold, the relay sheds.
-                wait_for(
-                    lambda: client.answers >= stopped_at + 1000,
-                    timeout=STALL_LIMIT * 0.8,
-                    what="forwarding to go on while the observer is stopped",
-                )
-            finally:
-                os.kill(observer, signal.SIGCONT)
-            resumed_at = client.answers
-            wait_for(lambda: client.answers >= resumed_at + 50, what="more answers")
-            answered = client.stop()
+            stopped_at = client.answers
+            # Far more than fit the trail limit: past the hold, the relay sheds.
+            wait_for(
+                lambda: client.answers >= stopped_at + 1000,
+                timeout=STALL_LIMIT * 0.8,
+                what="forwarding to go on while the observer is stopped",
+            )
         finally:
-            cli.stop()
-    assert cli.process.returncode == 0
-    assert "observation stopped" not in cli.stderr
+            os.kill(observer, signal.SIGCONT)
+
+    record = tmp_path / "shed.jsonl"
+    run = _session(record, stop_a_while, "--observer-hold", "0.2")
+    assert "observation stopped" not in run.stderr
     kinds = _recorded_kinds(record)
     assert "unobserved" in kinds and STOPPED_KIND not in kinds
-    recording = read_recording(str(record))
-    assert 50 <= len(recording.exchanges()) < answered
+    assert 50 <= len(read_recording(str(record)).exchanges()) < run.answered
     shown = run_cli("show", str(record))
     assert "unobserved:behind" in shown.stdout
