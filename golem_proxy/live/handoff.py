@@ -132,7 +132,7 @@ class HandoffWriter:
         """Encoded records that must go out before anything else, in order; the first may be
         partly written."""
 
-    def data(self, conn: int, direction: int, t: float, data: bytes) -> bool:
+    def data(self, conn: int, direction: int, t: float, data: Union[bytes, memoryview]) -> bool:
         """Hand on forwarded bytes; returns False when they were counted as lost instead."""
         if self._lost:
             # Every loss of the connection first, the other direction's too: answers handed on
@@ -203,8 +203,8 @@ class HandoffWriter:
         self._wait(memoryview(record))
         self.handed += len(record)
 
-    def _write_data(self, header: bytes, data: bytes) -> bool:
-        """`_write` for a ``DATA`` record, without copying the chunk into a record first."""
+    def _write_data(self, header: bytes, data: Union[bytes, memoryview]) -> bool:
+        """Write a ``DATA`` record, without copying the chunk into a record first."""
         if self.gone:
             return False
         try:

@@ -67,6 +67,8 @@ OUTSTANDING_LIMIT = 1024 * 1024
 """Bytes handed on and not acknowledged yet past which the relay holds too: in the 60 ms of
 `TRAIL_LIMIT` a flood of tiny frames hands on seconds of decoding (300,000 noop frames, all of
 them), which the observing process's own bounds would shed."""
+RECORD_LIMIT = 64 * 1024
+"""The largest ``DATA`` record: a larger chunk is handed on in pieces (views, not copies)."""
 MARK_EVERY = 0.005
 """Records handed on within this many seconds share one mark (the trail's resolution)."""
 
@@ -133,7 +135,14 @@ class ObserverLink:
         if self.shedding and data:
             self.writer.lose(conn, direction_number(direction), t, len(data))
             return
-        if data:
+        if len(data) > RECORD_LIMIT:
+            # In records the observing process can acknowledge one by one: a 1 MiB read of
+            # tiny frames is seconds of decoding on a busy machine (`STALL_LIMIT`).
+            view = memoryview(data)  # not released here: pieces may wait in the backlog
+            for start in range(0, len(data), RECORD_LIMIT):
+                piece = view[start : start + RECORD_LIMIT]
+                self.writer.data(conn, direction_number(direction), t, piece)
+        elif data:
             self.writer.data(conn, direction_number(direction), t, data)
         else:
             self.writer.event(Kind.END, conn, direction_number(direction), t)
