@@ -1,4 +1,4 @@
-"""The recorder: writes the event stream to a recording file, flushed at least every 50 ms.
+"""The recorder: writes the event stream to a recording file, flushed at least every 25 ms.
 
 It is a synchronous sink of the event hub rather than a queued subscriber: each event is
 encoded as the observer publishes it, so the recording never trails the observer. The file
@@ -24,8 +24,10 @@ __all__ = ["FLUSH_INTERVAL", "TRAILS_BY", "Recorder"]
 FLUSH_INTERVAL = 0.025
 TRAILS_BY = 0.1
 """How far the file may trail the wire under steady load, what a ``kill -9`` loses: the
-observer's lag (bounded by its ``max_trail``) plus a flush interval. Measured with
-bench/kill9_lag.py (8 clients, 10 kills): median 91 ms, worst 107 ms."""
+observer's lag (bounded by its ``max_trail``, or with ``--observer child-process`` by the
+forwarding side's hold, observer_link.py) plus a flush interval. Measured with
+bench/kill9_lag.py (8 clients, 10 kills, load 5 to 7): in one process median 66 ms, worst
+100 ms; with the observing process of its own median 14 ms, worst 65 ms."""
 WRITE_AT = 1024 * 1024
 """Encoded bytes that wake the writing thread before the next periodic flush."""
 MAX_QUEUED = 64 * 1024 * 1024

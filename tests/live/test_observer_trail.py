@@ -12,7 +12,8 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +90,16 @@ def _session(record: Path, act: Callable[[CountingClient, int], None], *args: st
     return _Run(cli.stderr, answered, acted)
 
 
+@contextmanager
+def _stopped(pid: int) -> Iterator[None]:
+    """The process stopped (SIGSTOP) for the block, then continued."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 @dataclass
 class _Run:
     stderr: str
@@ -101,12 +112,9 @@ def test_a_stopped_observer_holds_forwarding_which_resumes_with_nothing_lost(
     tmp_path: Path,
 ) -> None:
     def stop_and_continue(client: CountingClient, observer: int) -> None:
-        os.kill(observer, signal.SIGSTOP)
-        try:
+        with _stopped(observer):
             # Without the hold, answers would go on while the handoff pipe fills.
             wait_for(lambda: _stalled(client), timeout=STALL_LIMIT / 2, what="a hold")
-        finally:
-            os.kill(observer, signal.SIGCONT)
 
     record = tmp_path / "held.jsonl"
     run = _session(record, stop_and_continue)
@@ -149,8 +157,7 @@ def test_past_the_hold_limit_forwarding_goes_on_and_the_span_is_recorded_as_unob
     tmp_path: Path,
 ) -> None:
     def stop_a_while(client: CountingClient, observer: int) -> None:
-        os.kill(observer, signal.SIGSTOP)
-        try:
+        with _stopped(observer):
             stopped_at = client.answers
             # Far more than fit the trail limit: past the hold, the relay sheds.
             wait_for(
@@ -158,8 +165,6 @@ def test_past_the_hold_limit_forwarding_goes_on_and_the_span_is_recorded_as_unob
                 timeout=STALL_LIMIT * 0.8,
                 what="forwarding to go on while the observer is stopped",
             )
-        finally:
-            os.kill(observer, signal.SIGCONT)
 
     record = tmp_path / "shed.jsonl"
     run = _session(record, stop_a_while, "--observer-hold", "0.2")
