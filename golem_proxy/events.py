@@ -327,6 +327,9 @@ class GapReason(enum.Enum):
     EVICTED = "evicted"
     """A request stayed unanswered past the pairing limits and was let go; a late answer to
     it shows as an orphan."""
+    STOPPED = "stopped"
+    """Observation stopped for the rest of the session (an observing process of its own died
+    or was stopped; ``detail`` says why): what was forwarded after it is not recorded."""
 
 
 @dataclass(frozen=True, kw_only=True)

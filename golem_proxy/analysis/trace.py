@@ -18,7 +18,7 @@ from typing import IO, Any, Optional
 from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
-from ..events import Event, FrameSeen
+from ..events import Event, FrameSeen, ObservationLost
 from ..recording.format import (
     OpenedRecording,
     RecordingError,
@@ -55,6 +55,11 @@ class FlowReader(OpenedRecording):
         """Flows handed on so far (all of them once `flows` is exhausted)."""
         self.read_to_end = False
         """Every line was read (`unclosed` is known only then)."""
+
+    @property
+    def stopped(self) -> Optional[ObservationLost]:
+        """Where observation stopped while forwarding went on, if the recording says so."""
+        return self._reader.stopped
 
     @property
     def unclosed(self) -> int:

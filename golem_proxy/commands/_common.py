@@ -223,6 +223,19 @@ def note_truncated(reader: FlowReader) -> None:
     """One line on stderr when the recording (read to its end) was cut short: its last line
     is incomplete, or connections it opened were never closed (a proxy that stops closes
     them all). What the proxy had not flushed yet, about `TRAILS_BY`, is missing."""
+    stopped = reader.stopped
+    if stopped is not None:
+        # Connections are left open and lines may be cut by design: say what happened instead.
+        console(stderr=True).print(
+            Text(
+                f"note: {safe_text(reader.path)}: observation stopped at {stopped.t:.3f} s: "
+                f"{safe_text(stopped.detail)}; what was forwarded after it is not in this "
+                "recording",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
+        return
     why = []
     if reader.truncated_tail:
         why.append("it ends with an incomplete line: read up to the last complete line")

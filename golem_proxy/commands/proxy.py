@@ -22,6 +22,7 @@ from ..live.intercept import InterceptEngine, route_scope
 from ..live.log import Verbosity
 from ..live.log_output import DEFAULT_MAX_LINES, TerminalOutput
 from ..live.observer import DEFAULT_BUDGET
+from ..live.observer_link import HOLD_LIMIT
 from ..live.proxy_options import ProxyOptions
 from ..live.session import SessionConfig
 from ..live.tap import ObserveLimits
@@ -89,6 +90,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "forwarding, yielding to it) or child-process (a process of its own, on another core, "
         "fed every forwarded chunk through a pipe; not with --tui, --fault, --intercept or "
         "--enforce-limits, which decode on the forwarding path)",
+    )
+    parser.add_argument(
+        "--observer-hold",
+        type=seconds_arg,
+        default=HOLD_LIMIT,
+        metavar="SECONDS",
+        help="with --observer child-process: how long forwarding may wait in one go for a "
+        "recording more than 60 ms behind the wire to catch up; past it, bytes are forwarded "
+        "but not observed until it has, and the gap is recorded (default: no limit, a flood "
+        "is forwarded at the pace it is recorded)",
     )
     add_session_arguments(parser)
 
@@ -279,7 +290,9 @@ def run(args: argparse.Namespace) -> int:
     config = SessionConfig(
         routes=routes,
         profile=profile,
-        options=dataclasses.replace(options, allow_public=args.listen_public),
+        options=dataclasses.replace(
+            options, allow_public=args.listen_public, observer_hold=args.observer_hold
+        ),
         record_path=record_path,
         overwrite=args.overwrite,
         verbosity=verbosity_of(args),

@@ -72,6 +72,9 @@ class RecordReader:
 
     def __init__(self, max_data: int = MAX_DATA) -> None:
         self.max_data = max_data
+        self.offset = 0
+        """Bytes of the whole records returned so far: where the writer's `handed` stood
+        after the last of them."""
         self._buffer = bytearray()
 
     def receive_data(self, data: bytes) -> None:
@@ -91,6 +94,7 @@ class RecordReader:
             raise HandoffError(f"unknown direction {direction}")
         if kind is Kind.LOST:
             del self._buffer[: HEADER.size]
+            self.offset += HEADER.size
             return Record(kind, conn, direction, t, lost=length)
         if length > self.max_data:
             raise HandoffError(f"a record of {length} bytes (at most {self.max_data})")
@@ -100,6 +104,7 @@ class RecordReader:
         with memoryview(self._buffer) as view:  # one copy of the data, not two
             data = bytes(view[HEADER.size : end])
         del self._buffer[:end]
+        self.offset += end
         return Record(kind, conn, direction, t, data)
 
 
@@ -119,27 +124,40 @@ class HandoffWriter:
         """The reading side closed the pipe: nothing is handed on any more."""
         self.lost_total = 0
         """Forwarded bytes not handed on since the start (the pipe was full, or is gone)."""
+        self.handed = 0
+        """Bytes of the records handed on so far (written, or waiting for room): the offset in
+        the pipe's stream the reading side counts as `RecordReader.offset`."""
         self._lost: dict[tuple[int, int], tuple[int, float]] = {}
         self._waiting: collections.deque[memoryview] = collections.deque()
         """Encoded records that must go out before anything else, in order; the first may be
         partly written."""
 
-    def data(self, conn: int, direction: int, t: float, data: bytes) -> bool:
+    def data(self, conn: int, direction: int, t: float, data: Union[bytes, memoryview]) -> bool:
         """Hand on forwarded bytes; returns False when they were counted as lost instead."""
-        key = (conn, direction)
-        if key in self._lost:
-            self._queue_lost(key)
+        if self._lost:
+            # Every loss of the connection first, the other direction's too: answers handed on
+            # after requests that were not would be orphans to the observing side.
+            for key in [k for k in self._lost if k[0] == conn]:
+                self._queue_lost(key)
         header = HEADER.pack(Kind.DATA, conn, direction, t, len(data))
         if self.flush() and self._write_data(header, data):
+            self.handed += len(header) + len(data)
             return True
         if not self.gone and self.waiting_bytes + len(header) + len(data) <= self.backlog:
             self._wait(memoryview(header))
             self._wait(memoryview(data))
+            self.handed += len(header) + len(data)
             return True
-        size, first_t = self._lost.get(key, (0, t))
-        self._lost[key] = (size + len(data), first_t)
-        self.lost_total += len(data)
+        self.lose(conn, direction, t, len(data))
         return False
+
+    def lose(self, conn: int, direction: int, t: float, size: int) -> None:
+        """Count ``size`` forwarded bytes as not handed on (a ``LOST`` record says so before
+        the connection's next record)."""
+        key = (conn, direction)
+        lost, first_t = self._lost.get(key, (0, t))
+        self._lost[key] = (lost + size, first_t)
+        self.lost_total += size
 
     @property
     def waiting(self) -> bool:
@@ -160,6 +178,7 @@ class HandoffWriter:
         data = text.encode("utf-8", "replace") if isinstance(text, str) else text
         record = encode(Record(kind, conn, direction, t, data))
         self._wait(memoryview(record))
+        self.handed += len(record)
         self.flush()
 
     def flush(self) -> bool:
@@ -180,19 +199,12 @@ class HandoffWriter:
 
     def _queue_lost(self, key: tuple[int, int]) -> None:
         size, t = self._lost.pop(key)
-        self._wait(memoryview(encode(Record(Kind.LOST, key[0], key[1], t, lost=size))))
+        record = encode(Record(Kind.LOST, key[0], key[1], t, lost=size))
+        self._wait(memoryview(record))
+        self.handed += len(record)
 
-    def _write(self, record: bytes) -> bool:
-        """Write a whole record, or none of it; a part written waits to be finished."""
-        written = self._write_some(memoryview(record))
-        if written == 0:
-            return False
-        if written < len(record):
-            self._wait(memoryview(record)[written:])
-        return True
-
-    def _write_data(self, header: bytes, data: bytes) -> bool:
-        """`_write` for a ``DATA`` record, without copying the chunk into a record first."""
+    def _write_data(self, header: bytes, data: Union[bytes, memoryview]) -> bool:
+        """Write a ``DATA`` record, without copying the chunk into a record first."""
         if self.gone:
             return False
         try:

@@ -212,7 +212,12 @@ class Observer:
     def submit_event(self, publish: Publish, event: Event) -> None:
         """Publish ``event`` once everything queued before it has been decoded, so that a
         connection's close is never reported ahead of its last frames."""
-        self._queue.append(lambda: publish(event))
+        self.after_queued(lambda: publish(event))
+
+    def after_queued(self, call: Callable[[], None]) -> None:
+        """Call ``call`` once everything queued before it has been decoded and its events
+        published."""
+        self._queue.append(call)
         self._wakeup.set()
 
     def forget(self, tap: ConnectionTap) -> None:

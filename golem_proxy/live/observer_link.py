@@ -9,24 +9,68 @@ observing side records the gap). Events are pickled into
 dropped: both ends are the same program, started together, so pickle is the event's
 description on the pipe. Once the observing process is gone, nothing is handed on and
 forwarding goes on alone.
+
+The recording never trails the wire by much more than `TRAIL_LIMIT`: the observing process
+acknowledges, at every flush of the recording, the offset in the pipe's stream up to which
+everything handed on is decoded and its lines written to the kernel (`acknowledged`). When the
+oldest record not acknowledged yet was handed on more than `TRAIL_LIMIT` ago, or more than
+`OUTSTANDING_LIMIT` bytes handed on are not acknowledged yet, the link is `holding`: the relay
+takes no new bytes from its sockets (`until_caught_up`: backpressure, no gap) until both are
+back under half their limit. With a ``hold_limit`` (``--observer-hold``;
+none by default, `HOLD_LIMIT`), a hold lasts at most that long: if the recording has not
+caught up by then, the link *sheds*: the relay goes on and its chunks are counted, not handed
+on, until the observing process has acknowledged everything handed on before; then a ``LOST``
+record says how many bytes crossed meanwhile (the recording's ``unobserved`` line) and
+handing on resumes. So the recording trails by at most the limit and a span it does not hold
+is named, never a hole. If no acknowledgement moves on for `STALL_LIMIT` while something is
+outstanding, the observing process is stuck: ``on_stall`` is called (the process is stopped
+and the recording says so) and forwarding goes on without it (`watch_stall`).
 """
 
 from __future__ import annotations
 
+import collections
+import math
 import pickle
+from typing import Callable, Optional
 
 import trio
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from .handoff import HandoffWriter, Kind
 
-__all__ = ["BACKLOG", "PIPE_DIRECTIONS", "ObserverLink", "direction_number"]
+__all__ = [
+    "BACKLOG",
+    "HOLD_LIMIT",
+    "PIPE_DIRECTIONS",
+    "STALL_LIMIT",
+    "TRAIL_LIMIT",
+    "ObserverLink",
+    "direction_number",
+]
 
 BACKLOG = 64 * 1024 * 1024
 """Forwarded bytes that may wait here for room in the pipe (the chunks themselves, no copy)
 while the observing process is busy with one large frame (a 16 MiB answer is parsed in one
 go): beyond it, bytes are counted as lost and the gap recorded."""
-
+TRAIL_LIMIT = 0.06
+"""Seconds the recording may trail the wire (what a ``kill -9`` of both processes loses)
+before the relay stops taking new bytes until it catches up."""
+HOLD_LIMIT = math.inf
+"""By default the relay waits for the recording as long as it keeps acknowledging: a flood is
+forwarded at the pace it is observed, and recorded whole (docs/architecture.md says what that
+costs). ``--observer-hold`` sets a limit past which the relay sheds instead."""
+STALL_LIMIT = 5.0
+"""Seconds without an acknowledgement moving on, while the relay holds, after which the
+observing process counts as stuck and forwarding goes on without it."""
+OUTSTANDING_LIMIT = 1024 * 1024
+"""Bytes handed on and not acknowledged yet past which the relay holds too: in the 60 ms of
+`TRAIL_LIMIT` a flood of tiny frames hands on seconds of decoding (300,000 noop frames, all of
+them), which the observing process's own bounds would shed."""
+RECORD_LIMIT = 64 * 1024
+"""The largest ``DATA`` record: a larger chunk is handed on in pieces (views, not copies)."""
+MARK_EVERY = 0.005
+"""Records handed on within this many seconds share one mark (the trail's resolution)."""
 
 PIPE_DIRECTIONS = (Direction.C2S, Direction.S2C)
 """A direction by its number on the pipe (`direction_number`)."""
@@ -41,10 +85,42 @@ class ObserverLink:
     """Hands the relay's bytes and events to the observing process through the pipe ``fd``.
     Never blocks and never raises; `keep_flushing` writes what waited for room."""
 
-    def __init__(self, fd: int, backlog: int = BACKLOG) -> None:
+    def __init__(
+        self,
+        fd: int,
+        now: Callable[[], float],
+        backlog: int = BACKLOG,
+        *,
+        trail_limit: float = TRAIL_LIMIT,
+        hold_limit: float = HOLD_LIMIT,
+        stall_limit: float = STALL_LIMIT,
+    ) -> None:
         self.writer = HandoffWriter(fd, backlog)
+        self.now = now
+        """The session's clock, the one the relay stamps the chunks with."""
+        self.trail_limit = trail_limit
+        self.hold_limit = hold_limit
+        self.stall_limit = stall_limit
+        self.on_stall: Optional[Callable[[], None]] = None
+        """Called once when the observing process stopped acknowledging while the relay held
+        (after the link stopped: forwarding already goes on)."""
         self.stopped = False
         """Observation stopped (the observing process is gone): nothing is handed on."""
+        self.holding = False
+        """The recording trails the wire by more than ``trail_limit``: the relay waits
+        (`until_caught_up`) before it takes new bytes."""
+        self.holds = 0
+        """How many times the relay was held (for the figures)."""
+        self.shedding = False
+        """A hold reached ``hold_limit``: chunks are counted as lost, not handed on, until
+        the observing process has acknowledged everything handed on before."""
+        self.sheds = 0
+        self.acked = 0
+        self._acked_at = 0.0
+        self._marks: collections.deque[list[float]] = collections.deque()
+        """[time handed on, `HandoffWriter.handed` after it] for what is not acknowledged
+        yet, oldest first; one per `MARK_EVERY`."""
+        self._caught_up = trio.Event()
         self._room_wanted = trio.Event()
 
     @property
@@ -56,12 +132,21 @@ class ObserverLink:
         """A forwarded chunk of ``conn`` (``b""``: that direction ended)."""
         if self.stopped:
             return
-        if data:
+        if self.shedding and data:
+            self.writer.lose(conn, direction_number(direction), t, len(data))
+            return
+        if len(data) > RECORD_LIMIT:
+            # In records the observing process can acknowledge one by one: a 1 MiB read of
+            # tiny frames is seconds of decoding on a busy machine (`STALL_LIMIT`).
+            view = memoryview(data)  # not released here: pieces may wait in the backlog
+            for start in range(0, len(data), RECORD_LIMIT):
+                piece = view[start : start + RECORD_LIMIT]
+                self.writer.data(conn, direction_number(direction), t, piece)
+        elif data:
             self.writer.data(conn, direction_number(direction), t, data)
         else:
             self.writer.event(Kind.END, conn, direction_number(direction), t)
-        if self.writer.waiting:
-            self._room_wanted.set()
+        self._handed_on(t)
 
     def publish(self, event: Event) -> None:
         """An event of the relay (a connection opened or closed, an upstream down or back)."""
@@ -74,12 +159,84 @@ class ObserverLink:
         else:
             kind, conn = Kind.EVENT, 0
         self.writer.event(kind, conn, 0, event.t, pickle.dumps(event, pickle.HIGHEST_PROTOCOL))
+        self._handed_on(event.t)
+
+    def _handed_on(self, t: float) -> None:
         if self.writer.waiting:
             self._room_wanted.set()
+        handed = self.writer.handed
+        marks = self._marks
+        if handed <= self.acked:
+            return
+        if marks and t - marks[-1][0] < MARK_EVERY:
+            marks[-1][1] = handed
+        else:
+            marks.append([t, handed])
+        if self.holding or self.shedding:
+            return
+        if t - marks[0][0] > self.trail_limit or handed - self.acked > OUTSTANDING_LIMIT:
+            self.holding = True
+            self.holds += 1
+            self._caught_up = trio.Event()
+
+    def trail(self) -> float:
+        """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
+        return self.now() - self._marks[0][0] if self._marks else 0.0
+
+    def acknowledged(self, offset: int) -> None:
+        """The observing process decoded everything handed on up to ``offset`` and wrote its
+        lines to the kernel."""
+        if offset <= self.acked:
+            return
+        self.acked = offset
+        self._acked_at = self.now()
+        marks = self._marks
+        while marks and marks[0][1] <= offset:
+            marks.popleft()
+        if self.shedding and not marks:
+            self.shedding = False  # caught up: hand on again, the loss first
+        if (
+            self.holding
+            and self.trail() <= self.trail_limit / 2
+            and self.writer.handed - offset <= OUTSTANDING_LIMIT // 2
+        ):
+            self._release()
+
+    async def until_caught_up(self) -> None:
+        """While `holding`: wait until the recording caught up, observation stopped, or the
+        hold reached ``hold_limit`` (then the link sheds, see the module docstring)."""
+        if not self.holding:
+            return
+        with trio.move_on_after(self.hold_limit):
+            await self._caught_up.wait()
+            return
+        if self.holding:
+            self.shedding = True
+            self.sheds += 1
+            self._release()
+
+    async def watch_stall(self) -> None:
+        """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
+        seconds while something handed on is outstanding, stop (``on_stall``)."""
+        while not self.stopped:
+            await trio.sleep(self.stall_limit / 4)
+            marks = self._marks
+            if marks and self.now() - max(self._acked_at, marks[0][0]) >= self.stall_limit:
+                self.stop()
+                if self.on_stall is not None:
+                    self.on_stall()
+                return
+
+    def _release(self) -> None:
+        self.holding = False
+        self._caught_up.set()
 
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""
         self.stopped = True
+        self.shedding = False
+        self._marks.clear()
+        self._release()
         self._room_wanted.set()
 
     async def keep_flushing(self) -> None:

@@ -7,6 +7,11 @@ is the forwarding process's: it drains, then closes the pipe, and the child fini
 the handoff pipe's read end, a control socket (the setup goes out on it, ``ready`` comes back
 before any client is accepted) and the recording's descriptor, which both processes share.
 
+The control socket then carries the child's acknowledgements (`ACK`: the pipe offset up to
+which the recording is written), which keep the recording within the link's trail limit
+(observer_link.py). A child that stops acknowledging while the relay waits for it is killed,
+and the session goes on as when it dies.
+
 When the child dies while the session runs, forwarding goes on: one line on stderr, nothing is
 handed on any more, and the recording gets a last line saying observation stopped there
 (`golem_proxy.recording.shared_file`, the format's owner, writes it).
@@ -35,11 +40,15 @@ from .observer_link import ObserverLink
 from .proxy_options import BoundRoute, ProxyOptions
 
 __all__ = [
+    "ACK",
     "ObserverSetup",
     "ObserverStartError",
     "ObservingProcess",
 ]
 
+ACK = struct.Struct("!Q")
+"""An acknowledgement on the control socket: the handoff offset up to which everything is
+decoded and its lines written to the kernel (`golem_proxy.live.handoff.RecordReader.offset`)."""
 PIPE_SIZE = 1024 * 1024
 """The handoff pipe's buffer (``F_SETPIPE_SZ``; the default 64 KiB fills with one read)."""
 START_TIMEOUT = 30.0
@@ -89,6 +98,8 @@ class ObservingProcess:
         self.stopped_reason: Optional[str] = None
         """Why observation stopped while forwarding went on, if it did."""
         self._finishing = False
+        self._stalled = False
+        link.on_stall = self._stall
 
     @classmethod
     async def start(
@@ -118,7 +129,8 @@ class ObservingProcess:
         finally:
             theirs.close()
         os.close(read_fd)
-        observing = cls(process, ObserverLink(write_fd), ours, record, now)
+        link = ObserverLink(write_fd, now, hold_limit=setup.options.observer_hold)
+        observing = cls(process, link, ours, record, now)
         try:
             await observing._handshake(setup)
         except BaseException:
@@ -147,10 +159,41 @@ class ObservingProcess:
         process dying (then `observation_stopped`)."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.link.keep_flushing)
+            nursery.start_soon(self._read_acknowledgements)
+            nursery.start_soon(self.link.watch_stall)
             code = await self.process.wait()
             nursery.cancel_scope.cancel()
-        if not self._finishing:
+        if self._stalled:
+            self.observation_stopped(
+                f"the observing process acknowledged nothing for {self.link.stall_limit:g} s, "
+                "and was stopped"
+            )
+        elif not self._finishing:
             self.observation_stopped(_exit_reason(code))
+
+    async def _read_acknowledgements(self) -> None:
+        control = trio.socket.from_stdlib_socket(self.control)
+        pending = b""
+        while True:
+            try:
+                data = await control.recv(4096)
+            except OSError:
+                return
+            if not data:
+                return
+            pending += data
+            whole = len(pending) - len(pending) % ACK.size
+            if whole:
+                # Acknowledgements only grow: the last one says everything.
+                self.link.acknowledged(ACK.unpack_from(pending, whole - ACK.size)[0])
+                pending = pending[whole:]
+
+    def _stall(self) -> None:
+        """The link gave up waiting: stop the observing process; `watch` says why once it
+        is gone (the recording is ended only then, when nothing else writes it)."""
+        self._stalled = True
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
 
     def observation_stopped(self, why: str, *, forwarding: bool = True) -> None:
         """The observing process is gone (while forwarding goes on, unless ``forwarding`` is
@@ -164,7 +207,7 @@ class ObservingProcess:
         sys.stderr.flush()
         if self.record is not None and not self.record.closed:
             try:
-                end_recording(self.record, self.now(), f"observation stopped: {why}")
+                end_recording(self.record, self.now(), why)
             except OSError as exc:
                 sys.stderr.write(f"golem-proxy: the recording could not be ended ({exc})\n")
 

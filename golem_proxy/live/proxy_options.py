@@ -16,6 +16,7 @@ from ..net.addresses import Address, Route
 from .faults import FaultPlan
 from .intercept import InterceptEngine
 from .observer import DEFAULT_BUDGET
+from .observer_link import HOLD_LIMIT
 from .redact import Redactor
 from .tap import ConnectionTap, ObserveLimits
 
@@ -41,6 +42,10 @@ class ProxyOptions:
     filter selects until a decision (`intercept`)."""
     observer_memory: int = DEFAULT_BUDGET
     """What inspection may hold, all connections together (``--observer-memory``)."""
+    observer_hold: float = HOLD_LIMIT
+    """With ``--observer child-process``: how long forwarding may wait in one go for the
+    recording to catch up before it sheds (``--observer-hold``; observer_link.py; by default
+    as long as the observing process keeps acknowledging)."""
     observe: ObserveLimits = field(default_factory=ObserveLimits)
     """What one connection's inspection may hold (``--observe-frame-limit``)."""
     annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None

@@ -1,4 +1,4 @@
-"""The recorder: writes the event stream to a recording file, flushed at least every 50 ms.
+"""The recorder: writes the event stream to a recording file, flushed at least every 25 ms.
 
 It is a synchronous sink of the event hub rather than a queued subscriber: each event is
 encoded as the observer publishes it, so the recording never trails the observer. The file
@@ -21,11 +21,13 @@ from ..recording.format import RecordingWriter
 
 __all__ = ["FLUSH_INTERVAL", "TRAILS_BY", "Recorder"]
 
-FLUSH_INTERVAL = 0.05
+FLUSH_INTERVAL = 0.025
 TRAILS_BY = 0.1
 """How far the file may trail the wire under steady load, what a ``kill -9`` loses: the
-observer's lag (bounded by its ``max_trail``) plus a flush interval. Measured with
-bench/kill9_lag.py (8 clients, 10 kills): median 91 ms, worst 107 ms."""
+observer's lag (bounded by its ``max_trail``, or with ``--observer child-process`` by the
+forwarding side's hold, observer_link.py) plus a flush interval. Measured with
+bench/kill9_lag.py (8 clients, 10 kills, load 5 to 7): in one process median 66 ms, worst
+100 ms; with the observing process of its own median 14 ms, worst 65 ms."""
 WRITE_AT = 1024 * 1024
 """Encoded bytes that wake the writing thread before the next periodic flush."""
 MAX_QUEUED = 64 * 1024 * 1024
@@ -59,6 +61,7 @@ class Recorder:
         self._last_t = 0.0
         self.total_missed = 0
         self._flush_wanted = False
+        self._after_written: list[Callable[[], None]] = []
         self._closing = False
         self._finished = False
         self._changed = threading.Condition()
@@ -98,6 +101,18 @@ class Recorder:
             if self._queued >= self._write_at:
                 self._changed.notify_all()
 
+    def after_written(self, call: Callable[[], None]) -> None:
+        """Call ``call`` (on the writing thread) once everything recorded so far has reached
+        the kernel (a flush is asked for now); at once when nothing more will be written
+        (closed, or the recording failed)."""
+        with self._changed:
+            if self.error is None and not self._closing:
+                self._after_written.append(call)
+                self._flush_wanted = True  # now: the forwarding side may be waiting for it
+                self._changed.notify_all()
+                return
+        call()
+
     def flush(self) -> None:
         """Have everything recorded so far written and flushed (without waiting for it)."""
         with self._changed:
@@ -135,8 +150,12 @@ class Recorder:
                     self._changed.wait()
                 if self._closing and not self._pieces:
                     self._finished = True  # nothing is appended from now on
+                    written, self._after_written = self._after_written, []
+                    for call in written:
+                        call()
                     return
                 pieces, self._pieces = self._pieces, []
+                written, self._after_written = self._after_written, []
                 self._queued = 0
                 self._flush_wanted = False
                 self._changed.notify_all()  # room again for a caller waiting on max_queued
@@ -145,6 +164,8 @@ class Recorder:
                     self.writer.write_pieces(pieces)
                 except Exception as exc:
                     self._fail(exc)
+            for call in written:
+                call()
 
     def _fail(self, exc: Exception) -> None:
         with self._changed:

@@ -31,6 +31,7 @@ from .members import (
     shown,
 )
 from .schema import MSG_KEY, VERSION, RecordingError
+from .shared_file import STOPPED_KIND
 from .v1_pairing import V1Pairing
 
 __all__ = ["LineDecoder"]
@@ -94,6 +95,8 @@ class LineDecoder:
         self.profile = profile
         self.routes = routes or {}
         self.frames: dict[tuple[int, str, int], events.FrameSeen] = {}
+        self.stopped: Optional[events.ObservationLost] = None
+        """Where observation stopped, once that line was read (`GapReason.STOPPED`)."""
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
 
@@ -194,6 +197,17 @@ class LineDecoder:
             else:
                 output = member_str(data, "text").encode("utf-8", "surrogatepass")
             return events.ProcessOutput(conn=conn, route=route, t=t, data=output)
+        if kind == STOPPED_KIND:  # the whole session's gap, from here to the end
+            self.stopped = events.ObservationLost(
+                conn=0,
+                route="",
+                direction=Direction.C2S,
+                t=t,
+                reason=events.GapReason.STOPPED,
+                size=0,
+                detail=member_str(data, "detail", ""),
+            )
+            return self.stopped
         if kind == "unobserved":
             reason = events.GapReason(member_choice(data, "reason", _GAP_REASONS))
             return events.ObservationLost(

@@ -16,7 +16,7 @@ from typing import IO, Optional, TypeVar
 
 from golem_core.profiles import Profile, get_profile
 
-from ..events import Event, ExchangeCompleted
+from ..events import Event, ExchangeCompleted, ObservationLost
 from ..terminal import safe_text
 from .files import open_recording
 from .line_events import LineDecoder
@@ -131,6 +131,11 @@ class RecordingReader:
             raise self._named(exc) from None
         """The routes whose frames have a profile of their own, by name."""
         self._decoder = LineDecoder(self.profile, self.route_profiles, self.header.version)
+
+    @property
+    def stopped(self) -> Optional[ObservationLost]:
+        """Where observation stopped (the recording says so), once read that far; else None."""
+        return self._decoder.stopped
 
     def _named(self, exc: RecordingError) -> RecordingError:
         return exc if self.path is None else exc.at(self.path)
