@@ -72,6 +72,10 @@ class RouteGate:
         self._accepting = trio.CancelScope()
         self._closed = trio.Event()
 
+    def _status(self, *, up: bool, detail: str) -> None:
+        """Publish the upstream's state as this route sees it now."""
+        self.publish(UpstreamStatus(route=self.route.name, t=self.now(), up=up, detail=detail))
+
     async def serve(self, handle: Handle, handlers: trio.Nursery) -> None:
         """Accept connections for ``handle`` (run in ``handlers``) until cancelled, closing
         the listener while the upstream is down (see `refused`)."""
@@ -88,14 +92,10 @@ class RouteGate:
             await self._listen_again()
             self.down = False
             self._closed = trio.Event()
-            self.publish(
-                UpstreamStatus(
-                    route=self.route.name,
-                    t=self.now(),
-                    up=True,
-                    detail=f"upstream {self.route.upstream} answers again: listening on "
-                    f"{self.address} again",
-                )
+            self._status(
+                up=True,
+                detail=f"upstream {self.route.upstream} answers again: listening on "
+                f"{self.address} again",
             )
 
     async def refused(self, exc: OSError) -> None:
@@ -105,15 +105,11 @@ class RouteGate:
         if not self.down:
             self.down = True
             self._accepting.cancel()
-            self.publish(
-                UpstreamStatus(
-                    route=self.route.name,
-                    t=self.now(),
-                    up=False,
-                    detail=f"upstream {self.route.upstream} refuses connections "
-                    f"({connect_reason(exc)}): not listening on {self.address} until it "
-                    f"answers (tried every {self.probe_interval:g} s)",
-                )
+            self._status(
+                up=False,
+                detail=f"upstream {self.route.upstream} refuses connections "
+                f"({connect_reason(exc)}): not listening on {self.address} until it "
+                f"answers (tried every {self.probe_interval:g} s)",
             )
         # Bounded: a stopping proxy cancels the loop that would say the listener closed.
         with trio.move_on_after(PROBE_TIMEOUT):
@@ -140,14 +136,10 @@ class RouteGate:
             except ListenError as exc:
                 if str(exc) != said:
                     said = str(exc)
-                    self.publish(
-                        UpstreamStatus(
-                            route=self.route.name,
-                            t=self.now(),
-                            up=False,
-                            detail=f"upstream {self.route.upstream} answers again, but {said}; "
-                            "trying again",
-                        )
+                    self._status(
+                        up=False,
+                        detail=f"upstream {self.route.upstream} answers again, but {said}; "
+                        "trying again",
                     )
                 await trio.sleep(self.probe_interval)
                 continue
