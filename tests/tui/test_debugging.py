@@ -179,7 +179,16 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
                     await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
                     assert "OBJECT_NOT_FOUND" in app.screen.query_one(TextArea).text
                     await pilot.press("ctrl+s")
-                await wait_for(pilot, lambda n=done: len(outcomes) == n, limit=4000)
+                try:
+                    await wait_for(pilot, lambda n=done: len(outcomes) == n, limit=4000)
+                except AssertionError:
+                    # Rare under a loaded suite: say where it stood, to find out why.
+                    held = [(h.id, h.method) for h in panel.held]
+                    raise AssertionError(
+                        f"after {key!r}: the client has {outcomes}, held {held}, "
+                        f"screen {type(app.screen).__name__}, worker alive "
+                        f"{worker.is_alive()}"
+                    ) from None
             worker.join(10)
         await until_stopped(source)
 
