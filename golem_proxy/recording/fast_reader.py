@@ -214,7 +214,7 @@ class FastRecordingReader(RecordingReader):
         t, size, payload_at = _FRAME_GROUPS[asked]
         payload_start, payload_end = match.span(payload_at)
         payload = match.string[payload_start:payload_end]
-        if payload.count(b"{") + payload.count(b"[") >= MAX_DEPTH:
+        if len(payload) >= MAX_DEPTH and payload.count(b"{") + payload.count(b"[") >= MAX_DEPTH:
             # Deep enough that the exact reader's check may refuse it (below, the line's
             # nesting is the payload's and its own brace).
             check_line(match.string[line_start : payload_end + 1])

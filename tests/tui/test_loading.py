@@ -81,8 +81,10 @@ def test_the_status_bar_says_how_far_a_recording_is_loaded(tmp_path: Path) -> No
             percent = app.loading.percent
             assert 0 < percent < 100
             assert f"loading {flows:,} flows · {percent}% of the file" in status, status
-            # What is loaded so far is kept off the cyclic collector's walks until the end.
+            # What is loaded so far is kept off the cyclic collector's walks until the end,
+            # and the collector runs once a batch, not by itself.
             assert gc.get_freeze_count() > 0
+            assert not gc.isenabled()
             # A line longer than the terminal (a long path) wraps rather than losing its end.
             inner = app.status_bar.content_region.width
             assert app.status_bar.size.height == (1 if len(status) <= inner else 2)
@@ -97,6 +99,7 @@ def test_the_status_bar_says_how_far_a_recording_is_loaded(tmp_path: Path) -> No
             assert "loading" not in status
             assert f"{EXCHANGES:,} flows" in status
             assert gc.get_freeze_count() == 0
+            assert gc.isenabled()
             assert not any(row_cells(f, app.model)[6] == "loading" for f in app.model.flows)
 
     run(body())
@@ -144,6 +147,8 @@ def test_quitting_while_a_file_loads_hands_the_objects_back_to_the_collector(
         async with app.run_test(size=(100, 30)) as pilot:
             await wait_for(pilot, lambda: app.loading is not None and len(app.model.flows) > 0)
             assert gc.get_freeze_count() > 0
+            assert not gc.isenabled()
         assert gc.get_freeze_count() == 0
+        assert gc.isenabled()
 
     run(body())
