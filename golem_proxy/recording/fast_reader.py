@@ -220,6 +220,8 @@ class FastRecordingReader(RecordingReader):
             check_line(match.string[line_start : payload_end + 1])
         obj = decode_exactly(payload)
         if obj is NOT_DECODED:
+            # Not rare: a digit-only GUID string trips orjson's 19-digit guard. JSON's own
+            # scanner keeps such exchanges on the fast path.
             text = payload.decode("utf-8")
             obj, end = _scan_json(text, 0)
             if end != len(text):
