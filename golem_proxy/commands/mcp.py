@@ -5,7 +5,8 @@ as its child and relays the client's stdio to it byte for byte (the MCP hop), st
 routes of its own in front of the plugin and points the child at them through the
 environment (the GOLEM hop), and records both in one timeline where every GOLEM flow names
 the tool call that caused it (docs/mcp.md). Its stdout carries the child's bytes and nothing
-else: the live log goes to stderr or ``--log FILE``.
+else: the live log goes to stderr or ``--log FILE``, the observing process's too with
+``--observer child-process`` (commands/_mcp_serve.py serves both ways).
 """
 
 from __future__ import annotations
@@ -13,42 +14,37 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
-import os
 import shlex
-import signal
 import sys
-from collections.abc import AsyncIterator, Mapping
 from typing import Optional, TextIO
 
 import trio
-from rich.console import Console
-from rich.text import Text
 
 from golem_core.profiles import GOLEM, MCP
 
 from ..live.attribution import ToolCallTracker
-from ..live.console_socket import serve_console
-from ..live.intercept_console import InterceptConsole
 from ..live.log_output import TerminalOutput
-from ..live.proxy_options import BoundRoute
-from ..live.session import ProxySession, SessionConfig
-from ..live.stdio_relay import ChildStartError, StdioRelay
+from ..live.observer_link import HOLD_LIMIT
+from ..live.session import SessionConfig
+from ..live.stdio_relay import ChildStartError
 from ..net.addresses import Address, Route
-from ..net.listeners import Listener, open_listener
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
-from ..terminal import safe_text
-from ._bound_routes import client_environment, print_intercept, print_routes
-from ._common import CommandError, error_line, unwrap
+from ._common import CommandError, error_line, seconds_arg, unwrap
+from ._mcp_serve import MCP_ROUTE, ServerPlan, serve, serve_forwarding
 from ._options import add_address, add_timeout
-from .proxy import add_session_arguments, session_options, verbosity_of
+from .proxy import (
+    CHILD_PROCESS,
+    IN_PROCESS,
+    OBSERVER_PLACES,
+    add_session_arguments,
+    session_options,
+    verbosity_of,
+)
 
 NAME = "mcp"
 HELP = "Wrap an MCP server: relay its stdio, proxy its GOLEM calls, record both layers."
 ORDER = 12
-
-MCP_ROUTE = "mcp"
-"""The route name of the MCP stdio hop in the session and its recording."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,6 +89,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(stdin is the MCP client's); golem-proxy intercept unix:PATH talks to it",
         metavar="unix:PATH",
     )
+    parser.add_argument(
+        "--observer",
+        choices=OBSERVER_PLACES,
+        default=IN_PROCESS,
+        help="where decoding, attribution, the log and the recording run: in-process (the "
+        "default) or child-process (a process of its own, fed every chunk of both hops "
+        "through a pipe; not with --fault, --intercept or --enforce-limits)",
+    )
+    parser.add_argument(
+        "--observer-hold",
+        type=seconds_arg,
+        default=HOLD_LIMIT,
+        metavar="SECONDS",
+        help="with --observer child-process: how long forwarding may wait in one go for a "
+        "recording more than 60 ms behind the wire (as golem-proxy proxy's; default: no limit)",
+    )
     add_session_arguments(parser)
     parser.add_argument(
         "server", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the MCP server"
@@ -106,10 +118,19 @@ def run(args: argparse.Namespace) -> int:
     if not argv:
         raise CommandError("mcp: no server command", "give it after --: golem-proxy mcp -- CMD")
     _check_console(args.intercept, args.console)
-    overrides = _env_overrides(args.env)
+    child = args.observer == CHILD_PROCESS
+    if child:
+        _check_child_observer(args)
+    plan = ServerPlan(argv, _env_overrides(args.env), args.exit_timeout)
     tracker = ToolCallTracker(MCP)
     options, record_path = session_options(args, GOLEM)
-    options = dataclasses.replace(options, annotate=tracker.annotate)
+    # In one process the tracker annotates the routes' frames; with an observing process of
+    # its own, that process makes the session's one tracker (live/layer_taps.py).
+    options = dataclasses.replace(
+        options,
+        observer_hold=args.observer_hold,
+        annotate=None if child else tracker.annotate,
+    )
     routes = [
         Route(GOLEM.channels[0], Address("127.0.0.1", 0), args.upstream),
         Route(GOLEM.channels[1], Address("127.0.0.1", 0), args.gh_upstream),
@@ -127,7 +148,10 @@ def run(args: argparse.Namespace) -> int:
         layers=(RouteInfo(MCP_ROUTE, "stdio", shlex.join(argv), MCP.name),),
     )
     try:
-        return trio.run(_serve, config, argv, overrides, tracker, args.exit_timeout, args.console)
+        if child:
+            log_fd = log_stream.fileno() if log_stream is not None else sys.stderr.fileno()
+            return trio.run(serve_forwarding, config, plan, log_fd, args.log_buffer)
+        return trio.run(serve, config, plan, tracker, args.console)
     except BaseException as exc:
         failed = _one_error(exc)
         if failed is None:
@@ -150,6 +174,21 @@ def _check_console(intercept: Optional[str], console: Optional[Address]) -> None
         raise CommandError("mcp --console: needs --intercept FILTER")
     if console is not None and not console.is_unix:
         raise CommandError(f"mcp --console: {console} is not unix:PATH", "a private Unix socket")
+
+
+def _check_child_observer(args: argparse.Namespace) -> None:
+    """Refuse what the observing process cannot do: the options that decode on the forwarding
+    path. Raises CommandError."""
+    for given, option in (
+        (args.fault, "--fault"),
+        (args.intercept is not None, "--intercept"),
+        (args.enforce_limits, "--enforce-limits"),
+    ):
+        if given:
+            raise CommandError(
+                f"mcp --observer {CHILD_PROCESS} does not take {option}",
+                f"it decodes on the forwarding path; use --observer {IN_PROCESS}",
+            )
 
 
 def _env_overrides(specs: list[str]) -> dict[str, str]:
@@ -180,104 +219,3 @@ def _one_error(exc: BaseException) -> Optional[str]:
     inner = unwrap(exc)
     line = error_line(inner)
     return f"mcp: {line}" if line is not None and isinstance(inner, ChildStartError) else line
-
-
-def child_environment(
-    bound: list[BoundRoute], overrides: Mapping[str, str], base: Mapping[str, str]
-) -> dict[str, str]:
-    """The server's environment: ours, then the variables that point it at the proxy's GOLEM
-    routes, then ``--env``."""
-    env = dict(base)
-    env.update(client_environment(bound, GOLEM))
-    env.update(overrides)
-    return env
-
-
-async def _serve(
-    config: SessionConfig,
-    argv: list[str],
-    overrides: dict[str, str],
-    tracker: ToolCallTracker,
-    exit_timeout: float,
-    console_address: Optional[Address],
-) -> int:
-    session = ProxySession(config)
-    # Opened before the server starts: a socket that cannot be made stops the run at once.
-    commands = await open_listener(console_address) if console_address is not None else None
-    try:
-        return await _serve_with(session, config, argv, overrides, tracker, exit_timeout, commands)
-    finally:
-        if commands is not None:
-            with trio.CancelScope(shield=True):
-                await commands.aclose()
-
-
-async def _serve_with(
-    session: ProxySession,
-    config: SessionConfig,
-    argv: list[str],
-    overrides: dict[str, str],
-    tracker: ToolCallTracker,
-    exit_timeout: float,
-    commands: Optional[Listener],
-) -> int:
-    console = config.console
-    assert console is not None
-    engine = config.options.intercept
-    # Signals are caught from the start: a SIGTERM before the server runs must not kill us
-    # with a traceback, and once it runs they are the server's to act on.
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            bound = await nursery.start(session.run)
-            try:
-                env = child_environment(bound, overrides, os.environ)
-                relay = StdioRelay(
-                    argv,
-                    env,
-                    session.proxy,
-                    MCP,
-                    route=MCP_ROUTE,
-                    watch=tracker.watch,
-                    exit_timeout=exit_timeout,
-                )
-                await relay.start()
-                _announce(console, bound, env, relay, config)
-                if commands is not None and engine is not None:
-                    where = safe_text(str(commands.address))
-                    print_intercept(console, engine, f"commands: golem-proxy intercept {where}")
-                    nursery.start_soon(serve_console, commands, InterceptConsole(engine))
-                nursery.start_soon(_forward_signals, signals, relay)
-                status = await relay.run()
-            finally:
-                session.stop()
-            nursery.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
-            await session.finished.wait()
-            nursery.cancel_scope.cancel()
-    return status
-
-
-async def _forward_signals(signals: AsyncIterator[int], relay: StdioRelay) -> None:
-    """The client (or the user) asked us to stop: the server decides how, we follow it."""
-    async for signum in signals:
-        relay.send_signal(signum)
-
-
-def _announce(
-    console: Console,
-    bound: list[BoundRoute],
-    env: Mapping[str, str],
-    relay: StdioRelay,
-    config: SessionConfig,
-) -> None:
-    print_routes(console, bound)
-    pointing = " ".join(f"{name}={env[name]}" for name in client_environment(bound, GOLEM))
-    console.print(
-        Text.assemble(
-            ("mcp", "bold"),
-            f": stdio ↔ {safe_text(relay.description, 200)} (pid {relay.pid}) with ",
-            (safe_text(pointing), "bold"),
-        ),
-        soft_wrap=True,
-    )
-    if config.record_path:
-        console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)

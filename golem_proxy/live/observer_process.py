@@ -33,7 +33,7 @@ from typing import Callable, Optional
 
 import trio
 
-from ..recording.format import Header
+from ..recording.format import Header, RouteInfo
 from ..recording.shared_file import RecordingFile, end_recording
 from .log import Verbosity
 from .observer_link import ObserverLink
@@ -76,6 +76,9 @@ class ObserverSetup:
     log_buffer: int
     log: bool = True
     """Print the log on stdout (else events are only recorded)."""
+    layers: tuple[RouteInfo, ...] = ()
+    """Hops served outside the relay (`SessionConfig.layers`: the MCP stdio hop of
+    ``golem-proxy mcp``), decoded with their own profile."""
 
 
 class ObservingProcess:
@@ -103,9 +106,14 @@ class ObservingProcess:
 
     @classmethod
     async def start(
-        cls, setup: ObserverSetup, record: Optional[RecordingFile], now: Callable[[], float]
+        cls,
+        setup: ObserverSetup,
+        record: Optional[RecordingFile],
+        now: Callable[[], float],
+        stdout: Optional[int] = None,
     ) -> ObservingProcess:
-        """Start the observing process and wait until it is ready. Raises ObserverStartError."""
+        """Start the observing process and wait until it is ready; its log goes to ``stdout``
+        (a descriptor; None: ours). Raises ObserverStartError."""
         read_fd, write_fd = os.pipe()
         with contextlib.suppress(OSError, AttributeError):
             fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
@@ -119,6 +127,7 @@ class ObservingProcess:
                  str(theirs.fileno()), str(record_fd)],
                 pass_fds=passed,
                 stdin=subprocess.DEVNULL,
+                stdout=stdout,
                 **group,  # type: ignore[arg-type]
             )  # fmt: skip
         except OSError as exc:

@@ -38,10 +38,11 @@ from rich.text import Text
 
 from golem_core.profiles import Profile, get_profile
 
-from ..events import Event
+from ..events import Event, ProcessOutput
 from ..table_layout import terminal_width
 from .handoff import Kind, Record, RecordReader
 from .hub import EventHub
+from .layer_taps import LayerTaps
 from .log_output import TerminalOutput
 from .observer import Observer
 from .observer_link import PIPE_DIRECTIONS
@@ -101,8 +102,12 @@ class HandoffSource:
         options: ProxyOptions,
         acknowledge: Callable[[int], None] = lambda offset: None,
         recorder: Callable[[], Optional[Recorder]] = lambda: None,
+        make_tap: Callable[..., ConnectionTap] = new_tap,
     ) -> None:
         os.set_blocking(fd, False)
+        self.make_tap = make_tap
+        """Makes a connection's tap, called as `new_tap` (`LayerTaps` with hops served
+        outside the relay)."""
         self.acknowledge = acknowledge
         """Called with the offset up to which the recording is written."""
         self.recorder = recorder
@@ -210,18 +215,26 @@ class HandoffSource:
         direction = PIPE_DIRECTIONS[record.direction]
         if kind is Kind.OPENED:
             opened = pickle.loads(record.data)
-            self._taps[record.conn] = new_tap(
+            self._taps[record.conn] = self.make_tap(
                 record.conn, opened.route, self.profile, self.publish, self.options, self.redactor
             )
             self.publish(opened)
         elif kind is Kind.CLOSED:
-            # After everything the connection forwarded is decoded, as the relay reports it.
-            self.observer.submit_event(self.publish, pickle.loads(record.data))
+            # After everything the connection forwarded is decoded, as the relay reports it
+            # (through its tap's publish: an MCP hop's close ends its tool calls in flight).
             tap = self._taps.pop(record.conn, None)
+            publish = self.publish if tap is None else tap.publish
+            self.observer.submit_event(publish, pickle.loads(record.data))
             if tap is not None:
                 self.observer.forget(tap)
         elif kind is Kind.EVENT:
-            self.publish(pickle.loads(record.data))
+            event = pickle.loads(record.data)
+            if isinstance(event, ProcessOutput):
+                # An MCP server's stderr: after the hop's frames handed on before it, as the
+                # stdio relay orders it in one process.
+                self.observer.submit_event(self.publish, event)
+            else:
+                self.publish(event)
         else:
             tap = self._taps.get(record.conn)
             if tap is None:
@@ -268,6 +281,7 @@ async def _observe(
             setup.options,
             Acknowledger(control),
             lambda: session.recorder,
+            LayerTaps(setup.layers) if setup.layers else new_tap,
         )
 
     session = ProxySession(config, source)
@@ -297,6 +311,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         record_path=setup.record_path,
         console=output.console() if setup.log else None,
         verbosity=setup.verbosity,
+        layers=setup.layers,
         record_fd=record_fd if record_fd >= 0 else None,
         header=setup.header,
     )

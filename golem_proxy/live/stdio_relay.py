@@ -7,6 +7,12 @@ same bytes to the session's observer, which never makes it wait (observer.py). T
 is the GOLEM routes' own, so the two layers are decoded in the order their bytes crossed:
 what the tool-call attribution relies on (`golem_proxy.live.attribution`).
 
+With observation in a process of its own (``--observer child-process``: the proxy has a
+`link`), the pumps hand each chunk to the link instead, right after forwarding it, and no tap
+is made here: the observing process decodes the hop with the GOLEM routes' chunks in the order
+they were handed on (`golem_proxy.live.layer_taps`). The relay then waits, like the GOLEM
+routes, while the recording trails the wire (`ObserverLink.until_caught_up`).
+
 The hop is one connection of the session (route ``mcp`` by default): ``c2s`` is the client's
 side (requests), ``s2c`` the server's (responses). It ends when the child exits: the child's
 stdout and stderr are drained (bounded), the connection's close is recorded, and `run`
@@ -33,6 +39,7 @@ from golem_core.profiles import Profile
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, ProcessOutput
 from ..net.sockio import write_all
+from .layer_taps import layer_tap
 from .relay import Proxy
 from .tap import ConnectionTap
 
@@ -110,6 +117,8 @@ class StdioRelay:
         self.process: Optional[trio.Process] = None
         self._ends = _Ends()
         self._sent = {Direction.C2S: 0, Direction.S2C: 0}
+        self.conn = 0
+        """The hop's connection number in the session (once `run` began)."""
 
     @property
     def pid(self) -> Optional[int]:
@@ -142,15 +151,12 @@ class StdioRelay:
         process = self.process
         assert process is not None and process.stdin and process.stdout and process.stderr
         proxy = self.proxy
-        conn = proxy.new_connection_id()
-        tap = ConnectionTap(
-            conn,
-            self.route,
-            self.profile,
-            self.publish,
-            redactor=proxy.redactor,
-            limits=proxy.options.observe,
-        )
+        conn = self.conn = proxy.new_connection_id()
+        tap = None
+        if proxy.link is None:  # else the observing process decodes the hop
+            tap = layer_tap(
+                conn, self.route, self.profile, self.publish, proxy.options, proxy.redactor
+            )
         self.publish(
             ConnectionOpened(
                 conn=conn,
@@ -184,8 +190,13 @@ class StdioRelay:
             self._finish(conn, tap, process)
         return exit_status(process.returncode if process.returncode is not None else -9)
 
-    def _observe(self, tap: ConnectionTap, direction: Direction, data: bytes) -> None:
+    def _observe(self, tap: Optional[ConnectionTap], direction: Direction, data: bytes) -> None:
         t = self.proxy.now()
+        link = self.proxy.link
+        if tap is None:
+            if link is not None:
+                link.data(self.conn, direction, data, t)
+            return
         if not self.proxy.options.enforce_limits:
             self.proxy.observer.submit(tap, direction, data, t)
             return
@@ -199,8 +210,15 @@ class StdioRelay:
             except Exception as exc:  # a decoding bug costs the inspection, never the relay
                 tap.fail(exc, t)
 
+    async def _caught_up(self) -> None:
+        """While the recording trails the wire (observed in a process of its own), wait for
+        it before taking more bytes: backpressure, as on the GOLEM routes."""
+        link = self.proxy.link
+        if link is not None and link.holding:
+            await link.until_caught_up()
+
     async def _client_to_child(
-        self, tap: ConnectionTap, stdin: trio.lowlevel.FdStream, process: trio.Process
+        self, tap: Optional[ConnectionTap], stdin: trio.lowlevel.FdStream, process: trio.Process
     ) -> None:
         assert process.stdin is not None
         source = stdin.fileno()
@@ -216,7 +234,10 @@ class StdioRelay:
                 except OSError:  # the child closed its stdin (or exited)
                     break
                 self._sent[Direction.C2S] += len(chunk)
+                # Handed on before anything else runs (no checkpoint since the write): the
+                # server cannot have sent a GOLEM frame about it yet (the attribution).
                 self._observe(tap, Direction.C2S, chunk)
+                await self._caught_up()
         finally:
             self._observe(tap, Direction.C2S, b"")
         await process.stdin.aclose()
@@ -236,7 +257,7 @@ class StdioRelay:
         self.send_signal(signal.SIGKILL)
 
     async def _child_to_client(
-        self, tap: ConnectionTap, process: trio.Process, stdout: trio.lowlevel.FdStream
+        self, tap: Optional[ConnectionTap], process: trio.Process, stdout: trio.lowlevel.FdStream
     ) -> None:
         assert process.stdout is not None
         source = _fileno(process.stdout)
@@ -255,6 +276,7 @@ class StdioRelay:
                         _say(f"the client stopped reading ({exc.strerror or exc}); ")
                 self._sent[Direction.S2C] += len(chunk)
                 self._observe(tap, Direction.S2C, chunk)
+                await self._caught_up()
         finally:
             self._observe(tap, Direction.S2C, b"")
 
@@ -268,10 +290,7 @@ class StdioRelay:
                 return
             # Recorded in order with the hop's frames (after what was forwarded before it).
             output = ProcessOutput(conn=conn, route=self.route, t=self.proxy.now(), data=chunk)
-            if self.proxy.options.enforce_limits:
-                self.publish(output)
-            else:
-                self.proxy.observer.submit_event(self.publish, output)
+            self._publish_in_order(output)
             # Our stderr stays blocking (the live log writes there from its own thread), so
             # the write waits in a worker thread rather than on the relay's.
             try:
@@ -279,7 +298,16 @@ class StdioRelay:
             except OSError:
                 sink = -1  # stderr is gone: keep draining the child
 
-    def _finish(self, conn: int, tap: ConnectionTap, process: trio.Process) -> None:
+    def _publish_in_order(self, event: Event) -> None:
+        """Publish ``event`` after what was forwarded before it is decoded (the link and the
+        observing process keep that order themselves)."""
+        proxy = self.proxy
+        if proxy.link is not None or proxy.options.enforce_limits:
+            self.publish(event)
+        else:
+            proxy.observer.submit_event(self.publish, event)
+
+    def _finish(self, conn: int, tap: Optional[ConnectionTap], process: trio.Process) -> None:
         returncode = process.returncode
         if returncode is None:
             reason = "the child is still running"
@@ -299,11 +327,9 @@ class StdioRelay:
             bytes_s2c=self._sent[Direction.S2C],
             abnormal=abnormal,
         )
-        if self.proxy.options.enforce_limits:
-            self.publish(closed)
-            return
-        self.proxy.observer.submit_event(self.publish, closed)
-        self.proxy.observer.forget(tap)
+        self._publish_in_order(closed)
+        if tap is not None and not self.proxy.options.enforce_limits:
+            self.proxy.observer.forget(tap)
 
 
 def _fileno(stream: object) -> int:

@@ -1,0 +1,87 @@
+"""The taps of a session with hops served outside the relay (the MCP stdio hop of
+``golem-proxy mcp``), where tool-call attribution needs both layers decoded together.
+
+A hop's tap (`layer_tap`) decodes with the hop's own profile and takes the session's
+redaction and frame limits, not the GOLEM routes' catalogue, cap or annotation. `LayerTaps`
+builds every tap of the observing process (``--observer child-process``, observing.py): it
+owns the session's one `ToolCallTracker`, made there from the setup (never sent half-filled
+from the forwarding process), which follows the MCP hop's events and annotates the GOLEM
+routes' frames, all decoded in the order the forwarding process handed their bytes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Optional
+
+from golem_core.profiles import MCP, Profile, get_profile
+
+from ..events import Event
+from ..recording.format import RouteInfo
+from .attribution import ToolCallTracker
+from .proxy_options import ProxyOptions, new_tap
+from .redact import Redactor
+from .tap import ConnectionTap
+
+__all__ = ["LayerTaps", "layer_tap"]
+
+
+def layer_tap(
+    conn: int,
+    route: str,
+    profile: Profile,
+    publish: Callable[[Event], None],
+    options: ProxyOptions,
+    redactor: Optional[Redactor],
+) -> ConnectionTap:
+    """The tap of a hop served outside the relay (see the module docstring)."""
+    return ConnectionTap(conn, route, profile, publish, redactor=redactor, limits=options.observe)
+
+
+class LayerTaps:
+    """Makes each connection's tap in the observing process: the relay's routes' as
+    `new_tap` does (annotated with the tool calls in flight when a layer is MCP), the layers'
+    as `layer_tap` does (an MCP layer's events followed by the tracker first). Called as
+    `new_tap` is."""
+
+    def __init__(self, layers: Sequence[RouteInfo]) -> None:
+        self._profiles = {
+            layer.name: get_profile(layer.profile) for layer in layers if layer.profile is not None
+        }
+        self.tracker: Optional[ToolCallTracker] = None
+        """The session's one tracker, when a layer is MCP."""
+        if any(profile.name == MCP.name for profile in self._profiles.values()):
+            self.tracker = ToolCallTracker(MCP)
+
+    def __call__(
+        self,
+        conn: int,
+        route: str,
+        profile: Profile,
+        publish: Callable[[Event], None],
+        options: ProxyOptions,
+        redactor: Optional[Redactor],
+    ) -> ConnectionTap:
+        """The tap of connection ``conn`` on ``route`` (``options``: the session's, which the
+        relay's routes take with this session's annotation)."""
+        layer = self._profiles.get(route)
+        tracker = self.tracker
+        if layer is None:
+            if tracker is not None:
+                options = dataclasses.replace(options, annotate=tracker.annotate)
+            return new_tap(conn, route, profile, publish, options, redactor)
+        if tracker is not None and layer.name == MCP.name:
+            publish = _watched(tracker, publish)
+        return layer_tap(conn, route, layer, publish, options, redactor)
+
+
+def _watched(tracker: ToolCallTracker, publish: Callable[[Event], None]) -> Callable[[Event], None]:
+    """``publish``, with the tracker following each event first (as the MCP hop's relay does
+    in one process: `golem_proxy.live.stdio_relay.StdioRelay.publish`)."""
+
+    def watch_then_publish(event: Event) -> None:
+        tracker.watch(event)
+        publish(event)
+
+    return watch_then_publish
