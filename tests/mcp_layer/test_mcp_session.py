@@ -1,7 +1,8 @@
 """End to end: the `mcp` package's stdio client drives the test FastMCP server through
 ``golem-proxy mcp --record`` to the headless plugin, and the same calls run directly against
 an identical plugin. The model must get the same results, and the recording must say which
-tool call caused each GOLEM flow."""
+tool call caused each GOLEM flow, with observation in the wrapper's process and in a process
+of its own (``--observer child-process``: both hops handed on through one pipe)."""
 
 from __future__ import annotations
 
@@ -39,14 +40,17 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list, list, Path]]:
+@pytest.fixture(scope="module", params=["in-process", "child-process"])
+def session(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[list, list, Path]]:
     """The calls made directly and through the wrapper (two plugins with the same seed),
-    and the wrapper's recording."""
+    and the wrapper's recording, observed where the parameter says."""
     record = tmp_path_factory.mktemp("mcp") / "session.jsonl"
+    observer = ("--observer", request.param)
     with PluginProcess(seed=7) as first, PluginProcess(seed=7) as second:
         direct = call_tools(SERVER_COMMAND, direct_env(first), CALLS)
-        proxied = call_tools(wrapped(second, record), environment(), CALLS)
+        proxied = call_tools(wrapped(second, record, *observer), environment(), CALLS)
     yield direct, proxied, record
 
 
