@@ -1,0 +1,140 @@
+"""``golem-proxy mcp --observer child-process``: the wrapper forwards both hops and the
+observing process decodes, attributes and records them. Its stdout stays the MCP server's
+bytes (the observing process logs where the wrapper does: stderr or ``--log FILE``), and the
+attribution survives both hops crossing one pipe while large results hold the relay."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.events import FrameSeen
+from golem_proxy.recording.format import read_recording
+from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import reap
+
+from .mcp_helpers import ROOT, Call, call_tools, environment, start_piped, wrapped
+
+CHILD = ("--observer", "child-process")
+
+
+def line(obj: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", **obj}).encode() + b"\n"
+
+
+INITIALIZE = line(
+    {
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+)
+LIST_LAYERS = line(
+    {"id": 1, "method": "tools/call", "params": {"name": "list_layers", "arguments": {}}}
+)
+
+
+@pytest.mark.parametrize("log_to", ["stderr", "file"])
+def test_stdout_carries_only_the_servers_bytes(tmp_path: Path, log_to: str) -> None:
+    record, log, errors = tmp_path / "r.jsonl", tmp_path / "live.log", tmp_path / "stderr"
+    logging = ("--verbose",) + (("--log", str(log)) if log_to == "file" else ())
+    with PluginProcess(seed=8) as plugin, errors.open("wb") as stderr:
+        process = start_piped(wrapped(plugin, record, *CHILD, *logging), stderr=stderr.fileno())
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(INITIALIZE)
+            process.stdin.flush()
+            answers = [process.stdout.readline()]
+            process.stdin.write(line({"method": "notifications/initialized"}) + LIST_LAYERS)
+            process.stdin.flush()
+            answers.append(process.stdout.readline())
+            process.stdin.close()
+            assert process.wait(60) == 0
+            rest = process.stdout.read()
+        finally:
+            reap(process)
+            process.stdout.close()
+    assert rest == b""
+    assert [json.loads(answer)["id"] for answer in answers] == [0, 1]
+    assert not json.loads(answers[1])["result"]["isError"]
+    # The observing process's log (every frame, with --verbose) is where the wrapper's is.
+    where = log.read_text() if log_to == "file" else errors.read_text()
+    exchanges = [text for text in where.splitlines() if " scene.list_layers " in text]
+    assert len(exchanges) == 1 and exchanges[0].endswith("⟵ list_layers"), where
+    if log_to == "file":
+        assert "scene.list_layers" not in errors.read_text()
+    [call] = read_tool_calls(str(record))
+    assert [flow.method for flow in call.golem] == ["ping", "scene.list_layers"]
+
+
+ROUND: list[Call] = [
+    ("layer_report", {}),  # a name of its own in each round
+    # Two copies of 4 MiB in one line: more than the link lets wait unacknowledged (1 MiB),
+    # so the relay is held (about once a round) and the next calls' chunks of both hops
+    # queue behind it in the pipe.
+    ("big_text", {"size": 4 * 1024 * 1024}),
+    ("gh_ping", {}),
+    ("list_layers", {}),
+]
+ROUNDS = 8
+GOLEM_OF = {
+    "layer_report": ["scene.create_layer", "scene.list_layers"],
+    "big_text": [],
+    "gh_ping": ["ping"],
+    "list_layers": ["scene.list_layers"],
+}
+
+
+def test_every_golem_flow_names_its_call_when_both_hops_share_the_pipe_under_load(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "r.jsonl"
+    calls = [
+        (name, {"name": f"R{number}"} if name == "layer_report" else arguments)
+        for number in range(ROUNDS)
+        for name, arguments in ROUND
+    ]
+    with PluginProcess(seed=9) as plugin:
+        outcomes = call_tools(wrapped(plugin, record, *CHILD), environment(), calls)
+    assert [failed for failed, _ in outcomes] == [name == "gh_ping" for name, _ in calls]
+    found = read_tool_calls(str(record))
+    assert [(call.tool, call.arguments) for call in found] == calls
+    assert [call.is_error for call in found] == [name == "gh_ping" for name, _ in calls]
+    for number, call in enumerate(found):
+        expected = GOLEM_OF[call.tool]
+        if number == 0:
+            expected = ["ping", *expected]  # the server's connection opens with a ping
+        assert [flow.method for flow in call.golem] == expected, (number, call.tool)
+    frames = [
+        e
+        for e in read_recording(str(record)).events
+        if isinstance(e, FrameSeen) and e.route != "mcp"
+    ]
+    assert len(frames) == 2 * sum(len(call.golem) for call in found)
+    assert all(frame.tool_calls is not None and len(frame.tool_calls) == 1 for frame in frames)
+
+
+def test_options_that_decode_on_the_forwarding_path_are_refused() -> None:
+    fault = "error:code=-32000,message=busy,method=ping"
+    for option in (["--fault", fault], ["--enforce-limits"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "golem_proxy", "mcp", *CHILD, *option, "--", "true"],
+            capture_output=True,
+            cwd=ROOT,
+            env=environment(),
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert done.stdout == b""
+        [message] = done.stderr.decode().strip().splitlines()[-1:]
+        assert message.startswith("golem-proxy: mcp --observer child-process does not take")
