@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import ConnectionClosed, FrameSeen, ProcessOutput, ViolationSeen
 from golem_proxy.recording.format import read_recording
@@ -39,12 +41,18 @@ def python(code: str) -> list[str]:
 
 
 ECHO = "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"
+OBSERVERS = pytest.mark.parametrize("observer", ["in-process", "child-process"])
+"""Where the wrapper observes (``--observer``): the hop's bytes and what is recorded of them
+are the same either way."""
 
 
-def test_stdout_is_the_servers_bytes_exactly(tmp_path: Path) -> None:
+@OBSERVERS
+def test_stdout_is_the_servers_bytes_exactly(tmp_path: Path, observer: str) -> None:
     record = tmp_path / "r.jsonl"
     lines = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n' * 3 + b"\xff\x00 tail\n"
-    done = wrapper("--record", str(record), "--", *python(ECHO), stdin=lines)
+    done = wrapper(
+        "--observer", observer, "--record", str(record), "--", *python(ECHO), stdin=lines
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == lines
     events = read_recording(str(record)).events
@@ -67,10 +75,11 @@ def test_junk_on_the_servers_stdout_is_forwarded_and_flagged(tmp_path: Path) -> 
     assert any(v.violation.rule == "jsonrpc.response.json" for v in flagged)
 
 
-def test_the_servers_stderr_is_passed_on_and_recorded(tmp_path: Path) -> None:
+@OBSERVERS
+def test_the_servers_stderr_is_passed_on_and_recorded(tmp_path: Path, observer: str) -> None:
     record = tmp_path / "r.jsonl"
     code = "import sys; sys.stderr.buffer.write(b'warming up\\n\\xff'); sys.stderr.flush()"
-    done = wrapper("--record", str(record), "--", *python(code))
+    done = wrapper("--observer", observer, "--record", str(record), "--", *python(code))
     assert done.returncode == 0
     assert b"warming up\n\xff" in done.stderr
     assert done.stdout == b""
@@ -136,14 +145,22 @@ def test_a_server_that_ignores_stdin_closing_is_stopped(tmp_path: Path) -> None:
     assert done.returncode == 128 + signal.SIGKILL
 
 
+@OBSERVERS
 def test_a_server_that_crashes_mid_call_leaves_a_failed_unanswered_tool_call(
     tmp_path: Path,
+    observer: str,
 ) -> None:
     record = tmp_path / "r.jsonl"
     code = "import sys; sys.stdin.buffer.readline(); sys.exit(1)"
     call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "boom"}}
     done = wrapper(
-        "--record", str(record), "--", *python(code), stdin=json.dumps(call).encode() + b"\n"
+        "--observer",
+        observer,
+        "--record",
+        str(record),
+        "--",
+        *python(code),
+        stdin=json.dumps(call).encode() + b"\n",
     )
     assert done.returncode == 1
     [tool_call] = read_tool_calls(str(record))
@@ -151,12 +168,24 @@ def test_a_server_that_crashes_mid_call_leaves_a_failed_unanswered_tool_call(
     assert tool_call.flow.response is None and tool_call.is_error
 
 
-def test_the_server_is_pointed_at_the_proxy_and_env_overrides(tmp_path: Path) -> None:
+@OBSERVERS
+def test_the_server_is_pointed_at_the_proxy_and_env_overrides(
+    tmp_path: Path, observer: str
+) -> None:
     log = tmp_path / "live.log"
     names = ("GOLEM_RHINO_HOST", "GOLEM_RHINO_PORT", "GOLEM_GH_PORT", "EXTRA")
     code = f"import os, sys; sys.stdout.write(' '.join(os.environ.get(k, '-') for k in {names!r}))"
     done = wrapper(
-        "--log", str(log), "--env", "EXTRA=x=1", "--env", "GOLEM_GH_PORT=5", "--", *python(code)
+        "--observer",
+        observer,
+        "--log",
+        str(log),
+        "--env",
+        "EXTRA=x=1",
+        "--env",
+        "GOLEM_GH_PORT=5",
+        "--",
+        *python(code),
     )
     assert done.returncode == 0, done.stderr
     host, port, gh_port, extra = done.stdout.decode().split(" ")
@@ -172,13 +201,14 @@ def test_a_bad_env_spec_is_one_line_and_exit_2() -> None:
     assert done.stderr.decode().strip() == "golem-proxy: mcp --env: 'NOEQUALS' is not NAME=VALUE"
 
 
-def test_a_flood_of_notifications_is_forwarded_whole(tmp_path: Path) -> None:
+@OBSERVERS
+def test_a_flood_of_notifications_is_forwarded_whole(tmp_path: Path, observer: str) -> None:
     record = tmp_path / "r.jsonl"
     line = (
         b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n'
     )
     code = f"import sys; sys.stdout.buffer.write({line!r} * 10000)"
-    done = wrapper("--record", str(record), "--", *python(code))
+    done = wrapper("--observer", observer, "--record", str(record), "--", *python(code))
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout == line * 10000
     closed = [e for e in read_recording(str(record)).events if isinstance(e, ConnectionClosed)]
