@@ -3,11 +3,12 @@
     python bench/bench_stdio.py [--calls 2000] [--rounds 3] [--json FILE]
 
 A JSON-RPC echo server (one line in, one answer line out, the shape of an MCP exchange) is
-driven one call at a time, the MCP client's pattern, three ways in interleaved rounds:
+driven one call at a time, the MCP client's pattern, four ways in interleaved rounds:
 directly, behind a plain pipe relay (a process that copies bytes both ways with two threads
 and nothing else), and behind ``golem-proxy mcp --record`` (decoding, pairing, attribution
-and recording on). It prints the median round trip of each, the latency each hop adds over
-the direct run, and the ratio of golem-proxy's round trip to the plain relay's.
+and recording on) observing in its own process and in a process of its own (``--observer
+child-process``). It prints the median round trip of each, the latency each hop adds over
+the direct run, and the ratio of golem-proxy's round trips to the plain relay's.
 """
 
 from __future__ import annotations
@@ -88,24 +89,19 @@ def round_trips(command: list[str], calls: int, env: dict[str, str]) -> list[flo
     return times
 
 
+WRAPPED = {"golem-proxy mcp": "in-process", "golem-proxy mcp child": "child-process"}
+"""The wrapper's runs by name, and where each observes (``--observer``)."""
+
+
 def relay_hops(record: str) -> dict[str, list[str]]:
-    """The three commands compared, by name: the server alone, behind a plain relay, behind us."""
-    return {
-        "direct": SERVER,
-        "plain pipe relay": [sys.executable, __file__, "--relay", *SERVER],
-        "golem-proxy mcp": [
-            sys.executable,
-            "-m",
-            "golem_proxy",
-            "mcp",
-            "--quiet",
-            "--record",
-            record,
-            "--overwrite",
-            "--",
-            *SERVER,
-        ],
-    }
+    """The commands compared, by name: the server alone, behind a plain relay, behind us."""
+    hops = {"direct": SERVER, "plain pipe relay": [sys.executable, __file__, "--relay", *SERVER]}
+    for name, observer in WRAPPED.items():
+        hops[name] = [
+            sys.executable, "-m", "golem_proxy", "mcp", "--quiet", "--observer", observer,
+            "--record", record, "--overwrite", "--", *SERVER,
+        ]  # fmt: skip
+    return hops
 
 
 def main() -> None:
@@ -130,10 +126,11 @@ def main() -> None:
     print(f"{'hop':<20} {'median RTT':>12} {'added':>10}")
     for name, value in result.items():
         print(f"{name:<20} {value * 1e6:>9.1f} µs {(value - direct) * 1e6:>7.1f} µs")
-    ratio = result["golem-proxy mcp"] / result["plain pipe relay"]
-    print(f"golem-proxy mcp / plain pipe relay: {ratio:.2f}x the round trip")
+    ratios = {name: result[name] / result["plain pipe relay"] for name in WRAPPED}
+    for name, ratio in ratios.items():
+        print(f"{name} / plain pipe relay: {ratio:.2f}x the round trip")
     if args.json:
-        data = {"median_rtt_s": result, "ratio_vs_plain_relay": ratio, "calls": args.calls}
+        data = {"median_rtt_s": result, "ratio_vs_plain_relay": ratios, "calls": args.calls}
         Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
 
 

@@ -1,4 +1,5 @@
-"""bench/bench_stdio.py runs at a tiny size (no timing): its three hops answer every call."""
+"""bench/bench_stdio.py runs at a tiny size (no timing): every hop answers every call (the
+wrapper with both observers)."""
 
 from __future__ import annotations
 
