@@ -99,8 +99,9 @@ def test_a_server_killed_by_a_signal_exits_as_a_shell_says() -> None:
     assert done.returncode == 128 + signal.SIGKILL
 
 
-def test_a_command_that_cannot_start_is_one_line_and_exit_2() -> None:
-    done = wrapper("--", "/nonexistent/golem-mcp-server")
+@OBSERVERS
+def test_a_command_that_cannot_start_is_one_line_and_exit_2(observer: str) -> None:
+    done = wrapper("--observer", observer, "--", "/nonexistent/golem-mcp-server")
     assert done.returncode == 2
     assert done.stdout == b""
     lines = done.stderr.decode().strip().splitlines()
