@@ -6,6 +6,8 @@ attribution survives both hops crossing one pipe while large results hold the re
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +19,7 @@ from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.live.observer_child_helpers import children_of, wait_for
 from tests.support.cli_helpers import reap
 
 from .mcp_helpers import ROOT, Call, call_tools, environment, start_piped, wrapped
@@ -74,6 +77,62 @@ def test_stdout_carries_only_the_servers_bytes(tmp_path: Path, log_to: str) -> N
     if log_to == "file":
         assert "scene.list_layers" not in errors.read_text()
     [call] = read_tool_calls(str(record))
+    assert [flow.method for flow in call.golem] == ["ping", "scene.list_layers"]
+
+
+def observing_process(wrapper: int) -> int:
+    """The observing process the wrapper started."""
+    [pid] = [
+        pid
+        for pid in children_of(wrapper)
+        if b"golem_proxy.live.observing" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+    return pid
+
+
+def answer_recorded(record: Path, ident: int) -> bool:
+    """The recording (being written) holds the MCP answer ``ident``."""
+    for text in record.read_text().splitlines():
+        if '"route":"mcp","dir":"s2c"' in text and f'"id":{ident},' in text:
+            return True
+    return False
+
+
+def test_forwarding_goes_on_when_the_observing_process_dies(tmp_path: Path) -> None:
+    record, errors = tmp_path / "r.jsonl", tmp_path / "stderr"
+    with PluginProcess(seed=10) as plugin, errors.open("wb") as stderr:
+        process = start_piped(wrapped(plugin, record, *CHILD), stderr=stderr.fileno())
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(INITIALIZE)
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 0
+            process.stdin.write(line({"method": "notifications/initialized"}) + LIST_LAYERS)
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 1
+            wait_for(lambda: answer_recorded(record, 1), what="the answer in the recording")
+            os.kill(observing_process(process.pid), signal.SIGKILL)
+            wait_for(lambda: b"observation stopped" in errors.read_bytes(), what="the notice")
+            params = {"name": "create_layer", "arguments": {"name": "After"}}
+            process.stdin.write(line({"id": 2, "method": "tools/call", "params": params}))
+            process.stdin.flush()
+            answer = json.loads(process.stdout.readline())
+            assert answer["id"] == 2 and not answer["result"]["isError"]
+            process.stdin.close()
+            assert process.wait(60) == 0
+        finally:
+            reap(process)
+            process.stdout.close()
+    notices = [text for text in errors.read_text().splitlines() if "observation stopped" in text]
+    assert notices == [
+        "golem-proxy: observation stopped (the observing process was killed by SIGKILL); "
+        "forwarding goes on"
+    ]
+    lines = record.read_text().splitlines()
+    assert json.loads(lines[-1])["kind"] == "observation-stopped"
+    # What was observed before stays whole, attribution included.
+    [call] = read_tool_calls(str(record))
+    assert call.tool == "list_layers"
     assert [flow.method for flow in call.golem] == ["ping", "scene.list_layers"]
 
 
