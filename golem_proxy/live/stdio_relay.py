@@ -230,19 +230,30 @@ class StdioRelay:
                     self._ends.client_closed = True
                     break
                 try:
-                    await write_all(sink, chunk)
+                    await self._write_observed(tap, sink, chunk)
                 except OSError:  # the child closed its stdin (or exited)
                     break
                 self._sent[Direction.C2S] += len(chunk)
-                # Handed on before anything else runs (no checkpoint since the write): the
-                # server cannot have sent a GOLEM frame about it yet (the attribution).
-                self._observe(tap, Direction.C2S, chunk)
                 await self._caught_up()
         finally:
             self._observe(tap, Direction.C2S, b"")
         await process.stdin.aclose()
         if self._ends.client_closed:
             await self._wait_or_stop(process)
+
+    async def _write_observed(self, tap: Optional[ConnectionTap], sink: int, chunk: bytes) -> None:
+        """Write the client's ``chunk`` to the server and observe it, before anything else
+        runs: the server may act on a call as soon as it can read it, and its GOLEM frames
+        must not be decoded before the call (the attribution). A chunk the pipe cannot take
+        at once is observed before its rest waits, as the TCP relay does. Raises OSError when
+        the server's stdin is gone."""
+        try:
+            sent = os.write(sink, chunk)
+        except BlockingIOError:
+            sent = 0
+        self._observe(tap, Direction.C2S, chunk)
+        if sent < len(chunk):
+            await write_all(sink, chunk[sent:])
 
     async def _wait_or_stop(self, process: trio.Process) -> None:
         """The client is gone: the child gets ``exit_timeout`` to exit, then SIGTERM, then

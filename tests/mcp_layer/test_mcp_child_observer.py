@@ -197,3 +197,60 @@ def test_options_that_decode_on_the_forwarding_path_are_refused() -> None:
         assert done.stdout == b""
         [message] = done.stderr.decode().strip().splitlines()[-1:]
         assert message.startswith("golem-proxy: mcp --observer child-process does not take")
+
+
+SLOW_READER = """
+import fcntl, json, os, socket, struct, sys, time
+# A small stdin pipe (as when the user's pipe quota is spent), then nothing read for a while:
+# the wrapper's writes to our stdin wait.
+fcntl.fcntl(0, getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)
+sys.stdout.write('{"jsonrpc": "2.0", "method": "ready"}\\n')
+sys.stdout.flush()
+time.sleep(0.5)
+for line in sys.stdin.buffer:
+    message = json.loads(line)
+    if message.get("method") != "tools/call":
+        continue
+    port = int(os.environ["GOLEM_RHINO_PORT"])
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        payload = json.dumps({"id": "p1", "method": "ping", "params": {}}).encode()
+        sock.sendall(struct.pack("!I", len(payload)) + payload)
+        size = struct.unpack("!I", sock.recv(4, socket.MSG_WAITALL))[0]
+        sock.recv(size, socket.MSG_WAITALL)
+    answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}
+    sys.stdout.write(json.dumps(answer) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.mark.parametrize("observer", ["in-process", "child-process"])
+def test_a_call_is_in_flight_before_the_server_can_act_on_it(tmp_path: Path, observer: str) -> None:
+    """The call comes in a chunk the server's stdin cannot take at once: the chunk is handed
+    on before the wrapper waits to write its rest, since the server may read the call and
+    send its GOLEM frames meanwhile (as the TCP relay does with a partial write)."""
+    record = tmp_path / "r.jsonl"
+    padding = {
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {"data": "x" * 300_000},
+    }
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ping_it"}}
+    with PluginProcess(seed=11) as plugin:
+        command = wrapped(plugin, record, "--observer", observer)
+        command[command.index("--") + 1 :] = [sys.executable, "-c", SLOW_READER]
+        process = start_piped(command)
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            assert json.loads(process.stdout.readline())["method"] == "ready"
+            # The call in the middle of a chunk the server's stdin cannot take at once.
+            around = json.dumps(padding).encode() + b"\n"
+            process.stdin.write(around + json.dumps(call).encode() + b"\n" + around)
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 1
+            process.stdin.close()
+            assert process.wait(60) == 0
+        finally:
+            reap(process)
+            process.stdout.close()
+    [call_seen] = read_tool_calls(str(record))
+    assert [flow.method for flow in call_seen.golem] == ["ping"]
