@@ -122,14 +122,14 @@ def run(args: argparse.Namespace) -> int:
     if child:
         _check_child_observer(args)
     plan = ServerPlan(argv, _env_overrides(args.env), args.exit_timeout)
-    tracker = ToolCallTracker(MCP)
-    options, record_path = session_options(args, GOLEM)
     # In one process the tracker annotates the routes' frames; with an observing process of
     # its own, that process makes the session's one tracker (live/layer_taps.py).
+    tracker = None if child else ToolCallTracker(MCP)
+    options, record_path = session_options(args, GOLEM)
     options = dataclasses.replace(
         options,
         observer_hold=args.observer_hold,
-        annotate=None if child else tracker.annotate,
+        annotate=None if tracker is None else tracker.annotate,
     )
     routes = [
         Route(GOLEM.channels[0], Address("127.0.0.1", 0), args.upstream),
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         layers=(RouteInfo(MCP_ROUTE, "stdio", shlex.join(argv), MCP.name),),
     )
     try:
-        if child:
+        if tracker is None:
             log_fd = log_stream.fileno() if log_stream is not None else sys.stderr.fileno()
             return trio.run(serve_forwarding, config, plan, log_fd, args.log_buffer)
         return trio.run(serve, config, plan, tracker, args.console)
