@@ -126,40 +126,53 @@ async def serve_forwarding(
 ) -> int:
     """``--observer child-process``: forward both hops here, observe them in a process of its
     own, whose log goes to ``log_fd`` (where ours goes: never our stdout, the MCP client's).
-    Returns the server's exit status."""
-    proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
-    bound = await proxy.bind()
-    proxy.start_time = trio.current_time()
-    observing = await _start_observing(config, proxy, bound, log_fd, log_buffer)
-    proxy.link = observing.link
+    Returns the server's exit status. Raises ObserverStartError, ChildStartError, OSError
+    (a listener, the recording) before the server runs."""
+    # Caught from the start, as in one process (`serve`): once the server runs they are its.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
+        bound = await proxy.bind()
+        proxy.start_time = trio.current_time()
+        observing = await _start_observing(config, proxy, bound, log_fd, log_buffer)
+        proxy.link = observing.link
+        drain = config.options.drain_timeout
+        try:
+            return await _forward(config, plan, proxy, bound, observing, signals)
+        finally:
+            # The observing process decodes what is left, then its log catches up: each gets
+            # the drain timeout, as in one process.
+            with trio.CancelScope(shield=True):
+                await observing.finish(handing_on=drain, deciding=2 * drain)
+
+
+async def _forward(
+    config: SessionConfig,
+    plan: ServerPlan,
+    proxy: Proxy,
+    bound: list[BoundRoute],
+    observing: ObservingProcess,
+    signals: AsyncIterator[int],
+) -> int:
+    """Serve the GOLEM routes and run the server on our stdio until it exits; then drain."""
     console = config.console
     assert console is not None
-    drain = config.options.drain_timeout
-    try:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async with trio.open_nursery() as watching:
-                watching.start_soon(observing.watch)
-                async with trio.open_nursery() as serving:
-                    await serving.start(proxy.serve)
-                    try:
-                        env = child_environment(bound, plan.overrides, os.environ)
-                        relay = StdioRelay(
-                            plan.argv, env, proxy, MCP, route=MCP_ROUTE,
-                            exit_timeout=plan.exit_timeout,
-                        )  # fmt: skip
-                        await relay.start()
-                        _announce(console, bound, env, relay, config)
-                        watching.start_soon(_forward_signals, signals, relay)
-                        status = await relay.run()
-                    finally:
-                        proxy.stop()
-                    serving.cancel_scope.deadline = trio.current_time() + drain + 5
-                watching.cancel_scope.cancel()
-    finally:
-        # The observing process decodes what is left, then its log catches up: each gets the
-        # drain timeout, as in one process.
-        with trio.CancelScope(shield=True):
-            await observing.finish(handing_on=drain, deciding=2 * drain)
+    async with trio.open_nursery() as watching:
+        watching.start_soon(observing.watch)
+        async with trio.open_nursery() as serving:
+            await serving.start(proxy.serve)
+            try:
+                env = child_environment(bound, plan.overrides, os.environ)
+                relay = StdioRelay(
+                    plan.argv, env, proxy, MCP, route=MCP_ROUTE, exit_timeout=plan.exit_timeout
+                )
+                await relay.start()
+                _announce(console, bound, env, relay, config)
+                watching.start_soon(_forward_signals, signals, relay)
+                status = await relay.run()
+            finally:
+                proxy.stop()
+            serving.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
+        watching.cancel_scope.cancel()
     return status
 
 

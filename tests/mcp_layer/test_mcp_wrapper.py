@@ -115,14 +115,17 @@ def test_no_command_is_a_usage_error() -> None:
     assert b"no server command" in done.stderr
 
 
-def test_sigterm_is_passed_to_the_server_and_its_status_returned() -> None:
+@OBSERVERS
+def test_sigterm_is_passed_to_the_server_and_its_status_returned(observer: str) -> None:
     code = (
         "import signal, sys, time\n"
         "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\n"
         "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
         "while True: time.sleep(0.05)\n"
     )
-    process = start_piped([*WRAPPER, *NOWHERE, "--", *python(code)], stderr=subprocess.PIPE)
+    process = start_piped(
+        [*WRAPPER, *NOWHERE, "--observer", observer, "--", *python(code)], stderr=subprocess.PIPE
+    )
     try:
         assert process.stdout is not None
         assert process.stdout.readline() == b"ready\n"
