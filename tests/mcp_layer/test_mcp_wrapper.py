@@ -234,3 +234,18 @@ def test_a_client_that_never_reads_does_not_hold_the_wrapper_for_ever() -> None:
         reap(process)
         if process.stdout is not None:
             process.stdout.close()
+
+
+@OBSERVERS
+def test_redaction_reaches_the_mcp_hop_before_disk(tmp_path: Path, observer: str) -> None:
+    record = tmp_path / "r.jsonl"
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"token": "s3cr3t"}}
+    lines = json.dumps(call).encode() + b"\n"
+    done = wrapper(
+        "--observer", observer, "--record", str(record), "--redact", "params.token",
+        "--", *python(ECHO), stdin=lines,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == lines  # forwarded as it came
+    text = record.read_text(encoding="utf-8")
+    assert "s3cr3t" not in text and "tools/call" in text
