@@ -20,9 +20,12 @@ are back under half their limits. While it holds, the relay takes no new bytes (
 with at least their share of the bytes not acknowledged yet (the outstanding bytes over the
 number of connections that have some). A connection with less forwards on: one connection's
 flood does not hold the others. Their bytes go into the pipe behind the flood's, which is held
-at the limits, so what they add is bounded by the flood's hold; and past `CAP` times either
-limit (many quiet connections together), every connection is held, so the recording never
-trails by more than that.
+at the limits, so they trail by what decoding the flood's held bytes takes (up to seconds of
+tiny frames on a busy machine: the reason the quiet ones are not held by time as well). What
+the quiet ones add themselves stays bounded: a held connection adds nothing while the
+acknowledgements drain its share, so the others soon have theirs and are held in turn; and
+past `CAP` times `OUTSTANDING_LIMIT` not acknowledged (many connections, a stuck observing
+process), every connection is held.
 
 With a ``hold_limit`` (``--observer-hold``; none by default, `HOLD_LIMIT`), a connection's hold
 lasts at most that long: if the recording has not caught up by then, that connection *sheds*:
@@ -77,9 +80,8 @@ OUTSTANDING_LIMIT = 1024 * 1024
 `TRAIL_LIMIT` a flood of tiny frames hands on seconds of decoding (300,000 noop frames, all of
 them), which the observing process's own bounds would shed."""
 CAP = 2
-"""Past this many times `TRAIL_LIMIT` or `OUTSTANDING_LIMIT`, every connection is held, also
-those with less than their share outstanding: many quiet connections together cannot make the
-recording trail without bound (a ``kill -9`` loses at most that much)."""
+"""Past this many times `OUTSTANDING_LIMIT` not acknowledged, every connection is held, also
+those with less than their share outstanding."""
 RECORD_LIMIT = 64 * 1024
 """The largest ``DATA`` record: a larger chunk is handed on in pieces (views, not copies)."""
 MARK_EVERY = 0.005
@@ -225,16 +227,13 @@ class ObserverLink:
     def holds(self, conn: int) -> bool:
         """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
         bytes: the link is `holding` and ``conn`` has at least its share of what is not
-        acknowledged yet, or the recording trails by more than `CAP` times a limit."""
+        acknowledged yet, or more than `CAP` times `OUTSTANDING_LIMIT` is."""
         if not self.holding or conn in self._shedding:
             return False
         own = self._outstanding.get(conn, 0)
         if own and own * len(self._outstanding) >= self._outstanding_total:
             return True
-        return (
-            self.trail() > self.trail_limit * CAP
-            or self.writer.handed - self.acked > OUTSTANDING_LIMIT * CAP
-        )
+        return self.writer.handed - self.acked > OUTSTANDING_LIMIT * CAP
 
     def trail(self) -> float:
         """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""

@@ -1,8 +1,9 @@
 """The link holds only the connections the recording trails on (observer_link.py): a connection
 with less than its share of the bytes not acknowledged yet forwards on while a busy one is
-held; past `CAP` times a limit every connection is held; past ``hold_limit`` the busy one sheds
-alone and the recording names its span. Driven by hand: a real pipe, the test reads the
-records and acknowledges offsets; the clock is the test's."""
+held, and is held in turn once the busy one drained; past `CAP` times the byte limit every
+connection is held; past ``hold_limit`` the busy one sheds alone and the recording names its
+span. Driven by hand: a real pipe, the test reads the records and acknowledges offsets; the
+clock is the test's."""
 
 from __future__ import annotations
 
@@ -100,17 +101,21 @@ def test_connections_with_equal_shares_are_all_held() -> None:
         assert not any(link.holds(conn) for conn in (1, 2, 3))
 
 
-def test_past_the_cap_every_connection_is_held() -> None:
+def test_once_the_busy_connection_drains_the_quiet_one_trailing_is_held_in_turn() -> None:
     with _link() as (link, clock, read_fd):
         reader = RecordReader()
-        link.data(QUIET, Direction.C2S, b"q" * 100, 0.0)
         _flood(link, read_fd, reader, OUTSTANDING_LIMIT + RECORD_LIMIT, 0.0)
+        drained = reader.offset
+        clock.now = TRAIL_LIMIT
+        link.data(QUIET, Direction.C2S, b"q" * 100, clock.now)
         assert link.holds(BUSY) and not link.holds(QUIET)
-        clock.now = TRAIL_LIMIT * CAP * 1.01  # nothing acknowledged for that long
-        assert link.holds(QUIET) and link.holds(BUSY)
         _drain(link, read_fd, reader)
+        clock.now = TRAIL_LIMIT * 2
+        link.acknowledged(drained)  # the busy one's bytes only: the quiet one's still trail
+        assert link.holding and link.outstanding(BUSY) == 0
+        assert link.holds(QUIET) and not link.holds(BUSY)
         link.acknowledged(reader.offset)
-        assert not link.holds(QUIET) and not link.holds(BUSY)
+        assert not link.holds(QUIET)
 
 
 def test_past_the_cap_in_bytes_every_connection_is_held() -> None:
