@@ -79,9 +79,11 @@ OUTSTANDING_LIMIT = 1024 * 1024
 """Bytes handed on and not acknowledged yet past which the relay holds too: in the 60 ms of
 `TRAIL_LIMIT` a flood of tiny frames hands on seconds of decoding (300,000 noop frames, all of
 them), which the observing process's own bounds would shed."""
-CAP = 2
+CAP = 3
 """Past this many times `OUTSTANDING_LIMIT` not acknowledged, every connection is held, also
-those with less than their share outstanding."""
+those with less than their share outstanding. Three: a busy connection is held only after the
+read that took it past the limit (up to 1 MiB, `golem_proxy.live.chunks.RECV_SIZE_BULK`), so
+one busy direction alone reaches twice the limit; the quiet ones keep a MiB beyond it."""
 RECORD_LIMIT = 64 * 1024
 """The largest ``DATA`` record: a larger chunk is handed on in pieces (views, not copies)."""
 MARK_EVERY = 0.005
