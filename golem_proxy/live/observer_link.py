@@ -152,7 +152,9 @@ class ObserverLink:
         self._shedding: dict[int, int] = {}
         """Connections that shed, each with the offset the observing process must acknowledge
         before it hands on again."""
-        self._caught_up = trio.Event()
+        self._changed = trio.Event()
+        """Set when the shares may have changed while connections wait (`until_caught_up`)."""
+        self._waiting = 0
         self._room_wanted = trio.Event()
 
     @property
@@ -220,11 +222,12 @@ class ObserverLink:
         self._outstanding[conn] = self._outstanding.get(conn, 0) + size
         self._outstanding_total += size
         if self.holding:
+            if self._waiting:
+                self._wake()  # a connection held for its share may have less of it now
             return
         if t - marks[0].t > self.trail_limit or handed - self.acked > OUTSTANDING_LIMIT:
             self.holding = True
             self.holds_started += 1
-            self._caught_up = trio.Event()
 
     def holds(self, conn: int) -> bool:
         """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
@@ -271,6 +274,8 @@ class ObserverLink:
             and self.writer.handed - offset <= OUTSTANDING_LIMIT // 2
         ):
             self._release()
+        elif self._waiting:
+            self._wake()
 
     async def until_caught_up(self, conn: int) -> None:
         """While the link `holds` ``conn``: wait until the recording caught up, observation
@@ -278,10 +283,15 @@ class ObserverLink:
         docstring)."""
         if not self.holds(conn):
             return
-        with trio.move_on_after(self.hold_limit):
-            await self._caught_up.wait()
-            return
-        if self.holding and not self.stopped:
+        self._waiting += 1
+        try:
+            with trio.move_on_after(self.hold_limit):
+                while self.holds(conn):
+                    await self._changed.wait()
+                return
+        finally:
+            self._waiting -= 1
+        if self.holds(conn):
             self._shedding[conn] = self.writer.handed
             self.sheds += 1
 
@@ -299,7 +309,12 @@ class ObserverLink:
 
     def _release(self) -> None:
         self.holding = False
-        self._caught_up.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        """Let the waiting connections look again whether they are held."""
+        self._changed.set()
+        self._changed = trio.Event()
 
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""

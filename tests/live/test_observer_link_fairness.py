@@ -169,6 +169,35 @@ def test_a_held_connection_is_let_go_when_the_recording_catches_up() -> None:
                 await trio.testing.wait_all_tasks_blocked()
                 assert not released
                 link.acknowledged(reader.offset)
+                with trio.fail_after(10):
+                    while not released:
+                        await trio.sleep(0)
             assert released and not link.shedding
+
+    trio.run(main)
+
+
+def test_a_connection_held_alone_goes_on_once_a_busier_one_starts() -> None:
+    async def main() -> None:
+        with _link() as (link, clock, read_fd):
+            reader = RecordReader()
+            link.data(QUIET, Direction.C2S, b"q" * 100, 0.0)
+            clock.now = TRAIL_LIMIT * 1.5
+            link.data(QUIET, Direction.C2S, b"q" * 100, clock.now)
+            assert link.holds(QUIET)  # the only connection: the recording trails on it
+            went_on = trio.Event()
+
+            async def quiet() -> None:
+                await link.until_caught_up(QUIET)
+                went_on.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(quiet)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not went_on.is_set()
+                _flood(link, read_fd, reader, OUTSTANDING_LIMIT // 2, clock.now)
+                with trio.fail_after(10):  # nothing acknowledged: the shares let it go
+                    await went_on.wait()
+            assert link.holds(BUSY) and not link.holds(QUIET)
 
     trio.run(main)
