@@ -18,14 +18,14 @@ oldest record not acknowledged yet was handed on more than `TRAIL_LIMIT` ago, or
 are back under half their limits. While it holds, the relay takes no new bytes (`holds`,
 `until_caught_up`: backpressure, no gap) from the connections the recording trails *on*: those
 with at least their share of the bytes not acknowledged yet (the outstanding bytes over the
-number of connections that have some). A connection with less forwards on: one connection's
-flood does not hold the others. Their bytes go into the pipe behind the flood's, which is held
-at the limits, so they trail by what decoding the flood's held bytes takes (up to seconds of
-tiny frames on a busy machine: the reason the quiet ones are not held by time as well). What
-the quiet ones add themselves stays bounded: a held connection adds nothing while the
-acknowledgements drain its share, so the others soon have theirs and are held in turn; and
-past `CAP` times `OUTSTANDING_LIMIT` not acknowledged (many connections, a stuck observing
-process), every connection is held.
+number of connections that have some), as long as the others together have less than
+1/`QUIET_SHARE` of what those have. Those others forward on: one connection's flood does not
+hold the rest. Their bytes go into the pipe behind the flood's, which is held at the limits, so
+they trail by what decoding the flood's held bytes takes (up to seconds of tiny frames on a
+busy machine: the reason they are not held by time as well); what they add themselves is
+bounded by the fraction (past it, every connection is held: when many connections trail alike,
+as 8 clients of sequential calls do, the link holds them all, as a kill -9 needs); and past
+`CAP` times `OUTSTANDING_LIMIT` not acknowledged, every connection is held whatever the shares.
 
 With a ``hold_limit`` (``--observer-hold``; none by default, `HOLD_LIMIT`), a connection's hold
 lasts at most that long: if the recording has not caught up by then, that connection *sheds*:
@@ -55,6 +55,7 @@ __all__ = [
     "CAP",
     "HOLD_LIMIT",
     "PIPE_DIRECTIONS",
+    "QUIET_SHARE",
     "STALL_LIMIT",
     "TRAIL_LIMIT",
     "ObserverLink",
@@ -84,6 +85,11 @@ CAP = 3
 those with less than their share outstanding. Three: a busy connection is held only after the
 read that took it past the limit (up to 1 MiB, `golem_proxy.live.chunks.RECV_SIZE_BULK`), so
 one busy direction alone reaches twice the limit; the quiet ones keep a MiB beyond it."""
+QUIET_SHARE = 8
+"""While the link holds, connections with less than their share of the bytes not acknowledged
+yet forward on only while they have, together, at most 1/8 of what the others have: so they
+add at most that to what a ``kill -9`` loses, and connections that trail alike are all held
+(without it they would take turns under the average and the trail would grow to `CAP`)."""
 RECORD_LIMIT = 64 * 1024
 """The largest ``DATA`` record: a larger chunk is handed on in pieces (views, not copies)."""
 MARK_EVERY = 0.005
@@ -231,13 +237,19 @@ class ObserverLink:
 
     def holds(self, conn: int) -> bool:
         """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
-        bytes: the link is `holding` and ``conn`` has at least its share of what is not
-        acknowledged yet, or more than `CAP` times `OUTSTANDING_LIMIT` is."""
+        bytes: the link is `holding`, and ``conn`` has at least its share of what is not
+        acknowledged yet, or the others together have more than 1/`QUIET_SHARE` of what those
+        with their share have, or more than `CAP` times `OUTSTANDING_LIMIT` is outstanding."""
         if not self.holding or conn in self._shedding:
             return False
-        own = self._outstanding.get(conn, 0)
-        if own and own * len(self._outstanding) >= self._outstanding_total:
-            return True
+        outstanding, total = self._outstanding, self._outstanding_total
+        count = len(outstanding)
+        own = outstanding.get(conn, 0)
+        if own and own * count >= total:
+            return True  # one of those the recording trails on
+        busy = sum(size for size in outstanding.values() if size * count >= total)
+        if (total - busy) * QUIET_SHARE > busy:
+            return True  # no few connections stand out: the recording trails on all of them
         return self.writer.handed - self.acked > OUTSTANDING_LIMIT * CAP
 
     def trail(self) -> float:

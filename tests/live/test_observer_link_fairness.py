@@ -118,6 +118,20 @@ def test_once_the_busy_connection_drains_the_quiet_one_trailing_is_held_in_turn(
         assert not link.holds(QUIET)
 
 
+def test_connections_that_trail_alike_are_all_held_not_in_turns() -> None:
+    with _link() as (link, clock, read_fd):
+        reader = RecordReader()
+        sizes = {conn: 280 + 10 * conn for conn in range(1, 9)}  # 8 clients, a call each
+        for conn, size in sizes.items():
+            link.data(conn, Direction.C2S, b"c" * size, 0.0)
+        clock.now = TRAIL_LIMIT * 1.5
+        link.data(8, Direction.S2C, b"a" * 100, clock.now)
+        assert link.holding
+        # Those under the average have far more than 1/QUIET_SHARE of what the others have.
+        assert all(link.holds(conn) for conn in sizes)
+        _drain(link, read_fd, reader)
+
+
 def test_past_the_cap_in_bytes_every_connection_is_held() -> None:
     with _link() as (link, _, read_fd):
         reader = RecordReader()
