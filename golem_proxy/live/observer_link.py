@@ -161,6 +161,10 @@ class ObserverLink:
         self._changed = trio.Event()
         """Set when the shares may have changed while connections wait (`until_caught_up`)."""
         self._waiting = 0
+        self._woken_at = -math.inf
+        self._busy: Optional[int] = None
+        """What the connections with at least their share have outstanding, together (None:
+        to be counted again, the shares changed)."""
         self._room_wanted = trio.Event()
 
     @property
@@ -227,9 +231,13 @@ class ObserverLink:
         mark.by_conn[conn] = mark.by_conn.get(conn, 0) + size
         self._outstanding[conn] = self._outstanding.get(conn, 0) + size
         self._outstanding_total += size
+        self._busy = None
         if self.holding:
-            if self._waiting:
-                self._wake()  # a connection held for its share may have less of it now
+            if self._waiting and t - self._woken_at >= MARK_EVERY:
+                # A connection held for its share may have less of it now (at most once a
+                # mark: each wake-up has every waiting connection look again).
+                self._woken_at = t
+                self._wake()
             return
         if t - marks[0].t > self.trail_limit or handed - self.acked > OUTSTANDING_LIMIT:
             self.holding = True
@@ -247,7 +255,10 @@ class ObserverLink:
         own = outstanding.get(conn, 0)
         if own and own * count >= total:
             return True  # one of those the recording trails on
-        busy = sum(size for size in outstanding.values() if size * count >= total)
+        busy = self._busy
+        if busy is None:  # once per change of the shares, not once per connection asking
+            busy = sum(size for size in outstanding.values() if size * count >= total)
+            self._busy = busy
         if (total - busy) * QUIET_SHARE > busy:
             return True  # no few connections stand out: the recording trails on all of them
         return self.writer.handed - self.acked > OUTSTANDING_LIMIT * CAP
@@ -276,6 +287,7 @@ class ObserverLink:
                 else:
                     del outstanding[conn]
                 self._outstanding_total -= size
+            self._busy = None
         if self._shedding:
             # Caught up with what was handed on before the shed: hand on again, the loss first.
             for conn in [c for c, until in self._shedding.items() if until <= offset]:
@@ -295,6 +307,8 @@ class ObserverLink:
         docstring)."""
         if not self.holds(conn):
             return
+        if self._waiting:
+            self._wake()  # the shares as they stand now this one waits: let the others look
         self._waiting += 1
         try:
             with trio.move_on_after(self.hold_limit):
@@ -335,6 +349,7 @@ class ObserverLink:
         self._marks.clear()
         self._outstanding.clear()
         self._outstanding_total = 0
+        self._busy = None
         self._release()
         self._room_wanted.set()
 
