@@ -10,9 +10,10 @@ dropped: both ends are the same program, started together, so pickle is the even
 description on the pipe. Once the observing process is gone, nothing is handed on and
 forwarding goes on alone.
 
-The recording never trails the wire by much more than `TRAIL_LIMIT`: the observing process
-acknowledges, at every flush of the recording, the offset in the pipe's stream up to which
-everything handed on is decoded and its lines written to the kernel (`acknowledged`). When the
+The recording is kept close to the wire (about `TRAIL_LIMIT`; in a flood of tiny frames, what
+decoding `OUTSTANDING_LIMIT` of them takes): the observing process acknowledges, at every
+flush of the recording, the offset in the pipe's stream up to which everything handed on is
+decoded and its lines written to the kernel (`acknowledged`). When the
 oldest record not acknowledged yet was handed on more than `TRAIL_LIMIT` ago, or more than
 `OUTSTANDING_LIMIT` bytes handed on are not acknowledged yet, the link is `holding` until both
 are back under half their limits. While it holds, the relay takes no new bytes (`holds`,
@@ -71,8 +72,9 @@ TRAIL_LIMIT = 0.06
 before the relay stops taking new bytes until it catches up."""
 HOLD_LIMIT = math.inf
 """By default the relay waits for the recording as long as it keeps acknowledging: a flood is
-forwarded at the pace it is observed, and recorded whole (docs/architecture.md says what that
-costs). ``--observer-hold`` sets a limit past which the relay sheds instead."""
+forwarded at the pace it is observed, and recorded whole, and holds only its own connection
+(docs/architecture.md says what that costs, and why no limit is the default).
+``--observer-hold`` sets a limit past which the connection held sheds instead."""
 STALL_LIMIT = 5.0
 """Seconds without an acknowledgement moving on, while the relay holds, after which the
 observing process counts as stuck and forwarding goes on without it."""
