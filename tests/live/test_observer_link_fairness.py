@@ -215,3 +215,39 @@ def test_a_connection_held_alone_goes_on_once_a_busier_one_starts() -> None:
             assert link.holds(BUSY) and not link.holds(QUIET)
 
     trio.run(main)
+
+
+def test_a_waiting_connection_looks_again_when_the_busy_one_starts_waiting() -> None:
+    async def main() -> None:
+        with _link() as (link, clock, read_fd):
+            reader = RecordReader()
+            link.data(QUIET, Direction.C2S, b"q" * 1000, 0.0)
+            clock.now = TRAIL_LIMIT * 1.5
+            link.data(QUIET, Direction.C2S, b"q" * 1000, clock.now)
+            went_on = trio.Event()
+
+            async def quiet() -> None:
+                await link.until_caught_up(QUIET)
+                went_on.set()
+
+            async def busy() -> None:
+                await link.until_caught_up(BUSY)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(quiet)
+                await trio.testing.wait_all_tasks_blocked()
+                link.data(BUSY, Direction.S2C, b"n" * 100, clock.now)  # wakes the quiet one
+                await trio.testing.wait_all_tasks_blocked()
+                assert not went_on.is_set()  # the busy one has less than the quiet one yet
+                # More of the busy one within the same mark: no wake-up for it (at most one a
+                # mark); the busy one starting to wait is one.
+                _flood(link, read_fd, reader, OUTSTANDING_LIMIT // 2, clock.now)
+                await trio.testing.wait_all_tasks_blocked()
+                nursery.start_soon(busy)
+                with trio.fail_after(10):
+                    await went_on.wait()
+                assert link.holds(BUSY) and not link.holds(QUIET)
+                link.acknowledged(link.writer.handed)
+            assert not link.holding
+
+    trio.run(main)
