@@ -10,21 +10,33 @@ dropped: both ends are the same program, started together, so pickle is the even
 description on the pipe. Once the observing process is gone, nothing is handed on and
 forwarding goes on alone.
 
-The recording never trails the wire by much more than `TRAIL_LIMIT`: the observing process
-acknowledges, at every flush of the recording, the offset in the pipe's stream up to which
-everything handed on is decoded and its lines written to the kernel (`acknowledged`). When the
+The recording is kept close to the wire (about `TRAIL_LIMIT`; in a flood of tiny frames, what
+decoding `OUTSTANDING_LIMIT` of them takes): the observing process acknowledges, at every
+flush of the recording, the offset in the pipe's stream up to which everything handed on is
+decoded and its lines written to the kernel (`acknowledged`). When the
 oldest record not acknowledged yet was handed on more than `TRAIL_LIMIT` ago, or more than
-`OUTSTANDING_LIMIT` bytes handed on are not acknowledged yet, the link is `holding`: the relay
-takes no new bytes from its sockets (`until_caught_up`: backpressure, no gap) until both are
-back under half their limit. With a ``hold_limit`` (``--observer-hold``;
-none by default, `HOLD_LIMIT`), a hold lasts at most that long: if the recording has not
-caught up by then, the link *sheds*: the relay goes on and its chunks are counted, not handed
-on, until the observing process has acknowledged everything handed on before; then a ``LOST``
-record says how many bytes crossed meanwhile (the recording's ``unobserved`` line) and
-handing on resumes. So the recording trails by at most the limit and a span it does not hold
-is named, never a hole. If no acknowledgement moves on for `STALL_LIMIT` while something is
-outstanding, the observing process is stuck: ``on_stall`` is called (the process is stopped
-and the recording says so) and forwarding goes on without it (`watch_stall`).
+`OUTSTANDING_LIMIT` bytes handed on are not acknowledged yet, the link is `holding` until both
+are back under half their limits. While it holds, the relay takes no new bytes (`holds`,
+`until_caught_up`: backpressure, no gap) from the connections the recording trails *on*: those
+with at least their share of the bytes not acknowledged yet (the outstanding bytes over the
+number of connections that have some), as long as the others together have less than
+1/`QUIET_SHARE` of what those have. Those others forward on: one connection's flood does not
+hold the rest. Their bytes go into the pipe behind the flood's, which is held at the limits, so
+they trail by what decoding the flood's held bytes takes (up to seconds of tiny frames on a
+busy machine: the reason they are not held by time as well); what they add themselves is
+bounded by the fraction (past it, every connection is held: when many connections trail alike,
+as 8 clients of sequential calls do, the link holds them all, as a kill -9 needs); and past
+`CAP` times `OUTSTANDING_LIMIT` not acknowledged, every connection is held whatever the shares.
+
+With a ``hold_limit`` (``--observer-hold``; none by default, `HOLD_LIMIT`), a connection's hold
+lasts at most that long: if the recording has not caught up by then, that connection *sheds*:
+it goes on and its chunks are counted, not handed on, until the observing process has
+acknowledged everything handed on before; then a ``LOST`` record says how many bytes crossed
+meanwhile (the recording's ``unobserved`` line) and handing on resumes. So the recording trails
+by at most the limit and a span it does not hold is named, never a hole. If no acknowledgement
+moves on for `STALL_LIMIT` while something is outstanding, the observing process is stuck:
+``on_stall`` is called (the process is stopped and the recording says so) and forwarding goes on
+without it (`watch_stall`).
 """
 
 from __future__ import annotations
@@ -41,8 +53,10 @@ from .handoff import HandoffWriter, Kind
 
 __all__ = [
     "BACKLOG",
+    "CAP",
     "HOLD_LIMIT",
     "PIPE_DIRECTIONS",
+    "QUIET_SHARE",
     "STALL_LIMIT",
     "TRAIL_LIMIT",
     "ObserverLink",
@@ -58,8 +72,9 @@ TRAIL_LIMIT = 0.06
 before the relay stops taking new bytes until it catches up."""
 HOLD_LIMIT = math.inf
 """By default the relay waits for the recording as long as it keeps acknowledging: a flood is
-forwarded at the pace it is observed, and recorded whole (docs/architecture.md says what that
-costs). ``--observer-hold`` sets a limit past which the relay sheds instead."""
+forwarded at the pace it is observed, and recorded whole, and holds only its own connection
+(docs/architecture.md says what that costs, and why no limit is the default).
+``--observer-hold`` sets a limit past which the connection held sheds instead."""
 STALL_LIMIT = 5.0
 """Seconds without an acknowledgement moving on, while the relay holds, after which the
 observing process counts as stuck and forwarding goes on without it."""
@@ -67,6 +82,16 @@ OUTSTANDING_LIMIT = 1024 * 1024
 """Bytes handed on and not acknowledged yet past which the relay holds too: in the 60 ms of
 `TRAIL_LIMIT` a flood of tiny frames hands on seconds of decoding (300,000 noop frames, all of
 them), which the observing process's own bounds would shed."""
+CAP = 3
+"""Past this many times `OUTSTANDING_LIMIT` not acknowledged, every connection is held, also
+those with less than their share outstanding. Three: a busy connection is held only after the
+read that took it past the limit (up to 1 MiB, `golem_proxy.live.chunks.RECV_SIZE_BULK`), so
+one busy direction alone reaches twice the limit; the quiet ones keep a MiB beyond it."""
+QUIET_SHARE = 8
+"""While the link holds, connections with less than their share of the bytes not acknowledged
+yet forward on only while they have, together, at most 1/8 of what the others have: so they
+add at most that to what a ``kill -9`` loses, and connections that trail alike are all held
+(without it they would take turns under the average and the trail would grow to `CAP`)."""
 RECORD_LIMIT = 64 * 1024
 """The largest ``DATA`` record: a larger chunk is handed on in pieces (views, not copies)."""
 MARK_EVERY = 0.005
@@ -79,6 +104,18 @@ PIPE_DIRECTIONS = (Direction.C2S, Direction.S2C)
 def direction_number(direction: Direction) -> int:
     """A direction on the pipe: 0 client to server, 1 back."""
     return 0 if direction is Direction.C2S else 1
+
+
+class _Mark:
+    """What was handed on within one `MARK_EVERY`: when it began, `HandoffWriter.handed` after
+    it, and how many of those bytes were each connection's (0: events of no connection)."""
+
+    __slots__ = ("by_conn", "handed", "t")
+
+    def __init__(self, t: float, handed: int) -> None:
+        self.t = t
+        self.handed = handed
+        self.by_conn: dict[int, int] = {}
 
 
 class ObserverLink:
@@ -107,20 +144,29 @@ class ObserverLink:
         self.stopped = False
         """Observation stopped (the observing process is gone): nothing is handed on."""
         self.holding = False
-        """The recording trails the wire by more than ``trail_limit``: the relay waits
-        (`until_caught_up`) before it takes new bytes."""
-        self.holds = 0
-        """How many times the relay was held (for the figures)."""
-        self.shedding = False
-        """A hold reached ``hold_limit``: chunks are counted as lost, not handed on, until
-        the observing process has acknowledged everything handed on before."""
+        """The recording trails the wire by more than ``trail_limit`` (or by more than
+        `OUTSTANDING_LIMIT` bytes): the connections it trails on wait (`holds`)."""
+        self.holds_started = 0
+        """How many times the link started holding (for the figures)."""
         self.sheds = 0
+        """How many times a connection's hold reached ``hold_limit`` (for the figures)."""
         self.acked = 0
         self._acked_at = 0.0
-        self._marks: collections.deque[list[float]] = collections.deque()
-        """[time handed on, `HandoffWriter.handed` after it] for what is not acknowledged
-        yet, oldest first; one per `MARK_EVERY`."""
-        self._caught_up = trio.Event()
+        self._marks: collections.deque[_Mark] = collections.deque()
+        """What is not acknowledged yet, oldest first; one per `MARK_EVERY`."""
+        self._outstanding: dict[int, int] = {}
+        """Bytes handed on and not acknowledged yet (by whole marks), by connection."""
+        self._outstanding_total = 0
+        self._shedding: dict[int, int] = {}
+        """Connections that shed, each with the offset the observing process must acknowledge
+        before it hands on again."""
+        self._changed = trio.Event()
+        """Set when the shares may have changed while connections wait (`until_caught_up`)."""
+        self._waiting = 0
+        self._woken_at = -math.inf
+        self._busy: Optional[int] = None
+        """What the connections with at least their share have outstanding, together (None:
+        to be counted again, the shares changed)."""
         self._room_wanted = trio.Event()
 
     @property
@@ -128,13 +174,24 @@ class ObserverLink:
         """The observing side closed its end (the process died), or `stop` was called."""
         return self.stopped or self.writer.gone
 
+    @property
+    def shedding(self) -> bool:
+        """Some connection sheds: its chunks are counted as lost, not handed on."""
+        return bool(self._shedding)
+
+    def sheds_now(self, conn: int) -> bool:
+        """``conn``'s hold reached ``hold_limit``: its chunks are counted, not handed on, until
+        the observing process has acknowledged everything handed on before."""
+        return conn in self._shedding
+
     def data(self, conn: int, direction: Direction, data: bytes, t: float) -> None:
         """A forwarded chunk of ``conn`` (``b""``: that direction ended)."""
         if self.stopped:
             return
-        if self.shedding and data:
+        if data and conn in self._shedding:
             self.writer.lose(conn, direction_number(direction), t, len(data))
             return
+        before = self.writer.handed
         if len(data) > RECORD_LIMIT:
             # In records the observing process can acknowledge one by one: a 1 MiB read of
             # tiny frames is seconds of decoding on a busy machine (`STALL_LIMIT`).
@@ -146,7 +203,7 @@ class ObserverLink:
             self.writer.data(conn, direction_number(direction), t, data)
         else:
             self.writer.event(Kind.END, conn, direction_number(direction), t)
-        self._handed_on(t)
+        self._handed_on(conn, self.writer.handed - before, t)
 
     def publish(self, event: Event) -> None:
         """An event of the relay (a connection opened or closed, an upstream down or back)."""
@@ -158,30 +215,63 @@ class ObserverLink:
             kind, conn = Kind.CLOSED, event.conn
         else:
             kind, conn = Kind.EVENT, 0
+        before = self.writer.handed
         self.writer.event(kind, conn, 0, event.t, pickle.dumps(event, pickle.HIGHEST_PROTOCOL))
-        self._handed_on(event.t)
+        self._handed_on(conn, self.writer.handed - before, event.t)
 
-    def _handed_on(self, t: float) -> None:
+    def _handed_on(self, conn: int, size: int, t: float) -> None:
         if self.writer.waiting:
             self._room_wanted.set()
         handed = self.writer.handed
         marks = self._marks
-        if handed <= self.acked:
+        if handed <= self.acked or size <= 0:
             return
-        if marks and t - marks[-1][0] < MARK_EVERY:
-            marks[-1][1] = handed
-        else:
-            marks.append([t, handed])
-        if self.holding or self.shedding:
+        if not marks or t - marks[-1].t >= MARK_EVERY:
+            marks.append(_Mark(t, handed))
+        mark = marks[-1]
+        mark.handed = handed
+        mark.by_conn[conn] = mark.by_conn.get(conn, 0) + size
+        self._outstanding[conn] = self._outstanding.get(conn, 0) + size
+        self._outstanding_total += size
+        self._busy = None
+        if self.holding:
+            if self._waiting and t - self._woken_at >= MARK_EVERY:
+                # A connection held for its share may have less of it now (at most once a
+                # mark: each wake-up has every waiting connection look again).
+                self._woken_at = t
+                self._wake()
             return
-        if t - marks[0][0] > self.trail_limit or handed - self.acked > OUTSTANDING_LIMIT:
+        if t - marks[0].t > self.trail_limit or handed - self.acked > OUTSTANDING_LIMIT:
             self.holding = True
-            self.holds += 1
-            self._caught_up = trio.Event()
+            self.holds_started += 1
+
+    def holds(self, conn: int) -> bool:
+        """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
+        bytes: the link is `holding`, and ``conn`` has at least its share of what is not
+        acknowledged yet, or the others together have more than 1/`QUIET_SHARE` of what those
+        with their share have, or more than `CAP` times `OUTSTANDING_LIMIT` is outstanding."""
+        if not self.holding or conn in self._shedding:
+            return False
+        outstanding, total = self._outstanding, self._outstanding_total
+        count = len(outstanding)
+        own = outstanding.get(conn, 0)
+        if own and own * count >= total:
+            return True  # one of those the recording trails on
+        busy = self._busy
+        if busy is None:  # once per change of the shares, not once per connection asking
+            busy = sum(size for size in outstanding.values() if size * count >= total)
+            self._busy = busy
+        if (total - busy) * QUIET_SHARE > busy:
+            return True  # no few connections stand out: the recording trails on all of them
+        return self.writer.handed - self.acked > OUTSTANDING_LIMIT * CAP
 
     def trail(self) -> float:
         """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
-        return self.now() - self._marks[0][0] if self._marks else 0.0
+        return self.now() - self._marks[0].t if self._marks else 0.0
+
+    def outstanding(self, conn: int) -> int:
+        """``conn``'s bytes handed on and not acknowledged yet (counted by marks)."""
+        return self._outstanding.get(conn, 0)
 
     def acknowledged(self, offset: int) -> None:
         """The observing process decoded everything handed on up to ``offset`` and wrote its
@@ -190,30 +280,48 @@ class ObserverLink:
             return
         self.acked = offset
         self._acked_at = self.now()
-        marks = self._marks
-        while marks and marks[0][1] <= offset:
-            marks.popleft()
-        if self.shedding and not marks:
-            self.shedding = False  # caught up: hand on again, the loss first
+        marks, outstanding = self._marks, self._outstanding
+        while marks and marks[0].handed <= offset:
+            for conn, size in marks.popleft().by_conn.items():
+                left = outstanding[conn] - size
+                if left:
+                    outstanding[conn] = left
+                else:
+                    del outstanding[conn]
+                self._outstanding_total -= size
+            self._busy = None
+        if self._shedding:
+            # Caught up with what was handed on before the shed: hand on again, the loss first.
+            for conn in [c for c, until in self._shedding.items() if until <= offset]:
+                del self._shedding[conn]
         if (
             self.holding
             and self.trail() <= self.trail_limit / 2
             and self.writer.handed - offset <= OUTSTANDING_LIMIT // 2
         ):
             self._release()
+        elif self._waiting:
+            self._wake()
 
-    async def until_caught_up(self) -> None:
-        """While `holding`: wait until the recording caught up, observation stopped, or the
-        hold reached ``hold_limit`` (then the link sheds, see the module docstring)."""
-        if not self.holding:
+    async def until_caught_up(self, conn: int) -> None:
+        """While the link `holds` ``conn``: wait until the recording caught up, observation
+        stopped, or the hold reached ``hold_limit`` (then ``conn`` sheds, see the module
+        docstring)."""
+        if not self.holds(conn):
             return
-        with trio.move_on_after(self.hold_limit):
-            await self._caught_up.wait()
-            return
-        if self.holding:
-            self.shedding = True
+        if self._waiting:
+            self._wake()  # the shares as they stand now this one waits: let the others look
+        self._waiting += 1
+        try:
+            with trio.move_on_after(self.hold_limit):
+                while self.holds(conn):
+                    await self._changed.wait()
+                return
+        finally:
+            self._waiting -= 1
+        if self.holds(conn):
+            self._shedding[conn] = self.writer.handed
             self.sheds += 1
-            self._release()
 
     async def watch_stall(self) -> None:
         """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
@@ -221,7 +329,7 @@ class ObserverLink:
         while not self.stopped:
             await trio.sleep(self.stall_limit / 4)
             marks = self._marks
-            if marks and self.now() - max(self._acked_at, marks[0][0]) >= self.stall_limit:
+            if marks and self.now() - max(self._acked_at, marks[0].t) >= self.stall_limit:
                 self.stop()
                 if self.on_stall is not None:
                     self.on_stall()
@@ -229,13 +337,21 @@ class ObserverLink:
 
     def _release(self) -> None:
         self.holding = False
-        self._caught_up.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        """Let the waiting connections look again whether they are held."""
+        self._changed.set()
+        self._changed = trio.Event()
 
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""
         self.stopped = True
-        self.shedding = False
+        self._shedding.clear()
         self._marks.clear()
+        self._outstanding.clear()
+        self._outstanding_total = 0
+        self._busy = None
         self._release()
         self._room_wanted.set()
 

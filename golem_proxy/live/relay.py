@@ -311,8 +311,8 @@ class Proxy:
             conn.awaiting_reply = from_client
             if not observed:
                 conn.observe(direction, chunk, t)
-            if conn.link is not None and conn.link.holding:
-                await conn.link.until_caught_up()  # the recording trails: backpressure
+            if conn.link is not None and conn.link.holds(conn.conn):
+                await conn.link.until_caught_up(conn.conn)  # the recording trails on it
             if from_client and conn.eof[Direction.S2C]:
                 await conn.check_upstream_after_close(scope)
             streak += 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
 from bench.threaded_server import ThreadedServer
-from golem_core.blocking import MessageReader
+from golem_core.blocking import MessageReader, send_message
 from golem_core.messages import Message, Role
 from golem_core.profiles import GOLEM
 
@@ -56,6 +57,30 @@ def golem_calls(port: int, calls: list[dict[str, Any]], chunk: int = 0) -> list[
             assert answer is not None, f"no answer to {call}"
             answers.append(answer)
     return answers
+
+
+class CountingClient:
+    """Sequential echo calls on one connection, in a thread, until `stop`; counts the answers."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.answers = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        reader = MessageReader(self.sock)
+        while not self._stop.is_set():
+            send_message(self.sock, {"id": self.answers, "method": "echo", "params": {}})
+            assert reader.read_message(Role.RESPONSE) is not None
+            self.answers += 1
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(60)
+        self.sock.close()
+        return self.answers
 
 
 def children_of(pid: int) -> list[int]:

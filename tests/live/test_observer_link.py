@@ -103,8 +103,8 @@ def test_past_the_hold_limit_the_link_sheds_until_acknowledged_then_says_what_wa
             clock.now = 1.0
             link.data(1, Direction.C2S, b"b" * 10, clock.now)
             assert link.holding
-            await link.until_caught_up()  # the autojumping clock: half a second, then it sheds
-            assert link.shedding and not link.holding
+            await link.until_caught_up(1)  # the autojumping clock: half a second, then it sheds
+            assert link.sheds_now(1) and not link.holds(1)
             link.data(1, Direction.C2S, b"c" * 10, clock.now)  # counted, not handed on
             link.data(1, Direction.S2C, b"d" * 20, clock.now)
             _records(link, read_fd, reader)

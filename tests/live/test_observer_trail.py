@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,40 +17,14 @@ from pathlib import Path
 
 from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import start_proxy_cli
-from golem_core.blocking import MessageReader, send_message
-from golem_core.messages import Role
 from golem_proxy.live.observer_link import STALL_LIMIT
 from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
 from tests.support.cli_helpers import run_cli
 
-from .observer_child_helpers import children_of, wait_for
+from .observer_child_helpers import CountingClient, children_of, wait_for
 
 CHILD = ("--observer", "child-process")
-
-
-class CountingClient:
-    """Sequential echo calls on one connection, in a thread, until `stop`; counts the answers."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.answers = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        reader = MessageReader(self.sock)
-        while not self._stop.is_set():
-            send_message(self.sock, {"id": self.answers, "method": "echo", "params": {}})
-            assert reader.read_message(Role.RESPONSE) is not None
-            self.answers += 1
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(60)
-        self.sock.close()
-        return self.answers
 
 
 def _stalled(client: CountingClient, quiet: float = 0.3) -> bool:
