@@ -214,8 +214,8 @@ class StdioRelay:
         """While the recording trails the wire (observed in a process of its own), wait for
         it before taking more bytes: backpressure, as on the GOLEM routes."""
         link = self.proxy.link
-        if link is not None and link.holding:
-            await link.until_caught_up()
+        if link is not None and link.holds(self.conn):
+            await link.until_caught_up(self.conn)
 
     async def _client_to_child(
         self, tap: Optional[ConnectionTap], stdin: trio.lowlevel.FdStream, process: trio.Process
