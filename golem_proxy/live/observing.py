@@ -221,7 +221,9 @@ class HandoffSource:
             if tap is not None:
                 self.observer.forget(tap)
         elif kind is Kind.EVENT:
-            self.publish(pickle.loads(record.data))
+            # In order with the chunks handed on before it, as the relay publishes it: a
+            # fault's or an intercept's event after the frame it acted on.
+            self.observer.submit_event(self.publish, pickle.loads(record.data))
         else:
             tap = self._taps.get(record.conn)
             if tap is None:

@@ -32,6 +32,7 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.plugin_fixture import plugin_fixture
+from tests.support.recording_lines import differing_lines
 
 plugin = plugin_fixture(seed=13)
 
@@ -110,12 +111,19 @@ class InterceptingProxy:
 HOLD_CREATE_LAYER = r"~q & ~m ^scene\.create_layer$"
 
 
-def holding_create_layer(plugin: PluginProcess, record: Path) -> InterceptingProxy:
+OBSERVERS = pytest.mark.parametrize("observer", ["in-process", "child-process"])
+"""Where the session observes: the intercept engine decides in the forwarding process either
+way; with a child, what it let through is decoded and recorded there."""
+
+
+def holding_create_layer(
+    plugin: PluginProcess, record: Path, observer: str = "in-process"
+) -> InterceptingProxy:
     """A proxy to ``plugin``'s main port, recording to ``record``, that holds every
     ``scene.create_layer`` request."""
     return InterceptingProxy(
         "--route", f"127.0.0.1:0={plugin.main}", "--record", str(record),
-        "--intercept", HOLD_CREATE_LAYER,
+        "--intercept", HOLD_CREATE_LAYER, "--observer", observer,
     )  # fmt: skip
 
 
@@ -147,11 +155,15 @@ def plugin_layers(plugin: PluginProcess) -> list[dict[str, Any]]:
     return json.loads(run_cli("call", "scene.list_layers", "--target", target).stdout)["layers"]
 
 
-def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) -> None:
+@OBSERVERS
+def test_hold_edit_and_send_from_stdin(
+    plugin: PluginProcess, tmp_path: Path, observer: str
+) -> None:
     record = tmp_path / "session.jsonl"
-    proxy = holding_create_layer(plugin, record)
+    proxy = holding_create_layer(plugin, record, observer)
+    name = f"Walls-{observer}"
     try:
-        params = {"name": "Walls", "color": {"r": 255, "g": 0, "b": 0}}
+        params = {"name": name, "color": {"r": 255, "g": 0, "b": 0}}
         thread, done, held = create_layer_in_background(proxy, params, "--id", "w1")
         proxy.type("list")
         proxy.wait_for(rf"#{held} main conn \d+ → scene\.create_layer id=w1 held")
@@ -160,16 +172,16 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
         edited = {
             "id": "w1",
             "method": "scene.create_layer",
-            "params": {"name": "Walls", "color": {"r": 0, "g": 0, "b": 255}},
+            "params": {"name": name, "color": {"r": 0, "g": 0, "b": 255}},
         }
         proxy.type(f"edit {held} {json.dumps(edited)}")
         thread.join(30)
         assert done and done[0].returncode == 0, done
-        assert json.loads(done[0].stdout)["full_path"] == "Walls"
+        assert json.loads(done[0].stdout)["full_path"] == name
         proxy.wait_for(r"fault intercept:edit scene\.create_layer edited after")
     finally:
         proxy.stop()
-    walls = [x for x in plugin_layers(plugin) if x["full_path"] == "Walls"]
+    walls = [x for x in plugin_layers(plugin) if x["full_path"] == name]
     assert walls[0]["color"] == {"r": 0, "g": 0, "b": 255, "a": 255}
     recording = read_recording(str(record))
     frames = [
@@ -182,10 +194,12 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
     assert json.loads(edit.original)["params"]["color"] == {"r": 255, "g": 0, "b": 0}
 
 
-def test_answer_and_drop_from_stdin(plugin: PluginProcess) -> None:
+@OBSERVERS
+def test_answer_and_drop_from_stdin(plugin: PluginProcess, observer: str) -> None:
     upstream = f"{plugin.main.host}:{plugin.main.port}"
     proxy = InterceptingProxy(
         "--route", f"127.0.0.1:0={upstream}", "--intercept", r"~q & ~m ^viewport\.",
+        "--observer", observer,
     )  # fmt: skip
     try:
         thread, done = call_in_background(proxy.port, "viewport.capture", "--id", "v1")
@@ -203,6 +217,55 @@ def test_answer_and_drop_from_stdin(plugin: PluginProcess) -> None:
         proxy.wait_for(r"fault intercept:drop viewport\.get_view_info withheld request: dropped")
     finally:
         proxy.stop()
+
+
+def _intercept_session(proxy: InterceptingProxy) -> list[int]:
+    """Edit one held request, answer another by hand, drop a third, accept a fourth; returns
+    the exit codes of the four calls."""
+    answer = {"result": None, "error": {"code": "TIMEOUT", "message": "UI thread busy"}}
+    edited = {"id": "e1", "method": "scene.create_layer", "params": {"name": "Edited2"}}
+    steps = [
+        ("e1", "Edited", "edit", json.dumps(edited)),
+        ("a1", "Answered", "answer", json.dumps(answer)),
+        ("d1", "Dropped", "drop", ""),
+        ("k1", "Kept", "accept", ""),
+    ]
+    codes = []
+    for call_id, name, verb, rest in steps:
+        params = json.dumps({"name": name})
+        thread, done = call_in_background(
+            proxy.port, "scene.create_layer", params, "--id", call_id, "--timeout", "2"
+        )
+        held = proxy.wait_for(rf"held #(\d+): .*id={call_id}\b").group(1)
+        proxy.type(f"{verb} {held} {rest}".rstrip())
+        thread.join(30)
+        codes.append(done[0].returncode)
+    return codes
+
+
+def test_an_intercept_session_is_recorded_alike_in_a_child(tmp_path: Path) -> None:
+    """The same session, observed in this process and in a child: the intercept decides in
+    the forwarding process either way, and the two recordings hold the same lines."""
+    codes = {}
+    for observer in ("in-process", "child-process"):
+        with PluginProcess(seed=13) as fresh:
+            proxy = holding_create_layer(fresh, tmp_path / observer, observer)
+            try:
+                codes[observer] = _intercept_session(proxy)
+            finally:
+                stderr = proxy.stop()
+            assert proxy.process.returncode == 0, stderr
+            names = [x["full_path"] for x in plugin_layers(fresh)]
+            assert "Edited2" in names and "Kept" in names
+            assert "Answered" not in names and "Dropped" not in names
+    assert codes["child-process"] == codes["in-process"] == [0, 1, 2, 0]
+    recording = read_recording(str(tmp_path / "child-process"))
+    steps = [e.fault for e in recording.events if isinstance(e, InterceptStep)]
+    assert steps == [
+        "intercept:held", "intercept:edit", "intercept:held", "intercept:answer",
+        "intercept:held", "intercept:drop", "intercept:held", "intercept:accept",
+    ]  # fmt: skip
+    assert differing_lines(tmp_path / "in-process", tmp_path / "child-process") == []
 
 
 def test_usage_errors() -> None:
@@ -282,13 +345,14 @@ def test_hostile_lines_without_a_held_frame_leave_the_proxy_running() -> None:
     assert "internal error" not in stderr
 
 
+@OBSERVERS
 @pytest.mark.parametrize("how", ["reset", "close"])
 def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
-    plugin: PluginProcess, tmp_path: Path, how: str
+    plugin: PluginProcess, tmp_path: Path, how: str, observer: str
 ) -> None:
     record = tmp_path / "session.jsonl"
-    proxy = holding_create_layer(plugin, record)
-    name = f"Orphan-{how}"
+    proxy = holding_create_layer(plugin, record, observer)
+    name = f"Orphan-{how}-{observer}"
     try:
         client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
         payload = {"id": "o1", "method": "scene.create_layer", "params": {"name": name}}
