@@ -1,11 +1,15 @@
 """``proxy --observer child-process`` on the routes that decide before they forward:
-``--fault`` and ``--enforce-limits`` (``--intercept``: tests/commands/test_intercept_cli.py).
+``--fault`` and ``--enforce-limits`` (``--intercept``: tests/commands/test_intercept_cli.py),
+and a route that is a Unix socket on both sides.
 The real command line, the headless plugin upstream, real loopback sockets; each session's
 recording is compared, line for line, with the one a single process makes of it."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +19,14 @@ import pytest
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader
 from golem_core.errors import TruncatedFrame
-from golem_core.messages import ErrorResponse, Response, Role
+from golem_core.messages import ErrorResponse, Request, Response, Role
 from golem_core.profiles import GOLEM
-from golem_proxy.events import ConnectionClosed, FaultInjected, FramingErrorSeen
+from golem_proxy.events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    FaultInjected,
+    FramingErrorSeen,
+)
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.recording_lines import differing_lines
@@ -158,3 +167,74 @@ def test_enforce_limits_closes_the_connection_before_forwarding_in_a_child(
     assert [e for e in recording.events if isinstance(e, FramingErrorSeen)] == []
     assert len(recording.exchanges()) == 1
     assert differing_lines(tmp_path / "in-process", tmp_path / "child-process") == []
+
+
+class UnixEchoPlugin:
+    """A GOLEM peer on a Unix socket that answers every request with its params (a thread per
+    connection): the upstream of a route that is Unix on both sides."""
+
+    def __init__(self, path: Path) -> None:
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(path))
+        self.server.listen()
+        self._acceptor = threading.Thread(target=self._accept, daemon=True)
+        self._acceptor.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            reader = MessageReader(conn)
+            with contextlib.suppress(OSError):
+                while (message := reader.read_message(Role.REQUEST)) is not None:
+                    assert isinstance(message, Request)
+                    conn.sendall(GOLEM.encode({"id": message.id, "result": message.params}))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)
+        self.server.close()
+        self._acceptor.join(10)
+
+
+def test_a_unix_route_on_both_sides_is_faulted_and_observed_in_a_child(tmp_path: Path) -> None:
+    private = tmp_path / "run"
+    private.mkdir(mode=0o700)
+    upstream = UnixEchoPlugin(private / "plugin.sock")
+    record = tmp_path / "unix.jsonl"
+    listen = private / "proxy.sock"
+    try:
+        cli = start_proxy_cli(
+            "--route", f"unix:{listen}=unix:{private / 'plugin.sock'}", "--record", str(record),
+            "--fault", "error:code=TIMEOUT,method=viewport.*", "--observer", "child-process",
+        )  # fmt: skip
+        try:
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.settimeout(10)
+                sock.connect(str(listen))
+                reader = MessageReader(sock)
+                got = []
+                for n, method in enumerate(["scene.echo", "viewport.capture", "scene.echo"]):
+                    sock.sendall(GOLEM.encode({"id": n, "method": method, "params": {"n": n}}))
+                    got.append(reader.read_message(Role.RESPONSE))
+        finally:
+            cli.stop()
+    finally:
+        upstream.close()
+    assert cli.process.returncode == 0, cli.stderr
+    assert isinstance(got[0], Response) and got[0].result == {"n": 0}
+    assert isinstance(got[1], ErrorResponse) and got[1].error.code == "TIMEOUT"
+    assert isinstance(got[2], Response) and got[2].result == {"n": 2}
+    recording = read_recording(str(record))
+    assert [e.method for e in recording.exchanges()] == ["scene.echo", "viewport.capture",
+                                                          "scene.echo"]  # fmt: skip
+    assert [e.fault for e in recording.events if isinstance(e, FaultInjected)] == ["error"]
+    (opened,) = [e for e in recording.events if isinstance(e, ConnectionOpened)]
+    assert opened.client == f"unix:pid={os.getpid()}"
+    assert opened.upstream == f"unix:{private / 'plugin.sock'}"
