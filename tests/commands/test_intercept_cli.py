@@ -30,6 +30,7 @@ from golem_proxy.live.intercept import HeldFrame, InterceptEngine
 from golem_proxy.live.intercept_console import HELP, InterceptConsole, frame_number, read_line
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.live.observer_child_helpers import children_of, process_gone, wait_for
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.plugin_fixture import plugin_fixture
 from tests.support.recording_lines import differing_lines
@@ -266,6 +267,31 @@ def test_an_intercept_session_is_recorded_alike_in_a_child(tmp_path: Path) -> No
         "intercept:held", "intercept:drop", "intercept:held", "intercept:accept",
     ]  # fmt: skip
     assert differing_lines(tmp_path / "in-process", tmp_path / "child-process") == []
+
+
+def test_a_held_frame_outlives_a_killed_observing_process(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    """The frame waits in the forwarding process: the observing process dying costs the log and
+    the rest of the recording, never the held frame or the commands that decide it."""
+    record = tmp_path / "session.jsonl"
+    proxy = holding_create_layer(plugin, record, "child-process")
+    try:
+        (observer,) = children_of(proxy.process.pid)
+        thread, done, held = create_layer_in_background(proxy, {"name": "Survived"}, "--id", "o1")
+        os.kill(observer, signal.SIGKILL)
+        wait_for(lambda: process_gone(observer), what="the observing process to die")
+        assert proxy.answer_to(f"accept {held}".encode()) == [f"#{held}: accept\n"]
+        thread.join(30)
+        assert done and done[0].returncode == 0, done
+    finally:
+        stderr = proxy.stop()
+    assert proxy.process.returncode == 0, stderr
+    assert (
+        "golem-proxy: observation stopped (the observing process was killed by SIGKILL)" in stderr
+    )
+    assert "Survived" in [x["full_path"] for x in plugin_layers(plugin)]
+    assert read_recording(str(record)).events  # readable, ended by a line that says why
 
 
 def test_usage_errors() -> None:
