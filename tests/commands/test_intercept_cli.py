@@ -22,6 +22,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from golem_core.blocking import MessageReader
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.filters import parse_filter
@@ -36,6 +37,10 @@ from tests.support.plugin_fixture import plugin_fixture
 from tests.support.recording_lines import differing_lines
 
 plugin = plugin_fixture(seed=13)
+
+
+LOG_LINE = re.compile(r"\d\d:\d\d:\d\d\.\d{3} ")
+"""The start of a log line (its time), which no console answer starts with."""
 
 
 class InterceptingProxy:
@@ -88,13 +93,16 @@ class InterceptingProxy:
         self.process.stdin.buffer.flush()
 
     def answer_to(self, line: bytes) -> list[str]:
-        """Type ``line``, then ``list``; returns what was printed in between (the answer)."""
+        """Type ``line``, then ``list``; returns what was printed in between (the answer),
+        without the log lines that came meanwhile (a connection's close, printed by an
+        observing process of its own whenever it gets there; `call` probing on a second
+        connection when its answer is held for long)."""
         start = len(self.lines)
         self.type_bytes(line)
         self.type("list")
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            printed = self.lines[start:]
+            printed = [text for text in self.lines[start:] if not LOG_LINE.match(text)]
             for index, text in enumerate(printed):
                 if text.startswith("intercept filter: "):
                     self.listed = text
@@ -220,9 +228,10 @@ def test_answer_and_drop_from_stdin(plugin: PluginProcess, observer: str) -> Non
         proxy.stop()
 
 
-def _intercept_session(proxy: InterceptingProxy) -> list[int]:
-    """Edit one held request, answer another by hand, drop a third, accept a fourth; returns
-    the exit codes of the four calls."""
+def _intercept_session(proxy: InterceptingProxy) -> list[str]:
+    """Edit one held request, answer another by hand, drop a third, accept a fourth, each on a
+    connection of its own; returns what the client got for each (a plain client: `call` would
+    open a probing connection of its own when an answer is held for long)."""
     answer = {"result": None, "error": {"code": "TIMEOUT", "message": "UI thread busy"}}
     edited = {"id": "e1", "method": "scene.create_layer", "params": {"name": "Edited2"}}
     steps = [
@@ -231,17 +240,20 @@ def _intercept_session(proxy: InterceptingProxy) -> list[int]:
         ("d1", "Dropped", "drop", ""),
         ("k1", "Kept", "accept", ""),
     ]
-    codes = []
+    got = []
     for call_id, name, verb, rest in steps:
-        params = json.dumps({"name": name})
-        thread, done = call_in_background(
-            proxy.port, "scene.create_layer", params, "--id", call_id, "--timeout", "2"
-        )
-        held = proxy.wait_for(rf"held #(\d+): .*id={call_id}\b").group(1)
-        proxy.type(f"{verb} {held} {rest}".rstrip())
-        thread.join(30)
-        codes.append(done[0].returncode)
-    return codes
+        request = {"id": call_id, "method": "scene.create_layer", "params": {"name": name}}
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=30) as sock:
+            sock.sendall(GOLEM.encode(request))
+            held = proxy.wait_for(rf"held #(\d+): .*id={call_id}\b").group(1)
+            proxy.type(f"{verb} {held} {rest}".rstrip())
+            if verb == "drop":
+                proxy.wait_for(rf"intercept:drop .*id={call_id}\b")
+                got.append("dropped")
+                continue
+            reply = MessageReader(sock).read_message(Role.RESPONSE)
+            got.append(type(reply).__name__)
+    return got
 
 
 def test_an_intercept_session_is_recorded_alike_in_a_child(tmp_path: Path) -> None:
@@ -259,7 +271,9 @@ def test_an_intercept_session_is_recorded_alike_in_a_child(tmp_path: Path) -> No
             names = [x["full_path"] for x in plugin_layers(fresh)]
             assert "Edited2" in names and "Kept" in names
             assert "Answered" not in names and "Dropped" not in names
-    assert codes["child-process"] == codes["in-process"] == [0, 1, 2, 0]
+    assert codes["child-process"] == codes["in-process"] == [
+        "Response", "ErrorResponse", "dropped", "Response",
+    ]  # fmt: skip
     recording = read_recording(str(tmp_path / "child-process"))
     steps = [e.fault for e in recording.events if isinstance(e, InterceptStep)]
     assert steps == [
