@@ -1,6 +1,6 @@
 """``proxy --observer child-process`` on the routes that decide before they forward:
-``--fault`` and ``--enforce-limits`` (``--intercept``: tests/commands/test_intercept_cli.py),
-and a route that is a Unix socket on both sides.
+``--fault``, ``--enforce-limits`` and ``--intercept-timeout`` (``--intercept`` driven from
+stdin: tests/commands/test_intercept_cli.py), and a route that is a Unix socket on both sides.
 The real command line, the headless plugin upstream, real loopback sockets; each session's
 recording is compared, line for line, with the one a single process makes of it."""
 
@@ -26,6 +26,7 @@ from golem_proxy.events import (
     ConnectionOpened,
     FaultInjected,
     FramingErrorSeen,
+    InterceptStep,
 )
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
@@ -238,3 +239,27 @@ def test_a_unix_route_on_both_sides_is_faulted_and_observed_in_a_child(tmp_path:
     (opened,) = [e for e in recording.events if isinstance(e, ConnectionOpened)]
     assert opened.client == f"unix:pid={os.getpid()}"
     assert opened.upstream == f"unix:{private / 'plugin.sock'}"
+
+
+def test_an_intercept_timeout_releases_held_frames_in_a_child(
+    fresh_plugin: Any, tmp_path: Path
+) -> None:
+    """Held frames wait in the forwarding process, and its timer sends them on; with no
+    console at all (stdin is /dev/null here)."""
+    plugin = fresh_plugin()
+    record = tmp_path / "timeout.jsonl"
+    cli = start_proxy_cli(
+        "--route", f"127.0.0.1:0={plugin.main}", "--record", str(record),
+        "--intercept", "~q", "--intercept-timeout", "0.2", "--observer", "child-process",
+    )  # fmt: skip
+    try:
+        got = _call(cli.port, [{"id": n, "method": "scene.list_layers", "params": {}}
+                               for n in range(2)])  # fmt: skip
+    finally:
+        cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    assert got == ["ok", "ok"]
+    recording = read_recording(str(record))
+    steps = [e.fault for e in recording.events if isinstance(e, InterceptStep)]
+    assert steps == ["intercept:held", "intercept:timeout"] * 2
+    assert len(recording.exchanges()) == 2
