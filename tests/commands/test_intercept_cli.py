@@ -331,6 +331,34 @@ def test_console_commands_without_a_terminal() -> None:
     assert "accept N" in console.handle("?")[0].plain
 
 
+def test_the_console_reads_stdin_through_a_reader_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The thread waiting for a line is abandoned at a stop: on ``sys.stdin``'s own reader, it
+    held that reader's lock when the interpreter closed it at exit, which aborts the process
+    (``Fatal Python error: _enter_buffered_busy``, exit -6, seen at a Ctrl-C)."""
+    read_fd, write_fd = os.pipe()
+
+    class Stdin:
+        def fileno(self) -> int:
+            return read_fd
+
+        @property
+        def buffer(self) -> io.BufferedReader:
+            raise AssertionError("read through sys.stdin's own reader")
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    os.write(write_fd, b"list\n")
+    os.close(write_fd)
+    printed: list[str] = []
+    console = InterceptConsole(InterceptEngine(GOLEM, parse_filter("~q")))
+    try:
+        trio.run(console.run, lambda text: printed.append(text.plain))
+    finally:
+        os.close(read_fd)
+    assert printed[0].startswith("intercept filter: ~q; 0 held")
+
+
 HOSTILE_LINES = [
     (b"accept \xc2\xb2", r"^not a frame number: '²' \(help: \?\)$"),
     (b"show \xc2\xb3", r"^not a frame number: '³'"),
