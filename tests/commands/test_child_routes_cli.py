@@ -30,7 +30,7 @@ from golem_proxy.events import (
 )
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.recording_lines import differing_lines
+from golem_proxy.testing.recording_lines import differing_lines
 
 OBSERVERS = ("in-process", "child-process")
 

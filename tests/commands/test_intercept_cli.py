@@ -31,10 +31,10 @@ from golem_proxy.live.intercept import HeldFrame, InterceptEngine
 from golem_proxy.live.intercept_console import HELP, InterceptConsole, frame_number, read_line
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
+from golem_proxy.testing.recording_lines import differing_lines
 from tests.live.observer_child_helpers import children_of, process_gone, wait_for
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.plugin_fixture import plugin_fixture
-from tests.support.recording_lines import differing_lines
 
 plugin = plugin_fixture(seed=13)
 
