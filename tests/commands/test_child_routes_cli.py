@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import threading
 from collections.abc import Iterator
@@ -27,10 +28,16 @@ from golem_proxy.events import (
     FaultInjected,
     FramingErrorSeen,
     InterceptStep,
+    ViolationSeen,
 )
+from golem_proxy.live.observer_link import STALL_LIMIT
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.recording_lines import differing_lines
+from tests.live.observer_child_helpers import observed_proxy, wait_for
+from tests.live.test_observer_trail import _recorded_kinds as recorded_kinds
+from tests.live.test_observer_trail import _session as trail_session
+from tests.live.test_observer_trail import _stalled as stalled
 
 OBSERVERS = ("in-process", "child-process")
 
@@ -263,3 +270,58 @@ def test_an_intercept_timeout_releases_held_frames_in_a_child(
     steps = [e.fault for e in recording.events if isinstance(e, InterceptStep)]
     assert steps == ["intercept:held", "intercept:timeout"] * 2
     assert len(recording.exchanges()) == 2
+
+
+@pytest.mark.parametrize("route", ["--fault", "--intercept"])
+def test_a_pipelined_burst_on_a_deciding_route_is_recorded_whole_in_a_child(
+    tmp_path: Path, route: str
+) -> None:
+    """20,000 requests in one burst on a route that forwards frame by frame: the child falls
+    behind, the pumps wait for it (as a plain route's do) rather than shed, so every exchange
+    is recorded, each answer paired with its request."""
+    record = tmp_path / "burst.jsonl"
+    count = 20_000
+    burst = b"".join(GOLEM.encode({"id": n, "method": "echo", "params": {}}) for n in range(count))
+    rule = "delay:ms=1,method=nothing" if route == "--fault" else "~m nothing"
+    with observed_proxy(record, "-q", route, rule, "--observer", "child-process") as cli:
+        try:
+            with socket.create_connection(("127.0.0.1", cli.port), timeout=30) as sock:
+                sender = threading.Thread(target=sock.sendall, args=(burst,))
+                sender.start()
+                reader = MessageReader(sock)
+                for _ in range(count):
+                    assert reader.read_message(Role.RESPONSE) is not None
+                sender.join()
+        finally:
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    recording = read_recording(str(record))
+    exchanges = recording.exchanges()
+    assert len(exchanges) == count
+    assert all(e.request.message.id == e.response.message.id for e in exchanges)
+    assert [e for e in recording.events if isinstance(e, ViolationSeen)] == []
+
+
+@pytest.mark.parametrize(
+    "route", [("--fault", "delay:ms=1,method=nothing"), ("--intercept", "~m nothing")]
+)
+def test_a_stopped_observer_holds_a_deciding_route_which_resumes_with_nothing_lost(
+    tmp_path: Path, route: tuple[str, str]
+) -> None:
+    """The pumps that forward frame by frame wait for a recording that trails, as a plain
+    route's do (tests/live/test_observer_trail.py): without it, answers went on while the
+    observing process was stopped."""
+
+    def stop_and_continue(client: Any, observer: int) -> None:
+        os.kill(observer, signal.SIGSTOP)
+        try:
+            wait_for(lambda: stalled(client), timeout=STALL_LIMIT / 2, what="a hold")
+        finally:
+            os.kill(observer, signal.SIGCONT)
+
+    record = tmp_path / "held.jsonl"
+    run = trail_session(record, stop_and_continue, *route)
+    assert "observation stopped" not in run.stderr
+    kinds = recorded_kinds(record)
+    assert "gap" not in kinds and "unobserved" not in kinds
+    assert len(read_recording(str(record)).exchanges()) == run.answered
