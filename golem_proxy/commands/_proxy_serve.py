@@ -4,6 +4,7 @@ child-process``); both announce the session the same way."""
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 from typing import Optional
 
@@ -62,8 +63,12 @@ async def serve_forwarding(config: SessionConfig, console: Console, log_buffer: 
             # The observing process writes it; this one keeps its descriptors to end it with
             # a line of its own if that process dies (live/observer_process.py).
             record = RecordingFile.create(config.record_path, overwrite=config.overwrite)
+        # The faults and the intercept engine decide here, on the forwarding path; the
+        # observing process decodes what they let through (and cannot take the engine's
+        # trio state anyway).
+        observing_options = dataclasses.replace(config.options, faults=None, intercept=None)
         setup = ObserverSetup(
-            config.profile.name, tuple(bound), config.options, header, config.record_path,
+            config.profile.name, tuple(bound), observing_options, header, config.record_path,
             config.verbosity, log_buffer,
         )  # fmt: skip
         observing = await ObservingProcess.start(setup, record, proxy.now)
@@ -79,9 +84,10 @@ async def serve_forwarding(config: SessionConfig, console: Console, log_buffer: 
             watching.start_soon(observing.watch)
             async with trio.open_nursery() as serving:
                 await serving.start(proxy.serve)
-                await _announce(config, console, bound, serving)
+                commands_scope = await _announce(config, console, bound, serving)
                 async for _ in signals:
                     console.print(Text("stopping: listeners closed, draining connections…", "dim"))
+                    commands_scope.cancel()
                     proxy.stop()
                     break
                 serving.cancel_scope.deadline = trio.current_time() + drain + 5

@@ -88,8 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=IN_PROCESS,
         help="where decoding, the log and the recording run: in-process (the default: with "
         "forwarding, yielding to it) or child-process (a process of its own, on another core, "
-        "fed every forwarded chunk through a pipe; not with --tui, --fault, --intercept or "
-        "--enforce-limits, which decode on the forwarding path)",
+        "fed every forwarded chunk through a pipe; --fault, --intercept and --enforce-limits "
+        "still decide here, before forwarding; not with --tui yet)",
     )
     parser.add_argument(
         "--observer-hold",
@@ -326,14 +326,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_child_observer(args: argparse.Namespace) -> None:
-    """Refuse what the observing process cannot do yet: the options that decode on the
-    forwarding path, and the TUI. Raises CommandError."""
-    for given, option in (
-        (args.tui, "--tui"),
-        (args.fault, "--fault"),
-        (args.intercept is not None, "--intercept"),
-        (args.enforce_limits, "--enforce-limits"),
-    ):
+    """Refuse what the observing process cannot do yet: the TUI. (--fault, --intercept and
+    --enforce-limits decide in this process, before forwarding, and hand on what they let
+    through.) Raises CommandError."""
+    for given, option in ((args.tui, "--tui"),):
         if given:
             raise CommandError(
                 f"--observer {CHILD_PROCESS} does not take {option}",

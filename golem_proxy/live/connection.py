@@ -61,7 +61,7 @@ class Connection:
     """Decode on the forwarding path (``--enforce-limits``) instead of through the observer."""
     link: Optional[ObserverLink] = None
     """Hand forwarded bytes to the observing process instead (``--observer child-process``):
-    no tap in this process."""
+    the tap here, if any, only judges ``--enforce-limits`` (`limit_check_tap`)."""
     sent: dict[Direction, int] = field(default_factory=lambda: {Direction.C2S: 0, Direction.S2C: 0})
     eof: dict[Direction, bool] = field(
         default_factory=lambda: {Direction.C2S: False, Direction.S2C: False}
@@ -97,23 +97,20 @@ class Connection:
         """Hand forwarded bytes (``b""``: end of stream; ``frame``: they are that frame, as the
         forwarding path decoded it) to inspection. Never blocks; returns a verdict only when
         decoding inline (``--enforce-limits``)."""
-        if self.link is not None:
-            self.link.data(self.conn, direction, data, t)
-            return None
         tap = self.tap
-        if tap is None:
-            return None
-        if self.inline:
-            if tap.failed is not None:
-                return None
+        verdict = None
+        if self.inline and tap is not None and tap.failed is None:
             try:
-                return tap.process(direction, data, t, frame)
+                verdict = tap.process(direction, data, t, frame)
             except Exception as exc:  # a decoding bug costs the inspection, not the relay
                 tap.fail(exc, t)
-                return None
-        if self.observer is not None:
+        if self.link is not None:
+            # Handed on even when the verdict stops it here: as in one process, the recording
+            # holds the frame that broke the limits (the tap above only judged it).
+            self.link.data(self.conn, direction, data, t)
+        elif tap is not None and not self.inline and self.observer is not None:
             self.observer.submit(tap, direction, data, t, frame)
-        return None
+        return verdict
 
     def publish_in_order(self, publish: Callable[[Event], None], event: Event) -> None:
         """Publish ``event`` after the bytes observed before it (a fault's event after the

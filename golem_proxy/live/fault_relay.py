@@ -11,7 +11,9 @@ receiver got, at the times the client saw them: a request when its last byte arr
 client (a delay or a hold after that is part of the wait the client sees), a response when it
 was sent to the client; an exchange's latency is then what the client saw. The one exception is
 a request the proxy withholds, recorded so that its flow exists, and followed by the fault
-event that says it was not forwarded (docs/faults.md).
+event that says it was not forwarded (docs/faults.md). With ``--observer child-process`` the
+same bytes and events go, in the same order, to the observing process (`Connection.link`),
+which decodes them as it does a plain route's; every decision stays here.
 
 An intercepted frame (`intercept`) is held before the faults see it: what the user decides
 (the frame as it came, or edited) is what the faults then act on. A held frame is lost, never
@@ -77,6 +79,8 @@ class FaultRelay:
         reader = ChunkReader(conn.sides(direction)[0].socket.fileno())
         decoder = self.profile.new_decoder(self.cap)
         while True:
+            if conn.link is not None and conn.link.holds(conn.conn):
+                await conn.link.until_caught_up(conn.conn)  # the recording trails: backpressure
             try:
                 data = await reader.read()
             except OSError as exc:

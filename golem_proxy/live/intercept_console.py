@@ -13,6 +13,7 @@ gigabytes) costs one line of error, never a held frame or the proxy.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import BinaryIO, Callable, Optional
 
@@ -183,7 +184,7 @@ class InterceptConsole:
         with ``print_text``."""
         if stream is None and sys.stdin is None:  # started with stdin closed: nothing to read
             return
-        source = sys.stdin.buffer if stream is None else stream
+        source = _stdin_of_our_own() if stream is None else stream
         while True:
             line, dropped = await trio.to_thread.run_sync(read_line, source, abandon_on_cancel=True)
             if dropped:
@@ -209,3 +210,14 @@ class InterceptConsole:
 
 def _not_a_number(word: str) -> Text:
     return Text(f"not a frame number: {safe_text(repr(word), 40)} (help: ?)", "yellow")
+
+
+def _stdin_of_our_own() -> BinaryIO:
+    """stdin's bytes through a reader of its own, on a duplicate of its descriptor. The thread
+    that waits for a line is abandoned at a stop, still waiting, holding its reader's lock;
+    were that reader ``sys.stdin``'s, the interpreter, closing ``sys.stdin`` at exit, would
+    find the lock taken and abort (``Fatal Python error: _enter_buffered_busy``, exit -6)."""
+    try:
+        return open(os.dup(sys.stdin.fileno()), "rb")  # the abandoned thread keeps it
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's stand-in)
+        return sys.stdin.buffer

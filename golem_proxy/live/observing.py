@@ -38,7 +38,7 @@ from rich.text import Text
 
 from golem_core.profiles import Profile, get_profile
 
-from ..events import Event, ProcessOutput
+from ..events import Event
 from ..table_layout import terminal_width
 from .handoff import Kind, Record, RecordReader
 from .hub import EventHub
@@ -228,13 +228,10 @@ class HandoffSource:
             if tap is not None:
                 self.observer.forget(tap)
         elif kind is Kind.EVENT:
-            event = pickle.loads(record.data)
-            if isinstance(event, ProcessOutput):
-                # An MCP server's stderr: after the hop's frames handed on before it, as the
-                # stdio relay orders it in one process.
-                self.observer.submit_event(self.publish, event)
-            else:
-                self.publish(event)
+            # In order with the chunks handed on before it, as the relay publishes it: a
+            # fault's or an intercept's event after the frame it acted on, an MCP server's
+            # stderr after the hop's frames handed on before it.
+            self.observer.submit_event(self.publish, pickle.loads(record.data))
         else:
             tap = self._taps.get(record.conn)
             if tap is None:

@@ -20,7 +20,7 @@ from .observer_link import HOLD_LIMIT
 from .redact import Redactor
 from .tap import ConnectionTap, ObserveLimits
 
-__all__ = ["BoundRoute", "ProxyOptions", "new_tap"]
+__all__ = ["BoundRoute", "ProxyOptions", "limit_check_tap", "new_tap"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +82,18 @@ def new_tap(
         limits=options.observe,
         annotate=options.annotate,
     )
+
+
+def limit_check_tap(
+    conn: int, route: str, profile: Profile, options: ProxyOptions
+) -> ConnectionTap:
+    """A tap that only judges ``--enforce-limits`` verdicts and publishes nothing: the
+    forwarding process's, with ``--observer child-process``, where the verdict must come before
+    a chunk is forwarded and the observing process decodes and reports what was handed on.
+    The same `ConnectionTap` as the observing process's, so both find the same frames at
+    fault; without the catalogue, redaction and annotation, which no verdict depends on."""
+    return ConnectionTap(conn, route, profile, _discard, cap=options.cap, limits=options.observe)
+
+
+def _discard(event: Event) -> None:
+    """Where the limit check's events go: the observing process reports them."""

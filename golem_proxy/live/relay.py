@@ -29,7 +29,7 @@ from .fault_relay import FaultRelay
 from .hub import EventHub
 from .observer import Observer
 from .observer_link import ObserverLink
-from .proxy_options import BoundRoute, ProxyOptions, new_tap
+from .proxy_options import BoundRoute, ProxyOptions, limit_check_tap, new_tap
 from .redact import Redactor
 from .resend import ResendError, Resent, resend
 from .route_gate import RouteGate, is_refusal
@@ -223,14 +223,16 @@ class Proxy:
         assert conn.upstream is not None
         conn.last_activity = trio.current_time()
         conn.hold_idle_fin = not self.profile.clients_read_past_answers
-        if self.link is not None:
-            # Observed in a process of its own: this one only forwards (see observer_link).
-            conn.link = self.link
-            await self._pump_both(conn, self._pump)
-            return
-        conn.tap = self._tap(conn.conn, conn.route.name)
-        conn.observer = self.observer
         conn.inline = self.options.enforce_limits
+        if self.link is not None:
+            # Observed in a process of its own: this one forwards and hands on what it sent
+            # (see observer_link), deciding here only what must be decided before forwarding.
+            conn.link = self.link
+            if conn.inline:
+                conn.tap = limit_check_tap(conn.conn, conn.route.name, self.profile, self.options)
+        else:
+            conn.tap = self._tap(conn.conn, conn.route.name)
+            conn.observer = self.observer
         pump = self._pump
         name = conn.route.name
         plan = self.options.faults

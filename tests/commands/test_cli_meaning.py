@@ -111,15 +111,19 @@ def test_plugin_subcommand_runs_the_headless_plugin(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("observer", ["in-process", "child-process"])
 @pytest.mark.parametrize("direction", ["c2s", "s2c"])
 def test_a_delay_fault_counts_in_the_latency_the_client_saw(
-    plugin: PluginProcess, tmp_path: Path, direction: str
+    plugin: PluginProcess, tmp_path: Path, direction: str, observer: str
 ) -> None:
     """A 200 ms `delay` on the request is part of the exchange's latency, as on the response
-    (docs/faults.md): the request used to be timed when the proxy sent it on (~1 ms logged)."""
+    (docs/faults.md): the request used to be timed when the proxy sent it on (~1 ms logged).
+    The same when the observing process is a child: the time handed on is the client's."""
     record = tmp_path / "delayed.jsonl"
     fault = f"delay:ms=200,dir={direction},method=scene.get_document_info"
-    process, out, err = _proxy_session(plugin, tmp_path, "--record", str(record), "--fault", fault)
+    process, out, err = _proxy_session(
+        plugin, tmp_path, "--record", str(record), "--fault", fault, "--observer", observer
+    )
     assert process.returncode == 0, err
     delayed = [
         e for e in read_recording(str(record)).exchanges() if e.method == "scene.get_document_info"

@@ -22,6 +22,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from golem_core.blocking import MessageReader
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.filters import parse_filter
@@ -30,10 +31,16 @@ from golem_proxy.live.intercept import HeldFrame, InterceptEngine
 from golem_proxy.live.intercept_console import HELP, InterceptConsole, frame_number, read_line
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
+from golem_proxy.testing.recording_lines import differing_lines
+from tests.live.observer_child_helpers import children_of, process_gone, wait_for
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.plugin_fixture import plugin_fixture
 
 plugin = plugin_fixture(seed=13)
+
+
+LOG_LINE = re.compile(r"\d\d:\d\d:\d\d\.\d{3} ")
+"""The start of a log line (its time), which no console answer starts with."""
 
 
 class InterceptingProxy:
@@ -86,13 +93,16 @@ class InterceptingProxy:
         self.process.stdin.buffer.flush()
 
     def answer_to(self, line: bytes) -> list[str]:
-        """Type ``line``, then ``list``; returns what was printed in between (the answer)."""
+        """Type ``line``, then ``list``; returns what was printed in between (the answer),
+        without the log lines that came meanwhile (a connection's close, printed by an
+        observing process of its own whenever it gets there; `call` probing on a second
+        connection when its answer is held for long)."""
         start = len(self.lines)
         self.type_bytes(line)
         self.type("list")
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            printed = self.lines[start:]
+            printed = [text for text in self.lines[start:] if not LOG_LINE.match(text)]
             for index, text in enumerate(printed):
                 if text.startswith("intercept filter: "):
                     self.listed = text
@@ -110,12 +120,19 @@ class InterceptingProxy:
 HOLD_CREATE_LAYER = r"~q & ~m ^scene\.create_layer$"
 
 
-def holding_create_layer(plugin: PluginProcess, record: Path) -> InterceptingProxy:
+OBSERVERS = pytest.mark.parametrize("observer", ["in-process", "child-process"])
+"""Where the session observes: the intercept engine decides in the forwarding process either
+way; with a child, what it let through is decoded and recorded there."""
+
+
+def holding_create_layer(
+    plugin: PluginProcess, record: Path, observer: str = "in-process"
+) -> InterceptingProxy:
     """A proxy to ``plugin``'s main port, recording to ``record``, that holds every
     ``scene.create_layer`` request."""
     return InterceptingProxy(
         "--route", f"127.0.0.1:0={plugin.main}", "--record", str(record),
-        "--intercept", HOLD_CREATE_LAYER,
+        "--intercept", HOLD_CREATE_LAYER, "--observer", observer,
     )  # fmt: skip
 
 
@@ -147,11 +164,15 @@ def plugin_layers(plugin: PluginProcess) -> list[dict[str, Any]]:
     return json.loads(run_cli("call", "scene.list_layers", "--target", target).stdout)["layers"]
 
 
-def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) -> None:
+@OBSERVERS
+def test_hold_edit_and_send_from_stdin(
+    plugin: PluginProcess, tmp_path: Path, observer: str
+) -> None:
     record = tmp_path / "session.jsonl"
-    proxy = holding_create_layer(plugin, record)
+    proxy = holding_create_layer(plugin, record, observer)
+    name = f"Walls-{observer}"
     try:
-        params = {"name": "Walls", "color": {"r": 255, "g": 0, "b": 0}}
+        params = {"name": name, "color": {"r": 255, "g": 0, "b": 0}}
         thread, done, held = create_layer_in_background(proxy, params, "--id", "w1")
         proxy.type("list")
         proxy.wait_for(rf"#{held} main conn \d+ → scene\.create_layer id=w1 held")
@@ -160,16 +181,16 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
         edited = {
             "id": "w1",
             "method": "scene.create_layer",
-            "params": {"name": "Walls", "color": {"r": 0, "g": 0, "b": 255}},
+            "params": {"name": name, "color": {"r": 0, "g": 0, "b": 255}},
         }
         proxy.type(f"edit {held} {json.dumps(edited)}")
         thread.join(30)
         assert done and done[0].returncode == 0, done
-        assert json.loads(done[0].stdout)["full_path"] == "Walls"
+        assert json.loads(done[0].stdout)["full_path"] == name
         proxy.wait_for(r"fault intercept:edit scene\.create_layer edited after")
     finally:
         proxy.stop()
-    walls = [x for x in plugin_layers(plugin) if x["full_path"] == "Walls"]
+    walls = [x for x in plugin_layers(plugin) if x["full_path"] == name]
     assert walls[0]["color"] == {"r": 0, "g": 0, "b": 255, "a": 255}
     recording = read_recording(str(record))
     frames = [
@@ -182,10 +203,12 @@ def test_hold_edit_and_send_from_stdin(plugin: PluginProcess, tmp_path: Path) ->
     assert json.loads(edit.original)["params"]["color"] == {"r": 255, "g": 0, "b": 0}
 
 
-def test_answer_and_drop_from_stdin(plugin: PluginProcess) -> None:
+@OBSERVERS
+def test_answer_and_drop_from_stdin(plugin: PluginProcess, observer: str) -> None:
     upstream = f"{plugin.main.host}:{plugin.main.port}"
     proxy = InterceptingProxy(
         "--route", f"127.0.0.1:0={upstream}", "--intercept", r"~q & ~m ^viewport\.",
+        "--observer", observer,
     )  # fmt: skip
     try:
         thread, done = call_in_background(proxy.port, "viewport.capture", "--id", "v1")
@@ -203,6 +226,86 @@ def test_answer_and_drop_from_stdin(plugin: PluginProcess) -> None:
         proxy.wait_for(r"fault intercept:drop viewport\.get_view_info withheld request: dropped")
     finally:
         proxy.stop()
+
+
+def _intercept_session(proxy: InterceptingProxy) -> list[str]:
+    """Edit one held request, answer another by hand, drop a third, accept a fourth, each on a
+    connection of its own; returns what the client got for each (a plain client: `call` would
+    open a probing connection of its own when an answer is held for long)."""
+    answer = {"result": None, "error": {"code": "TIMEOUT", "message": "UI thread busy"}}
+    edited = {"id": "e1", "method": "scene.create_layer", "params": {"name": "Edited2"}}
+    steps = [
+        ("e1", "Edited", "edit", json.dumps(edited)),
+        ("a1", "Answered", "answer", json.dumps(answer)),
+        ("d1", "Dropped", "drop", ""),
+        ("k1", "Kept", "accept", ""),
+    ]
+    got = []
+    for call_id, name, verb, rest in steps:
+        request = {"id": call_id, "method": "scene.create_layer", "params": {"name": name}}
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=30) as sock:
+            sock.sendall(GOLEM.encode(request))
+            held = proxy.wait_for(rf"held #(\d+): .*id={call_id}\b").group(1)
+            proxy.type(f"{verb} {held} {rest}".rstrip())
+            if verb == "drop":
+                proxy.wait_for(rf"intercept:drop .*id={call_id}\b")
+                got.append("dropped")
+                continue
+            reply = MessageReader(sock).read_message(Role.RESPONSE)
+            got.append(type(reply).__name__)
+    return got
+
+
+def test_an_intercept_session_is_recorded_alike_in_a_child(tmp_path: Path) -> None:
+    """The same session, observed in this process and in a child: the intercept decides in
+    the forwarding process either way, and the two recordings hold the same lines."""
+    codes = {}
+    for observer in ("in-process", "child-process"):
+        with PluginProcess(seed=13) as fresh:
+            proxy = holding_create_layer(fresh, tmp_path / observer, observer)
+            try:
+                codes[observer] = _intercept_session(proxy)
+            finally:
+                stderr = proxy.stop()
+            assert proxy.process.returncode == 0, stderr
+            names = [x["full_path"] for x in plugin_layers(fresh)]
+            assert "Edited2" in names and "Kept" in names
+            assert "Answered" not in names and "Dropped" not in names
+    assert codes["child-process"] == codes["in-process"] == [
+        "Response", "ErrorResponse", "dropped", "Response",
+    ]  # fmt: skip
+    recording = read_recording(str(tmp_path / "child-process"))
+    steps = [e.fault for e in recording.events if isinstance(e, InterceptStep)]
+    assert steps == [
+        "intercept:held", "intercept:edit", "intercept:held", "intercept:answer",
+        "intercept:held", "intercept:drop", "intercept:held", "intercept:accept",
+    ]  # fmt: skip
+    assert differing_lines(tmp_path / "in-process", tmp_path / "child-process") == []
+
+
+def test_a_held_frame_outlives_a_killed_observing_process(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    """The frame waits in the forwarding process: the observing process dying costs the log and
+    the rest of the recording, never the held frame or the commands that decide it."""
+    record = tmp_path / "session.jsonl"
+    proxy = holding_create_layer(plugin, record, "child-process")
+    try:
+        (observer,) = children_of(proxy.process.pid)
+        thread, done, held = create_layer_in_background(proxy, {"name": "Survived"}, "--id", "o1")
+        os.kill(observer, signal.SIGKILL)
+        wait_for(lambda: process_gone(observer), what="the observing process to die")
+        assert proxy.answer_to(f"accept {held}".encode()) == [f"#{held}: accept\n"]
+        thread.join(30)
+        assert done and done[0].returncode == 0, done
+    finally:
+        stderr = proxy.stop()
+    assert proxy.process.returncode == 0, stderr
+    assert (
+        "golem-proxy: observation stopped (the observing process was killed by SIGKILL)" in stderr
+    )
+    assert "Survived" in [x["full_path"] for x in plugin_layers(plugin)]
+    assert read_recording(str(record)).events  # readable, ended by a line that says why
 
 
 def test_usage_errors() -> None:
@@ -226,6 +329,34 @@ def test_console_commands_without_a_terminal() -> None:
     assert console.handle("filter ~s & ~m ping")[0].plain == "intercept filter: ~s & ~m ping"
     assert console.handle("A")[0].plain == "accepted 0 held frames"
     assert "accept N" in console.handle("?")[0].plain
+
+
+def test_the_console_reads_stdin_through_a_reader_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The thread waiting for a line is abandoned at a stop: on ``sys.stdin``'s own reader, it
+    held that reader's lock when the interpreter closed it at exit, which aborts the process
+    (``Fatal Python error: _enter_buffered_busy``, exit -6, seen at a Ctrl-C)."""
+    read_fd, write_fd = os.pipe()
+
+    class Stdin:
+        def fileno(self) -> int:
+            return read_fd
+
+        @property
+        def buffer(self) -> io.BufferedReader:
+            raise AssertionError("read through sys.stdin's own reader")
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    os.write(write_fd, b"list\n")
+    os.close(write_fd)
+    printed: list[str] = []
+    console = InterceptConsole(InterceptEngine(GOLEM, parse_filter("~q")))
+    try:
+        trio.run(console.run, lambda text: printed.append(text.plain))
+    finally:
+        os.close(read_fd)
+    assert printed[0].startswith("intercept filter: ~q; 0 held")
 
 
 HOSTILE_LINES = [
@@ -282,13 +413,14 @@ def test_hostile_lines_without_a_held_frame_leave_the_proxy_running() -> None:
     assert "internal error" not in stderr
 
 
+@OBSERVERS
 @pytest.mark.parametrize("how", ["reset", "close"])
 def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
-    plugin: PluginProcess, tmp_path: Path, how: str
+    plugin: PluginProcess, tmp_path: Path, how: str, observer: str
 ) -> None:
     record = tmp_path / "session.jsonl"
-    proxy = holding_create_layer(plugin, record)
-    name = f"Orphan-{how}"
+    proxy = holding_create_layer(plugin, record, observer)
+    name = f"Orphan-{how}-{observer}"
     try:
         client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
         payload = {"id": "o1", "method": "scene.create_layer", "params": {"name": name}}

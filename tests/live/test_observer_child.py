@@ -280,7 +280,7 @@ def test_ending_a_recording_cuts_an_unfinished_line_and_numbers_the_next(
     assert last == {"seq": 4, "t": 2.0, "kind": STOPPED_KIND, "detail": "observation stopped: test"}
 
 
-def test_options_that_decode_on_the_forwarding_path_are_refused() -> None:
-    result = run_cli("proxy", "--route", "127.0.0.1:0=127.0.0.1:9", "--fault", "drop", *CHILD)
+def test_the_tui_is_refused() -> None:
+    result = run_cli("proxy", "--route", "127.0.0.1:0=127.0.0.1:9", "--tui", *CHILD)
     assert result.returncode == 2
-    assert result.stderr.startswith("golem-proxy: --observer child-process does not take --fault")
+    assert result.stderr.startswith("golem-proxy: --observer child-process does not take --tui")
