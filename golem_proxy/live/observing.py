@@ -69,6 +69,10 @@ LENGTH = struct.Struct("!I")
 MARK_EVERY = 64 * 1024
 """Handoff bytes after which the decoding is marked for an acknowledgement, also within a batch
 (1 MiB of tiny frames is seconds of decoding on a busy machine)."""
+ACK_AT_ONCE = 256 * 1024
+"""Marks whose lines are all written already (the bytes only filled a partial frame) are
+acknowledged together once decoding yields, unless this many bytes wait for it: one message
+instead of 256 for a 16 MiB answer, each a system call here and a wake-up of the relay."""
 
 
 class Acknowledger:
@@ -138,6 +142,10 @@ class HandoffSource:
         self._reader = RecordReader()
         self._taps: dict[int, ConnectionTap] = {}
         self._now = 0.0
+        self._token: Optional[trio.lowlevel.TrioToken] = None
+        self._ack_sent = 0
+        self._ack_due = 0
+        """The offset to acknowledge once decoding yields (`_acknowledge_soon`)."""
 
     @property
     def idle(self) -> bool:
@@ -159,6 +167,7 @@ class HandoffSource:
         self, *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Read records until the pipe ends; then decode what is left (see the class)."""
+        self._token = trio.lowlevel.current_trio_token()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.observer.run)
@@ -210,10 +219,33 @@ class HandoffSource:
     def _decoded(self, offset: int) -> None:
         """Everything up to ``offset`` is decoded: acknowledge it once its lines are written."""
         recorder = self.recorder()
-        if recorder is None:
-            self.acknowledge(offset)
+        if recorder is None or recorder.all_written:
+            self._acknowledge_soon(offset)
         else:
-            recorder.after_written(functools.partial(self.acknowledge, offset))
+            recorder.after_written(functools.partial(self._acknowledge, offset))
+
+    def _acknowledge(self, offset: int) -> None:
+        self._ack_sent = max(self._ack_sent, offset)
+        self.acknowledge(offset)
+
+    def _acknowledge_soon(self, offset: int) -> None:
+        """Acknowledge ``offset`` once the decoding slice yields (see `ACK_AT_ONCE`): it stays
+        true meanwhile, since everything before it is written already."""
+        if self._token is None or offset - self._ack_sent >= ACK_AT_ONCE:
+            self._ack_due = 0
+            self._acknowledge(offset)
+            return
+        if not self._ack_due:
+            try:
+                self._token.run_sync_soon(self._acknowledge_due)
+            except trio.RunFinishedError:  # the session is over: nobody waits for it
+                return
+        self._ack_due = offset
+
+    def _acknowledge_due(self) -> None:
+        offset, self._ack_due = self._ack_due, 0
+        if offset:
+            self._acknowledge(offset)
 
     def _handle(self, record: Record) -> None:
         self._now = record.t

@@ -115,12 +115,22 @@ class Recorder:
             # Nothing recorded since the last write (the bytes only filled a partial frame):
             # no round trip through the writing thread, whose wake-up costs more than the
             # bytes (256 of them per 16 MiB answer, each holding the relay).
-            if self.error is None and not self._closing and self._written < self._recorded:
+            if not self._all_written():
                 self._after_written.append(call)
                 self._flush_wanted = True  # now: the forwarding side may be waiting for it
                 self._changed.notify_all()
                 return
         call()
+
+    @property
+    def all_written(self) -> bool:
+        """Everything recorded so far has reached the kernel, or nothing more will be written
+        (closed, or the recording failed): what `after_written` would call at once."""
+        with self._changed:
+            return self._all_written()
+
+    def _all_written(self) -> bool:
+        return self.error is not None or self._closing or self._written == self._recorded
 
     def flush(self) -> None:
         """Have everything recorded so far written and flushed (without waiting for it)."""

@@ -5,6 +5,7 @@ the relay ~256 times per 16 MiB answer)."""
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import pickle
@@ -19,6 +20,7 @@ from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionOpened, Event
 from golem_proxy.live.handoff import HandoffWriter, Kind
 from golem_proxy.live.hub import EventHub
+from golem_proxy.live.observer_process import PIPE_SIZE
 from golem_proxy.live.observing import HandoffSource
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.recorder import Recorder
@@ -125,10 +127,24 @@ async def test_the_acknowledgement_of_a_partial_frame_costs_no_write() -> None:
             await acknowledged_up_to(writer.handed)
             assert stream.writes >= 1  # the connection's line was written before that
             touched = stream.writes, stream.flushes
-            # The first bytes of a 100-byte frame: decoded (buffered), nothing to record.
-            assert writer.data(1, 1, 0.1, GOLEM.encode({"id": 1, "result": "x" * 80})[:20])
+            # The first bytes of a 2 MiB frame: decoded (buffered), nothing to record.
+            frame = GOLEM.encode({"id": 1, "result": "x" * (2 * 1024 * 1024)})
+            assert writer.data(1, 1, 0.1, frame[:20])
             await acknowledged_up_to(writer.handed)
             assert (stream.writes, stream.flushes) == touched  # no write, not even a flush
+            # Its next 32 records of 64 KiB, read a pipe's 1 MiB at a time (as the observing
+            # process's pipe is sized): one acknowledgement per 256 KiB and per read, not one
+            # per record, and the last offset is acknowledged.
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
+            before = len(acknowledged)
+            writer.backlog = len(frame)
+            for start in range(20, 20 + 32 * 65536, 65536):
+                assert writer.data(1, 1, 0.2, frame[start : start + 65536])
+            while not writer.flush():
+                await trio.lowlevel.wait_writable(write_fd)
+            await acknowledged_up_to(writer.handed)
+            assert len(acknowledged) - before <= 16
+            assert (stream.writes, stream.flushes) == touched
             os.close(write_fd)
             write_fd = -1
     finally:
