@@ -9,9 +9,10 @@ of the events differs: `HandoffSource` instead of the relay. RECORD is the recor
 descriptor, opened by the forwarding process (``-1``: no recording).
 
 After each batch of records it acknowledges, on the CONTROL socket, the pipe offset up to
-which everything is decoded and its lines are written to the kernel (at the recorder's next
-flush; at once without a recording): the forwarding process holds its relay when the recording
-trails the wire by more than its limit (observer_link.py).
+which everything is decoded and its lines are written to the kernel (after the recorder's
+flush; as soon as decoding yields when the lines are written already, or there is no
+recording): the forwarding process holds its relay when the recording trails the wire by more
+than its limit (observer_link.py).
 
 Ctrl-C is the forwarding process's to handle (this process runs in a process group of its own
 and ignores SIGINT besides): the session ends when the forwarding process closes the pipe, or
