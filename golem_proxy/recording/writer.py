@@ -287,7 +287,7 @@ class RecordingWriter:
         gets them in one system call (`os.writev`) rather than one or more per piece: the
         recorder writes from a thread of its own, and each call gives up the interpreter and
         may wait up to its switch interval (5 ms) to get it back while the relay's thread is
-        busy, which left the disk 64 MiB behind 16 MiB answers (gap lines)."""
+        busy."""
         self.stream.flush()  # what the stream holds (the header) goes first
         if not pieces:
             return
