@@ -9,9 +9,10 @@ of the events differs: `HandoffSource` instead of the relay. RECORD is the recor
 descriptor, opened by the forwarding process (``-1``: no recording).
 
 After each batch of records it acknowledges, on the CONTROL socket, the pipe offset up to
-which everything is decoded and its lines are written to the kernel (at the recorder's next
-flush; at once without a recording): the forwarding process holds its relay when the recording
-trails the wire by more than its limit (observer_link.py).
+which everything is decoded and its lines are written to the kernel (after the recorder's
+flush; as soon as decoding yields when the lines are written already, or there is no
+recording): the forwarding process holds its relay when the recording trails the wire by more
+than its limit (observer_link.py).
 
 Ctrl-C is the forwarding process's to handle (this process runs in a process group of its own
 and ignores SIGINT besides): the session ends when the forwarding process closes the pipe, or
@@ -59,10 +60,21 @@ __all__ = ["HandoffSource", "main"]
 READ_SIZE = 1024 * 1024
 GATHER = 0.005
 """Seconds the records of a quiet pipe gather before they are read."""
+GATHER_BELOW = 64 * 1024
+"""A read smaller than this is a quiet pipe's, after which records gather; a larger one means
+traffic flows, and for `FLOWING` after it the pipe is read on at once: the forwarding side holds
+its relay for what this process has not acknowledged yet (1 MiB outstanding at most,
+observer_link.py), so a pause there stops forwarding (a gather after every read held 16 MiB
+answers at 0.12x the relay's speed, one after each answer's request still at 0.35x)."""
+FLOWING = 0.05
 LENGTH = struct.Struct("!I")
 MARK_EVERY = 64 * 1024
 """Handoff bytes after which the decoding is marked for an acknowledgement, also within a batch
 (1 MiB of tiny frames is seconds of decoding on a busy machine)."""
+ACK_AT_ONCE = 256 * 1024
+"""Marks whose lines are all written already (the bytes only filled a partial frame) are
+acknowledged together once decoding yields, unless this many bytes wait for it: one message
+instead of 256 for a 16 MiB answer, each a system call here and a wake-up of the relay."""
 
 
 class Acknowledger:
@@ -136,6 +148,10 @@ class HandoffSource:
         self._reader = RecordReader()
         self._taps: dict[int, ConnectionTap] = {}
         self._now = 0.0
+        self._token: Optional[trio.lowlevel.TrioToken] = None
+        self._ack_sent = 0
+        self._ack_due = 0
+        """The offset to acknowledge once decoding yields (`_acknowledge_soon`)."""
 
     @property
     def idle(self) -> bool:
@@ -157,6 +173,7 @@ class HandoffSource:
         self, *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Read records until the pipe ends; then decode what is left (see the class)."""
+        self._token = trio.lowlevel.current_trio_token()
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self.observer.run)
@@ -171,6 +188,7 @@ class HandoffSource:
     async def _read_until_end(self) -> None:
         reader = self._reader
         marked = 0
+        flowing_until = -math.inf
         while True:
             try:
                 chunk = os.read(self.fd, READ_SIZE)
@@ -193,10 +211,13 @@ class HandoffSource:
             if reader.offset > marked:
                 marked = reader.offset
                 self.observer.after_queued(functools.partial(self._decoded, marked))
-            if len(chunk) < READ_SIZE:
-                # The pipe is empty: let records gather for a moment rather than wake for each
-                # (on a busy machine, every wake-up of this process is time the relay's core
-                # may lose). Well inside what the recording may trail the wire by.
+            now = trio.current_time()
+            if len(chunk) >= GATHER_BELOW:
+                flowing_until = now + FLOWING
+            elif now > flowing_until:
+                # A trickle: let records gather for a moment rather than wake for each (on a
+                # busy machine, every wake-up of this process is time the relay's core may
+                # lose). Well inside what the recording may trail the wire by.
                 await trio.sleep(GATHER)
             else:
                 await trio.lowlevel.checkpoint()
@@ -204,10 +225,33 @@ class HandoffSource:
     def _decoded(self, offset: int) -> None:
         """Everything up to ``offset`` is decoded: acknowledge it once its lines are written."""
         recorder = self.recorder()
-        if recorder is None:
-            self.acknowledge(offset)
+        if recorder is None or recorder.all_written:
+            self._acknowledge_soon(offset)
         else:
-            recorder.after_written(functools.partial(self.acknowledge, offset))
+            recorder.after_written(functools.partial(self._acknowledge, offset))
+
+    def _acknowledge(self, offset: int) -> None:
+        self._ack_sent = max(self._ack_sent, offset)
+        self.acknowledge(offset)
+
+    def _acknowledge_soon(self, offset: int) -> None:
+        """Acknowledge ``offset`` once the decoding slice yields (see `ACK_AT_ONCE`): it stays
+        true meanwhile, since everything before it is written already."""
+        if self._token is None or offset - self._ack_sent >= ACK_AT_ONCE:
+            self._ack_due = 0
+            self._acknowledge(offset)
+            return
+        if not self._ack_due:
+            try:
+                self._token.run_sync_soon(self._acknowledge_due)
+            except trio.RunFinishedError:  # the session is over: nobody waits for it
+                return
+        self._ack_due = offset
+
+    def _acknowledge_due(self) -> None:
+        offset, self._ack_due = self._ack_due, 0
+        if offset:
+            self._acknowledge(offset)
 
     def _handle(self, record: Record) -> None:
         self._now = record.t

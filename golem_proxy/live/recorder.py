@@ -61,6 +61,10 @@ class Recorder:
         self._last_t = 0.0
         self.total_missed = 0
         self._flush_wanted = False
+        self._recorded = 0
+        """Batches of lines queued so far (an event, with its gap line if any)."""
+        self._written = 0
+        """Of those, how many are written to the kernel: all of them when equal."""
         self._after_written: list[Callable[[], None]] = []
         self._closing = False
         self._finished = False
@@ -98,20 +102,35 @@ class Recorder:
                     size += sum(len(piece) for piece in gap)
             self._pieces.extend(pieces)
             self._queued += size
+            self._recorded += 1
             if self._queued >= self._write_at:
                 self._changed.notify_all()
 
     def after_written(self, call: Callable[[], None]) -> None:
-        """Call ``call`` (on the writing thread) once everything recorded so far has reached
-        the kernel (a flush is asked for now); at once when nothing more will be written
-        (closed, or the recording failed)."""
+        """Call ``call`` once everything recorded so far has reached the kernel: at once (on
+        the caller's thread) when it already has, or when nothing more will be written
+        (closed, or the recording failed); else on the writing thread, after the flush this
+        asks for now."""
         with self._changed:
-            if self.error is None and not self._closing:
+            # Nothing recorded since the last write (the bytes only filled a partial frame):
+            # no round trip through the writing thread, whose wake-up costs more than the
+            # bytes (256 of them per 16 MiB answer, each holding the relay).
+            if not self._all_written():
                 self._after_written.append(call)
                 self._flush_wanted = True  # now: the forwarding side may be waiting for it
                 self._changed.notify_all()
                 return
         call()
+
+    @property
+    def all_written(self) -> bool:
+        """Everything recorded so far has reached the kernel, or nothing more will be written
+        (closed, or the recording failed): what `after_written` would call at once."""
+        with self._changed:
+            return self._all_written()
+
+    def _all_written(self) -> bool:
+        return self.error is not None or self._closing or self._written == self._recorded
 
     def flush(self) -> None:
         """Have everything recorded so far written and flushed (without waiting for it)."""
@@ -156,6 +175,7 @@ class Recorder:
                     return
                 pieces, self._pieces = self._pieces, []
                 written, self._after_written = self._after_written, []
+                recorded = self._recorded
                 self._queued = 0
                 self._flush_wanted = False
                 self._changed.notify_all()  # room again for a caller waiting on max_queued
@@ -164,6 +184,8 @@ class Recorder:
                     self.writer.write_pieces(pieces)
                 except Exception as exc:
                     self._fail(exc)
+            with self._changed:
+                self._written = recorded
             for call in written:
                 call()
 

@@ -63,16 +63,22 @@ RECORDS = [
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=40), max_size=60))
-def test_records_come_back_whole_at_any_chunking(cuts: list[int]) -> None:
-    stream = b"".join(encode(r) for r in RECORDS)
-    reader, got, at = RecordReader(), [], 0
-    for size in [*cuts, len(stream)]:
+@given(st.lists(st.tuples(st.integers(min_value=1, max_value=40), st.booleans()), max_size=60))
+def test_records_come_back_whole_at_any_chunking(cuts: list[tuple[int, bool]]) -> None:
+    """Whatever the chunks, and whether the records are taken after each or after several,
+    with the offset after each record where the writer's count stood."""
+    encoded = [encode(r) for r in RECORDS]
+    ends = [sum(map(len, encoded[: n + 1])) for n in range(len(encoded))]
+    stream = b"".join(encoded)
+    reader, got, offsets, at = RecordReader(), [], [], 0
+    for size, take in [*cuts, (len(stream), True)]:
         reader.receive_data(stream[at : at + size])
         at += size
-        while (record := reader.next_record()) is not None:
+        while take and (record := reader.next_record()) is not None:
             got.append(record)
+            offsets.append(reader.offset)
     assert got == RECORDS
+    assert offsets == ends
 
 
 def test_a_full_pipe_counts_the_bytes_and_says_so_before_what_follows() -> None:

@@ -44,6 +44,7 @@ from golem_proxy.recording.format import (
     read_recording,
 )
 from golem_proxy.recording.schema import FRAME_MEMBERS, FRAME_OPTIONAL, KIND_MEMBERS
+from golem_proxy.recording.writer import IOV_MAX, write_all
 from tests.support.frames import frame_seen
 from tests.support.trace_builder import golem_session, write_recording
 
@@ -390,3 +391,15 @@ def test_old_lines_say_withheld_and_orphan_the_old_way() -> None:
     fault, verdict = list(RecordingReader(io.BytesIO(data)))
     assert isinstance(fault, FaultInjected) and fault.withheld
     assert isinstance(verdict, ViolationSeen) and verdict.orphan
+
+
+def test_pieces_reach_a_file_whole_and_in_order_past_one_system_calls_worth(
+    tmp_path: Path,
+) -> None:
+    """`write_all` writes more pieces than one `os.writev` takes, a large one among them."""
+    pieces = [b"%d\n" % n for n in range(IOV_MAX * 2 + 5)]
+    pieces[IOV_MAX - 1] = b"x" * (4 * 1024 * 1024) + b"\n"
+    path = tmp_path / "pieces"
+    with open(path, "wb") as stream:
+        write_all(stream.fileno(), pieces)
+    assert path.read_bytes() == b"".join(pieces)

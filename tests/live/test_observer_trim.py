@@ -1,0 +1,48 @@
+"""The observer gives freed pages back to the system once it has been idle for `TRIM_IDLE`
+after decoding at least `TRIM_AFTER`: after a burst, never between two answers of a steady
+run (each 16 MiB answer would fault its pages in again)."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from golem_core.profiles import GOLEM
+from golem_proxy.events import Direction, Event, FrameSeen
+from golem_proxy.live import observer as observer_module
+from golem_proxy.live.observer import TRIM_IDLE, Observer
+from golem_proxy.live.tap import ConnectionTap
+
+ANSWER = GOLEM.encode({"id": 1, "result": {"image": "QUJD" * 4096}, "error": None})
+
+
+@pytest.mark.trio
+async def test_pages_go_back_only_after_an_idle_spell(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    trims: list[float] = []
+    monkeypatch.setattr(observer_module, "TRIM_AFTER", len(ANSWER))
+    monkeypatch.setattr(
+        observer_module, "return_memory_to_the_system", lambda: trims.append(trio.current_time())
+    )
+    events: list[Event] = []
+    observer = Observer(quiet=0.0, max_delay=0.0)
+    tap = ConnectionTap(1, "main", GOLEM, events.append)
+
+    async def decoded() -> None:
+        while not observer.idle:
+            await trio.sleep(0.001)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(observer.run)
+        drained = 0.0
+        for _ in range(5):  # a steady run: each answer comes before the observer is idle long
+            observer.submit(tap, Direction.S2C, ANSWER, 0.0)
+            await decoded()
+            drained = trio.current_time()
+            await trio.sleep(TRIM_IDLE / 2)
+        assert trims == []
+        await trio.sleep(TRIM_IDLE * 2)  # then the run stops
+        assert len(trims) == 1 and trims[0] >= drained + TRIM_IDLE - 0.002
+        nursery.cancel_scope.cancel()
+    assert sum(isinstance(e, FrameSeen) for e in events) == 5  # every answer was decoded

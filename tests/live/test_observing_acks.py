@@ -1,0 +1,158 @@
+"""The observing process acknowledges an offset only once every line for what came before it
+is written to the kernel, and no later: bytes that complete no frame add no line, so their
+acknowledgement needs no write (and no round trip through the recorder's thread, which held
+the relay ~256 times per 16 MiB answer)."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import pickle
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+import trio
+
+from golem_core.profiles import GOLEM
+from golem_proxy.events import ConnectionOpened, Event
+from golem_proxy.live.handoff import HandoffWriter, Kind
+from golem_proxy.live.hub import EventHub
+from golem_proxy.live.observer_process import PIPE_SIZE
+from golem_proxy.live.observing import HandoffSource
+from golem_proxy.live.proxy_options import ProxyOptions
+from golem_proxy.live.recorder import Recorder
+from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
+
+HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
+
+
+class CountingStream(io.BytesIO):
+    """A disk that counts the writes and flushes reaching it; a write may be held until
+    `gate` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+        self.flushes = 0
+        self.writing = threading.Event()
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def writelines(self, lines: object) -> None:
+        self.writing.set()
+        self.gate.wait()
+        self.writes += 1
+        super().writelines(lines)  # type: ignore[arg-type]
+
+    def flush(self) -> None:
+        self.flushes += 1
+        super().flush()
+
+    def close(self) -> None:  # keep the content readable after close
+        pass
+
+
+def opened(conn: int) -> Event:
+    return ConnectionOpened(
+        conn=conn, route="main", client="127.0.0.1:50000", upstream="127.0.0.1:9876", t=0.0
+    )
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
+def test_with_nothing_recorded_since_the_last_write_the_call_is_at_once_without_a_write() -> None:
+    stream = CountingStream()
+    recorder = Recorder(RecordingWriter(stream, HEADER))
+    recorder(opened(1))
+    called: list[int] = []
+    recorder.after_written(lambda: called.append(stream.getvalue().count(b"\n")))
+    wait_until(lambda: bool(called), "the line to be written")
+    assert called == [2]  # the header and the event were in the file when it was called
+    touched = stream.writes, stream.flushes
+    caller = threading.get_ident()
+    threads: list[int] = []
+    recorder.after_written(lambda: threads.append(threading.get_ident()))
+    assert threads == [caller]  # at once, on the caller's thread
+    assert (stream.writes, stream.flushes) == touched  # and nothing was written for it
+    recorder.close()
+
+
+def test_a_line_being_written_is_waited_for_even_though_nothing_is_queued() -> None:
+    stream = CountingStream()
+    recorder = Recorder(RecordingWriter(stream, HEADER))
+    stream.gate.clear()
+    stream.writing.clear()
+    recorder(opened(1))
+    recorder.flush()
+    wait_until(stream.writing.is_set, "the writing thread to take the line")
+    called = threading.Event()
+    recorder.after_written(called.set)  # the queue is empty, the line not written yet
+    assert not called.wait(0.05)
+    stream.gate.set()
+    assert called.wait(10)
+    assert stream.getvalue().count(b"\n") == 2
+    recorder.close()
+
+
+@pytest.mark.trio
+async def test_the_acknowledgement_of_a_partial_frame_costs_no_write() -> None:
+    stream = CountingStream()
+    recorder = Recorder(RecordingWriter(stream, HEADER))
+    hub = EventHub()
+    hub.attach_sink(recorder)
+    acknowledged: list[int] = []
+    read_fd, write_fd = os.pipe()
+    writer = HandoffWriter(write_fd)
+    source = HandoffSource(
+        hub, read_fd, [], GOLEM, ProxyOptions(), acknowledged.append, lambda: recorder
+    )
+
+    async def acknowledged_up_to(offset: int) -> None:
+        with trio.fail_after(10):
+            while not acknowledged or acknowledged[-1] < offset:
+                await trio.sleep(0.005)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(source.serve)
+            writer.event(Kind.OPENED, 1, 0, 0.0, _pickled(opened(1)))
+            await acknowledged_up_to(writer.handed)
+            assert stream.writes >= 1  # the connection's line was written before that
+            touched = stream.writes, stream.flushes
+            # The first bytes of a 2 MiB frame: decoded (buffered), nothing to record.
+            frame = GOLEM.encode({"id": 1, "result": "x" * (2 * 1024 * 1024)})
+            assert writer.data(1, 1, 0.1, frame[:20])
+            await acknowledged_up_to(writer.handed)
+            assert (stream.writes, stream.flushes) == touched  # no write, not even a flush
+            # Its next 32 records of 64 KiB, read a pipe's 1 MiB at a time (as the observing
+            # process's pipe is sized): one acknowledgement per 256 KiB and per read, not one
+            # per record, and the last offset is acknowledged.
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
+            before = len(acknowledged)
+            writer.backlog = len(frame)
+            for start in range(20, 20 + 32 * 65536, 65536):
+                assert writer.data(1, 1, 0.2, frame[start : start + 65536])
+            while not writer.flush():
+                await trio.lowlevel.wait_writable(write_fd)
+            await acknowledged_up_to(writer.handed)
+            assert len(acknowledged) - before <= 16
+            assert (stream.writes, stream.flushes) == touched
+            os.close(write_fd)
+            write_fd = -1
+    finally:
+        if write_fd >= 0:
+            os.close(write_fd)
+        os.close(read_fd)
+        recorder.close()
+
+
+def _pickled(event: Event) -> bytes:
+    return pickle.dumps(event, pickle.HIGHEST_PROTOCOL)
