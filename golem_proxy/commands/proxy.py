@@ -29,6 +29,7 @@ from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
 from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
 from ..table_layout import terminal_width
+from ._child_tui import check_child_tui, serve_child_tui
 from ._common import (
     CATALOGUE_HELP,
     CATALOGUE_METAVAR,
@@ -88,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=IN_PROCESS,
         help="where decoding, the log and the recording run: in-process (the default: with "
         "forwarding, yielding to it) or child-process (a process of its own, on another core, "
-        "fed every forwarded chunk through a pipe; not with --tui, --fault, --intercept or "
+        "fed every forwarded chunk through a pipe; not with --fault, --intercept or "
         "--enforce-limits, which decode on the forwarding path)",
     )
     parser.add_argument(
@@ -298,9 +299,13 @@ def run(args: argparse.Namespace) -> int:
         verbosity=verbosity_of(args),
     )
     child = args.observer == CHILD_PROCESS
+    if child and args.tui:
+        check_child_tui(args, CHILD_PROCESS, IN_PROCESS)
     if child:
         _check_child_observer(args)
     if args.tui:
+        if child:
+            return serve_child_tui(config, errors, args.log_buffer)
         return serve_with_tui(config, errors)
     # The log writes through a queue and a thread of its own: a terminal or pipe that stops
     # reading costs log lines, never a stalled relay (see live/log_output.py).
@@ -327,9 +332,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_child_observer(args: argparse.Namespace) -> None:
     """Refuse what the observing process cannot do yet: the options that decode on the
-    forwarding path, and the TUI. Raises CommandError."""
+    forwarding path. Raises CommandError."""
     for given, option in (
-        (args.tui, "--tui"),
         (args.fault, "--fault"),
         (args.intercept is not None, "--intercept"),
         (args.enforce_limits, "--enforce-limits"),
