@@ -5,7 +5,7 @@ medians of several rounds.
 
     python bench/bench_proxy.py [--rounds 3] [--quick] [--mode both|full|flood]
                                 [--observer both|in-process|child-process]
-                                [--baseline DIR] [--json FILE]
+                                [--tui [also|only]] [--baseline DIR] [--json FILE]
 
 Two modes, each with its own processes and recording. *Full observation* is what a user
 recording a regression trace does: a sequential GOLEM client (small calls, then 16 MiB
@@ -25,6 +25,12 @@ The upstream answers from pre-encoded bytes and the client only counts bytes (se
 bench_peers.py), so the direct row shows how much headroom the rig has over what it measures.
 A tool that is not installed (socat, mitmdump) gets a "not installed" row, never a failure;
 mitmdump is looked up on PATH, then in $MITMDUMP and /tmp/mitm-venv/bin.
+
+With ``--tui``, each chosen golem-proxy is measured again with ``--tui`` (in one process, or the
+TUI in the observing process with ``--observer child-process``): the same workloads and the
+same check of its recording, the TUI drawing on a pseudo-terminal of a fixed size that is its
+controlling terminal, drained by a thread so that it never blocks; it is stopped by a Ctrl-C
+typed into the TUI, as a user quits it (pty_terminal.py).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from proxy_rig import (
     PEERS,
     RECORDING,
     RELAY,
+    WITH_TUI,
     Config,
     configurations,
     describe_rig,
@@ -70,6 +77,7 @@ from proxy_tables import (
     targets,
     targets_table,
 )
+from pty_terminal import COLUMNS, ROWS
 from rich.console import Console
 from rich.markup import escape
 
@@ -130,8 +138,19 @@ def main() -> None:
         help="which golem-proxy to measure: observing in its own process, in a child process, "
         "or both in the same interleaved run (the default)",
     )
+    parser.add_argument(
+        "--tui",
+        nargs="?",
+        const="also",
+        choices=("also", "only"),
+        help="also measure each chosen golem-proxy with --tui, its TUI drawn on a "
+        f"{COLUMNS}x{ROWS} pseudo-terminal (only: those rows alone of golem-proxy's)",
+    )
     args = parser.parse_args()
-    ours = [name for name, where in OBSERVERS.items() if args.observer in ("both", where)]
+    chosen = [name for name, where in OBSERVERS.items() if args.observer in ("both", where)]
+    ours = [] if args.tui == "only" else list(chosen)
+    if args.tui:
+        ours += [WITH_TUI[name] for name in chosen]
     console = Console(width=200)
     dump = {}
     for mode in modes(args.quick, args.rounds, args.mode):

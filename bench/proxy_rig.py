@@ -10,31 +10,44 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from processes import ROOT, free_port, start_process, stop
+from pty_terminal import DrainedTerminal
 
 PEERS = str(ROOT / "bench" / "bench_peers.py")
 RELAY = "minimal trio relay"
 MITM = "mitmdump reverse tcp"
 OURS = "golem-proxy"
 OURS_CHILD = "golem-proxy --observer child-process"
+OURS_TUI = "golem-proxy --tui"
+OURS_CHILD_TUI = "golem-proxy --tui --observer child-process"
 BASELINE = "golem-proxy (baseline)"
-RECORDING = {OURS: "bench.jsonl", OURS_CHILD: "child.jsonl", BASELINE: "baseline.jsonl"}
+RECORDING = {OURS: "bench.jsonl", OURS_CHILD: "child.jsonl", OURS_TUI: "tui.jsonl",
+             OURS_CHILD_TUI: "child-tui.jsonl", BASELINE: "baseline.jsonl"}  # fmt: skip
 """Each golem-proxy's recording, in the mode's temporary directory."""
 OBSERVERS = {OURS: "in-process", OURS_CHILD: "child-process"}
 """The golem-proxy configurations by where their observer runs (``--observer``)."""
+WITH_TUI = {OURS: OURS_TUI, OURS_CHILD: OURS_CHILD_TUI}
+"""The same golem-proxy with ``--tui``, drawn on a pseudo-terminal (pty_terminal.py)."""
+WHERE = {**OBSERVERS, OURS_TUI: "in-process", OURS_CHILD_TUI: "child-process"}
+QUIT_TIMEOUT = 120.0
+"""Seconds a TUI's Ctrl-C may take to end its session (it drains and flushes first)."""
 
 
-def proxy_command(port: int, upstream: int, record: str, observer: str = "") -> list[str]:
+def proxy_command(
+    port: int, upstream: int, record: str, observer: str = "", *, tui: bool = False
+) -> list[str]:
     """golem-proxy with everything on (decoding, pairing, recording), log quiet; ``observer``:
-    where it observes (``--observer``; the default when empty)."""
+    where it observes (``--observer``; the default when empty); ``tui``: the TUI instead of
+    the log."""
     route = f"main@127.0.0.1:{port}=127.0.0.1:{upstream}"
     chosen = ["--observer", observer] if observer else []
-    return [sys.executable, "-m", "golem_proxy", "proxy", "--quiet", "--route", route,
+    shown = ["--tui"] if tui else ["--quiet"]
+    return [sys.executable, "-m", "golem_proxy", "proxy", *shown, "--route", route,
             "--record", record, "--overwrite", *chosen]  # fmt: skip
 
 
@@ -66,6 +79,20 @@ class Config:
     process: Optional[subprocess.Popen[bytes]] = None
     missing: str = ""
     """Why this configuration is not measured ("not installed"), or empty."""
+    terminal: Optional[DrainedTerminal] = None
+    """The pseudo-terminal its TUI draws on (None: no TUI)."""
+
+
+def stop_config(process: subprocess.Popen[bytes], terminal: Optional[DrainedTerminal]) -> None:
+    """Stop a configuration's process as its user would: Ctrl-C typed into its TUI (then the
+    session drains and flushes), else Ctrl-C as a signal (`processes.stop`)."""
+    if terminal is not None:
+        terminal.type("\x03")
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(QUIT_TIMEOUT)
+    stop(process)
+    if terminal is not None:
+        terminal.close()
 
 
 @contextmanager
@@ -78,18 +105,33 @@ def configurations(
     up = free_port()
     processes = [start_process([sys.executable, PEERS, "upstream", str(up)], up)]
     configs = [Config("direct", up)]
+    terminals: dict[int, DrainedTerminal] = {}
 
     def add(
-        name: str, command: list[str], port: int, *, required: bool = False, **popen: object
+        name: str,
+        command: list[str],
+        port: int,
+        *,
+        required: bool = False,
+        tui: bool = False,
+        **popen: object,
     ) -> None:
+        terminal = DrainedTerminal() if tui else None
+        if terminal is not None:
+            popen.update(terminal.popen_options())
         try:
             processes.append(start_process(command, port, **popen))
         except (OSError, RuntimeError) as exc:
+            if terminal is not None:
+                terminal.close()
             if required:
                 raise
             configs.append(Config(name, missing=f"failed to start: {exc}"))
             return
-        configs.append(Config(name, port, processes[-1]))
+        if terminal is not None:
+            terminal.started()
+            terminals[processes[-1].pid] = terminal
+        configs.append(Config(name, port, processes[-1], terminal=terminal))
 
     try:
         port = free_port()
@@ -110,7 +152,9 @@ def configurations(
         for name in ours:
             port = free_port()
             record = str(record_dir / RECORDING[name])
-            add(name, proxy_command(port, up, record, OBSERVERS[name]), port, required=True)
+            tui = name in WITH_TUI.values()
+            command = proxy_command(port, up, record, WHERE[name], tui=tui)
+            add(name, command, port, required=True, tui=tui)
         if baseline is not None:
             port = free_port()
             command = proxy_command(port, up, str(record_dir / RECORDING[BASELINE]))
@@ -119,7 +163,7 @@ def configurations(
         yield configs
     finally:
         for process in processes:
-            stop(process)
+            stop_config(process, terminals.get(process.pid))
 
 
 def describe_rig(configs: list[Config]) -> str:
