@@ -82,11 +82,12 @@ def observe_with_tui(
     """Run the TUI over the session until the user quits it or the session ends, then print
     the session's closing line on stderr. Returns the exit code (1: the session failed)."""
     summaries: list[str] = []
-    bound = list(setup.bound)
+    # Bound already: the forwarding process listens before it starts this one.
+    live_on = "live on " + ", ".join(str(bound.listen) for bound in setup.bound)
     notes = _notes(config, setup)
 
     async def serve(sink: EventBuffer) -> None:
-        sink.describe(SourceInfo("live on " + ", ".join(str(b.listen) for b in bound), notes))
+        sink.describe(SourceInfo(live_on, notes))
 
         def attach(session: ProxySession) -> None:
             session.hub.attach_sink(hub_sink(sink))
@@ -102,9 +103,8 @@ def observe_with_tui(
             with contextlib.suppress(Exception):  # the app may be closing already
                 app.call_from_thread(app.exit)
 
-    listens = ", ".join(str(b.listen) for b in bound)
     source = ForwardedSessionSource(
-        serve, forwarding_pid=os.getppid(), description=f"live on {listens}", on_end=close_app
+        serve, forwarding_pid=os.getppid(), description=live_on, on_end=close_app
     )
     app = GolemProxyApp(source, config.profile, "golem-proxy")
     try:
