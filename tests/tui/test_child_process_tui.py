@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,19 @@ def test_the_observing_process_dying_leaves_forwarding_running(
         terminal.close()
     assert code == 0, terminal.text()[-2000:]
     assert _lines(tmp_path / "live.jsonl")[-1]["kind"] == STOPPED_KIND
+
+
+def test_a_busy_port_is_one_line_before_any_tui() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli(
+            "proxy", "--tui", "--observer", "child-process",
+            "--route", f"main@127.0.0.1:{port}=127.0.0.1:9",
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"golem-proxy: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    )
+    assert result.stdout == ""  # the forwarding process binds first: no TUI was started
