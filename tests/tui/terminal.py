@@ -143,7 +143,8 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30) -> bool:
 
 
 def pid_of_child(process: subprocess.Popen[bytes], timeout: float = 30) -> Optional[int]:
-    """The first process that ``process`` started, once it has started one."""
-    found: list[int] = []
-    wait_until(lambda: bool(found.extend(children(process.pid)) or found), timeout)
+    """The first process that ``process`` started, once it has started one (None: none in
+    ``timeout`` seconds)."""
+    wait_until(lambda: bool(children(process.pid)), timeout)
+    found = children(process.pid)
     return found[0] if found else None
