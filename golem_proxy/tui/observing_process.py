@@ -106,7 +106,12 @@ def observe_with_tui(
     source = ForwardedSessionSource(
         serve, forwarding_pid=os.getppid(), description=live_on, on_end=close_app
     )
-    app = GolemProxyApp(source, config.profile, "golem-proxy")
+    # `r` sends a request again as a new client of the proxy, so the forwarding process
+    # forwards it and this session records it like any other (in one process it goes through
+    # the session itself); with several routes, which one a flow came by is not an address.
+    routes = setup.bound
+    through = routes[0].listen if len(routes) == 1 else None
+    app = GolemProxyApp(source, config.profile, "golem-proxy", resend_target=through)
     try:
         app.run()
     finally:

@@ -169,3 +169,28 @@ def test_a_busy_port_is_one_line_before_any_tui() -> None:
         f"golem-proxy: cannot listen on 127.0.0.1:{port}: Address already in use\n"
     )
     assert result.stdout == ""  # the forwarding process binds first: no TUI was started
+
+
+def test_r_sends_again_through_the_proxy_and_the_copy_is_recorded(
+    tmp_path: Path, upstream: str
+) -> None:
+    terminal = _start(tmp_path, upstream)
+    try:
+        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+        _calls(port)
+        terminal.wait_for(r"scene\.get_object_info")
+        terminal.type("r")  # the flow followed: the last one
+        terminal.wait_for(r"flow 3 sent again")
+        terminal.type("q")
+        terminal.wait_for("Stop the proxy and quit")
+        terminal.type("y")
+        code = terminal.exit_code()
+    finally:
+        terminal.close()
+    assert code == 0, terminal.text()[-2000:]
+    lines = _lines(tmp_path / "live.jsonl")
+    methods = [line["method"] for line in lines if line["kind"] == "exchange"]
+    # Sent again as a new client of the proxy: forwarded and recorded like the others.
+    expected = ["ping", "geometry.create_box", "scene.get_object_info", "scene.get_object_info"]
+    assert methods == expected
+    assert len({line["conn"] for line in lines if line["kind"] == "exchange"}) == 2
