@@ -48,10 +48,14 @@ async def serve(config: SessionConfig, console: Console) -> str:
     return session.summary()
 
 
-async def serve_forwarding(config: SessionConfig, console: Console, log_buffer: int) -> str:
+async def serve_forwarding(
+    config: SessionConfig, console: Console, log_buffer: int, *, tui: bool = False
+) -> str:
     """``--observer child-process``: forward here, observe in a process of its own
     (live/observer_process.py) until Ctrl-C or SIGTERM. Returns an empty line (the observing
-    process prints the summary), or, when observation stopped early, what is known here."""
+    process prints the summary), or, when observation stopped early, what is known here.
+    With ``tui`` the observing process runs the TUI and this one prints nothing while it
+    serves (quitting the TUI sends the SIGTERM: commands/_child_tui.py)."""
     proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
     bound = await proxy.bind()
     proxy.start_time = trio.current_time()
@@ -69,7 +73,7 @@ async def serve_forwarding(config: SessionConfig, console: Console, log_buffer: 
         observing_options = dataclasses.replace(config.options, faults=None, intercept=None)
         setup = ObserverSetup(
             config.profile.name, tuple(bound), observing_options, header, config.record_path,
-            config.verbosity, log_buffer,
+            config.verbosity, log_buffer, log=not tui, tui=tui,
         )  # fmt: skip
         observing = await ObservingProcess.start(setup, record, proxy.now)
     except BaseException:
@@ -84,7 +88,9 @@ async def serve_forwarding(config: SessionConfig, console: Console, log_buffer: 
             watching.start_soon(observing.watch)
             async with trio.open_nursery() as serving:
                 await serving.start(proxy.serve)
-                commands_scope = await _announce(config, console, bound, serving)
+                commands_scope = (
+                    trio.CancelScope() if tui else await _announce(config, console, bound, serving)
+                )
                 async for _ in signals:
                     console.print(Text("stopping: listeners closed, draining connections…", "dim"))
                     commands_scope.cancel()

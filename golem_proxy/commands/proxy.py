@@ -29,6 +29,7 @@ from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
 from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
 from ..table_layout import terminal_width
+from ._child_tui import check_child_tui, serve_child_tui
 from ._common import (
     CATALOGUE_HELP,
     CATALOGUE_METAVAR,
@@ -89,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where decoding, the log and the recording run: in-process (the default: with "
         "forwarding, yielding to it) or child-process (a process of its own, on another core, "
         "fed every forwarded chunk through a pipe; --fault, --intercept and --enforce-limits "
-        "still decide here, before forwarding; not with --tui yet)",
+        "still decide here, before forwarding; with --tui, that process draws the TUI)",
     )
     parser.add_argument(
         "--observer-hold",
@@ -298,9 +299,11 @@ def run(args: argparse.Namespace) -> int:
         verbosity=verbosity_of(args),
     )
     child = args.observer == CHILD_PROCESS
-    if child:
-        _check_child_observer(args)
+    if child and args.tui:
+        check_child_tui(args, CHILD_PROCESS, IN_PROCESS)
     if args.tui:
+        if child:
+            return serve_child_tui(config, errors, args.log_buffer)
         return serve_with_tui(config, errors)
     # The log writes through a queue and a thread of its own: a terminal or pipe that stops
     # reading costs log lines, never a stalled relay (see live/log_output.py).
@@ -323,18 +326,6 @@ def run(args: argparse.Namespace) -> int:
     if summary:
         errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
     return 0
-
-
-def _check_child_observer(args: argparse.Namespace) -> None:
-    """Refuse what the observing process cannot do yet: the TUI. (--fault, --intercept and
-    --enforce-limits decide in this process, before forwarding, and hand on what they let
-    through.) Raises CommandError."""
-    for given, option in ((args.tui, "--tui"),):
-        if given:
-            raise CommandError(
-                f"--observer {CHILD_PROCESS} does not take {option}",
-                f"it decodes in this process; use --observer {IN_PROCESS}",
-            )
 
 
 def session_options(

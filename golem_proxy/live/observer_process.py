@@ -79,6 +79,8 @@ class ObserverSetup:
     layers: tuple[RouteInfo, ...] = ()
     """Hops served outside the relay (`SessionConfig.layers`: the MCP stdio hop of
     ``golem-proxy mcp``), decoded with their own profile."""
+    tui: bool = False
+    """Run the TUI (``proxy --tui``): the observing process owns the terminal."""
 
 
 class ObservingProcess:
@@ -121,12 +123,17 @@ class ObservingProcess:
         record_fd = -1 if record is None else record.write_fd
         passed = [read_fd, theirs.fileno()] + ([] if record is None else [record_fd])
         group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+        if setup.tui:
+            # The TUI reads the terminal, which only its foreground process group may do
+            # (another group is stopped by SIGTTOU/SIGTTIN): it stays in ours. In raw mode a
+            # Ctrl-C is a key for the TUI; otherwise the observing process ignores SIGINT.
+            group = {}
         try:
             process = await trio.lowlevel.open_process(
                 [sys.executable, "-m", "golem_proxy.live.observing", str(read_fd),
                  str(theirs.fileno()), str(record_fd)],
                 pass_fds=passed,
-                stdin=subprocess.DEVNULL,
+                stdin=None if setup.tui else subprocess.DEVNULL,
                 stdout=stdout,
                 **group,  # type: ignore[arg-type]
             )  # fmt: skip

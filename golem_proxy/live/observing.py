@@ -55,7 +55,7 @@ from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT, ProxySession, SessionConfig
 from .tap import ConnectionTap
 
-__all__ = ["HandoffSource", "main"]
+__all__ = ["HandoffSource", "main", "observe", "session_config"]
 
 READ_SIZE = 1024 * 1024
 GATHER = 0.005
@@ -308,9 +308,15 @@ def _receive_exactly(sock: socket.socket, size: int) -> bytes:
     return bytes(data)
 
 
-async def _observe(
-    config: SessionConfig, setup: ObserverSetup, pipe_fd: int, control: socket.socket
+async def observe(
+    config: SessionConfig,
+    setup: ObserverSetup,
+    pipe_fd: int,
+    control: socket.socket,
+    prepare: Callable[[ProxySession], None] = lambda session: None,
 ) -> str:
+    """Run the session from the handoff until the pipe ends (``prepare`` sees it before it
+    runs: the TUI attaches its sink there); returns its closing line."""
     profile = config.profile
 
     def source(hub: EventHub) -> HandoffSource:
@@ -326,10 +332,28 @@ async def _observe(
         )
 
     session = ProxySession(config, source)
+    prepare(session)
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         control.sendall(b"ready\n")
     return session.summary()
+
+
+def session_config(
+    setup: ObserverSetup, record_fd: int, console: Optional[Console] = None
+) -> SessionConfig:
+    """The session as the forwarding process described it (``record_fd`` -1: no recording)."""
+    return SessionConfig(
+        routes=[bound.route for bound in setup.bound],
+        profile=get_profile(setup.profile),
+        options=setup.options,
+        record_path=setup.record_path,
+        console=console,
+        verbosity=setup.verbosity,
+        layers=setup.layers,
+        record_fd=record_fd if record_fd >= 0 else None,
+        header=setup.header,
+    )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -344,20 +368,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         setup = receive_setup(control)
     except EOFError:
         return 1
+    if setup.tui:  # this process owns the terminal: the TUI shows what the log would
+        from ..tui.observing_process import observe_with_tui
+
+        return observe_with_tui(session_config(setup, record_fd), setup, pipe_fd, control)
     output = TerminalOutput(sys.stdout, max_lines=setup.log_buffer)
-    config = SessionConfig(
-        routes=[bound.route for bound in setup.bound],
-        profile=get_profile(setup.profile),
-        options=setup.options,
-        record_path=setup.record_path,
-        console=output.console() if setup.log else None,
-        verbosity=setup.verbosity,
-        layers=setup.layers,
-        record_fd=record_fd if record_fd >= 0 else None,
-        header=setup.header,
-    )
+    config = session_config(setup, record_fd, output.console() if setup.log else None)
     try:
-        summary = trio.run(_observe, config, setup, pipe_fd, control)
+        summary = trio.run(observe, config, setup, pipe_fd, control)
     finally:
         output.close()
     errors = Console(stderr=True, highlight=False)

@@ -62,7 +62,9 @@ class DebugActions(AppMixin):
     def action_intercept(self) -> None:
         if self.control is None:
             self.notify(
-                "intercepting needs a live proxy: golem-proxy proxy --tui", severity="warning"
+                "intercepting needs a live proxy in this process: golem-proxy proxy --tui "
+                "(--observer in-process)",
+                severity="warning",
             )
             return
         self._ask_intercept_filter()

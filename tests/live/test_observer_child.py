@@ -278,9 +278,3 @@ def test_ending_a_recording_cuts_an_unfinished_line_and_numbers_the_next(
     assert written.startswith(header + lines)
     last = json.loads(written[len(header + lines) :])
     assert last == {"seq": 4, "t": 2.0, "kind": STOPPED_KIND, "detail": "observation stopped: test"}
-
-
-def test_the_tui_is_refused() -> None:
-    result = run_cli("proxy", "--route", "127.0.0.1:0=127.0.0.1:9", "--tui", *CHILD)
-    assert result.returncode == 2
-    assert result.stderr.startswith("golem-proxy: --observer child-process does not take --tui")

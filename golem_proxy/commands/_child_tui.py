@@ -1,0 +1,54 @@
+"""``proxy --tui --observer child-process``: this process forwards and prints nothing while
+it serves; the observing process runs the session's hub, recorder and the TUI
+(tui/observing_process.py), and quitting the TUI stops this process as Ctrl-C would."""
+
+from __future__ import annotations
+
+import argparse
+
+import trio
+from rich.console import Console
+from rich.text import Text
+
+from ..live.session import SessionConfig
+from ..table_layout import terminal_width
+from ._common import CommandError
+from ._live_tui import startup_error
+from ._proxy_serve import serve_forwarding
+
+__all__ = ["check_child_tui", "serve_child_tui"]
+
+
+def check_child_tui(args: argparse.Namespace, child_process: str, in_process: str) -> None:
+    """Refuse what the TUI cannot do with observation in another process: deciding held
+    frames (they wait in the forwarding process, the TUI's held panel reaches only a session
+    of its own process). Raises CommandError."""
+    if args.intercept is not None:
+        raise CommandError(
+            f"--tui with --observer {child_process} does not take --intercept",
+            f"the TUI decides held frames in one process only; use --observer {in_process}",
+        )
+
+
+def serve_child_tui(config: SessionConfig, errors: Console, log_buffer: int) -> int:
+    """Serve until the TUI quits (or Ctrl-C / SIGTERM); returns the exit code. Raises
+    CommandError for a session that could not start (a port in use, the recording)."""
+    from .proxy import _os_problem  # the command's wording of a listen or file error
+
+    try:
+        summary = trio.run(_serve, config, log_buffer)
+    except BaseException as exc:
+        failed = startup_error(exc)
+        if failed is None:
+            raise
+        raise CommandError(_os_problem(failed, config.record_path)) from None
+    if summary:  # observation stopped early: what is known here (the TUI is gone)
+        errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
+    return 0
+
+
+async def _serve(config: SessionConfig, log_buffer: int) -> str:
+    # Quiet: the terminal is the TUI's (the observing process says "stopping" once the TUI
+    # has given it back); errors still reach stderr.
+    quiet = Console(stderr=True, quiet=True)
+    return await serve_forwarding(config, quiet, log_buffer, tui=True)

@@ -1,0 +1,135 @@
+"""The TUI of ``proxy --tui --observer child-process``, run by the observing process
+(live/observing.py): the app in this process's main thread, the session (the handoff from the
+forwarding process, decoded, recorded) in the TUI's worker thread, feeding the app through its
+hub as in one process (`hub_sink`).
+
+Quitting the TUI ends the whole session, as it does in one process: this process asks the
+forwarding process to stop (SIGTERM, as a user's would), which drains its connections and closes
+the handoff pipe; the session here then decodes and records what is left and ends. The session
+ending otherwise (the forwarding process was stopped) closes the TUI, so the terminal is given
+back before the forwarding process stops waiting for this one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+from collections.abc import Awaitable
+from typing import Callable, Optional
+
+from rich.console import Console
+from rich.text import Text
+
+from ..live.observer_process import ObserverSetup
+from ..live.observing import observe
+from ..live.session import ProxySession, SessionConfig
+from ..table_layout import terminal_width
+from .app import GolemProxyApp
+from .bridge import EventBuffer, SourceInfo, TrioThreadSource, hub_sink
+
+__all__ = ["ForwardedSessionSource", "observe_with_tui"]
+
+FINISH_GRACE = 10.0
+"""Seconds past the drain timeouts the session may take to end after the TUI quits."""
+
+
+class ForwardedSessionSource(TrioThreadSource):
+    """The session that the forwarding process feeds, as the TUI's event source. Unlike a
+    session in one process it is not cancelled when the TUI stops: `stop` asks the forwarding
+    process to stop, and the session ends when the handoff does (nothing handed on is lost).
+    ``on_end`` is called from the worker thread once the session is over."""
+
+    def __init__(
+        self,
+        main: Callable[[EventBuffer], Awaitable[None]],
+        *,
+        forwarding_pid: int,
+        description: str,
+        on_end: Callable[[], None] = lambda: None,
+    ) -> None:
+        super().__init__(main, description=description)
+        self.forwarding_pid = forwarding_pid
+        self.on_end = on_end
+        self.quitting = False
+        """The TUI is quitting (rather than closing because the session ended)."""
+        self._stop_asked = False
+
+    def run(self, sink: EventBuffer) -> None:
+        try:
+            super().run(sink)
+        finally:
+            self.on_end()
+
+    def stop(self) -> None:
+        """The TUI is quitting (its unmount; Textual waits for this source's thread): ask
+        the forwarding process to stop, as Ctrl-C would (once; not after the session ended)."""
+        self.quitting = True
+        if self._stop_asked or self.done.is_set():
+            return
+        self._stop_asked = True
+        # Only the process that started us: once it is gone we have a new parent, and the
+        # pipe has ended anyway.
+        if os.getppid() == self.forwarding_pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.forwarding_pid, signal.SIGTERM)
+
+
+def observe_with_tui(
+    config: SessionConfig, setup: ObserverSetup, pipe_fd: int, control: socket.socket
+) -> int:
+    """Run the TUI over the session until the user quits it or the session ends, then print
+    the session's closing line on stderr. Returns the exit code (1: the session failed)."""
+    summaries: list[str] = []
+    # Bound already: the forwarding process listens before it starts this one.
+    live_on = "live on " + ", ".join(str(bound.listen) for bound in setup.bound)
+    notes = _notes(config, setup)
+
+    async def serve(sink: EventBuffer) -> None:
+        sink.describe(SourceInfo(live_on, notes))
+
+        def attach(session: ProxySession) -> None:
+            session.hub.attach_sink(hub_sink(sink))
+
+        summaries.append(await observe(config, setup, pipe_fd, control, attach))
+
+    app: Optional[GolemProxyApp] = None
+
+    def close_app() -> None:
+        # The forwarding process stopped: leave the terminal as it was before it stops
+        # waiting for this process.
+        if app is not None and not source.quitting:
+            with contextlib.suppress(Exception):  # the app may be closing already
+                app.call_from_thread(app.exit)
+
+    source = ForwardedSessionSource(
+        serve, forwarding_pid=os.getppid(), description=live_on, on_end=close_app
+    )
+    # `r` sends a request again as a new client of the proxy, so the forwarding process
+    # forwards it and this session records it like any other (in one process it goes through
+    # the session itself); with several routes, which one a flow came by is not an address.
+    routes = setup.bound
+    through = routes[0].listen if len(routes) == 1 else None
+    app = GolemProxyApp(source, config.profile, "golem-proxy", resend_target=through)
+    try:
+        app.run()
+    finally:
+        source.stop()
+    errors = Console(stderr=True, highlight=False)
+    if not source.done.is_set():
+        errors.print("[dim]stopping: listeners closed, draining connections…[/]")
+    source.done.wait(3 * config.options.drain_timeout + FINISH_GRACE)
+    if source.error is not None:
+        errors.print(Text(f"golem-proxy: {source.describe_error(source.error)}"))
+        return 1
+    for line in summaries:
+        errors.print(Text(line), soft_wrap=terminal_width(errors) is None)
+    return 0
+
+
+def _notes(config: SessionConfig, setup: ObserverSetup) -> tuple[str, ...]:
+    """What the TUI shows above the table, as in one process (`live_notes`)."""
+    from ..commands._live_tui import live_notes
+
+    return live_notes(list(setup.bound), config)

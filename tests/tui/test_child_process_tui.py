@@ -1,0 +1,196 @@
+"""``golem-proxy proxy --tui --observer child-process`` on a terminal, as a user runs it: the
+forwarding process forwards and draws nothing, the observing process draws the TUI from its
+hub; quitting the TUI ends both processes and leaves a whole recording; the forwarding
+process stopping closes the TUI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golem_proxy.recording.format import read_recording
+from golem_proxy.recording.shared_file import STOPPED_KIND
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
+from rhino_plugin import HeadlessPlugin, PluginOptions
+from tests.support.cli_helpers import run_cli
+
+from .terminal import Terminal, gone, pid_of_child
+
+
+@pytest.fixture
+def upstream() -> Iterator[str]:
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
+    (host, port), _ = plugin.start()
+    try:
+        yield f"{host}:{port}"
+    finally:
+        plugin.stop()
+
+
+def _start(tmp_path: Path, upstream: str) -> Terminal:
+    return Terminal(
+        "proxy", "--tui", "--observer", "child-process",
+        "--route", f"main@127.0.0.1:0={upstream}", "--record", "live.jsonl",
+        cwd=tmp_path,
+    )  # fmt: skip
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    """The recording's lines after its header."""
+    return [json.loads(line) for line in path.read_bytes().splitlines()[1:]]
+
+
+def _calls(port: int) -> list[str]:
+    """Two calls through the proxy: one that succeeds, one the plugin answers with an error."""
+    errors = []
+    with GolemClient("127.0.0.1", port) as golem:
+        golem.send_command(
+            "geometry.create_box", {"corner": [0, 0, 0], "width": 1, "depth": 2, "height": 3}
+        )
+        try:
+            golem.send_command("scene.get_object_info", {"guid": "missing"})
+        except RhinoCommandError as exc:
+            errors.append(str(exc.code))
+    return errors
+
+
+def test_the_tui_shows_calls_and_q_ends_both_processes_with_a_whole_recording(
+    tmp_path: Path, upstream: str
+) -> None:
+    terminal = _start(tmp_path, upstream)
+    try:
+        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+        observing = pid_of_child(terminal.process)
+        assert observing is not None
+        assert terminal.wait_for(f"main: 127.0.0.1:{port} → {upstream}")
+        assert terminal.wait_for("recording to live.jsonl")
+        assert _calls(port)  # the error answer came back through the proxy
+        terminal.wait_for(r"geometry\.create_box")
+        terminal.wait_for(r"scene\.get_object_info")
+        terminal.type("q")
+        terminal.wait_for("Stop the proxy and quit")
+        terminal.type("y")
+        code = terminal.exit_code()
+    finally:
+        terminal.close()
+    assert code == 0, terminal.text()[-2000:]
+    assert gone(observing)
+    # The observing process's closing line, once the TUI gave the terminal back (the client
+    # pings first).
+    assert "recorded 3 exchanges (1 error, 0 violations) to live.jsonl" in terminal.text()
+    recording = read_recording(str(tmp_path / "live.jsonl"))
+    assert not recording.truncated_tail
+    lines = _lines(tmp_path / "live.jsonl")
+    methods = [line["method"] for line in lines if line["kind"] == "exchange"]
+    assert methods == ["ping", "geometry.create_box", "scene.get_object_info"]
+    assert not [line for line in lines if line["kind"] in ("gap", "unobserved", STOPPED_KIND)]
+
+
+def test_ctrl_c_in_the_tui_quits_without_asking(tmp_path: Path, upstream: str) -> None:
+    terminal = _start(tmp_path, upstream)
+    try:
+        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+        observing = pid_of_child(terminal.process)
+        _calls(port)
+        terminal.wait_for(r"scene\.get_object_info")
+        terminal.type("\x03")
+        code = terminal.exit_code()
+    finally:
+        terminal.close()
+    assert code == 0, terminal.text()[-2000:]
+    assert observing is not None and gone(observing)
+    assert "recorded 3 exchanges" in terminal.text()
+
+
+def test_stopping_the_forwarding_process_closes_the_tui(tmp_path: Path, upstream: str) -> None:
+    terminal = _start(tmp_path, upstream)
+    try:
+        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+        _calls(port)
+        terminal.wait_for(r"scene\.get_object_info")
+        os.kill(terminal.process.pid, signal.SIGTERM)
+        code = terminal.exit_code()
+    finally:
+        terminal.close()
+    assert code == 0, terminal.text()[-2000:]
+    assert "recorded 3 exchanges" in terminal.text()
+    assert sum(line["kind"] == "exchange" for line in _lines(tmp_path / "live.jsonl")) == 3
+
+
+def test_held_frames_stay_with_the_tui_of_one_process() -> None:
+    result = run_cli(
+        "proxy", "--tui", "--observer", "child-process", "--intercept", "",
+        "--route", "main@127.0.0.1:0=127.0.0.1:9",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "golem-proxy: --tui with --observer child-process does not take --intercept"
+    )
+    assert "use --observer in-process" in result.stderr
+
+
+def test_the_observing_process_dying_leaves_forwarding_running(
+    tmp_path: Path, upstream: str
+) -> None:
+    terminal = _start(tmp_path, upstream)
+    try:
+        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+        observing = pid_of_child(terminal.process)
+        assert observing is not None
+        os.kill(observing, signal.SIGKILL)
+        terminal.wait_for(r"observation stopped \(the observing process was killed by SIGKILL\)")
+        assert _calls(port)  # still forwarded
+        os.kill(terminal.process.pid, signal.SIGTERM)
+        code = terminal.exit_code()
+    finally:
+        terminal.close()
+    assert code == 0, terminal.text()[-2000:]
+    assert _lines(tmp_path / "live.jsonl")[-1]["kind"] == STOPPED_KIND
+
+
+def test_a_busy_port_is_one_line_before_any_tui() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli(
+            "proxy", "--tui", "--observer", "child-process",
+            "--route", f"main@127.0.0.1:{port}=127.0.0.1:9",
+        )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"golem-proxy: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    )
+    assert result.stdout == ""  # the forwarding process binds first: no TUI was started
+
+
+def test_r_sends_again_through_the_proxy_and_the_copy_is_recorded(
+    tmp_path: Path, upstream: str
+) -> None:
+    terminal = _start(tmp_path, upstream)
+    try:
+        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+        _calls(port)
+        terminal.wait_for(r"scene\.get_object_info")
+        terminal.type("r")  # the flow followed: the last one
+        terminal.wait_for(r"flow 3 sent again")
+        terminal.type("q")
+        terminal.wait_for("Stop the proxy and quit")
+        terminal.type("y")
+        code = terminal.exit_code()
+    finally:
+        terminal.close()
+    assert code == 0, terminal.text()[-2000:]
+    lines = _lines(tmp_path / "live.jsonl")
+    methods = [line["method"] for line in lines if line["kind"] == "exchange"]
+    # Sent again as a new client of the proxy: forwarded and recorded like the others.
+    expected = ["ping", "geometry.create_box", "scene.get_object_info", "scene.get_object_info"]
+    assert methods == expected
+    assert len({line["conn"] for line in lines if line["kind"] == "exchange"}) == 2
