@@ -86,11 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--observer",
         choices=OBSERVER_PLACES,
-        default=IN_PROCESS,
-        help="where decoding, the log and the recording run: in-process (the default: with "
-        "forwarding, yielding to it) or child-process (a process of its own, on another core, "
-        "fed every forwarded chunk through a pipe; --fault, --intercept and --enforce-limits "
-        "still decide here, before forwarding; with --tui, that process draws the TUI)",
+        default=None,
+        help="where decoding, the log and the recording run: child-process (the default: a "
+        "process of its own, on another core, fed every forwarded chunk through a pipe; "
+        "--fault, --intercept and --enforce-limits still decide in the forwarding process, and "
+        "with --tui the observing process draws the TUI) or in-process (with forwarding, "
+        "yielding to it; the default for --tui with --intercept, whose held frames the TUI "
+        "decides in one process)",
     )
     parser.add_argument(
         "--observer-hold",
@@ -298,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         verbosity=verbosity_of(args),
     )
-    child = args.observer == CHILD_PROCESS
+    child = observer_place(args) == CHILD_PROCESS
     if child and args.tui:
         check_child_tui(args, CHILD_PROCESS, IN_PROCESS)
     if args.tui:
@@ -326,6 +328,14 @@ def run(args: argparse.Namespace) -> int:
     if summary:
         errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
     return 0
+
+
+def observer_place(args: argparse.Namespace) -> str:
+    """Where the session observes: ``--observer`` as given, else a process of its own, but for
+    a TUI that decides held frames (``--tui --intercept``), which does so in one process."""
+    if args.observer is not None:
+        return str(args.observer)
+    return IN_PROCESS if args.tui and args.intercept is not None else CHILD_PROCESS
 
 
 def session_options(

@@ -3,12 +3,14 @@ plugin in its own process."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
 
 import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
+from golem_proxy.commands.proxy import CHILD_PROCESS, IN_PROCESS, add_arguments, observer_place
 from golem_proxy.events import ConnectionClosed
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
@@ -38,6 +40,8 @@ def test_proxy_command_relays_records_and_stops_on_ctrl_c(
             # The real plugin's server answers every dispatcher error as -32000.
             assert failure.value.code == -32000
             assert "Invalid GUID format: 'nope'" in str(failure.value)
+        # By default the session is observed in a process of its own.
+        assert observing_children(cli.process.pid), "no observing process under the proxy"
     finally:
         cli.stop()  # Ctrl-C
     assert cli.process.returncode == 0, cli.stderr
@@ -50,6 +54,37 @@ def test_proxy_command_relays_records_and_stops_on_ctrl_c(
     ]
     closed = [e for e in recording.events if isinstance(e, ConnectionClosed)]
     assert len(closed) == 1 and closed[0].reason == "client closed"
+
+
+def observing_children(pid: int) -> list[int]:
+    """The processes under ``pid`` that run the observing process's module."""
+    # Any of its threads may have started it (trio starts processes from a worker thread).
+    tasks = Path(f"/proc/{pid}/task").iterdir()
+    children = [child for task in tasks for child in (task / "children").read_text().split()]
+    return [
+        int(child)
+        for child in children
+        if b"golem_proxy.live.observing" in Path(f"/proc/{child}/cmdline").read_bytes()
+    ]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ([], CHILD_PROCESS),
+        (["--tui"], CHILD_PROCESS),
+        (["--fault", "drop"], CHILD_PROCESS),
+        (["--tui", "--intercept", "~q"], IN_PROCESS),
+        (["--intercept", "~q"], CHILD_PROCESS),
+        (["--observer", "in-process"], IN_PROCESS),
+        (["--observer", "child-process", "--tui", "--intercept", "~q"], CHILD_PROCESS),
+    ],
+)
+def test_where_the_session_is_observed(given: list[str], expected: str) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--route", "127.0.0.1:0=127.0.0.1:9", *given])
+    assert observer_place(args) == expected
 
 
 def test_proxy_refuses_public_address_without_flag(plugin: PluginProcess) -> None:
