@@ -1,6 +1,6 @@
 """The arguments several commands take, each added by one function: a recording to read, a
-plugin address, a timeout, a protocol profile. One place decides their type and wording, so
-``show FILE`` and ``stats FILE`` cannot drift apart."""
+plugin address, a timeout, a protocol profile, where the observer runs. One place decides their
+type and wording, so ``show FILE`` and ``stats FILE`` cannot drift apart."""
 
 from __future__ import annotations
 
@@ -9,10 +9,15 @@ from typing import Optional
 
 from golem_core.profiles import PROFILES
 
+from ..live.observer_link import HOLD_LIMIT
 from ..net.addresses import Address
 from ._common import address_arg, seconds_arg, trace_path_arg
 
 RECORDING_HELP = "a recording (.jsonl, or sample:NAME)"
+
+IN_PROCESS = "in-process"
+CHILD_PROCESS = "child-process"
+OBSERVER_PLACES = (IN_PROCESS, CHILD_PROCESS)
 
 
 def add_recording(
@@ -60,3 +65,22 @@ def add_profile(
 ) -> None:
     """Add ``--profile``, one of the protocol profiles' names (`golem_core.profiles`)."""
     parser.add_argument("--profile", choices=sorted(PROFILES), default=default, help=help)
+
+
+def add_observer(
+    parser: argparse.ArgumentParser,
+    *,
+    default: Optional[str],
+    help: str,
+    hold_help: str,
+) -> None:
+    """Add ``--observer`` (one of `OBSERVER_PLACES`, ``default`` when absent) and
+    ``--observer-hold`` (seconds, `HOLD_LIMIT` when absent); each command words its own help."""
+    parser.add_argument("--observer", choices=OBSERVER_PLACES, default=default, help=help)
+    parser.add_argument(
+        "--observer-hold",
+        type=seconds_arg,
+        default=HOLD_LIMIT,
+        metavar="SECONDS",
+        help=hold_help,
+    )

@@ -24,19 +24,15 @@ from golem_core.profiles import GOLEM, MCP
 
 from ..live.attribution import ToolCallTracker
 from ..live.log_output import TerminalOutput
-from ..live.observer_link import HOLD_LIMIT
 from ..live.session import SessionConfig
 from ..live.stdio_relay import ChildStartError
 from ..net.addresses import Address, Route
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
-from ._common import CommandError, error_line, seconds_arg, unwrap
+from ._common import CommandError, error_line, unwrap
 from ._mcp_serve import MCP_ROUTE, ServerPlan, serve, serve_forwarding
-from ._options import add_address, add_timeout
+from ._options import CHILD_PROCESS, IN_PROCESS, add_address, add_observer, add_timeout
 from .proxy import (
-    CHILD_PROCESS,
-    IN_PROCESS,
-    OBSERVER_PLACES,
     add_session_arguments,
     session_options,
     verbosity_of,
@@ -89,20 +85,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(stdin is the MCP client's); golem-proxy intercept unix:PATH talks to it",
         metavar="unix:PATH",
     )
-    parser.add_argument(
-        "--observer",
-        choices=OBSERVER_PLACES,
+    add_observer(
+        parser,
         default=IN_PROCESS,
         help="where decoding, attribution, the log and the recording run: in-process (the "
         "default) or child-process (a process of its own, fed every chunk of both hops "
         "through a pipe; not with --fault, --intercept or --enforce-limits)",
-    )
-    parser.add_argument(
-        "--observer-hold",
-        type=seconds_arg,
-        default=HOLD_LIMIT,
-        metavar="SECONDS",
-        help="with --observer child-process: how long forwarding may wait in one go for a "
+        hold_help="with --observer child-process: how long forwarding may wait in one go for a "
         "recording more than 60 ms behind the wire (as golem-proxy proxy's; default: no limit)",
     )
     add_session_arguments(parser)

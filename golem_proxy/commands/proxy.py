@@ -22,7 +22,6 @@ from ..live.intercept import InterceptEngine, route_scope
 from ..live.log import Verbosity
 from ..live.log_output import DEFAULT_MAX_LINES, TerminalOutput
 from ..live.observer import DEFAULT_BUDGET
-from ..live.observer_link import HOLD_LIMIT
 from ..live.proxy_options import ProxyOptions
 from ..live.session import SessionConfig
 from ..live.tap import ObserveLimits
@@ -41,11 +40,8 @@ from ._common import (
     seconds_arg,
 )
 from ._live_tui import serve_with_tui, startup_error
+from ._options import CHILD_PROCESS, IN_PROCESS, add_observer
 from ._proxy_serve import serve, serve_forwarding
-
-IN_PROCESS = "in-process"
-CHILD_PROCESS = "child-process"
-OBSERVER_PLACES = (IN_PROCESS, CHILD_PROCESS)
 
 NAME = "proxy"
 HELP = "Run the proxy: forward byte for byte, decode on the side, log and record."
@@ -83,9 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="show the session in the terminal UI instead of the log",
     )
-    parser.add_argument(
-        "--observer",
-        choices=OBSERVER_PLACES,
+    add_observer(
+        parser,
         default=None,
         help="where decoding, the log and the recording run: child-process (the default: a "
         "process of its own, on another core, fed every forwarded chunk through a pipe; "
@@ -93,13 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with --tui the observing process draws the TUI) or in-process (with forwarding, "
         "yielding to it; the default for --tui with --intercept, whose held frames the TUI "
         "decides in one process)",
-    )
-    parser.add_argument(
-        "--observer-hold",
-        type=seconds_arg,
-        default=HOLD_LIMIT,
-        metavar="SECONDS",
-        help="with --observer child-process: how long forwarding may wait in one go for a "
+        hold_help="with --observer child-process: how long forwarding may wait in one go for a "
         "recording more than 60 ms behind the wire to catch up; past it, bytes are forwarded "
         "but not observed until it has, and the gap is recorded (default: no limit, a flood "
         "is forwarded at the pace it is recorded)",
