@@ -22,16 +22,16 @@ from ..live.attribution import ToolCallTracker
 from ..live.console_socket import serve_console
 from ..live.hub import EventHub
 from ..live.intercept_console import InterceptConsole
-from ..live.observer_process import ObserverSetup, ObservingProcess
+from ..live.observer_process import ObservingProcess
 from ..live.proxy_options import BoundRoute
 from ..live.relay import Proxy
-from ..live.session import ProxySession, SessionConfig, session_header
+from ..live.session import ProxySession, SessionConfig
 from ..live.stdio_relay import StdioRelay
 from ..net.addresses import Address
 from ..net.listeners import Listener, open_listener
-from ..recording.shared_file import RecordingFile
 from ..terminal import safe_text
 from ._bound_routes import client_environment, print_intercept, print_routes
+from ._proxy_serve import start_observing
 
 __all__ = ["MCP_ROUTE", "ServerPlan", "child_environment", "serve", "serve_forwarding"]
 
@@ -133,7 +133,7 @@ async def serve_forwarding(
         proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
         bound = await proxy.bind()
         proxy.start_time = trio.current_time()
-        observing = await _start_observing(config, proxy, bound, log_fd, log_buffer)
+        observing = await start_observing(config, proxy, bound, log_buffer, stdout=log_fd)
         proxy.link = observing.link
         drain = config.options.drain_timeout
         try:
@@ -174,31 +174,6 @@ async def _forward(
             serving.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
         watching.cancel_scope.cancel()
     return status
-
-
-async def _start_observing(
-    config: SessionConfig, proxy: Proxy, bound: list[BoundRoute], log_fd: int, log_buffer: int
-) -> ObservingProcess:
-    """Create the recording (this process keeps its descriptors, to end it with a line of its
-    own if the observing process dies) and start the observing process with the session's
-    setup, the MCP hop among its layers. Raises ObserverStartError or OSError; then nothing is
-    left open."""
-    record: Optional[RecordingFile] = None
-    try:
-        header = None
-        if config.record_path is not None:
-            header = session_header(config, bound)
-            record = RecordingFile.create(config.record_path, overwrite=config.overwrite)
-        setup = ObserverSetup(
-            config.profile.name, tuple(bound), config.options, header, config.record_path,
-            config.verbosity, log_buffer, layers=config.layers,
-        )  # fmt: skip
-        return await ObservingProcess.start(setup, record, proxy.now, stdout=log_fd)
-    except BaseException:
-        if record is not None:
-            record.close()
-        await proxy.unbind()
-        raise
 
 
 async def _forward_signals(signals: AsyncIterator[int], relay: StdioRelay) -> None:

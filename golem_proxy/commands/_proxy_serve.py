@@ -59,28 +59,7 @@ async def serve_forwarding(
     proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
     bound = await proxy.bind()
     proxy.start_time = trio.current_time()
-    record: Optional[RecordingFile] = None
-    try:
-        header = None
-        if config.record_path is not None:
-            header = session_header(config, bound)
-            # The observing process writes it; this one keeps its descriptors to end it with
-            # a line of its own if that process dies (live/observer_process.py).
-            record = RecordingFile.create(config.record_path, overwrite=config.overwrite)
-        # The faults and the intercept engine decide here, on the forwarding path; the
-        # observing process decodes what they let through (and cannot take the engine's
-        # trio state anyway).
-        observing_options = dataclasses.replace(config.options, faults=None, intercept=None)
-        setup = ObserverSetup(
-            config.profile.name, tuple(bound), observing_options, header, config.record_path,
-            config.verbosity, log_buffer, log=not tui, tui=tui,
-        )  # fmt: skip
-        observing = await ObservingProcess.start(setup, record, proxy.now)
-    except BaseException:
-        if record is not None:
-            record.close()
-        await proxy.unbind()
-        raise
+    observing = await start_observing(config, proxy, bound, log_buffer, tui=tui)
     proxy.link = observing.link
     drain = config.options.drain_timeout
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -150,3 +129,40 @@ async def _take_commands(
 ) -> None:
     with scope:
         await commands.run(lambda text: console.print(text, soft_wrap=True))
+
+
+async def start_observing(
+    config: SessionConfig,
+    proxy: Proxy,
+    bound: list[BoundRoute],
+    log_buffer: int,
+    *,
+    tui: bool = False,
+    stdout: Optional[int] = None,
+) -> ObservingProcess:
+    """Create the recording and start the observing process with the session's setup (its
+    layers too), running the TUI with ``tui``, else logging to ``stdout`` (a descriptor; None:
+    ours). Raises ObserverStartError or OSError; then nothing is left open and ``proxy`` is
+    unbound."""
+    record: Optional[RecordingFile] = None
+    try:
+        header = None
+        if config.record_path is not None:
+            header = session_header(config, bound)
+            # The observing process writes it; this one keeps its descriptors to end it with
+            # a line of its own if that process dies (live/observer_process.py).
+            record = RecordingFile.create(config.record_path, overwrite=config.overwrite)
+        # The faults and the intercept engine decide here, on the forwarding path; the
+        # observing process decodes what they let through (and cannot take the engine's
+        # trio state anyway).
+        observing_options = dataclasses.replace(config.options, faults=None, intercept=None)
+        setup = ObserverSetup(
+            config.profile.name, tuple(bound), observing_options, header, config.record_path,
+            config.verbosity, log_buffer, log=not tui, layers=config.layers, tui=tui,
+        )  # fmt: skip
+        return await ObservingProcess.start(setup, record, proxy.now, stdout=stdout)
+    except BaseException:
+        if record is not None:
+            record.close()
+        await proxy.unbind()
+        raise
