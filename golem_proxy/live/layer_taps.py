@@ -1,12 +1,13 @@
 """The taps of a session with hops served outside the relay (the MCP stdio hop of
 ``golem-proxy mcp``), where tool-call attribution needs both layers decoded together.
 
-A hop's tap (`layer_tap`) decodes with the hop's own profile and takes the session's
-redaction and frame limits, not the GOLEM routes' catalogue, cap or annotation. `LayerTaps`
-builds every tap of the observing process (``--observer child-process``, observing.py): it
-owns the session's one `ToolCallTracker`, made there from the setup (never sent half-filled
-from the forwarding process), which follows the MCP hop's events and annotates the GOLEM
-routes' frames, all decoded in the order the forwarding process handed their bytes on.
+A hop's tap (`new_tap` with ``layer``) decodes with the hop's own profile and takes the
+session's redaction and frame limits, not the GOLEM routes' catalogue, cap or annotation.
+`LayerTaps` builds every tap of the observing process (``--observer child-process``,
+observing.py): it owns the session's one `ToolCallTracker`, made there from the setup (never
+sent half-filled from the forwarding process), which follows the MCP hop's events and
+annotates the GOLEM routes' frames, all decoded in the order the forwarding process handed
+their bytes on.
 """
 
 from __future__ import annotations
@@ -24,26 +25,14 @@ from .proxy_options import ProxyOptions, new_tap
 from .redact import Redactor
 from .tap import ConnectionTap
 
-__all__ = ["LayerTaps", "layer_tap"]
-
-
-def layer_tap(
-    conn: int,
-    route: str,
-    profile: Profile,
-    publish: Callable[[Event], None],
-    options: ProxyOptions,
-    redactor: Optional[Redactor],
-) -> ConnectionTap:
-    """The tap of a hop served outside the relay (see the module docstring)."""
-    return ConnectionTap(conn, route, profile, publish, redactor=redactor, limits=options.observe)
+__all__ = ["LayerTaps"]
 
 
 class LayerTaps:
     """Makes each connection's tap in the observing process: the relay's routes' as
     `new_tap` does (annotated with the tool calls in flight when a layer is MCP), the layers'
-    as `layer_tap` does (an MCP layer's events followed by the tracker first). Called as
-    `new_tap` is."""
+    as `new_tap` with ``layer`` does (an MCP layer's events followed by the tracker first).
+    Called as `new_tap` is."""
 
     def __init__(self, layers: Sequence[RouteInfo]) -> None:
         self._profiles = {
@@ -73,7 +62,7 @@ class LayerTaps:
             return new_tap(conn, route, profile, publish, options, redactor)
         if tracker is not None and layer.name == MCP.name:
             publish = _watched(tracker, publish)
-        return layer_tap(conn, route, layer, publish, options, redactor)
+        return new_tap(conn, route, layer, publish, options, redactor, layer=True)
 
 
 def _watched(tracker: ToolCallTracker, publish: Callable[[Event], None]) -> Callable[[Event], None]:

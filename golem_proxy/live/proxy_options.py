@@ -68,9 +68,18 @@ def new_tap(
     publish: Callable[[Event], None],
     options: ProxyOptions,
     redactor: Optional[Redactor],
+    *,
+    layer: bool = False,
 ) -> ConnectionTap:
     """One connection's tap with the session's checks, redaction and limits (the relay's, and
-    the observing process's when observation runs in a process of its own)."""
+    the observing process's when observation runs in a process of its own). With ``layer``, a
+    hop served outside the relay (the MCP stdio hop of ``golem-proxy mcp``): it decodes with
+    the hop's own profile and takes the session's redaction and frame limits only, not the
+    GOLEM routes' catalogue, cap or annotation."""
+    if layer:
+        return ConnectionTap(
+            conn, route, profile, publish, redactor=redactor, limits=options.observe
+        )
     return ConnectionTap(
         conn,
         route,

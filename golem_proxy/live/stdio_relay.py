@@ -39,7 +39,7 @@ from golem_core.profiles import Profile
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, ProcessOutput
 from ..net.sockio import write_all
-from .layer_taps import layer_tap
+from .proxy_options import new_tap
 from .relay import Proxy
 from .tap import ConnectionTap
 
@@ -154,8 +154,14 @@ class StdioRelay:
         conn = self.conn = proxy.new_connection_id()
         tap = None
         if proxy.link is None:  # else the observing process decodes the hop
-            tap = layer_tap(
-                conn, self.route, self.profile, self.publish, proxy.options, proxy.redactor
+            tap = new_tap(
+                conn,
+                self.route,
+                self.profile,
+                self.publish,
+                proxy.options,
+                proxy.redactor,
+                layer=True,
             )
         self.publish(
             ConnectionOpened(
