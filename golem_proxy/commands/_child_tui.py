@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import argparse
 
-import trio
 from rich.console import Console
 from rich.text import Text
 
 from ..live.session import SessionConfig
 from ..table_layout import terminal_width
 from ._common import CommandError
-from ._live_tui import startup_error
 from ._proxy_serve import serve_forwarding
+from ._session_errors import run_session
 
 __all__ = ["check_child_tui", "serve_child_tui"]
 
@@ -33,15 +32,7 @@ def check_child_tui(args: argparse.Namespace, child_process: str, in_process: st
 def serve_child_tui(config: SessionConfig, errors: Console, log_buffer: int) -> int:
     """Serve until the TUI quits (or Ctrl-C / SIGTERM); returns the exit code. Raises
     CommandError for a session that could not start (a port in use, the recording)."""
-    from .proxy import _os_problem  # the command's wording of a listen or file error
-
-    try:
-        summary = trio.run(_serve, config, log_buffer)
-    except BaseException as exc:
-        failed = startup_error(exc)
-        if failed is None:
-            raise
-        raise CommandError(_os_problem(failed, config.record_path)) from None
+    summary = run_session(config.record_path, _serve, config, log_buffer)
     if summary:  # observation stopped early: what is known here (the TUI is gone)
         errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
     return 0

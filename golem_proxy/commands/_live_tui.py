@@ -14,6 +14,7 @@ from ..live.proxy_options import BoundRoute
 from ..live.session import ProxySession, SessionConfig
 from ._bound_routes import environment_hint
 from ._common import fail
+from ._session_errors import startup_error
 
 if TYPE_CHECKING:
     from ..tui.bridge import EventBuffer, TrioThreadSource
@@ -111,14 +112,3 @@ def _describe_failure(exc: BaseException) -> str:
     if failed is not None:
         return f"the proxy could not start: {failed}"
     return f"the proxy stopped: {type(exc).__name__}: {exc}"
-
-
-def startup_error(exc: BaseException) -> Optional[OSError]:
-    """The ListenError (or OSError, for the recording file) a session failed to start with.
-    It is raised inside the session's nursery, so trio wraps it in an exception group."""
-    while not isinstance(exc, OSError):
-        inner = getattr(exc, "exceptions", None)
-        if not inner or len(inner) != 1:
-            return None
-        exc = inner[0]
-    return exc

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Mapping
 from typing import Optional
 
-import trio
 from rich.console import Console
 from rich.text import Text
 
@@ -35,13 +34,13 @@ from ._common import (
     CommandError,
     catalogue_arg,
     count_arg,
-    error_line,
     integer_arg,
     seconds_arg,
 )
-from ._live_tui import serve_with_tui, startup_error
+from ._live_tui import serve_with_tui
 from ._options import CHILD_PROCESS, IN_PROCESS, add_observer
 from ._proxy_serve import serve, serve_forwarding
+from ._session_errors import os_problem, run_session
 
 NAME = "proxy"
 HELP = "Run the proxy: forward byte for byte, decode on the side, log and record."
@@ -265,7 +264,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
-        raise CommandError(_os_problem(exc)) from None
+        raise CommandError(os_problem(exc)) from None
     options, record_path = session_options(args, profile)
     public = [r for r in routes if not r.listen.is_loopback()]
     if public and not args.listen_public:
@@ -302,14 +301,11 @@ def run(args: argparse.Namespace) -> int:
     console = config.console = output.console()
     try:
         if child:
-            summary = trio.run(serve_forwarding, config, console, args.log_buffer)
+            summary = run_session(
+                config.record_path, serve_forwarding, config, console, args.log_buffer
+            )
         else:
-            summary = trio.run(serve, config, console)
-    except BaseException as exc:
-        failed = startup_error(exc)
-        if failed is None:
-            raise
-        raise CommandError(_os_problem(failed, config.record_path)) from None
+            summary = run_session(config.record_path, serve, config, console)
     finally:
         output.close()
     # On stderr, as replay's: it stays in sight when the log goes to a file. Folded to a
@@ -341,7 +337,7 @@ def session_options(
     except (FaultSpecError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     except OSError as exc:
-        raise CommandError(_os_problem(exc)) from None
+        raise CommandError(os_problem(exc)) from None
     if record_path is not None:
         try:
             check_record_target(record_path, overwrite=args.overwrite)
@@ -386,12 +382,3 @@ def _intercept_engine(args: argparse.Namespace, profile: Profile) -> Optional[In
         raise CommandError(f"--intercept: bad filter: {exc}") from None
     routes = None if getattr(args, "tui", False) else route_scope(chosen)
     return InterceptEngine(profile, chosen, timeout=args.intercept_timeout, routes=routes)
-
-
-def _os_problem(exc: OSError, record_path: Optional[str] = None) -> str:
-    """One line for an OSError at setup or startup: the listener's own sentence, or the file
-    and what is wrong with it (an existing recording suggests --overwrite)."""
-    line = error_line(exc) or str(exc)
-    if isinstance(exc, FileExistsError) and record_path is not None:
-        return f"{line} (pass --overwrite to replace it)"
-    return line
