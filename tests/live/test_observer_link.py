@@ -6,59 +6,22 @@ the clock is the test's."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import trio
 import trio.testing
 
 from golem_proxy.events import Direction
-from golem_proxy.live.handoff import HEADER, Kind, Record, RecordReader
+from golem_proxy.live.handoff import HEADER, Kind, RecordReader
 from golem_proxy.live.observer_link import (
     OUTSTANDING_LIMIT,
     RECORD_LIMIT,
     TRAIL_LIMIT,
-    ObserverLink,
 )
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@contextmanager
-def _link(**limits: float) -> Iterator[tuple[ObserverLink, Clock, int]]:
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(read_fd, False)
-    clock = Clock()
-    try:
-        yield ObserverLink(write_fd, clock, **limits), clock, read_fd  # type: ignore[arg-type]
-    finally:
-        os.close(read_fd)
-        os.close(write_fd)
-
-
-def _records(link: ObserverLink, read_fd: int, reader: RecordReader) -> list[Record]:
-    """Read the pipe, letting the link's writer refill it, until nothing waits any more."""
-    found: list[Record] = []
-    while True:
-        try:
-            reader.receive_data(os.read(read_fd, 1 << 20))
-        except BlockingIOError:
-            if not link.writer.waiting:
-                return found
-            link.writer.flush()
-        while (record := reader.next_record()) is not None:
-            found.append(record)
+from .observer_link_helpers import hand_link, read_records
 
 
 def test_the_link_holds_past_the_trail_limit_and_lets_go_once_acknowledged() -> None:
-    with _link() as (link, clock, read_fd):
+    with hand_link() as (link, clock, read_fd):
         reader = RecordReader()
         link.data(1, Direction.C2S, b"x" * 100, 0.0)
         clock.now = TRAIL_LIMIT / 2
@@ -67,7 +30,7 @@ def test_the_link_holds_past_the_trail_limit_and_lets_go_once_acknowledged() -> 
         clock.now = TRAIL_LIMIT * 1.5
         link.data(1, Direction.C2S, b"z" * 100, clock.now)
         assert link.holding  # the first chunk is unacknowledged for longer than the limit
-        _records(link, read_fd, reader)
+        read_records(link, read_fd, reader)
         link.acknowledged(HEADER.size + 100)  # the first chunk only: the second is 60 ms old
         assert link.holding
         link.acknowledged(reader.offset)
@@ -75,11 +38,11 @@ def test_the_link_holds_past_the_trail_limit_and_lets_go_once_acknowledged() -> 
 
 
 def test_the_link_holds_past_the_outstanding_bytes_however_recent() -> None:
-    with _link() as (link, _, read_fd):
+    with hand_link() as (link, _, read_fd):
         reader = RecordReader()
         for _ in range(OUTSTANDING_LIMIT // RECORD_LIMIT + 1):
             link.data(1, Direction.S2C, b"a" * RECORD_LIMIT, 0.0)
-            _records(link, read_fd, reader)  # keep the pipe from filling
+            read_records(link, read_fd, reader)  # keep the pipe from filling
         assert link.holding
         link.acknowledged(reader.offset)
         assert not link.holding
@@ -87,9 +50,9 @@ def test_the_link_holds_past_the_outstanding_bytes_however_recent() -> None:
 
 def test_a_large_chunk_is_handed_on_in_pieces_whole_and_in_order() -> None:
     chunk = bytes(range(256)) * (RECORD_LIMIT * 3 // 256 + 7)
-    with _link() as (link, _, read_fd):
+    with hand_link() as (link, _, read_fd):
         link.data(1, Direction.S2C, chunk, 0.0)
-        records = _records(link, read_fd, RecordReader())
+        records = read_records(link, read_fd, RecordReader())
     assert all(r.kind is Kind.DATA and len(r.data) <= RECORD_LIMIT for r in records)
     assert len(records) == 4
     assert b"".join(r.data for r in records) == chunk
@@ -97,7 +60,7 @@ def test_a_large_chunk_is_handed_on_in_pieces_whole_and_in_order() -> None:
 
 def test_past_the_hold_limit_the_link_sheds_until_acknowledged_then_says_what_was_lost() -> None:
     async def main() -> None:
-        with _link(hold_limit=0.5) as (link, clock, read_fd):
+        with hand_link(hold_limit=0.5) as (link, clock, read_fd):
             reader = RecordReader()
             link.data(1, Direction.C2S, b"a" * 10, 0.0)
             clock.now = 1.0
@@ -107,11 +70,11 @@ def test_past_the_hold_limit_the_link_sheds_until_acknowledged_then_says_what_wa
             assert link.sheds_now(1) and not link.holds(1)
             link.data(1, Direction.C2S, b"c" * 10, clock.now)  # counted, not handed on
             link.data(1, Direction.S2C, b"d" * 20, clock.now)
-            _records(link, read_fd, reader)
+            read_records(link, read_fd, reader)
             link.acknowledged(reader.offset)
             assert not link.shedding
             link.data(1, Direction.S2C, b"e" * 5, clock.now)
-            records = _records(link, read_fd, reader)
+            records = read_records(link, read_fd, reader)
         # Both directions' losses come before the connection's next record.
         assert [(r.kind, r.direction, r.lost, r.data) for r in records] == [
             (Kind.LOST, 0, 10, b""),

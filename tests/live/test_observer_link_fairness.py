@@ -7,15 +7,11 @@ clock is the test's."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import trio
 import trio.testing
 
 from golem_proxy.events import Direction
-from golem_proxy.live.handoff import Kind, Record, RecordReader
+from golem_proxy.live.handoff import Kind, RecordReader
 from golem_proxy.live.observer_link import (
     CAP,
     OUTSTANDING_LIMIT,
@@ -24,52 +20,20 @@ from golem_proxy.live.observer_link import (
     ObserverLink,
 )
 
+from .observer_link_helpers import hand_link, read_records
+
 BUSY, QUIET = 1, 2
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@contextmanager
-def _link(**limits: float) -> Iterator[tuple[ObserverLink, Clock, int]]:
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(read_fd, False)
-    clock = Clock()
-    try:
-        yield ObserverLink(write_fd, clock, **limits), clock, read_fd  # type: ignore[arg-type]
-    finally:
-        os.close(read_fd)
-        os.close(write_fd)
-
-
-def _drain(link: ObserverLink, read_fd: int, reader: RecordReader) -> list[Record]:
-    """Read the pipe, letting the link's writer refill it, until nothing waits any more."""
-    found: list[Record] = []
-    while True:
-        try:
-            reader.receive_data(os.read(read_fd, 1 << 20))
-        except BlockingIOError:
-            if not link.writer.waiting:
-                return found
-            link.writer.flush()
-        while (record := reader.next_record()) is not None:
-            found.append(record)
 
 
 def _flood(link: ObserverLink, read_fd: int, reader: RecordReader, size: int, t: float) -> None:
     """``size`` bytes of the busy connection, handed on (and read off the pipe), unacknowledged."""
     for _ in range(size // RECORD_LIMIT):
         link.data(BUSY, Direction.S2C, b"n" * RECORD_LIMIT, t)
-        _drain(link, read_fd, reader)
+        read_records(link, read_fd, reader)
 
 
 def test_a_quiet_connection_is_not_held_while_the_busy_one_is() -> None:
-    with _link() as (link, _, read_fd):
+    with hand_link() as (link, _, read_fd):
         reader = RecordReader()
         link.data(QUIET, Direction.C2S, b"q" * 200, 0.0)
         _flood(link, read_fd, reader, OUTSTANDING_LIMIT + RECORD_LIMIT, 0.0)
@@ -80,14 +44,14 @@ def test_a_quiet_connection_is_not_held_while_the_busy_one_is() -> None:
             link.data(QUIET, Direction.C2S, b"q" * 200, 0.0)
             assert not link.holds(QUIET)
         assert link.outstanding(QUIET) < link.outstanding(BUSY)
-        _drain(link, read_fd, reader)
+        read_records(link, read_fd, reader)
         link.acknowledged(reader.offset)
         assert not link.holding and not link.holds(BUSY)
         assert link.outstanding(BUSY) == link.outstanding(QUIET) == 0
 
 
 def test_connections_with_equal_shares_are_all_held() -> None:
-    with _link() as (link, clock, read_fd):
+    with hand_link() as (link, clock, read_fd):
         reader = RecordReader()
         for conn in (1, 2, 3):
             link.data(conn, Direction.C2S, b"r" * 100, 0.0)
@@ -96,20 +60,20 @@ def test_connections_with_equal_shares_are_all_held() -> None:
             link.data(conn, Direction.C2S, b"r" * 100, clock.now)
         assert link.holding
         assert all(link.holds(conn) for conn in (1, 2, 3))
-        _drain(link, read_fd, reader)
+        read_records(link, read_fd, reader)
         link.acknowledged(reader.offset)
         assert not any(link.holds(conn) for conn in (1, 2, 3))
 
 
 def test_once_the_busy_connection_drains_the_quiet_one_trailing_is_held_in_turn() -> None:
-    with _link() as (link, clock, read_fd):
+    with hand_link() as (link, clock, read_fd):
         reader = RecordReader()
         _flood(link, read_fd, reader, OUTSTANDING_LIMIT + RECORD_LIMIT, 0.0)
         drained = reader.offset
         clock.now = TRAIL_LIMIT
         link.data(QUIET, Direction.C2S, b"q" * 100, clock.now)
         assert link.holds(BUSY) and not link.holds(QUIET)
-        _drain(link, read_fd, reader)
+        read_records(link, read_fd, reader)
         clock.now = TRAIL_LIMIT * 2
         link.acknowledged(drained)  # the busy one's bytes only: the quiet one's still trail
         assert link.holding and link.outstanding(BUSY) == 0
@@ -119,7 +83,7 @@ def test_once_the_busy_connection_drains_the_quiet_one_trailing_is_held_in_turn(
 
 
 def test_connections_that_trail_alike_are_all_held_not_in_turns() -> None:
-    with _link() as (link, clock, read_fd):
+    with hand_link() as (link, clock, read_fd):
         reader = RecordReader()
         sizes = {conn: 280 + 10 * conn for conn in range(1, 9)}  # 8 clients, a call each
         for conn, size in sizes.items():
@@ -129,11 +93,11 @@ def test_connections_that_trail_alike_are_all_held_not_in_turns() -> None:
         assert link.holding
         # Those under the average have far more than 1/QUIET_SHARE of what the others have.
         assert all(link.holds(conn) for conn in sizes)
-        _drain(link, read_fd, reader)
+        read_records(link, read_fd, reader)
 
 
 def test_past_the_cap_in_bytes_every_connection_is_held() -> None:
-    with _link() as (link, _, read_fd):
+    with hand_link() as (link, _, read_fd):
         reader = RecordReader()
         # Two connections of equal bytes, and many small ones: together, past the cap.
         _flood(link, read_fd, reader, OUTSTANDING_LIMIT * CAP + RECORD_LIMIT, 0.0)
@@ -143,7 +107,7 @@ def test_past_the_cap_in_bytes_every_connection_is_held() -> None:
 
 def test_past_the_hold_limit_only_the_busy_connection_sheds_and_its_span_is_named() -> None:
     async def main() -> None:
-        with _link(hold_limit=0.5) as (link, _, read_fd):
+        with hand_link(hold_limit=0.5) as (link, _, read_fd):
             reader = RecordReader()
             _flood(link, read_fd, reader, OUTSTANDING_LIMIT + RECORD_LIMIT, 0.0)
             assert link.holds(BUSY)
@@ -153,12 +117,12 @@ def test_past_the_hold_limit_only_the_busy_connection_sheds_and_its_span_is_name
             assert not link.sheds_now(QUIET)
             link.data(BUSY, Direction.S2C, b"x" * 300, 0.0)  # counted, not handed on
             link.data(QUIET, Direction.C2S, b"q" * 10, 0.0)  # handed on
-            records = _drain(link, read_fd, reader)
+            records = read_records(link, read_fd, reader)
             assert [(r.conn, r.kind) for r in records] == [(QUIET, Kind.DATA)]
             link.acknowledged(reader.offset)
             assert not link.shedding
             link.data(BUSY, Direction.S2C, b"y" * 5, 0.0)
-            records = _drain(link, read_fd, reader)
+            records = read_records(link, read_fd, reader)
         assert [(r.conn, r.kind, r.lost, r.data) for r in records] == [
             (BUSY, Kind.LOST, 300, b""),
             (BUSY, Kind.DATA, 0, b"y" * 5),
@@ -169,7 +133,7 @@ def test_past_the_hold_limit_only_the_busy_connection_sheds_and_its_span_is_name
 
 def test_a_held_connection_is_let_go_when_the_recording_catches_up() -> None:
     async def main() -> None:
-        with _link() as (link, _, read_fd):
+        with hand_link() as (link, _, read_fd):
             reader = RecordReader()
             _flood(link, read_fd, reader, OUTSTANDING_LIMIT + RECORD_LIMIT, 0.0)
             released = []
@@ -193,7 +157,7 @@ def test_a_held_connection_is_let_go_when_the_recording_catches_up() -> None:
 
 def test_a_connection_held_alone_goes_on_once_a_busier_one_starts() -> None:
     async def main() -> None:
-        with _link() as (link, clock, read_fd):
+        with hand_link() as (link, clock, read_fd):
             reader = RecordReader()
             link.data(QUIET, Direction.C2S, b"q" * 100, 0.0)
             clock.now = TRAIL_LIMIT * 1.5
@@ -219,7 +183,7 @@ def test_a_connection_held_alone_goes_on_once_a_busier_one_starts() -> None:
 
 def test_a_waiting_connection_looks_again_when_the_busy_one_starts_waiting() -> None:
     async def main() -> None:
-        with _link() as (link, clock, read_fd):
+        with hand_link() as (link, clock, read_fd):
             reader = RecordReader()
             link.data(QUIET, Direction.C2S, b"q" * 1000, 0.0)
             clock.now = TRAIL_LIMIT * 1.5
