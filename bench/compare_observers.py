@@ -27,9 +27,9 @@ from pathlib import Path
 
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader
-from golem_core.errors import TruncatedFrame
-from golem_core.messages import ErrorResponse, Response, Role
+from golem_core.messages import Role
 from golem_core.profiles import GOLEM
+from golem_proxy.testing.call_outcomes import call_outcomes
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.recording_lines import differing_lines, lines_by_connection
 
@@ -59,24 +59,9 @@ BAD_FRAMES = (
 def _calls(port: int, methods: list[str]) -> list[str]:
     """Call each method on one connection, one at a time; what the client got for each, up to
     the first that ends the connection."""
-    got: list[str] = []
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        reader = MessageReader(sock)
-        for number, method in enumerate(methods):
-            try:
-                sock.sendall(GOLEM.encode({"id": number, "method": method, "params": {}}))
-                answer = reader.read_message(Role.RESPONSE)
-            except ConnectionResetError:
-                return [*got, "reset"]
-            except TruncatedFrame:
-                return [*got, "truncated"]
-            if answer is None:
-                return [*got, "end"]
-            if isinstance(answer, ErrorResponse):
-                got.append(f"error {answer.error.code}")
-            else:
-                got.append("ok" if isinstance(answer, Response) else "malformed")
-    return got
+    return call_outcomes(
+        port, [{"id": n, "method": m, "params": {}} for n, m in enumerate(methods)]
+    )
 
 
 def fault_session(port: int, connections: int) -> list[list[str]]:

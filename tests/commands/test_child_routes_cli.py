@@ -19,7 +19,6 @@ import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader
-from golem_core.errors import TruncatedFrame
 from golem_core.messages import ErrorResponse, Request, Response, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.events import (
@@ -32,6 +31,7 @@ from golem_proxy.events import (
 )
 from golem_proxy.live.observer_link import STALL_LIMIT
 from golem_proxy.recording.format import read_recording
+from golem_proxy.testing.call_outcomes import call_outcomes
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.recording_lines import differing_lines
 from tests.live.observer_child_helpers import observed_proxy, wait_for
@@ -66,30 +66,6 @@ def fresh_plugin() -> Iterator[Any]:
         plugin.stop()
 
 
-def _call(port: int, calls: list[dict[str, Any]]) -> list[str]:
-    """Send each call on one connection, one at a time; returns what the client got for each
-    (``ok``, ``error CODE``, ``malformed``, ``end``, ``reset``, ``truncated``), stopping at
-    the first that ends the connection."""
-    got: list[str] = []
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        reader = MessageReader(sock)
-        for call in calls:
-            try:
-                sock.sendall(GOLEM.encode(call))
-                answer = reader.read_message(Role.RESPONSE)
-            except ConnectionResetError:
-                return [*got, "reset"]
-            except TruncatedFrame:
-                return [*got, "truncated"]
-            if answer is None:
-                return [*got, "end"]
-            if isinstance(answer, ErrorResponse):
-                got.append(f"error {answer.error.code}")
-            else:
-                got.append("ok" if isinstance(answer, Response) else "malformed")
-    return got
-
-
 def _fault_session(port: int) -> list[list[str]]:
     calls = [
         {"id": 1, "method": "scene.get_document_info", "params": {}},
@@ -98,9 +74,9 @@ def _fault_session(port: int) -> list[list[str]]:
         {"id": 4, "method": "scene.list_objects", "params": {}},
     ]
     return [
-        _call(port, calls),
-        _call(port, [{"id": 5, "method": "scene.create_layer", "params": {"name": "Cut"}}]),
-        _call(port, [{"id": 6, "method": "scene.delete_layer", "params": {"name": "Cut"}}]),
+        call_outcomes(port, calls),
+        call_outcomes(port, [{"id": 5, "method": "scene.create_layer", "params": {"name": "Cut"}}]),
+        call_outcomes(port, [{"id": 6, "method": "scene.delete_layer", "params": {"name": "Cut"}}]),
     ]
 
 
@@ -260,7 +236,7 @@ def test_an_intercept_timeout_releases_held_frames_in_a_child(
         "--intercept", "~q", "--intercept-timeout", "0.2", "--observer", "child-process",
     )  # fmt: skip
     try:
-        got = _call(cli.port, [{"id": n, "method": "scene.list_layers", "params": {}}
+        got = call_outcomes(cli.port, [{"id": n, "method": "scene.list_layers", "params": {}}
                                for n in range(2)])  # fmt: skip
     finally:
         cli.stop()
