@@ -34,7 +34,7 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.call_outcomes import call_outcomes
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.recording_lines import differing_lines
-from tests.live.observer_child_helpers import observed_proxy, wait_for
+from tests.live.observer_child_helpers import observed_proxy, pipelined_echoes, wait_for
 from tests.live.test_observer_trail import _recorded_kinds as recorded_kinds
 from tests.live.test_observer_trail import _session as trail_session
 from tests.live.test_observer_trail import _stalled as stalled
@@ -257,17 +257,10 @@ def test_a_pipelined_burst_on_a_deciding_route_is_recorded_whole_in_a_child(
     is recorded, each answer paired with its request."""
     record = tmp_path / "burst.jsonl"
     count = 20_000
-    burst = b"".join(GOLEM.encode({"id": n, "method": "echo", "params": {}}) for n in range(count))
     rule = "delay:ms=1,method=nothing" if route == "--fault" else "~m nothing"
     with observed_proxy(record, "-q", route, rule, "--observer", "child-process") as cli:
         try:
-            with socket.create_connection(("127.0.0.1", cli.port), timeout=30) as sock:
-                sender = threading.Thread(target=sock.sendall, args=(burst,))
-                sender.start()
-                reader = MessageReader(sock)
-                for _ in range(count):
-                    assert reader.read_message(Role.RESPONSE) is not None
-                sender.join()
+            pipelined_echoes(cli.port, count)
         finally:
             cli.stop()
     assert cli.process.returncode == 0, cli.stderr

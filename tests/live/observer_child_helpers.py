@@ -59,6 +59,19 @@ def golem_calls(port: int, calls: list[dict[str, Any]], chunk: int = 0) -> list[
     return answers
 
 
+def pipelined_echoes(port: int, count: int) -> None:
+    """Send ``count`` echo requests in one burst (from a thread of its own, as a client that
+    writes before it reads) and read an answer to each; asserts each came."""
+    burst = b"".join(GOLEM.encode({"id": n, "method": "echo", "params": {}}) for n in range(count))
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sender = threading.Thread(target=sock.sendall, args=(burst,))
+        sender.start()
+        reader = MessageReader(sock)
+        for _ in range(count):
+            assert reader.read_message(Role.RESPONSE) is not None
+        sender.join()
+
+
 class CountingClient:
     """Sequential echo calls on one connection, in a thread, until `stop`; counts the answers."""
 

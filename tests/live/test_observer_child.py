@@ -11,7 +11,6 @@ import random
 import signal
 import socket
 import struct
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from .observer_child_helpers import (
     children_of,
     golem_calls,
     observed_proxy,
+    pipelined_echoes,
     process_gone,
     wait_for,
 )
@@ -199,16 +199,9 @@ def test_pipelined_requests_are_observed_before_their_answers(
     (the relay hands a chunk on before waiting to write its rest)."""
     record = tmp_path / "pipelined.jsonl"
     count = 20_000
-    burst = b"".join(GOLEM.encode({"id": n, "method": "echo", "params": {}}) for n in range(count))
     with observed_proxy(record, "-q", "--observer", observer) as cli:
         try:
-            with socket.create_connection(("127.0.0.1", cli.port), timeout=30) as sock:
-                sender = threading.Thread(target=sock.sendall, args=(burst,))
-                sender.start()
-                reader = MessageReader(sock)
-                for _ in range(count):
-                    assert reader.read_message(Role.RESPONSE) is not None
-                sender.join()
+            pipelined_echoes(cli.port, count)
         finally:
             cli.stop()
     recording = read_recording(str(record))
