@@ -20,6 +20,7 @@ from golem_proxy.live.intercept import InterceptEngine
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address, Route
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import EventBuffer, TrioThreadSource
 from golem_proxy.tui.sources import RecordingSource
@@ -136,3 +137,18 @@ async def select_method(pilot: Pilot[Any], method: str) -> None:
     app = pilot.app
     assert isinstance(app, GolemProxyApp)
     await select(pilot, position_of(app, method))
+
+
+def box_and_missing_object(port: int) -> list[str]:
+    """Two calls through the proxy on 127.0.0.1:``port``: one that succeeds, one the plugin
+    answers with an error; returns the error codes that came back (``["-32000"]``)."""
+    errors = []
+    with GolemClient("127.0.0.1", port) as golem:
+        golem.send_command(
+            "geometry.create_box", {"corner": [0, 0, 0], "width": 1, "depth": 2, "height": 3}
+        )
+        try:
+            golem.send_command("scene.get_object_info", {"guid": "missing"})
+        except RhinoCommandError as exc:
+            errors.append(str(exc.code))
+    return errors

@@ -17,10 +17,10 @@ import pytest
 
 from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
-from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from rhino_plugin import HeadlessPlugin, PluginOptions
 from tests.support.cli_helpers import run_cli
 
+from .helpers import box_and_missing_object
 from .terminal import Terminal, gone, pid_of_child
 
 
@@ -47,20 +47,6 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_bytes().splitlines()[1:]]
 
 
-def _calls(port: int) -> list[str]:
-    """Two calls through the proxy: one that succeeds, one the plugin answers with an error."""
-    errors = []
-    with GolemClient("127.0.0.1", port) as golem:
-        golem.send_command(
-            "geometry.create_box", {"corner": [0, 0, 0], "width": 1, "depth": 2, "height": 3}
-        )
-        try:
-            golem.send_command("scene.get_object_info", {"guid": "missing"})
-        except RhinoCommandError as exc:
-            errors.append(str(exc.code))
-    return errors
-
-
 def test_the_tui_shows_calls_and_q_ends_both_processes_with_a_whole_recording(
     tmp_path: Path, upstream: str
 ) -> None:
@@ -71,7 +57,7 @@ def test_the_tui_shows_calls_and_q_ends_both_processes_with_a_whole_recording(
         assert observing is not None
         assert terminal.wait_for(f"main: 127.0.0.1:{port} → {upstream}")
         assert terminal.wait_for("recording to live.jsonl")
-        assert _calls(port)  # the error answer came back through the proxy
+        assert box_and_missing_object(port)  # the error answer came back through the proxy
         terminal.wait_for(r"geometry\.create_box")
         terminal.wait_for(r"scene\.get_object_info")
         terminal.type("q")
@@ -98,7 +84,7 @@ def test_ctrl_c_in_the_tui_quits_without_asking(tmp_path: Path, upstream: str) -
     try:
         port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
         observing = pid_of_child(terminal.process)
-        _calls(port)
+        box_and_missing_object(port)
         terminal.wait_for(r"scene\.get_object_info")
         terminal.type("\x03")
         code = terminal.exit_code()
@@ -113,7 +99,7 @@ def test_stopping_the_forwarding_process_closes_the_tui(tmp_path: Path, upstream
     terminal = _start(tmp_path, upstream)
     try:
         port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
-        _calls(port)
+        box_and_missing_object(port)
         terminal.wait_for(r"scene\.get_object_info")
         os.kill(terminal.process.pid, signal.SIGTERM)
         code = terminal.exit_code()
@@ -146,7 +132,7 @@ def test_the_observing_process_dying_leaves_forwarding_running(
         assert observing is not None
         os.kill(observing, signal.SIGKILL)
         terminal.wait_for(r"observation stopped \(the observing process was killed by SIGKILL\)")
-        assert _calls(port)  # still forwarded
+        assert box_and_missing_object(port)  # still forwarded
         os.kill(terminal.process.pid, signal.SIGTERM)
         code = terminal.exit_code()
     finally:
@@ -177,7 +163,7 @@ def test_r_sends_again_through_the_proxy_and_the_copy_is_recorded(
     terminal = _start(tmp_path, upstream)
     try:
         port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
-        _calls(port)
+        box_and_missing_object(port)
         terminal.wait_for(r"scene\.get_object_info")
         terminal.type("r")  # the flow followed: the last one
         terminal.wait_for(r"flow 3 sent again")

@@ -16,12 +16,11 @@ from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.recording.format import read_recording
-from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import TrioThreadSource
 from rhino_plugin import HeadlessPlugin, PluginOptions
 
-from .helpers import run, wait_for
+from .helpers import box_and_missing_object, run, wait_for
 
 
 def config_for(upstream: Address, record: Optional[Path] = None) -> SessionConfig:
@@ -56,14 +55,7 @@ def test_a_live_session_shows_its_addresses_and_is_recorded(tmp_path: Path) -> N
     errors: list[str] = []
 
     def client(port: int) -> None:
-        with GolemClient("127.0.0.1", port) as golem:
-            golem.send_command(
-                "geometry.create_box", {"corner": [0, 0, 0], "width": 1, "depth": 2, "height": 3}
-            )
-            try:
-                golem.send_command("scene.get_object_info", {"guid": "missing"})
-            except RhinoCommandError as exc:
-                errors.append(str(exc.code))
+        errors.extend(box_and_missing_object(port))
 
     async def body() -> None:
         app = GolemProxyApp(source, GOLEM, "live")
