@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +35,20 @@ def upstream() -> Iterator[str]:
         plugin.stop()
 
 
-def _start(tmp_path: Path, upstream: str) -> Terminal:
-    return Terminal(
+@contextmanager
+def _running_tui(tmp_path: Path, upstream: str) -> Iterator[tuple[Terminal, int]]:
+    """``proxy --tui --observer child-process`` on a terminal, recording to live.jsonl in
+    ``tmp_path``; yields the terminal and the port it listens on, once the TUI shows it. The
+    terminal is closed when the block ends (its text stays readable)."""
+    terminal = Terminal(
         "proxy", "--tui", "--observer", "child-process",
         "--route", f"main@127.0.0.1:0={upstream}", "--record", "live.jsonl",
         cwd=tmp_path,
     )  # fmt: skip
+    try:
+        yield terminal, int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+    finally:
+        terminal.close()
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -50,9 +59,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 def test_the_tui_shows_calls_and_q_ends_both_processes_with_a_whole_recording(
     tmp_path: Path, upstream: str
 ) -> None:
-    terminal = _start(tmp_path, upstream)
-    try:
-        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+    with _running_tui(tmp_path, upstream) as (terminal, port):
         observing = pid_of_child(terminal.process)
         assert observing is not None
         assert terminal.wait_for(f"main: 127.0.0.1:{port} → {upstream}")
@@ -64,8 +71,6 @@ def test_the_tui_shows_calls_and_q_ends_both_processes_with_a_whole_recording(
         terminal.wait_for("Stop the proxy and quit")
         terminal.type("y")
         code = terminal.exit_code()
-    finally:
-        terminal.close()
     assert code == 0, terminal.text()[-2000:]
     assert gone(observing)
     # The observing process's closing line, once the TUI gave the terminal back (the client
@@ -80,31 +85,23 @@ def test_the_tui_shows_calls_and_q_ends_both_processes_with_a_whole_recording(
 
 
 def test_ctrl_c_in_the_tui_quits_without_asking(tmp_path: Path, upstream: str) -> None:
-    terminal = _start(tmp_path, upstream)
-    try:
-        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+    with _running_tui(tmp_path, upstream) as (terminal, port):
         observing = pid_of_child(terminal.process)
         box_and_missing_object(port)
         terminal.wait_for(r"scene\.get_object_info")
         terminal.type("\x03")
         code = terminal.exit_code()
-    finally:
-        terminal.close()
     assert code == 0, terminal.text()[-2000:]
     assert observing is not None and gone(observing)
     assert "recorded 3 exchanges" in terminal.text()
 
 
 def test_stopping_the_forwarding_process_closes_the_tui(tmp_path: Path, upstream: str) -> None:
-    terminal = _start(tmp_path, upstream)
-    try:
-        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+    with _running_tui(tmp_path, upstream) as (terminal, port):
         box_and_missing_object(port)
         terminal.wait_for(r"scene\.get_object_info")
         os.kill(terminal.process.pid, signal.SIGTERM)
         code = terminal.exit_code()
-    finally:
-        terminal.close()
     assert code == 0, terminal.text()[-2000:]
     assert "recorded 3 exchanges" in terminal.text()
     assert sum(line["kind"] == "exchange" for line in _lines(tmp_path / "live.jsonl")) == 3
@@ -125,9 +122,7 @@ def test_held_frames_stay_with_the_tui_of_one_process() -> None:
 def test_the_observing_process_dying_leaves_forwarding_running(
     tmp_path: Path, upstream: str
 ) -> None:
-    terminal = _start(tmp_path, upstream)
-    try:
-        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+    with _running_tui(tmp_path, upstream) as (terminal, port):
         observing = pid_of_child(terminal.process)
         assert observing is not None
         os.kill(observing, signal.SIGKILL)
@@ -135,8 +130,6 @@ def test_the_observing_process_dying_leaves_forwarding_running(
         assert box_and_missing_object(port)  # still forwarded
         os.kill(terminal.process.pid, signal.SIGTERM)
         code = terminal.exit_code()
-    finally:
-        terminal.close()
     assert code == 0, terminal.text()[-2000:]
     assert _lines(tmp_path / "live.jsonl")[-1]["kind"] == STOPPED_KIND
 
@@ -160,9 +153,7 @@ def test_a_busy_port_is_one_line_before_any_tui() -> None:
 def test_r_sends_again_through_the_proxy_and_the_copy_is_recorded(
     tmp_path: Path, upstream: str
 ) -> None:
-    terminal = _start(tmp_path, upstream)
-    try:
-        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+    with _running_tui(tmp_path, upstream) as (terminal, port):
         box_and_missing_object(port)
         terminal.wait_for(r"scene\.get_object_info")
         terminal.type("r")  # the flow followed: the last one
@@ -171,8 +162,6 @@ def test_r_sends_again_through_the_proxy_and_the_copy_is_recorded(
         terminal.wait_for("Stop the proxy and quit")
         terminal.type("y")
         code = terminal.exit_code()
-    finally:
-        terminal.close()
     assert code == 0, terminal.text()[-2000:]
     lines = _lines(tmp_path / "live.jsonl")
     methods = [line["method"] for line in lines if line["kind"] == "exchange"]
