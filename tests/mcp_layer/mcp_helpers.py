@@ -3,6 +3,7 @@ through ``golem-proxy mcp``."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -33,6 +34,25 @@ CALLS: list[Call] = [
 ]
 """One call of each kind the test server has: plain, creating, several GOLEM calls, failing,
 on the Grasshopper socket, and a large answer."""
+
+
+def rpc_line(obj: dict[str, Any]) -> bytes:
+    """One line of a hand-written MCP client on the stdio hop: ``obj`` as JSON-RPC 2.0."""
+    return json.dumps({"jsonrpc": "2.0", **obj}).encode() + b"\n"
+
+
+INITIALIZE = rpc_line(
+    {
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+)
+"""A hand-written client's first line (id 0)."""
 
 
 def environment(**extra: str) -> dict[str, str]:

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,27 +21,21 @@ from golem_proxy.testing.plugin_process import PluginProcess
 from tests.live.observer_child_helpers import children_of, wait_for
 from tests.support.cli_helpers import reap
 
-from .mcp_helpers import ROOT, Call, call_tools, environment, start_piped, wrapped
+from .mcp_helpers import (
+    INITIALIZE,
+    ROOT,
+    Call,
+    call_tools,
+    environment,
+    rpc_line,
+    start_piped,
+    wrapped,
+)
 
 CHILD = ("--observer", "child-process")
 
 
-def line(obj: dict[str, Any]) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", **obj}).encode() + b"\n"
-
-
-INITIALIZE = line(
-    {
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
-)
-LIST_LAYERS = line(
+LIST_LAYERS = rpc_line(
     {"id": 1, "method": "tools/call", "params": {"name": "list_layers", "arguments": {}}}
 )
 
@@ -58,7 +51,7 @@ def test_stdout_carries_only_the_servers_bytes(tmp_path: Path, log_to: str) -> N
             process.stdin.write(INITIALIZE)
             process.stdin.flush()
             answers = [process.stdout.readline()]
-            process.stdin.write(line({"method": "notifications/initialized"}) + LIST_LAYERS)
+            process.stdin.write(rpc_line({"method": "notifications/initialized"}) + LIST_LAYERS)
             process.stdin.flush()
             answers.append(process.stdout.readline())
             process.stdin.close()
@@ -107,14 +100,14 @@ def test_forwarding_goes_on_when_the_observing_process_dies(tmp_path: Path) -> N
             process.stdin.write(INITIALIZE)
             process.stdin.flush()
             assert json.loads(process.stdout.readline())["id"] == 0
-            process.stdin.write(line({"method": "notifications/initialized"}) + LIST_LAYERS)
+            process.stdin.write(rpc_line({"method": "notifications/initialized"}) + LIST_LAYERS)
             process.stdin.flush()
             assert json.loads(process.stdout.readline())["id"] == 1
             wait_for(lambda: answer_recorded(record, 1), what="the answer in the recording")
             os.kill(observing_process(process.pid), signal.SIGKILL)
             wait_for(lambda: b"observation stopped" in errors.read_bytes(), what="the notice")
             params = {"name": "create_layer", "arguments": {"name": "After"}}
-            process.stdin.write(line({"id": 2, "method": "tools/call", "params": params}))
+            process.stdin.write(rpc_line({"id": 2, "method": "tools/call", "params": params}))
             process.stdin.flush()
             answer = json.loads(process.stdout.readline())
             assert answer["id"] == 2 and not answer["result"]["isError"]

@@ -14,27 +14,12 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import reap
 
-from .mcp_helpers import call_tools, environment, start_piped, wrapped
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
-
-
-def line(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj).encode() + b"\n"
+from .mcp_helpers import INITIALIZE, call_tools, environment, rpc_line, start_piped, wrapped
 
 
 def tool_call(ident: int, name: str, arguments: dict[str, Any]) -> bytes:
     params = {"name": name, "arguments": arguments}
-    return line({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params})
+    return rpc_line({"id": ident, "method": "tools/call", "params": params})
 
 
 def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
@@ -43,11 +28,11 @@ def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
         process = start_piped(wrapped(plugin, record))
         assert process.stdin is not None and process.stdout is not None
         try:
-            process.stdin.write(line(INITIALIZE))
+            process.stdin.write(INITIALIZE)
             process.stdin.flush()
             assert json.loads(process.stdout.readline())["id"] == 0
             # Both calls in one write: both are in flight before the server sends anything.
-            initialized = line({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            initialized = rpc_line({"method": "notifications/initialized"})
             process.stdin.write(
                 initialized
                 + tool_call(1, "list_layers", {})
