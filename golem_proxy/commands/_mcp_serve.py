@@ -20,7 +20,6 @@ from golem_core.profiles import GOLEM, MCP
 
 from ..live.attribution import ToolCallTracker
 from ..live.console_socket import serve_console
-from ..live.hub import EventHub
 from ..live.intercept_console import InterceptConsole
 from ..live.observer_process import ObservingProcess
 from ..live.proxy_options import BoundRoute
@@ -31,7 +30,7 @@ from ..net.addresses import Address
 from ..net.listeners import Listener, open_listener
 from ..terminal import safe_text
 from ._bound_routes import client_environment, print_intercept, print_routes
-from ._proxy_serve import start_observing
+from ._proxy_serve import open_forwarding
 
 __all__ = ["MCP_ROUTE", "ServerPlan", "child_environment", "serve", "serve_forwarding"]
 
@@ -130,11 +129,7 @@ async def serve_forwarding(
     (a listener, the recording) before the server runs."""
     # Caught from the start, as in one process (`serve`): once the server runs they are its.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
-        bound = await proxy.bind()
-        proxy.start_time = trio.current_time()
-        observing = await start_observing(config, proxy, bound, log_buffer, stdout=log_fd)
-        proxy.link = observing.link
+        proxy, bound, observing = await open_forwarding(config, log_buffer, stdout=log_fd)
         drain = config.options.drain_timeout
         try:
             return await _forward(config, plan, proxy, bound, observing, signals)

@@ -56,11 +56,7 @@ async def serve_forwarding(
     process prints the summary), or, when observation stopped early, what is known here.
     With ``tui`` the observing process runs the TUI and this one prints nothing while it
     serves (quitting the TUI sends the SIGTERM: commands/_child_tui.py)."""
-    proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
-    bound = await proxy.bind()
-    proxy.start_time = trio.current_time()
-    observing = await start_observing(config, proxy, bound, log_buffer, tui=tui)
-    proxy.link = observing.link
+    proxy, bound, observing = await open_forwarding(config, log_buffer, tui=tui)
     drain = config.options.drain_timeout
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as watching:
@@ -131,14 +127,28 @@ async def _take_commands(
         await commands.run(lambda text: console.print(text, soft_wrap=True))
 
 
-async def start_observing(
+async def open_forwarding(
+    config: SessionConfig, log_buffer: int, *, tui: bool = False, stdout: Optional[int] = None
+) -> tuple[Proxy, list[BoundRoute], ObservingProcess]:
+    """Bind the session's routes and start the observing process (`_start_observing`), the
+    relay's link; returns the relay, what its routes are bound to and that process. Raises
+    ListenError, ObserverStartError or OSError; then nothing is left open."""
+    proxy = Proxy(config.routes, config.profile, EventHub(), config.options)
+    bound = await proxy.bind()
+    proxy.start_time = trio.current_time()
+    observing = await _start_observing(config, proxy, bound, log_buffer, tui=tui, stdout=stdout)
+    proxy.link = observing.link
+    return proxy, bound, observing
+
+
+async def _start_observing(
     config: SessionConfig,
     proxy: Proxy,
     bound: list[BoundRoute],
     log_buffer: int,
     *,
-    tui: bool = False,
-    stdout: Optional[int] = None,
+    tui: bool,
+    stdout: Optional[int],
 ) -> ObservingProcess:
     """Create the recording and start the observing process with the session's setup (its
     layers too), running the TUI with ``tui``, else logging to ``stdout`` (a descriptor; None:
