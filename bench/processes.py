@@ -77,6 +77,18 @@ def status(pid: int, field_name: str) -> int:
     return 0
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes ``pid`` started (from /proc; none once it is gone)."""
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found.extend(int(child) for child in listed.read().split())
+    except OSError:
+        pass
+    return found
+
+
 def tree(pid: int) -> list[int]:
     """``pid`` and its descendants (socat forks one child per connection; an observer may run
     in a child process)."""
@@ -84,12 +96,7 @@ def tree(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         found.append(current)
-        try:
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children") as children:
-                    todo.extend(int(c) for c in children.read().split())
-        except OSError:
-            continue
+        todo.extend(children_of(current))
     return found
 
 

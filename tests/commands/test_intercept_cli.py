@@ -22,6 +22,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.processes import children_of
 from golem_core.blocking import MessageReader
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
@@ -32,7 +33,7 @@ from golem_proxy.live.intercept_console import HELP, InterceptConsole, frame_num
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.recording_lines import differing_lines
-from tests.live.observer_child_helpers import children_of, process_gone, wait_for
+from tests.live.observer_child_helpers import process_gone, wait_for
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.plugin_fixture import plugin_fixture
 

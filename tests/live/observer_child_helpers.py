@@ -96,23 +96,6 @@ class CountingClient:
         return self.answers
 
 
-def children_of(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (Linux /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name is in parentheses and may hold spaces: the parent follows the last ')'.
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return found
-
-
 def wait_for(predicate: Any, timeout: float = 20.0, what: str = "the condition") -> None:
     """Poll ``predicate`` until true (raises AssertionError after ``timeout``)."""
     deadline = time.monotonic() + timeout

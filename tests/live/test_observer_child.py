@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from bench.processes import children_of
 from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader
@@ -28,7 +29,6 @@ from tests.support.cli_helpers import run_cli
 
 from .observer_child_helpers import (
     EchoServer,
-    children_of,
     golem_calls,
     observed_proxy,
     pipelined_echoes,

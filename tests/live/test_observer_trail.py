@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.processes import children_of
 from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_proxy.live.observer_link import STALL_LIMIT
@@ -22,7 +23,7 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
 from tests.support.cli_helpers import run_cli
 
-from .observer_child_helpers import CountingClient, children_of, wait_for
+from .observer_child_helpers import CountingClient, wait_for
 
 CHILD = ("--observer", "child-process")
 

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from bench.processes import children_of
 from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.live.observer_child_helpers import children_of, wait_for
+from tests.live.observer_child_helpers import wait_for
 from tests.support.cli_helpers import reap
 
 from .mcp_helpers import (

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from bench.processes import children_of
 from tests.support.cli_helpers import ROOT
 
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?<>=$]*[A-Za-z~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[=>]")
@@ -106,18 +107,6 @@ class Terminal:
             self.controller = -1
 
 
-def children(pid: int) -> list[int]:
-    """The processes ``pid`` started (from /proc)."""
-    found: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as listed:
-                found.extend(int(child) for child in listed.read().split())
-    except OSError:
-        pass
-    return found
-
-
 def gone(pid: int, timeout: float = 30) -> bool:
     """Whether process ``pid`` has ended (exited and been reaped) within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -145,6 +134,6 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30) -> bool:
 def pid_of_child(process: subprocess.Popen[bytes], timeout: float = 30) -> Optional[int]:
     """The first process that ``process`` started, once it has started one (None: none in
     ``timeout`` seconds)."""
-    wait_until(lambda: bool(children(process.pid)), timeout)
-    found = children(process.pid)
+    wait_until(lambda: bool(children_of(process.pid)), timeout)
+    found = children_of(process.pid)
     return found[0] if found else None
