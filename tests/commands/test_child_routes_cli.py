@@ -11,9 +11,9 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -40,6 +40,7 @@ from tests.live.test_observer_trail import _session as trail_session
 from tests.live.test_observer_trail import _stalled as stalled
 
 OBSERVERS = ("in-process", "child-process")
+T = TypeVar("T")
 
 FAULTS = (
     "delay:ms=30,method=scene.get_document_info",
@@ -80,22 +81,36 @@ def _fault_session(port: int) -> list[list[str]]:
     ]
 
 
+def _each_observer(
+    fresh_plugin: Any, tmp_path: Path, session: Callable[[int], T], *options: str
+) -> tuple[dict[str, T], dict[str, str]]:
+    """Run ``session`` (given the proxy's port) through ``proxy`` with ``options`` to a fresh
+    plugin, once per observer place, each recording to ``tmp_path``/<place>; returns what
+    ``session`` returned and the proxy's log, by place. Asserts each proxy exits 0."""
+    got: dict[str, T] = {}
+    logs: dict[str, str] = {}
+    for observer in OBSERVERS:
+        plugin = fresh_plugin()
+        cli = start_proxy_cli(
+            "--route", f"127.0.0.1:0={plugin.main}", "--record", str(tmp_path / observer),
+            *options, "--observer", observer,
+        )  # fmt: skip
+        try:
+            got[observer] = session(cli.port)
+        finally:
+            logs[observer] = cli.stop()
+        assert cli.process.returncode == 0, cli.stderr
+    return got, logs
+
+
 def test_faults_act_alike_and_are_recorded_alike_in_a_child(
     fresh_plugin: Any, tmp_path: Path
 ) -> None:
-    got = {}
-    for observer in OBSERVERS:
-        plugin = fresh_plugin()
-        faults = [arg for spec in FAULTS for arg in ("--fault", spec)]
-        cli = start_proxy_cli(
-            "--route", f"127.0.0.1:0={plugin.main}", "--record", str(tmp_path / observer),
-            "--fault-seed", "25", "--observer", observer, *faults,
-        )  # fmt: skip
-        try:
-            got[observer] = _fault_session(cli.port)
-        finally:
-            out = cli.stop()
-        assert cli.process.returncode == 0, cli.stderr
+    faults = [arg for spec in FAULTS for arg in ("--fault", spec)]
+    got, logs = _each_observer(
+        fresh_plugin, tmp_path, _fault_session, "--fault-seed", "25", *faults
+    )
+    for out in logs.values():
         assert "fault error viewport.get_view_info" in out  # logged by whichever observes
     assert got["child-process"] == got["in-process"]
     assert got["in-process"][0] == ["ok", "error TIMEOUT", "ok", "malformed"]
@@ -130,18 +145,7 @@ def _limits_session(port: int) -> tuple[list[str], bytes]:
 def test_enforce_limits_closes_the_connection_before_forwarding_in_a_child(
     fresh_plugin: Any, tmp_path: Path
 ) -> None:
-    got = {}
-    for observer in OBSERVERS:
-        plugin = fresh_plugin()
-        cli = start_proxy_cli(
-            "--route", f"127.0.0.1:0={plugin.main}", "--record", str(tmp_path / observer),
-            "--enforce-limits", "--observer", observer,
-        )  # fmt: skip
-        try:
-            got[observer] = _limits_session(cli.port)
-        finally:
-            cli.stop()
-        assert cli.process.returncode == 0, cli.stderr
+    got, _ = _each_observer(fresh_plugin, tmp_path, _limits_session, "--enforce-limits")
     assert got["child-process"] == got["in-process"] == (["ok"], b"")
     recording = read_recording(str(tmp_path / "child-process"))
     (closed,) = [e for e in recording.events if isinstance(e, ConnectionClosed)]
