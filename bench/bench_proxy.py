@@ -105,8 +105,8 @@ def run_mode(
             results[name].recorded = recording.count()
     console.print(
         f"{mode.name}: {mode.trips} sequential round trips, {mode.bigs} x {BIG // 2**20} MiB "
-        f"responses and {mode.tiny:,} pipelined frames per configuration and round; {OURS} "
-        "records to a file"
+        f"responses and {mode.tiny:,} pipelined frames per configuration and round; "
+        "golem-proxy records to a file"
     )
     console.print(results_table(configs, results, mode))
     for name in recordings:

@@ -21,10 +21,10 @@ from pty_terminal import DrainedTerminal
 PEERS = str(ROOT / "bench" / "bench_peers.py")
 RELAY = "minimal trio relay"
 MITM = "mitmdump reverse tcp"
-OURS = "golem-proxy"
-OURS_CHILD = "golem-proxy --observer child-process"
-OURS_TUI = "golem-proxy --tui"
-OURS_CHILD_TUI = "golem-proxy --tui --observer child-process"
+OURS = "golem-proxy --observer in-process"
+OURS_CHILD = "golem-proxy (child-process, the default)"
+OURS_TUI = "golem-proxy --tui --observer in-process"
+OURS_CHILD_TUI = "golem-proxy --tui (child-process)"
 BASELINE = "golem-proxy (baseline)"
 RECORDING = {OURS: "bench.jsonl", OURS_CHILD: "child.jsonl", OURS_TUI: "tui.jsonl",
              OURS_CHILD_TUI: "child-tui.jsonl", BASELINE: "baseline.jsonl"}  # fmt: skip
