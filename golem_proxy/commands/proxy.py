@@ -87,10 +87,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with --tui the observing process draws the TUI) or in-process (with forwarding, "
         "yielding to it; the default for --tui with --intercept, whose held frames the TUI "
         "decides in one process)",
-        hold_help="with --observer child-process: how long forwarding may wait in one go for a "
-        "recording more than 60 ms behind the wire to catch up; past it, bytes are forwarded "
-        "but not observed until it has, and the gap is recorded (default: no limit, a flood "
-        "is forwarded at the pace it is recorded)",
+        hold_help="with --observer child-process: how long a connection may wait in one go for "
+        "a recording more than 60 ms behind the wire to catch up; past it, that connection's "
+        "bytes are forwarded but not observed until it has, and the gap is recorded (default: "
+        "no limit: a flooding connection is forwarded at the pace it is recorded, the others "
+        "go on)",
     )
     add_session_arguments(parser)
 
