@@ -146,10 +146,6 @@ class ObserverLink:
         self.holding = False
         """The recording trails the wire by more than ``trail_limit`` (or by more than
         `OUTSTANDING_LIMIT` bytes): the connections it trails on wait (`holds`)."""
-        self.holds_started = 0
-        """How many times the link started holding (for the figures)."""
-        self.sheds = 0
-        """How many times a connection's hold reached ``hold_limit`` (for the figures)."""
         self.acked = 0
         self._acked_at = 0.0
         self._marks: collections.deque[_Mark] = collections.deque()
@@ -243,7 +239,6 @@ class ObserverLink:
             return
         if t - marks[0].t > self.trail_limit or handed - self.acked > OUTSTANDING_LIMIT:
             self.holding = True
-            self.holds_started += 1
 
     def holds(self, conn: int) -> bool:
         """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
@@ -321,7 +316,6 @@ class ObserverLink:
             self._waiting -= 1
         if self.holds(conn):
             self._shedding[conn] = self.writer.handed
-            self.sheds += 1
 
     async def watch_stall(self) -> None:
         """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
