@@ -26,6 +26,7 @@ from ._bound_routes import (
     print_routes,
     warn_of_silent_upstreams,
 )
+from ._live_tui import live_notes
 
 __all__ = ["serve", "serve_forwarding"]
 
@@ -168,7 +169,8 @@ async def _start_observing(
         observing_options = dataclasses.replace(config.options, faults=None, intercept=None)
         setup = ObserverSetup(
             config.profile.name, tuple(bound), observing_options, header, config.record_path,
-            config.verbosity, log_buffer, log=not tui, layers=config.layers, tui=tui,
+            config.verbosity, log_buffer, layers=config.layers, tui=tui,
+            notes=live_notes(list(bound), config) if tui else (),
         )  # fmt: skip
         return await ObservingProcess.start(setup, record, proxy.now, stdout=stdout)
     except BaseException:

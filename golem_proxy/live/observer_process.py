@@ -74,13 +74,14 @@ class ObserverSetup:
     record_path: Optional[str]
     verbosity: Verbosity
     log_buffer: int
-    log: bool = True
-    """Print the log on stdout (else events are only recorded)."""
     layers: tuple[RouteInfo, ...] = ()
     """Hops served outside the relay (`SessionConfig.layers`: the MCP stdio hop of
     ``golem-proxy mcp``), decoded with their own profile."""
     tui: bool = False
     """Run the TUI (``proxy --tui``): the observing process owns the terminal."""
+    notes: tuple[str, ...] = ()
+    """With ``tui``: what the TUI shows above the table (`live_notes`), made here, where the
+    fault plan is (the options sent along leave it out)."""
 
 
 class ObservingProcess:

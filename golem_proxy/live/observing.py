@@ -373,7 +373,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         return observe_with_tui(session_config(setup, record_fd), setup, pipe_fd, control)
     output = TerminalOutput(sys.stdout, max_lines=setup.log_buffer)
-    config = session_config(setup, record_fd, output.console() if setup.log else None)
+    config = session_config(setup, record_fd, output.console())
     try:
         summary = trio.run(observe, config, setup, pipe_fd, control)
     finally:

@@ -54,7 +54,6 @@ class ForwardedSessionSource(TrioThreadSource):
         self.on_end = on_end
         self.quitting = False
         """The TUI is quitting (rather than closing because the session ended)."""
-        self._stop_asked = False
 
     def run(self, sink: EventBuffer) -> None:
         try:
@@ -65,10 +64,9 @@ class ForwardedSessionSource(TrioThreadSource):
     def stop(self) -> None:
         """The TUI is quitting (its unmount; Textual waits for this source's thread): ask
         the forwarding process to stop, as Ctrl-C would (once; not after the session ended)."""
-        self.quitting = True
-        if self._stop_asked or self.done.is_set():
+        already, self.quitting = self.quitting, True
+        if already or self.done.is_set():
             return
-        self._stop_asked = True
         # Only the process that started us: once it is gone we have a new parent, and the
         # pipe has ended anyway.
         if os.getppid() == self.forwarding_pid:
@@ -84,10 +82,9 @@ def observe_with_tui(
     summaries: list[str] = []
     # Bound already: the forwarding process listens before it starts this one.
     live_on = "live on " + ", ".join(str(bound.listen) for bound in setup.bound)
-    notes = _notes(config, setup)
 
     async def serve(sink: EventBuffer) -> None:
-        sink.describe(SourceInfo(live_on, notes))
+        sink.describe(SourceInfo(live_on, setup.notes))
 
         def attach(session: ProxySession) -> None:
             session.hub.attach_sink(hub_sink(sink))
@@ -126,10 +123,3 @@ def observe_with_tui(
     for line in summaries:
         errors.print(Text(line), soft_wrap=terminal_width(errors) is None)
     return 0
-
-
-def _notes(config: SessionConfig, setup: ObserverSetup) -> tuple[str, ...]:
-    """What the TUI shows above the table, as in one process (`live_notes`)."""
-    from ..commands._live_tui import live_notes
-
-    return live_notes(list(setup.bound), config)

@@ -36,13 +36,13 @@ def upstream() -> Iterator[str]:
 
 
 @contextmanager
-def _running_tui(tmp_path: Path, upstream: str) -> Iterator[tuple[Terminal, int]]:
+def _running_tui(tmp_path: Path, upstream: str, *more: str) -> Iterator[tuple[Terminal, int]]:
     """``proxy --tui --observer child-process`` on a terminal, recording to live.jsonl in
     ``tmp_path``; yields the terminal and the port it listens on, once the TUI shows it. The
     terminal is closed when the block ends (its text stays readable)."""
     terminal = Terminal(
         "proxy", "--tui", "--observer", "child-process",
-        "--route", f"main@127.0.0.1:0={upstream}", "--record", "live.jsonl",
+        "--route", f"main@127.0.0.1:0={upstream}", "--record", "live.jsonl", *more,
         cwd=tmp_path,
     )  # fmt: skip
     try:
@@ -94,6 +94,18 @@ def test_ctrl_c_in_the_tui_quits_without_asking(tmp_path: Path, upstream: str) -
     assert code == 0, terminal.text()[-2000:]
     assert observing is not None and gone(observing)
     assert "recorded 3 exchanges" in terminal.text()
+
+
+def test_the_tui_names_the_faults_the_forwarding_process_injects(
+    tmp_path: Path, upstream: str
+) -> None:
+    # The plan stays in the forwarding process (the observing process is sent options
+    # without it), so the note shown above the table is made there.
+    more = ("--fault", "error:code=TIMEOUT,method=nothing.matches", "--fault-seed", "7")
+    with _running_tui(tmp_path, upstream, *more) as (terminal, _port):
+        assert terminal.wait_for(r"faults: error:code=TIMEOUT,method=nothing\.matches \(seed 7")
+        terminal.type("\x03")
+        assert terminal.exit_code() == 0, terminal.text()[-2000:]
 
 
 def test_stopping_the_forwarding_process_closes_the_tui(tmp_path: Path, upstream: str) -> None:
