@@ -12,20 +12,21 @@ from rich.text import Text
 from ..live.session import SessionConfig
 from ..table_layout import terminal_width
 from ._common import CommandError
+from ._options import CHILD_PROCESS, IN_PROCESS
 from ._proxy_serve import serve_forwarding
 from ._session_errors import run_session
 
 __all__ = ["check_child_tui", "serve_child_tui"]
 
 
-def check_child_tui(args: argparse.Namespace, child_process: str, in_process: str) -> None:
+def check_child_tui(args: argparse.Namespace) -> None:
     """Refuse what the TUI cannot do with observation in another process: deciding held
     frames (they wait in the forwarding process, the TUI's held panel reaches only a session
     of its own process). Raises CommandError."""
     if args.intercept is not None:
         raise CommandError(
-            f"--tui with --observer {child_process} does not take --intercept",
-            f"the TUI decides held frames in one process only; use --observer {in_process}",
+            f"--tui with --observer {CHILD_PROCESS} does not take --intercept",
+            f"the TUI decides held frames in one process only; use --observer {IN_PROCESS}",
         )
 
 

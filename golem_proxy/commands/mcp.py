@@ -117,7 +117,6 @@ def run(args: argparse.Namespace) -> int:
     options, record_path = session_options(args, GOLEM)
     options = dataclasses.replace(
         options,
-        observer_hold=args.observer_hold,
         annotate=None if tracker is None else tracker.annotate,
     )
     routes = [

@@ -282,16 +282,14 @@ def run(args: argparse.Namespace) -> int:
     config = SessionConfig(
         routes=routes,
         profile=profile,
-        options=dataclasses.replace(
-            options, allow_public=args.listen_public, observer_hold=args.observer_hold
-        ),
+        options=dataclasses.replace(options, allow_public=args.listen_public),
         record_path=record_path,
         overwrite=args.overwrite,
         verbosity=verbosity_of(args),
     )
     child = observer_place(args) == CHILD_PROCESS
     if child and args.tui:
-        check_child_tui(args, CHILD_PROCESS, IN_PROCESS)
+        check_child_tui(args)
     if args.tui:
         if child:
             return serve_child_tui(config, errors, args.log_buffer)
@@ -354,6 +352,7 @@ def session_options(
         faults=faults,
         intercept=intercept,
         observer_memory=args.observer_memory,
+        observer_hold=args.observer_hold,
         observe=ObserveLimits(frame=args.observe_frame_limit),
     )
     return options, record_path
