@@ -186,6 +186,8 @@ class HandoffWriter:
         while self._waiting and not self.gone:
             head = self._waiting[0]
             written = self._write_some(head)
+            if self.gone:  # the reader closed the pipe: what waited was dropped
+                return False
             self.waiting_bytes -= written
             if written < len(head):
                 self._waiting[0] = head[written:]

@@ -35,7 +35,7 @@ acknowledged everything handed on before; then a ``LOST`` record says how many b
 meanwhile (the recording's ``unobserved`` line) and handing on resumes. So the recording trails
 by at most the limit and a span it does not hold is named, never a hole. If no acknowledgement
 moves on for `STALL_LIMIT` while something is outstanding, the observing process is stuck:
-``on_stall`` is called (the process is stopped and the recording says so) and forwarding goes on
+``on_give_up`` is called (the process is stopped and the recording says so) and forwarding goes on
 without it (`watch_stall`).
 """
 
@@ -138,9 +138,9 @@ class ObserverLink:
         self.trail_limit = trail_limit
         self.hold_limit = hold_limit
         self.stall_limit = stall_limit
-        self.on_stall: Optional[Callable[[], None]] = None
-        """Called once when the observing process stopped acknowledging while the relay held
-        (after the link stopped: forwarding already goes on)."""
+        self.on_give_up: Optional[Callable[[str], None]] = None
+        """Called once, with why, when the link stopped of itself: the observing process
+        stopped acknowledging, or handing on failed (forwarding already goes on)."""
         self.stopped = False
         """Observation stopped (the observing process is gone): nothing is handed on."""
         self.holding = False
@@ -184,6 +184,12 @@ class ObserverLink:
         """A forwarded chunk of ``conn`` (``b""``: that direction ended)."""
         if self.stopped:
             return
+        try:
+            self._hand_on(conn, direction, data, t)
+        except Exception as exc:  # a bug here costs observation, never the forwarding
+            self._give_up(f"handing on to the observing process failed ({_described(exc)})")
+
+    def _hand_on(self, conn: int, direction: Direction, data: bytes, t: float) -> None:
         if data and conn in self._shedding:
             self.writer.lose(conn, direction_number(direction), t, len(data))
             return
@@ -211,9 +217,13 @@ class ObserverLink:
             kind, conn = Kind.CLOSED, event.conn
         else:
             kind, conn = Kind.EVENT, 0
-        before = self.writer.handed
-        self.writer.event(kind, conn, 0, event.t, pickle.dumps(event, pickle.HIGHEST_PROTOCOL))
-        self._handed_on(conn, self.writer.handed - before, event.t)
+        try:
+            before = self.writer.handed
+            pickled = pickle.dumps(event, pickle.HIGHEST_PROTOCOL)
+            self.writer.event(kind, conn, 0, event.t, pickled)
+            self._handed_on(conn, self.writer.handed - before, event.t)
+        except Exception as exc:  # as in `data`
+            self._give_up(f"handing on to the observing process failed ({_described(exc)})")
 
     def _handed_on(self, conn: int, size: int, t: float) -> None:
         if self.writer.waiting:
@@ -319,15 +329,23 @@ class ObserverLink:
 
     async def watch_stall(self) -> None:
         """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
-        seconds while something handed on is outstanding, stop (``on_stall``)."""
+        seconds while something handed on is outstanding, stop (``on_give_up``)."""
         while not self.stopped:
             await trio.sleep(self.stall_limit / 4)
             marks = self._marks
             if marks and self.now() - max(self._acked_at, marks[0].t) >= self.stall_limit:
-                self.stop()
-                if self.on_stall is not None:
-                    self.on_stall()
+                self._give_up(
+                    f"the observing process acknowledged nothing for {self.stall_limit:g} s"
+                )
                 return
+
+    def _give_up(self, why: str) -> None:
+        """Stop handing on, and say why (``on_give_up``) once."""
+        if self.stopped:
+            return
+        self.stop()
+        if self.on_give_up is not None:
+            self.on_give_up(why)
 
     def _release(self) -> None:
         self.holding = False
@@ -366,3 +384,7 @@ class ObserverLink:
                 await trio.lowlevel.wait_writable(self.writer.fd)
                 self.writer.flush()
         return not self.writer.waiting
+
+
+def _described(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

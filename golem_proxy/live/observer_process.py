@@ -104,8 +104,8 @@ class ObservingProcess:
         self.stopped_reason: Optional[str] = None
         """Why observation stopped while forwarding went on, if it did."""
         self._finishing = False
-        self._stalled = False
-        link.on_stall = self._stall
+        self._given_up: Optional[str] = None
+        link.on_give_up = self._give_up
 
     @classmethod
     async def start(
@@ -180,11 +180,8 @@ class ObservingProcess:
             nursery.start_soon(self.link.watch_stall)
             code = await self.process.wait()
             nursery.cancel_scope.cancel()
-        if self._stalled:
-            self.observation_stopped(
-                f"the observing process acknowledged nothing for {self.link.stall_limit:g} s, "
-                "and was stopped"
-            )
+        if self._given_up is not None:
+            self.observation_stopped(f"{self._given_up}, and was stopped")
         elif not self._finishing:
             self.observation_stopped(_exit_reason(code))
 
@@ -205,10 +202,11 @@ class ObservingProcess:
                 self.link.acknowledged(ACK.unpack_from(pending, whole - ACK.size)[0])
                 pending = pending[whole:]
 
-    def _stall(self) -> None:
-        """The link gave up waiting: stop the observing process; `watch` says why once it
-        is gone (the recording is ended only then, when nothing else writes it)."""
-        self._stalled = True
+    def _give_up(self, why: str) -> None:
+        """The link gave up (the observing process stopped acknowledging, or handing on
+        failed): stop the observing process; `watch` says why once it is gone (the recording
+        is ended only then, when nothing else writes it)."""
+        self._given_up = why
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
 

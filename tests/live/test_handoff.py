@@ -125,6 +125,20 @@ def test_a_reader_that_is_gone_costs_the_handing_on_only() -> None:
         assert not writer.data(1, 0, 2.0, b"y")
 
 
+def test_a_reader_gone_while_records_wait_drops_them_without_failing() -> None:
+    """Records wait for room (the pipe is full) when the observing process dies: the next
+    event finds the pipe closed, and what waited is dropped, not written nor raised over."""
+    with pipe() as (read_fd, write_fd):
+        writer = HandoffWriter(write_fd, backlog=1 << 24)
+        while writer.data(1, 0, 0.0, b"x" * 65536) and not writer.waiting:
+            pass  # until the pipe is full and a chunk waits
+        assert writer.waiting
+        os.close(read_fd)
+        writer.event(Kind.END, 1, 0, 1.0)  # flushes first: EPIPE on what waited
+        assert writer.gone and not writer.waiting and writer.waiting_bytes == 0
+        assert not writer.flush()
+
+
 @pytest.mark.parametrize(
     "header, why",
     [

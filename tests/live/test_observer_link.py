@@ -6,6 +6,7 @@ the clock is the test's."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
@@ -83,3 +84,25 @@ def test_past_the_hold_limit_the_link_sheds_until_acknowledged_then_says_what_wa
         ]
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_failure_while_handing_on_stops_observation_not_the_relay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever goes wrong in handing on costs the observation, said once, and never raises
+    into the relay that called it."""
+    reasons: list[str] = []
+    with hand_link() as (link, _, _):
+        link.on_give_up = reasons.append
+        link.data(1, Direction.C2S, b"before", 0.0)
+
+        def broken(*_: object) -> bool:
+            raise IndexError("deque index out of range")
+
+        monkeypatch.setattr(link.writer, "data", broken)
+        link.data(1, Direction.C2S, b"during", 0.1)  # does not raise
+        link.data(1, Direction.S2C, b"after", 0.2)
+        assert link.gone and not link.holds(1)
+    assert reasons == [
+        "handing on to the observing process failed (IndexError: deque index out of range)"
+    ]
