@@ -180,7 +180,9 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
                     assert "OBJECT_NOT_FOUND" in app.screen.query_one(TextArea).text
                     await pilot.press("ctrl+s")
                 try:
-                    await wait_for(pilot, lambda n=done: len(outcomes) == n, limit=4000)
+                    # At least: the dropped call's client gives up after 0.5 s by itself, which
+                    # a loaded machine may reach before this sees the answered one.
+                    await wait_for(pilot, lambda n=done: len(outcomes) >= n, limit=4000)
                 except AssertionError:
                     # Rare under a loaded suite: say where it stood, to find out why.
                     held = [(h.id, h.method) for h in panel.held]
