@@ -91,3 +91,16 @@ def test_a_16_mib_blob_is_found_by_the_probe() -> None:
     skeleton, elided = elide_long_strings(payload, 64 * 1024)
     assert elided == len(blob)
     assert json.loads(skeleton)["result"] == {"data": f"<{len(blob)} bytes elided>", "n": 1}
+
+
+def test_a_run_longer_than_the_checked_window_is_looked_at_whole() -> None:
+    """The opaque check goes over a long run piece by piece: a character that cannot be in an
+    opaque string, anywhere in it, keeps the run, and the pieces' edges lose nothing."""
+    run = b"QUJD" * (400 * 1024)  # 1.6 MiB, several pieces
+    for at in (0, 512 * 1024 - 1, 512 * 1024, len(run) - 1):
+        spoiled = run[:at] + b"," + run[at + 1 :]
+        payload = b'{"a":"' + spoiled + b'"}'
+        assert elide_long_strings(payload, MIN) == _elide_by_pattern(payload, MIN)
+        assert elide_long_strings(payload, MIN)[1] == 0
+    payload = b'{"a":"' + run + b'"}'
+    assert elide_long_strings(payload, MIN) == (b'{"a":"<%d bytes elided>"}' % len(run), len(run))
