@@ -33,7 +33,11 @@ from .framing import (
     NeedData,
 )
 
-__all__ = ["Decoder", "LengthPrefixedDecoder", "LineDecoder", "decoder_for"]
+__all__ = ["Chunk", "Decoder", "LengthPrefixedDecoder", "LineDecoder", "decoder_for"]
+
+Chunk = Union[bytes, memoryview]
+"""A chunk of the stream: bytes, or a view of bytes read (a large frame's pieces are joined
+once, views or not)."""
 
 _HEADER_SIZE = LENGTH_HEADER.size
 # Compact the input buffer once this many consumed bytes sit in front of it; compacting on every
@@ -86,7 +90,7 @@ class Decoder:
         """True once the decoder has reported EOF or a fatal error and takes no more data."""
         return self._done
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: Chunk) -> None:
         """Feed the next chunk of the stream. Raises RuntimeError after EOF was fed."""
         if self._eof:
             raise RuntimeError("receive_data() after receive_eof()")
@@ -177,7 +181,7 @@ class LengthPrefixedDecoder(Decoder):
         super().__init__(max_payload, skip_oversized)
         self._buf: bytes = b""  # type: ignore[assignment]
         self._large_header = b""
-        self._parts: list[bytes] = []
+        self._parts: list[Chunk] = []
         self._overflow: list[bytes] = []
         self._parts_size = 0
         self._need = 0  # payload size of the large frame being collected, 0 when none
@@ -187,7 +191,7 @@ class LengthPrefixedDecoder(Decoder):
         large = _HEADER_SIZE + self._parts_size + sum(map(len, self._overflow)) if self._need else 0
         return len(self._buf) - self._pos + large
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: Chunk) -> None:
         """Feed the next chunk of the stream. Raises RuntimeError after EOF was fed."""
         if self._eof:
             raise RuntimeError("receive_data() after receive_eof()")
@@ -196,15 +200,14 @@ class LengthPrefixedDecoder(Decoder):
         self.bytes_received += len(data)
         if self._done:
             return  # a fatal error stopped decoding; the caller forwards bytes anyway
-        if type(data) is not bytes:
-            data = bytes(data)
         if self._need:
             if self._parts_size >= self._need:
-                self._overflow.append(data)  # the frame is complete: these bytes follow it
+                self._overflow.append(bytes(data))  # the frame is complete: these follow it
             else:
-                self._parts.append(data)
+                self._parts.append(data)  # a view stays one: the frame is joined once, at the end
                 self._parts_size += len(data)
             return
+        data = bytes(data)  # no copy when it is bytes already
         buf = self._buf
         pos = self._pos
         left = len(buf) - pos
@@ -234,7 +237,7 @@ class LengthPrefixedDecoder(Decoder):
         if extra:
             last = parts[-1]
             parts[-1] = last[: len(last) - extra]
-            rest = last[len(last) - extra :]
+            rest = bytes(last[len(last) - extra :])
         payload = b"".join(parts)
         frame = _make_frame(payload, self._large_header, b"")
         if self._overflow:

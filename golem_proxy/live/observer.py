@@ -41,6 +41,7 @@ from typing import Optional, Union
 
 import trio
 
+from golem_core.decoders import Chunk
 from golem_core.framing import Frame
 
 from ..events import Direction, Event
@@ -91,7 +92,7 @@ def return_memory_to_the_system() -> None:
 class _Work:
     tap: ConnectionTap
     direction: Direction
-    data: bytes
+    data: Chunk
     t: float
     submitted: float
     cost: float
@@ -189,7 +190,7 @@ class Observer:
         self,
         tap: ConnectionTap,
         direction: Direction,
-        data: bytes,
+        data: Chunk,
         t: float,
         frame: Optional[Frame] = None,
     ) -> None:

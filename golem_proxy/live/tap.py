@@ -26,6 +26,7 @@ from typing import Optional
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
+from golem_core.decoders import Chunk
 from golem_core.framing import Discarded, EndOfStream, Frame, FrameError, FrameErrorKind
 from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
@@ -123,7 +124,7 @@ class ConnectionTap:
         )
 
     def process(
-        self, direction: Direction, data: bytes, t: float, frame: Optional[Frame] = None
+        self, direction: Direction, data: Chunk, t: float, frame: Optional[Frame] = None
     ) -> Optional[TapVerdict]:
         """Decode a forwarded chunk (``b""`` means end of stream; ``frame``: see `feed`) and
         publish all its events. Returns a verdict naming the first frame that breaks the
@@ -137,7 +138,7 @@ class ConnectionTap:
         return verdict
 
     def feed(
-        self, direction: Direction, data: bytes, t: float = 0.0, frame: Optional[Frame] = None
+        self, direction: Direction, data: Chunk, t: float = 0.0, frame: Optional[Frame] = None
     ) -> None:
         """Hand a forwarded chunk (``b""``: end of stream) to the direction's decoder. With
         ``frame``, ``data`` is that one frame, decoded by the forwarding path: it is taken as
@@ -150,6 +151,7 @@ class ConnectionTap:
         if frame is not None and source.take(frame):
             return
         if source.resync:
+            data = bytes(data)
             start = self.profile.find_frame_start(data)
             if start is None:
                 source.lost += len(data)

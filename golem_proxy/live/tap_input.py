@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Optional
 
-from golem_core.decoders import Decoder
+from golem_core.decoders import Chunk, Decoder
 from golem_core.framing import Discarded, Frame, NeedData
 from golem_core.framing import Event as FramingEvent
 from golem_core.profiles import Profile
@@ -57,7 +57,7 @@ class TapInput:
         self._handed.append(frame)
         return True
 
-    def receive(self, data: bytes) -> None:
+    def receive(self, data: Chunk) -> None:
         """Decode ``data`` (not empty) with the direction's decoder."""
         self._at_boundary = False
         self.decoder.receive_data(data)

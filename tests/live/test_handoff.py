@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from golem_proxy.live.handoff import (
     HEADER,
+    VIEW_FROM,
     HandoffError,
     HandoffWriter,
     Kind,
@@ -79,6 +80,31 @@ def test_records_come_back_whole_at_any_chunking(cuts: list[tuple[int, bool]]) -
             offsets.append(reader.offset)
     assert got == RECORDS
     assert offsets == ends
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=90_000), max_size=20))
+def test_large_records_come_back_whole_as_views_at_any_chunking(cuts: list[int]) -> None:
+    """Data of `VIEW_FROM` bytes or more comes back as a view of what was read when it lies
+    in one chunk, and joined when it spans chunks: the same bytes either way."""
+    rng = random.Random(len(cuts))
+    records = [
+        Record(Kind.DATA, 3, n % 2, float(n), rng.randbytes(size))
+        for n, size in enumerate([VIEW_FROM, 70_000, 5, VIEW_FROM - 1, 200_000, 0])
+    ]
+    stream = b"".join(encode(r) for r in records)
+    reader, got, at = RecordReader(), [], 0
+    for size in [*cuts, len(stream)]:
+        reader.receive_data(stream[at : at + size])
+        at += size
+        while (record := reader.next_record()) is not None:
+            got.append(record)
+    assert [bytes(r.data) for r in got] == [r.data for r in records]
+    assert got == records and reader.offset == len(stream)
+    if not cuts:  # one chunk: every large record is a view, every small one a copy
+        assert [isinstance(r.data, memoryview) for r in got] == [
+            len(r.data) >= VIEW_FROM for r in records
+        ]
 
 
 def test_a_full_pipe_counts_the_bytes_and_says_so_before_what_follows() -> None:
