@@ -13,10 +13,12 @@ forwarding goes on alone.
 The recording is kept close to the wire (about `TRAIL_LIMIT`; in a flood of tiny frames, what
 decoding `OUTSTANDING_LIMIT` of them takes): the observing process acknowledges, at every
 flush of the recording, the offset in the pipe's stream up to which everything handed on is
-decoded and its lines written to the kernel (`acknowledged`). When the
-oldest record not acknowledged yet was handed on more than `TRAIL_LIMIT` ago, or more than
-`OUTSTANDING_LIMIT` bytes handed on are not acknowledged yet, the link is `holding` until both
-are back under half their limits. While it holds, the relay takes no new bytes (`holds`,
+decoded and its lines written to the kernel, and the rate at which it got through bytes lately
+(`acknowledged`). When the oldest record not acknowledged yet was handed on more than
+`TRAIL_LIMIT` ago, or more bytes handed on are not acknowledged yet than it gets through in
+that time (`outstanding_limit`: between `OUTSTANDING_LIMIT` for tiny frames and
+`OUTSTANDING_CEILING` for large blobs), the link is `holding` until both are back under half
+their limits. While it holds, the relay takes no new bytes (`holds`,
 `until_caught_up`: backpressure, no gap) from the connections the recording trails *on*: those
 with at least their share of the bytes not acknowledged yet (the outstanding bytes over the
 number of connections that have some), as long as the others together have less than
@@ -26,7 +28,7 @@ they trail by what decoding the flood's held bytes takes (up to seconds of tiny 
 busy machine: the reason they are not held by time as well); what they add themselves is
 bounded by the fraction (past it, every connection is held: when many connections trail alike,
 as 8 clients of sequential calls do, the link holds them all, as a kill -9 needs); and past
-`CAP` times `OUTSTANDING_LIMIT` not acknowledged, every connection is held whatever the shares.
+`CAP` times the byte limit not acknowledged, every connection is held whatever the shares.
 
 With a ``hold_limit`` (``--observer-hold``; none by default, `HOLD_LIMIT`), a connection's hold
 lasts at most that long: if the recording has not caught up by then, that connection *sheds*:
@@ -55,6 +57,8 @@ __all__ = [
     "BACKLOG",
     "CAP",
     "HOLD_LIMIT",
+    "OUTSTANDING_CEILING",
+    "OUTSTANDING_LIMIT",
     "PIPE_DIRECTIONS",
     "QUIET_SHARE",
     "STALL_LIMIT",
@@ -79,9 +83,16 @@ STALL_LIMIT = 5.0
 """Seconds without an acknowledgement moving on, while the relay holds, after which the
 observing process counts as stuck and forwarding goes on without it."""
 OUTSTANDING_LIMIT = 1024 * 1024
-"""Bytes handed on and not acknowledged yet past which the relay holds too: in the 60 ms of
-`TRAIL_LIMIT` a flood of tiny frames hands on seconds of decoding (300,000 noop frames, all of
-them), which the observing process's own bounds would shed."""
+"""Bytes handed on and not acknowledged yet past which the relay holds too (at least: see
+`OUTSTANDING_CEILING`): in the 60 ms of `TRAIL_LIMIT` a flood of tiny frames hands on seconds
+of decoding (300,000 noop frames, all of them), which the observing process's own bounds would
+shed."""
+OUTSTANDING_CEILING = 16 * 1024 * 1024
+"""How far the byte limit rises when the observing process says it gets through bytes fast
+(`acknowledged` with a rate: what it decodes and writes in `TRAIL_LIMIT`, a 16 MiB viewport
+capture's blob in a few ms a MiB, against tiny frames' ~20 KiB): then the relay forwards the
+next answer while the observing process finishes the last one, rather than 1 MiB of it. At most
+`BACKLOG` / `CAP`, so that what waits here for room stays under the backlog."""
 CAP = 3
 """Past this many times `OUTSTANDING_LIMIT` not acknowledged, every connection is held, also
 those with less than their share outstanding. Three: a busy connection is held only after the
@@ -147,6 +158,10 @@ class ObserverLink:
         """The recording trails the wire by more than ``trail_limit`` (or by more than
         `OUTSTANDING_LIMIT` bytes): the connections it trails on wait (`holds`)."""
         self.acked = 0
+        self.outstanding_limit = OUTSTANDING_LIMIT
+        """Bytes not acknowledged past which the link holds: what the observing process gets
+        through in ``trail_limit`` at the rate it last said, within `OUTSTANDING_LIMIT` and
+        `OUTSTANDING_CEILING`."""
         self._acked_at = 0.0
         self._marks: collections.deque[_Mark] = collections.deque()
         """What is not acknowledged yet, oldest first; one per `MARK_EVERY`."""
@@ -247,14 +262,14 @@ class ObserverLink:
                 self._woken_at = t
                 self._wake()
             return
-        if t - marks[0].t > self.trail_limit or handed - self.acked > OUTSTANDING_LIMIT:
+        if t - marks[0].t > self.trail_limit or handed - self.acked > self.outstanding_limit:
             self.holding = True
 
     def holds(self, conn: int) -> bool:
         """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
         bytes: the link is `holding`, and ``conn`` has at least its share of what is not
         acknowledged yet, or the others together have more than 1/`QUIET_SHARE` of what those
-        with their share have, or more than `CAP` times `OUTSTANDING_LIMIT` is outstanding."""
+        with their share have, or more than `CAP` times the byte limit is outstanding."""
         if not self.holding or conn in self._shedding:
             return False
         outstanding, total = self._outstanding, self._outstanding_total
@@ -268,7 +283,7 @@ class ObserverLink:
             self._busy = busy
         if (total - busy) * QUIET_SHARE > busy:
             return True  # no few connections stand out: the recording trails on all of them
-        return self.writer.handed - self.acked > OUTSTANDING_LIMIT * CAP
+        return self.writer.handed - self.acked > self.outstanding_limit * CAP
 
     def trail(self) -> float:
         """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
@@ -278,9 +293,13 @@ class ObserverLink:
         """``conn``'s bytes handed on and not acknowledged yet (counted by marks)."""
         return self._outstanding.get(conn, 0)
 
-    def acknowledged(self, offset: int) -> None:
+    def acknowledged(self, offset: int, rate: float = 0.0) -> None:
         """The observing process decoded everything handed on up to ``offset`` and wrote its
-        lines to the kernel."""
+        lines to the kernel; ``rate``: the bytes a second it got through lately (0: unknown),
+        which sets the byte limit (`outstanding_limit`)."""
+        if rate > 0:
+            limit = int(rate * self.trail_limit)
+            self.outstanding_limit = max(OUTSTANDING_LIMIT, min(limit, OUTSTANDING_CEILING))
         if offset <= self.acked:
             return
         self.acked = offset
@@ -302,7 +321,7 @@ class ObserverLink:
         if (
             self.holding
             and self.trail() <= self.trail_limit / 2
-            and self.writer.handed - offset <= OUTSTANDING_LIMIT // 2
+            and self.writer.handed - offset <= self.outstanding_limit // 2
         ):
             self._release()
         elif self._waiting:

@@ -46,9 +46,11 @@ __all__ = [
     "ObservingProcess",
 ]
 
-ACK = struct.Struct("!Q")
+ACK = struct.Struct("!QQ")
 """An acknowledgement on the control socket: the handoff offset up to which everything is
-decoded and its lines written to the kernel (`golem_proxy.live.handoff.RecordReader.offset`)."""
+decoded and its lines written to the kernel (`golem_proxy.live.handoff.RecordReader.offset`),
+and the bytes a second of its own time the observing process got through lately (0: not known
+yet), which sets how far the recording may trail in bytes (`ObserverLink.acknowledged`)."""
 PIPE_SIZE = 1024 * 1024
 """The handoff pipe's buffer (``F_SETPIPE_SZ``; the default 64 KiB fills with one read)."""
 START_TIMEOUT = 30.0
@@ -199,7 +201,7 @@ class ObservingProcess:
             whole = len(pending) - len(pending) % ACK.size
             if whole:
                 # Acknowledgements only grow: the last one says everything.
-                self.link.acknowledged(ACK.unpack_from(pending, whole - ACK.size)[0])
+                self.link.acknowledged(*ACK.unpack_from(pending, whole - ACK.size))
                 pending = pending[whole:]
 
     def _give_up(self, why: str) -> None:

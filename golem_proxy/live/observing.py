@@ -30,6 +30,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import Callable, Optional
 
@@ -55,7 +56,7 @@ from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT, ProxySession, SessionConfig
 from .tap import ConnectionTap
 
-__all__ = ["HandoffSource", "main", "observe", "session_config"]
+__all__ = ["RATE_WINDOW", "Acknowledger", "HandoffSource", "main", "observe", "session_config"]
 
 READ_SIZE = 1024 * 1024
 GATHER = 0.005
@@ -77,13 +78,24 @@ acknowledged together once decoding yields, unless this many bytes wait for it: 
 instead of 256 for a 16 MiB answer, each a system call here and a wake-up of the relay."""
 
 
+RATE_WINDOW = 0.05
+"""Seconds of this process's time (all its threads: decoding and writing) over which the rate
+an acknowledgement carries is measured."""
+
+
 class Acknowledger:
     """Sends acknowledgements (`ACK`) on the control socket, from any thread; after an error
-    (the forwarding process is gone) it sends nothing more."""
+    (the forwarding process is gone) it sends nothing more. Each carries the rate: bytes
+    acknowledged per second of this process's time (``cpu``) over the last `RATE_WINDOW`."""
 
-    def __init__(self, control: socket.socket) -> None:
+    def __init__(
+        self, control: socket.socket, cpu: Callable[[], float] = time.process_time
+    ) -> None:
         self.control = control
         self.sent = 0
+        self.rate = 0
+        self._cpu = cpu
+        self._window = (cpu(), 0)
         self._lock = threading.Lock()
         self._failed = False
 
@@ -91,8 +103,12 @@ class Acknowledger:
         with self._lock:
             if self._failed or offset <= self.sent:
                 return
+            spent, since = self._cpu(), self._window[1]
+            if spent - self._window[0] >= RATE_WINDOW:
+                self.rate = int((offset - since) / (spent - self._window[0]))
+                self._window = (spent, offset)
             try:
-                self.control.sendall(ACK.pack(offset))
+                self.control.sendall(ACK.pack(offset, self.rate))
             except OSError:
                 self._failed = True
                 return

@@ -13,6 +13,7 @@ import trio.testing
 from golem_proxy.events import Direction
 from golem_proxy.live.handoff import HEADER, Kind, RecordReader
 from golem_proxy.live.observer_link import (
+    OUTSTANDING_CEILING,
     OUTSTANDING_LIMIT,
     RECORD_LIMIT,
     TRAIL_LIMIT,
@@ -47,6 +48,27 @@ def test_the_link_holds_past_the_outstanding_bytes_however_recent() -> None:
         assert link.holding
         link.acknowledged(reader.offset)
         assert not link.holding
+
+
+def test_the_byte_limit_follows_the_rate_the_observing_process_says_it_gets_through() -> None:
+    """Blobs it gets through fast let the relay run up to `OUTSTANDING_CEILING` ahead (the
+    next answer forwarded while the last is finished); tiny frames keep `OUTSTANDING_LIMIT`."""
+    with hand_link() as (link, _, read_fd):
+        reader = RecordReader()
+        link.acknowledged(0, rate=1e9)  # 1 GB/s: 60 MB in the trail limit, past the ceiling
+        assert link.outstanding_limit == OUTSTANDING_CEILING
+        for _ in range(2 * OUTSTANDING_LIMIT // RECORD_LIMIT):
+            link.data(1, Direction.S2C, b"a" * RECORD_LIMIT, 0.0)
+            read_records(link, read_fd, reader)
+        assert not link.holding  # 2 MiB out: under the raised limit
+        link.acknowledged(reader.offset, rate=50_000)  # tiny frames: 3 KB in 60 ms
+        assert link.outstanding_limit == OUTSTANDING_LIMIT
+        for _ in range(OUTSTANDING_LIMIT // RECORD_LIMIT + 1):
+            link.data(1, Direction.S2C, b"a" * RECORD_LIMIT, 0.0)
+            read_records(link, read_fd, reader)
+        assert link.holding
+        link.acknowledged(reader.offset, rate=0)  # not known: the limit stays
+        assert link.outstanding_limit == OUTSTANDING_LIMIT and not link.holding
 
 
 def test_a_large_chunk_is_handed_on_in_pieces_whole_and_in_order() -> None:

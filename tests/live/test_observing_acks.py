@@ -9,6 +9,7 @@ import fcntl
 import io
 import os
 import pickle
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -20,8 +21,8 @@ from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionOpened, Event
 from golem_proxy.live.handoff import HandoffWriter, Kind
 from golem_proxy.live.hub import EventHub
-from golem_proxy.live.observer_process import PIPE_SIZE
-from golem_proxy.live.observing import HandoffSource
+from golem_proxy.live.observer_process import ACK, PIPE_SIZE
+from golem_proxy.live.observing import RATE_WINDOW, Acknowledger, HandoffSource
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.recorder import Recorder
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
@@ -156,3 +157,24 @@ async def test_the_acknowledgement_of_a_partial_frame_costs_no_write() -> None:
 
 def _pickled(event: Event) -> bytes:
     return pickle.dumps(event, pickle.HIGHEST_PROTOCOL)
+
+
+def test_each_acknowledgement_carries_the_bytes_a_second_of_this_process_s_time() -> None:
+    """Measured over at least `RATE_WINDOW` of the process's time, so that a batch read at
+    once (cheap) and the frame it completes (dear) count together."""
+    cpu = [0.0]
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        acknowledge = Acknowledger(ours, cpu=lambda: cpu[0])
+        cpu[0] = RATE_WINDOW / 2
+        acknowledge(1_000_000)  # half a window: no rate yet
+        cpu[0] = RATE_WINDOW * 2
+        acknowledge(4_000_000)  # 4 MB in two windows: 40 MB/s
+        acknowledge(3_000_000)  # older than what was sent: nothing
+        cpu[0] = RATE_WINDOW * 2.5
+        acknowledge(5_000_000)  # a short window: the last rate stands
+        got = b""
+        while len(got) < 3 * ACK.size:
+            got += theirs.recv(4096)
+    sent = [ACK.unpack_from(got, at) for at in range(0, len(got), ACK.size)]
+    assert sent == [(1_000_000, 0), (4_000_000, 40_000_000), (5_000_000, 40_000_000)]
