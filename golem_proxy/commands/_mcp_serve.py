@@ -33,7 +33,7 @@ from ..net.addresses import Address
 from ..net.listeners import Listener, open_listener
 from ..terminal import safe_text
 from ._bound_routes import client_environment, print_intercept, print_routes
-from ._proxy_serve import open_forwarding
+from ._proxy_serve import open_forwarding, print_faults
 
 __all__ = ["MCP_ROUTE", "ServerPlan", "child_environment", "serve", "serve_forwarding"]
 
@@ -198,3 +198,4 @@ def _announce(
     )
     if config.record_path:
         console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)
+    print_faults(console, config)

@@ -216,6 +216,8 @@ def test_what_decides_on_the_forwarding_path_is_recorded_as_in_one_process(
     if deciding == "faults":
         assert kinds.count("fault") >= 4
         assert any(" busy" in line for line in one.log)
+        # The plan and its seed are announced, as by proxy: a run with p= can be made again.
+        assert any(line.startswith("faults: error:") and "seed 3" in line for line in one.log)
     else:
         assert "violation" in kinds
     assert any(tool == "layer_report" and failed for tool, _, failed in one.attribution)
