@@ -5,8 +5,9 @@ as its child and relays the client's stdio to it byte for byte (the MCP hop), st
 routes of its own in front of the plugin and points the child at them through the
 environment (the GOLEM hop), and records both in one timeline where every GOLEM flow names
 the tool call that caused it (docs/mcp.md). Its stdout carries the child's bytes and nothing
-else: the live log goes to stderr or ``--log FILE``, the observing process's too with
-``--observer child-process`` (commands/_mcp_serve.py serves both ways).
+else: the live log goes to stderr or ``--log FILE``, from the observing process it starts
+(``--observer child-process``, the default) or from its own (``in-process``);
+commands/_mcp_serve.py serves both ways.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..recording.format import RouteInfo
 from ..table_layout import terminal_width
 from ._common import CommandError, error_line, unwrap
 from ._mcp_serve import MCP_ROUTE, ServerPlan, serve, serve_forwarding
-from ._options import CHILD_PROCESS, IN_PROCESS, add_address, add_observer, add_timeout
+from ._options import CHILD_PROCESS, add_address, add_observer, add_timeout
 from .proxy import (
     add_session_arguments,
     session_options,
@@ -90,10 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_observer(
         parser,
-        default=IN_PROCESS,
-        help="where decoding, attribution, the log and the recording run: in-process (the "
-        "default) or child-process (a process of its own, fed every chunk of both hops "
-        "through a pipe; --fault, --intercept and --enforce-limits still decide in this one)",
+        default=CHILD_PROCESS,
+        help="where decoding, attribution, the log and the recording run: child-process (the "
+        "default: a process of its own, on another core, fed every chunk of both hops "
+        "through a pipe; --fault, --intercept and --enforce-limits still decide in this one) "
+        "or in-process (in this process, yielding to forwarding: one process, for a machine "
+        "with one core to share, or to compare)",
         hold_help="with --observer child-process: how long forwarding may wait in one go for a "
         "recording more than 60 ms behind the wire (as golem-proxy proxy's; default: no limit)",
     )
