@@ -1,7 +1,9 @@
-"""``golem-proxy mcp --observer child-process``: the wrapper forwards both hops and the
-observing process decodes, attributes and records them. Its stdout stays the MCP server's
-bytes (the observing process logs where the wrapper does: stderr or ``--log FILE``), and the
-attribution survives both hops crossing one pipe while large results hold the relay."""
+"""``golem-proxy mcp --observer child-process`` (the default): the wrapper forwards both hops
+and the observing process decodes, attributes and records them. Its stdout stays the MCP
+server's bytes (the observing process logs where the wrapper does: stderr or ``--log FILE``),
+the attribution survives both hops crossing one pipe while large results hold the relay, and
+what decides on the forwarding path (faults, limits, held frames decided on the console)
+leaves the same recording, log and closing line as in one process."""
 
 from __future__ import annotations
 
@@ -83,6 +85,22 @@ def observing_process(wrapper: int) -> int:
         if b"golem_proxy.live.observing" in Path(f"/proc/{pid}/cmdline").read_bytes()
     ]
     return pid
+
+
+def test_the_default_observes_in_a_process_of_its_own(tmp_path: Path) -> None:
+    with PluginProcess(seed=12) as plugin:
+        process = start_piped(wrapped(plugin, tmp_path / "r.jsonl"))
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(INITIALIZE)
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 0
+            assert observing_process(process.pid)
+            process.stdin.close()
+            assert process.wait(60) == 0
+        finally:
+            reap(process)
+            process.stdout.close()
 
 
 def answer_recorded(record: Path, ident: int) -> bool:
