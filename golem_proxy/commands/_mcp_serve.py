@@ -2,15 +2,18 @@
 front of the plugin, until the server exits. Observing in this process (`serve`), or in a
 process of its own (`serve_forwarding`, ``--observer child-process``): then this process only
 forwards both hops and hands every chunk on through the link, and the observing process
-decodes, attributes and records them (live/observing.py, live/layer_taps.py)."""
+decodes, attributes and records them (live/observing.py, live/layer_taps.py). Either way the
+faults, the intercept engine and ``--enforce-limits`` decide here, on the forwarding path,
+and `_serve_hops` runs the server, the console and the signals the same way."""
 
 from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import trio
 from rich.console import Console
@@ -18,10 +21,10 @@ from rich.text import Text
 
 from golem_core.profiles import GOLEM, MCP
 
+from ..events import Event
 from ..live.attribution import ToolCallTracker
 from ..live.console_socket import serve_console
 from ..live.intercept_console import InterceptConsole
-from ..live.observer_process import ObservingProcess
 from ..live.proxy_options import BoundRoute
 from ..live.relay import Proxy
 from ..live.session import ProxySession, SessionConfig
@@ -30,7 +33,7 @@ from ..net.addresses import Address
 from ..net.listeners import Listener, open_listener
 from ..terminal import safe_text
 from ._bound_routes import client_environment, print_intercept, print_routes
-from ._proxy_serve import open_forwarding
+from ._proxy_serve import open_forwarding, print_faults
 
 __all__ = ["MCP_ROUTE", "ServerPlan", "child_environment", "serve", "serve_forwarding"]
 
@@ -46,6 +49,22 @@ class ServerPlan:
     overrides: dict[str, str]
     """``--env``."""
     exit_timeout: float
+    console: Optional[Address] = None
+    """``--console unix:PATH``: where the intercept commands come (stdin is the client's)."""
+
+
+@dataclass(frozen=True)
+class _Hops:
+    """What differs between the two ways of observing: the relay both hops go through, the
+    task that serves its routes until `stop` (reporting them bound, then draining), what
+    follows the MCP hop's events here (the tracker, in one process), and a task that runs
+    beside them (the observing process's watch)."""
+
+    proxy: Proxy
+    serve: Callable[..., Awaitable[Any]]
+    stop: Callable[[], None]
+    watch: Optional[Callable[[Event], None]] = None
+    beside: Optional[Callable[[], Awaitable[Any]]] = None
 
 
 def child_environment(
@@ -60,64 +79,21 @@ def child_environment(
 
 
 async def serve(
-    config: SessionConfig,
-    plan: ServerPlan,
-    tracker: ToolCallTracker,
-    console_address: Optional[Address],
-) -> int:
-    """Observe in this process; returns the server's exit status. ``tracker`` follows the
-    MCP hop and annotates the GOLEM routes' frames (``config.options.annotate``)."""
-    session = ProxySession(config)
-    # Opened before the server starts: a socket that cannot be made stops the run at once.
-    commands = await open_listener(console_address) if console_address is not None else None
-    try:
-        return await _serve_with(session, config, plan, tracker, commands)
-    finally:
-        if commands is not None:
-            with trio.CancelScope(shield=True):
-                await commands.aclose()
-
-
-async def _serve_with(
-    session: ProxySession,
-    config: SessionConfig,
-    plan: ServerPlan,
-    tracker: ToolCallTracker,
-    commands: Optional[Listener],
-) -> int:
-    console = config.console
-    assert console is not None
-    engine = config.options.intercept
+    config: SessionConfig, plan: ServerPlan, tracker: ToolCallTracker
+) -> tuple[int, str]:
+    """Observe in this process; returns the server's exit status and the session's closing
+    line (the observing process prints its own). ``tracker`` follows the MCP hop and
+    annotates the GOLEM routes' frames (``config.options.annotate``). Raises
+    ListenError, ChildStartError or OSError (a listener, the recording) before the server
+    runs."""
     # Signals are caught from the start: a SIGTERM before the server runs must not kill us
     # with a traceback, and once it runs they are the server's to act on.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            bound = await nursery.start(session.run)
-            try:
-                env = child_environment(bound, plan.overrides, os.environ)
-                relay = StdioRelay(
-                    plan.argv,
-                    env,
-                    session.proxy,
-                    MCP,
-                    route=MCP_ROUTE,
-                    watch=tracker.watch,
-                    exit_timeout=plan.exit_timeout,
-                )
-                await relay.start()
-                _announce(console, bound, env, relay, config)
-                if commands is not None and engine is not None:
-                    where = safe_text(str(commands.address))
-                    print_intercept(console, engine, f"commands: golem-proxy intercept {where}")
-                    nursery.start_soon(serve_console, commands, InterceptConsole(engine))
-                nursery.start_soon(_forward_signals, signals, relay)
-                status = await relay.run()
-            finally:
-                session.stop()
-            nursery.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
-            await session.finished.wait()
-            nursery.cancel_scope.cancel()
-    return status
+        async with _console_listener(plan.console) as commands:
+            session = ProxySession(config)
+            hops = _Hops(session.proxy, session.run, session.stop, watch=tracker.watch)
+            status = await _serve_hops(config, plan, hops, commands, signals)
+    return status, session.summary()
 
 
 async def serve_forwarding(
@@ -125,49 +101,75 @@ async def serve_forwarding(
 ) -> int:
     """``--observer child-process``: forward both hops here, observe them in a process of its
     own, whose log goes to ``log_fd`` (where ours goes: never our stdout, the MCP client's).
-    Returns the server's exit status. Raises ObserverStartError, ChildStartError, OSError
-    (a listener, the recording) before the server runs."""
-    # Caught from the start, as in one process (`serve`): once the server runs they are its.
+    Returns the server's exit status. Raises ObserverStartError, ChildStartError, ListenError
+    or OSError (a listener, the recording) before the server runs."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        proxy, bound, observing = await open_forwarding(config, log_buffer, stdout=log_fd)
-        drain = config.options.drain_timeout
-        try:
-            return await _forward(config, plan, proxy, bound, observing, signals)
-        finally:
-            # The observing process decodes what is left, then its log catches up: each gets
-            # the drain timeout, as in one process.
+        async with _console_listener(plan.console) as commands:
+            proxy, _, observing = await open_forwarding(config, log_buffer, stdout=log_fd)
+            drain = config.options.drain_timeout
+            try:
+                hops = _Hops(proxy, proxy.serve, proxy.stop, beside=observing.watch)
+                return await _serve_hops(config, plan, hops, commands, signals)
+            finally:
+                # The observing process decodes what is left, then its log catches up: each
+                # gets the drain timeout, as in one process.
+                with trio.CancelScope(shield=True):
+                    await observing.finish(handing_on=drain, deciding=2 * drain)
+
+
+@asynccontextmanager
+async def _console_listener(address: Optional[Address]) -> AsyncIterator[Optional[Listener]]:
+    """``--console``'s listener (None without one) for the run, closed after it. Opened
+    before the server starts: a socket that cannot be made stops the run at once."""
+    commands = await open_listener(address) if address is not None else None
+    try:
+        yield commands
+    finally:
+        if commands is not None:
             with trio.CancelScope(shield=True):
-                await observing.finish(handing_on=drain, deciding=2 * drain)
+                await commands.aclose()
 
 
-async def _forward(
+async def _serve_hops(
     config: SessionConfig,
     plan: ServerPlan,
-    proxy: Proxy,
-    bound: list[BoundRoute],
-    observing: ObservingProcess,
+    hops: _Hops,
+    commands: Optional[Listener],
     signals: AsyncIterator[int],
 ) -> int:
-    """Serve the GOLEM routes and run the server on our stdio until it exits; then drain."""
+    """Serve the GOLEM routes and run the server on our stdio until it exits, deciding held
+    frames on ``commands``; then drain. Returns the server's exit status."""
     console = config.console
     assert console is not None
-    async with trio.open_nursery() as watching:
-        watching.start_soon(observing.watch)
+    engine = config.options.intercept
+    async with trio.open_nursery() as tasks:
+        if hops.beside is not None:
+            tasks.start_soon(hops.beside)
         async with trio.open_nursery() as serving:
-            await serving.start(proxy.serve)
+            bound = await serving.start(hops.serve)
             try:
                 env = child_environment(bound, plan.overrides, os.environ)
                 relay = StdioRelay(
-                    plan.argv, env, proxy, MCP, route=MCP_ROUTE, exit_timeout=plan.exit_timeout
+                    plan.argv,
+                    env,
+                    hops.proxy,
+                    MCP,
+                    route=MCP_ROUTE,
+                    watch=hops.watch,
+                    exit_timeout=plan.exit_timeout,
                 )
                 await relay.start()
                 _announce(console, bound, env, relay, config)
-                watching.start_soon(_forward_signals, signals, relay)
+                if commands is not None and engine is not None:
+                    where = safe_text(str(commands.address))
+                    print_intercept(console, engine, f"commands: golem-proxy intercept {where}")
+                    tasks.start_soon(serve_console, commands, InterceptConsole(engine))
+                tasks.start_soon(_forward_signals, signals, relay)
                 status = await relay.run()
             finally:
-                proxy.stop()
+                hops.stop()
             serving.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
-        watching.cancel_scope.cancel()
+        tasks.cancel_scope.cancel()
     return status
 
 
@@ -196,3 +198,4 @@ def _announce(
     )
     if config.record_path:
         console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)
+    print_faults(console, config)

@@ -28,7 +28,7 @@ from ._bound_routes import (
 )
 from ._live_tui import live_notes
 
-__all__ = ["serve", "serve_forwarding"]
+__all__ = ["open_forwarding", "print_faults", "serve", "serve_forwarding"]
 
 
 async def serve(config: SessionConfig, console: Console) -> str:
@@ -102,6 +102,19 @@ async def _announce(
         )
     if config.record_path:
         console.print(Text(f"recording to {safe_text(config.record_path)}"), soft_wrap=True)
+    print_faults(console, config)
+    commands_scope = trio.CancelScope()
+    engine = config.options.intercept
+    if engine is not None:
+        print_intercept(console, engine, "type ? and Enter for the commands")
+        nursery.start_soon(_take_commands, InterceptConsole(engine), console, commands_scope)
+    console.print(Text("Ctrl-C to stop", "dim"))
+    return commands_scope
+
+
+def print_faults(console: Console, config: SessionConfig) -> None:
+    """One line for the session's fault plan, if it has one: its rules, and the seed that
+    makes a run with ``p=`` again (random unless ``--fault-seed`` gave it)."""
     plan = config.options.faults
     if plan is not None:
         rules = "; ".join(rule.spec for rule in plan.rules)
@@ -112,13 +125,6 @@ async def _announce(
             ),
             soft_wrap=True,
         )
-    commands_scope = trio.CancelScope()
-    engine = config.options.intercept
-    if engine is not None:
-        print_intercept(console, engine, "type ? and Enter for the commands")
-        nursery.start_soon(_take_commands, InterceptConsole(engine), console, commands_scope)
-    console.print(Text("Ctrl-C to stop", "dim"))
-    return commands_scope
 
 
 async def _take_commands(

@@ -5,8 +5,9 @@ as its child and relays the client's stdio to it byte for byte (the MCP hop), st
 routes of its own in front of the plugin and points the child at them through the
 environment (the GOLEM hop), and records both in one timeline where every GOLEM flow names
 the tool call that caused it (docs/mcp.md). Its stdout carries the child's bytes and nothing
-else: the live log goes to stderr or ``--log FILE``, the observing process's too with
-``--observer child-process`` (commands/_mcp_serve.py serves both ways).
+else: the live log goes to stderr or ``--log FILE``, from the observing process it starts
+(``--observer child-process``, the default) or from its own (``in-process``);
+commands/_mcp_serve.py serves both ways.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 from typing import Optional, TextIO
 
 import trio
+from rich.console import Console
+from rich.text import Text
 
 from golem_core.profiles import GOLEM, MCP
 
@@ -29,9 +32,10 @@ from ..live.stdio_relay import ChildStartError
 from ..net.addresses import Address, Route
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
+from ..table_layout import terminal_width
 from ._common import CommandError, error_line, unwrap
 from ._mcp_serve import MCP_ROUTE, ServerPlan, serve, serve_forwarding
-from ._options import CHILD_PROCESS, IN_PROCESS, add_address, add_observer, add_timeout
+from ._options import CHILD_PROCESS, add_address, add_observer, add_timeout
 from .proxy import (
     add_session_arguments,
     session_options,
@@ -87,10 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_observer(
         parser,
-        default=IN_PROCESS,
-        help="where decoding, attribution, the log and the recording run: in-process (the "
-        "default) or child-process (a process of its own, fed every chunk of both hops "
-        "through a pipe; not with --fault, --intercept or --enforce-limits)",
+        default=CHILD_PROCESS,
+        help="where decoding, attribution, the log and the recording run: child-process (the "
+        "default: a process of its own, on another core, fed every chunk of both hops "
+        "through a pipe; --fault, --intercept and --enforce-limits still decide in this one) "
+        "or in-process (in this process, yielding to forwarding: one process, for a machine "
+        "with one core to share, or to compare)",
         hold_help="with --observer child-process: how long forwarding may wait in one go for a "
         "recording more than 60 ms behind the wire (as golem-proxy proxy's; default: no limit)",
     )
@@ -108,9 +114,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("mcp: no server command", "give it after --: golem-proxy mcp -- CMD")
     _check_console(args.intercept, args.console)
     child = args.observer == CHILD_PROCESS
-    if child:
-        _check_child_observer(args)
-    plan = ServerPlan(argv, _env_overrides(args.env), args.exit_timeout)
+    plan = ServerPlan(argv, _env_overrides(args.env), args.exit_timeout, args.console)
     # In one process the tracker annotates the routes' frames; with an observing process of
     # its own, that process makes the session's one tracker (live/layer_taps.py).
     tracker = None if child else ToolCallTracker(MCP)
@@ -135,11 +139,13 @@ def run(args: argparse.Namespace) -> int:
         verbosity=verbosity_of(args),
         layers=(RouteInfo(MCP_ROUTE, "stdio", shlex.join(argv), MCP.name),),
     )
+    closing = ""  # the observing process prints its own
     try:
         if tracker is None:
             log_fd = log_stream.fileno() if log_stream is not None else sys.stderr.fileno()
-            return trio.run(serve_forwarding, config, plan, log_fd, args.log_buffer)
-        return trio.run(serve, config, plan, tracker, args.console)
+            status = trio.run(serve_forwarding, config, plan, log_fd, args.log_buffer)
+        else:
+            status, closing = trio.run(serve, config, plan, tracker)
     except BaseException as exc:
         failed = _one_error(exc)
         if failed is None:
@@ -149,6 +155,12 @@ def run(args: argparse.Namespace) -> int:
         output.close()
         if log_stream is not None:
             log_stream.close()
+    if closing:
+        # On stderr after the log, even when the log goes to a file, as `proxy` and the
+        # observing process end: the same line with either observer.
+        errors = Console(stderr=True, highlight=False)
+        errors.print(Text(closing), soft_wrap=terminal_width(errors) is None)
+    return status
 
 
 def _check_console(intercept: Optional[str], console: Optional[Address]) -> None:
@@ -162,21 +174,6 @@ def _check_console(intercept: Optional[str], console: Optional[Address]) -> None
         raise CommandError("mcp --console: needs --intercept FILTER")
     if console is not None and not console.is_unix:
         raise CommandError(f"mcp --console: {console} is not unix:PATH", "a private Unix socket")
-
-
-def _check_child_observer(args: argparse.Namespace) -> None:
-    """Refuse what the observing process cannot do: the options that decode on the forwarding
-    path. Raises CommandError."""
-    for given, option in (
-        (args.fault, "--fault"),
-        (args.intercept is not None, "--intercept"),
-        (args.enforce_limits, "--enforce-limits"),
-    ):
-        if given:
-            raise CommandError(
-                f"mcp --observer {CHILD_PROCESS} does not take {option}",
-                f"it decodes on the forwarding path; use --observer {IN_PROCESS}",
-            )
 
 
 def _env_overrides(specs: list[str]) -> dict[str, str]:

@@ -1,14 +1,15 @@
-"""``golem-proxy mcp --observer child-process``: the wrapper forwards both hops and the
-observing process decodes, attributes and records them. Its stdout stays the MCP server's
-bytes (the observing process logs where the wrapper does: stderr or ``--log FILE``), and the
-attribution survives both hops crossing one pipe while large results hold the relay."""
+"""``golem-proxy mcp --observer child-process`` (the default): the wrapper forwards both hops
+and the observing process decodes, attributes and records them. Its stdout stays the MCP
+server's bytes (the observing process logs where the wrapper does: stderr or ``--log FILE``),
+the attribution survives both hops crossing one pipe while large results hold the relay, and
+what decides on the forwarding path (faults, limits, held frames decided on the console)
+leaves the same recording, log and closing line as in one process."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,9 +23,10 @@ from golem_proxy.testing.plugin_process import PluginProcess
 from tests.live.observer_child_helpers import wait_for
 from tests.support.cli_helpers import reap
 
+from .console_client import FILTER, ConsoleClient
 from .mcp_helpers import (
+    CALLS,
     INITIALIZE,
-    ROOT,
     Call,
     call_tools,
     environment,
@@ -32,6 +34,7 @@ from .mcp_helpers import (
     start_piped,
     wrapped,
 )
+from .observer_parity import assert_alike, run_session
 
 CHILD = ("--observer", "child-process")
 
@@ -82,6 +85,22 @@ def observing_process(wrapper: int) -> int:
         if b"golem_proxy.live.observing" in Path(f"/proc/{pid}/cmdline").read_bytes()
     ]
     return pid
+
+
+def test_the_default_observes_in_a_process_of_its_own(tmp_path: Path) -> None:
+    with PluginProcess(seed=12) as plugin:
+        process = start_piped(wrapped(plugin, tmp_path / "r.jsonl"))
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(INITIALIZE)
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 0
+            assert observing_process(process.pid)
+            process.stdin.close()
+            assert process.wait(60) == 0
+        finally:
+            reap(process)
+            process.stdout.close()
 
 
 def answer_recorded(record: Path, ident: int) -> bool:
@@ -177,20 +196,107 @@ def test_every_golem_flow_names_its_call_when_both_hops_share_the_pipe_under_loa
     assert all(frame.tool_calls is not None and len(frame.tool_calls) == 1 for frame in frames)
 
 
-def test_options_that_decode_on_the_forwarding_path_are_refused() -> None:
-    fault = "error:code=-32000,message=busy,method=ping"
-    for option in (["--fault", fault], ["--enforce-limits"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "golem_proxy", "mcp", *CHILD, *option, "--", "true"],
-            capture_output=True,
-            cwd=ROOT,
-            env=environment(),
-            timeout=60,
-        )
-        assert done.returncode == 2
-        assert done.stdout == b""
-        [message] = done.stderr.decode().strip().splitlines()[-1:]
-        assert message.startswith("golem-proxy: mcp --observer child-process does not take")
+DECIDING = {
+    # A fault of each effect the GOLEM hop of a tool call can see: its request answered here
+    # in the plugin's place (half the time: the seed decides which, the same in both runs),
+    # its frames held back, its connection cut in the middle of an answer (the Grasshopper
+    # socket's, whose tool fails anyway: the server does not connect again).
+    "faults": (
+        *("--fault", "error:code=-32000,message=busy,method=scene.create_layer,p=0.5"),
+        *("--fault", "delay:ms=20,method=ping"),
+        *("--fault", "truncate:at=0.5,route=gh,dir=s2c"),
+        *("--fault-seed", "3"),
+    ),
+    # layer_report's list of layers is larger than that: its connection is closed.
+    "limits": ("--enforce-limits", "--max-frame", "300"),
+}
+
+
+@pytest.mark.parametrize("deciding", sorted(DECIDING))
+def test_what_decides_on_the_forwarding_path_is_recorded_as_in_one_process(
+    tmp_path: Path, deciding: str
+) -> None:
+    """The faults and ``--enforce-limits`` decide in the forwarding process with either
+    observer: the client gets the same answers, and the recording (each frame's tool call
+    included), the log and the closing line are the same."""
+    observed = {}
+    for observer in ("in-process", "child-process"):
+        with PluginProcess(seed=7) as plugin:
+            observed[observer] = run_session(
+                plugin, tmp_path / observer, observer, CALLS * 2, *DECIDING[deciding]
+            )
+    one = observed["in-process"]
+    assert_alike(observed["child-process"], one)
+    # The run decided something, and says so.
+    [closing] = one.closing
+    assert closing.startswith("golem-proxy proxy: recorded") and "<dir>/r.jsonl" in closing
+    kinds = [json.loads(line)["kind"] for lines in one.recording.values() for line in lines]
+    if deciding == "faults":
+        assert kinds.count("fault") >= 4
+        assert any(" busy" in line for line in one.log)
+        # The plan and its seed are announced, as by proxy: a run with p= can be made again.
+        assert any(line.startswith("faults: error:") and "seed 3" in line for line in one.log)
+    else:
+        assert "violation" in kinds
+    assert any(tool == "layer_report" and failed for tool, _, failed in one.attribution)
+
+
+INTERCEPTED: list[Call] = [
+    ("create_layer", {"name": "A"}),  # held: accepted
+    ("list_layers", {}),  # not held
+    ("create_layer", {"name": "B"}),  # held: edited to C
+    ("layer_report", {"name": "D"}),  # its create held: answered here
+    ("create_layer", {"name": "E"}),  # held: dropped (the server gives up after 10 s)
+]
+
+
+def test_held_frames_are_decided_and_recorded_as_in_one_process(tmp_path: Path) -> None:
+    """``--intercept`` with ``--console``: the frames wait in the forwarding process and are
+    decided on the socket with either observer; the decisions, the answers, the recording
+    and the log are the same."""
+    observed, decided = {}, {}
+    for observer in ("in-process", "child-process"):
+        (tmp_path / observer).mkdir()
+        (tmp_path / observer / "console").mkdir(mode=0o700)
+        path = tmp_path / observer / "console" / "c.sock"
+
+        def decide(path: Path = path, observer: str = observer) -> None:
+            client = ConsoleClient(path)
+            try:
+                client.held(1)
+                answers = [client.ask("accept 1")]
+                frame = client.held(2)
+                frame["params"]["name"] = "C"
+                answers.append(client.ask(f"edit 2 {json.dumps(frame)}"))
+                client.held(3)
+                answered = {"result": {"name": "D", "full_path": "D", "answered": True}}
+                answers.append(client.ask(f"answer 3 {json.dumps(answered)}"))
+                client.held(4)
+                answers.append(client.ask("drop 4"))
+                decided[observer] = answers
+            finally:
+                client.close()
+
+        console = ("--intercept", FILTER, "--console", f"unix:{path}")
+        with PluginProcess(seed=7) as plugin:
+            observed[observer] = run_session(
+                plugin, tmp_path / observer, observer, INTERCEPTED, *console, beside=decide
+            )
+    assert (
+        decided["child-process"]
+        == decided["in-process"]
+        == [
+            "#1: accept",
+            "#2: edit",
+            "#3: answer",
+            "#4: drop",
+        ]
+    )
+    one = observed["in-process"]
+    assert_alike(observed["child-process"], one)
+    texts = [answer["content"][0]["text"] for answer in one.answers]
+    assert [json.loads(text).get("full_path") for text in texts[:1] + texts[2:3]] == ["A", "C"]
+    assert sum("held #" in line for line in one.log) == 4
 
 
 SLOW_READER = """

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,58 +20,10 @@ from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
 from tests.support.plugin_fixture import plugin_fixture
 
+from .console_client import DEADLINE, FILTER, ConsoleClient, private_dir
 from .mcp_helpers import ROOT, environment, wrapped
 
-FILTER = "~q ~m ^scene.create_layer$"  # the requests only: the responses match ~m too
-DEADLINE = 30.0
 WRAPPER = [sys.executable, "-m", "golem_proxy", "mcp"]
-
-
-def private_dir(tmp_path: Path) -> Path:
-    directory = tmp_path / "console"
-    directory.mkdir(mode=0o700)
-    return directory
-
-
-class ConsoleClient:
-    """A blocking client of the console socket: one command in, its answer lines out."""
-
-    def __init__(self, path: Path) -> None:
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            try:
-                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                self.sock.settimeout(DEADLINE)
-                self.sock.connect(str(path))
-                break
-            except OSError:
-                self.sock.close()
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        self.file = self.sock.makefile("rb")
-
-    def ask(self, command: str) -> str:
-        """Send ``command`` (one whose answer is one line); returns that line."""
-        self.sock.sendall(command.encode() + b"\n")
-        line = self.file.readline().decode()
-        assert line.endswith("\n"), f"console closed after {command!r}"
-        return line.rstrip("\n")
-
-    def held(self, number: int) -> dict[str, Any]:
-        """Poll ``show N`` until frame ``number`` is held; returns its JSON."""
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            shown = self.ask(f"show {number}")
-            if shown.startswith("{"):
-                return json.loads(shown)  # type: ignore[no-any-return]
-            assert shown == f"no frame #{number} is held"
-            assert time.monotonic() < deadline, shown
-            time.sleep(0.05)
-
-    def close(self) -> None:
-        self.file.close()
-        self.sock.close()
 
 
 plugin = plugin_fixture(seed=7)
