@@ -190,10 +190,14 @@ class ProxySession:
     def summary(self) -> str:
         """The line the session ends with: what it recorded and where (call once finished)."""
         recorder = self.recorder
+        # A session with a hop served outside the relay is `golem-proxy mcp`'s.
+        command = "mcp" if self.config.layers else "proxy"
         if recorder is None:
-            return self.tally.summary(self.config.record_path)
+            return self.tally.summary(self.config.record_path, command=command)
         failure = None if recorder.error is None else str(recorder.error)
-        return self.tally.summary(self.config.record_path, recorder.total_missed, failure)
+        return self.tally.summary(
+            self.config.record_path, recorder.total_missed, failure, command=command
+        )
 
     def _header(self, bound: list[BoundRoute]) -> Header:
         return session_header(self.config, bound)

@@ -38,12 +38,17 @@ class SessionTally:
         )
 
     def summary(
-        self, record_path: Optional[str], not_recorded: int = 0, failure: Optional[str] = None
+        self,
+        record_path: Optional[str],
+        not_recorded: int = 0,
+        failure: Optional[str] = None,
+        *,
+        command: str = "proxy",
     ) -> str:
-        """The closing line: what was recorded and where, or that nothing was (no
-        ``--record``). ``not_recorded`` events the recorder could not keep, and the
-        ``failure`` that stopped the recording, are said too."""
-        prefix = "golem-proxy proxy: "
+        """The closing line of ``golem-proxy COMMAND``: what was recorded and where, or that
+        nothing was (no ``--record``). ``not_recorded`` events the recorder could not keep,
+        and the ``failure`` that stopped the recording, are said too."""
+        prefix = f"golem-proxy {command}: "
         if record_path is None:
             return f"{prefix}{self.counts()}, not recorded (no --record)"
         path = safe_text(record_path)

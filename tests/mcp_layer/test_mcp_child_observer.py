@@ -229,7 +229,7 @@ def test_what_decides_on_the_forwarding_path_is_recorded_as_in_one_process(
     assert_alike(observed["child-process"], one)
     # The run decided something, and says so.
     [closing] = one.closing
-    assert closing.startswith("golem-proxy proxy: recorded") and "<dir>/r.jsonl" in closing
+    assert closing.startswith("golem-proxy mcp: recorded") and "<dir>/r.jsonl" in closing
     kinds = [json.loads(line)["kind"] for lines in one.recording.values() for line in lines]
     if deciding == "faults":
         assert kinds.count("fault") >= 4
