@@ -77,18 +77,18 @@ def _kill_mid_frame(observer: int, traffic: MixedTraffic, rng: random.Random) ->
     """Stopped while the clients go on, until the handoff pipe is full (the rest of a large
     frame then waits for room in the forwarding process) or stops filling (the link holds
     the connections before the pipe is full: what the stopped process had read but not
-    acknowledged counts too); then killed there."""
+    acknowledged counts too), at most half the stall limit (past it the proxy would kill it
+    itself); then killed there."""
     os.kill(observer, signal.SIGSTOP)
     try:
         fills: list[int] = []
-
-        def full_or_held() -> bool:
+        deadline = time.monotonic() + STALL_LIMIT / 2
+        while time.monotonic() < deadline:
             waiting, capacity = pipe_fill(observer)
             fills.append(waiting)
-            return waiting >= capacity - 64 * 1024 or fills[-HELD:] == [waiting] * HELD
-
-        # Well within the stall limit, past which the proxy kills it itself.
-        wait_for(full_or_held, timeout=STALL_LIMIT / 2, what="the handoff pipe to fill")
+            if waiting >= capacity - 64 * 1024 or fills[-HELD:] == [waiting] * HELD:
+                break
+            time.sleep(0.02)
     finally:
         os.kill(observer, signal.SIGKILL)
     wait_for(lambda: process_gone(observer), what="the observing process to die")
