@@ -50,3 +50,25 @@ def test_the_answer_to_a_request_too_large_to_observe_is_no_orphan() -> None:
     tap.process(Direction.S2C, GOLEM.encode({"id": "a", "result": {}, "error": None}), 0.2)
     assert frames(events) == [("s2c", 0, False, None, False)]
     assert not any(isinstance(e, ViolationSeen) and e.orphan for e in events)
+
+
+def test_answers_to_requests_lost_in_a_gap_are_no_orphans_until_an_answer_pairs_again() -> None:
+    """A pipelined burst whose middle was forwarded but not observed (the observer shed it):
+    the answers to what was lost pair with nothing, and are not orphans; once an answer pairs
+    with a request sent after the gap, one that answers nothing is."""
+
+    def call(n: int) -> bytes:
+        return GOLEM.encode({"id": n, "method": "state", "params": {}})
+
+    events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append)
+    tap.process(Direction.C2S, call(1), 0.1)
+    tap.lose(Direction.C2S, len(call(2) + call(3)), 0.2)
+    tap.process(Direction.C2S, call(4) + call(5), 0.3)
+    answers = b"".join(GOLEM.encode({"id": n, "result": {}}) for n in (1, 2, 3, 4, 5, 9))
+    tap.process(Direction.S2C, answers, 0.4)
+    paired = [(answers, orphan) for d, _, _, answers, orphan in frames(events) if d == "s2c"]
+    assert paired == [(0, False), (None, False), (None, False), (1, False), (2, False),
+                      (None, True)]  # fmt: skip
+    orphans = [e.frame_index for e in events if isinstance(e, ViolationSeen) and e.orphan]
+    assert orphans == [5]
