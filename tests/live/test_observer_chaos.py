@@ -185,15 +185,21 @@ def _check(cli: ProxyCli, record: Path, why: str | None) -> None:
         assert why.split(",")[0] in lines[-1]["detail"]
 
 
+HOLD = ("--observer-hold", "0.05")
+"""Connections held longer than this shed (go on unobserved): the shedding path."""
+
+
 @pytest.mark.parametrize(
-    ("kind", "seed"),
-    [("kill", 1), ("kill", 2), ("pause", 3), ("pause", 4), ("kill-mid-frame", 5),
-     ("kill-mid-frame", 6), ("stall", 7)],
+    ("kind", "seed", "options"),
+    [("kill", 1, ()), ("kill", 2, ()), ("pause", 3, ()), ("pause", 4, ()),
+     ("kill-mid-frame", 5, ()), ("kill-mid-frame", 6, ()), ("stall", 7, ()),
+     ("pause", 9, HOLD), ("kill-mid-frame", 10, HOLD)],
+    ids=lambda value: "sheds" if value == HOLD else "holds" if value == () else None,
 )  # fmt: skip
 def test_forwarding_outlives_whatever_happens_to_the_observing_process(
-    tmp_path: Path, kind: str, seed: int
+    tmp_path: Path, kind: str, seed: int, options: tuple[str, ...]
 ) -> None:
-    cli, record = _chaos_round(tmp_path, kind, seed)
+    cli, record = _chaos_round(tmp_path, kind, seed, *options)
     _check(cli, record, WHY.get(kind))
 
 
