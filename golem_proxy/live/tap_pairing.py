@@ -79,9 +79,16 @@ class ConnectionPairing:
         pending = self._correlators[asker].match_response(message)
         lost_after = self._lost_after[asker]
         if pending is not None:
-            if lost_after is not None and pending.context.index > lost_after:
+            if lost_after is None:
+                return Answered(pending.context)
+            if pending.context.index > lost_after:
                 self._lost_after[asker] = None
-            return Answered(pending.context)
+                return Answered(pending.context)
+            if getattr(pending.message, "id", None) == getattr(message, "id", None):
+                return Answered(pending.context)
+            # Paired only for being the one request waiting (a GOLEM client's one at a time):
+            # it was sent before the gap, whose bytes held its answer and this one's request.
+            return Answered(None, unseen=True)
         if self._unseen[asker]:
             self._unseen[asker] -= 1
             return Answered(None, unseen=True)
