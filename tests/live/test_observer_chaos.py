@@ -3,8 +3,9 @@ mix of calls (sequential small ones, pipelined bursts, frames of a few MiB), the
 process is, at a seeded moment, killed, stopped for a while, stopped past the stall limit, or
 killed while a large frame waits for room in the handoff pipe. Whatever it is, forwarding goes
 on byte-exact, the proxy exits 0, says at most once that observation stopped, and the
-recording is whole (every line, contiguous numbers) and ends saying so when observation
-stopped. The real command line, real loopback peers and signals."""
+recording is whole (every line, contiguous numbers), holds no violation (every call is a
+good one), and ends saying so when observation stopped. The real command line, real
+loopback peers and signals."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import pytest
 
 from bench.processes import children_of
 from bench.robustness.proxy_cli import ProxyCli
+from golem_proxy.events import ViolationSeen
 from golem_proxy.live.observer_link import STALL_LIMIT
 from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
@@ -175,6 +177,9 @@ def _check(cli: ProxyCli, record: Path, why: str | None) -> None:
         assert said == [f"{STOPPED}{why}); forwarding goes on"], cli.stderr
     recording = read_recording(str(record))
     assert not recording.truncated_tail
+    # Every call was a good one: a violation would be the chaos misread (an answer paired
+    # across a gap with a request it does not answer).
+    assert [e for e in recording.events if isinstance(e, ViolationSeen)] == []
     lines = [json.loads(line) for line in record.read_bytes().splitlines()[1:]]
     assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
     stopped = [line for line in lines if line["kind"] == STOPPED_KIND]
