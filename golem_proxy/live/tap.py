@@ -170,6 +170,7 @@ class ConnectionTap:
         frame boundary. The gap is reported once decoding resumes (or at the end)."""
         self._inputs[direction].lose(size, t)
         self._digests.pop(direction, None)
+        self._pairing.requests_lost(direction)
 
     def report_lost(self, direction: Direction, t: float) -> None:
         """Publish the gap `lose` counted on ``direction`` since the last report, if any."""

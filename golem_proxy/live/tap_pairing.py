@@ -46,6 +46,15 @@ class ConnectionPairing:
         # Frames too large to observe, per direction: the next unpaired answer is most likely
         # theirs, not an orphan.
         self._unseen = {Direction.C2S: 0, Direction.S2C: 0}
+        # Bytes sent this way were not observed (a gap: the observer was behind, or shed): how
+        # many requests they held is unknown, so answers that pair with nothing are theirs,
+        # not orphans, until one pairs with a request sent after the gap (the index of the
+        # last request held before it; None: no gap since).
+        self._lost_after: dict[Direction, Optional[int]] = {
+            Direction.C2S: None,
+            Direction.S2C: None,
+        }
+        self._last_held = {Direction.C2S: -1, Direction.S2C: -1}
 
     def __len__(self) -> int:
         """Requests waiting for an answer, both ways."""
@@ -61,22 +70,39 @@ class ConnectionPairing:
     ) -> list[Pending[FrameSeen]]:
         """Keep a request sent ``direction`` until its answer; returns the requests let go
         to stay within the limits, oldest first (a notification is never held)."""
+        self._last_held[direction] = frame.index
         return self._correlators[direction].add_request(message, frame, cost)
 
     def answer(self, asker: Direction, message: Message) -> Answered:
         """What the response ``message`` to a request sent ``asker`` answers (and forget
         that request)."""
         pending = self._correlators[asker].match_response(message)
+        lost_after = self._lost_after[asker]
         if pending is not None:
-            return Answered(pending.context)
+            if lost_after is None:
+                return Answered(pending.context)
+            if pending.context.index > lost_after:
+                self._lost_after[asker] = None
+                return Answered(pending.context)
+            if getattr(pending.message, "id", None) == getattr(message, "id", None):
+                return Answered(pending.context)
+            # Paired only for being the one request waiting (a GOLEM client's one at a time):
+            # it was sent before the gap, whose bytes held its answer and this one's request.
+            return Answered(None, unseen=True)
         if self._unseen[asker]:
             self._unseen[asker] -= 1
             return Answered(None, unseen=True)
-        return Answered(None)
+        return Answered(None, unseen=lost_after is not None)
 
     def unseen_request(self, direction: Direction) -> None:
         """A request sent ``direction`` was too large to observe: its answer is no orphan."""
         self._unseen[direction] += 1
+
+    def requests_lost(self, direction: Direction) -> None:
+        """Bytes sent ``direction`` were forwarded but not observed: the answers to the
+        requests among them are no orphans."""
+        if self._lost_after[direction] is None:
+            self._lost_after[direction] = self._last_held[direction]
 
     def clear(self) -> None:
         """Forget every waiting request (decoding of the connection stopped)."""

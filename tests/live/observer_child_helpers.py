@@ -4,12 +4,16 @@ process of a running proxy."""
 
 from __future__ import annotations
 
+import array
 import contextlib
+import fcntl
 import os
+import random
 import socket
+import termios
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,7 @@ from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
 from bench.threaded_server import ThreadedServer
 from golem_core.blocking import MessageReader, send_message
-from golem_core.messages import Message, Role
+from golem_core.messages import Message, Response, Role
 from golem_core.profiles import GOLEM
 
 
@@ -129,3 +133,109 @@ def observed_proxy(record: Path, *options: str, listen: str = "127.0.0.1:0") -> 
             yield cli
         finally:
             cli.kill()
+
+
+def pipe_fill(observer: int) -> tuple[int, int]:
+    """(bytes waiting in the handoff pipe, its capacity), read through the observing process's
+    read end (its first argument) without reading anything. The end opened here is closed
+    before returning: a reader kept open would hide the child's death from the writer."""
+    argv = Path(f"/proc/{observer}/cmdline").read_bytes().split(b"\0")
+    read_fd = int(argv[argv.index(b"golem_proxy.live.observing") + 1])
+    fd = os.open(f"/proc/{observer}/fd/{read_fd}", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        waiting = array.array("i", [0])
+        fcntl.ioctl(fd, termios.FIONREAD, waiting)
+        capacity = fcntl.fcntl(fd, F_GETPIPE_SZ)
+    finally:
+        os.close(fd)
+    return waiting[0], capacity
+
+
+F_GETPIPE_SZ = 1032
+"""Linux's fcntl for a pipe's capacity (the fcntl module names it from Python 3.10)."""
+
+
+class MixedTraffic:
+    """Clients of three kinds, each on a thread of its own, until `stop`: two making sequential
+    small echo calls, one sending pipelined bursts, one sending large frames (1 to 3 MiB, so that
+    records wait for room in the handoff pipe). Every answer is checked against its call (the
+    echo upstream returns the params: the client gets back exactly what it sent); a failure is
+    kept in `errors`, not raised in the thread."""
+
+    KINDS = ("sequential", "sequential", "pipelined", "large")
+
+    def __init__(self, connect: Callable[[], socket.socket], seed: int) -> None:
+        self.connect = connect
+        self.answers = [0] * len(self.KINDS)
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._run, args=(index, seed), daemon=True)
+            for index in range(len(self.KINDS))
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, index: int, seed: int) -> None:
+        rng = random.Random(seed * 10 + index)
+        call = {"sequential": self._sequential, "pipelined": self._burst, "large": self._large}
+        kind = self.KINDS[index]
+        try:
+            with self.connect() as sock:
+                reader = MessageReader(sock)
+                while not self._stop.is_set():
+                    self.answers[index] += call[kind](sock, reader, rng)
+        except Exception as exc:  # reported by the test, with the client it happened to
+            self.errors.append(f"{kind} client {index}: {type(exc).__name__}: {exc}")
+
+    def _sequential(self, sock: socket.socket, reader: MessageReader, rng: random.Random) -> int:
+        params = {"n": rng.getrandbits(32), "text": "é€" * rng.randrange(100)}
+        _call(sock, reader, [{"id": params["n"], "method": "echo", "params": params}])
+        return 1
+
+    def _burst(self, sock: socket.socket, reader: MessageReader, rng: random.Random) -> int:
+        count = rng.randrange(20, 200)
+        calls = [{"id": n, "method": "echo", "params": {"n": n}} for n in range(count)]
+        _call(sock, reader, calls)
+        return count
+
+    def _large(self, sock: socket.socket, reader: MessageReader, rng: random.Random) -> int:
+        blob = rng.randbytes(rng.randrange(512 * 1024, 1536 * 1024)).hex()
+        _call(sock, reader, [{"id": "large", "method": "echo", "params": {"blob": blob}}])
+        return 1
+
+    def total(self) -> int:
+        return sum(self.answers)
+
+    def wait_each_answers(self, more: int, timeout: float) -> None:
+        """Wait until every client has ``more`` answers beyond what it has now (the large one
+        one at least), or a client failed (raises AssertionError then, or after ``timeout``)."""
+        wanted = [count + (1 if kind == "large" else more)
+                  for count, kind in zip(self.answers, self.KINDS)]  # fmt: skip
+        wait_for(
+            lambda: self.errors or all(a >= w for a, w in zip(self.answers, wanted)),
+            timeout=timeout,
+            what=f"every client to be answered again (answers {self.answers}, wanted {wanted})",
+        )
+        assert self.errors == []
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(60)
+        assert self.errors == []
+
+
+def _call(sock: socket.socket, reader: MessageReader, calls: list[dict[str, Any]]) -> None:
+    """Send ``calls`` in one write (from a thread of its own, as a pipelining client does) and
+    check that each answer, in order, carries its call's id and params."""
+    burst = b"".join(GOLEM.encode(call) for call in calls)
+    sender = threading.Thread(target=sock.sendall, args=(burst,), daemon=True)
+    sender.start()
+    for call in calls:
+        answer = reader.read_message(Role.RESPONSE)
+        if not isinstance(answer, Response) or answer.id != call["id"]:
+            raise AssertionError(f"the answer to {str(call)[:80]} was {str(answer)[:200]}")
+        if answer.result != call["params"]:
+            raise AssertionError(f"the answer to {call['id']!r} differs from its params")
+    sender.join()

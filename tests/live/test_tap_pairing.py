@@ -50,3 +50,50 @@ def test_the_answer_to_a_request_too_large_to_observe_is_no_orphan() -> None:
     tap.process(Direction.S2C, GOLEM.encode({"id": "a", "result": {}, "error": None}), 0.2)
     assert frames(events) == [("s2c", 0, False, None, False)]
     assert not any(isinstance(e, ViolationSeen) and e.orphan for e in events)
+
+
+def test_answers_to_requests_lost_in_a_gap_are_no_orphans_until_an_answer_pairs_again() -> None:
+    """A pipelined burst whose middle was forwarded but not observed (the observer shed it):
+    the answers to what was lost pair with nothing, and are not orphans; once an answer pairs
+    with a request sent after the gap, one that answers nothing is."""
+
+    def call(n: int) -> bytes:
+        return GOLEM.encode({"id": n, "method": "state", "params": {}})
+
+    events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append)
+    tap.process(Direction.C2S, call(1), 0.1)
+    tap.lose(Direction.C2S, len(call(2) + call(3)), 0.2)
+    tap.process(Direction.C2S, call(4) + call(5), 0.3)
+    answers = b"".join(GOLEM.encode({"id": n, "result": {}}) for n in (1, 2, 3, 4, 5, 9))
+    tap.process(Direction.S2C, answers, 0.4)
+    paired = [(answers, orphan) for d, _, _, answers, orphan in frames(events) if d == "s2c"]
+    assert paired == [(0, False), (None, False), (None, False), (1, False), (2, False),
+                      (None, True)]  # fmt: skip
+    orphans = [e.frame_index for e in events if isinstance(e, ViolationSeen) and e.orphan]
+    assert orphans == [5]
+
+
+def test_after_a_gap_the_one_request_waiting_is_not_paired_with_another_ones_answer() -> None:
+    """A client of one call at a time: its call 1 was observed, then its answer, call 2 and
+    the start of call 3 were lost; the answer to 3 is not taken for 1's (which GOLEM's
+    pairing does with the one request waiting, and then flags the id)."""
+
+    def call(n: int) -> bytes:
+        return GOLEM.encode({"id": n, "method": "state", "params": {}})
+
+    def answer(n: int) -> bytes:
+        return GOLEM.encode({"id": n, "result": {}, "error": None})
+
+    events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append)
+    tap.process(Direction.C2S, call(1), 0.1)
+    tap.lose(Direction.S2C, len(answer(1) + answer(2)), 0.2)
+    tap.lose(Direction.C2S, len(call(2) + call(3)), 0.2)
+    tap.process(Direction.S2C, answer(3), 0.3)
+    tap.process(Direction.C2S, call(4), 0.4)
+    tap.process(Direction.S2C, answer(4), 0.5)
+    paired = [(answers, orphan) for d, _, _, answers, orphan in frames(events) if d == "s2c"]
+    assert paired == [(None, False), (1, False)]
+    assert [e for e in events if isinstance(e, ViolationSeen)] == []
+    assert [e.request.index for e in events if isinstance(e, ExchangeCompleted)] == [1]
