@@ -1,12 +1,13 @@
 """The tap's pairing decision for one connection: which request a response answers, or that it
-answers none (an orphan), or that it most likely answers a request too large to observe.
+answers none (an orphan), or that it most likely answers a request it could not keep (too
+large to observe, lost in a gap, or let go past the pending limits).
 Decided here once, before the response's `FrameSeen` is published, which carries it
 (``answers``, ``orphan``); no view pairs again."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from golem_core.messages import Message
 from golem_core.pairing import Correlator, Pending
@@ -15,13 +16,19 @@ from golem_core.profiles import Profile
 from ..events import Direction, FrameSeen
 from .tap_limits import ObserveLimits
 
-__all__ = ["Answered", "ConnectionPairing"]
+__all__ = ["EVICTED_IDS", "Answered", "ConnectionPairing"]
+
+EVICTED_IDS = 65_536
+"""Ids of requests let go past the pending limits remembered per direction, so that their late
+answers are known as theirs and not taken for orphans; past that many, only a count (the next
+answers that pair with nothing are theirs, as for a request too large to observe)."""
 
 
 @dataclass(frozen=True)
 class Answered:
-    """What a response answers: ``request`` (its frame), or a request too large to observe
-    (``unseen``), or nothing (an orphan)."""
+    """What a response answers: ``request`` (its frame), or a request it cannot be paired
+    with (``unseen``: one too large to observe, lost in a gap, or let go past the pending
+    limits), or nothing (an orphan)."""
 
     request: Optional[FrameSeen]
     unseen: bool = False
@@ -55,6 +62,8 @@ class ConnectionPairing:
             Direction.S2C: None,
         }
         self._last_held = {Direction.C2S: -1, Direction.S2C: -1}
+        self._evicted: dict[Direction, dict[Any, int]] = {d: {} for d in Direction}
+        """Ids of the requests let go (`hold`) whose answers have not come, with how many."""
 
     def __len__(self) -> int:
         """Requests waiting for an answer, both ways."""
@@ -71,7 +80,15 @@ class ConnectionPairing:
         """Keep a request sent ``direction`` until its answer; returns the requests let go
         to stay within the limits, oldest first (a notification is never held)."""
         self._last_held[direction] = frame.index
-        return self._correlators[direction].add_request(message, frame, cost)
+        evicted = self._correlators[direction].add_request(message, frame, cost)
+        for pending in evicted:
+            key = _id_key(pending.message)
+            ids = self._evicted[direction]
+            if key is not None and (key in ids or len(ids) < EVICTED_IDS):
+                ids[key] = ids.get(key, 0) + 1
+            else:
+                self._unseen[direction] += 1
+        return evicted
 
     def answer(self, asker: Direction, message: Message) -> Answered:
         """What the response ``message`` to a request sent ``asker`` answers (and forget
@@ -88,6 +105,14 @@ class ConnectionPairing:
                 return Answered(pending.context)
             # Paired only for being the one request waiting (a GOLEM client's one at a time):
             # it was sent before the gap, whose bytes held its answer and this one's request.
+            return Answered(None, unseen=True)
+        ids = self._evicted[asker]
+        key = _id_key(message) if ids else None
+        if key is not None and key in ids:  # the answer to a request let go: late, not orphan
+            if ids[key] == 1:
+                del ids[key]
+            else:
+                ids[key] -= 1
             return Answered(None, unseen=True)
         if self._unseen[asker]:
             self._unseen[asker] -= 1
@@ -108,3 +133,12 @@ class ConnectionPairing:
         """Forget every waiting request (decoding of the connection stopped)."""
         for correlator in self._correlators.values():
             correlator.clear()
+
+
+def _id_key(message: Message) -> Any:
+    """A request's or response's id as a key (``1`` and ``"1"`` differ), or None when it has
+    none that could be one (no id, or a malformed one such as a list)."""
+    value = getattr(message, "id", None)
+    if value is None or not isinstance(value, (str, int, float)):
+        return None
+    return (type(value).__name__, value)

@@ -52,6 +52,27 @@ def test_the_answer_to_a_request_too_large_to_observe_is_no_orphan() -> None:
     assert not any(isinstance(e, ViolationSeen) and e.orphan for e in events)
 
 
+def test_the_late_answer_to_a_request_let_go_past_the_limits_is_no_orphan() -> None:
+    """A pipelining client past the pending limit: the oldest requests are let go (an
+    ``evicted`` gap says so); their answers, when they come, are theirs, not orphans. An answer
+    to no request at all still is one."""
+    events: list[Event] = []
+    tap = ConnectionTap(1, "scrybe", JSONRPC_NDJSON, events.append, limits=ObserveLimits(pending=2))
+    tap.process(Direction.C2S, b"".join(CALL % n for n in (1, 2, 3, 4)), 0.1)
+    tap.process(Direction.S2C, b"".join(ANSWER % n for n in (1, 2, 3, 4, 2, 9)), 0.2)
+    answers = [f for f in frames(events) if f[0] == "s2c"]
+    assert answers == [
+        ("s2c", 0, False, None, False),  # id 1, let go: late, not an orphan
+        ("s2c", 1, False, None, False),  # id 2, let go
+        ("s2c", 2, False, 2, False),
+        ("s2c", 3, False, 3, False),
+        ("s2c", 4, False, None, True),  # id 2 again: its request was answered already
+        ("s2c", 5, False, None, True),  # id 9: asked by nobody
+    ]
+    orphans = [e.frame_index for e in events if isinstance(e, ViolationSeen) and e.orphan]
+    assert orphans == [4, 5]
+
+
 def test_answers_to_requests_lost_in_a_gap_are_no_orphans_until_an_answer_pairs_again() -> None:
     """A pipelined burst whose middle was forwarded but not observed (the observer shed it):
     the answers to what was lost pair with nothing, and are not orphans; once an answer pairs
