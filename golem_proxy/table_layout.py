@@ -30,7 +30,15 @@ from rich.cells import cell_len, chop_cells
 from rich.console import Console
 from rich.text import Span, Text
 
-__all__ = ["Cell", "Column", "ColumnTable", "print_table", "terminal_width", "wrap_cell"]
+__all__ = [
+    "Cell",
+    "Column",
+    "ColumnTable",
+    "print_line",
+    "print_table",
+    "terminal_width",
+    "wrap_cell",
+]
 
 Cell = Union[str, Text]
 """A cell: plain text, or a Text whose (one) style colours the whole cell."""
@@ -71,6 +79,12 @@ def terminal_width(out: Console) -> Optional[int]:
         return out.width if isatty is not None and isatty() else None
     except (OSError, ValueError):
         return None
+
+
+def print_line(out: Console, line: str) -> None:
+    """Print ``line`` as it is (no markup): folded to a terminal's width, one line in a pipe
+    or a file (a command's closing line on stderr)."""
+    out.print(Text(line), soft_wrap=terminal_width(out) is None)
 
 
 def wrap_cell(text: str, width: int) -> list[str]:

@@ -7,10 +7,9 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
-from rich.text import Text
 
 from ..live.session import SessionConfig
-from ..table_layout import terminal_width
+from ..table_layout import print_line
 from ._common import CommandError
 from ._options import CHILD_PROCESS, IN_PROCESS
 from ._proxy_serve import serve_forwarding
@@ -35,7 +34,7 @@ def serve_child_tui(config: SessionConfig, errors: Console, log_buffer: int) -> 
     CommandError for a session that could not start (a port in use, the recording)."""
     summary = run_session(config.record_path, _serve, config, log_buffer)
     if summary:  # observation stopped early: what is known here (the TUI is gone)
-        errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
+        print_line(errors, summary)
     return 0
 
 

@@ -21,7 +21,6 @@ from typing import Optional, TextIO
 
 import trio
 from rich.console import Console
-from rich.text import Text
 
 from golem_core.profiles import GOLEM, MCP
 
@@ -32,7 +31,7 @@ from ..live.stdio_relay import ChildStartError
 from ..net.addresses import Address, Route
 from ..recording.files import open_private
 from ..recording.format import RouteInfo
-from ..table_layout import terminal_width
+from ..table_layout import print_line
 from ._common import CommandError, error_line, unwrap
 from ._mcp_serve import MCP_ROUTE, ServerPlan, serve, serve_forwarding
 from ._options import CHILD_PROCESS, add_address, add_observer, add_timeout
@@ -159,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         # On stderr after the log, even when the log goes to a file, as `proxy` and the
         # observing process end: the same line with either observer.
         errors = Console(stderr=True, highlight=False)
-        errors.print(Text(closing), soft_wrap=terminal_width(errors) is None)
+        print_line(errors, closing)
     return status
 
 

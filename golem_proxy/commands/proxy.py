@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Optional
 
 from rich.console import Console
-from rich.text import Text
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import PROFILES, Profile, get_profile
@@ -26,7 +25,7 @@ from ..live.session import SessionConfig
 from ..live.tap import ObserveLimits
 from ..net.addresses import Route, parse_address, parse_route
 from ..recording.safe_paths import RecordPathError, check_record_target, resolve_record_path
-from ..table_layout import terminal_width
+from ..table_layout import print_line
 from ._child_tui import check_child_tui, serve_child_tui
 from ._common import (
     CATALOGUE_HELP,
@@ -310,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
     # On stderr, as replay's: it stays in sight when the log goes to a file. Folded to a
     # terminal's width; one line in a pipe or a file. (The observing process prints its own.)
     if summary:
-        errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
+        print_line(errors, summary)
     return 0
 
 

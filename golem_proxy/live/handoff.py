@@ -26,9 +26,10 @@ import struct
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from golem_core.decoders import Chunk
+
 __all__ = [
     "VIEW_FROM",
-    "Chunk",
     "HandoffError",
     "HandoffWriter",
     "Kind",
@@ -39,9 +40,6 @@ __all__ = [
 
 HEADER = struct.Struct("!BIBdI")
 """kind, connection id, direction (0 client to server, 1 back), time, length."""
-Chunk = Union[bytes, memoryview]
-"""Forwarded bytes as the observing side gets them: `RecordReader` hands a large record's data
-on as a view of the bytes it read, never copied on the way to the decoder."""
 MAX_DATA = 64 * 1024 * 1024
 """The largest record the reader accepts: a corrupt or hostile length is an error, not an
 allocation."""

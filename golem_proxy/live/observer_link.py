@@ -94,10 +94,11 @@ capture's blob in a few ms a MiB, against tiny frames' ~20 KiB): then the relay 
 next answer while the observing process finishes the last one, rather than 1 MiB of it. At most
 `BACKLOG` / `CAP`, so that what waits here for room stays under the backlog."""
 CAP = 3
-"""Past this many times `OUTSTANDING_LIMIT` not acknowledged, every connection is held, also
-those with less than their share outstanding. Three: a busy connection is held only after the
-read that took it past the limit (up to 1 MiB, `golem_proxy.live.chunks.RECV_SIZE_BULK`), so
-one busy direction alone reaches twice the limit; the quiet ones keep a MiB beyond it."""
+"""Past this many times the byte limit (`outstanding_limit`) not acknowledged, every
+connection is held, also those with less than their share outstanding. Three: a busy
+connection is held only after the read that took it past the limit (up to 1 MiB,
+`golem_proxy.live.chunks.RECV_SIZE_BULK`), so one busy direction alone reaches twice the limit;
+the quiet ones keep a MiB beyond it."""
 QUIET_SHARE = 8
 """While the link holds, connections with less than their share of the bytes not acknowledged
 yet forward on only while they have, together, at most 1/8 of what the others have: so they
@@ -156,7 +157,7 @@ class ObserverLink:
         """Observation stopped (the observing process is gone): nothing is handed on."""
         self.holding = False
         """The recording trails the wire by more than ``trail_limit`` (or by more than
-        `OUTSTANDING_LIMIT` bytes): the connections it trails on wait (`holds`)."""
+        `outstanding_limit` bytes): the connections it trails on wait (`holds`)."""
         self.acked = 0
         self.outstanding_limit = OUTSTANDING_LIMIT
         """Bytes not acknowledged past which the link holds: what the observing process gets

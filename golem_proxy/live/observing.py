@@ -36,12 +36,11 @@ from typing import Callable, Optional
 
 import trio
 from rich.console import Console
-from rich.text import Text
 
 from golem_core.profiles import Profile, get_profile
 
 from ..events import Event
-from ..table_layout import terminal_width
+from ..table_layout import print_line
 from .handoff import Kind, Record, RecordReader
 from .hub import EventHub
 from .layer_taps import LayerTaps
@@ -395,7 +394,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         output.close()
     errors = Console(stderr=True, highlight=False)
-    errors.print(Text(summary), soft_wrap=terminal_width(errors) is None)
+    print_line(errors, summary)
     return 0
 
 

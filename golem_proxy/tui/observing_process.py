@@ -25,7 +25,7 @@ from rich.text import Text
 from ..live.observer_process import ObserverSetup
 from ..live.observing import observe
 from ..live.session import ProxySession, SessionConfig
-from ..table_layout import terminal_width
+from ..table_layout import print_line
 from .app import GolemProxyApp
 from .bridge import EventBuffer, SourceInfo, TrioThreadSource, hub_sink
 
@@ -121,5 +121,5 @@ def observe_with_tui(
         errors.print(Text(f"golem-proxy: {source.describe_error(source.error)}"))
         return 1
     for line in summaries:
-        errors.print(Text(line), soft_wrap=terminal_width(errors) is None)
+        print_line(errors, line)
     return 0
