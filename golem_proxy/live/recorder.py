@@ -19,7 +19,7 @@ import trio
 from ..events import Event, EventsMissed
 from ..recording.format import RecordingWriter
 
-__all__ = ["FLUSH_INTERVAL", "TRAILS_BY", "Recorder"]
+__all__ = ["FLUSH_INTERVAL", "INLINE_WRITE", "TRAILS_BY", "Recorder"]
 
 FLUSH_INTERVAL = 0.025
 TRAILS_BY = 0.1
@@ -30,6 +30,11 @@ bench/kill9_lag.py (8 clients, 10 kills, load 5 to 7): in one process median 66 
 100 ms; with the observing process of its own median 14 ms, worst 65 ms."""
 WRITE_AT = 1024 * 1024
 """Encoded bytes that wake the writing thread before the next periodic flush."""
+INLINE_WRITE = 64 * 1024
+"""Encoded bytes `after_written` writes itself, on the caller's thread, rather than waking the
+writing thread: a few system calls' worth, cheaper than the wake-up (a lock, and the interpreter
+passed between threads, up to its 5 ms switch interval when both are busy), which the
+observing process of ``--observer child-process`` paid per batch of records it acknowledged."""
 MAX_QUEUED = 64 * 1024 * 1024
 """Encoded bytes the disk may trail by; past this, events are counted as missed (memory stays
 bounded when the disk is slower than the traffic, and nothing waits for it)."""
@@ -66,6 +71,10 @@ class Recorder:
         self._written = 0
         """Of those, how many are written to the kernel: all of them when equal."""
         self._after_written: list[Callable[[], None]] = []
+        self._writing = False
+        """Pieces are being written outside the lock, by the writing thread or by
+        `after_written` on the caller's thread: the other waits, so that lines reach the file
+        in order."""
         self._closing = False
         self._finished = False
         self._changed = threading.Condition()
@@ -109,17 +118,32 @@ class Recorder:
     def after_written(self, call: Callable[[], None]) -> None:
         """Call ``call`` once everything recorded so far has reached the kernel: at once (on
         the caller's thread) when it already has, or when nothing more will be written
-        (closed, or the recording failed); else on the writing thread, after the flush this
-        asks for now."""
+        (closed, or the recording failed); after writing it here when it is little and the
+        writing thread is idle (`INLINE_WRITE`); else on the writing thread, after the flush
+        this asks for now."""
         with self._changed:
             # Nothing recorded since the last write (the bytes only filled a partial frame):
             # no round trip through the writing thread, whose wake-up costs more than the
             # bytes (256 of them per 16 MiB answer, each holding the relay).
-            if not self._all_written():
+            if self._all_written():
+                pieces: Optional[list[bytes]] = None
+            elif self._writing or self._after_written or self._queued > INLINE_WRITE:
                 self._after_written.append(call)
                 self._flush_wanted = True  # now: the forwarding side may be waiting for it
                 self._changed.notify_all()
                 return
+            else:
+                pieces, self._pieces = self._pieces, []
+                recorded = self._recorded
+                self._queued = 0
+                self._writing = True
+        if pieces is not None:
+            self._write(pieces)
+            with self._changed:
+                self._written = recorded
+                self._writing = False
+                if self._closing or self._flush_wanted or self._queued >= self._write_at:
+                    self._changed.notify_all()  # the writing thread waited for this write
         call()
 
     @property
@@ -165,7 +189,9 @@ class Recorder:
     def _write_loop(self) -> None:
         while True:
             with self._changed:
-                while not (self._closing or self._flush_wanted or self._queued >= self._write_at):
+                while self._writing or not (
+                    self._closing or self._flush_wanted or self._queued >= self._write_at
+                ):
                     self._changed.wait()
                 if self._closing and not self._pieces:
                     self._finished = True  # nothing is appended from now on
@@ -178,16 +204,21 @@ class Recorder:
                 recorded = self._recorded
                 self._queued = 0
                 self._flush_wanted = False
+                self._writing = True
                 self._changed.notify_all()  # room again for a caller waiting on max_queued
-            if self.error is None:
-                try:
-                    self.writer.write_pieces(pieces)
-                except Exception as exc:
-                    self._fail(exc)
+            self._write(pieces)
             with self._changed:
                 self._written = recorded
+                self._writing = False
             for call in written:
                 call()
+
+    def _write(self, pieces: list[bytes]) -> None:
+        if self.error is None:
+            try:
+                self.writer.write_pieces(pieces)
+            except Exception as exc:
+                self._fail(exc)
 
     def _fail(self, exc: Exception) -> None:
         with self._changed:

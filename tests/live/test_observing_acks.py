@@ -24,7 +24,7 @@ from golem_proxy.live.hub import EventHub
 from golem_proxy.live.observer_process import ACK, PIPE_SIZE
 from golem_proxy.live.observing import RATE_WINDOW, Acknowledger, HandoffSource
 from golem_proxy.live.proxy_options import ProxyOptions
-from golem_proxy.live.recorder import Recorder
+from golem_proxy.live.recorder import INLINE_WRITE, Recorder
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
 
 HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
@@ -83,6 +83,41 @@ def test_with_nothing_recorded_since_the_last_write_the_call_is_at_once_without_
     recorder.after_written(lambda: threads.append(threading.get_ident()))
     assert threads == [caller]  # at once, on the caller's thread
     assert (stream.writes, stream.flushes) == touched  # and nothing was written for it
+    recorder.close()
+
+
+def test_a_few_lines_are_written_on_the_callers_thread_without_waking_the_writing_one() -> None:
+    stream = CountingStream()
+    recorder = Recorder(RecordingWriter(stream, HEADER))
+    recorder(opened(1))
+    recorder(opened(2))
+    writers: list[int] = []
+    stream.writelines = lambda lines: (  # type: ignore[method-assign]
+        writers.append(threading.get_ident()),
+        io.BytesIO.writelines(stream, lines),  # type: ignore[arg-type]
+    )
+    called: list[int] = []
+    recorder.after_written(lambda: called.append(stream.getvalue().count(b"\n")))
+    assert called == [3]  # at once: the header and both lines were in the file
+    assert writers == [threading.get_ident()]  # written here, in one call
+    recorder.close()
+
+
+def test_a_large_batch_is_left_to_the_writing_thread() -> None:
+    stream = CountingStream()
+    recorder = Recorder(RecordingWriter(stream, HEADER))
+    route = "m" * (INLINE_WRITE + 1)  # one line longer than is written inline
+    recorder(
+        ConnectionOpened(
+            conn=1, route=route, client="127.0.0.1:50000", upstream="127.0.0.1:9876", t=0.0
+        )
+    )
+    caller = threading.get_ident()
+    threads: list[int] = []
+    recorder.after_written(lambda: threads.append(threading.get_ident()))
+    wait_until(lambda: bool(threads), "the line to be written")
+    assert threads != [caller]
+    assert route.encode() in stream.getvalue()
     recorder.close()
 
 
