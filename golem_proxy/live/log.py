@@ -104,12 +104,23 @@ class EventLog:
     def may_show(self, event: Event) -> bool:
         """False for an event this log never prints at its verbosity (a frame that is neither
         malformed nor a notification, below verbose; any frame when quiet, but a malformed
-        one): a cheap test, so that such a flood never takes room from the lines it prints."""
+        one; an exchange that went well, when quiet): a cheap test, so that such a flood never
+        takes room from the lines it prints."""
         if isinstance(event, events.FrameSeen) and self.verbosity < Verbosity.VERBOSE:
             if isinstance(event.message, Malformed):
                 return True
             return self.verbosity is Verbosity.NORMAL and isinstance(event.message, Notification)
+        if isinstance(event, events.ExchangeCompleted):
+            return not self._unshown(event)
         return True
+
+    def _unshown(self, exchange: events.ExchangeCompleted) -> bool:
+        """An exchange a quiet log leaves out: one that went well (not a problem)."""
+        return (
+            self.verbosity < Verbosity.NORMAL
+            and outcome_tone(exchange.outcome) is Tone.OK
+            and not isinstance(exchange.request.message, Malformed)
+        )
 
     def handle(self, event: Event) -> None:
         """Print whatever ``event`` deserves at this verbosity: on a terminal, folded between
@@ -192,11 +203,10 @@ class EventLog:
     def _exchange(self, exchange: events.ExchangeCompleted) -> Optional[Text]:
         request = exchange.request.message
         profile = self._profile(exchange.route)
+        if self._unshown(exchange):
+            return None
         outcome = exchange.outcome
         tone = outcome_tone(outcome)
-        quiet = self.verbosity < Verbosity.NORMAL
-        if quiet and tone is Tone.OK and not isinstance(request, Malformed):
-            return None
         status = safe_text(outcome.text, limit=60)
         style = TONE_STYLES[tone]
         text = self._prefix(exchange.t, exchange.route, exchange.conn)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
-from golem_proxy.events import Direction, Event
+from golem_proxy.events import Direction, Event, ExchangeCompleted
 from golem_proxy.live.log import EventLog, Verbosity
 from golem_proxy.live.log_output import TerminalOutput
 from tests.support.frames import too_large_gap
@@ -161,3 +161,21 @@ def test_a_failure_inside_a_success_result_is_a_problem_even_when_quiet() -> Non
     assert "success: false" in lines[1] and "boom" in lines[1]
     coloured = render(sim.events, Verbosity.QUIET, force_terminal=True, color_system="standard")
     assert "\x1b[31mINVALID_PARAMS (in result)" in coloured  # red, as every failure
+
+
+def test_a_quiet_log_lets_in_only_the_exchanges_it_shows() -> None:
+    """`may_show` keeps the exchanges a quiet log leaves out off its queue (a stream of calls
+    that went well costs it nothing), and lets every one it prints through."""
+    sim = TapSimulator(GOLEM)
+    sim.open(1)
+    for ident, result in (("a", {"alive": True}), ("b", {"success": False, "stderr": "x"})):
+        request = {"id": ident, "method": "m", "params": {}}
+        sim.send(1, Direction.C2S, frame(json.dumps(request).encode()))
+        sim.send(1, Direction.S2C, frame(json.dumps({"id": ident, "result": result}).encode()))
+    exchanges = [e for e in sim.events if isinstance(e, ExchangeCompleted)]
+    for verbosity in Verbosity:
+        log = EventLog(Console(file=io.StringIO(), width=200), GOLEM, verbosity)
+        for exchange in exchanges:
+            assert log.may_show(exchange) == (log.render(exchange) is not None), verbosity
+    quiet = EventLog(Console(file=io.StringIO()), GOLEM, Verbosity.QUIET)
+    assert [quiet.may_show(e) for e in exchanges] == [False, True]
