@@ -15,7 +15,9 @@ can decode, and prints the share it observed.
 
 Each measures the round trip of one ~200-byte call at a time (the GOLEM client's pattern: the
 median minus the direct median of the same round, the latency a hop adds; the 99th percentile;
-and sequential calls a second), 16 MiB responses one after the other (MB/s), and tiny frames
+sequential calls a second; and the CPU the hop's processes spent per call, each apart, e.g.
+forwarding + observing: where the rig's client and upstream share the cores, that sum bounds
+the sequential rate), 16 MiB responses one after the other (MB/s), and tiny frames
 pipelined both ways (frames/s: to the last response byte, and again counting until the hop's
 process is idle, which charges an observer that trails the wire for its catch-up), plus each
 hop's peak RSS and what golem-proxy's recording holds, counted from the file. After each

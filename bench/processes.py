@@ -132,15 +132,21 @@ class RssSampler:
 
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time of ``pid`` and its descendants."""
-    total = 0.0
+    return sum(process_cpu_seconds(pid).values())
+
+
+def process_cpu_seconds(pid: int) -> dict[int, float]:
+    """User and system CPU time of ``pid`` and of each of its descendants, by process, in
+    `tree` order (``pid`` first); a process that is gone is left out."""
+    found = {}
     for member in tree(pid):
         try:
             with open(f"/proc/{member}/stat") as stat:
                 fields = stat.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+        found[member] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
 
 
 def settle(process: Optional[subprocess.Popen[bytes]], limit: float = 60.0) -> float:

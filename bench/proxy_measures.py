@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from bench_peers import hello, read_exactly, workload
-from processes import RssSampler, settle
+from processes import RssSampler, process_cpu_seconds, settle
 from proxy_rig import Config
 
 CHUNK = 1 << 20
@@ -144,6 +144,10 @@ class Series:
     """The 99th percentile of those round trips, in seconds."""
     per_second: list[float] = field(default_factory=list)
     """Sequential round trips a second (one at a time, as the GOLEM client calls)."""
+    cpu_per_call: list[list[float]] = field(default_factory=list)
+    """CPU seconds the hop's processes spent per sequential round trip, each process of its
+    tree apart (the first is the one started; an observing process of its own follows): on
+    a machine whose cores the rig shares, their sum bounds the sequential rate."""
     big: list[float] = field(default_factory=list)
     tiny: list[float] = field(default_factory=list)
     sustained: list[float] = field(default_factory=list)
@@ -182,12 +186,18 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(valid) if valid else NAN
 
 
-def _trips(series: Series, port: int, count: int) -> None:
+def _trips(series: Series, config: Config, count: int) -> None:
+    pid = config.process.pid if config.process is not None else None
+    before = process_cpu_seconds(pid) if pid is not None else {}
     try:
-        times = round_trips(port, count)
+        times = round_trips(config.port, count)
     except (OSError, RuntimeError) as exc:
         series.errors.append(f"round trips: {exc or type(exc).__name__}")
         times = []
+    if pid is not None and times:
+        after = process_cpu_seconds(pid)
+        calls = len(times) + WARM_UP
+        series.cpu_per_call.append([(after[p] - before.get(p, 0.0)) / calls for p in after])
     series.rtt.append(statistics.median(times) if times else NAN)
     series.p99.append(percentile(times, 0.99) if times else NAN)
     series.per_second.append(len(times) / sum(times) if times else NAN)
@@ -230,7 +240,7 @@ def run(
             for config in order:
                 series = results[config.name]
                 check_losses(config, "before")
-                _trips(series, config.port, trips)
+                _trips(series, config, trips)
                 check_losses(config, "rtt")
                 series.big.append(attempt(series, "16 MiB", big_responses, config.port, bigs))
                 check_losses(config, "big")

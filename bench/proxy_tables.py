@@ -67,9 +67,9 @@ def results_table(configs: list[Config], results: dict[str, Series], mode: Mode)
     table = Table(title=f"{mode.name}: medians of {mode.rounds} interleaved rounds (± half the "
                         "range across rounds; ratio to the minimal relay; * = the observer "
                         "shed during that measure)")  # fmt: skip
-    columns = ("configuration", "added p50", "p99", "sequential req/s", "16 MiB responses",
-               "pipelined noop frames", "… until idle", "peak RSS", "byte-exact",
-               "exchanges recorded / sent; busy after a pipelined run")  # fmt: skip
+    columns = ("configuration", "added p50", "p99", "sequential req/s", "CPU per call",
+               "16 MiB responses", "pipelined noop frames", "… until idle", "peak RSS",
+               "byte-exact", "exchanges recorded / sent; busy after a pipelined run")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "configuration" else "right")
     relay = results.get(RELAY)
@@ -94,6 +94,7 @@ def results_table(configs: list[Config], results: dict[str, Series], mode: Mode)
             added,
             _measured(s, against, "p99", 1e-6, " µs"),
             _measured(s, against, "per_second", 1, "/s"),
+            cpu_per_call(s),
             _measured(s, against, "big", 1, " MB/s"),
             _measured(s, against, "tiny", 1e3, "k/s"),
             _measured(s, against, "sustained", 1e3, "k/s", 1),
@@ -102,6 +103,20 @@ def results_table(configs: list[Config], results: dict[str, Series], mode: Mode)
             _observed(s),
         )
     return table
+
+
+def cpu_per_call(series: Series) -> str:
+    """The hop's CPU per sequential call (median across rounds), with each process's share
+    when it runs more than one (forwarding + observing): what the rig's two cores must find
+    for every call beside the client's and the upstream's."""
+    rounds = [r for r in series.cpu_per_call if r]
+    if not rounds:
+        return "-"
+    count = max(len(r) for r in rounds)
+    shares = [median([r[i] for r in rounds if len(r) > i]) * 1e6 for i in range(count)]
+    total = median([sum(r) for r in rounds]) * 1e6
+    apart = " + ".join(f"{share:.0f}" for share in shares)
+    return f"{total:.0f} µs" + (f" ({apart})" if count > 1 else "")
 
 
 @dataclass

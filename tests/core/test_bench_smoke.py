@@ -83,10 +83,24 @@ def test_process_memory_and_cpu_include_children(rig: ModuleType) -> None:
         assert child.pid in processes.tree(os.getpid())
         assert processes.rss(os.getpid()) > processes.status(os.getpid(), "VmRSS") > 0
         assert processes.cpu_seconds(os.getpid()) > 0
+        by_process = processes.process_cpu_seconds(os.getpid())
+        assert next(iter(by_process)) == os.getpid() and child.pid in by_process
         assert processes.settle(child, limit=5) < 5  # asleep: idle at once
     finally:
         child.kill()
         child.wait()
+
+
+def test_cpu_per_call_shows_each_process_of_a_hop(rig: ModuleType) -> None:
+    import proxy_measures
+    import proxy_tables
+
+    series = proxy_measures.Series()
+    assert proxy_tables.cpu_per_call(series) == "-"  # a hop with no process of its own
+    series.cpu_per_call = [[200e-6, 300e-6], [180e-6, 260e-6], [190e-6, 280e-6]]
+    assert proxy_tables.cpu_per_call(series) == "470 µs (190 + 280)"
+    series.cpu_per_call = [[150e-6]]
+    assert proxy_tables.cpu_per_call(series) == "150 µs"
 
 
 def test_workloads_pair_each_request_with_its_response(rig: ModuleType) -> None:
