@@ -55,7 +55,15 @@ from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT, ProxySession, SessionConfig
 from .tap import ConnectionTap
 
-__all__ = ["RATE_WINDOW", "Acknowledger", "HandoffSource", "main", "observe", "session_config"]
+__all__ = [
+    "RATE_SLOWED",
+    "RATE_WINDOW",
+    "Acknowledger",
+    "HandoffSource",
+    "main",
+    "observe",
+    "session_config",
+]
 
 READ_SIZE = 1024 * 1024
 GATHER = 0.005
@@ -80,12 +88,18 @@ instead of 256 for a 16 MiB answer, each a system call here and a wake-up of the
 RATE_WINDOW = 0.05
 """Seconds of this process's time (all its threads: decoding and writing) over which the rate
 an acknowledgement carries is measured."""
+RATE_SLOWED = 0.01
+"""Seconds of this process's time after which a window slower than the last rate lowers the
+rate an acknowledgement carries at once (the window goes on): tiny frames right after 16 MiB
+answers must not keep the answers' byte limit for a whole window, while the relay hands on
+MiBs of them that the tap's pending limits then let go."""
 
 
 class Acknowledger:
     """Sends acknowledgements (`ACK`) on the control socket, from any thread; after an error
     (the forwarding process is gone) it sends nothing more. Each carries the rate: bytes
-    acknowledged per second of this process's time (``cpu``) over the last `RATE_WINDOW`."""
+    acknowledged per second of this process's time (``cpu``) over the last `RATE_WINDOW`, or
+    over the window under way when that is slower (after `RATE_SLOWED`)."""
 
     def __init__(
         self, control: socket.socket, cpu: Callable[[], float] = time.process_time
@@ -102,12 +116,15 @@ class Acknowledger:
         with self._lock:
             if self._failed or offset <= self.sent:
                 return
-            spent, since = self._cpu(), self._window[1]
-            if spent - self._window[0] >= RATE_WINDOW:
-                self.rate = int((offset - since) / (spent - self._window[0]))
+            (began, since), spent = self._window, self._cpu()
+            rate = self.rate
+            if spent - began >= RATE_WINDOW:
+                rate = self.rate = int((offset - since) / (spent - began))
                 self._window = (spent, offset)
+            elif spent - began >= RATE_SLOWED and rate:
+                rate = min(rate, int((offset - since) / (spent - began)))
             try:
-                self.control.sendall(ACK.pack(offset, self.rate))
+                self.control.sendall(ACK.pack(offset, rate))
             except OSError:
                 self._failed = True
                 return

@@ -22,7 +22,7 @@ from golem_proxy.events import ConnectionOpened, Event
 from golem_proxy.live.handoff import HandoffWriter, Kind
 from golem_proxy.live.hub import EventHub
 from golem_proxy.live.observer_process import ACK, PIPE_SIZE
-from golem_proxy.live.observing import RATE_WINDOW, Acknowledger, HandoffSource
+from golem_proxy.live.observing import RATE_SLOWED, RATE_WINDOW, Acknowledger, HandoffSource
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.recorder import INLINE_WRITE, Recorder
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
@@ -213,3 +213,28 @@ def test_each_acknowledgement_carries_the_bytes_a_second_of_this_process_s_time(
             got += theirs.recv(4096)
     sent = [ACK.unpack_from(got, at) for at in range(0, len(got), ACK.size)]
     assert sent == [(1_000_000, 0), (4_000_000, 40_000_000), (5_000_000, 40_000_000)]
+
+
+def test_a_window_under_way_that_is_slower_lowers_the_rate_at_once() -> None:
+    """Tiny frames after fast blobs: the rate falls after `RATE_SLOWED` of the slower work,
+    not a whole window later; a faster window under way does not raise it early."""
+    cpu = [0.0]
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        acknowledge = Acknowledger(ours, cpu=lambda: cpu[0])
+        cpu[0] = RATE_WINDOW
+        acknowledge(10_000_000)  # 200 MB/s
+        cpu[0] = RATE_WINDOW + RATE_SLOWED / 2
+        acknowledge(10_001_000)  # too short to say
+        cpu[0] = RATE_WINDOW + RATE_SLOWED * 2
+        acknowledge(10_002_000)  # 2 kB in 20 ms: 100 kB/s
+        cpu[0] = RATE_WINDOW * 2
+        acknowledge(20_000_000)  # the window ends: its own rate
+        cpu[0] = RATE_WINDOW * 2 + RATE_SLOWED * 2
+        acknowledge(40_000_000)  # faster under way: the last rate stands
+        got = b""
+        while len(got) < 5 * ACK.size:
+            got += theirs.recv(4096)
+    rates = [ACK.unpack_from(got, at)[1] for at in range(0, len(got), ACK.size)]
+    assert rates[:2] == [200_000_000] * 2 and rates[3:] == [200_000_000] * 2
+    assert abs(rates[2] - 100_000) <= 1
