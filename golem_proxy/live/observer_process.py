@@ -59,6 +59,12 @@ busy machine)."""
 STOP_GRACE = 5.0
 """After the drain timeouts, how long the observing process may take to exit before it is
 killed."""
+OBSERVING_MODULE = "golem_proxy.live.observing"
+TEST_MODULE = "GOLEM_PROXY_TEST_OBSERVING_MODULE"
+"""An environment variable for the tests: a module of the test suite (``tests.``) run as the
+observing process instead of `OBSERVING_MODULE` (a fake one that misbehaves,
+tests/live/fake_observing.py). Anything else in it is refused, so a user cannot start another
+program through it by mistake."""
 
 
 class ObserverStartError(OSError):
@@ -133,7 +139,7 @@ class ObservingProcess:
             group = {}
         try:
             process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "golem_proxy.live.observing", str(read_fd),
+                [sys.executable, "-m", _observing_module(), str(read_fd),
                  str(theirs.fileno()), str(record_fd)],
                 pass_fds=passed,
                 stdin=None if setup.tui else subprocess.DEVNULL,
@@ -274,6 +280,17 @@ class ObservingProcess:
         self.control.close()
         if self.record is not None:
             self.record.close()
+
+
+def _observing_module() -> str:
+    """`OBSERVING_MODULE`, or the test suite's module `TEST_MODULE` names. Raises
+    ObserverStartError when it names something else."""
+    module = os.environ.get(TEST_MODULE)
+    if module is None:
+        return OBSERVING_MODULE
+    if not module.startswith("tests.") or not module.replace("_", "").replace(".", "").isalnum():
+        raise ObserverStartError(f"{TEST_MODULE} names no module of the tests: {module!r}")
+    return module
 
 
 def _exit_reason(code: int) -> str:
