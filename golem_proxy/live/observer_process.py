@@ -188,7 +188,7 @@ class ObservingProcess:
                 answer += chunk
         if answer != b"ready\n":
             code = self.process.poll()
-            why = "no answer in time" if code is None else _exit_reason(code)
+            why = f"no answer in {START_TIMEOUT:g} s" if code is None else _exit_reason(code)
             raise ObserverStartError(f"the observing process did not start ({why})")
 
     async def watch(self) -> None:

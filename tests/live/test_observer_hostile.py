@@ -162,5 +162,6 @@ async def test_an_observing_process_that_never_answers_fails_the_start_in_time(
     started = trio.current_time()
     with pytest.raises(ObserverStartError) as failed:
         await ObservingProcess.start(setup, None, trio.current_time)
-    assert str(failed.value) == "the observing process did not start (no answer in time)"
+    assert str(failed.value) == "the observing process did not start (no answer in 2 s)"
     assert trio.current_time() - started < 2.0 + SERVED
+    assert children_of(os.getpid()) == [], "the observing process was left running"
