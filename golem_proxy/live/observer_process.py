@@ -254,7 +254,8 @@ class ObservingProcess:
         """The observing process closed a descriptor it needs: unless it is exiting (`watch`
         then cancels this and says how it ended), stop it after `EXIT_GRACE`, saying ``why``."""
         await trio.sleep(EXIT_GRACE)
-        self._broken(why)
+        if self.process.poll() is None:  # else it exited meanwhile: `watch` says how
+            self._broken(why)
 
     def _broken(self, why: str) -> None:
         """The observing process misbehaves: stop it as one that stopped acknowledging is."""
