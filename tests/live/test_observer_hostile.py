@@ -21,7 +21,7 @@ import pytest
 import trio
 
 from bench.processes import children_of, status
-from bench.robustness.proxy_cli import ProxyCli
+from bench.robustness.proxy_cli import ROOT, ProxyCli
 from golem_core.profiles import GOLEM
 from golem_proxy.live import observer_process
 from golem_proxy.live.log import Verbosity
@@ -158,6 +158,7 @@ async def test_an_observing_process_that_never_answers_fails_the_start_in_time(
 ) -> None:
     monkeypatch.setenv(TEST_MODULE, FAKE)
     monkeypatch.setenv(MODE, "never-ready")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # where the fake's module is found
     monkeypatch.setattr(observer_process, "START_TIMEOUT", 2.0)
     setup = ObserverSetup(GOLEM.name, (), ProxyOptions(), None, None, Verbosity.QUIET, 1000)
     started = trio.current_time()
