@@ -118,6 +118,8 @@ def test_forwarding_outlives_a_hostile_observing_process(
         finally:
             traffic.stop()
         assert cli.process.poll() is None, "the proxy died"
+        if why is None:
+            assert not process_gone(fake), "observation stopped where it need not"
         busy = _cpu_seconds(cli.process.pid)
         # A wait of its own: how much CPU the proxy takes while nobody calls.
         time.sleep(QUIET)
