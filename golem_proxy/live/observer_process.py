@@ -10,7 +10,10 @@ before any client is accepted) and the recording's descriptor, which both proces
 The control socket then carries the child's acknowledgements (`ACK`: the pipe offset up to
 which the recording is written), which keep the recording within the link's trail limit
 (observer_link.py). A child that stops acknowledging while the relay waits for it is killed,
-and the session goes on as when it dies.
+and the session goes on as when it dies; so is one that is broken without dying: it
+acknowledges more than was handed on, or closes its end of the pipe or the control socket and
+runs on. One that repeats an acknowledgement is read less often, so that a flood of them does
+not take the relay's core.
 
 When the child dies while the session runs, forwarding goes on: one line on stderr, nothing is
 handed on any more, and the recording gets a last line saying observation stopped there
@@ -23,6 +26,7 @@ import contextlib
 import fcntl
 import os
 import pickle
+import select
 import signal
 import socket
 import struct
@@ -51,6 +55,14 @@ ACK = struct.Struct("!QQ")
 decoded and its lines written to the kernel (`golem_proxy.live.handoff.RecordReader.offset`),
 and the bytes a second of its own time the observing process got through lately (0: not known
 yet), which sets how far the recording may trail in bytes (`ObserverLink.acknowledged`)."""
+ACK_READ = 64 * 1024
+"""Bytes of acknowledgements read at once (only the greatest counts)."""
+REPEATED_PAUSE = 0.01
+"""Seconds the acknowledgements wait after a read that moved nothing on (the observing
+process repeats itself): a flood of them costs the forwarding process a read per pause."""
+EXIT_GRACE = 1.0
+"""Seconds an observing process that closed the handoff pipe or the control socket has to
+exit (a dying process closes them first) before it is stopped as broken."""
 PIPE_SIZE = 1024 * 1024
 """The handoff pipe's buffer (``F_SETPIPE_SZ``; the default 64 KiB fills with one read)."""
 START_TIMEOUT = 30.0
@@ -59,6 +71,12 @@ busy machine)."""
 STOP_GRACE = 5.0
 """After the drain timeouts, how long the observing process may take to exit before it is
 killed."""
+OBSERVING_MODULE = "golem_proxy.live.observing"
+TEST_MODULE = "GOLEM_PROXY_TEST_OBSERVING_MODULE"
+"""An environment variable for the tests: a module of the test suite (``tests.``) run as the
+observing process instead of `OBSERVING_MODULE` (a fake one that misbehaves,
+tests/live/fake_observing.py). Anything else in it is refused, so a user cannot start another
+program through it by mistake."""
 
 
 class ObserverStartError(OSError):
@@ -133,7 +151,7 @@ class ObservingProcess:
             group = {}
         try:
             process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "golem_proxy.live.observing", str(read_fd),
+                [sys.executable, "-m", _observing_module(), str(read_fd),
                  str(theirs.fileno()), str(record_fd)],
                 pass_fds=passed,
                 stdin=None if setup.tui else subprocess.DEVNULL,
@@ -170,7 +188,7 @@ class ObservingProcess:
                 answer += chunk
         if answer != b"ready\n":
             code = self.process.poll()
-            why = "no answer in time" if code is None else _exit_reason(code)
+            why = f"no answer in {START_TIMEOUT:g} s" if code is None else _exit_reason(code)
             raise ObserverStartError(f"the observing process did not start ({why})")
 
     async def watch(self) -> None:
@@ -180,6 +198,7 @@ class ObservingProcess:
             nursery.start_soon(self.link.keep_flushing)
             nursery.start_soon(self._read_acknowledgements)
             nursery.start_soon(self.link.watch_stall)
+            nursery.start_soon(self._watch_pipe)
             code = await self.process.wait()
             nursery.cancel_scope.cancel()
         if self._given_up is not None:
@@ -188,27 +207,67 @@ class ObservingProcess:
             self.observation_stopped(_exit_reason(code))
 
     async def _read_acknowledgements(self) -> None:
+        """Until cancelled: take the observing process's acknowledgements to the link. One
+        that acknowledges more than was handed on stops it (it is broken); a control socket
+        closed while it runs on does too (`_stop_unless_exiting`)."""
         control = trio.socket.from_stdlib_socket(self.control)
         pending = b""
         while True:
             try:
-                data = await control.recv(4096)
+                data = await control.recv(ACK_READ)
             except OSError:
-                return
+                data = b""
             if not data:
+                await self._stop_unless_exiting("the observing process closed the control socket")
                 return
             pending += data
             whole = len(pending) - len(pending) % ACK.size
-            if whole:
-                # Acknowledgements only grow: the last one says everything.
-                self.link.acknowledged(*ACK.unpack_from(pending, whole - ACK.size))
-                pending = pending[whole:]
+            if not whole:
+                continue
+            # The greatest says everything (a healthy process sends them growing only).
+            offset, rate = max(ACK.iter_unpack(memoryview(pending)[:whole]))
+            pending = pending[whole:]
+            handed = self.link.writer.handed
+            if offset > handed:
+                self._broken(
+                    "the observing process acknowledged more than was handed on "
+                    f"({offset} bytes of {handed})"
+                )
+                return
+            moved = offset > self.link.acked
+            self.link.acknowledged(offset, rate)
+            if not moved:
+                # Nothing new (a healthy process never repeats itself): a flood of these must
+                # not take the relay's core.
+                await trio.sleep(REPEATED_PAUSE)
+
+    async def _watch_pipe(self) -> None:
+        """Until cancelled: notice the observing process closing its end of the handoff pipe
+        while it runs on (then `_stop_unless_exiting`): the write end reports an error, which
+        an epoll of its own reports (whatever it is asked for) by being readable."""
+        with select.epoll() as errors:
+            errors.register(self.link.writer.fd, 0)
+            await trio.lowlevel.wait_readable(errors.fileno())
+        await self._stop_unless_exiting("the observing process closed the handoff pipe")
+
+    async def _stop_unless_exiting(self, why: str) -> None:
+        """The observing process closed a descriptor it needs: unless it is exiting (`watch`
+        then cancels this and says how it ended), stop it after `EXIT_GRACE`, saying ``why``."""
+        await trio.sleep(EXIT_GRACE)
+        if self.process.poll() is None:  # else it exited meanwhile: `watch` says how
+            self._broken(why)
+
+    def _broken(self, why: str) -> None:
+        """The observing process misbehaves: stop it as one that stopped acknowledging is."""
+        self.link.stop()
+        self._give_up(why)
 
     def _give_up(self, why: str) -> None:
         """The link gave up (the observing process stopped acknowledging, or handing on
-        failed): stop the observing process; `watch` says why once it is gone (the recording
-        is ended only then, when nothing else writes it)."""
-        self._given_up = why
+        failed), or the process is broken: stop it; `watch` says why once it is gone (the
+        recording is ended only then, when nothing else writes it). The first reason stays."""
+        if self._given_up is None:
+            self._given_up = why
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
 
@@ -274,6 +333,17 @@ class ObservingProcess:
         self.control.close()
         if self.record is not None:
             self.record.close()
+
+
+def _observing_module() -> str:
+    """`OBSERVING_MODULE`, or the test suite's module `TEST_MODULE` names. Raises
+    ObserverStartError when it names something else."""
+    module = os.environ.get(TEST_MODULE)
+    if module is None:
+        return OBSERVING_MODULE
+    if not module.startswith("tests.") or not module.replace("_", "").replace(".", "").isalnum():
+        raise ObserverStartError(f"{TEST_MODULE} names no module of the tests: {module!r}")
+    return module
 
 
 def _exit_reason(code: int) -> str:

@@ -1,0 +1,171 @@
+"""A hostile observing process for ``proxy --observer child-process``: a fake one
+(fake_observing.py) does the real handshake, then misbehaves without dying: it closes the
+handoff pipe or the control socket and runs on, floods acknowledgements, sends garbage on the
+control socket, stops reading while it acknowledges old offsets, or never says it is ready.
+Whatever it does, the real proxy forwards on byte-exact (while clients make a mix of calls),
+stays within a bound of CPU time and memory, says once (with the true reason) that observation
+stopped where it must stop and never where it need not, exits 0 on Ctrl-C, and leaves a
+recording that loads and, where observation stopped, ends saying so."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Optional
+
+import pytest
+import trio
+
+from bench.processes import children_of, status
+from bench.robustness.proxy_cli import ROOT, ProxyCli
+from golem_core.profiles import GOLEM
+from golem_proxy.live import observer_process
+from golem_proxy.live.log import Verbosity
+from golem_proxy.live.observer_link import STALL_LIMIT
+from golem_proxy.live.observer_process import (
+    TEST_MODULE,
+    ObserverSetup,
+    ObserverStartError,
+    ObservingProcess,
+)
+from golem_proxy.live.proxy_options import ProxyOptions
+from golem_proxy.recording.format import read_recording
+from golem_proxy.recording.shared_file import STOPPED_KIND
+
+from .fake_observing import MODE
+from .observer_child_helpers import MixedTraffic, observed_proxy, process_gone, wait_for
+
+FAKE = "tests.live.fake_observing"
+AGAIN = 3
+"""Answers every small-call client must get after the misbehaviour (the large one, one)."""
+SERVED = 30.0
+"""How long forwarding may take to serve every client again (a loaded machine)."""
+BEFORE = 1
+"""Large calls answered before the misbehaviour is looked at: MiBs handed on, well past where
+the fake starts to misbehave (`fake_observing.MISBEHAVE_AFTER`)."""
+QUIET = 0.5
+"""Seconds without clients over which the proxy's CPU time is measured (the fake may still
+flood it meanwhile)."""
+QUIET_CPU = 0.15
+"""CPU seconds the proxy may spend in `QUIET`: well above an idle proxy's (0 to 0.01) or one
+flooded with acknowledgements (0.06), well below a busy loop's (0.27 to 0.46 measured when
+every repeated acknowledgement was read at once)."""
+MEMORY = 512 * 1024 * 1024
+"""The proxy's peak resident memory: the handoff backlog (64 MiB) and the relay's buffers fit
+well within it."""
+
+STOPPED = "golem-proxy: observation stopped ("
+STALLED = f"the observing process acknowledged nothing for {STALL_LIMIT:g} s, and was stopped"
+BEYOND = "the observing process acknowledged more than was handed on"
+WHY: dict[str, Optional[str]] = {
+    "close-pipe": "the observing process closed the handoff pipe, and was stopped",
+    "close-control": "the observing process closed the control socket, and was stopped",
+    "flood-same": None,
+    "flood-steps": None,
+    "backwards-huge-rate": None,
+    "beyond": BEYOND,
+    "random-bytes": BEYOND,
+    "half-message": STALLED,
+    "stop-reading": STALLED,
+}
+"""What the proxy says of each misbehaviour (the start of it; None: observation goes on)."""
+
+
+def _tcp(cli: ProxyCli) -> Callable[[], socket.socket]:
+    def connect() -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", cli.port), timeout=STALL_LIMIT + SERVED)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    return connect
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of ``pid`` alone (not the fake's, which may spin)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.parametrize("mode", list(WHY))
+def test_forwarding_outlives_a_hostile_observing_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    monkeypatch.setenv(TEST_MODULE, FAKE)
+    monkeypatch.setenv(MODE, mode)
+    why = WHY[mode]
+    record = tmp_path / f"{mode}.jsonl"
+    with observed_proxy(record, "-q", "--observer", "child-process") as cli:
+        (fake,) = children_of(cli.process.pid)
+        traffic = MixedTraffic(_tcp(cli), seed=25)
+        try:
+            wait_for(
+                lambda: traffic.errors or traffic.answers[-1] >= BEFORE,
+                timeout=SERVED,
+                what="a large answer",
+            )
+            assert traffic.errors == []
+            if why is not None:
+                wait_for(
+                    lambda: process_gone(fake),
+                    timeout=STALL_LIMIT + SERVED,
+                    what="the proxy to stop the observing process",
+                )
+            traffic.wait_each_answers(AGAIN, timeout=SERVED)
+        finally:
+            traffic.stop()
+        assert cli.process.poll() is None, "the proxy died"
+        if why is None:
+            assert not process_gone(fake), "observation stopped where it need not"
+        busy = _cpu_seconds(cli.process.pid)
+        # A wait of its own: how much CPU the proxy takes while nobody calls.
+        time.sleep(QUIET)
+        quiet = _cpu_seconds(cli.process.pid) - busy
+        memory = status(cli.process.pid, "VmHWM")
+        cli.stop()
+    assert quiet < QUIET_CPU, f"{quiet:.2f} CPU seconds in {QUIET} s of no traffic"
+    assert 0 < memory < MEMORY, f"peak RSS {memory / 2**20:.0f} MiB"
+    _check(cli, record, why)
+
+
+def _check(cli: ProxyCli, record: Path, why: Optional[str]) -> None:
+    """The proxy exited 0 and said once (or never) that observation stopped, and why; the
+    recording loads, and ends saying so when it stopped."""
+    assert cli.process.returncode == 0, cli.stderr
+    assert "internal error" not in cli.stderr and "Traceback" not in cli.stderr, cli.stderr
+    said = [line for line in cli.stderr.splitlines() if line.startswith(STOPPED)]
+    if why is None:
+        assert said == [], cli.stderr
+    else:
+        assert len(said) == 1, cli.stderr
+        assert said[0].startswith(f"{STOPPED}{why}"), cli.stderr
+        assert said[0].endswith("; forwarding goes on"), cli.stderr
+    recording = read_recording(str(record))
+    assert not recording.truncated_tail
+    lines = [json.loads(line) for line in record.read_bytes().splitlines()[1:]]
+    stopped = [line for line in lines if line["kind"] == STOPPED_KIND]
+    if why is None:
+        assert stopped == []
+    else:
+        assert stopped == [lines[-1]]
+        assert lines[-1]["detail"].startswith(why.split(",")[0])
+
+
+@pytest.mark.trio
+async def test_an_observing_process_that_never_answers_fails_the_start_in_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(TEST_MODULE, FAKE)
+    monkeypatch.setenv(MODE, "never-ready")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # where the fake's module is found
+    monkeypatch.setattr(observer_process, "START_TIMEOUT", 2.0)
+    setup = ObserverSetup(GOLEM.name, (), ProxyOptions(), None, None, Verbosity.QUIET, 1000)
+    started = trio.current_time()
+    with pytest.raises(ObserverStartError) as failed:
+        await ObservingProcess.start(setup, None, trio.current_time)
+    assert str(failed.value) == "the observing process did not start (no answer in 2 s)"
+    assert trio.current_time() - started < 2.0 + SERVED
+    assert children_of(os.getpid()) == [], "the observing process was left running"
