@@ -17,8 +17,9 @@ decoded and its lines written to the kernel, and the rate at which it got throug
 (`acknowledged`). When the oldest record not acknowledged yet was handed on more than
 `TRAIL_LIMIT` ago, or more bytes handed on are not acknowledged yet than it gets through in
 that time (`outstanding_limit`: between `OUTSTANDING_LIMIT` for tiny frames and
-`OUTSTANDING_CEILING` for large blobs), the link is `holding` until both are back under half
-their limits. While it holds, the relay takes no new bytes (`holds`,
+`OUTSTANDING_CEILING` for large blobs), or more than `OUTSTANDING_LIMIT` of what clients sent
+(`client_outstanding`: the rate never raises the limit for them), the link is `holding` until
+all are back under half their limits. While it holds, the relay takes no new bytes (`holds`,
 `until_caught_up`: backpressure, no gap) from the connections the recording trails *on*: those
 with at least their share of the bytes not acknowledged yet (the outstanding bytes over the
 number of connections that have some), as long as the others together have less than
@@ -88,11 +89,13 @@ OUTSTANDING_LIMIT = 1024 * 1024
 of decoding (300,000 noop frames, all of them), which the observing process's own bounds would
 shed."""
 OUTSTANDING_CEILING = 16 * 1024 * 1024
-"""How far the byte limit rises when the observing process says it gets through bytes fast
-(`acknowledged` with a rate: what it decodes and writes in `TRAIL_LIMIT`, a 16 MiB viewport
-capture's blob in a few ms a MiB, against tiny frames' ~20 KiB): then the relay forwards the
-next answer while the observing process finishes the last one, rather than 1 MiB of it. At most
-`BACKLOG` / `CAP`, so that what waits here for room stays under the backlog."""
+"""How far the byte limit rises (for what servers send: clients' bytes keep
+`OUTSTANDING_LIMIT`, see `ObserverLink.client_outstanding`) when the observing process says it
+gets through bytes fast (`acknowledged` with a rate: what it decodes and writes in
+`TRAIL_LIMIT`, a 16 MiB viewport capture's blob in a few ms a MiB, against tiny frames' ~20
+KiB): then the relay forwards the next answer while the observing process finishes the last
+one, rather than 1 MiB of it. At most `BACKLOG` / `CAP`, so that what waits here for room stays
+under the backlog."""
 CAP = 3
 """Past this many times the byte limit (`outstanding_limit`) not acknowledged, every
 connection is held, also those with less than their share outstanding. Three: a busy
@@ -120,14 +123,16 @@ def direction_number(direction: Direction) -> int:
 
 class _Mark:
     """What was handed on within one `MARK_EVERY`: when it began, `HandoffWriter.handed` after
-    it, and how many of those bytes were each connection's (0: events of no connection)."""
+    it, how many of those bytes were each connection's (0: events of no connection), and how
+    many of them clients sent."""
 
-    __slots__ = ("by_conn", "handed", "t")
+    __slots__ = ("by_conn", "from_clients", "handed", "t")
 
     def __init__(self, t: float, handed: int) -> None:
         self.t = t
         self.handed = handed
         self.by_conn: dict[int, int] = {}
+        self.from_clients = 0
 
 
 class ObserverLink:
@@ -169,6 +174,14 @@ class ObserverLink:
         self._outstanding: dict[int, int] = {}
         """Bytes handed on and not acknowledged yet (by whole marks), by connection."""
         self._outstanding_total = 0
+        self.client_outstanding = 0
+        """Of those, the bytes clients sent. They keep `OUTSTANDING_LIMIT` whatever the rate:
+        the rate the observing process last said is the past (16 MiB answers it took in at
+        150-300 MB/s), and a flood of tiny requests right after them would otherwise cross
+        whole (13 MB in 50 ms, inside the trail limit) and be decoded for seconds while the
+        recording trails the wire, its pending requests past the tap's limits. Large frames
+        come from servers (viewport captures, meshes); a client's flood of requests bounds
+        the answers it gets too."""
         self._shedding: dict[int, int] = {}
         """Connections that shed, each with the offset the observing process must acknowledge
         before it hands on again."""
@@ -221,7 +234,7 @@ class ObserverLink:
             self.writer.data(conn, direction_number(direction), t, data)
         else:
             self.writer.event(Kind.END, conn, direction_number(direction), t)
-        self._handed_on(conn, self.writer.handed - before, t)
+        self._handed_on(conn, self.writer.handed - before, t, direction is Direction.C2S)
 
     def publish(self, event: Event) -> None:
         """An event of the relay (a connection opened or closed, an upstream down or back)."""
@@ -241,7 +254,7 @@ class ObserverLink:
         except Exception as exc:  # as in `data`
             self._give_up(f"handing on to the observing process failed ({_described(exc)})")
 
-    def _handed_on(self, conn: int, size: int, t: float) -> None:
+    def _handed_on(self, conn: int, size: int, t: float, from_client: bool = False) -> None:
         if self.writer.waiting:
             self._room_wanted.set()
         handed = self.writer.handed
@@ -255,6 +268,9 @@ class ObserverLink:
         mark.by_conn[conn] = mark.by_conn.get(conn, 0) + size
         self._outstanding[conn] = self._outstanding.get(conn, 0) + size
         self._outstanding_total += size
+        if from_client:
+            mark.from_clients += size
+            self.client_outstanding += size
         self._busy = None
         if self.holding:
             if self._waiting and t - self._woken_at >= MARK_EVERY:
@@ -263,7 +279,11 @@ class ObserverLink:
                 self._woken_at = t
                 self._wake()
             return
-        if t - marks[0].t > self.trail_limit or handed - self.acked > self.outstanding_limit:
+        if (
+            t - marks[0].t > self.trail_limit
+            or handed - self.acked > self.outstanding_limit
+            or self.client_outstanding > OUTSTANDING_LIMIT
+        ):
             self.holding = True
 
     def holds(self, conn: int) -> bool:
@@ -284,7 +304,10 @@ class ObserverLink:
             self._busy = busy
         if (total - busy) * QUIET_SHARE > busy:
             return True  # no few connections stand out: the recording trails on all of them
-        return self.writer.handed - self.acked > self.outstanding_limit * CAP
+        return (
+            self.writer.handed - self.acked > self.outstanding_limit * CAP
+            or self.client_outstanding > OUTSTANDING_LIMIT * CAP
+        )
 
     def trail(self) -> float:
         """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
@@ -307,7 +330,9 @@ class ObserverLink:
         self._acked_at = self.now()
         marks, outstanding = self._marks, self._outstanding
         while marks and marks[0].handed <= offset:
-            for conn, size in marks.popleft().by_conn.items():
+            mark = marks.popleft()
+            self.client_outstanding -= mark.from_clients
+            for conn, size in mark.by_conn.items():
                 left = outstanding[conn] - size
                 if left:
                     outstanding[conn] = left
@@ -323,6 +348,7 @@ class ObserverLink:
             self.holding
             and self.trail() <= self.trail_limit / 2
             and self.writer.handed - offset <= self.outstanding_limit // 2
+            and self.client_outstanding <= OUTSTANDING_LIMIT // 2
         ):
             self._release()
         elif self._waiting:
@@ -383,6 +409,7 @@ class ObserverLink:
         self._marks.clear()
         self._outstanding.clear()
         self._outstanding_total = 0
+        self.client_outstanding = 0
         self._busy = None
         self._release()
         self._room_wanted.set()

@@ -71,6 +71,27 @@ def test_the_byte_limit_follows_the_rate_the_observing_process_says_it_gets_thro
         assert link.outstanding_limit == OUTSTANDING_LIMIT and not link.holding
 
 
+def test_what_clients_send_keeps_the_least_byte_limit_whatever_the_rate() -> None:
+    """Right after blobs set a high rate, a flood of requests must not cross whole: the
+    clients' bytes hold the link past `OUTSTANDING_LIMIT`, the servers' only past the raised
+    limit."""
+    with hand_link() as (link, _, read_fd):
+        reader = RecordReader()
+        link.acknowledged(0, rate=1e9)
+        assert link.outstanding_limit == OUTSTANDING_CEILING
+        for _ in range(2 * OUTSTANDING_LIMIT // RECORD_LIMIT):
+            link.data(1, Direction.S2C, b"a" * RECORD_LIMIT, 0.0)
+            read_records(link, read_fd, reader)
+        assert not link.holding and link.client_outstanding == 0
+        for _ in range(OUTSTANDING_LIMIT // RECORD_LIMIT + 1):
+            link.data(2, Direction.C2S, b"r" * RECORD_LIMIT, 0.0)
+            read_records(link, read_fd, reader)
+        assert link.holding and link.holds(2)
+        assert link.client_outstanding > OUTSTANDING_LIMIT
+        link.acknowledged(reader.offset, rate=1e9)
+        assert not link.holding and link.client_outstanding == 0
+
+
 def test_a_large_chunk_is_handed_on_in_pieces_whole_and_in_order() -> None:
     chunk = bytes(range(256)) * (RECORD_LIMIT * 3 // 256 + 7)
     with hand_link() as (link, _, read_fd):
