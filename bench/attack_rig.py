@@ -33,6 +33,10 @@ RSS_CAP = 6 << 30
 """An attack stops early once the proxy holds this much (the machine is shared)."""
 
 
+SETTLE_CAP = 120.0
+"""The longest `Upstream.settled` waits while bytes still arrive."""
+
+
 @dataclass
 class Digest:
     """Byte count and CRC-32 of one direction of one connection (enough to see a change)."""
@@ -158,14 +162,24 @@ class Upstream(ThreadedServer):
             del pending[:]
         return b"".join(out)
 
-    def settled(self, limit: float) -> bool:
-        """Wait until every connection that carried bytes has closed; False at the deadline."""
-        deadline = time.monotonic() + limit
-        while time.monotonic() < deadline:
+    def settled(self, limit: float, cap: float = SETTLE_CAP) -> bool:
+        """Wait until every connection that carried bytes has closed; False once no byte has
+        arrived for ``limit`` seconds, or after ``cap``. Bytes still arriving extend the
+        wait: a flood the proxy forwards at its observer's pace (the default hold) arrives
+        whole, later than the attack's own deadline."""
+        start = time.monotonic()
+        deadline, moved = start + limit, self._moved()
+        while time.monotonic() < min(deadline, start + cap):
             if all(c.closed for c in self.conns if c.received.count or c.sent.count):
                 return True
             time.sleep(0.05)
+            now = self._moved()
+            if now != moved:
+                deadline, moved = time.monotonic() + limit, now
         return False
+
+    def _moved(self) -> int:
+        return sum(c.received.count + c.sent.count for c in self.conns)
 
 
 class Conn:
