@@ -304,10 +304,9 @@ class ObserverLink:
             self._busy = busy
         if (total - busy) * QUIET_SHARE > busy:
             return True  # no few connections stand out: the recording trails on all of them
-        return (
-            self.writer.handed - self.acked > self.outstanding_limit * CAP
-            or self.client_outstanding > OUTSTANDING_LIMIT * CAP
-        )
+        # Clients' bytes past their limit hold only by the shares above: many connections
+        # sending alike are all held there, and one that sends little is not held for them.
+        return self.writer.handed - self.acked > self.outstanding_limit * CAP
 
     def trail(self) -> float:
         """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
