@@ -30,7 +30,7 @@ from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
 from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource, Progress
-from .collector import LoadingHold
+from .collector import FlowsHold
 from .compact import compactor_for
 from .copying import CopyActions
 from .debugging import DebugActions
@@ -143,7 +143,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.find_text = ""
         self._detail_shown_at = 0.0
         self._detail_timer: Optional[Timer] = None
-        self._collector = LoadingHold()
+        self._collector = FlowsHold()
 
     def compose(self) -> ComposeResult:
         # Kept as attributes, not queried: queries search the active screen, and events keep
@@ -217,6 +217,10 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             self.progress = batch.progress
         loading = self.loading is not None
         if loading:
+            self._collector.hold(pause=True)
+        elif self.source.live and result.changed:
+            # Live, the flows are kept off the collector's walks as they come (collector.py):
+            # its full passes over them held the session this app shares an interpreter with.
             self._collector.hold()
         if loading != self.model.loading:
             # Requests still waiting once the whole file is read are pending, not loading.
