@@ -30,11 +30,12 @@ from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
 from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource, Progress
-from .collector import LoadingHold
+from .collector import FlowsHold
 from .compact import compactor_for
 from .copying import CopyActions
 from .debugging import DebugActions
 from .model import SessionModel
+from .pace import REFRESH_INTERVAL, STREAM_INTERVAL, StreamPace
 from .saving import SaveActions
 from .screens.confirm import ConfirmQuit
 from .screens.connections import ConnectionsScreen
@@ -49,10 +50,6 @@ from .widgets.status_bar import Status, StatusBar
 
 __all__ = ["GolemProxyApp", "run_tui"]
 
-DETAIL_DELAY = 0.08
-"""While the cursor races (a held key), the detail pane is redrawn at most this often."""
-REFRESH_INTERVAL = 0.05
-"""At most one redraw per this many seconds under a flood; events in between are batched."""
 MAX_BATCH = 20_000
 """Events folded in per drain, so loading a large file leaves room to draw and take keys."""
 LOADING_INTERVAL = 0.2
@@ -113,6 +110,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         *,
         header: Optional[RecordingHeader] = None,
         refresh_interval: float = REFRESH_INTERVAL,
+        stream_interval: float = STREAM_INTERVAL,
         filter_text: str = "",
         control: Optional[LiveControl] = None,
         resend_target: Optional[Address] = None,
@@ -129,7 +127,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.profile = profile
         self.title = title
         self.recording_header = header or RecordingHeader.new(profile.name, ())
-        self.refresh_interval = refresh_interval
+        self.pace = StreamPace(refresh_interval, stream_interval)
         self.model = SessionModel(profile, compactor_for(source, profile))
         if filter_text:
             self.model.set_filter(filter_text)
@@ -143,7 +141,9 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.find_text = ""
         self._detail_shown_at = 0.0
         self._detail_timer: Optional[Timer] = None
-        self._collector = LoadingHold()
+        self._detail_due = 0.0
+        """When the pending detail redraw is due (monotonic seconds)."""
+        self._collector = FlowsHold()
 
     def compose(self) -> ComposeResult:
         # Kept as attributes, not queried: queries search the active screen, and events keep
@@ -199,12 +199,13 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         if not self.table.is_attached:  # shutting down: the widgets are gone
             return
         batch = self.buffer.drain(MAX_BATCH if self.loading is None else LOADING_BATCH)
+        wait = self.pace.taken(len(batch.events))
         result = self.model.apply(batch.events)
         if result.changed or batch.missed:
             self.table.view_changed()
             selected = self.table.selected
             if selected is not None and selected in result.changed:
-                self._show_selected()
+                self._show_selected_soon()
         if batch.info is not None:
             self.source_description = batch.info.description
             self.banner.show_notes(batch.info.notes)
@@ -217,6 +218,10 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             self.progress = batch.progress
         loading = self.loading is not None
         if loading:
+            self._collector.hold(pause=True)
+        elif self.source.live and result.changed:
+            # Live, the flows are kept off the collector's walks as they come (collector.py):
+            # its full passes over them held the session this app shares an interpreter with.
             self._collector.hold()
         if loading != self.model.loading:
             # Requests still waiting once the whole file is read are pending, not loading.
@@ -225,10 +230,11 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             if not loading:
                 self._collector.release()
         self._show_status()
-        # Wait a refresh interval before taking the next batch: a flood becomes ~20 batches
-        # a second, each drawn once, instead of one redraw per event. A file being loaded
-        # waits longer: fewer, larger batches, each drawn once, load it faster.
-        wait = self.refresh_interval if self.loading is None else LOADING_INTERVAL
+        # Wait before taking the next batch: a flood becomes a few batches a second, each
+        # drawn once, instead of one redraw per event (pace.py). A file being loaded waits
+        # longer: fewer, larger batches, each drawn once, load it faster.
+        if self.loading is not None:
+            wait = LOADING_INTERVAL
         self.set_timer(0.001 if batch.more else wait, self._rearm)
 
     @property
@@ -272,19 +278,28 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.detail.show(flow, self.profile, under)
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
-        # The first move is shown at once; further moves within DETAIL_DELAY are folded into
-        # one redraw when the cursor rests, so holding PgDn stays smooth.
-        if self._detail_timer is not None:
-            return
         index = message.index
         if index is not None and self.detail.flow is self.model.flows[index]:
             # Already shown (the drain that added the flow drew it): drawing it again would
             # rebuild its tree and collapse what the user expanded.
             return
-        wait = self._detail_shown_at + DETAIL_DELAY - time.monotonic()
+        self._show_selected_soon()
+
+    def _show_selected_soon(self) -> None:
+        # The first change is shown at once; further ones within the pace's interval are
+        # folded into one redraw (of whatever is selected then), so holding PgDn stays
+        # smooth and a stream followed by the cursor redraws the pane once a second.
+        interval = self.pace.detail_interval(self.table.follow)
+        due = self._detail_shown_at + interval
+        if self._detail_timer is not None:
+            if due >= self._detail_due:
+                return
+            self._detail_timer.stop()  # the cursor left the stream: sooner
+        wait = due - time.monotonic()
         if wait <= 0:
             self._show_selected()
         else:
+            self._detail_due = due
             self._detail_timer = self.set_timer(wait, self._show_selected)
 
     def on_flows_table_follow_changed(self, message: FlowsTable.FollowChanged) -> None:

@@ -131,8 +131,26 @@ class EventBuffer:
             call()
 
     def push(self, event: Event) -> bool:
-        """Queue one event; False when it was dropped because the buffer is full."""
-        return self.push_many((event,)) == 1
+        """Queue one event; False when it was dropped because the buffer is full.
+
+        The live session's path, once per event in its thread: kept to the few steps it
+        needs, since that thread is what the relay waits for."""
+        if self.wait_over is not None:
+            return self.push_many((event,)) == 1
+        with self._lock:
+            limit = self.limit
+            if limit is not None and len(self._events) >= limit:
+                self._missed += 1
+                self.total_missed += 1
+                queued = False
+            else:
+                self._events.append(event)
+                self._pushed += 1
+                queued = True
+            call = None if self._nudged else self._arm_locked()
+        if call is not None:
+            call()
+        return queued
 
     def push_many(self, events: Iterable[Event], progress: Optional[Progress] = None) -> int:
         """Queue events in order, dropping (and counting) those over the bound; ``progress``

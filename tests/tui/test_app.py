@@ -208,7 +208,8 @@ def test_a_pending_request_is_updated_in_place_when_answered() -> None:
             await wait_for(pilot, lambda: rows(app)[0][6] == "ok")
             assert len(rows(app)) == 1
             assert rows(app)[0][7] == "250ms"
-            assert '"zoomed": true' in app.detail.text()
+            # The detail pane follows at its own pace while events stream (tui/pace.py).
+            await wait_for(pilot, lambda: '"zoomed": true' in app.detail.text())
 
     run(body())
 
