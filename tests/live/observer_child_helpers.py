@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
@@ -118,6 +118,35 @@ def process_gone(pid: int) -> bool:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
     return True
+
+
+STOPPED = "golem-proxy: observation stopped ("
+
+
+def said_observation_stopped(cli: ProxyCli, why: Optional[str]) -> Optional[str]:
+    """Asserts the proxy exited 0 without an internal error, and said once that observation
+    stopped, for a reason starting with ``why`` (None: never said it); returns the line."""
+    assert cli.process.returncode == 0, cli.stderr
+    assert "internal error" not in cli.stderr and "Traceback" not in cli.stderr, cli.stderr
+    said = [line for line in cli.stderr.splitlines() if line.startswith(STOPPED)]
+    if why is None:
+        assert said == [], cli.stderr
+        return None
+    assert len(said) == 1, cli.stderr
+    assert said[0].startswith(f"{STOPPED}{why}"), cli.stderr
+    assert said[0].endswith("; forwarding goes on"), cli.stderr
+    return said[0]
+
+
+def tcp_connector(cli: ProxyCli, timeout: float) -> Callable[[], socket.socket]:
+    """Opens a client connection to ``cli`` (no Nagle delay; ``timeout`` on each call)."""
+
+    def connect() -> socket.socket:
+        sock = socket.create_connection(("127.0.0.1", cli.port), timeout=timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    return connect
 
 
 @contextlib.contextmanager

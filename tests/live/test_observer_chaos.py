@@ -28,10 +28,13 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
 
 from .observer_child_helpers import (
+    STOPPED,
     MixedTraffic,
     observed_proxy,
     pipe_fill,
     process_gone,
+    said_observation_stopped,
+    tcp_connector,
     wait_for,
 )
 
@@ -41,7 +44,6 @@ AGAIN = 3
 SERVED = 30.0
 """How long forwarding may take to serve every client again (a loaded machine)."""
 
-STOPPED = "golem-proxy: observation stopped ("
 WHY = {
     "kill": "the observing process was killed by SIGKILL",
     "kill-mid-frame": "the observing process was killed by SIGKILL",
@@ -108,15 +110,6 @@ CHAOS: dict[str, Callable[[int, MixedTraffic, random.Random], None]] = {
 }
 
 
-def _tcp(cli: ProxyCli) -> Callable[[], socket.socket]:
-    def connect() -> socket.socket:
-        sock = socket.create_connection(("127.0.0.1", cli.port), timeout=STALL_LIMIT + SERVED)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock
-
-    return connect
-
-
 def _unix(path: Path) -> Callable[[], socket.socket]:
     def connect() -> socket.socket:
         sock = socket.socket(socket.AF_UNIX)
@@ -143,7 +136,9 @@ def _chaos_round(
     with observed_proxy(record, *CHILD, *options, listen=listen) as cli:
         try:
             (observer,) = children_of(cli.process.pid)
-            connect = _unix(private / "proxy.sock") if unix else _tcp(cli)
+            connect = (
+                _unix(private / "proxy.sock") if unix else tcp_connector(cli, STALL_LIMIT + SERVED)
+            )
             traffic = MixedTraffic(connect, seed)
             try:
                 # The chaos strikes after a seeded number of answers, mid-traffic.
@@ -168,13 +163,8 @@ def _chaos_round(
 def _check(cli: ProxyCli, record: Path, why: str | None) -> None:
     """The proxy exited 0 and said once (or never) that observation stopped, and why; the
     recording is whole, numbered without a hole, and ends saying so when it stopped."""
-    assert cli.process.returncode == 0, cli.stderr
-    assert "internal error" not in cli.stderr and "Traceback" not in cli.stderr, cli.stderr
-    said = [line for line in cli.stderr.splitlines() if line.startswith(STOPPED)]
-    if why is None:
-        assert said == [], cli.stderr
-    else:
-        assert said == [f"{STOPPED}{why}); forwarding goes on"], cli.stderr
+    said = said_observation_stopped(cli, why)
+    assert said is None or said == f"{STOPPED}{why}); forwarding goes on", cli.stderr
     recording = read_recording(str(record))
     assert not recording.truncated_tail
     # Every call was a good one: a violation would be the chaos misread (an answer paired

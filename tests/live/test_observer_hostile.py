@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -37,7 +35,14 @@ from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
 
 from .fake_observing import MODE
-from .observer_child_helpers import MixedTraffic, observed_proxy, process_gone, wait_for
+from .observer_child_helpers import (
+    MixedTraffic,
+    observed_proxy,
+    process_gone,
+    said_observation_stopped,
+    tcp_connector,
+    wait_for,
+)
 
 FAKE = "tests.live.fake_observing"
 AGAIN = 3
@@ -58,7 +63,6 @@ MEMORY = 512 * 1024 * 1024
 """The proxy's peak resident memory: the handoff backlog (64 MiB) and the relay's buffers fit
 well within it."""
 
-STOPPED = "golem-proxy: observation stopped ("
 STALLED = f"the observing process acknowledged nothing for {STALL_LIMIT:g} s, and was stopped"
 BEYOND = "the observing process acknowledged more than was handed on"
 WHY: dict[str, Optional[str]] = {
@@ -73,15 +77,6 @@ WHY: dict[str, Optional[str]] = {
     "stop-reading": STALLED,
 }
 """What the proxy says of each misbehaviour (the start of it; None: observation goes on)."""
-
-
-def _tcp(cli: ProxyCli) -> Callable[[], socket.socket]:
-    def connect() -> socket.socket:
-        sock = socket.create_connection(("127.0.0.1", cli.port), timeout=STALL_LIMIT + SERVED)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock
-
-    return connect
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -100,7 +95,7 @@ def test_forwarding_outlives_a_hostile_observing_process(
     record = tmp_path / f"{mode}.jsonl"
     with observed_proxy(record, "-q", "--observer", "child-process") as cli:
         (fake,) = children_of(cli.process.pid)
-        traffic = MixedTraffic(_tcp(cli), seed=25)
+        traffic = MixedTraffic(tcp_connector(cli, STALL_LIMIT + SERVED), seed=25)
         try:
             wait_for(
                 lambda: traffic.errors or traffic.answers[-1] >= BEFORE,
@@ -134,15 +129,7 @@ def test_forwarding_outlives_a_hostile_observing_process(
 def _check(cli: ProxyCli, record: Path, why: Optional[str]) -> None:
     """The proxy exited 0 and said once (or never) that observation stopped, and why; the
     recording loads, and ends saying so when it stopped."""
-    assert cli.process.returncode == 0, cli.stderr
-    assert "internal error" not in cli.stderr and "Traceback" not in cli.stderr, cli.stderr
-    said = [line for line in cli.stderr.splitlines() if line.startswith(STOPPED)]
-    if why is None:
-        assert said == [], cli.stderr
-    else:
-        assert len(said) == 1, cli.stderr
-        assert said[0].startswith(f"{STOPPED}{why}"), cli.stderr
-        assert said[0].endswith("; forwarding goes on"), cli.stderr
+    said_observation_stopped(cli, why)
     recording = read_recording(str(record))
     assert not recording.truncated_tail
     lines = [json.loads(line) for line in record.read_bytes().splitlines()[1:]]

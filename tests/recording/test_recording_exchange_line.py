@@ -41,25 +41,19 @@ ANSWERS = [
 ]
 
 
-@given(
+EXCHANGES = st.builds(
+    exchange,
     method=st.text(),
     route=st.text(),
     t=st.floats(min_value=0, max_value=1e7, allow_nan=False),
     latency=st.floats(min_value=0, max_value=1e4, allow_nan=False),
     answer=st.sampled_from(ANSWERS),
     asker=st.sampled_from([Direction.C2S, Direction.S2C]),
-    seq=st.integers(min_value=1, max_value=2**40),
 )
-def test_any_exchange(
-    method: str,
-    route: str,
-    t: float,
-    latency: float,
-    answer: dict[str, Any],
-    asker: Direction,
-    seq: int,
-) -> None:
-    event = exchange(method, route, t, latency, answer, asker)
+
+
+@given(event=EXCHANGES, seq=st.integers(min_value=1, max_value=2**40))
+def test_any_exchange(event: ExchangeCompleted, seq: int) -> None:
     assert _exchange_line(event, seq) == dumps(exchange_members(event, seq)) + b"\n"
 
 
