@@ -133,15 +133,11 @@ class Recorder:
                 self._changed.notify_all()
                 return
             else:
-                pieces, self._pieces = self._pieces, []
-                recorded = self._recorded
-                self._queued = 0
-                self._writing = True
+                pieces, recorded = self._take_locked()
         if pieces is not None:
             self._write(pieces)
             with self._changed:
-                self._written = recorded
-                self._writing = False
+                self._wrote_locked(recorded)
                 if self._closing or self._flush_wanted or self._queued >= self._write_at:
                     self._changed.notify_all()  # the writing thread waited for this write
         call()
@@ -199,19 +195,27 @@ class Recorder:
                     for call in written:
                         call()
                     return
-                pieces, self._pieces = self._pieces, []
+                pieces, recorded = self._take_locked()
                 written, self._after_written = self._after_written, []
-                recorded = self._recorded
-                self._queued = 0
                 self._flush_wanted = False
-                self._writing = True
                 self._changed.notify_all()  # room again for a caller waiting on max_queued
             self._write(pieces)
             with self._changed:
-                self._written = recorded
-                self._writing = False
+                self._wrote_locked(recorded)
             for call in written:
                 call()
+
+    def _take_locked(self) -> tuple[list[bytes], int]:
+        """Take what is queued to write it outside the lock (`_writing` until
+        `_wrote_locked`); returns it and how many batches it completes."""
+        pieces, self._pieces = self._pieces, []
+        self._queued = 0
+        self._writing = True
+        return pieces, self._recorded
+
+    def _wrote_locked(self, recorded: int) -> None:
+        self._written = recorded
+        self._writing = False
 
     def _write(self, pieces: list[bytes]) -> None:
         if self.error is None:

@@ -138,15 +138,7 @@ class EventBuffer:
         if self.wait_over is not None:
             return self.push_many((event,)) == 1
         with self._lock:
-            limit = self.limit
-            if limit is not None and len(self._events) >= limit:
-                self._missed += 1
-                self.total_missed += 1
-                queued = False
-            else:
-                self._events.append(event)
-                self._pushed += 1
-                queued = True
+            queued = self._queue_locked(event)
             call = None if self._nudged else self._arm_locked()
         if call is not None:
             call()
@@ -164,19 +156,23 @@ class EventBuffer:
                 while len(self._events) >= wait_over and not self._closed:
                     self._drained_some.wait(0.5)
             for event in events:
-                if self.limit is not None and len(self._events) >= self.limit:
-                    self._missed += 1
-                    self.total_missed += 1
-                    continue
-                self._events.append(event)
-                queued += 1
-            self._pushed += queued
+                queued += self._queue_locked(event)
             if progress is not None:
                 self._progress.append((self._pushed, progress))
             call = self._arm_locked()
         if call is not None:
             call()
         return queued
+
+    def _queue_locked(self, event: Event) -> bool:
+        """Queue ``event``, or count it as missed when the buffer is full (under the lock)."""
+        if self.limit is not None and len(self._events) >= self.limit:
+            self._missed += 1
+            self.total_missed += 1
+            return False
+        self._events.append(event)
+        self._pushed += 1
+        return True
 
     def finish(self, reason: str = "", *, failed: bool = False) -> None:
         """The producer is done (end of file, proxy stopped); ``reason`` says why, and

@@ -31,8 +31,6 @@ class FlowsHold:
 
     def __init__(self) -> None:
         self.held = False
-        self.paused = False
-        """The collector does not run by itself (only in `hold`, once a batch)."""
         self._was_enabled = True
         self._thresholds: tuple[int, ...] = gc.get_threshold()
 
@@ -58,13 +56,11 @@ class FlowsHold:
             if self._was_enabled:
                 gc.enable()
             gc.set_threshold(LIVE_YOUNG, *self._thresholds[1:])
-        self.paused = pause
 
     def release(self) -> None:
         """Hand every object back to the collector, as it ran before the first `hold`."""
         if self.held:
             self.held = False
-            self.paused = False
             if self._was_enabled:
                 gc.enable()
             gc.set_threshold(*self._thresholds)
