@@ -178,7 +178,7 @@ class ObservingProcess:
     async def _handshake(self, setup: ObserverSetup) -> None:
         data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
         control = trio.socket.from_stdlib_socket(self.control)
-        answer = b""
+        answer = chunk = b""
         with trio.move_on_after(START_TIMEOUT):
             await control.send(struct.pack("!I", len(data)) + data)
             while not answer.endswith(b"\n"):
@@ -187,6 +187,11 @@ class ObservingProcess:
                     break
                 answer += chunk
         if answer != b"ready\n":
+            if answer.endswith(b"\n") or not chunk:
+                # It answered something else or closed the socket: dying, most likely; its
+                # exit status says more than "no answer" (the reaping lags the close).
+                with trio.move_on_after(EXIT_GRACE):
+                    await self.process.wait()
             code = self.process.poll()
             why = f"no answer in {START_TIMEOUT:g} s" if code is None else _exit_reason(code)
             raise ObserverStartError(f"the observing process did not start ({why})")

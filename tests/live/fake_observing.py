@@ -22,7 +22,7 @@ from golem_proxy.live.observer_process import ACK
 from golem_proxy.live.observing import receive_setup
 from golem_proxy.recording.schema import encode_header
 
-__all__ = ["MISBEHAVE_AFTER", "MODE", "MODES", "main"]
+__all__ = ["EARLY_EXIT", "MISBEHAVE_AFTER", "MODE", "MODES", "main"]
 
 MODE = "GOLEM_PROXY_FAKE_OBSERVING"
 """The environment variable naming the misbehaviour (one of `MODES`)."""
@@ -173,7 +173,10 @@ MODES: dict[str, Callable[[Fake], None]] = {
     "random-bytes": random_bytes,
     "stop-reading": stop_reading,
 }
-"""The misbehaviours, by name; ``never-ready`` (not here) reads the setup and never answers."""
+"""The misbehaviours, by name; two more are not here, since they come before ``ready``:
+``never-ready`` reads the setup and never answers, ``exit-before-ready`` exits with
+`EARLY_EXIT` instead of answering (a start that failed, such as an import error)."""
+EARLY_EXIT = 3
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -186,6 +189,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if mode == "never-ready":
         Fake(pipe_fd, control).wait_forever()
         return 0
+    if mode == "exit-before-ready":
+        return EARLY_EXIT
     misbehave = MODES[mode]
     control.sendall(b"ready\n")
     fake = Fake(pipe_fd, control)

@@ -34,7 +34,7 @@ from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
 
-from .fake_observing import MODE
+from .fake_observing import EARLY_EXIT, MODE
 from .observer_child_helpers import (
     MixedTraffic,
     observed_proxy,
@@ -139,6 +139,26 @@ def _check(cli: ProxyCli, record: Path, why: Optional[str]) -> None:
     else:
         assert stopped == [lines[-1]]
         assert lines[-1]["detail"].startswith(why.split(",")[0])
+
+
+@pytest.mark.trio
+async def test_an_observing_process_that_exits_before_ready_fails_the_start_saying_how(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No waiting out the start's time limit, and the exit status, not "no answer"."""
+    monkeypatch.setenv(TEST_MODULE, FAKE)
+    monkeypatch.setenv(MODE, "exit-before-ready")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    setup = ObserverSetup(GOLEM.name, (), ProxyOptions(), None, None, Verbosity.QUIET, 1000)
+    started = trio.current_time()
+    with pytest.raises(ObserverStartError) as failed:
+        await ObservingProcess.start(setup, None, trio.current_time)
+    assert str(failed.value) == (
+        "the observing process did not start "
+        f"(the observing process exited with status {EARLY_EXIT})"
+    )
+    assert trio.current_time() - started < observer_process.START_TIMEOUT / 2
+    assert children_of(os.getpid()) == [], "the observing process was left running"
 
 
 @pytest.mark.trio
