@@ -31,8 +31,6 @@ never the relay and never the other connections.
 from __future__ import annotations
 
 import collections
-import ctypes
-import ctypes.util
 import functools
 import time
 from collections.abc import Callable
@@ -45,6 +43,7 @@ from golem_core.decoders import Chunk
 from golem_core.framing import Frame
 
 from ..events import Direction, Event
+from .heap import return_memory_to_the_system
 from .tap import ConnectionTap
 
 __all__ = ["DEFAULT_BUDGET", "Observer"]
@@ -66,26 +65,6 @@ TRIM_IDLE = 0.5
 """Seconds without work before freed pages are given back: after a burst or an attack, not
 between two 16 MiB answers, whose pages would all be faulted in again (a quarter of the
 observing process's CPU per answer: 79 ms with a trim after each drain, 60 ms without)."""
-
-
-def _load_malloc_trim() -> Optional[Callable[[int], int]]:
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc: the allocator keeps what it keeps
-        return None
-    return trim
-
-
-_MALLOC_TRIM = _load_malloc_trim()
-
-
-def return_memory_to_the_system() -> None:
-    """Give freed heap pages back (glibc's ``malloc_trim``): CPython frees big objects to the
-    C allocator, which keeps them mapped, so an attack's peak would otherwise stay resident
-    after its connections closed."""
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
 
 
 @dataclass

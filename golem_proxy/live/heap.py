@@ -1,0 +1,55 @@
+"""What the process's C allocator (glibc's malloc) does with freed memory: give it back to
+the system at a moment we choose (`return_memory_to_the_system`), and keep it meanwhile
+(`keep_freed_memory`). Elsewhere (another C library) both do nothing: the allocator keeps what
+it keeps."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from collections.abc import Callable
+from typing import NamedTuple, Optional
+
+__all__ = ["keep_freed_memory", "return_memory_to_the_system"]
+
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+"""glibc's ``mallopt`` parameters (malloc.h)."""
+
+
+class _Glibc(NamedTuple):
+    malloc_trim: Callable[[int], int]
+    mallopt: Callable[[int, int], int]
+
+
+def _load_glibc() -> Optional[_Glibc]:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return _Glibc(libc.malloc_trim, libc.mallopt)
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_GLIBC = _load_glibc()
+
+
+def return_memory_to_the_system() -> None:
+    """Give freed heap pages back (glibc's ``malloc_trim``): CPython frees big objects to the
+    C allocator, which keeps them mapped, so an attack's peak would otherwise stay resident
+    after its connections closed."""
+    if _GLIBC is not None:
+        _GLIBC.malloc_trim(0)
+
+
+def keep_freed_memory(up_to: int, allocations_below: int) -> bool:
+    """Keep up to ``up_to`` bytes of freed heap mapped rather than giving them back at each
+    free (glibc trims the top of the heap past 128 KiB by default, and the next burst faults
+    every page in again), and take allocations smaller than ``allocations_below`` from the
+    heap (else each is a mapping of its own, faulted in whole and unmapped when freed). The
+    owner calls `return_memory_to_the_system` once it is idle. False when not glibc."""
+    if _GLIBC is None:
+        return False
+    return bool(
+        _GLIBC.mallopt(M_TRIM_THRESHOLD, up_to)
+        and _GLIBC.mallopt(M_MMAP_THRESHOLD, allocations_below)
+    )

@@ -1,0 +1,62 @@
+"""The forwarding process, which keeps freed heap mapped while it hands large answers on
+(`HEAP_KEEP`), gives it back once `TRIM_AFTER` bytes were handed on and nothing was for
+`TRIM_IDLE`: after a burst, never while bytes keep coming."""
+
+from __future__ import annotations
+
+import socket
+from typing import cast
+
+import pytest
+import trio
+
+from golem_proxy.live import heap
+from golem_proxy.live import observer_process as observer_process_module
+from golem_proxy.live.observer_link import ObserverLink
+from golem_proxy.live.observer_process import TRIM_AFTER, TRIM_IDLE, ObservingProcess
+
+
+def test_glibc_keeps_freed_memory_when_asked() -> None:
+    assert heap.keep_freed_memory(observer_process_module.HEAP_KEEP, 4 * 1024 * 1024) is (
+        heap._GLIBC is not None
+    )
+
+
+@pytest.mark.trio
+async def test_freed_heap_goes_back_after_a_burst_only(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    trims: list[float] = []
+    monkeypatch.setattr(
+        observer_process_module,
+        "return_memory_to_the_system",
+        lambda: trims.append(trio.current_time()),
+    )
+    read_end, write_end = socket.socketpair()
+    with read_end, write_end:
+        link = ObserverLink(write_end.fileno(), trio.current_time)
+        observing = ObservingProcess(
+            cast(trio.Process, None), link, read_end, None, trio.current_time
+        )
+        writer = link.writer
+
+        async def hand_on(total: int, every: float) -> None:
+            """``total`` bytes in steps closer together than the idle spell."""
+            for _ in range(8):
+                writer.handed += total // 8
+                await trio.sleep(every)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(observing._give_memory_back)
+            await hand_on(TRIM_AFTER // 2, TRIM_IDLE / 4)
+            await trio.sleep(TRIM_IDLE * 4)
+            assert trims == [], "less than TRIM_AFTER was handed on: nothing to give back"
+            await hand_on(TRIM_AFTER, TRIM_IDLE / 4)
+            assert trims == [], "bytes kept coming: no trim between them"
+            busy_until = trio.current_time()
+            await trio.sleep(TRIM_IDLE * 3)
+            assert len(trims) == 1
+            assert busy_until < trims[0] <= busy_until + 2 * TRIM_IDLE
+            await trio.sleep(TRIM_IDLE * 4)
+            assert len(trims) == 1, "once per burst"
+            nursery.cancel_scope.cancel()
