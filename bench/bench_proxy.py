@@ -5,7 +5,8 @@ medians of several rounds.
 
     python bench/bench_proxy.py [--rounds 3] [--quick] [--mode both|full|flood]
                                 [--observer both|in-process|child-process]
-                                [--tui [also|only]] [--baseline DIR] [--json FILE]
+                                [--tui [also|only]] [--baseline DIR] [--record-dir DIR]
+                                [--json FILE]
 
 Two modes, each with its own processes and recording. *Full observation* is what a user
 recording a regression trace does: a sequential GOLEM client (small calls, then 16 MiB
@@ -68,7 +69,9 @@ from proxy_rig import (
     RELAY,
     WITH_TUI,
     Config,
+    append_cost,
     configurations,
+    describe_append_cost,
     describe_rig,
 )
 from proxy_tables import (
@@ -91,9 +94,14 @@ __all__ = [  # the rig, the measures and the tables, as the bench's smoke tests 
 
 
 def run_mode(
-    mode: Mode, console: Console, baseline: Optional[Path], ours: Sequence[str] = (OURS,)
+    mode: Mode,
+    console: Console,
+    baseline: Optional[Path],
+    ours: Sequence[str] = (OURS,),
+    where: Optional[Path] = None,
 ) -> dict[str, Series]:
-    with tempfile.TemporaryDirectory() as record_dir:
+    with tempfile.TemporaryDirectory(dir=where) as record_dir:
+        appends = append_cost(Path(record_dir))
         with configurations(Path(record_dir), baseline, ours) as configs:
             console.print(describe_rig(configs))
             recordings = {
@@ -105,12 +113,14 @@ def run_mode(
         # Once each golem-proxy has stopped and closed its recording:
         for name, recording in recordings.items():
             results[name].recorded = recording.count()
+        appended = append_cost(Path(record_dir))
     console.print(
         f"{mode.name}: {mode.trips} sequential round trips, {mode.bigs} x {BIG // 2**20} MiB "
         f"responses and {mode.tiny:,} pipelined frames per configuration and round; "
         "golem-proxy records to a file"
     )
     console.print(results_table(configs, results, mode))
+    console.print(describe_append_cost(appends, appended))
     for name in recordings:
         console.print(targets_table(targets(results, mode, name), mode, name))
         console.print(f"{mode.name}, {name}: " + observation_verdict(results[name], mode))
@@ -148,6 +158,13 @@ def main() -> None:
         help="also measure each chosen golem-proxy with --tui, its TUI drawn on a "
         f"{COLUMNS}x{ROWS} pseudo-terminal (only: those rows alone of golem-proxy's)",
     )
+    parser.add_argument(
+        "--record-dir",
+        metavar="DIR",
+        type=Path,
+        help="where golem-proxy records (in a new directory here; default: the system's "
+        "temporary directory), e.g. a tmpfs to see what growing a file on disk costs",
+    )
     args = parser.parse_args()
     chosen = [name for name, where in OBSERVERS.items() if args.observer in ("both", where)]
     ours = [] if args.tui == "only" else list(chosen)
@@ -156,7 +173,7 @@ def main() -> None:
     console = Console(width=200)
     dump = {}
     for mode in modes(args.quick, args.rounds, args.mode):
-        results = run_mode(mode, console, args.baseline, ours)
+        results = run_mode(mode, console, args.baseline, ours, args.record_dir)
         dump[mode.name] = {name: vars(series) for name, series in results.items()}
     console.print("load average at the end: " + "/".join(f"{x:.1f}" for x in os.getloadavg()))
     if args.json:

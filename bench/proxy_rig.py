@@ -9,6 +9,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -164,6 +165,50 @@ def configurations(
     finally:
         for process in processes:
             stop_config(process, terminals.get(process.pid))
+
+
+APPENDS = 8
+"""16 MiB appends timed by `append_cost`."""
+
+
+def append_cost(directory: Path, size: int = 16 * 2**20) -> list[float]:
+    """Seconds each of `APPENDS` writes of ``size`` bytes took, appended to a new file in
+    ``directory`` (no fsync, as the recorder does): the least a recording of one answer that
+    size costs the observing process here. Growing a file is not the same price everywhere: on
+    some virtual machines it costs ten times an overwrite of the same bytes, and varies."""
+    data = os.urandom(size)
+    path = directory / "append-cost.bin"
+    times = []
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for _ in range(APPENDS):
+            start = time.perf_counter()
+            os.write(fd, data)
+            times.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return times
+
+
+def describe_append_cost(before: Sequence[float], after: Sequence[float]) -> str:
+    """A line saying what `append_cost` measured before and after a run, and the rate of 16
+    MiB answers it leaves room for: a recorder can go no faster than its file grows."""
+
+    def median(times: Sequence[float]) -> float:
+        return sorted(times)[len(times) // 2]
+
+    def spread(times: Sequence[float]) -> str:
+        ordered = sorted(times)
+        return f"{median(times) * 1e3:.1f} ms ({ordered[0] * 1e3:.1f}-{ordered[-1] * 1e3:.1f})"
+
+    ceiling = 16 * 2**20 / median(before) / 1e6
+    return (
+        "appending 16 MiB to a file in the recordings' directory (a plain write, timed "
+        f"{len(before)} times before the run and after it): median {spread(before)} before, "
+        f"{spread(after)} after; at the pace before, a recorder takes 16 MiB answers at most "
+        f"at ~{ceiling:,.0f} MB/s"
+    )
 
 
 def describe_rig(configs: list[Config]) -> str:
