@@ -253,6 +253,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             self._drain()
 
     def _show_status(self) -> None:
+        budget = self.model.payload_budget
         self.status_bar.show(
             Status(
                 source=self.source_description,
@@ -265,6 +266,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
                 finished=self.finished_reason or "",
                 failed=self.failed,
                 loading=self.loading,
+                released=budget.released if budget is not None else 0,
             )
         )
 

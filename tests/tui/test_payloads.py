@@ -306,6 +306,7 @@ def test_the_detail_pane_copy_resend_and_save_say_a_payload_was_released(
     async def body() -> None:
         async with app.run_test(size=(160, 45)) as pilot:
             await wait_for(pilot, lambda: len(app.model.flows) == 4)
+            await wait_for(pilot, lambda: "3 payloads released from memory" in app.status_bar.text)
             await select(pilot, 0)
             text = app.detail.text()
             assert (
@@ -402,3 +403,35 @@ def test_a_held_frame_is_never_released(
         run(body(), timeout=60)
     finally:
         source.stop()
+
+
+def test_the_difference_from_a_released_answer_is_not_shown_as_one_from_nothing(
+    plugin: Address,
+) -> None:
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    request = s.request(1, "ping", {}, 0.1)
+    s.respond(request, 0.2, result={"pong": "C" * RELEASE_OVER})
+    app = GolemProxyApp(
+        ManualSource(s.events),
+        GOLEM,
+        "test",
+        payload_budget=PayloadBudget(keep=0),
+        resend_target=plugin,
+    )
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 1)
+            await select(pilot, 0)
+            assert released(app.model.flows[0].response) is not None
+            await pilot.press("r")
+            await wait_for(pilot, lambda: "sent again: ok" in notices(app)[-1], limit=4000)
+            await pilot.press("D")
+            assert type(app.screen).__name__ != "ResendDiff"
+            assert notices(app)[-1].startswith(
+                "flow 1's answer cannot be compared: payload released from memory"
+            )
+            assert notices(app)[-1].endswith("it was not recorded (run with --record to keep it)")
+
+    run(body(), timeout=60)
