@@ -20,7 +20,7 @@ from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.compact import Compactor
+from golem_proxy.tui.compact import Compactor, is_compact
 from golem_proxy.tui.export import call_command, request_json, save_events
 from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.payloads import (
@@ -435,3 +435,22 @@ def test_the_difference_from_a_released_answer_is_not_shown_as_one_from_nothing(
             assert notices(app)[-1].endswith("it was not recorded (run with --record to keep it)")
 
     run(body(), timeout=60)
+
+
+def test_a_released_request_is_not_made_compact_when_it_settles() -> None:
+    """A model with both a compactor and a budget: a pending request released before its
+    answer comes keeps its message, rather than one parsed again from no bytes."""
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    request = s.request(1, "scene.import", {"mesh": "B" * RELEASE_OVER}, 0.1)
+    model = SessionModel(GOLEM, Compactor(GOLEM, {}), PayloadBudget(keep=0))
+    model.apply(s.events)
+    flow = model.flows[0]
+    assert released(flow.request) is not None
+    s.events = []
+    s.respond(request, 0.2, result={})
+    model.apply(s.events)
+    assert flow.request is not None and released(flow.request) is not None
+    assert not is_compact(flow.request)
+    assert flow.request.message.params == {"mesh": "B" * RELEASE_OVER}
+    assert model.status(flow) == "ok"
