@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 DEFAULT_KEEP = 256 * 1024 * 1024
-"""Payload bytes of large frames the live TUI keeps: the last sixteen 16 MiB captures, or a
+"""Payload bytes of large frames the live TUI keeps: about the last sixteen 16 MiB captures, or a
 few hundred 1 MiB ones, for the detail pane, `w`, `r` and `D` to read whole. The observing
 process then stays within a few hundred MiB all afternoon, where it grew by every capture."""
 RELEASE_OVER = 64 * 1024
@@ -52,7 +52,8 @@ elision's threshold)."""
 
 
 def released(frame: Optional[FrameSeen]) -> Optional[ReleasedPayload]:
-    """The marker standing in ``frame``'s payload when the TUI released it, else None."""
+    """The marker standing in ``frame``'s payload when the TUI released it, else None (compare
+    with None: the marker is an empty bytes, false as a bool)."""
     if frame is None:
         return None
     payload = frame.payload
