@@ -454,3 +454,23 @@ def test_a_released_request_is_not_made_compact_when_it_settles() -> None:
     assert not is_compact(flow.request)
     assert flow.request.message.params == {"mesh": "B" * RELEASE_OVER}
     assert model.status(flow) == "ok"
+
+
+def test_an_answer_whose_request_was_never_seen_is_released_too() -> None:
+    """A live queue that dropped a request still delivers its answer, then the exchange that
+    makes its row: the row holds the answer, and the event list keeps no second copy of it
+    that the budget could not release."""
+    events = captures(2)
+    dropped = [e for e in events if not (isinstance(e, FrameSeen) and e.is_request)]
+    model = SessionModel(GOLEM, payload_budget=PayloadBudget(keep=0))
+    model.apply(dropped)
+    assert released_flows(model) == [1, 2]
+    whole = [
+        e
+        for e in model.events
+        if isinstance(e, FrameSeen) and not isinstance(e.payload, ReleasedPayload)
+    ]
+    assert all(len(e.payload) < RELEASE_OVER for e in whole)
+    # Each answer is in order, under its row: before its exchange.
+    kinds = [type(e).__name__ for e in model.events]
+    assert kinds == ["ConnectionOpened"] + ["FrameSeen", "ExchangeCompleted"] * 2
