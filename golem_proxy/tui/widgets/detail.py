@@ -146,7 +146,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         # A payload the TUI let go (payloads.py) is said to be gone, under the title: what
         # follows is the message the row kept, never an empty body shown as the body.
         note = release_note(frame)
-        released = Text(f"\n{note}", style="yellow") if note is not None else Text()
+        released = Text(f"\n{safe_text(note)}", style="yellow") if note is not None else Text()
         message = frame.message
         if isinstance(message, Malformed):
             title_widget.update(Text(f"{heading}  malformed: {message.kind.value}") + released)
