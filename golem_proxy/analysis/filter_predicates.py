@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,11 +10,12 @@ from typing import Optional
 
 from golem_core.profiles import PROFILES, Profile
 
+from ..events import FrameSeen, ReleasedPayload
 from .filter_tree import FilterError, Predicate
 from .flows import Flow
 from .tool_calls import LAYER_MCP, attributed_tool, attribution_refs, layer_of, tool_of
 
-__all__ = ["FILTER_HELP", "SPECS", "LikelyTools", "Spec", "build_predicate"]
+__all__ = ["FILTER_HELP", "SPECS", "LikelyTools", "Spec", "build_predicate", "frame_text"]
 
 
 @dataclass(frozen=True)
@@ -30,12 +32,27 @@ class Spec:
     bare word."""
 
 
+def frame_text(frame: FrameSeen) -> str:
+    """The text a body filter (``~q REGEX``, ``~s REGEX``, a bare word) searches and the
+    TUI's find: the payload decoded. A
+    payload the live TUI released (`golem_proxy.tui.payloads`) is not searched as the empty
+    text it holds: the message the row kept is, as compact JSON (long strings elided above
+    1 MiB, as the tap parsed it; a malformed frame whose JSON did not parse has none)."""
+    payload = frame.payload
+    if isinstance(payload, ReleasedPayload):
+        obj = getattr(frame.message, "obj", None)
+        if obj is None:
+            return ""
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return payload.decode("utf-8", "replace")
+
+
 def _request_text(flow: Flow) -> str:
-    return flow.request.payload.decode("utf-8", "replace") if flow.request is not None else ""
+    return frame_text(flow.request) if flow.request is not None else ""
 
 
 def _response_text(flow: Flow) -> str:
-    return flow.response.payload.decode("utf-8", "replace") if flow.response is not None else ""
+    return frame_text(flow.response) if flow.response is not None else ""
 
 
 def _regex(pattern: str) -> re.Pattern[str]:

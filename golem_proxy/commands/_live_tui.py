@@ -24,11 +24,15 @@ def serve_with_tui(config: SessionConfig, errors: Console) -> int:
     """Run the session in a worker thread and the TUI in this one; quitting the TUI stops the
     session gracefully (connections drain, the recording is flushed) before we return."""
     from ..tui import run_tui
+    from ..tui.payloads import PayloadBudget
 
     control = LiveControl()
     summaries: list[str] = []
     source = live_source(config, control, summaries)
-    run_tui(source, config.profile, "golem-proxy", header=None, control=control)
+    budget = PayloadBudget(recording=config.record_path)
+    run_tui(
+        source, config.profile, "golem-proxy", header=None, control=control, payload_budget=budget
+    )
     if not source.done.is_set():
         errors.print("[dim]stopping: listeners closed, draining connections…[/]")
     source.done.wait(config.options.drain_timeout + 10)

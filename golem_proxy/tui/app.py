@@ -36,6 +36,7 @@ from .copying import CopyActions
 from .debugging import DebugActions
 from .model import SessionModel
 from .pace import REFRESH_INTERVAL, STREAM_INTERVAL, StreamPace
+from .payloads import PayloadBudget
 from .saving import SaveActions
 from .screens.confirm import ConfirmQuit
 from .screens.connections import ConnectionsScreen
@@ -114,9 +115,11 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         filter_text: str = "",
         control: Optional[LiveControl] = None,
         resend_target: Optional[Address] = None,
+        payload_budget: Optional[PayloadBudget] = None,
     ) -> None:
         """``filter_text`` is applied from the start (a valid expression: the caller has
-        checked it)."""
+        checked it). ``payload_budget`` bounds the payload bytes a live session's flows keep
+        (`golem_proxy.tui.payloads`; None: every payload is kept, as a file's are)."""
         super().__init__()
         self.control = control
         """The live session behind the source (intercept, resend), when there is one."""
@@ -128,7 +131,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.title = title
         self.recording_header = header or RecordingHeader.new(profile.name, ())
         self.pace = StreamPace(refresh_interval, stream_interval)
-        self.model = SessionModel(profile, compactor_for(source, profile))
+        self.model = SessionModel(profile, compactor_for(source, profile), payload_budget)
         if filter_text:
             self.model.set_filter(filter_text)
         # A source that is never dropped from (a file) waits for the screen instead.
@@ -250,6 +253,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             self._drain()
 
     def _show_status(self) -> None:
+        budget = self.model.payload_budget
         self.status_bar.show(
             Status(
                 source=self.source_description,
@@ -262,6 +266,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
                 finished=self.finished_reason or "",
                 failed=self.failed,
                 loading=self.loading,
+                released=budget.released if budget is not None else 0,
             )
         )
 
@@ -433,13 +438,14 @@ def run_tui(
     filter_text: str = "",
     control: Optional[LiveControl] = None,
     resend_target: Optional[Address] = None,
+    payload_budget: Optional[PayloadBudget] = None,
 ) -> None:
     """Run the TUI in this thread until the user quits, showing the events ``source``
     delivers (it runs in a worker thread); stops the source on the way out. ``header`` (the
     profile and routes of the session) goes into recordings written with `w`;
     ``filter_text`` (a valid filter) is applied from the start. ``control`` reaches the live
     session (intercepting, sending again); ``resend_target`` is the plugin `r` sends to
-    without one."""
+    without one; ``payload_budget`` bounds a live session's payloads."""
     app = GolemProxyApp(
         source,
         profile,
@@ -448,6 +454,7 @@ def run_tui(
         filter_text=filter_text,
         control=control,
         resend_target=resend_target,
+        payload_budget=payload_budget,
     )
     try:
         app.run()

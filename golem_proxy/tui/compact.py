@@ -12,8 +12,9 @@ and with the role the recording's reader used, so what is read back is equal to 
 dropped.
 
 Only frames whose payload is their whole message are compacted: a live frame with long
-strings elided has a message that differs from its payload, and a malformed one is kept as
-it came (rare, and its detail says what is wrong with it).
+strings elided has a message that differs from its payload, a frame whose payload the live
+TUI released has no bytes to parse again, and a malformed one is kept as it came (rare, and
+its detail says what is wrong with it).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from golem_core.messages import (
 )
 from golem_core.profiles import Profile
 
-from ..events import Direction, FrameSeen
+from ..events import Direction, FrameSeen, ReleasedPayload
 
 __all__ = [
     "CompactErrorResponse",
@@ -194,7 +195,8 @@ class Compactor:
         read). A copy would cost a second frame and its construction on every flow."""
         message = frame.message
         plan = _PLAN.get(type(message))  # None for a compact class too
-        if plan is None or frame.elided:
+        if plan is None or frame.elided or isinstance(frame.payload, ReleasedPayload):
+            # A released payload (`golem_proxy.tui.payloads`) holds no bytes to parse again.
             return
         cls, names, setters, set_payload, set_reparser = plan
         compact: Message = _new(cls)

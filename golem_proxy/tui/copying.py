@@ -12,6 +12,7 @@ from ..terminal import safe_text
 from .app_mixin import AppMixin
 from .export import call_command, request_json, write_copy
 from .model import SessionModel
+from .payloads import PayloadReleased
 from .render import escape_surrogates
 
 if TYPE_CHECKING:
@@ -35,8 +36,12 @@ class CopyActions(AppMixin):
         flow = self.selected_flow()
         if flow is None:
             return
-        # Lone surrogates (legal in JSON) become escapes: UTF-8 cannot carry them as they are.
-        text = escape_surrogates(request_json(flow))
+        try:
+            # Lone surrogates (legal in JSON) become escapes: UTF-8 cannot carry them as such.
+            text = escape_surrogates(request_json(flow))
+        except PayloadReleased as exc:
+            self._not_copied(flow, exc)
+            return
         if not text:
             self.notify("This flow has no request", severity="warning")
             return
@@ -52,11 +57,19 @@ class CopyActions(AppMixin):
         target = str(self.resend_target) if self.resend_target is not None else None
         if target is None and info is not None and info.upstream:
             target = info.upstream
-        command = call_command(flow, self.profile, target)
+        try:
+            command = call_command(flow, self.profile, target)
+        except PayloadReleased as exc:
+            self._not_copied(flow, exc)
+            return
         if command is None:
             self.notify("This flow has no well-formed request to call", severity="warning")
             return
         self._copy(escape_surrogates(command), flow.number, f"The call for #{flow.number}", ".sh")
+
+    def _not_copied(self, flow: Flow, released: PayloadReleased) -> None:
+        message = f"Request #{flow.number} not copied: its {released}"
+        self.notify(safe_text(message), severity="warning", markup=False)
 
     def _copy(self, text: str, number: int, what: str, suffix: str) -> None:
         self.copy_to_clipboard(text)

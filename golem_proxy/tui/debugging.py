@@ -25,6 +25,7 @@ from textual.app import SuspendNotSupported
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
+from ..events import ReleasedPayload
 from ..live.control import LiveControl, NotLive
 from ..live.frame_editor import EditorError, EditorResult, edit_in_editor, editor_command
 from ..live.intercept import Answer, Edit
@@ -32,6 +33,7 @@ from ..live.resend import ResendError, Resent, resend
 from ..net.addresses import Address
 from ..terminal import format_latency, safe_text
 from .app_mixin import AppMixin
+from .payloads import release_note
 from .screens.edit_frame import EditFrame
 from .screens.intercept_prompt import InterceptPrompt
 from .screens.resend_diff import ResendDiff
@@ -44,7 +46,10 @@ __all__ = ["DebugActions", "LastResend"]
 class LastResend:
     flow: int
     recorded: Optional[bytes]
+    """The answer's payload as the flow holds it (a `ReleasedPayload` once the TUI let it
+    go: then ``recorded_note`` says so)."""
     resent: Resent
+    recorded_note: str = ""
 
 
 class DebugActions(AppMixin):
@@ -166,6 +171,12 @@ class DebugActions(AppMixin):
                 severity="warning",
             )
             return None
+        note = release_note(flow.request)
+        if note is not None:
+            # Sending again sends the exact bytes: the row's message is not them.
+            message = f"request #{flow.number} cannot be sent again: its {note}"
+            self.notify(safe_text(message), severity="warning", markup=False)
+            return None
         return flow
 
     def action_resend(self) -> None:
@@ -201,7 +212,8 @@ class DebugActions(AppMixin):
             self.call_from_thread(self.notify, safe_text(str(exc), 300), severity="error")
             return
         recorded = flow.response.payload if flow.response is not None else None
-        self.last_resend = LastResend(flow.number, recorded, resent)
+        note = release_note(flow.response) or ""
+        self.last_resend = LastResend(flow.number, recorded, resent, note)
         status = safe_text(resent.outcome.text)
         text = (
             f"flow {flow.number} sent again: {status} in {format_latency(resent.latency)} "
@@ -215,6 +227,10 @@ class DebugActions(AppMixin):
             self.notify("nothing sent again yet: r sends the selected flow", severity="warning")
             return
         resent = last.resent
+        if isinstance(last.recorded, ReleasedPayload):
+            message = f"flow {last.flow}'s answer cannot be compared: {last.recorded_note}"
+            self.notify(safe_text(message), severity="warning", markup=False)
+            return
         summary = f"{resent.method} id {resent.request_id} → {resent.outcome.text}"
         recorded = last.recorded if last.recorded is not None else json.dumps(None).encode()
         self.push_screen(ResendDiff(last.flow, resent.method, recorded, resent.response, summary))

@@ -41,6 +41,10 @@ class EventLog:
         self._answer_at: dict[int, int] = {}
         """An answer's position by its flow's number, while the exchange that gives the flow
         its response is still to come (only what is in flight)."""
+        self._unowned_answers: dict[int, int] = {}
+        """The position of an answer whose request was never seen (dropped from a live
+        queue, or before a followed file's start), by the answer's id: the exchange that
+        follows makes its row, which then holds it (and may release its payload)."""
 
     def __len__(self) -> int:
         return len(self._where)
@@ -55,6 +59,8 @@ class EventLog:
         if flow is None:
             self._where.append(owner * 4 + _KEPT)
             self._kept[position] = event
+            if isinstance(event, FrameSeen) and event.answers is not None:
+                self._unowned_answers[id(event)] = position
         elif event is flow.request:
             self._where.append(owner * 4 + _REQUEST)
         elif event is flow.response:
@@ -62,6 +68,8 @@ class EventLog:
         elif isinstance(event, ExchangeCompleted) and event.response is flow.response:
             self._where.append(owner * 4 + _EXCHANGE)
             answer = self._answer_at.pop(flow.number, None)
+            if answer is None:
+                answer = self._unowned_answers.pop(id(event.response), None)
             if answer is not None and self._kept.get(answer) is flow.response:
                 del self._kept[answer]
                 self._where[answer] = flow.number * 4 + _RESPONSE

@@ -10,13 +10,14 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from golem_core.messages import ABSENT, Malformed, Request
+from golem_core.messages import ABSENT, Malformed, Request, Role
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
 from ..events import Event
 from ..recording import files
 from ..recording.format import Header, RecordingWriter
+from .payloads import PayloadReleased, released, stands_for_payload
 from .render import pretty_json
 
 __all__ = ["call_command", "request_json", "save_events", "write_copy", "write_private"]
@@ -27,12 +28,21 @@ DEFAULT_PROFILE = "golem"
 
 def request_json(flow: Flow) -> str:
     """The flow's request as pretty JSON; the raw payload text when it is not JSON; "" when
-    the flow has no request."""
-    if flow.request is None:
+    the flow has no request. A live frame's long strings, elided from its message, are
+    taken from its payload. Raises PayloadReleased when the TUI released the payload and
+    the message alone is not the whole request (`payloads.stands_for_payload`)."""
+    frame = flow.request
+    if frame is None:
         return ""
-    message = flow.request.message
+    message = frame.message
+    if released(frame) is not None:
+        if not stands_for_payload(frame):
+            raise PayloadReleased(frame)
+        return pretty_json(message.obj)
     if isinstance(message, Malformed) and message.obj is None:
-        return flow.request.payload.decode("utf-8", errors="replace")
+        return frame.payload.decode("utf-8", errors="replace")
+    if frame.elided:
+        return pretty_json(json.loads(frame.payload))
     return pretty_json(message.obj)
 
 
@@ -45,10 +55,18 @@ def call_command(
     """The shell command that sends the flow's request again: ``golem-proxy call METHOD
     PARAMS --target TARGET`` (params as compact JSON, every word shell-quoted; the program
     as ``$GOLEM_PROXY_COMMAND`` names it, like the demo's hints). None when the flow has no
-    well-formed request."""
-    message = flow.request.message if flow.request is not None else None
-    if not isinstance(message, Request):
+    well-formed request. Raises PayloadReleased as `request_json` does."""
+    frame = flow.request
+    message = frame.message if frame is not None else None
+    if frame is None or not isinstance(message, Request):
         return None
+    if frame.elided:
+        # The message holds placeholders for its long strings: the params are the payload's.
+        if released(frame) is not None:
+            raise PayloadReleased(frame)
+        message = profile.parse(frame.payload, Role.REQUEST)
+        if not isinstance(message, Request):  # pragma: no cover - parsed as a request before
+            return None
     words = ["call", message.method]
     if message.params is not ABSENT:
         words.append(json.dumps(message.params, ensure_ascii=False, separators=(",", ":")))
@@ -78,13 +96,18 @@ def write_copy(text: str, number: int, suffix: str = ".json") -> str:
     return path
 
 
-def save_events(path: str, header: Header, events: Sequence[Event], filter_text: str) -> int:
+def save_events(
+    path: str, header: Header, events: Sequence[Event], filter_text: str, left_out: str = ""
+) -> int:
     """Write ``events`` as a new recording at ``path`` (which must not exist), under a copy
-    of ``header`` noting the filter. Returns the number of lines written after the header.
+    of ``header`` noting the filter and what was ``left_out`` (flows whose payloads the TUI
+    released: in words). Returns the number of lines written after the header.
     Raises OSError (FileExistsError when ``path`` exists)."""
     extra = dict(header.extra)
     if filter_text:
         extra["filtered_by"] = filter_text
+    if left_out:
+        extra["left_out"] = left_out
     new_header = dataclasses.replace(header, extra=extra)
     path = os.path.expanduser(path)
     with RecordingWriter.create(path, new_header) as writer:

@@ -16,6 +16,7 @@ from typing import Optional
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL
 
+from ..analysis.filter_predicates import frame_text
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow
 from ..analysis.tool_calls import (
@@ -34,10 +35,11 @@ from ..events import (
 from ..terminal import safe_text
 from .compact import Compactor
 from .event_log import CONNECTION, EventLog
+from .payloads import PayloadBudget, released
 from .render import flow_label
 from .settling import ExchangeTracker, whole_exchange
 
-__all__ = ["BatchResult", "SessionModel"]
+__all__ = ["BatchResult", "SavedView", "SessionModel"]
 
 
 @dataclass
@@ -50,13 +52,32 @@ class BatchResult:
     events: int = 0
 
 
+@dataclass
+class SavedView:
+    """What `SessionModel.view_to_save` gives: the events to write, the flows they are of,
+    and the flows left out because a payload of theirs was released (`golem_proxy.tui.
+    payloads`): a recording written from memory holds only the bytes still in it."""
+
+    events: list[Event]
+    flows: int
+    left_out: int
+
+
 class SessionModel:
     """Flows and their events. ``view`` holds indexes into ``flows``, ascending."""
 
-    def __init__(self, profile: Profile, compactor: Optional[Compactor] = None) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        compactor: Optional[Compactor] = None,
+        payload_budget: Optional[PayloadBudget] = None,
+    ) -> None:
         """With a ``compactor``, flows keep compact frames (`golem_proxy.tui.compact`) and
-        the event list refers to them instead of holding a second copy."""
+        the event list refers to them instead of holding a second copy. With a
+        ``payload_budget`` (a live session), the payloads of the oldest large frames are
+        released once the flows hold more than it keeps."""
         self.profile = profile
+        self.payload_budget = payload_budget
         self.tracker = ExchangeTracker(profile)
         self.compactor = compactor
         self._log = EventLog()
@@ -128,8 +149,11 @@ class SessionModel:
                 kept = flow.outcome = self._outcomes.setdefault(outcome, outcome)
                 self._interned.add(id(kept))
             result.changed.add(flow.number - 1)
+        budget = self.payload_budget
         for index in sorted(result.changed):
             flow = self.flows[index]
+            if budget is not None:
+                budget.note(flow)
             self._widen(flow)
             if index >= first_new:
                 if self._matches(self.flows[index]):
@@ -137,6 +161,9 @@ class SessionModel:
                     result.added += 1
             else:
                 self._refilter(index)
+        if budget is not None:
+            # Once the batch is in: the flows it added are counted, the oldest go first.
+            budget.enforce()
         return result
 
     def _widen(self, flow: Flow) -> None:
@@ -252,7 +279,13 @@ class SessionModel:
             if needle in (flow.method or "").lower():
                 return position
             for part in (flow.request, flow.response):
-                if part is not None and raw_needle in part.payload.lower():
+                if part is None:
+                    continue
+                if released(part) is not None:
+                    # The bytes are gone: search what the row kept of them (`frame_text`).
+                    if needle in frame_text(part).lower():
+                        return position
+                elif raw_needle in part.payload.lower():
                     return position
         return None
 
@@ -264,11 +297,23 @@ class SessionModel:
 
     def events_for_view(self) -> list[Event]:
         """The events behind the flows in view, with their connections' open and close
-        events, in their original order: what a recording of just this view holds."""
+        events, in their original order: what a recording of just this view holds (but
+        for the flows whose payloads were released: `view_to_save`)."""
+        return self.view_to_save().events
+
+    def view_to_save(self) -> SavedView:
+        """The events of the flows in view that can be written as they came, with their
+        connections' open and close events, in order; a flow with a released payload is left
+        out (and counted): its bytes are no longer here to write."""
         numbers: set[int] = set()
         conns: set[int] = set()
+        left_out = 0
         for index in self.view:
             flow = self.flows[index]
+            if released(flow.request) is not None or released(flow.response) is not None:
+                left_out += 1
+                continue
             numbers.add(flow.number)
             conns.add(flow.conn)
-        return self._log.events_of(numbers, conns, self.flows)
+        events = self._log.events_of(numbers, conns, self.flows)
+        return SavedView(events, len(numbers), left_out)

@@ -29,6 +29,7 @@ from ..live.session import ProxySession, SessionConfig
 from ..table_layout import print_line
 from .app import GolemProxyApp
 from .bridge import EventBuffer, SourceInfo, TrioThreadSource, hub_sink
+from .payloads import PayloadBudget
 
 __all__ = ["ForwardedSessionSource", "observe_with_tui"]
 
@@ -116,7 +117,10 @@ def observe_with_tui(
     # the session itself); with several routes, which one a flow came by is not an address.
     routes = setup.bound
     through = routes[0].listen if len(routes) == 1 else None
-    app = GolemProxyApp(source, config.profile, "golem-proxy", resend_target=through)
+    budget = PayloadBudget(recording=config.record_path)
+    app = GolemProxyApp(
+        source, config.profile, "golem-proxy", resend_target=through, payload_budget=budget
+    )
     sys.setswitchinterval(SWITCH_INTERVAL)
     try:
         app.run()

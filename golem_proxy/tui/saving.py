@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Optional
+from typing import Literal, Optional
 
-from ..events import Event
 from ..recording.format import Header as RecordingHeader
 from ..terminal import counted, safe_text
 from .app_mixin import AppMixin
 from .export import save_events
-from .model import SessionModel
+from .model import SavedView, SessionModel
 from .screens.save import SavePrompt
 
 __all__ = ["SaveActions"]
@@ -31,11 +30,12 @@ class SaveActions(AppMixin):
     def _save_view_to(self, path: Optional[str]) -> None:
         if not path:
             return
-        events = self.model.events_for_view()
-        flows = len(self.model.view)
+        saved = self.model.view_to_save()
         header, filter_text = self.recording_header, self.model.filter_text
+        # Said in the file's header too: a recording written from memory that lacks flows.
+        left_out = left_out_line(saved.left_out, self.model) if saved.left_out else ""
         self.run_worker(
-            partial(self._write_view, path, header, events, filter_text, flows),
+            partial(self._write_view, path, header, saved, filter_text, left_out),
             thread=True,
             name="save",
             exit_on_error=False,
@@ -45,16 +45,29 @@ class SaveActions(AppMixin):
         self,
         path: str,
         header: RecordingHeader,
-        events: list[Event],
+        saved: SavedView,
         filter_text: str,
-        flows: int,
+        left_out: str,
     ) -> None:
         try:
-            count = save_events(path, header, events, filter_text)
+            count = save_events(path, header, saved.events, filter_text, left_out)
         except OSError as exc:
             message = safe_text(f"Not written: {exc}")
             self.call_from_thread(self.notify, message, severity="error", markup=False)
             return
-        wrote = f"{counted(flows, 'flow', grouped=True)} ({counted(count, 'event', grouped=True)})"
-        message = safe_text(f"Wrote {wrote} to {path}")
-        self.call_from_thread(self.notify, message, markup=False)
+        flows = counted(saved.flows, "flow", grouped=True)
+        message = f"Wrote {flows} ({counted(count, 'event', grouped=True)}) to {path}"
+        if left_out:
+            message += "; " + left_out
+        severity: Literal["information", "warning"] = "warning" if left_out else "information"
+        self.call_from_thread(self.notify, safe_text(message), severity=severity, markup=False)
+
+
+def left_out_line(left_out: int, model: SessionModel) -> str:
+    """What a written view is missing: the flows whose payloads were released, and where
+    their bytes are."""
+    budget = model.payload_budget
+    recording = budget.marker.recording if budget is not None else None
+    where = f"the recording {recording} holds them" if recording else "they were not recorded"
+    flows = counted(left_out, "flow", grouped=True)
+    return f"{flows} left out: payloads released from memory ({where})"

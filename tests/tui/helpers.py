@@ -23,6 +23,7 @@ from golem_proxy.net.addresses import Address, Route
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import EventBuffer, TrioThreadSource
+from golem_proxy.tui.payloads import PayloadBudget
 from golem_proxy.tui.sources import RecordingSource
 
 T = TypeVar("T")
@@ -79,11 +80,11 @@ async def recording_app(
 
 @asynccontextmanager
 async def live_app(
-    source: TrioThreadSource, control: LiveControl
+    source: TrioThreadSource, control: LiveControl, payload_budget: Optional[PayloadBudget] = None
 ) -> AsyncIterator[tuple[GolemProxyApp, Pilot[None], int]]:
     """The app on a live session (see `intercepting_source`) under the pilot, once the session
-    listens; with the loopback port clients connect to."""
-    app = GolemProxyApp(source, GOLEM, "live", control=control)
+    listens; with the loopback port clients connect to (and ``payload_budget``, when given)."""
+    app = GolemProxyApp(source, GOLEM, "live", control=control, payload_budget=payload_budget)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: "live on 127.0.0.1:" in app.status_bar.text)
         listen = int(app.status_bar.text.split("live on 127.0.0.1:")[1].split()[0])

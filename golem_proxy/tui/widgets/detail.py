@@ -31,6 +31,7 @@ from ...analysis.tool_calls import arguments_summary, cause_text, tool_call_erro
 from ...events import FrameSeen
 from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
+from ..payloads import release_note
 from ..render import (
     LONG_STRING,
     count_nodes,
@@ -142,19 +143,24 @@ class FlowDetail(VerticalScroll, can_focus=True):
             tree.display = False
             return
         heading = f"{title}  {format_size(frame.size)}  t={fmt_time(frame.t)}"
+        # A payload the TUI let go (payloads.py) is said to be gone, under the title: what
+        # follows is the message the row kept, never an empty body shown as the body.
+        note = release_note(frame)
+        released = Text(f"\n{safe_text(note)}", style="yellow") if note is not None else Text()
         message = frame.message
         if isinstance(message, Malformed):
-            title_widget.update(Text(f"{heading}  malformed: {message.kind.value}"))
+            title_widget.update(Text(f"{heading}  malformed: {message.kind.value}") + released)
             parts: list[RenderableType] = [Text(safe_text(message.detail), style="bold red")]
             if message.obj is not None:
                 parts.append(self._json(message.obj)[0])
-            parts.append(Text(hexdump(frame.payload), style="cyan"))
+            if note is None:
+                parts.append(Text(hexdump(frame.payload), style="cyan"))
             body.update(Group(*parts))
             body.display, tree.display = True, False
             return
         obj = message.obj
         if count_nodes(obj, TREE_NODES + 1) > TREE_NODES:
-            title_widget.update(Text(f"{heading}  (tree: enter/space to expand)"))
+            title_widget.update(Text(f"{heading}  (tree: enter/space to expand)") + released)
             body.display, tree.display = False, True
             tree.clear()
             tree.root.data = obj
@@ -165,7 +171,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         rendered, shortened = self._json(obj)
         hint = f"  ({shortened} long string(s) shortened: e expands)" if shortened else ""
         redacted = f"  redacted: {safe_text(', '.join(frame.redacted))}" if frame.redacted else ""
-        title_widget.update(Text(heading + hint + redacted))
+        title_widget.update(Text(heading + hint + redacted) + released)
         body.update(rendered)
         body.display, tree.display = True, False
 

@@ -1,5 +1,5 @@
 """The status line: source, follow state, counts (and how far a file is read while it
-loads), filter, missed events, source state."""
+loads), filter, payloads released, missed events, source state."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ class Status:
     failed: bool = False
     loading: Optional[Progress] = None
     """The source is still reading its file, this far."""
+    released: int = 0
+    """Payloads let go to stay within the live TUI's budget (`golem_proxy.tui.payloads`)."""
 
 
 class StatusBar(Static):
@@ -56,6 +58,9 @@ class StatusBar(Static):
             )
         else:
             text.append(counted(status.flows, "flow", grouped=True))
+        if status.released:
+            released = counted(status.released, "payload", grouped=True)
+            text.append(f"  │  {released} released from memory", style="yellow")
         if status.missed:
             missed = counted(status.missed, "event", grouped=True)
             text.append(f"  │  {missed} missed", style="bold red")

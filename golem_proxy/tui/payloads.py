@@ -1,0 +1,157 @@
+"""The live TUI's payload budget: how many bytes of frame payloads it keeps, and which it
+lets go beyond that.
+
+A live session runs for an afternoon; GOLEM viewport captures answer with 1 to 16 MiB of base64
+each, and the flows the TUI keeps would hold every one of them. So the model hands each batch's
+flows to a `PayloadBudget`, which keeps the payloads of the newest large frames up to
+``keep`` bytes and releases the oldest beyond it: the frame the flow holds becomes a copy
+whose payload is a `ReleasedPayload`, and the published event (which the recorder may not
+have written yet) is left as it is. The row stays whole: method, outcome, sizes, timing, the
+message the tap parsed (long strings already elided above 1 MiB). Only the bytes go; the
+recording holds them.
+
+Frames under `RELEASE_OVER` are kept whatever the budget: they are the table's substance, and
+each costs about what its row does. Compact frames (a recording's, `golem_proxy.tui.compact`)
+are never released: their message is parsed again from the payload on demand.
+
+The decision is made once, here, and carried by the frame; readers ask `released()` and say
+`release_note()` instead of showing an empty body.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from typing import Optional
+
+from golem_core.messages import Malformed
+
+from ..analysis.flows import Flow
+from ..events import FrameSeen, ReleasedPayload
+from ..terminal import format_size
+from .compact import is_compact
+
+__all__ = [
+    "DEFAULT_KEEP",
+    "RELEASE_OVER",
+    "PayloadBudget",
+    "PayloadReleased",
+    "release_note",
+    "released",
+    "stands_for_payload",
+]
+
+DEFAULT_KEEP = 256 * 1024 * 1024
+"""Payload bytes of large frames the live TUI keeps: about the last sixteen 16 MiB captures, or a
+few hundred 1 MiB ones, for the detail pane, `w`, `r` and `D` to read whole. The observing
+process then stays within a few hundred MiB all afternoon, where it grew by every capture."""
+RELEASE_OVER = 64 * 1024
+"""Frames with payloads this large or larger may be released. A GOLEM call or answer is a few
+hundred bytes; 64 KiB is where the tap starts treating a string as a blob (the live
+elision's threshold)."""
+
+
+def released(frame: Optional[FrameSeen]) -> Optional[ReleasedPayload]:
+    """The marker standing in ``frame``'s payload when the TUI released it, else None (compare
+    with None: the marker is an empty bytes, false as a bool)."""
+    if frame is None:
+        return None
+    payload = frame.payload
+    return payload if isinstance(payload, ReleasedPayload) else None
+
+
+def release_note(frame: Optional[FrameSeen]) -> Optional[str]:
+    """What a view says instead of a released payload (None: the payload is kept): its size,
+    the budget, and where the bytes are now."""
+    marker = released(frame)
+    if frame is None or marker is None:
+        return None
+    where = (
+        f"the recording holds it ({marker.recording})"
+        if marker.recording
+        else "it was not recorded (run with --record to keep it)"
+    )
+    return (
+        f"payload released from memory ({format_size(frame.size)}, over the TUI's "
+        f"{format_size(marker.keep)} budget); {where}"
+    )
+
+
+def stands_for_payload(frame: FrameSeen) -> bool:
+    """Whether ``frame``'s message holds its whole payload parsed (nothing elided, the JSON
+    decoded), so that it says what the payload said even once the payload is released."""
+    message = frame.message
+    return not frame.elided and not (isinstance(message, Malformed) and message.obj is None)
+
+
+class PayloadReleased(LookupError):
+    """What is asked for needs a payload the TUI released; the message is its
+    `release_note`."""
+
+    def __init__(self, frame: FrameSeen) -> None:
+        super().__init__(release_note(frame) or "payload released from memory")
+
+
+class PayloadBudget:
+    """Keeps at most ``keep`` bytes of large payloads (`RELEASE_OVER` and up) in the flows it
+    is shown, releasing the oldest beyond that. ``recording``: where the session records,
+    which is what a released payload's note points to."""
+
+    def __init__(
+        self,
+        keep: int = DEFAULT_KEEP,
+        recording: Optional[str] = None,
+        *,
+        release_over: int = RELEASE_OVER,
+    ) -> None:
+        self.keep = keep
+        self.release_over = release_over
+        self.marker = ReleasedPayload(keep, recording)
+        self.kept = 0
+        """Payload bytes of the large frames kept now."""
+        self.released = 0
+        """Frames whose payloads were released."""
+        self.released_bytes = 0
+        # The large frames kept, oldest first, as (flow, is its response); and the ids of
+        # those frames, so that a flow changed again (its answer came) is not counted twice.
+        self._kept: deque[tuple[Flow, bool]] = deque()
+        self._counted: set[int] = set()
+
+    def note(self, flow: Flow) -> None:
+        """Count the large frames ``flow`` holds that are not counted yet (a new flow, a
+        request answered since)."""
+        for is_response in (False, True):
+            frame = flow.response if is_response else flow.request
+            if (
+                frame is None
+                or len(frame.payload) < self.release_over
+                or id(frame) in self._counted
+                or is_compact(frame)
+            ):
+                continue
+            self._counted.add(id(frame))
+            self._kept.append((flow, is_response))
+            self.kept += len(frame.payload)
+
+    def enforce(self) -> int:
+        """Release the oldest large payloads until at most ``keep`` bytes are kept. Returns
+        how many were released now."""
+        count = 0
+        while self.kept > self.keep and self._kept:
+            flow, is_response = self._kept.popleft()
+            frame = flow.response if is_response else flow.request
+            if frame is None or id(frame) not in self._counted:  # pragma: no cover - defensive
+                continue
+            self._counted.discard(id(frame))
+            size = len(frame.payload)
+            self.kept -= size
+            # A copy: the published frame may still be on its way to the recorder.
+            kept = dataclasses.replace(frame, payload=self.marker)
+            if is_response:
+                flow.response = kept
+            else:
+                flow.request = kept
+            self.released += 1
+            self.released_bytes += size
+            count += 1
+        return count
