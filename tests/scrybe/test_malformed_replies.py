@@ -17,6 +17,7 @@ from golem_proxy.events import (
     ConnectionClosed,
     ExchangeCompleted,
     FramingErrorSeen,
+    ObservationLost,
     ViolationSeen,
 )
 from golem_proxy.recording.format import read_recording
@@ -131,7 +132,8 @@ async def test_malformed_reply_is_forwarded_unchanged_and_named(
         assert named == []
     else:
         # Both connections report the same violation under the contract's outcome name.
-        assert [(v.rule, v.outcome) for v in named] == [(rule, outcome)] * 2
+        lost = stack.proxy.of_type(ObservationLost)  # says why, should one be missing
+        assert [(v.rule, v.outcome) for v in named] == [(rule, outcome)] * 2, lost
     recorded = read_recording(record)
     recorded_named = [
         (e.violation.rule, e.violation.outcome)
