@@ -49,7 +49,6 @@ without it (`watch_stall`).
 from __future__ import annotations
 
 import collections
-import heapq
 import math
 import pickle
 from typing import Callable, Optional
@@ -332,32 +331,27 @@ class ObserverLink:
 
     def _shares(self) -> int:
         """Count the shares again: what the connections with at least their share have
-        outstanding, together (`_busy`). Left out of the count (`_behind`): a connection's
-        bytes handed on after the last ones of every other connection that has a record's
-        worth outstanding (`RECORD_LIMIT`) and has handed on nothing for `BEHIND_AFTER` (at
-        most `outstanding_limit` of them). They wait in the pipe behind bytes that have waited
-        for long, a flood's whose decoding takes seconds:
-        holding a quiet connection for its round trips meanwhile would not shorten the trail,
-        only stop it until the flood's bytes are decoded (they count again once the flood's
-        are acknowledged)."""
+        outstanding, together (`_busy`). Left out of the count (`_behind`): the bytes a
+        connection handed on after the last ones of every flood standing still (a connection
+        with a record's worth outstanding, `RECORD_LIMIT`, that has handed on nothing for
+        `BEHIND_AFTER`), at most `outstanding_limit` of them. They wait in the pipe behind the
+        flood's, whose decoding may take seconds: holding a quiet connection for its round
+        trips meanwhile would not shorten the trail, only stop it until the flood's bytes are
+        decoded (they count again once those are acknowledged). A flood standing still keeps
+        all its bytes in the count."""
         outstanding, last_at = self._outstanding, self._last
         behind: dict[int, int] = {}
         now = self.now()
-        still = heapq.nlargest(
-            2,
-            (
-                (at, conn)
-                for conn, (at, t) in last_at.items()
-                if now - t >= BEHIND_AFTER and outstanding.get(conn, 0) >= RECORD_LIMIT
-            ),
-        )
+        still = {
+            conn: at
+            for conn, (at, t) in last_at.items()
+            if now - t >= BEHIND_AFTER and outstanding.get(conn, 0) >= RECORD_LIMIT
+        }
         if still:
+            frontier = max(still.values())
             handed, limit = self.writer.handed, self.outstanding_limit
             for conn, (at, _) in last_at.items():
-                # The last bytes of the others that stand still: the latest, or the one
-                # before it when the latest are this connection's own.
-                frontier = next((a for a, c in still if c != conn), None)
-                if frontier is not None and at > frontier:
+                if at > frontier:  # handed on since: not one standing still
                     behind[conn] = min(outstanding.get(conn, 0), handed - frontier, limit)
         self._behind = behind
         total = self._outstanding_total - sum(behind.values())

@@ -133,6 +133,19 @@ def test_behind_a_flood_a_quiet_connection_counts_again_past_the_byte_limit() ->
         assert link.holds(QUIET)
 
 
+def test_floods_standing_still_keep_their_bytes_in_the_shares() -> None:
+    with hand_link() as (link, clock, read_fd):
+        reader = RecordReader()
+        for conn in (BUSY, 3):  # the second's bytes all come after the first's
+            for _ in range(OUTSTANDING_LIMIT // RECORD_LIMIT):
+                link.data(conn, Direction.S2C, b"n" * RECORD_LIMIT, 0.0)
+                read_records(link, read_fd, reader)
+        clock.now = BEHIND_AFTER
+        link.data(QUIET, Direction.C2S, b"q" * 100, clock.now)
+        assert link.holding
+        assert link.holds(BUSY) and link.holds(3) and not link.holds(QUIET)
+
+
 def test_connections_that_trail_alike_and_stand_still_are_all_held() -> None:
     with hand_link() as (link, clock, read_fd):
         sizes = {conn: 280 + 10 * conn for conn in range(1, 9)}
