@@ -24,7 +24,11 @@ all are back under half their limits. While it holds, the relay takes no new byt
 with at least their share of the bytes not acknowledged yet (the outstanding bytes over the
 number of connections that have some), as long as the others together have less than
 1/`QUIET_SHARE` of what those have. Those others forward on: one connection's flood does not
-hold the rest. Their bytes go into the pipe behind the flood's, which is held at the limits, so
+hold the rest; nor do the bytes they hand on after a flood's (a record's worth outstanding)
+that has stood still for `BEHIND_AFTER` (held, or done sending) count in the shares (up to the
+byte limit): they wait
+behind it in the pipe, where its frames may take seconds to decode, and holding them would not
+shorten that. Their bytes go into the pipe behind the flood's, which is held at the limits, so
 they trail by what decoding the flood's held bytes takes (up to seconds of tiny frames on a
 busy machine: the reason they are not held by time as well); what they add themselves is
 bounded by the fraction (past it, every connection is held: when many connections trail alike,
@@ -107,6 +111,13 @@ QUIET_SHARE = 8
 yet forward on only while they have, together, at most 1/8 of what the others have: so they
 add at most that to what a ``kill -9`` loses, and connections that trail alike are all held
 (without it they would take turns under the average and the trail would grow to `CAP`)."""
+BEHIND_AFTER = 0.25
+"""While the link holds, bytes a connection hands on after the last ones of the others that
+have a record's worth (`RECORD_LIMIT`) outstanding and have handed on nothing for this many
+seconds are left out of the shares (`ObserverLink._shares`): they wait behind a flood's bytes
+that take seconds to decode, and holding that connection for them would not shorten the
+trail. Connections that trail alike (sequential calls: a few hundred bytes outstanding each)
+are all held still."""
 RECORD_LIMIT = 64 * 1024
 """The largest ``DATA`` record: a larger chunk is handed on in pieces (views, not copies)."""
 MARK_EVERY = 0.005
@@ -189,9 +200,16 @@ class ObserverLink:
         """Set when the shares may have changed while connections wait (`until_caught_up`)."""
         self._waiting = 0
         self._woken_at = -math.inf
+        self._last: dict[int, tuple[int, float]] = {}
+        """Of the connections with bytes outstanding, `HandoffWriter.handed` after each one's
+        last bytes (where its bytes end in the pipe), and when they were handed on."""
         self._busy: Optional[int] = None
         """What the connections with at least their share have outstanding, together (None:
         to be counted again, the shares changed)."""
+        self._behind: dict[int, int] = {}
+        """Of the connections' outstanding bytes, those left out of the shares (`_shares`)."""
+        self._counted = 0
+        """The outstanding bytes the shares count (`_shares`)."""
         self._room_wanted = trio.Event()
 
     @property
@@ -267,6 +285,7 @@ class ObserverLink:
         mark.handed = handed
         mark.by_conn[conn] = mark.by_conn.get(conn, 0) + size
         self._outstanding[conn] = self._outstanding.get(conn, 0) + size
+        self._last[conn] = (handed, t)
         self._outstanding_total += size
         if from_client:
             mark.from_clients += size
@@ -290,23 +309,61 @@ class ObserverLink:
         """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
         bytes: the link is `holding`, and ``conn`` has at least its share of what is not
         acknowledged yet, or the others together have more than 1/`QUIET_SHARE` of what those
-        with their share have, or more than `CAP` times the byte limit is outstanding."""
+        with their share have (the shares leave out bytes that wait behind those of
+        connections standing still for `BEHIND_AFTER`: `_shares`), or more than `CAP` times
+        the byte limit is outstanding."""
         if not self.holding or conn in self._shedding:
             return False
-        outstanding, total = self._outstanding, self._outstanding_total
+        outstanding = self._outstanding
         count = len(outstanding)
-        own = outstanding.get(conn, 0)
-        if own and own * count >= total:
-            return True  # one of those the recording trails on
         busy = self._busy
         if busy is None:  # once per change of the shares, not once per connection asking
-            busy = sum(size for size in outstanding.values() if size * count >= total)
-            self._busy = busy
+            busy = self._shares()
+        total = self._counted
+        own = outstanding.get(conn, 0) - self._behind.get(conn, 0)
+        if own > 0 and own * count >= total:
+            return True  # one of those the recording trails on
         if (total - busy) * QUIET_SHARE > busy:
             return True  # no few connections stand out: the recording trails on all of them
         # Clients' bytes past their limit hold only by the shares above: many connections
         # sending alike are all held there, and one that sends little is not held for them.
         return self.writer.handed - self.acked > self.outstanding_limit * CAP
+
+    def _shares(self) -> int:
+        """Count the shares again: what the connections with at least their share have
+        outstanding, together (`_busy`). Left out of the count (`_behind`): the bytes a
+        connection handed on after the last ones of every flood standing still (a connection
+        with a record's worth outstanding, `RECORD_LIMIT`, that has handed on nothing for
+        `BEHIND_AFTER`), at most `outstanding_limit` of them. They wait in the pipe behind the
+        flood's, whose decoding may take seconds: holding a quiet connection for its round
+        trips meanwhile would not shorten the trail, only stop it until the flood's bytes are
+        decoded (they count again once those are acknowledged). A flood standing still keeps
+        all its bytes in the count."""
+        outstanding, last_at = self._outstanding, self._last
+        behind: dict[int, int] = {}
+        now = self.now()
+        still = {
+            conn: at
+            for conn, (at, t) in last_at.items()
+            if now - t >= BEHIND_AFTER and outstanding.get(conn, 0) >= RECORD_LIMIT
+        }
+        if still:
+            frontier = max(still.values())
+            handed, limit = self.writer.handed, self.outstanding_limit
+            for conn, (at, _) in last_at.items():
+                if at > frontier:  # handed on since: not one standing still
+                    behind[conn] = min(outstanding.get(conn, 0), handed - frontier, limit)
+        self._behind = behind
+        total = self._outstanding_total - sum(behind.values())
+        self._counted = total
+        count = len(outstanding)
+        busy = 0
+        for conn, size in outstanding.items():
+            size -= behind.get(conn, 0)
+            if size * count >= total:
+                busy += size
+        self._busy = busy
+        return busy
 
     def trail(self) -> float:
         """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
@@ -337,6 +394,7 @@ class ObserverLink:
                     outstanding[conn] = left
                 else:
                     del outstanding[conn]
+                    self._last.pop(conn, None)
                 self._outstanding_total -= size
             self._busy = None
         if self._shedding:
@@ -365,7 +423,9 @@ class ObserverLink:
         try:
             with trio.move_on_after(self.hold_limit):
                 while self.holds(conn):
-                    await self._changed.wait()
+                    with trio.move_on_after(BEHIND_AFTER):
+                        await self._changed.wait()
+                    self._busy = None  # another may have stood still for `BEHIND_AFTER` since
                 return
         finally:
             self._waiting -= 1
@@ -407,6 +467,7 @@ class ObserverLink:
         self._shedding.clear()
         self._marks.clear()
         self._outstanding.clear()
+        self._last.clear()
         self._outstanding_total = 0
         self.client_outstanding = 0
         self._busy = None

@@ -1,15 +1,21 @@
 """``proxy --observer child-process`` holds only the connections the recording trails on
 (live/observer_link.py): while one connection floods (pipelined calls far faster than the
 observing process records them, so the relay holds it), another goes on being answered; both
-are recorded whole, with no gap."""
+are recorded whole, with no gap. The same behind a flood of zero-length frames, whose decoding
+takes seconds while the quiet connection's calls wait behind it in the pipe."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import socket
 import threading
 from pathlib import Path
 
+from bench.robustness.crash import ThreadedUpstream
+from bench.robustness.proxy_cli import start_proxy_cli
+from bench.threaded_server import ThreadedServer
 from golem_core.blocking import MessageReader
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
@@ -75,3 +81,90 @@ def test_a_flood_on_one_connection_does_not_hold_another(tmp_path: Path) -> None
     kinds = [json.loads(line)["kind"] for line in record.read_bytes().splitlines()[1:]]
     assert "gap" not in kinds and "unobserved" not in kinds
     assert len(read_recording(str(record)).exchanges()) == answered + CALLS
+
+
+class _Silent(ThreadedServer):
+    """An upstream that reads everything a connection sends and answers nothing."""
+
+    def serve(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            while conn.recv(1 << 20):
+                pass
+
+
+ZERO_LENGTH = 128 * 1024
+"""The flood: 32,768 GOLEM frames of zero length (a 4-byte header each), seconds of decoding
+for the observing process (a frame and a violation recorded for each), handed on in one go."""
+ROUND_TRIPS = 600
+"""The quiet connection's calls while the flood is decoded: several times what held it before
+(its outstanding bytes reached 1/8 of the flood's, ~150 calls, and it waited for the flood)."""
+_FLOOD_FRAME = b'"size":4,"type":"malformed"'
+
+
+def _route_ports(lines: list[str]) -> dict[str, int]:
+    found = (re.search(r"^(\w+): 127\.0\.0\.1:(\d+) →", line) for line in lines)
+    return {match.group(1): int(match.group(2)) for match in found if match}
+
+
+class _Counted:
+    """Counts the flood's frames in a recording as it grows (reading only what was added)."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("rb")
+        self._count = 0
+        self._rest = b""
+
+    def __call__(self) -> int:
+        added = self._rest + self._file.read()
+        whole = added.rfind(b"\n") + 1
+        self._rest = added[whole:]
+        self._count += added[:whole].count(_FLOOD_FRAME)
+        return self._count
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def test_a_flood_of_zero_length_frames_does_not_stall_another_connection(tmp_path: Path) -> None:
+    record = tmp_path / "zero.jsonl"
+    with ThreadedUpstream() as upstream, _Silent() as silent:
+        cli = start_proxy_cli(
+            "--route", f"quiet@127.0.0.1:0={upstream.address}",
+            "--route", f"flood@127.0.0.1:0=127.0.0.1:{silent.port}",
+            "--record", str(record), "-q", "--observer", "child-process",
+        )  # fmt: skip
+        try:
+            ports = _route_ports(cli.lines)
+            quiet = CountingClient(ports["quiet"])
+            wait_for(lambda: quiet.answers >= 50, what="the first answers")
+            recorded = _Counted(record)
+            flood = socket.create_connection(("127.0.0.1", ports["flood"]), timeout=60)
+            flood.sendall(bytes(ZERO_LENGTH))
+            started = quiet.answers
+            # Its calls go into the pipe behind the flood's frames, which the observing process
+            # takes seconds to record; before, the link held it once its bytes there reached
+            # 1/8 of the flood's, until every flood frame was recorded.
+            wait_for(
+                lambda: quiet.answers >= started + ROUND_TRIPS or recorded() == ZERO_LENGTH // 4,
+                timeout=60,
+                what="the quiet connection's calls or the flood's recording",
+            )
+            during = recorded()
+            assert quiet.answers >= started + ROUND_TRIPS
+            assert during < ZERO_LENGTH // 4, "the quiet connection waited for the flood"
+            answered = quiet.stop()
+            flood.close()
+            wait_for(
+                lambda: recorded() == ZERO_LENGTH // 4,
+                timeout=60,
+                what="the flood's frames recorded",
+            )
+            recorded.close()
+            cli.stop()
+        finally:
+            cli.kill()
+    assert cli.process.returncode == 0, cli.stderr
+    assert "observation stopped" not in cli.stderr, cli.stderr
+    kinds = [json.loads(line)["kind"] for line in record.read_bytes().splitlines()[1:]]
+    assert "gap" not in kinds and "unobserved" not in kinds
+    assert len(read_recording(str(record)).exchanges()) == answered

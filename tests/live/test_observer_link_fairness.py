@@ -13,8 +13,10 @@ import trio.testing
 from golem_proxy.events import Direction
 from golem_proxy.live.handoff import Kind, RecordReader
 from golem_proxy.live.observer_link import (
+    BEHIND_AFTER,
     CAP,
     OUTSTANDING_LIMIT,
+    QUIET_SHARE,
     RECORD_LIMIT,
     TRAIL_LIMIT,
     ObserverLink,
@@ -94,6 +96,68 @@ def test_connections_that_trail_alike_are_all_held_not_in_turns() -> None:
         # Those under the average have far more than 1/QUIET_SHARE of what the others have.
         assert all(link.holds(conn) for conn in sizes)
         read_records(link, read_fd, reader)
+
+
+def test_a_quiet_connection_behind_a_flood_that_stands_still_is_not_held_for_its_share() -> None:
+    with hand_link() as (link, clock, read_fd):
+        reader = RecordReader()
+        link.data(QUIET, Direction.C2S, b"q" * 100, 0.0)
+        _flood(link, read_fd, reader, OUTSTANDING_LIMIT + RECORD_LIMIT, 0.0)
+        flooded = reader.offset
+        # The flood's frames take seconds to decode; the quiet connection's calls go into the
+        # pipe behind them, far past 1/QUIET_SHARE of the flood's bytes.
+        quiet = 0
+        clock.now = BEHIND_AFTER
+        while quiet * QUIET_SHARE < 2 * OUTSTANDING_LIMIT:
+            clock.now += 0.001
+            link.data(QUIET, Direction.C2S, b"q" * 1000, clock.now)
+            read_records(link, read_fd, reader)
+            quiet += 1000
+            assert link.holding and link.holds(BUSY) and not link.holds(QUIET)
+        # Once the flood's bytes are recorded, the quiet connection's are what the recording
+        # trails on: held until they are too.
+        link.acknowledged(flooded)
+        assert link.outstanding(BUSY) == 0 and link.holds(QUIET)
+        link.acknowledged(reader.offset)
+        assert not link.holding and not link.holds(QUIET)
+
+
+def test_behind_a_flood_a_quiet_connection_counts_again_past_the_byte_limit() -> None:
+    with hand_link() as (link, clock, read_fd):
+        reader = RecordReader()
+        _flood(link, read_fd, reader, OUTSTANDING_LIMIT + RECORD_LIMIT, 0.0)
+        clock.now = BEHIND_AFTER
+        while link.outstanding(QUIET) <= OUTSTANDING_LIMIT * 2:
+            link.data(QUIET, Direction.C2S, b"q" * RECORD_LIMIT, clock.now)
+            read_records(link, read_fd, reader)
+        assert link.holds(QUIET)
+
+
+def test_floods_standing_still_keep_their_bytes_in_the_shares() -> None:
+    with hand_link() as (link, clock, read_fd):
+        reader = RecordReader()
+        for conn in (BUSY, 3):  # the second's bytes all come after the first's
+            for _ in range(OUTSTANDING_LIMIT // RECORD_LIMIT):
+                link.data(conn, Direction.S2C, b"n" * RECORD_LIMIT, 0.0)
+                read_records(link, read_fd, reader)
+        clock.now = BEHIND_AFTER
+        link.data(QUIET, Direction.C2S, b"q" * 100, clock.now)
+        assert link.holding
+        assert link.holds(BUSY) and link.holds(3) and not link.holds(QUIET)
+
+
+def test_connections_that_trail_alike_and_stand_still_are_all_held() -> None:
+    with hand_link() as (link, clock, read_fd):
+        sizes = {conn: 280 + 10 * conn for conn in range(1, 9)}
+        for conn, size in sizes.items():
+            link.data(conn, Direction.C2S, b"c" * size, 0.0)
+        clock.now = TRAIL_LIMIT * 1.5
+        link.data(8, Direction.S2C, b"a" * 100, clock.now)
+        clock.now += BEHIND_AFTER
+        link.data(1, Direction.S2C, b"a" * 100, clock.now)
+        assert link.holding
+        assert all(link.holds(conn) for conn in sizes)
+        read_records(link, read_fd, RecordReader())
 
 
 def test_past_the_cap_in_bytes_every_connection_is_held() -> None:
