@@ -28,6 +28,7 @@ from ..events import Direction, Event
 from ..status_tone import TONE_STYLES, Tone, outcome_tone
 from ..table_layout import terminal_width
 from ..terminal import counted, format_latency, format_size, preview_json, safe_text
+from .log_repeats import Fold, RepeatFold
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
 
@@ -80,6 +81,7 @@ class EventLog:
             if started_wall is not None
             else datetime.datetime.now(datetime.timezone.utc).timestamp()
         )
+        self._repeats = RepeatFold()
 
     @property
     def stopped(self) -> bool:
@@ -125,14 +127,64 @@ class EventLog:
     def handle(self, event: Event) -> None:
         """Print whatever ``event`` deserves at this verbosity: on a terminal, folded between
         its fields to the terminal's width (never in the middle of a number); elsewhere
-        (a pipe, a file) one line per event, for grep."""
+        (a pipe, a file) one line per event, for grep. A problem repeated on a connection is
+        shown a few times a second, then counted (`golem_proxy.live.log_repeats`)."""
+        t: Optional[float] = getattr(event, "t", None)
+        if t is not None:
+            for fold in self._repeats.ended(t):
+                self._print(self._folded(fold))
+        problem = self._problem(event)
+        if problem is not None and t is not None:
+            # Before the line is made: making it is most of what a flood of them costs.
+            key, what = problem
+            if not self._repeats.admit(key, t, key[1], key[2], what):
+                return
         line = self.render(event)
-        if line is None:
-            return
+        if line is not None:
+            self._print(line)
+
+    def _problem(self, event: Event) -> Optional[tuple[tuple[str, str, int, object], str]]:
+        """For a problem's line that this log shows (a violation, a malformed frame, a
+        framing error, a gap in what was observed): the key its repeats share (the kind, the
+        route, the connection, what exactly) and its name."""
+        if isinstance(event, events.ViolationSeen):
+            if not self._shows_violation(event):
+                return None
+            rule = event.violation.rule
+            return ("violation", event.route, event.conn, rule), rule
+        if isinstance(event, events.FrameSeen) and isinstance(event.message, Malformed):
+            if not self._malformed(event):
+                return None
+            kind = event.message.kind
+            return ("malformed", event.route, event.conn, kind), f"malformed {kind.value}"
+        if isinstance(event, events.FramingErrorSeen):
+            error = event.kind
+            return ("framing", event.route, event.conn, error), f"framing error: {error.value}"
+        if isinstance(event, events.ObservationLost):
+            reason = event.reason
+            return ("lost", event.route, event.conn, reason), f"unobserved: {reason.value}"
+        return None
+
+    def flush_repeats(self) -> None:
+        """Say what the repeats still being counted did not show (at the end)."""
+        for fold in self._repeats.pending():
+            self._print(self._folded(fold))
+
+    def _print(self, line: Text) -> None:
         width = terminal_width(self.console)
         if width is not None and line.cell_len > width:
             line = fold_fields(line, width, self.console)
         self.console.print(line, soft_wrap=True, highlight=False)
+
+    def _folded(self, fold: Fold) -> Text:
+        text = self._prefix(fold.last, fold.route, fold.conn)
+        text.append(
+            f"… {fold.folded:,} more {safe_text(fold.what, _NAME)} within "
+            f"{fold.last - fold.started:.2f} s, not shown (repeats beyond "
+            f"{self._repeats.shown} a second are counted)",
+            "yellow",
+        )
+        return text
 
     def render(self, event: Event) -> Optional[Text]:
         """The line for ``event`` at this verbosity, or None."""
@@ -236,9 +288,15 @@ class EventLog:
             text.append(f"  ⟵ {tools}" if len(calls) == 1 else f"  ⟵ ambiguous: {tools}", "cyan")
         return text
 
+    def _shows_violation(self, event: events.ViolationSeen) -> bool:
+        """Warnings only when verbose."""
+        return event.violation.severity is not Severity.WARNING or (
+            self.verbosity >= Verbosity.VERBOSE
+        )
+
     def _violation(self, event: events.ViolationSeen) -> Optional[Text]:
         found = event.violation
-        if found.severity is Severity.WARNING and self.verbosity < Verbosity.VERBOSE:
+        if not self._shows_violation(event):
             return None
         text = self._prefix(event.t, event.route, event.conn)
         style = "yellow" if found.severity is Severity.WARNING else "bold yellow"
@@ -251,11 +309,17 @@ class EventLog:
             text.append(f" [{safe_text(found.outcome, _METHOD)}]", "magenta")
         return text
 
+    def _malformed(self, frame: events.FrameSeen) -> bool:
+        """A malformed frame, which is a problem line (an MCP notification is typed as a
+        request without an id, and is none)."""
+        message = frame.message
+        return isinstance(message, Malformed) and not (
+            self._profile(frame.route).tool_layer and is_notification(message)
+        )
+
     def _frame(self, frame: events.FrameSeen) -> Optional[Text]:
         message = frame.message
-        # An MCP notification is typed as a request without an id, and is no problem.
-        notification = self._profile(frame.route).tool_layer and is_notification(message)
-        if isinstance(message, Malformed) and not notification:
+        if isinstance(message, Malformed) and self._malformed(frame):
             text = self._prefix(frame.t, frame.route, frame.conn)
             text.append(f"{frame.direction.arrow} malformed {message.kind.value}", "bold magenta")
             text.append(f" ({format_size(frame.size)}): {safe_text(message.detail, _DETAIL)}")

@@ -245,6 +245,9 @@ async def _log_events(hub: EventHub, subscription: Subscription, log: EventLog) 
                     return
                 _show(log, event)
     finally:
+        if not log.stopped:
+            with contextlib.suppress(Exception):
+                log.flush_repeats()
         left = in_hand + subscription.waiting + subscription.missed
         if left and not log.stopped:
             with contextlib.suppress(Exception):
