@@ -16,7 +16,6 @@ import contextlib
 import os
 import signal
 import socket
-import sys
 from collections.abc import Awaitable
 from typing import Callable, Optional
 
@@ -35,13 +34,6 @@ __all__ = ["ForwardedSessionSource", "observe_with_tui"]
 
 FINISH_GRACE = 10.0
 """Seconds past the drain timeouts the session may take to end after the TUI quits."""
-SWITCH_INTERVAL = 0.001
-"""The interpreter's thread switch interval in this process (Python's default is 5 ms).
-The session thread is what the forwarding process waits for (it holds its relay once the
-recording trails by 60 ms); while the TUI's thread draws, the session waited up to the whole
-interval for the interpreter at each switch. Interleaved with the default, at ~3,000
-exchanges/s: sequential round trips 0.72x the relay's instead of 0.63x, p99 1.8x instead
-of 2.3x (the same with the TUI not drawing: 0.73x, 1.7x)."""
 
 
 class ForwardedSessionSource(TrioThreadSource):
@@ -121,7 +113,6 @@ def observe_with_tui(
     app = GolemProxyApp(
         source, config.profile, "golem-proxy", resend_target=through, payload_budget=budget
     )
-    sys.setswitchinterval(SWITCH_INTERVAL)
     try:
         app.run()
     finally:
