@@ -166,21 +166,22 @@ class Upstream(ThreadedServer):
             del pending[:]
         return b"".join(out)
 
-    def settled(self, limit: float, cap: float = SETTLE_CAP) -> bool:
-        """Wait until every connection that carried bytes has closed; False once no byte has
-        arrived for ``limit`` seconds, or after ``cap``. Bytes still arriving extend the
-        wait: a flood the proxy forwards at its observer's pace (the default hold) arrives
-        whole, later than the attack's own deadline."""
+    def settled(self, limit: float, cap: float = SETTLE_CAP) -> str:
+        """Wait until every connection that carried bytes has closed ("closed"); give up once no
+        byte has arrived for ``limit`` seconds ("still"), or after ``cap`` while bytes still
+        arrive ("arriving"). Bytes still arriving extend the wait: a flood the proxy forwards
+        at its observer's pace (the default hold) arrives whole, later than the attack's own
+        deadline."""
         start = time.monotonic()
         deadline, moved = start + limit, self._moved()
         while time.monotonic() < min(deadline, start + cap):
             if all(c.closed for c in self.conns if c.received.count or c.sent.count):
-                return True
+                return "closed"
             time.sleep(0.05)
             now = self._moved()
             if now != moved:
                 deadline, moved = time.monotonic() + limit, now
-        return False
+        return "still" if time.monotonic() >= deadline else "arriving"
 
     def _moved(self) -> int:
         return sum(c.received.count + c.sent.count for c in self.conns)
@@ -272,7 +273,12 @@ def byte_exact(conns: list[Conn], upstream: Upstream) -> str:
     for direction, (want, got) in (("c2s", c2s), ("s2c", s2c)):
         if want != got:
             sent, arrived = sum(k[0] for k in want), sum(k[0] for k in got)
-            still = "" if settled else "; the proxy still holds the upstream side open"
+            if settled == "arriving" and arrived < sent:
+                return (
+                    f"not yet ({direction}: {arrived:,} of {sent:,} B arrived in "
+                    f"{SETTLE_CAP:g} s, still arriving: held at the observer's pace)"
+                )
+            still = "" if settled == "closed" else "; the proxy still holds the upstream side open"
             if sent == arrived:
                 return f"NO ({direction}: as many bytes, other content{still})"
             return f"NO ({direction}: {arrived:,} of {sent:,} B arrived{still})"
