@@ -168,3 +168,49 @@ def test_a_flood_of_zero_length_frames_does_not_stall_another_connection(tmp_pat
     kinds = [json.loads(line)["kind"] for line in record.read_bytes().splitlines()[1:]]
     assert "gap" not in kinds and "unobserved" not in kinds
     assert len(read_recording(str(record)).exchanges()) == answered
+
+
+PAST_PENDING = 1024 * 1024
+"""A burst of 262,144 zero-length frames: twice the requests the tap keeps waiting for an
+answer, so that the second half is let go one by one (a line each), three lines a frame."""
+
+
+def _stopped(record: Path) -> bool:
+    """The recording ends saying observation stopped."""
+    with record.open("rb") as lines:
+        lines.seek(max(0, record.stat().st_size - 400))
+        return b'"kind":"observation-stopped"' in lines.read()
+
+
+def test_a_burst_of_zero_length_frames_past_the_pending_limit_is_recorded_whole(
+    tmp_path: Path,
+) -> None:
+    """The recorder's writes keep up with the decoding thread (`SWITCH_INTERVAL`): at the
+    interpreter's default 5 ms the writer waited for it after each write, no acknowledgement
+    came for 5 s after the first 1,024 frames, and the stall watchdog stopped observation."""
+    record = tmp_path / "burst.jsonl"
+    with _Silent() as silent:
+        cli = start_proxy_cli(
+            "--route", f"burst@127.0.0.1:0=127.0.0.1:{silent.port}",
+            "--record", str(record), "-q", "--observer", "child-process",
+        )  # fmt: skip
+        try:
+            port = _route_ports(cli.lines)["burst"]
+            recorded = _Counted(record)
+            with socket.create_connection(("127.0.0.1", port), timeout=120) as burst:
+                burst.sendall(bytes(PAST_PENDING))
+                wait_for(
+                    lambda: recorded() == PAST_PENDING // 4 or _stopped(record),
+                    timeout=180,
+                    what="the burst's frames recorded",
+                )
+            recorded.close()
+            cli.stop()
+        finally:
+            cli.kill()
+    assert "observation stopped" not in cli.stderr, cli.stderr
+    assert cli.process.returncode == 0, cli.stderr
+    lines = [json.loads(line) for line in record.read_bytes().splitlines()[1:]]
+    assert sum(line["kind"] == "frame" for line in lines) == PAST_PENDING // 4
+    let_go = [line for line in lines if line["kind"] == "unobserved"]
+    assert let_go and all(line["reason"] == "evicted" for line in let_go)
