@@ -35,10 +35,10 @@ RSS_CAP = 6 << 30
 
 SETTLE_CAP = 120.0
 """The longest `Upstream.settled` waits while bytes still arrive."""
-STILL_LIMIT = 15.0
+STILL_LIMIT = 30.0
 """Seconds without a byte arriving after which the upstream is taken as settled: a flood held
-at the observer's pace moves in bursts, one each time half the clients' byte limit (512 KiB)
-is decoded, ~6 s apart for zero-length frames at ~22,000 frames a second."""
+at the observer's pace moves in bursts of the clients' byte limit (1 MiB), each once the last
+is recorded: 15-17 s apart for zero-length frames (262,144 frames and three lines each)."""
 
 
 @dataclass
