@@ -106,6 +106,13 @@ def _route_ports(lines: list[str]) -> dict[str, int]:
     return {match.group(1): int(match.group(2)) for match in found if match}
 
 
+def _stopped(record: Path) -> bool:
+    """The recording ends saying observation stopped."""
+    with record.open("rb") as lines:
+        lines.seek(max(0, record.stat().st_size - 400))
+        return b'"kind":"observation-stopped"' in lines.read()
+
+
 class _Counted:
     """Counts the flood's frames in a recording as it grows (reading only what was added)."""
 
@@ -123,6 +130,14 @@ class _Counted:
 
     def close(self) -> None:
         self._file.close()
+
+    def wait_for(self, count: int, record: Path, timeout: float) -> None:
+        """Until ``count`` frames are recorded, or the recording says observation stopped
+        (then the caller's checks say so); then close."""
+        wait_for(
+            lambda: self() == count or _stopped(record), timeout=timeout, what="frames recorded"
+        )
+        self.close()
 
 
 def test_a_flood_of_zero_length_frames_does_not_stall_another_connection(tmp_path: Path) -> None:
@@ -154,12 +169,7 @@ def test_a_flood_of_zero_length_frames_does_not_stall_another_connection(tmp_pat
             assert during < ZERO_LENGTH // 4, "the quiet connection waited for the flood"
             answered = quiet.stop()
             flood.close()
-            wait_for(
-                lambda: recorded() == ZERO_LENGTH // 4,
-                timeout=60,
-                what="the flood's frames recorded",
-            )
-            recorded.close()
+            recorded.wait_for(ZERO_LENGTH // 4, record, timeout=60)
             cli.stop()
         finally:
             cli.kill()
@@ -173,13 +183,6 @@ def test_a_flood_of_zero_length_frames_does_not_stall_another_connection(tmp_pat
 PAST_PENDING = 1024 * 1024
 """A burst of 262,144 zero-length frames: twice the requests the tap keeps waiting for an
 answer, so that the second half is let go one by one (a line each), three lines a frame."""
-
-
-def _stopped(record: Path) -> bool:
-    """The recording ends saying observation stopped."""
-    with record.open("rb") as lines:
-        lines.seek(max(0, record.stat().st_size - 400))
-        return b'"kind":"observation-stopped"' in lines.read()
 
 
 def test_a_burst_of_zero_length_frames_past_the_pending_limit_is_recorded_whole(
@@ -199,12 +202,7 @@ def test_a_burst_of_zero_length_frames_past_the_pending_limit_is_recorded_whole(
             recorded = _Counted(record)
             with socket.create_connection(("127.0.0.1", port), timeout=120) as burst:
                 burst.sendall(bytes(PAST_PENDING))
-                wait_for(
-                    lambda: recorded() == PAST_PENDING // 4 or _stopped(record),
-                    timeout=180,
-                    what="the burst's frames recorded",
-                )
-            recorded.close()
+                recorded.wait_for(PAST_PENDING // 4, record, timeout=180)
             cli.stop()
         finally:
             cli.kill()
