@@ -3,7 +3,7 @@ one problem on one connection (a rule broken, a kind of malformed frame or frami
 then one line saying how many more there were.
 
 A client that sends a MiB of zero-length frames makes 262,144 malformed frames and as many
-violations: printed one by one, they bury the terminal, and rendering them took three quarters
+violations: printed one by one, they bury the terminal, and rendering them took two thirds
 of the observing process's time, so the recording (which keeps every one) trailed the wire by a
 minute. Nothing is dropped silently: each fold says its count, on the connection it is of."""
 
@@ -45,6 +45,9 @@ class RepeatFold:
         self._folds: dict[Hashable, Fold] = {}
         self._next_end = float("inf")
         """The earliest end of a window with lines not shown (`ended` looks no sooner)."""
+        self._next_sweep = window
+        """When `ended` next forgets the windows over, those with every line shown too: a
+        long session's connections, each with a problem or two, are not kept for ever."""
 
     def admit(self, key: Hashable, t: float, route: str, conn: int, what: str) -> bool:
         """Whether the line of problem ``key`` at ``t`` is shown (else it is counted). A
@@ -65,8 +68,9 @@ class RepeatFold:
     def ended(self, t: float) -> list[Fold]:
         """The folds with lines not shown whose window is over at ``t``, oldest first; they
         are forgotten (a window over with every line shown is forgotten too)."""
-        if t < self._next_end:
+        if t < self._next_end and t < self._next_sweep:
             return []
+        self._next_sweep = t + self.window
         return self._take(lambda fold: t - fold.started >= self.window)
 
     def pending(self) -> list[Fold]:

@@ -51,6 +51,14 @@ def test_a_fold_shows_a_few_lines_a_window_and_counts_the_rest() -> None:
     assert fold.pending() == [], "a window with every line shown leaves nothing to say"
 
 
+def test_windows_over_are_forgotten_whether_or_not_lines_were_folded() -> None:
+    fold = RepeatFold(window=1.0, shown=3)
+    for conn in range(1000):  # a problem or two on each of many connections, none folded
+        assert fold.admit(("rule", conn), conn / 1000, "main", conn, "x")
+    assert fold.ended(2.5) == []
+    assert fold._folds == {}
+
+
 def test_a_flood_of_zero_length_frames_is_folded_per_connection_and_counted_whole() -> None:
     sim = TapSimulator(GOLEM)
     sim.open(1)
