@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Optional
 
 from rich.cells import cell_len
@@ -136,33 +136,33 @@ class EventLog:
         problem = self._problem(event)
         if problem is not None and t is not None:
             # Before the line is made: making it is most of what a flood of them costs.
-            key, what = problem
-            if not self._repeats.admit(key, t, key[1], key[2], what):
+            route, conn, which, what = problem
+            if not self._repeats.admit(route, conn, which, what, t):
                 return
         line = self.render(event)
         if line is not None:
             self._print(line)
 
-    def _problem(self, event: Event) -> Optional[tuple[tuple[str, str, int, object], str]]:
+    def _problem(self, event: Event) -> Optional[tuple[str, int, Hashable, str]]:
         """For a problem's line that this log shows (a violation, a malformed frame, a
-        framing error, a gap in what was observed): the key its repeats share (the kind, the
-        route, the connection, what exactly) and its name."""
+        framing error, a gap in what was observed): its route and connection, what its
+        repeats share (the kind and what exactly), and its name."""
         if isinstance(event, events.ViolationSeen):
             if not self._shows_violation(event):
                 return None
             rule = event.violation.rule
-            return ("violation", event.route, event.conn, rule), rule
+            return event.route, event.conn, ("violation", rule), rule
         if isinstance(event, events.FrameSeen) and isinstance(event.message, Malformed):
             if not self._malformed(event):
                 return None
             kind = event.message.kind
-            return ("malformed", event.route, event.conn, kind), f"malformed {kind.value}"
+            return event.route, event.conn, kind, f"malformed {kind.value}"
         if isinstance(event, events.FramingErrorSeen):
             error = event.kind
-            return ("framing", event.route, event.conn, error), f"framing error: {error.value}"
+            return event.route, event.conn, error, f"framing error: {error.value}"
         if isinstance(event, events.ObservationLost):
             reason = event.reason
-            return ("lost", event.route, event.conn, reason), f"unobserved: {reason.value}"
+            return event.route, event.conn, reason, f"unobserved: {reason.value}"
         return None
 
     def flush_repeats(self) -> None:

@@ -49,9 +49,11 @@ class RepeatFold:
         """When `ended` next forgets the windows over, those with every line shown too: a
         long session's connections, each with a problem or two, are not kept for ever."""
 
-    def admit(self, key: Hashable, t: float, route: str, conn: int, what: str) -> bool:
-        """Whether the line of problem ``key`` at ``t`` is shown (else it is counted). A
-        window over with lines not shown must have been taken with `ended` first."""
+    def admit(self, route: str, conn: int, problem: Hashable, what: str, t: float) -> bool:
+        """Whether the line of ``problem`` (named ``what``) on connection ``conn`` at ``t`` is
+        shown (else it is counted). A window over with lines not shown must have been taken
+        with `ended` first."""
+        key = (route, conn, problem)
         fold = self._folds.get(key)
         if fold is None or t - fold.started >= self.window:
             self._folds[key] = Fold(route, conn, what, t, shown=1)

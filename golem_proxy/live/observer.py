@@ -43,7 +43,7 @@ from golem_core.decoders import Chunk
 from golem_core.framing import Frame
 
 from ..events import Direction, Event
-from .heap import return_memory_to_the_system
+from .heap import TRIM_IDLE, return_memory_to_the_system
 from .tap import ConnectionTap
 
 __all__ = ["DEFAULT_BUDGET", "Observer"]
@@ -61,10 +61,6 @@ RATE_WINDOW = 0.005
 TRIM_AFTER = 32 * 1024 * 1024
 """Once this much was decoded (or held by connections since closed), the freed heap goes back
 to the system when the observer is next idle for `TRIM_IDLE`."""
-TRIM_IDLE = 0.5
-"""Seconds without work before freed pages are given back: after a burst or an attack, not
-between two 16 MiB answers, whose pages would all be faulted in again (a quarter of the
-observing process's CPU per answer: 79 ms with a trim after each drain, 60 ms without)."""
 
 
 @dataclass

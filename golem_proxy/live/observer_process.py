@@ -39,7 +39,7 @@ import trio
 
 from ..recording.format import Header, RouteInfo
 from ..recording.shared_file import RecordingFile, end_recording
-from .heap import keep_freed_memory, return_memory_to_the_system
+from .heap import TRIM_IDLE, keep_freed_memory, return_memory_to_the_system
 from .log import Verbosity
 from .observer_link import ObserverLink
 from .proxy_options import BoundRoute, ProxyOptions
@@ -72,18 +72,14 @@ busy machine)."""
 STOP_GRACE = 5.0
 """After the drain timeouts, how long the observing process may take to exit before it is
 killed."""
-HEAP_KEEP = 64 * 1024 * 1024
-"""Freed heap the forwarding process keeps mapped while it runs (`keep_freed_memory`): a 16
-MiB answer waits in it, in 1 MiB reads, for room in the pipe, and with glibc's defaults the
-top of the heap went back after each answer and was faulted in again (~2,300 page faults per
-answer, a quarter of the forwarding process's CPU for it: 20 against 15 ms)."""
 HEAP_ALLOCATIONS_BELOW = 4 * 1024 * 1024
-"""Allocations the heap serves (above: a mapping each): the reads (`RECV_SIZE_BULK`) fit."""
+"""Allocations the forwarding process's heap serves (`keep_freed_memory`; above: a mapping
+each): the reads (`RECV_SIZE_BULK`) fit. A 16 MiB answer waits here, in 1 MiB reads, for room
+in the pipe; with glibc's defaults each answer's pages were faulted in again (~2,300 page
+faults per answer, a quarter of this process's CPU for it: 20 against 15 ms)."""
 TRIM_AFTER = 64 * 1024 * 1024
-"""Handed on since the last trim before an idle moment gives freed memory back (the same
-rule as the in-process observer's, observer.py)."""
-TRIM_IDLE = 0.5
-"""Seconds with nothing handed on before it does."""
+"""Handed on since the last trim before `TRIM_IDLE` with nothing handed on gives freed
+memory back (the in-process observer's rule, observer.py, counted in bytes handed on)."""
 OBSERVING_MODULE = "golem_proxy.live.observing"
 TEST_MODULE = "GOLEM_PROXY_TEST_OBSERVING_MODULE"
 """An environment variable for the tests: a module of the test suite (``tests.``) run as the
@@ -150,7 +146,7 @@ class ObservingProcess:
     ) -> ObservingProcess:
         """Start the observing process and wait until it is ready; its log goes to ``stdout``
         (a descriptor; None: ours). Raises ObserverStartError."""
-        keep_freed_memory(HEAP_KEEP, HEAP_ALLOCATIONS_BELOW)
+        keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
         read_fd, write_fd = os.pipe()
         with contextlib.suppress(OSError, AttributeError):
             fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
@@ -272,7 +268,7 @@ class ObservingProcess:
 
     async def _give_memory_back(self) -> None:
         """Until cancelled: once `TRIM_AFTER` bytes were handed on and nothing was for
-        `TRIM_IDLE`, give the freed heap back (`HEAP_KEEP` kept it meanwhile), so that a burst's
+        `TRIM_IDLE`, give the freed heap back (`KEEP_FREED` kept it meanwhile), so that a burst's
         or an attack's peak does not stay resident."""
         writer = self.link.writer
         trimmed_at = writer.handed

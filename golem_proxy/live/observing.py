@@ -96,13 +96,12 @@ first 1,024 frames' lines and then nothing for 5 s, and the stall watchdog stopp
 observation, while at 1 ms it was recorded whole (34,000 frames/s). With the TUI drawing, at
 ~3,000 exchanges/s: sequential round trips 0.72x the relay's instead of 0.63x, p99 1.8x
 instead of 2.3x."""
-HEAP_KEEP = 64 * 1024 * 1024
-"""Freed heap this process keeps mapped between idle moments (`keep_freed_memory`; the
-observer gives it back once idle, observer.py `TRIM_IDLE`): each 16 MiB answer is read, joined
-and written, and with glibc's defaults each was a fresh mapping faulted in whole (~2,700 page
-faults per answer; ~115 kept: 59 against 55 ms of this process's CPU per answer)."""
 HEAP_ALLOCATIONS_BELOW = 32 * 1024 * 1024
-"""Allocations the heap serves (glibc's greatest): a 16 MiB frame joined whole fits."""
+"""Allocations this process's heap serves (`keep_freed_memory`; glibc's greatest): a 16 MiB
+frame joined whole fits. Each 16 MiB answer is read, joined and written, and with glibc's
+defaults each was a fresh mapping faulted in whole (~2,700 page faults per answer; ~115 kept:
+59 against 55 ms of this process's CPU per answer); the observer gives the memory back once
+idle (observer.py)."""
 
 
 RATE_WINDOW = 0.05
@@ -415,7 +414,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # (observer_link.py), so a lower priority slows forwarding too (kill -9 lag at load 5:
     # median 35 ms, worst 119 ms niced by 10; 17 and 27 ms not niced).
     pipe_fd, control_fd, record_fd = (int(arg) for arg in (argv or sys.argv[1:]))
-    keep_freed_memory(HEAP_KEEP, HEAP_ALLOCATIONS_BELOW)
+    keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
     sys.setswitchinterval(SWITCH_INTERVAL)
     control = socket.socket(fileno=control_fd)
     try:

@@ -42,19 +42,19 @@ def counted_lines(text: str) -> tuple[dict[tuple[str, str], int], dict[tuple[str
 
 def test_a_fold_shows_a_few_lines_a_window_and_counts_the_rest() -> None:
     fold = RepeatFold(window=1.0, shown=2)
-    admitted = [fold.admit("k", t / 10, "main", 1, "x") for t in range(8)]
+    admitted = [fold.admit("main", 1, "k", "x", t / 10) for t in range(8)]
     assert admitted == [True, True] + [False] * 6
     assert fold.ended(0.99) == []
     [done] = fold.ended(1.0)
     assert (done.shown, done.folded, done.started, done.last) == (2, 6, 0.0, 0.7)
-    assert fold.admit("k", 1.0, "main", 1, "x"), "a new window shows lines again"
+    assert fold.admit("main", 1, "k", "x", 1.0), "a new window shows lines again"
     assert fold.pending() == [], "a window with every line shown leaves nothing to say"
 
 
 def test_windows_over_are_forgotten_whether_or_not_lines_were_folded() -> None:
     fold = RepeatFold(window=1.0, shown=3)
     for conn in range(1000):  # a problem or two on each of many connections, none folded
-        assert fold.admit(("rule", conn), conn / 1000, "main", conn, "x")
+        assert fold.admit("main", conn, "rule", "x", conn / 1000)
     assert fold.ended(2.5) == []
     assert fold._folds == {}
 

@@ -1,5 +1,5 @@
 """The forwarding process, which keeps freed heap mapped while it hands large answers on
-(`HEAP_KEEP`), gives it back once `TRIM_AFTER` bytes were handed on and nothing was for
+(`KEEP_FREED`), gives it back once `TRIM_AFTER` bytes were handed on and nothing was for
 `TRIM_IDLE`: after a burst, never while bytes keep coming."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from golem_proxy.live.observer_process import TRIM_AFTER, TRIM_IDLE, ObservingPr
 
 
 def test_glibc_keeps_freed_memory_when_asked() -> None:
-    assert heap.keep_freed_memory(observer_process_module.HEAP_KEEP, 4 * 1024 * 1024) is (
+    assert heap.keep_freed_memory(observer_process_module.HEAP_ALLOCATIONS_BELOW) is (
         heap._GLIBC is not None
     )
 
