@@ -205,7 +205,7 @@ class ConnectionInfo:
     frames_s2c: int = 0
     observer: int = 0
     """Which observing process last recorded a line of it: 0 the first, 1 the one started
-    at the first restart (`GapReason.RESTARTED`), … (`FlowTracker.observer` is the last)."""
+    at the first restart (`GapReason.RESTARTED`), …"""
 
     @property
     def is_open(self) -> bool:
@@ -270,14 +270,9 @@ class FlowTracker:
             self._count_bytes(event.conn, event.direction, len(event.raw))
             return None
         if isinstance(event, ConnectionOpened):
-            self.connections[event.conn] = ConnectionInfo(
-                event.conn,
-                event.route,
-                event.client,
-                event.upstream,
-                event.t,
-                observer=self.observer,
-            )
+            info = ConnectionInfo(event.conn, event.route, event.client, event.upstream, event.t)
+            info.observer = self.observer
+            self.connections[event.conn] = info
             return None
         if isinstance(event, ConnectionClosed):
             return self._closed(event)
