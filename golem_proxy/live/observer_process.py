@@ -229,8 +229,8 @@ class ObservingProcess:
         detail = (
             f"{why} at {stopped_at:.3f} s; a new observing process took over at "
             f"{self.now():.3f} s: {counted(followed.unseen, 'connection')} opened and closed "
-            f"in between are not in this recording, and {counted(taken_up, 'open connection')} "
-            "went on at their next frame"
+            f"in between are not in this recording; {counted(taken_up, 'open connection')} "
+            "taken up again at the next frame"
         )
         seq = 0
         if self.record is not None and not self.record.closed:
