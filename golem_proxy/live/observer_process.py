@@ -153,6 +153,8 @@ class ObservingProcess:
         self.restarts_left = 0
         """How many more times a dead observing process is replaced (`follow_for_restarts`)."""
         self.restarted = 0
+        self._replacing: Optional[str] = None
+        """Why the observing process died, while a new one starts in its place."""
         self._finishing = False
         self._given_up: Optional[str] = None
         link.on_give_up = self._give_up
@@ -212,6 +214,7 @@ class ObservingProcess:
         self.restarts_left -= 1
         self.restarted += 1
         _say(f"observation stopped ({why}); forwarding goes on; restarting it")
+        self._replacing = why
         self._close_pipe()
         self.control.close()
         assert self.setup is not None
@@ -219,6 +222,7 @@ class ObservingProcess:
         try:
             process, control, write_fd = await _launch(setup, self.record, self.stdout)
         except ObserverStartError as exc:
+            self._replacing = None
             self.observation_stopped(f"{why}; it could not be restarted: {exc}")
             return False
         followed = self.link.connections
@@ -241,10 +245,12 @@ class ObservingProcess:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 self.record.close()
+                self._replacing = None
                 self.observation_stopped(f"{why}; the recording could not be continued")
                 return False
         self.process, self.control = process, control
         self._given_up = None
+        self._replacing = None
         self.link.resume(write_fd, seq)
         _say(
             f"observation restarted: {counted(taken_up, 'open connection')} taken up at the "
@@ -352,6 +358,13 @@ class ObservingProcess:
         left and writes its closing lines, and wait for it to exit (``deciding`` seconds plus
         `STOP_GRACE`; then it is killed and the recording ended here)."""
         self._finishing = True
+        if self._replacing is not None:  # the session ends before a new one took over
+            self.observation_stopped(
+                f"{self._replacing}; the session ended while a new observing process started",
+                forwarding=False,
+            )
+            self._close()
+            return
         if not self.link.gone:
             await self.link.flush_within(handing_on)
         self._close_pipe()

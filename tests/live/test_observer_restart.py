@@ -13,14 +13,24 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench.processes import children_of
 from bench.robustness.proxy_cli import ProxyCli
 from golem_core.blocking import MessageReader
 from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
+from golem_proxy.live.observer_process import TEST_MODULE
 from golem_proxy.recording.format import read_recording
 
-from .observer_child_helpers import golem_calls, observed_proxy, process_gone, wait_for
+from .fake_observing import MODE
+from .observer_child_helpers import (
+    CountingClient,
+    golem_calls,
+    observed_proxy,
+    process_gone,
+    wait_for,
+)
 
 CHILD = ("--observer", "child-process")
 
@@ -169,3 +179,38 @@ def test_past_its_restarts_observation_stops_for_the_rest_of_the_session(tmp_pat
     assert kinds.count("observation-restarted") == 1
     assert kinds[-1] == "observation-stopped"
     assert cli.stderr.count("observation stopped (") == 2
+
+
+def test_a_process_that_misbehaves_each_time_is_replaced_until_its_restarts_run_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every observing process is the test suite's fake, which acknowledges more than it was
+    # handed once it has read a little: broken, stopped, replaced, twice; then for good.
+    monkeypatch.setenv(TEST_MODULE, "tests.live.fake_observing")
+    monkeypatch.setenv(MODE, "beyond")
+    record = tmp_path / "broken.jsonl"
+    with observed_proxy(record, *CHILD, "--observer-restarts", "2") as cli:
+        client = CountingClient(cli.port)
+        try:
+            wait_for(
+                lambda: _lines(record) and _lines(record)[-1]["kind"] == "observation-stopped",
+                what="observation to stop after the restarts",
+            )
+            served = client.answers
+            wait_for(lambda: client.answers > served + 50, what="calls after the last stop")
+        finally:
+            client.stop()
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    assert "Traceback" not in cli.stderr, cli.stderr
+    assert cli.stderr.count("restarting it") == 2
+    assert cli.stderr.count("observation restarted") == 2
+    read_recording(str(record))
+    lines = _lines(record)
+    assert [line["kind"] for line in lines] == [
+        "observation-restarted",
+        "observation-restarted",
+        "observation-stopped",
+    ]
+    assert [line["seq"] for line in lines] == [1, 2, 3]
+    assert all("acknowledged more than was handed on" in line["detail"] for line in lines)

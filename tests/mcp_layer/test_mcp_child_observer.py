@@ -111,10 +111,58 @@ def answer_recorded(record: Path, ident: int) -> bool:
     return False
 
 
-def test_forwarding_goes_on_when_the_observing_process_dies(tmp_path: Path) -> None:
+def test_a_killed_observing_process_is_replaced_and_tool_calls_are_attributed_after_it(
+    tmp_path: Path,
+) -> None:
     record, errors = tmp_path / "r.jsonl", tmp_path / "stderr"
     with PluginProcess(seed=10) as plugin, errors.open("wb") as stderr:
         process = start_piped(wrapped(plugin, record, *CHILD), stderr=stderr.fileno())
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(INITIALIZE)
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 0
+            process.stdin.write(rpc_line({"method": "notifications/initialized"}) + LIST_LAYERS)
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 1
+            wait_for(lambda: answer_recorded(record, 1), what="the answer in the recording")
+            os.kill(observing_process(process.pid), signal.SIGKILL)
+            wait_for(lambda: b"observation restarted" in errors.read_bytes(), what="the restart")
+            params = {"name": "create_layer", "arguments": {"name": "After"}}
+            process.stdin.write(rpc_line({"id": 2, "method": "tools/call", "params": params}))
+            process.stdin.flush()
+            answer = json.loads(process.stdout.readline())
+            assert answer["id"] == 2 and not answer["result"]["isError"]
+            process.stdin.close()
+            assert process.wait(60) == 0
+        finally:
+            reap(process)
+            process.stdout.close()
+    notices = [text for text in errors.read_text().splitlines() if "observation" in text]
+    assert notices[0] == (
+        "golem-proxy: observation stopped (the observing process was killed by SIGKILL); "
+        "forwarding goes on; restarting it"
+    )
+    # The MCP hop and the plugin's connection, both kept open across the death.
+    assert notices[1].startswith("golem-proxy: observation restarted: 2 open connections")
+    kinds = [json.loads(line)["kind"] for line in record.read_text().splitlines()[1:]]
+    assert kinds.count("observation-restarted") == 1 and "observation-stopped" not in kinds
+    # What was observed before stays whole, and a call made after the restart is attributed
+    # its GOLEM frames as any other.
+    before, after = read_tool_calls(str(record))
+    assert before.tool == "list_layers"
+    assert [flow.method for flow in before.golem] == ["ping", "scene.list_layers"]
+    assert after.tool == "create_layer"
+    assert [flow.method for flow in after.golem] == ["scene.create_layer"]
+
+
+def test_forwarding_goes_on_when_the_observing_process_dies_past_its_restarts(
+    tmp_path: Path,
+) -> None:
+    record, errors = tmp_path / "r.jsonl", tmp_path / "stderr"
+    with PluginProcess(seed=10) as plugin, errors.open("wb") as stderr:
+        command = wrapped(plugin, record, *CHILD, "--observer-restarts", "0")
+        process = start_piped(command, stderr=stderr.fileno())
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(INITIALIZE)
@@ -143,10 +191,8 @@ def test_forwarding_goes_on_when_the_observing_process_dies(tmp_path: Path) -> N
     ]
     lines = record.read_text().splitlines()
     assert json.loads(lines[-1])["kind"] == "observation-stopped"
-    # What was observed before stays whole, attribution included.
     [call] = read_tool_calls(str(record))
     assert call.tool == "list_layers"
-    assert [flow.method for flow in call.golem] == ["ping", "scene.list_layers"]
 
 
 ROUND: list[Call] = [
