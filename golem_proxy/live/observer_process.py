@@ -343,6 +343,7 @@ class ObservingProcess:
             return
         self.stopped_reason = why
         self.link.stop()
+        self.link.connections = None  # no process will take them up: stop following them
         goes_on = "; forwarding goes on" if forwarding else ""
         sys.stderr.write(f"golem-proxy: observation stopped ({why}){goes_on}\n")
         sys.stderr.flush()
