@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Callable
 
 from golem_core.framing import Framing
 from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, Direction
 from golem_proxy.live.handoff import Kind, Record, RecordReader
 from golem_proxy.live.link_resume import OpenConnections, Resumption
+from golem_proxy.live.observer_link import ObserverLink
 
 from .observer_link_helpers import hand_link, read_records
 
@@ -37,6 +39,20 @@ def _follow(link: object) -> OpenConnections:
     return followed
 
 
+def _resume_and_read(
+    link: ObserverLink, seq: int = 0, then: Callable[[], None] = lambda: None
+) -> tuple[Resumption, list[Record]]:
+    """Resume ``link`` into a new pipe, do ``then``, and read what the new pipe got."""
+    new_read, new_write = os.pipe()
+    os.set_blocking(new_read, False)
+    try:
+        resumption = link.resume(new_write, seq=seq)
+        then()
+        return resumption, read_records(link, new_read, RecordReader())
+    finally:
+        os.close(new_read)
+
+
 def _resumed(records: list[Record]) -> list[tuple[int, int, int]]:
     return [(r.conn, r.direction, r.lost) for r in records if r.kind is Kind.RESUMED]
 
@@ -51,15 +67,12 @@ def test_a_connection_cut_mid_frame_goes_on_at_its_next_frame_with_the_bytes_cou
         link.stop()
         link.data(1, C2S, second[10:30], 0.2)  # crosses unobserved
         read_records(link, read_fd, reader)
-        new_read, new_write = os.pipe()
-        os.set_blocking(new_read, False)
-        try:
-            resumption = link.resume(new_write, seq=41)
+
+        def more() -> None:
             link.data(1, C2S, second[30:] + third[:7], 0.3)
             link.data(1, C2S, third[7:], 0.4)
-            records = read_records(link, new_read, RecordReader())
-        finally:
-            os.close(new_read)
+
+        resumption, records = _resume_and_read(link, 41, more)
     assert isinstance(resumption, Resumption) and resumption.seq == 41
     assert records[0].kind is Kind.RESUME
     told = pickle.loads(records[0].data)
@@ -79,13 +92,7 @@ def test_a_direction_at_a_boundary_goes_on_at_once_and_an_end_while_down_is_hand
         link.data(1, S2C, _frame(9), 0.2)
         link.data(1, S2C, b"", 0.3)
         read_records(link, read_fd, RecordReader())
-        new_read, new_write = os.pipe()
-        os.set_blocking(new_read, False)
-        try:
-            link.resume(new_write, seq=0)
-            records = read_records(link, new_read, RecordReader())
-        finally:
-            os.close(new_read)
+        _, records = _resume_and_read(link)
     kinds = [(r.kind, r.direction) for r in records]
     assert kinds == [
         (Kind.RESUME, 0),
@@ -108,13 +115,7 @@ def test_connections_that_came_and_went_while_down_are_counted_and_a_close_waits
         link.publish(_closed(1, 0.4))  # open when observation stopped: its close waits
         assert followed.unseen == 1
         read_records(link, read_fd, RecordReader())
-        new_read, new_write = os.pipe()
-        os.set_blocking(new_read, False)
-        try:
-            link.resume(new_write, seq=0)
-            records = read_records(link, new_read, RecordReader())
-        finally:
-            os.close(new_read)
+        _, records = _resume_and_read(link)
     told = pickle.loads(records[0].data)
     assert [c.opened.conn for c in told.connections] == [1]
     assert [r.kind for r in records[1:]] == [Kind.RESUMED, Kind.RESUMED, Kind.CLOSED]
@@ -130,15 +131,12 @@ def test_a_close_before_the_next_boundary_says_what_was_lost_first() -> None:
         link.data(1, S2C, frame[:50], 0.1)
         link.stop()
         read_records(link, read_fd, RecordReader())
-        new_read, new_write = os.pipe()
-        os.set_blocking(new_read, False)
-        try:
-            link.resume(new_write, seq=0)
+
+        def more() -> None:
             link.data(1, S2C, frame[50:60], 0.2)  # still the frame in progress
             link.publish(_closed(1, 0.3))
-            records = read_records(link, new_read, RecordReader())
-        finally:
-            os.close(new_read)
+
+        _, records = _resume_and_read(link, 0, more)
     assert [r.kind for r in records] == [Kind.RESUME, Kind.RESUMED, Kind.RESUMED, Kind.CLOSED]
     assert _resumed(records) == [(1, 0, 0), (1, 1, 10)]
 
@@ -150,11 +148,6 @@ def test_unacknowledged_bytes_at_the_stop_are_told_to_the_new_process() -> None:
         link.data(1, C2S, _frame(1), 0.1)
         link.stop()
         read_records(link, read_fd, RecordReader())
-        new_read, new_write = os.pipe()
-        os.set_blocking(new_read, False)
-        try:
-            resumption = link.resume(new_write, seq=0)
-        finally:
-            os.close(new_read)
+        resumption, _ = _resume_and_read(link)
     (resumed,) = resumption.connections
     assert resumed.unrecorded > len(_frame(1))  # the open record and the frame's, at least

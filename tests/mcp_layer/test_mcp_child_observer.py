@@ -111,12 +111,13 @@ def answer_recorded(record: Path, ident: int) -> bool:
     return False
 
 
-def test_a_killed_observing_process_is_replaced_and_tool_calls_are_attributed_after_it(
-    tmp_path: Path,
-) -> None:
+def _a_call_across_a_death(tmp_path: Path, *options: str, until: bytes) -> tuple[Path, list[str]]:
+    """``list_layers`` through the wrapper; once it is recorded the observing process is killed;
+    once stderr says ``until``, ``create_layer``, answered as any call. Returns the recording
+    and the wrapper's stderr lines that speak of observation."""
     record, errors = tmp_path / "r.jsonl", tmp_path / "stderr"
     with PluginProcess(seed=10) as plugin, errors.open("wb") as stderr:
-        process = start_piped(wrapped(plugin, record, *CHILD), stderr=stderr.fileno())
+        process = start_piped(wrapped(plugin, record, *CHILD, *options), stderr=stderr.fileno())
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(INITIALIZE)
@@ -127,7 +128,7 @@ def test_a_killed_observing_process_is_replaced_and_tool_calls_are_attributed_af
             assert json.loads(process.stdout.readline())["id"] == 1
             wait_for(lambda: answer_recorded(record, 1), what="the answer in the recording")
             os.kill(observing_process(process.pid), signal.SIGKILL)
-            wait_for(lambda: b"observation restarted" in errors.read_bytes(), what="the restart")
+            wait_for(lambda: until in errors.read_bytes(), what="the notice")
             params = {"name": "create_layer", "arguments": {"name": "After"}}
             process.stdin.write(rpc_line({"id": 2, "method": "tools/call", "params": params}))
             process.stdin.flush()
@@ -138,7 +139,13 @@ def test_a_killed_observing_process_is_replaced_and_tool_calls_are_attributed_af
         finally:
             reap(process)
             process.stdout.close()
-    notices = [text for text in errors.read_text().splitlines() if "observation" in text]
+    return record, [text for text in errors.read_text().splitlines() if "observation" in text]
+
+
+def test_a_killed_observing_process_is_replaced_and_tool_calls_are_attributed_after_it(
+    tmp_path: Path,
+) -> None:
+    record, notices = _a_call_across_a_death(tmp_path, until=b"observation restarted")
     assert notices[0] == (
         "golem-proxy: observation stopped (the observing process was killed by SIGKILL); "
         "forwarding goes on; restarting it"
@@ -159,32 +166,9 @@ def test_a_killed_observing_process_is_replaced_and_tool_calls_are_attributed_af
 def test_forwarding_goes_on_when_the_observing_process_dies_past_its_restarts(
     tmp_path: Path,
 ) -> None:
-    record, errors = tmp_path / "r.jsonl", tmp_path / "stderr"
-    with PluginProcess(seed=10) as plugin, errors.open("wb") as stderr:
-        command = wrapped(plugin, record, *CHILD, "--observer-restarts", "0")
-        process = start_piped(command, stderr=stderr.fileno())
-        assert process.stdin is not None and process.stdout is not None
-        try:
-            process.stdin.write(INITIALIZE)
-            process.stdin.flush()
-            assert json.loads(process.stdout.readline())["id"] == 0
-            process.stdin.write(rpc_line({"method": "notifications/initialized"}) + LIST_LAYERS)
-            process.stdin.flush()
-            assert json.loads(process.stdout.readline())["id"] == 1
-            wait_for(lambda: answer_recorded(record, 1), what="the answer in the recording")
-            os.kill(observing_process(process.pid), signal.SIGKILL)
-            wait_for(lambda: b"observation stopped" in errors.read_bytes(), what="the notice")
-            params = {"name": "create_layer", "arguments": {"name": "After"}}
-            process.stdin.write(rpc_line({"id": 2, "method": "tools/call", "params": params}))
-            process.stdin.flush()
-            answer = json.loads(process.stdout.readline())
-            assert answer["id"] == 2 and not answer["result"]["isError"]
-            process.stdin.close()
-            assert process.wait(60) == 0
-        finally:
-            reap(process)
-            process.stdout.close()
-    notices = [text for text in errors.read_text().splitlines() if "observation stopped" in text]
+    record, notices = _a_call_across_a_death(
+        tmp_path, "--observer-restarts", "0", until=b"observation stopped"
+    )
     assert notices == [
         "golem-proxy: observation stopped (the observing process was killed by SIGKILL); "
         "forwarding goes on"
@@ -193,6 +177,7 @@ def test_forwarding_goes_on_when_the_observing_process_dies_past_its_restarts(
     assert json.loads(lines[-1])["kind"] == "observation-stopped"
     [call] = read_tool_calls(str(record))
     assert call.tool == "list_layers"
+    assert [flow.method for flow in call.golem] == ["ping", "scene.list_layers"]
 
 
 ROUND: list[Call] = [
