@@ -352,6 +352,15 @@ class GapReason(enum.Enum):
     STOPPED = "stopped"
     """Observation stopped for the rest of the session (an observing process of its own died
     or was stopped; ``detail`` says why): what was forwarded after it is not recorded."""
+    RESTARTED = "restarted"
+    """The observing process died and a new one was started, which records on in the same
+    recording. As the session's line (``observation-restarted``: connection 0, size 0) it says
+    when and why (``detail``). On a connection that was open then (an ``unobserved`` line
+    with this reason, written by the new observing process), ``size`` is the bytes of that
+    direction forwarded while no observing process recorded them: a lower bound, as what the
+    dead one had been handed but had not yet recorded is only told in ``detail``. Decoding
+    resumed at the next frame boundary, under the same connection id, frame indexes going
+    on."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -203,6 +203,9 @@ class ConnectionInfo:
     bytes_s2c: int = 0
     frames_c2s: int = 0
     frames_s2c: int = 0
+    observer: int = 0
+    """Which observing process last recorded a line of it: 0 the first, 1 the one started
+    at the first restart (`GapReason.RESTARTED`), …"""
 
     @property
     def is_open(self) -> bool:
@@ -230,6 +233,8 @@ class FlowTracker:
         self.created = 0
         self.connections: dict[int, ConnectionInfo] = {}
         self.events_missed = 0
+        self.observer = 0
+        """The observing process recording now: how many restarts were read so far."""
         # Settled rows not handed on yet (without ``keep``): a heap by number.
         self._ready: list[tuple[int, Flow]] = []
         self._ready_numbers: set[int] = set()
@@ -265,17 +270,19 @@ class FlowTracker:
             self._count_bytes(event.conn, event.direction, len(event.raw))
             return None
         if isinstance(event, ConnectionOpened):
-            self.connections[event.conn] = ConnectionInfo(
-                event.conn, event.route, event.client, event.upstream, event.t
-            )
+            info = ConnectionInfo(event.conn, event.route, event.client, event.upstream, event.t)
+            info.observer = self.observer
+            self.connections[event.conn] = info
             return None
         if isinstance(event, ConnectionClosed):
             return self._closed(event)
         if isinstance(event, ObservationLost):
+            if event.conn == 0 and event.reason is GapReason.RESTARTED:
+                self.observer += 1  # the session's line: a new observing process records on
             flow = self._new_flow(event.conn, event.route)
             flow.gap = event
-            if event.reason is not GapReason.EVICTED:
-                self._count_bytes(event.conn, event.direction, event.size)
+            evicted = event.reason is GapReason.EVICTED  # its size counts requests
+            self._count_bytes(event.conn, event.direction, 0 if evicted else event.size)
             return self._settled(flow)
         if isinstance(event, (FaultInjected, InterceptStep)):
             faulted = self._flow_for_fault(event)
@@ -344,6 +351,7 @@ class FlowTracker:
         info = self.connections.get(conn)
         if info is None:
             return
+        info.observer = self.observer
         if direction is Direction.C2S:
             info.bytes_c2s += size
         else:
@@ -351,6 +359,7 @@ class FlowTracker:
 
     def _count_frame(self, frame: FrameSeen) -> None:
         info = self._info(frame.conn, frame.route)
+        info.observer = self.observer
         if frame.direction is Direction.C2S:
             info.frames_c2s += 1
             info.bytes_c2s += frame.size

@@ -62,13 +62,26 @@ class FlowReader(OpenedRecording):
         return self._reader.stopped
 
     @property
+    def restarts(self) -> list[ObservationLost]:
+        """Where a new observing process took over the recording (the recording goes on after
+        each), in order, as far as it was read."""
+        return self._reader.restarts
+
+    @property
     def unclosed(self) -> int:
         """Connections the recording opens and never closes, once it was read to its end (0
         before). A proxy that stops closes every connection it recorded: a recording that
-        ends with some open was cut short (the proxy was killed, or is still writing it)."""
+        ends with some open was cut short (the proxy was killed, or is still writing it).
+
+        After a restart, only the connections the last observing process recorded count: one
+        open at the restart with no line since either ended while no observing process
+        recorded, or was not picked up again; its close is not missing from a cut-short
+        file, it was never there to record."""
         if not self.read_to_end:
             return 0
-        return sum(1 for info in self.tracker.connections.values() if info.is_open)
+        last = self.tracker.observer
+        connections = self.tracker.connections.values()
+        return sum(1 for info in connections if info.is_open and info.observer == last)
 
     def events(self) -> Iterator[Event]:
         """Every event, in file order (not folded into flows: `flows` does that)."""

@@ -219,10 +219,17 @@ def fail(message: str) -> int:
     return EXIT_USAGE
 
 
+RESTARTS_NOTED = 20
+"""Restarts `note_truncated` names one by one; one more line counts the rest."""
+
+
 def note_truncated(reader: FlowReader) -> None:
     """One line on stderr when the recording (read to its end) was cut short: its last line
     is incomplete, or connections it opened were never closed (a proxy that stops closes
-    them all). What the proxy had not flushed yet, about `TRAILS_BY`, is missing."""
+    them all). What the proxy had not flushed yet, about `TRAILS_BY`, is missing. Before it,
+    one line per restart of the observing process (the recording goes on after one), and in
+    its place the line that says where observation stopped, when it did."""
+    _note_restarts(reader)
     stopped = reader.stopped
     if stopped is not None:
         # Connections are left open and lines may be cut by design: say what happened instead.
@@ -255,6 +262,35 @@ def note_truncated(reader: FlowReader) -> None:
         ),
         soft_wrap=True,
     )
+
+
+def _note_restarts(reader: FlowReader) -> None:
+    """One line on stderr per restart the recording says (up to `RESTARTS_NOTED`, then one
+    that counts the rest): where, why, and that what crossed meanwhile is not recorded."""
+    restarts = reader.restarts
+    if not restarts:
+        return
+    out = console(stderr=True)
+    for restart in restarts[:RESTARTS_NOTED]:
+        out.print(
+            Text(
+                f"note: {safe_text(reader.path)}: observation restarted at {restart.t:.3f} s "
+                f"({safe_text(restart.detail)}); what was forwarded while no observing process "
+                "recorded it is not in this recording",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
+    more = len(restarts) - RESTARTS_NOTED
+    if more > 0:
+        out.print(
+            Text(
+                f"note: {safe_text(reader.path)}: and {plural(more, 'more restart')} of the "
+                f"observing process, the last at {restarts[-1].t:.3f} s",
+                style="yellow",
+            ),
+            soft_wrap=True,
+        )
 
 
 def plural(count: int, noun: str) -> str:

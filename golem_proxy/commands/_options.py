@@ -10,8 +10,9 @@ from typing import Optional
 from golem_core.profiles import PROFILES
 
 from ..live.observer_link import HOLD_LIMIT
+from ..live.proxy_options import RESTARTS
 from ..net.addresses import Address
-from ._common import address_arg, seconds_arg, trace_path_arg
+from ._common import address_arg, count_arg, seconds_arg, trace_path_arg
 
 RECORDING_HELP = "a recording (.jsonl, or sample:NAME)"
 
@@ -83,4 +84,14 @@ def add_observer(
         default=HOLD_LIMIT,
         metavar="SECONDS",
         help=hold_help,
+    )
+    parser.add_argument(
+        "--observer-restarts",
+        type=count_arg,
+        default=RESTARTS,
+        metavar="N",
+        help="with --observer child-process (not with --tui): how many times an observing "
+        "process that dies is replaced by a new one, which takes the open connections up at "
+        "their next frame; what crossed meanwhile is a gap in the recording (default: "
+        f"{RESTARTS}; 0: observation stops for the rest of the session)",
     )

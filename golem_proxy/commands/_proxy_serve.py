@@ -19,7 +19,7 @@ from ..live.proxy_options import BoundRoute
 from ..live.relay import Proxy
 from ..live.session import ProxySession, SessionConfig, session_header
 from ..recording.shared_file import RecordingFile
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from ._bound_routes import (
     environment_hint,
     print_intercept,
@@ -28,7 +28,7 @@ from ._bound_routes import (
 )
 from ._live_tui import live_notes
 
-__all__ = ["open_forwarding", "print_faults", "serve", "serve_forwarding"]
+__all__ = ["open_forwarding", "print_faults", "restarts_line", "serve", "serve_forwarding"]
 
 
 async def serve(config: SessionConfig, console: Console) -> str:
@@ -78,10 +78,20 @@ async def serve_forwarding(
         # drain timeout, as in one process.
         await observing.finish(handing_on=drain, deciding=2 * drain)
     if observing.stopped_reason is None:
-        return ""
+        return restarts_line(observing)
     return (
         f"forwarded {proxy.accepted} connections; observation stopped early "
         f"({observing.stopped_reason}); the recording ends where it did"
+    )
+
+
+def restarts_line(observing: ObservingProcess) -> str:
+    """What the session's end says of observing processes replaced (empty: none was)."""
+    if not observing.restarted:
+        return ""
+    return (
+        f"the observing process was replaced {counted(observing.restarted, 'time')}: the "
+        "recording has a gap at each (golem-proxy show lists them)"
     )
 
 

@@ -352,6 +352,7 @@ def session_options(
         intercept=intercept,
         observer_memory=args.observer_memory,
         observer_hold=args.observer_hold,
+        observer_restarts=args.observer_restarts,
         observe=ObserveLimits(frame=args.observe_frame_limit),
     )
     return options, record_path

@@ -10,8 +10,8 @@ server's port decodes it. Per connection:
   segments of at most `MAX_SEGMENT` bytes, at the line's time, with running sequence and
   acknowledgement numbers;
 * bytes that crossed but were not observed (``unobserved`` lines, ``behind``,
-  ``frame-too-large``, ``observer-failed``) advance the sequence number by their size: a
-  gap a reader reports as missing, never bytes made up;
+  ``frame-too-large``, ``observer-failed``, ``restarted``) advance the sequence number by
+  their size: a gap a reader reports as missing, never bytes made up;
 * a ``close`` line is a FIN from each side, or a reset when it was ``abnormal`` (the recording
   does not say which side reset; the export sends it from the server).
 
@@ -63,7 +63,13 @@ _EPHEMERAL = 49152
 PSEUDO_BASE_PORT = 9876
 """A Unix-socket server's pseudo port: this + its route's index (when the profile's default
 route of that name has no TCP port to lend)."""
-_BYTE_GAPS = (GapReason.BEHIND, GapReason.FRAME_TOO_LARGE, GapReason.OBSERVER_FAILED)
+# A restart's gap on a connection is a lower bound (`GapReason.RESTARTED`): still a jump.
+_BYTE_GAPS = (
+    GapReason.BEHIND,
+    GapReason.FRAME_TOO_LARGE,
+    GapReason.OBSERVER_FAILED,
+    GapReason.RESTARTED,
+)
 _MOD32 = 0xFFFFFFFF
 _CLIENT, _SERVER = 0, 1
 _SIDE = {Direction.C2S: _CLIENT, Direction.S2C: _SERVER}

@@ -14,7 +14,8 @@ When the reading side is gone (``EPIPE``), the writer says so (`gone`) and drops
 until it returns None. A record is a fixed header (kind, connection, direction, time, length)
 and then ``length`` bytes (the data, or for ``OPENED``, ``CLOSED`` and ``EVENT`` a description
 of the event: the proxy's observer link sends the event itself, pickled, since both ends are
-the same program); for ``LOST``, ``length`` is the number of bytes lost and nothing follows.
+the same program); for ``LOST`` and ``RESUMED``, ``length`` is a number of bytes and nothing
+follows.
 """
 
 from __future__ import annotations
@@ -59,6 +60,16 @@ class Kind(enum.IntEnum):
     LOST = 5
     EVENT = 6
     """Something the forwarding side itself has to say (an upstream that went down)."""
+    RESUME = 7
+    """The first record to a restarted observing process: the connections open when the one
+    before it died (pickled, as events are; observer_link.py)."""
+    RESUMED = 8
+    """One direction of a connection open across a restart goes on here, at a frame boundary,
+    after ``length`` bytes forwarded unobserved (nothing follows the header, as for ``LOST``)."""
+
+
+_COUNTS = (Kind.LOST, Kind.RESUMED)
+"""Kinds whose length is a number of bytes, with no data after the header."""
 
 
 class HandoffError(Exception):
@@ -74,14 +85,15 @@ class Record:
     data: Chunk = b""
     """The record's bytes; from `RecordReader`, a large record's are a view of what was read."""
     lost: int = 0
-    """For ``LOST``: how many forwarded bytes were not handed on."""
+    """For ``LOST`` and ``RESUMED``: how many forwarded bytes were not handed on."""
 
 
 def encode(record: Record) -> bytes:
     """The record's bytes on the pipe."""
-    length = record.lost if record.kind is Kind.LOST else len(record.data)
+    counts = record.kind in _COUNTS
+    length = record.lost if counts else len(record.data)
     header = HEADER.pack(record.kind, record.conn, record.direction, record.t, length)
-    return header if record.kind is Kind.LOST else header + record.data
+    return header if counts else header + record.data
 
 
 class RecordReader:
@@ -121,7 +133,7 @@ class RecordReader:
             raise HandoffError(f"unknown record kind {kind_value}") from None
         if direction not in (0, 1):
             raise HandoffError(f"unknown direction {direction}")
-        if kind is Kind.LOST:
+        if kind in _COUNTS:
             self._take(HEADER.size)
             self.offset += HEADER.size
             return Record(kind, conn, direction, t, lost=length)
@@ -237,7 +249,7 @@ class HandoffWriter:
     ) -> None:
         """A connection's ``OPENED``, ``END`` or ``CLOSED``, or an ``EVENT``: never dropped
         (unless the reader is gone), written after the losses of its connection it follows."""
-        if kind in (Kind.DATA, Kind.LOST):
+        if kind in (Kind.DATA, *_COUNTS):
             raise ValueError(f"{kind.name} is not an event")
         if self.gone:
             return
@@ -245,6 +257,17 @@ class HandoffWriter:
             self._queue_lost(key)
         data = text.encode("utf-8", "replace") if isinstance(text, str) else text
         record = encode(Record(kind, conn, direction, t, data))
+        self._wait(memoryview(record))
+        self.handed += len(record)
+        self.flush()
+
+    def resumed(self, conn: int, direction: int, t: float, lost: int) -> None:
+        """A ``RESUMED`` record (after the connection's losses): never dropped, as events."""
+        if self.gone:
+            return
+        for key in [k for k in self._lost if k[0] == conn]:
+            self._queue_lost(key)
+        record = encode(Record(Kind.RESUMED, conn, direction, t, lost=lost))
         self._wait(memoryview(record))
         self.handed += len(record)
         self.flush()

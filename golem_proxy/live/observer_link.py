@@ -57,6 +57,7 @@ import trio
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from .handoff import HandoffWriter, Kind
+from .link_resume import OpenConnections, Resumption
 
 __all__ = [
     "BACKLOG",
@@ -211,6 +212,9 @@ class ObserverLink:
         self._counted = 0
         """The outstanding bytes the shares count (`_shares`)."""
         self._room_wanted = trio.Event()
+        self.connections: Optional[OpenConnections] = None
+        """The open connections' framing, followed so that a restarted observing process can
+        take them up (`resume`); None: not followed (no restart will come)."""
 
     @property
     def gone(self) -> bool:
@@ -229,9 +233,22 @@ class ObserverLink:
 
     def data(self, conn: int, direction: Direction, data: bytes, t: float) -> None:
         """A forwarded chunk of ``conn`` (``b""``: that direction ended)."""
+        followed = self.connections
         if self.stopped:
+            if followed is not None and followed.down:
+                followed.while_down(conn, direction_number(direction), data)
             return
         try:
+            if followed is not None:
+                picked = followed.follow(conn, direction_number(direction), data)
+                if picked is not None:  # the direction waited for a frame boundary
+                    rest, lost = picked
+                    if rest < 0:
+                        return
+                    self.writer.resumed(conn, direction_number(direction), t, lost)
+                    if data and rest == len(data):
+                        return
+                    data = data[rest:]
             self._hand_on(conn, direction, data, t)
         except Exception as exc:  # a bug here costs observation, never the forwarding
             self._give_up(f"handing on to the observing process failed ({_described(exc)})")
@@ -256,6 +273,16 @@ class ObserverLink:
 
     def publish(self, event: Event) -> None:
         """An event of the relay (a connection opened or closed, an upstream down or back)."""
+        followed = self.connections
+        if followed is not None and isinstance(event, (ConnectionOpened, ConnectionClosed)):
+            if isinstance(event, ConnectionOpened):
+                followed.opened(event)
+            elif followed.down:
+                followed.closed(event)
+            else:
+                for direction, lost in followed.waiting(event.conn):
+                    self.writer.resumed(event.conn, direction, event.t, lost)
+                followed.forget(event.conn)
         if self.stopped:
             return
         if isinstance(event, ConnectionOpened):
@@ -463,6 +490,8 @@ class ObserverLink:
 
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""
+        if self.connections is not None and not self.stopped:
+            self.connections.stop(self._outstanding)
         self.stopped = True
         self._shedding.clear()
         self._marks.clear()
@@ -473,6 +502,32 @@ class ObserverLink:
         self._busy = None
         self._release()
         self._room_wanted.set()
+
+    def resume(self, fd: int, seq: int) -> Resumption:
+        """Hand on again, to a new observing process through the pipe ``fd`` (observation
+        stopped, and `connections` followed meanwhile): first the open connections (a
+        ``RESUME`` record; ``seq``: the recording's last line), then each direction from its
+        next frame boundary (``RESUMED``, with the bytes that crossed unobserved)."""
+        followed = self.connections
+        if followed is None:
+            raise RuntimeError("the connections were not followed: nothing to resume")
+        self.writer = HandoffWriter(fd, self.writer.backlog)
+        self.stopped = False
+        self.acked = 0
+        self._acked_at = self.now()
+        self.outstanding_limit = OUTSTANDING_LIMIT
+        connections, at_boundary = followed.resume()
+        resumption = Resumption(tuple(connections), seq)
+        t = self.now()
+        self.writer.event(Kind.RESUME, 0, 0, t, pickle.dumps(resumption, pickle.HIGHEST_PROTOCOL))
+        for conn, direction, lost, ended in at_boundary:
+            self.writer.resumed(conn, direction, t, lost)
+            if ended:
+                self.writer.event(Kind.END, conn, direction, t)
+        for closed in followed.closes():
+            self.writer.event(Kind.CLOSED, closed.conn, 0, t, pickle.dumps(closed))
+        self._handed_on(0, self.writer.handed, t)
+        return resumption
 
     async def keep_flushing(self) -> None:
         """Until cancelled: when records wait for room, write them as the pipe takes them."""

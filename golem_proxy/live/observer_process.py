@@ -15,14 +15,20 @@ acknowledges more than was handed on, or closes its end of the pipe or the contr
 runs on. One that repeats an acknowledgement is read less often, so that a flood of them does
 not take the relay's core.
 
-When the child dies while the session runs, forwarding goes on: one line on stderr, nothing is
-handed on any more, and the recording gets a last line saying observation stopped there
-(`golem_proxy.recording.shared_file`, the format's owner, writes it).
+When the child dies while the session runs, forwarding goes on, and one line on stderr says so.
+A new child is started in its place (at most ``restarts`` times a session; never for the TUI,
+which owns the terminal): while it starts, nothing is handed on and the link counts what
+crosses; once it is ready the recording gets a line saying when and why observation stopped
+and what it missed (`golem_proxy.recording.shared_file`, the format's owner, writes it), and
+the link takes every open connection up again at its next frame boundary (link_resume.py). Past
+the restarts, or when one fails, nothing is handed on any more and the recording gets a last
+line saying observation stopped there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import pickle
@@ -37,9 +43,14 @@ from typing import Callable, Optional
 
 import trio
 
+from golem_core.framing import Framing
+from golem_core.profiles import get_profile
+
 from ..recording.format import Header, RouteInfo
-from ..recording.shared_file import RecordingFile, end_recording
+from ..recording.shared_file import RecordingFile, end_recording, restart_recording
+from ..terminal import counted
 from .heap import TRIM_IDLE, keep_freed_memory, return_memory_to_the_system
+from .link_resume import OpenConnections
 from .log import Verbosity
 from .observer_link import ObserverLink
 from .proxy_options import BoundRoute, ProxyOptions
@@ -111,6 +122,9 @@ class ObserverSetup:
     notes: tuple[str, ...] = ()
     """With ``tui``: what the TUI shows above the table (`live_notes`), made here, where the
     fault plan is (the options sent along leave it out)."""
+    continues_recording: bool = False
+    """A restart: the recording holds the header and the lines of the process before; this
+    one appends to it (`golem_proxy.live.link_resume.Resumption` says from which line)."""
 
 
 class ObservingProcess:
@@ -124,14 +138,23 @@ class ObservingProcess:
         control: socket.socket,
         record: Optional[RecordingFile],
         now: Callable[[], float],
+        setup: Optional[ObserverSetup] = None,
+        stdout: Optional[int] = None,
     ) -> None:
         self.process = process
         self.link = link
         self.control = control
         self.record = record
         self.now = now
+        self.setup = setup
+        self.stdout = stdout
         self.stopped_reason: Optional[str] = None
         """Why observation stopped while forwarding went on, if it did."""
+        self.restarts_left = 0
+        """How many more times a dead observing process is replaced (`follow_for_restarts`)."""
+        self.restarted = 0
+        self._replacing: Optional[str] = None
+        """Why the observing process died, while a new one starts in its place."""
         self._finishing = False
         self._given_up: Optional[str] = None
         link.on_give_up = self._give_up
@@ -145,70 +168,34 @@ class ObservingProcess:
         stdout: Optional[int] = None,
     ) -> ObservingProcess:
         """Start the observing process and wait until it is ready; its log goes to ``stdout``
-        (a descriptor; None: ours). Raises ObserverStartError."""
+        (a descriptor; None: ours). Without the TUI, a process that dies is replaced up to
+        ``setup.options.observer_restarts`` times. Raises ObserverStartError."""
         keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
-        read_fd, write_fd = os.pipe()
-        with contextlib.suppress(OSError, AttributeError):
-            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
-        ours, theirs = socket.socketpair()
-        record_fd = -1 if record is None else record.write_fd
-        passed = [read_fd, theirs.fileno()] + ([] if record is None else [record_fd])
-        group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
-        if setup.tui:
-            # The TUI reads the terminal, which only its foreground process group may do
-            # (another group is stopped by SIGTTOU/SIGTTIN): it stays in ours. In raw mode a
-            # Ctrl-C is a key for the TUI; otherwise the observing process ignores SIGINT.
-            group = {}
-        try:
-            process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", _observing_module(), str(read_fd),
-                 str(theirs.fileno()), str(record_fd)],
-                pass_fds=passed,
-                stdin=None if setup.tui else subprocess.DEVNULL,
-                stdout=stdout,
-                **group,  # type: ignore[arg-type]
-            )  # fmt: skip
-        except OSError as exc:
-            for fd in (read_fd, write_fd):
-                os.close(fd)
-            ours.close()
-            raise ObserverStartError(f"the observing process did not start: {exc}") from None
-        finally:
-            theirs.close()
-        os.close(read_fd)
+        process, control, write_fd = await _launch(setup, record, stdout)
         link = ObserverLink(write_fd, now, hold_limit=setup.options.observer_hold)
-        observing = cls(process, link, ours, record, now)
-        try:
-            await observing._handshake(setup)
-        except BaseException:
-            await observing.kill()
-            raise
+        observing = cls(process, link, control, record, now, setup, stdout)
+        restarts = setup.options.observer_restarts
+        if restarts > 0 and not setup.tui:
+            observing.restarts_left = restarts
+            link.connections = OpenConnections(_framings(setup), get_profile(setup.profile).framing)
         return observing
-
-    async def _handshake(self, setup: ObserverSetup) -> None:
-        data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
-        control = trio.socket.from_stdlib_socket(self.control)
-        answer = chunk = b""
-        with trio.move_on_after(START_TIMEOUT):
-            await control.send(struct.pack("!I", len(data)) + data)
-            while not answer.endswith(b"\n"):
-                chunk = await control.recv(64)
-                if not chunk:
-                    break
-                answer += chunk
-        if answer != b"ready\n":
-            if answer.endswith(b"\n") or not chunk:
-                # It answered something else or closed the socket: dying, most likely; its
-                # exit status says more than "no answer" (the reaping lags the close).
-                with trio.move_on_after(EXIT_GRACE):
-                    await self.process.wait()
-            code = self.process.poll()
-            why = f"no answer in {START_TIMEOUT:g} s" if code is None else _exit_reason(code)
-            raise ObserverStartError(f"the observing process did not start ({why})")
 
     async def watch(self) -> None:
         """Until cancelled: hand on what waited for room in the pipe, and notice the observing
-        process dying (then `observation_stopped`)."""
+        process dying: then start another (`restarts_left`), or `observation_stopped`."""
+        while True:
+            code = await self._watch_process()
+            if self._finishing:
+                return
+            why = _exit_reason(code)
+            if self._given_up is not None:
+                why = f"{self._given_up}, and was stopped"
+            if self.restarts_left > 0 and await self._restart(why):
+                continue
+            self.observation_stopped(why)
+            return
+
+    async def _watch_process(self) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.link.keep_flushing)
             nursery.start_soon(self._read_acknowledgements)
@@ -217,10 +204,59 @@ class ObservingProcess:
             nursery.start_soon(self._give_memory_back)
             code = await self.process.wait()
             nursery.cancel_scope.cancel()
-        if self._given_up is not None:
-            self.observation_stopped(f"{self._given_up}, and was stopped")
-        elif not self._finishing:
-            self.observation_stopped(_exit_reason(code))
+        return code
+
+    async def _restart(self, why: str) -> bool:
+        """Replace the dead observing process (see the module docstring). False when the new
+        one did not start (the session's observation then stops)."""
+        self.link.stop()
+        stopped_at = self.now()
+        self.restarts_left -= 1
+        self.restarted += 1
+        _say(f"observation stopped ({why}); forwarding goes on; restarting it")
+        self._replacing = why
+        self._close_pipe()
+        self.control.close()
+        assert self.setup is not None
+        setup = dataclasses.replace(self.setup, continues_recording=self.record is not None)
+        try:
+            process, control, write_fd = await _launch(setup, self.record, self.stdout)
+        except ObserverStartError as exc:
+            self._replacing = None
+            self.observation_stopped(f"{why}; it could not be restarted: {exc}")
+            return False
+        followed = self.link.connections
+        assert followed is not None
+        # From here to the link's resume, nothing waits: what crosses is either counted as
+        # unobserved so far, or handed on to the new process.
+        taken_up = len(followed)
+        detail = (
+            f"{why} at {stopped_at:.3f} s; a new observing process took over at "
+            f"{self.now():.3f} s: {counted(followed.unseen, 'connection')} opened and closed "
+            f"in between are not in this recording; {counted(taken_up, 'open connection')} "
+            "taken up again at the next frame"
+        )
+        seq = 0
+        if self.record is not None and not self.record.closed:
+            try:
+                seq = restart_recording(self.record, stopped_at, detail)
+            except OSError as exc:
+                _say(f"the recording could not be continued ({exc})")
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                self.record.close()
+                self._replacing = None
+                self.observation_stopped(f"{why}; the recording could not be continued")
+                return False
+        self.process, self.control = process, control
+        self._given_up = None
+        self._replacing = None
+        self.link.resume(write_fd, seq)
+        _say(
+            f"observation restarted: {counted(taken_up, 'open connection')} taken up at the "
+            "next frame; what crossed meanwhile is a gap in the recording"
+        )
+        return True
 
     async def _read_acknowledgements(self) -> None:
         """Until cancelled: take the observing process's acknowledgements to the link. One
@@ -307,6 +343,7 @@ class ObservingProcess:
             return
         self.stopped_reason = why
         self.link.stop()
+        self.link.connections = None  # no process will take them up: stop following them
         goes_on = "; forwarding goes on" if forwarding else ""
         sys.stderr.write(f"golem-proxy: observation stopped ({why}){goes_on}\n")
         sys.stderr.flush()
@@ -322,6 +359,13 @@ class ObservingProcess:
         left and writes its closing lines, and wait for it to exit (``deciding`` seconds plus
         `STOP_GRACE`; then it is killed and the recording ended here)."""
         self._finishing = True
+        if self._replacing is not None:  # the session ends before a new one took over
+            self.observation_stopped(
+                f"{self._replacing}; the session ended while a new observing process started",
+                forwarding=False,
+            )
+            self._close()
+            return
         if not self.link.gone:
             await self.link.flush_within(handing_on)
         self._close_pipe()
@@ -362,6 +406,91 @@ class ObservingProcess:
         self.control.close()
         if self.record is not None:
             self.record.close()
+
+
+async def _launch(
+    setup: ObserverSetup, record: Optional[RecordingFile], stdout: Optional[int]
+) -> tuple[trio.Process, socket.socket, int]:
+    """Start an observing process with ``setup`` and wait until it is ready: the process, its
+    control socket and the handoff pipe's write end. Raises ObserverStartError (then nothing
+    is left open or running)."""
+    read_fd, write_fd = os.pipe()
+    with contextlib.suppress(OSError, AttributeError):
+        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
+    ours, theirs = socket.socketpair()
+    record_fd = -1 if record is None else record.write_fd
+    record_read_fd = -1 if record is None else record.read_fd
+    passed = [read_fd, theirs.fileno()] + ([] if record is None else [record_fd, record_read_fd])
+    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+    if setup.tui:
+        # The TUI reads the terminal, which only its foreground process group may do
+        # (another group is stopped by SIGTTOU/SIGTTIN): it stays in ours. In raw mode a
+        # Ctrl-C is a key for the TUI; otherwise the observing process ignores SIGINT.
+        group = {}
+    try:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", _observing_module(), str(read_fd),
+             str(theirs.fileno()), str(record_fd), str(record_read_fd)],
+            pass_fds=passed,
+            stdin=None if setup.tui else subprocess.DEVNULL,
+            stdout=stdout,
+            **group,  # type: ignore[arg-type]
+        )  # fmt: skip
+    except OSError as exc:
+        for fd in (read_fd, write_fd):
+            os.close(fd)
+        ours.close()
+        raise ObserverStartError(f"the observing process did not start: {exc}") from None
+    finally:
+        theirs.close()
+    os.close(read_fd)
+    try:
+        await _handshake(process, ours, setup)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+        os.close(write_fd)
+        ours.close()
+        raise
+    return process, ours, write_fd
+
+
+async def _handshake(process: trio.Process, ours: socket.socket, setup: ObserverSetup) -> None:
+    data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
+    control = trio.socket.from_stdlib_socket(ours)
+    answer = chunk = b""
+    with trio.move_on_after(START_TIMEOUT):
+        await control.send(struct.pack("!I", len(data)) + data)
+        while not answer.endswith(b"\n"):
+            chunk = await control.recv(64)
+            if not chunk:
+                break
+            answer += chunk
+    if answer != b"ready\n":
+        if answer.endswith(b"\n") or not chunk:
+            # It answered something else or closed the socket: dying, most likely; its
+            # exit status says more than "no answer" (the reaping lags the close).
+            with trio.move_on_after(EXIT_GRACE):
+                await process.wait()
+        code = process.poll()
+        why = f"no answer in {START_TIMEOUT:g} s" if code is None else _exit_reason(code)
+        raise ObserverStartError(f"the observing process did not start ({why})")
+
+
+def _framings(setup: ObserverSetup) -> dict[str, Framing]:
+    """Each route's framing: the session's profile's, an MCP hop's its own."""
+    framing = get_profile(setup.profile).framing
+    framings = {bound.route.name: framing for bound in setup.bound}
+    for layer in setup.layers:
+        framings[layer.name] = get_profile(layer.profile or setup.profile).framing
+    return framings
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"golem-proxy: {text}\n")
+    sys.stderr.flush()
 
 
 def _observing_module() -> str:

@@ -1,12 +1,14 @@
 """The observing process of ``proxy --observer child-process``: everything after forwarding.
 
-Started by the forwarding process (observer_process.py) as ``python -m golem_proxy.live.observing
-PIPE CONTROL RECORD``: it reads the session's setup from the CONTROL socket, answers ``ready``,
-then reads handoff records (handoff.py) from PIPE until end of file and does with them what
-the proxy does in one process: the same taps (decoding, pairing, checks, redaction) behind the
-same `Observer`, the same hub, recorder, log and closing summary (session.py). Only the source
-of the events differs: `HandoffSource` instead of the relay. RECORD is the recording's
-descriptor, opened by the forwarding process (``-1``: no recording).
+Started by the forwarding process (observer_process.py) as ``python -m
+golem_proxy.live.observing PIPE CONTROL RECORD RECORD_READ``: it reads the session's setup
+from the CONTROL socket, answers ``ready``, then reads handoff records (handoff.py) from PIPE
+until end of file and does with them what the proxy does in one process: the same taps
+(decoding, pairing, checks, redaction) behind the same `Observer`, the same hub, recorder, log
+and closing summary (session.py). Only the source of the events differs: `HandoffSource`
+instead of the relay. RECORD is the recording's descriptor, opened by the forwarding process
+(``-1``: no recording); RECORD_READ one to read it back with (a process that takes over from
+one that died looks up where the connections it takes over stand in it).
 
 After each batch of records it acknowledges, on the CONTROL socket, the pipe offset up to
 which everything is decoded and its lines are written to the kernel (after the recorder's
@@ -40,11 +42,13 @@ from rich.console import Console
 from golem_core.profiles import Profile, get_profile
 
 from ..events import Event
+from ..recording.resume_scan import resume_points
 from ..table_layout import print_line
 from .handoff import Kind, Record, RecordReader
 from .heap import keep_freed_memory
 from .hub import EventHub
 from .layer_taps import LayerTaps
+from .link_resume import Resumption
 from .log_output import TerminalOutput
 from .observer import Observer
 from .observer_link import PIPE_DIRECTIONS
@@ -166,8 +170,15 @@ class HandoffSource:
         acknowledge: Callable[[int], None] = lambda offset: None,
         recorder: Callable[[], Optional[Recorder]] = lambda: None,
         make_tap: Callable[..., ConnectionTap] = new_tap,
+        record_read_fd: int = -1,
     ) -> None:
         os.set_blocking(fd, False)
+        self.record_read_fd = record_read_fd
+        """The recording, to read back (-1: none): a restarted observing process looks up
+        where the connections it takes over stand in it (`Kind.RESUME`)."""
+        self._unrecorded: dict[int, int] = {}
+        """Connections taken over at a restart: the bytes the process before may have left
+        unrecorded, said with the first direction resumed."""
         self.make_tap = make_tap
         """Makes a connection's tap, called as `new_tap` (`LayerTaps` with hops served
         outside the relay)."""
@@ -322,6 +333,8 @@ class HandoffSource:
             self.observer.submit_event(publish, pickle.loads(record.data))
             if tap is not None:
                 self.observer.forget(tap)
+        elif kind is Kind.RESUME:
+            self._resume(pickle.loads(record.data))
         elif kind is Kind.EVENT:
             # In order with the chunks handed on before it, as the relay publishes it: a
             # fault's or an intercept's event after the frame it acted on, an MCP server's
@@ -335,8 +348,37 @@ class HandoffSource:
                 self.observer.submit(tap, direction, record.data, record.t)
             elif kind is Kind.END:
                 self.observer.submit(tap, direction, b"", record.t)
+            elif kind is Kind.RESUMED:
+                unrecorded = self._unrecorded.pop(record.conn, 0)
+                resumed = functools.partial(
+                    tap.resumed, direction, record.lost, record.t, unrecorded
+                )
+                self.observer.after_queued(resumed)
             else:
                 self.observer.lose(tap, direction, record.lost, record.t)
+
+    def _resume(self, resumption: Resumption) -> None:
+        """This process took over from one that died: number the recording's lines on from
+        its last one, and take up the connections that are still open where the recording
+        left them (their frame indexes go on; an ``open`` line the one before did not write is
+        written now). Each direction goes on at its ``RESUMED`` record."""
+        recorder = self.recorder()
+        if recorder is not None and resumption.seq:
+            recorder.writer.seq = resumption.seq
+        conns = [resumed.opened.conn for resumed in resumption.connections]
+        points = resume_points(self.record_read_fd, conns) if self.record_read_fd >= 0 else {}
+        for resumed in resumption.connections:
+            opened = resumed.opened
+            tap = self.make_tap(
+                opened.conn, opened.route, self.profile, self.publish, self.options, self.redactor
+            )
+            point = points.get(opened.conn)
+            if point is None or not point.opened:
+                self.observer.submit_event(self.publish, opened)
+            tap.resume(point.next_n if point is not None else (0, 0))
+            self._taps[opened.conn] = tap
+            if resumed.unrecorded:
+                self._unrecorded[opened.conn] = resumed.unrecorded
 
 
 def receive_setup(control: socket.socket) -> ObserverSetup:
@@ -365,6 +407,7 @@ async def observe(
     pipe_fd: int,
     control: socket.socket,
     prepare: Callable[[ProxySession], None] = lambda session: None,
+    record_read_fd: int = -1,
 ) -> str:
     """Run the session from the handoff until the pipe ends (``prepare`` sees it before it
     runs: the TUI attaches its sink there); returns its closing line."""
@@ -380,6 +423,7 @@ async def observe(
             Acknowledger(control),
             lambda: session.recorder,
             LayerTaps(setup.layers) if setup.layers else new_tap,
+            record_read_fd,
         )
 
     session = ProxySession(config, source)
@@ -404,6 +448,7 @@ def session_config(
         layers=setup.layers,
         record_fd=record_fd if record_fd >= 0 else None,
         header=setup.header,
+        continues_recording=setup.continues_recording,
     )
 
 
@@ -413,7 +458,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # Not niced: the relay waits for this process when the recording trails the wire
     # (observer_link.py), so a lower priority slows forwarding too (kill -9 lag at load 5:
     # median 35 ms, worst 119 ms niced by 10; 17 and 27 ms not niced).
-    pipe_fd, control_fd, record_fd = (int(arg) for arg in (argv or sys.argv[1:]))
+    pipe_fd, control_fd, record_fd, record_read_fd = (int(arg) for arg in (argv or sys.argv[1:]))
     keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
     sys.setswitchinterval(SWITCH_INTERVAL)
     control = socket.socket(fileno=control_fd)
@@ -428,7 +473,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     output = TerminalOutput(sys.stdout, max_lines=setup.log_buffer)
     config = session_config(setup, record_fd, output.console())
     try:
-        summary = trio.run(observe, config, setup, pipe_fd, control)
+        summary = trio.run(
+            functools.partial(observe, record_read_fd=record_read_fd),
+            config,
+            setup,
+            pipe_fd,
+            control,
+        )
     finally:
         output.close()
     errors = Console(stderr=True, highlight=False)

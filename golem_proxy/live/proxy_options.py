@@ -23,6 +23,11 @@ from .tap import ConnectionTap, ObserveLimits
 __all__ = ["BoundRoute", "ProxyOptions", "limit_check_tap", "new_tap"]
 
 
+RESTARTS = 3
+"""How many times a session replaces an observing process of its own that died, by default:
+enough for a crash now and then, not a loop when each new one dies as it starts."""
+
+
 @dataclass(frozen=True)
 class ProxyOptions:
     enforce_limits: bool = False
@@ -46,6 +51,9 @@ class ProxyOptions:
     """With ``--observer child-process``: how long forwarding may wait in one go for the
     recording to catch up before it sheds (``--observer-hold``; observer_link.py; by default
     as long as the observing process keeps acknowledging)."""
+    observer_restarts: int = RESTARTS
+    """With ``--observer child-process``: how many times a session replaces an observing
+    process that died (``--observer-restarts``; observer_process.py)."""
     observe: ObserveLimits = field(default_factory=ObserveLimits)
     """What one connection's inspection may hold (``--observe-frame-limit``)."""
     annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None

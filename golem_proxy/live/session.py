@@ -54,6 +54,10 @@ class SessionConfig:
     descriptor): written here from its header on, instead of creating ``record_path``."""
     header: Optional[Header] = None
     """The recording's header when another process decided it (its start time, routes)."""
+    continues_recording: bool = False
+    """``record_fd`` holds the header and the lines of an observing process that died: this
+    session appends to it, from the line the forwarding process names once it takes over
+    (`golem_proxy.live.link_resume.Resumption`), and writes no header."""
 
 
 class EventSource(Protocol):
@@ -131,7 +135,11 @@ class ProxySession:
             header = config.header or self._header(bound)
             try:
                 if config.record_fd is not None:
-                    self.writer = RecordingWriter(os.fdopen(config.record_fd, "wb"), header)
+                    self.writer = RecordingWriter(
+                        os.fdopen(config.record_fd, "wb"),
+                        header,
+                        after_seq=0 if config.continues_recording else None,
+                    )
                 else:
                     assert config.record_path is not None
                     self.writer = RecordingWriter.create(

@@ -172,6 +172,33 @@ class ConnectionTap:
         self._digests.pop(direction, None)
         self._pairing.requests_lost(direction)
 
+    def resume(self, next_index: tuple[int, int]) -> None:
+        """The connection was open when the observing process before this one died (a
+        restart): its frames are numbered on from ``next_index`` (client's, server's), and an
+        answer to a request that process saw is not taken for an orphan."""
+        self._frame_index = {Direction.C2S: next_index[0], Direction.S2C: next_index[1]}
+        for direction in Direction:
+            self._pairing.requests_lost(direction)
+
+    def resumed(self, direction: Direction, lost: int, t: float, unrecorded: int) -> None:
+        """After a restart, ``direction`` goes on here, at a frame boundary; ``lost`` bytes of
+        it crossed while no observing process recorded them (``unrecorded``: at most that many
+        more of the connection's, handed to the one that died, may be missing too)."""
+        more = (
+            f"; up to {counted(unrecorded, 'byte')} more of the connection's were handed to the "
+            "observing process that died and may not be recorded"
+            if unrecorded
+            else ""
+        )
+        self._gap(
+            direction,
+            t,
+            GapReason.RESTARTED,
+            lost,
+            detail=f"observation restarted: {counted(lost, 'byte')} on conn #{self.conn}, "
+            f"{direction.value}, forwarded unobserved{more}; decoding resumes at the next frame",
+        )
+
     def report_lost(self, direction: Direction, t: float) -> None:
         """Publish the gap `lose` counted on ``direction`` since the last report, if any."""
         lost, since = self._inputs[direction].take_lost(t)

@@ -31,7 +31,7 @@ from .members import (
     shown,
 )
 from .schema import MSG_KEY, VERSION, RecordingError
-from .shared_file import STOPPED_KIND
+from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .v1_pairing import V1Pairing
 
 __all__ = ["LineDecoder"]
@@ -39,6 +39,12 @@ __all__ = ["LineDecoder"]
 _FRAME_ERRORS = tuple(kind.value for kind in FrameErrorKind)
 _SEVERITIES = tuple(severity.value for severity in Severity)
 _GAP_REASONS = tuple(reason.value for reason in events.GapReason)
+_SESSION_KINDS = {
+    STOPPED_KIND: events.GapReason.STOPPED,
+    RESTARTED_KIND: events.GapReason.RESTARTED,
+}
+"""The lines that speak of the whole session's observation, by the reason they are read as."""
+_SESSION_REASONS = frozenset(_SESSION_KINDS.values())
 
 
 _INTERCEPT_KINDS = {kind.value: kind for kind in events.InterceptKind}
@@ -97,6 +103,9 @@ class LineDecoder:
         self.frames: dict[tuple[int, str, int], events.FrameSeen] = {}
         self.stopped: Optional[events.ObservationLost] = None
         """Where observation stopped, once that line was read (`GapReason.STOPPED`)."""
+        self.restarts: list[events.ObservationLost] = []
+        """Where a new observing process took over, in order (`GapReason.RESTARTED`): one a
+        restart, each read as the session's gap while no observing process recorded."""
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
 
@@ -197,20 +206,21 @@ class LineDecoder:
             else:
                 output = member_str(data, "text").encode("utf-8", "surrogatepass")
             return events.ProcessOutput(conn=conn, route=route, t=t, data=output)
-        if kind == STOPPED_KIND:  # the whole session's gap, from here to the end
-            self.stopped = events.ObservationLost(
+        session = _SESSION_KINDS.get(kind)
+        if session is not None:  # the whole session's gap: to the end, or until a restart
+            lost = events.ObservationLost(
                 conn=0,
                 route="",
                 direction=Direction.C2S,
                 t=t,
-                reason=events.GapReason.STOPPED,
+                reason=session,
                 size=0,
                 detail=member_str(data, "detail", ""),
             )
-            return self.stopped
+            return self._session(lost)
         if kind == "unobserved":
             reason = events.GapReason(member_choice(data, "reason", _GAP_REASONS))
-            return events.ObservationLost(
+            lost = events.ObservationLost(
                 **_where(data, conn, route, t),
                 reason=reason,
                 size=member_int(data, "size", 0),
@@ -218,7 +228,18 @@ class LineDecoder:
                 digest=member_str(data, "digest", ""),
                 header=member_base64(data, "header"),
             )
+            # Connection 0 is the session's (a copy written before the writer wrote such an
+            # event back as its own kind said it this way).
+            return self._session(lost) if conn == 0 and reason in _SESSION_REASONS else lost
         return None  # an event kind from a newer writer: skipped, not fatal
+
+    def _session(self, lost: events.ObservationLost) -> events.ObservationLost:
+        """Note where observation stopped, or restarted, for the views' notes."""
+        if lost.reason is events.GapReason.STOPPED:
+            self.stopped = lost
+        else:
+            self.restarts.append(lost)
+        return lost
 
     def _violation(
         self, data: dict[str, Any], conn: int, route: str, t: float

@@ -137,6 +137,12 @@ class RecordingReader:
         """Where observation stopped (the recording says so), once read that far; else None."""
         return self._decoder.stopped
 
+    @property
+    def restarts(self) -> list[ObservationLost]:
+        """Where a new observing process took over the recording (the recording says so), in
+        order, as far as it was read."""
+        return self._decoder.restarts
+
     def _named(self, exc: RecordingError) -> RecordingError:
         return exc if self.path is None else exc.at(self.path)
 

@@ -128,6 +128,9 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     ),
     "gap": (*COMMON_MEMBERS, "missed", "consumer"),
     "stderr": (*COMMON_MEMBERS, "conn", "route", "text", "raw"),
+    # The session's own lines: observation stopped, or a new observing process took over.
+    "observation-stopped": (*COMMON_MEMBERS, "detail"),
+    "observation-restarted": (*COMMON_MEMBERS, "detail"),
     "unobserved": (
         *COMMON_MEMBERS,
         "conn",

@@ -1,8 +1,10 @@
 """A recording written by another process and ended by this one: ``proxy --observer
 child-process`` creates the file, the observing process writes it through a shared
 descriptor, and if that process dies the forwarding process ends it (`end_recording`) with
-an ``observation-stopped`` line. A line cut by the death is cut off first, so every reader
-still reads the file, and the line takes the next ``seq``.
+an ``observation-stopped`` line, or says a new observing process takes over
+(`restart_recording`) with an ``observation-restarted`` line, after which the new one appends
+to the same file. A line cut by the death is cut off first, so every reader still reads the
+file, and the line takes the next ``seq``.
 """
 
 from __future__ import annotations
@@ -15,11 +17,28 @@ from typing import IO
 from .files import open_private
 from .schema import dumps
 
-__all__ = ["STOPPED_KIND", "RecordingFile", "end_recording"]
+__all__ = [
+    "RESTARTED_KIND",
+    "STOPPED_KIND",
+    "RecordingFile",
+    "end_recording",
+    "restart_recording",
+    "session_line",
+]
 
 STOPPED_KIND = "observation-stopped"
 """The recording line that ends a recording whose observing process died (readers that do not
 know it skip it)."""
+
+RESTARTED_KIND = "observation-restarted"
+"""The recording line that says the observing process died and a new one took over: what
+follows it was written by the new one (readers that do not know it skip it)."""
+
+
+def session_line(seq: int, t: float, kind: str, detail: str) -> bytes:
+    """An ``observation-stopped`` or ``observation-restarted`` line, with its newline (the
+    writer writes the same for such an event)."""
+    return dumps({"seq": seq, "t": round(t, 6), "kind": kind, "detail": detail}) + b"\n"
 
 
 @dataclass
@@ -63,12 +82,37 @@ def end_recording(record: RecordingFile, t: float, detail: str) -> None:
     process wrote until it died: an unfinished last line is cut off first (a reader would take
     it for a damaged line once another follows it), and the line takes the next ``seq``.
     Raises OSError."""
+    _append_session_line(record, t, STOPPED_KIND, detail)
+
+
+def restart_recording(record: RecordingFile, t: float, detail: str) -> int:
+    """Append the line that says a new observing process takes over the recording, as
+    `end_recording` does (an unfinished last line cut off, the next ``seq``), and return its
+    ``seq``: the new observing process numbers its lines from the one after it.
+
+    The descriptor's offset is shared with the observing processes (one open file
+    description, handed to each): the dead one may have left it past the cut, so it is set
+    to the new end of the file, where the next writer appends right after this line (never
+    leaving a hole of zero bytes). Raises OSError."""
+    seq, end = _append_session_line(record, t, RESTARTED_KIND, detail)
+    os.lseek(record.write_fd, end, os.SEEK_SET)
+    return seq
+
+
+def _append_session_line(
+    record: RecordingFile, t: float, kind: str, detail: str
+) -> tuple[int, int]:
+    """Cut an unfinished last line off and write a session line after the last complete one.
+    Returns the line's ``seq`` and where the file now ends."""
     size = os.fstat(record.read_fd).st_size
     with open(os.dup(record.read_fd), "rb") as recording:
         end, last_seq = _last_line(recording, size)
     os.ftruncate(record.write_fd, end)
-    line = {"seq": last_seq + 1, "t": round(t, 6), "kind": STOPPED_KIND, "detail": detail}
-    os.pwrite(record.write_fd, dumps(line) + b"\n", end)
+    line = session_line(last_seq + 1, t, kind, detail)
+    written = 0
+    while written < len(line):  # a regular file takes it whole; a short write goes on
+        written += os.pwrite(record.write_fd, line[written:], end + written)
+    return last_seq + 1, end + len(line)
 
 
 def _last_line(recording: IO[bytes], size: int, block: int = 65536) -> tuple[int, int]:

@@ -29,6 +29,7 @@ from .. import events
 from ..events import Direction, Event
 from .files import open_private
 from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
+from .shared_file import RESTARTED_KIND, STOPPED_KIND, session_line
 
 __all__ = [
     "RecordingWriter",
@@ -39,6 +40,14 @@ __all__ = [
     "tool_calls_json",
     "write_all",
 ]
+
+
+_SESSION_KINDS = {
+    events.GapReason.STOPPED: STOPPED_KIND,
+    events.GapReason.RESTARTED: RESTARTED_KIND,
+}
+"""The session's own lines (connection 0): observation stopped, or a new observing process
+took over. Written back as the forwarding process wrote them, so a copy reads the same."""
 
 
 def encode_event(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
@@ -101,6 +110,9 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         except UnicodeDecodeError:
             base.update(raw=_b64(event.data))
     elif isinstance(event, events.ObservationLost):
+        kind = _SESSION_KINDS.get(event.reason) if event.conn == 0 else None
+        if kind is not None:  # the session's line, as the forwarding process writes it
+            return session_line(seq, event.t, kind, event.detail)
         base.update(kind="unobserved", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, reason=event.reason.value, size=event.size)
         base.update(detail=event.detail)
@@ -275,7 +287,14 @@ class RecordingWriter:
     incomplete last line, which readers skip. A large payload is written as its own piece,
     never copied into a line buffer."""
 
-    def __init__(self, stream: IO[bytes], header: Header) -> None:
+    def __init__(
+        self, stream: IO[bytes], header: Header, *, after_seq: Optional[int] = None
+    ) -> None:
+        """Write ``header`` to ``stream``, then events from ``seq`` 1. With ``after_seq``, go
+        on with a recording the stream already holds (a new observing process taking over
+        after an ``observation-restarted`` line, `shared_file.restart_recording`): no header
+        is written (the file has it; ``header`` is still what the events are encoded by) and
+        the next line is numbered ``after_seq`` + 1, written at the stream's offset."""
         self.stream = stream
         # Events carry the pairing decision whatever file they were read from: what is
         # written is always this version (a version-1 header copied from a file read is not).
@@ -287,11 +306,12 @@ class RecordingWriter:
             name: get_profile(profile) for name, profile in header.route_profile_names().items()
         }
         """The routes whose frames have a profile of their own (the ``mcp`` route)."""
-        self.seq = 0
+        self.seq = 0 if after_seq is None else after_seq
         self._pending: list[bytes] = []
         self._pending_size = 0
-        self.stream.write(encode_header(header))
-        self.stream.flush()
+        if after_seq is None:
+            self.stream.write(encode_header(header))
+            self.stream.flush()
         self._fd = _descriptor(stream)
 
     @classmethod

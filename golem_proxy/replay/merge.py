@@ -67,6 +67,6 @@ def _shift(event: Any, conn: int, t: float) -> Any:
             response=_shift(event.response, conn, t),
         )
     changes: dict[str, Any] = {"t": event.t + t}  # every other event has a t field
-    if hasattr(event, "conn"):
+    if getattr(event, "conn", 0):  # connection 0 is the session's (observation stopped)
         changes["conn"] = event.conn + conn
     return dataclasses.replace(event, **changes)

@@ -180,11 +180,11 @@ EARLY_EXIT = 3
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    pipe_fd, control_fd, record_fd = (int(arg) for arg in (argv or sys.argv[1:]))
+    pipe_fd, control_fd, record_fd, _ = (int(arg) for arg in (argv or sys.argv[1:]))
     mode = os.environ.get(MODE, "")
     control = socket.socket(fileno=control_fd)
     setup = receive_setup(control)
-    if record_fd >= 0 and setup.header is not None:
+    if record_fd >= 0 and setup.header is not None and not setup.continues_recording:
         os.write(record_fd, encode_header(setup.header))
     if mode == "never-ready":
         Fake(pipe_fd, control).wait_forever()

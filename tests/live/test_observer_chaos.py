@@ -38,7 +38,9 @@ from .observer_child_helpers import (
     wait_for,
 )
 
-CHILD = ("-q", "--observer", "child-process")
+CHILD = ("-q", "--observer", "child-process", "--observer-restarts", "0")
+"""Observation stops for good at the first death here (tests/live/test_observer_restart.py has
+the replacement)."""
 AGAIN = 3
 """Answers every small-call client must get after the chaos (the large one, one)."""
 SERVED = 30.0

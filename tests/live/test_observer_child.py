@@ -138,7 +138,7 @@ def test_a_killed_observer_leaves_forwarding_alone_and_ends_the_recording(
     tmp_path: Path,
 ) -> None:
     record = tmp_path / "killed.jsonl"
-    with observed_proxy(record, *CHILD) as cli:
+    with observed_proxy(record, *CHILD, "--observer-restarts", "0") as cli:
         try:
             calls = [{"id": n, "method": "echo", "params": {"n": n}} for n in range(20)]
             golem_calls(cli.port, calls)

@@ -93,7 +93,9 @@ def test_forwarding_outlives_a_hostile_observing_process(
     monkeypatch.setenv(MODE, mode)
     why = WHY[mode]
     record = tmp_path / f"{mode}.jsonl"
-    with observed_proxy(record, "-q", "--observer", "child-process") as cli:
+    with observed_proxy(
+        record, "-q", "--observer", "child-process", "--observer-restarts", "0"
+    ) as cli:
         (fake,) = children_of(cli.process.pid)
         traffic = MixedTraffic(tcp_connector(cli, STALL_LIMIT + SERVED), seed=25)
         try:

@@ -44,7 +44,8 @@ def _session(record: Path, act: Callable[[CountingClient, int], None], *args: st
     observing process id)``, the client gets 50 more; then everything stops (cleanly)."""
     with ThreadedUpstream() as upstream:
         cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "--record",
-                              str(record), "-q", *CHILD, *args)  # fmt: skip
+                              str(record), "-q", *CHILD, "--observer-restarts", "0",
+                              *args)  # fmt: skip
         try:
             (observer,) = children_of(cli.process.pid)
             client = CountingClient(cli.port)

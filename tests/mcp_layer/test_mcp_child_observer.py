@@ -111,10 +111,13 @@ def answer_recorded(record: Path, ident: int) -> bool:
     return False
 
 
-def test_forwarding_goes_on_when_the_observing_process_dies(tmp_path: Path) -> None:
+def _a_call_across_a_death(tmp_path: Path, *options: str, until: bytes) -> tuple[Path, list[str]]:
+    """``list_layers`` through the wrapper; once it is recorded the observing process is killed;
+    once stderr says ``until``, ``create_layer``, answered as any call. Returns the recording
+    and the wrapper's stderr lines that speak of observation."""
     record, errors = tmp_path / "r.jsonl", tmp_path / "stderr"
     with PluginProcess(seed=10) as plugin, errors.open("wb") as stderr:
-        process = start_piped(wrapped(plugin, record, *CHILD), stderr=stderr.fileno())
+        process = start_piped(wrapped(plugin, record, *CHILD, *options), stderr=stderr.fileno())
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(INITIALIZE)
@@ -125,7 +128,7 @@ def test_forwarding_goes_on_when_the_observing_process_dies(tmp_path: Path) -> N
             assert json.loads(process.stdout.readline())["id"] == 1
             wait_for(lambda: answer_recorded(record, 1), what="the answer in the recording")
             os.kill(observing_process(process.pid), signal.SIGKILL)
-            wait_for(lambda: b"observation stopped" in errors.read_bytes(), what="the notice")
+            wait_for(lambda: until in errors.read_bytes(), what="the notice")
             params = {"name": "create_layer", "arguments": {"name": "After"}}
             process.stdin.write(rpc_line({"id": 2, "method": "tools/call", "params": params}))
             process.stdin.flush()
@@ -136,14 +139,42 @@ def test_forwarding_goes_on_when_the_observing_process_dies(tmp_path: Path) -> N
         finally:
             reap(process)
             process.stdout.close()
-    notices = [text for text in errors.read_text().splitlines() if "observation stopped" in text]
+    return record, [text for text in errors.read_text().splitlines() if "observation" in text]
+
+
+def test_a_killed_observing_process_is_replaced_and_tool_calls_are_attributed_after_it(
+    tmp_path: Path,
+) -> None:
+    record, notices = _a_call_across_a_death(tmp_path, until=b"observation restarted")
+    assert notices[0] == (
+        "golem-proxy: observation stopped (the observing process was killed by SIGKILL); "
+        "forwarding goes on; restarting it"
+    )
+    # The MCP hop and the plugin's connection, both kept open across the death.
+    assert notices[1].startswith("golem-proxy: observation restarted: 2 open connections")
+    kinds = [json.loads(line)["kind"] for line in record.read_text().splitlines()[1:]]
+    assert kinds.count("observation-restarted") == 1 and "observation-stopped" not in kinds
+    # What was observed before stays whole, and a call made after the restart is attributed
+    # its GOLEM frames as any other.
+    before, after = read_tool_calls(str(record))
+    assert before.tool == "list_layers"
+    assert [flow.method for flow in before.golem] == ["ping", "scene.list_layers"]
+    assert after.tool == "create_layer"
+    assert [flow.method for flow in after.golem] == ["scene.create_layer"]
+
+
+def test_forwarding_goes_on_when_the_observing_process_dies_past_its_restarts(
+    tmp_path: Path,
+) -> None:
+    record, notices = _a_call_across_a_death(
+        tmp_path, "--observer-restarts", "0", until=b"observation stopped"
+    )
     assert notices == [
         "golem-proxy: observation stopped (the observing process was killed by SIGKILL); "
         "forwarding goes on"
     ]
     lines = record.read_text().splitlines()
     assert json.loads(lines[-1])["kind"] == "observation-stopped"
-    # What was observed before stays whole, attribution included.
     [call] = read_tool_calls(str(record))
     assert call.tool == "list_layers"
     assert [flow.method for flow in call.golem] == ["ping", "scene.list_layers"]

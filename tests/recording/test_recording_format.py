@@ -30,6 +30,8 @@ from golem_proxy.events import (
     FaultInjected,
     FrameSeen,
     FramingErrorSeen,
+    GapReason,
+    ObservationLost,
     UpstreamStatus,
     ViolationSeen,
 )
@@ -137,6 +139,16 @@ def one_of_each() -> list[Event]:
             orphan=True,
         ),
         EventsMissed(count=3, t=0.9, consumer="recorder"),
+        _session(0.92, GapReason.RESTARTED, "the observing process was killed by SIGKILL"),
+        ObservationLost(
+            conn=1,
+            route="main",
+            direction=Direction.S2C,
+            t=0.93,
+            reason=GapReason.RESTARTED,
+            size=57,
+            detail="57 bytes forwarded while no observing process recorded",
+        ),
         ConnectionClosed(
             conn=1,
             route="main",
@@ -152,7 +164,15 @@ def one_of_each() -> list[Event]:
         UpstreamStatus(
             route="main", t=1.5, up=True, detail="upstream 127.0.0.1:9876 answers again"
         ),
+        _session(1.75, GapReason.STOPPED, "the observing process was stopped"),
     ]
+
+
+def _session(t: float, reason: GapReason, detail: str) -> ObservationLost:
+    """The session's own gap (connection 0): observation stopped, or restarted."""
+    return ObservationLost(
+        conn=0, route="", direction=Direction.C2S, t=t, reason=reason, size=0, detail=detail
+    )
 
 
 def roundtrip(events: list[Event], profile: str = "golem") -> list[Event]:
@@ -174,7 +194,7 @@ def test_every_event_kind_and_member_is_documented() -> None:
             assert f"`{member}`" in doc, f"member {member!r} of {data['kind']} is undocumented"
     assert kinds == {
         "open", "close", "frame", "exchange", "violation", "frame-error", "discarded", "fault",
-        "gap", "upstream",
+        "gap", "upstream", "unobserved", "observation-restarted", "observation-stopped",
     }  # fmt: skip
     # The optional members of frame lines too.
     for optional in ("raw", "note", "redacted", "msg", "id", "method"):

@@ -1,0 +1,197 @@
+"""What the forwarding side keeps so that a new observing process can take over from one that
+died (``--observer child-process``, `ObservingProcess`'s restart): every open connection, where
+its streams are at a frame boundary, and what crossed while no observing process was there.
+
+The forwarding process does not decode, but it follows each direction's framing
+(`golem_core.boundaries.FrameBoundaries`: length arithmetic, or newlines), so that a new
+observing process takes every open connection up at its next frame, exactly, rather than by
+guessing where a frame starts. `OpenConnections` is fed by `ObserverLink` with every event and
+chunk; while observation is down it counts, per connection and direction, the bytes that
+crossed, and the connections that came and went unseen. `Resumption` is what the new process is
+told first (a ``RESUME`` record); each direction then goes on with a ``RESUMED`` record once it
+reaches a frame boundary, saying how many bytes crossed unobserved before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from golem_core.boundaries import FrameBoundaries
+from golem_core.framing import Framing
+
+from ..events import ConnectionClosed, ConnectionOpened
+
+__all__ = ["OpenConnections", "ResumedConnection", "Resumption"]
+
+
+@dataclass(frozen=True)
+class ResumedConnection:
+    """A connection open when observation stopped (or opened since), taken up again."""
+
+    opened: ConnectionOpened
+    unrecorded: int
+    """Bytes of it the observing process that died had been handed and had not acknowledged:
+    at most this many more than the ``RESUMED`` records count may be missing from the
+    recording (it may have written some of their lines before it died)."""
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """The first record a restarted observing process reads (``RESUME``)."""
+
+    connections: tuple[ResumedConnection, ...]
+    seq: int
+    """The recording's last line (the restart line); the new process numbers from the next.
+    0: no recording."""
+
+
+class _Tracked:
+    """One open connection as `OpenConnections` follows it."""
+
+    __slots__ = ("bounds", "closed", "down", "ended", "opened", "seen", "unrecorded", "waiting")
+
+    def __init__(self, opened: ConnectionOpened, framing: Framing) -> None:
+        self.opened = opened
+        self.bounds = (FrameBoundaries(framing), FrameBoundaries(framing))
+        self.down = [0, 0]
+        """Bytes of each direction forwarded unobserved, not yet said in a ``RESUMED``."""
+        self.ended = [False, False]
+        self.waiting = [False, False]
+        """Taken up again, but the direction is not at a frame boundary yet."""
+        self.closed: Optional[ConnectionClosed] = None
+        """It closed while observation was down (its close is handed on at the restart)."""
+        self.unrecorded = 0
+        self.seen = False
+        """It was open when observation stopped (the observing process knew it)."""
+
+
+Chunk = Union[bytes, memoryview]
+
+
+class OpenConnections:
+    """Every open connection's framing state, and what crosses while observation is down."""
+
+    def __init__(self, framings: Mapping[str, Framing], default: Framing) -> None:
+        self.framings = dict(framings)
+        """Each route's framing (an MCP hop's differs from the relay's routes)."""
+        self.default = default
+        self.down = False
+        """Observation is down: what crosses is counted, not handed on."""
+        self.unseen = 0
+        """Connections opened and closed while observation was down."""
+        self._open: dict[int, _Tracked] = {}
+
+    def __contains__(self, conn: int) -> bool:
+        return conn in self._open
+
+    def __len__(self) -> int:
+        """Connections followed: open, or open when observation stopped and closed since."""
+        return len(self._open)
+
+    def opened(self, event: ConnectionOpened) -> None:
+        framing = self.framings.get(event.route, self.default)
+        self._open[event.conn] = _Tracked(event, framing)
+
+    def closed(self, event: ConnectionClosed) -> bool:
+        """The connection closed; True when its close waits for the restart (it was open when
+        observation stopped), False when it is gone (said now, or never seen)."""
+        tracked = self._open.get(event.conn)
+        if tracked is None:
+            return False
+        if self.down and tracked.seen:
+            tracked.closed = event
+            return True
+        del self._open[event.conn]
+        if self.down:
+            self.unseen += 1
+        return False
+
+    def stop(self, unrecorded: Mapping[int, int]) -> None:
+        """Observation stopped; ``unrecorded``: each connection's bytes handed on and not
+        acknowledged."""
+        self.down = True
+        for conn, tracked in self._open.items():
+            tracked.seen = True
+            tracked.unrecorded = unrecorded.get(conn, 0)
+
+    def while_down(self, conn: int, direction: int, data: Chunk) -> None:
+        """A chunk (``b""``: the direction ended) forwarded while observation is down."""
+        tracked = self._open.get(conn)
+        if tracked is None:
+            return
+        if data:
+            tracked.bounds[direction].feed(data)
+            tracked.down[direction] += len(data)
+        else:
+            tracked.ended[direction] = True
+
+    def follow(self, conn: int, direction: int, data: Chunk) -> Optional[tuple[int, int]]:
+        """A chunk handed on as usual: follow its framing. Returns None, or, when the direction
+        waits for a frame boundary since the restart, (bytes of ``data`` that are still the
+        frame in progress, bytes unobserved before the boundary) with -1 for the first when
+        the whole chunk is (then nothing of it is handed on)."""
+        tracked = self._open.get(conn)
+        if tracked is None:
+            return None
+        bounds = tracked.bounds[direction]
+        if not tracked.waiting[direction]:
+            bounds.feed(data)
+            return None
+        rest = bounds.rest_of_frame(data) if data else 0
+        bounds.feed(data)
+        if rest is None:
+            tracked.down[direction] += len(data)
+            return -1, 0
+        lost = tracked.down[direction] + rest
+        tracked.down[direction] = 0
+        tracked.waiting[direction] = False
+        return rest, lost
+
+    def resume(self) -> tuple[list[ResumedConnection], list[tuple[int, int, int, bool]]]:
+        """Observation is up again: the connections to take up, and for each direction at a
+        frame boundary now (or ended, or closed), (conn, direction, bytes unobserved, ended)
+        to hand on as ``RESUMED`` at once. The other directions wait for their boundary
+        (`follow`). Connections that closed meanwhile are forgotten after this (their closes
+        are `closes`)."""
+        resumed: list[ResumedConnection] = []
+        now: list[tuple[int, int, int, bool]] = []
+        for conn, tracked in self._open.items():
+            resumed.append(ResumedConnection(tracked.opened, tracked.unrecorded))
+            for direction in (0, 1):
+                done = tracked.closed is not None or tracked.ended[direction]
+                if done or tracked.bounds[direction].at_boundary:
+                    now.append((conn, direction, tracked.down[direction], tracked.ended[direction]))
+                    tracked.down[direction] = 0
+                else:
+                    tracked.waiting[direction] = True
+            tracked.ended = [False, False]
+            tracked.unrecorded = 0
+        self.down = False
+        self.unseen = 0
+        return resumed, now
+
+    def closes(self) -> list[ConnectionClosed]:
+        """The closes that waited for the restart, once; their connections are forgotten."""
+        closes = [t.closed for t in self._open.values() if t.closed is not None]
+        for event in closes:
+            del self._open[event.conn]
+        return closes
+
+    def waiting(self, conn: int) -> list[tuple[int, int]]:
+        """Directions of ``conn`` still waiting for a frame boundary (each with its bytes
+        unobserved), now no longer waiting: its close or the end of it came first."""
+        tracked = self._open.get(conn)
+        if tracked is None:
+            return []
+        found = []
+        for direction in (0, 1):
+            if tracked.waiting[direction]:
+                found.append((direction, tracked.down[direction]))
+                tracked.waiting[direction] = False
+                tracked.down[direction] = 0
+        return found
+
+    def forget(self, conn: int) -> None:
+        self._open.pop(conn, None)

@@ -1,0 +1,216 @@
+"""A dead observing process is replaced (``proxy --observer child-process``,
+live/observer_process.py): the same recording goes on after a line saying when and why, the
+connection the GOLEM MCP server keeps open the whole session is taken up at its next frame with
+its frame numbers going on, and past ``--observer-restarts`` observation stops as before. The
+real command line, a real upstream, the observing process really killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.processes import children_of
+from bench.robustness.proxy_cli import ProxyCli
+from golem_core.blocking import MessageReader
+from golem_core.messages import Response, Role
+from golem_core.profiles import GOLEM
+from golem_proxy.live.observer_process import TEST_MODULE
+from golem_proxy.recording.format import read_recording
+
+from .fake_observing import MODE
+from .observer_child_helpers import (
+    CountingClient,
+    golem_calls,
+    observed_proxy,
+    process_gone,
+    wait_for,
+)
+
+CHILD = ("--observer", "child-process")
+
+
+def _lines(record: Path) -> list[dict[str, Any]]:
+    """The event lines written so far (a last line being written left out)."""
+    data = record.read_bytes()
+    whole = data[: data.rfind(b"\n") + 1]
+    return [json.loads(line) for line in whole.splitlines()[1:]]
+
+
+def _restarted_lines(record: Path) -> int:
+    if not record.exists():
+        return 0
+    return sum(1 for line in _lines(record) if line["kind"] == "observation-restarted")
+
+
+def _exchanges(record: Path) -> int:
+    return sum(1 for line in _lines(record) if line["kind"] == "exchange")
+
+
+def _kill_observer(cli: ProxyCli, record: Path, restarts: int) -> None:
+    """Kill the observing process and wait until its successor took over (``restarts`` lines
+    in the recording by then)."""
+    (observer,) = children_of(cli.process.pid)
+    os.kill(observer, signal.SIGKILL)
+    wait_for(lambda: process_gone(observer), what="the observing process to die")
+    wait_for(lambda: _restarted_lines(record) == restarts, what="the restart line")
+
+
+class _Client:
+    """One connection kept open the whole session, as the GOLEM MCP server keeps its own."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.reader = MessageReader(self.sock)
+        self.sent = 0
+
+    def calls(self, count: int) -> None:
+        for _ in range(count):
+            self.sent += 1
+            self.sock.sendall(GOLEM.encode({"id": self.sent, "method": "echo", "params": {}}))
+            answer = self.reader.read_message(Role.RESPONSE)
+            assert isinstance(answer, Response) and answer.id == self.sent
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_persistent_connection_is_recorded_on_after_the_observer_is_killed(
+    tmp_path: Path,
+) -> None:
+    record = tmp_path / "restarted.jsonl"
+    with observed_proxy(record, *CHILD) as cli:
+        client = _Client(cli.port)
+        try:
+            client.calls(20)
+            wait_for(lambda: _exchanges(record) == 20, what="the first calls recorded")
+            _kill_observer(cli, record, 1)
+            client.calls(20)
+            golem_calls(cli.port, [{"id": "new", "method": "echo", "params": {}}])
+        finally:
+            client.close()
+            printed = cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    assert "Traceback" not in cli.stderr, cli.stderr
+    assert (
+        "golem-proxy: observation stopped (the observing process was killed by SIGKILL); "
+        "forwarding goes on; restarting it" in cli.stderr
+    )
+    assert "golem-proxy: observation restarted: 1 open connection taken up" in cli.stderr
+    assert "the observing process was replaced 1 time" in cli.stderr + printed
+    recording = read_recording(str(record))  # the strict reader reads it whole
+    assert not recording.truncated_tail
+    lines = _lines(record)
+    assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
+    (restart,) = [line for line in lines if line["kind"] == "observation-restarted"]
+    assert "killed by SIGKILL" in restart["detail"]
+    after = lines[lines.index(restart) + 1 :]
+    first = [line for line in lines if line.get("conn") == 1]
+    # The kept connection: its gap said once each way, its frames numbered on, every call made
+    # after the restart recorded and answered (none taken for an orphan).
+    gaps = [line for line in after if line["kind"] == "unobserved" and line["conn"] == 1]
+    assert sorted(line["dir"] for line in gaps) == ["c2s", "s2c"]
+    assert all(line["reason"] == "restarted" for line in gaps)
+    requests = [line["n"] for line in first if line["kind"] == "frame" and line["dir"] == "c2s"]
+    assert requests == sorted(set(requests)), "frame numbers repeat after the restart"
+    exchanges = [line for line in after if line["kind"] == "exchange" and line["conn"] == 1]
+    assert len(exchanges) == 20 and {line["status"] for line in exchanges} == {"ok"}
+    assert _exchanges(record) == 41  # the 20 before the death too, and the new connection's
+    assert not [line for line in lines if line["kind"] == "violation"]
+    assert [line["kind"] for line in first if line["kind"] in ("open", "close")] == [
+        "open",
+        "close",
+    ]
+    # A connection opened after the restart is recorded whole.
+    conns = {line["conn"] for line in after if line["kind"] == "open"}
+    assert len(conns) == 1
+
+
+def test_a_frame_cut_by_the_death_is_skipped_and_the_next_one_recorded(tmp_path: Path) -> None:
+    record = tmp_path / "cut.jsonl"
+    big = GOLEM.encode({"id": "cut", "method": "echo", "params": {"blob": "x" * 200_000}})
+    with observed_proxy(record, *CHILD) as cli:
+        client = _Client(cli.port)
+        try:
+            client.calls(3)
+            client.sock.sendall(big[:70_000])  # half a frame, then the observer dies
+            _kill_observer(cli, record, 1)
+            client.sock.sendall(big[70_000:])
+            assert client.reader.read_message(Role.RESPONSE) is not None
+            client.calls(5)
+        finally:
+            client.close()
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    lines = _lines(record)
+    restart = next(i for i, line in enumerate(lines) if line["kind"] == "observation-restarted")
+    after = lines[restart + 1 :]
+    (c2s,) = [line for line in after if line["kind"] == "unobserved" and line["dir"] == "c2s"]
+    assert c2s["size"] >= len(big) - 70_000  # the rest of the cut frame, at least
+    frames = [line for line in after if line["kind"] == "frame" and line["dir"] == "c2s"]
+    assert [line.get("id") for line in frames] == [4, 5, 6, 7, 8]
+    exchanges = [line for line in after if line["kind"] == "exchange"]
+    assert len(exchanges) == 5
+    assert not [line for line in lines if line["kind"] in ("violation", "frame-error")]
+
+
+def test_past_its_restarts_observation_stops_for_the_rest_of_the_session(tmp_path: Path) -> None:
+    record = tmp_path / "stopped.jsonl"
+    with observed_proxy(record, *CHILD, "--observer-restarts", "1") as cli:
+        client = _Client(cli.port)
+        try:
+            client.calls(5)
+            _kill_observer(cli, record, 1)
+            client.calls(5)
+            (observer,) = children_of(cli.process.pid)
+            os.kill(observer, signal.SIGKILL)
+            wait_for(lambda: _lines(record)[-1]["kind"] == "observation-stopped", what="the end")
+            client.calls(5)  # forwarding goes on
+        finally:
+            client.close()
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    kinds = [line["kind"] for line in _lines(record)]
+    assert kinds.count("observation-restarted") == 1
+    assert kinds[-1] == "observation-stopped"
+    assert cli.stderr.count("observation stopped (") == 2
+
+
+def test_a_process_that_misbehaves_each_time_is_replaced_until_its_restarts_run_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every observing process is the test suite's fake, which acknowledges more than it was
+    # handed once it has read a little: broken, stopped, replaced, twice; then for good.
+    monkeypatch.setenv(TEST_MODULE, "tests.live.fake_observing")
+    monkeypatch.setenv(MODE, "beyond")
+    record = tmp_path / "broken.jsonl"
+    with observed_proxy(record, *CHILD, "--observer-restarts", "2") as cli:
+        client = CountingClient(cli.port)
+        try:
+            wait_for(
+                lambda: _lines(record) and _lines(record)[-1]["kind"] == "observation-stopped",
+                what="observation to stop after the restarts",
+            )
+            served = client.answers
+            wait_for(lambda: client.answers > served + 50, what="calls after the last stop")
+        finally:
+            client.stop()
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    assert "Traceback" not in cli.stderr, cli.stderr
+    assert cli.stderr.count("restarting it") == 2
+    assert cli.stderr.count("observation restarted") == 2
+    read_recording(str(record))
+    lines = _lines(record)
+    assert [line["kind"] for line in lines] == [
+        "observation-restarted",
+        "observation-restarted",
+        "observation-stopped",
+    ]
+    assert [line["seq"] for line in lines] == [1, 2, 3]
+    assert all("acknowledged more than was handed on" in line["detail"] for line in lines)
