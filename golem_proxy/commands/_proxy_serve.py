@@ -14,7 +14,8 @@ from rich.text import Text
 
 from ..live.hub import EventHub
 from ..live.intercept_console import InterceptConsole
-from ..live.observer_process import ObserverSetup, ObservingProcess
+from ..live.observer_launch import ObserverSetup
+from ..live.observer_process import ObservingProcess
 from ..live.proxy_options import BoundRoute
 from ..live.relay import Proxy
 from ..live.session import ProxySession, SessionConfig, session_header

@@ -10,7 +10,8 @@ dropped: both ends are the same program, started together, so pickle is the even
 description on the pipe. Once the observing process is gone, nothing is handed on and
 forwarding goes on alone.
 
-The recording is kept close to the wire (about `TRAIL_LIMIT`; in a flood of tiny frames, what
+The recording is kept close to the wire (the bounds and their account are link_ledger.py's:
+about `TRAIL_LIMIT`; in a flood of tiny frames, what
 decoding `OUTSTANDING_LIMIT` of them takes): the observing process acknowledges, at every
 flush of the recording, the offset in the pipe's stream up to which everything handed on is
 decoded and its lines written to the kernel, and the rate at which it got through bytes lately
@@ -48,7 +49,6 @@ without it (`watch_stall`).
 
 from __future__ import annotations
 
-import collections
 import math
 import pickle
 from typing import Callable, Optional
@@ -57,18 +57,14 @@ import trio
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from .handoff import HandoffWriter, Kind
+from .link_ledger import BEHIND_AFTER, MARK_EVERY, RECORD_LIMIT, TRAIL_LIMIT, Ledger
 from .link_resume import OpenConnections, Resumption
 
 __all__ = [
     "BACKLOG",
-    "CAP",
     "HOLD_LIMIT",
-    "OUTSTANDING_CEILING",
-    "OUTSTANDING_LIMIT",
     "PIPE_DIRECTIONS",
-    "QUIET_SHARE",
     "STALL_LIMIT",
-    "TRAIL_LIMIT",
     "ObserverLink",
     "direction_number",
 ]
@@ -77,52 +73,16 @@ BACKLOG = 64 * 1024 * 1024
 """Forwarded bytes that may wait here for room in the pipe (the chunks themselves, no copy)
 while the observing process is busy with one large frame (a 16 MiB answer is parsed in one
 go): beyond it, bytes are counted as lost and the gap recorded."""
-TRAIL_LIMIT = 0.06
-"""Seconds the recording may trail the wire (what a ``kill -9`` of both processes loses)
-before the relay stops taking new bytes until it catches up."""
+
 HOLD_LIMIT = math.inf
 """By default the relay waits for the recording as long as it keeps acknowledging: a flood is
 forwarded at the pace it is observed, and recorded whole, and holds only its own connection
 (docs/architecture.md says what that costs, and why no limit is the default).
 ``--observer-hold`` sets a limit past which the connection held sheds instead."""
+
 STALL_LIMIT = 5.0
 """Seconds without an acknowledgement moving on, while the relay holds, after which the
 observing process counts as stuck and forwarding goes on without it."""
-OUTSTANDING_LIMIT = 1024 * 1024
-"""Bytes handed on and not acknowledged yet past which the relay holds too (at least: see
-`OUTSTANDING_CEILING`): in the 60 ms of `TRAIL_LIMIT` a flood of tiny frames hands on seconds
-of decoding (300,000 noop frames, all of them), which the observing process's own bounds would
-shed."""
-OUTSTANDING_CEILING = 16 * 1024 * 1024
-"""How far the byte limit rises (for what servers send: clients' bytes keep
-`OUTSTANDING_LIMIT`, see `ObserverLink.client_outstanding`) when the observing process says it
-gets through bytes fast (`acknowledged` with a rate: what it decodes and writes in
-`TRAIL_LIMIT`, a 16 MiB viewport capture's blob in a few ms a MiB, against tiny frames' ~20
-KiB): then the relay forwards the next answer while the observing process finishes the last
-one, rather than 1 MiB of it. At most `BACKLOG` / `CAP`, so that what waits here for room stays
-under the backlog."""
-CAP = 3
-"""Past this many times the byte limit (`outstanding_limit`) not acknowledged, every
-connection is held, also those with less than their share outstanding. Three: a busy
-connection is held only after the read that took it past the limit (up to 1 MiB,
-`golem_proxy.live.chunks.RECV_SIZE_BULK`), so one busy direction alone reaches twice the limit;
-the quiet ones keep a MiB beyond it."""
-QUIET_SHARE = 8
-"""While the link holds, connections with less than their share of the bytes not acknowledged
-yet forward on only while they have, together, at most 1/8 of what the others have: so they
-add at most that to what a ``kill -9`` loses, and connections that trail alike are all held
-(without it they would take turns under the average and the trail would grow to `CAP`)."""
-BEHIND_AFTER = 0.25
-"""While the link holds, bytes a connection hands on after the last ones of the others that
-have a record's worth (`RECORD_LIMIT`) outstanding and have handed on nothing for this many
-seconds are left out of the shares (`ObserverLink._shares`): they wait behind a flood's bytes
-that take seconds to decode, and holding that connection for them would not shorten the
-trail. Connections that trail alike (sequential calls: a few hundred bytes outstanding each)
-are all held still."""
-RECORD_LIMIT = 64 * 1024
-"""The largest ``DATA`` record: a larger chunk is handed on in pieces (views, not copies)."""
-MARK_EVERY = 0.005
-"""Records handed on within this many seconds share one mark (the trail's resolution)."""
 
 PIPE_DIRECTIONS = (Direction.C2S, Direction.S2C)
 """A direction by its number on the pipe (`direction_number`)."""
@@ -131,20 +91,6 @@ PIPE_DIRECTIONS = (Direction.C2S, Direction.S2C)
 def direction_number(direction: Direction) -> int:
     """A direction on the pipe: 0 client to server, 1 back."""
     return 0 if direction is Direction.C2S else 1
-
-
-class _Mark:
-    """What was handed on within one `MARK_EVERY`: when it began, `HandoffWriter.handed` after
-    it, how many of those bytes were each connection's (0: events of no connection), and how
-    many of them clients sent."""
-
-    __slots__ = ("by_conn", "from_clients", "handed", "t")
-
-    def __init__(self, t: float, handed: int) -> None:
-        self.t = t
-        self.handed = handed
-        self.by_conn: dict[int, int] = {}
-        self.from_clients = 0
 
 
 class ObserverLink:
@@ -172,28 +118,8 @@ class ObserverLink:
         stopped acknowledging, or handing on failed (forwarding already goes on)."""
         self.stopped = False
         """Observation stopped (the observing process is gone): nothing is handed on."""
-        self.holding = False
-        """The recording trails the wire by more than ``trail_limit`` (or by more than
-        `outstanding_limit` bytes): the connections it trails on wait (`holds`)."""
-        self.acked = 0
-        self.outstanding_limit = OUTSTANDING_LIMIT
-        """Bytes not acknowledged past which the link holds: what the observing process gets
-        through in ``trail_limit`` at the rate it last said, within `OUTSTANDING_LIMIT` and
-        `OUTSTANDING_CEILING`."""
-        self._acked_at = 0.0
-        self._marks: collections.deque[_Mark] = collections.deque()
-        """What is not acknowledged yet, oldest first; one per `MARK_EVERY`."""
-        self._outstanding: dict[int, int] = {}
-        """Bytes handed on and not acknowledged yet (by whole marks), by connection."""
-        self._outstanding_total = 0
-        self.client_outstanding = 0
-        """Of those, the bytes clients sent. They keep `OUTSTANDING_LIMIT` whatever the rate:
-        the rate the observing process last said is the past (16 MiB answers it took in at
-        150-300 MB/s), and a flood of tiny requests right after them would otherwise cross
-        whole (13 MB in 50 ms, inside the trail limit) and be decoded for seconds while the
-        recording trails the wire, its pending requests past the tap's limits. Large frames
-        come from servers (viewport captures, meshes); a client's flood of requests bounds
-        the answers it gets too."""
+        self.ledger = Ledger(now, trail_limit)
+        """What is handed on and not acknowledged yet, and whether the relay waits for it."""
         self._shedding: dict[int, int] = {}
         """Connections that shed, each with the offset the observing process must acknowledge
         before it hands on again."""
@@ -201,16 +127,6 @@ class ObserverLink:
         """Set when the shares may have changed while connections wait (`until_caught_up`)."""
         self._waiting = 0
         self._woken_at = -math.inf
-        self._last: dict[int, tuple[int, float]] = {}
-        """Of the connections with bytes outstanding, `HandoffWriter.handed` after each one's
-        last bytes (where its bytes end in the pipe), and when they were handed on."""
-        self._busy: Optional[int] = None
-        """What the connections with at least their share have outstanding, together (None:
-        to be counted again, the shares changed)."""
-        self._behind: dict[int, int] = {}
-        """Of the connections' outstanding bytes, those left out of the shares (`_shares`)."""
-        self._counted = 0
-        """The outstanding bytes the shares count (`_shares`)."""
         self._room_wanted = trio.Event()
         self.connections: Optional[OpenConnections] = None
         """The open connections' framing, followed so that a restarted observing process can
@@ -220,6 +136,33 @@ class ObserverLink:
     def gone(self) -> bool:
         """The observing side closed its end (the process died), or `stop` was called."""
         return self.stopped or self.writer.gone
+
+    @property
+    def holding(self) -> bool:
+        """The recording trails the wire by more than ``trail_limit`` (or by more than
+        `Ledger.outstanding_limit` bytes): the connections it trails on wait (`holds`)."""
+        return self.ledger.holding
+
+    @property
+    def acked(self) -> int:
+        """The pipe's offset up to which the observing process acknowledged everything."""
+        return self.ledger.acked
+
+    @property
+    def outstanding_limit(self) -> int:
+        return self.ledger.outstanding_limit
+
+    @property
+    def client_outstanding(self) -> int:
+        return self.ledger.client_outstanding
+
+    def outstanding(self, conn: int) -> int:
+        """``conn``'s bytes handed on and not acknowledged yet (counted by marks)."""
+        return self.ledger.outstanding(conn)
+
+    def trail(self) -> float:
+        """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
+        return self.ledger.trail()
 
     @property
     def shedding(self) -> bool:
@@ -302,138 +245,32 @@ class ObserverLink:
     def _handed_on(self, conn: int, size: int, t: float, from_client: bool = False) -> None:
         if self.writer.waiting:
             self._room_wanted.set()
-        handed = self.writer.handed
-        marks = self._marks
-        if handed <= self.acked or size <= 0:
-            return
-        if not marks or t - marks[-1].t >= MARK_EVERY:
-            marks.append(_Mark(t, handed))
-        mark = marks[-1]
-        mark.handed = handed
-        mark.by_conn[conn] = mark.by_conn.get(conn, 0) + size
-        self._outstanding[conn] = self._outstanding.get(conn, 0) + size
-        self._last[conn] = (handed, t)
-        self._outstanding_total += size
-        if from_client:
-            mark.from_clients += size
-            self.client_outstanding += size
-        self._busy = None
-        if self.holding:
-            if self._waiting and t - self._woken_at >= MARK_EVERY:
-                # A connection held for its share may have less of it now (at most once a
-                # mark: each wake-up has every waiting connection look again).
-                self._woken_at = t
-                self._wake()
-            return
-        if (
-            t - marks[0].t > self.trail_limit
-            or handed - self.acked > self.outstanding_limit
-            or self.client_outstanding > OUTSTANDING_LIMIT
-        ):
-            self.holding = True
+        held = self.ledger.add(self.writer.handed, conn, size, t, from_client)
+        if held and self._waiting and t - self._woken_at >= MARK_EVERY:
+            # A connection held for its share may have less of it now (at most once a mark:
+            # each wake-up has every waiting connection look again).
+            self._woken_at = t
+            self._wake()
 
     def holds(self, conn: int) -> bool:
         """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
-        bytes: the link is `holding`, and ``conn`` has at least its share of what is not
-        acknowledged yet, or the others together have more than 1/`QUIET_SHARE` of what those
-        with their share have (the shares leave out bytes that wait behind those of
-        connections standing still for `BEHIND_AFTER`: `_shares`), or more than `CAP` times
-        the byte limit is outstanding."""
-        if not self.holding or conn in self._shedding:
+        bytes: the link is `holding` and ``conn`` does not shed, and the recording trails on
+        it (`Ledger.holds`)."""
+        if conn in self._shedding:
             return False
-        outstanding = self._outstanding
-        count = len(outstanding)
-        busy = self._busy
-        if busy is None:  # once per change of the shares, not once per connection asking
-            busy = self._shares()
-        total = self._counted
-        own = outstanding.get(conn, 0) - self._behind.get(conn, 0)
-        if own > 0 and own * count >= total:
-            return True  # one of those the recording trails on
-        if (total - busy) * QUIET_SHARE > busy:
-            return True  # no few connections stand out: the recording trails on all of them
-        # Clients' bytes past their limit hold only by the shares above: many connections
-        # sending alike are all held there, and one that sends little is not held for them.
-        return self.writer.handed - self.acked > self.outstanding_limit * CAP
-
-    def _shares(self) -> int:
-        """Count the shares again: what the connections with at least their share have
-        outstanding, together (`_busy`). Left out of the count (`_behind`): the bytes a
-        connection handed on after the last ones of every flood standing still (a connection
-        with a record's worth outstanding, `RECORD_LIMIT`, that has handed on nothing for
-        `BEHIND_AFTER`), at most `outstanding_limit` of them. They wait in the pipe behind the
-        flood's, whose decoding may take seconds: holding a quiet connection for its round
-        trips meanwhile would not shorten the trail, only stop it until the flood's bytes are
-        decoded (they count again once those are acknowledged). A flood standing still keeps
-        all its bytes in the count."""
-        outstanding, last_at = self._outstanding, self._last
-        behind: dict[int, int] = {}
-        now = self.now()
-        still = {
-            conn: at
-            for conn, (at, t) in last_at.items()
-            if now - t >= BEHIND_AFTER and outstanding.get(conn, 0) >= RECORD_LIMIT
-        }
-        if still:
-            frontier = max(still.values())
-            handed, limit = self.writer.handed, self.outstanding_limit
-            for conn, (at, _) in last_at.items():
-                if at > frontier:  # handed on since: not one standing still
-                    behind[conn] = min(outstanding.get(conn, 0), handed - frontier, limit)
-        self._behind = behind
-        total = self._outstanding_total - sum(behind.values())
-        self._counted = total
-        count = len(outstanding)
-        busy = 0
-        for conn, size in outstanding.items():
-            size -= behind.get(conn, 0)
-            if size * count >= total:
-                busy += size
-        self._busy = busy
-        return busy
-
-    def trail(self) -> float:
-        """Seconds since the oldest record not acknowledged yet was handed on (0: none)."""
-        return self.now() - self._marks[0].t if self._marks else 0.0
-
-    def outstanding(self, conn: int) -> int:
-        """``conn``'s bytes handed on and not acknowledged yet (counted by marks)."""
-        return self._outstanding.get(conn, 0)
+        return self.ledger.holds(conn, self.writer.handed)
 
     def acknowledged(self, offset: int, rate: float = 0.0) -> None:
         """The observing process decoded everything handed on up to ``offset`` and wrote its
         lines to the kernel; ``rate``: the bytes a second it got through lately (0: unknown),
-        which sets the byte limit (`outstanding_limit`)."""
-        if rate > 0:
-            limit = int(rate * self.trail_limit)
-            self.outstanding_limit = max(OUTSTANDING_LIMIT, min(limit, OUTSTANDING_CEILING))
-        if offset <= self.acked:
+        which sets the byte limit (`Ledger.outstanding_limit`)."""
+        if not self.ledger.acknowledge(offset, rate):
             return
-        self.acked = offset
-        self._acked_at = self.now()
-        marks, outstanding = self._marks, self._outstanding
-        while marks and marks[0].handed <= offset:
-            mark = marks.popleft()
-            self.client_outstanding -= mark.from_clients
-            for conn, size in mark.by_conn.items():
-                left = outstanding[conn] - size
-                if left:
-                    outstanding[conn] = left
-                else:
-                    del outstanding[conn]
-                    self._last.pop(conn, None)
-                self._outstanding_total -= size
-            self._busy = None
         if self._shedding:
             # Caught up with what was handed on before the shed: hand on again, the loss first.
             for conn in [c for c, until in self._shedding.items() if until <= offset]:
                 del self._shedding[conn]
-        if (
-            self.holding
-            and self.trail() <= self.trail_limit / 2
-            and self.writer.handed - offset <= self.outstanding_limit // 2
-            and self.client_outstanding <= OUTSTANDING_LIMIT // 2
-        ):
+        if self.ledger.caught_up(self.writer.handed):
             self._release()
         elif self._waiting:
             self._wake()
@@ -452,7 +289,7 @@ class ObserverLink:
                 while self.holds(conn):
                     with trio.move_on_after(BEHIND_AFTER):
                         await self._changed.wait()
-                    self._busy = None  # another may have stood still for `BEHIND_AFTER` since
+                    self.ledger.recount()  # another may have stood still for `BEHIND_AFTER` since
                 return
         finally:
             self._waiting -= 1
@@ -464,8 +301,7 @@ class ObserverLink:
         seconds while something handed on is outstanding, stop (``on_give_up``)."""
         while not self.stopped:
             await trio.sleep(self.stall_limit / 4)
-            marks = self._marks
-            if marks and self.now() - max(self._acked_at, marks[0].t) >= self.stall_limit:
+            if self.ledger.stalled_for() >= self.stall_limit:
                 self._give_up(
                     f"the observing process acknowledged nothing for {self.stall_limit:g} s"
                 )
@@ -480,7 +316,7 @@ class ObserverLink:
             self.on_give_up(why)
 
     def _release(self) -> None:
-        self.holding = False
+        self.ledger.holding = False
         self._wake()
 
     def _wake(self) -> None:
@@ -491,15 +327,10 @@ class ObserverLink:
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""
         if self.connections is not None and not self.stopped:
-            self.connections.stop(self._outstanding)
+            self.connections.stop(self.ledger.by_conn)
         self.stopped = True
         self._shedding.clear()
-        self._marks.clear()
-        self._outstanding.clear()
-        self._last.clear()
-        self._outstanding_total = 0
-        self.client_outstanding = 0
-        self._busy = None
+        self.ledger.clear()
         self._release()
         self._room_wanted.set()
 
@@ -513,9 +344,8 @@ class ObserverLink:
             raise RuntimeError("the connections were not followed: nothing to resume")
         self.writer = HandoffWriter(fd, self.writer.backlog)
         self.stopped = False
-        self.acked = 0
-        self._acked_at = self.now()
-        self.outstanding_limit = OUTSTANDING_LIMIT
+        self.ledger = Ledger(self.now, self.trail_limit)
+        self.ledger.acked_at = self.now()
         connections, at_boundary = followed.resume()
         resumption = Resumption(tuple(connections), seq)
         t = self.now()

@@ -51,8 +51,8 @@ from .layer_taps import LayerTaps
 from .link_resume import Resumption
 from .log_output import TerminalOutput
 from .observer import Observer
+from .observer_launch import ACK, ObserverSetup
 from .observer_link import PIPE_DIRECTIONS
-from .observer_process import ACK, ObserverSetup
 from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .recorder import Recorder
 from .redact import Redactor

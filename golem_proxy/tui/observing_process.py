@@ -22,7 +22,7 @@ from typing import Callable, Optional
 from rich.console import Console
 from rich.text import Text
 
-from ..live.observer_process import ObserverSetup
+from ..live.observer_launch import ObserverSetup
 from ..live.observing import observe
 from ..live.session import ProxySession, SessionConfig
 from ..table_layout import print_line

@@ -1,5 +1,5 @@
 """A fake observing process for the tests of ``proxy --observer child-process``: started in
-place of ``python -m golem_proxy.live.observing`` (observer_process.py's `TEST_MODULE`, set to
+place of ``python -m golem_proxy.live.observing`` (observer_launch.py's `TEST_MODULE`, set to
 ``tests.live.fake_observing``), with the same arguments (PIPE CONTROL RECORD). It does the real
 handshake (reads the setup, writes the recording's header, answers ``ready``), then reads the
 handoff pipe and acknowledges every byte it read, as a healthy observing process would, until
@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Callable, Optional
 
-from golem_proxy.live.observer_process import ACK
+from golem_proxy.live.observer_launch import ACK
 from golem_proxy.live.observing import receive_setup
 from golem_proxy.recording.schema import encode_header
 

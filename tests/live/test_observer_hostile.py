@@ -21,15 +21,11 @@ import trio
 from bench.processes import children_of, status
 from bench.robustness.proxy_cli import ROOT, ProxyCli
 from golem_core.profiles import GOLEM
-from golem_proxy.live import observer_process
+from golem_proxy.live import observer_launch
 from golem_proxy.live.log import Verbosity
+from golem_proxy.live.observer_launch import TEST_MODULE, ObserverSetup, ObserverStartError
 from golem_proxy.live.observer_link import STALL_LIMIT
-from golem_proxy.live.observer_process import (
-    TEST_MODULE,
-    ObserverSetup,
-    ObserverStartError,
-    ObservingProcess,
-)
+from golem_proxy.live.observer_process import ObservingProcess
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
@@ -158,7 +154,7 @@ async def test_an_observing_process_that_is_never_ready_fails_the_start_saying_w
     monkeypatch.setenv(TEST_MODULE, FAKE)
     monkeypatch.setenv(MODE, mode)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # where the fake's module is found
-    monkeypatch.setattr(observer_process, "START_TIMEOUT", limit)
+    monkeypatch.setattr(observer_launch, "START_TIMEOUT", limit)
     setup = ObserverSetup(GOLEM.name, (), ProxyOptions(), None, None, Verbosity.QUIET, 1000)
     started = trio.current_time()
     with pytest.raises(ObserverStartError) as failed:

@@ -12,7 +12,7 @@ import trio.testing
 
 from golem_proxy.events import Direction
 from golem_proxy.live.handoff import HEADER, Kind, RecordReader
-from golem_proxy.live.observer_link import (
+from golem_proxy.live.link_ledger import (
     OUTSTANDING_CEILING,
     OUTSTANDING_LIMIT,
     RECORD_LIMIT,

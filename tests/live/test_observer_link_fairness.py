@@ -12,15 +12,15 @@ import trio.testing
 
 from golem_proxy.events import Direction
 from golem_proxy.live.handoff import Kind, RecordReader
-from golem_proxy.live.observer_link import (
+from golem_proxy.live.link_ledger import (
     BEHIND_AFTER,
     CAP,
     OUTSTANDING_LIMIT,
     QUIET_SHARE,
     RECORD_LIMIT,
     TRAIL_LIMIT,
-    ObserverLink,
 )
+from golem_proxy.live.observer_link import ObserverLink
 
 from .observer_link_helpers import hand_link, read_records
 

@@ -20,7 +20,7 @@ from bench.robustness.proxy_cli import ProxyCli
 from golem_core.blocking import MessageReader
 from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
-from golem_proxy.live.observer_process import TEST_MODULE
+from golem_proxy.live.observer_launch import TEST_MODULE
 from golem_proxy.recording.format import read_recording
 
 from .fake_observing import MODE

@@ -21,7 +21,7 @@ from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionOpened, Event
 from golem_proxy.live.handoff import HandoffWriter, Kind
 from golem_proxy.live.hub import EventHub
-from golem_proxy.live.observer_process import ACK, PIPE_SIZE
+from golem_proxy.live.observer_launch import ACK, PIPE_SIZE
 from golem_proxy.live.observing import RATE_SLOWED, RATE_WINDOW, Acknowledger, HandoffSource
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.recorder import INLINE_WRITE, Recorder

@@ -1,0 +1,198 @@
+"""Starting an observing process (``--observer child-process``): the command line, the
+descriptors it is given, and the handshake on its control socket, until it says ``ready``.
+`ObservingProcess` (observer_process.py) starts the first one and any that replaces it.
+
+The child is ``python -m golem_proxy.live.observing`` (observing.py), in a process group of
+its own unless it runs the TUI. It gets the handoff pipe's read end, a control socket (the
+setup goes out on it pickled, ``ready`` comes back before any client is accepted) and the
+recording's descriptors (the write end both processes share, and one to read it back at a
+restart). The control socket then carries the child's acknowledgements (`ACK`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pickle
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+import trio
+
+from golem_core.framing import Framing
+from golem_core.profiles import get_profile
+
+from ..recording.format import Header, RouteInfo
+from ..recording.shared_file import RecordingFile
+from .log import Verbosity
+from .proxy_options import BoundRoute, ProxyOptions
+
+__all__ = [
+    "ACK",
+    "EXIT_GRACE",
+    "OBSERVING_MODULE",
+    "PIPE_SIZE",
+    "START_TIMEOUT",
+    "TEST_MODULE",
+    "ObserverSetup",
+    "ObserverStartError",
+    "exit_reason",
+    "framings",
+    "launch",
+]
+
+ACK = struct.Struct("!QQ")
+"""An acknowledgement on the control socket: the handoff offset up to which everything is
+decoded and its lines written to the kernel (`golem_proxy.live.handoff.RecordReader.offset`),
+and the bytes a second of its own time the observing process got through lately (0: not known
+yet), which sets how far the recording may trail in bytes (`ObserverLink.acknowledged`)."""
+EXIT_GRACE = 1.0
+"""Seconds an observing process that closed the handoff pipe or the control socket has to
+exit (a dying process closes them first) before it is stopped as broken."""
+PIPE_SIZE = 1024 * 1024
+"""The handoff pipe's buffer (``F_SETPIPE_SZ``; the default 64 KiB fills with one read)."""
+START_TIMEOUT = 30.0
+"""How long the observing process may take to say it is ready (an interpreter starting on a
+busy machine)."""
+
+OBSERVING_MODULE = "golem_proxy.live.observing"
+TEST_MODULE = "GOLEM_PROXY_TEST_OBSERVING_MODULE"
+"""An environment variable for the tests: a module of the test suite (``tests.``) run as the
+observing process instead of `OBSERVING_MODULE` (a fake one that misbehaves,
+tests/live/fake_observing.py). Anything else in it is refused, so a user cannot start another
+program through it by mistake."""
+
+
+class ObserverStartError(OSError):
+    """The observing process did not start (or died before it was ready)."""
+
+
+@dataclass(frozen=True)
+class ObserverSetup:
+    """What the observing process needs of the session, sent pickled on the control socket."""
+
+    profile: str
+    bound: tuple[BoundRoute, ...]
+    options: ProxyOptions
+    header: Optional[Header]
+    record_path: Optional[str]
+    verbosity: Verbosity
+    log_buffer: int
+    layers: tuple[RouteInfo, ...] = ()
+    """Hops served outside the relay (`SessionConfig.layers`: the MCP stdio hop of
+    ``golem-proxy mcp``), decoded with their own profile."""
+    tui: bool = False
+    """Run the TUI (``proxy --tui``): the observing process owns the terminal."""
+    notes: tuple[str, ...] = ()
+    """With ``tui``: what the TUI shows above the table (`live_notes`), made here, where the
+    fault plan is (the options sent along leave it out)."""
+    continues_recording: bool = False
+    """A restart: the recording holds the header and the lines of the process before; this
+    one appends to it (`golem_proxy.live.link_resume.Resumption` says from which line)."""
+
+
+async def launch(
+    setup: ObserverSetup, record: Optional[RecordingFile], stdout: Optional[int]
+) -> tuple[trio.Process, socket.socket, int]:
+    """Start an observing process with ``setup`` and wait until it is ready: the process, its
+    control socket and the handoff pipe's write end. Raises ObserverStartError (then nothing
+    is left open or running)."""
+    read_fd, write_fd = os.pipe()
+    with contextlib.suppress(OSError, AttributeError):
+        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
+    ours, theirs = socket.socketpair()
+    record_fd = -1 if record is None else record.write_fd
+    record_read_fd = -1 if record is None else record.read_fd
+    passed = [read_fd, theirs.fileno()] + ([] if record is None else [record_fd, record_read_fd])
+    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+    if setup.tui:
+        # The TUI reads the terminal, which only its foreground process group may do
+        # (another group is stopped by SIGTTOU/SIGTTIN): it stays in ours. In raw mode a
+        # Ctrl-C is a key for the TUI; otherwise the observing process ignores SIGINT.
+        group = {}
+    try:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", _observing_module(), str(read_fd),
+             str(theirs.fileno()), str(record_fd), str(record_read_fd)],
+            pass_fds=passed,
+            stdin=None if setup.tui else subprocess.DEVNULL,
+            stdout=stdout,
+            **group,  # type: ignore[arg-type]
+        )  # fmt: skip
+    except OSError as exc:
+        for fd in (read_fd, write_fd):
+            os.close(fd)
+        ours.close()
+        raise ObserverStartError(f"the observing process did not start: {exc}") from None
+    finally:
+        theirs.close()
+    os.close(read_fd)
+    try:
+        await _handshake(process, ours, setup)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+        os.close(write_fd)
+        ours.close()
+        raise
+    return process, ours, write_fd
+
+
+async def _handshake(process: trio.Process, ours: socket.socket, setup: ObserverSetup) -> None:
+    data = pickle.dumps(setup, pickle.HIGHEST_PROTOCOL)
+    control = trio.socket.from_stdlib_socket(ours)
+    answer = chunk = b""
+    with trio.move_on_after(START_TIMEOUT):
+        await control.send(struct.pack("!I", len(data)) + data)
+        while not answer.endswith(b"\n"):
+            chunk = await control.recv(64)
+            if not chunk:
+                break
+            answer += chunk
+    if answer != b"ready\n":
+        if answer.endswith(b"\n") or not chunk:
+            # It answered something else or closed the socket: dying, most likely; its
+            # exit status says more than "no answer" (the reaping lags the close).
+            with trio.move_on_after(EXIT_GRACE):
+                await process.wait()
+        code = process.poll()
+        why = f"no answer in {START_TIMEOUT:g} s" if code is None else exit_reason(code)
+        raise ObserverStartError(f"the observing process did not start ({why})")
+
+
+def framings(setup: ObserverSetup) -> dict[str, Framing]:
+    """Each route's framing: the session's profile's, an MCP hop's its own."""
+    framing = get_profile(setup.profile).framing
+    framings = {bound.route.name: framing for bound in setup.bound}
+    for layer in setup.layers:
+        framings[layer.name] = get_profile(layer.profile or setup.profile).framing
+    return framings
+
+
+def _observing_module() -> str:
+    """`OBSERVING_MODULE`, or the test suite's module `TEST_MODULE` names. Raises
+    ObserverStartError when it names something else."""
+    module = os.environ.get(TEST_MODULE)
+    if module is None:
+        return OBSERVING_MODULE
+    if not module.startswith("tests.") or not module.replace("_", "").replace(".", "").isalnum():
+        raise ObserverStartError(f"{TEST_MODULE} names no module of the tests: {module!r}")
+    return module
+
+
+def exit_reason(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the observing process was killed by {name}"
+    return f"the observing process exited with status {code}"
