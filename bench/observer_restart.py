@@ -37,7 +37,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # as `./dev bench` runs it
 
-from bench.processes import children_of
+from bench.processes import observing_process
 from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader, send_message
@@ -182,7 +182,7 @@ def run(kills: int, clients: int, seed: int, interval: tuple[float, float], tail
             next_kill = time.monotonic() + rng.uniform(*interval)
             for count in range(1, kills + 1):
                 time.sleep(max(0.0, next_kill - time.monotonic()))
-                (observer,) = children_of(cli.process.pid)
+                observer = observing_process(cli.process.pid)
                 kill_times.append(time.monotonic())
                 os.kill(observer, signal.SIGKILL)
                 next_kill = kill_times[-1] + rng.uniform(*interval)

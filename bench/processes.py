@@ -89,6 +89,32 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def observing_processes(pid: int) -> list[int]:
+    """The observing processes (``python -m golem_proxy.live.observing``) ``pid`` started,
+    oldest first: the one observing, then one waiting to replace it (a standby), which is
+    started after it."""
+    found = []
+    for child in children_of(pid):
+        try:
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            started = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        module = argv[argv.index(b"-m") + 1] if b"-m" in argv[:-1] else b""
+        if module.endswith(b"observing"):  # the tests' fake ones too (fake_observing)
+            found.append((started, child))
+    return [child for _, child in sorted(found)]
+
+
+def observing_process(pid: int) -> int:
+    """The observing process ``pid`` started (`observing_processes`: not a standby). Raises
+    LookupError when there is none."""
+    found = observing_processes(pid)
+    if not found:
+        raise LookupError(f"process {pid} has no observing process")
+    return found[0]
+
+
 def tree(pid: int) -> list[int]:
     """``pid`` and its descendants (socat forks one child per connection; an observer may run
     in a child process)."""

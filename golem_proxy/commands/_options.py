@@ -91,7 +91,8 @@ def add_observer(
         default=RESTARTS,
         metavar="N",
         help="with --observer child-process (not with --tui): how many times an observing "
-        "process that dies is replaced by a new one, which takes the open connections up at "
-        "their next frame; what crossed meanwhile is a gap in the recording (default: "
-        f"{RESTARTS}; 0: observation stops for the rest of the session)",
+        "process that dies is replaced by a new one, started ahead and waiting (~32 MiB), "
+        "which takes the open connections up at their next frame; what crossed meanwhile is "
+        f"a gap in the recording (default: {RESTARTS}; 0: no process waits, and observation "
+        "stops for the rest of the session)",
     )

@@ -42,9 +42,12 @@ __all__ = [
     "TEST_MODULE",
     "ObserverSetup",
     "ObserverStartError",
+    "Spawned",
     "exit_reason",
     "framings",
     "launch",
+    "spawn",
+    "take_over",
 ]
 
 ACK = struct.Struct("!QQ")
@@ -97,12 +100,33 @@ class ObserverSetup:
     one appends to it (`golem_proxy.live.link_resume.Resumption` says from which line)."""
 
 
-async def launch(
-    setup: ObserverSetup, record: Optional[RecordingFile], stdout: Optional[int]
-) -> tuple[trio.Process, socket.socket, int]:
-    """Start an observing process with ``setup`` and wait until it is ready: the process, its
-    control socket and the handoff pipe's write end. Raises ObserverStartError (then nothing
-    is left open or running)."""
+@dataclass
+class Spawned:
+    """An observing process started, its control socket and the handoff pipe's write end:
+    not set up yet until `take_over` (a standby waits so, its interpreter started and its
+    modules imported, to replace one that dies)."""
+
+    process: trio.Process
+    control: socket.socket
+    write_fd: int
+
+    async def discard(self) -> None:
+        """Kill it and close what leads to it (it holds nothing of the session's yet, or has
+        failed)."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        with trio.CancelScope(shield=True):
+            await self.process.wait()
+        with contextlib.suppress(OSError):
+            os.close(self.write_fd)
+        self.control.close()
+
+
+async def spawn(
+    record: Optional[RecordingFile], stdout: Optional[int], *, tui: bool = False
+) -> Spawned:
+    """Start an observing process, which waits for its setup (`take_over`). Raises
+    ObserverStartError (then nothing is left open)."""
     read_fd, write_fd = os.pipe()
     with contextlib.suppress(OSError, AttributeError):
         fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
@@ -111,7 +135,7 @@ async def launch(
     record_read_fd = -1 if record is None else record.read_fd
     passed = [read_fd, theirs.fileno()] + ([] if record is None else [record_fd, record_read_fd])
     group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
-    if setup.tui:
+    if tui:
         # The TUI reads the terminal, which only its foreground process group may do
         # (another group is stopped by SIGTTOU/SIGTTIN): it stays in ours. In raw mode a
         # Ctrl-C is a key for the TUI; otherwise the observing process ignores SIGINT.
@@ -121,7 +145,7 @@ async def launch(
             [sys.executable, "-m", _observing_module(), str(read_fd),
              str(theirs.fileno()), str(record_fd), str(record_read_fd)],
             pass_fds=passed,
-            stdin=None if setup.tui else subprocess.DEVNULL,
+            stdin=None if tui else subprocess.DEVNULL,
             stdout=stdout,
             **group,  # type: ignore[arg-type]
         )  # fmt: skip
@@ -133,17 +157,29 @@ async def launch(
     finally:
         theirs.close()
     os.close(read_fd)
+    return Spawned(process, ours, write_fd)
+
+
+async def launch(
+    setup: ObserverSetup, record: Optional[RecordingFile], stdout: Optional[int]
+) -> Spawned:
+    """Start an observing process with ``setup`` and wait until it is ready. Raises
+    ObserverStartError (then nothing is left open or running)."""
+    spawned = await spawn(record, stdout, tui=setup.tui)
+    await take_over(spawned, setup)
+    return spawned
+
+
+async def take_over(spawned: Spawned, setup: ObserverSetup) -> None:
+    """Send a spawned observing process ``setup`` and wait until it is ready. Raises
+    ObserverStartError (then it is discarded)."""
     try:
-        await _handshake(process, ours, setup)
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        with trio.CancelScope(shield=True):
-            await process.wait()
-        os.close(write_fd)
-        ours.close()
+        await _handshake(spawned.process, spawned.control, setup)
+    except BaseException as exc:
+        await spawned.discard()
+        if isinstance(exc, OSError) and not isinstance(exc, ObserverStartError):
+            raise ObserverStartError(f"the observing process did not start ({exc})") from None
         raise
-    return process, ours, write_fd
 
 
 async def _handshake(process: trio.Process, ours: socket.socket, setup: ObserverSetup) -> None:

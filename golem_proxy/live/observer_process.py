@@ -15,8 +15,10 @@ runs on. One that repeats an acknowledgement is read less often, so that a flood
 not take the relay's core.
 
 When the child dies while the session runs, forwarding goes on, and one line on stderr says so.
-A new child is started in its place (at most ``restarts`` times a session; never for the TUI,
-which owns the terminal): while it starts, nothing is handed on and the link counts what
+A new child takes its place (at most ``restarts`` times a session; never for the TUI, which
+owns the terminal): one started ahead, a *standby* that has imported its modules and waits for
+its setup, so that taking over is a handshake, not an interpreter's start (or, when the standby
+is gone too, one started then). While it sets up, nothing is handed on and the link counts what
 crosses; once it is ready the recording gets a line saying when and why observation stopped
 and what it missed (`golem_proxy.recording.shared_file`, the format's owner, writes it), and
 the link takes every open connection up again at its next frame boundary (link_resume.py). Past
@@ -47,9 +49,12 @@ from .observer_launch import (
     EXIT_GRACE,
     ObserverSetup,
     ObserverStartError,
+    Spawned,
     exit_reason,
     framings,
     launch,
+    spawn,
+    take_over,
 )
 from .observer_link import ObserverLink
 
@@ -103,6 +108,9 @@ class ObservingProcess:
         """Why the observing process died, while a new one starts in its place."""
         self._finishing = False
         self._given_up: Optional[str] = None
+        self._standby: Optional[Spawned] = None
+        """With restarts left, the process that takes over when this one dies, started ahead
+        (`_keep_standby`)."""
         link.on_give_up = self._give_up
 
     @classmethod
@@ -117,9 +125,9 @@ class ObservingProcess:
         (a descriptor; None: ours). Without the TUI, a process that dies is replaced up to
         ``setup.options.observer_restarts`` times. Raises ObserverStartError."""
         keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
-        process, control, write_fd = await launch(setup, record, stdout)
-        link = ObserverLink(write_fd, now, hold_limit=setup.options.observer_hold)
-        observing = cls(process, link, control, record, now, setup, stdout)
+        spawned = await launch(setup, record, stdout)
+        link = ObserverLink(spawned.write_fd, now, hold_limit=setup.options.observer_hold)
+        observing = cls(spawned.process, link, spawned.control, record, now, setup, stdout)
         restarts = setup.options.observer_restarts
         if restarts > 0 and not setup.tui:
             observing.restarts_left = restarts
@@ -130,6 +138,7 @@ class ObservingProcess:
         """Until cancelled: hand on what waited for room in the pipe, and notice the observing
         process dying: then start another (`restarts_left`), or `observation_stopped`."""
         while True:
+            await self._keep_standby()
             code = await self._watch_process()
             if self._finishing:
                 return
@@ -138,8 +147,23 @@ class ObservingProcess:
                 why = f"{self._given_up}, and was stopped"
             if self.restarts_left > 0 and await self._restart(why):
                 continue
+            await self._discard_standby()
             self.observation_stopped(why)
             return
+
+    async def _keep_standby(self) -> None:
+        """With restarts left, start the process that will replace this one if it dies: its
+        interpreter's start and imports (~0.25 s) then happen now, not while what crosses is
+        a gap in the recording; it waits for its setup, idle (~30 MiB)."""
+        if self.restarts_left <= 0 or self._standby is not None:
+            return
+        with contextlib.suppress(ObserverStartError):  # else one is started at the restart
+            self._standby = await spawn(self.record, self.stdout)
+
+    async def _discard_standby(self) -> None:
+        standby, self._standby = self._standby, None
+        if standby is not None:
+            await standby.discard()
 
     async def _watch_process(self) -> int:
         async with trio.open_nursery() as nursery:
@@ -165,8 +189,15 @@ class ObservingProcess:
         self.control.close()
         assert self.setup is not None
         setup = dataclasses.replace(self.setup, continues_recording=self.record is not None)
+        standby, self._standby = self._standby, None
         try:
-            process, control, write_fd = await launch(setup, self.record, self.stdout)
+            spawned = None
+            if standby is not None:
+                with contextlib.suppress(ObserverStartError):  # it died waiting: start another
+                    await take_over(standby, setup)
+                    spawned = standby
+            if spawned is None:
+                spawned = await launch(setup, self.record, self.stdout)
         except ObserverStartError as exc:
             self._replacing = None
             self.observation_stopped(f"{why}; it could not be restarted: {exc}")
@@ -188,16 +219,15 @@ class ObservingProcess:
                 seq = restart_recording(self.record, stopped_at, detail)
             except OSError as exc:
                 _say(f"the recording could not be continued ({exc})")
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
+                await spawned.discard()
                 self.record.close()
                 self._replacing = None
                 self.observation_stopped(f"{why}; the recording could not be continued")
                 return False
-        self.process, self.control = process, control
+        self.process, self.control = spawned.process, spawned.control
         self._given_up = None
         self._replacing = None
-        self.link.resume(write_fd, seq)
+        self.link.resume(spawned.write_fd, seq)
         _say(
             f"observation restarted: {counted(taken_up, 'open connection')} taken up at the "
             "next frame; what crossed meanwhile is a gap in the recording"
@@ -305,6 +335,7 @@ class ObservingProcess:
         left and writes its closing lines, and wait for it to exit (``deciding`` seconds plus
         `STOP_GRACE`; then it is killed and the recording ended here)."""
         self._finishing = True
+        await self._discard_standby()
         if self._replacing is not None:  # the session ends before a new one took over
             self.observation_stopped(
                 f"{self._replacing}; the session ended while a new observing process started",
@@ -334,6 +365,7 @@ class ObservingProcess:
         """Kill the observing process and wait for it (a start that failed: the recording is
         its owner's to close)."""
         self._finishing = True
+        await self._discard_standby()
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
         with trio.CancelScope(shield=True):

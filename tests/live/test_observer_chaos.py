@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import children_of
+from bench.processes import observing_process
 from bench.robustness.proxy_cli import ProxyCli
 from golem_proxy.events import ViolationSeen
 from golem_proxy.live.observer_link import STALL_LIMIT
@@ -137,7 +137,7 @@ def _chaos_round(
         listen = f"unix:{private / 'proxy.sock'}"
     with observed_proxy(record, *CHILD, *options, listen=listen) as cli:
         try:
-            (observer,) = children_of(cli.process.pid)
+            observer = observing_process(cli.process.pid)
             connect = (
                 _unix(private / "proxy.sock") if unix else tcp_connector(cli, STALL_LIMIT + SERVED)
             )

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bench.processes import children_of
+from bench.processes import observing_process
 from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader
@@ -142,7 +142,7 @@ def test_a_killed_observer_leaves_forwarding_alone_and_ends_the_recording(
         try:
             calls = [{"id": n, "method": "echo", "params": {"n": n}} for n in range(20)]
             golem_calls(cli.port, calls)
-            (observer,) = children_of(cli.process.pid)
+            observer = observing_process(cli.process.pid)
             os.kill(observer, signal.SIGKILL)
             wait_for(lambda: process_gone(observer), what="the observing process to die")
             # Clients are still served, before and after the proxy noticed.
@@ -218,7 +218,7 @@ def test_the_observer_records_what_it_was_handed_when_forwarding_is_killed(
 ) -> None:
     record = tmp_path / "forwarding-killed.jsonl"
     with observed_proxy(record, *CHILD) as cli:
-        (observer,) = children_of(cli.process.pid)
+        observer = observing_process(cli.process.pid)
         golem_calls(cli.port, [{"id": n, "method": "echo", "params": {}} for n in range(50)])
         # Every chunk is handed on right after it is forwarded: once the forwarding process is
         # gone, the observing one reads what it was handed to the end and exits. (The kill may
@@ -235,7 +235,7 @@ def test_an_observer_that_does_not_finish_is_killed_and_the_recording_ended(
 ) -> None:
     record = tmp_path / "stuck.jsonl"
     with observed_proxy(record, "--drain-timeout", "0.2", *CHILD) as cli:
-        (observer,) = children_of(cli.process.pid)
+        observer = observing_process(cli.process.pid)
         golem_calls(cli.port, [{"id": n, "method": "echo", "params": {}} for n in range(5)])
         os.kill(observer, signal.SIGSTOP)  # it will never read the end of the pipe
         try:

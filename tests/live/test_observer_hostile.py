@@ -18,7 +18,7 @@ from typing import Optional
 import pytest
 import trio
 
-from bench.processes import children_of, status
+from bench.processes import children_of, observing_process, status
 from bench.robustness.proxy_cli import ROOT, ProxyCli
 from golem_core.profiles import GOLEM
 from golem_proxy.live import observer_launch
@@ -92,7 +92,7 @@ def test_forwarding_outlives_a_hostile_observing_process(
     with observed_proxy(
         record, "-q", "--observer", "child-process", "--observer-restarts", "0"
     ) as cli:
-        (fake,) = children_of(cli.process.pid)
+        fake = observing_process(cli.process.pid)
         traffic = MixedTraffic(tcp_connector(cli, STALL_LIMIT + SERVED), seed=25)
         try:
             wait_for(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bench.processes import children_of
+from bench.processes import observing_process, observing_processes
 from bench.robustness.proxy_cli import ProxyCli
 from golem_core.blocking import MessageReader
 from golem_core.messages import Response, Role
@@ -55,7 +55,7 @@ def _exchanges(record: Path) -> int:
 def _kill_observer(cli: ProxyCli, record: Path, restarts: int) -> None:
     """Kill the observing process and wait until its successor took over (``restarts`` lines
     in the recording by then)."""
-    (observer,) = children_of(cli.process.pid)
+    observer = observing_process(cli.process.pid)
     os.kill(observer, signal.SIGKILL)
     wait_for(lambda: process_gone(observer), what="the observing process to die")
     wait_for(lambda: _restarted_lines(record) == restarts, what="the restart line")
@@ -131,6 +131,59 @@ def test_a_persistent_connection_is_recorded_on_after_the_observer_is_killed(
     assert len(conns) == 1
 
 
+def _standby(cli: ProxyCli) -> tuple[int, int]:
+    """(the observing process, the standby waiting to replace it), once both run."""
+    wait_for(lambda: len(observing_processes(cli.process.pid)) == 2, what="a standby")
+    active, standby = observing_processes(cli.process.pid)
+    return active, standby
+
+
+def test_a_standby_started_ahead_takes_over_and_another_waits_after_it(tmp_path: Path) -> None:
+    record = tmp_path / "standby.jsonl"
+    with observed_proxy(record, *CHILD) as cli:
+        client = _Client(cli.port)
+        try:
+            client.calls(3)
+            active, standby = _standby(cli)
+            wait_for(lambda: _exchanges(record) == 3, what="the first calls recorded")
+            os.kill(active, signal.SIGKILL)
+            wait_for(lambda: _restarted_lines(record) == 1, what="the restart line")
+            assert observing_process(cli.process.pid) == standby  # it was the one waiting
+            client.calls(3)
+            _, second = _standby(cli)  # another waits to replace it in turn
+            assert second not in (active, standby)
+        finally:
+            client.close()
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    assert process_gone(second), "the standby was left running"
+    assert _exchanges(record) == 6
+
+
+def test_a_new_process_takes_over_when_the_standby_died_first(tmp_path: Path) -> None:
+    record = tmp_path / "no-standby.jsonl"
+    with observed_proxy(record, *CHILD, "--observer-restarts", "1") as cli:
+        client = _Client(cli.port)
+        try:
+            active, standby = _standby(cli)
+            os.kill(standby, signal.SIGKILL)
+            wait_for(lambda: process_gone(standby), what="the standby to die")
+            client.calls(3)
+            wait_for(lambda: _exchanges(record) == 3, what="the first calls recorded")
+            os.kill(active, signal.SIGKILL)
+            wait_for(lambda: _restarted_lines(record) == 1, what="the restart line")
+            assert observing_process(cli.process.pid) not in (active, standby)
+            client.calls(3)
+            # No restart is left: no standby waits for one.
+            assert len(observing_processes(cli.process.pid)) == 1
+        finally:
+            client.close()
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    assert "observation restarted: 1 open connection taken up" in cli.stderr
+    assert _exchanges(record) == 6
+
+
 def test_a_frame_cut_by_the_death_is_skipped_and_the_next_one_recorded(tmp_path: Path) -> None:
     record = tmp_path / "cut.jsonl"
     big = GOLEM.encode({"id": "cut", "method": "echo", "params": {"blob": "x" * 200_000}})
@@ -167,7 +220,7 @@ def test_past_its_restarts_observation_stops_for_the_rest_of_the_session(tmp_pat
             client.calls(5)
             _kill_observer(cli, record, 1)
             client.calls(5)
-            (observer,) = children_of(cli.process.pid)
+            observer = observing_process(cli.process.pid)
             os.kill(observer, signal.SIGKILL)
             wait_for(lambda: _lines(record)[-1]["kind"] == "observation-stopped", what="the end")
             client.calls(5)  # forwarding goes on

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.processes import children_of
+from bench.processes import observing_process
 from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_proxy.live.observer_link import STALL_LIMIT
@@ -47,7 +47,7 @@ def _session(record: Path, act: Callable[[CountingClient, int], None], *args: st
                               str(record), "-q", *CHILD, "--observer-restarts", "0",
                               *args)  # fmt: skip
         try:
-            (observer,) = children_of(cli.process.pid)
+            observer = observing_process(cli.process.pid)
             client = CountingClient(cli.port)
             wait_for(lambda: client.answers >= 50, what="the first answers")
             act(client, observer)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.processes import children_of
+from bench.processes import observing_process
 from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
@@ -75,16 +75,6 @@ def test_stdout_carries_only_the_servers_bytes(tmp_path: Path, log_to: str) -> N
         assert "scene.list_layers" not in errors.read_text()
     [call] = read_tool_calls(str(record))
     assert [flow.method for flow in call.golem] == ["ping", "scene.list_layers"]
-
-
-def observing_process(wrapper: int) -> int:
-    """The observing process the wrapper started."""
-    [pid] = [
-        pid
-        for pid in children_of(wrapper)
-        if b"golem_proxy.live.observing" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    ]
-    return pid
 
 
 def test_the_default_observes_in_a_process_of_its_own(tmp_path: Path) -> None:
