@@ -141,6 +141,7 @@ class ObservingProcess:
             await self._keep_standby()
             code = await self._watch_process()
             if self._finishing:
+                await self._discard_standby()  # one started as the session ended
                 return
             why = exit_reason(code)
             if self._given_up is not None:
@@ -155,7 +156,7 @@ class ObservingProcess:
         """With restarts left, start the process that will replace this one if it dies: its
         interpreter's start and imports (~0.25 s) then happen now, not while what crosses is
         a gap in the recording; it waits for its setup, idle (~30 MiB)."""
-        if self.restarts_left <= 0 or self._standby is not None:
+        if self.restarts_left <= 0 or self._standby is not None or self._finishing:
             return
         with contextlib.suppress(ObserverStartError):  # else one is started at the restart
             self._standby = await spawn(self.record, self.stdout)
