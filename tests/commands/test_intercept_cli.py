@@ -22,7 +22,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.processes import children_of
+from bench.processes import observing_process
 from golem_core.blocking import MessageReader
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
@@ -292,7 +292,7 @@ def test_a_held_frame_outlives_a_killed_observing_process(
     record = tmp_path / "session.jsonl"
     proxy = holding_create_layer(plugin, record, "child-process")
     try:
-        (observer,) = children_of(proxy.process.pid)
+        observer = observing_process(proxy.process.pid)
         thread, done, held = create_layer_in_background(proxy, {"name": "Survived"}, "--id", "o1")
         os.kill(observer, signal.SIGKILL)
         wait_for(lambda: process_gone(observer), what="the observing process to die")
