@@ -17,13 +17,15 @@ can decode, and prints the share it observed.
 Each measures the round trip of one ~200-byte call at a time (the GOLEM client's pattern: the
 median minus the direct median of the same round, the latency a hop adds; the 99th percentile;
 sequential calls a second; and the CPU the hop's processes spent per call, each apart, e.g.
-forwarding + observing: where the rig's client and upstream share the cores, that sum bounds
-the sequential rate), 16 MiB responses one after the other (MB/s), and tiny frames
+forwarding + observing, the standby that waits to replace the observing process counted in
+its share: where the rig's client and upstream share the cores, that sum bounds the sequential
+rate), 16 MiB responses one after the other (MB/s), and tiny frames
 pipelined both ways (frames/s: to the last response byte, and again counting until the hop's
 process is idle, which charges an observer that trails the wire for its catch-up), plus each
-hop's peak RSS and what golem-proxy's recording holds, counted from the file. After each
-measure the recording is read again: a figure obtained while the observer shed (the file gained
-an ``unobserved`` or ``gap`` line) is marked ``*``. Ratios are to the minimal relay's median.
+hop's peak RSS (all its processes, a standby's ~32 MiB included) and what golem-proxy's
+recording holds, counted from the file. After each measure the recording is read again: a
+figure obtained while the observer shed (the file gained an ``unobserved`` or ``gap`` line) is
+marked ``*``. Ratios are to the minimal relay's median.
 The upstream answers from pre-encoded bytes and the client only counts bytes (see
 bench_peers.py), so the direct row shows how much headroom the rig has over what it measures.
 A tool that is not installed (socat, mitmdump) gets a "not installed" row, never a failure;

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from bench_peers import hello, read_exactly, workload
-from processes import RssSampler, process_cpu_seconds, settle
+from processes import RssSampler, observing_processes, process_cpu_seconds, settle
 from proxy_rig import Config
 
 CHUNK = 1 << 20
@@ -197,7 +197,14 @@ def _trips(series: Series, config: Config, count: int) -> None:
     if pid is not None and times:
         after = process_cpu_seconds(pid)
         calls = len(times) + WARM_UP
-        series.cpu_per_call.append([(after[p] - before.get(p, 0.0)) / calls for p in after])
+        spent = {p: (after[p] - before.get(p, 0.0)) / calls for p in after}
+        # A standby waiting to replace the observing process (the ones after the first) is
+        # counted in the observing process's share: one share per role, whatever the round.
+        observing = observing_processes(pid)
+        for standby in observing[1:]:
+            if standby in spent and observing[0] in spent:
+                spent[observing[0]] += spent.pop(standby)
+        series.cpu_per_call.append(list(spent.values()))
     series.rtt.append(statistics.median(times) if times else NAN)
     series.p99.append(percentile(times, 0.99) if times else NAN)
     series.per_second.append(len(times) / sum(times) if times else NAN)
