@@ -17,7 +17,7 @@ from golem_proxy.events import Direction, FrameSeen
 from golem_proxy.recording import inflight_scan
 from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.inflight_scan import InFlight, in_flight
-from tests.support.restarts import UNFINISHED, TappedSession
+from tests.support.restarts import TappedSession
 
 C2S, S2C = Direction.C2S, Direction.S2C
 CANCELLED = "notifications/cancelled"
@@ -55,11 +55,18 @@ def _scan(path: Path, conns: dict[int, Any], **options: Any) -> dict[int, InFlig
     return found
 
 
+CUT = (
+    b'{"seq":99,"t":9.5,"kind":"frame","conn":1,"route":"main","dir":"c2s","n":4,"size":50,'
+    b'"type":"request","id":"cut","method":"echo","expects_answer":true,"msg":{"id": "cu'
+)
+"""A request line of connection 1 cut short in its message: not in the file."""
+
+
 @pytest.fixture(scope="module")
 def golem_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """1: a1 and a3 answered, a2 and a4 not (a4 with a large params member); 2: every request
     answered; 3: opened, never framed; 4: a request in flight, then a 20 MiB answer of the
-    request after it. A request of 1 cut short ends the file."""
+    request after it. A request of 1 cut short in its message ends the file."""
     path = tmp_path_factory.mktemp("inflight") / "golem.jsonl"
     session = TappedSession(path)
     for conn in (1, 2, 3, 4):
@@ -74,8 +81,8 @@ def golem_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     big = json.dumps({"id": "big", "result": {"blob": "y" * (20 << 20)}, "error": None})
     session.send(4, S2C, big.encode())
     session.close()
-    with path.open("ab") as stream:
-        stream.write(UNFINISHED.replace(b'"dir":"s2c"', b'"dir":"c2s"'))
+    with path.open("ab") as stream:  # its start whole, its message cut by the death
+        stream.write(CUT)
     yield path
 
 
