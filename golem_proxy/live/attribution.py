@@ -36,6 +36,9 @@ never gives them) must not grow this without bound. Past it the oldest is let go
 class ToolCallTracker:
     """The ``tools/call`` requests in flight on the MCP hop; see the module docstring."""
 
+    NOTICES = (CANCELLED,)
+    """The notifications, besides a call and its answer, that change what is in flight."""
+
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self._in_flight: collections.OrderedDict[tuple[int, Any], ToolCallRef] = (

@@ -7,7 +7,8 @@ session's redaction and frame limits, not the GOLEM routes' catalogue, cap or an
 observing.py): it owns the session's one `ToolCallTracker`, made there from the setup (never
 sent half-filled from the forwarding process), which follows the MCP hop's events and
 annotates the GOLEM routes' frames, all decoded in the order the forwarding process handed
-their bytes on.
+their bytes on. A process that takes over from one that died learns from the recording the
+tool calls that were in flight (`LayerTaps.recovered`, `golem_proxy.live.take_up`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Optional
 
 from golem_core.profiles import MCP, Profile, get_profile
 
-from ..events import Event
+from ..events import Event, FrameSeen
 from ..recording.format import RouteInfo
 from .attribution import ToolCallTracker
 from .proxy_options import ProxyOptions, new_tap
@@ -63,6 +64,19 @@ class LayerTaps:
         if tracker is not None and layer.name == MCP.name:
             publish = _watched(tracker, publish)
         return new_tap(conn, route, layer, publish, options, redactor, layer=True)
+
+    @property
+    def followed(self) -> tuple[str, ...]:
+        """The methods of the notifications `recovered` follows, besides requests."""
+        return ToolCallTracker.NOTICES if self.tracker is not None else ()
+
+    def recovered(self, route: str, frame: FrameSeen) -> None:
+        """A frame the recording shows in flight on ``route`` when the observing process before
+        this one died (or a notification of `followed` after it), oldest first: followed as
+        if just decoded, not published again (the tracker knows the tool calls in flight)."""
+        layer = self._profiles.get(route)
+        if self.tracker is not None and layer is not None and layer.name == MCP.name:
+            self.tracker.watch(frame)
 
 
 def _watched(tracker: ToolCallTracker, publish: Callable[[Event], None]) -> Callable[[Event], None]:

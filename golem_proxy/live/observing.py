@@ -42,7 +42,6 @@ from rich.console import Console
 from golem_core.profiles import Profile, get_profile
 
 from ..events import Event
-from ..recording.resume_scan import resume_points
 from ..table_layout import print_line
 from .handoff import Kind, Record, RecordReader
 from .heap import keep_freed_memory
@@ -58,6 +57,7 @@ from .recorder import Recorder
 from .redact import Redactor
 from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT, ProxySession, SessionConfig
+from .take_up import take_up
 from .tap import ConnectionTap
 
 __all__ = [
@@ -361,24 +361,24 @@ class HandoffSource:
         """This process took over from one that died: number the recording's lines on from
         its last one, and take up the connections that are still open where the recording
         left them (their frame indexes go on; an ``open`` line the one before did not write is
-        written now). Each direction goes on at its ``RESUMED`` record."""
+        written now; the requests in flight are waited for again: `take_up`). Each direction
+        goes on at its ``RESUMED`` record."""
         recorder = self.recorder()
         if recorder is not None and resumption.seq:
             recorder.writer.seq = resumption.seq
-        conns = [resumed.opened.conn for resumed in resumption.connections]
-        points = resume_points(self.record_read_fd, conns) if self.record_read_fd >= 0 else {}
+        taps: dict[int, ConnectionTap] = {}
         for resumed in resumption.connections:
             opened = resumed.opened
-            tap = self.make_tap(
+            taps[opened.conn] = self.make_tap(
                 opened.conn, opened.route, self.profile, self.publish, self.options, self.redactor
             )
-            point = points.get(opened.conn)
-            if point is None or not point.opened:
-                self.observer.submit_event(self.publish, opened)
-            tap.resume(point.next_n if point is not None else (0, 0))
-            self._taps[opened.conn] = tap
             if resumed.unrecorded:
                 self._unrecorded[opened.conn] = resumed.unrecorded
+        points = take_up(self.record_read_fd, taps, self.make_tap)
+        for resumed in resumption.connections:
+            if not points[resumed.opened.conn].opened:
+                self.observer.submit_event(self.publish, resumed.opened)
+        self._taps.update(taps)
 
 
 def receive_setup(control: socket.socket) -> ObserverSetup:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable
-from typing import Optional
+from collections.abc import Callable, Sequence
+from typing import Any, Optional
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
@@ -172,13 +172,17 @@ class ConnectionTap:
         self._digests.pop(direction, None)
         self._pairing.requests_lost(direction)
 
-    def resume(self, next_index: tuple[int, int]) -> None:
-        """The connection was open when the observing process before this one died (a
-        restart): its frames are numbered on from ``next_index`` (client's, server's), and an
-        answer to a request that process saw is not taken for an orphan."""
+    def resume(
+        self,
+        next_index: tuple[int, int],
+        recorded: Sequence[FrameSeen] = (),
+        unread: Sequence[tuple[Direction, Any]] = (),
+    ) -> None:
+        """The connection was open when the observing process before this one died: its frames
+        are numbered on from ``next_index`` (client's, server's), and its pairing goes on from
+        what the recording shows in flight (`ConnectionPairing.take_over`)."""
         self._frame_index = {Direction.C2S: next_index[0], Direction.S2C: next_index[1]}
-        for direction in Direction:
-            self._pairing.requests_lost(direction)
+        self._pairing.take_over(recorded, unread)
 
     def resumed(self, direction: Direction, lost: int, t: float, unrecorded: int) -> None:
         """After a restart, ``direction`` goes on here, at a frame boundary; ``lost`` bytes of

@@ -6,6 +6,7 @@ Decided here once, before the response's `FrameSeen` is published, which carries
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -14,7 +15,7 @@ from golem_core.pairing import Correlator, Pending
 from golem_core.profiles import Profile
 
 from ..events import Direction, FrameSeen
-from .tap_limits import ObserveLimits
+from .tap_limits import PENDING_OVERHEAD, ObserveLimits
 
 __all__ = ["EVICTED_IDS", "Answered", "ConnectionPairing"]
 
@@ -63,7 +64,8 @@ class ConnectionPairing:
         }
         self._last_held = {Direction.C2S: -1, Direction.S2C: -1}
         self._evicted: dict[Direction, dict[Any, int]] = {d: {} for d in Direction}
-        """Ids of the requests let go (`hold`) whose answers have not come, with how many."""
+        """Ids of the requests let go (`hold`), or known only by their id (`take_over`), whose
+        answers have not come, with how many."""
 
     def __len__(self) -> int:
         """Requests waiting for an answer, both ways."""
@@ -82,13 +84,18 @@ class ConnectionPairing:
         self._last_held[direction] = frame.index
         evicted = self._correlators[direction].add_request(message, frame, cost)
         for pending in evicted:
-            key = _id_key(pending.message)
-            ids = self._evicted[direction]
-            if key is not None and (key in ids or len(ids) < EVICTED_IDS):
-                ids[key] = ids.get(key, 0) + 1
-            else:
-                self._unseen[direction] += 1
+            self._late(direction, getattr(pending.message, "id", None))
         return evicted
+
+    def _late(self, direction: Direction, ident: Any) -> None:
+        """The answer to a request sent ``direction`` with id ``ident`` will be no orphan,
+        though it cannot be paired (by id while `EVICTED_IDS` allow, else by count)."""
+        key = _key(ident)
+        ids = self._evicted[direction]
+        if key is not None and (key in ids or len(ids) < EVICTED_IDS):
+            ids[key] = ids.get(key, 0) + 1
+        else:
+            self._unseen[direction] += 1
 
     def answer(self, asker: Direction, message: Message) -> Answered:
         """What the response ``message`` to a request sent ``asker`` answers (and forget
@@ -129,6 +136,23 @@ class ConnectionPairing:
         if self._lost_after[direction] is None:
             self._lost_after[direction] = self._last_held[direction]
 
+    def take_over(
+        self, recorded: Iterable[FrameSeen], unread: Iterable[tuple[Direction, Any]]
+    ) -> None:
+        """After a restart: hold again the requests the recording shows in flight (``recorded``,
+        oldest first; those past the pending limits are let go as `hold` lets them go), know
+        the answers to those it holds unread (their direction and id) as no orphans, and take
+        answers to any other request sent before the restart for answers to requests the
+        process that died was handed but did not record (`requests_lost`)."""
+        for frame in recorded:
+            if frame.expects_answer:
+                cost = len(frame.payload) + PENDING_OVERHEAD
+                self.hold(frame.direction, frame.message, frame, cost)
+        for direction, ident in unread:
+            self._late(direction, ident)
+        for direction in Direction:
+            self.requests_lost(direction)
+
     def clear(self) -> None:
         """Forget every waiting request (decoding of the connection stopped)."""
         for correlator in self._correlators.values():
@@ -138,7 +162,11 @@ class ConnectionPairing:
 def _id_key(message: Message) -> Any:
     """A request's or response's id as a key (``1`` and ``"1"`` differ), or None when it has
     none that could be one (no id, or a malformed one such as a list)."""
-    value = getattr(message, "id", None)
+    return _key(getattr(message, "id", None))
+
+
+def _key(value: Any) -> Any:
+    """An id as a key (see `_id_key`)."""
     if value is None or not isinstance(value, (str, int, float)):
         return None
     return (type(value).__name__, value)

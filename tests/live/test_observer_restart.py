@@ -10,18 +10,21 @@ import json
 import os
 import signal
 import socket
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.processes import observing_process, observing_processes
-from bench.robustness.proxy_cli import ProxyCli
+from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
+from bench.threaded_server import ThreadedServer
 from golem_core.blocking import MessageReader
-from golem_core.messages import Response, Role
+from golem_core.messages import Request, Response, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.live.observer_launch import TEST_MODULE
 from golem_proxy.recording.format import read_recording
+from tests.support.cli_helpers import run_cli
 
 from .fake_observing import MODE
 from .observer_child_helpers import (
@@ -267,3 +270,112 @@ def test_a_process_that_misbehaves_each_time_is_replaced_until_its_restarts_run_
     ]
     assert [line["seq"] for line in lines] == [1, 2, 3]
     assert all("acknowledged more than was handed on" in line["detail"] for line in lines)
+
+
+class HoldingUpstream(ThreadedServer):
+    """A GOLEM upstream that answers ``echo`` at once, and holds the answers to ``hold``
+    requests: once ``holds`` of them came on a connection, it waits for `released` and then
+    answers them, the last first."""
+
+    def __init__(self, holds: int) -> None:
+        self.holds = holds
+        self.released = threading.Event()
+        super().__init__()
+
+    def serve(self, conn: socket.socket) -> None:
+        with conn:
+            reader = MessageReader(conn)
+            held: list[Any] = []
+            try:
+                while (request := reader.read_message(Role.REQUEST)) is not None:
+                    assert isinstance(request, Request)
+                    ids = [request.id]
+                    if request.method == "hold":
+                        held.append(request.id)
+                        if len(held) < self.holds:
+                            continue
+                        assert self.released.wait(60)
+                        ids, held = held[::-1], []
+                    for ident in ids:
+                        conn.sendall(GOLEM.encode(GOLEM.success(ident, {"answered": ident})))
+            except OSError:
+                pass
+
+
+def _held_recorded(record: Path) -> int:
+    if not record.exists():
+        return 0
+    return sum(1 for line in _lines(record) if line.get("method") == "hold")
+
+
+def test_an_answer_after_the_restart_is_paired_with_its_request_recorded_before_it(
+    tmp_path: Path,
+) -> None:
+    """Two requests recorded by the observing process that dies, answered (the last first)
+    once its successor took over: each answer is paired with its request as if no process had
+    died (``answers``, an exchange with its status and latency), and ``show`` has one flow
+    for each."""
+    record = tmp_path / "held.jsonl"
+    with HoldingUpstream(holds=2) as upstream:
+        cli = start_proxy_cli(
+            "--route", f"127.0.0.1:0=127.0.0.1:{upstream.port}", "--record", str(record), *CHILD
+        )  # fmt: skip
+        client = _Client(cli.port)
+        try:
+            client.calls(3)
+            for ident in ("held-1", "held-2"):
+                client.sock.sendall(GOLEM.encode({"id": ident, "method": "hold", "params": {}}))
+            wait_for(lambda: _held_recorded(record) == 2, what="the held requests recorded")
+            _kill_observer(cli, record, 1)
+            upstream.released.set()
+            answers = [client.reader.read_message(Role.RESPONSE) for _ in range(2)]
+            assert [getattr(answer, "id", None) for answer in answers] == ["held-2", "held-1"]
+            client.calls(2)
+        finally:
+            client.close()
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    assert "Traceback" not in cli.stderr, cli.stderr
+    read_recording(str(record))  # the strict reader reads it whole
+    lines = _lines(record)
+    restart = next(i for i, line in enumerate(lines) if line["kind"] == "observation-restarted")
+    asked = {line["id"]: line for line in lines[:restart] if line.get("method") == "hold"}
+    assert all(line["expects_answer"] for line in asked.values())
+    after = lines[restart + 1 :]
+    answered = {
+        line["id"]: line
+        for line in after
+        if line["kind"] == "frame" and line["dir"] == "s2c" and line["id"] in asked
+    }
+    assert {ident: line.get("answers") for ident, line in answered.items()} == {
+        ident: line["n"] for ident, line in asked.items()
+    }
+    assert not any(line.get("orphan") for line in answered.values())
+    exchanges = {
+        line["req"]: line for line in after if line["kind"] == "exchange" and line["conn"] == 1
+    }
+    for ident, request in asked.items():
+        exchange = exchanges[request["n"]]
+        assert exchange["resp"] == answered[ident]["n"]
+        assert (exchange["method"], exchange["status"], exchange["outcome"]) == (
+            "hold",
+            "ok",
+            "ok",
+        )
+        latency = answered[ident]["t"] - request["t"]
+        assert exchange["latency"] == pytest.approx(latency, abs=2e-6) and latency > 0
+    assert len(exchanges) == 4  # the two held calls and the two made after them
+    assert not [line for line in lines if line["kind"] == "violation"]
+    shown = run_cli("show", "--json", str(record))
+    assert shown.returncode == 0, shown.stderr
+    rows = [json.loads(text) for text in shown.stdout.splitlines()]
+    # The restart's rows (the session's, and the kept connection's gap each way) aside, one
+    # flow per call, none pending and no answer on a row of its own.
+    flows = [row for row in rows if row["status"] != "unobserved:restarted"]
+    assert len(rows) - len(flows) == 3
+    assert [flow["id"] for flow in flows] == [1, 2, 3, "held-1", "held-2", 4, 5]
+    assert {flow["status"] for flow in flows} == {"ok"}
+    held = [flow for flow in flows if flow["method"] == "hold"]
+    assert all(flow["response"] == {"id": flow["id"], "result": {"answered": flow["id"]},
+                                    "error": None} for flow in held)  # fmt: skip
+    assert all(flow["latency_ms"] > 0 for flow in held)

@@ -375,3 +375,102 @@ def test_a_call_is_in_flight_before_the_server_can_act_on_it(tmp_path: Path, obs
             process.stdout.close()
     [call_seen] = read_tool_calls(str(record))
     assert [flow.method for flow in call_seen.golem] == ["ping"]
+
+
+HELD_CALL = """
+import json, os, socket, struct, sys
+# A server whose "held" tool makes a GOLEM call on its one kept connection, waits for the
+# client's "test/go" notification, then makes another and answers; any other tool makes one.
+golem = socket.create_connection(("127.0.0.1", int(os.environ["GOLEM_RHINO_PORT"])))
+
+def ping(ident):
+    payload = json.dumps({"id": ident, "method": "ping", "params": {}}).encode()
+    golem.sendall(struct.pack("!I", len(payload)) + payload)
+    size = struct.unpack("!I", golem.recv(4, socket.MSG_WAITALL))[0]
+    golem.recv(size, socket.MSG_WAITALL)
+
+def answer(ident):
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": ident, "result": {"content": []}}))
+    sys.stdout.write("\\n")
+    sys.stdout.flush()
+
+lines = iter(sys.stdin.buffer.readline, b"")
+for line in lines:
+    message = json.loads(line)
+    if message.get("method") != "tools/call":
+        continue
+    ident = message["id"]
+    ping(f"{ident}-before")
+    if message["params"]["name"] == "held":
+        for line in lines:
+            if json.loads(line).get("method") == "test/go":
+                break
+        ping(f"{ident}-after")
+    answer(ident)
+"""
+
+
+def _answered(record: Path, ident: str) -> bool:
+    """The recording (being written) holds the GOLEM answer ``ident``."""
+    if not record.exists():
+        return False
+    return any(
+        f'"id":"{ident}",'.encode() in line and b'"dir":"s2c"' in line
+        for line in record.read_bytes().splitlines()
+    )
+
+
+def test_a_tool_call_in_flight_across_a_restart_attributes_the_golem_frames_after_it(
+    tmp_path: Path,
+) -> None:
+    """A ``tools/call`` recorded by the observing process that dies is in flight for its
+    successor: the GOLEM frames the call causes after the restart name it, its answer is
+    paired with it and ends it (the next call's frames name only that call)."""
+    record, errors = tmp_path / "r.jsonl", tmp_path / "stderr"
+    with PluginProcess(seed=13) as plugin, errors.open("wb") as stderr:
+        command = wrapped(plugin, record, *CHILD)
+        command[command.index("--") + 1 :] = [sys.executable, "-c", HELD_CALL]
+        process = start_piped(command, stderr=stderr.fileno())
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            held = {"id": 1, "method": "tools/call", "params": {"name": "held"}}
+            process.stdin.write(rpc_line(held))
+            process.stdin.flush()
+            wait_for(lambda: _answered(record, "1-before"), what="the first ping's answer")
+            os.kill(observing_process(process.pid), signal.SIGKILL)
+            wait_for(lambda: b"observation restarted" in errors.read_bytes(), what="the restart")
+            process.stdin.write(rpc_line({"method": "test/go"}))
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 1
+            later = {"id": 2, "method": "tools/call", "params": {"name": "later"}}
+            process.stdin.write(rpc_line(later))
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 2
+            process.stdin.close()
+            assert process.wait(60) == 0
+        finally:
+            reap(process)
+            process.stdout.close()
+    assert "Traceback" not in errors.read_text(), errors.read_text()
+    lines = [json.loads(text) for text in record.read_text().splitlines()[1:]]
+    restart = next(i for i, line in enumerate(lines) if line["kind"] == "observation-restarted")
+    [call] = [line for line in lines[:restart] if line.get("method") == "tools/call"]
+    ref = {"conn": call["conn"], "n": call["n"], "id": 1, "tool": "held"}
+    golem = {
+        line["id"]: line for line in lines if line["kind"] == "frame" and line["route"] == "main"
+    }
+    assert golem["1-before"]["tool_calls"] == [ref]
+    # Decoded after the restart, by a process that never saw the call's request.
+    assert lines.index(golem["1-after"]) > restart
+    assert golem["1-after"]["tool_calls"] == [ref]
+    [answer] = [line for line in lines if line.get("route") == "mcp" and line.get("id") == 1
+                and line["dir"] == "s2c"]  # fmt: skip
+    assert answer["answers"] == call["n"]
+    assert [line["req"] for line in lines if line["kind"] == "exchange" and
+            line["route"] == "mcp"] == [call["n"], call["n"] + 2]  # fmt: skip
+    assert golem["2-before"]["tool_calls"][0]["tool"] == "later"
+    assert len(golem["2-before"]["tool_calls"]) == 1
+    held_call, later_call = read_tool_calls(str(record))
+    assert (held_call.tool, later_call.tool) == ("held", "later")
+    assert held_call.latency is not None and held_call.latency > 0
+    assert [flow.request.message.id for flow in held_call.golem] == ["1-before", "1-after"]

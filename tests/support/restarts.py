@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
-from golem_core.profiles import GOLEM
+from golem_core.profiles import GOLEM, Profile
 from golem_proxy.events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -20,12 +20,23 @@ from golem_proxy.events import (
     GapReason,
     ObservationLost,
 )
+from golem_proxy.live.redact import Redactor
+from golem_proxy.live.tap import ConnectionTap
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
 from golem_proxy.recording.shared_file import RecordingFile, restart_recording
 from golem_proxy.recording.writer import write_all
 from tests.support.frames import frame_seen
 
-__all__ = ["HEADER", "UNFINISHED", "call", "closed", "opened", "restart_gap", "write_observed"]
+__all__ = [
+    "HEADER",
+    "UNFINISHED",
+    "TappedSession",
+    "call",
+    "closed",
+    "opened",
+    "restart_gap",
+    "write_observed",
+]
 
 HEADER = Header(
     "golem", (RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876"),), "2024-01-01T00:00:00Z"
@@ -120,3 +131,34 @@ def write_observed(
     finally:
         record.close()
     return seqs
+
+
+class TappedSession:
+    """The observing process that dies: connections of route "main" decoded by real taps
+    (`ConnectionTap`, redacting with ``redact``), their events written to ``path`` by a
+    `RecordingWriter`, as a proxy writes them. Each frame's ``t`` is a millisecond after the
+    last one's."""
+
+    def __init__(self, path: Path, profile: Profile = GOLEM, redact: Sequence[str] = ()) -> None:
+        self.profile = profile
+        self.redactor = Redactor(list(redact)) if redact else None
+        header = Header(profile.name, HEADER.routes, HEADER.started_at, redact=tuple(redact))
+        self.writer = RecordingWriter.create(str(path), header)
+        self.taps: dict[int, ConnectionTap] = {}
+        self.t = 0.0
+
+    def open(self, conn: int) -> None:
+        self.writer.write(opened(conn, self.t))
+        self.taps[conn] = ConnectionTap(
+            conn, "main", self.profile, self.writer.write, redactor=self.redactor
+        )
+
+    def send(self, conn: int, direction: Direction, *payloads: bytes) -> None:
+        """Each of ``payloads`` as one frame on the wire."""
+        for payload in payloads:
+            self.t += 0.001
+            self.taps[conn].process(direction, self.profile.frame_payload(payload), self.t)
+
+    def close(self) -> None:
+        """Stop writing, the connections left open (no ``close`` lines: the process died)."""
+        self.writer.close()
