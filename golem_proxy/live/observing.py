@@ -6,15 +6,13 @@ from the CONTROL socket, answers ``ready``, then reads handoff records (handoff.
 until end of file and does with them what the proxy does in one process: the same taps
 (decoding, pairing, checks, redaction) behind the same `Observer`, the same hub, recorder, log
 and closing summary (session.py). Only the source of the events differs: `HandoffSource`
-instead of the relay. RECORD is the recording's descriptor, opened by the forwarding process
-(``-1``: no recording); RECORD_READ one to read it back with (a process that takes over from
-one that died looks up where the connections it takes over stand in it).
+(handoff_source.py) instead of the relay. RECORD is the recording's descriptor, opened by the
+forwarding process (``-1``: no recording); RECORD_READ one to read it back with (a process that
+takes over from one that died looks up where the connections it takes over stand in it).
 
-After each batch of records it acknowledges, on the CONTROL socket, the pipe offset up to
-which everything is decoded and its lines are written to the kernel (after the recorder's
-flush; as soon as decoding yields when the lines are written already, or there is no
-recording): the forwarding process holds its relay when the recording trails the wire by more
-than its limit (observer_link.py).
+After each batch of records it acknowledges, on the CONTROL socket, how far the recording
+is written (handoff_source.py): the forwarding process holds its relay when the recording
+trails the wire by more than its limit (observer_link.py).
 
 Ctrl-C is the forwarding process's to handle (this process runs in a process group of its own
 and ignores SIGINT besides): the session ends when the forwarding process closes the pipe, or
@@ -24,70 +22,37 @@ dies, and decoding what is left takes at most the drain timeout.
 from __future__ import annotations
 
 import functools
-import math
-import os
 import pickle
 import signal
 import socket
 import struct
 import sys
-import threading
-import time
 from collections.abc import Sequence
 from typing import Callable, Optional
 
 import trio
 from rich.console import Console
 
-from golem_core.profiles import Profile, get_profile
+from golem_core.profiles import get_profile
 
-from ..events import Event
 from ..table_layout import print_line
-from .handoff import Kind, Record, RecordReader
+from .handoff_source import Acknowledger, HandoffSource
 from .heap import keep_freed_memory
 from .hub import EventHub
 from .layer_taps import LayerTaps
-from .link_resume import Resumption
 from .log_output import TerminalOutput
-from .observer import Observer
-from .observer_launch import ACK, ObserverSetup
-from .observer_link import PIPE_DIRECTIONS
-from .proxy_options import BoundRoute, ProxyOptions, new_tap
-from .recorder import Recorder
-from .redact import Redactor
-from .relay import MIN_DECODE_TIME
-from .session import STOP_LIMIT, ProxySession, SessionConfig
-from .take_up import take_up
-from .tap import ConnectionTap
+from .observer_launch import ObserverSetup
+from .proxy_options import new_tap
+from .session import ProxySession, SessionConfig
 
 __all__ = [
-    "RATE_SLOWED",
-    "RATE_WINDOW",
-    "Acknowledger",
-    "HandoffSource",
     "main",
     "observe",
     "session_config",
 ]
 
-READ_SIZE = 1024 * 1024
-GATHER = 0.005
-"""Seconds the records of a quiet pipe gather before they are read."""
-GATHER_BELOW = 64 * 1024
-"""A read smaller than this is a quiet pipe's, after which records gather; a larger one means
-traffic flows, and for `FLOWING` after it the pipe is read on at once: the forwarding side holds
-its relay for what this process has not acknowledged yet (1 MiB outstanding at most,
-observer_link.py), so a pause there stops forwarding (a gather after every read held 16 MiB
-answers at 0.12x the relay's speed, one after each answer's request still at 0.35x)."""
-FLOWING = 0.05
 LENGTH = struct.Struct("!I")
-MARK_EVERY = 64 * 1024
-"""Handoff bytes after which the decoding is marked for an acknowledgement, also within a batch
-(1 MiB of tiny frames is seconds of decoding on a busy machine)."""
-ACK_AT_ONCE = 256 * 1024
-"""Marks whose lines are all written already (the bytes only filled a partial frame) are
-acknowledged together once decoding yields, unless this many bytes wait for it: one message
-instead of 256 for a 16 MiB answer, each a system call here and a wake-up of the relay."""
+"""The setup's length before it, on the control socket."""
 
 
 SWITCH_INTERVAL = 0.001
@@ -106,279 +71,6 @@ frame joined whole fits. Each 16 MiB answer is read, joined and written, and wit
 defaults each was a fresh mapping faulted in whole (~2,700 page faults per answer; ~115 kept:
 59 against 55 ms of this process's CPU per answer); the observer gives the memory back once
 idle (observer.py)."""
-
-
-RATE_WINDOW = 0.05
-"""Seconds of this process's time (all its threads: decoding and writing) over which the rate
-an acknowledgement carries is measured."""
-RATE_SLOWED = 0.01
-"""Seconds of this process's time after which a window slower than the last rate lowers the
-rate an acknowledgement carries at once (the window goes on): tiny frames right after 16 MiB
-answers must not keep the answers' byte limit for a whole window, while the relay hands on
-MiBs of them that the tap's pending limits then let go."""
-
-
-class Acknowledger:
-    """Sends acknowledgements (`ACK`) on the control socket, from any thread; after an error
-    (the forwarding process is gone) it sends nothing more. Each carries the rate: bytes
-    acknowledged per second of this process's time (``cpu``) over the last `RATE_WINDOW`, or
-    over the window under way when that is slower (after `RATE_SLOWED`)."""
-
-    def __init__(
-        self, control: socket.socket, cpu: Callable[[], float] = time.process_time
-    ) -> None:
-        self.control = control
-        self.sent = 0
-        self.rate = 0
-        self._cpu = cpu
-        self._window = (cpu(), 0)
-        self._lock = threading.Lock()
-        self._failed = False
-
-    def __call__(self, offset: int) -> None:
-        with self._lock:
-            if self._failed or offset <= self.sent:
-                return
-            (began, since), spent = self._window, self._cpu()
-            rate = self.rate
-            if spent - began >= RATE_WINDOW:
-                rate = self.rate = int((offset - since) / (spent - began))
-                self._window = (spent, offset)
-            elif spent - began >= RATE_SLOWED and rate:
-                rate = min(rate, int((offset - since) / (spent - began)))
-            try:
-                self.control.sendall(ACK.pack(offset, rate))
-            except OSError:
-                self._failed = True
-                return
-            self.sent = offset
-
-
-class HandoffSource:
-    """The session's events from handoff records: a tap per connection behind one `Observer`,
-    which here has a core of its own, so it decodes as soon as a chunk arrives (no quiet
-    moment to wait for, no share of the time to leave to forwarding). Serves until the pipe
-    ends, then decodes what is queued within the drain timeout (the rest is a gap)."""
-
-    def __init__(
-        self,
-        hub: EventHub,
-        fd: int,
-        bound: Sequence[BoundRoute],
-        profile: Profile,
-        options: ProxyOptions,
-        acknowledge: Callable[[int], None] = lambda offset: None,
-        recorder: Callable[[], Optional[Recorder]] = lambda: None,
-        make_tap: Callable[..., ConnectionTap] = new_tap,
-        record_read_fd: int = -1,
-    ) -> None:
-        os.set_blocking(fd, False)
-        self.record_read_fd = record_read_fd
-        """The recording, to read back (-1: none): a restarted observing process looks up
-        where the connections it takes over stand in it (`Kind.RESUME`)."""
-        self._unrecorded: dict[int, int] = {}
-        """Connections taken over at a restart: the bytes the process before may have left
-        unrecorded, said with the first direction resumed."""
-        self.make_tap = make_tap
-        """Makes a connection's tap, called as `new_tap` (`LayerTaps` with hops served
-        outside the relay)."""
-        self.acknowledge = acknowledge
-        """Called with the offset up to which the recording is written."""
-        self.recorder = recorder
-        """The session's recorder, once it has one."""
-        self.hub = hub
-        self.fd = fd
-        self.bound = list(bound)
-        self.profile = profile
-        self.options = options
-        self.redactor = Redactor(list(options.redact)) if options.redact else None
-        self.observer = Observer(
-            options.observer_memory,
-            quiet=0.0,
-            max_delay=0.0,
-            duty=1.0,
-            duty_behind=1.0,
-            duty_late=1.0,
-            # What is queued here is bounded by the forwarding side, which waits for this
-            # process (observer_link.py): shedding by time would only cut exchanges in half
-            # (one 1 MiB chunk of tiny frames is seconds of decoding). The memory bound stays.
-            max_lag=math.inf,
-            max_drain=math.inf,
-        )
-        self.start_time = 0.0
-        self.records = 0
-        self._reader = RecordReader()
-        self._taps: dict[int, ConnectionTap] = {}
-        self._now = 0.0
-        self._token: Optional[trio.lowlevel.TrioToken] = None
-        self._ack_sent = 0
-        self._ack_due = 0
-        """The offset to acknowledge once decoding yields (`_acknowledge_soon`)."""
-
-    @property
-    def idle(self) -> bool:
-        return self.observer.idle
-
-    async def bind(self) -> list[BoundRoute]:
-        return list(self.bound)
-
-    async def unbind(self) -> None:
-        return None
-
-    def stop(self) -> None:
-        """Nothing to do: the session ends when the forwarding process closes the pipe."""
-
-    def publish(self, event: Event) -> None:
-        self.hub.publish(event, self._now)
-
-    async def serve(
-        self, *, task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Read records until the pipe ends; then decode what is left (see the class)."""
-        self._token = trio.lowlevel.current_trio_token()
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self.observer.run)
-                task_status.started(list(self.bound))
-                await self._read_until_end()
-                # What is decoded from now on comes in one burst: let the consumers queue it.
-                self.hub.widen(STOP_LIMIT)
-                nursery.cancel_scope.cancel()
-        finally:
-            self.observer.drain_now(max(self.options.drain_timeout, MIN_DECODE_TIME))
-
-    async def _read_until_end(self) -> None:
-        reader = self._reader
-        marked = 0
-        flowing_until = -math.inf
-        while True:
-            try:
-                chunk = os.read(self.fd, READ_SIZE)
-            except BlockingIOError:
-                await trio.lowlevel.wait_readable(self.fd)
-                continue
-            if not chunk:
-                return
-            reader.receive_data(chunk)
-            while True:
-                record = reader.next_record()
-                if record is None:
-                    break
-                self.records += 1
-                self._handle(record)
-                if reader.offset - marked >= MARK_EVERY:
-                    # Within a long batch too: the forwarding side sees steady progress.
-                    marked = reader.offset
-                    self.observer.after_queued(functools.partial(self._decoded, marked))
-            if reader.offset > marked:
-                marked = reader.offset
-                self.observer.after_queued(functools.partial(self._decoded, marked))
-            now = trio.current_time()
-            if len(chunk) >= GATHER_BELOW:
-                flowing_until = now + FLOWING
-            elif now > flowing_until:
-                # A trickle: let records gather for a moment rather than wake for each (on a
-                # busy machine, every wake-up of this process is time the relay's core may
-                # lose). Well inside what the recording may trail the wire by.
-                await trio.sleep(GATHER)
-            else:
-                await trio.lowlevel.checkpoint()
-
-    def _decoded(self, offset: int) -> None:
-        """Everything up to ``offset`` is decoded: acknowledge it once its lines are written."""
-        recorder = self.recorder()
-        if recorder is None or recorder.all_written:
-            self._acknowledge_soon(offset)
-        else:
-            recorder.after_written(functools.partial(self._acknowledge, offset))
-
-    def _acknowledge(self, offset: int) -> None:
-        self._ack_sent = max(self._ack_sent, offset)
-        self.acknowledge(offset)
-
-    def _acknowledge_soon(self, offset: int) -> None:
-        """Acknowledge ``offset`` once the decoding slice yields (see `ACK_AT_ONCE`): it stays
-        true meanwhile, since everything before it is written already."""
-        if self._token is None or offset - self._ack_sent >= ACK_AT_ONCE:
-            self._ack_due = 0
-            self._acknowledge(offset)
-            return
-        if not self._ack_due:
-            try:
-                self._token.run_sync_soon(self._acknowledge_due)
-            except trio.RunFinishedError:  # the session is over: nobody waits for it
-                return
-        self._ack_due = offset
-
-    def _acknowledge_due(self) -> None:
-        offset, self._ack_due = self._ack_due, 0
-        if offset:
-            self._acknowledge(offset)
-
-    def _handle(self, record: Record) -> None:
-        self._now = record.t
-        kind = record.kind
-        direction = PIPE_DIRECTIONS[record.direction]
-        if kind is Kind.OPENED:
-            opened = pickle.loads(record.data)
-            self._taps[record.conn] = self.make_tap(
-                record.conn, opened.route, self.profile, self.publish, self.options, self.redactor
-            )
-            self.publish(opened)
-        elif kind is Kind.CLOSED:
-            # After everything the connection forwarded is decoded, as the relay reports it
-            # (through its tap's publish: an MCP hop's close ends its tool calls in flight).
-            tap = self._taps.pop(record.conn, None)
-            publish = self.publish if tap is None else tap.publish
-            self.observer.submit_event(publish, pickle.loads(record.data))
-            if tap is not None:
-                self.observer.forget(tap)
-        elif kind is Kind.RESUME:
-            self._resume(pickle.loads(record.data))
-        elif kind is Kind.EVENT:
-            # In order with the chunks handed on before it, as the relay publishes it: a
-            # fault's or an intercept's event after the frame it acted on, an MCP server's
-            # stderr after the hop's frames handed on before it.
-            self.observer.submit_event(self.publish, pickle.loads(record.data))
-        else:
-            tap = self._taps.get(record.conn)
-            if tap is None:
-                return  # a connection opened before a restart of this side: nothing to add to
-            if kind is Kind.DATA:
-                self.observer.submit(tap, direction, record.data, record.t)
-            elif kind is Kind.END:
-                self.observer.submit(tap, direction, b"", record.t)
-            elif kind is Kind.RESUMED:
-                unrecorded = self._unrecorded.pop(record.conn, 0)
-                resumed = functools.partial(
-                    tap.resumed, direction, record.lost, record.t, unrecorded
-                )
-                self.observer.after_queued(resumed)
-            else:
-                self.observer.lose(tap, direction, record.lost, record.t)
-
-    def _resume(self, resumption: Resumption) -> None:
-        """This process took over from one that died: number the recording's lines on from
-        its last one, and take up the connections that are still open where the recording
-        left them (their frame indexes go on; an ``open`` line the one before did not write is
-        written now; the requests in flight are waited for again: `take_up`). Each direction
-        goes on at its ``RESUMED`` record."""
-        recorder = self.recorder()
-        if recorder is not None and resumption.seq:
-            recorder.writer.seq = resumption.seq
-        taps: dict[int, ConnectionTap] = {}
-        for resumed in resumption.connections:
-            opened = resumed.opened
-            taps[opened.conn] = self.make_tap(
-                opened.conn, opened.route, self.profile, self.publish, self.options, self.redactor
-            )
-            if resumed.unrecorded:
-                self._unrecorded[opened.conn] = resumed.unrecorded
-        points = take_up(self.record_read_fd, taps, self.make_tap)
-        for resumed in resumption.connections:
-            if not points[resumed.opened.conn].opened:
-                self.observer.submit_event(self.publish, resumed.opened)
-        self._taps.update(taps)
 
 
 def receive_setup(control: socket.socket) -> ObserverSetup:

@@ -14,10 +14,10 @@ import trio
 
 from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, Direction, Event, FrameSeen
+from golem_proxy.live.handoff_source import HandoffSource
 from golem_proxy.live.hub import EventHub
 from golem_proxy.live.layer_taps import LayerTaps
 from golem_proxy.live.observer_link import ObserverLink
-from golem_proxy.live.observing import HandoffSource
 from golem_proxy.live.proxy_options import BoundRoute, ProxyOptions
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.recording.format import RouteInfo

@@ -20,9 +20,9 @@ import trio
 from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionOpened, Event
 from golem_proxy.live.handoff import HandoffWriter, Kind
+from golem_proxy.live.handoff_source import RATE_SLOWED, RATE_WINDOW, Acknowledger, HandoffSource
 from golem_proxy.live.hub import EventHub
 from golem_proxy.live.observer_launch import ACK, PIPE_SIZE
-from golem_proxy.live.observing import RATE_SLOWED, RATE_WINDOW, Acknowledger, HandoffSource
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.recorder import INLINE_WRITE, Recorder
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
