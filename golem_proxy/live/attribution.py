@@ -46,6 +46,9 @@ class ToolCallTracker:
         )
         self.let_go = 0
         """Calls dropped from the in-flight set because it was full."""
+        self._recovered: set[tuple[int, Any]] = set()
+        """Calls put in flight from the recording after a restart (`take_over`), until their
+        connection's answers go on (`answers_resumed`)."""
 
     @property
     def in_flight(self) -> tuple[ToolCallRef, ...]:
@@ -82,6 +85,25 @@ class ToolCallTracker:
             cancelled = _cancelled_key(message.obj)
             if cancelled is not None:
                 self._in_flight.pop((event.conn, cancelled), None)
+
+    def take_over(self, frame: FrameSeen) -> None:
+        """A frame the recording shows in flight when the observing process before this one
+        died: followed as `watch` follows one, a call it puts in flight remembered as
+        recovered."""
+        before = set(self._in_flight)
+        self.watch(frame)
+        self._recovered.update(key for key in self._in_flight if key not in before)
+
+    def answers_resumed(self, conn: int, *, unseen: bool) -> None:
+        """After a restart, the answers of ``conn`` (the server's direction) are decoded again.
+        ``unseen``: some may have crossed while no process recorded them; then the calls
+        recovered from the recording are let go, since an answer among those bytes would
+        never end them and every GOLEM frame after would name a call that is over (a frame
+        then names no call rather than a wrong one)."""
+        for key in [key for key in self._recovered if key[0] == conn]:
+            self._recovered.discard(key)
+            if unseen:
+                self._in_flight.pop(key, None)
 
     def annotate(self, frame: FrameSeen) -> FrameSeen:
         """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded."""

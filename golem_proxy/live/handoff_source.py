@@ -25,9 +25,11 @@ import trio
 
 from golem_core.profiles import Profile
 
-from ..events import Event
+from ..events import Direction, Event
+from ..recording.resume_scan import ResumePoint
 from .handoff import Kind, Record, RecordReader
 from .hub import EventHub
+from .layer_taps import LayerTaps
 from .link_resume import Resumption
 from .observer import Observer
 from .observer_launch import ACK
@@ -37,7 +39,7 @@ from .recorder import Recorder
 from .redact import Redactor
 from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT
-from .take_up import take_up
+from .take_up import UNKNOWN, standing, take_up
 from .tap import ConnectionTap
 
 __all__ = ["RATE_SLOWED", "RATE_WINDOW", "Acknowledger", "HandoffSource"]
@@ -124,11 +126,21 @@ class HandoffSource:
         recorder: Callable[[], Optional[Recorder]] = lambda: None,
         make_tap: Callable[..., ConnectionTap] = new_tap,
         record_read_fd: int = -1,
+        taking_over: Sequence[tuple[int, str]] = (),
     ) -> None:
         os.set_blocking(fd, False)
+        self.taking_over = tuple(taking_over)
+        """A process taking over from one that died: the connections that one knew
+        (connection, route), looked up in the recording before this one says it is ready
+        (`bind`), while forwarding goes on without waiting for it."""
+        self._standing: dict[int, ResumePoint] = {}
+        """Where they stand in the recording (`take_up.standing`), until ``RESUME``."""
         self.record_read_fd = record_read_fd
         """The recording, to read back (-1: none): a restarted observing process looks up
         where the connections it takes over stand in it (`Kind.RESUME`)."""
+        self._doubtful: set[int] = set()
+        """Connections taken over at a restart with bytes the process before may have left
+        unrecorded, until their server's direction resumed."""
         self._unrecorded: dict[int, int] = {}
         """Connections taken over at a restart: the bytes the process before may have left
         unrecorded, said with the first direction resumed."""
@@ -173,6 +185,12 @@ class HandoffSource:
         return self.observer.idle
 
     async def bind(self) -> list[BoundRoute]:
+        if self.taking_over:
+            # Before ``ready``: the forwarding process hands nothing on meanwhile (it counts
+            # what crosses), so this look-up's time, unbounded (a connection quiet one way since
+            # it opened is looked up back to its ``open`` line), is the gap's, never a wait of
+            # the relay's nor a silence its stall watchdog would take for a stuck process.
+            self._standing = standing(self.record_read_fd, [conn for conn, _ in self.taking_over])
         return list(self.bound)
 
     async def unbind(self) -> None:
@@ -303,10 +321,20 @@ class HandoffSource:
                 self.observer.submit(tap, direction, b"", record.t)
             elif kind is Kind.RESUMED:
                 unrecorded = self._unrecorded.pop(record.conn, 0)
-                resumed = functools.partial(
-                    tap.resumed, direction, record.lost, record.t, unrecorded
+                self.observer.after_queued(
+                    functools.partial(tap.resumed, direction, record.lost, record.t, unrecorded)
                 )
-                self.observer.after_queued(resumed)
+                if isinstance(self.make_tap, LayerTaps):
+                    # Tool calls in flight across the restart whose answers may have crossed
+                    # unseen are let go, in order with the frames (the tap's first words).
+                    unseen = record.lost > 0 or record.conn in self._doubtful
+                    if direction is Direction.S2C:
+                        self._doubtful.discard(record.conn)
+                    self.observer.after_queued(
+                        functools.partial(
+                            self.make_tap.resumed, tap.route, record.conn, direction, unseen
+                        )
+                    )
             else:
                 self.observer.lose(tap, direction, record.lost, record.t)
 
@@ -320,14 +348,24 @@ class HandoffSource:
         if recorder is not None and resumption.seq:
             recorder.writer.seq = resumption.seq
         taps: dict[int, ConnectionTap] = {}
+        points: dict[int, ResumePoint] = {}
         for resumed in resumption.connections:
             opened = resumed.opened
-            taps[opened.conn] = self.make_tap(
+            tap = self.make_tap(
                 opened.conn, opened.route, self.profile, self.publish, self.options, self.redactor
             )
+            if resumed.seen:
+                taps[opened.conn] = tap
+            else:  # opened while no process observed: nothing of it is in the recording
+                tap.resume((0, 0))
+                points[opened.conn] = UNKNOWN
+                self._taps[opened.conn] = tap
             if resumed.unrecorded:
                 self._unrecorded[opened.conn] = resumed.unrecorded
-        points = take_up(self.record_read_fd, taps, self.make_tap)
+                self._doubtful.add(opened.conn)
+        # What was in flight is read here, after ``ready`` (bounded: `inflight_scan`).
+        points.update(take_up(self.record_read_fd, taps, self.make_tap, self._standing))
+        self._standing = {}
         for resumed in resumption.connections:
             if not points[resumed.opened.conn].opened:
                 self.observer.submit_event(self.publish, resumed.opened)

@@ -19,7 +19,7 @@ from typing import Optional
 
 from golem_core.profiles import MCP, Profile, get_profile
 
-from ..events import Event, FrameSeen
+from ..events import Direction, Event, FrameSeen
 from ..recording.format import RouteInfo
 from .attribution import ToolCallTracker
 from .proxy_options import ProxyOptions, new_tap
@@ -76,7 +76,18 @@ class LayerTaps:
         if just decoded, not published again (the tracker knows the tool calls in flight)."""
         layer = self._profiles.get(route)
         if self.tracker is not None and layer is not None and layer.name == MCP.name:
-            self.tracker.watch(frame)
+            self.tracker.take_over(frame)
+
+    def resumed(self, route: str, conn: int, direction: Direction, unseen: bool) -> None:
+        """After a restart, ``direction`` of ``conn`` goes on (``unseen``: bytes of the
+        connection crossed, or may be missing, while no process recorded them): the server's
+        answers on the MCP hop end, or let go, the calls `recovered` (`ToolCallTracker
+        .answers_resumed`)."""
+        layer = self._profiles.get(route)
+        if self.tracker is None or layer is None or layer.name != MCP.name:
+            return
+        if direction is Direction.S2C:
+            self.tracker.answers_resumed(conn, unseen=unseen)
 
 
 def _watched(tracker: ToolCallTracker, publish: Callable[[Event], None]) -> Callable[[Event], None]:

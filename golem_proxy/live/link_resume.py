@@ -35,6 +35,9 @@ class ResumedConnection:
     """Bytes of it the observing process that died had been handed and had not acknowledged:
     at most this many more than the ``RESUMED`` records count may be missing from the
     recording (it may have written some of their lines before it died)."""
+    seen: bool = True
+    """The process that died knew it (False: it opened while no process observed, and the
+    recording holds nothing of it)."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,13 @@ class OpenConnections:
         else:
             tracked.ended[direction] = True
 
+    def missed(self, conn: int, direction: int, size: int) -> None:
+        """``size`` bytes already followed (`follow`) reached no observing process after all:
+        count them with what crossed while observation was down."""
+        tracked = self._open.get(conn)
+        if tracked is not None:
+            tracked.down[direction] += size
+
     def follow(self, conn: int, direction: int, data: Chunk) -> Optional[tuple[int, int]]:
         """A chunk handed on as usual: follow its framing. Returns None, or, when the direction
         waits for a frame boundary since the restart, (bytes of ``data`` that are still the
@@ -158,7 +168,7 @@ class OpenConnections:
         resumed: list[ResumedConnection] = []
         now: list[tuple[int, int, int, bool]] = []
         for conn, tracked in self._open.items():
-            resumed.append(ResumedConnection(tracked.opened, tracked.unrecorded))
+            resumed.append(ResumedConnection(tracked.opened, tracked.unrecorded, tracked.seen))
             for direction in (0, 1):
                 done = tracked.closed is not None or tracked.ended[direction]
                 if done or tracked.bounds[direction].at_boundary:
@@ -171,6 +181,11 @@ class OpenConnections:
         self.down = False
         self.unseen = 0
         return resumed, now
+
+    def known(self) -> tuple[tuple[int, str], ...]:
+        """While observation is down: the connections the process that died knew (connection,
+        route), whose place in the recording the next one looks up before it is ready."""
+        return tuple((conn, t.opened.route) for conn, t in self._open.items() if t.seen)
 
     def closes(self) -> list[ConnectionClosed]:
         """The closes that waited for the restart, once; their connections are forgotten."""

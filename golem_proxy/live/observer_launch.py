@@ -98,6 +98,9 @@ class ObserverSetup:
     continues_recording: bool = False
     """A restart: the recording holds the header and the lines of the process before; this
     one appends to it (`golem_proxy.live.link_resume.Resumption` says from which line)."""
+    taking_over: tuple[tuple[int, str], ...] = ()
+    """A restart: the connections the process before knew (connection, route), which this one
+    looks up in the recording before it says it is ready (`HandoffSource.bind`)."""
 
 
 @dataclass
@@ -127,20 +130,25 @@ async def spawn(
 ) -> Spawned:
     """Start an observing process, which waits for its setup (`take_over`). Raises
     ObserverStartError (then nothing is left open)."""
-    read_fd, write_fd = os.pipe()
-    with contextlib.suppress(OSError, AttributeError):
-        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
-    ours, theirs = socket.socketpair()
-    record_fd = -1 if record is None else record.write_fd
-    record_read_fd = -1 if record is None else record.read_fd
-    passed = [read_fd, theirs.fileno()] + ([] if record is None else [record_fd, record_read_fd])
-    group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
-    if tui:
-        # The TUI reads the terminal, which only its foreground process group may do
-        # (another group is stopped by SIGTTOU/SIGTTIN): it stays in ours. In raw mode a
-        # Ctrl-C is a key for the TUI; otherwise the observing process ignores SIGINT.
-        group = {}
+    opened: list[int] = []
+    sockets: list[socket.socket] = []
     try:
+        read_fd, write_fd = os.pipe()
+        opened += [read_fd, write_fd]
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
+        ours, theirs = socket.socketpair()
+        sockets += [ours, theirs]
+        record_fd = -1 if record is None else record.write_fd
+        record_read_fd = -1 if record is None else record.read_fd
+        passed = [read_fd, theirs.fileno()]
+        passed += [] if record is None else [record_fd, record_read_fd]
+        group = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+        if tui:
+            # The TUI reads the terminal, which only its foreground process group may do
+            # (another group is stopped by SIGTTOU/SIGTTIN): it stays in ours. In raw mode a
+            # Ctrl-C is a key for the TUI; otherwise the observing process ignores SIGINT.
+            group = {}
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", _observing_module(), str(read_fd),
              str(theirs.fileno()), str(record_fd), str(record_read_fd)],
@@ -149,13 +157,16 @@ async def spawn(
             stdout=stdout,
             **group,  # type: ignore[arg-type]
         )  # fmt: skip
-    except OSError as exc:
-        for fd in (read_fd, write_fd):
+    except BaseException as exc:
+        # Out of descriptors, refused, or cancelled while starting: nothing is left open.
+        for fd in opened:
             os.close(fd)
-        ours.close()
-        raise ObserverStartError(f"the observing process did not start: {exc}") from None
-    finally:
-        theirs.close()
+        for sock in sockets:
+            sock.close()
+        if isinstance(exc, OSError):
+            raise ObserverStartError(f"the observing process did not start: {exc}") from None
+        raise
+    theirs.close()
     os.close(read_fd)
     return Spawned(process, ours, write_fd)
 

@@ -177,6 +177,8 @@ class ObserverLink:
     def data(self, conn: int, direction: Direction, data: bytes, t: float) -> None:
         """A forwarded chunk of ``conn`` (``b""``: that direction ended)."""
         followed = self.connections
+        if followed is not None and not self.stopped and self.writer.gone:
+            self.stop()  # it died: count what crosses from here, until one takes over
         if self.stopped:
             if followed is not None and followed.down:
                 followed.while_down(conn, direction_number(direction), data)
@@ -193,6 +195,11 @@ class ObserverLink:
                         return
                     data = data[rest:]
             self._hand_on(conn, direction, data, t)
+            if followed is not None and self.writer.gone:
+                # This write found the pipe broken: the process died, and this chunk reached
+                # none. Count from here what crosses, until one takes over.
+                self.stop()
+                followed.missed(conn, direction_number(direction), len(data))
         except Exception as exc:  # a bug here costs observation, never the forwarding
             self._give_up(f"handing on to the observing process failed ({_described(exc)})")
 
@@ -217,6 +224,8 @@ class ObserverLink:
     def publish(self, event: Event) -> None:
         """An event of the relay (a connection opened or closed, an upstream down or back)."""
         followed = self.connections
+        if followed is not None and not self.stopped and self.writer.gone:
+            self.stop()  # as in `data`
         if followed is not None and isinstance(event, (ConnectionOpened, ConnectionClosed)):
             if isinstance(event, ConnectionOpened):
                 followed.opened(event)

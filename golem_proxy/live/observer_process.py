@@ -188,8 +188,12 @@ class ObservingProcess:
         self._replacing = why
         self._close_pipe()
         self.control.close()
-        assert self.setup is not None
-        setup = dataclasses.replace(self.setup, continues_recording=self.record is not None)
+        assert self.setup is not None and self.link.connections is not None
+        setup = dataclasses.replace(
+            self.setup,
+            continues_recording=self.record is not None,
+            taking_over=self.link.connections.known() if self.record is not None else (),
+        )
         standby, self._standby = self._standby, None
         try:
             spawned = None
@@ -274,7 +278,11 @@ class ObservingProcess:
         """Until cancelled: notice the observing process closing its end of the handoff pipe
         while it runs on (then `_stop_unless_exiting`): the write end reports an error, which
         an epoll of its own reports (whatever it is asked for) by being readable."""
-        with select.epoll() as errors:
+        try:
+            errors = select.epoll()
+        except OSError:  # out of descriptors: its death is still noticed when it exits
+            return
+        with errors:
             errors.register(self.link.writer.fd, 0)
             await trio.lowlevel.wait_readable(errors.fileno())
         await self._stop_unless_exiting("the observing process closed the handoff pipe")

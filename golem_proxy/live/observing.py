@@ -116,6 +116,7 @@ async def observe(
             lambda: session.recorder,
             LayerTaps(setup.layers) if setup.layers else new_tap,
             record_read_fd,
+            setup.taking_over,
         )
 
     session = ProxySession(config, source)

@@ -16,33 +16,53 @@ takes up the connections that were still open: where the recording left each of 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from typing import Optional
 
 from ..recording.inflight_scan import NOTHING, InFlight, in_flight
 from ..recording.resume_scan import ResumePoint, resume_points
 from .layer_taps import LayerTaps
 from .tap import ConnectionTap
 
-__all__ = ["take_up"]
+__all__ = ["UNKNOWN", "standing", "take_up"]
 
-_UNKNOWN = ResumePoint(False, (0, 0))
+UNKNOWN = ResumePoint(False, (0, 0))
+"""A connection the recording holds nothing of: its ``open`` line is to be written, and its
+frames are numbered from 0."""
+
+
+def standing(fd: int, conns: Collection[int]) -> dict[int, ResumePoint]:
+    """Where each of ``conns`` stands in the recording open on ``fd`` (-1: none): its frame
+    numbers, whether its ``open`` line is there (`recording.resume_scan.resume_points`,
+    unbounded: back to the line that answers it). Unknown for all when the recording cannot
+    be read back (as without one: a new process that crashed here would be replaced by one
+    that crashes the same way, until no restart is left)."""
+    if fd < 0 or not conns:
+        return dict.fromkeys(conns, UNKNOWN)
+    try:
+        return resume_points(fd, list(conns))
+    except OSError:
+        return dict.fromkeys(conns, UNKNOWN)
 
 
 def take_up(
-    fd: int, taps: Mapping[int, ConnectionTap], make_tap: Callable[..., ConnectionTap]
+    fd: int,
+    taps: Mapping[int, ConnectionTap],
+    make_tap: Callable[..., ConnectionTap],
+    known: Optional[Mapping[int, ResumePoint]] = None,
 ) -> dict[int, ResumePoint]:
     """Resume each connection's tap (``taps``, by connection) where the recording open on
-    ``fd`` (read with `os.pread` only; -1: no recording) left it; ``make_tap``, the session's
-    maker of taps, is told the frames in flight when it is `LayerTaps` (its tool-call
-    tracker follows them). Returns where each connection stands in the recording. Raises
-    OSError when that cannot be read; when only what was in flight cannot be, it is unknown,
-    as without a recording (answers to requests sent before the restart are no orphans)."""
+    ``fd`` (read with `os.pread` only; -1: no recording) left it (``known``: where some stand,
+    looked up already, `standing`); ``make_tap``, the session's maker of taps, is told the
+    frames in flight when it is `LayerTaps` (its tool-call tracker follows them). Returns
+    where each connection stands in the recording. What cannot be read is unknown, as without
+    a recording (answers to requests sent before the restart are no orphans)."""
+    known = known or {}
+    points = {conn: known[conn] for conn in taps if conn in known}
+    points.update(standing(fd, [conn for conn in taps if conn not in known]))
     layers = make_tap if isinstance(make_tap, LayerTaps) else None
     found: dict[int, InFlight] = {}
-    if fd < 0:
-        points = {conn: _UNKNOWN for conn in taps}
-    else:
-        points = resume_points(fd, list(taps))
+    if fd >= 0:
         framed = {conn: taps[conn].profile for conn, point in points.items() if point.opened}
         with contextlib.suppress(OSError):
             found = in_flight(fd, framed, methods=layers.followed if layers is not None else ())

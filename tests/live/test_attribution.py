@@ -110,3 +110,24 @@ def test_a_row_without_a_frame_is_unknown_not_outside_every_call() -> None:
     assert index.attribution(gap).state == "unknown"
     framed = Flow(6, 2, "main", request=ToolCallTracker(MCP).annotate(golem_frame()))
     assert index.attribution(framed).state == "none"
+
+
+def test_a_call_taken_over_from_the_recording_is_let_go_when_its_answer_may_be_lost() -> None:
+    """After a restart, a call the recording shows in flight goes on being attributed, unless
+    its server's answers crossed (or may have been left unrecorded) while no process
+    observed: an answer among those would never end it, and every GOLEM frame after would
+    name a call that is over."""
+    kept, doubtful = ToolCallTracker(MCP), ToolCallTracker(MCP)
+    for tracker in (kept, doubtful):
+        tracker.take_over(call(4, "a", "create_box"))
+        assert tools(tracker) == ["create_box"]
+    kept.answers_resumed(1, unseen=False)
+    doubtful.answers_resumed(1, unseen=True)
+    assert tools(kept) == ["create_box"]  # its answer is still to come, and ends it
+    kept.watch(answer(9, "a"))
+    assert tools(kept) == []
+    assert tools(doubtful) == []
+    # A call made after the restart is not recovered: a later doubt does not touch it.
+    doubtful.watch(call(10, "b", "create_sphere"))
+    doubtful.answers_resumed(1, unseen=True)
+    assert tools(doubtful) == ["create_sphere"]

@@ -151,3 +151,36 @@ def test_unacknowledged_bytes_at_the_stop_are_told_to_the_new_process() -> None:
         resumption, _ = _resume_and_read(link)
     (resumed,) = resumption.connections
     assert resumed.unrecorded > len(_frame(1))  # the open record and the frame's, at least
+
+
+def test_what_crosses_once_the_pipe_broke_is_counted_for_the_next_process() -> None:
+    """The observing process dies: the link learns it from a write that fails, before anyone
+    calls `stop`. That chunk, the ones after it and a close meanwhile all reach the next
+    process as what crossed unobserved."""
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    link = ObserverLink(write_fd, lambda: 0.0)
+    followed = _follow(link)
+    try:
+        link.publish(_opened(1))
+        link.publish(_opened(2))
+        link.data(1, C2S, _frame(1), 0.1)
+        read_records(link, read_fd, RecordReader())
+        os.close(read_fd)  # the observing process is gone
+        second, third = _frame(2), _frame(3)
+        link.data(1, C2S, second, 0.2)  # this write fails: nothing of it reached anyone
+        assert link.stopped and followed.down
+        link.data(1, C2S, third, 0.3)
+        link.publish(_closed(2))  # it waits for the next process
+        link.publish(_opened(3))  # the dead process never knew it
+        assert followed.known() == ((1, "main"), (2, "main"))
+        resumption, records = _resume_and_read(link)
+    finally:
+        os.close(write_fd)
+    assert [(c.opened.conn, c.seen) for c in resumption.connections] == [
+        (1, True),
+        (2, True),
+        (3, False),
+    ]
+    assert (1, 0, len(second) + len(third)) in _resumed(records)
+    assert [r.conn for r in records if r.kind is Kind.CLOSED] == [2]

@@ -26,7 +26,7 @@ from golem_proxy.events import (
 from golem_proxy.live.layer_taps import LayerTaps
 from golem_proxy.live.proxy_options import ProxyOptions, new_tap
 from golem_proxy.live.redact import Redactor
-from golem_proxy.live.take_up import take_up
+from golem_proxy.live.take_up import UNKNOWN, standing, take_up
 from golem_proxy.live.tap import ConnectionTap
 from golem_proxy.recording import inflight_scan
 from golem_proxy.recording.format import RouteInfo
@@ -219,3 +219,13 @@ def test_the_tool_calls_in_flight_are_in_flight_again(tmp_path: Path) -> None:
     # The call still waits for its answer (cancelled: it may never come, as without a
     # restart).
     assert taps[1].outstanding() == 3
+
+
+def test_a_recording_that_cannot_be_read_back_is_as_none() -> None:
+    """A descriptor that fails (here, one that is not open) makes every connection unknown,
+    as without a recording, rather than a new process that crashes at each take-over."""
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    os.close(write_fd)  # the number names nothing now
+    assert standing(read_fd, [1, 2]) == {1: UNKNOWN, 2: UNKNOWN}
+    assert standing(-1, [3]) == {3: UNKNOWN}
