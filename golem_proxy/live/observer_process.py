@@ -73,6 +73,9 @@ HEAP_ALLOCATIONS_BELOW = 4 * 1024 * 1024
 each): the reads (`RECV_SIZE_BULK`) fit. A 16 MiB answer waits here, in 1 MiB reads, for room
 in the pipe; with glibc's defaults each answer's pages were faulted in again (~2,300 page
 faults per answer, a quarter of this process's CPU for it: 20 against 15 ms)."""
+STANDBY_SETTLED = 1.0
+"""Seconds a standby must have waited before it died for another to be started in its place
+(one that dies sooner would only die again: the restart then starts a process itself)."""
 TRIM_AFTER = 64 * 1024 * 1024
 """Handed on since the last trim before `TRIM_IDLE` with nothing handed on gives freed
 memory back (the in-process observer's rule, observer.py, counted in bytes handed on)."""
@@ -161,6 +164,20 @@ class ObservingProcess:
         with contextlib.suppress(ObserverStartError):  # else one is started at the restart
             self._standby = await spawn(self.record, self.stdout)
 
+    async def _watch_standby(self) -> None:
+        """Until cancelled: a standby that dies while it waits (a ``pkill`` of every observing
+        process, the kernel's OOM killer) is replaced, once it had waited `STANDBY_SETTLED`."""
+        while (standby := self._standby) is not None:
+            waited_from = trio.current_time()
+            await standby.process.wait()
+            if self._standby is not standby:
+                return
+            self._standby = None
+            await standby.discard()
+            if trio.current_time() - waited_from < STANDBY_SETTLED:
+                return
+            await self._keep_standby()
+
     async def _discard_standby(self) -> None:
         standby, self._standby = self._standby, None
         if standby is not None:
@@ -173,6 +190,7 @@ class ObservingProcess:
             nursery.start_soon(self.link.watch_stall)
             nursery.start_soon(self._watch_pipe)
             nursery.start_soon(self._give_memory_back)
+            nursery.start_soon(self._watch_standby)
             code = await self.process.wait()
             nursery.cancel_scope.cancel()
         return code

@@ -23,6 +23,7 @@ from golem_core.blocking import MessageReader
 from golem_core.messages import Request, Response, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.live.observer_launch import TEST_MODULE
+from golem_proxy.live.observer_process import STANDBY_SETTLED
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import run_cli
 
@@ -184,6 +185,40 @@ def test_a_new_process_takes_over_when_the_standby_died_first(tmp_path: Path) ->
             cli.stop()
     assert cli.process.returncode == 0, cli.stderr
     assert "observation restarted: 1 open connection taken up" in cli.stderr
+    assert _exchanges(record) == 6
+
+
+def _age(pid: int) -> float:
+    """Seconds since ``pid`` started (from /proc)."""
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    return uptime - ticks / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_standby_that_dies_while_it_waits_is_replaced(tmp_path: Path) -> None:
+    record = tmp_path / "standby-died.jsonl"
+    with observed_proxy(record, *CHILD) as cli:
+        client = _Client(cli.port)
+        try:
+            active, standby = _standby(cli)
+            settled = STANDBY_SETTLED + 0.2
+            wait_for(lambda: _age(standby) >= settled, what="the standby to have waited")
+            os.kill(standby, signal.SIGKILL)
+            wait_for(
+                lambda: observing_processes(cli.process.pid)[1:] not in ([], [standby]),
+                what="another standby",
+            )
+            _, replacement = observing_processes(cli.process.pid)
+            client.calls(3)
+            wait_for(lambda: _exchanges(record) == 3, what="the first calls recorded")
+            os.kill(active, signal.SIGKILL)
+            wait_for(lambda: _restarted_lines(record) == 1, what="the restart line")
+            assert observing_process(cli.process.pid) == replacement
+            client.calls(3)
+        finally:
+            client.close()
+            cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
     assert _exchanges(record) == 6
 
 
