@@ -61,8 +61,9 @@ class LayerTaps:
             if tracker is not None:
                 options = dataclasses.replace(options, annotate=tracker.annotate)
             return new_tap(conn, route, profile, publish, options, redactor)
-        if tracker is not None and layer.name == MCP.name:
-            publish = _watched(tracker, publish)
+        mcp_tracker = self._tracker_of(route)
+        if mcp_tracker is not None:
+            publish = _watched(mcp_tracker, publish)
         return new_tap(conn, route, layer, publish, options, redactor, layer=True)
 
     @property
@@ -74,20 +75,23 @@ class LayerTaps:
         """A frame the recording shows in flight on ``route`` when the observing process before
         this one died (or a notification of `followed` after it), oldest first: followed as
         if just decoded, not published again (the tracker knows the tool calls in flight)."""
-        layer = self._profiles.get(route)
-        if self.tracker is not None and layer is not None and layer.name == MCP.name:
-            self.tracker.take_over(frame)
+        tracker = self._tracker_of(route)
+        if tracker is not None:
+            tracker.take_over(frame)
 
     def resumed(self, route: str, conn: int, direction: Direction, unseen: bool) -> None:
         """After a restart, ``direction`` of ``conn`` goes on (``unseen``: bytes of the
         connection crossed, or may be missing, while no process recorded them): the server's
         answers on the MCP hop end, or let go, the calls `recovered` (`ToolCallTracker
         .answers_resumed`)."""
+        tracker = self._tracker_of(route)
+        if tracker is not None and direction is Direction.S2C:
+            tracker.answers_resumed(conn, unseen=unseen)
+
+    def _tracker_of(self, route: str) -> Optional[ToolCallTracker]:
+        """The tracker, when ``route`` is the MCP hop it follows."""
         layer = self._profiles.get(route)
-        if self.tracker is None or layer is None or layer.name != MCP.name:
-            return
-        if direction is Direction.S2C:
-            self.tracker.answers_resumed(conn, unseen=unseen)
+        return self.tracker if layer is not None and layer.name == MCP.name else None
 
 
 def _watched(tracker: ToolCallTracker, publish: Callable[[Event], None]) -> Callable[[Event], None]:
