@@ -115,6 +115,15 @@ class Correlator(Generic[T]):
             return self._forget(next(iter(self._order.values())))
         return None
 
+    def sharing_id(self, message: Message) -> list[Pending[T]]:
+        """The outstanding requests whose id ``message`` carries too, oldest first."""
+        key = self.profile.correlation_key(message)
+        return list(self._by_key.get(key, ())) if key is not None else []
+
+    def withdraw(self, pending: Pending[T]) -> None:
+        """Forget one outstanding request whose answer will not be seen."""
+        self._forget(pending)
+
     def evict_oldest(self, count: int) -> list[Pending[T]]:
         """Forget and return the ``count`` oldest outstanding requests (fewer when fewer are
         held): what a correlator with limits let go, replayed by one that has none."""

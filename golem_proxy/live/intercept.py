@@ -35,7 +35,7 @@ from ..analysis.flows import Flow
 from ..events import Direction, FrameSeen, InterceptKind
 from ..recording.reader import check_line
 from ..recording.schema import RecordingError
-from .tap_limits import PENDING_OVERHEAD, ObserveLimits
+from .tap_limits import ObserveLimits
 from .tap_pairing import ConnectionPairing
 
 __all__ = [
@@ -360,7 +360,7 @@ class ConnectionIntercept:
 
     def _forwarded(self, direction: Direction, message: Message, frame: FrameSeen) -> None:
         if direction is Direction.C2S:  # held until answered, as the tap holds it
-            self._requests.hold(direction, message, frame, len(frame.payload) + PENDING_OVERHEAD)
+            self._requests.hold(direction, message, frame)
 
     def _ruling(self, held: HeldFrame, what: str) -> Ruling:
         decision = held.decision

@@ -50,7 +50,6 @@ from .redact import Echoes, Redactor
 from .tap_input import TapInput
 from .tap_limits import (
     DEFAULT_LIMITS,
-    PENDING_OVERHEAD,
     FrameDigest,
     ObserveLimits,
     TapVerdict,
@@ -58,7 +57,7 @@ from .tap_limits import (
     split_header,
 )
 from .tap_pairing import ConnectionPairing
-from .tap_parse import ELIDE_FRAMES_OVER, ELIDE_STRINGS_OVER, encode_redacted, parse_fast
+from .tap_parse import encode_redacted, parse_fast, parse_for_view
 
 __all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict", "parse_fast"]
 
@@ -171,6 +170,7 @@ class ConnectionTap:
         self._inputs[direction].lose(size, t)
         self._digests.pop(direction, None)
         self._pairing.requests_lost(direction)
+        self._pairing.answers_lost(direction.reverse)
 
     def resume(
         self,
@@ -374,13 +374,7 @@ class ConnectionTap:
         # its members, so ``message.role`` is what it is.
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         payload = frame.payload
-        elided = 0
-        if len(payload) > ELIDE_FRAMES_OVER:
-            # A blob (an image, a mesh) is not materialised for the live view: the typing and
-            # the checks do not depend on its content, and the recording keeps its bytes.
-            message, elided = self.profile.parse_elided(payload, role, ELIDE_STRINGS_OVER)
-        else:
-            message = parse_fast(self.profile, payload, role)
+        message, elided = parse_for_view(self.profile, payload, role)
         role = message.role or role
         asker = direction if role is Role.REQUEST else direction.reverse
         if role is Role.REQUEST and direction is Direction.S2C:
@@ -433,8 +427,7 @@ class ConnectionTap:
         for found in violations:
             self._violated(direction, index, t, found)
         if role is Role.REQUEST:
-            cost = len(payload) + PENDING_OVERHEAD
-            self._evicted(direction, self._pairing.hold(direction, message, seen, cost), t)
+            self._evicted(direction, self._pairing.hold(direction, message, seen), t)
         elif orphan:
             verdict_found = violation(
                 R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"

@@ -63,6 +63,9 @@ class ConnectionPairing:
             Direction.S2C: None,
         }
         self._last_held = {Direction.C2S: -1, Direction.S2C: -1}
+        # Bytes sent towards the asker were not observed: the answers to its requests held up
+        # to this index may have been among them (-1: none).
+        self._answers_lost_upto = {Direction.C2S: -1, Direction.S2C: -1}
         self._evicted: dict[Direction, dict[Any, int]] = {d: {} for d in Direction}
         """Ids of the requests let go (`hold`), or known only by their id (`take_over`), whose
         answers have not come, with how many."""
@@ -77,12 +80,24 @@ class ConnectionPairing:
         return sum(c.pending_bytes for c in self._correlators.values())
 
     def hold(
-        self, direction: Direction, message: Message, frame: FrameSeen, cost: int
+        self, direction: Direction, message: Message, frame: FrameSeen
     ) -> list[Pending[FrameSeen]]:
         """Keep a request sent ``direction`` until its answer; returns the requests let go
-        to stay within the limits, oldest first (a notification is never held)."""
+        to stay within the limits, oldest first (a notification is never held). Holding it
+        costs its payload's bytes and `PENDING_OVERHEAD`."""
+        correlator = self._correlators[direction]
+        answers_lost_upto = self._answers_lost_upto[direction]
+        if answers_lost_upto >= 0:
+            for stale in correlator.sharing_id(message):
+                if stale.context.index <= answers_lost_upto:
+                    # An id is unique among a client's outstanding requests: one that sends
+                    # this id again had the older request's answer, in bytes not observed.
+                    # Left waiting, it would take the new request's answer (first in, first
+                    # out); it stays unanswered in the recording, after the gap.
+                    correlator.withdraw(stale)
         self._last_held[direction] = frame.index
-        evicted = self._correlators[direction].add_request(message, frame, cost)
+        cost = len(frame.payload) + PENDING_OVERHEAD
+        evicted = correlator.add_request(message, frame, cost)
         for pending in evicted:
             self._late(direction, getattr(pending.message, "id", None))
         return evicted
@@ -136,6 +151,11 @@ class ConnectionPairing:
         if self._lost_after[direction] is None:
             self._lost_after[direction] = self._last_held[direction]
 
+    def answers_lost(self, asker: Direction) -> None:
+        """Bytes sent towards ``asker`` were forwarded but not observed: they may have held
+        the answers to the requests it sent so far."""
+        self._answers_lost_upto[asker] = self._last_held[asker]
+
     def take_over(
         self, recorded: Iterable[FrameSeen], unread: Iterable[tuple[Direction, Any]]
     ) -> None:
@@ -146,12 +166,12 @@ class ConnectionPairing:
         process that died was handed but did not record (`requests_lost`)."""
         for frame in recorded:
             if frame.expects_answer:
-                cost = len(frame.payload) + PENDING_OVERHEAD
-                self.hold(frame.direction, frame.message, frame, cost)
+                self.hold(frame.direction, frame.message, frame)
         for direction, ident in unread:
             self._late(direction, ident)
         for direction in Direction:
             self.requests_lost(direction)
+            self.answers_lost(direction)
 
     def clear(self) -> None:
         """Forget every waiting request (decoding of the connection stopped)."""

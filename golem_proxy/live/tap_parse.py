@@ -9,7 +9,13 @@ from golem_core.profiles import Profile
 
 from ..fast_json import NOT_DECODED, decode_exactly
 
-__all__ = ["ELIDE_FRAMES_OVER", "ELIDE_STRINGS_OVER", "encode_redacted", "parse_fast"]
+__all__ = [
+    "ELIDE_FRAMES_OVER",
+    "ELIDE_STRINGS_OVER",
+    "encode_redacted",
+    "parse_fast",
+    "parse_for_view",
+]
 
 ELIDE_FRAMES_OVER = 1024 * 1024
 """Frames larger than this are typed with their long opaque strings elided (live view only)."""
@@ -32,3 +38,13 @@ def parse_fast(profile: Profile, payload: bytes, role: Role) -> Message:
     if obj is NOT_DECODED:
         return profile.parse(payload, role)
     return profile.parse_decoded(obj, role)
+
+
+def parse_for_view(profile: Profile, payload: bytes, role: Role) -> tuple[Message, int]:
+    """The message a frame carries, and how many bytes of long strings were left out of it
+    (0 but for a frame over `ELIDE_FRAMES_OVER`). A blob (an image, a mesh) is not
+    materialised for the live view: the typing and the checks do not depend on its content,
+    and the recording keeps its bytes."""
+    if len(payload) > ELIDE_FRAMES_OVER:
+        return profile.parse_elided(payload, role, ELIDE_STRINGS_OVER)
+    return parse_fast(profile, payload, role), 0

@@ -118,3 +118,53 @@ def test_after_a_gap_the_one_request_waiting_is_not_paired_with_another_ones_ans
     assert paired == [(None, False), (1, False)]
     assert [e for e in events if isinstance(e, ViolationSeen)] == []
     assert [e.request.index for e in events if isinstance(e, ExchangeCompleted)] == [1]
+
+
+def test_after_a_gap_a_reused_id_pairs_with_the_request_sent_after_it() -> None:
+    """A request sent before a gap whose answer crossed in it: when the client sends its id
+    again (after a restart of the observing process, or any gap), the new request's answer is
+    the new request's, not the old one's (which stays unanswered, before the gap)."""
+
+    def call(n: int) -> bytes:
+        return GOLEM.encode({"id": n, "method": "state", "params": {}})
+
+    def answer(n: int) -> bytes:
+        return GOLEM.encode({"id": n, "result": {}, "error": None})
+
+    events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append)
+    tap.process(Direction.C2S, call(5) + call(6), 0.1)
+    tap.lose(Direction.S2C, len(answer(5)), 0.2)
+    tap.process(Direction.C2S, call(5), 0.3)
+    tap.process(Direction.S2C, answer(5) + answer(6), 0.4)
+    paired = [(answers, orphan) for d, _, _, answers, orphan in frames(events) if d == "s2c"]
+    assert paired == [(2, False), (1, False)]
+    assert [e.request.index for e in events if isinstance(e, ExchangeCompleted)] == [2, 1]
+    assert tap.outstanding() == 0
+
+
+def test_without_a_gap_a_reused_id_still_pairs_first_in_first_out() -> None:
+    events: list[Event] = []
+    tap = ConnectionTap(1, "scrybe", JSONRPC_NDJSON, events.append)
+    tap.process(Direction.C2S, CALL % 5 + CALL % 5, 0.1)
+    tap.process(Direction.S2C, ANSWER % 5 + ANSWER % 5, 0.2)
+    paired = [answers for d, _, _, answers, _ in frames(events) if d == "s2c"]
+    assert paired == [0, 1]
+
+
+def test_after_a_restart_a_reused_id_pairs_with_the_request_sent_after_it() -> None:
+    """The new observing process holds again what the recording shows in flight; the answers
+    that crossed while none observed are unknown, so a reused id is the new request's."""
+    before: list[Event] = []
+    ConnectionTap(1, "scrybe", JSONRPC_NDJSON, before.append).process(
+        Direction.C2S, CALL % 5 + CALL % 6, 0.1
+    )
+    in_flight = [e for e in before if isinstance(e, FrameSeen)]
+    events: list[Event] = []
+    tap = ConnectionTap(1, "scrybe", JSONRPC_NDJSON, events.append)
+    tap.resume((2, 0), recorded=in_flight)
+    tap.process(Direction.C2S, CALL % 5, 0.3)
+    tap.process(Direction.S2C, ANSWER % 5 + ANSWER % 6, 0.4)
+    paired = [(answers, orphan) for d, _, _, answers, orphan in frames(events) if d == "s2c"]
+    assert paired == [(2, False), (1, False)]
+    assert tap.outstanding() == 0
