@@ -40,6 +40,7 @@ __all__ = [
     "PIPE_SIZE",
     "START_TIMEOUT",
     "TEST_MODULE",
+    "TUI_AHEAD",
     "ObserverSetup",
     "ObserverStartError",
     "Spawned",
@@ -55,6 +56,9 @@ ACK = struct.Struct("!QQ")
 decoded and its lines written to the kernel (`golem_proxy.live.handoff.RecordReader.offset`),
 and the bytes a second of its own time the observing process got through lately (0: not known
 yet), which sets how far the recording may trail in bytes (`ObserverLink.acknowledged`)."""
+TUI_AHEAD = "tui"
+"""The last argument of an observing process that will run the TUI: it imports it while it
+waits for its setup."""
 EXIT_GRACE = 1.0
 """Seconds an observing process that closed the handoff pipe or the control socket has to
 exit (a dying process closes them first) before it is stopped as broken."""
@@ -101,6 +105,8 @@ class ObserverSetup:
     taking_over: tuple[tuple[int, str], ...] = ()
     """A restart: the connections the process before knew (connection, route), which this one
     looks up in the recording before it says it is ready (`HandoffSource.bind`)."""
+    restarted_because: str = ""
+    """A restart: why the process before stopped (what the TUI says above its table)."""
 
 
 @dataclass
@@ -151,7 +157,8 @@ async def spawn(
             group = {}
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", _observing_module(), str(read_fd),
-             str(theirs.fileno()), str(record_fd), str(record_read_fd)],
+             str(theirs.fileno()), str(record_fd), str(record_read_fd),
+             *([TUI_AHEAD] if tui else [])],
             pass_fds=passed,
             stdin=None if tui else subprocess.DEVNULL,
             stdout=stdout,

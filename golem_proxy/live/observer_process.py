@@ -15,15 +15,20 @@ runs on. One that repeats an acknowledgement is read less often, so that a flood
 not take the relay's core.
 
 When the child dies while the session runs, forwarding goes on, and one line on stderr says so.
-A new child takes its place (at most ``restarts`` times a session; never for the TUI, which
-owns the terminal): one started ahead, a *standby* that has imported its modules and waits for
-its setup, so that taking over is a handshake, not an interpreter's start (or, when the standby
-is gone too, one started then). While it sets up, nothing is handed on and the link counts what
-crosses; once it is ready the recording gets a line saying when and why observation stopped
-and what it missed (`golem_proxy.recording.shared_file`, the format's owner, writes it), and
-the link takes every open connection up again at its next frame boundary (link_resume.py). Past
-the restarts, or when one fails, nothing is handed on any more and the recording gets a last
-line saying observation stopped there.
+A new child takes its place (at most ``restarts`` times a session): one started ahead, a
+*standby* that has imported its modules and waits for its setup, so that taking over is a
+handshake, not an interpreter's start (or, when the standby is gone too, one started then).
+While it sets up, nothing is handed on and the link counts what crosses; once it is ready the
+recording gets a line saying when and why observation stopped and what it missed
+(`golem_proxy.recording.shared_file`, the format's owner, writes it), and the link takes every
+open connection up again at its next frame boundary (link_resume.py). Past the restarts, or when
+one fails, nothing is handed on any more and the recording gets a last line saying observation
+stopped there.
+
+With ``--tui`` the observing process runs the TUI on the terminal. One that dies leaves the
+terminal in the TUI's modes: the forwarding process gives the terminal back as it was before
+the TUI started (terminal_modes.py) before it says anything, and before a new one takes over;
+that one's TUI shows the session so far, read back from the recording (tui/reloading.py).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from .observer_launch import (
     take_over,
 )
 from .observer_link import ObserverLink
+from .terminal_modes import SavedTerminal
 
 __all__ = ["ObservingProcess"]
 
@@ -114,6 +120,8 @@ class ObservingProcess:
         self._standby: Optional[Spawned] = None
         """With restarts left, the process that takes over when this one dies, started ahead
         (`_keep_standby`)."""
+        self.terminal: Optional[SavedTerminal] = None
+        """With the TUI: the terminal's modes before it started, given back when it dies."""
         link.on_give_up = self._give_up
 
     @classmethod
@@ -125,14 +133,16 @@ class ObservingProcess:
         stdout: Optional[int] = None,
     ) -> ObservingProcess:
         """Start the observing process and wait until it is ready; its log goes to ``stdout``
-        (a descriptor; None: ours). Without the TUI, a process that dies is replaced up to
+        (a descriptor; None: ours). A process that dies is replaced up to
         ``setup.options.observer_restarts`` times. Raises ObserverStartError."""
         keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
+        terminal = SavedTerminal.take() if setup.tui else None
         spawned = await launch(setup, record, stdout)
         link = ObserverLink(spawned.write_fd, now, hold_limit=setup.options.observer_hold)
         observing = cls(spawned.process, link, spawned.control, record, now, setup, stdout)
+        observing.terminal = terminal
         restarts = setup.options.observer_restarts
-        if restarts > 0 and not setup.tui:
+        if restarts > 0:
             observing.restarts_left = restarts
             link.connections = OpenConnections(framings(setup), get_profile(setup.profile).framing)
         return observing
@@ -149,11 +159,17 @@ class ObservingProcess:
             why = exit_reason(code)
             if self._given_up is not None:
                 why = f"{self._given_up}, and was stopped"
+            self._give_terminal_back()
             if self.restarts_left > 0 and await self._restart(why):
                 continue
             await self._discard_standby()
             self.observation_stopped(why)
             return
+
+    def _give_terminal_back(self) -> None:
+        """The observing process that ran the TUI is gone: the terminal as before it."""
+        if self.terminal is not None:
+            self.terminal.give_back()
 
     async def _keep_standby(self) -> None:
         """With restarts left, start the process that will replace this one if it dies: its
@@ -161,8 +177,9 @@ class ObservingProcess:
         a gap in the recording; it waits for its setup, idle (~30 MiB)."""
         if self.restarts_left <= 0 or self._standby is not None or self._finishing:
             return
+        tui = self.setup is not None and self.setup.tui
         with contextlib.suppress(ObserverStartError):  # else one is started at the restart
-            self._standby = await spawn(self.record, self.stdout)
+            self._standby = await spawn(self.record, self.stdout, tui=tui)
 
     async def _watch_standby(self) -> None:
         """Until cancelled: a standby that dies while it waits (a ``pkill`` of every observing
@@ -210,6 +227,7 @@ class ObservingProcess:
         setup = dataclasses.replace(
             self.setup,
             continues_recording=self.record is not None,
+            restarted_because=why,
             taking_over=self.link.connections.known() if self.record is not None else (),
         )
         standby, self._standby = self._standby, None
@@ -376,6 +394,7 @@ class ObservingProcess:
         with trio.move_on_after(deciding + STOP_GRACE):
             code = await self.process.wait()
             if code != 0:
+                self._give_terminal_back()
                 self.observation_stopped(exit_reason(code), forwarding=False)
             self._close()
             return
@@ -383,6 +402,7 @@ class ObservingProcess:
             self.process.kill()
         with trio.CancelScope(shield=True):
             await self.process.wait()
+        self._give_terminal_back()
         self.observation_stopped(
             "the observing process did not finish in time and was killed", forwarding=False
         )

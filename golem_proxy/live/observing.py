@@ -41,7 +41,7 @@ from .heap import keep_freed_memory
 from .hub import EventHub
 from .layer_taps import LayerTaps
 from .log_output import TerminalOutput
-from .observer_launch import ObserverSetup
+from .observer_launch import TUI_AHEAD, ObserverSetup
 from .proxy_options import new_tap
 from .session import ProxySession, SessionConfig
 
@@ -151,7 +151,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # Not niced: the relay waits for this process when the recording trails the wire
     # (observer_link.py), so a lower priority slows forwarding too (kill -9 lag at load 5:
     # median 35 ms, worst 119 ms niced by 10; 17 and 27 ms not niced).
-    pipe_fd, control_fd, record_fd, record_read_fd = (int(arg) for arg in (argv or sys.argv[1:]))
+    args = list(argv or sys.argv[1:])
+    pipe_fd, control_fd, record_fd, record_read_fd = (int(arg) for arg in args[:4])
+    if args[4:] == [TUI_AHEAD]:
+        # Started to run the TUI (maybe as a standby): Textual's imports (~0.3 s) happen
+        # before the setup comes, not in a take-over's gap.
+        import golem_proxy.tui.observing_process  # noqa: F401
     keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
     sys.setswitchinterval(SWITCH_INTERVAL)
     control = socket.socket(fileno=control_fd)
@@ -162,7 +167,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if setup.tui:  # this process owns the terminal: the TUI shows what the log would
         from ..tui.observing_process import observe_with_tui
 
-        return observe_with_tui(session_config(setup, record_fd), setup, pipe_fd, control)
+        config = session_config(setup, record_fd)
+        return observe_with_tui(config, setup, pipe_fd, control, record_read_fd)
     output = TerminalOutput(sys.stdout, max_lines=setup.log_buffer)
     config = session_config(setup, record_fd, output.console())
     try:

@@ -204,7 +204,11 @@ class ProxySession:
             return self.tally.summary(self.config.record_path, command=command)
         failure = None if recorder.error is None else str(recorder.error)
         return self.tally.summary(
-            self.config.record_path, recorder.total_missed, failure, command=command
+            self.config.record_path,
+            recorder.total_missed,
+            failure,
+            command=command,
+            since_restart=self.config.continues_recording,
         )
 
     def _header(self, bound: list[BoundRoute]) -> Header:

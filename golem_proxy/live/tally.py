@@ -44,11 +44,16 @@ class SessionTally:
         failure: Optional[str] = None,
         *,
         command: str = "proxy",
+        since_restart: bool = False,
     ) -> str:
         """The closing line of ``golem-proxy COMMAND``: what was recorded and where, or that
         nothing was (no ``--record``). ``not_recorded`` events the recorder could not keep,
-        and the ``failure`` that stopped the recording, are said too."""
+        and the ``failure`` that stopped the recording, are said too. ``since_restart``: the
+        counts are those of an observing process that took over a recording, not the whole
+        session's."""
         prefix = f"golem-proxy {command}: "
+        if since_restart:
+            prefix += "since observation restarted, "
         if record_path is None:
             return f"{prefix}{self.counts()}, not recorded (no --record)"
         path = safe_text(record_path)

@@ -144,13 +144,21 @@ class EventBuffer:
             call()
         return queued
 
-    def push_many(self, events: Iterable[Event], progress: Optional[Progress] = None) -> int:
+    def push_many(
+        self,
+        events: Iterable[Event],
+        progress: Optional[Progress] = None,
+        *,
+        wait_over: Optional[int] = None,
+    ) -> int:
         """Queue events in order, dropping (and counting) those over the bound; ``progress``
         says how far the source had read after the last of them. Never blocks beyond a short
-        lock. Returns how many were queued."""
+        lock, unless the buffer's ``wait_over`` (or this call's, for a producer that may wait
+        in a buffer whose others may not) says to wait for the UI to drain. Returns how many
+        were queued."""
         queued = 0
         with self._lock:
-            wait_over = self.wait_over
+            wait_over = self.wait_over if wait_over is None else wait_over
             if wait_over is not None:
                 # Bounded waits, so a producer never outlives a UI that closed the buffer.
                 while len(self._events) >= wait_over and not self._closed:
@@ -173,6 +181,18 @@ class EventBuffer:
         self._events.append(event)
         self._pushed += 1
         return True
+
+    def count_missed(self, count: int) -> None:
+        """``count`` events were dropped before they reached this buffer (the UI counts them
+        with its own)."""
+        if count <= 0:
+            return
+        with self._lock:
+            self._missed += count
+            self.total_missed += count
+            call = self._arm_locked()
+        if call is not None:
+            call()
 
     def finish(self, reason: str = "", *, failed: bool = False) -> None:
         """The producer is done (end of file, proxy stopped); ``reason`` says why, and

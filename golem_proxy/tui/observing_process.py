@@ -19,6 +19,7 @@ import socket
 from collections.abc import Awaitable
 from typing import Callable, Optional
 
+import trio
 from rich.console import Console
 from rich.text import Text
 
@@ -29,6 +30,7 @@ from ..table_layout import print_line
 from .app import GolemProxyApp
 from .bridge import EventBuffer, SourceInfo, TrioThreadSource, hub_sink
 from .payloads import PayloadBudget
+from .reloading import ReloadGate, read_back
 
 __all__ = ["ForwardedSessionSource", "observe_with_tui"]
 
@@ -76,21 +78,47 @@ class ForwardedSessionSource(TrioThreadSource):
 
 
 def observe_with_tui(
-    config: SessionConfig, setup: ObserverSetup, pipe_fd: int, control: socket.socket
+    config: SessionConfig,
+    setup: ObserverSetup,
+    pipe_fd: int,
+    control: socket.socket,
+    record_read_fd: int = -1,
 ) -> int:
     """Run the TUI over the session until the user quits it or the session ends, then print
-    the session's closing line on stderr. Returns the exit code (1: the session failed)."""
+    the session's closing line on stderr. Returns the exit code (1: the session failed).
+    Taking over from an observing process that died, the TUI first shows the session so far,
+    read back from the recording (``record_read_fd``; reloading.py)."""
     summaries: list[str] = []
     # Bound already: the forwarding process listens before it starts this one.
     live_on = "live on " + ", ".join(str(bound.listen) for bound in setup.bound)
 
     async def serve(sink: EventBuffer) -> None:
         sink.describe(SourceInfo(live_on, setup.notes))
+        live = hub_sink(sink)
+        gate, end = None, -1
+        if setup.continues_recording and record_read_fd >= 0:
+            # Where the dead process's lines end: measured before this session writes any.
+            with contextlib.suppress(OSError):
+                end = os.fstat(record_read_fd).st_size
+        if end >= 0:
+            gate = ReloadGate(live)
 
         def attach(session: ProxySession) -> None:
-            session.hub.attach_sink(hub_sink(sink))
+            session.hub.attach_sink(live if gate is None else gate.push)
 
-        summaries.append(await observe(config, setup, pipe_fd, control, attach))
+        async def read_back_then_open(gate: ReloadGate) -> None:
+            why = setup.restarted_because or "the observing process before this one stopped"
+            try:
+                note = await trio.to_thread.run_sync(read_back, record_read_fd, end, sink, why)
+            finally:  # the live rows flow whatever became of the reading back
+                gate.open()
+                sink.count_missed(gate.dropped)
+            sink.describe(SourceInfo(live_on, (*setup.notes, note)))
+
+        async with trio.open_nursery() as nursery:
+            if gate is not None:
+                nursery.start_soon(read_back_then_open, gate)
+            summaries.append(await observe(config, setup, pipe_fd, control, attach, record_read_fd))
 
     app: Optional[GolemProxyApp] = None
 

@@ -18,7 +18,7 @@ from ..recording.format import Header, RecordingError, RecordingReader, open_rec
 from .bridge import EventBuffer, Progress
 from .compact import Compactor
 
-__all__ = ["RecordingSource", "TailStream"]
+__all__ = ["PUSH_EVERY", "RecordingSource", "TailStream", "compacting_reader"]
 
 PUSH_EVERY = 2000
 """Events per push while loading: small enough that the first rows show at once."""
@@ -48,7 +48,7 @@ class TailStream:
                 return line
 
 
-def _compacting_reader(stream: IO[bytes]) -> FastRecordingReader:
+def compacting_reader(stream: IO[bytes]) -> FastRecordingReader:
     """A fast reader whose whole exchanges are made compact as they are read: their parsed
     messages never wait in a batch, hundreds of thousands of dicts freed later among the
     flows that stay (the model compacts a settled flow's frames anyway, and leaves compact
@@ -100,7 +100,7 @@ class RecordingSource:
             if follow:
                 reader = RecordingReader(TailStream(stream))  # type: ignore[arg-type]
             else:
-                reader = RecordingReader(stream) if exact else _compacting_reader(stream)
+                reader = RecordingReader(stream) if exact else compacting_reader(stream)
         except BaseException:
             stream.close()
             raise

@@ -180,7 +180,7 @@ EARLY_EXIT = 3
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    pipe_fd, control_fd, record_fd, _ = (int(arg) for arg in (argv or sys.argv[1:]))
+    pipe_fd, control_fd, record_fd, _ = (int(arg) for arg in (argv or sys.argv[1:])[:4])
     mode = os.environ.get(MODE, "")
     control = socket.socket(fileno=control_fd)
     setup = receive_setup(control)

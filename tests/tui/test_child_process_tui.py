@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
+import termios
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,13 +18,15 @@ from typing import Any
 
 import pytest
 
+from bench.processes import observing_processes
 from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND
+from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from rhino_plugin import HeadlessPlugin, PluginOptions
 from tests.support.cli_helpers import run_cli
 
 from .helpers import box_and_missing_object
-from .terminal import Terminal, gone, pid_of_child
+from .terminal import Terminal, gone, pid_of_child, wait_until
 
 
 @pytest.fixture
@@ -131,16 +135,66 @@ def test_held_frames_stay_with_the_tui_of_one_process() -> None:
     assert "use --observer in-process" in result.stderr
 
 
-def test_the_observing_process_dying_leaves_forwarding_running(
+def _shown_after(terminal: Terminal, mark: int, pattern: str, timeout: float = 30) -> bool:
+    """Whether ``pattern`` is drawn past character ``mark`` of the terminal's text, within
+    ``timeout`` seconds."""
+    return wait_until(lambda: re.search(pattern, terminal.text()[mark:]) is not None, timeout)
+
+
+def test_a_killed_tui_is_replaced_and_shows_the_session_so_far(
     tmp_path: Path, upstream: str
 ) -> None:
+    """``kill -9`` of the observing process that draws the TUI: a new one takes over the
+    terminal and the recording; its TUI shows the calls from before (read back from the
+    recording) and goes on live, on the same kept connection."""
+    box = {"corner": [0, 0, 0], "width": 1, "depth": 2, "height": 3}
     with _running_tui(tmp_path, upstream) as (terminal, port):
+        with GolemClient("127.0.0.1", port) as golem:  # kept open, as the MCP server keeps it
+            golem.send_command("geometry.create_box", box)
+            terminal.wait_for(r"geometry\.create_box")
+            pid = terminal.process.pid
+            assert wait_until(lambda: len(observing_processes(pid)) == 2)  # and a standby
+            drawing = observing_processes(pid)[0]
+            os.kill(drawing, signal.SIGKILL)
+            note = terminal.wait_for(
+                r"observation restarted \(the observing process was killed by SIGKILL\); "
+                r"\d+ events before it read back"
+            )
+            with pytest.raises(RhinoCommandError):
+                golem.send_command("scene.get_object_info", {"guid": "missing"})
+            assert _shown_after(terminal, note.end(), r"scene\.get_object_info")
+            assert _shown_after(terminal, note.end(), r"geometry\.create_box")  # read back
+        terminal.type("\x03")
+        code = terminal.exit_code()
+    assert code == 0, terminal.text()[-2000:]
+    assert gone(drawing)
+    assert "since observation restarted, recorded 1 exchange (1 error" in terminal.text()
+    assert "the observing process was replaced 1 time" in terminal.text()
+    lines = _lines(tmp_path / "live.jsonl")
+    exchanges = [line for line in lines if line["kind"] == "exchange"]
+    methods = [line["method"] for line in exchanges]
+    assert methods == ["ping", "geometry.create_box", "scene.get_object_info"]
+    assert len({line["conn"] for line in exchanges}) == 1
+    assert [line["kind"] for line in lines].count("observation-restarted") == 1
+    assert not read_recording(str(tmp_path / "live.jsonl")).truncated_tail
+
+
+def test_past_its_restarts_a_killed_tui_gives_the_terminal_back(
+    tmp_path: Path, upstream: str
+) -> None:
+    """With no restart left, forwarding goes on and the terminal is as before the TUI: line
+    editing and signals again, so a Ctrl-C typed into it stops the proxy."""
+    with _running_tui(tmp_path, upstream, "--observer-restarts", "0") as (terminal, port):
         observing = pid_of_child(terminal.process)
         assert observing is not None
+        terminal.wait_for("recording to live.jsonl")
+        assert not termios.tcgetattr(terminal.controller)[3] & termios.ICANON  # the TUI's raw
         os.kill(observing, signal.SIGKILL)
         terminal.wait_for(r"observation stopped \(the observing process was killed by SIGKILL\)")
+        modes = termios.tcgetattr(terminal.controller)[3]
+        assert modes & termios.ICANON and modes & termios.ISIG and modes & termios.ECHO
         assert box_and_missing_object(port)  # still forwarded
-        os.kill(terminal.process.pid, signal.SIGTERM)
+        terminal.type("\x03")  # a signal again, to the forwarding process
         code = terminal.exit_code()
     assert code == 0, terminal.text()[-2000:]
     assert _lines(tmp_path / "live.jsonl")[-1]["kind"] == STOPPED_KIND

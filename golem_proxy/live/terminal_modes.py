@@ -1,0 +1,55 @@
+"""The terminal as it was before a TUI took it, given back by the forwarding process when the
+observing process that ran the TUI died without giving it back (``proxy --tui``, a ``kill -9``
+or the kernel's OOM killer): line editing, echo and Ctrl-C as a signal again, the main screen,
+the cursor, no mouse reports. Without it the terminal stayed raw: Ctrl-C was a key nobody
+read, and the user could stop the proxy only from another terminal."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import termios
+from typing import Any, Optional
+
+__all__ = ["LEAVE_TUI_MODES", "SavedTerminal"]
+
+LEAVE_TUI_MODES = (
+    b"\x1b[<u"  # the keyboard protocol the TUI pushed
+    b"\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?1016l"  # mouse reports
+    b"\x1b[?2004l\x1b[?2048l\x1b[?1004l"  # bracketed paste, size and focus reports
+    b"\x1b[?7h\x1b[?1049l\x1b[?25h"  # line wrap, the main screen, the cursor
+)
+"""What the TUI's driver writes when it stops: the modes it set, each undone."""
+
+
+class SavedTerminal:
+    """The terminal on stdin's modes, taken before the TUI starts (`take`), set again by
+    `give_back` (idempotent, never raises: a terminal that is gone is nothing to give back)."""
+
+    def __init__(self, fd: int, modes: list[Any], output: Optional[int]) -> None:
+        self._fd = fd
+        self._modes = modes
+        self._output = output
+
+    @classmethod
+    def take(cls) -> Optional[SavedTerminal]:
+        """Stdin's modes, or None when stdin is no terminal."""
+        try:
+            fd = sys.stdin.fileno()
+            modes = termios.tcgetattr(fd)
+        except (AttributeError, OSError, ValueError, termios.error):
+            return None
+        output: Optional[int] = None
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            if os.isatty(sys.stdout.fileno()):
+                output = sys.stdout.fileno()
+        return cls(fd, modes, output)
+
+    def give_back(self) -> None:
+        """Leave the TUI's screen and modes, then set the modes taken."""
+        if self._output is not None:
+            with contextlib.suppress(OSError):
+                os.write(self._output, LEAVE_TUI_MODES)
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(self._fd, termios.TCSANOW, self._modes)

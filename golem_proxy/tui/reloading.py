@@ -1,0 +1,113 @@
+"""The rows an observing process's TUI shows when it took over from one that died
+(``proxy --tui``, docs/architecture.md "A dead observing process is replaced"): the session so
+far, read back from the recording the dead process wrote, then the live events, in that order.
+
+The reading back runs in a thread of its own while the session already decodes what crosses:
+taking over stays a handshake, not a read of the whole file. Until every recorded event is
+queued, the live ones wait at the gate (`ReloadGate`), so an answer never reaches the TUI
+before the request it answers (read back). What the gate holds is bounded: past its limit
+live events are dropped and counted, as the TUI's own buffer counts what it drops.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Callable, Optional, Union
+
+from ..events import Event
+from ..recording.format import RecordingError
+from .bridge import EventBuffer, Progress
+from .sources import PUSH_EVERY, compacting_reader
+
+__all__ = ["GATE_LIMIT", "READ_BACK_WAIT_OVER", "ReloadGate", "read_back"]
+
+GATE_LIMIT = 200_000
+"""Live events held at the gate while the recording is read back, before the next are dropped
+(and counted)."""
+READ_BACK_WAIT_OVER = 20_000
+"""Events queued in the TUI's buffer over which the reading back waits for the TUI to drain
+(its memory stays that of the rows, not of the file's events parsed ahead of the screen)."""
+READ_BLOCK = 1 << 20
+
+
+class _Upto(io.RawIOBase):
+    """A read-only view of the first ``end`` bytes of the file open as ``fd``, read with
+    `os.pread` (the descriptor's offset, which others may use, is never moved)."""
+
+    def __init__(self, fd: int, end: int) -> None:
+        self._fd = fd
+        self._end = end
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Union[bytearray, memoryview]) -> int:  # type: ignore[override]
+        size = min(len(buffer), self._end - self._at)
+        if size <= 0:
+            return 0
+        data = os.pread(self._fd, size, self._at)
+        buffer[: len(data)] = data
+        self._at += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self._at
+
+
+def read_back(fd: int, end: int, sink: EventBuffer, why: str) -> str:
+    """Queue into ``sink`` the events of the recording open as ``fd``, up to byte ``end``
+    (where the dead process's last complete line ends; a torn one after it is left out).
+    Blocking: run it in a thread. Returns what the TUI shows about it (one line; ``why``
+    the process before stopped)."""
+    raw = _Upto(fd, end)
+    read = 0
+    batch: list[Event] = []
+    try:
+        reader = compacting_reader(io.BufferedReader(raw, READ_BLOCK))
+        for event in reader:
+            batch.append(event)
+            if len(batch) >= PUSH_EVERY:
+                read += sink.push_many(
+                    batch, Progress(raw.tell(), end), wait_over=READ_BACK_WAIT_OVER
+                )
+                batch = []
+        read += sink.push_many(batch, Progress(end, end), wait_over=READ_BACK_WAIT_OVER)
+    except Exception as exc:  # a damaged file, or a bug here: never the live session's end
+        # What came before the damage is still worth seeing.
+        read += sink.push_many(batch, wait_over=READ_BACK_WAIT_OVER)
+        said = str(exc) if isinstance(exc, (RecordingError, OSError)) else repr(exc)
+        return (
+            f"observation restarted ({why}); {read} events before it read back, then the "
+            f"recording could not be read ({said})"
+        )
+    return f"observation restarted ({why}); {read} events before it read back"
+
+
+class ReloadGate:
+    """Between the live session's hub and the TUI while the recording is read back: live
+    events wait here (`push`) until `open`, which hands them on in order. Called from the
+    session's thread only."""
+
+    def __init__(self, push: Callable[[Event], None], limit: int = GATE_LIMIT) -> None:
+        self._push = push
+        self._limit = limit
+        self._held: Optional[list[Event]] = []
+        self.dropped = 0
+        """Live events dropped because the gate held `GATE_LIMIT` already."""
+
+    def push(self, event: Event) -> None:
+        held = self._held
+        if held is None:
+            self._push(event)
+        elif len(held) < self._limit:
+            held.append(event)
+        else:
+            self.dropped += 1
+
+    def open(self) -> None:
+        """Every recorded event is queued: hand on what waited, then let events through."""
+        held, self._held = self._held, None
+        for event in held or ():
+            self._push(event)

@@ -1,0 +1,108 @@
+"""What a TUI that takes over from a dead observing process shows first: the recording read
+back up to where the dead process's lines end, then the live events, in that order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from golem_proxy.events import Event, ExchangeCompleted
+from golem_proxy.recording.format import RecordingWriter
+from golem_proxy.tui.bridge import EventBuffer
+from golem_proxy.tui.reloading import ReloadGate, read_back
+from tests.support.sessions import SessionBuilder, golem_header
+
+
+def _recording(path: Path, calls: int) -> list[Event]:
+    """A recording of ``calls`` pings on one connection; returns the events written."""
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    for n in range(calls):
+        request = s.request(1, "ping", {}, 0.1 + n)
+        s.respond(request, 0.2 + n, result={})
+    writer = RecordingWriter.create(str(path), golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.flush()
+    writer.close()
+    return s.events
+
+
+def _exchanges(events: list[Event]) -> int:
+    return sum(isinstance(event, ExchangeCompleted) for event in events)
+
+
+def test_the_recording_is_read_back_up_to_the_end_measured_not_past_it(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    _recording(path, 3)
+    end = path.stat().st_size
+    with path.open("ab") as more:  # what the new process records after it took over
+        more.write(b'{"seq":99,"t":9.0,"kind":"close","conn":1,"route":"main"}\n')
+    sink = EventBuffer(None)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        note = read_back(fd, end, sink, "the observing process was killed by SIGKILL")
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 0  # read with pread: a shared offset is left
+    finally:
+        os.close(fd)
+    events = sink.drain().events
+    assert _exchanges(events) == 3
+    assert not any(getattr(event, "t", 0) == 9.0 for event in events)
+    assert note == (
+        f"observation restarted (the observing process was killed by SIGKILL); "
+        f"{len(events)} events before it read back"
+    )
+
+
+def test_a_line_the_dead_process_left_torn_is_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    _recording(path, 2)
+    whole = path.stat().st_size
+    with path.open("ab") as torn:
+        torn.write(b'{"seq":40,"t":5.0,"kind":"fra')  # killed mid-line
+    sink = EventBuffer(None)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        note = read_back(fd, path.stat().st_size, sink, "killed")
+    finally:
+        os.close(fd)
+    events = sink.drain().events
+    assert _exchanges(events) == 2
+    assert note.endswith(f"{len(events)} events before it read back")
+    assert whole < path.stat().st_size
+
+
+def test_a_damaged_recording_keeps_what_came_before_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    _recording(path, 2)
+    with path.open("ab") as damaged:
+        damaged.write(b"this is not a recording line\n")
+    sink = EventBuffer(None)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        note = read_back(fd, path.stat().st_size, sink, "killed")
+    finally:
+        os.close(fd)
+    assert _exchanges(sink.drain().events) == 2
+    assert note.startswith("observation restarted (killed); ")
+    assert "then the recording could not be read (" in note
+
+
+def test_live_events_wait_at_the_gate_until_it_opens_then_keep_their_order() -> None:
+    delivered: list[int] = []
+    gate = ReloadGate(delivered.append, limit=3)  # type: ignore[arg-type]
+    for n in range(5):
+        gate.push(n)  # type: ignore[arg-type]
+    assert delivered == []
+    assert gate.dropped == 2  # past the limit: counted, not held
+    gate.open()
+    gate.push(5)  # type: ignore[arg-type]
+    assert delivered == [0, 1, 2, 5]
+
+
+def test_events_dropped_elsewhere_count_with_the_buffers_own() -> None:
+    sink = EventBuffer(limit=1)
+    sink.push_many([object(), object()])  # type: ignore[list-item]
+    sink.count_missed(3)
+    assert sink.drain().missed == 4
+    assert sink.total_missed == 4
