@@ -4,7 +4,8 @@ proxy --record F --observer-restarts K`` to an echo upstream; every 1.5-3 s (see
 child, the observing process, gets ``kill -9``, K times; 2 s after the last take-over the clients
 stop and the proxy gets Ctrl-C, as a user stops it.
 
-    python bench/observer_restart.py [--kills 5] [--clients 8] [--seed 34] [--quick] [--json FILE]
+    python bench/observer_restart.py [--kills 5] [--clients 8] [--seed 34] [--quick] [--tui]
+                                     [--json FILE]
 
 Each kill: the gap measured here (kill to the ``observation-restarted`` line in the file, polled
 every 5 ms) and as its ``detail`` says (death noticed to take-over, on the proxy's clock); the
@@ -14,6 +15,11 @@ between the detail's two instants (the proxy's): approximate, the windows differ
 The whole run: calls, exchanges, client errors (must be 0: forwarding never stops), the strict
 reader, ``seq`` contiguous, no frame ``n`` repeated per connection and direction, no
 ``violation`` line. Exit code 1 when one fails or a kill was not followed by a restart.
+
+With ``--tui`` the proxy runs ``--tui`` on a pseudo-terminal (pty_terminal.py): the process
+killed draws the TUI, and the one that takes over reads the rows before it back from the
+recording while it records on; it is stopped by a Ctrl-C typed into the TUI. What the proxy
+writes on the terminal is not read (its stderr lines are not counted).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import random
 import re
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -37,9 +44,10 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # as `./dev bench` runs it
 
-from bench.processes import observing_process
+from bench.processes import free_port, observing_process, wait_port
+from bench.pty_terminal import DrainedTerminal
 from bench.robustness.crash import ThreadedUpstream
-from bench.robustness.proxy_cli import start_proxy_cli
+from bench.robustness.proxy_cli import ROOT, start_proxy_cli
 from golem_core.blocking import MessageReader, send_message
 from golem_core.messages import Response, Role
 from golem_proxy.recording.format import read_recording
@@ -163,17 +171,47 @@ def examine(record: Path) -> dict[str, Any]:
     }  # fmt: skip
 
 
+class TuiProxy:
+    """``golem-proxy proxy --tui`` on a drained pseudo-terminal, as `ProxyCli` is without it
+    (its ``stderr`` stays empty: the terminal is not read)."""
+
+    def __init__(self, upstream: str, *args: str) -> None:
+        self.port = free_port()
+        self.stderr = ""
+        self.terminal = DrainedTerminal()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "golem_proxy", "proxy", "--tui", *args,
+             "--route", f"127.0.0.1:{self.port}={upstream}"],
+            cwd=ROOT, **self.terminal.popen_options(),
+        )  # fmt: skip
+        self.terminal.started()
+        wait_port(self.port, self.process)
+
+    def stop(self) -> None:
+        """Ctrl-C typed into the TUI, which quits without asking; killed after 30 s."""
+        self.terminal.type("\x03")
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.terminal.close()
+
+
 def run(kills: int, clients: int, seed: int, interval: tuple[float, float], tail: float,
-        record: Path) -> dict[str, Any]:  # fmt: skip
+        record: Path, tui: bool = False) -> dict[str, Any]:  # fmt: skip
     """The session (see the module docstring); every figure, by kill and in total."""
     rng = random.Random(seed)
     load_start = os.getloadavg()
     kill_times: list[float] = []
     with ThreadedUpstream() as upstream:
-        cli = start_proxy_cli(
-            "--route", f"127.0.0.1:0={upstream.address}", "--record", str(record), "-q",
-            "--observer", "child-process", "--observer-restarts", str(kills),
-        )  # fmt: skip
+        options = ("--record", str(record), "--observer", "child-process",
+                   "--observer-restarts", str(kills))  # fmt: skip
+        cli: Any
+        if tui:
+            cli = TuiProxy(upstream.address, *options)
+        else:
+            cli = start_proxy_cli("--route", f"127.0.0.1:0={upstream.address}", "-q", *options)
         stop = threading.Event()
         watch = RestartWatch(record)
         pool: list[Client] = []
@@ -212,7 +250,7 @@ def run(kills: int, clients: int, seed: int, interval: tuple[float, float], tail
         "calls_completed": len(done), "exchanges_recorded": len(found.pop("exchange_times")),
         "client_errors": len(errors), "first_errors": errors[:5],
         **{k: found[k] for k in ("reads_whole", "seq_contiguous", "n_repeats", "violations")},
-        "stderr_stopped": cli.stderr.count("observation stopped"),
+        "tui": tui, "stderr_stopped": cli.stderr.count("observation stopped"),
         "stderr_restarted": cli.stderr.count("observation restarted"),
         "proxy_exit": cli.process.returncode, "traceback": "Traceback" in cli.stderr,
         "load_start": load_start, "load_end": os.getloadavg(), "bytes": record.stat().st_size,
@@ -280,9 +318,14 @@ def render(found: dict[str, Any], console: Console) -> None:
         "n repeats": [str(found["n_repeats"])],
         "violations": [str(found["violations"])],
     }))  # fmt: skip
+    said = (
+        "proxy --tui on a pseudo-terminal (not read)"
+        if found.get("tui")
+        else f"proxy stderr: {found['stderr_stopped']} 'observation stopped', "
+        f"{found['stderr_restarted']} 'observation restarted'"
+    )
     console.print(
-        f"proxy stderr: {found['stderr_stopped']} 'observation stopped', "
-        f"{found['stderr_restarted']} 'observation restarted'; exit {found['proxy_exit']}; "
+        f"{said}; exit {found['proxy_exit']}; "
         f"recording {found['bytes']:,} bytes; load at end {load(found['load_end'])}",
         soft_wrap=True,
     )
@@ -297,12 +340,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--quick", action="store_true", help="2 kills, 1-1.5 s apart, 1 s after")
+    parser.add_argument("--tui", action="store_true", help="the proxy with --tui, on a pty")
     parser.add_argument("--json", metavar="FILE", help="also write every figure here")
     args = parser.parse_args(argv)
     interval, tail = ((1.0, 1.5), 1.0) if args.quick else ((1.5, 3.0), 2.0)
     kills = args.kills or (2 if args.quick else 5)
     with tempfile.TemporaryDirectory() as tmp:
-        found = run(kills, args.clients, args.seed, interval, tail, Path(tmp) / "restarts.jsonl")
+        record = Path(tmp) / "restarts.jsonl"
+        found = run(kills, args.clients, args.seed, interval, tail, record, args.tui)
     render(found, Console(width=max(Console().width, 140)))
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=1) + "\n")

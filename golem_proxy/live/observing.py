@@ -100,9 +100,11 @@ async def observe(
     control: socket.socket,
     prepare: Callable[[ProxySession], None] = lambda session: None,
     record_read_fd: int = -1,
+    on_ready: Callable[[], None] = lambda: None,
 ) -> str:
     """Run the session from the handoff until the pipe ends (``prepare`` sees it before it
-    runs: the TUI attaches its sink there); returns its closing line."""
+    runs: the TUI attaches its sink there; ``on_ready`` is called once the forwarding process
+    is told it is ready); returns its closing line."""
     profile = config.profile
 
     def source(hub: EventHub) -> HandoffSource:
@@ -124,6 +126,7 @@ async def observe(
     async with trio.open_nursery() as nursery:
         await nursery.start(session.run)
         control.sendall(b"ready\n")
+        on_ready()
     return session.summary()
 
 

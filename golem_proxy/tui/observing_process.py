@@ -16,6 +16,7 @@ import contextlib
 import os
 import signal
 import socket
+import threading
 from collections.abc import Awaitable
 from typing import Callable, Optional
 
@@ -57,10 +58,23 @@ class ForwardedSessionSource(TrioThreadSource):
         self.on_end = on_end
         self.quitting = False
         """The TUI is quitting (rather than closing because the session ended)."""
+        self._ahead: Optional[threading.Thread] = None
+
+    def start_ahead(self, sink: EventBuffer) -> None:
+        """Run the session now, in a thread of its own, rather than once the TUI has started
+        (50-100 ms later): the forwarding process waits for it to be ready, and at a restart
+        what crosses meanwhile is a gap in the recording. `run` then waits for it."""
+        self._ahead = threading.Thread(
+            target=super().run, args=(sink,), name="session", daemon=True
+        )
+        self._ahead.start()
 
     def run(self, sink: EventBuffer) -> None:
         try:
-            super().run(sink)
+            if self._ahead is None:
+                super().run(sink)
+            else:
+                self._ahead.join()
         finally:
             self.on_end()
 
@@ -106,7 +120,12 @@ def observe_with_tui(
         def attach(session: ProxySession) -> None:
             session.hub.attach_sink(live if gate is None else gate.push)
 
+        ready = trio.Event()
+
         async def read_back_then_open(gate: ReloadGate) -> None:
+            # Once the take-over is done: the reading back's share of the interpreter is not
+            # taken from the session's start, which is the gap in the recording.
+            await ready.wait()
             why = setup.restarted_because or "the observing process before this one stopped"
             try:
                 note = await trio.to_thread.run_sync(read_back, record_read_fd, end, sink, why)
@@ -118,7 +137,11 @@ def observe_with_tui(
         async with trio.open_nursery() as nursery:
             if gate is not None:
                 nursery.start_soon(read_back_then_open, gate)
-            summaries.append(await observe(config, setup, pipe_fd, control, attach, record_read_fd))
+            summaries.append(
+                await observe(
+                    config, setup, pipe_fd, control, attach, record_read_fd, on_ready=ready.set
+                )
+            )
 
     app: Optional[GolemProxyApp] = None
 
@@ -141,6 +164,7 @@ def observe_with_tui(
     app = GolemProxyApp(
         source, config.profile, "golem-proxy", resend_target=through, payload_budget=budget
     )
+    source.start_ahead(app.buffer)
     try:
         app.run()
     finally:
