@@ -251,7 +251,7 @@ def run(kills: int, clients: int, seed: int, interval: tuple[float, float], tail
         "client_errors": len(errors), "first_errors": errors[:5],
         **{k: found[k] for k in ("reads_whole", "seq_contiguous", "n_repeats", "violations")},
         "tui": tui, "stderr_stopped": cli.stderr.count("observation stopped"),
-        "stderr_restarted": cli.stderr.count("observation restarted"),
+        "stderr_restarted": cli.stderr.count("observation restarted: "),
         "proxy_exit": cli.process.returncode, "traceback": "Traceback" in cli.stderr,
         "load_start": load_start, "load_end": os.getloadavg(), "bytes": record.stat().st_size,
     }  # fmt: skip

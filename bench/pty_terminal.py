@@ -10,9 +10,12 @@ import pty
 import struct
 import termios
 import threading
+from pathlib import Path
 from typing import Any
 
-from processes import ROOT
+ROOT = Path(__file__).resolve().parents[1]
+"""The project's root (this module is imported as ``pty_terminal`` by the scripts in bench/,
+and as ``bench.pty_terminal`` by those that put the root on the path)."""
 
 COLUMNS, ROWS = 120, 40
 """The terminal's fixed size: every TUI row of a run draws the same screen."""
