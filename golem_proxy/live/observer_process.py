@@ -15,20 +15,14 @@ runs on. One that repeats an acknowledgement is read less often, so that a flood
 not take the relay's core.
 
 When the child dies while the session runs, forwarding goes on, and one line on stderr says so.
-A new child takes its place (at most ``restarts`` times a session): one started ahead, a
-*standby* that has imported its modules and waits for its setup, so that taking over is a
-handshake, not an interpreter's start (or, when the standby is gone too, one started then).
-While it sets up, nothing is handed on and the link counts what crosses; once it is ready the
-recording gets a line saying when and why observation stopped and what it missed
-(`golem_proxy.recording.shared_file`, the format's owner, writes it), and the link takes every
-open connection up again at its next frame boundary (link_resume.py). Past the restarts, or when
-one fails, nothing is handed on any more and the recording gets a last line saying observation
-stopped there.
-
-With ``--tui`` the observing process runs the TUI on the terminal. One that dies leaves the
-terminal in the TUI's modes: the forwarding process gives the terminal back as it was before
-the TUI started (terminal_modes.py) before it says anything, and before a new one takes over;
-that one's TUI shows the session so far, read back from the recording (tui/reloading.py).
+A new child takes its place, at most ``restarts`` times (docs/architecture.md, "A dead
+observing process is replaced"): a *standby* started ahead, or one started then. While it
+sets up the link counts what crosses; once it is ready the recording gets a line saying when
+and why observation stopped (`golem_proxy.recording.shared_file` writes it), and the link takes
+every open connection up at its next frame (link_resume.py). Past the restarts, or when one
+fails, the recording gets a last line saying observation stopped there. With ``--tui`` the
+terminal is given back as it was before the TUI (terminal_modes.py) whenever the process that
+drew it is gone without giving it back.
 """
 
 from __future__ import annotations
@@ -45,7 +39,12 @@ import trio
 
 from golem_core.profiles import get_profile
 
-from ..recording.shared_file import RecordingFile, end_recording, restart_recording
+from ..recording.shared_file import (
+    RecordingFile,
+    cut_unfinished_line,
+    end_recording,
+    restart_recording,
+)
 from ..terminal import counted
 from .heap import TRIM_IDLE, keep_freed_memory, return_memory_to_the_system
 from .link_resume import OpenConnections
@@ -137,7 +136,12 @@ class ObservingProcess:
         ``setup.options.observer_restarts`` times. Raises ObserverStartError."""
         keep_freed_memory(HEAP_ALLOCATIONS_BELOW)
         terminal = SavedTerminal.take() if setup.tui else None
-        spawned = await launch(setup, record, stdout)
+        try:
+            spawned = await launch(setup, record, stdout)
+        except BaseException:
+            if terminal is not None:  # it may have drawn its TUI before it failed
+                terminal.give_back()
+            raise
         link = ObserverLink(spawned.write_fd, now, hold_limit=setup.options.observer_hold)
         observing = cls(spawned.process, link, spawned.control, record, now, setup, stdout)
         observing.terminal = terminal
@@ -223,6 +227,12 @@ class ObservingProcess:
         self._replacing = why
         self._close_pipe()
         self.control.close()
+        if self.record is not None and not self.record.closed:
+            # Now, before a new process reads the recording back (its in-flight requests, the
+            # TUI's rows): it ends with the dead one's last whole line (restart_recording cuts
+            # it too, and says so if it cannot).
+            with contextlib.suppress(OSError):
+                cut_unfinished_line(self.record)
         assert self.setup is not None and self.link.connections is not None
         setup = dataclasses.replace(
             self.setup,
@@ -238,8 +248,10 @@ class ObservingProcess:
                     await take_over(standby, setup)
                     spawned = standby
             if spawned is None:
+                self._give_terminal_back()  # a standby that failed may have drawn its TUI
                 spawned = await launch(setup, self.record, self.stdout)
         except ObserverStartError as exc:
+            self._give_terminal_back()
             self._replacing = None
             self.observation_stopped(f"{why}; it could not be restarted: {exc}")
             return False
@@ -261,6 +273,7 @@ class ObservingProcess:
             except OSError as exc:
                 _say(f"the recording could not be continued ({exc})")
                 await spawned.discard()
+                self._give_terminal_back()
                 self.record.close()
                 self._replacing = None
                 self.observation_stopped(f"{why}; the recording could not be continued")
@@ -269,10 +282,11 @@ class ObservingProcess:
         self._given_up = None
         self._replacing = None
         self.link.resume(spawned.write_fd, seq)
-        _say(
-            f"observation restarted: {counted(taken_up, 'open connection')} taken up at the "
-            "next frame; what crossed meanwhile is a gap in the recording"
-        )
+        if not setup.tui:  # the TUI says it above its table; a line here would cross its screen
+            _say(
+                f"observation restarted: {counted(taken_up, 'open connection')} taken up at "
+                "the next frame; what crossed meanwhile is a gap in the recording"
+            )
         return True
 
     async def _read_acknowledgements(self) -> None:
@@ -382,6 +396,7 @@ class ObservingProcess:
         self._finishing = True
         await self._discard_standby()
         if self._replacing is not None:  # the session ends before a new one took over
+            self._give_terminal_back()  # which may have drawn its TUI before it was stopped
             self.observation_stopped(
                 f"{self._replacing}; the session ended while a new observing process started",
                 forwarding=False,
@@ -417,6 +432,7 @@ class ObservingProcess:
             self.process.kill()
         with trio.CancelScope(shield=True):
             await self.process.wait()
+        self._give_terminal_back()
         self._close_pipe()
         self.control.close()
 

@@ -145,6 +145,7 @@ def session_config(
         record_fd=record_fd if record_fd >= 0 else None,
         header=setup.header,
         continues_recording=setup.continues_recording,
+        took_over=bool(setup.restarted_because),
     )
 
 

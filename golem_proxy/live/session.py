@@ -58,6 +58,9 @@ class SessionConfig:
     """``record_fd`` holds the header and the lines of an observing process that died: this
     session appends to it, from the line the forwarding process names once it takes over
     (`golem_proxy.live.link_resume.Resumption`), and writes no header."""
+    took_over: bool = False
+    """This session's observing process replaced one that died: what it counts (its closing
+    line) is since then, not the whole session's."""
 
 
 class EventSource(Protocol):
@@ -201,14 +204,16 @@ class ProxySession:
         # A session with a hop served outside the relay is `golem-proxy mcp`'s.
         command = "mcp" if self.config.layers else "proxy"
         if recorder is None:
-            return self.tally.summary(self.config.record_path, command=command)
+            return self.tally.summary(
+                self.config.record_path, command=command, since_restart=self.config.took_over
+            )
         failure = None if recorder.error is None else str(recorder.error)
         return self.tally.summary(
             self.config.record_path,
             recorder.total_missed,
             failure,
             command=command,
-            since_restart=self.config.continues_recording,
+            since_restart=self.config.took_over,
         )
 
     def _header(self, bound: list[BoundRoute]) -> Header:

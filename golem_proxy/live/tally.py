@@ -49,8 +49,8 @@ class SessionTally:
         """The closing line of ``golem-proxy COMMAND``: what was recorded and where, or that
         nothing was (no ``--record``). ``not_recorded`` events the recorder could not keep,
         and the ``failure`` that stopped the recording, are said too. ``since_restart``: the
-        counts are those of an observing process that took over a recording, not the whole
-        session's."""
+        counts are those of an observing process that took over from one that died, not the
+        whole session's."""
         prefix = f"golem-proxy {command}: "
         if since_restart:
             prefix += "since observation restarted, "

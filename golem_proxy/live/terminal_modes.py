@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import termios
 from typing import Any, Optional
@@ -25,7 +26,7 @@ LEAVE_TUI_MODES = (
 
 class SavedTerminal:
     """The terminal on stdin's modes, taken before the TUI starts (`take`), set again by
-    `give_back` (idempotent, never raises: a terminal that is gone is nothing to give back)."""
+    `give_back` (never raises: a terminal that is gone is nothing to give back)."""
 
     def __init__(self, fd: int, modes: list[Any], output: Optional[int]) -> None:
         self._fd = fd
@@ -40,16 +41,35 @@ class SavedTerminal:
             modes = termios.tcgetattr(fd)
         except (AttributeError, OSError, ValueError, termios.error):
             return None
-        output: Optional[int] = None
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            if os.isatty(sys.stdout.fileno()):
-                output = sys.stdout.fileno()
-        return cls(fd, modes, output)
+        return cls(fd, modes, _drawn_on())
 
     def give_back(self) -> None:
-        """Leave the TUI's screen and modes, then set the modes taken."""
-        if self._output is not None:
-            with contextlib.suppress(OSError):
-                os.write(self._output, LEAVE_TUI_MODES)
-        with contextlib.suppress(OSError, termios.error):
-            termios.tcsetattr(self._fd, termios.TCSANOW, self._modes)
+        """Leave the TUI's screen and modes, then set the modes taken; nothing when the
+        terminal has them already (a TUI that stopped gave it back itself: leaving the
+        alternate screen again would move the cursor over what it printed after)."""
+        try:
+            if termios.tcgetattr(self._fd) == self._modes:
+                return
+        except (OSError, termios.error):
+            return
+        # From a background process group (the TUI suspended with Ctrl-Z), changing the
+        # terminal would stop this process (SIGTTOU): the forwarding process must not stop.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTTOU})
+        try:
+            if self._output is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self._output, LEAVE_TUI_MODES)
+            with contextlib.suppress(OSError, termios.error):
+                termios.tcsetattr(self._fd, termios.TCSANOW, self._modes)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _drawn_on() -> Optional[int]:
+    """Where the TUI draws, if it is a terminal: Textual writes to stderr (stdout may be a
+    pipe), else stdout."""
+    for stream in (sys.stderr, sys.stdout):
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            if os.isatty(stream.fileno()):
+                return stream.fileno()
+    return None

@@ -21,6 +21,7 @@ __all__ = [
     "RESTARTED_KIND",
     "STOPPED_KIND",
     "RecordingFile",
+    "cut_unfinished_line",
     "end_recording",
     "restart_recording",
     "session_line",
@@ -97,6 +98,19 @@ def restart_recording(record: RecordingFile, t: float, detail: str) -> int:
     seq, end = _append_session_line(record, t, RESTARTED_KIND, detail)
     os.lseek(record.write_fd, end, os.SEEK_SET)
     return seq
+
+
+def cut_unfinished_line(record: RecordingFile) -> int:
+    """Cut off the last line of a recording whose writer died mid-line, if it did; returns
+    where the last complete line ends (the file's new size). Done as soon as the death is
+    known, before a new observing process is handed the recording: what it reads back then
+    ends with the dead process's last whole line. Raises OSError."""
+    size = os.fstat(record.read_fd).st_size
+    with open(os.dup(record.read_fd), "rb") as recording:
+        end, _ = _last_line(recording, size)
+    if end < size:
+        os.ftruncate(record.write_fd, end)
+    return end
 
 
 def _append_session_line(

@@ -256,6 +256,12 @@ class EventBuffer:
             return False
 
     @property
+    def closed(self) -> bool:
+        """The UI is gone (`close`)."""
+        with self._lock:
+            return self._closed
+
+    @property
     def finished(self) -> bool:
         with self._lock:
             return self._finished and not self._events

@@ -107,28 +107,37 @@ def observe_with_tui(
     live_on = "live on " + ", ".join(str(bound.listen) for bound in setup.bound)
 
     async def serve(sink: EventBuffer) -> None:
+        why = setup.restarted_because
         sink.describe(SourceInfo(live_on, setup.notes))
         live = hub_sink(sink)
         gate, end = None, -1
-        if setup.continues_recording and record_read_fd >= 0:
-            # Where the dead process's lines end: measured before this session writes any.
+        if why and setup.continues_recording and record_read_fd >= 0:
+            # Where the dead process's lines end (the forwarding process cut a torn last line
+            # before it handed the recording on), measured before this session writes any.
             with contextlib.suppress(OSError):
                 end = os.fstat(record_read_fd).st_size
         if end >= 0:
             gate = ReloadGate(live)
+        elif why:
+            not_shown = "the rows before it are not shown (no recording to read them back from)"
+            sink.describe(
+                SourceInfo(live_on, (*setup.notes, f"observation restarted ({why}); {not_shown}"))
+            )
 
         def attach(session: ProxySession) -> None:
             session.hub.attach_sink(live if gate is None else gate.push)
 
         ready = trio.Event()
+        stop = threading.Event()
 
         async def read_back_then_open(gate: ReloadGate) -> None:
             # Once the take-over is done: the reading back's share of the interpreter is not
             # taken from the session's start, which is the gap in the recording.
             await ready.wait()
-            why = setup.restarted_because or "the observing process before this one stopped"
             try:
-                note = await trio.to_thread.run_sync(read_back, record_read_fd, end, sink, why)
+                note = await trio.to_thread.run_sync(
+                    read_back, record_read_fd, end, sink, why, stop
+                )
             finally:  # the live rows flow whatever became of the reading back
                 gate.open()
                 sink.count_missed(gate.dropped)
@@ -137,11 +146,15 @@ def observe_with_tui(
         async with trio.open_nursery() as nursery:
             if gate is not None:
                 nursery.start_soon(read_back_then_open, gate)
-            summaries.append(
-                await observe(
-                    config, setup, pipe_fd, control, attach, record_read_fd, on_ready=ready.set
+            try:
+                summaries.append(
+                    await observe(
+                        config, setup, pipe_fd, control, attach, record_read_fd, on_ready=ready.set
+                    )
                 )
-            )
+            finally:  # the session is over: so is reading back what came before it
+                stop.set()
+                nursery.cancel_scope.cancel()
 
     app: Optional[GolemProxyApp] = None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 from typing import Callable, Optional, Union
 
 from ..events import Event
@@ -22,9 +23,10 @@ from .sources import PUSH_EVERY, compacting_reader
 
 __all__ = ["GATE_LIMIT", "READ_BACK_WAIT_OVER", "ReloadGate", "read_back"]
 
-GATE_LIMIT = 200_000
+GATE_LIMIT = 150_000
 """Live events held at the gate while the recording is read back, before the next are dropped
-(and counted)."""
+(and counted): with what the reading back may have queued (`READ_BACK_WAIT_OVER` and a
+batch), they fit the TUI's buffer (`DEFAULT_LIVE_LIMIT`) when the gate opens."""
 READ_BACK_WAIT_OVER = 20_000
 """Events queued in the TUI's buffer over which the reading back waits for the TUI to drain
 (its memory stays that of the rows, not of the file's events parsed ahead of the screen)."""
@@ -56,33 +58,40 @@ class _Upto(io.RawIOBase):
         return self._at
 
 
-def read_back(fd: int, end: int, sink: EventBuffer, why: str) -> str:
+def read_back(fd: int, end: int, sink: EventBuffer, why: str, stop: threading.Event) -> str:
     """Queue into ``sink`` the events of the recording open as ``fd``, up to byte ``end``
-    (where the dead process's last complete line ends; a torn one after it is left out).
-    Blocking: run it in a thread. Returns what the TUI shows about it (one line; ``why``
-    the process before stopped)."""
+    (where the dead process's last whole line ends; a torn one after it is left out).
+    Blocking: run it in a thread; it gives up once ``stop`` is set or the UI is gone.
+    Returns what the TUI shows about it (one line; ``why`` the process before stopped)."""
     raw = _Upto(fd, end)
-    read = 0
+    read = queued = 0
     batch: list[Event] = []
+
+    def push(progress: Optional[Progress]) -> None:
+        nonlocal queued, batch
+        queued += sink.push_many(batch, progress, wait_over=READ_BACK_WAIT_OVER)
+        batch = []
+
     try:
-        reader = compacting_reader(io.BufferedReader(raw, READ_BLOCK))
-        for event in reader:
+        for event in compacting_reader(io.BufferedReader(raw, READ_BLOCK)):
             batch.append(event)
+            read += 1
             if len(batch) >= PUSH_EVERY:
-                read += sink.push_many(
-                    batch, Progress(raw.tell(), end), wait_over=READ_BACK_WAIT_OVER
-                )
-                batch = []
-        read += sink.push_many(batch, Progress(end, end), wait_over=READ_BACK_WAIT_OVER)
+                if stop.is_set() or sink.closed:
+                    return f"observation restarted ({why}); reading the rows before it back stopped"
+                push(Progress(raw.tell(), end))
+        push(Progress(end, end))
     except Exception as exc:  # a damaged file, or a bug here: never the live session's end
-        # What came before the damage is still worth seeing.
-        read += sink.push_many(batch, wait_over=READ_BACK_WAIT_OVER)
+        push(None)  # what came before the damage is still worth seeing
         said = str(exc) if isinstance(exc, (RecordingError, OSError)) else repr(exc)
         return (
-            f"observation restarted ({why}); {read} events before it read back, then the "
+            f"observation restarted ({why}); {queued} events before it read back, then the "
             f"recording could not be read ({said})"
         )
-    return f"observation restarted ({why}); {read} events before it read back"
+    shown = f"{queued} events before it read back"
+    if queued < read:
+        shown += f" ({read - queued} more dropped: the TUI's buffer was full)"
+    return f"observation restarted ({why}); {shown}"
 
 
 class ReloadGate:

@@ -17,6 +17,7 @@ from golem_proxy.recording.reader import read_recording
 from golem_proxy.recording.shared_file import (
     RESTARTED_KIND,
     RecordingFile,
+    cut_unfinished_line,
     end_recording,
     restart_recording,
 )
@@ -89,6 +90,28 @@ def test_the_next_writer_appends_right_after_the_line_through_the_shared_offset(
     recording = read_recording(str(path))
     assert not recording.truncated_tail
     assert recording.events[1] == _session(1.25, GapReason.RESTARTED)
+
+
+def test_the_dead_writers_torn_line_is_cut_before_the_restart_line_is_written(
+    tmp_path: Path,
+) -> None:
+    """What a new observing process reads back before the restart line exists (its TUI's
+    rows, what was in flight) ends with the dead one's last whole line."""
+    path = tmp_path / "restarted.jsonl"
+    writer = RecordingWriter.create(str(path), HEADER)
+    writer.write(opened(1, 0.1))
+    writer.close()
+    whole = path.stat().st_size
+    record = RecordingFile(os.open(path, os.O_WRONLY), os.open(path, os.O_RDONLY))
+    try:
+        os.lseek(record.write_fd, 0, os.SEEK_END)
+        os.write(record.write_fd, UNFINISHED)
+        assert cut_unfinished_line(record) == whole == path.stat().st_size
+        assert cut_unfinished_line(record) == whole  # nothing torn: nothing cut
+        restart_recording(record, 1.25, WHY)
+    finally:
+        record.close()
+    assert [line["kind"] for line in _lines(path)] == ["open", RESTARTED_KIND]
 
 
 def test_a_resumed_writer_numbers_on_from_the_restart_line_and_writes_no_header(

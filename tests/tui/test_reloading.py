@@ -4,10 +4,12 @@ back up to where the dead process's lines end, then the live events, in that ord
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from golem_proxy.events import Event, ExchangeCompleted
 from golem_proxy.recording.format import RecordingWriter
+from golem_proxy.recording.shared_file import RecordingFile, cut_unfinished_line, restart_recording
 from golem_proxy.tui.bridge import EventBuffer
 from golem_proxy.tui.reloading import ReloadGate, read_back
 from tests.support.sessions import SessionBuilder, golem_header
@@ -41,7 +43,9 @@ def test_the_recording_is_read_back_up_to_the_end_measured_not_past_it(tmp_path:
     sink = EventBuffer(None)
     fd = os.open(path, os.O_RDONLY)
     try:
-        note = read_back(fd, end, sink, "the observing process was killed by SIGKILL")
+        note = read_back(
+            fd, end, sink, "the observing process was killed by SIGKILL", threading.Event()
+        )
         assert os.lseek(fd, 0, os.SEEK_CUR) == 0  # read with pread: a shared offset is left
     finally:
         os.close(fd)
@@ -63,13 +67,53 @@ def test_a_line_the_dead_process_left_torn_is_left_out(tmp_path: Path) -> None:
     sink = EventBuffer(None)
     fd = os.open(path, os.O_RDONLY)
     try:
-        note = read_back(fd, path.stat().st_size, sink, "killed")
+        note = read_back(fd, path.stat().st_size, sink, "killed", threading.Event())
     finally:
         os.close(fd)
     events = sink.drain().events
     assert _exchanges(events) == 2
     assert note.endswith(f"{len(events)} events before it read back")
     assert whole < path.stat().st_size
+
+
+def test_after_the_cut_what_is_read_back_stops_where_the_dead_process_stopped(
+    tmp_path: Path,
+) -> None:
+    """As a take-over goes: the torn line cut, the end measured, then the restart line and the
+    new process's lines written after it; none of those is read back (they come live)."""
+    path = tmp_path / "live.jsonl"
+    _recording(path, 2)
+    record = RecordingFile(os.open(path, os.O_WRONLY), os.open(path, os.O_RDONLY))
+    try:
+        os.lseek(record.write_fd, 0, os.SEEK_END)
+        os.write(record.write_fd, b'{"seq":40,"t":5.0,"kind":"close","conn":1,"rou')
+        cut_unfinished_line(record)
+        end = os.fstat(record.read_fd).st_size
+        seq = restart_recording(record, 6.0, "killed")
+        os.write(record.write_fd, b'{"seq":%d,"t":7.0,"kind":"close","conn":1,"route":"main",'
+                 b'"reason":"client closed"}\n' % (seq + 1))  # fmt: skip
+        sink = EventBuffer(None)
+        read_back(record.read_fd, end, sink, "killed", threading.Event())
+    finally:
+        record.close()
+    events = sink.drain().events
+    assert _exchanges(events) == 2
+    assert max(event.t for event in events) < 5.0
+
+
+def test_reading_back_gives_up_once_told_to(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    _recording(path, 3000)
+    stop = threading.Event()
+    stop.set()
+    sink = EventBuffer(None)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        note = read_back(fd, path.stat().st_size, sink, "killed", stop)
+    finally:
+        os.close(fd)
+    assert note == "observation restarted (killed); reading the rows before it back stopped"
+    assert sink.drain().events == []
 
 
 def test_a_damaged_recording_keeps_what_came_before_and_says_so(tmp_path: Path) -> None:
@@ -80,7 +124,7 @@ def test_a_damaged_recording_keeps_what_came_before_and_says_so(tmp_path: Path) 
     sink = EventBuffer(None)
     fd = os.open(path, os.O_RDONLY)
     try:
-        note = read_back(fd, path.stat().st_size, sink, "killed")
+        note = read_back(fd, path.stat().st_size, sink, "killed", threading.Event())
     finally:
         os.close(fd)
     assert _exchanges(sink.drain().events) == 2
