@@ -136,6 +136,8 @@ def method_label(flow: Flow) -> str:
         return flow.method
     if flow.frame_error is not None:
         return "<frame-error>"
+    if flow.gap is not None:  # its status says which (unobserved:REASON); no orphan
+        return "<gap>"
     if flow.request is None:
         return "<orphan>"
     if isinstance(flow.request.message, Malformed):

@@ -127,4 +127,6 @@ def flow_label(flow: Flow) -> str:
         return safe_text(flow.method)
     if flow.frame_error is not None:
         return "(frame error)"
+    if flow.gap is not None:  # its status says which (unobserved:REASON); no orphan
+        return "(gap)"
     return "(malformed)" if flow.request is not None else "(orphan response)"

@@ -15,9 +15,12 @@ from golem_proxy.analysis.stats import (
     ALL_METHODS,
     ALL_ROUTES,
     compute_stats,
+    method_label,
     percentile,
     summarize_latencies,
 )
+from golem_proxy.events import Direction, GapReason, ObservationLost
+from golem_proxy.tui.render import flow_label
 from tests.support.cli_helpers import run_cli, run_main
 from tests.support.trace_builder import golem_session, write_recording
 
@@ -97,3 +100,17 @@ def test_stats_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert json.loads(out)["overall"]["count"] == 4
     code, _, err = run_main(capsys, "stats", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "no such file" in err
+
+
+@pytest.mark.parametrize("reason", list(GapReason))
+def test_a_gap_is_grouped_as_a_gap_never_as_an_orphan(reason: GapReason) -> None:
+    tracker = FlowTracker(GOLEM)
+    tracker.apply(
+        ObservationLost(
+            conn=1, route="main", direction=Direction.S2C, t=1.0, reason=reason, size=10
+        )
+    )
+    (flow,) = tracker.flows
+    assert method_label(flow) == "<gap>"
+    assert flow_label(flow) == "(gap)"
+    assert flow.status(GOLEM) == f"unobserved:{reason.value}"
