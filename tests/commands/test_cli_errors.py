@@ -336,3 +336,22 @@ def test_the_headless_plugin_names_its_busy_port(busy_port: int) -> None:
         assert done.stderr == (
             f"rhino_plugin: cannot listen on 127.0.0.1:{busy_port} (address already in use)\n"
         )
+
+
+def test_a_command_run_imports_its_own_module_only() -> None:
+    """Each start of the command line imports the command it runs, not every command's."""
+    probe = (
+        "import sys; from golem_proxy.cli import main; main(['show', '--help']); "
+        "print(sorted(m for m in sys.modules if m.startswith('golem_proxy.commands.') "
+        "and not m.split('.')[-1].startswith('_')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.stdout.strip().splitlines()[-1] == "['golem_proxy.commands.show']"
+
+
+def test_the_help_before_a_command_lists_every_command() -> None:
+    result = run_cli("--help", "show")
+    assert result.returncode == 0
+    assert "mcp-verify" in result.stdout and "proxy" in result.stdout
