@@ -90,9 +90,10 @@ def add_observer(
         type=count_arg,
         default=RESTARTS,
         metavar="N",
-        help="with --observer child-process (not with --tui): how many times an observing "
-        "process that dies is replaced by a new one, started ahead and waiting (~32 MiB), "
+        help="with --observer child-process: how many times an observing process that dies "
+        "is replaced by a new one, started ahead and waiting (~32 MiB; ~47 with --tui), "
         "which takes the open connections up at their next frame; what crossed meanwhile is "
-        f"a gap in the recording (default: {RESTARTS}; 0: no process waits, and observation "
+        "a gap in the recording, and with --tui the new one shows the rows before it, read "
+        f"back from the recording (default: {RESTARTS}; 0: no process waits, and observation "
         "stops for the rest of the session)",
     )
