@@ -13,6 +13,16 @@ NOTE = b'{"jsonrpc":"2.0","method":"tick","params":{}}\n'
 ANSWER = b'{"jsonrpc":"2.0","id":%d,"result":{}}\n'
 
 
+def call(n: int) -> bytes:
+    """A GOLEM request with id ``n``."""
+    return GOLEM.encode({"id": n, "method": "state", "params": {}})
+
+
+def answer(n: int) -> bytes:
+    """The GOLEM answer to ``call(n)``."""
+    return GOLEM.encode({"id": n, "result": {}, "error": None})
+
+
 def frames(events: list[Event]) -> list[tuple[str, int, bool, object, bool]]:
     return [
         (e.direction.value, e.index, e.expects_answer, e.answers, e.orphan)
@@ -78,9 +88,6 @@ def test_answers_to_requests_lost_in_a_gap_are_no_orphans_until_an_answer_pairs_
     the answers to what was lost pair with nothing, and are not orphans; once an answer pairs
     with a request sent after the gap, one that answers nothing is."""
 
-    def call(n: int) -> bytes:
-        return GOLEM.encode({"id": n, "method": "state", "params": {}})
-
     events: list[Event] = []
     tap = ConnectionTap(1, "main", GOLEM, events.append)
     tap.process(Direction.C2S, call(1), 0.1)
@@ -100,12 +107,6 @@ def test_after_a_gap_the_one_request_waiting_is_not_paired_with_another_ones_ans
     the start of call 3 were lost; the answer to 3 is not taken for 1's (which GOLEM's
     pairing does with the one request waiting, and then flags the id)."""
 
-    def call(n: int) -> bytes:
-        return GOLEM.encode({"id": n, "method": "state", "params": {}})
-
-    def answer(n: int) -> bytes:
-        return GOLEM.encode({"id": n, "result": {}, "error": None})
-
     events: list[Event] = []
     tap = ConnectionTap(1, "main", GOLEM, events.append)
     tap.process(Direction.C2S, call(1), 0.1)
@@ -124,12 +125,6 @@ def test_after_a_gap_a_reused_id_pairs_with_the_request_sent_after_it() -> None:
     """A request sent before a gap whose answer crossed in it: when the client sends its id
     again (after a restart of the observing process, or any gap), the new request's answer is
     the new request's, not the old one's (which stays unanswered, before the gap)."""
-
-    def call(n: int) -> bytes:
-        return GOLEM.encode({"id": n, "method": "state", "params": {}})
-
-    def answer(n: int) -> bytes:
-        return GOLEM.encode({"id": n, "result": {}, "error": None})
 
     events: list[Event] = []
     tap = ConnectionTap(1, "main", GOLEM, events.append)

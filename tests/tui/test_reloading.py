@@ -30,6 +30,17 @@ def _recording(path: Path, calls: int) -> list[Event]:
     return s.events
 
 
+def _read_whole(path: Path) -> tuple[list[Event], str]:
+    """The events ``read_back`` queues for all of ``path``, and its note."""
+    sink = EventBuffer(None)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        note = read_back(fd, path.stat().st_size, sink, "killed", threading.Event())
+    finally:
+        os.close(fd)
+    return sink.drain().events, note
+
+
 def _exchanges(events: list[Event]) -> int:
     return sum(isinstance(event, ExchangeCompleted) for event in events)
 
@@ -64,13 +75,7 @@ def test_a_line_the_dead_process_left_torn_is_left_out(tmp_path: Path) -> None:
     whole = path.stat().st_size
     with path.open("ab") as torn:
         torn.write(b'{"seq":40,"t":5.0,"kind":"fra')  # killed mid-line
-    sink = EventBuffer(None)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        note = read_back(fd, path.stat().st_size, sink, "killed", threading.Event())
-    finally:
-        os.close(fd)
-    events = sink.drain().events
+    events, note = _read_whole(path)
     assert _exchanges(events) == 2
     assert note.endswith(f"{len(events)} events before it read back")
     assert whole < path.stat().st_size
@@ -121,13 +126,8 @@ def test_a_damaged_recording_keeps_what_came_before_and_says_so(tmp_path: Path) 
     _recording(path, 2)
     with path.open("ab") as damaged:
         damaged.write(b"this is not a recording line\n")
-    sink = EventBuffer(None)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        note = read_back(fd, path.stat().st_size, sink, "killed", threading.Event())
-    finally:
-        os.close(fd)
-    assert _exchanges(sink.drain().events) == 2
+    events, note = _read_whole(path)
+    assert _exchanges(events) == 2
     assert note.startswith("observation restarted (killed); ")
     assert "then the recording could not be read (" in note
 
