@@ -84,7 +84,9 @@ def _command_named(argv: list[str]) -> Optional[str]:
     option: the top level takes flags only); None for none, an unknown one, or a help asked
     for before it (which lists every command)."""
     for arg in argv:
-        if arg in ("-h", "--help"):
+        if arg in ("-h", "--help", "--"):
+            return None
+        if "_" in arg:  # a module's name, not a command's (mcp_verify is mcp-verify)
             return None
         if not arg.startswith("-"):
             known = {info.name for info in pkgutil.iter_modules(commands.__path__)}

@@ -107,6 +107,9 @@ class ObserverSetup:
     looks up in the recording before it says it is ready (`HandoffSource.bind`)."""
     restarted_because: str = ""
     """A restart: why the process before stopped (what the TUI says above its table)."""
+    recorded_up_to: int = -1
+    """A restart: where the dead process's last whole line ends in the recording (its torn
+    line cut off), which the TUI reads back up to; -1: not known (nothing is read back)."""
 
 
 @dataclass

@@ -227,17 +227,19 @@ class ObservingProcess:
         self._replacing = why
         self._close_pipe()
         self.control.close()
+        recorded_up_to = -1
         if self.record is not None and not self.record.closed:
             # Now, before a new process reads the recording back (its in-flight requests, the
             # TUI's rows): it ends with the dead one's last whole line (restart_recording cuts
             # it too, and says so if it cannot).
             with contextlib.suppress(OSError):
-                cut_unfinished_line(self.record)
+                recorded_up_to = cut_unfinished_line(self.record)
         assert self.setup is not None and self.link.connections is not None
         setup = dataclasses.replace(
             self.setup,
             continues_recording=self.record is not None,
             restarted_because=why,
+            recorded_up_to=recorded_up_to,
             taking_over=self.link.connections.known() if self.record is not None else (),
         )
         standby, self._standby = self._standby, None
@@ -271,9 +273,9 @@ class ObservingProcess:
             try:
                 seq = restart_recording(self.record, stopped_at, detail)
             except OSError as exc:
-                _say(f"the recording could not be continued ({exc})")
                 await spawned.discard()
-                self._give_terminal_back()
+                self._give_terminal_back()  # before a line the new TUI's screen would take along
+                _say(f"the recording could not be continued ({exc})")
                 self.record.close()
                 self._replacing = None
                 self.observation_stopped(f"{why}; the recording could not be continued")

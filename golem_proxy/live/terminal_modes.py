@@ -13,15 +13,18 @@ import sys
 import termios
 from typing import Any, Optional
 
-__all__ = ["LEAVE_TUI_MODES", "SavedTerminal"]
+__all__ = ["LEAVE_TUI_MODES", "STOP_REPORTS", "SavedTerminal"]
 
-LEAVE_TUI_MODES = (
+STOP_REPORTS = (
+    b"\x18"  # cancels an escape sequence the dead process was cut off in the middle of
     b"\x1b[<u"  # the keyboard protocol the TUI pushed
     b"\x1b[?1000l\x1b[?1003l\x1b[?1015l\x1b[?1006l\x1b[?1016l"  # mouse reports
     b"\x1b[?2004l\x1b[?2048l\x1b[?1004l"  # bracketed paste, size and focus reports
-    b"\x1b[?7h\x1b[?1049l\x1b[?25h"  # line wrap, the main screen, the cursor
 )
-"""What the TUI's driver writes when it stops: the modes it set, each undone."""
+"""What the TUI's driver turns on that a shell never wants, undone: harmless to send again."""
+LEAVE_TUI_MODES = STOP_REPORTS + b"\x1b[?7h\x1b[?1049l\x1b[?25h"
+"""All the driver undoes when it stops: the reports, then line wrap, the main screen and the
+cursor (leaving the alternate screen twice moves the cursor back over what was printed)."""
 
 
 class SavedTerminal:
@@ -44,12 +47,12 @@ class SavedTerminal:
         return cls(fd, modes, _drawn_on())
 
     def give_back(self) -> None:
-        """Leave the TUI's screen and modes, then set the modes taken; nothing when the
-        terminal has them already (a TUI that stopped gave it back itself: leaving the
-        alternate screen again would move the cursor over what it printed after)."""
+        """Leave the TUI's screen and modes, then set the modes taken. When the terminal has
+        those modes already (a TUI that stopped gave it back itself, or one killed before it
+        went raw) only the reports are turned off: leaving the alternate screen again would
+        move the cursor over what was printed after."""
         try:
-            if termios.tcgetattr(self._fd) == self._modes:
-                return
+            given_back = termios.tcgetattr(self._fd) == self._modes
         except (OSError, termios.error):
             return
         # From a background process group (the TUI suspended with Ctrl-Z), changing the
@@ -58,18 +61,18 @@ class SavedTerminal:
         try:
             if self._output is not None:
                 with contextlib.suppress(OSError):
-                    os.write(self._output, LEAVE_TUI_MODES)
-            with contextlib.suppress(OSError, termios.error):
-                termios.tcsetattr(self._fd, termios.TCSANOW, self._modes)
+                    os.write(self._output, STOP_REPORTS if given_back else LEAVE_TUI_MODES)
+            if not given_back:
+                with contextlib.suppress(OSError, termios.error):
+                    termios.tcsetattr(self._fd, termios.TCSANOW, self._modes)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _drawn_on() -> Optional[int]:
-    """Where the TUI draws, if it is a terminal: Textual writes to stderr (stdout may be a
-    pipe), else stdout."""
-    for stream in (sys.stderr, sys.stdout):
-        with contextlib.suppress(AttributeError, OSError, ValueError):
-            if os.isatty(stream.fileno()):
-                return stream.fileno()
+    """Where the TUI draws, if it is a terminal: stderr (Textual's output; stdout may be a
+    pipe)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        if os.isatty(sys.stderr.fileno()):
+            return sys.stderr.fileno()
     return None

@@ -112,14 +112,14 @@ def observe_with_tui(
         live = hub_sink(sink)
         gate, end = None, -1
         if why and setup.continues_recording and record_read_fd >= 0:
-            # Where the dead process's lines end (the forwarding process cut a torn last line
-            # before it handed the recording on), measured before this session writes any.
-            with contextlib.suppress(OSError):
-                end = os.fstat(record_read_fd).st_size
+            # Where the dead process's lines end, as the forwarding process found it when it
+            # cut a torn last line off (before this session writes any).
+            end = setup.recorded_up_to
         if end >= 0:
             gate = ReloadGate(live)
         elif why:
-            not_shown = "the rows before it are not shown (no recording to read them back from)"
+            cause = "it could not be read back" if setup.continues_recording else "no --record"
+            not_shown = f"the rows before it are not shown ({cause})"
             sink.describe(
                 SourceInfo(live_on, (*setup.notes, f"observation restarted ({why}); {not_shown}"))
             )

@@ -74,11 +74,13 @@ def read_back(fd: int, end: int, sink: EventBuffer, why: str, stop: threading.Ev
 
     try:
         for event in compacting_reader(io.BufferedReader(raw, READ_BLOCK)):
+            # Each event, not each batch: a recording of large answers has few events, each
+            # a long read.
+            if stop.is_set() or sink.closed:
+                return f"observation restarted ({why}); reading the rows before it back stopped"
             batch.append(event)
             read += 1
             if len(batch) >= PUSH_EVERY:
-                if stop.is_set() or sink.closed:
-                    return f"observation restarted ({why}); reading the rows before it back stopped"
                 push(Progress(raw.tell(), end))
         push(Progress(end, end))
     except Exception as exc:  # a damaged file, or a bug here: never the live session's end

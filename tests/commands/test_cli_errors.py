@@ -355,3 +355,10 @@ def test_the_help_before_a_command_lists_every_command() -> None:
     result = run_cli("--help", "show")
     assert result.returncode == 0
     assert "mcp-verify" in result.stdout and "proxy" in result.stdout
+
+
+@pytest.mark.parametrize("argv", [["mcp_verify"], ["--", "show"]])
+def test_what_names_no_command_still_lists_every_command(argv: list[str]) -> None:
+    result = run_cli(*argv)
+    assert result.returncode == 2
+    assert "mcp-verify" in result.stderr and "proxy" in result.stderr

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from golem_proxy.live.terminal_modes import LEAVE_TUI_MODES, SavedTerminal
+from golem_proxy.live.terminal_modes import LEAVE_TUI_MODES, STOP_REPORTS, SavedTerminal
 
 
 @pytest.fixture
@@ -45,11 +45,17 @@ def test_a_raw_terminal_gets_its_modes_back_and_leaves_the_tuis_screen(
     assert LEAVE_TUI_MODES in _drawn(controller)
 
 
-def test_a_terminal_the_tui_gave_back_itself_is_left_alone(terminal: tuple[int, int]) -> None:
+def test_a_terminal_with_its_modes_back_only_gets_the_reports_turned_off(
+    terminal: tuple[int, int],
+) -> None:
+    """A TUI that gave the terminal back itself, or one killed before it went raw (it turns
+    the mouse reports on first): leaving the alternate screen again would move the cursor."""
     controller, fd = terminal
     saved = SavedTerminal(fd, termios.tcgetattr(fd), fd)
     saved.give_back()
-    assert _drawn(controller) == b""  # leaving the alternate screen again would move the cursor
+    drawn = _drawn(controller)
+    assert drawn == STOP_REPORTS
+    assert b"\x1b[?1049l" not in drawn
 
 
 def test_a_terminal_that_is_gone_is_nothing_to_give_back() -> None:

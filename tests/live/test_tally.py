@@ -1,0 +1,25 @@
+"""The closing line of a session: what it recorded, and, for an observing process that took
+over from one that died, that its counts are since then."""
+
+from __future__ import annotations
+
+from golem_proxy.live.tally import SessionTally
+
+
+def test_the_closing_line_says_what_was_recorded_and_where() -> None:
+    tally = SessionTally(exchanges=3, errors=1)
+    assert tally.summary("live.jsonl") == (
+        "golem-proxy proxy: recorded 3 exchanges (1 error, 0 violations) to live.jsonl"
+    )
+
+
+def test_after_a_restart_the_counts_are_said_to_be_since_then() -> None:
+    tally = SessionTally(exchanges=1)
+    assert tally.summary("live.jsonl", since_restart=True) == (
+        "golem-proxy proxy: since observation restarted, recorded 1 exchange "
+        "(0 errors, 0 violations) to live.jsonl"
+    )
+    assert tally.summary(None, since_restart=True) == (
+        "golem-proxy proxy: since observation restarted, 1 exchange (0 errors, 0 violations), "
+        "not recorded (no --record)"
+    )
