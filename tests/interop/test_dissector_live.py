@@ -51,33 +51,43 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-@pytest.mark.skipif(TSHARK is None or DUMPCAP is None, reason="tshark/dumpcap not installed")
-@pytest.mark.skipif(os.geteuid() != 0, reason="capturing on lo needs root here")
-def test_a_live_capture_decodes_as_the_recording_says(tmp_path: Path) -> None:
-    capture, recording = tmp_path / "live.pcapng", tmp_path / "demo.jsonl"
-    dumpcap = _start_capture(capture, tmp_path / "dumpcap.log")
-    try:
-        done = run_cli("demo", "--out", str(recording), "--quiet")
-    finally:
-        _stop(dumpcap)
-    assert done.returncode in (0, 1), done.stderr
-    header = json.loads(recording.read_text(encoding="utf-8").split("\n", 1)[0])
-    upstream = {route["name"]: route["upstream"].rsplit(":", 1)[1] for route in header["routes"]}
-    ports = [arg for port in upstream.values() for arg in ("--port", port)]
-    script = tmp_path / "golem.lua"
-    assert run_cli("dissector", "--out", str(script), *ports).returncode == 0
+def _methods(capture: Path, script: Path, ports: list[str]) -> Counter[str]:
+    """The GOLEM methods the dissector finds in ``capture`` on the plugin's ``ports``."""
     found: Counter[str] = Counter()
-    for port in upstream.values():
+    for port in ports:
         out = tshark(
             "-X", f"lua_script:{script}", "-r", str(capture),
             "-Y", f"golem && tcp.port == {port}",
             "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|", "-e", "golem.method",
         )  # fmt: skip
         found.update(method for line in out.split() for method in line.split("|") if method)
-    shown = run_cli("show", str(recording), "--json")
-    expected = Counter(
-        flow["method"]
-        for flow in map(json.loads, shown.stdout.splitlines())
-        if flow["method"] is not None
-    )
-    assert expected and found == expected
+    return found
+
+
+@pytest.mark.skipif(TSHARK is None or DUMPCAP is None, reason="tshark/dumpcap not installed")
+@pytest.mark.skipif(os.geteuid() != 0, reason="capturing on lo needs root here")
+def test_a_live_capture_decodes_as_the_recording_says(tmp_path: Path) -> None:
+    capture, recording = tmp_path / "live.pcapng", tmp_path / "demo.jsonl"
+    script = tmp_path / "golem.lua"
+    dumpcap = _start_capture(capture, tmp_path / "dumpcap.log")
+    try:
+        done = run_cli("demo", "--out", str(recording), "--quiet")
+        assert done.returncode in (0, 1), done.stderr
+        header = json.loads(recording.read_text(encoding="utf-8").split("\n", 1)[0])
+        ports = [route["upstream"].rsplit(":", 1)[1] for route in header["routes"]]
+        options = [arg for port in ports for arg in ("--port", port)]
+        assert run_cli("dissector", "--out", str(script), *options).returncode == 0
+        shown = run_cli("show", str(recording), "--json")
+        expected = Counter(
+            flow["method"]
+            for flow in map(json.loads, shown.stdout.splitlines())
+            if flow["method"] is not None
+        )
+        # dumpcap writes what it has read when it is stopped, not what the kernel still holds
+        # for it: it is stopped once the file holds the demo's last frames (or at a deadline).
+        deadline = time.monotonic() + 20
+        while _methods(capture, script, ports) != expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        _stop(dumpcap)
+    assert expected and _methods(capture, script, ports) == expected
