@@ -116,10 +116,12 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         control: Optional[LiveControl] = None,
         resend_target: Optional[Address] = None,
         payload_budget: Optional[PayloadBudget] = None,
+        buffer: Optional[EventBuffer] = None,
     ) -> None:
         """``filter_text`` is applied from the start (a valid expression: the caller has
         checked it). ``payload_budget`` bounds the payload bytes a live session's flows keep
-        (`golem_proxy.tui.payloads`; None: every payload is kept, as a file's are)."""
+        (`golem_proxy.tui.payloads`; None: every payload is kept, as a file's are).
+        ``buffer``: the one the source already feeds (a session started before the app)."""
         super().__init__()
         self.control = control
         """The live session behind the source (intercept, resend), when there is one."""
@@ -136,7 +138,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             self.model.set_filter(filter_text)
         # A source that is never dropped from (a file) waits for the screen instead.
         wait_over = BACKLOG if source.buffer_limit is None else None
-        self.buffer = EventBuffer(source.buffer_limit, wait_over=wait_over)
+        self.buffer = buffer or EventBuffer(source.buffer_limit, wait_over=wait_over)
         self.finished_reason: Optional[str] = None
         self.failed = False
         self.progress: Optional[Progress] = None

@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Awaitable
 from typing import Callable, Optional
 
@@ -35,6 +36,8 @@ from .reloading import ReloadGate, read_back
 
 __all__ = ["ForwardedSessionSource", "observe_with_tui"]
 
+READY_WAIT = 10.0
+"""Seconds the TUI waits for its session to be ready before it starts anyway."""
 FINISH_GRACE = 10.0
 """Seconds past the drain timeouts the session may take to end after the TUI quits."""
 
@@ -130,6 +133,10 @@ def observe_with_tui(
         ready = trio.Event()
         stop = threading.Event()
 
+        def on_ready() -> None:
+            ready.set()
+            session_ready.set()
+
         async def read_back_then_open(gate: ReloadGate) -> None:
             # Once the take-over is done: the reading back's share of the interpreter is not
             # taken from the session's start, which is the gap in the recording.
@@ -149,7 +156,7 @@ def observe_with_tui(
             try:
                 summaries.append(
                     await observe(
-                        config, setup, pipe_fd, control, attach, record_read_fd, on_ready=ready.set
+                        config, setup, pipe_fd, control, attach, record_read_fd, on_ready=on_ready
                     )
                 )
             finally:  # the session is over: so is reading back what came before it
@@ -157,6 +164,7 @@ def observe_with_tui(
                 nursery.cancel_scope.cancel()
 
     app: Optional[GolemProxyApp] = None
+    session_ready = threading.Event()
 
     def close_app() -> None:
         # The forwarding process stopped: leave the terminal as it was before it stops
@@ -174,10 +182,22 @@ def observe_with_tui(
     routes = setup.bound
     through = routes[0].listen if len(routes) == 1 else None
     budget = PayloadBudget(recording=config.record_path)
+    buffer = EventBuffer(source.buffer_limit)
+    source.start_ahead(buffer)
+    # The app is made and started (its styles, the first layout) once the forwarding process
+    # is told the session is ready: sharing the interpreter with it doubled a take-over's gap.
+    deadline = time.monotonic() + READY_WAIT
+    while not session_ready.wait(0.01) and not source.done.is_set():
+        if time.monotonic() > deadline:
+            break
     app = GolemProxyApp(
-        source, config.profile, "golem-proxy", resend_target=through, payload_budget=budget
+        source,
+        config.profile,
+        "golem-proxy",
+        resend_target=through,
+        payload_budget=budget,
+        buffer=buffer,
     )
-    source.start_ahead(app.buffer)
     try:
         app.run()
     finally:
