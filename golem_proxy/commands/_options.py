@@ -9,8 +9,6 @@ from typing import Optional
 
 from golem_core.profiles import PROFILES
 
-from ..live.observer_link import HOLD_LIMIT
-from ..live.proxy_options import RESTARTS
 from ..net.addresses import Address
 from ._common import address_arg, count_arg, seconds_arg, trace_path_arg
 
@@ -77,6 +75,10 @@ def add_observer(
 ) -> None:
     """Add ``--observer`` (one of `OBSERVER_PLACES`, ``default`` when absent) and
     ``--observer-hold`` (seconds, `HOLD_LIMIT` when absent); each command words its own help."""
+    # Here, not at the top: a command that reads a recording does not import the live stack.
+    from ..live.observer_link import HOLD_LIMIT
+    from ..live.proxy_options import RESTARTS
+
     parser.add_argument("--observer", choices=OBSERVER_PLACES, default=default, help=help)
     parser.add_argument(
         "--observer-hold",

@@ -351,6 +351,17 @@ def test_a_command_run_imports_its_own_module_only() -> None:
     assert result.stdout.strip().splitlines()[-1] == "['golem_proxy.commands.show']"
 
 
+def test_reading_a_recording_imports_no_part_of_the_live_proxy() -> None:
+    probe = (
+        "import sys; from golem_proxy.cli import main; main(['show', '--help']); "
+        "print(sorted(m for m in sys.modules if m.startswith(('golem_proxy.live', 'trio'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_the_help_before_a_command_lists_every_command() -> None:
     result = run_cli("--help", "show")
     assert result.returncode == 0
