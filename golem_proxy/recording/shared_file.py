@@ -105,12 +105,19 @@ def cut_unfinished_line(record: RecordingFile) -> int:
     where the last complete line ends (the file's new size). Done as soon as the death is
     known, before a new observing process is handed the recording: what it reads back then
     ends with the dead process's last whole line. Raises OSError."""
+    end, _ = _cut(record)
+    return end
+
+
+def _cut(record: RecordingFile) -> tuple[int, int]:
+    """Cut an unfinished last line off; returns where the last complete line ends and the
+    ``seq`` it starts with (0 for the header)."""
     size = os.fstat(record.read_fd).st_size
     with open(os.dup(record.read_fd), "rb") as recording:
-        end, _ = _last_line(recording, size)
+        end, last_seq = _last_line(recording, size)
     if end < size:
         os.ftruncate(record.write_fd, end)
-    return end
+    return end, last_seq
 
 
 def _append_session_line(
@@ -118,10 +125,7 @@ def _append_session_line(
 ) -> tuple[int, int]:
     """Cut an unfinished last line off and write a session line after the last complete one.
     Returns the line's ``seq`` and where the file now ends."""
-    size = os.fstat(record.read_fd).st_size
-    with open(os.dup(record.read_fd), "rb") as recording:
-        end, last_seq = _last_line(recording, size)
-    os.ftruncate(record.write_fd, end)
+    end, last_seq = _cut(record)
     line = session_line(last_seq + 1, t, kind, detail)
     written = 0
     while written < len(line):  # a regular file takes it whole; a short write goes on

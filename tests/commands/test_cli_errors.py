@@ -338,28 +338,27 @@ def test_the_headless_plugin_names_its_busy_port(busy_port: int) -> None:
         )
 
 
-def test_a_command_run_imports_its_own_module_only() -> None:
-    """Each start of the command line imports the command it runs, not every command's."""
+def _imported_by_show_help(which: str) -> str:
+    """The modules ``golem-proxy show --help`` imported, in a fresh interpreter, that the
+    expression ``which`` (over a module name ``m``) keeps, as a sorted list's text."""
     probe = (
         "import sys; from golem_proxy.cli import main; main(['show', '--help']); "
-        "print(sorted(m for m in sys.modules if m.startswith('golem_proxy.commands.') "
-        "and not m.split('.')[-1].startswith('_')))"
+        f"print(sorted(m for m in sys.modules if {which}))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=False
     )
-    assert result.stdout.strip().splitlines()[-1] == "['golem_proxy.commands.show']"
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_a_command_run_imports_its_own_module_only() -> None:
+    """Each start of the command line imports the command it runs, not every command's."""
+    commands = "m.startswith('golem_proxy.commands.') and not m.split('.')[-1].startswith('_')"
+    assert _imported_by_show_help(commands) == "['golem_proxy.commands.show']"
 
 
 def test_reading_a_recording_imports_no_part_of_the_live_proxy() -> None:
-    probe = (
-        "import sys; from golem_proxy.cli import main; main(['show', '--help']); "
-        "print(sorted(m for m in sys.modules if m.startswith(('golem_proxy.live', 'trio'))))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=False
-    )
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert _imported_by_show_help("m.startswith(('golem_proxy.live', 'trio'))") == "[]"
 
 
 def test_the_help_before_a_command_lists_every_command() -> None:
