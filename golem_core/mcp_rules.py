@@ -62,8 +62,8 @@ R_CONTENT = Rule(
 R_STDOUT = Rule(
     "mcp.stdio.stdout-not-jsonrpc",
     Severity.ERROR,
-    "The server writes nothing to stdout that is not a JSON-RPC message: any other line "
-    "breaks every MCP client.",
+    "The server writes nothing to stdout that is not a JSON-RPC message: a client reports "
+    "any other line as an error and drops it, or fails on it.",
     f"{_SPEC} § Transports, stdio",
 )
 

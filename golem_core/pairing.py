@@ -4,7 +4,9 @@ Responses are paired with requests by id (``1`` and ``"1"`` differ, as on the wi
 first out when a client reuses an id. A reply without a usable id (GOLEM answers an unparseable
 request with ``id: null``; Scrybe with ``id: 0``) goes to the oldest request that could not be
 parsed. When a reply's id matches nothing but exactly one request is outstanding, the two are
-paired anyway, so the contract check can report the id that was not echoed.
+paired anyway, so the contract check can report the id that was not echoed: the sequential
+client of GOLEM or Scrybe takes it as its answer. Not where clients pair by id
+(`Profile.replies_by_id`, MCP): there such a reply answers nothing.
 
 Memory is bounded: a request the protocol never answers (a JSON-RPC notification) is not held,
 and past ``max_pending`` outstanding requests (or ``max_pending_bytes`` of their sizes) the
@@ -111,7 +113,7 @@ class Correlator(Generic[T]):
             queue = self._by_key.get(key)
             if queue:
                 return self._forget(queue[0])
-        if len(self._order) == 1:
+        if len(self._order) == 1 and not self.profile.replies_by_id:
             return self._forget(next(iter(self._order.values())))
         return None
 

@@ -106,6 +106,12 @@ class Profile(abc.ABC):
     not the direction it travels, say whether it is a request or a response, and a client's
     frame may answer a request of the server. False: every client frame is a request, every
     server frame a response (GOLEM)."""
+    replies_by_id: bool = False
+    """Whether this protocol's clients hand a reply to the request whose id it carries, and to
+    nothing else (MCP: a reply with an unknown id, or a line that is no JSON object, is not
+    an answer, and a client reads on). False: the client takes the next reply it reads as the
+    answer to its one outstanding request, whatever it holds (GOLEM's and Scrybe's sequential
+    clients), so such a reply answers the only request outstanding."""
     builtin_methods: tuple[str, ...] = ()
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""
@@ -264,6 +270,13 @@ class Profile(abc.ABC):
         """True when ``message`` is the reply a server gives to a request it could not parse
         (GOLEM: a null id)."""
         return message.id is None
+
+    def is_reply(self, message: Message) -> bool:
+        """Whether ``message``, typed a response, is a reply at all: pairing looks for the
+        request it answers, and one that answers none is an orphan. Always, unless replies go
+        by id (`replies_by_id`): then only a JSON object is one, and a line that is no JSON
+        object (a server's stray print on stdout) answers nothing and is no orphan either."""
+        return not self.replies_by_id or isinstance(message.obj, dict)
 
     @abc.abstractmethod
     def request_ids(self) -> Iterator[Any]:

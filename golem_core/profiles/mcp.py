@@ -83,9 +83,16 @@ class McpProfile(JsonRpcNdjsonProfile):
     id_description = "a string or an integer"
     tool_layer = True
     result_failures = TOOL_FAILURES
+    replies_by_id = True  # an MCP client routes a reply by its id, and reads past other lines
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         return ()  # the stdio hop is `golem-proxy mcp`'s, never a listening route
+
+    def answers_unparseable(self, message: Message) -> bool:
+        # JSON-RPC 2.0: the error answering a request whose id could not be read has a null
+        # id (0 is an id like any other here, unlike on Scrybe's wire).
+        obj = message.obj
+        return message.id is None and isinstance(obj, dict) and "error" in obj
 
     def id_is_valid(self, ident: Any) -> bool:
         return isinstance(ident, str) or is_json_int(ident)

@@ -110,6 +110,13 @@ class Flow:
         return self._gap_size(Direction.S2C)
 
     @property
+    def orphan(self) -> bool:
+        """The row is a response that answers no outstanding request, as the tap decided (one
+        without a request and without that verdict answers a request not observed, or is no
+        reply at all)."""
+        return self.request is None and self.response is not None and self.response.orphan
+
+    @property
     def asked_by_server(self) -> bool:
         """The request (or notification) came from the server: its answer travels c2s."""
         return self.request is not None and self.request.direction is Direction.S2C

@@ -149,7 +149,7 @@ class McpAuditor:
         shown = frame.payload[:80].decode("utf-8", "replace")
         text = (
             f"the server wrote {frame.size} bytes to stdout that are not JSON-RPC "
-            f"({shown!r}): every MCP client breaks on this line"
+            f"({shown!r}): a client reports it as an error and drops it, or fails on it"
         )
         return [self._finding(violation(R_STDOUT, text), flow, Direction.S2C)]
 

@@ -139,7 +139,7 @@ def method_label(flow: Flow) -> str:
     if flow.gap is not None:  # its status says which (unobserved:REASON); no orphan
         return "<gap>"
     if flow.request is None:
-        return "<orphan>"
+        return "<orphan>" if flow.orphan else "<unpaired>"
     if isinstance(flow.request.message, Malformed):
         return "<malformed>"
     return "<unknown>"

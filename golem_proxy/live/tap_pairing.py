@@ -29,14 +29,19 @@ answers that pair with nothing are theirs, as for a request too large to observe
 class Answered:
     """What a response answers: ``request`` (its frame), or a request it cannot be paired
     with (``unseen``: one too large to observe, lost in a gap, or let go past the pending
-    limits), or nothing (an orphan)."""
+    limits), or nothing (an orphan). ``reply`` False: it is no reply at all (`Profile.is_reply`:
+    an MCP server's stray line), so it answers nothing and is no orphan."""
 
     request: Optional[FrameSeen]
     unseen: bool = False
+    reply: bool = True
 
     @property
     def orphan(self) -> bool:
-        return self.request is None and not self.unseen
+        return self.request is None and not self.unseen and self.reply
+
+
+NOT_A_REPLY = Answered(None, reply=False)
 
 
 class ConnectionPairing:
@@ -115,7 +120,10 @@ class ConnectionPairing:
     def answer(self, asker: Direction, message: Message) -> Answered:
         """What the response ``message`` to a request sent ``asker`` answers (and forget
         that request)."""
-        pending = self._correlators[asker].match_response(message)
+        correlator = self._correlators[asker]
+        if not correlator.profile.is_reply(message):
+            return NOT_A_REPLY
+        pending = correlator.match_response(message)
         lost_after = self._lost_after[asker]
         if pending is not None:
             if lost_after is None:

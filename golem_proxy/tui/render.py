@@ -129,4 +129,6 @@ def flow_label(flow: Flow) -> str:
         return "(frame error)"
     if flow.gap is not None:  # its status says which (unobserved:REASON); no orphan
         return "(gap)"
-    return "(malformed)" if flow.request is not None else "(orphan response)"
+    if flow.request is not None:
+        return "(malformed)"
+    return "(orphan response)" if flow.orphan else "(unpaired response)"

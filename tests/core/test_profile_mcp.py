@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from golem_core.messages import ErrorResponse, Malformed, Request, Response, Role
-from golem_core.profiles import MCP
+from golem_core.pairing import Correlator
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP
 from golem_core.profiles.mcp import is_notification, tool_call_failed, tool_name
 
 
@@ -97,3 +98,49 @@ def test_a_tool_call_fails_on_an_error_object_as_its_structured_content() -> Non
         False,
     ]
     assert MCP.outcome(call, passed_through).text == "INVALID_PARAMS (in result)"
+
+
+def test_replies_go_by_id_only_and_a_line_that_is_no_object_is_no_reply() -> None:
+    # An MCP client hands a reply to the request whose id it carries and reads past anything
+    # else: with one request outstanding, a reply naming another id answers nothing.
+    correlator: Correlator[str] = Correlator(MCP)
+    correlator.add_request(
+        parse({"jsonrpc": "2.0", "id": 2, "method": "tools/call"}, Role.REQUEST), "call"
+    )
+    stray = parse({"jsonrpc": "2.0", "id": 9, "result": {}}, Role.RESPONSE)
+    assert correlator.match_response(stray) is None
+    junk = MCP.parse(b"Server ready on stdio", Role.RESPONSE)
+    assert not MCP.is_reply(junk)
+    assert MCP.is_reply(stray)
+    answer = parse({"jsonrpc": "2.0", "id": 2, "result": {}}, Role.RESPONSE)
+    pending = correlator.match_response(answer)
+    assert pending is not None and pending.context == "call"
+
+
+def test_the_sequential_clients_take_the_next_reply_as_their_answer() -> None:
+    # GOLEM's and Scrybe's clients read the next reply as the answer to their one request: a
+    # wrong id is paired (and reported by the exchange's check), as is a line that is no JSON.
+    requests = (
+        (GOLEM, {"id": "2", "method": "m", "params": {}}),
+        (JSONRPC_NDJSON, {"jsonrpc": "2.0", "id": 2, "method": "m", "params": {}}),
+    )
+    for profile, obj in requests:
+        correlator: Correlator[str] = Correlator(profile)
+        request = profile.parse(profile.encode_payload(obj), Role.REQUEST)
+        correlator.add_request(request, "call")
+        junk = profile.parse(b"not json", Role.RESPONSE)
+        assert profile.is_reply(junk)
+        pending = correlator.match_response(junk)
+        assert pending is not None and pending.context == "call"
+
+
+def test_only_a_null_id_error_answers_an_unparseable_request() -> None:
+    null_id = parse(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "x"}}, Role.RESPONSE
+    )
+    zero_id = parse(
+        {"jsonrpc": "2.0", "id": 0, "error": {"code": -32700, "message": "x"}}, Role.RESPONSE
+    )
+    assert MCP.answers_unparseable(null_id)
+    assert not MCP.answers_unparseable(zero_id)  # id 0 is an id like any other in MCP
+    assert not MCP.answers_unparseable(MCP.parse(b"junk", Role.RESPONSE))

@@ -4,7 +4,7 @@ answers a request too large to observe."""
 
 from __future__ import annotations
 
-from golem_core.profiles import GOLEM, JSONRPC_NDJSON
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen, ViolationSeen
 from golem_proxy.live.tap import ConnectionTap, ObserveLimits
 
@@ -162,4 +162,24 @@ def test_after_a_restart_a_reused_id_pairs_with_the_request_sent_after_it() -> N
     tap.process(Direction.S2C, ANSWER % 5 + ANSWER % 6, 0.4)
     paired = [(answers, orphan) for d, _, _, answers, orphan in frames(events) if d == "s2c"]
     assert paired == [(2, False), (1, False)]
+    assert tap.outstanding() == 0
+
+
+def test_an_mcp_servers_stray_line_answers_nothing_and_the_real_answer_pairs() -> None:
+    # A banner or a print() on the server's stdout, while a call is outstanding: the MCP
+    # client reads past it, and the call is answered by the line that carries its id.
+    events: list[Event] = []
+    tap = ConnectionTap(1, "mcp", MCP, events.append)
+    tap.process(Direction.C2S, CALL % 2, 0.1)
+    tap.process(Direction.S2C, b"Starting GOLEM server...\n" + ANSWER % 2, 0.2)
+    assert frames(events) == [
+        ("c2s", 0, True, None, False),
+        ("s2c", 0, False, None, False),  # no reply: answers nothing, no orphan either
+        ("s2c", 1, False, 0, False),
+    ]
+    [exchange] = [e for e in events if isinstance(e, ExchangeCompleted)]
+    assert exchange.response.index == 1
+    rules = [e.violation.rule for e in events if isinstance(e, ViolationSeen)]
+    assert "pairing.orphan-response" not in rules
+    assert rules == ["jsonrpc.response.json"]  # what it is, said once
     assert tap.outstanding() == 0

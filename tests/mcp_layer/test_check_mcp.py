@@ -123,7 +123,7 @@ def test_every_mcp_rule_broken_is_reported(broken: Path) -> None:
         "$.result.isError",
     }
     stdout = rules["mcp.stdio.stdout-not-jsonrpc"][0]["message"]
-    assert "'starting up'" in stdout and "every MCP client breaks" in stdout
+    assert "'starting up'" in stdout and "reports it as an error and drops it" in stdout
     # The envelope is the mcp profile's: the request without "jsonrpc" is flagged ...
     assert len(rules["jsonrpc.request.envelope"]) == 1
     # ... and no GOLEM rule is applied to the MCP hop.
