@@ -101,8 +101,9 @@ class McpAuditor:
             return found
         message = request.message
         if response is None or not isinstance(response.message, (Response, ErrorResponse)):
-            # Its answer may come as an orphan: a line that is not JSON-RPC, written while
-            # it was outstanding, was taken for its answer.
+            # Its answer may come as an orphan: in recordings made before MCP replies were
+            # paired by id only, a line that is not JSON-RPC, written while it was
+            # outstanding, was taken for its answer.
             self._unpaired[(flow.conn, _id_key(message.id))] = (flow, message)
             while len(self._unpaired) > MAX_PENDING:
                 del self._unpaired[next(iter(self._unpaired))]

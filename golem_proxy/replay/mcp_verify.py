@@ -140,6 +140,8 @@ async def play(
             check.problem = answer
         elif step.tool is not None and step.answer is not None:
             check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
+        elif step.tool is not None:
+            check.problem = "answered now, unanswered in the recording"
         elif step.tool is None and "error" in answer and "error" not in (step.answer or {}):
             check.problem = f"answered with an error: {_error_text(answer)}"
     return result

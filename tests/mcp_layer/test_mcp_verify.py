@@ -190,3 +190,36 @@ def test_a_live_plugin_with_other_guids_is_followed_through_the_map(tmp_path: Pa
         )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "all 2 tool calls match" in done.stdout
+
+
+def _without_last_answer(recording: Path, out: Path) -> str:
+    """``recording`` with its last tool call's answer taken out (the server was killed while
+    it ran): returns the tool's name."""
+    lines = recording.read_bytes().splitlines(keepends=True)
+    events = [json.loads(line) for line in lines]
+    last = max(
+        (e for e in events if e.get("kind") == "frame" and e.get("method") == "tools/call"),
+        key=lambda e: e["n"],
+    )
+    conn, index = last["conn"], last["n"]
+
+    def is_answer(e: dict[str, object]) -> bool:
+        if e.get("conn") != conn:
+            return False
+        if e.get("kind") == "frame":
+            return e.get("answers") == index
+        return e.get("kind") == "exchange" and e.get("req") == index
+
+    out.write_bytes(b"".join(line for line, e in zip(lines, events) if not is_answer(e)))
+    return str(last["msg"]["params"]["name"])
+
+
+def test_a_call_unanswered_in_the_recording_that_is_answered_now_differs(
+    recording: Path, tmp_path: Path
+) -> None:
+    cut = tmp_path / "killed-mid-call.jsonl"
+    tool = _without_last_answer(recording, cut)
+    done = mcp_verify(str(cut))
+    assert done.returncode == 1, done.stdout + done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith(tool))
+    assert "answered now, unanswered in the recording" in row

@@ -242,7 +242,10 @@ def _summary(flow: Flow, profile: Profile, under: Sequence[Flow] = ()) -> Text:
     if failed is not None:
         text.append(f"\ntool call {safe_text(tool_of(flow) or '?')}", style="bold")
         text.append(f"({safe_text(arguments_summary(flow, 200))})")
-        text.append("  isError" if failed else "  ok", style="bold red" if failed else "green")
+        # The row's own status: `isError` only when the model was told so; a failure the
+        # plugin reported inside a success result reads as such (the model saw no isError).
+        shown = safe_text(flow.status(profile)) if failed else "ok"
+        text.append(f"  {shown}", style="bold red" if failed else "green")
     cause = cause_text(flow)
     if cause is not None:
         text.append(f"\n{safe_text(cause)}", style="cyan")

@@ -1,0 +1,52 @@
+"""The detail pane's summary of an MCP tool call says what the model was told: ``isError``
+only when the result said so, a failure inside a success result by its own name."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from golem_core.messages import Role
+from golem_core.profiles import MCP
+from golem_proxy.analysis.flows import Flow
+from golem_proxy.events import Direction, FrameSeen
+from golem_proxy.tui.widgets.detail import _summary
+
+
+def frame(direction: Direction, obj: Any, t: float) -> FrameSeen:
+    payload = json.dumps(obj).encode()
+    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+    return FrameSeen(
+        conn=1, route="mcp", direction=direction, index=0, t=t, size=len(payload),
+        payload=payload, message=MCP.parse(payload, role),
+    )  # fmt: skip
+
+
+def tool_call(result: Any) -> Flow:
+    request = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "boolean_union", "arguments": {"guids": ["a"]}}}  # fmt: skip
+    flow = Flow(1, 1, "mcp", request=frame(Direction.C2S, request, 1.0))
+    flow.response = frame(Direction.S2C, {"jsonrpc": "2.0", "id": 3, "result": result}, 1.5)
+    flow.outcome = MCP.outcome(flow.request.message, flow.response.message)  # type: ignore[union-attr]
+    return flow
+
+
+def tool_line(flow: Flow) -> str:
+    text = _summary(flow, MCP).plain
+    return next(line for line in text.splitlines() if line.startswith("tool call"))
+
+
+def test_a_failure_inside_a_success_result_is_not_called_is_error() -> None:
+    error = {"success": False, "error": {"code": "INVALID_PARAMS", "message": "one guid"}}
+    result = {"content": [{"type": "text", "text": "x"}], "structuredContent": error,
+              "isError": False}  # fmt: skip
+    line = tool_line(tool_call(result))
+    assert "isError" not in line
+    assert line.endswith(tool_call(result).status(MCP))
+    assert line.endswith("success: false")  # the status the table shows for it
+
+
+def test_is_error_and_success_read_as_the_model_saw_them() -> None:
+    failed = tool_line(tool_call({"content": [], "isError": True}))
+    assert failed.endswith("isError")
+    assert tool_line(tool_call({"content": []})).endswith("  ok")
