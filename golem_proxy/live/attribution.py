@@ -7,9 +7,10 @@ decoded before any GOLEM frame the server sent after reading it, and its respons
 GOLEM frame the server sent before answering.
 
 The MCP tap's events pass through `ToolCallTracker.watch`, which keeps the ``tools/call``
-requests in flight (from the request until its response, its ``notifications/cancelled`` or
-the end of the MCP connection). Every GOLEM frame passes through `ToolCallTracker.annotate`
-and carries the calls in flight at that moment (`FrameSeen.tool_calls`): exactly one is the
+requests in flight (from the request until its response or the end of the MCP connection; a
+``notifications/cancelled`` does not end one: a server may go on with it, and may still
+answer it, as the `mcp` SDK's servers do). Every GOLEM frame passes through
+`ToolCallTracker.annotate` and carries the calls in flight at that moment (`FrameSeen.tool_calls`): exactly one is the
 call that caused it, none means "no tool call", several mean "ambiguous" (all are named).
 Views read the decision from the event; none re-derives it.
 """
@@ -18,11 +19,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Optional
+from typing import Any
 
-from golem_core.messages import Request, method_of
+from golem_core.messages import Request
 from golem_core.profiles import Profile
-from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, tool_name
+from golem_core.profiles.mcp import TOOLS_CALL, tool_name
 
 from ..events import ConnectionClosed, Direction, Event, FrameSeen, ToolCallRef
 
@@ -35,9 +36,6 @@ never gives them) must not grow this without bound. Past it the oldest is let go
 
 class ToolCallTracker:
     """The ``tools/call`` requests in flight on the MCP hop; see the module docstring."""
-
-    NOTICES = (CANCELLED,)
-    """The notifications, besides a call and its answer, that change what is in flight."""
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
@@ -80,11 +78,6 @@ class ToolCallTracker:
             if len(self._in_flight) > MAX_IN_FLIGHT:
                 self._in_flight.popitem(last=False)
                 self.let_go += 1
-        elif method_of(message) == CANCELLED and isinstance(message.obj, dict):
-            # A notification: typed today as a request without an id, whatever its type.
-            cancelled = _cancelled_key(message.obj)
-            if cancelled is not None:
-                self._in_flight.pop((event.conn, cancelled), None)
 
     def take_over(self, frame: FrameSeen) -> None:
         """A frame the recording shows in flight when the observing process before this one
@@ -109,11 +102,3 @@ class ToolCallTracker:
         """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded."""
         return dataclasses.replace(frame, tool_calls=tuple(self._in_flight.values()))
 
-
-def _cancelled_key(obj: dict[str, Any]) -> Optional[tuple[str, Any]]:
-    """The correlation key of the request a ``notifications/cancelled`` names."""
-    params = obj.get("params")
-    ident = params.get("requestId") if isinstance(params, dict) else None
-    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
-        return None
-    return (type(ident).__name__, ident)

@@ -188,8 +188,9 @@ def test_an_answer_to_a_request_the_recording_does_not_hold_is_no_orphan(
 
 
 def test_the_tool_calls_in_flight_are_in_flight_again(tmp_path: Path) -> None:
-    """With an MCP layer, the calls recorded and neither answered nor cancelled are the
-    tracker's again, in their order; the GOLEM routes' taps resume as any other."""
+    """With an MCP layer, the calls recorded and not answered are the tracker's again, in
+    their order, a cancelled one too (it is in flight until its answer, as without a
+    restart); the GOLEM routes' taps resume as any other."""
     path = tmp_path / "mcp.jsonl"
     session = TappedSession(path, MCP)
     session.open(1)
@@ -214,7 +215,7 @@ def test_the_tool_calls_in_flight_are_in_flight_again(tmp_path: Path) -> None:
         os.close(fd)
     assert layers.tracker is not None
     in_flight = [(ref.id, ref.tool, ref.index) for ref in layers.tracker.in_flight]
-    assert in_flight == [(1, "one", 0), (4, "four", 3)]
+    assert in_flight == [(1, "one", 0), (2, "two", 1), (4, "four", 3)]
     assert points[1].next_n == (5, 1) and not points[2].opened
     # The call still waits for its answer (cancelled: it may never come, as without a
     # restart).
