@@ -10,8 +10,9 @@ The MCP tap's events pass through `ToolCallTracker.watch`, which keeps the ``too
 requests in flight (from the request until its response or the end of the MCP connection; a
 ``notifications/cancelled`` does not end one: a server may go on with it, and may still
 answer it, as the `mcp` SDK's servers do). Every GOLEM frame passes through
-`ToolCallTracker.annotate` and carries the calls in flight at that moment (`FrameSeen.tool_calls`): exactly one is the
-call that caused it, none means "no tool call", several mean "ambiguous" (all are named).
+`ToolCallTracker.annotate` and carries the calls in flight at that moment
+(`FrameSeen.tool_calls`): exactly one is the call that caused it, none means "no tool call",
+several mean "ambiguous" (all are named).
 Views read the decision from the event; none re-derives it.
 """
 
@@ -101,4 +102,3 @@ class ToolCallTracker:
     def annotate(self, frame: FrameSeen) -> FrameSeen:
         """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded."""
         return dataclasses.replace(frame, tool_calls=tuple(self._in_flight.values()))
-
