@@ -282,6 +282,9 @@ class ToolCall:
 
     flow: Flow
     golem: list[Flow] = field(default_factory=list)
+    shared: list[Flow] = field(default_factory=list)
+    """GOLEM flows sent while this call overlapped others: each names every candidate, so
+    this call's Rhino time is unknown while it has any."""
 
     @property
     def number(self) -> int:
@@ -362,6 +365,10 @@ class TwoLayerBuilder:
             return
         attribution = index.attribution(flow)
         number = attribution.number
+        if attribution.state == AMBIGUOUS:
+            for candidate in attribution.numbers:
+                if candidate is not None and candidate in self._calls:
+                    self._calls[candidate].shared.append(flow)
         if number is not None and number in self._calls:
             self._calls[number].golem.append(flow)
         elif not self.keep:

@@ -22,7 +22,8 @@ __all__ = ["ToolStats", "ToolStatsBuilder"]
 @dataclass(frozen=True)
 class ToolStats:
     """One tool's row. Times in seconds; the Rhino and server shares are means per
-    answered call."""
+    answered call whose GOLEM flows are all its own (a call that overlapped others shares
+    some: `shared_flows`, and how its time splits is unknown)."""
 
     tool: str
     calls: int
@@ -32,6 +33,9 @@ class ToolStats:
     latency: LatencySummary
     rhino_mean: Optional[float]
     server_mean: Optional[float]
+    shared_flows: int = 0
+    split_calls: int = 0
+    """The answered calls the Rhino and server means are over."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +47,8 @@ class ToolStats:
             "latency": self.latency.to_json(),
             "rhino_mean_ms": json_ms(self.rhino_mean),
             "server_mean_ms": json_ms(self.server_mean),
+            "shared_golem_flows": self.shared_flows,
+            "split_calls": self.split_calls,
         }
 
 
@@ -66,8 +72,9 @@ class ToolStatsBuilder:
 
 def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
     answered = [call for call in calls if call.latency is not None]
-    rhino = [call.rhino_time for call in answered]
-    server = [call.server_time or 0.0 for call in answered]
+    split = [call for call in answered if not call.shared]
+    rhino = [call.rhino_time for call in split]
+    server = [call.server_time or 0.0 for call in split]
     return ToolStats(
         tool,
         len(calls),
@@ -77,4 +84,6 @@ def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
         summarize_latencies(call.latency for call in answered if call.latency is not None),
         sum(rhino) / len(rhino) if rhino else None,
         sum(server) / len(server) if server else None,
+        len({flow.number for call in calls for flow in call.shared}),
+        len(split),
     )

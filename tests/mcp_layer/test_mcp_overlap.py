@@ -12,7 +12,7 @@ from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.cli_helpers import reap
+from tests.support.cli_helpers import reap, run_cli
 
 from .mcp_helpers import INITIALIZE, call_tools, environment, rpc_line, start_piped, wrapped
 
@@ -64,6 +64,17 @@ def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
     ambiguous = [f for f in frames if len(f.tool_calls or ()) == 2 and f.direction.value == "c2s"]
     attributed = sum(len(call.golem) for call in calls)
     assert attributed == sum(1 for f in frames if f.direction.value == "c2s") - len(ambiguous)
+    # Each call knows the flows it shares, and its Rhino time is not guessed from its own.
+    for call in calls:
+        assert len(call.shared) == len(ambiguous)
+    done = run_cli("stats", str(record), "--json")
+    assert done.returncode == 0, done.stderr
+    rows = {row["tool"]: row for row in json.loads(done.stdout)["tools"]}
+    assert {row["shared_golem_flows"] for row in rows.values()} == {len(ambiguous)}
+    assert rows["list_layers"]["split_calls"] == 0
+    assert rows["list_layers"]["rhino_mean_ms"] is None
+    table = " ".join(run_cli("stats", str(record), env=environment(COLUMNS="200")).stdout.split())
+    assert "shared" in table and "each names every candidate" in table
 
 
 def test_attribution_holds_when_golem_frames_are_decoded_inline(tmp_path: Path) -> None:
