@@ -72,6 +72,9 @@ class FaultRelay:
         self.locks = {Direction.C2S: trio.Lock(), Direction.S2C: trio.Lock()}
         self.scope = trio.CancelScope()
         """What ends the connection: its pumps' own, set when they start (`pump`)."""
+        self._held_request: Optional[tuple[Frame, float]] = None
+        """A request held by ``--intercept`` and not recorded yet: if it is lost, the client
+        sent it all the same, and its flow (unanswered) needs its frame (`_record_held`)."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
@@ -202,7 +205,18 @@ class FaultRelay:
         self.conn.publish_in_order(self.publish, event)
 
     def _announce_held(self, held: HeldFrame, kind: InterceptKind, detail: str) -> None:
+        if kind is InterceptKind.LOST:
+            self._record_held()  # first: the step lands on the flow of the frame it lost
         self._announce(held.direction, kind, detail, held.method)
+
+    def _record_held(self) -> None:
+        """Record the request held now, though never forwarded, as a dropped request is (its
+        bytes do not count as forwarded): before the end of the client's stream, which the
+        tap must see after every frame the client sent."""
+        held, self._held_request = self._held_request, None
+        if held is not None:
+            frame, t = held
+            self.conn.observe(Direction.C2S, frame.raw, t, frame)
 
     # A client that goes away while its frame is held.
     def _holding_response(self, direction: Direction) -> bool:
@@ -222,6 +236,7 @@ class FaultRelay:
         conn = self.conn
         self._mark_gone("the client closed the connection")
         async with self.locks[Direction.C2S]:
+            self._record_held()
             conn.eof[Direction.C2S] = True
             conn.observe(Direction.C2S, b"", self.now())
         conn.note("client closed while a frame was held", True)
@@ -264,9 +279,13 @@ class FaultRelay:
         watch = None
         if direction is Direction.C2S:  # a held response is watched for by the request pump
             watch = self._watch_client
-        ruling = await self.intercept.hold(
-            direction, frame.payload, frame.size, self.now(), self._announce_held, watch
-        )
+            self._held_request = (frame, _or_now(sent_at, self.now))
+        try:
+            ruling = await self.intercept.hold(
+                direction, frame.payload, frame.size, self.now(), self._announce_held, watch
+            )
+        finally:
+            self._held_request = None
         if ruling is None:
             return await self._faulted(direction, frame, sent_at)
         decision = ruling.decision

@@ -274,6 +274,8 @@ async def test_a_frame_held_when_the_proxy_stops_is_reported_not_sent(
     assert kinds(proxy) == ["intercept:held", "intercept:lost"]
     assert "not sent: the connection ended while the request was held" in (steps(proxy)[1].detail)
     assert engine.held() == []
+    sent = [e for e in proxy.of_type(FrameSeen) if e.direction is Direction.C2S]
+    assert [e.method for e in sent] == ["scene.create_layer"]  # recorded, never forwarded
     await client.stream.aclose()
 
 
@@ -317,8 +319,11 @@ async def test_a_held_request_whose_client_goes_is_lost_at_once_never_sent(
     assert lost.method == "scene.create_layer" and lost.direction is Direction.C2S
     await stop_proxy(proxy)
     assert "Gone" not in await _layers(plugin[0])
+    # Nothing reached the plugin (above), but the client sent it: its frame is recorded, as a
+    # dropped request's is, and its flow is unanswered.
     sent = [e for e in proxy.of_type(FrameSeen) if e.direction is Direction.C2S]
-    assert [e.method for e in sent] == []  # nothing reached the plugin
+    assert [e.method for e in sent] == ["scene.create_layer"]
+    assert sent[0].expects_answer
 
 
 @pytest.mark.parametrize("how", ["reset", "close"])
