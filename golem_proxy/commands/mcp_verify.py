@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _verify(job: _Run) -> tuple[McpVerifyResult, list[dict[str, Any]]]:
-    engine = engine_for(job.trace, ReplayOptions())
+    engine = engine_for(job.trace, ReplayOptions(reuse_hint=None))
     listen = assign_routes(job.trace, ANY_PORT, ANY_PORT)
     server = ReplayServer(engine, listen)
     failed: Optional[ChildStartError] = None

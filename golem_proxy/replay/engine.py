@@ -110,8 +110,11 @@ class ReplayEngine:
         on_miss: MissPolicy = MissPolicy.ERROR,
         timing: Optional[float] = None,
         builtins: Optional[bool] = None,
+        reuse_hint: Optional[str] = None,
     ) -> None:
         self.index = index
+        self.reuse_hint = reuse_hint
+        """Said after a miss on answers used up (how to repeat them), when there is a way."""
         self.profile = profile or index.trace.profile
         self.on_miss = MissPolicy(on_miss)  # ValueError for anything else
         self.timing = timing
@@ -207,9 +210,9 @@ class ReplayEngine:
             known = ", ".join(index.methods(route)[:8]) or "none"
             return f"no recorded {method} on {route} (recorded methods: {known})"
         if index.last_for(key) is not None:
+            hint = f" ({self.reuse_hint})" if self.reuse_hint else ""
             return (
-                f"every recorded {method} with these params on {route} was already answered "
-                "(--reuse repeats the last answer)"
+                f"every recorded {method} with these params on {route} was already answered{hint}"
             )
         comparator = Comparator(float_tolerance=0.0, guids=self.guids, learn=False)
         live = index.keyer.comparable_params(method, params, self.guids)

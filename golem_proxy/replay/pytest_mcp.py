@@ -160,7 +160,7 @@ def _replayed(path: Path, options: dict[str, Any], written: str) -> Iterator[Gol
         pytest.fail(f"golem_mcp_session: cannot read {path}: {exc}", pytrace=False)
     except ValueError as exc:
         pytest.fail(f"golem_mcp_session options: {exc}", pytrace=False)
-    engine = engine_for(trace, ReplayOptions())
+    engine = engine_for(trace, ReplayOptions(reuse_hint=None))
     runner = BackgroundReplay(ReplayServer(engine, assign_routes(trace, ANY_PORT, ANY_PORT)))
     bound = list(runner.start().values())
     command = _wrapper(options["command"], written, bound[0], bound[-1])

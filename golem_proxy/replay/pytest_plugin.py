@@ -304,6 +304,7 @@ def _engine(path: str, mode: str, options: dict[str, Any]) -> ReplayEngine:
             reuse=bool(options.get("reuse", False)),
             on_miss=MissPolicy.ERROR if mode == "none" else MissPolicy.FORWARD,
             timing=parse_timing(str(options.get("timing", "none"))),
+            reuse_hint="golem_trace(..., reuse=True) repeats the last answer",
         ),
     )
 

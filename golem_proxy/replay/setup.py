@@ -37,6 +37,9 @@ class ReplayOptions:
     on_miss: MissPolicy = MissPolicy.ERROR
     timing: Optional[float] = None
     profile: Optional[str] = None
+    reuse_hint: Optional[str] = "--reuse repeats the last answer"
+    """What a miss on answers used up says the user can do (None: nothing, where reusing is
+    no option, as in mcp-verify)."""
 
 
 def parse_timing(text: str) -> Optional[float]:
@@ -82,7 +85,13 @@ def engine_for(trace: ExchangeTrace, options: ReplayOptions) -> ReplayEngine:
     profile = get_profile(options.profile) if options.profile else trace.profile
     keyer = Keyer(options.match, IgnoreRules.parse(options.ignore))
     index = ReplayIndex(trace, keyer, reuse=options.reuse)
-    return ReplayEngine(index, profile=profile, on_miss=options.on_miss, timing=options.timing)
+    return ReplayEngine(
+        index,
+        profile=profile,
+        on_miss=options.on_miss,
+        timing=options.timing,
+        reuse_hint=options.reuse_hint,
+    )
 
 
 def _merge(traces: list[ExchangeTrace]) -> ExchangeTrace:

@@ -14,7 +14,7 @@ from golem_proxy.net.addresses import Address
 from golem_proxy.replay.engine import Close, Forward, ReplayEngine, Reply, summary
 from golem_proxy.replay.index import ReplayIndex, load_exchanges
 from golem_proxy.replay.matching import IgnoreRules, Keyer, MatchMode
-from golem_proxy.replay.setup import assign_routes
+from golem_proxy.replay.setup import ReplayOptions, assign_routes
 from tests.support.traces import TraceBuilder
 
 from .traces import BOX, SPHERE, UNION, modelling_session
@@ -28,11 +28,12 @@ def engine_for(
     reuse: bool = False,
     on_miss: str = "error",
     timing: Optional[float] = None,
+    reuse_hint: Optional[str] = ReplayOptions().reuse_hint,
 ) -> ReplayEngine:
     index = ReplayIndex(
         load_exchanges(str(path)), Keyer(match, IgnoreRules.parse(ignore)), reuse=reuse
     )
-    return ReplayEngine(index, on_miss=on_miss, timing=timing)
+    return ReplayEngine(index, on_miss=on_miss, timing=timing, reuse_hint=reuse_hint)
 
 
 def request(method: str, params: Any = None, ident: Any = None, profile: Profile = GOLEM) -> bytes:
@@ -95,6 +96,14 @@ def test_repeated_identical_requests_are_answered_in_recorded_order(session: Pat
     assert isinstance(decision, Reply)
     message = json.loads(GOLEM.new_decoder().feed(decision.data)[0].payload)["error"]["message"]
     assert "already answered" in message and "--reuse" in message
+    # Where reusing is no option (mcp-verify's stand-in), the miss does not offer it.
+    engine = engine_for(session, reuse_hint=None)
+    for _ in range(2):
+        answer(engine, "scene.list_objects")
+    decision = engine.decide("main", request("scene.list_objects"))
+    assert isinstance(decision, Reply)
+    message = json.loads(GOLEM.new_decoder().feed(decision.data)[0].payload)["error"]["message"]
+    assert message.endswith("was already answered")
 
 
 def test_reuse_repeats_the_last_answer(session: Path) -> None:
