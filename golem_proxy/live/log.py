@@ -284,8 +284,14 @@ class EventLog:
             text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
         calls = exchange.request.tool_calls
         if calls:  # `golem-proxy mcp`: the tool call this exchange belongs to
-            tools = "|".join(safe_text(call.tool, _NAME) for call in calls)
-            text.append(f"  ⟵ {tools}" if len(calls) == 1 else f"  ⟵ ambiguous: {tools}", "cyan")
+            if len(calls) == 1:
+                text.append(f"  ⟵ {safe_text(calls[0].tool, _NAME)}", "cyan")
+            else:  # each by its MCP id too: overlapping calls are often of one tool
+                tools = "|".join(
+                    f"{safe_text(call.tool, _NAME)} id={safe_text(str(call.id), _NAME)}"
+                    for call in calls
+                )
+                text.append(f"  ⟵ ambiguous: {tools}", "cyan")
         return text
 
     def _shows_violation(self, event: events.ViolationSeen) -> bool:

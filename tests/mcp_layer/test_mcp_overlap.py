@@ -23,9 +23,9 @@ def tool_call(ident: int, name: str, arguments: dict[str, Any]) -> bytes:
 
 
 def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
-    record = tmp_path / "r.jsonl"
+    record, log = tmp_path / "r.jsonl", tmp_path / "live.log"
     with PluginProcess(seed=3) as plugin:
-        process = start_piped(wrapped(plugin, record))
+        process = start_piped(wrapped(plugin, record, "--log", str(log)))
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(INITIALIZE)
@@ -64,6 +64,11 @@ def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
     ambiguous = [f for f in frames if len(f.tool_calls or ()) == 2 and f.direction.value == "c2s"]
     attributed = sum(len(call.golem) for call in calls)
     assert attributed == sum(1 for f in frames if f.direction.value == "c2s") - len(ambiguous)
+    # The live log names each candidate by its id too (overlapping calls may share a tool).
+    candidates = [line for line in log.read_text().splitlines() if "⟵ ambiguous: " in line]
+    assert candidates and all(
+        line.endswith("⟵ ambiguous: list_layers id=1|create_layer id=2") for line in candidates
+    ), candidates
     # Each call knows the flows it shares, and its Rhino time is not guessed from its own.
     for call in calls:
         assert len(call.shared) == len(ambiguous)
