@@ -57,7 +57,7 @@ _OS_REASONS: dict[int, str] = {
     errno.EACCES: "permission denied",
     errno.EPERM: "operation not permitted",
     errno.EEXIST: "already exists",
-    errno.ELOOP: "is a symbolic link (not followed)",
+    errno.ELOOP: "is a symbolic link, not followed here (or a loop of them)",  # O_NOFOLLOW; a loop
     errno.ENOSPC: "no space left on the device",
 }
 

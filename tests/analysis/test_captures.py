@@ -102,7 +102,7 @@ def test_export_images_refuses_a_symbolic_link(
     os.symlink(victim, out / "flow-2.png")
     done = run_cli("export", str(path), "--format", "images", "--out", str(out))
     assert done.returncode == 2
-    assert "is a symbolic link (not followed)" in done.stderr
+    assert "is a symbolic link, not followed here" in done.stderr
     assert victim.read_text() == "keep me"
 
 
