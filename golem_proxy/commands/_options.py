@@ -5,6 +5,7 @@ type and wording, so ``show FILE`` and ``stats FILE`` cannot drift apart."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Optional
 
 from golem_core.profiles import PROFILES
@@ -60,10 +61,16 @@ def add_timeout(
 
 
 def add_profile(
-    parser: argparse.ArgumentParser, help: str, *, default: Optional[str] = "golem"
+    parser: argparse.ArgumentParser,
+    help: str,
+    *,
+    default: Optional[str] = "golem",
+    choices: Optional[Sequence[str]] = None,
 ) -> None:
-    """Add ``--profile``, one of the protocol profiles' names (`golem_core.profiles`)."""
-    parser.add_argument("--profile", choices=sorted(PROFILES), default=default, help=help)
+    """Add ``--profile``, one of the protocol profiles' names (`golem_core.profiles`), or of
+    ``choices`` where a command serves only some."""
+    names = sorted(PROFILES) if choices is None else list(choices)
+    parser.add_argument("--profile", choices=names, default=default, help=help)
 
 
 def add_observer(

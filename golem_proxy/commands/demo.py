@@ -65,8 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_profile(
         parser,
-        "golem (the headless plugin, default) or jsonrpc-ndjson (a stand-in Scrybe app)",
+        "golem (the headless plugin, default) or jsonrpc-ndjson (a stand-in Scrybe app); "
+        "for MCP, golem-proxy mcp wraps a server",
         default=GOLEM.name,
+        choices=(GOLEM.name, JSONRPC_NDJSON.name),
     )
     parser.add_argument("--seed", type=integer_arg, default=42, help="plugin seed (default 42)")
     parser.add_argument("--quiet", "-q", action="store_true", help="log problems only")

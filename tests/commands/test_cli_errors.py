@@ -95,6 +95,13 @@ def test_proxy_record_to_an_existing_file_names_overwrite(tmp_path: Path) -> Non
     assert existing.read_text() == "mine\n"
 
 
+def test_demo_offers_only_the_profiles_it_runs() -> None:
+    done = run_cli("demo", "--profile", "mcp")
+    assert one_line_error(done) == (
+        "demo --profile: invalid choice: 'mcp' (choose from 'golem', 'jsonrpc-ndjson')"
+    )
+
+
 def test_demo_out_to_an_existing_file_fails_before_starting(tmp_path: Path) -> None:
     existing = tmp_path / "demo.jsonl"
     existing.write_text("mine\n")
