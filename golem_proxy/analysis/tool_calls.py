@@ -13,7 +13,7 @@ For code that wants the tool calls of a recording and their GOLEM flows in one g
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -23,7 +23,7 @@ from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 
 from ..events import FrameSeen, ToolCallRef
 from .flows import Flow
-from .trace import json_text, open_flows
+from .trace import FlowReader, flow_to_json, json_text, open_flows
 
 __all__ = [
     "LAYER_GOLEM",
@@ -41,6 +41,7 @@ __all__ = [
     "caused_by",
     "is_tool_call",
     "layer_of",
+    "layered_json",
     "mcp_routes",
     "owner_key",
     "read_tool_calls",
@@ -274,6 +275,18 @@ def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[s
     if attribution.state == AMBIGUOUS:
         data["tool_call_candidates"] = list(attribution.numbers)
     return data
+
+
+def layered_json(reader: FlowReader) -> Iterator[tuple[Flow, dict[str, Any]]]:
+    """Every flow of ``reader`` as `show --json` gives it, in order: `flow_to_json` under its
+    route's profile, with its two-layer members (`two_layer_json`)."""
+    index = ToolCallIndex(mcp_routes(reader.route_profiles))
+    for flow in reader.flows():
+        index.note(flow)
+        profile = reader.profile_for(flow.route)
+        data = flow_to_json(flow, profile)
+        data.update(two_layer_json(flow, profile, index))
+        yield flow, data
 
 
 @dataclass

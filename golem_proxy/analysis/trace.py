@@ -30,7 +30,6 @@ from .flows import Flow, FlowTracker
 __all__ = [
     "FlowReader",
     "TraceError",
-    "flow_json_line",
     "flow_to_json",
     "json_ms",
     "json_text",
@@ -199,12 +198,6 @@ def json_ms(seconds: Optional[float]) -> Optional[float]:
     """``seconds`` in milliseconds to the microsecond, as the JSON outputs give durations;
     None (not measured) stays None."""
     return None if seconds is None else round(seconds * 1000, 3)
-
-
-def flow_json_line(flow: Flow, profile: Profile) -> str:
-    """One flow as a line of JSON (with its newline): what `show --json` and `export
-    --format jsonl` print."""
-    return json_text(flow_to_json(flow, profile)) + "\n"
 
 
 def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:

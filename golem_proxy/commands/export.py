@@ -13,7 +13,8 @@ from typing import IO
 from rich.text import Text
 
 from ..analysis.captures import captures, write_captures
-from ..analysis.trace import FlowReader, flow_json_line, open_flows
+from ..analysis.tool_calls import layered_json
+from ..analysis.trace import FlowReader, json_text, open_flows
 from ..interop.flow_table import FlowTableError, write_parquet
 from ..interop.tcp_export import write_pcapng
 from ..recording.format import replacing, write_private
@@ -85,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_flows(trace: FlowReader, stream: IO[bytes]) -> int:
     count = 0
-    for flow in trace.flows():
-        stream.write(flow_json_line(flow, trace.profile).encode("utf-8"))
+    for _, data in layered_json(trace):  # as `show --json`: two-layer members included
+        stream.write((json_text(data) + "\n").encode("utf-8"))
         count += 1
     return count
 

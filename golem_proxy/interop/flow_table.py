@@ -16,9 +16,10 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, Optional
 
-from ..analysis.trace import FlowReader, flow_to_json
+from ..analysis.tool_calls import layered_json
+from ..analysis.trace import FlowReader
 from ..recording.files import check_replaceable
 
 __all__ = [
@@ -51,10 +52,19 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("params", "JSON"),
     ("result", "JSON"),
     ("error_object", "JSON"),
+    ("id_type", "VARCHAR"),
+    ("layer", "VARCHAR"),
+    ("tool", "VARCHAR"),
+    ("tool_call", "BIGINT"),
+    ("attribution", "VARCHAR"),
 )
 """Name and DuckDB type of every column, in order. ``n`` is the flow's number in its trace
 (`show`'s ``#``), ``latency`` is in seconds, ``code`` the error code as text (GOLEM mixes
-numbers and names), ``status`` the outcome `show` prints."""
+numbers and names), ``status`` the outcome `show` prints, ``id_type`` whether the id was a
+JSON ``string`` or ``number`` (``1`` and ``"1"`` are different ids, one text in ``id``). The
+two layers of a `golem-proxy mcp` recording as `show --json` gives them: ``layer`` (``mcp``
+or ``golem``), ``tool`` (an MCP ``tools/call``'s), ``tool_call`` (the ``n`` of the call a
+GOLEM flow belongs to) and ``attribution`` (``call``, ``none``, ``ambiguous``, ``unknown``)."""
 
 
 class FlowTableError(Exception):
@@ -68,9 +78,7 @@ def column_spec() -> str:
 
 def flow_rows(trace: FlowReader, name: str) -> Iterator[dict[str, Any]]:
     """One row per flow of ``trace``, its ``trace`` column ``name``. Raises TraceError."""
-    profile = trace.profile
-    for flow in trace.flows():
-        data = flow_to_json(flow, profile)
+    for flow, data in layered_json(trace):
         request = data.get("request")
         response = data.get("response")
         latency = flow.latency
@@ -94,7 +102,18 @@ def flow_rows(trace: FlowReader, name: str) -> Iterator[dict[str, Any]]:
             "params": request.get("params") if isinstance(request, dict) else None,
             "result": response.get("result") if isinstance(response, dict) else None,
             "error_object": response.get("error") if isinstance(response, dict) else None,
+            "id_type": _id_type(data["id"]),
+            "layer": data["layer"],
+            "tool": data.get("tool"),
+            "tool_call": data.get("tool_call"),
+            "attribution": data.get("attribution"),
         }
+
+
+def _id_type(ident: Any) -> Optional[str]:
+    if ident is None:
+        return None
+    return "string" if isinstance(ident, str) else "number"
 
 
 # A lone surrogate (text decoded from a JSON escape of one) is no Unicode text: DuckDB, like any

@@ -197,6 +197,30 @@ def test_check_and_export_read_each_route_with_its_own_profile(
     assert mcp_stream.endswith(b"\n") and b'"tools/call"' in mcp_stream
 
 
+def test_query_and_export_carry_each_flows_tool_call(
+    session: tuple[list, list, Path], tmp_path: Path
+) -> None:
+    # "Which call caused this frame" in SQL and in the exported lines, as `show --json` says.
+    _, _, record = session
+    sql = (
+        "SELECT g.method, c.tool, g.attribution FROM flows g JOIN flows c "
+        "ON c.n = g.tool_call WHERE g.layer = 'golem' ORDER BY g.n"
+    )
+    done = cli("query", sql, str(record), "--json")
+    assert done.returncode == 0, done.stderr
+    found = [json.loads(line) for line in done.stdout.splitlines()]
+    rows = [(r["method"], r["tool"], r["attribution"]) for r in found]
+    assert rows == [
+        (method, tool, "call") for tool, methods in EXPECTED.items() for method in methods
+    ]
+    ids = cli("query", "SELECT DISTINCT id_type FROM flows WHERE layer = 'mcp'", str(record))
+    assert "number" in ids.stdout and "string" not in ids.stdout  # MCP ids here are integers
+    out = tmp_path / "flows.jsonl"
+    assert cli("export", str(record), "--format", "jsonl", "--out", str(out)).returncode == 0
+    shown = cli("show", str(record), "--json").stdout
+    assert out.read_text() == shown
+
+
 def test_verify_replays_the_golem_layer_only(session: tuple[list, list, Path]) -> None:
     _, _, record = session
     golem = [f for f in show_json(record) if f["layer"] == "golem"]
