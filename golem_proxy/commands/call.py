@@ -43,7 +43,10 @@ HELP = "send one request to a plugin (or any server of the profile) and print th
 ORDER = 45
 
 PROBE_AFTER = 2.0
-"""Seconds of silence after which `call` asks whether the server speaks another profile."""
+"""Seconds of silence on a Unix socket after which `call` asks whether the server speaks
+another profile. A TCP target is never asked for silence alone: a GOLEM plugin is silent for
+ordinary reasons (one client per channel, a request held by ``--intercept``, a slow handler),
+and another profile's bytes on that link are a bad frame to it, and to a proxy between."""
 PROBE_TIMEOUT = 1.0
 
 
@@ -151,9 +154,9 @@ def default_target(profile: Profile) -> Address:
 async def _ask(
     target: Address, frame: bytes, profile: Profile, wanted: Any, timeout: float
 ) -> Answer:
-    """The answer to ``frame``. When the server has sent nothing for `PROBE_AFTER` seconds, or
-    closes without a byte, ask once whether it speaks another profile (a server of the other
-    profile waits for a frame it never gets): CommandError names that profile."""
+    """The answer to ``frame``. When the server closes without a byte, or a Unix socket has
+    sent nothing for `PROBE_AFTER` seconds (a server of the other profile waits for a frame it
+    never gets), ask once whether it speaks another profile: CommandError names that profile."""
     heard = trio.Event()
 
     def observe(direction: Direction, chunk: bytes, now: float) -> None:
@@ -176,7 +179,8 @@ async def _ask(
                 suspicion = exc
                 nursery.cancel_scope.cancel()
 
-        nursery.start_soon(suspect)
+        if target.is_unix:
+            nursery.start_soon(suspect)
         try:
             answer = await request_answer(
                 target, frame, profile, wanted, timeout=timeout, observe=observe

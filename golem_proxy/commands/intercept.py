@@ -2,17 +2,19 @@
 
 ``golem-proxy mcp --intercept FILTER --console unix:PATH`` takes its intercept commands on
 that socket (its stdin is the MCP client's). This relays each line typed here to it and
-prints the answers, until stdin ends (Ctrl-D) or the run closes the socket.
+prints the answers, until stdin ends (Ctrl-D) or the run closes the socket. Both ends exit 0;
+a line on stderr says it connected, and another when the run closed the console first.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import BinaryIO
 
 import trio
 
-from ..live.intercept_console import MAX_LINE, read_line
+from ..live.intercept_console import MAX_LINE, _stdin_of_our_own, read_line
 from ..net.addresses import Address
 from ..net.listeners import connect, connect_reason
 from ._common import CommandError, address_arg
@@ -45,13 +47,23 @@ async def _relay(address: Address) -> int:
         stream = await connect(address)
     except OSError as exc:
         raise CommandError(f"intercept: cannot connect to {address}", connect_reason(exc)) from None
+    _say(f"connected to {address}: type a command and Enter (? lists them), Ctrl-D to leave")
+    stdin_ended = False
     async with stream, trio.open_nursery() as nursery:
         nursery.start_soon(_print_answers, stream, nursery.cancel_scope)
         try:
             await _send_lines(stream)
+            stdin_ended = True
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             nursery.cancel_scope.cancel()  # the run ended: its last answers are printed
+    if not stdin_ended:
+        _say("the run closed the console")
     return 0
+
+
+def _say(line: str) -> None:
+    """One line about the session itself, on stderr: stdout holds only the run's answers."""
+    print(f"golem-proxy intercept: {line}", file=sys.stderr, flush=True)
 
 
 async def _send_lines(stream: trio.SocketStream) -> None:
@@ -59,10 +71,12 @@ async def _send_lines(stream: trio.SocketStream) -> None:
     if sys.stdin is None:
         await stream.send_eof()
         return
+    # A reader of its own: the thread waiting for a line is abandoned, still holding its
+    # reader's lock, when the run closes the console; on sys.stdin's reader the interpreter
+    # would abort at exit (`Fatal Python error: _enter_buffered_busy`, exit 134).
+    source: BinaryIO = _stdin_of_our_own()
     while True:
-        line, dropped = await trio.to_thread.run_sync(
-            read_line, sys.stdin.buffer, abandon_on_cancel=True
-        )
+        line, dropped = await trio.to_thread.run_sync(read_line, source, abandon_on_cancel=True)
         if dropped:
             print(f"line too long ({dropped} bytes, at most {MAX_LINE}): ignored", file=sys.stderr)
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar, Optional
@@ -37,6 +38,7 @@ from .debugging import DebugActions
 from .model import SessionModel
 from .pace import REFRESH_INTERVAL, STREAM_INTERVAL, StreamPace
 from .payloads import PayloadBudget
+from .resend_targets import ResendTargets
 from .saving import SaveActions
 from .screens.confirm import ConfirmQuit
 from .screens.connections import ConnectionsScreen
@@ -115,18 +117,22 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         filter_text: str = "",
         control: Optional[LiveControl] = None,
         resend_target: Optional[Address] = None,
+        route_targets: Optional[Mapping[str, Address]] = None,
         payload_budget: Optional[PayloadBudget] = None,
         buffer: Optional[EventBuffer] = None,
     ) -> None:
         """``filter_text`` is applied from the start (a valid expression: the caller has
-        checked it). ``payload_budget`` bounds the payload bytes a live session's flows keep
-        (`golem_proxy.tui.payloads`; None: every payload is kept, as a file's are).
-        ``buffer``: the one the source already feeds (a session started before the app)."""
+        checked it). ``resend_target`` is where `r` sends any flow's request again without a
+        live session in this process; ``route_targets`` (by route name) where it sends a
+        flow of that route (a live proxy's listen addresses). ``payload_budget`` bounds the
+        payload bytes a live session's flows keep (`golem_proxy.tui.payloads`; None: every
+        payload is kept, as a file's are). ``buffer``: the one the source already feeds (a
+        session started before the app)."""
         super().__init__()
         self.control = control
         """The live session behind the source (intercept, resend), when there is one."""
-        self.resend_target = resend_target
-        """Where `r` sends a request again when there is no live session."""
+        self.resend_targets = ResendTargets(dict(route_targets or {}), resend_target)
+        """Where `r` sends a request again when there is no live session in this process."""
         self.source = source
         self.source_description = source.description
         self.profile = profile

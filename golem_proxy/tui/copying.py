@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ..analysis.flows import Flow
-from ..net.addresses import Address
 from ..terminal import safe_text
 from .app_mixin import AppMixin
 from .export import call_command, request_json, write_copy
 from .model import SessionModel
 from .payloads import PayloadReleased
 from .render import escape_surrogates
+from .resend_targets import ResendTargets
 
 if TYPE_CHECKING:
     from golem_core.profiles import Profile
@@ -22,12 +22,12 @@ __all__ = ["CopyActions"]
 
 
 class CopyActions(AppMixin):
-    """Mixed into `GolemProxyApp`, which sets ``model``, ``profile``, ``resend_target`` and
+    """Mixed into `GolemProxyApp`, which sets ``model``, ``profile``, ``resend_targets`` and
     ``selected_flow()``."""
 
     model: SessionModel
     profile: Profile
-    resend_target: Optional[Address]
+    resend_targets: ResendTargets
 
     def selected_flow(self) -> Optional[Flow]:  # pragma: no cover - the app defines it
         raise NotImplementedError
@@ -49,12 +49,14 @@ class CopyActions(AppMixin):
 
     def action_copy_call(self) -> None:
         """Copy the `golem-proxy call` command line that sends the selected request again,
-        to the plugin the flow's connection went to (or the --target given)."""
+        to where `r` sends it (the --target given, or the live proxy's route), else to the
+        plugin the flow's connection went to."""
         flow = self.selected_flow()
         if flow is None:
             return
         info = self.model.tracker.connections.get(flow.conn)
-        target = str(self.resend_target) if self.resend_target is not None else None
+        address = self.resend_targets.for_route(flow.route)
+        target = str(address) if address is not None else None
         if target is None and info is not None and info.upstream:
             target = info.upstream
         try:

@@ -30,10 +30,10 @@ from ..live.control import LiveControl, NotLive
 from ..live.frame_editor import EditorError, EditorResult, edit_in_editor, editor_command
 from ..live.intercept import Answer, Edit
 from ..live.resend import ResendError, Resent, resend
-from ..net.addresses import Address
 from ..terminal import format_latency, safe_text
 from .app_mixin import AppMixin
 from .payloads import release_note
+from .resend_targets import ResendTargets
 from .screens.edit_frame import EditFrame
 from .screens.intercept_prompt import InterceptPrompt
 from .screens.resend_diff import ResendDiff
@@ -53,11 +53,12 @@ class LastResend:
 
 
 class DebugActions(AppMixin):
-    """Mixed into `GolemProxyApp`, which sets ``control`` (a live session), ``resend_target``
-    (a plugin for `tui FILE --target`), ``profile`` and ``selected_flow()``."""
+    """Mixed into `GolemProxyApp`, which sets ``control`` (a live session), ``resend_targets``
+    (a plugin for `tui FILE --target`, or a live proxy's routes), ``profile`` and
+    ``selected_flow()``."""
 
     control: Optional[LiveControl]
-    resend_target: Optional[Address]
+    resend_targets: ResendTargets
     profile: Profile
     last_resend: Optional[LastResend] = None
 
@@ -165,11 +166,12 @@ class DebugActions(AppMixin):
         if flow is None or flow.request is None:
             self.notify(f"select a flow with a request to {purpose}", severity="warning")
             return None
-        if self.control is None and self.resend_target is None:
-            self.notify(
-                "sending again needs a live proxy, or tui FILE --target HOST:PORT",
-                severity="warning",
-            )
+        if self.control is None and self.resend_targets.for_route(flow.route) is None:
+            if self.resend_targets:  # the live proxy has no such route
+                message = f"flow {flow.number} came by route {flow.route}: no address to send to"
+            else:
+                message = "sending again needs a live proxy, or tui FILE --target HOST:PORT"
+            self.notify(safe_text(message), severity="warning", markup=False)
             return None
         note = release_note(flow.request)
         if note is not None:
@@ -206,8 +208,9 @@ class DebugActions(AppMixin):
             if self.control is not None:
                 resent = self.control.resend(flow.route, payload)
             else:
-                assert self.resend_target is not None
-                resent = trio.run(partial(resend, payload, self.resend_target, self.profile))
+                target = self.resend_targets.for_route(flow.route)
+                assert target is not None  # `_flow_to_resend` checked
+                resent = trio.run(partial(resend, payload, target, self.profile))
         except (ResendError, NotLive) as exc:
             self.call_from_thread(self.notify, safe_text(str(exc), 300), severity="error")
             return

@@ -176,11 +176,10 @@ def observe_with_tui(
     source = ForwardedSessionSource(
         serve, forwarding_pid=os.getppid(), description=live_on, on_end=close_app
     )
-    # `r` sends a request again as a new client of the proxy, so the forwarding process
-    # forwards it and this session records it like any other (in one process it goes through
-    # the session itself); with several routes, which one a flow came by is not an address.
-    routes = setup.bound
-    through = routes[0].listen if len(routes) == 1 else None
+    # `r` sends a request again as a new client of the proxy, on the flow's own route, so the
+    # forwarding process forwards it and this session records it like any other (in one
+    # process it goes through the session itself).
+    through = {item.route.name: item.listen for item in setup.bound}
     budget = PayloadBudget(recording=config.record_path)
     buffer = EventBuffer(source.buffer_limit)
     source.start_ahead(buffer)
@@ -194,7 +193,7 @@ def observe_with_tui(
         source,
         config.profile,
         "golem-proxy",
-        resend_target=through,
+        route_targets=through,
         payload_budget=budget,
         buffer=buffer,
     )

@@ -329,3 +329,52 @@ def call_line_server(
     """``call ARGS --profile jsonrpc-ndjson`` against a `line_server` that answers ``answer``."""
     with line_server(str(tmp_path / "s.sock"), answer) as target:
         return run_cli("call", *args, "--profile", "jsonrpc-ndjson", "--target", target)
+
+
+def test_a_golem_server_silent_for_seconds_gets_only_the_request() -> None:
+    """A GOLEM plugin is silent for ordinary reasons (one client per channel, a request held
+    by --intercept, a slow handler): `call` waits for the answer and writes nothing else to
+    the port, where another profile's probe would be a bad frame to the plugin and to a proxy
+    in between."""
+    received: list[bytes] = []
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(0.1)
+        port = server.getsockname()[1]
+        stop = threading.Event()
+
+        def serve() -> None:
+            first = True
+            while not stop.is_set():
+                try:
+                    peer, _ = server.accept()
+                except socket.timeout:
+                    continue
+                with peer:
+                    peer.settimeout(10)
+                    if first:  # the call: read its frame, stay silent 3 s, then answer
+                        first = False
+                        header = peer.recv(4, socket.MSG_WAITALL)
+                        body = peer.recv(struct.unpack("!I", header)[0], socket.MSG_WAITALL)
+                        received.append(header + body)
+                        stop.wait(3)
+                        reply = json.dumps({"id": "s1", "result": {"alive": True}, "error": None})
+                        peer.sendall(struct.pack("!I", len(reply)) + reply.encode())
+                    else:  # anything else that connects: keep what it sends
+                        peer.settimeout(1)
+                        try:
+                            received.append(peer.recv(65536))
+                        except socket.timeout:
+                            received.append(b"")
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        args = ("ping", "--id", "s1", "--target", f"127.0.0.1:{port}", "--timeout", "5")
+        done = run_cli("call", *args)
+        stop.set()
+        thread.join(10)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"alive": True}
+    assert len(received) == 1, received
+    assert json.loads(received[0][4:]) == {"id": "s1", "method": "ping", "params": {}}

@@ -5,6 +5,7 @@ never a traceback unless ``--debug``."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -309,9 +310,9 @@ def test_exception_groups_are_unwrapped() -> None:
     assert error_line(KeyError("bug")) is None
 
 
-def _dev(*args: str) -> subprocess.CompletedProcess[str]:
+def _dev(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", str(ROOT / "dev"), *args], capture_output=True, text=True, timeout=30
+        ["bash", str(ROOT / "dev"), *args], capture_output=True, text=True, timeout=30, cwd=cwd
     )
 
 
@@ -324,6 +325,17 @@ def test_dev_rejects_an_unknown_command_with_its_usage() -> None:
     assert helped.returncode == 0 and "./dev run ARGS" in helped.stdout
     assert "set -euo" not in helped.stdout and "#" not in helped.stdout
     assert _dev("bench").returncode == 2
+
+
+def test_dev_run_reads_and_writes_paths_in_the_callers_directory(tmp_path: Path) -> None:
+    """`dev run` used to run in the clone: `--record debug.jsonl` from elsewhere landed there."""
+    shutil.copy(ROOT / "recordings" / "modelling-session.jsonl", tmp_path / "s.jsonl")
+    done = _dev(
+        "run", "export", "s.jsonl", "--format", "jsonl", "--out", "flows.jsonl", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "flows.jsonl").stat().st_size > 0
+    assert not (ROOT / "flows.jsonl").exists()
 
 
 def test_the_headless_plugin_names_its_busy_port(busy_port: int) -> None:

@@ -235,3 +235,40 @@ def test_r_sends_again_through_the_proxy_and_the_copy_is_recorded(
     expected = ["ping", "geometry.create_box", "scene.get_object_info", "scene.get_object_info"]
     assert methods == expected
     assert len({line["conn"] for line in lines if line["kind"] == "exchange"}) == 2
+
+
+def test_r_sends_again_on_the_flows_own_route_among_several(tmp_path: Path) -> None:
+    """With several routes (the golem defaults are two), `r` refused ("sending again needs a
+    live proxy") while the status bar said live: which route a flow came by was no address."""
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=3))
+    main, gh = plugin.start()
+    terminal = Terminal(
+        "proxy", "--tui", "--observer", "child-process",
+        "--route", f"main@127.0.0.1:0={main[0]}:{main[1]}",
+        "--route", f"gh@127.0.0.1:0={gh[0]}:{gh[1]}",
+        "--record", "live.jsonl",
+        cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+        gh_port = int(terminal.wait_for(r"GOLEM_GH_PORT=(\d+)").group(1))
+        box_and_missing_object(port)
+        terminal.wait_for(r"scene\.get_object_info")
+        called = run_cli("call", "gh.ping", "--target", f"127.0.0.1:{gh_port}")
+        assert called.returncode == 0, called.stderr
+        terminal.wait_for(r"gh\.ping")
+        terminal.type("r")  # the flow followed: the last one, gh.ping on the second route
+        terminal.wait_for(r"flow 4 sent again: ok")
+        terminal.type("q")
+        terminal.wait_for("Stop the proxy and quit")
+        terminal.type("y")
+        code = terminal.exit_code()
+    finally:
+        terminal.close()
+        plugin.stop()
+    assert code == 0, terminal.text()[-2000:]
+    exchanges = [line for line in _lines(tmp_path / "live.jsonl") if line["kind"] == "exchange"]
+    assert [(line["route"], line["method"]) for line in exchanges][-2:] == [
+        ("gh", "gh.ping"),
+        ("gh", "gh.ping"),
+    ]
