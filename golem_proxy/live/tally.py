@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..events import Event, ExchangeCompleted, ViolationSeen
+from ..events import Event, ExchangeCompleted, FrameSeen, ViolationSeen
 from ..terminal import counted, safe_text
 
 __all__ = ["SessionTally"]
@@ -22,19 +22,27 @@ class SessionTally:
     errors: int = 0
     """Exchanges answered with an error (`ExchangeCompleted.is_error`)."""
     violations: int = 0
+    requests: int = 0
+    """Requests that wanted an answer (`FrameSeen.expects_answer`): those beyond `exchanges`
+    have none in the recording (unanswered, dropped, lost, or answered unpaired)."""
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ExchangeCompleted):
             self.exchanges += 1
             self.errors += event.is_error
+        elif isinstance(event, FrameSeen):
+            self.requests += event.expects_answer
         elif isinstance(event, ViolationSeen):
             self.violations += 1
 
     def counts(self) -> str:
-        """``32 exchanges (9 errors, 1 violation)``."""
+        """``32 exchanges (9 errors, 1 violation)``, and ``; 3 requests without an answer``
+        when some are: the exchanges are the answered requests, not every row `show` lists."""
+        unanswered = self.requests - self.exchanges
+        more = f"; {counted(unanswered, 'request')} without an answer" if unanswered > 0 else ""
         return (
             f"{counted(self.exchanges, 'exchange')} ({counted(self.errors, 'error')}, "
-            f"{counted(self.violations, 'violation')})"
+            f"{counted(self.violations, 'violation')}{more})"
         )
 
     def summary(

@@ -23,3 +23,13 @@ def test_after_a_restart_the_counts_are_said_to_be_since_then() -> None:
         "golem-proxy proxy: since observation restarted, 1 exchange (0 errors, 0 violations), "
         "not recorded (no --record)"
     )
+
+
+def test_requests_without_an_answer_are_said_so_the_counts_match_the_rows() -> None:
+    # The exchanges are the answered requests: a dropped, lost or unanswered one is a row of
+    # `show` too, and the line says how many there are.
+    tally = SessionTally(exchanges=9, errors=4, violations=8, requests=12)
+    assert tally.summary("s.jsonl") == (
+        "golem-proxy proxy: recorded 9 exchanges (4 errors, 8 violations; 3 requests without "
+        "an answer) to s.jsonl"
+    )
