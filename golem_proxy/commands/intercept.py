@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 import trio
 
-from ..live.intercept_console import MAX_LINE, _stdin_of_our_own, read_line
+from ..live.intercept_console import MAX_LINE, read_line, stdin_of_our_own
 from ..net.addresses import Address
 from ..net.listeners import connect, connect_reason
 from ._common import CommandError, address_arg
@@ -74,7 +74,7 @@ async def _send_lines(stream: trio.SocketStream) -> None:
     # A reader of its own: the thread waiting for a line is abandoned, still holding its
     # reader's lock, when the run closes the console; on sys.stdin's reader the interpreter
     # would abort at exit (`Fatal Python error: _enter_buffered_busy`, exit 134).
-    source: BinaryIO = _stdin_of_our_own()
+    source: BinaryIO = stdin_of_our_own()
     while True:
         line, dropped = await trio.to_thread.run_sync(read_line, source, abandon_on_cancel=True)
         if dropped:

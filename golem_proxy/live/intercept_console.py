@@ -27,7 +27,7 @@ from ..terminal import safe_text
 from .frame_editor import console_edit, editor_command
 from .intercept import Accept, Answer, Decision, Drop, Edit, InterceptEngine, InterceptError
 
-__all__ = ["HELP", "MAX_LINE", "InterceptConsole", "frame_number", "read_line"]
+__all__ = ["HELP", "MAX_LINE", "InterceptConsole", "frame_number", "read_line", "stdin_of_our_own"]
 
 HELP = """\
 intercept commands (N: the number of a held frame, as in "held #N"):
@@ -184,7 +184,7 @@ class InterceptConsole:
         with ``print_text``."""
         if stream is None and sys.stdin is None:  # started with stdin closed: nothing to read
             return
-        source = _stdin_of_our_own() if stream is None else stream
+        source = stdin_of_our_own() if stream is None else stream
         while True:
             line, dropped = await trio.to_thread.run_sync(read_line, source, abandon_on_cancel=True)
             if dropped:
@@ -212,7 +212,7 @@ def _not_a_number(word: str) -> Text:
     return Text(f"not a frame number: {safe_text(repr(word), 40)} (help: ?)", "yellow")
 
 
-def _stdin_of_our_own() -> BinaryIO:
+def stdin_of_our_own() -> BinaryIO:
     """stdin's bytes through a reader of its own, on a duplicate of its descriptor. The thread
     that waits for a line is abandoned at a stop, still waiting, holding its reader's lock;
     were that reader ``sys.stdin``'s, the interpreter, closing ``sys.stdin`` at exit, would
