@@ -7,9 +7,12 @@ decoded before any GOLEM frame the server sent after reading it, and its respons
 GOLEM frame the server sent before answering.
 
 The MCP tap's events pass through `ToolCallTracker.watch`, which keeps the ``tools/call``
-requests in flight (from the request until its response or the end of the MCP connection; a
-``notifications/cancelled`` does not end one: a server may go on with it, and may still
-answer it, as the `mcp` SDK's servers do). Every GOLEM frame passes through
+requests in flight: from the request until its response or the end of the MCP connection. A
+call the client cancelled (``notifications/cancelled``) stays in flight until its response, or
+until the server answers a request the client sent after the cancellation: a server may go on
+with a call it cannot interrupt, and the `mcp` SDK's servers answer a cancelled call; by the
+time it answers a later request it has read the cancellation, and one that honours it has
+stopped (it never answers). Every GOLEM frame passes through
 `ToolCallTracker.annotate` and carries the calls in flight at that moment
 (`FrameSeen.tool_calls`): exactly one is the call that caused it, none means "no tool call",
 several mean "ambiguous" (all are named).
@@ -20,11 +23,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any
+from typing import Any, Optional
 
-from golem_core.messages import Request
+from golem_core.messages import Request, Role, method_of
 from golem_core.profiles import Profile
-from golem_core.profiles.mcp import TOOLS_CALL, tool_name
+from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, tool_name
 
 from ..events import ConnectionClosed, Direction, Event, FrameSeen, ToolCallRef
 
@@ -38,6 +41,9 @@ never gives them) must not grow this without bound. Past it the oldest is let go
 class ToolCallTracker:
     """The ``tools/call`` requests in flight on the MCP hop; see the module docstring."""
 
+    NOTICES = (CANCELLED,)
+    """The notifications, besides a call and its answer, that change what is in flight."""
+
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self._in_flight: collections.OrderedDict[tuple[int, Any], ToolCallRef] = (
@@ -48,6 +54,13 @@ class ToolCallTracker:
         self._recovered: set[tuple[int, Any]] = set()
         """Calls put in flight from the recording after a restart (`take_over`), until their
         connection's answers go on (`answers_resumed`)."""
+        self._sent: dict[int, int] = {}
+        """Per connection, the client's requests counted so far (those that want an answer)."""
+        self._asked: collections.OrderedDict[tuple[int, Any], int] = collections.OrderedDict()
+        """The client's requests waiting for an answer, any method: the count each was sent at."""
+        self._cancelled: dict[tuple[int, Any], int] = {}
+        """Calls in flight the client cancelled: the count of its requests at the cancellation
+        (the answer to one sent after it lets them go)."""
 
     @property
     def in_flight(self) -> tuple[ToolCallRef, ...]:
@@ -57,16 +70,30 @@ class ToolCallTracker:
     def watch(self, event: Event) -> None:
         """Follow one event of the MCP hop (call it before the event is published)."""
         if isinstance(event, ConnectionClosed):
-            for key in [key for key in self._in_flight if key[0] == event.conn]:
-                del self._in_flight[key]
+            for table in (self._in_flight, self._asked, self._cancelled):
+                for key in [key for key in table if key[0] == event.conn]:
+                    del table[key]
+            self._sent.pop(event.conn, None)
             return
         if not isinstance(event, FrameSeen):
             return
         message = event.message
         if event.direction is Direction.S2C:
-            answered = self.profile.correlation_key(message)
-            if answered is not None:
-                self._in_flight.pop((event.conn, answered), None)
+            if message.role is not Role.REQUEST:  # a server's own requests have ids of theirs
+                self._answered(event.conn, self.profile.correlation_key(message))
+            return
+        if self.profile.expects_response(message):
+            asked = self.profile.correlation_key(message)
+            if asked is not None:
+                count = self._sent[event.conn] = self._sent.get(event.conn, 0) + 1
+                self._asked[(event.conn, asked)] = count
+                if len(self._asked) > MAX_IN_FLIGHT:
+                    self._asked.popitem(last=False)
+        if method_of(message) == CANCELLED and isinstance(message.obj, dict):
+            # A notification: typed as a request without an id, whatever its type.
+            cancelled = _cancelled_key(message.obj)
+            if cancelled is not None and (event.conn, cancelled) in self._in_flight:
+                self._cancelled[(event.conn, cancelled)] = self._sent.get(event.conn, 0)
             return
         if isinstance(message, Request) and message.method == TOOLS_CALL:
             called = self.profile.correlation_key(message)
@@ -79,6 +106,21 @@ class ToolCallTracker:
             if len(self._in_flight) > MAX_IN_FLIGHT:
                 self._in_flight.popitem(last=False)
                 self.let_go += 1
+
+    def _answered(self, conn: int, key: Any) -> None:
+        """The server answered the client's request ``key``: a call it was ends, and so do the
+        calls cancelled before that request was sent."""
+        if key is None:
+            return
+        self._in_flight.pop((conn, key), None)
+        self._cancelled.pop((conn, key), None)
+        sent = self._asked.pop((conn, key), None)
+        if sent is None or not self._cancelled:
+            return
+        for cancelled, before in list(self._cancelled.items()):
+            if cancelled[0] == conn and before < sent:
+                del self._cancelled[cancelled]
+                self._in_flight.pop(cancelled, None)
 
     def take_over(self, frame: FrameSeen) -> None:
         """A frame the recording shows in flight when the observing process before this one
@@ -102,3 +144,12 @@ class ToolCallTracker:
     def annotate(self, frame: FrameSeen) -> FrameSeen:
         """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded."""
         return dataclasses.replace(frame, tool_calls=tuple(self._in_flight.values()))
+
+
+def _cancelled_key(obj: dict[str, Any]) -> Optional[tuple[str, Any]]:
+    """The correlation key of the request a ``notifications/cancelled`` names."""
+    params = obj.get("params")
+    ident = params.get("requestId") if isinstance(params, dict) else None
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        return None
+    return (type(ident).__name__, ident)

@@ -66,10 +66,15 @@ class LayerTaps:
             publish = _watched(mcp_tracker, publish)
         return new_tap(conn, route, layer, publish, options, redactor, layer=True)
 
+    @property
+    def followed(self) -> tuple[str, ...]:
+        """The methods of the notifications `recovered` follows, besides requests."""
+        return ToolCallTracker.NOTICES if self.tracker is not None else ()
+
     def recovered(self, route: str, frame: FrameSeen) -> None:
         """A frame the recording shows in flight on ``route`` when the observing process before
-        this one died, oldest first: followed as if just decoded, not published again (the
-        tracker knows the tool calls in flight)."""
+        this one died (or a notification of `followed` after it), oldest first: followed as
+        if just decoded, not published again (the tracker knows the tool calls in flight)."""
         tracker = self._tracker_of(route)
         if tracker is not None:
             tracker.take_over(frame)

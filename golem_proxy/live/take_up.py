@@ -65,7 +65,7 @@ def take_up(
     if fd >= 0:
         framed = {conn: taps[conn].profile for conn, point in points.items() if point.opened}
         with contextlib.suppress(OSError):
-            found = in_flight(fd, framed)
+            found = in_flight(fd, framed, methods=layers.followed if layers is not None else ())
     for conn, tap in taps.items():
         recorded = found.get(conn, NOTHING)
         if layers is not None:

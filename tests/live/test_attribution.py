@@ -77,19 +77,50 @@ def test_ids_one_and_string_one_are_different_calls() -> None:
     assert tools(tracker) == ["number"]
 
 
+CANCEL = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+
+
 def test_a_cancelled_call_stays_in_flight_until_its_answer_or_the_connection_ends() -> None:
     # A server may go on with a cancelled call (a tool that cannot be interrupted) and send
     # GOLEM frames for it: frames meanwhile name it too (ambiguous), never only the next call.
     tracker = ToolCallTracker(MCP)
     tracker.watch(call(0, 5, "slow"))
-    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
-    tracker.watch(mcp_frame(Direction.C2S, 1, cancel))
+    tracker.watch(mcp_frame(Direction.C2S, 1, CANCEL))
     assert tools(tracker) == ["slow"]
     tracker.watch(call(2, 6, "other"))
     assert tools(tracker) == ["slow", "other"]
     tracker.watch(answer(0, 5))  # the late answer (a client ignores it) ends the call
     assert tools(tracker) == ["other"]
     tracker.watch(ConnectionClosed(conn=1, route="mcp", reason="gone", t=0.0))
+    assert tools(tracker) == []
+
+
+def test_a_cancelled_call_never_answered_ends_once_a_later_request_is_answered() -> None:
+    # A server that honours the cancellation never answers it: once it answers a request
+    # sent after the cancellation, it has read it, and the call is over.
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 4, "early"))
+    tracker.watch(call(1, 5, "slow"))
+    tracker.watch(mcp_frame(Direction.C2S, 2, CANCEL))
+    tracker.watch(call(3, 6, "next"))
+    tracker.watch(answer(0, 4))  # sent before the cancellation: says nothing of it
+    assert tools(tracker) == ["slow", "next"]
+    tracker.watch(answer(1, 6))
+    assert tools(tracker) == []
+    tracker.watch(call(4, 7, "after"))
+    assert tools(tracker) == ["after"]
+
+
+def test_a_servers_own_request_with_a_calls_id_does_not_end_the_call() -> None:
+    # Server and client ids are apart: the server's ping id 5 is no answer to call 5.
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 5, "slow"))
+    ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+    tracker.watch(mcp_frame(Direction.S2C, 0, ping))
+    assert tools(tracker) == ["slow"]
+    tracker.watch(mcp_frame(Direction.C2S, 1, {"jsonrpc": "2.0", "id": 5, "result": {}}))
+    assert tools(tracker) == ["slow"]  # the client's answer to the ping is no request either
+    tracker.watch(answer(1, 5))
     assert tools(tracker) == []
 
 
