@@ -73,8 +73,10 @@ class FaultRelay:
         self.scope = trio.CancelScope()
         """What ends the connection: its pumps' own, set when they start (`pump`)."""
         self._held_request: Optional[tuple[Frame, float]] = None
-        """A request held by ``--intercept`` and not recorded yet: if it is lost, the client
-        sent it all the same, and its flow (unanswered) needs its frame (`_record_held`)."""
+        """A request held by ``--intercept`` now: if it is lost, the client sent it all the
+        same, and its flow (unanswered) needs its frame (`_record_held`)."""
+        self._held_recorded = False
+        """`_held_request` was recorded (the client went away while it was held)."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
@@ -205,18 +207,23 @@ class FaultRelay:
         self.conn.publish_in_order(self.publish, event)
 
     def _announce_held(self, held: HeldFrame, kind: InterceptKind, detail: str) -> None:
-        if kind is InterceptKind.LOST:
+        withheld = False
+        if kind is InterceptKind.LOST and held.direction is Direction.C2S:
             self._record_held()  # first: the step lands on the flow of the frame it lost
-        self._announce(held.direction, kind, detail, held.method)
+            # Recorded though never forwarded, it is `withheld`, as a dropped request is:
+            # what the plugin received is rebuilt without it.
+            withheld = self._held_recorded
+        self._announce(held.direction, kind, detail, held.method, withheld=withheld)
 
     def _record_held(self) -> None:
         """Record the request held now, though never forwarded, as a dropped request is (its
         bytes do not count as forwarded): before the end of the client's stream, which the
-        tap must see after every frame the client sent."""
-        held, self._held_request = self._held_request, None
-        if held is not None:
-            frame, t = held
-            self.conn.observe(Direction.C2S, frame.raw, t, frame)
+        tap must see after every frame the client sent. Once."""
+        if self._held_request is None or self._held_recorded:
+            return
+        frame, t = self._held_request
+        self._held_recorded = True
+        self.conn.observe(Direction.C2S, frame.raw, t, frame)
 
     # A client that goes away while its frame is held.
     def _holding_response(self, direction: Direction) -> bool:
@@ -285,7 +292,7 @@ class FaultRelay:
                 direction, frame.payload, frame.size, self.now(), self._announce_held, watch
             )
         finally:
-            self._held_request = None
+            self._held_request, self._held_recorded = None, False
         if ruling is None:
             return await self._faulted(direction, frame, sent_at)
         decision = ruling.decision

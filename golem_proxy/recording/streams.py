@@ -56,6 +56,9 @@ class RebuiltStream:
     redacted_frames: int = 0
     withheld_frames: int = 0
     """Requests recorded but not forwarded (left out of a ``delivered`` stream)."""
+    withheld_bytes: int = 0
+    """Their bytes, when they are in the stream (not ``delivered``): the proxy's count of
+    what it forwarded leaves them out."""
     recorded_bytes: Optional[int] = None
     """What the proxy counted for this direction when the connection closed (None: no close)."""
     keep: bool = field(default=True, repr=False)
@@ -90,7 +93,7 @@ class RebuiltStream:
         redaction makes lengths incomparable)."""
         if self.recorded_bytes is None or not self.exact:
             return None
-        return self.size == self.recorded_bytes
+        return self.size - self.withheld_bytes == self.recorded_bytes
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -237,12 +240,16 @@ class _Rebuilder:
         withheld = self.last_request.pop(event.conn, None)
         target = self.stream(event.conn, event.route, Direction.C2S)
         target.withheld_frames += 1
-        if self.delivered and withheld is not None:
-            start, length = withheld
-            del target.data[start : start + length]
-            target.frames -= 1
-            target.size -= length
-            target._sha256 = hashlib.sha256(target.data)  # kept in memory: hashed again
+        if withheld is None:
+            return
+        start, length = withheld
+        if not self.delivered:
+            target.withheld_bytes += length
+            return
+        del target.data[start : start + length]
+        target.frames -= 1
+        target.size -= length
+        target._sha256 = hashlib.sha256(target.data)  # kept in memory: hashed again
 
 
 def write_streams(

@@ -28,6 +28,7 @@ from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.filters import parse_filter
 from golem_proxy.events import Direction, FrameSeen, InterceptStep
+from golem_proxy.live.faults import received_streams
 from golem_proxy.live.intercept import HeldFrame, InterceptEngine
 from golem_proxy.live.intercept_console import HELP, InterceptConsole, frame_number, read_line
 from golem_proxy.recording.format import read_recording
@@ -447,6 +448,14 @@ def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
     shown = run_cli("show", str(record), "--json")
     [flow] = [json.loads(line) for line in shown.stdout.splitlines()]
     assert (flow["method"], flow["status"]) == ("scene.create_layer", "unanswered")
+    # Withheld, as a dropped request: what the plugin received is rebuilt without it, and the
+    # rebuilt streams agree with what the proxy counted as forwarded.
+    steps = [e for e in recording.events if isinstance(e, InterceptStep)]
+    assert [e.withheld for e in steps] == [False, True]
+    received = received_streams(recording.events, GOLEM)
+    assert received[(1, Direction.C2S)] == b""
+    exported = run_cli("export", str(record), "--format", "streams", "--out", str(tmp_path / "s"))
+    assert exported.returncode == 0 and "≠" not in exported.stdout, exported.stdout
 
 
 def _engine_holding_one() -> InterceptEngine:
