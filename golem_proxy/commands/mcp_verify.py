@@ -225,19 +225,25 @@ def render(result: McpVerifyResult, misses: list[dict[str, Any]], console: Conso
     table.add_column("result")
     table.add_column("first difference", overflow="fold")
     for check in result.checks:
+        if not check.ok:
+            verdict, said = Text("differs", "red"), check.first_difference()
+        elif check.not_compared is not None:
+            verdict, said = Text("not compared", "yellow"), check.not_compared
+        else:
+            verdict, said = Text("match", "green"), ""
         table.add_row(
             Text(safe_text(check.name)),
             "" if check.number is None else str(check.number),
-            Text("match", "green") if check.ok else Text("differs", "red"),
-            Text(safe_text(check.first_difference())),
+            verdict,
+            Text(safe_text(said)),
         )
     console.print(table)
     if result.non_json_lines:
         console.print(
             Text(
                 f"the server wrote {result.non_json_lines} line(s) to stdout that are not "
-                f"JSON-RPC (first: {safe_text(result.first_non_json, 120)!r}): every MCP "
-                "client breaks on them",
+                f"JSON-RPC (first: {safe_text(result.first_non_json, 120)!r}): a client "
+                "reports each as an error and drops it, or fails on it",
                 "bold red",
             )
         )
@@ -264,7 +270,13 @@ def render(result: McpVerifyResult, misses: list[dict[str, Any]], console: Conso
         console.print(Text(safe_text(result.stderr_tail.strip()[-2000:])))
     tools = result.tool_checks
     differing = [check.name for check in tools if not check.ok]
-    if result.ok:
+    unknown = sum(1 for check in tools if check.ok and check.not_compared is not None)
+    if result.ok and unknown:
+        console.print(
+            f"[green]mcp-verify: all {len(tools) - unknown} tool calls compared match[/green]; "
+            f"{unknown} could not be compared (the recording has no answer to compare with)"
+        )
+    elif result.ok:
         console.print(f"[green]mcp-verify: all {len(tools)} tool calls match[/green]")
     elif differing:
         names = safe_text(", ".join(dict.fromkeys(differing)))

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
-from golem_core.messages import ErrorResponse, JsonId, Request, Response
-from golem_core.profiles.mcp import TOOLS_CALL
+from golem_core.messages import ErrorResponse, JsonId, Request, Response, method_of
+from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL
 
 from ..analysis.tool_calls import mcp_routes
-from ..events import Direction, FrameSeen
+from ..events import Direction, FrameSeen, ObservationLost
 from ..recording.files import open_recording
 from ..recording.reader import RecordingReader
 
@@ -44,6 +44,11 @@ class ClientStep:
     params: Any = None
     answer: Optional[dict[str, Any]] = None
     """The recorded response envelope; None when the recording has none (unanswered)."""
+    cancelled: bool = False
+    """The client cancelled it (``notifications/cancelled``) while it waited."""
+    answer_unobserved: bool = False
+    """Bytes the server sent while it waited were not observed (a gap): its answer may have
+    been among them."""
 
     @property
     def is_request(self) -> bool:
@@ -79,16 +84,26 @@ def read_script(path: str) -> McpScript:
         routes = mcp_routes(reader.route_profiles)
         if not routes:
             raise NoMcpLayer(f"{path} has no MCP layer (record one with golem-proxy mcp --record)")
-        return _script(e for e in reader if isinstance(e, FrameSeen) and e.route in routes)
+        return _script(
+            e
+            for e in reader
+            if isinstance(e, (FrameSeen, ObservationLost)) and (e.route in routes or not e.conn)
+        )
 
 
-def _script(frames: Iterable[FrameSeen]) -> McpScript:
+def _script(events: Iterable[Union[FrameSeen, ObservationLost]]) -> McpScript:
     steps: list[ClientStep] = []
     waiting: dict[Any, ClientStep] = {}
     server_asked: dict[Any, str] = {}
     answers: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
     conn: Optional[int] = None
-    for frame in frames:
+    for frame in events:
+        if isinstance(frame, ObservationLost):
+            # The server's bytes went unobserved (or the whole session's, connection 0).
+            if frame.direction is not Direction.C2S and frame.conn in (0, conn):
+                for step in waiting.values():
+                    step.answer_unobserved = True
+            continue
         if conn is None:
             conn = frame.conn
         if frame.conn != conn:
@@ -101,6 +116,12 @@ def _script(frames: Iterable[FrameSeen]) -> McpScript:
                 if method is not None and obj is not None:
                     answers[method].append(obj)
                 continue
+            if method_of(message) == CANCELLED and obj is not None:
+                params = obj.get("params")
+                named = params.get("requestId") if isinstance(params, dict) else None
+                cancelled = waiting.get(_key(named))
+                if cancelled is not None:
+                    cancelled.cancelled = True
             step = _step(frame, obj)
             steps.append(step)
             if step.is_request:

@@ -51,6 +51,9 @@ class McpCheck:
     id: Any
     differences: list[Difference] = field(default_factory=list)
     problem: Optional[str] = None
+    not_compared: Optional[str] = None
+    """Why the answer now was compared with nothing (the recording cannot say what it was):
+    no failure, said apart from a match."""
 
     @property
     def ok(self) -> bool:
@@ -81,6 +84,8 @@ class McpCheck:
         }
         if self.problem is not None:
             data["problem"] = self.problem
+        if self.not_compared is not None:
+            data["not_compared"] = self.not_compared
         return data
 
 
@@ -140,6 +145,10 @@ async def play(
             check.problem = answer
         elif step.tool is not None and step.answer is not None:
             check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
+        elif step.tool is not None and step.cancelled:
+            check.not_compared = "cancelled in the recording, and unanswered there"
+        elif step.tool is not None and step.answer_unobserved:
+            check.not_compared = "its answer in the recording fell in bytes not observed"
         elif step.tool is not None:
             check.problem = "answered now, unanswered in the recording"
         elif step.tool is None and "error" in answer and "error" not in (step.answer or {}):

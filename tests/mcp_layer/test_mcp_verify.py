@@ -192,9 +192,10 @@ def test_a_live_plugin_with_other_guids_is_followed_through_the_map(tmp_path: Pa
     assert "all 2 tool calls match" in done.stdout
 
 
-def _without_last_answer(recording: Path, out: Path) -> str:
+def _without_last_answer(recording: Path, out: Path, *, cancelled: bool = False) -> str:
     """``recording`` with its last tool call's answer taken out (the server was killed while
-    it ran): returns the tool's name."""
+    it ran; with ``cancelled``, the client cancelled it and the server never answered):
+    returns the tool's name."""
     lines = recording.read_bytes().splitlines(keepends=True)
     events = [json.loads(line) for line in lines]
     last = max(
@@ -210,7 +211,19 @@ def _without_last_answer(recording: Path, out: Path) -> str:
             return e.get("answers") == index
         return e.get("kind") == "exchange" and e.get("req") == index
 
-    out.write_bytes(b"".join(line for line, e in zip(lines, events) if not is_answer(e)))
+    kept = [line for line, e in zip(lines, events) if not is_answer(e)]
+    if cancelled:
+        notice = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": last["msg"]["id"]}}  # fmt: skip
+        payload = json.dumps(notice, separators=(",", ":"))
+        n = 1 + max(e["n"] for e in events if e.get("conn") == conn and e.get("dir") == "c2s")
+        line = (
+            f'{{"seq":{len(lines)},"t":{last["t"] + 0.001},"kind":"frame","conn":{conn},'
+            f'"route":"{last["route"]}","dir":"c2s","n":{n},"size":{len(payload) + 1},'
+            f'"type":"notification","method":"notifications/cancelled","msg":{payload}}}\n'
+        )
+        kept.insert(lines.index(lines[events.index(last)]) + 1, line.encode())
+    out.write_bytes(b"".join(kept))
     return str(last["msg"]["params"]["name"])
 
 
@@ -223,3 +236,14 @@ def test_a_call_unanswered_in_the_recording_that_is_answered_now_differs(
     assert done.returncode == 1, done.stdout + done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith(tool))
     assert "answered now, unanswered in the recording" in row
+
+
+def test_a_call_cancelled_in_the_recording_is_not_compared(recording: Path, tmp_path: Path) -> None:
+    # A server that honours a cancellation never answers it: nothing to compare with.
+    cut = tmp_path / "cancelled.jsonl"
+    tool = _without_last_answer(recording, cut, cancelled=True)
+    done = mcp_verify(str(cut))
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith(tool))
+    assert "not compared" in row and "cancelled in the recording" in row
+    assert "1 could not be compared" in done.stdout
