@@ -35,11 +35,13 @@ class SessionTally:
         elif isinstance(event, ViolationSeen):
             self.violations += 1
 
-    def counts(self) -> str:
+    def counts(self, *, unanswered: bool = True) -> str:
         """``32 exchanges (9 errors, 1 violation)``, and ``; 3 requests without an answer``
-        when some are: the exchanges are the answered requests, not every row `show` lists."""
-        unanswered = self.requests - self.exchanges
-        more = f"; {counted(unanswered, 'request')} without an answer" if unanswered > 0 else ""
+        when some are (and ``unanswered``: not for a process that took over, which did not
+        see the requests in flight before it answered): the exchanges are the answered
+        requests, not every row `show` lists."""
+        left = self.requests - self.exchanges if unanswered else 0
+        more = f"; {counted(left, 'request')} without an answer" if left > 0 else ""
         return (
             f"{counted(self.exchanges, 'exchange')} ({counted(self.errors, 'error')}, "
             f"{counted(self.violations, 'violation')}{more})"
@@ -62,15 +64,15 @@ class SessionTally:
         prefix = f"golem-proxy {command}: "
         if since_restart:
             prefix += "since observation restarted, "
+        counts = self.counts(unanswered=not since_restart)
         if record_path is None:
-            return f"{prefix}{self.counts()}, not recorded (no --record)"
+            return f"{prefix}{counts}, not recorded (no --record)"
         path = safe_text(record_path)
         if failure is not None:
             return (
-                f"{prefix}saw {self.counts()}; the recording {path} stopped early "
-                f"({safe_text(failure)})"
+                f"{prefix}saw {counts}; the recording {path} stopped early ({safe_text(failure)})"
             )
-        line = f"{prefix}recorded {self.counts()} to {path}"
+        line = f"{prefix}recorded {counts} to {path}"
         if not_recorded:
             line += f"; {counted(not_recorded, 'event')} not recorded (the disk fell behind)"
         return line

@@ -33,3 +33,9 @@ def test_requests_without_an_answer_are_said_so_the_counts_match_the_rows() -> N
         "golem-proxy proxy: recorded 9 exchanges (4 errors, 8 violations; 3 requests without "
         "an answer) to s.jsonl"
     )
+
+
+def test_after_a_restart_requests_without_an_answer_are_not_counted() -> None:
+    # The requests in flight at the take-over were not seen again, their answers were.
+    tally = SessionTally(exchanges=1, requests=3)
+    assert "without an answer" not in tally.summary("s.jsonl", since_restart=True)
