@@ -274,9 +274,10 @@ class Profile(abc.ABC):
     def is_reply(self, message: Message) -> bool:
         """Whether ``message``, typed a response, is a reply at all: pairing looks for the
         request it answers, and one that answers none is an orphan. Always, unless replies go
-        by id (`replies_by_id`): then only a JSON object is one, and a line that is no JSON
-        object (a server's stray print on stdout) answers nothing and is no orphan either."""
-        return not self.replies_by_id or isinstance(message.obj, dict)
+        by id (`replies_by_id`): then only a JSON object is one (or an array: a JSON-RPC
+        batch's answer), and a line that is neither (a server's stray print on stdout)
+        answers nothing and is no orphan either."""
+        return not self.replies_by_id or isinstance(message.obj, (dict, list))
 
     @abc.abstractmethod
     def request_ids(self) -> Iterator[Any]:

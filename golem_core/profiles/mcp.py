@@ -90,9 +90,13 @@ class McpProfile(JsonRpcNdjsonProfile):
 
     def answers_unparseable(self, message: Message) -> bool:
         # JSON-RPC 2.0: the error answering a request whose id could not be read has a null
-        # id (0 is an id like any other here, unlike on Scrybe's wire).
+        # id (0 is an id like any other here, unlike on Scrybe's wire). A batch's answer (an
+        # array, 2025-03-26) goes the same way: to the oldest request without an id of its
+        # own, which is how a batch is held.
         obj = message.obj
-        return message.id is None and isinstance(obj, dict) and "error" in obj
+        return isinstance(obj, list) or (
+            message.id is None and isinstance(obj, dict) and "error" in obj
+        )
 
     def id_is_valid(self, ident: Any) -> bool:
         return isinstance(ident, str) or is_json_int(ident)

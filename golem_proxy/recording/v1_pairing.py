@@ -50,6 +50,8 @@ class V1Pairing:
                     message, frame.index
                 )
             return dataclasses.replace(frame, expects_answer=expects) if expects else frame
+        if not profile.is_reply(message):  # an MCP server's stray line: no reply, no orphan
+            return frame
         asker = (frame.conn, frame.direction.reverse)
         correlator = self._correlators.get(asker)
         pending = correlator.match_response(message) if correlator is not None else None

@@ -183,3 +183,13 @@ def test_an_mcp_servers_stray_line_answers_nothing_and_the_real_answer_pairs() -
     assert "pairing.orphan-response" not in rules
     assert rules == ["jsonrpc.response.json"]  # what it is, said once
     assert tap.outstanding() == 0
+
+
+def test_an_mcp_batch_is_answered_by_the_batch_that_answers_it() -> None:
+    # JSON-RPC batches (MCP 2025-03-26): the array of answers goes to the array of requests.
+    events: list[Event] = []
+    tap = ConnectionTap(1, "mcp", MCP, events.append)
+    tap.process(Direction.C2S, b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]\n', 0.1)
+    tap.process(Direction.S2C, b'[{"jsonrpc":"2.0","id":1,"result":{}}]\n', 0.2)
+    assert frames(events) == [("c2s", 0, True, None, False), ("s2c", 0, False, 0, False)]
+    assert tap.outstanding() == 0

@@ -17,9 +17,11 @@ CALL = b'{"jsonrpc":"2.0","id":%d,"method":"set_vim","params":{"enabled":true}}\
 ANSWER = b'{"jsonrpc":"2.0","id":%d,"result":{"enabled":true}}\n'
 
 
-def _session(path: Path, chunks: list[tuple[Direction, bytes]]) -> Path:
-    """Record one jsonrpc-ndjson connection whose traffic is ``chunks``, in order."""
-    profile = get_profile("jsonrpc-ndjson")
+def _session(
+    path: Path, chunks: list[tuple[Direction, bytes]], profile_name: str = "jsonrpc-ndjson"
+) -> Path:
+    """Record one connection of ``profile_name`` whose traffic is ``chunks``, in order."""
+    profile = get_profile(profile_name)
     header = Header.new(profile.name, [ROUTE])
     with RecordingWriter(open_private(str(path), overwrite=True), header) as writer:
         writer.write(

@@ -56,7 +56,15 @@ def mixed(path: Path) -> Path:
     )
 
 
-@pytest.mark.parametrize("build", [mixed, exchanges], ids=["mixed", "exchanges"])
+def mcp_stray_line(path: Path) -> Path:
+    """An MCP server's stray stdout line while a call waits, then the call's answer."""
+    stray = b"debug: listing layers\n"
+    return _session(path, [(Direction.C2S, CALL % 1), (Direction.S2C, stray + ANSWER % 1)], "mcp")
+
+
+@pytest.mark.parametrize(
+    "build", [mixed, exchanges, mcp_stray_line], ids=["mixed", "exchanges", "mcp-stray-line"]
+)
 def test_a_version_1_file_reads_as_the_tap_decided(tmp_path: Path, build: object) -> None:
     written = build(tmp_path / "v2.jsonl")  # type: ignore[operator]
     assert isinstance(written, Path)
