@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import json
 import re
 from collections.abc import Hashable, Mapping
 from typing import Optional
@@ -288,7 +289,7 @@ class EventLog:
                 text.append(f"  ⟵ {safe_text(calls[0].tool, _NAME)}", "cyan")
             else:  # each by its MCP id too: overlapping calls are often of one tool
                 tools = "|".join(
-                    f"{safe_text(call.tool, _NAME)} id={safe_text(str(call.id), _NAME)}"
+                    f"{safe_text(call.tool, _NAME)} id={safe_text(json.dumps(call.id), _NAME)}"
                     for call in calls
                 )
                 text.append(f"  ⟵ ambiguous: {tools}", "cyan")
