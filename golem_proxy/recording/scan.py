@@ -128,6 +128,8 @@ class _Loader:
             if at != previous:
                 self._gap(previous, at)
             previous = match.end()
+            if previous - at > self.max_line:  # one of its lines may be too long
+                self._lengths(at, previous)
             try:
                 if match.start(2) >= 0:  # a whole exchange: the hot path
                     t0, route, kind, method, t1 = match.group(1, 3, 5, 6, 8)
@@ -156,6 +158,17 @@ class _Loader:
                 raise RecordingError(exc.what, line=at) from None
         if previous < end - 1:
             self._gap(previous, end - 1)
+
+    def _lengths(self, newline: int, end: int) -> None:
+        """Refuse a line longer than the reader takes among those after the newline at
+        ``newline`` up to ``end``, as the reader does."""
+        while newline < end:
+            following = self.buffer.find(b"\n", newline + 1, end + 1)
+            if following < 0:
+                following = end
+            if following - newline - 1 > self.max_line:
+                raise RecordingError(f"longer than {self.max_line} bytes", line=newline)
+            newline = following
 
     def part(self) -> _Part:
         return _Part(self.rows, self.orphans)
@@ -361,6 +374,9 @@ def _scan_file(path: str, max_line: int) -> Scan:
     gc.disable()
     try:
         rows = _scan(profile, routes, buffer, max_line, len(first), last_newline + 1)
+        if end - last_newline - 1 > max_line:  # unless the reader refuses it for its length
+            at = line_at(buffer, last_newline + 1)
+            raise RecordingError(f"longer than {max_line} bytes", line=at)
     except BaseException:
         buffer.close()
         raise

@@ -110,3 +110,17 @@ def test_blank_lines_are_skipped_as_the_reader_skips_them(tmp_path: Path) -> Non
     path, lines = recording(tmp_path)
     path.write_bytes(b"".join(line + b"\n  \n" for line in lines))
     assert len(scan_exchanges(str(path)).rows) == 10
+
+
+def test_a_line_too_long_is_refused_as_the_reader_refuses_it(tmp_path: Path) -> None:
+    path, lines = recording(tmp_path)
+    long = lines[2].replace(b'"params": {}', b'"params": {"x": "' + b"a" * 3000 + b'"}')
+    cases = {
+        "in the writer's layout": [*lines[:2], long, *lines[3:]],
+        "unfinished, last": [*lines, b'{"seq":99,' + b"x" * 3000],
+    }
+    for name, content in cases.items():
+        path.write_bytes(b"".join(content))
+        said = refusal(lambda p: read_recording(p, max_line=2000), path)
+        assert "longer than 2000 bytes" in said, name
+        assert refusal(lambda p: scan_exchanges(p, max_line=2000), path) == said, name
