@@ -1,6 +1,7 @@
 """What a view says on stderr once it has read a recording to its end, one line each: where
-the observing process restarted or observation stopped, and that the recording was cut short
-(an incomplete last line, connections never closed). Text only: `show`, `stats`, `check`,
+the observing process restarted, where lines were lost or are out of order (their ``seq``),
+where observation stopped, and that the recording was cut short (an incomplete last line,
+connections never closed). Text only: `show`, `stats`, `check`,
 `export` print the lines, and `query` prints those its worker processes made."""
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def _plural(count: int, noun: str) -> str:
 
 def reading_notes(reader: FlowReader) -> list[str]:
     """The notes of a recording read to its end: one line per restart of the observing
-    process (up to `RESTARTS_NOTED`, then one that counts the rest), then where observation
+    process (up to `RESTARTS_NOTED`, then one that counts the rest), the first place the
+    lines' numbering breaks (and how many others do), then where observation
     stopped when it did, else why the file was cut short when it was (what the proxy had not
     flushed yet, about `TRAILS_BY`, is missing)."""
     path = safe_text(reader.path)
@@ -37,6 +39,13 @@ def reading_notes(reader: FlowReader) -> list[str]:
         notes.append(
             f"note: {path}: and {_plural(more, 'more restart')} of the observing process, "
             f"the last at {restarts[-1].t:.3f} s"
+        )
+    jump = reader.seq.first
+    if jump is not None:
+        elsewhere = reader.seq.count - 1
+        others = f" and {_plural(elsewhere, 'other place')}" if elsewhere else ""
+        notes.append(
+            f"note: {path}: line {jump.line}: {jump.describe()}{others}; flows near it may be wrong"
         )
     stopped = reader.stopped
     if stopped is not None:

@@ -31,6 +31,7 @@ from .members import (
     shown,
 )
 from .schema import MSG_KEY, VERSION, RecordingError
+from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .v1_pairing import V1Pairing
 
@@ -108,11 +109,16 @@ class LineDecoder:
         restart, each read as the session's gap while no observing process recorded."""
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
+        self.seq = SeqWatch()
+        """Where the lines' numbering breaks: lines lost or out of order (`decode` only)."""
 
-    def decode(self, line: bytes) -> Optional[Event]:
-        """The event of one line (None for a line that makes none). Raises RecordingError."""
+    def decode(self, line: bytes, number: int = 0) -> Optional[Event]:
+        """The event of one line (None for a line that makes none), its ``seq`` watched
+        (``number``: its line number in the file, for `seq`). Raises RecordingError."""
         data, payload = event_object(line)
-        return self.decode_object(data, payload)
+        event = self.decode_object(data, payload)
+        self.seq.see(data.get("seq"), data.get("kind"), number)  # checked by decode_object
+        return event
 
     def decode_object(self, data: dict[str, Any], payload: Optional[bytes]) -> Optional[Event]:
         """The event of a line already parsed (`event_object`: its members and verbatim
@@ -132,6 +138,7 @@ class LineDecoder:
     def _decode(self, data: dict[str, Any], payload: Optional[bytes]) -> Optional[Event]:
         kind = data.get("kind")
         t = member_number(data, "t")
+        member_optional_int(data, "seq")  # checked as every member is; `SeqWatch` reads it
         if kind == "frame":
             return self._frame(data, payload, t)
         if kind == "gap":

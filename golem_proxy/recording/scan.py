@@ -23,7 +23,13 @@ from ..terminal import safe_text
 from .files import open_recording
 from .forked import ForkedCall, ForkedCallError
 from .line_events import LineDecoder, event_object, read_frame
-from .members import member_int, member_number, member_optional_str, member_str
+from .members import (
+    member_int,
+    member_number,
+    member_optional_int,
+    member_optional_str,
+    member_str,
+)
 from .reader import parse_header, route_profiles
 from .scan_pattern import C2S, LINE, S2C
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError, dumps
@@ -211,10 +217,10 @@ class _Loader:
             )
 
     def _slow_frame(self, data: dict[str, Any], payload: Optional[bytes]) -> None:
+        t = member_number(data, "t")
+        member_optional_int(data, "seq")  # in the reader's order (`LineDecoder._decode`)
         route = member_str(data, "route", "")
-        frame = read_frame(
-            data, payload, member_number(data, "t"), self.routes.get(route, self.profile)
-        )
+        frame = read_frame(data, payload, t, self.routes.get(route, self.profile))
         info: FrameInfo = (
             frame.route,
             member_optional_str(data, "method"),

@@ -32,6 +32,9 @@ DAMAGE: dict[str, Change] = {
     "no kind": lambda line: _dumped({k: v for k, v in _members(line).items() if k != "kind"}),
     "kind not a string": lambda line: _dumped({**_members(line), "kind": 5}),
     "invalid UTF-8 in a name": lambda line: line.replace(b'"route":"main"', b'"route":"\xffm"'),
+    "seq not a whole number": lambda line: line.replace(b'{"seq":', b'{"seq":"1', 1).replace(
+        b',"t"', b'","t"', 1
+    ),
 }
 
 
