@@ -25,6 +25,7 @@ from ..recording.format import (
     RecordingReader,
     open_recording,
 )
+from ..recording.seq_watch import SeqWatch
 from .flows import Flow, FlowTracker
 
 __all__ = [
@@ -65,6 +66,11 @@ class FlowReader(OpenedRecording):
         """Where a new observing process took over the recording (the recording goes on after
         each), in order, as far as it was read."""
         return self._reader.restarts
+
+    @property
+    def seq(self) -> SeqWatch:
+        """Where the recording's line numbering broke (lines lost or out of order)."""
+        return self._reader.seq
 
     @property
     def unclosed(self) -> int:

@@ -25,6 +25,7 @@ from golem_core.profiles import Profile
 
 from ..analysis.filters import Filter, FilterError, parse_filter
 from ..analysis.flows import Flow
+from ..analysis.reading_notes import reading_notes
 from ..analysis.tool_calls import mcp_routes
 from ..analysis.trace import FlowReader, TraceError, open_flows
 from ..catalogues import CatalogueNotFound, load_catalogue
@@ -219,78 +220,16 @@ def fail(message: str) -> int:
     return EXIT_USAGE
 
 
-RESTARTS_NOTED = 20
-"""Restarts `note_truncated` names one by one; one more line counts the rest."""
-
-
 def note_truncated(reader: FlowReader) -> None:
-    """One line on stderr when the recording (read to its end) was cut short: its last line
-    is incomplete, or connections it opened were never closed (a proxy that stops closes
-    them all). What the proxy had not flushed yet, about `TRAILS_BY`, is missing. Before it,
-    one line per restart of the observing process (the recording goes on after one), and in
-    its place the line that says where observation stopped, when it did."""
-    _note_restarts(reader)
-    stopped = reader.stopped
-    if stopped is not None:
-        # Connections are left open and lines may be cut by design: say what happened instead.
-        console(stderr=True).print(
-            Text(
-                f"note: {safe_text(reader.path)}: observation stopped at {stopped.t:.3f} s: "
-                f"{safe_text(stopped.detail)}; what was forwarded after it is not in this "
-                "recording",
-                style="yellow",
-            ),
-            soft_wrap=True,
-        )
-        return
-    why = []
-    if reader.truncated_tail:
-        why.append("it ends with an incomplete line: read up to the last complete line")
-    unclosed = reader.unclosed
-    if unclosed:
-        why.append(f"{plural(unclosed, 'connection')} never closed")
-    if not why:
-        return
-    from ..live.recorder import TRAILS_BY  # here: the live side imports trio
-
-    missing = round(TRAILS_BY * 1000)
-    console(stderr=True).print(
-        Text(
-            f"note: {safe_text(reader.path)}: the proxy stopped without closing this "
-            f"recording; the last {missing} ms may be missing ({'; '.join(why)})",
-            style="yellow",
-        ),
-        soft_wrap=True,
-    )
+    """The notes of a recording read to its end (`reading_notes`: restarts, where
+    observation stopped, a file cut short) on stderr, one line each."""
+    print_notes(reading_notes(reader))
 
 
-def _note_restarts(reader: FlowReader) -> None:
-    """One line on stderr per restart the recording says (up to `RESTARTS_NOTED`, then one
-    that counts the rest): where, why, and that what crossed meanwhile is not recorded."""
-    restarts = reader.restarts
-    if not restarts:
-        return
-    out = console(stderr=True)
-    for restart in restarts[:RESTARTS_NOTED]:
-        out.print(
-            Text(
-                f"note: {safe_text(reader.path)}: observation restarted at {restart.t:.3f} s "
-                f"({safe_text(restart.detail)}); what was forwarded while no observing process "
-                "recorded it is not in this recording",
-                style="yellow",
-            ),
-            soft_wrap=True,
-        )
-    more = len(restarts) - RESTARTS_NOTED
-    if more > 0:
-        out.print(
-            Text(
-                f"note: {safe_text(reader.path)}: and {plural(more, 'more restart')} of the "
-                f"observing process, the last at {restarts[-1].t:.3f} s",
-                style="yellow",
-            ),
-            soft_wrap=True,
-        )
+def print_notes(notes: list[str]) -> None:
+    """Notes on stderr, one line each, in the notes' colour."""
+    for note in notes:
+        console(stderr=True).print(Text(note, style="yellow"), soft_wrap=True)
 
 
 def plural(count: int, noun: str) -> str:

@@ -19,7 +19,15 @@ from ..interop.fleet_query import QueryResult, run_query
 from ..interop.flow_table import COLUMNS, FlowTableError
 from ..interop.row_cache import prepare_cache
 from ..terminal import safe_text
-from ._common import EXIT_OK, console, count_arg, fail, os_reason, trace_path_arg
+from ._common import (
+    EXIT_OK,
+    console,
+    count_arg,
+    fail,
+    os_reason,
+    print_notes,
+    trace_path_arg,
+)
 
 NAME = "query"
 HELP = "run SQL over the flows of many traces (recordings or Parquet exports) with DuckDB"
@@ -137,6 +145,7 @@ def _run(
             args.traces,
             printer,
             progress=progress,
+            notes=print_notes,
             jobs=int(args.jobs),
             cache=args.cache,
         )

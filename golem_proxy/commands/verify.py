@@ -55,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
         )
     with reading(args.file):
         trace = load_exchanges(args.file)
+    if not trace.exchanges:
+        trace.close()
+        # Nothing re-sent is nothing verified: a CI gate must not pass on it.
+        raise CommandError(
+            f"{args.file} has no exchange to verify", "no request in it was answered"
+        )
     try:
         second = trace.profile.second_channel
         targets = _targets(trace.routes, args.target, args.gh_target, second)

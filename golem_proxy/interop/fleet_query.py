@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Optional
 
+from ..analysis.reading_notes import reading_notes
 from ..analysis.trace import TraceError, open_flows
 from ..recording.files import open_private
 from .flow_table import (
@@ -22,7 +23,7 @@ from .flow_table import (
     rows_relation,
     write_rows,
 )
-from .row_cache import RowFile, cached_rows, prepare_cache, rows_into_cache
+from .row_cache import RowFile, cached_notes, cached_rows, prepare_cache, rows_into_cache
 
 __all__ = ["QueryResult", "chunked", "run_query", "worker_count"]
 
@@ -48,11 +49,13 @@ def _rows_to_private(directory: str, piece: Sequence[str], index: int) -> list[R
     """The rows of the recordings of ``piece``, in order, in one new private file in
     ``directory`` named by ``index``. Raises TraceError and OSError."""
     path = os.path.join(directory, f"rows-{index}.jsonl")
+    notes: list[str] = []
     with open_private(path) as stream:
         for recording in piece:
             with open_flows(recording) as trace:
                 write_rows(flow_rows(trace, recording), stream)
-    return [RowFile(path, scratch=True)]
+                notes += reading_notes(trace)
+    return [RowFile(path, scratch=True, recordings=tuple(piece), notes=tuple(notes))]
 
 
 def _rows_to_cache(directory: str, piece: Sequence[str], index: int) -> list[RowFile]:
@@ -129,7 +132,11 @@ def _row_files(
         return _read_recordings(recordings, partial(_rows_to_private, directory), jobs, progress)
     prepare_cache(cache)
     hits = [cached_rows(cache, path) for path in recordings]
-    found = [RowFile(hit, scratch=False) for hit in hits if hit is not None]
+    found = [
+        RowFile(hit, scratch=False, recordings=(path,), notes=cached_notes(hit))
+        for path, hit in zip(recordings, hits)
+        if hit is not None
+    ]
     missing = [path for path, hit in zip(recordings, hits) if hit is None]
     told = None if progress is None else partial(_counted_from, progress, len(found))
     return found + _read_recordings(missing, partial(_rows_to_cache, cache), jobs, told)
@@ -145,6 +152,7 @@ def run_query(
     consume: Callable[[QueryResult], None],
     *,
     progress: Optional[Callable[[int, str], None]] = None,
+    notes: Optional[Callable[[list[str]], None]] = None,
     jobs: int = 0,
     cache: Optional[str] = None,
 ) -> int:
@@ -153,8 +161,10 @@ def run_query(
     read. Recordings are read by ``jobs`` processes (0: one per core); with a ``cache``
     folder their rows are kept there and read from there while they stay the same
     (`row_cache`). ``progress`` is told how many recordings are read and the last one's path
-    as reading goes on. Raises TraceError for a recording that cannot be read,
-    FlowTableError when DuckDB refuses the query or a file, and OSError."""
+    as reading goes on; ``notes`` is given what reading them noted (`reading_notes`: a
+    recording cut short), before the query runs. Raises TraceError for a recording that
+    cannot be read, FlowTableError when DuckDB refuses the query or a file (naming the
+    recordings, not the files of their rows), and OSError."""
     parquet = [path for path in traces if path.endswith(".parquet")]
     recordings = [path for path in traces if not path.endswith(".parquet")]
     for path in parquet:
@@ -167,16 +177,30 @@ def run_query(
             if recordings:
                 row_files = _row_files(recordings, directory, cache, jobs, progress)
                 parts.append(rows_relation([row.path for row in row_files]))
+                if notes is not None:
+                    notes([note for row in row_files for note in row.notes])
             if parquet:
                 files = ", ".join(_quote(path) for path in parquet)
                 parts.append(f"SELECT * FROM read_parquet([{files}], union_by_name = true)")
-            _run_sql(sql, " UNION ALL BY NAME ".join(parts), directory, consume)
+            try:
+                _run_sql(sql, " UNION ALL BY NAME ".join(parts), directory, consume)
+            except FlowTableError as exc:
+                raise FlowTableError(_named(str(exc), row_files)) from None
         finally:
             for row in row_files:
                 if row.scratch:  # a cache's scratch file; the private ones go with the folder
                     with contextlib.suppress(OSError):
                         os.unlink(row.path)
     return len(traces)
+
+
+def _named(message: str, row_files: list[RowFile]) -> str:
+    """An engine's ``message`` with the files of rows it names replaced by the recordings
+    they hold: the user gave those, and the files are gone once the query ends."""
+    for row in row_files:
+        if row.path in message:
+            message = message.replace(row.path, "the rows of " + ", ".join(row.recordings))
+    return message
 
 
 def _run_sql(sql: str, flows: str, directory: str, consume: Callable[[QueryResult], None]) -> None:

@@ -21,6 +21,7 @@ from typing import IO, Any, Optional
 from ..analysis.tool_calls import layered_json
 from ..analysis.trace import FlowReader
 from ..recording.files import check_replaceable
+from ..recording.format import DEFAULT_MAX_LINE
 
 __all__ = [
     "COLUMNS",
@@ -155,13 +156,19 @@ def _write_lines(lines: list[str], stream: IO[bytes]) -> None:
     stream.write(text.encode("utf-8"))
 
 
+MAX_ROW = 4 * DEFAULT_MAX_LINE
+"""The longest row the engine reads (DuckDB's default is 16 MiB): a row holds a flow's two
+payloads as JSON text, each from a line of up to `DEFAULT_MAX_LINE` that escaping may double,
+so every flow a recording holds fits."""
+
+
 def rows_relation(paths: str | list[str]) -> str:
     """SQL reading files of rows written by `write_rows` with the table's column types."""
     names = [paths] if isinstance(paths, str) else paths
     quoted = ", ".join("'" + path.replace("'", "''") + "'" for path in names)
     return (
         f"SELECT * FROM read_json([{quoted}], format = 'newline_delimited', "
-        f"columns = {column_spec()})"
+        f"maximum_object_size = {MAX_ROW}, columns = {column_spec()})"
     )
 
 
@@ -197,7 +204,9 @@ def write_parquet(trace: FlowReader, name: str, out: str) -> int:
             with duckdb.connect(":memory:") as db:
                 db.execute(f"COPY ({rows_relation(rows_path)}) TO '{quoted}' (FORMAT parquet)")
         except duckdb.Error as exc:
-            raise FlowTableError(one_line(exc)) from None
+            # Named for the trace, not the rows file it was copied to, gone with the folder.
+            text = one_line(exc).replace(rows_path, f"the rows of {name}")
+            raise FlowTableError(text) from None
         os.chmod(temp, 0o600)
         check_replaceable(out)
         os.replace(temp, out)

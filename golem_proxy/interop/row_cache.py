@@ -6,6 +6,8 @@ A recording's rows are one file named by a digest of what they depend on: the pa
 golem-proxy version and the table's columns. A recording that changes (it is appended to, or
 replaced) gets a new name, so a stale file is never read; old files stay until the folder is
 emptied. Rows of a recording that changed while it was read are used once and not kept.
+What a view notes of the recording once read (`reading_notes`: a file cut short) is kept
+beside its rows (``.notes.json``), so that a query from the cache says it too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,13 +24,15 @@ from typing import Optional
 
 from golem_core import __version__
 
+from ..analysis.reading_notes import reading_notes
 from ..analysis.trace import open_flows
 from ..recording.files import open_private
 from .flow_table import column_spec, flow_rows, write_rows
 
-__all__ = ["RowFile", "cached_rows", "prepare_cache", "rows_into_cache"]
+__all__ = ["RowFile", "cached_notes", "cached_rows", "prepare_cache", "rows_into_cache"]
 
 _SUFFIX = ".rows.jsonl"
+_NOTES = ".notes.json"
 _USER = os.geteuid() if hasattr(os, "geteuid") else 0
 
 
@@ -38,6 +43,10 @@ class RowFile:
 
     path: str
     scratch: bool
+    recordings: tuple[str, ...] = ()
+    """The recordings whose rows it holds (an engine's error about the file names them)."""
+    notes: tuple[str, ...] = ()
+    """What reading its recordings noted (`reading_notes`), to be said once the query runs."""
 
 
 def prepare_cache(directory: str) -> None:
@@ -79,6 +88,21 @@ def cached_rows(directory: str, recording: str) -> Optional[str]:
     return path
 
 
+def _notes_path(rows: str) -> str:
+    return rows[: -len(_SUFFIX)] + _NOTES
+
+
+def cached_notes(rows: str) -> tuple[str, ...]:
+    """The notes kept beside the cached ``rows`` (none when there are none, or they cannot
+    be read)."""
+    try:
+        with open(_notes_path(rows), encoding="utf-8") as stream:
+            found = json.load(stream)
+    except (OSError, ValueError):
+        return ()
+    return tuple(note for note in found if isinstance(note, str)) if isinstance(found, list) else ()
+
+
 def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
     """Read each of ``recordings`` and write its rows to its file in ``directory`` (under a
     temporary name, renamed once whole and only when the recording did not change while it
@@ -97,9 +121,13 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
                 with contextlib.suppress(OSError):
                     os.unlink(partial)
                 raise
+            notes = tuple(reading_notes(trace))
         if _identity(before) == _identity(after):
+            if notes:  # before the rows are in place: a file found has its notes beside it
+                with open_private(_notes_path(final), overwrite=True) as stream:
+                    stream.write(json.dumps(notes).encode("utf-8"))
             os.replace(partial, final)
-            done.append(RowFile(final, scratch=False))
+            done.append(RowFile(final, scratch=False, recordings=(recording,), notes=notes))
         else:
-            done.append(RowFile(partial, scratch=True))
+            done.append(RowFile(partial, scratch=True, recordings=(recording,), notes=notes))
     return done

@@ -31,10 +31,11 @@ from .members import (
     shown,
 )
 from .schema import MSG_KEY, VERSION, RecordingError
+from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .v1_pairing import V1Pairing
 
-__all__ = ["LineDecoder"]
+__all__ = ["LineDecoder", "event_object", "read_frame"]
 
 _FRAME_ERRORS = tuple(kind.value for kind in FrameErrorKind)
 _SEVERITIES = tuple(severity.value for severity in Severity)
@@ -108,9 +109,21 @@ class LineDecoder:
         restart, each read as the session's gap while no observing process recorded."""
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
+        self.seq = SeqWatch()
+        """Where the lines' numbering breaks: lines lost or out of order (`decode` only)."""
 
-    def decode(self, line: bytes) -> Optional[Event]:
-        event = self._decode(line)
+    def decode(self, line: bytes, number: int = 0) -> Optional[Event]:
+        """The event of one line (None for a line that makes none), its ``seq`` watched
+        (``number``: its line number in the file, for `seq`). Raises RecordingError."""
+        data, payload = event_object(line)
+        event = self.decode_object(data, payload)
+        self.seq.see(data.get("seq"), data.get("kind"), number)  # checked by decode_object
+        return event
+
+    def decode_object(self, data: dict[str, Any], payload: Optional[bytes]) -> Optional[Event]:
+        """The event of a line already parsed (`event_object`: its members and verbatim
+        payload), checked as `decode` checks it. Raises RecordingError."""
+        event = self._decode(data, payload)
         if self.v1 is not None and event is not None and not isinstance(event, events.FrameSeen):
             self.v1.other(event)
         if isinstance(event, events.ConnectionClosed):
@@ -122,15 +135,12 @@ class LineDecoder:
         for key in [k for k in self.frames if k[0] == conn]:
             del self.frames[key]
 
-    def _decode(self, line: bytes) -> Optional[Event]:
-        check_line(line)
-        data = decode_json(line)
-        if not isinstance(data, dict):
-            raise RecordingError("an event line is not a JSON object")
+    def _decode(self, data: dict[str, Any], payload: Optional[bytes]) -> Optional[Event]:
         kind = data.get("kind")
         t = member_number(data, "t")
+        member_optional_int(data, "seq")  # checked as every member is; `SeqWatch` reads it
         if kind == "frame":
-            return self._frame(data, line, t)
+            return self._frame(data, payload, t)
         if kind == "gap":
             return events.EventsMissed(
                 count=member_int(data, "missed", 0), t=t, consumer=member_str(data, "consumer", "")
@@ -267,52 +277,96 @@ class LineDecoder:
             orphan=orphan,
         )
 
-    def _frame(self, data: dict[str, Any], line: bytes, t: float) -> events.FrameSeen:
-        direction = member_direction(data)
+    def _frame(self, data: dict[str, Any], payload: Optional[bytes], t: float) -> events.FrameSeen:
         profile = self.profile
         if self.routes:
             profile = self.routes.get(member_str(data, "route", ""), profile)
-        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        redacted = data.get("redacted", ())
-        if not isinstance(redacted, (list, tuple)) or not all(isinstance(p, str) for p in redacted):
-            raise RecordingError("redacted must be a list of strings")
-        redacted = tuple(redacted)
-        if "raw" in data:
-            payload = member_base64(data)
-            message = profile.parse(payload, role)
-        else:
-            if "msg" not in data:
-                raise RecordingError("a frame line has neither msg nor raw")
-            obj = data["msg"]
-            if redacted:
-                payload = profile.encode_payload(obj)
-            else:
-                start = line.find(MSG_KEY)
-                end = line.rstrip(b"\r\n").rfind(b"}")
-                if start < 0 or end < start:
-                    raise RecordingError('msg is not where the writer puts it (,"msg": last)')
-                payload = line[start + len(MSG_KEY) : end]
-            if type(obj) is dict and type(obj.get("method")) is str:
-                # One string per method name, not one per request: a viewer keeps them all.
-                obj["method"] = sys.intern(obj["method"])
-            message = profile.parse_decoded(obj, role)
-        frame = events.FrameSeen(
-            conn=member_int(data, "conn"),
-            route=sys.intern(member_str(data, "route", "")),
-            direction=direction,
-            index=member_int(data, "n"),
-            t=t,
-            size=member_int(data, "size", len(payload)),
-            payload=payload,
-            message=message,
-            redacted=redacted,
-            tool_calls=member_tool_calls(data),
-            expects_answer=member_bool(data, "expects_answer", False),
-            answers=member_optional_int(data, "answers"),
-            orphan=member_bool(data, "orphan", False),
-        )
+        frame = read_frame(data, payload, t, profile)
         if self.v1 is not None:
             frame = self.v1.frame(frame)
         if frame.expects_answer or frame.answers is not None:  # an exchange line will name it
-            self.frames[(frame.conn, direction.value, frame.index)] = frame
+            self.frames[(frame.conn, frame.direction.value, frame.index)] = frame
         return frame
+
+
+_NOT_LAST = "msg is not the last member"
+
+
+def event_object(line: bytes) -> tuple[dict[str, Any], Optional[bytes]]:
+    """One event line parsed, after its parse budget is checked: its members, and a frame's
+    verbatim payload (None for other lines). Raises RecordingError.
+
+    A frame's payload is the line's bytes after the first ``,"msg":`` up to its last ``}``
+    (docs/recording-format.md). The members before it and the payload are parsed apart, at
+    the cost of parsing the line once, so that the message a reader shows is the one whose
+    bytes it keeps: a line whose ``msg`` is not its last member, or that has two, is
+    refused."""
+    check_line(line)
+    start = line.find(MSG_KEY)
+    if start >= 0:
+        try:
+            members = decode_json(line[:start] + b"}")
+        except RecordingError:
+            members = None  # a ``,"msg":`` inside another member: not the writer's frame
+        if isinstance(members, dict) and members.get("kind") == "frame":
+            if "msg" in members:
+                raise RecordingError(_NOT_LAST)
+            payload = line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]
+            try:
+                members["msg"] = decode_json(payload)
+            except RecordingError as exc:
+                if exc.what.startswith("not JSON: Extra data"):
+                    raise RecordingError(_NOT_LAST) from None
+                raise
+            return members, payload
+    data = decode_json(line)
+    if not isinstance(data, dict):
+        raise RecordingError("an event line is not a JSON object")
+    if start >= 0 and data.get("kind") == "frame" and "msg" in data:
+        raise RecordingError(_NOT_LAST)  # members before it that do not parse on their own
+    return data, None
+
+
+def read_frame(
+    data: dict[str, Any], verbatim: Optional[bytes], t: float, profile: Profile
+) -> events.FrameSeen:
+    """The frame of a parsed ``frame`` line (`event_object`: ``verbatim`` is its payload as
+    the line holds it), every member checked, typed by ``profile``. Raises RecordingError."""
+    direction = member_direction(data)
+    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+    redacted = data.get("redacted", ())
+    if not isinstance(redacted, (list, tuple)) or not all(isinstance(p, str) for p in redacted):
+        raise RecordingError("redacted must be a list of strings")
+    redacted = tuple(redacted)
+    if "raw" in data:
+        payload = member_base64(data)
+        message = profile.parse(payload, role)
+    else:
+        if "msg" not in data:
+            raise RecordingError("a frame line has neither msg nor raw")
+        obj = data["msg"]
+        if redacted:
+            payload = profile.encode_payload(obj)
+        elif verbatim is None:
+            raise RecordingError('msg is not where the writer puts it (,"msg": last)')
+        else:
+            payload = verbatim
+        if type(obj) is dict and type(obj.get("method")) is str:
+            # One string per method name, not one per request: a viewer keeps them all.
+            obj["method"] = sys.intern(obj["method"])
+        message = profile.parse_decoded(obj, role)
+    return events.FrameSeen(
+        conn=member_int(data, "conn"),
+        route=sys.intern(member_str(data, "route", "")),
+        direction=direction,
+        index=member_int(data, "n"),
+        t=t,
+        size=member_int(data, "size", len(payload)),
+        payload=payload,
+        message=message,
+        redacted=redacted,
+        tool_calls=member_tool_calls(data),
+        expects_answer=member_bool(data, "expects_answer", False),
+        answers=member_optional_int(data, "answers"),
+        orphan=member_bool(data, "orphan", False),
+    )

@@ -22,6 +22,7 @@ from .files import open_recording
 from .line_events import LineDecoder
 from .line_guard import check_line, decode_json
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError
+from .seq_watch import SeqWatch
 
 __all__ = [
     "OpenedRecording",
@@ -143,6 +144,11 @@ class RecordingReader:
         order, as far as it was read."""
         return self._decoder.restarts
 
+    @property
+    def seq(self) -> SeqWatch:
+        """Where the lines' numbering broke (lines lost or out of order), as far as read."""
+        return self._decoder.seq
+
     def _named(self, exc: RecordingError) -> RecordingError:
         return exc if self.path is None else exc.at(self.path)
 
@@ -163,7 +169,7 @@ class RecordingReader:
             if not line.strip():
                 continue
             try:
-                event = decode(line)
+                event = decode(line, self.line_number)
             except RecordingError as exc:
                 raise self._named(RecordingError(exc.what, line=self.line_number)) from None
             except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:

@@ -2,9 +2,11 @@
 
 Lines in the layout `RecordingWriter` writes are taken apart with the anchored regex of
 `scan_pattern` and slices (the payload is spliced in verbatim after ``"msg":``), several times
-faster than decoding every line as JSON. Any line that does not fit the fast path (base64
-payloads, redacted frames, other writers) is read by the hardened reader's checks: nothing here
-trusts the file more than `reader` does.
+faster than decoding every line as JSON. The pattern takes only members the reader would accept
+as they stand; a payload it takes is checked when it is decoded (`replay.index`). Every other
+non-blank line (other kinds, base64 payloads, redacted frames, other layouts, damage) is read
+by the reader's own code (`line_events`), so a line the reader refuses is refused here with the
+same message: nothing here trusts the file more than `reader` does.
 """
 
 from __future__ import annotations
@@ -17,21 +19,22 @@ from typing import Any, Optional
 
 from golem_core.profiles import Profile
 
+from ..terminal import safe_text
 from .files import open_recording
 from .forked import ForkedCall, ForkedCallError
+from .line_events import LineDecoder, event_object, read_frame
 from .members import (
-    member_base64,
-    member_direction,
     member_int,
     member_number,
+    member_optional_int,
     member_optional_str,
     member_str,
 )
-from .reader import check_line, decode_json, parse_header
-from .scan_pattern import C2S, EVENT_KIND, LINE, S2C
-from .schema import DEFAULT_MAX_LINE, MSG_KEY, Header, RecordingError, dumps
+from .reader import parse_header, route_profiles
+from .scan_pattern import C2S, LINE, S2C
+from .schema import DEFAULT_MAX_LINE, Header, RecordingError, dumps
 
-__all__ = ["PARALLEL_MIN_BYTES", "FrameInfo", "Row", "Scan", "scan_exchanges"]
+__all__ = ["PARALLEL_MIN_BYTES", "FrameInfo", "Row", "Scan", "line_at", "scan_exchanges"]
 
 
 # What replay keeps of a frame: (route, method, type, payload, t). ``payload`` is the offset
@@ -83,9 +86,19 @@ class _Loader:
     lines whose frames lie before the range are kept as orphans for the caller to pair."""
 
     def __init__(
-        self, profile: Profile, buffer: Any, max_line: int, *, partial: bool = False
+        self,
+        profile: Profile,
+        routes: dict[str, Profile],
+        buffer: Any,
+        max_line: int,
+        *,
+        partial: bool = False,
     ) -> None:
         self.profile = profile
+        self.routes = routes
+        # Reads every line of another kind as the reader does (it holds no frames: none are
+        # given to it), so that a line the reader refuses is refused here the same way.
+        self._reader = LineDecoder(profile, routes)
         self.buffer = buffer
         self.max_line = max_line
         self.partial = partial
@@ -108,14 +121,7 @@ class _Loader:
             raise RecordingError(exc.what, line=self._line_number(at)) from None
 
     def _line_number(self, newline_before: int) -> int:
-        # Only on the way to an error: counted in slices (a memory map has no count()).
-        end = newline_before + 1
-        step = 1 << 24
-        before = sum(
-            bytes(self.buffer[start : min(start + step, end)]).count(b"\n")
-            for start in range(0, end, step)
-        )
-        return before + 1
+        return line_at(self.buffer, newline_before + 1)
 
     def _scan(self, previous: int, end: int) -> None:
         buffer = self.buffer
@@ -128,6 +134,8 @@ class _Loader:
             if at != previous:
                 self._gap(previous, at)
             previous = match.end()
+            if previous - at > self.max_line:  # one of its lines may be too long
+                self._lengths(at, previous)
             try:
                 if match.start(2) >= 0:  # a whole exchange: the hot path
                     t0, route, kind, method, t1 = match.group(1, 3, 5, 6, 8)
@@ -157,59 +165,71 @@ class _Loader:
         if previous < end - 1:
             self._gap(previous, end - 1)
 
+    def _lengths(self, newline: int, end: int) -> None:
+        """Refuse a line longer than the reader takes among those after the newline at
+        ``newline`` up to ``end``, as the reader does."""
+        while newline < end:
+            following = self.buffer.find(b"\n", newline + 1, end + 1)
+            if following < 0:
+                following = end
+            if following - newline - 1 > self.max_line:
+                raise RecordingError(f"longer than {self.max_line} bytes", line=newline)
+            newline = following
+
     def part(self) -> _Part:
         return _Part(self.rows, self.orphans)
 
     def _gap(self, start: int, newline: int) -> None:
-        """Whole lines the fast pattern did not take (other events, or frames and exchanges
-        in another layout: base64 payloads, redaction), up to the newline at ``newline``,
-        read the slow way. ``start`` is inside the line before them."""
+        """Whole lines the fast pattern did not take (other events, frames and exchanges in
+        another layout: base64 payloads, redaction; damage), up to the newline at
+        ``newline``, read the slow way. ``start`` is inside the line before them."""
         position = self.buffer.find(b"\n", start, newline + 1)
         while position < newline:
             following = self.buffer.find(b"\n", position + 1, newline + 1)
             if following - position - 1 > self.max_line:
                 raise RecordingError(f"longer than {self.max_line} bytes", line=position)
-            line = self.buffer[position + 1 : following]
-            if EVENT_KIND.match(line) is not None:
+            line = self.buffer[position + 1 : following + 1]  # with its newline, as read
+            if line.strip():  # blank lines are skipped, as the reader skips them
                 try:
                     self._slow(line)
                 except RecordingError as exc:
                     raise RecordingError(exc.what, line=position) from None
+                except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+                    # As the reader: an untrusted line never escapes as another exception.
+                    what = f"{type(exc).__name__}: {safe_text(str(exc), 120)}"
+                    raise RecordingError(what, line=position) from None
             position = following
 
     def _slow(self, line: bytes) -> None:
-        check_line(line)
-        data = decode_json(line)
-        if not isinstance(data, dict):
-            raise RecordingError("an event line is not a JSON object")
-        head = _pair_key(member_int(data, "conn"), member_str(data, "route", ""))
-        if data.get("kind") == "exchange":
+        data, payload = event_object(line)
+        kind = data.get("kind")
+        if kind == "frame":
+            self._slow_frame(data, payload)
+            return
+        # Checked as the reader checks it (an exchange line too: its frames are in
+        # ``self.frames``, not the reader's, so it pairs nothing there).
+        self._reader.decode_object(data, payload)
+        if kind == "exchange":
+            head = _pair_key(member_int(data, "conn", 0), member_str(data, "route", ""))
             self._pair(
                 head + C2S + b"%d" % member_int(data, "req"),
                 head + S2C + b"%d" % member_int(data, "resp"),
             )
-            return
-        if "raw" in data:
-            payload = member_base64(data)
-        elif data.get("redacted"):
-            payload = self.profile.encode_payload(data.get("msg"))
-        else:
-            start = line.find(MSG_KEY)
-            end = line.rstrip().rfind(b"}")
-            if start < 0 or end < start:
-                raise RecordingError('msg is not where the writer puts it (,"msg": last)')
-            payload = line[start + len(MSG_KEY) : end]
-        method = member_optional_str(data, "method")
-        member_int(data, "size", 0)  # not kept here, but checked as the reader checks it
-        direction = C2S if member_direction(data).value == "c2s" else S2C
+
+    def _slow_frame(self, data: dict[str, Any], payload: Optional[bytes]) -> None:
+        t = member_number(data, "t")
+        member_optional_int(data, "seq")  # in the reader's order (`LineDecoder._decode`)
+        route = member_str(data, "route", "")
+        frame = read_frame(data, payload, t, self.routes.get(route, self.profile))
         info: FrameInfo = (
-            member_str(data, "route", ""),
-            method,
+            frame.route,
+            member_optional_str(data, "method"),
             member_str(data, "type", ""),
-            payload,
-            member_number(data, "t"),
+            frame.payload,
+            frame.t,
         )
-        key = head + direction + b"%d" % member_int(data, "n")
+        direction = C2S if frame.direction.value == "c2s" else S2C
+        key = _pair_key(frame.conn, route) + direction + b"%d" % frame.index
         self.frames[key] = info
         if self.partial:
             self.stored.add(key)
@@ -255,23 +275,43 @@ class _Loader:
         return None if mine is None else self._info(mine)
 
 
+def line_at(buffer: Any, offset: int) -> int:
+    """The number of the line of ``buffer`` (the whole file) that ``offset`` is in."""
+    # Only on the way to an error: counted in slices (a memory map has no count()).
+    step = 1 << 24
+    before = sum(
+        bytes(buffer[start : min(start + step, offset)]).count(b"\n")
+        for start in range(0, offset, step)
+    )
+    return before + 1
+
+
 def _row(request: FrameInfo, response: FrameInfo) -> Row:
     route, method, kind, payload, t = request
     return route, method, kind, payload, t, response[3], response[4]
 
 
-def _scan(profile: Profile, buffer: Any, max_line: int, header_end: int, end: int) -> list[Row]:
+def _scan(
+    profile: Profile,
+    routes: dict[str, Profile],
+    buffer: Any,
+    max_line: int,
+    header_end: int,
+    end: int,
+) -> list[Row]:
     """Rows of the event lines between the header and ``end``; the second half of a large
     trace is read by a forked child meanwhile."""
     previous = header_end - 1  # the header's newline starts the first line
     middle = -1
     if end - header_end >= PARALLEL_MIN_BYTES:
         middle = buffer.find(b"\n", previous + (end - previous) // 2, end - 1)
-    loader = _Loader(profile, buffer, max_line)
+    loader = _Loader(profile, routes, buffer, max_line)
     child = None
     try:
         if middle >= 0:
-            child = ForkedCall.start(lambda: _scan_part(profile, buffer, max_line, middle, end))
+            child = ForkedCall.start(
+                lambda: _scan_part(profile, routes, buffer, max_line, middle, end)
+            )
         if child is None:
             loader.scan(previous, end)
             return [row for row in loader.rows if row is not None]
@@ -279,7 +319,7 @@ def _scan(profile: Profile, buffer: Any, max_line: int, header_end: int, end: in
         try:
             part = child.result()
         except ForkedCallError:  # the child died: read its half here
-            part = _scan_part(profile, buffer, max_line, middle, end)
+            part = _scan_part(profile, routes, buffer, max_line, middle, end)
     finally:
         if child is not None:
             child.cancel()
@@ -287,8 +327,15 @@ def _scan(profile: Profile, buffer: Any, max_line: int, header_end: int, end: in
     return [row for row in loader.rows if row is not None]
 
 
-def _scan_part(profile: Profile, buffer: Any, max_line: int, previous: int, end: int) -> _Part:
-    loader = _Loader(profile, buffer, max_line, partial=True)
+def _scan_part(
+    profile: Profile,
+    routes: dict[str, Profile],
+    buffer: Any,
+    max_line: int,
+    previous: int,
+    end: int,
+) -> _Part:
+    loader = _Loader(profile, routes, buffer, max_line, partial=True)
     loader.scan(previous, end)
     return loader.part()
 
@@ -319,6 +366,7 @@ def _scan_file(path: str, max_line: int) -> Scan:
     with open_recording(path) as stream:
         first = stream.readline(max_line + 1)
         header, profile = parse_header(first)
+        routes = route_profiles(header)
         size = os.fstat(stream.fileno()).st_size
         if size <= len(first):
             return Scan(header, profile, [], False, None)
@@ -331,7 +379,10 @@ def _scan_file(path: str, max_line: int) -> Scan:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        rows = _scan(profile, buffer, max_line, len(first), last_newline + 1)
+        rows = _scan(profile, routes, buffer, max_line, len(first), last_newline + 1)
+        if end - last_newline - 1 > max_line:  # unless the reader refuses it for its length
+            at = line_at(buffer, last_newline + 1)
+            raise RecordingError(f"longer than {max_line} bytes", line=at)
     except BaseException:
         buffer.close()
         raise

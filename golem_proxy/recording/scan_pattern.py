@@ -9,14 +9,19 @@ from collections.abc import Mapping
 
 from .schema import KIND_MEMBERS, MSG_KEY
 
-__all__ = ["C2S", "EVENT_KIND", "LINE", "S2C"]
+__all__ = ["C2S", "LINE", "S2C"]
 
-# What matches one member's value on the fast path. Numbers are bounded so that every value
-# the pattern takes is finite and within range: anything else falls to the slow path, where
-# the reader's checks refuse it with a message.
-_INT = rb"\d{1,16}"
-_TIME = rb"-?\d{1,16}(?:\.\d{1,17})?(?:[eE][-+]?\d{1,2})?"
-_NAME = rb'"[^"\\\n]*"'
+# What matches one member's value on the fast path: only what the reader accepts, so that a
+# line the pattern takes is one the reader would read the same way (its payload aside, which is
+# checked when it is decoded). Numbers are JSON numbers (no leading zeros) bounded so that every
+# value is finite and within range: whole numbers under 10**15 (`MAX_INT` is 2**53), times under
+# 10**12 seconds. Names are printable ASCII without escapes, so that no invalid UTF-8 or control
+# character gets by. Anything else falls to the slow path, where the reader's checks refuse it
+# with a message or read it.
+_INT = rb"(?:0|[1-9]\d{0,14})"
+_TIME = rb"-?(?:0|[1-9]\d{0,11})(?:\.\d{1,17})?(?:[eE]-\d{1,2})?"
+_TEXT = rb"[ !#-\[\]-~]*"
+_NAME = rb'"' + _TEXT + rb'"'
 _DEFAULTS: Mapping[str, bytes] = {
     "seq": _INT,
     "t": _TIME,
@@ -43,19 +48,33 @@ def _line_start(kind: bytes, t: bytes) -> bytes:
     return b"\\n\\{" + _members("frame", "seq", "t", t=t) + b',"kind":"' + kind + b'",'
 
 
-# The id's text runs to the next quote: inside a JSON string every quote is escaped, and what
-# must follow the id (``,"``) cannot appear there, so an escaped id fails the pattern and is
-# read the slow way. Not excluding backslashes here makes the whole scan ~12 % faster.
-_ID = rb'(?:,"id":(?:"[^"]*"|-?\d{1,16}))?'
-_METHOD = rb'(?:,"method":"([^"\\\n]*)")?'
-# A frame's MCP attribution (`golem-proxy mcp`): a list that runs to the first ``],"msg":``,
-# which cannot occur inside it (a quote in its strings is escaped).
+# An id is a string of the same printable ASCII as a name (an escaped one is read the slow way)
+# or a JSON integer.
+_ID = rb'(?:,"id":(?:"' + _TEXT + rb'"|-?(?:0|[1-9]\d{0,15})))?'
+_METHOD = rb'(?:,"method":"(' + _TEXT + rb')")?'
+# A frame's MCP attribution (`golem-proxy mcp`): the list of tool calls in the writer's layout.
 # Then the tap's pairing decision (format version 2), which the scanner does not need.
-_PAIRING = rb'(?:,"expects_answer":true)?(?:,"answers":\d{1,16})?(?:,"orphan":true)?'
-_TOOL_CALLS = rb'(?:,"tool_calls":\[[^\n]*?\])?' + _PAIRING
+_TOOL_CALL = (
+    rb'\{"conn":' + _INT + rb',"n":' + _INT + rb',"id":(?:"' + _TEXT + rb'"|-?(?:0|[1-9]\d{0,15}))'
+    rb',"tool":"' + _TEXT + rb'"\}'
+)
+_PAIRING = rb'(?:,"expects_answer":true)?(?:,"answers":' + _INT + rb')?(?:,"orphan":true)?'
+_TOOL_CALLS = (
+    rb'(?:,"tool_calls":\[(?:' + _TOOL_CALL + rb"(?:," + _TOOL_CALL + rb")*)?\])?" + _PAIRING
+)
 # The rest of a frame line after ``"msg":``: the payload, then the line's closing brace.
 _PAYLOAD = rb"()[^\n]*\}\r?"
-_GROUP_NAME = rb'"([^"\\\n]*)"'
+_GROUP_NAME = rb'"(' + _TEXT + rb')"'
+# The rest of an exchange line after its frame numbers, in the writer's layout.
+_EXCHANGE_TAIL = (
+    rb'"method":(?:null|"'
+    + _TEXT
+    + rb'"),"status":"'
+    + _TEXT
+    + rb'","latency":'
+    + _TIME
+    + rb',"outcome":"[a-z-]{1,32}"\}\r?'
+)
 
 # One pass over the file finds every frame and exchange line in the layout RecordingWriter
 # writes. The literal ``\n{"seq":`` prefix lets the regex engine skip payload bytes quickly.
@@ -106,6 +125,7 @@ LINE = re.compile(
     + _line_start(b"exchange", _TIME)
     + _members("exchange", "conn", "resp", conn=rb"\2", route=rb'"\3"', req=rb"\4", resp=rb"\9")
     + b","
+    + _EXCHANGE_TAIL
     # one frame
     + b'|frame",('
     + _members("frame", "conn", "n", route=_GROUP_NAME)
@@ -115,16 +135,17 @@ LINE = re.compile(
     + _METHOD
     + _TOOL_CALLS
     + MSG_KEY
-    + b"()"
+    + _PAYLOAD
     # one exchange line
     + b'|exchange",('
     + _members("exchange", "conn", "route")
     + b"),"
     + _members("exchange", "req", "resp", req=b"(" + _INT + b")", resp=b"(" + _INT + b")")
-    + b",)[^\\n]*"
+    + b","
+    + _EXCHANGE_TAIL
+    + b")"
 )
 assert LINE.groups == 18, "the scanner's group numbers follow the pattern"
-EVENT_KIND = re.compile(b'^\\{"seq":[^,]*,"t":[^,]*,"kind":"(frame|exchange)"')
 # The text between a frame's route and its number, per direction (see the pairing key).
 C2S = b',"dir":"c2s","n":'
 S2C = b',"dir":"s2c","n":'

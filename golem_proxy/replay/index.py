@@ -17,9 +17,10 @@ from typing import Any, Optional, Union
 
 from golem_core.profiles import Profile
 
-from ..recording.format import DEFAULT_MAX_LINE, Header
-from ..recording.reader import check_line
-from ..recording.scan import Row, scan_exchanges
+from ..recording.format import DEFAULT_MAX_LINE, Header, RecordingError
+from ..recording.line_events import event_object
+from ..recording.reader import check_line, decode_json
+from ..recording.scan import Row, line_at, scan_exchanges
 from .matching import GuidMap, Keyer, MatchMode, canonical_params
 
 Key = tuple[str, ...]
@@ -69,14 +70,14 @@ class RecordedExchange:
         return _payload(self._src, self._resp)
 
     def request_obj(self) -> Any:
-        """The recorded request decoded; raises ValueError when it was not JSON (or nests
-        deeper than a recording may)."""
-        return _decode(self.request)
+        """The recorded request decoded. Raises RecordingError (naming the line) when the
+        trace is damaged there, ValueError when it was recorded as a payload that is not
+        JSON (a malformed frame, stored in base64)."""
+        return _decode(self._src, self._req)
 
     def response_obj(self) -> Any:
-        """The recorded response decoded; raises ValueError when it was not JSON (or nests
-        deeper than a recording may)."""
-        return _decode(self.response)
+        """The recorded response decoded; raises as `request_obj` does."""
+        return _decode(self._src, self._resp)
 
     def __repr__(self) -> str:
         return f"<RecordedExchange #{self.number} {self.route} {self.method}>"
@@ -102,9 +103,35 @@ def encode_recorded(profile: Profile, obj: Any) -> bytes:
         return profile.frame_payload(payload)
 
 
-def _decode(payload: bytes) -> Any:
-    check_line(payload)  # a RecordingError is a ValueError
-    return json.loads(payload)
+def _decode(source: Any, at: Any) -> Any:
+    payload = _payload(source, at)
+    if isinstance(at, bytes):
+        # Read the slow way, whose line was parsed whole: a payload that is not JSON is one
+        # recorded in base64 as it came (a malformed frame), not damage.
+        check_line(payload)
+        try:
+            return json.loads(payload)
+        except RecursionError:
+            raise ValueError("nested too deep") from None
+    # Spliced after ``"msg":`` by the writer, which splices valid JSON only: anything else is
+    # a damaged line, refused as the reader refuses it (the scanner took the line unparsed).
+    try:
+        check_line(payload)
+        return decode_json(payload)
+    except RecordingError as exc:
+        raise _refusal(source, at, exc) from None
+
+
+def _refusal(source: Any, at: int, found: RecordingError) -> RecordingError:
+    """What the reader says of the line whose payload at ``at`` could not be decoded (the
+    same words as `show`), naming its number."""
+    start = source.rfind(b"\n", 0, at) + 1
+    end = source.find(b"\n", at)
+    try:
+        event_object(bytes(source[start : end if end >= 0 else len(source)]))
+    except RecordingError as exc:
+        found = exc
+    return RecordingError(found.what, line=line_at(source, at))
 
 
 @dataclass
@@ -116,6 +143,8 @@ class ExchangeTrace:
     exchanges: list[RecordedExchange]
     truncated_tail: bool = False
     _buffer: Any = None
+    path: Optional[str] = None
+    """The file it was read from, for the errors of a payload decoded later."""
 
     @property
     def routes(self) -> list[str]:
@@ -155,7 +184,9 @@ def load_exchanges(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> ExchangeTr
     finally:
         if collecting:
             gc.enable()
-    return ExchangeTrace(found.header, found.profile, exchanges, found.truncated_tail, found.buffer)
+    return ExchangeTrace(
+        found.header, found.profile, exchanges, found.truncated_tail, found.buffer, path
+    )
 
 
 def _exchanges(rows: list[Row], buffer: Any) -> list[RecordedExchange]:

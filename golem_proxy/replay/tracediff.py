@@ -5,10 +5,10 @@ tolerances as `verify`."""
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..recording.format import RecordingError
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange
 
@@ -72,7 +72,8 @@ class TraceDiff:
 
 
 def diff_traces(a: ExchangeTrace, b: ExchangeTrace, comparator: Comparator) -> TraceDiff:
-    """Align and compare. ``comparator`` treats A as recorded and B as live."""
+    """Align and compare. ``comparator`` treats A as recorded and B as live. Raises
+    RecordingError naming the file and line of a payload that is damaged."""
     pairs: list[ExchangeDiff] = []
     for route in _routes(a, b):
         left = [e for e in a.exchanges if e.route == route]
@@ -83,7 +84,7 @@ def diff_traces(a: ExchangeTrace, b: ExchangeTrace, comparator: Comparator) -> T
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal":
                 for x, y in zip(left[i1:i2], right[j1:j2]):
-                    pairs.append(ExchangeDiff(route, x, y, _compare(x, y, comparator)))
+                    pairs.append(ExchangeDiff(route, x, y, _compare(a, x, b, y, comparator)))
                 continue
             pairs.extend(ExchangeDiff(route, x, None) for x in left[i1:i2])
             pairs.extend(ExchangeDiff(route, None, y) for y in right[j1:j2])
@@ -95,20 +96,35 @@ def _routes(a: ExchangeTrace, b: ExchangeTrace) -> list[str]:
     return names + [name for name in b.routes if name not in names]
 
 
-def _compare(x: RecordedExchange, y: RecordedExchange, comparator: Comparator) -> list[Difference]:
+def _compare(
+    a: ExchangeTrace,
+    x: RecordedExchange,
+    b: ExchangeTrace,
+    y: RecordedExchange,
+    comparator: Comparator,
+) -> list[Difference]:
     request = comparator.compare(
-        {"params": _params(_decoded(x.request))}, {"params": _params(_decoded(y.request))}, x.method
+        {"params": _params(_decoded(a, x, response=False))},
+        {"params": _params(_decoded(b, y, response=False))},
+        x.method,
     )
     response = comparator.compare(
-        envelope_body(_decoded(x.response)), envelope_body(_decoded(y.response)), x.method
+        envelope_body(_decoded(a, x, response=True)),
+        envelope_body(_decoded(b, y, response=True)),
+        x.method,
     )
     return request + response
 
 
-def _decoded(payload: bytes) -> Any:
+def _decoded(trace: ExchangeTrace, exchange: RecordedExchange, *, response: bool) -> Any:
+    """The request or response of ``exchange`` decoded (its parse budget checked first, as
+    the reader does), or its text when it was recorded as it came, not JSON."""
     try:
-        return json.loads(payload)
+        return exchange.response_obj() if response else exchange.request_obj()
+    except RecordingError as exc:
+        raise (exc.at(trace.path) if trace.path is not None else exc) from None
     except ValueError:
+        payload = exchange.response if response else exchange.request
         return payload.decode("utf-8", "replace")
 
 

@@ -24,7 +24,7 @@ from ..net.addresses import Address
 from ..net.framed_stream import FramedStream
 from ..net.listeners import connect, connect_reason
 from ..recording.files import replacing
-from ..recording.format import RecordingReader, encode_event
+from ..recording.format import RecordingError, RecordingReader, encode_event
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange, encode_recorded
 
@@ -170,6 +170,8 @@ async def verify_trace(
             check.differences = _compare(exchange, frame.payload, comparator)
         if progress is not None:
             progress(len(checks))
+    except RecordingError as exc:  # a payload of a damaged line, decoded only now
+        raise (exc.at(trace.path) if trace.path is not None else exc) from None
     finally:
         with trio.CancelScope(shield=True):
             for link in links.values():
@@ -182,7 +184,14 @@ def _request_bytes(
 ) -> bytes:
     if exchange.request_type != "request":
         return profile.frame_payload(exchange.request)  # malformed: as recorded
-    obj = exchange.request_obj()
+    try:
+        obj = exchange.request_obj()
+    except RecordingError:
+        raise
+    except ValueError:  # recorded as it came, not JSON: sent so
+        return profile.frame_payload(exchange.request)
+    if not isinstance(obj, dict):  # a request that is no object is sent as it was recorded
+        return profile.frame_payload(exchange.request)
     obj["id"] = next(ids)
     if "params" in obj:
         obj["params"] = comparator.guids.to_live(obj["params"])
@@ -198,7 +207,9 @@ def _compare(
         live = live_payload.decode("utf-8", "replace")
     try:
         recorded: Any = exchange.response_obj()
-    except ValueError:
+    except RecordingError:
+        raise
+    except ValueError:  # recorded as it came, not JSON
         recorded = exchange.response.decode("utf-8", "replace")
     return comparator.compare(envelope_body(recorded), envelope_body(live), exchange.method)
 

@@ -78,6 +78,9 @@ class RecordingSource:
         self._stream = stream
         self._reader = reader
         self._stop = threading.Event()
+        # What a followed file starts with, and which file it is: a recording written again
+        # on the same path (``proxy --record`` again) truncates or replaces it.
+        self._identity = _identity(stream.fileno()) if follow else None
         self.header: Header = reader.header
         self.profile: Profile = reader.profile
         self.route_profiles: Optional[dict[str, Profile]] = reader.route_profiles
@@ -116,6 +119,12 @@ class RecordingSource:
         batch: list[Event] = []
         try:
             while not self._stop.is_set():
+                # Before reading on: lines read from a file written again would be taken
+                # for the ones after those shown.
+                gone = self._gone() if self.follow else None
+                if gone is not None:
+                    reason, failed = gone, True
+                    break
                 for event in self._reader:
                     batch.append(event)
                     if len(batch) >= PUSH_EVERY:
@@ -132,7 +141,9 @@ class RecordingSource:
                 reason = "end of recording (incomplete last line ignored)"
         except RecordingError as exc:
             sink.push_many(batch)  # what came before the damaged line is still worth seeing
-            reason, failed = f"recording error: {exc}", True
+            # A followed file cut and written again reads as a damaged line: say what it was.
+            gone = self._gone() if self.follow else None
+            reason, failed = gone or f"recording error: {exc}", True
         except Exception as exc:  # a hostile file must not leave the UI waiting forever
             sink.push_many(batch)
             reason, failed = f"cannot read {self.path}: {type(exc).__name__}: {exc}", True
@@ -142,3 +153,30 @@ class RecordingSource:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _gone(self) -> Optional[str]:
+        """Why the rows read so far are no longer the followed file's (it was truncated, or
+        another file took its path), or None."""
+        fd = self._stream.fileno()
+        size = os.fstat(fd).st_size
+        read = self._stream.tell()
+        if size < read or _identity(fd) != self._identity:
+            return (
+                f"{self.path} was truncated (now {size} bytes; had been read to {read}): "
+                "the rows shown are from before it"
+            )
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+        except OSError:
+            same = False
+        if not same:
+            return f"{self.path} was replaced or removed: the rows shown are from the file before"
+        return None
+
+
+def _identity(fd: int) -> bytes:
+    """The first line of the file open at ``fd`` (its header: a new recording's differs in its
+    ``started_at``), or as much of it as 64 KiB holds."""
+    first = os.pread(fd, 65536, 0)
+    end = first.find(b"\n")
+    return first if end < 0 else first[: end + 1]

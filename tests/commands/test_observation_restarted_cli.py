@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.commands._common import RESTARTS_NOTED
+from golem_proxy.analysis.reading_notes import RESTARTS_NOTED
 from golem_proxy.events import Event
 from golem_proxy.recording.shared_file import RecordingFile, end_recording
 from tests.support.cli_helpers import run_main

@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 
 from tests.support.cli_helpers import ROOT, run_cli
+from tests.support.traces import TraceBuilder
 
 SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
 
@@ -110,3 +111,37 @@ def test_export_and_dissector_usage_errors_are_one_line(tmp_path: Path) -> None:
         assert len(lines) == 1 and lines[0].startswith("golem-proxy: "), done.stderr
     # The file asked for is named, not the temporary one it would have been renamed from.
     assert "dir.lua (" in done.stderr, done.stderr
+
+
+def test_a_frame_larger_than_the_engine_reads_by_default_is_queried_and_exported(
+    tmp_path: Path,
+) -> None:
+    # DuckDB reads JSON objects of 16 MiB by default; a recording's frames may be larger.
+    path = tmp_path / "large.jsonl"
+    with TraceBuilder.create(str(path)) as trace:
+        trace.call("scene.create_layer", {"name": "x" * (20 << 20)}, {"success": True})
+    sql = "SELECT method, length(params::VARCHAR) > 20000000 AS large FROM flows"
+    assert query_json(sql, str(path)) == [{"method": "scene.create_layer", "large": True}]
+    parquet = tmp_path / "large.parquet"
+    done = run_cli("export", str(path), "--format", "parquet", "--out", str(parquet))
+    assert done.returncode == 0, done.stderr
+    assert query_json("SELECT count(*) AS n FROM flows", str(parquet)) == [{"n": 1}]
+
+
+def test_a_recording_cut_short_is_noted_as_show_notes_it(tmp_path: Path) -> None:
+    whole = SAMPLES[0].read_bytes()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(whole[: whole.rindex(b"\n", 0, len(whole) // 2) + 40])  # mid-line
+    show = run_cli("show", str(cut))
+    (note,) = [line for line in show.stderr.splitlines() if line.startswith("note:")]
+    assert "ends with an incomplete line" in note
+    runs = {
+        "alone": [str(cut)],
+        "among others, by two processes": [str(cut), str(SAMPLES[1]), "--jobs", "2"],
+        "cached": [str(cut), "--cache", str(tmp_path / "c")],
+    }
+    for name, traces in runs.items():
+        for _ in range(2 if name == "cached" else 1):  # from the cache, the second time
+            done = run_cli("query", "SELECT count(*) FROM flows", *traces, "--json")
+            assert done.returncode == 0, done.stderr
+            assert done.stderr.splitlines() == [note], name

@@ -1,5 +1,5 @@
-"""A recording the proxy could not close (``kill -9``) says so when it is read: ``show`` and
-``check`` print one line on stderr, and a recording closed properly prints none."""
+"""A recording the proxy could not close (``kill -9``), or that lost lines, says so when it is
+read: ``show`` and ``check`` print one line on stderr, and a whole recording prints none."""
 
 from __future__ import annotations
 
@@ -64,3 +64,24 @@ def test_a_recording_closed_properly_says_nothing(tmp_path: Path) -> None:
         done = run_cli(command, str(path))
         assert done.returncode == 0, done.stderr
         assert done.stderr == ""
+
+
+def test_lines_lost_from_a_recording_are_noted_once(tmp_path: Path) -> None:
+    path = tmp_path / "lost.jsonl"
+    with TraceBuilder.create(str(path)) as trace:
+        for _ in range(5):
+            trace.call("ping", {}, {"alive": True})
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:6] + lines[9:]))  # a whole exchange's three lines
+    expected = (
+        f"note: {path}: line 7: seq jumps from 5 to 9 (3 lines lost or out of order); "
+        "flows near it may be wrong\n"
+    )
+    for command in ("show", "stats", "check"):
+        done = run_cli(command, str(path))
+        assert done.returncode in (0, 1), done.stderr
+        assert done.stderr == expected, command
+    whole = tmp_path / "whole.jsonl"
+    with TraceBuilder.create(str(whole)) as trace:
+        trace.call("ping", {}, {"alive": True})
+    assert run_cli("show", str(whole)).stderr == ""

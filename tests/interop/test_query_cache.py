@@ -42,7 +42,8 @@ def test_a_changed_recording_is_read_again(tmp_path: Path) -> None:
     lines = changed.read_text(encoding="utf-8").splitlines(keepends=True)
     frame = next(line for line in lines if '"kind":"frame"' in line and '"dir":"c2s"' in line)
     data = json.loads(frame)
-    data.update(seq=10**6, n=10**6, t=data["t"] + 1000)  # keys kept in place: msg stays last
+    seq = json.loads(lines[-1])["seq"] + 1  # the next line's number: no line lost
+    data.update(seq=seq, n=10**6, t=data["t"] + 1000)  # keys kept in place: msg stays last
     data["msg"]["id"] = "again"
     if "id" in data:
         data["id"] = "again"

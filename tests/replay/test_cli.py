@@ -270,3 +270,48 @@ def test_diff_says_when_it_cuts_a_value_and_where_the_whole_one_is(tmp_path: Pat
         "diff", str(reference), str(modelling_session(tmp_path / "c.jsonl", layer="w"))
     )
     assert "are cut" not in short_only.stdout
+
+
+def _with_line(source: Path, target: Path, number: int, line: bytes) -> Path:
+    lines = source.read_bytes().splitlines(keepends=True)
+    lines[number - 1] = line
+    target.write_bytes(b"".join(lines))
+    return target
+
+
+def test_diff_and_verify_refuse_a_damaged_trace_as_show_does(
+    demo_trace: Path, tmp_path: Path
+) -> None:
+    lines = demo_trace.read_bytes().splitlines(keepends=True)
+    request = next(n for n, line in enumerate(lines, 1) if b'"dir":"c2s"' in line)
+    damaged = {
+        # a block a crash filled with zeros: no pattern takes it, so nothing may skip it
+        "zeros": _with_line(demo_trace, tmp_path / "zeros.jsonl", 9, b"\0" * 40 + b"\n"),
+        # a payload in the writer's layout whose text is not JSON: refused once decoded
+        "payload": _with_line(
+            demo_trace,
+            tmp_path / "payload.jsonl",
+            request,
+            lines[request - 1][:-2] + b',"msg":{}}\n',
+        ),
+    }
+    for path in damaged.values():
+        show = golem_proxy("show", str(path))
+        assert show.returncode == 2 and show.stderr.count("\n") == 1, show.stderr
+        said = show.stderr.removeprefix("golem-proxy: ")
+        assert said.startswith(f"{path}: line ")
+        diff = golem_proxy("diff", str(demo_trace), str(path))
+        assert diff.returncode == 2, diff.stdout
+        assert diff.stderr.endswith(said), diff.stderr
+        verify = verify_fresh(path)
+        assert (verify.returncode, verify.stderr) == (2, show.stderr), verify.stdout
+
+
+def test_verify_refuses_a_trace_with_no_exchange(demo_trace: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "header-only.jsonl"
+    empty.write_bytes(demo_trace.read_bytes().splitlines(keepends=True)[0])
+    done = verify_fresh(empty)
+    assert done.returncode == 2, done.stdout
+    assert done.stderr == (
+        f"golem-proxy: {empty} has no exchange to verify (no request in it was answered)\n"
+    )

@@ -3,6 +3,7 @@ interleaving of connections and whatever the ids look like."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -17,9 +18,17 @@ from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
 from golem_proxy.recording import scan
 from golem_proxy.recording.forked import can_fork
-from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, read_recording
+from golem_proxy.recording.format import (
+    Header,
+    RecordingError,
+    RecordingWriter,
+    RouteInfo,
+    read_recording,
+)
 from golem_proxy.replay.index import encode_recorded, load_exchanges
 from tests.support.frames import frame_seen
+
+from .traces import modelling_session
 
 HEADER = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
 
@@ -203,16 +212,16 @@ def rows_split_at_every_line(path: Path) -> list[list[Any]]:
     for middle in range(header_end, end - 1):
         if data[middle] != ord("\n"):
             continue
-        first = scan._Loader(GOLEM, data, 1 << 20)
+        first = scan._Loader(GOLEM, {}, data, 1 << 20)
         first.scan(header_end - 1, middle + 1)
-        first.adopt(scan._scan_part(GOLEM, data, 1 << 20, middle, end))
+        first.adopt(scan._scan_part(GOLEM, {}, data, 1 << 20, middle, end))
         results.append([row for row in first.rows if row is not None])
     return results
 
 
 def rows_in_one_process(path: Path) -> list[Any]:
     data = path.read_bytes()
-    return scan._scan(GOLEM, data, 1 << 20, data.index(b"\n") + 1, data.rindex(b"\n") + 1)
+    return scan._scan(GOLEM, {}, data, 1 << 20, data.index(b"\n") + 1, data.rindex(b"\n") + 1)
 
 
 def frame(conn: int, direction: Direction, n: int, ident: Any) -> FrameSeen:
@@ -293,3 +302,56 @@ def test_a_recorded_lone_surrogate_is_sent_as_its_escape() -> None:
     payload = framed[4:]
     assert json.loads(payload) == obj
     assert encode_recorded(GOLEM, {"id": "a"}) == GOLEM.encode({"id": "a"})
+
+
+def _damaged_payload(tmp_path: Path, change: Any) -> tuple[Path, int]:
+    """The modelling session with its first request's line changed by ``change`` (the line
+    stays in the writer's layout, so the fast path takes it, payload unparsed)."""
+    path = modelling_session(tmp_path / "t.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = change(lines[2])
+    path.write_bytes(b"".join(lines))
+    return path, 3
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda line: line[:-2] + b',"msg":{"id":"x","method":"y"}}\n',  # msg twice
+        lambda line: line.replace(b'"params": {}', b'"params": "\xc3\x28"'),  # not UTF-8
+        lambda line: line.replace(b'"params": {}', b'"params": ' + b"[" * 300 + b"]" * 300),
+        lambda line: line.replace(b'"params": {}}', b'"params": {}} junk'),
+    ],
+    ids=["msg twice", "not UTF-8", "too deep", "not JSON"],
+)
+def test_a_damaged_payload_is_refused_when_decoded_as_the_reader_refuses_it(
+    tmp_path: Path, change: Any
+) -> None:
+    path, number = _damaged_payload(tmp_path, change)
+    with pytest.raises(RecordingError) as read:
+        read_recording(str(path))
+    trace = load_exchanges(str(path))
+    try:
+        with pytest.raises(RecordingError) as decoded:
+            trace.exchanges[0].request_obj()
+    finally:
+        trace.close()
+    assert read.value.line == number
+    assert str(decoded.value.at(str(path))) == str(read.value)
+
+
+def test_a_payload_recorded_in_base64_that_is_not_json_is_no_damage(tmp_path: Path) -> None:
+    path = modelling_session(tmp_path / "t.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    data = json.loads(lines[3])  # the first answer
+    del data["msg"]
+    data["raw"] = base64.b64encode(b"not json").decode()
+    lines[3] = json.dumps(data, separators=(",", ":")).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+    trace = load_exchanges(str(path))
+    try:
+        with pytest.raises(ValueError) as decoded:
+            trace.exchanges[0].response_obj()
+    finally:
+        trace.close()
+    assert not isinstance(decoded.value, RecordingError)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -9,7 +14,7 @@ import pytest
 from golem_core.profiles import GOLEM
 from golem_proxy.recording.format import RecordingError, RecordingWriter, encode_event
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.bridge import EventBuffer
+from golem_proxy.tui.bridge import Batch, EventBuffer
 from golem_proxy.tui.sources import RecordingSource
 from tests.support.sessions import SessionBuilder, golem_header
 
@@ -88,3 +93,64 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(RecordingError, match="FIFO"):
         RecordingSource.open(str(fifo))
+
+
+def _session(path: Path, calls: int, started_at: str) -> None:
+    """A recording of ``calls`` pings on one connection, written anew at ``path``."""
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    for n in range(calls):
+        s.respond(s.request(1, "ping", {}, 0.1 + n), 0.2 + n, result={})
+    header = dataclasses.replace(golem_header(), started_at=started_at)
+    with RecordingWriter.create(str(path), header, overwrite=True) as writer:
+        for event in s.events:
+            writer.write(event)
+
+
+def _follow_until_finished(path: Path, rewrite: Callable[[], None]) -> tuple[int, Batch]:
+    """Follow ``path``; once its events are read, ``rewrite`` it; return how many events
+    were read before, and the source's last batch."""
+    source = RecordingSource.open(str(path), follow=True, poll=0.01)
+    sink = EventBuffer(limit=None)
+    thread = threading.Thread(target=source.run, args=(sink,))
+    thread.start()
+    try:
+        read = 0
+        deadline = time.monotonic() + 10
+        while read < 4 and time.monotonic() < deadline:  # open + one whole exchange
+            read += len(sink.drain().events)
+            time.sleep(0.01)
+        rewrite()
+        last = sink.drain()
+        while not last.finished and time.monotonic() < deadline:
+            time.sleep(0.01)
+            last = sink.drain()
+        return read, last
+    finally:
+        source.stop()
+        thread.join(10)
+
+
+@pytest.mark.parametrize("calls_after", [1, 200], ids=["shorter", "longer"])
+def test_a_followed_file_written_again_says_its_rows_are_from_before(
+    tmp_path: Path, calls_after: int
+) -> None:
+    path = tmp_path / "live.jsonl"
+    _session(path, 20, "2025-01-01T12:00:00.000000Z")
+    read, last = _follow_until_finished(
+        path, lambda: _session(path, calls_after, "2025-01-01T13:00:00.000000Z")
+    )
+    assert read > 0
+    assert last.finished and last.failed
+    assert last.reason.startswith(f"{path} was truncated (now ")
+    assert last.reason.endswith("): the rows shown are from before it")
+
+
+def test_a_followed_file_replaced_on_its_path_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    _session(path, 20, "2025-01-01T12:00:00.000000Z")
+    other = tmp_path / "other.jsonl"
+    _session(other, 20, "2025-01-01T12:00:00.000000Z")
+    _, last = _follow_until_finished(path, lambda: os.replace(other, path))
+    assert last.finished and last.failed
+    assert last.reason == f"{path} was replaced or removed: the rows shown are from the file before"

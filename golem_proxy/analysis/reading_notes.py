@@ -1,0 +1,71 @@
+"""What a view says on stderr once it has read a recording to its end, one line each: where
+the observing process restarted, where lines were lost or are out of order (their ``seq``),
+where observation stopped, and that the recording was cut short (an incomplete last line,
+connections never closed). Text only: `show`, `stats`, `check`,
+`export` print the lines, and `query` prints those its worker processes made."""
+
+from __future__ import annotations
+
+from ..terminal import safe_text
+from .trace import FlowReader
+
+__all__ = ["RESTARTS_NOTED", "reading_notes"]
+
+RESTARTS_NOTED = 20
+"""Restarts named one by one; one more line counts the rest."""
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def reading_notes(reader: FlowReader) -> list[str]:
+    """The notes of a recording read to its end: one line per restart of the observing
+    process (up to `RESTARTS_NOTED`, then one that counts the rest), the first place the
+    lines' numbering breaks (and how many others do), then where observation
+    stopped when it did, else why the file was cut short when it was (what the proxy had not
+    flushed yet, about `TRAILS_BY`, is missing)."""
+    path = safe_text(reader.path)
+    notes = []
+    restarts = reader.restarts
+    for restart in restarts[:RESTARTS_NOTED]:
+        notes.append(
+            f"note: {path}: observation restarted at {restart.t:.3f} s "
+            f"({safe_text(restart.detail)}); what was forwarded while no observing process "
+            "recorded it is not in this recording"
+        )
+    more = len(restarts) - RESTARTS_NOTED
+    if more > 0:
+        notes.append(
+            f"note: {path}: and {_plural(more, 'more restart')} of the observing process, "
+            f"the last at {restarts[-1].t:.3f} s"
+        )
+    jump = reader.seq.first
+    if jump is not None:
+        elsewhere = reader.seq.count - 1
+        others = f" and {_plural(elsewhere, 'other place')}" if elsewhere else ""
+        notes.append(
+            f"note: {path}: line {jump.line}: {jump.describe()}{others}; flows near it may be wrong"
+        )
+    stopped = reader.stopped
+    if stopped is not None:
+        # Connections are left open and lines may be cut by design: say what happened instead.
+        notes.append(
+            f"note: {path}: observation stopped at {stopped.t:.3f} s: "
+            f"{safe_text(stopped.detail)}; what was forwarded after it is not in this recording"
+        )
+        return notes
+    why = []
+    if reader.truncated_tail:
+        why.append("it ends with an incomplete line: read up to the last complete line")
+    unclosed = reader.unclosed
+    if unclosed:
+        why.append(f"{_plural(unclosed, 'connection')} never closed")
+    if why:
+        from ..live.recorder import TRAILS_BY  # here: the live side imports trio
+
+        notes.append(
+            f"note: {path}: the proxy stopped without closing this recording; the last "
+            f"{round(TRAILS_BY * 1000)} ms may be missing ({'; '.join(why)})"
+        )
+    return notes
