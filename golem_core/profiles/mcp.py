@@ -12,7 +12,7 @@ failure its ``structuredContent`` reports in the shape a GOLEM result does (an e
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional, Union
 
 from ..contract import Violation
 from ..messages import (
@@ -23,6 +23,7 @@ from ..messages import (
     Request,
     Response,
     is_json_int,
+    method_of,
 )
 from ..outcome import (
     ErrorObjectInResult,
@@ -39,6 +40,7 @@ __all__ = [
     "TOOLS_CALL",
     "TOOL_FAILURES",
     "McpProfile",
+    "cancelled_id",
     "is_notification",
     "tool_call_failed",
     "tool_name",
@@ -114,6 +116,18 @@ class McpProfile(JsonRpcNdjsonProfile):
     def check_exchange(self, request: Message, response: Message) -> list[Violation]:
         mismatch = self._id_mismatch(request, response)
         return [] if mismatch is None else [mismatch]
+
+
+def cancelled_id(message: Message) -> Optional[Union[str, int]]:
+    """The id of the request a ``notifications/cancelled`` names; None for any other message,
+    or one that names no usable id."""
+    if method_of(message) != CANCELLED or not isinstance(message.obj, dict):
+        return None
+    params = message.obj.get("params")
+    ident = params.get("requestId") if isinstance(params, dict) else None
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        return None
+    return ident
 
 
 def tool_name(message: Message) -> str:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Optional
+from typing import Any
 
-from golem_core.messages import Request, Role, method_of
+from golem_core.messages import Request, Role
 from golem_core.profiles import Profile
-from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, tool_name
+from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, cancelled_id, tool_name
 
 from ..events import ConnectionClosed, Direction, Event, FrameSeen, ToolCallRef
 
@@ -89,11 +89,11 @@ class ToolCallTracker:
                 self._asked[(event.conn, asked)] = count
                 if len(self._asked) > MAX_IN_FLIGHT:
                     self._asked.popitem(last=False)
-        if method_of(message) == CANCELLED and isinstance(message.obj, dict):
-            # A notification: typed as a request without an id, whatever its type.
-            cancelled = _cancelled_key(message.obj)
-            if cancelled is not None and (event.conn, cancelled) in self._in_flight:
-                self._cancelled[(event.conn, cancelled)] = self._sent.get(event.conn, 0)
+        cancelled = cancelled_id(message)
+        if cancelled is not None:
+            key = (event.conn, (type(cancelled).__name__, cancelled))
+            if key in self._in_flight:
+                self._cancelled[key] = self._sent.get(event.conn, 0)
             return
         if isinstance(message, Request) and message.method == TOOLS_CALL:
             called = self.profile.correlation_key(message)
@@ -144,12 +144,3 @@ class ToolCallTracker:
     def annotate(self, frame: FrameSeen) -> FrameSeen:
         """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded."""
         return dataclasses.replace(frame, tool_calls=tuple(self._in_flight.values()))
-
-
-def _cancelled_key(obj: dict[str, Any]) -> Optional[tuple[str, Any]]:
-    """The correlation key of the request a ``notifications/cancelled`` names."""
-    params = obj.get("params")
-    ident = params.get("requestId") if isinstance(params, dict) else None
-    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
-        return None
-    return (type(ident).__name__, ident)

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-from golem_core.messages import ErrorResponse, JsonId, Request, Response, method_of
-from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL
+from golem_core.messages import ErrorResponse, JsonId, Request, Response
+from golem_core.profiles.mcp import TOOLS_CALL, cancelled_id
 
 from ..analysis.tool_calls import mcp_routes
 from ..events import Direction, FrameSeen, ObservationLost
@@ -116,12 +116,10 @@ def _script(events: Iterable[Union[FrameSeen, ObservationLost]]) -> McpScript:
                 if method is not None and obj is not None:
                     answers[method].append(obj)
                 continue
-            if method_of(message) == CANCELLED and obj is not None:
-                params = obj.get("params")
-                named = params.get("requestId") if isinstance(params, dict) else None
-                cancelled = waiting.get(_key(named))
-                if cancelled is not None:
-                    cancelled.cancelled = True
+            named = cancelled_id(message)
+            cancelled = waiting.get(_key(named)) if named is not None else None
+            if cancelled is not None:
+                cancelled.cancelled = True
             step = _step(frame, obj)
             steps.append(step)
             if step.is_request:

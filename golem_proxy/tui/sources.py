@@ -158,15 +158,16 @@ class RecordingSource:
         """Why the rows read so far are no longer the followed file's (it was truncated, or
         another file took its path), or None."""
         fd = self._stream.fileno()
-        size = os.fstat(fd).st_size
+        opened = os.fstat(fd)
         read = self._stream.tell()
-        if size < read or _identity(fd) != self._identity:
+        first = self._identity or b""
+        if opened.st_size < read or os.pread(fd, len(first), 0) != first:
             return (
-                f"{self.path} was truncated (now {size} bytes; had been read to {read}): "
-                "the rows shown are from before it"
+                f"{self.path} was truncated (now {opened.st_size} bytes; had been read to "
+                f"{read}): the rows shown are from before it"
             )
         try:
-            same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            same = os.path.samestat(opened, os.stat(self.path))
         except OSError:
             same = False
         if not same:

@@ -3,12 +3,13 @@ pipe kept open (a terminal nobody types into), against a console socket that a r
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -30,6 +31,24 @@ def start_intercept(path: str) -> subprocess.Popen[str]:
     )
 
 
+@contextlib.contextmanager
+def console(path: str, serve: Callable[[socket.socket], None]) -> Iterator[threading.Thread]:
+    """A console socket at ``path`` whose one connection ``serve`` handles, in a thread."""
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        server.listen()
+
+        def accept_one() -> None:
+            peer, _ = server.accept()
+            with peer:
+                serve(peer)
+
+        thread = threading.Thread(target=accept_one, daemon=True)
+        thread.start()
+        yield thread
+        thread.join(10)
+
+
 @pytest.fixture
 def socket_dir() -> Iterator[str]:
     directory = short_socket_dir()  # tmp_path can exceed a socket path's 108 bytes
@@ -41,18 +60,12 @@ def test_the_run_closing_the_console_ends_the_client_cleanly(socket_dir: str) ->
     """The thread waiting on stdin used to hold sys.stdin's lock when the interpreter closed
     it at exit: `Fatal Python error: _enter_buffered_busy`, exit 134, and no word of why."""
     path = f"{socket_dir}/c.sock"
-    with socket.socket(socket.AF_UNIX) as server:
-        server.bind(path)
-        server.listen()
 
-        def serve_one_line_then_close() -> None:
-            peer, _ = server.accept()
-            with peer:
-                peer.makefile("rb").readline()
-                peer.sendall(b"intercept filter: ~q; 0 held\n")
+    def serve_one_line_then_close(peer: socket.socket) -> None:
+        peer.makefile("rb").readline()
+        peer.sendall(b"intercept filter: ~q; 0 held\n")
 
-        thread = threading.Thread(target=serve_one_line_then_close, daemon=True)
-        thread.start()
+    with console(path, serve_one_line_then_close):
         process = start_intercept(path)
         assert process.stdin is not None
         try:
@@ -63,7 +76,6 @@ def test_the_run_closing_the_console_ends_the_client_cleanly(socket_dir: str) ->
         finally:
             process.kill()
             process.stdin.close()
-        thread.join(10)
     assert code == 0, err
     assert out == "intercept filter: ~q; 0 held\n"
     assert err.splitlines() == [
@@ -75,21 +87,14 @@ def test_the_run_closing_the_console_ends_the_client_cleanly(socket_dir: str) ->
 
 def test_stdin_ending_first_ends_the_client_without_a_closing_line(socket_dir: str) -> None:
     path = f"{socket_dir}/c.sock"
-    with socket.socket(socket.AF_UNIX) as server:
-        server.bind(path)
-        server.listen()
 
-        def serve_until_eof() -> None:
-            peer, _ = server.accept()
-            with peer:
-                while peer.recv(4096):
-                    pass
+    def serve_until_eof(peer: socket.socket) -> None:
+        while peer.recv(4096):
+            pass
 
-        thread = threading.Thread(target=serve_until_eof, daemon=True)
-        thread.start()
+    with console(path, serve_until_eof):
         process = start_intercept(path)
         out, err = process.communicate("", timeout=30)
-        thread.join(10)
     assert process.returncode == 0, err
     assert out == ""
     assert err.splitlines() == [
