@@ -167,6 +167,16 @@ class FrameSeen:
     orphan: bool = False
     """On a response: it answers no outstanding request of its connection (the tap also
     reports that as a `ViolationSeen` with ``orphan`` set, right after this frame)."""
+    undelivered: str = ""
+    """Why the frame did not reach its receiver, when the proxy knows it did not: it was read
+    whole, but writing it failed (the receiver reset or went away: ``client gone``), or the
+    connection ended while it waited to be written (``connection ended``). Empty: delivered,
+    as far as the proxy can know (the kernel took every byte; a peer that had closed may still
+    have thrown them away). Decided by the forwarding side, carried to the tap in order with
+    the bytes (`golem_proxy.live.connection`)."""
+    delivered_bytes: int = 0
+    """Of an undelivered frame, how many of its first bytes the receiver was sent before the
+    write failed (the rest never went)."""
 
     @property
     def method(self) -> Optional[str]:
@@ -250,6 +260,12 @@ class ExchangeCompleted:
     @property
     def is_error(self) -> bool:
         return self.outcome.failed
+
+    @property
+    def undelivered(self) -> str:
+        """Why the answer never reached the side that asked (`FrameSeen.undelivered`), or
+        empty: it did, as far as the proxy knows."""
+        return self.response.undelivered
 
     @property
     def error_code(self) -> Optional[Union[int, str]]:

@@ -10,7 +10,7 @@ import enum
 
 from golem_core.outcome import Outcome, OutcomeKind
 
-__all__ = ["TONE_STYLES", "Tone", "outcome_tone"]
+__all__ = ["TONE_STYLES", "Tone", "outcome_tone", "undelivered_status"]
 
 
 class Tone(enum.Enum):
@@ -26,6 +26,8 @@ class Tone(enum.Enum):
     """No answer yet."""
     UNOBSERVED = "unobserved"
     """Bytes forwarded but not inspected."""
+    UNDELIVERED = "undelivered"
+    """Answered, but the answer never reached the client (it was gone)."""
 
     @property
     def component(self) -> str:
@@ -39,6 +41,7 @@ TONE_STYLES: dict[Tone, str] = {
     Tone.MALFORMED: "magenta",
     Tone.WAITING: "yellow",
     Tone.UNOBSERVED: "yellow",
+    Tone.UNDELIVERED: "yellow",
 }
 """The rich style of each tone, for the log and the tables printed by the commands."""
 
@@ -51,6 +54,14 @@ _OUTCOME_TONES = {
 }
 
 
-def outcome_tone(outcome: Outcome) -> Tone:
-    """The tone of an exchange's outcome."""
-    return _OUTCOME_TONES[outcome.kind]
+def outcome_tone(outcome: Outcome, undelivered: str = "") -> Tone:
+    """The tone of an exchange's outcome (``undelivered``: why its answer never reached the
+    side that asked, if it did not: an ``ok`` that nobody got is not shown as one)."""
+    tone = _OUTCOME_TONES[outcome.kind]
+    return Tone.UNDELIVERED if undelivered and tone is Tone.OK else tone
+
+
+def undelivered_status(status: str, undelivered: str) -> str:
+    """A status as every view shows it: ``ok (undelivered: client gone)`` when a frame of
+    the exchange never reached its receiver (``undelivered``: why; empty: it did)."""
+    return f"{status} (undelivered: {undelivered})" if undelivered else status

@@ -36,7 +36,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
-from ..status_tone import Tone, outcome_tone
+from ..status_tone import Tone, outcome_tone, undelivered_status
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
 
@@ -117,6 +117,16 @@ class Flow:
         return self.request is None and self.response is not None and self.response.orphan
 
     @property
+    def undelivered(self) -> str:
+        """Why a frame of the row never reached its receiver, as the proxy decided where it
+        forwarded it (`FrameSeen.undelivered`: the answer, or a request one side sent);
+        empty when each did, as far as the proxy knows."""
+        for part in (self.response, self.request):
+            if part is not None and part.undelivered:
+                return part.undelivered
+        return ""
+
+    @property
     def asked_by_server(self) -> bool:
         """The request (or notification) came from the server: its answer travels c2s."""
         return self.request is not None and self.request.direction is Direction.S2C
@@ -173,7 +183,7 @@ class Flow:
         if self.frame_error is not None:
             return Tone.MALFORMED
         if self.outcome is not None:
-            return outcome_tone(self.outcome)
+            return outcome_tone(self.outcome, self.undelivered)
         if self.request is not None and isinstance(self.request.message, Malformed):
             return Tone.MALFORMED
         if self.closed_unanswered:
@@ -182,18 +192,24 @@ class Flow:
 
     def status(self, profile: Profile) -> str:
         """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
-        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unobserved:REASON``, …"""
+        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unobserved:REASON``, …; followed
+        by ``(undelivered: WHY)`` when a frame of the row never reached its receiver
+        (`undelivered_status`)."""
         if self.gap is not None:
             return f"unobserved:{self.gap.reason.value}"
         if self.frame_error is not None:
             return self.frame_error.kind.value
         if self.outcome is not None:
-            return self.outcome.text
-        if self.request is not None and isinstance(self.request.message, (Malformed, Notification)):
-            return profile.describe(self.request.message)
-        if self.closed_unanswered:
-            return "unanswered"
-        return "pending"
+            status = self.outcome.text
+        elif self.request is not None and isinstance(
+            self.request.message, (Malformed, Notification)
+        ):
+            status = profile.describe(self.request.message)
+        elif self.closed_unanswered:
+            status = "unanswered"
+        else:
+            status = "pending"
+        return undelivered_status(status, self.undelivered)
 
 
 @dataclass(slots=True)

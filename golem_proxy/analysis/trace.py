@@ -223,6 +223,7 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
         "status": flow.status(profile),
         "error": flow.is_error,
         "outcome": flow.outcome.kind.value if flow.outcome is not None else None,
+        "undelivered": flow.undelivered or None,
         "latency_ms": json_ms(flow.latency),
         "request_size": flow.request_size,
         "response_size": flow.response_size,

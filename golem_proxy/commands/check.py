@@ -136,7 +136,7 @@ def _audit(
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
     in the order one call over the whole trace gives, and ``mcp`` over its MCP layer; the
     drift of the other flows goes to ``drift``, the status of every failed flow is counted in
-    ``failures``."""
+    ``failures`` (and of every flow whose answer never reached its client)."""
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
     layers = trace.route_profiles
@@ -147,8 +147,11 @@ def _audit(
         # read against it; they are the MCP auditor's.
         drift.add_flows(f for f in flows if f.route not in layers)
         if failures is not None:
+            # An answer its client never got failed for that client, whatever it said.
             failures.update(
-                flow.status(trace.profile_for(flow.route)) for flow in flows if flow.is_error
+                flow.status(trace.profile_for(flow.route))
+                for flow in flows
+                if flow.is_error or flow.undelivered
             )
         findings += mcp.feed(flows)
         for finding in audit(events, flows, trace.profile, catalogue, layers):

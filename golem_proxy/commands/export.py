@@ -150,6 +150,10 @@ def _export_streams(trace: FlowReader, out: str) -> int:
             check = Text(f"redacted ({stream.redacted_frames} frames): not exact", style="yellow")
         elif complete is None:
             check = Text("no close recorded", style="dim")
+        elif complete and stream.undelivered_frames:
+            # Sent by the upstream, never (wholly) forwarded: the file has them, the count not.
+            undelivered = counted(stream.undelivered_frames, "frame")
+            check = Text(f"= bytes forwarded + {undelivered} undelivered", style="yellow")
         elif complete:
             check = Text("= bytes forwarded", style="green")
         else:

@@ -11,6 +11,11 @@ Transparency rules, so that a client sees through the proxy what it would see di
 * the upstream resets → the client is reset; the client resets → the upstream is reset;
 * a write to a side fails (it went away) → the other side is reset;
 * the upstream closes while the client waits for an answer → the client gets a FIN at once;
+* bytes read from one side that could not be written to the other (its write failed: it reset
+  or went away; or the connection ended while they waited for room) are still handed to
+  inspection, marked undelivered (`observe_undelivered`), so the recording never shows an
+  answer as received by a client that never got it. A write the kernel accepted is delivered
+  as far as the proxy can know, also when the peer had closed and resets on receiving it;
 * the upstream closes while the connection is idle (a plugin restarting between calls), on a
   protocol whose clients read nothing between calls (GOLEM) → the FIN is held until the
   client acts: if it sends, the bytes are forwarded, and when the
@@ -24,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -78,6 +85,9 @@ class Connection:
     hold_idle_fin: bool = False
     """Whether an idle connection's FIN may wait for the client (the profile's clients never
     read past an answer: GOLEM)."""
+    gone: set[str] = field(default_factory=set)
+    """Sides ("client", "upstream") known to be gone: reading from one failed (a reset), or
+    writing to one did. A clean FIN is no part of it: the side may still read."""
 
     def note(self, reason: str, abnormal: bool = False) -> None:
         if not self.reason:  # the first cause is the one worth reporting
@@ -112,6 +122,95 @@ class Connection:
             self.observer.submit(tap, direction, data, t, frame)
         return verdict
 
+    def observe_undelivered(self, direction: Direction, data: bytes, t: float) -> None:
+        """Hand to inspection bytes read for ``direction``'s receiver that never reached it
+        (writing them failed, or the connection ended while they waited), marked so: the
+        frames they end are recorded undelivered, saying why ("client gone" when that side
+        reset or a write to it failed, else "connection ended"). Not with ``inline``
+        decoding (``--enforce-limits``): there the bytes were observed before they were
+        sent."""
+        if not data or self.inline:
+            return
+        _, _, _, sink_name = self.sides(direction)
+        why = f"{sink_name} gone" if sink_name in self.gone else "connection ended"
+        if self.link is not None:
+            self.link.undelivered(self.conn, direction, why, t)
+        elif self.tap is not None and self.observer is not None:
+            self.observer.after_queued(functools.partial(self.tap.mark_undelivered, direction, why))
+        self.observe(direction, data, t)
+
+    async def forward(
+        self,
+        direction: Direction,
+        data: bytes,
+        t: float,
+        scope: trio.CancelScope,
+        *,
+        observed: bool = False,
+        frame: Optional[Frame] = None,
+    ) -> bool:
+        """Write ``data`` to ``direction``'s receiver and hand it to inspection (unless
+        ``observed`` already; ``frame``: it is that frame), counting it in `sent`. False
+        when the receiver went away (the connection ends): see `forward_rest`."""
+        fd = self.sides(direction)[1].socket.fileno()
+        try:
+            written = os.write(fd, data)
+        except BlockingIOError:
+            written = 0
+        except OSError as exc:
+            self.sink_failed(direction, exc, scope)  # first: it says which side is gone
+            if not observed:
+                self.observe_undelivered(direction, data, t)
+            return False
+        if written < len(data):
+            return await self.forward_rest(direction, data, written, t, scope, observed)
+        self.sent[direction] += written
+        if not observed:
+            self.observe(direction, data, t, frame)
+        return True
+
+    async def forward_rest(
+        self,
+        direction: Direction,
+        data: bytes,
+        written: int,
+        t: float,
+        scope: trio.CancelScope,
+        observed: bool = False,
+    ) -> bool:
+        """The first ``written`` bytes of ``data`` went to ``direction``'s receiver (not yet
+        counted nor observed): write the rest as it makes room. Each piece the kernel takes
+        is counted and handed to inspection at once, before anything else runs, so an answer
+        to it is never observed ahead of it; what cannot be written (the receiver went away,
+        or the connection ended meanwhile) is handed on undelivered (`observe_undelivered`).
+        False when the receiver went away (`sink_failed`: the connection ends). Raises
+        trio.Cancelled when the connection ends while it waits."""
+        fd = self.sides(direction)[1].socket.fileno()
+        done = 0
+        try:
+            while True:
+                if written:
+                    self.sent[direction] += written
+                    if not observed:
+                        self.observe(direction, data[done : done + written], t)
+                    done += written
+                if done == len(data):
+                    return True
+                try:
+                    written = os.write(fd, memoryview(data)[done:])
+                except BlockingIOError:
+                    written = 0
+                    await trio.lowlevel.wait_writable(fd)
+        except OSError as exc:
+            self.sink_failed(direction, exc, scope)
+            if not observed:
+                self.observe_undelivered(direction, data[done:], t)
+            return False
+        except trio.Cancelled:
+            if not observed:
+                self.observe_undelivered(direction, data[done:], t)
+            raise
+
     def publish_in_order(self, publish: Callable[[Event], None], event: Event) -> None:
         """Publish ``event`` after the bytes observed before it (a fault's event after the
         frame it acted on)."""
@@ -137,6 +236,7 @@ class Connection:
     def source_failed(self, direction: Direction, exc: OSError, scope: trio.CancelScope) -> None:
         """Reading ``direction``'s source failed (a reset): reset the other side too."""
         _, _, source_name, sink_name = self.sides(direction)
+        self.gone.add(source_name)
         self.note(f"{source_name} reset the connection ({exc.strerror or exc})", True)
         self.reset.add(sink_name)
         scope.cancel()
@@ -144,6 +244,7 @@ class Connection:
     def sink_failed(self, direction: Direction, exc: OSError, scope: trio.CancelScope) -> None:
         """Writing to ``direction``'s sink failed (it went away): reset the source."""
         _, _, source_name, sink_name = self.sides(direction)
+        self.gone.add(sink_name)
         self.note(f"{sink_name} went away ({exc.strerror or exc})", True)
         self.reset.add(source_name)
         scope.cancel()

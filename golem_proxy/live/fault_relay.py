@@ -137,7 +137,6 @@ class FaultRelay:
         if not data:
             return True
         conn = self.conn
-        dst = conn.sides(direction)[1].socket
         piece = piece or len(data)
         if piece < len(data):
             frame = None  # the tap decodes the slices as they are sent
@@ -145,20 +144,18 @@ class FaultRelay:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
-                verdict = conn.observe(direction, chunk, seen, frame)
-                if verdict is not None:
-                    conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
-                    self.scope.cancel()
+                if conn.inline:  # judged before it is sent (--enforce-limits)
+                    verdict = conn.observe(direction, chunk, seen, frame)
+                    if verdict is not None:
+                        conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
+                        self.scope.cancel()
+                        return False
+                # Observed as it is sent, so that what never reaches its receiver is recorded
+                # undelivered (`Connection.forward`).
+                if not await conn.forward(
+                    direction, chunk, seen, self.scope, observed=conn.inline, frame=frame
+                ):
                     return False
-                view = memoryview(chunk)
-                sent = 0
-                try:
-                    while sent < len(chunk):
-                        sent += await dst.send(view[sent:])
-                except OSError as exc:
-                    conn.sink_failed(direction, exc, self.scope)
-                    return False
-                conn.sent[direction] += len(chunk)
                 conn.awaiting_reply = direction is Direction.C2S
                 if conn.awaiting_reply and conn.eof[Direction.S2C]:
                     await conn.check_upstream_after_close(self.scope)

@@ -66,6 +66,9 @@ class Kind(enum.IntEnum):
     RESUMED = 8
     """One direction of a connection open across a restart goes on here, at a frame boundary,
     after ``length`` bytes forwarded unobserved (nothing follows the header, as for ``LOST``)."""
+    UNDELIVERED = 9
+    """The ``DATA`` of the connection's direction from here on never reached its receiver
+    (writing it failed); the record's data says why (UTF-8: ``client gone``, …)."""
 
 
 _COUNTS = (Kind.LOST, Kind.RESUMED)

@@ -319,6 +319,9 @@ class HandoffSource:
                 self.observer.submit(tap, direction, record.data, record.t)
             elif kind is Kind.END:
                 self.observer.submit(tap, direction, b"", record.t)
+            elif kind is Kind.UNDELIVERED:
+                why = bytes(record.data).decode("utf-8", "replace")
+                self.observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))
             elif kind is Kind.RESUMED:
                 unrecorded = self._unrecorded.pop(record.conn, 0)
                 self.observer.after_queued(

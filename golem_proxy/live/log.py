@@ -26,7 +26,7 @@ from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_name
 
 from .. import events
 from ..events import Direction, Event
-from ..status_tone import TONE_STYLES, Tone, outcome_tone
+from ..status_tone import TONE_STYLES, Tone, outcome_tone, undelivered_status
 from ..table_layout import terminal_width
 from ..terminal import counted, format_latency, format_size, preview_json, safe_text
 from .log_repeats import Fold, RepeatFold
@@ -259,8 +259,8 @@ class EventLog:
         if self._unshown(exchange):
             return None
         outcome = exchange.outcome
-        tone = outcome_tone(outcome)
-        status = safe_text(outcome.text, limit=60)
+        tone = outcome_tone(outcome, exchange.undelivered)
+        status = safe_text(undelivered_status(outcome.text, exchange.undelivered), limit=60)
         style = TONE_STYLES[tone]
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or profile.describe(request), _METHOD)

@@ -203,6 +203,18 @@ class ObserverLink:
         except Exception as exc:  # a bug here costs observation, never the forwarding
             self._give_up(f"handing on to the observing process failed ({_described(exc)})")
 
+    def undelivered(self, conn: int, direction: Direction, why: str, t: float) -> None:
+        """The chunks of ``conn``'s ``direction`` handed on from now on never reached their
+        receiver (``why``): an ``UNDELIVERED`` record before them, never dropped."""
+        if self.stopped or self.writer.gone:
+            return
+        try:
+            before = self.writer.handed
+            self.writer.event(Kind.UNDELIVERED, conn, direction_number(direction), t, why)
+            self._handed_on(conn, self.writer.handed - before, t)
+        except Exception as exc:  # as in `data`
+            self._give_up(f"handing on to the observing process failed ({_described(exc)})")
+
     def _hand_on(self, conn: int, direction: Direction, data: bytes, t: float) -> None:
         if data and conn in self._shedding:
             self.writer.lose(conn, direction_number(direction), t, len(data))

@@ -22,7 +22,6 @@ from golem_core.profiles import Profile
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from ..net.addresses import Route
 from ..net.listeners import connect, open_listener
-from ..net.sockio import write_all
 from .chunks import RECV_SIZE_BULK, ChunkReader
 from .connection import Connection
 from .fault_relay import FaultRelay
@@ -292,27 +291,26 @@ class Proxy:
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
                     scope.cancel()
                     return
-            observed = enforce
             try:
-                try:
-                    sent = os.write(dst, chunk)  # a chunk almost always goes whole, at once
-                except BlockingIOError:
-                    sent = 0
-                if sent < len(chunk):
-                    # The rest waits for the peer to read. Hand the chunk on first: the answers
-                    # to its first part may come back meanwhile, and must not be observed
-                    # before the requests they answer (they would be orphans).
-                    if not observed:
-                        conn.observe(direction, chunk, t)
-                        observed = True
-                    await write_all(dst, chunk[sent:])
+                sent = os.write(dst, chunk)  # a chunk almost always goes whole, at once
+            except BlockingIOError:
+                sent = 0
             except OSError as exc:
                 conn.sink_failed(direction, exc, scope)
+                if not enforce:
+                    conn.observe_undelivered(direction, chunk, t)
                 return
-            conn.sent[direction] += len(chunk)
+            if sent < len(chunk):
+                # The rest waits for the peer to read: each piece is observed as it goes (the
+                # answers to its first part may come back meanwhile, and must not be observed
+                # before the requests they answer), and what never goes, as undelivered.
+                if not await conn.forward_rest(direction, chunk, sent, t, scope, enforce):
+                    return
+            else:
+                conn.sent[direction] += sent
+                if not enforce:
+                    conn.observe(direction, chunk, t)
             conn.awaiting_reply = from_client
-            if not observed:
-                conn.observe(direction, chunk, t)
             if conn.link is not None and conn.link.holds(conn.conn):
                 await conn.link.until_caught_up(conn.conn)  # the recording trails on it
             if from_client and conn.eof[Direction.S2C]:

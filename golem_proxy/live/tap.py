@@ -109,6 +109,9 @@ class ConnectionTap:
         self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
         self._pairing = ConnectionPairing(profile, limits)
         self._digests: dict[Direction, FrameDigest] = {}
+        self._undelivered: dict[Direction, tuple[str, int]] = {}
+        """Per direction, from the mark on: why its bytes did not reach their receiver, and
+        how many bytes of the frame then in progress had (`mark_undelivered`)."""
         self.failed: Optional[str] = None
         """Why decoding stopped for this connection (a bug in the tap), or None."""
 
@@ -162,6 +165,14 @@ class ConnectionTap:
             if not data:
                 return
         source.receive(data)
+
+    def mark_undelivered(self, direction: Direction, why: str) -> None:
+        """The bytes of ``direction`` fed from now on never reached their receiver (``why``:
+        ``client gone``, …): every frame they end is published undelivered. Called in order
+        with the bytes, after every frame before them was handled: the frame in progress has
+        had its bytes so far delivered."""
+        if direction not in self._undelivered:
+            self._undelivered[direction] = (why, self._inputs[direction].buffered)
 
     def lose(self, direction: Direction, size: int, t: float) -> None:
         """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
@@ -406,6 +417,9 @@ class ConnectionTap:
         # The pairing decision, carried by the frame so that no view makes it again.
         expects_answer = role is Role.REQUEST and self.profile.expects_response(message)
         orphan = answered is not None and answered.orphan
+        undelivered, delivered_bytes = self._undelivered.get(direction, ("", 0))
+        if delivered_bytes:  # only the frame in progress at the mark had some go
+            self._undelivered[direction] = (undelivered, 0)
         seen = FrameSeen(
             conn=self.conn,
             route=self.route,
@@ -420,6 +434,8 @@ class ConnectionTap:
             expects_answer=expects_answer,
             answers=request.index if request is not None else None,
             orphan=orphan,
+            undelivered=undelivered,
+            delivered_bytes=min(delivered_bytes, frame.size),
         )
         if self.annotate is not None:
             seen = self.annotate(seen)

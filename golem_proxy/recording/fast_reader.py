@@ -57,6 +57,8 @@ _FRAME_FIELDS = (
     "expects_answer",
     "answers",
     "orphan",
+    "undelivered",
+    "delivered_bytes",
 )
 assert tuple(f.name for f in dataclasses.fields(FrameSeen)) == _FRAME_FIELDS, "every field, set"
 _FRAME_SLOTS = tuple(getattr(FrameSeen, name).__set__ for name in _FRAME_FIELDS)
@@ -246,6 +248,8 @@ class FastRecordingReader(RecordingReader):
             asked,
             answers,
             False,
+            "",
+            0,
         )
         frame: FrameSeen = _new(FrameSeen)
         for set_slot, value in zip(_FRAME_SLOTS, values):

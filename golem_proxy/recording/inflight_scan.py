@@ -130,6 +130,7 @@ def _pattern(conns: Collection[int], methods: Collection[str]) -> re.Pattern[byt
         rb'(?:,"method":(?:(' + (named or rb"(?!)") + rb")|" + _STRING + rb"))?"
         rb'(?:,"tool_calls":\[(?:[^\]"\n]|' + _STRING + rb")*\])?"
         rb'(?:,"expects_answer":(true))?(?:,"answers":(\d+))?(?:,"orphan":true)?'
+        rb'(?:,"undelivered":' + _STRING + rb')?(?:,"delivered_bytes":\d+)?'
         rb',"(?:msg|raw|redacted)":)?'
     )
 

@@ -369,4 +369,6 @@ def read_frame(
         expects_answer=member_bool(data, "expects_answer", False),
         answers=member_optional_int(data, "answers"),
         orphan=member_bool(data, "orphan", False),
+        undelivered=member_str(data, "undelivered", ""),
+        delivered_bytes=member_int(data, "delivered_bytes", 0),
     )

@@ -57,7 +57,16 @@ MAX_INT = 2**53
 # message has them, and ``msg`` (or ``raw``) is always last.
 COMMON_MEMBERS = ("seq", "t", "kind")
 FRAME_MEMBERS = (*COMMON_MEMBERS, "conn", "route", "dir", "n", "size", "type")
-FRAME_OPTIONAL = ("id", "method", "tool_calls", "expects_answer", "answers", "orphan")
+FRAME_OPTIONAL = (
+    "id",
+    "method",
+    "tool_calls",
+    "expects_answer",
+    "answers",
+    "orphan",
+    "undelivered",
+    "delivered_bytes",
+)
 # An exchange and a server-exchange pair a request with its answer the same way; only the
 # direction of each differs.
 EXCHANGE_MEMBERS = (

@@ -9,7 +9,9 @@ Redacted frames can only be rebuilt with their redacted payload; such streams ar
 A request the proxy withheld on purpose (a fault: ``error``, ``reset`` before it, ``drop``) is
 recorded because the client sent it; the fault line after it says so (``withheld``). The
 streams the client *sent* keep it; the streams the receiving side *got* (``delivered``) leave it
-out.
+out. So it is with a frame the proxy read but could not deliver (``undelivered``: its receiver
+was gone): the streams sent keep it whole, the ``delivered`` ones keep only its first
+``delivered_bytes``, and the proxy's count of what it forwarded has only those.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ class RebuiltStream:
     withheld_bytes: int = 0
     """Their bytes, when they are in the stream (not ``delivered``): the proxy's count of
     what it forwarded leaves them out."""
+    undelivered_frames: int = 0
+    """Frames read but not (wholly) delivered: their receiver was gone."""
+    undelivered_bytes: int = 0
+    """Their bytes that never went, when they are in the stream (not ``delivered``): the
+    proxy's count of what it forwarded leaves them out."""
     recorded_bytes: Optional[int] = None
     """What the proxy counted for this direction when the connection closed (None: no close)."""
     keep: bool = field(default=True, repr=False)
@@ -93,7 +100,8 @@ class RebuiltStream:
         redaction makes lengths incomparable)."""
         if self.recorded_bytes is None or not self.exact:
             return None
-        return self.size - self.withheld_bytes == self.recorded_bytes
+        forwarded = self.size - self.withheld_bytes - self.undelivered_bytes
+        return forwarded == self.recorded_bytes
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +116,7 @@ class RebuiltStream:
             "discarded_bytes": self.discarded_bytes,
             "redacted_frames": self.redacted_frames,
             "withheld_frames": self.withheld_frames,
+            "undelivered_frames": self.undelivered_frames,
             "exact": self.exact,
             "recorded_bytes": self.recorded_bytes,
             "complete": self.complete,
@@ -207,6 +216,13 @@ class _Rebuilder:
             framed = profile.frame_payload(event.payload)
             if event.direction is Direction.C2S:
                 self.last_request[event.conn] = (len(target.data), len(framed))
+            if event.undelivered:
+                kept = min(event.delivered_bytes, len(framed))
+                target.undelivered_frames += 1
+                if self.delivered:
+                    framed = framed[:kept]
+                else:
+                    target.undelivered_bytes += len(framed) - kept
             self._add(target, framed)
             target.frames += 1
             target.redacted_frames += bool(event.redacted)

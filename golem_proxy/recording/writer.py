@@ -211,6 +211,10 @@ def frame_members(event: events.FrameSeen, message: Message, seq: int) -> dict[s
         base["answers"] = event.answers
     if event.orphan:
         base["orphan"] = True
+    if event.undelivered:
+        base["undelivered"] = event.undelivered
+        if event.delivered_bytes:
+            base["delivered_bytes"] = event.delivered_bytes
     return base
 
 
@@ -235,6 +239,10 @@ def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
         parts.append(f',"answers":{event.answers}')
     if event.orphan:
         parts.append(',"orphan":true')
+    if event.undelivered:
+        parts.append(f',"undelivered":{_json_str(event.undelivered)}')
+        if event.delivered_bytes:
+            parts.append(f',"delivered_bytes":{event.delivered_bytes}')
     parts.append(',"msg":')
     return "".join(parts).encode("utf-8", JSON_SAFE)
 
