@@ -93,6 +93,11 @@ class ConnectionClosed:
     bytes_s2c: int = 0
     abnormal: bool = False
     """True when a side reset, refused or failed (not a clean close)."""
+    tool_calls: Optional[tuple[ToolCallRef, ...]] = None
+    """On a GOLEM connection of a session with an MCP layer (``golem-proxy mcp``) that ended
+    before a byte crossed it either way (the upstream refused it or did not answer, a side
+    closed or reset it first): the MCP ``tools/call`` requests in flight when it was opened,
+    as a frame names them (`FrameSeen.tool_calls`). None on every other close."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,8 +1,9 @@
 """Flows: the rows every view shows. A flow is one request and its response (or a request
 still pending, a notification, an orphan response, a framing error, a gap in what was
-observed), built incrementally from the event stream. Either peer may ask: a JSON-RPC server's
-request travels s2c and its answer c2s; the frame's message, not its direction, says which it
-is (`FrameSeen.is_request`).
+observed, a GOLEM connection of `golem-proxy mcp` that ended before a byte crossed it),
+built incrementally from the event stream. Either peer may ask: a JSON-RPC server's request
+travels s2c and its answer c2s; the frame's message, not its direction, says which it is
+(`FrameSeen.is_request`).
 
 `FlowTracker.apply()` is the single place where events become rows, used alike by the live
 log, `show`, `stats`, the TUI and the recording readers, so live and offline views agree.
@@ -70,6 +71,10 @@ class Flow:
     faults: tuple[Union[FaultInjected, InterceptStep], ...] = ()
     """Faults the proxy injected into the flow and the steps of its frames' interception."""
     closed_unanswered: bool = False
+    connection_failed: Optional[ConnectionClosed] = None
+    """A GOLEM connection that ended before a byte crossed it (the upstream refused it, …),
+    whose close names the tool calls in flight when it opened (`ConnectionClosed.tool_calls`,
+    a recording of `golem-proxy mcp`): a row of its own, under the call it failed."""
     marked: bool = False
     unanswerable: bool = False
     """The request wants no answer (a notification, also a broken one): the row is complete
@@ -80,7 +85,7 @@ class Flow:
         for part in (self.request, self.response, self.frame_error, self.gap):
             if part is not None:
                 return part.t
-        return 0.0
+        return self.connection_failed.t if self.connection_failed is not None else 0.0
 
     @property
     def method(self) -> Optional[str]:
@@ -151,8 +156,12 @@ class Flow:
     def is_error(self) -> bool:
         """The exchange failed: its outcome is not ok (an error envelope, an error in the
         result, ``success: false``, a malformed answer), the request is malformed, a framing
-        error, or a request that was never answered."""
-        if self.frame_error is not None or self.closed_unanswered:
+        error, a request that was never answered, or a connection that carried nothing."""
+        if (
+            self.frame_error is not None
+            or self.closed_unanswered
+            or self.connection_failed is not None
+        ):
             return True
         if self.request is not None and isinstance(self.request.message, Malformed):
             return True
@@ -186,15 +195,18 @@ class Flow:
             return outcome_tone(self.outcome, self.undelivered)
         if self.request is not None and isinstance(self.request.message, Malformed):
             return Tone.MALFORMED
-        if self.closed_unanswered:
+        if self.closed_unanswered or self.connection_failed is not None:
             return Tone.FAILED
         return Tone.WAITING
 
     def status(self, profile: Profile) -> str:
         """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
-        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unobserved:REASON``, …; followed
-        by ``(undelivered: WHY)`` when a frame of the row never reached its receiver
-        (`undelivered_status`)."""
+        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unobserved:REASON``, ``failed``
+        or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
+        …; followed by ``(undelivered: WHY)`` when a frame of the row never reached its
+        receiver (`undelivered_status`)."""
+        if self.connection_failed is not None:
+            return "failed" if self.connection_failed.abnormal else "closed"
         if self.gap is not None:
             return f"unobserved:{self.gap.reason.value}"
         if self.frame_error is not None:
@@ -465,6 +477,11 @@ class FlowTracker:
         for direction in Direction:
             self._last_unpaired.pop((conn, direction), None)
             self._frame_errors.pop((conn, direction), None)
+        if event.tool_calls is not None:
+            # Nothing crossed it, and the close says which tool calls it failed: a row.
+            failed = self._new_flow(conn, event.route)
+            failed.connection_failed = event
+            changed = self._settled(failed)
         return changed
 
     def _flow_for_fault(self, event: Union[FaultInjected, InterceptStep]) -> Optional[Flow]:

@@ -138,6 +138,8 @@ def method_label(flow: Flow) -> str:
         return "<frame-error>"
     if flow.gap is not None:  # its status says which (unobserved:REASON); no orphan
         return "<gap>"
+    if flow.connection_failed is not None:
+        return "<connection>"
     if flow.request is None:
         return "<orphan>" if flow.orphan else "<unpaired>"
     if isinstance(flow.request.message, Malformed):

@@ -3,9 +3,10 @@ is on, which MCP tool call a GOLEM flow belongs to, and what a tool call did.
 
 Nothing here decides an attribution: the tap did, as it decoded each GOLEM frame, and the
 frame carries it (`FrameSeen.tool_calls`, docs/recording-format.md). A GOLEM flow takes the
-attribution of its request frame (of its response, for an orphan response). This module
-maps the MCP request it names to that request's flow number and reads the outcome of a
-``tools/call`` (its ``isError``, an error response, or no answer at all).
+attribution of its request frame (of its response, for an orphan response); a GOLEM
+connection that ended before a byte crossed it, that of its close (`Flow.connection_failed`).
+This module maps the MCP request it names to that request's flow number and reads the
+outcome of a ``tools/call`` (its ``isError``, an error response, or no answer at all).
 
 For code that wants the tool calls of a recording and their GOLEM flows in one go, there is
 `read_tool_calls`.
@@ -39,6 +40,7 @@ __all__ = [
     "call_key",
     "cause_text",
     "caused_by",
+    "connection_text",
     "is_tool_call",
     "layer_of",
     "layered_json",
@@ -101,38 +103,52 @@ def _attributed_frame(flow: Flow) -> Optional[FrameSeen]:
 
 
 def attribution_refs(flow: Flow) -> Optional[tuple[ToolCallRef, ...]]:
-    """The tool calls a flow's frames name (empty: outside any call); None when they carry no
-    attribution at all (a recording without an MCP layer, a gap, a framing error)."""
+    """The tool calls a flow's frames name (empty: outside any call), or the close of a
+    connection that carried nothing; None when they carry no attribution at all (a recording
+    without an MCP layer, a gap, a framing error)."""
     frame = _attributed_frame(flow)
-    return frame.tool_calls if frame is not None else None
+    if frame is not None:
+        return frame.tool_calls
+    closed = flow.connection_failed
+    return closed.tool_calls if closed is not None else None
 
 
 def attributed_tool(flow: Flow) -> Optional[str]:
     """The tool of the one tool call a GOLEM flow belongs to (None: no call, several, or a
     recording without an MCP layer)."""
-    frame = _attributed_frame(flow)
-    refs = frame.tool_calls if frame is not None else None
+    refs = attribution_refs(flow)
     return refs[0].tool if refs is not None and len(refs) == 1 else None
+
+
+def connection_text(flow: Flow) -> Optional[str]:
+    """``✗ connection: REASON`` for a GOLEM connection that ended before a byte crossed it
+    (`Flow.connection_failed`), in the proxy's words; None for any other flow."""
+    closed = flow.connection_failed
+    return None if closed is None else f"✗ connection: {closed.reason}"
 
 
 def two_layer_label(flow: Flow) -> Optional[str]:
     """A row's method text in a two-layer recording, from the decisions its frames carry: a
     tool call as ``tool(arguments)``, a GOLEM flow of one call as ``  ↳ method``, of
-    overlapping calls as ``  ? method``; None for any other flow (the plain method)."""
+    overlapping calls as ``  ? method`` (a connection that carried nothing as
+    ``✗ connection: REASON`` in place of the method); None for any other flow (the plain
+    method)."""
     if is_tool_call(flow):
         return f"{tool_of(flow)}({arguments_summary(flow)})"
-    frame = _attributed_frame(flow)
-    refs = frame.tool_calls if frame is not None else None
-    if not refs or flow.method is None:
+    refs = attribution_refs(flow)
+    failed = connection_text(flow)
+    if failed is not None and not refs:
+        return failed  # opened outside any tool call
+    method = failed if failed is not None else flow.method
+    if not refs or method is None:
         return None
-    return f"  {'↳' if len(refs) == 1 else '?'} {flow.method}"
+    return f"  {'↳' if len(refs) == 1 else '?'} {method}"
 
 
 def cause_text(flow: Flow) -> Optional[str]:
     """What a GOLEM flow's frames say about the tool call behind it, in words (None when the
     recording has no MCP layer)."""
-    frame = _attributed_frame(flow)
-    refs = frame.tool_calls if frame is not None else None
+    refs = attribution_refs(flow)
     if refs is None:
         return None
     if not refs:
@@ -154,8 +170,7 @@ def call_key(flow: Flow) -> Optional[CallKey]:
 
 def owner_key(flow: Flow) -> Optional[CallKey]:
     """The key of the one tool call a GOLEM flow belongs to (None: no call, or several)."""
-    frame = _attributed_frame(flow)
-    refs = frame.tool_calls if frame is not None else None
+    refs = attribution_refs(flow)
     if refs is None or len(refs) != 1:
         return None
     return (refs[0].conn, refs[0].index)
@@ -197,8 +212,7 @@ class ToolCallIndex:
             self._numbers[(flow.conn, flow.request.index)] = flow.number
 
     def attribution(self, flow: Flow) -> Attribution:
-        frame = _attributed_frame(flow)
-        refs = frame.tool_calls if frame is not None else None
+        refs = attribution_refs(flow)
         if refs is None:
             # Frames of a two-layer recording always carry the decision; a flow without a
             # frame (a gap, a framing error) has none to carry, and is not known to be
@@ -298,6 +312,9 @@ class ToolCall:
     shared: list[Flow] = field(default_factory=list)
     """GOLEM flows sent while this call overlapped others: each names every candidate, so
     this call's Rhino time is unknown while it has any."""
+    failed_connections: list[Flow] = field(default_factory=list)
+    """GOLEM connections opened during this call alone that ended before a byte crossed them
+    (the plugin refused them, …): no exchange, no Rhino time, and not in ``golem``."""
 
     @property
     def number(self) -> int:
@@ -378,12 +395,14 @@ class TwoLayerBuilder:
             return
         attribution = index.attribution(flow)
         number = attribution.number
-        if attribution.state == AMBIGUOUS:
+        failed = flow.connection_failed is not None
+        if attribution.state == AMBIGUOUS and not failed:
             for candidate in attribution.numbers:
                 if candidate is not None and candidate in self._calls:
                     self._calls[candidate].shared.append(flow)
         if number is not None and number in self._calls:
-            self._calls[number].golem.append(flow)
+            call = self._calls[number]
+            (call.failed_connections if failed else call.golem).append(flow)
         elif not self.keep:
             return
         elif attribution.state == AMBIGUOUS:

@@ -36,6 +36,8 @@ class ToolStats:
     shared_flows: int = 0
     split_calls: int = 0
     """The answered calls the Rhino and server means are over."""
+    failed_connections: int = 0
+    """GOLEM connections its calls opened that ended before a byte crossed them."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +51,7 @@ class ToolStats:
             "server_mean_ms": json_ms(self.server_mean),
             "shared_golem_flows": self.shared_flows,
             "split_calls": self.split_calls,
+            "failed_connections": self.failed_connections,
         }
 
 
@@ -86,4 +89,5 @@ def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
         sum(server) / len(server) if server else None,
         len({flow.number for call in calls for flow in call.shared}),
         len(split),
+        sum(len(call.failed_connections) for call in calls),
     )

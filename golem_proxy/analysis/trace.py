@@ -238,5 +238,8 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
             "detail": error.detail,
             "size": len(error.raw),
         }
+    if flow.connection_failed is not None:
+        closed = flow.connection_failed
+        data["connection_failed"] = {"reason": closed.reason, "abnormal": closed.abnormal}
     data["violations"] = [violation.to_json() for violation in flow.violations]
     return data

@@ -25,6 +25,7 @@ from rich.console import Console
 from golem_core.profiles import GOLEM, MCP
 
 from ..live.attribution import ToolCallTracker
+from ..live.connection_attribution import ConnectionAttribution
 from ..live.log_output import TerminalOutput
 from ..live.session import SessionConfig
 from ..live.stdio_relay import ChildStartError
@@ -121,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     options = dataclasses.replace(
         options,
         annotate=None if tracker is None else tracker.annotate,
+        connections=None if tracker is None else ConnectionAttribution(tracker),
     )
     routes = [
         Route(GOLEM.channels[0], Address("127.0.0.1", 0), args.upstream),

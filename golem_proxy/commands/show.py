@@ -20,6 +20,7 @@ from ..analysis.tool_calls import (
     LAYER_MCP,
     ToolCallIndex,
     attribution_refs,
+    connection_text,
     mcp_routes,
     two_layer_json,
     two_layer_label,
@@ -215,7 +216,9 @@ class _Layers:
             return None
         if index.layer(flow) != LAYER_MCP:
             attribution = index.attribution(flow)
-            method = flow.method if flow.method is not None else method_label(flow)
+            method = flow.method
+            if method is None:
+                method = connection_text(flow) or method_label(flow)
             if attribution.state == "call" and self.golem_only:
                 return f"{attribution.tool} ↳ {method}"
             if attribution.state == "ambiguous":

@@ -70,14 +70,16 @@ def tool_table(rows: list[ToolStats]) -> Table:
         title_justify="left",
         caption="latency in ms (percentiles by nearest rank); golem: the GOLEM flows the "
         "calls caused; shared: those sent while calls overlapped (each names every "
-        "candidate, and is in no golem count); rhino: the GOLEM exchanges a call caused, "
+        "candidate, and is in no golem count); no conn: GOLEM connections a call opened that "
+        "ended before a byte crossed them (the plugin refused them, …); rhino: the GOLEM "
+        "exchanges a call caused, "
         "server: the rest of its latency (means per answered call with no shared flow)",
         caption_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
     table.add_column("tool", no_wrap=True)
-    for column in ("calls", "err", "golem", "shared", "p50", "max", "rhino", "server"):
+    for column in ("calls", "err", "golem", "shared", "no conn", "p50", "max", "rhino", "server"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows:
         table.add_row(
@@ -86,13 +88,14 @@ def tool_table(rows: list[ToolStats]) -> Table:
             Text(str(row.errors), style="red") if row.errors else Text("0"),
             Text(str(row.golem_flows)),
             Text(str(row.shared_flows), style="yellow") if row.shared_flows else Text("0"),
+            Text(str(row.failed_connections), style="red") if row.failed_connections else Text("0"),
             Text(ms(row.latency.p50)),
             Text(ms(row.latency.max)),
             Text(ms(row.rhino_mean)),
             Text(ms(row.server_mean)),
         )
     if not rows:
-        table.add_row(Text("(no tool calls)", style="dim"), *[Text("")] * 8)
+        table.add_row(Text("(no tool calls)", style="dim"), *[Text("")] * 9)
     return table
 
 

@@ -27,6 +27,7 @@ from golem_core.profiles import Profile
 
 from ..events import Direction, Event
 from ..recording.resume_scan import ResumePoint
+from .connection_attribution import ConnectionAttribution
 from .handoff import Kind, Record, RecordReader
 from .hub import EventHub
 from .layer_taps import LayerTaps
@@ -296,12 +297,22 @@ class HandoffSource:
                 record.conn, opened.route, self.profile, self.publish, self.options, self.redactor
             )
             self.publish(opened)
+            connections = self._connections_of(opened.route)
+            if connections is not None:
+                # Noted in wire order, behind the bytes handed on before it (the MCP hop's
+                # tool calls): what its close names if nothing crosses it.
+                self.observer.after_queued(functools.partial(connections.opened, opened))
         elif kind is Kind.CLOSED:
             # After everything the connection forwarded is decoded, as the relay reports it
             # (through its tap's publish: an MCP hop's close ends its tool calls in flight).
             tap = self._taps.pop(record.conn, None)
             publish = self.publish if tap is None else tap.publish
-            self.observer.submit_event(publish, pickle.loads(record.data))
+            closed = pickle.loads(record.data)
+            connections = self._connections_of(closed.route)
+            if connections is not None:
+                self.observer.after_queued(lambda: publish(connections.closed(closed)))
+            else:
+                self.observer.submit_event(publish, closed)
             if tap is not None:
                 self.observer.forget(tap)
         elif kind is Kind.RESUME:
@@ -340,6 +351,10 @@ class HandoffSource:
                     )
             else:
                 self.observer.lose(tap, direction, record.lost, record.t)
+
+    def _connections_of(self, route: str) -> Optional[ConnectionAttribution]:
+        make_tap = self.make_tap
+        return make_tap.connections_of(route) if isinstance(make_tap, LayerTaps) else None
 
     def _resume(self, resumption: Resumption) -> None:
         """This process took over from one that died: number the recording's lines on from

@@ -8,7 +8,9 @@ observing.py): it owns the session's one `ToolCallTracker`, made there from the 
 sent half-filled from the forwarding process), which follows the MCP hop's events and
 annotates the GOLEM routes' frames, all decoded in the order the forwarding process handed
 their bytes on. A process that takes over from one that died learns from the recording the
-tool calls that were in flight (`LayerTaps.recovered`, `golem_proxy.live.take_up`).
+tool calls that were in flight (`LayerTaps.recovered`, `golem_proxy.live.take_up`). The GOLEM
+routes' opens and closes go through `LayerTaps.connections_of`, so that a connection that
+carried nothing names the tool calls it failed.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from golem_core.profiles import MCP, Profile, get_profile
 from ..events import Direction, Event, FrameSeen
 from ..recording.format import RouteInfo
 from .attribution import ToolCallTracker
+from .connection_attribution import ConnectionAttribution
 from .proxy_options import ProxyOptions, new_tap
 from .redact import Redactor
 from .tap import ConnectionTap
@@ -43,6 +46,9 @@ class LayerTaps:
         """The session's one tracker, when a layer is MCP."""
         if any(profile.name == MCP.name for profile in self._profiles.values()):
             self.tracker = ToolCallTracker(MCP)
+        self._connections = (
+            ConnectionAttribution(self.tracker) if self.tracker is not None else None
+        )
 
     def __call__(
         self,
@@ -87,6 +93,12 @@ class LayerTaps:
         tracker = self._tracker_of(route)
         if tracker is not None and direction is Direction.S2C:
             tracker.answers_resumed(conn, unseen=unseen)
+
+    def connections_of(self, route: str) -> Optional[ConnectionAttribution]:
+        """What follows ``route``'s opens and closes in wire order (`HandoffSource` sees to
+        it), so that a connection that carried nothing names the tool calls it failed: a
+        GOLEM route's, when a layer is MCP; None for a layer's own connections."""
+        return None if route in self._profiles else self._connections
 
     def _tracker_of(self, route: str) -> Optional[ToolCallTracker]:
         """The tracker, when ``route`` is the MCP hop it follows."""

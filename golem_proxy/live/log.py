@@ -219,6 +219,7 @@ class EventLog:
                 f"{format_size(event.bytes_s2c)} ←)",
                 style,
             )
+            self._caller(text, event.tool_calls)
             return text
         if isinstance(event, (events.FaultInjected, events.InterceptStep)):
             text = self._prefix(event.t, event.route, event.conn)
@@ -283,17 +284,23 @@ class EventLog:
         )
         if outcome.message and tone is Tone.FAILED:
             text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
-        calls = exchange.request.tool_calls
-        if calls:  # `golem-proxy mcp`: the tool call this exchange belongs to
-            if len(calls) == 1:
-                text.append(f"  ⟵ {safe_text(calls[0].tool, _NAME)}", "cyan")
-            else:  # each by its MCP id too: overlapping calls are often of one tool
-                tools = "|".join(
-                    f"{safe_text(call.tool, _NAME)} id={safe_text(json.dumps(call.id), _NAME)}"
-                    for call in calls
-                )
-                text.append(f"  ⟵ ambiguous: {tools}", "cyan")
+        self._caller(text, exchange.request.tool_calls)
         return text
+
+    @staticmethod
+    def _caller(text: Text, calls: Optional[tuple[events.ToolCallRef, ...]]) -> None:
+        """`golem-proxy mcp`: the tool call an exchange (or a connection that carried
+        nothing) belongs to, after its line."""
+        if not calls:
+            return
+        if len(calls) == 1:
+            text.append(f"  ⟵ {safe_text(calls[0].tool, _NAME)}", "cyan")
+        else:  # each by its MCP id too: overlapping calls are often of one tool
+            tools = "|".join(
+                f"{safe_text(call.tool, _NAME)} id={safe_text(json.dumps(call.id), _NAME)}"
+                for call in calls
+            )
+            text.append(f"  ⟵ ambiguous: {tools}", "cyan")
 
     def _shows_violation(self, event: events.ViolationSeen) -> bool:
         """Warnings only when verbose."""

@@ -13,6 +13,7 @@ from golem_core.profiles import Profile
 
 from ..events import Event, FrameSeen
 from ..net.addresses import Address, Route
+from .connection_attribution import ConnectionAttribution
 from .faults import FaultPlan
 from .intercept import InterceptEngine
 from .observer import DEFAULT_BUDGET
@@ -59,6 +60,10 @@ class ProxyOptions:
     annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None
     """Adds the session's decisions to every frame the routes' taps decode (`golem-proxy mcp`:
     the tool call a GOLEM frame belongs to)."""
+    connections: Optional[ConnectionAttribution] = None
+    """Sees each route connection's open and close in wire order and adds the session's
+    decisions to the close (`golem-proxy mcp`: the tool calls a connection that carried no
+    byte failed)."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ checks a chunk before it is sent). How a connection ends, half-closes and resets
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import struct
@@ -191,15 +192,15 @@ class Proxy:
         self.accepted += 1
         self._live.add(conn.conn)
         self._all_closed = trio.Event() if self._all_closed.is_set() else self._all_closed
-        self.publish(
-            ConnectionOpened(
-                conn=conn.conn,
-                route=route.name,
-                client=_peer_name(client),
-                upstream=str(route.upstream),
-                t=self.now(),
-            )
+        opened = ConnectionOpened(
+            conn=conn.conn,
+            route=route.name,
+            client=_peer_name(client),
+            upstream=str(route.upstream),
+            t=self.now(),
         )
+        self.publish(opened)
+        self._follow_opened(conn, opened)
         try:
             with trio.move_on_after(self.options.connect_timeout):
                 try:
@@ -399,9 +400,27 @@ class Proxy:
     def _tap(self, conn: int, route: str) -> ConnectionTap:
         return new_tap(conn, route, self.profile, self.publish, self.options, self.redactor)
 
+    def _follow_opened(self, conn: Connection, opened: ConnectionOpened) -> None:
+        """Show ``opened`` to ``options.connections`` in wire order: after the bytes forwarded
+        before it are decoded (the MCP hop's tool calls among them), as its close will be
+        (its connection goes through the observer from now on, even if it never reaches an
+        upstream)."""
+        connections = self.options.connections
+        if connections is None or self.link is not None:
+            return  # the observing process follows them (`HandoffSource`)
+        if self.options.enforce_limits:
+            connections.opened(opened)  # every byte is decoded as it is forwarded
+            return
+        conn.observer = self.observer
+        self.observer.after_queued(functools.partial(connections.opened, opened))
+
+    def _publish_closed(self, closed: ConnectionClosed) -> None:
+        connections = self.options.connections
+        self.publish(closed if connections is None else connections.closed(closed))
+
     def _finish(self, conn: Connection) -> None:
         conn.close_sockets()
-        conn.observe_close(conn.closed_event(self.now()), self.publish)
+        conn.observe_close(conn.closed_event(self.now()), self._publish_closed)
         self._live.discard(conn.conn)
         if not self._live:
             self._all_closed.set()

@@ -170,6 +170,7 @@ class LineDecoder:
                 bytes_c2s=member_int(sizes, "c2s", 0),
                 bytes_s2c=member_int(sizes, "s2c", 0),
                 abnormal=member_bool(data, "abnormal", False),
+                tool_calls=member_tool_calls(data),
             )
         if kind in ("exchange", "server-exchange"):
             # A server-exchange pairs a request the server sent with the client's answer.

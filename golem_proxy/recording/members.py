@@ -130,7 +130,8 @@ def fault_withheld(data: dict[str, Any], detail: str) -> bool:
 
 
 def member_tool_calls(data: dict[str, Any]) -> Optional[tuple[ToolCallRef, ...]]:
-    """A frame's ``tool_calls`` (None when absent). Raises RecordingError for a bad one."""
+    """A frame's or a close's ``tool_calls`` (None when absent). Raises RecordingError for a
+    bad one."""
     calls = data.get("tool_calls")
     if calls is None:
         return None

@@ -82,7 +82,7 @@ EXCHANGE_MEMBERS = (
 )
 KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     "open": (*COMMON_MEMBERS, "conn", "route", "client", "upstream"),
-    "close": (*COMMON_MEMBERS, "conn", "route", "reason", "bytes", "abnormal"),
+    "close": (*COMMON_MEMBERS, "conn", "route", "reason", "bytes", "abnormal", "tool_calls"),
     "frame": FRAME_MEMBERS,
     "exchange": EXCHANGE_MEMBERS,
     "upstream": (*COMMON_MEMBERS, "route", "state", "detail"),

@@ -76,6 +76,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(kind="close", conn=event.conn, route=event.route, reason=event.reason)
         base.update(bytes={"c2s": event.bytes_c2s, "s2c": event.bytes_s2c})
         base.update(abnormal=event.abnormal)
+        if event.tool_calls is not None:
+            base.update(tool_calls=tool_calls_json(event.tool_calls))
     elif isinstance(event, events.ViolationSeen):
         base.update(kind="violation", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value if event.direction else None)
@@ -248,7 +250,8 @@ def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
 
 
 def tool_calls_json(calls: tuple[events.ToolCallRef, ...]) -> list[dict[str, Any]]:
-    """A frame's ``tool_calls`` member: the MCP ``tools/call`` requests in flight."""
+    """A frame's ``tool_calls`` member (a close's too): the MCP ``tools/call`` requests in
+    flight."""
     return [{"conn": c.conn, "n": c.index, "id": c.id, "tool": c.tool} for c in calls]
 
 

@@ -126,3 +126,42 @@ def test_without_an_mcp_layer_no_frame_is_annotated() -> None:
     )
     [frame] = [e for e in events if isinstance(e, FrameSeen)]
     assert frame.tool_calls is None
+
+
+def closed(conn: int, route: str, sent: int = 0) -> tuple[str, Event]:
+    """A connection's close: refused by the upstream when nothing was ``sent``."""
+    reason = "upstream 127.0.0.1:9 unreachable: Connection refused" if not sent else "gone"
+    return (
+        "event",
+        ConnectionClosed(
+            conn=conn, route=route, reason=reason, t=1.0, bytes_c2s=sent, abnormal=not sent
+        ),
+    )
+
+
+def test_a_golem_connection_that_carried_nothing_names_the_calls_in_flight_at_its_open() -> None:
+    """Its open is published at once, ahead of the tool call still to decode before it, yet
+    noted behind it: the decision is the wire's."""
+    events = observe(
+        [
+            opened(MCP_CONN, "mcp"),
+            ("data", (MCP_CONN, Direction.C2S, tool_call(1, "list_layers", {}))),
+            opened(GOLEM_CONN, "main"),
+            # The call gave up before the connection ended: it still failed the call.
+            ("data", (MCP_CONN, Direction.S2C, mcp_line({"id": 1, "result": {"content": []}}))),
+            closed(GOLEM_CONN, "main"),
+            opened(3, "main"),  # outside any call
+            closed(3, "main"),
+            ("data", (MCP_CONN, Direction.C2S, tool_call(2, "create_layer", {}))),
+            opened(4, "main"),
+            ("data", (4, Direction.C2S, golem_frame({"id": "a", "method": "ping"}))),
+            closed(4, "main", sent=17),  # bytes crossed: its frames say it
+            closed(MCP_CONN, "mcp"),
+        ]
+    )
+    closes = {e.conn: e for e in events if isinstance(e, ConnectionClosed)}
+    failed = closes[GOLEM_CONN].tool_calls
+    assert failed is not None and [(c.id, c.tool) for c in failed] == [(1, "list_layers")]
+    assert closes[3].tool_calls == ()
+    assert closes[4].tool_calls is None
+    assert closes[MCP_CONN].tool_calls is None  # the MCP hop's own close decides nothing

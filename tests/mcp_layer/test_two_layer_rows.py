@@ -9,8 +9,16 @@ from typing import Any
 
 from golem_core.profiles import GOLEM, MCP, Profile
 from golem_proxy.analysis.tool_calls import cause_text
-from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
+from golem_proxy.events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    ExchangeCompleted,
+    FrameSeen,
+)
 from golem_proxy.live.attribution import ToolCallTracker
+from golem_proxy.live.connection_attribution import ConnectionAttribution
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
 from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.render import flow_label
@@ -124,5 +132,65 @@ def test_the_tui_detail_of_a_tool_call_lists_the_golem_flows_it_caused(tmp_path:
             await select(pilot, 1)
             await pilot.press("o")  # not a tool call: nothing folds
             assert list(app.model.view) == [0, 1]
+
+    run(body())
+
+
+REFUSED = "upstream 127.0.0.1:9876 unreachable: Connection refused"
+
+
+def refused_session() -> list[Event]:
+    """A tool call whose GOLEM connection the plugin refused: nothing crossed it."""
+    tracker = ToolCallTracker(MCP)
+    connections = ConnectionAttribution(tracker)
+    params = {"name": "list_layers", "arguments": {}}
+    call = frame(
+        MCP,
+        1,
+        "mcp",
+        Direction.C2S,
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params},
+    )
+    tracker.watch(call)
+    opened = ConnectionOpened(conn=2, route="main", client="c", upstream="u", t=0.1)
+    connections.opened(opened)
+    closed = connections.closed(
+        ConnectionClosed(conn=2, route="main", reason=REFUSED, t=0.2, abnormal=True)
+    )
+    result = {"content": [{"type": "text", "text": "Connection reset by peer"}], "isError": True}
+    answer = frame(MCP, 1, "mcp", Direction.S2C, {"jsonrpc": "2.0", "id": 5, "result": result})
+    return [call, opened, closed, answer, completed(MCP, call, answer)]
+
+
+def test_a_connection_that_carried_nothing_is_a_row_under_the_call_it_failed(
+    tmp_path: Path,
+) -> None:
+    model = SessionModel(GOLEM)
+    model.apply(refused_session())
+    tool_call, failed = model.flows
+    assert flow_label(failed) == f"  ↳ ✗ connection: {REFUSED}"
+    assert model.status(failed) == "failed" and failed.is_error
+    assert cause_text(failed) == "caused by tool call list_layers (MCP id 5)"
+    assert model.caused_by(tool_call) == [failed]
+    path = tmp_path / "refused.jsonl"
+    routes = [
+        RouteInfo("main", "127.0.0.1:1", "127.0.0.1:2"),
+        RouteInfo("mcp", "stdio", "server", MCP.name),
+    ]
+    with RecordingWriter.create(str(path), Header.new(GOLEM.name, routes)) as writer:
+        for event in refused_session():
+            writer.write(event)
+
+    async def body() -> None:
+        async with recording_app(str(path)) as (app, pilot):
+            await select(pilot, 0)
+            assert f"↳ #2 ✗ connection: {REFUSED} failed" in app.detail.text()
+            await select(pilot, 1)
+            text = app.detail.text()
+            assert f"✗ connection: {REFUSED}" in text and "before a byte crossed it" in text
+            assert "caused by tool call list_layers (MCP id 5)" in text
+            await select(pilot, 0)
+            await pilot.press("o")  # folded away under its call, as a GOLEM flow is
+            assert list(app.model.view) == [0]
 
     run(body())

@@ -32,6 +32,7 @@ from golem_proxy.events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    ToolCallRef,
     UpstreamStatus,
     ViolationSeen,
 )
@@ -157,6 +158,16 @@ def one_of_each() -> list[Event]:
             bytes_c2s=10,
             bytes_s2c=20,
             abnormal=True,
+        ),
+        # A connection that carried nothing, in a session with an MCP layer: the tool
+        # calls in flight when it opened.
+        ConnectionClosed(
+            conn=2,
+            route="main",
+            reason="upstream 127.0.0.1:9876 unreachable: Connection refused",
+            t=1.1,
+            abnormal=True,
+            tool_calls=(ToolCallRef(conn=3, index=2, id=1, tool="list_layers"),),
         ),
         UpstreamStatus(
             route="main", t=1.25, up=False, detail="upstream 127.0.0.1:9876 refuses connections"
@@ -411,6 +422,24 @@ def test_old_lines_say_withheld_and_orphan_the_old_way() -> None:
     fault, verdict = list(RecordingReader(io.BytesIO(data)))
     assert isinstance(fault, FaultInjected) and fault.withheld
     assert isinstance(verdict, ViolationSeen) and verdict.orphan
+
+
+def test_a_close_without_tool_calls_reads_as_before_and_a_bad_one_is_refused() -> None:
+    """Files written before closes carried a decision read as they did; a damaged decision
+    is refused, as a frame's is."""
+    line = (
+        b'{"seq":1,"t":0.1,"kind":"close","conn":2,"route":"main","reason":"refused",'
+        b'"bytes":{"c2s":0,"s2c":0},"abnormal":true'
+    )
+    header = encode_header(Header.new("golem", []))
+    (closed,) = list(RecordingReader(io.BytesIO(header + line + b"}\n")))
+    assert isinstance(closed, ConnectionClosed) and closed.tool_calls is None
+    empty = line + b',"tool_calls":[]}\n'
+    (closed,) = list(RecordingReader(io.BytesIO(header + empty)))
+    assert isinstance(closed, ConnectionClosed) and closed.tool_calls == ()
+    bad = line + b',"tool_calls":[{"conn":1,"n":0,"id":true,"tool":"x"}]}\n'
+    with pytest.raises(RecordingError, match="line 2: a tool call's id must be"):
+        list(RecordingReader(io.BytesIO(header + bad)))
 
 
 def test_pieces_reach_a_file_whole_and_in_order_past_one_system_calls_worth(

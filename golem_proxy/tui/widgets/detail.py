@@ -27,7 +27,13 @@ from golem_core.messages import Malformed
 from golem_core.profiles import Profile
 
 from ...analysis.flows import Flow
-from ...analysis.tool_calls import arguments_summary, cause_text, tool_call_error, tool_of
+from ...analysis.tool_calls import (
+    arguments_summary,
+    cause_text,
+    connection_text,
+    tool_call_error,
+    tool_of,
+)
 from ...events import FrameSeen
 from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
@@ -218,7 +224,8 @@ def _label(key: Any, value: Any, expand: bool) -> Text:
 def _summary(flow: Flow, profile: Profile, under: Sequence[Flow] = ()) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
-    text.append(safe_text(flow.method) if flow.method else "(no method)", style="bold")
+    title = flow.method or connection_text(flow) or "(no method)"
+    text.append(safe_text(title), style="bold")
     status = safe_text(flow.status(profile))
     tone = flow.tone
     text.append(
@@ -236,6 +243,8 @@ def _summary(flow: Flow, profile: Profile, under: Sequence[Flow] = ()) -> Text:
         times.append(f"latency {format_latency(flow.latency)}")
     if flow.closed_unanswered:
         times.append("connection closed before an answer")
+    if flow.connection_failed is not None:
+        times.append(f"closed t={fmt_time(flow.connection_failed.t)}, before a byte crossed it")
     if times:
         text.append("\n" + "  ".join(times), style="dim")
     failed = tool_call_error(flow)
@@ -251,7 +260,8 @@ def _summary(flow: Flow, profile: Profile, under: Sequence[Flow] = ()) -> Text:
         text.append(f"\n{safe_text(cause)}", style="cyan")
     for caused in under:
         status = safe_text(caused.status(profile))
-        text.append(f"\n  ↳ #{caused.number} {safe_text(caused.method or '?')} ")
+        method = caused.method or connection_text(caused) or "?"
+        text.append(f"\n  ↳ #{caused.number} {safe_text(method)} ")
         text.append(status, style="red" if caused.is_error else "green")
         if caused.latency is not None:
             text.append(f"  {format_latency(caused.latency)}", style="dim")

@@ -1,0 +1,120 @@
+"""End to end: the plugin is not running. The `mcp` package's stdio client calls a tool of the
+test FastMCP server through ``golem-proxy mcp --record``; the server's GOLEM connection is
+accepted by the proxy and closed, since nothing listens upstream. The recording names the
+call that connection failed, and `show` and `stats` put it under that call, with observation
+in the wrapper's process and in a process of its own."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.analysis.tool_calls import read_two_layers
+from golem_proxy.events import ConnectionClosed
+from golem_proxy.recording.format import read_recording
+from tests.support.cli_helpers import run_cli
+
+from .mcp_helpers import SERVER_COMMAND, call_tools, environment
+
+
+def _port_nobody_listens_on() -> int:
+    """A loopback port that was free a moment ago (bound, then closed: nothing listens)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module", params=["in-process", "child-process"])
+def refused(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Path, int, list[tuple[bool, list[dict[str, object]]]]]]:
+    """Two calls of a GOLEM tool with no plugin: the first opens the server's connection,
+    which the proxy accepts and closes (the upstream refused it); the second finds it broken
+    and sends nothing."""
+    record = tmp_path_factory.mktemp("refused") / "session.jsonl"
+    port = _port_nobody_listens_on()
+    command = [
+        sys.executable,
+        "-m",
+        "golem_proxy",
+        "mcp",
+        "--upstream",
+        f"127.0.0.1:{port}",
+        "--gh-upstream",
+        f"127.0.0.1:{_port_nobody_listens_on()}",
+        "--record",
+        str(record),
+        "--observer",
+        request.param,
+        "--",
+        *SERVER_COMMAND,
+    ]
+    calls = [("list_layers", {}), ("create_layer", {"name": "A"})]
+    outcomes = call_tools(command, environment(), calls)
+    yield record, port, outcomes
+
+
+def test_the_close_names_the_call_that_opened_it(refused: tuple[Path, int, list]) -> None:
+    record, port, outcomes = refused
+    assert [failed for failed, _ in outcomes] == [True, True]
+    events = read_recording(str(record)).events
+    closes = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "main"]
+    (close,) = closes
+    assert close.abnormal and close.bytes_c2s == close.bytes_s2c == 0
+    assert close.reason.startswith(f"upstream 127.0.0.1:{port} unreachable: ")
+    assert close.reason.endswith("Connection refused")
+    assert close.tool_calls is not None
+    assert [ref.tool for ref in close.tool_calls] == ["list_layers"]
+    # The line as written: an optional member after the older ones.
+    (line,) = [
+        json.loads(text)
+        for text in record.read_text().splitlines()
+        if '"kind":"close"' in text and '"route":"main"' in text
+    ]
+    assert list(line)[-2:] == ["abnormal", "tool_calls"]
+    assert [call["tool"] for call in line["tool_calls"]] == ["list_layers"]
+
+
+def test_the_readers_put_it_under_the_failed_call(refused: tuple[Path, int, list]) -> None:
+    record, _, _ = refused
+    layers = read_two_layers(str(record))
+    first, second = layers.tool_calls
+    assert first.is_error and second.is_error
+    (failed,) = first.failed_connections
+    assert failed.is_error and failed.connection_failed is not None
+    assert first.golem == [] and second.failed_connections == [] and second.golem == []
+    assert layers.outside == [] and layers.ambiguous == []
+
+
+def test_show_prints_the_row_under_the_call(refused: tuple[Path, int, list]) -> None:
+    record, port, _ = refused
+    shown = run_cli("show", str(record))
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    call = next(i for i, line in enumerate(lines) if "list_layers()" in line)
+    row = lines[call + 1]
+    assert f"↳ ✗ connection: upstream 127.0.0.1:{port} unreachable: " in row
+    assert " failed" in row
+    rows = [json.loads(line) for line in run_cli("show", str(record), "--json").stdout.splitlines()]
+    (golem,) = [row for row in rows if row["layer"] == "golem"]
+    number = next(row["number"] for row in rows if row.get("tool") == "list_layers")
+    assert golem["tool_call"] == number and golem["attribution"] == "call"
+    assert golem["status"] == "failed" and golem["error"] is True and golem["method"] is None
+    assert golem["connection_failed"]["abnormal"] is True
+
+
+def test_stats_counts_it_for_the_tool(refused: tuple[Path, int, list]) -> None:
+    record, _, _ = refused
+    stats = run_cli("stats", str(record), "--json")
+    assert stats.returncode == 0, stats.stderr
+    tools = {row["tool"]: row for row in json.loads(stats.stdout)["tools"]}
+    assert tools["list_layers"]["failed_connections"] == 1
+    assert tools["list_layers"]["golem_flows"] == 0
+    assert tools["create_layer"]["failed_connections"] == 0
+    table = run_cli("stats", str(record))
+    assert "no conn" in table.stdout
