@@ -118,10 +118,7 @@ def run(args: argparse.Namespace) -> int:
     # its own, that process makes the session's one tracker (live/layer_taps.py).
     tracker = None if child else ToolCallTracker(MCP)
     options, record_path = session_options(args, GOLEM)
-    options = dataclasses.replace(
-        options,
-        annotate=None if tracker is None else tracker.annotate,
-    )
+    options = dataclasses.replace(options, annotate=tracker)
     routes = [
         Route(GOLEM.channels[0], Address("127.0.0.1", 0), args.upstream),
         Route(GOLEM.channels[1], Address("127.0.0.1", 0), args.gh_upstream),
