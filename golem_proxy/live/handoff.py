@@ -66,6 +66,10 @@ class Kind(enum.IntEnum):
     RESUMED = 8
     """One direction of a connection open across a restart goes on here, at a frame boundary,
     after ``length`` bytes forwarded unobserved (nothing follows the header, as for ``LOST``)."""
+    ARRIVED = 9
+    """Frames of the connection's direction were read at the record's time and may be handed
+    on later (held): what is decided about them as they arrive is decided here, in order with
+    the records before it (nothing follows the header)."""
 
 
 _COUNTS = (Kind.LOST, Kind.RESUMED)

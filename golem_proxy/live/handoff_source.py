@@ -319,6 +319,8 @@ class HandoffSource:
                 self.observer.submit(tap, direction, record.data, record.t)
             elif kind is Kind.END:
                 self.observer.submit(tap, direction, b"", record.t)
+            elif kind is Kind.ARRIVED:
+                self.observer.after_queued(functools.partial(tap.arrived, direction, record.t))
             elif kind is Kind.RESUMED:
                 unrecorded = self._unrecorded.pop(record.conn, 0)
                 self.observer.after_queued(
