@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     options, record_path = session_options(args, GOLEM)
     options = dataclasses.replace(
         options,
-        annotate=None if tracker is None else tracker.annotate,
+        annotate=tracker,
         connections=None if tracker is None else ConnectionAttribution(tracker),
     )
     routes = [

@@ -15,7 +15,10 @@ time it answers a later request it has read the cancellation, and one that honou
 stopped (it never answers). Every GOLEM frame passes through
 `ToolCallTracker.annotate` and carries the calls in flight at that moment
 (`FrameSeen.tool_calls`): exactly one is the call that caused it, none means "no tool call",
-several mean "ambiguous" (all are named).
+several mean "ambiguous" (all are named). A frame the forwarding path may hold before it goes
+on (``--intercept``, ``--fault delay``) is marked as it arrives, in order with the MCP bytes
+(`ToolCallTracker.at_arrival`), and carries the calls in flight then, when the server sent it;
+an answer carries its request's.
 Views read the decision from the event; none re-derives it.
 """
 
@@ -23,7 +26,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Optional
 
 from golem_core.messages import Request, Role
 from golem_core.profiles import Profile
@@ -141,6 +145,18 @@ class ToolCallTracker:
             if unseen:
                 self._in_flight.pop(key, None)
 
-    def annotate(self, frame: FrameSeen) -> FrameSeen:
-        """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded."""
+    def annotate(self, frame: FrameSeen, answers: Optional[FrameSeen] = None) -> FrameSeen:
+        """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded; an
+        answer (``answers``: the request frame it answers) with its request's, as its flow
+        has them (the call may have ended meanwhile: the server gave up waiting)."""
+        if answers is not None and answers.tool_calls is not None:
+            return dataclasses.replace(frame, tool_calls=answers.tool_calls)
         return dataclasses.replace(frame, tool_calls=tuple(self._in_flight.values()))
+
+    def at_arrival(self) -> Callable[[FrameSeen], FrameSeen]:
+        """The tool calls in flight now, for a GOLEM frame that arrived now and is decoded
+        when it goes on (held by ``--intercept`` or ``--fault delay``): the server sent it
+        now (`golem_proxy.live.tap.ConnectionTap.arrived`). Returns what `annotate` would
+        do to it now."""
+        calls = tuple(self._in_flight.values())
+        return lambda frame: dataclasses.replace(frame, tool_calls=calls)

@@ -211,6 +211,24 @@ class Connection:
                 self.observe_undelivered(direction, data[done:], t)
             raise
 
+    def arrived(self, direction: Direction, t: float) -> None:
+        """Bytes of ``direction`` read at ``t`` (their time in the recording) complete frames
+        that may be forwarded, so decoded, only later (held by ``--intercept``, ``--fault
+        delay``, or behind such a frame): mark the moment in order with what was observed
+        so far, so that what is decided about a frame as it arrives (the MCP tool calls in
+        flight when the server sent it) is decided then (`ConnectionTap.arrived`). Never
+        blocks."""
+        if self.link is not None:
+            self.link.arrived(self.conn, direction, t)
+            return
+        tap = self.tap
+        if tap is None or tap.annotate is None:
+            return
+        if self.inline:
+            tap.arrived(direction, t)
+        elif self.observer is not None:
+            self.observer.after_queued(functools.partial(tap.arrived, direction, t))
+
     def publish_in_order(self, publish: Callable[[Event], None], event: Event) -> None:
         """Publish ``event`` after the bytes observed before it (a fault's event after the
         frame it acted on)."""

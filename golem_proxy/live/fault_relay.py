@@ -13,7 +13,10 @@ was sent to the client; an exchange's latency is then what the client saw. The o
 a request the proxy withholds, recorded so that its flow exists, and followed by the fault
 event that says it was not forwarded (docs/faults.md). With ``--observer child-process`` the
 same bytes and events go, in the same order, to the observing process (`Connection.link`),
-which decodes them as it does a plain route's; every decision stays here.
+which decodes them as it does a plain route's; every decision stays here. Since a request is
+decoded when it goes on, each read of the client's bytes is marked as it happens
+(`Connection.arrived`): the session decides about the frames it completes (the MCP tool call
+a GOLEM request belongs to, `attribution`) as they arrived, not as they went on.
 
 An intercepted frame (`intercept`) is held before the faults see it: what the user decides
 (the frame as it came, or edited) is what the faults then act on. A held frame is lost, never
@@ -103,6 +106,10 @@ class FaultRelay:
             sent_at = self.now() if direction is Direction.C2S else None
             if data:
                 decoder.receive_data(data)
+                if sent_at is not None:
+                    # The frames this completes may go on later (held, delayed, or behind
+                    # one that is): what is decided about them as they arrive is decided now.
+                    conn.arrived(direction, sent_at)
             else:
                 decoder.receive_eof()
             for event in decoder.events():

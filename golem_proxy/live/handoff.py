@@ -69,6 +69,10 @@ class Kind(enum.IntEnum):
     UNDELIVERED = 9
     """The ``DATA`` of the connection's direction from here on never reached its receiver
     (writing it failed); the record's data says why (UTF-8: ``client gone``, …)."""
+    ARRIVED = 10
+    """Frames of the connection's direction were read at the record's time and may be handed
+    on later (held): what is decided about them as they arrive is decided here, in order with
+    the records before it (nothing follows the header)."""
 
 
 _COUNTS = (Kind.LOST, Kind.RESUMED)

@@ -333,6 +333,8 @@ class HandoffSource:
             elif kind is Kind.UNDELIVERED:
                 why = bytes(record.data).decode("utf-8", "replace")
                 self.observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))
+            elif kind is Kind.ARRIVED:
+                self.observer.after_queued(functools.partial(tap.arrived, direction, record.t))
             elif kind is Kind.RESUMED:
                 unrecorded = self._unrecorded.pop(record.conn, 0)
                 self.observer.after_queued(

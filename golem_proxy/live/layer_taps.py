@@ -65,7 +65,7 @@ class LayerTaps:
         tracker = self.tracker
         if layer is None:
             if tracker is not None:
-                options = dataclasses.replace(options, annotate=tracker.annotate)
+                options = dataclasses.replace(options, annotate=tracker)
             return new_tap(conn, route, profile, publish, options, redactor)
         mcp_tracker = self._tracker_of(route)
         if mcp_tracker is not None:

@@ -7,8 +7,9 @@ past that they are counted and a ``LOST`` record says how many once there is roo
 observing side records the gap). Events are pickled into
 ``OPENED``, ``CLOSED`` and ``EVENT`` records, which wait for room in order and are never
 dropped: both ends are the same program, started together, so pickle is the event's
-description on the pipe. Once the observing process is gone, nothing is handed on and
-forwarding goes on alone.
+description on the pipe. A read of frames the relay may hold before it hands them on is marked
+as it happens by an ``ARRIVED`` record (`arrived`), a header alone, kept as events are. Once
+the observing process is gone, nothing is handed on and forwarding goes on alone.
 
 The recording is kept close to the wire (the bounds and their account are link_ledger.py's:
 about `TRAIL_LIMIT`; in a flood of tiny frames, what
@@ -232,6 +233,19 @@ class ObserverLink:
         else:
             self.writer.event(Kind.END, conn, direction_number(direction), t)
         self._handed_on(conn, self.writer.handed - before, t, direction is Direction.C2S)
+
+    def arrived(self, conn: int, direction: Direction, t: float) -> None:
+        """``conn``'s bytes of ``direction`` read at ``t`` complete frames that may be handed
+        on only later (`Connection.arrived`): an ``ARRIVED`` record, in order with the
+        chunks."""
+        if self.stopped or self.writer.gone or conn in self._shedding:
+            return  # a connection that sheds has its frames recorded as a gap
+        try:
+            before = self.writer.handed
+            self.writer.event(Kind.ARRIVED, conn, direction_number(direction), t)
+            self._handed_on(conn, self.writer.handed - before, t)
+        except Exception as exc:  # as in `data`
+            self._give_up(f"handing on to the observing process failed ({_described(exc)})")
 
     def publish(self, event: Event) -> None:
         """An event of the relay (a connection opened or closed, an upstream down or back)."""

@@ -11,7 +11,7 @@ from typing import Optional
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import Profile
 
-from ..events import Event, FrameSeen
+from ..events import Event
 from ..net.addresses import Address, Route
 from .connection_attribution import ConnectionAttribution
 from .faults import FaultPlan
@@ -19,7 +19,7 @@ from .intercept import InterceptEngine
 from .observer import DEFAULT_BUDGET
 from .observer_link import HOLD_LIMIT
 from .redact import Redactor
-from .tap import ConnectionTap, ObserveLimits
+from .tap import Annotator, ConnectionTap, ObserveLimits
 
 __all__ = ["BoundRoute", "ProxyOptions", "limit_check_tap", "new_tap"]
 
@@ -57,7 +57,7 @@ class ProxyOptions:
     process that died (``--observer-restarts``; observer_process.py)."""
     observe: ObserveLimits = field(default_factory=ObserveLimits)
     """What one connection's inspection may hold (``--observe-frame-limit``)."""
-    annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None
+    annotate: Optional[Annotator] = None
     """Adds the session's decisions to every frame the routes' taps decode (`golem-proxy mcp`:
     the tool call a GOLEM frame belongs to)."""
     connections: Optional[ConnectionAttribution] = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
@@ -59,9 +59,24 @@ from .tap_limits import (
 from .tap_pairing import ConnectionPairing
 from .tap_parse import encode_redacted, parse_fast, parse_for_view
 
-__all__ = ["ConnectionTap", "ObserveLimits", "TapVerdict", "parse_fast"]
+__all__ = ["Annotator", "ConnectionTap", "ObserveLimits", "TapVerdict", "parse_fast"]
 
 Publish = Callable[[Event], None]
+
+
+class Annotator(Protocol):
+    """What the session decides about a frame, once, before anyone sees it (`golem-proxy mcp`:
+    the tool call a GOLEM frame belongs to, `golem_proxy.live.attribution.ToolCallTracker`)."""
+
+    def annotate(self, frame: FrameSeen, answers: Optional[FrameSeen] = None) -> FrameSeen:
+        """``frame`` with the decision as it stands now; ``answers``: the request frame it
+        answers, whose decision an answer may take."""
+        ...
+
+    def at_arrival(self) -> Callable[[FrameSeen], FrameSeen]:
+        """The decision as it stands now, for a frame that arrived now and is decoded
+        later (returns what `annotate` would do to it now)."""
+        ...
 
 
 # Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
@@ -83,7 +98,7 @@ class ConnectionTap:
         redactor: Optional[Redactor] = None,
         cap: Optional[int] = None,
         limits: ObserveLimits = DEFAULT_LIMITS,
-        annotate: Optional[Callable[[FrameSeen], FrameSeen]] = None,
+        annotate: Optional[Annotator] = None,
     ) -> None:
         self.conn = conn
         self.route = route
@@ -98,7 +113,11 @@ class ConnectionTap:
         self.limits = limits
         self.annotate = annotate
         """Adds what the session decided about a frame as it is decoded (the MCP tool call it
-        belongs to: `golem_proxy.live.attribution`), before anyone sees it."""
+        belongs to: `golem_proxy.live.attribution`), before anyone sees it; for a frame
+        that arrived before it could be decoded (`arrived`), as it arrived."""
+        self._arrivals: dict[Direction, tuple[float, Callable[[FrameSeen], FrameSeen]]] = {}
+        """Per direction, the last `arrived` mark: the time of the frames read then, and the
+        session's decision as it stood then."""
         # Frames over the observation limit (but within the protocol's cap) come out of the
         # decoder as "oversized" and are digested here instead of reported as violations.
         self._decoder_cap = min(self.cap, limits.frame)
@@ -173,6 +192,15 @@ class ConnectionTap:
         had its bytes so far delivered."""
         if direction not in self._undelivered:
             self._undelivered[direction] = (why, self._inputs[direction].buffered)
+
+    def arrived(self, direction: Direction, t: float) -> None:
+        """Frames of ``direction`` were read at ``t`` (the time they are fed with) by a
+        forwarding path that may hold them before they go on (``--intercept``, ``--fault
+        delay``): called in order with the chunks, when they arrived, so that the session
+        decides about them as they arrived, not as they are decoded. The last mark only:
+        that path reads no more of a direction before the frames it read are fed."""
+        if self.annotate is not None:
+            self._arrivals[direction] = (t, self.annotate.at_arrival())
 
     def lose(self, direction: Direction, size: int, t: float) -> None:
         """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
@@ -308,6 +336,17 @@ class ConnectionTap:
             )
         return None
 
+    def _annotated(
+        self, direction: Direction, seen: FrameSeen, request: Optional[FrameSeen]
+    ) -> FrameSeen:
+        """``seen`` with the session's decision: as it stood when the frame arrived, when
+        its direction was marked then (`arrived`: the mark's time is the frame's), else now."""
+        assert self.annotate is not None
+        arrival = self._arrivals.get(direction)
+        if request is None and arrival is not None and arrival[0] == seen.t:
+            return arrival[1](seen)
+        return self.annotate.annotate(seen, request)
+
     def _finish_digest(self, direction: Direction, digest: FrameDigest, t: float) -> None:
         del self._digests[direction]
         # A client's frame is a request (a server's too, when its server may ask): its answer
@@ -438,7 +477,7 @@ class ConnectionTap:
             delivered_bytes=min(delivered_bytes, frame.size),
         )
         if self.annotate is not None:
-            seen = self.annotate(seen)
+            seen = self._annotated(direction, seen, request)
         self.publish(seen)
         for found in violations:
             self._violated(direction, index, t, found)

@@ -167,3 +167,31 @@ def test_a_call_taken_over_from_the_recording_is_let_go_when_its_answer_may_be_l
     doubtful.watch(call(10, "b", "create_sphere"))
     doubtful.answers_resumed(1, unseen=True)
     assert tools(doubtful) == ["create_sphere"]
+
+
+def test_a_frame_that_arrived_earlier_names_the_calls_in_flight_then() -> None:
+    """A GOLEM request held on its way (``--fault delay``, ``--intercept``) is decoded when it
+    goes on: the decision taken as it arrived is the one it carries, whatever ended or started
+    meanwhile."""
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 1, "gave_up"))
+    as_it_arrived = tracker.at_arrival()
+    tracker.watch(answer(0, 1))
+    tracker.watch(call(1, 2, "next"))
+    calls = as_it_arrived(golem_frame()).tool_calls
+    assert [c.tool for c in calls or ()] == ["gave_up"]
+    assert tools(tracker) == ["next"]
+
+
+def test_an_answer_names_its_requests_calls_not_those_in_flight_as_it_is_decoded() -> None:
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 1, "gave_up"))
+    request = tracker.annotate(golem_frame())
+    tracker.watch(answer(0, 1))
+    tracker.watch(call(1, 2, "next"))
+    payload = b'{"id": "x", "result": {}}'
+    response = frame_seen(GOLEM, Direction.S2C, 0, payload, conn=2, size=len(payload) + 4)
+    assert tracker.annotate(response, request).tool_calls == request.tool_calls
+    # An answer to a request that carries no decision (none was made) gets the one of now.
+    undecided = golem_frame()
+    assert [c.tool for c in tracker.annotate(response, undecided).tool_calls or ()] == ["next"]

@@ -59,6 +59,7 @@ RECORDS = [
     Record(Kind.DATA, 7, 1, 1.7, b""),
     Record(Kind.LOST, 7, 1, 1.8, lost=123_456),
     Record(Kind.END, 7, 0, 1.9),
+    Record(Kind.ARRIVED, 7, 0, 1.95),
     Record(Kind.CLOSED, 7, 0, 2.0, "reset by the client ✓".encode()),
 ]
 
@@ -168,7 +169,7 @@ def test_a_reader_gone_while_records_wait_drops_them_without_failing() -> None:
 @pytest.mark.parametrize(
     "header, why",
     [
-        (HEADER.pack(99, 1, 0, 0.0, 0), "unknown record kind 99"),
+        (HEADER.pack(max(Kind) + 1, 1, 0, 0.0, 0), f"unknown record kind {max(Kind) + 1}"),
         (HEADER.pack(Kind.DATA, 1, 2, 0.0, 0), "unknown direction 2"),
         (HEADER.pack(Kind.DATA, 1, 0, 0.0, 2**32 - 1), "a record of 4294967295 bytes"),
     ],

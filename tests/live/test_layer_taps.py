@@ -41,9 +41,11 @@ def tool_call(ident: int, name: str, arguments: dict[str, Any]) -> bytes:
 
 
 def observe(hand_on: list[tuple[str, Any]], layers: tuple[RouteInfo, ...] = LAYERS) -> list[Event]:
-    """Hand ``hand_on`` (("data", (conn, direction, bytes)) or ("event", event)) through an
-    `ObserverLink` into a real pipe, byte by byte for the data, then read it as the observing
-    process does; returns what it published, in order."""
+    """Hand ``hand_on`` (("data", (conn, direction, bytes)), ("event", event), or for a frame
+    held on its way ("arrived", (conn, direction, t)) when it was read and ("held", (conn,
+    direction, bytes, t)) when it goes on) through an `ObserverLink` into a real pipe, byte
+    by byte for the data, then read it as the observing process does; returns what it
+    published, in order."""
     read_fd, write_fd = os.pipe()
     clock = iter(range(1, 1_000_000))
     link = ObserverLink(write_fd, lambda: next(clock) / 1000)
@@ -51,9 +53,12 @@ def observe(hand_on: list[tuple[str, Any]], layers: tuple[RouteInfo, ...] = LAYE
         if kind == "event":
             link.publish(item)
             continue
-        conn, direction, data = item
+        if kind == "arrived":
+            link.arrived(*item)
+            continue
+        conn, direction, data, *held = item
         for at in range(len(data)):
-            link.data(conn, direction, data[at : at + 1], link.now())
+            link.data(conn, direction, data[at : at + 1], held[0] if held else link.now())
     assert not link.writer.waiting  # it all fit in the pipe
     os.close(write_fd)
     published: list[Event] = []
@@ -165,3 +170,38 @@ def test_a_golem_connection_that_carried_nothing_names_the_calls_in_flight_at_it
     assert closes[3].tool_calls == ()
     assert closes[4].tool_calls is None
     assert closes[MCP_CONN].tool_calls is None  # the MCP hop's own close decides nothing
+
+
+def test_a_held_golem_request_names_the_call_in_flight_when_it_arrived() -> None:
+    """The forwarding process marks when it read a frame it may hold (``--fault delay``,
+    ``--intercept``); the frame goes on later, stamped with that time, after the call that
+    sent it was answered and another began: it names the call of its arrival, and its answer
+    its request's, while a frame read afterwards names the call in flight then."""
+    ping = golem_frame({"id": "a", "method": "ping", "params": {}})
+    created = golem_frame({"id": "b", "method": "scene.create_layer", "params": {}})
+    listed = golem_frame({"id": "c", "method": "scene.list_layers", "params": {}})
+    events = observe(
+        [
+            opened(MCP_CONN, "mcp"),
+            opened(GOLEM_CONN, "main"),
+            ("data", (MCP_CONN, Direction.C2S, tool_call(1, "create_layer", {"name": "L"}))),
+            ("data", (GOLEM_CONN, Direction.C2S, ping)),
+            ("data", (GOLEM_CONN, Direction.S2C, golem_frame({"id": "a", "result": {}}))),
+            ("arrived", (GOLEM_CONN, Direction.C2S, 0.5)),
+            # The tool gave up waiting; the model's next call starts.
+            ("data", (MCP_CONN, Direction.S2C, mcp_line({"id": 1, "error": {"code": 1}}))),
+            ("data", (MCP_CONN, Direction.C2S, tool_call(2, "list_layers", {}))),
+            ("held", (GOLEM_CONN, Direction.C2S, created, 0.5)),
+            ("data", (GOLEM_CONN, Direction.S2C, golem_frame({"id": "b", "result": {}}))),
+            ("data", (GOLEM_CONN, Direction.C2S, listed)),
+        ]
+    )
+    golem = [e for e in events if isinstance(e, FrameSeen) and e.route == "main"]
+    assert [(f.direction, [c.tool for c in f.tool_calls or ()]) for f in golem] == [
+        (Direction.C2S, ["create_layer"]),
+        (Direction.S2C, ["create_layer"]),
+        (Direction.C2S, ["create_layer"]),
+        (Direction.S2C, ["create_layer"]),
+        (Direction.C2S, ["list_layers"]),
+    ]
+    assert golem[2].t == 0.5  # the time it arrived, as the relay records it

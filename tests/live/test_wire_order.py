@@ -4,6 +4,7 @@ after it, however the decoding is sliced."""
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 
@@ -34,7 +35,7 @@ def test_golem_frames_are_decoded_after_the_call_queued_before_them() -> None:
         seen.append(event)
 
     mcp = ConnectionTap(1, "mcp", MCP, mcp_publish)
-    golem = ConnectionTap(2, "main", GOLEM, seen.append, annotate=tracker.annotate)
+    golem = ConnectionTap(2, "main", GOLEM, seen.append, annotate=tracker)
     observer = Observer()
     # A GOLEM frame before any call, then a call split across chunks, then its GOLEM frames.
     observer.submit(golem, Direction.C2S, golem_bytes("startup.poll"), 0.0)
@@ -54,3 +55,34 @@ def test_golem_frames_are_decoded_after_the_call_queued_before_them() -> None:
         "ping": ["create_box"],
         "geometry.create_box": ["create_box"],
     }
+
+
+def test_a_frame_marked_as_it_arrived_is_decided_then_though_decoded_later() -> None:
+    """In one process the relay marks when it read a frame it may hold (`Connection.arrived`
+    queues `ConnectionTap.arrived` behind what was observed before): the frame, queued when it
+    goes on, after its call's answer and the next call, names the call in flight as it
+    arrived; one read after the mark names the call of its own time."""
+    tracker = ToolCallTracker(MCP)
+    seen: list[Event] = []
+
+    def mcp_publish(event: Event) -> None:
+        tracker.watch(event)
+        seen.append(event)
+
+    mcp = ConnectionTap(1, "mcp", MCP, mcp_publish)
+    golem = ConnectionTap(2, "main", GOLEM, seen.append, annotate=tracker)
+    observer = Observer()
+    observer.submit(mcp, Direction.C2S, mcp_call(1, "create_layer"), 0.1)
+    observer.after_queued(functools.partial(golem.arrived, Direction.C2S, 0.2))
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"content": [], "isError": True}}
+    observer.submit(mcp, Direction.S2C, json.dumps(answer).encode() + b"\n", 0.3)
+    observer.submit(mcp, Direction.C2S, mcp_call(2, "list_layers"), 0.4)
+    observer.submit(golem, Direction.C2S, golem_bytes("scene.create_layer"), 0.2)
+    observer.submit(golem, Direction.C2S, golem_bytes("scene.list_layers"), 0.5)
+    observer.drain_now()
+    decided = {
+        e.method: [ref.tool for ref in e.tool_calls or ()]
+        for e in seen
+        if isinstance(e, FrameSeen) and e.route == "main"
+    }
+    assert decided == {"scene.create_layer": ["create_layer"], "scene.list_layers": ["list_layers"]}

@@ -49,14 +49,28 @@ class GolemConnection:
         self.sock: Optional[socket.socket] = None
         self.lock = threading.Lock()
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
+    def call(self, method: str, params: dict[str, Any], within: Optional[float] = None) -> Any:
+        """The answer's result. ``within``: seconds to wait for it, past which the connection
+        is closed (its late answer must not be read as the next call's) and GolemError
+        raised; the next call connects again."""
         with self.lock:
             if self.sock is None:
                 host = os.environ.get("GOLEM_RHINO_HOST", "127.0.0.1")
                 port = int(os.environ.get(self.port_variable, str(self.default_port)))
                 self.sock = socket.create_connection((host, port), timeout=10)
                 self._exchange("ping", {})
-            return self._exchange(method, params)
+            if within is None:
+                return self._exchange(method, params)
+            self.sock.settimeout(within)
+            try:
+                return self._exchange(method, params)
+            except TimeoutError:
+                self.sock.close()
+                self.sock = None
+                raise GolemError(f"Rhino did not answer {method} within {within:g} s") from None
+            finally:
+                if self.sock is not None:
+                    self.sock.settimeout(10)
 
     def _exchange(self, method: str, params: dict[str, Any]) -> Any:
         assert self.sock is not None

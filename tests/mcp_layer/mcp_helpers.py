@@ -88,8 +88,13 @@ def direct_env(plugin: PluginProcess) -> dict[str, str]:
     )
 
 
-def wrapped(plugin: PluginProcess, record: Optional[Path], *options: str) -> list[str]:
-    """``golem-proxy mcp`` in front of the test server and ``plugin``."""
+def wrapped(
+    plugin: PluginProcess,
+    record: Optional[Path],
+    *options: str,
+    server: Sequence[str] = SERVER_COMMAND,
+) -> list[str]:
+    """``golem-proxy mcp`` in front of the test server (or ``server``) and ``plugin``."""
     recording = ("--record", str(record)) if record is not None else ()
     return [
         sys.executable,
@@ -103,7 +108,7 @@ def wrapped(plugin: PluginProcess, record: Optional[Path], *options: str) -> lis
         *recording,
         *options,
         "--",
-        *SERVER_COMMAND,
+        *server,
     ]
 
 
