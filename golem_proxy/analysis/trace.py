@@ -18,7 +18,7 @@ from typing import IO, Any, Optional
 from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
-from ..events import Event, FrameSeen, ObservationLost
+from ..events import Event, FrameSeen, ObservationLost, SessionEnded
 from ..recording.format import (
     OpenedRecording,
     RecordingError,
@@ -60,6 +60,12 @@ class FlowReader(OpenedRecording):
     def stopped(self) -> Optional[ObservationLost]:
         """Where observation stopped while forwarding went on, if the recording says so."""
         return self._reader.stopped
+
+    @property
+    def ended(self) -> Optional[SessionEnded]:
+        """Where the session ended in order (its ``session-end`` line, the last event), if
+        the recording says so."""
+        return self._reader.ended
 
     @property
     def restarts(self) -> list[ObservationLost]:
