@@ -168,7 +168,7 @@ def test_a_reader_gone_while_records_wait_drops_them_without_failing() -> None:
 @pytest.mark.parametrize(
     "header, why",
     [
-        (HEADER.pack(9, 1, 0, 0.0, 0), "unknown record kind 9"),
+        (HEADER.pack(10, 1, 0, 0.0, 0), "unknown record kind 10"),
         (HEADER.pack(Kind.DATA, 1, 2, 0.0, 0), "unknown direction 2"),
         (HEADER.pack(Kind.DATA, 1, 0, 0.0, 2**32 - 1), "a record of 4294967295 bytes"),
     ],
