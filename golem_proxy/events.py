@@ -36,6 +36,7 @@ __all__ = [
     "ProcessOutput",
     "ProxyAction",
     "ReleasedPayload",
+    "SessionEnded",
     "ToolCallRef",
     "UpstreamStatus",
     "ViolationSeen",
@@ -434,6 +435,28 @@ class ProcessOutput:
     data: bytes
 
 
+@dataclass(frozen=True, kw_only=True)
+class SessionEnded:
+    """The session ended in order and its recording is whole: the last line its writer
+    writes, after every other, flushed (docs/recording-format.md, ``session-end``). A
+    recording whose header promises one and that lacks it was cut short. ``reason`` says how
+    the session ended (``stopped by SIGINT``); the counts are those of the closing line, what
+    the session saw, when the writer knew them (None: the forwarding process wrote the line
+    after observation stopped). ``since_restart``: they are an observing process's that took
+    over from one that died (``unanswered`` is then None: it did not see what was in flight
+    before it)."""
+
+    t: float
+    reason: str
+    exchanges: Optional[int] = None
+    errors: Optional[int] = None
+    violations: Optional[int] = None
+    unanswered: Optional[int] = None
+    not_recorded: Optional[int] = None
+    """Events the recorder could not keep (the disk fell behind; its ``gap`` lines say where)."""
+    since_restart: bool = False
+
+
 Event = Union[
     ConnectionOpened,
     ConnectionClosed,
@@ -448,4 +471,5 @@ Event = Union[
     ObservationLost,
     ProcessOutput,
     UpstreamStatus,
+    SessionEnded,
 ]

@@ -1,8 +1,9 @@
 """What a view says on stderr once it has read a recording to its end, one line each: where
 the observing process restarted, where lines were lost or are out of order (their ``seq``),
-where observation stopped, and that the recording was cut short (an incomplete last line,
-connections never closed). Text only: `show`, `stats`, `check`,
-`export` print the lines, and `query` prints those its worker processes made."""
+where observation stopped, and that the recording was cut short (an incomplete last line, no
+``session-end`` line where the header promises one, connections never closed). Text only:
+`show`, `stats`, `check`, `export` print the lines, and `query` prints those its worker
+processes made."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def reading_notes(reader: FlowReader) -> list[str]:
     process (up to `RESTARTS_NOTED`, then one that counts the rest), the first place the
     lines' numbering breaks (and how many others do), then where observation
     stopped when it did, else why the file was cut short when it was (what the proxy had not
-    flushed yet, about `TRAILS_BY`, is missing)."""
+    flushed yet, about `TRAILS_BY`, is missing). A file that ends with its ``session-end``
+    line is whole: its connections left open say nothing."""
     path = safe_text(reader.path)
     notes = []
     restarts = reader.restarts
@@ -55,9 +57,18 @@ def reading_notes(reader: FlowReader) -> list[str]:
             f"{safe_text(stopped.detail)}; what was forwarded after it is not in this recording"
         )
         return notes
+    if reader.ended is not None:  # the session ended in order: the file is whole
+        if reader.truncated_tail:
+            notes.append(
+                f"note: {path}: it ends with an incomplete line after the session's end: "
+                "read up to the last complete line"
+            )
+        return notes
     why = []
     if reader.truncated_tail:
         why.append("it ends with an incomplete line: read up to the last complete line")
+    if reader.header.promises_session_end and reader.read_to_end:
+        why.append("no session-end line")
     unclosed = reader.unclosed
     if unclosed:
         why.append(f"{_plural(unclosed, 'connection')} never closed")

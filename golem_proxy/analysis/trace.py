@@ -18,7 +18,7 @@ from typing import IO, Any, Optional
 from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
-from ..events import Event, FrameSeen, ObservationLost
+from ..events import Event, FrameSeen, ObservationLost, SessionEnded
 from ..recording.format import (
     OpenedRecording,
     RecordingError,
@@ -60,6 +60,12 @@ class FlowReader(OpenedRecording):
     def stopped(self) -> Optional[ObservationLost]:
         """Where observation stopped while forwarding went on, if the recording says so."""
         return self._reader.stopped
+
+    @property
+    def ended(self) -> Optional[SessionEnded]:
+        """Where the session ended in order (its ``session-end`` line, the last event), if
+        the recording says so."""
+        return self._reader.ended
 
     @property
     def restarts(self) -> list[ObservationLost]:
@@ -223,7 +229,6 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
         "status": flow.status(profile),
         "error": flow.is_error,
         "outcome": flow.outcome.kind.value if flow.outcome is not None else None,
-        "undelivered": flow.undelivered or None,
         "latency_ms": json_ms(flow.latency),
         "request_size": flow.request_size,
         "response_size": flow.response_size,
@@ -238,6 +243,10 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
             "detail": error.detail,
             "size": len(error.raw),
         }
+    if flow.undelivered:
+        # Only on a row whose answer (or request) never reached its receiver, as
+        # `connection_failed` only on a connection that carried nothing.
+        data["undelivered"] = flow.undelivered
     if flow.connection_failed is not None:
         closed = flow.connection_failed
         data["connection_failed"] = {"reason": closed.reason, "abnormal": closed.abnormal}

@@ -78,7 +78,7 @@ def live_source(
                     sink.describe(SourceInfo(_bound_description(bound), notes))
                     await trio.sleep_forever()
                 finally:
-                    session.stop()
+                    session.stop("the TUI was quit")
         finally:
             if control is not None:
                 control.detach()

@@ -62,7 +62,8 @@ class _Hops:
 
     proxy: Proxy
     serve: Callable[..., Awaitable[Any]]
-    stop: Callable[[], None]
+    stop: Callable[[str], None]
+    """Stops serving, the session having ended in order, as the words given say."""
     watch: Optional[Callable[[Event], None]] = None
     beside: Optional[Callable[[], Awaitable[Any]]] = None
 
@@ -107,14 +108,22 @@ async def serve_forwarding(
         async with _console_listener(plan.console) as commands:
             proxy, _, observing = await open_forwarding(config, log_buffer, stdout=log_fd)
             drain = config.options.drain_timeout
+            ended: list[str] = []
+
+            def stop(reason: str) -> None:
+                ended.append(reason)
+                proxy.stop()
+
             try:
-                hops = _Hops(proxy, proxy.serve, proxy.stop, beside=observing.watch)
+                hops = _Hops(proxy, proxy.serve, stop, beside=observing.watch)
                 return await _serve_hops(config, plan, hops, commands, signals)
             finally:
                 # The observing process decodes what is left, then its log catches up: each
                 # gets the drain timeout, as in one process.
                 with trio.CancelScope(shield=True):
-                    await observing.finish(handing_on=drain, deciding=2 * drain)
+                    await observing.finish(
+                        handing_on=drain, deciding=2 * drain, ended=ended[0] if ended else None
+                    )
 
 
 @asynccontextmanager
@@ -142,6 +151,7 @@ async def _serve_hops(
     console = config.console
     assert console is not None
     engine = config.options.intercept
+    exited: Optional[int] = None
     async with trio.open_nursery() as tasks:
         if hops.beside is not None:
             tasks.start_soon(hops.beside)
@@ -165,12 +175,20 @@ async def _serve_hops(
                     print_intercept(console, engine, f"commands: golem-proxy intercept {where}")
                     tasks.start_soon(serve_console, commands, InterceptConsole(engine))
                 tasks.start_soon(_forward_signals, signals, relay)
-                status = await relay.run()
+                status = exited = await relay.run()
             finally:
-                hops.stop()
+                hops.stop(_ended(exited))
             serving.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
         tasks.cancel_scope.cancel()
     return status
+
+
+def _ended(status: Optional[int]) -> str:
+    """How the session ended, as its ``session-end`` line says it: the server's exit
+    (`exit_status`: 128 + N for signal N), or the server not run or relayed to the end."""
+    if status is None:
+        return "stopped before the MCP server exited"
+    return f"the MCP server exited with status {status}"
 
 
 async def _forward_signals(signals: AsyncIterator[int], relay: StdioRelay) -> None:

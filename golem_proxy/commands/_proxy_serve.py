@@ -29,7 +29,14 @@ from ._bound_routes import (
 )
 from ._live_tui import live_notes
 
-__all__ = ["open_forwarding", "print_faults", "restarts_line", "serve", "serve_forwarding"]
+__all__ = [
+    "open_forwarding",
+    "print_faults",
+    "restarts_line",
+    "serve",
+    "serve_forwarding",
+    "stopped_by",
+]
 
 
 async def serve(config: SessionConfig, console: Console) -> str:
@@ -39,10 +46,10 @@ async def serve(config: SessionConfig, console: Console) -> str:
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(session.run)
             commands_scope = await _announce(config, console, bound, nursery)
-            async for _ in signals:
+            async for signum in signals:
                 console.print(Text("stopping: listeners closed, draining connections…", "dim"))
                 commands_scope.cancel()
-                session.stop()
+                session.stop(stopped_by(signum))
                 break
             # Connections drain, then the log catches up: each gets the drain timeout.
             drain = config.options.drain_timeout
@@ -60,6 +67,7 @@ async def serve_forwarding(
     serves (quitting the TUI sends the SIGTERM: commands/_child_tui.py)."""
     proxy, bound, observing = await open_forwarding(config, log_buffer, tui=tui)
     drain = config.options.drain_timeout
+    ended: Optional[str] = None
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as watching:
             watching.start_soon(observing.watch)
@@ -68,22 +76,32 @@ async def serve_forwarding(
                 commands_scope = (
                     trio.CancelScope() if tui else await _announce(config, console, bound, serving)
                 )
-                async for _ in signals:
+                async for signum in signals:
                     console.print(Text("stopping: listeners closed, draining connections…", "dim"))
                     commands_scope.cancel()
                     proxy.stop()
+                    ended = stopped_by(signum)
                     break
                 serving.cancel_scope.deadline = trio.current_time() + drain + 5
             watching.cancel_scope.cancel()
         # The observing process decodes what is left, then its log catches up: each gets the
         # drain timeout, as in one process.
-        await observing.finish(handing_on=drain, deciding=2 * drain)
+        await observing.finish(handing_on=drain, deciding=2 * drain, ended=ended)
     if observing.stopped_reason is None:
         return restarts_line(observing)
     return (
         f"forwarded {proxy.accepted} connections; observation stopped early "
         f"({observing.stopped_reason}); the recording ends where it did"
     )
+
+
+def stopped_by(signum: int) -> str:
+    """How a session stopped by a signal ended, as its ``session-end`` line says it."""
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    return f"stopped by {name}"
 
 
 def restarts_line(observing: ObservingProcess) -> str:

@@ -304,7 +304,7 @@ async def _drive(
             except Exception:
                 if not interrupted.is_set():
                     raise
-            session.stop()
+            session.stop("the demo's session was done")
             await session.finished.wait()
             nursery.cancel_scope.cancel()
     if interrupted.is_set():
@@ -331,5 +331,5 @@ async def _stop_on_signal(
 ) -> None:
     async for _ in signals:
         interrupted.set()
-        session.stop()
+        session.stop("stopped by SIGINT")
         return

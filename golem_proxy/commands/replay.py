@@ -185,10 +185,11 @@ def run(args: argparse.Namespace) -> int:
         record_new=recorder,
         allow_public=args.listen_public,
     )
+    ended: Optional[str] = None  # how the replay ended in order, for its recording's end
     try:
-        trio.run(_serve, server, args.idle_exit)
+        ended = trio.run(_serve, server, args.idle_exit)
     except KeyboardInterrupt:
-        pass
+        ended = "stopped by SIGINT"
     except BaseException as exc:
         # A busy port, a path that is not a socket, a public address: the listener's own
         # one-line reason, not trio's exception group around it.
@@ -198,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
         raise
     finally:
         if recorder is not None:
+            if ended is not None:
+                server.end_recording(ended)
             recorder.close()
     report = summary(engine)
     print(summary_text(report), file=sys.stderr, flush=True)
@@ -206,9 +209,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> None:
+async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> str:
+    """Serve until a signal, or ``idle_exit`` seconds without a connection; returns which."""
+    ended: list[str] = []
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+        nursery.start_soon(_stop_on_signal, nursery.cancel_scope, ended)
         bound = await nursery.start(server.run)
         # The channels served, by the trace's route names (GOLEM: main= and gh=; a Scrybe
         # trace: its one socket), with socket paths a client can use from anywhere.
@@ -217,13 +222,17 @@ async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> None:
         print(f"golem-proxy replay ready: {channels} exchanges={exchanges}", flush=True)
         if idle_exit is not None:
             await _wait_idle(server, idle_exit)
+            ended.append(f"no connection for {idle_exit:g} s (--idle-exit)")
             nursery.cancel_scope.cancel()
+    return ended[0] if ended else "stopped"
 
 
-async def _stop_on_signal(scope: trio.CancelScope) -> None:
-    """Ctrl-C or SIGTERM ends the replay cleanly, so the summary and report still come out."""
+async def _stop_on_signal(scope: trio.CancelScope, ended: list[str]) -> None:
+    """Ctrl-C or SIGTERM ends the replay cleanly, so the summary and report still come out
+    (and ``ended`` says which)."""
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
+        async for signum in signals:
+            ended.append(f"stopped by {signal.Signals(signum).name}")
             scope.cancel()
             return
 

@@ -73,6 +73,9 @@ class Kind(enum.IntEnum):
     """Frames of the connection's direction were read at the record's time and may be handed
     on later (held): what is decided about them as they arrive is decided here, in order with
     the records before it (nothing follows the header)."""
+    SESSION_END = 11
+    """The last record: the session ended in order; the data says how, in words (UTF-8). A pipe
+    that ends without it was left by a forwarding process that did not end in order."""
 
 
 _COUNTS = (Kind.LOST, Kind.RESUMED)
@@ -254,13 +257,16 @@ class HandoffWriter:
     def event(
         self, kind: Kind, conn: int, direction: int, t: float, text: Union[str, bytes] = ""
     ) -> None:
-        """A connection's ``OPENED``, ``END`` or ``CLOSED``, or an ``EVENT``: never dropped
+        """A connection's ``OPENED``, ``END`` or ``CLOSED``, an ``EVENT``, or the
+        ``SESSION_END``: never dropped
         (unless the reader is gone), written after the losses of its connection it follows."""
         if kind in (Kind.DATA, *_COUNTS):
             raise ValueError(f"{kind.name} is not an event")
         if self.gone:
             return
-        for key in [k for k in self._lost if k[0] == conn]:
+        # The session's end comes after every connection's losses; another after its own.
+        last = kind is Kind.SESSION_END
+        for key in [k for k in self._lost if last or k[0] == conn]:
             self._queue_lost(key)
         data = text.encode("utf-8", "replace") if isinstance(text, str) else text
         record = encode(Record(kind, conn, direction, t, data))

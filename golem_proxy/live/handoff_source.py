@@ -128,8 +128,13 @@ class HandoffSource:
         make_tap: Callable[..., ConnectionTap] = new_tap,
         record_read_fd: int = -1,
         taking_over: Sequence[tuple[int, str]] = (),
+        on_end: Callable[[float, str], None] = lambda t, reason: None,
     ) -> None:
         os.set_blocking(fd, False)
+        self.on_end = on_end
+        """Called with when and how the session ended, at the forwarding process's last record
+        (`Kind.SESSION_END`): the session then ends its recording with a ``session-end``
+        line. A pipe that ends without it (that process was killed) ends none."""
         self.taking_over = tuple(taking_over)
         """A process taking over from one that died: the connections that one knew
         (connection, route), looked up in the recording before this one says it is ready
@@ -317,6 +322,8 @@ class HandoffSource:
                 self.observer.forget(tap)
         elif kind is Kind.RESUME:
             self._resume(pickle.loads(record.data))
+        elif kind is Kind.SESSION_END:
+            self.on_end(record.t, bytes(record.data).decode("utf-8", "replace"))
         elif kind is Kind.EVENT:
             # In order with the chunks handed on before it, as the relay publishes it: a
             # fault's or an intercept's event after the frame it acted on, an MCP server's

@@ -394,6 +394,15 @@ class ObserverLink:
         self._handed_on(0, self.writer.handed, t)
         return resumption
 
+    def end_session(self, reason: str) -> None:
+        """The session ended in order (``reason``: how): the last record, after every other
+        (every connection's losses first), from which the observing process writes the
+        recording's ``session-end`` line once it decoded the rest. Never blocks, as the
+        other records."""
+        if self.stopped:
+            return
+        self.writer.event(Kind.SESSION_END, 0, 0, self.now(), reason)
+
     async def keep_flushing(self) -> None:
         """Until cancelled: when records wait for room, write them as the pipe takes them."""
         while not self.gone:

@@ -39,10 +39,12 @@ import trio
 
 from golem_core.profiles import get_profile
 
+from ..events import SessionEnded
 from ..recording.shared_file import (
     RecordingFile,
     cut_unfinished_line,
     end_recording,
+    end_session,
     restart_recording,
 )
 from ..terminal import counted
@@ -390,11 +392,17 @@ class ObservingProcess:
             except OSError as exc:
                 sys.stderr.write(f"golem-proxy: the recording could not be ended ({exc})\n")
 
-    async def finish(self, handing_on: float, deciding: float) -> None:
+    async def finish(self, handing_on: float, deciding: float, ended: Optional[str] = None) -> None:
         """At the end of the session (the relay drained): hand on what waits (at most
         ``handing_on`` seconds), close the pipe so that the observing process decodes what is
         left and writes its closing lines, and wait for it to exit (``deciding`` seconds plus
-        `STOP_GRACE`; then it is killed and the recording ended here)."""
+        `STOP_GRACE`; then it is killed and the recording ended here).
+
+        ``ended``: the session ended in order, and why. The observing process is told last
+        (`ObserverLink.end_session`) and ends the recording with its ``session-end`` line;
+        when observation stopped before (or stops now), this process writes that line after
+        the ``observation-stopped`` one. Without it (the session did not end in order) no
+        such line is written: the recording reads as cut short."""
         self._finishing = True
         await self._discard_standby()
         if self._replacing is not None:  # the session ends before a new one took over
@@ -403,9 +411,11 @@ class ObservingProcess:
                 f"{self._replacing}; the session ended while a new observing process started",
                 forwarding=False,
             )
-            self._close()
+            self._close(ended)
             return
         if not self.link.gone:
+            if ended is not None:
+                self.link.end_session(ended)
             await self.link.flush_within(handing_on)
         self._close_pipe()
         with trio.move_on_after(deciding + STOP_GRACE):
@@ -413,7 +423,7 @@ class ObservingProcess:
             if code != 0:
                 self._give_terminal_back()
                 self.observation_stopped(exit_reason(code), forwarding=False)
-            self._close()
+            self._close(ended)
             return
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
@@ -423,7 +433,7 @@ class ObservingProcess:
         self.observation_stopped(
             "the observing process did not finish in time and was killed", forwarding=False
         )
-        self._close()
+        self._close(ended)
 
     async def kill(self) -> None:
         """Kill the observing process and wait for it (a start that failed: the recording is
@@ -445,10 +455,20 @@ class ObservingProcess:
                 os.close(self.link.writer.fd)
             self.link.writer.fd = -1
 
-    def _close(self) -> None:
+    def _close(self, ended: Optional[str] = None) -> None:
+        """Close what this process holds; when the session ended in order (``ended``) after
+        observation stopped, end the recording with the ``session-end`` line first (no
+        observing process writes it any more; the counts are that process's, not known
+        here)."""
         self.control.close()
-        if self.record is not None:
-            self.record.close()
+        if self.record is None:
+            return
+        if ended is not None and self.stopped_reason is not None and not self.record.closed:
+            try:
+                end_session(self.record, SessionEnded(t=self.now(), reason=ended))
+            except OSError as exc:
+                _say(f"the recording could not be ended ({exc})")
+        self.record.close()
 
 
 def _say(text: str) -> None:

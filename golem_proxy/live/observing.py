@@ -119,6 +119,7 @@ async def observe(
             LayerTaps(setup.layers) if setup.layers else new_tap,
             record_read_fd,
             setup.taking_over,
+            on_end=lambda t, reason: session.stop(reason, t=t),
         )
 
     session = ProxySession(config, source)

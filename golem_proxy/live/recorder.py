@@ -164,9 +164,16 @@ class Recorder:
             await trio.sleep(FLUSH_INTERVAL)
             self.flush()
 
-    def close(self) -> None:
+    @property
+    def last_t(self) -> float:
+        """The ``t`` of the last event recorded (0 before any)."""
+        with self._changed:
+            return self._last_t
+
+    def close(self, last: Optional[Event] = None) -> None:
         """Write and flush everything recorded (and a last gap line if events were missed),
-        then close the file."""
+        then ``last`` (the session's ``session-end`` line: after every other, never counted
+        as missed), then close the file."""
         with self._changed:
             if self.missed and self.error is None and not self._finished:
                 gap = self.writer.encode(
@@ -174,6 +181,8 @@ class Recorder:
                 )
                 self.missed = 0
                 self._pieces.extend(gap or [])
+            if last is not None and self.error is None and not self._finished:
+                self._pieces.extend(self.writer.encode(last) or [])
             self._closing = True
             self._changed.notify_all()
         self._thread.join()

@@ -1,6 +1,7 @@
 """A proxy session: the relay plus its consumers (log, recorder, any other subscriber), with
 an orderly stop: listeners close, live connections drain, the tap finishes, consumers see every
-remaining event, and the recording is flushed last."""
+remaining event, and the recording is flushed last, ending with a ``session-end`` line (how
+the session ended, what it counted: a recording without it was cut short)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from rich.text import Text
 
 from golem_core.profiles import Profile, get_profile
 
-from ..events import Event
+from ..events import Event, SessionEnded
 from ..net.addresses import Route
 from ..recording.format import Header, RecordingWriter, RouteInfo
 from ..terminal import safe_text
@@ -112,15 +113,23 @@ class ProxySession:
         self.finished = trio.Event()
         """Set once the session stopped and every consumer saw the last event."""
         self._extra: list[tuple[str, float, Consumer]] = []
+        self._ending: Optional[tuple[str, Optional[float]]] = None
+        """Why the session stopped in order, and when on the events' clock if the source
+        said (the observing process: the forwarding process's clock), once `stop` is called:
+        the recording then ends with its ``session-end`` line."""
 
     def add_consumer(self, name: str, consumer: Consumer, buffer: float = 10_000) -> None:
         """Subscribe ``consumer`` to the event stream (before `run`)."""
         self._extra.append((name, buffer, consumer))
 
-    def stop(self) -> None:
+    def stop(self, reason: str = "stopped", *, t: Optional[float] = None) -> None:
         """Stop gracefully: no new connections, live ones drain (``drain_timeout``), the
-        recording is flushed, and the consumers get another ``drain_timeout`` to take what is
-        left (the log then says how many events it could not show)."""
+        recording is flushed and ends with a ``session-end`` line saying ``reason`` (the
+        first one given; ``t``: when, on the events' clock, else the session's time once it
+        drained), and the consumers get another ``drain_timeout`` to take what is left (the
+        log then says how many events it could not show)."""
+        if self._ending is None:
+            self._ending = (reason, t)
         # What the relay decodes while it drains comes in one burst: queue it for the
         # consumers rather than drop it, within their byte bound and STOP_LIMIT events.
         self.hub.widen(STOP_LIMIT)
@@ -179,12 +188,32 @@ class ProxySession:
             finally:
                 self.hub.close()
                 if recorder is not None:
-                    recorder.close()
+                    recorder.close(self._session_end(recorder))
                 flushing.cancel()
                 # The consumers catch up within a deadline: a log far behind must not keep
                 # the process alive (it says what it did not show: `_log_events`).
                 consumers.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout
         self.finished.set()
+
+    def _session_end(self, recorder: Recorder) -> Optional[SessionEnded]:
+        """The recording's last line when the session stopped in order (`stop`), after every
+        event: what the closing line counts, and why it stopped."""
+        if self._ending is None:
+            return None
+        reason, t = self._ending
+        if t is None:
+            t = trio.current_time() - self.source.start_time
+        tally, since_restart = self.tally, self.config.took_over
+        return SessionEnded(
+            t=max(t, recorder.last_t),
+            reason=reason,
+            exchanges=tally.exchanges,
+            errors=tally.errors,
+            violations=tally.violations,
+            unanswered=None if since_restart else tally.unanswered,
+            not_recorded=recorder.total_missed,
+            since_restart=since_restart,
+        )
 
     def caught_up(self) -> bool:
         """Every byte forwarded so far is decoded and the log printed every event published
@@ -224,7 +253,9 @@ def session_header(config: SessionConfig, bound: list[BoundRoute]) -> Header:
     """The recording's header for a session serving ``bound`` (and its ``layers``)."""
     routes = [RouteInfo(b.route.name, str(b.listen), str(b.route.upstream)) for b in bound]
     routes.extend(config.layers)
-    return Header.new(config.profile.name, routes, config.options.redact)
+    return Header.new(
+        config.profile.name, routes, config.options.redact, ends_with_session_end=True
+    )
 
 
 async def _isolated(name: str, consumer: Awaitable[None]) -> None:

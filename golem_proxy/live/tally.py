@@ -35,12 +35,17 @@ class SessionTally:
         elif isinstance(event, ViolationSeen):
             self.violations += 1
 
+    @property
+    def unanswered(self) -> int:
+        """Requests that wanted an answer and have none in the recording."""
+        return max(0, self.requests - self.exchanges)
+
     def counts(self, *, unanswered: bool = True) -> str:
         """``32 exchanges (9 errors, 1 violation)``, and ``; 3 requests without an answer``
         when some are (and ``unanswered``: not for a process that took over, which did not
         see the requests in flight before it answered): the exchanges are the answered
         requests, not every row `show` lists."""
-        left = self.requests - self.exchanges if unanswered else 0
+        left = self.unanswered if unanswered else 0
         more = f"; {counted(left, 'request')} without an answer" if left > 0 else ""
         return (
             f"{counted(self.exchanges, 'exchange')} ({counted(self.errors, 'error')}, "

@@ -30,7 +30,7 @@ from .members import (
     member_tool_calls,
     shown,
 )
-from .schema import MSG_KEY, VERSION, RecordingError
+from .schema import MSG_KEY, SESSION_END_KIND, VERSION, RecordingError
 from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .v1_pairing import V1Pairing
@@ -111,6 +111,9 @@ class LineDecoder:
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
         self.seq = SeqWatch()
         """Where the lines' numbering breaks: lines lost or out of order (`decode` only)."""
+        self.ended: Optional[events.SessionEnded] = None
+        """The ``session-end`` line, when it is the last event read so far: the session ended
+        in order there (a line after it, appended episodes, needs one of its own)."""
 
     def decode(self, line: bytes, number: int = 0) -> Optional[Event]:
         """The event of one line (None for a line that makes none), its ``seq`` watched
@@ -124,6 +127,8 @@ class LineDecoder:
         """The event of a line already parsed (`event_object`: its members and verbatim
         payload), checked as `decode` checks it. Raises RecordingError."""
         event = self._decode(data, payload)
+        if self.ended is not None and event is not None and event is not self.ended:
+            self.ended = None
         if self.v1 is not None and event is not None and not isinstance(event, events.FrameSeen):
             self.v1.other(event)
         if isinstance(event, events.ConnectionClosed):
@@ -229,6 +234,18 @@ class LineDecoder:
                 detail=member_str(data, "detail", ""),
             )
             return self._session(lost)
+        if kind == SESSION_END_KIND:
+            ended = self.ended = events.SessionEnded(
+                t=t,
+                reason=member_str(data, "reason", ""),
+                exchanges=member_optional_int(data, "exchanges"),
+                errors=member_optional_int(data, "errors"),
+                violations=member_optional_int(data, "violations"),
+                unanswered=member_optional_int(data, "unanswered"),
+                not_recorded=member_optional_int(data, "not_recorded"),
+                since_restart=member_bool(data, "since_restart", False),
+            )
+            return ended
         if kind == "unobserved":
             reason = events.GapReason(member_choice(data, "reason", _GAP_REASONS))
             lost = events.ObservationLost(

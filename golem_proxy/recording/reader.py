@@ -16,7 +16,7 @@ from typing import IO, Optional, TypeVar
 
 from golem_core.profiles import Profile, get_profile
 
-from ..events import Event, ExchangeCompleted, ObservationLost
+from ..events import Event, ExchangeCompleted, ObservationLost, SessionEnded
 from ..terminal import safe_text
 from .files import open_recording
 from .line_events import LineDecoder
@@ -143,6 +143,12 @@ class RecordingReader:
         """Where a new observing process took over the recording (the recording says so), in
         order, as far as it was read."""
         return self._decoder.restarts
+
+    @property
+    def ended(self) -> Optional[SessionEnded]:
+        """The ``session-end`` line when it is the last event read so far (the session
+        ended in order there), else None."""
+        return self._decoder.ended
 
     @property
     def seq(self) -> SeqWatch:

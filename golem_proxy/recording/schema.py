@@ -24,6 +24,8 @@ __all__ = [
     "MAX_INT",
     "MSG_KEY",
     "READABLE_VERSIONS",
+    "SESSION_END_KIND",
+    "SESSION_END_PROMISE",
     "VERSION",
     "Header",
     "RecordingError",
@@ -140,6 +142,17 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     # The session's own lines: observation stopped, or a new observing process took over.
     "observation-stopped": (*COMMON_MEMBERS, "detail"),
     "observation-restarted": (*COMMON_MEMBERS, "detail"),
+    # The session ended in order: the last line, after every other.
+    "session-end": (
+        *COMMON_MEMBERS,
+        "reason",
+        "exchanges",
+        "errors",
+        "violations",
+        "unanswered",
+        "not_recorded",
+        "since_restart",
+    ),
     "unobserved": (
         *COMMON_MEMBERS,
         "conn",
@@ -152,6 +165,13 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "header",
     ),
 }
+
+SESSION_END_KIND = "session-end"
+"""The line a session's writer writes last when the session ends in order (`SessionEnded`)."""
+SESSION_END_PROMISE = "ends_with_session_end"
+"""The header member (``true``) of a recording whose writer writes a ``session-end`` line when
+the session ends in order: without that line it was cut short. Files written before it lack
+the member, and only their connections left open say they were cut short."""
 
 
 class RecordingError(ValueError):
@@ -203,10 +223,26 @@ class Header:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def new(cls, profile: str, routes: Iterable[RouteInfo], redact: Iterable[str] = ()) -> Header:
+    def new(
+        cls,
+        profile: str,
+        routes: Iterable[RouteInfo],
+        redact: Iterable[str] = (),
+        *,
+        ends_with_session_end: bool = False,
+    ) -> Header:
+        """A header starting now. ``ends_with_session_end``: the writer promises a
+        ``session-end`` line at an orderly end (`SESSION_END_PROMISE`)."""
         now = datetime.datetime.now(datetime.timezone.utc)
         started = now.isoformat(timespec="microseconds").replace("+00:00", "Z")
-        return cls(profile, tuple(routes), started, redact=tuple(redact))
+        extra: dict[str, Any] = {SESSION_END_PROMISE: True} if ends_with_session_end else {}
+        return cls(profile, tuple(routes), started, redact=tuple(redact), extra=extra)
+
+    @property
+    def promises_session_end(self) -> bool:
+        """The writer writes a ``session-end`` line last when the session ends in order: a
+        file without one was cut short (`SESSION_END_PROMISE`)."""
+        return self.extra.get(SESSION_END_PROMISE) is True
 
     def route_profile_names(self) -> dict[str, str]:
         """The routes whose frames have a profile of their own (not the header's), by name."""

@@ -4,7 +4,8 @@ descriptor, and if that process dies the forwarding process ends it (`end_record
 an ``observation-stopped`` line, or says a new observing process takes over
 (`restart_recording`) with an ``observation-restarted`` line, after which the new one appends
 to the same file. A line cut by the death is cut off first, so every reader still reads the
-file, and the line takes the next ``seq``.
+file, and the line takes the next ``seq``. When the session then ends in order, no observing
+process writes any more: this one writes the ``session-end`` line (`end_session`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import os
 from dataclasses import dataclass
 from typing import IO
 
+from ..events import SessionEnded
 from .files import open_private
-from .schema import dumps
+from .schema import KIND_MEMBERS, SESSION_END_KIND, dumps
 
 __all__ = [
     "RESTARTED_KIND",
@@ -23,7 +25,9 @@ __all__ = [
     "RecordingFile",
     "cut_unfinished_line",
     "end_recording",
+    "end_session",
     "restart_recording",
+    "session_end_line",
     "session_line",
 ]
 
@@ -40,6 +44,17 @@ def session_line(seq: int, t: float, kind: str, detail: str) -> bytes:
     """An ``observation-stopped`` or ``observation-restarted`` line, with its newline (the
     writer writes the same for such an event)."""
     return dumps({"seq": seq, "t": round(t, 6), "kind": kind, "detail": detail}) + b"\n"
+
+
+def session_end_line(seq: int, ended: SessionEnded) -> bytes:
+    """The ``session-end`` line, with its newline: its members in the schema's order, a count
+    only when known, ``since_restart`` only when true."""
+    data: dict[str, object] = {"seq": seq, "t": round(ended.t, 6), "kind": SESSION_END_KIND}
+    for name in KIND_MEMBERS[SESSION_END_KIND][3:]:
+        value = getattr(ended, name)
+        if value is not None and value is not False:
+            data[name] = value
+    return dumps(data) + b"\n"
 
 
 @dataclass
@@ -86,6 +101,14 @@ def end_recording(record: RecordingFile, t: float, detail: str) -> None:
     _append_session_line(record, t, STOPPED_KIND, detail)
 
 
+def end_session(record: RecordingFile, ended: SessionEnded) -> None:
+    """Append the ``session-end`` line to a recording no observing process writes any more
+    (observation stopped before the session ended in order), as `end_recording` appends its
+    line. Raises OSError."""
+    end, last_seq = _cut(record)
+    _append_line(record, end, session_end_line(last_seq + 1, ended))
+
+
 def restart_recording(record: RecordingFile, t: float, detail: str) -> int:
     """Append the line that says a new observing process takes over the recording, as
     `end_recording` does (an unfinished last line cut off, the next ``seq``), and return its
@@ -127,10 +150,14 @@ def _append_session_line(
     Returns the line's ``seq`` and where the file now ends."""
     end, last_seq = _cut(record)
     line = session_line(last_seq + 1, t, kind, detail)
+    _append_line(record, end, line)
+    return last_seq + 1, end + len(line)
+
+
+def _append_line(record: RecordingFile, end: int, line: bytes) -> None:
     written = 0
     while written < len(line):  # a regular file takes it whole; a short write goes on
         written += os.pwrite(record.write_fd, line[written:], end + written)
-    return last_seq + 1, end + len(line)
 
 
 def _last_line(recording: IO[bytes], size: int, block: int = 65536) -> tuple[int, int]:

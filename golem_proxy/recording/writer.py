@@ -29,7 +29,7 @@ from .. import events
 from ..events import Direction, Event
 from .files import open_private
 from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
-from .shared_file import RESTARTED_KIND, STOPPED_KIND, session_line
+from .shared_file import RESTARTED_KIND, STOPPED_KIND, session_end_line, session_line
 
 __all__ = [
     "RecordingWriter",
@@ -68,6 +68,8 @@ def encode_event_parts(event: Event, profile: Profile, seq: int) -> Optional[lis
 def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
     if isinstance(event, events.ExchangeCompleted):
         return _exchange_line(event, seq)
+    if isinstance(event, events.SessionEnded):
+        return session_end_line(seq, event)
     base: dict[str, Any] = {"seq": seq, "t": round(event.t, 6)}
     if isinstance(event, events.ConnectionOpened):
         base.update(kind="open", conn=event.conn, route=event.route)

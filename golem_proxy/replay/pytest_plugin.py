@@ -262,6 +262,7 @@ def golem_replay(request: pytest.FixtureRequest) -> Iterator[GolemReplay]:
         runner.stop()
         engine.index.trace.close()
         if recorder is not None:
+            server.end_recording("the test finished")
             recorder.close()
         kept = _rerecord_failure(handle) if mode == "all" else None
         if record_path is not None:

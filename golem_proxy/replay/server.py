@@ -21,7 +21,14 @@ from golem_core.framing import Frame, FrameError
 from golem_core.messages import Role
 from golem_core.profiles import Profile
 
-from ..events import ConnectionClosed, ConnectionOpened, Direction, ExchangeCompleted, FrameSeen
+from ..events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    ExchangeCompleted,
+    FrameSeen,
+    SessionEnded,
+)
 from ..net.addresses import Address
 from ..net.framed_stream import FramedStream, FramingFailure
 from ..net.listeners import Listener, connect, open_listener
@@ -107,6 +114,7 @@ class ReplayServer:
         self.connections = 0
         self._next_upstream_conn = 1
         self._t0 = 0.0
+        self._stopped_at = 0.0
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Listen, report the bound addresses (route → Address) through ``task_status``, and
@@ -133,6 +141,7 @@ class ReplayServer:
                     )
                 task_status.started(dict(self.bound))
         finally:
+            self._stopped_at = self._now()
             with trio.CancelScope(shield=True):
                 for _, listener in listeners:
                     await listener.aclose()
@@ -210,6 +219,17 @@ class ReplayServer:
 
     def _now(self) -> float:
         return trio.current_time() - self._t0
+
+    def end_recording(self, reason: str) -> None:
+        """The replay ended in order (``reason``: how): the recording of what was fetched from
+        the live plugin gets its last line, ``session-end``, with what it recorded (the
+        caller closes it), at the time the server stopped."""
+        recorder = self.recorder
+        if recorder is None:
+            return
+        recorded = self.engine.report.recorded_new
+        recorder.write(SessionEnded(t=self._stopped_at, reason=reason, exchanges=recorded))
+        recorder.flush()
 
     async def _open_upstream(self, route: str) -> _Upstream:
         address = self.upstreams.get(route)

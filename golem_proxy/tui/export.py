@@ -16,7 +16,7 @@ from golem_core.profiles import Profile
 from ..analysis.flows import Flow
 from ..events import Event
 from ..recording import files
-from ..recording.format import Header, RecordingWriter
+from ..recording.format import SESSION_END_PROMISE, Header, RecordingWriter
 from .payloads import PayloadReleased, released, stands_for_payload
 from .render import pretty_json
 
@@ -104,6 +104,9 @@ def save_events(
     released: in words). Returns the number of lines written after the header.
     Raises OSError (FileExistsError when ``path`` exists)."""
     extra = dict(header.extra)
+    # A view is not the session: its end line (how the session ended) is not written, so the
+    # copy does not promise one either (it would read as cut short).
+    extra.pop(SESSION_END_PROMISE, None)
     if filter_text:
         extra["filtered_by"] = filter_text
     if left_out:

@@ -6,19 +6,20 @@ exactly as it drains the live proxy's events, so both take the same path to the 
 
 from __future__ import annotations
 
+import datetime
 import os
 import threading
 from typing import IO, Optional
 
 from golem_core.profiles import Profile
 
-from ..events import Event
+from ..events import Event, SessionEnded
 from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import Header, RecordingError, RecordingReader, open_recording
 from .bridge import EventBuffer, Progress
 from .compact import Compactor
 
-__all__ = ["PUSH_EVERY", "RecordingSource", "TailStream", "compacting_reader"]
+__all__ = ["PUSH_EVERY", "RecordingSource", "TailStream", "compacting_reader", "ended_text"]
 
 PUSH_EVERY = 2000
 """Events per push while loading: small enough that the first rows show at once."""
@@ -59,7 +60,8 @@ def compacting_reader(stream: IO[bytes]) -> FastRecordingReader:
 
 
 class RecordingSource:
-    """Reads a recording into the UI; with ``follow``, keeps polling it for new lines.
+    """Reads a recording into the UI; with ``follow``, keeps polling it for new lines until
+    its ``session-end`` line (the session ended in order: nothing more will come).
 
     Construct it with `open()`, which reads the header (so the caller knows the profile)."""
 
@@ -117,6 +119,7 @@ class RecordingSource:
         reason = "stopped" if self.follow else "end of recording"
         failed = False
         batch: list[Event] = []
+        ended: Optional[SessionEnded] = None
         try:
             while not self._stop.is_set():
                 # Before reading on: lines read from a file written again would be taken
@@ -134,10 +137,13 @@ class RecordingSource:
                             break
                 sink.push_many(batch, self.progress())
                 batch = []
-                if not self.follow:
+                ended = self._reader.ended  # the last line read says the session ended
+                if not self.follow or ended is not None:
                     break
                 self._stop.wait(self.poll)
-            if self._reader.truncated_tail and not self.follow:
+            if ended is not None:
+                reason = ended_text(self.header, ended)
+            elif self._reader.truncated_tail and not self.follow:
                 reason = "end of recording (incomplete last line ignored)"
         except RecordingError as exc:
             sink.push_many(batch)  # what came before the damaged line is still worth seeing
@@ -173,6 +179,20 @@ class RecordingSource:
         if not same:
             return f"{self.path} was replaced or removed: the rows shown are from the file before"
         return None
+
+
+def ended_text(header: Header, ended: SessionEnded) -> str:
+    """What the TUI says of a recording's ``session-end`` line: ``session ended at 2025-01-01
+    12:00:03 UTC, 3.141 s in (stopped by SIGINT)`` (the wall time is the header's start
+    plus the line's ``t``; left out when the start cannot be read)."""
+    when = f"{ended.t:.3f} s in"
+    try:
+        started = datetime.datetime.fromisoformat(header.started_at.replace("Z", "+00:00"))
+        wall = started + datetime.timedelta(seconds=ended.t)
+        when = f"{wall.strftime('%Y-%m-%d %H:%M:%S')} UTC, {when}"
+    except (ValueError, OverflowError):
+        pass
+    return f"session ended at {when} ({ended.reason or 'no reason given'})"
 
 
 def _identity(fd: int) -> bytes:

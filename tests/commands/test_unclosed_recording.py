@@ -1,11 +1,15 @@
 """A recording the proxy could not close (``kill -9``), or that lost lines, says so when it is
-read: ``show`` and ``check`` print one line on stderr, and a whole recording prints none."""
+read: ``show`` and ``check`` print one line on stderr, and a whole recording prints none. A
+proxy stopped in order ends its recording with a ``session-end`` line."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
+
+import pytest
 
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
@@ -17,7 +21,7 @@ from .test_log_cli import ProxyProcess
 
 NOTE = re.compile(
     r"the proxy stopped without closing this recording; the last (\d+) ms may be missing "
-    r"\(1 connection never closed\)"
+    r"\(no session-end line; 1 connection never closed\)"
 )
 
 
@@ -54,6 +58,40 @@ def test_a_killed_proxy_leaves_a_recording_that_says_so(
         notes = [line for line in done.stderr.splitlines() if NOTE.search(line)]
         assert len(notes) == 1, done.stderr
         assert NOTE.search(notes[0]).group(1) == "100"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("observer", ["child-process", "in-process"])
+def test_a_proxy_stopped_with_ctrl_c_ends_its_recording_with_a_session_end_line(
+    plugin: PluginProcess, tmp_path: Path, observer: str
+) -> None:
+    trace = tmp_path / "stopped.jsonl"
+    proxy = ProxyProcess(tmp_path, plugin.main, "--record", str(trace), "--observer", observer)
+    try:
+        client = GolemClient("127.0.0.1", proxy.port, timeout=20)
+        client.connect()
+        for _ in range(3):
+            client.send_command("ping")
+        wait_for_lines(trace, "exchange", 4)  # the connect's ping and three more
+        # A connection still open at the stop: the proxy closes it and says so.
+        assert proxy.stop() == 0
+        client.close()
+    finally:
+        proxy.kill()
+    lines = trace.read_bytes().splitlines()
+    header, last = json.loads(lines[0]), json.loads(lines[-1])
+    assert header["ends_with_session_end"] is True
+    assert last["kind"] == "session-end"
+    assert last["reason"] == "stopped by SIGINT"
+    assert (last["exchanges"], last["errors"], last["violations"]) == (4, 0, 0)
+    assert last["unanswered"] == 0 and last["not_recorded"] == 0
+    assert last["seq"] == len(lines) - 1  # after every other line
+    before = [json.loads(line) for line in lines[1:-1]]
+    assert any(line["kind"] == "close" for line in before)
+    assert last["t"] >= max(line["t"] for line in before)
+    for command in ("show", "check", "stats"):
+        done = run_cli(command, str(trace))
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == "", command
 
 
 def test_a_recording_closed_properly_says_nothing(tmp_path: Path) -> None:

@@ -175,11 +175,12 @@ def _check(cli: ProxyCli, record: Path, why: str | None) -> None:
     lines = [json.loads(line) for line in record.read_bytes().splitlines()[1:]]
     assert [line["seq"] for line in lines] == list(range(1, len(lines) + 1))
     stopped = [line for line in lines if line["kind"] == STOPPED_KIND]
+    assert lines[-1]["kind"] == "session-end"  # the session ended in order, last
     if why is None:
         assert stopped == []
     else:
-        assert stopped == [lines[-1]]
-        assert why.split(",")[0] in lines[-1]["detail"]
+        assert stopped == [lines[-2]]
+        assert why.split(",")[0] in lines[-2]["detail"]
 
 
 HOLD = ("--observer-hold", "0.05")

@@ -22,7 +22,7 @@ from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader
 from golem_core.messages import ErrorResponse, Response, Role
 from golem_core.profiles import GOLEM
-from golem_proxy.events import ViolationSeen
+from golem_proxy.events import SessionEnded, ViolationSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.recording.shared_file import STOPPED_KIND, RecordingFile, end_recording
 from tests.support.cli_helpers import run_cli
@@ -160,9 +160,11 @@ def test_a_killed_observer_leaves_forwarding_alone_and_ends_the_recording(
     recording = read_recording(str(record))  # readable: every line whole
     assert not recording.truncated_tail
     lines = record.read_bytes().splitlines()[1:]
-    last = json.loads(lines[-1])
+    last, ended = json.loads(lines[-2]), json.loads(lines[-1])
     assert last["kind"] == STOPPED_KIND
     assert "killed by SIGKILL" in last["detail"]
+    # Ctrl-C then ended the session in order: the forwarding process says so, last.
+    assert (ended["kind"], ended["reason"]) == ("session-end", "stopped by SIGINT")
     assert [json.loads(line)["seq"] for line in lines] == list(range(1, len(lines) + 1))
 
 
@@ -228,6 +230,8 @@ def test_the_observer_records_what_it_was_handed_when_forwarding_is_killed(
     recording = read_recording(str(record))
     assert len(recording.exchanges()) >= 49
     assert not recording.truncated_tail
+    # The pipe ended without the forwarding process's last record: no session-end line.
+    assert not any(isinstance(event, SessionEnded) for event in recording.events)
 
 
 def test_an_observer_that_does_not_finish_is_killed_and_the_recording_ended(
@@ -250,7 +254,7 @@ def test_an_observer_that_does_not_finish_is_killed_and_the_recording_ended(
     )
     assert process_gone(observer)
     lines = record.read_bytes().splitlines()
-    assert json.loads(lines[-1])["kind"] == STOPPED_KIND
+    assert [json.loads(line)["kind"] for line in lines[-2:]] == [STOPPED_KIND, "session-end"]
     read_recording(str(record))
 
 

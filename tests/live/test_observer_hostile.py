@@ -135,8 +135,10 @@ def _check(cli: ProxyCli, record: Path, why: Optional[str]) -> None:
     if why is None:
         assert stopped == []
     else:
-        assert stopped == [lines[-1]]
-        assert lines[-1]["detail"].startswith(why.split(",")[0])
+        # The session then ended in order: the forwarding process's line, last.
+        assert lines[-1]["kind"] == "session-end"
+        assert stopped == [lines[-2]]
+        assert lines[-2]["detail"].startswith(why.split(",")[0])
 
 
 @pytest.mark.parametrize(

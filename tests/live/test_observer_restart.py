@@ -268,7 +268,7 @@ def test_past_its_restarts_observation_stops_for_the_rest_of_the_session(tmp_pat
     assert cli.process.returncode == 0, cli.stderr
     kinds = [line["kind"] for line in _lines(record)]
     assert kinds.count("observation-restarted") == 1
-    assert kinds[-1] == "observation-stopped"
+    assert kinds[-2:] == ["observation-stopped", "session-end"]
     assert cli.stderr.count("observation stopped (") == 2
 
 
@@ -302,9 +302,10 @@ def test_a_process_that_misbehaves_each_time_is_replaced_until_its_restarts_run_
         "observation-restarted",
         "observation-restarted",
         "observation-stopped",
+        "session-end",  # the session ended in order after observation stopped
     ]
-    assert [line["seq"] for line in lines] == [1, 2, 3]
-    assert all("acknowledged more than was handed on" in line["detail"] for line in lines)
+    assert [line["seq"] for line in lines] == [1, 2, 3, 4]
+    assert all("acknowledged more than was handed on" in line["detail"] for line in lines[:3])
 
 
 class HoldingUpstream(ThreadedServer):

@@ -116,8 +116,10 @@ def test_an_observer_that_stops_acknowledging_is_stopped_and_forwarding_goes_on(
     ]
     recording = read_recording(str(record))
     assert not recording.truncated_tail
-    last = json.loads(record.read_bytes().splitlines()[-1])
+    last, ended = (json.loads(line) for line in record.read_bytes().splitlines()[-2:])
     assert last["kind"] == STOPPED_KIND
+    # The session then ended in order: the forwarding process says so, without counts.
+    assert ended["kind"] == "session-end" and "exchanges" not in ended
     assert "acknowledged nothing" in last["detail"]
     assert len(recording.exchanges()) <= run.acted
     shown = run_cli("show", str(record))

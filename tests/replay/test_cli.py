@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from golem_proxy.events import SessionEnded
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
@@ -248,9 +249,15 @@ def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path, spelling: s
             _, stderr = process.communicate(timeout=15)
     assert process.returncode == 0, stderr
     assert "1 forwarded" in stderr
-    exchanges = read_recording(str(new)).exchanges()
+    recorded = read_recording(str(new))
+    exchanges = recorded.exchanges()
     assert [e.method for e in exchanges] == ["scene.list_layers"]
     assert json.loads(exchanges[0].response.payload)["result"] == layers
+    # Stopped in order: the recording ends with its session-end line, as it promises.
+    assert recorded.header.promises_session_end
+    ended = recorded.events[-1]
+    assert isinstance(ended, SessionEnded)
+    assert (ended.reason, ended.exchanges) == ("stopped by SIGINT", 1)
 
 
 def test_diff_says_when_it_cuts_a_value_and_where_the_whole_one_is(tmp_path: Path) -> None:

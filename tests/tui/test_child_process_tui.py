@@ -197,7 +197,9 @@ def test_past_its_restarts_a_killed_tui_gives_the_terminal_back(
         terminal.type("\x03")  # a signal again, to the forwarding process
         code = terminal.exit_code()
     assert code == 0, terminal.text()[-2000:]
-    assert _lines(tmp_path / "live.jsonl")[-1]["kind"] == STOPPED_KIND
+    # Observation stopped; the session then ended in order (the forwarding process's line).
+    last_two = [line["kind"] for line in _lines(tmp_path / "live.jsonl")[-2:]]
+    assert last_two == [STOPPED_KIND, "session-end"]
 
 
 def test_a_busy_port_is_one_line_before_any_tui() -> None:

@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from golem_core.profiles import GOLEM
-from golem_proxy.recording.format import RecordingError, RecordingWriter, encode_event
+from golem_proxy.events import SessionEnded
+from golem_proxy.recording.format import (
+    SESSION_END_PROMISE,
+    RecordingError,
+    RecordingWriter,
+    encode_event,
+)
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import Batch, EventBuffer
 from golem_proxy.tui.sources import RecordingSource
@@ -53,6 +59,39 @@ def test_follow_tails_complete_lines_and_waits_for_a_partial_one(tmp_path: Path)
             assert app.model.flows[1].status(GOLEM) == "ok"
             assert not app.source_done  # still following
             assert "following" in app.status_bar.text
+        writer.close()
+
+    run(body())
+
+
+def test_follow_stops_at_the_session_end_line_and_says_when(tmp_path: Path) -> None:
+    path = str(tmp_path / "live.jsonl")
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    s.respond(s.request(1, "ping", {}, 0.1), 0.2, result={})
+    header = dataclasses.replace(golem_header(), extra={SESSION_END_PROMISE: True})
+    writer = RecordingWriter.create(path, header)
+    for event in s.events:
+        writer.write(event)
+    writer.flush()
+    source = RecordingSource.open(path, follow=True, poll=0.01)
+
+    async def body() -> None:
+        app = GolemProxyApp(source, source.profile, "follow", header=source.header)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 1)
+            await pilot.pause(0.1)
+            assert not app.source_done  # a quiet session: still following
+            s.events = []
+            s.close(1, 0.3)
+            for event in (*s.events, SessionEnded(t=3.25, reason="stopped by SIGINT")):
+                writer.write(event)
+            writer.flush()
+            await wait_for(pilot, lambda: app.source_done)
+            said = "session ended at 2025-01-01 12:00:03 UTC, 3.250 s in (stopped by SIGINT)"
+            assert app.finished_reason == said
+            assert not app.failed
+            await wait_for(pilot, lambda: said in app.status_bar.text)
         writer.close()
 
     run(body())
