@@ -295,7 +295,9 @@ class HandoffSource:
             self._taps[record.conn] = self.make_tap(
                 record.conn, opened.route, self.profile, self.publish, self.options, self.redactor
             )
-            self.publish(opened)
+            # In order with the chunks handed on before it: published at once, a connection
+            # would be logged ahead of the exchanges whose answers went by before it.
+            self.observer.submit_event(self.publish, opened)
         elif kind is Kind.CLOSED:
             # After everything the connection forwarded is decoded, as the relay reports it
             # (through its tap's publish: an MCP hop's close ends its tool calls in flight).

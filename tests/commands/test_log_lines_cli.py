@@ -1,8 +1,10 @@
 """The live log of ``golem-proxy proxy`` as a user reads it: a status is shown whole and the
-columns after it stay in line."""
+columns after it stay in line; the lines come in the order of their times (a connection
+accepted after an answer went by is logged after that exchange), whichever process observes."""
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ EXCHANGE_LINE = re.compile(
     r"^\S+ main  #\d+\s+(?P<method>\S+)\s+(?P<status>.+?)\s+\d[\d.]* (?:µs|ms|s)"
     r"(?P<sizes>  \d+ B →)"
 )
+LINE = re.compile(r"^(?P<clock>\d\d:\d\d:\d\d\.\d{3}) main  #(?P<conn>\d+)\s+(?P<what>\S+)")
 
 
 @pytest.fixture
@@ -55,3 +58,27 @@ def test_a_long_status_is_shown_whole_and_what_follows_stays_aligned(
     assert failed_line["status"] == "OBJECT_NOT_FOUND (in result)"  # every word of it
     # The column widened for it: the latency and sizes of its line and the next line up.
     assert failed_line.start("sizes") == next_line.start("sizes")
+
+
+@pytest.mark.parametrize("observer", ["child-process", "in-process"])
+def test_lines_come_in_the_order_of_their_times(
+    plugin: PluginProcess, tmp_path: Path, started: list[ProxyProcess], observer: str
+) -> None:
+    proxy = start(started, tmp_path, plugin.main, "--observer", observer)
+    rounds = 12
+    for _ in range(rounds):
+        # The next client connects the moment the answer is in: its connection used to be
+        # logged before that exchange, whose line waited for decoding.
+        with GolemClient("127.0.0.1", proxy.port, timeout=20) as client:
+            client.send_command("ping", timeout=20)
+    proxy.read_until(re.compile(rb"#%d\s+closed" % rounds))
+    assert proxy.stop() == 0
+    found = [LINE.match(line) for line in proxy.out.decode().splitlines()]
+    lines = [line for line in found if line is not None]
+    times = [datetime.datetime.strptime(line["clock"], "%H:%M:%S.%f") for line in lines]
+    assert times == sorted(times), "\n".join(line.string for line in lines)
+    order = [(int(line["conn"]), line["what"]) for line in lines]
+    for conn in range(1, rounds + 1):
+        assert order.index((conn, "ping")) < order.index((conn, "closed:"))
+        if conn < rounds:
+            assert order.index((conn, "ping")) < order.index((conn + 1, "connected"))
