@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from golem_proxy.net.addresses import Address
-from golem_proxy.testing.client import GolemClient, RhinoCommandError, RhinoTimeoutError
+from golem_proxy.testing.client import GolemClient, RhinoTimeoutError
 from golem_proxy.tui.bridge import TrioThreadSource
 from golem_proxy.tui.screens.edit_frame import EditFrame
 from golem_proxy.tui.screens.intercept_prompt import InterceptPrompt
@@ -152,10 +152,9 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
             control.set_filter(r"~q & ~m ^scene\.")  # after the client's ping
             golem.send_command("scene.get_document_info")
             outcomes.append("accepted")
-            try:
-                golem.send_command("scene.list_layers")
-            except RhinoCommandError as exc:
-                outcomes.append(f"answered {exc.code}")
+            # The plugin's not-found answer: a success envelope around its error dict.
+            answer = golem.send_command("scene.list_layers")
+            outcomes.append(f"answered {answer['code']} in the result")
             try:
                 golem.send_command("scene.get_document_info", timeout=0.5)
             except RhinoTimeoutError:
@@ -177,7 +176,10 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
                 await pilot.press(key)
                 if key == "n":
                     await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
-                    assert "OBJECT_NOT_FOUND" in app.screen.query_one(TextArea).text
+                    prefilled = json.loads(app.screen.query_one(TextArea).text)
+                    assert prefilled["error"] is None
+                    assert prefilled["result"]["code"] == "OBJECT_NOT_FOUND"
+                    assert prefilled["result"]["message"].startswith("Object not found in Rhino")
                     await pilot.press("ctrl+s")
                 try:
                     # At least: the dropped call's client gives up after 0.5 s by itself, which
@@ -195,4 +197,4 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
         await until_stopped(source)
 
     run(body(), timeout=60)
-    assert outcomes == ["accepted", "answered OBJECT_NOT_FOUND", "dropped"]
+    assert outcomes == ["accepted", "answered OBJECT_NOT_FOUND in the result", "dropped"]
