@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from golem_proxy.net.addresses import Address
+from golem_proxy.terminal import format_latency
 from golem_proxy.testing.client import GolemClient, RhinoTimeoutError
 from golem_proxy.tui.bridge import TrioThreadSource
 from golem_proxy.tui.screens.edit_frame import EditFrame
@@ -98,6 +99,12 @@ def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
                 pilot,
                 lambda: any(f.conn != app.model.flows[0].conn for f in app.model.flows),
             )  # the new flow shows next to the original
+            # The notice and the new row give one latency: the one the resender measured.
+            (again,) = [f for f in app.model.flows if f.conn != app.model.flows[0].conn]
+            assert again.latency is not None
+            latency = format_latency(app.last_resend.resent.latency)
+            assert format_latency(again.latency) == latency
+            assert any(f"in {latency} " in note.message for note in app._notifications)
             await pilot.press("D")
             await wait_for(pilot, lambda: isinstance(app.screen, ResendDiff))
             assert isinstance(app.screen, ResendDiff)
