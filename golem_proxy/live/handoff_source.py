@@ -127,8 +127,11 @@ class HandoffSource:
         make_tap: Callable[..., ConnectionTap] = new_tap,
         record_read_fd: int = -1,
         taking_over: Sequence[tuple[int, str]] = (),
+        held_again: Callable[[int], None] = lambda requests: None,
     ) -> None:
         os.set_blocking(fd, False)
+        self.held_again = held_again
+        """Told, at a take-over, how many requests the recording has in flight (`take_up`)."""
         self.taking_over = tuple(taking_over)
         """A process taking over from one that died: the connections that one knew
         (connection, route), looked up in the recording before this one says it is ready
@@ -366,7 +369,9 @@ class HandoffSource:
                 self._unrecorded[opened.conn] = resumed.unrecorded
                 self._doubtful.add(opened.conn)
         # What was in flight is read here, after ``ready`` (bounded: `inflight_scan`).
-        points.update(take_up(self.record_read_fd, taps, self.make_tap, self._standing))
+        points.update(
+            take_up(self.record_read_fd, taps, self.make_tap, self._standing, self.held_again)
+        )
         self._standing = {}
         for resumed in resumption.connections:
             if not points[resumed.opened.conn].opened:

@@ -119,6 +119,8 @@ async def observe(
             LayerTaps(setup.layers) if setup.layers else new_tap,
             record_read_fd,
             setup.taking_over,
+            # The requests in flight it takes up count for the closing line, as if seen here.
+            lambda requests: session.tally.held_again(requests),
         )
 
     session = ProxySession(config, source)
