@@ -443,8 +443,7 @@ class SessionEnded:
     the session ended (``stopped by SIGINT``); the counts are those of the closing line, what
     the session saw, when the writer knew them (None: the forwarding process wrote the line
     after observation stopped). ``since_restart``: they are an observing process's that took
-    over from one that died (``unanswered`` is then None: it did not see what was in flight
-    before it)."""
+    over from one that died (its ``unanswered`` includes the requests it found in flight then)."""
 
     t: float
     reason: str

@@ -314,6 +314,12 @@ class Profile(abc.ABC):
         supported protocols use for it."""
         return self.error(request_id, INTERNAL_ERROR_CODE, f"Internal error: {reason}", details)
 
+    def answer_by_hand(self, request_id: Any) -> dict[str, Any]:
+        """What a user answering a held request by hand starts from (the TUI's ``n``): a
+        failure as a real server of this protocol sends one, ready to be edited (here the
+        internal error every supported protocol has)."""
+        return self.internal_error(request_id, "answered by hand")
+
     @abc.abstractmethod
     def miss_error(self, request_id: Any, method: str, explanation: str) -> dict[str, Any]:
         """What a stand-in server (replay) answers to a request it has no answer for, with

@@ -46,6 +46,7 @@ __all__ = ["INTERNAL_ERROR_CODE", "METHOD_NOT_FOUND_CODE", "RULES", "GolemProfil
 
 METHOD_NOT_FOUND_CODE = -32601
 NOT_FOUND_CODE = "NOT_FOUND"
+_NO_SUCH_GUID = "00000000-0000-4000-8000-000000000000"
 
 _SPEC = "golem-tcp-protocol.md"
 R_OVERSIZED = Rule(
@@ -346,6 +347,14 @@ class GolemProfile(Profile):
 
     def method_not_found(self, request_id: Any, method: str) -> dict[str, Any]:
         return self.error(request_id, METHOD_NOT_FOUND_CODE, f"Method not found: {method}")
+
+    def answer_by_hand(self, request_id: Any) -> dict[str, Any]:
+        # An object that is not there, as the plugin at 9819b31 answers it: its server
+        # flattens every error envelope to -32000, so a domain code only reaches the client
+        # as a wrapped handler's error dict inside a success envelope. The wrapper strips
+        # quotes off the KeyError's text, the GUID's closing one too.
+        missing = f"Object not found in Rhino document: '{_NO_SUCH_GUID}"
+        return self.success(request_id, {"code": "OBJECT_NOT_FOUND", "message": missing})
 
     def unparseable_request(self, request: Malformed) -> Optional[dict[str, Any]]:
         # The reference server loop catches the exception and answers -32603 with the id it

@@ -129,12 +129,15 @@ class HandoffSource:
         record_read_fd: int = -1,
         taking_over: Sequence[tuple[int, str]] = (),
         on_end: Callable[[float, str], None] = lambda t, reason: None,
+        held_again: Callable[[int], None] = lambda requests: None,
     ) -> None:
         os.set_blocking(fd, False)
         self.on_end = on_end
         """Called with when and how the session ended, at the forwarding process's last record
         (`Kind.SESSION_END`): the session then ends its recording with a ``session-end``
         line. A pipe that ends without it (that process was killed) ends none."""
+        self.held_again = held_again
+        """Told, at a take-over, how many requests the recording has in flight (`take_up`)."""
         self.taking_over = tuple(taking_over)
         """A process taking over from one that died: the connections that one knew
         (connection, route), looked up in the recording before this one says it is ready
@@ -301,7 +304,9 @@ class HandoffSource:
             self._taps[record.conn] = self.make_tap(
                 record.conn, opened.route, self.profile, self.publish, self.options, self.redactor
             )
-            self.publish(opened)
+            # In order with the chunks handed on before it: published at once, a connection
+            # would be logged ahead of the exchanges whose answers went by before it.
+            self.observer.submit_event(self.publish, opened)
             connections = self._connections_of(opened.route)
             if connections is not None:
                 # Noted in wire order, behind the bytes handed on before it (the MCP hop's
@@ -391,7 +396,9 @@ class HandoffSource:
                 self._unrecorded[opened.conn] = resumed.unrecorded
                 self._doubtful.add(opened.conn)
         # What was in flight is read here, after ``ready`` (bounded: `inflight_scan`).
-        points.update(take_up(self.record_read_fd, taps, self.make_tap, self._standing))
+        points.update(
+            take_up(self.record_read_fd, taps, self.make_tap, self._standing, self.held_again)
+        )
         self._standing = {}
         for resumed in resumption.connections:
             if not points[resumed.opened.conn].opened:

@@ -41,6 +41,10 @@ _DETAIL = 200
 # An exchange line with its columns padded: time and connection, method, outcome, latency,
 # sizes. Narrower terminals get the fields unpadded.
 _ALIGNED_WIDTH = 100
+# The status column's width until a longer status is shown: it then widens to that status
+# (never cut but at `_STATUS_LIMIT`), so the latency and sizes after it stay in line.
+_STATUS = 18
+_STATUS_LIMIT = 60
 # What a folded line's continuation is indented by.
 _INDENT = "    "
 # The words a folded line is made of, with the spaces after them: a number keeps the word
@@ -83,6 +87,8 @@ class EventLog:
             else datetime.datetime.now(datetime.timezone.utc).timestamp()
         )
         self._repeats = RepeatFold()
+        self._status_width = _STATUS
+        """The status column's width: the widest status shown so far, at least `_STATUS`."""
 
     @property
     def stopped(self) -> bool:
@@ -261,7 +267,9 @@ class EventLog:
             return None
         outcome = exchange.outcome
         tone = outcome_tone(outcome, exchange.undelivered)
-        status = safe_text(undelivered_status(outcome.text, exchange.undelivered), limit=60)
+        status = safe_text(
+            undelivered_status(outcome.text, exchange.undelivered), limit=_STATUS_LIMIT
+        )
         style = TONE_STYLES[tone]
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or profile.describe(request), _METHOD)
@@ -275,7 +283,7 @@ class EventLog:
         narrow = width is not None and width < _ALIGNED_WIDTH
         text.append(method if narrow else f"{method:<32}", "bold")
         text.append(" ")
-        text.append(status if narrow else f"{status:<18}", style)
+        text.append(status if narrow else self._status_column(status), style)
         latency = format_latency(exchange.latency)
         text.append(f" {latency}" if narrow else f" {latency:>9}", "dim")
         text.append(
@@ -301,6 +309,14 @@ class EventLog:
                 for call in calls
             )
             text.append(f"  ⟵ ambiguous: {tools}", "cyan")
+
+    def _status_column(self, status: str) -> str:
+        """``status`` whole, padded to the status column, which widens to it when it is
+        longer (``INVALID_PARAMS (in result)``): what follows lines up on this line and the
+        next ones, and no word of a status is ever dropped to keep a column."""
+        width = cell_len(status)
+        self._status_width = max(self._status_width, width)
+        return status + " " * (self._status_width - width)
 
     def _shows_violation(self, event: events.ViolationSeen) -> bool:
         """Warnings only when verbose."""
@@ -343,7 +359,7 @@ class EventLog:
             text = self._prefix(frame.t, frame.route, frame.conn)
             text.append(f"{frame.direction.arrow} ")
             text.append(f"{safe_text(message.method, _METHOD):<30}", "bold")
-            text.append(f" {'notification':<18}", "blue")
+            text.append(f" {self._status_column('notification')}", "blue")
             text.append(f" {format_size(frame.size):>9}", "dim")
             return text
         if self.verbosity < Verbosity.VERBOSE:

@@ -120,6 +120,8 @@ async def observe(
             record_read_fd,
             setup.taking_over,
             on_end=lambda t, reason: session.stop(reason, t=t),
+            # The requests in flight it takes up count for the closing line, as if seen here.
+            held_again=lambda requests: session.tally.held_again(requests),
         )
 
     session = ProxySession(config, source)

@@ -107,6 +107,19 @@ class Proxy:
         else:
             self.hub.publish(event, self.now())
 
+    def _publish_in_order(self, event: Event) -> None:
+        """Publish ``event`` after the bytes forwarded before it are decoded: a connection
+        accepted now is logged after the exchanges whose answers went by before it (their
+        lines wait for decoding; published at once, it would come first)."""
+        if self.link is not None or self.options.enforce_limits:
+            # Handed on in order with the bytes, or decoded as they are forwarded.
+            self.publish(event)
+        else:
+            self.observer.submit_event(self._publish_now, event)
+
+    def _publish_now(self, event: Event) -> None:
+        self.hub.publish(event, self.now())
+
     async def bind(self) -> list[BoundRoute]:
         """Open every listener (once). Raises ListenError saying which one failed."""
         if self._gates:
@@ -199,7 +212,7 @@ class Proxy:
             upstream=str(route.upstream),
             t=self.now(),
         )
-        self.publish(opened)
+        self._publish_in_order(opened)
         self._follow_opened(conn, opened)
         try:
             with trio.move_on_after(self.options.connect_timeout):

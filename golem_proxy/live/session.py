@@ -210,7 +210,7 @@ class ProxySession:
             exchanges=tally.exchanges,
             errors=tally.errors,
             violations=tally.violations,
-            unanswered=None if since_restart else tally.unanswered,
+            unanswered=tally.unanswered,
             not_recorded=recorder.total_missed,
             since_restart=since_restart,
         )

@@ -50,13 +50,16 @@ def take_up(
     taps: Mapping[int, ConnectionTap],
     make_tap: Callable[..., ConnectionTap],
     known: Optional[Mapping[int, ResumePoint]] = None,
+    held_again: Callable[[int], None] = lambda requests: None,
 ) -> dict[int, ResumePoint]:
     """Resume each connection's tap (``taps``, by connection) where the recording open on
     ``fd`` (read with `os.pread` only; -1: no recording) left it (``known``: where some stand,
     looked up already, `standing`); ``make_tap``, the session's maker of taps, is told the
     frames in flight when it is `LayerTaps` (its tool-call tracker follows them). Returns
     where each connection stands in the recording. What cannot be read is unknown, as without
-    a recording (answers to requests sent before the restart are no orphans)."""
+    a recording (answers to requests sent before the restart are no orphans). ``held_again``
+    is told how many requests recorded in flight are waited for again (the closing line
+    counts those never answered)."""
     known = known or {}
     points = {conn: known[conn] for conn in taps if conn in known}
     points.update(standing(fd, [conn for conn in taps if conn not in known]))
@@ -66,10 +69,13 @@ def take_up(
         framed = {conn: taps[conn].profile for conn, point in points.items() if point.opened}
         with contextlib.suppress(OSError):
             found = in_flight(fd, framed, methods=layers.followed if layers is not None else ())
+    requests = 0
     for conn, tap in taps.items():
         recorded = found.get(conn, NOTHING)
         if layers is not None:
             for frame in recorded.frames:
                 layers.recovered(tap.route, frame)
         tap.resume(points[conn].next_n, recorded.frames, recorded.unread)
+        requests += sum(frame.expects_answer for frame in recorded.frames)
+    held_again(requests)
     return points

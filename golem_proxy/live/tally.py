@@ -24,7 +24,9 @@ class SessionTally:
     violations: int = 0
     requests: int = 0
     """Requests that wanted an answer (`FrameSeen.expects_answer`): those beyond `exchanges`
-    have none in the recording (unanswered, dropped, lost, or answered unpaired)."""
+    have none in the recording (unanswered, dropped, lost, or answered unpaired). In a process
+    that took over from one that died, with the requests the recording had in flight then
+    (`held_again`): their answers count among its exchanges."""
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ExchangeCompleted):
@@ -37,15 +39,19 @@ class SessionTally:
 
     @property
     def unanswered(self) -> int:
-        """Requests that wanted an answer and have none in the recording."""
+        """Requests that wanted an answer and have none in the recording (a process that
+        took over counts those it found in flight: `held_again`)."""
         return max(0, self.requests - self.exchanges)
 
-    def counts(self, *, unanswered: bool = True) -> str:
+    def held_again(self, requests: int) -> None:
+        """A process taking over waits again for ``requests`` the recording has in flight."""
+        self.requests += requests
+
+    def counts(self) -> str:
         """``32 exchanges (9 errors, 1 violation)``, and ``; 3 requests without an answer``
-        when some are (and ``unanswered``: not for a process that took over, which did not
-        see the requests in flight before it answered): the exchanges are the answered
-        requests, not every row `show` lists."""
-        left = self.unanswered if unanswered else 0
+        when some are: the exchanges are the answered requests, not every row `show`
+        lists."""
+        left = self.unanswered
         more = f"; {counted(left, 'request')} without an answer" if left > 0 else ""
         return (
             f"{counted(self.exchanges, 'exchange')} ({counted(self.errors, 'error')}, "
@@ -65,11 +71,12 @@ class SessionTally:
         nothing was (no ``--record``). ``not_recorded`` events the recorder could not keep,
         and the ``failure`` that stopped the recording, are said too. ``since_restart``: the
         counts are those of an observing process that took over from one that died, not the
-        whole session's."""
+        whole session's (its requests without an answer include those in flight when it took
+        over: it waited for their answers too)."""
         prefix = f"golem-proxy {command}: "
         if since_restart:
             prefix += "since observation restarted, "
-        counts = self.counts(unanswered=not since_restart)
+        counts = self.counts()
         if record_path is None:
             return f"{prefix}{counts}, not recorded (no --record)"
         path = safe_text(record_path)

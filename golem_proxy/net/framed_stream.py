@@ -47,6 +47,8 @@ class FramedStream:
         self.answers = AnswerReader(profile)
         self.observe = observe
         self.received_at: Optional[float] = None
+        self.sent_at: Optional[float] = None
+        """When the last `send` began (trio's clock)."""
         """The trio time the last chunk arrived (the one that completed the last frame)."""
 
     async def exchange(self, data: bytes) -> Frame:
@@ -59,9 +61,13 @@ class FramedStream:
 
     async def send(self, data: bytes) -> None:
         """Send ``data`` whole; raises as `exchange` does."""
+        started = self.sent_at = trio.current_time()
         await self.stream.send_all(data)
         if self.observe is not None:
-            self.observe(Direction.C2S, data, trio.current_time())
+            # Stamped when the send began, the time `request_answer` measures from (send_all
+            # may yield once the bytes are out): the row of a request sent again shows the
+            # latency its sender measured, not a shorter one.
+            self.observe(Direction.C2S, data, started)
 
     async def receive_frame(self) -> Frame:
         """The next frame; raises as `exchange` does."""

@@ -107,11 +107,11 @@ async def _exchange(
     try:
         # Timed from the start of the send: send_all may yield once the bytes are out, and
         # the answer of a fast peer can arrive before it returns.
-        sent_at = trio.current_time()
         await framed.send(frame)
         answer = await framed.receive_answer(wanted)
-        assert framed.received_at is not None  # a frame came, so a chunk did
-        return Answer(answer.frame, answer.message, framed.received_at - sent_at)
+        # A frame came, so a chunk did; the request's observed time is the same `sent_at`.
+        assert framed.sent_at is not None and framed.received_at is not None
+        return Answer(answer.frame, answer.message, framed.received_at - framed.sent_at)
     except FramingFailure as exc:
         raise RequestFailed(f"{upstream} sent a bad frame", exc.detail) from None
     except EOFError:

@@ -350,6 +350,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.filter_bar.query_one("#find", Input).focus()
 
     def action_focus_table(self) -> None:
+        self.filter_bar.give_up_edits(self.model.filter_text, self.find_text)
         self.screen.remove_class("detail-open")
         self.table.focus()
 

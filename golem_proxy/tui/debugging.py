@@ -105,7 +105,7 @@ class DebugActions(AppMixin):
         panel = message.panel
         name = held.method or "?"
         if message.answer:
-            template = self.profile.error(held.message_id, "OBJECT_NOT_FOUND", "answered by hand")
+            template = self.profile.answer_by_hand(held.message_id)
             title = f"Answer held request #{held.id} ({name}) with:"
             payload = self.profile.encode_payload(template)
         else:

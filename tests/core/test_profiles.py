@@ -112,6 +112,24 @@ def test_golem_miss_is_the_dispatchers_not_found_marked_as_a_replay_miss() -> No
     }
 
 
+@BOTH
+def test_an_answer_by_hand_starts_as_a_failure_the_contract_accepts(profile: Profile) -> None:
+    reply = profile.answer_by_hand(5)
+    payload = profile.encode_payload(reply)
+    message = profile.parse(payload, Role.RESPONSE)
+    assert profile.check_message(message, payload) == []
+    assert profile.outcome(None, message).failed
+
+
+def test_golem_answers_by_hand_as_its_plugin_answers_a_missing_object() -> None:
+    # A success envelope around the wrapped handler's error dict: the plugin's server
+    # flattens error envelopes to -32000, so a domain code never arrives in one.
+    reply = GOLEM.answer_by_hand("a")
+    assert reply["error"] is None and reply["result"]["code"] == "OBJECT_NOT_FOUND"
+    message = GOLEM.parse(GOLEM.encode_payload(reply), Role.RESPONSE)
+    assert GOLEM.outcome(None, message).text == "OBJECT_NOT_FOUND (in result)"
+
+
 def test_jsonrpc_miss_is_method_not_found() -> None:
     assert JSONRPC_NDJSON.miss_error(3, "x", "nothing recorded") == {
         "jsonrpc": "2.0",

@@ -415,3 +415,36 @@ def test_an_answer_after_the_restart_is_paired_with_its_request_recorded_before_
     assert all(flow["response"] == {"id": flow["id"], "result": {"answered": flow["id"]},
                                     "error": None} for flow in held)  # fmt: skip
     assert all(flow["latency_ms"] > 0 for flow in held)
+
+
+def test_the_closing_line_of_a_process_that_took_over_counts_requests_without_an_answer(
+    tmp_path: Path,
+) -> None:
+    """Two requests recorded in flight by the observing process that dies, a third sent after
+    its successor took over, none answered: the successor's closing line counts all three
+    (it waited for their answers too), as `show` has a row for each."""
+    record = tmp_path / "unanswered.jsonl"
+    with HoldingUpstream(holds=4) as upstream:
+        cli = start_proxy_cli(
+            "--route", f"127.0.0.1:0=127.0.0.1:{upstream.port}", "--record", str(record),
+            "--drain-timeout", "0.5", *CHILD,
+        )  # fmt: skip
+        client = _Client(cli.port)
+        try:
+            client.calls(1)
+            for ident in ("held-1", "held-2"):
+                client.sock.sendall(GOLEM.encode({"id": ident, "method": "hold", "params": {}}))
+            wait_for(lambda: _held_recorded(record) == 2, what="the held requests recorded")
+            _kill_observer(cli, record, 1)
+            client.sock.sendall(GOLEM.encode({"id": "held-3", "method": "hold", "params": {}}))
+            wait_for(lambda: _held_recorded(record) == 3, what="the third one recorded")
+        finally:
+            cli.stop()
+            client.close()
+            upstream.released.set()
+    assert cli.process.returncode == 0, cli.stderr
+    said = "since observation restarted, recorded 0 exchanges (0 errors, 0 violations; 3 requests"
+    assert f"{said} without an answer)" in cli.stderr, cli.stderr
+    shown = run_cli("show", "--json", str(record))
+    rows = [json.loads(text) for text in shown.stdout.splitlines()]
+    assert sum(row["method"] == "hold" and row["status"] != "ok" for row in rows) == 3

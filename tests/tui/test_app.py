@@ -156,6 +156,27 @@ def test_filter_valid_and_invalid(demo_path: str) -> None:
     run(body())
 
 
+def test_escape_gives_up_an_edit_of_the_filter(demo_path: str) -> None:
+    async def body() -> None:
+        async with recording_app(demo_path) as (app, pilot):
+            await pilot.press("slash", *"~m scene.", "enter")
+            box = app.filter_bar.query_one("#filter", Input)
+            # Typed and given up: the bar shows the filter the table applies, not the draft.
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *"~e", "escape")
+            assert app.focused is app.table
+            assert box.value == "~m scene."
+            assert [r[5] for r in rows(app)] == ["scene.get_document_info", "scene.list_objects"]
+            # A refused filter given up: its error goes with it.
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *"~nonsense", "enter")
+            assert "unknown filter" in app.filter_bar.error
+            await pilot.press("escape")
+            assert box.value == "~m scene." and app.filter_bar.error == ""
+            await pilot.press("ctrl+f", *"list", "escape")
+            assert app.filter_bar.query_one("#find", Input).value == ""
+
+    run(body())
+
+
 def test_follow_pauses_when_moving_up_and_resumes_with_f_or_end() -> None:
     def exchanges(first: int, count: int, builder: SessionBuilder) -> None:
         for n in range(first, first + count):

@@ -14,7 +14,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from golem_proxy.net.addresses import Address
-from golem_proxy.testing.client import GolemClient, RhinoCommandError, RhinoTimeoutError
+from golem_proxy.terminal import format_latency
+from golem_proxy.testing.client import GolemClient, RhinoTimeoutError
 from golem_proxy.tui.bridge import TrioThreadSource
 from golem_proxy.tui.screens.edit_frame import EditFrame
 from golem_proxy.tui.screens.intercept_prompt import InterceptPrompt
@@ -98,6 +99,12 @@ def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
                 pilot,
                 lambda: any(f.conn != app.model.flows[0].conn for f in app.model.flows),
             )  # the new flow shows next to the original
+            # The notice and the new row give one latency: the one the resender measured.
+            (again,) = [f for f in app.model.flows if f.conn != app.model.flows[0].conn]
+            assert again.latency is not None
+            latency = format_latency(app.last_resend.resent.latency)
+            assert format_latency(again.latency) == latency
+            assert any(f"in {latency} " in note.message for note in app._notifications)
             await pilot.press("D")
             await wait_for(pilot, lambda: isinstance(app.screen, ResendDiff))
             assert isinstance(app.screen, ResendDiff)
@@ -152,10 +159,9 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
             control.set_filter(r"~q & ~m ^scene\.")  # after the client's ping
             golem.send_command("scene.get_document_info")
             outcomes.append("accepted")
-            try:
-                golem.send_command("scene.list_layers")
-            except RhinoCommandError as exc:
-                outcomes.append(f"answered {exc.code}")
+            # The plugin's not-found answer: a success envelope around its error dict.
+            answer = golem.send_command("scene.list_layers")
+            outcomes.append(f"answered {answer['code']} in the result")
             try:
                 golem.send_command("scene.get_document_info", timeout=0.5)
             except RhinoTimeoutError:
@@ -177,7 +183,10 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
                 await pilot.press(key)
                 if key == "n":
                     await wait_for(pilot, lambda: isinstance(app.screen, EditFrame))
-                    assert "OBJECT_NOT_FOUND" in app.screen.query_one(TextArea).text
+                    prefilled = json.loads(app.screen.query_one(TextArea).text)
+                    assert prefilled["error"] is None
+                    assert prefilled["result"]["code"] == "OBJECT_NOT_FOUND"
+                    assert prefilled["result"]["message"].startswith("Object not found in Rhino")
                     await pilot.press("ctrl+s")
                 try:
                     # At least: the dropped call's client gives up after 0.5 s by itself, which
@@ -195,4 +204,4 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
         await until_stopped(source)
 
     run(body(), timeout=60)
-    assert outcomes == ["accepted", "answered OBJECT_NOT_FOUND", "dropped"]
+    assert outcomes == ["accepted", "answered OBJECT_NOT_FOUND in the result", "dropped"]

@@ -46,6 +46,14 @@ class FilterBar(Horizontal):
         else:
             self.post_message(self.FindSubmitted(event.value))
 
+    def give_up_edits(self, applied_filter: str, applied_find: str) -> None:
+        """Put the texts in force back in both boxes (Escape gives up what was typed and not
+        submitted): the bar never shows a filter other than the one the table applies."""
+        self.filter_text = applied_filter
+        self.query_one("#filter", Input).value = applied_filter
+        self.query_one("#find", Input).value = applied_find
+        self.show_error(None)
+
     def show_error(self, message: Optional[str]) -> None:
         """Show why the filter was refused (None clears it)."""
         error = self.query_one("#filter-error", Static)
