@@ -14,12 +14,13 @@ __all__ = ["C2S", "LINE", "S2C"]
 # What matches one member's value on the fast path: only what the reader accepts, so that a
 # line the pattern takes is one the reader would read the same way (its payload aside, which is
 # checked when it is decoded). Numbers are JSON numbers (no leading zeros) bounded so that every
-# value is finite and within range: whole numbers under 10**15 (`MAX_INT` is 2**53), times under
-# 10**12 seconds. Names are printable ASCII without escapes, so that no invalid UTF-8 or control
-# character gets by. Anything else falls to the slow path, where the reader's checks refuse it
+# value is finite and within range: whole numbers under 10**15 (`MAX_INT` is 2**53), times from
+# 0 to under 10**12 seconds (a sign is left to the reader, which refuses a negative time). Names
+# are printable ASCII without escapes, so that no invalid UTF-8 or control character gets by.
+# Anything else falls to the slow path, where the reader's checks refuse it
 # with a message or read it.
 _INT = rb"(?:0|[1-9]\d{0,14})"
-_TIME = rb"-?(?:0|[1-9]\d{0,11})(?:\.\d{1,17})?(?:[eE]-\d{1,2})?"
+_TIME = rb"(?:0|[1-9]\d{0,11})(?:\.\d{1,17})?(?:[eE]-\d{1,2})?"
 _TEXT = rb"[ !#-\[\]-~]*"
 _NAME = rb'"' + _TEXT + rb'"'
 _DEFAULTS: Mapping[str, bytes] = {
