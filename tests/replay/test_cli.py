@@ -301,8 +301,9 @@ def test_diff_and_verify_refuse_a_damaged_trace_as_show_does(
         said = show.stderr.removeprefix("golem-proxy: ")
         assert said.startswith(f"{path}: line ")
         diff = golem_proxy("diff", str(demo_trace), str(path))
-        assert diff.returncode == 2, diff.stdout
-        assert diff.stderr.endswith(said), diff.stderr
+        assert (diff.returncode, diff.stderr) == (2, f"golem-proxy: trace B, {said}"), diff.stdout
+        swapped = golem_proxy("diff", str(path), str(demo_trace))
+        assert swapped.stderr == f"golem-proxy: trace A, {said}", swapped.stdout
         verify = verify_fresh(path)
         assert (verify.returncode, verify.stderr) == (2, show.stderr), verify.stdout
 
