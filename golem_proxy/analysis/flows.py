@@ -98,9 +98,12 @@ class Flow:
 
     @property
     def latency(self) -> Optional[float]:
+        """Seconds from the request to its answer; None without both, or when the answer's
+        time is before the request's (times out of order: the reader notes where)."""
         if self.request is None or self.response is None:
             return None
-        return self.response.t - self.request.t
+        latency = self.response.t - self.request.t
+        return latency if latency >= 0 else None
 
     @property
     def request_size(self) -> Optional[int]:

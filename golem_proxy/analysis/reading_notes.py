@@ -1,16 +1,20 @@
 """What a view says on stderr once it has read a recording to its end, one line each: where
-the observing process restarted, where lines were lost or are out of order (their ``seq``),
-where observation stopped, and that the recording was cut short (an incomplete last line, no
-``session-end`` line where the header promises one, connections never closed). Text only:
-`show`, `stats`, `check`, `export` print the lines, and `query` prints those its worker
-processes made."""
+the observing process restarted, where lines were lost or are out of order (their ``seq``,
+their ``t``), where observation stopped, and that the recording was cut short (an incomplete
+last line, no ``session-end`` line where the header promises one, connections never
+closed). Text only: `show`, `stats`, `check`, `export` print the lines, `query` prints those
+its worker processes made, and the TUI shows `order_notes`."""
 
 from __future__ import annotations
 
+from typing import Union
+
+from ..recording.seq_watch import SeqJump, SeqWatch
+from ..recording.time_watch import TimeStep, TimeWatch
 from ..terminal import safe_text
 from .trace import FlowReader
 
-__all__ = ["RESTARTS_NOTED", "reading_notes"]
+__all__ = ["RESTARTS_NOTED", "order_notes", "reading_notes"]
 
 RESTARTS_NOTED = 20
 """Restarts named one by one; one more line counts the rest."""
@@ -20,13 +24,33 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
+def order_notes(path: str, seq: SeqWatch, times: TimeWatch) -> list[str]:
+    """The notes of a recording's lines out of order, as far as read: the first place their
+    numbering breaks, then the first place their times go back (each with how many other
+    places do)."""
+    notes = []
+    found: list[tuple[Union[SeqJump, TimeStep, None], int]] = [
+        (seq.first, seq.count),
+        (times.first, times.count),
+    ]
+    for first, count in found:
+        if first is not None:
+            elsewhere = count - 1
+            others = f" and {_plural(elsewhere, 'other place')}" if elsewhere else ""
+            notes.append(
+                f"note: {safe_text(path)}: line {first.line}: {first.describe()}{others}; "
+                "flows near it may be wrong"
+            )
+    return notes
+
+
 def reading_notes(reader: FlowReader) -> list[str]:
     """The notes of a recording read to its end: one line per restart of the observing
     process (up to `RESTARTS_NOTED`, then one that counts the rest), the first place the
-    lines' numbering breaks (and how many others do), then where observation
-    stopped when it did, else why the file was cut short when it was (what the proxy had not
-    flushed yet, about `TRAILS_BY`, is missing). A file that ends with its ``session-end``
-    line is whole: its connections left open say nothing."""
+    lines' numbering breaks and the first place their times go back (`order_notes`), then
+    where observation stopped when it did, else why the file was cut short when it was
+    (what the proxy had not flushed yet, about `TRAILS_BY`, is missing). A file that ends
+    with its ``session-end`` line is whole: its connections left open say nothing."""
     path = safe_text(reader.path)
     notes = []
     restarts = reader.restarts
@@ -42,13 +66,7 @@ def reading_notes(reader: FlowReader) -> list[str]:
             f"note: {path}: and {_plural(more, 'more restart')} of the observing process, "
             f"the last at {restarts[-1].t:.3f} s"
         )
-    jump = reader.seq.first
-    if jump is not None:
-        elsewhere = reader.seq.count - 1
-        others = f" and {_plural(elsewhere, 'other place')}" if elsewhere else ""
-        notes.append(
-            f"note: {path}: line {jump.line}: {jump.describe()}{others}; flows near it may be wrong"
-        )
+    notes += order_notes(reader.path, reader.seq, reader.times)
     stopped = reader.stopped
     if stopped is not None:
         # Connections are left open and lines may be cut by design: say what happened instead.

@@ -26,6 +26,7 @@ from ..recording.format import (
     open_recording,
 )
 from ..recording.seq_watch import SeqWatch
+from ..recording.time_watch import TimeWatch
 from .flows import Flow, FlowTracker
 
 __all__ = [
@@ -77,6 +78,11 @@ class FlowReader(OpenedRecording):
     def seq(self) -> SeqWatch:
         """Where the recording's line numbering broke (lines lost or out of order)."""
         return self._reader.seq
+
+    @property
+    def times(self) -> TimeWatch:
+        """Where the recording's times went back (lines out of order)."""
+        return self._reader.times
 
     @property
     def unclosed(self) -> int:

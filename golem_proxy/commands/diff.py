@@ -7,7 +7,7 @@ import json
 
 from ..replay.index import load_exchanges
 from ..replay.render import render_diff
-from ..replay.tracediff import diff_traces
+from ..replay.tracediff import DamagedTrace, diff_traces
 from ._common import CommandError, console, reading
 from ._comparing import add_comparison_arguments, comparator_from
 from ._options import add_recording
@@ -29,18 +29,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the diff as JSON")
 
 
+ROLES = ("trace A", "trace B")
+"""How every error names each trace, with its file (`reading`)."""
+
+
 def run(args: argparse.Namespace) -> int:
     comparator = comparator_from(args)
-    with reading(args.a, "trace A"):
+    paths = (args.a, args.b)
+    with reading(args.a, ROLES[0]):
         a = load_exchanges(args.a)
     try:
-        with reading(args.b, "trace B"):
+        with reading(args.b, ROLES[1]):
             b = load_exchanges(args.b)
     except CommandError:
         a.close()
         raise
     try:
-        diff = diff_traces(a, b, comparator)
+        try:
+            diff = diff_traces(a, b, comparator)
+        except DamagedTrace as damaged:
+            with reading(paths[damaged.side], ROLES[damaged.side]):
+                raise damaged.error from None
         if args.json:
             print(json.dumps(diff.to_json(), indent=2, ensure_ascii=False))
         else:

@@ -8,7 +8,7 @@ reader would accept match; only the payloads are parsed, each by itself, and the
 built from them exactly as `line_events` builds them. Every other line (opens and closes,
 violations, faults, gaps, frames in another layout, damaged lines, a version-1 file) goes
 through the exact reader, in order, so the events are equal to what it reads, errors and their
-line numbers included.
+line numbers included, and so are its watches of the lines' ``seq`` and ``t``.
 """
 
 from __future__ import annotations
@@ -165,12 +165,22 @@ class FastRecordingReader(RecordingReader):
                 # Not what the exact reader would make of it: it says what is wrong.
                 yield from self._exact(data[start + 1 : previous + 1])
                 continue
+            self._watch(match, events[0].conn, events[0].t, events[1].t)
             self.line_number += 3
             if self.on_exchange is not None:
                 self.on_exchange(events[0], events[1])
             yield from events
         if previous != last:
             yield from self._exact(data[previous + 1 : last + 1])
+
+    def _watch(self, match: Any, conn: int, request_t: float, response_t: float) -> None:
+        """Tell the exact reader's watches of ``seq`` and ``t`` about the three lines of a
+        whole exchange, as it tells them about each line it reads."""
+        line = self.line_number + 1
+        decoder = self._decoder
+        seqs = match.group(Groups.REQUEST_SEQ, Groups.RESPONSE_SEQ, Groups.EXCHANGE_SEQ)
+        decoder.seq.see_exchange(int(seqs[0]), int(seqs[1]), int(seqs[2]), line)
+        decoder.times.see_exchange(conn, request_t, response_t, line)
 
     def _exchange(self, match: Any) -> tuple[FrameSeen, FrameSeen, ExchangeCompleted]:
         """The three events of a whole exchange. Raises RecordingError (or what a profile's

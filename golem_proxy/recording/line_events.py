@@ -33,6 +33,7 @@ from .members import (
 from .schema import MSG_KEY, SESSION_END_KIND, VERSION, RecordingError
 from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
+from .time_watch import TimeWatch
 from .v1_pairing import V1Pairing
 
 __all__ = ["LineDecoder", "event_object", "read_frame"]
@@ -114,13 +115,20 @@ class LineDecoder:
         self.ended: Optional[events.SessionEnded] = None
         """The ``session-end`` line, when it is the last event read so far: the session ended
         in order there (a line after it, appended episodes, needs one of its own)."""
+        self.times = TimeWatch()
+        """Where a stream's times go back: lines out of order (`decode` only)."""
 
     def decode(self, line: bytes, number: int = 0) -> Optional[Event]:
-        """The event of one line (None for a line that makes none), its ``seq`` watched
-        (``number``: its line number in the file, for `seq`). Raises RecordingError."""
+        """The event of one line (None for a line that makes none), its ``seq`` and ``t``
+        watched (``number``: its line number in the file, for `seq` and `times`). Raises
+        RecordingError."""
         data, payload = event_object(line)
         event = self.decode_object(data, payload)
-        self.seq.see(data.get("seq"), data.get("kind"), number)  # checked by decode_object
+        # Both checked by decode_object.
+        kind = data.get("kind")
+        self.seq.see(data.get("seq"), kind, number)
+        t = float(data.get("t", 0.0))
+        self.times.see(t, kind, data.get("conn", 0), data.get("dir"), number)
         return event
 
     def decode_object(self, data: dict[str, Any], payload: Optional[bytes]) -> Optional[Event]:

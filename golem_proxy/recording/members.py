@@ -61,12 +61,15 @@ def member_optional_int(data: dict[str, Any], key: str) -> Optional[int]:
 
 
 def member_number(data: dict[str, Any], key: str, default: float = 0.0) -> float:
-    """``data[key]`` as a finite number of seconds (``default`` when absent)."""
+    """``data[key]`` as a number of seconds from 0 to 1e12 (``default`` when absent): a time
+    on the session's clock, which starts at 0 and never runs backwards."""
     value = data.get(key, _ABSENT)
     if value is _ABSENT:
         return default
-    if type(value) not in (int, float) or not math.isfinite(value) or abs(value) > 1e12:
-        raise RecordingError(f"{key} must be a finite number of seconds, not {shown(value)}")
+    if type(value) not in (int, float) or not math.isfinite(value) or not 0 <= value <= 1e12:
+        raise RecordingError(
+            f"{key} must be a number of seconds from 0 to 1e12, not {shown(value)}"
+        )
     return float(value)
 
 

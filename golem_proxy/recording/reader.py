@@ -23,6 +23,7 @@ from .line_events import LineDecoder
 from .line_guard import check_line, decode_json
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError
 from .seq_watch import SeqWatch
+from .time_watch import TimeWatch
 
 __all__ = [
     "OpenedRecording",
@@ -154,6 +155,11 @@ class RecordingReader:
     def seq(self) -> SeqWatch:
         """Where the lines' numbering broke (lines lost or out of order), as far as read."""
         return self._decoder.seq
+
+    @property
+    def times(self) -> TimeWatch:
+        """Where the lines' times went back (lines out of order), as far as read."""
+        return self._decoder.times
 
     def _named(self, exc: RecordingError) -> RecordingError:
         return exc if self.path is None else exc.at(self.path)

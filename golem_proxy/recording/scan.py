@@ -3,7 +3,8 @@
 Lines in the layout `RecordingWriter` writes are taken apart with the anchored regex of
 `scan_pattern` and slices (the payload is spliced in verbatim after ``"msg":``), several times
 faster than decoding every line as JSON. The pattern takes only members the reader would accept
-as they stand; a payload it takes is checked when it is decoded (`replay.index`). Every other
+as they stand; a payload it takes is checked as it is taken, as the reader checks it (valid
+JSON, nested and costing no more than the reader takes, refused in its words). Every other
 non-blank line (other kinds, base64 payloads, redacted frames, other layouts, damage) is read
 by the reader's own code (`line_events`), so a line the reader refuses is refused here with the
 same message: nothing here trusts the file more than `reader` does.
@@ -23,6 +24,7 @@ from ..terminal import safe_text
 from .files import open_recording
 from .forked import ForkedCall, ForkedCallError
 from .line_events import LineDecoder, event_object, read_frame
+from .line_guard import check_line
 from .members import (
     member_int,
     member_number,
@@ -30,9 +32,16 @@ from .members import (
     member_optional_str,
     member_str,
 )
+from .payload_check import as_the_reader, check_payload
 from .reader import parse_header, route_profiles
 from .scan_pattern import C2S, LINE, S2C
-from .schema import DEFAULT_MAX_LINE, Header, RecordingError, dumps
+from .schema import (
+    DEFAULT_LINE_BUDGET,
+    DEFAULT_MAX_LINE,
+    Header,
+    RecordingError,
+    dumps,
+)
 
 __all__ = ["PARALLEL_MIN_BYTES", "FrameInfo", "Row", "Scan", "line_at", "scan_exchanges"]
 
@@ -48,6 +57,10 @@ Row = tuple[str, Optional[str], str, Any, Any, Any, Any]
 # when the part itself had a frame under it (since used): one process reading the whole file
 # would have forgotten any earlier frame of that key, so the parent's must not be taken.
 Orphan = tuple[int, Optional[bytes], Optional[FrameInfo], Optional[bytes], Optional[FrameInfo]]
+
+_NEAR_BUDGET = DEFAULT_LINE_BUDGET // 80
+"""A line shorter than this cannot cost its parse the reader's budget (`check_line` counts
+at most 66 bytes a byte: 2 for the byte, 64 for a bracket)."""
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 """Traces at least this large are read by two processes, each taking half of the file."""
@@ -108,17 +121,20 @@ class _Loader:
         self.rows: list[Optional[Row]] = []
         self.orphans: list[Orphan] = []
         self.stored: set[bytes] = set()  # keys of the frames stored (partial mode)
+        self._view: Any = None  # of the buffer, while `scan` runs
         self._names = _Names()
 
     def scan(self, previous: int, end: int) -> None:
         """Read the lines after the newline at ``previous`` up to ``end`` (just past the
         newline of the last line). Raises RecordingError naming the line."""
         at = previous
-        try:
-            self._scan(previous, end)
-        except RecordingError as exc:
-            at = exc.line if exc.line is not None else at
-            raise RecordingError(exc.what, line=self._line_number(at)) from None
+        # Payloads are checked through a view of the buffer: never copied out of it.
+        with memoryview(self.buffer) as self._view:
+            try:
+                self._scan(previous, end)
+            except RecordingError as exc:
+                at = exc.line if exc.line is not None else at
+                raise RecordingError(exc.what, line=self._line_number(at)) from None
 
     def _line_number(self, newline_before: int) -> int:
         return line_at(self.buffer, newline_before + 1)
@@ -129,6 +145,8 @@ class _Loader:
         pair = self._pair
         append = self.rows.append
         name = self._names
+        view = self._view
+        check = check_payload
         for match in LINE.finditer(buffer, previous, end):
             at = match.start()
             if at != previous:
@@ -136,9 +154,13 @@ class _Loader:
             previous = match.end()
             if previous - at > self.max_line:  # one of its lines may be too long
                 self._lengths(at, previous)
+            if previous - at > _NEAR_BUDGET:  # or cost the reader's parse budget
+                self._budgets(at, previous)
             try:
                 if match.start(2) >= 0:  # a whole exchange: the hot path
                     t0, route, kind, method, t1 = match.group(1, 3, 5, 6, 8)
+                    check(buffer, view, match.start(7), match.end(7))
+                    check(buffer, view, match.start(10), match.end(10))
                     append(
                         (
                             name[route],
@@ -153,6 +175,7 @@ class _Loader:
                     continue
                 key = match.group(11)
                 if key is not None:
+                    check(buffer, view, match.start(15), match.end(15))
                     frames[key] = match
                     if self.partial:
                         self.stored.add(key)
@@ -160,10 +183,22 @@ class _Loader:
                     head, req, resp = match.group(16, 17, 18)
                     pair(head + C2S + req, head + S2C + resp)
             except RecordingError as exc:
-                # ``line`` carries the offset of the newline before the line, for `scan`.
-                raise RecordingError(exc.what, line=at) from None
+                # ``line`` carries the offset of the newline before the line, for `scan`
+                # (a payload's check names its own line: the second of a whole exchange).
+                raise RecordingError(exc.what, line=at if exc.line is None else exc.line) from None
         if previous < end - 1:
             self._gap(previous, end - 1)
+
+    def _budgets(self, newline: int, end: int) -> None:
+        """Refuse a line whose parse would cost more than the reader's budget among those
+        after the newline at ``newline`` up to ``end``, as the reader does."""
+        while newline < end:
+            following = self.buffer.find(b"\n", newline + 1, end + 1)
+            if following < 0:
+                following = end
+            if following - newline - 1 > _NEAR_BUDGET:
+                as_the_reader(self.buffer, newline + 1, check_line)
+            newline = following
 
     def _lengths(self, newline: int, end: int) -> None:
         """Refuse a line longer than the reader takes among those after the newline at

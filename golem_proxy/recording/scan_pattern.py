@@ -12,14 +12,15 @@ from .schema import KIND_MEMBERS, MSG_KEY
 __all__ = ["C2S", "LINE", "S2C"]
 
 # What matches one member's value on the fast path: only what the reader accepts, so that a
-# line the pattern takes is one the reader would read the same way (its payload aside, which is
-# checked when it is decoded). Numbers are JSON numbers (no leading zeros) bounded so that every
-# value is finite and within range: whole numbers under 10**15 (`MAX_INT` is 2**53), times under
-# 10**12 seconds. Names are printable ASCII without escapes, so that no invalid UTF-8 or control
-# character gets by. Anything else falls to the slow path, where the reader's checks refuse it
+# line the pattern takes is one the reader would read the same way (its payload aside, which the
+# scanner checks as it takes it). Numbers are JSON numbers (no leading zeros) bounded so that every
+# value is finite and within range: whole numbers under 10**15 (`MAX_INT` is 2**53), times from
+# 0 to under 10**12 seconds (a sign is left to the reader, which refuses a negative time). Names
+# are printable ASCII without escapes, so that no invalid UTF-8 or control character gets by.
+# Anything else falls to the slow path, where the reader's checks refuse it
 # with a message or read it.
 _INT = rb"(?:0|[1-9]\d{0,14})"
-_TIME = rb"-?(?:0|[1-9]\d{0,11})(?:\.\d{1,17})?(?:[eE]-\d{1,2})?"
+_TIME = rb"(?:0|[1-9]\d{0,11})(?:\.\d{1,17})?(?:[eE]-\d{1,2})?"
 _TEXT = rb"[ !#-\[\]-~]*"
 _NAME = rb'"' + _TEXT + rb'"'
 _DEFAULTS: Mapping[str, bytes] = {
@@ -62,8 +63,9 @@ _PAIRING = rb'(?:,"expects_answer":true)?(?:,"answers":' + _INT + rb')?(?:,"orph
 _TOOL_CALLS = (
     rb'(?:,"tool_calls":\[(?:' + _TOOL_CALL + rb"(?:," + _TOOL_CALL + rb")*)?\])?" + _PAIRING
 )
-# The rest of a frame line after ``"msg":``: the payload, then the line's closing brace.
-_PAYLOAD = rb"()[^\n]*\}\r?"
+# The rest of a frame line after ``"msg":``: the payload (up to the line's last closing brace,
+# as the reader slices it), then that brace.
+_PAYLOAD = rb"([^\n]*)\}\r?"
 _GROUP_NAME = rb'"(' + _TEXT + rb')"'
 # The rest of an exchange line after its frame numbers, in the writer's layout.
 _EXCHANGE_TAIL = (
@@ -89,10 +91,9 @@ _EXCHANGE_TAIL = (
 # Every alternative runs to the end of its last line, so a line the pattern did not take shows
 # as a match that does not start where the previous one ended.
 #
-# Groups: 1 t. Whole exchange: 2 conn, 3 route, 4 request n, 5 type, 6 method, 7 (empty, at the
-# request payload), 8 response t, 9 response n, 10 (empty, at the response payload). Frame:
-# 11 key, 12 route, 13 type, 14 method, 15 (empty, at the payload). Exchange: 16 conn and route,
-# 17 req, 18 resp.
+# Groups: 1 t. Whole exchange: 2 conn, 3 route, 4 request n, 5 type, 6 method, 7 request
+# payload, 8 response t, 9 response n, 10 response payload. Frame: 11 key, 12 route, 13 type,
+# 14 method, 15 payload. Exchange: 16 conn and route, 17 req, 18 resp.
 LINE = re.compile(
     b"\\n\\{"
     + _members("frame", "seq", "t", t=b"(" + _TIME + b")")

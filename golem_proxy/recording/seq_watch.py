@@ -65,3 +65,13 @@ class SeqWatch:
             if self.first is None:
                 self.first = SeqJump(line, expected - 1, seq)
         self._last = seq
+
+    def see_exchange(self, request: int, response: int, exchange: int, line: int) -> None:
+        """The numbers of a whole exchange's three lines (request frame, response frame,
+        exchange line) from ``line`` on: `see` for each, in one step when they follow on."""
+        if self._gap is None and self._last == request - 1 == response - 2 == exchange - 3:
+            self._last = exchange
+            return
+        self.see(request, "frame", line)
+        self.see(response, "frame", line + 1)
+        self.see(exchange, "exchange", line + 2)

@@ -20,9 +20,10 @@ import contextlib
 import hashlib
 import os
 import tempfile
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any, Callable, Optional, Union
+from typing import IO, Any, Callable, Optional, Protocol, Union
 
 from golem_core.profiles import Profile
 
@@ -40,6 +41,14 @@ from ..events import (
 from .files import check_replaceable
 
 __all__ = ["RebuiltStream", "chunks_by_event", "rebuild_streams", "write_streams"]
+
+
+class Sink(Protocol):
+    """Where a stream's bytes go as they are rebuilt (a file)."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -69,7 +78,7 @@ class RebuiltStream:
     recorded_bytes: Optional[int] = None
     """What the proxy counted for this direction when the connection closed (None: no close)."""
     keep: bool = field(default=True, repr=False)
-    sink: Optional[IO[bytes]] = field(default=None, repr=False, compare=False)
+    sink: Optional[Sink] = field(default=None, repr=False, compare=False)
     _sha256: Any = field(default_factory=hashlib.sha256, repr=False, compare=False)
 
     def add(self, chunk: bytes) -> None:
@@ -268,6 +277,53 @@ class _Rebuilder:
         target._sha256 = hashlib.sha256(target.data)  # kept in memory: hashed again
 
 
+OPEN_FILES = 128
+"""Stream files `write_streams` keeps open at once, whatever the number of connections open
+together (each has two streams; a process may open only so many files)."""
+
+
+class _OpenFiles:
+    """The files being written, at most ``limit`` of them open: writing to one that is not
+    opens it again to append, and lets the one written to longest ago go."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._open: OrderedDict[str, IO[bytes]] = OrderedDict()
+
+    def write(self, path: str, data: bytes) -> None:
+        handle = self._open.get(path)
+        if handle is None:
+            if len(self._open) >= self.limit:
+                self._open.popitem(last=False)[1].close()
+            handle = self._open[path] = open(path, "ab")  # noqa: SIM115 (the pool closes it)
+        else:
+            self._open.move_to_end(path)
+        handle.write(data)
+
+    def close(self, path: str) -> None:
+        handle = self._open.pop(path, None)
+        if handle is not None:
+            handle.close()
+
+    def close_all(self) -> None:
+        while self._open:
+            self._open.popitem()[1].close()
+
+
+@dataclass
+class _PooledFile:
+    """A stream's file as `RebuiltStream.sink` sees it, open only while `_OpenFiles` keeps it."""
+
+    files: _OpenFiles
+    path: str
+
+    def write(self, data: bytes) -> None:
+        self.files.write(self.path, data)
+
+    def close(self) -> None:
+        self.files.close(self.path)
+
+
 def write_streams(
     events: Iterable[Event],
     profile: Profile,
@@ -276,18 +332,20 @@ def write_streams(
 ) -> list[RebuiltStream]:
     """Rebuild the streams of ``events`` straight into private files in ``directory``
     (`RebuiltStream.filename`, mode 0600), holding no stream in memory. Each is written to a
-    temporary file, closed when its connection closes, and all are renamed into place once
-    every event was read: a damaged line leaves no file behind. An existing file is replaced
-    only when it is a regular file the user owns. Raises OSError, and whatever reading
-    ``events`` raises."""
+    temporary file, and all are renamed into place once every event was read: a damaged line
+    leaves no file behind. At most `OPEN_FILES` are open at once, so any number of connections
+    may be open together. An existing file is replaced only when it is a regular file the user
+    owns. Raises OSError, and whatever reading ``events`` raises."""
     temps: dict[str, str] = {}
+    files = _OpenFiles(OPEN_FILES)
 
     def opened(stream: RebuiltStream) -> None:
         stream.keep = False
         final = os.path.join(directory, stream.filename)
         check_replaceable(final)
         fd, temps[final] = tempfile.mkstemp(dir=directory, prefix=f".{stream.filename}.")
-        stream.sink = os.fdopen(fd, "wb")
+        os.close(fd)  # opened again when written to (`_OpenFiles`)
+        stream.sink = _PooledFile(files, temps[final])
 
     def closed(stream: RebuiltStream) -> None:
         if stream.sink is not None:
@@ -297,15 +355,14 @@ def write_streams(
     rebuilder = _Rebuilder(profile, opened=opened, closed=closed, route_profiles=route_profiles)
     try:
         streams = rebuilder.run(events)
-        for stream in streams.values():
-            closed(stream)
+        files.close_all()
         for final, temp in temps.items():
             check_replaceable(final)
             os.replace(temp, final)
         return list(streams.values())
     except BaseException:
-        for stream in rebuilder.streams.values():
-            closed(stream)
+        with contextlib.suppress(OSError):
+            files.close_all()
         for temp in temps.values():
             with contextlib.suppress(OSError):
                 os.unlink(temp)

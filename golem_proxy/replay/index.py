@@ -113,8 +113,9 @@ def _decode(source: Any, at: Any) -> Any:
             return json.loads(payload)
         except RecursionError:
             raise ValueError("nested too deep") from None
-    # Spliced after ``"msg":`` by the writer, which splices valid JSON only: anything else is
-    # a damaged line, refused as the reader refuses it (the scanner took the line unparsed).
+    # Spliced after ``"msg":`` by the writer, which splices valid JSON only, and checked by
+    # the scanner as it took the line: anything else is a damaged line (the file changed
+    # since), refused as the reader refuses it.
     try:
         check_line(payload)
         return decode_json(payload)

@@ -12,7 +12,17 @@ from ..recording.format import RecordingError
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange
 
-__all__ = ["ExchangeDiff", "TraceDiff", "diff_traces"]
+__all__ = ["DamagedTrace", "ExchangeDiff", "TraceDiff", "diff_traces"]
+
+
+class DamagedTrace(Exception):
+    """A payload of one of the two traces was refused once decoded (the file changed after it
+    was loaded): ``side`` says which (0 for A, 1 for B), ``error`` what the reader says."""
+
+    def __init__(self, side: int, error: RecordingError) -> None:
+        super().__init__(str(error))
+        self.side = side
+        self.error = error
 
 
 @dataclass
@@ -73,7 +83,7 @@ class TraceDiff:
 
 def diff_traces(a: ExchangeTrace, b: ExchangeTrace, comparator: Comparator) -> TraceDiff:
     """Align and compare. ``comparator`` treats A as recorded and B as live. Raises
-    RecordingError naming the file and line of a payload that is damaged."""
+    DamagedTrace saying which trace, its file and the line of a payload that is damaged."""
     pairs: list[ExchangeDiff] = []
     for route in _routes(a, b):
         left = [e for e in a.exchanges if e.route == route]
@@ -104,25 +114,26 @@ def _compare(
     comparator: Comparator,
 ) -> list[Difference]:
     request = comparator.compare(
-        {"params": _params(_decoded(a, x, response=False))},
-        {"params": _params(_decoded(b, y, response=False))},
+        {"params": _params(_decoded(a, 0, x, response=False))},
+        {"params": _params(_decoded(b, 1, y, response=False))},
         x.method,
     )
     response = comparator.compare(
-        envelope_body(_decoded(a, x, response=True)),
-        envelope_body(_decoded(b, y, response=True)),
+        envelope_body(_decoded(a, 0, x, response=True)),
+        envelope_body(_decoded(b, 1, y, response=True)),
         x.method,
     )
     return request + response
 
 
-def _decoded(trace: ExchangeTrace, exchange: RecordedExchange, *, response: bool) -> Any:
+def _decoded(trace: ExchangeTrace, side: int, exchange: RecordedExchange, *, response: bool) -> Any:
     """The request or response of ``exchange`` decoded (its parse budget checked first, as
-    the reader does), or its text when it was recorded as it came, not JSON."""
+    the reader does), or its text when it was recorded as it came, not JSON. Raises
+    DamagedTrace naming ``side`` (0: A, 1: B)."""
     try:
         return exchange.response_obj() if response else exchange.request_obj()
     except RecordingError as exc:
-        raise (exc.at(trace.path) if trace.path is not None else exc) from None
+        raise DamagedTrace(side, exc.at(trace.path) if trace.path is not None else exc) from None
     except ValueError:
         payload = exchange.response if response else exchange.request
         return payload.decode("utf-8", "replace")

@@ -13,10 +13,11 @@ from typing import IO, Optional
 
 from golem_core.profiles import Profile
 
+from ..analysis.reading_notes import order_notes
 from ..events import Event, SessionEnded
 from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import Header, RecordingError, RecordingReader, open_recording
-from .bridge import EventBuffer, Progress
+from .bridge import EventBuffer, Progress, SourceInfo
 from .compact import Compactor
 
 __all__ = ["PUSH_EVERY", "RecordingSource", "TailStream", "compacting_reader", "ended_text"]
@@ -83,6 +84,7 @@ class RecordingSource:
         # What a followed file starts with, and which file it is: a recording written again
         # on the same path (``proxy --record`` again) truncates or replaces it.
         self._identity = _identity(stream.fileno()) if follow else None
+        self._order_notes: tuple[str, ...] = ()
         self.header: Header = reader.header
         self.profile: Profile = reader.profile
         self.route_profiles: Optional[dict[str, Profile]] = reader.route_profiles
@@ -133,10 +135,12 @@ class RecordingSource:
                     if len(batch) >= PUSH_EVERY:
                         sink.push_many(batch, self.progress())
                         batch = []
+                        self._note_order(sink)
                         if self._stop.is_set():
                             break
                 sink.push_many(batch, self.progress())
                 batch = []
+                self._note_order(sink)
                 ended = self._reader.ended  # the last line read says the session ended
                 if not self.follow or ended is not None:
                     break
@@ -159,6 +163,15 @@ class RecordingSource:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _note_order(self, sink: EventBuffer) -> None:
+        """Say above the table, as `show` says on stderr, where the lines read so far were
+        first lost or out of order (their ``seq``, their ``t``); again only when that
+        changes (a followed file's count of other places grows)."""
+        notes = tuple(order_notes(self.path, self._reader.seq, self._reader.times))
+        if notes != self._order_notes:
+            self._order_notes = notes
+            sink.describe(SourceInfo(self.description, notes))
 
     def _gone(self) -> Optional[str]:
         """Why the rows read so far are no longer the followed file's (it was truncated, or

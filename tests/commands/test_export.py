@@ -7,6 +7,9 @@ import hashlib
 import io
 import json
 import random
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ from golem_core.profiles import JSONRPC_NDJSON
 from golem_proxy.events import Direction, Event, FrameSeen
 from golem_proxy.recording.format import RecordingReader, read_recording
 from golem_proxy.recording.streams import rebuild_streams, write_streams
-from tests.support.cli_helpers import run_cli, run_main
+from tests.support.cli_helpers import cli_env, run_cli, run_main
 from tests.support.trace_builder import TapSimulator, golem_session, write_recording
 
 
@@ -197,3 +200,44 @@ def read_recording_events(tmp_path: Path, tap: TapSimulator) -> list[Event]:
     path = tmp_path / "session.jsonl"
     path.write_bytes(write_recording(tap.events))
     return read_recording(str(path)).events
+
+
+CONNECTIONS_AT_ONCE = 6000
+
+
+def test_streams_of_more_connections_open_at_once_than_files_may_be_open(tmp_path: Path) -> None:
+    """Each open connection has two stream files being written: with 6,000 open together,
+    and a process allowed 1,024 open files, every stream is still written whole."""
+    tap = TapSimulator()
+    for conn in range(1, CONNECTIONS_AT_ONCE + 1):
+        tap.open(conn)
+        tap.request(conn, {"id": f"r{conn}", "method": "ping", "params": {}})
+    for conn in range(1, CONNECTIONS_AT_ONCE + 1):
+        tap.respond(conn, {"id": f"r{conn}", "result": {"conn": conn}, "error": None})
+    for conn in range(1, CONNECTIONS_AT_ONCE + 1):
+        tap.close(conn)
+    path = tmp_path / "crowd.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    out = tmp_path / "out"
+
+    def few_open_files() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "golem_proxy", "export", str(path), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=few_open_files,
+        env=cli_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    index = json.loads((out / "index.json").read_text())
+    streams = index["streams"]
+    assert len(streams) == 2 * CONNECTIONS_AT_ONCE
+    assert all(stream["complete"] for stream in streams)
+    for conn in (1, CONNECTIONS_AT_ONCE // 2, CONNECTIONS_AT_ONCE):
+        for direction in Direction:
+            written = out / f"conn-{conn:04d}-{direction.value}.bin"
+            assert written.read_bytes() == tap.fed(conn, direction)

@@ -123,3 +123,22 @@ def test_lines_lost_from_a_recording_are_noted_once(tmp_path: Path) -> None:
     with TraceBuilder.create(str(whole)) as trace:
         trace.call("ping", {}, {"alive": True})
     assert run_cli("show", str(whole)).stderr == ""
+
+
+def test_times_that_go_back_are_noted_once(tmp_path: Path) -> None:
+    path = tmp_path / "back.jsonl"
+    with TraceBuilder.create(str(path)) as trace:
+        for _ in range(3):
+            trace.call("ping", {}, {"alive": True})
+    lines = path.read_bytes().splitlines(keepends=True)
+    # The second answer (line 7) is recorded with a time before the first answer's.
+    lines[6] = re.sub(rb'"t":[0-9.e-]+', b'"t":0.0001', lines[6], count=1)
+    path.write_bytes(b"".join(lines))
+    done = run_cli("show", str(path))
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(
+        rf"note: {re.escape(str(path))}: line 7: t goes back from \d+\.\d{{6}} to 0\.000100 s "
+        r"in connection 1's s2c stream \(lines out of order, or times changed\); flows near it "
+        r"may be wrong\n",
+        done.stderr,
+    ), done.stderr

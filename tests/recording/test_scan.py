@@ -127,3 +127,61 @@ def test_a_line_too_long_is_refused_as_the_reader_refuses_it(tmp_path: Path) -> 
         said = refusal(lambda p: read_recording(p, max_line=2000), path)
         assert "longer than 2000 bytes" in said, name
         assert refusal(lambda p: scan_exchanges(p, max_line=2000), path) == said, name
+
+
+def _payload(line: bytes, payload: bytes) -> bytes:
+    """``line`` (a frame in the writer's layout) with ``payload`` spliced in as its msg."""
+    return line[: line.index(b',"msg":') + len(b',"msg":')] + payload + b"}\n"
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"id": "x", "result": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+
+
+# What happens to a frame's payload in the writer's layout (the lines the scanner takes whole,
+# payload unparsed): each is refused by the reader.
+PAYLOAD_DAMAGE: dict[str, Change] = {
+    "not JSON": lambda line: _payload(line, b'{"id": "x",}'),
+    "msg twice": FRAME_DAMAGE["msg twice"],
+    "invalid UTF-8": lambda line: _payload(line, b'{"id": "\xff"}'),
+    "nested too deep": lambda line: _payload(line, _nested(256)),
+    "NaN": lambda line: _payload(line, b'{"id": "x", "result": NaN}'),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(PAYLOAD_DAMAGE))
+@pytest.mark.parametrize(
+    "number, alone",
+    [(3, False), (4, False), (3, True)],
+    ids=["request", "answer", "a frame taken alone"],
+)
+def test_a_damaged_payload_is_refused_at_load_as_the_reader_refuses_it(
+    tmp_path: Path, damage: str, number: int, alone: bool
+) -> None:
+    path, lines = recording(tmp_path)
+    lines[number - 1] = PAYLOAD_DAMAGE[damage](lines[number - 1])
+    if alone:  # the exchange line spaced: its frames are taken one by one
+        lines[4] = json.dumps(_members(lines[4])).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+    said = refusal(read_recording, path)
+    assert said.startswith(f"{path}: line {number}: ")
+    assert refusal(scan_exchanges, path) == said
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        _nested(255),
+        b'{"id": "x", "result": "\\ud800"}',  # a lone surrogate, as an escape
+        b'{"id": "x", "result": 123456789012345678901234567890}',
+        b'{"id": "x", "result": 1e999}',
+    ],
+    ids=["as deep as the reader takes", "lone surrogate", "long integer", "huge number"],
+)
+def test_a_payload_the_reader_takes_is_taken(tmp_path: Path, payload: bytes) -> None:
+    # JSON that orjson refuses and the reader reads: the reader's own reading decides.
+    path, lines = recording(tmp_path)
+    lines[3] = _payload(lines[3], payload)
+    path.write_bytes(b"".join(lines))
+    assert len(read_recording(str(path)).exchanges()) == 10
+    assert len(scan_exchanges(str(path)).rows) == 10

@@ -308,8 +308,9 @@ def test_diff_and_verify_refuse_a_damaged_trace_as_show_does(
         said = show.stderr.removeprefix("golem-proxy: ")
         assert said.startswith(f"{path}: line ")
         diff = golem_proxy("diff", str(demo_trace), str(path))
-        assert diff.returncode == 2, diff.stdout
-        assert diff.stderr.endswith(said), diff.stderr
+        assert (diff.returncode, diff.stderr) == (2, f"golem-proxy: trace B, {said}"), diff.stdout
+        swapped = golem_proxy("diff", str(path), str(demo_trace))
+        assert swapped.stderr == f"golem-proxy: trace A, {said}", swapped.stdout
         verify = verify_fresh(path)
         assert (verify.returncode, verify.stderr) == (2, show.stderr), verify.stdout
 
@@ -322,3 +323,24 @@ def test_verify_refuses_a_trace_with_no_exchange(demo_trace: Path, tmp_path: Pat
     assert done.stderr == (
         f"golem-proxy: {empty} has no exchange to verify (no request in it was answered)\n"
     )
+
+
+def test_replay_refuses_a_damaged_payload_at_load_as_show_does(
+    demo_trace: Path, tmp_path: Path
+) -> None:
+    # The last answer's payload, in the writer's layout: replay takes such a line unparsed and
+    # would serve it last, if ever; it is refused before the replay is ready.
+    lines = demo_trace.read_bytes().splitlines(keepends=True)
+    answer = max(n for n, line in enumerate(lines, 1) if b'"dir":"s2c","n"' in line)
+    line = lines[answer - 1]
+    damaged = _with_line(
+        demo_trace, tmp_path / "answer.jsonl", answer, line.replace(b',"msg":{', b',"msg":{,', 1)
+    )
+    show = golem_proxy("show", str(damaged))
+    assert show.returncode == 2 and show.stderr.startswith(f"golem-proxy: {damaged}: line "), (
+        show.stderr
+    )
+    replay = golem_proxy(
+        "replay", str(damaged), "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0"
+    )
+    assert (replay.returncode, replay.stderr) == (2, show.stderr), replay.stdout

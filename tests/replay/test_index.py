@@ -324,20 +324,34 @@ def _damaged_payload(tmp_path: Path, change: Any) -> tuple[Path, int]:
     ],
     ids=["msg twice", "not UTF-8", "too deep", "not JSON"],
 )
-def test_a_damaged_payload_is_refused_when_decoded_as_the_reader_refuses_it(
+def test_a_damaged_payload_is_refused_at_load_as_the_reader_refuses_it(
     tmp_path: Path, change: Any
 ) -> None:
+    # Refused before anything is served: not only once (if ever) its exchange is.
     path, number = _damaged_payload(tmp_path, change)
     with pytest.raises(RecordingError) as read:
         read_recording(str(path))
-    trace = load_exchanges(str(path))
-    try:
-        with pytest.raises(RecordingError) as decoded:
-            trace.exchanges[0].request_obj()
-    finally:
-        trace.close()
+    with pytest.raises(RecordingError) as loaded:
+        load_exchanges(str(path))
     assert read.value.line == number
-    assert str(decoded.value.at(str(path))) == str(read.value)
+    assert str(loaded.value) == str(read.value)
+
+
+@pytest.mark.usefixtures("single_threaded")
+def test_a_damaged_payload_in_the_half_a_child_reads_is_refused_alike(tmp_path: Path) -> None:
+    path = modelling_session(tmp_path / "t.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    last_request = max(n for n, line in enumerate(lines) if b'"dir":"c2s"' in line)
+    lines[last_request] = lines[last_request].replace(b'"params": ', b'"params": ,', 1)
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(RecordingError) as read:
+        read_recording(str(path))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(scan, "PARALLEL_MIN_BYTES", 0)
+        with pytest.raises(RecordingError) as loaded:
+            load_exchanges(str(path))
+    assert read.value.line == last_request + 1
+    assert str(loaded.value) == str(read.value)
 
 
 def test_a_payload_recorded_in_base64_that_is_not_json_is_no_damage(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from golem_proxy.recording.format import Header
 from golem_proxy.recording.reader import read_recording
 from golem_proxy.recording.samples import samples
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.bridge import Progress
+from golem_proxy.tui.bridge import Progress, SourceInfo
 from golem_proxy.tui.compact import compactor_for, is_compact
 from golem_proxy.tui.export import call_command, request_json, save_events
 from golem_proxy.tui.model import SessionModel
@@ -78,6 +78,9 @@ class _Folding:
     def push_many(self, events: list[Event], progress: Optional[Progress] = None) -> int:
         self.model.apply(events)
         return len(events)
+
+    def describe(self, info: SourceInfo) -> None:
+        pass  # notes above the table: no app to show them
 
     def finish(self, reason: str = "", *, failed: bool = False) -> None:
         assert not failed, reason

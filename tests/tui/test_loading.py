@@ -10,7 +10,7 @@ from typing import Optional
 
 from golem_proxy.events import Event
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.bridge import EventBuffer, Progress
+from golem_proxy.tui.bridge import EventBuffer, Progress, SourceInfo
 from golem_proxy.tui.sources import PUSH_EVERY, RecordingSource
 from golem_proxy.tui.widgets.flows_table import row_cells
 from tests.support.sessions import bulk_session, write_recording
@@ -34,6 +34,9 @@ class GatedSink:
             self.gate.wait(TIMEOUT)
         self.pushes += 1
         return self.buffer.push_many(events, progress)
+
+    def describe(self, info: SourceInfo) -> None:
+        self.buffer.describe(info)
 
     def finish(self, reason: str = "", *, failed: bool = False) -> None:
         self.buffer.finish(reason, failed=failed)

@@ -22,6 +22,7 @@ from golem_proxy.recording.format import (
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import Batch, EventBuffer
 from golem_proxy.tui.sources import RecordingSource
+from tests.replay.traces import modelling_session
 from tests.support.sessions import SessionBuilder, golem_header
 
 from .helpers import run, wait_for
@@ -193,3 +194,55 @@ def test_a_followed_file_replaced_on_its_path_says_so(tmp_path: Path) -> None:
     _, last = _follow_until_finished(path, lambda: os.replace(other, path))
     assert last.finished and last.failed
     assert last.reason == f"{path} was replaced or removed: the rows shown are from the file before"
+
+
+def test_lines_lost_from_a_recording_read_the_fast_way_are_noted(tmp_path: Path) -> None:
+    path = modelling_session(tmp_path / "lost.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:5] + lines[8:]))  # the second exchange's three lines
+    source = RecordingSource.open(str(path))
+    sink = EventBuffer(limit=None)
+    source.run(sink)
+    batch = sink.drain()
+    assert batch.info is not None
+    assert batch.info.notes == (
+        f"note: {path}: line 6: seq jumps from 4 to 8 (3 lines lost or out of order); "
+        "flows near it may be wrong",
+    )
+
+
+def test_a_followed_file_whose_lines_jump_says_so_and_keeps_the_count_true(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "live.jsonl"
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    first = s.request(1, "ping", {}, 0.1)
+    s.respond(first, 0.2, result={})
+    writer = RecordingWriter.create(str(path), golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.flush()
+    source = RecordingSource.open(str(path), follow=True, poll=0.01)
+
+    def append(seq: int) -> None:
+        s.events = []
+        s.respond(s.request(1, "ping", {}, 0.5), 0.6, result={})
+        lines = [encode_event(e, GOLEM, seq + i) or b"" for i, e in enumerate(s.events)]
+        writer.stream.write(b"".join(lines))
+        writer.stream.flush()
+
+    async def body() -> None:
+        app = GolemProxyApp(source, source.profile, "follow", header=source.header)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 1)
+            assert "seq" not in app.banner.text
+            append(10)  # after 4: lines 5 to 9 lost
+            await wait_for(pilot, lambda: "seq jumps" in app.banner.text)
+            assert "line 6: seq jumps from 4 to 10 (5 lines lost" in app.banner.text
+            append(20)
+            await wait_for(pilot, lambda: "and 1 other place" in app.banner.text)
+            assert app.banner.text.count("seq jumps") == 1
+        writer.close()
+
+    run(body())
