@@ -10,6 +10,7 @@ makes another call is the call's that sent it alone, not ambiguous."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import Direction, FrameSeen
 from golem_proxy.recording.reader import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
 
 from .console_client import DEADLINE, FILTER, ConsoleClient, private_dir
 from .mcp_helpers import ROOT, call_tools, environment, wrapped
@@ -76,6 +78,21 @@ def test_a_delayed_request_belongs_to_the_call_that_sent_it(tmp_path: Path, obse
     ]
     [flow] = [flow for flow in calls[0].golem if flow.method == "scene.create_layer"]
     assert flow.response == delayed_answer  # answered, though nobody read the answer
+    assert flow.latency is not None and calls[0].latency is not None
+    assert flow.latency > calls[0].latency  # the exchange outlived its call
+
+    # Its call's time splits into Rhino's and the server's within the call's own latency:
+    # the part of the exchange after the call answered is no part of it.
+    stats = run_cli("stats", "--json", str(record))
+    assert stats.returncode == 0, stats.stderr
+    tools = {row["tool"]: row for row in json.loads(stats.stdout)["tools"]}
+    gave_up_row = tools["create_layer_within"]
+    latency_ms = gave_up_row["latency"]["max_ms"]
+    assert 0 < gave_up_row["rhino_mean_ms"] < latency_ms
+    assert gave_up_row["server_mean_ms"] > 0
+    assert gave_up_row["rhino_mean_ms"] + gave_up_row["server_mean_ms"] == pytest.approx(
+        latency_ms, abs=0.01
+    )
 
 
 def test_a_request_held_while_the_client_calls_again_is_the_first_calls_alone(
