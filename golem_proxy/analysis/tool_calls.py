@@ -338,8 +338,22 @@ class ToolCall:
 
     @property
     def rhino_time(self) -> float:
-        """Seconds spent in GOLEM exchanges under this call (request sent to answer read)."""
-        return sum(flow.latency or 0.0 for flow in self.golem)
+        """Seconds of this call's span spent in the GOLEM exchanges it caused (request sent to
+        answer read). Only the part of an exchange inside the span counts: one may outlive
+        its call (the server's tool gave up waiting and answered; Rhino answered later), and
+        that later part is no part of the call's latency. An unanswered call's span has no
+        end yet."""
+        start = self.flow.t
+        end = None if self.latency is None else start + self.latency
+        total = 0.0
+        for flow in self.golem:
+            if flow.latency is None:
+                continue
+            finish = flow.t + flow.latency
+            if end is not None:
+                finish = min(finish, end)
+            total += max(0.0, finish - max(flow.t, start))
+        return total
 
     @property
     def server_time(self) -> Optional[float]:

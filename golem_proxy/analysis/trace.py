@@ -256,5 +256,18 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
     if flow.connection_failed is not None:
         closed = flow.connection_failed
         data["connection_failed"] = {"reason": closed.reason, "abnormal": closed.abnormal}
+    if flow.faults:
+        # What the proxy did to this flow's frames on purpose (--fault, --intercept), as the
+        # flow tracker attached it: the event that follows a frame is that frame's.
+        data["faults"] = [
+            {
+                "fault": action.fault,
+                "direction": action.direction.value,
+                "t": action.t,
+                "detail": action.detail,
+                "withheld": action.withheld,
+            }
+            for action in flow.faults
+        ]
     data["violations"] = [violation.to_json() for violation in flow.violations]
     return data

@@ -14,6 +14,7 @@ from rich.text import Text
 from golem_core.catalogue import MethodCatalogue
 from golem_core.profiles import Profile
 
+from ..analysis.call_rows import CallRows
 from ..analysis.flows import Flow
 from ..analysis.stats import method_label
 from ..analysis.tool_calls import (
@@ -187,6 +188,7 @@ class _Layers:
         self.index = index
         self.golem_only = golem_only
         self.catalogue = catalogue
+        self._rows = CallRows()
 
     @property
     def guessing(self) -> bool:
@@ -209,13 +211,15 @@ class _Layers:
 
     def method_cell(self, flow: Flow) -> Optional[str]:
         """The method column of a two-layer row: a tool call as ``tool(arguments)``, a GOLEM
-        flow marked with the call it belongs to (`two_layer_label`), the candidates of an
-        ambiguous one by number; None: the plain method."""
+        flow marked with the call it belongs to (`two_layer_label`; its call named where the
+        row is shown away from the call's row), the candidates of an ambiguous one by
+        number; None: the plain method. Called once per row shown, in order."""
         index = self.index
         if not index.has_mcp_layer:
             return None
         if index.layer(flow) != LAYER_MCP:
             attribution = index.attribution(flow)
+            away = "" if self.golem_only else self._rows.suffix(flow, attribution.number)
             method = flow.method
             if method is None:
                 method = connection_text(flow) or method_label(flow)
@@ -224,6 +228,9 @@ class _Layers:
             if attribution.state == "ambiguous":
                 numbers = "|".join(f"#{n}" if n is not None else "?" for n in attribution.numbers)
                 return f"  ? {method} (ambiguous: {numbers})"
+            label = two_layer_label(flow)
+            return label + away if label is not None else None
+        self._rows.suffix(flow, None)  # an MCP row: the rows after it stand under it
         return two_layer_label(flow)
 
     def status(self, flow: Flow, profile: Profile) -> Text:

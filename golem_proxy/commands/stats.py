@@ -72,7 +72,7 @@ def tool_table(rows: list[ToolStats]) -> Table:
         "calls caused; shared: those sent while calls overlapped (each names every "
         "candidate, and is in no golem count); no conn: GOLEM connections a call opened that "
         "ended before a byte crossed them (the plugin refused them, …); rhino: the GOLEM "
-        "exchanges a call caused, "
+        "exchanges a call caused, within its span, "
         "server: the rest of its latency (means per answered call with no shared flow)",
         caption_justify="left",
         box=box.SIMPLE_HEAD,

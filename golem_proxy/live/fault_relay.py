@@ -176,20 +176,21 @@ class FaultRelay:
             conn=self.conn.conn, route=self.conn.route.name, direction=direction, t=self.now()
         )
 
-    def _publish(self, direction: Direction, action: FrameAction, only: str = "") -> None:
+    def _publish(self, direction: Direction, action: FrameAction) -> None:
+        """Publish the events of the faults that hit a frame, in order after what was observed
+        so far: called once the frame was (or, withheld, was recorded as) sent, so they land
+        on its flow, not on the connection's flow before it."""
         for fault, detail in action.events:
-            if (fault == "delay") == (only == "delay"):
-                self.conn.publish_in_order(
-                    self.publish,
-                    FaultInjected(
-                        **self._where(direction),
-                        fault=fault,
-                        detail=detail,
-                        method=action.method,
-                        withheld=action.withhold is not None
-                        and fault == action.withhold.kind.value,
-                    ),
-                )
+            self.conn.publish_in_order(
+                self.publish,
+                FaultInjected(
+                    **self._where(direction),
+                    fault=fault,
+                    detail=detail,
+                    method=action.method,
+                    withheld=action.withhold is not None and fault == action.withhold.kind.value,
+                ),
+            )
 
     def _announce(
         self,
@@ -335,8 +336,7 @@ class FaultRelay:
         if self.faults is None:
             return await self._send(direction, raw, sent_at=sent_at, frame=frame)
         action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
-        if action.delay:
-            self._publish(direction, action, only="delay")
+        if action.delay:  # said once the frame went on (`_publish`)
             await trio.sleep(action.delay)
         rule = action.withhold
         if rule is not None:
@@ -354,8 +354,8 @@ class FaultRelay:
                 self.scope.cancel()
                 return False
             return True  # dropped
-        self._publish(direction, action)
         if action.truncate_at is not None:
+            self._publish(direction, action)
             await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
             self.conn.eof[direction] = True
             async with self.locks[direction]:
@@ -367,9 +367,11 @@ class FaultRelay:
             return False
         # A corrupted frame is no longer the frame decoded: the tap decodes what is sent.
         sent = frame if action.data is raw else None
-        return await self._send(
+        going = await self._send(
             direction, action.data, action.slice_size or 0, action.gap, sent_at, sent
         )
+        self._publish(direction, action)  # after the frame: on its flow
+        return going
 
 
 def _or_now(sent_at: Optional[float], now: Callable[[], float]) -> float:

@@ -16,6 +16,7 @@ from typing import Optional
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL
 
+from ..analysis.call_rows import call_number, head_above, indented, of_call
 from ..analysis.filter_predicates import frame_text
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow
@@ -214,9 +215,24 @@ class SessionModel:
         return safe_text(flow.status(self.profile))
 
     def label(self, flow: Flow) -> str:
-        """The method column: `flow_label`, with ``▸`` before a tool call folded shut."""
+        """The method column: `flow_label`, with ``▸`` before a tool call folded shut, and
+        after a GOLEM row shown away from its tool call's row the call it belongs to."""
         folded = bool(self.folded) and call_key(flow) in self.folded
-        return ("▸ " if folded else "") + flow_label(flow)
+        text = ("▸ " if folded else "") + flow_label(flow) + self._of_call(flow)
+        self.widest_method = max(self.widest_method, len(text))  # drawn wider next time
+        return text
+
+    def _of_call(self, flow: Flow) -> str:
+        """`of_call` when the row above ``flow`` in the view stands under another call."""
+        owner = owner_key(flow)
+        if owner is None or not indented(flow):
+            return ""
+        index = flow.number - 1
+        view, flows = self.view, self.flows
+        position = bisect.bisect_left(view, index)
+        if head_above(lambda row: flows[view[row]], position) == owner:
+            return ""
+        return of_call(flow, call_number(flows, index, owner))
 
     def _matches(self, flow: Flow) -> bool:
         if self._filter is not None and not self._filter.matches(flow, self.profile):

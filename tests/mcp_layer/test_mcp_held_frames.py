@@ -10,6 +10,7 @@ makes another call is the call's that sent it alone, not ambiguous."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -19,10 +20,13 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from golem_core.profiles import GOLEM
 from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import Direction, FrameSeen
 from golem_proxy.recording.reader import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
+from golem_proxy.tui.model import SessionModel
+from tests.support.cli_helpers import run_cli
 
 from .console_client import DEADLINE, FILTER, ConsoleClient, private_dir
 from .mcp_helpers import ROOT, call_tools, environment, wrapped
@@ -76,6 +80,48 @@ def test_a_delayed_request_belongs_to_the_call_that_sent_it(tmp_path: Path, obse
     ]
     [flow] = [flow for flow in calls[0].golem if flow.method == "scene.create_layer"]
     assert flow.response == delayed_answer  # answered, though nobody read the answer
+    assert flow.latency is not None and calls[0].latency is not None
+    assert flow.latency > calls[0].latency  # the exchange outlived its call
+
+    # Its call's time splits into Rhino's and the server's within the call's own latency:
+    # the part of the exchange after the call answered is no part of it.
+    stats = run_cli("stats", "--json", str(record))
+    assert stats.returncode == 0, stats.stderr
+    tools = {row["tool"]: row for row in json.loads(stats.stdout)["tools"]}
+    gave_up_row = tools["create_layer_within"]
+    latency_ms = gave_up_row["latency"]["max_ms"]
+    assert 0 < gave_up_row["rhino_mean_ms"] < latency_ms
+    assert gave_up_row["server_mean_ms"] > 0
+    assert gave_up_row["rhino_mean_ms"] + gave_up_row["server_mean_ms"] == pytest.approx(
+        latency_ms, abs=0.01
+    )
+    assert_a_row_away_from_its_call_names_it(record, calls[0].number)
+
+
+def assert_a_row_away_from_its_call_names_it(record: Path, call: int) -> None:
+    """The delayed request's row, numbered when it went on, stands under the next call's row:
+    in show and in the TUI it names its own call; the rows under their own call do not."""
+    shown = run_cli("show", str(record))
+    assert shown.returncode == 0, shown.stderr
+    rows = [line for line in shown.stdout.splitlines() if "↳" in line]
+    named = [row for row in rows if "(of #" in row]
+    assert len(named) == 1 and "scene.create_layer" in named[0], rows
+    assert f"↳ scene.create_layer (of #{call} create_layer_within)" in named[0]
+    # The table as a user reads it: the row stands under list_layers(), not its call.
+    lines = shown.stdout.splitlines()
+    above = lines[: lines.index(named[0])]
+    assert "list_layers()" in next(line for line in reversed(above) if "↳" not in line)
+
+    model = SessionModel(GOLEM)
+    model.apply(read_recording(str(record)).events)
+    labels = {model.label(flow).strip() for flow in model.flows if flow.method}
+    assert f"↳ scene.create_layer (of #{call} create_layer_within)" in labels
+    assert "↳ scene.list_layers" in labels
+    # Filtered to the GOLEM rows, no row stands under its call's row: each names it.
+    model.set_filter("~m ^scene")
+    shown_labels = [model.label(model.flows[index]).strip() for index in model.view]
+    assert shown_labels[0] == f"↳ scene.create_layer (of #{call} create_layer_within)"
+    assert shown_labels[1].startswith("↳ scene.list_layers (of #")
 
 
 def test_a_request_held_while_the_client_calls_again_is_the_first_calls_alone(
