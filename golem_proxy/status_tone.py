@@ -23,7 +23,8 @@ class Tone(enum.Enum):
     MALFORMED = "malformed"
     """The protocol broke: a malformed message, an id not echoed, a framing error."""
     WAITING = "waiting"
-    """No answer yet."""
+    """No answer yet, or nothing to answer (a connection closed cleanly before a byte
+    crossed it)."""
     UNOBSERVED = "unobserved"
     """Bytes forwarded but not inspected."""
     UNDELIVERED = "undelivered"

@@ -159,11 +159,14 @@ class Flow:
     def is_error(self) -> bool:
         """The exchange failed: its outcome is not ok (an error envelope, an error in the
         result, ``success: false``, a malformed answer), the request is malformed, a framing
-        error, a request that was never answered, or a connection that carried nothing."""
+        error, a request that was never answered, or a connection that carried nothing and
+        was reset or refused (one closed cleanly before a byte crossed it, a client's probe,
+        is no failure)."""
+        failed = self.connection_failed
         if (
             self.frame_error is not None
             or self.closed_unanswered
-            or self.connection_failed is not None
+            or (failed is not None and failed.abnormal)
         ):
             return True
         if self.request is not None and isinstance(self.request.message, Malformed):
@@ -198,9 +201,10 @@ class Flow:
             return outcome_tone(self.outcome, self.undelivered)
         if self.request is not None and isinstance(self.request.message, Malformed):
             return Tone.MALFORMED
-        if self.closed_unanswered or self.connection_failed is not None:
+        failed = self.connection_failed
+        if self.closed_unanswered or (failed is not None and failed.abnormal):
             return Tone.FAILED
-        return Tone.WAITING
+        return Tone.WAITING  # no answer yet, or a connection closed cleanly before a byte
 
     def status(self, profile: Profile) -> str:
         """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,

@@ -47,9 +47,9 @@ class FramedStream:
         self.answers = AnswerReader(profile)
         self.observe = observe
         self.received_at: Optional[float] = None
+        """The trio time the last chunk arrived (the one that completed the last frame)."""
         self.sent_at: Optional[float] = None
         """When the last `send` began (trio's clock)."""
-        """The trio time the last chunk arrived (the one that completed the last frame)."""
 
     async def exchange(self, data: bytes) -> Frame:
         """Send ``data`` (a framed message) and return the next frame the peer sends.
