@@ -85,7 +85,10 @@ def live_source(
 
     listens = ", ".join(str(route.listen) for route in config.routes)
     return TrioThreadSource(
-        serve, description=f"starting on {listens}", describe_error=_describe_failure
+        serve,
+        description=f"starting on {listens}",
+        describe_error=_describe_failure,
+        route_profiles=config.route_profiles(),
     )
 
 

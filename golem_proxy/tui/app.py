@@ -139,7 +139,9 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.title = title
         self.recording_header = header or RecordingHeader.new(profile.name, ())
         self.pace = StreamPace(refresh_interval, stream_interval)
-        self.model = SessionModel(profile, compactor_for(source, profile), payload_budget)
+        release_over = payload_budget.release_over if payload_budget is not None else None
+        compactor = compactor_for(source, profile, release_over)
+        self.model = SessionModel(profile, compactor, payload_budget)
         if filter_text:
             self.model.set_filter(filter_text)
         # A source that is never dropped from (a file) waits for the screen instead.

@@ -11,8 +11,9 @@ message the tap parsed (long strings already elided above 1 MiB). Only the bytes
 recording holds them.
 
 Frames under `RELEASE_OVER` are kept whatever the budget: they are the table's substance, and
-each costs about what its row does. Compact frames (a recording's, `golem_proxy.tui.compact`)
-are never released: their message is parsed again from the payload on demand.
+each costs about what its row does. Compact frames (a recording's, and a live session's under
+`RELEASE_OVER`: `golem_proxy.tui.compact`) are never released: their message is parsed again
+from the payload on demand.
 
 The decision is made once, here, and carried by the frame; readers ask `released()` and say
 `release_note()` instead of showing an empty body.
