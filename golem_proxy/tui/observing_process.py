@@ -33,6 +33,7 @@ from ..live.session import ProxySession, SessionConfig
 from ..table_layout import print_line
 from .app import GolemProxyApp
 from .bridge import EventBuffer, SourceInfo, TrioThreadSource, hub_sink
+from .flow_bound import FlowBound
 from .payloads import PayloadBudget
 from .reloading import ReloadGate, read_back
 
@@ -203,6 +204,7 @@ def observe_with_tui(
         route_targets=through,
         payload_budget=budget,
         buffer=buffer,
+        flow_bound=FlowBound(recording=config.record_path),
     )
     try:
         app.run()

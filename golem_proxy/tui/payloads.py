@@ -134,6 +134,20 @@ class PayloadBudget:
             self._kept.append((flow, is_response))
             self.kept += len(frame.payload)
 
+    def let_go(self, flows: set[int]) -> None:
+        """Stop counting the large frames of the flows whose ids are ``flows``: the model
+        let them go (`golem_proxy.tui.flow_bound`), and their bytes with them."""
+        kept: deque[tuple[Flow, bool]] = deque()
+        for flow, is_response in self._kept:
+            if id(flow) not in flows:
+                kept.append((flow, is_response))
+                continue
+            frame = flow.response if is_response else flow.request
+            if frame is not None and id(frame) in self._counted:
+                self._counted.discard(id(frame))
+                self.kept -= len(frame.payload)
+        self._kept = kept
+
     def enforce(self) -> int:
         """Release the oldest large payloads until at most ``keep`` bytes are kept. Returns
         how many were released now."""
