@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from golem_core.contract import Severity, Violation
 from golem_core.messages import Malformed, Notification
@@ -368,6 +368,34 @@ class FlowTracker:
         self._by_request.clear()
         rest.sort(key=_number)
         return rest
+
+    def let_go(self, count: int, keep: Callable[[Flow], bool] = lambda flow: False) -> list[Flow]:
+        """Remove from ``flows`` (with ``keep``: a live TUI's bound) the ``count`` oldest
+        flows that are settled and that ``keep`` does not keep, and forget the rows it holds
+        for what may follow them (a connection's newest row, the last unpaired row, a framing
+        error's row): what comes for them later is placed in no row. A pending flow stays,
+        so that its answer still finds it. Returns the flows let go, oldest first; ``flows``
+        is a new list."""
+        gone: list[Flow] = []
+        kept: list[Flow] = []
+        flows = self.flows
+        at = 0
+        while at < len(flows) and len(gone) < count:
+            flow = flows[at]
+            at += 1
+            (kept if flow.pending or keep(flow) else gone).append(flow)
+        if not gone:
+            return gone
+        kept.extend(flows[at:])
+        self.flows = kept
+        ids = {id(flow) for flow in gone}
+        for conn in [conn for conn, flow in self._latest.items() if id(flow) in ids]:
+            del self._latest[conn]
+        for key in [key for key, (_, flow) in self._last_unpaired.items() if id(flow) in ids]:
+            del self._last_unpaired[key]
+        for key in [key for key, flow in self._frame_errors.items() if id(flow) in ids]:
+            del self._frame_errors[key]
+        return gone
 
     def _new_flow(self, conn: int, route: str) -> Flow:
         self.created += 1

@@ -24,6 +24,7 @@ def serve_with_tui(config: SessionConfig, errors: Console) -> int:
     """Run the session in a worker thread and the TUI in this one; quitting the TUI stops the
     session gracefully (connections drain, the recording is flushed) before we return."""
     from ..tui import run_tui
+    from ..tui.flow_bound import FlowBound
     from ..tui.payloads import PayloadBudget
 
     control = LiveControl()
@@ -31,7 +32,13 @@ def serve_with_tui(config: SessionConfig, errors: Console) -> int:
     source = live_source(config, control, summaries)
     budget = PayloadBudget(recording=config.record_path)
     run_tui(
-        source, config.profile, "golem-proxy", header=None, control=control, payload_budget=budget
+        source,
+        config.profile,
+        "golem-proxy",
+        header=None,
+        control=control,
+        payload_budget=budget,
+        flow_bound=FlowBound(recording=config.record_path),
     )
     if not source.done.is_set():
         errors.print("[dim]stopping: listeners closed, draining connections…[/]")
@@ -85,7 +92,10 @@ def live_source(
 
     listens = ", ".join(str(route.listen) for route in config.routes)
     return TrioThreadSource(
-        serve, description=f"starting on {listens}", describe_error=_describe_failure
+        serve,
+        description=f"starting on {listens}",
+        describe_error=_describe_failure,
+        route_profiles=config.route_profiles(),
     )
 
 

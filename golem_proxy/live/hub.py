@@ -134,10 +134,16 @@ class EventHub:
         self._subscriptions: list[Subscription] = []
         self._sinks: list[Callable[[Event], None]] = []
 
-    def attach_sink(self, sink: Callable[[Event], None]) -> None:
+    def attach_sink(self, sink: Callable[[Event], None], *, first: bool = False) -> None:
         """Call ``sink`` with every event as it is published, before any subscription. For a
-        consumer that must see every event and is fast (the recorder); it must not raise."""
-        self._sinks.append(sink)
+        consumer that must see every event and is fast (the recorder); it must not raise.
+        With ``first``, before the sinks attached so far: the recorder encodes each event
+        before the live TUI's sink hands it to another thread, which makes its frames
+        compact (`golem_proxy.tui.compact`) as it pleases."""
+        if first:
+            self._sinks.insert(0, sink)
+        else:
+            self._sinks.append(sink)
 
     def subscribe(
         self,

@@ -63,6 +63,15 @@ class SessionConfig:
     """This session's observing process replaced one that died: what it counts (its closing
     line) is since then, not the whole session's."""
 
+    def route_profiles(self) -> dict[str, Profile]:
+        """The routes whose frames are parsed with a profile of their own (the layers'),
+        by name; every other route's with ``profile``."""
+        return {
+            layer.name: get_profile(layer.profile)
+            for layer in self.layers
+            if layer.profile is not None
+        }
+
 
 class EventSource(Protocol):
     """Where the session's events come from: the relay (`Proxy`), or the handoff from the
@@ -164,18 +173,14 @@ class ProxySession:
             recorder = self.recorder = Recorder(self.writer) if self.writer else None
             flushing = trio.CancelScope()
             if recorder is not None:
-                self.hub.attach_sink(recorder)
+                self.hub.attach_sink(recorder, first=True)
                 consumers.start_soon(_flush_until_cancelled, recorder, flushing)
             if config.console is not None:
                 log = EventLog(
                     config.console,
                     config.profile,
                     config.verbosity,
-                    route_profiles={
-                        layer.name: get_profile(layer.profile)
-                        for layer in config.layers
-                        if layer.profile is not None
-                    },
+                    route_profiles=config.route_profiles(),
                 )
                 subscription = self._log = self.hub.subscribe(
                     "log", config.log_buffer, log.may_show

@@ -35,6 +35,7 @@ from .collector import FlowsHold
 from .compact import compactor_for
 from .copying import CopyActions
 from .debugging import DebugActions
+from .flow_bound import FlowBound
 from .model import SessionModel
 from .pace import REFRESH_INTERVAL, STREAM_INTERVAL, StreamPace
 from .payloads import PayloadBudget
@@ -120,14 +121,16 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         route_targets: Optional[Mapping[str, Address]] = None,
         payload_budget: Optional[PayloadBudget] = None,
         buffer: Optional[EventBuffer] = None,
+        flow_bound: Optional[FlowBound] = None,
     ) -> None:
         """``filter_text`` is applied from the start (a valid expression: the caller has
         checked it). ``resend_target`` is where `r` sends any flow's request again without a
         live session in this process; ``route_targets`` (by route name) where it sends a
         flow of that route (a live proxy's listen addresses). ``payload_budget`` bounds the
         payload bytes a live session's flows keep (`golem_proxy.tui.payloads`; None: every
-        payload is kept, as a file's are). ``buffer``: the one the source already feeds (a
-        session started before the app)."""
+        payload is kept, as a file's are); ``flow_bound`` the flows it keeps
+        (`golem_proxy.tui.flow_bound`; None: every flow). ``buffer``: the one the source
+        already feeds (a session started before the app)."""
         super().__init__()
         self.control = control
         """The live session behind the source (intercept, resend), when there is one."""
@@ -139,7 +142,9 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         self.title = title
         self.recording_header = header or RecordingHeader.new(profile.name, ())
         self.pace = StreamPace(refresh_interval, stream_interval)
-        self.model = SessionModel(profile, compactor_for(source, profile), payload_budget)
+        release_over = payload_budget.release_over if payload_budget is not None else None
+        compactor = compactor_for(source, profile, release_over)
+        self.model = SessionModel(profile, compactor, payload_budget, flow_bound)
         if filter_text:
             self.model.set_filter(filter_text)
         # A source that is never dropped from (a file) waits for the screen instead.
@@ -211,7 +216,10 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             return
         batch = self.buffer.drain(MAX_BATCH if self.loading is None else LOADING_BATCH)
         wait = self.pace.taken(len(batch.events))
+        on = self.selected_flow() if self.model.flow_bound is not None else None
         result = self.model.apply(batch.events)
+        if result.let_go:
+            self._flows_let_go(on)
         if result.changed or batch.missed:
             self.table.view_changed()
             selected = self.table.selected
@@ -275,8 +283,21 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
                 failed=self.failed,
                 loading=self.loading,
                 released=budget.released if budget is not None else 0,
+                let_go=self.model.flow_bound.let_go if self.model.flow_bound else 0,
             )
         )
+
+    def _flows_let_go(self, selected: Optional[Flow]) -> None:
+        """Older flows were let go: the cursor stays on the flow it was on (or goes to the
+        oldest one left), and the banner says how many went and where they are."""
+        index = self.model.index_of(selected) if selected is not None else None
+        if not self.table.follow:
+            self.table.cursor = 0 if index is None else bisect.bisect_left(self.model.view, index)
+        bound = self.model.flow_bound
+        if bound is not None:
+            self.banner.show_let_go(bound.note())
+        self.table.view_changed()
+        self._show_selected_soon()
 
     def _show_selected(self) -> None:
         if self._detail_timer is not None:
@@ -288,7 +309,10 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
         index = self.table.selected
         flow = self.model.flows[index] if index is not None else None
         under = self.model.caused_by(flow) if flow is not None else []
-        self.detail.show(flow, self.profile, under)
+        bound = self.model.flow_bound
+        let_go = self.model.caused_let_go(flow) if flow is not None else 0
+        under_let_go = bound.under_note(let_go) if bound is not None else ""
+        self.detail.show(flow, self.profile, under, under_let_go)
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
         index = message.index
@@ -429,6 +453,9 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
             if self.model.filter_text
             else "all flows"
         )
+        bound = self.model.flow_bound
+        if bound is not None and bound.let_go:
+            scope += f" kept; {bound.note()}"
         self.push_screen(StatsScreen(flows, self.profile, scope))
 
     def action_connections(self) -> None:
@@ -448,13 +475,15 @@ def run_tui(
     control: Optional[LiveControl] = None,
     resend_target: Optional[Address] = None,
     payload_budget: Optional[PayloadBudget] = None,
+    flow_bound: Optional[FlowBound] = None,
 ) -> None:
     """Run the TUI in this thread until the user quits, showing the events ``source``
     delivers (it runs in a worker thread); stops the source on the way out. ``header`` (the
     profile and routes of the session) goes into recordings written with `w`;
     ``filter_text`` (a valid filter) is applied from the start. ``control`` reaches the live
     session (intercepting, sending again); ``resend_target`` is the plugin `r` sends to
-    without one; ``payload_budget`` bounds a live session's payloads."""
+    without one; ``payload_budget`` bounds a live session's payloads, ``flow_bound`` its
+    flows."""
     app = GolemProxyApp(
         source,
         profile,
@@ -464,6 +493,7 @@ def run_tui(
         control=control,
         resend_target=resend_target,
         payload_budget=payload_budget,
+        flow_bound=flow_bound,
     )
     try:
         app.run()

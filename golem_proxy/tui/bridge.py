@@ -17,11 +17,13 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import deque
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Callable, Optional, Protocol
 
 import trio
+
+from golem_core.profiles import Profile
 
 from ..events import Event
 
@@ -335,8 +337,13 @@ class TrioThreadSource:
         description: str = "live",
         buffer_limit: Optional[int] = DEFAULT_LIVE_LIMIT,
         describe_error: Callable[[BaseException], str] = str,
+        route_profiles: Optional[Mapping[str, Profile]] = None,
     ) -> None:
         self.main = main
+        self.route_profiles = None if route_profiles is None else dict(route_profiles)
+        """The routes whose taps parse with a profile of their own (the session's layers;
+        any other route's with the session's profile): a session that says so has its
+        settled flows kept compact (`golem_proxy.tui.compact`; None: as the tap made them)."""
         self.description = description
         self.buffer_limit = buffer_limit
         self.describe_error = describe_error

@@ -11,8 +11,8 @@ flow as it arrives (the tap paired it), so every event is placed once, when it i
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
-from typing import Optional
+from collections.abc import Iterator
+from typing import Callable, Optional
 
 from ..analysis.flows import Flow
 from ..events import Event, ExchangeCompleted, FrameSeen
@@ -28,6 +28,9 @@ _KEPT = 0
 _REQUEST = 1
 _RESPONSE = 2
 _EXCHANGE = 3
+
+FlowOf = Callable[[int], Flow]
+"""The model's flow numbered so (`SessionModel.flow_numbered`)."""
 
 
 class EventLog:
@@ -89,13 +92,13 @@ class EventLog:
     def owner(self, position: int) -> int:
         return self._where[position] >> 2
 
-    def event(self, position: int, flows: Sequence[Flow]) -> Event:
-        """The event at ``position``; ``flows`` are the model's (number ``n`` at ``n - 1``)."""
+    def event(self, position: int, flow_of: FlowOf) -> Event:
+        """The event at ``position``; ``flow_of`` gives the model's flow by its number."""
         where = self._where[position]
         what = where & 3
         if what == _KEPT:
             return self._kept[position]
-        flow = flows[(where >> 2) - 1]
+        flow = flow_of(where >> 2)
         if what == _REQUEST and flow.request is not None:
             return flow.request
         if what == _RESPONSE and flow.response is not None:
@@ -110,11 +113,11 @@ class EventLog:
             outcome=flow.outcome,
         )
 
-    def events(self, flows: Sequence[Flow]) -> Iterator[Event]:
+    def events(self, flow_of: FlowOf) -> Iterator[Event]:
         """Every event, in order."""
-        return (self.event(position, flows) for position in range(len(self._where)))
+        return (self.event(position, flow_of) for position in range(len(self._where)))
 
-    def events_of(self, numbers: set[int], conns: set[int], flows: Sequence[Flow]) -> list[Event]:
+    def events_of(self, numbers: set[int], conns: set[int], flow_of: FlowOf) -> list[Event]:
         """The events of the flows numbered ``numbers``, with the open and close events of
         the connections ``conns``, in order."""
         found = []
@@ -123,5 +126,47 @@ class EventLog:
             if owner in numbers or (
                 owner == CONNECTION and getattr(self._kept[position], "conn", None) in conns
             ):
-                found.append(self.event(position, flows))
+                found.append(self.event(position, flow_of))
         return found
+
+    def forget(self, numbers: set[int]) -> None:
+        """Let go of the events of the flows numbered ``numbers`` (the TUI let them go:
+        `golem_proxy.tui.flow_bound`), and of the events no flow owns that came before the
+        newest of them (a discarded run of bytes, a violation of a frame not seen); a
+        connection's open and close stay, and so does an answer still waiting for its
+        exchange."""
+        if not numbers:
+            return
+        where = self._where
+        horizon = -1
+        above = (max(numbers) + 1) * 4  # an entry this large is a newer flow's
+        for position in range(len(where) - 1, -1, -1):
+            entry = where[position]
+            if entry < above and entry >> 2 in numbers:
+                horizon = position
+                break
+        # Only the positions up to the newest event let go are looked at one by one: the
+        # flows let go are the oldest, and what comes after them is kept as it is.
+        waiting = set(self._answer_at.values()) | set(self._unowned_answers.values())
+        head: array[int] = array("i")
+        moved: dict[int, int] = {}
+        for position in range(horizon + 1):
+            entry = where[position]
+            owner = entry >> 2
+            if owner in numbers or (owner == 0 and position not in waiting):
+                continue
+            moved[position] = len(head)
+            head.append(entry)
+        shift = horizon + 1 - len(head)
+        self._where = head + where[horizon + 1 :]
+
+        def new(position: int) -> int:
+            return position - shift if position > horizon else moved.get(position, -1)
+
+        self._kept = {
+            new(position): event for position, event in self._kept.items() if new(position) >= 0
+        }
+        self._answer_at = {n: new(p) for n, p in self._answer_at.items() if new(p) >= 0}
+        self._unowned_answers = {
+            key: new(p) for key, p in self._unowned_answers.items() if new(p) >= 0
+        }

@@ -36,6 +36,7 @@ from ..events import (
 from ..terminal import safe_text
 from .compact import Compactor
 from .event_log import CONNECTION, EventLog
+from .flow_bound import FlowBound, forget_calls
 from .payloads import PayloadBudget, released
 from .render import flow_label
 from .settling import ExchangeTracker, whole_exchange
@@ -51,6 +52,9 @@ class BatchResult:
     changed: set[int] = field(default_factory=set)
     """Indexes (into ``flows``) of flows created or updated by the batch."""
     events: int = 0
+    let_go: int = 0
+    """Older flows let go from memory once the batch was in (`golem_proxy.tui.flow_bound`):
+    the indexes into ``flows`` and ``view`` changed."""
 
 
 @dataclass
@@ -62,23 +66,38 @@ class SavedView:
     events: list[Event]
     flows: int
     left_out: int
+    let_go: int = 0
+    """Older flows let go from memory before the view was saved, which it cannot hold."""
 
 
 class SessionModel:
-    """Flows and their events. ``view`` holds indexes into ``flows``, ascending."""
+    """Flows and their events. ``view`` holds indexes into ``flows``, ascending. A flow's
+    index is its number less one until older flows are let go (`flow_bound`): then
+    `index_of` says where it is."""
 
     def __init__(
         self,
         profile: Profile,
         compactor: Optional[Compactor] = None,
         payload_budget: Optional[PayloadBudget] = None,
+        flow_bound: Optional[FlowBound] = None,
     ) -> None:
         """With a ``compactor``, flows keep compact frames (`golem_proxy.tui.compact`) and
         the event list refers to them instead of holding a second copy. With a
         ``payload_budget`` (a live session), the payloads of the oldest large frames are
-        released once the flows hold more than it keeps."""
+        released once the flows hold more than it keeps; with a ``flow_bound`` (a live
+        session), the oldest settled flows are let go once there are more than it keeps."""
         self.profile = profile
         self.payload_budget = payload_budget
+        self.flow_bound = flow_bound
+        self._let_go = 0
+        """Flows let go so far: a flow newer than all of them is at its number less one
+        less this."""
+        self._retry_at = 0
+        """Flows there must be before letting go is tried again, when it last found fewer
+        settled flows than it wanted (the rest pending or marked)."""
+        self._let_go_under: dict[CallKey, int] = {}
+        """By tool call still kept: how many of the GOLEM flows it caused were let go."""
         self.tracker = ExchangeTracker(profile)
         self.compactor = compactor
         self._log = EventLog()
@@ -112,8 +131,41 @@ class SessionModel:
         return self.tracker.flows
 
     def caused_by(self, flow: Flow) -> list[Flow]:
-        """The GOLEM flows a tool call caused (empty for any other flow)."""
+        """The GOLEM flows a tool call caused that are still kept (empty for any other
+        flow; `caused_let_go` counts the others)."""
         return caused_by(flow, self.flows) if is_tool_call(flow) else []
+
+    def caused_let_go(self, flow: Flow) -> int:
+        """How many GOLEM flows the tool call ``flow`` caused were let go from memory."""
+        key = call_key(flow) if self._let_go_under else None
+        return 0 if key is None else self._let_go_under.get(key, 0)
+
+    def index_of(self, flow: Flow) -> Optional[int]:
+        """Where ``flow`` is in ``flows`` (None: it was let go)."""
+        index = self._index_of_number(flow.number)
+        return index if index is not None and self.flows[index] is flow else None
+
+    def flow_numbered(self, number: int) -> Flow:
+        """The flow numbered ``number``. Raises LookupError when it was let go."""
+        index = self._index_of_number(number)
+        if index is None:
+            raise LookupError(f"flow {number} was let go from memory")
+        return self.flows[index]
+
+    def _index_of_number(self, number: int) -> Optional[int]:
+        flows = self.flows
+        at = number - 1 - self._let_go
+        if 0 <= at < len(flows) and flows[at].number == number:
+            return at  # every flow newer than those let go
+        # One kept while older ones went (pending, marked): the flows are in number order.
+        low, high = 0, len(flows)
+        while low < high:
+            middle = (low + high) // 2
+            if flows[middle].number < number:
+                low = middle + 1
+            else:
+                high = middle
+        return low if low < len(flows) and flows[low].number == number else None
 
     @property
     def events_missed(self) -> int:
@@ -139,6 +191,9 @@ class SessionModel:
                 at += 1
                 if flow is None:
                     continue
+            index = flow.number - 1 if not self._let_go else self.index_of(flow)
+            if index is None:
+                continue  # a flow let go: what follows it is in no row
             if self.compactor is not None and not flow.pending:
                 # Settled: its reader is done with its frames (a pending request's message
                 # is still read when its answer comes).
@@ -149,7 +204,7 @@ class SessionModel:
                 # of each, not one per exchange.
                 kept = flow.outcome = self._outcomes.setdefault(outcome, outcome)
                 self._interned.add(id(kept))
-            result.changed.add(flow.number - 1)
+            result.changed.add(index)
         budget = self.payload_budget
         for index in sorted(result.changed):
             flow = self.flows[index]
@@ -165,7 +220,52 @@ class SessionModel:
         if budget is not None:
             # Once the batch is in: the flows it added are counted, the oldest go first.
             budget.enforce()
+        if self.flow_bound is not None:
+            self._enforce_bound(self.flow_bound, result)
         return result
+
+    def _enforce_bound(self, bound: FlowBound, result: BatchResult) -> None:
+        """Let the oldest settled flows go while there are more than ``bound`` keeps, a
+        chunk at a time, and bring every index the model and ``result`` hold up to date."""
+        excess = bound.excess(len(self.flows))
+        if not excess or len(self.flows) < self._retry_at:
+            return
+        before = self.flows
+        gone = self.tracker.let_go(excess, keep=_marked)
+        # Fewer than wanted: the rest are pending or marked; scan again a chunk later.
+        self._retry_at = len(self.flows) + bound.chunk if len(gone) < excess else 0
+        if not gone:
+            return
+        self._let_go += len(gone)
+        bound.let_go += len(gone)
+        result.let_go = len(gone)
+        gone_ids = {id(flow) for flow in gone}
+        # The flows let go are among the first ``end``: only those are looked at one by
+        # one; every flow after them moves down by as many as went.
+        end = len(gone) - 1
+        while before[end] is not gone[-1]:  # past the flows kept among them
+            end += 1
+        end += 1
+        moved = array("i")
+        kept = 0
+        for flow in before[:end]:
+            moved.append(-1 if id(flow) in gone_ids else kept)
+            kept += id(flow) not in gone_ids
+        shift = len(gone)
+
+        def remap(index: int) -> int:
+            return index - shift if index >= end else moved[index]
+
+        self._log.forget({flow.number for flow in gone})
+        if self.payload_budget is not None:
+            self.payload_budget.let_go(gone_ids)
+        calls_gone = forget_calls(self._let_go_under, gone, self.flows)
+        if calls_gone & self.folded:  # the GOLEM flows of a folded call let go show again
+            self.folded -= calls_gone
+            self.view = array("i", (i for i, flow in enumerate(self.flows) if self._matches(flow)))
+        else:
+            self.view = array("i", (j for j in map(remap, self.view) if j >= 0))
+        result.changed = {j for j in map(remap, result.changed) if j >= 0}
 
     def _widen(self, flow: Flow) -> None:
         """Widen the method and status columns to ``flow``'s label and status. Most rows of a
@@ -193,12 +293,16 @@ class SessionModel:
     def _apply_one(self, event: Event, result: BatchResult) -> Optional[Flow]:
         """Fold one event in and note it; returns the flow it placed itself in, if any."""
         flow = self.tracker.apply(event)
+        if flow is not None and self._let_go and self.index_of(flow) is None:
+            flow = None  # let go (`flow_bound`): what follows it belongs to no row kept
         if isinstance(event, (ConnectionOpened, ConnectionClosed)):
             self._log.add(event, CONNECTION)
             self.routes.add(safe_text(event.route))
             self.largest_conn = max(self.largest_conn, event.conn)
             if flow is not None:  # a close leaves a request unanswered
-                result.changed.add(flow.number - 1)
+                index = self.index_of(flow)
+                if index is not None:
+                    result.changed.add(index)
             return None
         # An answer's frame names its request's flow (the tap paired them): every event is
         # placed as it arrives.
@@ -309,7 +413,7 @@ class SessionModel:
     def events(self) -> list[Event]:
         """Every event received, in order (frames and exchanges are taken from the flows
         that hold them)."""
-        return list(self._log.events(self.flows))
+        return list(self._log.events(self.flow_numbered))
 
     def events_for_view(self) -> list[Event]:
         """The events behind the flows in view, with their connections' open and close
@@ -331,5 +435,11 @@ class SessionModel:
                 continue
             numbers.add(flow.number)
             conns.add(flow.conn)
-        events = self._log.events_of(numbers, conns, self.flows)
-        return SavedView(events, len(numbers), left_out)
+        events = self._log.events_of(numbers, conns, self.flow_numbered)
+        let_go = self.flow_bound.let_go if self.flow_bound is not None else 0
+        return SavedView(events, len(numbers), left_out, let_go)
+
+
+def _marked(flow: Flow) -> bool:
+    """A marked flow is kept whatever the bound: the user asked to keep an eye on it."""
+    return flow.marked

@@ -18,12 +18,14 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Callable, Optional
 
 import trio
 from rich.console import Console
 from rich.text import Text
+
+from golem_core.profiles import Profile
 
 from ..live.observer_launch import ObserverSetup
 from ..live.observing import observe
@@ -31,6 +33,7 @@ from ..live.session import ProxySession, SessionConfig
 from ..table_layout import print_line
 from .app import GolemProxyApp
 from .bridge import EventBuffer, SourceInfo, TrioThreadSource, hub_sink
+from .flow_bound import FlowBound
 from .payloads import PayloadBudget
 from .reloading import ReloadGate, read_back
 
@@ -55,8 +58,9 @@ class ForwardedSessionSource(TrioThreadSource):
         forwarding_pid: int,
         description: str,
         on_end: Callable[[], None] = lambda: None,
+        route_profiles: Optional[Mapping[str, Profile]] = None,
     ) -> None:
-        super().__init__(main, description=description)
+        super().__init__(main, description=description, route_profiles=route_profiles)
         self.forwarding_pid = forwarding_pid
         self.on_end = on_end
         self.quitting = False
@@ -174,7 +178,11 @@ def observe_with_tui(
                 app.call_from_thread(app.exit)
 
     source = ForwardedSessionSource(
-        serve, forwarding_pid=os.getppid(), description=live_on, on_end=close_app
+        serve,
+        forwarding_pid=os.getppid(),
+        description=live_on,
+        on_end=close_app,
+        route_profiles=config.route_profiles(),
     )
     # `r` sends a request again as a new client of the proxy, on the flow's own route, so the
     # forwarding process forwards it and this session records it like any other (in one
@@ -196,6 +204,7 @@ def observe_with_tui(
         route_targets=through,
         payload_budget=budget,
         buffer=buffer,
+        flow_bound=FlowBound(recording=config.record_path),
     )
     try:
         app.run()

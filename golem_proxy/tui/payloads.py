@@ -11,8 +11,9 @@ message the tap parsed (long strings already elided above 1 MiB). Only the bytes
 recording holds them.
 
 Frames under `RELEASE_OVER` are kept whatever the budget: they are the table's substance, and
-each costs about what its row does. Compact frames (a recording's, `golem_proxy.tui.compact`)
-are never released: their message is parsed again from the payload on demand.
+each costs about what its row does. Compact frames (a recording's, and a live session's under
+`RELEASE_OVER`: `golem_proxy.tui.compact`) are never released: their message is parsed again
+from the payload on demand.
 
 The decision is made once, here, and carried by the frame; readers ask `released()` and say
 `release_note()` instead of showing an empty body.
@@ -132,6 +133,20 @@ class PayloadBudget:
             self._counted.add(id(frame))
             self._kept.append((flow, is_response))
             self.kept += len(frame.payload)
+
+    def let_go(self, flows: set[int]) -> None:
+        """Stop counting the large frames of the flows whose ids are ``flows``: the model
+        let them go (`golem_proxy.tui.flow_bound`), and their bytes with them."""
+        kept: deque[tuple[Flow, bool]] = deque()
+        for flow, is_response in self._kept:
+            if id(flow) not in flows:
+                kept.append((flow, is_response))
+                continue
+            frame = flow.response if is_response else flow.request
+            if frame is not None and id(frame) in self._counted:
+                self._counted.discard(id(frame))
+                self.kept -= len(frame.payload)
+        self._kept = kept
 
     def enforce(self) -> int:
         """Release the oldest large payloads until at most ``keep`` bytes are kept. Returns

@@ -33,7 +33,7 @@ class SaveActions(AppMixin):
         saved = self.model.view_to_save()
         header, filter_text = self.recording_header, self.model.filter_text
         # Said in the file's header too: a recording written from memory that lacks flows.
-        left_out = left_out_line(saved.left_out, self.model) if saved.left_out else ""
+        left_out = left_out_line(saved, self.model)
         self.run_worker(
             partial(self._write_view, path, header, saved, filter_text, left_out),
             thread=True,
@@ -63,11 +63,18 @@ class SaveActions(AppMixin):
         self.call_from_thread(self.notify, safe_text(message), severity=severity, markup=False)
 
 
-def left_out_line(left_out: int, model: SessionModel) -> str:
-    """What a written view is missing: the flows whose payloads were released, and where
-    their bytes are."""
-    budget = model.payload_budget
-    recording = budget.marker.recording if budget is not None else None
-    where = f"the recording {recording} holds them" if recording else "they were not recorded"
-    flows = counted(left_out, "flow", grouped=True)
-    return f"{flows} left out: payloads released from memory ({where})"
+def left_out_line(saved: SavedView, model: SessionModel) -> str:
+    """What a written view is missing (empty: nothing): the flows whose payloads were
+    released, and the older flows let go from memory, and where they are."""
+    parts = []
+    if saved.left_out:
+        budget = model.payload_budget
+        recording = budget.marker.recording if budget is not None else None
+        where = f"the recording {recording} holds them" if recording else "they were not recorded"
+        flows = counted(saved.left_out, "flow", grouped=True)
+        parts.append(f"{flows} left out: payloads released from memory ({where})")
+    bound = model.flow_bound
+    if saved.let_go and bound is not None:
+        older = counted(saved.let_go, "older flow", grouped=True)
+        parts.append(f"{older} let go from memory before it, not in it {bound.where()}")
+    return "; ".join(parts)

@@ -47,3 +47,21 @@ def test_a_failing_ui_stops_its_feed_and_never_the_hub() -> None:
     assert len(seen) == 3
     batch = buffer.drain()
     assert batch.failed and "the UI stopped taking events" in batch.reason
+
+
+def test_a_sink_attached_first_sees_each_event_before_the_others() -> None:
+    """The recorder is attached first: it has encoded a frame before the UI's sink hands it
+    to the UI's thread, which may make it compact (`golem_proxy.tui.compact`)."""
+    buffer = EventBuffer(limit=None)
+    hub = EventHub()
+    hub.attach_sink(hub_sink(buffer))
+    queued_when_recorded: list[bool] = []
+
+    def recorder(event: Event) -> None:
+        queued_when_recorded.append(event in buffer.drain().events)
+
+    hub.attach_sink(recorder, first=True)
+    for i in range(3):
+        hub.publish(EventsMissed(count=i, t=0.0), 0.0)
+    assert queued_when_recorded == [False, False, False]
+    assert len(buffer.drain().events) == 1  # the last one, queued after the recorder saw it

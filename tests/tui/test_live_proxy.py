@@ -18,9 +18,10 @@ from golem_proxy.net.addresses import Address, Route
 from golem_proxy.recording.format import read_recording
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import TrioThreadSource
+from golem_proxy.tui.compact import is_compact
 from rhino_plugin import HeadlessPlugin, PluginOptions
 
-from .helpers import box_and_missing_object, run, wait_for
+from .helpers import box_and_missing_object, run, select, wait_for
 
 
 def config_for(upstream: Address, record: Optional[Path] = None) -> SessionConfig:
@@ -164,3 +165,43 @@ def test_q_then_y_stops_the_proxy() -> None:
 
     run(body())
     assert source.done.is_set()
+
+
+def test_a_live_sessions_settled_flows_keep_compact_frames(tmp_path: Path) -> None:
+    """Settled flows keep their frames compact, as a recording's are: every view reads what
+    the tap parsed, and the recording (encoded before the TUI is handed a frame) holds it."""
+    plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=2))
+    (host, port), _ = plugin.start()
+    record = tmp_path / "live.jsonl"
+    source = live_source(config_for(Address(host, port), record))
+    assert source.route_profiles == {}
+
+    async def body() -> None:
+        app = GolemProxyApp(source, GOLEM, "live")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: "GOLEM_RHINO_PORT=" in app.banner.text)
+            worker = threading.Thread(target=box_and_missing_object, args=(bound_port(app),))
+            worker.start()
+            flows = app.model.flows
+            await wait_for(
+                pilot,
+                lambda: len(flows) == 3 and not any(f.pending for f in flows),
+            )
+            worker.join()
+            frames = [frame for flow in flows for frame in (flow.request, flow.response)]
+            assert all(frame is not None and is_compact(frame) for frame in frames)
+            box = flows[1]
+            assert box.request is not None and box.request.message.params["width"] == 1
+            assert [app.model.status(flow) for flow in flows] == ["ok", "ok", "APPLICATION_ERROR"]
+            await select(pilot, 1)
+            assert '"depth": 2' in app.detail.text()
+            shown = [(f.request.message.obj, f.response.message.obj) for f in flows]  # type: ignore[union-attr]
+        await until_stopped(source)
+        recorded = read_recording(str(record))
+        exchanges = recorded.exchanges()
+        assert [(e.request.message.obj, e.response.message.obj) for e in exchanges] == shown
+
+    try:
+        run(body())
+    finally:
+        plugin.stop()

@@ -196,6 +196,28 @@ def test_compact_frames_are_never_released() -> None:
     assert response.message.obj["result"]["tag"] == "cap0"
 
 
+def test_a_live_session_compacts_small_frames_and_releases_large_ones() -> None:
+    """A live source that names its routes' profiles has its settled flows compacted, but
+    for the frames its budget may release: those stay whole, and go once over the budget."""
+    source = ManualSource(captures(3, size=200 * 1024, small_between=True))
+    source.route_profiles = {}  # type: ignore[attr-defined]
+    app = GolemProxyApp(source, GOLEM, "test", payload_budget=PayloadBudget(keep=300 * 1024))
+
+    async def body() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            model = app.model
+            await wait_for(pilot, lambda: len(model.flows) == 6)
+            assert released_flows(model) == [1, 3]
+            assert large_kept(model) <= 300 * 1024
+            for flow in model.flows:
+                assert flow.request is not None and is_compact(flow.request)
+                assert flow.response is not None
+                assert is_compact(flow.response) == (flow.method == "ping")
+            assert model.flows[4].response.message.obj["result"]["tag"] == "cap2"  # type: ignore[union-attr]
+
+    run(body())
+
+
 def test_the_release_note_says_where_the_bytes_are() -> None:
     for recording, where in (
         ("session.jsonl", "the recording holds it (session.jsonl)"),

@@ -22,10 +22,17 @@ class Banner(Static):
         super().__init__(id=id)
         self._notes: tuple[str, ...] = ()
         self._error = ""
+        self._let_go = ""
 
     def show_notes(self, notes: Sequence[str]) -> None:
         """Show these lines (bound addresses, the client environment)."""
         self._notes = tuple(notes)
+        self._redraw()
+
+    def show_let_go(self, note: str) -> None:
+        """Say, under the notes, how many older flows the TUI let go from memory
+        (`golem_proxy.tui.flow_bound`) and where they are."""
+        self._let_go = note
         self._redraw()
 
     def show_error(self, error: str) -> None:
@@ -37,11 +44,13 @@ class Banner(Static):
         text = Text()
         for note in self._notes:
             text.append(safe_text(note) + "\n")
+        if self._let_go:
+            text.append(safe_text(self._let_go) + "\n", style="yellow")
         if self._error:
             text.append("✖ " + safe_text(self._error), style="bold red")
         text.rstrip()
         self.update(text)
-        self.set_class(bool(self._notes or self._error), "-shown")
+        self.set_class(bool(self._notes or self._error or self._let_go), "-shown")
 
     @property
     def text(self) -> str:

@@ -65,6 +65,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.profile: Optional[Profile] = None
         self.under: list[Flow] = []
         """The GOLEM flows the shown tool call caused."""
+        self.under_let_go = ""
+        """What is said of the GOLEM flows it caused that were let go from memory."""
         self.expand_strings = False
 
     def compose(self) -> ComposeResult:
@@ -79,12 +81,20 @@ class FlowDetail(VerticalScroll, can_focus=True):
             tree.display = False
             yield tree
 
-    def show(self, flow: Optional[Flow], profile: Profile, under: Sequence[Flow] = ()) -> None:
+    def show(
+        self,
+        flow: Optional[Flow],
+        profile: Profile,
+        under: Sequence[Flow] = (),
+        under_let_go: str = "",
+    ) -> None:
         """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
-        caused, listed under its summary."""
+        caused, listed under its summary, after ``under_let_go``: what is said of those
+        that were let go from memory (the older ones)."""
         self.flow = flow
         self.profile = profile
         self.under = list(under)
+        self.under_let_go = under_let_go
         self._render_flow()
 
     def toggle_strings(self) -> bool:
@@ -116,7 +126,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
             for side in ("request", "response"):
                 self._show_side(side, None, "")
             return
-        summary.update(_summary(flow, profile, self.under))
+        summary.update(_summary(flow, profile, self.under, self.under_let_go))
         violations.update(_violations(flow) if flow.violations else "")
         violations.display = bool(flow.violations)
         if flow.frame_error is not None:
@@ -221,7 +231,9 @@ def _label(key: Any, value: Any, expand: bool) -> Text:
     return Text(f"{name}: {safe_text(json.dumps(value, ensure_ascii=False))}")
 
 
-def _summary(flow: Flow, profile: Profile, under: Sequence[Flow] = ()) -> Text:
+def _summary(
+    flow: Flow, profile: Profile, under: Sequence[Flow] = (), under_let_go: str = ""
+) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
     title = flow.method or connection_text(flow) or "(no method)"
@@ -258,6 +270,8 @@ def _summary(flow: Flow, profile: Profile, under: Sequence[Flow] = ()) -> Text:
     cause = cause_text(flow)
     if cause is not None:
         text.append(f"\n{safe_text(cause)}", style="cyan")
+    if under_let_go:
+        text.append(f"\n  ↳ {safe_text(under_let_go)}", style="yellow")
     for caused in under:
         status = safe_text(caused.status(profile))
         method = caused.method or connection_text(caused) or "?"

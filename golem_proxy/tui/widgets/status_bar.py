@@ -30,6 +30,8 @@ class Status:
     """The source is still reading its file, this far."""
     released: int = 0
     """Payloads let go to stay within the live TUI's budget (`golem_proxy.tui.payloads`)."""
+    let_go: int = 0
+    """Older flows let go to stay within the live TUI's bound (`golem_proxy.tui.flow_bound`)."""
 
 
 class StatusBar(Static):
@@ -58,6 +60,9 @@ class StatusBar(Static):
             )
         else:
             text.append(counted(status.flows, "flow", grouped=True))
+        if status.let_go:
+            let_go = counted(status.let_go, "older flow", grouped=True)
+            text.append(f"  │  {let_go} let go from memory", style="yellow")
         if status.released:
             released = counted(status.released, "payload", grouped=True)
             text.append(f"  │  {released} released from memory", style="yellow")
