@@ -331,7 +331,9 @@ class SessionModel:
         owner = owner_key(flow)
         if owner is None or not indented(flow):
             return ""
-        index = flow.number - 1
+        index = self.index_of(flow)
+        if index is None:  # let go from memory: no row to label
+            return ""
         view, flows = self.view, self.flows
         position = bisect.bisect_left(view, index)
         if head_above(lambda row: flows[view[row]], position) == owner:
