@@ -3,18 +3,23 @@
 One stream of these feeds the log, the recorder and the TUI; a recording read back yields the
 same events, so live and offline views share one code path. All are frozen dataclasses.
 Times (``t``) are seconds on the session's monotonic clock, counted from the session start.
+The events about the session rather than a connection's bytes (an upstream down or back, a
+wrapped process's stderr, events missed, the session's end) are defined in session_events.py
+and re-exported here: import every event from this module.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, TypedDict, Union
 
 from golem_core.contract import Violation
 from golem_core.framing import FrameErrorKind
 from golem_core.messages import Message, Notification, Role, method_of
 from golem_core.outcome import Outcome, OutcomeKind
+
+from .session_events import EventsMissed, ProcessOutput, SessionEnded, UpstreamStatus
 
 __all__ = [
     "BytesDiscarded",
@@ -401,59 +406,6 @@ class ObservationLost:
     """``sha256:<hex>`` of a frame's payload that was too large to observe, else empty."""
     header: bytes = b""
     """The frame's header bytes (length-prefixed framing), for a frame too large to observe."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class UpstreamStatus:
-    """A route's upstream stopped or started answering: while it refuses connections, the
-    route does not listen (a client is refused, as it would be direct), and it listens
-    again once the upstream answers. ``detail`` says what happened in words."""
-
-    route: str
-    t: float
-    up: bool
-    detail: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class EventsMissed:
-    """Told to a consumer that fell behind: this many events were not delivered to it."""
-
-    count: int
-    t: float
-    consumer: str = field(default="")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProcessOutput:
-    """Bytes a wrapped process wrote to its stderr (the MCP server of `golem-proxy mcp`):
-    passed on to our stderr as they came, and recorded on the route of its hop."""
-
-    conn: int
-    route: str
-    t: float
-    data: bytes
-
-
-@dataclass(frozen=True, kw_only=True)
-class SessionEnded:
-    """The session ended in order and its recording is whole: the last line its writer
-    writes, after every other, flushed (docs/recording-format.md, ``session-end``). A
-    recording whose header promises one and that lacks it was cut short. ``reason`` says how
-    the session ended (``stopped by SIGINT``); the counts are those of the closing line, what
-    the session saw, when the writer knew them (None: the forwarding process wrote the line
-    after observation stopped). ``since_restart``: they are an observing process's that took
-    over from one that died (its ``unanswered`` includes the requests it found in flight then)."""
-
-    t: float
-    reason: str
-    exchanges: Optional[int] = None
-    errors: Optional[int] = None
-    violations: Optional[int] = None
-    unanswered: Optional[int] = None
-    not_recorded: Optional[int] = None
-    """Events the recorder could not keep (the disk fell behind; its ``gap`` lines say where)."""
-    since_restart: bool = False
 
 
 Event = Union[

@@ -6,13 +6,10 @@ The child is ``python -m golem_proxy.live.observing``, started by observer_launc
 process group of its own (a Ctrl-C is the forwarding process's: it drains, then closes the
 pipe, and the child finishes).
 
-The control socket then carries the child's acknowledgements (`ACK`: the pipe offset up to
-which the recording is written), which keep the recording within the link's trail limit
-(observer_link.py). A child that stops acknowledging while the relay waits for it is killed,
-and the session goes on as when it dies; so is one that is broken without dying: it
-acknowledges more than was handed on, or closes its end of the pipe or the control socket and
-runs on. One that repeats an acknowledgement is read less often, so that a flood of them does
-not take the relay's core.
+The control socket then carries the child's acknowledgements, which keep the recording within
+the link's trail limit (observer_link.py). A child that stops acknowledging while the relay
+waits for it is killed, and the session goes on as when it dies; so is one that is broken
+without dying (observer_health.py).
 
 When the child dies while the session runs, forwarding goes on, and one line on stderr says so.
 A new child takes its place, at most ``restarts`` times (docs/architecture.md, "A dead
@@ -30,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import select
 import socket
 import sys
 from typing import Callable, Optional
@@ -50,9 +46,8 @@ from ..recording.shared_file import (
 from ..terminal import counted
 from .heap import TRIM_IDLE, keep_freed_memory, return_memory_to_the_system
 from .link_resume import OpenConnections
+from .observer_health import HealthWatch
 from .observer_launch import (
-    ACK,
-    EXIT_GRACE,
     ObserverSetup,
     ObserverStartError,
     Spawned,
@@ -67,11 +62,6 @@ from .terminal_modes import SavedTerminal
 
 __all__ = ["ObservingProcess"]
 
-ACK_READ = 64 * 1024
-"""Bytes of acknowledgements read at once (only the greatest counts)."""
-REPEATED_PAUSE = 0.01
-"""Seconds the acknowledgements wait after a read that moved nothing on (the observing
-process repeats itself): a flood of them costs the forwarding process a read per pause."""
 STOP_GRACE = 5.0
 """After the drain timeouts, how long the observing process may take to exit before it is
 killed."""
@@ -209,9 +199,10 @@ class ObservingProcess:
     async def _watch_process(self) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.link.keep_flushing)
-            nursery.start_soon(self._read_acknowledgements)
+            health = HealthWatch(self.process, self.control, self.link, self._broken)
+            nursery.start_soon(health.read_acknowledgements)
             nursery.start_soon(self.link.watch_stall)
-            nursery.start_soon(self._watch_pipe)
+            nursery.start_soon(health.watch_pipe)
             nursery.start_soon(self._give_memory_back)
             nursery.start_soon(self._watch_standby)
             code = await self.process.wait()
@@ -293,54 +284,6 @@ class ObservingProcess:
             )
         return True
 
-    async def _read_acknowledgements(self) -> None:
-        """Until cancelled: take the observing process's acknowledgements to the link. One
-        that acknowledges more than was handed on stops it (it is broken); a control socket
-        closed while it runs on does too (`_stop_unless_exiting`)."""
-        control = trio.socket.from_stdlib_socket(self.control)
-        pending = b""
-        while True:
-            try:
-                data = await control.recv(ACK_READ)
-            except OSError:
-                data = b""
-            if not data:
-                await self._stop_unless_exiting("the observing process closed the control socket")
-                return
-            pending += data
-            whole = len(pending) - len(pending) % ACK.size
-            if not whole:
-                continue
-            # The greatest says everything (a healthy process sends them growing only).
-            offset, rate = max(ACK.iter_unpack(memoryview(pending)[:whole]))
-            pending = pending[whole:]
-            handed = self.link.writer.handed
-            if offset > handed:
-                self._broken(
-                    "the observing process acknowledged more than was handed on "
-                    f"({offset} bytes of {handed})"
-                )
-                return
-            moved = offset > self.link.acked
-            self.link.acknowledged(offset, rate)
-            if not moved:
-                # Nothing new (a healthy process never repeats itself): a flood of these must
-                # not take the relay's core.
-                await trio.sleep(REPEATED_PAUSE)
-
-    async def _watch_pipe(self) -> None:
-        """Until cancelled: notice the observing process closing its end of the handoff pipe
-        while it runs on (then `_stop_unless_exiting`): the write end reports an error, which
-        an epoll of its own reports (whatever it is asked for) by being readable."""
-        try:
-            errors = select.epoll()
-        except OSError:  # out of descriptors: its death is still noticed when it exits
-            return
-        with errors:
-            errors.register(self.link.writer.fd, 0)
-            await trio.lowlevel.wait_readable(errors.fileno())
-        await self._stop_unless_exiting("the observing process closed the handoff pipe")
-
     async def _give_memory_back(self) -> None:
         """Until cancelled: once `TRIM_AFTER` bytes were handed on and nothing was for
         `TRIM_IDLE`, give the freed heap back (`KEEP_FREED` kept it meanwhile), so that a burst's
@@ -353,13 +296,6 @@ class ObservingProcess:
             if writer.handed == before and before - trimmed_at >= TRIM_AFTER:
                 trimmed_at = before
                 return_memory_to_the_system()
-
-    async def _stop_unless_exiting(self, why: str) -> None:
-        """The observing process closed a descriptor it needs: unless it is exiting (`watch`
-        then cancels this and says how it ended), stop it after `EXIT_GRACE`, saying ``why``."""
-        await trio.sleep(EXIT_GRACE)
-        if self.process.poll() is None:  # else it exited meanwhile: `watch` says how
-            self._broken(why)
 
     def _broken(self, why: str) -> None:
         """The observing process misbehaves: stop it as one that stopped acknowledging is."""

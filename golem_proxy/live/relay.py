@@ -1,19 +1,16 @@
 """The relay: accept clients on each route, connect each to its upstream, forward bytes.
 
-Forwarding is byte-exact and comes first: each direction reads a chunk and writes it straight
-to the other socket, then hands the same chunk to the observer, which never makes it wait
-(observer.py). Nothing is decoded or re-encoded on this path (with ``enforce_limits`` the tap
-checks a chunk before it is sent). How a connection ends, half-closes and resets included, is
-`Connection`'s job, shared with the faulted pumps.
+Each connection is forwarded by pumps.py: byte-exact, forwarding first, the observer handed
+the same chunks after, never making them wait. How a connection ends, half-closes and resets
+included, is `Connection`'s job, shared with the faulted pumps.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import os
 import struct
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Optional
 
 import trio
@@ -23,13 +20,13 @@ from golem_core.profiles import Profile
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
 from ..net.addresses import Route
 from ..net.listeners import connect, open_listener
-from .chunks import RECV_SIZE_BULK, ChunkReader
 from .connection import Connection
 from .fault_relay import FaultRelay
 from .hub import EventHub
 from .observer import Observer
 from .observer_link import ObserverLink
 from .proxy_options import BoundRoute, ProxyOptions, limit_check_tap, new_tap
+from .pumps import PlainPump, Pump, pump_both
 from .redact import Redactor
 from .resend import ResendError, Resent, resend
 from .route_gate import RouteGate, is_refusal
@@ -37,16 +34,11 @@ from .tap import ConnectionTap
 
 __all__ = ["Proxy"]
 
-Pump = Callable[[Connection, Direction, trio.CancelScope], Awaitable[None]]
-
 MIN_DECODE_TIME = 0.25
 """At a stop, what is still queued for decoding gets at least this long (a session's last
 few frames), even when the connections used the whole drain timeout."""
 RESEND_CLIENT = "golem-proxy resend"
 """The client name of the side connection a request is sent again on (`Proxy.resend`)."""
-_MAX_STREAK = 16
-_MAX_STREAK_BYTES = RECV_SIZE_BULK
-"""A pump that keeps finding data yields after this many chunks or bytes (fairness)."""
 
 
 class Proxy:
@@ -246,7 +238,7 @@ class Proxy:
         else:
             conn.tap = self._tap(conn.conn, conn.route.name)
             conn.observer = self.observer
-        pump = self._pump
+        pump: Pump = PlainPump(self.start_time, self.options.enforce_limits).pump
         name = conn.route.name
         plan = self.options.faults
         engine = self.options.intercept
@@ -260,92 +252,7 @@ class Proxy:
             pump = FaultRelay(
                 self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept
             ).pump
-        await self._pump_both(conn, pump)
-
-    async def _pump_both(self, conn: Connection, pump: Pump) -> None:
-        """Forward both directions until the connection ends; then end, for the observer, a
-        direction that ended without EOF."""
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(pump, conn, Direction.C2S, nursery.cancel_scope)
-            nursery.start_soon(pump, conn, Direction.S2C, nursery.cancel_scope)
-            if self.options.idle_timeout is not None:
-                nursery.start_soon(self._idle_watch, conn, nursery.cancel_scope)
-        # A direction that ended without EOF (reset, cancel) still ends for the decoder, so a
-        # frame cut in half is reported as truncated.
-        for direction, ended in conn.eof.items():
-            if not ended:
-                conn.observe(direction, b"", self.now())
-
-    async def _pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
-        source, sink, _, _ = conn.sides(direction)
-        reader = ChunkReader(source.socket.fileno())
-        dst = sink.socket.fileno()
-        enforce = self.options.enforce_limits
-        from_client = direction is Direction.C2S
-        streak = streak_bytes = 0
-        while True:
-            try:
-                chunk = reader.read_ready()
-            except OSError as exc:
-                conn.source_failed(direction, exc, scope)
-                return
-            if chunk is None:
-                streak = streak_bytes = 0
-                await reader.wait()
-                continue
-            now = trio.current_time()
-            conn.last_activity = now
-            t = now - self.start_time
-            if not chunk:
-                conn.end_of_stream(direction, t, scope)
-                return
-            if enforce:
-                verdict = conn.observe(direction, chunk, t)
-                if verdict is not None:
-                    conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
-                    scope.cancel()
-                    return
-            try:
-                sent = os.write(dst, chunk)  # a chunk almost always goes whole, at once
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
-                conn.sink_failed(direction, exc, scope)
-                if not enforce:
-                    conn.observe_undelivered(direction, chunk, t)
-                return
-            if sent < len(chunk):
-                # The rest waits for the peer to read: each piece is observed as it goes (the
-                # answers to its first part may come back meanwhile, and must not be observed
-                # before the requests they answer), and what never goes, as undelivered.
-                if not await conn.forward_rest(direction, chunk, sent, t, scope, enforce):
-                    return
-            else:
-                conn.sent[direction] += sent
-                if not enforce:
-                    conn.observe(direction, chunk, t)
-            conn.awaiting_reply = from_client
-            if conn.link is not None and conn.link.holds(conn.conn):
-                await conn.link.until_caught_up(conn.conn)  # the recording trails on it
-            if from_client and conn.eof[Direction.S2C]:
-                await conn.check_upstream_after_close(scope)
-            streak += 1
-            streak_bytes += len(chunk)
-            if streak >= _MAX_STREAK or streak_bytes >= _MAX_STREAK_BYTES:
-                # Data keeps coming: let other connections run too.
-                streak = streak_bytes = 0
-                await trio.lowlevel.checkpoint()
-
-    async def _idle_watch(self, conn: Connection, scope: trio.CancelScope) -> None:
-        timeout = self.options.idle_timeout
-        assert timeout is not None
-        while True:
-            deadline = conn.last_activity + timeout
-            if trio.current_time() >= deadline:
-                conn.note(f"idle for {timeout:g} s (--idle-timeout)", True)
-                scope.cancel()
-                return
-            await trio.sleep_until(deadline)
+        await pump_both(conn, pump, self.now, self.options.idle_timeout)
 
     async def resend(self, route: str, payload: bytes, timeout: float = 30.0) -> Resent:
         """Send the request ``payload`` again to ``route``'s upstream with a fresh id, on a

@@ -13,31 +13,27 @@ nothing to do. Memory stays bounded whatever the peers send:
   the next frame boundary it can find, and the gap is reported with its size;
 * an exception while decoding costs this connection's inspection, reported once as a gap.
 
-With redaction rules, a value a rule replaced is also replaced where it recurs in the
-connection's later frames (a plugin echoing a layer name in its error message).
+Each whole frame decoded goes to the connection's `FramePublisher` (tap_frames.py), which
+checks, pairs, redacts, numbers and marks it and publishes its events.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, Optional, Protocol
+from collections.abc import Sequence
+from typing import Any, Optional
 
 from golem_core.catalogue import MethodCatalogue
-from golem_core.contract import Violation, violation
+from golem_core.contract import Violation
 from golem_core.decoders import Chunk
 from golem_core.framing import Discarded, EndOfStream, Frame, FrameError, FrameErrorKind
-from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
-from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Pending
 from golem_core.profiles import Profile
 
 from ..events import (
     BytesDiscarded,
     Direction,
-    Event,
-    ExchangeCompleted,
     FrameSeen,
     FramingErrorSeen,
     GapReason,
@@ -46,7 +42,8 @@ from ..events import (
     Where,
 )
 from ..terminal import counted
-from .redact import Echoes, Redactor
+from .redact import Redactor
+from .tap_frames import Annotator, FramePublisher, Publish
 from .tap_input import TapInput
 from .tap_limits import (
     DEFAULT_LIMITS,
@@ -57,30 +54,9 @@ from .tap_limits import (
     split_header,
 )
 from .tap_pairing import ConnectionPairing
-from .tap_parse import encode_redacted, parse_fast, parse_for_view
+from .tap_parse import parse_fast
 
 __all__ = ["Annotator", "ConnectionTap", "ObserveLimits", "TapVerdict", "parse_fast"]
-
-Publish = Callable[[Event], None]
-
-
-class Annotator(Protocol):
-    """What the session decides about a frame, once, before anyone sees it (`golem-proxy mcp`:
-    the tool call a GOLEM frame belongs to, `golem_proxy.live.attribution.ToolCallTracker`)."""
-
-    def annotate(self, frame: FrameSeen, answers: Optional[FrameSeen] = None) -> FrameSeen:
-        """``frame`` with the decision as it stands now; ``answers``: the request frame it
-        answers, whose decision an answer may take."""
-        ...
-
-    def at_arrival(self) -> Callable[[FrameSeen], FrameSeen]:
-        """The decision as it stands now, for a frame that arrived now and is decoded
-        later (returns what `annotate` would do to it now)."""
-        ...
-
-
-# Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
-_ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
 
 
 class ConnectionTap:
@@ -105,19 +81,13 @@ class ConnectionTap:
         self.profile = profile
         self.publish = publish
         self.catalogue = catalogue
-        self._builtins = profile.builtins_of(route)
         self.redactor = redactor
-        self._echoes = Echoes()
-        """Values this connection's redaction replaced, hidden where they come back."""
         self.cap = profile.default_cap if cap is None else cap
         self.limits = limits
         self.annotate = annotate
         """Adds what the session decided about a frame as it is decoded (the MCP tool call it
         belongs to: `golem_proxy.live.attribution`), before anyone sees it; for a frame
         that arrived before it could be decoded (`arrived`), as it arrived."""
-        self._arrivals: dict[Direction, tuple[float, Callable[[FrameSeen], FrameSeen]]] = {}
-        """Per direction, the last `arrived` mark: the time of the frames read then, and the
-        session's decision as it stood then."""
         # Frames over the observation limit (but within the protocol's cap) come out of the
         # decoder as "oversized" and are digested here instead of reported as violations.
         self._decoder_cap = min(self.cap, limits.frame)
@@ -125,12 +95,21 @@ class ConnectionTap:
             Direction.C2S: TapInput(profile, self._decoder_cap),
             Direction.S2C: TapInput(profile, self._decoder_cap),
         }
-        self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
         self._pairing = ConnectionPairing(profile, limits)
+        self._frames = FramePublisher(
+            conn,
+            route,
+            profile,
+            publish,
+            self._pairing,
+            self._violated,
+            self._evicted,
+            catalogue=catalogue,
+            redactor=redactor,
+            annotate=annotate,
+        )
+        """Publishes the frames this tap decodes, with their violations and exchanges."""
         self._digests: dict[Direction, FrameDigest] = {}
-        self._undelivered: dict[Direction, tuple[str, int]] = {}
-        """Per direction, from the mark on: why its bytes did not reach their receiver, and
-        how many bytes of the frame then in progress had (`mark_undelivered`)."""
         self.failed: Optional[str] = None
         """Why decoding stopped for this connection (a bug in the tap), or None."""
 
@@ -190,8 +169,7 @@ class ConnectionTap:
         ``client gone``, …): every frame they end is published undelivered. Called in order
         with the bytes, after every frame before them was handled: the frame in progress has
         had its bytes so far delivered."""
-        if direction not in self._undelivered:
-            self._undelivered[direction] = (why, self._inputs[direction].buffered)
+        self._frames.mark_undelivered(direction, why, self._inputs[direction].buffered)
 
     def arrived(self, direction: Direction, t: float) -> None:
         """Frames of ``direction`` were read at ``t`` (the time they are fed with) by a
@@ -199,8 +177,7 @@ class ConnectionTap:
         delay``): called in order with the chunks, when they arrived, so that the session
         decides about them as they arrived, not as they are decoded. The last mark only:
         that path reads no more of a direction before the frames it read are fed."""
-        if self.annotate is not None:
-            self._arrivals[direction] = (t, self.annotate.at_arrival())
+        self._frames.arrived(direction, t)
 
     def lose(self, direction: Direction, size: int, t: float) -> None:
         """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
@@ -220,7 +197,7 @@ class ConnectionTap:
         """The connection was open when the observing process before this one died: its frames
         are numbered on from ``next_index`` (client's, server's), and its pairing goes on from
         what the recording shows in flight (`ConnectionPairing.take_over`)."""
-        self._frame_index = {Direction.C2S: next_index[0], Direction.S2C: next_index[1]}
+        self._frames.number_from(next_index)
         self._pairing.take_over(recorded, unread)
 
     def resumed(self, direction: Direction, lost: int, t: float, unrecorded: int) -> None:
@@ -294,7 +271,7 @@ class ConnectionTap:
 
     def _handle(self, direction: Direction, event: object, t: float) -> Optional[TapVerdict]:
         if isinstance(event, Frame):
-            return self._frame(direction, event, t)
+            return self._frames.frame_decoded(direction, event, t)
         digest = self._digests.get(direction)
         if digest is not None:
             if isinstance(event, Discarded):
@@ -335,17 +312,6 @@ class ConnectionTap:
                 )
             )
         return None
-
-    def _annotated(
-        self, direction: Direction, seen: FrameSeen, request: Optional[FrameSeen]
-    ) -> FrameSeen:
-        """``seen`` with the session's decision: as it stood when the frame arrived, when
-        its direction was marked then (`arrived`: the mark's time is the frame's), else now."""
-        assert self.annotate is not None
-        arrival = self._arrivals.get(direction)
-        if request is None and arrival is not None and arrival[0] == seen.t:
-            return arrival[1](seen)
-        return self.annotate.annotate(seen, request)
 
     def _finish_digest(self, direction: Direction, digest: FrameDigest, t: float) -> None:
         del self._digests[direction]
@@ -418,89 +384,3 @@ class ConnectionTap:
                 header=header,
             )
         )
-
-    def _frame(self, direction: Direction, frame: Frame, t: float) -> Optional[TapVerdict]:
-        # What the direction implies; a profile whose servers send requests types a frame by
-        # its members, so ``message.role`` is what it is.
-        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        payload = frame.payload
-        message, elided = parse_for_view(self.profile, payload, role)
-        role = message.role or role
-        asker = direction if role is Role.REQUEST else direction.reverse
-        if role is Role.REQUEST and direction is Direction.S2C:
-            violations = self.profile.check_server_request(message, payload)
-        else:
-            violations = self.profile.check_message(message, payload)
-        if self.catalogue is not None and isinstance(message, Request) and asker is Direction.C2S:
-            violations.extend(self.catalogue.check_request(message, self._builtins))
-        # A response is paired first, so that method-scoped redaction rules apply to it too.
-        answered = None if role is Role.REQUEST else self._pairing.answer(asker, message)
-        request = answered.request if answered is not None else None
-        redacted: tuple[str, ...] = ()
-        if self.redactor and not isinstance(message, Malformed):
-            method = method_of(request.message if request else message)
-            full = self.profile.parse(payload, role) if elided else message
-            replaced: list[str] = []
-            obj, redacted = self.redactor.apply(full.obj, method, replaced)
-            self._echoes.remember(replaced)
-            if self._echoes and self._echoes.might_be_in(payload):
-                obj, echoed = self._echoes.scrub(obj)
-                if echoed:
-                    redacted = (*redacted, "echo")
-            if redacted:
-                elided = 0
-                payload = encode_redacted(self.profile, obj)
-                message = self.profile.parse(payload, role)
-        index = self._frame_index[direction]
-        self._frame_index[direction] = index + 1
-        # The pairing decision, carried by the frame so that no view makes it again.
-        expects_answer = role is Role.REQUEST and self.profile.expects_response(message)
-        orphan = answered is not None and answered.orphan
-        undelivered, delivered_bytes = self._undelivered.get(direction, ("", 0))
-        if delivered_bytes:  # only the frame in progress at the mark had some go
-            self._undelivered[direction] = (undelivered, 0)
-        seen = FrameSeen(
-            conn=self.conn,
-            route=self.route,
-            direction=direction,
-            index=index,
-            t=t,
-            size=frame.size,
-            payload=payload,
-            message=message,
-            redacted=redacted,
-            elided=elided,
-            expects_answer=expects_answer,
-            answers=request.index if request is not None else None,
-            orphan=orphan,
-            undelivered=undelivered,
-            delivered_bytes=min(delivered_bytes, frame.size),
-        )
-        if self.annotate is not None:
-            seen = self._annotated(direction, seen, request)
-        self.publish(seen)
-        for found in violations:
-            self._violated(direction, index, t, found)
-        if role is Role.REQUEST:
-            self._evicted(direction, self._pairing.hold(direction, message, seen), t)
-        elif orphan:
-            verdict_found = violation(
-                R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
-            )
-            self._violated(direction, index, t, verdict_found, orphan=True)
-        elif request is not None:
-            # The pair's own checks name the response; the exchange carries no copy of them.
-            for found in self.profile.check_exchange(request.message, message):
-                self._violated(direction, index, t, found)
-            self.publish(
-                ExchangeCompleted(
-                    conn=self.conn,
-                    route=self.route,
-                    request=request,
-                    response=seen,
-                    outcome=self.profile.outcome(request.message, message),
-                )
-            )
-        if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
-            return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
-        return None

@@ -1,0 +1,103 @@
+"""Noticing, from the forwarding process, an observing process (``--observer child-process``)
+that is broken but runs on.
+
+The control socket carries the child's acknowledgements (`ACK`: the pipe offset up to which
+the recording is written), which keep the recording within the link's trail limit
+(observer_link.py). A child that acknowledges more than was handed on, or closes its end of
+the pipe or the control socket and runs on, is stopped (`HealthWatch.broken`), and the session
+goes on as when it dies (observer_process.py). One that repeats an acknowledgement is read less
+often, so that a flood of them does not take the relay's core.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+from typing import Callable
+
+import trio
+
+from .observer_launch import ACK, EXIT_GRACE
+from .observer_link import ObserverLink
+
+__all__ = ["ACK_READ", "REPEATED_PAUSE", "HealthWatch"]
+
+ACK_READ = 64 * 1024
+"""Bytes of acknowledgements read at once (only the greatest counts)."""
+REPEATED_PAUSE = 0.01
+"""Seconds the acknowledgements wait after a read that moved nothing on (the observing
+process repeats itself): a flood of them costs the forwarding process a read per pause."""
+
+
+class HealthWatch:
+    """Watches one running observing process: its acknowledgements (`read_acknowledgements`)
+    and its end of the handoff pipe (`watch_pipe`), run in the nursery that waits for it."""
+
+    def __init__(
+        self,
+        process: trio.Process,
+        control: socket.socket,
+        link: ObserverLink,
+        broken: Callable[[str], None],
+    ) -> None:
+        self.process = process
+        self.control = control
+        self.link = link
+        self.broken = broken
+        """Stops the process as one that misbehaves, saying why (`ObservingProcess._broken`)."""
+
+    async def read_acknowledgements(self) -> None:
+        """Until cancelled: take the observing process's acknowledgements to the link. One
+        that acknowledges more than was handed on stops it (it is broken); a control socket
+        closed while it runs on does too (`_stop_unless_exiting`)."""
+        control = trio.socket.from_stdlib_socket(self.control)
+        pending = b""
+        while True:
+            try:
+                data = await control.recv(ACK_READ)
+            except OSError:
+                data = b""
+            if not data:
+                await self._stop_unless_exiting("the observing process closed the control socket")
+                return
+            pending += data
+            whole = len(pending) - len(pending) % ACK.size
+            if not whole:
+                continue
+            # The greatest says everything (a healthy process sends them growing only).
+            offset, rate = max(ACK.iter_unpack(memoryview(pending)[:whole]))
+            pending = pending[whole:]
+            handed = self.link.writer.handed
+            if offset > handed:
+                self.broken(
+                    "the observing process acknowledged more than was handed on "
+                    f"({offset} bytes of {handed})"
+                )
+                return
+            moved = offset > self.link.acked
+            self.link.acknowledged(offset, rate)
+            if not moved:
+                # Nothing new (a healthy process never repeats itself): a flood of these must
+                # not take the relay's core.
+                await trio.sleep(REPEATED_PAUSE)
+
+    async def watch_pipe(self) -> None:
+        """Until cancelled: notice the observing process closing its end of the handoff pipe
+        while it runs on (then `_stop_unless_exiting`): the write end reports an error, which
+        an epoll of its own reports (whatever it is asked for) by being readable."""
+        try:
+            errors = select.epoll()
+        except OSError:  # out of descriptors: its death is still noticed when it exits
+            return
+        with errors:
+            errors.register(self.link.writer.fd, 0)
+            await trio.lowlevel.wait_readable(errors.fileno())
+        await self._stop_unless_exiting("the observing process closed the handoff pipe")
+
+    async def _stop_unless_exiting(self, why: str) -> None:
+        """The observing process closed a descriptor it needs: unless it is exiting
+        (`ObservingProcess.watch` then cancels this and says how it ended), stop it after
+        `EXIT_GRACE`, saying ``why``."""
+        await trio.sleep(EXIT_GRACE)
+        if self.process.poll() is None:  # else it exited meanwhile: `watch` says how
+            self.broken(why)

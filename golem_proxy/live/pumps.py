@@ -1,0 +1,130 @@
+"""Forwarding one connection of the relay (relay.py): both directions pumped until it ends
+(`pump_both`), each by the plain pump (`PlainPump`) or by a route's frame-by-frame one
+(fault_relay.py), and a connection idle too long cut (`idle_watch`).
+
+The plain pump is byte-exact and comes first: it reads a chunk and writes it straight to the
+other socket, then hands the same chunk to the observer, which never makes it wait
+(observer.py). Nothing is decoded or re-encoded on this path (with ``enforce_limits`` the tap
+checks a chunk before it is sent). How a connection ends, half-closes and resets included, is
+`Connection`'s job, shared with the faulted pumps.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from typing import Optional
+
+import trio
+
+from ..events import Direction
+from .chunks import RECV_SIZE_BULK, ChunkReader
+from .connection import Connection
+
+__all__ = ["PlainPump", "Pump", "idle_watch", "pump_both"]
+
+Pump = Callable[[Connection, Direction, trio.CancelScope], Awaitable[None]]
+
+_MAX_STREAK = 16
+_MAX_STREAK_BYTES = RECV_SIZE_BULK
+"""A pump that keeps finding data yields after this many chunks or bytes (fairness)."""
+
+
+async def pump_both(
+    conn: Connection, pump: Pump, now: Callable[[], float], idle_timeout: Optional[float]
+) -> None:
+    """Forward both directions until the connection ends; then end, for the observer, a
+    direction that ended without EOF."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pump, conn, Direction.C2S, nursery.cancel_scope)
+        nursery.start_soon(pump, conn, Direction.S2C, nursery.cancel_scope)
+        if idle_timeout is not None:
+            nursery.start_soon(idle_watch, conn, idle_timeout, nursery.cancel_scope)
+    # A direction that ended without EOF (reset, cancel) still ends for the decoder, so a
+    # frame cut in half is reported as truncated.
+    for direction, ended in conn.eof.items():
+        if not ended:
+            conn.observe(direction, b"", now())
+
+
+class PlainPump:
+    """Forwards a direction of a connection as its bytes come: no fault, no interception."""
+
+    def __init__(self, start_time: float, enforce_limits: bool) -> None:
+        self.start_time = start_time
+        """The session's start (`trio.current_time`): a chunk's ``t`` counts from it."""
+        self.enforce_limits = enforce_limits
+        """The tap checks each chunk before it is sent, and closes on a broken limit."""
+
+    async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
+        """Forward ``direction`` of ``conn`` until it ends, a side fails, or ``scope`` is
+        cancelled."""
+        source, sink, _, _ = conn.sides(direction)
+        reader = ChunkReader(source.socket.fileno())
+        dst = sink.socket.fileno()
+        enforce = self.enforce_limits
+        from_client = direction is Direction.C2S
+        streak = streak_bytes = 0
+        while True:
+            try:
+                chunk = reader.read_ready()
+            except OSError as exc:
+                conn.source_failed(direction, exc, scope)
+                return
+            if chunk is None:
+                streak = streak_bytes = 0
+                await reader.wait()
+                continue
+            now = trio.current_time()
+            conn.last_activity = now
+            t = now - self.start_time
+            if not chunk:
+                conn.end_of_stream(direction, t, scope)
+                return
+            if enforce:
+                verdict = conn.observe(direction, chunk, t)
+                if verdict is not None:
+                    conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
+                    scope.cancel()
+                    return
+            try:
+                sent = os.write(dst, chunk)  # a chunk almost always goes whole, at once
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                conn.sink_failed(direction, exc, scope)
+                if not enforce:
+                    conn.observe_undelivered(direction, chunk, t)
+                return
+            if sent < len(chunk):
+                # The rest waits for the peer to read: each piece is observed as it goes (the
+                # answers to its first part may come back meanwhile, and must not be observed
+                # before the requests they answer), and what never goes, as undelivered.
+                if not await conn.forward_rest(direction, chunk, sent, t, scope, enforce):
+                    return
+            else:
+                conn.sent[direction] += sent
+                if not enforce:
+                    conn.observe(direction, chunk, t)
+            conn.awaiting_reply = from_client
+            if conn.link is not None and conn.link.holds(conn.conn):
+                await conn.link.until_caught_up(conn.conn)  # the recording trails on it
+            if from_client and conn.eof[Direction.S2C]:
+                await conn.check_upstream_after_close(scope)
+            streak += 1
+            streak_bytes += len(chunk)
+            if streak >= _MAX_STREAK or streak_bytes >= _MAX_STREAK_BYTES:
+                # Data keeps coming: let other connections run too.
+                streak = streak_bytes = 0
+                await trio.lowlevel.checkpoint()
+
+
+async def idle_watch(conn: Connection, timeout: float, scope: trio.CancelScope) -> None:
+    """Cut ``conn`` (cancel ``scope``) once nothing crossed it for ``timeout`` seconds."""
+    while True:
+        deadline = conn.last_activity + timeout
+        if trio.current_time() >= deadline:
+            conn.note(f"idle for {timeout:g} s (--idle-timeout)", True)
+            scope.cancel()
+            return
+        await trio.sleep_until(deadline)

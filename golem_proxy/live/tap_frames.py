@@ -1,0 +1,227 @@
+"""A decoded frame's events: what the tap (tap.py) publishes about each whole frame it decodes.
+
+For one connection, a frame is checked against the profile's contract (and, for a client's
+request, the method catalogue); a response is paired with its request (`ConnectionPairing`,
+shared with the tap); the redaction rules are applied, and a value they replaced is also
+replaced where it recurs in the connection's later frames (`Echoes`: a plugin echoing a layer
+name in its error message); the frame is numbered in its direction, marked with what the
+forwarding side said of its bytes (undelivered, or when they arrived) and given the
+session's decision (`Annotator`); then it is published, with its violations and, for an
+answer, the exchange it completes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Optional, Protocol
+
+from golem_core.catalogue import MethodCatalogue
+from golem_core.contract import Violation, violation
+from golem_core.framing import Frame
+from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
+from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
+from golem_core.pairing import Pending
+from golem_core.profiles import Profile
+
+from ..events import Direction, Event, ExchangeCompleted, FrameSeen
+from .redact import Echoes, Redactor
+from .tap_limits import TapVerdict
+from .tap_pairing import ConnectionPairing
+from .tap_parse import encode_redacted, parse_for_view
+
+__all__ = ["Annotator", "FramePublisher", "Publish"]
+
+Publish = Callable[[Event], None]
+
+
+class Annotator(Protocol):
+    """What the session decides about a frame, once, before anyone sees it (`golem-proxy mcp`:
+    the tool call a GOLEM frame belongs to, `golem_proxy.live.attribution.ToolCallTracker`)."""
+
+    def annotate(self, frame: FrameSeen, answers: Optional[FrameSeen] = None) -> FrameSeen:
+        """``frame`` with the decision as it stands now; ``answers``: the request frame it
+        answers, whose decision an answer may take."""
+        ...
+
+    def at_arrival(self) -> Callable[[FrameSeen], FrameSeen]:
+        """The decision as it stands now, for a frame that arrived now and is decoded
+        later (returns what `annotate` would do to it now)."""
+        ...
+
+
+# Fatal for --enforce-limits: the frame cannot be trusted to mean what it says.
+_ENFORCED_MALFORMED = (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
+
+
+class Violated(Protocol):
+    """How the tap publishes a violation found in a frame (`ConnectionTap._violated`)."""
+
+    def __call__(
+        self,
+        direction: Direction,
+        index: Optional[int],
+        t: float,
+        found: Violation,
+        orphan: bool = False,
+    ) -> None: ...
+
+
+Evicted = Callable[[Direction, list[Pending[FrameSeen]], float], None]
+"""How the tap reports the requests let go past the pending limits (`ConnectionTap._evicted`)."""
+
+
+class FramePublisher:
+    """One connection's whole frames, both directions, turned into events (see the module
+    docstring). The tap hands each over with `frame_decoded`."""
+
+    def __init__(
+        self,
+        conn: int,
+        route: str,
+        profile: Profile,
+        publish: Publish,
+        pairing: ConnectionPairing,
+        violated: Violated,
+        evicted: Evicted,
+        *,
+        catalogue: Optional[MethodCatalogue] = None,
+        redactor: Optional[Redactor] = None,
+        annotate: Optional[Annotator] = None,
+    ) -> None:
+        self.conn = conn
+        self.route = route
+        self.profile = profile
+        self.publish = publish
+        self._pairing = pairing
+        self._violated = violated
+        self._evicted = evicted
+        self.catalogue = catalogue
+        self._builtins = profile.builtins_of(route)
+        self.redactor = redactor
+        self._echoes = Echoes()
+        """Values this connection's redaction replaced, hidden where they come back."""
+        self.annotate = annotate
+        self._arrivals: dict[Direction, tuple[float, Callable[[FrameSeen], FrameSeen]]] = {}
+        """Per direction, the last `arrived` mark: the time of the frames read then, and the
+        session's decision as it stood then."""
+        self._frame_index = {Direction.C2S: 0, Direction.S2C: 0}
+        self._undelivered: dict[Direction, tuple[str, int]] = {}
+        """Per direction, from the mark on: why its bytes did not reach their receiver, and
+        how many bytes of the frame then in progress had (`mark_undelivered`)."""
+
+    def mark_undelivered(self, direction: Direction, why: str, buffered: int) -> None:
+        """The frames of ``direction`` ended from now on never reached their receiver
+        (``why``); of the frame in progress, ``buffered`` bytes had
+        (`ConnectionTap.mark_undelivered`). The first mark stays."""
+        if direction not in self._undelivered:
+            self._undelivered[direction] = (why, buffered)
+
+    def number_from(self, next_index: tuple[int, int]) -> None:
+        """Number the frames on from ``next_index`` (client's, server's)."""
+        self._frame_index = {Direction.C2S: next_index[0], Direction.S2C: next_index[1]}
+
+    def arrived(self, direction: Direction, t: float) -> None:
+        """Frames of ``direction`` were read at ``t``: the session's decision as it stands
+        now is theirs (`ConnectionTap.arrived`)."""
+        if self.annotate is not None:
+            self._arrivals[direction] = (t, self.annotate.at_arrival())
+
+    def _annotated(
+        self, direction: Direction, seen: FrameSeen, request: Optional[FrameSeen]
+    ) -> FrameSeen:
+        """``seen`` with the session's decision: as it stood when the frame arrived, when
+        its direction was marked then (`arrived`: the mark's time is the frame's), else now."""
+        assert self.annotate is not None
+        arrival = self._arrivals.get(direction)
+        if request is None and arrival is not None and arrival[0] == seen.t:
+            return arrival[1](seen)
+        return self.annotate.annotate(seen, request)
+
+    def frame_decoded(self, direction: Direction, frame: Frame, t: float) -> Optional[TapVerdict]:
+        """Publish the events of ``frame``, a whole frame the tap decoded from ``direction``
+        at ``t``: the frame, its violations, and for an answer its exchange. Returns a verdict
+        when the frame breaks the limits (`TapVerdict`: a malformed frame)."""
+        # What the direction implies; a profile whose servers send requests types a frame by
+        # its members, so ``message.role`` is what it is.
+        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+        payload = frame.payload
+        message, elided = parse_for_view(self.profile, payload, role)
+        role = message.role or role
+        asker = direction if role is Role.REQUEST else direction.reverse
+        if role is Role.REQUEST and direction is Direction.S2C:
+            violations = self.profile.check_server_request(message, payload)
+        else:
+            violations = self.profile.check_message(message, payload)
+        if self.catalogue is not None and isinstance(message, Request) and asker is Direction.C2S:
+            violations.extend(self.catalogue.check_request(message, self._builtins))
+        # A response is paired first, so that method-scoped redaction rules apply to it too.
+        answered = None if role is Role.REQUEST else self._pairing.answer(asker, message)
+        request = answered.request if answered is not None else None
+        redacted: tuple[str, ...] = ()
+        if self.redactor and not isinstance(message, Malformed):
+            method = method_of(request.message if request else message)
+            full = self.profile.parse(payload, role) if elided else message
+            replaced: list[str] = []
+            obj, redacted = self.redactor.apply(full.obj, method, replaced)
+            self._echoes.remember(replaced)
+            if self._echoes and self._echoes.might_be_in(payload):
+                obj, echoed = self._echoes.scrub(obj)
+                if echoed:
+                    redacted = (*redacted, "echo")
+            if redacted:
+                elided = 0
+                payload = encode_redacted(self.profile, obj)
+                message = self.profile.parse(payload, role)
+        index = self._frame_index[direction]
+        self._frame_index[direction] = index + 1
+        # The pairing decision, carried by the frame so that no view makes it again.
+        expects_answer = role is Role.REQUEST and self.profile.expects_response(message)
+        orphan = answered is not None and answered.orphan
+        undelivered, delivered_bytes = self._undelivered.get(direction, ("", 0))
+        if delivered_bytes:  # only the frame in progress at the mark had some go
+            self._undelivered[direction] = (undelivered, 0)
+        seen = FrameSeen(
+            conn=self.conn,
+            route=self.route,
+            direction=direction,
+            index=index,
+            t=t,
+            size=frame.size,
+            payload=payload,
+            message=message,
+            redacted=redacted,
+            elided=elided,
+            expects_answer=expects_answer,
+            answers=request.index if request is not None else None,
+            orphan=orphan,
+            undelivered=undelivered,
+            delivered_bytes=min(delivered_bytes, frame.size),
+        )
+        if self.annotate is not None:
+            seen = self._annotated(direction, seen, request)
+        self.publish(seen)
+        for found in violations:
+            self._violated(direction, index, t, found)
+        if role is Role.REQUEST:
+            self._evicted(direction, self._pairing.hold(direction, message, seen), t)
+        elif orphan:
+            verdict_found = violation(
+                R_ORPHAN, f"response id {message.id!r} answers no outstanding request", "$.id"
+            )
+            self._violated(direction, index, t, verdict_found, orphan=True)
+        elif request is not None:
+            # The pair's own checks name the response; the exchange carries no copy of them.
+            for found in self.profile.check_exchange(request.message, message):
+                self._violated(direction, index, t, found)
+            self.publish(
+                ExchangeCompleted(
+                    conn=self.conn,
+                    route=self.route,
+                    request=request,
+                    response=seen,
+                    outcome=self.profile.outcome(request.message, message),
+                )
+            )
+        if isinstance(message, Malformed) and message.kind in _ENFORCED_MALFORMED:
+            return TapVerdict(f"{direction.value} malformed frame: {message.detail}")
+        return None

@@ -1,0 +1,68 @@
+"""The events about the session rather than the bytes of a connection: a route's upstream
+going down or coming back, what a wrapped process wrote to its stderr, events a consumer
+missed, and the session's orderly end.
+
+Part of the event vocabulary (`golem_proxy.events`, which re-exports them and names them in
+its ``Event`` union): frozen dataclasses like the rest, and, like them, with ``t`` in seconds
+on the session's monotonic clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+__all__ = ["EventsMissed", "ProcessOutput", "SessionEnded", "UpstreamStatus"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpstreamStatus:
+    """A route's upstream stopped or started answering: while it refuses connections, the
+    route does not listen (a client is refused, as it would be direct), and it listens
+    again once the upstream answers. ``detail`` says what happened in words."""
+
+    route: str
+    t: float
+    up: bool
+    detail: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventsMissed:
+    """Told to a consumer that fell behind: this many events were not delivered to it."""
+
+    count: int
+    t: float
+    consumer: str = field(default="")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProcessOutput:
+    """Bytes a wrapped process wrote to its stderr (the MCP server of `golem-proxy mcp`):
+    passed on to our stderr as they came, and recorded on the route of its hop."""
+
+    conn: int
+    route: str
+    t: float
+    data: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionEnded:
+    """The session ended in order and its recording is whole: the last line its writer
+    writes, after every other, flushed (docs/recording-format.md, ``session-end``). A
+    recording whose header promises one and that lacks it was cut short. ``reason`` says how
+    the session ended (``stopped by SIGINT``); the counts are those of the closing line, what
+    the session saw, when the writer knew them (None: the forwarding process wrote the line
+    after observation stopped). ``since_restart``: they are an observing process's that took
+    over from one that died (its ``unanswered`` includes the requests it found in flight then)."""
+
+    t: float
+    reason: str
+    exchanges: Optional[int] = None
+    errors: Optional[int] = None
+    violations: Optional[int] = None
+    unanswered: Optional[int] = None
+    not_recorded: Optional[int] = None
+    """Events the recorder could not keep (the disk fell behind; its ``gap`` lines say where)."""
+    since_restart: bool = False
