@@ -226,6 +226,11 @@ class FramingErrorSeen:
     raw: bytes
     recoverable: bool
     declared_length: Optional[int] = None
+    undelivered: str = ""
+    """Why these bytes never reached their receiver, as on a frame (`FrameSeen.undelivered`:
+    the receiver was gone); empty when they did, as far as the proxy knows."""
+    delivered_bytes: int = 0
+    """With ``undelivered``: how many of the first bytes did go."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -238,6 +243,10 @@ class BytesDiscarded:
     t: float
     raw: bytes
     final: bool
+    undelivered: str = ""
+    """Why these bytes never reached their receiver (`FramingErrorSeen.undelivered`)."""
+    delivered_bytes: int = 0
+    """With ``undelivered``: how many of the first bytes did go."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -290,6 +290,7 @@ class ConnectionTap:
                 # The decoder ran with the observation limit; the cap broken is the protocol's.
                 limit, cap = f"{self._decoder_cap}-byte", f"{self.cap}-byte"
                 event = dataclasses.replace(event, detail=event.detail.replace(limit, cap))
+            undelivered, delivered = self._frames.undelivered(direction)
             self.publish(
                 FramingErrorSeen(
                     **self._where(direction, t),
@@ -298,17 +299,22 @@ class ConnectionTap:
                     raw=event.raw,
                     recoverable=event.recoverable,
                     declared_length=event.declared_length,
+                    undelivered=undelivered,
+                    delivered_bytes=min(delivered, len(event.raw)),
                 )
             )
             found = self.profile.frame_violation(event)
             self._violated(direction, None, t, found)
             return TapVerdict(f"{direction.value} {event.kind.value} frame: {event.detail}")
         if isinstance(event, Discarded):
+            undelivered, delivered = self._frames.undelivered(direction)
             self.publish(
                 BytesDiscarded(
                     **self._where(direction, t),
                     raw=event.raw,
                     final=event.final,
+                    undelivered=undelivered,
+                    delivered_bytes=min(delivered, len(event.raw)),
                 )
             )
         return None

@@ -116,6 +116,15 @@ class FramePublisher:
         if direction not in self._undelivered:
             self._undelivered[direction] = (why, buffered)
 
+    def undelivered(self, direction: Direction) -> tuple[str, int]:
+        """For the next frame, framing error or discarded bytes of ``direction``: why its
+        bytes never reached their receiver (empty: they did), and how many of its first
+        bytes had (only the first thing ended after the mark: the frame then in progress)."""
+        undelivered, delivered_bytes = self._undelivered.get(direction, ("", 0))
+        if delivered_bytes:
+            self._undelivered[direction] = (undelivered, 0)
+        return undelivered, delivered_bytes
+
     def number_from(self, next_index: tuple[int, int]) -> None:
         """Number the frames on from ``next_index`` (client's, server's)."""
         self._frame_index = {Direction.C2S: next_index[0], Direction.S2C: next_index[1]}
@@ -177,9 +186,7 @@ class FramePublisher:
         # The pairing decision, carried by the frame so that no view makes it again.
         expects_answer = role is Role.REQUEST and self.profile.expects_response(message)
         orphan = answered is not None and answered.orphan
-        undelivered, delivered_bytes = self._undelivered.get(direction, ("", 0))
-        if delivered_bytes:  # only the frame in progress at the mark had some go
-            self._undelivered[direction] = (undelivered, 0)
+        undelivered, delivered_bytes = self.undelivered(direction)
         seen = FrameSeen(
             conn=self.conn,
             route=self.route,

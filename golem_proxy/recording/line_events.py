@@ -212,6 +212,8 @@ class LineDecoder:
                 raw=member_base64(data),
                 recoverable=member_bool(data, "recoverable", False),
                 declared_length=member_optional_int(data, "declared"),
+                undelivered=member_str(data, "undelivered", ""),
+                delivered_bytes=member_int(data, "delivered_bytes", 0),
             )
         if kind == "discarded":
             raw = member_base64(data)
@@ -219,6 +221,8 @@ class LineDecoder:
                 **_where(data, conn, route, t),
                 raw=raw,
                 final=member_bool(data, "final"),
+                undelivered=member_str(data, "undelivered", ""),
+                delivered_bytes=member_int(data, "delivered_bytes", 0),
             )
         if kind in ("fault", "intercept"):
             return _proxy_action(data, _where(data, conn, route, t))

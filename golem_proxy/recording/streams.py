@@ -213,6 +213,20 @@ class _Rebuilder:
             self.feed(event)
         return self.streams
 
+    def _undelivered_part(
+        self, target: RebuiltStream, event: Union[FramingErrorSeen, BytesDiscarded]
+    ) -> bytes:
+        """The bytes of a framing error or of discarded bytes that go to ``target``: all of
+        them, but for the ``delivered`` streams only the first ``delivered_bytes`` of bytes
+        the receiver never got (the rest is then left out of the proxy's count, as a frame's)."""
+        if not event.undelivered:
+            return event.raw
+        kept = min(event.delivered_bytes, len(event.raw))
+        if self.delivered:
+            return event.raw[:kept]
+        target.undelivered_bytes += len(event.raw) - kept
+        return event.raw
+
     def feed(self, event: Event) -> None:
         """Apply one event: the bytes it stands for go to its stream (and to ``added``)."""
         stream = self.stream
@@ -237,11 +251,11 @@ class _Rebuilder:
             target.redacted_frames += bool(event.redacted)
         elif isinstance(event, FramingErrorSeen):
             target = stream(event.conn, event.route, event.direction)
-            self._add(target, event.raw)
+            self._add(target, self._undelivered_part(target, event))
             target.frame_errors += 1
         elif isinstance(event, BytesDiscarded):
             target = stream(event.conn, event.route, event.direction)
-            self._add(target, event.raw)
+            self._add(target, self._undelivered_part(target, event))
             target.discarded_bytes += len(event.raw)
         elif isinstance(event, (FaultInjected, InterceptStep)):
             if event.withheld and event.direction is Direction.C2S:

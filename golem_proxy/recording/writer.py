@@ -91,10 +91,13 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(kind="frame-error", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, error=event.kind.value, detail=event.detail)
         base.update(recoverable=event.recoverable, declared=event.declared_length)
+        _undelivered_members(base, event)
         base.update(raw=_b64(event.raw))
     elif isinstance(event, events.BytesDiscarded):
         base.update(kind="discarded", conn=event.conn, route=event.route)
-        base.update(dir=event.direction.value, final=event.final, raw=_b64(event.raw))
+        base.update(dir=event.direction.value, final=event.final)
+        _undelivered_members(base, event)
+        base.update(raw=_b64(event.raw))
     elif isinstance(event, events.FaultInjected):
         base.update(kind="fault", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, fault=event.fault, detail=event.detail)
@@ -249,6 +252,17 @@ def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
             parts.append(f',"delivered_bytes":{event.delivered_bytes}')
     parts.append(',"msg":')
     return "".join(parts).encode("utf-8", JSON_SAFE)
+
+
+def _undelivered_members(
+    base: dict[str, Any], event: Union[events.FramingErrorSeen, events.BytesDiscarded]
+) -> None:
+    """A framing error's or discarded bytes' ``undelivered`` and ``delivered_bytes``, when
+    the receiver never got them (as a frame line has them)."""
+    if event.undelivered:
+        base["undelivered"] = event.undelivered
+        if event.delivered_bytes:
+            base["delivered_bytes"] = event.delivered_bytes
 
 
 def tool_calls_json(calls: tuple[events.ToolCallRef, ...]) -> list[dict[str, Any]]:
