@@ -47,10 +47,13 @@ class ConnectionAttribution:
         if len(self._opened) > MAX_NOTED:
             self._opened.popitem(last=False)
 
-    def closed(self, event: ConnectionClosed) -> ConnectionClosed:
+    def closed(self, event: ConnectionClosed, carried: bool = False) -> ConnectionClosed:
         """A GOLEM route's connection closed (after its open): with the calls noted at the
-        open as its ``tool_calls`` when no byte crossed it either way, else as it is."""
+        open as its ``tool_calls`` when no byte crossed it either way, else as it is.
+        ``carried``: its tap was handed a byte (`ConnectionTap.carried`), forwarded or not:
+        a request read and then withheld (a fault, an intercept) or never delivered has its
+        own row, and the connection none."""
         calls = self._opened.pop(event.conn, None)
-        if calls is None or event.bytes_c2s or event.bytes_s2c:
+        if calls is None or carried or event.bytes_c2s or event.bytes_s2c:
             return event
         return dataclasses.replace(event, tool_calls=calls)

@@ -320,7 +320,10 @@ class HandoffSource:
             closed = pickle.loads(record.data)
             connections = self._connections_of(closed.route)
             if connections is not None:
-                self.observer.after_queued(lambda: publish(connections.closed(closed)))
+                # Whether the tap was handed a byte is read when the close is decided.
+                self.observer.after_queued(
+                    lambda: publish(connections.closed(closed, tap is not None and tap.carried))
+                )
             else:
                 self.observer.submit_event(publish, closed)
             if tap is not None:

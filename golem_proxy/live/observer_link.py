@@ -119,6 +119,9 @@ class ObserverLink:
         stopped acknowledging, or handing on failed (forwarding already goes on)."""
         self.stopped = False
         """Observation stopped (the observing process is gone): nothing is handed on."""
+        self.marks_arrivals = False
+        """Whether `arrived` hands its marks on: only a session that decides about frames as
+        they arrive (`golem-proxy mcp`'s attribution) reads them."""
         self.ledger = Ledger(now, trail_limit)
         """What is handed on and not acknowledged yet, and whether the relay waits for it."""
         self._shedding: dict[int, int] = {}
@@ -238,7 +241,9 @@ class ObserverLink:
         """``conn``'s bytes of ``direction`` read at ``t`` complete frames that may be handed
         on only later (`Connection.arrived`): an ``ARRIVED`` record, in order with the
         chunks."""
-        if self.stopped or self.writer.gone or conn in self._shedding:
+        if not self.marks_arrivals or self.stopped or self.writer.gone:
+            return
+        if conn in self._shedding:
             return  # a connection that sheds has its frames recorded as a gap
         try:
             before = self.writer.handed

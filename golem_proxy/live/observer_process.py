@@ -135,6 +135,7 @@ class ObservingProcess:
                 terminal.give_back()
             raise
         link = ObserverLink(spawned.write_fd, now, hold_limit=setup.options.observer_hold)
+        link.marks_arrivals = bool(setup.layers)  # an MCP hop: its tool calls are decided so
         observing = cls(spawned.process, link, spawned.control, record, now, setup, stdout)
         observing.terminal = terminal
         restarts = setup.options.observer_restarts

@@ -205,6 +205,10 @@ class Proxy:
             t=self.now(),
         )
         self._publish_in_order(opened)
+        if self.link is None and not self.options.enforce_limits:
+            # Its open was queued behind the bytes before it: so is its close, even when it
+            # never reaches an upstream (refused), or it would be published first.
+            conn.observer = self.observer
         self._follow_opened(conn, opened)
         try:
             with trio.move_on_after(self.options.connect_timeout):
@@ -334,13 +338,18 @@ class Proxy:
         conn.observer = self.observer
         self.observer.after_queued(functools.partial(connections.opened, opened))
 
-    def _publish_closed(self, closed: ConnectionClosed) -> None:
+    def _publish_closed(self, conn: Connection, closed: ConnectionClosed) -> None:
         connections = self.options.connections
-        self.publish(closed if connections is None else connections.closed(closed))
+        if connections is not None:
+            # Read once everything the connection forwarded was decoded.
+            closed = connections.closed(closed, conn.tap is not None and conn.tap.carried)
+        self.publish(closed)
 
     def _finish(self, conn: Connection) -> None:
         conn.close_sockets()
-        conn.observe_close(conn.closed_event(self.now()), self._publish_closed)
+        conn.observe_close(
+            conn.closed_event(self.now()), functools.partial(self._publish_closed, conn)
+        )
         self._live.discard(conn.conn)
         if not self._live:
             self._all_closed.set()

@@ -110,6 +110,10 @@ class ConnectionTap:
         )
         """Publishes the frames this tap decodes, with their violations and exchanges."""
         self._digests: dict[Direction, FrameDigest] = {}
+        self.carried = False
+        """Whether any byte of this connection reached the tap, or was forwarded past it
+        (`lose`), either way: a connection that carried nothing is told apart by it, as
+        a byte read and then withheld or undelivered is a byte that crossed to the proxy."""
         self.failed: Optional[str] = None
         """Why decoding stopped for this connection (a bug in the tap), or None."""
 
@@ -148,6 +152,7 @@ class ConnectionTap:
             self.report_lost(direction, t)
             source.end()
             return
+        self.carried = True
         if frame is not None and source.take(frame):
             return
         if source.resync:
@@ -183,6 +188,7 @@ class ConnectionTap:
         """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
         observer was behind): drop the partial frame, and pick the stream up again at the next
         frame boundary. The gap is reported once decoding resumes (or at the end)."""
+        self.carried = self.carried or size > 0
         self._inputs[direction].lose(size, t)
         self._digests.pop(direction, None)
         self._pairing.requests_lost(direction)

@@ -49,6 +49,7 @@ def observe(hand_on: list[tuple[str, Any]], layers: tuple[RouteInfo, ...] = LAYE
     read_fd, write_fd = os.pipe()
     clock = iter(range(1, 1_000_000))
     link = ObserverLink(write_fd, lambda: next(clock) / 1000)
+    link.marks_arrivals = bool(layers)  # as the forwarding process sets it for an MCP hop
     for kind, item in hand_on:
         if kind == "event":
             link.publish(item)

@@ -149,3 +149,15 @@ def test_a_failure_while_handing_on_stops_observation_not_the_relay(
     assert reasons == [
         "handing on to the observing process failed (IndexError: deque index out of range)"
     ]
+
+
+def test_arrival_marks_are_handed_on_only_to_a_session_that_reads_them() -> None:
+    """A faulted or intercepted route marks each read (`Connection.arrived`); only a session
+    with an MCP hop decides anything by them, so only its link hands them on."""
+    with hand_link() as (link, _clock, read_fd):
+        link.arrived(1, Direction.C2S, 0.5)
+        assert read_records(link, read_fd, RecordReader()) == []
+        link.marks_arrivals = True
+        link.arrived(1, Direction.C2S, 0.75)
+        records = read_records(link, read_fd, RecordReader())
+        assert [(r.kind, r.conn, r.t) for r in records] == [(Kind.ARRIVED, 1, 0.75)]

@@ -118,3 +118,27 @@ def test_stats_counts_it_for_the_tool(refused: tuple[Path, int, list]) -> None:
     assert tools["create_layer"]["failed_connections"] == 0
     table = run_cli("stats", str(record))
     assert "no conn" in table.stdout
+
+
+@pytest.mark.parametrize("observer", ["in-process", "child-process"])
+def test_a_connection_whose_request_was_withheld_is_no_failed_connection_row(
+    observer: str, tmp_path: Path
+) -> None:
+    """A byte that reached the proxy crossed the connection, even when it never went on: a
+    ``ping`` withheld by ``--fault reset`` is its own row (unanswered), and the connection is
+    no second, made-up ``✗ connection`` row counted as another failure."""
+    from golem_proxy.testing.plugin_process import PluginProcess
+
+    from .mcp_helpers import wrapped
+
+    record = tmp_path / "withheld.jsonl"
+    with PluginProcess(seed=7) as plugin:
+        command = wrapped(
+            plugin, record, "--fault", "reset:method=ping,times=1", "--observer", observer
+        )
+        call_tools(command, environment(), [("list_layers", {})])
+    closes = [e for e in read_recording(str(record)).events if isinstance(e, ConnectionClosed)]
+    assert closes and all(close.tool_calls is None for close in closes)
+    shown = run_cli("show", str(record)).stdout
+    assert "↳ ping" in shown and "unanswered" in shown
+    assert "✗ connection" not in shown
