@@ -41,6 +41,7 @@ from ..recording.shared_file import (
     cut_unfinished_line,
     end_recording,
     end_session,
+    ends_with_session_end,
     restart_recording,
 )
 from ..terminal import counted
@@ -359,7 +360,12 @@ class ObservingProcess:
             code = await self.process.wait()
             if code != 0:
                 self._give_terminal_back()
-                self.observation_stopped(exit_reason(code), forwarding=False)
+                if self._ended_in_order():
+                    # It recorded the whole session, then failed (its summary, its TUI): the
+                    # recording is whole, and no line after its end may say otherwise.
+                    _say(f"{exit_reason(code)} after it ended the recording")
+                else:
+                    self.observation_stopped(exit_reason(code), forwarding=False)
             self._close(ended)
             return
         with contextlib.suppress(ProcessLookupError):
@@ -384,6 +390,15 @@ class ObservingProcess:
         self._give_terminal_back()
         self._close_pipe()
         self.control.close()
+
+    def _ended_in_order(self) -> bool:
+        """The recording ends with the observing process's ``session-end`` line."""
+        if self.record is None or self.record.closed:
+            return False
+        try:
+            return ends_with_session_end(self.record)
+        except OSError:
+            return False
 
     def _close_pipe(self) -> None:
         self.link.stop()

@@ -109,6 +109,19 @@ def end_session(record: RecordingFile, ended: SessionEnded) -> None:
     _append_line(record, end, session_end_line(last_seq + 1, ended))
 
 
+def ends_with_session_end(record: RecordingFile) -> bool:
+    """Whether the recording ends with its ``session-end`` line, nothing after it (not even
+    an unfinished line): the observing process ended it in order, whatever it did after.
+    Raises OSError."""
+    size = os.fstat(record.read_fd).st_size
+    tail = os.pread(record.read_fd, min(size, 4096), max(0, size - 4096))
+    if not tail.endswith(b"\n"):
+        return False
+    start = tail.rfind(b"\n", 0, len(tail) - 1) + 1
+    prefix = tail[start : start + 96]
+    return prefix.startswith(b'{"seq":') and b'"kind":"%s"' % SESSION_END_KIND.encode() in prefix
+
+
 def restart_recording(record: RecordingFile, t: float, detail: str) -> int:
     """Append the line that says a new observing process takes over the recording, as
     `end_recording` does (an unfinished last line cut off, the next ``seq``), and return its

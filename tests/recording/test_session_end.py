@@ -18,7 +18,7 @@ from golem_proxy.recording.format import (
     RecordingWriter,
     read_recording,
 )
-from golem_proxy.recording.shared_file import RecordingFile, end_session
+from golem_proxy.recording.shared_file import RecordingFile, end_session, ends_with_session_end
 from golem_proxy.replay.merge import append_recording
 from tests.support.sessions import SessionBuilder, golem_header
 
@@ -168,3 +168,21 @@ def test_appended_episodes_end_with_the_end_of_theirs(tmp_path: Path) -> None:
     seqs = [json.loads(line)["seq"] for line in base.read_bytes().splitlines()[1:]]
     assert seqs == list(range(1, len(seqs) + 1))
     assert _notes(base) == []
+
+
+def test_the_forwarding_process_tells_a_recording_ended_in_order(tmp_path: Path) -> None:
+    """`ends_with_session_end`: the last complete line is the ``session-end`` line (an
+    observing process that then exits with an error leaves a whole recording)."""
+    path = tmp_path / "r.jsonl"
+    record = RecordingFile.create(str(path))
+    try:
+        header = b'{"format":"golem-proxy-recording","version":2,"profile":"golem","routes":[]}\n'
+        path.write_bytes(header)
+        assert not ends_with_session_end(record)
+        end_session(record, SessionEnded(t=1.0, reason="stopped by SIGINT"))
+        assert ends_with_session_end(record)
+        with open(path, "ab") as stream:
+            stream.write(b'{"seq":2,"t":1.5,"kind":"open"')  # a line being written after it
+        assert not ends_with_session_end(record)
+    finally:
+        record.close()
