@@ -180,7 +180,8 @@ class FrameSeen:
     reports that as a `ViolationSeen` with ``orphan`` set, right after this frame)."""
     undelivered: str = ""
     """Why the frame did not reach its receiver, when the proxy knows it did not: it was read
-    whole, but writing it failed (the receiver reset or went away: ``client gone``), or the
+    whole, but writing it failed (the receiver reset or went away: ``client gone`` for an
+    answer, ``upstream gone`` for a request the plugin never got), or the
     connection ended while it waited to be written (``connection ended``). Empty: delivered,
     as far as the proxy can know (the kernel took every byte; a peer that had closed may still
     have thrown them away). Decided by the forwarding side, carried to the tap in order with
