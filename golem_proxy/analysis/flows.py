@@ -6,7 +6,8 @@ travels s2c and its answer c2s; the frame's message, not its direction, says whi
 (`FrameSeen.is_request`).
 
 `FlowTracker.apply()` is the single place where events become rows, used alike by the live
-log, `show`, `stats`, the TUI and the recording readers, so live and offline views agree.
+log, `show`, `stats`, the TUI and the recording readers, so live and offline views agree. A
+row and how views read it (`Flow`) is in `golem_proxy.analysis.flow`, re-exported here.
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ import heapq
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
-from golem_core.contract import Severity, Violation
-from golem_core.messages import Malformed, Notification
-from golem_core.outcome import Outcome
 from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile
 
@@ -37,7 +35,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
-from ..status_tone import Tone, outcome_tone, undelivered_status
+from .flow import Flow
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
 
@@ -47,188 +45,6 @@ in number order; past that they go on ahead of it (`FlowTracker.take_settled`)."
 
 ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
-
-
-@dataclass(slots=True)
-class Flow:
-    """One row. Mutable while pending; complete once it has a response (or never will).
-    Slotted: the TUI keeps one per exchange of a recording, hundreds of thousands."""
-
-    number: int
-    conn: int
-    route: str
-    request: Optional[FrameSeen] = None
-    response: Optional[FrameSeen] = None
-    outcome: Optional[Outcome] = None
-    """What the response means (`ExchangeCompleted.outcome`); set with ``response``."""
-    frame_error: Optional[FramingErrorSeen] = None
-    gap: Optional[ObservationLost] = None
-    """Bytes forwarded but not inspected (the observer was behind, a frame was too large to
-    hold, requests were let go, or decoding failed): a row of its own, so no view hides it."""
-    # Tuples, not lists: most flows have none, and the empty tuple is shared where two empty
-    # lists cost ~110 bytes a flow (the TUI keeps hundreds of thousands).
-    violations: tuple[Violation, ...] = ()
-    faults: tuple[Union[FaultInjected, InterceptStep], ...] = ()
-    """Faults the proxy injected into the flow and the steps of its frames' interception."""
-    closed_unanswered: bool = False
-    connection_failed: Optional[ConnectionClosed] = None
-    """A GOLEM connection that ended before a byte crossed it (the upstream refused it, …),
-    whose close names the tool calls in flight when it opened (`ConnectionClosed.tool_calls`,
-    a recording of `golem-proxy mcp`): a row of its own, under the call it failed."""
-    marked: bool = False
-    unanswerable: bool = False
-    """The request wants no answer (a notification, also a broken one): the row is complete
-    as it is, never pending."""
-
-    @property
-    def t(self) -> float:
-        for part in (self.request, self.response, self.frame_error, self.gap):
-            if part is not None:
-                return part.t
-        return self.connection_failed.t if self.connection_failed is not None else 0.0
-
-    @property
-    def method(self) -> Optional[str]:
-        return self.request.method if self.request is not None else None
-
-    @property
-    def is_notification(self) -> bool:
-        """The row is a notification: a request that wants no answer, complete as it is."""
-        return self.request is not None and isinstance(self.request.message, Notification)
-
-    @property
-    def latency(self) -> Optional[float]:
-        """Seconds from the request to its answer; None without both, or when the answer's
-        time is before the request's (times out of order: the reader notes where)."""
-        if self.request is None or self.response is None:
-            return None
-        latency = self.response.t - self.request.t
-        return latency if latency >= 0 else None
-
-    @property
-    def request_size(self) -> Optional[int]:
-        if self.request is not None:
-            return self.request.size
-        return self._gap_size(Direction.C2S)
-
-    @property
-    def response_size(self) -> Optional[int]:
-        if self.response is not None:
-            return self.response.size
-        return self._gap_size(Direction.S2C)
-
-    @property
-    def orphan(self) -> bool:
-        """The row is a response that answers no outstanding request, as the tap decided (one
-        without a request and without that verdict answers a request not observed, or is no
-        reply at all)."""
-        return self.request is None and self.response is not None and self.response.orphan
-
-    @property
-    def undelivered(self) -> str:
-        """Why a frame of the row never reached its receiver, as the proxy decided where it
-        forwarded it (`FrameSeen.undelivered`: the answer, or a request one side sent);
-        empty when each did, as far as the proxy knows."""
-        for part in (self.response, self.request):
-            if part is not None and part.undelivered:
-                return part.undelivered
-        return ""
-
-    @property
-    def asked_by_server(self) -> bool:
-        """The request (or notification) came from the server: its answer travels c2s."""
-        return self.request is not None and self.request.direction is Direction.S2C
-
-    def _gap_size(self, direction: Direction) -> Optional[int]:
-        gap = self.gap
-        if gap is None or gap.direction is not direction or gap.reason is GapReason.EVICTED:
-            return None
-        return gap.size
-
-    @property
-    def pending(self) -> bool:
-        return (
-            self.request is not None
-            and self.response is None
-            and self.frame_error is None
-            and not self.closed_unanswered
-            and not self.unanswerable
-        )
-
-    @property
-    def is_error(self) -> bool:
-        """The exchange failed: its outcome is not ok (an error envelope, an error in the
-        result, ``success: false``, a malformed answer), the request is malformed, a framing
-        error, a request that was never answered, or a connection that carried nothing and
-        was reset or refused (one closed cleanly before a byte crossed it, a client's probe,
-        is no failure)."""
-        failed = self.connection_failed
-        if (
-            self.frame_error is not None
-            or self.closed_unanswered
-            or (failed is not None and failed.abnormal)
-        ):
-            return True
-        if self.request is not None and isinstance(self.request.message, Malformed):
-            return True
-        return self.outcome is not None and self.outcome.failed
-
-    @property
-    def error_code(self) -> Optional[Union[int, str]]:
-        """The error code of the outcome (from the envelope or from the result), or None."""
-        return self.outcome.code if self.outcome is not None else None
-
-    @property
-    def has_violation(self) -> bool:
-        return bool(self.violations)
-
-    @property
-    def worst_severity(self) -> Optional[Severity]:
-        if not self.violations:
-            return None
-        if any(v.severity is Severity.ERROR for v in self.violations):
-            return Severity.ERROR
-        return Severity.WARNING
-
-    @property
-    def tone(self) -> Tone:
-        """How the status is styled (`golem_proxy.status_tone`, the one rule every view uses)."""
-        if self.gap is not None:
-            return Tone.UNOBSERVED
-        if self.frame_error is not None:
-            return Tone.MALFORMED
-        if self.outcome is not None:
-            return outcome_tone(self.outcome, self.undelivered)
-        if self.request is not None and isinstance(self.request.message, Malformed):
-            return Tone.MALFORMED
-        failed = self.connection_failed
-        if self.closed_unanswered or (failed is not None and failed.abnormal):
-            return Tone.FAILED
-        return Tone.WAITING  # no answer yet, or a connection closed cleanly before a byte
-
-    def status(self, profile: Profile) -> str:
-        """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
-        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unobserved:REASON``, ``failed``
-        or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
-        …; followed by ``(undelivered: WHY)`` when a frame of the row never reached its
-        receiver (`undelivered_status`)."""
-        if self.connection_failed is not None:
-            return "failed" if self.connection_failed.abnormal else "closed"
-        if self.gap is not None:
-            return f"unobserved:{self.gap.reason.value}"
-        if self.frame_error is not None:
-            return self.frame_error.kind.value
-        if self.outcome is not None:
-            status = self.outcome.text
-        elif self.request is not None and isinstance(
-            self.request.message, (Malformed, Notification)
-        ):
-            status = profile.describe(self.request.message)
-        elif self.closed_unanswered:
-            status = "unanswered"
-        else:
-            status = "pending"
-        return undelivered_status(status, self.undelivered)
 
 
 @dataclass(slots=True)
