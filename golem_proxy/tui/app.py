@@ -29,7 +29,6 @@ from ..analysis.flows import Flow
 from ..live.control import LiveControl
 from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
-from ..terminal import safe_text
 from .bridge import EventBuffer, EventSource, Progress
 from .collector import FlowsHold
 from .compact import compactor_for
@@ -42,9 +41,7 @@ from .payloads import PayloadBudget
 from .resend_targets import ResendTargets
 from .saving import SaveActions
 from .screens.confirm import ConfirmQuit
-from .screens.connections import ConnectionsScreen
-from .screens.help import HelpScreen
-from .screens.stats import StatsScreen
+from .view_actions import ViewActions
 from .widgets.banner import Banner
 from .widgets.detail import FlowDetail
 from .widgets.filter_bar import FilterBar
@@ -73,7 +70,7 @@ class EventsReady(Message):
     """Posted (from any thread) by the event buffer: there is something to drain."""
 
 
-class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
+class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[None]):
     CSS_PATH = "app.tcss"
     # The footer names what an 80-column terminal has room for; `?` lists every key.
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -406,63 +403,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, App[None]):
 
     def action_follow(self) -> None:
         self.table.action_follow()
-
-    def action_find(self, forward: bool) -> None:
-        if not self.find_text:
-            self.action_focus_find()
-            return
-        position = self.model.find(self.find_text, self.table.cursor, forward)
-        if position is None:
-            found = safe_text(repr(self.find_text))
-            self.notify(f"No flow contains {found}", severity="warning", markup=False)
-            return
-        self.table.select_position(position)
-
-    def action_mark(self) -> None:
-        index = self.table.selected
-        if index is None:
-            return
-        self.model.toggle_mark(index)
-        self.table.view_changed()
-        self._show_selected()
-        self._show_status()
-
-    def action_fold(self) -> None:
-        index = self.table.selected
-        if index is None:
-            return
-        folded = self.model.toggle_fold(index)
-        if folded is None:
-            self.notify("o folds the GOLEM flows of a tool call: select an MCP tool call")
-            return
-        self.table.cursor = bisect.bisect_left(self.model.view, index)
-        self.table.view_changed()
-        self._show_selected()
-        self._show_status()
-        hidden = len(self.model.caused_by(self.model.flows[index]))
-        self.notify(f"{hidden} GOLEM flow(s) folded" if folded else "GOLEM flows shown")
-
-    def action_expand(self) -> None:
-        expanded = self.detail.toggle_strings()
-        self.notify("Long strings expanded" if expanded else "Long strings shortened")
-
-    def action_stats(self) -> None:
-        flows = [self.model.flows[i] for i in self.model.view]
-        scope = (
-            f"the flows matching {self.model.filter_text!r}"
-            if self.model.filter_text
-            else "all flows"
-        )
-        bound = self.model.flow_bound
-        if bound is not None and bound.let_go:
-            scope += f" kept; {bound.note()}"
-        self.push_screen(StatsScreen(flows, self.profile, scope))
-
-    def action_connections(self) -> None:
-        self.push_screen(ConnectionsScreen(self.model.tracker.connections.values()))
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen())
 
 
 def run_tui(
