@@ -210,14 +210,7 @@ class ObserverLink:
     def undelivered(self, conn: int, direction: Direction, why: str, t: float) -> None:
         """The chunks of ``conn``'s ``direction`` handed on from now on never reached their
         receiver (``why``): an ``UNDELIVERED`` record before them, never dropped."""
-        if self.stopped or self.writer.gone:
-            return
-        try:
-            before = self.writer.handed
-            self.writer.event(Kind.UNDELIVERED, conn, direction_number(direction), t, why)
-            self._handed_on(conn, self.writer.handed - before, t)
-        except Exception as exc:  # as in `data`
-            self._give_up(f"handing on to the observing process failed ({_described(exc)})")
+        self._mark(Kind.UNDELIVERED, conn, direction, t, why)
 
     def _hand_on(self, conn: int, direction: Direction, data: bytes, t: float) -> None:
         if data and conn in self._shedding:
@@ -241,13 +234,18 @@ class ObserverLink:
         """``conn``'s bytes of ``direction`` read at ``t`` complete frames that may be handed
         on only later (`Connection.arrived`): an ``ARRIVED`` record, in order with the
         chunks."""
-        if not self.marks_arrivals or self.stopped or self.writer.gone:
+        if self.marks_arrivals and conn not in self._shedding:
+            # (A connection that sheds has its frames recorded as a gap.)
+            self._mark(Kind.ARRIVED, conn, direction, t)
+
+    def _mark(self, kind: Kind, conn: int, direction: Direction, t: float, why: str = "") -> None:
+        """Hand on a record that says something of ``conn``'s ``direction`` from here on, in
+        order with its chunks (``why``: its data, in words)."""
+        if self.stopped or self.writer.gone:
             return
-        if conn in self._shedding:
-            return  # a connection that sheds has its frames recorded as a gap
         try:
             before = self.writer.handed
-            self.writer.event(Kind.ARRIVED, conn, direction_number(direction), t)
+            self.writer.event(kind, conn, direction_number(direction), t, why)
             self._handed_on(conn, self.writer.handed - before, t)
         except Exception as exc:  # as in `data`
             self._give_up(f"handing on to the observing process failed ({_described(exc)})")

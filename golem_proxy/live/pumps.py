@@ -11,7 +11,6 @@ checks a chunk before it is sent). How a connection ends, half-closes and resets
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
 from typing import Optional
 
@@ -59,9 +58,8 @@ class PlainPump:
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward ``direction`` of ``conn`` until it ends, a side fails, or ``scope`` is
         cancelled."""
-        source, sink, _, _ = conn.sides(direction)
+        source = conn.sides(direction)[0]
         reader = ChunkReader(source.socket.fileno())
-        dst = sink.socket.fileno()
         enforce = self.enforce_limits
         from_client = direction is Direction.C2S
         streak = streak_bytes = 0
@@ -87,25 +85,10 @@ class PlainPump:
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
                     scope.cancel()
                     return
-            try:
-                sent = os.write(dst, chunk)  # a chunk almost always goes whole, at once
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
-                conn.sink_failed(direction, exc, scope)
-                if not enforce:
-                    conn.observe_undelivered(direction, chunk, t)
+            # Observed as it goes, unless checked before (``enforce``); what never goes is
+            # handed on undelivered.
+            if not await conn.forward(direction, chunk, t, scope, observed=enforce):
                 return
-            if sent < len(chunk):
-                # The rest waits for the peer to read: each piece is observed as it goes (the
-                # answers to its first part may come back meanwhile, and must not be observed
-                # before the requests they answer), and what never goes, as undelivered.
-                if not await conn.forward_rest(direction, chunk, sent, t, scope, enforce):
-                    return
-            else:
-                conn.sent[direction] += sent
-                if not enforce:
-                    conn.observe(direction, chunk, t)
             conn.awaiting_reply = from_client
             if conn.link is not None and conn.link.holds(conn.conn):
                 await conn.link.until_caught_up(conn.conn)  # the recording trails on it

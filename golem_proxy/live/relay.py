@@ -99,19 +99,6 @@ class Proxy:
         else:
             self.hub.publish(event, self.now())
 
-    def _publish_in_order(self, event: Event) -> None:
-        """Publish ``event`` after the bytes forwarded before it are decoded: a connection
-        accepted now is logged after the exchanges whose answers went by before it (their
-        lines wait for decoding; published at once, it would come first)."""
-        if self.link is not None or self.options.enforce_limits:
-            # Handed on in order with the bytes, or decoded as they are forwarded.
-            self.publish(event)
-        else:
-            self.observer.submit_event(self._publish_now, event)
-
-    def _publish_now(self, event: Event) -> None:
-        self.hub.publish(event, self.now())
-
     async def bind(self) -> list[BoundRoute]:
         """Open every listener (once). Raises ListenError saying which one failed."""
         if self._gates:
@@ -204,11 +191,13 @@ class Proxy:
             upstream=str(route.upstream),
             t=self.now(),
         )
-        self._publish_in_order(opened)
         if self.link is None and not self.options.enforce_limits:
-            # Its open was queued behind the bytes before it: so is its close, even when it
-            # never reaches an upstream (refused), or it would be published first.
+            # Its open goes behind the bytes forwarded before it are decoded (the exchanges
+            # whose answers went by before it are logged first), and so does its close, even
+            # when it never reaches an upstream (refused). Handed on in order with the bytes,
+            # or decoded as they are forwarded, it needs no queue.
             conn.observer = self.observer
+        conn.publish_in_order(self.publish, opened)
         self._follow_opened(conn, opened)
         try:
             with trio.move_on_after(self.options.connect_timeout):
@@ -326,16 +315,13 @@ class Proxy:
 
     def _follow_opened(self, conn: Connection, opened: ConnectionOpened) -> None:
         """Show ``opened`` to ``options.connections`` in wire order: after the bytes forwarded
-        before it are decoded (the MCP hop's tool calls among them), as its close will be
-        (its connection goes through the observer from now on, even if it never reaches an
-        upstream)."""
+        before it are decoded (the MCP hop's tool calls among them), as its close will be."""
         connections = self.options.connections
         if connections is None or self.link is not None:
             return  # the observing process follows them (`HandoffSource`)
         if self.options.enforce_limits:
             connections.opened(opened)  # every byte is decoded as it is forwarded
             return
-        conn.observer = self.observer
         self.observer.after_queued(functools.partial(connections.opened, opened))
 
     def _publish_closed(self, conn: Connection, closed: ConnectionClosed) -> None:

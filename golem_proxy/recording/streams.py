@@ -214,18 +214,21 @@ class _Rebuilder:
         return self.streams
 
     def _undelivered_part(
-        self, target: RebuiltStream, event: Union[FramingErrorSeen, BytesDiscarded]
+        self,
+        target: RebuiltStream,
+        event: Union[FrameSeen, FramingErrorSeen, BytesDiscarded],
+        data: bytes,
     ) -> bytes:
-        """The bytes of a framing error or of discarded bytes that go to ``target``: all of
-        them, but for the ``delivered`` streams only the first ``delivered_bytes`` of bytes
-        the receiver never got (the rest is then left out of the proxy's count, as a frame's)."""
+        """The bytes of ``event`` (``data``) that go to ``target``: all of them, but for the
+        ``delivered`` streams only the first ``delivered_bytes`` of bytes the receiver never
+        got (`FrameSeen.undelivered`); the rest is then left out of the proxy's count."""
         if not event.undelivered:
-            return event.raw
-        kept = min(event.delivered_bytes, len(event.raw))
+            return data
+        kept = min(event.delivered_bytes, len(data))
         if self.delivered:
-            return event.raw[:kept]
-        target.undelivered_bytes += len(event.raw) - kept
-        return event.raw
+            return data[:kept]
+        target.undelivered_bytes += len(data) - kept
+        return data
 
     def feed(self, event: Event) -> None:
         """Apply one event: the bytes it stands for go to its stream (and to ``added``)."""
@@ -239,23 +242,17 @@ class _Rebuilder:
             framed = profile.frame_payload(event.payload)
             if event.direction is Direction.C2S:
                 self.last_request[event.conn] = (len(target.data), len(framed))
-            if event.undelivered:
-                kept = min(event.delivered_bytes, len(framed))
-                target.undelivered_frames += 1
-                if self.delivered:
-                    framed = framed[:kept]
-                else:
-                    target.undelivered_bytes += len(framed) - kept
-            self._add(target, framed)
+            target.undelivered_frames += bool(event.undelivered)
+            self._add(target, self._undelivered_part(target, event, framed))
             target.frames += 1
             target.redacted_frames += bool(event.redacted)
         elif isinstance(event, FramingErrorSeen):
             target = stream(event.conn, event.route, event.direction)
-            self._add(target, self._undelivered_part(target, event))
+            self._add(target, self._undelivered_part(target, event, event.raw))
             target.frame_errors += 1
         elif isinstance(event, BytesDiscarded):
             target = stream(event.conn, event.route, event.direction)
-            self._add(target, self._undelivered_part(target, event))
+            self._add(target, self._undelivered_part(target, event, event.raw))
             target.discarded_bytes += len(event.raw)
         elif isinstance(event, (FaultInjected, InterceptStep)):
             if event.withheld and event.direction is Direction.C2S:
