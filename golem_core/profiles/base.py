@@ -37,7 +37,7 @@ from ..messages import (
 from ..outcome import OK, Outcome, OutcomeKind, ResultFailureRule
 from ..registry import Registry
 
-__all__ = ["DefaultRoute", "Profile", "path_of"]
+__all__ = ["DefaultRoute", "Profile", "id_key", "path_of"]
 
 INTERNAL_ERROR_CODE = -32603
 """JSON-RPC's internal error; the GOLEM server loop uses it too."""
@@ -47,6 +47,14 @@ _RESPONSE = Role.RESPONSE
 # json.loads(str) without its per-call argument handling.
 _json_decode = json.JSONDecoder().decode
 _SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def id_key(ident: Any) -> Optional[tuple[str, Any]]:
+    """A request id as a hashable key (`Profile.correlation_key`), or None for no usable id:
+    ``1`` and ``"1"`` are different keys, as on the wire; ``true`` is no id."""
+    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
+        return None
+    return (type(ident).__name__, ident)
 
 
 def path_of(*parts: Any) -> str:
@@ -241,12 +249,7 @@ class Profile(abc.ABC):
     def correlation_key(self, message: Message) -> Optional[Any]:
         """A hashable key pairing a response with its request, or None when the message
         carries no usable id. ``1`` and ``"1"`` are different keys, as on the wire."""
-        ident = message.id
-        if ident is None or isinstance(ident, bool):
-            return None
-        if isinstance(ident, (str, int)):
-            return (type(ident).__name__, ident)
-        return None
+        return id_key(message.id)
 
     def expects_response(self, message: Message) -> bool:
         """False for a message nothing answers, which pairing must not hold on to: a request

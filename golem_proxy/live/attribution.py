@@ -31,6 +31,7 @@ from typing import Any, Optional
 
 from golem_core.messages import Request, Role
 from golem_core.profiles import Profile
+from golem_core.profiles.base import id_key
 from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, cancelled_id, tool_name
 
 from ..events import ConnectionClosed, Direction, Event, FrameSeen, ToolCallRef
@@ -95,7 +96,7 @@ class ToolCallTracker:
                     self._asked.popitem(last=False)
         cancelled = cancelled_id(message)
         if cancelled is not None:
-            key = (event.conn, (type(cancelled).__name__, cancelled))
+            key = (event.conn, id_key(cancelled))
             if key in self._in_flight:
                 self._cancelled[key] = self._sent.get(event.conn, 0)
             return
