@@ -154,7 +154,8 @@ class DebugActions(AppMixin):
             return edit_in_editor(payload, command, name=name)
 
     def on_held_panel_emptied(self, message: HeldPanel.Emptied) -> None:
-        self.action_focus_table()
+        if not message.panel.held:
+            self.action_focus_table()
 
     def action_focus_table(self) -> None:  # pragma: no cover - the app defines it
         raise NotImplementedError

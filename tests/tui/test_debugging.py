@@ -16,10 +16,12 @@ from textual.widgets import Input, TextArea
 from golem_proxy.net.addresses import Address
 from golem_proxy.terminal import format_latency
 from golem_proxy.testing.client import GolemClient, RhinoTimeoutError
+from golem_proxy.analysis.filters import parse_filter
 from golem_proxy.tui.bridge import TrioThreadSource
 from golem_proxy.tui.screens.edit_frame import EditFrame
 from golem_proxy.tui.screens.intercept_prompt import InterceptPrompt
 from golem_proxy.tui.screens.resend_diff import ResendDiff
+from golem_proxy.tui.widgets.held import HeldPanel
 
 from .helpers import intercepting_source, live_app, recording_app, run, select_method, wait_for
 
@@ -153,6 +155,7 @@ def test_intercept_needs_a_live_session(demo_path: str) -> None:
 def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
     source, control, _ = intercepting_source(plugin)
     outcomes: list[str] = []
+    all_decided = threading.Event()
 
     def client(listen: int) -> None:
         with GolemClient("127.0.0.1", listen) as golem:
@@ -166,6 +169,10 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
                 golem.send_command("scene.get_document_info", timeout=0.5)
             except RhinoTimeoutError:
                 outcomes.append("dropped")
+            # The connection stays open until the panel has shown and dropped the request:
+            # closing it lets the held frame go, which a loaded machine could reach before
+            # the panel's next poll (twice a second) ever showed it.
+            all_decided.wait(30)
 
     async def body() -> None:
         async with live_app(source, control) as (app, pilot, listen):
@@ -175,9 +182,18 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
             decided: set[int] = set()
             for key, done in (("a", 1), ("n", 2), ("d", 3)):
                 # The panel polls: wait for the next request, not the one just decided.
-                await wait_for(
-                    pilot, lambda: bool(panel.held) and panel.held[0].id not in decided, limit=4000
-                )
+                try:
+                    await wait_for(
+                        pilot,
+                        lambda: bool(panel.held) and panel.held[0].id not in decided,
+                        limit=4000,
+                    )
+                except AssertionError:
+                    held = [(h.id, h.method) for h in panel.held]
+                    raise AssertionError(
+                        f"before {key!r}: the client has {outcomes}, held {held}, "
+                        f"decided {sorted(decided)}, worker alive {worker.is_alive()}"
+                    ) from None
                 decided.add(panel.held[0].id)
                 await wait_for(pilot, lambda: panel.has_focus)  # it takes the focus itself
                 await pilot.press(key)
@@ -200,8 +216,48 @@ def test_accept_answer_and_drop_keys_on_held_requests(plugin: Address) -> None:
                         f"screen {type(app.screen).__name__}, worker alive "
                         f"{worker.is_alive()}"
                     ) from None
+            all_decided.set()
             worker.join(10)
         await until_stopped(source)
 
-    run(body(), timeout=60)
+    try:
+        run(body(), timeout=60)
+    finally:
+        all_decided.set()
     assert outcomes == ["accepted", "answered OBJECT_NOT_FOUND in the result", "dropped"]
+
+
+def test_a_stale_emptied_message_leaves_the_focus_on_a_newly_held_frame(plugin: Address) -> None:
+    """The panel asks for the focus to go back when it empties, and takes it when a new frame
+    heads it; a poll showing the next frame may come before that request is handled. The
+    request is stale then, and the held frame keeps the focus (else its keys go to the table
+    and `a` marks a flow instead of sending the frame on)."""
+    source, control, _ = intercepting_source(plugin, hold=parse_filter("~q & ~m ^scene\\."))
+    done = threading.Event()
+
+    def client(listen: int) -> None:
+        with GolemClient("127.0.0.1", listen) as golem:
+            try:
+                golem.send_command("scene.list_layers", timeout=0.5)
+            except RhinoTimeoutError:
+                pass
+            done.wait(30)
+
+    async def body() -> None:
+        async with live_app(source, control) as (app, pilot, listen):
+            worker = threading.Thread(target=client, args=(listen,))
+            worker.start()
+            panel = app.held_panel
+            await wait_for(pilot, lambda: bool(panel.held) and panel.has_focus, limit=4000)
+            panel.post_message(HeldPanel.Emptied(panel))  # as posted by an earlier poll
+            await pilot.pause()  # until the screen's messages, this one among them, are handled
+            await pilot.pause()
+            assert app.focused is panel
+            done.set()
+            worker.join(10)
+        await until_stopped(source)
+
+    try:
+        run(body(), timeout=60)
+    finally:
+        done.set()

@@ -47,7 +47,11 @@ class HeldPanel(DataTable[Text]):
 
     @dataclass
     class Emptied(Message):
-        """Nothing is held any more and the panel had the focus: give it back."""
+        """Nothing was held any more and the panel had the focus: give it back, unless
+        ``panel`` holds a frame again by the time this is handled (the next poll's frame
+        took the focus, and keeps it)."""
+
+        panel: HeldPanel
 
     def __init__(self, control: LiveControl, *, id: Optional[str] = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
@@ -88,7 +92,7 @@ class HeldPanel(DataTable[Text]):
         if new_head:
             self.focus()
         elif not shown and self.has_focus:
-            self.post_message(self.Emptied())
+            self.post_message(self.Emptied(self))
         self.display = shown
         if chosen is not None:
             for row, view in enumerate(held):
