@@ -41,6 +41,7 @@ __all__ = [
     "ProcessOutput",
     "ProxyAction",
     "ReleasedPayload",
+    "RouteDown",
     "SessionEnded",
     "ToolCallRef",
     "UpstreamStatus",
@@ -117,6 +118,17 @@ class ToolCallRef:
     tool: str
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RouteDown:
+    """A GOLEM route that was not listening when an MCP ``tools/call`` was made: its upstream
+    refused a connection at ``since`` (the session's `UpstreamStatus` then), and it had not
+    answered again. A connection the call's server tried on it was refused by the system,
+    as it would be without the proxy, and never reached the proxy: nothing of it is seen."""
+
+    route: str
+    since: float
+
+
 class ReleasedPayload(bytes):
     """What a live viewer keeps of a large frame's payload once it let the bytes go to stay
     within its memory budget (`golem_proxy.tui.payloads`): no bytes at all, but it says so.
@@ -189,6 +201,11 @@ class FrameSeen:
     delivered_bytes: int = 0
     """Of an undelivered frame, how many of its first bytes the receiver was sent before the
     write failed (the rest never went)."""
+    routes_down: Optional[tuple[RouteDown, ...]] = None
+    """On an MCP ``tools/call`` request of ``golem-proxy mcp``: the GOLEM routes that were not
+    listening when it was decoded (their upstream down; `RouteDown`), decided by the session's
+    tool-call tracker in wire order with the routes' `UpstreamStatus` events. None on every
+    other frame, and when every route listened."""
 
     @property
     def method(self) -> Optional[str]:

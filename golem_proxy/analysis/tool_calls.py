@@ -22,7 +22,8 @@ from golem_core.messages import Request
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 
-from ..events import FrameSeen, ToolCallRef
+from ..events import FrameSeen, RouteDown, ToolCallRef
+from ..terminal import safe_text
 from .flows import Flow
 from .trace import FlowReader, flow_to_json, json_text, open_flows
 
@@ -45,9 +46,12 @@ __all__ = [
     "layer_of",
     "layered_json",
     "mcp_routes",
+    "outage_label",
+    "outage_text",
     "owner_key",
     "read_tool_calls",
     "read_two_layers",
+    "routes_down",
     "tool_call_error",
     "tool_of",
     "two_layer_json",
@@ -127,14 +131,45 @@ def connection_text(flow: Flow) -> Optional[str]:
     return None if closed is None else f"✗ connection: {closed.reason}"
 
 
+def routes_down(flow: Flow) -> tuple[RouteDown, ...]:
+    """The GOLEM routes that were not listening when a ``tools/call`` was made, as its request
+    frame carries them (`FrameSeen.routes_down`); empty for any other flow."""
+    request = flow.request
+    return () if request is None or request.routes_down is None else request.routes_down
+
+
+def outage_label(flow: Flow) -> Optional[str]:
+    """``main down since 1.553 s`` for a tool call made while a GOLEM route was not listening
+    (a connection its server tried there was refused by the system, unseen); None otherwise."""
+    down = routes_down(flow)
+    if not down:
+        return None
+    return ", ".join(f"{safe_text(d.route, 40)} down since {d.since:.3f} s" for d in down)
+
+
+def outage_text(flow: Flow) -> Optional[str]:
+    """`outage_label` in a sentence: what the call's row cannot show, and why."""
+    label = outage_label(flow)
+    if label is None:
+        return None
+    return (
+        f"made while a GOLEM route was not listening ({label}: its upstream refused a "
+        "connection): a connection this call's server tried there was refused by the system, "
+        "as it would be without the proxy, and never reached the proxy, so nothing of it is seen"
+    )
+
+
 def two_layer_label(flow: Flow) -> Optional[str]:
     """A row's method text in a two-layer recording, from the decisions its frames carry: a
     tool call as ``tool(arguments)``, a GOLEM flow of one call as ``  ↳ method``, of
     overlapping calls as ``  ? method`` (a connection that carried nothing as
-    ``✗ connection: REASON`` in place of the method); None for any other flow (the plain
+    ``✗ connection: REASON`` in place of the method), a call made while a GOLEM route was
+    down with ``  ⋯ ROUTE down since T s`` after it; None for any other flow (the plain
     method)."""
     if is_tool_call(flow):
-        return f"{tool_of(flow)}({arguments_summary(flow)})"
+        outage = outage_label(flow)
+        call = f"{tool_of(flow)}({arguments_summary(flow)})"
+        return call if outage is None else f"{call}  ⋯ {outage}"
     refs = attribution_refs(flow)
     failed = connection_text(flow)
     if failed is not None and not refs:
@@ -273,7 +308,8 @@ def _short(value: Any, width: int) -> str:
 
 def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[str, Any]:
     """The members `show --json` adds to a flow: its ``layer``; for an MCP ``tools/call``
-    its ``tool``, ``arguments`` and ``is_error``; for a flow of the other layer, ``tool_call``
+    its ``tool``, ``arguments`` and ``is_error`` (and ``routes_down``, the GOLEM routes not
+    listening when it was made, when any was); for a flow of the other layer, ``tool_call``
     (the number of the MCP flow that caused it, or null), ``attribution`` (``call``,
     ``none``, ``ambiguous``, or ``unknown`` without an MCP layer) and, when ambiguous,
     ``tool_call_candidates``."""
@@ -283,6 +319,9 @@ def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[s
             data.update(
                 tool=tool_of(flow), arguments=arguments_of(flow), is_error=tool_call_error(flow)
             )
+            down = routes_down(flow)
+            if down:
+                data["routes_down"] = [{"route": d.route, "since": d.since} for d in down]
         return data
     attribution = index.attribution(flow)
     data.update(tool_call=attribution.number, attribution=attribution.state)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from .flows import Flow
 from .stats import LatencySummary, summarize_latencies
-from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder
+from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder, routes_down
 from .trace import json_ms
 
 __all__ = ["ToolStats", "ToolStatsBuilder"]
@@ -38,6 +38,9 @@ class ToolStats:
     """The answered calls the Rhino and server means are over."""
     failed_connections: int = 0
     """GOLEM connections its calls opened that ended before a byte crossed them."""
+    made_while_down: int = 0
+    """Its calls made while a GOLEM route was not listening (`FrameSeen.routes_down`): their
+    connection attempts there, if any, were refused by the system, unseen."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +55,7 @@ class ToolStats:
             "shared_golem_flows": self.shared_flows,
             "split_calls": self.split_calls,
             "failed_connections": self.failed_connections,
+            "calls_while_down": self.made_while_down,
         }
 
 
@@ -90,4 +94,5 @@ def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
         len({flow.number for call in calls for flow in call.shared}),
         len(split),
         sum(len(call.failed_connections) for call in calls),
+        sum(1 for call in calls if routes_down(call.flow)),
     )

@@ -64,7 +64,7 @@ class _Hops:
     serve: Callable[..., Awaitable[Any]]
     stop: Callable[[str], None]
     """Stops serving, the session having ended in order, as the words given say."""
-    watch: Optional[Callable[[Event], None]] = None
+    watch: Optional[Callable[[Event], Event]] = None
     beside: Optional[Callable[[], Awaitable[Any]]] = None
 
 

@@ -71,7 +71,9 @@ def tool_table(rows: list[ToolStats]) -> Table:
         caption="latency in ms (percentiles by nearest rank); golem: the GOLEM flows the "
         "calls caused; shared: those sent while calls overlapped (each names every "
         "candidate, and is in no golem count); no conn: GOLEM connections a call opened that "
-        "ended before a byte crossed them (the plugin refused them, …); rhino: the GOLEM "
+        "ended before a byte crossed them (the plugin refused them, …); down: calls made while "
+        "a GOLEM route was not listening (its upstream down: a connection there was refused "
+        "unseen); rhino: the GOLEM "
         "exchanges a call caused, within its span, "
         "server: the rest of its latency (means per answered call with no shared flow)",
         caption_justify="left",
@@ -79,7 +81,19 @@ def tool_table(rows: list[ToolStats]) -> Table:
         pad_edge=False,
     )
     table.add_column("tool", no_wrap=True)
-    for column in ("calls", "err", "golem", "shared", "no conn", "p50", "max", "rhino", "server"):
+    columns = (
+        "calls",
+        "err",
+        "golem",
+        "shared",
+        "no conn",
+        "down",
+        "p50",
+        "max",
+        "rhino",
+        "server",
+    )
+    for column in columns:
         table.add_column(column, justify="right", no_wrap=True)
     for row in rows:
         table.add_row(
@@ -89,13 +103,14 @@ def tool_table(rows: list[ToolStats]) -> Table:
             Text(str(row.golem_flows)),
             Text(str(row.shared_flows), style="yellow") if row.shared_flows else Text("0"),
             Text(str(row.failed_connections), style="red") if row.failed_connections else Text("0"),
+            Text(str(row.made_while_down), style="red") if row.made_while_down else Text("0"),
             Text(ms(row.latency.p50)),
             Text(ms(row.latency.max)),
             Text(ms(row.rhino_mean)),
             Text(ms(row.server_mean)),
         )
     if not rows:
-        table.add_row(Text("(no tool calls)", style="dim"), *[Text("")] * 9)
+        table.add_row(Text("(no tool calls)", style="dim"), *[Text("")] * len(columns))
     return table
 
 

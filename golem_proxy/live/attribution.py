@@ -19,6 +19,13 @@ several mean "ambiguous" (all are named). A frame the forwarding path may hold b
 on (``--intercept``, ``--fault delay``) is marked as it arrives, in order with the MCP bytes
 (`ToolCallTracker.at_arrival`), and carries the calls in flight then, when the server sent it;
 an answer carries its request's.
+A ``tools/call`` made while a GOLEM route is down (its upstream refused a connection and the
+route stopped listening: `golem_proxy.live.route_gate`) carries the routes down then
+(`FrameSeen.routes_down`): its server's connection attempts were refused by the system and
+never reached the proxy, so that call would otherwise show nothing of them. The tracker
+follows the routes' `UpstreamStatus` events in wire order with the MCP bytes
+(`ToolCallTracker.upstream`; `Proxy.publish` in one process, `HandoffSource` in an observing
+process of its own).
 Views read the decision from the event; none re-derives it.
 """
 
@@ -34,7 +41,15 @@ from golem_core.profiles import Profile
 from golem_core.profiles.base import id_key
 from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, cancelled_id, tool_name
 
-from ..events import ConnectionClosed, Direction, Event, FrameSeen, ToolCallRef
+from ..events import (
+    ConnectionClosed,
+    Direction,
+    Event,
+    FrameSeen,
+    RouteDown,
+    ToolCallRef,
+    UpstreamStatus,
+)
 
 __all__ = ["MAX_IN_FLIGHT", "ToolCallTracker"]
 
@@ -66,22 +81,46 @@ class ToolCallTracker:
         self._cancelled: dict[tuple[int, Any], int] = {}
         """Calls in flight the client cancelled: the count of its requests at the cancellation
         (the answer to one sent after it lets them go)."""
+        self._down: dict[str, float] = {}
+        """The GOLEM routes not listening now (their upstream refused), each since when."""
 
     @property
     def in_flight(self) -> tuple[ToolCallRef, ...]:
         """The calls in flight now, oldest first."""
         return tuple(self._in_flight.values())
 
-    def watch(self, event: Event) -> None:
-        """Follow one event of the MCP hop (call it before the event is published)."""
+    def upstream(self, event: UpstreamStatus) -> UpstreamStatus:
+        """A GOLEM route's upstream went down or came back (in wire order with the MCP hop):
+        the calls made until it is back carry it (`watch`). Returns ``event``, to publish."""
+        if event.up:
+            self._down.pop(event.route, None)
+        else:
+            self._down.setdefault(event.route, event.t)
+        return event
+
+    def watch(self, event: Event) -> Event:
+        """Follow one event of the MCP hop (call it before the event is published); returns
+        the event to publish: a ``tools/call`` made while a GOLEM route is down, marked so."""
         if isinstance(event, ConnectionClosed):
             for table in (self._in_flight, self._asked, self._cancelled):
                 for key in [key for key in table if key[0] == event.conn]:
                     del table[key]
             self._sent.pop(event.conn, None)
-            return
+            return event
         if not isinstance(event, FrameSeen):
-            return
+            return event
+        self._follow(event)
+        if self._down and event.direction is Direction.C2S and self._is_call(event):
+            down = tuple(RouteDown(route=r, since=t) for r, t in self._down.items())
+            return dataclasses.replace(event, routes_down=down)
+        return event
+
+    @staticmethod
+    def _is_call(frame: FrameSeen) -> bool:
+        message = frame.message
+        return isinstance(message, Request) and message.method == TOOLS_CALL
+
+    def _follow(self, event: FrameSeen) -> None:
         message = event.message
         if event.direction is Direction.S2C:
             if message.role is not Role.REQUEST:  # a server's own requests have ids of theirs

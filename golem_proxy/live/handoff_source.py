@@ -25,7 +25,7 @@ import trio
 
 from golem_core.profiles import Profile
 
-from ..events import Direction, Event
+from ..events import Direction, Event, UpstreamStatus
 from ..recording.resume_scan import ResumePoint
 from .connection_attribution import ConnectionAttribution
 from .handoff import Kind, Record, RecordReader
@@ -335,8 +335,14 @@ class HandoffSource:
         elif kind is Kind.EVENT:
             # In order with the chunks handed on before it, as the relay publishes it: a
             # fault's or an intercept's event after the frame it acted on, an MCP server's
-            # stderr after the hop's frames handed on before it.
-            self.observer.submit_event(self.publish, pickle.loads(record.data))
+            # stderr after the hop's frames handed on before it; a GOLEM route's upstream
+            # down or back, followed by the tool-call tracker then (`ToolCallTracker.upstream`).
+            event = pickle.loads(record.data)
+            tracker = self.make_tap.tracker if isinstance(self.make_tap, LayerTaps) else None
+            if tracker is not None and isinstance(event, UpstreamStatus):
+                self.observer.after_queued(lambda: self.publish(tracker.upstream(event)))
+            else:
+                self.observer.submit_event(self.publish, event)
         else:
             tap = self._taps.get(record.conn)
             if tap is None:

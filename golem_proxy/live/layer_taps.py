@@ -111,7 +111,6 @@ def _watched(tracker: ToolCallTracker, publish: Callable[[Event], None]) -> Call
     in one process: `golem_proxy.live.stdio_relay.StdioRelay.publish`)."""
 
     def watch_then_publish(event: Event) -> None:
-        tracker.watch(event)
-        publish(event)
+        publish(tracker.watch(event))
 
     return watch_then_publish

@@ -17,7 +17,7 @@ import trio
 
 from golem_core.profiles import Profile
 
-from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
+from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
 from ..net.addresses import Route
 from ..net.listeners import connect, open_listener
 from .connection import Connection
@@ -96,8 +96,20 @@ class Proxy:
     def publish(self, event: Event) -> None:
         if self.link is not None:
             self.link.publish(event)
-        else:
-            self.hub.publish(event, self.now())
+            return
+        connections = self.options.connections
+        if isinstance(event, UpstreamStatus) and connections is not None:
+            # In wire order with the MCP hop's bytes, as the routes' opens and closes: the
+            # tool calls made until the route listens again are marked (`ToolCallTracker`).
+            tracker = connections.tracker
+            if self.options.enforce_limits:  # every byte is decoded as it is forwarded
+                self.hub.publish(tracker.upstream(event), self.now())
+            else:
+                self.observer.after_queued(
+                    lambda: self.hub.publish(tracker.upstream(event), self.now())
+                )
+            return
+        self.hub.publish(event, self.now())
 
     async def bind(self) -> list[BoundRoute]:
         """Open every listener (once). Raises ListenError saying which one failed."""

@@ -100,7 +100,7 @@ class StdioRelay:
         profile: Profile,
         *,
         route: str = "mcp",
-        watch: Optional[Callable[[Event], None]] = None,
+        watch: Optional[Callable[[Event], Event]] = None,
         exit_timeout: float = 5.0,
         stdin_fd: int = 0,
         stdout_fd: int = 1,
@@ -129,9 +129,10 @@ class StdioRelay:
         return shlex.join(self.argv)
 
     def publish(self, event: Event) -> None:
-        """Publish an event of this hop (the tool-call tracker sees it first)."""
+        """Publish an event of this hop (the tool-call tracker sees it first, and may mark a
+        call made while a GOLEM route was down: `ToolCallTracker.watch`)."""
         if self.watch is not None:
-            self.watch(event)
+            event = self.watch(event)
         self.proxy.publish(event)
 
     async def start(self) -> trio.Process:

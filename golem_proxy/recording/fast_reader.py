@@ -59,6 +59,7 @@ _FRAME_FIELDS = (
     "orphan",
     "undelivered",
     "delivered_bytes",
+    "routes_down",
 )
 assert tuple(f.name for f in dataclasses.fields(FrameSeen)) == _FRAME_FIELDS, "every field, set"
 _FRAME_SLOTS = tuple(getattr(FrameSeen, name).__set__ for name in _FRAME_FIELDS)

@@ -26,6 +26,7 @@ from .members import (
     member_number,
     member_optional_int,
     member_optional_str,
+    member_routes_down,
     member_str,
     member_tool_calls,
     shown,
@@ -401,4 +402,5 @@ def read_frame(
         orphan=member_bool(data, "orphan", False),
         undelivered=member_str(data, "undelivered", ""),
         delivered_bytes=member_int(data, "delivered_bytes", 0),
+        routes_down=member_routes_down(data),
     )

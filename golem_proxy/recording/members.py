@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Optional
 
-from ..events import Direction, ToolCallRef
+from ..events import Direction, RouteDown, ToolCallRef
 from ..terminal import safe_text
 from .schema import MAX_INT, RecordingError
 
@@ -156,3 +156,20 @@ def member_tool_calls(data: dict[str, Any]) -> Optional[tuple[ToolCallRef, ...]]
             )
         )
     return tuple(found)
+
+
+def member_routes_down(data: dict[str, Any]) -> Optional[tuple[RouteDown, ...]]:
+    """A ``tools/call`` frame's ``routes_down`` (None when absent). Raises RecordingError for
+    a bad one."""
+    found = data.get("routes_down")
+    if found is None:
+        return None
+    if not isinstance(found, list) or not all(isinstance(d, dict) for d in found):
+        raise RecordingError("routes_down must be a list of objects")
+    routes = []
+    for down in found:
+        since = down.get("since")
+        if isinstance(since, bool) or not isinstance(since, (int, float)) or not since >= 0:
+            raise RecordingError(f"a route's since must be a number of seconds, not {shown(since)}")
+        routes.append(RouteDown(route=member_str(down, "route"), since=float(since)))
+    return tuple(routes)

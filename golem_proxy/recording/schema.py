@@ -68,6 +68,7 @@ FRAME_OPTIONAL = (
     "orphan",
     "undelivered",
     "delivered_bytes",
+    "routes_down",
 )
 # An exchange and a server-exchange pair a request with its answer the same way; only the
 # direction of each differs.

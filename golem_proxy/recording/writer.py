@@ -37,6 +37,7 @@ __all__ = [
     "encode_event_parts",
     "frame_members",
     "frame_type",
+    "routes_down_json",
     "tool_calls_json",
     "write_all",
 ]
@@ -222,6 +223,8 @@ def frame_members(event: events.FrameSeen, message: Message, seq: int) -> dict[s
         base["undelivered"] = event.undelivered
         if event.delivered_bytes:
             base["delivered_bytes"] = event.delivered_bytes
+    if event.routes_down is not None:
+        base["routes_down"] = routes_down_json(event.routes_down)
     return base
 
 
@@ -250,6 +253,8 @@ def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
         parts.append(f',"undelivered":{_json_str(event.undelivered)}')
         if event.delivered_bytes:
             parts.append(f',"delivered_bytes":{event.delivered_bytes}')
+    if event.routes_down is not None:
+        parts.append(f',"routes_down":{_json_str(routes_down_json(event.routes_down))}')
     parts.append(',"msg":')
     return "".join(parts).encode("utf-8", JSON_SAFE)
 
@@ -269,6 +274,11 @@ def tool_calls_json(calls: tuple[events.ToolCallRef, ...]) -> list[dict[str, Any
     """A frame's ``tool_calls`` member (a close's too): the MCP ``tools/call`` requests in
     flight."""
     return [{"conn": c.conn, "n": c.index, "id": c.id, "tool": c.tool} for c in calls]
+
+
+def routes_down_json(routes: tuple[events.RouteDown, ...]) -> list[dict[str, Any]]:
+    """A ``tools/call`` frame's ``routes_down`` member: the GOLEM routes not listening then."""
+    return [{"route": down.route, "since": round(down.since, 6)} for down in routes]
 
 
 _FRAME_TYPES: tuple[tuple[type[Message], str], ...] = (

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from golem_core.profiles import GOLEM, MCP
-from golem_proxy.events import ConnectionClosed, Direction, FrameSeen
+from golem_proxy.events import ConnectionClosed, Direction, FrameSeen, RouteDown, UpstreamStatus
 from golem_proxy.live.attribution import MAX_IN_FLIGHT, ToolCallTracker
 from tests.support.frames import frame_seen
 
@@ -195,3 +195,27 @@ def test_an_answer_names_its_requests_calls_not_those_in_flight_as_it_is_decoded
     # An answer to a request that carries no decision (none was made) gets the one of now.
     undecided = golem_frame()
     assert [c.tool for c in tracker.annotate(response, undecided).tool_calls or ()] == ["next"]
+
+
+def test_a_call_made_while_a_golem_route_is_down_names_it_until_it_is_back() -> None:
+    """A call made while a route does not listen carries it (its server's connection attempts
+    there are refused by the system, unseen); one made before or after does not."""
+    tracker = ToolCallTracker(MCP)
+    before = tracker.watch(call(0, 1, "list_layers"))
+    assert isinstance(before, FrameSeen) and before.routes_down is None
+    tracker.watch(answer(0, 1))
+    refused = "upstream 127.0.0.1:9876 refuses connections"
+    tracker.upstream(UpstreamStatus(route="main", t=1.5, up=False, detail=refused))
+    # Still down, saying so again (another program took the port): the first time stands.
+    tracker.upstream(UpstreamStatus(route="main", t=2.5, up=False, detail="trying again"))
+    during = tracker.watch(call(1, 2, "create_layer"))
+    assert isinstance(during, FrameSeen) and during.routes_down == (
+        RouteDown(route="main", since=1.5),
+    )
+    # Only a tools/call request is marked: its answer and other requests are not.
+    assert isinstance(tracker.watch(answer(1, 2)), FrameSeen)
+    ping = tracker.watch(mcp_frame(Direction.C2S, 2, {"jsonrpc": "2.0", "id": 3, "method": "ping"}))
+    assert isinstance(ping, FrameSeen) and ping.routes_down is None
+    tracker.upstream(UpstreamStatus(route="main", t=3.0, up=True, detail="answers again"))
+    after = tracker.watch(call(3, 4, "list_layers"))
+    assert isinstance(after, FrameSeen) and after.routes_down is None

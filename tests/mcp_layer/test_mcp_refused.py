@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.analysis.tool_calls import read_two_layers
-from golem_proxy.events import ConnectionClosed
+from golem_proxy.analysis.tool_calls import read_two_layers, routes_down
+from golem_proxy.events import ConnectionClosed, FrameSeen, RouteDown, UpstreamStatus
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import run_cli
 
@@ -142,3 +142,35 @@ def test_a_connection_whose_request_was_withheld_is_no_failed_connection_row(
     shown = run_cli("show", str(record)).stdout
     assert "↳ ping" in shown and "unanswered" in shown
     assert "✗ connection" not in shown
+
+
+def test_a_call_made_while_the_route_was_down_says_so(refused: tuple[Path, int, list]) -> None:
+    """The second call finds the route not listening: whatever its server tried there was
+    refused by the system and never reached the proxy. Its row says the route was down, and
+    since when, rather than showing nothing under it."""
+    record, _, _ = refused
+    events = read_recording(str(record)).events
+    (down,) = [e for e in events if isinstance(e, UpstreamStatus)]
+    assert not down.up and down.route == "main"
+    calls = [
+        e
+        for e in events
+        if isinstance(e, FrameSeen) and e.route == "mcp" and e.method == "tools/call"
+    ]
+    first, second = calls
+    assert first.routes_down is None
+    assert second.routes_down == (RouteDown(route="main", since=round(down.t, 6)),)
+    layers = read_two_layers(str(record))
+    assert [routes_down(call.flow) for call in layers.tool_calls] == [(), second.routes_down]
+
+    shown = run_cli("show", str(record)).stdout
+    row = next(line for line in shown.splitlines() if 'create_layer(name="A")' in line)
+    assert f"⋯ main down since {down.t:.3f} s" in row
+    rows = [json.loads(line) for line in run_cli("show", str(record), "--json").stdout.splitlines()]
+    by_tool = {row["tool"]: row for row in rows if row.get("tool")}
+    assert "routes_down" not in by_tool["list_layers"]
+    assert by_tool["create_layer"]["routes_down"] == [{"route": "main", "since": round(down.t, 6)}]
+    stats = json.loads(run_cli("stats", str(record), "--json").stdout)
+    tools = {row["tool"]: row for row in stats["tools"]}
+    assert tools["create_layer"]["calls_while_down"] == 1
+    assert tools["list_layers"]["calls_while_down"] == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
-from golem_proxy.events import Direction, FrameSeen
+from golem_proxy.events import Direction, FrameSeen, RouteDown
 from golem_proxy.recording.format import MSG_KEY
 from golem_proxy.recording.schema import dumps as _dumps
 from golem_proxy.recording.writer import _frame_prefix, frame_members
@@ -57,3 +58,16 @@ def test_any_request(ident: Any, method: str, route: str, t: float, seq: int) ->
     payload = GOLEM.encode_payload({"id": ident, "method": method, "params": {}})
     event = frame_seen(GOLEM, Direction.C2S, 0, payload, route=route, t=t, size=10)
     assert _frame_prefix(event, event.message, seq) == reference_prefix(event, seq)
+
+
+def test_a_call_made_while_a_route_was_down() -> None:
+    payload = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}'
+    event = dataclasses.replace(
+        frame_seen(GOLEM, Direction.C2S, 0, payload, route="mcp", t=2.0, size=len(payload) + 1),
+        routes_down=(RouteDown(route="main", since=1.2345678), RouteDown(route='g"h', since=0)),
+    )
+    prefix = _frame_prefix(event, event.message, 4)
+    assert prefix == reference_prefix(event, 4)
+    assert (
+        b'"routes_down":[{"route":"main","since":1.234568},{"route":"g\\"h","since":0}]' in prefix
+    )

@@ -3,13 +3,15 @@ only when the result said so, a failure inside a success result by its own name.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from golem_core.messages import Role
 from golem_core.profiles import MCP
 from golem_proxy.analysis.flows import Flow
-from golem_proxy.events import Direction, FrameSeen
+from golem_proxy.analysis.tool_calls import two_layer_label
+from golem_proxy.events import Direction, FrameSeen, RouteDown
 from golem_proxy.tui.widgets.detail import _summary
 
 
@@ -50,3 +52,17 @@ def test_is_error_and_success_read_as_the_model_saw_them() -> None:
     failed = tool_line(tool_call({"content": [], "isError": True}))
     assert failed.endswith("isError")
     assert tool_line(tool_call({"content": []})).endswith("  ok")
+
+
+def test_a_call_made_while_a_golem_route_was_down_says_why_nothing_is_under_it() -> None:
+    result = {"content": [{"type": "text", "text": "Broken pipe"}], "isError": True}
+    flow = tool_call(result)
+    assert flow.request is not None
+    flow.request = dataclasses.replace(
+        flow.request, routes_down=(RouteDown(route="main", since=0.731),)
+    )
+    text = _summary(flow, MCP).plain
+    (line,) = [line for line in text.splitlines() if line.startswith("  ⋯ ")]
+    assert "main down since 0.731 s" in line
+    assert "refused by the system" in line and "nothing of it is seen" in line
+    assert two_layer_label(flow) == 'boolean_union(guids=["a"])  ⋯ main down since 0.731 s'

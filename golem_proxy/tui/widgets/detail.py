@@ -31,6 +31,7 @@ from ...analysis.tool_calls import (
     arguments_summary,
     cause_text,
     connection_text,
+    outage_text,
     tool_call_error,
     tool_of,
 )
@@ -267,6 +268,9 @@ def _summary(
         # plugin reported inside a success result reads as such (the model saw no isError).
         shown = safe_text(flow.status(profile)) if failed else "ok"
         text.append(f"  {shown}", style="bold red" if failed else "green")
+        outage = outage_text(flow)
+        if outage is not None:
+            text.append(f"\n  ⋯ {safe_text(outage)}", style="yellow")
     cause = cause_text(flow)
     if cause is not None:
         text.append(f"\n{safe_text(cause)}", style="cyan")
