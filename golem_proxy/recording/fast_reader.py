@@ -261,9 +261,10 @@ class FastRecordingReader(RecordingReader):
             False,
             "",
             0,
+            None,
         )
         frame: FrameSeen = _new(FrameSeen)
-        for set_slot, value in zip(_FRAME_SLOTS, values):
+        for set_slot, value in zip(_FRAME_SLOTS, values, strict=True):
             set_slot(frame, value)
         return frame
 
