@@ -151,17 +151,15 @@ class FaultRelay:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
-                if conn.inline:  # judged before it is sent (--enforce-limits)
-                    verdict = conn.observe(direction, chunk, seen, frame)
-                    if verdict is not None:
-                        conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
-                        self.scope.cancel()
-                        return False
+                verdict = conn.judge_limits(direction, chunk, seen, frame)  # --enforce-limits
+                if verdict is not None:
+                    conn.observe(direction, chunk, seen, frame)  # recorded, not forwarded
+                    conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
+                    self.scope.cancel()
+                    return False
                 # Observed as it is sent, so that what never reaches its receiver is recorded
                 # undelivered (`Connection.forward`).
-                if not await conn.forward(
-                    direction, chunk, seen, self.scope, observed=conn.inline, frame=frame
-                ):
+                if not await conn.forward(direction, chunk, seen, self.scope, frame=frame):
                     return False
                 conn.awaiting_reply = direction is Direction.C2S
                 if conn.awaiting_reply and conn.eof[Direction.S2C]:

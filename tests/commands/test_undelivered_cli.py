@@ -2,7 +2,8 @@
 proxy --record`` between a client and an upstream on 127.0.0.1, then ``show`` and ``export``
 on the recording. The proxy reads the answer but cannot write it (the client reset): the
 exchange is answered, and marked undelivered, in both observer modes, on a plain route and on
-a faulted one (each forwards on a path of its own)."""
+a faulted one (each forwards on a path of its own), with ``--enforce-limits`` too (its bytes
+are checked before they are sent)."""
 
 from __future__ import annotations
 
@@ -87,6 +88,13 @@ MODES = [
     pytest.param([], id="child-process"),
     pytest.param(["--observer", "in-process"], id="in-process"),
     pytest.param(["--fault", "delay:ms=1,p=0"], id="faulted-route"),
+    # Checked before they are sent, the bytes are recorded after the write all the same.
+    pytest.param(["--enforce-limits"], id="enforce-limits"),
+    pytest.param(["--enforce-limits", "--observer", "in-process"], id="enforce-limits-in-process"),
+    pytest.param(
+        ["--enforce-limits", "--fault", "delay:ms=1,p=0", "--observer", "in-process"],
+        id="enforce-limits-faulted-in-process",
+    ),
 ]
 
 
