@@ -66,9 +66,12 @@ class Connection:
     observer: Optional[Observer] = None
     inline: bool = False
     """Decode on the forwarding path (``--enforce-limits``) instead of through the observer."""
+    judge: Optional[ConnectionTap] = None
+    """``--enforce-limits``: the tap that checks bytes before they are forwarded
+    (`judge_limits`) and publishes nothing (`limit_check_tap`); what was forwarded is then
+    recorded as on any route, after the write (`observe`)."""
     link: Optional[ObserverLink] = None
-    """Hand forwarded bytes to the observing process instead (``--observer child-process``):
-    the tap here, if any, only judges ``--enforce-limits`` (`limit_check_tap`)."""
+    """Hand forwarded bytes to the observing process instead (``--observer child-process``)."""
     sent: dict[Direction, int] = field(default_factory=lambda: {Direction.C2S: 0, Direction.S2C: 0})
     eof: dict[Direction, bool] = field(
         default_factory=lambda: {Direction.C2S: False, Direction.S2C: False}
@@ -101,40 +104,61 @@ class Connection:
             return self.client, self.upstream, "client", "upstream"
         return self.upstream, self.client, "upstream", "client"
 
-    def observe(
+    def judge_limits(
         self, direction: Direction, data: bytes, t: float, frame: Optional[Frame] = None
     ) -> Optional[TapVerdict]:
+        """``--enforce-limits``: check bytes about to be forwarded (``frame``: they are that
+        frame). Returns a verdict naming the first frame that breaks the limits, if any; None
+        without the option."""
+        judge = self.judge
+        if judge is None or judge.failed is not None:
+            return None
+        try:
+            return judge.process(direction, data, t, frame)
+        except Exception as exc:  # a decoding bug costs the check, not the relay
+            judge.fail(exc, t)
+            return None
+
+    def observe(
+        self, direction: Direction, data: bytes, t: float, frame: Optional[Frame] = None
+    ) -> None:
         """Hand forwarded bytes (``b""``: end of stream; ``frame``: they are that frame, as the
-        forwarding path decoded it) to inspection. Never blocks; returns a verdict only when
-        decoding inline (``--enforce-limits``)."""
-        tap = self.tap
-        verdict = None
-        if self.inline and tap is not None and tap.failed is None:
-            try:
-                verdict = tap.process(direction, data, t, frame)
-            except Exception as exc:  # a decoding bug costs the inspection, not the relay
-                tap.fail(exc, t)
+        forwarding path decoded it) to inspection. Never blocks.
+
+        Every route hands bytes on once their write is done (`forward`), so that bytes that
+        never went are marked before them (`observe_undelivered`), also with
+        ``--enforce-limits``: its check comes before the write (`judge_limits`), and what is
+        recorded comes after it, from a tap of its own. Decoding the frame once, before the
+        write, would publish it before it is known whether it was delivered."""
         if self.link is not None:
-            # Handed on even when the verdict stops it here: as in one process, the recording
-            # holds the frame that broke the limits (the tap above only judged it).
             self.link.data(self.conn, direction, data, t)
-        elif tap is not None and not self.inline and self.observer is not None:
+            return
+        tap = self.tap
+        if tap is None:
+            return
+        if self.inline:
+            # Decoded here, never shed, as the check before it was.
+            if tap.failed is None:
+                try:
+                    tap.process(direction, data, t, frame)
+                except Exception as exc:  # a decoding bug costs the inspection, not the relay
+                    tap.fail(exc, t)
+        elif self.observer is not None:
             self.observer.submit(tap, direction, data, t, frame)
-        return verdict
 
     def observe_undelivered(self, direction: Direction, data: bytes, t: float) -> None:
         """Hand to inspection bytes read for ``direction``'s receiver that never reached it
         (writing them failed, or the connection ended while they waited), marked so: the
         frames they end are recorded undelivered, saying why ("client gone" when that side
-        reset or a write to it failed, else "connection ended"). Not with ``inline``
-        decoding (``--enforce-limits``): there the bytes were observed before they were
-        sent."""
-        if not data or self.inline:
+        reset or a write to it failed, else "connection ended")."""
+        if not data:
             return
         _, _, _, sink_name = self.sides(direction)
         why = f"{sink_name} gone" if sink_name in self.gone else "connection ended"
         if self.link is not None:
             self.link.undelivered(self.conn, direction, why, t)
+        elif self.tap is not None and self.inline:
+            self.tap.mark_undelivered(direction, why)
         elif self.tap is not None and self.observer is not None:
             self.observer.after_queued(functools.partial(self.tap.mark_undelivered, direction, why))
         self.observe(direction, data, t)
@@ -146,12 +170,11 @@ class Connection:
         t: float,
         scope: trio.CancelScope,
         *,
-        observed: bool = False,
         frame: Optional[Frame] = None,
     ) -> bool:
-        """Write ``data`` to ``direction``'s receiver and hand it to inspection (unless
-        ``observed`` already; ``frame``: it is that frame), counting it in `sent`. False
-        when the receiver went away (the connection ends): see `forward_rest`."""
+        """Write ``data`` to ``direction``'s receiver and hand it to inspection (``frame``: it
+        is that frame), counting it in `sent`. False when the receiver went away (the
+        connection ends): see `forward_rest`."""
         fd = self.sides(direction)[1].socket.fileno()
         try:
             written = os.write(fd, data)
@@ -159,14 +182,12 @@ class Connection:
             written = 0
         except OSError as exc:
             self.sink_failed(direction, exc, scope)  # first: it says which side is gone
-            if not observed:
-                self.observe_undelivered(direction, data, t)
+            self.observe_undelivered(direction, data, t)
             return False
         if written < len(data):
-            return await self.forward_rest(direction, data, written, t, scope, observed)
+            return await self.forward_rest(direction, data, written, t, scope)
         self.sent[direction] += written
-        if not observed:
-            self.observe(direction, data, t, frame)
+        self.observe(direction, data, t, frame)
         return True
 
     async def forward_rest(
@@ -176,7 +197,6 @@ class Connection:
         written: int,
         t: float,
         scope: trio.CancelScope,
-        observed: bool = False,
     ) -> bool:
         """The first ``written`` bytes of ``data`` went to ``direction``'s receiver (not yet
         counted nor observed): write the rest as it makes room. Each piece the kernel takes
@@ -191,8 +211,7 @@ class Connection:
             while True:
                 if written:
                     self.sent[direction] += written
-                    if not observed:
-                        self.observe(direction, data[done : done + written], t)
+                    self.observe(direction, data[done : done + written], t)
                     done += written
                 if done == len(data):
                     return True
@@ -203,12 +222,10 @@ class Connection:
                     await trio.lowlevel.wait_writable(fd)
         except OSError as exc:
             self.sink_failed(direction, exc, scope)
-            if not observed:
-                self.observe_undelivered(direction, data[done:], t)
+            self.observe_undelivered(direction, data[done:], t)
             return False
         except trio.Cancelled:
-            if not observed:
-                self.observe_undelivered(direction, data[done:], t)
+            self.observe_undelivered(direction, data[done:], t)
             raise
 
     def arrived(self, direction: Direction, t: float) -> None:

@@ -11,7 +11,9 @@ receiver got, at the times the client saw them: a request when its last byte arr
 client (a delay or a hold after that is part of the wait the client sees), a response when it
 was sent to the client; an exchange's latency is then what the client saw. The one exception is
 a request the proxy withholds, recorded so that its flow exists, and followed by the fault
-event that says it was not forwarded (docs/faults.md). With ``--observer child-process`` the
+event that says it was not forwarded (docs/faults.md); and, as on any route, bytes read that
+never reached their receiver (a frame still held by a ``delay`` when the connection ended,
+`_lost_in_delay`) are recorded marked undelivered. With ``--observer child-process`` the
 same bytes and events go, in the same order, to the observing process (`Connection.link`),
 which decodes them as it does a plain route's; every decision stays here. Since a request is
 decoded when it goes on, each read of the client's bytes is marked as it happens
@@ -46,6 +48,8 @@ __all__ = ["FaultRelay"]
 GONE_POLL = 0.1
 """While bytes the client sent after a held request wait unread, a close or a reset behind them
 does not wake a read: the client's socket state is looked at this often (seconds) instead."""
+_LOST_WAIT = 1.0
+"""How long a frame lost in a delay waits for its direction's writer to let go (seconds)."""
 # Linux's TCP states (include/net/tcp_states.h) in which the peer has closed or reset.
 _TCP_CLOSE, _TCP_CLOSE_WAIT = 7, 8
 
@@ -151,24 +155,38 @@ class FaultRelay:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
-                if conn.inline:  # judged before it is sent (--enforce-limits)
-                    verdict = conn.observe(direction, chunk, seen, frame)
-                    if verdict is not None:
-                        conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
-                        self.scope.cancel()
-                        return False
+                verdict = conn.judge_limits(direction, chunk, seen, frame)  # --enforce-limits
+                if verdict is not None:
+                    conn.observe(direction, chunk, seen, frame)  # recorded, not forwarded
+                    conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
+                    self.scope.cancel()
+                    return False
                 # Observed as it is sent, so that what never reaches its receiver is recorded
                 # undelivered (`Connection.forward`).
-                if not await conn.forward(
-                    direction, chunk, seen, self.scope, observed=conn.inline, frame=frame
-                ):
+                if not await conn.forward(direction, chunk, seen, self.scope, frame=frame):
                     return False
                 conn.awaiting_reply = direction is Direction.C2S
-                if conn.awaiting_reply and conn.eof[Direction.S2C]:
-                    await conn.check_upstream_after_close(self.scope)
-                if gap and start + piece < len(data):
-                    await trio.sleep(gap)
+                try:
+                    if conn.awaiting_reply and conn.eof[Direction.S2C]:
+                        await conn.check_upstream_after_close(self.scope)
+                    if gap and start + piece < len(data):
+                        await trio.sleep(gap)
+                except trio.Cancelled:  # the rest of a sliced frame never goes
+                    conn.observe_undelivered(direction, data[start + piece :], seen)
+                    raise
         return True
+
+    async def _lost_in_delay(self, direction: Direction, raw: bytes, t: float) -> None:
+        """The connection ended while a frame (``raw``, as it was read) waited out a ``delay``
+        fault: record it undelivered (`Connection.observe_undelivered`: "client gone" for an
+        answer whose client reset meanwhile): the exchange has the answer the proxy read, and
+        says its client never got it. The fault's events are not published: the frame was
+        not delayed as they would say. After whatever else of that direction was being
+        written, whose writer ends with the connection too (the lock, shielded from the
+        cancellation, is waited for at most `_LOST_WAIT` seconds)."""
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + _LOST_WAIT):
+            async with self.locks[direction]:
+                self.conn.observe_undelivered(direction, raw, t)
 
     def _where(self, direction: Direction) -> Where:
         """This connection's ``direction``, now."""
@@ -337,7 +355,11 @@ class FaultRelay:
             return await self._send(direction, raw, sent_at=sent_at, frame=frame)
         action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
         if action.delay:  # said once the frame went on (`_publish`)
-            await trio.sleep(action.delay)
+            try:
+                await trio.sleep(action.delay)
+            except trio.Cancelled:
+                await self._lost_in_delay(direction, raw, _or_now(sent_at, self.now))
+                raise
         rule = action.withhold
         if rule is not None:
             if direction is Direction.C2S:

@@ -109,13 +109,14 @@ def new_tap(
 def limit_check_tap(
     conn: int, route: str, profile: Profile, options: ProxyOptions
 ) -> ConnectionTap:
-    """A tap that only judges ``--enforce-limits`` verdicts and publishes nothing: the
-    forwarding process's, with ``--observer child-process``, where the verdict must come before
-    a chunk is forwarded and the observing process decodes and reports what was handed on.
-    The same `ConnectionTap` as the observing process's, so both find the same frames at
-    fault; without the catalogue, redaction and annotation, which no verdict depends on."""
+    """A tap that only judges ``--enforce-limits`` verdicts and publishes nothing
+    (`Connection.judge`): the verdict must come before a chunk is forwarded, and the tap that
+    records (in this process, or the observing process's) is handed the chunk after its write,
+    when it is known whether it was delivered. The same `ConnectionTap` as the recording one,
+    so both find the same frames at fault; without the catalogue, redaction and annotation,
+    which no verdict depends on."""
     return ConnectionTap(conn, route, profile, _discard, cap=options.cap, limits=options.observe)
 
 
 def _discard(event: Event) -> None:
-    """Where the limit check's events go: the observing process reports them."""
+    """Where the limit check's events go: the recording tap reports them."""

@@ -4,9 +4,9 @@
 
 The plain pump is byte-exact and comes first: it reads a chunk and writes it straight to the
 other socket, then hands the same chunk to the observer, which never makes it wait
-(observer.py). Nothing is decoded or re-encoded on this path (with ``enforce_limits`` the tap
-checks a chunk before it is sent). How a connection ends, half-closes and resets included, is
-`Connection`'s job, shared with the faulted pumps.
+(observer.py). Nothing is decoded or re-encoded on this path (with ``enforce_limits`` a tap of
+its own checks a chunk before it is sent, `Connection.judge_limits`). How a connection ends,
+half-closes and resets included, is `Connection`'s job, shared with the faulted pumps.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class PlainPump:
         self.start_time = start_time
         """The session's start (`trio.current_time`): a chunk's ``t`` counts from it."""
         self.enforce_limits = enforce_limits
-        """The tap checks each chunk before it is sent, and closes on a broken limit."""
+        """Each chunk is checked before it is sent, and a broken limit closes the connection."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward ``direction`` of ``conn`` until it ends, a side fails, or ``scope`` is
@@ -80,14 +80,15 @@ class PlainPump:
                 conn.end_of_stream(direction, t, scope)
                 return
             if enforce:
-                verdict = conn.observe(direction, chunk, t)
+                verdict = conn.judge_limits(direction, chunk, t)
                 if verdict is not None:
+                    # Recorded though not forwarded: the frame that broke the limits.
+                    conn.observe(direction, chunk, t)
                     conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
                     scope.cancel()
                     return
-            # Observed as it goes, unless checked before (``enforce``); what never goes is
-            # handed on undelivered.
-            if not await conn.forward(direction, chunk, t, scope, observed=enforce):
+            # Observed as it goes; what never goes is handed on undelivered.
+            if not await conn.forward(direction, chunk, t, scope):
                 return
             conn.awaiting_reply = from_client
             if conn.link is not None and conn.link.holds(conn.conn):

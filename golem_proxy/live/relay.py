@@ -234,12 +234,12 @@ class Proxy:
         conn.last_activity = trio.current_time()
         conn.hold_idle_fin = not self.profile.clients_read_past_answers
         conn.inline = self.options.enforce_limits
+        if conn.inline:
+            conn.judge = limit_check_tap(conn.conn, conn.route.name, self.profile, self.options)
         if self.link is not None:
             # Observed in a process of its own: this one forwards and hands on what it sent
             # (see observer_link), deciding here only what must be decided before forwarding.
             conn.link = self.link
-            if conn.inline:
-                conn.tap = limit_check_tap(conn.conn, conn.route.name, self.profile, self.options)
         else:
             conn.tap = self._tap(conn.conn, conn.route.name)
             conn.observer = self.observer

@@ -2,15 +2,19 @@
 proxy --record`` between a client and an upstream on 127.0.0.1, then ``show`` and ``export``
 on the recording. The proxy reads the answer but cannot write it (the client reset): the
 exchange is answered, and marked undelivered, in both observer modes, on a plain route and on
-a faulted one (each forwards on a path of its own)."""
+a faulted one (each forwards on a path of its own), with ``--enforce-limits`` too (its bytes
+are checked before they are sent); and an answer a ``delay`` or ``slice`` fault still held
+when its client reset."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -87,6 +91,13 @@ MODES = [
     pytest.param([], id="child-process"),
     pytest.param(["--observer", "in-process"], id="in-process"),
     pytest.param(["--fault", "delay:ms=1,p=0"], id="faulted-route"),
+    # Checked before they are sent, the bytes are recorded after the write all the same.
+    pytest.param(["--enforce-limits"], id="enforce-limits"),
+    pytest.param(["--enforce-limits", "--observer", "in-process"], id="enforce-limits-in-process"),
+    pytest.param(
+        ["--enforce-limits", "--fault", "delay:ms=1,p=0", "--observer", "in-process"],
+        id="enforce-limits-faulted-in-process",
+    ),
 ]
 
 
@@ -157,3 +168,115 @@ def test_an_answer_the_kernel_took_is_delivered_as_far_as_the_proxy_knows(
         e for e in read_recording(str(record)).events if isinstance(e, ExchangeCompleted)
     ]
     assert exchange.outcome.text == "ok" and not exchange.response.undelivered
+
+
+class PromptUpstream:
+    """Answers one request at once, then waits for its connection to end."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.answered = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            peer, _ = self.listener.accept()
+            with peer:
+                head = peer.recv(4, socket.MSG_WAITALL)
+                if len(head) < 4:  # the proxy's readiness probe
+                    continue
+                peer.recv(struct.unpack("!I", head)[0], socket.MSG_WAITALL)
+                peer.sendall(framed(ANSWER))
+                self.answered.set()
+                with contextlib.suppress(OSError):
+                    peer.recv(1)  # the proxy resets it once the client is gone
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _tcp_queues(port: int) -> tuple[list[int], list[int]]:
+    """Of the established loopback connections to ``port`` (Linux's /proc/net/tcp): the
+    bytes each peer of ``port`` has not read yet, and those ``port``'s own sockets sent that
+    were not yet acknowledged."""
+    unread, unacked = [], []
+    for row in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = row.split()
+        local, remote, state = fields[1], fields[2], fields[3]
+        tx_queue, rx_queue = (int(part, 16) for part in fields[4].split(":"))
+        if state != "01":  # ESTABLISHED
+            continue
+        if int(remote.split(":")[1], 16) == port:
+            unread.append(rx_queue)
+        elif int(local.split(":")[1], 16) == port:
+            unacked.append(tx_queue)
+    return unread, unacked
+
+
+def proxy_read_the_answer(upstream: PromptUpstream) -> bool:
+    """The upstream's answer reached the proxy's socket and the proxy read all of it."""
+    unread, unacked = _tcp_queues(upstream.port)
+    return (
+        upstream.answered.is_set() and bool(unread) and bool(unacked) and not any(unread + unacked)
+    )
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
+HELD = [
+    # Held whole: none of the answer went.
+    pytest.param("delay:ms=60000,dir=s2c", 0, [], id="delay"),
+    pytest.param("delay:ms=60000,dir=s2c", 0, ["--observer", "in-process"], id="delay-in-process"),
+    # Sent in pieces, the client gone after the first: that piece went, the rest never did.
+    pytest.param("slice:size=10,gap=60000,dir=s2c", 10, [], id="slice"),
+    pytest.param(
+        "slice:size=10,gap=60000,dir=s2c", 10, ["--observer", "in-process"], id="slice-in-process"
+    ),
+]
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")
+@pytest.mark.parametrize(("fault", "delivered", "extra"), HELD)
+def test_an_answer_a_fault_held_when_the_client_reset_is_recorded_undelivered(
+    tmp_path: Path, fault: str, delivered: int, extra: list[str]
+) -> None:
+    up = PromptUpstream()
+    record = tmp_path / "session.jsonl"
+    route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
+    cli = start_proxy_cli("--route", route, "--record", str(record), "--fault", fault, *extra)
+    try:
+        client = socket.create_connection(("127.0.0.1", cli.port))
+        client.settimeout(20)
+        client.sendall(framed(REQUEST))
+        if delivered:
+            assert client.recv(delivered, socket.MSG_WAITALL) == framed(ANSWER)[:delivered]
+        else:
+            wait_until(lambda: proxy_read_the_answer(up), "the proxy to read the answer")
+        # The client gives up while the rest of the answer is held: a reset.
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        logged = wait_for_line(cli.process, r"scene\.slow").string
+    finally:
+        cli.stop()
+        up.close()
+    assert cli.process.returncode == 0, cli.stderr
+    assert "ok (undelivered: client gone)" in logged
+
+    (exchange,) = [
+        e for e in read_recording(str(record)).events if isinstance(e, ExchangeCompleted)
+    ]
+    assert exchange.outcome.text == "ok"
+    assert exchange.response.undelivered == "client gone"
+    assert exchange.response.delivered_bytes == delivered
+    assert exchange.response.size == len(framed(ANSWER))
+    shown = run_cli("show", str(record))
+    assert shown.returncode == 0, shown.stderr
+    assert "ok (undelivered: client gone)" in shown.stdout
