@@ -3,18 +3,19 @@ the observing process restarted, where lines were lost or are out of order (thei
 their ``t``), where observation stopped, and that the recording was cut short (an incomplete
 last line, no ``session-end`` line where the header promises one, connections never
 closed). Text only: `show`, `stats`, `check`, `export` print the lines, `query` prints those
-its worker processes made, and the TUI shows `order_notes`."""
+its worker processes made, `diff` those of each trace (`recording_notes`, each naming its
+trace), and the TUI shows `order_notes`."""
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Optional, Union
 
 from ..recording.seq_watch import SeqJump, SeqWatch
 from ..recording.time_watch import TimeStep, TimeWatch
 from ..terminal import safe_text
-from .trace import FlowReader
+from .trace import FlowReader, open_flows
 
-__all__ = ["RESTARTS_NOTED", "order_notes", "reading_notes"]
+__all__ = ["RESTARTS_NOTED", "order_notes", "reading_notes", "recording_notes"]
 
 RESTARTS_NOTED = 20
 """Restarts named one by one; one more line counts the rest."""
@@ -24,10 +25,19 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def order_notes(path: str, seq: SeqWatch, times: TimeWatch) -> list[str]:
+def _named(path: str, role: Optional[str]) -> str:
+    """The recording as a note names it: its file, after its role when a command reads
+    several (``trace B, b.jsonl``, as the command's errors name it)."""
+    return f"{role}, {safe_text(path)}" if role else safe_text(path)
+
+
+def order_notes(
+    path: str, seq: SeqWatch, times: TimeWatch, role: Optional[str] = None
+) -> list[str]:
     """The notes of a recording's lines out of order, as far as read: the first place their
     numbering breaks, then the first place their times go back (each with how many other
-    places do)."""
+    places do). ``role`` names the recording before its file (`reading_notes`)."""
+    name = _named(path, role)
     notes = []
     found: list[tuple[Union[SeqJump, TimeStep, None], int]] = [
         (seq.first, seq.count),
@@ -38,20 +48,21 @@ def order_notes(path: str, seq: SeqWatch, times: TimeWatch) -> list[str]:
             elsewhere = count - 1
             others = f" and {_plural(elsewhere, 'other place')}" if elsewhere else ""
             notes.append(
-                f"note: {safe_text(path)}: line {first.line}: {first.describe()}{others}; "
+                f"note: {name}: line {first.line}: {first.describe()}{others}; "
                 "flows near it may be wrong"
             )
     return notes
 
 
-def reading_notes(reader: FlowReader) -> list[str]:
+def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
     """The notes of a recording read to its end: one line per restart of the observing
     process (up to `RESTARTS_NOTED`, then one that counts the rest), the first place the
     lines' numbering breaks and the first place their times go back (`order_notes`), then
     where observation stopped when it did, else why the file was cut short when it was
     (what the proxy had not flushed yet, about `TRAILS_BY`, is missing). A file that ends
-    with its ``session-end`` line is whole: its connections left open say nothing."""
-    path = safe_text(reader.path)
+    with its ``session-end`` line is whole: its connections left open say nothing. ``role``
+    names the recording before its file, for a command that reads several (``trace B``)."""
+    path = _named(reader.path, role)
     notes = []
     restarts = reader.restarts
     for restart in restarts[:RESTARTS_NOTED]:
@@ -66,7 +77,7 @@ def reading_notes(reader: FlowReader) -> list[str]:
             f"note: {path}: and {_plural(more, 'more restart')} of the observing process, "
             f"the last at {restarts[-1].t:.3f} s"
         )
-    notes += order_notes(reader.path, reader.seq, reader.times)
+    notes += order_notes(reader.path, reader.seq, reader.times, role)
     stopped = reader.stopped
     if stopped is not None:
         # Connections are left open and lines may be cut by design: say what happened instead.
@@ -98,3 +109,14 @@ def reading_notes(reader: FlowReader) -> list[str]:
             f"{round(TRAILS_BY * 1000)} ms may be missing ({'; '.join(why)})"
         )
     return notes
+
+
+def recording_notes(path: str, role: Optional[str] = None) -> list[str]:
+    """The notes of the recording at ``path`` (`reading_notes`, ``role`` naming it), read to
+    its end for them alone, by a command that reads the file another way (``diff``'s fast
+    scanner keeps no flows and watches no ``seq`` or ``t``). Raises TraceError as
+    `open_flows` and `FlowReader.flows` do."""
+    with open_flows(path, read_once=True) as reader:
+        for _ in reader.flows():  # folded and let go: what is open at the end is counted
+            pass
+        return reading_notes(reader, role)

@@ -19,6 +19,7 @@ from golem_core.messages import Malformed, MalformedKind
 from golem_core.profiles import Profile
 
 from ..events import Event, FrameSeen, ObservationLost, SessionEnded
+from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import (
     OpenedRecording,
     RecordingError,
@@ -159,9 +160,11 @@ class FlowReader(OpenedRecording):
             raise TraceError(f"{self.path}: {exc.strerror or exc}") from None
 
 
-def open_flows(path: str) -> FlowReader:
-    """Open the recording at ``path`` and read its header. Raises TraceError saying why the
-    file cannot be read (one line naming it)."""
+def open_flows(path: str, *, read_once: bool = False) -> FlowReader:
+    """Open the recording at ``path`` and read its header. ``read_once``: the file is read
+    once to its end, never followed, so the fast reader reads it (the same events, errors and
+    watches of ``seq`` and ``t``, in half the time). Raises TraceError saying why the file
+    cannot be read (one line naming it)."""
     try:
         stream = open_recording(path)
     except FileNotFoundError:
@@ -171,7 +174,8 @@ def open_flows(path: str) -> FlowReader:
     except OSError as exc:
         raise TraceError(f"{path}: {exc.strerror or exc}") from None
     try:
-        reader = RecordingReader(stream, path=path)
+        kind = FastRecordingReader if read_once else RecordingReader
+        reader = kind(stream, path=path)
     except RecordingError as exc:
         stream.close()
         raise TraceError(str(exc.at(path))) from None

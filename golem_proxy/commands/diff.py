@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..replay.index import load_exchanges
+from ..analysis.reading_notes import recording_notes
+from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.render import render_diff
 from ..replay.tracediff import DamagedTrace, diff_traces
-from ._common import CommandError, console, reading
+from ._common import CommandError, console, print_notes, reading
 from ._comparing import add_comparison_arguments, comparator_from
 from ._options import add_recording
 
@@ -33,14 +34,27 @@ ROLES = ("trace A", "trace B")
 """How every error names each trace, with its file (`reading`)."""
 
 
+NOTES_KEYS = ("a", "b")
+"""Each trace's notes in ``--json``'s ``notes`` member."""
+
+
+def _read(path: str, role: str) -> tuple[ExchangeTrace, list[str]]:
+    """The trace's exchanges and what reading it noted (`recording_notes`: cut short, lines
+    lost or out of order, restarts), each note naming ``role``. The notes are read first: of
+    a file still being written, the exchanges taken reach at least as far as the notes
+    read, so a file taken short of its end is noted as cut short. Raises CommandError
+    naming ``role`` and the file."""
+    with reading(path, role):
+        notes = recording_notes(path, role)
+        return load_exchanges(path), notes
+
+
 def run(args: argparse.Namespace) -> int:
     comparator = comparator_from(args)
     paths = (args.a, args.b)
-    with reading(args.a, ROLES[0]):
-        a = load_exchanges(args.a)
+    a, a_notes = _read(args.a, ROLES[0])
     try:
-        with reading(args.b, ROLES[1]):
-            b = load_exchanges(args.b)
+        b, b_notes = _read(args.b, ROLES[1])
     except CommandError:
         a.close()
         raise
@@ -51,10 +65,15 @@ def run(args: argparse.Namespace) -> int:
             with reading(paths[damaged.side], ROLES[damaged.side]):
                 raise damaged.error from None
         if args.json:
-            print(json.dumps(diff.to_json(), indent=2, ensure_ascii=False))
+            report = diff.to_json()
+            if a_notes or b_notes:
+                report["notes"] = dict(zip(NOTES_KEYS, (a_notes, b_notes)))
+            print(json.dumps(report, indent=2, ensure_ascii=False))
         else:
             render_diff(diff, console(), (args.a, args.b))
     finally:
         a.close()
         b.close()
+    # On stderr as every reader says them, once the diff is out; they change no exit status.
+    print_notes(a_notes + b_notes)
     return 0 if diff.equal else EXIT_DIFFERENT
