@@ -24,12 +24,15 @@ from golem_core.profiles import GOLEM
 
 from ..live.proxy_options import BoundRoute
 from ..net.addresses import Address, Route
+from ..net.listeners import ListenError
 from ..replay.diffing import Comparator
 from ..replay.engine import ReplayEngine
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.mcp_child import ChildStartError, McpChild
 from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
 from ..replay.mcp_verify import McpVerifyResult, play, tool_call_numbers
+from ..replay.outage_plan import OutagePlan, read_outage_plan
+from ..replay.outage_standin import AppliedOutage, OutageStandIn
 from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
 from ..terminal import safe_text
@@ -85,6 +88,7 @@ class _Run:
     argv: list[str]
     script: McpScript
     numbers: dict[int, int]
+    plan: OutagePlan
     trace: ExchangeTrace
     comparator: Comparator
     target: Optional[Address]
@@ -127,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         except NoMcpLayer as exc:
             raise CommandError(str(exc)) from None
         numbers = tool_call_numbers(args.file)
+        plan = read_outage_plan(args.file, script)
         trace = load_exchanges(args.file)
     if not script.tool_calls:
         raise CommandError(f"{args.file}: no tool calls to verify")
@@ -134,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         argv,
         script,
         numbers,
+        plan,
         trace,
         comparator,
         args.target,
@@ -142,40 +148,52 @@ def run(args: argparse.Namespace) -> int:
         args.exit_timeout,
     )
     try:
-        result, misses = trio.run(_verify, job)
+        result, misses, applied = trio.run(_verify, job)
     finally:
         trace.close()
+    outages = _outages(job, applied)
     if args.json:
-        print(json.dumps(_json(result, misses), indent=2, ensure_ascii=False))
+        print(json.dumps(_json(result, misses, outages), indent=2, ensure_ascii=False))
     else:
-        render(result, misses, Console(highlight=False))
+        render(result, misses, Console(highlight=False), outages)
     return 0 if result.ok else EXIT_DIFFERENT
 
 
-async def _verify(job: _Run) -> tuple[McpVerifyResult, list[dict[str, Any]]]:
+async def _verify(
+    job: _Run,
+) -> tuple[McpVerifyResult, list[dict[str, Any]], list[AppliedOutage]]:
     engine = engine_for(job.trace, ReplayOptions(reuse_hint=None))
     listen = assign_routes(job.trace, ANY_PORT, ANY_PORT)
-    server = ReplayServer(engine, listen)
-    failed: Optional[ChildStartError] = None
+    # The stand-in answers from the recording, and plays its outages as they were.
+    standin = OutageStandIn(ReplayServer(engine, listen), listen, job.plan)
+    failed: Optional[str] = None
     result = McpVerifyResult()
     async with trio.open_nursery() as nursery:
-        bound = await nursery.start(server.run)
+        bound = await nursery.start(standin.run)
         main, gh = _endpoints(bound, job.target, job.gh_target)
         child = McpChild(job.argv, _environment(main, gh))
         try:
             await child.start(nursery)
         except ChildStartError as exc:
-            failed = exc
+            failed = str(exc)
         else:
-            result = await play(
-                job.script, child, job.comparator, numbers=job.numbers, timeout=job.timeout
-            )
+            try:
+                result = await play(
+                    job.script,
+                    child,
+                    job.comparator,
+                    numbers=job.numbers,
+                    timeout=job.timeout,
+                    before_step=standin.begin,
+                )
+            except ListenError as exc:
+                failed = f"the stand-in could not listen again: {exc}"
             result.exit_status = await child.stop(job.exit_timeout)
             result.stderr_tail = child.stderr_tail
         nursery.cancel_scope.cancel()
     if failed is not None:
         raise CommandError(f"mcp-verify: {failed}")
-    return result, _misses(engine)
+    return result, _misses(engine), standin.applied
 
 
 def _endpoints(
@@ -204,7 +222,30 @@ def _misses(engine: ReplayEngine) -> list[dict[str, Any]]:
     return [miss.to_json() for miss in engine.report.misses]
 
 
-def _json(result: McpVerifyResult, misses: list[dict[str, Any]]) -> dict[str, Any]:
+def _outages(job: _Run, applied: list[AppliedOutage]) -> list[dict[str, Any]]:
+    """The tool calls during which the stand-in played a route's outage, on the routes the
+    server was pointed at it (a live plugin given for a channel plays none)."""
+    live = {
+        GOLEM.channels[0]: job.target is not None,
+        GOLEM.channels[1]: job.gh_target is not None,
+    }
+    tools = {step.index: step.tool for step in job.script.tool_calls}
+    return [
+        {
+            "number": job.numbers.get(item.index),
+            "tool": tools.get(item.index),
+            "route": item.route,
+            "resets": item.outage.resets,
+            "refused": item.outage.refused,
+        }
+        for item in applied
+        if not live.get(item.route, False)
+    ]
+
+
+def _json(
+    result: McpVerifyResult, misses: list[dict[str, Any]], outages: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "ok": result.ok,
         "tool_calls": len(result.tool_checks),
@@ -213,11 +254,17 @@ def _json(result: McpVerifyResult, misses: list[dict[str, Any]]) -> dict[str, An
         "non_json_lines": result.non_json_lines,
         "first_non_json": result.first_non_json or None,
         "standin_misses": misses,
+        "standin_outage": outages,
         "exit_status": result.exit_status,
     }
 
 
-def render(result: McpVerifyResult, misses: list[dict[str, Any]], console: Console) -> None:
+def render(
+    result: McpVerifyResult,
+    misses: list[dict[str, Any]],
+    console: Console,
+    outages: Optional[list[dict[str, Any]]] = None,
+) -> None:
     """The table (tool, #, outcome, first difference), what else went wrong, a summary."""
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("tool", style="bold magenta", overflow="fold")
@@ -247,6 +294,8 @@ def render(result: McpVerifyResult, misses: list[dict[str, Any]], console: Conso
                 "bold red",
             )
         )
+    if outages:
+        console.print(Text(_outage_text(outages), "yellow"))
     if misses:
         console.print(
             Text(
@@ -285,3 +334,15 @@ def render(result: McpVerifyResult, misses: list[dict[str, Any]], console: Conso
         )
     else:
         console.print(Text("mcp-verify: the tool calls match, the session did not", "red"))
+
+
+def _outage_text(outages: list[dict[str, Any]]) -> str:
+    # One mention per call, in order, whatever its routes.
+    calls = dict.fromkeys((item["number"], item["tool"]) for item in outages)
+    named = ", ".join(
+        f"#{number} {tool}" if number is not None else str(tool) for number, tool in calls
+    )
+    return safe_text(
+        f"the plugin was down during {len(calls)} recorded tool call(s) ({named}): the "
+        "stand-in reset or refused their GOLEM connections as the recording shows"
+    )

@@ -42,8 +42,12 @@ class ClientStep:
     id: JsonId = None
     """The request's id; None for a notification (or a line that was not JSON-RPC)."""
     params: Any = None
+    t: float = 0.0
+    """When the client sent it (session time)."""
     answer: Optional[dict[str, Any]] = None
     """The recorded response envelope; None when the recording has none (unanswered)."""
+    answer_t: Optional[float] = None
+    """When the answer came; None without one."""
     cancelled: bool = False
     """The client cancelled it (``notifications/cancelled``) while it waited."""
     answer_unobserved: bool = False
@@ -68,6 +72,8 @@ class McpScript:
     """The recorded client side of one MCP hop."""
 
     steps: list[ClientStep]
+    conn: Optional[int] = None
+    """The MCP connection played (the first one recorded; a ``ToolCallRef`` names it)."""
     client_answers: dict[str, deque[dict[str, Any]]] = field(default_factory=dict)
     """The client's recorded answers to the server's requests, by the request's method."""
 
@@ -130,15 +136,19 @@ def _script(events: Iterable[Union[FrameSeen, ObservationLost]]) -> McpScript:
             step_waiting = waiting.pop(_key(message.id), None)
             if step_waiting is not None:
                 step_waiting.answer = obj
-    return McpScript(steps, dict(answers))
+                step_waiting.answer_t = frame.t
+    return McpScript(steps, conn, dict(answers))
 
 
 def _step(frame: FrameSeen, obj: Optional[dict[str, Any]]) -> ClientStep:
     message = frame.message
     if isinstance(message, Request):
-        return ClientStep(frame.payload, frame.index, message.method, message.id, message.params)
+        return ClientStep(
+            frame.payload, frame.index, message.method, message.id, message.params, frame.t
+        )
     method = obj.get("method") if obj is not None else None
-    return ClientStep(frame.payload, frame.index, method if isinstance(method, str) else None)
+    named = method if isinstance(method, str) else None
+    return ClientStep(frame.payload, frame.index, named, t=frame.t)
 
 
 def _key(ident: Any) -> tuple[str, Any]:

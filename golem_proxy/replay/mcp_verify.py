@@ -13,9 +13,9 @@ GUID in a tool call's arguments is swapped for the live one learned from an earl
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import trio
 
@@ -125,9 +125,12 @@ async def play(
     *,
     numbers: Mapping[int, int],
     timeout: float,
+    before_step: Optional[Callable[[ClientStep], Awaitable[None]]] = None,
 ) -> McpVerifyResult:
-    """Play ``script`` to ``child`` (started) and compare every tool result. Never raises
-    for what the server does: a server that dies or stays silent is a check's problem."""
+    """Play ``script`` to ``child`` (started) and compare every tool result; ``before_step``
+    is awaited before each step is sent (the stand-in sets its routes as they were then).
+    Never raises for what the server does: a server that dies or stays silent is a check's
+    problem."""
     result = McpVerifyResult()
     player = _Player(script, child, result, timeout)
     for step in script.steps:
@@ -137,6 +140,8 @@ async def play(
                 check.problem = player.gone_reason()
                 result.checks.append(check)
             continue
+        if before_step is not None:
+            await before_step(step)
         answer = await player.request(step, outgoing_payload(step, comparator))
         if check is None:
             continue

@@ -15,8 +15,12 @@ into an exception (which FastMCP returns as a result with ``isError``). Its tool
   FastMCP sends it as ``structuredContent``), as the real server does: an error dict in a
   success result reaches the model with ``isError`` false.
 
+Like the real one, it drops a connection that was refused, reset or closed, and the next call
+connects again.
+
 ``GOLEM_TEST_SERVER_VARIANT=changed`` makes ``list_layers`` answer differently (a changed
-build, for regression tests).
+build, for regression tests); ``offline-message`` makes a tool whose GOLEM connection failed
+say so in words of its own (a build that behaves differently while the plugin is down).
 """
 
 from __future__ import annotations
@@ -52,25 +56,38 @@ class GolemConnection:
     def call(self, method: str, params: dict[str, Any], within: Optional[float] = None) -> Any:
         """The answer's result. ``within``: seconds to wait for it, past which the connection
         is closed (its late answer must not be read as the next call's) and GolemError
-        raised; the next call connects again."""
+        raised; the next call connects again, as it does after the connection failed."""
         with self.lock:
-            if self.sock is None:
-                host = os.environ.get("GOLEM_RHINO_HOST", "127.0.0.1")
-                port = int(os.environ.get(self.port_variable, str(self.default_port)))
-                self.sock = socket.create_connection((host, port), timeout=10)
-                self._exchange("ping", {})
-            if within is None:
-                return self._exchange(method, params)
-            self.sock.settimeout(within)
             try:
-                return self._exchange(method, params)
-            except TimeoutError:
-                self.sock.close()
-                self.sock = None
-                raise GolemError(f"Rhino did not answer {method} within {within:g} s") from None
-            finally:
+                return self._call(method, params, within)
+            except OSError as exc:
+                # A refused, reset or closed connection is dropped, as the real server's
+                # is: the next call connects again.
                 if self.sock is not None:
-                    self.sock.settimeout(10)
+                    self.sock.close()
+                    self.sock = None
+                if OFFLINE_MESSAGE:
+                    raise GolemError(f"Rhino is not reachable ({type(exc).__name__})") from None
+                raise
+
+    def _call(self, method: str, params: dict[str, Any], within: Optional[float]) -> Any:
+        if self.sock is None:
+            host = os.environ.get("GOLEM_RHINO_HOST", "127.0.0.1")
+            port = int(os.environ.get(self.port_variable, str(self.default_port)))
+            self.sock = socket.create_connection((host, port), timeout=10)
+            self._exchange("ping", {})
+        if within is None:
+            return self._exchange(method, params)
+        self.sock.settimeout(within)
+        try:
+            return self._exchange(method, params)
+        except TimeoutError:
+            self.sock.close()
+            self.sock = None
+            raise GolemError(f"Rhino did not answer {method} within {within:g} s") from None
+        finally:
+            if self.sock is not None:
+                self.sock.settimeout(10)
 
     def _exchange(self, method: str, params: dict[str, Any]) -> Any:
         assert self.sock is not None
@@ -88,6 +105,7 @@ class GolemConnection:
 MAIN = GolemConnection("GOLEM_RHINO_PORT", 9876)
 GH = GolemConnection("GOLEM_GH_PORT", 9877)
 CHANGED = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "changed"
+OFFLINE_MESSAGE = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "offline-message"
 
 
 @server.tool()

@@ -1,0 +1,183 @@
+"""What a recording says the MCP server met on its GOLEM routes during each tool call while
+the plugin was down, so that `mcp-verify`'s stand-in can make a new build meet the same.
+
+A plugin outage leaves no exchange to replay, only what the proxy decided and recorded:
+
+* a GOLEM connection the proxy accepted and reset because the upstream refused it (or did
+  not answer), nothing crossed: its ``close`` line names the tool call that opened it
+  (``tool_calls``, decided by the session's attribution);
+* the route's ``upstream`` lines: from ``down`` to ``back`` it did not listen, so the
+  server's connection attempts were refused by the system and never reached the proxy;
+* the route's connections opened and closed: a call that began with none open (the
+  plugin's going away had closed the server's) met a dead connection, or none.
+
+`read_outage_plan` turns those into one `RouteOutage` per tool call and route, keyed by the
+call's request frame index (`ClientStep.index`): the stand-in follows it, nothing is
+guessed again from the bytes of a new run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..analysis.tool_calls import mcp_routes
+from ..events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    FrameSeen,
+    ToolCallRef,
+    UpstreamStatus,
+)
+from ..recording.files import open_recording
+from ..recording.reader import RecordingReader
+from .mcp_script import McpScript
+
+__all__ = ["OutagePlan", "RouteOutage", "outage_plan", "read_outage_plan"]
+
+
+@dataclass(frozen=True)
+class RouteOutage:
+    """What one GOLEM route did to the server during one tool call, as recorded."""
+
+    drop_open: bool = False
+    """No connection of the route was open when the call began: the server's were gone
+    (the plugin's going away closed them), so the stand-in closes any it has."""
+    resets: int = 0
+    """Connections the server opened during the call that the proxy accepted and reset,
+    nothing crossed (the upstream refused them): the stand-in resets as many, in order."""
+    refused: bool = False
+    """The route did not listen for the rest of the call (it was down, from an ``upstream
+    down`` line to ``back``, and nothing of the call reached the plugin on it): the stand-in
+    stops listening, so the server's connection attempts are refused."""
+
+    @property
+    def is_outage(self) -> bool:
+        """The plugin was unreachable on this route during the call."""
+        return self.resets > 0 or self.refused
+
+
+NO_OUTAGE = RouteOutage()
+
+
+@dataclass
+class OutagePlan:
+    """Per tool call (its request frame index on the MCP hop), per GOLEM route."""
+
+    calls: dict[int, dict[str, RouteOutage]] = field(default_factory=dict)
+
+    def for_step(self, index: int) -> Mapping[str, RouteOutage]:
+        """The routes' plan for the call whose request frame is ``index`` (empty: every
+        route listens and serves)."""
+        return self.calls.get(index, {})
+
+    def outages(self) -> list[tuple[int, str, RouteOutage]]:
+        """(call index, route, outage) for every call during which a route was down."""
+        return [
+            (index, route, outage)
+            for index, routes in self.calls.items()
+            for route, outage in routes.items()
+            if outage.is_outage
+        ]
+
+
+@dataclass
+class _RouteHistory:
+    """What one GOLEM route's lines say, in session time."""
+
+    opened: dict[int, float] = field(default_factory=dict)
+    closed: dict[int, float] = field(default_factory=dict)
+    down: list[tuple[float, float]] = field(default_factory=list)
+    """[down, back) spans; an outage with no ``back`` runs to the end."""
+    _down_since: Optional[float] = None
+    resets: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    """Call index → connections accepted and closed with nothing crossed, naming it alone."""
+    reached: set[int] = field(default_factory=set)
+    """Calls that a request frame on this route names alone: the plugin was reached."""
+
+    def open_at(self, t: float) -> int:
+        return sum(
+            1
+            for conn, opened in self.opened.items()
+            if opened < t and self.closed.get(conn, math.inf) >= t
+        )
+
+    def upstream(self, event: UpstreamStatus) -> None:
+        if not event.up and self._down_since is None:
+            self._down_since = event.t
+        elif event.up and self._down_since is not None:
+            self.down.append((self._down_since, event.t))
+            self._down_since = None
+
+    def spans(self) -> list[tuple[float, float]]:
+        if self._down_since is None:
+            return self.down
+        return [*self.down, (self._down_since, math.inf)]
+
+
+def read_outage_plan(path: str, script: McpScript) -> OutagePlan:
+    """The plan for ``script``'s tool calls from the GOLEM routes of the recording at
+    ``path``. Raises OSError or RecordingError."""
+    with open_recording(path) as stream:
+        reader = RecordingReader(stream, path=path)
+        skip = mcp_routes(reader.route_profiles)
+        return outage_plan(script, (e for e in reader if getattr(e, "route", None) not in skip))
+
+
+def outage_plan(script: McpScript, events: Iterable[Event]) -> OutagePlan:
+    """The plan for ``script``'s tool calls from a recording's GOLEM-route events."""
+    routes: dict[str, _RouteHistory] = defaultdict(_RouteHistory)
+    for event in events:
+        if isinstance(event, ConnectionOpened):
+            routes[event.route].opened[event.conn] = event.t
+        elif isinstance(event, ConnectionClosed):
+            history = routes[event.route]
+            history.closed[event.conn] = event.t
+            index = _the_call(event.tool_calls, script.conn)
+            if index is not None:
+                history.resets[index] += 1
+        elif isinstance(event, UpstreamStatus):
+            routes[event.route].upstream(event)
+        elif isinstance(event, FrameSeen) and event.direction is Direction.C2S:
+            index = _the_call(event.tool_calls, script.conn)
+            if index is not None:
+                routes[event.route].reached.add(index)
+    plan = OutagePlan()
+    for step in script.tool_calls:
+        planned = {
+            name: _route_outage(history, step.index, step.t, step.answer_t)
+            for name, history in routes.items()
+        }
+        kept = {name: outage for name, outage in planned.items() if outage != NO_OUTAGE}
+        if kept:
+            plan.calls[step.index] = kept
+    return plan
+
+
+def _the_call(refs: Optional[tuple[ToolCallRef, ...]], conn: Optional[int]) -> Optional[int]:
+    """The MCP request index of the one call ``refs`` names on ``conn``; None for none or
+    several (ambiguous: not this call's alone)."""
+    if refs is None or len(refs) != 1:
+        return None
+    (ref,) = refs
+    return ref.index if ref.conn == conn else None
+
+
+def _route_outage(
+    history: _RouteHistory, index: int, start: float, end: Optional[float]
+) -> RouteOutage:
+    resets = history.resets.get(index, 0)
+    finish = math.inf if end is None else end
+    down = False
+    if index not in history.reached:
+        for went, came in history.spans():
+            # Down when the call began, or gone down under it (its own connection refused).
+            if went <= start < came or (resets and start <= went <= finish):
+                down = True
+                break
+    return RouteOutage(drop_open=history.open_at(start) == 0, resets=resets, refused=down)

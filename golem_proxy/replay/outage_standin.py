@@ -1,0 +1,161 @@
+"""`mcp-verify`'s stand-in for the plugin: a `ReplayServer`'s routes served as the recording
+says the plugin was reachable, call by call (`OutagePlan`).
+
+Before each tool call is sent, `begin` sets every route as it was during that call when
+recorded: its open connections closed when the recording had none open then (the plugin's
+going away had closed them), the server's next connections accepted and reset when the
+proxy reset them (the upstream refused them), and the listener closed while the route was
+down, so the server's attempts are refused by the system, as they were. Otherwise a
+connection is the replay server's to answer. A call made during an outage so never takes a
+later recorded answer of its method, and the calls after it get theirs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Optional
+
+import trio
+
+from ..net.addresses import Address
+from ..net.listeners import Listener, close_abortively, open_listener
+from .mcp_script import ClientStep
+from .outage_plan import NO_OUTAGE, OutagePlan, RouteOutage
+from .server import ReplayServer
+
+__all__ = ["AppliedOutage", "OutageStandIn"]
+
+
+@dataclass(frozen=True)
+class AppliedOutage:
+    """A tool call during which the stand-in played a route's outage."""
+
+    index: int
+    """The call's request frame index on the MCP hop (`ClientStep.index`)."""
+    route: str
+    outage: RouteOutage
+
+
+@dataclass
+class _Route:
+    name: str
+    address: Address
+    listening: Optional[trio.CancelScope] = None
+    closed: trio.Event = field(default_factory=trio.Event)
+    connections: dict[trio.CancelScope, trio.Event] = field(default_factory=dict)
+    resets: int = 0
+    refuse_after_resets: bool = False
+
+
+class OutageStandIn:
+    """Serves ``server`` on ``listen`` (route name → address), following ``plan``."""
+
+    def __init__(
+        self, server: ReplayServer, listen: Mapping[str, Address], plan: OutagePlan
+    ) -> None:
+        self.server = server
+        self.listen = dict(listen)
+        self.plan = plan
+        self.applied: list[AppliedOutage] = []
+        self._routes: dict[str, _Route] = {}
+        self._accepting: Optional[trio.Nursery] = None
+        self._handlers: Optional[trio.Nursery] = None
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen, report the bound addresses (route → Address) through ``task_status``, and
+        serve until cancelled. Raises ListenError when a listener cannot be opened."""
+        opened: list[tuple[str, Listener]] = []
+        try:
+            for name, address in self.listen.items():
+                opened.append((name, await open_listener(address)))
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                for _, listener in opened:
+                    await listener.aclose()
+            raise
+        async with trio.open_nursery() as handlers, trio.open_nursery() as accepting:
+            self._handlers, self._accepting = handlers, accepting
+            for name, listener in opened:
+                route = self._routes[name] = _Route(name, listener.address)
+                await accepting.start(self._serve, route, listener)
+            task_status.started({name: route.address for name, route in self._routes.items()})
+
+    async def begin(self, step: ClientStep) -> None:
+        """Set the routes as they were when ``step`` was sent in the recording; for a step
+        other than a tool call, only an unused count of resets is dropped. Raises
+        ListenError when a route cannot listen again on its address."""
+        plan = self.plan.for_step(step.index) if step.tool is not None else None
+        for name, route in self._routes.items():
+            if plan is None:
+                route.resets, route.refuse_after_resets = 0, False
+                continue
+            outage = plan.get(name, NO_OUTAGE)
+            if outage.is_outage:
+                self.applied.append(AppliedOutage(step.index, name, outage))
+            if outage.drop_open:
+                await self._drop_connections(route)
+            route.resets, route.refuse_after_resets = outage.resets, outage.refused
+            if outage.refused and not outage.resets:
+                await self._stop_listening(route)
+            else:
+                await self._listen(route)
+
+    async def _serve(
+        self, route: _Route, listener: Listener, *, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        assert self._handlers is not None
+        closed = trio.Event()
+        try:
+            with trio.CancelScope() as scope:
+                route.listening, route.closed = scope, closed
+                task_status.started()
+                await trio.serve_listeners(
+                    partial(self._handle, route),
+                    [listener.listener],
+                    handler_nursery=self._handlers,
+                )
+        finally:
+            # Closed by the task that accepts on it: never under a pending accept.
+            with trio.CancelScope(shield=True):
+                await listener.aclose()
+            closed.set()
+
+    async def _listen(self, route: _Route) -> None:
+        if route.listening is not None:
+            return
+        assert self._accepting is not None
+        listener = await open_listener(route.address)
+        await self._accepting.start(self._serve, route, listener)
+
+    async def _stop_listening(self, route: _Route) -> None:
+        scope, route.listening = route.listening, None
+        if scope is not None:
+            scope.cancel()
+            await route.closed.wait()
+
+    async def _drop_connections(self, route: _Route) -> None:
+        """Close the route's connections, and return once they are closed: the server must
+        find them closed when its next request comes."""
+        for scope in route.connections:
+            scope.cancel()
+        for done in list(route.connections.values()):
+            await done.wait()
+
+    async def _handle(self, route: _Route, stream: trio.SocketStream) -> None:
+        if route.resets:
+            route.resets -= 1
+            if not route.resets and route.refuse_after_resets:
+                # Closed before this one is reset, as the proxy does: a reconnect is refused.
+                await self._stop_listening(route)
+            close_abortively(stream)
+            return
+        done = trio.Event()
+        with trio.CancelScope() as scope:
+            route.connections[scope] = done
+            try:
+                await self.server.serve_connection(route.name, stream)
+            finally:
+                del route.connections[scope]
+                done.set()

@@ -1,0 +1,107 @@
+"""`outage_plan`: what the GOLEM routes' lines of a recording say each tool call met, read
+from the decisions recorded (a close's ``tool_calls``, the ``upstream`` lines, a frame's
+``tool_calls``), never from the bytes."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from golem_core.messages import Request
+from golem_proxy.events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    Event,
+    FrameSeen,
+    ToolCallRef,
+    UpstreamStatus,
+)
+from golem_proxy.replay.mcp_script import ClientStep, McpScript
+from golem_proxy.replay.outage_plan import RouteOutage, outage_plan
+
+MCP_CONN = 1
+
+
+def _call(index: int, tool: str, start: float, end: Optional[float]) -> ClientStep:
+    params = {"name": tool, "arguments": {}}
+    return ClientStep(b"{}", index, "tools/call", index, params, t=start, answer_t=end)
+
+
+def _ref(call: ClientStep) -> ToolCallRef:
+    assert call.tool is not None and isinstance(call.id, int)
+    return ToolCallRef(conn=MCP_CONN, index=call.index, id=call.id, tool=call.tool)
+
+
+def _opened(conn: int, t: float) -> ConnectionOpened:
+    return ConnectionOpened(conn=conn, route="main", client="c", upstream="u", t=t)
+
+
+def _refused(conn: int, t: float, *calls: ClientStep) -> ConnectionClosed:
+    return ConnectionClosed(
+        conn=conn,
+        route="main",
+        reason="upstream 127.0.0.1:9 unreachable: Connection refused",
+        t=t,
+        abnormal=True,
+        tool_calls=tuple(_ref(call) for call in calls),
+    )
+
+
+def _upstream(t: float, up: bool) -> UpstreamStatus:
+    return UpstreamStatus(route="main", t=t, up=up, detail="")
+
+
+def _request(conn: int, t: float, call: ClientStep) -> FrameSeen:
+    message = Request(id="r", method="scene.list_layers", params={}, obj={})
+    return FrameSeen(
+        conn=conn, route="main", direction=Direction.C2S, index=0, t=t, size=10,
+        payload=b"{}", message=message, tool_calls=(_ref(call),),
+    )  # fmt: skip
+
+
+def _plan(calls: list[ClientStep], events: list[Event]) -> dict[int, dict[str, RouteOutage]]:
+    return outage_plan(McpScript(calls, MCP_CONN), events).calls
+
+
+def test_a_refused_connection_resets_and_the_route_stays_down_until_back() -> None:
+    first, during, after = _call(3, "a", 1.0, 1.1), _call(5, "b", 2.0, 2.1), _call(7, "c", 4.0, 4.1)
+    events: list[Event] = [
+        _opened(1, 1.01),
+        _upstream(1.02, up=False),
+        _refused(1, 1.03, first),
+        _upstream(3.0, up=True),
+        _opened(2, 4.01),
+        _request(2, 4.02, after),
+    ]
+    plan = _plan([first, during, after], events)
+    assert plan[3]["main"] == RouteOutage(drop_open=True, resets=1, refused=True)
+    assert plan[5]["main"] == RouteOutage(drop_open=True, refused=True)
+    # After `back`: the server connects again (no connection was open), nothing down.
+    assert plan[7]["main"] == RouteOutage(drop_open=True)
+
+
+def test_a_call_that_reached_the_plugin_after_back_is_served() -> None:
+    # Down when the call began, back under it: its request crossed, so it was not refused.
+    call = _call(3, "a", 1.0, 3.0)
+    events: list[Event] = [
+        _upstream(0.5, up=False),
+        _upstream(1.5, up=True),
+        _opened(1, 1.6),
+        _request(1, 1.7, call),
+    ]
+    assert not _plan([call], events)[3]["main"].is_outage
+
+
+def test_a_close_naming_several_calls_is_no_calls_reset() -> None:
+    one, two = _call(3, "a", 1.0, 2.0), _call(5, "b", 1.1, 2.0)
+    events: list[Event] = [_opened(1, 1.2), _refused(1, 1.3, one, two)]
+    plan = _plan([one, two], events)
+    assert all(not routes["main"].is_outage for routes in plan.values())
+
+
+def test_a_connection_open_when_the_call_begins_is_kept() -> None:
+    first, second = _call(3, "a", 1.0, 1.1), _call(5, "b", 2.0, 2.1)
+    events: list[Event] = [_opened(1, 1.01), _request(1, 1.02, first)]
+    plan = _plan([first, second], events)
+    assert plan[3]["main"].drop_open  # nothing was open yet: nothing to close
+    assert 5 not in plan  # the connection was open: the call is served as it was
