@@ -19,7 +19,7 @@ from golem_core.messages import ErrorResponse, JsonId, Request, Response
 from golem_core.profiles.mcp import TOOLS_CALL, cancelled_id
 
 from ..analysis.tool_calls import mcp_routes
-from ..events import Direction, FrameSeen, ObservationLost
+from ..events import Direction, FrameSeen, ObservationLost, RouteDown
 from ..recording.files import open_recording
 from ..recording.reader import RecordingReader
 
@@ -53,6 +53,9 @@ class ClientStep:
     answer_unobserved: bool = False
     """Bytes the server sent while it waited were not observed (a gap): its answer may have
     been among them."""
+    routes_down: Optional[tuple[RouteDown, ...]] = None
+    """A ``tools/call`` made while GOLEM routes were not listening: those routes, as the
+    recording decided it (`FrameSeen.routes_down`; None: none, or an older recording)."""
 
     @property
     def is_request(self) -> bool:
@@ -144,7 +147,13 @@ def _step(frame: FrameSeen, obj: Optional[dict[str, Any]]) -> ClientStep:
     message = frame.message
     if isinstance(message, Request):
         return ClientStep(
-            frame.payload, frame.index, message.method, message.id, message.params, frame.t
+            frame.payload,
+            frame.index,
+            message.method,
+            message.id,
+            message.params,
+            frame.t,
+            routes_down=frame.routes_down,
         )
     method = obj.get("method") if obj is not None else None
     named = method if isinstance(method, str) else None

@@ -6,8 +6,11 @@ A plugin outage leaves no exchange to replay, only what the proxy decided and re
 * a GOLEM connection the proxy accepted and reset because the upstream refused it (or did
   not answer), nothing crossed: its ``close`` line names the tool call that opened it
   (``tool_calls``, decided by the session's attribution);
-* the route's ``upstream`` lines: from ``down`` to ``back`` it did not listen, so the
-  server's connection attempts were refused by the system and never reached the proxy;
+* a call made while the route did not listen: its request frame names the route
+  (``routes_down``, decided by the session's tracker in wire order with the route's
+  ``upstream`` lines); in a recording made before that member, the ``upstream`` lines' times
+  (from ``down`` to ``back``) say it. The server's connection attempts then were refused
+  by the system and never reached the proxy;
 * the route's connections opened and closed: a call that began with none open (the
   plugin's going away had closed the server's) met a dead connection, or none.
 
@@ -18,6 +21,7 @@ guessed again from the bytes of a new run.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -36,7 +40,7 @@ from ..events import (
 )
 from ..recording.files import open_recording
 from ..recording.reader import RecordingReader
-from .mcp_script import McpScript
+from .mcp_script import ClientStep, McpScript
 
 __all__ = ["OutagePlan", "RouteOutage", "outage_plan", "read_outage_plan"]
 
@@ -95,16 +99,32 @@ class _RouteHistory:
     down: list[tuple[float, float]] = field(default_factory=list)
     """[down, back) spans; an outage with no ``back`` runs to the end."""
     _down_since: Optional[float] = None
+    _opens: list[float] = field(default_factory=list)
+    _spans: list[tuple[float, float]] = field(default_factory=list)
+    _went: list[float] = field(default_factory=list)
+    _closes: list[float] = field(default_factory=list)
     resets: dict[int, int] = field(default_factory=lambda: defaultdict(int))
     """Call index → connections accepted and closed with nothing crossed, naming it alone."""
     reached: set[int] = field(default_factory=set)
     """Calls that a request frame on this route names alone: the plugin was reached."""
 
     def open_at(self, t: float) -> int:
-        return sum(
-            1
-            for conn, opened in self.opened.items()
-            if opened < t and self.closed.get(conn, math.inf) >= t
+        """How many of the route's connections were open at ``t``: opened before it and
+        not closed before it. Logarithmic in the connections (`settle` first): a recording of
+        many calls and many connections costs no product of the two."""
+        opened = bisect.bisect_left(self._opens, t)
+        closed = bisect.bisect_left(self._closes, t)
+        return opened - closed
+
+    def settle(self) -> None:
+        """Sort the times `open_at` searches, once every line is read. A close counts only
+        for a connection whose open was read (a restart's take-up may write a close alone),
+        and never before that open (a hostile file's close ahead of its open: never open)."""
+        self._spans = sorted(self.spans())
+        self._went = [went for went, _ in self._spans]
+        self._opens = sorted(self.opened.values())
+        self._closes = sorted(
+            max(t, self.opened[conn]) for conn, t in self.closed.items() if conn in self.opened
         )
 
     def upstream(self, event: UpstreamStatus) -> None:
@@ -118,6 +138,16 @@ class _RouteHistory:
         if self._down_since is None:
             return self.down
         return [*self.down, (self._down_since, math.inf)]
+
+    def down_at(self, t: float) -> bool:
+        """The route did not listen at ``t`` (the ``upstream`` lines' spans; `settle` first)."""
+        at = bisect.bisect_right(self._went, t) - 1
+        return at >= 0 and t < self._spans[at][1]
+
+    def went_down_within(self, start: float, end: float) -> bool:
+        """The route went down between ``start`` and ``end`` (`settle` first)."""
+        at = bisect.bisect_left(self._went, start)
+        return at < len(self._went) and self._went[at] <= end
 
 
 def read_outage_plan(path: str, script: McpScript) -> OutagePlan:
@@ -147,12 +177,11 @@ def outage_plan(script: McpScript, events: Iterable[Event]) -> OutagePlan:
             index = _the_call(event.tool_calls, script.conn)
             if index is not None:
                 routes[event.route].reached.add(index)
+    for history in routes.values():
+        history.settle()
     plan = OutagePlan()
     for step in script.tool_calls:
-        planned = {
-            name: _route_outage(history, step.index, step.t, step.answer_t)
-            for name, history in routes.items()
-        }
+        planned = {name: _route_outage(history, name, step) for name, history in routes.items()}
         kept = {name: outage for name, outage in planned.items() if outage != NO_OUTAGE}
         if kept:
             plan.calls[step.index] = kept
@@ -168,16 +197,16 @@ def _the_call(refs: Optional[tuple[ToolCallRef, ...]], conn: Optional[int]) -> O
     return ref.index if ref.conn == conn else None
 
 
-def _route_outage(
-    history: _RouteHistory, index: int, start: float, end: Optional[float]
-) -> RouteOutage:
+def _route_outage(history: _RouteHistory, route: str, step: ClientStep) -> RouteOutage:
+    index, start = step.index, step.t
     resets = history.resets.get(index, 0)
-    finish = math.inf if end is None else end
     down = False
     if index not in history.reached:
-        for went, came in history.spans():
-            # Down when the call began, or gone down under it (its own connection refused).
-            if went <= start < came or (resets and start <= went <= finish):
-                down = True
-                break
+        if step.routes_down is not None:  # decided as the call was made
+            down = any(found.route == route for found in step.routes_down)
+        else:  # a recording made before that member: the upstream lines' times
+            down = history.down_at(start)
+        # Or gone down under it: its own connection refused (the close names it).
+        finish = math.inf if step.answer_t is None else step.answer_t
+        down = down or (resets > 0 and history.went_down_within(start, finish))
     return RouteOutage(drop_open=history.open_at(start) == 0, resets=resets, refused=down)

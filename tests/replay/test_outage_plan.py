@@ -4,6 +4,7 @@ from the decisions recorded (a close's ``tool_calls``, the ``upstream`` lines, a
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 from golem_core.messages import Request
@@ -13,6 +14,7 @@ from golem_proxy.events import (
     Direction,
     Event,
     FrameSeen,
+    RouteDown,
     ToolCallRef,
     UpstreamStatus,
 )
@@ -105,3 +107,36 @@ def test_a_connection_open_when_the_call_begins_is_kept() -> None:
     plan = _plan([first, second], events)
     assert plan[3]["main"].drop_open  # nothing was open yet: nothing to close
     assert 5 not in plan  # the connection was open: the call is served as it was
+
+
+def test_a_call_marked_as_made_while_a_route_was_down_is_refused_there() -> None:
+    """The call's request frame carries the decision (``routes_down``): it stands, whatever
+    the upstream lines' times would say (here they say nothing: a span is ahead of it)."""
+    first = _call(0, "list_layers", 1.0, 1.1)
+    second = dataclasses.replace(
+        _call(1, "create_layer", 2.0, 2.1), routes_down=(RouteDown(route="main", since=1.05),)
+    )
+    events: list[Event] = [_opened(5, 1.01), _refused(5, 1.02, first), _upstream(3.0, False)]
+    plan = outage_plan(McpScript([first, second], MCP_CONN, {}), events)
+    assert plan.for_step(1)["main"].refused
+    assert not plan.for_step(0)["main"].refused  # its own connection was reset, before any span
+
+
+def test_connections_open_at_a_call_are_counted_from_sorted_times() -> None:
+    """Open when the call began: opened before it and closed after it. A close written
+    ahead of its open (a hostile file) never makes a connection open, nor a count negative."""
+    calls = [_call(i, "list_layers", float(i), float(i) + 0.5) for i in range(4)]
+    events: list[Event] = [
+        _opened(5, 0.5),  # open from 0.5 to 2.5: calls 1 and 2 find it open
+        ConnectionClosed(conn=5, route="main", reason="", t=2.5),
+        _opened(6, 2.7),  # closed before it opened
+        ConnectionClosed(conn=6, route="main", reason="", t=0.2),
+        ConnectionClosed(conn=7, route="main", reason="", t=0.1),  # no open read
+    ]
+    plan = outage_plan(McpScript(calls, MCP_CONN, {}), events)
+    assert [plan.for_step(i).get("main", RouteOutage()).drop_open for i in range(4)] == [
+        True,
+        False,
+        False,
+        True,
+    ]
