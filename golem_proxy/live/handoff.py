@@ -217,7 +217,10 @@ class HandoffWriter:
         self.handed = 0
         """Bytes of the records handed on so far (written, or waiting for room): the offset in
         the pipe's stream the reading side counts as `RecordReader.offset`."""
-        self._lost: dict[tuple[int, int], tuple[int, float]] = {}
+        self._lost: dict[int, dict[int, tuple[int, float]]] = {}
+        """Bytes not handed on, by connection then direction: (bytes, when the first was).
+        By connection, so that a connection's next record looks at its own losses only, not
+        at those of every connection shedding at the time."""
         self._waiting: collections.deque[memoryview] = collections.deque()
         """Encoded records that must go out before anything else, in order; the first may be
         partly written."""
@@ -227,8 +230,7 @@ class HandoffWriter:
         if self._lost:
             # Every loss of the connection first, the other direction's too: answers handed on
             # after requests that were not would be orphans to the observing side.
-            for key in [k for k in self._lost if k[0] == conn]:
-                self._queue_lost(key)
+            self._queue_lost(conn)
         header = HEADER.pack(Kind.DATA, conn, direction, t, len(data))
         if self.flush() and self._write_data(header, data):
             self.handed += len(header) + len(data)
@@ -244,9 +246,9 @@ class HandoffWriter:
     def lose(self, conn: int, direction: int, t: float, size: int) -> None:
         """Count ``size`` forwarded bytes as not handed on (a ``LOST`` record says so before
         the connection's next record)."""
-        key = (conn, direction)
-        lost, first_t = self._lost.get(key, (0, t))
-        self._lost[key] = (lost + size, first_t)
+        of_conn = self._lost.setdefault(conn, {})
+        lost, first_t = of_conn.get(direction, (0, t))
+        of_conn[direction] = (lost + size, first_t)
         self.lost_total += size
 
     @property
@@ -265,9 +267,8 @@ class HandoffWriter:
         if self.gone:
             return
         # The session's end comes after every connection's losses; another after its own.
-        last = kind is Kind.SESSION_END
-        for key in [k for k in self._lost if last or k[0] == conn]:
-            self._queue_lost(key)
+        for lost_conn in list(self._lost) if kind is Kind.SESSION_END else [conn]:
+            self._queue_lost(lost_conn)
         data = text.encode("utf-8", "replace") if isinstance(text, str) else text
         record = encode(Record(kind, conn, direction, t, data))
         self._wait(memoryview(record))
@@ -278,8 +279,7 @@ class HandoffWriter:
         """A ``RESUMED`` record (after the connection's losses): never dropped, as events."""
         if self.gone:
             return
-        for key in [k for k in self._lost if k[0] == conn]:
-            self._queue_lost(key)
+        self._queue_lost(conn)
         record = encode(Record(Kind.RESUMED, conn, direction, t, lost=lost))
         self._wait(memoryview(record))
         self.handed += len(record)
@@ -303,11 +303,15 @@ class HandoffWriter:
         self._waiting.append(view)
         self.waiting_bytes += len(view)
 
-    def _queue_lost(self, key: tuple[int, int]) -> None:
-        size, t = self._lost.pop(key)
-        record = encode(Record(Kind.LOST, key[0], key[1], t, lost=size))
-        self._wait(memoryview(record))
-        self.handed += len(record)
+    def _queue_lost(self, conn: int) -> None:
+        """Queue a ``LOST`` record for each direction of ``conn`` that lost bytes, if any."""
+        lost = self._lost.pop(conn, None)
+        if lost is None:
+            return
+        for direction, (size, t) in lost.items():
+            record = encode(Record(Kind.LOST, conn, direction, t, lost=size))
+            self._wait(memoryview(record))
+            self.handed += len(record)
 
     def _write_data(self, header: bytes, data: Union[bytes, memoryview]) -> bool:
         """Write a ``DATA`` record, without copying the chunk into a record first."""

@@ -4,6 +4,7 @@ is never held, and what a closed connection left pending is settled and let go."
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 from golem_core.profiles import JSONRPC_NDJSON
@@ -83,3 +84,35 @@ def test_orphans_and_notifications_are_rows_never_held() -> None:
     assert [r.status(JSONRPC_NDJSON) for r in handed] == ["notification", "ok", "notification"]
     assert handed[1].response is orphan and handed[1].request is None
     assert not tracker._by_request and not tracker._answers and not tracker._ready
+
+
+def test_a_close_settles_its_own_connections_requests_in_order_and_no_others() -> None:
+    tracker = FlowTracker(JSONRPC_NDJSON, keep=False)
+    for conn in (1, 2):
+        tracker.apply(ConnectionOpened(conn=conn, route="scrybe", client="c", upstream="u", t=0))
+    asked = {}
+    for index in range(3):
+        for conn in (1, 2):
+            payload = b'{"jsonrpc":"2.0","id":%d,"method":"m"}' % index
+            request = dataclasses.replace(
+                frame(payload, Direction.C2S, index, expects_answer=True), conn=conn
+            )
+            asked[(conn, index)] = tracker.apply(request)
+    closed = ConnectionClosed(conn=1, route="scrybe", reason="client closed", t=1.0)
+    tracker.apply(closed)
+    settled = tracker.take_settled(None)
+    assert [(flow.conn, flow.closed_unanswered) for flow in settled] == [(1, True)]
+    # Connection 1's later rows wait behind connection 2's first, still in flight.
+    answer = dataclasses.replace(
+        frame(b'{"jsonrpc":"2.0","id":1,"result":{}}', Direction.S2C, 0, answers=1), conn=2
+    )
+    owner = tracker.apply(answer)
+    assert owner is asked[(2, 1)]
+    rest = tracker.take_rest()
+    assert [(flow.number, flow.conn, flow.closed_unanswered) for flow in rest] == [
+        (2, 2, False),
+        (3, 1, True),
+        (4, 2, False),
+        (5, 1, True),
+        (6, 2, False),
+    ]

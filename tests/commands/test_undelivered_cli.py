@@ -32,6 +32,16 @@ def framed(payload: bytes) -> bytes:
     return struct.pack("!I", len(payload)) + payload
 
 
+def read_request(peer: socket.socket) -> bool:
+    """Read one GOLEM frame from ``peer``; False for the proxy's readiness probe (a connection
+    closed before a header)."""
+    head = peer.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        return False
+    peer.recv(struct.unpack("!I", head)[0], socket.MSG_WAITALL)
+    return True
+
+
 class SlowUpstream:
     """Answers one request, once told to (`answer`), after the client's FIN reached it."""
 
@@ -50,10 +60,8 @@ class SlowUpstream:
         while True:
             peer, _ = self.listener.accept()
             with peer:
-                head = peer.recv(4, socket.MSG_WAITALL)
-                if len(head) < 4:  # the proxy's readiness probe
+                if not read_request(peer):
                     continue
-                peer.recv(struct.unpack("!I", head)[0], socket.MSG_WAITALL)
                 self.request_in.set()
                 assert peer.recv(1) == b""  # the client's FIN, passed on
                 self.fin_in.set()
@@ -184,10 +192,8 @@ class PromptUpstream:
         while True:
             peer, _ = self.listener.accept()
             with peer:
-                head = peer.recv(4, socket.MSG_WAITALL)
-                if len(head) < 4:  # the proxy's readiness probe
+                if not read_request(peer):
                     continue
-                peer.recv(struct.unpack("!I", head)[0], socket.MSG_WAITALL)
                 peer.sendall(framed(ANSWER))
                 self.answered.set()
                 with contextlib.suppress(OSError):

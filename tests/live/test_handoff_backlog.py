@@ -51,3 +51,29 @@ def test_chunks_wait_in_order_within_the_backlog_and_are_lost_past_it() -> None:
     assert records[0].kind is Kind.OPENED and records[-1].kind is Kind.CLOSED
     assert records[-2].kind is Kind.LOST  # said before the close that follows it
     assert writer.waiting_bytes == 0
+
+
+def test_a_connections_losses_go_before_its_next_record_and_no_others() -> None:
+    """Losses are kept by connection: a connection's next record brings its own (both
+    directions), another's stay until theirs, and the session's end brings every one."""
+    read_fd, write_fd = os.pipe()
+    try:
+        writer = HandoffWriter(write_fd, backlog=0)
+        writer.lose(1, 0, 1.0, 10)
+        writer.lose(2, 0, 2.0, 20)
+        writer.lose(1, 1, 3.0, 30)
+        writer.lose(1, 0, 4.0, 5)  # counted with the first, from its time
+        writer.event(Kind.EVENT, 1, 0, 5.0, b"one")
+        writer.event(Kind.SESSION_END, 0, 0, 6.0, b"end")
+        records = _read_everything(read_fd, writer, RecordReader())
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    seen = [(r.kind, r.conn, r.direction, r.lost, r.t) for r in records]
+    assert seen == [
+        (Kind.LOST, 1, 0, 15, 1.0),
+        (Kind.LOST, 1, 1, 30, 3.0),
+        (Kind.EVENT, 1, 0, 0, 5.0),
+        (Kind.LOST, 2, 0, 20, 2.0),
+        (Kind.SESSION_END, 0, 0, 0, 6.0),
+    ]
