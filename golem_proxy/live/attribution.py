@@ -45,6 +45,7 @@ from ..events import (
     ConnectionClosed,
     Direction,
     Event,
+    ExchangeCompleted,
     FrameSeen,
     RouteDown,
     ToolCallRef,
@@ -83,6 +84,11 @@ class ToolCallTracker:
         (the answer to one sent after it lets them go)."""
         self._down: dict[str, float] = {}
         """The GOLEM routes not listening now (their upstream refused), each since when."""
+        self._marked: collections.OrderedDict[tuple[int, int], FrameSeen] = (
+            collections.OrderedDict()
+        )
+        """Calls marked with the routes down (`watch`), by connection and frame index, until
+        their exchange: the tap pairs the frame it decoded, which the mark is not on."""
 
     @property
     def in_flight(self) -> tuple[ToolCallRef, ...]:
@@ -101,8 +107,12 @@ class ToolCallTracker:
     def watch(self, event: Event) -> Event:
         """Follow one event of the MCP hop (call it before the event is published); returns
         the event to publish: a ``tools/call`` made while a GOLEM route is down, marked so."""
+        if isinstance(event, ExchangeCompleted):
+            key = (event.conn, event.request.index)
+            marked = self._marked.pop(key, None) if self._marked else None
+            return event if marked is None else dataclasses.replace(event, request=marked)
         if isinstance(event, ConnectionClosed):
-            for table in (self._in_flight, self._asked, self._cancelled):
+            for table in (self._in_flight, self._asked, self._cancelled, self._marked):
                 for key in [key for key in table if key[0] == event.conn]:
                     del table[key]
             self._sent.pop(event.conn, None)
@@ -112,7 +122,11 @@ class ToolCallTracker:
         self._follow(event)
         if self._down and event.direction is Direction.C2S and self._is_call(event):
             down = tuple(RouteDown(route=r, since=t) for r, t in self._down.items())
-            return dataclasses.replace(event, routes_down=down)
+            marked = dataclasses.replace(event, routes_down=down)
+            self._marked[(event.conn, event.index)] = marked
+            if len(self._marked) > MAX_IN_FLIGHT:
+                self._marked.popitem(last=False)
+            return marked
         return event
 
     @staticmethod

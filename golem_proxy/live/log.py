@@ -292,6 +292,10 @@ class EventLog:
         )
         if outcome.message and tone is Tone.FAILED:
             text.append(f"  {safe_text(outcome.message, _DETAIL)}", style)
+        for down in exchange.request.routes_down or ():
+            # A call made while a GOLEM route did not listen: nothing of it reached the proxy.
+            text.append(f"  ⋯ {safe_text(down.route, _NAME)} down since ", "yellow")
+            text.append(f"{self._clock(down.since)}", "yellow")
         self._caller(text, exchange.request.tool_calls)
         return text
 

@@ -7,7 +7,14 @@ import json
 from typing import Any
 
 from golem_core.profiles import GOLEM, MCP
-from golem_proxy.events import ConnectionClosed, Direction, FrameSeen, RouteDown, UpstreamStatus
+from golem_proxy.events import (
+    ConnectionClosed,
+    Direction,
+    ExchangeCompleted,
+    FrameSeen,
+    RouteDown,
+    UpstreamStatus,
+)
 from golem_proxy.live.attribution import MAX_IN_FLIGHT, ToolCallTracker
 from tests.support.frames import frame_seen
 
@@ -219,3 +226,24 @@ def test_a_call_made_while_a_golem_route_is_down_names_it_until_it_is_back() -> 
     tracker.upstream(UpstreamStatus(route="main", t=3.0, up=True, detail="answers again"))
     after = tracker.watch(call(3, 4, "list_layers"))
     assert isinstance(after, FrameSeen) and after.routes_down is None
+
+
+def test_the_exchange_of_a_call_made_while_a_route_was_down_carries_the_mark() -> None:
+    """The tap pairs the frame it decoded; the exchange published takes the marked one, so
+    the live log says it too."""
+    tracker = ToolCallTracker(MCP)
+    tracker.upstream(UpstreamStatus(route="main", t=1.5, up=False, detail="refused"))
+    request = call(0, 7, "create_layer")
+    marked = tracker.watch(request)
+    response = answer(0, 7)
+    exchange = ExchangeCompleted(
+        conn=request.conn,
+        route="mcp",
+        request=request,
+        response=response,
+        outcome=MCP.outcome(request.message, response.message),
+    )
+    published = tracker.watch(exchange)
+    assert isinstance(published, ExchangeCompleted) and published.request is marked
+    # Once only: the mark is let go with its exchange.
+    assert tracker.watch(exchange) is exchange

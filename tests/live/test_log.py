@@ -3,6 +3,7 @@ sequences) and never makes the log raise (lone surrogates)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import struct
@@ -12,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
-from golem_proxy.events import Direction, Event, ExchangeCompleted
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP, Profile
+from golem_proxy.events import Direction, Event, ExchangeCompleted, RouteDown
 from golem_proxy.live.log import EventLog, Verbosity
 from golem_proxy.live.log_output import TerminalOutput
 from tests.support.frames import too_large_gap
@@ -179,3 +180,26 @@ def test_a_quiet_log_lets_in_only_the_exchanges_it_shows() -> None:
             assert log.may_show(exchange) == (log.render(exchange) is not None), verbosity
     quiet = EventLog(Console(file=io.StringIO()), GOLEM, Verbosity.QUIET)
     assert [quiet.may_show(e) for e in exchanges] == [False, True]
+
+
+def test_a_call_made_while_a_golem_route_was_down_says_so() -> None:
+    request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "box"}}
+    reply = {"jsonrpc": "2.0", "id": 2, "result": {"content": [], "isError": True}}
+    sim = TapSimulator(MCP)
+    sim.open(1, route="mcp")
+    sim.send(1, Direction.C2S, json.dumps(request).encode() + b"\n")
+    sim.send(1, Direction.S2C, json.dumps(reply).encode() + b"\n")
+    down = (RouteDown(route="main", since=1.25),)
+    events = [
+        dataclasses.replace(e, request=dataclasses.replace(e.request, routes_down=down))
+        if isinstance(e, ExchangeCompleted)
+        else e
+        for e in sim.events
+    ]
+    buffer = io.StringIO()
+    log = EventLog(Console(file=buffer, width=200), MCP, Verbosity.NORMAL)
+    log.started_wall = 0.0
+    for event in events:
+        log.handle(event)
+    (line,) = [line for line in buffer.getvalue().splitlines() if "tools/call box" in line]
+    assert "⋯ main down since " in line
