@@ -95,14 +95,13 @@ class ToolCallTracker:
         """The calls in flight now, oldest first."""
         return tuple(self._in_flight.values())
 
-    def upstream(self, event: UpstreamStatus) -> UpstreamStatus:
+    def upstream(self, event: UpstreamStatus) -> None:
         """A GOLEM route's upstream went down or came back (in wire order with the MCP hop):
-        the calls made until it is back carry it (`watch`). Returns ``event``, to publish."""
+        the calls made until it is back carry it (`watch`)."""
         if event.up:
             self._down.pop(event.route, None)
         else:
             self._down.setdefault(event.route, event.t)
-        return event
 
     def watch(self, event: Event) -> Event:
         """Follow one event of the MCP hop (call it before the event is published); returns

@@ -340,9 +340,8 @@ class HandoffSource:
             event = pickle.loads(record.data)
             tracker = self.make_tap.tracker if isinstance(self.make_tap, LayerTaps) else None
             if tracker is not None and isinstance(event, UpstreamStatus):
-                self.observer.after_queued(lambda: self.publish(tracker.upstream(event)))
-            else:
-                self.observer.submit_event(self.publish, event)
+                self.observer.after_queued(functools.partial(tracker.upstream, event))
+            self.observer.submit_event(self.publish, event)
         else:
             tap = self._taps.get(record.conn)
             if tap is None:
@@ -388,6 +387,13 @@ class HandoffSource:
         recorder = self.recorder()
         if recorder is not None and resumption.seq:
             recorder.writer.seq = resumption.seq
+        tracker = self.make_tap.tracker if isinstance(self.make_tap, LayerTaps) else None
+        if tracker is not None:
+            for route, since in resumption.routes_down:
+                # Down before this process began: its line is the process before's, or fell
+                # in the restart's gap; the calls made until it is back are marked the same.
+                down = UpstreamStatus(route=route, t=since, up=False, detail="")
+                self.observer.after_queued(functools.partial(tracker.upstream, down))
         taps: dict[int, ConnectionTap] = {}
         points: dict[int, ResumePoint] = {}
         for resumed in resumption.connections:

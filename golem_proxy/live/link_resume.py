@@ -48,6 +48,9 @@ class Resumption:
     seq: int
     """The recording's last line (the restart line); the new process numbers from the next.
     0: no recording."""
+    routes_down: tuple[tuple[str, float], ...] = ()
+    """The routes not listening now (their upstream down), each since when: the new process's
+    tool-call tracker marks the calls made until they are back (`ToolCallTracker.upstream`)."""
 
 
 class _Tracked:

@@ -56,7 +56,7 @@ from typing import Callable, Optional
 
 import trio
 
-from ..events import ConnectionClosed, ConnectionOpened, Direction, Event
+from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
 from .handoff import HandoffWriter, Kind
 from .link_ledger import BEHIND_AFTER, MARK_EVERY, RECORD_LIMIT, TRAIL_LIMIT, Ledger
 from .link_resume import OpenConnections, Resumption
@@ -135,6 +135,9 @@ class ObserverLink:
         self.connections: Optional[OpenConnections] = None
         """The open connections' framing, followed so that a restarted observing process can
         take them up (`resume`); None: not followed (no restart will come)."""
+        self._routes_down: dict[str, float] = {}
+        """The routes whose upstream is down now, since when: told to a restarted observing
+        process (`Resumption.routes_down`), which saw none of it."""
 
     @property
     def gone(self) -> bool:
@@ -264,6 +267,11 @@ class ObserverLink:
                 for direction, lost in followed.waiting(event.conn):
                     self.writer.resumed(event.conn, direction, event.t, lost)
                 followed.forget(event.conn)
+        if isinstance(event, UpstreamStatus):
+            if event.up:
+                self._routes_down.pop(event.route, None)
+            else:
+                self._routes_down.setdefault(event.route, event.t)
         if self.stopped:
             return
         if isinstance(event, ConnectionOpened):
@@ -385,7 +393,7 @@ class ObserverLink:
         self.ledger = Ledger(self.now, self.trail_limit)
         self.ledger.acked_at = self.now()
         connections, at_boundary = followed.resume()
-        resumption = Resumption(tuple(connections), seq)
+        resumption = Resumption(tuple(connections), seq, tuple(self._routes_down.items()))
         t = self.now()
         self.writer.event(Kind.RESUME, 0, 0, t, pickle.dumps(resumption, pickle.HIGHEST_PROTOCOL))
         for conn, direction, lost, ended in at_boundary:

@@ -102,12 +102,15 @@ class Proxy:
             # In wire order with the MCP hop's bytes, as the routes' opens and closes: the
             # tool calls made until the route listens again are marked (`ToolCallTracker`).
             tracker = connections.tracker
+
+            def follow_then_publish() -> None:
+                tracker.upstream(event)
+                self.hub.publish(event, self.now())
+
             if self.options.enforce_limits:  # every byte is decoded as it is forwarded
-                self.hub.publish(tracker.upstream(event), self.now())
+                follow_then_publish()
             else:
-                self.observer.after_queued(
-                    lambda: self.hub.publish(tracker.upstream(event), self.now())
-                )
+                self.observer.after_queued(follow_then_publish)
             return
         self.hub.publish(event, self.now())
 

@@ -7,6 +7,8 @@ in the wrapper's process and in a process of its own."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import sys
 from collections.abc import Iterator
@@ -14,12 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from bench.processes import observing_process
 from golem_proxy.analysis.tool_calls import read_two_layers, routes_down
 from golem_proxy.events import ConnectionClosed, FrameSeen, RouteDown, UpstreamStatus
 from golem_proxy.recording.format import read_recording
-from tests.support.cli_helpers import run_cli
+from tests.live.observer_child_helpers import wait_for
+from tests.support.cli_helpers import reap, run_cli
 
-from .mcp_helpers import SERVER_COMMAND, call_tools, environment
+from .mcp_helpers import INITIALIZE, SERVER_COMMAND, call_tools, environment, rpc_line, start_piped
+from .test_mcp_child_observer import answer_recorded
 
 
 def _port_nobody_listens_on() -> int:
@@ -174,3 +179,53 @@ def test_a_call_made_while_the_route_was_down_says_so(refused: tuple[Path, int, 
     tools = {row["tool"]: row for row in stats["tools"]}
     assert tools["create_layer"]["calls_while_down"] == 1
     assert tools["list_layers"]["calls_while_down"] == 0
+
+
+def test_a_restarted_observing_process_knows_the_route_is_down(tmp_path: Path) -> None:
+    """The route went down before the observing process died: the one that takes over is
+    told so (the forwarding process followed the route), and marks the calls made until it is
+    back, as the process before would have."""
+    record, errors = tmp_path / "r.jsonl", tmp_path / "stderr"
+    port = _port_nobody_listens_on()
+    command = [
+        sys.executable, "-m", "golem_proxy", "mcp",
+        "--upstream", f"127.0.0.1:{port}",
+        "--gh-upstream", f"127.0.0.1:{_port_nobody_listens_on()}",
+        "--record", str(record), "--observer", "child-process", "--", *SERVER_COMMAND,
+    ]  # fmt: skip
+
+    def call(ident: int, tool: str) -> dict[str, object]:
+        params = {"name": tool, "arguments": {}}
+        process.stdin.write(rpc_line({"id": ident, "method": "tools/call", "params": params}))
+        process.stdin.flush()
+        answer: dict[str, object] = json.loads(process.stdout.readline())
+        assert answer["id"] == ident
+        return answer
+
+    with errors.open("wb") as stderr:
+        process = start_piped(command, stderr=stderr.fileno())
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(INITIALIZE)
+            process.stdin.flush()
+            assert json.loads(process.stdout.readline())["id"] == 0
+            process.stdin.write(rpc_line({"method": "notifications/initialized"}))
+            call(1, "list_layers")  # the plugin is down: its connection is refused
+            wait_for(lambda: answer_recorded(record, 1), what="the answer in the recording")
+            os.kill(observing_process(process.pid), signal.SIGKILL)
+            wait_for(lambda: b"observation restarted" in errors.read_bytes(), what="restart")
+            call(2, "list_layers")
+            process.stdin.close()
+            assert process.wait(60) == 0
+        finally:
+            reap(process)
+            process.stdout.close()
+    events = read_recording(str(record)).events
+    (down,) = [e for e in events if isinstance(e, UpstreamStatus)]
+    first, second = [
+        e
+        for e in events
+        if isinstance(e, FrameSeen) and e.route == "mcp" and e.method == "tools/call"
+    ]
+    assert first.routes_down is None
+    assert second.routes_down == (RouteDown(route="main", since=round(down.t, 6)),)
