@@ -22,8 +22,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -42,8 +43,14 @@ LOOKUPS = 200_000
 """Exchanges keyed and taken in order after the load (enough for a steady rate)."""
 
 
-def write_trace(path: Path, exchanges: int, method: str = "geometry.create_box") -> None:
-    """``exchanges`` requests with distinct params and their answers, on one connection."""
+def write_trace(
+    path: Path,
+    exchanges: int,
+    method: str = "geometry.create_box",
+    methods: Optional[Sequence[str]] = None,
+) -> None:
+    """``exchanges`` requests with distinct params and their answers, on one connection;
+    each of ``method``, or of ``methods[n]`` for the n-th when given."""
     header = Header.new("golem", [RouteInfo("main", "127.0.0.1:19876", "127.0.0.1:9876")])
     with open(path, "wb") as out:
         out.write(encode_header(header))
@@ -54,6 +61,8 @@ def write_trace(path: Path, exchanges: int, method: str = "geometry.create_box")
         chunk: list[bytes] = []
         seq = 1
         for n in range(exchanges):
+            if methods is not None:
+                method = methods[n]
             rid = str(uuid.UUID(int=n + 1, version=4))
             guid = str(uuid.UUID(int=(n + 1) << 64, version=4))
             params = (

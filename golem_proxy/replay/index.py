@@ -152,11 +152,13 @@ class ExchangeTrace:
         """Route names, header order first, then any only the exchanges name; not the routes
         of another layer (`golem-proxy mcp`'s ``mcp``: see `load_exchanges`)."""
         other_layers = self.header.route_profile_names()
-        names = [route.name for route in self.header.routes if route.name not in other_layers]
-        for exchange in self.exchanges:
-            if exchange.route not in names:
-                names.append(exchange.route)
-        return names
+        # A dict keeps the order and answers "seen?" at once: a hostile trace may name a
+        # new route on every exchange.
+        names = dict.fromkeys(
+            route.name for route in self.header.routes if route.name not in other_layers
+        )
+        names.update(dict.fromkeys(exchange.route for exchange in self.exchanges))
+        return list(names)
 
     def methods(self) -> list[str]:
         return sorted({e.method for e in self.exchanges if e.method is not None})

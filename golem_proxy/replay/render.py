@@ -106,6 +106,8 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
         console.print(f"… and {len(different) - MAX_SHOWN} more (--json: all)")
     if cut:
         console.print(Text(CUT_NOTE, style="dim"))
+    for route in diff.windowed:  # so a moved exchange is not read as one removed and one added
+        console.print(_literal(route.sentence(), "yellow"))
     if diff.equal:
         console.print(f"[green]diff: {counted(len(diff.pairs), 'exchange')}, no difference[/green]")
     else:

@@ -4,15 +4,15 @@ tolerances as `verify`."""
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..recording.format import RecordingError
+from .alignment import QUICK_PAIRS, WINDOW, Windowed, align
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange
 
-__all__ = ["DamagedTrace", "ExchangeDiff", "TraceDiff", "diff_traces"]
+__all__ = ["DamagedTrace", "ExchangeDiff", "TraceDiff", "WindowedRoute", "diff_traces"]
 
 
 class DamagedTrace(Exception):
@@ -58,9 +58,36 @@ class ExchangeDiff:
         }
 
 
+@dataclass(frozen=True)
+class WindowedRoute:
+    """A route whose exchanges were aligned in windows (see `alignment`): an exchange moved
+    further than a window on it shows as removed and added."""
+
+    route: str
+    windowed: Windowed
+
+    def sentence(self) -> str:
+        return (
+            f"aligned in windows of {self.windowed.window:,} exchanges on route {self.route} "
+            f"(the traces differ over {self.windowed.a_span:,} exchanges of A and "
+            f"{self.windowed.b_span:,} of B): an exchange moved further than that shows as "
+            "removed and added"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "route": self.route,
+            "window": self.windowed.window,
+            "a_exchanges": self.windowed.a_span,
+            "b_exchanges": self.windowed.b_span,
+        }
+
+
 @dataclass
 class TraceDiff:
     pairs: list[ExchangeDiff]
+    windowed: list[WindowedRoute] = field(default_factory=list)
+    """The routes aligned in windows; empty when every route was aligned whole."""
 
     @property
     def equal(self) -> bool:
@@ -74,36 +101,58 @@ class TraceDiff:
         counts: dict[str, int] = {}
         for pair in self.pairs:
             counts[pair.status] = counts.get(pair.status, 0) + 1
-        return {
+        report: dict[str, Any] = {
             "equal": self.equal,
             "counts": counts,
             "exchanges": [pair.to_json() for pair in self.different],
         }
+        if self.windowed:  # optional: present only when a route was aligned in windows
+            report["windowed"] = [route.to_json() for route in self.windowed]
+        return report
 
 
-def diff_traces(a: ExchangeTrace, b: ExchangeTrace, comparator: Comparator) -> TraceDiff:
-    """Align and compare. ``comparator`` treats A as recorded and B as live. Raises
-    DamagedTrace saying which trace, its file and the line of a payload that is damaged."""
-    pairs: list[ExchangeDiff] = []
+def diff_traces(
+    a: ExchangeTrace,
+    b: ExchangeTrace,
+    comparator: Comparator,
+    *,
+    quick_pairs: int = QUICK_PAIRS,
+    window: int = WINDOW,
+) -> TraceDiff:
+    """Align and compare. ``comparator`` treats A as recorded and B as live; ``quick_pairs``
+    and ``window`` bound the alignment's time (`alignment.align`). Raises DamagedTrace saying
+    which trace, its file and the line of a payload that is damaged."""
+    diff = TraceDiff([])
+    left_routes, right_routes = _by_route(a), _by_route(b)
     for route in _routes(a, b):
-        left = [e for e in a.exchanges if e.route == route]
-        right = [e for e in b.exchanges if e.route == route]
-        matcher = difflib.SequenceMatcher(
-            None, [e.method for e in left], [e.method for e in right], autojunk=False
+        left, right = left_routes.get(route, []), right_routes.get(route, [])
+        alignment = align(
+            [e.method for e in left],
+            [e.method for e in right],
+            quick_pairs=quick_pairs,
+            window=window,
         )
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag == "equal":
-                for x, y in zip(left[i1:i2], right[j1:j2]):
-                    pairs.append(ExchangeDiff(route, x, y, _compare(a, x, b, y, comparator)))
-                continue
-            pairs.extend(ExchangeDiff(route, x, None) for x in left[i1:i2])
-            pairs.extend(ExchangeDiff(route, None, y) for y in right[j1:j2])
-    return TraceDiff(pairs)
+        if alignment.windowed is not None:
+            diff.windowed.append(WindowedRoute(route, alignment.windowed))
+        i = j = 0
+        for i_start, j_start, size in [*alignment.blocks, (len(left), len(right), 0)]:
+            diff.pairs.extend(ExchangeDiff(route, x, None) for x in left[i:i_start])
+            diff.pairs.extend(ExchangeDiff(route, None, y) for y in right[j:j_start])
+            for x, y in zip(left[i_start : i_start + size], right[j_start : j_start + size]):
+                diff.pairs.append(ExchangeDiff(route, x, y, _compare(a, x, b, y, comparator)))
+            i, j = i_start + size, j_start + size
+    return diff
+
+
+def _by_route(trace: ExchangeTrace) -> dict[str, list[RecordedExchange]]:
+    routes: dict[str, list[RecordedExchange]] = {}
+    for exchange in trace.exchanges:
+        routes.setdefault(exchange.route, []).append(exchange)
+    return routes
 
 
 def _routes(a: ExchangeTrace, b: ExchangeTrace) -> list[str]:
-    names = a.routes
-    return names + [name for name in b.routes if name not in names]
+    return list(dict.fromkeys([*a.routes, *b.routes]))
 
 
 def _compare(

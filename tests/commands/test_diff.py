@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli_helpers import run_cli
+from tests.support.traces import TraceBuilder
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +120,51 @@ def test_whole_traces_say_nothing_and_have_no_notes_member(demo: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert "notes" not in json.loads(done.stdout)
+
+
+def long_session(path: Path, first: str, every_tenth: str, last: str) -> Path:
+    """``first``, 600 calls of ``ping`` with every tenth ``every_tenth`` instead, ``last``:
+    long enough that diff aligns them in windows."""
+    with TraceBuilder.create(str(path)) as trace:
+        trace.call(first, {}, {})
+        for n in range(600):
+            trace.call(every_tenth if n % 10 == 9 else "ping", {}, {"alive": True})
+        trace.call(last, {}, {})
+    return path
+
+
+def test_a_diff_aligned_in_windows_says_so_in_the_text_and_the_json(tmp_path: Path) -> None:
+    a = long_session(tmp_path / "a.jsonl", "scene.create_layer", "ping", "scene.undo")
+    b = long_session(tmp_path / "b.jsonl", "geometry.create_box", "scene.list_objects", "x.y")
+    said = (
+        "aligned in windows of 100 exchanges on route main (the traces differ over 602 "
+        "exchanges of A and 602 of B): an exchange moved further than that shows as removed "
+        "and added"
+    )
+
+    text = run_cli("diff", str(a), str(b))
+    assert text.returncode == 1, text.stderr
+    assert said in " ".join(text.stdout.split())
+    assert text.stderr == ""
+
+    as_json = run_cli("diff", "--json", str(a), str(b))
+    assert as_json.returncode == 1, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert report["windowed"] == [
+        {"route": "main", "window": 100, "a_exchanges": 602, "b_exchanges": 602}
+    ]
+    # B's every tenth is another method: its 540 pings are paired, in order, with A's.
+    assert report["counts"] == {"same": 540, "only-a": 62, "only-b": 62}
+
+
+def test_long_traces_alike_but_for_a_stretch_are_aligned_whole_and_say_nothing(
+    tmp_path: Path,
+) -> None:
+    a = long_session(tmp_path / "a.jsonl", "scene.create_layer", "ping", "scene.undo")
+    b = long_session(tmp_path / "b.jsonl", "scene.create_layer", "ping", "scene.redo")
+    for first, second, code in ((a, a, 0), (a, b, 1)):
+        text = run_cli("diff", str(first), str(second))
+        assert text.returncode == code, text.stderr
+        assert "windows" not in text.stdout
+        report = json.loads(run_cli("diff", "--json", str(first), str(second)).stdout)
+        assert "windowed" not in report

@@ -4,17 +4,22 @@ file changed after it was loaded and checked)."""
 
 from __future__ import annotations
 
+import difflib
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from golem_proxy.commands import diff as diff_command
 from golem_proxy.recording.format import RecordingError, read_recording
 from golem_proxy.replay.diffing import Comparator
 from golem_proxy.replay.index import ExchangeTrace, load_exchanges
-from golem_proxy.replay.tracediff import DamagedTrace, diff_traces
+from golem_proxy.replay.tracediff import DamagedTrace, TraceDiff, diff_traces
 from tests.support.cli_helpers import run_main
+from tests.support.traces import TraceBuilder
 
 from .traces import modelling_session
 
@@ -70,3 +75,103 @@ def test_the_diff_command_says_which_trace_and_its_file(
     code, _, err = run_main(capsys, "diff", *map(str, paths))
     assert code == 2
     assert err == f"golem-proxy: trace {'AB'[side]}, {said[0]}\n"
+
+
+Call = tuple[str, str]
+"""A recorded call: (route, method)."""
+
+CALLS = st.lists(
+    st.tuples(st.sampled_from(["main", "gh"]), st.sampled_from(["ping", "scene.list_objects"])),
+    max_size=25,
+)
+
+
+def session(path: Path, calls: list[Call]) -> ExchangeTrace:
+    """The calls recorded by the test builder, loaded as diff loads a trace."""
+    with TraceBuilder.create(str(path)) as trace:
+        for route, method in calls:
+            trace.call(method, {}, {"alive": True}, route=route)
+    return load_exchanges(str(path))
+
+
+def pairs_and_sides(diff: TraceDiff) -> tuple[list[tuple[int, int]], set[int], set[int]]:
+    """A's and B's numbers paired, A's removed and B's added."""
+    pairs = [(p.a.number, p.b.number) for p in diff.pairs if p.a is not None and p.b is not None]
+    removed = {p.a.number for p in diff.pairs if p.b is None and p.a is not None}
+    added = {p.b.number for p in diff.pairs if p.a is None and p.b is not None}
+    return pairs, removed, added
+
+
+def sequence_matcher_alignment(a: list[Call], b: list[Call]) -> tuple[Any, ...]:
+    """What aligning each route's methods whole with SequenceMatcher gives, as numbers."""
+    pairs: list[tuple[int, int]] = []
+    removed: set[int] = set()
+    added: set[int] = set()
+    for route in dict.fromkeys([call[0] for call in a + b]):
+        left = [n for n, call in enumerate(a, 1) if call[0] == route]
+        right = [n for n, call in enumerate(b, 1) if call[0] == route]
+        matcher = difflib.SequenceMatcher(
+            None, [a[n - 1][1] for n in left], [b[n - 1][1] for n in right], autojunk=False
+        )
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                pairs += zip(left[i1:i2], right[j1:j2])
+            else:
+                removed.update(left[i1:i2])
+                added.update(right[j1:j2])
+    return sorted(pairs), removed, added
+
+
+@given(CALLS, CALLS)
+@settings(max_examples=40, deadline=None)
+def test_short_traces_are_aligned_as_sequence_matcher_aligns_their_methods(
+    a_calls: list[Call], b_calls: list[Call]
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        a = session(Path(folder) / "a.jsonl", a_calls)
+        b = session(Path(folder) / "b.jsonl", b_calls)
+        try:
+            diff = diff_traces(a, b, Comparator())
+        finally:
+            a.close()
+            b.close()
+    pairs, removed, added = pairs_and_sides(diff)
+    assert (sorted(pairs), removed, added) == sequence_matcher_alignment(a_calls, b_calls)
+    assert diff.windowed == []
+    assert "windowed" not in diff.to_json()
+
+
+def test_an_insertion_in_a_long_run_aligned_in_windows_is_one_added_exchange(
+    tmp_path: Path,
+) -> None:
+    pings: list[Call] = [("main", "ping")] * 300
+    a = session(
+        tmp_path / "a.jsonl", [("main", "scene.create_layer"), *pings, ("main", "scene.undo")]
+    )
+    b = session(
+        tmp_path / "b.jsonl",
+        [
+            ("main", "geometry.create_box"),
+            *pings[:120],
+            ("main", "scene.get_document_info"),
+            *pings[120:],
+            ("main", "scene.redo"),
+        ],
+    )
+    try:
+        diff = diff_traces(a, b, Comparator(), quick_pairs=1000, window=40)
+    finally:
+        a.close()
+        b.close()
+    pairs, removed, added = pairs_and_sides(diff)
+    assert pairs == [(n, n) for n in range(2, 122)] + [(n, n + 1) for n in range(122, 302)]
+    assert (removed, added) == ({1, 302}, {1, 122, 303})
+    assert [route.to_json() for route in diff.windowed] == [
+        {"route": "main", "window": 40, "a_exchanges": 302, "b_exchanges": 303}
+    ]
+    assert diff.to_json()["windowed"] == [route.to_json() for route in diff.windowed]
+    assert diff.windowed[0].sentence() == (
+        "aligned in windows of 40 exchanges on route main (the traces differ over 302 "
+        "exchanges of A and 303 of B): an exchange moved further than that shows as removed "
+        "and added"
+    )
