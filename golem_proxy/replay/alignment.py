@@ -12,19 +12,24 @@ one after another (50,000 ``ping``s against themselves took minutes). So:
   run is paired as it goes, SequenceMatcher aligns the window from the first difference, and
   the next window starts where the window's last equal block ends, so what the window left
   unmatched is carried over and an insertion shifts the alignment once. A window with no equal
-  block is all removed and added. The time then grows linearly with the length; the price is
-  that an element moved further than a window is seen as removed and added, which the
-  alignment reports (`Windowed`) so the diff can say so.
+  block means one trace holds more than a window the other lacks (a block of new calls): the
+  alignment looks ahead for the nearest place where `ANCHOR` elements in a row are alike in
+  both (`RESYNC` elements of A on, by an index of B's runs) and goes on from there, what it
+  skipped removed and added; only when none is found is the window all removed and added. The
+  time then grows linearly with the length; the price is that an element moved further than
+  that is seen as removed and added, which the alignment reports (`Windowed`) so the diff can
+  say so.
 """
 
 from __future__ import annotations
 
+import bisect
 import difflib
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["QUICK_PAIRS", "WINDOW", "Alignment", "Block", "Windowed", "align"]
+__all__ = ["ANCHOR", "QUICK_PAIRS", "RESYNC", "WINDOW", "Alignment", "Block", "Windowed", "align"]
 
 QUICK_PAIRS = 160_000
 """Largest len(a) * len(b) SequenceMatcher aligns whole. Measured on 2 cores: at 400 x 400 its
@@ -36,6 +41,14 @@ WINDOW = 100
 against every tenth another takes 3.6 ms, against two alternating methods 11 ms (36 and
 106 µs an element); at 200 these are 130 and 400 µs an element, so 100 keeps 50,000
 exchanges within seconds whatever their shape."""
+
+ANCHOR = 4
+"""Elements in a row alike in both sequences where the alignment picks up again after a
+window with no equal block: a single equal method is too common to mean much."""
+
+RESYNC = 2_000
+"""Elements of A looked at for that place, after each window with no equal block: an
+inserted or removed block of calls up to about that long keeps the rest aligned."""
 
 Block = tuple[int, int, int]
 """``(i, j, size)``: ``a[i:i + size] == b[j:j + size]``, as SequenceMatcher's blocks."""
@@ -94,6 +107,7 @@ def _whole(a: Sequence[Hashable], b: Sequence[Hashable], i0: int, j0: int) -> li
 
 def _in_windows(a: Sequence[Hashable], b: Sequence[Hashable], at: int, window: int) -> list[Block]:
     blocks: list[Block] = []
+    runs = _RunIndex(b)
     i = j = 0
     while i < len(a) and j < len(b):
         run = _common_run(a, b, i, j)
@@ -103,7 +117,9 @@ def _in_windows(a: Sequence[Hashable], b: Sequence[Hashable], at: int, window: i
             continue
         found = _whole(a[i : i + window], b[j : j + window], 0, 0)
         if not found:
-            i, j = i + window, j + window  # the window's exchanges are removed and added
+            # More than a window only in one of them: go on where both are alike again.
+            anchor = runs.nearest(a, i, j)
+            i, j = anchor if anchor is not None else (i + window, j + window)
             continue
         blocks += [(at + i + x, at + j + y, size) for x, y, size in found]
         x, y, size = found[-1]
@@ -127,3 +143,41 @@ def _common_tail(a: Sequence[Hashable], b: Sequence[Hashable], head: int) -> int
     while tail < limit and a[-1 - tail] == b[-1 - tail]:
         tail += 1
     return tail
+
+
+class _RunIndex:
+    """Where each run of `ANCHOR` elements starts in a sequence, to find the nearest place
+    two sequences are alike again in time linear in what is looked at."""
+
+    def __init__(self, b: Sequence[Hashable]) -> None:
+        self.b = b
+        self._starts: Optional[dict[tuple[Hashable, ...], list[int]]] = None
+
+    @property
+    def starts(self) -> dict[tuple[Hashable, ...], list[int]]:
+        """Built when first needed: most alignments never look ahead."""
+        if self._starts is None:
+            b, starts = self.b, {}
+            for q in range(len(b) - ANCHOR + 1):
+                starts.setdefault(tuple(b[q : q + ANCHOR]), []).append(q)
+            self._starts = starts
+        return self._starts
+
+    def nearest(self, a: Sequence[Hashable], i: int, j: int) -> Optional[tuple[int, int]]:
+        """The place ``(p, q)``, ``p >= i`` within `RESYNC` and ``q >= j``, where
+        ``a[p:p + ANCHOR]`` is ``b[q:q + ANCHOR]`` and the least is skipped in all; None when
+        there is none."""
+        best: Optional[tuple[int, int]] = None
+        starts = self.starts
+        for p in range(i, min(i + RESYNC, len(a) - ANCHOR + 1)):
+            if best is not None and p - i >= best[0] - i + best[1] - j:
+                break  # nothing further on skips less
+            found = starts.get(tuple(a[p : p + ANCHOR]))
+            if not found:
+                continue
+            at = bisect.bisect_left(found, j)
+            if at < len(found):
+                q = found[at]
+                if best is None or (p - i) + (q - j) < (best[0] - i) + (best[1] - j):
+                    best = (p, q)
+        return best

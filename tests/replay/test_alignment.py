@@ -108,3 +108,19 @@ def test_a_long_run_against_every_tenth_changed_pairs_every_element_it_can() -> 
     assert alignment.windowed is not None
     assert_an_alignment(alignment, a, b)
     assert len(pairs_of(alignment.blocks)) == 18_000
+
+
+def test_a_block_longer_than_a_window_only_in_one_shifts_the_alignment_once() -> None:
+    """B holds 150 calls A lacks, far from another difference: past the window with no equal
+    block, the alignment picks up where both are alike again, and everything else pairs."""
+    common = [f"m{n % 7}" for n in range(600)]
+    a = common[:]
+    b = common[:200] + [f"new{n}" for n in range(150)] + common[200:]
+    a[500] = b[650] = "changed-in-a"
+    b[650] = "changed-in-b"
+    alignment = align(a, b, quick_pairs=0, window=10)
+    assert_an_alignment(alignment, a, b)
+    assert alignment.windowed is not None
+    paired = pairs_of(alignment.blocks)
+    assert len(paired) == 599  # all but the changed one
+    assert {j for _, j in paired}.isdisjoint(range(200, 350))
