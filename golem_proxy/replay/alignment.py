@@ -157,7 +157,8 @@ class _RunIndex:
     def starts(self) -> dict[tuple[Hashable, ...], list[int]]:
         """Built when first needed: most alignments never look ahead."""
         if self._starts is None:
-            b, starts = self.b, {}
+            b = self.b
+            starts: dict[tuple[Hashable, ...], list[int]] = {}
             for q in range(len(b) - ANCHOR + 1):
                 starts.setdefault(tuple(b[q : q + ANCHOR]), []).append(q)
             self._starts = starts
