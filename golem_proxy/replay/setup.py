@@ -120,7 +120,9 @@ def assign_routes(trace: ExchangeTrace, listen: Address, gh_listen: Address) -> 
     ValueError for a trace whose routes cannot be placed."""
     channels = trace.profile.channels
     second = trace.profile.second_channel
-    names = [name for name in trace.routes if any(e.route == name for e in trace.exchanges)]
+    # One pass: a hostile trace may name a new route on every exchange.
+    used = {exchange.route for exchange in trace.exchanges}
+    names = [name for name in trace.routes if name in used]
     if not names:
         names = [route.name for route in trace.header.routes][:1] or [channels[0]]
     if len(names) == 1 and names[0] != second:
