@@ -107,8 +107,12 @@ class ToolCallTracker:
         """Follow one event of the MCP hop (call it before the event is published); returns
         the event to publish: a ``tools/call`` made while a GOLEM route is down, marked so."""
         if isinstance(event, ExchangeCompleted):
-            key = (event.conn, event.request.index)
-            marked = self._marked.pop(key, None) if self._marked else None
+            # A client's request only: frame indexes count each direction apart, and a server's
+            # own request (a ping, roots/list) may have a marked call's index.
+            request = event.request
+            if not self._marked or request.direction is not Direction.C2S:
+                return event
+            marked = self._marked.pop((event.conn, request.index), None)
             return event if marked is None else dataclasses.replace(event, request=marked)
         if isinstance(event, ConnectionClosed):
             for table in (self._in_flight, self._asked, self._cancelled, self._marked):
@@ -124,6 +128,8 @@ class ToolCallTracker:
             marked = dataclasses.replace(event, routes_down=down)
             self._marked[(event.conn, event.index)] = marked
             if len(self._marked) > MAX_IN_FLIGHT:
+                # Bounded: the oldest's exchange is then published unmarked (the live log's
+                # line lacks it); its recorded frame keeps the mark.
                 self._marked.popitem(last=False)
             return marked
         return event

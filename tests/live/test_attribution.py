@@ -247,3 +247,31 @@ def test_the_exchange_of_a_call_made_while_a_route_was_down_carries_the_mark() -
     assert isinstance(published, ExchangeCompleted) and published.request is marked
     # Once only: the mark is let go with its exchange.
     assert tracker.watch(exchange) is exchange
+
+
+def test_a_servers_own_request_with_a_marked_calls_index_keeps_its_own_frame() -> None:
+    """Frame indexes count each direction apart: a server's request (s2c) numbered as a
+    marked call (c2s) is its own exchange, and the call keeps its mark for its own."""
+    tracker = ToolCallTracker(MCP)
+    tracker.upstream(UpstreamStatus(route="main", t=1.5, up=False, detail="refused"))
+    marked = tracker.watch(call(5, 9, "create_layer"))
+    asked = mcp_frame(Direction.S2C, 5, {"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
+    replied = mcp_frame(Direction.C2S, 6, {"jsonrpc": "2.0", "id": 1, "result": {"roots": []}})
+    server_exchange = ExchangeCompleted(
+        conn=asked.conn,
+        route="mcp",
+        request=asked,
+        response=replied,
+        outcome=MCP.outcome(asked.message, replied.message),
+    )
+    assert tracker.watch(server_exchange) is server_exchange
+    response = answer(3, 9)
+    exchange = ExchangeCompleted(
+        conn=marked.conn,
+        route="mcp",
+        request=call(5, 9, "create_layer"),
+        response=response,
+        outcome=MCP.outcome(marked.message, response.message),
+    )
+    published = tracker.watch(exchange)
+    assert isinstance(published, ExchangeCompleted) and published.request is marked
