@@ -14,11 +14,12 @@ one after another (50,000 ``ping``s against themselves took minutes). So:
   unmatched is carried over and an insertion shifts the alignment once. A window with no equal
   block means one trace holds more than a window the other lacks (a block of new calls): the
   alignment looks ahead for the nearest place where `ANCHOR` elements in a row are alike in
-  both (`RESYNC` elements of A on, by an index of B's runs) and goes on from there, what it
-  skipped removed and added; only when none is found is the window all removed and added. The
-  time then grows linearly with the length; the price is that an element moved further than
-  that is seen as removed and added, which the alignment reports (`Windowed`) so the diff can
-  say so.
+  both (the next `RESYNC` elements of each looked up in all of the other, by an index of its
+  runs) and goes on from there, what it skipped removed and added; only when none is found is
+  the window all removed and added. The time then grows linearly with the length; the price
+  is that an element moved further than that is seen as removed and added, and that with few
+  distinct methods a run of `ANCHOR` may be alike by chance; the alignment reports that it
+  used windows (`Windowed`) so the diff can say so.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def _whole(a: Sequence[Hashable], b: Sequence[Hashable], i0: int, j0: int) -> li
 
 def _in_windows(a: Sequence[Hashable], b: Sequence[Hashable], at: int, window: int) -> list[Block]:
     blocks: list[Block] = []
-    runs = _RunIndex(b)
+    runs = (_RunIndex(a), _RunIndex(b))
     i = j = 0
     while i < len(a) and j < len(b):
         run = _common_run(a, b, i, j)
@@ -118,7 +119,7 @@ def _in_windows(a: Sequence[Hashable], b: Sequence[Hashable], at: int, window: i
         found = _whole(a[i : i + window], b[j : j + window], 0, 0)
         if not found:
             # More than a window only in one of them: go on where both are alike again.
-            anchor = runs.nearest(a, i, j)
+            anchor = _nearest(a, b, runs, i, j)
             i, j = anchor if anchor is not None else (i + window, j + window)
             continue
         blocks += [(at + i + x, at + j + y, size) for x, y, size in found]
@@ -149,36 +150,53 @@ class _RunIndex:
     """Where each run of `ANCHOR` elements starts in a sequence, to find the nearest place
     two sequences are alike again in time linear in what is looked at."""
 
-    def __init__(self, b: Sequence[Hashable]) -> None:
-        self.b = b
+    def __init__(self, seq: Sequence[Hashable]) -> None:
+        self.seq = seq
         self._starts: Optional[dict[tuple[Hashable, ...], list[int]]] = None
 
     @property
     def starts(self) -> dict[tuple[Hashable, ...], list[int]]:
         """Built when first needed: most alignments never look ahead."""
         if self._starts is None:
-            b = self.b
+            seq = self.seq
             starts: dict[tuple[Hashable, ...], list[int]] = {}
-            for q in range(len(b) - ANCHOR + 1):
-                starts.setdefault(tuple(b[q : q + ANCHOR]), []).append(q)
+            for at in range(len(seq) - ANCHOR + 1):
+                starts.setdefault(tuple(seq[at : at + ANCHOR]), []).append(at)
             self._starts = starts
         return self._starts
 
-    def nearest(self, a: Sequence[Hashable], i: int, j: int) -> Optional[tuple[int, int]]:
-        """The place ``(p, q)``, ``p >= i`` within `RESYNC` and ``q >= j``, where
-        ``a[p:p + ANCHOR]`` is ``b[q:q + ANCHOR]`` and the least is skipped in all; None when
-        there is none."""
-        best: Optional[tuple[int, int]] = None
+    def ahead(self, other: Sequence[Hashable], i: int, j: int) -> Optional[tuple[int, int, int]]:
+        """``(cost, p, q)``: the first run of ``other`` from ``i`` on (within `RESYNC`) that
+        this sequence holds from ``j`` on, at ``q``; ``cost`` is what is skipped in all, the
+        least of any run looked at. None when there is none."""
+        best: Optional[tuple[int, int, int]] = None
         starts = self.starts
-        for p in range(i, min(i + RESYNC, len(a) - ANCHOR + 1)):
-            if best is not None and p - i >= best[0] - i + best[1] - j:
+        for p in range(i, min(i + RESYNC, len(other) - ANCHOR + 1)):
+            if best is not None and p - i >= best[0]:
                 break  # nothing further on skips less
-            found = starts.get(tuple(a[p : p + ANCHOR]))
+            found = starts.get(tuple(other[p : p + ANCHOR]))
             if not found:
                 continue
             at = bisect.bisect_left(found, j)
             if at < len(found):
-                q = found[at]
-                if best is None or (p - i) + (q - j) < (best[0] - i) + (best[1] - j):
-                    best = (p, q)
+                cost = (p - i) + (found[at] - j)
+                if best is None or cost < best[0]:
+                    best = (cost, p, found[at])
         return best
+
+
+def _nearest(
+    a: Sequence[Hashable], b: Sequence[Hashable], runs: tuple[_RunIndex, _RunIndex], i: int, j: int
+) -> Optional[tuple[int, int]]:
+    """The nearest place ``(p, q)`` from ``(i, j)`` on where ``a[p:p + ANCHOR]`` is
+    ``b[q:q + ANCHOR]``, the least skipped in all: looked for both ways, A's next `RESYNC`
+    runs in all of B and B's in all of A, so a block longer than that only in either is
+    passed over. None when there is none."""
+    runs_of_a, runs_of_b = runs
+    found_in_b = runs_of_b.ahead(a, i, j)  # (cost, p in A, q in B)
+    found_in_a = runs_of_a.ahead(b, j, i)  # (cost, q in B, p in A)
+    if found_in_b is not None and (found_in_a is None or found_in_b[0] <= found_in_a[0]):
+        return found_in_b[1], found_in_b[2]
+    if found_in_a is not None:
+        return found_in_a[2], found_in_a[1]
+    return None

@@ -124,3 +124,16 @@ def test_a_block_longer_than_a_window_only_in_one_shifts_the_alignment_once() ->
     paired = pairs_of(alignment.blocks)
     assert len(paired) == 599  # all but the changed one
     assert {j for _, j in paired}.isdisjoint(range(200, 350))
+
+
+def test_a_block_longer_than_the_look_ahead_only_in_a_shifts_the_alignment_once() -> None:
+    """A's next runs are looked for in all of B and B's in all of A: a block only in A longer
+    than the look-ahead is passed over as one only in B is."""
+    common = [f"m{n % 7}" for n in range(3000)]
+    block = [f"old{n}" for n in range(2500)]
+    a = ["first-a", *common[:1000], *block, *common[1000:], "last-a"]
+    b = ["first-b", *common, "last-b"]
+    alignment = align(a, b, quick_pairs=0, window=10)
+    assert_an_alignment(alignment, a, b)
+    assert len(pairs_of(alignment.blocks)) == 3000
+    assert {i for i, _ in pairs_of(alignment.blocks)}.isdisjoint(range(1001, 3501))
