@@ -162,17 +162,21 @@ class FaultRelay:
                     self.scope.cancel()
                     return False
                 # Observed as it is sent, so that what never reaches its receiver is recorded
-                # undelivered (`Connection.forward`).
-                if not await conn.forward(direction, chunk, seen, self.scope, frame=frame):
-                    return False
-                conn.awaiting_reply = direction is Direction.C2S
+                # undelivered (`Connection.forward`); so are the pieces of a sliced frame that
+                # never go, whether the write of one fails, waits for room when the connection
+                # ends, or the connection ends between two.
+                rest = data[start + piece :]
                 try:
+                    if not await conn.forward(direction, chunk, seen, self.scope, frame=frame):
+                        conn.observe_undelivered(direction, rest, seen)
+                        return False
+                    conn.awaiting_reply = direction is Direction.C2S
                     if conn.awaiting_reply and conn.eof[Direction.S2C]:
                         await conn.check_upstream_after_close(self.scope)
-                    if gap and start + piece < len(data):
+                    if gap and rest:
                         await trio.sleep(gap)
-                except trio.Cancelled:  # the rest of a sliced frame never goes
-                    conn.observe_undelivered(direction, data[start + piece :], seen)
+                except trio.Cancelled:
+                    conn.observe_undelivered(direction, rest, seen)
                     raise
         return True
 

@@ -119,7 +119,7 @@ def test_an_answer_the_client_never_got_is_recorded_and_shown_undelivered(
     try:
         client_leaves(cli.port, upstream, "reset")
         # The exchange is logged once the proxy decoded the answer.
-        logged = wait_for_line(cli.process, r"scene\.slow").string
+        logged = wait_for_line(cli.process, r"scene\.slow\s+ok").string
     finally:
         cli.stop()
     assert cli.process.returncode == 0, cli.stderr
@@ -167,7 +167,7 @@ def test_an_answer_the_kernel_took_is_delivered_as_far_as_the_proxy_knows(
     cli = start_proxy_cli("--route", route, "--record", str(record))
     try:
         client_leaves(cli.port, upstream, "close")
-        logged = wait_for_line(cli.process, r"scene\.slow").string
+        logged = wait_for_line(cli.process, r"scene\.slow\s+ok").string
     finally:
         cli.stop()
     assert cli.process.returncode == 0, cli.stderr
@@ -181,7 +181,8 @@ def test_an_answer_the_kernel_took_is_delivered_as_far_as_the_proxy_knows(
 class PromptUpstream:
     """Answers one request at once, then waits for its connection to end."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: bytes = ANSWER) -> None:
+        self.answer = answer
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.answered = threading.Event()
@@ -194,7 +195,7 @@ class PromptUpstream:
             with peer:
                 if not read_request(peer):
                     continue
-                peer.sendall(framed(ANSWER))
+                peer.sendall(framed(self.answer))
                 self.answered.set()
                 with contextlib.suppress(OSError):
                     peer.recv(1)  # the proxy resets it once the client is gone
@@ -269,7 +270,7 @@ def test_an_answer_a_fault_held_when_the_client_reset_is_recorded_undelivered(
         # The client gives up while the rest of the answer is held: a reset.
         client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         client.close()
-        logged = wait_for_line(cli.process, r"scene\.slow").string
+        logged = wait_for_line(cli.process, r"scene\.slow\s+ok").string
     finally:
         cli.stop()
         up.close()
@@ -286,3 +287,43 @@ def test_an_answer_a_fault_held_when_the_client_reset_is_recorded_undelivered(
     shown = run_cli("show", str(record))
     assert shown.returncode == 0, shown.stderr
     assert "ok (undelivered: client gone)" in shown.stdout
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")
+@pytest.mark.parametrize("extra", [[], ["--observer", "in-process"]], ids=["child", "in-process"])
+def test_the_pieces_of_a_sliced_answer_left_when_its_write_fails_are_recorded_undelivered(
+    tmp_path: Path, extra: list[str]
+) -> None:
+    """Sliced with no pause: the pieces go back to back until the client, which stopped
+    reading, fills up; it then resets. The piece whose write failed, or waited for room, and
+    the pieces after it never went: the answer is recorded whole, undelivered."""
+    big = json.dumps({"id": "a1", "result": {"blob": "x" * 4_000_000}, "error": None}).encode()
+    up = PromptUpstream(big)
+    record = tmp_path / "session.jsonl"
+    route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
+    fault = "slice:size=4096,gap=0,dir=s2c"
+    cli = start_proxy_cli("--route", route, "--record", str(record), "--fault", fault, *extra)
+    try:
+        client = socket.create_connection(("127.0.0.1", cli.port))
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        client.sendall(framed(REQUEST))
+
+        def client_full() -> bool:
+            unread, _ = _tcp_queues(cli.port)
+            return sum(unread) >= 32768
+
+        wait_until(client_full, "the answer to fill the client's buffer")
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        logged = wait_for_line(cli.process, r"scene\.slow\s+ok").string  # not the fault's line
+    finally:
+        cli.stop()
+        up.close()
+    assert cli.process.returncode == 0, cli.stderr
+    assert "ok (undelivered: client gone)" in logged
+    (exchange,) = [
+        e for e in read_recording(str(record)).events if isinstance(e, ExchangeCompleted)
+    ]
+    assert exchange.response.undelivered == "client gone"
+    assert exchange.response.size == len(framed(big))
+    assert 0 < exchange.response.delivered_bytes < exchange.response.size
