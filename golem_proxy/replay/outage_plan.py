@@ -8,11 +8,14 @@ A plugin outage leaves no exchange to replay, only what the proxy decided and re
   (``tool_calls``, decided by the session's attribution);
 * a call made while the route did not listen: its request frame names the route
   (``routes_down``, decided by the session's tracker in wire order with the route's
-  ``upstream`` lines); in a recording made before that member, the ``upstream`` lines' times
-  (from ``down`` to ``back``) say it. The server's connection attempts then were refused
+  ``upstream`` lines; where any call of the recording carries it, a call without it was made
+  with every route listening); in a recording with no call marked (made before that member,
+  or with no outage at a call's start), the ``upstream`` lines' times (from ``down`` to
+  ``back``) say it. The server's connection attempts then were refused
   by the system and never reached the proxy;
-* the route's connections opened and closed: a call that began with none open (the
-  plugin's going away had closed the server's) met a dead connection, or none.
+* the route's connections opened and closed: a call that began with none open, the route
+  down since the call before (the plugin's going away had closed the server's), met a dead
+  connection, or none.
 
 `read_outage_plan` turns those into one `RouteOutage` per tool call and route, keyed by the
 call's request frame index (`ClientStep.index`): the stand-in follows it, nothing is
@@ -50,8 +53,9 @@ class RouteOutage:
     """What one GOLEM route did to the server during one tool call, as recorded."""
 
     drop_open: bool = False
-    """No connection of the route was open when the call began: the server's were gone
-    (the plugin's going away closed them), so the stand-in closes any it has."""
+    """No connection of the route was open when the call began and the route went down
+    since the call before: the plugin's going away closed the server's, so the stand-in
+    closes any it has (never otherwise: a build that keeps its connection is left alone)."""
     resets: int = 0
     """Connections the server opened during the call that the proxy accepted and reset,
     nothing crossed (the upstream refused them): the stand-in resets as many, in order."""
@@ -144,6 +148,13 @@ class _RouteHistory:
         at = bisect.bisect_right(self._went, t) - 1
         return at >= 0 and t < self._spans[at][1]
 
+    def down_within(self, start: float, end: float) -> bool:
+        """The route was down at some moment between ``start`` and ``end`` (`settle`
+        first): the span that began last before ``end`` is the only one that may reach
+        ``start``, as the spans follow one another."""
+        at = bisect.bisect_right(self._went, end) - 1
+        return at >= 0 and self._spans[at][1] >= start
+
     def went_down_within(self, start: float, end: float) -> bool:
         """The route went down between ``start`` and ``end`` (`settle` first)."""
         at = bisect.bisect_left(self._went, start)
@@ -180,8 +191,16 @@ def outage_plan(script: McpScript, events: Iterable[Event]) -> OutagePlan:
     for history in routes.values():
         history.settle()
     plan = OutagePlan()
+    # A recording whose calls carry the tracker's decision (some call is marked): a call not
+    # marked was made with every route listening, never re-guessed from the times.
+    marked = any(step.routes_down is not None for step in script.tool_calls)
+    before = -math.inf
     for step in script.tool_calls:
-        planned = {name: _route_outage(history, name, step) for name, history in routes.items()}
+        planned = {
+            name: _route_outage(history, name, step, before, marked)
+            for name, history in routes.items()
+        }
+        before = step.t
         kept = {name: outage for name, outage in planned.items() if outage != NO_OUTAGE}
         if kept:
             plan.calls[step.index] = kept
@@ -197,16 +216,24 @@ def _the_call(refs: Optional[tuple[ToolCallRef, ...]], conn: Optional[int]) -> O
     return ref.index if ref.conn == conn else None
 
 
-def _route_outage(history: _RouteHistory, route: str, step: ClientStep) -> RouteOutage:
+def _route_outage(
+    history: _RouteHistory, route: str, step: ClientStep, before: float, marked: bool
+) -> RouteOutage:
+    """What ``step`` met on ``route``; ``before``: when the call before it was made;
+    ``marked``: the recording's calls carry the routes down (`ClientStep.routes_down`)."""
     index, start = step.index, step.t
     resets = history.resets.get(index, 0)
     down = False
     if index not in history.reached:
-        if step.routes_down is not None:  # decided as the call was made
-            down = any(found.route == route for found in step.routes_down)
-        else:  # a recording made before that member: the upstream lines' times
+        if step.routes_down is not None or marked:  # decided as the call was made
+            down = any(found.route == route for found in step.routes_down or ())
+        else:  # a recording made before that member (or with no call marked): the times
             down = history.down_at(start)
         # Or gone down under it: its own connection refused (the close names it).
         finish = math.inf if step.answer_t is None else step.answer_t
         down = down or (resets > 0 and history.went_down_within(start, finish))
-    return RouteOutage(drop_open=history.open_at(start) == 0, resets=resets, refused=down)
+    # The server's connections are closed before the call only where the recording shows
+    # the plugin going away since the call before (the route down meanwhile), and none open
+    # when the call began: else a build that keeps its connection is left alone.
+    gone = history.open_at(start) == 0 and history.down_within(before, start)
+    return RouteOutage(drop_open=gone, resets=resets, refused=down)

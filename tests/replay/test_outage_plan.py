@@ -76,9 +76,10 @@ def test_a_refused_connection_resets_and_the_route_stays_down_until_back() -> No
         _request(2, 4.02, after),
     ]
     plan = _plan([first, during, after], events)
-    assert plan[3]["main"] == RouteOutage(drop_open=True, resets=1, refused=True)
+    # The first call: nothing went wrong before it, so nothing of the new build's is closed.
+    assert plan[3]["main"] == RouteOutage(resets=1, refused=True)
     assert plan[5]["main"] == RouteOutage(drop_open=True, refused=True)
-    # After `back`: the server connects again (no connection was open), nothing down.
+    # After `back`: the server connects again (the outage closed its connection), nothing down.
     assert plan[7]["main"] == RouteOutage(drop_open=True)
 
 
@@ -105,7 +106,8 @@ def test_a_connection_open_when_the_call_begins_is_kept() -> None:
     first, second = _call(3, "a", 1.0, 1.1), _call(5, "b", 2.0, 2.1)
     events: list[Event] = [_opened(1, 1.01), _request(1, 1.02, first)]
     plan = _plan([first, second], events)
-    assert plan[3]["main"].drop_open  # nothing was open yet: nothing to close
+    # Nothing open yet, but no outage before it: the new build's connections are left alone.
+    assert 3 not in plan
     assert 5 not in plan  # the connection was open: the call is served as it was
 
 
@@ -127,6 +129,8 @@ def test_connections_open_at_a_call_are_counted_from_sorted_times() -> None:
     ahead of its open (a hostile file) never makes a connection open, nor a count negative."""
     calls = [_call(i, "list_layers", float(i), float(i) + 0.5) for i in range(4)]
     events: list[Event] = [
+        _upstream(-1.0, up=False),  # an outage around every call: connections may be dropped
+        _upstream(9.0, up=True),
         _opened(5, 0.5),  # open from 0.5 to 2.5: calls 1 and 2 find it open
         ConnectionClosed(conn=5, route="main", reason="", t=2.5),
         _opened(6, 2.7),  # closed before it opened
@@ -136,6 +140,26 @@ def test_connections_open_at_a_call_are_counted_from_sorted_times() -> None:
     plan = outage_plan(McpScript(calls, MCP_CONN, {}), events)
     assert [plan.for_step(i).get("main", RouteOutage()).drop_open for i in range(4)] == [
         True,
+        False,
+        False,
+        True,
+    ]
+
+
+def test_a_call_after_a_quiet_stretch_with_no_connection_open_keeps_the_new_builds() -> None:
+    """No connection open when a call began is no reason to close the new build's, unless
+    the route went down since the call before: a server that connects for each call, or
+    whose connection the idle timeout closed, is served as it was."""
+    calls = [_call(i, "list_layers", float(i), float(i) + 0.5) for i in range(3)]
+    events: list[Event] = [
+        _opened(5, 0.1),
+        _request(5, 0.2, calls[0]),
+        ConnectionClosed(conn=5, route="main", reason="client closed", t=0.6),
+        _upstream(1.5, up=False),  # between the second call and the third
+        _upstream(1.7, up=True),
+    ]
+    plan = outage_plan(McpScript(calls, MCP_CONN, {}), events)
+    assert [plan.for_step(i).get("main", RouteOutage()).drop_open for i in range(3)] == [
         False,
         False,
         True,
