@@ -154,8 +154,9 @@ def outage_text(flow: Flow) -> Optional[str]:
         return None
     return (
         f"made while a GOLEM route was not listening ({label}: its upstream refused a "
-        "connection): a connection this call's server tried there was refused by the system, "
-        "as it would be without the proxy, and never reached the proxy, so nothing of it is seen"
+        "connection): any connection this call's server tried there was refused by the "
+        "system, as it would be without the proxy, and never reached the proxy, so nothing "
+        "of it can be seen"
     )
 
 

@@ -163,6 +163,18 @@ class Connection:
             self.observer.after_queued(functools.partial(self.tap.mark_undelivered, direction, why))
         self.observe(direction, data, t)
 
+    def observe_lost(self, direction: Direction, size: int, t: float) -> None:
+        """``size`` bytes of ``direction`` read and never handed to inspection, nor marked:
+        recorded as a gap (``unobserved``), the stream taken up at the next frame."""
+        if size <= 0:
+            return
+        if self.link is not None:
+            self.link.lose(self.conn, direction, size, t)
+        elif self.tap is not None and self.inline:
+            self.tap.lose(direction, size, t)
+        elif self.tap is not None and self.observer is not None:
+            self.observer.lose(self.tap, direction, size, t)
+
     async def forward(
         self,
         direction: Direction,

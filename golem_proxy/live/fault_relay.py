@@ -188,9 +188,11 @@ class FaultRelay:
         not delayed as they would say. After whatever else of that direction was being
         written, whose writer ends with the connection too (the lock, shielded from the
         cancellation, is waited for at most `_LOST_WAIT` seconds)."""
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + _LOST_WAIT):
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + _LOST_WAIT) as scope:
             async with self.locks[direction]:
                 self.conn.observe_undelivered(direction, raw, t)
+        if scope.cancelled_caught:  # the other writer held on: a gap, shown as one
+            self.conn.observe_lost(direction, len(raw), t)
 
     def _where(self, direction: Direction) -> Where:
         """This connection's ``direction``, now."""

@@ -181,6 +181,12 @@ class ObserverLink:
         the observing process has acknowledged everything handed on before."""
         return conn in self._shedding
 
+    def lose(self, conn: int, direction: Direction, size: int, t: float) -> None:
+        """``size`` bytes of ``direction`` read and not handed on (a ``LOST`` record says so
+        before the connection's next record)."""
+        if not self.stopped:
+            self.writer.lose(conn, direction_number(direction), t, size)
+
     def data(self, conn: int, direction: Direction, data: bytes, t: float) -> None:
         """A forwarded chunk of ``conn`` (``b""``: that direction ended)."""
         followed = self.connections

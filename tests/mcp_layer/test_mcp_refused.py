@@ -26,12 +26,17 @@ from tests.support.cli_helpers import reap, run_cli
 from .mcp_helpers import INITIALIZE, SERVER_COMMAND, call_tools, environment, rpc_line, start_piped
 from .test_mcp_child_observer import answer_recorded
 
+_HELD: list[socket.socket] = []
+"""The sockets holding the ports below, for as long as the tests run."""
+
 
 def _port_nobody_listens_on() -> int:
-    """A loopback port that was free a moment ago (bound, then closed: nothing listens)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port bound and never listened on, kept so while the tests run: connecting
+    is refused, and no other test or program can take it meanwhile."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    _HELD.append(sock)
+    return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module", params=["in-process", "child-process"])

@@ -64,5 +64,5 @@ def test_a_call_made_while_a_golem_route_was_down_says_why_nothing_is_under_it()
     text = _summary(flow, MCP).plain
     (line,) = [line for line in text.splitlines() if line.startswith("  ⋯ ")]
     assert "main down since 0.731 s" in line
-    assert "refused by the system" in line and "nothing of it is seen" in line
+    assert "refused by the system" in line and "nothing of it can be seen" in line
     assert two_layer_label(flow) == 'boolean_union(guids=["a"])  ⋯ main down since 0.731 s'
