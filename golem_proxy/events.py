@@ -19,7 +19,7 @@ from golem_core.framing import FrameErrorKind
 from golem_core.messages import Message, Notification, Role, method_of
 from golem_core.outcome import Outcome, OutcomeKind
 
-from .session_events import EventsMissed, ProcessOutput, SessionEnded, UpstreamStatus
+from .session_events import EventsMissed, ProcessOutput, RouteDown, SessionEnded, UpstreamStatus
 
 __all__ = [
     "BytesDiscarded",
@@ -116,17 +116,6 @@ class ToolCallRef:
     index: int
     id: Union[int, str]
     tool: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RouteDown:
-    """A GOLEM route that was not listening when an MCP ``tools/call`` was made: its upstream
-    refused a connection at ``since`` (the session's `UpstreamStatus` then), and it had not
-    answered again. A connection the call's server tried on it was refused by the system,
-    as it would be without the proxy, and never reached the proxy: nothing of it is seen."""
-
-    route: str
-    since: float
 
 
 class ReleasedPayload(bytes):

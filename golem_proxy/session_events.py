@@ -1,6 +1,6 @@
 """The events about the session rather than the bytes of a connection: a route's upstream
-going down or coming back, what a wrapped process wrote to its stderr, events a consumer
-missed, and the session's orderly end.
+going down or coming back (and `RouteDown`, how a tool call made meanwhile names it), what a
+wrapped process wrote to its stderr, events a consumer missed, and the session's orderly end.
 
 Part of the event vocabulary (`golem_proxy.events`, which re-exports them and names them in
 its ``Event`` union): frozen dataclasses like the rest, and, like them, with ``t`` in seconds
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-__all__ = ["EventsMissed", "ProcessOutput", "SessionEnded", "UpstreamStatus"]
+__all__ = ["EventsMissed", "ProcessOutput", "RouteDown", "SessionEnded", "UpstreamStatus"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,6 +25,17 @@ class UpstreamStatus:
     t: float
     up: bool
     detail: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RouteDown:
+    """A GOLEM route that was not listening when an MCP ``tools/call`` was made: its upstream
+    refused a connection at ``since`` (the session's `UpstreamStatus` then), and it had not
+    answered again. A connection the call's server tried on it was refused by the system,
+    as it would be without the proxy, and never reached the proxy: nothing of it is seen."""
+
+    route: str
+    since: float
 
 
 @dataclass(frozen=True, kw_only=True)

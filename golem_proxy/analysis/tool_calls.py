@@ -22,8 +22,8 @@ from golem_core.messages import Request
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 
-from ..events import FrameSeen, RouteDown, ToolCallRef
-from ..terminal import safe_text
+from ..events import FrameSeen, ToolCallRef
+from .call_outage import outage_label, routes_down
 from .flows import Flow
 from .trace import FlowReader, flow_to_json, json_text, open_flows
 
@@ -46,12 +46,9 @@ __all__ = [
     "layer_of",
     "layered_json",
     "mcp_routes",
-    "outage_label",
-    "outage_text",
     "owner_key",
     "read_tool_calls",
     "read_two_layers",
-    "routes_down",
     "tool_call_error",
     "tool_of",
     "two_layer_json",
@@ -129,35 +126,6 @@ def connection_text(flow: Flow) -> Optional[str]:
     (`Flow.connection_failed`), in the proxy's words; None for any other flow."""
     closed = flow.connection_failed
     return None if closed is None else f"✗ connection: {closed.reason}"
-
-
-def routes_down(flow: Flow) -> tuple[RouteDown, ...]:
-    """The GOLEM routes that were not listening when a ``tools/call`` was made, as its request
-    frame carries them (`FrameSeen.routes_down`); empty for any other flow."""
-    request = flow.request
-    return () if request is None or request.routes_down is None else request.routes_down
-
-
-def outage_label(flow: Flow) -> Optional[str]:
-    """``main down since 1.553 s`` for a tool call made while a GOLEM route was not listening
-    (a connection its server tried there was refused by the system, unseen); None otherwise."""
-    down = routes_down(flow)
-    if not down:
-        return None
-    return ", ".join(f"{safe_text(d.route, 40)} down since {d.since:.3f} s" for d in down)
-
-
-def outage_text(flow: Flow) -> Optional[str]:
-    """`outage_label` in a sentence: what the call's row cannot show, and why."""
-    label = outage_label(flow)
-    if label is None:
-        return None
-    return (
-        f"made while a GOLEM route was not listening ({label}: its upstream refused a "
-        "connection): any connection this call's server tried there was refused by the "
-        "system, as it would be without the proxy, and never reached the proxy, so nothing "
-        "of it can be seen"
-    )
 
 
 def two_layer_label(flow: Flow) -> Optional[str]:

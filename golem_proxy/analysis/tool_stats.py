@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .call_outage import routes_down
 from .flows import Flow
 from .stats import LatencySummary, summarize_latencies
-from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder, routes_down
+from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder
 from .trace import json_ms
 
 __all__ = ["ToolStats", "ToolStatsBuilder"]

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from bench.processes import observing_process
-from golem_proxy.analysis.tool_calls import read_two_layers, routes_down
+from golem_proxy.analysis.call_outage import routes_down
+from golem_proxy.analysis.tool_calls import read_two_layers
 from golem_proxy.events import ConnectionClosed, FrameSeen, RouteDown, UpstreamStatus
 from golem_proxy.recording.format import read_recording
 from tests.live.observer_child_helpers import wait_for

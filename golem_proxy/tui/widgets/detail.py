@@ -26,12 +26,12 @@ from golem_core.contract import Severity
 from golem_core.messages import Malformed
 from golem_core.profiles import Profile
 
+from ...analysis.call_outage import outage_text
 from ...analysis.flows import Flow
 from ...analysis.tool_calls import (
     arguments_summary,
     cause_text,
     connection_text,
-    outage_text,
     tool_call_error,
     tool_of,
 )
