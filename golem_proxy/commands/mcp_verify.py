@@ -31,7 +31,7 @@ from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.mcp_child import ChildStartError, McpChild
 from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
 from ..replay.mcp_verify import McpVerifyResult, play, tool_call_numbers
-from ..replay.outage_plan import OutagePlan, read_outage_plan
+from ..replay.outage_plan import OutagePlan, RouteHistories
 from ..replay.outage_standin import AppliedOutage, OutageStandIn
 from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
@@ -126,12 +126,14 @@ def run(args: argparse.Namespace) -> int:
         )
     comparator = comparator_from(args)
     with reading(args.file):
+        # The GOLEM routes' lines are followed in the pass that reads the client's side.
+        histories = RouteHistories()
         try:
-            script = read_script(args.file)
+            script = read_script(args.file, histories.add)
         except NoMcpLayer as exc:
             raise CommandError(str(exc)) from None
+        plan = histories.plan(script)
         numbers = tool_call_numbers(args.file)
-        plan = read_outage_plan(args.file, script)
         trace = load_exchanges(args.file)
     if not script.tool_calls:
         raise CommandError(f"{args.file}: no tool calls to verify")

@@ -52,11 +52,32 @@ from ..events import (
     UpstreamStatus,
 )
 
-__all__ = ["MAX_IN_FLIGHT", "ToolCallTracker"]
+__all__ = ["MAX_IN_FLIGHT", "RoutesDown", "ToolCallTracker"]
 
 MAX_IN_FLIGHT = 4096
 """Tool calls kept in flight at most: a client that never sees answers (or a server that
 never gives them) must not grow this without bound. Past it the oldest is let go."""
+
+
+class RoutesDown:
+    """The routes whose upstream is down now, each since when, as their `UpstreamStatus`
+    events say: the first ``down`` stands (a later one says it is still down) until
+    ``back``."""
+
+    def __init__(self) -> None:
+        self._since: dict[str, float] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._since)
+
+    def follow(self, event: UpstreamStatus) -> None:
+        if event.up:
+            self._since.pop(event.route, None)
+        else:
+            self._since.setdefault(event.route, event.t)
+
+    def now(self) -> tuple[RouteDown, ...]:
+        return tuple(RouteDown(route=route, since=t) for route, t in self._since.items())
 
 
 class ToolCallTracker:
@@ -82,7 +103,7 @@ class ToolCallTracker:
         self._cancelled: dict[tuple[int, Any], int] = {}
         """Calls in flight the client cancelled: the count of its requests at the cancellation
         (the answer to one sent after it lets them go)."""
-        self._down: dict[str, float] = {}
+        self._down = RoutesDown()
         """The GOLEM routes not listening now (their upstream refused), each since when."""
         self._marked: collections.OrderedDict[tuple[int, int], FrameSeen] = (
             collections.OrderedDict()
@@ -98,10 +119,7 @@ class ToolCallTracker:
     def upstream(self, event: UpstreamStatus) -> None:
         """A GOLEM route's upstream went down or came back (in wire order with the MCP hop):
         the calls made until it is back carry it (`watch`)."""
-        if event.up:
-            self._down.pop(event.route, None)
-        else:
-            self._down.setdefault(event.route, event.t)
+        self._down.follow(event)
 
     def watch(self, event: Event) -> Event:
         """Follow one event of the MCP hop (call it before the event is published); returns
@@ -124,8 +142,7 @@ class ToolCallTracker:
             return event
         self._follow(event)
         if self._down and event.direction is Direction.C2S and self._is_call(event):
-            down = tuple(RouteDown(route=r, since=t) for r, t in self._down.items())
-            marked = dataclasses.replace(event, routes_down=down)
+            marked = dataclasses.replace(event, routes_down=self._down.now())
             self._marked[(event.conn, event.index)] = marked
             if len(self._marked) > MAX_IN_FLIGHT:
                 # Bounded: the oldest's exchange is then published unmarked (the live log's

@@ -68,7 +68,7 @@ class Connection:
     """Decode on the forwarding path (``--enforce-limits``) instead of through the observer."""
     judge: Optional[ConnectionTap] = None
     """``--enforce-limits``: the tap that checks bytes before they are forwarded
-    (`judge_limits`) and publishes nothing (`limit_check_tap`); what was forwarded is then
+    (`stopped_by_limits`) and publishes nothing (`limit_check_tap`); what was forwarded is then
     recorded as on any route, after the write (`observe`)."""
     link: Optional[ObserverLink] = None
     """Hand forwarded bytes to the observing process instead (``--observer child-process``)."""
@@ -104,12 +104,29 @@ class Connection:
             return self.client, self.upstream, "client", "upstream"
         return self.upstream, self.client, "upstream", "client"
 
-    def judge_limits(
-        self, direction: Direction, data: bytes, t: float, frame: Optional[Frame] = None
-    ) -> Optional[TapVerdict]:
+    def stopped_by_limits(
+        self,
+        direction: Direction,
+        data: bytes,
+        t: float,
+        scope: trio.CancelScope,
+        frame: Optional[Frame] = None,
+    ) -> bool:
         """``--enforce-limits``: check bytes about to be forwarded (``frame``: they are that
-        frame). Returns a verdict naming the first frame that breaks the limits, if any; None
-        without the option."""
+        frame). When a frame among them breaks the limits, they are recorded though not
+        forwarded, the connection is closed saying why (``scope`` cancelled), and True is
+        returned; False (always, without the option): forward them."""
+        verdict = self._judged(direction, data, t, frame)
+        if verdict is None:
+            return False
+        self.observe(direction, data, t, frame)
+        self.note(f"closed by --enforce-limits: {verdict.reason}", True)
+        scope.cancel()
+        return True
+
+    def _judged(
+        self, direction: Direction, data: bytes, t: float, frame: Optional[Frame]
+    ) -> Optional[TapVerdict]:
         judge = self.judge
         if judge is None or judge.failed is not None:
             return None
@@ -127,7 +144,7 @@ class Connection:
 
         Every route hands bytes on once their write is done (`forward`), so that bytes that
         never went are marked before them (`observe_undelivered`), also with
-        ``--enforce-limits``: its check comes before the write (`judge_limits`), and what is
+        ``--enforce-limits``: its check comes before the write (`stopped_by_limits`), and what is
         recorded comes after it, from a tap of its own. Decoding the frame once, before the
         write, would publish it before it is known whether it was delivered."""
         if self.link is not None:

@@ -155,11 +155,7 @@ class FaultRelay:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
-                verdict = conn.judge_limits(direction, chunk, seen, frame)  # --enforce-limits
-                if verdict is not None:
-                    conn.observe(direction, chunk, seen, frame)  # recorded, not forwarded
-                    conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
-                    self.scope.cancel()
+                if conn.stopped_by_limits(direction, chunk, seen, self.scope, frame):
                     return False
                 # Observed as it is sent, so that what never reaches its receiver is recorded
                 # undelivered (`Connection.forward`); so are the pieces of a sliced frame that

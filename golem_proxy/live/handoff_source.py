@@ -27,6 +27,7 @@ from golem_core.profiles import Profile
 
 from ..events import Direction, Event, UpstreamStatus
 from ..recording.resume_scan import ResumePoint
+from .attribution import ToolCallTracker
 from .connection_attribution import ConnectionAttribution
 from .handoff import Kind, Record, RecordReader
 from .hub import EventHub
@@ -338,7 +339,7 @@ class HandoffSource:
             # stderr after the hop's frames handed on before it; a GOLEM route's upstream
             # down or back, followed by the tool-call tracker then (`ToolCallTracker.upstream`).
             event = pickle.loads(record.data)
-            tracker = self.make_tap.tracker if isinstance(self.make_tap, LayerTaps) else None
+            tracker = self._tracker
             if tracker is not None and isinstance(event, UpstreamStatus):
                 self.observer.after_queued(functools.partial(tracker.upstream, event))
             self.observer.submit_event(self.publish, event)
@@ -374,6 +375,12 @@ class HandoffSource:
             else:
                 self.observer.lose(tap, direction, record.lost, record.t)
 
+    @property
+    def _tracker(self) -> Optional[ToolCallTracker]:
+        """The session's tool-call tracker, when a layer is MCP (`LayerTaps.tracker`)."""
+        make_tap = self.make_tap
+        return make_tap.tracker if isinstance(make_tap, LayerTaps) else None
+
     def _connections_of(self, route: str) -> Optional[ConnectionAttribution]:
         make_tap = self.make_tap
         return make_tap.connections_of(route) if isinstance(make_tap, LayerTaps) else None
@@ -387,12 +394,14 @@ class HandoffSource:
         recorder = self.recorder()
         if recorder is not None and resumption.seq:
             recorder.writer.seq = resumption.seq
-        tracker = self.make_tap.tracker if isinstance(self.make_tap, LayerTaps) else None
+        tracker = self._tracker
         if tracker is not None:
-            for route, since in resumption.routes_down:
+            for route_down in resumption.routes_down:
                 # Down before this process began: its line is the process before's, or fell
                 # in the restart's gap; the calls made until it is back are marked the same.
-                down = UpstreamStatus(route=route, t=since, up=False, detail="")
+                down = UpstreamStatus(
+                    route=route_down.route, t=route_down.since, up=False, detail=""
+                )
                 self.observer.after_queued(functools.partial(tracker.upstream, down))
         taps: dict[int, ConnectionTap] = {}
         points: dict[int, ResumePoint] = {}

@@ -21,7 +21,7 @@ from typing import Optional, Union
 from golem_core.boundaries import FrameBoundaries
 from golem_core.framing import Framing
 
-from ..events import ConnectionClosed, ConnectionOpened
+from ..events import ConnectionClosed, ConnectionOpened, RouteDown
 
 __all__ = ["OpenConnections", "ResumedConnection", "Resumption"]
 
@@ -48,7 +48,7 @@ class Resumption:
     seq: int
     """The recording's last line (the restart line); the new process numbers from the next.
     0: no recording."""
-    routes_down: tuple[tuple[str, float], ...] = ()
+    routes_down: tuple[RouteDown, ...] = ()
     """The routes not listening now (their upstream down), each since when: the new process's
     tool-call tracker marks the calls made until they are back (`ToolCallTracker.upstream`)."""
 

@@ -57,6 +57,7 @@ from typing import Callable, Optional
 import trio
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
+from .attribution import RoutesDown
 from .handoff import HandoffWriter, Kind
 from .link_ledger import BEHIND_AFTER, MARK_EVERY, RECORD_LIMIT, TRAIL_LIMIT, Ledger
 from .link_resume import OpenConnections, Resumption
@@ -135,7 +136,7 @@ class ObserverLink:
         self.connections: Optional[OpenConnections] = None
         """The open connections' framing, followed so that a restarted observing process can
         take them up (`resume`); None: not followed (no restart will come)."""
-        self._routes_down: dict[str, float] = {}
+        self._routes_down = RoutesDown()
         """The routes whose upstream is down now, since when: told to a restarted observing
         process (`Resumption.routes_down`), which saw none of it."""
 
@@ -274,10 +275,7 @@ class ObserverLink:
                     self.writer.resumed(event.conn, direction, event.t, lost)
                 followed.forget(event.conn)
         if isinstance(event, UpstreamStatus):
-            if event.up:
-                self._routes_down.pop(event.route, None)
-            else:
-                self._routes_down.setdefault(event.route, event.t)
+            self._routes_down.follow(event)
         if self.stopped:
             return
         if isinstance(event, ConnectionOpened):
@@ -399,7 +397,7 @@ class ObserverLink:
         self.ledger = Ledger(self.now, self.trail_limit)
         self.ledger.acked_at = self.now()
         connections, at_boundary = followed.resume()
-        resumption = Resumption(tuple(connections), seq, tuple(self._routes_down.items()))
+        resumption = Resumption(tuple(connections), seq, self._routes_down.now())
         t = self.now()
         self.writer.event(Kind.RESUME, 0, 0, t, pickle.dumps(resumption, pickle.HIGHEST_PROTOCOL))
         for conn, direction, lost, ended in at_boundary:

@@ -5,7 +5,7 @@
 The plain pump is byte-exact and comes first: it reads a chunk and writes it straight to the
 other socket, then hands the same chunk to the observer, which never makes it wait
 (observer.py). Nothing is decoded or re-encoded on this path (with ``enforce_limits`` a tap of
-its own checks a chunk before it is sent, `Connection.judge_limits`). How a connection ends,
+its own checks a chunk before it is sent, `Connection.stopped_by_limits`). How a connection ends,
 half-closes and resets included, is `Connection`'s job, shared with the faulted pumps.
 """
 
@@ -79,14 +79,8 @@ class PlainPump:
             if not chunk:
                 conn.end_of_stream(direction, t, scope)
                 return
-            if enforce:
-                verdict = conn.judge_limits(direction, chunk, t)
-                if verdict is not None:
-                    # Recorded though not forwarded: the frame that broke the limits.
-                    conn.observe(direction, chunk, t)
-                    conn.note(f"closed by --enforce-limits: {verdict.reason}", True)
-                    scope.cancel()
-                    return
+            if enforce and conn.stopped_by_limits(direction, chunk, t, scope):
+                return
             # Observed as it goes; what never goes is handed on undelivered.
             if not await conn.forward(direction, chunk, t, scope):
                 return

@@ -80,8 +80,6 @@ class ConnectionTap:
         self.route = route
         self.profile = profile
         self.publish = publish
-        self.catalogue = catalogue
-        self.redactor = redactor
         self.cap = profile.default_cap if cap is None else cap
         self.limits = limits
         self.annotate = annotate

@@ -11,7 +11,7 @@ method, to answer a server that asks again.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -19,7 +19,7 @@ from golem_core.messages import ErrorResponse, JsonId, Request, Response
 from golem_core.profiles.mcp import TOOLS_CALL, cancelled_id
 
 from ..analysis.tool_calls import mcp_routes
-from ..events import Direction, FrameSeen, ObservationLost, RouteDown
+from ..events import Direction, Event, FrameSeen, ObservationLost, RouteDown
 from ..recording.files import open_recording
 from ..recording.reader import RecordingReader
 
@@ -85,19 +85,27 @@ class McpScript:
         return [step for step in self.steps if step.method == TOOLS_CALL]
 
 
-def read_script(path: str) -> McpScript:
-    """The client side of the first MCP hop recorded in ``path``. Raises OSError,
-    RecordingError, or NoMcpLayer when the recording has no MCP layer."""
+def read_script(path: str, others: Optional[Callable[[Event], None]] = None) -> McpScript:
+    """The client side of the first MCP hop recorded in ``path``; ``others`` is handed every
+    event off the MCP hop, in the same pass (the GOLEM routes' lines, for what the server
+    met there: `outage_plan.RouteHistories`). Raises OSError, RecordingError, or NoMcpLayer
+    when the recording has no MCP layer."""
     with open_recording(path) as stream:
         reader = RecordingReader(stream, path=path)
         routes = mcp_routes(reader.route_profiles)
         if not routes:
             raise NoMcpLayer(f"{path} has no MCP layer (record one with golem-proxy mcp --record)")
-        return _script(
-            e
-            for e in reader
-            if isinstance(e, (FrameSeen, ObservationLost)) and (e.route in routes or not e.conn)
-        )
+
+        def of_the_hop() -> Iterator[Union[FrameSeen, ObservationLost]]:
+            for event in reader:
+                if isinstance(event, (FrameSeen, ObservationLost)) and (
+                    event.route in routes or not event.conn
+                ):
+                    yield event
+                elif others is not None and getattr(event, "route", None) not in routes:
+                    others(event)
+
+        return _script(of_the_hop())
 
 
 def _script(events: Iterable[Union[FrameSeen, ObservationLost]]) -> McpScript:

@@ -17,9 +17,11 @@ A plugin outage leaves no exchange to replay, only what the proxy decided and re
   down since the call before (the plugin's going away had closed the server's), met a dead
   connection, or none.
 
-`read_outage_plan` turns those into one `RouteOutage` per tool call and route, keyed by the
-call's request frame index (`ClientStep.index`): the stand-in follows it, nothing is
-guessed again from the bytes of a new run.
+`RouteHistories` follows those lines as the recording is read (`read_script` hands it every
+event off the MCP hop, in the one pass that reads the client's side) and turns them into one
+`RouteOutage` per tool call and route, keyed by the call's request frame index
+(`ClientStep.index`): the stand-in follows it, nothing is guessed again from the bytes of a
+new run.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..analysis.tool_calls import mcp_routes
 from ..events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -41,11 +42,12 @@ from ..events import (
     ToolCallRef,
     UpstreamStatus,
 )
-from ..recording.files import open_recording
-from ..recording.reader import RecordingReader
 from .mcp_script import ClientStep, McpScript
 
-__all__ = ["OutagePlan", "RouteOutage", "outage_plan", "read_outage_plan"]
+__all__ = ["OutagePlan", "RouteHistories", "RouteOutage", "outage_plan"]
+
+CallKey = tuple[int, int]
+"""A tool call as a ``tool_calls`` member names it: its MCP connection and request index."""
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,9 @@ class _RouteHistory:
     _spans: list[tuple[float, float]] = field(default_factory=list)
     _went: list[float] = field(default_factory=list)
     _closes: list[float] = field(default_factory=list)
-    resets: dict[int, int] = field(default_factory=lambda: defaultdict(int))
-    """Call index → connections accepted and closed with nothing crossed, naming it alone."""
-    reached: set[int] = field(default_factory=set)
+    resets: dict[CallKey, int] = field(default_factory=lambda: defaultdict(int))
+    """Call → connections accepted and closed with nothing crossed, naming it alone."""
+    reached: set[CallKey] = field(default_factory=set)
     """Calls that a request frame on this route names alone: the plugin was reached."""
 
     def open_at(self, t: float) -> int:
@@ -161,70 +163,87 @@ class _RouteHistory:
         return at < len(self._went) and self._went[at] <= end
 
 
-def read_outage_plan(path: str, script: McpScript) -> OutagePlan:
-    """The plan for ``script``'s tool calls from the GOLEM routes of the recording at
-    ``path``. Raises OSError or RecordingError."""
-    with open_recording(path) as stream:
-        reader = RecordingReader(stream, path=path)
-        skip = mcp_routes(reader.route_profiles)
-        return outage_plan(script, (e for e in reader if getattr(e, "route", None) not in skip))
+class RouteHistories:
+    """What the recording's GOLEM routes say, followed event by event (`add`), then read
+    for a script's tool calls (`plan`)."""
+
+    def __init__(self) -> None:
+        self.routes: dict[str, _RouteHistory] = defaultdict(_RouteHistory)
+
+    def add(self, event: Event) -> None:
+        """Follow one event of a GOLEM route (any other is passed over)."""
+        if isinstance(event, ConnectionOpened):
+            self.routes[event.route].opened[event.conn] = event.t
+        elif isinstance(event, ConnectionClosed):
+            history = self.routes[event.route]
+            history.closed[event.conn] = event.t
+            call = _the_call(event.tool_calls)
+            if call is not None:
+                history.resets[call] += 1
+        elif isinstance(event, UpstreamStatus):
+            self.routes[event.route].upstream(event)
+        elif isinstance(event, FrameSeen) and event.direction is Direction.C2S:
+            call = _the_call(event.tool_calls)
+            if call is not None:
+                self.routes[event.route].reached.add(call)
+
+    def plan(self, script: McpScript) -> OutagePlan:
+        """The plan for ``script``'s tool calls, once every event was added."""
+        routes = self.routes
+        plan = OutagePlan()
+        if script.conn is None:
+            return plan  # no MCP frame: no tool call
+        for history in routes.values():
+            history.settle()
+        # A recording whose calls carry the tracker's decision (some call is marked): a call
+        # not marked was made with every route listening, never re-guessed from the times.
+        marked = any(step.routes_down is not None for step in script.tool_calls)
+        before = -math.inf
+        for step in script.tool_calls:
+            call = (script.conn, step.index)
+            planned = {
+                name: _route_outage(history, name, step, call, before, marked)
+                for name, history in routes.items()
+            }
+            before = step.t
+            kept = {name: outage for name, outage in planned.items() if outage != NO_OUTAGE}
+            if kept:
+                plan.calls[step.index] = kept
+        return plan
 
 
 def outage_plan(script: McpScript, events: Iterable[Event]) -> OutagePlan:
     """The plan for ``script``'s tool calls from a recording's GOLEM-route events."""
-    routes: dict[str, _RouteHistory] = defaultdict(_RouteHistory)
+    histories = RouteHistories()
     for event in events:
-        if isinstance(event, ConnectionOpened):
-            routes[event.route].opened[event.conn] = event.t
-        elif isinstance(event, ConnectionClosed):
-            history = routes[event.route]
-            history.closed[event.conn] = event.t
-            index = _the_call(event.tool_calls, script.conn)
-            if index is not None:
-                history.resets[index] += 1
-        elif isinstance(event, UpstreamStatus):
-            routes[event.route].upstream(event)
-        elif isinstance(event, FrameSeen) and event.direction is Direction.C2S:
-            index = _the_call(event.tool_calls, script.conn)
-            if index is not None:
-                routes[event.route].reached.add(index)
-    for history in routes.values():
-        history.settle()
-    plan = OutagePlan()
-    # A recording whose calls carry the tracker's decision (some call is marked): a call not
-    # marked was made with every route listening, never re-guessed from the times.
-    marked = any(step.routes_down is not None for step in script.tool_calls)
-    before = -math.inf
-    for step in script.tool_calls:
-        planned = {
-            name: _route_outage(history, name, step, before, marked)
-            for name, history in routes.items()
-        }
-        before = step.t
-        kept = {name: outage for name, outage in planned.items() if outage != NO_OUTAGE}
-        if kept:
-            plan.calls[step.index] = kept
-    return plan
+        histories.add(event)
+    return histories.plan(script)
 
 
-def _the_call(refs: Optional[tuple[ToolCallRef, ...]], conn: Optional[int]) -> Optional[int]:
-    """The MCP request index of the one call ``refs`` names on ``conn``; None for none or
-    several (ambiguous: not this call's alone)."""
+def _the_call(refs: Optional[tuple[ToolCallRef, ...]]) -> Optional[CallKey]:
+    """The one call ``refs`` names; None for none or several (ambiguous: not one call's
+    alone)."""
     if refs is None or len(refs) != 1:
         return None
     (ref,) = refs
-    return ref.index if ref.conn == conn else None
+    return (ref.conn, ref.index)
 
 
 def _route_outage(
-    history: _RouteHistory, route: str, step: ClientStep, before: float, marked: bool
+    history: _RouteHistory,
+    route: str,
+    step: ClientStep,
+    call: CallKey,
+    before: float,
+    marked: bool,
 ) -> RouteOutage:
-    """What ``step`` met on ``route``; ``before``: when the call before it was made;
-    ``marked``: the recording's calls carry the routes down (`ClientStep.routes_down`)."""
-    index, start = step.index, step.t
-    resets = history.resets.get(index, 0)
+    """What ``step`` (``call``, as ``tool_calls`` members name it) met on ``route``;
+    ``before``: when the call before it was made; ``marked``: the recording's calls carry
+    the routes down (`ClientStep.routes_down`)."""
+    start = step.t
+    resets = history.resets.get(call, 0)
     down = False
-    if index not in history.reached:
+    if call not in history.reached:
         if step.routes_down is not None or marked:  # decided as the call was made
             down = any(found.route == route for found in step.routes_down or ())
         else:  # a recording made before that member (or with no call marked): the times
