@@ -235,3 +235,21 @@ def test_a_restarted_observing_process_knows_the_route_is_down(tmp_path: Path) -
     ]
     assert first.routes_down is None
     assert second.routes_down == (RouteDown(route="main", since=round(down.t, 6)),)
+
+
+@pytest.mark.parametrize("since", ["1e999", "-1", "true", '"soon"'])
+def test_a_hostile_routes_down_is_refused_in_one_line(
+    refused: tuple[Path, int, list], tmp_path: Path, since: str
+) -> None:
+    record, _, _ = refused
+    text = record.read_text()
+    start = text.index('"routes_down":[{"route":"main","since":') + len(
+        '"routes_down":[{"route":"main","since":'
+    )
+    end = text.index("}", start)
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text(text[:start] + since + text[end:])
+    shown = run_cli("show", str(hostile))
+    assert shown.returncode != 0
+    (line,) = shown.stderr.strip().splitlines()
+    assert "since must be a number of seconds from 0 to 1e12" in line
