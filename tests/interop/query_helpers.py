@@ -5,9 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.support.cli_helpers import ROOT, run_cli
+from golem_proxy.recording.samples import samples
+from tests.support.cli_helpers import run_cli
 
-SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
+SAMPLES = list(samples().values())  # the shipped samples, not a demo's recordings
 ALL_ROWS = "SELECT * FROM flows ORDER BY trace, n"
 
 

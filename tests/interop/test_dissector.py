@@ -13,11 +13,12 @@ import pytest
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 from golem_proxy.events import Direction
 from golem_proxy.interop.dissector import default_ports, generate_dissector
+from golem_proxy.recording.samples import samples
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.trace_builder import TapSimulator, write_recording
 from tests.support.tshark_helpers import needs_tshark, tshark
 
-SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
+SAMPLES = list(samples().values())  # the shipped samples, not a demo's recordings
 
 
 def upstream_ports(recording: Path) -> list[str]:

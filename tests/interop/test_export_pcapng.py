@@ -20,11 +20,12 @@ from golem_proxy.events import (
 )
 from golem_proxy.interop.pcapng import Endpoint, _checksum, tcp_packet
 from golem_proxy.recording.format import RouteInfo
-from tests.support.cli_helpers import ROOT, run_cli
+from golem_proxy.recording.samples import samples
+from tests.support.cli_helpers import run_cli
 from tests.support.trace_builder import TapSimulator, golem_session, write_recording
 from tests.support.tshark_helpers import follow, needs_tshark, tshark
 
-SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
+SAMPLES = list(samples().values())  # the shipped samples, not a demo's recordings
 CHECKSUMS = ["-o", "tcp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE"]
 COMPLAINTS = "_ws.malformed || _ws.expert.severity >= warning || tcp.checksum.status == 0"
 

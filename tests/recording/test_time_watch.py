@@ -14,11 +14,10 @@ import pytest
 from golem_proxy.analysis.trace import open_flows
 from golem_proxy.recording.fast_reader import FastRecordingReader
 from golem_proxy.recording.format import RecordingError, RecordingReader, read_recording
+from golem_proxy.recording.samples import samples
 from golem_proxy.recording.time_watch import TimeStep, TimeWatch
 from golem_proxy.replay.index import load_exchanges
 from tests.replay.traces import modelling_session
-
-SAMPLES = Path(__file__).resolve().parents[2] / "recordings"
 
 
 def watched(*lines: tuple[float, str, int, Optional[str]]) -> TimeWatch:
@@ -73,7 +72,7 @@ def test_recordings_made_through_the_proxy_note_nothing() -> None:
     # Their lines go back in time (frames decoded after an open published at once), their
     # streams never do.
     went_back = False
-    for path in sorted(SAMPLES.glob("*.jsonl")):
+    for path in samples().values():  # the shipped samples, not a demo's recordings
         times = [event.t for event in read_recording(str(path)).events]
         went_back = went_back or any(b < a for a, b in zip(times, times[1:]))
         with open(path, "rb") as stream:

@@ -15,11 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golem_proxy.cli import main
+from golem_proxy.recording.samples import samples
 
 from .hostile import all_cases, write_case
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLES = sorted((ROOT / "recordings").glob("*.jsonl"))
+SAMPLES = list(samples().values())  # the shipped samples, not a demo's recordings
 
 COMMANDS: dict[str, list[str]] = {
     "show": ["show", "{f}"],
