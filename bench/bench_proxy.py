@@ -104,6 +104,7 @@ def run_mode(
 ) -> dict[str, Series]:
     with tempfile.TemporaryDirectory(dir=where) as record_dir:
         appends = append_cost(Path(record_dir))
+        recorder_appends = append_cost(Path(record_dir), as_recorder=True)
         with configurations(Path(record_dir), baseline, ours) as configs:
             console.print(describe_rig(configs))
             recordings = {
@@ -122,7 +123,7 @@ def run_mode(
         "golem-proxy records to a file"
     )
     console.print(results_table(configs, results, mode))
-    console.print(describe_append_cost(appends, appended))
+    console.print(describe_append_cost(appends, appended, recorder_appends))
     for name in recordings:
         console.print(targets_table(targets(results, mode, name), mode, name))
         console.print(f"{mode.name}, {name}: " + observation_verdict(results[name], mode))

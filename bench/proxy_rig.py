@@ -171,19 +171,28 @@ APPENDS = 8
 """16 MiB appends timed by `append_cost`."""
 
 
-def append_cost(directory: Path, size: int = 16 * 2**20) -> list[float]:
+def append_cost(
+    directory: Path, size: int = 16 * 2**20, *, as_recorder: bool = False
+) -> list[float]:
     """Seconds each of `APPENDS` writes of ``size`` bytes took, appended to a new file in
     ``directory`` (no fsync, as the recorder does): the least a recording of one answer that
     size costs the observing process here. Growing a file is not the same price everywhere: on
-    some virtual machines it costs ten times an overwrite of the same bytes, and varies."""
+    some virtual machines it costs ten times an overwrite of the same bytes, and varies. With
+    ``as_recorder`` the pages written back are dropped as the recorder drops them
+    (`golem_proxy.recording.page_cache`), so that the next appends reuse them."""
+    from golem_proxy.recording.page_cache import WrittenPages
+
     data = os.urandom(size)
     path = directory / "append-cost.bin"
     times = []
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    pages = WrittenPages(fd)
     try:
         for _ in range(APPENDS):
             start = time.perf_counter()
             os.write(fd, data)
+            if as_recorder:
+                pages.wrote(size)
             times.append(time.perf_counter() - start)
     finally:
         os.close(fd)
@@ -191,9 +200,12 @@ def append_cost(directory: Path, size: int = 16 * 2**20) -> list[float]:
     return times
 
 
-def describe_append_cost(before: Sequence[float], after: Sequence[float]) -> str:
+def describe_append_cost(
+    before: Sequence[float], after: Sequence[float], as_recorder: Sequence[float] = ()
+) -> str:
     """A line saying what `append_cost` measured before and after a run, and the rate of 16
-    MiB answers it leaves room for: a recorder can go no faster than its file grows."""
+    MiB answers it leaves room for: a recorder can go no faster than its file grows; and what
+    the same appends cost with the pages written back dropped, as the recorder does."""
 
     def median(times: Sequence[float]) -> float:
         return sorted(times)[len(times) // 2]
@@ -203,12 +215,18 @@ def describe_append_cost(before: Sequence[float], after: Sequence[float]) -> str
         return f"{median(times) * 1e3:.1f} ms ({ordered[0] * 1e3:.1f}-{ordered[-1] * 1e3:.1f})"
 
     ceiling = 16 * 2**20 / median(before) / 1e6
-    return (
+    line = (
         "appending 16 MiB to a file in the recordings' directory (a plain write, timed "
         f"{len(before)} times before the run and after it): median {spread(before)} before, "
         f"{spread(after)} after; at the pace before, a recorder takes 16 MiB answers at most "
         f"at ~{ceiling:,.0f} MB/s"
     )
+    if as_recorder:
+        line += (
+            f"; with the pages written back dropped, as the recorder does: {spread(as_recorder)}"
+            f" (~{16 * 2**20 / median(as_recorder) / 1e6:,.0f} MB/s)"
+        )
+    return line
 
 
 def describe_rig(configs: list[Config]) -> str:

@@ -28,6 +28,7 @@ from golem_core.profiles import Profile, get_profile
 from .. import events
 from ..events import Direction, Event
 from .files import open_private
+from .page_cache import WrittenPages
 from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
 from .shared_file import RESTARTED_KIND, STOPPED_KIND, session_end_line, session_line
 
@@ -350,6 +351,7 @@ class RecordingWriter:
             self.stream.write(encode_header(header))
             self.stream.flush()
         self._fd = _descriptor(stream)
+        self._pages = None if self._fd is None else WrittenPages(self._fd)
 
     @classmethod
     def create(cls, path: str, header: Header, *, overwrite: bool = False) -> RecordingWriter:
@@ -392,7 +394,9 @@ class RecordingWriter:
             self.stream.writelines(pieces)
             self.stream.flush()
         else:
-            write_all(self._fd, pieces)
+            written = write_all(self._fd, pieces)
+            if self._pages is not None:
+                self._pages.wrote(written)
 
     def flush(self) -> None:
         """Write every queued line and flush the file."""
@@ -415,18 +419,21 @@ IOV_MAX = 1024
 """Pieces one `os.writev` takes at most (Linux's and macOS's ``IOV_MAX``)."""
 
 
-def write_all(fd: int, pieces: list[bytes]) -> None:
+def write_all(fd: int, pieces: list[bytes]) -> int:
     """Write every piece to ``fd`` in order, as few `os.writev` calls as the kernel takes
-    (a short write goes on from where it stopped). Raises OSError."""
+    (a short write goes on from where it stopped); the bytes written. Raises OSError."""
     views: list[Union[bytes, memoryview]] = list(pieces)
+    total = 0
     while views:
         batch, views = views[:IOV_MAX], views[IOV_MAX:]
         written = os.writev(fd, batch)
+        total += written
         for index, piece in enumerate(batch):
             if written < len(piece):
                 views = [memoryview(piece)[written:], *batch[index + 1 :], *views]
                 break
             written -= len(piece)
+    return total
 
 
 def _descriptor(stream: IO[bytes]) -> Optional[int]:

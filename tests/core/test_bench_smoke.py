@@ -114,6 +114,11 @@ def test_the_append_cost_is_timed_in_the_recordings_directory_and_said(
     line = proxy_rig.describe_append_cost([0.004, 0.042, 0.040], [0.003, 0.041, 0.05])
     assert "median 40.0 ms (4.0-42.0) before, 41.0 ms (3.0-50.0) after" in line
     assert "at most at ~419 MB/s" in line  # 16 MiB in the median before, 40 ms
+    assert "dropped" not in line
+    times = proxy_rig.append_cost(tmp_path, size=4096, as_recorder=True)
+    assert len(times) == proxy_rig.APPENDS and list(tmp_path.iterdir()) == []
+    line = proxy_rig.describe_append_cost([0.040], [0.041], [0.004, 0.005, 0.006])
+    assert "as the recorder does: 5.0 ms (4.0-6.0) (~3,355 MB/s)" in line
 
 
 def test_workloads_pair_each_request_with_its_response(rig: ModuleType) -> None:
