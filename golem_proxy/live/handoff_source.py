@@ -15,9 +15,6 @@ import functools
 import math
 import os
 import pickle
-import socket
-import threading
-import time
 from collections.abc import Sequence
 from typing import Callable, Optional
 
@@ -27,6 +24,7 @@ from golem_core.profiles import Profile
 
 from ..events import Direction, Event, UpstreamStatus
 from ..recording.resume_scan import ResumePoint
+from .acknowledger import ACK_AT_ONCE
 from .attribution import ToolCallTracker
 from .connection_attribution import ConnectionAttribution
 from .handoff import Kind, Record, RecordReader
@@ -34,7 +32,6 @@ from .hub import EventHub
 from .layer_taps import LayerTaps
 from .link_resume import Resumption
 from .observer import Observer
-from .observer_launch import ACK
 from .observer_link import PIPE_DIRECTIONS
 from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .recorder import Recorder
@@ -44,7 +41,7 @@ from .session import STOP_LIMIT
 from .take_up import UNKNOWN, standing, take_up
 from .tap import ConnectionTap
 
-__all__ = ["RATE_SLOWED", "RATE_WINDOW", "Acknowledger", "HandoffSource"]
+__all__ = ["HandoffSource"]
 
 READ_SIZE = 1024 * 1024
 GATHER = 0.005
@@ -59,56 +56,6 @@ FLOWING = 0.05
 MARK_EVERY = 64 * 1024
 """Handoff bytes after which the decoding is marked for an acknowledgement, also within a batch
 (1 MiB of tiny frames is seconds of decoding on a busy machine)."""
-ACK_AT_ONCE = 256 * 1024
-"""Marks whose lines are all written already (the bytes only filled a partial frame) are
-acknowledged together once decoding yields, unless this many bytes wait for it: one message
-instead of 256 for a 16 MiB answer, each a system call here and a wake-up of the relay."""
-
-
-RATE_WINDOW = 0.05
-"""Seconds of this process's time (all its threads: decoding and writing) over which the rate
-an acknowledgement carries is measured."""
-RATE_SLOWED = 0.01
-"""Seconds of this process's time after which a window slower than the last rate lowers the
-rate an acknowledgement carries at once (the window goes on): tiny frames right after 16 MiB
-answers must not keep the answers' byte limit for a whole window, while the relay hands on
-MiBs of them that the tap's pending limits then let go."""
-
-
-class Acknowledger:
-    """Sends acknowledgements (`ACK`) on the control socket, from any thread; after an error
-    (the forwarding process is gone) it sends nothing more. Each carries the rate: bytes
-    acknowledged per second of this process's time (``cpu``) over the last `RATE_WINDOW`, or
-    over the window under way when that is slower (after `RATE_SLOWED`)."""
-
-    def __init__(
-        self, control: socket.socket, cpu: Callable[[], float] = time.process_time
-    ) -> None:
-        self.control = control
-        self.sent = 0
-        self.rate = 0
-        self._cpu = cpu
-        self._window = (cpu(), 0)
-        self._lock = threading.Lock()
-        self._failed = False
-
-    def __call__(self, offset: int) -> None:
-        with self._lock:
-            if self._failed or offset <= self.sent:
-                return
-            (began, since), spent = self._window, self._cpu()
-            rate = self.rate
-            if spent - began >= RATE_WINDOW:
-                rate = self.rate = int((offset - since) / (spent - began))
-                self._window = (spent, offset)
-            elif spent - began >= RATE_SLOWED and rate:
-                rate = min(rate, int((offset - since) / (spent - began)))
-            try:
-                self.control.sendall(ACK.pack(offset, rate))
-            except OSError:
-                self._failed = True
-                return
-            self.sent = offset
 
 
 class HandoffSource:
@@ -131,6 +78,7 @@ class HandoffSource:
         taking_over: Sequence[tuple[int, str]] = (),
         on_end: Callable[[float, str], None] = lambda t, reason: None,
         held_again: Callable[[int], None] = lambda requests: None,
+        ack_at_once: Callable[[], int] = lambda: ACK_AT_ONCE,
     ) -> None:
         os.set_blocking(fd, False)
         self.on_end = on_end
@@ -159,6 +107,8 @@ class HandoffSource:
         outside the relay)."""
         self.acknowledge = acknowledge
         """Called with the offset up to which the recording is written."""
+        self.ack_at_once = ack_at_once
+        """Bytes written that are acknowledged at once (`_acknowledge_soon`)."""
         self.recorder = recorder
         """The session's recorder, once it has one."""
         self.hub = hub
@@ -280,7 +230,7 @@ class HandoffSource:
     def _acknowledge_soon(self, offset: int) -> None:
         """Acknowledge ``offset`` once the decoding slice yields (see `ACK_AT_ONCE`): it stays
         true meanwhile, since everything before it is written already."""
-        if self._token is None or offset - self._ack_sent >= ACK_AT_ONCE:
+        if self._token is None or offset - self._ack_sent >= self.ack_at_once():
             self._ack_due = 0
             self._acknowledge(offset)
             return

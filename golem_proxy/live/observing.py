@@ -36,7 +36,8 @@ from rich.console import Console
 from golem_core.profiles import get_profile
 
 from ..table_layout import print_line
-from .handoff_source import Acknowledger, HandoffSource
+from .acknowledger import Acknowledger
+from .handoff_source import HandoffSource
 from .heap import keep_freed_memory
 from .hub import EventHub
 from .layer_taps import LayerTaps
@@ -108,13 +109,14 @@ async def observe(
     profile = config.profile
 
     def source(hub: EventHub) -> HandoffSource:
+        acknowledger = Acknowledger(control)
         return HandoffSource(
             hub,
             pipe_fd,
             setup.bound,
             profile,
             setup.options,
-            Acknowledger(control),
+            acknowledger,
             lambda: session.recorder,
             LayerTaps(setup.layers) if setup.layers else new_tap,
             record_read_fd,
@@ -122,6 +124,7 @@ async def observe(
             on_end=lambda t, reason: session.stop(reason, t=t),
             # The requests in flight it takes up count for the closing line, as if seen here.
             held_again=lambda requests: session.tally.held_again(requests),
+            ack_at_once=acknowledger.at_once,
         )
 
     session = ProxySession(config, source)

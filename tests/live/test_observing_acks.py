@@ -19,8 +19,16 @@ import trio
 
 from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionOpened, Event
+from golem_proxy.live.acknowledger import (
+    ACK_AT_ONCE,
+    ACK_AT_ONCE_MAX,
+    RATE_SLOWED,
+    RATE_WINDOW,
+    Acknowledger,
+    ack_at_once,
+)
 from golem_proxy.live.handoff import HandoffWriter, Kind
-from golem_proxy.live.handoff_source import RATE_SLOWED, RATE_WINDOW, Acknowledger, HandoffSource
+from golem_proxy.live.handoff_source import HandoffSource
 from golem_proxy.live.hub import EventHub
 from golem_proxy.live.observer_launch import ACK, PIPE_SIZE
 from golem_proxy.live.proxy_options import ProxyOptions
@@ -238,3 +246,20 @@ def test_a_window_under_way_that_is_slower_lowers_the_rate_at_once() -> None:
     rates = [ACK.unpack_from(got, at)[1] for at in range(0, len(got), ACK.size)]
     assert rates[:2] == [200_000_000] * 2 and rates[3:] == [200_000_000] * 2
     assert abs(rates[2] - 100_000) <= 1
+
+
+def test_acknowledgements_come_further_apart_at_the_rate_of_blobs() -> None:
+    """An eighth of the forwarding side's byte limit at the rate last said: tiny frames keep
+    the smallest step, 16 MiB answers are acknowledged every 2 MiB rather than every 256 KiB."""
+    assert ack_at_once(0) == ACK_AT_ONCE
+    assert ack_at_once(2_000_000) == ACK_AT_ONCE  # tiny frames
+    assert ack_at_once(300_000_000) == ACK_AT_ONCE_MAX  # viewport captures' blobs
+    assert ACK_AT_ONCE < ack_at_once(50_000_000) < ACK_AT_ONCE_MAX
+    cpu = [0.0]
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        acknowledge = Acknowledger(ours, cpu=lambda: cpu[0])
+        assert acknowledge.at_once() == ACK_AT_ONCE
+        cpu[0] = RATE_WINDOW
+        acknowledge(15_000_000)  # 300 MB/s
+        assert acknowledge.at_once() == ACK_AT_ONCE_MAX
