@@ -84,6 +84,9 @@ class FaultRelay:
         same, and its flow (unanswered) needs its frame (`_record_held`)."""
         self._held_recorded = False
         """`_held_request` was recorded (the client went away while it was held)."""
+        self._held_response: Optional[tuple[Frame, float]] = None
+        """A response held by ``--intercept`` now, and when it was read: if it is lost, the
+        server sent it all the same, and its flow needs it, marked undelivered."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
@@ -238,6 +241,12 @@ class FaultRelay:
             # Recorded though never forwarded, it is `withheld`, as a dropped request is:
             # what the plugin received is rebuilt without it.
             withheld = self._held_recorded
+        elif kind is InterceptKind.LOST and self._held_response is not None:
+            # The server's answer, read and never sent on: recorded as one whose client never
+            # got it, so its flow is answered and says so (as a delayed answer lost is).
+            frame, read_at = self._held_response
+            self._held_response = None
+            self.conn.observe_undelivered(Direction.S2C, frame.raw, read_at)
         self._announce(held.direction, kind, detail, held.method, withheld=withheld)
 
     def _record_held(self) -> None:
@@ -312,12 +321,15 @@ class FaultRelay:
         if direction is Direction.C2S:  # a held response is watched for by the request pump
             watch = self._watch_client
             self._held_request = (frame, _or_now(sent_at, self.now))
+        else:
+            self._held_response = (frame, self.now())
         try:
             ruling = await self.intercept.hold(
                 direction, frame.payload, frame.size, self.now(), self._announce_held, watch
             )
         finally:
             self._held_request, self._held_recorded = None, False
+            self._held_response = None
         if ruling is None:
             return await self._faulted(direction, frame, sent_at)
         decision = ruling.decision

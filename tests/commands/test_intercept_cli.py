@@ -458,6 +458,40 @@ def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
     assert exported.returncode == 0 and "≠" not in exported.stdout, exported.stdout
 
 
+@OBSERVERS
+@pytest.mark.parametrize("how", ["reset", "close"])
+def test_a_held_answer_whose_client_goes_is_recorded_as_never_delivered(
+    plugin: PluginProcess, tmp_path: Path, how: str, observer: str
+) -> None:
+    record = tmp_path / "session.jsonl"
+    proxy = InterceptingProxy(
+        "--route", f"127.0.0.1:0={plugin.main}", "--record", str(record),
+        "--intercept", r"~s & ~m ^scene\.create_layer$", "--observer", observer,
+    )  # fmt: skip
+    try:
+        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        payload = {"id": "o1", "method": "scene.create_layer", "params": {"name": "Made"}}
+        client.sendall(GOLEM.encode(payload))
+        proxy.wait_for(r"held #(\d+):")
+        if how == "reset":
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        proxy.wait_for(r"fault intercept:lost .*while the response was held")
+    finally:
+        proxy.stop()
+    # The plugin made the layer and answered; the proxy read the answer and never sent it on.
+    assert "Made" in [x["full_path"] for x in plugin_layers(plugin)]
+    recording = read_recording(str(record))
+    answers = [
+        e for e in recording.events if isinstance(e, FrameSeen) and e.direction is Direction.S2C
+    ]
+    assert len(answers) == 1 and answers[0].undelivered, answers
+    shown = run_cli("show", str(record), "--json")
+    [flow] = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert flow["method"] == "scene.create_layer" and flow["status"] != "unanswered", flow
+    assert flow["undelivered"] == answers[0].undelivered, flow
+
+
 def _engine_holding_one() -> InterceptEngine:
     engine = InterceptEngine(GOLEM, parse_filter("~q"))
     payload = GOLEM.encode_payload({"id": "h1", "method": "ping", "params": {}})

@@ -19,7 +19,13 @@ from golem_core.messages import ErrorResponse, Response
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 from golem_proxy.analysis.filters import parse_filter
 from golem_proxy.analysis.flows import FlowTracker
-from golem_proxy.events import Direction, FaultInjected, FrameSeen, InterceptStep
+from golem_proxy.events import (
+    Direction,
+    ExchangeCompleted,
+    FaultInjected,
+    FrameSeen,
+    InterceptStep,
+)
 from golem_proxy.live.faults import FaultPlan, received_streams
 from golem_proxy.live.intercept import (
     MAX_PENDING,
@@ -342,7 +348,14 @@ async def test_a_held_response_whose_client_goes_is_lost(
     lost = await _lost_after(proxy, engine, why)
     assert "while the response was held" in lost.detail
     await stop_proxy(proxy)
-    assert not [e for e in proxy.of_type(FrameSeen) if e.direction is Direction.S2C]
+    # The plugin answered and the proxy read it: the answer is recorded, marked as one its
+    # client never got, and its flow is answered (not "unanswered") and says so.
+    answers = [e for e in proxy.of_type(FrameSeen) if e.direction is Direction.S2C]
+    assert [isinstance(e.message, Response) for e in answers] == [True]
+    assert answers[0].undelivered in ("client gone", "connection ended")
+    (exchange,) = proxy.of_type(ExchangeCompleted)
+    assert exchange.method == "scene.create_layer" and exchange.response is answers[0]
+    assert exchange.undelivered == answers[0].undelivered
 
 
 async def test_the_filter_can_be_set_and_cleared_at_run_time(
