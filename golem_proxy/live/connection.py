@@ -288,11 +288,15 @@ class Connection:
     ) -> None:
         """Report the close after everything this connection forwarded was decoded."""
         if self.link is not None:
-            self.link.publish(closed)
+            self.link.publish(closed)  # the observing process says the gaps (`report_gaps`)
             return
         if self.observer is None or self.inline:
+            if self.tap is not None:
+                self.tap.report_gaps(closed.t)
             publish(closed)
             return
+        if self.tap is not None:
+            self.observer.after_queued(functools.partial(self.tap.report_gaps, closed.t))
         self.observer.submit_event(publish, closed)  # type: ignore[arg-type]
         if self.tap is not None:
             self.observer.forget(self.tap)

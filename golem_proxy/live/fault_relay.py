@@ -12,12 +12,12 @@ client (a delay or a hold after that is part of the wait the client sees), a res
 was sent to the client; an exchange's latency is then what the client saw. The one exception is
 a request the proxy withholds, recorded so that its flow exists, and followed by the fault
 event that says it was not forwarded (docs/faults.md); and, as on any route, bytes read that
-never reached their receiver (a frame still held by a ``delay`` when the connection ended,
-`_lost_in_delay`) are recorded marked undelivered. With ``--observer child-process`` the
-same bytes and events go, in the same order, to the observing process (`Connection.link`),
-which decodes them as it does a plain route's; every decision stays here. Since a request is
-decoded when it goes on, each read of the client's bytes is marked as it happens
-(`Connection.arrived`): the session decides about the frames it completes (the MCP tool call
+never reached their receiver (a frame still held by a ``delay`` when the connection ended, and
+those read behind it: unsent.py) are recorded marked undelivered. With ``--observer
+child-process`` the same bytes and events go, in the same order, to the observing process
+(`Connection.link`), which decodes them as it does a plain route's; every decision stays here.
+Since a request is decoded when it goes on, each read of the client's bytes is marked as it
+happens (`Connection.arrived`): the session decides about the frames it completes (the MCP tool call
 a GOLEM request belongs to, `attribution`) as they arrived, not as they went on.
 
 An intercepted frame (`intercept`) is held before the faults see it: what the user decides
@@ -42,14 +42,13 @@ from .chunks import ChunkReader
 from .connection import Connection
 from .faults import ConnectionFaults, FaultKind, FrameAction
 from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
+from .unsent import Unsent, or_now
 
 __all__ = ["FaultRelay"]
 
 GONE_POLL = 0.1
 """While bytes the client sent after a held request wait unread, a close or a reset behind them
 does not wake a read: the client's socket state is looked at this often (seconds) instead."""
-_LOST_WAIT = 1.0
-"""How long a frame lost in a delay waits for its direction's writer to let go (seconds)."""
 # Linux's TCP states (include/net/tcp_states.h) in which the peer has closed or reset.
 _TCP_CLOSE, _TCP_CLOSE_WAIT = 7, 8
 
@@ -84,6 +83,8 @@ class FaultRelay:
         same, and its flow (unanswered) needs its frame (`_record_held`)."""
         self._held_recorded = False
         """`_held_request` was recorded (the client went away while it was held)."""
+        self.unsent = Unsent(conn, self.locks, now)
+        """What the pumps read and never sent on, recorded when the connection ends."""
         self._held_response: Optional[tuple[Frame, float]] = None
         """A response held by ``--intercept`` now, and when it was read: if it is lost, the
         server sent it all the same, and its flow needs it, marked undelivered."""
@@ -119,15 +120,24 @@ class FaultRelay:
                     conn.arrived(direction, sent_at)
             else:
                 decoder.receive_eof()
-            for event in decoder.events():
-                if isinstance(event, Frame):
-                    going = await self._frame(direction, event, sent_at)
-                elif isinstance(event, EndOfStream):
-                    continue
-                else:  # framing errors and skipped bytes are not messages: forward as is
-                    going = await self._send(direction, event.raw, sent_at=sent_at)
-                if not going:
-                    return
+            pending = decoder.events()
+            self.unsent.reading(direction, pending, lambda: decoder.buffered, sent_at)
+            try:
+                for event in pending:
+                    if isinstance(event, Frame):
+                        going = await self._frame(direction, event, sent_at)
+                    elif isinstance(event, EndOfStream):
+                        continue
+                    else:  # framing errors and skipped bytes are not messages: forward as is
+                        going = await self._send(direction, event.raw, sent_at=sent_at)
+                    if not going:
+                        await self.unsent.lost_behind(direction)
+                        return
+            except trio.Cancelled:
+                await self.unsent.lost_behind(direction)
+                raise
+            finally:
+                self.unsent.read_through(direction)
             if not data:
                 async with self.locks[direction]:
                     conn.end_of_stream(direction, self.now(), scope)
@@ -178,20 +188,6 @@ class FaultRelay:
                     conn.observe_undelivered(direction, rest, seen)
                     raise
         return True
-
-    async def _lost_in_delay(self, direction: Direction, raw: bytes, t: float) -> None:
-        """The connection ended while a frame (``raw``, as it was read) waited out a ``delay``
-        fault: record it undelivered (`Connection.observe_undelivered`: "client gone" for an
-        answer whose client reset meanwhile): the exchange has the answer the proxy read, and
-        says its client never got it. The fault's events are not published: the frame was
-        not delayed as they would say. After whatever else of that direction was being
-        written, whose writer ends with the connection too (the lock, shielded from the
-        cancellation, is waited for at most `_LOST_WAIT` seconds)."""
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + _LOST_WAIT) as scope:
-            async with self.locks[direction]:
-                self.conn.observe_undelivered(direction, raw, t)
-        if scope.cancelled_caught:  # the other writer held on: a gap, shown as one
-            self.conn.observe_lost(direction, len(raw), t)
 
     def _where(self, direction: Direction) -> Where:
         """This connection's ``direction``, now."""
@@ -278,6 +274,7 @@ class FaultRelay:
         self._mark_gone("the client closed the connection")
         async with self.locks[Direction.C2S]:
             self._record_held()
+            self.unsent.record_behind(Direction.C2S)  # before the end of stream, as sent
             conn.eof[Direction.C2S] = True
             conn.observe(Direction.C2S, b"", self.now())
         conn.note("client closed while a frame was held", True)
@@ -320,7 +317,7 @@ class FaultRelay:
         watch = None
         if direction is Direction.C2S:  # a held response is watched for by the request pump
             watch = self._watch_client
-            self._held_request = (frame, _or_now(sent_at, self.now))
+            self._held_request = (frame, or_now(sent_at, self.now))
         else:
             self._held_response = (frame, self.now())
         try:
@@ -338,7 +335,7 @@ class FaultRelay:
             if direction is Direction.C2S:
                 # Recorded though not forwarded, like a request a fault withholds.
                 async with self.locks[direction]:
-                    self.conn.observe(direction, frame.raw, _or_now(sent_at, self.now), frame)
+                    self.conn.observe(direction, frame.raw, or_now(sent_at, self.now), frame)
         else:
             if ruling.payload is not frame.payload:
                 frame = self._framed(ruling.payload)
@@ -372,14 +369,14 @@ class FaultRelay:
             try:
                 await trio.sleep(action.delay)
             except trio.Cancelled:
-                await self._lost_in_delay(direction, raw, _or_now(sent_at, self.now))
+                await self.unsent.lost_in_delay(direction, raw, or_now(sent_at, self.now))
                 raise
         rule = action.withhold
         if rule is not None:
             if direction is Direction.C2S:
                 # Recorded though not forwarded: the client did send it, and its flow needs it.
                 async with self.locks[direction]:
-                    self.conn.observe(direction, raw, _or_now(sent_at, self.now), frame)
+                    self.conn.observe(direction, raw, or_now(sent_at, self.now), frame)
             self._publish(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
@@ -395,6 +392,7 @@ class FaultRelay:
             await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
             self.conn.eof[direction] = True
             async with self.locks[direction]:
+                self.unsent.record_behind(direction, as_gap=True)  # never sent: the stream ended
                 self.conn.observe(direction, b"", self.now())
             self.conn.note(f"fault: truncated a frame ({direction.value})", True)
             with contextlib.suppress(OSError):
@@ -408,10 +406,6 @@ class FaultRelay:
         )
         self._publish(direction, action)  # after the frame: on its flow
         return going
-
-
-def _or_now(sent_at: Optional[float], now: Callable[[], float]) -> float:
-    return now() if sent_at is None else sent_at
 
 
 def _peer_state(sock: trio.socket.SocketType) -> Optional[str]:

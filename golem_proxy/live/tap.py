@@ -223,6 +223,15 @@ class ConnectionTap:
             f"{direction.value}, forwarded unobserved{more}; decoding resumes at the next frame",
         )
 
+    def report_gaps(self, t: float) -> None:
+        """The connection closed: publish the gaps `lose` counted that no later bytes or end
+        of stream reported (bytes read and never handed on when it was cut: a partial frame
+        behind a delayed one), so that none is left unsaid."""
+        if self.failed is not None:
+            return
+        for direction in Direction:
+            self.report_lost(direction, t)
+
     def report_lost(self, direction: Direction, t: float) -> None:
         """Publish the gap `lose` counted on ``direction`` since the last report, if any."""
         lost, since = self._inputs[direction].take_lost(t)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
-from golem_proxy.events import ExchangeCompleted
+from golem_proxy.events import Direction, ExchangeCompleted, FrameSeen, ObservationLost
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import run_cli, wait_for_line
 
@@ -327,3 +327,53 @@ def test_the_pieces_of_a_sliced_answer_left_when_its_write_fails_are_recorded_un
     assert exchange.response.undelivered == "client gone"
     assert exchange.response.size == len(framed(big))
     assert 0 < exchange.response.delivered_bytes < exchange.response.size
+
+
+def _read_by_proxy(port: int) -> bool:
+    """Every byte sent to the proxy listening on ``port`` over loopback was read by it: its
+    accepted sockets hold nothing unread, and their clients nothing unacknowledged."""
+    rows = [row.split() for row in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    ours = [r for r in rows if r[3] == "01" and int(r[1].split(":")[1], 16) == port]
+    clients = [r for r in rows if r[3] == "01" and int(r[2].split(":")[1], 16) == port]
+    queues = [int(r[4].split(":")[1], 16) for r in ours] + [
+        int(r[4].split(":")[0], 16) for r in clients
+    ]
+    return bool(ours) and not any(queues)
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")
+@pytest.mark.parametrize("extra", [[], ["--observer", "in-process"]], ids=["child", "in-process"])
+def test_requests_read_behind_a_delayed_one_are_recorded_when_the_connection_ends(
+    tmp_path: Path, extra: list[str]
+) -> None:
+    """Three requests and the start of a fourth in one read; the first waits out a delay when
+    the proxy is stopped (a pump waiting out a delay reads nothing, so nothing else ends the
+    connection first). None went on; all of them were sent, so all are recorded: the three
+    whole ones undelivered, the incomplete one as a gap of its bytes."""
+    up = PromptUpstream()
+    record = tmp_path / "session.jsonl"
+    route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
+    fault = "delay:ms=60000,dir=c2s"
+    cli = start_proxy_cli("--route", route, "--record", str(record), "--fault", fault, *extra)
+    requests = [
+        framed(json.dumps({"id": f"r{n}", "method": "scene.slow", "params": {}}).encode())
+        for n in range(3)
+    ]
+    try:
+        client = socket.create_connection(("127.0.0.1", cli.port))
+        client.sendall(b"".join(requests) + requests[0][:7])
+        wait_until(lambda: _read_by_proxy(cli.port), "the proxy to read the requests")
+    finally:
+        cli.stop()
+        up.close()
+        client.close()
+    assert cli.process.returncode == 0, cli.stderr
+    events = read_recording(str(record)).events
+    sent = [e for e in events if isinstance(e, FrameSeen) and e.direction is Direction.C2S]
+    assert [e.message.id for e in sent] == ["r0", "r1", "r2"]  # type: ignore[union-attr]
+    assert all(e.undelivered for e in sent), [e.undelivered for e in sent]
+    gaps = [e for e in events if isinstance(e, ObservationLost)]
+    assert [(g.direction, g.size) for g in gaps] == [(Direction.C2S, 7)]
+    rows = [json.loads(text) for text in run_cli("show", str(record), "--json").stdout.splitlines()]
+    statuses = [r["status"] for r in rows if r.get("method") == "scene.slow"]
+    assert statuses == ["unanswered (undelivered: connection ended)"] * 3
