@@ -391,10 +391,13 @@ class FaultRelay:
             self._publish(direction, action)
             await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
             self.conn.eof[direction] = True
+            # What was read behind the cut is never sent; as stream bytes after the truncated
+            # frame its decoder would take them for its rest, so the close says how many.
+            unsent = self.unsent.drop_behind(direction)
             async with self.locks[direction]:
-                self.unsent.record_behind(direction, as_gap=True)  # never sent: the stream ended
                 self.conn.observe(direction, b"", self.now())
-            self.conn.note(f"fault: truncated a frame ({direction.value})", True)
+            behind = f"; {unsent:,} bytes read behind it not sent" if unsent else ""
+            self.conn.note(f"fault: truncated a frame ({direction.value}){behind}", True)
             with contextlib.suppress(OSError):
                 self.conn.sides(direction)[1].socket.shutdown(trio.socket.SHUT_WR)
             self.scope.cancel()

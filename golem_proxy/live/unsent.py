@@ -97,21 +97,24 @@ class Unsent:
         with trio.CancelScope(shield=True, deadline=trio.current_time() + LOST_WAIT) as scope:
             async with self.locks[direction]:
                 self.record_behind(direction)
-        if scope.cancelled_caught:
-            self.record_behind(direction, as_gap=True)
+        if scope.cancelled_caught:  # the other writer held on: a gap, shown as one
+            ahead = self._ahead.get(direction)
+            t = self.now() if ahead is None else or_now(ahead.t, self.now)
+            self.conn.observe_lost(direction, self.drop_behind(direction), t)
 
-    def record_behind(self, direction: Direction, as_gap: bool = False) -> None:
+    def drop_behind(self, direction: Direction) -> int:
+        """Forget what ``direction``'s pump read and never sent on; how many bytes."""
+        ahead = self._ahead.pop(direction, None)
+        return 0 if ahead is None else len(ahead.raw()) + ahead.partial()
+
+    def record_behind(self, direction: Direction) -> None:
         """Record what ``direction``'s pump read and never sent on: the whole frames behind
         the one it was sending, undelivered ("connection ended", or the receiver gone), and
-        the bytes of a frame not complete yet as a gap; all of it as a gap with ``as_gap``
-        (behind a truncated frame, whose decoder would take them for its rest). Once."""
+        the bytes of a frame not complete yet as a gap. Once."""
         ahead = self._ahead.pop(direction, None)
         if ahead is None:
             return
         t = or_now(ahead.t, self.now)
         rest = ahead.raw()
-        if as_gap:
-            self.conn.observe_lost(direction, len(rest) + ahead.partial(), t)
-            return
         self.conn.observe_undelivered(direction, rest, t)
         self.conn.observe_lost(direction, ahead.partial(), t)

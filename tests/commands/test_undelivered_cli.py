@@ -377,3 +377,35 @@ def test_requests_read_behind_a_delayed_one_are_recorded_when_the_connection_end
     rows = [json.loads(text) for text in run_cli("show", str(record), "--json").stdout.splitlines()]
     statuses = [r["status"] for r in rows if r.get("method") == "scene.slow"]
     assert statuses == ["unanswered (undelivered: connection ended)"] * 3
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")
+@pytest.mark.parametrize("extra", [[], ["--observer", "in-process"]], ids=["child", "in-process"])
+def test_the_bytes_read_behind_a_truncated_request_are_counted_at_the_close(
+    tmp_path: Path, extra: list[str]
+) -> None:
+    """Behind a truncated frame they cannot be recorded as the stream's bytes; the close says
+    how many were read and never sent, and the truncated frame stays as it was sent."""
+    up = PromptUpstream()
+    record = tmp_path / "session.jsonl"
+    route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
+    fault = "truncate:dir=c2s"
+    cli = start_proxy_cli("--route", route, "--record", str(record), "--fault", fault, *extra)
+    try:
+        client = socket.create_connection(("127.0.0.1", cli.port))
+        client.settimeout(20)
+        client.sendall(framed(REQUEST) * 3)
+        assert client.recv(1) == b""  # the proxy closed the connection after the cut
+    finally:
+        cli.stop()
+        up.close()
+        client.close()
+    assert cli.process.returncode == 0, cli.stderr
+    lines = [json.loads(text) for text in record.read_text().splitlines()[1:]]
+    (close,) = [line for line in lines if line.get("kind") == "close"]
+    behind = 2 * len(framed(REQUEST))
+    assert (
+        close["reason"]
+        == f"fault: truncated a frame (c2s); {behind:,} bytes read behind it not sent"
+    )
+    assert not [line for line in lines if line.get("kind") == "unobserved"]
