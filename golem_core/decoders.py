@@ -85,6 +85,11 @@ class Decoder:
         """Bytes received but not yet returned in an event."""
         return len(self._buf) - self._pos
 
+    def held(self) -> bytes:
+        """The bytes `buffered` counts, in stream order: what a caller that stops decoding
+        (its connection ended) still owes the stream, e.g. the start of a frame."""
+        return bytes(self._buf[self._pos :])
+
     @property
     def closed(self) -> bool:
         """True once the decoder has reported EOF or a fatal error and takes no more data."""
@@ -190,6 +195,13 @@ class LengthPrefixedDecoder(Decoder):
     def buffered(self) -> int:
         large = _HEADER_SIZE + self._parts_size + sum(map(len, self._overflow)) if self._need else 0
         return len(self._buf) - self._pos + large
+
+    def held(self) -> bytes:
+        """The bytes `buffered` counts, in stream order (a large frame's pieces joined)."""
+        rest = bytes(self._buf[self._pos :])
+        if not self._need:
+            return rest
+        return b"".join([rest, self._large_header, *self._parts, *self._overflow])
 
     def receive_data(self, data: Chunk) -> None:
         """Feed the next chunk of the stream. Raises RuntimeError after EOF was fed."""

@@ -64,6 +64,10 @@ class Acknowledger:
         self.control = control
         self.sent = 0
         self.rate = 0
+        """The rate of the last whole window."""
+        self.rate_sent = 0
+        """The rate the last acknowledgement carried (lower than `rate` once a window under
+        way is slower): what the forwarding side's byte limit follows."""
         self._cpu = cpu
         self._window = (cpu(), 0)
         self._lock = threading.Lock()
@@ -86,7 +90,8 @@ class Acknowledger:
                 self._failed = True
                 return
             self.sent = offset
+            self.rate_sent = rate
 
     def at_once(self) -> int:
         """`ack_at_once` at the rate last sent."""
-        return ack_at_once(self.rate)
+        return ack_at_once(self.rate_sent)

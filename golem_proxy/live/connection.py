@@ -97,6 +97,11 @@ class Connection:
             self.reason = reason
             self.abnormal = abnormal
 
+    def add_to_reason(self, more: str) -> None:
+        """Add ``more`` to the close's reason, whichever cause came first (something its
+        reader must know, e.g. bytes read and never sent)."""
+        self.reason = f"{self.reason}; {more}" if self.reason else more
+
     def sides(self, direction: Direction) -> tuple[trio.SocketStream, trio.SocketStream, str, str]:
         """(source, sink, source name, sink name) for ``direction``."""
         assert self.upstream is not None
@@ -288,15 +293,15 @@ class Connection:
     ) -> None:
         """Report the close after everything this connection forwarded was decoded."""
         if self.link is not None:
-            self.link.publish(closed)  # the observing process says the gaps (`report_gaps`)
+            self.link.publish(closed)  # the observing process says the gaps (`closing`)
             return
         if self.observer is None or self.inline:
             if self.tap is not None:
-                self.tap.report_gaps(closed.t)
+                self.tap.closing(closed.t)
             publish(closed)
             return
         if self.tap is not None:
-            self.observer.after_queued(functools.partial(self.tap.report_gaps, closed.t))
+            self.observer.after_queued(functools.partial(self.tap.closing, closed.t))
         self.observer.submit_event(publish, closed)  # type: ignore[arg-type]
         if self.tap is not None:
             self.observer.forget(self.tap)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+from collections.abc import AsyncIterator
 from typing import Callable, Optional
 
 import trio
@@ -85,25 +86,31 @@ class FaultRelay:
         """`_held_request` was recorded (the client went away while it was held)."""
         self.unsent = Unsent(conn, self.locks, now)
         """What the pumps read and never sent on, recorded when the connection ends."""
-        self._held_response: Optional[tuple[Frame, float]] = None
-        """A response held by ``--intercept`` now, and when it was read: if it is lost, the
-        server sent it all the same, and its flow needs it, marked undelivered."""
+        self._lost_response: Optional[tuple[str, Optional[str]]] = None
+        """The `LOST` step of a response held by ``--intercept`` (detail, method), said once
+        the answer is recorded: the server sent it all the same, and its flow needs it,
+        marked undelivered."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
         self.scope = scope  # both pumps of the connection share it
         reader = ChunkReader(conn.sides(direction)[0].socket.fileno())
         decoder = self.profile.new_decoder(self.cap)
+        self.unsent.pumping(direction, decoder.held)
         while True:
             if conn.link is not None and conn.link.holds(conn.conn):
                 await conn.link.until_caught_up(conn.conn)  # the recording trails: backpressure
             try:
                 data = await reader.read()
             except OSError as exc:
+                await self.unsent.lost_behind(direction)  # a frame it was in the middle of
                 if self._holding_response(direction):
                     self._mark_gone("the client reset the connection")
                 conn.source_failed(direction, exc, scope)
                 return
+            except trio.Cancelled:
+                await self.unsent.lost_behind(direction)
+                raise
             if not data and self._holding_response(direction):
                 # The answer held for this client has nobody to go to.
                 await self._client_closed()
@@ -121,7 +128,8 @@ class FaultRelay:
             else:
                 decoder.receive_eof()
             pending = decoder.events()
-            self.unsent.reading(direction, pending, lambda: decoder.buffered, sent_at)
+            self.unsent.reading(direction, pending, sent_at)
+            through = False
             try:
                 for event in pending:
                     if isinstance(event, Frame):
@@ -131,12 +139,11 @@ class FaultRelay:
                     else:  # framing errors and skipped bytes are not messages: forward as is
                         going = await self._send(direction, event.raw, sent_at=sent_at)
                     if not going:
-                        await self.unsent.lost_behind(direction)
                         return
-            except trio.Cancelled:
-                await self.unsent.lost_behind(direction)
-                raise
+                through = True
             finally:
+                if not through:  # the connection ends (cancelled, maybe inside a group)
+                    await self.unsent.lost_behind(direction)
                 self.unsent.read_through(direction)
             if not data:
                 async with self.locks[direction]:
@@ -164,7 +171,13 @@ class FaultRelay:
         piece = piece or len(data)
         if piece < len(data):
             frame = None  # the tap decodes the slices as they are sent
-        async with self.locks[direction]:
+        turn = self.locks[direction]
+        try:
+            await turn.acquire()
+        except trio.Cancelled:  # the connection ended before its turn: never sent
+            await self.unsent.lost(direction, data, or_now(sent_at, self.now))
+            raise
+        async with _acquired(turn):
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
@@ -237,12 +250,11 @@ class FaultRelay:
             # Recorded though never forwarded, it is `withheld`, as a dropped request is:
             # what the plugin received is rebuilt without it.
             withheld = self._held_recorded
-        elif kind is InterceptKind.LOST and self._held_response is not None:
-            # The server's answer, read and never sent on: recorded as one whose client never
-            # got it, so its flow is answered and says so (as a delayed answer lost is).
-            frame, read_at = self._held_response
-            self._held_response = None
-            self.conn.observe_undelivered(Direction.S2C, frame.raw, read_at)
+        elif kind is InterceptKind.LOST:
+            # The server's answer, read and never sent on: recorded (`_frame`, under its
+            # writer's lock) before the step is said, so that the step lands on its flow.
+            self._lost_response = (detail, held.method)
+            return
         self._announce(held.direction, kind, detail, held.method, withheld=withheld)
 
     def _record_held(self) -> None:
@@ -318,15 +330,16 @@ class FaultRelay:
         if direction is Direction.C2S:  # a held response is watched for by the request pump
             watch = self._watch_client
             self._held_request = (frame, or_now(sent_at, self.now))
-        else:
-            self._held_response = (frame, self.now())
         try:
             ruling = await self.intercept.hold(
                 direction, frame.payload, frame.size, self.now(), self._announce_held, watch
             )
         finally:
             self._held_request, self._held_recorded = None, False
-            self._held_response = None
+            lost, self._lost_response = self._lost_response, None
+            if lost is not None:  # the connection ended (the cancellation, maybe in a group)
+                await self.unsent.lost(direction, frame.raw, self.now())
+                self._announce(direction, InterceptKind.LOST, lost[0], lost[1])
         if ruling is None:
             return await self._faulted(direction, frame, sent_at)
         decision = ruling.decision
@@ -334,8 +347,7 @@ class FaultRelay:
         if isinstance(decision, (Drop, Answer)):
             if direction is Direction.C2S:
                 # Recorded though not forwarded, like a request a fault withholds.
-                async with self.locks[direction]:
-                    self.conn.observe(direction, frame.raw, or_now(sent_at, self.now), frame)
+                await self._withheld(direction, frame, sent_at)
         else:
             if ruling.payload is not frame.payload:
                 frame = self._framed(ruling.payload)
@@ -348,6 +360,16 @@ class FaultRelay:
             reply = self._framed(ruling.payload)
             going = await self._send(Direction.S2C, reply.raw, frame=reply)
         return going
+
+    async def _withheld(self, direction: Direction, frame: Frame, sent_at: Optional[float]) -> None:
+        """Record a request the proxy withholds (a fault, an intercept), after what its
+        direction's writer is writing (`Unsent.in_order`)."""
+        t = or_now(sent_at, self.now)
+        await self.unsent.in_order(
+            direction,
+            lambda: self.conn.observe(direction, frame.raw, t, frame),
+            lambda: self.conn.observe_lost(direction, frame.size, t),
+        )
 
     def _framed(self, payload: bytes) -> Frame:
         """``payload`` framed for sending, as a decoder would have yielded it."""
@@ -369,14 +391,13 @@ class FaultRelay:
             try:
                 await trio.sleep(action.delay)
             except trio.Cancelled:
-                await self.unsent.lost_in_delay(direction, raw, or_now(sent_at, self.now))
+                await self.unsent.lost(direction, raw, or_now(sent_at, self.now))
                 raise
         rule = action.withhold
         if rule is not None:
             if direction is Direction.C2S:
                 # Recorded though not forwarded: the client did send it, and its flow needs it.
-                async with self.locks[direction]:
-                    self.conn.observe(direction, raw, or_now(sent_at, self.now), frame)
+                await self._withheld(direction, frame, sent_at)
             self._publish(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
@@ -388,16 +409,17 @@ class FaultRelay:
                 return False
             return True  # dropped
         if action.truncate_at is not None:
-            self._publish(direction, action)
-            await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
-            self.conn.eof[direction] = True
             # What was read behind the cut is never sent; as stream bytes after the truncated
             # frame its decoder would take them for its rest, so the close says how many.
             unsent = self.unsent.drop_behind(direction)
+            self._publish(direction, action)
+            await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
+            self.conn.eof[direction] = True
             async with self.locks[direction]:
                 self.conn.observe(direction, b"", self.now())
-            behind = f"; {unsent:,} bytes read behind it not sent" if unsent else ""
-            self.conn.note(f"fault: truncated a frame ({direction.value}){behind}", True)
+            self.conn.note(f"fault: truncated a frame ({direction.value})", True)
+            if unsent:
+                self.conn.add_to_reason(f"{unsent:,} bytes read behind a truncated frame not sent")
             with contextlib.suppress(OSError):
                 self.conn.sides(direction)[1].socket.shutdown(trio.socket.SHUT_WR)
             self.scope.cancel()
@@ -426,3 +448,12 @@ def _peer_state(sock: trio.socket.SocketType) -> Optional[str]:
     if state == _TCP_CLOSE:
         return "reset"
     return "closed" if state == _TCP_CLOSE_WAIT else None
+
+
+@contextlib.asynccontextmanager
+async def _acquired(lock: trio.Lock) -> AsyncIterator[None]:
+    """Release ``lock``, acquired already, when the block ends."""
+    try:
+        yield
+    finally:
+        lock.release()

@@ -270,7 +270,7 @@ class HandoffSource:
             publish = self.publish if tap is None else tap.publish
             closed = pickle.loads(record.data)
             if tap is not None:  # before the close, the gaps nothing later reported
-                self.observer.after_queued(functools.partial(tap.report_gaps, closed.t))
+                self.observer.after_queued(functools.partial(tap.closing, closed.t))
             connections = self._connections_of(closed.route)
             if connections is not None:
                 # Whether the tap was handed a byte is read when the close is decided.

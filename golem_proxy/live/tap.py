@@ -223,14 +223,22 @@ class ConnectionTap:
             f"{direction.value}, forwarded unobserved{more}; decoding resumes at the next frame",
         )
 
-    def report_gaps(self, t: float) -> None:
-        """The connection closed: publish the gaps `lose` counted that no later bytes or end
-        of stream reported (bytes read and never handed on when it was cut: a partial frame
-        behind a delayed one), so that none is left unsaid."""
+    def closing(self, t: float) -> None:
+        """The connection closed: say now what no later bytes or end of stream said: the gaps
+        `lose` counted, and a frame the close cut short (its start held here, no end of stream
+        came: the proxy stopping), reported truncated as an end of stream would. Never
+        raises: a failure stops this connection's decoding (`fail`), as any other does."""
         if self.failed is not None:
             return
-        for direction in Direction:
-            self.report_lost(direction, t)
+        try:
+            for direction in Direction:
+                source = self._inputs[direction]
+                if not source.ended and source.buffered:
+                    self.process(direction, b"", t)  # its gap first, then the cut frame
+                else:
+                    self.report_lost(direction, t)
+        except Exception as exc:
+            self.fail(exc, t)
 
     def report_lost(self, direction: Direction, t: float) -> None:
         """Publish the gap `lose` counted on ``direction`` since the last report, if any."""

@@ -42,6 +42,8 @@ class TapInput:
         self.lost_since: Optional[float] = None
         self.resync = False
         """After a loss: the next bytes are searched for a frame boundary before decoding."""
+        self.ended = False
+        """The stream's end was fed (or decoding stopped): no frame is held open any more."""
 
     @property
     def buffered(self) -> int:
@@ -64,10 +66,12 @@ class TapInput:
 
     def end(self) -> None:
         """The direction's stream ended (its end of stream comes after every frame handed)."""
+        self.ended = True
         self.decoder.receive_eof()
 
     def stop(self) -> None:
         """Decoding stopped for good: hold nothing more."""
+        self.ended = True
         self._handed.clear()
         self.decoder.receive_eof()
 

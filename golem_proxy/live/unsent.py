@@ -1,9 +1,11 @@
 """What a faulted or intercepted connection's pumps read and never sent on, recorded when the
-connection ends (fault_relay.py): a frame still waiting out a ``delay``, and the frames read in
-the same go behind the one going then (a delayed or held one). The client or the server did
-send them, so they are recorded, marked undelivered (their receiver never got them); the bytes
-of a frame not complete yet are recorded as a gap of that many bytes. Nothing read is left out
-of the recording.
+connection ends (fault_relay.py): a frame still waiting out a ``delay`` or for its writer's
+turn, the frames read in the same go behind the one going then (a delayed or held one), and
+the bytes of a frame not complete yet. The client or the server did send them, so they are
+recorded marked undelivered (their receiver never got them); the end of stream the relay
+records for a direction cut short then reports the incomplete frame as truncated, as on a plain
+route. Behind a ``truncate`` they are counted instead (`drop_behind`):
+as stream bytes after the cut a reader would take them for the truncated frame's rest.
 """
 
 from __future__ import annotations
@@ -32,14 +34,10 @@ def or_now(sent_at: Optional[float], now: Callable[[], float]) -> float:
 
 
 class _ReadAhead:
-    """What a pump read in one go and has not gone through yet: the frames still to come out
-    of its decoder (``pending``) and how to count the bytes of a frame not complete yet."""
+    """The frames of one read still to come out of a pump's decoder, and when they came."""
 
-    def __init__(
-        self, pending: Iterator[FramingEvent], partial: Callable[[], int], t: Optional[float]
-    ) -> None:
+    def __init__(self, pending: Iterator[FramingEvent], t: Optional[float]) -> None:
         self.pending = pending
-        self.partial = partial
         self.t = t
 
     def raw(self) -> bytes:
@@ -58,63 +56,89 @@ class Unsent:
         """The directions' writers' locks: what is recorded here goes after what is written."""
         self.now = now
         self._ahead: dict[Direction, _ReadAhead] = {}
+        self._partial: dict[Direction, Callable[[], bytes]] = {}
+
+    def pumping(self, direction: Direction, partial: Callable[[], bytes]) -> None:
+        """``direction``'s pump decodes what it reads; ``partial`` gives the bytes of a frame
+        it holds not complete yet (its decoder's `held`)."""
+        self._partial[direction] = partial
 
     def reading(
-        self,
-        direction: Direction,
-        pending: Iterator[FramingEvent],
-        partial: Callable[[], int],
-        t: Optional[float],
+        self, direction: Direction, pending: Iterator[FramingEvent], t: Optional[float]
     ) -> None:
         """``direction``'s pump goes through ``pending``, the frames of one read (``t``: when
-        the client sent them, for requests); ``partial`` counts a frame not complete yet."""
-        self._ahead[direction] = _ReadAhead(pending, partial, t)
+        the client sent them, for requests)."""
+        self._ahead[direction] = _ReadAhead(pending, t)
 
     def read_through(self, direction: Direction) -> None:
         """The pump went through everything it read (or it was recorded)."""
         self._ahead.pop(direction, None)
 
-    async def lost_in_delay(self, direction: Direction, raw: bytes, t: float) -> None:
-        """The connection ended while a frame (``raw``, as it was read) waited out a ``delay``
-        fault: record it undelivered (`Connection.observe_undelivered`: "client gone" for an
-        answer whose client reset meanwhile): the exchange has the answer the proxy read, and
-        says its client never got it. The fault's events are not published: the frame was
-        not delayed as they would say. After whatever else of that direction was being
-        written, whose writer ends with the connection too (the lock, shielded from the
-        cancellation, is waited for at most `LOST_WAIT` seconds; past it, a gap)."""
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + LOST_WAIT) as scope:
-            async with self.locks[direction]:
-                self.conn.observe_undelivered(direction, raw, t)
-        if scope.cancelled_caught:  # the other writer held on: a gap, shown as one
-            self.conn.observe_lost(direction, len(raw), t)
+    async def in_order(
+        self, direction: Direction, observe: Callable[[], None], as_gap: Callable[[], None]
+    ) -> None:
+        """Call ``observe`` (which hands bytes of ``direction`` to inspection) holding the
+        direction's writer's lock, so that nothing lands inside a frame being written.
+        Cancelled while waiting for it (the connection ends), still call it: the lock is then
+        waited for at most `LOST_WAIT` seconds, shielded, and past that ``as_gap`` records
+        the bytes as a gap. The cancellation is not lost: trio raises it again at the
+        caller's next checkpoint (the caller's own steps, a close's reason, come first)."""
+        lock = self.locks[direction]
+        try:
+            await lock.acquire()
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + LOST_WAIT) as scope:
+                async with lock:
+                    observe()
+            if scope.cancelled_caught:  # the other writer held on: a gap, shown as one
+                as_gap()
+            return
+        try:
+            observe()
+        finally:
+            lock.release()
+
+    async def lost(self, direction: Direction, raw: bytes, t: float) -> None:
+        """The connection ended while a frame (``raw``, as it was read) waited to go (out a
+        ``delay`` fault, or for its writer's turn): record it undelivered
+        (`Connection.observe_undelivered`: "client gone" for an answer whose client reset
+        meanwhile), after whatever of that direction was being written (`in_order`). A
+        fault's events are not published for it: the frame was not sent as they would say."""
+        await self.in_order(
+            direction,
+            lambda: self.conn.observe_undelivered(direction, raw, t),
+            lambda: self.conn.observe_lost(direction, len(raw), t),
+        )
 
     async def lost_behind(self, direction: Direction) -> None:
-        """The connection ended while frames read for ``direction`` waited behind the one
-        going then: record them (`record_behind`), after whatever of that direction was being
-        written, as `lost_in_delay` does."""
-        if direction not in self._ahead:
+        """The connection ended while ``direction``'s pump held bytes it never sent on: record
+        them (`record_behind`), after whatever of that direction was being written."""
+        ahead = self._ahead.get(direction)
+        if ahead is None and direction not in self._partial:
             return
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + LOST_WAIT) as scope:
-            async with self.locks[direction]:
-                self.record_behind(direction)
-        if scope.cancelled_caught:  # the other writer held on: a gap, shown as one
-            ahead = self._ahead.get(direction)
-            t = self.now() if ahead is None else or_now(ahead.t, self.now)
-            self.conn.observe_lost(direction, self.drop_behind(direction), t)
+        t = self.now() if ahead is None else or_now(ahead.t, self.now)
+        await self.in_order(
+            direction,
+            lambda: self.record_behind(direction),
+            lambda: self.conn.observe_lost(direction, self.drop_behind(direction), t),
+        )
 
     def drop_behind(self, direction: Direction) -> int:
         """Forget what ``direction``'s pump read and never sent on; how many bytes."""
         ahead = self._ahead.pop(direction, None)
-        return 0 if ahead is None else len(ahead.raw()) + ahead.partial()
+        partial = self._partial.pop(direction, None)
+        return (0 if ahead is None else len(ahead.raw())) + (
+            0 if partial is None else len(partial())
+        )
 
     def record_behind(self, direction: Direction) -> None:
-        """Record what ``direction``'s pump read and never sent on: the whole frames behind
-        the one it was sending, undelivered ("connection ended", or the receiver gone), and
-        the bytes of a frame not complete yet as a gap. Once."""
+        """Record what ``direction``'s pump read and never sent on, undelivered ("connection
+        ended", or the receiver gone): the whole frames behind the one it was sending, then
+        the bytes of a frame not complete yet. Once."""
         ahead = self._ahead.pop(direction, None)
-        if ahead is None:
-            return
-        t = or_now(ahead.t, self.now)
-        rest = ahead.raw()
+        partial = self._partial.pop(direction, None)
+        t = self.now() if ahead is None else or_now(ahead.t, self.now)
+        rest = b"" if ahead is None else ahead.raw()
+        if partial is not None:
+            rest += partial()
         self.conn.observe_undelivered(direction, rest, t)
-        self.conn.observe_lost(direction, ahead.partial(), t)

@@ -20,7 +20,13 @@ from pathlib import Path
 import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
-from golem_proxy.events import Direction, ExchangeCompleted, FrameSeen, ObservationLost
+from golem_proxy.events import (
+    Direction,
+    ExchangeCompleted,
+    FrameSeen,
+    FramingErrorSeen,
+    ObservationLost,
+)
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import run_cli, wait_for_line
 
@@ -34,8 +40,11 @@ def framed(payload: bytes) -> bytes:
 
 def read_request(peer: socket.socket) -> bool:
     """Read one GOLEM frame from ``peer``; False for the proxy's readiness probe (a connection
-    closed before a header)."""
-    head = peer.recv(4, socket.MSG_WAITALL)
+    closed before a header, or one the proxy reset: a client that went away mid-request)."""
+    try:
+        head = peer.recv(4, socket.MSG_WAITALL)
+    except ConnectionResetError:
+        return False
     if len(head) < 4:
         return False
     peer.recv(struct.unpack("!I", head)[0], socket.MSG_WAITALL)
@@ -348,8 +357,8 @@ def test_requests_read_behind_a_delayed_one_are_recorded_when_the_connection_end
 ) -> None:
     """Three requests and the start of a fourth in one read; the first waits out a delay when
     the proxy is stopped (a pump waiting out a delay reads nothing, so nothing else ends the
-    connection first). None went on; all of them were sent, so all are recorded: the three
-    whole ones undelivered, the incomplete one as a gap of its bytes."""
+    connection first). None went on; all of them were sent, so all are recorded undelivered,
+    and the incomplete one is a truncated frame, as on a plain route."""
     up = PromptUpstream()
     record = tmp_path / "session.jsonl"
     route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
@@ -372,8 +381,13 @@ def test_requests_read_behind_a_delayed_one_are_recorded_when_the_connection_end
     sent = [e for e in events if isinstance(e, FrameSeen) and e.direction is Direction.C2S]
     assert [e.message.id for e in sent] == ["r0", "r1", "r2"]  # type: ignore[union-attr]
     assert all(e.undelivered for e in sent), [e.undelivered for e in sent]
-    gaps = [e for e in events if isinstance(e, ObservationLost)]
-    assert [(g.direction, g.size) for g in gaps] == [(Direction.C2S, 7)]
+    assert not [e for e in events if isinstance(e, ObservationLost)]
+    (cut,) = [e for e in events if isinstance(e, FramingErrorSeen)]
+    assert (cut.direction, cut.raw, cut.undelivered) == (
+        Direction.C2S,
+        requests[0][:7],
+        "connection ended",
+    )
     rows = [json.loads(text) for text in run_cli("show", str(record), "--json").stdout.splitlines()]
     statuses = [r["status"] for r in rows if r.get("method") == "scene.slow"]
     assert statuses == ["unanswered (undelivered: connection ended)"] * 3
@@ -404,8 +418,40 @@ def test_the_bytes_read_behind_a_truncated_request_are_counted_at_the_close(
     lines = [json.loads(text) for text in record.read_text().splitlines()[1:]]
     (close,) = [line for line in lines if line.get("kind") == "close"]
     behind = 2 * len(framed(REQUEST))
-    assert (
-        close["reason"]
-        == f"fault: truncated a frame (c2s); {behind:,} bytes read behind it not sent"
-    )
+    unsent = f"{behind:,} bytes read behind a truncated frame not sent"
+    assert close["reason"] == f"fault: truncated a frame (c2s); {unsent}"
     assert not [line for line in lines if line.get("kind") == "unobserved"]
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")
+@pytest.mark.parametrize("extra", [[], ["--observer", "in-process"]], ids=["child", "in-process"])
+def test_half_a_request_read_when_its_client_resets_is_recorded_truncated(
+    tmp_path: Path, extra: list[str]
+) -> None:
+    """On a faulted route a frame is recorded as it goes on; one its client reset in the middle
+    of never went, but the proxy read its start: it is recorded, a truncated frame as on a
+    plain route, not left out."""
+    up = PromptUpstream()
+    record = tmp_path / "session.jsonl"
+    route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
+    fault = "delay:ms=1,p=0"
+    cli = start_proxy_cli("--route", route, "--record", str(record), "--fault", fault, *extra)
+    try:
+        client = socket.create_connection(("127.0.0.1", cli.port))
+        client.sendall(framed(REQUEST)[:10])
+        wait_until(lambda: _read_by_proxy(cli.port), "the proxy to read the bytes")
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        wait_for_line(cli.process, r"#1\s+closed")
+    finally:
+        cli.stop()
+        up.close()
+    assert cli.process.returncode == 0, cli.stderr
+    events = read_recording(str(record)).events
+    assert not [e for e in events if isinstance(e, ObservationLost)]
+    (cut,) = [e for e in events if isinstance(e, FramingErrorSeen)]
+    assert (cut.direction, cut.raw, cut.kind.value) == (
+        Direction.C2S,
+        framed(REQUEST)[:10],
+        "truncated",
+    )

@@ -276,6 +276,25 @@ def test_buffered_counts_unreturned_bytes() -> None:
     assert decoder.next_event() is NEED_DATA
 
 
+@pytest.mark.parametrize("size", [3, 300_000])  # a small frame, and one joined from pieces
+@pytest.mark.parametrize("cut", [1, 4, 6])  # into the second frame
+def test_held_is_the_stream_s_bytes_not_returned_yet(size: int, cut: int) -> None:
+    """What a caller that stops decoding still owes the stream: exactly the bytes `buffered`
+    counts, in order (the start of a frame, however it is kept)."""
+    whole = lp(b"x" * 5) + lp(bytes(range(256)) * (size // 256) + b"y" * (size % 256))
+    for decoder in (LengthPrefixedDecoder(), decoder_for(Framing.LENGTH_PREFIXED, 2**20)):
+        rest = whole[: len(whole) - cut]
+        for start in range(0, len(rest), 65536):
+            decoder.receive_data(rest[start : start + 65536])
+        assert decoder.next_event() == Frame(b"x" * 5, struct.pack("!I", 5))
+        assert decoder.next_event() is NEED_DATA
+        assert decoder.held() == rest[9:] and len(decoder.held()) == decoder.buffered
+    lines = LineDecoder()
+    lines.receive_data(b'{"a":1}\n{"b"')
+    assert lines.next_event() == Frame(b'{"a":1}', b"", b"\n")
+    assert lines.held() == b'{"b"' and lines.buffered == 4
+
+
 def test_encoders() -> None:
     assert encode_length_prefixed(b"abc") == b"\x00\x00\x00\x03abc"
     assert encode_line(b"abc") == b"abc\n"

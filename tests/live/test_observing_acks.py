@@ -263,3 +263,6 @@ def test_acknowledgements_come_further_apart_at_the_rate_of_blobs() -> None:
         cpu[0] = RATE_WINDOW
         acknowledge(15_000_000)  # 300 MB/s
         assert acknowledge.at_once() == ACK_AT_ONCE_MAX
+        cpu[0] = RATE_WINDOW + RATE_SLOWED * 2
+        acknowledge(15_002_000)  # tiny frames under way, 100 kB/s: the rate sent falls
+        assert acknowledge.at_once() == ACK_AT_ONCE
