@@ -424,13 +424,7 @@ def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
     proxy = holding_create_layer(plugin, record, observer)
     name = f"Orphan-{how}-{observer}"
     try:
-        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-        payload = {"id": "o1", "method": "scene.create_layer", "params": {"name": name}}
-        client.sendall(GOLEM.encode(payload))
-        held = proxy.wait_for(r"held #(\d+):").group(1)
-        if how == "reset":
-            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        client.close()
+        held = create_layer_then_leave(proxy, name, how)
         why = "reset" if how == "reset" else "closed"
         proxy.wait_for(rf"fault intercept:lost .*not sent: the client {why} the connection")
         assert proxy.answer_to(f"accept {held}".encode()) == [
@@ -469,13 +463,7 @@ def test_a_held_answer_whose_client_goes_is_recorded_as_never_delivered(
         "--intercept", r"~s & ~m ^scene\.create_layer$", "--observer", observer,
     )  # fmt: skip
     try:
-        client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-        payload = {"id": "o1", "method": "scene.create_layer", "params": {"name": "Made"}}
-        client.sendall(GOLEM.encode(payload))
-        proxy.wait_for(r"held #(\d+):")
-        if how == "reset":
-            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        client.close()
+        create_layer_then_leave(proxy, "Made", how)
         proxy.wait_for(r"fault intercept:lost .*while the response was held")
     finally:
         proxy.stop()
@@ -490,6 +478,19 @@ def test_a_held_answer_whose_client_goes_is_recorded_as_never_delivered(
     [flow] = [json.loads(line) for line in shown.stdout.splitlines()]
     assert flow["method"] == "scene.create_layer" and flow["status"] != "unanswered", flow
     assert flow["undelivered"] == answers[0].undelivered, flow
+
+
+def create_layer_then_leave(proxy: InterceptingProxy, name: str, how: str) -> str:
+    """A client asks ``proxy`` for a layer ``name``, waits until a frame of it is held, then
+    goes (``reset``: SO_LINGER 0, else a close); the number of the frame held."""
+    client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+    payload = {"id": "o1", "method": "scene.create_layer", "params": {"name": name}}
+    client.sendall(GOLEM.encode(payload))
+    held = proxy.wait_for(r"held #(\d+):").group(1)
+    if how == "reset":
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    client.close()
+    return held
 
 
 def _engine_holding_one() -> InterceptEngine:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.robustness.proxy_cli import start_proxy_cli
+from bench.robustness.proxy_cli import ProxyCli, start_proxy_cli
 from golem_proxy.events import (
     Direction,
     ExchangeCompleted,
@@ -350,6 +350,22 @@ def _read_by_proxy(port: int) -> bool:
     return bool(ours) and not any(queues)
 
 
+@contextlib.contextmanager
+def faulted_proxy(tmp_path: Path, fault: str, extra: list[str]) -> Iterator[tuple[ProxyCli, Path]]:
+    """``proxy --record`` with ``--fault fault`` to a `PromptUpstream`, stopped (and the
+    upstream closed) when the block ends: the proxy, and its recording's path."""
+    up = PromptUpstream()
+    record = tmp_path / "session.jsonl"
+    route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
+    cli = start_proxy_cli("--route", route, "--record", str(record), "--fault", fault, *extra)
+    try:
+        yield cli, record
+    finally:
+        cli.stop()
+        up.close()
+    assert cli.process.returncode == 0, cli.stderr
+
+
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc/net/tcp")
 @pytest.mark.parametrize("extra", [[], ["--observer", "in-process"]], ids=["child", "in-process"])
 def test_requests_read_behind_a_delayed_one_are_recorded_when_the_connection_ends(
@@ -359,24 +375,15 @@ def test_requests_read_behind_a_delayed_one_are_recorded_when_the_connection_end
     the proxy is stopped (a pump waiting out a delay reads nothing, so nothing else ends the
     connection first). None went on; all of them were sent, so all are recorded undelivered,
     and the incomplete one is a truncated frame, as on a plain route."""
-    up = PromptUpstream()
-    record = tmp_path / "session.jsonl"
-    route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
-    fault = "delay:ms=60000,dir=c2s"
-    cli = start_proxy_cli("--route", route, "--record", str(record), "--fault", fault, *extra)
     requests = [
         framed(json.dumps({"id": f"r{n}", "method": "scene.slow", "params": {}}).encode())
         for n in range(3)
     ]
-    try:
+    with faulted_proxy(tmp_path, "delay:ms=60000,dir=c2s", extra) as (cli, record):
         client = socket.create_connection(("127.0.0.1", cli.port))
         client.sendall(b"".join(requests) + requests[0][:7])
         wait_until(lambda: _read_by_proxy(cli.port), "the proxy to read the requests")
-    finally:
-        cli.stop()
-        up.close()
-        client.close()
-    assert cli.process.returncode == 0, cli.stderr
+    client.close()
     events = read_recording(str(record)).events
     sent = [e for e in events if isinstance(e, FrameSeen) and e.direction is Direction.C2S]
     assert [e.message.id for e in sent] == ["r0", "r1", "r2"]  # type: ignore[union-attr]
@@ -400,21 +407,12 @@ def test_the_bytes_read_behind_a_truncated_request_are_counted_at_the_close(
 ) -> None:
     """Behind a truncated frame they cannot be recorded as the stream's bytes; the close says
     how many were read and never sent, and the truncated frame stays as it was sent."""
-    up = PromptUpstream()
-    record = tmp_path / "session.jsonl"
-    route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
-    fault = "truncate:dir=c2s"
-    cli = start_proxy_cli("--route", route, "--record", str(record), "--fault", fault, *extra)
-    try:
+    with faulted_proxy(tmp_path, "truncate:dir=c2s", extra) as (cli, record):
         client = socket.create_connection(("127.0.0.1", cli.port))
         client.settimeout(20)
         client.sendall(framed(REQUEST) * 3)
         assert client.recv(1) == b""  # the proxy closed the connection after the cut
-    finally:
-        cli.stop()
-        up.close()
-        client.close()
-    assert cli.process.returncode == 0, cli.stderr
+    client.close()
     lines = [json.loads(text) for text in record.read_text().splitlines()[1:]]
     (close,) = [line for line in lines if line.get("kind") == "close"]
     behind = 2 * len(framed(REQUEST))
@@ -431,22 +429,13 @@ def test_half_a_request_read_when_its_client_resets_is_recorded_truncated(
     """On a faulted route a frame is recorded as it goes on; one its client reset in the middle
     of never went, but the proxy read its start: it is recorded, a truncated frame as on a
     plain route, not left out."""
-    up = PromptUpstream()
-    record = tmp_path / "session.jsonl"
-    route = f"main@127.0.0.1:0=127.0.0.1:{up.port}"
-    fault = "delay:ms=1,p=0"
-    cli = start_proxy_cli("--route", route, "--record", str(record), "--fault", fault, *extra)
-    try:
+    with faulted_proxy(tmp_path, "delay:ms=1,p=0", extra) as (cli, record):
         client = socket.create_connection(("127.0.0.1", cli.port))
         client.sendall(framed(REQUEST)[:10])
         wait_until(lambda: _read_by_proxy(cli.port), "the proxy to read the bytes")
         client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         client.close()
         wait_for_line(cli.process, r"#1\s+closed")
-    finally:
-        cli.stop()
-        up.close()
-    assert cli.process.returncode == 0, cli.stderr
     events = read_recording(str(record)).events
     assert not [e for e in events if isinstance(e, ObservationLost)]
     (cut,) = [e for e in events if isinstance(e, FramingErrorSeen)]
