@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -51,6 +52,25 @@ def read_request(peer: socket.socket) -> bool:
     return True
 
 
+def accept_or_none(listener: socket.socket) -> Optional[socket.socket]:
+    """The next connection to ``listener``; None once it is closed (`close_listener`)."""
+    try:
+        return listener.accept()[0]
+    except OSError:
+        return None
+
+
+def close_listener(listener: socket.socket, thread: threading.Thread) -> None:
+    """Close an upstream's listener and wait for its thread: a close alone does not wake an
+    ``accept`` blocked in another thread, whose thread would outlive the test (the replay
+    tests fork, and wait for this process to run one thread)."""
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept: EINVAL
+    listener.close()
+    thread.join(10)
+    assert not thread.is_alive(), "the upstream's thread did not end"
+
+
 class SlowUpstream:
     """Answers one request, once told to (`answer`), after the client's FIN reached it."""
 
@@ -67,7 +87,9 @@ class SlowUpstream:
 
     def _serve(self) -> None:
         while True:
-            peer, _ = self.listener.accept()
+            peer = accept_or_none(self.listener)
+            if peer is None:
+                return
             with peer:
                 if not read_request(peer):
                     continue
@@ -80,7 +102,7 @@ class SlowUpstream:
                 return
 
     def close(self) -> None:
-        self.listener.close()
+        close_listener(self.listener, self.thread)
 
 
 @pytest.fixture
@@ -200,7 +222,9 @@ class PromptUpstream:
 
     def _serve(self) -> None:
         while True:
-            peer, _ = self.listener.accept()
+            peer = accept_or_none(self.listener)
+            if peer is None:
+                return
             with peer:
                 if not read_request(peer):
                     continue
@@ -211,7 +235,7 @@ class PromptUpstream:
                 return
 
     def close(self) -> None:
-        self.listener.close()
+        close_listener(self.listener, self.thread)
 
 
 def _tcp_queues(port: int) -> tuple[list[int], list[int]]:
