@@ -113,32 +113,32 @@ class Unsent:
     async def lost_behind(self, direction: Direction) -> None:
         """The connection ended while ``direction``'s pump held bytes it never sent on: record
         them (`record_behind`), after whatever of that direction was being written."""
-        ahead = self._ahead.get(direction)
-        if ahead is None and direction not in self._partial:
+        if direction not in self._ahead and direction not in self._partial:
             return
-        t = self.now() if ahead is None else or_now(ahead.t, self.now)
         await self.in_order(
-            direction,
-            lambda: self.record_behind(direction),
-            lambda: self.conn.observe_lost(direction, self.drop_behind(direction), t),
+            direction, lambda: self.record_behind(direction), lambda: self._as_gap(direction)
         )
 
     def drop_behind(self, direction: Direction) -> int:
         """Forget what ``direction``'s pump read and never sent on; how many bytes."""
-        ahead = self._ahead.pop(direction, None)
-        partial = self._partial.pop(direction, None)
-        return (0 if ahead is None else len(ahead.raw())) + (
-            0 if partial is None else len(partial())
-        )
+        return len(self._take(direction)[0])
 
     def record_behind(self, direction: Direction) -> None:
         """Record what ``direction``'s pump read and never sent on, undelivered ("connection
         ended", or the receiver gone): the whole frames behind the one it was sending, then
         the bytes of a frame not complete yet. Once."""
+        rest, t = self._take(direction)
+        self.conn.observe_undelivered(direction, rest, t)
+
+    def _as_gap(self, direction: Direction) -> None:
+        rest, t = self._take(direction)
+        self.conn.observe_lost(direction, len(rest), t)
+
+    def _take(self, direction: Direction) -> tuple[bytes, float]:
+        """What ``direction``'s pump read and never sent on (the frames still to come, then a
+        frame not complete yet), forgotten here, and when it came."""
         ahead = self._ahead.pop(direction, None)
         partial = self._partial.pop(direction, None)
         t = self.now() if ahead is None else or_now(ahead.t, self.now)
         rest = b"" if ahead is None else ahead.raw()
-        if partial is not None:
-            rest += partial()
-        self.conn.observe_undelivered(direction, rest, t)
+        return rest + (b"" if partial is None else partial()), t
