@@ -1,0 +1,267 @@
+"""Where a 16 MiB answer's CPU goes: the minimal trio relay and golem-proxy (``--observer
+child-process``, recording on) each move N answers of 16 MiB one after the other, interleaved
+over R rounds, and each process's CPU (by thread) is read from /proc around each run.
+
+    python bench/cpu_budget.py [--rounds 3] [--answers 40] [--quick] [--json FILE]
+
+The table gives, per answer, the CPU of the client (this process), the upstream, and each of the
+hop's processes (forwarding, observing: its main thread and the others, the recorder's), their
+sum, the wall time, and the bound the sum puts on the wall time where everything shares the
+machine's cores (sum / cores): on a machine of 2 cores the four processes cannot move answers
+faster than that, however well they overlap; "overlap" is that bound over the wall time.
+Then the floor of observing one answer: what the bulk steps cost without the program around
+them (read from a pipe 1 MiB at a time while another process writes it, join, the opaque check
+of the blob, append to a file in the recordings' way), timed on this process's thread.
+
+Every golem-proxy run must record every answer (its ``exchange`` lines are counted): a figure
+from a run that shed is no speed, and the script exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import fcntl
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+from rich.table import Table
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))  # golem_core, golem_proxy, bench.*
+sys.path.insert(0, str(BENCH))  # bench_proxy's modules import each other by their names
+
+from bench_peers import BIG  # noqa: E402
+from processes import free_port, observing_process, start_process, stop  # noqa: E402
+from proxy_measures import big_responses  # noqa: E402
+from proxy_rig import PEERS, proxy_command  # noqa: E402
+
+from golem_core.messages import elide_long_strings  # noqa: E402
+from golem_proxy.live.tap_parse import ELIDE_STRINGS_OVER  # noqa: E402
+from golem_proxy.recording.page_cache import WrittenPages  # noqa: E402
+
+PIPE_SIZE = 1024 * 1024
+F_SETPIPE_SZ = 1031  # Linux's fcntl: the handoff pipe is sized so too
+
+
+def cpu(pids: list[int]) -> dict[tuple[int, int], float]:
+    """CPU seconds of each of ``pids`` by (process, 0), threads that ended included, and of
+    its main thread by (process, process)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for pid in pids:
+        for key, path in (
+            ((pid, 0), f"/proc/{pid}/stat"),
+            ((pid, pid), f"/proc/{pid}/task/{pid}/stat"),
+        ):
+            try:
+                with open(path) as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            found[key] = (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
+Part = tuple[int, str]
+"""A process and which of its threads count: ``all``, ``main`` or ``others``."""
+
+
+def measured(port: int, answers: int, parts: dict[str, list[Part]]) -> dict[str, float]:
+    """Move ``answers`` answers through ``port``; ms of CPU per answer of each part and of
+    the client (this process), and ms of wall time per answer."""
+    pids = sorted({pid for chosen in parts.values() for pid, _ in chosen})
+    before, started, client = cpu(pids), time.perf_counter(), os.times()
+    big_responses(port, answers)
+    wall, ended, after = time.perf_counter() - started, os.times(), cpu(pids)
+    spent = {key: after[key] - before[key] for key in after if key in before}
+    seconds = {"client": ended.user + ended.system - client.user - client.system}
+    for name, chosen in parts.items():
+        seconds[name] = 0.0
+        for pid, which in chosen:
+            whole, main = spent.get((pid, 0), 0.0), spent.get((pid, pid), 0.0)
+            seconds[name] += {"all": whole, "main": main, "others": whole - main}[which]
+    result = {name: spent / answers * 1e3 for name, spent in seconds.items()}
+    result["wall"] = wall / answers * 1e3
+    return result
+
+
+def observed_by(pid: int, limit: float = 30.0) -> int:
+    """``pid``'s observing process, once it and its standby have started and settled."""
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            found = observing_process(pid)
+        except LookupError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+            continue
+        time.sleep(0.5)  # quiet again before the clock starts
+        return found
+
+
+def recorded_exchanges(path: Path) -> int:
+    with path.open("rb") as recording:
+        return sum(1 for line in recording if b'"kind":"exchange"' in line)
+
+
+def observing_floor(answers: int) -> dict[str, float]:
+    """ms of this thread's CPU per 16 MiB answer for the bulk steps of observing it."""
+    blob = base64.b64encode(os.urandom(BIG * 3 // 4 - 64))
+    payload = b'{"status":"success","result":{"image":"' + blob + b'"}}'
+    size = len(payload)
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, F_SETPIPE_SZ, PIPE_SIZE)
+    writer = os.fork()
+    if writer == 0:  # another process writes the pipe, as the forwarding one does
+        os.close(read_end)
+        view = memoryview(payload)
+        for _ in range(answers):
+            at = 0
+            while at < size:
+                at += os.write(write_end, view[at : at + 65536])
+        os._exit(0)
+    os.close(write_end)
+    steps = dict.fromkeys(("read", "join", "elide", "append"), 0.0)
+    with tempfile.TemporaryFile(dir=BENCH.parent / "recordings") as out:
+        pages = WrittenPages(out.fileno())
+        for _ in range(answers):
+            mark = time.thread_time()
+            pieces, got = [], 0
+            while got < size:
+                piece = os.read(read_end, min(PIPE_SIZE, size - got))
+                pieces.append(piece)
+                got += len(piece)
+            mark = _add(steps, "read", mark)
+            joined = b"".join(pieces)
+            mark = _add(steps, "join", mark)
+            if elide_long_strings(joined, ELIDE_STRINGS_OVER)[1] != len(blob):
+                raise RuntimeError("the blob was not elided whole")
+            mark = _add(steps, "elide", mark)
+            pages.wrote(out.write(joined))
+            _add(steps, "append", mark)
+    os.close(read_end)
+    os.waitpid(writer, 0)
+    return {name: seconds / answers * 1e3 for name, seconds in steps.items()}
+
+
+def _add(steps: dict[str, float], name: str, since: float) -> float:
+    now = time.thread_time()
+    steps[name] += now - since
+    return now
+
+
+def run(rounds: int, answers: int) -> dict[str, list[dict[str, float]]]:
+    upstream_port, relay_port, proxy_port = free_port(), free_port(), free_port()
+    python = sys.executable
+    upstream = start_process([python, PEERS, "upstream", str(upstream_port)], upstream_port)
+    relay = start_process([python, PEERS, "relay", str(relay_port), str(upstream_port)], relay_port)
+    found: dict[str, list[dict[str, float]]] = {"relay": [], "golem-proxy": []}
+    try:
+        with tempfile.TemporaryDirectory(dir=BENCH.parent / "recordings") as where:
+            for _ in range(rounds):
+                parts = {"upstream": [(upstream.pid, "all")], "relay": [(relay.pid, "all")]}
+                found["relay"].append(measured(relay_port, answers, parts))
+                recording = Path(where) / "budget.jsonl"
+                command = proxy_command(proxy_port, upstream_port, str(recording), "child-process")
+                proxy = start_process(command, proxy_port)
+                try:
+                    observing = observed_by(proxy.pid)
+                    parts: dict[str, list[Part]] = {
+                        "upstream": [(upstream.pid, "all")],
+                        "forwarding": [(proxy.pid, "all")],
+                        "observing main": [(observing, "main")],
+                        "observing others": [(observing, "others")],
+                    }
+                    figures = measured(proxy_port, answers, parts)
+                finally:
+                    stop(proxy)
+                figures["recorded"] = recorded_exchanges(recording) - 1  # the workload's hello
+                found["golem-proxy"].append(figures)
+    finally:
+        for process in (relay, upstream):
+            process.kill()
+            process.wait()
+    return found
+
+
+COLUMNS = ("client", "upstream", "relay", "forwarding", "observing main", "observing others")
+
+
+def table(found: dict[str, list[dict[str, float]]], answers: int, cores: int) -> Table:
+    shown = Table(
+        title=f"CPU per 16 MiB answer (ms, medians of {len(found['relay'])} rounds of "
+        f"{answers}; {cores} cores)"
+    )
+    for name in ("hop", *COLUMNS, "sum", "wall", "sum / cores", "overlap", "MB/s", "recorded"):
+        shown.add_column(name, justify="left" if name == "hop" else "right")
+    relay_rate = statistics.median(BIG / 1e3 / run["wall"] for run in found["relay"])
+    for hop, runs in found.items():
+        cells = [hop]
+        for column in COLUMNS:
+            present = [run[column] for run in runs if column in run]
+            cells.append(f"{statistics.median(present):.1f}" if present else "-")
+        sums = [sum(run.get(column, 0.0) for column in COLUMNS) for run in runs]
+        walls = [run["wall"] for run in runs]
+        rate = statistics.median(BIG / 1e3 / wall for wall in walls)
+        cells += [
+            f"{statistics.median(sums):.1f}",
+            f"{statistics.median(walls):.1f}",
+            f"{statistics.median(sums) / cores:.1f}",
+            f"{statistics.median(s / cores / w for s, w in zip(sums, walls)):.0%}",
+            f"{rate:,.0f}" + ("" if hop == "relay" else f" ({rate / relay_rate:.2f}x)"),
+            "-" if hop == "relay" else f"{min(run['recorded'] for run in runs):.0f} / {answers}",
+        ]
+        shown.add_row(*cells)
+    return shown
+
+
+def floor_table(floor: dict[str, float], answers: int) -> Table:
+    shown = Table(
+        title=f"the floor of observing one 16 MiB answer (ms of one thread, {answers} answers)"
+    )
+    for name in (*floor, "sum"):
+        shown.add_column(name, justify="right")
+    shown.add_row(*(f"{ms:.1f}" for ms in floor.values()), f"{sum(floor.values()):.1f}")
+    return shown
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--answers", type=int, default=40)
+    parser.add_argument("--quick", action="store_true", help="1 round of 4 answers")
+    parser.add_argument("--json", metavar="FILE", help="also write every figure here")
+    args = parser.parse_args(argv)
+    rounds, answers = (1, 4) if args.quick else (args.rounds, args.answers)
+    cores = len(os.sched_getaffinity(0))
+    console = Console(width=160)
+    found = run(rounds, answers)
+    floor = observing_floor(answers)
+    console.print(table(found, answers, cores))
+    console.print(floor_table(floor, answers))
+    observing = statistics.median(
+        run["observing main"] + run["observing others"] for run in found["golem-proxy"]
+    )
+    console.print(
+        f"observing took {observing:.1f} ms an answer; its bulk steps alone "
+        f"{sum(floor.values()):.1f} ms (the rest is the program around them)"
+    )
+    shed = [run["recorded"] for run in found["golem-proxy"] if run["recorded"] != answers]
+    if shed:
+        console.print(f"[red]a golem-proxy run recorded {shed[0]:.0f} of {answers} answers[/]")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"runs": found, "floor": floor, "cores": cores}))
+    return 1 if shed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
