@@ -10,8 +10,8 @@ sum, the wall time, and the bound the sum puts on the wall time where everything
 machine's cores (sum / cores): on a machine of 2 cores the four processes cannot move answers
 faster than that, however well they overlap; "overlap" is that bound over the wall time.
 Then the floor of observing one answer: what the bulk steps cost without the program around
-them (read from a pipe 1 MiB at a time while another process writes it, join, the opaque check
-of the blob, append to a file in the recordings' way), timed on this process's thread.
+them (read from a pipe 1 MiB at a time while another process writes it, join, elide the blob
+as the live view does, append to a file in the recordings' way), timed on this process's thread.
 
 Every golem-proxy run must record every answer (its ``exchange`` lines are counted): a figure
 from a run that shed is no speed, and the script exits 1.
@@ -44,7 +44,7 @@ from proxy_measures import big_responses  # noqa: E402
 from proxy_rig import PEERS, proxy_command  # noqa: E402
 
 from golem_core.messages import elide_long_strings  # noqa: E402
-from golem_proxy.live.tap_parse import ELIDE_STRINGS_OVER  # noqa: E402
+from golem_proxy.live.tap_parse import ELIDE_STRINGS_OVER, OPAQUE_SCAN  # noqa: E402
 from golem_proxy.recording.page_cache import WrittenPages  # noqa: E402
 
 PIPE_SIZE = 1024 * 1024
@@ -143,7 +143,7 @@ def observing_floor(answers: int) -> dict[str, float]:
             mark = _add(steps, "read", mark)
             joined = b"".join(pieces)
             mark = _add(steps, "join", mark)
-            if elide_long_strings(joined, ELIDE_STRINGS_OVER)[1] != len(blob):
+            if elide_long_strings(joined, ELIDE_STRINGS_OVER, OPAQUE_SCAN)[1] != len(blob):
                 raise RuntimeError("the blob was not elided whole")
             mark = _add(steps, "elide", mark)
             pages.wrote(out.write(joined))

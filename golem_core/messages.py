@@ -12,16 +12,18 @@ import enum
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 __all__ = [
     "ABSENT",
     "KINDS",
+    "OPAQUE_CHARACTERS",
     "ErrorResponse",
     "Malformed",
     "MalformedKind",
     "Message",
     "Notification",
+    "OpaqueCheck",
     "Request",
     "Response",
     "Role",
@@ -29,6 +31,7 @@ __all__ = [
     "decode_json",
     "elide_long_strings",
     "is_json_int",
+    "is_opaque_run",
     "kind_of",
     "method_of",
 ]
@@ -234,12 +237,17 @@ def is_json_int(value: Any) -> bool:
 # A run of this many base64/identifier characters between two quotes can only be the inside
 # of one JSON string: anything structural between two tokens needs a ',' or ':' first.
 _OPAQUE_CHARS = rb"[A-Za-z0-9+/=_.\-]"
-# Every opaque character: a run is opaque when deleting them all leaves nothing, one C loop
-# and no copy of the run (a 16 MiB blob: ~20 ms, against ~65 ms to translate it first).
-_OPAQUE = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.-"
+OPAQUE_CHARACTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_.-"
+"""Every opaque character: a run is opaque when deleting them all leaves nothing, one C loop
+and no copy of the run (a 16 MiB blob: ~20 ms, against ~65 ms to translate it first)."""
+
+OpaqueCheck = Callable[[bytes, int, int], bool]
+"""Whether ``payload[start:end]`` is a non-empty run of `OPAQUE_CHARACTERS` (`is_opaque_run`)."""
 
 
-def elide_long_strings(payload: bytes, min_length: int) -> tuple[bytes, int]:
+def elide_long_strings(
+    payload: bytes, min_length: int, is_opaque: Optional[OpaqueCheck] = None
+) -> tuple[bytes, int]:
     """Replace every JSON string made of at least ``min_length`` base64-like characters (an
     image, a mesh blob) by a short placeholder. Returns the smaller payload and how many bytes
     were elided. The result types and checks like the original (a string stays a string), so
@@ -248,9 +256,11 @@ def elide_long_strings(payload: bytes, min_length: int) -> tuple[bytes, int]:
     Exactly what substituting ``"<opaque>{min_length,}"`` would give, found faster: such a
     run contains a whole aligned block of ``min_length // 2`` bytes without a quote, so the
     payload is probed block by block with ``find`` (memchr) and only quote-free blocks are
-    looked at closely. A 16 MiB blob costs a few ms instead of a regex step per byte."""
+    looked at closely. A 16 MiB blob costs a few ms instead of a regex step per byte.
+    ``is_opaque`` checks a run (`is_opaque_run` when None): a faster one must agree with it."""
     if min_length < 2:
         return _elide_by_pattern(payload, min_length)
+    check = is_opaque_run if is_opaque is None else is_opaque
     block = min_length // 2
     size = len(payload)
     find, rfind = payload.find, payload.rfind
@@ -267,7 +277,7 @@ def elide_long_strings(payload: bytes, min_length: int) -> tuple[bytes, int]:
             break
         opening = rfind(b'"', done, start)
         length = closing - opening - 1
-        if opening >= 0 and length >= min_length and _is_opaque(payload, opening + 1, closing):
+        if opening >= 0 and length >= min_length and check(payload, opening + 1, closing):
             pieces.append(payload[done:opening])
             pieces.append(b'"<%d bytes elided>"' % length)
             elided += length
@@ -284,12 +294,12 @@ _OPAQUE_WINDOW = 512 * 1024
 16 MiB run copied whole, then scanned, took twice as long, both passes missing the cache)."""
 
 
-def _is_opaque(payload: bytes, start: int, end: int) -> bool:
-    """Whether ``payload[start:end]`` is a non-empty run of opaque characters."""
+def is_opaque_run(payload: bytes, start: int, end: int) -> bool:
+    """Whether ``payload[start:end]`` is a non-empty run of `OPAQUE_CHARACTERS`."""
     if start >= end:
         return False
     for at in range(start, end, _OPAQUE_WINDOW):
-        if payload[at : min(at + _OPAQUE_WINDOW, end)].translate(None, _OPAQUE):
+        if payload[at : min(at + _OPAQUE_WINDOW, end)].translate(None, OPAQUE_CHARACTERS):
             return False
     return True
 

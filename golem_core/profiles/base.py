@@ -25,6 +25,7 @@ from ..messages import (
     MalformedKind,
     Message,
     Notification,
+    OpaqueCheck,
     Request,
     Response,
     Role,
@@ -201,12 +202,16 @@ class Profile(abc.ABC):
         return self.parse_response(obj)
 
     def parse_elided(
-        self, payload: bytes, role: Optional[Role], min_length: int
+        self,
+        payload: bytes,
+        role: Optional[Role],
+        min_length: int,
+        is_opaque: Optional[OpaqueCheck] = None,
     ) -> tuple[Message, int]:
         """`parse`, with long opaque strings replaced by placeholders first (see
-        `elide_long_strings`). Returns the message and the number of bytes elided; when that is
-        0 the message is exactly `parse`'s."""
-        skeleton, elided = elide_long_strings(payload, min_length)
+        `elide_long_strings`, which ``is_opaque`` is given to). Returns the message and the
+        number of bytes elided; when that is 0 the message is exactly `parse`'s."""
+        skeleton, elided = elide_long_strings(payload, min_length, is_opaque)
         return self.parse(skeleton if elided else payload, role), elided
 
     @abc.abstractmethod

@@ -8,6 +8,7 @@ from golem_core.messages import Message, Role
 from golem_core.profiles import Profile
 
 from ..fast_json import NOT_DECODED, decode_exactly
+from .opaque_scan import opaque_scan
 
 __all__ = [
     "ELIDE_FRAMES_OVER",
@@ -20,6 +21,8 @@ __all__ = [
 ELIDE_FRAMES_OVER = 1024 * 1024
 """Frames larger than this are typed with their long opaque strings elided (live view only)."""
 ELIDE_STRINGS_OVER = 64 * 1024
+OPAQUE_SCAN = opaque_scan()
+"""How a long string is found opaque: by the C library where it loads (opaque_scan.py)."""
 
 
 def encode_redacted(profile: Profile, obj: object) -> bytes:
@@ -46,5 +49,5 @@ def parse_for_view(profile: Profile, payload: bytes, role: Role) -> tuple[Messag
     materialised for the live view: the typing and the checks do not depend on its content,
     and the recording keeps its bytes."""
     if len(payload) > ELIDE_FRAMES_OVER:
-        return profile.parse_elided(payload, role, ELIDE_STRINGS_OVER)
+        return profile.parse_elided(payload, role, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
     return parse_fast(profile, payload, role), 0

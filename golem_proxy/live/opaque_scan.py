@@ -1,0 +1,51 @@
+"""The opaque check of a long JSON string (`golem_core.messages.is_opaque_run`) by the C
+library's ``strspn``: one pass over the run where it lies, without the interpreter's lock,
+about twice as fast as ``bytes.translate`` (a 16 MiB base64 blob: 4.4 ms against 8.2 ms on the
+benchmark machine), which the observing process pays for every viewport capture it shows
+(docs/reliability.md, "Where a 16 MiB answer's CPU goes"). Where the C library cannot be
+loaded, or the payload is not ``bytes``, the stdlib's check runs: the answers are the same."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from typing import Callable, Optional
+
+from golem_core.messages import OPAQUE_CHARACTERS, OpaqueCheck, is_opaque_run
+
+__all__ = ["opaque_run", "opaque_scan"]
+
+
+def _strspn() -> Optional[Callable[[int, bytes], int]]:
+    try:
+        found = ctypes.util.find_library("c")
+        library = ctypes.CDLL(found) if found else None
+        function = None if library is None else library.strspn
+    except (OSError, AttributeError):
+        return None
+    if function is None:
+        return None
+    function.restype = ctypes.c_size_t
+    function.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    return function
+
+
+_STRSPN = _strspn()
+_ACCEPTED = OPAQUE_CHARACTERS  # NUL-terminated as every bytes object is: strspn's set
+
+
+def opaque_run(payload: bytes, start: int, end: int) -> bool:
+    """`is_opaque_run` by ``strspn``: the length of the run of opaque characters from
+    ``start`` reaches ``end``. It stops at the first other byte, at the latest at the NUL
+    that ends every ``bytes`` object's buffer, so it never reads past the payload."""
+    if _STRSPN is None or type(payload) is not bytes or not 0 <= start < end <= len(payload):
+        return is_opaque_run(payload, start, end)
+    address = ctypes.cast(ctypes.c_char_p(payload), ctypes.c_void_p).value
+    if address is None:
+        return is_opaque_run(payload, start, end)
+    return bool(_STRSPN(address + start, _ACCEPTED) >= end - start)
+
+
+def opaque_scan() -> OpaqueCheck:
+    """The fastest check this machine has: `opaque_run`, or `is_opaque_run` without libc."""
+    return is_opaque_run if _STRSPN is None else opaque_run
