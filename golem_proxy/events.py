@@ -383,7 +383,9 @@ class GapReason(enum.Enum):
 
     BEHIND = "behind"
     """The observer fell behind the traffic and its memory budget was full: the bytes were
-    forwarded but never decoded. Decoding resumes at the next frame boundary found."""
+    forwarded but never decoded. Decoding resumes at the next frame boundary found. (Rarely,
+    bytes read that never reached their receiver and could not be recorded at a connection's
+    end: ``detail`` says they were never sent on.)"""
     FRAME_TOO_LARGE = "frame-too-large"
     """One frame was larger than the observer holds (``--observe-frame-limit``): it was
     forwarded whole and is known by its header, its size and its SHA-256 only."""
@@ -408,8 +410,9 @@ class GapReason(enum.Enum):
 
 @dataclass(frozen=True, kw_only=True)
 class ObservationLost:
-    """A gap in what was observed, never in what was forwarded: ``size`` bytes of ``direction``
-    went through unexamined (or, for `GapReason.EVICTED`, ``size`` requests were let go)."""
+    """A gap in what was observed: ``size`` bytes of ``direction`` went through unexamined (or,
+    for `GapReason.EVICTED`, ``size`` requests were let go); bytes that were not forwarded
+    either are said so in ``detail`` (`GapReason.BEHIND`)."""
 
     conn: int
     route: str

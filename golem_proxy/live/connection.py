@@ -175,6 +175,21 @@ class Connection:
         reset or a write to it failed, else "connection ended")."""
         if not data:
             return
+        self._mark_undelivered(direction, t)
+        self.observe(direction, data, t)
+
+    def observe_unsent_lost(self, direction: Direction, size: int, t: float) -> None:
+        """``size`` bytes read for ``direction``'s receiver that never reached it and cannot be
+        handed to inspection either (their writer's turn never came: `Unsent.in_order`):
+        a gap (`observe_lost`) that says they were not sent on, nor decoded."""
+        if size <= 0:
+            return
+        self._mark_undelivered(direction, t)
+        self.observe_lost(direction, size, t)
+
+    def _mark_undelivered(self, direction: Direction, t: float) -> None:
+        """What inspection is handed of ``direction`` from now on never reached its receiver:
+        "client gone" when that side reset or a write to it failed, else "connection ended"."""
         _, _, _, sink_name = self.sides(direction)
         why = f"{sink_name} gone" if sink_name in self.gone else "connection ended"
         if self.link is not None:
@@ -183,7 +198,6 @@ class Connection:
             self.tap.mark_undelivered(direction, why)
         elif self.tap is not None and self.observer is not None:
             self.observer.after_queued(functools.partial(self.tap.mark_undelivered, direction, why))
-        self.observe(direction, data, t)
 
     def observe_lost(self, direction: Direction, size: int, t: float) -> None:
         """``size`` bytes of ``direction`` read and never handed to inspection, nor marked:

@@ -108,6 +108,8 @@ class ConnectionTap:
         )
         """Publishes the frames this tap decodes, with their violations and exchanges."""
         self._digests: dict[Direction, FrameDigest] = {}
+        self._unsent: dict[Direction, tuple[int, str]] = {}
+        """Of the bytes `lose` counted since the last report, those never sent on, and why."""
         self.carried = False
         """Whether any byte of this connection reached the tap, or was forwarded past it
         (`lose`), either way: a connection that carried nothing is told apart by it, as
@@ -187,6 +189,9 @@ class ConnectionTap:
         observer was behind): drop the partial frame, and pick the stream up again at the next
         frame boundary. The gap is reported once decoding resumes (or at the end)."""
         self.carried = self.carried or size > 0
+        why = self._frames.undelivered_since(direction)
+        if why and size > 0:  # read, and never sent on either (`Connection.observe_unsent_lost`)
+            self._unsent[direction] = (self._unsent.get(direction, (0, ""))[0] + size, why)
         self._inputs[direction].lose(size, t)
         self._digests.pop(direction, None)
         self._pairing.requests_lost(direction)
@@ -245,13 +250,20 @@ class ConnectionTap:
         lost, since = self._inputs[direction].take_lost(t)
         if not lost:
             return
+        unsent, why = self._unsent.pop(direction, (0, ""))
+        if not unsent:
+            fate = "forwarded, not decoded"
+        elif unsent >= lost:
+            fate = f"never sent on ({why}), not decoded"
+        else:
+            fate = f"forwarded, not decoded; {unsent} of them never sent on ({why})"
         self._gap(
             direction,
             t,
             GapReason.BEHIND,
             lost,
             detail=f"observation lost: {lost} bytes on conn #{self.conn}, {direction.value} "
-            f"(from {since:.3f} s; forwarded, not decoded)",
+            f"(from {since:.3f} s; {fate})",
         )
 
     def step(

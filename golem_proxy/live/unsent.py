@@ -81,8 +81,9 @@ class Unsent:
         direction's writer's lock, so that nothing lands inside a frame being written.
         Cancelled while waiting for it (the connection ends), still call it: the lock is then
         waited for at most `LOST_WAIT` seconds, shielded, and past that ``as_gap`` records
-        the bytes as a gap. The cancellation is not lost: trio raises it again at the
-        caller's next checkpoint (the caller's own steps, a close's reason, come first)."""
+        the bytes as a gap (one that says they were not sent on either). The cancellation is
+        not lost: trio raises it again at the caller's next checkpoint (the caller's own
+        steps, a close's reason, come first)."""
         lock = self.locks[direction]
         try:
             await lock.acquire()
@@ -107,7 +108,7 @@ class Unsent:
         await self.in_order(
             direction,
             lambda: self.conn.observe_undelivered(direction, raw, t),
-            lambda: self.conn.observe_lost(direction, len(raw), t),
+            lambda: self.conn.observe_unsent_lost(direction, len(raw), t),
         )
 
     async def lost_behind(self, direction: Direction) -> None:
@@ -132,7 +133,7 @@ class Unsent:
 
     def _as_gap(self, direction: Direction) -> None:
         rest, t = self._take(direction)
-        self.conn.observe_lost(direction, len(rest), t)
+        self.conn.observe_unsent_lost(direction, len(rest), t)
 
     def _take(self, direction: Direction) -> tuple[bytes, float]:
         """What ``direction``'s pump read and never sent on (the frames still to come, then a
