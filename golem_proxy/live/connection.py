@@ -178,20 +178,25 @@ class Connection:
         self._mark_undelivered(direction, t)
         self.observe(direction, data, t)
 
-    def observe_unsent_lost(self, direction: Direction, size: int, t: float) -> None:
+    def observe_unsent_lost(
+        self, direction: Direction, size: int, t: float, why: Optional[str] = None
+    ) -> None:
         """``size`` bytes read for ``direction``'s receiver that never reached it and cannot be
-        handed to inspection either (their writer's turn never came: `Unsent.in_order`):
-        a gap (`observe_lost`) that says they were not sent on, nor decoded."""
-        if size <= 0:
-            return
-        self._mark_undelivered(direction, t)
-        self.observe_lost(direction, size, t)
+        handed to inspection either (their writer's turn never came: `Unsent.in_order`): a
+        gap (`observe_lost`) that says they were not sent on, and ``why`` (by default as
+        `observe_undelivered` says it)."""
+        self.observe_lost(direction, size, t, unsent=why or self._undelivered_why(direction))
+
+    def _undelivered_why(self, direction: Direction) -> str:
+        """ "client gone" when ``direction``'s receiver reset or a write to it failed, else
+        "connection ended"."""
+        _, _, _, sink_name = self.sides(direction)
+        return f"{sink_name} gone" if sink_name in self.gone else "connection ended"
 
     def _mark_undelivered(self, direction: Direction, t: float) -> None:
-        """What inspection is handed of ``direction`` from now on never reached its receiver:
-        "client gone" when that side reset or a write to it failed, else "connection ended"."""
-        _, _, _, sink_name = self.sides(direction)
-        why = f"{sink_name} gone" if sink_name in self.gone else "connection ended"
+        """What inspection is handed of ``direction`` from now on never reached its receiver
+        (`_undelivered_why`)."""
+        why = self._undelivered_why(direction)
         if self.link is not None:
             self.link.undelivered(self.conn, direction, why, t)
         elif self.tap is not None and self.inline:
@@ -199,17 +204,18 @@ class Connection:
         elif self.tap is not None and self.observer is not None:
             self.observer.after_queued(functools.partial(self.tap.mark_undelivered, direction, why))
 
-    def observe_lost(self, direction: Direction, size: int, t: float) -> None:
+    def observe_lost(self, direction: Direction, size: int, t: float, unsent: str = "") -> None:
         """``size`` bytes of ``direction`` read and never handed to inspection, nor marked:
-        recorded as a gap (``unobserved``), the stream taken up at the next frame."""
+        recorded as a gap (``unobserved``), the stream taken up at the next frame;
+        ``unsent``: they were not sent on either, and why (the gap says so)."""
         if size <= 0:
             return
         if self.link is not None:
-            self.link.lose(self.conn, direction, size, t)
+            self.link.lose(self.conn, direction, size, t, unsent)
         elif self.tap is not None and self.inline:
-            self.tap.lose(direction, size, t)
+            self.tap.lose(direction, size, t, unsent)
         elif self.tap is not None and self.observer is not None:
-            self.observer.lose(self.tap, direction, size, t)
+            self.observer.lose(self.tap, direction, size, t, unsent)
 
     async def forward(
         self,

@@ -368,7 +368,7 @@ class FaultRelay:
         await self.unsent.in_order(
             direction,
             lambda: self.conn.observe(direction, frame.raw, t, frame),
-            lambda: self.conn.observe_lost(direction, frame.size, t),
+            lambda: self.conn.observe_unsent_lost(direction, frame.size, t, "withheld"),
         )
 
     def _framed(self, payload: bytes) -> Frame:

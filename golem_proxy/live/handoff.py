@@ -76,6 +76,10 @@ class Kind(enum.IntEnum):
     SESSION_END = 11
     """The last record: the session ended in order; the data says how, in words (UTF-8). A pipe
     that ends without it was left by a forwarding process that did not end in order."""
+    UNSENT = 12
+    """Bytes of the connection's direction read that were neither sent on nor handed on (their
+    writer's turn did not come at the connection's end): the data says how many and why (UTF-8,
+    ``<size> <why>``); the observing side records them as a gap that says so."""
 
 
 _COUNTS = (Kind.LOST, Kind.RESUMED)

@@ -303,6 +303,10 @@ class HandoffSource:
                 self.observer.submit(tap, direction, record.data, record.t)
             elif kind is Kind.END:
                 self.observer.submit(tap, direction, b"", record.t)
+            elif kind is Kind.UNSENT:
+                size, _, why = bytes(record.data).decode("utf-8", "replace").partition(" ")
+                if size.isdigit():
+                    self.observer.lose(tap, direction, int(size), record.t, unsent=why)
             elif kind is Kind.UNDELIVERED:
                 why = bytes(record.data).decode("utf-8", "replace")
                 self.observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))

@@ -92,6 +92,16 @@ class _Lost:
     direction: Direction
     size: int
     t: float
+    unsent: int = 0
+    """Of ``size``, the bytes never sent on either (`Observer.lose`), and why."""
+    why: str = ""
+
+    def tell(self, tap: ConnectionTap) -> None:
+        """Count the loss on ``tap``: the bytes forwarded, then those never sent on."""
+        if self.size > self.unsent:
+            tap.lose(self.direction, self.size - self.unsent, self.t)
+        if self.unsent:
+            tap.lose(self.direction, self.unsent, self.t, unsent=self.why)
 
 
 _Item = Union[_Work, _Lost, Callable[[], None]]
@@ -185,10 +195,13 @@ class Observer:
         self.work += cost
         self._wakeup.set()
 
-    def lose(self, tap: ConnectionTap, direction: Direction, size: int, t: float) -> None:
+    def lose(
+        self, tap: ConnectionTap, direction: Direction, size: int, t: float, unsent: str = ""
+    ) -> None:
         """Note ``size`` forwarded bytes that never reached the observer (the handoff to an
-        observing process was full), in order with what was submitted before them."""
-        self._lose(tap, direction, size, t)
+        observing process was full), in order with what was submitted before them;
+        ``unsent``: they were not forwarded either, and why."""
+        self._lose(tap, direction, size, t, unsent)
 
     def submit_event(self, publish: Publish, event: Event) -> None:
         """Publish ``event`` once everything queued before it has been decoded, so that a
@@ -249,7 +262,9 @@ class Observer:
                 return now - item.submitted
         return 0.0
 
-    def _lose(self, tap: ConnectionTap, direction: Direction, size: int, t: float) -> None:
+    def _lose(
+        self, tap: ConnectionTap, direction: Direction, size: int, t: float, unsent: str = ""
+    ) -> None:
         self.shed_bytes += size
         key = (tap, direction)
         loss = self._open_loss.get(key)
@@ -258,6 +273,9 @@ class Observer:
             self._queue.append(loss)
             self._wakeup.set()
         loss.size += size
+        if unsent:
+            loss.unsent += size
+            loss.why = unsent
 
     async def run(self) -> None:
         """Decode the queue until cancelled (call `drain_now` afterwards to finish)."""
@@ -335,8 +353,11 @@ class Observer:
         lost: dict[tuple[ConnectionTap, Direction], float] = {}
         for item in self._queue:
             if isinstance(item, _Lost):
-                size = item.size
-            elif isinstance(item, _Work) and item.data:
+                if item.tap.failed is None:
+                    self._guarded(item.tap, item.t, functools.partial(item.tell, item.tap))
+                    lost.setdefault((item.tap, item.direction), item.t)
+                continue
+            if isinstance(item, _Work) and item.data:
                 # A chunk half decoded leaves its rest in the decoder: `lose` counts that too.
                 size = 0 if item.fed else len(item.data)
                 if not item.fed:
@@ -373,7 +394,7 @@ class Observer:
             if self._open_loss.get((tap, item.direction)) is item:
                 del self._open_loss[(tap, item.direction)]
             if tap.failed is None:
-                self._guarded(tap, item.t, lambda: tap.lose(item.direction, item.size, item.t))
+                self._guarded(tap, item.t, functools.partial(item.tell, tap))
             return 1
         started = time.perf_counter()
         rate = self._rates.get(tap) or self._rates.setdefault(tap, _Rate())

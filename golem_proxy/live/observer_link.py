@@ -182,10 +182,13 @@ class ObserverLink:
         the observing process has acknowledged everything handed on before."""
         return conn in self._shedding
 
-    def lose(self, conn: int, direction: Direction, size: int, t: float) -> None:
+    def lose(self, conn: int, direction: Direction, size: int, t: float, unsent: str = "") -> None:
         """``size`` bytes of ``direction`` read and not handed on (a ``LOST`` record says so
-        before the connection's next record)."""
-        if not self.stopped:
+        before the connection's next record); ``unsent``: nor sent on, and why (an ``UNSENT``
+        record, in order with the rest)."""
+        if unsent:
+            self._mark(Kind.UNSENT, conn, direction, t, f"{size} {unsent}")
+        elif not self.stopped:
             self.writer.lose(conn, direction_number(direction), t, size)
 
     def data(self, conn: int, direction: Direction, data: bytes, t: float) -> None:

@@ -184,14 +184,14 @@ class ConnectionTap:
         that path reads no more of a direction before the frames it read are fed."""
         self._frames.arrived(direction, t)
 
-    def lose(self, direction: Direction, size: int, t: float) -> None:
+    def lose(self, direction: Direction, size: int, t: float, unsent: str = "") -> None:
         """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
         observer was behind): drop the partial frame, and pick the stream up again at the next
-        frame boundary. The gap is reported once decoding resumes (or at the end)."""
+        frame boundary. The gap is reported once decoding resumes (or at the end). With
+        ``unsent`` (why), they were not forwarded either, and the gap says so."""
         self.carried = self.carried or size > 0
-        why = self._frames.undelivered_since(direction)
-        if why and size > 0:  # read, and never sent on either (`Connection.observe_unsent_lost`)
-            self._unsent[direction] = (self._unsent.get(direction, (0, ""))[0] + size, why)
+        if unsent and size > 0:  # nor sent on, and why (`Connection.observe_unsent_lost`)
+            self._unsent[direction] = (self._unsent.get(direction, (0, ""))[0] + size, unsent)
         self._inputs[direction].lose(size, t)
         self._digests.pop(direction, None)
         self._pairing.requests_lost(direction)

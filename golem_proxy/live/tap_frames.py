@@ -116,11 +116,6 @@ class FramePublisher:
         if direction not in self._undelivered:
             self._undelivered[direction] = (why, buffered)
 
-    def undelivered_since(self, direction: Direction) -> str:
-        """Why what ``direction`` is fed from now on never reaches its receiver (empty: it
-        does), without touching the mark."""
-        return self._undelivered.get(direction, ("", 0))[0]
-
     def undelivered(self, direction: Direction) -> tuple[str, int]:
         """For the next frame, framing error or discarded bytes of ``direction``: why its
         bytes never reached their receiver (empty: they did), and how many of its first
