@@ -25,6 +25,7 @@ import fcntl
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,7 +40,14 @@ sys.path.insert(0, str(BENCH.parent))  # golem_core, golem_proxy, bench.*
 sys.path.insert(0, str(BENCH))  # bench_proxy's modules import each other by their names
 
 from bench_peers import BIG  # noqa: E402
-from processes import free_port, observing_process, start_process, stop  # noqa: E402
+from processes import (  # noqa: E402
+    free_port,
+    observing_process,
+    observing_processes,
+    settle,
+    start_process,
+    stop,
+)
 from proxy_measures import big_responses  # noqa: E402
 from proxy_rig import PEERS, proxy_command  # noqa: E402
 
@@ -74,13 +82,23 @@ Part = tuple[int, str]
 """A process and which of its threads count: ``all``, ``main`` or ``others``."""
 
 
-def measured(port: int, answers: int, parts: dict[str, list[Part]]) -> dict[str, float]:
+def measured(
+    port: int,
+    answers: int,
+    parts: dict[str, list[Part]],
+    hop: Optional[subprocess.Popen[bytes]] = None,
+) -> dict[str, float]:
     """Move ``answers`` answers through ``port``; ms of CPU per answer of each part and of
-    the client (this process), and ms of wall time per answer."""
+    the client (this process), and ms of wall time per answer. With ``hop`` (a process),
+    the CPU is read once it is idle: an observer still decoding the last answer when the
+    client has it counts that work too."""
     pids = sorted({pid for chosen in parts.values() for pid, _ in chosen})
     before, started, client = cpu(pids), time.perf_counter(), os.times()
     big_responses(port, answers)
-    wall, ended, after = time.perf_counter() - started, os.times(), cpu(pids)
+    wall, ended = time.perf_counter() - started, os.times()
+    if hop is not None:
+        settle(hop)
+    after = cpu(pids)
     spent = {key: after[key] - before[key] for key in after if key in before}
     seconds = {"client": ended.user + ended.system - client.user - client.system}
     for name, chosen in parts.items():
@@ -94,18 +112,14 @@ def measured(port: int, answers: int, parts: dict[str, list[Part]]) -> dict[str,
 
 
 def observed_by(pid: int, limit: float = 30.0) -> int:
-    """``pid``'s observing process, once it and its standby have started and settled."""
+    """``pid``'s observing process, once it and its standby (when one comes within
+    ``limit``) have started and settled."""
     deadline = time.monotonic() + limit
-    while True:
-        try:
-            found = observing_process(pid)
-        except LookupError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-            continue
-        time.sleep(0.5)  # quiet again before the clock starts
-        return found
+    while len(observing_processes(pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    found = observing_process(pid)  # LookupError when there is none
+    time.sleep(0.5)  # quiet again before the clock starts
+    return found
 
 
 def recorded_exchanges(path: Path) -> int:
@@ -168,8 +182,11 @@ def run(rounds: int, answers: int) -> dict[str, list[dict[str, float]]]:
     try:
         with tempfile.TemporaryDirectory(dir=BENCH.parent / "recordings") as where:
             for _ in range(rounds):
-                parts = {"upstream": [(upstream.pid, "all")], "relay": [(relay.pid, "all")]}
-                found["relay"].append(measured(relay_port, answers, parts))
+                relayed: dict[str, list[Part]] = {
+                    "upstream": [(upstream.pid, "all")],
+                    "relay": [(relay.pid, "all")],
+                }
+                found["relay"].append(measured(relay_port, answers, relayed))
                 recording = Path(where) / "budget.jsonl"
                 command = proxy_command(proxy_port, upstream_port, str(recording), "child-process")
                 proxy = start_process(command, proxy_port)
@@ -181,7 +198,7 @@ def run(rounds: int, answers: int) -> dict[str, list[dict[str, float]]]:
                         "observing main": [(observing, "main")],
                         "observing others": [(observing, "others")],
                     }
-                    figures = measured(proxy_port, answers, parts)
+                    figures = measured(proxy_port, answers, parts, proxy)
                 finally:
                     stop(proxy)
                 figures["recorded"] = recorded_exchanges(recording) - 1  # the workload's hello

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from collections.abc import Iterator
 from typing import Callable, Optional
 
 from golem_core.messages import OPAQUE_CHARACTERS, OpaqueCheck, is_opaque_run
@@ -16,13 +17,22 @@ from golem_core.messages import OPAQUE_CHARACTERS, OpaqueCheck, is_opaque_run
 __all__ = ["opaque_run", "opaque_scan"]
 
 
+def _library_names() -> Iterator[Optional[str]]:
+    """Where to look for the C library, in order (None: the running program)."""
+    yield None
+    yield ctypes.util.find_library("c")
+
+
 def _strspn() -> Optional[Callable[[int, bytes], int]]:
-    try:
-        found = ctypes.util.find_library("c")
-        library = ctypes.CDLL(found) if found else None
-        function = None if library is None else library.strspn
-    except (OSError, AttributeError):
-        return None
+    """The C library's ``strspn``: looked up in the running program first (Linux, macOS: no
+    ``ldconfig`` run at import), then by name; None where there is none (Windows)."""
+    function = None
+    for name in _library_names():
+        try:
+            function = ctypes.CDLL(name).strspn
+            break
+        except (OSError, AttributeError, TypeError):
+            continue
     if function is None:
         return None
     function.restype = ctypes.c_size_t

@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from bench.cpu_budget import main
+from bench.cpu_budget import main, table
 
 
 def test_quick_run_accounts_each_process_and_records_every_answer(
@@ -29,3 +30,42 @@ def test_quick_run_accounts_each_process_and_records_every_answer(
     assert set(found["floor"]) == {"read", "join", "elide", "append"}
     assert all(ms >= 0 for ms in found["floor"].values()) and sum(found["floor"].values()) > 0
     assert "observing took" in out and found["cores"] >= 1
+
+
+def test_the_table_s_figures_follow_from_the_runs() -> None:
+    """Sums, the bound on 2 cores, the overlap, MB/s and the ratio, from fixed figures."""
+    relay = {"client": 10.0, "upstream": 2.0, "relay": 20.0, "wall": 32.0}
+    ours = {
+        "client": 6.0,
+        "upstream": 3.0,
+        "forwarding": 25.0,
+        "observing main": 30.0,
+        "observing others": 8.0,
+        "wall": 48.0,
+        "recorded": 40.0,
+    }
+    console = Console(record=True, width=220)
+    console.print(table({"relay": [relay], "golem-proxy": [ours]}, 40, 2))
+    rows = {
+        line.split("│")[1].strip(): line
+        for line in console.export_text().splitlines()
+        if "│" in line
+    }
+    relay_cells = [cell.strip() for cell in rows["relay"].split("│")[2:-1]]
+    ours_cells = [cell.strip() for cell in rows["golem-proxy"].split("│")[2:-1]]
+    # client, upstream, relay, forwarding, observing main/others, sum, wall, sum/cores, overlap
+    assert relay_cells[:10] == ["10.0", "2.0", "20.0", "-", "-", "-", "32.0", "32.0", "16.0", "50%"]
+    assert ours_cells[:10] == [
+        "6.0",
+        "3.0",
+        "-",
+        "25.0",
+        "30.0",
+        "8.0",
+        "72.0",
+        "48.0",
+        "36.0",
+        "75%",
+    ]
+    assert relay_cells[10] == "524"  # 16 MiB in 32 ms
+    assert ours_cells[10] == "350 (0.67x)" and ours_cells[11] == "40 / 40"

@@ -37,12 +37,12 @@ def test_eliding_with_the_scan_is_eliding_by_the_pattern(payload: bytes, min_len
     )
 
 
-def test_a_run_is_looked_at_up_to_its_end_and_no_further() -> None:
+def test_a_run_is_opaque_when_every_byte_up_to_its_end_is() -> None:
     run = b"QUJD" * 100_000
     payload = b'{"a":"' + run + b'"}'
     start, end = 6, 6 + len(run)
     assert opaque_run(payload, start, end)
-    assert opaque_run(payload, start, end - 1)  # what follows inside the run does not matter
+    assert opaque_run(payload, start, end - 1)  # the scan may go on past the end: no matter
     assert not opaque_run(payload, start, end + 1)  # the closing quote
     assert not opaque_run(payload, start, start)  # empty
     spoiled = payload[: end - 1] + b" " + payload[end:]
