@@ -108,6 +108,8 @@ class ConnectionTap:
         )
         """Publishes the frames this tap decodes, with their violations and exchanges."""
         self._digests: dict[Direction, FrameDigest] = {}
+        self._evicting: dict[Direction, tuple[int, int, float]] = {}
+        """Requests let go and not said yet: how many, the oldest's frame index, since when."""
         self._unsent: dict[Direction, tuple[int, str]] = {}
         """Of the bytes `lose` counted since the last report, those never sent on, and why."""
         self.carried = False
@@ -190,6 +192,7 @@ class ConnectionTap:
         frame boundary. The gap is reported once decoding resumes (or at the end). With
         ``unsent`` (why), they were not forwarded either, and the gap says so."""
         self.carried = self.carried or size > 0
+        self._say_evicted(direction)
         if unsent and size > 0:  # nor sent on, and why (`Connection.observe_unsent_lost`)
             self._unsent[direction] = (self._unsent.get(direction, (0, ""))[0] + size, unsent)
         self._inputs[direction].lose(size, t)
@@ -237,6 +240,7 @@ class ConnectionTap:
             return
         try:
             for direction in Direction:
+                self._say_evicted(direction)
                 source = self._inputs[direction]
                 if not source.ended and source.buffered:
                     self.process(direction, b"", t)  # its gap first, then the cut frame
@@ -275,6 +279,8 @@ class ConnectionTap:
         verdict: Optional[TapVerdict] = None
         for used in range(limit):
             event = source.next_event()
+            if event is None or isinstance(event, EndOfStream):
+                self._say_evicted(direction)
             if event is None:
                 return used, False, verdict
             found = self._handle(direction, event, t)
@@ -373,17 +379,25 @@ class ConnectionTap:
         return Where(conn=self.conn, route=self.route, direction=direction, t=t)
 
     def _evicted(self, direction: Direction, evicted: list[Pending[FrameSeen]], t: float) -> None:
-        if not evicted:
+        """Requests let go past the pending limits: said in one gap for what decoding lets go
+        until the direction's bytes run out (`_say_evicted`), not one per request: a client
+        pipelining past the limit has one let go with each request it adds."""
+        if evicted:
+            count, oldest, since = self._evicting.get(direction, (0, evicted[0].context.index, t))
+            self._evicting[direction] = (count + len(evicted), oldest, since)
+
+    def _say_evicted(self, direction: Direction) -> None:
+        if direction not in self._evicting:
             return
-        oldest = evicted[0].context
+        count, oldest, t = self._evicting.pop(direction)
         self._gap(
             direction,
             t,
             GapReason.EVICTED,
-            len(evicted),
-            detail=f"{counted(len(evicted), 'request')} unanswered (evicted) past the limit of "
+            count,
+            detail=f"{counted(count, 'request')} unanswered (evicted) past the limit of "
             f"{self.limits.pending} waiting or {self.limits.pending_bytes} bytes, "
-            f"oldest frame #{oldest.index}",
+            f"oldest frame #{oldest}",
         )
 
     def _violated(

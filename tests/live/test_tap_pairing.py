@@ -5,7 +5,15 @@ answers a request too large to observe."""
 from __future__ import annotations
 
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP
-from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen, ViolationSeen
+from golem_proxy.events import (
+    Direction,
+    Event,
+    ExchangeCompleted,
+    FrameSeen,
+    GapReason,
+    ObservationLost,
+    ViolationSeen,
+)
 from golem_proxy.live.tap import ConnectionTap, ObserveLimits
 
 CALL = b'{"jsonrpc":"2.0","id":%d,"method":"state","params":{}}\n'
@@ -81,6 +89,25 @@ def test_the_late_answer_to_a_request_let_go_past_the_limits_is_no_orphan() -> N
     ]
     orphans = [e.frame_index for e in events if isinstance(e, ViolationSeen) and e.orphan]
     assert orphans == [4, 5]
+
+
+def test_requests_let_go_in_one_read_are_said_in_one_gap_after_its_frames() -> None:
+    """A client pipelining past the limit has a request let go with each one it adds: one
+    ``evicted`` gap for what a read lets go (its size the count, the oldest named), not one
+    a request."""
+    events: list[Event] = []
+    tap = ConnectionTap(1, "scrybe", JSONRPC_NDJSON, events.append, limits=ObserveLimits(pending=2))
+    tap.process(Direction.C2S, b"".join(CALL % n for n in range(1, 7)), 0.1)
+    tap.process(Direction.C2S, CALL % 7, 0.2)
+    kinds = ["gap" if isinstance(e, ObservationLost) else "frame" for e in events]
+    assert kinds == ["frame"] * 6 + ["gap", "frame", "gap"]
+    gaps = [e for e in events if isinstance(e, ObservationLost)]
+    assert [(g.reason, g.size, g.t) for g in gaps] == [
+        (GapReason.EVICTED, 4, 0.1),
+        (GapReason.EVICTED, 1, 0.2),
+    ]
+    assert gaps[0].detail.startswith("4 requests unanswered (evicted)")
+    assert gaps[0].detail.endswith("oldest frame #0") and gaps[1].detail.endswith("#4")
 
 
 def test_answers_to_requests_lost_in_a_gap_are_no_orphans_until_an_answer_pairs_again() -> None:
