@@ -46,35 +46,30 @@ from processes import (  # noqa: E402
     observing_processes,
     settle,
     start_process,
+    stat_cpu_seconds,
     stop,
 )
-from proxy_measures import big_responses  # noqa: E402
+from proxy_measures import RecordingTail, big_responses  # noqa: E402
 from proxy_rig import PEERS, proxy_command  # noqa: E402
 
 from golem_core.messages import elide_long_strings  # noqa: E402
+from golem_proxy.live.observer_launch import PIPE_SIZE  # noqa: E402
 from golem_proxy.live.tap_parse import ELIDE_STRINGS_OVER, OPAQUE_SCAN  # noqa: E402
 from golem_proxy.recording.page_cache import WrittenPages  # noqa: E402
-
-PIPE_SIZE = 1024 * 1024
-F_SETPIPE_SZ = 1031  # Linux's fcntl: the handoff pipe is sized so too
 
 
 def cpu(pids: list[int]) -> dict[tuple[int, int], float]:
     """CPU seconds of each of ``pids`` by (process, 0), threads that ended included, and of
-    its main thread by (process, process)."""
-    tick = os.sysconf("SC_CLK_TCK")
+    its main thread by (process, process); what is gone is left out."""
     found = {}
     for pid in pids:
         for key, path in (
             ((pid, 0), f"/proc/{pid}/stat"),
             ((pid, pid), f"/proc/{pid}/task/{pid}/stat"),
         ):
-            try:
-                with open(path) as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            found[key] = (int(fields[11]) + int(fields[12])) / tick
+            seconds = stat_cpu_seconds(path)
+            if seconds is not None:
+                found[key] = seconds
     return found
 
 
@@ -122,18 +117,13 @@ def observed_by(pid: int, limit: float = 30.0) -> int:
     return found
 
 
-def recorded_exchanges(path: Path) -> int:
-    with path.open("rb") as recording:
-        return sum(1 for line in recording if b'"kind":"exchange"' in line)
-
-
 def observing_floor(answers: int) -> dict[str, float]:
     """ms of this thread's CPU per 16 MiB answer for the bulk steps of observing it."""
     blob = base64.b64encode(os.urandom(BIG * 3 // 4 - 64))
     payload = b'{"status":"success","result":{"image":"' + blob + b'"}}'
     size = len(payload)
     read_end, write_end = os.pipe()
-    fcntl.fcntl(write_end, F_SETPIPE_SZ, PIPE_SIZE)
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # as the handoff pipe is
     writer = os.fork()
     if writer == 0:  # another process writes the pipe, as the forwarding one does
         os.close(read_end)
@@ -201,7 +191,8 @@ def run(rounds: int, answers: int) -> dict[str, list[dict[str, float]]]:
                     figures = measured(proxy_port, answers, parts, proxy)
                 finally:
                     stop(proxy)
-                figures["recorded"] = recorded_exchanges(recording) - 1  # the workload's hello
+                counted = RecordingTail(recording, ("exchange",)).count() or {}
+                figures["recorded"] = counted.get("exchange", 0) - 1  # the workload's hello
                 found["golem-proxy"].append(figures)
     finally:
         for process in (relay, upstream):

@@ -166,13 +166,21 @@ def process_cpu_seconds(pid: int) -> dict[int, float]:
     `tree` order (``pid`` first); a process that is gone is left out."""
     found = {}
     for member in tree(pid):
-        try:
-            with open(f"/proc/{member}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        found[member] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        seconds = stat_cpu_seconds(f"/proc/{member}/stat")
+        if seconds is not None:
+            found[member] = seconds
     return found
+
+
+def stat_cpu_seconds(path: str) -> Optional[float]:
+    """User and system CPU time in a /proc ``stat`` file (a process's, or a thread's under
+    ``task/``); None when it is gone."""
+    try:
+        with open(path) as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def settle(process: Optional[subprocess.Popen[bytes]], limit: float = 60.0) -> float:

@@ -175,7 +175,13 @@ class Connection:
         reset or a write to it failed, else "connection ended")."""
         if not data:
             return
-        self._mark_undelivered(direction, t)
+        why = self._undelivered_why(direction)
+        if self.link is not None:
+            self.link.undelivered(self.conn, direction, why, t)
+        elif self.tap is not None and self.inline:
+            self.tap.mark_undelivered(direction, why)
+        elif self.tap is not None and self.observer is not None:
+            self.observer.after_queued(functools.partial(self.tap.mark_undelivered, direction, why))
         self.observe(direction, data, t)
 
     def observe_unsent_lost(
@@ -192,17 +198,6 @@ class Connection:
         "connection ended"."""
         _, _, _, sink_name = self.sides(direction)
         return f"{sink_name} gone" if sink_name in self.gone else "connection ended"
-
-    def _mark_undelivered(self, direction: Direction, t: float) -> None:
-        """What inspection is handed of ``direction`` from now on never reached its receiver
-        (`_undelivered_why`)."""
-        why = self._undelivered_why(direction)
-        if self.link is not None:
-            self.link.undelivered(self.conn, direction, why, t)
-        elif self.tap is not None and self.inline:
-            self.tap.mark_undelivered(direction, why)
-        elif self.tap is not None and self.observer is not None:
-            self.observer.after_queued(functools.partial(self.tap.mark_undelivered, direction, why))
 
     def observe_lost(self, direction: Direction, size: int, t: float, unsent: str = "") -> None:
         """``size`` bytes of ``direction`` read and never handed to inspection, nor marked:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from collections.abc import AsyncIterator
 from typing import Callable, Optional
 
 import trio
@@ -177,7 +176,7 @@ class FaultRelay:
         except trio.Cancelled:  # the connection ended before its turn: never sent
             await self.unsent.lost(direction, data, or_now(sent_at, self.now))
             raise
-        async with _acquired(turn):
+        try:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
@@ -200,6 +199,8 @@ class FaultRelay:
                 except trio.Cancelled:
                     conn.observe_undelivered(direction, rest, seen)
                     raise
+        finally:
+            turn.release()
         return True
 
     def _where(self, direction: Direction) -> Where:
@@ -448,12 +449,3 @@ def _peer_state(sock: trio.socket.SocketType) -> Optional[str]:
     if state == _TCP_CLOSE:
         return "reset"
     return "closed" if state == _TCP_CLOSE_WAIT else None
-
-
-@contextlib.asynccontextmanager
-async def _acquired(lock: trio.Lock) -> AsyncIterator[None]:
-    """Release ``lock``, acquired already, when the block ends."""
-    try:
-        yield
-    finally:
-        lock.release()
