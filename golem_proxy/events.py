@@ -192,7 +192,8 @@ class FrameSeen:
     write failed (the rest never went)."""
     routes_down: Optional[tuple[RouteDown, ...]] = None
     """On an MCP ``tools/call`` request of ``golem-proxy mcp``: the GOLEM routes that were not
-    listening when it was decoded (their upstream down; `RouteDown`), decided by the session's
+    listening when it was decoded (their upstream down; `RouteDown`); on the answer to one: the
+    routes that went down while it was in flight (``since``: when). Decided by the session's
     tool-call tracker in wire order with the routes' `UpstreamStatus` events. None on every
     other frame, and when every route listened."""
 

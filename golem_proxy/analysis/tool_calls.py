@@ -23,7 +23,7 @@ from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 
 from ..events import FrameSeen, ToolCallRef
-from .call_outage import outage_label, routes_down
+from .call_outage import outage_label, routes_down, went_down
 from .flows import Flow
 from .trace import FlowReader, flow_to_json, json_text, open_flows
 
@@ -133,8 +133,8 @@ def two_layer_label(flow: Flow) -> Optional[str]:
     tool call as ``tool(arguments)``, a GOLEM flow of one call as ``  ↳ method``, of
     overlapping calls as ``  ? method`` (a connection that carried nothing as
     ``✗ connection: REASON`` in place of the method), a call made while a GOLEM route was
-    down with ``  ⋯ ROUTE down since T s`` after it; None for any other flow (the plain
-    method)."""
+    down with ``  ⋯ ROUTE down since T s`` after it (``ROUTE went down at T s`` when it
+    stopped listening during the call); None for any other flow (the plain method)."""
     if is_tool_call(flow):
         outage = outage_label(flow)
         call = f"{tool_of(flow)}({arguments_summary(flow)})"
@@ -278,19 +278,22 @@ def _short(value: Any, width: int) -> str:
 def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[str, Any]:
     """The members `show --json` adds to a flow: its ``layer``; for an MCP ``tools/call``
     its ``tool``, ``arguments`` and ``is_error`` (and ``routes_down``, the GOLEM routes not
-    listening when it was made, when any was); for a flow of the other layer, ``tool_call``
-    (the number of the MCP flow that caused it, or null), ``attribution`` (``call``,
-    ``none``, ``ambiguous``, or ``unknown`` without an MCP layer) and, when ambiguous,
-    ``tool_call_candidates``."""
+    listening when it was made, and ``went_down``, those that stopped listening while it was
+    in flight, when any did); for a flow of the other layer, ``tool_call`` (the number of the
+    MCP flow that caused it, or null), ``attribution`` (``call``, ``none``, ``ambiguous``, or
+    ``unknown`` without an MCP layer) and, when ambiguous, ``tool_call_candidates``."""
     data: dict[str, Any] = {"layer": layer_of(profile)}
     if profile.tool_layer:
         if is_tool_call(flow):
             data.update(
                 tool=tool_of(flow), arguments=arguments_of(flow), is_error=tool_call_error(flow)
             )
-            down = routes_down(flow)
-            if down:
-                data["routes_down"] = [{"route": d.route, "since": d.since} for d in down]
+            for member, routes in (
+                ("routes_down", routes_down(flow)),
+                ("went_down", went_down(flow)),
+            ):
+                if routes:
+                    data[member] = [{"route": d.route, "since": d.since} for d in routes]
         return data
     attribution = index.attribution(flow)
     data.update(tool_call=attribution.number, attribution=attribution.state)

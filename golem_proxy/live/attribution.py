@@ -25,7 +25,9 @@ route stopped listening: `golem_proxy.live.route_gate`) carries the routes down 
 never reached the proxy, so that call would otherwise show nothing of them. The tracker
 follows the routes' `UpstreamStatus` events in wire order with the MCP bytes
 (`ToolCallTracker.upstream`; `Proxy.publish` in one process, `HandoffSource` in an observing
-process of its own).
+process of its own). A route that goes down while a call is in flight (the plugin went away
+under it) is carried by the call's answer, the same way: what its server tried there after
+that was refused by the system too, and the call's GOLEM rows stop there without a word.
 Views read the decision from the event; none re-derives it.
 """
 
@@ -70,6 +72,9 @@ class RoutesDown:
     def __bool__(self) -> bool:
         return bool(self._since)
 
+    def __contains__(self, route: str) -> bool:
+        return route in self._since
+
     def follow(self, event: UpstreamStatus) -> None:
         if event.up:
             self._since.pop(event.route, None)
@@ -110,6 +115,12 @@ class ToolCallTracker:
         )
         """Calls marked with the routes down (`watch`), by connection and frame index, until
         their exchange: the tap pairs the frame it decoded, which the mark is not on."""
+        self._went_down: dict[tuple[int, Any], dict[str, float]] = {}
+        """Calls in flight during which a route went down: each route, since when."""
+        self._marked_answers: collections.OrderedDict[tuple[int, int], FrameSeen] = (
+            collections.OrderedDict()
+        )
+        """Answers marked with the routes that went down during their call, as `_marked`."""
 
     @property
     def in_flight(self) -> tuple[ToolCallRef, ...]:
@@ -118,50 +129,70 @@ class ToolCallTracker:
 
     def upstream(self, event: UpstreamStatus) -> None:
         """A GOLEM route's upstream went down or came back (in wire order with the MCP hop):
-        the calls made until it is back carry it (`watch`)."""
+        the calls made until it is back carry it, and so do the answers of the calls in flight
+        as it went down (`watch`)."""
+        if not event.up and event.route not in self._down:
+            for key in self._in_flight:
+                self._went_down.setdefault(key, {}).setdefault(event.route, event.t)
         self._down.follow(event)
 
     def watch(self, event: Event) -> Event:
         """Follow one event of the MCP hop (call it before the event is published); returns
         the event to publish: a ``tools/call`` made while a GOLEM route is down, marked so."""
         if isinstance(event, ExchangeCompleted):
-            # A client's request only: frame indexes count each direction apart, and a server's
-            # own request (a ping, roots/list) may have a marked call's index.
-            request = event.request
-            if not self._marked or request.direction is not Direction.C2S:
-                return event
-            marked = self._marked.pop((event.conn, request.index), None)
-            return event if marked is None else dataclasses.replace(event, request=marked)
+            return self._exchange_marked(event)
         if isinstance(event, ConnectionClosed):
-            for table in (self._in_flight, self._asked, self._cancelled, self._marked):
+            tables = (
+                self._in_flight,
+                self._asked,
+                self._cancelled,
+                self._marked,
+                self._went_down,
+                self._marked_answers,
+            )
+            for table in tables:
                 for key in [key for key in table if key[0] == event.conn]:
                     del table[key]
             self._sent.pop(event.conn, None)
             return event
         if not isinstance(event, FrameSeen):
             return event
-        self._follow(event)
+        went_down = self._follow(event)
+        if went_down:
+            answered = dataclasses.replace(event, routes_down=went_down)
+            _remember(self._marked_answers, (event.conn, event.index), answered)
+            return answered
         if self._down and event.direction is Direction.C2S and self._is_call(event):
             marked = dataclasses.replace(event, routes_down=self._down.now())
-            self._marked[(event.conn, event.index)] = marked
-            if len(self._marked) > MAX_IN_FLIGHT:
-                # Bounded: the oldest's exchange is then published unmarked (the live log's
-                # line lacks it); its recorded frame keeps the mark.
-                self._marked.popitem(last=False)
+            _remember(self._marked, (event.conn, event.index), marked)
             return marked
         return event
+
+    def _exchange_marked(self, event: ExchangeCompleted) -> ExchangeCompleted:
+        """``event`` with the marked frames `watch` published for its request and answer."""
+        # A client's request only: frame indexes count each direction apart, and a server's
+        # own request (a ping, roots/list) may have a marked call's index.
+        request, response = event.request, event.response
+        if request.direction is not Direction.C2S or not (self._marked or self._marked_answers):
+            return event
+        marked = self._marked.pop((event.conn, request.index), None)
+        answered = self._marked_answers.pop((event.conn, response.index), None)
+        if marked is None and answered is None:
+            return event
+        return dataclasses.replace(event, request=marked or request, response=answered or response)
 
     @staticmethod
     def _is_call(frame: FrameSeen) -> bool:
         message = frame.message
         return isinstance(message, Request) and message.method == TOOLS_CALL
 
-    def _follow(self, event: FrameSeen) -> None:
+    def _follow(self, event: FrameSeen) -> tuple[RouteDown, ...]:
+        """Follow one MCP frame; an answer to a call during which routes went down: those."""
         message = event.message
         if event.direction is Direction.S2C:
             if message.role is not Role.REQUEST:  # a server's own requests have ids of theirs
-                self._answered(event.conn, self.profile.correlation_key(message))
-            return
+                return self._answered(event.conn, self.profile.correlation_key(message))
+            return ()
         if self.profile.expects_response(message):
             asked = self.profile.correlation_key(message)
             if asked is not None:
@@ -174,33 +205,40 @@ class ToolCallTracker:
             key = (event.conn, id_key(cancelled))
             if key in self._in_flight:
                 self._cancelled[key] = self._sent.get(event.conn, 0)
-            return
+            return ()
         if isinstance(message, Request) and message.method == TOOLS_CALL:
             called = self.profile.correlation_key(message)
             ident = message.id
             if called is None or not isinstance(ident, (str, int)):
-                return
+                return ()
             self._in_flight[(event.conn, called)] = ToolCallRef(
                 conn=event.conn, index=event.index, id=ident, tool=tool_name(message)
             )
             if len(self._in_flight) > MAX_IN_FLIGHT:
-                self._in_flight.popitem(last=False)
+                self._end(next(iter(self._in_flight)))
                 self.let_go += 1
+        return ()
 
-    def _answered(self, conn: int, key: Any) -> None:
+    def _end(self, key: tuple[int, Any]) -> dict[str, float]:
+        """Call ``key`` is no longer in flight; the routes that went down during it."""
+        self._in_flight.pop(key, None)
+        return self._went_down.pop(key, None) or {}
+
+    def _answered(self, conn: int, key: Any) -> tuple[RouteDown, ...]:
         """The server answered the client's request ``key``: a call it was ends, and so do the
-        calls cancelled before that request was sent."""
+        calls cancelled before that request was sent. The routes that went down during that
+        call, if any."""
         if key is None:
-            return
-        self._in_flight.pop((conn, key), None)
+            return ()
+        went_down = self._end((conn, key))
         self._cancelled.pop((conn, key), None)
         sent = self._asked.pop((conn, key), None)
-        if sent is None or not self._cancelled:
-            return
-        for cancelled, before in list(self._cancelled.items()):
-            if cancelled[0] == conn and before < sent:
-                del self._cancelled[cancelled]
-                self._in_flight.pop(cancelled, None)
+        if sent is not None and self._cancelled:
+            for cancelled, before in list(self._cancelled.items()):
+                if cancelled[0] == conn and before < sent:
+                    del self._cancelled[cancelled]
+                    self._end(cancelled)
+        return tuple(RouteDown(route=route, since=t) for route, t in went_down.items())
 
     def take_over(self, frame: FrameSeen) -> None:
         """A frame the recording shows in flight when the observing process before this one
@@ -219,7 +257,7 @@ class ToolCallTracker:
         for key in [key for key in self._recovered if key[0] == conn]:
             self._recovered.discard(key)
             if unseen:
-                self._in_flight.pop(key, None)
+                self._end(key)
 
     def annotate(self, frame: FrameSeen, answers: Optional[FrameSeen] = None) -> FrameSeen:
         """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded; an
@@ -236,3 +274,15 @@ class ToolCallTracker:
         do to it now."""
         calls = tuple(self._in_flight.values())
         return lambda frame: dataclasses.replace(frame, tool_calls=calls)
+
+
+def _remember(
+    marked: collections.OrderedDict[tuple[int, int], FrameSeen],
+    key: tuple[int, int],
+    frame: FrameSeen,
+) -> None:
+    """Keep ``frame`` until its exchange, bounded: past `MAX_IN_FLIGHT` the oldest's exchange is
+    published unmarked (the live log's line lacks it); its recorded frame keeps the mark."""
+    marked[key] = frame
+    if len(marked) > MAX_IN_FLIGHT:
+        marked.popitem(last=False)

@@ -296,6 +296,10 @@ class EventLog:
             # A call made while a GOLEM route did not listen: nothing of it reached the proxy.
             text.append(f"  ⋯ {safe_text(down.route, _NAME)} down since ", "yellow")
             text.append(f"{self._clock(down.since)}", "yellow")
+        for down in exchange.response.routes_down or ():
+            # A route that stopped listening during the call: nothing after that reached it.
+            text.append(f"  ⋯ {safe_text(down.route, _NAME)} went down at ", "yellow")
+            text.append(f"{self._clock(down.since)}", "yellow")
         self._caller(text, exchange.request.tool_calls)
         return text
 

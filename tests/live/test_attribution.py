@@ -275,3 +275,82 @@ def test_a_servers_own_request_with_a_marked_calls_index_keeps_its_own_frame() -
     )
     published = tracker.watch(exchange)
     assert isinstance(published, ExchangeCompleted) and published.request is marked
+
+
+def test_the_answer_of_a_call_in_flight_when_a_route_went_down_carries_it() -> None:
+    """The plugin went away under a call: its answer names the route and when it went down
+    (what its server tried there after that was refused, unseen). A route already down when a
+    call was made is on the request, not again on the answer; a call made after is marked
+    by its request only."""
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 1, "boolean_union"))
+    tracker.upstream(UpstreamStatus(route="main", t=1.5, up=False, detail="refused"))
+    made_while_down = tracker.watch(call(1, 2, "list_layers"))
+    assert isinstance(made_while_down, FrameSeen) and made_while_down.routes_down is not None
+    # Still down, said again: no new outage for the calls in flight.
+    tracker.upstream(UpstreamStatus(route="main", t=2.0, up=False, detail="trying again"))
+    tracker.upstream(UpstreamStatus(route="gh", t=2.5, up=False, detail="refused"))
+    first = tracker.watch(answer(0, 1))
+    assert isinstance(first, FrameSeen) and first.routes_down == (
+        RouteDown(route="main", since=1.5),
+        RouteDown(route="gh", since=2.5),
+    )
+    second = tracker.watch(answer(1, 2))
+    assert isinstance(second, FrameSeen) and second.routes_down == (
+        RouteDown(route="gh", since=2.5),
+    )
+    # Back, then down again during a call: the new outage, with its own time.
+    tracker.upstream(UpstreamStatus(route="main", t=3.0, up=True, detail="answers again"))
+    tracker.upstream(UpstreamStatus(route="gh", t=3.0, up=True, detail="answers again"))
+    tracker.watch(call(2, 3, "create_layer"))
+    tracker.upstream(UpstreamStatus(route="main", t=4.0, up=False, detail="refused"))
+    third = tracker.watch(answer(2, 3))
+    assert isinstance(third, FrameSeen) and third.routes_down == (
+        RouteDown(route="main", since=4.0),
+    )
+    # Answered already: a later outage is none of its business.
+    tracker.upstream(UpstreamStatus(route="main", t=5.0, up=True, detail="answers again"))
+    tracker.watch(call(3, 4, "list_layers"))
+    tracker.upstream(UpstreamStatus(route="main", t=6.0, up=False, detail="refused"))
+    again = tracker.watch(answer(2, 3))
+    assert isinstance(again, FrameSeen) and again.routes_down is None
+
+
+def test_the_exchange_of_a_call_a_route_went_down_under_carries_its_marked_answer() -> None:
+    tracker = ToolCallTracker(MCP)
+    request = call(0, 7, "create_layer")
+    assert tracker.watch(request) is request
+    tracker.upstream(UpstreamStatus(route="main", t=1.5, up=False, detail="refused"))
+    response = answer(0, 7)
+    marked = tracker.watch(response)
+    assert isinstance(marked, FrameSeen) and marked.routes_down is not None
+    exchange = ExchangeCompleted(
+        conn=request.conn,
+        route="mcp",
+        request=request,
+        response=response,
+        outcome=MCP.outcome(request.message, response.message),
+    )
+    published = tracker.watch(exchange)
+    assert isinstance(published, ExchangeCompleted)
+    assert published.response is marked and published.request is request
+    assert tracker.watch(exchange) is exchange  # once only
+
+
+def test_what_went_down_under_calls_is_forgotten_with_them() -> None:
+    """A call that ends unanswered (its connection closed, a cancelled call let go, the
+    in-flight set full) takes its outage with it: an answer that comes later on another
+    connection, or with a reused id, is not marked by it."""
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 1, "gone_with_its_connection"))
+    tracker.upstream(UpstreamStatus(route="main", t=1.5, up=False, detail="refused"))
+    tracker.watch(ConnectionClosed(conn=1, route="mcp", reason="closed", t=2.0))
+    reused = tracker.watch(answer(0, 1))
+    assert isinstance(reused, FrameSeen) and reused.routes_down is None
+    tracker.upstream(UpstreamStatus(route="main", t=3.0, up=True, detail="answers again"))
+    for number in range(MAX_IN_FLIGHT + 1):
+        tracker.watch(call(number, number, "never_answered"))
+    tracker.upstream(UpstreamStatus(route="main", t=4.0, up=False, detail="refused"))
+    assert len(tracker._went_down) == MAX_IN_FLIGHT
+    tracker.watch(call(MAX_IN_FLIGHT + 1, "last", "one_more"))
+    assert len(tracker._went_down) == MAX_IN_FLIGHT - 1  # the oldest let go, and its outage

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from bench.processes import observing_process
-from golem_proxy.analysis.call_outage import routes_down
+from golem_proxy.analysis.call_outage import routes_down, went_down
 from golem_proxy.analysis.tool_calls import read_two_layers
-from golem_proxy.events import ConnectionClosed, FrameSeen, RouteDown, UpstreamStatus
+from golem_proxy.events import ConnectionClosed, Direction, FrameSeen, RouteDown, UpstreamStatus
 from golem_proxy.recording.format import read_recording
 from tests.live.observer_child_helpers import wait_for
 from tests.support.cli_helpers import reap, run_cli
@@ -185,6 +185,35 @@ def test_a_call_made_while_the_route_was_down_says_so(refused: tuple[Path, int, 
     tools = {row["tool"]: row for row in stats["tools"]}
     assert tools["create_layer"]["calls_while_down"] == 1
     assert tools["list_layers"]["calls_while_down"] == 0
+
+
+def test_the_call_in_flight_as_the_route_went_down_says_so_on_its_answer(
+    refused: tuple[Path, int, list],
+) -> None:
+    """The first call was in flight when its connection was refused and the route stopped
+    listening: its answer carries the route and when, so its row says what it could not
+    show after that (whatever its server tried there again was refused by the system)."""
+    record, _, _ = refused
+    events = read_recording(str(record)).events
+    (down,) = [e for e in events if isinstance(e, UpstreamStatus)]
+    answers = [
+        e
+        for e in events
+        if isinstance(e, FrameSeen) and e.route == "mcp" and e.direction is Direction.S2C
+    ]
+    went = (RouteDown(route="main", since=round(down.t, 6)),)
+    first, second = [answer for answer in answers if answer.message.id in (1, 2)]
+    assert first.routes_down == went
+    assert second.routes_down is None  # down when made: said on its request
+    layers = read_two_layers(str(record))
+    assert [went_down(call.flow) for call in layers.tool_calls] == [went, ()]
+    shown = run_cli("show", str(record)).stdout
+    row = next(line for line in shown.splitlines() if "list_layers()" in line)
+    assert f"⋯ main went down at {down.t:.3f} s" in row
+    rows = [json.loads(line) for line in run_cli("show", str(record), "--json").stdout.splitlines()]
+    by_tool = {row["tool"]: row for row in rows if row.get("tool")}
+    assert by_tool["list_layers"]["went_down"] == [{"route": "main", "since": round(down.t, 6)}]
+    assert "went_down" not in by_tool["create_layer"]
 
 
 def test_a_restarted_observing_process_knows_the_route_is_down(tmp_path: Path) -> None:

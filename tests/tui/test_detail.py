@@ -66,3 +66,18 @@ def test_a_call_made_while_a_golem_route_was_down_says_why_nothing_is_under_it()
     assert "main down since 0.731 s" in line
     assert "refused by the system" in line and "nothing of it can be seen" in line
     assert two_layer_label(flow) == 'boolean_union(guids=["a"])  ⋯ main down since 0.731 s'
+
+
+def test_a_call_a_golem_route_went_down_under_says_so_and_when() -> None:
+    result = {"content": [{"type": "text", "text": "Connection reset"}], "isError": True}
+    flow = tool_call(result)
+    assert flow.response is not None
+    flow.response = dataclasses.replace(
+        flow.response, routes_down=(RouteDown(route="main", since=1.204),)
+    )
+    text = _summary(flow, MCP).plain
+    (line,) = [line for line in text.splitlines() if line.startswith("  ⋯ ")]
+    assert "stopped listening while it was in flight (main at 1.204 s" in line
+    assert "tried there after that was refused by the system" in line
+    assert "made while" not in line
+    assert two_layer_label(flow) == 'boolean_union(guids=["a"])  ⋯ main went down at 1.204 s'
