@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .call_outage import routes_down
+from .call_outage import routes_down, went_down
 from .flows import Flow
 from .stats import LatencySummary, summarize_latencies
 from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder
@@ -42,6 +42,9 @@ class ToolStats:
     made_while_down: int = 0
     """Its calls made while a GOLEM route was not listening (`FrameSeen.routes_down`): their
     connection attempts there, if any, were refused by the system, unseen."""
+    went_down_during: int = 0
+    """Its calls during which a GOLEM route stopped listening (their answer's
+    `FrameSeen.routes_down`): what they tried there after that was refused too."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,7 @@ class ToolStats:
             "split_calls": self.split_calls,
             "failed_connections": self.failed_connections,
             "calls_while_down": self.made_while_down,
+            "calls_went_down": self.went_down_during,
         }
 
 
@@ -96,4 +100,5 @@ def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
         len(split),
         sum(len(call.failed_connections) for call in calls),
         sum(1 for call in calls if routes_down(call.flow)),
+        sum(1 for call in calls if went_down(call.flow)),
     )

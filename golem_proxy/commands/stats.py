@@ -103,7 +103,7 @@ def tool_table(rows: list[ToolStats]) -> Table:
             Text(str(row.golem_flows)),
             Text(str(row.shared_flows), style="yellow") if row.shared_flows else Text("0"),
             Text(str(row.failed_connections), style="red") if row.failed_connections else Text("0"),
-            Text(str(row.made_while_down), style="yellow") if row.made_while_down else Text("0"),
+            _count(row.made_while_down + row.went_down_during, "yellow"),
             Text(ms(row.latency.p50)),
             Text(ms(row.latency.max)),
             Text(ms(row.rhino_mean)),
@@ -112,6 +112,11 @@ def tool_table(rows: list[ToolStats]) -> Table:
     if not rows:
         table.add_row(Text("(no tool calls)", style="dim"), *[Text("")] * len(columns))
     return table
+
+
+def _count(count: int, style: str) -> Text:
+    """A count, in ``style`` when it is not 0."""
+    return Text(str(count), style=style) if count else Text("0")
 
 
 def _columns(optional: dict[str, bool]) -> list[Column]:

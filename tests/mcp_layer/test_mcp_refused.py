@@ -214,6 +214,15 @@ def test_the_call_in_flight_as_the_route_went_down_says_so_on_its_answer(
     by_tool = {row["tool"]: row for row in rows if row.get("tool")}
     assert by_tool["list_layers"]["went_down"] == [{"route": "main", "since": round(down.t, 6)}]
     assert "went_down" not in by_tool["create_layer"]
+    stats = json.loads(run_cli("stats", str(record), "--json").stdout)
+    tools = {row["tool"]: row for row in stats["tools"]}
+    assert tools["list_layers"]["calls_went_down"] == 1
+    assert tools["create_layer"]["calls_went_down"] == 0
+    table = run_cli("stats", str(record)).stdout.splitlines()
+    header = next(line.replace("no conn", "no-conn").split() for line in table if "down" in line)
+    for tool in ("list_layers", "create_layer"):  # each met the route down, one way or the other
+        row = next(line.split() for line in table if line.split()[:1] == [tool])
+        assert row[header.index("down")] == "1", (header, row)
 
 
 def test_a_restarted_observing_process_knows_the_route_is_down(tmp_path: Path) -> None:
