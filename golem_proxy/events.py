@@ -105,6 +105,11 @@ class ConnectionClosed:
     before a byte crossed it either way (the upstream refused it or did not answer, a side
     closed or reset it first): the MCP ``tools/call`` requests in flight when it was opened,
     as a frame names them (`FrameSeen.tool_calls`). None on every other close."""
+    gone_before_write: bool = False
+    """The upstream had closed its side (while the connection sat idle: the plugin went away)
+    before the client wrote again, and refused those bytes with a reset: the client's next
+    write met a dead connection. Decided by the forwarding side, which held the upstream's
+    close until the client acted (`Connection.check_upstream_after_close`)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -239,6 +239,7 @@ def _outages(job: _Run, applied: list[AppliedOutage]) -> list[dict[str, Any]]:
             "route": item.route,
             "resets": item.outage.resets,
             "refused": item.outage.refused,
+            "reset_open": item.outage.reset_open,
         }
         for item in applied
         if not live.get(item.route, False)

@@ -88,6 +88,9 @@ class Connection:
     hold_idle_fin: bool = False
     """Whether an idle connection's FIN may wait for the client (the profile's clients never
     read past an answer: GOLEM)."""
+    gone_before_write: bool = False
+    """The upstream had closed before the client's last bytes, which it refused with a reset
+    (`check_upstream_after_close`; `ConnectionClosed.gone_before_write`)."""
     gone: set[str] = field(default_factory=set)
     """Sides ("client", "upstream") known to be gone: reading from one failed (a reset), or
     writing to one did. A clean FIN is no part of it: the side may still read."""
@@ -380,6 +383,7 @@ class Connection:
                 # This, not the earlier clean close, is what the connection ended with.
                 self.reason = "upstream closed; the client's next bytes were refused (reset)"
                 self.abnormal = True
+                self.gone_before_write = True
                 self._reset_client()
                 scope.cancel()
                 return
@@ -413,4 +417,5 @@ class Connection:
             bytes_c2s=self.sent[Direction.C2S],
             bytes_s2c=self.sent[Direction.S2C],
             abnormal=self.abnormal,
+            gone_before_write=self.gone_before_write,
         )

@@ -189,6 +189,7 @@ class LineDecoder:
                 bytes_s2c=member_int(sizes, "s2c", 0),
                 abnormal=member_bool(data, "abnormal", False),
                 tool_calls=member_tool_calls(data),
+                gone_before_write=member_bool(data, "gone_before_write", False),
             )
         if kind in ("exchange", "server-exchange"):
             # A server-exchange pairs a request the server sent with the client's answer.

@@ -85,7 +85,16 @@ EXCHANGE_MEMBERS = (
 )
 KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     "open": (*COMMON_MEMBERS, "conn", "route", "client", "upstream"),
-    "close": (*COMMON_MEMBERS, "conn", "route", "reason", "bytes", "abnormal", "tool_calls"),
+    "close": (
+        *COMMON_MEMBERS,
+        "conn",
+        "route",
+        "reason",
+        "bytes",
+        "abnormal",
+        "tool_calls",
+        "gone_before_write",
+    ),
     "frame": FRAME_MEMBERS,
     "exchange": EXCHANGE_MEMBERS,
     "upstream": (*COMMON_MEMBERS, "route", "state", "detail"),

@@ -82,6 +82,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(abnormal=event.abnormal)
         if event.tool_calls is not None:
             base.update(tool_calls=tool_calls_json(event.tool_calls))
+        if event.gone_before_write:
+            base.update(gone_before_write=True)
     elif isinstance(event, events.ViolationSeen):
         base.update(kind="violation", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value if event.direction else None)

@@ -5,9 +5,11 @@ Before each tool call is sent, `begin` sets every route as it was during that ca
 recorded: its open connections closed when the recording had none open then (the plugin's
 going away had closed them), the server's next connections accepted and reset when the
 proxy reset them (the upstream refused them), and the listener closed while the route was
-down, so the server's attempts are refused by the system, as they were. Otherwise a
-connection is the replay server's to answer. A call made during an outage so never takes a
-later recorded answer of its method, and the calls after it get theirs.
+down, so the server's attempts are refused by the system, as they were; and a connection
+open then that the plugin had closed while it sat idle is reset, so that the server's next
+write meets a reset, as it did. Otherwise a connection is the replay server's to answer. A
+call made during an outage so never takes a later recorded answer of its method, and the
+calls after it get theirs.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ class _Route:
     address: Address
     listening: Optional[trio.CancelScope] = None
     closed: trio.Event = field(default_factory=trio.Event)
-    connections: dict[trio.CancelScope, trio.Event] = field(default_factory=dict)
+    connections: dict[trio.CancelScope, tuple[trio.SocketStream, trio.Event]] = field(
+        default_factory=dict
+    )
     resets: int = 0
     refuse_after_resets: bool = False
 
@@ -94,8 +98,8 @@ class OutageStandIn:
             outage = plan.get(name, NO_OUTAGE)
             if outage.is_outage:
                 self.applied.append(AppliedOutage(step.index, name, outage))
-            if outage.drop_open:
-                await self._drop_connections(route)
+            if outage.drop_open or outage.reset_open:
+                await self._drop_connections(route, reset=outage.reset_open)
             route.resets, route.refuse_after_resets = outage.resets, outage.refused
             if outage.refused and not outage.resets:
                 await self._stop_listening(route)
@@ -135,12 +139,15 @@ class OutageStandIn:
             scope.cancel()
             await route.closed.wait()
 
-    async def _drop_connections(self, route: _Route) -> None:
-        """Close the route's connections, and return once they are closed: the server must
-        find them closed when its next request comes."""
-        for scope in route.connections:
+    async def _drop_connections(self, route: _Route, *, reset: bool = False) -> None:
+        """Close the route's connections (``reset``: with a reset, as the proxy answered the
+        server's next bytes on a connection the plugin had left), and return once they are
+        closed: the server must find them closed when its next request comes."""
+        for scope, (stream, _) in route.connections.items():
+            if reset:
+                close_abortively(stream)
             scope.cancel()
-        for done in list(route.connections.values()):
+        for _, done in list(route.connections.values()):
             await done.wait()
 
     async def _handle(self, route: _Route, stream: trio.SocketStream) -> None:
@@ -153,7 +160,7 @@ class OutageStandIn:
             return
         done = trio.Event()
         with trio.CancelScope() as scope:
-            route.connections[scope] = done
+            route.connections[scope] = (stream, done)
             try:
                 await self.server.serve_connection(route.name, stream)
             finally:

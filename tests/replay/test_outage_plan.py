@@ -164,3 +164,47 @@ def test_a_call_after_a_quiet_stretch_with_no_connection_open_keeps_the_new_buil
         False,
         True,
     ]
+
+
+def _found_dead(conn: int, t: float) -> ConnectionClosed:
+    return ConnectionClosed(
+        conn=conn,
+        route="main",
+        reason="upstream closed; the client's next bytes were refused (reset)",
+        t=t,
+        bytes_c2s=120,
+        bytes_s2c=200,
+        abnormal=True,
+        gone_before_write=True,
+    )
+
+
+def test_a_connection_the_plugin_left_while_idle_is_reset_for_the_call_that_found_it() -> None:
+    """The plugin went away and came back between two calls while the server's connection sat
+    idle: the second call's request met a reset on it (the close says so, decided where the
+    proxy held the plugin's close), however long the plugin had been back. That call alone
+    has its open connections reset; the route never went down."""
+    first = _call(1, "list_layers", 1.0, 1.1)
+    second = _call(3, "create_layer", 5.0, 5.2)
+    third = _call(5, "list_layers", 6.0, 6.1)
+    events: list[Event] = [
+        _opened(2, 1.01),
+        _request(2, 1.02, first),
+        _request(2, 5.01, second),
+        _found_dead(2, 5.05),
+        _opened(3, 6.01),
+        _request(3, 6.02, third),
+    ]
+    assert _plan([first, second, third], events) == {3: {"main": RouteOutage(reset_open=True)}}
+    assert RouteOutage(reset_open=True).is_outage
+
+
+def test_a_connection_found_dead_that_the_call_opened_itself_is_no_reset_at_its_start() -> None:
+    """Only a connection open when the call began was left by the plugin before it: one the
+    call opened and found dead later is the call's own (nothing to reset as it begins)."""
+    call = _call(1, "layer_report", 1.0, 3.0)
+    events: list[Event] = [_opened(2, 1.5), _request(2, 1.6, call), _found_dead(2, 2.5)]
+    assert _plan([call], events) == {}
+    late = _call(3, "list_layers", 4.0, None)  # never answered: its span runs on
+    events += [_opened(4, 3.5), _request(4, 4.1, late), _found_dead(4, 9.0)]
+    assert _plan([call, late], events) == {3: {"main": RouteOutage(reset_open=True)}}
