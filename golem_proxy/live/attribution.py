@@ -115,6 +115,8 @@ class ToolCallTracker:
         )
         """Calls marked with the routes down (`watch`), by connection and frame index, until
         their exchange: the tap pairs the frame it decoded, which the mark is not on."""
+        self._made: dict[tuple[int, Any], float] = {}
+        """When each call in flight was made (its request frame's ``t``)."""
         self._went_down: dict[tuple[int, Any], dict[str, float]] = {}
         """Calls in flight during which a route went down: each route, since when."""
         self._marked_answers: collections.OrderedDict[tuple[int, int], FrameSeen] = (
@@ -132,8 +134,11 @@ class ToolCallTracker:
         the calls made until it is back carry it, and so do the answers of the calls in flight
         as it went down (`watch`)."""
         if not event.up and event.route not in self._down:
-            for key in self._in_flight:
-                self._went_down.setdefault(key, {}).setdefault(event.route, event.t)
+            for key, made in self._made.items():
+                # A call made after it went down (one taken over after a restart, told of a
+                # route down since before it) has it on its request, not here.
+                if made < event.t:
+                    self._went_down.setdefault(key, {}).setdefault(event.route, event.t)
         self._down.follow(event)
 
     def watch(self, event: Event) -> Event:
@@ -147,6 +152,7 @@ class ToolCallTracker:
                 self._asked,
                 self._cancelled,
                 self._marked,
+                self._made,
                 self._went_down,
                 self._marked_answers,
             )
@@ -211,9 +217,12 @@ class ToolCallTracker:
             ident = message.id
             if called is None or not isinstance(ident, (str, int)):
                 return ()
-            self._in_flight[(event.conn, called)] = ToolCallRef(
+            key = (event.conn, called)
+            self._in_flight[key] = ToolCallRef(
                 conn=event.conn, index=event.index, id=ident, tool=tool_name(message)
             )
+            self._made[key] = event.t
+            self._went_down.pop(key, None)  # an id used again: a new call, no outage yet
             if len(self._in_flight) > MAX_IN_FLIGHT:
                 self._end(next(iter(self._in_flight)))
                 self.let_go += 1
@@ -222,6 +231,7 @@ class ToolCallTracker:
     def _end(self, key: tuple[int, Any]) -> dict[str, float]:
         """Call ``key`` is no longer in flight; the routes that went down during it."""
         self._in_flight.pop(key, None)
+        self._made.pop(key, None)
         return self._went_down.pop(key, None) or {}
 
     def _answered(self, conn: int, key: Any) -> tuple[RouteDown, ...]:

@@ -3,6 +3,7 @@ the MCP frames decoded before it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -354,3 +355,28 @@ def test_what_went_down_under_calls_is_forgotten_with_them() -> None:
     assert len(tracker._went_down) == MAX_IN_FLIGHT
     tracker.watch(call(MAX_IN_FLIGHT + 1, "last", "one_more"))
     assert len(tracker._went_down) == MAX_IN_FLIGHT - 1  # the oldest let go, and its outage
+
+
+def test_a_call_taken_over_after_a_restart_is_not_said_to_have_seen_an_older_outage() -> None:
+    """After a restart the new process is told of a route down since before it, once the
+    calls in flight are taken over from the recording: a call made after the route went down
+    has it on its request; its answer does not say it went down during it."""
+    tracker = ToolCallTracker(MCP)
+    params = {"name": "list_layers", "arguments": {}}
+    obj = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": params}
+    payload = json.dumps(obj).encode()
+    made = frame_seen(MCP, Direction.C2S, 3, payload, route="mcp", t=2.0)
+    tracker.take_over(dataclasses.replace(made, routes_down=(RouteDown(route="main", since=1.0),)))
+    tracker.upstream(UpstreamStatus(route="main", t=1.0, up=False, detail=""))
+    answered = tracker.watch(answer(3, 4))
+    assert isinstance(answered, FrameSeen) and answered.routes_down is None
+
+
+def test_an_id_used_again_starts_a_call_with_no_outage_of_the_one_before() -> None:
+    tracker = ToolCallTracker(MCP)
+    tracker.watch(call(0, 1, "first"))
+    tracker.upstream(UpstreamStatus(route="main", t=1.5, up=False, detail="refused"))
+    tracker.upstream(UpstreamStatus(route="main", t=2.0, up=True, detail="answers again"))
+    tracker.watch(call(1, 1, "same_id_again"))  # a client that reuses an id in flight
+    answered = tracker.watch(answer(0, 1))
+    assert isinstance(answered, FrameSeen) and answered.routes_down is None
