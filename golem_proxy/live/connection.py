@@ -89,8 +89,9 @@ class Connection:
     """Whether an idle connection's FIN may wait for the client (the profile's clients never
     read past an answer: GOLEM)."""
     gone_before_write: bool = False
-    """The upstream had closed before the client's last bytes, which it refused with a reset
-    (`check_upstream_after_close`; `ConnectionClosed.gone_before_write`)."""
+    """The upstream closed while idle (its close held from the client) and refused the
+    client's next bytes with a reset (`check_upstream_after_close`;
+    `ConnectionClosed.gone_before_write`)."""
     gone: set[str] = field(default_factory=set)
     """Sides ("client", "upstream") known to be gone: reading from one failed (a reset), or
     writing to one did. A clean FIN is no part of it: the side may still read."""
@@ -383,7 +384,9 @@ class Connection:
                 # This, not the earlier clean close, is what the connection ended with.
                 self.reason = "upstream closed; the client's next bytes were refused (reset)"
                 self.abnormal = True
-                self.gone_before_write = True
+                # Dead at the client's write only if the client was never told of the close
+                # (held while idle); otherwise it wrote after an end it had been given.
+                self.gone_before_write = self.fin_held
                 self._reset_client()
                 scope.cancel()
                 return

@@ -27,6 +27,7 @@ __all__ = [
     "open_listener",
     "probe",
     "remove_unix_socket",
+    "reset_when_closed",
 ]
 
 
@@ -190,10 +191,16 @@ def connect_reason(exc: OSError) -> str:
 def close_abortively(stream: trio.SocketStream) -> None:
     """Close with a TCP reset (SO_LINGER 0), so the peer sees ECONNRESET as it would if the
     process behind us had died; a plain close would look like a clean EOF."""
+    reset_when_closed(stream)
+    stream.socket.close()
+
+
+def reset_when_closed(stream: trio.SocketStream) -> None:
+    """Make the stream's close, whoever makes it, a TCP reset (SO_LINGER 0): for a stream
+    another task serves, which must close it itself (it may be about to use its descriptor)."""
     sock = stream.socket
     try:
         if sock.family in (trio.socket.AF_INET, trio.socket.AF_INET6):
             sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_LINGER, _LINGER_RESET)
     except OSError:
         pass
-    sock.close()

@@ -19,7 +19,8 @@ A plugin outage leaves no exchange to replay, only what the proxy decided and re
 * a connection open when a call began that the plugin had closed while it sat idle: the
   proxy held that close until the server wrote again, and refused those bytes with a reset
   (its ``close`` line's ``gone_before_write``, decided by the forwarding side), so the call
-  met a dead connection however long the plugin had been back.
+  that wrote them (the one the connection's last request frame names alone) met a dead
+  connection however long the plugin had been back.
 
 `RouteHistories` follows those lines as the recording is read (`read_script` hands it every
 event off the MCP hop, in the one pass that reads the client's side) and turns them into one
@@ -71,9 +72,10 @@ class RouteOutage:
     stops listening, so the server's connection attempts are refused."""
     reset_open: bool = False
     """A connection the call found open was dead: the plugin had closed it while it sat idle,
-    and the server's next bytes on it were refused with a reset (its ``close`` line's
-    ``gone_before_write``, during the call): the stand-in resets the route's open connections
-    as the call begins, so the server's next write meets the same reset."""
+    and the call's bytes on it were refused with a reset (its ``close`` line's
+    ``gone_before_write``; the connection's last request frame names the call): the stand-in
+    resets the route's open connections as the call begins (it cannot tell the server's
+    connections apart), so the server's next write meets the same reset."""
 
     @property
     def is_outage(self) -> bool:
@@ -118,9 +120,11 @@ class _RouteHistory:
     _spans: list[tuple[float, float]] = field(default_factory=list)
     _went: list[float] = field(default_factory=list)
     _closes: list[float] = field(default_factory=list)
-    dead: list[tuple[float, float]] = field(default_factory=list)
-    """(closed, opened) of the connections found dead at a write (``gone_before_write``),
-    sorted by `settle`."""
+    last_call: dict[int, Optional[CallKey]] = field(default_factory=dict)
+    """Per connection, the call its last request frame names alone (None: none, several)."""
+    dead: dict[CallKey, float] = field(default_factory=dict)
+    """Calls whose bytes met a connection the plugin had left (``gone_before_write``): when
+    that connection was opened."""
     resets: dict[CallKey, int] = field(default_factory=lambda: defaultdict(int))
     """Call → connections accepted and closed with nothing crossed, naming it alone."""
     reached: set[CallKey] = field(default_factory=set)
@@ -141,7 +145,6 @@ class _RouteHistory:
         self._spans = sorted(self.spans())
         self._went = [went for went, _ in self._spans]
         self._opens = sorted(self.opened.values())
-        self.dead.sort()
         self._closes = sorted(
             max(t, self.opened[conn]) for conn, t in self.closed.items() if conn in self.opened
         )
@@ -170,14 +173,6 @@ class _RouteHistory:
         at = bisect.bisect_right(self._went, end) - 1
         return at >= 0 and self._spans[at][1] >= start
 
-    def found_dead_within(self, start: float, end: float) -> bool:
-        """A connection opened before ``start`` met its end at a write between ``start``
-        and ``end``: the call of that span found it dead (`settle` first; only the closes
-        within the span are looked at)."""
-        first = bisect.bisect_left(self.dead, (start, -math.inf))
-        last = bisect.bisect_right(self.dead, (end, math.inf))
-        return any(opened < start for _, opened in self.dead[first:last])
-
     def went_down_within(self, start: float, end: float) -> bool:
         """The route went down between ``start`` and ``end`` (`settle` first)."""
         at = bisect.bisect_left(self._went, start)
@@ -199,8 +194,9 @@ class RouteHistories:
             history = self.routes[event.route]
             history.closed[event.conn] = event.t
             opened = history.opened.get(event.conn)
-            if event.gone_before_write and opened is not None:
-                history.dead.append((event.t, opened))
+            wrote = history.last_call.pop(event.conn, None)
+            if event.gone_before_write and opened is not None and wrote is not None:
+                history.dead[wrote] = opened
             call = _the_call(event.tool_calls)
             if call is not None:
                 history.resets[call] += 1
@@ -208,8 +204,10 @@ class RouteHistories:
             self.routes[event.route].upstream(event)
         elif isinstance(event, FrameSeen) and event.direction is Direction.C2S:
             call = _the_call(event.tool_calls)
+            history = self.routes[event.route]
+            history.last_call[event.conn] = call
             if call is not None:
-                self.routes[event.route].reached.add(call)
+                history.reached.add(call)
 
     def plan(self, script: McpScript) -> OutagePlan:
         """The plan for ``script``'s tool calls, once every event was added."""
@@ -265,7 +263,6 @@ def _route_outage(
     ``before``: when the call before it was made; ``marked``: the recording's calls carry
     the routes down (`ClientStep.routes_down`)."""
     start = step.t
-    finish = math.inf if step.answer_t is None else step.answer_t
     resets = history.resets.get(call, 0)
     down = False
     if call not in history.reached:
@@ -274,10 +271,12 @@ def _route_outage(
         else:  # a recording made before that member (or with no call marked): the times
             down = history.down_at(start)
         # Or gone down under it: its own connection refused (the close names it).
+        finish = math.inf if step.answer_t is None else step.answer_t
         down = down or (resets > 0 and history.went_down_within(start, finish))
     # The server's connections are closed before the call only where the recording shows
     # the plugin going away since the call before (the route down meanwhile), and none open
     # when the call began: else a build that keeps its connection is left alone.
     gone = history.open_at(start) == 0 and history.down_within(before, start)
-    dead = history.found_dead_within(start, finish)
+    # Only a connection open before the call began was left by the plugin before it wrote.
+    dead = history.dead.get(call, math.inf) < start
     return RouteOutage(drop_open=gone, resets=resets, refused=down, reset_open=dead)

@@ -22,7 +22,7 @@ from typing import Any, Optional
 import trio
 
 from ..net.addresses import Address
-from ..net.listeners import Listener, close_abortively, open_listener
+from ..net.listeners import Listener, close_abortively, open_listener, reset_when_closed
 from .mcp_script import ClientStep
 from .outage_plan import NO_OUTAGE, OutagePlan, RouteOutage
 from .server import ReplayServer
@@ -145,7 +145,7 @@ class OutageStandIn:
         closed: the server must find them closed when its next request comes."""
         for scope, (stream, _) in route.connections.items():
             if reset:
-                close_abortively(stream)
+                reset_when_closed(stream)  # the task serving it closes it, with a reset
             scope.cancel()
         for _, done in list(route.connections.values()):
             await done.wait()

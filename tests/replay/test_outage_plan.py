@@ -205,6 +205,21 @@ def test_a_connection_found_dead_that_the_call_opened_itself_is_no_reset_at_its_
     call = _call(1, "layer_report", 1.0, 3.0)
     events: list[Event] = [_opened(2, 1.5), _request(2, 1.6, call), _found_dead(2, 2.5)]
     assert _plan([call], events) == {}
-    late = _call(3, "list_layers", 4.0, None)  # never answered: its span runs on
-    events += [_opened(4, 3.5), _request(4, 4.1, late), _found_dead(4, 9.0)]
-    assert _plan([call, late], events) == {3: {"main": RouteOutage(reset_open=True)}}
+
+
+def test_only_the_call_whose_bytes_met_the_dead_connection_is_reset() -> None:
+    """Overlapping calls on one connection: the first one's request crossed it while the
+    plugin was there, the second one's met the reset. The second alone is planned so (the
+    connection's last request frame names it); a close naming no call alone plans none."""
+    slow = _call(1, "boolean_union", 1.0, 10.0)
+    quick = _call(3, "list_layers", 5.0, 6.0)
+    events: list[Event] = [
+        _opened(2, 0.5),
+        _request(2, 1.1, slow),
+        _request(2, 5.6, quick),
+        _found_dead(2, 5.7),
+    ]
+    assert _plan([slow, quick], events) == {3: {"main": RouteOutage(reset_open=True)}}
+    ambiguous = dataclasses.replace(_request(2, 5.6, quick), tool_calls=(_ref(slow), _ref(quick)))
+    events[2] = ambiguous
+    assert _plan([slow, quick], events) == {}
