@@ -45,6 +45,8 @@ class ToolStats:
     went_down_during: int = 0
     """Its calls during which a GOLEM route stopped listening (their answer's
     `FrameSeen.routes_down`): what they tried there after that was refused too."""
+    met_route_down: int = 0
+    """Its calls that met a GOLEM route not listening, either way (each counted once)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +63,7 @@ class ToolStats:
             "failed_connections": self.failed_connections,
             "calls_while_down": self.made_while_down,
             "calls_went_down": self.went_down_during,
+            "calls_met_route_down": self.met_route_down,
         }
 
 
@@ -101,4 +104,5 @@ def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
         sum(len(call.failed_connections) for call in calls),
         sum(1 for call in calls if routes_down(call.flow)),
         sum(1 for call in calls if went_down(call.flow)),
+        sum(1 for call in calls if routes_down(call.flow) or went_down(call.flow)),
     )

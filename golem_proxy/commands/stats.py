@@ -103,7 +103,7 @@ def tool_table(rows: list[ToolStats]) -> Table:
             Text(str(row.golem_flows)),
             Text(str(row.shared_flows), style="yellow") if row.shared_flows else Text("0"),
             Text(str(row.failed_connections), style="red") if row.failed_connections else Text("0"),
-            _count(row.made_while_down + row.went_down_during, "yellow"),
+            _count(row.met_route_down, "yellow"),
             Text(ms(row.latency.p50)),
             Text(ms(row.latency.max)),
             Text(ms(row.rhino_mean)),

@@ -218,6 +218,10 @@ def test_the_call_in_flight_as_the_route_went_down_says_so_on_its_answer(
     tools = {row["tool"]: row for row in stats["tools"]}
     assert tools["list_layers"]["calls_went_down"] == 1
     assert tools["create_layer"]["calls_went_down"] == 0
+    assert [tools[name]["calls_met_route_down"] for name in ("list_layers", "create_layer")] == [
+        1,
+        1,
+    ]
     table = run_cli("stats", str(record)).stdout.splitlines()
     header = next(line.replace("no conn", "no-conn").split() for line in table if "down" in line)
     for tool in ("list_layers", "create_layer"):  # each met the route down, one way or the other

@@ -1,0 +1,49 @@
+"""`tool_stats`: a tool's row counts each call that met a GOLEM route not listening once,
+whether it was made while the route was down, was in flight as it went down, or both."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from golem_core.profiles import MCP
+from golem_proxy.analysis.flows import Flow
+from golem_proxy.analysis.tool_calls import ToolCall
+from golem_proxy.analysis.tool_stats import _row
+from golem_proxy.events import Direction, FrameSeen, RouteDown
+from tests.support.frames import frame_seen
+
+
+def _frame(direction: Direction, obj: dict[str, Any], t: float) -> FrameSeen:
+    payload = json.dumps(obj).encode()
+    return frame_seen(MCP, direction, 0, payload, route="mcp", t=t)
+
+
+def _call(made: tuple[RouteDown, ...] = (), went: tuple[RouteDown, ...] = ()) -> ToolCall:
+    request = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "list_layers", "arguments": {}}}  # fmt: skip
+    answer = {"jsonrpc": "2.0", "id": 3, "result": {"content": [], "isError": True}}
+    flow = Flow(1, 1, "mcp", request=_frame(Direction.C2S, request, 1.0))
+    flow.response = _frame(Direction.S2C, answer, 1.5)
+    assert flow.request is not None
+    if made:
+        flow.request = dataclasses.replace(flow.request, routes_down=made)
+    if went:
+        flow.response = dataclasses.replace(flow.response, routes_down=went)
+    flow.outcome = MCP.outcome(flow.request.message, flow.response.message)
+    return ToolCall(flow)
+
+
+def test_a_call_that_met_a_route_down_both_ways_counts_once() -> None:
+    main = (RouteDown(route="main", since=0.5),)
+    gh = (RouteDown(route="gh", since=1.2),)
+    calls = [_call(), _call(made=main), _call(went=gh), _call(made=main, went=gh)]
+    row = _row("list_layers", calls)
+    assert (row.made_while_down, row.went_down_during, row.met_route_down) == (2, 2, 3)
+    data = row.to_json()
+    assert (data["calls_while_down"], data["calls_went_down"], data["calls_met_route_down"]) == (
+        2,
+        2,
+        3,
+    )
