@@ -2,13 +2,19 @@
 child-process``, recording on) each move N answers of 16 MiB one after the other, interleaved
 over R rounds, and each process's CPU (by thread) is read from /proc around each run.
 
-    python bench/cpu_budget.py [--rounds 3] [--answers 40] [--quick] [--json FILE]
+    python bench/cpu_budget.py [--rounds 3] [--answers 40] [--quick] [--tui] [--json FILE]
 
 The table gives, per answer, the CPU of the client (this process), the upstream, and each of the
 hop's processes (forwarding, observing: its main thread and the others, the recorder's), their
 sum, the wall time, and the bound the sum puts on the wall time where everything shares the
 machine's cores (sum / cores): on a machine of 2 cores the four processes cannot move answers
 faster than that, however well they overlap; "overlap" is that bound over the wall time.
+"faults" are the hop's minor page faults per answer (its processes together): memory touched
+for the first time, or again after it went back to the system, which on a virtual machine
+that reports free memory to its host costs a fault at the host too. With ``--tui``,
+golem-proxy is measured a second time with ``--tui`` (drawn on a pseudo-terminal of a fixed
+size, pty_terminal.py): its observing process's main thread is then the TUI's, and the
+session (decoding, pairing, the recorder's queue) is among its other threads.
 Then the floor of observing one answer: what the bulk steps cost without the program around
 them (read from a pipe 1 MiB at a time while another process writes it, join, elide the blob
 as the live view does, append to a file in the recordings' way), timed on this process's thread.
@@ -47,10 +53,10 @@ from processes import (  # noqa: E402
     settle,
     start_process,
     stat_cpu_seconds,
-    stop,
 )
 from proxy_measures import RecordingTail, big_responses  # noqa: E402
-from proxy_rig import PEERS, proxy_command  # noqa: E402
+from proxy_rig import PEERS, proxy_command, stop_config  # noqa: E402
+from pty_terminal import DrainedTerminal  # noqa: E402
 
 from golem_core.messages import elide_long_strings  # noqa: E402
 from golem_proxy.live.observer_launch import PIPE_SIZE  # noqa: E402
@@ -73,6 +79,19 @@ def cpu(pids: list[int]) -> dict[tuple[int, int], float]:
     return found
 
 
+def minor_faults(pids: list[int]) -> dict[int, int]:
+    """Minor page faults so far of each of ``pids`` (threads that ended included); what is
+    gone is left out."""
+    found = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                found[pid] = int(stat.read().rsplit(")", 1)[1].split()[7])
+        except OSError:
+            continue
+    return found
+
+
 Part = tuple[int, str]
 """A process and which of its threads count: ``all``, ``main`` or ``others``."""
 
@@ -88,12 +107,17 @@ def measured(
     the CPU is read once it is idle: an observer still decoding the last answer when the
     client has it counts that work too."""
     pids = sorted({pid for chosen in parts.values() for pid, _ in chosen})
+    hop_pids = sorted(
+        {pid for name, chosen in parts.items() if name != "upstream" for pid, _ in chosen}
+    )
+    faults_before = minor_faults(hop_pids)
     before, started, client = cpu(pids), time.perf_counter(), os.times()
     big_responses(port, answers)
     wall, ended = time.perf_counter() - started, os.times()
     if hop is not None:
         settle(hop)
     after = cpu(pids)
+    faults_after = minor_faults(hop_pids)
     spent = {key: after[key] - before[key] for key in after if key in before}
     seconds = {"client": ended.user + ended.system - client.user - client.system}
     for name, chosen in parts.items():
@@ -103,6 +127,10 @@ def measured(
             seconds[name] += {"all": whole, "main": main, "others": whole - main}[which]
     result = {name: spent / answers * 1e3 for name, spent in seconds.items()}
     result["wall"] = wall / answers * 1e3
+    faulted = sum(
+        faults_after[pid] - faults_before[pid] for pid in faults_after if pid in faults_before
+    )
+    result["faults"] = faulted / answers
     return result
 
 
@@ -163,12 +191,18 @@ def _add(steps: dict[str, float], name: str, since: float) -> float:
     return now
 
 
-def run(rounds: int, answers: int) -> dict[str, list[dict[str, float]]]:
-    upstream_port, relay_port, proxy_port = free_port(), free_port(), free_port()
+TUI = "golem-proxy --tui"
+"""The hop's name in the table for golem-proxy measured with ``--tui``."""
+
+
+def run(rounds: int, answers: int, tui: bool = False) -> dict[str, list[dict[str, float]]]:
+    upstream_port, relay_port = free_port(), free_port()
     python = sys.executable
     upstream = start_process([python, PEERS, "upstream", str(upstream_port)], upstream_port)
     relay = start_process([python, PEERS, "relay", str(relay_port), str(upstream_port)], relay_port)
     found: dict[str, list[dict[str, float]]] = {"relay": [], "golem-proxy": []}
+    if tui:
+        found[TUI] = []
     try:
         with tempfile.TemporaryDirectory(dir=BENCH.parent / "recordings") as where:
             for _ in range(rounds):
@@ -177,28 +211,51 @@ def run(rounds: int, answers: int) -> dict[str, list[dict[str, float]]]:
                     "relay": [(relay.pid, "all")],
                 }
                 found["relay"].append(measured(relay_port, answers, relayed))
-                recording = Path(where) / "budget.jsonl"
-                command = proxy_command(proxy_port, upstream_port, str(recording), "child-process")
-                proxy = start_process(command, proxy_port)
-                try:
-                    observing = observed_by(proxy.pid)
-                    parts: dict[str, list[Part]] = {
-                        "upstream": [(upstream.pid, "all")],
-                        "forwarding": [(proxy.pid, "all")],
-                        "observing main": [(observing, "main")],
-                        "observing others": [(observing, "others")],
-                    }
-                    figures = measured(proxy_port, answers, parts, proxy)
-                finally:
-                    stop(proxy)
-                counted = RecordingTail(recording, ("exchange",)).count() or {}
-                figures["recorded"] = counted.get("exchange", 0) - 1  # the workload's hello
-                found["golem-proxy"].append(figures)
+                for hop in found:
+                    if hop != "relay":
+                        recording = Path(where) / "budget.jsonl"
+                        figures = ours(
+                            upstream, upstream_port, answers, recording, drawn=hop == TUI
+                        )
+                        found[hop].append(figures)
     finally:
         for process in (relay, upstream):
             process.kill()
             process.wait()
     return found
+
+
+def ours(
+    upstream: subprocess.Popen[bytes],
+    upstream_port: int,
+    answers: int,
+    recording: Path,
+    *,
+    drawn: bool,
+) -> dict[str, float]:
+    """golem-proxy (observing in a process of its own; ``drawn``: with ``--tui``, on a
+    pseudo-terminal) started in front of ``upstream`` (on ``upstream_port``), measured,
+    stopped, and its recording counted (``recorded``: the answers it holds)."""
+    port = free_port()
+    command = proxy_command(port, upstream_port, str(recording), "child-process", tui=drawn)
+    terminal = DrainedTerminal() if drawn else None
+    proxy = start_process(command, port, **(terminal.popen_options() if terminal else {}))
+    if terminal is not None:
+        terminal.started()
+    try:
+        observing = observed_by(proxy.pid)
+        parts: dict[str, list[Part]] = {
+            "upstream": [(upstream.pid, "all")],
+            "forwarding": [(proxy.pid, "all")],
+            "observing main": [(observing, "main")],
+            "observing others": [(observing, "others")],
+        }
+        figures = measured(port, answers, parts, proxy)
+    finally:
+        stop_config(proxy, terminal)
+    counted = RecordingTail(recording, ("exchange",)).count() or {}
+    figures["recorded"] = counted.get("exchange", 0) - 1  # the workload's hello
+    return figures
 
 
 COLUMNS = ("client", "upstream", "relay", "forwarding", "observing main", "observing others")
@@ -209,8 +266,9 @@ def table(found: dict[str, list[dict[str, float]]], answers: int, cores: int) ->
         title=f"CPU per 16 MiB answer (ms, medians of {len(found['relay'])} rounds of "
         f"{answers}; {cores} cores)"
     )
-    for name in ("hop", *COLUMNS, "sum", "wall", "sum / cores", "overlap", "MB/s", "recorded"):
-        shown.add_column(name, justify="left" if name == "hop" else "right")
+    names = ("hop", *COLUMNS, "sum", "wall", "sum / cores", "overlap", "MB/s", "faults", "recorded")
+    for name in names:
+        shown.add_column(name, justify="left" if name == "hop" else "right", no_wrap=name == "hop")
     relay_rate = statistics.median(BIG / 1e3 / run["wall"] for run in found["relay"])
     for hop, runs in found.items():
         cells = [hop]
@@ -226,6 +284,7 @@ def table(found: dict[str, list[dict[str, float]]], answers: int, cores: int) ->
             f"{statistics.median(sums) / cores:.1f}",
             f"{statistics.median(s / cores / w for s, w in zip(sums, walls)):.0%}",
             f"{rate:,.0f}" + ("" if hop == "relay" else f" ({rate / relay_rate:.2f}x)"),
+            f"{statistics.median(run.get('faults', 0.0) for run in runs):,.0f}",
             "-" if hop == "relay" else f"{min(run['recorded'] for run in runs):.0f} / {answers}",
         ]
         shown.add_row(*cells)
@@ -247,25 +306,38 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--answers", type=int, default=40)
     parser.add_argument("--quick", action="store_true", help="1 round of 4 answers")
+    parser.add_argument(
+        "--tui", action="store_true", help="also golem-proxy --tui, drawn on a pseudo-terminal"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write every figure here")
     args = parser.parse_args(argv)
     rounds, answers = (1, 4) if args.quick else (args.rounds, args.answers)
     cores = len(os.sched_getaffinity(0))
     console = Console(width=160)
-    found = run(rounds, answers)
+    found = run(rounds, answers, args.tui)
     floor = observing_floor(answers)
     console.print(table(found, answers, cores))
     console.print(floor_table(floor, answers))
-    observing = statistics.median(
-        run["observing main"] + run["observing others"] for run in found["golem-proxy"]
-    )
+    observing = {
+        hop: statistics.median(run["observing main"] + run["observing others"] for run in runs)
+        for hop, runs in found.items()
+        if hop != "relay"
+    }
+    drawing = f" (with the TUI: {observing[TUI]:.1f} ms)" if TUI in observing else ""
     console.print(
-        f"observing took {observing:.1f} ms an answer; its bulk steps alone "
-        f"{sum(floor.values()):.1f} ms (the rest is the program around them)"
+        f"observing took {observing['golem-proxy']:.1f} ms an answer{drawing}; its bulk steps "
+        f"alone {sum(floor.values()):.1f} ms (the rest is the program around them)"
     )
-    shed = [run["recorded"] for run in found["golem-proxy"] if run["recorded"] != answers]
+    shed = [
+        (hop, run["recorded"])
+        for hop, runs in found.items()
+        if hop != "relay"
+        for run in runs
+        if run["recorded"] != answers
+    ]
     if shed:
-        console.print(f"[red]a golem-proxy run recorded {shed[0]:.0f} of {answers} answers[/]")
+        hop, recorded = shed[0]
+        console.print(f"[red]a {hop} run recorded {recorded:.0f} of {answers} answers[/]")
     if args.json:
         Path(args.json).write_text(json.dumps({"runs": found, "floor": floor, "cores": cores}))
     return 1 if shed else 0

@@ -30,11 +30,28 @@ def test_quick_run_accounts_each_process_and_records_every_answer(
     assert set(found["floor"]) == {"read", "join", "elide", "append"}
     assert all(ms >= 0 for ms in found["floor"].values()) and sum(found["floor"].values()) > 0
     assert "observing took" in out and found["cores"] >= 1
+    assert ours["faults"] >= 0 and relay["faults"] >= 0
+
+
+def test_with_the_tui_golem_proxy_is_measured_again_drawing_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    figures_file = tmp_path / "figures.json"
+    status = main(["--quick", "--tui", "--json", str(figures_file)])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    runs = json.loads(figures_file.read_text())["runs"]
+    assert list(runs) == ["relay", "golem-proxy", "golem-proxy --tui"]
+    (drawn,) = runs["golem-proxy --tui"]
+    assert drawn["recorded"] == 4
+    # The TUI draws in the observing process's main thread; the session runs in another.
+    assert drawn["observing main"] > 0 and drawn["observing others"] > 0
+    assert "golem-proxy --tui" in out
 
 
 def test_the_table_s_figures_follow_from_the_runs() -> None:
     """Sums, the bound on 2 cores, the overlap, MB/s and the ratio, from fixed figures."""
-    relay = {"client": 10.0, "upstream": 2.0, "relay": 20.0, "wall": 32.0}
+    relay = {"client": 10.0, "upstream": 2.0, "relay": 20.0, "wall": 32.0, "faults": 90.4}
     ours = {
         "client": 6.0,
         "upstream": 3.0,
@@ -42,6 +59,7 @@ def test_the_table_s_figures_follow_from_the_runs() -> None:
         "observing main": 30.0,
         "observing others": 8.0,
         "wall": 48.0,
+        "faults": 2511.6,
         "recorded": 40.0,
     }
     console = Console(record=True, width=220)
@@ -68,4 +86,5 @@ def test_the_table_s_figures_follow_from_the_runs() -> None:
         "75%",
     ]
     assert relay_cells[10] == "524"  # 16 MiB in 32 ms
-    assert ours_cells[10] == "350 (0.67x)" and ours_cells[11] == "40 / 40"
+    assert ours_cells[10] == "350 (0.67x)" and ours_cells[12] == "40 / 40"
+    assert (relay_cells[11], ours_cells[11]) == ("90", "2,512")  # page faults an answer
