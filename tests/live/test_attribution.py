@@ -40,6 +40,16 @@ def answer(index: int, ident: Any) -> FrameSeen:
     )
 
 
+def exchanged(request: FrameSeen, response: FrameSeen) -> ExchangeCompleted:
+    return ExchangeCompleted(
+        conn=request.conn,
+        route="mcp",
+        request=request,
+        response=response,
+        outcome=MCP.outcome(request.message, response.message),
+    )
+
+
 def golem_frame() -> FrameSeen:
     payload = b'{"id": "x", "method": "ping", "params": {}}'
     return frame_seen(GOLEM, Direction.C2S, 0, payload, conn=2, size=len(payload) + 4)
@@ -236,14 +246,7 @@ def test_the_exchange_of_a_call_made_while_a_route_was_down_carries_the_mark() -
     tracker.upstream(UpstreamStatus(route="main", t=1.5, up=False, detail="refused"))
     request = call(0, 7, "create_layer")
     marked = tracker.watch(request)
-    response = answer(0, 7)
-    exchange = ExchangeCompleted(
-        conn=request.conn,
-        route="mcp",
-        request=request,
-        response=response,
-        outcome=MCP.outcome(request.message, response.message),
-    )
+    exchange = exchanged(request, answer(0, 7))
     published = tracker.watch(exchange)
     assert isinstance(published, ExchangeCompleted) and published.request is marked
     # Once only: the mark is let go with its exchange.
@@ -325,13 +328,7 @@ def test_the_exchange_of_a_call_a_route_went_down_under_carries_its_marked_answe
     response = answer(0, 7)
     marked = tracker.watch(response)
     assert isinstance(marked, FrameSeen) and marked.routes_down is not None
-    exchange = ExchangeCompleted(
-        conn=request.conn,
-        route="mcp",
-        request=request,
-        response=response,
-        outcome=MCP.outcome(request.message, response.message),
-    )
+    exchange = exchanged(request, response)
     published = tracker.watch(exchange)
     assert isinstance(published, ExchangeCompleted)
     assert published.response is marked and published.request is request

@@ -182,7 +182,9 @@ def test_a_quiet_log_lets_in_only_the_exchanges_it_shows() -> None:
     assert [quiet.may_show(e) for e in exchanges] == [False, True]
 
 
-def test_a_call_made_while_a_golem_route_was_down_says_so() -> None:
+def _tools_call_line(side: str) -> str:
+    """The live log's line for a ``tools/call`` whose exchange has main down on ``side``
+    (``request``: made while down; ``response``: main went down during it)."""
     request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "box"}}
     reply = {"jsonrpc": "2.0", "id": 2, "result": {"content": [], "isError": True}}
     sim = TapSimulator(MCP)
@@ -190,39 +192,23 @@ def test_a_call_made_while_a_golem_route_was_down_says_so() -> None:
     sim.send(1, Direction.C2S, json.dumps(request).encode() + b"\n")
     sim.send(1, Direction.S2C, json.dumps(reply).encode() + b"\n")
     down = (RouteDown(route="main", since=1.25),)
-    events = [
-        dataclasses.replace(e, request=dataclasses.replace(e.request, routes_down=down))
-        if isinstance(e, ExchangeCompleted)
-        else e
-        for e in sim.events
-    ]
     buffer = io.StringIO()
     log = EventLog(Console(file=buffer, width=200), MCP, Verbosity.NORMAL)
     log.started_wall = 0.0
-    for event in events:
+    for event in sim.events:
+        if isinstance(event, ExchangeCompleted):
+            marked = dataclasses.replace(getattr(event, side), routes_down=down)
+            event = dataclasses.replace(event, **{side: marked})
         log.handle(event)
     (line,) = [line for line in buffer.getvalue().splitlines() if "tools/call box" in line]
-    assert "⋯ main down since " in line
+    return line
+
+
+def test_a_call_made_while_a_golem_route_was_down_says_so() -> None:
+    line = _tools_call_line("request")
+    assert "⋯ main down since " in line and "went down" not in line
 
 
 def test_a_call_during_which_a_golem_route_went_down_says_so() -> None:
-    request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "box"}}
-    reply = {"jsonrpc": "2.0", "id": 2, "result": {"content": [], "isError": True}}
-    sim = TapSimulator(MCP)
-    sim.open(1, route="mcp")
-    sim.send(1, Direction.C2S, json.dumps(request).encode() + b"\n")
-    sim.send(1, Direction.S2C, json.dumps(reply).encode() + b"\n")
-    down = (RouteDown(route="main", since=1.25),)
-    events = [
-        dataclasses.replace(e, response=dataclasses.replace(e.response, routes_down=down))
-        if isinstance(e, ExchangeCompleted)
-        else e
-        for e in sim.events
-    ]
-    buffer = io.StringIO()
-    log = EventLog(Console(file=buffer, width=200), MCP, Verbosity.NORMAL)
-    log.started_wall = 0.0
-    for event in events:
-        log.handle(event)
-    (line,) = [line for line in buffer.getvalue().splitlines() if "tools/call box" in line]
+    line = _tools_call_line("response")
     assert "⋯ main went down at " in line and "down since" not in line
