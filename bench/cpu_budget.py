@@ -53,6 +53,7 @@ from processes import (  # noqa: E402
     settle,
     start_process,
     stat_cpu_seconds,
+    stat_minor_faults,
 )
 from proxy_measures import RecordingTail, big_responses  # noqa: E402
 from proxy_rig import PEERS, proxy_command, stop_config  # noqa: E402
@@ -84,11 +85,9 @@ def minor_faults(pids: list[int]) -> dict[int, int]:
     gone is left out."""
     found = {}
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                found[pid] = int(stat.read().rsplit(")", 1)[1].split()[7])
-        except OSError:
-            continue
+        faults = stat_minor_faults(f"/proc/{pid}/stat")
+        if faults is not None:
+            found[pid] = faults
     return found
 
 

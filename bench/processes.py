@@ -175,12 +175,25 @@ def process_cpu_seconds(pid: int) -> dict[int, float]:
 def stat_cpu_seconds(path: str) -> Optional[float]:
     """User and system CPU time in a /proc ``stat`` file (a process's, or a thread's under
     ``task/``); None when it is gone."""
+    fields = _stat_fields(path)
+    return (
+        None if fields is None else (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    )
+
+
+def stat_minor_faults(path: str) -> Optional[int]:
+    """Minor page faults in a /proc ``stat`` file; None when it is gone."""
+    fields = _stat_fields(path)
+    return None if fields is None else int(fields[7])
+
+
+def _stat_fields(path: str) -> Optional[list[str]]:
+    """The fields of a /proc ``stat`` file after the command's name; None when it is gone."""
     try:
         with open(path) as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
+            return stat.read().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def settle(process: Optional[subprocess.Popen[bytes]], limit: float = 60.0) -> float:

@@ -29,19 +29,23 @@ def went_down(flow: Flow) -> tuple[RouteDown, ...]:
     return () if response is None or response.routes_down is None else response.routes_down
 
 
+def _said(routes: tuple[RouteDown, ...], since: str) -> list[str]:
+    """Each route and its time, ``since`` between them (``down since``, ``went down at``)."""
+    return [f"{safe_text(d.route, 40)} {since} {d.since:.3f} s" for d in routes]
+
+
 def outage_label(flow: Flow) -> Optional[str]:
     """``main down since 1.553 s`` for a tool call made while a GOLEM route was not listening
     (a connection its server tried there was refused by the system, unseen), ``main went
     down at 2.104 s`` for one during which it stopped listening; None otherwise."""
-    said = [f"{safe_text(d.route, 40)} down since {d.since:.3f} s" for d in routes_down(flow)]
-    said += [f"{safe_text(d.route, 40)} went down at {d.since:.3f} s" for d in went_down(flow)]
+    said = _said(routes_down(flow), "down since") + _said(went_down(flow), "went down at")
     return ", ".join(said) if said else None
 
 
 def outage_text(flow: Flow) -> Optional[str]:
     """`outage_label` in a sentence: what the call's row cannot show, and why."""
-    before = [f"{safe_text(d.route, 40)} down since {d.since:.3f} s" for d in routes_down(flow)]
-    during = [f"{safe_text(d.route, 40)} at {d.since:.3f} s" for d in went_down(flow)]
+    before = _said(routes_down(flow), "down since")
+    during = _said(went_down(flow), "at")
     said = []
     if before:
         said.append(

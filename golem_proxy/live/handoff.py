@@ -37,6 +37,8 @@ __all__ = [
     "Record",
     "RecordReader",
     "encode",
+    "read_unsent",
+    "unsent_data",
 ]
 
 HEADER = struct.Struct("!BIBdI")
@@ -100,6 +102,17 @@ class Record:
     """The record's bytes; from `RecordReader`, a large record's are a view of what was read."""
     lost: int = 0
     """For ``LOST`` and ``RESUMED``: how many forwarded bytes were not handed on."""
+
+
+def unsent_data(size: int, why: str) -> str:
+    """An ``UNSENT`` record's data: ``<size> <why>``."""
+    return f"{size} {why}"
+
+
+def read_unsent(data: Union[bytes, memoryview]) -> Optional[tuple[int, str]]:
+    """An ``UNSENT`` record's size and why; None for data that is not one."""
+    size, _, why = bytes(data).decode("utf-8", "replace").partition(" ")
+    return (int(size), why) if size.isdigit() else None
 
 
 def encode(record: Record) -> bytes:

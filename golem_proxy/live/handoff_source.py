@@ -27,7 +27,7 @@ from ..recording.resume_scan import ResumePoint
 from .acknowledger import ACK_AT_ONCE
 from .attribution import ToolCallTracker
 from .connection_attribution import ConnectionAttribution
-from .handoff import Kind, Record, RecordReader
+from .handoff import Kind, Record, RecordReader, read_unsent
 from .hub import EventHub
 from .layer_taps import LayerTaps
 from .link_resume import Resumption
@@ -304,9 +304,9 @@ class HandoffSource:
             elif kind is Kind.END:
                 self.observer.submit(tap, direction, b"", record.t)
             elif kind is Kind.UNSENT:
-                size, _, why = bytes(record.data).decode("utf-8", "replace").partition(" ")
-                if size.isdigit():
-                    self.observer.lose(tap, direction, int(size), record.t, unsent=why)
+                unsent = read_unsent(record.data)
+                if unsent is not None:
+                    self.observer.lose(tap, direction, unsent[0], record.t, unsent=unsent[1])
             elif kind is Kind.UNDELIVERED:
                 why = bytes(record.data).decode("utf-8", "replace")
                 self.observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))

@@ -58,7 +58,7 @@ import trio
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
 from .attribution import RoutesDown
-from .handoff import HandoffWriter, Kind
+from .handoff import HandoffWriter, Kind, unsent_data
 from .link_ledger import BEHIND_AFTER, MARK_EVERY, RECORD_LIMIT, TRAIL_LIMIT, Ledger
 from .link_resume import OpenConnections, Resumption
 
@@ -187,7 +187,7 @@ class ObserverLink:
         before the connection's next record); ``unsent``: nor sent on, and why (an ``UNSENT``
         record, in order with the rest)."""
         if unsent:
-            self._mark(Kind.UNSENT, conn, direction, t, f"{size} {unsent}")
+            self._mark(Kind.UNSENT, conn, direction, t, unsent_data(size, unsent))
         elif not self.stopped:
             self.writer.lose(conn, direction_number(direction), t, size)
 
