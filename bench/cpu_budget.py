@@ -2,7 +2,8 @@
 child-process``, recording on) each move N answers of 16 MiB one after the other, interleaved
 over R rounds, and each process's CPU (by thread) is read from /proc around each run.
 
-    python bench/cpu_budget.py [--rounds 3] [--answers 40] [--quick] [--tui] [--json FILE]
+    python bench/cpu_budget.py [--rounds 3] [--answers 40] [--warm N] [--quick] [--tui]
+        [--json FILE]
 
 The table gives, per answer, the CPU of the client (this process), the upstream, and each of the
 hop's processes (forwarding, observing: its main thread and the others, the recorder's), their
@@ -14,7 +15,11 @@ for the first time, or again after it went back to the system, which on a virtua
 that reports free memory to its host costs a fault at the host too. With ``--tui``,
 golem-proxy is measured a second time with ``--tui`` (drawn on a pseudo-terminal of a fixed
 size, pty_terminal.py): its observing process's main thread is then the TUI's, and the
-session (decoding, pairing, the recorder's queue) is among its other threads.
+session (decoding, pairing, the recorder's queue) is among its other threads. The TUI keeps
+the payloads of the newest large frames up to its budget (256 MiB): until that is full, each
+answer it keeps is memory touched for the first time, a cost of a session's first ~50
+captures, not of every one. ``--warm N`` moves N answers through each hop before its clock
+starts, to measure what comes after (N=64 fills it).
 Then the floor of observing one answer: what the bulk steps cost without the program around
 them (read from a pipe 1 MiB at a time while another process writes it, join, elide the blob
 as the live view does, append to a file in the recordings' way), timed on this process's thread.
@@ -100,11 +105,16 @@ def measured(
     answers: int,
     parts: dict[str, list[Part]],
     hop: Optional[subprocess.Popen[bytes]] = None,
+    warm: int = 0,
 ) -> dict[str, float]:
     """Move ``answers`` answers through ``port``; ms of CPU per answer of each part and of
     the client (this process), and ms of wall time per answer. With ``hop`` (a process),
     the CPU is read once it is idle: an observer still decoding the last answer when the
-    client has it counts that work too."""
+    client has it counts that work too. ``warm`` answers go through first, unmeasured."""
+    if warm:
+        big_responses(port, warm)
+        if hop is not None:
+            settle(hop)
     pids = sorted({pid for chosen in parts.values() for pid, _ in chosen})
     hop_pids = sorted(
         {pid for name, chosen in parts.items() if name != "upstream" for pid, _ in chosen}
@@ -194,7 +204,9 @@ TUI = "golem-proxy --tui"
 """The hop's name in the table for golem-proxy measured with ``--tui``."""
 
 
-def run(rounds: int, answers: int, tui: bool = False) -> dict[str, list[dict[str, float]]]:
+def run(
+    rounds: int, answers: int, tui: bool = False, warm: int = 0
+) -> dict[str, list[dict[str, float]]]:
     upstream_port, relay_port = free_port(), free_port()
     python = sys.executable
     upstream = start_process([python, PEERS, "upstream", str(upstream_port)], upstream_port)
@@ -209,12 +221,12 @@ def run(rounds: int, answers: int, tui: bool = False) -> dict[str, list[dict[str
                     "upstream": [(upstream.pid, "all")],
                     "relay": [(relay.pid, "all")],
                 }
-                found["relay"].append(measured(relay_port, answers, relayed))
+                found["relay"].append(measured(relay_port, answers, relayed, warm=warm))
                 for hop in found:
                     if hop != "relay":
                         recording = Path(where) / "budget.jsonl"
                         figures = ours(
-                            upstream, upstream_port, answers, recording, drawn=hop == TUI
+                            upstream, upstream_port, answers, recording, drawn=hop == TUI, warm=warm
                         )
                         found[hop].append(figures)
     finally:
@@ -231,10 +243,12 @@ def ours(
     recording: Path,
     *,
     drawn: bool,
+    warm: int = 0,
 ) -> dict[str, float]:
     """golem-proxy (observing in a process of its own; ``drawn``: with ``--tui``, on a
-    pseudo-terminal) started in front of ``upstream`` (on ``upstream_port``), measured,
-    stopped, and its recording counted (``recorded``: the answers it holds)."""
+    pseudo-terminal) started in front of ``upstream`` (on ``upstream_port``), measured after
+    ``warm`` answers, stopped, and its recording counted (``recorded``: the measured answers
+    it holds)."""
     port = free_port()
     command = proxy_command(port, upstream_port, str(recording), "child-process", tui=drawn)
     terminal = DrainedTerminal() if drawn else None
@@ -249,21 +263,25 @@ def ours(
             "observing main": [(observing, "main")],
             "observing others": [(observing, "others")],
         }
-        figures = measured(port, answers, parts, proxy)
+        figures = measured(port, answers, parts, proxy, warm)
     finally:
         stop_config(proxy, terminal)
     counted = RecordingTail(recording, ("exchange",)).count() or {}
-    figures["recorded"] = counted.get("exchange", 0) - 1  # the workload's hello
+    # Each connection of the workload begins with a hello.
+    figures["recorded"] = counted.get("exchange", 0) - 1 - (warm + 1 if warm else 0)
     return figures
 
 
 COLUMNS = ("client", "upstream", "relay", "forwarding", "observing main", "observing others")
 
 
-def table(found: dict[str, list[dict[str, float]]], answers: int, cores: int) -> Table:
+def table(
+    found: dict[str, list[dict[str, float]]], answers: int, cores: int, warm: int = 0
+) -> Table:
+    after = f", each after {warm} unmeasured" if warm else ""
     shown = Table(
         title=f"CPU per 16 MiB answer (ms, medians of {len(found['relay'])} rounds of "
-        f"{answers}; {cores} cores)"
+        f"{answers}{after}; {cores} cores)"
     )
     names = ("hop", *COLUMNS, "sum", "wall", "sum / cores", "overlap", "MB/s", "faults", "recorded")
     for name in names:
@@ -304,6 +322,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--answers", type=int, default=40)
+    parser.add_argument(
+        "--warm", type=int, default=0, help="answers through each hop before its clock starts"
+    )
     parser.add_argument("--quick", action="store_true", help="1 round of 4 answers")
     parser.add_argument(
         "--tui", action="store_true", help="also golem-proxy --tui, drawn on a pseudo-terminal"
@@ -313,9 +334,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     rounds, answers = (1, 4) if args.quick else (args.rounds, args.answers)
     cores = len(os.sched_getaffinity(0))
     console = Console(width=160)
-    found = run(rounds, answers, args.tui)
+    found = run(rounds, answers, args.tui, args.warm)
     floor = observing_floor(answers)
-    console.print(table(found, answers, cores))
+    console.print(table(found, answers, cores, args.warm))
     console.print(floor_table(floor, answers))
     observing = {
         hop: statistics.median(run["observing main"] + run["observing others"] for run in runs)

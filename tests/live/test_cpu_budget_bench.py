@@ -49,6 +49,19 @@ def test_with_the_tui_golem_proxy_is_measured_again_drawing_it(
     assert "golem-proxy --tui" in out
 
 
+def test_warm_answers_go_through_first_and_are_neither_timed_nor_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    figures_file = tmp_path / "figures.json"
+    status = main(["--quick", "--warm", "3", "--json", str(figures_file)])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    (ours,) = json.loads(figures_file.read_text())["runs"]["golem-proxy"]
+    # The recording holds 3 + 4 answers (and two hellos): the 4 measured are counted.
+    assert ours["recorded"] == 4 and "4 / 4" in out
+    assert "each after 3 unmeasured" in out
+
+
 def test_the_table_s_figures_follow_from_the_runs() -> None:
     """Sums, the bound on 2 cores, the overlap, MB/s and the ratio, from fixed figures."""
     relay = {"client": 10.0, "upstream": 2.0, "relay": 20.0, "wall": 32.0, "faults": 90.4}
