@@ -57,6 +57,10 @@ class Flow:
     whose close names the tool calls in flight when it opened (`ConnectionClosed.tool_calls`,
     a recording of `golem-proxy mcp`): a row of its own, under the call it failed."""
     marked: bool = False
+    let_go: bool = False
+    """The request was let go before its answer, past the limits of what the proxy (or the
+    reader) holds: the ``evicted`` gap row after it says how many and why. Its answer, if
+    one came, is a row of its own: this one no longer waits, and was not found unanswered."""
     unanswerable: bool = False
     """The request wants no answer (a notification, also a broken one): the row is complete
     as it is, never pending."""
@@ -134,6 +138,7 @@ class Flow:
             and self.frame_error is None
             and not self.closed_unanswered
             and not self.unanswerable
+            and not self.let_go
         )
 
     @property
@@ -174,7 +179,7 @@ class Flow:
     @property
     def tone(self) -> Tone:
         """How the status is styled (`golem_proxy.status_tone`, the one rule every view uses)."""
-        if self.gap is not None:
+        if self.gap is not None or self.let_go:
             return Tone.UNOBSERVED
         if self.frame_error is not None:
             return Tone.MALFORMED
@@ -189,7 +194,8 @@ class Flow:
 
     def status(self, profile: Profile) -> str:
         """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
-        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unobserved:REASON``, ``failed``
+        ``malformed:KIND``, …), ``oversized``, ``pending``, ``evicted`` (let go before its
+        answer), ``unobserved:REASON``, ``failed``
         or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
         …; followed by ``(undelivered: WHY)`` when a frame of the row never reached its
         receiver (`undelivered_status`)."""
@@ -207,6 +213,8 @@ class Flow:
             status = profile.describe(self.request.message)
         elif self.closed_unanswered:
             status = "unanswered"
+        elif self.let_go:
+            status = "evicted"
         else:
             status = "pending"
         return undelivered_status(status, self.undelivered)

@@ -13,6 +13,8 @@ row and how views read it (`Flow`) is in `golem_proxy.analysis.flow`, re-exporte
 from __future__ import annotations
 
 import heapq
+import itertools
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
@@ -42,6 +44,9 @@ __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
 HOLD_BACK = 1024
 """Settled rows a streaming reader keeps behind the oldest row still in flight, to hand rows on
 in number order; past that they go on ahead of it (`FlowTracker.take_settled`)."""
+
+Key = tuple[int, Direction, int]
+"""A frame's connection, direction and number."""
 
 ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
@@ -98,12 +103,17 @@ class FlowTracker:
         self._ready_numbers: set[int] = set()
         # Keyed by (conn, direction, frame index): a client's frame 3 and a server's frame 3
         # may both be requests (or both answers) on a JSON-RPC connection.
-        self._by_request: dict[tuple[int, Direction, int], Flow] = {}
+        # Ordered dicts where the oldest go first: a dict's first key is found past every key
+        # deleted before it (`take_settled` looked for the oldest in flight that way, each
+        # time a row was read).
+        self._by_request: OrderedDict[Key, Flow] = OrderedDict()
         # The keys of `_by_request` and `_answers` by connection, so that a close looks at its
         # own: scanning every request in flight at each close made a trace of many
         # connections, each closed with a request unanswered, quadratic (20,000 took 19 s).
-        self._requests_of: dict[int, set[tuple[int, Direction, int]]] = {}
-        self._answers_of: dict[int, set[tuple[int, Direction, int]]] = {}
+        # The requests by connection and direction, in the order asked (a dict as an ordered
+        # set): a gap of `GapReason.EVICTED` lets the oldest go.
+        self._requests_of: dict[tuple[int, Direction], OrderedDict[Key, None]] = {}
+        self._answers_of: dict[int, set[Key]] = {}
         # An answer the tap paired, until its exchange event: the row it belongs to (None when
         # its request came before this view started, a tailed file).
         self._answers: dict[tuple[int, Direction, int], Optional[Flow]] = {}
@@ -142,9 +152,11 @@ class FlowTracker:
         if isinstance(event, ObservationLost):
             if event.conn == 0 and event.reason is GapReason.RESTARTED:
                 self.observer += 1  # the session's line: a new observing process records on
+            evicted = event.reason is GapReason.EVICTED  # its size counts requests
+            if evicted:
+                self._let_go(event)
             flow = self._new_flow(event.conn, event.route)
             flow.gap = event
-            evicted = event.reason is GapReason.EVICTED  # its size counts requests
             self._count_bytes(event.conn, event.direction, 0 if evicted else event.size)
             return self._settled(flow)
         if isinstance(event, (FaultInjected, InterceptStep)):
@@ -219,7 +231,18 @@ class FlowTracker:
             del self._frame_errors[key]
         return gone
 
-    def _request_number(self, key: tuple[int, Direction, int]) -> int:
+    def _let_go(self, gap: ObservationLost) -> None:
+        """The ``gap.size`` oldest requests of the gap's connection and direction were let go
+        (`GapReason.EVICTED`): no answer will be paired with them, and none was found
+        missing; each row is settled as it is (`Flow.let_go`)."""
+        keys = self._requests_of.get((gap.conn, gap.direction), OrderedDict())
+        for key in list(itertools.islice(keys, max(gap.size, 0))):
+            flow = self._by_request.pop(key)
+            _discard_request(self._requests_of, key)
+            flow.let_go = True
+            self._settled(flow)
+
+    def _request_number(self, key: Key) -> int:
         return self._by_request[key].number
 
     def _new_flow(self, conn: int, route: str) -> Flow:
@@ -277,7 +300,8 @@ class FlowTracker:
             flow.request = frame
             if frame.expects_answer:
                 self._by_request[key] = flow
-                self._requests_of.setdefault(frame.conn, set()).add(key)
+                group = (frame.conn, frame.direction)
+                self._requests_of.setdefault(group, OrderedDict())[key] = None
                 return flow
             flow.unanswerable = True  # complete as it is: never waits for an answer
         else:
@@ -294,7 +318,7 @@ class FlowTracker:
         answered = (exchange.conn, response.direction, response.index)
         flow = self._by_request.pop(asked, None)
         self._answers.pop(answered, None)
-        _discard(self._requests_of, asked)
+        _discard_request(self._requests_of, asked)
         _discard(self._answers_of, answered)
         if flow is None:  # the request came before this view started (a tailed file)
             flow = self._new_flow(exchange.conn, exchange.route)
@@ -334,8 +358,9 @@ class FlowTracker:
         info.bytes_s2c = max(info.bytes_s2c, event.bytes_s2c)
         changed = None
         conn = event.conn
+        asked = [key for sent in Direction for key in self._requests_of.pop((conn, sent), ())]
         # In the order they were asked, as the rows are numbered.
-        for key in sorted(self._requests_of.pop(conn, ()), key=self._request_number):
+        for key in sorted(asked, key=self._request_number):
             flow = self._by_request.pop(key)
             flow.closed_unanswered = True
             changed = self._settled(flow)
@@ -362,9 +387,19 @@ def _number(flow: Flow) -> int:
     return flow.number
 
 
-def _discard(
-    keys_of: dict[int, set[tuple[int, Direction, int]]], key: tuple[int, Direction, int]
+def _discard_request(
+    keys_of: dict[tuple[int, Direction], OrderedDict[Key, None]], key: Key
 ) -> None:
+    """Forget ``key`` from its connection and direction's (and them, when none is left)."""
+    group = (key[0], key[1])
+    keys = keys_of.get(group)
+    if keys is not None:
+        keys.pop(key, None)
+        if not keys:
+            del keys_of[group]
+
+
+def _discard(keys_of: dict[int, set[Key]], key: Key) -> None:
     """Forget ``key`` from its connection's keys (and the connection, when none is left)."""
     keys = keys_of.get(key[0])
     if keys is not None:

@@ -1,10 +1,11 @@
 """What a view says on stderr once it has read a recording to its end, one line each: where
 the observing process restarted, where lines were lost or are out of order (their ``seq``,
-their ``t``), where observation stopped, and that the recording was cut short (an incomplete
-last line, no ``session-end`` line where the header promises one, connections never
-closed). Text only: `show`, `stats`, `check`, `export` print the lines, `query` prints those
-its worker processes made, `diff` those of each trace (`recording_notes`, each naming its
-trace), and the TUI shows `order_notes`."""
+their ``t``), requests the reader let go past what it holds at once, where observation
+stopped, and that the recording was cut short (an incomplete last line, no ``session-end``
+line where the header promises one, connections never closed). Text only: `show`, `stats`,
+`check`, `export` print the lines, `query` prints those its worker processes made, `diff`
+those of each trace (`recording_notes`, each naming its trace), and the TUI shows
+`order_notes`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Optional, Union
 
 from ..recording.seq_watch import SeqJump, SeqWatch
 from ..recording.time_watch import TimeStep, TimeWatch
-from ..terminal import safe_text
+from ..terminal import format_size, safe_text
 from .trace import FlowReader, open_flows
 
 __all__ = ["RESTARTS_NOTED", "order_notes", "reading_notes", "recording_notes"]
@@ -78,6 +79,13 @@ def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
             f"the last at {restarts[-1].t:.3f} s"
         )
     notes += order_notes(reader.path, reader.seq, reader.times, role)
+    held = reader.held
+    if held.let_go:
+        notes.append(
+            f"note: {path}: {_plural(held.let_go, 'request')} waiting for an answer let go by "
+            f"this reader, past its limit of {format_size(held.limit)} held at once (rows of "
+            "status evicted; an answer read after one is a row of its own)"
+        )
     stopped = reader.stopped
     if stopped is not None:
         # Connections are left open and lines may be cut by design: say what happened instead.

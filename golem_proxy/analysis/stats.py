@@ -4,7 +4,7 @@ Pure functions over `Flow` rows (from `FlowTracker`), shared by ``golem-proxy st
 TUI. Percentiles use the **nearest-rank** method: the p-th percentile of n sorted latencies is
 the value at rank ``ceil(p / 100 * n)`` (1-based), so it is always a latency that was actually
 measured, and p100 is the maximum. Only flows with both a request and a response have a
-latency; pending, unanswered and framing-error rows count but add no latency.
+latency; pending, evicted, unanswered and framing-error rows count but add no latency.
 """
 
 from __future__ import annotations
@@ -94,6 +94,8 @@ class MethodStats:
     pending: int
     with_violations: int
     latency: LatencySummary
+    evicted: int = 0
+    """Requests let go before their answer (`Flow.let_go`): neither pending nor unanswered."""
 
     @property
     def error_rate(self) -> float:
@@ -108,6 +110,7 @@ class MethodStats:
             "errors": self.errors,
             "error_rate": round(self.error_rate, 6),
             "pending": self.pending,
+            "evicted": self.evicted,
             "with_violations": self.with_violations,
             "latency": self.latency.to_json(),
         }
@@ -150,16 +153,17 @@ def method_label(flow: Flow) -> str:
 class _Tally:
     """The counts of one row, and its latencies (all kept: percentiles are exact)."""
 
-    __slots__ = ("count", "errors", "latencies", "pending", "with_violations")
+    __slots__ = ("count", "errors", "evicted", "latencies", "pending", "with_violations")
 
     def __init__(self) -> None:
-        self.count = self.errors = self.pending = self.with_violations = 0
+        self.count = self.errors = self.pending = self.with_violations = self.evicted = 0
         self.latencies: list[float] = []
 
     def add(self, flow: Flow) -> None:
         self.count += 1
         self.errors += flow.is_error
         self.pending += flow.pending
+        self.evicted += flow.let_go
         self.with_violations += flow.has_violation
         latency = flow.latency
         if latency is not None:
@@ -174,6 +178,7 @@ class _Tally:
             self.pending,
             self.with_violations,
             summarize_latencies(self.latencies),
+            self.evicted,
         )
 
 

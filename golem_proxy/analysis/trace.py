@@ -26,6 +26,7 @@ from ..recording.format import (
     RecordingReader,
     open_recording,
 )
+from ..recording.held_frames import IN_FLIGHT_BYTES, HeldFrames
 from ..recording.seq_watch import SeqWatch
 from ..recording.time_watch import TimeWatch
 from .flows import Flow, FlowTracker
@@ -74,6 +75,12 @@ class FlowReader(OpenedRecording):
         """Where a new observing process took over the recording (the recording goes on after
         each), in order, as far as it was read."""
         return self._reader.restarts
+
+    @property
+    def held(self) -> HeldFrames:
+        """What the reader holds until a later line names it, and what it let go past its
+        bound (`HeldFrames.let_go`), as far as read."""
+        return self._reader.held
 
     @property
     def seq(self) -> SeqWatch:
@@ -160,11 +167,14 @@ class FlowReader(OpenedRecording):
             raise TraceError(f"{self.path}: {exc.strerror or exc}") from None
 
 
-def open_flows(path: str, *, read_once: bool = False) -> FlowReader:
+def open_flows(
+    path: str, *, read_once: bool = False, in_flight: int = IN_FLIGHT_BYTES
+) -> FlowReader:
     """Open the recording at ``path`` and read its header. ``read_once``: the file is read
     once to its end, never followed, so the fast reader reads it (the same events, errors and
-    watches of ``seq`` and ``t``, in half the time). Raises TraceError saying why the file
-    cannot be read (one line naming it)."""
+    watches of ``seq`` and ``t``, in half the time). ``in_flight``: what the requests held
+    while they wait for their answer may cost (`HeldFrames`). Raises TraceError saying why
+    the file cannot be read (one line naming it)."""
     try:
         stream = open_recording(path)
     except FileNotFoundError:
@@ -175,7 +185,7 @@ def open_flows(path: str, *, read_once: bool = False) -> FlowReader:
         raise TraceError(f"{path}: {exc.strerror or exc}") from None
     try:
         kind = FastRecordingReader if read_once else RecordingReader
-        reader = kind(stream, path=path)
+        reader = kind(stream, path=path, in_flight=in_flight)
     except RecordingError as exc:
         stream.close()
         raise TraceError(str(exc.at(path))) from None

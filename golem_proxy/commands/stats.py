@@ -120,8 +120,8 @@ def _count(count: int, style: str) -> Text:
 
 
 def _columns(optional: dict[str, bool]) -> list[Column]:
-    """route, method, counts, the optional pending and ⚠ columns, latencies. The method name
-    is what the reader scans for: it wraps last, after the route."""
+    """route, method, counts, the optional pending, evicted and ⚠ columns, latencies. The
+    method name is what the reader scans for: it wraps last, after the route."""
     columns = [
         Column("route", short="rt", wrap=True, priority=0, floor=8),
         Column("method", wrap=True, priority=2, floor=12),
@@ -136,15 +136,16 @@ def _columns(optional: dict[str, bool]) -> list[Column]:
 
 def print_stats(out: Console, stats: Stats, title: str) -> None:
     """The table `stats` prints: per route and method, then per route, then overall. The
-    pending and violation columns appear only when some row has any; on a terminal it fits
-    the width (see table_layout.py), piped it is printed whole."""
+    pending, evicted and violation columns appear only when some row has any; on a terminal
+    it fits the width (see table_layout.py), piped it is printed whole."""
     every = (*stats.rows, *stats.routes, stats.overall)
     optional = {
         "pend": any(row.pending for row in every),
+        "evict": any(row.evicted for row in every),
         "⚠": any(row.with_violations for row in every),
     }
-    # route, method, count, errors, error %, pending, ⚠, latencies
-    keep = [True] * 5 + [optional["pend"], optional["⚠"]] + [True] * 4
+    # route, method, count, errors, error %, pending, evicted, ⚠, latencies
+    keep = [True] * 5 + list(optional.values()) + [True] * 4
 
     def cells(row: MethodStats) -> list[Cell]:
         return [value for value, shown in zip(_cells(row), keep) if shown]
@@ -176,6 +177,7 @@ def _cells(row: MethodStats) -> list[Cell]:
         Text(str(row.errors), style="red") if row.errors else "0",
         f"{row.error_rate * 100:.1f}",
         str(row.pending),
+        str(row.evicted),
         str(row.with_violations) if row.with_violations else "",
         ms(latency.p50),
         ms(latency.p90),

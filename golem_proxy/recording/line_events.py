@@ -4,6 +4,7 @@ a line may still name, and pairs a version-1 file's frames once (`v1_pairing`)."
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any, Optional, Union
 
@@ -15,6 +16,7 @@ from golem_core.profiles import Profile
 
 from .. import events
 from ..events import Direction, Event
+from .held_frames import IN_FLIGHT_BYTES, HeldFrames
 from .line_guard import check_line, decode_json
 from .members import (
     fault_withheld,
@@ -42,6 +44,7 @@ __all__ = ["LineDecoder", "event_object", "read_frame"]
 _FRAME_ERRORS = tuple(kind.value for kind in FrameErrorKind)
 _SEVERITIES = tuple(severity.value for severity in Severity)
 _GAP_REASONS = tuple(reason.value for reason in events.GapReason)
+_EVICTED = events.GapReason.EVICTED
 _SESSION_KINDS = {
     STOPPED_KIND: events.GapReason.STOPPED,
     RESTARTED_KIND: events.GapReason.RESTARTED,
@@ -95,19 +98,24 @@ class LineDecoder:
 
     It holds only what an exchange line may still name: the requests waiting for their answer
     (``expects_answer``) and the answers waiting for their exchange line (``answers``), until
-    the exchange or the connection's close. A notification, an orphan or an answer to a
-    request never seen is never held; violations are events of their own, never held."""
+    the exchange or the connection's close, within a bound (`HeldFrames`). A notification,
+    an orphan or an answer to a request not held is never held; violations are events of
+    their own, never held."""
 
     def __init__(
-        self, profile: Profile, routes: Optional[dict[str, Profile]] = None, version: int = VERSION
+        self,
+        profile: Profile,
+        routes: Optional[dict[str, Profile]] = None,
+        version: int = VERSION,
+        in_flight: int = IN_FLIGHT_BYTES,
     ) -> None:
         self.profile = profile
         self.routes = routes or {}
-        self.frames: dict[tuple[int, str, int], events.FrameSeen] = {}
-        self._held_of: dict[int, set[tuple[int, str, int]]] = {}
-        """The keys of `frames` by connection, so that a close forgets its own: scanning every
-        frame held at each close made a file of many connections, each closed with a request
-        unanswered, quadratic to read (20,000 took 13 s in this alone)."""
+        self.frames = HeldFrames(in_flight)
+        """What an exchange line may still name (`HeldFrames`: within a bound)."""
+        self.said: list[events.Event] = []
+        """Events the reader makes of no line: the gaps where it let go of requests past its
+        bound (`take_said`), each after the event of the line that passed it."""
         self.stopped: Optional[events.ObservationLost] = None
         """Where observation stopped, once that line was read (`GapReason.STOPPED`)."""
         self.restarts: list[events.ObservationLost] = []
@@ -145,13 +153,15 @@ class LineDecoder:
         if self.v1 is not None and event is not None and not isinstance(event, events.FrameSeen):
             self.v1.other(event)
         if isinstance(event, events.ConnectionClosed):
-            self._forget(event.conn)
+            self.frames.forget_connection(event.conn)
+        elif isinstance(event, events.ObservationLost) and event.reason is _EVICTED:
+            self.frames.evicted(event)
         return event
 
-    def _forget(self, conn: int) -> None:
-        """The connection closed: no exchange line will name its frames any more."""
-        for key in self._held_of.pop(conn, ()):
-            self.frames.pop(key, None)
+    def take_said(self) -> list[events.Event]:
+        """The events made of no line since the last call (`said`), in order."""
+        said, self.said = self.said, []
+        return said
 
     def _decode(self, data: dict[str, Any], payload: Optional[bytes]) -> Optional[Event]:
         kind = data.get("kind")
@@ -194,8 +204,8 @@ class LineDecoder:
         if kind in ("exchange", "server-exchange"):
             # A server-exchange pairs a request the server sent with the client's answer.
             asked, answered = ("c2s", "s2c") if kind == "exchange" else ("s2c", "c2s")
-            request = self._take((conn, asked, member_int(data, "req")))
-            response = self._take((conn, answered, member_int(data, "resp")))
+            request = self.frames.take((conn, asked, member_int(data, "req")))
+            response = self.frames.take((conn, answered, member_int(data, "resp")))
             if request is None or response is None:
                 return None  # its frames were lost before a crash; nothing to pair
             # Decided as the tap decides it, from the frames (the line's status is for people).
@@ -320,21 +330,14 @@ class LineDecoder:
         frame = read_frame(data, payload, t, profile)
         if self.v1 is not None:
             frame = self.v1.frame(frame)
+        if frame.answers is not None:
+            asked = (frame.conn, frame.direction.reverse.value, frame.answers)
+            if asked not in self.frames:
+                # What it answers is not held (let go, by the proxy or by this reader, or
+                # never read): no exchange line can pair them, and it is a row of its own.
+                return dataclasses.replace(frame, answers=None)
         if frame.expects_answer or frame.answers is not None:  # an exchange line will name it
-            key = (frame.conn, frame.direction.value, frame.index)
-            self.frames[key] = frame
-            self._held_of.setdefault(frame.conn, set()).add(key)
-        return frame
-
-    def _take(self, key: tuple[int, str, int]) -> Optional[events.FrameSeen]:
-        """The frame held under ``key``, no longer held (None: none is)."""
-        frame = self.frames.pop(key, None)
-        if frame is not None:
-            held = self._held_of.get(key[0])
-            if held is not None:
-                held.discard(key)
-                if not held:
-                    del self._held_of[key[0]]
+            self.said += self.frames.hold(frame)
         return frame
 
 

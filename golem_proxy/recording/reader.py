@@ -19,6 +19,7 @@ from golem_core.profiles import Profile, get_profile
 from ..events import Event, ExchangeCompleted, ObservationLost, SessionEnded
 from ..terminal import safe_text
 from .files import open_recording
+from .held_frames import IN_FLIGHT_BYTES, HeldFrames
 from .line_events import LineDecoder
 from .line_guard import check_line, decode_json
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError
@@ -108,8 +109,9 @@ class RecordingReader:
     ``truncated_tail``; a damaged line in the middle raises RecordingError naming its number
     (and the file, given ``path``). A line over ``max_line`` bytes, or one whose parse would
     cost more than ``budget`` bytes, is refused, so an untrusted trace cannot make the reader
-    allocate without bound. Iterating again after the end picks up lines written since (a
-    followed file)."""
+    allocate without bound; nor can its requests that are never answered: past ``in_flight``
+    bytes held, the oldest are let go (`HeldFrames`). Iterating again after the end picks up
+    lines written since (a followed file)."""
 
     def __init__(
         self,
@@ -117,6 +119,7 @@ class RecordingReader:
         *,
         max_line: int = DEFAULT_MAX_LINE,
         path: Optional[str] = None,
+        in_flight: int = IN_FLIGHT_BYTES,
     ) -> None:
         self.stream = stream
         self.max_line = max_line
@@ -132,7 +135,9 @@ class RecordingReader:
         except RecordingError as exc:
             raise self._named(exc) from None
         """The routes whose frames have a profile of their own, by name."""
-        self._decoder = LineDecoder(self.profile, self.route_profiles, self.header.version)
+        self._decoder = LineDecoder(
+            self.profile, self.route_profiles, self.header.version, in_flight
+        )
 
     @property
     def stopped(self) -> Optional[ObservationLost]:
@@ -150,6 +155,12 @@ class RecordingReader:
         """The ``session-end`` line when it is the last event read so far (the session
         ended in order there), else None."""
         return self._decoder.ended
+
+    @property
+    def held(self) -> HeldFrames:
+        """The frames held until a later line names them, and the requests let go past the
+        bound, as far as read."""
+        return self._decoder.frames
 
     @property
     def seq(self) -> SeqWatch:
@@ -191,6 +202,8 @@ class RecordingReader:
                 raise self._named(RecordingError(what, line=self.line_number)) from None
             if event is not None:
                 yield event
+            if self._decoder.said:
+                yield from self._decoder.take_said()
 
 
 _Opened = TypeVar("_Opened", bound="OpenedRecording")

@@ -1,0 +1,151 @@
+"""Requests let go before their answer: by the proxy past its pending limits (its ``evicted``
+gap says how many), or by a reader past what it holds at once (it says so the same way). Each
+is a row of status ``evicted``: not pending, not unanswered, not an error; an answer that comes
+after is a row of its own, never dropped; and what a reader holds stays within its bound,
+whatever the file asks."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from pathlib import Path
+from typing import Optional
+
+from golem_core.profiles import get_profile
+from golem_proxy.analysis.flows import Flow
+from golem_proxy.analysis.reading_notes import reading_notes
+from golem_proxy.analysis.trace import open_flows
+from golem_proxy.events import ConnectionClosed, ConnectionOpened, Direction
+from golem_proxy.live.tap import ConnectionTap
+from golem_proxy.live.tap_limits import ObserveLimits
+from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, open_private
+from tests.support.cli_helpers import run_cli
+
+PROFILE = get_profile("jsonrpc-ndjson")
+ROUTE = RouteInfo("scrybe", "127.0.0.1:19000", "127.0.0.1:9000")
+CALL = b'{"jsonrpc":"2.0","id":%d,"method":"set_vim","params":{"enabled":true}}\n'
+ANSWER = b'{"jsonrpc":"2.0","id":%d,"result":{"enabled":true}}\n'
+NO_LIMITS = ObserveLimits(pending=10**9, pending_bytes=10**12)
+
+
+def _recorded(
+    path: Path, chunks: list[tuple[Direction, bytes]], limits: ObserveLimits, close: bool = True
+) -> Path:
+    """One connection's ``chunks`` through the real tap (with ``limits``) into a recording."""
+    header = Header.new(PROFILE.name, [ROUTE])
+    with RecordingWriter(open_private(str(path), overwrite=True), header) as writer:
+        writer.write(ConnectionOpened(conn=1, route=ROUTE.name, client="c", upstream="u", t=0.0))
+        tap = ConnectionTap(1, ROUTE.name, PROFILE, writer.write, limits=limits)
+        t = 0.0
+        for direction, data in chunks:
+            t += 0.001
+            tap.process(direction, data, t)
+        if close:
+            writer.write(ConnectionClosed(conn=1, route=ROUTE.name, reason="closed", t=t + 1))
+    return path
+
+
+def _ids(flow: Flow) -> Optional[int]:
+    frame = flow.request or flow.response
+    ident = frame.message.id if frame is not None else None
+    return ident if isinstance(ident, int) else None
+
+
+def test_requests_the_proxy_let_go_are_evicted_rows_and_their_answers_rows_of_their_own(
+    tmp_path: Path,
+) -> None:
+    """Five calls pipelined past a limit of three waiting: the tap lets the oldest two go. Read
+    back, they were rows marked unanswered (an error) at the close, though their answers came."""
+    calls = b"".join(CALL % n for n in range(1, 6))
+    answers = b"".join(ANSWER % n for n in range(1, 6))
+    path = _recorded(
+        tmp_path / "evicted.jsonl",
+        [(Direction.C2S, calls), (Direction.S2C, answers)],
+        ObserveLimits(pending=3),
+    )
+    with open_flows(str(path)) as reader:
+        flows = list(reader.flows())
+    statuses = [(flow.status(PROFILE), flow.request is not None, _ids(flow)) for flow in flows]
+    assert statuses == [
+        ("evicted", True, 1),
+        ("evicted", True, 2),
+        ("ok", True, 3),
+        ("ok", True, 4),
+        ("ok", True, 5),
+        ("unobserved:evicted", False, None),  # said once the chunk's frames are decoded
+        ("ok", False, 1),  # an answer the tap could not pair: a row of its own, no orphan
+        ("ok", False, 2),
+    ]
+    evicted = flows[:2]
+    assert not any(flow.is_error or flow.pending or flow.closed_unanswered for flow in evicted)
+    assert "2 requests unanswered (evicted)" in flows[5].gap.detail  # type: ignore[union-attr]
+
+    stats = run_cli("stats", "--json", str(path))
+    assert stats.returncode == 0, stats.stderr
+    overall = json.loads(stats.stdout)["overall"]
+    assert (overall["evicted"], overall["pending"], overall["errors"]) == (2, 0, 0)
+    table = run_cli("stats", str(path))
+    assert "evict" in table.stdout.splitlines()[1]
+    shown = run_cli("show", str(path))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.count("evicted") >= 2 and "unanswered" not in shown.stdout
+
+
+def test_a_reader_lets_go_of_requests_past_its_bound_and_says_so(tmp_path: Path) -> None:
+    """A file that asks 2,000 questions at once (a proxy with no limits wrote it): a reader
+    allowed 64 KiB lets the oldest go, in a gap it makes itself; the first call's answer, read
+    at the end, is still a row; the last calls still pair."""
+    count = 2_000
+    calls = b"".join(CALL % n for n in range(1, count + 1))
+    late = ANSWER % 1 + b"".join(ANSWER % n for n in range(count - 2, count + 1))
+    path = _recorded(
+        tmp_path / "asks.jsonl", [(Direction.C2S, calls), (Direction.S2C, late)], NO_LIMITS
+    )
+    limit = 64 * 1024
+    with open_flows(str(path), in_flight=limit) as reader:
+        flows = []
+        for flow in reader.flows():
+            assert reader.held.request_bytes <= limit
+            flows.append(flow)
+        let_go = reader.held.let_go
+        notes = reading_notes(reader)
+    evicted = [flow for flow in flows if flow.status(PROFILE) == "evicted"]
+    gaps = [flow.gap for flow in flows if flow.gap is not None]
+    assert len(evicted) == let_go > count // 2
+    assert sum(gap.size for gap in gaps) == let_go
+    assert all("let go by this reader" in gap.detail for gap in gaps)
+    # Every call is a row once; the answer to the first is a row of its own, not dropped.
+    asked = sorted(_ids(flow) or 0 for flow in flows if flow.request is not None)
+    assert asked == list(range(1, count + 1))
+    alone = [flow for flow in flows if flow.request is None and flow.response is not None]
+    assert [_ids(flow) for flow in alone] == [1]
+    paired = [_ids(flow) for flow in flows if flow.latency is not None]
+    assert paired == [count - 2, count - 1, count]
+    assert any(
+        f"{let_go} requests waiting for an answer let go by this reader" in note for note in notes
+    )
+
+
+def test_what_a_reader_holds_does_not_grow_with_the_questions_a_file_asks(
+    tmp_path: Path,
+) -> None:
+    """Ten times the requests never answered, the same peak: the bound, not the file."""
+    limit = 256 * 1024
+
+    def peak(count: int) -> int:
+        calls = b"".join(CALL % n for n in range(1, count + 1))
+        path = _recorded(
+            tmp_path / f"asks{count}.jsonl", [(Direction.C2S, calls)], NO_LIMITS, close=False
+        )
+        tracemalloc.start()
+        try:
+            with open_flows(str(path), in_flight=limit) as reader:
+                for _ in reader.flows():
+                    pass
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak(2_000), peak(20_000)
+    # Before, 18,000 more requests held cost ~25 MiB more (~1.4 KB each).
+    assert large - small < 2 * 1024 * 1024, (small, large)

@@ -1,0 +1,64 @@
+"""What a recording's reader holds until a later line names it (`HeldFrames`): the proxy's
+``evicted`` gap lets go the oldest of its connection and direction only, and past the bound
+the oldest of all go, said in one gap per connection and direction."""
+
+from __future__ import annotations
+
+from golem_core.profiles import get_profile
+from golem_proxy.events import Direction, GapReason, ObservationLost
+from golem_proxy.recording.held_frames import REQUEST_OVERHEAD, HeldFrames
+from tests.support.frames import frame_seen
+
+PROFILE = get_profile("jsonrpc-ndjson")
+C2S, S2C = Direction.C2S, Direction.S2C
+
+
+def _ask(held: HeldFrames, conn: int, direction: Direction, index: int) -> list[ObservationLost]:
+    payload = b'{"jsonrpc":"2.0","id":%d,"method":"m"}' % index
+    frame = frame_seen(
+        PROFILE, direction, index, payload, conn=conn, t=index / 10, expects_answer=True
+    )
+    return held.hold(frame)
+
+
+def _evicted(conn: int, direction: Direction, count: int) -> ObservationLost:
+    return ObservationLost(
+        conn=conn, route="main", direction=direction, t=1.0, reason=GapReason.EVICTED, size=count
+    )
+
+
+def test_the_proxy_s_gap_lets_go_the_oldest_of_its_connection_and_direction() -> None:
+    held = HeldFrames()
+    for index in range(4):
+        for conn, direction in ((1, C2S), (1, S2C), (2, C2S)):
+            _ask(held, conn, direction, index)
+    held.evicted(_evicted(1, C2S, 2))
+    assert sorted(key for key in held.frames if key[:2] == (1, "c2s")) == [
+        (1, "c2s", 2),
+        (1, "c2s", 3),
+    ]
+    assert len(held.frames) == 10 and held.let_go == 0  # the proxy's, not the reader's
+    held.evicted(_evicted(1, C2S, 5))  # more than are held: what is held goes
+    assert not any(key[:2] == (1, "c2s") for key in held.frames)
+    held.forget_connection(2)
+    assert sorted(held.frames) == [(1, "s2c", n) for n in range(4)]
+    assert held.request_bytes == sum(
+        frame.size + REQUEST_OVERHEAD for frame in held.frames.values()
+    )
+
+
+def test_past_its_bound_the_oldest_go_in_one_gap_per_connection_and_direction() -> None:
+    one = frame_seen(PROFILE, C2S, 0, b'{"jsonrpc":"2.0","id":0,"method":"m"}').size
+    cost = one + REQUEST_OVERHEAD
+    held = HeldFrames(limit=cost * 8)
+    gaps = []
+    for index in range(4):
+        gaps += _ask(held, 1, C2S, index)
+        gaps += _ask(held, 2, S2C, index)
+    assert gaps == [] and held.request_bytes == cost * 8
+    gaps = _ask(held, 3, C2S, 0)  # the ninth: over, so down to 3/4 of the bound (6)
+    assert [(gap.conn, gap.direction, gap.size) for gap in gaps] == [(1, C2S, 2), (2, S2C, 1)]
+    assert all(gap.reason is GapReason.EVICTED and gap.t == 0.0 for gap in gaps)
+    assert "frames #0 to #1" in gaps[0].detail and "let go by this reader" in gaps[0].detail
+    assert held.let_go == 3 and held.request_bytes == cost * 6
+    assert (1, "c2s", 0) not in held and (2, "s2c", 0) not in held and (2, "s2c", 1) in held
