@@ -37,6 +37,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
+from ..recording.held_frames import add_in_order
 from .flow import Flow
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
@@ -102,17 +103,16 @@ class FlowTracker:
         self._ready: list[tuple[int, Flow]] = []
         self._ready_numbers: set[int] = set()
         # Keyed by (conn, direction, frame index): a client's frame 3 and a server's frame 3
-        # may both be requests (or both answers) on a JSON-RPC connection.
-        # Ordered dicts where the oldest go first: a dict's first key is found past every key
-        # deleted before it (`take_settled` looked for the oldest in flight that way, each
-        # time a row was read).
+        # may both be requests (or both answers) on a JSON-RPC connection. An ordered dict:
+        # `take_settled` looks for the oldest in flight at each row read, and a dict's first
+        # key is found past every key deleted before it.
         self._by_request: OrderedDict[Key, Flow] = OrderedDict()
-        # The keys of `_by_request` and `_answers` by connection, so that a close looks at its
-        # own: scanning every request in flight at each close made a trace of many
-        # connections, each closed with a request unanswered, quadratic (20,000 took 19 s).
-        # The requests by connection and direction, in the order asked (a dict as an ordered
-        # set): a gap of `GapReason.EVICTED` lets the oldest go.
-        self._requests_of: dict[tuple[int, Direction], OrderedDict[Key, None]] = {}
+        # The keys of `_by_request` (by connection and direction, in the order asked: ordered
+        # sets, `add_in_order`) and of `_answers` (by connection), so that a close looks at
+        # its own (scanning every request in flight at each close made a trace of many
+        # connections, each closed with a request unanswered, quadratic: 20,000 took 19 s),
+        # and a gap of `GapReason.EVICTED` lets the oldest go.
+        self._requests_of: dict[tuple[int, Direction], dict[Key, None]] = {}
         self._answers_of: dict[int, set[Key]] = {}
         # An answer the tap paired, until its exchange event: the row it belongs to (None when
         # its request came before this view started, a tailed file).
@@ -235,7 +235,7 @@ class FlowTracker:
         """The ``gap.size`` oldest requests of the gap's connection and direction were let go
         (`GapReason.EVICTED`): no answer will be paired with them, and none was found
         missing; each row is settled as it is (`Flow.let_go`)."""
-        keys = self._requests_of.get((gap.conn, gap.direction), OrderedDict())
+        keys = self._requests_of.get((gap.conn, gap.direction), {})
         for key in list(itertools.islice(keys, max(gap.size, 0))):
             flow = self._by_request.pop(key)
             _discard_request(self._requests_of, key)
@@ -300,8 +300,7 @@ class FlowTracker:
             flow.request = frame
             if frame.expects_answer:
                 self._by_request[key] = flow
-                group = (frame.conn, frame.direction)
-                self._requests_of.setdefault(group, OrderedDict())[key] = None
+                add_in_order(self._requests_of, (frame.conn, frame.direction), key)
                 return flow
             flow.unanswerable = True  # complete as it is: never waits for an answer
         else:
@@ -387,9 +386,7 @@ def _number(flow: Flow) -> int:
     return flow.number
 
 
-def _discard_request(
-    keys_of: dict[tuple[int, Direction], OrderedDict[Key, None]], key: Key
-) -> None:
+def _discard_request(keys_of: dict[tuple[int, Direction], dict[Key, None]], key: Key) -> None:
     """Forget ``key`` from its connection and direction's (and them, when none is left)."""
     group = (key[0], key[1])
     keys = keys_of.get(group)

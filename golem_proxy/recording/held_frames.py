@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from typing import Optional
+from typing import Any, Optional, TypeVar
 
 from ..events import Direction, FrameSeen, GapReason, ObservationLost
 from ..terminal import counted, format_size
 
-__all__ = ["IN_FLIGHT_BYTES", "REQUEST_OVERHEAD", "HeldFrames"]
+__all__ = ["IN_FLIGHT_BYTES", "REQUEST_OVERHEAD", "HeldFrames", "add_in_order"]
 
 Key = tuple[int, str, int]
 """A frame's connection, direction (its value) and number."""
@@ -43,24 +43,49 @@ REQUEST_OVERHEAD = 1536
 view builds of it)."""
 
 
+SMALL_GROUP = 8
+"""Keys an ordered set of `add_in_order` holds as a plain dict."""
+
+G = TypeVar("G")
+K = TypeVar("K")
+
+
+def add_in_order(groups: dict[G, dict[K, None]], group: G, key: K) -> None:
+    """Add ``key`` last to ``group``'s ordered set of keys in ``groups``. A set stays a plain
+    dict while it holds at most `SMALL_GROUP` keys, and becomes an OrderedDict past that: a
+    dict's first key is found past every key deleted before it, so a large set whose oldest
+    leave one by one made each look for the oldest grow with those gone (a file of 200,000
+    requests took minutes), while an OrderedDict of one key costs ~490 bytes to a dict's ~315,
+    and most sets hold one (a connection's request in flight)."""
+    keys = groups.get(group)
+    if keys is None:
+        groups[group] = {key: None}
+        return
+    keys[key] = None
+    if len(keys) > SMALL_GROUP and type(keys) is dict:
+        groups[group] = OrderedDict(keys)
+
+
 class HeldFrames:
     """Frames held by their key until taken, in the order read, within a bound."""
 
     def __init__(self, limit: int = IN_FLIGHT_BYTES) -> None:
         self.limit = limit
         self.frames: dict[Key, FrameSeen] = {}
-        self._held_of: dict[int, set[Key]] = {}
-        """The keys of `frames` by connection, so that a close forgets its own: scanning every
-        frame held at each close made a file of many connections, each closed with a request
-        unanswered, quadratic to read (20,000 took 13 s in this alone)."""
-        # Ordered dicts, not dicts: the oldest go first, and a dict's first key is found past
-        # every key deleted before it (reading a file of 200,000 took minutes).
-        self._requests: OrderedDict[Key, int] = OrderedDict()
-        """The held requests' costs, in the order read (the oldest first)."""
-        self._asked: dict[tuple[int, str], OrderedDict[Key, None]] = {}
-        """The held requests by connection and direction, in the order read (an ordered
-        set): where the proxy's gap says the oldest were let go."""
+        """Every frame held."""
+        # An ordered dict, not a dict: the oldest go first, and a dict's first key is found
+        # past every key deleted before it (reading a file of 200,000 took minutes).
+        self._requests: OrderedDict[Key, None] = OrderedDict()
+        """The keys of the held requests, in the order read."""
+        self._asked: dict[tuple[int, str], dict[Key, None]] = {}
+        """The keys of the held requests by connection and direction, in the order read
+        (ordered sets, `add_in_order`): where the proxy's gap says the oldest were let go,
+        and what a close forgets (looking at every frame held at each close made a file of
+        many connections, each closed with a request unanswered, quadratic to read)."""
+        self._answers_of: dict[int, set[Key]] = {}
+        """The keys of the held answers (until their exchange line) by connection."""
         self.request_bytes = 0
+        """What the held requests cost: their bytes and `REQUEST_OVERHEAD` each."""
         self.let_go = 0
         """Requests let go past `limit` so far."""
 
@@ -74,64 +99,61 @@ class HeldFrames:
         """Hold ``frame`` under its key; returns the gaps that say which requests were let go
         to stay within the limit (empty almost always)."""
         key = (frame.conn, frame.direction.value, frame.index)
+        self.take(key)  # a number read again replaces what it held
         self.frames[key] = frame
-        self._held_of.setdefault(frame.conn, set()).add(key)
         if frame.answers is not None:
+            self._answers_of.setdefault(frame.conn, set()).add(key)
             return []
-        cost = frame.size + REQUEST_OVERHEAD
-        self._drop_request(key)  # a number read again replaces what it held
-        self._requests[key] = cost
-        self._asked.setdefault((key[0], key[1]), OrderedDict())[key] = None
-        self.request_bytes += cost
+        add_in_order(self._asked, (key[0], key[1]), key)
+        self._requests[key] = None
+        self.request_bytes += frame.size + REQUEST_OVERHEAD
         return self._bound(frame.t) if self.request_bytes > self.limit else []
 
     def take(self, key: Key) -> Optional[FrameSeen]:
         """The frame held under ``key``, no longer held (None: none is)."""
         frame = self.frames.pop(key, None)
-        if frame is not None:
-            self._drop_request(key)
-            held = self._held_of.get(key[0])
-            if held is not None:
-                held.discard(key)
-                if not held:
-                    del self._held_of[key[0]]
+        if frame is None:
+            return None
+        if frame.answers is not None:
+            _forget(self._answers_of, key[0], key)
+        else:
+            self.request_bytes -= frame.size + REQUEST_OVERHEAD
+            del self._requests[key]
+            _forget(self._asked, (key[0], key[1]), key)
         return frame
 
     def forget_connection(self, conn: int) -> None:
         """The connection closed: no line will name its frames any more."""
-        for key in self._held_of.pop(conn, ()):
-            self.frames.pop(key, None)
-            self._drop_request(key)
+        frames = self.frames
+        for sent in ("c2s", "s2c"):
+            for key in self._asked.pop((conn, sent), ()):
+                self.request_bytes -= frames.pop(key).size + REQUEST_OVERHEAD
+                del self._requests[key]
+        for key in self._answers_of.pop(conn, ()):
+            del frames[key]
 
     def evicted(self, lost: ObservationLost) -> None:
         """The proxy let go of ``lost.size`` requests of ``lost``'s connection and direction,
         the oldest it held (`GapReason.EVICTED`): their answers will name none of them."""
-        asked = self._asked.get((lost.conn, lost.direction.value), OrderedDict())
+        asked = self._asked.get((lost.conn, lost.direction.value), {})
         for key in list(itertools.islice(asked, max(lost.size, 0))):
             self.take(key)
-
-    def _drop_request(self, key: Key) -> None:
-        cost = self._requests.pop(key, None)
-        if cost is not None:
-            self.request_bytes -= cost
-            group = (key[0], key[1])
-            asked = self._asked[group]
-            del asked[key]
-            if not asked:
-                del self._asked[group]
 
     def _bound(self, t: float) -> list[ObservationLost]:
         """Let the oldest requests go until `LET_GO_TO` of the limit is held: one gap per
         connection and direction, in the order their oldest were read."""
         counts: dict[tuple[int, str], list[int]] = {}
         routes: dict[tuple[int, str], str] = {}
-        target = self.limit * LET_GO_TO
-        while self._requests and self.request_bytes > target:
-            key = next(iter(self._requests))
-            frame = self.take(key)
-            if frame is None:  # never so: a held request's frame is held
-                self._drop_request(key)
-                continue
+        over = self.request_bytes - self.limit * LET_GO_TO
+        oldest = []
+        for key in self._requests:
+            if over <= 0:
+                break
+            oldest.append(key)
+            over -= self.frames[key].size + REQUEST_OVERHEAD
+        for key in oldest:
+            frame = self.frames[key]
+            self.take(key)
             group = (key[0], key[1])
             counts.setdefault(group, []).append(key[2])
             routes[group] = frame.route
@@ -153,3 +175,15 @@ class HeldFrames:
                 )
             )
         return gaps
+
+
+def _forget(keys_of: dict[G, Any], group: G, key: Key) -> None:
+    """Forget ``key`` from ``group``'s keys in ``keys_of`` (and the group, once empty)."""
+    keys = keys_of.get(group)
+    if keys is not None:
+        if isinstance(keys, dict):
+            keys.pop(key, None)
+        else:
+            keys.discard(key)
+        if not keys:
+            del keys_of[group]
