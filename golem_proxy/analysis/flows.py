@@ -124,6 +124,10 @@ class FlowTracker:
         self._frame_errors: dict[tuple[int, Direction], Flow] = {}
         # Each connection's newest row: where a fault the proxy injected is told.
         self._latest: dict[int, Flow] = {}
+        self.also_changed: list[Flow] = []
+        """With ``keep``: rows an event settled besides the one `apply` returns (the requests
+        a gap or a close let go), for a view that shows its rows to show them again; its
+        reader clears it."""
 
     def apply(self, event: Event) -> Optional[Flow]:
         """Fold one event in; return the flow it created, changed or belongs to, if any."""
@@ -241,6 +245,8 @@ class FlowTracker:
             _discard_request(self._requests_of, key)
             flow.let_go = True
             self._settled(flow)
+            if self.keep:
+                self.also_changed.append(flow)
 
     def _request_number(self, key: Key) -> int:
         return self._by_request[key].number
@@ -294,11 +300,17 @@ class FlowTracker:
             flow = self._by_request.get(asked)
             self._answers[key] = flow
             self._answers_of.setdefault(frame.conn, set()).add(key)
+            if flow is not None:  # answered: no gap of the proxy's lets it go any more
+                _discard_request(self._requests_of, asked)
             return flow
         flow = self._new_flow(frame.conn, frame.route)
         if frame.is_request:
             flow.request = frame
             if frame.expects_answer:
+                if self._by_request.pop(key, None) is not None:
+                    # A number read again (a damaged file): the newer is the newest asked, as
+                    # for the recording's readers (`HeldFrames`); the older is in no table.
+                    _discard_request(self._requests_of, key)
                 self._by_request[key] = flow
                 add_in_order(self._requests_of, (frame.conn, frame.direction), key)
                 return flow
@@ -358,13 +370,21 @@ class FlowTracker:
         changed = None
         conn = event.conn
         asked = [key for sent in Direction for key in self._requests_of.pop((conn, sent), ())]
+        for key in self._answers_of.pop(conn, ()):
+            answered = self._answers.pop(key, None)
+            request = answered.request if answered is not None else None
+            if request is not None:
+                # Its answer came, its exchange did not (a file cut or damaged between them).
+                rkey = (conn, request.direction, request.index)
+                if self._by_request.get(rkey) is answered:
+                    asked.append(rkey)
         # In the order they were asked, as the rows are numbered.
-        for key in sorted(asked, key=self._request_number):
+        for key in sorted(set(asked), key=self._request_number):
             flow = self._by_request.pop(key)
             flow.closed_unanswered = True
+            if self.keep and changed is not None:
+                self.also_changed.append(changed)
             changed = self._settled(flow)
-        for key in self._answers_of.pop(conn, ()):
-            self._answers.pop(key, None)
         for direction in Direction:
             self._last_unpaired.pop((conn, direction), None)
             self._frame_errors.pop((conn, direction), None)

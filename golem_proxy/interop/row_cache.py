@@ -31,6 +31,10 @@ from .flow_table import column_spec, flow_rows, write_rows
 
 __all__ = ["RowFile", "cached_notes", "cached_rows", "prepare_cache", "rows_into_cache"]
 
+READING = 2
+"""What the readers make of a recording, beyond the version: raised where they read the same
+file into other rows (2: requests the proxy let go are ``evicted``, no longer
+``unanswered``), so that rows cached before are not taken for current."""
 _SUFFIX = ".rows.jsonl"
 _NOTES = ".notes.json"
 _USER = os.geteuid() if hasattr(os, "geteuid") else 0
@@ -63,7 +67,7 @@ def _identity(stat: os.stat_result) -> tuple[int, int, int, int]:
 
 def _name(recording: str, stat: os.stat_result) -> str:
     key = "\0".join(
-        [__version__, column_spec(), recording, os.path.realpath(recording)]
+        [__version__, str(READING), column_spec(), recording, os.path.realpath(recording)]
         + [str(part) for part in _identity(stat)]
     )
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest() + _SUFFIX

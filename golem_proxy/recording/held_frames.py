@@ -1,16 +1,18 @@
 """The frames a recording's reader holds until a later line names them (`HeldFrames`): the
-requests waiting for their answer, and the answers waiting for their exchange line. And what it
-lets go, so that no file can make a reader hold without bound.
+requests waiting for their answer, and a request with its answer until their exchange line
+(a pair). And what it lets go, so that what a file asks cannot make it hold without bound.
 
 A request is held until its exchange line or its connection's close. A recording made by the
-proxy holds at most what the proxy held (it says, in an ``unobserved`` line of reason
-``evicted``, which requests it let go past its own limits, and the reader lets the same ones
-go). A file that asks ten million questions and answers none, made by hand or by a broken
-writer, would hold them all: past `IN_FLIGHT_BYTES` the oldest held requests are let go, and
-the reader says so in an event of the same kind (`ObservationLost`, `GapReason.EVICTED`)
-that it reads in the file, so every view shows the gap as it shows the proxy's. A request let
-go is a row of its own, marked so; an answer read after is a row of its own too (the reader no
-longer holds what it answers).
+proxy says, in an ``unobserved`` line of reason ``evicted``, how many requests of a connection
+it let go past its own limits, the oldest it held; the reader lets its oldest waiting ones of
+that connection and direction go (the same ones, unless the proxy had withdrawn a request whose
+answer it missed, or lines went unwritten). A file that asks ten million questions and answers
+none, made by hand or by a broken writer, would hold them all: past `IN_FLIGHT_BYTES` held,
+the oldest pairs go first, their exchange told as their line would have told it, then the
+oldest requests waiting, said in an event of the kind the file holds (`ObservationLost`,
+`GapReason.EVICTED`), so every view shows the gap as it shows the proxy's. A request let go is
+a row of its own, marked so; an answer read after it is a row of its own too (the reader no
+longer holds what it answers), as is a second answer to one request.
 """
 
 from __future__ import annotations
@@ -66,26 +68,44 @@ def add_in_order(groups: dict[G, dict[K, None]], group: G, key: K) -> None:
         groups[group] = OrderedDict(keys)
 
 
+def held_cost(frame: FrameSeen) -> int:
+    """What holding ``frame`` costs: its bytes (the larger of what its line says and what it
+    holds: a line may say 0) and `REQUEST_OVERHEAD`."""
+    return max(frame.size, len(frame.payload)) + REQUEST_OVERHEAD
+
+
+Pair = tuple[FrameSeen, FrameSeen]
+"""A request and its answer, let go before their exchange line (`HeldFrames._bound`)."""
+
+
 class HeldFrames:
-    """Frames held by their key until taken, in the order read, within a bound."""
+    """Frames held by their key until taken, in the order read, within a bound: requests
+    waiting for their answer, and requests with the answer that waits for their exchange
+    line (a pair)."""
 
     def __init__(self, limit: int = IN_FLIGHT_BYTES) -> None:
         self.limit = limit
         self.frames: dict[Key, FrameSeen] = {}
         """Every frame held."""
-        # An ordered dict, not a dict: the oldest go first, and a dict's first key is found
-        # past every key deleted before it (reading a file of 200,000 took minutes).
+        self.held_bytes = 0
+        """What the frames held cost (`held_cost`)."""
+        # Ordered dicts, not dicts: the oldest go first, and a dict's first key is found past
+        # every key deleted before it (reading a file of 200,000 took minutes).
         self._requests: OrderedDict[Key, None] = OrderedDict()
-        """The keys of the held requests, in the order read."""
+        """The keys of the requests waiting for their answer, in the order read."""
         self._asked: dict[tuple[int, str], dict[Key, None]] = {}
-        """The keys of the held requests by connection and direction, in the order read
-        (ordered sets, `add_in_order`): where the proxy's gap says the oldest were let go,
-        and what a close forgets (looking at every frame held at each close made a file of
-        many connections, each closed with a request unanswered, quadratic to read)."""
-        self._answers_of: dict[int, set[Key]] = {}
-        """The keys of the held answers (until their exchange line) by connection."""
-        self.request_bytes = 0
-        """What the held requests cost: their bytes and `REQUEST_OVERHEAD` each."""
+        """The same by connection and direction (ordered sets, `add_in_order`): where the
+        proxy's gap says the oldest were let go, and what a close forgets (looking at every
+        frame held at each close made a file of many connections, each closed with a request
+        unanswered, quadratic to read)."""
+        self._pairs: OrderedDict[Key, Key] = OrderedDict()
+        """A request's key → its answer's, until their exchange line, in the order answered."""
+        self._answer_for: dict[Key, Key] = {}
+        self._pairs_of: dict[int, set[Key]] = {}
+        """The requests of `_pairs` by connection."""
+        self._answered_of: dict[int, set[Key]] = {}
+        """Requests held on after their answer was taken alone (a damaged file: an exchange
+        line that names the answer and another request), by connection."""
         self.let_go = 0
         """Requests let go past `limit` so far."""
 
@@ -95,63 +115,107 @@ class HeldFrames:
     def __bool__(self) -> bool:
         return bool(self.frames)
 
-    def hold(self, frame: FrameSeen) -> list[ObservationLost]:
-        """Hold ``frame`` under its key; returns the gaps that say which requests were let go
-        to stay within the limit (empty almost always)."""
-        key = (frame.conn, frame.direction.value, frame.index)
-        self.take(key)  # a number read again replaces what it held
-        self.frames[key] = frame
-        if frame.answers is not None:
-            self._answers_of.setdefault(frame.conn, set()).add(key)
-            return []
-        add_in_order(self._asked, (key[0], key[1]), key)
+    def waiting(self, key: Key) -> bool:
+        """A request held under ``key`` waits for its answer (none is held for it)."""
+        return key in self._requests
+
+    def hold_request(self, frame: FrameSeen) -> tuple[list[ObservationLost], list[Pair]]:
+        """Hold a request until its answer; returns what was let go to stay within the limit
+        (`_bound`)."""
+        key = self._put(frame)
         self._requests[key] = None
-        self.request_bytes += frame.size + REQUEST_OVERHEAD
-        return self._bound(frame.t) if self.request_bytes > self.limit else []
+        add_in_order(self._asked, (key[0], key[1]), key)
+        return self._bound(frame.t)
+
+    def hold_answer(self, frame: FrameSeen, asked: Key) -> tuple[list[ObservationLost], list[Pair]]:
+        """Hold the answer to the request held under ``asked`` (it `waiting`) until their
+        exchange line; the request waits no more. Returns what was let go (`_bound`)."""
+        self._stop_waiting(asked)
+        key = self._put(frame)
+        self._pairs[asked] = key
+        self._answer_for[key] = asked
+        self._pairs_of.setdefault(asked[0], set()).add(asked)
+        return self._bound(frame.t)
+
+    def take_exchange(
+        self, asked: Key, answered: Key
+    ) -> tuple[Optional[FrameSeen], Optional[FrameSeen]]:
+        """The request and the answer an exchange line names, no longer held (None for one
+        not held). Another answer held for the request goes with it."""
+        response = self.take(answered)
+        return self.take(asked), response
 
     def take(self, key: Key) -> Optional[FrameSeen]:
-        """The frame held under ``key``, no longer held (None: none is)."""
+        """The frame held under ``key``, no longer held (None: none is). The answer held for a
+        request goes with it (no exchange line can name the two together any more)."""
         frame = self.frames.pop(key, None)
         if frame is None:
             return None
-        if frame.answers is not None:
-            _forget(self._answers_of, key[0], key)
+        self.held_bytes -= held_cost(frame)
+        if key in self._requests:
+            self._stop_waiting(key)
+        elif key in self._pairs:
+            answer = self._pairs.pop(key)
+            _forget(self._pairs_of, key[0], key)
+            del self._answer_for[answer]
+            self.held_bytes -= held_cost(self.frames.pop(answer))
+        elif key in self._answer_for:
+            asked = self._answer_for.pop(key)
+            del self._pairs[asked]
+            _forget(self._pairs_of, asked[0], asked)
+            # Its request is held on, answered, for an exchange line that names it.
+            self._answered_of.setdefault(asked[0], set()).add(asked)
         else:
-            self.request_bytes -= frame.size + REQUEST_OVERHEAD
-            del self._requests[key]
-            _forget(self._asked, (key[0], key[1]), key)
+            _forget(self._answered_of, key[0], key)
         return frame
 
     def forget_connection(self, conn: int) -> None:
         """The connection closed: no line will name its frames any more."""
-        frames = self.frames
         for sent in ("c2s", "s2c"):
-            for key in self._asked.pop((conn, sent), ()):
-                self.request_bytes -= frames.pop(key).size + REQUEST_OVERHEAD
-                del self._requests[key]
-        for key in self._answers_of.pop(conn, ()):
-            del frames[key]
+            for key in list(self._asked.get((conn, sent), ())):
+                self.take(key)
+        for key in list(self._pairs_of.get(conn, ())):
+            self.take(key)
+        for key in list(self._answered_of.get(conn, ())):
+            self.take(key)
 
     def evicted(self, lost: ObservationLost) -> None:
         """The proxy let go of ``lost.size`` requests of ``lost``'s connection and direction,
-        the oldest it held (`GapReason.EVICTED`): their answers will name none of them."""
+        the oldest waiting (`GapReason.EVICTED`): their answers will name none of them."""
         asked = self._asked.get((lost.conn, lost.direction.value), {})
         for key in list(itertools.islice(asked, max(lost.size, 0))):
             self.take(key)
 
-    def _bound(self, t: float) -> list[ObservationLost]:
-        """Let the oldest requests go until `LET_GO_TO` of the limit is held: one gap per
-        connection and direction, in the order their oldest were read."""
+    def _put(self, frame: FrameSeen) -> Key:
+        key = (frame.conn, frame.direction.value, frame.index)
+        self.take(key)  # a number read again replaces what it held
+        self.frames[key] = frame
+        self.held_bytes += held_cost(frame)
+        return key
+
+    def _stop_waiting(self, key: Key) -> None:
+        del self._requests[key]
+        _forget(self._asked, (key[0], key[1]), key)
+
+    def _bound(self, t: float) -> tuple[list[ObservationLost], list[Pair]]:
+        """Past the limit, let go until `LET_GO_TO` of it is held: first the oldest pairs
+        (returned, for their exchange to be told as their line would have told it), then the
+        oldest requests waiting, said in one gap per connection and direction, in the order
+        their oldest were read."""
+        if self.held_bytes <= self.limit:
+            return [], []
+        target = self.limit * LET_GO_TO
+        pairs: list[Pair] = []
+        while self._pairs and self.held_bytes > target:
+            asked, answered = next(iter(self._pairs.items()))
+            request, response = self.frames[asked], self.frames[answered]
+            self.take(answered)
+            self.take(asked)
+            pairs.append((request, response))
         counts: dict[tuple[int, str], list[int]] = {}
         routes: dict[tuple[int, str], str] = {}
-        over = self.request_bytes - self.limit * LET_GO_TO
-        oldest = []
-        for key in self._requests:
-            if over <= 0:
-                break
-            oldest.append(key)
-            over -= self.frames[key].size + REQUEST_OVERHEAD
-        for key in oldest:
+        while self._requests and self.held_bytes > target:
+            key = next(iter(self._requests))
             frame = self.frames[key]
             self.take(key)
             group = (key[0], key[1])
@@ -174,7 +238,7 @@ class HeldFrames:
                     "its own",
                 )
             )
-        return gaps
+        return gaps, pairs
 
 
 def _forget(keys_of: dict[G, Any], group: G, key: Key) -> None:

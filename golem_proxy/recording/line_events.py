@@ -16,7 +16,7 @@ from golem_core.profiles import Profile
 
 from .. import events
 from ..events import Direction, Event
-from .held_frames import IN_FLIGHT_BYTES, HeldFrames
+from .held_frames import IN_FLIGHT_BYTES, HeldFrames, Pair
 from .line_guard import check_line, decode_json
 from .members import (
     fault_withheld,
@@ -204,8 +204,9 @@ class LineDecoder:
         if kind in ("exchange", "server-exchange"):
             # A server-exchange pairs a request the server sent with the client's answer.
             asked, answered = ("c2s", "s2c") if kind == "exchange" else ("s2c", "c2s")
-            request = self.frames.take((conn, asked, member_int(data, "req")))
-            response = self.frames.take((conn, answered, member_int(data, "resp")))
+            request, response = self.frames.take_exchange(
+                (conn, asked, member_int(data, "req")), (conn, answered, member_int(data, "resp"))
+            )
             if request is None or response is None:
                 return None  # its frames were lost before a crash; nothing to pair
             # Decided as the tap decides it, from the frames (the line's status is for people).
@@ -332,13 +333,34 @@ class LineDecoder:
             frame = self.v1.frame(frame)
         if frame.answers is not None:
             asked = (frame.conn, frame.direction.reverse.value, frame.answers)
-            if asked not in self.frames:
-                # What it answers is not held (let go, by the proxy or by this reader, or
-                # never read): no exchange line can pair them, and it is a row of its own.
+            if not self.frames.waiting(asked):
+                # What it answers is not waiting (let go, by the proxy or by this reader,
+                # answered already, or never read): no exchange line can pair them, and it is
+                # a row of its own.
                 return dataclasses.replace(frame, answers=None)
-        if frame.expects_answer or frame.answers is not None:  # an exchange line will name it
-            self.said += self.frames.hold(frame)
+            self._let_go(*self.frames.hold_answer(frame, asked))
+        elif frame.expects_answer and frame.is_request:  # as the views hold it (FlowTracker)
+            self._let_go(*self.frames.hold_request(frame))
         return frame
+
+    def _let_go(self, gaps: list[events.ObservationLost], pairs: list[Pair]) -> None:
+        """Say what the held frames let go to stay within their bound (`HeldFrames._bound`):
+        a pair's exchange as its line would have, the requests let go in their gaps."""
+        for request, response in pairs:
+            profile = self.routes.get(request.route, self.profile)
+            self.said.append(
+                events.ExchangeCompleted(
+                    conn=request.conn,
+                    route=request.route,
+                    request=request,
+                    response=response,
+                    outcome=profile.outcome(request.message, response.message),
+                )
+            )
+        for gap in gaps:
+            if self.v1 is not None:
+                self.v1.other(gap)  # its own pairing lets them go too
+            self.said.append(gap)
 
 
 _NOT_LAST = "msg is not the last member"

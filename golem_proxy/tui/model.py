@@ -293,6 +293,12 @@ class SessionModel:
     def _apply_one(self, event: Event, result: BatchResult) -> Optional[Flow]:
         """Fold one event in and note it; returns the flow it placed itself in, if any."""
         flow = self.tracker.apply(event)
+        if self.tracker.also_changed:  # requests a gap or a close let go: shown again
+            for other in self.tracker.also_changed:
+                index = self.index_of(other)
+                if index is not None:
+                    result.changed.add(index)
+            self.tracker.also_changed.clear()
         if flow is not None and self._let_go and self.index_of(flow) is None:
             flow = None  # let go (`flow_bound`): what follows it belongs to no row kept
         if isinstance(event, (ConnectionOpened, ConnectionClosed)):

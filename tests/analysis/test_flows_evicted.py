@@ -105,7 +105,7 @@ def test_a_reader_lets_go_of_requests_past_its_bound_and_says_so(tmp_path: Path)
     with open_flows(str(path), in_flight=limit) as reader:
         flows = []
         for flow in reader.flows():
-            assert reader.held.request_bytes <= limit
+            assert reader.held.held_bytes <= limit
             flows.append(flow)
         let_go = reader.held.let_go
         notes = reading_notes(reader)

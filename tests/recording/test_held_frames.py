@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from golem_core.profiles import get_profile
 from golem_proxy.events import Direction, GapReason, ObservationLost
-from golem_proxy.recording.held_frames import REQUEST_OVERHEAD, HeldFrames
+from golem_proxy.recording.held_frames import HeldFrames, held_cost
 from tests.support.frames import frame_seen
 
 PROFILE = get_profile("jsonrpc-ndjson")
@@ -18,7 +18,9 @@ def _ask(held: HeldFrames, conn: int, direction: Direction, index: int) -> list[
     frame = frame_seen(
         PROFILE, direction, index, payload, conn=conn, t=index / 10, expects_answer=True
     )
-    return held.hold(frame)
+    gaps, pairs = held.hold_request(frame)
+    assert pairs == []
+    return gaps
 
 
 def _evicted(conn: int, direction: Direction, count: int) -> ObservationLost:
@@ -42,23 +44,64 @@ def test_the_proxy_s_gap_lets_go_the_oldest_of_its_connection_and_direction() ->
     assert not any(key[:2] == (1, "c2s") for key in held.frames)
     held.forget_connection(2)
     assert sorted(held.frames) == [(1, "s2c", n) for n in range(4)]
-    assert held.request_bytes == sum(
-        frame.size + REQUEST_OVERHEAD for frame in held.frames.values()
-    )
+    assert held.held_bytes == sum(held_cost(frame) for frame in held.frames.values())
 
 
 def test_past_its_bound_the_oldest_go_in_one_gap_per_connection_and_direction() -> None:
-    one = frame_seen(PROFILE, C2S, 0, b'{"jsonrpc":"2.0","id":0,"method":"m"}').size
-    cost = one + REQUEST_OVERHEAD
+    cost = held_cost(frame_seen(PROFILE, C2S, 0, b'{"jsonrpc":"2.0","id":0,"method":"m"}'))
     held = HeldFrames(limit=cost * 8)
     gaps = []
     for index in range(4):
         gaps += _ask(held, 1, C2S, index)
         gaps += _ask(held, 2, S2C, index)
-    assert gaps == [] and held.request_bytes == cost * 8
+    assert gaps == [] and held.held_bytes == cost * 8
     gaps = _ask(held, 3, C2S, 0)  # the ninth: over, so down to 3/4 of the bound (6)
     assert [(gap.conn, gap.direction, gap.size) for gap in gaps] == [(1, C2S, 2), (2, S2C, 1)]
     assert all(gap.reason is GapReason.EVICTED and gap.t == 0.0 for gap in gaps)
     assert "frames #0 to #1" in gaps[0].detail and "let go by this reader" in gaps[0].detail
-    assert held.let_go == 3 and held.request_bytes == cost * 6
+    assert held.let_go == 3 and held.held_bytes == cost * 6
     assert (1, "c2s", 0) not in held and (2, "s2c", 0) not in held and (2, "s2c", 1) in held
+
+
+def _answer(held: HeldFrames, conn: int, index: int, answers: int) -> list[object]:
+    payload = b'{"jsonrpc":"2.0","id":%d,"result":{}}' % answers
+    frame = frame_seen(PROFILE, S2C, index, payload, conn=conn, t=1.0, answers=answers)
+    gaps, pairs = held.hold_answer(frame, (conn, "c2s", answers))
+    return [*gaps, *pairs]
+
+
+def test_an_answered_request_is_never_let_go_and_pairs_go_whole_past_the_bound() -> None:
+    """A request whose answer is held waits for its exchange line, not for an answer: the
+    proxy's gap skips it; past the bound the oldest pairs go first, whole, for their exchange
+    to be told; a second answer finds nothing waiting."""
+    held = HeldFrames()
+    for index in range(3):
+        _ask(held, 1, C2S, index)
+    assert _answer(held, 1, 0, 0) == []
+    assert not held.waiting((1, "c2s", 0)) and held.waiting((1, "c2s", 1))
+    held.evicted(_evicted(1, C2S, 1))  # the oldest *waiting*: #1, not the answered #0
+    assert (1, "c2s", 0) in held and (1, "c2s", 1) not in held
+    request, response = held.take_exchange((1, "c2s", 0), (1, "s2c", 0))
+    assert request is not None and response is not None and response.answers == 0
+
+    cost = held_cost(frame_seen(PROFILE, C2S, 0, b'{"jsonrpc":"2.0","id":0,"method":"m"}'))
+    small = HeldFrames(limit=cost * 4)
+    _ask(small, 2, C2S, 0)
+    _ask(small, 2, C2S, 1)
+    assert _answer(small, 2, 0, 0) == []  # 3 held
+    _ask(small, 2, C2S, 2)
+    let_go = _answer(small, 2, 1, 1)  # 5 held, over: the pair #0 goes whole
+    assert [(pair[0].index, pair[1].index) for pair in let_go] == [(0, 0)]  # type: ignore[index]
+    assert small.let_go == 0 and sorted(small.frames) == [
+        (2, "c2s", 1),
+        (2, "c2s", 2),
+        (2, "s2c", 1),
+    ]
+
+
+def test_what_a_line_says_of_its_size_does_not_lower_what_holding_it_costs() -> None:
+    held = HeldFrames()
+    payload = b'{"jsonrpc":"2.0","id":1,"method":"m","params":"%s"}' % (b"x" * 100_000)
+    frame = frame_seen(PROFILE, C2S, 1, payload, size=0, expects_answer=True)
+    held.hold_request(frame)
+    assert held.held_bytes >= 100_000

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from golem_core.profiles import GOLEM
+from golem_proxy.events import Direction, GapReason, ObservationLost
 from golem_proxy.recording.format import read_recording
 from golem_proxy.tui.export import request_json, save_events
 from golem_proxy.tui.model import SessionModel
@@ -84,3 +85,23 @@ def test_request_json_is_the_request_object_or_its_raw_text() -> None:
     assert '"method": "ping"' in request_json(model.flows[0])
     assert request_json(model.flows[9]) == '{"id": "7", "method": "scene.li'
     assert request_json(model.flows[10]) == ""  # a framing error has no request
+
+
+def test_requests_the_proxy_let_go_leave_the_pending_view_as_the_gap_comes() -> None:
+    """The TUI is fed the tap's events: its ``evicted`` gap settles the oldest requests, and
+    each row it settles is shown again (here: it leaves ``~pending``), not only the gap's."""
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    for n in range(3):
+        s.request(1, "scene.list_layers", {}, 0.1 + n / 10)
+    model = SessionModel(GOLEM)
+    model.set_filter("~pending")
+    model.apply(s.events)
+    assert [model.flows[i].number for i in model.view] == [1, 2, 3]
+    gap = ObservationLost(
+        conn=1, route="main", direction=Direction.C2S, t=0.5, reason=GapReason.EVICTED, size=2
+    )
+    result = model.apply([gap])
+    assert {0, 1} <= result.changed
+    assert [model.flows[i].number for i in model.view] == [3]
+    assert [model.status(model.flows[i]) for i in (0, 1)] == ["evicted", "evicted"]
