@@ -114,8 +114,9 @@ class LineDecoder:
         self.frames = HeldFrames(in_flight)
         """What an exchange line may still name (`HeldFrames`: within a bound)."""
         self.said: list[events.Event] = []
-        """Events the reader makes of no line: the gaps where it let go of requests past its
-        bound (`take_said`), each after the event of the line that passed it."""
+        """Events the reader makes of no line, for what it let go past its bound (`_let_go`):
+        the exchanges of pairs and the gaps of requests, after the event of the line that
+        passed it, until taken (`take_said`)."""
         self.stopped: Optional[events.ObservationLost] = None
         """Where observation stopped, once that line was read (`GapReason.STOPPED`)."""
         self.restarts: list[events.ObservationLost] = []
