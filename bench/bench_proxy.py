@@ -19,7 +19,9 @@ median minus the direct median of the same round, the latency a hop adds; the 99
 sequential calls a second; and the CPU the hop's processes spent per call, each apart, e.g.
 forwarding + observing, the standby that waits to replace the observing process counted in
 its share: where the rig's client and upstream share the cores, that sum bounds the sequential
-rate), 16 MiB responses one after the other (MB/s), and tiny frames
+rate), 16 MiB responses one after the other (MB/s; a full run first moves 64 of them through
+each configuration unmeasured: with ``--tui`` the first ~50 go slower, while the TUI fills
+the payloads it keeps, see bench/cpu_budget.py --warm), and tiny frames
 pipelined both ways (frames/s: to the last response byte, and again counting until the hop's
 process is idle, which charges an observer that trails the wire for its catch-up), plus each
 hop's peak RSS (all its processes, a standby's ~32 MiB included) and what golem-proxy's
@@ -112,15 +114,22 @@ def run_mode(
                 for c in configs
                 if c.name in RECORDING and not c.missing
             }
-            results = run(configs, mode.rounds, mode.trips, mode.bigs, mode.tiny, recordings)
+            results = run(
+                configs, mode.rounds, mode.trips, mode.bigs, mode.tiny, recordings, mode.warm_bigs
+            )
         # Once each golem-proxy has stopped and closed its recording:
         for name, recording in recordings.items():
             results[name].recorded = recording.count()
         appended = append_cost(Path(record_dir))
     console.print(
         f"{mode.name}: {mode.trips} sequential round trips, {mode.bigs} x {BIG // 2**20} MiB "
-        f"responses and {mode.tiny:,} pipelined frames per configuration and round; "
-        "golem-proxy records to a file"
+        f"responses and {mode.tiny:,} pipelined frames per configuration and round"
+        + (
+            f", after {mode.warm_bigs} x {BIG // 2**20} MiB responses unmeasured"
+            if mode.warm_bigs
+            else ""
+        )
+        + "; golem-proxy records to a file"
     )
     console.print(results_table(configs, results, mode))
     console.print(describe_append_cost(appends, appended, recorder_appends))

@@ -217,6 +217,7 @@ def run(
     bigs: int,
     tiny: int,
     recordings: dict[str, RecordingTail],
+    warm_bigs: int = 0,
 ) -> dict[str, Series]:
     """Every measure for every configuration, ``rounds`` times interleaved. ``recordings``
     follows each golem-proxy's recording: a measure after which it holds new ``unobserved``
@@ -228,6 +229,9 @@ def run(
         exact = attempt(series, "byte-exact check", byte_exact, config.port)
         series.exact = None if math.isnan(exact) else exact == 1.0
         series.requests += EXACT_REQUESTS
+        if warm_bigs:
+            attempt(series, "warm-up", big_responses, config.port, warm_bigs)
+            series.requests += warm_bigs + 1  # and its connection's workload request
 
     def check_losses(config: Config, measure: str) -> float:
         """Wait until ``config`` is idle; for golem-proxy, note whether ``measure`` shed."""
@@ -316,15 +320,24 @@ class Mode:
     trips: int
     bigs: int
     tiny: int
+    warm_bigs: int = 0
+    """16 MiB responses through each configuration before the rounds, unmeasured: the TUI
+    keeps the newest large payloads (256 MiB), and until it holds them each is memory touched
+    for the first time (bench/cpu_budget.py --warm)."""
+
+
+WARM_BIGS = 64
+"""16 MiB responses through each configuration before a full run's rounds (`Mode.warm_bigs`)."""
 
 
 def modes(quick: bool, rounds: int, only: str) -> list[Mode]:
     trips, bigs = (300, 4) if quick else (2000, 16)
     rounds = 2 if quick else rounds
+    warm = 0 if quick else WARM_BIGS
     # golem-proxy's observer may trail the wire: each pipelined run waits until it is idle
     # again (minutes for a million frames), which bounds how many frames a run can afford.
     found = [
-        Mode("full observation", True, rounds, trips, bigs, 2_000 if quick else 10_000),
-        Mode("flood", False, rounds, trips, bigs, 50_000 if quick else 300_000),
+        Mode("full observation", True, rounds, trips, bigs, 2_000 if quick else 10_000, warm),
+        Mode("flood", False, rounds, trips, bigs, 50_000 if quick else 300_000, warm),
     ]
     return [m for m in found if only == "both" or m.name.startswith(only)]
