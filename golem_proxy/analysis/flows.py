@@ -328,7 +328,13 @@ class FlowTracker:
         asked = (exchange.conn, request.direction, request.index)
         answered = (exchange.conn, response.direction, response.index)
         flow = self._by_request.pop(asked, None)
-        self._answers.pop(answered, None)
+        pointed = self._answers.pop(answered, None)
+        if pointed is not None and pointed is not flow and pointed.request is not None:
+            # The answer named another request (a damaged file): that one waits again, as
+            # it did before its answer came (a close finds it unanswered).
+            other = (exchange.conn, pointed.request.direction, pointed.request.index)
+            if self._by_request.get(other) is pointed:
+                add_in_order(self._requests_of, (other[0], other[1]), other)
         _discard_request(self._requests_of, asked)
         _discard(self._answers_of, answered)
         if flow is None:  # the request came before this view started (a tailed file)

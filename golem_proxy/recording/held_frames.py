@@ -103,9 +103,6 @@ class HeldFrames:
         self._answer_for: dict[Key, Key] = {}
         self._pairs_of: dict[int, set[Key]] = {}
         """The requests of `_pairs` by connection."""
-        self._answered_of: dict[int, set[Key]] = {}
-        """Requests held on after their answer was taken alone (a damaged file: an exchange
-        line that names the answer and another request), by connection."""
         self.let_go = 0
         """Requests let go past `limit` so far."""
 
@@ -141,13 +138,17 @@ class HeldFrames:
         self, asked: Key, answered: Key
     ) -> tuple[Optional[FrameSeen], Optional[FrameSeen]]:
         """The request and the answer an exchange line names, no longer held (None for one
-        not held). Another answer held for the request goes with it."""
-        response = self.take(answered)
-        return self.take(asked), response
+        not held). Where the line names a request and an answer that are not a pair (a
+        damaged file), each one's partner goes with it: no line can pair them any more."""
+        if self._pairs.get(asked) == answered:
+            request, response = self.frames[asked], self.frames[answered]
+            self.take(asked)  # its answer with it
+            return request, response
+        return self.take(asked), self.take(answered)
 
     def take(self, key: Key) -> Optional[FrameSeen]:
-        """The frame held under ``key``, no longer held (None: none is). The answer held for a
-        request goes with it (no exchange line can name the two together any more)."""
+        """The frame held under ``key``, no longer held (None: none is). A pair goes whole: the
+        answer held for a request goes with it, and the request with its answer."""
         frame = self.frames.pop(key, None)
         if frame is None:
             return None
@@ -163,10 +164,7 @@ class HeldFrames:
             asked = self._answer_for.pop(key)
             del self._pairs[asked]
             _forget(self._pairs_of, asked[0], asked)
-            # Its request is held on, answered, for an exchange line that names it.
-            self._answered_of.setdefault(asked[0], set()).add(asked)
-        else:
-            _forget(self._answered_of, key[0], key)
+            self.held_bytes -= held_cost(self.frames.pop(asked))
         return frame
 
     def forget_connection(self, conn: int) -> None:
@@ -175,8 +173,6 @@ class HeldFrames:
             for key in list(self._asked.get((conn, sent), ())):
                 self.take(key)
         for key in list(self._pairs_of.get(conn, ())):
-            self.take(key)
-        for key in list(self._answered_of.get(conn, ())):
             self.take(key)
 
     def evicted(self, lost: ObservationLost) -> None:
@@ -208,10 +204,8 @@ class HeldFrames:
         pairs: list[Pair] = []
         while self._pairs and self.held_bytes > target:
             asked, answered = next(iter(self._pairs.items()))
-            request, response = self.frames[asked], self.frames[answered]
-            self.take(answered)
-            self.take(asked)
-            pairs.append((request, response))
+            pairs.append((self.frames[asked], self.frames[answered]))
+            self.take(asked)  # its answer with it
         counts: dict[tuple[int, str], list[int]] = {}
         routes: dict[tuple[int, str], str] = {}
         while self._requests and self.held_bytes > target:

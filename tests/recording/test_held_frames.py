@@ -105,3 +105,16 @@ def test_what_a_line_says_of_its_size_does_not_lower_what_holding_it_costs() -> 
     frame = frame_seen(PROFILE, C2S, 1, payload, size=0, expects_answer=True)
     held.hold_request(frame)
     assert held.held_bytes >= 100_000
+
+
+def test_an_exchange_that_names_another_request_s_answer_leaves_neither_held() -> None:
+    """A damaged file: request #0 and its answer, then request #1, and an exchange line naming
+    #1 and #0's answer. No line can pair #0 any more; holding it would let such a file hold
+    without bound."""
+    held = HeldFrames()
+    _ask(held, 1, C2S, 0)
+    assert _answer(held, 1, 0, 0) == []
+    _ask(held, 1, C2S, 1)
+    request, response = held.take_exchange((1, "c2s", 1), (1, "s2c", 0))
+    assert request is not None and request.index == 1 and response is not None
+    assert not held and held.held_bytes == 0
