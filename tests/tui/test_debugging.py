@@ -100,8 +100,11 @@ def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
             assert app.last_resend.resent.request_id != request["id"]
             await wait_for(
                 pilot,
-                lambda: any(f.conn != app.model.flows[0].conn for f in app.model.flows),
-            )  # the new flow shows next to the original
+                lambda: any(
+                    f.conn != app.model.flows[0].conn and f.latency is not None
+                    for f in app.model.flows
+                ),
+            )  # the new flow shows next to the original, answered (its answer may come later)
             # The notice and the new row give one latency: the one the resender measured.
             (again,) = [f for f in app.model.flows if f.conn != app.model.flows[0].conn]
             assert again.latency is not None
