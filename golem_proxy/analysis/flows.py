@@ -37,7 +37,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
-from ..recording.held_frames import add_in_order
+from ..recording.held_frames import add_in_order, forget_in_group
 from .flow import Flow
 
 __all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
@@ -242,7 +242,7 @@ class FlowTracker:
         keys = self._requests_of.get((gap.conn, gap.direction), {})
         for key in list(itertools.islice(keys, max(gap.size, 0))):
             flow = self._by_request.pop(key)
-            _discard_request(self._requests_of, key)
+            forget_in_group(self._requests_of, key[:2], key)
             flow.let_go = True
             self._settled(flow)
             if self.keep:
@@ -301,7 +301,7 @@ class FlowTracker:
             self._answers[key] = flow
             self._answers_of.setdefault(frame.conn, set()).add(key)
             if flow is not None:  # answered: no gap of the proxy's lets it go any more
-                _discard_request(self._requests_of, asked)
+                forget_in_group(self._requests_of, asked[:2], asked)
             return flow
         flow = self._new_flow(frame.conn, frame.route)
         if frame.is_request:
@@ -310,7 +310,7 @@ class FlowTracker:
                 if self._by_request.pop(key, None) is not None:
                     # A number read again (a damaged file): the newer is the newest asked, as
                     # for the recording's readers (`HeldFrames`); the older is in no table.
-                    _discard_request(self._requests_of, key)
+                    forget_in_group(self._requests_of, key[:2], key)
                 self._by_request[key] = flow
                 add_in_order(self._requests_of, (frame.conn, frame.direction), key)
                 return flow
@@ -335,8 +335,8 @@ class FlowTracker:
             other = (exchange.conn, pointed.request.direction, pointed.request.index)
             if self._by_request.get(other) is pointed:
                 add_in_order(self._requests_of, (other[0], other[1]), other)
-        _discard_request(self._requests_of, asked)
-        _discard(self._answers_of, answered)
+        forget_in_group(self._requests_of, asked[:2], asked)
+        forget_in_group(self._answers_of, answered[0], answered)
         if flow is None:  # the request came before this view started (a tailed file)
             flow = self._new_flow(exchange.conn, exchange.route)
             flow.request = request
@@ -410,22 +410,3 @@ class FlowTracker:
 
 def _number(flow: Flow) -> int:
     return flow.number
-
-
-def _discard_request(keys_of: dict[tuple[int, Direction], dict[Key, None]], key: Key) -> None:
-    """Forget ``key`` from its connection and direction's (and them, when none is left)."""
-    group = (key[0], key[1])
-    keys = keys_of.get(group)
-    if keys is not None:
-        keys.pop(key, None)
-        if not keys:
-            del keys_of[group]
-
-
-def _discard(keys_of: dict[int, set[Key]], key: Key) -> None:
-    """Forget ``key`` from its connection's keys (and the connection, when none is left)."""
-    keys = keys_of.get(key[0])
-    if keys is not None:
-        keys.discard(key)
-        if not keys:
-            del keys_of[key[0]]

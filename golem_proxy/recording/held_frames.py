@@ -24,7 +24,7 @@ from typing import Any, Optional, TypeVar
 from ..events import Direction, FrameSeen, GapReason, ObservationLost
 from ..terminal import counted, format_size
 
-__all__ = ["IN_FLIGHT_BYTES", "REQUEST_OVERHEAD", "HeldFrames", "add_in_order"]
+__all__ = ["IN_FLIGHT_BYTES", "REQUEST_OVERHEAD", "HeldFrames", "add_in_order", "forget_in_group"]
 
 Key = tuple[int, str, int]
 """A frame's connection, direction (its value) and number."""
@@ -157,13 +157,13 @@ class HeldFrames:
             self._stop_waiting(key)
         elif key in self._pairs:
             answer = self._pairs.pop(key)
-            _forget(self._pairs_of, key[0], key)
+            forget_in_group(self._pairs_of, key[0], key)
             del self._answer_for[answer]
             self.held_bytes -= held_cost(self.frames.pop(answer))
         elif key in self._answer_for:
             asked = self._answer_for.pop(key)
             del self._pairs[asked]
-            _forget(self._pairs_of, asked[0], asked)
+            forget_in_group(self._pairs_of, asked[0], asked)
             self.held_bytes -= held_cost(self.frames.pop(asked))
         return frame
 
@@ -191,7 +191,7 @@ class HeldFrames:
 
     def _stop_waiting(self, key: Key) -> None:
         del self._requests[key]
-        _forget(self._asked, (key[0], key[1]), key)
+        forget_in_group(self._asked, (key[0], key[1]), key)
 
     def _bound(self, t: float) -> tuple[list[ObservationLost], list[Pair]]:
         """Past the limit, let go until `LET_GO_TO` of it is held: first the oldest pairs
@@ -235,8 +235,9 @@ class HeldFrames:
         return gaps, pairs
 
 
-def _forget(keys_of: dict[G, Any], group: G, key: Key) -> None:
-    """Forget ``key`` from ``group``'s keys in ``keys_of`` (and the group, once empty)."""
+def forget_in_group(keys_of: dict[G, Any], group: G, key: Any) -> None:
+    """Forget ``key`` from ``group``'s keys in ``keys_of`` (an ordered set of `add_in_order`,
+    or a set), and the group once it is empty."""
     keys = keys_of.get(group)
     if keys is not None:
         if isinstance(keys, dict):
