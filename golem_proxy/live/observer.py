@@ -43,7 +43,7 @@ from golem_core.decoders import Chunk
 from golem_core.framing import Frame
 
 from ..events import Direction, Event
-from .heap import TRIM_IDLE, return_memory_to_the_system
+from .heap import TrimPacing, return_memory_to_the_system
 from .tap import ConnectionTap
 
 __all__ = ["DEFAULT_BUDGET", "Observer"]
@@ -60,7 +60,8 @@ RATE_WINDOW = 0.005
 """Seconds of a connection's decoding folded into its rate at once."""
 TRIM_AFTER = 32 * 1024 * 1024
 """Once this much was decoded (or held by connections since closed), the freed heap goes back
-to the system when the observer is next idle for `TRIM_IDLE`."""
+to the system when the observer is next idle for as long as `TrimPacing` asks (`TRIM_IDLE` at
+first, longer while bursts keep coming back after short pauses)."""
 
 
 @dataclass
@@ -156,6 +157,7 @@ class Observer:
         """Bytes forwarded but not observed since the start (all gaps together)."""
         self._tap_held: dict[ConnectionTap, int] = {}
         self._freed = 0
+        self._trims = TrimPacing()
         self._open_loss: dict[tuple[ConnectionTap, Direction], _Lost] = {}
         self._last_submit = 0.0
         self._queue: collections.deque[_Item] = collections.deque()
@@ -285,12 +287,14 @@ class Observer:
                 if self._freed < TRIM_AFTER:
                     await self._wakeup.wait()
                     continue
-                with trio.move_on_after(TRIM_IDLE) as idle:
+                with trio.move_on_after(self._trims.idle_needed) as idle:
                     await self._wakeup.wait()
                 if idle.cancelled_caught:  # a backlog drained and nothing came since
                     self._freed = 0
                     return_memory_to_the_system()
+                    self._trims.trimmed(trio.current_time())
                 continue
+            self._trims.resumed(trio.current_time())
             await self._wait_for_quiet()
             started = time.perf_counter()
             fed = self._fed_total

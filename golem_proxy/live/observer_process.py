@@ -45,7 +45,7 @@ from ..recording.shared_file import (
     restart_recording,
 )
 from ..terminal import counted
-from .heap import TRIM_IDLE, keep_freed_memory, return_memory_to_the_system
+from .heap import TRIM_IDLE, TrimPacing, keep_freed_memory, return_memory_to_the_system
 from .link_resume import OpenConnections
 from .observer_health import HealthWatch
 from .observer_launch import (
@@ -75,8 +75,8 @@ STANDBY_SETTLED = 1.0
 """Seconds a standby must have waited before it died for another to be started in its place
 (one that dies sooner would only die again: the restart then starts a process itself)."""
 TRIM_AFTER = 64 * 1024 * 1024
-"""Handed on since the last trim before `TRIM_IDLE` with nothing handed on gives freed
-memory back (the in-process observer's rule, observer.py, counted in bytes handed on)."""
+"""Handed on since the last trim before an idle spell (`TrimPacing`) gives freed memory back
+(the in-process observer's rule, observer.py, counted in bytes handed on)."""
 
 
 class ObservingProcess:
@@ -287,17 +287,24 @@ class ObservingProcess:
         return True
 
     async def _give_memory_back(self) -> None:
-        """Until cancelled: once `TRIM_AFTER` bytes were handed on and nothing was for
-        `TRIM_IDLE`, give the freed heap back (`KEEP_FREED` kept it meanwhile), so that a burst's
-        or an attack's peak does not stay resident."""
+        """Until cancelled: once `TRIM_AFTER` bytes were handed on and nothing was for as long
+        as `TrimPacing` asks (`TRIM_IDLE` at first), give the freed heap back (`KEEP_FREED`
+        kept it meanwhile), so that a burst's or an attack's peak does not stay resident."""
         writer = self.link.writer
-        trimmed_at = writer.handed
+        pacing = TrimPacing()
+        trimmed_at = handed = writer.handed
+        quiet_since = trio.current_time()
         while True:
-            before = writer.handed
-            await trio.sleep(TRIM_IDLE)
-            if writer.handed == before and before - trimmed_at >= TRIM_AFTER:
-                trimmed_at = before
+            await trio.sleep(TRIM_IDLE / 2)
+            now = trio.current_time()
+            if writer.handed != handed:
+                handed = writer.handed
+                quiet_since = now
+                pacing.resumed(now)
+            elif now - quiet_since >= pacing.idle_needed and handed - trimmed_at >= TRIM_AFTER:
+                trimmed_at = handed
                 return_memory_to_the_system()
+                pacing.trimmed(now)
 
     def _broken(self, why: str) -> None:
         """The observing process misbehaves: stop it as one that stopped acknowledging is."""

@@ -1,6 +1,7 @@
 """The forwarding process, which keeps freed heap mapped while it hands large answers on
 (`KEEP_FREED`), gives it back once `TRIM_AFTER` bytes were handed on and nothing was for
-`TRIM_IDLE`: after a burst, never while bytes keep coming."""
+`TRIM_IDLE`: after a burst, never while bytes keep coming, and not between bursts that come
+back after short pauses (`TrimPacing`)."""
 
 from __future__ import annotations
 
@@ -59,4 +60,32 @@ async def test_freed_heap_goes_back_after_a_burst_only(
             assert busy_until < trims[0] <= busy_until + 2 * TRIM_IDLE
             await trio.sleep(TRIM_IDLE * 4)
             assert len(trims) == 1, "once per burst"
+            nursery.cancel_scope.cancel()
+
+
+@pytest.mark.trio
+async def test_bursts_in_a_rhythm_keep_their_heap_after_the_first_pause(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    trims: list[float] = []
+    monkeypatch.setattr(
+        observer_process_module,
+        "return_memory_to_the_system",
+        lambda: trims.append(trio.current_time()),
+    )
+    read_end, write_end = socket.socketpair()
+    with read_end, write_end:
+        link = ObserverLink(write_end.fileno(), trio.current_time)
+        observing = ObservingProcess(
+            cast(trio.Process, None), link, read_end, None, trio.current_time
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(observing._give_memory_back)
+            for _ in range(6):  # a burst, then three seconds of thought
+                link.writer.handed += TRIM_AFTER
+                await trio.sleep(3.0)
+            assert len(trims) == 1
+            last = trio.current_time() - 3.0
+            await trio.sleep(heap.TRIM_IDLE_LONGEST + 1)
+            assert len(trims) == 2 and trims[1] > last + 3.0
             nursery.cancel_scope.cancel()
