@@ -19,6 +19,7 @@ from golem_core.framing import FrameErrorKind
 from golem_core.messages import Message, Notification, Role, method_of
 from golem_core.outcome import Outcome, OutcomeKind
 
+from .frame_runs import FrameRuns
 from .session_events import EventsMissed, ProcessOutput, RouteDown, SessionEnded, UpstreamStatus
 
 __all__ = [
@@ -431,6 +432,9 @@ class ObservationLost:
     """``sha256:<hex>`` of a frame's payload that was too large to observe, else empty."""
     header: bytes = b""
     """The frame's header bytes (length-prefixed framing), for a frame too large to observe."""
+    frames: Optional[FrameRuns] = None
+    """For `GapReason.EVICTED`: the numbers of the requests let go (`frame_runs`); None where
+    not named (files written before they were: then the oldest ``size`` waiting)."""
 
 
 Event = Union[

@@ -37,6 +37,7 @@ from ..events import (
     ObservationLost,
     ViolationSeen,
 )
+from ..frame_runs import numbers_in
 from ..recording.held_frames import add_in_order, forget_in_group
 from .flow import Flow
 
@@ -236,11 +237,20 @@ class FlowTracker:
         return gone
 
     def _let_go(self, gap: ObservationLost) -> None:
-        """The ``gap.size`` oldest requests of the gap's connection and direction were let go
-        (`GapReason.EVICTED`): no answer will be paired with them, and none was found
-        missing; each row is settled as it is (`Flow.let_go`)."""
+        """Requests of the gap's connection and direction were let go (`GapReason.EVICTED`):
+        those the gap names (the reader's decoder names those it let go, and the live tap
+        those it did), else the ``gap.size`` oldest. No answer will be paired with them, and
+        none was found missing; each row is settled as it is (`Flow.let_go`)."""
         keys = self._requests_of.get((gap.conn, gap.direction), {})
-        for key in list(itertools.islice(keys, max(gap.size, 0))):
+        if gap.frames is None:
+            named = list(itertools.islice(keys, max(gap.size, 0)))
+        else:
+            named = [
+                key
+                for key in ((gap.conn, gap.direction, n) for n in numbers_in(gap.frames))
+                if key in keys
+            ]
+        for key in named:
             flow = self._by_request.pop(key)
             forget_in_group(self._requests_of, key[:2], key)
             flow.let_go = True

@@ -31,10 +31,11 @@ from .flow_table import column_spec, flow_rows, write_rows
 
 __all__ = ["RowFile", "cached_notes", "cached_rows", "prepare_cache", "rows_into_cache"]
 
-READING = 2
+READING = 3
 """What the readers make of a recording, beyond the version: raised where they read the same
 file into other rows (2: requests the proxy let go are ``evicted``, no longer
-``unanswered``), so that rows cached before are not taken for current."""
+``unanswered``; 3: those the proxy's gap names, not its oldest), so that rows cached before
+are not taken for current."""
 _SUFFIX = ".rows.jsonl"
 _NOTES = ".notes.json"
 _USER = os.geteuid() if hasattr(os, "geteuid") else 0

@@ -41,6 +41,7 @@ from ..events import (
     ViolationSeen,
     Where,
 )
+from ..frame_runs import FrameRuns, frame_runs
 from ..terminal import counted
 from .redact import Redactor
 from .tap_frames import Annotator, FramePublisher, Publish
@@ -108,8 +109,9 @@ class ConnectionTap:
         )
         """Publishes the frames this tap decodes, with their violations and exchanges."""
         self._digests: dict[Direction, FrameDigest] = {}
-        self._evicting: dict[Direction, tuple[int, int, float]] = {}
-        """Requests let go and not said yet: how many, the oldest's frame index, since when."""
+        self._evicting: dict[Direction, tuple[list[int], float]] = {}
+        """Requests let go and not said yet: their frame indexes, in the order let go, and
+        since when."""
         self._unsent: dict[Direction, tuple[int, str]] = {}
         """Of the bytes `lose` counted since the last report, those never sent on, and why."""
         self.carried = False
@@ -383,21 +385,25 @@ class ConnectionTap:
         until the direction's bytes run out (`_say_evicted`), not one per request: a client
         pipelining past the limit has one let go with each request it adds."""
         if evicted:
-            count, oldest, since = self._evicting.get(direction, (0, evicted[0].context.index, t))
-            self._evicting[direction] = (count + len(evicted), oldest, since)
+            numbers, _since = self._evicting.setdefault(direction, ([], t))
+            numbers.extend(pending.context.index for pending in evicted)
 
     def _say_evicted(self, direction: Direction) -> None:
+        """The gap names the requests let go (`ObservationLost.frames`): a reader lets the same
+        go, where the oldest it holds may not be (one set aside, sent again with the id of an
+        answer the proxy missed, or lines that went unwritten)."""
         if direction not in self._evicting:
             return
-        count, oldest, t = self._evicting.pop(direction)
+        numbers, t = self._evicting.pop(direction)
         self._gap(
             direction,
             t,
             GapReason.EVICTED,
-            count,
-            detail=f"{counted(count, 'request')} unanswered (evicted) past the limit of "
+            len(numbers),
+            detail=f"{counted(len(numbers), 'request')} unanswered (evicted) past the limit of "
             f"{self.limits.pending} waiting or {self.limits.pending_bytes} bytes, "
-            f"oldest frame #{oldest}",
+            f"oldest frame #{numbers[0]}",
+            frames=frame_runs(numbers),
         )
 
     def _violated(
@@ -426,6 +432,7 @@ class ConnectionTap:
         detail: str,
         digest: str = "",
         header: bytes = b"",
+        frames: Optional[FrameRuns] = None,
     ) -> None:
         self.publish(
             ObservationLost(
@@ -435,5 +442,6 @@ class ConnectionTap:
                 detail=detail,
                 digest=digest,
                 header=header,
+                frames=frames,
             )
         )

@@ -3,10 +3,11 @@ requests waiting for their answer, and a request with its answer until their exc
 (a pair). And what it lets go, so that what a file asks cannot make it hold without bound.
 
 A request is held until its exchange line or its connection's close. A recording made by the
-proxy says, in an ``unobserved`` line of reason ``evicted``, how many requests of a connection
-it let go past its own limits, the oldest it held; the reader lets its oldest waiting ones of
-that connection and direction go (the same ones, unless the proxy had withdrawn a request whose
-answer it missed, or lines went unwritten). A file that asks ten million questions and answers
+proxy says, in an ``unobserved`` line of reason ``evicted``, which requests of a connection it
+let go past its own limits (``frames``), and the reader lets the same go. A file written before
+the line named them says how many: the reader lets its oldest waiting ones of that connection
+and direction go, as the proxy did (not the same ones where the proxy had withdrawn a request
+whose answer it missed, or lines went unwritten). A file that asks ten million questions and answers
 none, made by hand or by a broken writer, would hold them all: past `IN_FLIGHT_BYTES` held,
 the oldest pairs go first, their exchange told as their line would have told it, then the
 oldest requests waiting, said in an event of the kind the file holds (`ObservationLost`,
@@ -17,14 +18,23 @@ longer holds what it answers), as is a second answer to one request.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import OrderedDict
 from typing import Any, Optional, TypeVar
 
 from ..events import Direction, FrameSeen, GapReason, ObservationLost
+from ..frame_runs import FrameRuns, frame_runs, numbers_in, run_count
 from ..terminal import counted, format_size
 
-__all__ = ["IN_FLIGHT_BYTES", "REQUEST_OVERHEAD", "HeldFrames", "add_in_order", "forget_in_group"]
+__all__ = [
+    "IN_FLIGHT_BYTES",
+    "LOOKUP_SLACK",
+    "REQUEST_OVERHEAD",
+    "HeldFrames",
+    "add_in_order",
+    "forget_in_group",
+]
 
 Key = tuple[int, str, int]
 """A frame's connection, direction (its value) and number."""
@@ -40,6 +50,9 @@ then says."""
 LET_GO_TO = 3 / 4
 """Past the limit, the oldest are let go until this share of it is held: one gap for many
 requests, not one for each request read after."""
+LOOKUP_SLACK = 65_536
+"""Frame numbers the proxy's gaps may name beyond one for each request read (`HeldFrames._named`):
+room for requests whose lines went unwritten."""
 REQUEST_OVERHEAD = 1536
 """What a held request costs beyond its bytes (its frame, its parsed message, and the row a
 view builds of it)."""
@@ -105,6 +118,8 @@ class HeldFrames:
         """The requests of `_pairs` by connection."""
         self.let_go = 0
         """Requests let go past `limit` so far."""
+        self._looks_left = LOOKUP_SLACK
+        """Frame numbers the proxy's gaps may still name (`_named`)."""
 
     def __contains__(self, key: Key) -> bool:
         return key in self.frames
@@ -121,6 +136,7 @@ class HeldFrames:
         (`_bound`)."""
         key = self._put(frame)
         self._requests[key] = None
+        self._looks_left += 1
         add_in_order(self._asked, (key[0], key[1]), key)
         return self._bound(frame.t)
 
@@ -175,12 +191,39 @@ class HeldFrames:
         for key in list(self._pairs_of.get(conn, ())):
             self.take(key)
 
-    def evicted(self, lost: ObservationLost) -> None:
-        """The proxy let go of ``lost.size`` requests of ``lost``'s connection and direction,
-        the oldest waiting (`GapReason.EVICTED`): their answers will name none of them."""
-        asked = self._asked.get((lost.conn, lost.direction.value), {})
-        for key in list(itertools.islice(asked, max(lost.size, 0))):
+    def evicted(self, lost: ObservationLost) -> ObservationLost:
+        """The proxy let go requests of ``lost``'s connection and direction (`GapReason.EVICTED`):
+        those its ``frames`` name, or, in a file written before gaps named them, the ``size``
+        oldest waiting. No answer will name them. Returns the gap naming those this reader let
+        go (`ObservationLost.frames`), for the views to let the same go."""
+        group = (lost.conn, lost.direction.value)
+        asked = self._asked.get(group, {})
+        if lost.frames is None:
+            keys = list(itertools.islice(asked, max(lost.size, 0)))
+        else:
+            keys = self._named(group, asked, lost.frames)
+        for key in keys:
             self.take(key)
+        return dataclasses.replace(lost, frames=frame_runs(key[2] for key in keys))
+
+    def _named(self, group: tuple[int, str], asked: dict[Key, None], runs: FrameRuns) -> list[Key]:
+        """The requests waiting in ``asked`` that ``runs`` name. Each number named costs a
+        look, and a damaged line can name a billion in a few bytes: the numbers looked at, all
+        gaps together, are at most one for each request held so far and `LOOKUP_SLACK`, which
+        a file the proxy wrote never needs (it names each request it let go once); past that
+        the rest of a gap's numbers are skipped."""
+        conn, sent = group
+        keys: list[Key] = []
+        looked = 0
+        for number in itertools.islice(numbers_in(runs), min(run_count(runs), self._looks_left)):
+            if len(keys) == len(asked):
+                break
+            looked += 1
+            key = (conn, sent, number)
+            if key in asked:
+                keys.append(key)
+        self._looks_left -= looked
+        return keys
 
     def _put(self, frame: FrameSeen) -> Key:
         key = (frame.conn, frame.direction.value, frame.index)
@@ -230,6 +273,7 @@ class HeldFrames:
                     f"by this reader, past its limit of {format_size(self.limit)} held (frames "
                     f"#{numbers[0]} to #{numbers[-1]}): an answer read after one is a row of "
                     "its own",
+                    frames=frame_runs(numbers),
                 )
             )
         return gaps, pairs

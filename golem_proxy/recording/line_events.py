@@ -24,6 +24,7 @@ from .members import (
     member_bool,
     member_choice,
     member_direction,
+    member_frame_runs,
     member_int,
     member_number,
     member_optional_int,
@@ -156,7 +157,8 @@ class LineDecoder:
         if isinstance(event, events.ConnectionClosed):
             self.frames.forget_connection(event.conn)
         elif isinstance(event, events.ObservationLost) and event.reason is _EVICTED:
-            self.frames.evicted(event)
+            # The views let go what this reader did, named (`HeldFrames.evicted`).
+            event = self.frames.evicted(event)
         return event
 
     def take_said(self) -> list[events.Event]:
@@ -285,6 +287,7 @@ class LineDecoder:
                 detail=member_str(data, "detail", ""),
                 digest=member_str(data, "digest", ""),
                 header=member_base64(data, "header"),
+                frames=member_frame_runs(data),
             )
             # Connection 0 is the session's (a copy written before the writer wrote such an
             # event back as its own kind said it this way).

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from ..events import Direction, RouteDown, ToolCallRef
+from ..frame_runs import FrameRuns
 from ..terminal import safe_text
 from .schema import MAX_INT, RecordingError
 
@@ -174,3 +175,22 @@ def member_routes_down(data: dict[str, Any]) -> Optional[tuple[RouteDown, ...]]:
             RouteDown(route=member_str(down, "route"), since=member_number(down, "since"))
         )
     return tuple(routes)
+
+
+def member_frame_runs(data: dict[str, Any]) -> Optional[FrameRuns]:
+    """An ``unobserved`` line's ``frames``: ``[[first, last], …]``, whole numbers with first
+    ≤ last (None when absent). Raises RecordingError for a bad one."""
+    found = data.get("frames")
+    if found is None:
+        return None
+    if not isinstance(found, list) or not all(
+        isinstance(run, list)
+        and len(run) == 2
+        and all(_is_whole(n) for n in run)
+        and run[0] <= run[1]
+        for run in found
+    ):
+        raise RecordingError(
+            f"frames must be a list of [first, last] frame numbers, not {shown(found)}"
+        )
+    return tuple((first, last) for first, last in found)

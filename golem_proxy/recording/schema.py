@@ -184,6 +184,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "detail",
         "digest",
         "header",
+        "frames",
     ),
 }
 

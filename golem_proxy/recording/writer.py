@@ -129,6 +129,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(detail=event.detail)
         if event.digest:
             base.update(digest=event.digest, header=_b64(event.header))
+        if event.frames is not None:
+            base.update(frames=[list(run) for run in event.frames])
     elif isinstance(event, events.UpstreamStatus):
         base.update(kind="upstream", route=event.route, state="back" if event.up else "down")
         base.update(detail=event.detail)

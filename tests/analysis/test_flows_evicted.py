@@ -1,5 +1,5 @@
 """Requests let go before their answer: by the proxy past its pending limits (its ``evicted``
-gap says how many), or by a reader past what it holds at once (it says so the same way). Each
+gap names them), or by a reader past what it holds at once (it says so the same way). Each
 is a row of status ``evicted``: not pending, not unanswered, not an error; an answer that comes
 after is a row of its own, never dropped; and what a reader holds stays within its bound,
 whatever the file asks."""
@@ -15,11 +15,18 @@ from golem_core.profiles import get_profile
 from golem_proxy.analysis.flows import Flow
 from golem_proxy.analysis.reading_notes import reading_notes
 from golem_proxy.analysis.trace import open_flows
-from golem_proxy.events import ConnectionClosed, ConnectionOpened, Direction
+from golem_proxy.events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    Direction,
+    GapReason,
+    ObservationLost,
+)
 from golem_proxy.live.tap import ConnectionTap
 from golem_proxy.live.tap_limits import ObserveLimits
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, open_private
 from tests.support.cli_helpers import run_cli
+from tests.support.frames import frame_seen
 
 PROFILE = get_profile("jsonrpc-ndjson")
 ROUTE = RouteInfo("scrybe", "127.0.0.1:19000", "127.0.0.1:9000")
@@ -79,6 +86,10 @@ def test_requests_the_proxy_let_go_are_evicted_rows_and_their_answers_rows_of_th
     evicted = flows[:2]
     assert not any(flow.is_error or flow.pending or flow.closed_unanswered for flow in evicted)
     assert "2 requests unanswered (evicted)" in flows[5].gap.detail  # type: ignore[union-attr]
+    lines = [json.loads(line) for line in path.read_text().splitlines()[1:]]  # past the header
+    numbers = {line["msg"]["id"]: line["n"] for line in lines if line["kind"] == "frame"}
+    (gap,) = [line for line in lines if line["kind"] == "unobserved"]
+    assert gap["frames"] == [[numbers[1], numbers[2]]], "the gap names the requests let go"
 
     stats = run_cli("stats", "--json", str(path))
     assert stats.returncode == 0, stats.stderr
@@ -89,6 +100,37 @@ def test_requests_the_proxy_let_go_are_evicted_rows_and_their_answers_rows_of_th
     shown = run_cli("show", str(path))
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.count("evicted") >= 2 and "unanswered" not in shown.stdout
+
+
+def test_readers_let_go_the_requests_the_gap_names_not_the_oldest(tmp_path: Path) -> None:
+    """The proxy let go the second of three calls (the first it had set aside: sent again with
+    an id whose answer it missed). Read back, the second is the evicted row, and the first and
+    third are unanswered at the close, as they were; by count alone, the reader let go the
+    first."""
+    path = tmp_path / "named.jsonl"
+    header = Header.new(PROFILE.name, [ROUTE])
+    with RecordingWriter(open_private(str(path), overwrite=True), header) as writer:
+        writer.write(ConnectionOpened(conn=1, route=ROUTE.name, client="c", upstream="u", t=0.0))
+        for index in (1, 2, 3):
+            payload = CALL[:-1] % index
+            frame = frame_seen(PROFILE, Direction.C2S, index, payload, expects_answer=True)
+            writer.write(frame)
+        writer.write(
+            ObservationLost(
+                conn=1,
+                route=ROUTE.name,
+                direction=Direction.C2S,
+                t=0.5,
+                reason=GapReason.EVICTED,
+                size=1,
+                detail="1 request unanswered (evicted)",
+                frames=((2, 2),),
+            )
+        )
+        writer.write(ConnectionClosed(conn=1, route=ROUTE.name, reason="closed", t=1.0))
+    with open_flows(str(path)) as reader:
+        rows = [(_ids(flow), flow.status(PROFILE)) for flow in reader.flows() if flow.request]
+    assert rows == [(1, "unanswered"), (2, "evicted"), (3, "unanswered")]
 
 
 def test_a_reader_lets_go_of_requests_past_its_bound_and_says_so(tmp_path: Path) -> None:

@@ -1,11 +1,15 @@
 """What a recording's reader holds until a later line names it (`HeldFrames`): the proxy's
-``evicted`` gap lets go the oldest of its connection and direction only, and past the bound
-the oldest of all go, said in one gap per connection and direction."""
+``evicted`` gap lets go the requests it names (in files written before it named them: the
+oldest of its connection and direction), and past the bound the oldest of all go, said in one
+gap per connection and direction."""
 
 from __future__ import annotations
 
+from typing import Optional
+
 from golem_core.profiles import get_profile
 from golem_proxy.events import Direction, GapReason, ObservationLost
+from golem_proxy.frame_runs import FrameRuns
 from golem_proxy.recording.held_frames import HeldFrames, held_cost
 from tests.support.frames import frame_seen
 
@@ -23,9 +27,17 @@ def _ask(held: HeldFrames, conn: int, direction: Direction, index: int) -> list[
     return gaps
 
 
-def _evicted(conn: int, direction: Direction, count: int) -> ObservationLost:
+def _evicted(
+    conn: int, direction: Direction, count: int, frames: Optional[FrameRuns] = None
+) -> ObservationLost:
     return ObservationLost(
-        conn=conn, route="main", direction=direction, t=1.0, reason=GapReason.EVICTED, size=count
+        conn=conn,
+        route="main",
+        direction=direction,
+        t=1.0,
+        reason=GapReason.EVICTED,
+        size=count,
+        frames=frames,
     )
 
 
@@ -45,6 +57,32 @@ def test_the_proxy_s_gap_lets_go_the_oldest_of_its_connection_and_direction() ->
     held.forget_connection(2)
     assert sorted(held.frames) == [(1, "s2c", n) for n in range(4)]
     assert held.held_bytes == sum(held_cost(frame) for frame in held.frames.values())
+
+
+def test_a_gap_that_names_its_requests_lets_go_those_and_says_which_went() -> None:
+    """The proxy had set request 0 aside (its answer missed, sent again): it let go 1 and 3,
+    not the two oldest."""
+    held = HeldFrames()
+    for index in range(5):
+        _ask(held, 1, C2S, index)
+    said = held.evicted(_evicted(1, C2S, 3, frames=((1, 1), (3, 3), (7, 9))))
+    assert sorted(held.frames) == [(1, "c2s", 0), (1, "c2s", 2), (1, "c2s", 4)]
+    assert said.frames == ((1, 1), (3, 3)), "what this reader let go: 7 to 9 were never held"
+    assert said.size == 3 and said.detail == ""  # the proxy's line, as it came
+    unnamed = held.evicted(_evicted(1, C2S, 1))  # a file written before gaps named them
+    assert unnamed.frames == ((0, 0),)
+    assert sorted(held.frames) == [(1, "c2s", 2), (1, "c2s", 4)]
+
+
+def test_a_gap_naming_a_billion_numbers_is_looked_at_within_a_bound() -> None:
+    held = HeldFrames()
+    for index in range(3):
+        _ask(held, 1, C2S, 10**9 + index)
+    for _ in range(3):  # a damaged file, none of them held: LOOKUP_SLACK + 3 looks, not 3e12
+        assert held.evicted(_evicted(1, C2S, 1, frames=((0, 10**12),))).frames == ()
+    assert len(held.frames) == 3
+    _ask(held, 1, C2S, 5)  # each request read allows one look more
+    assert held.evicted(_evicted(1, C2S, 1, frames=((5, 5),))).frames == ((5, 5),)
 
 
 def test_past_its_bound_the_oldest_go_in_one_gap_per_connection_and_direction() -> None:
