@@ -102,10 +102,41 @@ def test_requests_the_proxy_let_go_are_evicted_rows_and_their_answers_rows_of_th
     assert shown.stdout.count("evicted") >= 2 and "unanswered" not in shown.stdout
 
 
+def test_the_proxy_s_gap_names_the_request_it_let_go_after_one_it_set_aside(
+    tmp_path: Path,
+) -> None:
+    """Through the real tap: call 1's answer went by unobserved, the client sent id 1 again
+    (the proxy sets the first aside: it stays unanswered), then call 2 past a limit of one
+    waiting: the proxy lets the second call go, not the first, the oldest it holds. Read back,
+    each row is what the proxy decided; by count alone, the reader let the first go and showed
+    the second unanswered."""
+    path = tmp_path / "withdrawn.jsonl"
+    header = Header.new(PROFILE.name, [ROUTE])
+    with RecordingWriter(open_private(str(path), overwrite=True), header) as writer:
+        writer.write(ConnectionOpened(conn=1, route=ROUTE.name, client="c", upstream="u", t=0.0))
+        tap = ConnectionTap(1, ROUTE.name, PROFILE, writer.write, limits=ObserveLimits(pending=1))
+        tap.process(Direction.C2S, CALL % 1, 0.1)
+        tap.lose(Direction.S2C, 20, 0.2)  # the start of its answer: forwarded, not observed
+        tap.process(Direction.C2S, CALL % 1, 0.3)  # the same id again
+        tap.process(Direction.C2S, CALL % 2, 0.4)
+        tap.process(Direction.S2C, (ANSWER % 1)[20:] + ANSWER % 2, 0.5)
+        tap.closing(0.6)
+        writer.write(ConnectionClosed(conn=1, route=ROUTE.name, reason="closed", t=0.7))
+    with open_flows(str(path)) as reader:
+        rows = [
+            (flow.request.index, flow.status(PROFILE))
+            for flow in reader.flows()
+            if flow.request is not None
+        ]
+    assert rows == [(0, "unanswered"), (1, "evicted"), (2, "ok")]
+    shown = run_cli("show", str(path))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.count("unanswered") == 1 and "evicted" in shown.stdout
+
+
 def test_readers_let_go_the_requests_the_gap_names_not_the_oldest(tmp_path: Path) -> None:
-    """The proxy let go the second of three calls (the first it had set aside: sent again with
-    an id whose answer it missed). Read back, the second is the evicted row, and the first and
-    third are unanswered at the close, as they were; by count alone, the reader let go the
+    """A file whose gap names the second of three calls: the second is the evicted row, and
+    the first and third are unanswered at the close; by count alone, the reader let go the
     first."""
     path = tmp_path / "named.jsonl"
     header = Header.new(PROFILE.name, [ROUTE])
