@@ -253,10 +253,14 @@ class FlowTracker:
         for key in named:
             flow = self._by_request.pop(key)
             forget_in_group(self._requests_of, key[:2], key)
-            flow.let_go = True
-            self._settled(flow)
-            if self.keep:
-                self.also_changed.append(flow)
+            self._release(flow)
+
+    def _release(self, flow: Flow) -> None:
+        """``flow``'s request waits no more, unanswered and not in error (`Flow.let_go`)."""
+        flow.let_go = True
+        self._settled(flow)
+        if self.keep:
+            self.also_changed.append(flow)
 
     def _request_number(self, key: Key) -> int:
         return self._by_request[key].number
@@ -317,10 +321,13 @@ class FlowTracker:
         if frame.is_request:
             flow.request = frame
             if frame.expects_answer:
-                if self._by_request.pop(key, None) is not None:
+                older = self._by_request.pop(key, None)
+                if older is not None:
                     # A number read again (a damaged file): the newer is the newest asked, as
-                    # for the recording's readers (`HeldFrames`); the older is in no table.
+                    # for the recording's readers (`HeldFrames`); no answer can name the older
+                    # any more, which is a row let go as it is, not dropped.
                     forget_in_group(self._requests_of, key[:2], key)
+                    self._release(older)
                 self._by_request[key] = flow
                 add_in_order(self._requests_of, (frame.conn, frame.direction), key)
                 return flow

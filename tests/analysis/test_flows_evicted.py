@@ -164,6 +164,29 @@ def test_readers_let_go_the_requests_the_gap_names_not_the_oldest(tmp_path: Path
     assert rows == [(1, "unanswered"), (2, "evicted"), (3, "unanswered")]
 
 
+def test_a_request_whose_number_is_read_again_is_a_row_let_go_not_dropped(
+    tmp_path: Path,
+) -> None:
+    """A damaged file names frame #0 twice: the newer is the one its answer pairs with, and the
+    older, which no line can answer any more, is still a row (it was in none)."""
+    path = _recorded(tmp_path / "ok.jsonl", [(Direction.C2S, CALL % 1)], NO_LIMITS, close=False)
+    lines = path.read_text().splitlines(keepends=True)
+    again = lines[-1].replace('"id":1', '"id":2').replace('"seq":3', '"seq":4')
+    reply = (ANSWER % 2).decode().strip()
+    answer = (
+        '{"seq":5,"t":0.5,"kind":"frame","conn":1,"route":"scrybe","dir":"s2c","n":0,'
+        f'"size":51,"type":"response","id":2,"answers":0,"msg":{reply}}}\n'
+        '{"seq":6,"t":0.5,"kind":"exchange","conn":1,"route":"scrybe","req":0,"resp":0,'
+        '"method":"set_vim","status":"ok","latency":0.1,"outcome":"ok"}\n'
+        '{"seq":7,"t":0.7,"kind":"close","conn":1,"route":"scrybe","reason":"closed",'
+        '"bytes":{"c2s":0,"s2c":0},"abnormal":false}\n'
+    )
+    path.write_text("".join(lines) + again + answer)
+    with open_flows(str(path)) as reader:
+        rows = [(_ids(flow), flow.status(PROFILE)) for flow in reader.flows() if flow.request]
+    assert rows == [(1, "evicted"), (2, "ok")]
+
+
 def test_a_reader_lets_go_of_requests_past_its_bound_and_says_so(tmp_path: Path) -> None:
     """A file that asks 2,000 questions at once (a proxy with no limits wrote it): a reader
     allowed 64 KiB lets the oldest go, in a gap it makes itself; the first call's answer, read
