@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 from collections.abc import Callable
 from typing import NamedTuple, Optional
 
@@ -58,28 +59,43 @@ class TrimPacing:
     captures the viewport, thinks for a few seconds and captures again had each 16 MiB answer
     fault the observing process's ~300 MiB back in (4,467 faults and 62 ms of observing an
     answer with the TUI, against 207 and 33 ms back to back). So the first trim comes after
-    `TRIM_IDLE`, as after an attack; when work comes back after a pause shorter than
-    `TRIM_IDLE_LONGEST`, the next trim waits for twice that pause (at most the longest), and
-    that rhythm no longer pays; after a longer pause it starts again from `TRIM_IDLE`."""
+    `TRIM_IDLE`, as after an attack; when a burst comes back after a pause shorter than
+    `TRIM_IDLE_LONGEST`, the next trim waits that long past a burst's end for twice that pause
+    (at most the longest), and that rhythm no longer pays; after a longer pause it starts again
+    from `TRIM_IDLE`. Only bursts count (``large`` bytes moved since the last that counted):
+    a heartbeat or a poll neither teaches a rhythm nor holds a trim back (the owner still waits
+    for `TRIM_IDLE` of quiet, which such traffic leaves)."""
 
-    def __init__(self) -> None:
+    def __init__(self, large: int) -> None:
+        self.large = large
         self.idle_needed = TRIM_IDLE
         self._trimmed_at: Optional[float] = None
+        self._burst_at = -math.inf
+        self._counted = 0
 
-    def trimmed(self, now: float) -> None:
-        """Freed heap went back at ``now`` (seconds, the same monotonic clock throughout)."""
-        self._trimmed_at = now
-
-    def resumed(self, now: float) -> None:
-        """Work came at ``now``; only the first work after a trim tells anything."""
+    def worked(self, moved: int, now: float) -> None:
+        """``moved`` bytes so far (a running count) at ``now`` (seconds, the same monotonic
+        clock throughout)."""
+        if moved - self._counted < self.large:
+            return
+        self._counted = moved
+        self._burst_at = now
         if self._trimmed_at is None:
             return
-        pause = self.idle_needed + now - self._trimmed_at
+        pause = self.idle_needed + now - self._trimmed_at  # the first burst after a trim
         self._trimmed_at = None
         if pause < TRIM_IDLE_LONGEST:
             self.idle_needed = min(2 * pause, TRIM_IDLE_LONGEST)
         else:
             self.idle_needed = TRIM_IDLE
+
+    def wait_left(self, now: float) -> float:
+        """Seconds until a trim may come, on top of `TRIM_IDLE` of quiet (0: none)."""
+        return max(self._burst_at + self.idle_needed - now, 0.0)
+
+    def trimmed(self, now: float) -> None:
+        """Freed heap went back at ``now``."""
+        self._trimmed_at = now
 
 
 def return_memory_to_the_system() -> None:

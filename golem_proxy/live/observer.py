@@ -43,7 +43,7 @@ from golem_core.decoders import Chunk
 from golem_core.framing import Frame
 
 from ..events import Direction, Event
-from .heap import TrimPacing, return_memory_to_the_system
+from .heap import TRIM_IDLE, TrimPacing, return_memory_to_the_system
 from .tap import ConnectionTap
 
 __all__ = ["DEFAULT_BUDGET", "Observer"]
@@ -60,8 +60,8 @@ RATE_WINDOW = 0.005
 """Seconds of a connection's decoding folded into its rate at once."""
 TRIM_AFTER = 32 * 1024 * 1024
 """Once this much was decoded (or held by connections since closed), the freed heap goes back
-to the system when the observer is next idle for as long as `TrimPacing` asks (`TRIM_IDLE` at
-first, longer while bursts keep coming back after short pauses)."""
+to the system when the observer is next idle for `TRIM_IDLE`, and as long past the last burst
+as `TrimPacing` asks (longer while bursts keep coming back after short pauses)."""
 
 
 @dataclass
@@ -157,7 +157,7 @@ class Observer:
         """Bytes forwarded but not observed since the start (all gaps together)."""
         self._tap_held: dict[ConnectionTap, int] = {}
         self._freed = 0
-        self._trims = TrimPacing()
+        self._trims = TrimPacing(large=TRIM_AFTER // 8)
         self._open_loss: dict[tuple[ConnectionTap, Direction], _Lost] = {}
         self._last_submit = 0.0
         self._queue: collections.deque[_Item] = collections.deque()
@@ -287,20 +287,21 @@ class Observer:
                 if self._freed < TRIM_AFTER:
                     await self._wakeup.wait()
                     continue
-                with trio.move_on_after(self._trims.idle_needed) as idle:
+                quiet = max(TRIM_IDLE, self._trims.wait_left(trio.current_time()))
+                with trio.move_on_after(quiet) as idle:
                     await self._wakeup.wait()
                 if idle.cancelled_caught:  # a backlog drained and nothing came since
                     self._freed = 0
                     return_memory_to_the_system()
                     self._trims.trimmed(trio.current_time())
                 continue
-            self._trims.resumed(trio.current_time())
             await self._wait_for_quiet()
             started = time.perf_counter()
             fed = self._fed_total
             self._work_for(self.slice_time)
             spent = time.perf_counter() - started
             self._learn(self._fed_total - fed, spent)
+            self._trims.worked(self._fed_total, trio.current_time())
             if trio.lowlevel.current_statistics().tasks_runnable:
                 # Forwarding has work waiting: leave it the rest of the time. A queue that
                 # would take over a second to decode gets a larger share, so steady traffic is

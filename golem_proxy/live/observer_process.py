@@ -287,11 +287,12 @@ class ObservingProcess:
         return True
 
     async def _give_memory_back(self) -> None:
-        """Until cancelled: once `TRIM_AFTER` bytes were handed on and nothing was for as long
-        as `TrimPacing` asks (`TRIM_IDLE` at first), give the freed heap back (`KEEP_FREED`
-        kept it meanwhile), so that a burst's or an attack's peak does not stay resident."""
+        """Until cancelled: once `TRIM_AFTER` bytes were handed on, nothing was for `TRIM_IDLE`
+        and the last burst is as far back as `TrimPacing` asks, give the freed heap back
+        (`KEEP_FREED` kept it meanwhile), so that a burst's or an attack's peak does not stay
+        resident."""
         writer = self.link.writer
-        pacing = TrimPacing()
+        pacing = TrimPacing(large=TRIM_AFTER // 8)
         trimmed_at = handed = writer.handed
         quiet_since = trio.current_time()
         while True:
@@ -300,8 +301,12 @@ class ObservingProcess:
             if writer.handed != handed:
                 handed = writer.handed
                 quiet_since = now
-                pacing.resumed(now)
-            elif now - quiet_since >= pacing.idle_needed and handed - trimmed_at >= TRIM_AFTER:
+                pacing.worked(handed, now)
+            elif (
+                now - quiet_since >= TRIM_IDLE
+                and not pacing.wait_left(now)
+                and handed - trimmed_at >= TRIM_AFTER
+            ):
                 trimmed_at = handed
                 return_memory_to_the_system()
                 pacing.trimmed(now)

@@ -89,3 +89,35 @@ async def test_bursts_in_a_rhythm_keep_their_heap_after_the_first_pause(
             await trio.sleep(heap.TRIM_IDLE_LONGEST + 1)
             assert len(trims) == 2 and trims[1] > last + 3.0
             nursery.cancel_scope.cancel()
+
+
+@pytest.mark.trio
+async def test_a_heartbeat_does_not_keep_a_later_burst_s_heap(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    trims: list[float] = []
+    monkeypatch.setattr(
+        observer_process_module,
+        "return_memory_to_the_system",
+        lambda: trims.append(trio.current_time()),
+    )
+    read_end, write_end = socket.socketpair()
+    with read_end, write_end:
+        link = ObserverLink(write_end.fileno(), trio.current_time)
+        observing = ObservingProcess(
+            cast(trio.Process, None), link, read_end, None, trio.current_time
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(observing._give_memory_back)
+            for _ in range(2):  # a rhythm
+                link.writer.handed += TRIM_AFTER
+                await trio.sleep(3.0)
+            assert len(trims) == 1
+            link.writer.handed += TRIM_AFTER  # a burst, then a poll every two seconds
+            burst = trio.current_time()
+            for _ in range(15):
+                await trio.sleep(2.0)
+                link.writer.handed += 100
+            after = [t for t in trims if t > burst]
+            assert len(after) == 1 and after[0] <= burst + heap.TRIM_IDLE_LONGEST + 2.0
+            nursery.cancel_scope.cancel()

@@ -75,3 +75,44 @@ async def test_bursts_in_a_rhythm_keep_their_pages_after_the_first_pause(
         await trio.sleep(TRIM_IDLE_LONGEST + 1)
         assert len(trims) == 2 and trims[1] > last + 2.0
         nursery.cancel_scope.cancel()
+
+
+SMALL = GOLEM.encode({"id": 2, "result": {}, "error": None})
+
+
+@pytest.mark.trio
+async def test_a_heartbeat_does_not_keep_a_later_burst_s_pages(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A poll every two seconds after a rhythm was learnt: a burst among the polls still goes
+    back within the longest wait, and the polls alone teach nothing."""
+    trims: list[float] = []
+    monkeypatch.setattr(observer_module, "TRIM_AFTER", len(ANSWER))
+    monkeypatch.setattr(
+        observer_module, "return_memory_to_the_system", lambda: trims.append(trio.current_time())
+    )
+    observer = Observer(quiet=0.0, max_delay=0.0)
+    tap = ConnectionTap(1, "main", GOLEM, lambda _event: None)
+
+    async def feed(data: bytes) -> None:
+        observer.submit(tap, Direction.S2C, data, 0.0)
+        while not observer.idle:
+            await trio.sleep(0.001)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(observer.run)
+        for _ in range(2):  # a rhythm: the second burst teaches a longer wait
+            await feed(ANSWER)
+            await trio.sleep(2.0)
+        assert len(trims) == 1
+        for _ in range(5):
+            await feed(SMALL)
+            await trio.sleep(2.0)
+        await feed(ANSWER)
+        burst = trio.current_time()
+        for _ in range(15):
+            await trio.sleep(2.0)
+            await feed(SMALL)
+        after = [t for t in trims if t > burst]
+        assert len(after) == 1 and after[0] <= burst + TRIM_IDLE_LONGEST + 2.0
+        nursery.cancel_scope.cancel()
