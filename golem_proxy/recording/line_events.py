@@ -287,7 +287,8 @@ class LineDecoder:
                 detail=member_str(data, "detail", ""),
                 digest=member_str(data, "digest", ""),
                 header=member_base64(data, "header"),
-                frames=member_frame_runs(data),
+                # Version 1 pairs by id (`V1Pairing`), whose letting go takes the oldest.
+                frames=member_frame_runs(data) if self.v1 is None else None,
             )
             # Connection 0 is the session's (a copy written before the writer wrote such an
             # event back as its own kind said it this way).

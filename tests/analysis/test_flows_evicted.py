@@ -25,6 +25,7 @@ from golem_proxy.events import (
 from golem_proxy.live.tap import ConnectionTap
 from golem_proxy.live.tap_limits import ObserveLimits
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo, open_private
+from golem_proxy.recording.schema import encode_header
 from tests.support.cli_helpers import run_cli
 from tests.support.frames import frame_seen
 
@@ -162,6 +163,42 @@ def test_readers_let_go_the_requests_the_gap_names_not_the_oldest(tmp_path: Path
     with open_flows(str(path)) as reader:
         rows = [(_ids(flow), flow.status(PROFILE)) for flow in reader.flows() if flow.request]
     assert rows == [(1, "unanswered"), (2, "evicted"), (3, "unanswered")]
+
+
+def test_a_version_1_file_keeps_the_count_rule_whatever_its_gap_names(tmp_path: Path) -> None:
+    """Version 1 pairs by id as it reads (`V1Pairing`), letting the oldest go: a ``frames``
+    member in such a file (hand-made: no version-1 writer wrote one) is not followed, or the
+    pairing and the rows would disagree."""
+
+    def frame(seq: int, sent: str, number: int, ident: int, kind: str) -> str:
+        body = '"method":"m"' if kind == "request" else '"result":{}'
+        return (
+            f'{{"seq":{seq},"t":0.{seq},"kind":"frame","conn":1,"route":"scrybe","dir":"{sent}",'
+            f'"n":{number},"size":10,"type":"{kind}","id":{ident},'
+            f'"msg":{{"jsonrpc":"2.0","id":{ident},{body}}}}}\n'
+        )
+
+    header = encode_header(Header.new(PROFILE.name, [ROUTE])).decode().strip()
+    header = header.replace('"version":2', '"version":1')
+    rows = {}
+    for named in ("", ',"frames":[[2,2]]'):
+        path = tmp_path / f"v1{len(named)}.jsonl"
+        path.write_text(
+            header
+            + "\n"
+            + '{"seq":1,"t":0.0,"kind":"open","conn":1,"route":"scrybe",'
+            + '"client":"c","upstream":"u"}\n'
+            + "".join(frame(seq, "c2s", seq - 2, seq - 1, "request") for seq in (2, 3, 4))
+            + '{"seq":5,"t":0.5,"kind":"unobserved","conn":1,"route":"scrybe","dir":"c2s",'
+            + f'"reason":"evicted","size":1,"detail":"1 request"{named}}}\n'
+            + frame(6, "s2c", 0, 1, "response")
+            + '{"seq":7,"t":0.9,"kind":"close","conn":1,"route":"scrybe","reason":"closed",'
+            + '"bytes":{"c2s":0,"s2c":0},"abnormal":false}\n'
+        )
+        with open_flows(str(path)) as reader:
+            rows[named] = [(_ids(flow), flow.status(PROFILE)) for flow in reader.flows()]
+    assert rows[""][0] == (1, "evicted")
+    assert rows[',"frames":[[2,2]]'] == rows[""]
 
 
 def test_a_request_whose_number_is_read_again_is_a_row_let_go_not_dropped(
