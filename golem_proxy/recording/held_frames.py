@@ -119,6 +119,8 @@ class HeldFrames:
         self.let_go = 0
         """Requests let go past `limit` so far."""
         self._looks_left = LOOKUP_SLACK
+        self._replaced: list[Pair] = []
+        """Pairs a frame number read again let go, until taken (`take_replaced`)."""
         """Frame numbers the proxy's gaps may still name (`_named`)."""
 
     def __contains__(self, key: Key) -> bool:
@@ -225,8 +227,16 @@ class HeldFrames:
         self._looks_left -= looked
         return keys
 
+    def take_replaced(self) -> list[Pair]:
+        """The pairs a frame number read again let go since the last call (`_put`)."""
+        replaced, self._replaced = self._replaced, []
+        return replaced
+
     def _put(self, frame: FrameSeen) -> Key:
         key = (frame.conn, frame.direction.value, frame.index)
+        asked = key if key in self._pairs else self._answer_for.get(key)
+        if asked is not None:  # a damaged file: told as their exchange line would have
+            self._replaced.append((self.frames[asked], self.frames[self._pairs[asked]]))
         self.take(key)  # a number read again replaces what it held
         self.frames[key] = frame
         self.held_bytes += held_cost(frame)

@@ -118,6 +118,9 @@ class LineDecoder:
         """Events the reader makes of no line, for what it let go past its bound (`_let_go`):
         the exchanges of pairs and the gaps of requests, after the event of the line that
         passed it, until taken (`take_said`)."""
+        self.said_first: list[events.Event] = []
+        """The same, for what comes before the event of the line that let it go: the exchange
+        of a pair whose frame number a later frame was given (a damaged file)."""
         self.stopped: Optional[events.ObservationLost] = None
         """Where observation stopped, once that line was read (`GapReason.STOPPED`)."""
         self.restarts: list[events.ObservationLost] = []
@@ -164,6 +167,11 @@ class LineDecoder:
     def take_said(self) -> list[events.Event]:
         """The events made of no line since the last call (`said`), in order."""
         said, self.said = self.said, []
+        return said
+
+    def take_said_first(self) -> list[events.Event]:
+        """The events made of no line that come before the last line's (`said_first`)."""
+        said, self.said_first = self.said_first, []
         return said
 
     def _decode(self, data: dict[str, Any], payload: Optional[bytes]) -> Optional[Event]:
@@ -346,22 +354,25 @@ class LineDecoder:
             self._let_go(*self.frames.hold_answer(frame, asked))
         elif frame.expects_answer and frame.is_request:  # as the views hold it (FlowTracker)
             self._let_go(*self.frames.hold_request(frame))
+        # A pair held under this frame's number (a damaged file): its exchange is told before
+        # the frame, so that the views pair it before the number means the new frame.
+        self.said_first.extend(self._exchange(*pair) for pair in self.frames.take_replaced())
         return frame
+
+    def _exchange(self, request: events.FrameSeen, response: events.FrameSeen) -> Event:
+        profile = self.routes.get(request.route, self.profile)
+        return events.ExchangeCompleted(
+            conn=request.conn,
+            route=request.route,
+            request=request,
+            response=response,
+            outcome=profile.outcome(request.message, response.message),
+        )
 
     def _let_go(self, gaps: list[events.ObservationLost], pairs: list[Pair]) -> None:
         """Say what the held frames let go to stay within their bound (`HeldFrames._bound`):
         a pair's exchange as its line would have, the requests let go in their gaps."""
-        for request, response in pairs:
-            profile = self.routes.get(request.route, self.profile)
-            self.said.append(
-                events.ExchangeCompleted(
-                    conn=request.conn,
-                    route=request.route,
-                    request=request,
-                    response=response,
-                    outcome=profile.outcome(request.message, response.message),
-                )
-            )
+        self.said.extend(self._exchange(*pair) for pair in pairs)
         for gap in gaps:
             if self.v1 is not None:
                 self.v1.other(gap)  # its own pairing lets them go too

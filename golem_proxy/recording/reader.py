@@ -200,6 +200,8 @@ class RecordingReader:
                 # an untrusted line never escapes as something other than a RecordingError.
                 what = f"{type(exc).__name__}: {safe_text(str(exc), 120)}"
                 raise self._named(RecordingError(what, line=self.line_number)) from None
+            if self._decoder.said_first:
+                yield from self._decoder.take_said_first()
             if event is not None:
                 yield event
             if self._decoder.said:

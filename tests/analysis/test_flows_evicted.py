@@ -135,6 +135,18 @@ def test_the_proxy_s_gap_names_the_request_it_let_go_after_one_it_set_aside(
     assert shown.stdout.count("unanswered") == 1 and "evicted" in shown.stdout
 
 
+def test_a_gap_that_names_frames_wrongly_is_a_one_line_error(tmp_path: Path) -> None:
+    calls = b"".join(CALL % n for n in range(1, 4))
+    path = _recorded(tmp_path / "bad.jsonl", [(Direction.C2S, calls)], ObserveLimits(pending=2))
+    text = path.read_text()
+    assert '"frames":[[0,0]]' in text
+    path.write_text(text.replace('"frames":[[0,0]]', '"frames":[[3,1]]'))
+    shown = run_cli("show", str(path))
+    assert shown.returncode != 0
+    (message,) = shown.stderr.strip().splitlines()
+    assert "frames must be a list of [first, last] frame numbers, not [[3, 1]]" in message
+
+
 def test_readers_let_go_the_requests_the_gap_names_not_the_oldest(tmp_path: Path) -> None:
     """A file whose gap names the second of three calls: the second is the evicted row, and
     the first and third are unanswered at the close; by count alone, the reader let go the
@@ -222,6 +234,35 @@ def test_a_request_whose_number_is_read_again_is_a_row_let_go_not_dropped(
     with open_flows(str(path)) as reader:
         rows = [(_ids(flow), flow.status(PROFILE)) for flow in reader.flows() if flow.request]
     assert rows == [(1, "evicted"), (2, "ok")]
+
+
+def test_an_answered_request_whose_number_is_read_again_keeps_its_answer(
+    tmp_path: Path,
+) -> None:
+    """The same damage once the first request's answer came, before their exchange line: the
+    pair is told as its line would have told it, first, and the later request waits on."""
+    path = _recorded(tmp_path / "ok.jsonl", [(Direction.C2S, CALL % 1)], NO_LIMITS, close=False)
+    lines = path.read_text().splitlines(keepends=True)
+    reply = (ANSWER % 1).decode().strip()
+    answer = (
+        '{"seq":4,"t":0.2,"kind":"frame","conn":1,"route":"scrybe","dir":"s2c","n":0,'
+        f'"size":51,"type":"response","id":1,"answers":0,"msg":{reply}}}\n'
+    )
+    again = lines[-1].replace('"id":1', '"id":2').replace('"seq":3', '"seq":5')
+    rest = (
+        '{"seq":6,"t":0.5,"kind":"exchange","conn":1,"route":"scrybe","req":0,"resp":0,'
+        '"method":"set_vim","status":"ok","latency":0.1,"outcome":"ok"}\n'
+        '{"seq":7,"t":0.7,"kind":"close","conn":1,"route":"scrybe","reason":"closed",'
+        '"bytes":{"c2s":0,"s2c":0},"abnormal":false}\n'
+    )
+    path.write_text("".join(lines) + answer + again + rest)
+    with open_flows(str(path)) as reader:
+        rows = [
+            (_ids(flow), flow.response is not None, flow.status(PROFILE))
+            for flow in reader.flows()
+            if flow.request
+        ]
+    assert rows == [(1, True, "ok"), (2, False, "unanswered")]
 
 
 def test_a_reader_lets_go_of_requests_past_its_bound_and_says_so(tmp_path: Path) -> None:
