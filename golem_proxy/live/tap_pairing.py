@@ -123,6 +123,8 @@ class ConnectionPairing:
         correlator = self._correlators[asker]
         if not correlator.profile.is_reply(message):
             return NOT_A_REPLY
+        if self._late_answer(asker, message):
+            return Answered(None, unseen=True)
         pending = correlator.match_response(message)
         lost_after = self._lost_after[asker]
         if pending is not None:
@@ -136,18 +138,26 @@ class ConnectionPairing:
             # Paired only for being the one request waiting (a GOLEM client's one at a time):
             # it was sent before the gap, whose bytes held its answer and this one's request.
             return Answered(None, unseen=True)
-        ids = self._evicted[asker]
-        key = _id_key(message) if ids else None
-        if key is not None and key in ids:  # the answer to a request let go: late, not orphan
-            if ids[key] == 1:
-                del ids[key]
-            else:
-                ids[key] -= 1
-            return Answered(None, unseen=True)
         if self._unseen[asker]:
             self._unseen[asker] -= 1
             return Answered(None, unseen=True)
         return Answered(None, unseen=lost_after is not None)
+
+    def _late_answer(self, asker: Direction, message: Message) -> bool:
+        """``message`` answers a request sent ``asker`` that was let go (by id, while
+        `EVICTED_IDS` allow): late, no orphan, and no answer to the one request still waiting,
+        which `Correlator.match_response` pairs with a reply whose id matches none waiting (a
+        sequential client's, which never has one let go). A request waiting with the same id
+        takes it, as the client would."""
+        ids = self._evicted[asker]
+        key = _id_key(message) if ids else None
+        if key is None or key not in ids or self._correlators[asker].sharing_id(message):
+            return False
+        if ids[key] == 1:
+            del ids[key]
+        else:
+            ids[key] -= 1
+        return True
 
     def unseen_request(self, direction: Direction) -> None:
         """A request sent ``direction`` was too large to observe: its answer is no orphan."""

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Optional
 
 from golem_core.profiles import get_profile
-from golem_proxy.analysis.flows import Flow
+from golem_proxy.analysis.flows import Flow, FlowTracker
 from golem_proxy.analysis.reading_notes import reading_notes
 from golem_proxy.analysis.trace import open_flows
 from golem_proxy.events import (
     ConnectionClosed,
     ConnectionOpened,
     Direction,
+    Event,
     GapReason,
     ObservationLost,
 )
@@ -133,6 +135,44 @@ def test_the_proxy_s_gap_names_the_request_it_let_go_after_one_it_set_aside(
     shown = run_cli("show", str(path))
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.count("unanswered") == 1 and "evicted" in shown.stdout
+
+
+def test_the_live_view_lets_go_what_the_file_read_back_does(tmp_path: Path) -> None:
+    """The live TUI's tracker takes the tap's events as they come, with no reader between:
+    after a request set aside and three calls past a limit of two, its rows are the file's."""
+    path = tmp_path / "live.jsonl"
+    live = FlowTracker(PROFILE, keep=True)
+    header = Header.new(PROFILE.name, [ROUTE])
+    with RecordingWriter(open_private(str(path), overwrite=True), header) as writer:
+
+        def publish(event: Event) -> None:
+            writer.write(event)
+            live.apply(event)
+
+        publish(ConnectionOpened(conn=1, route=ROUTE.name, client="c", upstream="u", t=0.0))
+        tap = ConnectionTap(1, ROUTE.name, PROFILE, publish, limits=ObserveLimits(pending=2))
+        tap.process(Direction.C2S, CALL % 1, 0.1)
+        tap.lose(Direction.S2C, 20, 0.2)
+        tap.process(Direction.C2S, CALL % 1, 0.3)
+        tap.process(Direction.C2S, CALL % 2 + CALL % 3 + CALL % 4, 0.4)
+        late = (ANSWER % 1)[20:] + ANSWER % 3 + ANSWER % 2 + ANSWER % 4
+        tap.process(Direction.S2C, late, 0.5)
+        tap.closing(0.6)
+        publish(ConnectionClosed(conn=1, route=ROUTE.name, reason="closed", t=0.7))
+
+    def rows(flows: Iterable[Flow]) -> list[tuple[Optional[int], str]]:
+        return sorted((_ids(flow) or 0, flow.status(PROFILE)) for flow in flows if flow.request)
+
+    with open_flows(str(path)) as reader:
+        read_back = rows(reader.flows())
+    assert rows(live.flows) == read_back
+    assert read_back == [
+        (1, "evicted"),
+        (1, "unanswered"),
+        (2, "evicted"),
+        (3, "ok"),
+        (4, "ok"),
+    ], "id 2's late answer is its own row, not id 4's"
 
 
 def test_a_gap_that_names_frames_wrongly_is_a_one_line_error(tmp_path: Path) -> None:
