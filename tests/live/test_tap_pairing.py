@@ -91,6 +91,28 @@ def test_the_late_answer_to_a_request_let_go_past_the_limits_is_no_orphan() -> N
     assert orphans == [4, 5]
 
 
+def test_the_late_answer_to_a_request_let_go_is_not_the_one_waiting_s() -> None:
+    """Three calls past a limit of two let the first go; once the second is answered, the
+    first's late answer is no answer to the third, the one request still waiting (which a
+    reply whose id matches nothing waiting is paired with, for a sequential client)."""
+    for profile, ask, reply in (
+        (JSONRPC_NDJSON, CALL.__mod__, ANSWER.__mod__),
+        (GOLEM, call, answer),
+    ):
+        events: list[Event] = []
+        tap = ConnectionTap(1, "main", profile, events.append, limits=ObserveLimits(pending=2))
+        tap.process(Direction.C2S, ask(1) + ask(2) + ask(3), 0.1)
+        tap.process(Direction.S2C, reply(2) + reply(1) + reply(3), 0.2)
+        paired = [(answers, orphan) for d, _, _, answers, orphan in frames(events) if d == "s2c"]
+        assert paired == [(1, False), (None, False), (2, False)], profile.name
+        wrong = [
+            e.violation.rule
+            for e in events
+            if isinstance(e, ViolationSeen) and (e.orphan or "id-echoed" in e.violation.rule)
+        ]
+        assert wrong == [], profile.name
+
+
 def test_requests_let_go_in_one_read_are_said_in_one_gap_after_its_frames() -> None:
     """A client pipelining past the limit has a request let go with each one it adds: one
     ``evicted`` gap for what a read lets go (its size the count, the oldest named), not one
