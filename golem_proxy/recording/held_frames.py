@@ -7,9 +7,9 @@ proxy says, in an ``unobserved`` line of reason ``evicted``, which requests of a
 let go past its own limits (``frames``), and the reader lets the same go. A file written before
 the line named them says how many: the reader lets its oldest waiting ones of that connection
 and direction go, as the proxy did (not the same ones where the proxy had withdrawn a request
-whose answer it missed, or lines went unwritten). A file that asks ten million questions and answers
-none, made by hand or by a broken writer, would hold them all: past `IN_FLIGHT_BYTES` held,
-the oldest pairs go first, their exchange told as their line would have told it, then the
+whose answer it missed, or lines went unwritten). A file that asks ten million questions and
+answers none, made by hand or by a broken writer, would hold them all: past `IN_FLIGHT_BYTES`
+held, the oldest pairs go first, their exchange told as their line would have told it, then the
 oldest requests waiting, said in an event of the kind the file holds (`ObservationLost`,
 `GapReason.EVICTED`), so every view shows the gap as it shows the proxy's. A request let go is
 a row of its own, marked so; an answer read after it is a row of its own too (the reader no
@@ -119,9 +119,9 @@ class HeldFrames:
         self.let_go = 0
         """Requests let go past `limit` so far."""
         self._looks_left = LOOKUP_SLACK
+        """Frame numbers the proxy's gaps may still name (`_named`)."""
         self._replaced: list[Pair] = []
         """Pairs a frame number read again let go, until taken (`take_replaced`)."""
-        """Frame numbers the proxy's gaps may still name (`_named`)."""
 
     def __contains__(self, key: Key) -> bool:
         return key in self.frames
