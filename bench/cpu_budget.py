@@ -2,8 +2,8 @@
 child-process``, recording on) each move N answers of 16 MiB one after the other, interleaved
 over R rounds, and each process's CPU (by thread) is read from /proc around each run.
 
-    python bench/cpu_budget.py [--rounds 3] [--answers 40] [--warm N] [--quick] [--tui]
-        [--json FILE]
+    python bench/cpu_budget.py [--rounds 3] [--answers 40] [--warm N] [--pause S] [--quick]
+        [--tui] [--json FILE]
 
 The table gives, per answer, the CPU of the client (this process), the upstream, and each of the
 hop's processes (forwarding, observing: its main thread and the others, the recorder's), their
@@ -19,7 +19,10 @@ session (decoding, pairing, the recorder's queue) is among its other threads. Th
 the payloads of the newest large frames up to its budget (256 MiB): until that is full, each
 answer it keeps is memory touched for the first time, a cost of a session's first ~50
 captures, not of every one. ``--warm N`` moves N answers through each hop before its clock
-starts, to measure what comes after (N=64 fills it).
+starts, to measure what comes after (N=64 fills it). ``--pause S`` moves the measured answers
+in batches of `PAUSE_BATCH` with S seconds between (a model that captures, thinks, captures
+again): the CPU and the faults an answer then include what a pause costs (the heap a process
+gives back once idle, faulted in again by the next batch), the wall time leaves the pauses out.
 Then the floor of observing one answer: what the bulk steps cost without the program around
 them (read from a pipe 1 MiB at a time while another process writes it, join, elide the blob
 as the live view does, append to a file in the recordings' way), timed on this process's thread.
@@ -100,17 +103,24 @@ Part = tuple[int, str]
 """A process and which of its threads count: ``all``, ``main`` or ``others``."""
 
 
+PAUSE_BATCH = 5
+"""Answers moved back to back between two pauses (``--pause``)."""
+
+
 def measured(
     port: int,
     answers: int,
     parts: dict[str, list[Part]],
     hop: Optional[subprocess.Popen[bytes]] = None,
     warm: int = 0,
+    pause: float = 0.0,
 ) -> dict[str, float]:
     """Move ``answers`` answers through ``port``; ms of CPU per answer of each part and of
     the client (this process), and ms of wall time per answer. With ``hop`` (a process),
     the CPU is read once it is idle: an observer still decoding the last answer when the
-    client has it counts that work too. ``warm`` answers go through first, unmeasured."""
+    client has it counts that work too. ``warm`` answers go through first, unmeasured; with
+    ``pause``, the measured ones go in batches (`PAUSE_BATCH`) with ``pause`` seconds between,
+    which the wall time leaves out."""
     if warm:
         big_responses(port, warm)
         if hop is not None:
@@ -121,8 +131,13 @@ def measured(
     )
     faults_before = minor_faults(hop_pids)
     before, started, client = cpu(pids), time.perf_counter(), os.times()
-    big_responses(port, answers)
-    wall, ended = time.perf_counter() - started, os.times()
+    paused = 0.0
+    for first in range(0, answers, PAUSE_BATCH if pause else max(answers, 1)):
+        if first:
+            time.sleep(pause)
+            paused += pause
+        big_responses(port, min(answers - first, PAUSE_BATCH if pause else answers))
+    wall, ended = time.perf_counter() - started - paused, os.times()
     if hop is not None:
         settle(hop)
     after = cpu(pids)
@@ -205,7 +220,7 @@ TUI = "golem-proxy --tui"
 
 
 def run(
-    rounds: int, answers: int, tui: bool = False, warm: int = 0
+    rounds: int, answers: int, tui: bool = False, warm: int = 0, pause: float = 0.0
 ) -> dict[str, list[dict[str, float]]]:
     upstream_port, relay_port = free_port(), free_port()
     python = sys.executable
@@ -221,12 +236,20 @@ def run(
                     "upstream": [(upstream.pid, "all")],
                     "relay": [(relay.pid, "all")],
                 }
-                found["relay"].append(measured(relay_port, answers, relayed, warm=warm))
+                found["relay"].append(
+                    measured(relay_port, answers, relayed, warm=warm, pause=pause)
+                )
                 for hop in found:
                     if hop != "relay":
                         recording = Path(where) / "budget.jsonl"
                         figures = ours(
-                            upstream, upstream_port, answers, recording, drawn=hop == TUI, warm=warm
+                            upstream,
+                            upstream_port,
+                            answers,
+                            recording,
+                            drawn=hop == TUI,
+                            warm=warm,
+                            pause=pause,
                         )
                         found[hop].append(figures)
     finally:
@@ -244,6 +267,7 @@ def ours(
     *,
     drawn: bool,
     warm: int = 0,
+    pause: float = 0.0,
 ) -> dict[str, float]:
     """golem-proxy (observing in a process of its own; ``drawn``: with ``--tui``, on a
     pseudo-terminal) started in front of ``upstream`` (on ``upstream_port``), measured after
@@ -263,12 +287,13 @@ def ours(
             "observing main": [(observing, "main")],
             "observing others": [(observing, "others")],
         }
-        figures = measured(port, answers, parts, proxy, warm)
+        figures = measured(port, answers, parts, proxy, warm, pause)
     finally:
         stop_config(proxy, terminal)
     counted = RecordingTail(recording, ("exchange",)).count() or {}
-    # Each connection of the workload begins with a hello.
-    figures["recorded"] = counted.get("exchange", 0) - 1 - (warm + 1 if warm else 0)
+    # Each connection of the workload (one for the warm-up, one a batch) begins with a hello.
+    batches = -(-answers // PAUSE_BATCH) if pause else 1
+    figures["recorded"] = counted.get("exchange", 0) - batches - (warm + 1 if warm else 0)
     return figures
 
 
@@ -276,9 +301,15 @@ COLUMNS = ("client", "upstream", "relay", "forwarding", "observing main", "obser
 
 
 def table(
-    found: dict[str, list[dict[str, float]]], answers: int, cores: int, warm: int = 0
+    found: dict[str, list[dict[str, float]]],
+    answers: int,
+    cores: int,
+    warm: int = 0,
+    pause: float = 0.0,
 ) -> Table:
     after = f", each after {warm} unmeasured" if warm else ""
+    if pause:
+        after += f", in batches of {PAUSE_BATCH} with {pause:g} s between"
     shown = Table(
         title=f"CPU per 16 MiB answer (ms, medians of {len(found['relay'])} rounds of "
         f"{answers}{after}; {cores} cores)"
@@ -325,6 +356,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument(
         "--warm", type=int, default=0, help="answers through each hop before its clock starts"
     )
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        help=f"seconds between batches of {PAUSE_BATCH} measured answers (0: back to back)",
+    )
     parser.add_argument("--quick", action="store_true", help="1 round of 4 answers")
     parser.add_argument(
         "--tui", action="store_true", help="also golem-proxy --tui, drawn on a pseudo-terminal"
@@ -334,9 +371,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     rounds, answers = (1, 4) if args.quick else (args.rounds, args.answers)
     cores = len(os.sched_getaffinity(0))
     console = Console(width=160)
-    found = run(rounds, answers, args.tui, args.warm)
+    found = run(rounds, answers, args.tui, args.warm, args.pause)
     floor = observing_floor(answers)
-    console.print(table(found, answers, cores, args.warm))
+    console.print(table(found, answers, cores, args.warm, args.pause))
     console.print(floor_table(floor, answers))
     observing = {
         hop: statistics.median(run["observing main"] + run["observing others"] for run in runs)

@@ -101,3 +101,20 @@ def test_the_table_s_figures_follow_from_the_runs() -> None:
     assert relay_cells[10] == "524"  # 16 MiB in 32 ms
     assert ours_cells[10] == "350 (0.67x)" and ours_cells[12] == "40 / 40"
     assert (relay_cells[11], ours_cells[11]) == ("90", "2,512")  # page faults an answer
+
+
+def test_with_pauses_the_answers_go_in_batches_and_every_one_is_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seven answers, in a batch of five and one of two with a pause longer than the idle
+    spell after which a process gives freed memory back: each is still measured and recorded."""
+    figures_file = tmp_path / "figures.json"
+    status = main(
+        ["--rounds", "1", "--answers", "7", "--pause", "0.6", "--json", str(figures_file)]
+    )
+    out = capsys.readouterr().out
+    assert status == 0, out
+    (ours,) = json.loads(figures_file.read_text())["runs"]["golem-proxy"]
+    assert ours["recorded"] == 7
+    assert ours["wall"] > 0 and ours["faults"] >= 0
+    assert "in batches of 5 with 0.6 s between" in " ".join(out.split())
