@@ -107,6 +107,13 @@ PAUSE_BATCH = 5
 """Answers moved back to back between two pauses (``--pause``)."""
 
 
+def batches(answers: int, pause: float) -> list[int]:
+    """How many answers each connection of the measure moves: all on one, or `PAUSE_BATCH`
+    at a time with ``pause`` between."""
+    step = PAUSE_BATCH if pause else max(answers, 1)
+    return [min(step, answers - first) for first in range(0, answers, step)]
+
+
 def measured(
     port: int,
     answers: int,
@@ -132,11 +139,11 @@ def measured(
     faults_before = minor_faults(hop_pids)
     before, started, client = cpu(pids), time.perf_counter(), os.times()
     paused = 0.0
-    for first in range(0, answers, PAUSE_BATCH if pause else max(answers, 1)):
-        if first:
+    for number, batch in enumerate(batches(answers, pause)):
+        if number:
             time.sleep(pause)
             paused += pause
-        big_responses(port, min(answers - first, PAUSE_BATCH if pause else answers))
+        big_responses(port, batch)
     wall, ended = time.perf_counter() - started - paused, os.times()
     if hop is not None:
         settle(hop)
@@ -292,8 +299,8 @@ def ours(
         stop_config(proxy, terminal)
     counted = RecordingTail(recording, ("exchange",)).count() or {}
     # Each connection of the workload (one for the warm-up, one a batch) begins with a hello.
-    batches = -(-answers // PAUSE_BATCH) if pause else 1
-    figures["recorded"] = counted.get("exchange", 0) - batches - (warm + 1 if warm else 0)
+    hellos = len(batches(answers, pause)) + (1 if warm else 0)
+    figures["recorded"] = counted.get("exchange", 0) - hellos - warm
     return figures
 
 

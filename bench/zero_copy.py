@@ -29,15 +29,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Optional
 
 from rich.console import Console
 from rich.table import Table
 
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))  # golem_proxy
+
+from golem_proxy.live.observer_launch import PIPE_SIZE  # noqa: E402
+
 ANSWER = 16 * 1024 * 1024
-PIPE_SIZE = 1024 * 1024
-"""Each pipe's capacity (``F_SETPIPE_SZ``), as the forwarding process sets the handoff pipe's."""
-F_SETPIPE_SZ = 1031
 WAYS = ("userspace", "splice+tee")
 
 Tee = Callable[[int, int, int, int], int]
@@ -56,7 +59,7 @@ def _tee() -> Optional[Tee]:
 
 def _pipe() -> tuple[int, int]:
     read_end, write_end = os.pipe()
-    fcntl.fcntl(write_end, F_SETPIPE_SZ, PIPE_SIZE)
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # as the handoff pipe is
     return read_end, write_end
 
 
