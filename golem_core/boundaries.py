@@ -56,6 +56,21 @@ class FrameBoundaries:
             return not self._in_line
         return not self._remaining and not self._header
 
+    @property
+    def body_left(self) -> int:
+        """Length-prefixed: bytes of the frame in progress known to be still to come (its
+        header read whole), which may be moved on without looking at them (`skip`); 0 for
+        lines, whose end is known only by looking."""
+        return self._remaining
+
+    def skip(self, size: int) -> None:
+        """Take into account the stream's next ``size`` bytes, at most `body_left`, without
+        looking at them (the forwarding path moved them without reading them). Raises
+        ValueError past `body_left`."""
+        if not 0 <= size <= self._remaining:
+            raise ValueError(f"{size} bytes skipped where {self._remaining} are known")
+        self._remaining -= size
+
     def feed(self, data: Chunk) -> None:
         """Take the stream's next bytes into account."""
         n = len(data)

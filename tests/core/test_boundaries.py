@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -150,3 +151,40 @@ def test_a_line_then_its_newline_later() -> None:
     boundaries.feed(b"\n")
     assert boundaries.at_boundary
     assert boundaries.rest_of_frame(b"anything") == 0
+
+
+@SETTINGS
+@given(length_prefixed_streams, st.lists(st.integers(1, 400), max_size=8), st.integers(1, 50))
+def test_skipping_a_known_body_is_feeding_it(stream: bytes, cuts: list[int], most: int) -> None:
+    """Up to `body_left` bytes may be skipped unseen (moved by the kernel) in place of being fed:
+    the boundaries that follow are the same, whatever the chunking."""
+    fed, skipping = (
+        FrameBoundaries(Framing.LENGTH_PREFIXED),
+        FrameBoundaries(Framing.LENGTH_PREFIXED),
+    )
+    for chunk in cut(stream, cuts):
+        fed.feed(chunk)
+        at = 0
+        while at < len(chunk):
+            unseen = min(skipping.body_left, most, len(chunk) - at)
+            if unseen:
+                skipping.skip(unseen)
+                at += unseen
+            else:
+                skipping.feed(chunk[at : at + 1])
+                at += 1
+        assert skipping.at_boundary == fed.at_boundary
+        assert skipping.body_left == fed.body_left
+
+
+def test_skipping_past_the_known_body_is_refused() -> None:
+    bounds = FrameBoundaries(Framing.LENGTH_PREFIXED)
+    bounds.feed(LENGTH_HEADER.pack(10) + b"abc")
+    assert bounds.body_left == 7
+    bounds.skip(7)
+    assert bounds.at_boundary
+    with pytest.raises(ValueError):
+        bounds.skip(1)
+    lines = FrameBoundaries(Framing.LINE)
+    lines.feed(b"abc")
+    assert lines.body_left == 0  # a line's end is known only by looking
