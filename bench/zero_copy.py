@@ -11,24 +11,22 @@ pre-made 16 MiB answers on a socket pair, a client thread and an observer thread
 count bytes. Each way's CPU is the forwarding thread's own (``time.thread_time``); the peers
 run on other threads, so the wall time is a rate on this machine's cores, not the hop's alone.
 Rounds alternate the two ways; the table gives medians. This measures the kernel's way of
-moving bytes, not golem-proxy: the forwarding process does not use it (docs/architecture.md,
-"What would move 16 MiB answers faster").
+moving bytes alone, the floor of what the forwarding process's (golem_proxy/live/body_splice.py,
+docs/architecture.md, "A large frame's body by the kernel's way") can cost.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import fcntl
 import json
 import os
+import select
 import socket
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -38,23 +36,11 @@ from rich.table import Table
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))  # golem_proxy
 
-from golem_proxy.live.observer_launch import PIPE_SIZE  # noqa: E402
+from golem_proxy.live import kernel_pipes  # noqa: E402
+from golem_proxy.live.kernel_pipes import PIPE_SIZE  # noqa: E402
 
 ANSWER = 16 * 1024 * 1024
 WAYS = ("userspace", "splice+tee")
-
-Tee = Callable[[int, int, int, int], int]
-
-
-def _tee() -> Optional[Tee]:
-    """The C library's ``tee``, or None (not Linux)."""
-    try:
-        function = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).tee
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_size_t, ctypes.c_uint]
-    function.restype = ctypes.c_ssize_t
-    return function  # type: ignore[no-any-return]
 
 
 def _pipe() -> tuple[int, int]:
@@ -93,16 +79,18 @@ def _through_userspace(upstream: socket.socket, client: socket.socket, observer:
     return moved
 
 
-def _through_pipes(upstream: socket.socket, client: socket.socket, observer: int, tee: Tee) -> int:
+def _through_pipes(upstream: socket.socket, client: socket.socket, observer: int) -> int:
     read_end, write_end = _pipe()
     moved = 0
     try:
         while size := os.splice(upstream.fileno(), write_end, PIPE_SIZE):
             teed = 0
             while teed < size:  # tee copies from the pipe's start: what it left is spliced on
-                count = tee(read_end, observer, size - teed, 0)
-                if count < 0:
-                    raise OSError(ctypes.get_errno(), "tee")
+                try:
+                    count = kernel_pipes.tee(read_end, observer, size - teed)
+                except BlockingIOError:  # the observer's pipe is full
+                    select.select([], [observer], [])
+                    continue
                 _splice_all(read_end, client.fileno(), count)
                 teed += count
             moved += size
@@ -117,7 +105,7 @@ def _splice_all(source: int, target: int, size: int) -> None:
         size -= os.splice(source, target, size)
 
 
-def measure(way: str, answers: int, tee: Optional[Tee]) -> dict[str, float]:
+def measure(way: str, answers: int) -> dict[str, float]:
     """Move ``answers`` answers one way; the forwarding thread's CPU and the wall time, in ms
     an answer, and whether every byte reached both the client and the observer."""
     total = ANSWER * answers
@@ -137,8 +125,7 @@ def measure(way: str, answers: int, tee: Optional[Tee]) -> dict[str, float]:
         if way == "userspace":
             moved = _through_userspace(upstream, client, observer_write)
         else:
-            assert tee is not None
-            moved = _through_pipes(upstream, client, observer_write, tee)
+            moved = _through_pipes(upstream, client, observer_write)
         cpu, wall = time.thread_time() - cpu, time.perf_counter() - started
         for peer in peers:
             peer.join()
@@ -170,14 +157,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", type=argparse.FileType("w"))
     args = parser.parse_args(argv)
-    tee = _tee()
-    if tee is None or not hasattr(os, "splice"):
+    if not kernel_pipes.available():
         print("splice and tee are Linux's (Python 3.10 or later): nothing to measure here")
         return 0
     found: dict[str, list[dict[str, float]]] = {way: [] for way in WAYS}
     for _ in range(args.rounds):
         for way in WAYS:
-            found[way].append(measure(way, args.answers, tee))
+            found[way].append(measure(way, args.answers))
     Console().print(table(found, args.answers))
     if args.json:
         json.dump(found, args.json)

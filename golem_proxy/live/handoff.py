@@ -29,6 +29,9 @@ from typing import Optional, Union
 
 from golem_core.decoders import Chunk
 
+from . import kernel_pipes
+from .pipe_backlog import PipeBacklog
+
 __all__ = [
     "VIEW_FROM",
     "HandoffError",
@@ -215,6 +218,18 @@ class RecordReader:
         return b"".join(pieces)
 
 
+class _Piped:
+    """The next ``size`` bytes of the writer's pipe backlog, waiting in order with the rest."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+
 class HandoffWriter:
     """Writes records to ``fd`` (made non-blocking) without ever waiting; see the module
     docstring. Not thread-safe: one forwarding loop calls it."""
@@ -238,9 +253,11 @@ class HandoffWriter:
         """Bytes not handed on, by connection then direction: (bytes, when the first was).
         By connection, so that a connection's next record looks at its own losses only, not
         at those of every connection shedding at the time."""
-        self._waiting: collections.deque[memoryview] = collections.deque()
+        self._waiting: collections.deque[Union[memoryview, _Piped]] = collections.deque()
         """Encoded records that must go out before anything else, in order; the first may be
-        partly written."""
+        partly written. Bytes of records that wait in the pipe backlog are `_Piped`."""
+        self._piped: Optional[PipeBacklog] = None
+        """Bytes from pipes that wait for room (`data_from_pipe`), made when first needed."""
 
     def data(self, conn: int, direction: int, t: float, data: Union[bytes, memoryview]) -> bool:
         """Hand on forwarded bytes; returns False when they were counted as lost instead."""
@@ -260,6 +277,70 @@ class HandoffWriter:
         self.lose(conn, direction, t, len(data))
         return False
 
+    def data_from_pipe(self, conn: int, direction: int, t: float, source: int, size: int) -> bool:
+        """Hand on forwarded bytes that wait at the start of pipe ``source`` (kernel_pipes.py),
+        without them entering the process: spliced into the handoff pipe, and what it has no
+        room for into the pipe backlog (pipe_backlog.py), which `flush` splices on in order
+        with the rest; only past that backlog's pipes do they wait in memory. The next
+        ``size`` bytes of ``source`` are taken either way. Returns False when they were
+        counted as lost instead (as `data`)."""
+        if self._lost:
+            self._queue_lost(conn)
+        header = HEADER.pack(Kind.DATA, conn, direction, t, size)
+        if self.flush():
+            written = self._write_some(memoryview(header))
+            if written == len(header):
+                moved = self._splice_some(source, size)
+                if moved < size:
+                    self._wait_piped(source, size - moved)
+                self.handed += len(header) + size
+                return True
+            if written:
+                self._wait(memoryview(header)[written:])
+                self._wait_piped(source, size)
+                self.handed += len(header) + size
+                return True
+        if self.gone or self.waiting_bytes + len(header) + size > self.backlog:
+            kernel_pipes.drain(source, size)
+            self.lose(conn, direction, t, size)
+            return False
+        self._wait(memoryview(header))
+        self._wait_piped(source, size)
+        self.handed += len(header) + size
+        return True
+
+    def _splice_some(self, source: int, size: int) -> int:
+        """Move up to ``size`` bytes from pipe ``source`` into the handoff pipe, as far as it
+        takes them now."""
+        moved = 0
+        while moved < size and not self.gone:
+            try:
+                step = kernel_pipes.splice(source, self.fd, size - moved)
+            except BlockingIOError:
+                break
+            except OSError:
+                self._gone()
+                break
+            if not step:
+                break
+            moved += step
+        return moved
+
+    def _wait_piped(self, source: int, size: int) -> None:
+        """The next ``size`` bytes of pipe ``source`` wait for room: in the pipe backlog as far
+        as it takes them, the rest in memory (dropped when the reader is gone)."""
+        if self.gone:
+            kernel_pipes.drain(source, size)
+            return
+        if self._piped is None:
+            self._piped = PipeBacklog(kernel_pipes.PIPE_SIZE)
+        taken = self._piped.take(source, size)
+        if taken:
+            self._waiting.append(_Piped(taken))
+            self.waiting_bytes += taken
+        if taken < size:
+            self._wait(memoryview(kernel_pipes.drain(source, size - taken)))
+
     def lose(self, conn: int, direction: int, t: float, size: int) -> None:
         """Count ``size`` forwarded bytes as not handed on (a ``LOST`` record says so before
         the connection's next record)."""
@@ -267,6 +348,11 @@ class HandoffWriter:
         lost, first_t = of_conn.get(direction, (0, t))
         of_conn[direction] = (lost + size, first_t)
         self.lost_total += size
+
+    @property
+    def piped_bytes(self) -> int:
+        """Bytes of records waiting for room in the pipe backlog, not in memory."""
+        return 0 if self._piped is None else self._piped.held
 
     @property
     def waiting(self) -> bool:
@@ -306,12 +392,18 @@ class HandoffWriter:
         """Write what waits, as far as the pipe takes it; True when nothing waits any more."""
         while self._waiting and not self.gone:
             head = self._waiting[0]
-            written = self._write_some(head)
+            if isinstance(head, _Piped):
+                written = self._give_piped(head.size)
+            else:
+                written = self._write_some(head)
             if self.gone:  # the reader closed the pipe: what waited was dropped
                 return False
             self.waiting_bytes -= written
             if written < len(head):
-                self._waiting[0] = head[written:]
+                if isinstance(head, _Piped):
+                    head.size -= written
+                else:
+                    self._waiting[0] = head[written:]
                 return False
             self._waiting.popleft()
         return not self._waiting and not self.gone
@@ -350,10 +442,25 @@ class HandoffWriter:
             self._wait(memoryview(data)[written - len(header) :])
         return True
 
+    def abandon(self) -> None:
+        """Hand nothing on any more (the reading side is gone or given up): what waits is
+        dropped and the pipe backlog's pipes closed."""
+        self._gone()
+
     def _gone(self) -> None:
         self.gone = True
         self._waiting.clear()
         self.waiting_bytes = 0
+        if self._piped is not None:
+            self._piped.clear()
+
+    def _give_piped(self, size: int) -> int:
+        assert self._piped is not None
+        try:
+            return self._piped.give(self.fd, size)
+        except OSError:
+            self._gone()
+            return 0
 
     def _write_some(self, view: memoryview) -> int:
         if self.gone:

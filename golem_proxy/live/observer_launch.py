@@ -30,6 +30,7 @@ from golem_core.profiles import get_profile
 
 from ..recording.format import Header, RouteInfo
 from ..recording.shared_file import RecordingFile
+from .kernel_pipes import PIPE_SIZE
 from .log import Verbosity
 from .proxy_options import BoundRoute, ProxyOptions
 
@@ -62,8 +63,6 @@ waits for its setup."""
 EXIT_GRACE = 1.0
 """Seconds an observing process that closed the handoff pipe or the control socket has to
 exit (a dying process closes them first) before it is stopped as broken."""
-PIPE_SIZE = 1024 * 1024
-"""The handoff pipe's buffer (``F_SETPIPE_SZ``; the default 64 KiB fills with one read)."""
 START_TIMEOUT = 30.0
 """How long the observing process may take to say it is ready (an interpreter starting on a
 busy machine)."""
