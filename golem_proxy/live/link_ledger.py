@@ -1,8 +1,33 @@
 """The forwarding side's account of what it handed to the observing process and has not had
 acknowledged yet (`Ledger`), and the bounds it keeps the recording within: how far behind the
 wire the recording may trail before the relay waits for it, and on which connections it waits.
-`ObserverLink` (observer_link.py, whose docstring tells the whole policy) keeps one and does
-the handing on, the holding and the waking; the ledger only counts and decides.
+`ObserverLink` (observer_link.py) keeps one and does the handing on, the holding and the
+waking; the ledger only counts and decides.
+
+The policy. The recording is kept close to the wire (about `TRAIL_LIMIT`; in a flood of tiny
+frames, what decoding `OUTSTANDING_LIMIT` of them takes): the observing process acknowledges, at
+every flush of the recording, the offset in the pipe's stream up to which everything handed on
+is decoded and its lines written to the kernel, and the rate at which it got through bytes
+lately (`ObserverLink.acknowledged`). When the oldest record not acknowledged yet was handed on
+more than `TRAIL_LIMIT` ago, or more bytes handed on are not acknowledged yet than it gets
+through in that time (`outstanding_limit`: between `OUTSTANDING_LIMIT` for tiny frames and
+`OUTSTANDING_CEILING` for large blobs), or more than `OUTSTANDING_LIMIT` of what clients sent
+(`client_outstanding`: the rate never raises the limit for them), the link is `holding` until
+all are back under half their limits. While it holds, the relay takes no new bytes
+(`Ledger.holds`, `ObserverLink.until_caught_up`: backpressure, no gap) from the connections the
+recording trails *on*: those with at least their share of the bytes not acknowledged yet (the
+outstanding bytes over the number of connections that have some), as long as the others together
+have less than 1/`QUIET_SHARE` of what those have. Those others forward on: one connection's
+flood does not hold the rest; nor do the bytes they hand on after a flood's (a record's worth
+outstanding) that has stood still for `BEHIND_AFTER` (held, or done sending) count in the shares
+(up to the byte limit): they wait behind it in the pipe, where its frames may take seconds to
+decode, and holding them would not shorten that. Their bytes go into the pipe behind the
+flood's, which is held at the limits, so they trail by what decoding the flood's held bytes
+takes (up to seconds of tiny frames on a busy machine: the reason they are not held by time as
+well); what they add themselves is bounded by the fraction (past it, every connection is held:
+when many connections trail alike, as 8 clients of sequential calls do, the link holds them all,
+as a kill -9 needs); and past `CAP` times the byte limit not acknowledged, every connection is
+held whatever the shares.
 """
 
 from __future__ import annotations
@@ -17,6 +42,7 @@ __all__ = [
     "MARK_EVERY",
     "OUTSTANDING_CEILING",
     "OUTSTANDING_LIMIT",
+    "PIPED_RECORD_LIMIT",
     "QUIET_SHARE",
     "RECORD_LIMIT",
     "TRAIL_LIMIT",
@@ -59,6 +85,12 @@ Connections that trail alike (sequential calls: a few hundred bytes outstanding 
 held still."""
 RECORD_LIMIT = 64 * 1024
 """The largest ``DATA`` record: a larger chunk is handed on in pieces (views, not copies)."""
+PIPED_RECORD_LIMIT = 1024 * 1024
+"""The largest ``DATA`` record of a large frame's body moved by the kernel (body_splice.py, at
+most a pipe's worth at a time): a body's bytes cost the observing process no decoding to speak
+of, so `RECORD_LIMIT`'s reason does not hold for them, and each record costs the forwarding
+process two calls and its bookkeeping (per 16 MiB answer, in ``bench/cpu_budget.py``: 12.5 ms
+of forwarding CPU with records of 64 KiB, 11.5 with 256 KiB, 9.3 with 1 MiB)."""
 MARK_EVERY = 0.005
 """Records handed on within this many seconds share one mark (the trail's resolution)."""
 

@@ -23,7 +23,10 @@ from golem_core.framing import Framing
 
 from ..events import ConnectionClosed, ConnectionOpened, RouteDown
 
-__all__ = ["OpenConnections", "ResumedConnection", "Resumption"]
+__all__ = ["MAX_UNSEEN", "OpenConnections", "ResumedConnection", "Resumption"]
+
+MAX_UNSEEN = 1 << 62
+"""`OpenConnections.unseen_allowed` for a connection it does not follow: no bound."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,22 @@ class OpenConnections:
         tracked = self._open.get(conn)
         if tracked is not None:
             tracked.down[direction] += size
+
+    def unseen_allowed(self, conn: int, direction: int) -> int:
+        """How many of the next bytes of ``conn``'s ``direction`` may be handed on unseen
+        (`skip`): the known rest of a frame's body, when the direction does not wait for a
+        boundary; any number when the connection is not followed."""
+        tracked = self._open.get(conn)
+        if tracked is None:
+            return MAX_UNSEEN
+        return 0 if tracked.waiting[direction] else tracked.bounds[direction].body_left
+
+    def skip(self, conn: int, direction: int, size: int) -> None:
+        """``size`` bytes of a frame's body handed on unseen (moved by the kernel, at most
+        `unseen_allowed`): followed as `follow` follows a chunk."""
+        tracked = self._open.get(conn)
+        if tracked is not None:
+            tracked.bounds[direction].skip(size)
 
     def follow(self, conn: int, direction: int, data: Chunk) -> Optional[tuple[int, int]]:
         """A chunk handed on as usual: follow its framing. Returns None, or, when the direction

@@ -8,34 +8,16 @@ observing side records the gap). Events are pickled into
 ``OPENED``, ``CLOSED`` and ``EVENT`` records, which wait for room in order and are never
 dropped: both ends are the same program, started together, so pickle is the event's
 description on the pipe. A read of frames the relay may hold before it hands them on is marked
-as it happens by an ``ARRIVED`` record (`arrived`), a header alone, kept as events are. Once
-the observing process is gone, nothing is handed on and forwarding goes on alone.
+as it happens by an ``ARRIVED`` record (`arrived`), a header alone, kept as events are. A
+large frame's body may be handed on from a pipe the kernel filled (`data_from_pipe`,
+body_splice.py): the same records. Once the observing process is gone, nothing is handed on
+and forwarding goes on alone.
 
-The recording is kept close to the wire (the bounds and their account are link_ledger.py's:
-about `TRAIL_LIMIT`; in a flood of tiny frames, what
-decoding `OUTSTANDING_LIMIT` of them takes): the observing process acknowledges, at every
-flush of the recording, the offset in the pipe's stream up to which everything handed on is
-decoded and its lines written to the kernel, and the rate at which it got through bytes lately
-(`acknowledged`). When the oldest record not acknowledged yet was handed on more than
-`TRAIL_LIMIT` ago, or more bytes handed on are not acknowledged yet than it gets through in
-that time (`outstanding_limit`: between `OUTSTANDING_LIMIT` for tiny frames and
-`OUTSTANDING_CEILING` for large blobs), or more than `OUTSTANDING_LIMIT` of what clients sent
-(`client_outstanding`: the rate never raises the limit for them), the link is `holding` until
-all are back under half their limits. While it holds, the relay takes no new bytes (`holds`,
-`until_caught_up`: backpressure, no gap) from the connections the recording trails *on*: those
-with at least their share of the bytes not acknowledged yet (the outstanding bytes over the
-number of connections that have some), as long as the others together have less than
-1/`QUIET_SHARE` of what those have. Those others forward on: one connection's flood does not
-hold the rest; nor do the bytes they hand on after a flood's (a record's worth outstanding)
-that has stood still for `BEHIND_AFTER` (held, or done sending) count in the shares (up to the
-byte limit): they wait
-behind it in the pipe, where its frames may take seconds to decode, and holding them would not
-shorten that. Their bytes go into the pipe behind the flood's, which is held at the limits, so
-they trail by what decoding the flood's held bytes takes (up to seconds of tiny frames on a
-busy machine: the reason they are not held by time as well); what they add themselves is
-bounded by the fraction (past it, every connection is held: when many connections trail alike,
-as 8 clients of sequential calls do, the link holds them all, as a kill -9 needs); and past
-`CAP` times the byte limit not acknowledged, every connection is held whatever the shares.
+The recording is kept close to the wire: the observing process acknowledges, at every flush of
+the recording, how far it decoded and wrote, and past the bounds link_ledger.py keeps (its
+docstring tells the policy: about `TRAIL_LIMIT` behind, and on which connections the relay
+waits) the link is `holding` and the relay takes no new bytes from the connections the
+recording trails on (`holds`, `until_caught_up`: backpressure, no gap).
 
 With a ``hold_limit`` (``--observer-hold``; none by default, `HOLD_LIMIT`), a connection's hold
 lasts at most that long: if the recording has not caught up by then, that connection *sheds*:
@@ -57,10 +39,18 @@ from typing import Callable, Optional
 import trio
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
+from . import kernel_pipes
 from .attribution import RoutesDown
 from .handoff import HandoffWriter, Kind, unsent_data
-from .link_ledger import BEHIND_AFTER, MARK_EVERY, RECORD_LIMIT, TRAIL_LIMIT, Ledger
-from .link_resume import OpenConnections, Resumption
+from .link_ledger import (
+    BEHIND_AFTER,
+    MARK_EVERY,
+    PIPED_RECORD_LIMIT,
+    RECORD_LIMIT,
+    TRAIL_LIMIT,
+    Ledger,
+)
+from .link_resume import MAX_UNSEEN, OpenConnections, Resumption
 
 __all__ = [
     "BACKLOG",
@@ -218,6 +208,43 @@ class ObserverLink:
                 self.stop()
                 followed.missed(conn, direction_number(direction), len(data))
         except Exception as exc:  # a bug here costs observation, never the forwarding
+            self._give_up(f"handing on to the observing process failed ({_described(exc)})")
+
+    def takes_unseen(self, conn: int, direction: Direction) -> int:
+        """How many of ``conn``'s next bytes of ``direction`` can be handed on from a pipe
+        without entering the process (`data_from_pipe`): none while observation stopped,
+        ``conn`` sheds or the direction waits for a frame boundary."""
+        if self.stopped or self.writer.gone or conn in self._shedding:
+            return 0
+        followed = self.connections
+        if followed is None:
+            return MAX_UNSEEN
+        return followed.unseen_allowed(conn, direction_number(direction))
+
+    def data_from_pipe(
+        self, conn: int, direction: Direction, source: int, size: int, t: float
+    ) -> None:
+        """A forwarded chunk of ``conn`` waiting at the start of pipe ``source`` (``size``
+        bytes, at most `takes_unseen`), handed on as `data` hands on a chunk, moved by the
+        kernel as far as the handoff pipe takes it. ``source`` is left empty."""
+        number = direction_number(direction)
+        followed = self.connections
+        try:
+            if size > self.takes_unseen(conn, direction):  # changed since the bytes were read
+                self.data(conn, direction, kernel_pipes.drain(source, size), t)
+                return
+            if followed is not None:
+                followed.skip(conn, number, size)
+            before = self.writer.handed
+            for start in range(0, size, PIPED_RECORD_LIMIT):
+                piece = min(PIPED_RECORD_LIMIT, size - start)
+                self.writer.data_from_pipe(conn, number, t, source, piece)
+            self._handed_on(conn, self.writer.handed - before, t, direction is Direction.C2S)
+            if followed is not None and self.writer.gone:  # as in `data`
+                self.stop()
+                followed.missed(conn, number, size)
+        except Exception as exc:  # as in `data`; what the pipe still holds goes nowhere
+            kernel_pipes.discard(source)
             self._give_up(f"handing on to the observing process failed ({_described(exc)})")
 
     def undelivered(self, conn: int, direction: Direction, why: str, t: float) -> None:
@@ -382,6 +409,7 @@ class ObserverLink:
         if self.connections is not None and not self.stopped:
             self.connections.stop(self.ledger.by_conn)
         self.stopped = True
+        self.writer.abandon()  # what waits for room goes nowhere now (its pipes closed)
         self._shedding.clear()
         self.ledger.clear()
         self._release()

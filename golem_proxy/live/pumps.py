@@ -16,7 +16,10 @@ from typing import Optional
 
 import trio
 
+from golem_core.framing import Framing
+
 from ..events import Direction
+from .body_splice import ENDED, BodySplicer, body_splicer
 from .chunks import RECV_SIZE_BULK, ChunkReader
 from .connection import Connection
 
@@ -49,48 +52,82 @@ async def pump_both(
 class PlainPump:
     """Forwards a direction of a connection as its bytes come: no fault, no interception."""
 
-    def __init__(self, start_time: float, enforce_limits: bool) -> None:
+    def __init__(
+        self, start_time: float, enforce_limits: bool, framing: Optional[Framing] = None
+    ) -> None:
         self.start_time = start_time
         """The session's start (`trio.current_time`): a chunk's ``t`` counts from it."""
         self.enforce_limits = enforce_limits
         """Each chunk is checked before it is sent, and a broken limit closes the connection."""
+        self.framing = framing
+        """The route's framing, given where a large frame's body may be moved by the kernel
+        (body_splice.py: observed in a process of its own, nothing checked before it goes)."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward ``direction`` of ``conn`` until it ends, a side fails, or ``scope`` is
         cancelled."""
-        source = conn.sides(direction)[0]
-        reader = ChunkReader(source.socket.fileno())
+        splicer = None
+        if self.framing is not None and not self.enforce_limits:
+            splicer = body_splicer(conn, direction, self.framing)
+        try:
+            await self._pump(conn, direction, scope, splicer)
+        finally:
+            if splicer is not None:
+                splicer.close()
+
+    async def _pump(
+        self,
+        conn: Connection,
+        direction: Direction,
+        scope: trio.CancelScope,
+        splicer: Optional[BodySplicer],
+    ) -> None:
+        source = conn.sides(direction)[0].socket.fileno()
+        reader = ChunkReader(source)
         enforce = self.enforce_limits
         from_client = direction is Direction.C2S
         streak = streak_bytes = 0
         while True:
-            try:
-                chunk = reader.read_ready()
-            except OSError as exc:
-                conn.source_failed(direction, exc, scope)
-                return
-            if chunk is None:
-                streak = streak_bytes = 0
-                await reader.wait()
-                continue
-            now = trio.current_time()
-            conn.last_activity = now
-            t = now - self.start_time
-            if not chunk:
-                conn.end_of_stream(direction, t, scope)
-                return
-            if enforce and conn.stopped_by_limits(direction, chunk, t, scope):
-                return
-            # Observed as it goes; what never goes is handed on undelivered.
-            if not await conn.forward(direction, chunk, t, scope):
-                return
+            wanted = 0 if splicer is None else splicer.wanted()
+            if wanted:
+                moved = await splicer.move(wanted, self.start_time, scope)  # type: ignore[union-attr]
+                if moved == ENDED:
+                    return
+                if not moved:
+                    streak = streak_bytes = 0
+                    await reader.wait()
+                    continue
+            else:
+                try:
+                    chunk = reader.read_ready()
+                except OSError as exc:
+                    conn.source_failed(direction, exc, scope)
+                    return
+                if chunk is None:
+                    streak = streak_bytes = 0
+                    await reader.wait()
+                    continue
+                now = trio.current_time()
+                conn.last_activity = now
+                t = now - self.start_time
+                if not chunk:
+                    conn.end_of_stream(direction, t, scope)
+                    return
+                if enforce and conn.stopped_by_limits(direction, chunk, t, scope):
+                    return
+                if splicer is not None:
+                    splicer.saw(chunk)
+                # Observed as it goes; what never goes is handed on undelivered.
+                if not await conn.forward(direction, chunk, t, scope):
+                    return
+                moved = len(chunk)
             conn.awaiting_reply = from_client
             if conn.link is not None and conn.link.holds(conn.conn):
                 await conn.link.until_caught_up(conn.conn)  # the recording trails on it
             if from_client and conn.eof[Direction.S2C]:
                 await conn.check_upstream_after_close(scope)
             streak += 1
-            streak_bytes += len(chunk)
+            streak_bytes += moved
             if streak >= _MAX_STREAK or streak_bytes >= _MAX_STREAK_BYTES:
                 # Data keeps coming: let other connections run too.
                 streak = streak_bytes = 0

@@ -246,7 +246,9 @@ class Proxy:
         else:
             conn.tap = self._tap(conn.conn, conn.route.name)
             conn.observer = self.observer
-        pump: Pump = PlainPump(self.start_time, self.options.enforce_limits).pump
+        # Observed in a process of its own, a large frame's body may go by the kernel's way.
+        framing = self.profile.framing if self.link is not None else None
+        pump: Pump = PlainPump(self.start_time, self.options.enforce_limits, framing).pump
         name = conn.route.name
         plan = self.options.faults
         engine = self.options.intercept
