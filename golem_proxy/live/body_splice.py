@@ -63,18 +63,25 @@ class BodySplicer:
         self.direction = direction
         self.bounds = FrameBoundaries(framing)
         self.pipes: Optional[kernel_pipes.PipePair] = None
-        self.broken = False
-        """The pipes could not be made: the copy way from now on."""
+        self.seen = 0
+        """Bytes of the direction forwarded so far, either way."""
+        self.no_pipes_until = 0
+        """Where the body ends (in `seen`'s count) for which the pipes could not be made (the
+        user's pipe budget spent, say): the copy way until then, the kernel's way tried again
+        for the next body."""
 
     def saw(self, chunk: Chunk) -> None:
         """A chunk the pump read and forwarded the copy way."""
         self.bounds.feed(chunk)
+        self.seen += len(chunk)
 
     def wanted(self) -> int:
         """Bytes to move by the kernel now (0: read the next chunk the copy way)."""
         left = self.bounds.body_left
-        if left < SPLICE_FROM or self.broken:
+        if left < SPLICE_FROM:
             self.close()  # until the next large body: pipes count against the user's budget
+            return 0
+        if self.seen + left == self.no_pipes_until:
             return 0
         link = self.conn.link
         assert link is not None
@@ -85,11 +92,11 @@ class BodySplicer:
             try:
                 self.pipes = kernel_pipes.PipePair(kernel_pipes.PIPE_SIZE)
             except OSError:
-                self.broken = True
+                self.no_pipes_until = self.seen + left
                 return 0
             if self.pipes.size < SPLICE_FROM:  # the user's pipe budget is spent
                 self.close()
-                self.broken = True
+                self.no_pipes_until = self.seen + left
                 return 0
         return min(size, self.pipes.size)
 
@@ -114,6 +121,7 @@ class BodySplicer:
             conn.end_of_stream(direction, t, scope)
             return ENDED
         self.bounds.skip(moved)
+        self.seen += moved
         if not self._duplicated(moved):
             # The copy way for these bytes: out of the pipe, forwarded as a chunk.
             chunk = kernel_pipes.drain(pipes.wire[0], moved)

@@ -328,3 +328,32 @@ async def test_unix_socket_routes_move_bodies_the_kernels_way_too(
             await client.aclose()
     assert got == answer and relay.handoff.data(1) == answer
     assert sum(moved) >= MIB
+
+
+async def test_without_room_for_its_pipes_a_body_goes_the_copy_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pipes smaller than `SPLICE_FROM` (the user's pipe budget spent): the copy way, every
+    byte the same; and the kernel's way again for the next body once pipes are large."""
+    moved = counting_splices(monkeypatch)
+    monkeypatch.setattr(kernel_pipes, "PIPE_SIZE", 4096)
+    answer = golem_frame(2 * MIB, 16) + golem_frame(2 * MIB, 17)
+    first_body = 2 * MIB + 4
+
+    def pieces(sent: int) -> int:
+        if sent >= first_body:  # the second answer: room again
+            monkeypatch.setattr(kernel_pipes, "PIPE_SIZE", MIB)
+        return min(100_000, first_body - sent) if sent < first_body else 100_000
+
+    async with trio.open_nursery() as nursery:
+        upstream = await nursery.start(serve_once, answer, pieces)
+        async with relay_to(upstream) as relay:
+            client = await trio.open_tcp_stream(relay.listen.host, relay.listen.port)
+            await client.send_all(golem_frame(10, 18))
+            with trio.fail_after(20):
+                got = await receive(client, first_body)
+                assert not moved  # the first body went the copy way
+                got += await receive(client, len(answer) - first_body)
+            await client.aclose()
+    assert got == answer and relay.handoff.data(1) == answer
+    assert sum(moved) >= MIB
