@@ -35,7 +35,7 @@ from ..events import Direction
 from . import kernel_pipes
 from .connection import Connection
 
-__all__ = ["ENDED", "SPLICE_FROM", "BodySplicer", "body_splicer"]
+__all__ = ["ENDED", "READ_INSTEAD", "SPLICE_FROM", "BodySplicer", "body_splicer"]
 
 SPLICE_FROM = 128 * 1024
 """The least of a frame's body still to come that is moved by the kernel: below it, the copy
@@ -43,6 +43,8 @@ costs less than the calls the kernel way makes."""
 
 ENDED = -1
 """`BodySplicer.move`: the direction ended (or the connection)."""
+READ_INSTEAD = -2
+"""`BodySplicer.move`: nothing moved, and the next read goes the copy way."""
 
 
 def body_splicer(conn: Connection, direction: Direction, framing: Framing) -> Optional[BodySplicer]:
@@ -87,6 +89,7 @@ class BodySplicer:
         assert link is not None
         size = min(left, link.takes_unseen(self.conn.conn, self.direction))
         if size < SPLICE_FROM:
+            self.close()  # the copy way for a while (observation stopped, say)
             return 0
         if self.pipes is None:
             try:
@@ -102,24 +105,27 @@ class BodySplicer:
 
     async def move(self, size: int, start_time: float, scope: trio.CancelScope) -> int:
         """Move up to ``size`` bytes (`wanted`) from the source to the receiver, handing each
-        piece on as it is delivered. Returns how many moved, 0 when the source had none yet
-        (wait until it is readable), `ENDED` when the direction or the connection ended."""
+        piece on as it is delivered. Returns how many moved, `ENDED` when the direction or the
+        connection ended, or `READ_INSTEAD`: nothing moved, read the copy way (which waits
+        when the source has nothing yet)."""
         pipes, conn, direction = self.pipes, self.conn, self.direction
         assert pipes is not None
         source = conn.sides(direction)[0].socket.fileno()
         try:
             moved = kernel_pipes.splice(source, pipes.wire[1], size)
         except BlockingIOError:
-            return 0
+            moved = 0
         except OSError as exc:
             conn.source_failed(direction, exc, scope)
             return ENDED
+        if not moved:
+            # Nothing yet, an end of stream, or TCP's urgent mark, where splice stops (and says
+            # "nothing yet" while the socket polls readable): the copy way's read tells them
+            # apart, and skips the urgent byte as it does without the kernel's way.
+            return READ_INSTEAD
         now = trio.current_time()
         conn.last_activity = now
         t = now - start_time
-        if not moved:
-            conn.end_of_stream(direction, t, scope)
-            return ENDED
         self.bounds.skip(moved)
         self.seen += moved
         if not self._duplicated(moved):

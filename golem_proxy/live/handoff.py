@@ -287,19 +287,14 @@ class HandoffWriter:
         if self._lost:
             self._queue_lost(conn)
         header = HEADER.pack(Kind.DATA, conn, direction, t, size)
-        if self.flush():
-            written = self._write_some(memoryview(header))
-            if written == len(header):
-                moved = self._splice_some(source, size)
-                if moved < size:
-                    self._wait_piped(source, size - moved)
-                self.handed += len(header) + size
-                return True
-            if written:
-                self._wait(memoryview(header)[written:])
-                self._wait_piped(source, size)
-                self.handed += len(header) + size
-                return True
+        # A header is written whole or not at all: a pipe takes a write of at most PIPE_BUF
+        # (4 KiB on Linux) bytes in one piece.
+        if self.flush() and self._write_some(memoryview(header)):
+            moved = self._splice_some(source, size)
+            if moved < size:
+                self._wait_piped(source, size - moved)
+            self.handed += len(header) + size
+            return True
         if self.gone or self.waiting_bytes + len(header) + size > self.backlog:
             kernel_pipes.drain(source, size)
             self.lose(conn, direction, t, size)

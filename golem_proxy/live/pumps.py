@@ -19,7 +19,7 @@ import trio
 from golem_core.framing import Framing
 
 from ..events import Direction
-from .body_splice import ENDED, BodySplicer, body_splicer
+from .body_splice import ENDED, READ_INSTEAD, BodySplicer, body_splicer
 from .chunks import RECV_SIZE_BULK, ChunkReader
 from .connection import Connection
 
@@ -89,15 +89,12 @@ class PlainPump:
         streak = streak_bytes = 0
         while True:
             wanted = 0 if splicer is None else splicer.wanted()
+            moved = READ_INSTEAD
             if wanted:
                 moved = await splicer.move(wanted, self.start_time, scope)  # type: ignore[union-attr]
                 if moved == ENDED:
                     return
-                if not moved:
-                    streak = streak_bytes = 0
-                    await reader.wait()
-                    continue
-            else:
+            if moved == READ_INSTEAD:
                 try:
                     chunk = reader.read_ready()
                 except OSError as exc:

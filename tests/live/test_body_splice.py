@@ -147,10 +147,8 @@ async def serve_once(
         listener.listen(1)
         task_status.started(Address(path=unix_path))
     else:
-        listener = trio.socket.socket()
-        await listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        task_status.started(Address("127.0.0.1", listener.getsockname()[1]))
+        listener, address = await loopback_listener()
+        task_status.started(address)
     peer, _ = await listener.accept()
     listener.close()
     with peer:
@@ -165,9 +163,20 @@ async def serve_once(
             except (trio.BrokenResourceError, OSError):
                 return  # the proxy reset it (its client went away)
             sent += step
-        with contextlib.suppress(trio.BrokenResourceError, OSError):
-            while await stream.receive_some(65536):
-                pass
+        await read_until_closed(stream)
+
+
+async def loopback_listener() -> tuple[trio.socket.SocketType, Address]:
+    listener = trio.socket.socket()
+    await listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    return listener, Address("127.0.0.1", listener.getsockname()[1])
+
+
+async def read_until_closed(stream: trio.SocketStream) -> None:
+    with contextlib.suppress(trio.BrokenResourceError, OSError):
+        while await stream.receive_some(65536):
+            pass
 
 
 async def receive(stream: trio.SocketStream, size: int) -> bytes:
@@ -337,23 +346,71 @@ async def test_without_room_for_its_pipes_a_body_goes_the_copy_way(
     byte the same; and the kernel's way again for the next body once pipes are large."""
     moved = counting_splices(monkeypatch)
     monkeypatch.setattr(kernel_pipes, "PIPE_SIZE", 4096)
-    answer = golem_frame(2 * MIB, 16) + golem_frame(2 * MIB, 17)
-    first_body = 2 * MIB + 4
+    first, second = golem_frame(2 * MIB, 16), golem_frame(2 * MIB, 17)
+    listener, upstream = await loopback_listener()
+    room_again = trio.Event()
 
-    def pieces(sent: int) -> int:
-        if sent >= first_body:  # the second answer: room again
-            monkeypatch.setattr(kernel_pipes, "PIPE_SIZE", MIB)
-        return min(100_000, first_body - sent) if sent < first_body else 100_000
+    async def serve() -> None:
+        peer, _ = await listener.accept()
+        with peer:
+            stream = trio.SocketStream(peer)
+            await receive(stream, 14)
+            await stream.send_all(first)
+            await room_again.wait()
+            await stream.send_all(second)
+            await read_until_closed(stream)
 
     async with trio.open_nursery() as nursery:
-        upstream = await nursery.start(serve_once, answer, pieces)
+        nursery.start_soon(serve)
         async with relay_to(upstream) as relay:
             client = await trio.open_tcp_stream(relay.listen.host, relay.listen.port)
             await client.send_all(golem_frame(10, 18))
             with trio.fail_after(20):
-                got = await receive(client, first_body)
+                got = await receive(client, len(first))
                 assert not moved  # the first body went the copy way
-                got += await receive(client, len(answer) - first_body)
+                monkeypatch.setattr(kernel_pipes, "PIPE_SIZE", MIB)
+                room_again.set()
+                got += await receive(client, len(second))
             await client.aclose()
-    assert got == answer and relay.handoff.data(1) == answer
+    listener.close()
+    assert got == first + second and relay.handoff.data(1) == first + second
     assert sum(moved) >= MIB
+
+
+async def test_tcp_urgent_data_mid_body_is_not_taken_for_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """splice stops at TCP's urgent mark as at an end of stream: the copy way's read tells them
+    apart, so the answer crosses whole (the urgent byte skipped, as without the kernel's
+    way), where it was cut there and the direction ended."""
+    moved = counting_splices(monkeypatch)
+    answer = golem_frame(2 * MIB, 19)
+    cut = 600_000
+    listener, upstream = await loopback_listener()
+    sent_urgent = trio.Event()
+
+    async def serve() -> None:
+        peer, _ = await listener.accept()
+        with peer:
+            stream = trio.SocketStream(peer)
+            await receive(stream, 14)
+            await stream.send_all(answer[:cut])
+            with trio.fail_after(20):
+                while not moved:  # the kernel's way is under way
+                    await trio.sleep(0.01)
+            await peer.send(b"!", socket.MSG_OOB)
+            sent_urgent.set()
+            await stream.send_all(answer[cut:])
+            await read_until_closed(stream)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve)
+        async with relay_to(upstream) as relay:
+            client = await trio.open_tcp_stream(relay.listen.host, relay.listen.port)
+            await client.send_all(golem_frame(10, 20))
+            with trio.fail_after(20):
+                got = await receive(client, len(answer))
+            await client.aclose()
+    listener.close()
+    assert sent_urgent.is_set()
+    assert got == answer and relay.handoff.data(1) == answer
