@@ -2,14 +2,14 @@
 16 MiB viewport capture at the speed of a bare relay).
 
 On a plain route observed in a process of its own, with length-prefixed framing, the plain pump
-(pumps.py) reads as usual until a frame's header says that at least `SPLICE_FROM` bytes of its
-body are still to come. Those bytes, and only those (never the next frame's header), are then
-moved by the kernel (kernel_pipes.py): spliced from the source socket into a pipe, duplicated
-by ``tee`` into a second pipe, spliced on to the receiver, and, for each piece the receiver
-took, spliced from the duplicate into the handoff pipe as that piece's ``DATA`` record
-(`ObserverLink.data_from_pipe`). So the observing process reads the same records, in the same
-order, as when the bytes are copied, and a piece is handed on only once it was delivered, as
-`Connection.forward` hands on a chunk.
+(pumps.py) reads what the server sends as usual until a frame's header says that at least
+`SPLICE_FROM` bytes of its body are still to come. Those bytes, and only those (never the next
+frame's header), are then moved by the kernel (kernel_pipes.py): spliced from the source socket
+into a pipe, duplicated by ``tee`` into a second pipe, spliced on to the receiver, and, for each
+piece the receiver took, spliced from the duplicate into the handoff pipe as that piece's
+``DATA`` record (`ObserverLink.data_from_pipe`). So the observing process reads the same
+records, in the same order, as when the bytes are copied, and a piece is handed on only once it
+was delivered, as `Connection.forward` hands on a chunk.
 
 Whatever the kernel way cannot do goes the copy way, with the same outcome: the duplicate failed
 (the bytes are taken out of the pipe and forwarded as a chunk), the link cannot take bytes
@@ -49,9 +49,14 @@ READ_INSTEAD = -2
 
 def body_splicer(conn: Connection, direction: Direction, framing: Framing) -> Optional[BodySplicer]:
     """The splicer for ``direction`` of ``conn``, or None where the kernel way does not apply:
-    bytes not handed to an observing process (``conn.link``), framing by lines (a frame's end
-    is known only by looking at every byte), or a system without ``splice`` and ``tee``."""
+    bytes not handed to an observing process (``conn.link``), framing by lines (a frame's
+    end is known only by looking at every byte), a system without ``splice`` and ``tee``, or
+    what clients send: the answers are what is large (a viewport capture), and 64 clients
+    each sending a 64 MiB frame went through at a quarter of the copy way's rate with it (not
+    understood yet; docs/architecture.md)."""
     if conn.link is None or framing is not Framing.LENGTH_PREFIXED or not kernel_pipes.available():
+        return None
+    if direction is Direction.C2S:
         return None
     return BodySplicer(conn, direction, framing)
 

@@ -217,7 +217,7 @@ async def test_a_large_body_reaches_the_client_and_the_handoff_whole_in_order(
         upstream = await nursery.start(serve_once, answer, lambda _: rng.randint(1, 700_000))
         async with relay_to(upstream) as relay:
             client = await trio.open_tcp_stream(relay.listen.host, relay.listen.port)
-            request = golem_frame(200 * 1024, seed + 2)  # a large request is spliced too
+            request = golem_frame(200 * 1024, seed + 2)  # a large request: the copy way
             await client.send_all(request)
             with trio.fail_after(20):
                 got = await receive(client, len(answer))
