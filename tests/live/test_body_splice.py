@@ -13,7 +13,7 @@ import os
 import random
 import socket
 import struct
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +189,24 @@ async def receive(stream: trio.SocketStream, size: int) -> bytes:
     return bytes(data)
 
 
+async def serve_in_two(
+    listener: trio.socket.SocketType,
+    first: bytes,
+    between: Callable[[trio.socket.SocketType], Awaitable[None]],
+    rest: bytes,
+) -> None:
+    """Accept one client, read its small GOLEM request, send ``first``, await ``between``
+    (given the socket), send ``rest``, then read until the client closes."""
+    peer, _ = await listener.accept()
+    with peer:
+        stream = trio.SocketStream(peer)
+        await receive(stream, 14)
+        await stream.send_all(first)
+        await between(peer)
+        await stream.send_all(rest)
+        await read_until_closed(stream)
+
+
 def counting_splices(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the bytes each kernel splice moved (the kernel way was taken)."""
     moved: list[int] = []
@@ -350,18 +368,11 @@ async def test_without_room_for_its_pipes_a_body_goes_the_copy_way(
     listener, upstream = await loopback_listener()
     room_again = trio.Event()
 
-    async def serve() -> None:
-        peer, _ = await listener.accept()
-        with peer:
-            stream = trio.SocketStream(peer)
-            await receive(stream, 14)
-            await stream.send_all(first)
-            await room_again.wait()
-            await stream.send_all(second)
-            await read_until_closed(stream)
+    async def between(_: trio.socket.SocketType) -> None:
+        await room_again.wait()
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve)
+        nursery.start_soon(serve_in_two, listener, first, between, second)
         async with relay_to(upstream) as relay:
             client = await trio.open_tcp_stream(relay.listen.host, relay.listen.port)
             await client.send_all(golem_frame(10, 18))
@@ -380,31 +391,25 @@ async def test_without_room_for_its_pipes_a_body_goes_the_copy_way(
 async def test_tcp_urgent_data_mid_body_is_not_taken_for_the_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """splice stops at TCP's urgent mark as at an end of stream: the copy way's read tells them
-    apart, so the answer crosses whole (the urgent byte skipped, as without the kernel's
-    way), where it was cut there and the direction ended."""
+    """At TCP's urgent mark splice moves nothing while the socket polls readable: the copy
+    way's read takes the next bytes (the urgent byte skipped, as without the kernel's way),
+    so the answer crosses whole, where the relay spun on the mark until the connection
+    ended."""
     moved = counting_splices(monkeypatch)
     answer = golem_frame(2 * MIB, 19)
     cut = 600_000
     listener, upstream = await loopback_listener()
     sent_urgent = trio.Event()
 
-    async def serve() -> None:
-        peer, _ = await listener.accept()
-        with peer:
-            stream = trio.SocketStream(peer)
-            await receive(stream, 14)
-            await stream.send_all(answer[:cut])
-            with trio.fail_after(20):
-                while not moved:  # the kernel's way is under way
-                    await trio.sleep(0.01)
-            await peer.send(b"!", socket.MSG_OOB)
-            sent_urgent.set()
-            await stream.send_all(answer[cut:])
-            await read_until_closed(stream)
+    async def between(peer: trio.socket.SocketType) -> None:
+        with trio.fail_after(20):
+            while not moved:  # the kernel's way is under way
+                await trio.sleep(0.01)
+        await peer.send(b"!", socket.MSG_OOB)
+        sent_urgent.set()
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve)
+        nursery.start_soon(serve_in_two, listener, answer[:cut], between, answer[cut:])
         async with relay_to(upstream) as relay:
             client = await trio.open_tcp_stream(relay.listen.host, relay.listen.port)
             await client.send_all(golem_frame(10, 20))
