@@ -4,9 +4,11 @@
 
 The plain pump is byte-exact and comes first: it reads a chunk and writes it straight to the
 other socket, then hands the same chunk to the observer, which never makes it wait
-(observer.py). Nothing is decoded or re-encoded on this path (with ``enforce_limits`` a tap of
-its own checks a chunk before it is sent, `Connection.stopped_by_limits`). How a connection ends,
-half-closes and resets included, is `Connection`'s job, shared with the faulted pumps.
+(observer.py). Observed in a process of its own, a large frame's body from the server goes by
+the kernel's way instead (body_splice.py), with the same outcome. Nothing is decoded or
+re-encoded on this path (with ``enforce_limits`` a tap of its own checks a chunk before it is
+sent, `Connection.stopped_by_limits`). How a connection ends, half-closes and resets included,
+is `Connection`'s job, shared with the faulted pumps.
 """
 
 from __future__ import annotations
@@ -88,10 +90,9 @@ class PlainPump:
         from_client = direction is Direction.C2S
         streak = streak_bytes = 0
         while True:
-            wanted = 0 if splicer is None else splicer.wanted()
             moved = READ_INSTEAD
-            if wanted:
-                moved = await splicer.move(wanted, self.start_time, scope)  # type: ignore[union-attr]
+            if splicer is not None and (wanted := splicer.wanted()):
+                moved = await splicer.move(wanted, self.start_time, scope)
                 if moved == ENDED:
                     return
             if moved == READ_INSTEAD:
