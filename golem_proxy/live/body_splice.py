@@ -66,9 +66,13 @@ class BodySplicer:
     body is worth moving by the kernel (`wanted`), and moves it (`move`)."""
 
     def __init__(self, conn: Connection, direction: Direction, framing: Framing) -> None:
+        assert conn.link is not None
         self.conn = conn
         self.direction = direction
-        self.bounds = FrameBoundaries(framing)
+        self.bounds = FrameBoundaries(framing) if conn.link.connections is None else None
+        """The direction's frames, followed here only where the link does not follow them
+        already (for a restart: `ObserverLink.takes_unseen` then says how much of a body is
+        known to be still to come), so that the forwarding path reads each header once."""
         self.pipes: Optional[kernel_pipes.PipePair] = None
         self.seen = 0
         """Bytes of the direction forwarded so far, either way."""
@@ -79,22 +83,23 @@ class BodySplicer:
 
     def saw(self, chunk: Chunk) -> None:
         """A chunk the pump read and forwarded the copy way."""
-        self.bounds.feed(chunk)
+        if self.bounds is not None:
+            self.bounds.feed(chunk)
         self.seen += len(chunk)
 
     def wanted(self) -> int:
         """Bytes to move by the kernel now (0: read the next chunk the copy way)."""
-        left = self.bounds.body_left
-        if left < SPLICE_FROM:
-            self.close()  # until the next large body: pipes count against the user's budget
-            return 0
-        if self.seen + left == self.no_pipes_until:
-            return 0
         link = self.conn.link
         assert link is not None
-        size = min(left, link.takes_unseen(self.conn.conn, self.direction))
-        if size < SPLICE_FROM:
-            self.close()  # the copy way for a while (observation stopped, say)
+        left = link.takes_unseen(self.conn.conn, self.direction)
+        if self.bounds is not None:
+            left = min(left, self.bounds.body_left)
+        if left < SPLICE_FROM:
+            # Until the next large body, or while the link cannot take one (observation
+            # stopped, say): pipes count against the user's budget.
+            self.close()
+            return 0
+        if self.seen + left == self.no_pipes_until:
             return 0
         if self.pipes is None:
             try:
@@ -106,7 +111,7 @@ class BodySplicer:
                 self.close()
                 self.no_pipes_until = self.seen + left
                 return 0
-        return min(size, self.pipes.size)
+        return min(left, self.pipes.size)
 
     async def move(self, size: int, start_time: float, scope: trio.CancelScope) -> int:
         """Move up to ``size`` bytes (`wanted`) from the source to the receiver, handing each
@@ -131,7 +136,8 @@ class BodySplicer:
         now = trio.current_time()
         conn.last_activity = now
         t = now - start_time
-        self.bounds.skip(moved)
+        if self.bounds is not None:
+            self.bounds.skip(moved)
         self.seen += moved
         if not self._duplicated(moved):
             # The copy way for these bytes: out of the pipe, forwarded as a chunk.

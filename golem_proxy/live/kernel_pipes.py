@@ -25,8 +25,10 @@ __all__ = [
     "SPLICE_NONBLOCK",
     "PipePair",
     "available",
+    "close_all",
     "discard",
     "drain",
+    "new_pipe",
     "resize",
     "splice",
     "tee",
@@ -104,26 +106,39 @@ def discard(fd: int) -> None:
             pass
 
 
+def new_pipe(wanted_size: int) -> tuple[int, int, int]:
+    """A non-blocking pipe, not inherited by child processes, asked to hold ``wanted_size``
+    bytes: (read end, write end, the size it has: see `resize`). Raises OSError."""
+    read_end, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    return read_end, write_end, resize(write_end, wanted_size)
+
+
+def close_all(*fds: int) -> None:
+    """Close each descriptor. Never raises."""
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 class PipePair:
     """Two pipes of the same size: ``wire`` carries bytes from one socket to the other,
     ``copy`` holds their duplicate for the observer. Each is (read end, write end),
     non-blocking, closed by `close`."""
 
     def __init__(self, wanted_size: int) -> None:
-        self.wire = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        wire_read, wire_write, wire_size = new_pipe(wanted_size)
         try:
-            self.copy = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            copy_read, copy_write, copy_size = new_pipe(wanted_size)
         except OSError:
-            for fd in self.wire:
-                os.close(fd)
+            close_all(wire_read, wire_write)
             raise
-        self.size = min(resize(self.wire[1], wanted_size), resize(self.copy[1], wanted_size))
+        self.wire = (wire_read, wire_write)
+        self.copy = (copy_read, copy_write)
+        self.size = min(wire_size, copy_size)
         """Bytes both pipes hold: the most one splice may move in (the copy must take all)."""
 
     def close(self) -> None:
-        for fd in (*self.wire, *self.copy):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        close_all(*self.wire, *self.copy)
 
 
 def resize(fd: int, wanted: int) -> int:

@@ -23,10 +23,7 @@ from golem_core.framing import Framing
 
 from ..events import ConnectionClosed, ConnectionOpened, RouteDown
 
-__all__ = ["MAX_UNSEEN", "OpenConnections", "ResumedConnection", "Resumption"]
-
-MAX_UNSEEN = 1 << 62
-"""`OpenConnections.unseen_allowed` for a connection it does not follow: no bound."""
+__all__ = ["OpenConnections", "ResumedConnection", "Resumption"]
 
 
 @dataclass(frozen=True)
@@ -146,10 +143,10 @@ class OpenConnections:
     def unseen_allowed(self, conn: int, direction: int) -> int:
         """How many of the next bytes of ``conn``'s ``direction`` may be handed on unseen
         (`skip`): the known rest of a frame's body, when the direction does not wait for a
-        boundary; any number when the connection is not followed."""
+        boundary (none for a connection not followed: nothing is known of it)."""
         tracked = self._open.get(conn)
         if tracked is None:
-            return MAX_UNSEEN
+            return 0
         return 0 if tracked.waiting[direction] else tracked.bounds[direction].body_left
 
     def skip(self, conn: int, direction: int, size: int) -> None:

@@ -12,7 +12,6 @@ restart). The control socket then carries the child's acknowledgements (`ACK`).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import pickle
 import signal
@@ -30,7 +29,7 @@ from golem_core.profiles import get_profile
 
 from ..recording.format import Header, RouteInfo
 from ..recording.shared_file import RecordingFile
-from .kernel_pipes import PIPE_SIZE
+from .kernel_pipes import PIPE_SIZE, resize
 from .log import Verbosity
 from .proxy_options import BoundRoute, ProxyOptions
 
@@ -143,8 +142,7 @@ async def spawn(
     try:
         read_fd, write_fd = os.pipe()
         opened += [read_fd, write_fd]
-        with contextlib.suppress(OSError, AttributeError):
-            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)  # type: ignore[attr-defined]
+        resize(write_fd, PIPE_SIZE)
         ours, theirs = socket.socketpair()
         sockets += [ours, theirs]
         record_fd = -1 if record is None else record.write_fd

@@ -50,7 +50,7 @@ from .link_ledger import (
     TRAIL_LIMIT,
     Ledger,
 )
-from .link_resume import MAX_UNSEEN, OpenConnections, Resumption
+from .link_resume import OpenConnections, Resumption
 
 __all__ = [
     "BACKLOG",
@@ -75,6 +75,9 @@ forwarded at the pace it is observed, and recorded whole, and holds only its own
 STALL_LIMIT = 5.0
 """Seconds without an acknowledgement moving on, while the relay holds, after which the
 observing process counts as stuck and forwarding goes on without it."""
+
+MAX_UNSEEN = 1 << 62
+"""`ObserverLink.takes_unseen` where the link does not follow the frames: no bound of its own."""
 
 PIPE_DIRECTIONS = (Direction.C2S, Direction.S2C)
 """A direction by its number on the pipe (`direction_number`)."""
@@ -213,7 +216,8 @@ class ObserverLink:
     def takes_unseen(self, conn: int, direction: Direction) -> int:
         """How many of ``conn``'s next bytes of ``direction`` can be handed on from a pipe
         without entering the process (`data_from_pipe`): none while observation stopped,
-        ``conn`` sheds or the direction waits for a frame boundary."""
+        ``conn`` sheds or the direction waits for a frame boundary; where the link follows the
+        frames (for a restart), the known rest of the frame's body; else `MAX_UNSEEN`."""
         if self.stopped or self.writer.gone or conn in self._shedding:
             return 0
         followed = self.connections

@@ -12,8 +12,6 @@ bytes in at the tail, `give` splices them out from the head. A pipe emptied is k
 from __future__ import annotations
 
 import collections
-import contextlib
-import os
 
 from . import kernel_pipes
 
@@ -31,15 +29,12 @@ class _Pipe:
     __slots__ = ("full", "held", "read", "write")
 
     def __init__(self, size: int) -> None:
-        self.read, self.write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        kernel_pipes.resize(self.write, size)
+        self.read, self.write, _ = kernel_pipes.new_pipe(size)
         self.held = 0
         self.full = False
 
     def close(self) -> None:
-        for fd in (self.read, self.write):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        kernel_pipes.close_all(self.read, self.write)
 
 
 class PipeBacklog:

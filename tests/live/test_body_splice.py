@@ -95,10 +95,16 @@ class Relay:
 
 @asynccontextmanager
 async def relay_to(
-    upstream: Address, pipe_size: int = MIB, bite: int = 1 << 20, listen: Optional[Address] = None
+    upstream: Address,
+    pipe_size: int = MIB,
+    bite: int = 1 << 20,
+    listen: Optional[Address] = None,
+    followed: bool = False,
 ) -> AsyncIterator[Relay]:
     """A relay to ``upstream`` handing on to a pipe of ``pipe_size`` bytes, read ``bite``
-    bytes at a time as it runs; everything left is read once the relay stopped."""
+    bytes at a time as it runs; everything left is read once the relay stopped. ``followed``:
+    the link follows the frames for a restart, as it does by default (the splicer then reads
+    a body's rest from it)."""
     read_fd, write_fd = os.pipe2(os.O_NONBLOCK)
     fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, pipe_size)
     proxy = Proxy(
@@ -109,6 +115,8 @@ async def relay_to(
     )
     link = ObserverLink(write_fd, proxy.now, stall_limit=1.0)
     proxy.link = link
+    if followed:
+        link.connections = OpenConnections({}, Framing.LENGTH_PREFIXED)
     handoff = Handoff(read_fd, link, bite)
     try:
         async with trio.open_nursery() as nursery:
@@ -221,9 +229,10 @@ def counting_splices(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return moved
 
 
+@pytest.mark.parametrize("followed", [False, True])
 @pytest.mark.parametrize("seed", range(4))
 async def test_a_large_body_reaches_the_client_and_the_handoff_whole_in_order(
-    monkeypatch: pytest.MonkeyPatch, seed: int
+    monkeypatch: pytest.MonkeyPatch, seed: int, followed: bool
 ) -> None:
     """Two large answers and a small one sent in one stream, in random pieces: the kernel way
     stops at each body's end (the next header goes the copy way), and the bytes are the same
@@ -233,7 +242,7 @@ async def test_a_large_body_reaches_the_client_and_the_handoff_whole_in_order(
     answer = golem_frame(3 * MIB + 17, seed) + golem_frame(9, seed) + golem_frame(MIB, seed + 1)
     async with trio.open_nursery() as nursery:
         upstream = await nursery.start(serve_once, answer, lambda _: rng.randint(1, 700_000))
-        async with relay_to(upstream) as relay:
+        async with relay_to(upstream, followed=followed) as relay:
             client = await trio.open_tcp_stream(relay.listen.host, relay.listen.port)
             request = golem_frame(200 * 1024, seed + 2)  # a large request: the copy way
             await client.send_all(request)
@@ -247,8 +256,9 @@ async def test_a_large_body_reaches_the_client_and_the_handoff_whole_in_order(
     assert not relay.link.gone and relay.link.writer.lost_total == 0
 
 
+@pytest.mark.parametrize("followed", [False, True])
 async def test_a_full_handoff_pipe_keeps_the_records_whole_and_in_order(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, followed: bool
 ) -> None:
     """A small handoff pipe read in small bites: headers and bodies go in part, wait in the
     backlog, and the kernel way and the copy way take turns; the records are the same."""
@@ -256,7 +266,7 @@ async def test_a_full_handoff_pipe_keeps_the_records_whole_and_in_order(
     answer = golem_frame(6 * MIB, 7) + golem_frame(300_000, 8)
     async with trio.open_nursery() as nursery:
         upstream = await nursery.start(serve_once, answer, lambda _: 1 << 20)
-        async with relay_to(upstream, pipe_size=4096, bite=5000) as relay:
+        async with relay_to(upstream, pipe_size=4096, bite=5000, followed=followed) as relay:
             client = await trio.open_tcp_stream(relay.listen.host, relay.listen.port)
             await client.send_all(golem_frame(10, 9))
             with trio.fail_after(30):
