@@ -20,6 +20,7 @@ from golem_core.messages import Message, Notification, Role, method_of
 from golem_core.outcome import Outcome, OutcomeKind
 
 from .frame_runs import FrameRuns
+from .recording.payload_places import PayloadPlace
 from .session_events import EventsMissed, ProcessOutput, RouteDown, SessionEnded, UpstreamStatus
 
 __all__ = [
@@ -131,16 +132,22 @@ class ReleasedPayload(bytes):
     as published; every reader of a viewer's payloads tells it apart from an empty payload
     (``isinstance(frame.payload, ReleasedPayload)``) and says what is missing.
 
-    One instance serves every frame a viewer released: ``keep`` is the viewer's budget in
-    bytes, ``recording`` where the session records (None: it does not, the bytes are gone)."""
+    One instance serves every frame a viewer released over its budget: ``keep`` is the
+    viewer's budget in bytes, ``recording`` where the session records (None: it does not, the
+    bytes are gone). A frame whose payload the recording holds verbatim gets one of its own,
+    with ``place``: where to read the bytes back (`golem_proxy.recording.payload_places`)."""
 
     keep: int
     recording: Optional[str]
+    place: Optional[PayloadPlace]
 
-    def __new__(cls, keep: int, recording: Optional[str]) -> ReleasedPayload:
+    def __new__(
+        cls, keep: int, recording: Optional[str], place: Optional[PayloadPlace] = None
+    ) -> ReleasedPayload:
         released = super().__new__(cls, b"")
         released.keep = keep
         released.recording = recording
+        released.place = place
         return released
 
 

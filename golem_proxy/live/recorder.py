@@ -16,8 +16,9 @@ from typing import Callable, Optional
 
 import trio
 
-from ..events import Event, EventsMissed
+from ..events import Event, EventsMissed, FrameSeen
 from ..recording.format import RecordingWriter
+from ..recording.payload_places import PayloadPlaces, verbatim_line_start
 
 __all__ = ["FLUSH_INTERVAL", "INLINE_WRITE", "TRAILS_BY", "Recorder"]
 
@@ -51,7 +52,10 @@ class Recorder:
         on_error: Optional[Callable[[str], None]] = None,
         *,
         max_queued: int = MAX_QUEUED,
+        places: Optional[PayloadPlaces] = None,
     ) -> None:
+        """``places``: where to note the place of each large payload written verbatim (a
+        live view reads them back from the file rather than keeping them)."""
         self.writer = writer
         self.error: Optional[Exception] = None
         self.on_error = on_error or (lambda text: print(text, file=sys.stderr))
@@ -77,6 +81,13 @@ class Recorder:
         in order."""
         self._closing = False
         self._finished = False
+        self.places = places
+        self._queued_total = 0
+        """Bytes queued since the start: where the next line goes, counted from the first
+        byte this recorder writes (`places`)."""
+        self._written_total = 0
+        self._began_at: Optional[int] = None
+        self._position_lost = False
         self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._write_loop, name="recorder", daemon=True)
         self._thread.start()
@@ -101,6 +112,7 @@ class Recorder:
                 self.total_missed += 1
                 self._changed.notify_all()
                 return
+            line_size = size
             if self.missed:
                 gap = self.writer.encode(
                     EventsMissed(count=self.missed, t=event.t, consumer="recording")
@@ -109,11 +121,26 @@ class Recorder:
                 if gap is not None:
                     self._pieces.extend(gap)
                     size += sum(len(piece) for piece in gap)
+            if self.places is not None:
+                line_at = self._queued_total + size - line_size  # after the gap line, if any
+                self._note_place(event, pieces, line_at)
+                self._queued_total += size
             self._pieces.extend(pieces)
             self._queued += size
             self._recorded += 1
             if self._queued >= self._write_at:
                 self._changed.notify_all()
+
+    def _note_place(self, event: Event, pieces: list[bytes], line_at: int) -> None:
+        places = self.places
+        if places is None or not isinstance(event, FrameSeen):
+            return
+        if len(event.payload) < places.smallest:
+            return
+        start = verbatim_line_start(event.payload, pieces)
+        if start is not None:
+            key = (event.route, event.conn, event.direction.value, event.index)
+            places.note(key, line_at + len(start), len(event.payload), start)
 
     def after_written(self, call: Callable[[], None]) -> None:
         """Call ``call`` once everything recorded so far has reached the kernel: at once (on
@@ -227,11 +254,33 @@ class Recorder:
         self._writing = False
 
     def _write(self, pieces: list[bytes]) -> None:
+        # One writer at a time (`_writing`): the writing thread, or `after_written`'s caller.
         if self.error is None:
             try:
+                self._check_position()
                 self.writer.write_pieces(pieces)
             except Exception as exc:
                 self._fail(exc)
+                return
+            if self.places is not None and not self._position_lost:
+                self._written_total += sum(len(piece) for piece in pieces)
+                self.places.wrote(self._written_total)
+
+    def _check_position(self) -> None:
+        """Where the file's offset is before a write, for the places: learnt at the first
+        (a restarted observing process begins after the line the forwarding process wrote
+        once this recorder was made), and checked at each later one."""
+        places = self.places
+        if places is None or self._position_lost:
+            return
+        position = self.writer.position()
+        expected = None if self._began_at is None else self._began_at + self._written_total
+        if self._began_at is None and position is not None:
+            self._began_at = position
+            places.began_at(position)
+        elif position is None or position != expected:
+            self._position_lost = True
+            places.failed("its offset moved under the recorder")
 
     def _fail(self, exc: Exception) -> None:
         with self._changed:
@@ -239,4 +288,6 @@ class Recorder:
                 return
             self.error = exc
             self._changed.notify_all()
+        if self.places is not None:
+            self.places.failed(str(exc))
         self.on_error(f"golem-proxy: recording stopped, the proxy goes on: {exc}")

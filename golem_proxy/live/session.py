@@ -21,6 +21,7 @@ from golem_core.profiles import Profile, get_profile
 from ..events import Event, SessionEnded
 from ..net.addresses import Route
 from ..recording.format import Header, RecordingWriter, RouteInfo
+from ..recording.payload_places import PayloadPlaces
 from ..terminal import safe_text
 from .hub import EventHub, Subscription
 from .log import EventLog, Verbosity
@@ -62,6 +63,9 @@ class SessionConfig:
     took_over: bool = False
     """This session's observing process replaced one that died: what it counts (its closing
     line) is since then, not the whole session's."""
+    payload_places: Optional[PayloadPlaces] = None
+    """Where the recorder notes the place of each large payload it writes, for a live view
+    that reads them back from the file rather than keeping them (the TUI's)."""
 
     def route_profiles(self) -> dict[str, Profile]:
         """The routes whose frames are parsed with a profile of their own (the layers'),
@@ -170,7 +174,9 @@ class ProxySession:
                 await self.source.unbind()
                 raise
         async with trio.open_nursery() as consumers:
-            recorder = self.recorder = Recorder(self.writer) if self.writer else None
+            recorder = self.recorder = (
+                Recorder(self.writer, places=config.payload_places) if self.writer else None
+            )
             flushing = trio.CancelScope()
             if recorder is not None:
                 self.hub.attach_sink(recorder, first=True)

@@ -362,6 +362,17 @@ class RecordingWriter:
         """Open ``path`` (mode 0600) and write the header. Raises OSError (FileExistsError)."""
         return cls(open_private(path, overwrite=overwrite), header)
 
+    def position(self) -> Optional[int]:
+        """The offset in the file where the next line written will start (what is queued by
+        `write` not counted); None for a stream that has none (a pipe)."""
+        self.stream.flush()
+        try:
+            if self._fd is not None:
+                return os.lseek(self._fd, 0, os.SEEK_CUR)
+            return self.stream.tell()
+        except (OSError, ValueError):  # io.UnsupportedOperation is both
+            return None
+
     def write(self, event: Event) -> None:
         """Queue one event's line; it reaches the file at the next `flush()` (or when 1 MiB
         is queued)."""

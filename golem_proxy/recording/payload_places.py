@@ -1,0 +1,202 @@
+"""Where a large frame's payload lies in the recording being written, so that a live view can
+keep no copy of it and read it back when it is asked for (`golem_proxy.tui.payloads`).
+
+A frame's line holds its payload verbatim as its last member in the common case
+(`verbatim_line_start`): the line's start, the payload's exact bytes, then ``}`` and a newline.
+The recorder alone writes the file, in order, so it knows where each line lands counted from
+its first byte; it notes the place of every verbatim payload of `PLACE_FROM` bytes or more
+(`PayloadPlaces.note`) and, as it writes, where in the file that first byte went and how much
+has reached the kernel (`began_at`, `wrote`; learnt on the writing thread at the first write,
+after whatever the forwarding process wrote before a restarted observer's first line). A view
+takes a place (`PayloadPlaces.take`) when it lets the bytes go. Reading back (`read_back`)
+waits, a bounded while, for the recorder to have written the line, then checks that the file
+still holds that very line around the bytes: its start and its end, as written. A recording cut,
+replaced, stopped by a disk error or not written that far is a one-line `PayloadNotReadBack`,
+never other bytes shown as the payload.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Optional
+
+__all__ = [
+    "LONGEST_LINE_START",
+    "MOST_PLACES",
+    "PLACE_FROM",
+    "WRITTEN_WAIT",
+    "PayloadNotReadBack",
+    "PayloadPlace",
+    "PayloadPlaces",
+    "PlaceKey",
+    "read_back",
+    "verbatim_line_start",
+]
+
+PLACE_FROM = 64 * 1024
+"""Payloads this large or larger have their place noted: where a live view starts treating a
+string as a blob (`golem_proxy.tui.payloads.RELEASE_OVER`). A GOLEM call or its answer is a
+few hundred bytes, a viewport capture 1 to 16 MiB."""
+LONGEST_LINE_START = 4096
+"""A line start longer than this (an id or a method of kilobytes) gets no place: the view
+keeps the frame as before rather than a start it would not count against its budget."""
+WRITTEN_WAIT = 5.0
+"""Seconds `read_back` waits for the recorder to write a line it has queued (a disk behind)."""
+MOST_PLACES = 4096
+"""Places kept that no view took yet (a view that fell behind and missed the events): the
+oldest go first. ~250 bytes each."""
+LINE_END = b"}\n"
+"""What follows a verbatim payload in its line."""
+
+PlaceKey = tuple[str, int, str, int]
+"""A frame in a session: its route, connection, direction and number on that connection."""
+
+
+@dataclass(frozen=True)
+class PayloadPlace:
+    """A payload of ``size`` bytes, ``offset`` bytes after the first one its recorder wrote
+    (``places`` knows where that is in the file, once it wrote), in a line that starts with
+    ``line_start`` (which ends right before the payload)."""
+
+    places: PayloadPlaces = field(compare=False, repr=False)
+    offset: int
+    size: int
+    line_start: bytes
+
+    @property
+    def path(self) -> str:
+        """The recording."""
+        return self.places.path
+
+
+def verbatim_line_start(payload: bytes, parts: list[bytes]) -> Optional[bytes]:
+    """The start of a frame's line up to its payload, when the line's pieces ``parts`` (as
+    `writer.encode_event_parts` gives them for the frame of ``payload``) hold the payload
+    verbatim: its exact bytes as the last member, followed by ``}`` and a newline (the
+    writer's common case); else None (stored base64, or redacted)."""
+    if len(parts) == 3 and parts[1] is payload and parts[2] == LINE_END:
+        return parts[0]
+    return None
+
+
+class PayloadNotReadBack(Exception):
+    """The recording no longer holds the payload where it was written (or not yet); the
+    message says why, in a few words."""
+
+
+def read_back(place: PayloadPlace, wait: float = WRITTEN_WAIT) -> bytes:
+    """The payload's bytes, read from its recording once the recorder wrote them (waiting at
+    most ``wait`` seconds). Raises PayloadNotReadBack."""
+    offset = place.places.written_offset(place, wait)
+    start = offset - len(place.line_start)
+    wanted = len(place.line_start) + place.size + len(LINE_END)
+    try:
+        fd = os.open(place.path, os.O_RDONLY)
+    except OSError as exc:
+        raise PayloadNotReadBack(
+            f"the recording {place.path} cannot be opened ({exc.strerror or exc})"
+        ) from None
+    try:
+        parts = []
+        got = 0
+        while got < wanted:
+            part = os.pread(fd, wanted - got, start + got)
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+    except OSError as exc:
+        raise PayloadNotReadBack(
+            f"reading the recording {place.path} failed ({exc.strerror or exc})"
+        ) from None
+    finally:
+        os.close(fd)
+    data = b"".join(parts)
+    if len(data) < wanted:
+        raise PayloadNotReadBack(f"the recording {place.path} ends before it (cut short)")
+    head = len(place.line_start)
+    if data[:head] != place.line_start or data[head + place.size :] != LINE_END:
+        raise PayloadNotReadBack(
+            f"the recording {place.path} no longer holds it at byte {offset:,} "
+            "(the file was changed)"
+        )
+    return data[head : head + place.size]
+
+
+class PayloadPlaces:
+    """The places of the large payloads of a recording being written, noted by the recorder
+    (its thread) and taken by a view (another): safe across threads."""
+
+    def __init__(self, path: str, *, smallest: int = PLACE_FROM, most: int = MOST_PLACES) -> None:
+        self.path = os.path.abspath(path)
+        """The recording (absolute: the view reads it back from wherever it runs)."""
+        self.smallest = smallest
+        self.most = most
+        self._places: dict[PlaceKey, PayloadPlace] = {}
+        self._began_at: Optional[int] = None
+        self._written = 0
+        self._failed = ""
+        self._changed = threading.Condition()
+
+    def note(self, key: PlaceKey, offset: int, size: int, line_start: bytes) -> None:
+        """The payload of frame ``key``, ``size`` bytes, will be ``offset`` bytes after the
+        recorder's first byte once written, after ``line_start`` (too long a start: not
+        noted)."""
+        if len(line_start) > LONGEST_LINE_START:
+            return
+        place = PayloadPlace(self, offset, size, line_start)
+        with self._changed:
+            self._places[key] = place
+            while len(self._places) > self.most:
+                del self._places[next(iter(self._places))]
+
+    def began_at(self, position: int) -> None:
+        """The recorder's first byte is at ``position`` in the file (learnt at its first
+        write)."""
+        with self._changed:
+            self._began_at = position
+            self._changed.notify_all()
+
+    def wrote(self, total: int) -> None:
+        """The recorder's first ``total`` bytes have reached the kernel."""
+        with self._changed:
+            self._written = total
+            self._changed.notify_all()
+
+    def failed(self, why: str) -> None:
+        """The recorder stopped writing (a disk error, or the file moved under it): what it
+        had not written is not in the file."""
+        with self._changed:
+            self._failed = self._failed or why
+            self._changed.notify_all()
+
+    def written_offset(self, place: PayloadPlace, wait: float) -> int:
+        """Where ``place``'s payload is in the file, once the line holding it is written
+        (waiting at most ``wait`` seconds for that). Raises PayloadNotReadBack."""
+        end = place.offset + place.size + len(LINE_END)
+        with self._changed:
+            self._changed.wait_for(
+                lambda: bool(self._failed) or (self._began_at is not None and self._written >= end),
+                wait,
+            )
+            if self._began_at is not None and self._written >= end:
+                return self._began_at + place.offset
+            if self._failed:
+                raise PayloadNotReadBack(
+                    f"the recording {self.path} stopped before it was written ({self._failed})"
+                )
+        raise PayloadNotReadBack(
+            f"the recorder has not written it to {self.path} yet (after {wait:g} s)"
+        )
+
+    def take(self, key: PlaceKey) -> Optional[PayloadPlace]:
+        """The place of frame ``key``'s payload, forgotten here (None: not noted, or the
+        oldest let go)."""
+        with self._changed:
+            return self._places.pop(key, None)
+
+    def __len__(self) -> int:
+        with self._changed:
+            return len(self._places)
