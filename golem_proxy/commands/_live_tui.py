@@ -3,6 +3,7 @@ and says what it bound, its client environment and why it could not start."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Optional
 
 import trio
@@ -12,6 +13,7 @@ from rich.text import Text
 from ..live.control import LiveControl
 from ..live.proxy_options import BoundRoute
 from ..live.session import ProxySession, SessionConfig
+from ..recording.payload_places import PayloadPlaces
 from ._bound_routes import environment_hint
 from ._common import fail
 from ._session_errors import startup_error
@@ -29,8 +31,10 @@ def serve_with_tui(config: SessionConfig, errors: Console) -> int:
 
     control = LiveControl()
     summaries: list[str] = []
+    places = PayloadPlaces(config.record_path) if config.record_path is not None else None
+    config = dataclasses.replace(config, payload_places=places)
     source = live_source(config, control, summaries)
-    budget = PayloadBudget(recording=config.record_path)
+    budget = PayloadBudget(recording=config.record_path, places=places)
     run_tui(
         source,
         config.profile,

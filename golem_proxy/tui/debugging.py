@@ -32,7 +32,7 @@ from ..live.intercept import Answer, Edit
 from ..live.resend import ResendError, Resent, resend
 from ..terminal import format_latency, safe_text
 from .app_mixin import AppMixin
-from .payloads import release_note
+from .payloads import PayloadReleased, payload_of
 from .resend_targets import ResendTargets
 from .screens.edit_frame import EditFrame
 from .screens.intercept_prompt import InterceptPrompt
@@ -160,9 +160,10 @@ class DebugActions(AppMixin):
     def action_focus_table(self) -> None:  # pragma: no cover - the app defines it
         raise NotImplementedError
 
-    def _flow_to_resend(self, purpose: str) -> Optional[Flow]:
-        """The selected flow when it has a request and there is somewhere to send it; else
-        None, after saying why (``purpose`` words what the request was selected for)."""
+    def _flow_to_resend(self, purpose: str) -> Optional[tuple[Flow, bytes]]:
+        """The selected flow and its request's exact bytes when it has a request and there
+        is somewhere to send it; else None, after saying why (``purpose`` words what the
+        request was selected for)."""
         flow = self.selected_flow()
         if flow is None or flow.request is None:
             self.notify(f"select a flow with a request to {purpose}", severity="warning")
@@ -174,26 +175,29 @@ class DebugActions(AppMixin):
                 message = "sending again needs a live proxy, or tui FILE --target HOST:PORT"
             self.notify(safe_text(message), severity="warning", markup=False)
             return None
-        note = release_note(flow.request)
-        if note is not None:
+        try:
+            payload = payload_of(flow.request)
+        except PayloadReleased as exc:
             # Sending again sends the exact bytes: the row's message is not them.
-            message = f"request #{flow.number} cannot be sent again: its {note}"
+            message = f"request #{flow.number} cannot be sent again: its {exc}"
             self.notify(safe_text(message), severity="warning", markup=False)
             return None
-        return flow
+        return flow, payload
 
     def action_resend(self) -> None:
-        flow = self._flow_to_resend("send it again")
-        if flow is None or flow.request is None:
+        chosen = self._flow_to_resend("send it again")
+        if chosen is None:
             return
+        flow, payload = chosen
         self.notify(f"sending flow {flow.number} again…")
-        self._resend(flow, flow.request.payload)
+        self._resend(flow, payload)
 
     def action_edit_resend(self) -> None:
         """Edit the selected request, then send it again (mitmproxy's "replay modified")."""
-        flow = self._flow_to_resend("edit and send it")
-        if flow is None or flow.request is None:
+        selected = self._flow_to_resend("edit and send it")
+        if selected is None:
             return
+        flow, request = selected
 
         def chosen(payload: Optional[bytes]) -> None:
             if payload is not None:
@@ -201,7 +205,7 @@ class DebugActions(AppMixin):
                 self._resend(flow, payload)
 
         title = f"Edit request #{flow.number} ({flow.method or '?'}), then send it:"
-        self.edit_frame(title, flow.request.payload, f"request-{flow.number}", chosen)
+        self.edit_frame(title, request, f"request-{flow.number}", chosen)
 
     @work(thread=True, group="resend")
     def _resend(self, flow: Flow, payload: bytes) -> None:
@@ -215,8 +219,13 @@ class DebugActions(AppMixin):
         except (ResendError, NotLive) as exc:
             self.call_from_thread(self.notify, safe_text(str(exc), 300), severity="error")
             return
-        recorded = flow.response.payload if flow.response is not None else None
-        note = release_note(flow.response) or ""
+        recorded: Optional[bytes] = None
+        note = ""
+        if flow.response is not None:
+            try:
+                recorded = payload_of(flow.response)
+            except PayloadReleased as exc:  # the marker stays, and says why
+                recorded, note = flow.response.payload, str(exc)
         self.last_resend = LastResend(flow.number, recorded, resent, note)
         status = safe_text(resent.outcome.text)
         text = (

@@ -3,6 +3,7 @@ command line that sends it again, the view as a recording."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -17,7 +18,7 @@ from ..analysis.flows import Flow
 from ..events import Event
 from ..recording import files
 from ..recording.format import SESSION_END_PROMISE, Header, RecordingWriter
-from .payloads import PayloadReleased, released, stands_for_payload
+from .payloads import payload_of, released, stands_for_payload, with_payload
 from .render import pretty_json
 
 __all__ = ["call_command", "request_json", "save_events", "write_copy", "write_private"]
@@ -30,19 +31,18 @@ def request_json(flow: Flow) -> str:
     """The flow's request as pretty JSON; the raw payload text when it is not JSON; "" when
     the flow has no request. A live frame's long strings, elided from its message, are
     taken from its payload. Raises PayloadReleased when the TUI released the payload and
-    the message alone is not the whole request (`payloads.stands_for_payload`)."""
+    the message alone is not the whole request (`payloads.stands_for_payload`) and the
+    payload cannot be read back from the recording either (`payloads.payload_of`)."""
     frame = flow.request
     if frame is None:
         return ""
     message = frame.message
-    if released(frame) is not None:
-        if not stands_for_payload(frame):
-            raise PayloadReleased(frame)
-        return pretty_json(message.obj)
+    if released(frame) is not None and stands_for_payload(frame):
+        return pretty_json(message.obj)  # the message is the whole request: no reading back
     if isinstance(message, Malformed) and message.obj is None:
-        return frame.payload.decode("utf-8", errors="replace")
+        return payload_of(frame).decode("utf-8", errors="replace")
     if frame.elided:
-        return pretty_json(json.loads(frame.payload))
+        return pretty_json(json.loads(payload_of(frame)))
     return pretty_json(message.obj)
 
 
@@ -62,9 +62,7 @@ def call_command(
         return None
     if frame.elided:
         # The message holds placeholders for its long strings: the params are the payload's.
-        if released(frame) is not None:
-            raise PayloadReleased(frame)
-        message = profile.parse(frame.payload, Role.REQUEST)
+        message = profile.parse(payload_of(frame), Role.REQUEST)
         if not isinstance(message, Request):  # pragma: no cover - parsed as a request before
             return None
     words = ["call", message.method]
@@ -102,7 +100,8 @@ def save_events(
     """Write ``events`` as a new recording at ``path`` (which must not exist), under a copy
     of ``header`` noting the filter and what was ``left_out`` (flows whose payloads the TUI
     released: in words). Returns the number of lines written after the header.
-    Raises OSError (FileExistsError when ``path`` exists)."""
+    Raises OSError (FileExistsError when ``path`` exists), or PayloadReleased when a payload
+    the recording held cannot be read back from it; either way no file is left."""
     extra = dict(header.extra)
     # A view is not the session: its end line (how the session ended) is not written, so the
     # copy does not promise one either (it would read as cut short).
@@ -113,7 +112,17 @@ def save_events(
         extra["left_out"] = left_out
     new_header = dataclasses.replace(header, extra=extra)
     path = os.path.expanduser(path)
-    with RecordingWriter.create(path, new_header) as writer:
+    writer = RecordingWriter.create(path, new_header)
+    try:
         for event in events:
-            writer.write(event)
-        return writer.seq
+            # A payload the recording holds is read back here, one frame at a time.
+            writer.write(with_payload(event))
+        writer.close()
+    except BaseException:
+        # A view not written whole is not left behind looking like one cut short.
+        with contextlib.suppress(Exception):
+            writer.stream.close()
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    return writer.seq

@@ -31,13 +31,14 @@ from ..events import (
     ConnectionClosed,
     ConnectionOpened,
     Event,
+    FrameSeen,
     Outcome,
 )
 from ..terminal import safe_text
 from .compact import Compactor
 from .event_log import CONNECTION, EventLog
 from .flow_bound import FlowBound, forget_calls
-from .payloads import PayloadBudget, released
+from .payloads import PayloadBudget, in_recording, released
 from .render import flow_label
 from .settling import ExchangeTracker, whole_exchange
 
@@ -432,13 +433,14 @@ class SessionModel:
     def view_to_save(self) -> SavedView:
         """The events of the flows in view that can be written as they came, with their
         connections' open and close events, in order; a flow with a released payload is left
-        out (and counted): its bytes are no longer here to write."""
+        out (and counted): its bytes are no longer here to write. A payload the recording
+        holds is read back as the view is written (`payloads.with_payload`)."""
         numbers: set[int] = set()
         conns: set[int] = set()
         left_out = 0
         for index in self.view:
             flow = self.flows[index]
-            if released(flow.request) is not None or released(flow.response) is not None:
+            if _payload_gone(flow.request) or _payload_gone(flow.response):
                 left_out += 1
                 continue
             numbers.add(flow.number)
@@ -451,3 +453,8 @@ class SessionModel:
 def _marked(flow: Flow) -> bool:
     """A marked flow is kept whatever the bound: the user asked to keep an eye on it."""
     return flow.marked
+
+
+def _payload_gone(frame: Optional[FrameSeen]) -> bool:
+    """Whether ``frame``'s payload is neither kept nor in the recording to read back."""
+    return released(frame) is not None and in_recording(frame) is None

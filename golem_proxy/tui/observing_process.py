@@ -30,6 +30,7 @@ from golem_core.profiles import Profile
 from ..live.observer_launch import ObserverSetup
 from ..live.observing import observe
 from ..live.session import ProxySession, SessionConfig
+from ..recording.payload_places import PayloadPlaces
 from ..table_layout import print_line
 from .app import GolemProxyApp
 from .bridge import EventBuffer, SourceInfo, TrioThreadSource, hub_sink
@@ -188,7 +189,11 @@ def observe_with_tui(
     # forwarding process forwards it and this session records it like any other (in one
     # process it goes through the session itself).
     through = {item.route.name: item.listen for item in setup.bound}
-    budget = PayloadBudget(recording=config.record_path)
+    # The large payloads the recorder writes are read back from the file when needed, not
+    # kept (payloads.py): the recorder notes where they lie.
+    places = PayloadPlaces(config.record_path) if config.record_path is not None else None
+    config.payload_places = places
+    budget = PayloadBudget(recording=config.record_path, places=places)
     buffer = EventBuffer(source.buffer_limit)
     source.start_ahead(buffer)
     # The app is made and started (its styles, the first layout) once the forwarding process

@@ -15,8 +15,18 @@ each costs about what its row does. Compact frames (a recording's, and a live se
 `RELEASE_OVER`: `golem_proxy.tui.compact`) are never released: their message is parsed again
 from the payload on demand.
 
-The decision is made once, here, and carried by the frame; readers ask `released()` and say
-`release_note()` instead of showing an empty body.
+When the session records, a large payload the recording holds verbatim is not kept at all:
+the recorder noted where it lies in the file (`golem_proxy.recording.payload_places`), and the
+frame's marker carries that place from the batch it arrives in. Readers that need the bytes
+(`payload_of`: the detail pane's hex dump, copying and sending a request again, the difference
+with an answer sent again, writing the view) read them back from the recording then, checked
+to be the very line written. A live TUI following a session of viewport captures keeps none of
+them in memory (docs/architecture.md, "The live TUI's payload budget": its peak RSS about
+halved in `bench_proxy --tui`). Search and filters read such a frame as they read a released
+one: the message the row kept (long strings elided above 1 MiB).
+
+The decision is made once, here, and carried by the frame; readers ask `released()`, take the
+bytes with `payload_of()`, and say `release_note()` instead of showing an empty body.
 """
 
 from __future__ import annotations
@@ -28,7 +38,8 @@ from typing import Optional
 from golem_core.messages import Malformed
 
 from ..analysis.flows import Flow
-from ..events import FrameSeen, ReleasedPayload
+from ..events import Event, FrameSeen, ReleasedPayload
+from ..recording.payload_places import PayloadNotReadBack, PayloadPlace, PayloadPlaces, read_back
 from ..terminal import format_size
 from .compact import is_compact
 
@@ -37,9 +48,12 @@ __all__ = [
     "RELEASE_OVER",
     "PayloadBudget",
     "PayloadReleased",
+    "in_recording",
+    "payload_of",
     "release_note",
     "released",
     "stands_for_payload",
+    "with_payload",
 ]
 
 DEFAULT_KEEP = 256 * 1024 * 1024
@@ -61,11 +75,42 @@ def released(frame: Optional[FrameSeen]) -> Optional[ReleasedPayload]:
     return payload if isinstance(payload, ReleasedPayload) else None
 
 
-def release_note(frame: Optional[FrameSeen]) -> Optional[str]:
-    """What a view says instead of a released payload (None: the payload is kept): its size,
-    the budget, and where the bytes are now."""
+def in_recording(frame: Optional[FrameSeen]) -> Optional[PayloadPlace]:
+    """Where the recording holds ``frame``'s payload, when the TUI read it from there rather
+    than keeping it (None: kept, released over the budget, or no frame)."""
     marker = released(frame)
-    if frame is None or marker is None:
+    return marker.place if marker is not None else None
+
+
+def payload_of(frame: FrameSeen) -> bytes:
+    """``frame``'s payload: kept, or read back from the recording. Raises PayloadReleased
+    when the bytes are not here (released over the budget, or the reading back failed: the
+    message says which)."""
+    marker = released(frame)
+    if marker is None:
+        return frame.payload
+    if marker.place is None:
+        raise PayloadReleased(frame)
+    try:
+        return read_back(marker.place)
+    except PayloadNotReadBack as exc:
+        raise PayloadReleased(frame, f"payload not read back: {exc}") from None
+
+
+def with_payload(event: Event) -> Event:
+    """``event``, a frame the recording holds given its payload back (`payload_of`); other
+    events as they are. Raises PayloadReleased."""
+    if isinstance(event, FrameSeen) and in_recording(event) is not None:
+        return dataclasses.replace(event, payload=payload_of(event))
+    return event
+
+
+def release_note(frame: Optional[FrameSeen]) -> Optional[str]:
+    """What a view says instead of a released payload (None: the payload is kept, or read
+    back from the recording when it is needed): its size, the budget, and where the bytes
+    are now."""
+    marker = released(frame)
+    if frame is None or marker is None or marker.place is not None:
         return None
     where = (
         f"the recording holds it ({marker.recording})"
@@ -86,17 +131,19 @@ def stands_for_payload(frame: FrameSeen) -> bool:
 
 
 class PayloadReleased(LookupError):
-    """What is asked for needs a payload the TUI released; the message is its
-    `release_note`."""
+    """What is asked for needs a payload that is not here; the message is its
+    `release_note`, or ``why`` (a reading back that failed)."""
 
-    def __init__(self, frame: FrameSeen) -> None:
-        super().__init__(release_note(frame) or "payload released from memory")
+    def __init__(self, frame: FrameSeen, why: Optional[str] = None) -> None:
+        super().__init__(why or release_note(frame) or "payload released from memory")
 
 
 class PayloadBudget:
     """Keeps at most ``keep`` bytes of large payloads (`RELEASE_OVER` and up) in the flows it
     is shown, releasing the oldest beyond that. ``recording``: where the session records,
-    which is what a released payload's note points to."""
+    which is what a released payload's note points to. ``places``: where the session's
+    recorder notes the large payloads it writes verbatim; those are not kept at all, but read
+    back from the recording when needed."""
 
     def __init__(
         self,
@@ -104,14 +151,18 @@ class PayloadBudget:
         recording: Optional[str] = None,
         *,
         release_over: int = RELEASE_OVER,
+        places: Optional[PayloadPlaces] = None,
     ) -> None:
         self.keep = keep
         self.release_over = release_over
         self.marker = ReleasedPayload(keep, recording)
+        self.places = places
         self.kept = 0
         """Payload bytes of the large frames kept now."""
         self.released = 0
-        """Frames whose payloads were released."""
+        """Frames whose payloads were released (gone from the TUI)."""
+        self.in_recording = 0
+        """Frames whose payloads are read back from the recording when needed."""
         self.released_bytes = 0
         # The large frames kept, oldest first, as (flow, is its response); and the ids of
         # those frames, so that a flow changed again (its answer came) is not counted twice.
@@ -120,7 +171,7 @@ class PayloadBudget:
 
     def note(self, flow: Flow) -> None:
         """Count the large frames ``flow`` holds that are not counted yet (a new flow, a
-        request answered since)."""
+        request answered since); those the recording holds are let go now, their place kept."""
         for is_response in (False, True):
             frame = flow.response if is_response else flow.request
             if (
@@ -130,9 +181,28 @@ class PayloadBudget:
                 or is_compact(frame)
             ):
                 continue
+            place = self._place_of(frame)
+            if place is not None:
+                # A copy: the published frame may still be on its way to the recorder.
+                kept = dataclasses.replace(
+                    frame, payload=ReleasedPayload(self.keep, place.path, place)
+                )
+                if is_response:
+                    flow.response = kept
+                else:
+                    flow.request = kept
+                self.in_recording += 1
+                continue
             self._counted.add(id(frame))
             self._kept.append((flow, is_response))
             self.kept += len(frame.payload)
+
+    def _place_of(self, frame: FrameSeen) -> Optional[PayloadPlace]:
+        if self.places is None or isinstance(frame.payload, ReleasedPayload):
+            return None
+        place = self.places.take((frame.route, frame.conn, frame.direction.value, frame.index))
+        # The frame's own bytes, or none: its line is checked again when it is read back.
+        return place if place is not None and place.size == len(frame.payload) else None
 
     def let_go(self, flows: set[int]) -> None:
         """Stop counting the large frames of the flows whose ids are ``flows``: the model

@@ -12,6 +12,7 @@ from ..terminal import counted, safe_text
 from .app_mixin import AppMixin
 from .export import save_events
 from .model import SavedView, SessionModel
+from .payloads import PayloadReleased
 from .screens.save import SavePrompt
 
 __all__ = ["SaveActions"]
@@ -51,7 +52,7 @@ class SaveActions(AppMixin):
     ) -> None:
         try:
             count = save_events(path, header, saved.events, filter_text, left_out)
-        except OSError as exc:
+        except (OSError, PayloadReleased) as exc:  # a payload the recording no longer holds
             message = safe_text(f"Not written: {exc}")
             self.call_from_thread(self.notify, message, severity="error", markup=False)
             return

@@ -4,9 +4,11 @@ poll the app between pilot pauses (bounded, never open-ended)."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 import threading
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Callable, Optional, TypeVar
 
 from textual.pilot import Pilot
@@ -153,3 +155,42 @@ def box_and_missing_object(port: int) -> list[str]:
         except RhinoCommandError as exc:
             errors.append(str(exc.code))
     return errors
+
+
+@contextmanager
+def large_answer_upstream(size: int) -> Iterator[Address]:
+    """An upstream on loopback that answers every GOLEM call on every connection, one at a
+    time, with a result string of ``size`` bytes of ``C``."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            while True:
+                header = conn.recv(4, socket.MSG_WAITALL)
+                if len(header) < 4:
+                    return
+                (length,) = struct.unpack("!I", header)
+                request = conn.recv(length, socket.MSG_WAITALL)
+                ident = request.split(b'"id":', 1)[1].split(b",", 1)[0]
+                body = b'{"id":' + ident + b',"result":"' + b"C" * size + b'","error":null}'
+                conn.sendall(struct.pack("!I", len(body)) + body)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.settimeout(None)
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield Address(*server.getsockname())
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()

@@ -25,7 +25,7 @@ from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from rhino_plugin import HeadlessPlugin, PluginOptions
 from tests.support.cli_helpers import run_cli
 
-from .helpers import box_and_missing_object
+from .helpers import box_and_missing_object, large_answer_upstream
 from .terminal import Terminal, gone, pid_of_child, wait_until
 
 
@@ -98,6 +98,33 @@ def test_ctrl_c_in_the_tui_quits_without_asking(tmp_path: Path, upstream: str) -
     assert code == 0, terminal.text()[-2000:]
     assert observing is not None and gone(observing)
     assert "recorded 3 exchanges" in terminal.text()
+
+
+def test_the_view_is_written_with_the_answers_read_back_from_the_recording(
+    tmp_path: Path,
+) -> None:
+    # The observing process keeps none of these answers (each over the TUI's payload
+    # threshold): `w` reads each back from the recording it writes (tui/payloads.py).
+    mib = 1024 * 1024
+    with (
+        large_answer_upstream(mib) as upstream,
+        _running_tui(tmp_path, str(upstream)) as (terminal, port),
+    ):
+        with GolemClient("127.0.0.1", port, timeout=10) as golem:  # its ping, then two calls
+            assert golem.send_command("viewport.capture") == "C" * mib
+            assert golem.send_command("viewport.capture") == "C" * mib
+        terminal.wait_for(r"3 flows")
+        terminal.type("w")
+        terminal.wait_for("Write the")
+        terminal.type("\r")  # to the path offered: view.jsonl where the proxy runs
+        terminal.wait_for(r"Wrote 3 flows")
+        assert "released from memory" not in terminal.text()
+        terminal.type("\x03")
+        assert terminal.exit_code() == 0, terminal.text()[-2000:]
+    view = read_recording(str(tmp_path / "view.jsonl"))
+    answers = [exchange.response.payload for exchange in view.exchanges()]
+    assert len(answers) == 3
+    assert all(answer.endswith(b"C" * mib + b'","error":null}') for answer in answers)
 
 
 def test_the_tui_names_the_faults_the_forwarding_process_injects(
@@ -177,6 +204,38 @@ def test_a_killed_tui_is_replaced_and_shows_the_session_so_far(
     assert len({line["conn"] for line in exchanges}) == 1
     assert [line["kind"] for line in lines].count("observation-restarted") == 1
     assert not read_recording(str(tmp_path / "live.jsonl")).truncated_tail
+
+
+def test_a_tui_that_took_over_reads_its_answers_back_from_the_recording(
+    tmp_path: Path,
+) -> None:
+    # The new process's lines begin after the line the forwarding process writes once the
+    # process is made: the places of its answers count from where they really are.
+    size = 100 * 1024
+    with (
+        large_answer_upstream(size) as upstream,
+        _running_tui(tmp_path, str(upstream)) as (terminal, port),
+    ):
+        with GolemClient("127.0.0.1", port, timeout=10) as golem:
+            golem.send_command("viewport.capture")
+        terminal.wait_for(r"2 flows")
+        pid = terminal.process.pid
+        assert wait_until(lambda: len(observing_processes(pid)) == 2)  # and a standby
+        os.kill(observing_processes(pid)[0], signal.SIGKILL)
+        note = terminal.wait_for(r"observation restarted")
+        with GolemClient("127.0.0.1", port, timeout=10) as golem:
+            golem.send_command("viewport.capture")
+        assert _shown_after(terminal, note.end(), r"4 flows")
+        terminal.type("w")
+        terminal.wait_for("Write the")
+        terminal.type("\r")
+        assert _shown_after(terminal, note.end(), r"Wrote 4 flows")
+        terminal.type("\x03")
+        assert terminal.exit_code() == 0, terminal.text()[-2000:]
+    view = read_recording(str(tmp_path / "view.jsonl"))
+    answers = [exchange.response.payload for exchange in view.exchanges()]
+    assert len(answers) == 4
+    assert all(answer.endswith(b"C" * size + b'","error":null}') for answer in answers)
 
 
 def test_past_its_restarts_a_killed_tui_gives_the_terminal_back(

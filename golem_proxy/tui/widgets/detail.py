@@ -38,7 +38,7 @@ from ...analysis.tool_calls import (
 from ...events import FrameSeen
 from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
-from ..payloads import release_note
+from ..payloads import PayloadReleased, payload_of, release_note
 from ..render import (
     LONG_STRING,
     count_nodes,
@@ -171,7 +171,10 @@ class FlowDetail(VerticalScroll, can_focus=True):
             if message.obj is not None:
                 parts.append(self._json(message.obj)[0])
             if note is None:
-                parts.append(Text(hexdump(frame.payload), style="cyan"))
+                try:  # read back from the recording if it holds the bytes (payloads.py)
+                    parts.append(Text(hexdump(payload_of(frame)), style="cyan"))
+                except PayloadReleased as exc:
+                    parts.append(Text(safe_text(str(exc)), style="yellow"))
             body.update(Group(*parts))
             body.display, tree.display = True, False
             return

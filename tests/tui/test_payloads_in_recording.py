@@ -1,0 +1,221 @@
+"""A live TUI whose session records keeps no large payload in memory: the recorder notes where
+each lies in the file (recording/payload_places.py) and the TUI reads it back when it is
+needed (tui/payloads.py `payload_of`): the detail pane, copying, sending again and writing
+the view all get the exact bytes; a recording that no longer holds them is said so, and a view
+that cannot be written whole is not left behind."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from golem_core.profiles import GOLEM
+from golem_proxy.commands._live_tui import live_source
+from golem_proxy.events import Event, FrameSeen
+from golem_proxy.live.recorder import Recorder
+from golem_proxy.live.session import SessionConfig
+from golem_proxy.net.addresses import Address
+from golem_proxy.recording.format import RecordingWriter, read_recording
+from golem_proxy.recording.payload_places import PayloadPlaces
+from golem_proxy.testing.client import GolemClient
+from golem_proxy.tui.app import GolemProxyApp
+from golem_proxy.tui.export import request_json, save_events
+from golem_proxy.tui.model import SessionModel
+from golem_proxy.tui.payloads import (
+    RELEASE_OVER,
+    PayloadBudget,
+    PayloadReleased,
+    in_recording,
+    payload_of,
+    release_note,
+)
+from tests.support.sessions import SessionBuilder, _capture_base64, golem_header
+
+from .helpers import ManualSource, large_answer_upstream, run, select, wait_for
+from .test_live_proxy import bound_port, config_for, until_stopped
+from .test_payloads import BLOB, MIB, as_the_tap_publishes, captures, notices
+
+
+def recorded(path: Path, events: list[Event]) -> PayloadPlaces:
+    """Record ``events`` at ``path`` as the session's recorder does; the places it noted."""
+    places = PayloadPlaces(str(path))
+    recorder = Recorder(RecordingWriter.create(str(path), golem_header()), places=places)
+    for event in events:
+        recorder(event)
+    recorder.close()
+    return places
+
+
+def originals(events: list[Event]) -> dict[tuple[int, str, int], bytes]:
+    return {
+        (e.conn, e.direction.value, e.index): e.payload for e in events if isinstance(e, FrameSeen)
+    }
+
+
+def test_large_payloads_are_not_kept_and_read_back_exactly(tmp_path: Path) -> None:
+    events = captures(6, small_between=True)
+    path = tmp_path / "session.jsonl"
+    places = recorded(path, events)
+    budget = PayloadBudget(keep=5 * MIB, recording=str(path), places=places)
+    model = SessionModel(GOLEM, payload_budget=budget)
+    model.apply(events)
+    assert budget.kept == 0 and budget.released == 0
+    assert budget.in_recording == 6  # the answers; the requests and pings are small
+    payloads = originals(events)
+    for flow in model.flows:
+        for frame in (flow.request, flow.response):
+            assert frame is not None
+            if flow.method == "viewport.capture" and frame is flow.response:
+                assert in_recording(frame) is not None
+                assert release_note(frame) is None  # nothing to say: the bytes are there
+            key = (frame.conn, frame.direction.value, frame.index)
+            assert payload_of(frame) == payloads[key]
+    # The view is written whole, each payload read back as it is written.
+    saved = model.view_to_save()
+    assert saved.left_out == 0 and saved.flows == 12
+    view = tmp_path / "view.jsonl"
+    save_events(str(view), golem_header(), saved.events, "")
+    written = read_recording(str(view))
+    assert [f.payload for f in written.events if isinstance(f, FrameSeen)] == [
+        e.payload for e in events if isinstance(e, FrameSeen)
+    ]
+
+
+def test_a_recording_that_no_longer_holds_them_is_said_so(tmp_path: Path) -> None:
+    events = captures(3)
+    path = tmp_path / "session.jsonl"
+    budget = PayloadBudget(recording=str(path), places=recorded(path, events))
+    model = SessionModel(GOLEM, payload_budget=budget)
+    model.apply(events)
+    os.truncate(path, path.stat().st_size // 2)
+    last = model.flows[-1].response
+    assert last is not None
+    with pytest.raises(PayloadReleased) as caught:
+        payload_of(last)
+    assert str(caught.value) == (
+        f"payload not read back: the recording {path} ends before it (cut short)"
+    )
+    # Writing the view stops at that payload, and leaves no file that looks cut short.
+    view = tmp_path / "view.jsonl"
+    with pytest.raises(PayloadReleased):
+        save_events(str(view), golem_header(), model.view_to_save().events, "")
+    assert not view.exists()
+
+
+def mesh_session() -> list[Event]:
+    """A scene.import carrying a 2 MiB mesh (elided by the tap), a capture answered with
+    64 KiB and more, and two 2 MiB captures, on one connection."""
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    request = s.request(1, "scene.import", {"mesh": "B" * BLOB}, 0.1)
+    s.respond(request, 0.2, result={"imported": 1})
+    capture = s.request(1, "viewport.capture", {"width": 96}, 0.3)
+    s.respond(capture, 0.4, result={"image": _capture_base64(), "pad": "x" * RELEASE_OVER})
+    for number in range(2):
+        capture = s.request(1, "viewport.capture", {"width": 64}, number + 0.5)
+        s.respond(capture, number + 0.6, result={"image": "A" * BLOB})
+    return as_the_tap_publishes(s.events)
+
+
+def test_the_detail_pane_copy_resend_and_save_read_the_bytes_back(tmp_path: Path) -> None:
+    events = mesh_session()
+    path = tmp_path / "session.jsonl"
+    places = recorded(path, events)
+    budget = PayloadBudget(keep=3 * MIB, recording=str(path), places=places)
+    app = GolemProxyApp(
+        ManualSource(events),
+        GOLEM,
+        "test",
+        payload_budget=budget,
+        resend_target=Address("127.0.0.1", 9),
+    )
+    mesh_request = next(e for e in events if isinstance(e, FrameSeen))
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 4)
+            assert budget.kept == 0 and budget.in_recording == 4
+            assert "released" not in app.status_bar.text
+            await select(pilot, 0)
+            assert "released" not in app.detail.text()
+            assert "bytes elided>" in app.detail.text()  # the row's message, as the tap had it
+            # Copying the elided request copies the request the payload held, read back.
+            flow = app.model.flows[0]
+            assert in_recording(flow.request) is not None
+            assert '"mesh": "BBBB' in request_json(flow)
+            await pilot.press("r")  # sent: to a port nobody listens on, which is said
+            await wait_for(pilot, lambda: "cannot reach 127.0.0.1:9" in notices(app)[-1])
+            assert "sending flow 1 again…" in notices(app)
+            saved = tmp_path / "view.jsonl"
+            await pilot.press("w")
+            await pilot.press("ctrl+a", "ctrl+k", *str(saved), "enter")
+            await wait_for(pilot, lambda: any("Wrote" in n for n in notices(app)))
+            assert [n for n in notices(app) if "Wrote" in n] == [
+                f"Wrote 4 flows (13 events) to {saved}"
+            ]
+            first = next(e for e in read_recording(str(saved)).events if isinstance(e, FrameSeen))
+            assert first.payload == mesh_request.payload
+            # The recording cut: writing the view again says why, and writes nothing.
+            os.truncate(path, 100)
+            again = tmp_path / "again.jsonl"
+            await pilot.press("w")
+            await pilot.press("ctrl+a", "ctrl+k", *str(again), "enter")
+            await wait_for(pilot, lambda: any("Not written" in n for n in notices(app)))
+            assert "payload not read back: the recording" in notices(app)[-1]
+            assert not again.exists()
+
+    run(body())
+
+
+@pytest.fixture
+def large_answers() -> Iterator[Address]:
+    """An upstream that answers every GOLEM call with a 1 MiB result string."""
+    with large_answer_upstream(MIB) as address:
+        yield address
+
+
+def test_a_live_session_reads_its_answers_back_from_its_recording(
+    tmp_path: Path, large_answers: Address
+) -> None:
+    record = tmp_path / "live.jsonl"
+    places = PayloadPlaces(str(record))
+    config: SessionConfig = dataclasses.replace(
+        config_for(large_answers, record), payload_places=places
+    )
+    source = live_source(config)
+    budget = PayloadBudget(recording=str(record), places=places)
+    answers: list[object] = []
+
+    def client(port: int) -> None:
+        # Connecting pings first: four calls, each answered with 1 MiB.
+        with GolemClient("127.0.0.1", port, timeout=10) as golem:
+            answers.extend(golem.send_command("viewport.capture") for _ in range(3))
+
+    async def body() -> None:
+        app = GolemProxyApp(source, GOLEM, "live", payload_budget=budget)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: "GOLEM_RHINO_PORT=" in app.banner.text)
+            worker = threading.Thread(target=client, args=(bound_port(app),))
+            worker.start()
+            await wait_for(
+                pilot,
+                lambda: (
+                    len(app.model.flows) == 4
+                    and all(flow.response is not None for flow in app.model.flows)
+                    and not worker.is_alive()
+                ),
+            )
+            assert budget.kept == 0 and budget.in_recording == 4
+            for flow in app.model.flows:
+                assert flow.response is not None
+                answer = payload_of(flow.response)  # read back from the live recording
+                assert answer.endswith(b"C" * MIB + b'","error":null}')
+        await until_stopped(source)
+
+    run(body())
+    assert answers == ["C" * MIB] * 3
