@@ -100,6 +100,21 @@ def test_ctrl_c_in_the_tui_quits_without_asking(tmp_path: Path, upstream: str) -
     assert "recorded 3 exchanges" in terminal.text()
 
 
+def _answers_written_by_w(
+    terminal: Terminal, tmp_path: Path, flows: int, after: int = 0
+) -> list[bytes]:
+    """`w` to the path offered (view.jsonl where the proxy runs) once ``flows`` flows are
+    drawn, then Ctrl-C: the answers the view holds."""
+    terminal.type("w")
+    terminal.wait_for("Write the")
+    terminal.type("\r")
+    assert _shown_after(terminal, after, rf"Wrote {flows} flows")
+    terminal.type("\x03")
+    assert terminal.exit_code() == 0, terminal.text()[-2000:]
+    view = read_recording(str(tmp_path / "view.jsonl"))
+    return [exchange.response.payload for exchange in view.exchanges()]
+
+
 def test_the_view_is_written_with_the_answers_read_back_from_the_recording(
     tmp_path: Path,
 ) -> None:
@@ -114,15 +129,8 @@ def test_the_view_is_written_with_the_answers_read_back_from_the_recording(
             assert golem.send_command("viewport.capture") == "C" * mib
             assert golem.send_command("viewport.capture") == "C" * mib
         terminal.wait_for(r"3 flows")
-        terminal.type("w")
-        terminal.wait_for("Write the")
-        terminal.type("\r")  # to the path offered: view.jsonl where the proxy runs
-        terminal.wait_for(r"Wrote 3 flows")
+        answers = _answers_written_by_w(terminal, tmp_path, 3)
         assert "released from memory" not in terminal.text()
-        terminal.type("\x03")
-        assert terminal.exit_code() == 0, terminal.text()[-2000:]
-    view = read_recording(str(tmp_path / "view.jsonl"))
-    answers = [exchange.response.payload for exchange in view.exchanges()]
     assert len(answers) == 3
     assert all(answer.endswith(b"C" * mib + b'","error":null}') for answer in answers)
 
@@ -226,14 +234,7 @@ def test_a_tui_that_took_over_reads_its_answers_back_from_the_recording(
         with GolemClient("127.0.0.1", port, timeout=10) as golem:
             golem.send_command("viewport.capture")
         assert _shown_after(terminal, note.end(), r"4 flows")
-        terminal.type("w")
-        terminal.wait_for("Write the")
-        terminal.type("\r")
-        assert _shown_after(terminal, note.end(), r"Wrote 4 flows")
-        terminal.type("\x03")
-        assert terminal.exit_code() == 0, terminal.text()[-2000:]
-    view = read_recording(str(tmp_path / "view.jsonl"))
-    answers = [exchange.response.payload for exchange in view.exchanges()]
+        answers = _answers_written_by_w(terminal, tmp_path, 4, after=note.end())
     assert len(answers) == 4
     assert all(answer.endswith(b"C" * size + b'","error":null}') for answer in answers)
 

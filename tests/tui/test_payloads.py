@@ -298,14 +298,17 @@ def test_a_saved_view_leaves_out_the_released_flows_and_says_so(tmp_path: Path) 
 
 def large_request_session() -> list[Event]:
     """A scene.import carrying a 2 MiB mesh (elided by the tap), then a small capture whose
-    image the message holds whole, then two 2 MiB captures."""
+    image the message holds whole, then two 2 MiB captures, on one connection."""
     s = SessionBuilder(check=False)
     s.open(1, 0.0)
     request = s.request(1, "scene.import", {"mesh": "B" * BLOB}, 0.1)
     s.respond(request, 0.2, result={"imported": 1})
     capture = s.request(1, "viewport.capture", {"width": 96}, 0.3)
     s.respond(capture, 0.4, result={"image": _capture_base64(), "pad": "x" * RELEASE_OVER})
-    return as_the_tap_publishes(s.events) + captures(2)[1:]
+    for number in range(2):
+        capture = s.request(1, "viewport.capture", {"width": 64}, number + 0.5)
+        s.respond(capture, number + 0.6, result={"tag": f"cap{number}", "image": "A" * BLOB})
+    return as_the_tap_publishes(s.events)
 
 
 def notices(app: GolemProxyApp) -> list[str]:

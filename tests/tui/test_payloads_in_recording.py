@@ -27,18 +27,17 @@ from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.export import request_json, save_events
 from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.payloads import (
-    RELEASE_OVER,
     PayloadBudget,
     PayloadReleased,
     in_recording,
     payload_of,
     release_note,
 )
-from tests.support.sessions import SessionBuilder, _capture_base64, golem_header
+from tests.support.sessions import golem_header
 
 from .helpers import ManualSource, large_answer_upstream, run, select, wait_for
 from .test_live_proxy import bound_port, config_for, until_stopped
-from .test_payloads import BLOB, MIB, as_the_tap_publishes, captures, notices
+from .test_payloads import MIB, captures, large_request_session, notices
 
 
 def recorded(path: Path, events: list[Event]) -> PayloadPlaces:
@@ -107,23 +106,8 @@ def test_a_recording_that_no_longer_holds_them_is_said_so(tmp_path: Path) -> Non
     assert not view.exists()
 
 
-def mesh_session() -> list[Event]:
-    """A scene.import carrying a 2 MiB mesh (elided by the tap), a capture answered with
-    64 KiB and more, and two 2 MiB captures, on one connection."""
-    s = SessionBuilder(check=False)
-    s.open(1, 0.0)
-    request = s.request(1, "scene.import", {"mesh": "B" * BLOB}, 0.1)
-    s.respond(request, 0.2, result={"imported": 1})
-    capture = s.request(1, "viewport.capture", {"width": 96}, 0.3)
-    s.respond(capture, 0.4, result={"image": _capture_base64(), "pad": "x" * RELEASE_OVER})
-    for number in range(2):
-        capture = s.request(1, "viewport.capture", {"width": 64}, number + 0.5)
-        s.respond(capture, number + 0.6, result={"image": "A" * BLOB})
-    return as_the_tap_publishes(s.events)
-
-
 def test_the_detail_pane_copy_resend_and_save_read_the_bytes_back(tmp_path: Path) -> None:
-    events = mesh_session()
+    events = large_request_session()
     path = tmp_path / "session.jsonl"
     places = recorded(path, events)
     budget = PayloadBudget(keep=3 * MIB, recording=str(path), places=places)
