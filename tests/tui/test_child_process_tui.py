@@ -176,6 +176,24 @@ def _shown_after(terminal: Terminal, mark: int, pattern: str, timeout: float = 3
     return wait_until(lambda: re.search(pattern, terminal.text()[mark:]) is not None, timeout)
 
 
+def test_with_its_recording_cut_the_tui_has_no_copy_to_write(tmp_path: Path) -> None:
+    with (
+        large_answer_upstream(100 * 1024) as upstream,
+        _running_tui(tmp_path, str(upstream)) as (terminal, port),
+    ):
+        with GolemClient("127.0.0.1", port, timeout=10) as golem:
+            golem.send_command("viewport.capture")
+        mark = terminal.wait_for(r"2 flows").end()
+        os.truncate(tmp_path / "live.jsonl", 100)
+        terminal.type("w")
+        terminal.wait_for("Write the")
+        terminal.type("\r")
+        assert _shown_after(terminal, mark, "Not written")
+        terminal.type("\x03")
+        assert terminal.exit_code() == 0, terminal.text()[-2000:]
+    assert not (tmp_path / "view.jsonl").exists()
+
+
 def test_a_killed_tui_is_replaced_and_shows_the_session_so_far(
     tmp_path: Path, upstream: str
 ) -> None:

@@ -36,6 +36,7 @@ from golem_proxy.tui.payloads import (
 from tests.support.sessions import golem_header
 
 from .helpers import ManualSource, large_answer_upstream, run, select, wait_for
+from .terminal import Terminal, wait_until
 from .test_live_proxy import bound_port, config_for, until_stopped
 from .test_payloads import MIB, captures, large_request_session, notices
 
@@ -203,3 +204,40 @@ def test_a_live_session_reads_its_answers_back_from_its_recording(
 
     run(body())
     assert answers == ["C" * MIB] * 3
+
+
+def test_the_tui_of_one_process_writes_the_view_with_answers_read_back(
+    tmp_path: Path, large_answers: Address
+) -> None:
+    """``proxy --tui --observer in-process`` on a terminal: the places the session's recorder
+    notes reach the TUI of the same process (commands/_live_tui.py)."""
+    terminal = Terminal(
+        "proxy", "--tui", "--observer", "in-process",
+        "--route", f"main@127.0.0.1:0={large_answers}", "--record", "live.jsonl",
+        cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        port = int(terminal.wait_for(r"GOLEM_RHINO_PORT=(\d+)").group(1))
+        with GolemClient("127.0.0.1", port, timeout=10) as golem:  # its ping, then a call
+            assert golem.send_command("viewport.capture") == "C" * MIB
+        terminal.wait_for(r"2 flows")
+        terminal.type("w")
+        terminal.wait_for("Write the")
+        terminal.type("\r")  # to the path offered: view.jsonl where the proxy runs
+        mark = terminal.wait_for(r"Wrote 2 flows").end()
+        os.rename(tmp_path / "view.jsonl", tmp_path / "first.jsonl")
+        # The bytes are the recording's, not the TUI's: with the recording cut, `w` says so.
+        os.truncate(tmp_path / "live.jsonl", 100)
+        terminal.type("w")
+        terminal.wait_for("Write the")
+        terminal.type("\r")
+        assert wait_until(lambda: "Not written" in terminal.text()[mark:])
+        assert not (tmp_path / "view.jsonl").exists()
+        terminal.type("\x03")
+        assert terminal.exit_code() == 0, terminal.text()[-2000:]
+    finally:
+        terminal.close()
+    view = read_recording(str(tmp_path / "first.jsonl"))
+    answers = [exchange.response.payload for exchange in view.exchanges()]
+    assert len(answers) == 2
+    assert all(answer.endswith(b"C" * MIB + b'","error":null}') for answer in answers)
