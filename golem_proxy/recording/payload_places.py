@@ -46,7 +46,8 @@ WRITTEN_WAIT = 5.0
 """Seconds `read_back` waits for the recorder to write a line it has queued (a disk behind)."""
 MOST_PLACES = 4096
 """Places kept that no view took yet (a view that fell behind and missed the events): the
-oldest go first. ~250 bytes each."""
+oldest go first. Each holds its line's start: a few hundred bytes, at most
+`LONGEST_LINE_START`."""
 LINE_END = b"}\n"
 """What follows a verbatim payload in its line."""
 
