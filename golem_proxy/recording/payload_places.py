@@ -173,6 +173,14 @@ class PayloadPlaces:
             self._failed = self._failed or why
             self._changed.notify_all()
 
+    def lost(self, place: PayloadPlace) -> str:
+        """Why ``place``'s payload never reached the file (the recorder stopped before it
+        wrote that line), without waiting; "" when it did or still may."""
+        with self._changed:
+            end = place.offset + place.size + len(LINE_END)
+            written = self._began_at is not None and self._written >= end
+            return "" if written else self._failed
+
     def written_offset(self, place: PayloadPlace, wait: float) -> int:
         """Where ``place``'s payload is in the file, once the line holding it is written
         (waiting at most ``wait`` seconds for that). Raises PayloadNotReadBack."""

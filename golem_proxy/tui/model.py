@@ -38,7 +38,7 @@ from ..terminal import safe_text
 from .compact import Compactor
 from .event_log import CONNECTION, EventLog
 from .flow_bound import FlowBound, forget_calls
-from .payloads import PayloadBudget, in_recording, released
+from .payloads import PayloadBudget, in_recording, lost_to_recording, released
 from .render import flow_label
 from .settling import ExchangeTracker, whole_exchange
 
@@ -69,6 +69,10 @@ class SavedView:
     left_out: int
     let_go: int = 0
     """Older flows let go from memory before the view was saved, which it cannot hold."""
+    lost: int = 0
+    """Flows left out because a payload left to the recording never reached it."""
+    lost_why: str = ""
+    """Why (the recorder's error)."""
 
 
 class SessionModel:
@@ -437,17 +441,23 @@ class SessionModel:
         holds is read back as the view is written (`payloads.with_payload`)."""
         numbers: set[int] = set()
         conns: set[int] = set()
-        left_out = 0
+        left_out = lost = 0
+        lost_why = ""
         for index in self.view:
             flow = self.flows[index]
             if _payload_gone(flow.request) or _payload_gone(flow.response):
                 left_out += 1
                 continue
+            why = lost_to_recording(flow.request) or lost_to_recording(flow.response)
+            if why:
+                lost += 1
+                lost_why = lost_why or why
+                continue
             numbers.add(flow.number)
             conns.add(flow.conn)
         events = self._log.events_of(numbers, conns, self.flow_numbered)
         let_go = self.flow_bound.let_go if self.flow_bound is not None else 0
-        return SavedView(events, len(numbers), left_out, let_go)
+        return SavedView(events, len(numbers), left_out, let_go, lost, lost_why)
 
 
 def _marked(flow: Flow) -> bool:

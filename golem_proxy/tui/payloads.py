@@ -49,6 +49,7 @@ __all__ = [
     "PayloadBudget",
     "PayloadReleased",
     "in_recording",
+    "lost_to_recording",
     "payload_of",
     "release_note",
     "released",
@@ -80,6 +81,13 @@ def in_recording(frame: Optional[FrameSeen]) -> Optional[PayloadPlace]:
     than keeping it (None: kept, released over the budget, or no frame)."""
     marker = released(frame)
     return marker.place if marker is not None else None
+
+
+def lost_to_recording(frame: Optional[FrameSeen]) -> str:
+    """Why the payload of ``frame``, left to the recording, never reached it (a disk error
+    stopped the recorder first); "" when it did, still may, or is not left to it."""
+    place = in_recording(frame)
+    return place.places.lost(place) if place is not None else ""
 
 
 def payload_of(frame: FrameSeen) -> bytes:

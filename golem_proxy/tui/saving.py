@@ -74,6 +74,11 @@ def left_out_line(saved: SavedView, model: SessionModel) -> str:
         where = f"the recording {recording} holds them" if recording else "they were not recorded"
         flows = counted(saved.left_out, "flow", grouped=True)
         parts.append(f"{flows} left out: payloads released from memory ({where})")
+    if saved.lost:
+        flows = counted(saved.lost, "flow", grouped=True)
+        parts.append(
+            f"{flows} left out: payloads that never reached the recording ({saved.lost_why})"
+        )
     bound = model.flow_bound
     if saved.let_go and bound is not None:
         older = counted(saved.let_go, "older flow", grouped=True)

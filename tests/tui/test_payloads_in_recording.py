@@ -7,6 +7,7 @@ that cannot be written whole is not left behind."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import threading
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ from golem_proxy.tui.payloads import (
     payload_of,
     release_note,
 )
+from golem_proxy.tui.saving import left_out_line
 from tests.support.sessions import golem_header
 
 from .helpers import ManualSource, large_answer_upstream, run, select, wait_for
@@ -241,3 +243,45 @@ def test_the_tui_of_one_process_writes_the_view_with_answers_read_back(
     answers = [exchange.response.payload for exchange in view.exchanges()]
     assert len(answers) == 2
     assert all(answer.endswith(b"C" * MIB + b'","error":null}') for answer in answers)
+
+
+class DiskFullAfter(io.BytesIO):
+    """A disk that takes ``room`` bytes of lines (no descriptor), then fails every write."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def writelines(self, lines: object) -> None:
+        data = b"".join(lines)  # type: ignore[arg-type]
+        if len(data) > self.room:
+            raise OSError(28, "No space left on device")
+        self.room -= len(data)
+        super().write(data)
+
+
+def test_a_view_leaves_out_the_flows_whose_payloads_never_reached_the_recording(
+    tmp_path: Path,
+) -> None:
+    events = captures(4, small_between=True)
+    path = tmp_path / "session.jsonl"
+    places = PayloadPlaces(str(path))
+    disk = DiskFullAfter(room=0)
+    recorder = Recorder(
+        RecordingWriter(disk, golem_header()), places=places, on_error=lambda _: None
+    )
+    for event in events:
+        recorder(event)
+    recorder.close()
+    model = SessionModel(GOLEM, payload_budget=PayloadBudget(recording=str(path), places=places))
+    model.apply(events)
+    saved = model.view_to_save()
+    assert (saved.flows, saved.left_out, saved.lost) == (4, 0, 4)  # the pings are written
+    assert saved.lost_why == "[Errno 28] No space left on device"
+    assert left_out_line(saved, model) == (
+        "4 flows left out: payloads that never reached the recording "
+        "([Errno 28] No space left on device)"
+    )
+    view = tmp_path / "view.jsonl"
+    save_events(str(view), golem_header(), saved.events, "", left_out_line(saved, model))
+    assert [e.method for e in read_recording(str(view)).exchanges()] == ["ping"] * 4
