@@ -34,7 +34,7 @@ def serve_with_tui(config: SessionConfig, errors: Console) -> int:
     places = PayloadPlaces(config.record_path) if config.record_path is not None else None
     config = dataclasses.replace(config, payload_places=places)
     source = live_source(config, control, summaries)
-    budget = PayloadBudget(recording=config.record_path, places=places)
+    budget = PayloadBudget(recording=config.record_path)
     run_tui(
         source,
         config.profile,
@@ -65,10 +65,14 @@ def live_source(
     ``control``, the TUI can reach the running session through it (intercept, resend); the
     session's closing line (`ProxySession.summary`) is appended to ``summaries``."""
     from ..tui import SourceInfo, TrioThreadSource, hub_sink
+    from ..tui.payloads import LeftToRecording
+
+    places = config.payload_places
+    lighten = LeftToRecording(places) if places is not None else None
 
     async def serve(sink: EventBuffer) -> None:
         session = ProxySession(config)
-        session.hub.attach_sink(hub_sink(sink))
+        session.hub.attach_sink(hub_sink(sink, lighten))
         if control is not None:
             control.attach(session)
 

@@ -297,11 +297,15 @@ class EventSource(Protocol):
     def stop(self) -> None: ...
 
 
-def hub_sink(buffer: EventBuffer) -> Callable[[Event], None]:
+def hub_sink(
+    buffer: EventBuffer, lighten: Optional[Callable[[Event], Event]] = None
+) -> Callable[[Event], None]:
     """What the live session's hub calls with every event as it is published (`EventHub.
     attach_sink`): the event goes straight into ``buffer``, the UI's one bounded queue, whose
-    drop count is the one loss counter the UI shows. It never raises into the hub (whose
-    caller is the relay's observer): a failure stops the UI's feed alone and says so."""
+    drop count is the one loss counter the UI shows (first through ``lighten``: the large
+    payloads the recording holds taken out, `payloads.LeftToRecording`). It never raises into
+    the hub (whose caller is the relay's observer): a failure stops the UI's feed alone and
+    says so."""
     failed = False
 
     def push(event: Event) -> None:
@@ -309,7 +313,7 @@ def hub_sink(buffer: EventBuffer) -> Callable[[Event], None]:
         if failed:
             return
         try:
-            buffer.push(event)
+            buffer.push(event if lighten is None else lighten(event))
         except Exception as exc:  # a UI bug costs the UI's feed, never the session
             failed = True
             with contextlib.suppress(Exception):

@@ -35,7 +35,7 @@ from ..table_layout import print_line
 from .app import GolemProxyApp
 from .bridge import EventBuffer, SourceInfo, TrioThreadSource, hub_sink
 from .flow_bound import FlowBound
-from .payloads import PayloadBudget
+from .payloads import LeftToRecording, PayloadBudget
 from .reloading import ReloadGate, read_back
 
 __all__ = ["ForwardedSessionSource", "observe_with_tui"]
@@ -117,7 +117,8 @@ def observe_with_tui(
     async def serve(sink: EventBuffer) -> None:
         why = setup.restarted_because
         sink.describe(SourceInfo(live_on, setup.notes))
-        live = hub_sink(sink)
+        places = config.payload_places
+        live = hub_sink(sink, LeftToRecording(places) if places is not None else None)
         gate, end = None, -1
         if why and setup.continues_recording and record_read_fd >= 0:
             # Where the dead process's lines end, as the forwarding process found it when it
@@ -193,7 +194,7 @@ def observe_with_tui(
     # kept (payloads.py): the recorder notes where they lie.
     places = PayloadPlaces(config.record_path) if config.record_path is not None else None
     config.payload_places = places
-    budget = PayloadBudget(recording=config.record_path, places=places)
+    budget = PayloadBudget(recording=config.record_path)
     buffer = EventBuffer(source.buffer_limit)
     source.start_ahead(buffer)
     # The app is made and started (its styles, the first layout) once the forwarding process

@@ -17,13 +17,14 @@ from the payload on demand.
 
 When the session records, a large payload the recording holds verbatim is not kept at all:
 the recorder noted where it lies in the file (`golem_proxy.recording.payload_places`), and the
-frame's marker carries that place from the batch it arrives in. Readers that need the bytes
-(`payload_of`: the detail pane's hex dump, copying and sending a request again, the difference
-with an answer sent again, writing the view) read them back from the recording then, checked
-to be the very line written. A live TUI following a session of viewport captures keeps none of
-them in memory (docs/architecture.md, "The live TUI's payload budget": its peak RSS about
-halved in `bench_proxy --tui`). Search and filters read such a frame as they read a released
-one: the message the row kept (long strings elided above 1 MiB).
+frame comes to the TUI already without it, its marker carrying that place
+(`LeftToRecording`). Readers that need the bytes (`payload_of`: the detail pane's hex dump,
+copying and sending a request again, the difference with an answer sent again, writing the
+view) read them back from the recording then, checked to be the very line written. A live
+TUI following a session of viewport captures keeps none of them in memory (docs/architecture.md,
+"The live TUI's payload budget": its peak RSS about halved in `bench_proxy --tui`). Search and
+filters read such a frame as they read a released one: the message the row kept (long strings
+elided above 1 MiB).
 
 The decision is made once, here, and carried by the frame; readers ask `released()`, take the
 bytes with `payload_of()`, and say `release_note()` instead of showing an empty body.
@@ -38,14 +39,22 @@ from typing import Optional
 from golem_core.messages import Malformed
 
 from ..analysis.flows import Flow
-from ..events import Event, FrameSeen, ReleasedPayload
-from ..recording.payload_places import PayloadNotReadBack, PayloadPlace, PayloadPlaces, read_back
+from ..events import Event, ExchangeCompleted, FrameSeen, ReleasedPayload
+from ..recording.payload_places import (
+    MOST_PLACES,
+    PayloadNotReadBack,
+    PayloadPlace,
+    PayloadPlaces,
+    PlaceKey,
+    read_back,
+)
 from ..terminal import format_size
 from .compact import is_compact
 
 __all__ = [
     "DEFAULT_KEEP",
     "RELEASE_OVER",
+    "LeftToRecording",
     "PayloadBudget",
     "PayloadReleased",
     "in_recording",
@@ -149,9 +158,8 @@ class PayloadReleased(LookupError):
 class PayloadBudget:
     """Keeps at most ``keep`` bytes of large payloads (`RELEASE_OVER` and up) in the flows it
     is shown, releasing the oldest beyond that. ``recording``: where the session records,
-    which is what a released payload's note points to. ``places``: where the session's
-    recorder notes the large payloads it writes verbatim; those are not kept at all, but read
-    back from the recording when needed."""
+    which is what a released payload's note points to. (Frames whose payloads the recording
+    holds come without them, `LeftToRecording`: none of those is counted.)"""
 
     def __init__(
         self,
@@ -159,18 +167,14 @@ class PayloadBudget:
         recording: Optional[str] = None,
         *,
         release_over: int = RELEASE_OVER,
-        places: Optional[PayloadPlaces] = None,
     ) -> None:
         self.keep = keep
         self.release_over = release_over
         self.marker = ReleasedPayload(keep, recording)
-        self.places = places
         self.kept = 0
         """Payload bytes of the large frames kept now."""
         self.released = 0
         """Frames whose payloads were released (gone from the TUI)."""
-        self.in_recording = 0
-        """Frames whose payloads are read back from the recording when needed."""
         self.released_bytes = 0
         # The large frames kept, oldest first, as (flow, is its response); and the ids of
         # those frames, so that a flow changed again (its answer came) is not counted twice.
@@ -179,7 +183,7 @@ class PayloadBudget:
 
     def note(self, flow: Flow) -> None:
         """Count the large frames ``flow`` holds that are not counted yet (a new flow, a
-        request answered since); those the recording holds are let go now, their place kept."""
+        request answered since)."""
         for is_response in (False, True):
             frame = flow.response if is_response else flow.request
             if (
@@ -189,28 +193,9 @@ class PayloadBudget:
                 or is_compact(frame)
             ):
                 continue
-            place = self._place_of(frame)
-            if place is not None:
-                # A copy: the published frame may still be on its way to the recorder.
-                kept = dataclasses.replace(
-                    frame, payload=ReleasedPayload(self.keep, place.path, place)
-                )
-                if is_response:
-                    flow.response = kept
-                else:
-                    flow.request = kept
-                self.in_recording += 1
-                continue
             self._counted.add(id(frame))
             self._kept.append((flow, is_response))
             self.kept += len(frame.payload)
-
-    def _place_of(self, frame: FrameSeen) -> Optional[PayloadPlace]:
-        if self.places is None or isinstance(frame.payload, ReleasedPayload):
-            return None
-        place = self.places.take((frame.route, frame.conn, frame.direction.value, frame.index))
-        # The frame's own bytes, or none: its line is checked again when it is read back.
-        return place if place is not None and place.size == len(frame.payload) else None
 
     def let_go(self, flows: set[int]) -> None:
         """Stop counting the large frames of the flows whose ids are ``flows``: the model
@@ -248,3 +233,52 @@ class PayloadBudget:
             self.released_bytes += size
             count += 1
         return count
+
+
+class LeftToRecording:
+    """Takes the large payloads the recording holds out of the events a live TUI is given, as
+    they are published (`bridge.hub_sink`, on the session's thread): each such frame goes on
+    as a copy whose payload is a `ReleasedPayload` carrying its place (`payload_places`), and
+    the exchange that names it names that copy. The events waiting for the TUI's next batch
+    (up to half a second of them while events stream, `pace.py`) then hold no payload: held
+    there, sixteen answers of 16 MiB a batch had the session's thread fault ~8 MiB of fresh
+    heap in for every answer (~10 ms of its CPU; ~4.9 us a page on this machine). The
+    recorder is the hub's first sink, so a frame's place is noted before it comes here."""
+
+    def __init__(self, places: PayloadPlaces, *, release_over: int = RELEASE_OVER) -> None:
+        self.places = places
+        self.release_over = release_over
+        self.count = 0
+        """Frames given without their payloads."""
+        self._copies: dict[PlaceKey, FrameSeen] = {}
+        """The copies of the frames whose exchange has not come yet (a request waiting for
+        its answer, or a frame never paired), oldest first, at most `MOST_PLACES`."""
+
+    def __call__(self, event: Event) -> Event:
+        if isinstance(event, FrameSeen):
+            return self._frame(event)
+        if isinstance(event, ExchangeCompleted) and self._copies:
+            request = self._copies.pop(_key(event.request), event.request)
+            response = self._copies.pop(_key(event.response), event.response)
+            if request is not event.request or response is not event.response:
+                return dataclasses.replace(event, request=request, response=response)
+        return event
+
+    def _frame(self, frame: FrameSeen) -> FrameSeen:
+        payload = frame.payload
+        if len(payload) < self.release_over or isinstance(payload, ReleasedPayload):
+            return frame
+        key = _key(frame)
+        place = self.places.take(key)
+        if place is None or place.size != len(payload):  # none, or not this frame's
+            return frame
+        copy = dataclasses.replace(frame, payload=ReleasedPayload(0, place.path, place))
+        self._copies[key] = copy
+        while len(self._copies) > MOST_PLACES:
+            del self._copies[next(iter(self._copies))]
+        self.count += 1
+        return copy
+
+
+def _key(frame: FrameSeen) -> PlaceKey:
+    return (frame.route, frame.conn, frame.direction.value, frame.index)

@@ -17,7 +17,7 @@ import pytest
 
 from golem_core.profiles import GOLEM
 from golem_proxy.commands._live_tui import live_source
-from golem_proxy.events import Event, FrameSeen
+from golem_proxy.events import Event, ExchangeCompleted, FrameSeen
 from golem_proxy.live.recorder import Recorder
 from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address
@@ -28,6 +28,7 @@ from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.export import request_json, save_events
 from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.payloads import (
+    LeftToRecording,
     PayloadBudget,
     PayloadReleased,
     in_recording,
@@ -43,14 +44,18 @@ from .test_live_proxy import bound_port, config_for, until_stopped
 from .test_payloads import MIB, captures, large_request_session, notices
 
 
-def recorded(path: Path, events: list[Event]) -> PayloadPlaces:
-    """Record ``events`` at ``path`` as the session's recorder does; the places it noted."""
+def recorded(path: Path, events: list[Event]) -> tuple[list[Event], LeftToRecording]:
+    """Record ``events`` at ``path`` as the session's recorder does, and give them on as the
+    TUI's hub sink does (`LeftToRecording`), the events first, one at a time."""
     places = PayloadPlaces(str(path))
+    lighten = LeftToRecording(places)
     recorder = Recorder(RecordingWriter.create(str(path), golem_header()), places=places)
+    given = []
     for event in events:
         recorder(event)
+        given.append(lighten(event))
     recorder.close()
-    return places
+    return given, lighten
 
 
 def originals(events: list[Event]) -> dict[tuple[int, str, int], bytes]:
@@ -62,12 +67,15 @@ def originals(events: list[Event]) -> dict[tuple[int, str, int], bytes]:
 def test_large_payloads_are_not_kept_and_read_back_exactly(tmp_path: Path) -> None:
     events = captures(6, small_between=True)
     path = tmp_path / "session.jsonl"
-    places = recorded(path, events)
-    budget = PayloadBudget(keep=5 * MIB, recording=str(path), places=places)
+    given, lighten = recorded(path, events)
+    budget = PayloadBudget(keep=5 * MIB, recording=str(path))
     model = SessionModel(GOLEM, payload_budget=budget)
-    model.apply(events)
+    model.apply(given)
     assert budget.kept == 0 and budget.released == 0
-    assert budget.in_recording == 6  # the answers; the requests and pings are small
+    assert lighten.count == 6  # the answers; the requests and pings are small
+    # The exchanges name the very frames the TUI was given.
+    exchanges = [e for e in given if isinstance(e, ExchangeCompleted)]
+    assert all(in_recording(e.response) is not None for e in exchanges[::2])
     payloads = originals(events)
     for flow in model.flows:
         for frame in (flow.request, flow.response):
@@ -91,9 +99,8 @@ def test_large_payloads_are_not_kept_and_read_back_exactly(tmp_path: Path) -> No
 def test_a_recording_that_no_longer_holds_them_is_said_so(tmp_path: Path) -> None:
     events = captures(3)
     path = tmp_path / "session.jsonl"
-    budget = PayloadBudget(recording=str(path), places=recorded(path, events))
-    model = SessionModel(GOLEM, payload_budget=budget)
-    model.apply(events)
+    model = SessionModel(GOLEM, payload_budget=PayloadBudget(recording=str(path)))
+    model.apply(recorded(path, events)[0])
     os.truncate(path, path.stat().st_size // 2)
     last = model.flows[-1].response
     assert last is not None
@@ -112,10 +119,10 @@ def test_a_recording_that_no_longer_holds_them_is_said_so(tmp_path: Path) -> Non
 def test_the_detail_pane_copy_resend_and_save_read_the_bytes_back(tmp_path: Path) -> None:
     events = large_request_session()
     path = tmp_path / "session.jsonl"
-    places = recorded(path, events)
-    budget = PayloadBudget(keep=3 * MIB, recording=str(path), places=places)
+    given, lighten = recorded(path, events)
+    budget = PayloadBudget(keep=3 * MIB, recording=str(path))
     app = GolemProxyApp(
-        ManualSource(events),
+        ManualSource(given),
         GOLEM,
         "test",
         payload_budget=budget,
@@ -126,7 +133,7 @@ def test_the_detail_pane_copy_resend_and_save_read_the_bytes_back(tmp_path: Path
     async def body() -> None:
         async with app.run_test(size=(160, 45)) as pilot:
             await wait_for(pilot, lambda: len(app.model.flows) == 4)
-            assert budget.kept == 0 and budget.in_recording == 4
+            assert budget.kept == 0 and lighten.count == 4
             assert "released" not in app.status_bar.text
             await select(pilot, 0)
             assert "released" not in app.detail.text()
@@ -175,7 +182,7 @@ def test_a_live_session_reads_its_answers_back_from_its_recording(
         config_for(large_answers, record), payload_places=places
     )
     source = live_source(config)
-    budget = PayloadBudget(recording=str(record), places=places)
+    budget = PayloadBudget(recording=str(record))
     answers: list[object] = []
 
     def client(port: int) -> None:
@@ -197,9 +204,9 @@ def test_a_live_session_reads_its_answers_back_from_its_recording(
                     and not worker.is_alive()
                 ),
             )
-            assert budget.kept == 0 and budget.in_recording == 4
+            assert budget.kept == 0
             for flow in app.model.flows:
-                assert flow.response is not None
+                assert flow.response is not None and in_recording(flow.response) is not None
                 answer = payload_of(flow.response)  # read back from the live recording
                 assert answer.endswith(b"C" * MIB + b'","error":null}')
         await until_stopped(source)
@@ -270,11 +277,14 @@ def test_a_view_leaves_out_the_flows_whose_payloads_never_reached_the_recording(
     recorder = Recorder(
         RecordingWriter(disk, golem_header()), places=places, on_error=lambda _: None
     )
+    lighten = LeftToRecording(places)
+    given = []
     for event in events:
         recorder(event)
+        given.append(lighten(event))
     recorder.close()
-    model = SessionModel(GOLEM, payload_budget=PayloadBudget(recording=str(path), places=places))
-    model.apply(events)
+    model = SessionModel(GOLEM, payload_budget=PayloadBudget(recording=str(path)))
+    model.apply(given)
     saved = model.view_to_save()
     assert (saved.flows, saved.left_out, saved.lost) == (4, 0, 4)  # the pings are written
     assert saved.lost_why == "[Errno 28] No space left on device"
@@ -285,3 +295,20 @@ def test_a_view_leaves_out_the_flows_whose_payloads_never_reached_the_recording(
     view = tmp_path / "view.jsonl"
     save_events(str(view), golem_header(), saved.events, "", left_out_line(saved, model))
     assert [e.method for e in read_recording(str(view)).exchanges()] == ["ping"] * 4
+
+
+def test_only_the_frames_placed_for_them_come_without_their_payloads() -> None:
+    places = PayloadPlaces("session.jsonl")
+    lighten = LeftToRecording(places)
+    events = captures(2)
+    first, second = [e for e in events if isinstance(e, FrameSeen) and not e.is_request]
+    for answer, size in ((first, len(first.payload)), (second, len(second.payload) - 1)):
+        key = (answer.route, answer.conn, answer.direction.value, answer.index)
+        places.note(key, 0, size, b"{")  # the second's is not its own: another size
+    given = [lighten(event) for event in events]
+    frames = [e for e in given if isinstance(e, FrameSeen)]
+    assert [in_recording(frame) is not None for frame in frames] == [False, True, False, False]
+    assert frames[3] is second and lighten.count == 1
+    exchanges = [e for e in given if isinstance(e, ExchangeCompleted)]
+    assert exchanges[0].response is frames[1]  # the exchange names the copy the TUI has
+    assert exchanges[1] is events[-1]  # untouched
