@@ -20,8 +20,8 @@ sequential calls a second; and the CPU the hop's processes spent per call, each 
 forwarding + observing, the standby that waits to replace the observing process counted in
 its share: where the rig's client and upstream share the cores, that sum bounds the sequential
 rate), 16 MiB responses one after the other (MB/s; a full run first moves 64 of them through
-each configuration unmeasured: with ``--tui`` the first ~50 go slower, while the TUI fills
-the payloads it keeps, see bench/cpu_budget.py --warm), and tiny frames
+each configuration unmeasured, so that each hop's heap has grown to its working set; a live
+TUI that records keeps none of their payloads, see bench/cpu_budget.py --warm), and tiny frames
 pipelined both ways (frames/s: to the last response byte, and again counting until the hop's
 process is idle, which charges an observer that trails the wire for its catch-up), plus each
 hop's peak RSS (all its processes, a standby's ~32 MiB included) and what golem-proxy's

@@ -15,11 +15,12 @@ for the first time, or again after it went back to the system, which on a virtua
 that reports free memory to its host costs a fault at the host too. With ``--tui``,
 golem-proxy is measured a second time with ``--tui`` (drawn on a pseudo-terminal of a fixed
 size, pty_terminal.py): its observing process's main thread is then the TUI's, and the
-session (decoding, pairing, the recorder's queue) is among its other threads. The TUI keeps
-the payloads of the newest large frames up to its budget (256 MiB): until that is full, each
-answer it keeps is memory touched for the first time, a cost of a session's first ~50
-captures, not of every one. ``--warm N`` moves N answers through each hop before its clock
-starts, to measure what comes after (N=64 fills it). ``--pause S`` moves the measured answers
+session (decoding, pairing, the recorder's queue) is among its other threads. Recording, the
+TUI keeps none of the answers' payloads (it reads them back from the recording when needed:
+golem_proxy/tui/payloads.py); without a recording it would keep the newest up to its budget
+(256 MiB), each answer kept then memory touched for the first time. ``--warm N`` moves N
+answers through each hop before its clock starts, to measure what comes after a session's
+heap has grown to its working set. ``--pause S`` moves the measured answers
 in batches of `PAUSE_BATCH` with S seconds between (a model that captures, thinks, captures
 again): the CPU and the faults an answer then include what a pause costs (the heap a process
 gives back once idle, faulted in again by the next batch), the wall time leaves the pauses out.
