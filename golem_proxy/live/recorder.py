@@ -18,7 +18,7 @@ import trio
 
 from ..events import Event, EventsMissed, FrameSeen
 from ..recording.format import RecordingWriter
-from ..recording.payload_places import PayloadPlaces, verbatim_line_start
+from ..recording.payload_places import PayloadPlaces, place_key, verbatim_line_start
 
 __all__ = ["FLUSH_INTERVAL", "INLINE_WRITE", "TRAILS_BY", "Recorder"]
 
@@ -123,24 +123,13 @@ class Recorder:
                     size += sum(len(piece) for piece in gap)
             if self.places is not None:
                 line_at = self._queued_total + size - line_size  # after the gap line, if any
-                self._note_place(event, pieces, line_at)
+                _note_place(self.places, event, pieces, line_at)
                 self._queued_total += size
             self._pieces.extend(pieces)
             self._queued += size
             self._recorded += 1
             if self._queued >= self._write_at:
                 self._changed.notify_all()
-
-    def _note_place(self, event: Event, pieces: list[bytes], line_at: int) -> None:
-        places = self.places
-        if places is None or not isinstance(event, FrameSeen):
-            return
-        if len(event.payload) < places.smallest:
-            return
-        start = verbatim_line_start(event.payload, pieces)
-        if start is not None:
-            key = (event.route, event.conn, event.direction.value, event.index)
-            places.note(key, line_at + len(start), len(event.payload), start)
 
     def after_written(self, call: Callable[[], None]) -> None:
         """Call ``call`` once everything recorded so far has reached the kernel: at once (on
@@ -291,3 +280,13 @@ class Recorder:
         if self.places is not None:
             self.places.failed(str(exc))
         self.on_error(f"golem-proxy: recording stopped, the proxy goes on: {exc}")
+
+
+def _note_place(places: PayloadPlaces, event: Event, pieces: list[bytes], line_at: int) -> None:
+    """Note where a large frame's payload will be, when its line (``pieces``, at ``line_at``
+    counted from the recorder's first byte) holds it verbatim."""
+    if not isinstance(event, FrameSeen) or len(event.payload) < places.smallest:
+        return
+    start = verbatim_line_start(event.payload, pieces)
+    if start is not None:
+        places.note(place_key(event), line_at + len(start), len(event.payload), start)

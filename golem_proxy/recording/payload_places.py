@@ -20,7 +20,10 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # events.py imports this module: only the type, to check against
+    from ..events import FrameSeen
 
 __all__ = [
     "LONGEST_LINE_START",
@@ -31,6 +34,7 @@ __all__ = [
     "PayloadPlace",
     "PayloadPlaces",
     "PlaceKey",
+    "place_key",
     "read_back",
     "verbatim_line_start",
 ]
@@ -55,6 +59,11 @@ PlaceKey = tuple[str, int, str, int]
 """A frame in a session: its route, connection, direction and number on that connection."""
 
 
+def place_key(frame: FrameSeen) -> PlaceKey:
+    """``frame``'s `PlaceKey`: what the recorder notes a place by and a view takes it by."""
+    return (frame.route, frame.conn, frame.direction.value, frame.index)
+
+
 @dataclass(frozen=True)
 class PayloadPlace:
     """A payload of ``size`` bytes, ``offset`` bytes after the first one its recorder wrote
@@ -70,6 +79,12 @@ class PayloadPlace:
     def path(self) -> str:
         """The recording."""
         return self.places.path
+
+    @property
+    def end(self) -> int:
+        """Where its line ends, counted as ``offset`` is: the line is written once the
+        recorder has written that many bytes."""
+        return self.offset + self.size + len(LINE_END)
 
 
 def verbatim_line_start(payload: bytes, parts: list[bytes]) -> Optional[bytes]:
@@ -177,20 +192,14 @@ class PayloadPlaces:
         """Why ``place``'s payload never reached the file (the recorder stopped before it
         wrote that line), without waiting; "" when it did or still may."""
         with self._changed:
-            end = place.offset + place.size + len(LINE_END)
-            written = self._began_at is not None and self._written >= end
-            return "" if written else self._failed
+            return "" if self._written_through(place) else self._failed
 
     def written_offset(self, place: PayloadPlace, wait: float) -> int:
         """Where ``place``'s payload is in the file, once the line holding it is written
         (waiting at most ``wait`` seconds for that). Raises PayloadNotReadBack."""
-        end = place.offset + place.size + len(LINE_END)
         with self._changed:
-            self._changed.wait_for(
-                lambda: bool(self._failed) or (self._began_at is not None and self._written >= end),
-                wait,
-            )
-            if self._began_at is not None and self._written >= end:
+            self._changed.wait_for(lambda: bool(self._failed) or self._written_through(place), wait)
+            if self._began_at is not None and self._written_through(place):
                 return self._began_at + place.offset
             if self._failed:
                 raise PayloadNotReadBack(
@@ -199,6 +208,10 @@ class PayloadPlaces:
         raise PayloadNotReadBack(
             f"the recorder has not written it to {self.path} yet (after {wait:g} s)"
         )
+
+    def _written_through(self, place: PayloadPlace) -> bool:
+        """Whether ``place``'s line has reached the kernel (under the lock)."""
+        return self._began_at is not None and self._written >= place.end
 
     def take(self, key: PlaceKey) -> Optional[PayloadPlace]:
         """The place of frame ``key``'s payload, forgotten here (None: not noted, or the

@@ -46,6 +46,7 @@ from ..recording.payload_places import (
     PayloadPlace,
     PayloadPlaces,
     PlaceKey,
+    place_key,
     read_back,
 )
 from ..terminal import format_size
@@ -258,8 +259,8 @@ class LeftToRecording:
         if isinstance(event, FrameSeen):
             return self._frame(event)
         if isinstance(event, ExchangeCompleted) and self._copies:
-            request = self._copies.pop(_key(event.request), event.request)
-            response = self._copies.pop(_key(event.response), event.response)
+            request = self._copies.pop(place_key(event.request), event.request)
+            response = self._copies.pop(place_key(event.response), event.response)
             if request is not event.request or response is not event.response:
                 return dataclasses.replace(event, request=request, response=response)
         return event
@@ -268,7 +269,7 @@ class LeftToRecording:
         payload = frame.payload
         if len(payload) < self.release_over or isinstance(payload, ReleasedPayload):
             return frame
-        key = _key(frame)
+        key = place_key(frame)
         place = self.places.take(key)
         if place is None or place.size != len(payload):  # none, or not this frame's
             return frame
@@ -278,7 +279,3 @@ class LeftToRecording:
             del self._copies[next(iter(self._copies))]
         self.count += 1
         return copy
-
-
-def _key(frame: FrameSeen) -> PlaceKey:
-    return (frame.route, frame.conn, frame.direction.value, frame.index)

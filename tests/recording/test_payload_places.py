@@ -24,6 +24,7 @@ from golem_proxy.recording.payload_places import (
     PayloadNotReadBack,
     PayloadPlace,
     PayloadPlaces,
+    place_key,
     read_back,
 )
 from tests.support.sessions import SessionBuilder, golem_header
@@ -45,10 +46,6 @@ def frames(events: list[Event]) -> list[FrameSeen]:
     return [event for event in events if isinstance(event, FrameSeen)]
 
 
-def key(frame: FrameSeen) -> tuple[str, int, str, int]:
-    return (frame.route, frame.conn, frame.direction.value, frame.index)
-
-
 def record(path: Path, events: list[Event], places: PayloadPlaces) -> None:
     recorder = Recorder(RecordingWriter.create(str(path), golem_header()), places=places)
     for event in events:
@@ -66,7 +63,7 @@ def test_each_large_payload_is_read_back_exactly_from_the_recording(tmp_path: Pa
     assert len(large) == 3
     assert len(places) == 3  # and none for the small ones
     for frame in large:
-        place = places.take(key(frame))
+        place = places.take(place_key(frame))
         assert place is not None and place.path == str(path)
         assert read_back(place) == frame.payload
     assert len(places) == 0
@@ -130,9 +127,9 @@ def test_places_count_the_gap_line_written_before_an_event(tmp_path: Path) -> No
     kinds = [json.loads(line)["kind"] for line in path.read_bytes().splitlines()[1:]]
     assert kinds == ["open", "frame", "frame", "frame", "gap", "frame"]
     for answer in (answer0, answer2):
-        place = places.take(key(answer))
+        place = places.take(place_key(answer))
         assert place is not None and read_back(place) == answer.payload
-    assert places.take(key(answer1)) is None
+    assert places.take(place_key(answer1)) is None
 
 
 def test_a_recording_taken_over_is_read_back_where_the_new_lines_go(tmp_path: Path) -> None:
@@ -150,7 +147,7 @@ def test_a_recording_taken_over_is_read_back_where_the_new_lines_go(tmp_path: Pa
         recorder.close()
     for frame in frames(after):
         if len(frame.payload) >= PLACE_FROM:
-            place = places.take(key(frame))
+            place = places.take(place_key(frame))
             assert place is not None and read_back(place) == frame.payload
 
 
@@ -160,7 +157,7 @@ def written_place(tmp_path: Path) -> tuple[Path, PayloadPlace, bytes]:
     events = answered_calls([100_000])
     record(path, events, places)
     answer = frames(events)[-1]
-    place = places.take(key(answer))
+    place = places.take(place_key(answer))
     assert place is not None
     return path, place, answer.payload
 
@@ -226,7 +223,7 @@ def test_a_line_written_before_the_recorders_first_is_counted(tmp_path: Path) ->
             recorder(event)
         recorder.close()
     answer = frames(events)[-1]
-    place = places.take(key(answer))
+    place = places.take(place_key(answer))
     assert place is not None and read_back(place) == answer.payload
 
 
@@ -240,7 +237,7 @@ def test_reading_back_waits_for_a_disk_that_is_behind(tmp_path: Path) -> None:
         recorder(event)
     recorder.flush()
     answer = frames(events)[-1]
-    place = places.take(key(answer))
+    place = places.take(place_key(answer))
     assert place is not None
     with pytest.raises(PayloadNotReadBack) as caught:  # not written yet, after the wait
         read_back(place, wait=0.05)
@@ -271,7 +268,7 @@ def test_a_line_a_disk_error_kept_from_the_file_is_said_to_be_lost(tmp_path: Pat
     for event in events:
         recorder(event)
     recorder.close()
-    place = places.take(key(frames(events)[-1]))
+    place = places.take(place_key(frames(events)[-1]))
     assert place is not None
     assert (not_read_back(place) or "").endswith(
         "stopped before it was written ([Errno 28] No space left on device)"
@@ -294,9 +291,9 @@ def test_the_file_moved_under_the_recorder_stops_the_places(tmp_path: Path) -> N
         for event in second:
             recorder(event)
         recorder.close()
-    before = places.take(key(frames(first)[-1]))
+    before = places.take(place_key(frames(first)[-1]))
     assert before is not None and read_back(before) == frames(first)[-1].payload
-    after = places.take(key(frames(second)[-1]))
+    after = places.take(place_key(frames(second)[-1]))
     assert after is not None
     assert "stopped before it was written (its offset moved under the recorder)" in (
         not_read_back(after) or ""
