@@ -22,6 +22,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
+from .files import NotARegularFile, open_regular
+
 if TYPE_CHECKING:  # events.py imports this module: only the type, to check against
     from ..events import FrameSeen
 
@@ -109,26 +111,28 @@ def read_back(place: PayloadPlace, wait: float = WRITTEN_WAIT) -> bytes:
     start = offset - len(place.line_start)
     wanted = len(place.line_start) + place.size + len(LINE_END)
     try:
-        fd = os.open(place.path, os.O_RDONLY)
+        # Never blocks: a FIFO or a device put where the recording was is refused.
+        recording = open_regular(place.path)
+    except NotARegularFile as exc:
+        raise PayloadNotReadBack(f"the recording cannot be read back: {exc.args[0]}") from None
     except OSError as exc:
         raise PayloadNotReadBack(
             f"the recording {place.path} cannot be opened ({exc.strerror or exc})"
         ) from None
-    try:
-        parts = []
-        got = 0
-        while got < wanted:
-            part = os.pread(fd, wanted - got, start + got)
-            if not part:
-                break
-            parts.append(part)
-            got += len(part)
-    except OSError as exc:
-        raise PayloadNotReadBack(
-            f"reading the recording {place.path} failed ({exc.strerror or exc})"
-        ) from None
-    finally:
-        os.close(fd)
+    with recording:
+        try:
+            parts = []
+            got = 0
+            while got < wanted:
+                part = os.pread(recording.fileno(), wanted - got, start + got)
+                if not part:
+                    break
+                parts.append(part)
+                got += len(part)
+        except OSError as exc:
+            raise PayloadNotReadBack(
+                f"reading the recording {place.path} failed ({exc.strerror or exc})"
+            ) from None
     data = b"".join(parts)
     if len(data) < wanted:
         raise PayloadNotReadBack(f"the recording {place.path} ends before it (cut short)")

@@ -90,15 +90,19 @@ def test_payloads_not_written_as_they_came_get_no_place(tmp_path: Path) -> None:
 
 class GatedStream(io.BytesIO):
     """A disk that takes nothing until `opened` is set (no descriptor: written with
-    ``writelines``), so that the recorder misses events and writes a gap line."""
+    ``writelines``), so that the recorder misses events and writes a gap line. With
+    ``mirror``, what it holds is also that file's content once each write is done."""
 
-    def __init__(self) -> None:
+    def __init__(self, mirror: Optional[Path] = None) -> None:
         super().__init__()
         self.opened = threading.Event()
+        self.mirror = mirror
 
     def writelines(self, lines: object) -> None:
         self.opened.wait(10)
         super().writelines(lines)  # type: ignore[arg-type]
+        if self.mirror is not None:
+            self.mirror.write_bytes(self.getvalue())
 
     def close(self) -> None:
         self.written = self.getvalue()
@@ -230,7 +234,7 @@ def test_a_line_written_before_the_recorders_first_is_counted(tmp_path: Path) ->
 def test_reading_back_waits_for_a_disk_that_is_behind(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     places = PayloadPlaces(str(path))
-    stream = GatedStream()
+    stream = GatedStream(mirror=path)
     recorder = Recorder(RecordingWriter(stream, golem_header()), places=places)
     events = answered_calls([150_000])
     for event in events:
@@ -245,7 +249,6 @@ def test_reading_back_waits_for_a_disk_that_is_behind(tmp_path: Path) -> None:
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(read_back(place, wait=10)))
     reader.start()
-    recorder.after_written(lambda: path.write_bytes(stream.getvalue()))  # the file, as written
     stream.opened.set()
     reader.join(15)
     recorder.close()
@@ -305,3 +308,10 @@ def test_a_line_start_of_kilobytes_gets_no_place() -> None:
     places.note(("main", 1, "s2c", 1), 0, PLACE_FROM, b"{" + b"x" * LONGEST_LINE_START)
     places.note(("main", 1, "s2c", 2), 0, PLACE_FROM, b"{" + b"x" * 100)
     assert len(places) == 1 and places.take(("main", 1, "s2c", 2)) is not None
+
+
+def test_a_fifo_put_where_the_recording_was_is_refused_not_waited_on(tmp_path: Path) -> None:
+    path, place, _payload = written_place(tmp_path)
+    path.unlink()
+    os.mkfifo(path)  # nobody will ever write to it: opening it to read would wait forever
+    assert "a FIFO, not a regular file" in (not_read_back(place) or "")
