@@ -51,6 +51,17 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
+def _methods_so_far(capture: Path, script: Path, ports: list[str]) -> Counter[str]:
+    """`_methods` while dumpcap still writes ``capture``: a last packet it has not written
+    whole yet (tshark then fails) counts as nothing found so far."""
+    try:
+        return _methods(capture, script, ports)
+    except AssertionError as exc:
+        if "cut short in the middle of a packet" not in str(exc):
+            raise
+        return Counter()
+
+
 def _methods(capture: Path, script: Path, ports: list[str]) -> Counter[str]:
     """The GOLEM methods the dissector finds in ``capture`` on the plugin's ``ports``."""
     found: Counter[str] = Counter()
@@ -86,7 +97,7 @@ def test_a_live_capture_decodes_as_the_recording_says(tmp_path: Path) -> None:
         # dumpcap writes what it has read when it is stopped, not what the kernel still holds
         # for it: it is stopped once the file holds the demo's last frames (or at a deadline).
         deadline = time.monotonic() + 20
-        while _methods(capture, script, ports) != expected and time.monotonic() < deadline:
+        while _methods_so_far(capture, script, ports) != expected and time.monotonic() < deadline:
             time.sleep(0.1)
     finally:
         _stop(dumpcap)
