@@ -12,7 +12,8 @@ takes a place (`PayloadPlaces.take`) when it lets the bytes go. Reading back (`r
 waits, a bounded while, for the recorder to have written the line, then checks that the file
 still holds that very line around the bytes: its start and its end, as written. A recording cut,
 replaced, stopped by a disk error or not written that far is a one-line `PayloadNotReadBack`,
-never other bytes shown as the payload.
+never other bytes shown as the payload. `not_held` makes the same check without reading the
+payload or waiting: what a view about to be written leaves out.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "PayloadPlace",
     "PayloadPlaces",
     "PlaceKey",
+    "not_held",
     "place_key",
     "read_back",
     "verbatim_line_start",
@@ -104,12 +106,36 @@ class PayloadNotReadBack(Exception):
     message says why, in a few words."""
 
 
-def read_back(place: PayloadPlace, wait: float = WRITTEN_WAIT) -> bytes:
-    """The payload's bytes, read from its recording once the recorder wrote them (waiting at
-    most ``wait`` seconds). Raises PayloadNotReadBack."""
-    offset = place.places.written_offset(place, wait)
-    start = offset - len(place.line_start)
-    wanted = len(place.line_start) + place.size + len(LINE_END)
+def read_back(
+    place: PayloadPlace, wait: float = WRITTEN_WAIT, first: Optional[int] = None
+) -> bytes:
+    """The payload's bytes (its ``first`` bytes only, when given), read from its recording once
+    the recorder wrote them (waiting at most ``wait`` seconds); the line's start and end are
+    checked either way. Raises PayloadNotReadBack."""
+    return _read_line(place, place.places.written_offset(place, wait), first)
+
+
+def not_held(place: PayloadPlace) -> str:
+    """Why the recording does not hold ``place``'s payload as it was written (its line's start
+    and end checked, the payload not read), without waiting; "" when it does, or when the
+    recorder has not written it yet and still may."""
+    try:
+        offset = place.places.written_offset(place, 0.0)
+    except PayloadNotReadBack as exc:
+        return str(exc) if place.places.lost(place) else ""
+    try:
+        _read_line(place, offset, 0)
+    except PayloadNotReadBack as exc:
+        return str(exc)
+    return ""
+
+
+def _read_line(place: PayloadPlace, offset: int, first: Optional[int]) -> bytes:
+    """Read ``place``'s line from its recording, where its payload starts at ``offset``: the
+    payload's ``first`` bytes (all when None), checked to lie between the line's start and end
+    as written. Raises PayloadNotReadBack."""
+    size = place.size if first is None else min(first, place.size)
+    head = len(place.line_start)
     try:
         # Never blocks: a FIFO or a device put where the recording was is refused.
         recording = open_regular(place.path)
@@ -121,28 +147,33 @@ def read_back(place: PayloadPlace, wait: float = WRITTEN_WAIT) -> bytes:
         ) from None
     with recording:
         try:
-            parts = []
-            got = 0
-            while got < wanted:
-                part = os.pread(recording.fileno(), wanted - got, start + got)
-                if not part:
-                    break
-                parts.append(part)
-                got += len(part)
+            data = _pread_whole(recording.fileno(), offset - head, head + size)
+            end = _pread_whole(recording.fileno(), offset + place.size, len(LINE_END))
         except OSError as exc:
             raise PayloadNotReadBack(
                 f"reading the recording {place.path} failed ({exc.strerror or exc})"
             ) from None
-    data = b"".join(parts)
-    if len(data) < wanted:
+    if len(data) < head + size or len(end) < len(LINE_END):
         raise PayloadNotReadBack(f"the recording {place.path} ends before it (cut short)")
-    head = len(place.line_start)
-    if data[:head] != place.line_start or data[head + place.size :] != LINE_END:
+    if data[:head] != place.line_start or end != LINE_END:
         raise PayloadNotReadBack(
             f"the recording {place.path} no longer holds it at byte {offset:,} "
             "(the file was changed)"
         )
-    return data[head : head + place.size]
+    return data[head:]
+
+
+def _pread_whole(descriptor: int, start: int, wanted: int) -> bytes:
+    """Up to ``wanted`` bytes from ``start``: fewer only where the file ends."""
+    parts = []
+    got = 0
+    while got < wanted:
+        part = os.pread(descriptor, wanted - got, start + got)
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
 
 
 class PayloadPlaces:

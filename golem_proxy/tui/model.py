@@ -38,7 +38,7 @@ from ..terminal import safe_text
 from .compact import Compactor
 from .event_log import CONNECTION, EventLog
 from .flow_bound import FlowBound, forget_calls
-from .payloads import PayloadBudget, in_recording, lost_to_recording, released
+from .payloads import PayloadBudget, in_recording, not_in_recording, released
 from .render import flow_label
 from .settling import ExchangeTracker, whole_exchange
 
@@ -70,9 +70,10 @@ class SavedView:
     let_go: int = 0
     """Older flows let go from memory before the view was saved, which it cannot hold."""
     lost: int = 0
-    """Flows left out because a payload left to the recording never reached it."""
+    """Flows left out because the recording does not hold a payload left to it: a disk error
+    kept it out, or the file was cut or changed since."""
     lost_why: str = ""
-    """Why (the recorder's error)."""
+    """Why (the first such payload's reason)."""
 
 
 class SessionModel:
@@ -437,8 +438,10 @@ class SessionModel:
     def view_to_save(self) -> SavedView:
         """The events of the flows in view that can be written as they came, with their
         connections' open and close events, in order; a flow with a released payload is left
-        out (and counted): its bytes are no longer here to write. A payload the recording
-        holds is read back as the view is written (`payloads.with_payload`)."""
+        out (and counted): its bytes are no longer here to write; so is one whose payload
+        the recording does not hold as it was written (checked now at its line's ends). A
+        payload the recording holds is read back as the view is written
+        (`payloads.with_payload`)."""
         numbers: set[int] = set()
         conns: set[int] = set()
         left_out = lost = 0
@@ -448,7 +451,7 @@ class SessionModel:
             if _payload_gone(flow.request) or _payload_gone(flow.response):
                 left_out += 1
                 continue
-            why = lost_to_recording(flow.request) or lost_to_recording(flow.response)
+            why = not_in_recording(flow.request) or not_in_recording(flow.response)
             if why:
                 lost += 1
                 lost_why = lost_why or why

@@ -42,10 +42,12 @@ from ..analysis.flows import Flow
 from ..events import Event, ExchangeCompleted, FrameSeen, ReleasedPayload
 from ..recording.payload_places import (
     MOST_PLACES,
+    WRITTEN_WAIT,
     PayloadNotReadBack,
     PayloadPlace,
     PayloadPlaces,
     PlaceKey,
+    not_held,
     place_key,
     read_back,
 )
@@ -59,7 +61,7 @@ __all__ = [
     "PayloadBudget",
     "PayloadReleased",
     "in_recording",
-    "lost_to_recording",
+    "not_in_recording",
     "payload_of",
     "release_note",
     "released",
@@ -93,24 +95,29 @@ def in_recording(frame: Optional[FrameSeen]) -> Optional[PayloadPlace]:
     return marker.place if marker is not None else None
 
 
-def lost_to_recording(frame: Optional[FrameSeen]) -> str:
-    """Why the payload of ``frame``, left to the recording, never reached it (a disk error
-    stopped the recorder first); "" when it did, still may, or is not left to it."""
+def not_in_recording(frame: Optional[FrameSeen]) -> str:
+    """Why the recording does not hold the payload of ``frame``, left to it: a disk error
+    stopped the recorder first, or the file was cut or changed since (`payload_places.
+    not_held`: the line's ends checked, without waiting); "" when it does, still may, or the
+    payload is not left to it."""
     place = in_recording(frame)
-    return place.places.lost(place) if place is not None else ""
+    return not_held(place) if place is not None else ""
 
 
-def payload_of(frame: FrameSeen) -> bytes:
-    """``frame``'s payload: kept, or read back from the recording. Raises PayloadReleased
-    when the bytes are not here (released over the budget, or the reading back failed: the
-    message says which)."""
+def payload_of(
+    frame: FrameSeen, *, first: Optional[int] = None, wait: float = WRITTEN_WAIT
+) -> bytes:
+    """``frame``'s payload (its ``first`` bytes only, when given): kept, or read back from
+    the recording, waiting at most ``wait`` seconds for the recorder to write it. Raises
+    PayloadReleased when the bytes are not here (released over the budget, or the reading
+    back failed: the message says which)."""
     marker = released(frame)
     if marker is None:
-        return frame.payload
+        return frame.payload if first is None else frame.payload[:first]
     if marker.place is None:
         raise PayloadReleased(frame)
     try:
-        return read_back(marker.place)
+        return read_back(marker.place, wait, first)
     except PayloadNotReadBack as exc:
         raise PayloadReleased(frame, f"payload not read back: {exc}") from None
 

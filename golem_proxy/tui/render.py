@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Optional
 
 from ..analysis.flows import Flow
 from ..analysis.tool_calls import two_layer_label
 from ..terminal import safe_text
 
 __all__ = [
+    "HEXDUMP_LIMIT",
     "LONG_STRING",
     "count_nodes",
     "escape_surrogates",
@@ -45,9 +46,14 @@ def fmt_time(t: float) -> str:
     return f"{int(hours)}:{int(minutes):02d}:{seconds:06.3f}"
 
 
-def hexdump(data: bytes, limit: int = 4096) -> str:
+HEXDUMP_LIMIT = 4096
+"""Bytes a hex dump shows."""
+
+
+def hexdump(data: bytes, limit: int = HEXDUMP_LIMIT, size: Optional[int] = None) -> str:
     """A classic hex dump (offset, 16 bytes in hex, ASCII), at most ``limit`` bytes; a last
-    line says how many bytes were left out."""
+    line says how many bytes were left out of ``size`` (the whole's, when ``data`` is only
+    its start; else its own)."""
     lines = []
     for offset in range(0, min(len(data), limit), 16):
         chunk = data[offset : offset + 16]
@@ -55,8 +61,9 @@ def hexdump(data: bytes, limit: int = 4096) -> str:
         hex_part = hex_part[:23] + " " + hex_part[23:] if len(chunk) > 8 else hex_part
         text = "".join(chr(byte) if 32 <= byte < 127 else "." for byte in chunk)
         lines.append(f"{offset:08x}  {hex_part:<48}  |{text}|")
-    if len(data) > limit:
-        lines.append(f"… {len(data) - limit:,} more bytes")
+    size = len(data) if size is None else size
+    if size > limit:
+        lines.append(f"… {size - limit:,} more bytes")
     if not data:
         lines.append("(no bytes)")
     return "\n".join(lines)

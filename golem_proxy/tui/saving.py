@@ -52,7 +52,7 @@ class SaveActions(AppMixin):
     ) -> None:
         try:
             count = save_events(path, header, saved.events, filter_text, left_out)
-        except (OSError, PayloadReleased) as exc:  # a payload the recording no longer holds
+        except (OSError, PayloadReleased) as exc:  # the recording changed while it was read
             message = safe_text(f"Not written: {exc}")
             self.call_from_thread(self.notify, message, severity="error", markup=False)
             return
@@ -76,9 +76,7 @@ def left_out_line(saved: SavedView, model: SessionModel) -> str:
         parts.append(f"{flows} left out: payloads released from memory ({where})")
     if saved.lost:
         flows = counted(saved.lost, "flow", grouped=True)
-        parts.append(
-            f"{flows} left out: payloads that never reached the recording ({saved.lost_why})"
-        )
+        parts.append(f"{flows} left out, payloads not read back: {saved.lost_why}")
     bound = model.flow_bound
     if saved.let_go and bound is not None:
         older = counted(saved.let_go, "older flow", grouped=True)

@@ -24,6 +24,7 @@ from golem_proxy.recording.payload_places import (
     PayloadNotReadBack,
     PayloadPlace,
     PayloadPlaces,
+    not_held,
     place_key,
     read_back,
 )
@@ -171,6 +172,8 @@ def not_read_back(place: PayloadPlace) -> Optional[str]:
         read_back(place)
     text = str(caught.value)
     assert "\n" not in text
+    # What a view about to be written checks, without reading the payload, says the same.
+    assert not_held(place) == text
     return text
 
 
@@ -192,6 +195,21 @@ def test_a_recording_changed_around_it_is_said_not_to_hold_it(tmp_path: Path) ->
     # Every byte moved by one: the line's end is not where it was.
     path.write_bytes(b" " + path.read_bytes())
     assert "no longer holds it" in (not_read_back(place) or "")
+
+
+def test_the_start_alone_is_read_back_with_its_line_checked_whole(tmp_path: Path) -> None:
+    path, place, payload = written_place(tmp_path)
+    assert read_back(place, first=4096) == payload[:4096]
+    assert read_back(place, first=10 * len(payload)) == payload
+    assert not_held(place) == ""
+    # The line's end changed, far past the start read: the start is not shown as the payload's.
+    data = bytearray(path.read_bytes())
+    end = place.places.written_offset(place, 0) + place.size
+    assert data[end : end + 2] == b"}\n"
+    data[end] = ord("]")
+    path.write_bytes(bytes(data))
+    with pytest.raises(PayloadNotReadBack, match="no longer holds it at byte"):
+        read_back(place, first=4096)
 
 
 def test_a_recording_gone_is_said_to_be_gone(tmp_path: Path) -> None:
@@ -246,6 +264,7 @@ def test_reading_back_waits_for_a_disk_that_is_behind(tmp_path: Path) -> None:
     with pytest.raises(PayloadNotReadBack) as caught:  # not written yet, after the wait
         read_back(place, wait=0.05)
     assert str(caught.value) == f"the recorder has not written it to {path} yet (after 0.05 s)"
+    assert not_held(place) == ""  # not yet, and it still may be: a view keeps it
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(read_back(place, wait=10)))
     reader.start()
@@ -253,6 +272,7 @@ def test_reading_back_waits_for_a_disk_that_is_behind(tmp_path: Path) -> None:
     reader.join(15)
     recorder.close()
     assert got == [answer.payload]
+    assert not_held(place) == ""
 
 
 class FullDisk(io.BytesIO):

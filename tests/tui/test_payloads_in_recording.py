@@ -36,7 +36,7 @@ from golem_proxy.tui.payloads import (
     release_note,
 )
 from golem_proxy.tui.saving import left_out_line
-from tests.support.sessions import golem_header
+from tests.support.sessions import SessionBuilder, golem_header
 
 from .helpers import ManualSource, large_answer_upstream, run, select, wait_for
 from .terminal import Terminal, wait_until
@@ -101,19 +101,32 @@ def test_a_recording_that_no_longer_holds_them_is_said_so(tmp_path: Path) -> Non
     path = tmp_path / "session.jsonl"
     model = SessionModel(GOLEM, payload_budget=PayloadBudget(recording=str(path)))
     model.apply(recorded(path, events)[0])
+    before_the_cut = model.view_to_save()
     os.truncate(path, path.stat().st_size // 2)
     last = model.flows[-1].response
     assert last is not None
+    cut_short = f"the recording {path} ends before it (cut short)"
     with pytest.raises(PayloadReleased) as caught:
         payload_of(last)
-    assert str(caught.value) == (
-        f"payload not read back: the recording {path} ends before it (cut short)"
-    )
-    # Writing the view stops at that payload, and leaves no file that looks cut short.
+    assert str(caught.value) == f"payload not read back: {cut_short}"
+    # A view written now leaves out the flows whose answers the cut took, and says why.
+    saved = model.view_to_save()
+    assert (saved.flows, saved.lost, saved.lost_why) == (1, 2, cut_short)
+    line = left_out_line(saved, model)
+    assert line == f"2 flows left out, payloads not read back: {cut_short}"
     view = tmp_path / "view.jsonl"
+    save_events(str(view), golem_header(), saved.events, "", line)
+    written = read_recording(str(view))
+    assert written.header.extra["left_out"] == line
+    assert [e.response.payload for e in written.exchanges()] == [
+        e.response.payload for e in events if isinstance(e, ExchangeCompleted)
+    ][:1]
+    # Cut while the view was being written (it was checked before): writing it stops at that
+    # payload, and leaves no file that looks cut short.
+    late = tmp_path / "late.jsonl"
     with pytest.raises(PayloadReleased):
-        save_events(str(view), golem_header(), model.view_to_save().events, "")
-    assert not view.exists()
+        save_events(str(late), golem_header(), before_the_cut.events, "")
+    assert not late.exists()
 
 
 def test_the_detail_pane_copy_resend_and_save_read_the_bytes_back(tmp_path: Path) -> None:
@@ -154,14 +167,49 @@ def test_the_detail_pane_copy_resend_and_save_read_the_bytes_back(tmp_path: Path
             ]
             first = next(e for e in read_recording(str(saved)).events if isinstance(e, FrameSeen))
             assert first.payload == mesh_request.payload
-            # The recording cut: writing the view again says why, and writes nothing.
+            # The recording cut: writing the view again leaves those flows out, and says why.
             os.truncate(path, 100)
             again = tmp_path / "again.jsonl"
             await pilot.press("w")
             await pilot.press("ctrl+a", "ctrl+k", *str(again), "enter")
-            await wait_for(pilot, lambda: any("Not written" in n for n in notices(app)))
-            assert "payload not read back: the recording" in notices(app)[-1]
-            assert not again.exists()
+            await wait_for(pilot, lambda: "Wrote 0 flows" in notices(app)[-1])
+            assert notices(app)[-1].endswith(
+                "; 4 flows left out, payloads not read back: "
+                f"the recording {path} ends before it (cut short)"
+            )
+            assert read_recording(str(again)).exchanges() == []
+
+    run(body())
+
+
+def test_a_malformed_frame_shows_the_start_of_its_bytes_read_back(tmp_path: Path) -> None:
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    raw = b'{"id": "q1", "method": 7, "params": "' + b"A" * 200_000 + b'"}'
+    s.request(1, "viewport.capture", {}, 0.1, raw=raw)  # its method is a number: malformed
+    path = tmp_path / "session.jsonl"
+    given, lighten = recorded(path, s.events)
+    assert lighten.count == 1
+    app = GolemProxyApp(
+        ManualSource(given), GOLEM, "test", payload_budget=PayloadBudget(recording=str(path))
+    )
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 1)
+            await select(pilot, 0)
+            text = app.detail.text()
+            assert "malformed:invalid-method" in text
+            # The hex dump's 4 KiB, read back, and what it leaves out of the whole payload.
+            assert (
+                '00000000  7b 22 69 64 22 3a 20 22  71 31 22 2c 20 22 6d 65  |{"id": "q1", "me|'
+                in text
+            )
+            assert f"… {len(raw) - 4096:,} more bytes" in text
+            os.truncate(path, 300)
+            await pilot.press("e")  # the pane drawn again: the bytes read again
+            await wait_for(pilot, lambda: "(cut short)" in app.detail.text())
+            assert "00000000" not in app.detail.text()
 
     run(body())
 
@@ -235,13 +283,19 @@ def test_the_tui_of_one_process_writes_the_view_with_answers_read_back(
         terminal.type("\r")  # to the path offered: view.jsonl where the proxy runs
         mark = terminal.wait_for(r"Wrote 2 flows").end()
         os.rename(tmp_path / "view.jsonl", tmp_path / "first.jsonl")
-        # The bytes are the recording's, not the TUI's: with the recording cut, `w` says so.
+        # The bytes are the recording's, not the TUI's: with the recording cut, `w` leaves
+        # out both flows (each answered with 1 MiB) and says why.
         os.truncate(tmp_path / "live.jsonl", 100)
         terminal.type("w")
         terminal.wait_for("Write the")
         terminal.type("\r")
-        assert wait_until(lambda: "Not written" in terminal.text()[mark:])
-        assert not (tmp_path / "view.jsonl").exists()
+        assert wait_until(lambda: "Wrote 0 flows" in terminal.text()[mark:])
+        cut = read_recording(str(tmp_path / "view.jsonl"))
+        assert cut.exchanges() == []
+        assert cut.header.extra["left_out"] == (
+            "2 flows left out, payloads not read back: "
+            f"the recording {tmp_path / 'live.jsonl'} ends before it (cut short)"
+        )
         terminal.type("\x03")
         assert terminal.exit_code() == 0, terminal.text()[-2000:]
     finally:
@@ -287,10 +341,11 @@ def test_a_view_leaves_out_the_flows_whose_payloads_never_reached_the_recording(
     model.apply(given)
     saved = model.view_to_save()
     assert (saved.flows, saved.left_out, saved.lost) == (4, 0, 4)  # the pings are written
-    assert saved.lost_why == "[Errno 28] No space left on device"
-    assert left_out_line(saved, model) == (
-        "4 flows left out: payloads that never reached the recording "
-        "([Errno 28] No space left on device)"
+    assert saved.lost_why == (
+        f"the recording {path} stopped before it was written ([Errno 28] No space left on device)"
+    )
+    assert (
+        left_out_line(saved, model) == f"4 flows left out, payloads not read back: {saved.lost_why}"
     )
     view = tmp_path / "view.jsonl"
     save_events(str(view), golem_header(), saved.events, "", left_out_line(saved, model))

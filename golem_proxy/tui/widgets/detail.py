@@ -38,8 +38,9 @@ from ...analysis.tool_calls import (
 from ...events import FrameSeen
 from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
-from ..payloads import PayloadReleased, payload_of, release_note
+from ..payloads import PayloadReleased, in_recording, payload_of, release_note
 from ..render import (
+    HEXDUMP_LIMIT,
     LONG_STRING,
     count_nodes,
     fmt_time,
@@ -55,6 +56,10 @@ TREE_NODES = 200
 """Payloads with more JSON values than this are shown as a tree rather than as text."""
 TREE_CHILDREN = 500
 """Children listed under one tree node; the rest are summarised in one leaf."""
+READ_BACK_WAIT = 0.5
+"""Seconds the pane waits, on the screen's thread, for the recorder to write a payload it
+reads back (only the bytes the hex dump shows are read): past that the pane says the
+recording is behind, and showing the flow again reads it anew."""
 
 
 class FlowDetail(VerticalScroll, can_focus=True):
@@ -172,7 +177,10 @@ class FlowDetail(VerticalScroll, can_focus=True):
                 parts.append(self._json(message.obj)[0])
             if note is None:
                 try:  # read back from the recording if it holds the bytes (payloads.py)
-                    parts.append(Text(hexdump(payload_of(frame)), style="cyan"))
+                    shown = payload_of(frame, first=HEXDUMP_LIMIT, wait=READ_BACK_WAIT)
+                    place = in_recording(frame)
+                    size = place.size if place is not None else len(frame.payload)
+                    parts.append(Text(hexdump(shown, size=size), style="cyan"))
                 except PayloadReleased as exc:
                     parts.append(Text(safe_text(str(exc)), style="yellow"))
             body.update(Group(*parts))
