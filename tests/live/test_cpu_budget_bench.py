@@ -44,8 +44,11 @@ def test_with_the_tui_golem_proxy_is_measured_again_drawing_it(
     assert list(runs) == ["relay", "golem-proxy", "golem-proxy --tui"]
     (drawn,) = runs["golem-proxy --tui"]
     assert drawn["recorded"] == 4
-    # The TUI draws in the observing process's main thread; the session runs in another.
-    assert drawn["observing main"] > 0 and drawn["observing others"] > 0
+    # The TUI draws in the observing process's main thread; the session runs in another,
+    # which decodes and records the answers. Drawing four rows may take less than the one
+    # clock tick (10 ms) a thread's CPU is counted in: the main thread's column is there, and
+    # may read 0.
+    assert drawn["observing main"] >= 0 and drawn["observing others"] > 0
     assert "golem-proxy --tui" in out
 
 
