@@ -110,6 +110,8 @@ class FastRecordingReader(RecordingReader):
         super().__init__(stream, **options)
         self.on_exchange = on_exchange
         self._source = stream
+        self._data_at = 0
+        """Where the first byte of the block being scanned is in the file."""
         self._names: dict[bytes, str] = {}
         self._sizes: dict[int, int] = {}
         """One int object per distinct size: a trace's frames have a few hundred sizes."""
@@ -123,6 +125,7 @@ class FastRecordingReader(RecordingReader):
         # Each block starts with the newline that ended the previous one: the pattern's
         # anchor, so a match can only start at the beginning of a line.
         carry = b"\n"
+        self._data_at = self.offset - 1  # that newline is the header's
         while True:
             block = source.read(BLOCK)
             if not block:
@@ -131,15 +134,18 @@ class FastRecordingReader(RecordingReader):
             last = data.rfind(b"\n")
             if last == 0 and len(data) > self.max_line + 1:
                 # No line ends in sight: the exact reader refuses the over-long line.
-                yield from self._exact(data[1:])
+                yield from self._exact(data, 1)
             yield from self._scan(data, last)
             carry = data[last:]
+            self._data_at += last
         if len(carry) > 1:
-            yield from self._exact(carry[1:])  # an incomplete last line: the exact reader's
+            yield from self._exact(carry, 1)  # an incomplete last line: the exact reader's
 
-    def _exact(self, lines: bytes) -> Iterator[Event]:
-        """The events of whole ``lines`` read by the exact reader, which counts them."""
-        self.stream = io.BytesIO(lines)
+    def _exact(self, data: bytes, start: int, end: Optional[int] = None) -> Iterator[Event]:
+        """The events of the whole lines ``data[start:end]`` read by the exact reader, which
+        counts them."""
+        self.stream = io.BytesIO(data[start:end])
+        self.offset = self._data_at + start
         try:
             yield from super().__iter__()
         finally:
@@ -156,7 +162,7 @@ class FastRecordingReader(RecordingReader):
         for match in EXCHANGE.finditer(data, 0, last + 1):
             start = match.start()
             if start != previous:
-                yield from self._exact(data[previous + 1 : start + 1])
+                yield from self._exact(data, previous + 1, start + 1)
             previous = match.end()
             try:
                 if previous - start > limit:
@@ -164,7 +170,7 @@ class FastRecordingReader(RecordingReader):
                 events = build(match)
             except _NOT_FAST:
                 # Not what the exact reader would make of it: it says what is wrong.
-                yield from self._exact(data[start + 1 : previous + 1])
+                yield from self._exact(data, start + 1, previous + 1)
                 continue
             self._watch(match, events[0].conn, events[0].t, events[1].t)
             self.line_number += 3
@@ -172,7 +178,7 @@ class FastRecordingReader(RecordingReader):
                 self.on_exchange(events[0], events[1])
             yield from events
         if previous != last:
-            yield from self._exact(data[previous + 1 : last + 1])
+            yield from self._exact(data, previous + 1, last + 1)
 
     def _watch(self, match: Any, conn: int, request_t: float, response_t: float) -> None:
         """Tell the exact reader's watches of ``seq`` and ``t`` about the three lines of a
@@ -266,6 +272,9 @@ class FastRecordingReader(RecordingReader):
         frame: FrameSeen = _new(FrameSeen)
         for set_slot, value in zip(_FRAME_SLOTS, values, strict=True):
             set_slot(frame, value)
+        leave = self.leave_payloads
+        if leave is not None and len(payload) >= leave.smallest:
+            return leave(frame, profile, match.string, line_start, payload_end, self._data_at)
         return frame
 
     def _name(self, raw: bytes) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from golem_core.contract import Severity, Violation
 from golem_core.framing import FrameErrorKind
@@ -135,6 +135,9 @@ class LineDecoder:
         in order there (a line after it, appended episodes, needs one of its own)."""
         self.times = TimeWatch()
         """Where a stream's times go back: lines out of order (`decode` only)."""
+        self.on_frame: Optional[Callable[[events.FrameSeen], events.FrameSeen]] = None
+        """What a reader makes of each frame of a line before anything holds it (a view's
+        reader leaves large payloads in the file: `RecordingReader`'s ``leave_payloads``)."""
 
     def decode(self, line: bytes, number: int = 0) -> Optional[Event]:
         """The event of one line (None for a line that makes none), its ``seq`` and ``t``
@@ -344,6 +347,8 @@ class LineDecoder:
         frame = read_frame(data, payload, t, profile)
         if self.v1 is not None:
             frame = self.v1.frame(frame)
+        elif self.on_frame is not None and payload is not None:
+            frame = self.on_frame(frame)
         if frame.answers is not None:
             asked = (frame.conn, frame.direction.reverse.value, frame.answers)
             if not self.frames.waiting(asked):

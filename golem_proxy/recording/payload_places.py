@@ -19,13 +19,16 @@ payload or waiting: what a view about to be written leaves out.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Protocol
 
 from .files import NotARegularFile, open_regular
 
-if TYPE_CHECKING:  # events.py imports this module: only the type, to check against
+if TYPE_CHECKING:  # events.py imports this module: only the types, to check against
+    from golem_core.profiles import Profile
+
     from ..events import FrameSeen
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "MOST_PLACES",
     "PLACE_FROM",
     "WRITTEN_WAIT",
+    "LeavesPayloads",
     "PayloadNotReadBack",
     "PayloadPlace",
     "PayloadPlaces",
@@ -176,9 +180,38 @@ def _pread_whole(descriptor: int, start: int, wanted: int) -> bytes:
     return b"".join(parts)
 
 
+class LeavesPayloads(Protocol):
+    """What a reader for a view is given to leave large payloads in the file it reads
+    (`golem_proxy.tui.payloads.LeftInFile`): called for each frame of ``smallest`` bytes or
+    more whose line it took from ``buffer`` (its first byte at ``line_start``; the payload, as
+    the line holds it, ends at ``payload_end``; ``buffer[0]`` is at ``offset`` in the file),
+    before anything holds the frame; returns the frame to use (the same one: left as read)."""
+
+    smallest: int
+
+    def __call__(
+        self,
+        frame: FrameSeen,
+        profile: Profile,
+        buffer: bytes,
+        line_start: int,
+        payload_end: int,
+        offset: int,
+    ) -> FrameSeen: ...
+
+
 class PayloadPlaces:
     """The places of the large payloads of a recording being written, noted by the recorder
     (its thread) and taken by a view (another): safe across threads."""
+
+    @classmethod
+    def in_file(cls, path: str) -> PayloadPlaces:
+        """The places in a recording already written, one a view reads: its lines are all in
+        the file, from its first byte."""
+        places = cls(path)
+        places.began_at(0)
+        places.wrote(sys.maxsize)
+        return places
 
     def __init__(self, path: str, *, smallest: int = PLACE_FROM, most: int = MOST_PLACES) -> None:
         self.path = os.path.abspath(path)

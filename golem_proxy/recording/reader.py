@@ -16,12 +16,13 @@ from typing import IO, Optional, TypeVar
 
 from golem_core.profiles import Profile, get_profile
 
-from ..events import Event, ExchangeCompleted, ObservationLost, SessionEnded
+from ..events import Event, ExchangeCompleted, FrameSeen, ObservationLost, SessionEnded
 from ..terminal import safe_text
 from .files import open_recording
 from .held_frames import IN_FLIGHT_BYTES, HeldFrames
 from .line_events import LineDecoder
 from .line_guard import check_line, decode_json
+from .payload_places import LeavesPayloads
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError
 from .seq_watch import SeqWatch
 from .time_watch import TimeWatch
@@ -111,7 +112,11 @@ class RecordingReader:
     cost more than ``budget`` bytes, is refused, so an untrusted trace cannot make the reader
     allocate without bound; nor can its requests that are never answered: past ``in_flight``
     bytes held, the oldest are let go (`HeldFrames`). Iterating again after the end picks up
-    lines written since (a followed file)."""
+    lines written since (a followed file).
+
+    With ``leave_payloads`` (a view's reader), each frame of its ``smallest`` bytes or more is
+    handed to it with the line that holds it and where that line is in the file, before
+    anything holds the frame; the reader goes on with the frame it returns."""
 
     def __init__(
         self,
@@ -120,6 +125,7 @@ class RecordingReader:
         max_line: int = DEFAULT_MAX_LINE,
         path: Optional[str] = None,
         in_flight: int = IN_FLIGHT_BYTES,
+        leave_payloads: Optional[LeavesPayloads] = None,
     ) -> None:
         self.stream = stream
         self.max_line = max_line
@@ -127,9 +133,15 @@ class RecordingReader:
         self.truncated_tail = False
         self.line_number = 1
         try:
-            self.header, self.profile = parse_header(stream.readline(max_line + 1))
+            first = stream.readline(max_line + 1)
+            self.header, self.profile = parse_header(first)
         except RecordingError as exc:
             raise self._named(exc) from None
+        self.offset = len(first)
+        """Where the next line starts in the file (the stream read from its first byte)."""
+        self.leave_payloads = leave_payloads
+        self._line = b""
+        self._line_at = 0
         try:
             self.route_profiles = route_profiles(self.header)
         except RecordingError as exc:
@@ -138,6 +150,8 @@ class RecordingReader:
         self._decoder = LineDecoder(
             self.profile, self.route_profiles, self.header.version, in_flight
         )
+        if leave_payloads is not None:
+            self._decoder.on_frame = self._leave_payload
 
     @property
     def stopped(self) -> Optional[ObservationLost]:
@@ -175,6 +189,15 @@ class RecordingReader:
     def _named(self, exc: RecordingError) -> RecordingError:
         return exc if self.path is None else exc.at(self.path)
 
+    def _leave_payload(self, frame: FrameSeen) -> FrameSeen:
+        """The frame of the line being decoded, as ``leave_payloads`` makes it."""
+        leave = self.leave_payloads
+        if leave is None or len(frame.payload) < leave.smallest:
+            return frame
+        line = self._line
+        profile = self.route_profiles.get(frame.route, self.profile)
+        return leave(frame, profile, line, 0, len(line) - 2, self._line_at)
+
     def __iter__(self) -> Iterator[Event]:
         decode = self._decoder.decode
         while True:
@@ -182,6 +205,8 @@ class RecordingReader:
             if not line:
                 return
             self.line_number += 1
+            line_at = self.offset
+            self.offset += len(line)
             if not line.endswith(b"\n"):
                 if len(line) > self.max_line:
                     raise self._named(
@@ -191,6 +216,7 @@ class RecordingReader:
                 return  # an incomplete last line: the writer stopped mid-line
             if not line.strip():
                 continue
+            self._line, self._line_at = line, line_at
             try:
                 event = decode(line, self.line_number)
             except RecordingError as exc:
@@ -200,6 +226,8 @@ class RecordingReader:
                 # an untrusted line never escapes as something other than a RecordingError.
                 what = f"{type(exc).__name__}: {safe_text(str(exc), 120)}"
                 raise self._named(RecordingError(what, line=self.line_number)) from None
+            finally:
+                self._line = b""
             if self._decoder.said_first:
                 yield from self._decoder.take_said_first()
             if event is not None:

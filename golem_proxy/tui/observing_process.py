@@ -149,7 +149,7 @@ def observe_with_tui(
             await ready.wait()
             try:
                 note = await trio.to_thread.run_sync(
-                    read_back, record_read_fd, end, sink, why, stop
+                    read_back, record_read_fd, end, sink, why, stop, config.record_path
                 )
             finally:  # the live rows flow whatever became of the reading back
                 gate.open()

@@ -36,11 +36,15 @@ import dataclasses
 from collections import deque
 from typing import Optional
 
-from golem_core.messages import Malformed
+from golem_core.messages import Malformed, Role
+from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
-from ..events import Event, ExchangeCompleted, FrameSeen, ReleasedPayload
+from ..events import Direction, Event, ExchangeCompleted, FrameSeen, ReleasedPayload
+from ..live.tap_parse import ELIDE_STRINGS_OVER, OPAQUE_SCAN
 from ..recording.payload_places import (
+    LINE_END,
+    LONGEST_LINE_START,
     MOST_PLACES,
     WRITTEN_WAIT,
     PayloadNotReadBack,
@@ -57,6 +61,7 @@ from .compact import is_compact
 __all__ = [
     "DEFAULT_KEEP",
     "RELEASE_OVER",
+    "LeftInFile",
     "LeftToRecording",
     "PayloadBudget",
     "PayloadReleased",
@@ -286,3 +291,48 @@ class LeftToRecording:
             del self._copies[next(iter(self._copies))]
         self.count += 1
         return copy
+
+
+class LeftInFile:
+    """Leaves the large payloads of a recording a view reads in the file
+    (`golem_proxy.recording.payload_places.LeavesPayloads`, given to its reader): a frame of
+    `RELEASE_OVER` bytes or more whose line holds its payload verbatim comes as a copy whose
+    payload is a `ReleasedPayload` carrying its place in the file, and whose message is typed
+    again with its long strings elided, as the live tap types a frame over 1 MiB (a long
+    string of the message would hold the blob again). `tui FILE` and a TUI taking over a
+    session then keep neither the bytes nor the parsed blob of a recording's viewport
+    captures; `payload_of` reads them back, as a live session's."""
+
+    def __init__(self, path: str, *, smallest: int = RELEASE_OVER) -> None:
+        self.places = PayloadPlaces.in_file(path)
+        self.smallest = smallest
+        self.count = 0
+        """Frames left in the file."""
+
+    def __call__(
+        self,
+        frame: FrameSeen,
+        profile: Profile,
+        buffer: bytes,
+        line_start: int,
+        payload_end: int,
+        offset: int,
+    ) -> FrameSeen:
+        payload = frame.payload
+        payload_at = payload_end - len(payload)
+        if (
+            isinstance(payload, ReleasedPayload)
+            or not 0 <= line_start < payload_at <= line_start + LONGEST_LINE_START
+            or not buffer.startswith(LINE_END, payload_end)
+            or not buffer.startswith(payload, payload_at)  # redacted: encoded again
+        ):
+            return frame
+        start = buffer[line_start:payload_at]
+        place = PayloadPlace(self.places, offset + payload_at, len(payload), start)
+        message, elided = frame.message, frame.elided
+        if not elided:
+            role = Role.REQUEST if frame.direction is Direction.C2S else Role.RESPONSE
+            message, elided = profile.parse_elided(payload, role, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
+        self.count += 1
+        marker = ReleasedPayload(0, self.places.path, place)
+        return dataclasses.replace(frame, payload=marker, message=message, elided=elided)

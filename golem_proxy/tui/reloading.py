@@ -58,9 +58,17 @@ class _Upto(io.RawIOBase):
         return self._at
 
 
-def read_back(fd: int, end: int, sink: EventBuffer, why: str, stop: threading.Event) -> str:
+def read_back(
+    fd: int,
+    end: int,
+    sink: EventBuffer,
+    why: str,
+    stop: threading.Event,
+    path: Optional[str] = None,
+) -> str:
     """Queue into ``sink`` the events of the recording open as ``fd``, up to byte ``end``
-    (where the dead process's last whole line ends; a torn one after it is left out).
+    (where the dead process's last whole line ends; a torn one after it is left out); its
+    large payloads left in the file at ``path`` (`payloads.LeftInFile`), when given.
     Blocking: run it in a thread; it gives up once ``stop`` is set or the UI is gone.
     Returns what the TUI shows about it (one line; ``why`` the process before stopped)."""
     raw = _Upto(fd, end)
@@ -73,7 +81,7 @@ def read_back(fd: int, end: int, sink: EventBuffer, why: str, stop: threading.Ev
         batch = []
 
     try:
-        for event in compacting_reader(io.BufferedReader(raw, READ_BLOCK)):
+        for event in compacting_reader(io.BufferedReader(raw, READ_BLOCK), path):
             # Each event, not each batch: a recording of large answers has few events, each
             # a long read.
             if stop.is_set() or sink.closed:

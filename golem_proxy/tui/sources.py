@@ -19,6 +19,7 @@ from ..recording.fast_reader import FastRecordingReader
 from ..recording.format import Header, RecordingError, RecordingReader, open_recording
 from .bridge import EventBuffer, Progress, SourceInfo
 from .compact import Compactor
+from .payloads import LeftInFile
 
 __all__ = ["PUSH_EVERY", "RecordingSource", "TailStream", "compacting_reader", "ended_text"]
 
@@ -50,12 +51,14 @@ class TailStream:
                 return line
 
 
-def compacting_reader(stream: IO[bytes]) -> FastRecordingReader:
+def compacting_reader(stream: IO[bytes], path: Optional[str] = None) -> FastRecordingReader:
     """A fast reader whose whole exchanges are made compact as they are read: their parsed
     messages never wait in a batch, hundreds of thousands of dicts freed later among the
     flows that stay (the model compacts a settled flow's frames anyway, and leaves compact
-    ones as they are)."""
-    reader = FastRecordingReader(stream)
+    ones as they are). Given the file's ``path`` (``stream`` read from its first byte), its
+    large payloads are left in it (`payloads.LeftInFile`)."""
+    leave = LeftInFile(path) if path is not None else None
+    reader = FastRecordingReader(stream, leave_payloads=leave)
     reader.on_exchange = Compactor(reader.profile, reader.route_profiles).compact_flow
     return reader
 
@@ -104,10 +107,14 @@ class RecordingSource:
         stream = open_recording(path)  # closed by run() or on error below
         try:
             reader: RecordingReader
+            # Large payloads stay in the file, read back when wanted (payloads.py).
             if follow:
-                reader = RecordingReader(TailStream(stream))  # type: ignore[arg-type]
+                tail = TailStream(stream)
+                reader = RecordingReader(tail, leave_payloads=LeftInFile(path))  # type: ignore[arg-type]
+            elif exact:
+                reader = RecordingReader(stream, leave_payloads=LeftInFile(path))
             else:
-                reader = RecordingReader(stream) if exact else compacting_reader(stream)
+                reader = compacting_reader(stream, path)
         except BaseException:
             stream.close()
             raise

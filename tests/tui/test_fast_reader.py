@@ -190,9 +190,11 @@ def test_only_other_lines_are_left_to_the_exact_reader(
     handed: list[bytes] = []
     exact = FastRecordingReader._exact
 
-    def counted(reader: FastRecordingReader, data: bytes) -> Any:
-        handed.append(data)
-        return exact(reader, data)
+    def counted(
+        reader: FastRecordingReader, data: bytes, start: int, end: Optional[int] = None
+    ) -> Any:
+        handed.append(data[start:end])
+        return exact(reader, data, start, end)
 
     monkeypatch.setattr(FastRecordingReader, "_exact", counted)
     events, error, _ = assert_same(mingled)

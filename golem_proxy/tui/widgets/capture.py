@@ -2,11 +2,14 @@
 
 Decoding is pure Python (a plugin's PNG filters every scanline), so it runs in a worker thread
 and the pane says so meanwhile; the last few decoded images are kept, so moving back to a
-capture shows it at once.
+capture shows it at once. An answer whose message holds its image as a placeholder (typed with
+its long strings elided: a live frame over 1 MiB, or one left in its recording) is read in the
+worker too, from memory or back from the recording (`payloads.payload_of`).
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from typing import Optional, Union
 
@@ -16,6 +19,8 @@ from textual import work
 from textual.widgets import Static
 
 from ...analysis.flows import Flow
+from ...events import FrameSeen
+from ..payloads import PayloadReleased, payload_of
 from ..png import PngError, PngImage, PngPreview, decode_png, find_png
 
 __all__ = ["CapturePreview"]
@@ -37,25 +42,55 @@ class CapturePreview(Static):
     def show(self, flow: Optional[Flow]) -> None:
         """Show the image in ``flow``'s response, if it has one."""
         self.flow = flow
-        data = _png_of(flow)
-        if flow is None or data is None:
+        response = flow.response if flow is not None else None
+        if flow is None or response is None:
             self.display = False
             return
-        self.display = True
         known = self._decoded.get(flow.number)
         if known is not None:
+            self.display = True
             self._draw(known)
             return
-        self.update(Text(f"Image: decoding {len(data):,} bytes of PNG…", style="dim"))
-        self._decode(flow, data)
+        data = find_png(getattr(response.message, "obj", None))
+        if data is not None:
+            self.display = True
+            self.update(Text(f"Image: decoding {len(data):,} bytes of PNG…", style="dim"))
+            self._decode(flow, data)
+        elif _image_elided(response):
+            # The message holds a placeholder: the image is in the payload, kept or in the
+            # recording (payloads.py), read in the worker.
+            self.display = True
+            self.update(Text("Image: reading the answer…", style="dim"))
+            self._decode(flow, None)
+        else:
+            self.display = False
 
     @work(thread=True, exclusive=True, group="capture")
-    def _decode(self, flow: Flow, data: bytes) -> None:
+    def _decode(self, flow: Flow, data: Optional[bytes]) -> None:
+        result: Union[PngImage, str, None]
         try:
-            result: Union[PngImage, str] = decode_png(data)
+            if data is None and flow.response is not None:
+                data = find_png(json.loads(payload_of(flow.response)))
+            result = decode_png(data) if data is not None else None
+        except PayloadReleased as exc:  # said, not kept: showing it again reads it anew
+            self.app.call_from_thread(self._not_read, flow, str(exc))
+            return
+        except (ValueError, RecursionError):  # not JSON after all: no image to show
+            result = None
         except PngError as exc:
             result = str(exc)
-        self.app.call_from_thread(self._decoded_one, flow, result)
+        if result is None:
+            self.app.call_from_thread(self._no_image, flow)
+        else:
+            self.app.call_from_thread(self._decoded_one, flow, result)
+
+    def _no_image(self, flow: Flow) -> None:
+        if flow is self.flow:
+            self.display = False
+
+    def _not_read(self, flow: Flow, why: str) -> None:
+        if flow is self.flow:
+            self._draw(why)
 
     def _decoded_one(self, flow: Flow, result: Union[PngImage, str]) -> None:
         self._decoded[flow.number] = result
@@ -72,7 +107,12 @@ class CapturePreview(Static):
         self.update(Group(title, PngPreview(result, PREVIEW_ROWS)))
 
 
-def _png_of(flow: Optional[Flow]) -> Optional[bytes]:
-    if flow is None or flow.response is None:
-        return None
-    return find_png(getattr(flow.response.message, "obj", None))
+def _image_elided(frame: FrameSeen) -> bool:
+    """Whether ``frame``'s message has a capture's ``image`` whose string was elided (a
+    frame typed with its long strings left out: live over 1 MiB, or left in a recording)."""
+    if not frame.elided:
+        return False
+    obj = getattr(frame.message, "obj", None)
+    result = obj.get("result") if isinstance(obj, dict) else None
+    image = result.get("image") if isinstance(result, dict) else None
+    return isinstance(image, str) and image.startswith("<") and image.endswith(" bytes elided>")

@@ -1,0 +1,175 @@
+"""A recording read into the TUI (`tui FILE`, following it, or taken over from a dead observing
+process) leaves its large payloads in the file (tui/payloads.py `LeftInFile`): each frame of
+64 KiB or more comes with its place and a message whose long strings are elided, and every
+reader that needs the bytes (the detail pane, the capture preview, `w`) reads them back
+exactly; small frames, and lines that do not hold the payload as the writer puts it, are read
+as before."""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import threading
+from pathlib import Path
+
+from golem_proxy.events import Event, ExchangeCompleted, FrameSeen
+from golem_proxy.recording.format import RecordingReader, RecordingWriter, read_recording
+from golem_proxy.tui.app import GolemProxyApp
+from golem_proxy.tui.bridge import EventBuffer
+from golem_proxy.tui.export import save_events
+from golem_proxy.tui.payloads import RELEASE_OVER, LeftInFile, in_recording, payload_of
+from golem_proxy.tui.reloading import read_back
+from golem_proxy.tui.sources import RecordingSource, compacting_reader
+from rhino_plugin.png import encode_rgb
+from tests.support.sessions import SessionBuilder, golem_header
+
+from .helpers import run, select, wait_for
+
+KIB = 1024
+SIZES = (200, 100 * KIB, 3 * KIB * KIB, 70 * KIB, 300, 1200 * KIB)
+"""Answer sizes: small ones, ones whose whole exchange the fast reader takes (under 1 MiB),
+and ones only the exact reader reads (their lines span its 1 MiB blocks)."""
+
+
+def noisy_png(side: int = 160) -> str:
+    """A PNG that does not compress (random pixels): over 64 KiB of base64."""
+    pixels = random.Random(side).randbytes(side * side * 3)
+    return base64.b64encode(encode_rgb(side, side, pixels)).decode("ascii")
+
+
+def write_session(
+    path: Path, sizes: tuple[int, ...] = SIZES, image: str = "", image_at: int = -1
+) -> list[Event]:
+    """A recording of one viewport.capture a size, each answered with that many bytes of
+    base64 (but capture ``image_at``, answered with ``image``); returns the events written."""
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    for number, size in enumerate(sizes):
+        request = s.request(1, "viewport.capture", {"n": number}, number + 0.1)
+        blob = "".join(chr(65 + (i * 7 + number) % 26) for i in range(size))
+        result = {"image": image if number == image_at else blob, "n": number}
+        s.respond(request, number + 0.2, result=result)
+    writer = RecordingWriter.create(str(path), golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.close()
+    return s.events
+
+
+def frames(events: list[Event]) -> list[FrameSeen]:
+    return [event for event in events if isinstance(event, FrameSeen)]
+
+
+def assert_left_in_file(read: list[Event], written: list[Event]) -> None:
+    """``read`` holds ``written``'s events, the large payloads left in the file and read back
+    exactly, the exchanges naming the frames read."""
+    assert len(read) == len(written)
+    read_frames = frames(read)
+    for frame, original in zip(read_frames, frames(written), strict=True):
+        large = len(original.payload) >= RELEASE_OVER
+        assert (in_recording(frame) is not None) == large, (frame.index, len(original.payload))
+        assert payload_of(frame) == original.payload
+        if large:
+            assert frame.payload == b""  # nothing of it in memory
+            assert frame.elided > 0  # nor in its message: the blob is a placeholder
+            assert frame.message.obj["result"]["image"].endswith(" bytes elided>")  # type: ignore[attr-defined]
+            assert frame.message.obj["result"]["n"] == original.message.obj["result"]["n"]  # type: ignore[attr-defined]
+    exchanges = [event for event in read if isinstance(event, ExchangeCompleted)]
+    originals = [event for event in written if isinstance(event, ExchangeCompleted)]
+    for exchange, original_exchange in zip(exchanges, originals, strict=True):
+        assert any(exchange.response is frame for frame in read_frames)
+        assert exchange.outcome == original_exchange.outcome
+
+
+def test_each_reader_of_the_tui_leaves_large_payloads_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    written = write_session(path)
+    with open(path, "rb") as stream:  # the fast reader (`tui FILE`)
+        assert_left_in_file(list(compacting_reader(stream, str(path))), written)
+    with open(path, "rb") as stream:  # the exact one (`tui --follow`, each line by itself)
+        leave = LeftInFile(str(path))
+        assert_left_in_file(list(RecordingReader(stream, leave_payloads=leave)), written)
+        assert leave.count == 4  # the answers of 64 KiB and more
+    # Read without it, nothing changes: other commands get the bytes.
+    assert [f.payload for f in frames(read_recording(str(path)).events)] == [
+        f.payload for f in frames(written)
+    ]
+
+
+def test_a_restarted_tui_reads_the_session_so_far_with_them_left_in_the_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "session.jsonl"
+    written = write_session(path)
+    sink = EventBuffer(None)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        read_back(fd, path.stat().st_size, sink, "killed", threading.Event(), str(path))
+    finally:
+        os.close(fd)
+    assert_left_in_file(sink.drain().events, written)
+
+
+def test_lines_not_as_the_writer_puts_them_are_kept_whole(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    written = write_session(path, (100 * KIB, 2 * KIB * KIB))
+    lines = path.read_bytes().split(b"\n")
+    # A line ended by CR LF: the payload is not followed by the writer's `}` and newline.
+    answers = [n for n, line in enumerate(lines) if b'"dir":"s2c"' in line]
+    for number in answers:
+        lines[number] += b"\r"
+    path.write_bytes(b"\n".join(lines))
+    with open(path, "rb") as stream:
+        read = list(compacting_reader(stream, str(path)))
+    read_answers = [frame for frame in frames(read) if not frame.is_request]
+    assert [in_recording(frame) for frame in read_answers] == [None, None]
+    assert [frame.payload for frame in read_answers] == [
+        frame.payload for frame in frames(written) if not frame.is_request
+    ]
+
+
+def test_tui_file_keeps_no_large_payload_and_shows_reads_and_writes_them(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "session.jsonl"
+    image = noisy_png()
+    assert len(image) > RELEASE_OVER
+    sizes = (150 * KIB,) * 5 + (2 * KIB * KIB,) * 3 + (300,)
+    written = write_session(path, sizes, image, image_at=7)
+    source = RecordingSource.open(str(path))
+    app = GolemProxyApp(source, source.profile, "test")
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: app.source_done and len(app.model.flows) == 9)
+            kept = sum(
+                len(frame.payload)
+                for flow in app.model.flows
+                for frame in (flow.request, flow.response)
+                if frame is not None
+            )
+            assert kept < 4 * KIB  # the requests; every answer is in the file
+            # The detail pane shows the message (the blob elided).
+            await select(pilot, 6)
+            assert "bytes elided>" in app.detail.text()
+            # The file cut under the viewer: the preview says so rather than drawing nothing;
+            # whole again, the image is read back from the file and drawn.
+            whole = path.read_bytes()
+            os.truncate(path, len(whole) // 2)
+            await select(pilot, 7)
+            await wait_for(pilot, lambda: "(cut short)" in app.detail.text())
+            path.write_bytes(whole)
+            await select(pilot, 8)
+            await select(pilot, 7)
+            await wait_for(pilot, lambda: "Image  160x160 PNG" in app.detail.text())
+            # `w` writes the view with the exact bytes, read back from the file.
+            saved = app.model.view_to_save()
+            assert (saved.flows, saved.lost) == (9, 0)
+            view = tmp_path / "view.jsonl"
+            save_events(str(view), golem_header(), saved.events, "")
+            assert [f.payload for f in frames(read_recording(str(view)).events)] == [
+                f.payload for f in frames(written)
+            ]
+
+    run(body())
