@@ -68,7 +68,11 @@ def live_source(
     from ..tui.payloads import LeftToRecording
 
     places = config.payload_places
-    lighten = LeftToRecording(places) if places is not None else None
+    lighten = (
+        LeftToRecording(places, config.profile, config.route_profiles())
+        if places is not None
+        else None
+    )
 
     async def serve(sink: EventBuffer) -> None:
         session = ProxySession(config)

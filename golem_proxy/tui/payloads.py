@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
+from collections.abc import Mapping
 from typing import Optional
 
-from golem_core.messages import Malformed, Role
+from golem_core.messages import Malformed, Message, Role, elide_long_strings
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
@@ -72,6 +73,7 @@ __all__ = [
     "released",
     "stands_for_payload",
     "with_payload",
+    "without_blobs",
 ]
 
 DEFAULT_KEEP = 256 * 1024 * 1024
@@ -248,6 +250,21 @@ class PayloadBudget:
         return count
 
 
+def without_blobs(frame: FrameSeen, profile: Profile) -> tuple[Message, int]:
+    """``frame``'s message with its long opaque strings (an image, a mesh blob: 64 KiB of
+    base64 and more) elided, typed again by ``profile`` from its payload as the live tap types
+    a frame over 1 MiB, and how many bytes were elided; its own message when the tap elided
+    them already or it has none. For a frame whose payload a view lets go: its message would
+    otherwise keep the blob as a string."""
+    if frame.elided:
+        return frame.message, frame.elided
+    skeleton, elided = elide_long_strings(frame.payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
+    if not elided:
+        return frame.message, 0
+    role = Role.REQUEST if frame.direction is Direction.C2S else Role.RESPONSE
+    return profile.parse(skeleton, role), elided
+
+
 class LeftToRecording:
     """Takes the large payloads the recording holds out of the events a live TUI is given, as
     they are published (`bridge.hub_sink`, on the session's thread): each such frame goes on
@@ -256,10 +273,24 @@ class LeftToRecording:
     (up to half a second of them while events stream, `pace.py`) then hold no payload: held
     there, sixteen answers of 16 MiB a batch had the session's thread fault ~8 MiB of fresh
     heap in for every answer (~10 ms of its CPU; ~4.9 us a page on this machine). The
-    recorder is the hub's first sink, so a frame's place is noted before it comes here."""
+    recorder is the hub's first sink, so a frame's place is noted before it comes here.
 
-    def __init__(self, places: PayloadPlaces, *, release_over: int = RELEASE_OVER) -> None:
+    Given the session's ``profile`` (and ``route_profiles``, the routes' own), such a frame's
+    message is typed again with its long opaque strings elided, when the tap left them whole
+    (a frame under 1 MiB): a live session of 300 KB captures kept each blob in its message
+    even once the bytes had gone (`without_blobs`)."""
+
+    def __init__(
+        self,
+        places: PayloadPlaces,
+        profile: Optional[Profile] = None,
+        route_profiles: Optional[Mapping[str, Profile]] = None,
+        *,
+        release_over: int = RELEASE_OVER,
+    ) -> None:
         self.places = places
+        self.profile = profile
+        self.route_profiles = route_profiles or {}
         self.release_over = release_over
         self.count = 0
         """Frames given without their payloads."""
@@ -285,7 +316,12 @@ class LeftToRecording:
         place = self.places.take(key)
         if place is None or place.size != len(payload):  # none, or not this frame's
             return frame
-        copy = dataclasses.replace(frame, payload=ReleasedPayload(0, place.path, place))
+        message, elided = frame.message, frame.elided
+        if self.profile is not None:
+            profile = self.route_profiles.get(frame.route, self.profile)
+            message, elided = without_blobs(frame, profile)
+        marker = ReleasedPayload(0, place.path, place)
+        copy = dataclasses.replace(frame, payload=marker, message=message, elided=elided)
         self._copies[key] = copy
         while len(self._copies) > MOST_PLACES:
             del self._copies[next(iter(self._copies))]
@@ -329,10 +365,7 @@ class LeftInFile:
             return frame
         start = buffer[line_start:payload_at]
         place = PayloadPlace(self.places, offset + payload_at, len(payload), start)
-        message, elided = frame.message, frame.elided
-        if not elided:
-            role = Role.REQUEST if frame.direction is Direction.C2S else Role.RESPONSE
-            message, elided = profile.parse_elided(payload, role, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
+        message, elided = without_blobs(frame, profile)
         self.count += 1
         marker = ReleasedPayload(0, self.places.path, place)
         return dataclasses.replace(frame, payload=marker, message=message, elided=elided)

@@ -352,6 +352,41 @@ def test_a_view_leaves_out_the_flows_whose_payloads_never_reached_the_recording(
     assert [e.method for e in read_recording(str(view)).exchanges()] == ["ping"] * 4
 
 
+def test_an_answer_under_1_mib_left_to_the_recording_keeps_no_blob_in_its_message(
+    tmp_path: Path,
+) -> None:
+    # The tap types a frame under 1 MiB whole: its message holds the 300 KB image string.
+    events = captures(2, 300_000)
+    answer = originals_in_order(events)[0]
+    assert answer.elided == 0 and len(answer.message.obj["result"]["image"]) == 300_000  # type: ignore[attr-defined]
+    path = tmp_path / "session.jsonl"
+    places = PayloadPlaces(str(path))
+    lighten = LeftToRecording(places, GOLEM)
+    recorder = Recorder(RecordingWriter.create(str(path), golem_header()), places=places)
+    given = []
+    for event in events:
+        recorder(event)
+        given.append(lighten(event))
+    recorder.close()
+    answers = [e for e in given if isinstance(e, FrameSeen) and not e.is_request]
+    for frame, original in zip(answers, originals_in_order(events), strict=True):
+        assert in_recording(frame) is not None and frame.elided == 300_000
+        result = frame.message.obj["result"]  # type: ignore[attr-defined]
+        assert result == {
+            "tag": original.message.obj["result"]["tag"],
+            "image": "<300000 bytes elided>",
+        }  # type: ignore[attr-defined]
+        assert payload_of(frame) == original.payload
+    # The exchanges name the copies, whose outcome the tap decided on the whole message.
+    exchanges = [e for e in given if isinstance(e, ExchangeCompleted)]
+    assert [e.response for e in exchanges] == answers
+    assert all(e.response is answer for e, answer in zip(exchanges, answers, strict=True))
+
+
+def originals_in_order(events: list[Event]) -> list[FrameSeen]:
+    return [e for e in events if isinstance(e, FrameSeen) and not e.is_request]
+
+
 def test_only_the_frames_placed_for_them_come_without_their_payloads() -> None:
     places = PayloadPlaces("session.jsonl")
     lighten = LeftToRecording(places)
