@@ -225,7 +225,7 @@ class SessionModel:
                 self._refilter(index)
         if budget is not None:
             # Once the batch is in: the flows it added are counted, the oldest go first.
-            budget.enforce()
+            budget.enforce(self.profile_for)
         if self.flow_bound is not None:
             self._enforce_bound(self.flow_bound, result)
         return result
@@ -422,6 +422,12 @@ class SessionModel:
                 elif raw_needle in part.payload.lower():
                     return position
         return None
+
+    def profile_for(self, route: str) -> Profile:
+        """The profile ``route``'s frames were typed with."""
+        if self.compactor is None:
+            return self.profile
+        return self.compactor.route_profiles.get(route, self.profile)
 
     @property
     def events(self) -> list[Event]:

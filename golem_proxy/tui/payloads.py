@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Optional
 
 from golem_core.messages import Malformed, Message, Role, elide_long_strings
@@ -226,9 +226,10 @@ class PayloadBudget:
                 self.kept -= len(frame.payload)
         self._kept = kept
 
-    def enforce(self) -> int:
+    def enforce(self, profile_for: Optional[Callable[[str], Profile]] = None) -> int:
         """Release the oldest large payloads until at most ``keep`` bytes are kept. Returns
-        how many were released now."""
+        how many were released now. Given ``profile_for`` (a route's profile), a released
+        frame's message drops its blobs too (`without_blobs`), else it keeps them."""
         count = 0
         while self.kept > self.keep and self._kept:
             flow, is_response = self._kept.popleft()
@@ -239,7 +240,10 @@ class PayloadBudget:
             size = len(frame.payload)
             self.kept -= size
             # A copy: the published frame may still be on its way to the recorder.
-            kept = dataclasses.replace(frame, payload=self.marker)
+            message, elided = frame.message, frame.elided
+            if profile_for is not None:
+                message, elided = without_blobs(frame, profile_for(frame.route))
+            kept = dataclasses.replace(frame, payload=self.marker, message=message, elided=elided)
             if is_response:
                 flow.response = kept
             else:

@@ -249,6 +249,26 @@ def test_body_filters_and_find_search_what_the_row_kept() -> None:
     assert model.find("AAAAAAAA", 0) is None
 
 
+def test_a_released_answer_under_1_mib_keeps_no_blob_in_its_message() -> None:
+    # The tap types a frame under 1 MiB whole; released, its message drops the blob too (a
+    # live session without a recording, of 300 KB captures, kept every one as a string).
+    events = captures(3, 300_000, tag="needle")
+    answers = [e for e in events if isinstance(e, FrameSeen) and not e.is_request]
+    assert answers[0].elided == 0
+    model = SessionModel(GOLEM, payload_budget=PayloadBudget(keep=0))
+    model.apply(events)
+    assert len(released_flows(model)) == 3
+    for flow, tag in zip(model.flows, ("needle0", "needle1", "needle2"), strict=True):
+        assert flow.response is not None and flow.response.elided == 300_000
+        result = flow.response.message.obj["result"]  # type: ignore[attr-defined]
+        assert result == {"tag": tag, "image": "<300000 bytes elided>"}
+        assert model.status(flow) == "ok"
+    model.set_filter("~s AAAAAAAA")
+    assert list(model.view) == []
+    model.set_filter("~s needle1")
+    assert [model.flows[i].number for i in model.view] == [2]
+
+
 def test_copy_and_copy_as_call_refuse_a_released_elided_request() -> None:
     s = SessionBuilder(check=False)
     s.open(1, 0.0)
@@ -272,11 +292,15 @@ def test_copy_and_copy_as_call_refuse_a_released_elided_request() -> None:
         request_json(flow)
     with pytest.raises(PayloadReleased):
         call_command(flow, GOLEM, None)
-    # Released but not elided: the message is the whole request, and it is what is copied.
+    # Under 1 MiB the tap typed it whole; released, its message drops the blob too (else
+    # the budget would bound nothing): refused the same way, not copied without its mesh.
     second = model.flows[1]
     assert released(second.request) is not None
-    assert request_json(second) == request_json(kept_model.flows[1])
-    assert call_command(second, GOLEM, None) == call_command(kept_model.flows[1], GOLEM, None)
+    assert second.request is not None and second.request.elided == RELEASE_OVER * 2
+    with pytest.raises(PayloadReleased, match="payload released from memory"):
+        request_json(second)
+    with pytest.raises(PayloadReleased):
+        call_command(second, GOLEM, None)
 
 
 def test_a_saved_view_leaves_out_the_released_flows_and_says_so(tmp_path: Path) -> None:
@@ -477,7 +501,7 @@ def test_a_released_request_is_not_made_compact_when_it_settles() -> None:
     model.apply(s.events)
     assert flow.request is not None and released(flow.request) is not None
     assert not is_compact(flow.request)
-    assert flow.request.message.params == {"mesh": "B" * RELEASE_OVER}
+    assert flow.request.message.params == {"mesh": f"<{RELEASE_OVER} bytes elided>"}
     assert model.status(flow) == "ok"
 
 
