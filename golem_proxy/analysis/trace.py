@@ -32,6 +32,7 @@ from ..recording.time_watch import TimeWatch
 from .flows import Flow, FlowTracker
 
 __all__ = [
+    "PIECE_BYTES",
     "FlowReader",
     "TraceError",
     "flow_to_json",
@@ -39,6 +40,10 @@ __all__ = [
     "json_text",
     "open_flows",
 ]
+
+PIECE_BYTES = 64 * 1024 * 1024
+"""The frames a piece of `FlowReader.batches` holds before it is handed on, at most (one flow
+past it): a trace of 16 MiB viewport captures is not read whole into a piece of 1,000 flows."""
 
 
 class TraceError(Exception):
@@ -128,15 +133,19 @@ class FlowReader(OpenedRecording):
         self.flow_count += len(rest)
         yield from rest
 
-    def batches(self, size: int = 1000) -> Iterator[tuple[list[Event], list[Flow]]]:
-        """The trace in pieces: the flows settled since the last piece (at least ``size`` of
-        them, but the last piece) and their events. Every event about a flow is in the piece
-        of that flow: the events of a flow still in flight wait with it, so what is held is
-        what is in flight, not the trace."""
+    def batches(
+        self, size: int = 1000, most_bytes: int = PIECE_BYTES
+    ) -> Iterator[tuple[list[Event], list[Flow]]]:
+        """The trace in pieces: the flows settled since the last piece (``size`` of them, or
+        fewer whose frames reach ``most_bytes``; the last piece what is left) and their
+        events. Every event about a flow is in the piece of that flow: the events of a flow
+        still in flight wait with it, so what is held is what is in flight and one piece,
+        not the trace."""
         tracker = self.tracker
         apply, settled, holds = tracker.apply, tracker.take_settled, tracker.holds
         events: list[Event] = []
         flows: list[Flow] = []
+        held = 0
         waiting: dict[int, list[Event]] = {}  # by flow number, until the flow is handed on
         for event in self._read():
             flow = apply(event)
@@ -147,10 +156,11 @@ class FlowReader(OpenedRecording):
             for done in settled(flow):
                 events += waiting.pop(done.number, ())
                 flows.append(done)
-            if len(flows) >= size:
+                held += sum(f.size for f in (done.request, done.response) if f is not None)
+            if len(flows) >= size or held >= most_bytes:
                 self.flow_count += len(flows)
                 yield events, flows
-                events, flows = [], []
+                events, flows, held = [], [], 0
         for done in tracker.take_rest():
             events += waiting.pop(done.number, ())
             flows.append(done)
