@@ -32,27 +32,34 @@ class Spec:
     bare word."""
 
 
-def frame_text(frame: FrameSeen) -> str:
+def frame_text(frame: FrameSeen, profile: Optional[Profile] = None) -> str:
     """The text a body filter (``~q REGEX``, ``~s REGEX``, a bare word) searches and the
-    TUI's find: the payload decoded. A
-    payload the live TUI released (`golem_proxy.tui.payloads`) is not searched as the empty
-    text it holds: the message the row kept is, as compact JSON (long strings elided above
-    1 MiB, as the tap parsed it; a malformed frame whose JSON did not parse has none)."""
+    TUI's find: the payload decoded. A payload the TUI does not keep
+    (`golem_proxy.tui.payloads`: released, or left in the recording) is not searched as the
+    empty text it holds: the message the row kept is, written as ``profile``'s reference
+    peers write a payload (so ``"width": 640`` is found in it as in a payload kept; compact
+    JSON without a profile), its blobs elided (a malformed frame whose JSON did not parse has
+    none)."""
     payload = frame.payload
     if isinstance(payload, ReleasedPayload):
         obj = getattr(frame.message, "obj", None)
         if obj is None:
             return ""
+        if profile is not None:
+            try:
+                return profile.encode_payload(obj).decode("utf-8", "replace")
+            except (TypeError, ValueError):  # a lone surrogate: not UTF-8
+                pass
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     return payload.decode("utf-8", "replace")
 
 
-def _request_text(flow: Flow) -> str:
-    return frame_text(flow.request) if flow.request is not None else ""
+def _request_text(flow: Flow, profile: Profile) -> str:
+    return frame_text(flow.request, profile) if flow.request is not None else ""
 
 
-def _response_text(flow: Flow) -> str:
-    return frame_text(flow.response) if flow.response is not None else ""
+def _response_text(flow: Flow, profile: Profile) -> str:
+    return frame_text(flow.response, profile) if flow.response is not None else ""
 
 
 def _regex(pattern: str) -> re.Pattern[str]:
@@ -129,10 +136,12 @@ def _conn(arg: str) -> Callable[[Flow, Profile], bool]:
     return lambda flow, profile: flow.conn == number
 
 
-def _body(text_of: Callable[[Flow], str]) -> Callable[[str], Callable[[Flow, Profile], bool]]:
+def _body(
+    text_of: Callable[[Flow, Profile], str],
+) -> Callable[[str], Callable[[Flow, Profile], bool]]:
     def build(arg: str) -> Callable[[Flow, Profile], bool]:
         regex = _regex(arg)
-        return lambda flow, profile: bool(regex.search(text_of(flow)))
+        return lambda flow, profile: bool(regex.search(text_of(flow, profile)))
 
     return build
 
@@ -141,7 +150,11 @@ def _text(arg: str) -> Callable[[Flow, Profile], bool]:
     needle = arg.lower()
 
     def test(flow: Flow, profile: Profile) -> bool:
-        haystacks = (flow.method or "", _request_text(flow), _response_text(flow))
+        haystacks = (
+            flow.method or "",
+            _request_text(flow, profile),
+            _response_text(flow, profile),
+        )
         return any(needle in text.lower() for text in haystacks)
 
     return test

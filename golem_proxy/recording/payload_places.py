@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional, Protocol
+from typing import IO, TYPE_CHECKING, Optional, Protocol
 
 from .files import NotARegularFile, open_regular
 
@@ -140,15 +141,19 @@ def _read_line(place: PayloadPlace, offset: int, first: Optional[int]) -> bytes:
     as written. Raises PayloadNotReadBack."""
     size = place.size if first is None else min(first, place.size)
     head = len(place.line_start)
-    try:
-        # Never blocks: a FIFO or a device put where the recording was is refused.
-        recording = open_regular(place.path)
-    except NotARegularFile as exc:
-        raise PayloadNotReadBack(f"the recording cannot be read back: {exc.args[0]}") from None
-    except OSError as exc:
-        raise PayloadNotReadBack(
-            f"the recording {place.path} cannot be opened ({exc.strerror or exc})"
-        ) from None
+    descriptor = place.places.descriptor
+    if descriptor is not None:  # the file a view read, wherever its path points now
+        recording: IO[bytes] = os.fdopen(os.dup(descriptor), "rb", buffering=0)
+    else:
+        try:
+            # Never blocks: a FIFO or a device put where the recording was is refused.
+            recording = open_regular(place.path)
+        except NotARegularFile as exc:
+            raise PayloadNotReadBack(f"the recording cannot be read back: {exc.args[0]}") from None
+        except OSError as exc:
+            raise PayloadNotReadBack(
+                f"the recording {place.path} cannot be opened ({exc.strerror or exc})"
+            ) from None
     with recording:
         try:
             data = _pread_whole(recording.fileno(), offset - head, head + size)
@@ -205,17 +210,24 @@ class PayloadPlaces:
     (its thread) and taken by a view (another): safe across threads."""
 
     @classmethod
-    def in_file(cls, path: str) -> PayloadPlaces:
+    def in_file(cls, path: str, descriptor: Optional[int] = None) -> PayloadPlaces:
         """The places in a recording already written, one a view reads: its lines are all in
-        the file, from its first byte."""
+        the file, from its first byte. Given the ``descriptor`` the view reads it through,
+        payloads are read back through a copy of it (closed with these places): from that
+        file, renamed or replaced since, not from whatever ``path`` names then."""
         places = cls(path)
         places.began_at(0)
         places.wrote(sys.maxsize)
+        if descriptor is not None:
+            places.descriptor = os.dup(descriptor)
+            weakref.finalize(places, os.close, places.descriptor)
         return places
 
     def __init__(self, path: str, *, smallest: int = PLACE_FROM, most: int = MOST_PLACES) -> None:
         self.path = os.path.abspath(path)
         """The recording (absolute: the view reads it back from wherever it runs)."""
+        self.descriptor: Optional[int] = None
+        """The file to read back through, when a view gave it (`in_file`), else ``path``."""
         self.smallest = smallest
         self.most = most
         self._places: dict[PlaceKey, PayloadPlace] = {}
@@ -262,6 +274,16 @@ class PayloadPlaces:
         with self._changed:
             return "" if self._written_through(place) else self._failed
 
+    def never_written(self, place: PayloadPlace) -> str:
+        """What reading ``place``'s payload back says when the recorder stopped before it
+        wrote that line (`lost`, said as `PayloadNotReadBack` says it), without waiting or
+        reading the file; "" when it did or still may."""
+        why = self.lost(place)
+        return self._stopped_before(why) if why else ""
+
+    def _stopped_before(self, why: str) -> str:
+        return f"the recording {self.path} stopped before it was written ({why})"
+
     def written_offset(self, place: PayloadPlace, wait: float) -> int:
         """Where ``place``'s payload is in the file, once the line holding it is written
         (waiting at most ``wait`` seconds for that). Raises PayloadNotReadBack."""
@@ -270,9 +292,7 @@ class PayloadPlaces:
             if self._began_at is not None and self._written_through(place):
                 return self._began_at + place.offset
             if self._failed:
-                raise PayloadNotReadBack(
-                    f"the recording {self.path} stopped before it was written ({self._failed})"
-                )
+                raise PayloadNotReadBack(self._stopped_before(self._failed))
         raise PayloadNotReadBack(
             f"the recorder has not written it to {self.path} yet (after {wait:g} s)"
         )

@@ -117,9 +117,16 @@ class EventLog:
         """Every event, in order."""
         return (self.event(position, flow_of) for position in range(len(self._where)))
 
-    def events_of(self, numbers: set[int], conns: set[int], flow_of: FlowOf) -> list[Event]:
+    def events_of(
+        self,
+        numbers: set[int],
+        conns: set[int],
+        flow_of: FlowOf,
+        owners: Optional[list[int]] = None,
+    ) -> list[Event]:
         """The events of the flows numbered ``numbers``, with the open and close events of
-        the connections ``conns``, in order."""
+        the connections ``conns``, in order; each one's flow number appended to ``owners``
+        when given (`CONNECTION` for an open or a close)."""
         found = []
         for position, where in enumerate(self._where):
             owner = where >> 2
@@ -127,6 +134,8 @@ class EventLog:
                 owner == CONNECTION and getattr(self._kept[position], "conn", None) in conns
             ):
                 found.append(self.event(position, flow_of))
+                if owners is not None:
+                    owners.append(owner)
         return found
 
     def forget(self, numbers: set[int]) -> None:

@@ -34,12 +34,14 @@ from ..events import (
     FrameSeen,
     Outcome,
 )
+from ..recording.payload_places import PayloadPlace
 from ..terminal import safe_text
 from .compact import Compactor
 from .event_log import CONNECTION, EventLog
 from .flow_bound import FlowBound, forget_calls
-from .payloads import PayloadBudget, in_recording, not_in_recording, released
+from .payloads import PayloadBudget, in_recording, released
 from .render import flow_label
+from .saved_view import SavedView
 from .settling import ExchangeTracker, whole_exchange
 
 __all__ = ["BatchResult", "SavedView", "SessionModel"]
@@ -56,24 +58,6 @@ class BatchResult:
     let_go: int = 0
     """Older flows let go from memory once the batch was in (`golem_proxy.tui.flow_bound`):
     the indexes into ``flows`` and ``view`` changed."""
-
-
-@dataclass
-class SavedView:
-    """What `SessionModel.view_to_save` gives: the events to write, the flows they are of,
-    and the flows left out because a payload of theirs was released (`golem_proxy.tui.
-    payloads`): a recording written from memory holds only the bytes still in it."""
-
-    events: list[Event]
-    flows: int
-    left_out: int
-    let_go: int = 0
-    """Older flows let go from memory before the view was saved, which it cannot hold."""
-    lost: int = 0
-    """Flows left out because the recording does not hold a payload left to it: a disk error
-    kept it out, or the file was cut or changed since."""
-    lost_why: str = ""
-    """Why (the first such payload's reason)."""
 
 
 class SessionModel:
@@ -417,7 +401,7 @@ class SessionModel:
                     continue
                 if released(part) is not None:
                     # The bytes are gone: search what the row kept of them (`frame_text`).
-                    if needle in frame_text(part).lower():
+                    if needle in frame_text(part, self.profile_for(part.route)).lower():
                         return position
                 elif raw_needle in part.payload.lower():
                     return position
@@ -445,28 +429,32 @@ class SessionModel:
         """The events of the flows in view that can be written as they came, with their
         connections' open and close events, in order; a flow with a released payload is left
         out (and counted): its bytes are no longer here to write; so is one whose payload
-        the recording does not hold as it was written (checked now at its line's ends). A
-        payload the recording holds is read back as the view is written
-        (`payloads.with_payload`)."""
+        never reached the recording (a disk error). A payload the recording holds is checked
+        against the file before the view is written (`SavedView.checked`, off the screen's
+        thread) and read back as it is written (`payloads.with_payload`)."""
         numbers: set[int] = set()
         conns: set[int] = set()
         left_out = lost = 0
         lost_why = ""
+        placed: list[tuple[int, PayloadPlace]] = []
         for index in self.view:
             flow = self.flows[index]
             if _payload_gone(flow.request) or _payload_gone(flow.response):
                 left_out += 1
                 continue
-            why = not_in_recording(flow.request) or not_in_recording(flow.response)
-            if why:
+            places = [p for p in map(in_recording, (flow.request, flow.response)) if p]
+            why = next(filter(None, (p.places.never_written(p) for p in places)), "")
+            if why:  # known without reading the file: the recorder stopped before it
                 lost += 1
                 lost_why = lost_why or why
                 continue
+            placed += [(flow.number, place) for place in places]
             numbers.add(flow.number)
             conns.add(flow.conn)
-        events = self._log.events_of(numbers, conns, self.flow_numbered)
+        owners: list[int] = []
+        events = self._log.events_of(numbers, conns, self.flow_numbered, owners)
         let_go = self.flow_bound.let_go if self.flow_bound is not None else 0
-        return SavedView(events, len(numbers), left_out, let_go, lost, lost_why)
+        return SavedView(events, len(numbers), left_out, let_go, lost, lost_why, owners, placed)
 
 
 def _marked(flow: Flow) -> bool:

@@ -52,7 +52,6 @@ from ..recording.payload_places import (
     PayloadPlace,
     PayloadPlaces,
     PlaceKey,
-    not_held,
     place_key,
     read_back,
 )
@@ -67,7 +66,6 @@ __all__ = [
     "PayloadBudget",
     "PayloadReleased",
     "in_recording",
-    "not_in_recording",
     "payload_of",
     "release_note",
     "released",
@@ -100,15 +98,6 @@ def in_recording(frame: Optional[FrameSeen]) -> Optional[PayloadPlace]:
     than keeping it (None: kept, released over the budget, or no frame)."""
     marker = released(frame)
     return marker.place if marker is not None else None
-
-
-def not_in_recording(frame: Optional[FrameSeen]) -> str:
-    """Why the recording does not hold the payload of ``frame``, left to it: a disk error
-    stopped the recorder first, or the file was cut or changed since (`payload_places.
-    not_held`: the line's ends checked, without waiting); "" when it does, still may, or the
-    payload is not left to it."""
-    place = in_recording(frame)
-    return not_held(place) if place is not None else ""
 
 
 def payload_of(
@@ -338,13 +327,19 @@ class LeftInFile:
     (`golem_proxy.recording.payload_places.LeavesPayloads`, given to its reader): a frame of
     `RELEASE_OVER` bytes or more whose line holds its payload verbatim comes as a copy whose
     payload is a `ReleasedPayload` carrying its place in the file, and whose message is typed
-    again with its long strings elided, as the live tap types a frame over 1 MiB (a long
-    string of the message would hold the blob again). `tui FILE` and a TUI taking over a
+    again with its long opaque strings elided, as the live tap types a frame over 1 MiB (a
+    long string of the message would hold the blob again). One with no such string is left
+    whole: its view keeps it compact (its bytes, its message parsed again when read), which
+    costs less than its message kept parsed. `tui FILE` and a TUI taking over a
     session then keep neither the bytes nor the parsed blob of a recording's viewport
     captures; `payload_of` reads them back, as a live session's."""
 
-    def __init__(self, path: str, *, smallest: int = RELEASE_OVER) -> None:
-        self.places = PayloadPlaces.in_file(path)
+    def __init__(
+        self, path: str, descriptor: Optional[int] = None, *, smallest: int = RELEASE_OVER
+    ) -> None:
+        """``descriptor``: the file as the view opened it, to read back from (`PayloadPlaces.
+        in_file`)."""
+        self.places = PayloadPlaces.in_file(path, descriptor)
         self.smallest = smallest
         self.count = 0
         """Frames left in the file."""
@@ -367,9 +362,13 @@ class LeftInFile:
             or not buffer.startswith(payload, payload_at)  # redacted: encoded again
         ):
             return frame
+        message, elided = without_blobs(frame, profile)
+        if not elided:
+            # No blob to take out of its message (numbers, names): whole, the view makes it
+            # compact, its message parsed again from the payload when read.
+            return frame
         start = buffer[line_start:payload_at]
         place = PayloadPlace(self.places, offset + payload_at, len(payload), start)
-        message, elided = without_blobs(frame, profile)
         self.count += 1
         marker = ReleasedPayload(0, self.places.path, place)
         return dataclasses.replace(frame, payload=marker, message=message, elided=elided)

@@ -19,6 +19,7 @@ from typing import Callable, Optional, Union
 from ..events import Event
 from ..recording.format import RecordingError
 from .bridge import EventBuffer, Progress
+from .payloads import LeftInFile
 from .sources import PUSH_EVERY, compacting_reader
 
 __all__ = ["GATE_LIMIT", "READ_BACK_WAIT_OVER", "ReloadGate", "read_back"]
@@ -68,7 +69,8 @@ def read_back(
 ) -> str:
     """Queue into ``sink`` the events of the recording open as ``fd``, up to byte ``end``
     (where the dead process's last whole line ends; a torn one after it is left out); its
-    large payloads left in the file at ``path`` (`payloads.LeftInFile`), when given.
+    large payloads left in the file (`payloads.LeftInFile`: read back through ``fd``), when its
+    ``path`` is given.
     Blocking: run it in a thread; it gives up once ``stop`` is set or the UI is gone.
     Returns what the TUI shows about it (one line; ``why`` the process before stopped)."""
     raw = _Upto(fd, end)
@@ -81,7 +83,8 @@ def read_back(
         batch = []
 
     try:
-        for event in compacting_reader(io.BufferedReader(raw, READ_BLOCK), path):
+        leave = LeftInFile(path, fd) if path is not None else None
+        for event in compacting_reader(io.BufferedReader(raw, READ_BLOCK), leave):
             # Each event, not each batch: a recording of large answers has few events, each
             # a long read.
             if stop.is_set() or sink.closed:

@@ -11,8 +11,9 @@ from ..recording.format import Header as RecordingHeader
 from ..terminal import counted, safe_text
 from .app_mixin import AppMixin
 from .export import save_events
-from .model import SavedView, SessionModel
+from .model import SessionModel
 from .payloads import PayloadReleased
+from .saved_view import SavedView
 from .screens.save import SavePrompt
 
 __all__ = ["SaveActions"]
@@ -33,23 +34,20 @@ class SaveActions(AppMixin):
             return
         saved = self.model.view_to_save()
         header, filter_text = self.recording_header, self.model.filter_text
-        # Said in the file's header too: a recording written from memory that lacks flows.
-        left_out = left_out_line(saved, self.model)
         self.run_worker(
-            partial(self._write_view, path, header, saved, filter_text, left_out),
+            partial(self._write_view, path, header, saved, filter_text),
             thread=True,
             name="save",
             exit_on_error=False,
         )
 
     def _write_view(
-        self,
-        path: str,
-        header: RecordingHeader,
-        saved: SavedView,
-        filter_text: str,
-        left_out: str,
+        self, path: str, header: RecordingHeader, saved: SavedView, filter_text: str
     ) -> None:
+        # The payloads the recording holds are checked here, off the screen's thread.
+        saved = saved.checked()
+        # Said in the file's header too: a recording written from memory that lacks flows.
+        left_out = left_out_line(saved, self.model)
         try:
             count = save_events(path, header, saved.events, filter_text, left_out)
         except (OSError, PayloadReleased) as exc:  # the recording changed while it was read

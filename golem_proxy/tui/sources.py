@@ -51,13 +51,12 @@ class TailStream:
                 return line
 
 
-def compacting_reader(stream: IO[bytes], path: Optional[str] = None) -> FastRecordingReader:
+def compacting_reader(stream: IO[bytes], leave: Optional[LeftInFile] = None) -> FastRecordingReader:
     """A fast reader whose whole exchanges are made compact as they are read: their parsed
     messages never wait in a batch, hundreds of thousands of dicts freed later among the
     flows that stay (the model compacts a settled flow's frames anyway, and leaves compact
-    ones as they are). Given the file's ``path`` (``stream`` read from its first byte), its
-    large payloads are left in it (`payloads.LeftInFile`)."""
-    leave = LeftInFile(path) if path is not None else None
+    ones as they are). With ``leave`` (``stream`` read from the file's first byte), its large
+    payloads are left in the file (`payloads.LeftInFile`)."""
     reader = FastRecordingReader(stream, leave_payloads=leave)
     reader.on_exchange = Compactor(reader.profile, reader.route_profiles).compact_flow
     return reader
@@ -108,13 +107,14 @@ class RecordingSource:
         try:
             reader: RecordingReader
             # Large payloads stay in the file, read back when wanted (payloads.py).
+            leave = LeftInFile(path, stream.fileno())
             if follow:
                 tail = TailStream(stream)
-                reader = RecordingReader(tail, leave_payloads=LeftInFile(path))  # type: ignore[arg-type]
+                reader = RecordingReader(tail, leave_payloads=leave)  # type: ignore[arg-type]
             elif exact:
-                reader = RecordingReader(stream, leave_payloads=LeftInFile(path))
+                reader = RecordingReader(stream, leave_payloads=leave)
             else:
-                reader = compacting_reader(stream, path)
+                reader = compacting_reader(stream, leave)
         except BaseException:
             stream.close()
             raise

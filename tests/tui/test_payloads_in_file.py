@@ -8,15 +8,18 @@ as before."""
 from __future__ import annotations
 
 import base64
+import io
 import os
 import random
 import threading
 from pathlib import Path
 
+from golem_proxy.analysis.filter_tree import quote
 from golem_proxy.events import Event, ExchangeCompleted, FrameSeen
 from golem_proxy.recording.format import RecordingReader, RecordingWriter, read_recording
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import EventBuffer
+from golem_proxy.tui.compact import is_compact
 from golem_proxy.tui.export import save_events
 from golem_proxy.tui.payloads import RELEASE_OVER, LeftInFile, in_recording, payload_of
 from golem_proxy.tui.reloading import read_back
@@ -86,7 +89,8 @@ def test_each_reader_of_the_tui_leaves_large_payloads_in_the_file(tmp_path: Path
     path = tmp_path / "session.jsonl"
     written = write_session(path)
     with open(path, "rb") as stream:  # the fast reader (`tui FILE`)
-        assert_left_in_file(list(compacting_reader(stream, str(path))), written)
+        reader = compacting_reader(stream, LeftInFile(str(path), stream.fileno()))
+        assert_left_in_file(list(reader), written)
     with open(path, "rb") as stream:  # the exact one (`tui --follow`, each line by itself)
         leave = LeftInFile(str(path))
         assert_left_in_file(list(RecordingReader(stream, leave_payloads=leave)), written)
@@ -121,7 +125,7 @@ def test_lines_not_as_the_writer_puts_them_are_kept_whole(tmp_path: Path) -> Non
         lines[number] += b"\r"
     path.write_bytes(b"\n".join(lines))
     with open(path, "rb") as stream:
-        read = list(compacting_reader(stream, str(path)))
+        read = list(compacting_reader(stream, LeftInFile(str(path))))
     read_answers = [frame for frame in frames(read) if not frame.is_request]
     assert [in_recording(frame) for frame in read_answers] == [None, None]
     assert [frame.payload for frame in read_answers] == [
@@ -171,5 +175,105 @@ def test_tui_file_keeps_no_large_payload_and_shows_reads_and_writes_them(
             assert [f.payload for f in frames(read_recording(str(view)).events)] == [
                 f.payload for f in frames(written)
             ]
+
+    run(body())
+
+
+def test_a_large_answer_without_a_blob_is_kept_compact(tmp_path: Path) -> None:
+    """Numbers, not base64: nothing to take out of its message, so the frame is left whole
+    and the view keeps it compact (its bytes; the message parsed again when read), which
+    costs less than the message kept parsed."""
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    request = s.request(1, "mesh.get_vertices", {}, 0.1)
+    s.respond(request, 0.2, result={"vertices": [i * 0.5 for i in range(20_000)]})
+    path = tmp_path / "session.jsonl"
+    writer = RecordingWriter.create(str(path), golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.close()
+    answer = frames(s.events)[-1]
+    assert len(answer.payload) > RELEASE_OVER
+    with open(path, "rb") as stream:
+        leave = LeftInFile(str(path), stream.fileno())
+        read = frames(list(compacting_reader(stream, leave)))
+    assert leave.count == 0
+    assert in_recording(read[-1]) is None and is_compact(read[-1])
+    assert read[-1].payload == answer.payload
+    assert read[-1].message.obj == answer.message.obj  # type: ignore[attr-defined]
+
+
+def test_a_followed_file_growing_line_by_line_leaves_them_in_it(tmp_path: Path) -> None:
+    """`tui --follow` (the exact reader through `TailStream`) on a file written in pieces: a
+    large request left unanswered, requests answered out of order, a blank line, and a last
+    line still being written; every large payload read back is its frame's."""
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    lonely = s.request(1, "scene.import", {"mesh": "M" * (90 * KIB)}, 0.1)
+    first = s.request(1, "viewport.capture", {}, 0.2)
+    second = s.request(1, "viewport.capture", {}, 0.3)
+    s.respond(second, 0.4, result={"image": "B" * (1500 * KIB)})
+    s.respond(first, 0.5, result={"image": "A" * (200 * KIB)})
+    written = s.events
+    path = tmp_path / "session.jsonl"
+    whole = io_bytes(written)
+    lines = whole.split(b"\n")
+    lines.insert(3, b"")  # a blank line among them
+    data = b"\n".join(lines)
+    path.write_bytes(data[: len(data) // 3])
+    source = RecordingSource.open(str(path), follow=True, poll=0.01)
+    sink = EventBuffer(None)
+    runner = threading.Thread(target=source.run, args=(sink,))
+    runner.start()
+    try:
+        with open(path, "ab") as stream:
+            for start in range(len(data) // 3, len(data), 50_000):  # pieces cut mid-line
+                stream.write(data[start : start + 50_000])
+                stream.flush()
+        read: list[Event] = []
+        for _ in range(1000):
+            read += sink.drain().events
+            if sum(isinstance(e, ExchangeCompleted) for e in read) == 2:
+                break
+            threading.Event().wait(0.01)
+    finally:
+        source.stop()
+        runner.join(10)
+    read_frames = {(f.direction, f.index): f for f in frames(read)}
+    for original in frames(written):
+        frame = read_frames[(original.direction, original.index)]
+        assert payload_of(frame) == original.payload
+        assert (in_recording(frame) is not None) == (len(original.payload) >= RELEASE_OVER)
+    assert in_recording(read_frames[(lonely.direction, lonely.index)]) is not None
+
+
+def io_bytes(events: list[Event]) -> bytes:
+    """The recording of ``events`` as the writer writes it."""
+    stream = io.BytesIO()
+    writer = RecordingWriter(stream, golem_header())
+    for event in events:
+        writer.write(event)
+    writer.flush()
+    return stream.getvalue()
+
+
+def test_a_body_filter_finds_a_member_of_an_answer_left_in_the_file(tmp_path: Path) -> None:
+    """What a body filter searches of a frame left in the file is its message written as the
+    profile's peers write a payload (its blob elided): ``"n": 3`` matches as in a frame kept."""
+    path = tmp_path / "session.jsonl"
+    write_session(path)
+    source = RecordingSource.open(str(path))
+    app = GolemProxyApp(source, source.profile, "test")
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: app.source_done and len(app.model.flows) == 6)
+            assert in_recording(app.model.flows[3].response) is not None  # 70 KiB
+            assert in_recording(app.model.flows[4].response) is None  # 300 bytes
+            for number in (3, 4):
+                app.model.set_filter("~s " + quote(f'"n": {number}}}'))
+                assert [app.model.flows[i].number for i in app.model.view] == [number + 1]
+            app.model.set_filter("")
+            assert app.model.find('"n": 3}', 0) == 3  # the TUI's find, the same way
 
     run(body())

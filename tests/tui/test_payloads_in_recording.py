@@ -109,9 +109,13 @@ def test_a_recording_that_no_longer_holds_them_is_said_so(tmp_path: Path) -> Non
     with pytest.raises(PayloadReleased) as caught:
         payload_of(last)
     assert str(caught.value) == f"payload not read back: {cut_short}"
-    # A view written now leaves out the flows whose answers the cut took, and says why.
-    saved = model.view_to_save()
+    # A view written now leaves out the flows whose answers the cut took, and says why:
+    # found by the writing thread (`checked`), not where the screen's thread takes the view.
+    taken = model.view_to_save()
+    assert (taken.flows, taken.lost, len(taken.in_recording)) == (3, 0, 3)
+    saved = taken.checked()
     assert (saved.flows, saved.lost, saved.lost_why) == (1, 2, cut_short)
+    assert len(saved.events) < len(taken.events) and len(saved.owners) == len(saved.events)
     line = left_out_line(saved, model)
     assert line == f"2 flows left out, payloads not read back: {cut_short}"
     view = tmp_path / "view.jsonl"
@@ -182,7 +186,17 @@ def test_the_detail_pane_copy_resend_and_save_read_the_bytes_back(tmp_path: Path
     run(body())
 
 
-def test_a_malformed_frame_shows_the_start_of_its_bytes_read_back(tmp_path: Path) -> None:
+def test_a_malformed_frame_shows_the_start_of_its_bytes_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[int] = []
+    pread = os.pread
+
+    def counted(fd: int, size: int, offset: int) -> bytes:
+        data = pread(fd, size, offset)
+        read.append(len(data))
+        return data
+
     s = SessionBuilder(check=False)
     s.open(1, 0.0)
     raw = b'{"id": "q1", "method": 7, "params": "' + b"A" * 200_000 + b'"}'
@@ -198,8 +212,13 @@ def test_a_malformed_frame_shows_the_start_of_its_bytes_read_back(tmp_path: Path
         async with app.run_test(size=(160, 45)) as pilot:
             await wait_for(pilot, lambda: len(app.model.flows) == 1)
             await select(pilot, 0)
+            monkeypatch.setattr(os, "pread", counted)
+            await pilot.press("e")  # the pane drawn again, its bytes read again
+            await wait_for(pilot, lambda: bool(read))
             text = app.detail.text()
             assert "malformed:invalid-method" in text
+            # Only what the dump shows is read, with the line's start and end around it.
+            assert 4096 < sum(read) < 4096 + 1024
             # The hex dump's 4 KiB, read back, and what it leaves out of the whole payload.
             assert (
                 '00000000  7b 22 69 64 22 3a 20 22  71 31 22 2c 20 22 6d 65  |{"id": "q1", "me|'

@@ -17,6 +17,7 @@ from rich.console import Group
 from rich.text import Text
 from textual import work
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
 from ...analysis.flows import Flow
 from ...events import FrameSeen
@@ -38,6 +39,9 @@ class CapturePreview(Static):
         super().__init__("", id=id)
         self.flow: Optional[Flow] = None
         self._decoded: OrderedDict[int, Union[PngImage, str]] = OrderedDict()
+        self._no_image_in: OrderedDict[int, None] = OrderedDict()
+        """Flows whose answer, read in full, held no PNG after all (`KEPT` of them, by
+        number): not read again each time they are shown."""
 
     def show(self, flow: Optional[Flow]) -> None:
         """Show the image in ``flow``'s response, if it has one."""
@@ -56,7 +60,7 @@ class CapturePreview(Static):
             self.display = True
             self.update(Text(f"Image: decoding {len(data):,} bytes of PNG…", style="dim"))
             self._decode(flow, data)
-        elif _image_elided(response):
+        elif _image_elided(response) and flow.number not in self._no_image_in:
             # The message holds a placeholder: the image is in the payload, kept or in the
             # recording (payloads.py), read in the worker.
             self.display = True
@@ -67,10 +71,16 @@ class CapturePreview(Static):
 
     @work(thread=True, exclusive=True, group="capture")
     def _decode(self, flow: Flow, data: Optional[bytes]) -> None:
+        # Moving on cancels this worker (exclusive), which a thread cannot be made to heed:
+        # it looks before each long step, so paging through captures reads and decodes
+        # only the one shown.
+        worker = get_current_worker()
         result: Union[PngImage, str, None]
         try:
             if data is None and flow.response is not None:
                 data = find_png(json.loads(payload_of(flow.response)))
+            if worker.is_cancelled:
+                return
             result = decode_png(data) if data is not None else None
         except PayloadReleased as exc:  # said, not kept: showing it again reads it anew
             self.app.call_from_thread(self._not_read, flow, str(exc))
@@ -85,6 +95,9 @@ class CapturePreview(Static):
             self.app.call_from_thread(self._decoded_one, flow, result)
 
     def _no_image(self, flow: Flow) -> None:
+        self._no_image_in[flow.number] = None
+        while len(self._no_image_in) > KEPT:
+            self._no_image_in.popitem(last=False)
         if flow is self.flow:
             self.display = False
 
