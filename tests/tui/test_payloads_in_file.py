@@ -277,3 +277,19 @@ def test_a_body_filter_finds_a_member_of_an_answer_left_in_the_file(tmp_path: Pa
             assert app.model.find('"n": 3}', 0) == 3  # the TUI's find, the same way
 
     run(body())
+
+
+def test_a_file_renamed_after_it_was_read_is_still_read_back(tmp_path: Path) -> None:
+    """Rotated or moved while the TUI shows it: the payloads come from the file it read,
+    through the descriptor it opened, not from whatever the path names now."""
+    path = tmp_path / "session.jsonl"
+    written = write_session(path, (100 * KIB,))
+    source = RecordingSource.open(str(path))
+    sink = EventBuffer(None)
+    source.run(sink)  # to the end; the reader's own descriptor is closed
+    read = sink.drain().events
+    os.rename(path, tmp_path / "session.1.jsonl")
+    path.write_bytes(b"another file now\n")
+    answer = frames(read)[-1]
+    assert in_recording(answer) is not None
+    assert payload_of(answer) == frames(written)[-1].payload
