@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterator
-from typing import IO, Any, Optional
+from typing import IO, Any, NamedTuple, Optional
 
 from ..analysis.tool_calls import layered_json
 from ..analysis.trace import FlowReader
@@ -26,6 +26,7 @@ from ..recording.format import DEFAULT_MAX_LINE
 __all__ = [
     "COLUMNS",
     "FlowTableError",
+    "RowsWritten",
     "column_spec",
     "flow_rows",
     "one_line",
@@ -131,23 +132,34 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one pe
 _WRITE_AT = 1 << 20  # characters of lines held before they are written
 
 
-def write_rows(rows: Iterator[dict[str, Any]], stream: IO[bytes]) -> int:
-    """Write ``rows`` as JSON lines to ``stream``; returns how many. Lines are written about
-    a mebibyte at a time (one escape pass, one encoding and one write for many rows; a row
-    larger than that alone)."""
-    count = held = 0
+class RowsWritten(NamedTuple):
+    """How many rows `write_rows` wrote, and the longest one's bytes."""
+
+    rows: int
+    longest: int
+
+
+def write_rows(rows: Iterator[dict[str, Any]], stream: IO[bytes]) -> RowsWritten:
+    """Write ``rows`` as JSON lines to ``stream``; returns how many, and how long the longest
+    is. Lines are written about a mebibyte at a time (one escape pass, one encoding and one
+    write for many rows; a row larger than that alone)."""
+    count = held = longest = 0
     lines: list[str] = []
     for row in rows:
         line = _ENCODE(row)
         lines.append(line)
         count += 1
         held += len(line)
+        # Characters are bytes in ASCII, the common case, found without encoding the row.
+        longest = max(
+            longest, len(line) if line.isascii() else len(line.encode("utf-8", "replace"))
+        )
         if held >= _WRITE_AT:
             _write_lines(lines, stream)
             lines, held = [], 0
     if lines:
         _write_lines(lines, stream)
-    return count
+    return RowsWritten(count, longest)
 
 
 def _write_lines(lines: list[str], stream: IO[bytes]) -> None:
@@ -162,13 +174,21 @@ payloads as JSON text, each from a line of up to `DEFAULT_MAX_LINE` that escapin
 so every flow a recording holds fits."""
 
 
-def rows_relation(paths: str | list[str]) -> str:
-    """SQL reading files of rows written by `write_rows` with the table's column types."""
+SMALLEST_BUFFER = 16 * 1024 * 1024
+"""The engine's own default for the longest row it reads: what the export asks for at least."""
+ROW_GROUP_BYTES = 64 * 1024 * 1024
+"""The most a Parquet row group the export writes holds (DuckDB's ``ROW_GROUP_SIZE_BYTES``)."""
+
+
+def rows_relation(paths: str | list[str], longest: int = MAX_ROW) -> str:
+    """SQL reading files of rows written by `write_rows` with the table's column types, the
+    longest ``longest`` bytes (the engine's buffers are sized by it: the longest a recording
+    may hold, unless the rows are known)."""
     names = [paths] if isinstance(paths, str) else paths
     quoted = ", ".join("'" + path.replace("'", "''") + "'" for path in names)
     return (
         f"SELECT * FROM read_json([{quoted}], format = 'newline_delimited', "
-        f"maximum_object_size = {MAX_ROW}, columns = {column_spec()})"
+        f"maximum_object_size = {longest}, columns = {column_spec()})"
     )
 
 
@@ -197,12 +217,20 @@ def write_parquet(trace: FlowReader, name: str, out: str) -> int:
         rows_path = os.path.join(directory, "rows.jsonl")
         fd = os.open(rows_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as stream:
-            count = write_rows(flow_rows(trace, name), stream)
+            written = write_rows(flow_rows(trace, name), stream)
         temp = os.path.join(directory, "flows.parquet")
         quoted = temp.replace("'", "''")
+        # One thread, row groups of at most `ROW_GROUP_BYTES`: the engine holds a row group
+        # per thread before writing it, and a default one (122,880 rows) of 16 MiB captures
+        # was the whole trace (40 of them: 1.8 GiB at the peak, 0.4 GiB so).
+        # Read with buffers for the longest row written, not the longest a recording may
+        # hold (`MAX_ROW`: 384 MiB a buffer).
+        longest = max(written.longest + 1, SMALLEST_BUFFER)
+        copy = f"COPY ({rows_relation(rows_path, longest)}) TO '{quoted}' "
+        copy += f"(FORMAT parquet, ROW_GROUP_SIZE_BYTES '{ROW_GROUP_BYTES}B')"
         try:
-            with duckdb.connect(":memory:") as db:
-                db.execute(f"COPY ({rows_relation(rows_path)}) TO '{quoted}' (FORMAT parquet)")
+            with duckdb.connect(":memory:", config={"threads": 1}) as db:
+                db.execute(copy)
         except duckdb.Error as exc:
             # Named for the trace, not the rows file it was copied to, gone with the folder.
             text = one_line(exc).replace(rows_path, f"the rows of {name}")
@@ -210,7 +238,7 @@ def write_parquet(trace: FlowReader, name: str, out: str) -> int:
         os.chmod(temp, 0o600)
         check_replaceable(out)
         os.replace(temp, out)
-    return count
+    return written.rows
 
 
 def one_line(exc: BaseException) -> str:

@@ -1,0 +1,53 @@
+"""The Parquet export's memory (golem_proxy/interop/flow_table.py `write_parquet`): the engine
+writes row groups of at most `ROW_GROUP_BYTES` and reads rows with buffers sized by the longest
+row written, so a trace of large answers is not held whole; every flow is still in the file,
+whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from golem_proxy.analysis.trace import open_flows
+from golem_proxy.interop import flow_table
+from golem_proxy.interop.flow_table import write_parquet
+from golem_proxy.recording.format import RecordingWriter
+from tests.support.sessions import SessionBuilder, golem_header
+
+KIB = 1024
+
+
+def large_answers(path: Path, count: int, size: int) -> None:
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    for number in range(count):
+        request = s.request(1, "viewport.capture", {"n": number}, number + 0.1)
+        s.respond(request, number + 0.2, result={"image": chr(65 + number) * size})
+    writer = RecordingWriter.create(str(path), golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.close()
+
+
+def test_large_rows_are_written_in_row_groups_of_a_bounded_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(flow_table, "ROW_GROUP_BYTES", 1024 * KIB)
+    trace = tmp_path / "captures.jsonl"
+    large_answers(trace, 12, 300 * KIB)
+    out = tmp_path / "flows.parquet"
+    with open_flows(str(trace)) as flows:
+        assert write_parquet(flows, "captures", str(out)) == 12
+    with duckdb.connect() as db:
+        (groups,) = db.execute(
+            "SELECT num_row_groups FROM parquet_file_metadata(?)", [str(out)]
+        ).fetchone()
+        rows = db.execute(
+            "SELECT n, length(result->>'image') FROM read_parquet(?) ORDER BY n", [str(out)]
+        ).fetchall()
+    # 3.6 MB of rows in groups of about 1 MiB (the engine's measure of a group's bytes is
+    # its own): several groups, where one default group was the whole trace.
+    assert groups >= 3
+    assert rows == [(n, 300 * KIB) for n in range(1, 13)]
