@@ -12,10 +12,11 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
-from golem_core.profiles import GOLEM
+from golem_core.profiles import GOLEM, Profile
 from golem_proxy.commands._live_tui import live_source
 from golem_proxy.events import Event, ExchangeCompleted, FrameSeen
 from golem_proxy.live.recorder import Recorder
@@ -44,11 +45,14 @@ from .test_live_proxy import bound_port, config_for, until_stopped
 from .test_payloads import MIB, captures, large_request_session, notices
 
 
-def recorded(path: Path, events: list[Event]) -> tuple[list[Event], LeftToRecording]:
+def recorded(
+    path: Path, events: list[Event], profile: Optional[Profile] = None
+) -> tuple[list[Event], LeftToRecording]:
     """Record ``events`` at ``path`` as the session's recorder does, and give them on as the
-    TUI's hub sink does (`LeftToRecording`), the events first, one at a time."""
+    TUI's hub sink does (`LeftToRecording`, given the session's ``profile`` or not), the
+    events first, one at a time."""
     places = PayloadPlaces(str(path))
-    lighten = LeftToRecording(places)
+    lighten = LeftToRecording(places, profile)
     recorder = Recorder(RecordingWriter.create(str(path), golem_header()), places=places)
     given = []
     for event in events:
@@ -378,15 +382,7 @@ def test_an_answer_under_1_mib_left_to_the_recording_keeps_no_blob_in_its_messag
     events = captures(2, 300_000)
     answer = originals_in_order(events)[0]
     assert answer.elided == 0 and len(answer.message.obj["result"]["image"]) == 300_000  # type: ignore[attr-defined]
-    path = tmp_path / "session.jsonl"
-    places = PayloadPlaces(str(path))
-    lighten = LeftToRecording(places, GOLEM)
-    recorder = Recorder(RecordingWriter.create(str(path), golem_header()), places=places)
-    given = []
-    for event in events:
-        recorder(event)
-        given.append(lighten(event))
-    recorder.close()
+    given, _ = recorded(tmp_path / "session.jsonl", events, GOLEM)
     answers = [e for e in given if isinstance(e, FrameSeen) and not e.is_request]
     for frame, original in zip(answers, originals_in_order(events), strict=True):
         assert in_recording(frame) is not None and frame.elided == 300_000
