@@ -23,7 +23,7 @@ from .flow_table import (
     rows_relation,
     write_rows,
 )
-from .row_cache import RowFile, cached_notes, cached_rows, prepare_cache, rows_into_cache
+from .row_cache import RowFile, cached_row_file, cached_rows, prepare_cache, rows_into_cache
 
 __all__ = ["QueryResult", "chunked", "run_query", "worker_count"]
 
@@ -50,12 +50,14 @@ def _rows_to_private(directory: str, piece: Sequence[str], index: int) -> list[R
     ``directory`` named by ``index``. Raises TraceError and OSError."""
     path = os.path.join(directory, f"rows-{index}.jsonl")
     notes: list[str] = []
+    longest = 0
     with open_private(path) as stream:
         for recording in piece:
             with open_flows(recording) as trace:
-                write_rows(flow_rows(trace, recording), stream)
+                written = write_rows(flow_rows(trace, recording), stream)
+                longest = max(longest, written.longest)
                 notes += reading_notes(trace)
-    return [RowFile(path, scratch=True, recordings=tuple(piece), notes=tuple(notes))]
+    return [RowFile(path, True, tuple(piece), tuple(notes), longest)]
 
 
 def _rows_to_cache(directory: str, piece: Sequence[str], index: int) -> list[RowFile]:
@@ -132,11 +134,7 @@ def _row_files(
         return _read_recordings(recordings, partial(_rows_to_private, directory), jobs, progress)
     prepare_cache(cache)
     hits = [cached_rows(cache, path) for path in recordings]
-    found = [
-        RowFile(hit, scratch=False, recordings=(path,), notes=cached_notes(hit))
-        for path, hit in zip(recordings, hits)
-        if hit is not None
-    ]
+    found = [cached_row_file(hit, path) for path, hit in zip(recordings, hits) if hit is not None]
     missing = [path for path, hit in zip(recordings, hits) if hit is None]
     told = None if progress is None else partial(_counted_from, progress, len(found))
     return found + _read_recordings(missing, partial(_rows_to_cache, cache), jobs, told)
@@ -176,7 +174,8 @@ def run_query(
         try:
             if recordings:
                 row_files = _row_files(recordings, directory, cache, jobs, progress)
-                parts.append(rows_relation([row.path for row in row_files]))
+                longest = max(row.longest for row in row_files)
+                parts.append(rows_relation([row.path for row in row_files], longest))
                 if notes is not None:
                     notes([note for row in row_files for note in row.notes])
             if parquet:

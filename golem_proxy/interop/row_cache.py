@@ -7,7 +7,8 @@ golem-proxy version and the table's columns. A recording that changes (it is app
 replaced) gets a new name, so a stale file is never read; old files stay until the folder is
 emptied. Rows of a recording that changed while it was read are used once and not kept.
 What a view notes of the recording once read (`reading_notes`: a file cut short) is kept
-beside its rows (``.notes.json``), so that a query from the cache says it too.
+beside its rows (``.notes.json``), so that a query from the cache says it too, with the length
+of its longest row (the engine's buffers are sized by it).
 """
 
 from __future__ import annotations
@@ -27,15 +28,17 @@ from golem_core import __version__
 from ..analysis.reading_notes import reading_notes
 from ..analysis.trace import open_flows
 from ..recording.files import open_private
-from .flow_table import column_spec, flow_rows, write_rows
+from .flow_table import MAX_ROW, SMALLEST_BUFFER, column_spec, flow_rows, write_rows
 
-__all__ = ["RowFile", "cached_notes", "cached_rows", "prepare_cache", "rows_into_cache"]
+__all__ = ["RowFile", "cached_row_file", "cached_rows", "prepare_cache", "rows_into_cache"]
 
-READING = 3
+READING = 4
 """What the readers make of a recording, beyond the version: raised where they read the same
 file into other rows (2: requests the proxy let go are ``evicted``, no longer
-``unanswered``; 3: those the proxy's gap names, not its oldest), so that rows cached before
-are not taken for current."""
+``unanswered``; 3: those the proxy's gap names, not its oldest) or keep other things beside
+them (4: the notes file says how long the longest row is when it is `SMALLEST_BUFFER` or
+more, and a file without one has none that long), so that rows cached before are not taken
+for current."""
 _SUFFIX = ".rows.jsonl"
 _NOTES = ".notes.json"
 _USER = os.geteuid() if hasattr(os, "geteuid") else 0
@@ -52,6 +55,8 @@ class RowFile:
     """The recordings whose rows it holds (an engine's error about the file names them)."""
     notes: tuple[str, ...] = ()
     """What reading its recordings noted (`reading_notes`), to be said once the query runs."""
+    longest: int = MAX_ROW
+    """Its longest row's bytes, when known (`flow_table.rows_relation` sizes buffers by it)."""
 
 
 def prepare_cache(directory: str) -> None:
@@ -97,15 +102,28 @@ def _notes_path(rows: str) -> str:
     return rows[: -len(_SUFFIX)] + _NOTES
 
 
-def cached_notes(rows: str) -> tuple[str, ...]:
-    """The notes kept beside the cached ``rows`` (none when there are none, or they cannot
-    be read)."""
+def cached_row_file(rows: str, recording: str) -> RowFile:
+    """The cached ``rows`` of ``recording`` with what is kept beside them: the notes (none
+    when there are none, or they cannot be read) and the longest row (none kept: shorter than
+    `SMALLEST_BUFFER`; `MAX_ROW` when what is kept cannot be read)."""
+    found: object = ()
+    longest = MAX_ROW
     try:
         with open(_notes_path(rows), encoding="utf-8") as stream:
             found = json.load(stream)
+    except FileNotFoundError:  # nothing said of it: no row as long as the engine's default
+        longest = 0
     except (OSError, ValueError):
-        return ()
-    return tuple(note for note in found if isinstance(note, str)) if isinstance(found, list) else ()
+        pass
+    if isinstance(found, dict):
+        kept = found.get("longest")
+        if type(kept) is int and 0 <= kept <= MAX_ROW:
+            longest = kept
+        found = found.get("notes")
+    notes = (
+        tuple(note for note in found if isinstance(note, str)) if isinstance(found, list) else ()
+    )
+    return RowFile(rows, scratch=False, recordings=(recording,), notes=notes, longest=longest)
 
 
 def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
@@ -120,7 +138,7 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
             partial = f"{final}.{os.getpid()}.part"
             try:
                 with open_private(partial) as stream:
-                    write_rows(flow_rows(trace, recording), stream)
+                    longest = write_rows(flow_rows(trace, recording), stream).longest
                 after = os.stat(recording)
             except BaseException:
                 with contextlib.suppress(OSError):
@@ -128,11 +146,13 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
                 raise
             notes = tuple(reading_notes(trace))
         if _identity(before) == _identity(after):
-            if notes:  # before the rows are in place: a file found has its notes beside it
+            # Before the rows are in place: a file found has what is said of it beside it.
+            if notes or longest >= SMALLEST_BUFFER:
+                kept = {"notes": list(notes), "longest": longest}
                 with open_private(_notes_path(final), overwrite=True) as stream:
-                    stream.write(json.dumps(notes).encode("utf-8"))
+                    stream.write(json.dumps(kept).encode("utf-8"))
             os.replace(partial, final)
-            done.append(RowFile(final, scratch=False, recordings=(recording,), notes=notes))
+            done.append(RowFile(final, False, (recording,), notes, longest))
         else:
-            done.append(RowFile(partial, scratch=True, recordings=(recording,), notes=notes))
+            done.append(RowFile(partial, True, (recording,), notes, longest))
     return done

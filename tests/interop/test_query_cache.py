@@ -7,7 +7,9 @@ import json
 import os
 from pathlib import Path
 
+from golem_proxy.recording.format import RecordingWriter
 from tests.support.cli_helpers import run_cli
+from tests.support.sessions import SessionBuilder, golem_header
 
 from .query_helpers import ALL_ROWS, SAMPLES, fleet, query_lines
 
@@ -78,3 +80,29 @@ def test_a_link_planted_in_the_cache_is_not_read(tmp_path: Path) -> None:
     kept.symlink_to(planted)
     assert query_lines(ALL_ROWS, *traces, "--cache", str(cache)) == plain
     assert not kept.is_symlink()  # read again and written in its place
+
+
+def test_rows_longer_than_the_engines_default_are_read_fresh_and_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    """The engine's buffers are sized by the longest row written (`flow_table.rows_relation`):
+    a 17 MiB answer, longer than its 16 MiB default, is read whole, and a cached file says
+    how long its longest row is beside it."""
+    trace = tmp_path / "capture.jsonl"
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    request = s.request(1, "viewport.capture", {}, 0.1)
+    s.respond(request, 0.2, result={"image": "A" * (17 * 1024 * 1024)})
+    writer = RecordingWriter.create(str(trace), golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.close()
+    cache = tmp_path / "cache"
+    sql = "SELECT n, length(result->>'image') AS size FROM flows"
+    expected = [{"n": 1, "size": 17 * 1024 * 1024}]
+    assert [json.loads(line) for line in query_lines(sql, str(trace))] == expected
+    for _ in range(2):  # written to the cache, then read from it
+        found = query_lines(sql, str(trace), "--cache", str(cache))
+        assert [json.loads(line) for line in found] == expected
+    (said,) = cache.glob("*.notes.json")
+    assert json.loads(said.read_text())["longest"] > 17 * 1024 * 1024
