@@ -144,19 +144,21 @@ class RowsWritten(NamedTuple):
 
 def write_rows(rows: Iterator[dict[str, Any]], stream: IO[bytes]) -> RowsWritten:
     """Write ``rows`` as JSON lines to ``stream``; returns how many, and how long the longest
-    is. Lines are written about a mebibyte at a time (one escape pass, one encoding and one
-    write for many rows; a row larger than that alone)."""
+    is in bytes. Lines are written about a mebibyte at a time (one encoding and one write for
+    many rows; a row larger than that alone)."""
     count = held = longest = 0
     lines: list[str] = []
     for row in rows:
         line = _ENCODE(row)
+        if line.isascii():  # the common case: characters are bytes, and no surrogate
+            size = len(line)
+        else:
+            line = _LONE_SURROGATE.sub(_spelled_out, line)
+            size = len(line.encode("utf-8"))
         lines.append(line)
         count += 1
         held += len(line)
-        # Characters are bytes in ASCII, the common case, found without encoding the row.
-        longest = max(
-            longest, len(line) if line.isascii() else len(line.encode("utf-8", "replace"))
-        )
+        longest = max(longest, size)
         if held >= _WRITE_AT:
             _write_lines(lines, stream)
             lines, held = [], 0
@@ -167,8 +169,7 @@ def write_rows(rows: Iterator[dict[str, Any]], stream: IO[bytes]) -> RowsWritten
 
 def _write_lines(lines: list[str], stream: IO[bytes]) -> None:
     lines.append("")  # the last line's newline
-    text = _LONE_SURROGATE.sub(_spelled_out, "\n".join(lines))
-    stream.write(text.encode("utf-8"))
+    stream.write("\n".join(lines).encode("utf-8"))
 
 
 MAX_ROW = 4 * DEFAULT_MAX_LINE
