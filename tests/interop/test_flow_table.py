@@ -51,3 +51,26 @@ def test_large_rows_are_written_in_row_groups_of_a_bounded_size(
     # its own): several groups, where one default group was the whole trace.
     assert groups >= 3
     assert rows == [(n, 300 * KIB) for n in range(1, 13)]
+
+
+def test_a_lone_surrogate_is_spelled_out_and_counted_as_written(tmp_path: Path) -> None:
+    """A lone surrogate (legal as a JSON escape, not Unicode text) becomes its escape spelled
+    out, and the row's length is counted as written: a row of 17 MiB of them and more is read
+    whole by the engine, whose buffer is sized by that length."""
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    escapes = b"\\ud800" * (3 * 1024 * 1024)  # 18 MiB in the payload, 3 Mi surrogates
+    raw = b'{"id": "q", "method": "scene.import", "params": {"s": "' + escapes + b'"}}'
+    request = s.request(1, "scene.import", {}, 0.1, raw=raw)
+    s.respond(request, 0.2, result={})
+    trace = tmp_path / "surrogates.jsonl"
+    writer = RecordingWriter.create(str(trace), golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.close()
+    out = tmp_path / "flows.parquet"
+    with open_flows(str(trace)) as flows:
+        assert write_parquet(flows, "surrogates", str(out)) == 1
+    with duckdb.connect() as db:
+        (text,) = db.execute("SELECT params->>'s' FROM read_parquet(?)", [str(out)]).fetchone()
+    assert text == "\\ud800" * (3 * 1024 * 1024)
