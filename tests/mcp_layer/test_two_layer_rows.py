@@ -21,6 +21,7 @@ from golem_proxy.live.attribution import ToolCallTracker
 from golem_proxy.live.connection_attribution import ConnectionAttribution
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
 from golem_proxy.tui.model import SessionModel
+from golem_proxy.tui.payloads import in_recording, payload_of
 from golem_proxy.tui.render import flow_label
 from tests.support.frames import frame_seen
 from tests.tui.helpers import recording_app, run, select
@@ -192,5 +193,51 @@ def test_a_connection_that_carried_nothing_is_a_row_under_the_call_it_failed(
             await select(pilot, 0)
             await pilot.press("o")  # folded away under its call, as a GOLEM flow is
             assert list(app.model.view) == [0]
+
+    run(body())
+
+
+def test_a_tool_call_answered_with_a_large_image_reads_it_back_from_the_file(
+    tmp_path: Path,
+) -> None:
+    """`tui FILE` on a two-layer recording leaves a tool call's 200 KB image in the file
+    (tui/payloads.py `LeftInFile`): the row is still the tool call with its status, and the
+    bytes read back are the answer's."""
+    tracker = ToolCallTracker(MCP)
+    call = frame(
+        MCP,
+        1,
+        "mcp",
+        Direction.C2S,
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "capture_viewport", "arguments": {}},
+        },
+    )
+    tracker.watch(call)
+    image = {"type": "image", "data": "iVBORw0KGgo" + "A" * 200_000, "mimeType": "image/png"}
+    result = {"content": [image], "isError": False}
+    answer = frame(MCP, 1, "mcp", Direction.S2C, {"jsonrpc": "2.0", "id": 7, "result": result})
+    tracker.watch(answer)
+    path = tmp_path / "two-layers.jsonl"
+    routes = [
+        RouteInfo("main", "127.0.0.1:1", "127.0.0.1:2"),
+        RouteInfo("mcp", "stdio", "server", MCP.name),
+    ]
+    with RecordingWriter.create(str(path), Header.new(GOLEM.name, routes)) as writer:
+        for event in (call, answer, completed(MCP, call, answer)):
+            writer.write(event)
+
+    async def body() -> None:
+        async with recording_app(str(path)) as (app, pilot):
+            await select(pilot, 0)
+            (flow,) = app.model.flows
+            assert flow_label(flow) == "capture_viewport()"
+            assert app.model.status(flow) == "ok"
+            assert in_recording(flow.response) is not None
+            assert flow.response is not None and payload_of(flow.response) == answer.payload
+            assert "bytes elided>" in app.detail.text()
 
     run(body())
