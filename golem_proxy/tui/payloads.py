@@ -248,9 +248,11 @@ def without_blobs(frame: FrameSeen, profile: Profile) -> tuple[Message, int]:
     base64 and more) elided, typed again by ``profile`` from its payload as the live tap types
     a frame over 1 MiB, and how many bytes were elided; its own message when the tap elided
     them already or it has none. For a frame whose payload a view lets go: its message would
-    otherwise keep the blob as a string."""
-    if frame.elided:
-        return frame.message, frame.elided
+    otherwise keep the blob as a string. A payload that is not JSON keeps its message: it
+    holds no string, and what it says of where the JSON broke counts the payload's bytes."""
+    message = frame.message
+    if frame.elided or (isinstance(message, Malformed) and message.obj is None):
+        return message, frame.elided
     skeleton, elided = elide_long_strings(frame.payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
     if not elided:
         return frame.message, 0

@@ -523,3 +523,21 @@ def test_an_answer_whose_request_was_never_seen_is_released_too() -> None:
     # Each answer is in order, under its row: before its exchange.
     kinds = [type(e).__name__ for e in model.events]
     assert kinds == ["ConnectionOpened"] + ["FrameSeen", "ExchangeCompleted"] * 2
+
+
+def test_a_released_payload_that_is_not_json_keeps_what_its_message_says() -> None:
+    """Its message holds no string to take a blob out of, and says where the JSON broke, in
+    the payload's bytes: typed again from a shorter text it would say another place."""
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    raw = (
+        b'{"id": "q", "method": "scene.import", "params": {"mesh": "' + b"B" * 300_000 + b'"} oops'
+    )
+    s.request(1, "scene.import", {}, 0.1, raw=raw)
+    events = as_the_tap_publishes(s.events)
+    model = SessionModel(GOLEM, payload_budget=PayloadBudget(keep=0))
+    model.apply(events)
+    (flow,) = model.flows
+    assert flow.request is not None and released(flow.request) is not None
+    original = next(e for e in events if isinstance(e, FrameSeen))
+    assert flow.request.message == original.message
