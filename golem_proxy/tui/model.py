@@ -337,7 +337,11 @@ class SessionModel:
         return of_call(flow, call_number(flows, index, owner))
 
     def _matches(self, flow: Flow) -> bool:
-        if self._filter is not None and not self._filter.matches(flow, self.profile):
+        # Each flow with its route's profile, as `show --filter` reads it: ``~layer mcp``
+        # and a body written as that route's peers write it.
+        if self._filter is not None and not self._filter.matches(
+            flow, self.profile_for(flow.route)
+        ):
             return False
         return not self.folded or owner_key(flow) not in self.folded
 

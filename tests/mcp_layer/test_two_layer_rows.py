@@ -239,5 +239,12 @@ def test_a_tool_call_answered_with_a_large_image_reads_it_back_from_the_file(
             assert in_recording(flow.response) is not None
             assert flow.response is not None and payload_of(flow.response) == answer.payload
             assert "bytes elided>" in app.detail.text()
+            # Filtered as `show --filter` reads it: the MCP layer's, its answer written as MCP
+            # peers write it (compact), as the answer kept in memory would read.
+            for text in ("~layer mcp", '~s "isError":false', "~tool capture"):
+                app.model.set_filter(text)
+                assert list(app.model.view) == [0], text
+            app.model.set_filter("~layer golem")
+            assert list(app.model.view) == []
 
     run(body())
