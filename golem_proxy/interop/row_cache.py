@@ -140,17 +140,19 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
                 with open_private(partial) as stream:
                     longest = write_rows(flow_rows(trace, recording), stream).longest
                 after = os.stat(recording)
+                notes = tuple(reading_notes(trace))
+                current = _identity(before) == _identity(after)
+                if current and (notes or longest >= SMALLEST_BUFFER):
+                    # Before the rows are in place: a file found has what is said of it
+                    # beside it (a failure to write it leaves no rows behind either).
+                    kept = {"notes": list(notes), "longest": longest}
+                    with open_private(_notes_path(final), overwrite=True) as stream:
+                        stream.write(json.dumps(kept).encode("utf-8"))
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(partial)
                 raise
-            notes = tuple(reading_notes(trace))
-        if _identity(before) == _identity(after):
-            # Before the rows are in place: a file found has what is said of it beside it.
-            if notes or longest >= SMALLEST_BUFFER:
-                kept = {"notes": list(notes), "longest": longest}
-                with open_private(_notes_path(final), overwrite=True) as stream:
-                    stream.write(json.dumps(kept).encode("utf-8"))
+        if current:
             os.replace(partial, final)
             done.append(RowFile(final, False, (recording,), notes, longest))
         else:

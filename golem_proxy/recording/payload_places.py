@@ -143,7 +143,12 @@ def _read_line(place: PayloadPlace, offset: int, first: Optional[int]) -> bytes:
     head = len(place.line_start)
     descriptor = place.places.descriptor
     if descriptor is not None:  # the file a view read, wherever its path points now
-        recording: IO[bytes] = os.fdopen(os.dup(descriptor), "rb", buffering=0)
+        try:
+            recording: IO[bytes] = os.fdopen(os.dup(descriptor), "rb", buffering=0)
+        except OSError as exc:  # out of descriptors, say
+            raise PayloadNotReadBack(
+                f"the recording {place.path} cannot be read ({exc.strerror or exc})"
+            ) from None
     else:
         try:
             # Never blocks: a FIFO or a device put where the recording was is refused.

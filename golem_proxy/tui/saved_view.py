@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..events import Event
 from ..recording.payload_places import PayloadPlace, not_held
+from .event_log import CONNECTION
 
 __all__ = ["SavedView"]
 
@@ -51,8 +52,16 @@ class SavedView:
                 why = why or reason
         if not gone:
             return self
+        owned = list(zip(self.events, self.owners))
+        # A connection whose flows in view are all gone goes too: its open and close alone
+        # would be a row of nothing in the file written.
+        emptied = {_conn(e) for e, owner in owned if owner in gone} - {
+            _conn(e) for e, owner in owned if owner not in gone and owner != CONNECTION
+        }
         kept = [
-            (event, owner) for event, owner in zip(self.events, self.owners) if owner not in gone
+            (event, owner)
+            for event, owner in owned
+            if owner not in gone and not (owner == CONNECTION and _conn(event) in emptied)
         ]
         return dataclasses.replace(
             self,
@@ -63,3 +72,7 @@ class SavedView:
             lost_why=why,
             in_recording=[item for item in self.in_recording if item[0] not in gone],
         )
+
+
+def _conn(event: Event) -> object:
+    return getattr(event, "conn", None)

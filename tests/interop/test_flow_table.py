@@ -55,11 +55,14 @@ def test_large_rows_are_written_in_row_groups_of_a_bounded_size(
 
 def test_a_lone_surrogate_is_spelled_out_and_counted_as_written(tmp_path: Path) -> None:
     """A lone surrogate (legal as a JSON escape, not Unicode text) becomes its escape spelled
-    out, and the row's length is counted as written: a row of 17 MiB of them and more is read
-    whole by the engine, whose buffer is sized by that length."""
+    out, and the row's length is counted as written (seven bytes each, not the one byte a
+    replacement character would be): the engine, whose buffer is sized by it, reads the row
+    whole. (It reads rows up to about twice its buffer, and its buffer is 16 MiB at least:
+    this row is 35 MB spelled out, 5 MB counted as replacement characters.)"""
+    count = 5 * 1024 * KIB
     s = SessionBuilder(check=False)
     s.open(1, 0.0)
-    escapes = b"\\ud800" * (3 * 1024 * 1024)  # 18 MiB in the payload, 3 Mi surrogates
+    escapes = b"\\ud800" * count
     raw = b'{"id": "q", "method": "scene.import", "params": {"s": "' + escapes + b'"}}'
     request = s.request(1, "scene.import", {}, 0.1, raw=raw)
     s.respond(request, 0.2, result={})
@@ -73,4 +76,4 @@ def test_a_lone_surrogate_is_spelled_out_and_counted_as_written(tmp_path: Path) 
         assert write_parquet(flows, "surrogates", str(out)) == 1
     with duckdb.connect() as db:
         (text,) = db.execute("SELECT params->>'s' FROM read_parquet(?)", [str(out)]).fetchone()
-    assert text == "\\ud800" * (3 * 1024 * 1024)
+    assert text == "\\ud800" * count

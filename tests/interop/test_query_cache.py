@@ -86,23 +86,29 @@ def test_rows_longer_than_the_engines_default_are_read_fresh_and_from_the_cache(
     tmp_path: Path,
 ) -> None:
     """The engine's buffers are sized by the longest row written (`flow_table.rows_relation`):
-    a 17 MiB answer, longer than its 16 MiB default, is read whole, and a cached file says
-    how long its longest row is beside it."""
+    a 34 MiB answer, past twice its 16 MiB default (what it reads without being told), is
+    read whole, fresh and from the cache, whose file of rows says how long its longest row is
+    beside it. Without that, the cached rows are read as short ones and refused in one line."""
+    size = 34 * 1024 * 1024
     trace = tmp_path / "capture.jsonl"
     s = SessionBuilder(check=False)
     s.open(1, 0.0)
     request = s.request(1, "viewport.capture", {}, 0.1)
-    s.respond(request, 0.2, result={"image": "A" * (17 * 1024 * 1024)})
+    s.respond(request, 0.2, result={"image": "A" * size})
     writer = RecordingWriter.create(str(trace), golem_header())
     for event in s.events:
         writer.write(event)
     writer.close()
     cache = tmp_path / "cache"
     sql = "SELECT n, length(result->>'image') AS size FROM flows"
-    expected = [{"n": 1, "size": 17 * 1024 * 1024}]
+    expected = [{"n": 1, "size": size}]
     assert [json.loads(line) for line in query_lines(sql, str(trace))] == expected
     for _ in range(2):  # written to the cache, then read from it
         found = query_lines(sql, str(trace), "--cache", str(cache))
         assert [json.loads(line) for line in found] == expected
     (said,) = cache.glob("*.notes.json")
-    assert json.loads(said.read_text())["longest"] > 17 * 1024 * 1024
+    assert json.loads(said.read_text())["longest"] > size
+    said.unlink()
+    done = run_cli("query", sql, str(trace), "--cache", str(cache))
+    assert done.returncode != 0 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "maximum_object_size" in done.stderr

@@ -417,3 +417,30 @@ def test_only_the_frames_placed_for_them_come_without_their_payloads() -> None:
     exchanges = [e for e in given if isinstance(e, ExchangeCompleted)]
     assert exchanges[0].response is frames[1]  # the exchange names the copy the TUI has
     assert exchanges[1] is events[-1]  # untouched
+
+
+def test_a_connection_whose_flows_the_recording_lost_is_not_written_empty(
+    tmp_path: Path,
+) -> None:
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    s.open(2, 0.0)
+    ping = s.request(1, "ping", {}, 0.1)
+    s.respond(ping, 0.2, result={"pong": True})
+    capture = s.request(2, "viewport.capture", {}, 0.3)
+    s.respond(capture, 0.4, result={"image": "A" * 200_000})
+    s.close(1, 0.5)
+    s.close(2, 0.6)
+    path = tmp_path / "session.jsonl"
+    model = SessionModel(GOLEM, payload_budget=PayloadBudget(recording=str(path)))
+    model.apply(recorded(path, s.events)[0])
+    lines = path.read_bytes().split(b"\n")
+    answer = next(n for n, line in enumerate(lines) if b'"A' in line and b'"dir":"s2c"' in line)
+    path.write_bytes(b"\n".join(lines[:answer]) + b"\n")  # the capture's answer cut off
+    saved = model.view_to_save().checked()
+    assert (saved.flows, saved.lost) == (1, 1)
+    # Connection 2 carried only the flow left out: neither its open nor its close is written.
+    assert {getattr(e, "conn", None) for e in saved.events} == {1}
+    view = tmp_path / "view.jsonl"
+    save_events(str(view), golem_header(), saved.events, "")
+    assert [e.method for e in read_recording(str(view)).exchanges()] == ["ping"]
