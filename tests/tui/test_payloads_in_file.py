@@ -14,6 +14,9 @@ import random
 import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from golem_proxy.analysis.filter_tree import quote
 from golem_proxy.events import Event, ExchangeCompleted, FrameSeen
@@ -25,6 +28,7 @@ from golem_proxy.tui.export import save_events
 from golem_proxy.tui.payloads import RELEASE_OVER, LeftInFile, in_recording, payload_of
 from golem_proxy.tui.reloading import read_back
 from golem_proxy.tui.sources import RecordingSource, compacting_reader
+from golem_proxy.tui.widgets import capture
 from rhino_plugin.png import encode_rgb
 from tests.support.sessions import SessionBuilder, golem_header
 
@@ -294,3 +298,33 @@ def test_a_file_renamed_after_it_was_read_is_still_read_back(tmp_path: Path) -> 
     answer = frames(read)[-1]
     assert in_recording(answer) is not None
     assert payload_of(answer) == frames(written)[-1].payload
+
+
+def test_an_answer_read_back_without_a_png_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preview reads an answer whose image its message holds as a placeholder; one that
+    turns out to hold no PNG is remembered, not read (16 MiB, say) each time it is shown."""
+    path = tmp_path / "session.jsonl"
+    write_session(path, (100 * KIB, 300))  # base64 letters, but not a PNG's
+    reads: list[int] = []
+
+    def counted(frame: FrameSeen, **options: Any) -> bytes:
+        reads.append(frame.index)
+        return payload_of(frame, **options)
+
+    monkeypatch.setattr(capture, "payload_of", counted)
+    source = RecordingSource.open(str(path))
+    app = GolemProxyApp(source, source.profile, "test")
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: app.source_done and len(app.model.flows) == 2)
+            preview = app.detail.query_one(capture.CapturePreview)
+            for _ in range(3):
+                await select(pilot, 0)
+                await wait_for(pilot, lambda: reads and not preview.display)
+                await select(pilot, 1)
+            assert reads == [0]
+
+    run(body())
