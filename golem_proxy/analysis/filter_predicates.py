@@ -32,25 +32,22 @@ class Spec:
     bare word."""
 
 
-def frame_text(frame: FrameSeen, profile: Optional[Profile] = None) -> str:
+def frame_text(frame: FrameSeen, profile: Profile) -> str:
     """The text a body filter (``~q REGEX``, ``~s REGEX``, a bare word) searches and the
     TUI's find: the payload decoded. A payload the TUI does not keep
     (`golem_proxy.tui.payloads`: released, or left in the recording) is not searched as the
-    empty text it holds: the message the row kept is, written as ``profile``'s reference
-    peers write a payload (so ``"width": 640`` is found in it as in a payload kept; compact
-    JSON without a profile), its blobs elided (a malformed frame whose JSON did not parse has
-    none)."""
+    empty text it holds: the message the row kept is, written as ``profile`` (the frame's
+    route's) writes a payload, so ``"width": 640`` is found in it as in a payload kept; its
+    blobs elided (a malformed frame whose JSON did not parse has none)."""
     payload = frame.payload
     if isinstance(payload, ReleasedPayload):
         obj = getattr(frame.message, "obj", None)
         if obj is None:
             return ""
-        if profile is not None:
-            try:
-                return profile.encode_payload(obj).decode("utf-8", "replace")
-            except (TypeError, ValueError):  # a lone surrogate: not UTF-8
-                pass
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return profile.encode_payload(obj).decode("utf-8", "replace")
+        except (TypeError, ValueError):  # a lone surrogate: not UTF-8
+            return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     return payload.decode("utf-8", "replace")
 
 

@@ -57,7 +57,9 @@ def _rows_to_private(directory: str, piece: Sequence[str], index: int) -> list[R
                 written = write_rows(flow_rows(trace, recording), stream)
                 longest = max(longest, written.longest)
                 notes += reading_notes(trace)
-    return [RowFile(path, True, tuple(piece), tuple(notes), longest)]
+    return [
+        RowFile(path, scratch=True, recordings=tuple(piece), notes=tuple(notes), longest=longest)
+    ]
 
 
 def _rows_to_cache(directory: str, piece: Sequence[str], index: int) -> list[RowFile]:

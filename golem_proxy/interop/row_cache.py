@@ -154,7 +154,13 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
                 raise
         if current:
             os.replace(partial, final)
-            done.append(RowFile(final, False, (recording,), notes, longest))
+            done.append(
+                RowFile(final, scratch=False, recordings=(recording,), notes=notes, longest=longest)
+            )
         else:
-            done.append(RowFile(partial, True, (recording,), notes, longest))
+            done.append(
+                RowFile(
+                    partial, scratch=True, recordings=(recording,), notes=notes, longest=longest
+                )
+            )
     return done

@@ -23,7 +23,7 @@ import sys
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
 from .files import NotARegularFile, open_regular
 
@@ -124,10 +124,13 @@ def not_held(place: PayloadPlace) -> str:
     """Why the recording does not hold ``place``'s payload as it was written (its line's start
     and end checked, the payload not read), without waiting; "" when it does, or when the
     recorder has not written it yet and still may."""
+    why = place.places.never_written(place)
+    if why:
+        return why
     try:
         offset = place.places.written_offset(place, 0.0)
-    except PayloadNotReadBack as exc:
-        return str(exc) if place.places.lost(place) else ""
+    except PayloadNotReadBack:  # not written yet
+        return ""
     try:
         _read_line(place, offset, 0)
     except PayloadNotReadBack as exc:
@@ -143,12 +146,7 @@ def _read_line(place: PayloadPlace, offset: int, first: Optional[int]) -> bytes:
     head = len(place.line_start)
     descriptor = place.places.descriptor
     if descriptor is not None:  # the file a view read, wherever its path points now
-        try:
-            recording: IO[bytes] = os.fdopen(os.dup(descriptor), "rb", buffering=0)
-        except OSError as exc:  # out of descriptors, say
-            raise PayloadNotReadBack(
-                f"the recording {place.path} cannot be read ({exc.strerror or exc})"
-            ) from None
+        data, end = _pread_line(place, descriptor, offset, size)
     else:
         try:
             # Never blocks: a FIFO or a device put where the recording was is refused.
@@ -159,14 +157,8 @@ def _read_line(place: PayloadPlace, offset: int, first: Optional[int]) -> bytes:
             raise PayloadNotReadBack(
                 f"the recording {place.path} cannot be opened ({exc.strerror or exc})"
             ) from None
-    with recording:
-        try:
-            data = _pread_whole(recording.fileno(), offset - head, head + size)
-            end = _pread_whole(recording.fileno(), offset + place.size, len(LINE_END))
-        except OSError as exc:
-            raise PayloadNotReadBack(
-                f"reading the recording {place.path} failed ({exc.strerror or exc})"
-            ) from None
+        with recording:
+            data, end = _pread_line(place, recording.fileno(), offset, size)
     if len(data) < head + size or len(end) < len(LINE_END):
         raise PayloadNotReadBack(f"the recording {place.path} ends before it (cut short)")
     if data[:head] != place.line_start or end != LINE_END:
@@ -175,6 +167,22 @@ def _read_line(place: PayloadPlace, offset: int, first: Optional[int]) -> bytes:
             "(the file was changed)"
         )
     return data[head:]
+
+
+def _pread_line(
+    place: PayloadPlace, descriptor: int, offset: int, size: int
+) -> tuple[bytes, bytes]:
+    """The line's start with the payload's first ``size`` bytes, and what follows the
+    payload where the line's end was written. Raises PayloadNotReadBack."""
+    head = len(place.line_start)
+    try:
+        data = _pread_whole(descriptor, offset - head, head + size)
+        end = _pread_whole(descriptor, offset + place.size, len(LINE_END))
+    except OSError as exc:
+        raise PayloadNotReadBack(
+            f"reading the recording {place.path} failed ({exc.strerror or exc})"
+        ) from None
+    return data, end
 
 
 def _pread_whole(descriptor: int, start: int, wanted: int) -> bytes:
@@ -218,8 +226,9 @@ class PayloadPlaces:
     def in_file(cls, path: str, descriptor: Optional[int] = None) -> PayloadPlaces:
         """The places in a recording already written, one a view reads: its lines are all in
         the file, from its first byte. Given the ``descriptor`` the view reads it through,
-        payloads are read back through a copy of it (closed with these places): from that
-        file, renamed or replaced since, not from whatever ``path`` names then."""
+        payloads are read back through a copy of it (`pread`: its offset is never moved;
+        closed with these places): from that file, renamed or replaced since, not from
+        whatever ``path`` names then."""
         places = cls(path)
         places.began_at(0)
         places.wrote(sys.maxsize)
