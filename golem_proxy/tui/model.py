@@ -199,7 +199,7 @@ class SessionModel:
         for index in sorted(result.changed):
             flow = self.flows[index]
             if budget is not None:
-                budget.note(flow)
+                budget.note(flow, self.profile_for)
             self._widen(flow)
             if index >= first_new:
                 if self._matches(self.flows[index]):

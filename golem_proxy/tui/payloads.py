@@ -23,8 +23,8 @@ copying and sending a request again, the difference with an answer sent again, w
 view) read them back from the recording then, checked to be the very line written. A live
 TUI following a session of viewport captures keeps none of them in memory (docs/architecture.md,
 "The live TUI's payload budget": its peak RSS about halved in `bench_proxy --tui`). Search and
-filters read such a frame as they read a released one: the message the row kept (long strings
-elided above 1 MiB).
+filters read such a frame as they read a released one: the message the row kept, its bulk
+(blobs, long arrays of numbers) elided (`golem_proxy.tui.skeleton`).
 
 The decision is made once, here, and carried by the frame; readers ask `released()`, take the
 bytes with `payload_of()`, and say `release_note()` instead of showing an empty body.
@@ -37,12 +37,11 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Optional
 
-from golem_core.messages import Malformed, Message, Role, elide_long_strings
+from golem_core.messages import Malformed
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
-from ..events import Direction, Event, ExchangeCompleted, FrameSeen, ReleasedPayload
-from ..live.tap_parse import ELIDE_STRINGS_OVER, OPAQUE_SCAN
+from ..events import Event, ExchangeCompleted, FrameSeen, ReleasedPayload
 from ..recording.payload_places import (
     LINE_END,
     LONGEST_LINE_START,
@@ -57,6 +56,7 @@ from ..recording.payload_places import (
 )
 from ..terminal import format_size
 from .compact import is_compact
+from .skeleton import without_bulk
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -71,7 +71,6 @@ __all__ = [
     "released",
     "stands_for_payload",
     "with_payload",
-    "without_blobs",
 ]
 
 DEFAULT_KEEP = 256 * 1024 * 1024
@@ -185,9 +184,12 @@ class PayloadBudget:
         self._kept: deque[tuple[Flow, bool]] = deque()
         self._counted: set[int] = set()
 
-    def note(self, flow: Flow) -> None:
+    def note(self, flow: Flow, profile_for: Optional[Callable[[str], Profile]] = None) -> None:
         """Count the large frames ``flow`` holds that are not counted yet (a new flow, a
-        request answered since)."""
+        request answered since). Given ``profile_for`` (a route's profile), each such frame
+        becomes a copy whose message has its bulk elided (`without_bulk`): the budget counts
+        the payload's bytes, and a message holding 500 KB of numbers parsed costs four times
+        that, uncounted. The payload, kept, is what the views read whole."""
         for is_response in (False, True):
             frame = flow.response if is_response else flow.request
             if (
@@ -197,6 +199,15 @@ class PayloadBudget:
                 or is_compact(frame)
             ):
                 continue
+            if profile_for is not None:
+                message, elided = without_bulk(frame, profile_for(frame.route))
+                if message is not frame.message:
+                    # A copy: the published frame may still be on its way to the recorder.
+                    frame = dataclasses.replace(frame, message=message, elided=elided)
+                    if is_response:
+                        flow.response = frame
+                    else:
+                        flow.request = frame
             self._counted.add(id(frame))
             self._kept.append((flow, is_response))
             self.kept += len(frame.payload)
@@ -218,7 +229,8 @@ class PayloadBudget:
     def enforce(self, profile_for: Optional[Callable[[str], Profile]] = None) -> int:
         """Release the oldest large payloads until at most ``keep`` bytes are kept. Returns
         how many were released now. Given ``profile_for`` (a route's profile), a released
-        frame's message drops its blobs too (`without_blobs`), else it keeps them."""
+        frame's message drops its bulk too (blobs, long arrays of numbers: `without_bulk`),
+        else it keeps it."""
         count = 0
         while self.kept > self.keep and self._kept:
             flow, is_response = self._kept.popleft()
@@ -231,7 +243,7 @@ class PayloadBudget:
             # A copy: the published frame may still be on its way to the recorder.
             message, elided = frame.message, frame.elided
             if profile_for is not None:
-                message, elided = without_blobs(frame, profile_for(frame.route))
+                message, elided = without_bulk(frame, profile_for(frame.route))
             kept = dataclasses.replace(frame, payload=self.marker, message=message, elided=elided)
             if is_response:
                 flow.response = kept
@@ -241,23 +253,6 @@ class PayloadBudget:
             self.released_bytes += size
             count += 1
         return count
-
-
-def without_blobs(frame: FrameSeen, profile: Profile) -> tuple[Message, int]:
-    """``frame``'s message with its long opaque strings (an image, a mesh blob: 64 KiB of
-    base64 and more) elided, typed again by ``profile`` from its payload as the live tap types
-    a frame over 1 MiB, and how many bytes were elided; its own message when the tap elided
-    them already or it has none. For a frame whose payload a view lets go: its message would
-    otherwise keep the blob as a string. A payload that is not JSON keeps its message: it
-    holds no string, and what it says of where the JSON broke counts the payload's bytes."""
-    message = frame.message
-    if frame.elided or (isinstance(message, Malformed) and message.obj is None):
-        return message, frame.elided
-    skeleton, elided = elide_long_strings(frame.payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
-    if not elided:
-        return frame.message, 0
-    role = Role.REQUEST if frame.direction is Direction.C2S else Role.RESPONSE
-    return profile.parse(skeleton, role), elided
 
 
 class LeftToRecording:
@@ -271,9 +266,10 @@ class LeftToRecording:
     recorder is the hub's first sink, so a frame's place is noted before it comes here.
 
     Given the session's ``profile`` (and ``route_profiles``, the routes' own), such a frame's
-    message is typed again with its long opaque strings elided, when the tap left them whole
-    (a frame under 1 MiB): a live session of 300 KB captures kept each blob in its message
-    even once the bytes had gone (`without_blobs`)."""
+    message is typed again with its bulk elided (`without_bulk`): the blobs the tap left
+    whole (a frame under 1 MiB), and long arrays of numbers at any size. A live session of
+    300 KB captures kept each blob in its message once the bytes had gone, and one of 500 KB
+    mesh answers each answer's numbers, four times their text's size."""
 
     def __init__(
         self,
@@ -314,7 +310,7 @@ class LeftToRecording:
         message, elided = frame.message, frame.elided
         if self.profile is not None:
             profile = self.route_profiles.get(frame.route, self.profile)
-            message, elided = without_blobs(frame, profile)
+            message, elided = without_bulk(frame, profile)
         marker = ReleasedPayload(0, place.path, place)
         copy = dataclasses.replace(frame, payload=marker, message=message, elided=elided)
         self._copies[key] = copy
@@ -329,12 +325,12 @@ class LeftInFile:
     (`golem_proxy.recording.payload_places.LeavesPayloads`, given to its reader): a frame of
     `RELEASE_OVER` bytes or more whose line holds its payload verbatim comes as a copy whose
     payload is a `ReleasedPayload` carrying its place in the file, and whose message is typed
-    again with its long opaque strings elided, as the live tap types a frame over 1 MiB (a
-    long string of the message would hold the blob again). One with no such string is left
-    whole: its view keeps it compact (its bytes, its message parsed again when read), which
-    costs less than its message kept parsed. `tui FILE` and a TUI taking over a
-    session then keep neither the bytes nor the parsed blob of a recording's viewport
-    captures; `payload_of` reads them back, as a live session's."""
+    again with its bulk elided (`without_bulk`: its blobs, as the live tap types a frame over
+    1 MiB, and its long arrays of numbers), which the message would otherwise hold again. One
+    with no bulk is left whole: its view keeps it compact (its bytes, its message parsed again
+    when read), which costs less than its message kept parsed. `tui FILE` and a TUI taking
+    over a session then keep neither the bytes nor the parsed bulk of a recording's viewport
+    captures and meshes; `payload_of` reads them back, as a live session's."""
 
     def __init__(
         self, path: str, descriptor: Optional[int] = None, *, smallest: int = RELEASE_OVER
@@ -364,10 +360,10 @@ class LeftInFile:
             or not buffer.startswith(payload, payload_at)  # redacted: encoded again
         ):
             return frame
-        message, elided = without_blobs(frame, profile)
+        message, elided = without_bulk(frame, profile)
         if not elided:
-            # No blob to take out of its message (numbers, names): whole, the view makes it
-            # compact, its message parsed again from the payload when read.
+            # No bulk to take out of its message (long text, many names): whole, the view
+            # makes it compact, its message parsed again from the payload when read.
             return frame
         start = buffer[line_start:payload_at]
         place = PayloadPlace(self.places, offset + payload_at, len(payload), start)

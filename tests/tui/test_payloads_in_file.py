@@ -184,15 +184,13 @@ def test_tui_file_keeps_no_large_payload_and_shows_reads_and_writes_them(
     run(body())
 
 
-def test_a_large_answer_without_a_blob_is_kept_compact(tmp_path: Path) -> None:
-    """Numbers, not base64: nothing to take out of its message, so the frame is left whole
-    and the view keeps it compact (its bytes; the message parsed again when read), which
-    costs less than the message kept parsed."""
+def recorded_answer(path: Path, result: dict[str, Any]) -> tuple[FrameSeen, list[FrameSeen]]:
+    """A recording of one call answered with ``result``: the answer written, and the frames
+    a view's reader read back from it (leaving large payloads in the file)."""
     s = SessionBuilder(check=False)
     s.open(1, 0.0)
     request = s.request(1, "mesh.get_vertices", {}, 0.1)
-    s.respond(request, 0.2, result={"vertices": [i * 0.5 for i in range(20_000)]})
-    path = tmp_path / "session.jsonl"
+    s.respond(request, 0.2, result=result)
     writer = RecordingWriter.create(str(path), golem_header())
     for event in s.events:
         writer.write(event)
@@ -202,7 +200,36 @@ def test_a_large_answer_without_a_blob_is_kept_compact(tmp_path: Path) -> None:
     with open(path, "rb") as stream:
         leave = LeftInFile(str(path), stream.fileno())
         read = frames(list(compacting_reader(stream, leave)))
-    assert leave.count == 0
+        assert leave.count == (in_recording(read[-1]) is not None)
+        if in_recording(read[-1]) is not None:
+            assert payload_of(read[-1]) == answer.payload
+    return answer, read
+
+
+def test_a_large_answer_of_numbers_is_left_in_the_file_its_arrays_elided(tmp_path: Path) -> None:
+    """A mesh's numbers, not base64: parsed, they cost four times their text, so the message
+    keeps a placeholder for each long array (still an array) and the bytes stay in the file;
+    the rest of the message, and what the exchange is decided to be, are the whole one's."""
+    vertices = [[i * 0.5, i * 0.25, -i] for i in range(5_000)]
+    answer, read = recorded_answer(
+        tmp_path / "session.jsonl", {"vertices": vertices, "faces": [[0, 1, 2]], "name": "m"}
+    )
+    kept = read[-1]
+    assert in_recording(kept) is not None and not is_compact(kept)
+    assert kept.message.obj["result"] == {  # type: ignore[attr-defined]
+        "vertices": ["<15000 numbers elided>"],
+        "faces": [[0, 1, 2]],
+        "name": "m",
+    }
+    assert 0 < kept.elided < len(answer.payload)
+
+
+def test_a_large_answer_without_bulk_is_kept_compact(tmp_path: Path) -> None:
+    """Names, neither base64 nor numbers: nothing to take out of its message, so the frame is
+    left whole and the view keeps it compact (its bytes; the message parsed again when read),
+    which costs less than the message kept parsed."""
+    names = [f"object {i}: a layer" for i in range(5_000)]
+    answer, read = recorded_answer(tmp_path / "session.jsonl", {"names": names})
     assert in_recording(read[-1]) is None and is_compact(read[-1])
     assert read[-1].payload == answer.payload
     assert read[-1].message.obj == answer.message.obj  # type: ignore[attr-defined]

@@ -1,0 +1,136 @@
+"""What a view keeps of a large frame's message once its payload is not in memory: the message
+with its bulk left out.
+
+Two kinds of bulk make a frame large. A blob: a long opaque string (a viewport capture's PNG,
+a mesh as base64), which costs about its own size once parsed. And a long array of numbers (a
+mesh's vertices and faces, a point cloud), which costs several times its size once parsed: a
+float is a 24-byte object behind an 8-byte pointer where its text was 8 to 10 bytes, so 500 KB
+of numbers held as a message costs about 2 MB. A view that lets a frame's payload go (released
+over the live TUI's budget, or left in the recording, `golem_proxy.tui.payloads`) keeps the
+message for the row, the detail pane and the filters; that message must then hold neither.
+
+Blobs are found in the payload's bytes, as the live tap finds them in a frame over 1 MiB
+(`elide_long_strings`); arrays of numbers in the parsed message, where no string can hide
+one. Each is replaced by a placeholder that keeps its kind: a string stays a string
+(``"<N bytes elided>"``), an array stays an array of one string (``["<N numbers elided>"]``).
+What the message says of its envelope (its id, method, result or error, ``isError``,
+``success``) is never bulk, so an outcome decided on the skeleton is the outcome decided on
+the whole message.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import chain
+from typing import Any
+
+import orjson
+
+from golem_core.messages import Malformed, Message, Role, elide_long_strings
+from golem_core.profiles import Profile
+
+from ..events import Direction, FrameSeen
+from ..live.tap_parse import ELIDE_STRINGS_OVER, OPAQUE_SCAN
+
+__all__ = ["BULK_NUMBERS", "without_bulk", "without_number_arrays"]
+
+BULK_NUMBERS = 8192
+"""An array holding this many numbers or more (in arrays nested in it too, as a mesh's
+``[[x, y, z], …]``) is bulk: about 64 KiB of text, the size from which a string is a blob."""
+
+
+def without_bulk(frame: FrameSeen, profile: Profile) -> tuple[Message, int]:
+    """``frame``'s message with its bulk elided, typed again by ``profile`` from what is left,
+    and how many bytes were elided in all (a blob's as in the payload, an array's as written
+    compactly); its own message when it has no bulk (or none: a payload that is not JSON
+    keeps its message, which holds no string, and whose account of where the JSON broke
+    counts the payload's bytes). A frame the live tap typed with its blobs elided keeps
+    those; its arrays of numbers are elided too."""
+    message = frame.message
+    if isinstance(message, Malformed) and message.obj is None:
+        return message, frame.elided
+    role = Role.REQUEST if frame.direction is Direction.C2S else Role.RESPONSE
+    elided = frame.elided
+    if not elided:
+        skeleton, elided = elide_long_strings(frame.payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
+        if elided:
+            message = profile.parse(skeleton, role)
+    obj, numbers = without_number_arrays(message.obj)
+    if numbers:
+        message = profile.parse_decoded(obj, role)
+    return message, elided + numbers
+
+
+def without_number_arrays(value: Any, smallest: int = BULK_NUMBERS) -> tuple[Any, int]:
+    """``value`` (decoded JSON) with each array of ``smallest`` numbers or more (nested arrays
+    of numbers included) replaced by ``["<N numbers elided>"]``, and the bytes those arrays
+    take written compactly; ``value`` itself when there is none. Only the containers on the
+    way to an elided array are copied; the rest is shared. A tree nested deeper than the
+    interpreter can walk is left as it is (a decoder refused deeper)."""
+    try:
+        return _without(value, smallest)
+    except RecursionError:
+        return value, 0
+
+
+def _without(value: Any, smallest: int) -> tuple[Any, int]:
+    if isinstance(value, dict):
+        changed: dict[Any, Any] = {}
+        elided = 0
+        for key, item in value.items():
+            if isinstance(item, (dict, list)):
+                kept, count = _without(item, smallest)
+                if count:
+                    changed[key] = kept
+                    elided += count
+        return ({**value, **changed}, elided) if elided else (value, 0)
+    if not isinstance(value, list):
+        return value, 0
+    numbers = _numbers_in(value)
+    if numbers >= smallest:
+        return [f"<{numbers} numbers elided>"], _written_size(value)
+    if numbers >= 0:  # numbers only, too few to be bulk
+        return value, 0
+    items: list[Any] = value
+    elided = 0
+    for at, item in enumerate(value):
+        if isinstance(item, (dict, list)):
+            kept, count = _without(item, smallest)
+            if count:
+                if items is value:
+                    items = list(value)
+                items[at] = kept
+                elided += count
+    return items, elided
+
+
+def _numbers_in(array: list[Any]) -> int:
+    """How many numbers ``array`` holds, counting those of the arrays nested in it; -1 when
+    it holds anything else (a string, an object, null, a boolean). Walked a level at a time,
+    each level's types taken in C: a mesh's 100,000 numbers, flat or as points, take about a
+    millisecond."""
+    count = 0
+    level: list[Any] = array
+    while level:
+        kinds = set(map(type, level))
+        if kinds <= _NUMBERS:
+            return count + len(level)
+        if not kinds <= _NUMBERS_OR_ARRAYS:
+            return -1
+        if kinds != {list}:  # numbers beside arrays: rare, counted one by one
+            arrays = [item for item in level if type(item) is list]
+            count += len(level) - len(arrays)
+            level = arrays
+        level = list(chain.from_iterable(level))
+    return count
+
+
+_NUMBERS = {int, float}
+_NUMBERS_OR_ARRAYS = {int, float, list}
+
+
+def _written_size(array: list[Any]) -> int:
+    try:
+        return len(orjson.dumps(array))
+    except TypeError:  # an integer past 64 bits: orjson refuses it
+        return len(json.dumps(array, separators=(",", ":")))
