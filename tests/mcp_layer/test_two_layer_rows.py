@@ -238,7 +238,11 @@ def test_a_tool_call_answered_with_a_large_image_reads_it_back_from_the_file(
             assert app.model.status(flow) == "ok"
             assert in_recording(flow.response) is not None
             assert flow.response is not None and payload_of(flow.response) == answer.payload
-            assert "bytes elided>" in app.detail.text()
+            # Under 1 MiB, the pane shows the image read back, shortened as a kept one is.
+            assert flow.response.message.obj["result"]["content"][0]["data"].endswith(
+                " bytes elided>"
+            )
+            assert "… (200,011 chars)" in app.detail.text()
             # Filtered as `show --filter` reads it: the MCP layer's, its answer written as MCP
             # peers write it (compact), as the answer kept in memory would read.
             for text in ("~layer mcp", '~s "isError":false', "~tool capture"):

@@ -5,11 +5,13 @@ events are never touched; and every reader of a payload says when it is gone."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Tree
 
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
@@ -30,6 +32,7 @@ from golem_proxy.tui.payloads import (
     release_note,
     released,
 )
+from golem_proxy.tui.skeleton import BULK_NUMBERS
 from tests.support.cli_helpers import editor_script
 from tests.support.sessions import SessionBuilder, _capture_base64, golem_header
 
@@ -541,3 +544,47 @@ def test_a_released_payload_that_is_not_json_keeps_what_its_message_says() -> No
     assert flow.request is not None and released(flow.request) is not None
     original = next(e for e in events if isinstance(e, FrameSeen))
     assert flow.request.message == original.message
+
+
+def mesh_answers(count: int, numbers: int = 2 * BULK_NUMBERS) -> list[Event]:
+    """``count`` calls answered with an array of ``numbers`` integers each: the ``i``th call's
+    run from ``i * 100_000``, so a number names the answer that holds it."""
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    for i in range(count):
+        request = s.request(1, "mesh.get_vertices", {"id": i}, i + 0.1)
+        vertices = list(range(i * 100_000, i * 100_000 + numbers))
+        s.respond(request, i + 0.2, result={"tag": f"mesh{i}", "vertices": vertices})
+    return s.events
+
+
+def test_a_kept_answer_of_numbers_holds_them_as_its_payload_only_and_shows_them_whole() -> None:
+    # Parsed, 16,384 numbers cost four times their text: the message the row keeps has them
+    # elided, the payload is kept (and counted), and what reads the numbers reads the payload.
+    events = mesh_answers(2)
+    originals = [e for e in events if isinstance(e, FrameSeen) and not e.is_request]
+    app = GolemProxyApp(ManualSource(events), GOLEM, "test", payload_budget=PayloadBudget())
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 2)
+            model = app.model
+            for flow, original in zip(model.flows, originals, strict=True):
+                answer = flow.response
+                assert answer is not None and released(answer) is None
+                assert answer.payload == original.payload and answer.elided > 0
+                assert answer.message.obj["result"] == {  # type: ignore[attr-defined]
+                    "tag": original.message.obj["result"]["tag"],  # type: ignore[attr-defined]
+                    "vertices": [f"<{2 * BULK_NUMBERS} numbers elided>"],
+                }
+                assert model.status(flow) == "ok"
+            assert model.payload_budget is not None
+            assert model.payload_budget.kept == sum(len(o.payload) for o in originals)
+            model.set_filter("~s 100007")
+            assert [model.flows[i].number for i in model.view] == [2]
+            model.set_filter("")
+            await select(pilot, 1)
+            shown = app.detail.query_one("#response-tree", Tree).root.data
+            assert shown == json.loads(originals[1].payload)  # whole: a tree to expand
+
+    run(body())

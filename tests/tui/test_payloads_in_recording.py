@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+from textual.widgets import Tree
 
 from golem_core.profiles import GOLEM, Profile
 from golem_proxy.commands._live_tui import live_source
@@ -37,12 +39,13 @@ from golem_proxy.tui.payloads import (
     release_note,
 )
 from golem_proxy.tui.saving import left_out_line
+from golem_proxy.tui.skeleton import BULK_NUMBERS
 from tests.support.sessions import SessionBuilder, golem_header
 
 from .helpers import ManualSource, large_answer_upstream, run, select, wait_for
 from .terminal import Terminal, wait_until
 from .test_live_proxy import bound_port, config_for, until_stopped
-from .test_payloads import MIB, captures, large_request_session, notices
+from .test_payloads import MIB, captures, large_request_session, mesh_answers, notices
 
 
 def recorded(
@@ -444,3 +447,34 @@ def test_a_connection_whose_flows_the_recording_lost_is_not_written_empty(
     view = tmp_path / "view.jsonl"
     save_events(str(view), golem_header(), saved.events, "")
     assert [e.method for e in read_recording(str(view)).exchanges()] == ["ping"]
+
+
+def test_an_answer_of_numbers_left_to_the_recording_keeps_none_in_its_message(
+    tmp_path: Path,
+) -> None:
+    # The tap types it whole: 16,384 numbers parsed, four times their text, held by the row
+    # after its bytes had gone. The row keeps a placeholder; the detail pane shows them whole.
+    events = mesh_answers(2)
+    given, _ = recorded(tmp_path / "session.jsonl", events, GOLEM)
+    answers = [e for e in given if isinstance(e, FrameSeen) and not e.is_request]
+    for frame, original in zip(answers, originals_in_order(events), strict=True):
+        assert in_recording(frame) is not None and payload_of(frame) == original.payload
+        assert frame.message.obj["result"]["vertices"] == [  # type: ignore[attr-defined]
+            f"<{2 * BULK_NUMBERS} numbers elided>"
+        ]
+    app = GolemProxyApp(ManualSource(given), GOLEM, "test", payload_budget=PayloadBudget())
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 2)
+            assert [app.model.status(flow) for flow in app.model.flows] == ["ok", "ok"]
+            await select(pilot, 1)
+            shown = app.detail.query_one("#response-tree", Tree).root.data
+            assert shown == json.loads(payload_of(answers[1]))
+            # Searched as the row keeps it (docs/filters.md): the elided numbers are not.
+            app.model.set_filter("~s mesh1")
+            assert [app.model.flows[i].number for i in app.model.view] == [2]
+            app.model.set_filter("~s 100007")
+            assert list(app.model.view) == []
+
+    run(body())

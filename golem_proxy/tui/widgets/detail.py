@@ -36,6 +36,8 @@ from ...analysis.tool_calls import (
     tool_of,
 )
 from ...events import FrameSeen
+from ...fast_json import NOT_DECODED, decode_exactly
+from ...live.tap_parse import ELIDE_FRAMES_OVER
 from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
 from ..payloads import PayloadReleased, in_recording, payload_of, release_note
@@ -60,6 +62,11 @@ READ_BACK_WAIT = 0.5
 """Seconds the pane waits, on the screen's thread, for the recorder to write a payload it
 reads back (only the bytes the hex dump shows are read): past that the pane says the
 recording is behind, and showing the flow again reads it anew."""
+WHOLE_UP_TO = ELIDE_FRAMES_OVER
+"""A frame of at most this many bytes whose message the view keeps with its bulk elided
+(`golem_proxy.tui.skeleton`: blobs, long arrays of numbers) is shown whole: its payload read
+back (or taken, when kept) and decoded again, as the pane showed it before its bytes were let
+go. A larger one's blobs the live tap elided as well; the pane shows its placeholders."""
 
 
 class FlowDetail(VerticalScroll, can_focus=True):
@@ -74,6 +81,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.under_let_go = ""
         """What is said of the GOLEM flows it caused that were let go from memory."""
         self.expand_strings = False
+        self._whole: dict[str, tuple[FrameSeen, Any]] = {}
+        """By side, the frame shown last and its message's JSON as its payload says it."""
 
     def compose(self) -> ComposeResult:
         yield Static("No flow selected.", id="summary")
@@ -186,7 +195,9 @@ class FlowDetail(VerticalScroll, can_focus=True):
             body.update(Group(*parts))
             body.display, tree.display = True, False
             return
-        obj = message.obj
+        obj, unread = self._shown_obj(side, frame)
+        if unread:
+            released += Text(f"\n{safe_text(unread)}", style="yellow")
         if count_nodes(obj, TREE_NODES + 1) > TREE_NODES:
             title_widget.update(Text(f"{heading}  (tree: enter/space to expand)") + released)
             body.display, tree.display = False, True
@@ -202,6 +213,27 @@ class FlowDetail(VerticalScroll, can_focus=True):
         title_widget.update(Text(heading + hint + redacted) + released)
         body.update(rendered)
         body.display, tree.display = True, False
+
+    def _shown_obj(self, side: str, frame: FrameSeen) -> tuple[Any, str]:
+        """The JSON the pane shows for ``frame``: its payload decoded, when the view elided
+        its message's bulk and it is at most `WHOLE_UP_TO` bytes (read back once for as long
+        as it is shown), else its message's; and why the payload was not read back."""
+        obj = frame.message.obj
+        shown = self._whole.pop(side, None)  # held only while its frame is shown
+        if not frame.elided or frame.size > WHOLE_UP_TO:
+            return obj, ""
+        if shown is not None and shown[0] is frame:
+            self._whole[side] = shown
+            return shown[1], ""
+        try:
+            payload = payload_of(frame, wait=READ_BACK_WAIT)
+        except PayloadReleased as exc:
+            return obj, f"{exc}; its bulk is shown elided"
+        whole = decode_exactly(payload)
+        if whole is NOT_DECODED:
+            whole = json.loads(payload)  # typed from these very bytes: they are JSON
+        self._whole[side] = (frame, whole)
+        return whole, ""
 
     def _json(self, obj: Any) -> tuple[RenderableType, int]:
         shortened = 0
