@@ -199,7 +199,9 @@ class PayloadBudget:
                 or is_compact(frame)
             ):
                 continue
-            if profile_for is not None:
+            if profile_for is not None and not frame.redacted:
+                # A redacted frame keeps its message whole, as the tap made it: a view is
+                # written (`w`) with a redacted frame's message, not its payload.
                 message, elided = without_bulk(frame, profile_for(frame.route))
                 if message is not frame.message:
                     # A copy: the published frame may still be on its way to the recorder.
@@ -242,7 +244,9 @@ class PayloadBudget:
             self.kept -= size
             # A copy: the published frame may still be on its way to the recorder.
             message, elided = frame.message, frame.elided
-            if profile_for is not None:
+            if profile_for is not None and not frame.redacted:
+                # A redacted frame keeps its message whole, as the tap made it: a view is
+                # written (`w`) with a redacted frame's message, not its payload.
                 message, elided = without_bulk(frame, profile_for(frame.route))
             kept = dataclasses.replace(frame, payload=self.marker, message=message, elided=elided)
             if is_response:

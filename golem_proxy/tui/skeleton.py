@@ -37,6 +37,10 @@ __all__ = ["BULK_NUMBERS", "without_bulk", "without_number_arrays"]
 BULK_NUMBERS = 8192
 """An array holding this many numbers or more (in arrays nested in it too, as a mesh's
 ``[[x, y, z], …]``) is bulk: about 64 KiB of text, the size from which a string is a blob."""
+DEEPEST = 32
+"""Arrays of numbers are looked for this many levels deep into a message, no deeper (a mesh's
+lie four to six levels down): each array looked at is walked to its end, so a walk of every
+level of a hostile nesting 1,000 deep cost its size a thousand times over."""
 
 
 def without_bulk(frame: FrameSeen, profile: Profile) -> tuple[Message, int]:
@@ -65,21 +69,20 @@ def without_number_arrays(value: Any, smallest: int = BULK_NUMBERS) -> tuple[Any
     """``value`` (decoded JSON) with each array of ``smallest`` numbers or more (nested arrays
     of numbers included) replaced by ``["<N numbers elided>"]``, and the bytes those arrays
     take written compactly; ``value`` itself when there is none. Only the containers on the
-    way to an elided array are copied; the rest is shared. A tree nested deeper than the
-    interpreter can walk is left as it is (a decoder refused deeper)."""
-    try:
-        return _without(value, smallest)
-    except RecursionError:
+    way to an elided array are copied; the rest is shared. Nothing deeper than `DEEPEST`
+    levels is looked at."""
+    return _without(value, smallest, DEEPEST)
+
+
+def _without(value: Any, smallest: int, depth: int) -> tuple[Any, int]:
+    if depth <= 0:
         return value, 0
-
-
-def _without(value: Any, smallest: int) -> tuple[Any, int]:
     if isinstance(value, dict):
         changed: dict[Any, Any] = {}
         elided = 0
         for key, item in value.items():
             if isinstance(item, (dict, list)):
-                kept, count = _without(item, smallest)
+                kept, count = _without(item, smallest, depth - 1)
                 if count:
                     changed[key] = kept
                     elided += count
@@ -95,7 +98,7 @@ def _without(value: Any, smallest: int) -> tuple[Any, int]:
     elided = 0
     for at, item in enumerate(value):
         if isinstance(item, (dict, list)):
-            kept, count = _without(item, smallest)
+            kept, count = _without(item, smallest, depth - 1)
             if count:
                 if items is value:
                     items = list(value)

@@ -588,3 +588,54 @@ def test_a_kept_answer_of_numbers_holds_them_as_its_payload_only_and_shows_them_
             assert shown == json.loads(originals[1].payload)  # whole: a tree to expand
 
     run(body())
+
+
+def test_a_kept_answer_of_numbers_over_1_mib_is_shown_whole_and_a_redacted_one_kept_whole() -> None:
+    # Over 1 MiB (the tap's threshold for blobs) the pane still reads the numbers whole; a
+    # redacted frame keeps its message as the tap made it: a view writes it (`w`) from there.
+    events = mesh_answers(1, numbers=250_000)
+    answer = next(e for e in events if isinstance(e, FrameSeen) and not e.is_request)
+    assert len(answer.payload) > ELIDE_FRAMES_OVER
+    app = GolemProxyApp(ManualSource(events), GOLEM, "test", payload_budget=PayloadBudget())
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 1)
+            (flow,) = app.model.flows
+            assert flow.response is not None and flow.response.elided > 0
+            await select(pilot, 0)
+            shown = app.detail.query_one("#response-tree", Tree).root.data
+            assert shown == json.loads(answer.payload)
+
+    run(body())
+    given: list[Event] = []
+    for event in mesh_answers(1):
+        if isinstance(event, FrameSeen):
+            event = dataclasses.replace(event, redacted=("result.tag",))
+        elif isinstance(event, ExchangeCompleted):
+            request = dataclasses.replace(event.request, redacted=("result.tag",))
+            response = dataclasses.replace(event.response, redacted=("result.tag",))
+            event = dataclasses.replace(event, request=request, response=response)
+        given.append(event)
+    model = SessionModel(GOLEM, payload_budget=PayloadBudget())
+    model.apply(given)
+    (flow,) = model.flows
+    assert flow.response is not None and flow.response.elided == 0
+    vertices = flow.response.message.obj["result"]["vertices"]  # type: ignore[attr-defined]
+    assert len(vertices) == 2 * BULK_NUMBERS
+
+
+def test_a_released_answer_of_numbers_says_so_once() -> None:
+    app = GolemProxyApp(
+        ManualSource(mesh_answers(2)), GOLEM, "test", payload_budget=PayloadBudget(keep=0)
+    )
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 2)
+            await select(pilot, 1)
+            text = " ".join(app.detail.text().split())
+            assert text.count("payload released from memory") == 1
+            assert f"<{2 * BULK_NUMBERS} numbers elided>" in text
+
+    run(body())

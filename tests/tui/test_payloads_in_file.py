@@ -159,9 +159,11 @@ def test_tui_file_keeps_no_large_payload_and_shows_reads_and_writes_them(
                 if frame is not None
             )
             assert kept < 4 * KIB  # the requests; every answer is in the file
-            # The detail pane shows the message (the blob elided).
+            # The detail pane shows the answer whole, read back: its blob shortened, as a
+            # kept one's (the row's message has it elided).
             await select(pilot, 6)
-            assert "bytes elided>" in app.detail.text()
+            assert "bytes elided>" not in app.detail.text()
+            assert " chars)" in app.detail.text()
             # The file cut under the viewer: the preview says so rather than drawing nothing;
             # whole again, the image is read back from the file and drawn.
             whole = path.read_bytes()
@@ -353,5 +355,39 @@ def test_an_answer_read_back_without_a_png_is_not_read_again(
                 await wait_for(pilot, lambda: reads and not preview.display)
                 await select(pilot, 1)
             assert reads == [0]
+
+    run(body())
+
+
+def test_a_payload_changed_in_the_file_under_the_viewer_is_said_so(tmp_path: Path) -> None:
+    """Read back, a payload is checked at the line's ends only: one whose numbers were changed
+    in place (the same length, no longer JSON) is said so, and the pane shows the row's
+    message; the app goes on."""
+    path = tmp_path / "session.jsonl"
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    for number in range(2):
+        request = s.request(1, "mesh.get_vertices", {}, number + 0.1)
+        vertices = list(range(number * 100_000, number * 100_000 + 20_000))
+        s.respond(request, number + 0.2, result={"vertices": vertices})
+    writer = RecordingWriter.create(str(path), golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.close()
+    source = RecordingSource.open(str(path))
+    app = GolemProxyApp(source, source.profile, "test")
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: app.source_done and len(app.model.flows) == 2)
+            await select(pilot, 0)  # the pane has not read the second answer yet
+            data = path.read_bytes()
+            path.write_bytes(data.replace(b"112345,", b"11234x,"))
+            await select(pilot, 1)
+            text = " ".join(app.detail.text().split())
+            assert "payload read back is not JSON: the file changed" in text
+            assert '"vertices": [ "<20000 numbers elided>" ]' in text  # the row's message
+            await select(pilot, 0)
+            assert app.is_running
 
     run(body())

@@ -12,7 +12,12 @@ from golem_core.messages import Malformed, Role
 from golem_core.profiles import GOLEM, MCP
 from golem_proxy.events import Direction, FrameSeen
 from golem_proxy.live.tap_parse import ELIDE_STRINGS_OVER
-from golem_proxy.tui.skeleton import BULK_NUMBERS, without_bulk, without_number_arrays
+from golem_proxy.tui.skeleton import (
+    BULK_NUMBERS,
+    DEEPEST,
+    without_bulk,
+    without_number_arrays,
+)
 
 
 def frame_of(obj: Any, direction: Direction = Direction.S2C, profile: Any = GOLEM) -> FrameSeen:
@@ -71,6 +76,18 @@ def test_numbers_are_counted_at_every_depth_of_nested_arrays() -> None:
     assert without_number_arrays(nested, smallest=6) == (nested, 0)
     deep_intruder = [1, [2, [3, [None]]]]
     assert without_number_arrays(deep_intruder, smallest=1) == (deep_intruder, 0)
+
+
+def test_arrays_are_looked_for_no_deeper_than_deepest() -> None:
+    def nested(depth: int) -> Any:
+        value: Any = list(range(BULK_NUMBERS))
+        for _ in range(depth):
+            value = {"inner": value, "name": "x"}
+        return value
+
+    assert without_number_arrays(nested(DEEPEST - 1))[1] > 0
+    deep = nested(DEEPEST)
+    assert without_number_arrays(deep) == (deep, 0)
 
 
 def test_a_tree_deeper_than_the_interpreter_walks_is_left_as_it_is() -> None:

@@ -37,7 +37,6 @@ from ...analysis.tool_calls import (
 )
 from ...events import FrameSeen
 from ...fast_json import NOT_DECODED, decode_exactly
-from ...live.tap_parse import ELIDE_FRAMES_OVER
 from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
 from ..payloads import PayloadReleased, in_recording, payload_of, release_note
@@ -62,11 +61,13 @@ READ_BACK_WAIT = 0.5
 """Seconds the pane waits, on the screen's thread, for the recorder to write a payload it
 reads back (only the bytes the hex dump shows are read): past that the pane says the
 recording is behind, and showing the flow again reads it anew."""
-WHOLE_UP_TO = ELIDE_FRAMES_OVER
-"""A frame of at most this many bytes whose message the view keeps with its bulk elided
-(`golem_proxy.tui.skeleton`: blobs, long arrays of numbers) is shown whole: its payload read
-back (or taken, when kept) and decoded again, as the pane showed it before its bytes were let
-go. A larger one's blobs the live tap elided as well; the pane shows its placeholders."""
+WHOLE_UP_TO = 16 * 1024 * 1024
+"""A frame whose payload is at most this many bytes and whose message the view keeps with its
+bulk elided (`golem_proxy.tui.skeleton`: blobs, long arrays of numbers; a live frame over
+1 MiB, its blobs elided by the tap) is shown whole: its payload read back (or taken, when
+kept) and decoded again, once, for as long as it is shown: a GOLEM viewport capture's largest
+answer, or a mesh of about two million numbers (~70 MB parsed, about 0.2 s on the screen's
+thread). A larger one is shown with its placeholders."""
 
 
 class FlowDetail(VerticalScroll, can_focus=True):
@@ -214,13 +215,18 @@ class FlowDetail(VerticalScroll, can_focus=True):
         body.update(rendered)
         body.display, tree.display = True, False
 
+    BULK_SHOWN_ELIDED = "; its bulk is shown elided"
+
     def _shown_obj(self, side: str, frame: FrameSeen) -> tuple[Any, str]:
         """The JSON the pane shows for ``frame``: its payload decoded, when the view elided
-        its message's bulk and it is at most `WHOLE_UP_TO` bytes (read back once for as long
-        as it is shown), else its message's; and why the payload was not read back."""
+        its message's bulk and its payload is at most `WHOLE_UP_TO` bytes (read back once for
+        as long as it is shown), else its message's; and why the payload was not read back."""
         obj = frame.message.obj
         shown = self._whole.pop(side, None)  # held only while its frame is shown
-        if not frame.elided or frame.size > WHOLE_UP_TO:
+        place = in_recording(frame)
+        size = place.size if place is not None else len(frame.payload)
+        if not frame.elided or size > WHOLE_UP_TO or release_note(frame) is not None:
+            # A payload released over the budget: its note, under the title, says so.
             return obj, ""
         if shown is not None and shown[0] is frame:
             self._whole[side] = shown
@@ -228,10 +234,16 @@ class FlowDetail(VerticalScroll, can_focus=True):
         try:
             payload = payload_of(frame, wait=READ_BACK_WAIT)
         except PayloadReleased as exc:
-            return obj, f"{exc}; its bulk is shown elided"
+            return obj, f"{exc}{self.BULK_SHOWN_ELIDED}"
         whole = decode_exactly(payload)
         if whole is NOT_DECODED:
-            whole = json.loads(payload)  # typed from these very bytes: they are JSON
+            try:
+                whole = json.loads(payload)
+            except ValueError:  # the line's ends are checked, not every byte between them
+                return (
+                    obj,
+                    f"payload read back is not JSON: the file changed{self.BULK_SHOWN_ELIDED}",
+                )
         self._whole[side] = (frame, whole)
         return whole, ""
 
