@@ -59,22 +59,33 @@ def without_bulk(frame: FrameSeen, profile: Profile) -> tuple[Message, int]:
         skeleton, elided = elide_long_strings(frame.payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
         if elided:
             message = profile.parse(skeleton, role)
-    obj, numbers = without_number_arrays(message.obj)
+    obj, numbers = without_number_arrays(message.obj, message=True)
     if numbers:
         message = profile.parse_decoded(obj, role)
     return message, elided + numbers
 
 
-def without_number_arrays(value: Any, smallest: int = BULK_NUMBERS) -> tuple[Any, int]:
+def without_number_arrays(
+    value: Any, smallest: int = BULK_NUMBERS, *, message: bool = False
+) -> tuple[Any, int]:
     """``value`` (decoded JSON) with each array of ``smallest`` numbers or more (nested arrays
     of numbers included) replaced by ``["<N numbers elided>"]``, and the bytes those arrays
     take written compactly; ``value`` itself when there is none. Only the containers on the
     way to an elided array are copied; the rest is shared. Nothing deeper than `DEEPEST`
-    levels is looked at."""
-    return _without(value, smallest, DEEPEST)
+    levels is looked at. With ``message``, ``value`` is a message: of its own members only
+    ``params`` and ``result`` may be elided whole (an id, a version, a method or an error of
+    the wrong type is named, value and all, in what its outcome says), and ``value`` itself
+    is never."""
+    return _without(value, smallest, DEEPEST, whole=not message, envelope=message)
 
 
-def _without(value: Any, smallest: int, depth: int) -> tuple[Any, int]:
+_WHOLE_MEMBERS = frozenset({"params", "result"})
+
+
+def _without(
+    value: Any, smallest: int, depth: int, *, whole: bool = True, envelope: bool = False
+) -> tuple[Any, int]:
+    """``whole``: ``value`` itself may be elided; ``envelope``: it is the message."""
     if depth <= 0:
         return value, 0
     if isinstance(value, dict):
@@ -82,18 +93,20 @@ def _without(value: Any, smallest: int, depth: int) -> tuple[Any, int]:
         elided = 0
         for key, item in value.items():
             if isinstance(item, (dict, list)):
-                kept, count = _without(item, smallest, depth - 1)
+                may = not envelope or key in _WHOLE_MEMBERS
+                kept, count = _without(item, smallest, depth - 1, whole=may)
                 if count:
                     changed[key] = kept
                     elided += count
         return ({**value, **changed}, elided) if elided else (value, 0)
     if not isinstance(value, list):
         return value, 0
-    numbers = _numbers_in(value)
-    if numbers >= smallest:
-        return [f"<{numbers} numbers elided>"], _written_size(value)
-    if numbers >= 0:  # numbers only, too few to be bulk
-        return value, 0
+    if whole:
+        numbers = _numbers_in(value)
+        if numbers >= smallest:
+            return [f"<{numbers} numbers elided>"], _written_size(value)
+        if numbers >= 0:  # numbers only, too few to be bulk
+            return value, 0
     items: list[Any] = value
     elided = 0
     for at, item in enumerate(value):

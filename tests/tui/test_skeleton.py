@@ -90,6 +90,23 @@ def test_arrays_are_looked_for_no_deeper_than_deepest() -> None:
     assert without_number_arrays(deep) == (deep, 0)
 
 
+def test_a_messages_own_members_are_elided_whole_only_as_params_or_result() -> None:
+    # An id, a version or an error of the wrong type is named, value and all, in what the
+    # message's outcome says: it stays; inside the error, data is bulk as anywhere.
+    numbers = list(range(BULK_NUMBERS))
+    for member in ("id", "jsonrpc", "method", "error", "extra"):
+        message = {"jsonrpc": "2.0", "id": 1, "result": {"n": 1}, member: numbers}
+        assert without_number_arrays(message, message=True) == (message, 0)
+    message = {"id": 1, "result": numbers, "error": {"code": 1, "data": numbers}}
+    kept, elided = without_number_arrays(message, message=True)
+    assert elided == 2 * len(json.dumps(numbers, separators=(",", ":")))
+    placeholder = [f"<{BULK_NUMBERS} numbers elided>"]
+    assert kept == {"id": 1, "result": placeholder, "error": {"code": 1, "data": placeholder}}
+    whole = frame_of({"jsonrpc": numbers, "id": 7, "result": {}}, profile=MCP)
+    assert isinstance(whole.message, Malformed)
+    assert without_bulk(whole, MCP) == (whole.message, 0)
+
+
 def test_a_tree_deeper_than_the_interpreter_walks_is_left_as_it_is() -> None:
     value: Any = list(range(BULK_NUMBERS))
     for _ in range(20_000):
