@@ -66,7 +66,7 @@ WHOLE_UP_TO = 16 * 1024 * 1024
 bulk elided (`golem_proxy.tui.skeleton`: blobs, long arrays of numbers; a live frame over
 1 MiB, its blobs elided by the tap) is shown whole: its payload read back (or taken, when
 kept) and decoded again, once, for as long as it is shown: a GOLEM viewport capture's largest
-answer, or a mesh of about two million numbers (~70 MB parsed, about 0.2 s on the screen's
+answer, or a mesh of about two million numbers (~95 MiB parsed, 0.06 s to decode on the screen's
 thread). A larger one is shown with its placeholders."""
 
 
