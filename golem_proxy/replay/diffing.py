@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Optional
 
 from .matching import GUID_RE, GuidMap, IgnoreRules, Path, format_path, is_guid
@@ -122,6 +123,8 @@ class Comparator:
                     path.pop()
             return
         if isinstance(recorded, list) and isinstance(live, list):
+            if _plainly_equal(recorded, live):
+                return
             for index in range(max(len(recorded), len(live))):
                 path.append(index)
                 if index >= len(live):
@@ -162,3 +165,31 @@ class Comparator:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_PLAIN = frozenset({int, float, str, type(None), list})
+"""What an array may hold, at any depth, for Python's own ``==`` to say what `leaf_equal`
+says of equal values: a boolean equals 1 or 0 there and not here, and an object's keys need
+`IgnoreRules`' and the GUIDs' care (a string equal to its counterpart is equal here too)."""
+
+
+def _plainly_equal(recorded: list[Any], live: list[Any]) -> bool:
+    """Whether two arrays are equal element for element, decided in C: a mesh's 100,000
+    numbers walked one by one took 30 ms a comparison (``diff`` of two traces of 300 such
+    answers: 9.7 s). False when they differ or hold what ``==`` does not compare as
+    `leaf_equal` does; the walk then decides."""
+    return recorded == live and _plain(recorded) and _plain(live)
+
+
+def _plain(array: list[Any]) -> bool:
+    """Whether ``array`` holds only `_PLAIN` values, at every depth (a level at a time, each
+    level's types taken in C)."""
+    level = array
+    while level:
+        kinds = set(map(type, level))
+        if not kinds <= _PLAIN:
+            return False
+        if list not in kinds:
+            return True
+        level = list(chain.from_iterable(item for item in level if type(item) is list))
+    return True

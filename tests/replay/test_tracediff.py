@@ -175,3 +175,19 @@ def test_an_insertion_in_a_long_run_aligned_in_windows_is_one_added_exchange(
         "exchanges of A and 303 of B): an exchange moved further than that shows as removed "
         "and added"
     )
+
+
+def test_arrays_equal_in_c_still_differ_where_the_walk_says_so() -> None:
+    # Equal arrays of numbers (any nesting) are decided at once; what Python's == takes for
+    # equal and the comparison does not (a boolean and 1) is still found, on either side,
+    # and a float tolerance still holds inside an array.
+    comparator = Comparator()
+    points = [[i * 0.5, i, None, "p"] for i in range(1_000)]
+    assert comparator.compare({"v": points}, {"v": [list(p) for p in points]}) == []
+    for recorded, live in (([1, [2, 1]], [1, [2, True]]), ([[True]], [[1]])):
+        (difference,) = comparator.compare({"v": recorded}, {"v": live})
+        assert difference.recorded is not difference.live
+    tolerant = Comparator(float_tolerance=0.01)
+    assert tolerant.compare({"v": [[1.0, 2.0]]}, {"v": [[1.001, 2.0]]}) == []
+    (difference,) = Comparator().compare({"v": [[1.0, 2.0]]}, {"v": [[1.001, 2.0]]})
+    assert difference.path.endswith("[0][0]") and difference.live == 1.001
