@@ -45,6 +45,8 @@ def test_decoded_values_are_the_standard_librarys(value: Any, ascii_only: bool) 
         b"1e400",  # json reads inf
         b"12345678901234567890",  # past 64 bits
         b"[1234567890123456789.5]",  # 19 digits: orjson may round differently
+        b'[1, "x", 1000000000000000000]',  # 19 digits at the end, zeros but the first
+        b'{"guid": "9999999999999999999"}',  # in a string too: the guard reads the text
         b'"\\ud800"',  # a lone surrogate: legal JSON, refused by orjson
         b"\xff",
     ],
@@ -60,6 +62,7 @@ def test_what_orjson_refuses_or_may_read_differently_is_left_to_the_caller(data:
         (b" [0.1, -0.0, -0] ", [0.1, -0.0, 0]),
         (b"null", None),
         (b'"caf\\u00e9"', "café"),
+        (b"[123456789012345678, 0.123456789012345678]", [123456789012345678, 0.123456789012345678]),
     ],
 )
 def test_ordinary_values_are_decoded(data: bytes, value: Any) -> None:
