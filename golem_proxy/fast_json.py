@@ -35,9 +35,24 @@ mesh's numbers or an image's base64 (2.5 ms for 380 KB of numbers, against 0.24)
 def decode_exactly(data: bytes) -> Any:
     """The value ``json.loads(data)`` returns, decoded by orjson; `NOT_DECODED` where orjson
     refuses it or might read it differently."""
-    if data.translate(_DIGITS_AS_ZERO).find(_LONG_DIGITS) >= 0:
+    if _has_long_digits(data):
         return NOT_DECODED
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         return NOT_DECODED
+
+
+_WINDOW = 1024 * 1024
+"""Bytes translated at a time: a large payload is not copied whole for the look."""
+
+
+def _has_long_digits(data: bytes) -> bool:
+    if len(data) <= _WINDOW:
+        return data.translate(_DIGITS_AS_ZERO).find(_LONG_DIGITS) >= 0
+    overlap = len(_LONG_DIGITS) - 1  # a run across two windows is in the second's start
+    for start in range(0, len(data), _WINDOW):
+        piece = data[max(0, start - overlap) : start + _WINDOW]
+        if piece.translate(_DIGITS_AS_ZERO).find(_LONG_DIGITS) >= 0:
+            return True
+    return False

@@ -68,3 +68,15 @@ def test_what_orjson_refuses_or_may_read_differently_is_left_to_the_caller(data:
 def test_ordinary_values_are_decoded(data: bytes, value: Any) -> None:
     decoded = decode_exactly(data)
     assert _same(decoded, value) and _same(decoded, json.loads(data))
+
+
+def test_a_long_run_of_digits_is_found_across_the_windows_of_a_large_payload() -> None:
+    # A payload over a megabyte is looked at a window at a time: a run of 19 digits across
+    # two windows is found; one of 18 is not.
+    for run, found in ((19, True), (18, False)):
+        prefix = b'["' + b"a" * (1024 * 1024 - 10) + b'", '
+        data = prefix + b"1" * run + b', "' + b"b" * (2 * 1024 * 1024) + b'"]'
+        decoded = decode_exactly(data)
+        assert (decoded is NOT_DECODED) is found
+        if not found:
+            assert decoded == json.loads(data)

@@ -168,6 +168,7 @@ def _is_number(value: Any) -> bool:
 
 
 _PLAIN = frozenset({int, float, str, type(None), list})
+_NUMBERS = frozenset({int, float})
 """What an array may hold, at any depth, for Python's own ``==`` to say what `leaf_equal`
 says of equal values: a boolean equals 1 or 0 there and not here, and an object's keys need
 `IgnoreRules`' and the GUIDs' care (a string equal to its counterpart is equal here too)."""
@@ -189,6 +190,17 @@ def _plain(array: list[Any]) -> bool:
         kinds = set(map(type, level))
         if not kinds <= _PLAIN:
             return False
+        if float in kinds:
+            # A NaN is equal to itself for a list's ``==`` (which tries identity first), and
+            # to nothing for `leaf_equal`: a NaN anywhere sums to one (so do infinities of
+            # both signs), and such an array is walked. Floats beside other kinds, too.
+            if not kinds <= _NUMBERS:
+                return False
+            try:
+                total = sum(level)
+            except OverflowError:  # an integer past a float's range
+                return False
+            return bool(total == total)
         if list not in kinds:
             return True
         level = list(chain.from_iterable(item for item in level if type(item) is list))

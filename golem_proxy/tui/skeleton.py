@@ -49,8 +49,10 @@ def without_bulk(frame: FrameSeen, profile: Profile) -> tuple[Message, int]:
     compactly); its own message when it has no bulk (or none: a payload that is not JSON
     keeps its message, which holds no string, and whose account of where the JSON broke
     counts the payload's bytes). A frame the live tap typed with its blobs elided keeps
-    those; its arrays of numbers are elided too."""
-    message = frame.message
+    those; its arrays of numbers are elided too. A whole message whose skeleton would read
+    differently (its id, method, malformation or, for an answer, its outcome: an id of 64 KiB
+    of base64, a version that is an object of numbers) is kept whole."""
+    whole = message = frame.message
     if isinstance(message, Malformed) and message.obj is None:
         return message, frame.elided
     role = Role.REQUEST if frame.direction is Direction.C2S else Role.RESPONSE
@@ -62,7 +64,21 @@ def without_bulk(frame: FrameSeen, profile: Profile) -> tuple[Message, int]:
     obj, numbers = without_number_arrays(message.obj, message=True)
     if numbers:
         message = profile.parse_decoded(obj, role)
+    if message is not whole and not frame.elided and not _reads_alike(whole, message, profile):
+        return whole, 0
     return message, elided + numbers
+
+
+def _reads_alike(whole: Message, skeleton: Message, profile: Profile) -> bool:
+    """Whether what views and readers decide from a message is the same on its skeleton."""
+    if type(whole) is not type(skeleton):
+        return False
+    for name in ("id", "method", "kind", "detail"):
+        if getattr(whole, name, None) != getattr(skeleton, name, None):
+            return False
+    if isinstance(whole, Malformed) or getattr(whole, "method", None) is not None:
+        return True
+    return profile.outcome(None, whole) == profile.outcome(None, skeleton)
 
 
 def without_number_arrays(
@@ -73,13 +89,15 @@ def without_number_arrays(
     take written compactly; ``value`` itself when there is none. Only the containers on the
     way to an elided array are copied; the rest is shared. Nothing deeper than `DEEPEST`
     levels is looked at. With ``message``, ``value`` is a message: of its own members only
-    ``params`` and ``result`` may be elided whole (an id, a version, a method or an error of
-    the wrong type is named, value and all, in what its outcome says), and ``value`` itself
-    is never."""
+    ``params``, ``result`` and ``error`` are looked into (`_WALKED_MEMBERS`), the first two
+    may be elided whole, and ``value`` itself is never."""
     return _without(value, smallest, DEEPEST, whole=not message, envelope=message)
 
 
 _WHOLE_MEMBERS = frozenset({"params", "result"})
+_WALKED_MEMBERS = frozenset({"params", "result", "error"})
+"""A message's own members looked into: an id, a version or a method of the wrong type is
+named, value and all, in what its outcome says; an error object by its code and message."""
 
 
 def _without(
@@ -92,7 +110,7 @@ def _without(
         changed: dict[Any, Any] = {}
         elided = 0
         for key, item in value.items():
-            if isinstance(item, (dict, list)):
+            if isinstance(item, (dict, list)) and (not envelope or key in _WALKED_MEMBERS):
                 may = not envelope or key in _WHOLE_MEMBERS
                 kept, count = _without(item, smallest, depth - 1, whole=may)
                 if count:

@@ -191,3 +191,9 @@ def test_arrays_equal_in_c_still_differ_where_the_walk_says_so() -> None:
     assert tolerant.compare({"v": [[1.0, 2.0]]}, {"v": [[1.001, 2.0]]}) == []
     (difference,) = Comparator().compare({"v": [[1.0, 2.0]]}, {"v": [[1.001, 2.0]]})
     assert difference.path.endswith("[0][0]") and difference.live == 1.001
+    # A NaN is equal to itself for a list's == (identity first), and to nothing for the
+    # comparison: an array holding one is walked, and says so wherever it is.
+    nan = float("nan")
+    cases = (([nan, 1.0], 1), ([[1.0], [nan]], 1), ([float("inf"), float("-inf")], 0))
+    for recorded, differences in cases:
+        assert len(Comparator().compare({"v": [recorded]}, {"v": [recorded]})) == differences

@@ -107,6 +107,27 @@ def test_a_messages_own_members_are_elided_whole_only_as_params_or_result() -> N
     assert without_bulk(whole, MCP) == (whole.message, 0)
 
 
+def test_a_message_whose_skeleton_would_read_differently_is_kept_whole() -> None:
+    # A version that is an object of numbers is named, value and all, in what the outcome
+    # says; ids of 64 KiB of base64 would both read as the same placeholder.
+    numbers = list(range(BULK_NUMBERS))
+    odd = frame_of({"jsonrpc": {"v": numbers}, "id": 7, "result": {"v": numbers}}, profile=MCP)
+    assert isinstance(odd.message, Malformed)
+    message, elided = without_bulk(odd, MCP)  # the result's numbers go, the version stays
+    assert isinstance(message, Malformed) and message.detail == odd.message.detail
+    assert message.obj["jsonrpc"] == {"v": numbers} and elided > 0
+    long_id = "B" * ELIDE_STRINGS_OVER
+    answer = frame_of({"jsonrpc": "2.0", "id": long_id, "result": {"v": numbers}}, profile=MCP)
+    message, elided = without_bulk(answer, MCP)
+    assert message is answer.message and elided == 0
+    request = frame_of(
+        {"jsonrpc": "2.0", "id": long_id, "method": "tools/call", "params": {"v": numbers}},
+        Direction.C2S,
+        profile=MCP,
+    )
+    assert without_bulk(request, MCP) == (request.message, 0)
+
+
 def test_a_tree_deeper_than_the_interpreter_walks_is_left_as_it_is() -> None:
     value: Any = list(range(BULK_NUMBERS))
     for _ in range(20_000):
