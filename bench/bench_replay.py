@@ -83,7 +83,7 @@ def write_trace(
                 f'"id":"{rid}","answers":{n},"msg":{response}}}\n'
                 f'{{"seq":{seq + 3},"t":{t + 0.002:.6f},"kind":"exchange","conn":1,'
                 f'"route":"main","req":{n},"resp":{n},"method":"{method}","status":"ok",'
-                f'"latency":0.001}}\n'.encode()
+                f'"latency":0.001,"outcome":"ok"}}\n'.encode()
             )
             seq += 3
             if len(chunk) >= 10000:
