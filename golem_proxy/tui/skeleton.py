@@ -21,6 +21,7 @@ the whole message.
 from __future__ import annotations
 
 import json
+import re
 from itertools import chain
 from typing import Any
 
@@ -32,7 +33,13 @@ from golem_core.profiles import Profile
 from ..events import Direction, FrameSeen
 from ..live.tap_parse import ELIDE_STRINGS_OVER, OPAQUE_SCAN
 
-__all__ = ["BULK_NUMBERS", "without_bulk", "without_number_arrays"]
+__all__ = [
+    "BULK_NUMBERS",
+    "DEEPEST",
+    "holds_elided_numbers",
+    "without_bulk",
+    "without_number_arrays",
+]
 
 BULK_NUMBERS = 8192
 """An array holding this many numbers or more (in arrays nested in it too, as a mesh's
@@ -168,3 +175,20 @@ def _written_size(array: list[Any]) -> int:
         return len(orjson.dumps(array))
     except TypeError:  # an integer past 64 bits: orjson refuses it
         return len(json.dumps(array, separators=(",", ":")))
+
+
+_NUMBERS_ELIDED = re.compile(r"<[0-9]+ numbers elided>")
+
+
+def holds_elided_numbers(value: Any, depth: int = DEEPEST + 1) -> bool:
+    """Whether ``value`` (a skeleton's JSON) holds an array of numbers `without_bulk` elided:
+    what a view would want to see again, where a blob's base64 it would not."""
+    if depth <= 0:
+        return False
+    if isinstance(value, dict):
+        return any(holds_elided_numbers(item, depth - 1) for item in value.values())
+    if isinstance(value, list):
+        if len(value) == 1 and isinstance(value[0], str) and _NUMBERS_ELIDED.fullmatch(value[0]):
+            return True
+        return any(holds_elided_numbers(item, depth - 1) for item in value)
+    return False

@@ -159,9 +159,11 @@ def test_tui_file_keeps_no_large_payload_and_shows_reads_and_writes_them(
                 if frame is not None
             )
             assert kept < 4 * KIB  # the requests; every answer is in the file
-            # The detail pane shows the answer whole, read back: its blob shortened, as a
-            # kept one's (the row's message has it elided).
+            # Over 1 MiB, the detail pane shows the message with its blob elided, as the
+            # live tap has it (a frame under it is shown whole, read back: below).
             await select(pilot, 6)
+            assert "bytes elided>" in app.detail.text()
+            await select(pilot, 0)
             assert "bytes elided>" not in app.detail.text()
             assert " chars)" in app.detail.text()
             # The file cut under the viewer: the preview says so rather than drawing nothing;

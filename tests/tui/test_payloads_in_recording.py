@@ -161,10 +161,7 @@ def test_the_detail_pane_copy_resend_and_save_read_the_bytes_back(tmp_path: Path
             assert "released" not in app.status_bar.text
             await select(pilot, 0)
             assert "released" not in app.detail.text()
-            # The row's message has the blob elided, as the tap had it; the pane shows the
-            # request read back, its blob shortened as a kept one's.
-            assert app.model.flows[0].request.message.params["mesh"].endswith("elided>")  # type: ignore[union-attr]
-            assert '"mesh": "BBBB' in app.detail.text()
+            assert "bytes elided>" in app.detail.text()  # the row's message, as the tap had it
             # Copying the elided request copies the request the payload held, read back.
             flow = app.model.flows[0]
             assert in_recording(flow.request) is not None

@@ -15,6 +15,7 @@ from golem_proxy.live.tap_parse import ELIDE_STRINGS_OVER
 from golem_proxy.tui.skeleton import (
     BULK_NUMBERS,
     DEEPEST,
+    holds_elided_numbers,
     without_bulk,
     without_number_arrays,
 )
@@ -202,3 +203,13 @@ def test_a_message_with_no_bulk_or_no_json_is_its_own() -> None:
     broken = dataclasses.replace(broken, message=GOLEM.parse(broken.payload, Role.RESPONSE))
     assert isinstance(broken.message, Malformed) and broken.message.obj is None
     assert without_bulk(broken, GOLEM) == (broken.message, 0)
+
+
+def test_a_skeleton_says_whether_it_holds_elided_numbers() -> None:
+    numbers = list(range(BULK_NUMBERS))
+    message, _ = without_bulk(frame_of({"id": "a", "result": {"m": [numbers]}}), GOLEM)
+    assert holds_elided_numbers(message.obj)
+    blob = frame_of({"id": "a", "result": {"image": "A" * ELIDE_STRINGS_OVER}, "error": None})
+    message, elided = without_bulk(blob, GOLEM)
+    assert elided and not holds_elided_numbers(message.obj)
+    assert not holds_elided_numbers({"said": "<5 numbers elided>", "list": ["<5 numbers>"]})

@@ -37,6 +37,7 @@ from ...analysis.tool_calls import (
 )
 from ...events import FrameSeen
 from ...fast_json import NOT_DECODED, decode_exactly
+from ...live.tap_parse import ELIDE_FRAMES_OVER
 from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
 from ..payloads import PayloadReleased, in_recording, payload_of, release_note
@@ -49,6 +50,7 @@ from ..render import (
     safe_json,
     shorten_strings,
 )
+from ..skeleton import holds_elided_numbers
 from .capture import CapturePreview
 
 __all__ = ["TREE_NODES", "FlowDetail"]
@@ -61,13 +63,17 @@ READ_BACK_WAIT = 0.5
 """Seconds the pane waits, on the screen's thread, for the recorder to write a payload it
 reads back (only the bytes the hex dump shows are read): past that the pane says the
 recording is behind, and showing the flow again reads it anew."""
-WHOLE_UP_TO = 16 * 1024 * 1024
+WHOLE_UP_TO = ELIDE_FRAMES_OVER
 """A frame whose payload is at most this many bytes and whose message the view keeps with its
-bulk elided (`golem_proxy.tui.skeleton`: blobs, long arrays of numbers; a live frame over
-1 MiB, its blobs elided by the tap) is shown whole: its payload read back (or taken, when
-kept) and decoded again, once, for as long as it is shown: a GOLEM viewport capture's largest
-answer, or a mesh of about two million numbers (~95 MiB parsed, 0.06 s to decode on the screen's
-thread). A larger one is shown with its placeholders."""
+bulk elided (`golem_proxy.tui.skeleton`) is shown whole: its payload read back (or taken, when
+kept) and decoded again, once, for as long as it is shown, as the pane showed it before the
+view let its bytes go. Over it the live tap elides blobs too, and the pane shows a blob's
+placeholder: its base64 says nothing, and reading a 16 MiB capture back for each one shown
+would cost the session's process what the preview already spends."""
+NUMBERS_WHOLE_UP_TO = 16 * 1024 * 1024
+"""Up to this size, a frame whose elided bulk includes numbers is shown whole all the same:
+a mesh of about two million numbers (~95 MiB parsed, 0.06 s to decode on the screen's
+thread), whose numbers are what its reader came for."""
 
 
 class FlowDetail(VerticalScroll, can_focus=True):
@@ -219,14 +225,19 @@ class FlowDetail(VerticalScroll, can_focus=True):
 
     def _shown_obj(self, side: str, frame: FrameSeen) -> tuple[Any, str]:
         """The JSON the pane shows for ``frame``: its payload decoded, when the view elided
-        its message's bulk and its payload is at most `WHOLE_UP_TO` bytes (read back once for
-        as long as it is shown), else its message's; and why the payload was not read back."""
+        its message's bulk and its payload is at most `WHOLE_UP_TO` bytes, or
+        `NUMBERS_WHOLE_UP_TO` when numbers were elided (read back once for as long as it is
+        shown), else its message's; and why the payload was not read back."""
         obj = frame.message.obj
         shown = self._whole.pop(side, None)  # held only while its frame is shown
         place = in_recording(frame)
         size = place.size if place is not None else len(frame.payload)
-        if not frame.elided or size > WHOLE_UP_TO or release_note(frame) is not None:
-            # A payload released over the budget: its note, under the title, says so.
+        if (
+            not frame.elided
+            or size > NUMBERS_WHOLE_UP_TO
+            or (size > WHOLE_UP_TO and not holds_elided_numbers(obj))
+            or release_note(frame) is not None  # its note, under the title, says so
+        ):
             return obj, ""
         if shown is not None and shown[0] is frame:
             self._whole[side] = shown
