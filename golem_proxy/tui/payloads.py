@@ -244,9 +244,8 @@ class PayloadBudget:
             self.kept -= size
             # A copy: the published frame may still be on its way to the recorder.
             message, elided = frame.message, frame.elided
-            if profile_for is not None and not frame.redacted:
-                # A redacted frame keeps its message whole, as the tap made it: a view is
-                # written (`w`) with a redacted frame's message, not its payload.
+            if profile_for is not None:
+                # A redacted one's too: released, it is left out of a view written (`w`).
                 message, elided = without_bulk(frame, profile_for(frame.route))
             kept = dataclasses.replace(frame, payload=self.marker, message=message, elided=elided)
             if is_response:

@@ -61,8 +61,8 @@ TREE_CHILDREN = 500
 """Children listed under one tree node; the rest are summarised in one leaf."""
 READ_BACK_WAIT = 0.5
 """Seconds the pane waits, on the screen's thread, for the recorder to write a payload it
-reads back (only the bytes the hex dump shows are read): past that the pane says the
-recording is behind, and showing the flow again reads it anew."""
+reads back (the bytes the hex dump shows, or a payload shown whole): past that the pane says
+the recording is behind, and showing the flow again reads it anew."""
 WHOLE_UP_TO = ELIDE_FRAMES_OVER
 """A frame whose payload is at most this many bytes and whose message the view keeps with its
 bulk elided (`golem_proxy.tui.skeleton`) is shown whole: its payload read back (or taken, when
@@ -74,6 +74,7 @@ NUMBERS_WHOLE_UP_TO = 16 * 1024 * 1024
 """Up to this size, a frame whose elided bulk includes numbers is shown whole all the same:
 a mesh of about two million numbers (~95 MiB parsed, 0.06 s to decode on the screen's
 thread), whose numbers are what its reader came for."""
+BULK_SHOWN_ELIDED = "; its bulk is shown elided"
 
 
 class FlowDetail(VerticalScroll, can_focus=True):
@@ -221,8 +222,6 @@ class FlowDetail(VerticalScroll, can_focus=True):
         body.update(rendered)
         body.display, tree.display = True, False
 
-    BULK_SHOWN_ELIDED = "; its bulk is shown elided"
-
     def _shown_obj(self, side: str, frame: FrameSeen) -> tuple[Any, str]:
         """The JSON the pane shows for ``frame``: its payload decoded, when the view elided
         its message's bulk and its payload is at most `WHOLE_UP_TO` bytes, or
@@ -245,15 +244,15 @@ class FlowDetail(VerticalScroll, can_focus=True):
         try:
             payload = payload_of(frame, wait=READ_BACK_WAIT)
         except PayloadReleased as exc:
-            return obj, f"{exc}{self.BULK_SHOWN_ELIDED}"
+            return obj, f"{exc}{BULK_SHOWN_ELIDED}"
         whole = decode_exactly(payload)
         if whole is NOT_DECODED:
             try:
                 whole = json.loads(payload)
-            except ValueError:  # the line's ends are checked, not every byte between them
+            except (ValueError, RecursionError):  # only the line's ends are checked
                 return (
                     obj,
-                    f"payload read back is not JSON: the file changed{self.BULK_SHOWN_ELIDED}",
+                    f"payload read back is not JSON: the file changed{BULK_SHOWN_ELIDED}",
                 )
         self._whole[side] = (frame, whole)
         return whole, ""
