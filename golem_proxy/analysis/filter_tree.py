@@ -13,7 +13,17 @@ from golem_core.profiles import Profile
 
 from .flows import Flow
 
-__all__ = ["And", "Filter", "FilterError", "Not", "Or", "Predicate", "quote"]
+__all__ = [
+    "BODY_FILTERS",
+    "And",
+    "Filter",
+    "FilterError",
+    "Not",
+    "Or",
+    "Predicate",
+    "quote",
+    "reads_bodies",
+]
 
 
 class FilterError(ValueError):
@@ -94,6 +104,22 @@ class Predicate(Filter):
         if self.arg is None:
             return f"~{self.name}"
         return f"~{self.name} {quote(self.arg)}"
+
+
+BODY_FILTERS = ("", "q", "s")
+"""The predicates that read a frame's body when given an argument: a bare word, ``~q REGEX``
+and ``~s REGEX``."""
+
+
+def reads_bodies(node: Filter) -> bool:
+    """Whether ``node`` reads a body anywhere (a view says what its search of bodies skips)."""
+    if isinstance(node, Predicate):
+        return node.name in BODY_FILTERS and node.arg is not None
+    if isinstance(node, Not):
+        return reads_bodies(node.inner)
+    if isinstance(node, (And, Or)):
+        return any(reads_bodies(part) for part in node.parts)
+    return False
 
 
 _BARE = re.compile(r"[^\s()|&!~\"'][^\s()|&\"']*")

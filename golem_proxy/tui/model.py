@@ -18,6 +18,7 @@ from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..analysis.call_rows import call_number, head_above, indented, of_call
 from ..analysis.filter_predicates import frame_text
+from ..analysis.filter_tree import reads_bodies
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow
 from ..analysis.tool_calls import (
@@ -43,6 +44,7 @@ from .payloads import PayloadBudget, in_recording, released
 from .render import flow_label
 from .saved_view import SavedView
 from .settling import ExchangeTracker, whole_exchange
+from .skimmed import SkimmedBodies
 
 __all__ = ["BatchResult", "SavedView", "SessionModel"]
 
@@ -104,6 +106,10 @@ class SessionModel:
         ints cost 36."""
         self.filter_text = ""
         self._filter: Optional[Filter] = None
+        self.skimmed = SkimmedBodies()
+        """The flows whose search would skip numbers elided from their message: the status
+        line counts them while the filter reads bodies (``filter_reads_bodies``)."""
+        self.filter_reads_bodies = False
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
         # The widest values so far, kept as flows arrive so the table sizes its columns
@@ -200,6 +206,7 @@ class SessionModel:
             flow = self.flows[index]
             if budget is not None:
                 budget.note(flow, self.profile_for)
+            self.skimmed.note(flow)
             self._widen(flow)
             if index >= first_new:
                 if self._matches(self.flows[index]):
@@ -210,6 +217,8 @@ class SessionModel:
         if budget is not None:
             # Once the batch is in: the flows it added are counted, the oldest go first.
             budget.enforce(self.profile_for)
+            for flow in budget.released_now:
+                self.skimmed.note(flow)
         if self.flow_bound is not None:
             self._enforce_bound(self.flow_bound, result)
         return result
@@ -247,6 +256,7 @@ class SessionModel:
             return index - shift if index >= end else moved[index]
 
         self._log.forget({flow.number for flow in gone})
+        self.skimmed.forget(gone)
         if self.payload_budget is not None:
             self.payload_budget.let_go(gone_ids)
         calls_gone = forget_calls(self._let_go_under, gone, self.flows)
@@ -377,6 +387,7 @@ class SessionModel:
         new_filter = parse_filter(text) if text else None
         self._filter = new_filter
         self.filter_text = text
+        self.filter_reads_bodies = new_filter is not None and reads_bodies(new_filter)
         self.view = array("i", (i for i, flow in enumerate(self.flows) if self._matches(flow)))
 
     def toggle_mark(self, index: int) -> bool:

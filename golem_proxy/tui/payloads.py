@@ -179,6 +179,8 @@ class PayloadBudget:
         self.released = 0
         """Frames whose payloads were released (gone from the TUI)."""
         self.released_bytes = 0
+        self.released_now: list[Flow] = []
+        """The flows whose payloads the last `enforce` released."""
         # The large frames kept, oldest first, as (flow, is its response); and the ids of
         # those frames, so that a flow changed again (its answer came) is not counted twice.
         self._kept: deque[tuple[Flow, bool]] = deque()
@@ -234,6 +236,7 @@ class PayloadBudget:
         frame's message drops its bulk too (blobs, long arrays of numbers: `without_bulk`),
         else it keeps it."""
         count = 0
+        self.released_now = []
         while self.kept > self.keep and self._kept:
             flow, is_response = self._kept.popleft()
             frame = flow.response if is_response else flow.request
@@ -254,6 +257,7 @@ class PayloadBudget:
                 flow.request = kept
             self.released += 1
             self.released_bytes += size
+            self.released_now.append(flow)
             count += 1
         return count
 

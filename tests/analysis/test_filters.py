@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golem_core.profiles import GOLEM
+from golem_proxy.analysis.filter_tree import reads_bodies
 from golem_proxy.analysis.filters import (
     FILTER_HELP,
     And,
@@ -308,3 +309,19 @@ def test_nesting_deeper_than_the_limit_is_a_filter_error_not_a_stack_overflow() 
     for text in ("(" * 100_000 + "~q" + ")" * 100_000, "!" * 100_000 + "~q", "(!" * 33 + "~q"):
         with pytest.raises(FilterError, match="nested deeper than 64 levels"):
             parse_filter(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "reads"),
+    [
+        ("needle", True),
+        ("~s 100007", True),
+        ("~q x & ~m scene.", True),
+        ("!(~e | ~s boom)", True),
+        ("~s", False),  # a flow with a response: no body read
+        ("~q | ~m scene. & ~slow 5", False),
+        ("~tool capture | ~layer mcp", False),
+    ],
+)
+def test_a_filter_says_whether_it_reads_bodies(text: str, reads: bool) -> None:
+    assert reads_bodies(parse_filter(text)) is reads

@@ -639,3 +639,16 @@ def test_a_released_answer_of_numbers_says_so_once() -> None:
             assert f"<{2 * BULK_NUMBERS} numbers elided>" in text
 
     run(body())
+
+
+def test_the_flows_a_body_search_reads_without_their_numbers_are_counted() -> None:
+    # Released over the budget, an answer of numbers keeps them elided only; captures, whose
+    # base64 nobody searches, are not counted.
+    model = SessionModel(GOLEM, payload_budget=PayloadBudget(keep=0))
+    model.apply(mesh_answers(2) + captures(2, 300_000))
+    assert len(released_flows(model)) == 4
+    assert sorted(model.skimmed.numbers) == [1, 2]  # the meshes
+    model.set_filter("~s 100007 | needle")
+    assert model.filter_reads_bodies
+    model.set_filter("!(~m mesh & ~slow 1)")
+    assert not model.filter_reads_bodies

@@ -476,5 +476,13 @@ def test_an_answer_of_numbers_left_to_the_recording_keeps_none_in_its_message(
             assert [app.model.flows[i].number for i in app.model.view] == [2]
             app.model.set_filter("~s 100007")
             assert list(app.model.view) == []
+            # ...and the status line says the search skipped them.
+            await pilot.press("slash", *"~s 100007", "enter")
+            await wait_for(pilot, lambda: "0 of 2 flows" in app.status_bar.text)
+            skipped = "(bodies of 2 flows read without their elided numbers)"
+            assert skipped in app.status_bar.text
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *"~m mesh", "enter")
+            await wait_for(pilot, lambda: "2 of 2 flows" in app.status_bar.text)
+            assert "elided numbers" not in app.status_bar.text
 
     run(body())

@@ -32,6 +32,9 @@ class Status:
     """Payloads let go to stay within the live TUI's budget (`golem_proxy.tui.payloads`)."""
     let_go: int = 0
     """Older flows let go to stay within the live TUI's bound (`golem_proxy.tui.flow_bound`)."""
+    skimmed: int = 0
+    """Flows a body filter read without the numbers elided from their message
+    (`golem_proxy.tui.skimmed`)."""
 
 
 class StatusBar(Static):
@@ -53,6 +56,11 @@ class StatusBar(Static):
         if status.filter_text:
             shown = f"{status.shown:,} of {counted(status.flows, 'flow', grouped=True)}"
             text.append(f"{shown}  filter: {safe_text(status.filter_text)}")
+            if status.skimmed:
+                skimmed = counted(status.skimmed, "flow", grouped=True)
+                text.append(
+                    f" (bodies of {skimmed} read without their elided numbers)", style="yellow"
+                )
         elif status.loading is not None:
             text.append(
                 f"loading {counted(status.flows, 'flow', grouped=True)} · "
