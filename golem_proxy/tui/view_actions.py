@@ -7,7 +7,7 @@ import bisect
 
 from golem_core.profiles import Profile
 
-from ..terminal import safe_text
+from ..terminal import counted, safe_text
 from .app_mixin import AppMixin
 from .model import SessionModel
 from .screens.connections import ConnectionsScreen
@@ -45,7 +45,14 @@ class ViewActions(AppMixin):
         position = self.model.find(self.find_text, self.table.cursor, forward)
         if position is None:
             found = safe_text(repr(self.find_text))
-            self.notify(f"No flow contains {found}", severity="warning", markup=False)
+            skimmed = len(self.model.skimmed)
+            said = (
+                f" (bodies of {counted(skimmed, 'flow', grouped=True)} read without their "
+                "elided numbers)"
+                if skimmed
+                else ""
+            )
+            self.notify(f"No flow contains {found}{said}", severity="warning", markup=False)
             return
         self.table.select_position(position)
 
