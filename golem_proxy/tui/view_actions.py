@@ -46,12 +46,8 @@ class ViewActions(AppMixin):
         if position is None:
             found = safe_text(repr(self.find_text))
             skimmed = len(self.model.skimmed)
-            said = (
-                f" (bodies of {counted(skimmed, 'flow', grouped=True)} read without their "
-                "elided numbers)"
-                if skimmed
-                else ""
-            )
+            flows = counted(skimmed, "flow", grouped=True)
+            said = f" (numbers elided from {flows} not searched)" if skimmed else ""
             self.notify(f"No flow contains {found}{said}", severity="warning", markup=False)
             return
         self.table.select_position(position)

@@ -58,9 +58,7 @@ class StatusBar(Static):
             text.append(f"{shown}  filter: {safe_text(status.filter_text)}")
             if status.skimmed:
                 skimmed = counted(status.skimmed, "flow", grouped=True)
-                text.append(
-                    f" (bodies of {skimmed} read without their elided numbers)", style="yellow"
-                )
+                text.append(f" (numbers elided from {skimmed} not searched)", style="yellow")
         elif status.loading is not None:
             text.append(
                 f"loading {counted(status.flows, 'flow', grouped=True)} · "
