@@ -26,6 +26,7 @@ from golem_proxy.tui.bridge import EventBuffer
 from golem_proxy.tui.compact import is_compact
 from golem_proxy.tui.export import save_events
 from golem_proxy.tui.payloads import RELEASE_OVER, LeftInFile, in_recording, payload_of
+from golem_proxy.tui.png import decode_png
 from golem_proxy.tui.reloading import read_back
 from golem_proxy.tui.sources import RecordingSource, compacting_reader
 from golem_proxy.tui.widgets import capture
@@ -391,5 +392,66 @@ def test_a_payload_changed_in_the_file_under_the_viewer_is_said_so(tmp_path: Pat
             assert '"vertices": [ "<20000 numbers elided>" ]' in text  # the row's message
             await select(pilot, 0)
             assert app.is_running
+
+    run(body())
+
+
+def test_a_preview_moved_away_from_stops_before_decoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Paging on cancels the preview's worker for the capture left, whether the next one is
+    decoded anew or was decoded before: a thread cannot be stopped, so it looks before
+    decoding, and the image nobody shows is never decoded."""
+    path = tmp_path / "session.jsonl"
+    sides = (160, 150, 140)  # each answer over 64 KiB: left in the file
+    images = [noisy_png(side) for side in sides]
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    for number, image in enumerate(images):
+        request = s.request(1, "viewport.capture", {"n": number}, number + 0.1)
+        s.respond(request, number + 0.2, result={"image": image, "n": number})
+    writer = RecordingWriter.create(str(path), golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.close()
+    reading_first, go_on = threading.Event(), threading.Event()
+    decoded: list[int] = []
+
+    def held_back(frame: FrameSeen, **options: Any) -> bytes:
+        if frame.index == 0:  # the first capture's answer: read once the pane moved on
+            reading_first.set()
+            assert go_on.wait(10)
+        return payload_of(frame, **options)
+
+    def counted(data: bytes) -> Any:
+        image = decode_png(data)
+        decoded.append(image.width)
+        return image
+
+    monkeypatch.setattr(capture, "payload_of", held_back)
+    monkeypatch.setattr(capture, "decode_png", counted)
+    source = RecordingSource.open(str(path))
+    app = GolemProxyApp(source, source.profile, "test")
+
+    async def body() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: app.source_done and len(app.model.flows) == 3)
+            preview = app.detail.query_one(capture.CapturePreview)
+            await wait_for(pilot, lambda: decoded == [140])  # the cursor starts on the last
+            for then, side in ((1, 150), (2, 140)):  # decoded anew, then decoded before
+                reading_first.clear()
+                go_on.clear()
+                await select(pilot, 0)
+                await wait_for(pilot, reading_first.is_set)
+                await select(pilot, then)
+                drawn = f"Image  {side}x{side} PNG"
+                await wait_for(pilot, lambda drawn=drawn: drawn in app.detail.text())
+                go_on.set()
+                await wait_for(
+                    pilot,
+                    lambda: all(w.is_finished for w in app.workers if w.group == "capture"),
+                )
+            assert decoded == [140, 150]
+            assert sorted(preview._decoded) == [2, 3]
 
     run(body())

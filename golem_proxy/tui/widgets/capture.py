@@ -48,10 +48,12 @@ class CapturePreview(Static):
         self.flow = flow
         response = flow.response if flow is not None else None
         if flow is None or response is None:
+            self._stop_decoding()
             self.display = False
             return
         known = self._decoded.get(flow.number)
         if known is not None:
+            self._stop_decoding()
             self.display = True
             self._draw(known)
             return
@@ -67,7 +69,13 @@ class CapturePreview(Static):
             self.update(Text("Image: reading the answer…", style="dim"))
             self._decode(flow, None)
         else:
+            self._stop_decoding()
             self.display = False
+
+    def _stop_decoding(self) -> None:
+        """The flow shown now needs no worker: the one decoding another's image is cancelled
+        (starting a worker does that too), so it does not decode what nobody shows."""
+        self.workers.cancel_group(self, "capture")
 
     @work(thread=True, exclusive=True, group="capture")
     def _decode(self, flow: Flow, data: Optional[bytes]) -> None:
