@@ -68,11 +68,7 @@ def live_source(
     from ..tui.payloads import LeftToRecording
 
     places = config.payload_places
-    lighten = (
-        LeftToRecording(places, config.profile, config.route_profiles())
-        if places is not None
-        else None
-    )
+    lighten = LeftToRecording(places, config.profile, config.route_profiles())
 
     async def serve(sink: EventBuffer) -> None:
         session = ProxySession(config)

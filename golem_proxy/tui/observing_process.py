@@ -118,11 +118,7 @@ def observe_with_tui(
         why = setup.restarted_because
         sink.describe(SourceInfo(live_on, setup.notes))
         places = config.payload_places
-        lighten = (
-            LeftToRecording(places, config.profile, config.route_profiles())
-            if places is not None
-            else None
-        )
+        lighten = LeftToRecording(places, config.profile, config.route_profiles())
         live = hub_sink(sink, lighten)
         gate, end = None, -1
         if why and setup.continues_recording and record_read_fd >= 0:

@@ -276,11 +276,18 @@ class LeftToRecording:
     message is typed again with its bulk elided (`without_bulk`): the blobs the tap left
     whole (a frame under 1 MiB), and long arrays of numbers at any size. A live session of
     300 KB captures kept each blob in its message once the bytes had gone, and one of 500 KB
-    mesh answers each answer's numbers, four times their text's size."""
+    mesh answers each answer's numbers, four times their text's size.
+
+    A large frame the recording does not hold (no ``places``: the session does not record; or
+    none noted for it) keeps its payload and goes on with its bulk elided all the same, here
+    rather than on the screen's thread, so that the events waiting for the TUI's next batch
+    do not hold the numbers parsed (without a recording, 300 answers of 500 KB of numbers
+    peaked at 408 MiB when the TUI elided them as it counted them). A redacted one goes on as
+    it is: a view writes a redacted frame from its message."""
 
     def __init__(
         self,
-        places: PayloadPlaces,
+        places: Optional[PayloadPlaces],
         profile: Optional[Profile] = None,
         route_profiles: Optional[Mapping[str, Profile]] = None,
         *,
@@ -292,6 +299,8 @@ class LeftToRecording:
         self.release_over = release_over
         self.count = 0
         """Frames given without their payloads."""
+        self.kept_whole = 0
+        """Large frames given with their payloads and their bulk elided."""
         self._copies: dict[PlaceKey, FrameSeen] = {}
         """The copies of the frames whose exchange has not come yet (a request waiting for
         its answer, or a frame never paired), oldest first, at most `MOST_PLACES`."""
@@ -311,19 +320,25 @@ class LeftToRecording:
         if len(payload) < self.release_over or isinstance(payload, ReleasedPayload):
             return frame
         key = place_key(frame)
-        place = self.places.take(key)
-        if place is None or place.size != len(payload):  # none, or not this frame's
-            return frame
+        place = self.places.take(key) if self.places is not None else None
+        if place is not None and place.size != len(payload):  # not this frame's
+            place = None
         message, elided = frame.message, frame.elided
-        if self.profile is not None:
+        if self.profile is not None and (place is not None or not frame.redacted):
             profile = self.route_profiles.get(frame.route, self.profile)
             message, elided = without_bulk(frame, profile)
-        marker = ReleasedPayload(0, place.path, place)
-        copy = dataclasses.replace(frame, payload=marker, message=message, elided=elided)
+        if place is not None:
+            marker = ReleasedPayload(0, place.path, place)
+            copy = dataclasses.replace(frame, payload=marker, message=message, elided=elided)
+            self.count += 1
+        elif message is not frame.message:
+            copy = dataclasses.replace(frame, message=message, elided=elided)
+            self.kept_whole += 1
+        else:
+            return frame
         self._copies[key] = copy
         while len(self._copies) > MOST_PLACES:
             del self._copies[next(iter(self._copies))]
-        self.count += 1
         return copy
 
 

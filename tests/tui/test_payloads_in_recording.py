@@ -492,3 +492,25 @@ def test_an_answer_of_numbers_left_to_the_recording_keeps_none_in_its_message(
             )
 
     run(body())
+
+
+def test_unrecorded_large_frames_go_on_with_their_bulk_elided() -> None:
+    # The events waiting for the TUI's next batch held each answer's numbers parsed; now the
+    # session's thread elides them, the payload kept (the budget counts it, views read it).
+    events = mesh_answers(2)
+    redacted = {id(e): e for e in events if isinstance(e, FrameSeen) and e.is_request}
+    lighten = LeftToRecording(None, GOLEM)
+    given = [lighten(event) for event in events]
+    answers = [e for e in given if isinstance(e, FrameSeen) and not e.is_request]
+    for frame, original in zip(answers, originals_in_order(events), strict=True):
+        assert frame is not original and frame.payload is original.payload
+        assert frame.message.obj["result"]["vertices"] == [  # type: ignore[attr-defined]
+            f"<{2 * BULK_NUMBERS} numbers elided>"
+        ]
+    exchanges = [e for e in given if isinstance(e, ExchangeCompleted)]
+    assert all(e.response is a for e, a in zip(exchanges, answers, strict=True))
+    assert lighten.kept_whole == 2 and lighten.count == 0
+    # Small frames, and a redacted large one (a view writes it from its message), as they are.
+    assert all(given[i] is events[i] for i, e in enumerate(events) if id(e) in redacted)
+    secret = dataclasses.replace(originals_in_order(events)[0], redacted=("result.tag",))
+    assert lighten(secret) is secret
