@@ -107,8 +107,8 @@ class SessionModel:
         self.filter_text = ""
         self._filter: Optional[Filter] = None
         self.skimmed = SkimmedBodies()
-        """The flows whose search would skip numbers elided from their message: the status
-        line counts them while the filter reads bodies (``filter_reads_bodies``)."""
+        """The flows the filter last searched without numbers elided from their message:
+        the status line counts them while the filter reads bodies (``filter_reads_bodies``)."""
         self.filter_reads_bodies = False
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
@@ -217,8 +217,6 @@ class SessionModel:
         if budget is not None:
             # Once the batch is in: the flows it added are counted, the oldest go first.
             budget.enforce(self.profile_for)
-            for flow in budget.released_now:
-                self.skimmed.note(flow)
         if self.flow_bound is not None:
             self._enforce_bound(self.flow_bound, result)
         return result
@@ -388,6 +386,7 @@ class SessionModel:
         self._filter = new_filter
         self.filter_text = text
         self.filter_reads_bodies = new_filter is not None and reads_bodies(new_filter)
+        self.skimmed.recount(self.flows)
         self.view = array("i", (i for i, flow in enumerate(self.flows) if self._matches(flow)))
 
     def toggle_mark(self, index: int) -> bool:

@@ -77,6 +77,11 @@ DEFAULT_KEEP = 256 * 1024 * 1024
 """Payload bytes of large frames the live TUI keeps: about the last sixteen 16 MiB captures, or a
 few hundred 1 MiB ones, for the detail pane, `w`, `r` and `D` to read whole. The observing
 process then stays within a few hundred MiB all afternoon, where it grew by every capture."""
+MOST_WHOLE_COPIES = 64
+"""Copies that keep their payloads (`LeftToRecording` without a place) held for the exchange
+that will name them: a request never answered is held until 64 newer ones push it out, at
+most 64 large payloads. An exchange that comes after its request's copy went names the
+request as published; the flow keeps the copy it already holds."""
 RELEASE_OVER = 64 * 1024
 """Frames with payloads this large or larger may be released. A GOLEM call or answer is a few
 hundred bytes; 64 KiB is where the tap starts treating a string as a blob (the live
@@ -179,8 +184,6 @@ class PayloadBudget:
         self.released = 0
         """Frames whose payloads were released (gone from the TUI)."""
         self.released_bytes = 0
-        self.released_now: list[Flow] = []
-        """The flows whose payloads the last `enforce` released."""
         # The large frames kept, oldest first, as (flow, is its response); and the ids of
         # those frames, so that a flow changed again (its answer came) is not counted twice.
         self._kept: deque[tuple[Flow, bool]] = deque()
@@ -236,7 +239,6 @@ class PayloadBudget:
         frame's message drops its bulk too (blobs, long arrays of numbers: `without_bulk`),
         else it keeps it."""
         count = 0
-        self.released_now = []
         while self.kept > self.keep and self._kept:
             flow, is_response = self._kept.popleft()
             frame = flow.response if is_response else flow.request
@@ -257,7 +259,6 @@ class PayloadBudget:
                 flow.request = kept
             self.released += 1
             self.released_bytes += size
-            self.released_now.append(flow)
             count += 1
         return count
 
@@ -302,18 +303,25 @@ class LeftToRecording:
         self.kept_whole = 0
         """Large frames given with their payloads and their bulk elided."""
         self._copies: dict[PlaceKey, FrameSeen] = {}
-        """The copies of the frames whose exchange has not come yet (a request waiting for
-        its answer, or a frame never paired), oldest first, at most `MOST_PLACES`."""
+        """The copies without payloads whose exchange has not come yet (a request waiting
+        for its answer), oldest first, at most `MOST_PLACES`."""
+        self._whole_copies: dict[PlaceKey, FrameSeen] = {}
+        """The same for copies that keep their payloads, at most `MOST_WHOLE_COPIES`: a
+        request never answered keeps its copy here until newer ones push it out."""
 
     def __call__(self, event: Event) -> Event:
         if isinstance(event, FrameSeen):
             return self._frame(event)
-        if isinstance(event, ExchangeCompleted) and self._copies:
-            request = self._copies.pop(place_key(event.request), event.request)
-            response = self._copies.pop(place_key(event.response), event.response)
+        if isinstance(event, ExchangeCompleted) and (self._copies or self._whole_copies):
+            request = self._copy_of(event.request)
+            response = self._copy_of(event.response)
             if request is not event.request or response is not event.response:
                 return dataclasses.replace(event, request=request, response=response)
         return event
+
+    def _copy_of(self, frame: FrameSeen) -> FrameSeen:
+        key = place_key(frame)
+        return self._copies.pop(key, None) or self._whole_copies.pop(key, frame)
 
     def _frame(self, frame: FrameSeen) -> FrameSeen:
         payload = frame.payload
@@ -331,14 +339,19 @@ class LeftToRecording:
             marker = ReleasedPayload(0, place.path, place)
             copy = dataclasses.replace(frame, payload=marker, message=message, elided=elided)
             self.count += 1
+            copies = self._copies
         elif message is not frame.message:
             copy = dataclasses.replace(frame, message=message, elided=elided)
             self.kept_whole += 1
+            copies = self._whole_copies
         else:
             return frame
-        self._copies[key] = copy
-        while len(self._copies) > MOST_PLACES:
-            del self._copies[next(iter(self._copies))]
+        if frame.expects_answer or frame.answers is not None:  # an exchange will name it
+            copies[key] = copy
+            while len(copies) > MOST_PLACES:
+                del copies[next(iter(copies))]
+            while copies is self._whole_copies and len(copies) > MOST_WHOLE_COPIES:
+                del copies[next(iter(copies))]
         return copy
 
 

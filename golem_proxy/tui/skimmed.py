@@ -1,4 +1,4 @@
-"""Which flows a body filter reads without their numbers: a frame whose payload the TUI does
+"""Which flows a body filter read without their numbers: a frame whose payload the TUI does
 not hold (released over the budget, or left in the recording, `golem_proxy.tui.payloads`) is
 searched as the message its row kept, and where that message had a long array of numbers
 elided (`golem_proxy.tui.skeleton`), a number in it is not found. The status line says how
@@ -15,11 +15,13 @@ from ..events import FrameSeen
 from .payloads import released
 from .skeleton import holds_elided_numbers
 
-__all__ = ["SkimmedBodies"]
+__all__ = ["SkimmedBodies", "skims"]
 
 
 class SkimmedBodies:
-    """The numbers of the flows kept whose search would skip elided numbers."""
+    """The numbers of the flows kept that the filter last searched without numbers elided
+    from their message. A flow whose payload the budget releases after the filter read it
+    whole is not counted until the filter reads it again (`recount`)."""
 
     def __init__(self) -> None:
         self.numbers: set[int] = set()
@@ -28,15 +30,25 @@ class SkimmedBodies:
         return len(self.numbers)
 
     def note(self, flow: Flow) -> None:
-        """Count or stop counting ``flow`` as it is now (a frame released or arrived)."""
-        if _skimmed(flow.request) or _skimmed(flow.response):
+        """Count or stop counting ``flow`` as the filter is about to read it (it arrived or
+        changed)."""
+        if skims(flow):
             self.numbers.add(flow.number)
         else:
             self.numbers.discard(flow.number)
 
+    def recount(self, flows: Iterable[Flow]) -> None:
+        """Count ``flows`` as they are now: a filter set anew reads every one."""
+        self.numbers = {flow.number for flow in flows if skims(flow)}
+
     def forget(self, flows: Iterable[Flow]) -> None:
         """The flows let go from memory: no filter reads them any more."""
         self.numbers.difference_update(flow.number for flow in flows)
+
+
+def skims(flow: Flow) -> bool:
+    """Whether a search of ``flow``'s bodies now skips numbers elided from its message."""
+    return _skimmed(flow.request) or _skimmed(flow.response)
 
 
 def _skimmed(frame: Optional[FrameSeen]) -> bool:

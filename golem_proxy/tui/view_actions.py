@@ -13,6 +13,7 @@ from .model import SessionModel
 from .screens.connections import ConnectionsScreen
 from .screens.help import HelpScreen
 from .screens.stats import StatsScreen
+from .skimmed import skims
 from .widgets.detail import FlowDetail
 from .widgets.flows_table import FlowsTable
 
@@ -45,9 +46,13 @@ class ViewActions(AppMixin):
         position = self.model.find(self.find_text, self.table.cursor, forward)
         if position is None:
             found = safe_text(repr(self.find_text))
-            skimmed = len(self.model.skimmed)
-            flows = counted(skimmed, "flow", grouped=True)
-            said = f" (numbers elided from {flows} not searched)" if skimmed else ""
+            flows = self.model.flows  # those find read, as they are now
+            skimmed = sum(skims(flows[i]) for i in self.model.view)
+            said = (
+                f" (numbers elided from {counted(skimmed, 'flow', grouped=True)} not searched)"
+                if skimmed
+                else ""
+            )
             self.notify(f"No flow contains {found}{said}", severity="warning", markup=False)
             return
         self.table.select_position(position)

@@ -644,11 +644,16 @@ def test_a_released_answer_of_numbers_says_so_once() -> None:
 def test_the_flows_a_body_search_reads_without_their_numbers_are_counted() -> None:
     # Released over the budget, an answer of numbers keeps them elided only; captures, whose
     # base64 nobody searches, are not counted.
+    # A filter set before they came read them whole, before the budget let them go: those
+    # are not counted until the filter reads them again.
     model = SessionModel(GOLEM, payload_budget=PayloadBudget(keep=0))
-    model.apply(mesh_answers(2) + captures(2, 300_000))
-    assert len(released_flows(model)) == 4
-    assert sorted(model.skimmed.numbers) == [1, 2]  # the meshes
     model.set_filter("~s 100007 | needle")
     assert model.filter_reads_bodies
+    model.apply(mesh_answers(2) + captures(2, 300_000))
+    assert len(released_flows(model)) == 4
+    assert [model.flows[i].number for i in model.view] == [2]  # found while it was whole
+    assert not model.skimmed.numbers
+    model.set_filter("~s 100007 | needle")
+    assert list(model.view) == [] and sorted(model.skimmed.numbers) == [1, 2]  # the meshes
     model.set_filter("!(~m mesh & ~slow 1)")
     assert not model.filter_reads_bodies

@@ -18,6 +18,7 @@ from typing import Optional
 import pytest
 from textual.widgets import Tree
 
+from golem_core.messages import Role
 from golem_core.profiles import GOLEM, Profile
 from golem_proxy.commands._live_tui import live_source
 from golem_proxy.events import Event, ExchangeCompleted, FrameSeen
@@ -31,6 +32,7 @@ from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.export import request_json, save_events
 from golem_proxy.tui.model import SessionModel
 from golem_proxy.tui.payloads import (
+    MOST_WHOLE_COPIES,
     LeftToRecording,
     PayloadBudget,
     PayloadReleased,
@@ -514,3 +516,15 @@ def test_unrecorded_large_frames_go_on_with_their_bulk_elided() -> None:
     assert all(given[i] is events[i] for i, e in enumerate(events) if id(e) in redacted)
     secret = dataclasses.replace(originals_in_order(events)[0], redacted=("result.tag",))
     assert lighten(secret) is secret
+    # A request never answered keeps its payload in the copy held for its exchange: at most
+    # MOST_WHOLE_COPIES of them are held; frames no exchange names are not held at all.
+    request = next(e for e in events if isinstance(e, FrameSeen) and e.is_request)
+    mesh = {"id": "m", "method": "geometry.create_mesh", "params": {"v": [1.5] * 2 * BULK_NUMBERS}}
+    payload = GOLEM.encode_payload(mesh)
+    large = dataclasses.replace(
+        request, payload=payload, message=GOLEM.parse(payload, Role.REQUEST)
+    )
+    for index in range(MOST_WHOLE_COPIES + 10):
+        lighten(dataclasses.replace(large, index=index, expects_answer=True))
+        lighten(dataclasses.replace(large, index=1000 + index, expects_answer=False))
+    assert len(lighten._whole_copies) == MOST_WHOLE_COPIES
