@@ -21,6 +21,7 @@ __all__ = [
     "Not",
     "Or",
     "Predicate",
+    "bodies_read",
     "quote",
     "reads_bodies",
 ]
@@ -106,20 +107,27 @@ class Predicate(Filter):
         return f"~{self.name} {quote(self.arg)}"
 
 
-BODY_FILTERS = ("", "q", "s")
-"""The predicates that read a frame's body when given an argument: a bare word, ``~q REGEX``
-and ``~s REGEX``."""
+BODY_FILTERS = {"": ("request", "response"), "q": ("request",), "s": ("response",)}
+"""The predicates that read a frame's body when given an argument, and which: a bare word
+both, ``~q REGEX`` the request's, ``~s REGEX`` the response's."""
+
+
+def bodies_read(node: Filter) -> frozenset[str]:
+    """The sides (``request``, ``response``) whose bodies ``node`` reads anywhere: a view
+    says what its search of bodies skips."""
+    if isinstance(node, Predicate):
+        read = BODY_FILTERS.get(node.name, ()) if node.arg is not None else ()
+        return frozenset(read)
+    if isinstance(node, Not):
+        return bodies_read(node.inner)
+    if isinstance(node, (And, Or)):
+        return frozenset().union(*(bodies_read(part) for part in node.parts))
+    return frozenset()
 
 
 def reads_bodies(node: Filter) -> bool:
-    """Whether ``node`` reads a body anywhere (a view says what its search of bodies skips)."""
-    if isinstance(node, Predicate):
-        return node.name in BODY_FILTERS and node.arg is not None
-    if isinstance(node, Not):
-        return reads_bodies(node.inner)
-    if isinstance(node, (And, Or)):
-        return any(reads_bodies(part) for part in node.parts)
-    return False
+    """Whether ``node`` reads a body anywhere."""
+    return bool(bodies_read(node))
 
 
 _BARE = re.compile(r"[^\s()|&!~\"'][^\s()|&\"']*")

@@ -20,30 +20,43 @@ __all__ = ["SkimmedBodies", "skims"]
 
 class SkimmedBodies:
     """The numbers of the flows kept that the filter last searched without numbers elided
-    from their message. A flow whose payload the budget releases after the filter read it
-    whole is not counted until the filter reads it again (`recount`)."""
+    from their message, by side (a request's, a response's). A flow whose payload the budget
+    releases after the filter read it whole is not counted until the filter reads it again
+    (`recount`)."""
 
     def __init__(self) -> None:
-        self.numbers: set[int] = set()
+        self.sides: dict[str, set[int]] = {"request": set(), "response": set()}
 
-    def __len__(self) -> int:
-        return len(self.numbers)
+    @property
+    def numbers(self) -> set[int]:
+        """The flows counted on either side."""
+        return self.sides["request"] | self.sides["response"]
+
+    def count(self, sides: Iterable[str]) -> int:
+        """How many flows are counted on any of ``sides`` (the sides a filter reads)."""
+        wanted = [self.sides[side] for side in sides]
+        return len(set().union(*wanted)) if len(wanted) > 1 else sum(map(len, wanted))
 
     def note(self, flow: Flow) -> None:
         """Count or stop counting ``flow`` as the filter is about to read it (it arrived or
         changed)."""
-        if skims(flow):
-            self.numbers.add(flow.number)
-        else:
-            self.numbers.discard(flow.number)
+        for side, frame in (("request", flow.request), ("response", flow.response)):
+            if _skimmed(frame):
+                self.sides[side].add(flow.number)
+            else:
+                self.sides[side].discard(flow.number)
 
     def recount(self, flows: Iterable[Flow]) -> None:
         """Count ``flows`` as they are now: a filter set anew reads every one."""
-        self.numbers = {flow.number for flow in flows if skims(flow)}
+        self.sides = {"request": set(), "response": set()}
+        for flow in flows:
+            self.note(flow)
 
     def forget(self, flows: Iterable[Flow]) -> None:
         """The flows let go from memory: no filter reads them any more."""
-        self.numbers.difference_update(flow.number for flow in flows)
+        gone = {flow.number for flow in flows}
+        for numbers in self.sides.values():
+            numbers -= gone
 
 
 def skims(flow: Flow) -> bool:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golem_core.profiles import GOLEM
-from golem_proxy.analysis.filter_tree import reads_bodies
+from golem_proxy.analysis.filter_tree import bodies_read, reads_bodies
 from golem_proxy.analysis.filters import (
     FILTER_HELP,
     And,
@@ -325,3 +325,10 @@ def test_nesting_deeper_than_the_limit_is_a_filter_error_not_a_stack_overflow() 
 )
 def test_a_filter_says_whether_it_reads_bodies(text: str, reads: bool) -> None:
     assert reads_bodies(parse_filter(text)) is reads
+
+
+def test_a_filter_says_which_bodies_it_reads() -> None:
+    assert bodies_read(parse_filter("~q x | ~m y")) == {"request"}
+    assert bodies_read(parse_filter("!~s x")) == {"response"}
+    assert bodies_read(parse_filter("~q x & word")) == {"request", "response"}
+    assert bodies_read(parse_filter("~q & ~s")) == frozenset()

@@ -648,7 +648,7 @@ def test_the_flows_a_body_search_reads_without_their_numbers_are_counted() -> No
     # are not counted until the filter reads them again.
     model = SessionModel(GOLEM, payload_budget=PayloadBudget(keep=0))
     model.set_filter("~s 100007 | needle")
-    assert model.filter_reads_bodies
+    assert model.filter_bodies == {"response", "request"}
     model.apply(mesh_answers(2) + captures(2, 300_000))
     assert len(released_flows(model)) == 4
     assert [model.flows[i].number for i in model.view] == [2]  # found while it was whole
@@ -656,4 +656,8 @@ def test_the_flows_a_body_search_reads_without_their_numbers_are_counted() -> No
     model.set_filter("~s 100007 | needle")
     assert list(model.view) == [] and sorted(model.skimmed.numbers) == [1, 2]  # the meshes
     model.set_filter("!(~m mesh & ~slow 1)")
-    assert not model.filter_reads_bodies
+    assert not model.filter_bodies
+    # The numbers are in the answers: a filter of requests' bodies skips none.
+    model.set_filter("~q 100007")
+    assert model.filter_bodies == {"request"} and model.skimmed.count(["request"]) == 0
+    assert model.skimmed.count(["response"]) == 2
