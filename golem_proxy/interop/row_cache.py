@@ -154,13 +154,10 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
                 raise
         if current:
             os.replace(partial, final)
-            done.append(
-                RowFile(final, scratch=False, recordings=(recording,), notes=notes, longest=longest)
+        path = final if current else partial  # changed while read: used once, not kept
+        done.append(
+            RowFile(
+                path, scratch=not current, recordings=(recording,), notes=notes, longest=longest
             )
-        else:
-            done.append(
-                RowFile(
-                    partial, scratch=True, recordings=(recording,), notes=notes, longest=longest
-                )
-            )
+        )
     return done

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, Optional
 
+from ..json_levels import array_levels
 from .matching import GUID_RE, GuidMap, IgnoreRules, Path, format_path, is_guid
 
 __all__ = ["ABSENT", "Comparator", "Difference", "envelope_body", "short"]
@@ -168,10 +168,10 @@ def _is_number(value: Any) -> bool:
 
 
 _PLAIN = frozenset({int, float, str, type(None), list})
-_NUMBERS = frozenset({int, float})
 """What an array may hold, at any depth, for Python's own ``==`` to say what `leaf_equal`
 says of equal values: a boolean equals 1 or 0 there and not here, and an object's keys need
 `IgnoreRules`' and the GUIDs' care (a string equal to its counterpart is equal here too)."""
+_NUMBERS = frozenset({int, float})
 
 
 def _plainly_equal(recorded: list[Any], live: list[Any]) -> bool:
@@ -183,11 +183,8 @@ def _plainly_equal(recorded: list[Any], live: list[Any]) -> bool:
 
 
 def _plain(array: list[Any]) -> bool:
-    """Whether ``array`` holds only `_PLAIN` values, at every depth (a level at a time, each
-    level's types taken in C)."""
-    level = array
-    while level:
-        kinds = set(map(type, level))
+    """Whether ``array`` holds only `_PLAIN` values, at every depth."""
+    for level, kinds in array_levels(array):
         if not kinds <= _PLAIN:
             return False
         if float in kinds:
@@ -201,7 +198,4 @@ def _plain(array: list[Any]) -> bool:
             except OverflowError:  # an integer past a float's range
                 return False
             return bool(total == total)
-        if list not in kinds:
-            return True
-        level = list(chain.from_iterable(item for item in level if type(item) is list))
     return True

@@ -31,9 +31,9 @@ from golem_proxy.tui.reloading import read_back
 from golem_proxy.tui.sources import RecordingSource, compacting_reader
 from golem_proxy.tui.widgets import capture
 from rhino_plugin.png import encode_rgb
-from tests.support.sessions import SessionBuilder, golem_header
+from tests.support.sessions import SessionBuilder, golem_header, write_recording
 
-from .helpers import run, select, wait_for
+from .helpers import recording_app, run, select, wait_for
 
 KIB = 1024
 SIZES = (200, 100 * KIB, 3 * KIB * KIB, 70 * KIB, 300, 1200 * KIB)
@@ -59,10 +59,7 @@ def write_session(
         blob = "".join(chr(65 + (i * 7 + number) % 26) for i in range(size))
         result = {"image": image if number == image_at else blob, "n": number}
         s.respond(request, number + 0.2, result=result)
-    writer = RecordingWriter.create(str(path), golem_header())
-    for event in s.events:
-        writer.write(event)
-    writer.close()
+    write_recording(str(path), s.events)
     return s.events
 
 
@@ -196,10 +193,7 @@ def recorded_answer(path: Path, result: dict[str, Any]) -> tuple[FrameSeen, list
     s.open(1, 0.0)
     request = s.request(1, "mesh.get_vertices", {}, 0.1)
     s.respond(request, 0.2, result=result)
-    writer = RecordingWriter.create(str(path), golem_header())
-    for event in s.events:
-        writer.write(event)
-    writer.close()
+    write_recording(str(path), s.events)
     answer = frames(s.events)[-1]
     assert len(answer.payload) > RELEASE_OVER
     with open(path, "rb") as stream:
@@ -346,12 +340,9 @@ def test_an_answer_read_back_without_a_png_is_not_read_again(
         return payload_of(frame, **options)
 
     monkeypatch.setattr(capture, "payload_of", counted)
-    source = RecordingSource.open(str(path))
-    app = GolemProxyApp(source, source.profile, "test")
 
     async def body() -> None:
-        async with app.run_test(size=(160, 45)) as pilot:
-            await wait_for(pilot, lambda: app.source_done and len(app.model.flows) == 2)
+        async with recording_app(str(path)) as (app, pilot):
             preview = app.detail.query_one(capture.CapturePreview)
             for _ in range(3):
                 await select(pilot, 0)
@@ -373,16 +364,10 @@ def test_a_payload_changed_in_the_file_under_the_viewer_is_said_so(tmp_path: Pat
         request = s.request(1, "mesh.get_vertices", {}, number + 0.1)
         vertices = list(range(number * 100_000, number * 100_000 + 20_000))
         s.respond(request, number + 0.2, result={"vertices": vertices})
-    writer = RecordingWriter.create(str(path), golem_header())
-    for event in s.events:
-        writer.write(event)
-    writer.close()
-    source = RecordingSource.open(str(path))
-    app = GolemProxyApp(source, source.profile, "test")
+    write_recording(str(path), s.events)
 
     async def body() -> None:
-        async with app.run_test(size=(160, 45)) as pilot:
-            await wait_for(pilot, lambda: app.source_done and len(app.model.flows) == 2)
+        async with recording_app(str(path)) as (app, pilot):
             await select(pilot, 0)  # the pane has not read the second answer yet
             data = path.read_bytes()
             path.write_bytes(data.replace(b"112345,", b"11234x,"))
@@ -410,10 +395,7 @@ def test_a_preview_moved_away_from_stops_before_decoding(
     for number, image in enumerate(images):
         request = s.request(1, "viewport.capture", {"n": number}, number + 0.1)
         s.respond(request, number + 0.2, result={"image": image, "n": number})
-    writer = RecordingWriter.create(str(path), golem_header())
-    for event in s.events:
-        writer.write(event)
-    writer.close()
+    write_recording(str(path), s.events)
     reading_first, go_on = threading.Event(), threading.Event()
     decoded: list[int] = []
 
@@ -430,12 +412,9 @@ def test_a_preview_moved_away_from_stops_before_decoding(
 
     monkeypatch.setattr(capture, "payload_of", held_back)
     monkeypatch.setattr(capture, "decode_png", counted)
-    source = RecordingSource.open(str(path))
-    app = GolemProxyApp(source, source.profile, "test")
 
     async def body() -> None:
-        async with app.run_test(size=(160, 45)) as pilot:
-            await wait_for(pilot, lambda: app.source_done and len(app.model.flows) == 3)
+        async with recording_app(str(path)) as (app, pilot):
             preview = app.detail.query_one(capture.CapturePreview)
             await wait_for(pilot, lambda: decoded == [140])  # the cursor starts on the last
             for then, side in ((1, 150), (2, 140)):  # decoded anew, then decoded before
