@@ -10,12 +10,11 @@ gap, never a stall. The records that describe connections (``OPENED``, ``END``, 
 and other events (``EVENT``) are small and are never dropped: they wait, in order, for room.
 When the reading side is gone (``EPIPE``), the writer says so (`gone`) and drops everything.
 
-`RecordReader` is the observing side, sans-IO: ``receive_data(bytes)``, then `next_record()`
-until it returns None. A record is a fixed header (kind, connection, direction, time, length)
-and then ``length`` bytes (the data, or for ``OPENED``, ``CLOSED`` and ``EVENT`` a description
-of the event: the proxy's observer link sends the event itself, pickled, since both ends are
-the same program); for ``LOST`` and ``RESUMED``, ``length`` is a number of bytes and nothing
-follows.
+The observing side reads them with `handoff_reader.RecordReader`. A record is a fixed header
+(kind, connection, direction, time, length) and then ``length`` bytes (the data, or for
+``OPENED``, ``CLOSED`` and ``EVENT`` a description of the event: the proxy's observer link
+sends the event itself, pickled, since both ends are the same program); for ``LOST`` and
+``RESUMED``, ``length`` is a number of bytes and nothing follows.
 """
 
 from __future__ import annotations
@@ -33,12 +32,12 @@ from . import kernel_pipes
 from .pipe_backlog import PipeBacklog
 
 __all__ = [
-    "VIEW_FROM",
+    "COUNT_KINDS",
+    "HEADER",
     "HandoffError",
     "HandoffWriter",
     "Kind",
     "Record",
-    "RecordReader",
     "encode",
     "read_unsent",
     "unsent_data",
@@ -46,15 +45,6 @@ __all__ = [
 
 HEADER = struct.Struct("!BIBdI")
 """kind, connection id, direction (0 client to server, 1 back), time, length."""
-MAX_DATA = 64 * 1024 * 1024
-"""The largest record the reader accepts: a corrupt or hostile length is an error, not an
-allocation."""
-
-
-VIEW_FROM = 16 * 1024
-"""Record data at least this large is a view of the bytes read (copying 16 MiB twice was a
-tenth of the observing process's time per 16 MiB answer); smaller data is copied, which costs
-less than a view the decoder would have to copy anyway."""
 
 
 class Kind(enum.IntEnum):
@@ -87,7 +77,7 @@ class Kind(enum.IntEnum):
     ``<size> <why>``); the observing side records them as a gap that says so."""
 
 
-_COUNTS = (Kind.LOST, Kind.RESUMED)
+COUNT_KINDS = (Kind.LOST, Kind.RESUMED)
 """Kinds whose length is a number of bytes, with no data after the header."""
 
 
@@ -120,102 +110,10 @@ def read_unsent(data: Union[bytes, memoryview]) -> Optional[tuple[int, str]]:
 
 def encode(record: Record) -> bytes:
     """The record's bytes on the pipe."""
-    counts = record.kind in _COUNTS
+    counts = record.kind in COUNT_KINDS
     length = record.lost if counts else len(record.data)
     header = HEADER.pack(record.kind, record.conn, record.direction, record.t, length)
     return header if counts else header + record.data
-
-
-class RecordReader:
-    """Records from the bytes received so far (see the module docstring). The data of a large
-    record is a view of the bytes received, not a copy (`VIEW_FROM`)."""
-
-    def __init__(self, max_data: int = MAX_DATA) -> None:
-        self.max_data = max_data
-        self.offset = 0
-        """Bytes of the whole records returned so far: where the writer's `handed` stood
-        after the last of them."""
-        self._chunks: collections.deque[bytes] = collections.deque()
-        self._pos = 0
-        """Where the next record starts in the first chunk."""
-        self._size = 0
-        """Bytes received and not returned yet."""
-
-    def receive_data(self, data: bytes) -> None:
-        if data:
-            self._chunks.append(data)
-            self._size += len(data)
-
-    def next_record(self) -> Optional[Record]:
-        """The next whole record, or None until more bytes arrive.
-        Raises HandoffError on an unknown kind or direction, or a length over ``max_data``."""
-        if self._size < HEADER.size:
-            return None
-        head, pos = self._chunks[0], self._pos
-        if len(head) - pos >= HEADER.size:
-            fields = HEADER.unpack_from(head, pos)
-        else:  # the header spans chunks: join its few bytes
-            fields = HEADER.unpack(bytes(self._peek(HEADER.size)))
-        kind_value, conn, direction, t, length = fields
-        try:
-            kind = Kind(kind_value)
-        except ValueError:
-            raise HandoffError(f"unknown record kind {kind_value}") from None
-        if direction not in (0, 1):
-            raise HandoffError(f"unknown direction {direction}")
-        if kind in _COUNTS:
-            self._take(HEADER.size)
-            self.offset += HEADER.size
-            return Record(kind, conn, direction, t, lost=length)
-        if length > self.max_data:
-            raise HandoffError(f"a record of {length} bytes (at most {self.max_data})")
-        if self._size < HEADER.size + length:
-            return None
-        self._take(HEADER.size)
-        data = self._take(length)
-        self.offset += HEADER.size + length
-        return Record(kind, conn, direction, t, data)
-
-    def _peek(self, size: int) -> bytearray:
-        """The first ``size`` bytes not returned yet (there are that many), copied."""
-        found = bytearray()
-        pos = self._pos
-        for chunk in self._chunks:
-            found += chunk[pos : pos + size - len(found)]
-            pos = 0
-            if len(found) == size:
-                break
-        return found
-
-    def _take(self, size: int) -> Chunk:
-        """Consume the next ``size`` bytes (there are that many): a view of a chunk when they
-        are in one and there are at least `VIEW_FROM` of them, else a copy."""
-        if not size:
-            return b""
-        head, pos = self._chunks[0], self._pos
-        end = pos + size
-        if end <= len(head):
-            taken: Chunk = memoryview(head)[pos:end] if size >= VIEW_FROM else head[pos:end]
-            self._pos = end
-            if end == len(head):
-                self._chunks.popleft()
-                self._pos = 0
-            self._size -= size
-            return taken
-        pieces: list[Chunk] = []
-        left = size
-        while left:
-            head = self._chunks[0]
-            step = min(left, len(head) - pos)
-            pieces.append(memoryview(head)[pos : pos + step])
-            left -= step
-            pos += step
-            if pos == len(head):
-                self._chunks.popleft()
-                pos = 0
-        self._pos = pos
-        self._size -= size
-        return b"".join(pieces)
 
 
 class _Piped:
@@ -360,7 +258,7 @@ class HandoffWriter:
         """A connection's ``OPENED``, ``END`` or ``CLOSED``, an ``EVENT``, or the
         ``SESSION_END``: never dropped
         (unless the reader is gone), written after the losses of its connection it follows."""
-        if kind in (Kind.DATA, *_COUNTS):
+        if kind in (Kind.DATA, *COUNT_KINDS):
             raise ValueError(f"{kind.name} is not an event")
         if self.gone:
             return

@@ -27,7 +27,8 @@ from ..recording.resume_scan import ResumePoint
 from .acknowledger import ACK_AT_ONCE
 from .attribution import ToolCallTracker
 from .connection_attribution import ConnectionAttribution
-from .handoff import Kind, Record, RecordReader, read_unsent
+from .handoff import Kind, Record, read_unsent
+from .handoff_reader import PipeRecords, RecordReader
 from .hub import EventHub
 from .layer_taps import LayerTaps
 from .link_resume import Resumption
@@ -43,7 +44,6 @@ from .tap import ConnectionTap
 
 __all__ = ["HandoffSource"]
 
-READ_SIZE = 1024 * 1024
 GATHER = 0.005
 """Seconds the records of a quiet pipe gather before they are read."""
 GATHER_BELOW = 64 * 1024
@@ -180,17 +180,17 @@ class HandoffSource:
 
     async def _read_until_end(self) -> None:
         reader = self._reader
+        pipe = PipeRecords(self.fd, reader)
         marked = 0
         flowing_until = -math.inf
         while True:
             try:
-                chunk = os.read(self.fd, READ_SIZE)
+                got, bulk = pipe.read()
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(self.fd)
                 continue
-            if not chunk:
+            if not got:
                 return
-            reader.receive_data(chunk)
             while True:
                 record = reader.next_record()
                 if record is None:
@@ -205,7 +205,7 @@ class HandoffSource:
                 marked = reader.offset
                 self.observer.after_queued(functools.partial(self._decoded, marked))
             now = trio.current_time()
-            if len(chunk) >= GATHER_BELOW:
+            if got >= GATHER_BELOW or bulk:
                 flowing_until = now + FLOWING
             elif now > flowing_until:
                 # A trickle: let records gather for a moment rather than wake for each (on a

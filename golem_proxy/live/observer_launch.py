@@ -53,7 +53,7 @@ __all__ = [
 
 ACK = struct.Struct("!QQ")
 """An acknowledgement on the control socket: the handoff offset up to which everything is
-decoded and its lines written to the kernel (`golem_proxy.live.handoff.RecordReader.offset`),
+decoded and its lines written to the kernel (`golem_proxy.live.handoff_reader.RecordReader.offset`),
 and the bytes a second of its own time the observing process got through lately (0: not known
 yet), which sets how far the recording may trail in bytes (`ObserverLink.acknowledged`)."""
 TUI_AHEAD = "tui"

@@ -7,7 +7,8 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from golem_proxy.live.handoff import Record, RecordReader
+from golem_proxy.live.handoff import Record
+from golem_proxy.live.handoff_reader import RecordReader
 from golem_proxy.live.observer_link import ObserverLink
 
 

@@ -25,7 +25,8 @@ import trio
 from golem_core.framing import Framing
 from golem_core.profiles import GOLEM
 from golem_proxy.live import kernel_pipes
-from golem_proxy.live.handoff import Kind, Record, RecordReader
+from golem_proxy.live.handoff import Kind, Record
+from golem_proxy.live.handoff_reader import RecordReader
 from golem_proxy.live.hub import EventHub
 from golem_proxy.live.link_resume import OpenConnections
 from golem_proxy.live.observer_link import ObserverLink

@@ -13,16 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem_proxy.live.handoff import (
-    HEADER,
-    VIEW_FROM,
-    HandoffError,
-    HandoffWriter,
-    Kind,
-    Record,
-    RecordReader,
-    encode,
-)
+from golem_proxy.live.handoff import HEADER, HandoffError, HandoffWriter, Kind, Record, encode
+from golem_proxy.live.handoff_reader import VIEW_FROM, RecordReader
 
 
 @contextmanager

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from golem_proxy.live.handoff import HandoffWriter, Kind, Record, RecordReader
+from golem_proxy.live.handoff import HandoffWriter, Kind, Record
+from golem_proxy.live.handoff_reader import RecordReader
 
 
 def _read_everything(read_fd: int, writer: HandoffWriter, reader: RecordReader) -> list[Record]:

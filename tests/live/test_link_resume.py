@@ -12,7 +12,8 @@ from collections.abc import Callable
 from golem_core.framing import Framing
 from golem_core.profiles import GOLEM
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, Direction
-from golem_proxy.live.handoff import Kind, Record, RecordReader
+from golem_proxy.live.handoff import Kind, Record
+from golem_proxy.live.handoff_reader import RecordReader
 from golem_proxy.live.link_resume import OpenConnections, Resumption
 from golem_proxy.live.observer_link import ObserverLink
 

@@ -11,7 +11,8 @@ import trio
 import trio.testing
 
 from golem_proxy.events import Direction
-from golem_proxy.live.handoff import HEADER, Kind, RecordReader
+from golem_proxy.live.handoff import HEADER, Kind
+from golem_proxy.live.handoff_reader import RecordReader
 from golem_proxy.live.link_ledger import (
     OUTSTANDING_CEILING,
     OUTSTANDING_LIMIT,

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from golem_proxy.live import kernel_pipes
-from golem_proxy.live.handoff import HandoffWriter, Kind, Record, RecordReader
+from golem_proxy.live.handoff import HandoffWriter, Kind, Record
+from golem_proxy.live.handoff_reader import RecordReader
 from golem_proxy.live.pipe_backlog import PipeBacklog
 
 pytestmark = pytest.mark.skipif(not kernel_pipes.available(), reason="splice is Linux's")

@@ -21,7 +21,8 @@ from golem_proxy.events import (
 )
 from golem_proxy.live import unsent
 from golem_proxy.live.connection import Connection
-from golem_proxy.live.handoff import HandoffWriter, Kind, RecordReader
+from golem_proxy.live.handoff import HandoffWriter, Kind
+from golem_proxy.live.handoff_reader import RecordReader
 from golem_proxy.live.handoff_source import HandoffSource
 from golem_proxy.live.hub import EventHub
 from golem_proxy.live.observer import Observer
