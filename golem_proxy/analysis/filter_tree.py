@@ -24,6 +24,7 @@ __all__ = [
     "bodies_read",
     "quote",
     "reads_bodies",
+    "undecided",
 ]
 
 
@@ -113,8 +114,7 @@ both, ``~q REGEX`` the request's, ``~s REGEX`` the response's."""
 
 
 def bodies_read(node: Filter) -> frozenset[str]:
-    """The sides (``request``, ``response``) whose bodies ``node`` reads anywhere: a view
-    says what its search of bodies skips."""
+    """The sides (``request``, ``response``) whose bodies ``node`` reads anywhere."""
     if isinstance(node, Predicate):
         read = BODY_FILTERS.get(node.name, ()) if node.arg is not None else ()
         return frozenset(read)
@@ -128,6 +128,38 @@ def bodies_read(node: Filter) -> frozenset[str]:
 def reads_bodies(node: Filter) -> bool:
     """Whether ``node`` reads a body anywhere."""
     return bool(bodies_read(node))
+
+
+def undecided(node: Filter, flow: Flow, profile: Profile, unread: frozenset[str]) -> bool:
+    """Whether ``flow`` passing ``node`` could turn on what its bodies on the sides ``unread``
+    hold beyond what was searched (numbers elided from a message whose payload is not in
+    memory): a view says how many flows its search of bodies may have decided wrongly, not
+    how many it merely read. ``node`` is decided in three values (Kleene's: an And with a
+    false part is false, an Or with a true part true), a body predicate that reads an
+    ``unread`` side and finds nothing in what was kept being unknown. One that finds a match
+    there is taken at its word."""
+    return _decided(node, flow, profile, unread) is None
+
+
+def _decided(node: Filter, flow: Flow, profile: Profile, unread: frozenset[str]) -> Optional[bool]:
+    """`undecided`'s three values: True, False, or None for unknown."""
+    if isinstance(node, Not):
+        inner = _decided(node.inner, flow, profile, unread)
+        return None if inner is None else not inner
+    if isinstance(node, (And, Or)):
+        settles = isinstance(node, Or)  # the value of a part that decides the whole
+        result: Optional[bool] = not settles
+        for part in node.parts:
+            value = _decided(part, flow, profile, unread)
+            if value is settles:
+                return settles
+            if value is None:
+                result = None
+        return result
+    if node.matches(flow, profile):
+        return True
+    reads_unread = isinstance(node, Predicate) and unread & bodies_read(node)
+    return None if reads_unread else False
 
 
 _BARE = re.compile(r"[^\s()|&!~\"'][^\s()|&\"']*")

@@ -281,7 +281,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
                 loading=self.loading,
                 released=budget.released if budget is not None else 0,
                 let_go=self.model.flow_bound.let_go if self.model.flow_bound else 0,
-                skimmed=self.model.skimmed.count(self.model.filter_bodies),
+                skimmed=len(self.model.skimmed.numbers),
             )
         )
 

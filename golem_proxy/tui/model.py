@@ -18,7 +18,6 @@ from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..analysis.call_rows import call_number, head_above, indented, of_call
 from ..analysis.filter_predicates import frame_text
-from ..analysis.filter_tree import bodies_read
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow
 from ..analysis.tool_calls import (
@@ -107,9 +106,8 @@ class SessionModel:
         self.filter_text = ""
         self._filter: Optional[Filter] = None
         self.skimmed = SkimmedBodies()
-        """The flows the filter last searched without numbers elided from their message:
-        the status line counts them on the sides the filter reads (``filter_bodies``)."""
-        self.filter_bodies: frozenset[str] = frozenset()
+        """The flows the filter could not decide for numbers elided from their message: the
+        status line counts them."""
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
         # The widest values so far, kept as flows arrive so the table sizes its columns
@@ -385,8 +383,7 @@ class SessionModel:
         new_filter = parse_filter(text) if text else None
         self._filter = new_filter
         self.filter_text = text
-        self.filter_bodies = bodies_read(new_filter) if new_filter is not None else frozenset()
-        self.skimmed.recount(self.flows)
+        self.skimmed.recount(new_filter, self.profile_for, self.flows)
         self.view = array("i", (i for i, flow in enumerate(self.flows) if self._matches(flow)))
 
     def toggle_mark(self, index: int) -> bool:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from golem_core.profiles import GOLEM
-from golem_proxy.analysis.filter_tree import bodies_read, reads_bodies
+from golem_proxy.analysis.filter_tree import bodies_read, reads_bodies, undecided
 from golem_proxy.analysis.filters import (
     FILTER_HELP,
     And,
@@ -332,3 +332,29 @@ def test_a_filter_says_which_bodies_it_reads() -> None:
     assert bodies_read(parse_filter("!~s x")) == {"response"}
     assert bodies_read(parse_filter("~q x & word")) == {"request", "response"}
     assert bodies_read(parse_filter("~q & ~s")) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("text", "unread", "expected"),
+    [
+        ("zzz", {"response"}, True),  # nothing found in what was kept: unknown
+        ("!zzz", {"response"}, True),
+        ("zzz", set(), False),  # everything searched
+        ("~q zzz", {"response"}, False),  # reads the request only
+        ("~m ping & zzz", {"response"}, True),
+        ("~m nothing & zzz", {"response"}, False),  # false whatever the body holds
+        ("~m ping | zzz", {"response"}, False),  # true whatever the body holds
+        ("~m nothing | zzz", {"response"}, True),
+        ("ping", {"request", "response"}, False),  # found in what was kept
+        ("!ping & zzz", {"response"}, False),
+        ("(zzz | ~s yyy) & ~m ping", {"response"}, True),
+    ],
+)
+def test_a_filter_says_whether_what_it_did_not_read_could_change_its_answer(
+    flows: list[Flow], text: str, unread: set[str], expected: bool
+) -> None:
+    """The first flow (a ``ping`` and its answer) read with the numbers of ``unread`` sides
+    elided: whether the filter's answer could turn on them."""
+    ping = flows[0]
+    assert ping.request is not None and ping.request.message.method == "ping"
+    assert undecided(parse_filter(text), ping, GOLEM, frozenset(unread)) is expected
