@@ -178,13 +178,14 @@ class TerminalOutput:
         if drained:
             self._thread.join(timeout)
         elif lost:
-            # Said where the operator may still see it: stdout is the output that is stuck.
-            with contextlib.suppress(OSError):
-                os.write(
-                    2,
-                    f"golem-proxy: {lost} log lines not written (the output took nothing "
-                    f"for {timeout:g} s at exit)\n".encode(),
-                )
+            # Said where the operator may still see it (stdout is the output that is stuck),
+            # unless stderr cannot take it now: it may be that output (`mcp`'s log), and a
+            # blocked write here would keep the process from exiting.
+            _write_if_room(
+                2,
+                f"golem-proxy: {lost} log lines not written (the output took nothing "
+                f"for {timeout:g} s at exit)\n".encode(),
+            )
         return drained
 
     def _run(self) -> None:
@@ -261,6 +262,14 @@ class TerminalOutput:
             # log stopped, where the operator may still see it. EPIPE stays quiet.
             with contextlib.suppress(OSError):
                 os.write(2, f"golem-proxy: log output stopped: {exc}\n".encode(errors="replace"))
+
+
+def _write_if_room(fd: int, data: bytes) -> None:
+    """Write ``data`` (under a pipe's atomic size) to ``fd`` if it takes it now, else drop it:
+    a descriptor that polls writable takes that much without blocking."""
+    with contextlib.suppress(OSError, ValueError):
+        if select.select([], [fd], [], 0)[1]:
+            os.write(fd, data)
 
 
 def _fileno(stream: Optional[TextIO]) -> Optional[int]:

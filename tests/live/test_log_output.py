@@ -8,9 +8,12 @@ import io
 import os
 import pty
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TextIO
 
 import pytest
@@ -231,3 +234,35 @@ def test_lines_still_queued_at_exit_are_counted_on_stderr(
     found = re.search(r"golem-proxy: (\d+) log lines not written", capfd.readouterr().err)
     assert found is not None
     assert int(found.group(1)) == queued > 0
+
+
+def test_a_stuck_stderr_that_is_the_log_itself_does_not_keep_the_process_from_exiting(
+    tmp_path: Path,
+) -> None:
+    """`mcp` logs to stderr: when nobody reads it, closing gives up after its timeout, and
+    its notice of the lines not written is not written to that same stuck pipe (it blocked
+    there for good, and the process never exited)."""
+    done = tmp_path / "closed"
+    script = (
+        "import sys\n"
+        "from golem_proxy.live.log_output import TerminalOutput\n"
+        "output = TerminalOutput(sys.stderr, max_lines=100)\n"
+        "for n in range(50):\n"
+        "    output.write('x' * 10_000 + '\\n')\n"
+        "output.close(timeout=0.2)\n"
+        f"open({str(done)!r}, 'w').close()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,  # never read
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        wait_for(lambda: done.exists() or child.poll() is not None, timeout=30)
+        assert done.exists()
+    finally:
+        child.kill()
+        child.wait()
+        assert child.stderr is not None
+        child.stderr.close()
