@@ -28,7 +28,7 @@ from ..live.attribution import ToolCallTracker
 from ..live.connection_attribution import ConnectionAttribution
 from ..live.log_output import TerminalOutput
 from ..live.session import SessionConfig
-from ..live.stdio_relay import ChildStartError
+from ..live.stdio_child import ChildStartError
 from ..net.addresses import Address, Route
 from ..recording.files import open_private
 from ..recording.format import RouteInfo

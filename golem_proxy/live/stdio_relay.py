@@ -15,19 +15,22 @@ routes, while the recording trails the wire (`ObserverLink.until_caught_up`).
 
 The hop is one connection of the session (route ``mcp`` by default): ``c2s`` is the client's
 side (requests), ``s2c`` the server's (responses). It ends when the child exits: the child's
-stdout and stderr are drained (bounded), the connection's close is recorded, and `run`
-returns the child's exit status. When the client closes our stdin, the child's stdin is
-closed and the child gets ``exit_timeout`` seconds to exit before it is terminated, then
-killed.
+stdout and stderr are drained while bytes move (`_drain`), the connection's close is recorded,
+and `run` returns the child's exit status. When the child closes its stdout, so does the
+client's end, as it would without us. What the client does not take of the child's output (it
+stopped reading, or took nothing for `DRAIN_TIMEOUT` once the child exited) is still read and
+recorded, marked undelivered as the TCP relay marks it, and not counted as sent. When the
+client closes our stdin, the child's stdin is closed and the child gets ``exit_timeout``
+seconds to exit before it is terminated, then killed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shlex
 import signal
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,42 +44,26 @@ from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, Proce
 from ..net.sockio import write_all
 from .proxy_options import new_tap
 from .relay import Proxy
+from .stdio_child import (
+    exit_status,
+    open_piped_child,
+    pipe_fd,
+    read_pipe,
+    read_pipe_now,
+    write_blocking,
+)
 from .tap import ConnectionTap
 
-__all__ = ["CLIENT_NAME", "ChildStartError", "StdioRelay", "exit_status"]
+__all__ = ["CLIENT_NAME", "DRAIN_TIMEOUT", "UNDELIVERED_AFTER_EXIT", "StdioRelay"]
 
 CLIENT_NAME = "stdio"
 """The client of the MCP hop as the recording names it: whatever is on our stdin."""
-READ_SIZE = 65536
 DRAIN_TIMEOUT = 2.0
-"""How long the child's stdout and stderr may still deliver once it exited (a grandchild
-that inherited them could hold them open for ever)."""
-
-
-class ChildStartError(OSError):
-    """The command could not be started (not found, not executable)."""
-
-
-async def open_piped_child(argv: Sequence[str], env: Mapping[str, str]) -> trio.Process:
-    """Start ``argv`` with its stdin, stdout and stderr piped; returns the process.
-
-    Raises ChildStartError with the reason in one line when it cannot be started."""
-    try:
-        return await trio.lowlevel.open_process(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise ChildStartError(f"cannot start {argv[0]!r} ({reason})") from None
-
-
-def exit_status(returncode: int) -> int:
-    """A child's status as a shell reports it: its exit code, or 128 + the signal number."""
-    return 128 - returncode if returncode < 0 else returncode
+"""How long the child's output may go without a byte moving once it exited, before it is
+given up (a grandchild that inherited its pipes could hold them open for ever, and a client
+may stop reading)."""
+UNDELIVERED_AFTER_EXIT = "client took nothing after the server exited"
+"""Why the child's last bytes were not delivered, when the drain gave up on the client."""
 
 
 @dataclass
@@ -117,6 +104,15 @@ class StdioRelay:
         self.process: Optional[trio.Process] = None
         self._ends = _Ends()
         self._sent = {Direction.C2S: 0, Direction.S2C: 0}
+        self._moved_at = 0.0
+        """When a byte of the child's output was last read or taken by the client."""
+        self._outputs_left = 2
+        self._outputs_done = trio.Event()
+        self._given_up = False
+        """The drain gave up the child's output (`_drain`)."""
+        self._undelivered = 0
+        """Bytes of the child's output read and never delivered to the client."""
+        self._marked_undelivered = False
         self.conn = 0
         """The hop's connection number in the session (once `run` began)."""
 
@@ -182,8 +178,7 @@ class StdioRelay:
                     outputs.start_soon(self._child_to_client, tap, process, stdout)
                     outputs.start_soon(self._child_stderr, conn, process)
                     await process.wait()
-                    # The child is gone: what it wrote is still in the pipes.
-                    outputs.cancel_scope.deadline = trio.current_time() + DRAIN_TIMEOUT
+                    await self._drain(outputs.cancel_scope)
                 nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
@@ -229,10 +224,10 @@ class StdioRelay:
     ) -> None:
         assert process.stdin is not None
         source = stdin.fileno()
-        sink = _fileno(process.stdin)
+        sink = pipe_fd(process.stdin)
         try:
             while True:
-                chunk = await _read(source)
+                chunk = await read_pipe(source)
                 if not chunk:
                     self._ends.client_closed = True
                     break
@@ -274,45 +269,121 @@ class StdioRelay:
             return
         self.send_signal(signal.SIGKILL)
 
+    async def _drain(self, outputs: trio.CancelScope) -> None:
+        """The child is gone: what it wrote is still in its pipes, and what was read of it may
+        still be on its way to the client. Both go on while bytes move, and are given up
+        once nothing moved for `DRAIN_TIMEOUT` (a grandchild may hold the pipes open for
+        ever; a client may stop reading): what the client did not take is recorded
+        undelivered, and said."""
+        self._moved_at = trio.current_time()
+        while self._outputs_left:
+            with trio.move_on_at(self._moved_at + DRAIN_TIMEOUT):
+                await self._outputs_done.wait()
+            if self._outputs_left and trio.current_time() >= self._moved_at + DRAIN_TIMEOUT:
+                self._given_up = True
+                outputs.cancel()
+                return
+
+    def _output_done(self) -> None:
+        self._outputs_left -= 1
+        if not self._outputs_left:
+            self._outputs_done.set()
+
     async def _child_to_client(
         self, tap: Optional[ConnectionTap], process: trio.Process, stdout: trio.lowlevel.FdStream
     ) -> None:
         assert process.stdout is not None
-        source = _fileno(process.stdout)
+        source = pipe_fd(process.stdout)
         sink = stdout.fileno()
         try:
             while True:
-                chunk = await _read(source)
+                chunk = await read_pipe(source)
                 if not chunk:
                     break
-                if not self._ends.client_gone:
-                    try:
-                        await write_all(sink, chunk)
-                    except OSError as exc:
-                        # Keep draining the child, or it would block on a full pipe.
-                        self._ends.client_gone = True
-                        _say(f"the client stopped reading ({exc.strerror or exc}); ")
-                self._sent[Direction.S2C] += len(chunk)
-                self._observe(tap, Direction.S2C, chunk)
+                self._moved_at = trio.current_time()
+                await self._deliver(tap, sink, chunk)
                 await self._caught_up()
+            # The server closed its stdout: so does the client's end, as without us (the
+            # server may run on; its client would see the end now).
+            await stdout.aclose()
+            with contextlib.suppress(OSError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self._fds[1])
+                os.close(null)
         finally:
+            if self._given_up:  # what the pipe still holds never reaches the client
+                self._deliver_none(tap, read_pipe_now(source))
             self._observe(tap, Direction.S2C, b"")
+            self._output_done()
+
+    async def _deliver(self, tap: Optional[ConnectionTap], sink: int, chunk: bytes) -> None:
+        """Write the server's ``chunk`` to the client, then observe it: what the client did
+        not take (it stopped reading, or the drain gave up on it) is observed undelivered."""
+        view = memoryview(chunk)
+        taken = 0
+        try:
+            while taken < len(chunk) and not self._ends.client_gone:
+                try:
+                    taken += os.write(sink, view[taken:])
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(sink)
+                    continue
+                except OSError as exc:
+                    # Keep draining the child, or it would block on a full pipe.
+                    self._ends.client_gone = True
+                    _say(
+                        f"the client stopped reading ({exc.strerror or exc}); "
+                        "its output is still drained and recorded"
+                    )
+                    break
+                self._moved_at = trio.current_time()
+        finally:  # also when the drain gave up while the client took nothing
+            self._sent[Direction.S2C] += taken
+            if taken:  # (no bytes would be the end of the direction)
+                self._observe(tap, Direction.S2C, chunk[:taken])
+            self._deliver_none(tap, chunk[taken:])
+
+    def _deliver_none(self, tap: Optional[ConnectionTap], data: bytes) -> None:
+        """Observe ``data``, the server's, as never delivered to the client (marked once:
+        everything after it is not delivered either)."""
+        if not data:
+            return
+        self._undelivered += len(data)
+        if not self._marked_undelivered:
+            self._marked_undelivered = True
+            why = "client gone" if self._ends.client_gone else UNDELIVERED_AFTER_EXIT
+            t = self.proxy.now()
+            link, observer = self.proxy.link, self.proxy.observer
+            if link is not None:
+                link.undelivered(self.conn, Direction.S2C, why, t)
+            elif tap is not None and self.proxy.options.enforce_limits:
+                tap.mark_undelivered(Direction.S2C, why)
+            elif tap is not None:
+                observer.after_queued(functools.partial(tap.mark_undelivered, Direction.S2C, why))
+        self._observe(tap, Direction.S2C, data)
 
     async def _child_stderr(self, conn: int, process: trio.Process) -> None:
         assert process.stderr is not None
-        source = _fileno(process.stderr)
+        source = pipe_fd(process.stderr)
         sink = self._fds[2]
+        try:
+            await self._relay_stderr(conn, source, sink)
+        finally:
+            self._output_done()
+
+    async def _relay_stderr(self, conn: int, source: int, sink: int) -> None:
         while True:
-            chunk = await _read(source)
+            chunk = await read_pipe(source)
             if not chunk:
                 return
+            self._moved_at = trio.current_time()
             # Recorded in order with the hop's frames (after what was forwarded before it).
             output = ProcessOutput(conn=conn, route=self.route, t=self.proxy.now(), data=chunk)
             self._publish_in_order(output)
             # Our stderr stays blocking (the live log writes there from its own thread), so
             # the write waits in a worker thread rather than on the relay's.
             try:
-                await trio.to_thread.run_sync(_write_blocking, sink, chunk)
+                await trio.to_thread.run_sync(write_blocking, sink, chunk)
             except OSError:
                 sink = -1  # stderr is gone: keep draining the child
 
@@ -335,7 +406,16 @@ class StdioRelay:
             reason = f"the child exited with status {returncode}"
         if self._ends.client_closed:
             reason = f"the client closed stdin; {reason}"
-        abnormal = returncode != 0 or self._ends.client_gone
+        if self._undelivered:
+            why = (
+                "the client stopped reading"
+                if self._ends.client_gone
+                else (f"the client took nothing for {DRAIN_TIMEOUT:g} s after the server exited")
+            )
+            reason = f"{reason}; {self._undelivered} bytes of its output not delivered: {why}"
+            if not self._ends.client_gone:  # (a client that stopped reading was said at once)
+                _say(f"{self._undelivered} bytes of the server's output not delivered ({why})")
+        abnormal = returncode != 0 or self._ends.client_gone or bool(self._undelivered)
         closed = ConnectionClosed(
             conn=conn,
             route=self.route,
@@ -350,34 +430,9 @@ class StdioRelay:
             self.proxy.observer.forget(tap)
 
 
-def _fileno(stream: object) -> int:
-    """The descriptor of one of the child's pipes (trio gives them as FdStreams on Unix)."""
-    assert isinstance(stream, trio.lowlevel.FdStream)
-    return stream.fileno()
-
-
-async def _read(fd: int) -> bytes:
-    """A chunk from a non-blocking pipe (``b""`` at its end)."""
-    while True:
-        try:
-            return os.read(fd, READ_SIZE)
-        except BlockingIOError:
-            await trio.lowlevel.wait_readable(fd)
-        except OSError:
-            return b""
-
-
-def _write_blocking(fd: int, data: bytes) -> None:
-    if fd < 0:
-        return
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 def _say(text: str) -> None:
     try:
-        sys.stderr.write(f"golem-proxy: {text}its output is still drained and recorded\n")
+        sys.stderr.write(f"golem-proxy: {text}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

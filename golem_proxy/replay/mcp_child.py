@@ -16,7 +16,7 @@ from typing import Optional, Union
 
 import trio
 
-from ..live.stdio_relay import ChildStartError, exit_status, open_piped_child
+from ..live.stdio_child import ChildStartError, exit_status, open_piped_child
 
 __all__ = ["ChildStartError", "McpChild", "Oversized", "StdoutLine"]
 

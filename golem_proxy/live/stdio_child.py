@@ -1,0 +1,90 @@
+"""The MCP server as a child of `golem-proxy mcp` (and of `mcp-verify`'s replay): started with
+its stdio piped, and the pipes read and written without blocking the relay."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+
+import trio
+
+__all__ = [
+    "READ_SIZE",
+    "ChildStartError",
+    "exit_status",
+    "open_piped_child",
+    "pipe_fd",
+    "read_pipe",
+    "read_pipe_now",
+    "write_blocking",
+]
+
+READ_SIZE = 65536
+
+
+class ChildStartError(OSError):
+    """The command could not be started (not found, not executable)."""
+
+
+async def open_piped_child(argv: Sequence[str], env: Mapping[str, str]) -> trio.Process:
+    """Start ``argv`` with its stdin, stdout and stderr piped; returns the process.
+
+    Raises ChildStartError with the reason in one line when it cannot be started."""
+    try:
+        return await trio.lowlevel.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ChildStartError(f"cannot start {argv[0]!r} ({reason})") from None
+
+
+def exit_status(returncode: int) -> int:
+    """A child's status as a shell reports it: its exit code, or 128 + the signal number."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def pipe_fd(stream: object) -> int:
+    """The descriptor of one of the child's pipes (trio gives them as FdStreams on Unix)."""
+    assert isinstance(stream, trio.lowlevel.FdStream)
+    return stream.fileno()
+
+
+async def read_pipe(fd: int) -> bytes:
+    """A chunk from a non-blocking pipe (``b""`` at its end)."""
+    while True:
+        try:
+            return os.read(fd, READ_SIZE)
+        except BlockingIOError:
+            await trio.lowlevel.wait_readable(fd)
+        except OSError:
+            return b""
+
+
+def read_pipe_now(fd: int, most: int = 16 * 1024 * 1024) -> bytes:
+    """What the non-blocking pipe ``fd`` holds now, up to ``most`` bytes."""
+    pieces: list[bytes] = []
+    got = 0
+    while got < most:
+        try:
+            chunk = os.read(fd, min(READ_SIZE, most - got))
+        except OSError:  # BlockingIOError: nothing more now
+            break
+        if not chunk:
+            break
+        pieces.append(chunk)
+        got += len(chunk)
+    return b"".join(pieces)
+
+
+def write_blocking(fd: int, data: bytes) -> None:
+    if fd < 0:
+        return
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

@@ -1,0 +1,179 @@
+"""The server's output on its way to the client through ``golem-proxy mcp``: its end reaches
+the client when the server closes it, and what the client never took (it stopped reading, or
+took nothing once the server had exited) is recorded undelivered, never as delivered."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from golem_proxy.events import ConnectionClosed, FrameSeen, FramingErrorSeen
+from golem_proxy.live.stdio_relay import DRAIN_TIMEOUT, UNDELIVERED_AFTER_EXIT
+from golem_proxy.recording.format import read_recording
+from tests.support.cli_helpers import run_cli
+
+from .mcp_helpers import ROOT, environment
+
+OBSERVERS = pytest.mark.parametrize("observer", ["in-process", "child-process"])
+NOWHERE = ["--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9"]
+
+ANSWERS_EACH_LINE = (
+    "import json, sys\n"
+    "for line in sys.stdin.buffer:\n"
+    "    ident = json.loads(line)['id']\n"
+    "    answer = {'jsonrpc': '2.0', 'id': ident, 'result': {'n': ident}}\n"
+    "    sys.stdout.buffer.write(json.dumps(answer).encode() + b'\\n')\n"
+    "    sys.stdout.buffer.flush()\n"
+)
+
+
+def wrapper_command(record: Path, observer: str, server: str) -> list[str]:
+    return [
+        sys.executable, "-m", "golem_proxy", "mcp", *NOWHERE, "--observer", observer,
+        "--record", str(record), "--", sys.executable, "-c", server,
+    ]  # fmt: skip
+
+
+def request(ident: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n' % ident
+
+
+def finished(process: subprocess.Popen[bytes], limit: float = 60) -> int:
+    deadline = time.monotonic() + limit
+    while process.poll() is None:
+        assert time.monotonic() < deadline, "the wrapper did not exit"
+        time.sleep(0.02)
+    return process.returncode
+
+
+@OBSERVERS
+def test_the_client_sees_the_end_when_the_server_closes_its_stdout(
+    tmp_path: Path, observer: str
+) -> None:
+    """The server closes its stdout and runs on until its stdin ends: its client sees the
+    end of the output at once, as it would without the wrapper (it waited for the exit)."""
+    server = (
+        "import os, sys\n"
+        'os.write(1, b\'{"jsonrpc":"2.0","method":"notifications/hello"}\\n\')\n'
+        "os.close(1)\n"
+        "sys.stdin.buffer.read()\n"
+    )
+    command = wrapper_command(tmp_path / "r.jsonl", observer, server)
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=environment()
+    )
+    assert process.stdin is not None and process.stdout is not None
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(process.stdout.read()))  # type: ignore[union-attr]
+    reader.start()
+    try:
+        reader.join(timeout=30)
+        assert not reader.is_alive(), "no end of the output while the server runs on"
+        assert got == [b'{"jsonrpc":"2.0","method":"notifications/hello"}\n']
+        assert process.poll() is None  # the server still runs: so does the wrapper
+        process.stdin.close()
+        assert finished(process) == 0
+    finally:
+        process.kill()
+        process.wait()
+        reader.join(timeout=5)
+
+
+@OBSERVERS
+def test_answers_the_client_never_read_are_recorded_undelivered(
+    tmp_path: Path, observer: str
+) -> None:
+    """The client closed its end of our stdout: the server's answers are drained and
+    recorded, each undelivered ("client gone"), and the close counts none of them as sent."""
+    record = tmp_path / "r.jsonl"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the client reads nothing, ever
+    process = subprocess.Popen(
+        wrapper_command(record, observer, ANSWERS_EACH_LINE),
+        stdin=subprocess.PIPE,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=environment(),
+    )
+    os.close(write_end)
+    assert process.stdin is not None and process.stderr is not None
+    try:
+        process.stdin.write(request(1) + request(2))
+        process.stdin.close()
+        assert finished(process) == 0
+        errors = process.stderr.read().decode()
+    finally:
+        process.kill()
+        process.wait()
+        process.stderr.close()
+    assert "the client stopped reading" in errors
+    events = read_recording(str(record)).events
+    answers = [
+        e for e in events if isinstance(e, FrameSeen) and e.route == "mcp" and not e.is_request
+    ]
+    assert [a.message.id for a in answers] == [1, 2]
+    assert [a.undelivered for a in answers] == ["client gone", "client gone"]
+    (closed,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
+    assert closed.bytes_s2c == 0 and closed.abnormal
+    assert "not delivered: the client stopped reading" in closed.reason
+    shown = run_cli("show", str(record)).stdout
+    assert shown.count("(undelivered: client gone)") == 2, shown
+
+
+@OBSERVERS
+def test_the_last_answer_a_client_does_not_take_after_the_exit_is_recorded_whole_undelivered(
+    tmp_path: Path, observer: str
+) -> None:
+    """The server writes an answer larger than a pipe holds (not larger than the pipes and the
+    wrapper's read hold: it could not exit) and exits; the client takes nothing for longer
+    than the drain waits. The wrapper exits, says how much it did not
+    deliver, and the recording has the answer whole, undelivered: not a frame the server cut
+    short (the drain's deadline used to cut the write and the record alike)."""
+    record = tmp_path / "r.jsonl"
+    server = (
+        "import sys\n"
+        "line = sys.stdin.buffer.readline()\n"
+        'body = \'{"jsonrpc":"2.0","id":1,"result":{"text":"\' + \'x\' * 150000 + \'"}}\'\n'
+        "sys.stdout.buffer.write(body.encode() + b'\\n')\n"
+    )
+    process = subprocess.Popen(
+        wrapper_command(record, observer, server),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,  # not read until the wrapper exits
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=environment(),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    try:
+        process.stdin.write(request(1))
+        process.stdin.flush()
+        assert finished(process, 30 + DRAIN_TIMEOUT) == 0
+        delivered = process.stdout.read()
+        errors = process.stderr.read().decode()
+    finally:
+        process.kill()
+        process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            stream.close()
+    assert 0 < len(delivered) < 150_000
+    assert "bytes of the server's output not delivered" in errors
+    events = read_recording(str(record)).events
+    assert not [e for e in events if isinstance(e, FramingErrorSeen)]
+    (answer,) = [
+        e for e in events if isinstance(e, FrameSeen) and e.route == "mcp" and not e.is_request
+    ]
+    assert answer.message.id == 1 and len(answer.payload) == 150_045
+    assert answer.undelivered == UNDELIVERED_AFTER_EXIT
+    assert answer.delivered_bytes == len(delivered)
+    (closed,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
+    assert closed.bytes_s2c == len(delivered)
+    assert f"{150_046 - len(delivered)} bytes of its output not delivered" in closed.reason
