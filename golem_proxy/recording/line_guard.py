@@ -9,9 +9,10 @@ import json
 import re
 from typing import Any, NoReturn
 
+from ..json_levels import strict_json_misfit
 from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, RecordingError
 
-__all__ = ["check_line", "decode_json"]
+__all__ = ["check_line", "decode_json", "strictly_unreadable"]
 
 
 # A JSON string, unrolled so that the regex engine runs through plain characters in one step.
@@ -53,6 +54,50 @@ def _deeper_than(line: bytes, depth: int) -> bool:
             return False  # empty, or unbalanced: json reports that
         skeleton = shorter
     return bool(skeleton)
+
+
+def strictly_unreadable(payload: bytes, obj: Any, skeleton: bool = False) -> str:
+    """Why a frame's ``payload`` that a peer's JSON reads (Python's: NaN, ``Infinity``,
+    nesting to its recursion limit), decoded as ``obj``, would make its line one the reader
+    refuses, were it written verbatim; "" when it would not. The writer stores such a payload
+    raw instead, so a recording is never one its own reader cannot open: a plugin's
+    ``json.dumps`` writes NaN for a float that is not a number. (A number past a float's
+    range, ``1e999``, the reader takes, as infinity: stored raw too, since no JSON output can
+    say it.) ``skeleton``: ``obj`` has the payload's bulk strings elided (they nest nothing),
+    and is walked at once; otherwise the payload's bytes are searched first for what could
+    be either (brackets enough, a constant's name, a large exponent), and ``obj`` walked only
+    then: a small frame costs a few searches, not a walk."""
+    depth = MAX_DEPTH - 1  # the line's own object is one level more
+    if not skeleton and not (
+        _brackets_reach(payload, depth + 1)
+        or b"NaN" in payload
+        or b"Infinity" in payload
+        or _LARGE_EXPONENT.search(payload)
+    ):
+        return ""
+    misfit = strict_json_misfit(obj, depth)
+    if misfit == "deeper":
+        return f"payload nested deeper than {depth} levels"
+    if misfit:
+        return "payload has a number that is not finite (NaN, Infinity), which JSON has not"
+    return ""
+
+
+_LARGE_EXPONENT = re.compile(rb"[eE]\+?0*[1-9][0-9]{2}")
+"""An exponent of three digits or more: where a number may be past a float's range."""
+
+
+def _brackets_reach(data: bytes, count: int) -> bool:
+    """Whether ``data`` holds at least ``count`` opening brackets: found one by one, where
+    counting them would read a long payload whole, twice."""
+    for bracket in (b"{", b"["):
+        at = data.find(bracket)
+        while at >= 0:
+            count -= 1
+            if not count:
+                return True
+            at = data.find(bracket, at + 1)
+    return False
 
 
 def _no_constant(name: str) -> NoReturn:

@@ -28,6 +28,7 @@ from golem_core.profiles import Profile, get_profile
 from .. import events
 from ..events import Direction, Event
 from .files import open_private
+from .line_guard import strictly_unreadable
 from .page_cache import WrittenPages
 from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
 from .shared_file import RESTARTED_KIND, STOPPED_KIND, session_end_line, session_line
@@ -143,19 +144,23 @@ def _encode_frame(event: events.FrameSeen, profile: Profile, seq: int) -> list[b
     message = event.message
     payload = event.payload
     undecodable = _undecodable(message)
+    unreadable = ""
     if not event.redacted and not undecodable and b"\n" not in payload:
-        # The common case, formatted by hand: json.dumps of the small prefix dict was the
-        # recorder's largest cost per frame. The exact payload bytes are spliced in as the
-        # last member: readable and byte-exact.
-        return [_frame_prefix(event, message, seq), payload, b"}\n"]
+        obj = getattr(message, "obj", None)
+        unreadable = strictly_unreadable(payload, obj, skeleton=event.elided > 0)
+        if not unreadable:
+            # The common case, formatted by hand: json.dumps of the small prefix dict was
+            # the recorder's largest cost per frame. The exact payload bytes are spliced in
+            # as the last member: readable and byte-exact.
+            return [_frame_prefix(event, message, seq), payload, b"}\n"]
     base = frame_members(event, message, seq)
     if event.redacted:
         base["redacted"] = list(event.redacted)
         base["msg"] = None if undecodable else message.obj
-    else:  # not JSON, or a payload spanning lines: stored base64
+    else:  # not JSON, a payload spanning lines, or one the reader would refuse: base64
         base["raw"] = _b64(payload)
         if not undecodable:
-            base["note"] = "payload spans lines; stored raw"
+            base["note"] = f"{unreadable or 'payload spans lines'}; stored raw"
     return [dumps(base) + b"\n"]
 
 

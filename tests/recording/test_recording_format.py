@@ -46,8 +46,10 @@ from golem_proxy.recording.format import (
     encode_header,
     read_recording,
 )
+from golem_proxy.recording.line_guard import check_line, decode_json
 from golem_proxy.recording.schema import FRAME_MEMBERS, FRAME_OPTIONAL, KIND_MEMBERS
 from golem_proxy.recording.writer import IOV_MAX, write_all
+from tests.support.cli_helpers import run_cli
 from tests.support.frames import frame_seen
 from tests.support.trace_builder import golem_session, write_recording
 
@@ -266,6 +268,43 @@ def test_undecodable_or_multiline_payloads_are_stored_base64(payload: bytes) -> 
     assert line is not None and line.count(b"\n") == 1
     data = json.loads(line)
     assert "msg" not in data and "raw" in data
+
+
+READ_BY_PEERS_ONLY = [
+    # A plugin's json.dumps writes NaN for a float that is not a number.
+    (b'{"status": "success", "result": {"volume": NaN}}', "not finite"),
+    (b'{"status": "success", "result": {"low": -Infinity}}', "not finite"),
+    (b'{"status": "success", "result": {"big": 1e999}}', "not finite"),
+    (b'{"status": "success", "result": ' + b"[" * 300 + b"]" * 300 + b"}", "deeper than 255"),
+]
+
+
+@pytest.mark.parametrize(("payload", "why"), READ_BY_PEERS_ONLY)
+def test_a_payload_the_reader_would_refuse_verbatim_is_stored_raw_and_read_back(
+    tmp_path: Path, payload: bytes, why: str
+) -> None:
+    """Python's JSON reads these, and so does the tap: written verbatim, their line was one
+    the reader refuses (NaN is not JSON; it nests 256 levels at most), and the whole
+    recording could not be opened. Stored raw, with a note, they read back as they were."""
+    event = frame(payload, Direction.S2C)
+    line = encode_event(event, GOLEM, 1)
+    assert line is not None
+    check_line(line)
+    data = decode_json(line)  # strict, as the reader reads a line
+    assert "msg" not in data and why in data["note"] and data["note"].endswith("; stored raw")
+    (back,) = roundtrip([event])
+    assert isinstance(back, FrameSeen)
+    assert back.payload == payload and repr(back.message) == repr(event.message)
+    path = tmp_path / "peers.jsonl"
+    path.write_bytes(write_recording([event]))
+    shown = run_cli("show", str(path))
+    assert shown.returncode == 0, shown.stderr
+
+
+def test_a_payload_with_nan_only_in_a_string_stays_verbatim() -> None:
+    payload = b'{"status": "success", "result": {"text": "NaN, Infinity"}}'
+    line = encode_event(frame(payload, Direction.S2C), GOLEM, 1)
+    assert line is not None and line.endswith(b',"msg":' + payload + b"}\n")
 
 
 def test_redacted_frames_store_the_redacted_object() -> None:
