@@ -26,6 +26,7 @@ from ..replay.setup import (
     parse_timing,
     upstreams_for,
 )
+from ..terminal import safe_text
 from ._common import CommandError, trace_path_arg, unwrap
 from ._options import add_address, add_profile, add_timeout
 
@@ -217,7 +218,9 @@ async def _serve(server: ReplayServer, idle_exit: Optional[float]) -> str:
         bound = await nursery.start(server.run)
         # The channels served, by the trace's route names (GOLEM: main= and gh=; a Scrybe
         # trace: its one socket), with socket paths a client can use from anywhere.
-        channels = " ".join(f"{name}={address.absolute()}" for name, address in bound.items())
+        channels = " ".join(
+            f"{safe_text(name)}={address.absolute()}" for name, address in bound.items()
+        )
         exchanges = len(server.engine.index.trace.exchanges)
         print(f"golem-proxy replay ready: {channels} exchanges={exchanges}", flush=True)
         if idle_exit is not None:

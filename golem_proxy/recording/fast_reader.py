@@ -173,6 +173,7 @@ class FastRecordingReader(RecordingReader):
                 yield from self._exact(data, start + 1, previous + 1)
                 continue
             self._watch(match, events[0].conn, events[0].t, events[1].t)
+            self._decoder.ended = None  # as any event after a session's end does
             self.line_number += 3
             if self.on_exchange is not None:
                 self.on_exchange(events[0], events[1])

@@ -218,21 +218,20 @@ class LineDecoder:
         if kind in ("exchange", "server-exchange"):
             # A server-exchange pairs a request the server sent with the client's answer.
             asked, answered = ("c2s", "s2c") if kind == "exchange" else ("s2c", "c2s")
-            request, response = self.frames.take_exchange(
-                (conn, asked, member_int(data, "req")), (conn, answered, member_int(data, "resp"))
-            )
+            index = member_int(data, "req")
+            answer_key = (conn, answered, member_int(data, "resp"))
+            answer = self.frames.frames.get(answer_key)
+            if answer is not None and answer.answers is not None and answer.answers != index:
+                # A damaged line: the answer says which request it answers (the tap's
+                # decision, carried in its frame), and that pair is the exchange; the request
+                # the line names is left as it stands.
+                index = answer.answers
+            request, response = self.frames.take_exchange((conn, asked, index), answer_key)
             if request is None or response is None:
                 return None  # its frames were lost before a crash; nothing to pair
-            # Decided as the tap decides it, from the frames (the line's status is for people).
-            profile = self.routes.get(route, self.profile)
-            outcome = profile.outcome(request.message, response.message)
-            return events.ExchangeCompleted(
-                conn=conn,
-                route=route,
-                request=request,
-                response=response,
-                outcome=outcome,
-            )
+            # Decided as the tap decides it, from the frames (the line's status is for people),
+            # with the profile of the frames' route (the line's may be damaged).
+            return self._exchange(request, response)
         if kind == "violation":
             return self._violation(data, conn, route, t)
         if kind == "frame-error":
@@ -434,6 +433,8 @@ def read_frame(
         raise RecordingError("redacted must be a list of strings")
     redacted = tuple(redacted)
     if "raw" in data:
+        if "msg" in data:
+            raise RecordingError("a frame line has both msg and raw")
         payload = member_base64(data)
         message = profile.parse(payload, role)
     else:

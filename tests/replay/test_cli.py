@@ -344,3 +344,27 @@ def test_replay_refuses_a_damaged_payload_at_load_as_show_does(
         "replay", str(damaged), "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0"
     )
     assert (replay.returncode, replay.stderr) == (2, show.stderr), replay.stdout
+
+
+def test_a_route_name_with_control_characters_is_printed_escaped(tmp_path: Path) -> None:
+    """A trace may come from anyone: its route names reach the terminal escaped, as every
+    other view writes them."""
+    trace = tmp_path / "escape.jsonl"
+    header = {
+        "format": "golem-proxy-recording",
+        "version": 2,
+        "profile": "golem",
+        "routes": [{"name": "ma\x1b[31min", "listen": "127.0.0.1:1", "upstream": "127.0.0.1:2"}],
+        "started_at": "2026-12-06T00:00:00Z",
+        "clock": "t = monotonic seconds since started_at",
+        "tool": "golem-proxy",
+        "redact": [],
+    }
+    trace.write_text(json.dumps(header) + "\n", encoding="utf-8")
+    done = golem_proxy(
+        "replay", str(trace), "--listen", "127.0.0.1:0", "--gh-listen", "127.0.0.1:0",
+        "--idle-exit", "0.2",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout + done.stderr
+    assert "ma\\x1b[31min=" in done.stdout
