@@ -65,6 +65,11 @@ class RecordReader:
         """The last record returned had at least `READ_WHOLE_FROM` bytes of data and nothing
         was received after it: a large frame's body, whose next record is likely one too."""
 
+    @property
+    def waiting(self) -> int:
+        """Bytes received and not returned yet."""
+        return self._size
+
     def receive_data(self, data: Chunk) -> None:
         if data:
             self._chunks.append(data)
@@ -193,6 +198,9 @@ class PipeRecords:
         if whole is None:
             ahead = reader.data_ahead()
             size = ahead or reader.read_size(READ_SIZE)
+            # A header read alone after a large body may be a small record's, long after it:
+            # not counted as the body's (the loop reading would not gather for it).
+            rest_of_record = size < READ_SIZE and reader.waiting >= HEADER.size
             chunk = os.read(self.fd, size)
             if 0 < len(chunk) < ahead:
                 # Rare (14 reads in 880 of a run of 16 MiB answers): the rest is read into a
@@ -202,7 +210,7 @@ class PipeRecords:
                 self._whole[: len(chunk)] = chunk
                 return len(chunk), True
             reader.receive_data(chunk)
-            return len(chunk), bool(ahead) or size < READ_SIZE
+            return len(chunk), bool(ahead) or rest_of_record
         with memoryview(whole) as view:
             got = os.readv(self.fd, [view[self._filled :]])
         self._filled += got

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from golem_proxy.live.handoff import Kind, Record, encode
+from golem_proxy.live.handoff import HEADER, Kind, Record, encode
 from golem_proxy.live.handoff_reader import READ_WHOLE_FROM, PipeRecords, RecordReader
 
 MIB = 1024 * 1024
@@ -155,3 +155,27 @@ def test_a_pipe_that_ends_inside_a_record_read_whole_ends_without_it() -> None:
     finally:
         os.close(read_fd)
     assert ended and got == [first]
+
+
+def test_a_small_record_after_a_large_body_is_not_read_as_part_of_it() -> None:
+    """After a large record the next header is read alone; a small record's, coming later,
+    is not said to be a body's (the reading loop gathers a quiet pipe's records, not a
+    body's)."""
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, MIB)
+    os.set_blocking(read_fd, False)
+    reader = RecordReader()
+    pipe = PipeRecords(read_fd, reader)
+    large = Record(Kind.DATA, 1, 1, 0.0, bytes(READ_WHOLE_FROM))
+    small = Record(Kind.DATA, 1, 1, 1.0, b"x" * 200)
+    try:
+        os.write(write_fd, encode(large))
+        assert pipe.read() == (HEADER.size + READ_WHOLE_FROM, False)  # as much as there was
+        assert reader.next_record() == large
+        os.write(write_fd, encode(small))
+        header, bulk = pipe.read()
+        assert (header, bulk) == (HEADER.size, False)
+        assert pipe.read() == (200, False) and reader.next_record() == small
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
