@@ -14,7 +14,7 @@ from typing import Any, Optional
 from .call_outage import routes_down, went_down
 from .flows import Flow
 from .stats import LatencySummary, summarize_latencies
-from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder
+from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder, tool_call_error
 from .trace import json_ms
 
 __all__ = ["ToolStats", "ToolStatsBuilder"]
@@ -47,6 +47,9 @@ class ToolStats:
     `FrameSeen.routes_down`): what they tried there after that was refused too."""
     met_route_down: int = 0
     """Its calls that met a GOLEM route not listening, either way (each counted once)."""
+    unknown: int = 0
+    """Its calls whose outcome is not known, neither failed nor succeeded: pending at the
+    end, let go past the pairing limits, or answered in a gap (`tool_call_error` None)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +67,7 @@ class ToolStats:
             "calls_while_down": self.made_while_down,
             "calls_went_down": self.went_down_during,
             "calls_met_route_down": self.met_route_down,
+            "unknown": self.unknown,
         }
 
 
@@ -105,4 +109,5 @@ def _row(tool: str, calls: list[ToolCall]) -> ToolStats:
         sum(1 for call in calls if routes_down(call.flow)),
         sum(1 for call in calls if went_down(call.flow)),
         sum(1 for call in calls if routes_down(call.flow) or went_down(call.flow)),
+        sum(1 for call in calls if tool_call_error(call.flow) is None),
     )

@@ -63,12 +63,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def tool_table(rows: list[ToolStats]) -> Table:
-    """Per MCP tool: calls, failures (``isError``, an error response or no answer), latency,
-    and its mean split into time inside Rhino and the server's own time."""
+    """Per MCP tool: calls, failures (``isError``, an error response or no answer), calls
+    whose outcome is unknown, latency, and its mean split into time inside Rhino and the
+    server's own time."""
     table = Table(
         title="MCP tool calls",
         title_justify="left",
-        caption="latency in ms (percentiles by nearest rank); golem: the GOLEM flows the "
+        caption="latency in ms (percentiles by nearest rank); unknown: calls neither ok nor "
+        "err, whose answer was never seen (pending at the end, let go past the pairing "
+        "limits, or answered in a gap); golem: the GOLEM flows the "
         "calls caused; shared: those sent while calls overlapped (each names every "
         "candidate, and is in no golem count); no conn: GOLEM connections a call opened that "
         "ended before a byte crossed them (the plugin refused them, …); down: calls made while "
@@ -84,6 +87,7 @@ def tool_table(rows: list[ToolStats]) -> Table:
     columns = (
         "calls",
         "err",
+        "unknown",
         "golem",
         "shared",
         "no conn",
@@ -100,6 +104,7 @@ def tool_table(rows: list[ToolStats]) -> Table:
             Text(safe_text(row.tool)),
             Text(str(row.calls)),
             Text(str(row.errors), style="red") if row.errors else Text("0"),
+            _count(row.unknown, "yellow"),
             Text(str(row.golem_flows)),
             Text(str(row.shared_flows), style="yellow") if row.shared_flows else Text("0"),
             Text(str(row.failed_connections), style="red") if row.failed_connections else Text("0"),

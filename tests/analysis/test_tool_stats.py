@@ -47,3 +47,19 @@ def test_a_call_that_met_a_route_down_both_ways_counts_once() -> None:
         2,
         3,
     )
+
+
+def test_a_call_whose_answer_was_never_seen_is_neither_ok_nor_an_error() -> None:
+    """Pending at the end, or let go past the pairing limits: its outcome is unknown, and
+    the row says so rather than leave it to read as a success (calls less errors)."""
+    request = {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "list_layers", "arguments": {}}}  # fmt: skip
+    pending = Flow(2, 1, "mcp", request=_frame(Direction.C2S, request, 2.0))
+    let_go = Flow(3, 1, "mcp", request=_frame(Direction.C2S, request, 3.0))
+    let_go.let_go = True
+    closed = Flow(4, 1, "mcp", request=_frame(Direction.C2S, request, 4.0))
+    closed.closed_unanswered = True
+    calls = [_call(), ToolCall(pending), ToolCall(let_go), ToolCall(closed)]
+    row = _row("list_layers", calls)
+    assert (row.calls, row.errors, row.unknown, row.pending) == (4, 2, 2, 1)
+    assert row.to_json()["unknown"] == 2
