@@ -97,6 +97,9 @@ class FlowTracker:
         """Every flow in the order it was created (with ``keep``; else empty)."""
         self.created = 0
         self.connections: dict[int, ConnectionInfo] = {}
+        """The connections known (without ``keep``: those not closed yet)."""
+        self.connections_seen = 0
+        """Connections known so far, closed ones included."""
         self.events_missed = 0
         self.observer = 0
         """The observing process recording now: how many restarts were read so far."""
@@ -150,6 +153,7 @@ class FlowTracker:
         if isinstance(event, ConnectionOpened):
             info = ConnectionInfo(event.conn, event.route, event.client, event.upstream, event.t)
             info.observer = self.observer
+            self.connections_seen += event.conn not in self.connections
             self.connections[event.conn] = info
             return None
         if isinstance(event, ConnectionClosed):
@@ -283,6 +287,7 @@ class FlowTracker:
         info = self.connections.get(conn)
         if info is None:
             info = self.connections[conn] = ConnectionInfo(conn, route)
+            self.connections_seen += 1
         return info
 
     def _count_bytes(self, conn: int, direction: Direction, size: int) -> None:
@@ -416,6 +421,11 @@ class FlowTracker:
             failed = self._new_flow(conn, event.route)
             failed.connection_failed = event
             changed = self._settled(failed)
+        if not self.keep:
+            # A streaming view keeps what is in flight, not every connection of the trace
+            # (a million connections opened and closed held 300 MB).
+            del self.connections[conn]
+            self._latest.pop(conn, None)
         return changed
 
     def _flow_for_fault(self, event: Union[FaultInjected, InterceptStep]) -> Optional[Flow]:

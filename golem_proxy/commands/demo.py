@@ -238,7 +238,7 @@ def _summary(console: Console, path: str, outcome: DemoOutcome) -> None:
     violations = sum(len(flow.violations) for flow in flows)
     console.print(
         f"{counted(len(flows), 'exchange')} on "
-        f"{counted(len(trace.tracker.connections), 'connection')}, "
+        f"{counted(trace.tracker.connections_seen, 'connection')}, "
         f"{counted(sum(flow.is_error for flow in flows), 'error')}, "
         f"{counted(violations, 'contract violation')}"
     )

@@ -244,13 +244,19 @@ _LEAVES = st.one_of(
 )
 
 
+def _before_a_word(text: str) -> str:
+    """``text`` as the left of an implicit ``&``: grouped when it ends with a predicate that
+    takes an optional argument (``~q "["`` is ``~q`` of the regex ``[``, not ``~q & "["``)."""
+    return f"({text})" if re.search(r"~[a-z]+$", text) else text
+
+
 _EXPRESSIONS = st.recursive(
     _LEAVES,
     lambda inner: st.one_of(
         st.builds(lambda a: f"!{a}", inner),
         st.builds(lambda a: f"({a})", inner),
         st.builds(lambda a, b: f"{a} & {b}", inner, inner),
-        st.builds(lambda a, b: f"{a} {b}", inner, inner),
+        st.builds(lambda a, b: f"{_before_a_word(a)} {b}", inner, inner),
         st.builds(lambda a, b: f"{a} | {b}", inner, inner),
     ),
     max_leaves=8,
