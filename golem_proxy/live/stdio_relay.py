@@ -253,6 +253,11 @@ class StdioRelay:
             sent = os.write(sink, chunk)
         except BlockingIOError:
             sent = 0
+        except OSError:
+            # The server closed its stdin: the client's bytes are recorded, never delivered.
+            self._mark_undelivered(tap, Direction.C2S, "server gone")
+            self._observe(tap, Direction.C2S, chunk)
+            raise
         self._observe(tap, Direction.C2S, chunk)
         if sent < len(chunk):
             await write_all(sink, chunk[sent:])
@@ -352,15 +357,21 @@ class StdioRelay:
         if not self._marked_undelivered:
             self._marked_undelivered = True
             why = "client gone" if self._ends.client_gone else UNDELIVERED_AFTER_EXIT
-            t = self.proxy.now()
-            link, observer = self.proxy.link, self.proxy.observer
-            if link is not None:
-                link.undelivered(self.conn, Direction.S2C, why, t)
-            elif tap is not None and self.proxy.options.enforce_limits:
-                tap.mark_undelivered(Direction.S2C, why)
-            elif tap is not None:
-                observer.after_queued(functools.partial(tap.mark_undelivered, Direction.S2C, why))
+            self._mark_undelivered(tap, Direction.S2C, why)
         self._observe(tap, Direction.S2C, data)
+
+    def _mark_undelivered(
+        self, tap: Optional[ConnectionTap], direction: Direction, why: str
+    ) -> None:
+        """The bytes of ``direction`` observed from now on never reached their receiver
+        (``why``), as `Connection.observe_undelivered` says it on the TCP routes."""
+        link, observer = self.proxy.link, self.proxy.observer
+        if link is not None:
+            link.undelivered(self.conn, direction, why, self.proxy.now())
+        elif tap is not None and self.proxy.options.enforce_limits:
+            tap.mark_undelivered(direction, why)
+        elif tap is not None:
+            observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))
 
     async def _child_stderr(self, conn: int, process: trio.Process) -> None:
         assert process.stderr is not None

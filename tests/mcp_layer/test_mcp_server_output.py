@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.events import ConnectionClosed, FrameSeen, FramingErrorSeen
+from golem_proxy.events import ConnectionClosed, Direction, FrameSeen, FramingErrorSeen
 from golem_proxy.live.stdio_relay import DRAIN_TIMEOUT, UNDELIVERED_AFTER_EXIT
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import run_cli
@@ -177,3 +177,45 @@ def test_the_last_answer_a_client_does_not_take_after_the_exit_is_recorded_whole
     (closed,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
     assert closed.bytes_s2c == len(delivered)
     assert f"{150_046 - len(delivered)} bytes of its output not delivered" in closed.reason
+
+
+@OBSERVERS
+def test_a_call_written_after_the_server_closed_its_stdin_is_recorded_undelivered(
+    tmp_path: Path, observer: str
+) -> None:
+    """The server stops reading (closes its stdin) and says so; the client's next call is
+    recorded, marked never delivered ("server gone"), and not counted as sent."""
+    record = tmp_path / "r.jsonl"
+    server = (
+        "import os, time\n"
+        "os.close(0)\n"
+        'os.write(1, b\'{"jsonrpc":"2.0","method":"notifications/closed"}\\n\')\n'
+        "time.sleep(1.5)\n"
+    )
+    process = subprocess.Popen(
+        wrapper_command(record, observer, server),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        env=environment(),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        assert b"notifications/closed" in process.stdout.readline()
+        process.stdin.write(request(7))
+        process.stdin.flush()
+        assert finished(process) == 0
+    finally:
+        process.kill()
+        process.wait()
+        for stream in (process.stdin, process.stdout):
+            stream.close()
+    events = read_recording(str(record)).events
+    (call,) = [
+        e
+        for e in events
+        if isinstance(e, FrameSeen) and e.route == "mcp" and e.direction is Direction.C2S
+    ]
+    assert call.message.id == 7 and call.undelivered == "server gone"
+    (closed,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
+    assert closed.bytes_c2s == 0
