@@ -15,13 +15,14 @@ routes, while the recording trails the wire (`ObserverLink.until_caught_up`).
 
 The hop is one connection of the session (route ``mcp`` by default): ``c2s`` is the client's
 side (requests), ``s2c`` the server's (responses). It ends when the child exits: the child's
-stdout and stderr are drained while bytes move (`_drain`), the connection's close is recorded,
-and `run` returns the child's exit status. When the child closes its stdout, so does the
-client's end, as it would without us. What the client does not take of the child's output (it
-stopped reading, or took nothing for `DRAIN_TIMEOUT` once the child exited) is still read and
-recorded, marked undelivered as the TCP relay marks it, and not counted as sent. When the
-client closes our stdin, the child's stdin is closed and the child gets ``exit_timeout``
-seconds to exit before it is terminated, then killed.
+stdout and stderr are drained while the client takes bytes (`_drain`, bounded:
+`stdio_ends.py`), the connection's close is recorded, and `run` returns the child's exit
+status. When the child closes its stdout, so does the client's end, as it would without us.
+What the client does not take of the child's output (it stopped reading, or the drain gave
+up) is still read and recorded, marked undelivered as the TCP relay marks it, and not counted
+as sent; so is a call written once the child closed its stdin. When the client closes our
+stdin, the child's stdin is closed and the child gets ``exit_timeout`` seconds to exit before
+it is terminated, then killed.
 """
 
 from __future__ import annotations
@@ -31,9 +32,7 @@ import functools
 import os
 import shlex
 import signal
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Optional
 
 import trio
@@ -52,28 +51,20 @@ from .stdio_child import (
     read_pipe_now,
     write_blocking,
 )
+from .stdio_ends import (
+    DRAIN_LIMIT,
+    DRAIN_TIMEOUT,
+    UNDELIVERED_AFTER_EXIT,
+    UNDELIVERED_PAST_LIMIT,
+    HopEnds,
+    say,
+)
 from .tap import ConnectionTap
 
-__all__ = ["CLIENT_NAME", "DRAIN_TIMEOUT", "UNDELIVERED_AFTER_EXIT", "StdioRelay"]
+__all__ = ["CLIENT_NAME", "StdioRelay"]
 
 CLIENT_NAME = "stdio"
 """The client of the MCP hop as the recording names it: whatever is on our stdin."""
-DRAIN_TIMEOUT = 2.0
-"""How long the child's output may go without a byte moving once it exited, before it is
-given up (a grandchild that inherited its pipes could hold them open for ever, and a client
-may stop reading)."""
-UNDELIVERED_AFTER_EXIT = "client took nothing after the server exited"
-"""Why the child's last bytes were not delivered, when the drain gave up on the client."""
-
-
-@dataclass
-class _Ends:
-    """How the hop ended, for the close line."""
-
-    client_closed: bool = False
-    client_gone: bool = False
-    """Our stdout failed (the client stopped reading and closed it): the child's output is
-    still drained and observed, no longer forwarded."""
 
 
 class StdioRelay:
@@ -102,16 +93,14 @@ class StdioRelay:
         self.exit_timeout = exit_timeout
         self._fds = (stdin_fd, stdout_fd, stderr_fd)
         self.process: Optional[trio.Process] = None
-        self._ends = _Ends()
+        self._ends = HopEnds()
         self._sent = {Direction.C2S: 0, Direction.S2C: 0}
         self._moved_at = 0.0
         """When a byte of the child's output was last read or taken by the client."""
         self._outputs_left = 2
         self._outputs_done = trio.Event()
-        self._given_up = False
-        """The drain gave up the child's output (`_drain`)."""
-        self._undelivered = 0
-        """Bytes of the child's output read and never delivered to the client."""
+        self._held = False
+        """The relay waits for the recording (`_caught_up`)."""
         self._marked_undelivered = False
         self.conn = 0
         """The hop's connection number in the session (once `run` began)."""
@@ -276,18 +265,24 @@ class StdioRelay:
 
     async def _drain(self, outputs: trio.CancelScope) -> None:
         """The child is gone: what it wrote is still in its pipes, and what was read of it may
-        still be on its way to the client. Both go on while bytes move, and are given up
-        once nothing moved for `DRAIN_TIMEOUT` (a grandchild may hold the pipes open for
-        ever; a client may stop reading): what the client did not take is recorded
-        undelivered, and said."""
-        self._moved_at = trio.current_time()
+        still be on its way to the client. Both go on while the client takes bytes (or the
+        relay waits for the recording), and are given up once it took nothing for
+        `DRAIN_TIMEOUT` (a client may stop reading, a grandchild may hold the pipes open),
+        or `DRAIN_LIMIT` after the exit whatever moves (a grandchild may write for ever):
+        what the client did not take is recorded undelivered, and said."""
+        exited = self._moved_at = trio.current_time()
         while self._outputs_left:
-            with trio.move_on_at(self._moved_at + DRAIN_TIMEOUT):
-                await self._outputs_done.wait()
-            if self._outputs_left and trio.current_time() >= self._moved_at + DRAIN_TIMEOUT:
-                self._given_up = True
+            now = trio.current_time()
+            idle_end = (now if self._held else self._moved_at) + DRAIN_TIMEOUT
+            deadline = min(idle_end, exited + DRAIN_LIMIT)
+            if now >= deadline:
+                self._ends.given_up = (
+                    UNDELIVERED_PAST_LIMIT if deadline < idle_end else UNDELIVERED_AFTER_EXIT
+                )
                 outputs.cancel()
                 return
+            with trio.move_on_at(deadline):
+                await self._outputs_done.wait()
 
     def _output_done(self) -> None:
         self._outputs_left -= 1
@@ -305,9 +300,13 @@ class StdioRelay:
                 chunk = await read_pipe(source)
                 if not chunk:
                     break
-                self._moved_at = trio.current_time()
                 await self._deliver(tap, sink, chunk)
-                await self._caught_up()
+                self._held = True  # waiting for the recording: not the client's idleness
+                try:
+                    await self._caught_up()
+                finally:
+                    self._held = False
+                    self._moved_at = trio.current_time()
             # The server closed its stdout: so does the client's end, as without us (the
             # server may run on; its client would see the end now).
             await stdout.aclose()
@@ -316,7 +315,7 @@ class StdioRelay:
                 os.dup2(null, self._fds[1])
                 os.close(null)
         finally:
-            if self._given_up:  # what the pipe still holds never reaches the client
+            if self._ends.given_up:  # what the pipe still holds never reaches the client
                 self._deliver_none(tap, read_pipe_now(source))
             self._observe(tap, Direction.S2C, b"")
             self._output_done()
@@ -336,7 +335,7 @@ class StdioRelay:
                 except OSError as exc:
                     # Keep draining the child, or it would block on a full pipe.
                     self._ends.client_gone = True
-                    _say(
+                    say(
                         f"the client stopped reading ({exc.strerror or exc}); "
                         "its output is still drained and recorded"
                     )
@@ -353,10 +352,10 @@ class StdioRelay:
         everything after it is not delivered either)."""
         if not data:
             return
-        self._undelivered += len(data)
+        self._ends.undelivered += len(data)
         if not self._marked_undelivered:
             self._marked_undelivered = True
-            why = "client gone" if self._ends.client_gone else UNDELIVERED_AFTER_EXIT
+            why = self._ends.undelivered_why()
             self._mark_undelivered(tap, Direction.S2C, why)
         self._observe(tap, Direction.S2C, data)
 
@@ -369,7 +368,11 @@ class StdioRelay:
         if link is not None:
             link.undelivered(self.conn, direction, why, self.proxy.now())
         elif tap is not None and self.proxy.options.enforce_limits:
-            tap.mark_undelivered(direction, why)
+            if tap.failed is None:  # as `_observe` guards the inline decoding
+                try:
+                    tap.mark_undelivered(direction, why)
+                except Exception as exc:
+                    tap.fail(exc, self.proxy.now())
         elif tap is not None:
             observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))
 
@@ -387,7 +390,6 @@ class StdioRelay:
             chunk = await read_pipe(source)
             if not chunk:
                 return
-            self._moved_at = trio.current_time()
             # Recorded in order with the hop's frames (after what was forwarded before it).
             output = ProcessOutput(conn=conn, route=self.route, t=self.proxy.now(), data=chunk)
             self._publish_in_order(output)
@@ -409,24 +411,7 @@ class StdioRelay:
 
     def _finish(self, conn: int, tap: Optional[ConnectionTap], process: trio.Process) -> None:
         returncode = process.returncode
-        if returncode is None:
-            reason = "the child is still running"
-        elif returncode < 0:
-            reason = f"the child was killed by signal {-returncode}"
-        else:
-            reason = f"the child exited with status {returncode}"
-        if self._ends.client_closed:
-            reason = f"the client closed stdin; {reason}"
-        if self._undelivered:
-            why = (
-                "the client stopped reading"
-                if self._ends.client_gone
-                else (f"the client took nothing for {DRAIN_TIMEOUT:g} s after the server exited")
-            )
-            reason = f"{reason}; {self._undelivered} bytes of its output not delivered: {why}"
-            if not self._ends.client_gone:  # (a client that stopped reading was said at once)
-                _say(f"{self._undelivered} bytes of the server's output not delivered ({why})")
-        abnormal = returncode != 0 or self._ends.client_gone or bool(self._undelivered)
+        reason, abnormal = self._ends.close_reason(returncode)
         closed = ConnectionClosed(
             conn=conn,
             route=self.route,
@@ -439,11 +424,3 @@ class StdioRelay:
         self._publish_in_order(closed)
         if tap is not None and not self.proxy.options.enforce_limits:
             self.proxy.observer.forget(tap)
-
-
-def _say(text: str) -> None:
-    try:
-        sys.stderr.write(f"golem-proxy: {text}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass

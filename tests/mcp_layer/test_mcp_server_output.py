@@ -4,7 +4,9 @@ took nothing once the server had exited) is recorded undelivered, never as deliv
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from golem_proxy.events import ConnectionClosed, Direction, FrameSeen, FramingErrorSeen
-from golem_proxy.live.stdio_relay import DRAIN_TIMEOUT, UNDELIVERED_AFTER_EXIT
+from golem_proxy.live.stdio_ends import DRAIN_TIMEOUT, UNDELIVERED_AFTER_EXIT
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import run_cli
 
@@ -219,3 +221,85 @@ def test_a_call_written_after_the_server_closed_its_stdin_is_recorded_undelivere
     assert call.message.id == 7 and call.undelivered == "server gone"
     (closed,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
     assert closed.bytes_c2s == 0
+
+
+@OBSERVERS
+def test_a_grandchild_writing_on_after_the_server_exited_does_not_hold_the_wrapper(
+    tmp_path: Path, observer: str
+) -> None:
+    """The server exits at once, leaving a process it started that writes to the stderr it
+    inherited, for a while: the wrapper ends once the client took nothing for the drain's
+    timeout, as it did before the drain learned to wait while bytes move."""
+    pid_file = tmp_path / "grandchild.pid"
+    server = (
+        "import subprocess, sys\n"
+        "ticks = 'for i in $(seq 40); do echo tick >&2; sleep 0.25; done'\n"
+        "child = subprocess.Popen(['sh', '-c', ticks], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+    )
+    process = subprocess.Popen(
+        wrapper_command(tmp_path / "r.jsonl", observer, server),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=environment(),
+    )
+    try:
+        assert finished(process, 5 * DRAIN_TIMEOUT) == 0
+    finally:
+        process.kill()
+        process.wait()
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+
+
+HELD_RELAY = """
+import sys
+import trio
+from golem_proxy.live import stdio_relay
+
+
+DELAY = float(sys.argv[1])
+
+
+async def held(self):  # the recording trailing the wire: the relay waits for it
+    await trio.sleep(DELAY)
+
+
+stdio_relay.StdioRelay._caught_up = held
+from golem_proxy.cli import main
+
+sys.argv = ["golem-proxy", *sys.argv[2:]]
+sys.exit(main())
+"""
+
+
+def test_the_drain_does_not_give_up_while_the_relay_waits_for_the_recording(
+    tmp_path: Path,
+) -> None:
+    """After each chunk the relay waits for the recording longer than the drain's timeout
+    (as `--observer child-process` holds it while the recording trails): the wait is not the
+    client taking nothing, and a client that reads gets every line."""
+    script = tmp_path / "held.py"
+    script.write_text(HELD_RELAY, encoding="utf-8")
+    server = (
+        "import sys, time\n"
+        "for i in range(2):\n"
+        '    sys.stdout.write(\'{"jsonrpc":"2.0","method":"n%d"}\\n\' % i)\n'
+        "    sys.stdout.flush()\n"
+        "    time.sleep(0.2)\n"
+    )
+    command = wrapper_command(tmp_path / "r.jsonl", "in-process", server)
+    done = subprocess.run(
+        [sys.executable, str(script), str(DRAIN_TIMEOUT + 0.5), *command[3:]],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=ROOT,
+        env=environment(),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(b"\n") == 2
+    assert b"not delivered" not in done.stderr
