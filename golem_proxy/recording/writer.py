@@ -156,7 +156,14 @@ def _encode_frame(event: events.FrameSeen, profile: Profile, seq: int) -> list[b
     base = frame_members(event, message, seq)
     if event.redacted:
         base["redacted"] = list(event.redacted)
-        base["msg"] = None if undecodable else message.obj
+        obj = None if undecodable else message.obj
+        unreadable = strictly_unreadable(payload, obj, skeleton=True)
+        if not unreadable:
+            base["msg"] = obj
+            return [dumps(base) + b"\n"]
+        # Its payload is the redacted message encoded again: raw, it holds nothing redacted.
+        base["raw"] = _b64(payload)
+        base["note"] = f"{unreadable}; stored raw"
     else:  # not JSON, a payload spanning lines, or one the reader would refuse: base64
         base["raw"] = _b64(payload)
         if not undecodable:

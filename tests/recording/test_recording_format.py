@@ -301,6 +301,23 @@ def test_a_payload_the_reader_would_refuse_verbatim_is_stored_raw_and_read_back(
     assert shown.returncode == 0, shown.stderr
 
 
+@pytest.mark.parametrize(("payload", "why"), [READ_BY_PEERS_ONLY[0], READ_BY_PEERS_ONLY[3]])
+def test_a_redacted_payload_the_reader_would_refuse_is_stored_raw_too(
+    payload: bytes, why: str
+) -> None:
+    """A redacted frame's line holds its redacted message: with NaN or nested too deep, it
+    too is stored raw (its payload is the redacted message encoded, nothing redacted in it)."""
+    event = frame(payload, Direction.S2C, redacted=("result.secret",))
+    line = encode_event(event, GOLEM, 1)
+    assert line is not None
+    check_line(line)
+    data = decode_json(line)
+    assert "msg" not in data and why in data["note"] and data["redacted"] == ["result.secret"]
+    (back,) = roundtrip([event])
+    assert isinstance(back, FrameSeen)
+    assert back.payload == payload and back.redacted == ("result.secret",)
+
+
 def test_a_payload_with_nan_only_in_a_string_stays_verbatim() -> None:
     payload = b'{"status": "success", "result": {"text": "NaN, Infinity"}}'
     line = encode_event(frame(payload, Direction.S2C), GOLEM, 1)
