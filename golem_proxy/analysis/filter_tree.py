@@ -136,8 +136,8 @@ def undecided(node: Filter, flow: Flow, profile: Profile, unread: frozenset[str]
     memory): a view says how many flows its search of bodies may have decided wrongly, not
     how many it merely read. ``node`` is decided in three values (Kleene's: an And with a
     false part is false, an Or with a true part true), a body predicate that reads an
-    ``unread`` side and finds nothing in what was kept being unknown. One that finds a match
-    there is taken at its word."""
+    ``unread`` side being unknown whatever it finds in what was kept: a match there may be
+    the placeholder's own text (``<16384 numbers elided>`` for a search of 16384)."""
     return _decided(node, flow, profile, unread) is None
 
 
@@ -156,10 +156,9 @@ def _decided(node: Filter, flow: Flow, profile: Profile, unread: frozenset[str])
             if value is None:
                 result = None
         return result
-    if node.matches(flow, profile):
-        return True
-    reads_unread = isinstance(node, Predicate) and unread & bodies_read(node)
-    return None if reads_unread else False
+    if isinstance(node, Predicate) and unread & bodies_read(node):
+        return None
+    return node.matches(flow, profile)
 
 
 _BARE = re.compile(r"[^\s()|&!~\"'][^\s()|&\"']*")
