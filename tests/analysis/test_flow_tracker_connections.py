@@ -26,3 +26,16 @@ def test_a_streaming_view_forgets_closed_connections_and_counts_them() -> None:
     assert list(streaming.connections) == [50] and streaming.connections[50].is_open
     assert streaming.connections_seen == keeping.connections_seen == 50
     assert len(keeping.connections) == 50
+
+
+def test_a_line_naming_a_closed_connection_does_not_open_it_again() -> None:
+    """A damaged file: a request after its connection's close. The streaming view let the
+    connection go, and still knows it closed (a recording cut short is one whose
+    connections never closed)."""
+    s = _session(2)
+    s.request(1, "ping", {}, 9.0)
+    s.close(1, 9.5)  # and closed twice
+    tracker = FlowTracker(GOLEM, keep=False)
+    for event in s.events:
+        tracker.apply(event)
+    assert list(tracker.connections) == [2] and tracker.connections_seen == 2
