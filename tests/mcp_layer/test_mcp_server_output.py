@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +43,24 @@ def wrapper_command(record: Path, observer: str, server: str) -> list[str]:
     ]  # fmt: skip
 
 
+def start_wrapper(
+    record: Path,
+    observer: str,
+    server: str,
+    stdout: Any = subprocess.PIPE,
+    stderr: Any = subprocess.DEVNULL,
+) -> subprocess.Popen[bytes]:
+    """The wrapper around ``server``, as an MCP client starts it: its stdin a pipe."""
+    return subprocess.Popen(
+        wrapper_command(record, observer, server),
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=stderr,
+        cwd=ROOT,
+        env=environment(),
+    )
+
+
 def request(ident: int) -> bytes:
     return b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n' % ident
 
@@ -66,10 +85,7 @@ def test_the_client_sees_the_end_when_the_server_closes_its_stdout(
         "os.close(1)\n"
         "sys.stdin.buffer.read()\n"
     )
-    command = wrapper_command(tmp_path / "r.jsonl", observer, server)
-    process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT, env=environment()
-    )
+    process = start_wrapper(tmp_path / "r.jsonl", observer, server)
     assert process.stdin is not None and process.stdout is not None
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(process.stdout.read()))  # type: ignore[union-attr]
@@ -96,13 +112,8 @@ def test_answers_the_client_never_read_are_recorded_undelivered(
     record = tmp_path / "r.jsonl"
     read_end, write_end = os.pipe()
     os.close(read_end)  # the client reads nothing, ever
-    process = subprocess.Popen(
-        wrapper_command(record, observer, ANSWERS_EACH_LINE),
-        stdin=subprocess.PIPE,
-        stdout=write_end,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env=environment(),
+    process = start_wrapper(
+        record, observer, ANSWERS_EACH_LINE, stdout=write_end, stderr=subprocess.PIPE
     )
     os.close(write_end)
     assert process.stdin is not None and process.stderr is not None
@@ -145,14 +156,7 @@ def test_the_last_answer_a_client_does_not_take_after_the_exit_is_recorded_whole
         'body = \'{"jsonrpc":"2.0","id":1,"result":{"text":"\' + \'x\' * 150000 + \'"}}\'\n'
         "sys.stdout.buffer.write(body.encode() + b'\\n')\n"
     )
-    process = subprocess.Popen(
-        wrapper_command(record, observer, server),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,  # not read until the wrapper exits
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        env=environment(),
-    )
+    process = start_wrapper(record, observer, server, stderr=subprocess.PIPE)
     assert process.stdin is not None and process.stdout is not None
     assert process.stderr is not None
     try:
@@ -194,13 +198,7 @@ def test_a_call_written_after_the_server_closed_its_stdin_is_recorded_undelivere
         'os.write(1, b\'{"jsonrpc":"2.0","method":"notifications/closed"}\\n\')\n'
         "time.sleep(1.5)\n"
     )
-    process = subprocess.Popen(
-        wrapper_command(record, observer, server),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        cwd=ROOT,
-        env=environment(),
-    )
+    process = start_wrapper(record, observer, server)
     assert process.stdin is not None and process.stdout is not None
     try:
         assert b"notifications/closed" in process.stdout.readline()
@@ -237,14 +235,7 @@ def test_a_grandchild_writing_on_after_the_server_exited_does_not_hold_the_wrapp
         "child = subprocess.Popen(['sh', '-c', ticks], start_new_session=True)\n"
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
     )
-    process = subprocess.Popen(
-        wrapper_command(tmp_path / "r.jsonl", observer, server),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=ROOT,
-        env=environment(),
-    )
+    process = start_wrapper(tmp_path / "r.jsonl", observer, server, stdout=subprocess.DEVNULL)
     try:
         assert finished(process, 5 * DRAIN_TIMEOUT) == 0
     finally:
