@@ -96,7 +96,8 @@ class StdioRelay:
         self._ends = HopEnds()
         self._sent = {Direction.C2S: 0, Direction.S2C: 0}
         self._moved_at = 0.0
-        """When a byte of the child's output was last read or taken by the client."""
+        """When the client last took a byte of the child's output (or the relay last stopped
+        waiting for the recording): what the drain's idle timeout counts from."""
         self._outputs_left = 2
         self._outputs_done = trio.Event()
         self._held = False
