@@ -44,7 +44,19 @@ _NOT_JSON_RPC = (
     MalformedKind.INVALID_JSON,
     MalformedKind.NOT_AN_OBJECT,
 )
+_JSON_RPC_MEMBERS = frozenset(("jsonrpc", "id", "method", "params", "result", "error"))
+"""A JSON object with none of these (a server's ``{"status": "starting"}`` log line, ``{}``)
+is no JSON-RPC message at all, not one of the wrong version."""
 SOURCE = "mcp"
+
+
+def _not_json_rpc(message: Malformed) -> bool:
+    """Whether a malformed line on the server's stdout is not JSON-RPC at all: not JSON, not
+    an object, or an object with no JSON-RPC member."""
+    if message.kind in _NOT_JSON_RPC:
+        return True
+    obj = message.obj
+    return isinstance(obj, dict) and not _JSON_RPC_MEMBERS.intersection(obj)
 
 
 @dataclass(frozen=True)
@@ -145,7 +157,7 @@ class McpAuditor:
 
     def _stdout(self, flow: Flow, frame: FrameSeen) -> list[Finding]:
         message = frame.message
-        if not isinstance(message, Malformed) or message.kind not in _NOT_JSON_RPC:
+        if not isinstance(message, Malformed) or not _not_json_rpc(message):
             return []
         shown = frame.payload[:80].decode("utf-8", "replace")
         text = (

@@ -110,6 +110,18 @@ def test_an_answer_taken_by_a_junk_line_still_counts() -> None:
     assert [rule for rule, _, _ in found] == ["mcp.stdio.stdout-not-jsonrpc"]
 
 
+def test_an_object_with_no_json_rpc_member_on_stdout_is_not_json_rpc() -> None:
+    """A log line a server prints as JSON (``{"status": "starting"}``, ``{}``) is no JSON-RPC
+    message at all; one with a JSON-RPC member but the wrong version is one, malformed."""
+    session = Session()
+    session.exchange(0, "initialize", {}, b'{"status": "starting"}')
+    session.exchange(1, "ping", {}, b"{}")
+    session.exchange(2, "ping", {}, b'{"jsonrpc": "1.0", "id": 2, "result": {}}')
+    found = rules(McpAuditor({"mcp"}), session.flows)
+    stdout = [flow for rule, flow, _ in found if rule == "mcp.stdio.stdout-not-jsonrpc"]
+    assert stdout == [1, 2]
+
+
 def test_flows_of_other_routes_are_left_alone() -> None:
     session = Session()
     session.exchange(1, "tools/call", {"name": "x"}, None)
