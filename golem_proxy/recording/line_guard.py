@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Optional
 
 from ..json_levels import strict_json_misfit
 from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, RecordingError
 
-__all__ = ["check_line", "decode_json", "strictly_unreadable"]
+__all__ = ["check_line", "decode_json", "has_brackets", "strictly_unreadable"]
 
 
 # A JSON string, unrolled so that the regex engine runs through plain characters in one step.
@@ -69,7 +69,7 @@ def strictly_unreadable(payload: bytes, obj: Any, skeleton: bool = False) -> str
     then: a small frame costs a few searches, not a walk."""
     depth = MAX_DEPTH - 1  # the line's own object is one level more
     if not skeleton and not (
-        _brackets_reach(payload, depth + 1)
+        has_brackets(payload, depth + 1)
         or b"NaN" in payload
         or b"Infinity" in payload
         or _LARGE_EXPONENT.search(payload)
@@ -87,16 +87,18 @@ _LARGE_EXPONENT = re.compile(rb"[eE]\+?0*[1-9][0-9]{2}")
 """An exponent of three digits or more: where a number may be past a float's range."""
 
 
-def _brackets_reach(data: bytes, count: int) -> bool:
-    """Whether ``data`` holds at least ``count`` opening brackets: found one by one, where
-    counting them would read a long payload whole, twice."""
+def has_brackets(data: Any, count: int, start: int = 0, end: Optional[int] = None) -> bool:
+    """Whether ``data[start:end]`` (bytes, or a map of a file) holds at least ``count``
+    opening brackets (``{`` and ``[``): found one by one, where counting them would read a
+    long payload whole, twice."""
+    end = len(data) if end is None else end
     for bracket in (b"{", b"["):
-        at = data.find(bracket)
+        at = data.find(bracket, start, end)
         while at >= 0:
             count -= 1
             if not count:
                 return True
-            at = data.find(bracket, at + 1)
+            at = data.find(bracket, at + 1, end)
     return False
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import orjson
 
+from ..json_levels import nests_deeper
 from .line_events import event_object
-from .line_guard import check_line
+from .line_guard import check_line, has_brackets
 from .schema import MAX_DEPTH, RecordingError
 
 __all__ = ["as_the_reader", "check_payload"]
@@ -33,8 +34,8 @@ def check_payload(buffer: Any, view: memoryview, start: int, end: int) -> None:
         return
     if (
         end - start > _NEAR_DEPTH
-        and _has_brackets(buffer, start, end, _NEAR_DEPTH)
-        and _nested_deeper(value, _NEAR_DEPTH)
+        and has_brackets(buffer, _NEAR_DEPTH, start, end)
+        and nests_deeper(value, _NEAR_DEPTH)
     ):
         as_the_reader(buffer, start, check_line)
 
@@ -48,31 +49,3 @@ def as_the_reader(buffer: Any, at: int, read: Callable[[bytes], object]) -> None
         read(buffer[newline + 1 : buffer.find(b"\n", at)])
     except RecordingError as exc:
         raise RecordingError(exc.what, line=newline) from None
-
-
-def _has_brackets(buffer: Any, start: int, end: int, count: int) -> bool:
-    """Whether ``buffer[start:end]`` holds at least ``count`` opening brackets (``{`` and
-    ``[``): found one by one, where counting them would read a long payload whole, twice."""
-    for bracket in (b"{", b"["):
-        at = buffer.find(bracket, start, end)
-        while at >= 0:
-            count -= 1
-            if not count:
-                return True
-            at = buffer.find(bracket, at + 1, end)
-    return False
-
-
-def _nested_deeper(value: Any, depth: int) -> bool:
-    """Whether ``value`` (as orjson decodes JSON) nests arrays and objects more than
-    ``depth`` deep, looked at a level at a time."""
-    level = [value] if type(value) in (dict, list) else []
-    for _ in range(depth):
-        if not level:
-            return False
-        nested = []
-        for item in level:
-            children = item.values() if type(item) is dict else item
-            nested += [child for child in children if type(child) in (dict, list)]
-        level = nested
-    return bool(level)

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 from golem_proxy.events import ConnectionClosed, Direction, FrameSeen, FramingErrorSeen
 from golem_proxy.live.stdio_ends import DRAIN_TIMEOUT, UNDELIVERED_AFTER_EXIT
 from golem_proxy.recording.format import read_recording
-from tests.support.cli_helpers import run_cli
+from tests.support.cli_helpers import reap, run_cli
 
 from .mcp_helpers import ROOT, environment
 
@@ -65,14 +64,6 @@ def request(ident: int) -> bytes:
     return b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n' % ident
 
 
-def finished(process: subprocess.Popen[bytes], limit: float = 60) -> int:
-    deadline = time.monotonic() + limit
-    while process.poll() is None:
-        assert time.monotonic() < deadline, "the wrapper did not exit"
-        time.sleep(0.02)
-    return process.returncode
-
-
 @OBSERVERS
 def test_the_client_sees_the_end_when_the_server_closes_its_stdout(
     tmp_path: Path, observer: str
@@ -96,10 +87,9 @@ def test_the_client_sees_the_end_when_the_server_closes_its_stdout(
         assert got == [b'{"jsonrpc":"2.0","method":"notifications/hello"}\n']
         assert process.poll() is None  # the server still runs: so does the wrapper
         process.stdin.close()
-        assert finished(process) == 0
+        assert process.wait(timeout=60) == 0
     finally:
-        process.kill()
-        process.wait()
+        reap(process)
         reader.join(timeout=5)
 
 
@@ -120,11 +110,10 @@ def test_answers_the_client_never_read_are_recorded_undelivered(
     try:
         process.stdin.write(request(1) + request(2))
         process.stdin.close()
-        assert finished(process) == 0
+        assert process.wait(timeout=60) == 0
         errors = process.stderr.read().decode()
     finally:
-        process.kill()
-        process.wait()
+        reap(process)
         process.stderr.close()
     assert "the client stopped reading" in errors
     events = read_recording(str(record)).events
@@ -162,12 +151,11 @@ def test_the_last_answer_a_client_does_not_take_after_the_exit_is_recorded_whole
     try:
         process.stdin.write(request(1))
         process.stdin.flush()
-        assert finished(process, 30 + DRAIN_TIMEOUT) == 0
+        assert process.wait(timeout=30 + DRAIN_TIMEOUT) == 0
         delivered = process.stdout.read()
         errors = process.stderr.read().decode()
     finally:
-        process.kill()
-        process.wait()
+        reap(process)
         for stream in (process.stdin, process.stdout, process.stderr):
             stream.close()
     assert 0 < len(delivered) < 150_000
@@ -204,10 +192,9 @@ def test_a_call_written_after_the_server_closed_its_stdin_is_recorded_undelivere
         assert b"notifications/closed" in process.stdout.readline()
         process.stdin.write(request(7))
         process.stdin.flush()
-        assert finished(process) == 0
+        assert process.wait(timeout=60) == 0
     finally:
-        process.kill()
-        process.wait()
+        reap(process)
         for stream in (process.stdin, process.stdout):
             stream.close()
     events = read_recording(str(record)).events
@@ -237,10 +224,9 @@ def test_a_grandchild_writing_on_after_the_server_exited_does_not_hold_the_wrapp
     )
     process = start_wrapper(tmp_path / "r.jsonl", observer, server, stdout=subprocess.DEVNULL)
     try:
-        assert finished(process, 5 * DRAIN_TIMEOUT) == 0
+        assert process.wait(timeout=5 * DRAIN_TIMEOUT) == 0
     finally:
-        process.kill()
-        process.wait()
+        reap(process)
         if pid_file.exists():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(int(pid_file.read_text()), signal.SIGKILL)
