@@ -1,7 +1,7 @@
 """Nested JSON arrays walked a level at a time, each level's types taken in C
 (``set(map(type, level))``): a mesh's 100,000 numbers, flat or as points, in about a
 millisecond, where a walk in Python visits each. What asks whether an array holds numbers only
-(`golem_proxy.tui.skeleton`) or plain values only (`golem_proxy.replay.diffing`) reads the
+(`golem_proxy.bulk`) or plain values only (`golem_proxy.replay.diffing`) reads the
 levels and stops at the first that answers; what asks how deep a message nests (the recorder:
 `golem_proxy.recording.line_guard.strictly_unreadable`, the fast reader's check of a payload)
 reads `strict_json_misfit` or `nests_deeper`."""

@@ -209,9 +209,14 @@ def open_flows(
 
 
 def _message_json(frame: Optional[FrameSeen], prefix: str) -> dict[str, Any]:
-    """``{prefix: obj}``, plus ``{prefix}_raw`` (base64) when the payload is not JSON."""
+    """``{prefix: obj}``, plus ``{prefix}_raw`` (base64) when the payload is not JSON, and
+    ``{prefix}_elided`` when ``obj`` is the message's skeleton: how many of its bytes are
+    left out of it (a payload too large for a reader to parse, read from the skeleton the
+    recording keeps beside it; the placeholders in ``obj`` say where)."""
     if frame is None:
         return {prefix: None}
+    if frame.elided:
+        return {prefix: frame.message.obj, f"{prefix}_elided": frame.elided}
     message = frame.message
     undecodable = isinstance(message, Malformed) and message.kind in (
         MalformedKind.INVALID_UTF8,

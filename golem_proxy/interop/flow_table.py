@@ -62,6 +62,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("tool", "VARCHAR"),
     ("tool_call", "BIGINT"),
     ("attribution", "VARCHAR"),
+    ("elided", "BIGINT"),
 )
 """Name and DuckDB type of every column, in order. ``n`` is the flow's number in its trace
 (`show`'s ``#``), ``latency`` is in seconds, ``code`` the error code as text (GOLEM mixes
@@ -69,7 +70,9 @@ numbers and names), ``status`` the outcome `show` prints, ``id_type`` whether th
 JSON ``string`` or ``number`` (``1`` and ``"1"`` are different ids, one text in ``id``). The
 two layers of a `golem-proxy mcp` recording as `show --json` gives them: ``layer`` (``mcp``
 or ``golem``), ``tool`` (an MCP ``tools/call``'s), ``tool_call`` (the ``n`` of the call a
-GOLEM flow belongs to) and ``attribution`` (``call``, ``none``, ``ambiguous``, ``unknown``)."""
+GOLEM flow belongs to) and ``attribution`` (``call``, ``none``, ``ambiguous``, ``unknown``).
+``elided``: the bytes left out of ``params`` and ``result`` (a payload too large for a reader
+to parse, read from its skeleton: they hold placeholders), 0 when both are whole."""
 
 
 class FlowTableError(Exception):
@@ -112,6 +115,7 @@ def flow_rows(trace: FlowReader, name: str) -> Iterator[dict[str, Any]]:
             "tool": data.get("tool"),
             "tool_call": data.get("tool_call"),
             "attribution": data.get("attribution"),
+            "elided": data.get("request_elided", 0) + data.get("response_elided", 0),
         }
 
 

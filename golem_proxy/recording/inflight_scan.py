@@ -8,7 +8,7 @@ The file is read backwards from its end with `os.pread` only (the descriptor's o
 shared with the writer and never moves), in blocks of `BLOCK`. One regular expression finds,
 in each block, the ``open`` and ``frame`` lines of the connections asked about, reading only a
 line's first members: ``conn``, ``dir``, ``n``, ``id``, ``method``, ``tool_calls`` and the
-pairing members, which the writer puts before the message (`writer.frame_members`). The
+pairing members, which the writer puts before the message (`frame_lines.frame_members`). The
 message itself (``msg`` or ``raw``, last) is never looked at while scanning, so a 16 MiB
 answer costs a search through its bytes for the next line start, never a decode. Only the
 lines of the requests found in flight (and of the notifications whose method the caller names:

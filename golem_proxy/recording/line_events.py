@@ -10,14 +10,13 @@ from typing import Any, Callable, Optional, Union
 
 from golem_core.contract import Severity, Violation
 from golem_core.framing import FrameErrorKind
-from golem_core.messages import Role
 from golem_core.pairing import R_ORPHAN_RESPONSE
 from golem_core.profiles import Profile
 
 from .. import events
 from ..events import Direction, Event
+from .frame_reading import event_object, read_frame
 from .held_frames import IN_FLIGHT_BYTES, HeldFrames, Pair
-from .line_guard import check_line, decode_json
 from .members import (
     fault_withheld,
     member_base64,
@@ -29,18 +28,17 @@ from .members import (
     member_number,
     member_optional_int,
     member_optional_str,
-    member_routes_down,
     member_str,
     member_tool_calls,
     shown,
 )
-from .schema import MSG_KEY, SESSION_END_KIND, VERSION, RecordingError
+from .schema import SESSION_END_KIND, VERSION, RecordingError
 from .seq_watch import SeqWatch
 from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .time_watch import TimeWatch
 from .v1_pairing import V1Pairing
 
-__all__ = ["LineDecoder", "event_object", "read_frame"]
+__all__ = ["LineDecoder"]
 
 _FRAME_ERRORS = tuple(kind.value for kind in FrameErrorKind)
 _SEVERITIES = tuple(severity.value for severity in Severity)
@@ -381,91 +379,3 @@ class LineDecoder:
             if self.v1 is not None:
                 self.v1.other(gap)  # its own pairing lets them go too
             self.said.append(gap)
-
-
-_NOT_LAST = "msg is not the last member"
-
-
-def event_object(line: bytes) -> tuple[dict[str, Any], Optional[bytes]]:
-    """One event line parsed, after its parse budget is checked: its members, and a frame's
-    verbatim payload (None for other lines). Raises RecordingError.
-
-    A frame's payload is the line's bytes after the first ``,"msg":`` up to its last ``}``
-    (docs/recording-format.md). The members before it and the payload are parsed apart, at
-    the cost of parsing the line once, so that the message a reader shows is the one whose
-    bytes it keeps: a line whose ``msg`` is not its last member, or that has two, is
-    refused."""
-    check_line(line)
-    start = line.find(MSG_KEY)
-    if start >= 0:
-        try:
-            members = decode_json(line[:start] + b"}")
-        except RecordingError:
-            members = None  # a ``,"msg":`` inside another member: not the writer's frame
-        if isinstance(members, dict) and members.get("kind") == "frame":
-            if "msg" in members:
-                raise RecordingError(_NOT_LAST)
-            payload = line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]
-            try:
-                members["msg"] = decode_json(payload)
-            except RecordingError as exc:
-                if exc.what.startswith("not JSON: Extra data"):
-                    raise RecordingError(_NOT_LAST) from None
-                raise
-            return members, payload
-    data = decode_json(line)
-    if not isinstance(data, dict):
-        raise RecordingError("an event line is not a JSON object")
-    if start >= 0 and data.get("kind") == "frame" and "msg" in data:
-        raise RecordingError(_NOT_LAST)  # members before it that do not parse on their own
-    return data, None
-
-
-def read_frame(
-    data: dict[str, Any], verbatim: Optional[bytes], t: float, profile: Profile
-) -> events.FrameSeen:
-    """The frame of a parsed ``frame`` line (`event_object`: ``verbatim`` is its payload as
-    the line holds it), every member checked, typed by ``profile``. Raises RecordingError."""
-    direction = member_direction(data)
-    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-    redacted = data.get("redacted", ())
-    if not isinstance(redacted, (list, tuple)) or not all(isinstance(p, str) for p in redacted):
-        raise RecordingError("redacted must be a list of strings")
-    redacted = tuple(redacted)
-    if "raw" in data:
-        if "msg" in data:
-            raise RecordingError("a frame line has both msg and raw")
-        payload = member_base64(data)
-        message = profile.parse(payload, role)
-    else:
-        if "msg" not in data:
-            raise RecordingError("a frame line has neither msg nor raw")
-        obj = data["msg"]
-        if redacted:
-            payload = profile.encode_payload(obj)
-        elif verbatim is None:
-            raise RecordingError('msg is not where the writer puts it (,"msg": last)')
-        else:
-            payload = verbatim
-        if type(obj) is dict and type(obj.get("method")) is str:
-            # One string per method name, not one per request: a viewer keeps them all.
-            obj["method"] = sys.intern(obj["method"])
-        message = profile.parse_decoded(obj, role)
-    return events.FrameSeen(
-        conn=member_int(data, "conn"),
-        route=sys.intern(member_str(data, "route", "")),
-        direction=direction,
-        index=member_int(data, "n"),
-        t=t,
-        size=member_int(data, "size", len(payload)),
-        payload=payload,
-        message=message,
-        redacted=redacted,
-        tool_calls=member_tool_calls(data),
-        expects_answer=member_bool(data, "expects_answer", False),
-        answers=member_optional_int(data, "answers"),
-        orphan=member_bool(data, "orphan", False),
-        undelivered=member_str(data, "undelivered", ""),
-        delivered_bytes=member_int(data, "delivered_bytes", 0),
-        routes_down=member_routes_down(data),
-    )

@@ -12,7 +12,14 @@ from typing import Any, NoReturn, Optional
 from ..json_levels import strict_json_misfit
 from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, RecordingError
 
-__all__ = ["check_line", "decode_json", "has_brackets", "strictly_unreadable"]
+__all__ = [
+    "MOST_PER_BYTE",
+    "check_line",
+    "decode_json",
+    "has_brackets",
+    "parse_cost",
+    "strictly_unreadable",
+]
 
 
 # A JSON string, unrolled so that the regex engine runs through plain characters in one step.
@@ -27,8 +34,7 @@ _ELEMENT_COST = 32
 def check_line(line: bytes, *, budget: int = DEFAULT_LINE_BUDGET, depth: int = MAX_DEPTH) -> None:
     """Refuse a line whose parse would cost more than ``budget`` bytes or nest deeper than
     ``depth``, judged without parsing it. Raises RecordingError."""
-    opens = line.count(b"[") + line.count(b"{")
-    cost = 2 * len(line) + _CONTAINER_COST * opens + _ELEMENT_COST * line.count(b",")
+    cost, opens = parse_cost(line)
     if cost > budget:
         raise RecordingError(
             f"too large to parse: about {cost >> 20} MiB once parsed "
@@ -36,6 +42,17 @@ def check_line(line: bytes, *, budget: int = DEFAULT_LINE_BUDGET, depth: int = M
         )
     if opens > depth and _deeper_than(line, depth):
         raise RecordingError(f"JSON nested too deep (more than {depth} levels)")
+
+
+def parse_cost(text: bytes) -> tuple[int, int]:
+    """What parsing ``text`` (JSON) would cost in memory, in bytes, estimated from its
+    structural characters (`check_line`'s measure), and how many arrays and objects it opens."""
+    opens = text.count(b"[") + text.count(b"{")
+    return 2 * len(text) + _CONTAINER_COST * opens + _ELEMENT_COST * text.count(b","), opens
+
+
+MOST_PER_BYTE = 2 + _CONTAINER_COST
+"""The most `parse_cost` charges a byte: a bound from a length alone."""
 
 
 def _deeper_than(line: bytes, depth: int) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ..json_levels import nests_deeper
-from .line_events import event_object
+from .frame_reading import event_object
 from .line_guard import check_line, has_brackets
 from .schema import MAX_DEPTH, RecordingError
 

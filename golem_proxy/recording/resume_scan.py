@@ -6,7 +6,7 @@ takes (frame indexes go on across a restart).
 The file is read backwards from its end, with `os.pread` only: the descriptor's offset is
 shared with the writer and never moves. Only the first bytes of each line are looked at,
 where the writer puts ``seq``, ``t``, ``kind``, ``conn`` and, on a frame line, ``route``,
-``dir`` and ``n`` (`writer.frame_members`); a line's start is found with `bytes.rfind`, so a
+``dir`` and ``n`` (`frame_lines.frame_members`); a line's start is found with `bytes.rfind`, so a
 frame line of 16 MiB or more is read in blocks like any other bytes, never split into lines,
 copied whole or decoded.
 

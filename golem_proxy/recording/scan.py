@@ -23,7 +23,8 @@ from golem_core.profiles import Profile
 from ..terminal import safe_text
 from .files import open_recording
 from .forked import ForkedCall, ForkedCallError
-from .line_events import LineDecoder, event_object, read_frame
+from .frame_reading import event_object, read_frame
+from .line_events import LineDecoder
 from .line_guard import check_line
 from .members import (
     member_int,

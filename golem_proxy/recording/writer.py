@@ -1,34 +1,23 @@
 """Writing a recording (docs/recording-format.md): the header at once, then one line per event.
 
-Frames are stored as readable JSON: when the payload is valid JSON on one line, its exact bytes
-are spliced in as the last member (``"msg": <payload>``), so the file is readable, diffable and
-still byte-exact without re-encoding anything. Other payloads (invalid UTF-8 or JSON, embedded
-newlines) are stored base64 in ``raw``. Every byte that crossed the proxy can be rebuilt.
+Frames are stored as readable JSON (`frame_lines`): a payload that is valid JSON on one line has
+its exact bytes spliced in as the last member, others are stored base64. Every byte that
+crossed the proxy can be rebuilt.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import json
 import math
 import os
 from typing import IO, Any, Optional, Union
 
-from golem_core.messages import (
-    ErrorResponse,
-    MalformedKind,
-    Message,
-    Notification,
-    Request,
-    Response,
-)
 from golem_core.profiles import Profile, get_profile
 
 from .. import events
 from ..events import Direction, Event
 from .files import open_private
-from .line_guard import strictly_unreadable
+from .frame_lines import b64, encode_frame, json_str, tool_calls_json
 from .page_cache import WrittenPages
 from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
 from .shared_file import RESTARTED_KIND, STOPPED_KIND, session_end_line, session_line
@@ -37,10 +26,6 @@ __all__ = [
     "RecordingWriter",
     "encode_event",
     "encode_event_parts",
-    "frame_members",
-    "frame_type",
-    "routes_down_json",
-    "tool_calls_json",
     "write_all",
 ]
 
@@ -63,7 +48,7 @@ def encode_event_parts(event: Event, profile: Profile, seq: int) -> Optional[lis
     """The line for ``event`` as pieces to write in order: a large payload is one piece of its
     own, never copied into a new line."""
     if isinstance(event, events.FrameSeen):
-        return _encode_frame(event, profile, seq)
+        return encode_frame(event, seq)
     line = _encode_other(event, profile, seq)
     return None if line is None else [line]
 
@@ -97,12 +82,12 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(dir=event.direction.value, error=event.kind.value, detail=event.detail)
         base.update(recoverable=event.recoverable, declared=event.declared_length)
         _undelivered_members(base, event)
-        base.update(raw=_b64(event.raw))
+        base.update(raw=b64(event.raw))
     elif isinstance(event, events.BytesDiscarded):
         base.update(kind="discarded", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, final=event.final)
         _undelivered_members(base, event)
-        base.update(raw=_b64(event.raw))
+        base.update(raw=b64(event.raw))
     elif isinstance(event, events.FaultInjected):
         base.update(kind="fault", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, fault=event.fault, detail=event.detail)
@@ -112,7 +97,7 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(dir=event.direction.value, step=event.kind.value, detail=event.detail)
         base.update(method=event.method, withheld=event.withheld)
         if event.original:  # sent edited: its payload as it came
-            base.update(original=_b64(event.original))
+            base.update(original=b64(event.original))
     elif isinstance(event, events.EventsMissed):
         base.update(kind="gap", missed=event.count, consumer=event.consumer)
     elif isinstance(event, events.ProcessOutput):
@@ -120,7 +105,7 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         try:  # readable when it is text; exact either way
             base.update(text=event.data.decode("utf-8"))
         except UnicodeDecodeError:
-            base.update(raw=_b64(event.data))
+            base.update(raw=b64(event.data))
     elif isinstance(event, events.ObservationLost):
         kind = _SESSION_KINDS.get(event.reason) if event.conn == 0 else None
         if kind is not None:  # the session's line, as the forwarding process writes it
@@ -129,7 +114,7 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(dir=event.direction.value, reason=event.reason.value, size=event.size)
         base.update(detail=event.detail)
         if event.digest:
-            base.update(digest=event.digest, header=_b64(event.header))
+            base.update(digest=event.digest, header=b64(event.header))
         if event.frames is not None:
             base.update(frames=[list(run) for run in event.frames])
     elif isinstance(event, events.UpstreamStatus):
@@ -138,37 +123,6 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
     else:  # pragma: no cover - exhaustive over Event
         return None
     return dumps(base) + b"\n"
-
-
-def _encode_frame(event: events.FrameSeen, profile: Profile, seq: int) -> list[bytes]:
-    message = event.message
-    payload = event.payload
-    undecodable = _undecodable(message)
-    unreadable = ""
-    if not event.redacted and not undecodable and b"\n" not in payload:
-        obj = getattr(message, "obj", None)
-        unreadable = strictly_unreadable(payload, obj, skeleton=event.elided > 0)
-        if not unreadable:
-            # The common case, formatted by hand: json.dumps of the small prefix dict was
-            # the recorder's largest cost per frame. The exact payload bytes are spliced in
-            # as the last member: readable and byte-exact.
-            return [_frame_prefix(event, message, seq), payload, b"}\n"]
-    base = frame_members(event, message, seq)
-    if event.redacted:
-        base["redacted"] = list(event.redacted)
-        obj = None if undecodable else message.obj
-        unreadable = strictly_unreadable(payload, obj, skeleton=True)
-        if not unreadable:
-            base["msg"] = obj
-            return [dumps(base) + b"\n"]
-        # Its payload is the redacted message encoded again: raw, it holds nothing redacted.
-        base["raw"] = _b64(payload)
-        base["note"] = f"{unreadable}; stored raw"
-    else:  # not JSON, a payload spanning lines, or one the reader would refuse: base64
-        base["raw"] = _b64(payload)
-        if not undecodable:
-            base["note"] = f"{unreadable or 'payload spans lines'}; stored raw"
-    return [dumps(base) + b"\n"]
 
 
 def exchange_members(event: events.ExchangeCompleted, seq: int) -> dict[str, Any]:
@@ -203,77 +157,12 @@ def _exchange_line(event: events.ExchangeCompleted, seq: int) -> bytes:
     method = event.method
     return (
         f'{{"seq":{seq},"t":{_json_number(round(event.t, 6))},"kind":"{_exchange_kind(event)}",'
-        f'"conn":{event.conn},"route":{_json_str(event.route)},"req":{event.request.index},'
+        f'"conn":{event.conn},"route":{json_str(event.route)},"req":{event.request.index},'
         f'"resp":{event.response.index},'
-        f'"method":{"null" if method is None else _json_str(method)},'
-        f'"status":{_json_str(outcome.text)},"latency":{_json_number(round(event.latency, 6))},'
-        f'"outcome":{_json_str(outcome.kind.value)}}}\n'
+        f'"method":{"null" if method is None else json_str(method)},'
+        f'"status":{json_str(outcome.text)},"latency":{_json_number(round(event.latency, 6))},'
+        f'"outcome":{json_str(outcome.kind.value)}}}\n'
     ).encode("utf-8", JSON_SAFE)
-
-
-def frame_members(event: events.FrameSeen, message: Message, seq: int) -> dict[str, Any]:
-    """A frame line's members before its message (``msg`` or ``raw``), in their order."""
-    base: dict[str, Any] = {
-        "seq": seq,
-        "t": round(event.t, 6),
-        "kind": "frame",
-        "conn": event.conn,
-        "route": event.route,
-        "dir": event.direction.value,
-        "n": event.index,
-        "size": event.size,
-        "type": frame_type(message),
-    }
-    if message.id is not None:
-        base["id"] = message.id
-    if isinstance(message, (Request, Notification)):
-        base["method"] = message.method
-    if event.tool_calls is not None:
-        base["tool_calls"] = tool_calls_json(event.tool_calls)
-    if event.expects_answer:
-        base["expects_answer"] = True
-    if event.answers is not None:
-        base["answers"] = event.answers
-    if event.orphan:
-        base["orphan"] = True
-    if event.undelivered:
-        base["undelivered"] = event.undelivered
-        if event.delivered_bytes:
-            base["delivered_bytes"] = event.delivered_bytes
-    if event.routes_down is not None:
-        base["routes_down"] = routes_down_json(event.routes_down)
-    return base
-
-
-def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
-    """``{...members...,"msg":`` for a verbatim frame, byte for byte what `dumps` writes for
-    `frame_members` (a test pins the equivalence): the common case, written by hand."""
-    ident = message.id
-    parts = [
-        f'{{"seq":{seq},"t":{round(event.t, 6)!r},"kind":"frame","conn":{event.conn},'
-        f'"route":{_json_str(event.route)},"dir":"{event.direction.value}","n":{event.index},'
-        f'"size":{event.size},"type":"{frame_type(message)}"'
-    ]
-    if ident is not None:
-        parts.append(f',"id":{_json_str(ident) if isinstance(ident, str) else int(ident)}')
-    if isinstance(message, (Request, Notification)):
-        parts.append(f',"method":{_json_str(message.method)}')
-    if event.tool_calls is not None:
-        parts.append(f',"tool_calls":{_json_str(tool_calls_json(event.tool_calls))}')
-    if event.expects_answer:
-        parts.append(',"expects_answer":true')
-    if event.answers is not None:
-        parts.append(f',"answers":{event.answers}')
-    if event.orphan:
-        parts.append(',"orphan":true')
-    if event.undelivered:
-        parts.append(f',"undelivered":{_json_str(event.undelivered)}')
-        if event.delivered_bytes:
-            parts.append(f',"delivered_bytes":{event.delivered_bytes}')
-    if event.routes_down is not None:
-        parts.append(f',"routes_down":{_json_str(routes_down_json(event.routes_down))}')
-    parts.append(',"msg":')
-    return "".join(parts).encode("utf-8", JSON_SAFE)
 
 
 def _undelivered_members(
@@ -287,50 +176,10 @@ def _undelivered_members(
             base["delivered_bytes"] = event.delivered_bytes
 
 
-def tool_calls_json(calls: tuple[events.ToolCallRef, ...]) -> list[dict[str, Any]]:
-    """A frame's ``tool_calls`` member (a close's too): the MCP ``tools/call`` requests in
-    flight."""
-    return [{"conn": c.conn, "n": c.index, "id": c.id, "tool": c.tool} for c in calls]
-
-
-def routes_down_json(routes: tuple[events.RouteDown, ...]) -> list[dict[str, Any]]:
-    """A ``tools/call`` frame's ``routes_down`` member: the GOLEM routes not listening then."""
-    return [{"route": down.route, "since": round(down.since, 6)} for down in routes]
-
-
-_FRAME_TYPES: tuple[tuple[type[Message], str], ...] = (
-    (Request, "request"),
-    (Notification, "notification"),
-    (Response, "response"),
-    (ErrorResponse, "error"),
-)
-
-
-def frame_type(message: Message) -> str:
-    """A frame line's ``type``: what kind of message the frame holds (a subclass, as the
-    TUI's compact messages are, is the kind it extends)."""
-    for kind, name in _FRAME_TYPES:
-        if isinstance(message, kind):
-            return name
-    return "malformed"
-
-
-def _undecodable(message: Message) -> bool:
-    kind = getattr(message, "kind", None)
-    return kind in (MalformedKind.INVALID_UTF8, MalformedKind.INVALID_JSON)
-
-
-_json_str = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
 def _json_number(value: float) -> str:
     """A number as `dumps` writes it (``float.__repr__``; ``Infinity`` and ``NaN`` as the
     json module spells them)."""
-    return repr(value) if math.isfinite(value) else _json_str(value)
-
-
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
+    return repr(value) if math.isfinite(value) else json_str(value)
 
 
 class RecordingWriter:

@@ -18,6 +18,7 @@ from golem_core.profiles import Profile
 
 from .diffing import Comparator
 from .index import Key, RecordedExchange, ReplayIndex, encode_recorded
+from .large_payloads import with_live_id
 from .matching import GuidMap, MatchMode, MissPolicy
 
 __all__ = [
@@ -172,6 +173,10 @@ class ReplayEngine:
         return Reply(self.profile.encode(self.profile.miss_error(message.id, method, explanation)))
 
     def _answer(self, exchange: RecordedExchange, request_id: Any) -> bytes:
+        if exchange.too_large(response=True):
+            # Not parsed (a reader's budget): its bytes, the live id and GUIDs spliced in.
+            live = with_live_id(exchange.response, request_id, self.guids.to_live_map)
+            return self.profile.frame_payload(live)
         try:
             recorded = exchange.response_obj()
         except ValueError:
@@ -243,6 +248,8 @@ class ReplayEngine:
         recorded = self.index.last_for(forward.key)
         if recorded is None:
             return
+        if recorded.too_large(response=True):
+            return  # not parsed: its GUIDs are not learned
         with contextlib.suppress(ValueError):
             self.guids.learn(recorded.response_obj(), json.loads(live_response))
 

@@ -18,7 +18,8 @@ from typing import Any, Optional, Union
 from golem_core.profiles import Profile
 
 from ..recording.format import DEFAULT_MAX_LINE, Header, RecordingError
-from ..recording.line_events import event_object
+from ..recording.frame_reading import event_object
+from ..recording.frame_skeleton import over_parse_budget, within_parse_budget
 from ..recording.reader import check_line, decode_json
 from ..recording.scan import Row, line_at, scan_exchanges
 from .matching import GuidMap, Keyer, MatchMode, canonical_params
@@ -78,6 +79,16 @@ class RecordedExchange:
     def response_obj(self) -> Any:
         """The recorded response decoded; raises as `request_obj` does."""
         return _decode(self._src, self._resp)
+
+    def too_large(self, *, response: bool) -> bool:
+        """Whether a reader would not parse the recorded response (or request): kept beside
+        its skeleton, served and compared as bytes (`large_payloads`)."""
+        at = self._resp if response else self._req
+        if not isinstance(at, bytes):
+            newline = self._src.find(b"\n", at)
+            if within_parse_budget(self._src.rfind(b"}", at, newline) - at):
+                return False
+        return over_parse_budget(_payload(self._src, at), 0)
 
     def __repr__(self) -> str:
         return f"<RecordedExchange #{self.number} {self.route} {self.method}>"

@@ -11,6 +11,7 @@ from ..recording.format import RecordingError
 from .alignment import QUICK_PAIRS, WINDOW, Windowed, align
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange
+from .large_payloads import compare_as_bytes
 
 __all__ = ["DamagedTrace", "ExchangeDiff", "TraceDiff", "WindowedRoute", "diff_traces"]
 
@@ -162,16 +163,22 @@ def _compare(
     y: RecordedExchange,
     comparator: Comparator,
 ) -> list[Difference]:
-    request = comparator.compare(
-        {"params": _params(_decoded(a, 0, x, response=False))},
-        {"params": _params(_decoded(b, 1, y, response=False))},
-        x.method,
-    )
-    response = comparator.compare(
-        envelope_body(_decoded(a, 0, x, response=True)),
-        envelope_body(_decoded(b, 1, y, response=True)),
-        x.method,
-    )
+    if x.too_large(response=False) or y.too_large(response=False):
+        request = compare_as_bytes(x.request, y.request, ("params",))
+    else:
+        request = comparator.compare(
+            {"params": _params(_decoded(a, 0, x, response=False))},
+            {"params": _params(_decoded(b, 1, y, response=False))},
+            x.method,
+        )
+    if x.too_large(response=True) or y.too_large(response=True):
+        response = compare_as_bytes(x.response, y.response, ("result", "error"))
+    else:
+        response = comparator.compare(
+            envelope_body(_decoded(a, 0, x, response=True)),
+            envelope_body(_decoded(b, 1, y, response=True)),
+            x.method,
+        )
     return request + response
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, FrameSeen
-from golem_proxy.recording.writer import frame_type
+from golem_proxy.recording.frame_lines import frame_type
 from golem_proxy.tui.compact import Compactor
 
 PAYLOADS = {

@@ -13,8 +13,8 @@ from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, FrameSeen, RouteDown
 from golem_proxy.recording.format import MSG_KEY
+from golem_proxy.recording.frame_lines import _frame_prefix, frame_members
 from golem_proxy.recording.schema import dumps as _dumps
-from golem_proxy.recording.writer import _frame_prefix, frame_members
 from tests.support.frames import frame_seen
 
 

@@ -38,6 +38,7 @@ from ...analysis.tool_calls import (
 from ...events import FrameSeen
 from ...fast_json import NOT_DECODED, decode_exactly
 from ...live.tap_parse import ELIDE_FRAMES_OVER
+from ...recording.frame_skeleton import over_parse_budget
 from ...status_tone import TONE_STYLES, Tone
 from ...terminal import format_latency, format_size, safe_text
 from ..payloads import PayloadReleased, in_recording, payload_of, release_note
@@ -245,6 +246,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
             payload = payload_of(frame, wait=READ_BACK_WAIT)
         except PayloadReleased as exc:
             return obj, f"{exc}{BULK_SHOWN_ELIDED}"
+        if over_parse_budget(payload, 0):  # as a reader: its skeleton, what the recording has
+            return obj, f"payload too large to parse{BULK_SHOWN_ELIDED}"
         whole = decode_exactly(payload)
         if whole is NOT_DECODED:
             try:

@@ -1,0 +1,138 @@
+"""A frame's line read back (docs/recording-format.md, "Frames"): the line parsed with its
+payload apart (`event_object`), then the frame built from its members (`read_frame`); a frame
+too large to parse is read from its skeleton (`frame_skeleton`)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+from golem_core.messages import Message, Role
+from golem_core.profiles import Profile
+
+from .. import events
+from ..events import Direction
+from .frame_skeleton import over_parse_budget, unparsed_frame
+from .line_guard import check_line, decode_json
+from .members import (
+    member_base64,
+    member_bool,
+    member_direction,
+    member_int,
+    member_optional_int,
+    member_routes_down,
+    member_str,
+    member_tool_calls,
+)
+from .schema import MSG_KEY, RecordingError
+
+__all__ = ["event_object", "read_frame"]
+
+_NOT_LAST = "msg is not the last member"
+
+
+def event_object(line: bytes) -> tuple[dict[str, Any], Optional[bytes]]:
+    """One event line parsed, after its parse budget is checked: its members, and a frame's
+    verbatim payload (None for other lines). Raises RecordingError.
+
+    A frame's payload is the line's bytes after the first ``,"msg":`` up to its last ``}``
+    (docs/recording-format.md). The members before it and the payload are parsed apart, at
+    the cost of parsing the line once, so that the message a reader shows is the one whose
+    bytes it keeps: a line whose ``msg`` is not its last member, or that has two, is
+    refused. A frame line over the parse budget that carries its skeleton (the writer's, for
+    a payload too large to parse: `frame_skeleton`) has its members parsed, not its payload."""
+    try:
+        check_line(line)
+    except RecordingError:
+        unparsed = unparsed_frame(line)
+        if unparsed is None:
+            raise
+        return unparsed
+    start = line.find(MSG_KEY)
+    if start >= 0:
+        try:
+            members = decode_json(line[:start] + b"}")
+        except RecordingError:
+            members = None  # a ``,"msg":`` inside another member: not the writer's frame
+        if isinstance(members, dict) and members.get("kind") == "frame":
+            if "msg" in members:
+                raise RecordingError(_NOT_LAST)
+            payload = line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]
+            try:
+                members["msg"] = decode_json(payload)
+            except RecordingError as exc:
+                if exc.what.startswith("not JSON: Extra data"):
+                    raise RecordingError(_NOT_LAST) from None
+                raise
+            return members, payload
+    data = decode_json(line)
+    if not isinstance(data, dict):
+        raise RecordingError("an event line is not a JSON object")
+    if start >= 0 and data.get("kind") == "frame" and "msg" in data:
+        raise RecordingError(_NOT_LAST)  # members before it that do not parse on their own
+    return data, None
+
+
+def read_frame(
+    data: dict[str, Any], verbatim: Optional[bytes], t: float, profile: Profile
+) -> events.FrameSeen:
+    """The frame of a parsed ``frame`` line (`event_object`: ``verbatim`` is its payload as
+    the line holds it), every member checked, typed by ``profile``. Raises RecordingError."""
+    direction = member_direction(data)
+    role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+    redacted = data.get("redacted", ())
+    if not isinstance(redacted, (list, tuple)) or not all(isinstance(p, str) for p in redacted):
+        raise RecordingError("redacted must be a list of strings")
+    redacted = tuple(redacted)
+    elided = 0
+    if "raw" in data:
+        if "msg" in data:
+            raise RecordingError("a frame line has both msg and raw")
+        payload = member_base64(data)
+        if "skeleton" in data and over_parse_budget(payload, 0):
+            message, elided = _from_skeleton(data, profile, role)
+        else:
+            message = profile.parse(payload, role)
+    elif "msg" not in data and "skeleton" in data and verbatim is not None:
+        # Over the parse budget (`event_object`): typed from its skeleton, its bytes kept.
+        payload = verbatim
+        message, elided = _from_skeleton(data, profile, role)
+    else:
+        if "msg" not in data:
+            raise RecordingError("a frame line has neither msg nor raw")
+        obj = data["msg"]
+        if redacted:
+            payload = profile.encode_payload(obj)
+        elif verbatim is None:
+            raise RecordingError('msg is not where the writer puts it (,"msg": last)')
+        else:
+            payload = verbatim
+        if type(obj) is dict and type(obj.get("method")) is str:
+            # One string per method name, not one per request: a viewer keeps them all.
+            obj["method"] = sys.intern(obj["method"])
+        message = profile.parse_decoded(obj, role)
+    return events.FrameSeen(
+        conn=member_int(data, "conn"),
+        route=sys.intern(member_str(data, "route", "")),
+        direction=direction,
+        index=member_int(data, "n"),
+        t=t,
+        size=member_int(data, "size", len(payload)),
+        payload=payload,
+        message=message,
+        redacted=redacted,
+        elided=elided,
+        tool_calls=member_tool_calls(data),
+        expects_answer=member_bool(data, "expects_answer", False),
+        answers=member_optional_int(data, "answers"),
+        orphan=member_bool(data, "orphan", False),
+        undelivered=member_str(data, "undelivered", ""),
+        delivered_bytes=member_int(data, "delivered_bytes", 0),
+        routes_down=member_routes_down(data),
+    )
+
+
+def _from_skeleton(data: dict[str, Any], profile: Profile, role: Role) -> tuple[Message, int]:
+    """The message of a frame line's ``skeleton`` and the bytes its ``elided`` says were left
+    out of it (at least one: it stands for a payload it is not)."""
+    return profile.parse_decoded(data["skeleton"], role), max(1, member_int(data, "elided", 1))

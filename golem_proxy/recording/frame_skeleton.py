@@ -1,0 +1,127 @@
+"""A frame too large for a reader to parse, recorded whole with its skeleton beside it.
+
+A reader refuses to parse a line whose parse would cost more than its budget
+(`line_guard.check_line`, 512 MiB by its estimate): a recording may come from anyone. The tap
+decodes frames up to its observation limit (32 MiB by default), and some of those cost more
+than that once parsed: 28 MiB of ``[0,1,0,…]`` (a mask, a flattened index buffer) is about 514
+MiB by the reader's estimate. Written verbatim, such a frame made every reader refuse the whole
+recording at its line, every other exchange with it.
+
+So the writer still writes it verbatim, as the line's last member, and puts its skeleton before
+it: the decoded message with its bulk elided, and how many bytes were elided (``elided``). A
+reader over the budget parses the members before the payload only (`unparsed_frame`): the frame
+keeps its bytes whole (for `export`, `replay`, the TUI's read-back) and is typed from its
+skeleton, as a view types a frame whose bulk it elided itself (`FrameSeen.elided`). Under the
+budget the payload is parsed and the skeleton is not read: a reader shows the payload's own
+message whenever it can.
+
+The skeleton is the message with its long arrays of numbers elided (`golem_proxy.bulk`), which
+is all a mesh or a point cloud needs; if that is still too large, its long arrays of anything;
+if that is still too large (a few long objects), its envelope's plain members only, each
+container a placeholder. What the envelope says (id, method, result or error, ``success``,
+``isError``) is kept by the first two, so an outcome decided on the skeleton is the one decided
+on the whole message."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+from ..bulk import without_long_arrays, without_number_arrays
+from ..json_levels import strict_json_misfit
+from .line_guard import MOST_PER_BYTE, check_line, decode_json, parse_cost
+from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, MSG_KEY, RecordingError, dumps
+
+__all__ = [
+    "SKELETON_BUDGET",
+    "over_parse_budget",
+    "skeleton_members",
+    "unparsed_frame",
+    "within_parse_budget",
+]
+
+SKELETON_BUDGET = 16 * 1024 * 1024
+"""What parsing a skeleton may cost at most: every view holds it, as it holds any message."""
+_AROUND = 1024 * 1024
+"""What the members around a payload may add to its line's parse cost: the writer's bound
+must hold for the reader's estimate of the whole line."""
+# ``,"msg":`` can only be a key in JSON text (inside a string its quotes are escaped): the
+# same key spelled with an escape, so that the payload's ``,"msg":`` is the line's first.
+_MSG_KEY_ESCAPED = b',"\\u006dsg":'
+
+
+def over_parse_budget(payload: bytes, elided: int, budget: int = DEFAULT_LINE_BUDGET) -> bool:
+    """Whether a reader would refuse to parse the line of a frame whose verbatim ``payload``
+    (valid JSON) it is; ``elided``: the bytes of opaque strings in it (the tap's count), which
+    cost 2 bytes a byte, no more. Bounded first from the lengths alone: counting a 16 MiB
+    viewport capture's brackets would cost the recorder ~12 ms an answer."""
+    if within_parse_budget(len(payload), elided, budget):
+        return False
+    return parse_cost(payload)[0] > budget - _AROUND
+
+
+def within_parse_budget(size: int, elided: int = 0, budget: int = DEFAULT_LINE_BUDGET) -> bool:
+    """Whether a payload of ``size`` bytes, ``elided`` of them in opaque strings, is within a
+    reader's parse budget whatever it holds (`over_parse_budget`'s bound from lengths)."""
+    return 2 * size + MOST_PER_BYTE * max(0, size - elided) <= budget - _AROUND
+
+
+def skeleton_members(obj: Any, elided: int) -> tuple[int, bytes]:
+    """A frame line's ``elided`` and ``skeleton`` members for a message decoded as ``obj``
+    (strings of ``elided`` bytes elided from it already, by the tap): the bytes elided in
+    all, and the skeleton as JSON text, which holds no ``,"msg":``."""
+    for skim in (_without_number_arrays, without_long_arrays, _envelope):
+        skeleton, count = skim(obj)
+        text = dumps(skeleton)
+        if parse_cost(text)[0] <= SKELETON_BUDGET and not strict_json_misfit(
+            skeleton, MAX_DEPTH - 1
+        ):
+            break
+    return elided + count, text.replace(MSG_KEY, _MSG_KEY_ESCAPED)
+
+
+def _without_number_arrays(obj: Any) -> tuple[Any, int]:
+    return without_number_arrays(obj, message=True)
+
+
+def _envelope(obj: Any) -> tuple[Any, int]:
+    """``obj``'s plain members (strings, numbers, booleans, null), each of the others a
+    string saying how many bytes it took: the last resort, small whatever ``obj`` is."""
+    if not isinstance(obj, dict):
+        size = len(dumps(obj))
+        return f"<{size} bytes not kept>", size
+    kept: dict[str, Any] = {}
+    elided = 0
+    for key, value in obj.items():
+        if value is None or isinstance(value, (str, int)) or _finite(value):  # bool is an int
+            kept[key] = value
+        else:
+            size = len(dumps(value))
+            kept[key] = f"<{size} bytes not kept>"
+            elided += size
+    return kept, elided
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
+    """The members of a frame ``line`` that carries a skeleton, parsed without its payload,
+    and its payload as the line holds it (unparsed, not checked); None when ``line`` is no
+    such line. For a line over the reader's parse budget (`check_line` refused it): the
+    members before the payload are checked as any line is. Raises RecordingError."""
+    start = line.find(MSG_KEY)
+    if start < 0:
+        return None
+    prefix = line[:start] + b"}"
+    check_line(prefix)
+    try:
+        members = decode_json(prefix)
+    except RecordingError:
+        return None
+    if not isinstance(members, dict) or members.get("kind") != "frame":
+        return None
+    if "skeleton" not in members or "msg" in members or "raw" in members:
+        return None
+    return members, line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]

@@ -1,0 +1,182 @@
+"""A frame too large for a reader to parse (recording/frame_skeleton.py): written verbatim with
+its skeleton before it, so that every reader opens its recording and types the frame from the
+skeleton, its bytes kept whole. Written to fail on the code before it, where every reader
+refused the whole recording at that frame's line."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from golem_core.messages import Response
+from golem_core.profiles import GOLEM
+from golem_proxy.bulk import BULK_NUMBERS
+from golem_proxy.events import Direction, ExchangeCompleted, FrameSeen
+from golem_proxy.recording import frame_skeleton
+from golem_proxy.recording.fast_reader import FastRecordingReader
+from golem_proxy.recording.format import RecordingReader
+from golem_proxy.recording.frame_reading import event_object
+from golem_proxy.recording.frame_skeleton import over_parse_budget, skeleton_members
+from golem_proxy.recording.line_guard import check_line, decode_json
+from golem_proxy.recording.schema import MSG_KEY, RecordingError
+from tests.support.cli_helpers import run_cli
+from tests.support.trace_builder import TapSimulator, write_recording
+
+ONES = 15_000_000
+# 30 MB of small numbers: about 514 MiB once parsed by the reader's estimate, over its budget.
+ANSWER = b'{"id": "a1", "success": true, "result": [' + b"1," * (ONES - 1) + b"1]}"
+SKELETON = {"id": "a1", "success": True, "result": [f"<{ONES} numbers elided>"]}
+
+
+@pytest.fixture(scope="module")
+def large_answer_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TapSimulator]:
+    """A session through the real tap: a call answered with `ANSWER`, then a ping."""
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    tap.open(1)
+    tap.request(1, {"id": "a1", "method": "mesh.get_mask", "params": {}})
+    tap.tick(0.2)
+    tap.send(1, Direction.S2C, GOLEM.frame_payload(ANSWER))
+    tap.tick(0.01)
+    tap.request(1, {"id": "a2", "method": "ping", "params": {}})
+    tap.tick(0.002)
+    tap.respond(1, {"id": "a2", "success": True, "result": {"pong": True}})
+    tap.close(1)
+    path = tmp_path_factory.mktemp("large") / "large.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    return path, tap
+
+
+def test_the_line_holds_the_payload_verbatim_after_its_skeleton(
+    large_answer_trace: tuple[Path, TapSimulator],
+) -> None:
+    path, _ = large_answer_trace
+    (line,) = [line for line in path.read_bytes().splitlines() if len(line) > ONES]
+    with pytest.raises(RecordingError, match="too large to parse"):
+        check_line(line)  # what every reader refused the recording for
+    start = line.index(MSG_KEY)
+    assert line[start + len(MSG_KEY) : -1] == ANSWER
+    members = decode_json(line[:start] + b"}")
+    assert members["skeleton"] == SKELETON
+    assert members["elided"] == len(b"[" + b"1," * (ONES - 1) + b"1]")
+
+
+def test_every_reader_reads_the_frame_from_its_skeleton_and_keeps_its_bytes(
+    large_answer_trace: tuple[Path, TapSimulator],
+) -> None:
+    path, _ = large_answer_trace
+    with path.open("rb") as stream:
+        exact = list(RecordingReader(stream))
+    with path.open("rb") as stream:
+        fast = list(FastRecordingReader(stream))
+    assert fast == exact
+    frames = [event for event in exact if isinstance(event, FrameSeen)]
+    answer = frames[1]
+    assert answer.payload == ANSWER
+    assert isinstance(answer.message, Response) and answer.message.obj == SKELETON
+    assert answer.elided > 0 and answer.answers == 0
+    exchanges = [event for event in exact if isinstance(event, ExchangeCompleted)]
+    assert [(e.method, e.outcome.kind.value) for e in exchanges] == [
+        ("mesh.get_mask", "ok"),
+        ("ping", "ok"),
+    ]
+
+
+def test_the_commands_open_it_and_say_what_was_left_out(
+    large_answer_trace: tuple[Path, TapSimulator], tmp_path: Path
+) -> None:
+    path, tap = large_answer_trace
+    shown = run_cli("show", str(path))
+    assert shown.returncode == 0, shown.stderr
+    assert "mesh.get_mask" in shown.stdout and "ping" in shown.stdout
+    for command in ("stats", "check"):
+        done = run_cli(command, str(path))
+        assert done.returncode in (0, 1), done.stderr  # check exits 1 on violations
+        assert "too large" not in done.stderr
+    exported = tmp_path / "flows.jsonl"
+    done = run_cli("export", "--format", "jsonl", "--out", str(exported), str(path))
+    assert done.returncode == 0, done.stderr
+    first = json.loads(exported.read_text().splitlines()[0])
+    assert first["response"] == SKELETON
+    assert first["response_elided"] == len(b"[" + b"1," * (ONES - 1) + b"1]")
+    assert "request_elided" not in first
+    streams = tmp_path / "streams"
+    done = run_cli("export", "--out", str(streams), str(path))
+    assert done.returncode == 0, done.stderr
+    assert (streams / "conn-0001-s2c.bin").read_bytes() == tap.fed(1, Direction.S2C)
+    queried = run_cli("query", "SELECT method, elided FROM flows ORDER BY n", str(path), "--json")
+    assert queried.returncode == 0, queried.stderr
+    rows = [json.loads(line) for line in queried.stdout.splitlines()]
+    assert rows == [
+        {"method": "mesh.get_mask", "elided": first["response_elided"]},
+        {"method": "ping", "elided": 0},
+    ]
+
+
+def test_under_the_budget_the_payload_is_read_and_a_skeleton_is_not() -> None:
+    payload = b'{"id": "a1", "success": true, "result": [1, 2, 3]}'
+    line = (
+        b'{"seq":3,"t":0.1,"kind":"frame","conn":1,"route":"main","dir":"s2c","n":0,'
+        b'"size":60,"type":"response","id":"a1","elided":9,"skeleton":{"id":"a1","success":'
+        b'true,"result":["<3 numbers elided>"]},"msg":' + payload + b"}"
+    )
+    data, verbatim = event_object(line)
+    assert verbatim == payload and data["msg"]["result"] == [1, 2, 3]
+    (frame,) = list(RecordingReader(io.BytesIO(write_recording([]) + line + b"\n")))
+    assert isinstance(frame, FrameSeen)
+    assert frame.message.obj == {"id": "a1", "success": True, "result": [1, 2, 3]}
+    assert frame.elided == 0
+
+
+def test_a_skeleton_holds_no_splice_key_and_reads_back_whole() -> None:
+    """A member named ``msg`` inside the message: in the skeleton's text, ``,"msg":`` would be
+    taken for the payload's start; it is spelled with an escape, the same key to JSON."""
+    obj = {"id": "a1", "success": True, "result": {"n": 1, "msg": "hi", "v": [0.5] * BULK_NUMBERS}}
+    elided, text = skeleton_members(obj, 0)
+    assert MSG_KEY not in text
+    assert json.loads(text) == {
+        "id": "a1",
+        "success": True,
+        "result": {"n": 1, "msg": "hi", "v": [f"<{BULK_NUMBERS} numbers elided>"]},
+    }
+    assert elided == len(json.dumps([0.5] * BULK_NUMBERS, separators=(",", ":")))
+
+
+@pytest.mark.parametrize(
+    ("bulk", "placeholder"),
+    [
+        ([[1.25, 2.5, 3.0]] * BULK_NUMBERS, [f"<{3 * BULK_NUMBERS} numbers elided>"]),
+        ([[]] * BULK_NUMBERS, [f"<{BULK_NUMBERS} items elided>"]),
+        ([{"a": 1}] * BULK_NUMBERS, [f"<{BULK_NUMBERS} items elided>"]),
+    ],
+    ids=["points", "empty arrays", "small objects"],
+)
+def test_the_skeleton_elides_what_makes_a_payload_costly(
+    bulk: list[object], placeholder: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long arrays of numbers first; long arrays of anything when that is not enough."""
+    monkeypatch.setattr(frame_skeleton, "SKELETON_BUDGET", 4096)
+    obj = {"id": "a1", "success": True, "result": {"shape": bulk}}
+    _, text = skeleton_members(obj, 0)
+    assert json.loads(text) == {"id": "a1", "success": True, "result": {"shape": placeholder}}
+
+
+def test_a_skeleton_still_too_large_keeps_the_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many short arrays side by side are no long array: the skeleton falls back to the
+    envelope's plain members, each container a placeholder with its size."""
+    monkeypatch.setattr(frame_skeleton, "SKELETON_BUDGET", 4096)
+    result = {f"k{n}": [n] for n in range(1000)}
+    obj = {"id": "a1", "success": False, "result": result}
+    elided, text = skeleton_members(obj, 7)
+    size = len(json.dumps(result, separators=(",", ":")))
+    assert json.loads(text) == {"id": "a1", "success": False, "result": f"<{size} bytes not kept>"}
+    assert elided == 7 + size
+
+
+def test_the_writer_bound_skips_the_count_for_blobs_and_small_payloads() -> None:
+    blob = b'{"id": "a1", "result": {"png": "' + b"A" * (20 << 20) + b'"}}'
+    assert not over_parse_budget(blob, 20 << 20)  # strings the tap elided cost their size
+    assert not over_parse_budget(b"[" * 4096, 0)  # too short to be over, whatever it holds
+    assert over_parse_budget(b"[" + b"1," * (ONES - 1) + b"1]", 0)
