@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import IO, Any, Optional
@@ -38,6 +39,7 @@ __all__ = [
     "flow_to_json",
     "json_ms",
     "json_text",
+    "numbers_named",
     "open_flows",
 ]
 
@@ -239,9 +241,27 @@ def _escape(match: re.Match[str]) -> str:
 
 def json_text(data: Any, indent: Optional[int] = None) -> str:
     """``data`` as JSON (on one line without ``indent``), readable (non-ASCII kept) and safe
-    to print or encode: control characters and lone surrogates are written as escapes."""
-    text = json.dumps(data, ensure_ascii=False, indent=indent)
+    to print or encode: control characters and lone surrogates are written as escapes, and
+    a number JSON has not (NaN, an infinity: a plugin's ``json.dumps`` writes them, and the
+    proxy reads them as the plugin's peers do) as the string that names it, ``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"`` (as protobuf's JSON writes them): Python's ``NaN`` is no
+    JSON a strict reader (jq, a browser, Go) takes."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:  # a float JSON has not, somewhere in it
+        text = json.dumps(numbers_named(data), ensure_ascii=False, indent=indent)
     return _UNSAFE_IN_JSON.sub(_escape, text)
+
+
+def numbers_named(value: Any) -> Any:
+    """``value`` with each float that is not finite replaced by its name (`json_text`)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else json.dumps(value)
+    if isinstance(value, dict):
+        return {key: numbers_named(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [numbers_named(item) for item in value]
+    return value
 
 
 def json_ms(seconds: Optional[float]) -> Optional[float]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from ..analysis.reading_notes import recording_notes
+from ..analysis.trace import json_text
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.render import render_diff
 from ..replay.tracediff import DamagedTrace, diff_traces
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             report = diff.to_json()
             if a_notes or b_notes:
                 report["notes"] = dict(zip(NOTES_KEYS, (a_notes, b_notes)))
-            print(json.dumps(report, indent=2, ensure_ascii=False))
+            print(json_text(report, indent=2))
         else:
             render_diff(diff, console(), (args.a, args.b))
     finally:

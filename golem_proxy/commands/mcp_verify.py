@@ -10,7 +10,6 @@ recorded one, prints a table and exits 0 (all match), 1 (differences) or 2 (coul
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -22,6 +21,7 @@ from rich.text import Text
 
 from golem_core.profiles import GOLEM
 
+from ..analysis.trace import json_text
 from ..live.proxy_options import BoundRoute
 from ..net.addresses import Address, Route
 from ..net.listeners import ListenError
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         trace.close()
     outages = _outages(job, applied)
     if args.json:
-        print(json.dumps(_json(result, misses, outages), indent=2, ensure_ascii=False))
+        print(json_text(_json(result, misses, outages), indent=2))
     else:
         render(result, misses, Console(highlight=False), outages)
     return 0 if result.ok else EXIT_DIFFERENT

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from functools import partial
 from typing import Any
 
 import trio
 
+from ..analysis.trace import json_text
 from ..net.addresses import Address
 from ..recording.samples import is_sample
 from ..replay.index import ExchangeTrace, load_exchanges
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         payload: dict[str, Any] = {"ok": result.ok, "exchanges": len(result.checks)}
         payload["failed"] = [check.to_json() for check in result.failed]
-        print(json.dumps(payload, indent=2, ensure_ascii=False))
+        print(json_text(payload, indent=2))
     else:
         render_verify(result, console())
     if args.update:

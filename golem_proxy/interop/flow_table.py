@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import IO, Any, NamedTuple, Optional
 
 from ..analysis.tool_calls import layered_json
-from ..analysis.trace import FlowReader
+from ..analysis.trace import FlowReader, numbers_named
 from ..recording.files import check_replaceable
 from ..recording.format import DEFAULT_MAX_LINE
 
@@ -135,7 +135,7 @@ def _spelled_out(match: re.Match[str]) -> str:
     return f"\\\\u{ord(match.group()):04x}"
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per row
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # one, not one per row
 _WRITE_AT = 1 << 20  # characters of lines held before they are written
 
 
@@ -153,7 +153,10 @@ def write_rows(rows: Iterator[dict[str, Any]], stream: IO[bytes]) -> RowsWritten
     count = held = longest = 0
     lines: list[str] = []
     for row in rows:
-        line = _ENCODE(row)
+        try:
+            line = _ENCODE(row)
+        except ValueError:  # NaN or an infinity: named, as `show --json` names them
+            line = _ENCODE(numbers_named(row))
         if line.isascii():  # the common case: characters are bytes, and no surrogate
             size = len(line)
         else:

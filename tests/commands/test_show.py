@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from golem_core.profiles import GOLEM
+from golem_proxy.events import Direction
 from tests.support.cli_helpers import run_cli, run_main
-from tests.support.trace_builder import golem_session, write_recording
+from tests.support.trace_builder import TapSimulator, golem_session, write_recording
 
 
 @pytest.fixture
@@ -133,3 +135,40 @@ def test_memory_does_not_grow_with_the_trace(tmp_path: Path) -> None:
             count += 1
             held = max(held, len(reader.tracker.flows))
     assert count == 3000 and held <= 1
+
+
+def _strict(text: str) -> object:
+    """``text`` read as strict JSON: no NaN, no Infinity."""
+
+    def refuse(name: str) -> object:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_number_json_has_not_is_named_in_every_json_output(tmp_path: Path) -> None:
+    """A plugin's ``json.dumps`` writes NaN for a float that is not a number, and the proxy
+    reads it as the plugin's peers do. Printed as Python writes it, the JSON output was none
+    a strict reader (jq, a browser) takes; it names it instead, as protobuf's JSON does."""
+    tap = TapSimulator(GOLEM)
+    tap.open(1)
+    tap.request(1, {"id": "a1", "method": "geometry.volume", "params": {}})
+    tap.tick(0.01)
+    answer = b'{"id": "a1", "success": true, "result": {"volume": NaN, "low": -Infinity}}'
+    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    tap.close(1)
+    path = tmp_path / "nan.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    named = {"volume": "NaN", "low": "-Infinity"}
+    shown = run_cli("show", str(path), "--json")
+    assert shown.returncode == 0, shown.stderr
+    (row,) = [_strict(line) for line in shown.stdout.splitlines()]
+    assert isinstance(row, dict) and row["response"]["result"] == named
+    exported = tmp_path / "flows.jsonl"
+    done = run_cli("export", "--format", "jsonl", "--out", str(exported), str(path))
+    assert done.returncode == 0, done.stderr
+    assert _strict(exported.read_text()) == row
+    queried = run_cli("query", "SELECT result FROM flows", str(path), "--json")
+    assert queried.returncode == 0, queried.stderr
+    (result,) = [_strict(line) for line in queried.stdout.splitlines()]
+    assert isinstance(result, dict) and _strict(result["result"]) == named
