@@ -13,7 +13,7 @@ from golem_core.profiles import Profile
 from .. import events
 from ..events import Direction
 from .frame_skeleton import over_parse_budget, unparsed_frame
-from .line_guard import check_line, decode_json
+from .line_guard import check_line, decode_json, decode_payload
 from .members import (
     member_base64,
     member_bool,
@@ -59,7 +59,7 @@ def event_object(line: bytes) -> tuple[dict[str, Any], Optional[bytes]]:
                 raise RecordingError(_NOT_LAST)
             payload = line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]
             try:
-                members["msg"] = decode_json(payload)
+                members["msg"] = decode_payload(payload)
             except RecordingError as exc:
                 if exc.what.startswith("not JSON: Extra data"):
                     raise RecordingError(_NOT_LAST) from None

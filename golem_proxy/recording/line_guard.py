@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, NoReturn, Optional
+from typing import Any, Callable, NoReturn, Optional
 
 from ..json_levels import strict_json_misfit
 from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, RecordingError
@@ -16,6 +16,7 @@ __all__ = [
     "MOST_PER_BYTE",
     "check_line",
     "decode_json",
+    "decode_payload",
     "has_brackets",
     "parse_cost",
     "strictly_unreadable",
@@ -129,8 +130,24 @@ _decode = json.JSONDecoder(parse_constant=_no_constant).decode
 
 def decode_json(line: bytes) -> Any:
     """Parse one checked line. Raises RecordingError for invalid UTF-8 or JSON."""
+    return _decoded(line, _decode)
+
+
+# A payload is what a peer sent, read as the peers read it (Python's JSON).
+_decode_payload = json.JSONDecoder().decode
+
+
+def decode_payload(payload: bytes) -> Any:
+    """Parse a frame's checked payload as the tap read it, with the peers' JSON: NaN and
+    the infinities too (a plugin's ``json.dumps`` writes NaN for a float that is not a
+    number; recordings written before such payloads were stored raw hold them verbatim).
+    The members of a line stay strict JSON. Raises RecordingError as `decode_json` does."""
+    return _decoded(payload, _decode_payload)
+
+
+def _decoded(line: bytes, decode: Callable[[str], Any]) -> Any:
     try:
-        return _decode(line.decode("utf-8"))
+        return decode(line.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise RecordingError(f"not UTF-8 (byte {exc.start})") from None
     except ValueError as exc:

@@ -20,7 +20,8 @@ from golem_core.profiles import Profile
 from ..recording.format import DEFAULT_MAX_LINE, Header, RecordingError
 from ..recording.frame_reading import event_object
 from ..recording.frame_skeleton import over_parse_budget, within_parse_budget
-from ..recording.reader import check_line, decode_json
+from ..recording.line_guard import decode_payload
+from ..recording.reader import check_line
 from ..recording.scan import Row, line_at, scan_exchanges
 from .matching import GuidMap, Keyer, MatchMode, canonical_params
 
@@ -129,7 +130,7 @@ def _decode(source: Any, at: Any) -> Any:
     # since), refused as the reader refuses it.
     try:
         check_line(payload)
-        return decode_json(payload)
+        return decode_payload(payload)
     except RecordingError as exc:
         raise _refusal(source, at, exc) from None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import re
 import stat
@@ -36,6 +37,7 @@ from golem_proxy.events import (
     UpstreamStatus,
     ViolationSeen,
 )
+from golem_proxy.recording.fast_reader import FastRecordingReader
 from golem_proxy.recording.format import (
     Header,
     RecordingError,
@@ -508,3 +510,24 @@ def test_pieces_reach_a_file_whole_and_in_order_past_one_system_calls_worth(
     with open(path, "wb") as stream:
         write_all(stream.fileno(), pieces)
     assert path.read_bytes() == b"".join(pieces)
+
+
+def test_a_payload_with_nan_written_verbatim_by_an_older_writer_reads_back(tmp_path: Path) -> None:
+    """Writers before payloads with NaN were stored raw spliced them verbatim; the payload is
+    what a peer sent, read with the peers' JSON, so such a recording opens (its members stay
+    strict JSON), in every reader."""
+    event = frame(b'{"status": "success", "result": {"volume": 1.5}}', Direction.S2C)
+    older = write_recording([event]).replace(b'"volume": 1.5', b'"volume": NaN')
+    (back,) = list(RecordingReader(io.BytesIO(older)))
+    assert isinstance(back, FrameSeen)
+    assert back.payload == b'{"status": "success", "result": {"volume": NaN}}'
+    assert repr(back.message.obj) == repr({"status": "success", "result": {"volume": math.nan}})
+    (fast,) = list(FastRecordingReader(io.BytesIO(older)))
+    assert repr(fast) == repr(back)
+    path = tmp_path / "older.jsonl"
+    path.write_bytes(older)
+    shown = run_cli("show", str(path))
+    assert shown.returncode == 0, shown.stderr
+    damaged = older.replace(b'"t":0.5', b'"t":NaN')
+    with pytest.raises(RecordingError, match="line 2"):
+        list(RecordingReader(io.BytesIO(damaged)))
