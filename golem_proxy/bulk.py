@@ -14,12 +14,16 @@ from typing import Any
 
 import orjson
 
+from golem_core.messages import Malformed, Message
+from golem_core.profiles import Profile
+
 from .json_levels import array_levels
 
 __all__ = [
     "BULK_NUMBERS",
     "DEEPEST",
     "holds_elided_numbers",
+    "reads_alike",
     "without_long_arrays",
     "without_number_arrays",
 ]
@@ -146,3 +150,16 @@ def holds_elided_numbers(value: Any, depth: int = DEEPEST + 1) -> bool:
             return True
         return any(holds_elided_numbers(item, depth - 1) for item in value)
     return False
+
+
+def reads_alike(whole: Message, skeleton: Message, profile: Profile) -> bool:
+    """Whether what views and readers decide from a message is the same on its skeleton: its
+    kind, id, method or malformation, and, for an answer, its outcome."""
+    if type(whole) is not type(skeleton):
+        return False
+    for name in ("id", "method", "kind", "detail"):
+        if getattr(whole, name, None) != getattr(skeleton, name, None):
+            return False
+    if isinstance(whole, Malformed) or getattr(whole, "method", None) is not None:
+        return True
+    return profile.outcome(None, whole) == profile.outcome(None, skeleton)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..recording.files import open_private
+from ..recording.frame_skeleton import over_parse_budget
 from .flows import Flow
 
 __all__ = ["PNG_SIGNATURE", "Capture", "capture_of", "captures", "png_in", "write_captures"]
@@ -59,9 +60,11 @@ def capture_of(flow: Flow) -> Optional[Capture]:
     response = flow.response
     if response is None or _IMAGE_MEMBER not in response.payload:
         return None
+    if response.elided and over_parse_budget(response.payload, 0):
+        return None  # too large to parse, as a reader (a viewport capture never is)
     try:
         obj = json.loads(response.payload)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     png = png_in(obj.get("result") if isinstance(obj, dict) else None)
     if png is None or png[12:16] != b"IHDR" or len(png) < 24:

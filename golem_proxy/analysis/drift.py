@@ -115,8 +115,9 @@ class DriftCollector:
         if catalogue is None:
             return
         for flow in flows:
-            message = flow.request.message if flow.request is not None else None
-            if isinstance(message, Request):
+            request = flow.request
+            message = request.message if request is not None and not request.elided else None
+            if isinstance(message, Request):  # a skeleton's params are not the request's
                 profile = self.profile
                 builtins = profile.builtins_of(flow.route) if profile is not None else ()
                 for drift in catalogue.drift(message, builtins):

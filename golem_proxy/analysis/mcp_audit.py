@@ -67,6 +67,9 @@ class _Call:
     conn: int
     tool: str
     arguments: Any
+    whole: bool = True
+    """False when the arguments are a skeleton's (a payload too large to parse): the tool
+    is looked up, the arguments are not held to its schema."""
 
 
 class McpAuditor:
@@ -126,7 +129,7 @@ class McpAuditor:
             for v in order.request(side, message.method, message.id, request.t)
         ]
         if message.method == TOOLS_CALL:
-            found += self._call(flow, message)
+            found += self._call(flow, message, whole=not request.elided)
         if response is not None:
             found += self._answered(flow, message, response)
         return found
@@ -134,6 +137,11 @@ class McpAuditor:
     def _answered(self, flow: Flow, message: Request, response: FrameSeen) -> list[Finding]:
         answer = response.message
         if not isinstance(answer, (Response, ErrorResponse)):
+            return []
+        if response.elided:
+            # A skeleton (a payload too large to parse): its placeholders are no content
+            # to check, and no listing of tools to learn.
+            self._orders.setdefault(flow.conn, SessionOrder()).answered(message.method, response.t)
             return []
         self._orders.setdefault(flow.conn, SessionOrder()).answered(message.method, response.t)
         if message.method == TOOLS_LIST and isinstance(answer, Response):
@@ -166,12 +174,12 @@ class McpAuditor:
         )
         return [self._finding(violation(R_STDOUT, text), flow, Direction.S2C)]
 
-    def _call(self, flow: Flow, message: Request) -> list[Finding]:
+    def _call(self, flow: Flow, message: Request, *, whole: bool = True) -> list[Finding]:
         params = message.params if isinstance(message.params, dict) else {}
         name = params.get("name")
         if not isinstance(name, str):
             return []  # the envelope rules say what is wrong with it
-        call = _Call(flow.number, flow.conn, name, params.get("arguments", {}))
+        call = _Call(flow.number, flow.conn, name, params.get("arguments", {}), whole)
         if self._schemas is None:
             if len(self._pending) < MAX_PENDING:
                 self._pending.append(call)
@@ -198,6 +206,8 @@ class McpAuditor:
         if call.tool not in self._schemas:
             text = f"no tool {call.tool[:60]!r} in the recorded tools/list"
             yield self._at(violation(R_UNKNOWN_TOOL, text, "$.params.name"), call)
+            return
+        if not call.whole:
             return
         for problem in self._schema_problems(call.tool, call.arguments):
             yield self._at(problem, call)

@@ -20,6 +20,7 @@ from golem_core.profiles import GOLEM
 
 from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
 from ..analysis.drift import DriftCollector, DriftReport
+from ..analysis.flow import Flow
 from ..analysis.mcp_audit import MAX_PENDING, McpAuditor
 from ..analysis.tool_calls import mcp_routes
 from ..analysis.trace import FlowReader, json_text, open_flows
@@ -83,8 +84,16 @@ def run(args: argparse.Namespace) -> int:
     failures: Counter[str] = Counter()
     with trace, file_progress(trace.fileno(), "checking"):
         mcp = McpAuditor(mcp_routes(trace.route_profiles))
-        findings = _audit(trace, catalogue, collector, failures=failures, mcp=mcp)
+        notes: Counter[str] = Counter()
+        findings = _audit(trace, catalogue, collector, failures=failures, mcp=mcp, notes=notes)
     note_truncated(trace)
+    if notes["unparsed"]:
+        text = (
+            f"note: {counted(notes['unparsed'], 'flow')} with a payload too large to parse, "
+            "read from its skeleton: its messages were not checked again (the recording's "
+            "violations are the proxy's checks of them whole)"
+        )
+        console(stderr=True).print(Text(text, style="yellow"))
     if mcp.unchecked:
         text = (
             f"note: {mcp.unchecked} tools/call made before any tools/list, past the first "
@@ -132,11 +141,13 @@ def _audit(
     piece: int = 1000,
     failures: Optional[Counter[str]] = None,
     mcp: Optional[McpAuditor] = None,
+    notes: Optional[Counter[str]] = None,
 ) -> list[Finding]:
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
     in the order one call over the whole trace gives, and ``mcp`` over its MCP layer; the
     drift of the other flows goes to ``drift``, the status of every failed flow is counted in
-    ``failures`` (and of every flow whose answer never reached its client)."""
+    ``failures`` (and of every flow whose answer never reached its client); ``notes`` counts
+    the flows read from a skeleton (``unparsed``), whose messages are not checked again."""
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
     layers = trace.route_profiles
@@ -146,6 +157,8 @@ def _audit(
         # The catalogue is the plugin's: the flows of another layer (the MCP hop) are not
         # read against it; they are the MCP auditor's.
         drift.add_flows(f for f in flows if f.route not in layers)
+        if notes is not None:
+            notes["unparsed"] += sum(1 for flow in flows if _unparsed(flow))
         if failures is not None:
             # An answer its client never got failed for that client, whatever it said.
             failures.update(
@@ -336,3 +349,8 @@ _FINDING_COLUMNS = (
     Column("path", wrap=True, priority=1, floor=10),
     Column("message", wrap=True, priority=0, floor=16),
 )
+
+
+def _unparsed(flow: Flow) -> bool:
+    """Whether a message of ``flow`` is a skeleton (a payload too large to parse)."""
+    return any(frame is not None and frame.elided for frame in (flow.request, flow.response))

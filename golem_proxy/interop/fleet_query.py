@@ -16,6 +16,7 @@ from ..analysis.reading_notes import reading_notes
 from ..analysis.trace import TraceError, open_flows
 from ..recording.files import open_private
 from .flow_table import (
+    COLUMNS,
     FlowTableError,
     flow_rows,
     one_line,
@@ -171,7 +172,9 @@ def run_query(
         if not os.path.isfile(path):
             raise TraceError(f"{path}: no such file")
     with private_directory(tempfile.gettempdir()) as directory:
-        parts: list[str] = []
+        # Every column, none of the rows, first: a Parquet file exported before a column was
+        # added reads it as null, alone as beside others.
+        parts = [_NO_FLOWS]
         row_files: list[RowFile] = []
         try:
             if recordings:
@@ -193,6 +196,13 @@ def run_query(
                     with contextlib.suppress(OSError):
                         os.unlink(row.path)
     return len(traces)
+
+
+_NO_FLOWS = (
+    "SELECT "
+    + ", ".join(f"CAST(NULL AS {kind}) AS {name}" for name, kind in COLUMNS)
+    + " WHERE false"
+)
 
 
 def _named(message: str, row_files: list[RowFile]) -> str:

@@ -164,11 +164,12 @@ class ProxySession:
                         os.fdopen(config.record_fd, "wb"),
                         header,
                         after_seq=0 if config.continues_recording else None,
+                        from_tap=True,
                     )
                 else:
                     assert config.record_path is not None
                     self.writer = RecordingWriter.create(
-                        config.record_path, header, overwrite=config.overwrite
+                        config.record_path, header, overwrite=config.overwrite, from_tap=True
                     )
             except BaseException:
                 await self.source.unbind()

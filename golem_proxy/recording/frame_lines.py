@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, Callable
 
 from golem_core.messages import (
     ErrorResponse,
@@ -20,11 +20,15 @@ from golem_core.messages import (
     Notification,
     Request,
     Response,
+    Role,
 )
+from golem_core.profiles import Profile
 
 from .. import events
-from .frame_skeleton import over_parse_budget, skeleton_members
-from .line_guard import strictly_unreadable
+from ..bulk import reads_alike
+from ..events import Direction
+from .frame_skeleton import over_parse_budget, skeleton_members, within_parse_budget
+from .line_guard import nests_too_deep, parse_cost, strictly_unreadable
 from .schema import JSON_SAFE, MSG_KEY, dumps
 
 __all__ = [
@@ -38,31 +42,44 @@ __all__ = [
 ]
 
 
-def encode_frame(event: events.FrameSeen, seq: int) -> list[bytes]:
-    """A frame's line, in pieces (the payload one of them, not copied)."""
+def encode_frame(
+    event: events.FrameSeen, profile: Profile, seq: int, *, from_tap: bool = False
+) -> list[bytes]:
+    """A frame's line, in pieces (the payload one of them, not copied). ``from_tap``: the
+    frame is the tap's, whose ``elided`` counts opaque strings only (they nest nothing and
+    cost a reader 2 bytes a byte); any other frame whose message has bulk elided (read from
+    a skeleton, kept by a view) is measured from its payload's bytes."""
     message = event.message
     payload = event.payload
     undecodable = _undecodable(message)
+    opaque = event.elided if from_tap else 0
     unreadable = ""
     if not event.redacted and not undecodable and b"\n" not in payload:
         obj = getattr(message, "obj", None)
-        unreadable = strictly_unreadable(payload, obj, skeleton=event.elided > 0)
+        if event.elided and not from_tap:
+            unreadable = nests_too_deep(payload)
+        else:
+            unreadable = strictly_unreadable(payload, obj, skeleton=event.elided > 0)
         if not unreadable:
-            if over_parse_budget(payload, event.elided):
-                return _with_skeleton(frame_members(event, message, seq), obj, event, payload)
-            # The common case, formatted by hand: json.dumps of the small prefix dict was
-            # the recorder's largest cost per frame. The exact payload bytes are spliced in
-            # as the last member: readable and byte-exact.
-            return [_frame_prefix(event, message, seq), payload, b"}\n"]
+            prefix = _frame_prefix(event, message, seq)
+            if within_parse_budget(len(payload), opaque) or not over_parse_budget(
+                payload, opaque, parse_cost(prefix)[0]
+            ):
+                # The common case, formatted by hand: json.dumps of the small prefix dict
+                # was the recorder's largest cost per frame. The exact payload bytes are
+                # spliced in as the last member: readable and byte-exact.
+                return [prefix, payload, b"}\n"]
+            return _with_skeleton(frame_members(event, message, seq), event, profile, payload)
     base = frame_members(event, message, seq)
     if event.redacted:
         base["redacted"] = list(event.redacted)
         obj = None if undecodable else message.obj
         unreadable = strictly_unreadable(payload, obj, skeleton=True)
         if not unreadable:
-            if over_parse_budget(payload, 0):
+            head = dumps(base)
+            if over_parse_budget(payload, 0, parse_cost(head)[0]):
                 # Its payload is the redacted message encoded again: it holds nothing redacted.
-                return _with_skeleton(base, obj, event, payload)
+                return _with_skeleton(base, event, profile, payload)
             base["msg"] = obj
             return [dumps(base) + b"\n"]
         # Its payload is the redacted message encoded again: raw, it holds nothing redacted.
@@ -72,21 +89,31 @@ def encode_frame(event: events.FrameSeen, seq: int) -> list[bytes]:
         base["raw"] = b64(payload)
         if not undecodable:
             base["note"] = f"{unreadable or 'payload spans lines'}; stored raw"
-    if not undecodable and over_parse_budget(payload, event.elided):
+    line = dumps(base)
+    if not undecodable and over_parse_budget(payload, opaque, parse_cost(line)[0]):
         # Read from its skeleton, not parsed: a reader's parse of it would be over budget.
-        base["elided"], skeleton = skeleton_members(message.obj, event.elided)
-        return [dumps(base)[:-1] + b',"skeleton":' + skeleton + b"}\n"]
-    return [dumps(base) + b"\n"]
+        elided, skeleton = skeleton_members(message.obj, event.elided, _reads_alike(event, profile))
+        line = line[:-1] + b',"elided":%d,"skeleton":' % elided + skeleton + b"}"
+    return [line + b"\n"]
 
 
 def _with_skeleton(
-    base: dict[str, Any], obj: Any, event: events.FrameSeen, payload: bytes
+    base: dict[str, Any], event: events.FrameSeen, profile: Profile, payload: bytes
 ) -> list[bytes]:
     """A frame line whose verbatim payload a reader would not parse (`frame_skeleton`): its
     members, its skeleton, then its payload, last as always."""
-    elided, skeleton = skeleton_members(obj, event.elided)
+    alike = _reads_alike(event, profile)
+    elided, skeleton = skeleton_members(event.message.obj, event.elided, alike)
     head = dumps(base)[:-1] + b',"elided":%d,"skeleton":' % elided + skeleton + MSG_KEY
     return [head, payload, b"}\n"]
+
+
+def _reads_alike(event: events.FrameSeen, profile: Profile) -> Callable[[Any], bool]:
+    """Whether a skeleton of ``event``'s message types as the message does (`reads_alike`)."""
+    role = Role.REQUEST if event.direction is Direction.C2S else Role.RESPONSE
+    return lambda skeleton: reads_alike(
+        event.message, profile.parse_decoded(skeleton, role), profile
+    )
 
 
 def frame_members(event: events.FrameSeen, message: Message, seq: int) -> dict[str, Any]:

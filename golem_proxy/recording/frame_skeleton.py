@@ -25,11 +25,11 @@ on the whole message."""
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
-from ..bulk import without_long_arrays, without_number_arrays
+from ..bulk import BULK_NUMBERS, without_long_arrays, without_number_arrays
 from ..json_levels import strict_json_misfit
-from .line_guard import MOST_PER_BYTE, check_line, decode_json, parse_cost
+from .line_guard import MOST_PER_BYTE, check_line, decode_json, not_one_value, parse_cost
 from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, MSG_KEY, RecordingError, dumps
 
 __all__ = [
@@ -50,56 +50,96 @@ must hold for the reader's estimate of the whole line."""
 _MSG_KEY_ESCAPED = b',"\\u006dsg":'
 
 
-def over_parse_budget(payload: bytes, elided: int, budget: int = DEFAULT_LINE_BUDGET) -> bool:
+def over_parse_budget(
+    payload: bytes, elided: int, around: int = _AROUND, budget: int = DEFAULT_LINE_BUDGET
+) -> bool:
     """Whether a reader would refuse to parse the line of a frame whose verbatim ``payload``
     (valid JSON) it is; ``elided``: the bytes of opaque strings in it (the tap's count), which
-    cost 2 bytes a byte, no more. Bounded first from the lengths alone: counting a 16 MiB
-    viewport capture's brackets would cost the recorder ~12 ms an answer."""
+    cost 2 bytes a byte, no more; ``around``: what the line's other members cost (`parse_cost`
+    of them; a margin when they are not known). Bounded first from the lengths alone:
+    counting a 16 MiB viewport capture's brackets would cost the recorder ~12 ms an answer."""
     if within_parse_budget(len(payload), elided, budget):
         return False
-    return parse_cost(payload)[0] > budget - _AROUND
+    limit = budget - around
+    return parse_cost(payload, limit)[0] > limit
 
 
 def within_parse_budget(size: int, elided: int = 0, budget: int = DEFAULT_LINE_BUDGET) -> bool:
     """Whether a payload of ``size`` bytes, ``elided`` of them in opaque strings, is within a
-    reader's parse budget whatever it holds (`over_parse_budget`'s bound from lengths)."""
+    reader's parse budget whatever it holds and whatever the members around it (up to a
+    mebibyte's parse: a frame's are a few hundred bytes)."""
     return 2 * size + MOST_PER_BYTE * max(0, size - elided) <= budget - _AROUND
 
 
-def skeleton_members(obj: Any, elided: int) -> tuple[int, bytes]:
+def skeleton_members(
+    obj: Any, elided: int, reads_alike: Callable[[Any], bool] = lambda _: True
+) -> tuple[int, bytes]:
     """A frame line's ``elided`` and ``skeleton`` members for a message decoded as ``obj``
     (strings of ``elided`` bytes elided from it already, by the tap): the bytes elided in
-    all, and the skeleton as JSON text, which holds no ``,"msg":``."""
-    for skim in (_without_number_arrays, without_long_arrays, _envelope):
+    all, and the skeleton as JSON text, which holds no ``,"msg":``. The first skeleton that
+    fits `SKELETON_BUDGET` and ``reads_alike`` (types as the message does: id, method,
+    outcome) is taken; when none reads alike, the first that fits."""
+    fitting: Optional[tuple[int, bytes]] = None
+    for skim in (_without_number_arrays, without_long_arrays, _shallow, _envelope):
         skeleton, count = skim(obj)
+        if not count and not elided and skim is not _envelope:
+            continue  # nothing left out of a whole message, which is too large
         text = dumps(skeleton)
-        if parse_cost(text)[0] <= SKELETON_BUDGET and not strict_json_misfit(
-            skeleton, MAX_DEPTH - 1
-        ):
-            break
-    return elided + count, text.replace(MSG_KEY, _MSG_KEY_ESCAPED)
+        if parse_cost(text)[0] > SKELETON_BUDGET or strict_json_misfit(skeleton, MAX_DEPTH - 1):
+            continue
+        found = (elided + count, text.replace(MSG_KEY, _MSG_KEY_ESCAPED))
+        if reads_alike(skeleton):
+            return found
+        fitting = fitting or found
+    if fitting is None:  # pragma: no cover - the envelope's members are plain and few
+        size = len(dumps(obj))
+        return elided + size, dumps(f"<{size} bytes not kept>")
+    return fitting
 
 
 def _without_number_arrays(obj: Any) -> tuple[Any, int]:
     return without_number_arrays(obj, message=True)
 
 
+_SHALLOW = 3
+"""The levels `_shallow` keeps: a message, its ``result``, that result's ``error``, and the
+plain members of that (its code and message): what a profile reads an outcome from."""
+
+
+def _shallow(obj: Any, depth: int = _SHALLOW) -> tuple[Any, int]:
+    """``obj`` to `_SHALLOW` levels, each container below them and each array of
+    `BULK_NUMBERS` items or more a string saying how many bytes it took."""
+    if isinstance(obj, dict) and depth > 0:
+        kept: dict[str, Any] = {}
+        elided = 0
+        for key, value in obj.items():
+            kept[key], count = _shallow(value, depth - 1)
+            elided += count
+        return kept, elided
+    if isinstance(obj, list) and depth > 0 and len(obj) < BULK_NUMBERS:
+        items = [_shallow(item, depth - 1) for item in obj]
+        return [item for item, _ in items], sum(count for _, count in items)
+    return _plain_or_placeholder(obj)
+
+
 def _envelope(obj: Any) -> tuple[Any, int]:
     """``obj``'s plain members (strings, numbers, booleans, null), each of the others a
     string saying how many bytes it took: the last resort, small whatever ``obj`` is."""
     if not isinstance(obj, dict):
-        size = len(dumps(obj))
-        return f"<{size} bytes not kept>", size
+        return _plain_or_placeholder(obj)
     kept: dict[str, Any] = {}
     elided = 0
     for key, value in obj.items():
-        if value is None or isinstance(value, (str, int)) or _finite(value):  # bool is an int
-            kept[key] = value
-        else:
-            size = len(dumps(value))
-            kept[key] = f"<{size} bytes not kept>"
-            elided += size
+        kept[key], count = _plain_or_placeholder(value)
+        elided += count
     return kept, elided
+
+
+def _plain_or_placeholder(value: Any) -> tuple[Any, int]:
+    if value is None or isinstance(value, (str, int)) or _finite(value):  # bool is an int
+        return value, 0
+    size = len(dumps(value))
+    return f"<{size} bytes not kept>", size
 
 
 def _finite(value: Any) -> bool:
@@ -108,9 +148,10 @@ def _finite(value: Any) -> bool:
 
 def unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
     """The members of a frame ``line`` that carries a skeleton, parsed without its payload,
-    and its payload as the line holds it (unparsed, not checked); None when ``line`` is no
-    such line. For a line over the reader's parse budget (`check_line` refused it): the
-    members before the payload are checked as any line is. Raises RecordingError."""
+    and its payload as the line holds it (unparsed; its brackets checked: `not_one_value`);
+    None when ``line`` is no such line. For a line over the reader's parse budget
+    (`check_line` refused it): the members before the payload are checked as any line is.
+    Raises RecordingError."""
     start = line.find(MSG_KEY)
     if start < 0:
         return None
@@ -124,4 +165,8 @@ def unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
         return None
     if "skeleton" not in members or "msg" in members or "raw" in members:
         return None
-    return members, line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]
+    payload = line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]
+    problem = not_one_value(payload)
+    if problem:
+        raise RecordingError(problem)
+    return members, payload

@@ -131,7 +131,10 @@ def _pattern(conns: Collection[int], methods: Collection[str]) -> re.Pattern[byt
         rb'(?:,"tool_calls":\[(?:[^\]"\n]|' + _STRING + rb")*\])?"
         rb'(?:,"expects_answer":(true))?(?:,"answers":(\d+))?(?:,"orphan":true)?'
         rb'(?:,"undelivered":' + _STRING + rb')?(?:,"delivered_bytes":\d+)?'
-        rb',"(?:msg|raw|redacted)":)?'
+        rb'(?:,"routes_down":\[(?:[^\]"\n]|' + _STRING + rb")*\])?"
+        # What may follow those: the message, the paths redacted, or the skeleton of a
+        # payload too large to parse (``elided`` first).
+        rb',"(?:msg|raw|redacted|elided)":)?'
     )
 
 

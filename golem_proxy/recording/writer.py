@@ -44,11 +44,13 @@ def encode_event(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
     return None if parts is None else b"".join(parts)
 
 
-def encode_event_parts(event: Event, profile: Profile, seq: int) -> Optional[list[bytes]]:
+def encode_event_parts(
+    event: Event, profile: Profile, seq: int, *, from_tap: bool = False
+) -> Optional[list[bytes]]:
     """The line for ``event`` as pieces to write in order: a large payload is one piece of its
-    own, never copied into a new line."""
+    own, never copied into a new line. ``from_tap``: see `RecordingWriter`."""
     if isinstance(event, events.FrameSeen):
-        return encode_frame(event, seq)
+        return encode_frame(event, profile, seq, from_tap=from_tap)
     line = _encode_other(event, profile, seq)
     return None if line is None else [line]
 
@@ -191,14 +193,22 @@ class RecordingWriter:
     never copied into a line buffer."""
 
     def __init__(
-        self, stream: IO[bytes], header: Header, *, after_seq: Optional[int] = None
+        self,
+        stream: IO[bytes],
+        header: Header,
+        *,
+        after_seq: Optional[int] = None,
+        from_tap: bool = False,
     ) -> None:
         """Write ``header`` to ``stream``, then events from ``seq`` 1. With ``after_seq``, go
         on with a recording the stream already holds (a new observing process taking over
         after an ``observation-restarted`` line, `shared_file.restart_recording`): no header
         is written (the file has it; ``header`` is still what the events are encoded by) and
-        the next line is numbered ``after_seq`` + 1, written at the stream's offset."""
+        the next line is numbered ``after_seq`` + 1, written at the stream's offset.
+        ``from_tap``: the events are the tap's, whose frames' ``elided`` counts opaque strings
+        only (`frame_lines.encode_frame`); events read back or kept by a view are not."""
         self.stream = stream
+        self.from_tap = from_tap
         # Events carry the pairing decision whatever file they were read from: what is
         # written is always this version (a version-1 header copied from a file read is not).
         if header.version != VERSION:
@@ -219,9 +229,11 @@ class RecordingWriter:
         self._pages = None if self._fd is None else WrittenPages(self._fd)
 
     @classmethod
-    def create(cls, path: str, header: Header, *, overwrite: bool = False) -> RecordingWriter:
+    def create(
+        cls, path: str, header: Header, *, overwrite: bool = False, from_tap: bool = False
+    ) -> RecordingWriter:
         """Open ``path`` (mode 0600) and write the header. Raises OSError (FileExistsError)."""
-        return cls(open_private(path, overwrite=overwrite), header)
+        return cls(open_private(path, overwrite=overwrite), header, from_tap=from_tap)
 
     def position(self) -> Optional[int]:
         """The offset in the file where the next line written will start (what is queued by
@@ -252,7 +264,7 @@ class RecordingWriter:
         profile = self.profile
         if self.route_profiles:
             profile = self.route_profiles.get(getattr(event, "route", ""), profile)
-        parts = encode_event_parts(event, profile, self.seq + 1)
+        parts = encode_event_parts(event, profile, self.seq + 1, from_tap=self.from_tap)
         if parts is not None:
             self.seq += 1
         return parts

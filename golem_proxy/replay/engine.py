@@ -18,7 +18,7 @@ from golem_core.profiles import Profile
 
 from .diffing import Comparator
 from .index import Key, RecordedExchange, ReplayIndex, encode_recorded
-from .large_payloads import with_live_id
+from .large_payloads import with_id
 from .matching import GuidMap, MatchMode, MissPolicy
 
 __all__ = [
@@ -175,7 +175,7 @@ class ReplayEngine:
     def _answer(self, exchange: RecordedExchange, request_id: Any) -> bytes:
         if exchange.too_large(response=True):
             # Not parsed (a reader's budget): its bytes, the live id and GUIDs spliced in.
-            live = with_live_id(exchange.response, request_id, self.guids.to_live_map)
+            live = with_id(exchange.response, request_id, self.guids.to_live_map)
             return self.profile.frame_payload(live)
         try:
             recorded = exchange.response_obj()

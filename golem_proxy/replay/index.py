@@ -271,6 +271,10 @@ class ReplayIndex:
         waiting = self._unkeyed.get((route, method))
         while waiting:
             exchange = waiting.popleft()
+            if exchange.too_large(response=False):
+                # Params too large to parse (a reader's budget): matched by method only
+                # (`--match method`), never by params.
+                continue
             found_method, params = canonical_params(exchange.request)
             if found_method != method:
                 continue  # a hand-edited line whose payload does not say what its type does

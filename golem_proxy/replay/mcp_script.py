@@ -48,6 +48,9 @@ class ClientStep:
     """The recorded response envelope; None when the recording has none (unanswered)."""
     answer_t: Optional[float] = None
     """When the answer came; None without one."""
+    answer_elided: bool = False
+    """The recorded answer is a skeleton (its payload too large to parse): ``answer`` has
+    placeholders where its bulk was."""
     cancelled: bool = False
     """The client cancelled it (``notifications/cancelled``) while it waited."""
     answer_unobserved: bool = False
@@ -148,6 +151,7 @@ def _script(events: Iterable[Union[FrameSeen, ObservationLost]]) -> McpScript:
             if step_waiting is not None:
                 step_waiting.answer = obj
                 step_waiting.answer_t = frame.t
+                step_waiting.answer_elided = bool(frame.elided)
     return McpScript(steps, conn, dict(answers))
 
 

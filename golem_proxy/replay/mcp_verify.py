@@ -23,6 +23,7 @@ from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..analysis.tool_calls import ToolCall, read_tool_calls
 from .diffing import Comparator, Difference, envelope_body
+from .large_payloads import compare_as_bytes
 from .mcp_child import McpChild, Oversized
 from .mcp_script import ClientStep, McpScript
 
@@ -148,6 +149,10 @@ async def play(
         result.checks.append(check)
         if isinstance(answer, str):
             check.problem = answer
+        elif step.tool is not None and step.answer_elided:
+            check.not_compared = (
+                "its answer in the recording is too large to parse (read from its skeleton)"
+            )
         elif step.tool is not None and step.answer is not None:
             check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
         elif step.tool is not None and step.cancelled:
@@ -369,6 +374,9 @@ def compare_sessions(
             check.problem = "called now, not in the recording"
         elif was.tool != now.tool:
             check.problem = f"called {now.tool}, the recording has {was.tool} here"
+        elif (_skeleton(was) or _skeleton(now)) and _answer(was) and _answer(now):
+            # A payload too large to parse, read from its skeleton: the answers as bytes.
+            check.differences = compare_as_bytes(_payload(was), _payload(now), comparator)
         else:
             recorded_answer, live_answer = _answer(was), _answer(now)
             if live_answer is None:
@@ -380,6 +388,17 @@ def compare_sessions(
                     recorded_answer, live_answer, comparator, now.tool
                 )
     return checks
+
+
+def _payload(call: ToolCall) -> bytes:
+    response = call.flow.response
+    return response.payload if response is not None else b""
+
+
+def _skeleton(call: ToolCall) -> bool:
+    """Whether ``call``'s answer is a skeleton (its payload too large to parse)."""
+    response = call.flow.response
+    return response is not None and bool(response.elided)
 
 
 def _answer(call: ToolCall) -> Optional[dict[str, Any]]:

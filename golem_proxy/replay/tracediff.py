@@ -164,7 +164,7 @@ def _compare(
     comparator: Comparator,
 ) -> list[Difference]:
     if x.too_large(response=False) or y.too_large(response=False):
-        request = compare_as_bytes(x.request, y.request, ("params",))
+        request = compare_as_bytes(x.request, y.request, comparator, "request")
     else:
         request = comparator.compare(
             {"params": _params(_decoded(a, 0, x, response=False))},
@@ -172,7 +172,7 @@ def _compare(
             x.method,
         )
     if x.too_large(response=True) or y.too_large(response=True):
-        response = compare_as_bytes(x.response, y.response, ("result", "error"))
+        response = compare_as_bytes(x.response, y.response, comparator)
     else:
         response = comparator.compare(
             envelope_body(_decoded(a, 0, x, response=True)),

@@ -8,6 +8,7 @@ and then uses it runs against the live plugin as it ran when recorded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -25,9 +26,11 @@ from ..net.framed_stream import FramedStream
 from ..net.listeners import connect, connect_reason
 from ..recording.files import replacing
 from ..recording.format import RecordingError, RecordingReader, encode_event
+from ..recording.frame_skeleton import over_parse_budget
+from ..recording.schema import MSG_KEY
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange, encode_recorded
-from .large_payloads import compare_as_bytes, with_live_id
+from .large_payloads import compare_as_bytes, with_id
 
 __all__ = ["ExchangeCheck", "TargetUnreachable", "VerifyResult", "update_trace", "verify_trace"]
 
@@ -187,7 +190,7 @@ def _request_bytes(
         return profile.frame_payload(exchange.request)  # malformed: as recorded
     if exchange.too_large(response=False):
         # Not parsed (a reader's budget): its bytes, a fresh id and the live GUIDs spliced in.
-        live = with_live_id(exchange.request, next(ids), comparator.guids.to_live_map)
+        live = with_id(exchange.request, next(ids), comparator.guids.to_live_map)
         return profile.frame_payload(live)
     try:
         obj = exchange.request_obj()
@@ -207,7 +210,7 @@ def _compare(
     exchange: RecordedExchange, live_payload: bytes, comparator: Comparator
 ) -> list[Difference]:
     if exchange.too_large(response=True):
-        return compare_as_bytes(exchange.response, live_payload, ("result", "error"))
+        return compare_as_bytes(exchange.response, live_payload, comparator)
     try:
         live: Any = json.loads(live_payload)
     except ValueError:
@@ -252,6 +255,10 @@ def update_trace(path: str, result: VerifyResult, comparator: Comparator) -> int
 def _updated_payload(
     event: ExchangeCompleted, live_payload: bytes, profile: Profile, comparator: Comparator
 ) -> bytes:
+    if over_parse_budget(live_payload, 0):
+        # Too large to parse: its bytes, the recorded id and GUIDs spliced in.
+        to_recorded = comparator.guids.to_recorded_map
+        return with_id(live_payload, event.request.message.id, to_recorded)
     try:
         obj = json.loads(live_payload)
     except ValueError:
@@ -260,6 +267,19 @@ def _updated_payload(
         return live_payload
     obj = comparator.guids.to_recorded(obj)
     return profile.encode_payload(profile.with_id(obj, event.request.message.id))
+
+
+def _frame_members(line: bytes) -> dict[str, Any]:
+    """A frame line's members before its message, parsed without it: a recorded answer too
+    large to parse is not (its line was read as the reader reads it when the trace loaded)."""
+    at = line.find(MSG_KEY)
+    if at >= 0:
+        with contextlib.suppress(ValueError):
+            members = json.loads(line[:at] + b"}")
+            if isinstance(members, dict):
+                return members
+    data = json.loads(line)
+    return data if isinstance(data, dict) else {}
 
 
 def _rewrite_line(line: bytes, targets: dict[tuple[int, int], bytes], profile: Profile) -> bytes:
@@ -276,7 +296,7 @@ def _rewrite_line(line: bytes, targets: dict[tuple[int, int], bytes], profile: P
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
     if b'"kind":"frame"' not in head or b'"dir":"s2c"' not in line[:300]:
         return line
-    data = json.loads(line)
+    data = _frame_members(line)
     if data.get("kind") != "frame" or data.get("dir") != "s2c":
         return line
     payload = targets.get((int(data["conn"]), int(data["n"])))

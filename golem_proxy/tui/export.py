@@ -18,7 +18,14 @@ from ..analysis.flows import Flow
 from ..events import Event
 from ..recording import files
 from ..recording.format import SESSION_END_PROMISE, Header, RecordingWriter
-from .payloads import payload_of, released, stands_for_payload, with_payload
+from ..recording.frame_skeleton import over_parse_budget
+from .payloads import (
+    PayloadReleased,
+    payload_of,
+    released,
+    stands_for_payload,
+    with_payload,
+)
 from .render import pretty_json
 
 __all__ = ["call_command", "request_json", "save_events", "write_copy", "write_private"]
@@ -42,7 +49,13 @@ def request_json(flow: Flow) -> str:
     if isinstance(message, Malformed) and message.obj is None:
         return payload_of(frame).decode("utf-8", errors="replace")
     if frame.elided:
-        return pretty_json(json.loads(payload_of(frame)))
+        payload = payload_of(frame)
+        if not over_parse_budget(payload, 0):
+            with contextlib.suppress(ValueError, RecursionError):
+                return pretty_json(json.loads(payload))
+        # Too large to parse (as a reader: read from its skeleton), or, in a file changed
+        # since, no JSON: its text as recorded.
+        return payload.decode("utf-8", errors="replace")
     return pretty_json(message.obj)
 
 
@@ -62,7 +75,10 @@ def call_command(
         return None
     if frame.elided:
         # The message holds placeholders for its long strings: the params are the payload's.
-        message = profile.parse(payload_of(frame), Role.REQUEST)
+        payload = payload_of(frame)
+        if over_parse_budget(payload, 0):
+            raise PayloadReleased(frame, _TOO_LARGE_FOR_A_COMMAND)
+        message = profile.parse(payload, Role.REQUEST)
         if not isinstance(message, Request):  # pragma: no cover - parsed as a request before
             return None
     words = ["call", message.method]
@@ -75,6 +91,11 @@ def call_command(
     # The program may be several words ("./dev run"): it is written as the user set it.
     program = environ.get("GOLEM_PROXY_COMMAND", "golem-proxy")
     return f"{program} {shlex.join(words)}"
+
+
+_TOO_LARGE_FOR_A_COMMAND = (
+    "payload is too large to parse, so no command line is made of it (y copies its JSON)"
+)
 
 
 def write_private(path: str, text: str) -> None:

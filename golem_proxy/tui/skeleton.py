@@ -23,7 +23,13 @@ from __future__ import annotations
 from golem_core.messages import Malformed, Message, Role, elide_long_strings
 from golem_core.profiles import Profile
 
-from ..bulk import BULK_NUMBERS, DEEPEST, holds_elided_numbers, without_number_arrays
+from ..bulk import (
+    BULK_NUMBERS,
+    DEEPEST,
+    holds_elided_numbers,
+    reads_alike,
+    without_number_arrays,
+)
 from ..events import Direction, FrameSeen
 from ..live.tap_parse import ELIDE_STRINGS_OVER, OPAQUE_SCAN
 
@@ -57,18 +63,6 @@ def without_bulk(frame: FrameSeen, profile: Profile) -> tuple[Message, int]:
     obj, numbers = without_number_arrays(message.obj, message=True)
     if numbers:
         message = profile.parse_decoded(obj, role)
-    if message is not whole and not frame.elided and not _reads_alike(whole, message, profile):
+    if message is not whole and not frame.elided and not reads_alike(whole, message, profile):
         return whole, 0
     return message, elided + numbers
-
-
-def _reads_alike(whole: Message, skeleton: Message, profile: Profile) -> bool:
-    """Whether what views and readers decide from a message is the same on its skeleton."""
-    if type(whole) is not type(skeleton):
-        return False
-    for name in ("id", "method", "kind", "detail"):
-        if getattr(whole, name, None) != getattr(skeleton, name, None):
-            return False
-    if isinstance(whole, Malformed) or getattr(whole, "method", None) is not None:
-        return True
-    return profile.outcome(None, whole) == profile.outcome(None, skeleton)

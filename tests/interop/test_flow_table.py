@@ -1,10 +1,11 @@
 """The Parquet export's memory (golem_proxy/interop/flow_table.py `write_parquet`): the engine
 writes row groups of at most `ROW_GROUP_BYTES` and reads rows with buffers sized by the longest
 row written, so a trace of large answers is not held whole; every flow is still in the file,
-whole."""
+whole. And a file exported before a column was added."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -14,7 +15,10 @@ from golem_proxy.analysis.trace import open_flows
 from golem_proxy.interop import flow_table
 from golem_proxy.interop.flow_table import write_parquet
 from golem_proxy.recording.format import RecordingWriter
+from tests.support.cli_helpers import run_cli
 from tests.support.sessions import SessionBuilder, golem_header
+
+from .query_helpers import SAMPLES, query_lines
 
 KIB = 1024
 
@@ -77,3 +81,26 @@ def test_a_lone_surrogate_is_spelled_out_and_counted_as_written(tmp_path: Path) 
     with duckdb.connect() as db:
         (text,) = db.execute("SELECT params->>'s' FROM read_parquet(?)", [str(out)]).fetchone()
     assert text == "\\ud800" * count
+
+
+def test_a_parquet_file_exported_before_a_column_reads_it_as_null(tmp_path: Path) -> None:
+    """The ``elided`` column came later: a file without it, queried alone or beside a
+    recording, has it null, as it has every column it lacks."""
+    recording = SAMPLES[0]
+    new = tmp_path / "new.parquet"
+    done = run_cli("export", "--format", "parquet", "--out", str(new), str(recording))
+    assert done.returncode == 0, done.stderr
+    old = tmp_path / "old.parquet"
+    with duckdb.connect(":memory:") as db:
+        db.execute(
+            f"COPY (SELECT * EXCLUDE (elided) FROM read_parquet('{new}')) TO '{old}' "
+            "(FORMAT parquet)"
+        )
+    alone = [
+        json.loads(line) for line in query_lines("SELECT DISTINCT elided FROM flows", str(old))
+    ]
+    assert alone == [{"elided": None}]
+    mixed = query_lines(
+        "SELECT count(*) AS c FROM flows WHERE elided = 0", str(old), str(recording)
+    )
+    assert json.loads(mixed[0])["c"] == len(query_lines("SELECT n FROM flows", str(recording)))

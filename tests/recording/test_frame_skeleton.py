@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,13 @@ from golem_proxy.bulk import BULK_NUMBERS
 from golem_proxy.events import Direction, ExchangeCompleted, FrameSeen
 from golem_proxy.recording import frame_skeleton
 from golem_proxy.recording.fast_reader import FastRecordingReader
-from golem_proxy.recording.format import RecordingReader
+from golem_proxy.recording.format import RecordingReader, RecordingWriter
 from golem_proxy.recording.frame_reading import event_object
 from golem_proxy.recording.frame_skeleton import over_parse_budget, skeleton_members
-from golem_proxy.recording.line_guard import check_line, decode_json
+from golem_proxy.recording.inflight_scan import in_flight
+from golem_proxy.recording.line_guard import check_line, decode_json, parse_cost
 from golem_proxy.recording.schema import MSG_KEY, RecordingError
+from golem_proxy.replay.merge import append_recording
 from tests.support.cli_helpers import run_cli
 from tests.support.trace_builder import TapSimulator, write_recording
 
@@ -91,10 +94,11 @@ def test_the_commands_open_it_and_say_what_was_left_out(
     shown = run_cli("show", str(path))
     assert shown.returncode == 0, shown.stderr
     assert "mesh.get_mask" in shown.stdout and "ping" in shown.stdout
-    for command in ("stats", "check"):
-        done = run_cli(command, str(path))
-        assert done.returncode in (0, 1), done.stderr  # check exits 1 on violations
-        assert "too large" not in done.stderr
+    stats = run_cli("stats", str(path))
+    assert stats.returncode == 0, stats.stderr
+    checked = run_cli("check", str(path))
+    assert checked.returncode in (0, 1), checked.stderr  # 1: the envelope's violations
+    assert "note: 1 flow with a payload too large to parse" in checked.stderr
     exported = tmp_path / "flows.jsonl"
     done = run_cli("export", "--format", "jsonl", "--out", str(exported), str(path))
     assert done.returncode == 0, done.stderr
@@ -180,3 +184,98 @@ def test_the_writer_bound_skips_the_count_for_blobs_and_small_payloads() -> None
     assert not over_parse_budget(blob, 20 << 20)  # strings the tap elided cost their size
     assert not over_parse_budget(b"[" * 4096, 0)  # too short to be over, whatever it holds
     assert over_parse_budget(b"[" + b"1," * (ONES - 1) + b"1]", 0)
+
+
+def test_a_frame_read_from_its_skeleton_is_written_again_with_it(
+    large_answer_trace: tuple[Path, TapSimulator], tmp_path: Path
+) -> None:
+    """Events read back and written again (the TUI's `w`, a merged recording): the frame's
+    ``elided`` counts numbers, not opaque strings, and the writer measures it instead of
+    trusting it as the tap's; the copy opens as the original does."""
+    path, _ = large_answer_trace
+    with path.open("rb") as stream:
+        reader = RecordingReader(stream)
+        events = list(reader)
+        header = reader.header
+    copy = tmp_path / "copy.jsonl"
+    writer = RecordingWriter.create(str(copy), header)
+    for event in events:
+        writer.write(event)
+    writer.close()
+    with copy.open("rb") as stream:
+        again = list(RecordingReader(stream))
+    assert again == events
+    merged = tmp_path / "merged.jsonl"
+    merged.write_bytes(path.read_bytes())
+    assert append_recording(str(merged), str(path)) == len(events)
+    with merged.open("rb") as stream:
+        assert len(list(RecordingReader(stream))) == 2 * len(events)
+
+
+def test_a_skeleton_keeps_what_the_outcome_is_read_from() -> None:
+    """Bulk that no long array holds (1,300 rows of 8,000 empty arrays, 31 MB): the skeleton
+    keeps the message's first levels, so the failure inside the success envelope reads as
+    the proxy read it, not as an ok."""
+    grid = b"[" + b",".join([b"[" + b"[]," * 7999 + b"[]]"] * 1300) + b"]"
+    failed = b'"success": false, "code": "MESH_TOO_BIG"'
+    answer = b'{"id": "a1", "success": true, "result": {%s, "grid": %s}}' % (failed, grid)
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    tap.open(1)
+    tap.request(1, {"id": "a1", "method": "mesh.get_grid", "params": {}})
+    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    tap.close(1)
+    live = [e for e in tap.events if isinstance(e, ExchangeCompleted)]
+    (back,) = [
+        e
+        for e in RecordingReader(io.BytesIO(write_recording(tap.events)))
+        if isinstance(e, ExchangeCompleted)
+    ]
+    assert back.response.elided and back.response.payload == answer
+    assert back.outcome == live[0].outcome
+    assert back.outcome.text == "MESH_TOO_BIG (success: false)"
+
+
+def test_a_payload_kept_unparsed_must_be_one_json_value() -> None:
+    """Its payload is not parsed, but its brackets are checked: a line whose ``msg`` is not
+    its last member (a member after the payload) is refused as a parse would refuse it."""
+    line = write_recording([]).splitlines()[0]  # the header, to read a line after it
+    frame = (
+        b'{"seq":1,"t":0.1,"kind":"frame","conn":1,"route":"main","dir":"s2c","n":0,'
+        b'"size":9,"type":"response","id":"a1","elided":9,"skeleton":{"id":"a1"},"msg":'
+        + ANSWER
+        + b',"extra":{}}'
+    )
+    with pytest.raises(RecordingError, match="not one JSON value"):
+        list(RecordingReader(io.BytesIO(line + b"\n" + frame + b"\n")))
+
+
+def test_brackets_inside_strings_cost_what_any_character_does() -> None:
+    """A string id of 20 million ``[`` is no structure: the refined estimate (outside
+    strings) takes it, where counting every bracket put it at 1.2 GiB."""
+    text = b'{"id":"' + b"[" * 20_000_000 + b'","x":[1]}'
+    check_line(text)
+    assert parse_cost(text)[0] > 1 << 30
+    assert parse_cost(text, 1 << 29)[0] < 50 << 20
+
+
+def test_a_request_too_large_to_parse_is_seen_in_flight(tmp_path: Path) -> None:
+    """What a process taking over reads back: the request's members before its skeleton are
+    those of any frame line, so it is found waiting for its answer, and the scan goes on
+    past it."""
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    tap.open(1)
+    tap.request(1, {"id": "a0", "method": "ping", "params": {}})
+    params = b'{"id": "a1", "method": "mesh.set_mask", "params": {"mask": [' + b"1," * ONES
+    tap.send(1, Direction.C2S, GOLEM.frame_payload(params + b"1]}}"))
+    path = tmp_path / "in_flight.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        found = in_flight(fd, {1: GOLEM})[1]
+    finally:
+        os.close(fd)
+    assert found.whole
+    assert [f.message.id for f in found.frames] + [ident for _, ident in found.unread] == [
+        "a0",
+        "a1",
+    ]

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction
-from golem_proxy.replay.large_payloads import compare_as_bytes, member_span, with_live_id
+from golem_proxy.replay.large_payloads import compare_as_bytes, member_span, with_id
 from tests.support.cli_helpers import run_cli
 from tests.support.trace_builder import TapSimulator, write_recording
 
@@ -80,13 +80,13 @@ def test_diff_compares_them_as_bytes(trace: Path, tmp_path: Path) -> None:
     assert different.returncode == 1, different.stderr
     report = json.loads(different.stdout)
     (exchange,) = report["exchanges"]
-    size = len(b"[" + b"1," * (ONES - 1) + b"1]")
+    size = len(_answer("a1"))
     assert exchange["differences"] == [
         {
-            "path": "result",
+            "path": "response",
             "kind": "changed",
-            "recorded": f"<{size} bytes, too large to compare member by member>",
-            "live": f"<{size} bytes, too large to compare member by member>",
+            "recorded": f"<{size} bytes, compared as bytes: a payload too large to parse>",
+            "live": f"<{size} bytes, compared as bytes: a payload too large to parse>",
         }
     ]
 
@@ -137,7 +137,7 @@ def test_verify_resends_the_request_and_compares_the_answer_as_bytes(
     else:
         assert done.returncode == 1, done.stderr
         (failed,) = report["failed"]
-        assert [d["path"] for d in failed["differences"]] == ["result"]
+        assert [d["path"] for d in failed["differences"]] == ["response"]
 
 
 JSON = st.recursive(
@@ -165,12 +165,12 @@ def test_the_id_spliced_is_the_id_a_reader_sees(
     payload = json.dumps(obj, separators=separators, ensure_ascii=False).encode()
     start, end = member_span(payload, "id") or (0, 0)
     assert json.loads(payload[start:end]) == ident
-    assert json.loads(with_live_id(payload, live, {})) == {**obj, "id": live}
+    assert json.loads(with_id(payload, live, {})) == {**obj, "id": live}
 
 
 def test_only_top_level_members_are_found() -> None:
     payload = b'{"result": {"id": 1, "x": ["id"]}, "s": "\\"id\\": 2", "id" : "r"}'
-    assert with_live_id(payload, "L", {}) == payload.replace(b'"r"', b'"L"')
+    assert with_id(payload, "L", {}) == payload.replace(b'"r"', b'"L"')
     assert member_span(b'[{"id": 1}]', "id") is None
     assert member_span(b'{"a": {"id": 1}}', "id") is None
 
@@ -178,12 +178,37 @@ def test_only_top_level_members_are_found() -> None:
 def test_recorded_guids_become_the_live_ones() -> None:
     recorded = "6f1c2a10-0000-4000-8000-000000000001"
     payload = b'{"id": "a1", "result": {"guid": "%s"}}' % recorded.encode()
-    live = with_live_id(payload, "b9", {recorded: "live-guid"})
+    live = with_id(payload, "b9", {recorded: "live-guid"})
     assert json.loads(live) == {"id": "b9", "result": {"guid": "live-guid"}}
 
 
-def test_members_compared_as_bytes() -> None:
-    a = b'{"id": 1, "result": [1, 2]}'
-    assert compare_as_bytes(a, b'{"id": 2, "result": [1, 2]}') == []
-    found = compare_as_bytes(a, b'{"id": 2, "error": null}')
-    assert [(d.path, d.kind) for d in found] == [("result", "missing"), ("error", "added")]
+def test_payloads_compared_as_bytes_but_for_their_id() -> None:
+    """Whole, but for their ids: an envelope's ``success`` flipped or a member added is a
+    difference, as it is when the payloads are compared parsed."""
+    a = b'{"id": 1, "success": true, "result": [1, 2]}'
+    assert compare_as_bytes(a, b'{"id": 2, "success": true, "result": [1, 2]}') == []
+    for live in (b'{"id": 2, "success": false, "result": [1, 2]}', a[:-1] + b', "w": 1}'):
+        (found,) = compare_as_bytes(a, live)
+        assert (found.path, found.recorded, found.live) == ("response", a.decode(), live.decode())
+
+
+def test_each_recorded_guid_is_mapped_once() -> None:
+    """A map may send a recorded GUID to one that is itself recorded (``GuidMap.bind``
+    allows it): each string is looked up once, as `GuidMap.to_live` does, never twice."""
+    one, two, five = (
+        f"{n}" * 8 + f"-{n}{n}{n}{n}-4{n}{n}{n}-8{n}{n}{n}-" + f"{n}" * 12 for n in (1, 2, 5)
+    )
+    payload = json.dumps({"id": "a1", "result": {"objects": [one, two], two: 1}}).encode()
+    live = json.loads(with_id(payload, "b", {one: two, two: five}))
+    assert live == {"id": "b", "result": {"objects": [two, five], two: 1}}
+
+
+@pytest.mark.parametrize("last", [b"1", b"2"], ids=["same answer", "another answer"])
+def test_resend_compares_a_large_answer_as_bytes(trace: Path, last: bytes) -> None:
+    with answering(last) as (host, port):
+        done = run_cli("resend", "--target", f"{host}:{port}", str(trace), "1", timeout=120)
+    if last == b"1":
+        assert done.returncode == 0 and "same answer as recorded" in done.stdout, done.stderr
+    else:
+        assert done.returncode == 1, done.stderr
+        assert "1 differences" in done.stdout and "compared as bytes" in done.stdout

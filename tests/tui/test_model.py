@@ -7,9 +7,11 @@ import pytest
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, GapReason, ObservationLost
 from golem_proxy.recording.format import read_recording
-from golem_proxy.tui.export import request_json, save_events
+from golem_proxy.tui.export import call_command, request_json, save_events
 from golem_proxy.tui.model import SessionModel
+from golem_proxy.tui.payloads import PayloadReleased
 from tests.support.sessions import SessionBuilder, demo_session, golem_header
+from tests.support.trace_builder import TapSimulator, write_recording
 
 
 def test_a_pending_request_becomes_complete_in_the_same_row() -> None:
@@ -105,3 +107,24 @@ def test_requests_the_proxy_let_go_leave_the_pending_view_as_the_gap_comes() -> 
     assert {0, 1} <= result.changed
     assert [model.flows[i].number for i in model.view] == [3]
     assert [model.status(model.flows[i]) for i in (0, 1)] == ["evicted", "evicted"]
+
+
+def test_a_request_too_large_to_parse_is_copied_as_its_text(tmp_path: Path) -> None:
+    """Read from its skeleton, its message is no request to copy: its payload is, as it was
+    recorded, never parsed (15 million numbers: over a reader's budget), and no command line
+    is made of it."""
+    params = b'{"id": "a1", "method": "mesh.set_mask", "params": {"mask": [' + b"1," * 15_000_000
+    payload = params + b"1]}}"
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    tap.open(1)
+    tap.send(1, Direction.C2S, GOLEM.frame_payload(payload))
+    tap.close(1)
+    path = tmp_path / "large.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    model = SessionModel(GOLEM)
+    model.apply(read_recording(str(path)).events)
+    (flow,) = model.flows
+    assert flow.request is not None and flow.request.elided
+    assert request_json(flow) == payload.decode()
+    with pytest.raises(PayloadReleased, match="too large to parse"):
+        call_command(flow, GOLEM, None)
