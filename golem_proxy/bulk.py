@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Optional
 
 import orjson
 
@@ -154,12 +154,41 @@ def holds_elided_numbers(value: Any, depth: int = DEEPEST + 1) -> bool:
 
 def reads_alike(whole: Message, skeleton: Message, profile: Profile) -> bool:
     """Whether what views and readers decide from a message is the same on its skeleton: its
-    kind, id, method or malformation, and, for an answer, its outcome."""
+    kind, id, method or malformation; for a request, its params' plain members (an MCP
+    call's tool); for an answer, its outcome."""
     if type(whole) is not type(skeleton):
         return False
     for name in ("id", "method", "kind", "detail"):
         if getattr(whole, name, None) != getattr(skeleton, name, None):
             return False
-    if isinstance(whole, Malformed) or getattr(whole, "method", None) is not None:
+    if isinstance(whole, Malformed):
         return True
+    if getattr(whole, "method", None) is not None:  # a request: its params' plain members
+        kept = _short_plain(getattr(whole, "params", None))
+        params = getattr(skeleton, "params", None)
+        if kept is None:
+            return True
+        return isinstance(params, dict) and all(
+            key in params and (params[key] is value or params[key] == value)
+            for key, value in kept.items()
+        )
     return profile.outcome(None, whole) == profile.outcome(None, skeleton)
+
+
+def _short_plain(params: Any) -> Optional[dict[str, Any]]:
+    """A request's params' members that name what it does (an MCP call's tool, a GOLEM
+    command's options): its numbers, booleans, nulls and strings shorter than a blob, which
+    a skeleton keeps as they are."""
+    if not isinstance(params, dict):
+        return None
+    return {
+        key: value
+        for key, value in params.items()
+        if value is None
+        or isinstance(value, (int, float))
+        or (isinstance(value, str) and len(value) < _BLOB)
+    }
+
+
+_BLOB = 64 * 1024
+"""A string this long or longer may be elided from a skeleton (a blob)."""

@@ -28,7 +28,7 @@ from .. import events
 from ..bulk import reads_alike
 from ..events import Direction
 from .frame_skeleton import over_parse_budget, skeleton_members, within_parse_budget
-from .line_guard import nests_too_deep, parse_cost, strictly_unreadable
+from .line_guard import parse_cost, strictly_unreadable, unreadable_by_bytes
 from .schema import JSON_SAFE, MSG_KEY, dumps
 
 __all__ = [
@@ -57,13 +57,13 @@ def encode_frame(
     if not event.redacted and not undecodable and b"\n" not in payload:
         obj = getattr(message, "obj", None)
         if event.elided and not from_tap:
-            unreadable = nests_too_deep(payload)
+            unreadable = unreadable_by_bytes(payload)  # its message cannot say
         else:
             unreadable = strictly_unreadable(payload, obj, skeleton=event.elided > 0)
         if not unreadable:
             prefix = _frame_prefix(event, message, seq)
             if within_parse_budget(len(payload), opaque) or not over_parse_budget(
-                payload, opaque, parse_cost(prefix)[0]
+                payload, opaque, parse_cost(prefix, 0)[0]
             ):
                 # The common case, formatted by hand: json.dumps of the small prefix dict
                 # was the recorder's largest cost per frame. The exact payload bytes are
@@ -77,7 +77,7 @@ def encode_frame(
         unreadable = strictly_unreadable(payload, obj, skeleton=True)
         if not unreadable:
             head = dumps(base)
-            if over_parse_budget(payload, 0, parse_cost(head)[0]):
+            if over_parse_budget(payload, 0, parse_cost(head, 0)[0]):
                 # Its payload is the redacted message encoded again: it holds nothing redacted.
                 return _with_skeleton(base, event, profile, payload)
             base["msg"] = obj
@@ -90,8 +90,9 @@ def encode_frame(
         if not undecodable:
             base["note"] = f"{unreadable or 'payload spans lines'}; stored raw"
     line = dumps(base)
-    if not undecodable and over_parse_budget(payload, opaque, parse_cost(line)[0]):
-        # Read from its skeleton, not parsed: a reader's parse of it would be over budget.
+    if not undecodable and over_parse_budget(payload, 0):
+        # Read from its skeleton, not parsed: a reader's parse of it would be over budget (as
+        # the reader judges a raw payload: by itself, its opaque strings not known).
         elided, skeleton = skeleton_members(message.obj, event.elided, _reads_alike(event, profile))
         line = line[:-1] + b',"elided":%d,"skeleton":' % elided + skeleton + b"}"
     return [line + b"\n"]

@@ -40,11 +40,17 @@ __all__ = [
     "within_parse_budget",
 ]
 
+LONG_STRING = 64 * 1024
+"""A string this long or longer is left out of the last skeletons (`_shallow`, `_envelope`),
+as the tap leaves out a blob of base64 that long: a 9 MB log text beside the bulk."""
 SKELETON_BUDGET = 16 * 1024 * 1024
 """What parsing a skeleton may cost at most: every view holds it, as it holds any message."""
 _AROUND = 1024 * 1024
 """What the members around a payload may add to its line's parse cost: the writer's bound
 must hold for the reader's estimate of the whole line."""
+_ENDS = 64
+"""What the line adds around the payload besides its members: ``,"msg":``, ``}`` and the
+newline."""
 # ``,"msg":`` can only be a key in JSON text (inside a string its quotes are escaped): the
 # same key spelled with an escape, so that the payload's ``,"msg":`` is the line's first.
 _MSG_KEY_ESCAPED = b',"\\u006dsg":'
@@ -60,7 +66,7 @@ def over_parse_budget(
     counting a 16 MiB viewport capture's brackets would cost the recorder ~12 ms an answer."""
     if within_parse_budget(len(payload), elided, budget):
         return False
-    limit = budget - around
+    limit = budget - around - _ENDS
     return parse_cost(payload, limit)[0] > limit
 
 
@@ -123,8 +129,8 @@ def _shallow(obj: Any, depth: int = _SHALLOW) -> tuple[Any, int]:
 
 
 def _envelope(obj: Any) -> tuple[Any, int]:
-    """``obj``'s plain members (strings, numbers, booleans, null), each of the others a
-    string saying how many bytes it took: the last resort, small whatever ``obj`` is."""
+    """``obj``'s plain members (strings, numbers, booleans, null; a long string elided), each
+    of the others a string saying how many bytes it took: the last resort."""
     if not isinstance(obj, dict):
         return _plain_or_placeholder(obj)
     kept: dict[str, Any] = {}
@@ -136,6 +142,10 @@ def _envelope(obj: Any) -> tuple[Any, int]:
 
 
 def _plain_or_placeholder(value: Any) -> tuple[Any, int]:
+    """A plain value as it is (a long string elided, as the tap elides a blob), any other a
+    string saying how many bytes it took."""
+    if isinstance(value, str) and len(value) >= LONG_STRING:
+        return f"<{len(value)} bytes elided>", len(value)
     if value is None or isinstance(value, (str, int)) or _finite(value):  # bool is an int
         return value, 0
     size = len(dumps(value))

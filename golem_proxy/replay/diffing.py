@@ -142,7 +142,7 @@ class Comparator:
         """Scalars (or mismatched containers): numbers within the tolerance, GUIDs through the
         map, strings with embedded GUIDs mapped."""
         if _is_number(recorded) and _is_number(live):
-            if recorded == live:
+            if recorded == live or (recorded != recorded and live != live):  # NaN is NaN here
                 return True
             return bool(abs(recorded - live) <= self.float_tolerance)
         if isinstance(recorded, str) and isinstance(live, str):

@@ -238,6 +238,11 @@ class ReplayEngine:
             scored.append((len(diffs), exchange.number, text))
         scored.sort()
         nearest = "; ".join(text for _, _, text in scored[:3])
+        if not nearest and any(e.too_large(response=False) for e in candidates):
+            return (
+                f"a recorded {method} on {route} has params too large to parse, which are "
+                "never matched by params: serve it with --match method"
+            )
         if not nearest:
             return f"no recorded {method} with these params left on {route}"
         return f"no recorded {method} with these params; nearest: {nearest}"

@@ -42,7 +42,18 @@ class RecordedExchange:
     map of the file) and are sliced out only when needed; times stay as recorded text until
     a latency is asked for. Built by `load_exchanges`."""
 
-    __slots__ = ("_req", "_resp", "_src", "_t0", "_t1", "method", "number", "request_type", "route")
+    __slots__ = (
+        "_large",
+        "_req",
+        "_resp",
+        "_src",
+        "_t0",
+        "_t1",
+        "method",
+        "number",
+        "request_type",
+        "route",
+    )
 
     number: int
     """1-based position among the trace's exchanges (``#12`` in messages and reports)."""
@@ -55,6 +66,7 @@ class RecordedExchange:
     _resp: Any
     _t0: Any  # recorded request and response times, as text until needed
     _t1: Any
+    _large: tuple[Optional[bool], Optional[bool]]  # `too_large` of the request, the response
 
     @property
     def latency(self) -> float:
@@ -83,8 +95,15 @@ class RecordedExchange:
 
     def too_large(self, *, response: bool) -> bool:
         """Whether a reader would not parse the recorded response (or request): kept beside
-        its skeleton, served and compared as bytes (`large_payloads`)."""
-        at = self._resp if response else self._req
+        its skeleton, served and compared as bytes (`large_payloads`). Judged once each."""
+        known = getattr(self, "_large", (None, None))
+        found = known[response]
+        if found is None:
+            found = self._too_large(self._resp if response else self._req)
+            self._large = (known[0], found) if response else (found, known[1])
+        return found
+
+    def _too_large(self, at: Any) -> bool:
         if not isinstance(at, bytes):
             newline = self._src.find(b"\n", at)
             if within_parse_budget(self._src.rfind(b"}", at, newline) - at):

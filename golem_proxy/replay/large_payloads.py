@@ -31,9 +31,9 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 _COLON = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
 _SCALAR = re.compile(rb"[^,}\] \t\r\n]*")
-# A string value shaped like a GUID (`matching.is_guid`: the only strings a `GuidMap` binds),
-# not an object's key.
-_GUID_VALUE = re.compile(b'"(' + GUID_RE.pattern.encode() + rb')"(?![ \t\r\n]*:)')
+# A string shaped like a GUID (`matching.is_guid`: the only strings a `GuidMap` binds).
+_GUID_VALUE = re.compile(b'"' + GUID_RE.pattern.encode() + b'"')
+_GUID_STRING = 38
 
 
 def member_span(payload: bytes, name: str) -> Optional[tuple[int, int]]:
@@ -132,13 +132,19 @@ def _guids_mapped(payload: bytes, guids: Mapping[str, str]) -> bytes:
     if not guids:
         return payload
 
-    # One pass, each string value looked up once: replacing GUID after GUID would cost a
-    # pass each and map a live GUID that is also a recorded one a second time.
-    def live_guid(match: re.Match[bytes]) -> bytes:
-        mapped = guids.get(match.group(1).decode("ascii"))
-        return match.group() if mapped is None else _string(mapped)
+    # One pass over the payload's strings, each looked up once: replacing GUID after GUID
+    # would cost a pass each and map a live GUID that is also a recorded one a second time;
+    # taking strings whole, a GUID after an escaped quote inside a string is no value.
+    def mapped(match: re.Match[bytes]) -> bytes:
+        string = match.group()
+        if len(string) != _GUID_STRING or not _GUID_VALUE.fullmatch(string):
+            return string
+        if _COLON.match(payload, match.end()):
+            return string  # a key: `GuidMap` maps values only
+        found = guids.get(string[1:-1].decode("ascii"))
+        return string if found is None else _string(found)
 
-    return _GUID_VALUE.sub(live_guid, payload)
+    return _STRING.sub(mapped, payload)
 
 
 def _string(value: Any) -> bytes:

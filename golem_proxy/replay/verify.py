@@ -17,7 +17,7 @@ from typing import Any, Optional
 import trio
 
 from golem_core.framing import Frame
-from golem_core.messages import Role
+from golem_core.messages import Message, Role
 from golem_core.profiles import Profile
 
 from ..events import Direction, ExchangeCompleted, FrameSeen
@@ -247,8 +247,9 @@ def update_trace(path: str, result: VerifyResult, comparator: Comparator) -> int
         return 0
     with open(path, "rb") as source, replacing(path, overwrite=True) as out:
         out.write(source.readline())
+        parsed: dict[tuple[int, int], Message] = {}  # each new answer parsed once
         for line in source:
-            out.write(_rewrite_line(line, targets, profile))
+            out.write(_rewrite_line(line, targets, profile, parsed))
     return len(targets)
 
 
@@ -282,15 +283,22 @@ def _frame_members(line: bytes) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _rewrite_line(line: bytes, targets: dict[tuple[int, int], bytes], profile: Profile) -> bytes:
+def _rewrite_line(
+    line: bytes,
+    targets: dict[tuple[int, int], bytes],
+    profile: Profile,
+    parsed: dict[tuple[int, int], Message],
+) -> bytes:
     head = line[:200]
     if b'"kind":"exchange"' in head:
         data = json.loads(line)
-        payload = targets.get((int(data["conn"]), int(data["resp"])))
+        key = (int(data["conn"]), int(data["resp"]))
+        payload = targets.get(key)
         if payload is None:
             return line
         # The line keeps no request: the outcome is read from the answer alone.
-        outcome = profile.outcome(None, profile.parse(payload, Role.RESPONSE))
+        message = parsed.pop(key, None) or profile.parse(payload, Role.RESPONSE)
+        outcome = profile.outcome(None, message)
         data["status"] = outcome.text
         data["outcome"] = outcome.kind.value
         return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
@@ -299,10 +307,11 @@ def _rewrite_line(line: bytes, targets: dict[tuple[int, int], bytes], profile: P
     data = _frame_members(line)
     if data.get("kind") != "frame" or data.get("dir") != "s2c":
         return line
-    payload = targets.get((int(data["conn"]), int(data["n"])))
+    key = (int(data["conn"]), int(data["n"]))
+    payload = targets.get(key)
     if payload is None:
         return line
-    message = profile.parse(payload, Role.RESPONSE)
+    message = parsed[key] = profile.parse(payload, Role.RESPONSE)
     answers = data.get("answers")
     frame = FrameSeen(
         conn=int(data["conn"]),

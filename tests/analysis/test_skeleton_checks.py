@@ -85,3 +85,24 @@ def test_two_sessions_compare_a_large_answer_as_bytes(tmp_path: Path) -> None:
     )
     assert [d.path for d in check.differences] == ["response"]
     assert "compared as bytes" in str(check.differences[0].recorded)
+
+
+def test_a_large_call_keeps_its_tool_in_its_skeleton(tmp_path: Path) -> None:
+    """A call whose arguments hold a 9 MB text beside 18 MB of empty arrays: its skeleton
+    keeps the params' plain members (the tool's name) for the views to name it."""
+    tap = TapSimulator(MCP, cap=64 * 1024 * 1024)
+    tap.open(1, route="mcp")
+    grid = b"[" + b"[]," * 6_000_000 + b"[]]"
+    arguments = b'{"note": "%s", "grid": %s}' % (b"word " * 1_800_000, grid)
+    call = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add_points",'
+    tap.send(1, Direction.C2S, call + b'"arguments":' + arguments + b"}}\n")
+    answer = {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "ok"}]}}
+    tap.send(1, Direction.S2C, MCP.encode(answer))
+    tap.close(1)
+    path = tmp_path / "call.jsonl"
+    path.write_bytes(
+        write_recording(tap.events, routes=[RouteInfo("mcp", "stdio", "stdio", profile="mcp")])
+    )
+    (call_flow,) = read_tool_calls(str(path))
+    assert call_flow.tool == "add_points"
+    assert call_flow.flow.request is not None and call_flow.flow.request.elided

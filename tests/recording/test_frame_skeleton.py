@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from golem_core.messages import Response
+from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.bulk import BULK_NUMBERS
 from golem_proxy.events import Direction, ExchangeCompleted, FrameSeen
-from golem_proxy.recording import frame_skeleton
+from golem_proxy.recording import frame_lines, frame_skeleton
 from golem_proxy.recording.fast_reader import FastRecordingReader
 from golem_proxy.recording.format import RecordingReader, RecordingWriter
 from golem_proxy.recording.frame_reading import event_object
 from golem_proxy.recording.frame_skeleton import over_parse_budget, skeleton_members
 from golem_proxy.recording.inflight_scan import in_flight
 from golem_proxy.recording.line_guard import check_line, decode_json, parse_cost
-from golem_proxy.recording.schema import MSG_KEY, RecordingError
+from golem_proxy.recording.schema import DEFAULT_LINE_BUDGET, MSG_KEY, RecordingError
 from golem_proxy.replay.merge import append_recording
 from tests.support.cli_helpers import run_cli
 from tests.support.trace_builder import TapSimulator, write_recording
@@ -279,3 +279,89 @@ def test_a_request_too_large_to_parse_is_seen_in_flight(tmp_path: Path) -> None:
         "a0",
         "a1",
     ]
+
+
+@pytest.mark.parametrize("spare", [0, 1, 2, 3, 60, 100])
+def test_a_payload_at_the_budget_s_edge_is_written_so_that_it_reads(spare: int) -> None:
+    """The writer's bound against the reader's: a payload padded to leave ``spare`` bytes of
+    parse cost under the budget beside its members is read back, whole or from its skeleton,
+    never refused (the line's closing ``}`` counted too)."""
+    core = b'{"id":"a1","success":true,"result":[' + b"1," * 14_800_000 + b"1]"
+    message = GOLEM.parse(b'{"id":"a1","success":true,"result":[1]}', Role.RESPONSE)
+
+    def frame(payload: bytes) -> FrameSeen:
+        return FrameSeen(
+            conn=1, route="main", direction=Direction.S2C, index=0, t=1.0,
+            size=len(payload), payload=payload, message=message, answers=0,
+        )  # fmt: skip
+
+    prefix = frame_lines._frame_prefix(frame(core + b"}"), message, 1)
+    room = DEFAULT_LINE_BUDGET - parse_cost(prefix)[0] - parse_cost(core + b"}")[0]
+    payload = core + b" " * max(0, (room - spare) // 2) + b"}"
+    line = b"".join(frame_lines.encode_frame(frame(payload), GOLEM, 1, from_tap=True))
+    (back,) = list(RecordingReader(io.BytesIO(write_recording([]) + line)))
+    assert isinstance(back, FrameSeen) and back.payload == payload
+
+
+def test_a_frame_whose_bulk_a_view_elided_is_stored_raw_when_it_may_hold_nan() -> None:
+    """A tap frame over 1 MiB has its blob elided from its message; NaN beside it is found in
+    the message the tap decoded. The same frame from elsewhere (a view's copy, `w`) cannot be
+    judged by its message: its bytes are, and it is stored raw, every line strict JSON."""
+    answer = b'{"id": "a1", "result": {"png": "' + b"A" * (2 << 20) + b'", "scale": NaN}}'
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    tap.open(1)
+    tap.request(1, {"id": "a1", "method": "view.capture", "params": {}})
+    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    (frame,) = [e for e in tap.events if isinstance(e, FrameSeen) and e.direction is Direction.S2C]
+    assert frame.elided == 2 << 20
+    for from_tap in (True, False):
+        line = b"".join(frame_lines.encode_frame(frame, GOLEM, 3, from_tap=from_tap))
+        data = decode_json(line)  # strict: NaN refused
+        assert "raw" in data and "msg" not in data and "not finite" in data["note"]
+
+
+def test_the_recorder_does_not_count_a_capture_s_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16 MiB viewport capture, its blob elided by the tap, is within a reader's budget by
+    its lengths alone: the live recorder (``from_tap``) never counts its brackets, which
+    would cost it ~5 ms an answer; a frame from elsewhere is measured."""
+    answer = b'{"id": "a1", "result": {"image": "' + b"A" * (16 << 20) + b'"}}'
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    tap.open(1)
+    tap.request(1, {"id": "a1", "method": "view.capture", "params": {}})
+    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    (frame,) = [e for e in tap.events if isinstance(e, FrameSeen) and e.direction is Direction.S2C]
+    counted: list[int] = []
+    real = frame_skeleton.parse_cost
+    monkeypatch.setattr(
+        frame_skeleton,
+        "parse_cost",
+        lambda text, over=None: counted.append(len(text)) or real(text, over),
+    )
+    frame_lines.encode_frame(frame, GOLEM, 3, from_tap=True)
+    assert counted == []
+    frame_lines.encode_frame(frame, GOLEM, 3, from_tap=False)
+    assert counted == [len(answer)]
+
+
+def test_a_long_text_beside_the_bulk_is_elided_so_that_the_skeleton_reads_alike() -> None:
+    """A 9 MB log text in the envelope beside 18 MB of empty arrays: every skeleton that kept
+    the text was too large, and the last resort, a bare string, typed the answer malformed.
+    A long string is elided like a blob in the last steps, and the answer reads as the proxy
+    read it."""
+    grid = b"[" + b"[]," * 6_000_000 + b"[]]"
+    answer = b'{"id": "a1", "success": true, "log": "%s", "result": {"grid": %s}}' % (
+        b"word " * 1_800_000,
+        grid,
+    )
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    tap.open(1)
+    tap.request(1, {"id": "a1", "method": "mesh.get_grid", "params": {}})
+    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    live = [e for e in tap.events if isinstance(e, ExchangeCompleted)]
+    (back,) = [
+        e
+        for e in RecordingReader(io.BytesIO(write_recording(tap.events)))
+        if isinstance(e, ExchangeCompleted)
+    ]
+    assert back.response.elided and isinstance(back.response.message, Response)
+    assert back.outcome == live[0].outcome

@@ -48,7 +48,9 @@ def frames(events: list[Event]) -> list[FrameSeen]:
 
 
 def record(path: Path, events: list[Event], places: PayloadPlaces) -> None:
-    recorder = Recorder(RecordingWriter.create(str(path), golem_header()), places=places)
+    recorder = Recorder(
+        RecordingWriter.create(str(path), golem_header(), from_tap=True), places=places
+    )
     for event in events:
         recorder(event)
     recorder.close()
@@ -117,7 +119,9 @@ def test_places_count_the_gap_line_written_before_an_event(tmp_path: Path) -> No
         [200_000, 200_000, 200_000]
     )[:9]
     stream = GatedStream()
-    recorder = Recorder(RecordingWriter(stream, golem_header()), places=places, max_queued=300_000)
+    recorder = Recorder(
+        RecordingWriter(stream, golem_header(), from_tap=True), places=places, max_queued=300_000
+    )
     for event in (opened, request0, answer0, request1):
         recorder(event)
     recorder(answer1)  # past max_queued while the disk takes nothing: missed
@@ -237,7 +241,7 @@ def test_a_line_written_before_the_recorders_first_is_counted(tmp_path: Path) ->
     path = tmp_path / "r.jsonl"
     places = PayloadPlaces(str(path))
     with open(path, "w+b") as stream:
-        writer = RecordingWriter(stream, golem_header())
+        writer = RecordingWriter(stream, golem_header(), from_tap=True)
         recorder = Recorder(writer, places=places)
         os.write(stream.fileno(), b'{"seq":1,"kind":"unobserved","note":"another process"}\n')
         events = answered_calls([120_000])
@@ -253,7 +257,7 @@ def test_reading_back_waits_for_a_disk_that_is_behind(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     places = PayloadPlaces(str(path))
     stream = GatedStream(mirror=path)
-    recorder = Recorder(RecordingWriter(stream, golem_header()), places=places)
+    recorder = Recorder(RecordingWriter(stream, golem_header(), from_tap=True), places=places)
     events = answered_calls([150_000])
     for event in events:
         recorder(event)
@@ -302,7 +306,7 @@ def test_the_file_moved_under_the_recorder_stops_the_places(tmp_path: Path) -> N
     path = tmp_path / "r.jsonl"
     places = PayloadPlaces(str(path))
     with open(path, "w+b") as stream:
-        recorder = Recorder(RecordingWriter(stream, golem_header()), places=places)
+        recorder = Recorder(RecordingWriter(stream, golem_header(), from_tap=True), places=places)
         first, second = answered_calls([100_000]), answered_calls([110_000], conn=2)
         for event in first:
             recorder(event)

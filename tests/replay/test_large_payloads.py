@@ -198,9 +198,10 @@ def test_each_recorded_guid_is_mapped_once() -> None:
     one, two, five = (
         f"{n}" * 8 + f"-{n}{n}{n}{n}-4{n}{n}{n}-8{n}{n}{n}-" + f"{n}" * 12 for n in (1, 2, 5)
     )
-    payload = json.dumps({"id": "a1", "result": {"objects": [one, two], two: 1}}).encode()
-    live = json.loads(with_id(payload, "b", {one: two, two: five}))
-    assert live == {"id": "b", "result": {"objects": [two, five], two: 1}}
+    said = f'say "{one}'  # a string that ends with a GUID after an escaped quote: no GUID
+    recorded = {"id": "a1", "result": {"objects": [one, two], two: 1, "text": said}}
+    live = json.loads(with_id(json.dumps(recorded).encode(), "b", {one: two, two: five}))
+    assert live == {"id": "b", "result": {"objects": [two, five], two: 1, "text": said}}
 
 
 @pytest.mark.parametrize("last", [b"1", b"2"], ids=["same answer", "another answer"])
@@ -212,3 +213,23 @@ def test_resend_compares_a_large_answer_as_bytes(trace: Path, last: bytes) -> No
     else:
         assert done.returncode == 1, done.stderr
         assert "1 differences" in done.stdout and "compared as bytes" in done.stdout
+
+
+def test_a_request_too_large_to_parse_is_named_when_it_is_not_matched(tmp_path: Path) -> None:
+    """Its params are never parsed, so matching by params never finds it: the miss says so,
+    and where it is served (``--match method``)."""
+    params = b'{"id": "a1", "method": "mesh.set_mask", "params": {"mask": [' + b"1," * ONES
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    tap.open(1)
+    tap.send(1, Direction.C2S, GOLEM.frame_payload(params + b"1]}}"))
+    tap.respond(1, {"id": "a1", "result": {"ok": True}, "error": None})
+    tap.close(1)
+    path = tmp_path / "request.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    request = {"id": 7, "method": "mesh.set_mask", "params": {"mask": [1]}}
+    with replaying(str(path)) as (_, ready):
+        missed = json.loads(_call(ready[1], int(ready[2]), request))
+    assert "too large to parse" in json.dumps(missed) and "--match method" in json.dumps(missed)
+    with replaying(str(path), "--match", "method") as (_, ready):
+        served = json.loads(_call(ready[1], int(ready[2]), request))
+    assert served == {"id": 7, "result": {"ok": True}, "error": None}

@@ -5,6 +5,7 @@ file changed after it was loaded and checked)."""
 from __future__ import annotations
 
 import difflib
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -191,9 +192,13 @@ def test_arrays_equal_in_c_still_differ_where_the_walk_says_so() -> None:
     assert tolerant.compare({"v": [[1.0, 2.0]]}, {"v": [[1.001, 2.0]]}) == []
     (difference,) = Comparator().compare({"v": [[1.0, 2.0]]}, {"v": [[1.001, 2.0]]})
     assert difference.path.endswith("[0][0]") and difference.live == 1.001
-    # A NaN is equal to itself for a list's == (identity first), and to nothing for the
-    # comparison: an array holding one is walked, and says so wherever it is.
+    # A NaN answered where a NaN was recorded is the same answer (a trace compared with
+    # itself has no difference), wherever it is; a NaN against a number is a difference.
     nan = float("nan")
-    cases = (([nan, 1.0], 1), ([[1.0], [nan]], 1), ([float("inf"), float("-inf")], 0))
+    cases = (([nan, 1.0], 0), ([[1.0], [nan]], 0), ([float("inf"), float("-inf")], 0))
     for recorded, differences in cases:
         assert len(Comparator().compare({"v": [recorded]}, {"v": [recorded]})) == differences
+        copied = json.loads(json.dumps(recorded))  # other NaN objects, equal as NaN
+        assert len(Comparator().compare({"v": [recorded]}, {"v": [copied]})) == differences
+    (difference,) = Comparator().compare({"v": [nan]}, {"v": [1.0]})
+    assert difference.live == 1.0

@@ -58,7 +58,9 @@ def recorded(
     events first, one at a time."""
     places = PayloadPlaces(str(path))
     lighten = LeftToRecording(places, profile)
-    recorder = Recorder(RecordingWriter.create(str(path), golem_header()), places=places)
+    recorder = Recorder(
+        RecordingWriter.create(str(path), golem_header(), from_tap=True), places=places
+    )
     given = []
     for event in events:
         recorder(event)
@@ -357,7 +359,7 @@ def test_a_view_leaves_out_the_flows_whose_payloads_never_reached_the_recording(
     places = PayloadPlaces(str(path))
     disk = DiskFullAfter(room=0)
     recorder = Recorder(
-        RecordingWriter(disk, golem_header()), places=places, on_error=lambda _: None
+        RecordingWriter(disk, golem_header(), from_tap=True), places=places, on_error=lambda _: None
     )
     lighten = LeftToRecording(places)
     given = []
