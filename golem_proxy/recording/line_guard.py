@@ -103,11 +103,15 @@ def strictly_unreadable(payload: bytes, obj: Any, skeleton: bool = False) -> str
     constant's name, a large exponent), and ``obj`` walked only then: a small frame costs a
     few searches, not a walk."""
     depth = MAX_DEPTH - 1  # the line's own object is one level more
-    if not skeleton and len(payload) < _SEARCH_UP_TO and not (
-        has_brackets(payload, depth + 1)
-        or b"NaN" in payload
-        or b"Infinity" in payload
-        or _LARGE_EXPONENT.search(payload)
+    if (
+        not skeleton
+        and len(payload) < _SEARCH_UP_TO
+        and not (
+            has_brackets(payload, depth + 1)
+            or b"NaN" in payload
+            or b"Infinity" in payload
+            or _LARGE_EXPONENT.search(payload)
+        )
     ):
         return ""
     misfit = strict_json_misfit(obj, depth)
