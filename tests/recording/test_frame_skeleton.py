@@ -52,6 +52,15 @@ def large_answer_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     return path, tap
 
 
+def _answered(method: str, answer: bytes) -> TapSimulator:
+    """A call of ``method`` answered with ``answer``, through the real tap."""
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    tap.open(1)
+    tap.request(1, {"id": "a1", "method": method, "params": {}})
+    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    return tap
+
+
 def test_the_line_holds_the_payload_verbatim_after_its_skeleton(
     large_answer_trace: tuple[Path, TapSimulator],
 ) -> None:
@@ -219,10 +228,7 @@ def test_a_skeleton_keeps_what_the_outcome_is_read_from() -> None:
     grid = b"[" + b",".join([b"[" + b"[]," * 7999 + b"[]]"] * 1300) + b"]"
     failed = b'"success": false, "code": "MESH_TOO_BIG"'
     answer = b'{"id": "a1", "success": true, "result": {%s, "grid": %s}}' % (failed, grid)
-    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
-    tap.open(1)
-    tap.request(1, {"id": "a1", "method": "mesh.get_grid", "params": {}})
-    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    tap = _answered("mesh.get_grid", answer)
     tap.close(1)
     live = [e for e in tap.events if isinstance(e, ExchangeCompleted)]
     (back,) = [
@@ -308,10 +314,7 @@ def test_a_frame_whose_bulk_a_view_elided_is_stored_raw_when_it_may_hold_nan() -
     the message the tap decoded. The same frame from elsewhere (a view's copy, `w`) cannot be
     judged by its message: its bytes are, and it is stored raw, every line strict JSON."""
     answer = b'{"id": "a1", "result": {"png": "' + b"A" * (2 << 20) + b'", "scale": NaN}}'
-    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
-    tap.open(1)
-    tap.request(1, {"id": "a1", "method": "view.capture", "params": {}})
-    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    tap = _answered("view.capture", answer)
     (frame,) = [e for e in tap.events if isinstance(e, FrameSeen) and e.direction is Direction.S2C]
     assert frame.elided == 2 << 20
     for from_tap in (True, False):
@@ -325,10 +328,7 @@ def test_the_recorder_does_not_count_a_capture_s_bytes(monkeypatch: pytest.Monke
     its lengths alone: the live recorder (``from_tap``) never counts its brackets, which
     would cost it ~5 ms an answer; a frame from elsewhere is measured."""
     answer = b'{"id": "a1", "result": {"image": "' + b"A" * (16 << 20) + b'"}}'
-    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
-    tap.open(1)
-    tap.request(1, {"id": "a1", "method": "view.capture", "params": {}})
-    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    tap = _answered("view.capture", answer)
     (frame,) = [e for e in tap.events if isinstance(e, FrameSeen) and e.direction is Direction.S2C]
     counted: list[int] = []
     real = frame_skeleton.parse_cost
@@ -353,10 +353,7 @@ def test_a_long_text_beside_the_bulk_is_elided_so_that_the_skeleton_reads_alike(
         b"word " * 1_800_000,
         grid,
     )
-    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
-    tap.open(1)
-    tap.request(1, {"id": "a1", "method": "mesh.get_grid", "params": {}})
-    tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
+    tap = _answered("mesh.get_grid", answer)
     live = [e for e in tap.events if isinstance(e, ExchangeCompleted)]
     (back,) = [
         e
