@@ -1,9 +1,11 @@
 """A message's bulk in its decoded JSON: long arrays of numbers (a mesh's vertices and faces, a
 point cloud), which cost several times their text once parsed (a float is a 24-byte object
 behind an 8-byte pointer where its text was 8 to 10 bytes). Each is replaced by a placeholder
-that keeps its kind, an array of one string (``["<N numbers elided>"]``). Read by the views
-that keep a large frame's message without its payload (`golem_proxy.tui.skeleton`) and by the
-recorder, which writes such a skeleton beside a payload too large for a reader to parse
+that keeps its kind, an array of one string (``["<N numbers elided>"]``); where that is not
+enough, long arrays of anything (``["<N items elided>"]``). `reads_alike` says whether such a
+skeleton types as its message does. Read by the views that keep a large frame's message
+without its payload (`golem_proxy.tui.skeleton`) and by the recorder, which writes such a
+skeleton beside a payload too large for a reader to parse
 (`golem_proxy.recording.frame_skeleton`)."""
 
 from __future__ import annotations

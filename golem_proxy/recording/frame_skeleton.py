@@ -17,10 +17,11 @@ message whenever it can.
 
 The skeleton is the message with its long arrays of numbers elided (`golem_proxy.bulk`), which
 is all a mesh or a point cloud needs; if that is still too large, its long arrays of anything;
-if that is still too large (a few long objects), its envelope's plain members only, each
-container a placeholder. What the envelope says (id, method, result or error, ``success``,
-``isError``) is kept by the first two, so an outcome decided on the skeleton is the one decided
-on the whole message."""
+then its first three levels (`_shallow`: what outcomes are read from); then its envelope's
+plain members only (`_envelope`), each container a placeholder, each long string elided. The
+first that reads as the message does is taken (`bulk.reads_alike`: its kind, id, method, a
+request's plain params, an answer's outcome), so an outcome decided on the skeleton is the one
+decided on the whole message."""
 
 from __future__ import annotations
 
@@ -97,7 +98,7 @@ def skeleton_members(
         if reads_alike(skeleton):
             return found
         fitting = fitting or found
-    if fitting is None:  # pragma: no cover - the envelope's members are plain and few
+    if fitting is None:  # pragma: no cover - top-level members too many even as plain ones
         size = len(dumps(obj))
         return elided + size, dumps(f"<{size} bytes not kept>")
     return fitting
