@@ -27,7 +27,12 @@ from golem_core.profiles import Profile
 from .. import events
 from ..bulk import reads_alike
 from ..events import Direction
-from .frame_skeleton import over_parse_budget, skeleton_members, within_parse_budget
+from .frame_skeleton import (
+    WITHIN_ANY,
+    over_parse_budget,
+    skeleton_members,
+    within_parse_budget,
+)
 from .line_guard import parse_cost, strictly_unreadable, unreadable_by_bytes
 from .schema import JSON_SAFE, MSG_KEY, dumps
 
@@ -52,18 +57,20 @@ def encode_frame(
     message = event.message
     payload = event.payload
     undecodable = _undecodable(message)
-    opaque = event.elided if from_tap else 0
     unreadable = ""
     if not event.redacted and not undecodable and b"\n" not in payload:
         obj = getattr(message, "obj", None)
+        opaque = event.elided if from_tap else 0
         if event.elided and not from_tap:
             unreadable = unreadable_by_bytes(payload)  # its message cannot say
         else:
             unreadable = strictly_unreadable(payload, obj, skeleton=event.elided > 0)
         if not unreadable:
             prefix = _frame_prefix(event, message, seq)
-            if within_parse_budget(len(payload), opaque) or not over_parse_budget(
-                payload, opaque, parse_cost(prefix, 0)[0]
+            if (
+                len(payload) <= WITHIN_ANY
+                or within_parse_budget(len(payload), opaque)
+                or not over_parse_budget(payload, opaque, parse_cost(prefix, 0)[0])
             ):
                 # The common case, formatted by hand: json.dumps of the small prefix dict
                 # was the recorder's largest cost per frame. The exact payload bytes are
@@ -90,7 +97,7 @@ def encode_frame(
         if not undecodable:
             base["note"] = f"{unreadable or 'payload spans lines'}; stored raw"
     line = dumps(base)
-    if not undecodable and over_parse_budget(payload, 0):
+    if not undecodable and len(payload) > WITHIN_ANY and over_parse_budget(payload, 0):
         # Read from its skeleton, not parsed: a reader's parse of it would be over budget (as
         # the reader judges a raw payload: by itself, its opaque strings not known).
         elided, skeleton = skeleton_members(message.obj, event.elided, _reads_alike(event, profile))

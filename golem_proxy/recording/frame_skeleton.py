@@ -35,6 +35,7 @@ from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, MSG_KEY, RecordingError, dum
 
 __all__ = [
     "SKELETON_BUDGET",
+    "WITHIN_ANY",
     "over_parse_budget",
     "skeleton_members",
     "unparsed_frame",
@@ -69,6 +70,11 @@ def over_parse_budget(
         return False
     limit = budget - around - _ENDS
     return parse_cost(payload, limit)[0] > limit
+
+
+WITHIN_ANY = (DEFAULT_LINE_BUDGET - _AROUND) // (2 + MOST_PER_BYTE)
+"""A payload this long or shorter is within a reader's budget whatever it holds (7.5 MiB):
+the recorder's test of a frame, in one comparison."""
 
 
 def within_parse_budget(size: int, elided: int = 0, budget: int = DEFAULT_LINE_BUDGET) -> bool:
