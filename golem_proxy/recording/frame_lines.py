@@ -27,12 +27,7 @@ from golem_core.profiles import Profile
 from .. import events
 from ..bulk import reads_alike
 from ..events import Direction
-from .frame_skeleton import (
-    WITHIN_ANY,
-    over_parse_budget,
-    skeleton_members,
-    within_parse_budget,
-)
+from .frame_skeleton import WITHIN_ANY, over_parse_budget, skeleton_members
 from .line_guard import parse_cost, strictly_unreadable, unreadable_by_bytes
 from .schema import JSON_SAFE, MSG_KEY, dumps
 
@@ -67,10 +62,8 @@ def encode_frame(
             unreadable = strictly_unreadable(payload, obj, skeleton=event.elided > 0)
         if not unreadable:
             prefix = _frame_prefix(event, message, seq)
-            if (
-                len(payload) <= WITHIN_ANY
-                or within_parse_budget(len(payload), opaque)
-                or not over_parse_budget(payload, opaque, parse_cost(prefix, 0)[0])
+            if len(payload) <= WITHIN_ANY or not over_parse_budget(
+                payload, opaque, parse_cost(prefix, 0)[0]
             ):
                 # The common case, formatted by hand: json.dumps of the small prefix dict
                 # was the recorder's largest cost per frame. The exact payload bytes are
@@ -97,7 +90,7 @@ def encode_frame(
         if not undecodable:
             base["note"] = f"{unreadable or 'payload spans lines'}; stored raw"
     line = dumps(base)
-    if not undecodable and len(payload) > WITHIN_ANY and over_parse_budget(payload, 0):
+    if not undecodable and over_parse_budget(payload, 0):
         # Read from its skeleton, not parsed: a reader's parse of it would be over budget (as
         # the reader judges a raw payload: by itself, its opaque strings not known).
         elided, skeleton = skeleton_members(message.obj, event.elided, _reads_alike(event, profile))

@@ -12,8 +12,8 @@ from golem_core.profiles import Profile
 
 from .. import events
 from ..events import Direction
-from .frame_skeleton import over_parse_budget, unparsed_frame
-from .line_guard import check_line, decode_json, decode_payload
+from .frame_skeleton import over_parse_budget
+from .line_guard import check_line, decode_json, decode_payload, not_one_value
 from .members import (
     member_base64,
     member_bool,
@@ -44,33 +44,67 @@ def event_object(line: bytes) -> tuple[dict[str, Any], Optional[bytes]]:
     try:
         check_line(line)
     except RecordingError:
-        unparsed = unparsed_frame(line)
+        unparsed = _unparsed_frame(line)
         if unparsed is None:
             raise
         return unparsed
     start = line.find(MSG_KEY)
-    if start >= 0:
+    members = _frame_members(line, start)
+    if members is not None:
+        if "msg" in members:
+            raise RecordingError(_NOT_LAST)
+        payload = _verbatim(line, start)
         try:
-            members = decode_json(line[:start] + b"}")
-        except RecordingError:
-            members = None  # a ``,"msg":`` inside another member: not the writer's frame
-        if isinstance(members, dict) and members.get("kind") == "frame":
-            if "msg" in members:
-                raise RecordingError(_NOT_LAST)
-            payload = line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]
-            try:
-                members["msg"] = decode_payload(payload)
-            except RecordingError as exc:
-                if exc.what.startswith("not JSON: Extra data"):
-                    raise RecordingError(_NOT_LAST) from None
-                raise
-            return members, payload
+            members["msg"] = decode_payload(payload)
+        except RecordingError as exc:
+            if exc.what.startswith("not JSON: Extra data"):
+                raise RecordingError(_NOT_LAST) from None
+            raise
+        return members, payload
     data = decode_json(line)
     if not isinstance(data, dict):
         raise RecordingError("an event line is not a JSON object")
     if start >= 0 and data.get("kind") == "frame" and "msg" in data:
         raise RecordingError(_NOT_LAST)  # members before it that do not parse on their own
     return data, None
+
+
+def _unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
+    """The members of a frame ``line`` over the parse budget that carries its skeleton,
+    parsed without its payload (checked as any line is), and its payload as the line holds
+    it, unparsed but for its brackets (`not_one_value`); None when ``line`` is no such
+    line. Raises RecordingError."""
+    start = line.find(MSG_KEY)
+    if start < 0:
+        return None
+    check_line(line[:start] + b"}")
+    members = _frame_members(line, start)
+    if members is None or "skeleton" not in members or "msg" in members or "raw" in members:
+        return None
+    payload = _verbatim(line, start)
+    problem = not_one_value(payload)
+    if problem:
+        raise RecordingError(problem)
+    return members, payload
+
+
+def _frame_members(line: bytes, start: int) -> Optional[dict[str, Any]]:
+    """A frame line's members before its first ``,"msg":`` at ``start``, parsed on their own;
+    None when there is none or they are not a frame's (a ``,"msg":`` inside another
+    member: not the writer's frame)."""
+    if start < 0:
+        return None
+    try:
+        members = decode_json(line[:start] + b"}")
+    except RecordingError:
+        return None
+    return members if isinstance(members, dict) and members.get("kind") == "frame" else None
+
+
+def _verbatim(line: bytes, start: int) -> bytes:
+    """A frame's payload: the line's bytes after its ``,"msg":`` at ``start`` up to its last
+    ``}`` (a checkout may have added a carriage return after it)."""
+    return line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]
 
 
 def read_frame(

@@ -9,7 +9,7 @@ recording at its line, every other exchange with it.
 
 So the writer still writes it verbatim, as the line's last member, and puts its skeleton before
 it: the decoded message with its bulk elided, and how many bytes were elided (``elided``). A
-reader over the budget parses the members before the payload only (`unparsed_frame`): the frame
+reader over the budget parses the members before the payload only (`frame_reading`): the frame
 keeps its bytes whole (for `export`, `replay`, the TUI's read-back) and is typed from its
 skeleton, as a view types a frame whose bulk it elided itself (`FrameSeen.elided`). Under the
 budget the payload is parsed and the skeleton is not read: a reader shows the payload's own
@@ -30,15 +30,14 @@ from typing import Any, Callable, Optional
 
 from ..bulk import BULK_NUMBERS, without_long_arrays, without_number_arrays
 from ..json_levels import strict_json_misfit
-from .line_guard import MOST_PER_BYTE, check_line, decode_json, not_one_value, parse_cost
-from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, MSG_KEY, RecordingError, dumps
+from .line_guard import MOST_PER_BYTE, parse_cost
+from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, MSG_KEY, dumps
 
 __all__ = [
     "SKELETON_BUDGET",
     "WITHIN_ANY",
     "over_parse_budget",
     "skeleton_members",
-    "unparsed_frame",
     "within_parse_budget",
 ]
 
@@ -161,29 +160,3 @@ def _plain_or_placeholder(value: Any) -> tuple[Any, int]:
 
 def _finite(value: Any) -> bool:
     return isinstance(value, float) and math.isfinite(value)
-
-
-def unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
-    """The members of a frame ``line`` that carries a skeleton, parsed without its payload,
-    and its payload as the line holds it (unparsed; its brackets checked: `not_one_value`);
-    None when ``line`` is no such line. For a line over the reader's parse budget
-    (`check_line` refused it): the members before the payload are checked as any line is.
-    Raises RecordingError."""
-    start = line.find(MSG_KEY)
-    if start < 0:
-        return None
-    prefix = line[:start] + b"}"
-    check_line(prefix)
-    try:
-        members = decode_json(prefix)
-    except RecordingError:
-        return None
-    if not isinstance(members, dict) or members.get("kind") != "frame":
-        return None
-    if "skeleton" not in members or "msg" in members or "raw" in members:
-        return None
-    payload = line[start + len(MSG_KEY) : line.rstrip(b"\r\n").rfind(b"}")]
-    problem = not_one_value(payload)
-    if problem:
-        raise RecordingError(problem)
-    return members, payload

@@ -104,10 +104,8 @@ class RecordedExchange:
         return found
 
     def _too_large(self, at: Any) -> bool:
-        if not isinstance(at, bytes):
-            newline = self._src.find(b"\n", at)
-            if within_parse_budget(self._src.rfind(b"}", at, newline) - at):
-                return False
+        if not isinstance(at, bytes) and within_parse_budget(_payload_end(self._src, at) - at):
+            return False  # known from its length, not copied
         return over_parse_budget(_payload(self._src, at), 0)
 
     def __repr__(self) -> str:
@@ -117,10 +115,13 @@ class RecordedExchange:
 def _payload(source: Any, at: Any) -> bytes:
     if isinstance(at, bytes):
         return at  # read the slow way: the payload itself
-    # A spliced payload runs to the closing brace of its line (a checkout may have added a
-    # carriage return after it).
-    newline = source.find(b"\n", at)
-    return bytes(source[at : source.rfind(b"}", at, newline)])
+    return bytes(source[at : _payload_end(source, at)])
+
+
+def _payload_end(source: Any, at: int) -> int:
+    """Where the payload spliced at ``at`` ends: at the closing brace of its line (a checkout
+    may have added a carriage return after it)."""
+    return int(source.rfind(b"}", at, source.find(b"\n", at)))
 
 
 def encode_recorded(profile: Profile, obj: Any) -> bytes:

@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Optional
 
+from ..recording.line_guard import JSON_STRING
 from .diffing import ABSENT, Comparator, Difference
 from .matching import GUID_RE
 
 __all__ = ["compare_as_bytes", "member_span", "with_id"]
 
-# A string, unrolled so that the engine runs through its plain characters in one step (an
-# alternation per character took 6 s and 3 GB over a 30 MB string).
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 _COLON = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
 _SCALAR = re.compile(rb"[^,}\] \t\r\n]*")
@@ -39,34 +37,59 @@ _GUID_STRING = 38
 def member_span(payload: bytes, name: str) -> Optional[tuple[int, int]]:
     """Where the value of the top-level member ``name`` of the JSON object ``payload`` is
     (its last, as ``json.loads`` keeps the last of a key given twice); None when ``payload``
-    is no object, has no such member, or its walk breaks (a string that never closes)."""
+    is no object, has no such member, or its walk breaks (a string that never closes). One
+    walk: a container value's end is where the walk is back at the top level."""
     found: Optional[tuple[int, int]] = None
     depth = 0
-    at = 0
-    while True:
-        token = _STRUCTURE.search(payload, at)
-        if token is None:
-            return None  # unbalanced: the object never closed
-        start = token.start()
+    value_at = -1  # where the container value of ``name`` began, while its end is looked for
+    for start, end in _tokens(payload):
+        if end < 0:
+            return None
         first = payload[start]
         if first == 0x22:  # a string: a key of the top level when a colon follows it
-            string = _STRING.match(payload, start)
-            if string is None:
-                return None
-            at = string.end()
-            colon = _COLON.match(payload, at) if depth == 1 else None
-            if colon is not None and _key(string.group()) == name:
-                end = _value_end(payload, colon.end())
-                if end is None:
-                    return None
-                found, at = (colon.end(), end), end
+            colon = _COLON.match(payload, end) if depth == 1 else None
+            if colon is not None and _key(payload[start:end]) == name:
+                at = colon.end()
+                opening = payload[at : at + 1]
+                if opening in (b"[", b"{"):
+                    value_at = at
+                elif opening == b'"':
+                    string = JSON_STRING.match(payload, at)
+                    if string is None:
+                        return None
+                    found = (at, string.end())
+                else:
+                    scalar = _SCALAR.match(payload, at)
+                    found = (at, scalar.end() if scalar is not None else at)
             continue
         if depth == 0 and first != 0x7B:
             return None  # an array
         depth += 1 if first in b"[{" else -1
-        at = start + 1
-        if depth == 0:
+        if depth == 1 and value_at >= 0:
+            found, value_at = (value_at, end), -1
+        elif depth == 0:
             return found
+    return None  # unbalanced: the object never closed
+
+
+def _tokens(payload: bytes) -> Iterator[tuple[int, int]]:
+    """Where each string and bracket of ``payload`` starts and ends, in order; a string that
+    never closes ends the walk, its end -1. Numbers and spacing are skipped by the regex."""
+    at = 0
+    while True:
+        token = _STRUCTURE.search(payload, at)
+        if token is None:
+            return
+        start = token.start()
+        if payload[start] == 0x22:
+            string = JSON_STRING.match(payload, start)
+            if string is None:
+                yield start, -1
+                return
+            at = string.end()
+        else:
+            at = start + 1
+        yield start, at
 
 
 def _key(token: bytes) -> Any:
@@ -77,33 +100,6 @@ def _key(token: bytes) -> Any:
         return json.loads(token)
     except ValueError:
         return None
-
-
-def _value_end(payload: bytes, start: int) -> Optional[int]:
-    """The end of the JSON value at ``start``; None when it does not end."""
-    opening = payload[start : start + 1]
-    if opening == b'"':
-        string = _STRING.match(payload, start)
-        return None if string is None else string.end()
-    if opening not in (b"[", b"{"):
-        match = _SCALAR.match(payload, start)
-        return match.end() if match is not None else start
-    depth = 0
-    at = start
-    while True:
-        token = _STRUCTURE.search(payload, at)
-        if token is None:
-            return None
-        if payload[token.start()] == 0x22:
-            string = _STRING.match(payload, token.start())
-            if string is None:
-                return None
-            at = string.end()
-            continue
-        depth += 1 if payload[token.start()] in b"[{" else -1
-        at = token.end()
-        if depth == 0:
-            return at
 
 
 def with_id(payload: bytes, ident: Any, guids: Mapping[str, str]) -> bytes:
@@ -144,7 +140,7 @@ def _guids_mapped(payload: bytes, guids: Mapping[str, str]) -> bytes:
         found = guids.get(string[1:-1].decode("ascii"))
         return string if found is None else _string(found)
 
-    return _STRING.sub(mapped, payload)
+    return JSON_STRING.sub(mapped, payload)
 
 
 def _string(value: Any) -> bytes:
