@@ -1,6 +1,7 @@
 """A frame's line read back (docs/recording-format.md, "Frames"): the line parsed with its
 payload apart (`event_object`), then the frame built from its members (`read_frame`); a frame
-too large to parse is read from its skeleton (`frame_skeleton`)."""
+too large to parse is read from its skeleton (`frame_skeleton`), or from one made of its bytes
+when it has none (`byte_skeleton`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,16 @@ from golem_core.profiles import Profile
 
 from .. import events
 from ..events import Direction
+from .byte_skeleton import message_of_bytes, skeleton_of_bytes
 from .frame_skeleton import over_parse_budget
-from .line_guard import check_line, decode_json, decode_payload, not_one_value
+from .line_guard import (
+    NOT_ONE_VALUE,
+    OverBudget,
+    check_line,
+    decode_json,
+    decode_payload,
+    not_one_value,
+)
 from .members import (
     member_base64,
     member_bool,
@@ -43,7 +52,7 @@ def event_object(line: bytes) -> tuple[dict[str, Any], Optional[bytes]]:
     a payload too large to parse: `frame_skeleton`) has its members parsed, not its payload."""
     try:
         check_line(line)
-    except RecordingError:
+    except OverBudget:
         unparsed = _unparsed_frame(line)
         if unparsed is None:
             raise
@@ -70,21 +79,31 @@ def event_object(line: bytes) -> tuple[dict[str, Any], Optional[bytes]]:
 
 
 def _unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
-    """The members of a frame ``line`` over the parse budget that carries its skeleton,
-    parsed without its payload (checked as any line is), and its payload as the line holds
-    it, unparsed but for its brackets (`not_one_value`); None when ``line`` is no such
-    line. Raises RecordingError."""
+    """The members of a frame ``line`` over the parse budget, parsed without its payload
+    (checked as any line is), and its payload as the line holds it, unparsed but for its
+    brackets (`not_one_value`) and what its skeleton takes: the writer's, or one made of its
+    bytes when the line has none (`byte_skeleton`: a recording written before skeletons);
+    None when ``line`` is no such line. Raises RecordingError."""
     start = line.find(MSG_KEY)
     if start < 0:
         return None
     check_line(line[:start] + b"}")
     members = _frame_members(line, start)
-    if members is None or "skeleton" not in members or "msg" in members or "raw" in members:
+    if members is None or "msg" in members or "raw" in members:
         return None
     payload = _verbatim(line, start)
-    problem = not_one_value(payload)
-    if problem:
-        raise RecordingError(problem)
+    try:
+        if "skeleton" not in members:
+            members["skeleton"], members["elided"] = skeleton_of_bytes(payload)
+        else:
+            problem = not_one_value(payload)
+            if problem:
+                raise RecordingError(problem)
+    except RecordingError as exc:
+        if exc.what != NOT_ONE_VALUE:
+            raise
+        # The writer puts one JSON value after ``"msg":``: a member after it, or damage.
+        raise RecordingError(f"{exc.what} (msg is not the last member?)") from None
     return members, payload
 
 
@@ -123,10 +142,12 @@ def read_frame(
         if "msg" in data:
             raise RecordingError("a frame line has both msg and raw")
         payload = member_base64(data)
-        if "skeleton" in data and over_parse_budget(payload, 0):
+        if not over_parse_budget(payload, 0):
+            message = profile.parse(payload, role)
+        elif "skeleton" in data:
             message, elided = _from_skeleton(data, profile, role)
         else:
-            message = profile.parse(payload, role)
+            message, elided = message_of_bytes(payload, profile, role)
     elif "msg" not in data and "skeleton" in data and verbatim is not None:
         # Over the parse budget (`event_object`): typed from its skeleton, its bytes kept.
         payload = verbatim

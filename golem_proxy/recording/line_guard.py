@@ -15,6 +15,8 @@ from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, RecordingError
 __all__ = [
     "JSON_STRING",
     "MOST_PER_BYTE",
+    "NOT_ONE_VALUE",
+    "OverBudget",
     "check_line",
     "decode_json",
     "decode_payload",
@@ -36,12 +38,17 @@ _CONTAINER_COST = 64
 _ELEMENT_COST = 32
 
 
+class OverBudget(RecordingError):
+    """A line whose parse would cost more than the budget (`check_line`): a frame line may
+    still be read without parsing its payload (`frame_reading.event_object`)."""
+
+
 def check_line(line: bytes, *, budget: int = DEFAULT_LINE_BUDGET, depth: int = MAX_DEPTH) -> None:
-    """Refuse a line whose parse would cost more than ``budget`` bytes or nest deeper than
-    ``depth``, judged without parsing it. Raises RecordingError."""
+    """Refuse a line whose parse would cost more than ``budget`` bytes (`OverBudget`) or nest
+    deeper than ``depth``, judged without parsing it. Raises RecordingError."""
     cost, opens = parse_cost(line, budget)
     if cost > budget:
-        raise RecordingError(
+        raise OverBudget(
             f"too large to parse: about {cost >> 20} MiB once parsed "
             f"(limit {budget >> 20} MiB; {opens} arrays and objects in {len(line)} bytes)"
         )
@@ -132,6 +139,9 @@ The search for an exponent runs at ~200 MB/s (80 ms for 16 MiB of text), where t
 costs what the value holds (a long string is one value)."""
 
 
+NOT_ONE_VALUE = "a payload kept unparsed is not one JSON value"
+
+
 def not_one_value(payload: bytes) -> str:
     """What keeps ``payload`` from being one JSON object or array nested no deeper than a
     line may hold, judged from its brackets outside strings (a payload kept unparsed, too
@@ -150,7 +160,7 @@ def not_one_value(payload: bytes) -> str:
             return f"JSON nested too deep (more than {MAX_DEPTH} levels)"
         shorter = inner.replace(b"[]", b"")
         if len(shorter) == len(inner):
-            return "a payload kept unparsed is not one JSON value (msg is not the last member?)"
+            return NOT_ONE_VALUE
         inner = shorter
     return ""
 

@@ -33,7 +33,7 @@ from .members import (
     member_optional_str,
     member_str,
 )
-from .payload_check import as_the_reader, check_payload
+from .payload_check import check_payload
 from .reader import parse_header, route_profiles
 from .scan_pattern import C2S, LINE, S2C
 from .schema import (
@@ -155,8 +155,9 @@ class _Loader:
             previous = match.end()
             if previous - at > self.max_line:  # one of its lines may be too long
                 self._lengths(at, previous)
-            if previous - at > _NEAR_BUDGET:  # or cost the reader's parse budget
-                self._budgets(at, previous)
+            if previous - at > _NEAR_BUDGET and self._over_budget(at, previous):
+                self._gap(at, previous)  # read as the reader reads them, unparsed or refused
+                continue
             try:
                 if match.start(2) >= 0:  # a whole exchange: the hot path
                     t0, route, kind, method, t1 = match.group(1, 3, 5, 6, 8)
@@ -190,16 +191,21 @@ class _Loader:
         if previous < end - 1:
             self._gap(previous, end - 1)
 
-    def _budgets(self, newline: int, end: int) -> None:
-        """Refuse a line whose parse would cost more than the reader's budget among those
-        after the newline at ``newline`` up to ``end``, as the reader does."""
+    def _over_budget(self, newline: int, end: int) -> bool:
+        """Whether a line whose parse would cost more than the reader's budget is among those
+        after the newline at ``newline`` up to ``end``: the reader reads such a frame line
+        without parsing its payload (`frame_reading.event_object`), or refuses it."""
         while newline < end:
             following = self.buffer.find(b"\n", newline + 1, end + 1)
             if following < 0:
                 following = end
             if following - newline - 1 > _NEAR_BUDGET:
-                as_the_reader(self.buffer, newline + 1, check_line)
+                try:
+                    check_line(self.buffer[newline + 1 : following])
+                except RecordingError:
+                    return True
             newline = following
+        return False
 
     def _lengths(self, newline: int, end: int) -> None:
         """Refuse a line longer than the reader takes among those after the newline at

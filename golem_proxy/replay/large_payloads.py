@@ -7,99 +7,27 @@ recorded GUIDs it learned the live ones. `diff`, `verify`, `resend` and `mcp-ver
 such a payload whole, as bytes, but for its ``id``, with the GUIDs learned so far mapped: equal,
 or one difference naming the sizes, since the payload is not compared member by member.
 
-A top-level member is found by walking the payload's strings and brackets only, never its
-numbers: 28 MiB of ``[0,1,0,…]`` is two brackets, a mesh of a million points two million, in
-bounded memory. A string is taken whole by one regex match (a string that never closes ends
-the walk: no member is found), and every top-level key is read, so that a key spelled with an
-escape (``"\\u0069d"``) or given twice is found as ``json.loads`` finds it: the last."""
+The ``id`` is found by walking the payload's strings and brackets only (`golem_proxy.json_walk`),
+as ``json.loads`` finds it: a key spelled with an escape (``"\\u0069d"``) or given twice, the
+last."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Optional
 
+from ..json_walk import COLON, member_span
 from ..recording.line_guard import JSON_STRING
 from .diffing import ABSENT, Comparator, Difference
 from .matching import GUID_RE
 
-__all__ = ["compare_as_bytes", "member_span", "with_id"]
+__all__ = ["compare_as_bytes", "with_id"]
 
-_STRUCTURE = re.compile(rb'["\[\]{}]')
-_COLON = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
-_SCALAR = re.compile(rb"[^,}\] \t\r\n]*")
 # A string shaped like a GUID (`matching.is_guid`: the only strings a `GuidMap` binds).
 _GUID_VALUE = re.compile(b'"' + GUID_RE.pattern.encode() + b'"')
 _GUID_STRING = 38
-
-
-def member_span(payload: bytes, name: str) -> Optional[tuple[int, int]]:
-    """Where the value of the top-level member ``name`` of the JSON object ``payload`` is
-    (its last, as ``json.loads`` keeps the last of a key given twice); None when ``payload``
-    is no object, has no such member, or its walk breaks (a string that never closes). One
-    walk: a container value's end is where the walk is back at the top level."""
-    found: Optional[tuple[int, int]] = None
-    depth = 0
-    value_at = -1  # where the container value of ``name`` began, while its end is looked for
-    for start, end in _tokens(payload):
-        if end < 0:
-            return None
-        first = payload[start]
-        if first == 0x22:  # a string: a key of the top level when a colon follows it
-            colon = _COLON.match(payload, end) if depth == 1 else None
-            if colon is not None and _key(payload[start:end]) == name:
-                at = colon.end()
-                opening = payload[at : at + 1]
-                if opening in (b"[", b"{"):
-                    value_at = at
-                elif opening == b'"':
-                    string = JSON_STRING.match(payload, at)
-                    if string is None:
-                        return None
-                    found = (at, string.end())
-                else:
-                    scalar = _SCALAR.match(payload, at)
-                    found = (at, scalar.end() if scalar is not None else at)
-            continue
-        if depth == 0 and first != 0x7B:
-            return None  # an array
-        depth += 1 if first in b"[{" else -1
-        if depth == 1 and value_at >= 0:
-            found, value_at = (value_at, end), -1
-        elif depth == 0:
-            return found
-    return None  # unbalanced: the object never closed
-
-
-def _tokens(payload: bytes) -> Iterator[tuple[int, int]]:
-    """Where each string and bracket of ``payload`` starts and ends, in order; a string that
-    never closes ends the walk, its end -1. Numbers and spacing are skipped by the regex."""
-    at = 0
-    while True:
-        token = _STRUCTURE.search(payload, at)
-        if token is None:
-            return
-        start = token.start()
-        if payload[start] == 0x22:
-            string = JSON_STRING.match(payload, start)
-            if string is None:
-                yield start, -1
-                return
-            at = string.end()
-        else:
-            at = start + 1
-        yield start, at
-
-
-def _key(token: bytes) -> Any:
-    """A key's JSON string read (its escapes too); None when it does not read."""
-    if b"\\" not in token:
-        return token[1:-1].decode("utf-8", "replace")
-    try:
-        return json.loads(token)
-    except ValueError:
-        return None
 
 
 def with_id(payload: bytes, ident: Any, guids: Mapping[str, str]) -> bytes:
@@ -135,7 +63,7 @@ def _guids_mapped(payload: bytes, guids: Mapping[str, str]) -> bytes:
         string = match.group()
         if len(string) != _GUID_STRING or not _GUID_VALUE.fullmatch(string):
             return string
-        if _COLON.match(payload, match.end()):
+        if COLON.match(payload, match.end()):
             return string  # a key: `GuidMap` maps values only
         found = guids.get(string[1:-1].decode("ascii"))
         return string if found is None else _string(found)

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction
-from golem_proxy.replay.large_payloads import compare_as_bytes, member_span, with_id
+from golem_proxy.json_walk import member_span
+from golem_proxy.replay.large_payloads import compare_as_bytes, with_id
 from tests.support.cli_helpers import run_cli
 from tests.support.trace_builder import TapSimulator, write_recording
 
