@@ -150,16 +150,22 @@ def unread_stdout(ctx: Context) -> None:
     ctx.findings.append(f"{answered:,} of {sent:,} pipelined requests answered")
 
 
-def big_nested_frame(ctx: Context) -> None:
-    size = 60 * MIB
-    body = b"[" + b"[]," * ((size - 4) // 3) + b"[]"
-    body += b" " * (size - 1 - len(body)) + b"]"
-    conn = ctx.connect()
-    started = time.monotonic()
-    done = conn.send(HEADER.pack(len(body)) + body, ctx.deadline)
-    ctx.findings.append(f"60 MiB sent in {time.monotonic() - started:.1f} s" if done else
-                        "60 MiB frame: the proxy did not take it in time")  # fmt: skip
-    ctx.idle()
+def big_nested_frame(mib: int) -> Callable[[Context], None]:
+    """One frame of ``mib`` MiB of ``[[],[],…]``: over the observation limit (60), forwarded
+    and digested; under it (30), decoded, where a parse costs ~30 times its bytes."""
+
+    def body(ctx: Context) -> None:
+        size = mib * MIB
+        frame = b"[" + b"[]," * ((size - 4) // 3) + b"[]"
+        frame += b" " * (size - 1 - len(frame)) + b"]"
+        conn = ctx.connect()
+        started = time.monotonic()
+        done = conn.send(HEADER.pack(len(frame)) + frame, ctx.deadline)
+        ctx.findings.append(f"{mib} MiB sent in {time.monotonic() - started:.1f} s" if done else
+                            f"{mib} MiB frame: the proxy did not take it in time")  # fmt: skip
+        ctx.idle()
+
+    return body
 
 
 def never_answered_requests(ctx: Context) -> None:
@@ -285,7 +291,8 @@ ATTACKS = [
     Attack(r"\udfff in params, --verbose", surrogate_params, upstream="answer",
            args=("--verbose",)),
     Attack("stdout a pipe nobody reads", unread_stdout, upstream="answer", read_stdout=False),
-    Attack("one 60 MiB frame [[],[],…]", big_nested_frame, memory=True),
+    Attack("one 60 MiB frame [[],[],…]", big_nested_frame(60), memory=True),
+    Attack("one 30 MiB frame [[],[],…], decoded", big_nested_frame(30), memory=True),
     Attack("upstream never answers, 1 MiB requests", never_answered_requests, memory=True),
     Attack("… the same with --enforce-limits", never_answered_requests, memory=True,
            args=("--enforce-limits",)),
