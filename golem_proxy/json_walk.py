@@ -1,15 +1,17 @@
 """An object's top-level members found in its JSON text by walking the text's strings and
 brackets, never parsing it: for payloads too large to parse (a reader's budget), which replay
-serves with another id (`golem_proxy.replay.large_payloads`) and a reader types from a
-skeleton made of their bytes (`golem_proxy.recording.byte_skeleton`).
+serves with another id (`golem_proxy.replay.large_payloads`) and the tap and every reader type
+from a skeleton made of their bytes (`golem_proxy.recording.byte_skeleton`).
 
 Numbers and spacing are skipped by a regex search for the next string or bracket, and so is
-an empty array or object (the walk searches a copy in which each ``[]`` and ``{}`` is two
-spaces, the same length): 28 MiB of ``[0,1,0,…]`` is two brackets, 28 MiB of ``[[],[],…]``
-too, a mesh of a million points two million, in bounded memory. A string is taken whole by one
-regex match (a string that never closes ends the walk: no member is found), and every key is
-read, so that a key spelled with an escape (``"\\u0069d"``) or given twice is found as
-``json.loads`` finds it."""
+an empty array or object: the walk searches a copy of the text in which each ``[]`` and ``{}``
+is two spaces, the same length (`blanked`). So 28 MiB of ``[0,1,0,…]`` is two brackets, 28 MiB
+of ``[[],[],…]`` too, a mesh of a million points two million, in bounded memory. A string is
+taken whole by one regex match (a string that never closes ends the walk: no member is found),
+and every key is read, so that a key spelled with an escape (``"\\u0069d"``) or given twice is
+found as ``json.loads`` finds it. A walk may be given a budget of tokens (`Tokens`): text that
+nests deep everywhere is a Python step per bracket, and a reader must not spend minutes on
+it."""
 
 from __future__ import annotations
 
@@ -20,7 +22,16 @@ from typing import Any, Optional
 
 from .recording.line_guard import JSON_STRING
 
-__all__ = ["COLON", "Member", "member_span", "object_members"]
+__all__ = [
+    "COLON",
+    "Member",
+    "NotAnObject",
+    "Tokens",
+    "blanked",
+    "iter_members",
+    "member_span",
+    "object_members",
+]
 
 _STRUCTURE = re.compile(rb'["\[\]{}]')
 COLON = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
@@ -33,93 +44,147 @@ Member = tuple[Any, int, int]
 and ends."""
 
 
+class NotAnObject(ValueError):
+    """The text walked is no JSON object: not one at all, or one whose strings or brackets do
+    not close where it ends."""
+
+
+class Tokens:
+    """What a walk may still take: strings and brackets. Past it, `iter_members` stops."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
 def member_span(payload: bytes, name: str) -> Optional[tuple[int, int]]:
     """Where the value of the top-level member ``name`` of the JSON object ``payload`` is
     (its last, as ``json.loads`` keeps the last of a key given twice); None when ``payload``
-    is no object, has no such member, or its walk breaks (`object_members`)."""
-    members = object_members(payload)
-    if members is None:
+    is no object, has no such member, or its walk breaks (`iter_members`)."""
+    found: Optional[tuple[int, int]] = None
+    try:
+        for key, start, end in iter_members(payload):
+            if key == name:
+                found = (start, end)
+    except NotAnObject:
         return None
-    spans = [(start, end) for key, start, end in members if key == name]
-    return spans[-1] if spans else None
+    return found
 
 
 def object_members(
     payload: bytes, start: int = 0, end: Optional[int] = None
 ) -> Optional[list[Member]]:
+    """The members of the JSON object ``payload[start:end]``, in order (`iter_members`); None
+    when that is no object or its walk breaks."""
+    try:
+        return list(iter_members(payload, start, end))
+    except NotAnObject:
+        return None
+
+
+def blanked(text: bytes) -> bytes:
+    """``text`` with each empty array and object made spaces, the same length: what a walk
+    searches for the next string or bracket."""
+    return text.replace(b"[]", b"  ").replace(b"{}", b"  ")
+
+
+def iter_members(
+    payload: bytes,
+    start: int = 0,
+    end: Optional[int] = None,
+    *,
+    searched: Optional[bytes] = None,
+    tokens: Optional[Tokens] = None,
+) -> Iterator[Member]:
     """The members of the JSON object ``payload[start:end]`` (spacing around it allowed), in
-    order; None when that is no object or its walk breaks: a string that never closes, or
-    brackets that do not close at its end. One walk: a container value's end is where the
-    walk is back at the object's level. The text's commas and scalars are not checked (a
-    parse does that): what the walk finds in text that is not JSON is not a parse's."""
+    order, each as soon as its value's end is found. Raises NotAnObject when that is no
+    object or its walk breaks: a string that never closes, or brackets that do not close at
+    its end. ``searched``: `blanked` of the whole ``payload`` when the caller has it (walks
+    inside one payload share it); ``tokens``: past it, the walk stops, and a member whose
+    value it was walking is yielded with the end -1 (the members after it are not known).
+    One walk: a container value's end is where the walk is back at the object's level. The
+    text's commas and scalars are not checked (a parse does that): what the walk finds in
+    text that is not JSON is not a parse's."""
     end = len(payload) if end is None else end
     opening = _after_spacing(payload, start, end)
     if payload[opening : opening + 1] != b"{":
-        return None
-    searched = payload[start:end].replace(b"[]", b"  ").replace(b"{}", b"  ")
-    if _blanked(payload, searched, opening, start):
-        return [] if _after_spacing(payload, opening + 2, end) == end else None
-    members: list[Member] = []
+        raise NotAnObject("not a JSON object")
+    if searched is None:
+        searched, offset = blanked(payload[start:end]), start
+    else:
+        offset = 0
+    if _blanked(payload, searched, opening, offset):
+        if _after_spacing(payload, opening + 2, end) != end:
+            raise NotAnObject("more after the object")
+        return
     depth = 0
     key: Any = None
     value_at = -1  # where a container value began, while its end is looked for
-    for token_start, token_end in _tokens(payload, searched, start, end):
+    for token_start, token_end in _tokens(payload, searched, offset, opening, end):
+        if tokens is not None:
+            tokens.left -= 1
+            if tokens.left < 0:
+                if value_at >= 0:
+                    yield key, value_at, -1  # its end not reached
+                return
         if token_end < 0:
-            return None
+            raise NotAnObject("a string that never closes")
         first = payload[token_start]
         if first == 0x22:  # a string: a key of the object when a colon follows it
             colon = COLON.match(payload, token_end, end) if depth == 1 else None
             if colon is not None:
                 key, at = _key(payload[token_start:token_end]), colon.end()
                 opening_char = payload[at : at + 1]
-                if opening_char in (b"[", b"{") and _blanked(payload, searched, at, start):
-                    members.append((key, at, at + 2))  # empty: no token of its own
+                if opening_char in (b"[", b"{") and _blanked(payload, searched, at, offset):
+                    yield key, at, at + 2  # empty: no token of its own
                 elif opening_char in (b"[", b"{"):
                     value_at = at
                 elif opening_char == b'"':
                     string = JSON_STRING.match(payload, at, end)
                     if string is None:
-                        return None
-                    members.append((key, at, string.end()))
+                        raise NotAnObject("a string that never closes")
+                    yield key, at, string.end()
                 else:
                     scalar = _SCALAR.match(payload, at, end)
-                    members.append((key, at, scalar.end() if scalar is not None else at))
+                    yield key, at, scalar.end() if scalar is not None else at
             continue
         depth += 1 if first in b"[{" else -1
         if depth == 1 and value_at >= 0:
-            members.append((key, value_at, token_end))
+            yield key, value_at, token_end
             value_at = -1
         elif depth == 0:
-            closed = _after_spacing(payload, token_end, end) == end
-            return members if first == 0x7D and closed else None
-    return None  # the object never closed
+            if first != 0x7D or _after_spacing(payload, token_end, end) != end:
+                raise NotAnObject("brackets that do not close where the object ends")
+            return
+    raise NotAnObject("an object that never closes")
 
 
-def _tokens(payload: bytes, searched: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
+def _tokens(
+    payload: bytes, searched: bytes, offset: int, start: int, end: int
+) -> Iterator[tuple[int, int]]:
     """Where each string and bracket of ``payload[start:end]`` starts and ends, in order (an
-    empty array or object is none: ``searched`` is that text with them blanked); a string
-    that never closes ends the walk, its end -1."""
-    at = 0
+    empty array or object is none: ``searched`` is that text blanked, ``payload[offset:]``);
+    a string that never closes ends the walk, its end -1."""
+    at, stop = start - offset, end - offset
     while True:
-        token = _STRUCTURE.search(searched, at)
+        token = _STRUCTURE.search(searched, at, stop)
         if token is None:
             return
-        found = start + token.start()
+        found = offset + token.start()
         if searched[token.start()] == 0x22:
             string = JSON_STRING.match(payload, found, end)
             if string is None:
                 yield found, -1
                 return
-            at = string.end() - start
+            at = string.end() - offset
         else:
             at = token.start() + 1
-        yield found, start + at
+        yield found, offset + at
 
 
-def _blanked(payload: bytes, searched: bytes, at: int, start: int) -> bool:
+def _blanked(payload: bytes, searched: bytes, at: int, offset: int) -> bool:
     """Whether the bracket at ``at`` in ``payload`` opens an empty array or object, blanked in
-    ``searched`` (which begins at ``start``)."""
-    return payload[at : at + 1] in (b"[", b"{") and searched[at - start : at - start + 1] == b" "
+    ``searched`` (which is ``payload[offset:]``'s)."""
+    return payload[at : at + 1] in (b"[", b"{") and searched[at - offset : at - offset + 1] == b" "
 
 
 def _after_spacing(payload: bytes, at: int, end: int) -> int:

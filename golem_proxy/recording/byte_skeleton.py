@@ -1,23 +1,26 @@
-"""A skeleton made from a payload's bytes, for a frame line over a reader's parse budget that
-carries none: a recording written before the writer put skeletons beside such payloads
-(`frame_skeleton`), or a payload stored raw because it is no JSON at all (a peer's broken
-``[[],[],…`` of 30 MB). Parsed whole, either costs more than the budget (900 MiB for 30 MB of
-``[[],…``); refused, the whole recording was lost to every reader.
+"""A skeleton made from a payload's bytes, for a payload too large to parse: a frame line over
+a reader's parse budget that carries none (a recording written before the writer put skeletons
+beside such payloads, `frame_skeleton`, or the live recorder's, for a frame the tap did not
+parse), a payload stored raw because it is no JSON at all (a peer's broken ``[[],[],…`` of
+30 MB), and what the tap itself types such a frame from (`golem_proxy.live.tap_parse`). Parsed
+whole, each costs more than the budget (900 MiB for 30 MB of ``[[],…``); refused, the whole
+recording was lost to every reader.
 
-The payload's brackets are checked first (`line_guard.not_one_value`, in C): a payload that is
-not one JSON value is no JSON, said without parsing it. Then the skeleton keeps what is cheap
-to read: a value of up to `SMALL` bytes is parsed as it is; a larger object is walked to its
-members (`golem_proxy.json_walk`, strings and brackets only), down to `LEVELS` levels (a
-message, its ``result``, that result's members: what profiles read outcomes from); any other
-larger value is a placeholder saying how many bytes it took (an array stays an array of one
-placeholder, as the writer's skeletons keep it). What parsing the skeleton costs is bounded
-(`frame_skeleton.SKELETON_BUDGET`): past it, values that would parse are placeholders too; an
-object of more than `MOST_MEMBERS` members keeps those of an envelope only (`ENVELOPE`).
+The skeleton keeps what is cheap to read: a value of up to `SMALL` bytes is parsed as it is; a
+larger object is walked to its members (`golem_proxy.json_walk`, strings and brackets only),
+down to `LEVELS` levels (a message, its ``result``, that result's members: what profiles read
+outcomes from); any other larger value is a placeholder saying how many bytes it took (an array
+stays an array of one placeholder, as the writer's skeletons keep it). What it may cost is
+bounded: its parse and its placeholders (`frame_skeleton.SKELETON_BUDGET`, each kept value
+counted at least `KEPT_COST`: past it, an object keeps its envelope's members only,
+`ENVELOPE`, as one of more than `MOST_MEMBERS` members does), and the walks' strings and
+brackets (`MOST_TOKENS`: past it, what was not walked is left out). A payload that is not UTF-8,
+an object whose walk breaks (a string or a bracket that does not close) and a value that does
+not parse are no JSON: said without parsing the rest.
 
-Unlike the writer's, such a skeleton was not checked against the message it stands for: a
-member of broken text that a parse would refuse may stand in it as a placeholder. A reader
-types the frame from it, marked elided (`FrameSeen.elided`), as a view types a frame whose bulk
-it elided; the recording's exchange lines carry the outcome the proxy decided live."""
+Unlike the writer's, such a skeleton was not checked against the message it stands for: a comma
+missing inside a placeholder is not seen. A reader types the frame from it, marked elided
+(`FrameSeen.elided`), as a view types a frame whose bulk it elided."""
 
 from __future__ import annotations
 
@@ -26,9 +29,9 @@ from typing import Any, Optional
 from golem_core.messages import Malformed, MalformedKind, Message, Role
 from golem_core.profiles import Profile
 
-from ..json_walk import Member, object_members
+from ..json_walk import NotAnObject, Tokens, blanked, iter_members
 from .frame_skeleton import SKELETON_BUDGET
-from .line_guard import decode_payload, not_one_value, parse_cost
+from .line_guard import decode_payload, parse_cost
 from .schema import RecordingError
 
 __all__ = ["LEVELS", "SMALL", "message_of_bytes", "skeleton_of_bytes"]
@@ -38,11 +41,18 @@ SMALL = 64 * 1024
 LEVELS = 3
 """The levels of objects walked to their members."""
 MOST_MEMBERS = 4096
-"""An object with more members than this keeps only those named in `ENVELOPE`: its skeleton
-would be bulk."""
-ENVELOPE = frozenset({"jsonrpc", "id", "method", "params", "result", "error", "success"})
-"""The members of a JSON-RPC or GOLEM envelope, and of a GOLEM result that reports a failure:
-what a wide object keeps."""
+"""Past this many members, an object keeps only those named in `ENVELOPE`."""
+ENVELOPE = frozenset(
+    {"jsonrpc", "id", "method", "params", "result", "error", "success", "code", "message",
+     "isError"}
+)  # fmt: skip
+"""The members of a JSON-RPC or GOLEM envelope and of a result that reports a failure (GOLEM's
+error object and ``success: false``, MCP's ``isError``): what an object keeps past its budget."""
+KEPT_COST = 128
+"""What a kept value counts against the budget at least: its slot, its object, a placeholder."""
+MOST_TOKENS = 2_000_000
+"""The strings and brackets the walks of one skeleton may take together (about a second):
+text that nests deep everywhere costs a Python step per bracket."""
 
 
 def message_of_bytes(payload: bytes, profile: Profile, role: Optional[Role]) -> tuple[Message, int]:
@@ -63,49 +73,71 @@ def message_of_bytes(payload: bytes, profile: Profile, role: Optional[Role]) -> 
 
 def skeleton_of_bytes(payload: bytes) -> tuple[Any, int]:
     """The skeleton of ``payload`` (its bulk placeholders) and the bytes it leaves out (at
-    least one). Raises RecordingError when ``payload`` is no JSON by what was read of it: its
-    brackets, or a value small enough to parse."""
-    problem = not_one_value(payload)
-    if problem:
-        raise RecordingError(problem)
+    least one). Raises RecordingError when ``payload`` is no JSON by what was read of it."""
     text = payload.strip(b" \t\r\n")
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordingError(f"not UTF-8 (byte {exc.start})") from None
     skeleton = _Skeleton(text)
     value = skeleton.value(0, len(text), LEVELS)
     return value, max(1, skeleton.elided)
 
 
 class _Skeleton:
-    """One payload's skeleton as it is built: what it left out, what parsing it costs."""
+    """One payload's skeleton as it is built: what it left out, what it costs, what its walks
+    may still take."""
 
     def __init__(self, text: bytes) -> None:
         self.text = text
+        self.searched = b""  # `blanked` text, made for the first walk
+        self.tokens = Tokens(MOST_TOKENS)
         self.elided = 0
         self.cost = 0
 
     def value(self, start: int, end: int, levels: int) -> Any:
-        size = end - start
-        if size <= SMALL:
-            cost = parse_cost(self.text[start:end])[0]
+        if end - start <= SMALL:
+            cost = max(KEPT_COST, parse_cost(self.text[start:end])[0])
             if self.cost + cost <= SKELETON_BUDGET:
                 self.cost += cost
                 return decode_payload(self.text[start:end])
-        opening = self.text[start : start + 1]
-        if opening == b"{" and levels > 0:
-            members = object_members(self.text, start, end)
-            if members is not None:
-                return self.members(members, levels - 1)
-        self.elided += size
-        placeholder = f"<{size} bytes not parsed>"
-        return [placeholder] if opening == b"[" else placeholder
+        if self.text[start : start + 1] == b"{" and levels > 0 and self.affords():
+            return self.members(start, end, levels - 1)
+        return self.placeholder(start, end)
 
-    def members(self, members: list[Member], levels: int) -> dict[str, Any]:
+    def affords(self) -> bool:
+        return self.cost + KEPT_COST <= SKELETON_BUDGET
+
+    def placeholder(self, start: int, end: int) -> Any:
+        size = end - start
+        self.elided += size
+        self.cost += KEPT_COST
+        text = f"<{size} bytes not parsed>"
+        return [text] if self.text[start : start + 1] == b"[" else text
+
+    def members(self, start: int, end: int, levels: int) -> dict[str, Any]:
+        if not self.searched:
+            self.searched = blanked(self.text)
         kept: dict[str, Any] = {}
-        wide = len(members) > MOST_MEMBERS
-        for key, start, end in members:
-            if key is None:
-                raise RecordingError("not JSON: a key that does not read as a string")
-            if wide and key not in ENVELOPE:
-                self.elided += end - start
-                continue
-            kept[key] = self.value(start, end, levels)
+        known = start  # where the members walked end
+        count = 0
+        try:
+            for key, at, to in iter_members(
+                self.text, start, end, searched=self.searched, tokens=self.tokens
+            ):
+                if key is None:
+                    raise RecordingError("not JSON: a key that does not read as a string")
+                count += 1
+                if to < 0:  # the walk stopped inside its value: the rest is left out
+                    kept[key] = self.placeholder(at, end - 1)
+                    return kept
+                known = to
+                if key in ENVELOPE or (count <= MOST_MEMBERS and self.affords()):
+                    kept[key] = self.value(at, to, levels)
+                else:
+                    self.elided += to - at
+        except NotAnObject as exc:
+            raise RecordingError(f"not JSON: {exc}") from None
+        if self.tokens.left < 0:  # the walk stopped: what it did not reach is left out
+            self.elided += end - known
         return kept

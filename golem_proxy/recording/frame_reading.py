@@ -80,10 +80,11 @@ def event_object(line: bytes) -> tuple[dict[str, Any], Optional[bytes]]:
 
 def _unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
     """The members of a frame ``line`` over the parse budget, parsed without its payload
-    (checked as any line is), and its payload as the line holds it, unparsed but for its
-    brackets (`not_one_value`) and what its skeleton takes: the writer's, or one made of its
-    bytes when the line has none (`byte_skeleton`: a recording written before skeletons);
-    None when ``line`` is no such line. Raises RecordingError."""
+    (checked as any line is), and its payload as the line holds it, unparsed: typed from the
+    writer's skeleton (its brackets checked, `not_one_value`), or from one made of its bytes
+    when the line has none (`byte_skeleton`: a recording written before skeletons, or by the
+    live recorder for a frame the tap did not parse); None when ``line`` is no such line.
+    Raises RecordingError."""
     start = line.find(MSG_KEY)
     if start < 0:
         return None
@@ -92,18 +93,15 @@ def _unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
     if members is None or "msg" in members or "raw" in members:
         return None
     payload = _verbatim(line, start)
-    try:
-        if "skeleton" not in members:
-            members["skeleton"], members["elided"] = skeleton_of_bytes(payload)
-        else:
-            problem = not_one_value(payload)
-            if problem:
-                raise RecordingError(problem)
-    except RecordingError as exc:
-        if exc.what != NOT_ONE_VALUE:
-            raise
+    if "skeleton" not in members:
+        members["skeleton"], members["elided"] = skeleton_of_bytes(payload)
+        return members, payload
+    problem = not_one_value(payload)
+    if problem == NOT_ONE_VALUE:
         # The writer puts one JSON value after ``"msg":``: a member after it, or damage.
-        raise RecordingError(f"{exc.what} (msg is not the last member?)") from None
+        problem += " (msg is not the last member?)"
+    if problem:
+        raise RecordingError(problem)
     return members, payload
 
 

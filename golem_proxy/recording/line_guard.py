@@ -61,13 +61,19 @@ def parse_cost(text: bytes, over: Optional[int] = None) -> tuple[int, int]:
     structural characters (`check_line`'s measure), and how many arrays and objects it opens.
     Counted over the whole text first; when that is more than ``over``, again outside its
     strings, where brackets and commas cost what any character does (a string id of
-    ``[[[…`` or a CSV text is no structure)."""
+    ``[[[…`` or a CSV text is no structure), unless the text holds more than `MANY_QUOTES`
+    quotes: then the count over the whole text stands (it is never less)."""
     cost, opens = _structure_cost(text)
-    if over is not None and cost > over:
+    if over is not None and cost > over and text.count(b'"') <= MANY_QUOTES:
         stripped = JSON_STRING.sub(b'""', text)
         cost, opens = _structure_cost(stripped)
         cost += 2 * (len(text) - len(stripped))  # every byte of the strings is still held
     return cost, opens
+
+
+MANY_QUOTES = 1_000_000
+"""Past this many quotes, a text's strings are not taken out with one `re.sub`: it holds a
+piece for each (34 MB of ``{"a":[],…}`` peaked at 1.1 GiB)."""
 
 
 def _structure_cost(text: bytes) -> tuple[int, int]:
@@ -84,7 +90,7 @@ MOST_PER_BYTE = 2 + _CONTAINER_COST
 def _deeper_than(line: bytes, depth: int) -> bool:
     # Brackets inside strings do not count; what is left is peeled one level per pass, so a
     # wide structure goes in a few passes and a deep one stops after ``depth``.
-    skeleton = JSON_STRING.sub(b"", line).translate(None, _NOT_BRACKETS)
+    skeleton = _brackets_outside_strings(line)
     skeleton = skeleton.replace(b"{", b"[").replace(b"}", b"]")
     # A run of ``depth + 1`` opening brackets is that deep already: found in one linear search,
     # where peeling ``[[[…]]]`` a level per pass would cost ``depth`` passes.
@@ -152,7 +158,7 @@ def not_one_value(payload: bytes) -> str:
     pair = {b"{": b"}", b"[": b"]"}.get(text[:1])
     if pair is None or not text.endswith(pair):
         return "a payload kept unparsed is not a JSON object or array"
-    skeleton = JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
+    skeleton = _brackets_outside_strings(text)
     inner = skeleton.replace(b"{", b"[").replace(b"}", b"]")[1:-1]
     run = b"[" * (MAX_DEPTH - 1)
     while inner:
@@ -163,6 +169,20 @@ def not_one_value(payload: bytes) -> str:
             return NOT_ONE_VALUE
         inner = shorter
     return ""
+
+
+def _brackets_outside_strings(text: bytes) -> bytes:
+    """``text``'s brackets that are not inside its strings, in order: with one `re.sub`, or
+    string by string past `MANY_QUOTES` quotes (a Python step each, in bounded memory)."""
+    if text.count(b'"') <= MANY_QUOTES:
+        return JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
+    brackets = bytearray()
+    outside = 0
+    for string in JSON_STRING.finditer(text):
+        brackets += text[outside : string.start()].translate(None, _NOT_BRACKETS)
+        outside = string.end()
+    brackets += text[outside:].translate(None, _NOT_BRACKETS)
+    return bytes(brackets)
 
 
 def unreadable_by_bytes(payload: bytes) -> str:

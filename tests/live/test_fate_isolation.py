@@ -96,8 +96,12 @@ async def test_an_upstream_that_never_answers_pins_bounded_memory() -> None:
         assert observer.held <= 4 * MIB + len(request)
         await stop_proxy(proxy)
         nursery.cancel_scope.cancel()
-    evicted = [g for g in proxy.of_type(ObservationLost) if g.reason is GapReason.EVICTED]
-    assert sum(g.size for g in evicted) >= 40 - 4
+    # Every request past the limits is let go: evicted by the pairing, or never decoded when
+    # an observer loaded by other work sheds (a `behind` gap, its size in bytes).
+    gaps = proxy.of_type(ObservationLost)
+    evicted = sum(g.size for g in gaps if g.reason is GapReason.EVICTED)
+    shed = sum(g.size for g in gaps if g.reason is GapReason.BEHIND) // len(request)
+    assert evicted + shed >= 40 - 4 - 1  # a shed span may end inside a request
 
 
 async def test_jsonrpc_notifications_are_forwarded_and_never_held() -> None:

@@ -175,22 +175,50 @@ def test_a_skeleton_keeps_three_levels_and_what_is_small() -> None:
     assert elided == 3 * size + 10 + SMALL + 2
 
 
-def test_a_wide_object_keeps_its_envelope() -> None:
+def test_a_wide_object_keeps_its_envelope_past_its_budget() -> None:
     members = b",".join(b'"k%d": [%d]' % (n, n) for n in range(MOST_MEMBERS + 1))
-    payload = b'{"id": "w", ' + members + b', "result": {"ok": true}, "k0": ' + b"1" * SMALL + b"}"
-    skeleton, _ = skeleton_of_bytes(payload)
-    assert skeleton == {"id": "w", "result": {"ok": True}}
+    bulk = b"[" + b"1," * SMALL + b"1]"
+    payload = b'{"id": "w", ' + members + b', "result": {"code": "E"}, "more": ' + bulk + b"}"
+    skeleton, elided = skeleton_of_bytes(payload)
+    assert list(skeleton)[-2:] == [f"k{MOST_MEMBERS - 2}", "result"]
+    assert len(skeleton) == MOST_MEMBERS + 1 and skeleton["result"] == {"code": "E"}
+    assert elided == 2 * len(b"[4095]") + len(bulk)  # "id" is one of the 4,096
+
+
+def test_a_skeleton_s_placeholders_are_bounded_too() -> None:
+    """Past its budget (each value kept counted), a wide result's members are left out, not
+    each a placeholder: ~1,200 objects of 4,096 empty arrays were 4.7 million placeholders."""
+    wide = b"{" + b",".join(b'"k%d": [%s]' % (n, b"1," * 40 + b"1") for n in range(3000)) + b"}"
+    payload = b'{"id": 1, "result": {' + b",".join(b'"o%d": %s' % (n, wide) for n in range(60))
+    payload += b"}}"
+    skeleton, elided = skeleton_of_bytes(payload)
+    kept = sum(
+        len(value) if isinstance(value, dict) else 1 for value in skeleton["result"].values()
+    )
+    assert kept <= (16 << 20) // 128 and elided > len(payload) // 2
+
+
+def test_a_walk_that_would_take_too_long_leaves_the_rest_out() -> None:
+    """Text nested deep everywhere is a Python step per bracket: the walks stop at their
+    budget, and what they did not reach is left out, the members before it kept."""
+    unit = b"[" * 200 + b"]" * 200
+    payload = b'{"id": 7, "success": true, "result": {"a": [' + b",".join([unit] * 20_000) + b"]}}"
+    skeleton, elided = skeleton_of_bytes(payload)
+    rest = len(payload) - payload.index(b'{"a"') - 1
+    assert skeleton == {"id": 7, "success": True, "result": f"<{rest} bytes not parsed>"}
+    assert elided == rest
 
 
 @pytest.mark.parametrize(
     ("payload", "problem"),
     [
         (b'{"id": 1, "bad": [1, 2,], "x": [' + b"1," * SMALL + b"1]}", "not JSON"),
-        (b'{"id": 1, "result": ' + b"[" * 300 + b"]" * 300 + b"}", "nested too deep"),
-        (b'{"id": 1} {"id": 2}', "not one JSON value"),
+        (b'{"id": 1, "x": "' + b"a" * SMALL + b"}", "a string that never closes"),
+        (b'{"id": 1, "x": [' + b"1," * SMALL + b"1]} {}", "do not close where"),
         (b'{"\\ud8": 1, "x": [' + b"1," * SMALL + b"1]}", "key that does not read"),
+        (b'{"id": "\xff", "x": [' + b"1," * SMALL + b"1]}", "not UTF-8"),
     ],
-    ids=["a small member", "depth", "two values", "a key"],
+    ids=["a small member", "a string", "two values", "a key", "UTF-8"],
 )
 def test_what_is_read_of_it_must_be_json(payload: bytes, problem: str) -> None:
     with pytest.raises(RecordingError, match=problem):
@@ -215,5 +243,5 @@ def test_a_line_of_an_old_writer_with_a_member_after_its_payload_is_refused() ->
         b'{"seq":1,"t":0.1,"kind":"frame","conn":1,"route":"main","dir":"s2c","n":0,'
         b'"size":9,"type":"response","id":"a1","msg":' + ANSWER + b',"extra":{}}'
     )
-    with pytest.raises(RecordingError, match="msg is not the last member"):
+    with pytest.raises(RecordingError, match="not JSON: brackets that do not close"):
         list(RecordingReader(io.BytesIO(header + b"\n" + frame + b"\n")))
