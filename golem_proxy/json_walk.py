@@ -1,7 +1,7 @@
 """An object's top-level members found in its JSON text by walking the text's strings and
 brackets, never parsing it: for payloads too large to parse (a reader's budget), which replay
-serves with another id (`golem_proxy.replay.large_payloads`) and the tap and every reader type
-from a skeleton made of their bytes (`golem_proxy.recording.byte_skeleton`).
+serves with another id (`golem_proxy.replay.large_payloads`) and a reader types from a skeleton
+made of their bytes when the line has none (`golem_proxy.recording.byte_skeleton`).
 
 Numbers and spacing are skipped by a regex search for the next string or bracket, and so is
 an empty array or object: the walk searches a copy of the text in which each ``[]`` and ``{}``

@@ -154,22 +154,14 @@ class FramePublisher:
         # its members, so ``message.role`` is what it is.
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         payload = frame.payload
-        message, elided, unparsed = parse_for_view(self.profile, payload, role)
+        message, elided = parse_for_view(self.profile, payload, role)
         role = message.role or role
         asker = direction if role is Role.REQUEST else direction.reverse
-        if unparsed and not isinstance(message, Malformed):
-            # Typed from a skeleton of its bytes: its placeholders are not what the peer sent.
-            violations = []
-        elif role is Role.REQUEST and direction is Direction.S2C:
+        if role is Role.REQUEST and direction is Direction.S2C:
             violations = self.profile.check_server_request(message, payload)
         else:
             violations = self.profile.check_message(message, payload)
-        if (
-            self.catalogue is not None
-            and not unparsed
-            and isinstance(message, Request)
-            and asker is Direction.C2S
-        ):
+        if self.catalogue is not None and isinstance(message, Request) and asker is Direction.C2S:
             violations.extend(self.catalogue.check_request(message, self._builtins))
         # A response is paired first, so that method-scoped redaction rules apply to it too.
         answered = None if role is Role.REQUEST else self._pairing.answer(asker, message)

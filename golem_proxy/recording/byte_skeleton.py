@@ -1,10 +1,8 @@
-"""A skeleton made from a payload's bytes, for a payload too large to parse: a frame line over
-a reader's parse budget that carries none (a recording written before the writer put skeletons
-beside such payloads, `frame_skeleton`, or the live recorder's, for a frame the tap did not
-parse), a payload stored raw because it is no JSON at all (a peer's broken ``[[],[],…`` of
-30 MB), and what the tap itself types such a frame from (`golem_proxy.live.tap_parse`). Parsed
-whole, each costs more than the budget (900 MiB for 30 MB of ``[[],…``); refused, the whole
-recording was lost to every reader.
+"""A skeleton made from a payload's bytes, for a payload too large to parse that has none of
+the writer's (`frame_skeleton`): a frame line over a reader's parse budget written before
+skeletons, or a payload stored raw because it is no JSON at all (a peer's broken ``[[],[],…``
+of 30 MB). Parsed whole, each costs more than the budget (900 MiB for 30 MB of ``[[],…``);
+refused, the whole recording was lost to every reader.
 
 The skeleton keeps what is cheap to read: a value of up to `SMALL` bytes is parsed as it is; a
 larger object is walked to its members (`golem_proxy.json_walk`, strings and brackets only),
@@ -16,7 +14,9 @@ counted at least `KEPT_COST`: past it, an object keeps its envelope's members on
 `ENVELOPE`, as one of more than `MOST_MEMBERS` members does), and the walks' strings and
 brackets (`MOST_TOKENS`: past it, what was not walked is left out). A payload that is not UTF-8,
 an object whose walk breaks (a string or a bracket that does not close) and a value that does
-not parse are no JSON: said without parsing the rest.
+not parse are no JSON: said without parsing the rest. The frame line's own members are the
+proxy's reading of the whole payload, and stand where the skeleton cannot (`as_recorded`, the
+``id`` and ``method`` of `skeleton_of_bytes`).
 
 Unlike the writer's, such a skeleton was not checked against the message it stands for: a comma
 missing inside a placeholder is not seen. A reader types the frame from it, marked elided
@@ -24,6 +24,7 @@ missing inside a placeholder is not seen. A reader types the frame from it, mark
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from golem_core.messages import Malformed, MalformedKind, Message, Role
@@ -34,7 +35,7 @@ from .frame_skeleton import SKELETON_BUDGET
 from .line_guard import decode_payload, parse_cost
 from .schema import RecordingError
 
-__all__ = ["LEVELS", "SMALL", "message_of_bytes", "skeleton_of_bytes"]
+__all__ = ["LEVELS", "SMALL", "as_recorded", "message_of_bytes", "skeleton_of_bytes"]
 
 SMALL = 64 * 1024
 """A value this long or shorter is parsed as it is (a few MiB at most once parsed)."""
@@ -48,6 +49,9 @@ ENVELOPE = frozenset(
 )  # fmt: skip
 """The members of a JSON-RPC or GOLEM envelope and of a result that reports a failure (GOLEM's
 error object and ``success: false``, MCP's ``isError``): what an object keeps past its budget."""
+NEEDED = 4096
+"""A member named in `ENVELOPE` this short is parsed even past the budget: an id, a flag, a
+code, a message (at most ten of them an object)."""
 KEPT_COST = 128
 """What a kept value counts against the budget at least: its slot, its object, a placeholder."""
 MOST_TOKENS = 2_000_000
@@ -55,25 +59,40 @@ MOST_TOKENS = 2_000_000
 text that nests deep everywhere costs a Python step per bracket."""
 
 
-def message_of_bytes(payload: bytes, profile: Profile, role: Optional[Role]) -> tuple[Message, int]:
-    """The message of a payload too large to parse, typed by ``profile`` from its skeleton,
-    and the bytes the skeleton leaves out; a payload that is not UTF-8, or no JSON by what
-    was read of it, is malformed (a parse would have taken hundreds of MiB to say so)."""
+def message_of_bytes(
+    payload: bytes, profile: Profile, role: Optional[Role], recorded: Mapping[str, Any]
+) -> tuple[Message, int]:
+    """The message of a raw payload too large to parse, typed by ``profile`` from its
+    skeleton (`as_recorded`: ``recorded`` is its frame line's members), and the bytes the
+    skeleton leaves out; a payload that is not UTF-8, or no JSON by what was read of it, is
+    malformed (a parse would have taken hundreds of MiB to say so)."""
     try:
         payload.decode("utf-8")
     except UnicodeDecodeError:
         return profile.parse(payload, role), 0  # refused before any JSON is parsed
     try:
-        skeleton, elided = skeleton_of_bytes(payload)
+        skeleton, elided = skeleton_of_bytes(payload, recorded)
     except RecordingError as exc:
         detail = f"{exc.what} (judged without parsing it whole: too large to parse)"
         return Malformed(MalformedKind.INVALID_JSON, detail, None, None, role), 0
-    return profile.parse_decoded(skeleton, role), elided
+    return as_recorded(profile.parse_decoded(skeleton, role), recorded, role), elided
 
 
-def skeleton_of_bytes(payload: bytes) -> tuple[Any, int]:
+def as_recorded(message: Message, recorded: Mapping[str, Any], role: Optional[Role]) -> Message:
+    """``message``, typed from a skeleton, as the proxy recorded it: a frame line's ``type``
+    is the tap's reading of the whole payload. One it found malformed in a way the skeleton
+    does not show (a comma missing inside the bulk) is malformed, its kind not known again."""
+    if recorded.get("type") != "malformed" or isinstance(message, Malformed):
+        return message
+    detail = "recorded as malformed; too large to parse again, so how is not known"
+    return Malformed(MalformedKind.INVALID_JSON, detail, None, recorded.get("id"), role)
+
+
+def skeleton_of_bytes(payload: bytes, recorded: Mapping[str, Any]) -> tuple[Any, int]:
     """The skeleton of ``payload`` (its bulk placeholders) and the bytes it leaves out (at
-    least one). Raises RecordingError when ``payload`` is no JSON by what was read of it."""
+    least one); ``recorded``: its frame line's members, whose ``id`` and ``method`` (the
+    tap's reading of the whole payload) it takes when its walks did not reach them. Raises
+    RecordingError when ``payload`` is no JSON by what was read of it."""
     text = payload.strip(b" \t\r\n")
     try:
         text.decode("utf-8")
@@ -81,6 +100,10 @@ def skeleton_of_bytes(payload: bytes) -> tuple[Any, int]:
         raise RecordingError(f"not UTF-8 (byte {exc.start})") from None
     skeleton = _Skeleton(text)
     value = skeleton.value(0, len(text), LEVELS)
+    if isinstance(value, dict):
+        for name in ("id", "method"):
+            if name not in value and name in recorded:
+                value[name] = recorded[name]
     return value, max(1, skeleton.elided)
 
 
@@ -95,10 +118,10 @@ class _Skeleton:
         self.elided = 0
         self.cost = 0
 
-    def value(self, start: int, end: int, levels: int) -> Any:
+    def value(self, start: int, end: int, levels: int, needed: bool = False) -> Any:
         if end - start <= SMALL:
             cost = max(KEPT_COST, parse_cost(self.text[start:end])[0])
-            if self.cost + cost <= SKELETON_BUDGET:
+            if self.cost + cost <= SKELETON_BUDGET or (needed and end - start <= NEEDED):
                 self.cost += cost
                 return decode_payload(self.text[start:end])
         if self.text[start : start + 1] == b"{" and levels > 0 and self.affords():
@@ -132,7 +155,9 @@ class _Skeleton:
                     kept[key] = self.placeholder(at, end - 1)
                     return kept
                 known = to
-                if key in ENVELOPE or (count <= MOST_MEMBERS and self.affords()):
+                if key in ENVELOPE:
+                    kept[key] = self.value(at, to, levels, needed=True)
+                elif count <= MOST_MEMBERS and self.affords():
                     kept[key] = self.value(at, to, levels)
                 else:
                     self.elided += to - at

@@ -13,7 +13,7 @@ from golem_core.profiles import Profile
 
 from .. import events
 from ..events import Direction
-from .byte_skeleton import message_of_bytes, skeleton_of_bytes
+from .byte_skeleton import as_recorded, message_of_bytes, skeleton_of_bytes
 from .frame_skeleton import over_parse_budget
 from .line_guard import (
     NOT_ONE_VALUE,
@@ -94,7 +94,7 @@ def _unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
         return None
     payload = _verbatim(line, start)
     if "skeleton" not in members:
-        members["skeleton"], members["elided"] = skeleton_of_bytes(payload)
+        members["skeleton"], members["elided"] = skeleton_of_bytes(payload, members)
         return members, payload
     problem = not_one_value(payload)
     if problem == NOT_ONE_VALUE:
@@ -145,7 +145,7 @@ def read_frame(
         elif "skeleton" in data:
             message, elided = _from_skeleton(data, profile, role)
         else:
-            message, elided = message_of_bytes(payload, profile, role)
+            message, elided = message_of_bytes(payload, profile, role, data)
     elif "msg" not in data and "skeleton" in data and verbatim is not None:
         # Over the parse budget (`event_object`): typed from its skeleton, its bytes kept.
         payload = verbatim
@@ -186,6 +186,8 @@ def read_frame(
 
 
 def _from_skeleton(data: dict[str, Any], profile: Profile, role: Role) -> tuple[Message, int]:
-    """The message of a frame line's ``skeleton`` and the bytes its ``elided`` says were left
-    out of it (at least one: it stands for a payload it is not)."""
-    return profile.parse_decoded(data["skeleton"], role), max(1, member_int(data, "elided", 1))
+    """The message of a frame line's ``skeleton``, as the line's ``type`` says the proxy read
+    the whole payload (`as_recorded`), and the bytes its ``elided`` says were left out of it
+    (at least one: it stands for a payload it is not)."""
+    message = as_recorded(profile.parse_decoded(data["skeleton"], role), data, role)
+    return message, max(1, member_int(data, "elided", 1))

@@ -32,6 +32,7 @@ JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 """A JSON string, unrolled so that the regex engine runs through plain characters in one step
 (an alternation per character cost 6 s and 3 GB over a 30 MB string)."""
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b"[{,")
 # Bytes parsing costs per structural character: a container object with its slot in its
 # parent, and an element (pointer and a small object) per comma.
 _CONTAINER_COST = 64
@@ -61,19 +62,19 @@ def parse_cost(text: bytes, over: Optional[int] = None) -> tuple[int, int]:
     structural characters (`check_line`'s measure), and how many arrays and objects it opens.
     Counted over the whole text first; when that is more than ``over``, again outside its
     strings, where brackets and commas cost what any character does (a string id of
-    ``[[[…`` or a CSV text is no structure), unless the text holds more than `MANY_QUOTES`
-    quotes: then the count over the whole text stands (it is never less)."""
+    ``[[[…`` or a CSV text is no structure)."""
     cost, opens = _structure_cost(text)
-    if over is not None and cost > over and text.count(b'"') <= MANY_QUOTES:
-        stripped = JSON_STRING.sub(b'""', text)
-        cost, opens = _structure_cost(stripped)
-        cost += 2 * (len(text) - len(stripped))  # every byte of the strings is still held
+    if over is not None and cost > over:
+        outside = _outside_strings(text, _NOT_STRUCTURE)
+        opens = outside.count(b"[") + outside.count(b"{")
+        # Every byte of the strings is still held, 2 bytes each as any other.
+        cost = 2 * len(text) + _CONTAINER_COST * opens + _ELEMENT_COST * outside.count(b",")
     return cost, opens
 
 
 MANY_QUOTES = 1_000_000
-"""Past this many quotes, a text's strings are not taken out with one `re.sub`: it holds a
-piece for each (34 MB of ``{"a":[],…}`` peaked at 1.1 GiB)."""
+"""Past this many quotes, a text's strings are taken out one by one (`_outside_strings`), not
+with one `re.sub`, which holds a piece for each (34 MB of ``{"a":[],…}`` peaked at 1.1 GiB)."""
 
 
 def _structure_cost(text: bytes) -> tuple[int, int]:
@@ -172,17 +173,23 @@ def not_one_value(payload: bytes) -> str:
 
 
 def _brackets_outside_strings(text: bytes) -> bytes:
-    """``text``'s brackets that are not inside its strings, in order: with one `re.sub`, or
-    string by string past `MANY_QUOTES` quotes (a Python step each, in bounded memory)."""
+    """``text``'s brackets that are not inside its strings, in order."""
+    return _outside_strings(text, _NOT_BRACKETS)
+
+
+def _outside_strings(text: bytes, delete: bytes) -> bytes:
+    """What is outside ``text``'s strings, in order, less the bytes ``delete`` lists: with one
+    `re.sub`, or string by string past `MANY_QUOTES` quotes (a Python step each: ~1 s a
+    million strings, in bounded memory)."""
     if text.count(b'"') <= MANY_QUOTES:
-        return JSON_STRING.sub(b"", text).translate(None, _NOT_BRACKETS)
-    brackets = bytearray()
+        return JSON_STRING.sub(b"", text).translate(None, delete)
+    kept = bytearray()
     outside = 0
     for string in JSON_STRING.finditer(text):
-        brackets += text[outside : string.start()].translate(None, _NOT_BRACKETS)
+        kept += text[outside : string.start()].translate(None, delete)
         outside = string.end()
-    brackets += text[outside:].translate(None, _NOT_BRACKETS)
-    return bytes(brackets)
+    kept += text[outside:].translate(None, delete)
+    return bytes(kept)
 
 
 def unreadable_by_bytes(payload: bytes) -> str:

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from golem_core.messages import Malformed, MalformedKind, Response
+from golem_core.messages import Malformed, MalformedKind, Response, Role
 from golem_core.profiles import GOLEM
-from golem_proxy.events import Direction, ExchangeCompleted, FrameSeen
+from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
+from golem_proxy.recording import byte_skeleton
 from golem_proxy.recording.byte_skeleton import MOST_MEMBERS, SMALL, skeleton_of_bytes
 from golem_proxy.recording.fast_reader import FastRecordingReader
 from golem_proxy.recording.format import RecordingReader
@@ -56,6 +57,15 @@ def _without_skeletons(recording: bytes) -> bytes:
     return b"\n".join(lines)
 
 
+def _read_by_both_readers(path: Path) -> tuple[list[Event], FrameSeen]:
+    """The recording's events, equal by both readers, and its second frame (the answer)."""
+    with path.open("rb") as stream:
+        exact = list(RecordingReader(stream))
+    with path.open("rb") as stream:
+        assert list(FastRecordingReader(stream)) == exact
+    return exact, [event for event in exact if isinstance(event, FrameSeen)][1]
+
+
 @pytest.fixture(scope="module")
 def old_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TapSimulator]:
     tap = _session(ANSWER)
@@ -69,11 +79,7 @@ def test_an_old_recording_is_read_from_its_payload_s_bytes(
 ) -> None:
     path, _ = old_trace
     assert b'"skeleton":' not in path.read_bytes()
-    with path.open("rb") as stream:
-        exact = list(RecordingReader(stream))
-    with path.open("rb") as stream:
-        assert list(FastRecordingReader(stream)) == exact
-    answer = [event for event in exact if isinstance(event, FrameSeen)][1]
+    exact, answer = _read_by_both_readers(path)
     assert answer.payload == ANSWER
     assert isinstance(answer.message, Response)
     assert answer.message.obj == {"id": "a1", "success": True,
@@ -137,11 +143,7 @@ def test_a_broken_payload_too_large_to_parse_is_malformed_without_a_parse(tmp_pa
     path = tmp_path / "broken.jsonl"
     path.write_bytes(write_recording(_session(broken).events))
     assert b'"raw":' in path.read_bytes()
-    with path.open("rb") as stream:
-        exact = list(RecordingReader(stream))
-    with path.open("rb") as stream:
-        assert list(FastRecordingReader(stream)) == exact
-    answer = [event for event in exact if isinstance(event, FrameSeen)][1]
+    _, answer = _read_by_both_readers(path)
     assert answer.payload == broken
     assert isinstance(answer.message, Malformed)
     assert answer.message.kind is MalformedKind.INVALID_JSON
@@ -159,7 +161,7 @@ def test_a_skeleton_keeps_three_levels_and_what_is_small() -> None:
         b'"points": ' + large + b', "more": {"deep": ' + large + b'}}, "mask": ' + large
         + b', "name": "m"}, "text": "' + b"x" * SMALL + b'"}'
     )  # fmt: skip
-    skeleton, elided = skeleton_of_bytes(payload)
+    skeleton, elided = skeleton_of_bytes(payload, {})
     size = len(large)
     assert skeleton == {
         "id": 5,
@@ -179,7 +181,7 @@ def test_a_wide_object_keeps_its_envelope_past_its_budget() -> None:
     members = b",".join(b'"k%d": [%d]' % (n, n) for n in range(MOST_MEMBERS + 1))
     bulk = b"[" + b"1," * SMALL + b"1]"
     payload = b'{"id": "w", ' + members + b', "result": {"code": "E"}, "more": ' + bulk + b"}"
-    skeleton, elided = skeleton_of_bytes(payload)
+    skeleton, elided = skeleton_of_bytes(payload, {})
     assert list(skeleton)[-2:] == [f"k{MOST_MEMBERS - 2}", "result"]
     assert len(skeleton) == MOST_MEMBERS + 1 and skeleton["result"] == {"code": "E"}
     assert elided == 2 * len(b"[4095]") + len(bulk)  # "id" is one of the 4,096
@@ -191,7 +193,7 @@ def test_a_skeleton_s_placeholders_are_bounded_too() -> None:
     wide = b"{" + b",".join(b'"k%d": [%s]' % (n, b"1," * 40 + b"1") for n in range(3000)) + b"}"
     payload = b'{"id": 1, "result": {' + b",".join(b'"o%d": %s' % (n, wide) for n in range(60))
     payload += b"}}"
-    skeleton, elided = skeleton_of_bytes(payload)
+    skeleton, elided = skeleton_of_bytes(payload, {})
     kept = sum(
         len(value) if isinstance(value, dict) else 1 for value in skeleton["result"].values()
     )
@@ -203,7 +205,7 @@ def test_a_walk_that_would_take_too_long_leaves_the_rest_out() -> None:
     budget, and what they did not reach is left out, the members before it kept."""
     unit = b"[" * 200 + b"]" * 200
     payload = b'{"id": 7, "success": true, "result": {"a": [' + b",".join([unit] * 20_000) + b"]}}"
-    skeleton, elided = skeleton_of_bytes(payload)
+    skeleton, elided = skeleton_of_bytes(payload, {})
     rest = len(payload) - payload.index(b'{"a"') - 1
     assert skeleton == {"id": 7, "success": True, "result": f"<{rest} bytes not parsed>"}
     assert elided == rest
@@ -222,7 +224,7 @@ def test_a_walk_that_would_take_too_long_leaves_the_rest_out() -> None:
 )
 def test_what_is_read_of_it_must_be_json(payload: bytes, problem: str) -> None:
     with pytest.raises(RecordingError, match=problem):
-        skeleton_of_bytes(payload)
+        skeleton_of_bytes(payload, {})
 
 
 def test_what_the_skeleton_parses_is_bounded() -> None:
@@ -230,7 +232,7 @@ def test_what_the_skeleton_parses_is_bounded() -> None:
     placeholders (each ``[[],…`` of 64 KiB costs ~1.4 MiB parsed)."""
     member = b"[" + b"[]," * (SMALL // 3 - 1) + b"[]]"
     payload = b"{" + b",".join(b'"m%d": %s' % (n, member) for n in range(40)) + b"}"
-    skeleton, elided = skeleton_of_bytes(payload)
+    skeleton, elided = skeleton_of_bytes(payload, {})
     parsed = [
         value for value in skeleton.values() if value != [f"<{len(member)} bytes not parsed>"]
     ]
@@ -245,3 +247,48 @@ def test_a_line_of_an_old_writer_with_a_member_after_its_payload_is_refused() ->
     )
     with pytest.raises(RecordingError, match="not JSON: brackets that do not close"):
         list(RecordingReader(io.BytesIO(header + b"\n" + frame + b"\n")))
+
+
+def test_what_the_walks_did_not_reach_is_taken_from_the_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the walks' budget the members after the bulk are not known: the line's ``id``
+    and ``method`` (the proxy's reading of the whole payload) stand for them."""
+    monkeypatch.setattr(byte_skeleton, "MOST_TOKENS", 1000)
+    bulk = b"[" + b",".join([b"[1]"] * 20_000) + b"]"
+    payload = b'{"success": true, "result": {"m": ' + bulk + b'}, "id": "a1"}'
+    skeleton, elided = skeleton_of_bytes(payload, {"id": "a1", "type": "response"})
+    rest = len(payload) - payload.index(b'{"m"') - 1
+    assert skeleton == {"success": True, "result": f"<{rest} bytes not parsed>", "id": "a1"}
+    assert elided == rest
+
+
+def test_an_envelope_s_short_members_are_read_past_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failure reported inside a success envelope after the bulk still reads as one."""
+    monkeypatch.setattr(byte_skeleton, "SKELETON_BUDGET", 1 << 20)
+    many = b",".join(b'"b%d": [%s]' % (n, b"1," * 3000 + b"1") for n in range(400))
+    payload = b'{"result": {' + many + b', "success": false, "code": "MESH_TOO_BIG"}, "id": 9}'
+    skeleton, _ = skeleton_of_bytes(payload, {})
+    result = GOLEM.parse_decoded(skeleton, Role.RESPONSE)
+    whole = GOLEM.parse(payload, Role.RESPONSE)
+    assert skeleton["id"] == 9 and skeleton["result"]["code"] == "MESH_TOO_BIG"
+    request = GOLEM.parse(b'{"id": 9, "method": "mesh.get", "params": {}}', Role.REQUEST)
+    assert GOLEM.outcome(request, result) == GOLEM.outcome(request, whole)
+
+
+def test_a_payload_recorded_malformed_stays_malformed(tmp_path: Path) -> None:
+    """A comma missing inside the bulk, which the skeleton does not see: the line's ``type``
+    is the proxy's reading of the whole payload."""
+    broken = ANSWER.replace(b"1,1,1,", b"1,,1,", 1)
+    tap = _session(broken)
+    path = tmp_path / "comma.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    _, answer = _read_by_both_readers(path)
+    assert answer.payload == broken
+    assert isinstance(answer.message, Malformed)
+    assert answer.message.kind is MalformedKind.INVALID_JSON
+    exchanges = [e for e in _read_by_both_readers(path)[0] if isinstance(e, ExchangeCompleted)]
+    live = [e for e in tap.events if isinstance(e, ExchangeCompleted)]
+    assert [e.outcome.kind for e in exchanges] == [e.outcome.kind for e in live]
