@@ -74,7 +74,7 @@ def message_of_bytes(
         skeleton, elided = skeleton_of_bytes(payload, recorded)
     except RecordingError as exc:
         detail = f"{exc.what} (judged without parsing it whole: too large to parse)"
-        return Malformed(MalformedKind.INVALID_JSON, detail, None, None, role), 0
+        return Malformed(MalformedKind.INVALID_JSON, detail, None, _recorded_id(recorded), role), 0
     return as_recorded(profile.parse_decoded(skeleton, role), recorded, role), elided
 
 
@@ -85,7 +85,13 @@ def as_recorded(message: Message, recorded: Mapping[str, Any], role: Optional[Ro
     if recorded.get("type") != "malformed" or isinstance(message, Malformed):
         return message
     detail = "recorded as malformed; too large to parse again, so how is not known"
-    return Malformed(MalformedKind.INVALID_JSON, detail, None, recorded.get("id"), role)
+    return Malformed(MalformedKind.INVALID_JSON, detail, None, _recorded_id(recorded), role)
+
+
+def _recorded_id(recorded: Mapping[str, Any]) -> Any:
+    """A frame line's ``id`` as the writer writes it (a string or an integer), else None."""
+    ident = recorded.get("id")
+    return ident if isinstance(ident, (str, int)) and not isinstance(ident, bool) else None
 
 
 def skeleton_of_bytes(payload: bytes, recorded: Mapping[str, Any]) -> tuple[Any, int]:
@@ -101,9 +107,10 @@ def skeleton_of_bytes(payload: bytes, recorded: Mapping[str, Any]) -> tuple[Any,
     skeleton = _Skeleton(text)
     value = skeleton.value(0, len(text), LEVELS)
     if isinstance(value, dict):
-        for name in ("id", "method"):
-            if name not in value and name in recorded:
-                value[name] = recorded[name]
+        if "id" not in value and _recorded_id(recorded) is not None:
+            value["id"] = _recorded_id(recorded)
+        if "method" not in value and isinstance(recorded.get("method"), str):
+            value["method"] = recorded["method"]
     return value, max(1, skeleton.elided)
 
 

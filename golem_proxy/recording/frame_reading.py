@@ -82,9 +82,8 @@ def _unparsed_frame(line: bytes) -> Optional[tuple[dict[str, Any], bytes]]:
     """The members of a frame ``line`` over the parse budget, parsed without its payload
     (checked as any line is), and its payload as the line holds it, unparsed: typed from the
     writer's skeleton (its brackets checked, `not_one_value`), or from one made of its bytes
-    when the line has none (`byte_skeleton`: a recording written before skeletons, or by the
-    live recorder for a frame the tap did not parse); None when ``line`` is no such line.
-    Raises RecordingError."""
+    when the line has none (`byte_skeleton`: a recording written before skeletons); None
+    when ``line`` is no such line. Raises RecordingError."""
     start = line.find(MSG_KEY)
     if start < 0:
         return None
