@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from golem_core.messages import Malformed, MalformedKind, Message, Role
+from golem_core.outcome import Outcome, OutcomeKind
 from golem_core.profiles import Profile
 
 from ..json_walk import NotAnObject, Tokens, blanked, iter_members
@@ -35,7 +36,14 @@ from .frame_skeleton import SKELETON_BUDGET
 from .line_guard import decode_payload, parse_cost
 from .schema import RecordingError
 
-__all__ = ["LEVELS", "SMALL", "as_recorded", "message_of_bytes", "skeleton_of_bytes"]
+__all__ = [
+    "LEVELS",
+    "SMALL",
+    "as_recorded",
+    "message_of_bytes",
+    "outcome_as_recorded",
+    "skeleton_of_bytes",
+]
 
 SMALL = 64 * 1024
 """A value this long or shorter is parsed as it is (a few MiB at most once parsed)."""
@@ -86,6 +94,32 @@ def as_recorded(message: Message, recorded: Mapping[str, Any], role: Optional[Ro
         return message
     detail = "recorded as malformed; too large to parse again, so how is not known"
     return Malformed(MalformedKind.INVALID_JSON, detail, None, _recorded_id(recorded), role)
+
+
+def outcome_as_recorded(rebuilt: Outcome, recorded: Mapping[str, Any]) -> Outcome:
+    """The outcome of an exchange one of whose frames a reader typed from a skeleton: the one
+    ``rebuilt`` from the frames, or, where that is not what the exchange line ``recorded``
+    (its ``outcome`` kind and ``status`` text: the proxy's decision on the whole payloads), the
+    recorded one. A skeleton's budgets may leave out what the outcome is read from (a failure
+    reported after a bulk); the line's decision stands then, its message not known again."""
+    kind, status = recorded.get("outcome"), recorded.get("status")
+    if not isinstance(kind, str) or not isinstance(status, str) or kind not in _OUTCOME_KINDS:
+        return rebuilt  # a line written before it said its outcome's kind
+    if rebuilt.kind.value == kind and rebuilt.text == status:
+        return rebuilt
+    found = OutcomeKind(kind)
+    for suffix in _CODE_SUFFIXES.get(found, ()):
+        if status.endswith(suffix):  # `Outcome.text` marks a result's code so
+            name = status[: -len(suffix)]
+            return Outcome(found, name, name)
+    return Outcome(found, status)
+
+
+_OUTCOME_KINDS = frozenset(kind.value for kind in OutcomeKind)
+_CODE_SUFFIXES = {
+    OutcomeKind.ERROR_IN_RESULT: (" (in result)",),
+    OutcomeKind.UNSUCCESSFUL: (" (success: false)",),
+}
 
 
 def _recorded_id(recorded: Mapping[str, Any]) -> Any:

@@ -48,8 +48,9 @@ def event_object(line: bytes) -> tuple[dict[str, Any], Optional[bytes]]:
     (docs/recording-format.md). The members before it and the payload are parsed apart, at
     the cost of parsing the line once, so that the message a reader shows is the one whose
     bytes it keeps: a line whose ``msg`` is not its last member, or that has two, is
-    refused. A frame line over the parse budget that carries its skeleton (the writer's, for
-    a payload too large to parse: `frame_skeleton`) has its members parsed, not its payload."""
+    refused. A frame line over the parse budget has its members parsed, not its payload: it
+    is typed from its skeleton (the writer's, for a payload too large to parse:
+    `frame_skeleton`), or from one made of its bytes when it has none (`byte_skeleton`)."""
     try:
         check_line(line)
     except OverBudget:

@@ -15,6 +15,7 @@ from golem_core.profiles import Profile
 
 from .. import events
 from ..events import Direction, Event
+from .byte_skeleton import outcome_as_recorded
 from .frame_reading import event_object, read_frame
 from .held_frames import IN_FLIGHT_BYTES, HeldFrames, Pair
 from .members import (
@@ -228,8 +229,9 @@ class LineDecoder:
             if request is None or response is None:
                 return None  # its frames were lost before a crash; nothing to pair
             # Decided as the tap decides it, from the frames (the line's status is for people),
-            # with the profile of the frames' route (the line's may be damaged).
-            return self._exchange(request, response)
+            # with the profile of the frames' route (the line's may be damaged); but for a
+            # frame read from a skeleton, which may not show what the tap decided on.
+            return self._exchange(request, response, data)
         if kind == "violation":
             return self._violation(data, conn, route, t)
         if kind == "frame-error":
@@ -361,14 +363,24 @@ class LineDecoder:
         self.said_first.extend(self._exchange(*pair) for pair in self.frames.take_replaced())
         return frame
 
-    def _exchange(self, request: events.FrameSeen, response: events.FrameSeen) -> Event:
+    def _exchange(
+        self,
+        request: events.FrameSeen,
+        response: events.FrameSeen,
+        line: Optional[dict[str, Any]] = None,
+    ) -> Event:
+        """The exchange of a pair, its outcome decided from its frames; from its ``line`` as
+        recorded where a frame read from a skeleton does not show it (`outcome_as_recorded`)."""
         profile = self.routes.get(request.route, self.profile)
+        outcome = profile.outcome(request.message, response.message)
+        if line is not None and (request.elided or response.elided):
+            outcome = outcome_as_recorded(outcome, line)
         return events.ExchangeCompleted(
             conn=request.conn,
             route=request.route,
             request=request,
             response=response,
-            outcome=profile.outcome(request.message, response.message),
+            outcome=outcome,
         )
 
     def _let_go(self, gaps: list[events.ObservationLost], pairs: list[Pair]) -> None:

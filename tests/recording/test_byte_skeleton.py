@@ -11,16 +11,21 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from golem_core.messages import Malformed, MalformedKind, Response, Role
+from golem_core.outcome import OutcomeKind
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
-from golem_proxy.recording import byte_skeleton
+from golem_proxy.recording import byte_skeleton, line_guard
 from golem_proxy.recording.byte_skeleton import MOST_MEMBERS, SMALL, skeleton_of_bytes
 from golem_proxy.recording.fast_reader import FastRecordingReader
 from golem_proxy.recording.format import RecordingReader
+from golem_proxy.recording.line_guard import not_one_value, parse_cost
 from golem_proxy.recording.schema import MSG_KEY, RecordingError
 from tests.replay.test_cli import replaying
 from tests.replay.test_large_payloads import _call
@@ -292,3 +297,44 @@ def test_a_payload_recorded_malformed_stays_malformed(tmp_path: Path) -> None:
     exchanges = [e for e in _read_by_both_readers(path)[0] if isinstance(e, ExchangeCompleted)]
     live = [e for e in tap.events if isinstance(e, ExchangeCompleted)]
     assert [e.outcome.kind for e in exchanges] == [e.outcome.kind for e in live]
+
+
+def test_an_outcome_the_skeleton_does_not_show_is_the_one_recorded(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A failure reported after the bulk, past the walks' budget: the exchange line's
+    outcome (the proxy's, on the whole answer) stands, not the skeleton's ``ok``."""
+    answer = (
+        b'{"id": "a1", "success": true, "result": {"mask": ' + BULK
+        + b', "success": false, "code": "MESH_TOO_BIG", "message": "too big"}}'
+    )  # fmt: skip
+    tap = _session(answer)
+    (live,) = [e.outcome for e in tap.events if isinstance(e, ExchangeCompleted)][:1]
+    assert live.text == "MESH_TOO_BIG (success: false)"
+    path = tmp_path / "late_failure.jsonl"
+    path.write_bytes(_without_skeletons(write_recording(tap.events)))
+    monkeypatch.setattr(byte_skeleton, "MOST_TOKENS", 6)  # the walk stops inside `result`
+    events, answered = _read_by_both_readers(path)
+    rest = len(answer) - answer.index(b'{"mask') - 1
+    assert answered.message.obj["result"] == f"<{rest} bytes not parsed>"
+    outcomes = [e.outcome for e in events if isinstance(e, ExchangeCompleted)]
+    assert [(o.kind, o.text) for o in outcomes] == [
+        (live.kind, live.text),
+        (OutcomeKind.OK, "ok"),
+    ]
+
+
+@given(
+    st.lists(
+        st.one_of(st.sampled_from([b"[", b"]", b"{", b"}", b",", b" ", b"1", b"\\"]),
+                  st.text(max_size=6).map(lambda t: json.dumps(t).encode())),
+        max_size=40,
+    )
+)  # fmt: skip
+def test_strings_taken_out_one_by_one_give_the_same_costs(pieces: list[bytes]) -> None:
+    """Past a million quotes the strings are taken out one by one, in bounded memory: the
+    costs and bracket checks are the ones `re.sub` gives."""
+    text = b"".join(pieces)
+    with_sub = (parse_cost(text, 0), not_one_value(text))
+    with mock.patch.object(line_guard, "MANY_QUOTES", -1):
+        assert (parse_cost(text, 0), not_one_value(text)) == with_sub
