@@ -30,7 +30,6 @@ __all__ = [
     "blanked",
     "iter_members",
     "member_span",
-    "object_members",
 ]
 
 _STRUCTURE = re.compile(rb'["\[\]{}]')
@@ -68,17 +67,6 @@ def member_span(payload: bytes, name: str) -> Optional[tuple[int, int]]:
     except NotAnObject:
         return None
     return found
-
-
-def object_members(
-    payload: bytes, start: int = 0, end: Optional[int] = None
-) -> Optional[list[Member]]:
-    """The members of the JSON object ``payload[start:end]``, in order (`iter_members`); None
-    when that is no object or its walk breaks."""
-    try:
-        return list(iter_members(payload, start, end))
-    except NotAnObject:
-        return None
 
 
 def blanked(text: bytes) -> bytes:

@@ -5,12 +5,23 @@ containers, and nothing for text that is no object."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from golem_proxy.json_walk import member_span, object_members
+from golem_proxy.json_walk import Member, NotAnObject, iter_members, member_span
+
+
+def object_members(
+    payload: bytes, start: int = 0, end: Optional[int] = None
+) -> Optional[list[Member]]:
+    """The members `iter_members` finds, all of them; None when the walk says no object."""
+    try:
+        return list(iter_members(payload, start, end))
+    except NotAnObject:
+        return None
+
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

@@ -67,6 +67,10 @@ MOST_TOKENS = 2_000_000
 text that nests deep everywhere costs a Python step per bracket."""
 
 
+class NotUtf8(RecordingError):
+    """A payload that is not UTF-8 (`skeleton_of_bytes`): no JSON before any is read."""
+
+
 def message_of_bytes(
     payload: bytes, profile: Profile, role: Optional[Role], recorded: Mapping[str, Any]
 ) -> tuple[Message, int]:
@@ -75,11 +79,9 @@ def message_of_bytes(
     skeleton leaves out; a payload that is not UTF-8, or no JSON by what was read of it, is
     malformed (a parse would have taken hundreds of MiB to say so)."""
     try:
-        payload.decode("utf-8")
-    except UnicodeDecodeError:
-        return profile.parse(payload, role), 0  # refused before any JSON is parsed
-    try:
         skeleton, elided = skeleton_of_bytes(payload, recorded)
+    except NotUtf8:
+        return profile.parse(payload, role), 0  # refused before any JSON is parsed
     except RecordingError as exc:
         detail = f"{exc.what} (judged without parsing it whole: too large to parse)"
         return Malformed(MalformedKind.INVALID_JSON, detail, None, _recorded_id(recorded), role), 0
@@ -137,12 +139,13 @@ def skeleton_of_bytes(payload: bytes, recorded: Mapping[str, Any]) -> tuple[Any,
     try:
         text.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise RecordingError(f"not UTF-8 (byte {exc.start})") from None
+        raise NotUtf8(f"not UTF-8 (byte {exc.start})") from None
     skeleton = _Skeleton(text)
     value = skeleton.value(0, len(text), LEVELS)
+    ident = _recorded_id(recorded)
     if isinstance(value, dict):
-        if "id" not in value and _recorded_id(recorded) is not None:
-            value["id"] = _recorded_id(recorded)
+        if "id" not in value and ident is not None:
+            value["id"] = ident
         if "method" not in value and isinstance(recorded.get("method"), str):
             value["method"] = recorded["method"]
     return value, max(1, skeleton.elided)
