@@ -152,7 +152,8 @@ def unread_stdout(ctx: Context) -> None:
 
 def big_nested_frame(mib: int) -> Callable[[Context], None]:
     """One frame of ``mib`` MiB of ``[[],[],…]``: over the observation limit (60), forwarded
-    and digested; under it (30), decoded, where a parse costs ~30 times its bytes."""
+    and digested as it streams; under it (30), held whole, where a parse would hold ~35 times
+    its bytes: over the parse limit, so digested whole, not parsed."""
 
     def body(ctx: Context) -> None:
         size = mib * MIB
@@ -292,7 +293,7 @@ ATTACKS = [
            args=("--verbose",)),
     Attack("stdout a pipe nobody reads", unread_stdout, upstream="answer", read_stdout=False),
     Attack("one 60 MiB frame [[],[],…]", big_nested_frame(60), memory=True),
-    Attack("one 30 MiB frame [[],[],…], decoded", big_nested_frame(30), memory=True),
+    Attack("one 30 MiB frame [[],[],…], held whole", big_nested_frame(30), memory=True),
     Attack("upstream never answers, 1 MiB requests", never_answered_requests, memory=True),
     Attack("… the same with --enforce-limits", never_answered_requests, memory=True,
            args=("--enforce-limits",)),

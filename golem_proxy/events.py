@@ -401,8 +401,9 @@ class GapReason(enum.Enum):
     bytes read that never reached their receiver and could not be recorded at a connection's
     end: ``detail`` says they were never sent on.)"""
     FRAME_TOO_LARGE = "frame-too-large"
-    """One frame was larger than the observer holds (``--observe-frame-limit``): it was
-    forwarded whole and is known by its header, its size and its SHA-256 only."""
+    """One frame was larger than the observer holds (``--observe-frame-limit``), or its parse
+    would hold more than it may (``--observe-parse-limit``): it was forwarded whole and is
+    known by its header, its size and its SHA-256 only."""
     OBSERVER_FAILED = "observer-failed"
     """Decoding this connection failed (a bug): its bytes are still forwarded."""
     EVICTED = "evicted"

@@ -198,6 +198,14 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
         help="frames larger than this are forwarded whole and recorded as their header, "
         "size and SHA-256 only (default 32)",
     )
+    parser.add_argument(
+        "--observe-parse-limit",
+        type=_mebibytes,
+        default=ObserveLimits().parse,
+        metavar="MIB",
+        help="frames whose parse would hold more than this (30 MiB of [[],…] about 1,100) "
+        "are forwarded whole and recorded as --observe-frame-limit's are (default 448)",
+    )
 
 
 def _mebibytes(text: str) -> int:
@@ -353,7 +361,7 @@ def session_options(
         observer_memory=args.observer_memory,
         observer_hold=args.observer_hold,
         observer_restarts=args.observer_restarts,
-        observe=ObserveLimits(frame=args.observe_frame_limit),
+        observe=ObserveLimits(frame=args.observe_frame_limit, parse=args.observe_parse_limit),
     )
     return options, record_path
 

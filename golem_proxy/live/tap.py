@@ -6,7 +6,8 @@ relay hands chunks to the `Observer` (observer.py), which feeds them here when f
 nothing to do. Memory stays bounded whatever the peers send:
 
 * a frame larger than ``observe_frame_limit`` is never held: its bytes stream through a SHA-256
-  and it is reported as `ObservationLost` (``frame-too-large``) with its header and size;
+  and it is reported as `ObservationLost` (``frame-too-large``) with its header and size; one
+  whose parse would hold more than ``observe_parse_limit`` is never parsed, and reported so;
 * at most ``max_pending`` requests (``max_pending_bytes`` of them) wait for an answer; the
   oldest beyond that are let go and reported (``evicted``); notifications are never held;
 * after bytes the observer had to drop (``behind``), the direction's decoder starts again at
@@ -42,9 +43,9 @@ from ..events import (
     Where,
 )
 from ..frame_runs import FrameRuns, frame_runs
-from ..terminal import counted
 from .redact import Redactor
 from .tap_frames import Annotator, FramePublisher, Publish
+from .tap_gaps import evicted_detail, lost_detail, restarted_detail, unobserved_detail
 from .tap_input import TapInput
 from .tap_limits import (
     DEFAULT_LIMITS,
@@ -103,6 +104,8 @@ class ConnectionTap:
             self._pairing,
             self._violated,
             self._evicted,
+            self._unparsed,
+            parse_limit=limits.parse,
             catalogue=catalogue,
             redactor=redactor,
             annotate=annotate,
@@ -218,20 +221,8 @@ class ConnectionTap:
         """After a restart, ``direction`` goes on here, at a frame boundary; ``lost`` bytes of
         it crossed while no observing process recorded them (``unrecorded``: at most that many
         more of the connection's, handed to the one that died, may be missing too)."""
-        more = (
-            f"; up to {counted(unrecorded, 'byte')} more of the connection's were handed to the "
-            "observing process that died and may not be recorded"
-            if unrecorded
-            else ""
-        )
-        self._gap(
-            direction,
-            t,
-            GapReason.RESTARTED,
-            lost,
-            detail=f"observation restarted: {counted(lost, 'byte')} on conn #{self.conn}, "
-            f"{direction.value}, forwarded unobserved{more}; decoding resumes at the next frame",
-        )
+        detail = restarted_detail(self.conn, direction, lost, unrecorded)
+        self._gap(direction, t, GapReason.RESTARTED, lost, detail)
 
     def closing(self, t: float) -> None:
         """The connection closed: say now what no later bytes or end of stream said: the gaps
@@ -257,20 +248,8 @@ class ConnectionTap:
         if not lost:
             return
         unsent, why = self._unsent.pop(direction, (0, ""))
-        if not unsent:
-            fate = "forwarded, not decoded"
-        elif unsent >= lost:
-            fate = f"never sent on ({why}), not decoded"
-        else:
-            fate = f"forwarded, not decoded; {unsent} of them never sent on ({why})"
-        self._gap(
-            direction,
-            t,
-            GapReason.BEHIND,
-            lost,
-            detail=f"observation lost: {lost} bytes on conn #{self.conn}, {direction.value} "
-            f"(from {since:.3f} s; {fate})",
-        )
+        detail = lost_detail(self.conn, direction, lost, since, unsent, why)
+        self._gap(direction, t, GapReason.BEHIND, lost, detail)
 
     def step(
         self, direction: Direction, t: float, limit: int
@@ -360,8 +339,12 @@ class ConnectionTap:
             )
         return None
 
-    def _finish_digest(self, direction: Direction, digest: FrameDigest, t: float) -> None:
-        del self._digests[direction]
+    def _finish_digest(
+        self, direction: Direction, digest: FrameDigest, t: float, cost: int = 0
+    ) -> None:
+        """Say a frame was not observed: too large to hold (its digest made as it streamed)
+        or, with ``cost``, whole but too costly to parse (`_unparsed`)."""
+        self._digests.pop(direction, None)
         # A client's frame is a request (a server's too, when its server may ask): its answer
         # will come back unpaired.
         if direction is Direction.C2S or self.profile.servers_send_requests:
@@ -371,11 +354,15 @@ class ConnectionTap:
             t,
             GapReason.FRAME_TOO_LARGE,
             digest.size,
-            detail=f"a {digest.size}-byte frame over the {self.limits.frame}-byte observation "
-            "limit was forwarded whole; kept as its header, size and digest",
+            detail=unobserved_detail(digest.size, self.limits, cost),
             digest=f"sha256:{digest.hash.hexdigest()}",
             header=digest.header,
         )
+
+    def _unparsed(self, direction: Direction, frame: Frame, t: float, cost: int) -> None:
+        digest = FrameDigest(frame.header, frame.payload, None)
+        digest.size = frame.size
+        self._finish_digest(direction, digest, t, cost)
 
     def _where(self, direction: Direction, t: float) -> Where:
         return Where(conn=self.conn, route=self.route, direction=direction, t=t)
@@ -400,9 +387,7 @@ class ConnectionTap:
             t,
             GapReason.EVICTED,
             len(numbers),
-            detail=f"{counted(len(numbers), 'request')} unanswered (evicted) past the limit of "
-            f"{self.limits.pending} waiting or {self.limits.pending_bytes} bytes, "
-            f"oldest frame #{numbers[0]}",
+            detail=evicted_detail(numbers, self.limits),
             frames=frame_runs(numbers),
         )
 

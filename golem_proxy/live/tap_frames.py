@@ -27,7 +27,7 @@ from ..events import Direction, Event, ExchangeCompleted, FrameSeen
 from .redact import Echoes, Redactor
 from .tap_limits import TapVerdict
 from .tap_pairing import ConnectionPairing
-from .tap_parse import encode_redacted, parse_for_view
+from .tap_parse import TooCostly, encode_redacted, parse_for_view
 
 __all__ = ["Annotator", "FramePublisher", "Publish"]
 
@@ -69,6 +69,10 @@ class Violated(Protocol):
 Evicted = Callable[[Direction, list[Pending[FrameSeen]], float], None]
 """How the tap reports the requests let go past the pending limits (`ConnectionTap._evicted`)."""
 
+Unparsed = Callable[[Direction, Frame, float, int], None]
+"""How the tap reports a frame too costly to parse, and what its parse would have held
+(`ConnectionTap._unparsed`)."""
+
 
 class FramePublisher:
     """One connection's whole frames, both directions, turned into events (see the module
@@ -83,7 +87,9 @@ class FramePublisher:
         pairing: ConnectionPairing,
         violated: Violated,
         evicted: Evicted,
+        unparsed: Unparsed,
         *,
+        parse_limit: Optional[int] = None,
         catalogue: Optional[MethodCatalogue] = None,
         redactor: Optional[Redactor] = None,
         annotate: Optional[Annotator] = None,
@@ -95,6 +101,8 @@ class FramePublisher:
         self._pairing = pairing
         self._violated = violated
         self._evicted = evicted
+        self._unparsed = unparsed
+        self._parse_limit = parse_limit
         self.catalogue = catalogue
         self._builtins = profile.builtins_of(route)
         self.redactor = redactor
@@ -154,7 +162,12 @@ class FramePublisher:
         # its members, so ``message.role`` is what it is.
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         payload = frame.payload
-        message, elided = parse_for_view(self.profile, payload, role)
+        try:
+            message, elided = parse_for_view(self.profile, payload, role, self._parse_limit)
+        except TooCostly as costly:
+            self.undelivered(direction)  # the mark's partial delivery was this frame's
+            self._unparsed(direction, frame, t, costly.cost)
+            return None
         role = message.role or role
         asker = direction if role is Role.REQUEST else direction.reverse
         if role is Role.REQUEST and direction is Direction.S2C:

@@ -28,6 +28,10 @@ class ObserveLimits:
 
     frame: int = 32 * 1024 * 1024
     """Frames larger than this are digested, not held (``--observe-frame-limit``)."""
+    parse: int = 448 * 1024 * 1024
+    """Frames whose parse would hold more than this (`tap_parse.parse_holds`: 30 MiB of
+    ``[[],…]`` about 1.1 GiB) are digested, not parsed (``--observe-parse-limit``). A 32 MiB
+    frame of numbers or of 3-number arrays (a mesh) holds about 250 MiB."""
     pending: int = 131_072
     """Requests waiting for an answer, per connection. A pipelining client can have one read's
     worth of requests ahead of their answers (a MiB of 30-byte frames is 35,000), so this is

@@ -22,6 +22,7 @@ __all__ = [
     "decode_payload",
     "has_brackets",
     "not_one_value",
+    "outside_strings",
     "parse_cost",
     "strictly_unreadable",
     "unreadable_by_bytes",
@@ -65,7 +66,7 @@ def parse_cost(text: bytes, over: Optional[int] = None) -> tuple[int, int]:
     ``[[[…`` or a CSV text is no structure)."""
     cost, opens = _structure_cost(text)
     if over is not None and cost > over:
-        outside = _outside_strings(text, _NOT_STRUCTURE)
+        outside = outside_strings(text, _NOT_STRUCTURE)
         opens = outside.count(b"[") + outside.count(b"{")
         # Every byte of the strings is still held, 2 bytes each as any other.
         cost = 2 * len(text) + _CONTAINER_COST * opens + _ELEMENT_COST * outside.count(b",")
@@ -73,7 +74,7 @@ def parse_cost(text: bytes, over: Optional[int] = None) -> tuple[int, int]:
 
 
 MANY_QUOTES = 1_000_000
-"""Past this many quotes, a text's strings are taken out one by one (`_outside_strings`), not
+"""Past this many quotes, a text's strings are taken out one by one (`outside_strings`), not
 with one `re.sub`, which holds a piece for each (34 MB of ``{"a":[],…}`` peaked at 1.1 GiB)."""
 
 
@@ -91,7 +92,7 @@ MOST_PER_BYTE = 2 + _CONTAINER_COST
 def _deeper_than(line: bytes, depth: int) -> bool:
     # Brackets inside strings do not count; what is left is peeled one level per pass, so a
     # wide structure goes in a few passes and a deep one stops after ``depth``.
-    skeleton = _brackets_outside_strings(line)
+    skeleton = _bracketsoutside_strings(line)
     skeleton = skeleton.replace(b"{", b"[").replace(b"}", b"]")
     # A run of ``depth + 1`` opening brackets is that deep already: found in one linear search,
     # where peeling ``[[[…]]]`` a level per pass would cost ``depth`` passes.
@@ -159,7 +160,7 @@ def not_one_value(payload: bytes) -> str:
     pair = {b"{": b"}", b"[": b"]"}.get(text[:1])
     if pair is None or not text.endswith(pair):
         return "a payload kept unparsed is not a JSON object or array"
-    skeleton = _brackets_outside_strings(text)
+    skeleton = _bracketsoutside_strings(text)
     inner = skeleton.replace(b"{", b"[").replace(b"}", b"]")[1:-1]
     run = b"[" * (MAX_DEPTH - 1)
     while inner:
@@ -172,12 +173,12 @@ def not_one_value(payload: bytes) -> str:
     return ""
 
 
-def _brackets_outside_strings(text: bytes) -> bytes:
+def _bracketsoutside_strings(text: bytes) -> bytes:
     """``text``'s brackets that are not inside its strings, in order."""
-    return _outside_strings(text, _NOT_BRACKETS)
+    return outside_strings(text, _NOT_BRACKETS)
 
 
-def _outside_strings(text: bytes, delete: bytes) -> bytes:
+def outside_strings(text: bytes, delete: bytes) -> bytes:
     """What is outside ``text``'s strings, in order, less the bytes ``delete`` lists: with one
     `re.sub`, or string by string past `MANY_QUOTES` quotes (a Python step each: ~1 s a
     million strings, in bounded memory)."""

@@ -11,7 +11,7 @@ import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_proxy.commands.proxy import CHILD_PROCESS, IN_PROCESS, add_arguments, observer_place
-from golem_proxy.events import ConnectionClosed
+from golem_proxy.events import ConnectionClosed, GapReason, ObservationLost
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
@@ -54,6 +54,44 @@ def test_proxy_command_relays_records_and_stops_on_ctrl_c(
     ]
     closed = [e for e in recording.events if isinstance(e, ConnectionClosed)]
     assert len(closed) == 1 and closed[0].reason == "client closed"
+
+
+def test_a_request_too_costly_to_parse_is_forwarded_and_recorded_as_its_digest(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    """``--observe-parse-limit``: a mesh whose parse would hold more is forwarded and
+    answered as any, and recorded as a gap; the session goes on observed."""
+    record = tmp_path / "live.jsonl"
+    cli = start_proxy_cli(
+        "--route",
+        f"main@127.0.0.1:0={plugin.main}",
+        "--record",
+        str(record),
+        "--observe-parse-limit",
+        "1",
+    )
+    try:
+        with GolemClient("127.0.0.1", cli.port) as client:
+            vertices = [[i * 0.5, (i % 7) * 1.25, 0.0] for i in range(40_000)]
+            faces = [[i, i + 1, i + 2] for i in range(0, 39_990, 3)]
+            mesh = client.send_command(
+                "geometry.create_mesh", {"vertices": vertices, "faces": faces}
+            )
+            assert mesh["vertex_count"] == 40_000
+            assert client.send_command("scene.get_object_info", {"guid": mesh["guid"]})
+    finally:
+        cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    recording = read_recording(str(record))
+    gaps = [e for e in recording.events if isinstance(e, ObservationLost)]
+    assert [gap.reason for gap in gaps] == [GapReason.FRAME_TOO_LARGE]
+    assert "whose parse would hold about" in gaps[0].detail
+    assert "over the 1 MiB observation limit" in gaps[0].detail
+    assert [e.method for e in recording.exchanges()] == ["ping", "scene.get_object_info"]
+    show = start_cli("show", str(record))
+    out, err = show.communicate(timeout=60)
+    assert show.returncode == 0, err
+    assert "unobserved:frame-too-large" in out
 
 
 def observing_children(pid: int) -> list[int]:

@@ -1,0 +1,147 @@
+"""What a frame's parse would hold is judged before it is made: the estimate is no less than
+what the parse really holds for arrays, objects and strings (where a frame's bytes can cost
+twenty times their size), a blob costs what its elided text does, and the tap keeps a frame
+over the limit as one too large to hold is kept (its header, size and digest), its answer no
+orphan and the connection decoded on."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import tracemalloc
+
+import pytest
+
+from golem_core.messages import Role
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON
+from golem_proxy.events import (
+    Direction,
+    Event,
+    ExchangeCompleted,
+    FrameSeen,
+    GapReason,
+    ObservationLost,
+    ViolationSeen,
+)
+from golem_proxy.live.tap import ConnectionTap, ObserveLimits
+from golem_proxy.live.tap_parse import TooCostly, parse_for_view, parse_holds
+
+MIB = 1024 * 1024
+N = 300_000
+
+SHAPES = {
+    "empty arrays": b"[" + b"[]," * (N // 3) + b"[]]",
+    "empty objects": b"[" + b"{}," * (N // 3) + b"{}]",
+    "one-number arrays in arrays": b"[" + b"[[1]]," * (N // 6) + b"[]]",
+    "objects of one member": b"[" + b'{"a":1},' * (N // 8) + b"{}]",
+    "short strings": b"[" + b'"ab",' * (N // 5) + b'"ab"]',
+    "objects of three strings": b"["
+    + b'{"id":"8f1c2d3e-aaaa-bbbb-cccc-1234567890ab","name":"box 12","layer":"Default"},'
+    * (N // 80)
+    + b"{}]",
+    "a string of brackets": b'["' + b"[" * N + b'"]',
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_estimate_is_no_less_than_what_a_parse_holds(shape: str) -> None:
+    text = SHAPES[shape]
+    tracemalloc.start()
+    try:
+        parsed = json.loads(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    del parsed
+    held = peak + len(text)  # the text is held while it is parsed
+    assert held <= parse_holds(text, 0) <= 3 * held
+
+
+def test_brackets_inside_strings_cost_what_any_character_does() -> None:
+    text = SHAPES["a string of brackets"]
+    assert parse_holds(text) > 80 * len(text)  # counted over the whole text first
+    assert parse_holds(text, 0) < 4 * len(text)  # then outside its strings
+
+
+def test_a_frame_over_the_limit_is_refused_before_it_is_parsed() -> None:
+    payload = b'{"id":"1","success":true,"result":' + SHAPES["empty arrays"] + b"}"
+    cost = parse_holds(payload, 0)
+    with pytest.raises(TooCostly) as refused:
+        parse_for_view(GOLEM, payload, Role.RESPONSE, cost - 1)
+    assert refused.value.cost == cost
+    message, elided = parse_for_view(GOLEM, payload, Role.RESPONSE, cost)
+    assert message.obj == json.loads(payload) and elided == 0
+    assert parse_for_view(GOLEM, payload, Role.RESPONSE)[0].obj == message.obj
+
+
+def test_a_blob_costs_what_its_elided_text_does() -> None:
+    """A 3 MiB capture elided for the view costs its placeholder, not 3 bytes a byte."""
+    blob = base64.b64encode(bytes(range(256)) * (9 * 1024)).decode()
+    payload = json.dumps({"id": "1", "success": True, "result": {"image": blob}}).encode()
+    assert parse_holds(payload, 0) > MIB
+    message, elided = parse_for_view(GOLEM, payload, Role.RESPONSE, MIB)
+    assert elided == len(blob) and message.role is Role.RESPONSE
+
+
+def test_the_tap_keeps_a_request_too_costly_to_parse_as_its_digest() -> None:
+    """As a frame too large to hold: a gap with its header, size and SHA-256; its answer is
+    no orphan; the frames after it are decoded, numbered as if it were not there."""
+    events: list[Event] = []
+    limits = ObserveLimits(parse=MIB)
+    tap = ConnectionTap(1, "main", GOLEM, events.append, limits=limits)
+    costly = {"id": "a", "method": "geometry.create_mesh", "params": {"faces": [[]] * 50_000}}
+    big = GOLEM.encode(costly)
+    assert parse_holds(big[4:], 0) > MIB and len(big) * 3 < MIB  # bytes alone are no reason
+    tap.process(Direction.C2S, big, 0.1)
+    tap.process(Direction.S2C, GOLEM.encode({"id": "a", "result": {}, "error": None}), 0.2)
+    tap.process(Direction.C2S, GOLEM.encode({"id": "b", "method": "ping", "params": {}}), 0.3)
+    tap.process(
+        Direction.S2C, GOLEM.encode({"id": "b", "result": {"alive": True}, "error": None}), 0.4
+    )
+    lost = [e for e in events if isinstance(e, ObservationLost)]
+    assert [(gap.reason, gap.size, gap.direction) for gap in lost] == [
+        (GapReason.FRAME_TOO_LARGE, len(big), Direction.C2S)
+    ]
+    assert lost[0].digest == "sha256:" + hashlib.sha256(big[4:]).hexdigest()
+    assert lost[0].header == big[:4]
+    cost = parse_holds(big[4:], MIB) >> 20
+    assert f"a {len(big)}-byte frame whose parse would hold about {cost} MiB" in lost[0].detail
+    assert "over the 1 MiB observation limit" in lost[0].detail
+    seen = [(e.direction, e.index, e.orphan) for e in events if isinstance(e, FrameSeen)]
+    assert seen == [(Direction.S2C, 0, False), (Direction.C2S, 0, False), (Direction.S2C, 1, False)]
+    assert not any(isinstance(e, ViolationSeen) for e in events)
+    assert [e.request.message.method for e in events if isinstance(e, ExchangeCompleted)] == [
+        "ping"
+    ]
+
+
+def test_an_answer_too_costly_to_parse_is_kept_as_its_digest() -> None:
+    events: list[Event] = []
+    tap = ConnectionTap(1, "scrybe", JSONRPC_NDJSON, events.append, limits=ObserveLimits(parse=MIB))
+    answer = b'{"jsonrpc":"2.0","id":1,"result":' + SHAPES["empty objects"] + b"}\n"
+    tap.process(Direction.C2S, b'{"jsonrpc":"2.0","id":1,"method":"mask"}\n', 0.1)
+    tap.process(Direction.S2C, answer, 0.2)
+    lost = [e for e in events if isinstance(e, ObservationLost)]
+    assert [(gap.reason, gap.size) for gap in lost] == [(GapReason.FRAME_TOO_LARGE, len(answer))]
+    assert lost[0].digest == "sha256:" + hashlib.sha256(answer[:-1]).hexdigest()
+    assert [e.direction for e in events if isinstance(e, FrameSeen)] == [Direction.C2S]
+
+
+def test_a_mesh_under_the_default_limit_is_parsed() -> None:
+    """The default limit leaves a 32 MiB mesh (3-number arrays) or mask (numbers) parsed."""
+    limit = ObserveLimits().parse
+    vertex = b"[12.345678,-3.210001,0.5],"
+    mesh = b"[" + vertex * (32 * MIB // len(vertex)) + b"[0,0,0]]"
+    mask = b"[" + b"1," * (16 * MIB) + b"1]"
+    assert parse_holds(mesh, limit) < limit
+    assert parse_holds(mask, limit) < limit
+    assert parse_holds(b"[" + b"[]," * (10 * MIB) + b"[]]", limit) > limit
+
+
+def test_past_a_million_quotes_brackets_in_strings_are_not_counted_again() -> None:
+    """Taking strings out one by one would cost seconds: the whole text's count stands."""
+    text = b"[" + b'"[",' * 600_000 + b'"["]'
+    assert parse_holds(text, 0) == parse_holds(text)
+    few = b"[" + b'"[",' * 1000 + b'"["]'
+    assert parse_holds(few, 0) < parse_holds(few)
