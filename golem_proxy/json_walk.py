@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from .recording.line_guard import JSON_STRING
+from .json_cost import JSON_STRING
 
 __all__ = [
     "COLON",

@@ -10,7 +10,7 @@ from golem_core.messages import Message, Role, elide_long_strings
 from golem_core.profiles import Profile
 
 from ..fast_json import NOT_DECODED, decode_exactly
-from ..recording.line_guard import MANY_QUOTES, outside_strings
+from ..json_cost import most_held, parse_holds
 from .opaque_scan import opaque_scan
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "encode_redacted",
     "parse_fast",
     "parse_for_view",
-    "parse_holds",
 ]
 
 ELIDE_FRAMES_OVER = 1024 * 1024
@@ -73,48 +72,8 @@ def parse_for_view(
     return parse_fast(profile, payload, role), 0
 
 
-# What a parsed payload holds, in bytes, per structural character of its text: measured with
-# tracemalloc on 2 MB payloads of one shape each (arrays of ``[]``, ``{}``, ``[[1]]``,
-# ``{"a":1}``, ``"ab"``, objects of three strings; real/estimated 0.36-0.97), and with the
-# process's peak on 28 MiB ones. An array is its object, its slots and its slot in its
-# parent, an object a dict of a few keys, a string its object (per quote: half of one), an
-# element (a comma) its slot and a small number. A number's own object is left out: an
-# array of ``1e1`` holds 1.7 times the estimate, ~10 bytes a byte, 320 MiB in a 32 MiB frame.
-_ARRAY, _OBJECT, _QUOTE, _ELEMENT = 88, 200, 28, 16
-_PARSE = 4096
-"""What any parse holds beside (the decoder's own objects)."""
-MOST_PER_BYTE = 3 + _OBJECT
-"""The most `parse_holds` charges a byte: a text that short costs no count."""
-
-
-def parse_holds(text: bytes, over: Optional[int] = None) -> int:
-    """What parsing ``text`` (JSON) would hold, in bytes: the text, its decoded copy and its
-    strings' characters, and its arrays, objects, strings and elements. Counted over the
-    whole text first; when that is more than ``over``, its brackets and commas again outside
-    its strings (a string of ``[[[…`` is no structure; its quotes still count), unless it
-    has more than `MANY_QUOTES`: taking that many strings out costs a second a million."""
-    quotes = text.count(b'"')
-    cost = _weighed(text, text) + _QUOTE * quotes
-    if over is not None and cost > over and quotes <= MANY_QUOTES:
-        cost = _weighed(text, outside_strings(text, _NOT_STRUCTURE)) + _QUOTE * quotes
-    return cost
-
-
-_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b"[{,")
-
-
-def _weighed(text: bytes, structure: bytes) -> int:
-    return (
-        _PARSE
-        + 3 * len(text)
-        + _ARRAY * structure.count(b"[")
-        + _OBJECT * structure.count(b"{")
-        + _ELEMENT * structure.count(b",")
-    )
-
-
 def _within(text: bytes, limit: Optional[int]) -> None:
-    if limit is None or _PARSE + len(text) * MOST_PER_BYTE <= limit:
+    if limit is None or most_held(len(text)) <= limit:
         return
     cost = parse_holds(text, limit)
     if cost > limit:

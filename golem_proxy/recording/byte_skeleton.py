@@ -31,9 +31,10 @@ from golem_core.messages import Malformed, MalformedKind, Message, Role
 from golem_core.outcome import Outcome, OutcomeKind
 from golem_core.profiles import Profile
 
+from ..json_cost import parse_cost
 from ..json_walk import NotAnObject, Tokens, blanked, iter_members
 from .frame_skeleton import SKELETON_BUDGET
-from .line_guard import decode_payload, parse_cost
+from .line_guard import decode_payload
 from .schema import RecordingError
 
 __all__ = [

@@ -27,8 +27,9 @@ from golem_core.profiles import Profile
 from .. import events
 from ..bulk import reads_alike
 from ..events import Direction
+from ..json_cost import parse_cost
 from .frame_skeleton import WITHIN_ANY, over_parse_budget, skeleton_members
-from .line_guard import parse_cost, strictly_unreadable, unreadable_by_bytes
+from .line_guard import strictly_unreadable, unreadable_by_bytes
 from .schema import JSON_SAFE, MSG_KEY, dumps
 
 __all__ = [

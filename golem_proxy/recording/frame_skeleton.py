@@ -29,8 +29,8 @@ import math
 from typing import Any, Callable, Optional
 
 from ..bulk import BULK_NUMBERS, without_long_arrays, without_number_arrays
+from ..json_cost import MOST_PER_BYTE, most_held, parse_cost
 from ..json_levels import strict_json_misfit
-from .line_guard import MOST_PER_BYTE, parse_cost
 from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, MSG_KEY, dumps
 
 __all__ = [
@@ -62,7 +62,7 @@ def over_parse_budget(
 ) -> bool:
     """Whether a reader would refuse to parse the line of a frame whose verbatim ``payload``
     (valid JSON) it is; ``elided``: the bytes of opaque strings in it (the tap's count), which
-    cost 2 bytes a byte, no more; ``around``: what the line's other members cost (`parse_cost`
+    cost 3 bytes a byte, no more; ``around``: what the line's other members cost (`parse_cost`
     of them; a margin when they are not known). Bounded first from the lengths alone:
     counting a 16 MiB viewport capture's brackets would cost the recorder ~12 ms an answer."""
     if within_parse_budget(len(payload), elided, budget):
@@ -71,8 +71,8 @@ def over_parse_budget(
     return parse_cost(payload, limit)[0] > limit
 
 
-WITHIN_ANY = (DEFAULT_LINE_BUDGET - _AROUND) // (2 + MOST_PER_BYTE)
-"""A payload this long or shorter is within a reader's budget whatever it holds (7.5 MiB):
+WITHIN_ANY = (DEFAULT_LINE_BUDGET - _AROUND - most_held(0)) // MOST_PER_BYTE
+"""A payload this long or shorter is within a reader's budget whatever it holds (2.5 MiB):
 the recorder's test of a frame, in one comparison."""
 
 
@@ -80,7 +80,7 @@ def within_parse_budget(size: int, elided: int = 0, budget: int = DEFAULT_LINE_B
     """Whether a payload of ``size`` bytes, ``elided`` of them in opaque strings, is within a
     reader's parse budget whatever it holds and whatever the members around it (up to a
     mebibyte's parse: a frame's are a few hundred bytes)."""
-    return 2 * size + MOST_PER_BYTE * max(0, size - elided) <= budget - _AROUND
+    return most_held(size, elided) <= budget - _AROUND
 
 
 def skeleton_members(

@@ -1,7 +1,7 @@
 """Guarding a recording's line before it is parsed: its nesting depth and the memory parsing it
-would take, estimated from its structural characters (a line of ``[[],…]`` costs ~25 times its
-bytes once parsed), then the parse itself. A recording may come from anyone: every problem is
-a `RecordingError`."""
+would take, estimated from its structural characters (`golem_proxy.json_cost`: a line of
+``[[],…]`` costs ~35 times its bytes once parsed), then the parse itself. A recording may
+come from anyone: every problem is a `RecordingError`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ import json
 import re
 from typing import Any, Callable, NoReturn, Optional
 
+from ..json_cost import outside_strings, parse_cost
 from ..json_levels import strict_json_misfit
 from .schema import DEFAULT_LINE_BUDGET, MAX_DEPTH, RecordingError
 
 __all__ = [
-    "JSON_STRING",
-    "MOST_PER_BYTE",
     "NOT_ONE_VALUE",
     "OverBudget",
     "check_line",
@@ -22,22 +21,12 @@ __all__ = [
     "decode_payload",
     "has_brackets",
     "not_one_value",
-    "outside_strings",
-    "parse_cost",
     "strictly_unreadable",
     "unreadable_by_bytes",
 ]
 
 
-JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-"""A JSON string, unrolled so that the regex engine runs through plain characters in one step
-(an alternation per character cost 6 s and 3 GB over a 30 MB string)."""
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b"[{,")
-# Bytes parsing costs per structural character: a container object with its slot in its
-# parent, and an element (pointer and a small object) per comma.
-_CONTAINER_COST = 64
-_ELEMENT_COST = 32
 
 
 class OverBudget(RecordingError):
@@ -58,41 +47,10 @@ def check_line(line: bytes, *, budget: int = DEFAULT_LINE_BUDGET, depth: int = M
         raise RecordingError(f"JSON nested too deep (more than {depth} levels)")
 
 
-def parse_cost(text: bytes, over: Optional[int] = None) -> tuple[int, int]:
-    """What parsing ``text`` (JSON) would cost in memory, in bytes, estimated from its
-    structural characters (`check_line`'s measure), and how many arrays and objects it opens.
-    Counted over the whole text first; when that is more than ``over``, again outside its
-    strings, where brackets and commas cost what any character does (a string id of
-    ``[[[…`` or a CSV text is no structure)."""
-    cost, opens = _structure_cost(text)
-    if over is not None and cost > over:
-        outside = outside_strings(text, _NOT_STRUCTURE)
-        opens = outside.count(b"[") + outside.count(b"{")
-        # Every byte of the strings is still held, 2 bytes each as any other.
-        cost = 2 * len(text) + _CONTAINER_COST * opens + _ELEMENT_COST * outside.count(b",")
-    return cost, opens
-
-
-MANY_QUOTES = 1_000_000
-"""Past this many quotes, a text's strings are taken out one by one (`outside_strings`), not
-with one `re.sub`, which holds a piece for each (34 MB of ``{"a":[],…}`` peaked at 1.1 GiB)."""
-
-
-def _structure_cost(text: bytes) -> tuple[int, int]:
-    # Three counts (~4 ms each for 16 MiB): keeping the structural characters with one
-    # `translate` first costs as much for a text and twice as much for a mesh.
-    opens = text.count(b"[") + text.count(b"{")
-    return 2 * len(text) + _CONTAINER_COST * opens + _ELEMENT_COST * text.count(b","), opens
-
-
-MOST_PER_BYTE = 2 + _CONTAINER_COST
-"""The most `parse_cost` charges a byte: a bound from a length alone."""
-
-
 def _deeper_than(line: bytes, depth: int) -> bool:
     # Brackets inside strings do not count; what is left is peeled one level per pass, so a
     # wide structure goes in a few passes and a deep one stops after ``depth``.
-    skeleton = _bracketsoutside_strings(line)
+    skeleton = _brackets_outside_strings(line)
     skeleton = skeleton.replace(b"{", b"[").replace(b"}", b"]")
     # A run of ``depth + 1`` opening brackets is that deep already: found in one linear search,
     # where peeling ``[[[…]]]`` a level per pass would cost ``depth`` passes.
@@ -160,7 +118,7 @@ def not_one_value(payload: bytes) -> str:
     pair = {b"{": b"}", b"[": b"]"}.get(text[:1])
     if pair is None or not text.endswith(pair):
         return "a payload kept unparsed is not a JSON object or array"
-    skeleton = _bracketsoutside_strings(text)
+    skeleton = _brackets_outside_strings(text)
     inner = skeleton.replace(b"{", b"[").replace(b"}", b"]")[1:-1]
     run = b"[" * (MAX_DEPTH - 1)
     while inner:
@@ -173,24 +131,9 @@ def not_one_value(payload: bytes) -> str:
     return ""
 
 
-def _bracketsoutside_strings(text: bytes) -> bytes:
+def _brackets_outside_strings(text: bytes) -> bytes:
     """``text``'s brackets that are not inside its strings, in order."""
     return outside_strings(text, _NOT_BRACKETS)
-
-
-def outside_strings(text: bytes, delete: bytes) -> bytes:
-    """What is outside ``text``'s strings, in order, less the bytes ``delete`` lists: with one
-    `re.sub`, or string by string past `MANY_QUOTES` quotes (a Python step each: ~1 s a
-    million strings, in bounded memory)."""
-    if text.count(b'"') <= MANY_QUOTES:
-        return JSON_STRING.sub(b"", text).translate(None, delete)
-    kept = bytearray()
-    outside = 0
-    for string in JSON_STRING.finditer(text):
-        kept += text[outside : string.start()].translate(None, delete)
-        outside = string.end()
-    kept += text[outside:].translate(None, delete)
-    return bytes(kept)
 
 
 def unreadable_by_bytes(payload: bytes) -> str:

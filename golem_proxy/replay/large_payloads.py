@@ -18,8 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from ..json_cost import JSON_STRING
 from ..json_walk import COLON, member_span
-from ..recording.line_guard import JSON_STRING
 from .diffing import ABSENT, Comparator, Difference
 from .matching import GUID_RE
 

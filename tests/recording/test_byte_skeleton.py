@@ -20,12 +20,15 @@ from hypothesis import strategies as st
 from golem_core.messages import Malformed, MalformedKind, Response, Role
 from golem_core.outcome import OutcomeKind
 from golem_core.profiles import GOLEM
+from golem_proxy import json_cost
 from golem_proxy.events import Direction, Event, ExchangeCompleted, FrameSeen
-from golem_proxy.recording import byte_skeleton, line_guard
+from golem_proxy.json_cost import parse_cost
+from golem_proxy.live.tap_limits import ObserveLimits
+from golem_proxy.recording import byte_skeleton
 from golem_proxy.recording.byte_skeleton import MOST_MEMBERS, SMALL, skeleton_of_bytes
 from golem_proxy.recording.fast_reader import FastRecordingReader
 from golem_proxy.recording.format import RecordingReader
-from golem_proxy.recording.line_guard import not_one_value, parse_cost
+from golem_proxy.recording.line_guard import not_one_value
 from golem_proxy.recording.schema import MSG_KEY, RecordingError
 from tests.replay.test_cli import replaying
 from tests.replay.test_large_payloads import _call
@@ -40,8 +43,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _session(answer: bytes) -> TapSimulator:
-    """A call answered with ``answer``, then a ping, through the real tap."""
-    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    """A call answered with ``answer``, then a ping, through the real tap, as a proxy
+    recorded it before the parse limit (`ObserveLimits.parse`), or with a higher one."""
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024, limits=ObserveLimits(parse=1 << 40))
     tap.open(1)
     tap.request(1, {"id": "a1", "method": "mesh.get_mask", "params": {}})
     tap.tick(0.2)
@@ -336,5 +340,5 @@ def test_strings_taken_out_one_by_one_give_the_same_costs(pieces: list[bytes]) -
     costs and bracket checks are the ones `re.sub` gives."""
     text = b"".join(pieces)
     with_sub = (parse_cost(text, 0), not_one_value(text))
-    with mock.patch.object(line_guard, "MANY_QUOTES", -1):
+    with mock.patch.object(json_cost, "MANY_QUOTES", -1):
         assert (parse_cost(text, 0), not_one_value(text)) == with_sub

@@ -16,13 +16,15 @@ from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
 from golem_proxy.bulk import BULK_NUMBERS
 from golem_proxy.events import Direction, ExchangeCompleted, FrameSeen
+from golem_proxy.json_cost import parse_cost
+from golem_proxy.live.tap_limits import ObserveLimits
 from golem_proxy.recording import frame_lines, frame_skeleton
 from golem_proxy.recording.fast_reader import FastRecordingReader
 from golem_proxy.recording.format import RecordingReader, RecordingWriter
 from golem_proxy.recording.frame_reading import event_object
 from golem_proxy.recording.frame_skeleton import over_parse_budget, skeleton_members
 from golem_proxy.recording.inflight_scan import in_flight
-from golem_proxy.recording.line_guard import check_line, decode_json, parse_cost
+from golem_proxy.recording.line_guard import check_line, decode_json
 from golem_proxy.recording.schema import DEFAULT_LINE_BUDGET, MSG_KEY, RecordingError
 from golem_proxy.replay.merge import append_recording
 from tests.support.cli_helpers import run_cli
@@ -53,8 +55,9 @@ def large_answer_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
 
 
 def _answered(method: str, answer: bytes) -> TapSimulator:
-    """A call of ``method`` answered with ``answer``, through the real tap."""
-    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024)
+    """A call of ``method`` answered with ``answer``, through the real tap, with no parse
+    limit (`ObserveLimits.parse`): as a proxy with a higher one, or before it, recorded it."""
+    tap = TapSimulator(GOLEM, cap=64 * 1024 * 1024, limits=ObserveLimits(parse=1 << 40))
     tap.open(1)
     tap.request(1, {"id": "a1", "method": method, "params": {}})
     tap.send(1, Direction.S2C, GOLEM.frame_payload(answer))
@@ -261,7 +264,7 @@ def test_brackets_inside_strings_cost_what_any_character_does() -> None:
     text = b'{"id":"' + b"[" * 20_000_000 + b'","x":[1]}'
     check_line(text)
     assert parse_cost(text)[0] > 1 << 30
-    assert parse_cost(text, 1 << 29)[0] < 50 << 20
+    assert parse_cost(text, 1 << 29)[0] < 64 << 20  # 3 bytes a byte of a string
 
 
 def test_a_request_too_large_to_parse_is_seen_in_flight(tmp_path: Path) -> None:

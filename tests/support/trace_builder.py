@@ -14,6 +14,7 @@ from typing import Any, Optional
 from golem_core.profiles import GOLEM, Profile
 from golem_proxy.events import ConnectionClosed, ConnectionOpened, Direction, Event
 from golem_proxy.live.tap import ConnectionTap
+from golem_proxy.live.tap_limits import DEFAULT_LIMITS, ObserveLimits
 from golem_proxy.recording.format import Header, RecordingWriter, RouteInfo
 
 
@@ -29,9 +30,15 @@ class _Conn:
 class TapSimulator:
     """Turns the bytes of a session into the events the proxy's tap emits."""
 
-    def __init__(self, profile: Profile = GOLEM, cap: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        profile: Profile = GOLEM,
+        cap: Optional[int] = None,
+        limits: ObserveLimits = DEFAULT_LIMITS,
+    ) -> None:
         self.profile = profile
         self.cap = cap
+        self.limits = limits
         self.events: list[Event] = []
         self.conns: dict[int, _Conn] = {}
         self._micros = 0  # whole microseconds, so times survive the recording's rounding
@@ -44,7 +51,9 @@ class TapSimulator:
         self._micros += round(seconds * 1e6)
 
     def open(self, conn: int, route: str = "main", *, upstream: str = "127.0.0.1:9876") -> None:
-        tap = ConnectionTap(conn, route, self.profile, self._publish, cap=self.cap)
+        tap = ConnectionTap(
+            conn, route, self.profile, self._publish, cap=self.cap, limits=self.limits
+        )
         self.conns[conn] = _Conn(route, tap)
         client = f"127.0.0.1:{50000 + conn}"
         opened = ConnectionOpened(
