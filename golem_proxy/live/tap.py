@@ -340,29 +340,34 @@ class ConnectionTap:
         return None
 
     def _finish_digest(
-        self, direction: Direction, digest: FrameDigest, t: float, cost: int = 0
+        self, direction: Direction, digest: FrameDigest, t: float, cost: int = 0, why: str = ""
     ) -> None:
         """Say a frame was not observed: too large to hold (its digest made as it streamed)
-        or, with ``cost``, whole but too costly to parse (`_unparsed`)."""
+        or, with ``cost``, whole but too costly to parse (`_unparsed`; ``why``: its bytes
+        never reached their receiver)."""
         self._digests.pop(direction, None)
         # A client's frame is a request (a server's too, when its server may ask): its answer
-        # will come back unpaired.
+        # will come back unpaired. A server's is an answer (a client's too, then): the
+        # requests waiting may have had theirs.
         if direction is Direction.C2S or self.profile.servers_send_requests:
             self._pairing.unseen_request(direction)
+        if direction is Direction.S2C or self.profile.servers_send_requests:
+            self._pairing.answers_lost(direction.reverse)
         self._gap(
             direction,
             t,
             GapReason.FRAME_TOO_LARGE,
             digest.size,
-            detail=unobserved_detail(digest.size, self.limits, cost),
+            detail=unobserved_detail(digest.size, self.limits, cost, why),
             digest=f"sha256:{digest.hash.hexdigest()}",
             header=digest.header,
         )
 
-    def _unparsed(self, direction: Direction, frame: Frame, t: float, cost: int) -> None:
+    def _unparsed(self, direction: Direction, frame: Frame, t: float, cost: int, why: str) -> None:
+        # Digested as a frame over the frame limit is: all its bytes after its header.
         digest = FrameDigest(frame.header, frame.payload, None)
-        digest.size = frame.size
-        self._finish_digest(direction, digest, t, cost)
+        digest.add(frame.terminator)
+        self._finish_digest(direction, digest, t, cost, why)
 
     def _where(self, direction: Direction, t: float) -> Where:
         return Where(conn=self.conn, route=self.route, direction=direction, t=t)

@@ -69,9 +69,9 @@ class Violated(Protocol):
 Evicted = Callable[[Direction, list[Pending[FrameSeen]], float], None]
 """How the tap reports the requests let go past the pending limits (`ConnectionTap._evicted`)."""
 
-Unparsed = Callable[[Direction, Frame, float, int], None]
-"""How the tap reports a frame too costly to parse, and what its parse would have held
-(`ConnectionTap._unparsed`)."""
+Unparsed = Callable[[Direction, Frame, float, int, str], None]
+"""How the tap reports a frame too costly to parse: what its parse would have held, and why
+its bytes never reached their receiver, if they did not (`ConnectionTap._unparsed`)."""
 
 
 class FramePublisher:
@@ -165,8 +165,8 @@ class FramePublisher:
         try:
             message, elided = parse_for_view(self.profile, payload, role, self._parse_limit)
         except TooCostly as costly:
-            self.undelivered(direction)  # the mark's partial delivery was this frame's
-            self._unparsed(direction, frame, t, costly.cost)
+            undelivered, _ = self.undelivered(direction)
+            self._unparsed(direction, frame, t, costly.cost, undelivered)
             return None
         role = message.role or role
         asker = direction if role is Role.REQUEST else direction.reverse

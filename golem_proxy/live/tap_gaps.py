@@ -42,9 +42,10 @@ def lost_detail(
     )
 
 
-def unobserved_detail(size: int, limits: ObserveLimits, cost: int = 0) -> str:
+def unobserved_detail(size: int, limits: ObserveLimits, cost: int = 0, why: str = "") -> str:
     """A ``size``-byte frame forwarded whole and not observed: over the frame limit or, with
-    ``cost`` (what its parse would have held), over the parse limit."""
+    ``cost`` (what its parse would have held), over the parse limit; with ``why``, read
+    whole but never delivered."""
     if cost:
         over = (
             f"whose parse would hold about {cost >> 20} MiB, over the "
@@ -52,7 +53,8 @@ def unobserved_detail(size: int, limits: ObserveLimits, cost: int = 0) -> str:
         )
     else:
         over = f"over the {limits.frame}-byte observation limit"
-    return f"a {size}-byte frame {over} was forwarded whole; kept as its header, size and digest"
+    fate = f"read whole, never delivered ({why})" if why else "forwarded whole"
+    return f"a {size}-byte frame {over} was {fate}; kept as its header, size and digest"
 
 
 def evicted_detail(numbers: list[int], limits: ObserveLimits) -> str:

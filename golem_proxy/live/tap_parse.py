@@ -3,7 +3,9 @@ with what a parse would hold judged before it is made (`TooCostly`)."""
 
 from __future__ import annotations
 
+import codecs
 import json
+import re
 from typing import Optional
 
 from golem_core.messages import Message, Role, elide_long_strings
@@ -63,18 +65,45 @@ def parse_for_view(
     (0 but for a frame over `ELIDE_FRAMES_OVER`). A blob (an image, a mesh) is not
     materialised for the live view: the typing and the checks do not depend on its content,
     and the recording keeps its bytes. Raises `TooCostly`, before parsing, when what is
-    parsed would hold more than ``limit`` bytes."""
-    if len(payload) > ELIDE_FRAMES_OVER:
+    parsed would hold more than ``limit`` bytes, unless a parse would refuse it before it
+    holds anything much (`_refused_at_once`)."""
+    large = len(payload) > ELIDE_FRAMES_OVER
+    text, elided = payload, 0
+    if large:
         text, elided = elide_long_strings(payload, ELIDE_STRINGS_OVER, OPAQUE_SCAN)
-        _within(text, limit)
+    if limit is not None and most_held(len(text)) > limit:
+        cost = parse_holds(text, limit)
+        if cost > limit:
+            if not _refused_at_once(text):
+                raise TooCostly(cost)
+            return profile.parse(payload, role), 0
+    if large:
         return profile.parse(text if elided else payload, role), elided
-    _within(payload, limit)
     return parse_fast(profile, payload, role), 0
 
 
-def _within(text: bytes, limit: Optional[int]) -> None:
-    if limit is None or most_held(len(text)) <= limit:
-        return
-    cost = parse_holds(text, limit)
-    if cost > limit:
-        raise TooCostly(cost)
+DECODER_DEPTH = 1000
+"""Arrays and objects opened in a row past which Python's decoder stops (its recursion
+limit): a text that opens this many at its start is refused having held that many."""
+_OPENS_AT_ONCE = re.compile(rb"[ \t\r\n]*(?:[\[{][ \t\r\n]*){%d}" % DECODER_DEPTH)
+_READ_AT_A_TIME = 1024 * 1024
+
+
+def _refused_at_once(text: bytes) -> bool:
+    """Whether a parse of ``text`` fails before it holds much: not UTF-8 (the decoding fails
+    first, before any JSON is read), or opening more arrays and objects at its start than
+    the decoder goes deep. Such a frame is typed as a parse types it (malformed), also for
+    ``--enforce-limits``, rather than left unparsed. Checked in bounded memory."""
+    if _OPENS_AT_ONCE.match(text):
+        return True
+    if text.isascii():
+        return False
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(text)
+    try:
+        for start in range(0, len(text), _READ_AT_A_TIME):
+            decoder.decode(view[start : start + _READ_AT_A_TIME])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return True
+    return False

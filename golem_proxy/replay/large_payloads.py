@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ..json_cost import JSON_STRING
+from ..json_cost import STRING_OR_REST
 from ..json_walk import COLON, member_span
 from .diffing import ABSENT, Comparator, Difference
 from .matching import GUID_RE
@@ -68,7 +68,7 @@ def _guids_mapped(payload: bytes, guids: Mapping[str, str]) -> bytes:
         found = guids.get(string[1:-1].decode("ascii"))
         return string if found is None else _string(found)
 
-    return JSON_STRING.sub(mapped, payload)
+    return STRING_OR_REST.sub(mapped, payload)
 
 
 def _string(value: Any) -> bytes:

@@ -13,7 +13,7 @@ import tracemalloc
 
 import pytest
 
-from golem_core.messages import Role
+from golem_core.messages import Malformed, MalformedKind, Role
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 from golem_proxy.events import (
     Direction,
@@ -24,8 +24,9 @@ from golem_proxy.events import (
     ObservationLost,
     ViolationSeen,
 )
+from golem_proxy.json_cost import outside_strings, parse_holds
 from golem_proxy.live.tap import ConnectionTap, ObserveLimits
-from golem_proxy.live.tap_parse import TooCostly, parse_for_view, parse_holds
+from golem_proxy.live.tap_parse import TooCostly, parse_for_view
 
 MIB = 1024 * 1024
 N = 300_000
@@ -35,13 +36,23 @@ SHAPES = {
     "empty objects": b"[" + b"{}," * (N // 3) + b"{}]",
     "one-number arrays in arrays": b"[" + b"[[1]]," * (N // 6) + b"[]]",
     "objects of one member": b"[" + b'{"a":1},' * (N // 8) + b"{}]",
+    "points as objects": b"[" + b'{"x": 12.34, "y": 5.67, "z": 8.9}, ' * (N // 36) + b"{}]",
     "short strings": b"[" + b'"ab",' * (N // 5) + b'"ab"]',
+    "floats": b"[" + b"1e1," * (N // 4) + b"1e1]",
+    "floats, arrays and a character past U+FFFF": b'["\xf0\x9f\x98\x80",'
+    + (b"1e1," * 3 + b"[[1]],") * (N // 18)
+    + b"[]]",
     "objects of three strings": b"["
     + b'{"id":"8f1c2d3e-aaaa-bbbb-cccc-1234567890ab","name":"box 12","layer":"Default"},'
     * (N // 80)
     + b"{}]",
     "a string of brackets": b'["' + b"[" * N + b'"]',
+    "JSON in a string (an MCP text content)": json.dumps(
+        {"type": "text", "text": json.dumps([[1.5, -2.25, 3.0]] * (N // 20))}
+    ).encode(),
 }
+"""Shapes whose parse the estimate is no less than. Integers past 256 and objects of
+distinct keys are not among them: ~10 bytes a byte, up to twice the estimate."""
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
@@ -59,10 +70,20 @@ def test_the_estimate_is_no_less_than_what_a_parse_holds(shape: str) -> None:
     assert held <= parse_holds(text, 0) + 4096 <= 3 * held
 
 
-def test_brackets_inside_strings_cost_what_any_character_does() -> None:
-    text = SHAPES["a string of brackets"]
-    assert parse_holds(text) > 80 * len(text)  # counted over the whole text first
+@pytest.mark.parametrize(
+    "shape", ["a string of brackets", "JSON in a string (an MCP text content)"]
+)
+def test_brackets_inside_strings_cost_what_any_character_does(shape: str) -> None:
+    text = SHAPES[shape]
+    assert parse_holds(text) > 5 * len(text)  # counted over the whole text first
     assert parse_holds(text, 0) < 4 * len(text)  # then outside its strings
+
+
+def test_a_string_that_never_closes_costs_one_pass() -> None:
+    """A quote that never closes, then escaped quotes: the search through the strings does
+    not try again from each of them (it did, and 40,000 took 12 s)."""
+    text = b"[" * 400_000 + b'"' + b'\\"' * 200_000
+    assert outside_strings(text, b"") == b"[" * 400_000  # the rest is the string
 
 
 def test_a_frame_over_the_limit_is_refused_before_it_is_parsed() -> None:
@@ -125,7 +146,8 @@ def test_an_answer_too_costly_to_parse_is_kept_as_its_digest() -> None:
     tap.process(Direction.S2C, answer, 0.2)
     lost = [e for e in events if isinstance(e, ObservationLost)]
     assert [(gap.reason, gap.size) for gap in lost] == [(GapReason.FRAME_TOO_LARGE, len(answer))]
-    assert lost[0].digest == "sha256:" + hashlib.sha256(answer[:-1]).hexdigest()
+    # As a line over the frame limit is digested: its bytes after its header, newline too.
+    assert lost[0].digest == "sha256:" + hashlib.sha256(answer).hexdigest()
     assert [e.direction for e in events if isinstance(e, FrameSeen)] == [Direction.C2S]
 
 
@@ -140,9 +162,50 @@ def test_a_mesh_under_the_default_limit_is_parsed() -> None:
     assert parse_holds(b"[" + b"[]," * (10 * MIB) + b"[]]", limit) > limit
 
 
-def test_past_a_million_quotes_brackets_in_strings_are_not_counted_again() -> None:
-    """Taking strings out one by one would cost seconds: the whole text's count stands."""
+def test_past_a_million_quotes_brackets_in_strings_are_still_no_structure() -> None:
     text = b"[" + b'"[",' * 600_000 + b'"["]'
-    assert parse_holds(text, 0) == parse_holds(text)
-    few = b"[" + b'"[",' * 1000 + b'"["]'
-    assert parse_holds(few, 0) < parse_holds(few)
+    assert parse_holds(text, 0) < parse_holds(text) / 2
+
+
+@pytest.mark.parametrize(
+    ("payload", "kind"),
+    [
+        (b"[" * 2_000_000, MalformedKind.INVALID_JSON),  # deeper than the decoder goes
+        (b"[" + b"[]," * 700_000 + b'"\xff"]', MalformedKind.INVALID_UTF8),
+    ],
+    ids=["opens past the decoder's depth", "not UTF-8"],
+)
+def test_a_costly_frame_a_parse_refuses_at_once_is_malformed(
+    payload: bytes, kind: MalformedKind
+) -> None:
+    """Typed as a parse types it, so that ``--enforce-limits`` still closes the connection."""
+    assert parse_holds(payload, 0) > MIB
+    message, _ = parse_for_view(JSONRPC_NDJSON, payload, Role.REQUEST, MIB)
+    assert isinstance(message, Malformed) and message.kind is kind
+    tap = ConnectionTap(1, "scrybe", JSONRPC_NDJSON, [].append, limits=ObserveLimits(parse=MIB))
+    verdict = tap.process(Direction.C2S, payload + b"\n", 0.1)
+    assert verdict is not None and "malformed" in verdict.reason
+
+
+def test_after_an_answer_not_observed_a_request_with_its_id_takes_the_next_answer() -> None:
+    """A client that uses an id again once answered: the answer not observed was the first
+    request's, so the next answer is the second request's, not the first's."""
+    events: list[Event] = []
+    tap = ConnectionTap(1, "scrybe", JSONRPC_NDJSON, events.append, limits=ObserveLimits(parse=MIB))
+    costly = b'{"jsonrpc":"2.0","id":1,"result":' + SHAPES["empty objects"] + b"}\n"
+    tap.process(Direction.C2S, b'{"jsonrpc":"2.0","id":1,"method":"mask"}\n', 0.1)
+    tap.process(Direction.S2C, costly, 0.2)
+    tap.process(Direction.C2S, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', 0.3)
+    tap.process(Direction.S2C, b'{"jsonrpc":"2.0","id":1,"result":{}}\n', 0.4)
+    exchanges = [e for e in events if isinstance(e, ExchangeCompleted)]
+    assert [(e.request.index, e.request.message.method) for e in exchanges] == [(1, "ping")]
+
+
+def test_a_costly_frame_never_delivered_says_so() -> None:
+    events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append, limits=ObserveLimits(parse=MIB))
+    tap.mark_undelivered(Direction.C2S, "upstream gone")
+    costly = GOLEM.encode({"id": "a", "method": "m", "params": {"faces": [[]] * 50_000}})
+    tap.process(Direction.C2S, costly, 0.1)
+    (gap,) = [e for e in events if isinstance(e, ObservationLost)]
+    assert "was read whole, never delivered (upstream gone)" in gap.detail

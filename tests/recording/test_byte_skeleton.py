@@ -330,15 +330,18 @@ def test_an_outcome_the_skeleton_does_not_show_is_the_one_recorded(
 
 @given(
     st.lists(
-        st.one_of(st.sampled_from([b"[", b"]", b"{", b"}", b",", b" ", b"1", b"\\"]),
+        st.one_of(st.sampled_from([b"[", b"]", b"{", b"}", b",", b" ", b"1", b"\\", b'"', b":"]),
                   st.text(max_size=6).map(lambda t: json.dumps(t).encode())),
         max_size=40,
     )
 )  # fmt: skip
-def test_strings_taken_out_one_by_one_give_the_same_costs(pieces: list[bytes]) -> None:
-    """Past a million quotes the strings are taken out one by one, in bounded memory: the
-    costs and bracket checks are the ones `re.sub` gives."""
+def test_strings_taken_out_a_window_at_a_time_give_the_same_costs(pieces: list[bytes]) -> None:
+    """Strings are taken out a window of the text at a time, in bounded memory: the costs
+    and bracket checks are the ones the whole text in one window gives, however the windows
+    fall (inside a string, an escape, a run of backslashes)."""
     text = b"".join(pieces)
-    with_sub = (parse_cost(text, 0), not_one_value(text))
-    with mock.patch.object(json_cost, "MANY_QUOTES", -1):
-        assert (parse_cost(text, 0), not_one_value(text)) == with_sub
+    with mock.patch.object(json_cost, "WINDOW", 1 << 30):
+        whole = (parse_cost(text, 0), not_one_value(text))
+    for window in (1, 2, 3, 5):
+        with mock.patch.object(json_cost, "WINDOW", window):
+            assert (parse_cost(text, 0), not_one_value(text)) == whole
