@@ -23,6 +23,7 @@ from golem_core.profiles import GOLEM, Profile
 from ..events import Direction, Event
 from ..recording.streams import rebuild_streams
 from .fault_spec import MAX_COUNT, MAX_MS, FaultKind, FaultRule, FaultSpecError, parse_fault
+from .tap_parse import typed_within
 
 __all__ = [
     "MAX_COUNT",
@@ -103,10 +104,16 @@ class ConnectionFaults:
         self._rng = {d: random.Random(f"{plan.seed}/{conn}/{d.value}") for d in Direction}
         self._methods: Correlator[Optional[str]] = Correlator(profile)
 
-    def inspect(self, direction: Direction, payload: bytes) -> tuple[Message, Optional[str]]:
-        """Type a frame's payload and find its method (a response's is its request's)."""
+    def inspect(
+        self, direction: Direction, payload: bytes
+    ) -> tuple[Optional[Message], Optional[str]]:
+        """Type a frame's payload and find its method (a response's is its request's). A
+        frame whose parse would cost too much (`typed_within`) is no message, of no method:
+        only the rules that name none act on it."""
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        message = self.profile.parse(payload, role)
+        message = typed_within(self.profile, payload, role)
+        if message is None:
+            return None, None
         if direction is Direction.C2S:
             return message, method_of(message)
         pending = self._methods.match_response(message)
@@ -140,10 +147,11 @@ class ConnectionFaults:
             action.withhold = rule
             action.events.append((rule.kind.value, self._withheld(rule, direction, message, what)))
             if rule.kind is FaultKind.ERROR:
-                obj = self.profile.error(message.id, rule.code, rule.message)
+                ident = None if message is None else message.id
+                obj = self.profile.error(ident, rule.code, rule.message)
                 action.reply = self.profile.encode(obj)
             return action
-        if direction is Direction.C2S:
+        if direction is Direction.C2S and message is not None:
             self.forwarded_request(message, method)
         for _, rule in fired:
             if rule.kind is FaultKind.TRUNCATE:
@@ -174,7 +182,9 @@ class ConnectionFaults:
         self.plan.fired[index] += 1
         return True
 
-    def _withheld(self, rule: FaultRule, direction: Direction, message: Message, what: str) -> str:
+    def _withheld(
+        self, rule: FaultRule, direction: Direction, message: Optional[Message], what: str
+    ) -> str:
         side = "request" if direction is Direction.C2S else "response"
         text = f"{WITHHELD} {side}: {what}"
         if rule.kind is FaultKind.ERROR:
@@ -201,7 +211,9 @@ class ConnectionFaults:
 _WITHHOLDING = (FaultKind.ERROR, FaultKind.RESET, FaultKind.DROP)
 
 
-def _describe(message: Message, method: Optional[str], size: int) -> str:
+def _describe(message: Optional[Message], method: Optional[str], size: int) -> str:
+    if message is None:
+        return f"? (not parsed: too costly) ({size} bytes)"
     ident = "" if message.id is None else f" id={message.id}"
     kind = " (malformed)" if isinstance(message, Malformed) else ""
     return f"{method or '?'}{ident}{kind} ({size} bytes)"

@@ -37,6 +37,7 @@ from ..recording.reader import check_line
 from ..recording.schema import RecordingError
 from .tap_limits import ObserveLimits
 from .tap_pairing import ConnectionPairing
+from .tap_parse import typed_within
 
 __all__ = [
     "ANSWERED",
@@ -298,7 +299,12 @@ class ConnectionIntercept:
             return None
         profile = engine.profile
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        message = profile.parse(payload, role)
+        message = typed_within(profile, payload, role)
+        if message is None:
+            # Too costly to read here (the tap records it as such, unnumbered): selected by
+            # no filter, known to the pairing as a frame not seen.
+            self._requests.unobserved(direction)
+            return None
         frame = FrameSeen(
             conn=self.conn,
             route=self.route,

@@ -346,13 +346,7 @@ class ConnectionTap:
         or, with ``cost``, whole but too costly to parse (`_unparsed`; ``why``: its bytes
         never reached their receiver)."""
         self._digests.pop(direction, None)
-        # A client's frame is a request (a server's too, when its server may ask): its answer
-        # will come back unpaired. A server's is an answer (a client's too, then): the
-        # requests waiting may have had theirs.
-        if direction is Direction.C2S or self.profile.servers_send_requests:
-            self._pairing.unseen_request(direction)
-        if direction is Direction.S2C or self.profile.servers_send_requests:
-            self._pairing.answers_lost(direction.reverse)
+        self._pairing.unobserved(direction)
         self._gap(
             direction,
             t,

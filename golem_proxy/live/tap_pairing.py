@@ -50,6 +50,7 @@ class ConnectionPairing:
     there is one correlator per direction requests travel."""
 
     def __init__(self, profile: Profile, limits: ObserveLimits) -> None:
+        self._profile = profile
         self._correlators: dict[Direction, Correlator[FrameSeen]] = {
             direction: Correlator(
                 profile, max_pending=limits.pending, max_pending_bytes=limits.pending_bytes
@@ -162,6 +163,16 @@ class ConnectionPairing:
     def unseen_request(self, direction: Direction) -> None:
         """A request sent ``direction`` was too large to observe: its answer is no orphan."""
         self._unseen[direction] += 1
+
+    def unobserved(self, direction: Direction) -> None:
+        """A frame sent ``direction`` was too large to observe: a client's is a request (a
+        server's too, when its server may ask), whose answer is no orphan; a server's is an
+        answer (a client's too, then), which the requests waiting may have had."""
+        servers_ask = self._profile.servers_send_requests
+        if direction is Direction.C2S or servers_ask:
+            self.unseen_request(direction)
+        if direction is Direction.S2C or servers_ask:
+            self.answers_lost(direction.reverse)
 
     def requests_lost(self, direction: Direction) -> None:
         """Bytes sent ``direction`` were forwarded but not observed: the answers to the

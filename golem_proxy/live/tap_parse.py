@@ -14,6 +14,7 @@ from golem_core.profiles import Profile
 from ..fast_json import NOT_DECODED, decode_exactly
 from ..json_cost import most_held, parse_holds
 from .opaque_scan import opaque_scan
+from .tap_limits import DEFAULT_LIMITS
 
 __all__ = [
     "ELIDE_FRAMES_OVER",
@@ -22,6 +23,7 @@ __all__ = [
     "encode_redacted",
     "parse_fast",
     "parse_for_view",
+    "typed_within",
 ]
 
 ELIDE_FRAMES_OVER = 1024 * 1024
@@ -47,6 +49,19 @@ def parse_fast(profile: Profile, payload: bytes, role: Role) -> Message:
     if obj is NOT_DECODED:
         return profile.parse(payload, role)
     return profile.parse_decoded(obj, role)
+
+
+def typed_within(
+    profile: Profile, payload: bytes, role: Role, limit: int = DEFAULT_LIMITS.parse
+) -> Optional[Message]:
+    """The message a frame carries (`parse_for_view`: long opaque strings elided), or None
+    when its parse would hold more than ``limit``: for the forwarding side's own readings
+    of a frame (``--fault`` rules scoped by method, an ``--intercept`` filter), which must
+    not cost what the tap is spared."""
+    try:
+        return parse_for_view(profile, payload, role, limit)[0]
+    except TooCostly:
+        return None
 
 
 class TooCostly(Exception):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -255,3 +256,25 @@ def test_any_spec_parses_within_ranges_or_is_refused_in_one_line(spec: str) -> N
         message.encode("utf-8")  # printable: no lone surrogate
         return
     assert _within_ranges(rule), rule
+
+
+def test_a_frame_too_costly_to_parse_is_of_no_method_and_never_parsed() -> None:
+    """20 MB of ``[[],…]`` would hold ~750 MiB parsed, in the forwarding process: it is of
+    no method, so only the rules that name none act on it, and it costs its bytes only."""
+    payload = GOLEM.encode_payload({"id": "big", "method": "scene.x", "params": [[]] * 6_000_000})
+    raw = GOLEM.frame_payload(payload)
+    plan = FaultPlan.parse(["delay:ms=1,method=scene.*", "delay:ms=2"], 1)
+    faults = plan.connection(1, "main", GOLEM)
+    tracemalloc.start()
+    try:
+        action = faults.decide(C2S, raw, 4, payload)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024 * 1024
+    assert [text for _, text in action.events] == [
+        f"delayed 2 ms: ? (not parsed: too costly) ({len(raw)} bytes)"
+    ]
+    # Its answer is paired with no request: of no method either.
+    raw, payload = _response("big")
+    assert faults.decide(S2C, raw, 4, payload).method is None

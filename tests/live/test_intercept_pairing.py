@@ -54,3 +54,15 @@ async def test_the_intercept_sees_a_response_with_the_request_the_tap_pairs_it_w
     assert answers == {FRAMES[2][1]: 1, FRAMES[3][1]: 0, FRAMES[4][1]: None}
     # Only the answer to the malformed request is an error, for the tap's rows as for the filter.
     assert held == [FRAMES[2][1]]
+
+
+async def test_a_frame_too_costly_to_parse_is_selected_by_no_filter() -> None:
+    """The intercept reads no frame the tap is spared parsing (~750 MiB for 20 MB of
+    ``[[],…]``): it goes on as it came, and its answer pairs with no request."""
+    engine = InterceptEngine(GOLEM, parse_filter("~q | ~s"), timeout=0)
+    intercept = engine.connection(1, "main")
+    costly = _payload({"id": "big", "method": "scene.x", "params": [[]] * 6_000_000})
+    assert await intercept.hold(Direction.C2S, costly, len(costly) + 4, 0.0, _ignore) is None
+    answer = _payload({"id": "big", "result": {}, "error": None})
+    ruling = await intercept.hold(Direction.S2C, answer, len(answer) + 4, 0.0, _ignore)
+    assert ruling is not None and ruling.method is None  # held: `~q | ~s` is every frame
