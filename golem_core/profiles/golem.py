@@ -408,9 +408,21 @@ def _not_an_object(rule: Rule, value: Any, path: str) -> Violation:
     return violation(rule, mistyped(f"`{member}`", value, "an object"), path)
 
 
+MAX_UNKNOWN_MEMBERS = 10
+"""Unexpected members named one violation each; past them one violation counts the rest (a
+frame of millions of members is one check, not millions of violations to publish)."""
+
+
 def _unknown_members(obj: dict[str, Any], allowed: Any) -> list[Violation]:
-    return [
-        violation(R_UNKNOWN_MEMBER, f"unexpected member `{key}`", path_of(key))
-        for key in obj
-        if key not in allowed
-    ]
+    found: list[Violation] = []
+    more = 0
+    for key in obj:
+        if key in allowed:
+            continue
+        if len(found) < MAX_UNKNOWN_MEMBERS:
+            found.append(violation(R_UNKNOWN_MEMBER, f"unexpected member `{key}`", path_of(key)))
+        else:
+            more += 1
+    if more:
+        found.append(violation(R_UNKNOWN_MEMBER, f"{more} more unexpected members", "$"))
+    return found

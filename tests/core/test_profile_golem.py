@@ -231,6 +231,17 @@ def test_rule_triggered(rule: str, role: Role, payload: bytes) -> None:
     assert found.severity is declared[rule].severity
 
 
+def test_unknown_members_past_ten_are_counted_in_one_violation() -> None:
+    """A request of 100,000 unexpected members is eleven violations to publish, not 100,000."""
+    members = ",".join(f'"k{n}":0' for n in range(100_000))
+    payload = ('{"id":"a","method":"ping","params":{},' + members + "}").encode()
+    violations = GOLEM.check_message(GOLEM.parse(payload, Role.REQUEST), payload)
+    unknown = [v for v in violations if v.rule == "golem.envelope.unknown-member"]
+    assert [v.message for v in unknown[:2]] == ["unexpected member `k0`", "unexpected member `k1`"]
+    assert len(unknown) == 11
+    assert (unknown[-1].message, unknown[-1].path) == ("99990 more unexpected members", "$")
+
+
 @pytest.mark.parametrize(
     "role,payload",
     [
