@@ -12,8 +12,9 @@ key little (8: a parse makes one string of a key however often it recurs), a num
 its decoded copy and its strings' characters, 3 bytes a byte, up to 9 with a character past
 U+FFFF. The estimate is no less than what a parse holds for arrays, objects, strings and
 floats (real/estimated 0.35-0.94 over 16 shapes, from ``[[],…]`` and ``[{},…]`` to meshes,
-masks, GOLEM points and MCP text contents). Two shapes cost more, ~10 bytes a byte at most:
-integers past 256 (1.5 times the estimate) and an object of distinct keys (2 times).
+masks, GOLEM points and MCP text contents). Hand-made texts can cost more, up to ~2.7 times
+the estimate and ~16 bytes a byte: integers past 256 (1.5 times), an object of distinct keys,
+``\\u`` escapes of characters past U+FFFF in an ASCII text, ``":`` inside strings.
 
 The readers' estimate is the larger of that and an older, coarser one (a container 64, an
 element 32, the text 2 a byte), which charges every element a number's object: so 30 MB of
@@ -64,8 +65,6 @@ def most_held(size: int, in_strings: int = 0) -> int:
 WINDOW = 1024 * 1024
 """How much of a text `outside_strings` takes its strings out of at a time."""
 
-_ESCAPE = re.compile(rb"\\.", re.DOTALL)
-_BACKSLASHES = re.compile(rb"\\*")
 _PLAIN_STRING = re.compile(rb'"[^"]*(?:"|\Z)')
 """A string once its escapes are out: a quote, up to the next or the end."""
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b"[{,:.eE")
@@ -77,14 +76,9 @@ _FOUR_BYTE_CHARACTERS = re.compile(rb"[\xf0-\xf4]")
 def parse_holds(text: bytes, over: Optional[int] = None) -> int:
     """What parsing ``text`` would hold, in bytes (the weights above). Counted over the whole
     text first; when that is more than ``over``, its structure again outside its strings (a
-    string of ``[[[…`` or a CSV text is no structure)."""
-    width = _width(text)
-    strings, keys = _strings_and_keys(text)
-    held = _held(len(text), width, strings, keys, _structure(text))
-    if over is not None and held > over:
-        outside = outside_strings(text, _NOT_STRUCTURE)
-        held = _held(len(text), width, strings, outside.count(b":"), _structure(outside))
-    return held
+    string of ``[[[…`` or a CSV text is no structure). With ``over``, a text that a quick
+    bound (`_bound`, from four counts) finds within it is given that bound."""
+    return _estimate(text, over)[0]
 
 
 def parse_cost(text: bytes, over: Optional[int] = None) -> tuple[int, int]:
@@ -93,36 +87,61 @@ def parse_cost(text: bytes, over: Optional[int] = None) -> tuple[int, int]:
     number's object (30 MB of ``[1,1,…]`` is 514 MiB by it: the readers' budget was set by
     it). Counted over the whole text first; when that is more than ``over``, again outside
     its strings. A text too short to cost ``over`` by `parse_holds` (`most_held`) is counted
-    by the older estimate alone."""
+    by the older estimate alone, in three counts: what it is given then is only known to be
+    within ``over``."""
     size = len(text)
-    detailed = over is None or most_held(size) > over
-    structure = _structure(text)
-    cost = _coarse(size, structure)
-    if detailed:
-        width = _width(text)
-        strings, keys = _strings_and_keys(text)
-        cost = max(cost, _held(size, width, strings, keys, structure))
-    if over is not None and cost > over:
-        outside = outside_strings(text, _NOT_STRUCTURE)
-        structure = _structure(outside)
-        cost = _coarse(size, structure)
-        if detailed:
-            cost = max(cost, _held(size, width, strings, outside.count(b":"), structure))
-    return cost, structure[0] + structure[1]
+    containers = _containers(text)
+    held, outside = 0, None
+    if over is None or most_held(size) > over:
+        held, outside = _estimate(text, over, containers)
+    if over is not None and outside is None and max(_coarse(size, containers), held) > over:
+        outside = _containers(outside_strings(text, _NOT_STRUCTURE))
+    if outside is not None:
+        containers = outside
+    return max(_coarse(size, containers), held), containers[0] + containers[1]
 
 
-def _structure(text: bytes) -> tuple[int, int, int, int]:
-    """Its arrays, objects, elements (commas) and numbers (``.``, ``e`` and ``E``, which
-    ``true`` and ``false`` have too: a few bytes too many each)."""
-    numbers = text.count(b".") + text.count(b"e") + text.count(b"E")
-    return text.count(b"["), text.count(b"{"), text.count(b","), numbers
+Containers = tuple[int, int, int]
+"""A text's arrays, objects and elements (commas)."""
 
 
-def _strings_and_keys(text: bytes) -> tuple[int, int]:
-    """How many strings (not counting a quote escaped inside one) and, among them, keys."""
-    quotes = text.count(b'"') - text.count(b'\\"')
-    keys = text.count(b'":')
-    return max(0, quotes // 2 - keys), keys
+def _estimate(
+    text: bytes, over: Optional[int], containers: Optional[Containers] = None
+) -> tuple[int, Optional[Containers]]:
+    """`parse_holds`, and the text's containers outside its strings when it counted them."""
+    size = len(text)
+    if containers is None:
+        containers = _containers(text)
+    width = _width(text)
+    if over is not None:
+        bound = _bound(size, width, containers, text.count(b":"))
+        if bound <= over:
+            return bound, None
+    strings = _strings(text)
+    held = _held(size, width, strings, text.count(b'":'), containers, _numbers(text))
+    if over is None or held <= over:
+        return held, None
+    outside = outside_strings(text, _NOT_STRUCTURE)
+    containers = _containers(outside)
+    keys = outside.count(b":")  # every colon outside strings follows a key
+    return _held(size, width, strings, keys, containers, _numbers(outside)), containers
+
+
+def _containers(text: bytes) -> Containers:
+    # Three counts (~4 ms each for 16 MiB): keeping the structural characters with one
+    # `translate` first costs as much for a text and twice as much for a mesh.
+    return text.count(b"["), text.count(b"{"), text.count(b",")
+
+
+def _numbers(text: bytes) -> int:
+    """Floats, as ``.``, ``e`` and ``E`` (which ``true`` and ``false`` have too: a few
+    bytes too many each; inside strings many, until they are counted outside them)."""
+    return text.count(b".") + text.count(b"e") + text.count(b"E")
+
+
+def _strings(text: bytes) -> int:
+    """How many strings, keys among them (not counting a quote escaped inside one)."""
+    return (text.count(b'"') - text.count(b'\\"')) // 2
 
 
 def _width(text: bytes) -> int:
@@ -134,32 +153,49 @@ def _width(text: bytes) -> int:
     return 2 if _TWO_BYTE_CHARACTERS.search(text) else 1
 
 
-def _held(size: int, width: int, strings: int, keys: int, structure: tuple[int, ...]) -> int:
-    arrays, objects, commas, numbers = structure
-    held = (1 + 2 * width) * size + _STRING * strings + _KEY * keys + _NUMBER * numbers
+def _bound(size: int, width: int, containers: Containers, colons: int) -> int:
+    """No less than `_held` once counted outside strings, from three counts fewer: a key or a
+    value follows a bracket, a comma or a colon (or is the whole text), and costs at most a
+    string's (a float with an exponent two markers' worth); a key's colon is any colon."""
+    arrays, objects, commas = containers
+    tokens = arrays + objects + commas + colons + 1
+    held = (1 + 2 * width) * size + _STRING * tokens + _KEY * colons
     return held + _ARRAY * arrays + _OBJECT * objects + _ELEMENT * commas
 
 
-def _coarse(size: int, structure: tuple[int, ...]) -> int:
-    arrays, objects, commas, _ = structure
+def _held(
+    size: int, width: int, strings: int, keys: int, containers: Containers, numbers: int
+) -> int:
+    """``strings`` of which ``keys`` are keys (at most all of them)."""
+    arrays, objects, commas = containers
+    keys = min(keys, strings)
+    held = (1 + 2 * width) * size + _STRING * (strings - keys) + _KEY * keys
+    return held + _NUMBER * numbers + _ARRAY * arrays + _OBJECT * objects + _ELEMENT * commas
+
+
+def _coarse(size: int, containers: Containers) -> int:
+    arrays, objects, commas = containers
     return _COARSE_TEXT * size + _CONTAINER * (arrays + objects) + _COMMA * commas
 
 
 def outside_strings(text: bytes, delete: bytes) -> bytes:
     """What is outside ``text``'s strings, in order, less the bytes ``delete`` lists: a
-    window of the text at a time (`WINDOW`), so in bounded memory and at the regex engine's
-    speed however many strings it holds. Escapes are taken out first (a backslash and the
-    byte after it: a window never ends inside a run of backslashes, so never inside an
-    escape); then a string is a quote to the next, and a window begins inside one when the
-    windows before held an odd number of quotes."""
+    window of the text at a time (`WINDOW`, one byte more when it ends inside an escape), in
+    bounded memory and at C speed however many strings, escapes or backslashes it holds.
+    In a window the escapes that move a string's end are taken out first (``\\\\``, then
+    ``\\"``, left to right as a decoder pairs them: a window begins on a pair's boundary);
+    then a string is a quote to the next, and a window begins inside one when the windows
+    before held an odd number of quotes."""
     kept = bytearray()
     inside = False
     start, size = 0, len(text)
     while start < size:
         end = min(start + WINDOW, size)
-        if text[end - 1] == 0x5C:  # a backslash: the run, and the byte it may escape
-            end = min(_BACKSLASHES.match(text, end).end() + 1, size)  # type: ignore[union-attr]
-        window = _ESCAPE.sub(b"", text[start:end])
+        window = text[start:end]
+        if end < size and (len(window) - len(window.rstrip(b"\\"))) % 2:
+            end += 1  # its last backslash escapes the next byte
+            window = text[start:end]
+        window = window.replace(b"\\\\", b"").replace(b'\\"', b"")
         quotes = window.count(b'"')
         if inside:
             window = b'"' + window

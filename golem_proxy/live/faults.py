@@ -23,6 +23,7 @@ from golem_core.profiles import GOLEM, Profile
 from ..events import Direction, Event
 from ..recording.streams import rebuild_streams
 from .fault_spec import MAX_COUNT, MAX_MS, FaultKind, FaultRule, FaultSpecError, parse_fault
+from .tap_limits import DEFAULT_LIMITS
 from .tap_parse import typed_within
 
 __all__ = [
@@ -68,8 +69,11 @@ class FaultPlan:
         """True when some rule can act on ``route`` (only those routes leave the fast path)."""
         return any(rule.route in (None, route) for rule in self.rules)
 
-    def connection(self, conn: int, route: str, profile: Profile) -> ConnectionFaults:
-        return ConnectionFaults(self, conn, route, profile)
+    def connection(
+        self, conn: int, route: str, profile: Profile, parse_limit: int = DEFAULT_LIMITS.parse
+    ) -> ConnectionFaults:
+        """``parse_limit``: the session's ``--observe-parse-limit`` (`inspect`)."""
+        return ConnectionFaults(self, conn, route, profile, parse_limit)
 
 
 @dataclass
@@ -96,8 +100,16 @@ class ConnectionFaults:
     (the connection's own pairing), so a rule scoped by method acts on the method's responses
     too; a request the proxy withholds is never paired."""
 
-    def __init__(self, plan: FaultPlan, conn: int, route: str, profile: Profile) -> None:
+    def __init__(
+        self,
+        plan: FaultPlan,
+        conn: int,
+        route: str,
+        profile: Profile,
+        parse_limit: int = DEFAULT_LIMITS.parse,
+    ) -> None:
         self.plan = plan
+        self.parse_limit = parse_limit
         self.conn = conn
         self.route = route
         self.profile = profile
@@ -111,7 +123,7 @@ class ConnectionFaults:
         frame whose parse would cost too much (`typed_within`) is no message, of no method:
         only the rules that name none act on it."""
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        message = typed_within(self.profile, payload, role)
+        message = typed_within(self.profile, payload, role, self.parse_limit)
         if message is None:
             return None, None
         if direction is Direction.C2S:

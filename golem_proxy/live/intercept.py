@@ -35,7 +35,7 @@ from ..analysis.flows import Flow
 from ..events import Direction, FrameSeen, InterceptKind
 from ..recording.reader import check_line
 from ..recording.schema import RecordingError
-from .tap_limits import ObserveLimits
+from .tap_limits import DEFAULT_LIMITS, ObserveLimits
 from .tap_pairing import ConnectionPairing
 from .tap_parse import typed_within
 
@@ -209,8 +209,11 @@ class InterceptEngine:
         """True when frames of ``route`` may be held (its connections forward frame by frame)."""
         return self.routes is None or route in self.routes
 
-    def connection(self, conn: int, route: str) -> ConnectionIntercept:
-        return ConnectionIntercept(self, conn, route)
+    def connection(
+        self, conn: int, route: str, parse_limit: int = DEFAULT_LIMITS.parse
+    ) -> ConnectionIntercept:
+        """``parse_limit``: the session's ``--observe-parse-limit`` (`ConnectionIntercept.hold`)."""
+        return ConnectionIntercept(self, conn, route, parse_limit)
 
     def _valid_json(self, payload: bytes, what: str) -> bytes:
         try:
@@ -260,8 +263,15 @@ class ConnectionIntercept:
     """One connection's view of the engine: its frames as flows for the filter (a response
     with the request it answers, paired by id), and the wait of a held frame."""
 
-    def __init__(self, engine: InterceptEngine, conn: int, route: str) -> None:
+    def __init__(
+        self,
+        engine: InterceptEngine,
+        conn: int,
+        route: str,
+        parse_limit: int = DEFAULT_LIMITS.parse,
+    ) -> None:
         self.engine = engine
+        self.parse_limit = parse_limit
         self.conn = conn
         self.route = route
         self._index = {Direction.C2S: 0, Direction.S2C: 0}
@@ -299,7 +309,7 @@ class ConnectionIntercept:
             return None
         profile = engine.profile
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        message = typed_within(profile, payload, role)
+        message = typed_within(profile, payload, role, self.parse_limit)
         if message is None:
             # Too costly to read here (the tap records it as such, unnumbered): selected by
             # no filter, known to the pairing as a frame not seen.

@@ -254,10 +254,10 @@ class Proxy:
         engine = self.options.intercept
         faults = None
         if plan is not None and plan.applies_to(name):
-            faults = plan.connection(conn.conn, name, self.profile)
+            faults = plan.connection(conn.conn, name, self.profile, self.options.observe.parse)
         intercept = None
         if engine is not None and engine.applies_to(name):
-            intercept = engine.connection(conn.conn, name)
+            intercept = engine.connection(conn.conn, name, self.options.observe.parse)
         if faults is not None or intercept is not None:
             pump = FaultRelay(
                 self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept

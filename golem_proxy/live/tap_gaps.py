@@ -48,8 +48,8 @@ def unobserved_detail(size: int, limits: ObserveLimits, cost: int = 0, why: str 
     whole but never delivered."""
     if cost:
         over = (
-            f"whose parse would hold about {cost >> 20} MiB, over the "
-            f"{limits.parse >> 20} MiB observation limit,"
+            f"whose parse would hold about {_size(cost)}, over the {_size(limits.parse)} "
+            "observation limit,"
         )
     else:
         over = f"over the {limits.frame}-byte observation limit"
@@ -63,3 +63,8 @@ def evicted_detail(numbers: list[int], limits: ObserveLimits) -> str:
         f"{counted(len(numbers), 'request')} unanswered (evicted) past the limit of "
         f"{limits.pending} waiting or {limits.pending_bytes} bytes, oldest frame #{numbers[0]}"
     )
+
+
+def _size(count: int) -> str:
+    """``count`` bytes in MiB, or in bytes below one."""
+    return f"{count >> 20} MiB" if count >= 1 << 20 else f"{count} bytes"

@@ -48,7 +48,7 @@ def encode_frame(
 ) -> list[bytes]:
     """A frame's line, in pieces (the payload one of them, not copied). ``from_tap``: the
     frame is the tap's, whose ``elided`` counts opaque strings only (they nest nothing and
-    cost a reader 2 bytes a byte); any other frame whose message has bulk elided (read from
+    cost a reader 3 bytes a byte); any other frame whose message has bulk elided (read from
     a skeleton, kept by a view) is measured from its payload's bytes."""
     message = event.message
     payload = event.payload

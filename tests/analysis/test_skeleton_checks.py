@@ -9,6 +9,7 @@ from pathlib import Path
 from golem_core.profiles import get_profile
 from golem_proxy.analysis.tool_calls import read_tool_calls
 from golem_proxy.events import Direction
+from golem_proxy.live.tap_limits import ObserveLimits
 from golem_proxy.recording.format import RouteInfo
 from golem_proxy.replay.diffing import Comparator
 from golem_proxy.replay.mcp_verify import compare_sessions
@@ -89,8 +90,10 @@ def test_two_sessions_compare_a_large_answer_as_bytes(tmp_path: Path) -> None:
 
 def test_a_large_call_keeps_its_tool_in_its_skeleton(tmp_path: Path) -> None:
     """A call whose arguments hold a 9 MB text beside 18 MB of empty arrays: its skeleton
-    keeps the params' plain members (the tool's name) for the views to name it."""
-    tap = TapSimulator(MCP, cap=64 * 1024 * 1024)
+    keeps the params' plain members (the tool's name) for the views to name it. Made through
+    a tap without the parse limit (`ObserveLimits.parse`), as one with a higher one records
+    it (the limit would keep it as its digest)."""
+    tap = TapSimulator(MCP, cap=64 * 1024 * 1024, limits=ObserveLimits(parse=1 << 40))
     tap.open(1, route="mcp")
     grid = b"[" + b"[]," * 6_000_000 + b"[]]"
     arguments = b'{"note": "%s", "grid": %s}' % (b"word " * 1_800_000, grid)

@@ -278,3 +278,14 @@ def test_a_frame_too_costly_to_parse_is_of_no_method_and_never_parsed() -> None:
     # Its answer is paired with no request: of no method either.
     raw, payload = _response("big")
     assert faults.decide(S2C, raw, 4, payload).method is None
+
+
+@pytest.mark.parametrize(("limit", "fired"), [(1024 * 1024, []), (1 << 40, ["delay"])])
+def test_the_session_parse_limit_decides_what_a_fault_reads(limit: int, fired: list[str]) -> None:
+    """``--observe-parse-limit``: a rule scoped by method acts on a frame the tap types (a
+    higher limit), not on one it keeps as its digest (a lower one)."""
+    payload = GOLEM.encode_payload({"id": "a", "method": "scene.x", "params": [[]] * 100_000})
+    plan = FaultPlan.parse(["delay:ms=1,method=scene.*"], 1)
+    faults = plan.connection(1, "main", GOLEM, limit)
+    action = faults.decide(C2S, GOLEM.frame_payload(payload), 4, payload)
+    assert [kind for kind, _ in action.events] == fired

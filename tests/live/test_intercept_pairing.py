@@ -66,3 +66,12 @@ async def test_a_frame_too_costly_to_parse_is_selected_by_no_filter() -> None:
     answer = _payload({"id": "big", "result": {}, "error": None})
     ruling = await intercept.hold(Direction.S2C, answer, len(answer) + 4, 0.0, _ignore)
     assert ruling is not None and ruling.method is None  # held: `~q | ~s` is every frame
+
+
+@pytest.mark.parametrize(("limit", "held"), [(1024 * 1024, False), (1 << 40, True)])
+async def test_the_session_parse_limit_decides_what_a_filter_reads(limit: int, held: bool) -> None:
+    engine = InterceptEngine(GOLEM, parse_filter("~m scene"), timeout=0)
+    intercept = engine.connection(1, "main", limit)
+    costly = _payload({"id": "a", "method": "scene.x", "params": [[]] * 100_000})
+    ruling = await intercept.hold(Direction.C2S, costly, len(costly) + 4, 0.0, _ignore)
+    assert (ruling is not None) is held
