@@ -62,8 +62,9 @@ def most_held(size: int, in_strings: int = 0) -> int:
     return _WIDEST_BYTE * size + _OBJECT * max(0, size - in_strings)
 
 
-WINDOW = 1024 * 1024
-"""How much of a text `outside_strings` takes its strings out of at a time."""
+WINDOW = 256 * 1024
+"""How much of a text `outside_strings` takes its strings out of at a time: a window dense
+with quotes holds ~45 bytes a byte while its strings are taken out."""
 
 _PLAIN_STRING = re.compile(rb'"[^"]*(?:"|\Z)')
 """A string once its escapes are out: a quote, up to the next or the end."""
@@ -141,7 +142,8 @@ def _numbers(text: bytes) -> int:
 
 def _strings(text: bytes) -> int:
     """How many strings, keys among them (not counting a quote escaped inside one)."""
-    return (text.count(b'"') - text.count(b'\\"')) // 2
+    # ``\\"`` ends a string after an escaped backslash: its quote counts.
+    return (text.count(b'"') - text.count(b'\\"') + text.count(b'\\\\"')) // 2
 
 
 def _width(text: bytes) -> int:
@@ -154,11 +156,14 @@ def _width(text: bytes) -> int:
 
 
 def _bound(size: int, width: int, containers: Containers, colons: int) -> int:
-    """No less than `_held` once counted outside strings, from three counts fewer: a key or a
-    value follows a bracket, a comma or a colon (or is the whole text), and costs at most a
-    string's (a float with an exponent two markers' worth); a key's colon is any colon."""
+    """No less than `_held` once counted outside strings, for a JSON text, from three counts
+    fewer: a key or a value follows a bracket or a comma (or is the whole text) and costs at
+    most a string's (a float with an exponent two markers' worth), and a member's value
+    follows its key, whose string the bound charges as a string (a key's charge on top is
+    its colon's, any colon). A text that is no JSON may hold more: a parse stops at its
+    first fault, and this covers what comes before it."""
     arrays, objects, commas = containers
-    tokens = arrays + objects + commas + colons + 1
+    tokens = arrays + objects + commas + 1
     held = (1 + 2 * width) * size + _STRING * tokens + _KEY * colons
     return held + _ARRAY * arrays + _OBJECT * objects + _ELEMENT * commas
 
@@ -192,14 +197,17 @@ def outside_strings(text: bytes, delete: bytes) -> bytes:
     while start < size:
         end = min(start + WINDOW, size)
         window = text[start:end]
-        if end < size and (len(window) - len(window.rstrip(b"\\"))) % 2:
-            end += 1  # its last backslash escapes the next byte
-            window = text[start:end]
-        window = window.replace(b"\\\\", b"").replace(b'\\"', b"")
+        if b"\\" in window:
+            if end < size and (len(window) - len(window.rstrip(b"\\"))) % 2:
+                end += 1  # its last backslash escapes the next byte
+                window = text[start:end]
+            window = window.replace(b"\\\\", b"").replace(b'\\"', b"")
         quotes = window.count(b'"')
         if inside:
             window = b'"' + window
-        kept += _PLAIN_STRING.sub(b"", window).translate(None, delete)
+        if inside or quotes:
+            window = _PLAIN_STRING.sub(b"", window)
+        kept += window.translate(None, delete)
         inside = inside != (quotes % 2 == 1)
         start = end
     return bytes(kept)

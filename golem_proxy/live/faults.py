@@ -121,10 +121,14 @@ class ConnectionFaults:
     ) -> tuple[Optional[Message], Optional[str]]:
         """Type a frame's payload and find its method (a response's is its request's). A
         frame whose parse would cost too much (`typed_within`) is no message, of no method:
-        only the rules that name none act on it."""
+        only the rules that name none act on it. A server's such frame may have answered any
+        request waiting: they are forgotten, so that none lends its method to the answer of
+        another (a later request with the same id), which is of no method then."""
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
         message = typed_within(self.profile, payload, role, self.parse_limit)
         if message is None:
+            if direction is Direction.S2C or self.profile.servers_send_requests:
+                self._methods.clear()
             return None, None
         if direction is Direction.C2S:
             return message, method_of(message)

@@ -289,3 +289,19 @@ def test_the_session_parse_limit_decides_what_a_fault_reads(limit: int, fired: l
     faults = plan.connection(1, "main", GOLEM, limit)
     action = faults.decide(C2S, GOLEM.frame_payload(payload), 4, payload)
     assert [kind for kind, _ in action.events] == fired
+
+
+def test_an_answer_too_costly_to_parse_leaves_no_method_for_the_next() -> None:
+    """Its request is forgotten with it: a later request with the same id does not lend the
+    first one's method to its own answer (a rule scoped to the first would act on it)."""
+    plan = FaultPlan.parse(["delay:ms=1,method=heavy"], 1)
+    faults = plan.connection(1, "main", GOLEM, 1024 * 1024)
+    raw, payload = _request("1", "heavy")
+    assert [kind for kind, _ in faults.decide(C2S, raw, 4, payload).events] == ["delay"]
+    costly = GOLEM.encode_payload({"id": "1", "result": [[]] * 200_000, "error": None})
+    assert faults.decide(S2C, GOLEM.frame_payload(costly), 4, costly).method is None
+    raw, payload = _request("1", "ping")
+    faults.decide(C2S, raw, 4, payload)
+    raw, payload = _response("1")
+    answer = faults.decide(S2C, raw, 4, payload)
+    assert (answer.method, answer.events) == ("ping", [])
