@@ -170,9 +170,18 @@ def big_nested_frame(mib: int) -> Callable[[Context], None]:
 
 
 def never_answered_requests(ctx: Context) -> None:
+    _never_answered(ctx, '"' + "x" * (MIB - 80) + '"')
+
+
+def never_answered_nested(ctx: Context) -> None:
+    """The same with ``[[],…]``: 1 MiB parsed holds ~37 MiB, 64 such waiting 2.4 GiB."""
+    _never_answered(ctx, "[" + "[]," * ((MIB - 80) // 3) + "[]]")
+
+
+def _never_answered(ctx: Context, body: str) -> None:
     conn = ctx.connect()
-    template = bytearray(encode('{"id":"r0000000000","method":"scene.import","params":{"blob":"'
-                                + "x" * (MIB - 80) + '"}}', "golem"))  # fmt: skip
+    template = bytearray(encode('{"id":"r0000000000","method":"scene.import","params":{"blob":'
+                                + body + "}}", "golem"))  # fmt: skip
     at = template.index(b"r0000000000") + 1
     sent = 0
     while ctx.running():
@@ -295,6 +304,7 @@ ATTACKS = [
     Attack("one 60 MiB frame [[],[],…]", big_nested_frame(60), memory=True),
     Attack("one 30 MiB frame [[],[],…], held whole", big_nested_frame(30), memory=True),
     Attack("upstream never answers, 1 MiB requests", never_answered_requests, memory=True),
+    Attack("… 1 MiB requests of [[],[],…]", never_answered_nested, memory=True),
     Attack("… the same with --enforce-limits", never_answered_requests, memory=True,
            args=("--enforce-limits",)),
     Attack("100 B notifications (jsonrpc-ndjson)", notifications, framing="ndjson",

@@ -37,15 +37,17 @@ class ObserveLimits:
     worth of requests ahead of their answers (a MiB of 30-byte frames is 35,000), so this is
     not small; ``pending_bytes`` is what bounds memory."""
     pending_bytes: int = 64 * 1024 * 1024
-    """What the requests waiting for an answer may cost, per connection: their bytes plus
-    `PENDING_OVERHEAD` each for the objects that describe them."""
+    """What the requests waiting for an answer may cost, per connection: their bytes, what
+    their parsed messages hold (`json_cost.structure_holds`), and `PENDING_OVERHEAD` each
+    for the objects that describe them."""
 
 
 DEFAULT_LIMITS = ObserveLimits()
 """The limits of a connection whose session sets none."""
 
 PENDING_OVERHEAD = 1536
-"""Bytes a waiting request costs beyond its payload (its FrameSeen, its parsed message)."""
+"""Bytes a waiting request costs beyond its payload and its parsed message: its FrameSeen,
+its pending entry (`ConnectionPairing.hold`)."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from golem_core.pairing import Correlator, Pending
 from golem_core.profiles import Profile
 
 from ..events import Direction, FrameSeen
+from ..json_cost import structure_holds
 from .tap_limits import PENDING_OVERHEAD, ObserveLimits
 
 __all__ = ["EVICTED_IDS", "Answered", "ConnectionPairing"]
@@ -90,7 +91,8 @@ class ConnectionPairing:
     ) -> list[Pending[FrameSeen]]:
         """Keep a request sent ``direction`` until its answer; returns the requests let go
         to stay within the limits, oldest first (a notification is never held). Holding it
-        costs its payload's bytes and `PENDING_OVERHEAD`."""
+        costs its payload's bytes, its message's (its strings' characters but those elided,
+        and its structure: `structure_holds`) and `PENDING_OVERHEAD`."""
         correlator = self._correlators[direction]
         answers_lost_upto = self._answers_lost_upto[direction]
         if answers_lost_upto >= 0:
@@ -102,7 +104,9 @@ class ConnectionPairing:
                     # out); it stays unanswered in the recording, after the gap.
                     correlator.withdraw(stale)
         self._last_held[direction] = frame.index
-        cost = len(frame.payload) + PENDING_OVERHEAD
+        payload = frame.payload
+        message_holds = len(payload) - frame.elided + structure_holds(payload)
+        cost = len(payload) + message_holds + PENDING_OVERHEAD
         evicted = correlator.add_request(message, frame, cost)
         for pending in evicted:
             self._late(direction, getattr(pending.message, "id", None))

@@ -4,6 +4,8 @@ answers a request too large to observe."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP
 from golem_proxy.events import (
     Direction,
@@ -242,3 +244,28 @@ def test_an_mcp_batch_is_answered_by_the_batch_that_answers_it() -> None:
     tap.process(Direction.S2C, b'[{"jsonrpc":"2.0","id":1,"result":{}}]\n', 0.2)
     assert frames(events) == [("c2s", 0, True, None, False), ("s2c", 0, False, 0, False)]
     assert tap.outstanding() == 0
+
+
+def test_requests_waiting_are_charged_what_their_messages_hold() -> None:
+    """An upstream that never answers, a client sending 512 KiB of ``[[],…]`` a request: each
+    parsed holds ~18 MiB, and the requests let go keep what the tap holds within the pending
+    limit (charged their bytes alone, 64 of them stayed: over 1 GiB)."""
+    lost: list[Event] = []
+
+    def keep_gaps(event: Event) -> None:
+        if isinstance(event, ObservationLost):
+            lost.append(event)
+
+    tap = ConnectionTap(1, "main", GOLEM, keep_gaps)
+    tracemalloc.start()
+    try:
+        for n in range(24):
+            grid = b"[" + b"[]," * 170_000 + b"[]]"
+            payload = b'{"id":"r%d","method":"scene.import","params":{"grid":%s}}' % (n, grid)
+            tap.process(Direction.C2S, GOLEM.frame_payload(payload), n / 100)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 128 * 1024 * 1024
+    assert tap.held <= ObserveLimits().pending_bytes
+    assert sum(gap.size for gap in lost if isinstance(gap, ObservationLost)) >= 20
