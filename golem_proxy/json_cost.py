@@ -28,8 +28,10 @@ from typing import Optional
 __all__ = [
     "JSON_STRING",
     "MOST_PER_BYTE",
+    "RECOUNT_OVER",
     "STRING_OR_REST",
     "WINDOW",
+    "char_width",
     "most_held",
     "outside_strings",
     "parse_cost",
@@ -76,13 +78,31 @@ _FOUR_BYTE_CHARACTERS = re.compile(rb"[\xf0-\xf4]")
 
 
 def structure_holds(text: bytes) -> int:
-    """What the arrays, objects, strings and elements of ``text`` parsed hold, beside its
-    characters, from four counts (brackets inside strings counted too): what a request kept
-    waiting for its answer is charged for its message (`golem_proxy.live.tap_pairing`), where
-    100 waiting requests of 1 MiB of ``[[],…]`` held 2.4 GiB charged as 100 MiB."""
-    arrays, objects, commas = _containers(text)
-    strings = _STRING * text.count(b'"') // 2
-    return _ARRAY * arrays + _OBJECT * objects + _ELEMENT * commas + strings
+    """What the arrays, objects, strings and elements of ``text`` parsed hold beside its
+    characters (numbers left out), from four counts: what a request kept waiting for its
+    answer is charged for its message (`golem_proxy.live.tap_pairing`). In a text of more
+    than `RECOUNT_OVER` whose count is more than twice its size, the brackets and commas are
+    counted again outside its strings (JSON passed as a string is text, not structure)."""
+    strings = _strings(text)
+    held = _structure_held(_containers(text), strings)
+    if len(text) > RECOUNT_OVER and held > 2 * len(text):
+        held = _structure_held(_containers(outside_strings(text, _NOT_STRUCTURE)), strings)
+    return held
+
+
+RECOUNT_OVER = 64 * 1024
+"""A text this long or shorter is charged its structure as counted over all of it: at most
+~13 MiB for one of brackets inside a string."""
+
+
+def char_width(text: bytes) -> int:
+    """Bytes a character of ``text`` decoded takes (`str`): 1, 2 or 4."""
+    return _width(text)
+
+
+def _structure_held(containers: Containers, strings: int) -> int:
+    arrays, objects, commas = containers
+    return _ARRAY * arrays + _OBJECT * objects + _ELEMENT * commas + _STRING * strings
 
 
 def parse_holds(text: bytes, over: Optional[int] = None) -> int:

@@ -45,7 +45,7 @@ class ObserveLimits:
 DEFAULT_LIMITS = ObserveLimits()
 """The limits of a connection whose session sets none."""
 
-PENDING_OVERHEAD = 1536
+PENDING_OVERHEAD = 1024
 """Bytes a waiting request costs beyond its payload and its parsed message: its FrameSeen,
 its pending entry (`ConnectionPairing.hold`)."""
 

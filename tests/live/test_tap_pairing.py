@@ -4,6 +4,7 @@ answers a request too large to observe."""
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP
@@ -269,3 +270,28 @@ def test_requests_waiting_are_charged_what_their_messages_hold() -> None:
     assert held < 128 * 1024 * 1024
     assert tap.held <= ObserveLimits().pending_bytes
     assert sum(gap.size for gap in lost if isinstance(gap, ObservationLost)) >= 20
+
+
+def test_json_passed_as_a_string_is_charged_as_text() -> None:
+    """A call carrying 3 MiB of JSON in a string parameter (an MCP tool's document) is charged
+    about what it holds, so a call sent while it waits does not let it go."""
+    events: list[Event] = []
+    tap = ConnectionTap(1, "scrybe", JSONRPC_NDJSON, events.append)
+    document = json.dumps([{"name": f"item{k}", "pos": [k, k + 1]} for k in range(100_000)])
+    call = {"jsonrpc": "2.0", "id": 1, "method": "write", "params": {"content": document}}
+    tap.process(Direction.C2S, json.dumps(call).encode() + b"\n" + CALL % 2, 0.1)
+    assert tap.held < 4 * len(document)
+    tap.process(Direction.S2C, ANSWER % 2 + ANSWER % 1, 0.2)
+    exchanges = [e for e in events if isinstance(e, ExchangeCompleted)]
+    assert [e.request.message.method for e in exchanges] == ["state", "write"]
+    assert not any(isinstance(e, ObservationLost) for e in events)
+
+
+def test_one_request_is_charged_at_most_its_connection_s_limit() -> None:
+    """So that a request holding more never stands for more than the observer's budget lets
+    one connection hold (the observer would shed the answer that lets it go)."""
+    limits = ObserveLimits(pending_bytes=1024 * 1024)
+    tap = ConnectionTap(1, "main", GOLEM, [].append, limits=limits)
+    payload = b'{"id":"a","method":"scene.import","params":{"grid":[' + b"[]," * 100_000 + b"[]]}}"
+    tap.process(Direction.C2S, GOLEM.frame_payload(payload), 0.1)
+    assert tap.held == limits.pending_bytes
