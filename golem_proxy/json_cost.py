@@ -95,11 +95,6 @@ RECOUNT_OVER = 64 * 1024
 ~13 MiB for one of brackets inside a string."""
 
 
-def char_width(text: bytes) -> int:
-    """Bytes a character of ``text`` decoded takes (`str`): 1, 2 or 4."""
-    return _width(text)
-
-
 def _structure_held(containers: Containers, strings: int) -> int:
     arrays, objects, commas = containers
     return _ARRAY * arrays + _OBJECT * objects + _ELEMENT * commas + _STRING * strings
@@ -144,7 +139,7 @@ def _estimate(
     size = len(text)
     if containers is None:
         containers = _containers(text)
-    width = _width(text)
+    width = char_width(text)
     if over is not None:
         bound = _bound(size, width, containers, text.count(b":"))
         if bound <= over:
@@ -177,7 +172,7 @@ def _strings(text: bytes) -> int:
     return (text.count(b'"') - text.count(b'\\"') + text.count(b'\\\\"')) // 2
 
 
-def _width(text: bytes) -> int:
+def char_width(text: bytes) -> int:
     """Bytes a character of ``text`` decoded (`str`) takes: 1, 2 or 4."""
     if text.isascii():
         return 1

@@ -14,7 +14,6 @@ from golem_core.profiles import Profile
 from ..fast_json import NOT_DECODED, decode_exactly
 from ..json_cost import most_held, parse_holds
 from .opaque_scan import opaque_scan
-from .tap_limits import DEFAULT_LIMITS
 
 __all__ = [
     "ELIDE_FRAMES_OVER",
@@ -51,9 +50,7 @@ def parse_fast(profile: Profile, payload: bytes, role: Role) -> Message:
     return profile.parse_decoded(obj, role)
 
 
-def typed_within(
-    profile: Profile, payload: bytes, role: Role, limit: int = DEFAULT_LIMITS.parse
-) -> Optional[Message]:
+def typed_within(profile: Profile, payload: bytes, role: Role, limit: int) -> Optional[Message]:
     """The message a frame carries (`parse_for_view`: long opaque strings elided), or None
     when its parse would hold more than ``limit``: for the forwarding side's own readings
     of a frame (``--fault`` rules scoped by method, an ``--intercept`` filter), which must
