@@ -20,9 +20,9 @@ stdout and stderr are drained while the client takes bytes (`_drain`, bounded:
 status. When the child closes its stdout, so does the client's end, as it would without us.
 What the client does not take of the child's output (it stopped reading, or the drain gave
 up) is still read and recorded, marked undelivered as the TCP relay marks it, and not counted
-as sent; so is a call written once the child closed its stdin. When the client closes our
-stdin, the child's stdin is closed and the child gets ``exit_timeout`` seconds to exit before
-it is terminated, then killed.
+as sent; so is what the child's stdin had not taken of the client's calls when the child
+closed it. When the client closes our stdin, the child's stdin is closed and the child gets
+``exit_timeout`` seconds to exit before it is terminated, then killed.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import trio
 from golem_core.profiles import Profile
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, ProcessOutput
-from ..net.sockio import write_all
 from .proxy_options import new_tap
 from .relay import Proxy
 from .stdio_child import (
@@ -221,11 +220,8 @@ class StdioRelay:
                 if not chunk:
                     self._ends.client_closed = True
                     break
-                try:
-                    await self._write_observed(tap, sink, chunk)
-                except OSError:  # the child closed its stdin (or exited)
-                    break
-                self._sent[Direction.C2S] += len(chunk)
+                if not await self._write_observed(tap, sink, chunk):
+                    break  # the child closed its stdin (or exited)
                 await self._caught_up()
         finally:
             self._observe(tap, Direction.C2S, b"")
@@ -233,24 +229,37 @@ class StdioRelay:
         if self._ends.client_closed:
             await self._wait_or_stop(process)
 
-    async def _write_observed(self, tap: Optional[ConnectionTap], sink: int, chunk: bytes) -> None:
-        """Write the client's ``chunk`` to the server and observe it, before anything else
-        runs: the server may act on a call as soon as it can read it, and its GOLEM frames
-        must not be decoded before the call (the attribution). A chunk the pipe cannot take
-        at once is observed before its rest waits, as the TCP relay does. Raises OSError when
-        the server's stdin is gone."""
+    async def _write_observed(self, tap: Optional[ConnectionTap], sink: int, chunk: bytes) -> bool:
+        """Write the client's ``chunk`` to the server, observing each piece the pipe takes
+        right after it takes it, before anything else runs: the server may act on a call as
+        soon as it can read it, and its GOLEM frames must not be decoded before the call (the
+        attribution), while a call still waiting in our hands when the server goes away was
+        never delivered, and is observed so. Returns False when the server's stdin is gone
+        (what it did not take is observed undelivered, as the TCP relay's `forward_rest`
+        does)."""
+        done = 0
         try:
-            sent = os.write(sink, chunk)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            # The server closed its stdin: the client's bytes are recorded, never delivered.
-            self._mark_undelivered(tap, Direction.C2S, "server gone")
-            self._observe(tap, Direction.C2S, chunk)
+            while done < len(chunk):
+                try:
+                    written = os.write(sink, memoryview(chunk)[done:])
+                except BlockingIOError:
+                    await trio.lowlevel.wait_writable(sink)
+                    continue
+                self._sent[Direction.C2S] += written
+                self._observe(tap, Direction.C2S, chunk[done : done + written])
+                done += written
+        except OSError:  # the server closed its stdin
+            self._observe_unwritten(tap, chunk[done:])
+            return False
+        except trio.Cancelled:  # the server exited while the rest waited
+            self._observe_unwritten(tap, chunk[done:])
             raise
-        self._observe(tap, Direction.C2S, chunk)
-        if sent < len(chunk):
-            await write_all(sink, chunk[sent:])
+        return True
+
+    def _observe_unwritten(self, tap: Optional[ConnectionTap], rest: bytes) -> None:
+        """The client's ``rest`` never reached the server: recorded, marked undelivered."""
+        self._mark_undelivered(tap, Direction.C2S, "server gone")
+        self._observe(tap, Direction.C2S, rest)
 
     async def _wait_or_stop(self, process: trio.Process) -> None:
         """The client is gone: the child gets ``exit_timeout`` to exit, then SIGTERM, then

@@ -349,9 +349,10 @@ for line in sys.stdin.buffer:
 
 @pytest.mark.parametrize("observer", ["in-process", "child-process"])
 def test_a_call_is_in_flight_before_the_server_can_act_on_it(tmp_path: Path, observer: str) -> None:
-    """The call comes in a chunk the server's stdin cannot take at once: the chunk is handed
-    on before the wrapper waits to write its rest, since the server may read the call and
-    send its GOLEM frames meanwhile (as the TCP relay does with a partial write)."""
+    """The call comes in a chunk the server's stdin cannot take at once: each piece the pipe
+    takes is handed on before the wrapper waits to write the rest, since the server may read
+    the call and send its GOLEM frames meanwhile (as the TCP relay does with a partial
+    write)."""
     record = tmp_path / "r.jsonl"
     padding = {
         "jsonrpc": "2.0",

@@ -5,6 +5,7 @@ took nothing once the server had exited) is recorded undelivered, never as deliv
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -206,6 +207,73 @@ def test_a_call_written_after_the_server_closed_its_stdin_is_recorded_undelivere
     assert call.message.id == 7 and call.undelivered == "server gone"
     (closed,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
     assert closed.bytes_c2s == 0
+
+
+STOPS_READING_ONCE_FULL = (
+    "import fcntl, os, struct, sys, termios, time\n"
+    "capacity = fcntl.fcntl(0, 1032)  # F_GETPIPE_SZ\n"
+    "deadline = time.monotonic() + 30\n"
+    "def unread():\n"
+    "    return struct.unpack('i', fcntl.ioctl(0, termios.FIONREAD, b'1234'))[0]\n"
+    "while unread() < capacity and time.monotonic() < deadline:\n"
+    "    time.sleep(0.01)\n"
+    "left = unread()\n"
+    "os.close(0)\n"
+    'note = \'{"jsonrpc":"2.0","method":"closed","params":{"unread":%d}}\\n\'\n'
+    "os.write(1, (note % left).encode())\n"
+    "time.sleep(1.5)\n"
+)
+
+
+@OBSERVERS
+def test_calls_still_waiting_for_a_full_pipe_when_the_server_closes_it_are_undelivered(
+    tmp_path: Path, observer: str
+) -> None:
+    """The server reads nothing until its stdin's pipe is full, then closes it: the calls the
+    pipe took are delivered (the kernel had them), the one cut at its end and those after it,
+    still in the wrapper's hands, are recorded never delivered ("server gone"), with the
+    bytes of each that went, and not counted as sent."""
+    record = tmp_path / "r.jsonl"
+    process = start_wrapper(record, observer, STOPS_READING_ONCE_FULL)
+    assert process.stdin is not None and process.stdout is not None
+    calls = [_padded_call(ident, 10_000) for ident in range(1, 9)]
+    try:
+        process.stdin.write(b"".join(calls))  # more than the server's pipe takes
+        process.stdin.flush()
+        note = json.loads(process.stdout.readline())
+        assert process.wait(timeout=60) == 0
+    finally:
+        reap(process)
+        for stream in (process.stdin, process.stdout):
+            stream.close()
+    delivered = note["params"]["unread"]  # the server read nothing: the pipe held it all
+    assert 0 < delivered < sum(map(len, calls))
+    events = read_recording(str(record)).events
+    seen = [
+        e
+        for e in events
+        if isinstance(e, FrameSeen) and e.route == "mcp" and e.direction is Direction.C2S
+    ]
+    assert [e.message.id for e in seen] == list(range(1, 9))
+    start = 0
+    for call, frame in zip(calls, seen):
+        end = start + len(call)
+        if end <= delivered:
+            assert frame.undelivered == "" and frame.delivered_bytes == 0
+        else:
+            assert frame.undelivered == "server gone"
+            assert frame.delivered_bytes == max(0, delivered - start)
+        start = end
+    assert any(frame.undelivered for frame in seen)
+    (closed,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
+    assert closed.bytes_c2s == delivered
+
+
+def _padded_call(ident: int, size: int) -> bytes:
+    """A ``tools/call`` line of ``size`` bytes."""
+    head = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"pad":"' % ident
+    tail = b'"}}\n'
+    return head + b"x" * (size - len(head) - len(tail)) + tail
 
 
 @OBSERVERS
