@@ -140,3 +140,29 @@ def test_a_run_of_backslashes_longer_than_a_window_is_taken_a_window_at_a_time()
         tracemalloc.stop()
     assert outside == b"[, [[]]]"
     assert peak < 8 * json_cost.WINDOW
+
+
+@given(
+    st.lists(st.sampled_from([b"[", b"a", b'"', b"\\", b"xyz"]), max_size=64),
+    st.integers(min_value=0, max_value=40),
+    st.sampled_from([b"[", b'"', b"\\"]),
+)
+def test_a_byte_is_counted_as_count_counts_it_sparse_or_dense(
+    pieces: list[bytes], spread: int, byte: bytes
+) -> None:
+    """Past `_SCANNED_FROM`, occurrences are found one at a time up to `_SPARSE`, then the
+    rest counted: the same number whichever way, the run long enough to take either."""
+    filler = b"." * (json_cost._SCANNED_FROM // (len(pieces) + 1) + 1)
+    text = filler + b"".join(piece + filler for piece in pieces) + byte * spread
+    assert len(text) >= json_cost._SCANNED_FROM
+    assert json_cost.count_byte(text, byte) == text.count(byte)
+    assert json_cost.count_byte(text[:100], byte) == text[:100].count(byte)
+
+
+def test_a_blob_s_structure_is_counted_with_its_few_strings() -> None:
+    """A 16 MiB capture: its few brackets, commas and quotes found (`count_byte`), the
+    escapes' counts made only where a backslash is, and counted as the whole counts say."""
+    blob = b'{"id":1,"result":{"image":"' + b"QUJD" * (4 << 20) + b'"}}'
+    assert json_cost.structure_holds(blob) == json_cost._structure_held((0, 2, 1), 4)
+    escaped = blob[:-3] + b'\\"x"}}'  # an escaped quote: still four strings
+    assert json_cost.structure_holds(escaped) == json_cost._structure_held((0, 2, 1), 4)

@@ -15,7 +15,7 @@ from golem_core.pairing import Correlator, Pending
 from golem_core.profiles import Profile
 
 from ..events import Direction, FrameSeen
-from ..json_cost import char_width, structure_holds
+from ..json_cost import message_holds
 from .tap_limits import PENDING_OVERHEAD, ObserveLimits
 
 __all__ = ["EVICTED_IDS", "Answered", "ConnectionPairing"]
@@ -91,8 +91,8 @@ class ConnectionPairing:
     ) -> list[Pending[FrameSeen]]:
         """Keep a request sent ``direction`` until its answer; returns the requests let go
         to stay within the limits, oldest first (a notification is never held). Holding it
-        costs its payload's bytes, its message's (its strings' characters but those elided,
-        and its structure: `structure_holds`) and `PENDING_OVERHEAD`; at most the pending
+        costs its payload's bytes, its message's (`message_holds`: its strings' characters but
+        those elided, and its structure) and `PENDING_OVERHEAD`; at most the pending
         byte limit, so that one request never stands for more than its connection may hold
         (the newest request is kept whatever it costs: an observer over its budget would
         shed the answer that lets it go)."""
@@ -108,8 +108,7 @@ class ConnectionPairing:
                     correlator.withdraw(stale)
         self._last_held[direction] = frame.index
         payload = frame.payload
-        characters = (len(payload) - frame.elided) * char_width(payload)
-        cost = len(payload) + characters + structure_holds(payload) + PENDING_OVERHEAD
+        cost = len(payload) + message_holds(payload, frame.elided) + PENDING_OVERHEAD
         if correlator.max_pending_bytes is not None:
             cost = min(cost, correlator.max_pending_bytes)
         evicted = correlator.add_request(message, frame, cost)

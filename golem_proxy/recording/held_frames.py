@@ -25,28 +25,31 @@ from typing import Any, Optional, TypeVar
 
 from ..events import Direction, FrameSeen, GapReason, ObservationLost
 from ..frame_runs import FrameRuns, frame_runs, numbers_in, run_count
+from ..json_cost import message_holds
 from ..terminal import counted, format_size
 
 __all__ = [
+    "HELD_MOST",
     "IN_FLIGHT_BYTES",
     "LOOKUP_SLACK",
     "REQUEST_OVERHEAD",
     "HeldFrames",
     "add_in_order",
     "forget_in_group",
+    "held_cost",
 ]
 
 Key = tuple[int, str, int]
 """A frame's connection, direction (its value) and number."""
 
 IN_FLIGHT_BYTES = 96 * 1024 * 1024
-"""What the requests a reader holds may cost, all connections together: their frames' bytes and
-`REQUEST_OVERHEAD` each, as the proxy bounds what one connection may hold (its
-``pending_bytes``, 64 MiB). Past it, what is let go leaves `LET_GO_TO` of it held, still more
-than one connection of the proxy's may hold: a recording the proxy made lets go only where
-several connections each held near their limit. Tens of thousands of small requests in flight
-at once: a session reaches that only when something is badly wrong, and that is what the gap
-then says."""
+"""What the frames a reader holds may cost, all connections together (`held_cost`: what their
+parsed messages hold too, as the proxy charges a request kept waiting), as the proxy bounds
+what one connection may hold (its ``pending_bytes``, 64 MiB). Past it, what is let go leaves
+`LET_GO_TO` of it held, still more than one connection of the proxy's may hold: a recording
+the proxy made lets go only where several connections each held near their limit. Tens of
+thousands of small requests in flight at once: a session reaches that only when something is
+badly wrong, and that is what the gap then says."""
 LET_GO_TO = 3 / 4
 """Past the limit, the oldest are let go until this share of it is held: one gap for many
 requests, not one for each request read after."""
@@ -54,8 +57,12 @@ LOOKUP_SLACK = 65_536
 """Frame numbers the proxy's gaps may name beyond one for each request read (`HeldFrames._named`):
 room for requests whose lines went unwritten."""
 REQUEST_OVERHEAD = 1536
-"""What a held request costs beyond its bytes (its frame, its parsed message, and the row a
+"""What a held frame costs beyond its bytes and its parsed message (its event, and the row a
 view builds of it)."""
+HELD_MOST = 64 * 1024 * 1024
+"""The most one frame is charged, as the proxy charges one request at most what its connection
+may hold (``pending_bytes``): the newest frame held stays held whatever it costs, as the proxy
+keeps the newest request waiting (past the limit, what is let go leaves `LET_GO_TO` of it)."""
 
 
 SMALL_GROUP = 8
@@ -83,8 +90,12 @@ def add_in_order(groups: dict[G, dict[K, None]], group: G, key: K) -> None:
 
 def held_cost(frame: FrameSeen) -> int:
     """What holding ``frame`` costs: its bytes (the larger of what its line says and what it
-    holds: a line may say 0) and `REQUEST_OVERHEAD`."""
-    return max(frame.size, len(frame.payload)) + REQUEST_OVERHEAD
+    holds: a line may say 0), what its parsed message holds (`json_cost.message_holds`: a
+    hand-made file of requests of ``[[],[],…]``, each charged its bytes, held ~35 times
+    that) and `REQUEST_OVERHEAD`; at most `HELD_MOST`."""
+    payload = frame.payload
+    cost = max(frame.size, len(payload)) + message_holds(payload, frame.elided)
+    return min(cost + REQUEST_OVERHEAD, HELD_MOST)
 
 
 Pair = tuple[FrameSeen, FrameSeen]
@@ -102,6 +113,9 @@ class HeldFrames:
         """Every frame held."""
         self.held_bytes = 0
         """What the frames held cost (`held_cost`)."""
+        self._costs: dict[Key, int] = {}
+        """What each frame held was charged (counting a large one's structure again when it
+        goes would cost as much again)."""
         # Ordered dicts, not dicts: the oldest go first, and a dict's first key is found past
         # every key deleted before it (reading a file of 200,000 took minutes).
         self._requests: OrderedDict[Key, None] = OrderedDict()
@@ -167,22 +181,21 @@ class HeldFrames:
     def take(self, key: Key) -> Optional[FrameSeen]:
         """The frame held under ``key``, no longer held (None: none is). A pair goes whole: the
         answer held for a request goes with it, and the request with its answer."""
-        frame = self.frames.pop(key, None)
+        frame = self._pop(key)
         if frame is None:
             return None
-        self.held_bytes -= held_cost(frame)
         if key in self._requests:
             self._stop_waiting(key)
         elif key in self._pairs:
             answer = self._pairs.pop(key)
             forget_in_group(self._pairs_of, key[0], key)
             del self._answer_for[answer]
-            self.held_bytes -= held_cost(self.frames.pop(answer))
+            self._pop(answer)
         elif key in self._answer_for:
             asked = self._answer_for.pop(key)
             del self._pairs[asked]
             forget_in_group(self._pairs_of, asked[0], asked)
-            self.held_bytes -= held_cost(self.frames.pop(asked))
+            self._pop(asked)
         return frame
 
     def forget_connection(self, conn: int) -> None:
@@ -239,8 +252,16 @@ class HeldFrames:
             self._replaced.append((self.frames[asked], self.frames[self._pairs[asked]]))
         self.take(key)  # a number read again replaces what it held
         self.frames[key] = frame
-        self.held_bytes += held_cost(frame)
+        cost = self._costs[key] = held_cost(frame)
+        self.held_bytes += cost
         return key
+
+    def _pop(self, key: Key) -> Optional[FrameSeen]:
+        """The frame held under ``key``, no longer held nor charged (None: none is)."""
+        frame = self.frames.pop(key, None)
+        if frame is not None:
+            self.held_bytes -= self._costs.pop(key)
+        return frame
 
     def _stop_waiting(self, key: Key) -> None:
         del self._requests[key]

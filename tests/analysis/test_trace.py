@@ -1,6 +1,7 @@
 """Reading a trace in pieces (golem_proxy/analysis/trace.py `FlowReader.batches`): a piece is
-handed on at a count of flows or once its frames reach a size, so a trace of large answers is
-never held whole, and every flow comes once, in order, with its own events."""
+handed on at a count of flows or once its frames reach a cost (what holding them costs), so a
+trace of large answers is never held whole, and every flow comes once, in order, with its own
+events."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from golem_proxy.analysis.trace import open_flows
 from golem_proxy.events import ExchangeCompleted, FrameSeen
 from golem_proxy.recording.format import RecordingWriter
+from golem_proxy.recording.held_frames import held_cost
 from tests.support.sessions import SessionBuilder, golem_header
 
 KIB = 1024
@@ -30,14 +32,14 @@ def write_trace(path: Path) -> None:
 def test_a_piece_is_handed_on_once_its_frames_reach_the_size(tmp_path: Path) -> None:
     path = tmp_path / "trace.jsonl"
     write_trace(path)
-    most = 200 * KIB
+    most = 400 * KIB  # each answer's string charged twice: its bytes and its characters
     with open_flows(str(path)) as trace:
         pieces = list(trace.batches(1000, most_bytes=most))
     numbers = [[flow.number for flow in flows] for _, flows in pieces]
     assert [n for piece in numbers for n in piece] == list(range(1, len(SIZES) + 1))
     assert numbers == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
     for _, flows in pieces[:-1]:
-        held = [sum(f.size for f in (flow.request, flow.response) if f) for flow in flows]
+        held = [sum(held_cost(f) for f in (flow.request, flow.response) if f) for flow in flows]
         assert sum(held) >= most > sum(held[:-1])  # at most one flow past the size
     for events, flows in pieces:  # each flow's frames and exchange come in its own piece
         frames = {(e.direction, e.index) for e in events if isinstance(e, FrameSeen)}

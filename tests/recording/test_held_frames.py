@@ -10,7 +10,7 @@ from typing import Optional
 from golem_core.profiles import get_profile
 from golem_proxy.events import Direction, GapReason, ObservationLost
 from golem_proxy.frame_runs import FrameRuns
-from golem_proxy.recording.held_frames import HeldFrames, held_cost
+from golem_proxy.recording.held_frames import HELD_MOST, HeldFrames, held_cost
 from tests.support.frames import frame_seen
 
 PROFILE = get_profile("jsonrpc-ndjson")
@@ -122,12 +122,13 @@ def test_an_answered_request_is_never_let_go_and_pairs_go_whole_past_the_bound()
     request, response = held.take_exchange((1, "c2s", 0), (1, "s2c", 0))
     assert request is not None and response is not None and response.answers == 0
 
-    cost = held_cost(frame_seen(PROFILE, C2S, 0, b'{"jsonrpc":"2.0","id":0,"method":"m"}'))
-    small = HeldFrames(limit=cost * 4)
+    asked = held_cost(frame_seen(PROFILE, C2S, 0, b'{"jsonrpc":"2.0","id":0,"method":"m"}'))
+    answered = held_cost(frame_seen(PROFILE, S2C, 0, b'{"jsonrpc":"2.0","id":0,"result":{}}'))
+    small = HeldFrames(limit=3 * asked + answered * 3 // 2)  # 4 fit, 5 do not
     _ask(small, 2, C2S, 0)
     _ask(small, 2, C2S, 1)
     assert _answer(small, 2, 0, 0) == []  # 3 held
-    _ask(small, 2, C2S, 2)
+    assert _ask(small, 2, C2S, 2) == []  # 4 held: the limit
     let_go = _answer(small, 2, 1, 1)  # 5 held, over: the pair #0 goes whole
     assert [(pair[0].index, pair[1].index) for pair in let_go] == [(0, 0)]  # type: ignore[index]
     assert small.let_go == 0 and sorted(small.frames) == [
@@ -156,3 +157,16 @@ def test_an_exchange_that_names_another_request_s_answer_leaves_neither_held() -
     request, response = held.take_exchange((1, "c2s", 1), (1, "s2c", 0))
     assert request is not None and request.index == 1 and response is not None
     assert not held and held.held_bytes == 0
+
+
+def test_a_frame_held_is_charged_what_its_parse_holds_at_most_what_a_connection_may() -> None:
+    """A request of ``[[],[],…]`` holds ~25 times its bytes once parsed: charged its bytes,
+    a hand-made file of them was held parsed whole. One frame is charged at most `HELD_MOST`,
+    so the newest stays held."""
+    nested = b"[" + b"[]," * 20_000 + b"[]]"
+    payload = b'{"jsonrpc":"2.0","id":1,"method":"m","params":%s}' % nested
+    assert held_cost(frame_seen(PROFILE, C2S, 1, payload)) > 15 * len(payload)
+    huge = b'{"jsonrpc":"2.0","id":1,"method":"m","params":[%s[]]}' % (b"[]," * (1 << 20))
+    held = HeldFrames()
+    gaps, _ = held.hold_request(frame_seen(PROFILE, C2S, 1, huge, expects_answer=True))
+    assert gaps == [] and held.held_bytes == HELD_MOST and (1, "c2s", 1) in held

@@ -17,6 +17,7 @@ import pytest
 
 from golem_proxy.analysis.flows import HOLD_BACK
 from golem_proxy.analysis.trace import open_flows
+from tests.support.hostile_shapes import unanswered_nested
 
 from . import tapped_traces
 from .tapped_traces import empty, exchanges, notifications
@@ -94,6 +95,26 @@ def test_each_view_reads_a_large_trace_in_the_memory_of_an_empty_one(
     for name in ("notifications", "exchanges"):
         peak = _peak_kib(tmp_path, args, traces[name])
         assert peak - baseline < ALLOWED_KIB, (name, peak, baseline)
+
+
+HELD_ALLOWED_KIB = 128 * 1024
+"""What requests waiting for an answer that never comes may cost a command beyond an empty
+trace's peak: the reader's bound on what it holds (96 MiB, charged what each parse holds)."""
+
+
+@needs_proc
+@pytest.mark.parametrize("args", [("show",), ("check",)], ids=lambda a: " ".join(a))
+def test_requests_held_for_their_answer_are_charged_what_their_parse_holds(
+    tmp_path: Path, traces: dict[str, Path], args: tuple[str, ...]
+) -> None:
+    """A hand-made file of 150 calls, each 64 KiB of ``[[],[],…]``, none answered: charged
+    their bytes, all were held parsed (~25 times their bytes: ~250 MiB); charged what a
+    parse holds, the oldest are let go past the reader's bound, the gap said."""
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_bytes(unanswered_nested(150, 64 * 1024))
+    baseline = _peak_kib(tmp_path, args, traces["empty"])
+    peak = _peak_kib(tmp_path, args, hostile)
+    assert peak - baseline < HELD_ALLOWED_KIB, (peak, baseline)
 
 
 def _traced_peak(path: Path) -> tuple[int, int]:

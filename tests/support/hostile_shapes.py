@@ -32,3 +32,18 @@ def sequential_trace(count: int) -> bytes:
         )
         seq += 3
     return b"".join(lines)
+
+
+def unanswered_nested(count: int, size: int) -> bytes:
+    """``count`` ``scene.list`` calls on one connection, none answered, each carrying ``size``
+    bytes of ``[[],[],…]`` (a parse holds ~25 times those bytes), in the writer's layout."""
+    nested = b"[" + b"[]," * (size // 3) + b"[]]"
+    lines = [HEADER]
+    for n in range(count):
+        request = b'{"id":"%d","method":"scene.list","params":{"a":%s}}' % (n, nested)
+        lines.append(
+            b'{"seq":%d,"t":0.1,"kind":"frame","conn":1,"route":"main","dir":"c2s","n":%d,'
+            b'"size":%d,"type":"request","id":"%d","method":"scene.list","msg":%s}\n'
+            % (n + 1, n, len(request) + 4, n, request)
+        )
+    return b"".join(lines)
