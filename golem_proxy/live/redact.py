@@ -13,6 +13,8 @@ Numbers, booleans and strings under four characters are not chased: replacing ev
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -102,36 +104,90 @@ class Echoes:
         return False
 
     def scrub(self, obj: Any) -> tuple[Any, bool]:
-        """``obj`` with every remembered value replaced inside its strings; whether any was."""
+        """``obj`` with every remembered value replaced inside its strings (keys too); whether
+        any was. ``obj`` is never modified: the containers on the way to a string replaced
+        are copied, the rest shared (a copy of every container cost a large frame its size
+        again)."""
         values = sorted(self._values, key=len, reverse=True)  # longer first: no partial hits
-        changed = False
 
-        def walk(node: Any) -> Any:
-            nonlocal changed
-            if isinstance(node, str):
-                out = node
-                for value in values:
-                    if value in out:
-                        out = out.replace(value, REDACTED)
-                if out is not node and out != node:
-                    changed = True
-                return out
+        def clean(text: str) -> str:
+            for value in values:
+                if value in text:
+                    text = text.replace(value, REDACTED)
+            return text
+
+        return _rebuilt(obj, clean)
+
+
+_END = object()
+
+
+class _Level:
+    """A container being walked by `_rebuilt`: its children so far, copied (``out``) once one
+    of them changed."""
+
+    __slots__ = ("children", "done", "key", "key_changed", "node", "out")
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self.children = iter(node.items()) if isinstance(node, dict) else iter(node)
+        self.done = 0
+        self.out: Any = None
+        self.key: Any = None  # a dict's (cleaned) key of the child walked below
+        self.key_changed = False
+
+    def put(self, key: Any, value: Any, changed: bool) -> None:
+        """The next child, ``key`` its dict key (cleaned); ``changed``: it or its key was."""
+        if changed and self.out is None:
+            node = self.node
             if isinstance(node, dict):
-                return {walk(key): walk(item) for key, item in node.items()}
-            if isinstance(node, list):
-                return [walk(item) for item in node]
-            return node
+                self.out = dict(itertools.islice(node.items(), self.done))
+            else:
+                self.out = node[: self.done]
+        if self.out is not None:
+            if isinstance(self.out, dict):
+                self.out[key] = value
+            else:
+                self.out.append(value)
+        self.done += 1
 
-        result = _iterative_walk(obj, walk)
-        return result, changed
 
-
-def _iterative_walk(obj: Any, walk: Any) -> Any:
-    # Messages come from peers: a deeply nested one must not exhaust the stack here.
-    try:
-        return walk(obj)
-    except RecursionError:
-        return obj
+def _rebuilt(obj: Any, clean: Callable[[str], str]) -> tuple[Any, bool]:
+    """``obj`` with ``clean`` applied to its strings and keys, and whether it changed any:
+    without recursion, since a message nests as deep as its peer likes (a recursive walk gave
+    up past ~500 levels, and the echo was recorded as it came)."""
+    if isinstance(obj, str):
+        text = clean(obj)
+        return text, text is not obj
+    if not isinstance(obj, (dict, list)):
+        return obj, False
+    stack = [_Level(obj)]
+    while True:
+        level = stack[-1]
+        child: Any = next(level.children, _END)
+        if child is _END:
+            stack.pop()
+            result = level.node if level.out is None else level.out
+            if not stack:
+                return result, level.out is not None
+            parent = stack[-1]
+            parent.put(parent.key, result, level.out is not None or parent.key_changed)
+            continue
+        key: Any = None
+        key_changed = False
+        if isinstance(level.node, dict):
+            key, child = child
+            if isinstance(key, str):
+                cleaned = clean(key)
+                key_changed, key = cleaned is not key, cleaned
+        if isinstance(child, (dict, list)) and child:
+            level.key, level.key_changed = key, key_changed
+            stack.append(_Level(child))
+        elif isinstance(child, str):
+            text = clean(child)
+            level.put(key, text, key_changed or text is not child)
+        else:
+            level.put(key, child, key_changed)
 
 
 def _values(node: Any, segments: tuple[str, ...]) -> list[Any]:

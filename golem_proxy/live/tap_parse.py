@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import sys
 from typing import Optional
 
 from golem_core.messages import Message, Role, decode_json, elide_long_strings
@@ -34,7 +35,28 @@ OPAQUE_SCAN = opaque_scan()
 
 def encode_redacted(profile: Profile, obj: object) -> bytes:
     """The redacted message as a payload. A lone surrogate (legal in JSON as an escape, not
-    encodable as UTF-8) stays a ``\\uXXXX`` escape rather than stopping the inspection."""
+    encodable as UTF-8) stays a ``\\uXXXX`` escape rather than stopping the inspection. A
+    message that nests about as deep as the decoder goes is encoded with the recursion limit
+    raised by `DEEPER` for the while: the decoder took it at the depth of the stack it ran
+    from, and the encoder runs from a few calls deeper (it raised, and the tap stopped
+    observing the connection)."""
+    try:
+        return _encoded(profile, obj)
+    except RecursionError:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + DEEPER)
+        try:
+            return _encoded(profile, obj)
+        finally:
+            sys.setrecursionlimit(limit)
+
+
+DEEPER = 200
+"""How much deeper than its limit `encode_redacted` may go: more than the calls between a
+frame's parse and its encoding, far less than a thread's stack holds."""
+
+
+def _encoded(profile: Profile, obj: object) -> bytes:
     try:
         return profile.encode_payload(obj)
     except UnicodeEncodeError:

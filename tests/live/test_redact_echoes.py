@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from golem_core.profiles import GOLEM
 from golem_proxy.events import FrameSeen
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.redact import REDACTED, Echoes, Redactor
@@ -28,6 +29,32 @@ def test_the_values_a_rule_replaced_are_found_and_scrubbed_elsewhere() -> None:
     scrubbed, changed = echoes.scrub(answer)
     assert changed
     assert scrubbed == {"error": {"message": f"Layer '{REDACTED}' does not exist.", "ab": "ab"}}
+
+
+def test_a_scrub_copies_only_the_containers_on_the_way_to_a_replaced_string() -> None:
+    """Nothing else is copied (a copy of every container cost a large frame its size again),
+    the original is left as it was, keys are scrubbed too, and a message nested deeper than
+    a recursive walk goes is scrubbed all the way down."""
+    echoes = Echoes()
+    echoes.remember(["SECRET-LAYER"])
+    points = [[n, n + 1] for n in range(1000)]
+    obj = {"a": points, "b": {"c": [1, "x SECRET-LAYER y"]}, "SECRET-LAYER": {"d": [2]}}
+    scrubbed, changed = echoes.scrub(obj)
+    assert changed and scrubbed["a"] is points and scrubbed[REDACTED] is obj["SECRET-LAYER"]
+    assert scrubbed["b"] == {"c": [1, f"x {REDACTED} y"]}
+    assert obj["b"] == {"c": [1, "x SECRET-LAYER y"]} and "SECRET-LAYER" in obj
+    untouched = {"k": ["nothing here"], "n": [[]]}
+    assert echoes.scrub(untouched) == (untouched, False)
+    assert echoes.scrub(untouched)[0] is untouched
+    deep: object = "SECRET-LAYER"
+    for _ in range(5000):
+        deep = [deep]
+    scrubbed, changed = echoes.scrub(deep)
+    assert changed
+    for _ in range(5000):
+        assert isinstance(scrubbed, list) and len(scrubbed) == 1
+        scrubbed = scrubbed[0]
+    assert scrubbed == REDACTED
 
 
 @pytest.mark.trio
@@ -53,3 +80,35 @@ async def test_an_echoed_value_is_redacted_in_the_response_and_the_recording(
     frames = [e for e in read_recording(str(record)).events if isinstance(e, FrameSeen)]
     assert "echo" in frames[1].redacted
     assert all(b"SECRET" not in frame.payload for frame in proxy.of_type(FrameSeen))
+
+
+@pytest.mark.trio
+async def test_an_echo_nested_as_deep_as_the_decoder_goes_is_redacted(tmp_path: Path) -> None:
+    """A walk that recursed gave up past ~500 levels and recorded the echo as it came; the
+    encoding of the redacted message must go as deep as the decoding went."""
+    record = tmp_path / "r.jsonl"
+    async with trio.open_nursery() as nursery:
+        upstream = GolemUpstream()
+        upstream.dispatcher.register("layer", lambda params: {"made": True})
+        await nursery.start(upstream.serve)
+        options = ProxyOptions(drain_timeout=1.0, redact=("params.layer",))
+        proxy = await start_proxy(nursery, upstream.address, record=str(record), options=options)
+        client = GolemClient(await connect(proxy.listen))
+        await client.call({"id": "1", "method": "layer", "params": {"layer": "SECRET"}})
+        for number, depth in enumerate((600, 900), start=2):
+            deep = b'"SECRET and more"'
+            payload = b'{"id":"%d","method":"layer","params":{"deep":%s%s%s}}' % (
+                number,
+                b"[" * depth,
+                deep,
+                b"]" * depth,
+            )
+            await client.framed.send(GOLEM.frame_payload(payload))
+            answer = await client.receive()
+            assert answer.obj["id"] == str(number)
+        await client.stream.aclose()
+        await stop_proxy(proxy)
+        nursery.cancel_scope.cancel()
+    assert b"SECRET" not in record.read_bytes()
+    frames = [e for e in read_recording(str(record)).events if isinstance(e, FrameSeen)]
+    assert [frame.redacted for frame in frames[2::2]] == [("echo",), ("echo",)]
