@@ -1,17 +1,23 @@
 """The MCP server as a child of `golem-proxy mcp` (and of `mcp-verify`'s replay): started with
-its stdio piped, and the pipes read and written without blocking the relay."""
+its stdio piped, on Linux killed when we die (tied_child.py), and the pipes read and written
+without blocking the relay."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
+from typing import Optional, Protocol
 
 import trio
+
+from .tied_child import start_tied
 
 __all__ = [
     "READ_SIZE",
     "ChildStartError",
+    "PipedChild",
     "exit_status",
     "open_piped_child",
     "pipe_fd",
@@ -27,11 +33,34 @@ class ChildStartError(OSError):
     """The command could not be started (not found, not executable)."""
 
 
-async def open_piped_child(argv: Sequence[str], env: Mapping[str, str]) -> trio.Process:
-    """Start ``argv`` with its stdin, stdout and stderr piped; returns the process.
+class PipedChild(Protocol):
+    """What `open_piped_child`'s callers use of the child: a trio.Process, or on Linux a
+    `TiedChild`."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def stdin(self) -> Optional[trio.abc.SendStream]: ...
+    @property
+    def stdout(self) -> Optional[trio.abc.ReceiveStream]: ...
+    @property
+    def stderr(self) -> Optional[trio.abc.ReceiveStream]: ...
+    @property
+    def returncode(self) -> Optional[int]: ...
+    async def wait(self) -> int: ...
+    def send_signal(self, sig: int) -> None: ...
+
+
+async def open_piped_child(argv: Sequence[str], env: Mapping[str, str]) -> PipedChild:
+    """Start ``argv`` with its stdin, stdout and stderr piped; returns the process. On Linux it
+    is killed when we die, however we die (call it from the thread that runs trio, which
+    lives as long as the process in the CLI). Elsewhere one that outlives us runs on.
 
     Raises ChildStartError with the reason in one line when it cannot be started."""
+    await trio.lowlevel.checkpoint()  # a cancellation comes before the child, never after
     try:
+        if sys.platform.startswith("linux"):
+            return start_tied(argv, env)
         return await trio.lowlevel.open_process(
             list(argv),
             stdin=subprocess.PIPE,

@@ -43,6 +43,7 @@ from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, Proce
 from .proxy_options import new_tap
 from .relay import Proxy
 from .stdio_child import (
+    PipedChild,
     exit_status,
     open_piped_child,
     pipe_fd,
@@ -91,7 +92,7 @@ class StdioRelay:
         self.watch = watch
         self.exit_timeout = exit_timeout
         self._fds = (stdin_fd, stdout_fd, stderr_fd)
-        self.process: Optional[trio.Process] = None
+        self.process: Optional[PipedChild] = None
         self._ends = HopEnds()
         self._sent = {Direction.C2S: 0, Direction.S2C: 0}
         self._moved_at = 0.0
@@ -120,7 +121,7 @@ class StdioRelay:
             event = self.watch(event)
         self.proxy.publish(event)
 
-    async def start(self) -> trio.Process:
+    async def start(self) -> PipedChild:
         """Start the child. Raises ChildStartError with the reason in one line."""
         self.process = await open_piped_child(self.argv, self.env)
         return self.process
@@ -209,7 +210,7 @@ class StdioRelay:
             await link.until_caught_up(self.conn)
 
     async def _client_to_child(
-        self, tap: Optional[ConnectionTap], stdin: trio.lowlevel.FdStream, process: trio.Process
+        self, tap: Optional[ConnectionTap], stdin: trio.lowlevel.FdStream, process: PipedChild
     ) -> None:
         assert process.stdin is not None
         source = stdin.fileno()
@@ -261,7 +262,7 @@ class StdioRelay:
         self._mark_undelivered(tap, Direction.C2S, "server gone")
         self._observe(tap, Direction.C2S, rest)
 
-    async def _wait_or_stop(self, process: trio.Process) -> None:
+    async def _wait_or_stop(self, process: PipedChild) -> None:
         """The client is gone: the child gets ``exit_timeout`` to exit, then SIGTERM, then
         SIGKILL."""
         with trio.move_on_after(self.exit_timeout):
@@ -300,7 +301,7 @@ class StdioRelay:
             self._outputs_done.set()
 
     async def _child_to_client(
-        self, tap: Optional[ConnectionTap], process: trio.Process, stdout: trio.lowlevel.FdStream
+        self, tap: Optional[ConnectionTap], process: PipedChild, stdout: trio.lowlevel.FdStream
     ) -> None:
         assert process.stdout is not None
         source = pipe_fd(process.stdout)
@@ -386,7 +387,7 @@ class StdioRelay:
         elif tap is not None:
             observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))
 
-    async def _child_stderr(self, conn: int, process: trio.Process) -> None:
+    async def _child_stderr(self, conn: int, process: PipedChild) -> None:
         assert process.stderr is not None
         source = pipe_fd(process.stderr)
         sink = self._fds[2]
@@ -419,7 +420,7 @@ class StdioRelay:
         else:
             proxy.observer.submit_event(self.publish, event)
 
-    def _finish(self, conn: int, tap: Optional[ConnectionTap], process: trio.Process) -> None:
+    def _finish(self, conn: int, tap: Optional[ConnectionTap], process: PipedChild) -> None:
         returncode = process.returncode
         reason, abnormal = self._ends.close_reason(returncode)
         closed = ConnectionClosed(

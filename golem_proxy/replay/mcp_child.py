@@ -16,7 +16,7 @@ from typing import Optional, Union
 
 import trio
 
-from ..live.stdio_child import ChildStartError, exit_status, open_piped_child
+from ..live.stdio_child import ChildStartError, PipedChild, exit_status, open_piped_child
 
 __all__ = ["ChildStartError", "McpChild", "Oversized", "StdoutLine"]
 
@@ -45,7 +45,7 @@ class McpChild:
         self.argv = list(argv)
         self.env = dict(env)
         self.max_line = max_line
-        self.process: Optional[trio.Process] = None
+        self.process: Optional[PipedChild] = None
         self._stderr = bytearray()
         self._lines_in, self._lines_out = trio.open_memory_channel[StdoutLine](LINES_BUFFERED)
 
