@@ -6,7 +6,10 @@ request with ``id: null``; Scrybe with ``id: 0``) goes to the oldest request tha
 parsed. When a reply's id matches nothing but exactly one request is outstanding, the two are
 paired anyway, so the contract check can report the id that was not echoed: the sequential
 client of GOLEM or Scrybe takes it as its answer. Not where clients pair by id
-(`Profile.replies_by_id`, MCP): there such a reply answers nothing.
+(`Profile.replies_by_id`, MCP): there such a reply answers nothing. Once answers may have
+crossed unseen (`answers_unseen`: bytes a proxy did not observe), the requests held until
+then may have had theirs: a reply no id pairs goes to a request held since when one can take
+it, as it would have without them.
 
 Memory is bounded: a request the protocol never answers (a JSON-RPC notification) is not held,
 and past ``max_pending`` outstanding requests (or ``max_pending_bytes`` of their sizes) the
@@ -67,6 +70,9 @@ class Correlator(Generic[T]):
         self._order: OrderedDict[int, Pending[T]] = OrderedDict()
         self._sizes: dict[int, int] = {}
         self._sequence = 0
+        self._unseen_before = 0
+        """Requests held before this sequence may have had their answers unseen
+        (`answers_unseen`)."""
 
     def __len__(self) -> int:
         return len(self._order)
@@ -104,18 +110,60 @@ class Correlator(Generic[T]):
         for a request or notification, which answers nothing)."""
         if message.role is Role.REQUEST:
             return None
-        if self.profile.answers_unparseable(message):
-            for pending in self._order.values():
-                if isinstance(pending.message, Malformed) and pending.key is None:
-                    return self._forget(pending)
+        unparseable = self.profile.answers_unparseable(message)
+        since = self._unseen_before
+        if unparseable:
+            found = self._unparseable(since)
+            if found is not None:
+                return self._forget(found)
         key = self.profile.correlation_key(message)
         if key is not None:
             queue = self._by_key.get(key)
             if queue:
                 return self._forget(queue[0])
-        if len(self._order) == 1 and not self.profile.replies_by_id:
-            return self._forget(next(iter(self._order.values())))
+        sequential = not self.profile.replies_by_id
+        if sequential:
+            sole = self._sole(since)
+            if sole is not None:
+                return self._forget(sole)
+        if self.waiting_from_before_unseen():
+            # Only requests whose answers may have crossed unseen can take it: as if none had.
+            found = self._unparseable(0) if unparseable else None
+            if found is None and sequential:
+                found = self._sole(0)
+            if found is not None:
+                return self._forget(found)
         return None
+
+    def _unparseable(self, since: int) -> Optional[Pending[T]]:
+        """The oldest request held from ``since`` on that could not be parsed (no id read)."""
+        for pending in self._order.values():
+            unread = pending.key is None and isinstance(pending.message, Malformed)
+            if unread and pending.sequence >= since:
+                return pending
+        return None
+
+    def _sole(self, since: int) -> Optional[Pending[T]]:
+        """The one request held from ``since`` on, when exactly one is waiting."""
+        newest: Optional[Pending[T]] = None
+        # Newest first: those held since are the last in arrival order.
+        for sequence, pending in reversed(self._order.items()):
+            if sequence < since:
+                break
+            if newest is not None:
+                return None
+            newest = pending
+        return newest
+
+    def answers_unseen(self) -> None:
+        """Answers to the requests held so far may have crossed unseen (bytes that were not
+        observed): a reply that no id pairs goes to a request held since when one can take it
+        (the oldest that could not be parsed, for a reply to one; else the one waiting)."""
+        self._unseen_before = self._sequence
+
+    def waiting_from_before_unseen(self) -> bool:
+        """Whether a request held before answers crossed unseen (`answers_unseen`) waits."""
+        return bool(self._order) and next(iter(self._order)) < self._unseen_before
 
     def sharing_id(self, message: Message) -> list[Pending[T]]:
         """The outstanding requests whose id ``message`` carries too, oldest first."""

@@ -253,8 +253,16 @@ class JsonRpcNdjsonProfile(Profile):
         return super().outcome(request, response)
 
     def answers_unparseable(self, message: Message) -> bool:
-        # The wire type has no null id: an unreadable request is answered with id 0, and only
-        # the ERR_PARSE / ERR_INVALID_REQUEST code tells it from a reply to a request with id 0.
+        # Scrybe's wire type has no null id: an unreadable request is answered with id 0, and
+        # only the ERR_PARSE / ERR_INVALID_REQUEST code tells it from a reply to a request with
+        # id 0. Any other JSON-RPC 2.0 server answers it with an error whose id is null (a
+        # contract violation here, but the answer all the same), and a batch (an array) with
+        # an array; the client's line was typed malformed either way.
+        obj = message.obj
+        if isinstance(obj, list) or (
+            isinstance(obj, dict) and obj.get("id") is None and "error" in obj
+        ):
+            return True
         return (
             isinstance(message, ErrorResponse)
             and message.id == 0

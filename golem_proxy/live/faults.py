@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from golem_core.framing import Framing
 from golem_core.messages import Malformed, Message, Role, method_of
@@ -23,6 +23,7 @@ from golem_core.profiles import GOLEM, Profile
 from ..events import Direction, Event
 from ..recording.streams import rebuild_streams
 from .fault_spec import MAX_COUNT, MAX_MS, FaultKind, FaultRule, FaultSpecError, parse_fault
+from .frame_id import ID_WITHIN, UNKNOWN, id_of_bytes
 from .tap_limits import DEFAULT_LIMITS
 from .tap_parse import typed_within
 
@@ -146,12 +147,25 @@ class ConnectionFaults:
         message, method = self.inspect(direction, payload)
         action = FrameAction(raw, method)
         rng = self._rng[direction]
-        fired = [
+        matching = [
             (index, rule)
             for index, rule in enumerate(self.plan.rules)
-            if rule.matches(self.route, direction, method) and self._fire(index, rule, rng)
+            if rule.matches(self.route, direction, method)
         ]
-        what = _describe(message, method, len(raw))
+        ident: Any = None if message is None else message.id
+        if message is None and any(rule.kind is FaultKind.ERROR for _, rule in matching):
+            # Not parsed (too costly): the answer in the server's place carries the id the
+            # frame's bytes hold, so that the client can match it.
+            ident = id_of_bytes(payload)
+        what = _describe(message, method, len(raw), ident)
+        fired: list[tuple[int, FaultRule]] = []
+        for index, rule in matching:
+            if rule.kind is FaultKind.ERROR and ident is UNKNOWN:
+                # An answer the client could not match: the server answers it instead.
+                detail = f"not applied: {what}: no id in its first {ID_WITHIN:,} bytes"
+                action.events.append((rule.kind.value, f"{detail}; forwarded"))
+            elif self._fire(index, rule, rng):
+                fired.append((index, rule))
         for _, rule in fired:
             if rule.kind is FaultKind.DELAY:
                 seconds = max(0.0, rule.ms + rng.uniform(-rule.jitter, rule.jitter)) / 1000
@@ -163,7 +177,6 @@ class ConnectionFaults:
             action.withhold = rule
             action.events.append((rule.kind.value, self._withheld(rule, direction, message, what)))
             if rule.kind is FaultKind.ERROR:
-                ident = None if message is None else message.id
                 obj = self.profile.error(ident, rule.code, rule.message)
                 action.reply = self.profile.encode(obj)
             return action
@@ -227,9 +240,10 @@ class ConnectionFaults:
 _WITHHOLDING = (FaultKind.ERROR, FaultKind.RESET, FaultKind.DROP)
 
 
-def _describe(message: Optional[Message], method: Optional[str], size: int) -> str:
+def _describe(message: Optional[Message], method: Optional[str], size: int, ident: Any) -> str:
     if message is None:
-        return f"? (not parsed: too costly) ({size} bytes)"
+        read = "" if ident is None or ident is UNKNOWN else f" id={ident}"
+        return f"?{read} (not parsed: too costly) ({size} bytes)"
     ident = "" if message.id is None else f" id={message.id}"
     kind = " (malformed)" if isinstance(message, Malformed) else ""
     return f"{method or '?'}{ident}{kind} ({size} bytes)"

@@ -150,7 +150,11 @@ class ConnectionPairing:
         if self._unseen[asker]:
             self._unseen[asker] -= 1
             return Answered(None, unseen=True)
-        return Answered(None, unseen=lost_after is not None)
+        # A reply that names no request (GOLEM's null id) while requests wait whose answers
+        # may have crossed unseen: it answers one of them, which one is not known (one of them
+        # alone would have been paired with it).
+        theirs = _id_key(message) is None and correlator.waiting_from_before_unseen()
+        return Answered(None, unseen=theirs or lost_after is not None)
 
     def _late_answer(self, asker: Direction, message: Message) -> bool:
         """``message`` answers a request sent ``asker`` that was let go (by id, while
@@ -190,8 +194,10 @@ class ConnectionPairing:
 
     def answers_lost(self, asker: Direction) -> None:
         """Bytes sent towards ``asker`` were forwarded but not observed: they may have held
-        the answers to the requests it sent so far."""
+        the answers to the requests it sent so far (a reply that no id pairs goes to a
+        request sent since, when one can take it: `Correlator.answers_unseen`)."""
         self._answers_lost_upto[asker] = self._last_held[asker]
+        self._correlators[asker].answers_unseen()
 
     def take_over(
         self, recorded: Iterable[FrameSeen], unread: Iterable[tuple[Direction, Any]]

@@ -4,15 +4,19 @@ event of a fault follows the frame it hit, so every view shows it on that frame'
 from __future__ import annotations
 
 import json
+import socket
+import struct
 from pathlib import Path
 
 import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
+from golem_core.profiles import GOLEM
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
 from tests.support.plugin_fixture import plugin_fixture
+from tests.support.waiting import receive_exactly
 
 plugin = plugin_fixture(seed=3, scope="function")
 
@@ -59,3 +63,35 @@ def test_a_delay_is_shown_on_the_flow_it_delayed(
         "scene.list_layers": [("delay", "c2s"), ("delay", "s2c")],
         "scene.get_document_info": [],
     }
+
+
+def test_an_error_in_place_of_a_request_too_costly_to_parse_carries_its_id(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    """``--fault error`` with no method answers every request, one over
+    ``--observe-parse-limit`` too (not parsed: of no method): with the id its bytes hold, so
+    that the client can match the answer, not a null one."""
+    record = tmp_path / "faulted.jsonl"
+    cli = start_proxy_cli(
+        "--route", f"main@127.0.0.1:0={plugin.main}", "--record", str(record),
+        "--observe-parse-limit", "1", "--fault", "error:code=TIMEOUT,message=busy",
+    )  # fmt: skip
+    grid = b"[" + b"[]," * 100_000 + b"[]]"
+    try:
+        with socket.create_connection(("127.0.0.1", cli.port), timeout=10) as client:
+            for payload in (
+                b'{"id": "big-1", "method": "scene.import", "params": {"grid": %s}}' % grid,
+                b'{"id": "small-2", "method": "ping", "params": {}}',
+            ):
+                client.sendall(GOLEM.frame_payload(payload))
+                size = struct.unpack("!I", receive_exactly(client, 4))[0]
+                answer = json.loads(receive_exactly(client, size))
+                assert answer["error"] == {"code": "TIMEOUT", "message": "busy"}
+                assert answer["id"] == json.loads(payload[: payload.index(b", ")] + b"}")["id"]
+    finally:
+        cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    lines = [json.loads(line) for line in record.read_text().splitlines()[1:]]
+    faults = [line["detail"] for line in lines if line["kind"] == "fault"]
+    assert faults[0].startswith("withheld request: ? id=big-1 (not parsed: too costly)")
+    assert faults[1].startswith("withheld request: ping id=small-2")

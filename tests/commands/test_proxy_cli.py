@@ -4,19 +4,24 @@ plugin in its own process."""
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import socket
+import struct
 from pathlib import Path
 
 import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
+from golem_core.profiles import GOLEM
 from golem_proxy.commands.proxy import CHILD_PROCESS, IN_PROCESS, add_arguments, observer_place
-from golem_proxy.events import ConnectionClosed, GapReason, ObservationLost
+from golem_proxy.events import ConnectionClosed, Direction, GapReason, ObservationLost
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import start_cli
 from tests.support.plugin_fixture import plugin_fixture
+from tests.support.waiting import receive_exactly
 
 plugin = plugin_fixture(seed=3, scope="function")
 
@@ -144,3 +149,32 @@ def test_demo_runs_a_recorded_session(tmp_path: Path) -> None:
     statuses = {recording.profile.describe(e.response.message) for e in recording.exchanges()}
     # The real plugin's server flattens every dispatcher error to -32000.
     assert statuses == {"ok", "APPLICATION_ERROR"}
+
+
+def test_after_an_answer_not_observed_a_null_id_answers_the_request_sent_since(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    """Two requests without an id, one at a time; the plugin answers each with a null id. The
+    first answer is over ``--observe-frame-limit``: the second answer is the second request's,
+    not the first's (which may have had its own in the bytes not observed)."""
+    record = tmp_path / "live.jsonl"
+    cli = start_proxy_cli(
+        "--route", f"main@127.0.0.1:0={plugin.main}", "--record", str(record),
+        "--observe-frame-limit", str(128 / (1 << 20)),
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", cli.port), timeout=10) as client:
+            for method in ("scene.get_document_info", "ping"):
+                client.sendall(GOLEM.encode({"method": method, "params": {}}))
+                size = struct.unpack("!I", receive_exactly(client, 4))[0]
+                answer = json.loads(receive_exactly(client, size))
+                assert answer["id"] is None and answer["error"] is None, answer
+    finally:
+        cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    recording = read_recording(str(record))
+    gaps = [e for e in recording.events if isinstance(e, ObservationLost)]
+    assert [(gap.reason, gap.direction) for gap in gaps] == [
+        (GapReason.FRAME_TOO_LARGE, Direction.S2C)
+    ]
+    assert [(e.request.index, e.method) for e in recording.exchanges()] == [(1, "ping")]

@@ -332,6 +332,26 @@ def test_server_replies_to_unparseable_requests() -> None:
     assert reply is not None and reply["id"] == 0 and reply["error"]["code"] == -32600
 
 
+@pytest.mark.parametrize(
+    ("payload", "answers"),
+    [
+        (b'{"jsonrpc":"2.0","id":0,"error":{"code":-32700,"message":"parse error"}}', True),
+        (b'{"jsonrpc":"2.0","id":0,"error":{"code":-32001,"message":"not open"}}', False),
+        # Any other JSON-RPC 2.0 server's: a null id (a contract violation here, the answer
+        # all the same), or none; a batch's, an array.
+        (b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}', True),
+        (b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request"}}', True),
+        (b'[{"jsonrpc":"2.0","id":1,"result":{}}]', True),
+        (b'{"jsonrpc":"2.0","id":null,"result":{}}', False),
+        (b'{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"bad"}}', False),
+    ],
+)
+def test_which_replies_answer_a_request_that_could_not_be_read(
+    payload: bytes, answers: bool
+) -> None:
+    assert J.answers_unparseable(response(payload)) is answers
+
+
 def rules_of(payload: bytes) -> list[Any]:
     return [(v.rule, v.path) for v in J.check_message(request(payload))]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import tracemalloc
 
@@ -305,3 +306,40 @@ def test_an_answer_too_costly_to_parse_leaves_no_method_for_the_next() -> None:
     raw, payload = _response("1")
     answer = faults.decide(S2C, raw, 4, payload)
     assert (answer.method, answer.events) == ("ping", [])
+
+
+def test_an_error_in_place_of_a_request_too_costly_to_parse_echoes_the_id_its_bytes_hold() -> None:
+    plan = FaultPlan.parse(["error:code=TIMEOUT,message=busy"], 1)
+    faults = plan.connection(1, "main", GOLEM, 256 * 1024)
+    payload = GOLEM.encode_payload({"id": "big", "method": "scene.x", "params": [[]] * 100_000})
+    action = faults.decide(C2S, GOLEM.frame_payload(payload), 4, payload)
+    assert action.withhold is not None and action.reply is not None
+    assert json.loads(action.reply[4:])["id"] == "big"
+    # Walked whole and no id in it: the answer has none either, as a server's to a request
+    # without one.
+    payload = GOLEM.encode_payload({"method": "scene.x", "params": [[]] * 15_000})
+    assert len(payload) < 64 * 1024 and faults.inspect(C2S, payload) == (None, None)
+    action = faults.decide(C2S, GOLEM.frame_payload(payload), 4, payload)
+    assert action.reply is not None and json.loads(action.reply[4:])["id"] is None
+
+
+def test_an_error_is_not_put_in_place_of_a_request_whose_id_is_not_read() -> None:
+    """Its id past the first 64 KiB, after the bulk: an answer the client could not match
+    is not sent; the request goes on to the server, and the fault's event says why."""
+    plan = FaultPlan.parse(["error:code=TIMEOUT,message=busy,times=1"], 1)
+    faults = plan.connection(1, "main", GOLEM, 1024 * 1024)
+    bulk = {"params": [[]] * 100_000, "method": "scene.x", "id": "late"}
+    payload = GOLEM.encode_payload(bulk)
+    raw = GOLEM.frame_payload(payload)
+    action = faults.decide(C2S, raw, 4, payload)
+    assert (action.withhold, action.reply) == (None, None)
+    assert action.events == [
+        (
+            "error",
+            f"not applied: ? (not parsed: too costly) ({len(raw)} bytes): no id in its first "
+            "65,536 bytes; forwarded",
+        )
+    ]
+    # The rule did not fire: its one time is still there for the next request.
+    raw, small = _request("next", "ping")
+    assert faults.decide(C2S, raw, 4, small).withhold is not None

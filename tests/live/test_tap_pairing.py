@@ -295,3 +295,40 @@ def test_one_request_is_charged_at_most_its_connection_s_limit() -> None:
     payload = b'{"id":"a","method":"scene.import","params":{"grid":[' + b"[]," * 100_000 + b"[]]}}"
     tap.process(Direction.C2S, GOLEM.frame_payload(payload), 0.1)
     assert tap.held == limits.pending_bytes
+
+
+NULL_ID_ERROR = GOLEM.encode({"id": None, "result": None, "error": {"code": -32603, "message": ""}})
+
+
+def test_after_an_answer_not_observed_a_null_id_answers_the_request_sent_since() -> None:
+    """The answer to a request was too large to observe; the client sent its next request,
+    answered with a null id: that answer is the request's sent since, as it would be if the
+    first had been answered where the tap saw it (its own answer was among the bytes not
+    observed), whether the requests have ids or not."""
+    big = GOLEM.encode({"id": None, "result": {"blob": "z" * 500}, "error": None})
+    for first, second in (
+        ({"id": "a", "method": "scene.get", "params": {}}, {"id": "b", "method": "ping"}),
+        ({"method": "scene.get", "params": {}}, {"method": "ping", "params": {}}),
+    ):
+        events: list[Event] = []
+        tap = ConnectionTap(1, "main", GOLEM, events.append, limits=ObserveLimits(frame=256))
+        tap.process(Direction.C2S, GOLEM.encode(first), 0.1)
+        tap.process(Direction.S2C, big, 0.2)
+        tap.process(Direction.C2S, GOLEM.encode(second), 0.3)
+        tap.process(Direction.S2C, NULL_ID_ERROR, 0.4)
+        paired = [(answers, orphan) for d, _, _, answers, orphan in frames(events) if d == "s2c"]
+        assert paired == [(1, False)], first
+        exchanges = [e for e in events if isinstance(e, ExchangeCompleted)]
+        assert [e.request.index for e in exchanges] == [1], first
+
+
+def test_a_null_id_answer_after_answers_not_observed_to_requests_waiting_is_no_orphan() -> None:
+    """Two requests pipelined, then bytes of answers not observed: one of them may have had
+    its answer there, which one is not known; a null-id answer after it answers the other."""
+    events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append)
+    tap.process(Direction.C2S, call(1) + call(2), 0.1)
+    tap.lose(Direction.S2C, len(answer(1)), 0.2)
+    tap.process(Direction.S2C, NULL_ID_ERROR, 0.3)
+    assert [f for f in frames(events) if f[0] == "s2c"] == [("s2c", 0, False, None, False)]
+    assert not any(isinstance(e, ViolationSeen) and e.orphan for e in events)
