@@ -37,7 +37,7 @@ from ..recording.reader import check_line
 from ..recording.schema import RecordingError
 from .tap_limits import DEFAULT_LIMITS, ObserveLimits
 from .tap_pairing import ConnectionPairing
-from .tap_parse import typed_within
+from .tap_parse import TooCostly, parse_for_view
 
 __all__ = [
     "ANSWERED",
@@ -309,8 +309,9 @@ class ConnectionIntercept:
             return None
         profile = engine.profile
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        message = typed_within(profile, payload, role, self.parse_limit)
-        if message is None:
+        try:
+            message, elided = parse_for_view(profile, payload, role, self.parse_limit)
+        except TooCostly:
             # Too costly to read here (the tap records it as such, unnumbered): selected by
             # no filter, known to the pairing as a frame not seen.
             self._requests.unobserved(direction)
@@ -324,6 +325,7 @@ class ConnectionIntercept:
             size=size,
             payload=payload,
             message=message,
+            elided=elided,  # its blob's characters are not held: not charged while it waits
         )
         self._index[direction] += 1
         flow = Flow(0, self.conn, self.route)
@@ -370,8 +372,9 @@ class ConnectionIntercept:
                 )
         ruling = self._ruling(held, what)
         if not isinstance(ruling.decision, (Drop, Answer)):
-            sent = profile.parse(ruling.payload, role)
-            self._forwarded(direction, sent, dataclasses.replace(frame, message=sent))
+            sent = profile.parse(ruling.payload, role)  # whole: nothing elided any more
+            forwarded = dataclasses.replace(frame, payload=ruling.payload, message=sent, elided=0)
+            self._forwarded(direction, sent, forwarded)
         return ruling
 
     def _forwarded(self, direction: Direction, message: Message, frame: FrameSeen) -> None:

@@ -75,3 +75,14 @@ async def test_the_session_parse_limit_decides_what_a_filter_reads(limit: int, h
     costly = _payload({"id": "a", "method": "scene.x", "params": [[]] * 100_000})
     ruling = await intercept.hold(Direction.C2S, costly, len(costly) + 4, 0.0, _ignore)
     assert (ruling is not None) is held
+
+
+async def test_a_request_s_elided_blob_is_not_charged_while_it_waits() -> None:
+    """A 4 MiB capture request waiting for its answer is charged what its message holds: its
+    blob was elided, so not its characters (charged them too, it stood for twice its size)."""
+    engine = InterceptEngine(GOLEM, parse_filter("~m nothing.here"), timeout=0)
+    intercept = engine.connection(1, "main")
+    blob = _payload({"id": "c1", "method": "scene.x", "params": {"png": "QUJD" * (1 << 20)}})
+    assert await intercept.hold(Direction.C2S, blob, len(blob) + 4, 0.0, _ignore) is None
+    waiting = intercept._requests.pending_bytes
+    assert len(blob) <= waiting < len(blob) + 64 * 1024
