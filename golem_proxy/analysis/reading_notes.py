@@ -65,18 +65,18 @@ def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
     names the recording before its file, for a command that reads several (``trace B``)."""
     path = _named(reader.path, role)
     notes = []
-    restarts = reader.restarts
-    for restart in restarts[:RESTARTS_NOTED]:
+    for restart in reader.restarts[:RESTARTS_NOTED]:
         notes.append(
             f"note: {path}: observation restarted at {restart.t:.3f} s "
             f"({safe_text(restart.detail)}); what was forwarded while no observing process "
             "recorded it is not in this recording"
         )
-    more = len(restarts) - RESTARTS_NOTED
-    if more > 0:
+    more = reader.restart_count - RESTARTS_NOTED
+    last = reader.last_restart
+    if more > 0 and last is not None:
         notes.append(
             f"note: {path}: and {_plural(more, 'more restart')} of the observing process, "
-            f"the last at {restarts[-1].t:.3f} s"
+            f"the last at {last.t:.3f} s"
         )
     notes += order_notes(reader.path, reader.seq, reader.times, role)
     held = reader.held

@@ -84,8 +84,18 @@ class FlowReader(OpenedRecording):
     @property
     def restarts(self) -> list[ObservationLost]:
         """Where a new observing process took over the recording (the recording goes on after
-        each), in order, as far as it was read."""
+        each), in order, as far as it was read: the first `RESTARTS_KEPT`."""
         return self._reader.restarts
+
+    @property
+    def restart_count(self) -> int:
+        """How many times a new observing process took over, as far as read."""
+        return self._reader.restart_count
+
+    @property
+    def last_restart(self) -> Optional[ObservationLost]:
+        """The last time a new observing process took over, as far as read."""
+        return self._reader.last_restart
 
     @property
     def held(self) -> HeldFrames:

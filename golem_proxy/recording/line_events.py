@@ -39,7 +39,11 @@ from .shared_file import RESTARTED_KIND, STOPPED_KIND
 from .time_watch import TimeWatch
 from .v1_pairing import V1Pairing
 
-__all__ = ["LineDecoder"]
+__all__ = ["RESTARTS_KEPT", "LineDecoder"]
+
+RESTARTS_KEPT = 32
+"""The restarts of the observing process a reader keeps, the first ones (`LineDecoder.restarts`):
+the notes name the first 20 and count the rest."""
 
 _FRAME_ERRORS = tuple(kind.value for kind in FrameErrorKind)
 _SEVERITIES = tuple(severity.value for severity in Severity)
@@ -124,7 +128,11 @@ class LineDecoder:
         """Where observation stopped, once that line was read (`GapReason.STOPPED`)."""
         self.restarts: list[events.ObservationLost] = []
         """Where a new observing process took over, in order (`GapReason.RESTARTED`): one a
-        restart, each read as the session's gap while no observing process recorded."""
+        restart, each read as the session's gap while no observing process recorded. The
+        first `RESTARTS_KEPT` only (a hand-made file of a million took 236 MiB to keep):
+        `restart_count` counts them all, `last_restart` is the last."""
+        self.restart_count = 0
+        self.last_restart: Optional[events.ObservationLost] = None
         self.v1 = V1Pairing(profile, self.routes) if version == 1 else None
         """Pairs a version-1 file's frames as they are read (its lines do not say)."""
         self.seq = SeqWatch()
@@ -310,7 +318,10 @@ class LineDecoder:
         if lost.reason is events.GapReason.STOPPED:
             self.stopped = lost
         else:
-            self.restarts.append(lost)
+            self.restart_count += 1
+            self.last_restart = lost
+            if len(self.restarts) < RESTARTS_KEPT:
+                self.restarts.append(lost)
         return lost
 
     def _violation(

@@ -161,8 +161,18 @@ class RecordingReader:
     @property
     def restarts(self) -> list[ObservationLost]:
         """Where a new observing process took over the recording (the recording says so), in
-        order, as far as it was read."""
+        order, as far as it was read: the first `RESTARTS_KEPT`."""
         return self._decoder.restarts
+
+    @property
+    def restart_count(self) -> int:
+        """How many times a new observing process took over, as far as read."""
+        return self._decoder.restart_count
+
+    @property
+    def last_restart(self) -> Optional[ObservationLost]:
+        """The last time a new observing process took over, as far as read (None: none did)."""
+        return self._decoder.last_restart
 
     @property
     def ended(self) -> Optional[SessionEnded]:

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from golem_proxy.analysis.reading_notes import RESTARTS_NOTED
+from golem_proxy.analysis.trace import open_flows
 from golem_proxy.events import Event
+from golem_proxy.recording.line_events import RESTARTS_KEPT
 from golem_proxy.recording.shared_file import RecordingFile, end_recording
 from tests.support.cli_helpers import run_main
 from tests.support.restarts import call, closed, opened, restart_gap, write_observed
@@ -116,8 +118,10 @@ def test_two_restarts_then_a_stop(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_many_restarts_are_counted_past_the_first_few(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Past the first `RESTARTS_KEPT`, a reader counts them and keeps the last (a hand-made
+    file of a million kept them all: 236 MiB)."""
     path = tmp_path / "restarted-often.jsonl"
-    count = RESTARTS_NOTED + 3
+    count = RESTARTS_KEPT + 3
     restarts = [(1.0 + i, f"death {i}") for i in range(count)]
     write_observed(path, [[opened(1, 0.1)], *([] for _ in restarts)], restarts)
     _, _, err = run_main(capsys, "show", str(path))
@@ -125,9 +129,15 @@ def test_many_restarts_are_counted_past_the_first_few(
     assert notes[:RESTARTS_NOTED] == [
         _note(path, f"{t:.3f}", why) for t, why in restarts[:RESTARTS_NOTED]
     ]
+    more = count - RESTARTS_NOTED
     assert notes[RESTARTS_NOTED:] == [
-        f"note: {path}: and 3 more restarts of the observing process, the last at 23.000 s"
+        f"note: {path}: and {more} more restarts of the observing process, the last at "
+        f"{count:.3f} s"
     ]
+    with open_flows(str(path)) as trace:
+        for _ in trace.flows():
+            pass
+        assert len(trace.restarts) == RESTARTS_KEPT and trace.restart_count == count
 
 
 def test_a_connections_restart_gap_is_a_gap_in_its_capture(
