@@ -160,11 +160,15 @@ class ConnectionFaults:
         what = _describe(message, method, len(raw), ident)
         fired: list[tuple[int, FaultRule]] = []
         for index, rule in matching:
+            if not self._fire(index, rule, rng):
+                continue
             if rule.kind is FaultKind.ERROR and ident is UNKNOWN:
-                # An answer the client could not match: the server answers it instead.
+                # An answer the client could not match: the server answers it instead, and
+                # the rule's count is left for a frame it can answer.
+                self.plan.fired[index] -= 1
                 detail = f"not applied: {what}: no id in its first {ID_WITHIN:,} bytes"
                 action.events.append((rule.kind.value, f"{detail}; forwarded"))
-            elif self._fire(index, rule, rng):
+            else:
                 fired.append((index, rule))
         for _, rule in fired:
             if rule.kind is FaultKind.DELAY:

@@ -343,3 +343,8 @@ def test_an_error_is_not_put_in_place_of_a_request_whose_id_is_not_read() -> Non
     # The rule did not fire: its one time is still there for the next request.
     raw, small = _request("next", "ping")
     assert faults.decide(C2S, raw, 4, small).withhold is not None
+    # Spent, the rule says nothing more of a frame it would not have fired on anyway.
+    assert faults.decide(C2S, GOLEM.frame_payload(payload), 4, payload).events == []
+    never = FaultPlan.parse(["error:code=TIMEOUT,message=busy,p=0"], 1)
+    quiet = never.connection(1, "main", GOLEM, 1024 * 1024)
+    assert quiet.decide(C2S, GOLEM.frame_payload(payload), 4, payload).events == []
