@@ -113,7 +113,7 @@ class Correlator(Generic[T]):
         unparseable = self.profile.answers_unparseable(message)
         since = self._unseen_before
         if unparseable:
-            found = self._unparseable(since)
+            found = self._unparseable(since, message)
             if found is not None:
                 return self._forget(found)
         key = self.profile.correlation_key(message)
@@ -128,18 +128,20 @@ class Correlator(Generic[T]):
                 return self._forget(sole)
         if self.waiting_from_before_unseen():
             # Only requests whose answers may have crossed unseen can take it: as if none had.
-            found = self._unparseable(0) if unparseable else None
+            found = self._unparseable(0, message) if unparseable else None
             if found is None and sequential:
                 found = self._sole(0)
             if found is not None:
                 return self._forget(found)
         return None
 
-    def _unparseable(self, since: int) -> Optional[Pending[T]]:
-        """The oldest request held from ``since`` on that could not be parsed (no id read)."""
+    def _unparseable(self, since: int, answer: Message) -> Optional[Pending[T]]:
+        """The oldest request held from ``since`` on that could not be parsed (no id read)
+        and that ``answer`` may answer (`Profile.answers_this_unparseable`)."""
+        fits = self.profile.answers_this_unparseable
         for pending in self._order.values():
             unread = pending.key is None and isinstance(pending.message, Malformed)
-            if unread and pending.sequence >= since:
+            if unread and pending.sequence >= since and fits(answer, pending.message):
                 return pending
         return None
 

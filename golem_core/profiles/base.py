@@ -279,6 +279,12 @@ class Profile(abc.ABC):
         (GOLEM: a null id)."""
         return message.id is None
 
+    def answers_this_unparseable(self, answer: Message, request: Message) -> bool:
+        """Whether ``answer``, the reply to a request that could not be parsed
+        (`answers_unparseable`), may be the reply to ``request``, one that could not be. Yes,
+        unless the protocol tells which (`jsonrpc_ndjson`)."""
+        return True
+
     def is_reply(self, message: Message) -> bool:
         """Whether ``message``, typed a response, is a reply at all: pairing looks for the
         request it answers, and one that answers none is an orphan. Always, unless replies go

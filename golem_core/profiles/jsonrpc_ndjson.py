@@ -263,11 +263,21 @@ class JsonRpcNdjsonProfile(Profile):
             isinstance(obj, dict) and obj.get("id") is None and "error" in obj
         ):
             return True
-        return (
-            isinstance(message, ErrorResponse)
-            and message.id == 0
-            and message.error.code in (ERR_PARSE, ERR_INVALID_REQUEST)
-        )
+        return _scrybe_unparseable(message)
+
+    def answers_this_unparseable(self, answer: Message, request: Message) -> bool:
+        # Scrybe answers any line it could not type with id 0. A JSON-RPC 2.0 server reads an
+        # id where there is one: a request whose id is of a type this contract refuses (a
+        # string) has its own answer, and a null id answers a line with none; an array
+        # answers a batch (of notifications: nothing).
+        if _scrybe_unparseable(answer):
+            return True
+        sent = request.obj
+        if isinstance(answer.obj, list):
+            return isinstance(sent, list)
+        if isinstance(sent, list):  # a batch is answered by an array, but an empty one
+            return not sent
+        return not (isinstance(sent, dict) and sent.get("id") is not None)
 
     def request_ids(self) -> Iterator[int]:
         # The reference client counts up from 1 on each connection.
@@ -320,3 +330,13 @@ def _parse_error_object(error: Any) -> Any:
     if not isinstance(message, str):
         return mistyped("`error.message`", message, "a string")
     return RpcError(code, message, ABSENT, error.get("data", ABSENT))
+
+
+def _scrybe_unparseable(message: Message) -> bool:
+    """Scrybe's answer to a line it could not type: id 0, and a parse or invalid-request
+    code (its wire type has no null id)."""
+    return (
+        isinstance(message, ErrorResponse)
+        and message.id == 0
+        and message.error.code in (ERR_PARSE, ERR_INVALID_REQUEST)
+    )

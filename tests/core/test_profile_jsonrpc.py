@@ -20,6 +20,7 @@ from golem_core.messages import (
     Role,
     RpcError,
 )
+from golem_core.pairing import Correlator
 from golem_core.profiles import JSONRPC_NDJSON as J
 
 REQUEST = J.parse(b'{"jsonrpc":"2.0","id":1,"method":"state","params":{}}', Role.REQUEST)
@@ -350,6 +351,29 @@ def test_which_replies_answer_a_request_that_could_not_be_read(
     payload: bytes, answers: bool
 ) -> None:
     assert J.answers_unparseable(response(payload)) is answers
+
+
+def test_a_null_id_answers_a_line_without_an_id_a_server_could_read() -> None:
+    """Pipelined: two requests with string ids (refused by this contract, typed malformed
+    without an id), then a broken line. Their servers answer the first two by their ids and
+    the broken one with a null id: that answer is the broken line's, not the oldest
+    malformed request's. Scrybe's id-0 answer goes to the oldest malformed line, as before;
+    a batch of notifications (no answer) does not take a null id's either."""
+    correlator: Correlator[int] = Correlator(J)
+    for index, line in enumerate(
+        (
+            b'{"jsonrpc":"2.0","id":"a1","method":"m"}',
+            b'[{"jsonrpc":"2.0","method":"n"}]',
+            b'{"jsonrpc":"2.0",',
+        )
+    ):
+        correlator.add_request(request(line), index)
+    null = response(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse"}}')
+    found = correlator.match_response(null)
+    assert found is not None and found.context == 2
+    scrybe = response(b'{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"bad"}}')
+    found = correlator.match_response(scrybe)
+    assert found is not None and found.context == 0
 
 
 def rules_of(payload: bytes) -> list[Any]:
