@@ -58,6 +58,14 @@ connections that carry no flow (opened and closed, nothing said) settles none, a
 held every event of it (`check` of 300,000 such connections peaked at 227 MiB)."""
 
 
+def _piece_cost(frame: FrameSeen, left: int) -> int:
+    """What ``frame`` costs a piece with ``left`` bytes of room: its bytes when they fill it
+    already (the piece is handed on whatever its parse holds: not counted for nothing, at
+    16-40 ms a 16 MiB mesh), else what holding it costs (`held_cost`)."""
+    size = max(frame.size, len(frame.payload))
+    return size if size >= left else held_cost(frame)
+
+
 class TraceError(Exception):
     """A recording that cannot be read; the message is one line, fit for the command line:
     the file, the line number when the problem is in one line, and what is wrong."""
@@ -178,7 +186,9 @@ class FlowReader(OpenedRecording):
             for done in settled(flow):
                 events += waiting.pop(done.number, ())
                 flows.append(done)
-                held += sum(held_cost(f) for f in (done.request, done.response) if f is not None)
+                for frame in (done.request, done.response):
+                    if frame is not None:
+                        held += _piece_cost(frame, most_bytes - held)
             if len(flows) >= size or held >= most_bytes or len(events) >= EVENTS_PER_PIECE:
                 self.flow_count += len(flows)
                 yield events, flows

@@ -42,14 +42,18 @@ __all__ = [
 Key = tuple[int, str, int]
 """A frame's connection, direction (its value) and number."""
 
-IN_FLIGHT_BYTES = 96 * 1024 * 1024
+IN_FLIGHT_BYTES = 256 * 1024 * 1024
 """What the frames a reader holds may cost, all connections together (`held_cost`: what their
 parsed messages hold too, as the proxy charges a request kept waiting), as the proxy bounds
-what one connection may hold (its ``pending_bytes``, 64 MiB). Past it, what is let go leaves
-`LET_GO_TO` of it held, still more than one connection of the proxy's may hold: a recording
-the proxy made lets go only where several connections each held near their limit. Tens of
-thousands of small requests in flight at once: a session reaches that only when something is
-badly wrong, and that is what the gap then says."""
+what one connection may hold (its ``pending_bytes``, 64 MiB). A reader holds a blob's
+characters, which the proxy elides: a request of 16 MiB of base64 costs it 32 MiB, the proxy
+16. Past the limit, what is let go leaves `LET_GO_TO` of it held: a recording the proxy made
+lets go only where several connections each held large requests waiting at once (more than
+four at their limit, about eight waiting on a 16 MiB capture each). Tens of thousands of
+small requests in flight at once: a session reaches that only when something is badly wrong,
+and that is what the gap then says. (96 MiB while a frame was charged its bytes alone: three
+connections waiting on 16 MiB captures at once each had their request let go once it was
+charged its characters too.)"""
 LET_GO_TO = 3 / 4
 """Past the limit, the oldest are let go until this share of it is held: one gap for many
 requests, not one for each request read after."""
@@ -91,7 +95,7 @@ def add_in_order(groups: dict[G, dict[K, None]], group: G, key: K) -> None:
 def held_cost(frame: FrameSeen) -> int:
     """What holding ``frame`` costs: its bytes (the larger of what its line says and what it
     holds: a line may say 0), what its parsed message holds (`json_cost.message_holds`: a
-    hand-made file of requests of ``[[],[],…]``, each charged its bytes, held ~35 times
+    hand-made file of requests of ``[[],[],…]``, each charged its bytes, held ~25 times
     that) and `REQUEST_OVERHEAD`; at most `HELD_MOST`."""
     payload = frame.payload
     cost = max(frame.size, len(payload)) + message_holds(payload, frame.elided)
