@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -54,11 +55,18 @@ def server_pid(pid_path: Path) -> int:
 
 
 def echoed(wrapper: subprocess.Popen[bytes], line: bytes) -> bytes:
-    """``line`` through the wrapper to the server, and what came back."""
+    """``line`` through the wrapper to the server, and what came back (a failure, not a hang,
+    when nothing comes within 30 s)."""
     assert wrapper.stdin is not None and wrapper.stdout is not None
     wrapper.stdin.write(line)
     wrapper.stdin.flush()
-    return wrapper.stdout.readline()
+    stdout = wrapper.stdout
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert got, "nothing came back through the wrapper within 30 s"
+    return got[0]
 
 
 def trio_workers(pid: int) -> set[int]:
@@ -140,7 +148,7 @@ async def test_without_a_pidfd_the_exit_is_awaited_in_a_thread(
 def test_a_child_whose_parent_died_before_it_asked_is_killed_before_exec() -> None:
     """Between fork and the request for a signal at the parent's death, the parent may die:
     then nobody would signal the child, which kills itself rather than run the server."""
-    not_its_parent = 1
+    not_its_parent = -1  # what getppid never returns (1 would be our parent running as init)
     child = subprocess.Popen(
         [sys.executable, "-c", "print('ran')"],
         stdout=subprocess.PIPE,
