@@ -180,7 +180,10 @@ class FramePublisher:
         answered = None if role is Role.REQUEST else self._pairing.answer(asker, message)
         request = answered.request if answered is not None else None
         redacted: tuple[str, ...] = ()
-        if self.redactor and not isinstance(message, Malformed):
+        # A malformed message is redacted too where it was JSON (a GOLEM request whose id is
+        # a float, or missing, carried its secrets to the disk): only bytes that decode to
+        # nothing cannot be.
+        if self.redactor and message.obj is not None:
             method = method_of(request.message if request else message)
             full = self.profile.parse(payload, role) if elided else message
             replaced: list[str] = []

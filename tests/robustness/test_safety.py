@@ -17,6 +17,7 @@ import pytest
 from bench.robustness.crash import ThreadedUpstream
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_core.blocking import MessageReader
+from golem_core.messages import Malformed
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Direction, Event, FrameSeen
 from golem_proxy.live.redact import REDACTED, Redactor
@@ -160,6 +161,25 @@ def test_redacting_a_deeply_nested_request_does_not_crash_the_tap() -> None:
     frame = next(e for e in events if isinstance(e, FrameSeen))
     assert frame.message.obj["params"]["x"] == REDACTED
     assert b"secret" not in frame.payload
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"id":1.5,"method":"layer.create","params":{"x":"secret"}}',  # an id GOLEM refuses
+        b'{"method":"layer.create","params":{"x":"secret"}}',  # no id
+        b'{"id":"2","method":7,"params":{"x":"secret"}}',  # a method that is no string
+    ],
+)
+def test_a_malformed_message_that_is_json_is_redacted_too(payload: bytes) -> None:
+    """Its envelope is wrong, its members are there: the rules and the echoes apply to them
+    as to a valid message's (it was recorded as it came, secrets and all)."""
+    events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append, redactor=Redactor(["params.x"]))
+    tap.process(Direction.C2S, GOLEM.frame_payload(payload), 0.0)
+    frame = next(e for e in events if isinstance(e, FrameSeen))
+    assert isinstance(frame.message, Malformed) and frame.redacted == ("params.x",)
+    assert b"secret" not in frame.payload and frame.message.obj["params"]["x"] == REDACTED
 
 
 def test_too_deep_to_decode_is_malformed_and_recorded_raw() -> None:
