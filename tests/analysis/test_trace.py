@@ -14,7 +14,7 @@ from golem_proxy.analysis.trace import open_flows
 from golem_proxy.events import ExchangeCompleted, FrameSeen
 from golem_proxy.recording.format import RecordingWriter
 from golem_proxy.recording.held_frames import held_cost
-from tests.support.sessions import SessionBuilder, golem_header
+from tests.support.sessions import SessionBuilder, golem_header, write_recording
 
 KIB = 1024
 SIZES = (100 * KIB, 300, 100 * KIB, 100 * KIB, 200, 250 * KIB, 300, 300, 100 * KIB)
@@ -77,10 +77,7 @@ def test_events_of_no_flow_are_handed_on_in_pieces_too(
     request = s.request(21, "ping", {}, 3.0)
     s.respond(request, 3.1, result={})
     path = tmp_path / "trace.jsonl"
-    writer = RecordingWriter.create(str(path), golem_header())
-    for event in s.events:
-        writer.write(event)
-    writer.close()
+    write_recording(str(path), s.events)
     with open_flows(str(path)) as trace:
         pieces = list(trace.batches(1000))
     assert [len(events) for events, _ in pieces[:-1]] == [8] * 5
