@@ -21,8 +21,9 @@ status. When the child closes its stdout, so does the client's end, as it would 
 What the client does not take of the child's output (it stopped reading, or the drain gave
 up) is still read and recorded, marked undelivered as the TCP relay marks it, and not counted
 as sent; so is what the child's stdin had not taken of the client's calls when the child
-closed it. When the client closes our stdin, the child's stdin is closed and the child gets
-``exit_timeout`` seconds to exit before it is terminated, then killed.
+closed it, and what the client says after. When the client closes our stdin, the child's
+stdin is closed and the child gets ``exit_timeout`` seconds to exit before it is terminated,
+then killed.
 """
 
 from __future__ import annotations
@@ -222,7 +223,11 @@ class StdioRelay:
                     self._ends.client_closed = True
                     break
                 if not await self._write_observed(tap, sink, chunk):
-                    break  # the child closed its stdin (or exited)
+                    # The child closed its stdin (or exited): what the client says from now
+                    # on is still read, and recorded never delivered (left unread, it was in
+                    # no recording, and a client writing on blocked on a full pipe).
+                    await self._record_undeliverable(tap, source)
+                    break
                 await self._caught_up()
         finally:
             self._observe(tap, Direction.C2S, b"")
@@ -256,6 +261,17 @@ class StdioRelay:
             self._observe_unwritten(tap, chunk[done:])
             raise
         return True
+
+    async def _record_undeliverable(self, tap: Optional[ConnectionTap], source: int) -> None:
+        """Read the client's bytes to their end, once the server's stdin is gone: each chunk
+        observed as it comes (undelivered since `_observe_unwritten` said so)."""
+        while True:
+            chunk = await read_pipe(source)
+            if not chunk:
+                self._ends.client_closed = True
+                return
+            self._observe(tap, Direction.C2S, chunk)
+            await self._caught_up()
 
     def _observe_unwritten(self, tap: Optional[ConnectionTap], rest: bytes) -> None:
         """The client's ``rest`` never reached the server: recorded, marked undelivered."""

@@ -19,6 +19,7 @@ import pytest
 from golem_proxy.events import ConnectionClosed, Direction, FrameSeen, FramingErrorSeen
 from golem_proxy.live.stdio_ends import DRAIN_TIMEOUT, UNDELIVERED_AFTER_EXIT
 from golem_proxy.recording.format import read_recording
+from tests.live.observer_child_helpers import wait_for
 from tests.support.cli_helpers import reap, run_cli
 
 from .mcp_helpers import ROOT, environment
@@ -205,6 +206,55 @@ def test_a_call_written_after_the_server_closed_its_stdin_is_recorded_undelivere
         if isinstance(e, FrameSeen) and e.route == "mcp" and e.direction is Direction.C2S
     ]
     assert call.message.id == 7 and call.undelivered == "server gone"
+    (closed,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
+    assert closed.bytes_c2s == 0
+
+
+@OBSERVERS
+def test_what_the_client_says_once_the_server_closed_its_stdin_is_read_and_recorded(
+    tmp_path: Path, observer: str
+) -> None:
+    """The server closed its stdin and runs on: every call the client sends after is read
+    (the client never blocks on a full pipe) and recorded never delivered, the later ones
+    too (they were read by nobody and in no recording)."""
+    record, go = tmp_path / "r.jsonl", tmp_path / "go"
+    server = (
+        "import os, time\n"
+        "os.close(0)\n"
+        'os.write(1, b\'{"jsonrpc":"2.0","method":"notifications/closed"}\\n\')\n'
+        "deadline = time.monotonic() + 30\n"
+        f"while not os.path.exists({str(go)!r}) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+    )
+    process = start_wrapper(record, observer, server)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        assert b"notifications/closed" in process.stdout.readline()
+        for ident in (7, 8, 9):
+            process.stdin.write(request(ident))
+            process.stdin.flush()
+            said = b'"id":%d,' % ident
+            wait_for(
+                lambda said=said: said in record.read_bytes(),
+                timeout=20,
+                what=f"call {ident} in the recording",
+            )
+        go.touch()
+        assert process.wait(timeout=60) == 0
+    finally:
+        go.touch()
+        reap(process)
+        for stream in (process.stdin, process.stdout):
+            stream.close()
+    events = read_recording(str(record)).events
+    calls = [
+        e
+        for e in events
+        if isinstance(e, FrameSeen) and e.route == "mcp" and e.direction is Direction.C2S
+    ]
+    assert [(call.message.id, call.undelivered) for call in calls] == [
+        (ident, "server gone") for ident in (7, 8, 9)
+    ]
     (closed,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
     assert closed.bytes_c2s == 0
 
