@@ -26,6 +26,7 @@ MAX_ECHOES = 256
 """Remembered values per connection (the oldest are forgotten past this)."""
 
 REDACTED = "«redacted»"
+_REDACTED_BYTES = REDACTED.encode()
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,15 @@ class Echoes:
             return text
 
         return _rebuilt(obj, clean)
+
+    def scrub_bytes(self, payload: bytes) -> bytes:
+        """``payload`` with every remembered value's UTF-8 replaced, for bytes that decode to
+        nothing (no walk of strings can find them there); the same object when none is."""
+        for value in sorted(self._values, key=len, reverse=True):
+            raw = value.encode("utf-8", "surrogatepass")
+            if raw in payload:
+                payload = payload.replace(raw, _REDACTED_BYTES)
+        return payload
 
 
 _END = object()

@@ -199,6 +199,13 @@ class FramePublisher:
                 # Typed from the redacted object, not its bytes parsed again: the same message
                 # (JSON of it reads back as it is), without holding a second parse of the frame.
                 message = self.profile.parse_decoded(obj, role)
+        elif self.redactor and self._echoes:
+            # Bytes that decode to nothing: no rule finds its path in them, but a value
+            # redacted before is still found where its UTF-8 recurs (not where escaped).
+            scrubbed = self._echoes.scrub_bytes(payload)
+            if scrubbed is not payload:
+                payload, elided, redacted = scrubbed, 0, ("echo",)
+                message = self.profile.parse(payload, role)
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
         # The pairing decision, carried by the frame so that no view makes it again.

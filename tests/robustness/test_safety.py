@@ -182,6 +182,21 @@ def test_a_malformed_message_that_is_json_is_redacted_too(payload: bytes) -> Non
     assert b"secret" not in frame.payload and frame.message.obj["params"]["x"] == REDACTED
 
 
+@pytest.mark.parametrize("broken", [b'{nope "secret-value"', b"\xff\xfe secret-value"])
+def test_a_redacted_value_is_scrubbed_from_bytes_that_decode_to_nothing(broken: bytes) -> None:
+    """No rule finds its path in bytes that are not JSON (they are recorded raw), but a
+    value redacted before is still found where its UTF-8 recurs, and replaced."""
+    events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append, redactor=Redactor(["params.x"]))
+    first = b'{"id":"1","method":"m","params":{"x":"secret-value"}}'
+    tap.process(Direction.C2S, GOLEM.frame_payload(first), 0.0)
+    tap.process(Direction.C2S, GOLEM.frame_payload(broken), 0.1)
+    frames = [e for e in events if isinstance(e, FrameSeen)]
+    assert [frame.redacted for frame in frames] == [("params.x",), ("echo",)]
+    assert isinstance(frames[1].message, Malformed)
+    assert all(b"secret-value" not in frame.payload for frame in frames)
+
+
 def test_too_deep_to_decode_is_malformed_and_recorded_raw() -> None:
     """Past the JSON decoder's depth the payload is malformed; redaction cannot apply to what
     cannot be decoded, so it is recorded raw (documented in docs/reliability.md)."""
