@@ -136,14 +136,19 @@ class Correlator(Generic[T]):
         return None
 
     def _unparseable(self, since: int, answer: Message) -> Optional[Pending[T]]:
-        """The oldest request held from ``since`` on that could not be parsed (no id read)
-        and that ``answer`` may answer (`Profile.answers_this_unparseable`)."""
+        """The oldest request held from ``since`` on that could not be parsed (no id read):
+        the oldest that ``answer`` fits (`Profile.answers_this_unparseable`: a null id
+        answers a line with no id a server could read) when one does, else the oldest."""
         fits = self.profile.answers_this_unparseable
+        oldest: Optional[Pending[T]] = None
         for pending in self._order.values():
-            unread = pending.key is None and isinstance(pending.message, Malformed)
-            if unread and pending.sequence >= since and fits(answer, pending.message):
-                return pending
-        return None
+            if pending.key is None and isinstance(pending.message, Malformed):
+                if pending.sequence < since:
+                    continue
+                if fits(answer, pending.message):
+                    return pending
+                oldest = oldest or pending
+        return oldest
 
     def _sole(self, since: int) -> Optional[Pending[T]]:
         """The one request held from ``since`` on, when exactly one is waiting."""

@@ -111,6 +111,9 @@ class JsonRpcNdjsonProfile(Profile):
         obj = message.obj
         if isinstance(message, Malformed) and isinstance(obj, dict):
             return not ("method" in obj and "id" not in obj)
+        if isinstance(message, Malformed) and isinstance(obj, list) and obj:
+            # A batch of notifications only: JSON-RPC 2.0's server returns nothing at all.
+            return not all(isinstance(one, dict) and "id" not in one for one in obj)
         return super().expects_response(message)
 
     def _envelope_problem(self, obj: Any, role: Role) -> Optional[Malformed]:
@@ -267,9 +270,10 @@ class JsonRpcNdjsonProfile(Profile):
 
     def answers_this_unparseable(self, answer: Message, request: Message) -> bool:
         # Scrybe answers any line it could not type with id 0. A JSON-RPC 2.0 server reads an
-        # id where there is one: a request whose id is of a type this contract refuses (a
-        # string) has its own answer, and a null id answers a line with none; an array
-        # answers a batch (of notifications: nothing).
+        # id where there is one it can use: a request whose id is of a type this contract
+        # refuses (a string) has its own answer, and a null id answers a line with none or
+        # with one of no id's type (true, an object); an array answers a batch. Where no
+        # line fits, the correlator falls back to the oldest unreadable one.
         if _scrybe_unparseable(answer):
             return True
         sent = request.obj
@@ -277,7 +281,8 @@ class JsonRpcNdjsonProfile(Profile):
             return isinstance(sent, list)
         if isinstance(sent, list):  # a batch is answered by an array, but an empty one
             return not sent
-        return not (isinstance(sent, dict) and sent.get("id") is not None)
+        ident = sent.get("id") if isinstance(sent, dict) else None
+        return not (isinstance(ident, str) or is_json_int(ident))
 
     def request_ids(self) -> Iterator[int]:
         # The reference client counts up from 1 on each connection.

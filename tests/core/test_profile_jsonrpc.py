@@ -354,26 +354,37 @@ def test_which_replies_answer_a_request_that_could_not_be_read(
 
 
 def test_a_null_id_answers_a_line_without_an_id_a_server_could_read() -> None:
-    """Pipelined: two requests with string ids (refused by this contract, typed malformed
-    without an id), then a broken line. Their servers answer the first two by their ids and
-    the broken one with a null id: that answer is the broken line's, not the oldest
-    malformed request's. Scrybe's id-0 answer goes to the oldest malformed line, as before;
-    a batch of notifications (no answer) does not take a null id's either."""
+    """Pipelined: a request with a string id (refused by this contract, typed malformed
+    without a key; its server answers it by that id), then a broken line. The server's
+    null-id answer is the broken line's, not the oldest malformed request's. One whose id is
+    of no id's type (``true``) takes a null id too; with no line that fits, the oldest
+    unreadable one does. Scrybe's id-0 answer goes to the oldest malformed line."""
     correlator: Correlator[int] = Correlator(J)
     for index, line in enumerate(
         (
             b'{"jsonrpc":"2.0","id":"a1","method":"m"}',
-            b'[{"jsonrpc":"2.0","method":"n"}]',
             b'{"jsonrpc":"2.0",',
+            b'{"jsonrpc":"2.0","id":true,"method":"m"}',
         )
     ):
         correlator.add_request(request(line), index)
     null = response(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse"}}')
-    found = correlator.match_response(null)
-    assert found is not None and found.context == 2
+    answered = [correlator.match_response(null) for _ in range(3)]
+    assert [found.context if found else None for found in answered] == [1, 2, 0]
+    correlator.add_request(request(b'{"jsonrpc":"2.0","id":"a2","method":"m"}'), 3)
+    correlator.add_request(request(b"{nope"), 4)
     scrybe = response(b'{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"bad"}}')
     found = correlator.match_response(scrybe)
-    assert found is not None and found.context == 0
+    assert found is not None and found.context == 3
+
+
+def test_a_batch_of_notifications_waits_for_no_answer() -> None:
+    """JSON-RPC 2.0's server returns nothing at all for it: held, it took the next batch's
+    array."""
+    notes = request(b'[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","method":"o"}]')
+    calls = request(b'[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":5,"method":"m"}]')
+    assert not J.expects_response(notes) and J.expects_response(calls)
+    assert J.expects_response(request(b"[]"))  # answered by one error
 
 
 def rules_of(payload: bytes) -> list[Any]:
