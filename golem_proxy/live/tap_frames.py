@@ -18,13 +18,13 @@ from typing import Optional, Protocol
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
 from golem_core.framing import Frame
-from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
+from golem_core.messages import Malformed, MalformedKind, Message, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Pending
 from golem_core.profiles import Profile
 
 from ..events import Direction, Event, ExchangeCompleted, FrameSeen
-from .redact import Echoes, Redactor
+from .redact import REDACTED, Echoes, Redactor
 from .tap_limits import TapVerdict
 from .tap_pairing import ConnectionPairing
 from .tap_parse import TooCostly, encode_redacted, parse_for_view
@@ -143,6 +143,21 @@ class FramePublisher:
         if self.annotate is not None:
             self._arrivals[direction] = (t, self.annotate.at_arrival())
 
+    def _still_malformed(
+        self, scrubbed: bytes, message: Malformed, role: Role
+    ) -> tuple[bytes, Message]:
+        """Bytes that decoded to nothing, an echo scrubbed out of them, and their message: as
+        malformed as they were, or, where the scrub mended them (the value carried the
+        fault, an unescaped quote, say), nothing of them but the placeholder, of the same
+        kind (they would read as a request that never crossed the wire)."""
+        retyped = self.profile.parse(scrubbed, role)
+        if isinstance(retyped, Malformed) and retyped.kind is message.kind:
+            return scrubbed, retyped
+        placeholder = REDACTED.encode()
+        if message.kind is MalformedKind.INVALID_UTF8:
+            placeholder = b"\xff" + placeholder
+        return placeholder, self.profile.parse(placeholder, role)
+
     def _annotated(
         self, direction: Direction, seen: FrameSeen, request: Optional[FrameSeen]
     ) -> FrameSeen:
@@ -199,13 +214,13 @@ class FramePublisher:
                 # Typed from the redacted object, not its bytes parsed again: the same message
                 # (JSON of it reads back as it is), without holding a second parse of the frame.
                 message = self.profile.parse_decoded(obj, role)
-        elif self.redactor and self._echoes:
+        elif self.redactor and self._echoes and isinstance(message, Malformed):
             # Bytes that decode to nothing: no rule finds its path in them, but a value
             # redacted before is still found where its UTF-8 recurs (not where escaped).
             scrubbed = self._echoes.scrub_bytes(payload)
             if scrubbed is not payload:
-                payload, elided, redacted = scrubbed, 0, ("echo",)
-                message = self.profile.parse(payload, role)
+                payload, message = self._still_malformed(scrubbed, message, role)
+                elided, redacted = 0, ("echo",)
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
         # The pairing decision, carried by the frame so that no view makes it again.

@@ -197,6 +197,21 @@ def test_a_redacted_value_is_scrubbed_from_bytes_that_decode_to_nothing(broken: 
     assert all(b"secret-value" not in frame.payload for frame in frames)
 
 
+def test_a_scrub_that_would_mend_broken_bytes_keeps_nothing_of_them() -> None:
+    """The value carried the fault (an unescaped quote): scrubbed out, the bytes would read
+    as a valid request that never crossed the wire. They are recorded as the placeholder
+    alone, as malformed as they came."""
+    events: list[Event] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append, redactor=Redactor(["params.x"]))
+    first = b'{"id":"1","method":"m","params":{"x":"a\\"bcdefgh"}}'
+    broken = b'{"id":"2","method":"m","params":{"y":"a"bcdefgh"}}'
+    for payload in (first, broken):
+        tap.process(Direction.C2S, GOLEM.frame_payload(payload), 0.0)
+    frame = [e for e in events if isinstance(e, FrameSeen)][1]
+    assert frame.redacted == ("echo",) and frame.payload == REDACTED.encode()
+    assert isinstance(frame.message, Malformed) and frame.message.kind.value == "invalid-json"
+
+
 def test_too_deep_to_decode_is_malformed_and_recorded_raw() -> None:
     """Past the JSON decoder's depth the payload is malformed; redaction cannot apply to what
     cannot be decoded, so it is recorded raw (documented in docs/reliability.md)."""
