@@ -49,11 +49,11 @@ what one connection may hold (its ``pending_bytes``, 64 MiB). A reader holds a b
 characters, which the proxy elides: a request of 16 MiB of base64 costs it 32 MiB, the proxy
 16. Past the limit, what is let go leaves `LET_GO_TO` of it held: a recording the proxy made
 lets go only where several connections each held large requests waiting at once (more than
-four at their limit, about eight waiting on a 16 MiB capture each). Tens of thousands of
-small requests in flight at once: a session reaches that only when something is badly wrong,
-and that is what the gap then says. (96 MiB while a frame was charged its bytes alone: three
-connections waiting on 16 MiB captures at once each had their request let go once it was
-charged its characters too.)"""
+four at their limit; seven waiting on a 16 MiB capture each fit, an eighth goes over). Tens
+of thousands of small requests in flight at once: a session reaches that only when something
+is badly wrong, and that is what the gap then says. (96 MiB while a frame was charged its
+bytes alone: three connections waiting on 16 MiB captures at once each had their request let
+go once it was charged its characters too.)"""
 LET_GO_TO = 3 / 4
 """Past the limit, the oldest are let go until this share of it is held: one gap for many
 requests, not one for each request read after."""

@@ -5,10 +5,12 @@ gap per connection and direction."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
-from golem_core.profiles import get_profile
-from golem_proxy.events import Direction, GapReason, ObservationLost
+from golem_core.messages import Role
+from golem_core.profiles import GOLEM, get_profile
+from golem_proxy.events import Direction, FrameSeen, GapReason, ObservationLost
 from golem_proxy.frame_runs import FrameRuns
 from golem_proxy.recording.held_frames import HELD_MOST, HeldFrames, held_cost
 from tests.support.frames import frame_seen
@@ -170,3 +172,24 @@ def test_a_frame_held_is_charged_what_its_parse_holds_at_most_what_a_connection_
     held = HeldFrames()
     gaps, _ = held.hold_request(frame_seen(PROFILE, C2S, 1, huge, expects_answer=True))
     assert gaps == [] and held.held_bytes == HELD_MOST and (1, "c2s", 1) in held
+
+
+def test_seven_connections_each_waiting_on_a_16_mib_capture_are_all_held() -> None:
+    """A reader holds a capture's characters, which the proxy elides: each costs it ~32 MiB.
+    Seven such requests waiting at once fit the bound (under 96 MiB, three did not: rows the
+    proxy answered were shown evicted); an eighth goes over."""
+    payload = GOLEM.encode_payload(
+        {"id": "c", "method": "scene.import_texture", "params": {"png": "QUJD" * (4 << 20)}}
+    )
+    message = GOLEM.parse(payload, Role.REQUEST)
+    held = HeldFrames()
+    for conn in range(1, 8):
+        frame = FrameSeen(
+            conn=conn, route="main", direction=C2S, index=0, t=0.0, size=len(payload) + 4,
+            payload=payload, message=message, expects_answer=True,
+        )  # fmt: skip
+        assert held.hold_request(frame) == ([], [])
+    assert len(held.frames) == 7 and held.let_go == 0
+    eighth = dataclasses.replace(frame, conn=8)
+    gaps, _ = held.hold_request(eighth)
+    assert gaps and held.let_go > 0
