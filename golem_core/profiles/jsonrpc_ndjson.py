@@ -111,9 +111,6 @@ class JsonRpcNdjsonProfile(Profile):
         obj = message.obj
         if isinstance(message, Malformed) and isinstance(obj, dict):
             return not ("method" in obj and "id" not in obj)
-        if isinstance(message, Malformed) and isinstance(obj, list) and obj:
-            # A batch of notifications only: JSON-RPC 2.0's server returns nothing at all.
-            return not all(isinstance(one, dict) and "id" not in one for one in obj)
         return super().expects_response(message)
 
     def _envelope_problem(self, obj: Any, role: Role) -> Optional[Malformed]:
