@@ -216,18 +216,21 @@ class StdioRelay:
         assert process.stdin is not None
         source = stdin.fileno()
         sink = pipe_fd(process.stdin)
+        delivering = True
         try:
             while True:
                 chunk = await read_pipe(source)
                 if not chunk:
                     self._ends.client_closed = True
                     break
-                if not await self._write_observed(tap, sink, chunk):
+                if delivering:
+                    delivering = await self._write_observed(tap, sink, chunk)
+                else:
                     # The child closed its stdin (or exited): what the client says from now
-                    # on is still read, and recorded never delivered (left unread, it was in
-                    # no recording, and a client writing on blocked on a full pipe).
-                    await self._record_undeliverable(tap, source)
-                    break
+                    # on is still read, and recorded never delivered (`_observe_unwritten`
+                    # said so); left unread, it was in no recording, and a client writing on
+                    # blocked on a full pipe.
+                    self._observe(tap, Direction.C2S, chunk)
                 await self._caught_up()
         finally:
             self._observe(tap, Direction.C2S, b"")
@@ -261,17 +264,6 @@ class StdioRelay:
             self._observe_unwritten(tap, chunk[done:])
             raise
         return True
-
-    async def _record_undeliverable(self, tap: Optional[ConnectionTap], source: int) -> None:
-        """Read the client's bytes to their end, once the server's stdin is gone: each chunk
-        observed as it comes (undelivered since `_observe_unwritten` said so)."""
-        while True:
-            chunk = await read_pipe(source)
-            if not chunk:
-                self._ends.client_closed = True
-                return
-            self._observe(tap, Direction.C2S, chunk)
-            await self._caught_up()
 
     def _observe_unwritten(self, tap: Optional[ConnectionTap], rest: bytes) -> None:
         """The client's ``rest`` never reached the server: recorded, marked undelivered."""
