@@ -1,12 +1,10 @@
 """The MCP server as a child of `golem-proxy mcp` (and of `mcp-verify`'s replay): started with
-its stdio piped, on Linux killed when we die (tied_child.py), and the pipes read and written
-without blocking the relay."""
+its stdio piped, killed with what it started when we die (tied_child.py), and the pipes read
+and written without blocking the relay."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Optional, Protocol
 
@@ -34,8 +32,7 @@ class ChildStartError(OSError):
 
 
 class PipedChild(Protocol):
-    """What `open_piped_child`'s callers use of the child: a trio.Process, or on Linux a
-    `TiedChild`."""
+    """What `open_piped_child`'s callers use of the child (a `TiedChild`)."""
 
     @property
     def pid(self) -> int: ...
@@ -49,25 +46,19 @@ class PipedChild(Protocol):
     def returncode(self) -> Optional[int]: ...
     async def wait(self) -> int: ...
     def send_signal(self, sig: int) -> None: ...
+    def release(self) -> None: ...
 
 
 async def open_piped_child(argv: Sequence[str], env: Mapping[str, str]) -> PipedChild:
-    """Start ``argv`` with its stdin, stdout and stderr piped; returns the process. On Linux it
-    is killed when we die, however we die (call it from the thread that runs trio, which
-    lives as long as the process in the CLI). Elsewhere one that outlives us runs on.
+    """Start ``argv`` with its stdin, stdout and stderr piped; returns the process. It is
+    killed with the processes it started when we die, however we die (call it from the thread
+    that runs trio, which lives as long as the process in the CLI), unless `release`d first,
+    once the caller is done with it in order.
 
     Raises ChildStartError with the reason in one line when it cannot be started."""
     await trio.lowlevel.checkpoint()  # a cancellation comes before the child, never after
     try:
-        if sys.platform.startswith("linux"):
-            return start_tied(argv, env)
-        return await trio.lowlevel.open_process(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
+        return start_tied(argv, env)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ChildStartError(f"cannot start {argv[0]!r} ({reason})") from None

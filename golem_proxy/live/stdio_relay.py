@@ -180,6 +180,7 @@ class StdioRelay:
                     self.send_signal(signal.SIGKILL)
                     with trio.move_on_after(self.exit_timeout):
                         await process.wait()
+                process.release()
             self._finish(conn, tap, process)
         return exit_status(process.returncode if process.returncode is not None else -9)
 

@@ -1,27 +1,37 @@
-"""A child with its stdio piped that the kernel kills when this process dies (Linux): the MCP
-server of `golem-proxy mcp` must not outlive the wrapper however it ends. A client restarting
-a server kills the wrapper with SIGKILL, and a server that does not exit when its stdin ends
-(it ignores the end, is busy in a long tool call, or its own children hold the pipe) would
-run on, holding its connection to Rhino.
+"""A child with its stdio piped that does not outlive this process, however it dies: the MCP
+server of `golem-proxy mcp` (and of `mcp-verify`). A client restarting a server kills the
+wrapper with SIGKILL, and a server that does not exit when its stdin ends (it ignores the end,
+is busy in a long tool call, or its own children hold the pipe) would run on, holding its
+connection to Rhino. So would the real server behind a launcher that runs it as a child of its
+own rather than exec it (``uv run``, a shell script).
 
-The child asks for SIGKILL at its parent's death (``PR_SET_PDEATHSIG``) between fork and exec,
-then checks that its parent is still the one that forked it (the parent may have died before
-the request). Its "parent" is the thread that forked it, not the process: trio's
-`open_process` forks from a worker thread of its thread cache, which exits after 10 idle
-seconds and would take the server with it. So the child is forked here, from the thread that
-runs trio (in the CLI the main thread, which lives as long as the process), by a plain
-`subprocess.Popen`, and made usable from trio by hand: its pipes as FdStreams, its exit
-awaited on a pidfd.
+Two ties, each covering what the other cannot:
+
+* **The server itself** (Linux): it asks for SIGKILL at its parent's death
+  (``PR_SET_PDEATHSIG``) between fork and exec, then checks that its parent is still the one
+  that forked it (the parent may have died before the request). Its "parent" is the thread
+  that forked it, not the process: trio's `open_process` forks from a worker thread of its
+  thread cache, which exits after 10 idle seconds and would take the server with it. So the
+  child is forked here, from the thread that runs trio (in the CLI the main thread, which
+  lives as long as the process), by a plain `subprocess.Popen`, and made usable from trio by
+  hand: its pipes as FdStreams, its exit awaited on a pidfd.
+* **Everything it started** (Linux and macOS): the server leads a process group of its own,
+  which its children join, and a guard (a `/bin/sh` of a few lines, in a group of its own too,
+  so that a signal to ours does not reach it) waits on a pipe only this process writes to. The
+  kernel closes the pipe when this process dies, however it dies; the guard then kills the
+  server's group with SIGKILL. When we stop in order the guard is told so (`release`) and
+  exits without a kill: what the server left running after an orderly end runs on, as it
+  would without us. A process that left the group (a daemon, ``setsid``) is out of reach.
 
 SIGKILL, not SIGTERM: there is no one left to follow a SIGTERM the server ignores or is slow
 to act on with a SIGKILL, and the wrapper dies this way only when it could not stop the
 server in order (a SIGTERM or SIGINT sent to the wrapper is passed on to the server, which
 decides; the client closing stdin gives it time to exit, then SIGTERM, then SIGKILL).
 
-The fork runs a Python function in the child (``preexec_fn``), which a threaded process may
-do only if it takes no lock another thread could hold: it calls prctl and getppid, prepared
-before the fork, and nothing else. It costs the fast ``vfork`` path: about 3 ms of fork for
-the wrapper instead of 0.1, once per server.
+The fork runs a Python function in the child (``preexec_fn``, Linux), which a threaded process
+may do only if it takes no lock another thread could hold: it calls prctl and getppid,
+prepared before the fork, and nothing else. It costs the fast ``vfork`` path: about 3 ms of
+fork for the wrapper instead of 0.1, once per server, and the guard about 1 ms more.
 """
 
 from __future__ import annotations
@@ -40,6 +50,21 @@ __all__ = ["TiedChild", "start_tied"]
 
 _PR_SET_PDEATHSIG = 1
 
+_GUARD = (
+    "trap '' HUP INT QUIT TERM TSTP\n"
+    "exec 3<&0\n"  # a background list's stdin is /dev/null, so the pipe is passed as fd 3
+    "(\n"
+    "  IFS= read -r said <&3 || :\n"
+    '  [ "$said" = done ] || kill -s KILL -- "-$1" 2>/dev/null\n'
+    ") >/dev/null 2>&1 &\n"
+)
+"""The guard's script, ``$1`` the server's process group. The guard proper is a subshell left
+in the background, so that it is nobody's child here to reap: a line ``done`` on its stdin
+lets it go, anything else (the end of its stdin when we die) kills the group. It ignores the
+signals a terminal or a client's stop sends, which are for the wrapper to pass on."""
+
+_RELEASED = b"done\n"
+
 
 class TiedChild:
     """A child started by `start_tied`: what its callers use of a trio.Process (its pid, its
@@ -51,8 +76,10 @@ class TiedChild:
         stdin: trio.lowlevel.FdStream,
         stdout: trio.lowlevel.FdStream,
         stderr: trio.lowlevel.FdStream,
+        guard: Optional[int],
     ) -> None:
         self._popen = popen
+        self._guard = guard
         self.pid = popen.pid
         self.stdin = stdin
         self.stdout = stdout
@@ -90,6 +117,15 @@ class TiedChild:
         """Send it ``sig`` (nothing once it was reaped)."""
         self._popen.send_signal(sig)
 
+    def release(self) -> None:
+        """We are done with it in order: its group is no longer killed when we die. Call it
+        once the child exited, or was stopped as well as it could be."""
+        guard, self._guard = self._guard, None
+        if guard is not None:
+            with contextlib.suppress(OSError):  # the guard is gone: nothing to release
+                os.write(guard, _RELEASED)  # a few bytes into an empty pipe: never blocks
+            os.close(guard)
+
     def _close_pidfd(self) -> None:
         if self._pidfd is not None:
             trio.lowlevel.notify_closing(self._pidfd)
@@ -98,9 +134,11 @@ class TiedChild:
 
 
 def start_tied(argv: Sequence[str], env: Mapping[str, str]) -> TiedChild:
-    """Start ``argv`` with its stdin, stdout and stderr piped, to be killed when the calling
-    thread ends (the process dies, or the thread running trio returns). Call it from the
-    thread that runs trio. Raises OSError when it cannot be started."""
+    """Start ``argv`` with its stdin, stdout and stderr piped, in a process group of its own
+    killed when this process dies (Linux: the child itself also when the calling thread ends,
+    that is the thread running trio returns). Call it from the thread that runs trio, and
+    `TiedChild.release` it once done with it in order. Raises OSError when it cannot be
+    started."""
     ours: list[int] = []
     theirs: list[int] = []
     try:
@@ -114,6 +152,7 @@ def start_tied(argv: Sequence[str], env: Mapping[str, str]) -> TiedChild:
             stdout=theirs[1],
             stderr=theirs[2],
             env=env,
+            process_group=0,
             preexec_fn=_dies_with(os.getpid()),
         )
     except BaseException:
@@ -124,7 +163,32 @@ def start_tied(argv: Sequence[str], env: Mapping[str, str]) -> TiedChild:
         for fd in theirs:
             os.close(fd)
     stdin, stdout, stderr = (trio.lowlevel.FdStream(fd) for fd in ours)
-    return TiedChild(popen, stdin, stdout, stderr)
+    return TiedChild(popen, stdin, stdout, stderr, _guard_group(popen.pid))
+
+
+def _guard_group(group: int) -> Optional[int]:
+    """Start the guard of process group ``group``; returns the pipe's end that keeps it
+    waiting (None when no guard could be started: the group is then tied by nothing but the
+    server's own tie)."""
+    read_end, write_end = os.pipe()
+    try:
+        # The shell exits as soon as it has put the guard in the background (about 1 ms).
+        subprocess.run(
+            ["/bin/sh", "-c", _GUARD, "golem-proxy-guard", str(group)],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={},
+            process_group=0,
+            check=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        os.close(write_end)
+        return None
+    finally:
+        os.close(read_end)
+    return write_end
 
 
 def _dies_with(parent: int) -> Optional[Callable[[], None]]:

@@ -95,10 +95,12 @@ class McpChild:
         for next_signal in (signal.SIGTERM, signal.SIGKILL):
             with trio.move_on_after(exit_timeout):
                 await process.wait()
-                return self.status
+                break
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(next_signal)
-        await process.wait()
+        else:
+            await process.wait()
+        process.release()  # stopped in order: what it left running is not ours to kill
         return self.status
 
     async def _read_stdout(self) -> None:

@@ -1,6 +1,7 @@
-"""The MCP server of ``golem-proxy mcp`` dies with the wrapper, however the wrapper dies
-(golem_proxy/live/tied_child.py), and not before: not when the trio worker thread that might
-have started it exits."""
+"""The MCP server of ``golem-proxy mcp`` dies with the wrapper, however the wrapper dies, and
+so do the processes it started (golem_proxy/live/tied_child.py); not before: not when the trio
+worker thread that might have started it exits, and not what it left running after an orderly
+end."""
 
 from __future__ import annotations
 
@@ -37,10 +38,28 @@ SHORT_IDLE = (
 than 10 (`trio._core._thread_cache.IDLE_TIMEOUT`, read at each wait)."""
 
 
-def start_wrapper(launch: list[str], observer: str, pid_path: Path) -> subprocess.Popen[bytes]:
+LAUNCHER = "import subprocess, sys\nsys.exit(subprocess.call(sys.argv[1:]))\n"
+"""A launcher that runs the server as a child of its own rather than exec it, as ``uv run``
+does."""
+
+LEAVES_ONE_BEHIND = (
+    "import subprocess, sys\n"
+    "subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n"
+    "for line in sys.stdin.buffer:\n"
+    "    sys.stdout.buffer.write(line)\n"
+    "    sys.stdout.buffer.flush()\n"
+)
+"""A server that starts a helper and exits at its stdin's end, leaving the helper running."""
+
+
+def start_wrapper(
+    launch: list[str], observer: str, pid_path: Path, *, via: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
+    """The wrapper serving the stubborn server, started by ``via`` (a ``python -c`` program)
+    when given."""
     return subprocess.Popen(
         [*launch, "mcp", *NOWHERE, "--observer", observer, "--exit-timeout", "0.5", "--",
-         sys.executable, SERVER, str(pid_path)],
+         *via, sys.executable, SERVER, str(pid_path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -108,6 +127,60 @@ def test_the_server_dies_with_a_wrapper_killed_by_sigkill(tmp_path: Path, observ
 
 
 @OBSERVERS
+def test_what_the_server_started_dies_with_a_wrapper_killed_by_sigkill(
+    tmp_path: Path, observer: str
+) -> None:
+    """A launcher killed with the wrapper leaves the real server it started (which ignores
+    its stdin's end) without a parent: the guard kills the server's process group."""
+    pid_path = tmp_path / "server.pid"
+    via = (sys.executable, "-c", LAUNCHER)
+    wrapper = start_wrapper([sys.executable, "-m", "golem_proxy"], observer, pid_path, via=via)
+    server = 0
+    try:
+        server = server_pid(pid_path)
+        assert echoed(wrapper, b"ping\n") == b"ping\n"
+        wrapper.kill()
+        assert wrapper.wait(30) == -signal.SIGKILL
+        wait_for(lambda: process_gone(server), timeout=10, what="the real server's end")
+    finally:
+        stop(wrapper, server)
+
+
+def guards_of(group: int) -> list[int]:
+    """The guards (tied_child.py) waiting to kill process group ``group``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"golem-proxy-guard" in argv and str(group).encode() in argv:
+                found.append(int(entry.name))
+    return found
+
+
+def test_what_the_server_left_after_an_orderly_end_runs_on(tmp_path: Path) -> None:
+    """As without the wrapper: the client closed stdin, the server exited, and the helper it
+    left running is not killed when the wrapper exits in order."""
+    pid_path = tmp_path / "helper.pid"
+    via = (sys.executable, "-c", LEAVES_ONE_BEHIND)
+    launch = [sys.executable, "-m", "golem_proxy"]
+    wrapper = start_wrapper(launch, "child-process", pid_path, via=via)
+    helper = 0
+    try:
+        helper = server_pid(pid_path)
+        group = os.getpgid(helper)
+        assert group not in (os.getpgid(0), os.getpgid(wrapper.pid))  # a group of its own
+        assert guards_of(group)
+        assert echoed(wrapper, b"ping\n") == b"ping\n"
+        assert wrapper.stdin is not None
+        wrapper.stdin.close()
+        assert wrapper.wait(30) == 0
+        wait_for(lambda: not guards_of(group), timeout=10, what="the guard's end")
+        assert not process_gone(helper)
+    finally:
+        stop(wrapper, helper)
+
+
+@OBSERVERS
 def test_the_server_outlives_the_trio_worker_threads(tmp_path: Path, observer: str) -> None:
     """The kernel's parent-death signal follows the thread that forked the server: had a trio
     worker thread forked it, the server would be killed once that thread exits, idle."""
@@ -141,6 +214,7 @@ async def test_without_a_pidfd_the_exit_is_awaited_in_a_thread(
         assert await child.wait() == -signal.SIGKILL
     finally:
         child.send_signal(signal.SIGKILL)
+        child.release()
         for stream in (child.stdin, child.stdout, child.stderr):
             await stream.aclose()
 
