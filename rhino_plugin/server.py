@@ -110,6 +110,9 @@ class ChannelServer:
                 self._client = conn
             try:
                 self._serve_client(conn, peer)
+            except Exception as exc:  # one client's fault never stops the channel
+                # As the real loop logs an unexpected error and drops that client.
+                self._note(f"{peer[0]}:{peer[1]}: unexpected error ({exc!r}); connection closed")
             finally:
                 with self._lock:
                     self._client = None

@@ -152,7 +152,8 @@ class Responder:
     def __call__(self, payload: bytes) -> Optional[bytes]:
         try:
             obj = json.loads(payload.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            # The real loop's "unexpected read error": no answer, the connection closed.
             return None
         if not isinstance(obj, dict):
             return None

@@ -11,7 +11,10 @@ from typing import Any, Callable
 
 from plugin_client import SOCKET_TIMEOUT
 
+from golem_core.dispatcher import Dispatcher
+from golem_core.framing import encode_length_prefixed
 from golem_core.profiles import GOLEM
+from rhino_plugin.server import ChannelServer
 
 
 def test_oversized_header_closes_only_that_connection(
@@ -97,3 +100,41 @@ def test_stop_closes_a_connected_client(plugin: Any, connect: Callable[..., Any]
     stopper.join(SOCKET_TIMEOUT)
     assert not stopper.is_alive()
     assert client.sock.recv(1) == b""
+
+
+def test_a_frame_nested_too_deep_to_decode_closes_only_that_connection(
+    plugin: Any, connect: Callable[..., Any]
+) -> None:
+    """As the real loop's "unexpected read error": no answer, that client dropped, the
+    channel serving the next one."""
+    depth = 200_000
+    payload = b'{"id":"x","method":"ping","params":{"a":' + b"[" * depth + b"]" * depth + b"}}"
+    victim = connect(plugin.main_address)
+    victim.sock.sendall(struct.pack("!I", len(payload)) + payload)
+    assert victim.sock.recv(1) == b""
+    assert connect(plugin.main_address).call("ping") == {"alive": True}
+
+
+def test_an_unexpected_error_drops_that_client_and_the_channel_serves_on(capfd: Any) -> None:
+    def respond(payload: bytes) -> bytes:
+        if payload == b"boom":
+            raise KeyError("boom")
+        return encode_length_prefixed(payload)
+
+    server = ChannelServer("test", "127.0.0.1", 0, Dispatcher(), respond)
+    server.start()
+    try:
+        address = server.address
+        for payload, expected in ((b"boom", b""), (b"{}", encode_length_prefixed(b"{}"))):
+            with socket.create_connection(address, timeout=SOCKET_TIMEOUT) as sock:
+                sock.sendall(encode_length_prefixed(payload))
+                got = b""
+                while len(got) < len(expected) or not expected:
+                    more = sock.recv(65536)
+                    if not more:
+                        break
+                    got += more
+                assert got == expected
+    finally:
+        server.stop()
+    assert "unexpected error (KeyError('boom'))" in capfd.readouterr().err
