@@ -40,6 +40,10 @@ from ..registry import Registry
 
 __all__ = ["DefaultRoute", "Profile", "id_key", "path_of"]
 
+_REPLY_MEMBERS = ("id", "result", "error")
+"""The members of which a reply has at least one, when replies go by id: a JSON-RPC
+response's, also when malformed."""
+
 INTERNAL_ERROR_CODE = -32603
 """JSON-RPC's internal error; the GOLEM server loop uses it too."""
 
@@ -288,10 +292,16 @@ class Profile(abc.ABC):
     def is_reply(self, message: Message) -> bool:
         """Whether ``message``, typed a response, is a reply at all: pairing looks for the
         request it answers, and one that answers none is an orphan. Always, unless replies go
-        by id (`replies_by_id`): then only a JSON object is one (or an array: a JSON-RPC
-        batch's answer), and a line that is neither (a server's stray print on stdout)
-        answers nothing and is no orphan either."""
-        return not self.replies_by_id or isinstance(message.obj, (dict, list))
+        by id (`replies_by_id`): then only a JSON object with an ``id``, a ``result`` or an
+        ``error`` is one (or an array: a JSON-RPC batch's answer). A line that is neither (a
+        server's stray print on stdout, or a log line printed as JSON such as
+        ``{"status": "starting"}``) answers nothing and is no orphan either."""
+        if not self.replies_by_id:
+            return True
+        obj = message.obj
+        if isinstance(obj, dict):
+            return any(member in obj for member in _REPLY_MEMBERS)
+        return isinstance(obj, list)
 
     @abc.abstractmethod
     def request_ids(self) -> Iterator[Any]:

@@ -112,6 +112,10 @@ def test_replies_go_by_id_only_and_a_line_that_is_no_object_is_no_reply() -> Non
     junk = MCP.parse(b"Server ready on stdio", Role.RESPONSE)
     assert not MCP.is_reply(junk)
     assert MCP.is_reply(stray)
+    logged = MCP.parse(b'{"status": "starting"}', Role.RESPONSE)  # a log line, as JSON
+    assert not MCP.is_reply(logged)
+    for shape in (b'{"id": 2}', b'{"error": {"code": -32700}}', b'{"result": {}}'):
+        assert MCP.is_reply(MCP.parse(shape, Role.RESPONSE))  # malformed, an answer all the same
     answer = parse({"jsonrpc": "2.0", "id": 2, "result": {}}, Role.RESPONSE)
     pending = correlator.match_response(answer)
     assert pending is not None and pending.context == "call"

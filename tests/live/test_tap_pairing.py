@@ -237,6 +237,23 @@ def test_an_mcp_servers_stray_line_answers_nothing_and_the_real_answer_pairs() -
     assert tap.outstanding() == 0
 
 
+def test_a_log_line_printed_as_json_answers_nothing_and_is_no_orphan() -> None:
+    # A JSON object with none of a reply's members (no id, result or error): a log line, not
+    # an answer to the call waiting, nor an orphan.
+    events: list[Event] = []
+    tap = ConnectionTap(1, "mcp", MCP, events.append)
+    tap.process(Direction.C2S, CALL % 2, 0.1)
+    tap.process(Direction.S2C, b'{"status": "starting"}\n' + ANSWER % 2, 0.2)
+    assert frames(events) == [
+        ("c2s", 0, True, None, False),
+        ("s2c", 0, False, None, False),
+        ("s2c", 1, False, 0, False),
+    ]
+    rules = [e.violation.rule for e in events if isinstance(e, ViolationSeen)]
+    assert "pairing.orphan-response" not in rules
+    assert tap.outstanding() == 0
+
+
 def test_an_mcp_batch_is_answered_by_the_batch_that_answers_it() -> None:
     # JSON-RPC batches (MCP 2025-03-26): the array of answers goes to the array of requests.
     events: list[Event] = []
