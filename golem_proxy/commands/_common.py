@@ -9,10 +9,11 @@ OSError / RecordingError through) and `golem_proxy.cli` prints it: see `error_li
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Callable, Optional
 
@@ -106,6 +107,29 @@ def error_line(exc: BaseException) -> Optional[str]:
             return f"{exc.filename}: {os_reason(exc)}"
         return os_reason(exc)
     return None
+
+
+def add_overwrite(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``--overwrite`` option of a command that writes ``what`` to a file."""
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=f"replace an existing {what} (never a file the command reads)",
+    )
+
+
+def check_output(path: Optional[str], *, overwrite: bool, inputs: Sequence[str] = ()) -> None:
+    """Refuse to write ``path`` (raises CommandError) over a file the command reads, always: a
+    recording replaced by its own export or report is lost; and over any other existing file
+    unless ``overwrite``. Nothing to check for stdout (``-``) or no path."""
+    if not path or path == "-" or not os.path.lexists(path):
+        return
+    for source in inputs:
+        with contextlib.suppress(OSError):  # an input that cannot be stat'ed is not this one
+            if os.path.samefile(path, source):
+                raise CommandError(f"{path}: is a file this command reads, not replaced")
+    if not overwrite:
+        raise CommandError(f"{path}: already exists", "pass --overwrite to replace it")
 
 
 def print_error(message: str) -> None:

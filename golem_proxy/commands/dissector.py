@@ -13,7 +13,7 @@ from golem_core.profiles import PROFILES
 from ..interop.dissector import DissectorError, default_ports, generate_dissector
 from ..recording.format import write_private
 from ..terminal import safe_text
-from ._common import EXIT_OK, console, fail, os_reason
+from ._common import EXIT_OK, add_overwrite, check_output, console, fail, os_reason
 from ._options import add_profile
 
 NAME = "dissector"
@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", "-o", metavar="FILE", required=True, help="the Lua file to write ('-': stdout)"
     )
+    add_overwrite(parser, "Lua file")
     add_profile(parser, "the protocol (default: golem)")
     parser.add_argument(
         "--port",
@@ -51,8 +52,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out == "-":
         sys.stdout.write(source)
         return EXIT_OK
+    check_output(args.out, overwrite=args.overwrite)
     try:
-        write_private(args.out, source.encode("utf-8"), overwrite=True)
+        write_private(args.out, source.encode("utf-8"), overwrite=args.overwrite)
     except OSError as exc:
         return fail(f"cannot write {args.out} ({os_reason(exc)})")
     ports = ", ".join(str(port) for port in default_ports(profile) + args.port)

@@ -24,6 +24,8 @@ from ..terminal import counted, safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
+    add_overwrite,
+    check_output,
     console,
     fail,
     note_truncated,
@@ -56,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="directory for streams and images (created if missing); file for jsonl "
         "(default: stdout), pcapng and parquet",
     )
+    add_overwrite(parser, "jsonl, pcapng or parquet file")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,13 +66,15 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--format {args.format} needs --out DIR")
     if args.format in ("pcapng", "parquet") and not args.out:
         return fail(f"--format {args.format} needs --out FILE")
+    if args.format in ("jsonl", "pcapng", "parquet"):
+        check_output(args.out, overwrite=args.overwrite, inputs=[args.file])
     trace = open_flows(args.file)  # TraceError: printed as one line by `golem_proxy.cli`
     with trace, file_progress(trace.fileno(), "exporting"):
         try:
             if args.format == "jsonl":
-                code = _export_jsonl(trace, args.out)
+                code = _export_jsonl(trace, args.out, args.overwrite)
             elif args.format == "pcapng":
-                code = _export_pcapng(trace, args.out)
+                code = _export_pcapng(trace, args.out, args.overwrite)
             elif args.format == "parquet":
                 code = _export_parquet(trace, args.file, args.out)
             elif args.format == "images":
@@ -92,14 +97,14 @@ def _write_flows(trace: FlowReader, stream: IO[bytes]) -> int:
     return count
 
 
-def _export_jsonl(trace: FlowReader, out: str) -> int:
+def _export_jsonl(trace: FlowReader, out: str, overwrite: bool) -> int:
     if not out or out == "-":
         _write_flows(trace, sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return EXIT_OK
     # Written whole (a damaged line further on leaves no half file) and private: the flows
     # carry whatever crossed the socket.
-    with replacing(out, overwrite=True) as stream:
+    with replacing(out, overwrite=overwrite) as stream:
         count = _write_flows(trace, stream)
     console(stderr=True).print(Text(f"wrote {counted(count, 'flow')} to {safe_text(out)}"))
     return EXIT_OK
@@ -183,11 +188,11 @@ def _export_streams(trace: FlowReader, out: str) -> int:
     return EXIT_OK
 
 
-def _export_pcapng(trace: FlowReader, out: str) -> int:
+def _export_pcapng(trace: FlowReader, out: str, overwrite: bool) -> int:
     """Write ``trace`` to ``out`` as pcapng (private, written whole: a damaged line further on
     leaves no half file) and say what was written on stderr. Returns the exit code; raises
     TraceError and OSError."""
-    with replacing(out, overwrite=True) as stream:
+    with replacing(out, overwrite=overwrite) as stream:
         summary = write_pcapng(trace.events(), trace.header, trace.profile, stream)
     line = (
         f"wrote {summary.packets} packets of {summary.connections} connections "

@@ -27,7 +27,7 @@ from ..replay.setup import (
     upstreams_for,
 )
 from ..terminal import safe_text
-from ._common import CommandError, trace_path_arg, unwrap
+from ._common import CommandError, add_overwrite, check_output, trace_path_arg, unwrap
 from ._options import add_address, add_profile, add_timeout
 
 NAME = "replay"
@@ -126,6 +126,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="answer at once, with the recorded latencies, or scaled by N",
     )
     parser.add_argument("--report", metavar="FILE", help="write the JSON summary at exit")
+    add_overwrite(parser, "--record-new trace or --report file")
     add_timeout(
         parser,
         "exit after this long with no connection open",
@@ -168,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if on_miss is MissPolicy.FORWARD and forward_to is None:
         raise CommandError("--on-miss forward needs a live plugin", "forward HOST:PORT")
+    for output in (args.record_new, args.report):  # refused now, not after the replay
+        check_output(output, overwrite=args.overwrite, inputs=files)
     try:
         engine = build_engine(files, options)
         listen = assign_routes(engine.index.trace, args.listen, args.gh_listen)
@@ -178,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     upstreams = upstreams_for(listen, forward_to, args.gh_forward)
     recorder: Optional[RecordingWriter] = None
     if args.record_new:
-        recorder = open_record_new(args.record_new, engine, upstreams)
+        recorder = open_record_new(args.record_new, engine, upstreams, overwrite=args.overwrite)
     server = ReplayServer(
         engine,
         listen,
@@ -206,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
     report = summary(engine)
     print(summary_text(report), file=sys.stderr, flush=True)
     if args.report:
-        dump_summary(report, args.report)
+        dump_summary(report, args.report, overwrite=args.overwrite)
     return 0
 
 

@@ -171,8 +171,13 @@ def replacing(path: str, *, overwrite: bool = False) -> Iterator[IO[bytes]]:
     EPERM otherwise). Raises OSError."""
     if overwrite:
         check_replaceable(path)
-    elif os.path.lexists(path):
-        raise FileExistsError(errno.EEXIST, "already exists", path)
+    else:
+        try:
+            os.lstat(path)  # an error on the way (a part that is not a directory) names it
+        except FileNotFoundError:
+            pass
+        else:
+            raise FileExistsError(errno.EEXIST, "already exists", path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:

@@ -320,8 +320,9 @@ def summary_text(summary: Mapping[str, Any]) -> str:
     return "\n".join(safe_text(line) for line in lines)
 
 
-def dump_summary(summary: Mapping[str, Any], path: str) -> None:
+def dump_summary(summary: Mapping[str, Any], path: str, *, overwrite: bool = True) -> None:
     """Write the JSON report to ``path``, readable by its owner only (it quotes requests),
-    whole, replacing only a file the user owns. Raises OSError."""
+    whole, replacing only a file the user owns, and an existing one only with ``overwrite``.
+    Raises OSError."""
     text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
-    write_private(path, text.encode("utf-8", "backslashreplace"), overwrite=True)
+    write_private(path, text.encode("utf-8", "backslashreplace"), overwrite=overwrite)

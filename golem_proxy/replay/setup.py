@@ -151,10 +151,11 @@ def upstreams_for(
 
 
 def open_record_new(
-    path: str, engine: ReplayEngine, upstreams: dict[str, Address]
+    path: str, engine: ReplayEngine, upstreams: dict[str, Address], *, overwrite: bool = True
 ) -> RecordingWriter:
     """A writer for the exchanges a forwarding replay fetched from the live plugin; it ends
-    with a ``session-end`` line when the replay ends in order (`ReplayServer.end_recording`)."""
+    with a ``session-end`` line when the replay ends in order (`ReplayServer.end_recording`).
+    Without ``overwrite`` an existing ``path`` is refused (FileExistsError)."""
     routes = [RouteInfo(name, "replay", str(address)) for name, address in upstreams.items()]
     header = Header.new(engine.profile.name, routes, ends_with_session_end=True)
-    return RecordingWriter.create(path, header, overwrite=True)
+    return RecordingWriter.create(path, header, overwrite=overwrite)
