@@ -45,6 +45,7 @@ __all__ = [
     "ReleasedPayload",
     "RouteDown",
     "SessionEnded",
+    "StreamEnded",
     "ToolCallRef",
     "UpstreamStatus",
     "ViolationSeen",
@@ -270,6 +271,23 @@ class BytesDiscarded:
     """With ``undelivered``: how many of the first bytes did go."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class StreamEnded:
+    """One side ended its stream (a clean close: no more bytes will come from it) while
+    requests it was to answer waited, and the other side's stream was still open: a plugin
+    that went away in the middle of a call, seen when it happened rather than at the
+    connection's close, which waits for the client. ``direction`` is the ended side's
+    (``s2c``: the upstream closed). Decided by the tap, after every byte of that side was
+    decoded: ``unanswered`` names the requests (their frame numbers, sent the other way) that
+    will have no answer on this connection."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
+    unanswered: tuple[int, ...]
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ExchangeCompleted:
     """A request and its response. ``latency`` runs from the request's last byte to the
@@ -460,4 +478,5 @@ Event = Union[
     ProcessOutput,
     UpstreamStatus,
     SessionEnded,
+    StreamEnded,
 ]

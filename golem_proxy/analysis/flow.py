@@ -24,6 +24,7 @@ from ..events import (
     GapReason,
     InterceptStep,
     ObservationLost,
+    StreamEnded,
 )
 from ..status_tone import Tone, outcome_tone, undelivered_status
 
@@ -52,6 +53,11 @@ class Flow:
     faults: tuple[Union[FaultInjected, InterceptStep], ...] = ()
     """Faults the proxy injected into the flow and the steps of its frames' interception."""
     closed_unanswered: bool = False
+    """The request will have no answer: its connection closed first, or the side that was to
+    answer ended its stream (``stream_ended``)."""
+    stream_ended: Optional[StreamEnded] = None
+    """The end of the answering side's stream that left the request unanswered, when that,
+    not the connection's close, decided it."""
     connection_failed: Optional[ConnectionClosed] = None
     """A GOLEM connection that ended before a byte crossed it (the upstream refused it, …),
     whose close names the tool calls in flight when it opened (`ConnectionClosed.tool_calls`,
@@ -194,8 +200,10 @@ class Flow:
 
     def status(self, profile: Profile) -> str:
         """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
-        ``malformed:KIND``, …), ``oversized``, ``pending``, ``evicted`` (let go before its
-        answer), ``unobserved:REASON``, ``failed``
+        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unanswered`` (``unanswered
+        (upstream closed)``, or ``(client closed)`` for a server's request, when the side that
+        was to answer ended its stream first),
+        ``evicted`` (let go before its answer), ``unobserved:REASON``, ``failed``
         or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
         …; followed by ``(undelivered: WHY)`` when a frame of the row never reached its
         receiver (`undelivered_status`)."""
@@ -211,6 +219,9 @@ class Flow:
             self.request.message, (Malformed, Notification)
         ):
             status = profile.describe(self.request.message)
+        elif self.stream_ended is not None:
+            side = "upstream" if self.stream_ended.direction is Direction.S2C else "client"
+            status = f"unanswered ({side} closed)"
         elif self.closed_unanswered:
             status = "unanswered"
         elif self.let_go:

@@ -35,6 +35,7 @@ from ..events import (
     InterceptKind,
     InterceptStep,
     ObservationLost,
+    StreamEnded,
     ViolationSeen,
 )
 from ..frame_runs import numbers_in
@@ -161,6 +162,8 @@ class FlowTracker:
             return None
         if isinstance(event, ConnectionClosed):
             return self._closed(event)
+        if isinstance(event, StreamEnded):
+            return self._ended(event)
         if isinstance(event, ObservationLost):
             if event.conn == 0 and event.reason is GapReason.RESTARTED:
                 self.observer += 1  # the session's line: a new observing process records on
@@ -394,6 +397,25 @@ class FlowTracker:
             noted.violations += (event.violation,)
             return noted
         return None  # a frame this view never saw (a tailed file)
+
+    def _ended(self, event: StreamEnded) -> Optional[Flow]:
+        """A side ended its stream: the requests the event names will have no answer (the
+        tap's decision, `StreamEnded`), settled now rather than at the connection's close."""
+        changed = None
+        for index in event.unanswered:
+            key = (event.conn, event.direction.reverse, index)
+            if key not in self._requests_of.get(key[:2], ()):
+                # Not waiting here: not in this trace (a file cut, a view's bound), let go, or
+                # answered already (a damaged line names it): nothing to settle.
+                continue
+            flow = self._by_request.pop(key)
+            forget_in_group(self._requests_of, key[:2], key)
+            flow.closed_unanswered = True
+            flow.stream_ended = event
+            if self.keep and changed is not None:
+                self.also_changed.append(changed)
+            changed = self._settled(flow)
+        return changed
 
     def _closed(self, event: ConnectionClosed) -> Optional[Flow]:
         info = self._info(event.conn, event.route)

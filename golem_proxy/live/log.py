@@ -227,6 +227,17 @@ class EventLog:
             )
             self._caller(text, event.tool_calls)
             return text
+        if isinstance(event, events.StreamEnded):
+            # Whatever the verbosity: requests that will not be answered, said when decided.
+            text = self._prefix(event.t, event.route, event.conn)
+            side = "upstream" if event.direction is events.Direction.S2C else "client"
+            waiting = counted(len(event.unanswered), "request")
+            text.append(
+                f"{event.direction.arrow} {side} ended its stream: {waiting} it was to answer "
+                "will not be answered",
+                "yellow",
+            )
+            return text
         if isinstance(event, (events.FaultInjected, events.InterceptStep)):
             text = self._prefix(event.t, event.route, event.conn)
             text.append(f"fault {safe_text(event.fault, _NAME)}", "bold blue")

@@ -39,6 +39,7 @@ from ..events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    StreamEnded,
     ViolationSeen,
     Where,
 )
@@ -301,6 +302,9 @@ class ConnectionTap:
                 return None
             # Truncated inside the frame being digested: report what was seen, then go on.
             self._finish_digest(direction, digest, t)
+        if isinstance(event, EndOfStream):
+            self._stream_ended(direction, t)
+            return None
         if isinstance(event, FrameError):
             if is_unobserved_frame(event, self._decoder_cap, self.cap):
                 header, first = split_header(self.profile, event.raw)
@@ -325,6 +329,10 @@ class ConnectionTap:
             )
             found = self.profile.frame_violation(event)
             self._violated(direction, None, t, found)
+            if not event.recoverable and self._inputs[direction].ended:
+                # The end cut a frame (a plugin killed while it wrote its answer): the decoder
+                # says so and stops, with no end of stream of its own after it.
+                self._stream_ended(direction, t)
             return TapVerdict(f"{direction.value} {event.kind.value} frame: {event.detail}")
         if isinstance(event, Discarded):
             undelivered, delivered = self._frames.undelivered(direction)
@@ -362,6 +370,19 @@ class ConnectionTap:
         digest = FrameDigest(frame.header, frame.payload, None)
         digest.add(frame.terminator)
         self._finish_digest(direction, digest, t, cost, why)
+
+    def _stream_ended(self, direction: Direction, t: float) -> None:
+        """``direction``'s side ended its stream, every byte of it decoded: the requests it
+        was to answer never will be on this connection. Said now (`StreamEnded`) when the
+        other side's stream is still open, so the connection's close may be far off (a GOLEM
+        client that is not reading when its plugin goes away). Called after what the end cut
+        short was said (a truncated frame: then instead of the decoder's end of stream, which
+        does not follow it)."""
+        if self._inputs[direction.reverse].ended:
+            return  # both ended: the close follows at once and says it
+        unanswered = self._pairing.unanswerable(direction.reverse)
+        if unanswered:
+            self.publish(StreamEnded(**self._where(direction, t), unanswered=unanswered))
 
     def _where(self, direction: Direction, t: float) -> Where:
         return Where(conn=self.conn, route=self.route, direction=direction, t=t)

@@ -81,6 +81,14 @@ class ConnectionPairing:
         """Requests waiting for an answer, both ways."""
         return sum(len(correlator) for correlator in self._correlators.values())
 
+    def unanswerable(self, asker: Direction) -> tuple[int, ...]:
+        """The frame numbers of the requests sent ``asker`` still waiting, oldest first, once
+        the answering side ended its stream: those whose answers cannot have crossed unseen
+        (sent after the last bytes towards ``asker`` that were not observed)."""
+        seen_after = self._answers_lost_upto[asker]
+        waiting = self._correlators[asker].outstanding()
+        return tuple(p.context.index for p in waiting if p.context.index > seen_after)
+
     @property
     def pending_bytes(self) -> int:
         """What the requests waiting for an answer cost, both ways."""

@@ -25,6 +25,7 @@ from .members import (
     member_choice,
     member_direction,
     member_frame_runs,
+    member_indexes,
     member_int,
     member_number,
     member_optional_int,
@@ -201,6 +202,14 @@ class LineDecoder:
             state = member_choice(data, "state", ("down", "back"))
             return events.UpstreamStatus(
                 route=route, t=t, up=state == "back", detail=member_str(data, "detail", "")
+            )
+        if kind == "end":
+            return events.StreamEnded(
+                conn=conn,
+                route=route,
+                direction=member_direction(data),
+                t=t,
+                unanswered=member_indexes(data, "unanswered"),
             )
         if kind == "open":
             client, upstream = member_str(data, "client"), member_str(data, "upstream")

@@ -55,6 +55,15 @@ def _member(
     return value
 
 
+def member_indexes(data: dict[str, Any], key: str) -> tuple[int, ...]:
+    """``data[key]``, a list of frame numbers (whole numbers from 0 to `MAX_INT`), as a tuple
+    (empty when absent)."""
+    found = data.get(key, [])
+    if not isinstance(found, list) or not all(_is_whole(index) for index in found):
+        raise RecordingError(f"{key} must be a list of whole numbers, not {shown(found)}")
+    return tuple(found)
+
+
 def member_optional_int(data: dict[str, Any], key: str) -> Optional[int]:
     if data.get(key) is None:
         return None

@@ -98,6 +98,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
     "frame": FRAME_MEMBERS,
     "exchange": EXCHANGE_MEMBERS,
     "upstream": (*COMMON_MEMBERS, "route", "state", "detail"),
+    "end": (*COMMON_MEMBERS, "conn", "route", "dir", "unanswered"),
     # A request the server sent (``req``: its s2c frame) and the client's answer (``resp``: c2s).
     "server-exchange": EXCHANGE_MEMBERS,
     "violation": (

@@ -122,6 +122,9 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
     elif isinstance(event, events.UpstreamStatus):
         base.update(kind="upstream", route=event.route, state="back" if event.up else "down")
         base.update(detail=event.detail)
+    elif isinstance(event, events.StreamEnded):
+        base.update(kind="end", conn=event.conn, route=event.route, dir=event.direction.value)
+        base.update(unanswered=list(event.unanswered))
     else:  # pragma: no cover - exhaustive over Event
         return None
     return dumps(base) + b"\n"

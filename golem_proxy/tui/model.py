@@ -33,6 +33,7 @@ from ..events import (
     Event,
     FrameSeen,
     Outcome,
+    StreamEnded,
 )
 from ..recording.payload_places import PayloadPlace
 from ..terminal import safe_text
@@ -297,11 +298,12 @@ class SessionModel:
             self.tracker.also_changed.clear()
         if flow is not None and self._let_go and self.index_of(flow) is None:
             flow = None  # let go (`flow_bound`): what follows it belongs to no row kept
-        if isinstance(event, (ConnectionOpened, ConnectionClosed)):
+        if isinstance(event, (ConnectionOpened, ConnectionClosed, StreamEnded)):
+            # A connection's, not one row's: an end may settle several requests.
             self._log.add(event, CONNECTION)
             self.routes.add(safe_text(event.route))
             self.largest_conn = max(self.largest_conn, event.conn)
-            if flow is not None:  # a close leaves a request unanswered
+            if flow is not None:  # a close or an end leaves a request unanswered
                 index = self.index_of(flow)
                 if index is not None:
                     result.changed.add(index)

@@ -33,6 +33,7 @@ from golem_proxy.events import (
     FramingErrorSeen,
     GapReason,
     ObservationLost,
+    StreamEnded,
     ToolCallRef,
     UpstreamStatus,
     ViolationSeen,
@@ -143,6 +144,7 @@ def one_of_each() -> list[Event]:
             violation=orphan_verdict,
             orphan=True,
         ),
+        StreamEnded(conn=1, route="main", direction=Direction.S2C, t=0.88, unanswered=(2, 3)),
         EventsMissed(count=3, t=0.9, consumer="recorder"),
         _session(0.92, GapReason.RESTARTED, "the observing process was killed by SIGKILL"),
         ObservationLost(
@@ -209,7 +211,7 @@ def test_every_event_kind_and_member_is_documented() -> None:
             assert f"`{member}`" in doc, f"member {member!r} of {data['kind']} is undocumented"
     assert kinds == {
         "open", "close", "frame", "exchange", "violation", "frame-error", "discarded", "fault",
-        "gap", "upstream", "unobserved", "observation-restarted", "observation-stopped",
+        "gap", "upstream", "unobserved", "observation-restarted", "observation-stopped", "end",
     }  # fmt: skip
     # The optional members of frame lines too.
     for optional in ("raw", "note", "redacted", "msg", "id", "method"):

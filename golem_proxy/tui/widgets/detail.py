@@ -35,7 +35,7 @@ from ...analysis.tool_calls import (
     tool_call_error,
     tool_of,
 )
-from ...events import FrameSeen
+from ...events import Direction, FrameSeen
 from ...fast_json import NOT_DECODED, decode_exactly
 from ...live.tap_parse import ELIDE_FRAMES_OVER
 from ...recording.frame_skeleton import over_parse_budget
@@ -322,7 +322,11 @@ def _summary(
         times.append(f"response t={fmt_time(flow.response.t)}")
     if flow.latency is not None:
         times.append(f"latency {format_latency(flow.latency)}")
-    if flow.closed_unanswered:
+    ended = flow.stream_ended
+    if ended is not None:
+        side = "upstream" if ended.direction is Direction.S2C else "client"
+        times.append(f"the {side} ended its stream at t={fmt_time(ended.t)} before an answer")
+    elif flow.closed_unanswered:
         times.append("connection closed before an answer")
     if flow.connection_failed is not None:
         times.append(f"closed t={fmt_time(flow.connection_failed.t)}, before a byte crossed it")
