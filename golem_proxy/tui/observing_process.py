@@ -36,7 +36,7 @@ from .app import GolemProxyApp
 from .bridge import EventBuffer, SourceInfo, TrioThreadSource, hub_sink
 from .flow_bound import FlowBound
 from .payloads import LeftToRecording, PayloadBudget
-from .reloading import ReloadGate, read_back
+from .reloading import RESTART_LINE_WAIT, ReloadGate, read_back
 
 __all__ = ["ForwardedSessionSource", "observe_with_tui"]
 
@@ -150,7 +150,14 @@ def observe_with_tui(
             await ready.wait()
             try:
                 note = await trio.to_thread.run_sync(
-                    read_back, record_read_fd, end, sink, why, stop, config.record_path
+                    read_back,
+                    record_read_fd,
+                    end,
+                    sink,
+                    why,
+                    stop,
+                    config.record_path,
+                    RESTART_LINE_WAIT,
                 )
             finally:  # the live rows flow whatever became of the reading back
                 gate.open()

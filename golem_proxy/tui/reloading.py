@@ -12,17 +12,20 @@ live events are dropped and counted, as the TUI's own buffer counts what it drop
 from __future__ import annotations
 
 import io
+import json
 import os
 import threading
+import time
 from typing import Callable, Optional, Union
 
-from ..events import Event
+from ..events import Direction, Event, GapReason, ObservationLost
 from ..recording.format import RecordingError
+from ..recording.shared_file import RESTARTED_KIND
 from .bridge import EventBuffer, Progress
 from .payloads import LeftInFile
 from .sources import PUSH_EVERY, compacting_reader
 
-__all__ = ["GATE_LIMIT", "READ_BACK_WAIT_OVER", "ReloadGate", "read_back"]
+__all__ = ["GATE_LIMIT", "READ_BACK_WAIT_OVER", "RESTART_LINE_WAIT", "ReloadGate", "read_back"]
 
 GATE_LIMIT = 150_000
 """Live events held at the gate while the recording is read back, before the next are dropped
@@ -32,6 +35,11 @@ READ_BACK_WAIT_OVER = 20_000
 """Events queued in the TUI's buffer over which the reading back waits for the TUI to drain
 (its memory stays that of the rows, not of the file's events parsed ahead of the screen)."""
 READ_BLOCK = 1 << 20
+RESTART_LINE_MOST = 64 * 1024
+"""The longest ``observation-restarted`` line read back (its detail is a sentence)."""
+RESTART_LINE_WAIT = 5.0
+"""How long the reading back waits for the forwarding process to write that line, which it
+does right after the new observing process took over (nothing live is shown meanwhile)."""
 
 
 class _Upto(io.RawIOBase):
@@ -66,11 +74,15 @@ def read_back(
     why: str,
     stop: threading.Event,
     path: Optional[str] = None,
+    restart_line_wait: float = 0.0,
 ) -> str:
     """Queue into ``sink`` the events of the recording open as ``fd``, up to byte ``end``
     (where the dead process's last whole line ends; a torn one after it is left out); its
     large payloads left in the file (`payloads.LeftInFile`: read back through ``fd``), when its
-    ``path`` is given.
+    ``path`` is given. Then the ``observation-restarted`` line right after ``end``, waiting up
+    to ``restart_line_wait`` seconds for it: the forwarding process writes it, not this
+    session, so no live event brings it, and without its row every row after it would be
+    numbered one short of the recording's.
     Blocking: run it in a thread; it gives up once ``stop`` is set or the UI is gone.
     Returns what the TUI shows about it (one line; ``why`` the process before stopped)."""
     raw = _Upto(fd, end)
@@ -94,6 +106,11 @@ def read_back(
             if len(batch) >= PUSH_EVERY:
                 push(Progress(raw.tell(), end))
         push(Progress(end, end))
+        restarted = _restart_line(fd, end, stop, restart_line_wait)
+        if restarted is not None:
+            batch.append(restarted)
+            read += 1
+            push(None)
     except Exception as exc:  # a damaged file, or a bug here: never the live session's end
         push(None)  # what came before the damage is still worth seeing
         said = str(exc) if isinstance(exc, (RecordingError, OSError)) else repr(exc)
@@ -105,6 +122,39 @@ def read_back(
     if queued < read:
         shown += f" ({read - queued} more dropped: the TUI's buffer was full)"
     return f"observation restarted ({why}); {shown}"
+
+
+def _restart_line(
+    fd: int, end: int, stop: threading.Event, wait: float
+) -> Optional[ObservationLost]:
+    """The session's ``observation-restarted`` gap, read from the line at ``end`` once whole
+    (within ``wait`` seconds); None when the line there is another or none comes."""
+    deadline = time.monotonic() + wait
+    while True:
+        line = os.pread(fd, RESTART_LINE_MOST, end).split(b"\n", 1)
+        if len(line) == 2:
+            break
+        if time.monotonic() >= deadline or stop.is_set() or len(line[0]) >= RESTART_LINE_MOST:
+            return None
+        time.sleep(0.02)
+    try:
+        data = json.loads(line[0])
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("kind") != RESTARTED_KIND:
+        return None
+    t, detail = data.get("t"), data.get("detail")
+    if not isinstance(t, (int, float)) or isinstance(t, bool) or not isinstance(detail, str):
+        return None
+    return ObservationLost(
+        conn=0,
+        route="",
+        direction=Direction.C2S,
+        t=float(t),
+        reason=GapReason.RESTARTED,
+        size=0,
+        detail=detail,
+    )
 
 
 class ReloadGate:

@@ -60,6 +60,10 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_bytes().splitlines()[1:]]
 
 
+def _count(lines: list[dict[str, Any]], kind: str) -> int:
+    return sum(line.get("kind") == kind for line in lines)
+
+
 def test_the_tui_shows_calls_and_q_ends_both_processes_with_a_whole_recording(
     tmp_path: Path, upstream: str
 ) -> None:
@@ -226,6 +230,7 @@ def test_a_killed_tui_is_replaced_and_shows_the_session_so_far(
                 golem.send_command("scene.get_object_info", {"guid": "missing"})
             assert _shown_after(terminal, note.end(), r"scene\.get_object_info")
             assert _shown_after(terminal, note.end(), r"geometry\.create_box")  # read back
+            assert _shown_after(terminal, note.end(), r"unobserved:restarted")  # its own row
         terminal.type("\x03")
         code = terminal.exit_code()
     assert code == 0, terminal.text()[-2000:]
@@ -256,12 +261,19 @@ def test_a_tui_that_took_over_reads_its_answers_back_from_the_recording(
         terminal.wait_for(r"2 flows")
         pid = terminal.process.pid
         assert wait_until(lambda: len(observing_processes(pid)) == 2)  # and a standby
+        # Both answers in the recording before the kill (drawn is not yet written: what the
+        # killed process had not flushed would be read back unanswered).
+        record = tmp_path / "live.jsonl"
+        assert wait_until(lambda: _count(_lines(record), "exchange") == 2)
         os.kill(observing_processes(pid)[0], signal.SIGKILL)
         note = terminal.wait_for(r"observation restarted")
         with GolemClient("127.0.0.1", port, timeout=10) as golem:
             golem.send_command("viewport.capture")
-        assert _shown_after(terminal, note.end(), r"4 flows")
-        answers = _answers_written_by_w(terminal, tmp_path, 4, after=note.end())
+        # Two calls before, two after, and the restart's own row between them, as in `show`.
+        assert _shown_after(terminal, note.end(), r"5 flows")
+        # The last answer decoded (a row counts from its request on), then in the view.
+        assert wait_until(lambda: _count(_lines(record), "exchange") == 4)
+        answers = _answers_written_by_w(terminal, tmp_path, 5, after=note.end())
     assert len(answers) == 4
     assert all(answer.endswith(b"C" * size + b'","error":null}') for answer in answers)
 

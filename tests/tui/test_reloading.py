@@ -7,7 +7,7 @@ import os
 import threading
 from pathlib import Path
 
-from golem_proxy.events import Event, ExchangeCompleted
+from golem_proxy.events import Event, ExchangeCompleted, GapReason, ObservationLost
 from golem_proxy.recording.format import RecordingWriter
 from golem_proxy.recording.shared_file import RecordingFile, cut_unfinished_line, restart_recording
 from golem_proxy.tui.bridge import EventBuffer
@@ -85,7 +85,9 @@ def test_after_the_cut_what_is_read_back_stops_where_the_dead_process_stopped(
     tmp_path: Path,
 ) -> None:
     """As a take-over goes: the torn line cut, the end measured, then the restart line and the
-    new process's lines written after it; none of those is read back (they come live)."""
+    new process's lines written after it: the restart line is read back (the forwarding
+    process wrote it: no live event brings its row), the new process's lines are not (they
+    come live)."""
     path = tmp_path / "live.jsonl"
     _recording(path, 2)
     record = RecordingFile(os.open(path, os.O_WRONLY), os.open(path, os.O_RDONLY))
@@ -98,12 +100,36 @@ def test_after_the_cut_what_is_read_back_stops_where_the_dead_process_stopped(
         os.write(record.write_fd, b'{"seq":%d,"t":7.0,"kind":"close","conn":1,"route":"main",'
                  b'"reason":"client closed"}\n' % (seq + 1))  # fmt: skip
         sink = EventBuffer(None)
-        read_back(record.read_fd, end, sink, "killed", threading.Event())
+        read_back(record.read_fd, end, sink, "killed", threading.Event(), None, 5.0)
     finally:
         record.close()
-    events = sink.drain().events
-    assert _exchanges(events) == 2
-    assert max(event.t for event in events) < 5.0
+    *before, restarted = sink.drain().events
+    assert _exchanges(before) == 2
+    assert max(event.t for event in before) < 5.0
+    assert isinstance(restarted, ObservationLost)
+    assert (restarted.conn, restarted.reason, restarted.t) == (0, GapReason.RESTARTED, 6.0)
+    assert restarted.detail == "killed"
+
+
+def test_the_restart_line_written_a_moment_later_is_waited_for(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    _recording(path, 1)
+    record = RecordingFile(os.open(path, os.O_WRONLY), os.open(path, os.O_RDONLY))
+    try:
+        os.lseek(record.write_fd, 0, os.SEEK_END)
+        end = os.fstat(record.read_fd).st_size
+        sink = EventBuffer(None)
+        reading = threading.Thread(
+            target=read_back,
+            args=(record.read_fd, end, sink, "killed", threading.Event(), None, 30.0),
+        )
+        reading.start()
+        restart_recording(record, 6.0, "killed")  # as the forwarding process: after the start
+        reading.join(30)
+        assert not reading.is_alive()
+    finally:
+        record.close()
+    assert isinstance(sink.drain().events[-1], ObservationLost)
 
 
 def test_reading_back_gives_up_once_told_to(tmp_path: Path) -> None:
