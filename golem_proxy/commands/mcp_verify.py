@@ -4,7 +4,8 @@ neither a model nor Rhino.
 It starts COMMAND, plays it the client side recorded in REC (`golem-proxy mcp --record`),
 serves its GOLEM calls from REC's GOLEM layer (the replay engine as a stand-in for Rhino)
 or lets them reach a live plugin (``--target``), compares every tool result with the
-recorded one, prints a table and exits 0 (all match), 1 (differences) or 2 (could not run).
+recorded one (a recorded GOLEM route's address in it read as where the server was pointed for
+that route now), prints a table and exits 0 (all match), 1 (differences) or 2 (could not run).
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from ..replay.engine import ReplayEngine
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.mcp_child import ChildStartError, McpChild
 from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
-from ..replay.mcp_verify import McpVerifyResult, play, tool_call_numbers
+from ..replay.mcp_verify import McpCheck, McpVerifyResult, play, tool_call_numbers
 from ..replay.outage_plan import OutagePlan, RouteHistories
 from ..replay.outage_standin import AppliedOutage, OutageStandIn
+from ..replay.route_addresses import RouteAddresses
 from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
 from ..terminal import safe_text
@@ -154,10 +156,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         trace.close()
     outages = _outages(job, applied)
+    addresses = comparator.addresses
     if args.json:
-        print(json_text(_json(result, misses, outages), indent=2))
+        print(json_text(_json(result, misses, outages, addresses), indent=2))
     else:
-        render(result, misses, Console(highlight=False), outages)
+        render(result, misses, Console(highlight=False), outages, addresses)
     return 0 if result.ok else EXIT_DIFFERENT
 
 
@@ -173,6 +176,9 @@ async def _verify(
     async with trio.open_nursery() as nursery:
         bound = await nursery.start(standin.run)
         main, gh = _endpoints(bound, job.target, job.gh_target)
+        # The server names what it dialled; the recording's server named the route then.
+        pointed = {GOLEM.channels[0]: main, GOLEM.channels[1]: gh}
+        job.comparator.addresses = RouteAddresses.between(job.trace.header.routes, pointed)
         child = McpChild(job.argv, _environment(main, gh))
         try:
             await child.start(nursery)
@@ -247,7 +253,10 @@ def _outages(job: _Run, applied: list[AppliedOutage]) -> list[dict[str, Any]]:
 
 
 def _json(
-    result: McpVerifyResult, misses: list[dict[str, Any]], outages: list[dict[str, Any]]
+    result: McpVerifyResult,
+    misses: list[dict[str, Any]],
+    outages: list[dict[str, Any]],
+    addresses: RouteAddresses,
 ) -> dict[str, Any]:
     return {
         "ok": result.ok,
@@ -258,6 +267,7 @@ def _json(
         "first_non_json": result.first_non_json or None,
         "standin_misses": misses,
         "standin_outage": outages,
+        "route_addresses": addresses.to_json(),
         "exit_status": result.exit_status,
     }
 
@@ -267,8 +277,10 @@ def render(
     misses: list[dict[str, Any]],
     console: Console,
     outages: Optional[list[dict[str, Any]]] = None,
+    addresses: Optional[RouteAddresses] = None,
 ) -> None:
-    """The table (tool, #, outcome, first difference), what else went wrong, a summary."""
+    """The table (tool, #, outcome, first difference), what else went wrong, what matched
+    only with the route addresses swapped, a summary."""
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("tool", style="bold magenta", overflow="fold")
     table.add_column("#", justify="right")
@@ -299,6 +311,9 @@ def render(
         )
     if outages:
         console.print(Text(_outage_text(outages), "yellow"))
+    mapped = [check for check in result.checks if check.route_addresses]
+    if mapped and addresses is not None:
+        console.print(Text(_addresses_text(mapped, addresses), "dim"))
     if misses:
         console.print(
             Text(
@@ -348,4 +363,23 @@ def _outage_text(outages: list[dict[str, Any]]) -> str:
     return safe_text(
         f"the plugin was down during {len(calls)} recorded tool call(s) ({named}): the "
         "stand-in reset or refused their GOLEM connections as the recording shows"
+    )
+
+
+def _addresses_text(mapped: list[McpCheck], addresses: RouteAddresses) -> str:
+    """Which calls matched with a recorded route address read as the route's address now,
+    and which addresses those were."""
+    calls = ", ".join(
+        f"#{check.number} {check.name}" if check.number is not None else check.name
+        for check in mapped
+    )
+    routes = {route for check in mapped for route in check.route_addresses}
+    pairs = ", ".join(
+        f"{pair.route} {pair.recorded} → {pair.live}"
+        for pair in addresses.pairs
+        if pair.route in routes
+    )
+    return safe_text(
+        f"{len(mapped)} tool result(s) ({calls}) matched with a GOLEM route's recorded "
+        f"address read as this run's: {pairs}"
     )

@@ -3,7 +3,9 @@ replay server's miss explanations.
 
 A recorded GUID equals a live GUID when the `GuidMap` pairs them; a pair never seen before is
 learned on the spot (the live side handed out a new object where the recording had one), so a
-session that creates an object and then uses it compares equal end to end.
+session that creates an object and then uses it compares equal end to end. A text naming a
+recorded route's address equals one naming the address of the same route now, where
+`RouteAddresses` pairs them (`mcp-verify`: the server names the port it dialled).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Optional
 
 from ..json_levels import array_levels
 from .matching import GUID_RE, GuidMap, IgnoreRules, Path, format_path, is_guid
+from .route_addresses import RouteAddresses
 
 __all__ = ["ABSENT", "Comparator", "Difference", "envelope_body", "short"]
 
@@ -76,9 +79,10 @@ def envelope_body(obj: Any) -> Any:
 
 
 class Comparator:
-    """Compares recorded values with live ones under ignore rules, a float tolerance and a GUID
-    map. ``learn`` binds GUID pairs seen for the first time (verify, diff); without it an
-    unknown pair is a difference."""
+    """Compares recorded values with live ones under ignore rules, a float tolerance, a GUID
+    map and a map of route addresses. ``learn`` binds GUID pairs seen for the first time
+    (verify, diff); without it an unknown pair is a difference. Route addresses are never
+    learned: `mcp-verify` knows both sides of each before it compares."""
 
     def __init__(
         self,
@@ -87,11 +91,13 @@ class Comparator:
         float_tolerance: float = 0.0,
         guids: Optional[GuidMap] = None,
         learn: bool = True,
+        addresses: Optional[RouteAddresses] = None,
     ) -> None:
         self.rules = rules or IgnoreRules()
         self.float_tolerance = float_tolerance
         self.guids = guids if guids is not None else GuidMap()
         self.learn = learn
+        self.addresses = addresses if addresses is not None else RouteAddresses()
 
     def compare(
         self, recorded: Any, live: Any, method: Optional[str] = None, root: Path = ()
@@ -140,7 +146,7 @@ class Comparator:
 
     def leaf_equal(self, recorded: Any, live: Any) -> bool:
         """Scalars (or mismatched containers): numbers within the tolerance, GUIDs through the
-        map, strings with embedded GUIDs mapped."""
+        map, strings with embedded GUIDs and route addresses mapped."""
         if _is_number(recorded) and _is_number(live):
             if recorded == live or (recorded != recorded and live != live):  # NaN is NaN here
                 return True
@@ -150,11 +156,24 @@ class Comparator:
                 return True
             if is_guid(recorded) and is_guid(live):
                 return self.guids_equal(recorded, live)
-            if GUID_RE.search(recorded):
-                # An error message naming an object: compare with the known GUIDs swapped in.
-                return GUID_RE.sub(lambda m: self.guids.to_live(m.group(0)), recorded) == live
-            return False
+            return self._text_equal(recorded, live)
         return type(recorded) is type(live) and bool(recorded == live)
+
+    def _text_equal(self, recorded: str, live: str) -> bool:
+        """An error message naming an object or the address a server dialled: equal with the
+        known GUIDs and the route addresses now swapped in (a match the addresses made is
+        told to `RouteAddresses.note`)."""
+        if GUID_RE.search(recorded):
+            recorded = GUID_RE.sub(lambda m: self.guids.to_live(m.group(0)), recorded)
+            if recorded == live:
+                return True
+        if not self.addresses:
+            return False
+        swapped, routes = self.addresses.to_live(recorded)
+        if routes and swapped == live:
+            self.addresses.note(routes)
+            return True
+        return False
 
     def guids_equal(self, recorded: str, live: str) -> bool:
         known = self.guids.corresponds(recorded, live)

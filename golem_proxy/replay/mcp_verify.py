@@ -7,7 +7,9 @@ exactly what the client sent (its ids, its ``initialize``, its notifications), a
 client library would write its own. Requests go one at a time, each once the one before was
 answered, so a tool call meets the server in the state it met when recorded. A recorded
 GUID in a tool call's arguments is swapped for the live one learned from an earlier result
-(only a live plugin hands out new ones; the stand-in answers with the recorded GUIDs).
+(only a live plugin hands out new ones; the stand-in answers with the recorded GUIDs). A
+result naming the address a recorded GOLEM route listened on matches one naming where the
+server was pointed for that route now (`RouteAddresses`, the comparator's ``addresses``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ class McpCheck:
     not_compared: Optional[str] = None
     """Why the answer now was compared with nothing (the recording cannot say what it was):
     no failure, said apart from a match."""
+    route_addresses: list[str] = field(default_factory=list)
+    """The routes whose recorded address in the result read as their address now to match
+    (`RouteAddresses`)."""
 
     @property
     def ok(self) -> bool:
@@ -87,6 +92,8 @@ class McpCheck:
             data["problem"] = self.problem
         if self.not_compared is not None:
             data["not_compared"] = self.not_compared
+        if self.route_addresses:
+            data["route_addresses"] = list(self.route_addresses)
         return data
 
 
@@ -155,6 +162,7 @@ async def play(
             )
         elif step.tool is not None and step.answer is not None:
             check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
+            check.route_addresses = comparator.addresses.take_applied()
         elif step.tool is not None and step.cancelled:
             check.not_compared = "cancelled in the recording, and unanswered there"
         elif step.tool is not None and step.answer_unobserved:
@@ -311,7 +319,9 @@ def compare_tool_result(
     (ids aside). A text that holds JSON (what most tools return) is compared as JSON when
     it differs, so the difference names the field inside it (``result.content[0].text.
     layers[1].name``) and GUIDs inside it are matched through the map; ``--ignore
-    TOOL:PATH`` paths reach into it the same way."""
+    TOOL:PATH`` paths reach into it the same way. A recorded route address in a text reads
+    as the comparator's ``addresses`` say; the routes that made a text match are theirs to
+    tell (`RouteAddresses.take_applied`)."""
     opened_recorded, opened_live = _open_json_texts(envelope_body(recorded), envelope_body(live))
     return comparator.compare(opened_recorded, opened_live, tool)
 
@@ -387,6 +397,7 @@ def compare_sessions(
                 check.differences = compare_tool_result(
                     recorded_answer, live_answer, comparator, now.tool
                 )
+                check.route_addresses = comparator.addresses.take_applied()
     return checks
 
 

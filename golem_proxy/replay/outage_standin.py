@@ -4,16 +4,18 @@ says the plugin was reachable, call by call (`OutagePlan`).
 Before each tool call is sent, `begin` sets every route as it was during that call when
 recorded: its open connections closed when the recording had none open then (the plugin's
 going away had closed them), the server's next connections accepted and reset when the
-proxy reset them (the upstream refused them), and the listener closed while the route was
-down, so the server's attempts are refused by the system, as they were; and a connection
-open then that the plugin had closed while it sat idle is reset, so that the server's next
-write meets a reset, as it did. Otherwise a connection is the replay server's to answer. A
-call made during an outage so never takes a later recorded answer of its method, and the
-calls after it get theirs.
+proxy reset them (the upstream refused them; reset once the server has written on them,
+as its connect had returned when the proxy's reset came), and the listener closed while the
+route was down, so the server's attempts are refused by the system, as they were; and a
+connection open then that the plugin had closed while it sat idle is reset, so that the
+server's next write meets a reset, as it did. Otherwise a connection is the replay server's
+to answer. A call made during an outage so never takes a later recorded answer of its
+method, and the calls after it get theirs.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -28,6 +30,10 @@ from .outage_plan import NO_OUTAGE, OutagePlan, RouteOutage
 from .server import ReplayServer
 
 __all__ = ["AppliedOutage", "OutageStandIn"]
+
+RESET_WITHIN = 1.0
+"""How long a connection to be reset waits for the server's first bytes (GOLEM's client
+speaks first; one that does not is reset after this)."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +162,10 @@ class OutageStandIn:
             if not route.resets and route.refuse_after_resets:
                 # Closed before this one is reset, as the proxy does: a reconnect is refused.
                 await self._stop_listening(route)
-            close_abortively(stream)
+            try:
+                await _first_bytes(stream)
+            finally:
+                close_abortively(stream)
             return
         done = trio.Event()
         with trio.CancelScope() as scope:
@@ -166,3 +175,15 @@ class OutageStandIn:
             finally:
                 del route.connections[scope]
                 done.set()
+
+
+async def _first_bytes(stream: trio.SocketStream) -> None:
+    """Return once the server has written on ``stream`` (or closed it), or `RESET_WITHIN`
+    has passed. The proxy reset such a connection once the upstream had refused it, a
+    millisecond or more after accepting it, as a rule after the server's connect had
+    returned: its first exchange met the reset. Reset on accepting, the reset raced the
+    server's connect, and a server that words the two failures apart (GOLEM-3DMCP:
+    ``Cannot connect to Rhino plugin at …`` or ``Connected to … but ping handshake
+    failed``) said one or the other from run to run."""
+    with trio.move_on_after(RESET_WITHIN), contextlib.suppress(trio.BrokenResourceError):
+        await stream.receive_some(1)

@@ -20,7 +20,14 @@ connects again.
 
 ``GOLEM_TEST_SERVER_VARIANT=changed`` makes ``list_layers`` answer differently (a changed
 build, for regression tests); ``offline-message`` makes a tool whose GOLEM connection failed
-say so in words of its own (a build that behaves differently while the plugin is down).
+say so in words of its own (a build that behaves differently while the plugin is down);
+``names-address`` makes a failed connection say so in the real server's words, which name
+the address it dialled (``Cannot connect to Rhino plugin at HOST:PORT: …``), for a failed
+connect and a failed ping alike: the real server words them apart, and which of the two a
+connection the proxy accepted and reset meets (the upstream refused it) depends on how soon
+the server's thread reads its connect's outcome, under load too late now and then;
+``names-default-port`` names the default port rather than the one dialled (a build that
+names the wrong address).
 """
 
 from __future__ import annotations
@@ -74,8 +81,15 @@ class GolemConnection:
         if self.sock is None:
             host = os.environ.get("GOLEM_RHINO_HOST", "127.0.0.1")
             port = int(os.environ.get(self.port_variable, str(self.default_port)))
-            self.sock = socket.create_connection((host, port), timeout=10)
-            self._exchange("ping", {})
+            named = f"{host}:{self.default_port if NAMES_DEFAULT_PORT else port}"
+            try:
+                self.sock = socket.create_connection((host, port), timeout=10)
+                self._exchange("ping", {})
+            except OSError as exc:
+                if not NAMES_AN_ADDRESS:
+                    raise
+                # The real server's RhinoConnectionError is an OSError too, dropped as one.
+                raise ConnectionError(f"Cannot connect to Rhino plugin at {named}: {exc}") from exc
         if within is None:
             return self._exchange(method, params)
         self.sock.settimeout(within)
@@ -106,6 +120,10 @@ MAIN = GolemConnection("GOLEM_RHINO_PORT", 9876)
 GH = GolemConnection("GOLEM_GH_PORT", 9877)
 CHANGED = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "changed"
 OFFLINE_MESSAGE = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "offline-message"
+NAMES_DEFAULT_PORT = os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "names-default-port"
+NAMES_AN_ADDRESS = (
+    NAMES_DEFAULT_PORT or os.environ.get("GOLEM_TEST_SERVER_VARIANT") == "names-address"
+)
 
 
 @server.tool()
