@@ -133,6 +133,17 @@ def fault_withheld(data: dict[str, Any], detail: str) -> bool:
     return detail.startswith(WITHHELD)  # written before faults carried the member
 
 
+def member_indexes(data: dict[str, Any], key: str) -> tuple[int, ...]:
+    """``data[key]`` as a list of frame numbers (empty when absent). Raises RecordingError
+    for a bad one."""
+    value = data.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(_is_whole(item) for item in value):
+        raise RecordingError(f"{key} must be a list of whole numbers from 0 to 2**53")
+    return tuple(value)
+
+
 def member_tool_calls(data: dict[str, Any]) -> Optional[tuple[ToolCallRef, ...]]:
     """A frame's or a close's ``tool_calls`` (None when absent). Raises RecordingError for a
     bad one."""
