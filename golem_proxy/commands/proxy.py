@@ -135,7 +135,12 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
         f"ignores; {CATALOGUE_HELP}",
     )
     parser.add_argument(
-        "--idle-timeout", type=seconds_arg, metavar="SECONDS", help="close idle connections"
+        "--idle-timeout",
+        type=seconds_arg,
+        metavar="SECONDS",
+        help="close a connection once nothing crossed it either way for this long (time the "
+        "proxy holds a frame, --fault delay or --intercept, does not count; time the plugin "
+        "takes to answer does: set it above the slowest call)",
     )
     parser.add_argument(
         "--fault",

@@ -79,6 +79,9 @@ class Connection:
     reason: str = ""
     abnormal: bool = False
     last_activity: float = 0.0
+    holding: int = 0
+    """Frames of this connection the proxy itself holds now (``--intercept`` waiting for a
+    decision, ``--fault delay``): the connection is not idle meanwhile (`idle_watch`)."""
     reset: set[str] = field(default_factory=set)
     """Sides ("client", "upstream") to close with a reset rather than a clean FIN."""
     awaiting_reply: bool = False

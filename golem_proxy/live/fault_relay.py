@@ -132,7 +132,13 @@ class FaultRelay:
             try:
                 for event in pending:
                     if isinstance(event, Frame):
-                        going = await self._frame(direction, event, sent_at)
+                        # Held (intercepted, delayed) by the proxy itself: not idle meanwhile.
+                        conn.holding += 1
+                        try:
+                            going = await self._frame(direction, event, sent_at)
+                        finally:
+                            conn.holding -= 1
+                            conn.last_activity = trio.current_time()
                     elif isinstance(event, EndOfStream):
                         continue
                     else:  # framing errors and skipped bytes are not messages: forward as is

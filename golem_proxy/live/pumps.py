@@ -133,9 +133,14 @@ class PlainPump:
 
 
 async def idle_watch(conn: Connection, timeout: float, scope: trio.CancelScope) -> None:
-    """Cut ``conn`` (cancel ``scope``) once nothing crossed it for ``timeout`` seconds."""
+    """Cut ``conn`` (cancel ``scope``) once nothing crossed it for ``timeout`` seconds, none of
+    them while the proxy itself held one of its frames (an interception waiting for the
+    user, a delay): that wait is the proxy's, not an idle peer's."""
     while True:
         deadline = conn.last_activity + timeout
+        if conn.holding:
+            await trio.sleep(timeout)  # counted again from the frame's release
+            continue
         if trio.current_time() >= deadline:
             conn.note(f"idle for {timeout:g} s (--idle-timeout)", True)
             scope.cancel()

@@ -1,0 +1,53 @@
+"""``--idle-timeout`` counts time with nothing crossing, never time the proxy itself holds a
+frame (``--fault delay``, ``--intercept`` waiting for the user): that wait is not the peer's."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from golem_core.messages import Response
+from golem_proxy.events import ConnectionClosed
+from golem_proxy.live.faults import FaultPlan
+from golem_proxy.live.proxy_options import ProxyOptions
+from golem_proxy.testing.upstreams import GolemUpstream
+from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
+
+
+@pytest.mark.trio
+async def test_a_delay_longer_than_the_idle_timeout_is_not_idleness() -> None:
+    options = ProxyOptions(
+        drain_timeout=0.5, idle_timeout=0.3, faults=FaultPlan.parse(["delay:ms=900"], 1)
+    )
+    async with trio.open_nursery() as nursery:
+        upstream = GolemUpstream()
+        await nursery.start(upstream.serve)
+        proxy = await start_proxy(nursery, upstream.address, options=options)
+        client = GolemClient(await connect(proxy.listen))
+        answer = await client.call({"id": "slow", "method": "ping", "params": {}})
+        assert isinstance(answer, Response) and answer.id == "slow"
+        assert not proxy.of_type(ConnectionClosed)
+        await client.stream.aclose()
+        await stop_proxy(proxy)
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.trio
+async def test_a_connection_idle_after_the_held_frame_went_is_still_cut() -> None:
+    options = ProxyOptions(
+        drain_timeout=0.5, idle_timeout=0.3, faults=FaultPlan.parse(["delay:ms=500"], 1)
+    )
+    async with trio.open_nursery() as nursery:
+        upstream = GolemUpstream()
+        await nursery.start(upstream.serve)
+        proxy = await start_proxy(nursery, upstream.address, options=options)
+        client = GolemClient(await connect(proxy.listen))
+        await client.call({"id": "slow", "method": "ping", "params": {}})
+        with trio.fail_after(10):
+            while not proxy.of_type(ConnectionClosed):  # then nothing crosses: idle
+                await trio.sleep(0.02)
+        [closed] = proxy.of_type(ConnectionClosed)
+        assert "idle for 0.3 s" in closed.reason
+        await client.stream.aclose()
+        await stop_proxy(proxy)
+        nursery.cancel_scope.cancel()
