@@ -30,6 +30,7 @@ from .members import (
     member_indexes,
     member_int,
     member_optional_int,
+    member_optional_str,
     member_routes_down,
     member_str,
     member_tool_calls,
@@ -132,6 +133,10 @@ def read_frame(
     the line holds it), every member checked, typed by ``profile``. Raises RecordingError."""
     direction = member_direction(data)
     role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
+    # Copies of the message's, for people reading the file: checked as every member is, so
+    # that every reader refuses the same line in the same words.
+    member_str(data, "type", "")
+    member_optional_str(data, "method")
     redacted = data.get("redacted", ())
     if not isinstance(redacted, (list, tuple)) or not all(isinstance(p, str) for p in redacted):
         raise RecordingError("redacted must be a list of strings")

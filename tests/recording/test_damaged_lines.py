@@ -166,3 +166,28 @@ def test_a_frame_line_with_both_msg_and_raw_is_refused(
     path = recording(tmp_path, BOTH_MSG_AND_RAW)
     with path.open("rb") as stream, pytest.raises(RecordingError, match="both msg and raw"):
         list(reader(stream))
+
+
+@READERS
+@pytest.mark.parametrize(
+    ("member", "value"), [("method", ["x"]), ("method", 7), ("type", None), ("type", {"a": 1})]
+)
+def test_a_frame_line_whose_copy_of_the_message_has_the_wrong_type_is_refused(
+    tmp_path: Path, reader: type[RecordingReader], member: str, value: Any
+) -> None:
+    """The ``method`` and ``type`` a frame line repeats are checked as every member is: the
+    readers that replay and compare (which read them) and those that show refuse alike."""
+    request = json.loads(frame(2, "main", "c2s", 0, call("a", "ping"), expects_answer=True))
+    msg = request.pop("msg")
+    request[member] = value
+    request["msg"] = msg  # last, where the writer puts it
+    lines = [
+        header(MAIN),
+        opened("main"),
+        line(**request),
+        frame(3, "main", "s2c", 0, {"id": "a", "result": {}}, answers=0),
+        exchange(4, "main", 0, 0, "ping"),
+    ]
+    path = recording(tmp_path, lines)
+    with path.open("rb") as stream, pytest.raises(RecordingError, match=f"{member} must be"):
+        list(reader(stream))
