@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -343,13 +343,20 @@ class SessionModel:
         return of_call(flow, call_number(flows, index, owner))
 
     def _matches(self, flow: Flow) -> bool:
+        return self._selects(flow) and (not self.folded or owner_key(flow) not in self.folded)
+
+    def _selects(self, flow: Flow) -> bool:
         # Each flow with its route's profile, as `show --filter` reads it: ``~layer mcp``
         # and a body written as that route's peers write it.
-        if self._filter is not None and not self._filter.matches(
-            flow, self.profile_for(flow.route)
-        ):
-            return False
-        return not self.folded or owner_key(flow) not in self.folded
+        return self._filter is None or self._filter.matches(flow, self.profile_for(flow.route))
+
+    def selected(self) -> Sequence[int]:
+        """The indexes of the flows the filter selects, ascending: ``view`` and the flows
+        folded away under a tool call's row. A fold changes only the display: the
+        statistics and a view written out cover these."""
+        if not self.folded:
+            return self.view
+        return array("i", (i for i, flow in enumerate(self.flows) if self._selects(flow)))
 
     def toggle_fold(self, index: int) -> Optional[bool]:
         """Fold the GOLEM flows of the tool call at ``index`` away under its row, or open
@@ -431,24 +438,26 @@ class SessionModel:
         return list(self._log.events(self.flow_numbered))
 
     def events_for_view(self) -> list[Event]:
-        """The events behind the flows in view, with their connections' open and close
-        events, in their original order: what a recording of just this view holds (but
-        for the flows whose payloads were released: `view_to_save`)."""
+        """The events behind the flows the filter selects (`selected`), with their
+        connections' open and close events, in their original order: what a recording of
+        just this view holds (but for the flows whose payloads were released:
+        `view_to_save`)."""
         return self.view_to_save().events
 
     def view_to_save(self) -> SavedView:
-        """The events of the flows in view that can be written as they came, with their
-        connections' open and close events, in order; a flow with a released payload is left
-        out (and counted): its bytes are no longer here to write; so is one whose payload
-        never reached the recording (a disk error). A payload the recording holds is checked
-        against the file before the view is written (`SavedView.checked`, off the screen's
-        thread) and read back as it is written (`payloads.with_payload`)."""
+        """The events of the flows the filter selects (`selected`: those folded away too)
+        that can be written as they came, with their connections' open and close events, in
+        order; a flow with a released payload is left out (and counted): its bytes are no
+        longer here to write; so is one whose payload never reached the recording (a disk
+        error). A payload the recording holds is checked against the file before the view is
+        written (`SavedView.checked`, off the screen's thread) and read back as it is written
+        (`payloads.with_payload`)."""
         numbers: set[int] = set()
         conns: set[int] = set()
         left_out = lost = 0
         lost_why = ""
         placed: list[tuple[int, PayloadPlace]] = []
-        for index in self.view:
+        for index in self.selected():
             flow = self.flows[index]
             if _payload_gone(flow.request) or _payload_gone(flow.response):
                 left_out += 1
