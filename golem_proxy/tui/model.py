@@ -13,6 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
+from rich.cells import cell_len
+
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL
 
@@ -110,8 +112,8 @@ class SessionModel:
         status line counts them."""
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
-        # The widest values so far, kept as flows arrive so the table sizes its columns
-        # without scanning every flow on each redraw.
+        # The widest values so far, in terminal cells, kept as flows arrive so the table
+        # sizes its columns without scanning every flow on each redraw.
         self.routes: set[str] = set()
         self.widest_method = 0
         self.widest_status = 0
@@ -271,9 +273,9 @@ class SessionModel:
         if request is not None and request.tool_calls is None and method and method != TOOLS_CALL:
             width = self._label_widths.get(method)
             if width is None:
-                width = self._label_widths[method] = len(flow_label(flow))
+                width = self._label_widths[method] = cell_len(flow_label(flow))
         else:
-            width = len(flow_label(flow))
+            width = cell_len(flow_label(flow))
         self.widest_method = max(self.widest_method, width)
         if (
             outcome is not None
@@ -284,7 +286,7 @@ class SessionModel:
             if id(outcome) in self._measured_outcomes:
                 return
             self._measured_outcomes.add(id(outcome))
-        self.widest_status = max(self.widest_status, len(self.status(flow)))
+        self.widest_status = max(self.widest_status, cell_len(self.status(flow)))
 
     def _apply_one(self, event: Event, result: BatchResult) -> Optional[Flow]:
         """Fold one event in and note it; returns the flow it placed itself in, if any."""
@@ -325,7 +327,7 @@ class SessionModel:
         after a GOLEM row shown away from its tool call's row the call it belongs to."""
         folded = bool(self.folded) and call_key(flow) in self.folded
         text = ("▸ " if folded else "") + flow_label(flow) + self._of_call(flow)
-        self.widest_method = max(self.widest_method, len(text))  # drawn wider next time
+        self.widest_method = max(self.widest_method, cell_len(text))  # drawn wider next time
         return text
 
     def _of_call(self, flow: Flow) -> str:

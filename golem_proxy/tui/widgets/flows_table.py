@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -62,13 +63,14 @@ def row_cells(flow: Flow, model: SessionModel) -> tuple[str, ...]:
 
 
 def natural_widths(model: SessionModel) -> dict[str, int]:
-    """The width each column asks for: its title or its widest value so far."""
+    """The width each column asks for, in terminal cells: its title or its widest value so
+    far."""
     last = model.flows[model.view[-1]] if model.view else None
     return {
         "mark": 2,
         "number": len(str(len(model.flows))),
         "time": max(len(fmt_time(last.t)) if last is not None else 0, 4),
-        "route": max(max((len(route) for route in model.routes), default=0), 5),
+        "route": max(max((cell_len(route) for route in model.routes), default=0), 5),
         "conn": max(len(str(model.largest_conn)), 4),
         "method": min(max(model.widest_method, 12), MAX_METHOD_WIDTH),
         "status": min(max(model.widest_status, 6), MAX_STATUS_WIDTH),
@@ -79,9 +81,15 @@ def natural_widths(model: SessionModel) -> dict[str, int]:
 
 
 def _fit(text: str, width: int, right: bool) -> str:
-    if len(text) > width:
-        text = text[: max(width - 1, 0)] + "…" if width > 1 else text[:width]
-    return text.rjust(width) if right else text.ljust(width)
+    """``text`` in exactly ``width`` terminal cells: padded, or cut with an ellipsis. Cells,
+    not characters: a wide character (CJK) takes two, and a column measured in characters
+    would push the rest of its row out of line."""
+    size = cell_len(text)
+    if size > width:
+        # set_cell_size cuts by cells (a wide character it would split becomes a space).
+        return set_cell_size(text, width - 1) + "…" if width > 1 else set_cell_size(text, width)
+    padding = " " * (width - size)
+    return padding + text if right else text + padding
 
 
 class FlowsTable(ScrollView, can_focus=True):
