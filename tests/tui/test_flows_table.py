@@ -74,3 +74,58 @@ def test_the_method_column_asks_for_the_cells_its_widest_method_takes() -> None:
     assert _fit(WIDE, 10, right=False) == "t.ok.日本…"
     assert _fit(WIDE, 11, right=False) == "t.ok.日本 …"  # the wide character split: a space
     assert _fit(WIDE, 21, right=True) == "  " + WIDE
+
+
+def status_session() -> SessionBuilder:
+    """Rows whose statuses are long, two of them alike but for their ends, and a method
+    longer than the method column holds."""
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    s.respond(s.request(1, "t." + "m" * 60, {}, 0.1), 0.2, result={})
+    failed = {"code": "INVALID_PARAMS", "message": "no"}
+    s.respond(s.request(1, "t.err_in_result", {}, 0.3), 0.4, result=failed)
+    error = {"code": "APPLICATION_ERROR", "message": "no"}
+    s.respond(s.request(1, "t.error_str", {}, 0.5), 0.6, error=error)
+    s.request(1, "", {}, 0.7, raw=b"\xff{}")
+    s.request(1, "", {}, 0.8, raw=b"{bad")
+    return s
+
+
+STATUSES = [
+    "ok",
+    "INVALID_PARAMS (in result)",
+    "APPLICATION_ERROR",
+    "malformed:invalid-utf8",
+    "malformed:invalid-json",
+]
+
+
+def test_a_status_is_whole_when_the_method_column_can_give_way() -> None:
+    async def body() -> None:
+        app = GolemProxyApp(ManualSource(status_session().events), GOLEM, "test")
+        async with app.run_test(size=(160, 45)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 5)
+            await pilot.pause()
+            assert app.detail.region.width > 0  # the detail pane is open beside the table
+            table = app.table
+            status = [i for i, w in enumerate(table.column_widths()) if w].index(6)
+            shown = [row[status].strip() for row in drawn_rows(table)]
+            assert shown == STATUSES
+            (method,) = {row[status - 1] for row in drawn_rows(table)[:1]}
+            assert method.rstrip().endswith("…")  # the method gave way
+
+    run(body())
+
+
+def test_a_status_cut_keeps_its_end_so_statuses_stay_apart() -> None:
+    cut = [_fit(status, 12, right=False, keep_end=True) for status in STATUSES]
+    assert cut == [
+        "ok          ",
+        "INVAL…esult)",
+        "APPLI…_ERROR",
+        "malfo…d-utf8",
+        "malfo…d-json",
+    ]
+    assert len(set(cut)) == len(cut)
+    wide = _fit("日本語の状態コード", 8, right=False, keep_end=True)
+    assert wide == "日…ード " and cell_len(wide) == 8
