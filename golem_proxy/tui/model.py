@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
+
+from rich.cells import cell_len
 
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL
@@ -111,8 +113,8 @@ class SessionModel:
         status line counts them."""
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
-        # The widest values so far, kept as flows arrive so the table sizes its columns
-        # without scanning every flow on each redraw.
+        # The widest values so far, in terminal cells, kept as flows arrive so the table
+        # sizes its columns without scanning every flow on each redraw.
         self.routes: set[str] = set()
         self.widest_method = 0
         self.widest_status = 0
@@ -272,9 +274,9 @@ class SessionModel:
         if request is not None and request.tool_calls is None and method and method != TOOLS_CALL:
             width = self._label_widths.get(method)
             if width is None:
-                width = self._label_widths[method] = len(flow_label(flow))
+                width = self._label_widths[method] = cell_len(flow_label(flow))
         else:
-            width = len(flow_label(flow))
+            width = cell_len(flow_label(flow))
         self.widest_method = max(self.widest_method, width)
         if (
             outcome is not None
@@ -285,7 +287,7 @@ class SessionModel:
             if id(outcome) in self._measured_outcomes:
                 return
             self._measured_outcomes.add(id(outcome))
-        self.widest_status = max(self.widest_status, len(self.status(flow)))
+        self.widest_status = max(self.widest_status, cell_len(self.status(flow)))
 
     def _apply_one(self, event: Event, result: BatchResult) -> Optional[Flow]:
         """Fold one event in and note it; returns the flow it placed itself in, if any."""
@@ -327,7 +329,7 @@ class SessionModel:
         after a GOLEM row shown away from its tool call's row the call it belongs to."""
         folded = bool(self.folded) and call_key(flow) in self.folded
         text = ("▸ " if folded else "") + flow_label(flow) + self._of_call(flow)
-        self.widest_method = max(self.widest_method, len(text))  # drawn wider next time
+        self.widest_method = max(self.widest_method, cell_len(text))  # drawn wider next time
         return text
 
     def _of_call(self, flow: Flow) -> str:
@@ -345,13 +347,20 @@ class SessionModel:
         return of_call(flow, call_number(flows, index, owner))
 
     def _matches(self, flow: Flow) -> bool:
+        return self._selects(flow) and (not self.folded or owner_key(flow) not in self.folded)
+
+    def _selects(self, flow: Flow) -> bool:
         # Each flow with its route's profile, as `show --filter` reads it: ``~layer mcp``
         # and a body written as that route's peers write it.
-        if self._filter is not None and not self._filter.matches(
-            flow, self.profile_for(flow.route)
-        ):
-            return False
-        return not self.folded or owner_key(flow) not in self.folded
+        return self._filter is None or self._filter.matches(flow, self.profile_for(flow.route))
+
+    def selected(self) -> Sequence[int]:
+        """The indexes of the flows the filter selects, ascending: ``view`` and the flows
+        folded away under a tool call's row. A fold changes only the display: the
+        statistics and a view written out cover these."""
+        if not self.folded:
+            return self.view
+        return array("i", (i for i, flow in enumerate(self.flows) if self._selects(flow)))
 
     def toggle_fold(self, index: int) -> Optional[bool]:
         """Fold the GOLEM flows of the tool call at ``index`` away under its row, or open
@@ -433,24 +442,26 @@ class SessionModel:
         return list(self._log.events(self.flow_numbered))
 
     def events_for_view(self) -> list[Event]:
-        """The events behind the flows in view, with their connections' open and close
-        events, in their original order: what a recording of just this view holds (but
-        for the flows whose payloads were released: `view_to_save`)."""
+        """The events behind the flows the filter selects (`selected`), with their
+        connections' open and close events, in their original order: what a recording of
+        just this view holds (but for the flows whose payloads were released:
+        `view_to_save`)."""
         return self.view_to_save().events
 
     def view_to_save(self) -> SavedView:
-        """The events of the flows in view that can be written as they came, with their
-        connections' open and close events, in order; a flow with a released payload is left
-        out (and counted): its bytes are no longer here to write; so is one whose payload
-        never reached the recording (a disk error). A payload the recording holds is checked
-        against the file before the view is written (`SavedView.checked`, off the screen's
-        thread) and read back as it is written (`payloads.with_payload`)."""
+        """The events of the flows the filter selects (`selected`: those folded away too)
+        that can be written as they came, with their connections' open and close events, in
+        order; a flow with a released payload is left out (and counted): its bytes are no
+        longer here to write; so is one whose payload never reached the recording (a disk
+        error). A payload the recording holds is checked against the file before the view is
+        written (`SavedView.checked`, off the screen's thread) and read back as it is written
+        (`payloads.with_payload`)."""
         numbers: set[int] = set()
         conns: set[int] = set()
         left_out = lost = 0
         lost_why = ""
         placed: list[tuple[int, PayloadPlace]] = []
-        for index in self.view:
+        for index in self.selected():
             flow = self.flows[index]
             if _payload_gone(flow.request) or _payload_gone(flow.response):
                 left_out += 1

@@ -1,5 +1,6 @@
-"""The TUI's `w` key: write the flows in view (with their connections' open and close
-events) as a new recording, in a worker thread so a large view does not stop the screen."""
+"""The TUI's `w` key: write the flows in view, those folded under a tool call's row too (with
+their connections' open and close events) as a new recording, in a worker thread so a large
+view does not stop the screen."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ class SaveActions(AppMixin):
 
     def action_save_view(self) -> None:
         default = os.path.join(os.getcwd(), "view.jsonl")
-        self.push_screen(SavePrompt(len(self.model.view), default), self._save_view_to)
+        count = len(self.model.selected())
+        folded = count - len(self.model.view)
+        self.push_screen(SavePrompt(count, default, folded), self._save_view_to)
 
     def _save_view_to(self, path: Optional[str]) -> None:
         if not path:

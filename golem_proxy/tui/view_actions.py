@@ -86,7 +86,8 @@ class ViewActions(AppMixin):
         self.notify("Long strings expanded" if expanded else "Long strings shortened")
 
     def action_stats(self) -> None:
-        flows = [self.model.flows[i] for i in self.model.view]
+        # A fold changes only the table: the statistics hold the flows folded away too.
+        flows = [self.model.flows[i] for i in self.model.selected()]
         scope = (
             f"the flows matching {self.model.filter_text!r}"
             if self.model.filter_text

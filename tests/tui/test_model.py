@@ -13,6 +13,8 @@ from golem_proxy.tui.payloads import PayloadReleased
 from tests.support.sessions import SessionBuilder, demo_session, golem_header
 from tests.support.trace_builder import TapSimulator, write_recording
 
+from .test_flow_bound import tool_call_causing
+
 
 def test_a_pending_request_becomes_complete_in_the_same_row() -> None:
     s = SessionBuilder()
@@ -46,6 +48,21 @@ def test_filter_view_follows_changes_and_a_bad_filter_changes_nothing() -> None:
     assert list(model.view) == [5]
     model.toggle_mark(5)
     assert list(model.view) == []
+
+
+def test_what_the_filter_selects_includes_the_flows_a_fold_hides() -> None:
+    before, answer = tool_call_causing(3)
+    model = SessionModel(GOLEM)
+    model.apply(before + answer)
+    assert model.toggle_fold(0)
+    assert list(model.view) == [0]
+    assert list(model.selected()) == [0, 1, 2, 3]
+    saved = model.view_to_save()
+    assert saved.flows == 4
+    model.set_filter("~route main")  # the filter still narrows; the fold still hides
+    assert list(model.view) == [] and list(model.selected()) == [1, 2, 3]
+    assert model.toggle_fold(0) is False
+    assert list(model.view) == list(model.selected()) == [1, 2, 3]
 
 
 def test_find_wraps_around_in_both_directions() -> None:

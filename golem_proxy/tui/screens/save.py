@@ -20,14 +20,18 @@ class SavePrompt(ModalScreen[str]):
     CSS_PATH = "save.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, flows: int, default_path: str) -> None:
+    def __init__(self, flows: int, default_path: str, folded: int = 0) -> None:
+        """``flows`` to write, ``folded`` of them folded away under a tool call's row."""
         super().__init__()
         self.flows = flows
+        self.folded = folded
         self.default_path = default_path
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(f"Write the {self.flows:,} flows in view to a new recording:"))
+            folded = f" ({self.folded:,} of them folded)" if self.folded else ""
+            flows = f"{self.flows:,} flows in view{folded}"
+            yield Static(Text(f"Write the {flows} to a new recording:"))
             yield Input(value=self.default_path, id="save-path")
             yield Static(Text("enter: write   escape: cancel", style="dim"))
 

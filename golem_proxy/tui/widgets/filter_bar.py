@@ -1,5 +1,7 @@
 """The bar above the table: a filter expression (`/`) and a search text (`ctrl+f`, then
-`n`/`N`). It only reports what was typed; the app applies it and hands back any error."""
+`n`/`N`). It only reports what was typed; the app applies it and hands back any error, shown
+whole on lines of its own under the boxes (a refusal names every error code a registry has:
+longer than any line)."""
 
 from __future__ import annotations
 
@@ -8,15 +10,16 @@ from typing import Optional
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Label, Static
 
 __all__ = ["FilterBar"]
 
 
-class FilterBar(Horizontal):
-    """Styled, like every widget here, in ``tui/app.tcss``."""
+class FilterBar(Vertical):
+    """One line of boxes, and under it the filter's error while there is one. Styled, like
+    every widget here, in ``tui/app.tcss``."""
 
     @dataclass
     class FilterSubmitted(Message):
@@ -31,10 +34,12 @@ class FilterBar(Horizontal):
         self.filter_text = filter_text
 
     def compose(self) -> ComposeResult:
-        yield Label("filter")
-        yield Input(value=self.filter_text, placeholder="/  ~e  ~m scene.  ? for more", id="filter")
-        yield Label("find")
-        yield Input(placeholder="ctrl+f, then n N", id="find")
+        with Horizontal():
+            yield Label("filter")
+            placeholder = "/  ~e  ~m scene.  ? for more"
+            yield Input(value=self.filter_text, placeholder=placeholder, id="filter")
+            yield Label("find")
+            yield Input(placeholder="ctrl+f, then n N", id="find")
         error = Static("", id="filter-error")
         error.display = False
         yield error

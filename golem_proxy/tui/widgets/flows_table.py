@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -40,8 +41,6 @@ __all__ = ["FlowsTable", "natural_widths", "row_cells"]
 FIT_ROWS = 500
 """Below this many flows in view the table is no taller than its rows (taller than a screen:
 the limit only keeps the relayouts few)."""
-MAX_STATUS_WIDTH = 24
-"""A status longer than this (an error code is whatever string the peer sent) is cut."""
 
 
 def row_cells(flow: Flow, model: SessionModel) -> tuple[str, ...]:
@@ -62,26 +61,50 @@ def row_cells(flow: Flow, model: SessionModel) -> tuple[str, ...]:
 
 
 def natural_widths(model: SessionModel) -> dict[str, int]:
-    """The width each column asks for: its title or its widest value so far."""
+    """The width each column asks for, in terminal cells: its title or its widest value so
+    far."""
     last = model.flows[model.view[-1]] if model.view else None
     return {
         "mark": 2,
         "number": len(str(len(model.flows))),
         "time": max(len(fmt_time(last.t)) if last is not None else 0, 4),
-        "route": max(max((len(route) for route in model.routes), default=0), 5),
+        "route": max(max((cell_len(route) for route in model.routes), default=0), 5),
         "conn": max(len(str(model.largest_conn)), 4),
         "method": min(max(model.widest_method, 12), MAX_METHOD_WIDTH),
-        "status": min(max(model.widest_status, 6), MAX_STATUS_WIDTH),
+        "status": max(model.widest_status, 6),
         "latency": 7,
         "req": 5,
         "resp": 5,
     }
 
 
-def _fit(text: str, width: int, right: bool) -> str:
-    if len(text) > width:
-        text = text[: max(width - 1, 0)] + "…" if width > 1 else text[:width]
-    return text.rjust(width) if right else text.ljust(width)
+def _fit(text: str, width: int, right: bool, keep_end: bool = False) -> str:
+    """``text`` in exactly ``width`` terminal cells: padded, or cut with an ellipsis at its
+    end (with ``keep_end``, in its middle: its start and its end kept). Cells, not
+    characters: a wide character (CJK) takes two, and a column measured in characters would
+    push the rest of its row out of line."""
+    size = cell_len(text)
+    if size > width:
+        if width <= 1:
+            return set_cell_size(text, width)
+        if not keep_end:
+            # set_cell_size cuts by cells (a wide character it would split becomes a space).
+            return set_cell_size(text, width - 1) + "…"
+        head = (width - 1) // 2  # the end gets the larger half: alike statuses differ there
+        text = _cells_from(text, head) + "…" + _cells_from(text[::-1], width - 1 - head)[::-1]
+        size = cell_len(text)
+    padding = " " * (width - size)
+    return padding + text if right else text + padding
+
+
+def _cells_from(text: str, cells: int) -> str:
+    """The longest start of ``text`` that takes at most ``cells`` terminal cells."""
+    taken = 0
+    for end, character in enumerate(text):
+        taken += cell_len(character)
+        if taken > cells:
+            return text[:end]
+    return text
 
 
 class FlowsTable(ScrollView, can_focus=True):
@@ -270,6 +293,6 @@ class FlowsTable(ScrollView, can_focus=True):
         segments = []
         for index, (text, column, cell_width) in enumerate(zip(cells, COLUMNS, widths)):
             if cell_width:
-                cell = _fit(text, cell_width, column.right) + " "
+                cell = _fit(text, cell_width, column.right, column.keeps_end) + " "
                 segments.append(Segment(cell, marker_style if index == 0 else style))
         return Strip(segments).adjust_cell_length(width, style)
