@@ -22,6 +22,10 @@ A plugin outage leaves no exchange to replay, only what the proxy decided and re
   that wrote them (the one the connection's last request frame names alone) met a dead
   connection however long the plugin had been back.
 
+A request frame counts as having reached the plugin unless the recording says otherwise: one
+written to a connection the plugin had left (``gone_before_write``: no request waited when it
+left, or its ``end`` line would say so, so every one unanswered then was refused) did not.
+
 `RouteHistories` follows those lines as the recording is read (`read_script` hands it every
 event off the MCP hop, in the one pass that reads the client's side) and turns them into one
 `RouteOutage` per tool call and route, keyed by the call's request frame index
@@ -108,6 +112,15 @@ class OutagePlan:
 
 
 @dataclass
+class _Connection:
+    """What one GOLEM connection's request frames say until its close."""
+
+    unsettled: list[CallKey] = field(default_factory=list)
+    """Calls of the request frames since the plugin last spoke: whether they reached it waits
+    on what follows (an answer, the close)."""
+
+
+@dataclass
 class _RouteHistory:
     """What one GOLEM route's lines say, in session time."""
 
@@ -128,7 +141,37 @@ class _RouteHistory:
     resets: dict[CallKey, int] = field(default_factory=lambda: defaultdict(int))
     """Call → connections accepted and closed with nothing crossed, naming it alone."""
     reached: set[CallKey] = field(default_factory=set)
-    """Calls that a request frame on this route names alone: the plugin was reached."""
+    """Calls that a request frame on this route names alone, the frame taken by the plugin
+    (not refused on a connection it had left): the plugin was reached."""
+    live: dict[int, _Connection] = field(default_factory=lambda: defaultdict(_Connection))
+    """The connections not closed yet, by number."""
+
+    def request(self, event: FrameSeen, call: Optional[CallKey]) -> None:
+        """A frame the client wrote, naming ``call`` alone (or None)."""
+        if call is not None:
+            self.live[event.conn].unsettled.append(call)
+
+    def plugin_spoke(self, event: FrameSeen) -> None:
+        """A frame of the plugin's: what the client wrote before it reached the plugin."""
+        connection = self.live.get(event.conn)
+        if connection is None:
+            return
+        self.reached.update(connection.unsettled)
+        connection.unsettled.clear()
+
+    def close(self, conn: int, event: Optional[ConnectionClosed]) -> None:
+        """The connection's close (None: the recording ended with it open)."""
+        connection = self.live.pop(conn, None)
+        if connection is None:
+            return
+        if event is not None and event.gone_before_write:
+            return  # no request waited when the plugin left: each one unanswered was refused
+        self.reached.update(connection.unsettled)
+
+    def finish(self) -> None:
+        """Close, as the recording leaves them, the connections still open at its end."""
+        for conn in list(self.live):
+            self.close(conn, None)
 
     def open_at(self, t: float) -> int:
         """How many of the route's connections were open at ``t``: opened before it and
@@ -192,6 +235,7 @@ class RouteHistories:
             self.routes[event.route].opened[event.conn] = event.t
         elif isinstance(event, ConnectionClosed):
             history = self.routes[event.route]
+            history.close(event.conn, event)
             history.closed[event.conn] = event.t
             opened = history.opened.get(event.conn)
             wrote = history.last_call.pop(event.conn, None)
@@ -206,8 +250,9 @@ class RouteHistories:
             call = _the_call(event.tool_calls)
             history = self.routes[event.route]
             history.last_call[event.conn] = call
-            if call is not None:
-                history.reached.add(call)
+            history.request(event, call)
+        elif isinstance(event, FrameSeen):
+            self.routes[event.route].plugin_spoke(event)
 
     def plan(self, script: McpScript) -> OutagePlan:
         """The plan for ``script``'s tool calls, once every event was added."""
@@ -216,6 +261,7 @@ class RouteHistories:
         if script.conn is None:
             return plan  # no MCP frame: no tool call
         for history in routes.values():
+            history.finish()
             history.settle()
         # A recording whose calls carry the tracker's decision (some call is marked): a call
         # not marked was made with every route listening, never re-guessed from the times.

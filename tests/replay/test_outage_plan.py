@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from golem_core.messages import Request
+from golem_core.messages import Request, Response
 from golem_proxy.events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -223,3 +223,42 @@ def test_only_the_call_whose_bytes_met_the_dead_connection_is_reset() -> None:
     ambiguous = dataclasses.replace(_request(2, 5.6, quick), tool_calls=(_ref(slow), _ref(quick)))
     events[2] = ambiguous
     assert _plan([slow, quick], events) == {}
+
+
+def _frame(conn: int, t: float, call: ClientStep, index: int, payload: bytes = b"{}") -> FrameSeen:
+    """A request frame of ``call`` (expecting an answer) that is the ``index``-th the server
+    wrote on ``conn``."""
+    message = Request(id=f"r{index}", method="scene.list_layers", params={}, obj={})
+    return FrameSeen(
+        conn=conn, route="main", direction=Direction.C2S, index=index, t=t, size=10,
+        payload=payload, message=message, tool_calls=(_ref(call),), expects_answer=True,
+    )  # fmt: skip
+
+
+def _answer(conn: int, t: float, call: ClientStep, index: int) -> FrameSeen:
+    message = Response(id=f"r{index}", result={}, obj={})
+    return FrameSeen(
+        conn=conn, route="main", direction=Direction.S2C, index=index, t=t, size=10,
+        payload=b"{}", message=message, tool_calls=(_ref(call),), answers=index,
+    )  # fmt: skip
+
+
+def test_a_request_written_to_a_connection_the_plugin_had_left_never_reached_it() -> None:
+    """The plugin stopped while the server sat idle: the next call's request was written to
+    the dead connection and refused (``gone_before_write``), then its reconnect was reset
+    and the route went down. Nothing of that call reached the plugin, so it is planned
+    refused after its reset, not served on a reconnect (the real server retries at once)."""
+    first = _call(2, "list_layers", 1.0, 1.1)
+    second = _call(3, "list_layers", 2.0, 2.1)
+    events: list[Event] = [
+        _opened(2, 1.01),
+        _frame(2, 1.02, first, 0),
+        _answer(2, 1.03, first, 0),
+        _frame(2, 2.01, second, 1),
+        _found_dead(2, 2.02),
+        _opened(3, 2.03),
+        _upstream(2.04, up=False),
+        _refused(3, 2.05, second),
+    ]
+    plan = _plan([first, second], events)
+    assert plan[3]["main"] == RouteOutage(resets=1, refused=True, reset_open=True)
