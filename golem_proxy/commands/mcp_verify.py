@@ -246,6 +246,7 @@ def _outages(job: _Run, applied: list[AppliedOutage]) -> list[dict[str, Any]]:
             "resets": item.outage.resets,
             "refused": item.outage.refused,
             "reset_open": item.outage.reset_open,
+            "ended": bool(item.outage.ends),
         }
         for item in applied
         if not live.get(item.route, False)
@@ -362,7 +363,7 @@ def _outage_text(outages: list[dict[str, Any]]) -> str:
     )
     return safe_text(
         f"the plugin was down during {len(calls)} recorded tool call(s) ({named}): the "
-        "stand-in reset or refused their GOLEM connections as the recording shows"
+        "stand-in ended, reset or refused their GOLEM connections as the recording shows"
     )
 
 

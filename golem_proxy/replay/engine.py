@@ -30,6 +30,7 @@ __all__ = [
     "ReplayEngine",
     "ReplayReport",
     "Reply",
+    "Unanswered",
     "summary",
 ]
 
@@ -66,6 +67,17 @@ class Close:
 
 
 Decision = Union[Reply, Forward, Close]
+
+
+@dataclass(frozen=True)
+class Unanswered:
+    """Answer nothing, as the plugin left a request it had taken (an overlay's decision, made
+    before the engine is asked: `outage_standin`). With ``end``, end the sending side then
+    (the client reads the end of the stream, as from a plugin gone away) and wait for the
+    client's: its later bytes are refused with a reset when ``reset_after``, else dropped."""
+
+    end: bool = False
+    reset_after: bool = True
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,17 @@ A plugin outage leaves no exchange to replay, only what the proxy decided and re
   proxy held that close until the server wrote again, and refused those bytes with a reset
   (its ``close`` line's ``gone_before_write``, decided by the forwarding side), so the call
   that wrote them (the one the connection's last request frame names alone) met a dead
-  connection however long the plugin had been back.
+  connection however long the plugin had been back;
+* a connection the plugin ended while it owed a call answers (an ``end`` line, ``s2c``,
+  naming the requests it never answered, decided by the tap): the server read the end of
+  the stream instead of the answer, and what it wrote on that connection afterwards was
+  refused with a reset (the connection's ``close``, abnormal, after request frames later than
+  the end) or not (a clean close after them).
+
+A request frame counts as having reached the plugin unless the recording says otherwise: one
+written to a connection the plugin had left (``gone_before_write``: no request waited when it
+left, or its ``end`` line would say so, so every one unanswered then was refused), or after
+the plugin's ``end`` on a connection whose close says the bytes were refused.
 
 `RouteHistories` follows those lines as the recording is read (`read_script` hands it every
 event off the MCP hop, in the one pass that reads the client's side) and turns them into one
@@ -44,15 +54,30 @@ from ..events import (
     Direction,
     Event,
     FrameSeen,
+    StreamEnded,
     ToolCallRef,
     UpstreamStatus,
 )
 from .mcp_script import ClientStep, McpScript
 
-__all__ = ["OutagePlan", "RouteHistories", "RouteOutage", "outage_plan"]
+__all__ = ["OutagePlan", "PluginEnd", "RouteHistories", "RouteOutage", "outage_plan"]
 
 CallKey = tuple[int, int]
 """A tool call as a ``tool_calls`` member names it: its MCP connection and request index."""
+
+
+@dataclass(frozen=True)
+class PluginEnd:
+    """The plugin ended its side of a connection while it owed a call the answers to
+    ``requests`` (an ``end`` line naming them): the server read the end of the stream."""
+
+    requests: tuple[bytes, ...]
+    """The recorded payloads of the call's requests it never answered there, in order: the
+    stand-in answers none of them, and ends its side once it has received them all."""
+    reset_after: bool = True
+    """The server's later bytes on that connection are refused with a reset, as the proxy
+    refused them (its close abnormal); False only where the recording shows request frames
+    written after the end and a clean close (they were taken, never answered)."""
 
 
 @dataclass(frozen=True)
@@ -76,11 +101,14 @@ class RouteOutage:
     ``gone_before_write``; the connection's last request frame names the call): the stand-in
     resets the route's open connections as the call begins (it cannot tell the server's
     connections apart), so the server's next write meets the same reset."""
+    ends: tuple[PluginEnd, ...] = ()
+    """Where the plugin went away in the middle of the call, owing it answers (``end``
+    lines): the stand-in leaves those requests unanswered and ends its side."""
 
     @property
     def is_outage(self) -> bool:
         """The plugin was unreachable on this route during the call."""
-        return self.resets > 0 or self.refused or self.reset_open
+        return self.resets > 0 or self.refused or self.reset_open or bool(self.ends)
 
 
 NO_OUTAGE = RouteOutage()
@@ -108,6 +136,22 @@ class OutagePlan:
 
 
 @dataclass
+class _Connection:
+    """What one GOLEM connection's request frames say until its close."""
+
+    unsettled: list[CallKey] = field(default_factory=list)
+    """Calls of the request frames since the plugin last spoke: whether they reached it waits
+    on what follows (an answer, the plugin's end, the close)."""
+    waiting: dict[int, tuple[bytes, Optional[CallKey]]] = field(default_factory=dict)
+    """Requests not answered yet, by frame number: their payload and call."""
+    ended: Optional[dict[CallKey, list[bytes]]] = None
+    """Once the plugin ended its side (an ``end`` line): the requests it left unanswered,
+    by call."""
+    after_end: int = 0
+    """Request frames the client wrote after that end."""
+
+
+@dataclass
 class _RouteHistory:
     """What one GOLEM route's lines say, in session time."""
 
@@ -128,7 +172,69 @@ class _RouteHistory:
     resets: dict[CallKey, int] = field(default_factory=lambda: defaultdict(int))
     """Call → connections accepted and closed with nothing crossed, naming it alone."""
     reached: set[CallKey] = field(default_factory=set)
-    """Calls that a request frame on this route names alone: the plugin was reached."""
+    """Calls that a request frame on this route names alone, the frame taken by the plugin
+    (not refused on a connection it had left): the plugin was reached."""
+    ends: dict[CallKey, list[PluginEnd]] = field(default_factory=lambda: defaultdict(list))
+    """Call → where the plugin ended a connection owing it answers."""
+    live: dict[int, _Connection] = field(default_factory=lambda: defaultdict(_Connection))
+    """The connections not closed yet, by number."""
+
+    def request(self, event: FrameSeen, call: Optional[CallKey]) -> None:
+        """A frame the client wrote, naming ``call`` alone (or None)."""
+        connection = self.live[event.conn]
+        if call is not None:
+            connection.unsettled.append(call)
+        if event.expects_answer:
+            connection.waiting[event.index] = (event.payload, call)
+        if connection.ended is not None:
+            connection.after_end += 1
+
+    def plugin_spoke(self, event: FrameSeen) -> None:
+        """A frame of the plugin's: what the client wrote before it reached the plugin."""
+        connection = self.live.get(event.conn)
+        if connection is None:
+            return
+        self.reached.update(connection.unsettled)
+        connection.unsettled.clear()
+        if event.answers is not None:
+            connection.waiting.pop(event.answers, None)
+
+    def plugin_ended(self, event: StreamEnded) -> None:
+        """The plugin ended its side owing ``event.unanswered``: what the client wrote before
+        reached it (it was there), what it writes after waits on the close."""
+        connection = self.live[event.conn]
+        self.reached.update(connection.unsettled)
+        connection.unsettled.clear()
+        named: dict[CallKey, list[bytes]] = defaultdict(list)
+        for index in event.unanswered:
+            payload, call = connection.waiting.pop(index, (b"", None))
+            if call is not None:
+                named[call].append(payload)
+        connection.ended = dict(named)
+
+    def close(self, conn: int, event: Optional[ConnectionClosed]) -> None:
+        """The connection's close (None: the recording ended with it open)."""
+        connection = self.live.pop(conn, None)
+        if connection is None:
+            return
+        refused = event is not None and event.abnormal
+        if connection.ended is not None:
+            # What the client wrote after the plugin's end met a reset (an abnormal close),
+            # or was taken and never answered (a clean one); with nothing written after
+            # it, the recording cannot say, and a plugin gone away resets.
+            reset_after = refused or not connection.after_end
+            for call, payloads in connection.ended.items():
+                self.ends[call].append(PluginEnd(tuple(payloads), reset_after))
+            if refused:
+                return  # the requests after the end never reached the plugin
+        elif event is not None and event.gone_before_write:
+            return  # no request waited when the plugin left: each one unanswered was refused
+        self.reached.update(connection.unsettled)
+
+    def finish(self) -> None:
+        """Close, as the recording leaves them, the connections still open at its end."""
+        for conn in list(self.live):
+            self.close(conn, None)
 
     def open_at(self, t: float) -> int:
         """How many of the route's connections were open at ``t``: opened before it and
@@ -192,6 +298,7 @@ class RouteHistories:
             self.routes[event.route].opened[event.conn] = event.t
         elif isinstance(event, ConnectionClosed):
             history = self.routes[event.route]
+            history.close(event.conn, event)
             history.closed[event.conn] = event.t
             opened = history.opened.get(event.conn)
             wrote = history.last_call.pop(event.conn, None)
@@ -206,8 +313,11 @@ class RouteHistories:
             call = _the_call(event.tool_calls)
             history = self.routes[event.route]
             history.last_call[event.conn] = call
-            if call is not None:
-                history.reached.add(call)
+            history.request(event, call)
+        elif isinstance(event, FrameSeen):
+            self.routes[event.route].plugin_spoke(event)
+        elif isinstance(event, StreamEnded) and event.direction is Direction.S2C:
+            self.routes[event.route].plugin_ended(event)
 
     def plan(self, script: McpScript) -> OutagePlan:
         """The plan for ``script``'s tool calls, once every event was added."""
@@ -216,6 +326,7 @@ class RouteHistories:
         if script.conn is None:
             return plan  # no MCP frame: no tool call
         for history in routes.values():
+            history.finish()
             history.settle()
         # A recording whose calls carry the tracker's decision (some call is marked): a call
         # not marked was made with every route listening, never re-guessed from the times.
@@ -279,4 +390,5 @@ def _route_outage(
     gone = history.open_at(start) == 0 and history.down_within(before, start)
     # Only a connection open before the call began was left by the plugin before it wrote.
     dead = history.dead.get(call, math.inf) < start
-    return RouteOutage(drop_open=gone, resets=resets, refused=down, reset_open=dead)
+    ends = tuple(history.ends.get(call, ()))
+    return RouteOutage(drop_open=gone, resets=resets, refused=down, reset_open=dead, ends=ends)

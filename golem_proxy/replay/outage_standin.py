@@ -8,9 +8,12 @@ proxy reset them (the upstream refused them; reset once the server has written o
 as its connect had returned when the proxy's reset came), and the listener closed while the
 route was down, so the server's attempts are refused by the system, as they were; and a
 connection open then that the plugin had closed while it sat idle is reset, so that the
-server's next write meets a reset, as it did. Otherwise a connection is the replay server's
-to answer. A call made during an outage so never takes a later recorded answer of its
-method, and the calls after it get theirs.
+server's next write meets a reset, as it did; and where the plugin went away in the middle of
+the call, owing it answers, the requests it left unanswered (matched as the replay engine
+matches them) get none, and the connection's sending side ends once they came, so the server
+reads the end of the stream; its later bytes there meet a reset, as the proxy refused them.
+Otherwise a connection is the replay server's to answer. A call made during an outage so
+never takes a later recorded answer of its method, and the calls after it get theirs.
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ import trio
 
 from ..net.addresses import Address
 from ..net.listeners import Listener, close_abortively, open_listener, reset_when_closed
+from .engine import Unanswered
+from .index import Key
+from .matching import canonical_params
 from .mcp_script import ClientStep
-from .outage_plan import NO_OUTAGE, OutagePlan, RouteOutage
+from .outage_plan import NO_OUTAGE, OutagePlan, PluginEnd, RouteOutage
 from .server import ReplayServer
 
 __all__ = ["AppliedOutage", "OutageStandIn"]
@@ -57,6 +63,16 @@ class _Route:
     )
     resets: int = 0
     refuse_after_resets: bool = False
+    ends: list[_End] = field(default_factory=list)
+    """The plugin's ends during the current call, each until its requests all came."""
+
+
+@dataclass
+class _End:
+    """A `PluginEnd` being played: the keys of its requests not received yet."""
+
+    waiting: list[Key]
+    reset_after: bool
 
 
 class OutageStandIn:
@@ -98,6 +114,7 @@ class OutageStandIn:
         ListenError when a route cannot listen again on its address."""
         plan = self.plan.for_step(step.index) if step.tool is not None else None
         for name, route in self._routes.items():
+            route.ends = []  # an end whose requests did not come during its call is let go
             if plan is None:
                 route.resets, route.refuse_after_resets = 0, False
                 continue
@@ -106,11 +123,40 @@ class OutageStandIn:
                 self.applied.append(AppliedOutage(step.index, name, outage))
             if outage.drop_open or outage.reset_open:
                 await self._drop_connections(route, reset=outage.reset_open)
+            route.ends = [self._end(name, end) for end in outage.ends]
             route.resets, route.refuse_after_resets = outage.resets, outage.refused
             if outage.refused and not outage.resets:
                 await self._stop_listening(route)
             else:
                 await self._listen(route)
+
+    def _end(self, route: str, end: PluginEnd) -> _End:
+        keys = [self._key(route, payload, live=False) for payload in end.requests]
+        return _End([key for key in keys if key is not None], end.reset_after)
+
+    def _key(self, route: str, payload: bytes, *, live: bool = True) -> Optional[Key]:
+        """A request's key as the replay engine keys it (a ``live`` one's GUIDs mapped back to
+        the recorded ones); None for a payload that is no request."""
+        method, params = canonical_params(payload)
+        if method is None:
+            return None
+        engine = self.server.engine
+        return engine.index.key(route, method, params, engine.guids if live else None)
+
+    def _unanswered(self, route: _Route, payload: bytes) -> Optional[Unanswered]:
+        """What the plugin did with this request, where it went away owing its answer: no
+        answer, and the end of its side once the last request it owed came."""
+        if not route.ends:
+            return None
+        key = self._key(route.name, payload)
+        for end in route.ends:
+            if key in end.waiting:
+                end.waiting.remove(key)
+                if end.waiting:
+                    return Unanswered()
+                route.ends.remove(end)
+                return Unanswered(end=True, reset_after=end.reset_after)
+        return None
 
     async def _serve(
         self, route: _Route, listener: Listener, *, task_status: Any = trio.TASK_STATUS_IGNORED
@@ -171,7 +217,8 @@ class OutageStandIn:
         with trio.CancelScope() as scope:
             route.connections[scope] = (stream, done)
             try:
-                await self.server.serve_connection(route.name, stream)
+                overlay = partial(self._unanswered, route)
+                await self.server.serve_connection(route.name, stream, overlay)
             finally:
                 del route.connections[scope]
                 done.set()

@@ -31,15 +31,18 @@ from ..events import (
 )
 from ..net.addresses import Address
 from ..net.framed_stream import FramedStream, FramingFailure
-from ..net.listeners import Listener, connect, open_listener
+from ..net.listeners import Listener, connect, open_listener, reset_when_closed
 from ..net.sockio import read_some, write_all
 from ..recording.format import RecordingWriter, write_private
 from ..terminal import counted, safe_text
-from .engine import Close, Forward, ReplayEngine, Reply
+from .engine import Close, Forward, ReplayEngine, Reply, Unanswered
 
-__all__ = ["ForwardError", "ReplayServer", "Sleep"]
+__all__ = ["ForwardError", "Overlay", "ReplayServer", "Sleep"]
 
 Sleep = Callable[[float], Awaitable[None]]
+Overlay = Callable[[bytes], Optional[Unanswered]]
+"""Asked first about each request payload of a connection: `Unanswered` where the plugin
+left it so (the engine then is not asked), None to let the engine decide."""
 T = TypeVar("T")
 RECEIVE_SIZE = 65536
 FORWARD_FAILED_CODE = -32603
@@ -148,8 +151,11 @@ class ReplayServer:
                 if self.recorder is not None:
                     self.recorder.flush()
 
-    async def serve_connection(self, route: str, stream: trio.abc.Stream) -> None:
-        """Answer one client connection on ``route`` until it closes (or must be closed)."""
+    async def serve_connection(
+        self, route: str, stream: trio.abc.Stream, overlay: Optional[Overlay] = None
+    ) -> None:
+        """Answer one client connection on ``route`` until it closes (or must be closed);
+        ``overlay`` is asked about each request first."""
         self.connections += 1
         decoder = self.profile.new_decoder(skip_oversized=False)
         upstream: Optional[_Upstream] = None
@@ -170,6 +176,12 @@ class ReplayServer:
                         return  # oversized header or truncated frame: the plugin closes too
                     if not isinstance(event, Frame):
                         return  # end of stream
+                    held = overlay(event.payload) if overlay is not None else None
+                    if held is not None:
+                        if held.end:
+                            await _end_sending(stream, reset_after=held.reset_after)
+                            return
+                        continue
                     upstream, keep_open = await self._answer(route, stream, event, upstream)
                     if not keep_open:
                         return
@@ -299,6 +311,20 @@ class ReplayServer:
             self.recorder.write(event)
         self.recorder.flush()
         self.engine.report.recorded_new += 1
+
+
+async def _end_sending(stream: trio.abc.Stream, *, reset_after: bool) -> None:
+    """End our side of ``stream`` as a plugin gone away does, and read the client's until it
+    ends: its bytes are refused with a reset (``reset_after``: the caller's close resets),
+    else dropped. Raises what the stream raises."""
+    if not isinstance(stream, trio.abc.HalfCloseableStream):
+        return  # nothing to end but the whole stream, which the caller closes
+    await stream.send_eof()
+    while await read_some(stream, RECEIVE_SIZE):
+        if reset_after:
+            if isinstance(stream, trio.SocketStream):
+                reset_when_closed(stream)
+            return
 
 
 def summary_text(summary: Mapping[str, Any]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from golem_core.messages import Request
+from golem_core.messages import Request, Response
 from golem_proxy.events import (
     ConnectionClosed,
     ConnectionOpened,
@@ -15,11 +15,12 @@ from golem_proxy.events import (
     Event,
     FrameSeen,
     RouteDown,
+    StreamEnded,
     ToolCallRef,
     UpstreamStatus,
 )
 from golem_proxy.replay.mcp_script import ClientStep, McpScript
-from golem_proxy.replay.outage_plan import RouteOutage, outage_plan
+from golem_proxy.replay.outage_plan import PluginEnd, RouteOutage, outage_plan
 
 MCP_CONN = 1
 
@@ -223,3 +224,102 @@ def test_only_the_call_whose_bytes_met_the_dead_connection_is_reset() -> None:
     ambiguous = dataclasses.replace(_request(2, 5.6, quick), tool_calls=(_ref(slow), _ref(quick)))
     events[2] = ambiguous
     assert _plan([slow, quick], events) == {}
+
+
+def _frame(conn: int, t: float, call: ClientStep, index: int, payload: bytes = b"{}") -> FrameSeen:
+    """A request frame of ``call`` (expecting an answer) that is the ``index``-th the server
+    wrote on ``conn``."""
+    message = Request(id=f"r{index}", method="scene.list_layers", params={}, obj={})
+    return FrameSeen(
+        conn=conn, route="main", direction=Direction.C2S, index=index, t=t, size=10,
+        payload=payload, message=message, tool_calls=(_ref(call),), expects_answer=True,
+    )  # fmt: skip
+
+
+def _answer(conn: int, t: float, call: ClientStep, index: int) -> FrameSeen:
+    message = Response(id=f"r{index}", result={}, obj={})
+    return FrameSeen(
+        conn=conn, route="main", direction=Direction.S2C, index=index, t=t, size=10,
+        payload=b"{}", message=message, tool_calls=(_ref(call),), answers=index,
+    )  # fmt: skip
+
+
+def _ended(conn: int, t: float, *unanswered: int) -> StreamEnded:
+    return StreamEnded(conn=conn, route="main", direction=Direction.S2C, t=t, unanswered=unanswered)
+
+
+def _closed_after_end(conn: int, t: float, *, refused: bool) -> ConnectionClosed:
+    reason = "upstream closed; the client's next bytes were refused (reset)"
+    return ConnectionClosed(
+        conn=conn, route="main", reason=reason if refused else "client closed", t=t,
+        abnormal=refused,
+    )  # fmt: skip
+
+
+def test_a_request_written_to_a_connection_the_plugin_had_left_never_reached_it() -> None:
+    """The plugin stopped while the server sat idle: the next call's request was written to
+    the dead connection and refused (``gone_before_write``), then its reconnect was reset
+    and the route went down. Nothing of that call reached the plugin, so it is planned
+    refused after its reset, not served on a reconnect (the real server retries at once)."""
+    first = _call(2, "list_layers", 1.0, 1.1)
+    second = _call(3, "list_layers", 2.0, 2.1)
+    events: list[Event] = [
+        _opened(2, 1.01),
+        _frame(2, 1.02, first, 0),
+        _answer(2, 1.03, first, 0),
+        _frame(2, 2.01, second, 1),
+        _found_dead(2, 2.02),
+        _opened(3, 2.03),
+        _upstream(2.04, up=False),
+        _refused(3, 2.05, second),
+    ]
+    plan = _plan([first, second], events)
+    assert plan[3]["main"] == RouteOutage(resets=1, refused=True, reset_open=True)
+
+
+def test_the_plugin_ending_under_a_call_plans_its_unanswered_requests_unanswered() -> None:
+    """The plugin was killed while a slow call's request waited: the ``end`` line names it.
+    That call is planned with the request the plugin never answered (the stand-in ends its
+    side when it comes); the next call's request, written after the end to the same
+    connection and refused with a reset (the close), never reached the plugin, and is
+    planned nothing of its own: the ended connection resets it."""
+    first = _call(2, "list_layers", 1.0, 1.1)
+    slow = _call(3, "execute_python", 2.0, 2.8)
+    later = _call(4, "list_layers", 5.0, 5.1)
+    events: list[Event] = [
+        _opened(2, 1.01),
+        _frame(2, 1.02, first, 0),
+        _answer(2, 1.03, first, 0),
+        _frame(2, 2.01, slow, 1, b'{"id":"x","method":"scripting.execute_python"}'),
+        _ended(2, 2.7, 1),
+        _frame(2, 5.01, later, 2),
+        _closed_after_end(2, 5.02, refused=True),
+    ]
+    ended = PluginEnd((b'{"id":"x","method":"scripting.execute_python"}',), reset_after=True)
+    assert _plan([first, slow, later], events) == {3: {"main": RouteOutage(ends=(ended,))}}
+    assert RouteOutage(ends=(ended,)).is_outage
+    # Had the route been down from the end on, the later call would be refused there: its
+    # request was never taken.
+    down = [*events, _upstream(2.75, up=False)]
+    assert _plan([first, slow, later], down)[4]["main"].refused
+
+
+def test_requests_taken_after_the_plugins_end_are_not_reset() -> None:
+    """A clean close after frames written past the end: they were taken, never answered, so
+    the stand-in drops the server's later bytes rather than resetting them; with nothing
+    written after the end (or the recording cut short), a reset, as from a plugin gone."""
+    slow = _call(3, "execute_python", 2.0, 2.8)
+    later = _call(4, "list_layers", 5.0, 5.1)
+    ended = [_opened(2, 1.0), _frame(2, 2.01, slow, 0), _ended(2, 2.7, 0)]
+    taken = [*ended, _frame(2, 5.01, later, 1), _closed_after_end(2, 5.02, refused=False)]
+    assert not _plan([slow, later], taken)[3]["main"].ends[0].reset_after
+    for events in (ended, [*ended, _closed_after_end(2, 3.0, refused=False)]):
+        assert _plan([slow, later], events)[3]["main"].ends[0].reset_after
+
+
+def test_an_end_naming_a_request_of_no_one_call_plans_none() -> None:
+    slow = _call(3, "execute_python", 2.0, 2.8)
+    other = _call(5, "list_layers", 2.1, 2.8)
+    ambiguous = dataclasses.replace(_frame(2, 2.01, slow, 0), tool_calls=(_ref(slow), _ref(other)))
+    events: list[Event] = [_opened(2, 1.0), ambiguous, _ended(2, 2.7, 0)]
+    assert _plan([slow, other], events) == {}
