@@ -4,10 +4,7 @@ tool call's arguments and result, and a server's stdout that carries something e
 JSON-RPC.
 
 The checks here are pure and stateless except `SessionOrder`, which follows one session's
-requests in order. `R_UNIQUE_ID` is the `mcp` profile's `Profile.unique_id_rule`: an id used
-again is decided where requests are paired (`golem_core.pairing.Correlator.reused_id`, live,
-as the frames are decoded) and carried in the recording as a violation, never found again
-here. Validating arguments against a tool's ``inputSchema`` needs a JSON Schema
+requests in order. Validating arguments against a tool's ``inputSchema`` needs a JSON Schema
 implementation, which is not stdlib: the proxy does it and reports `R_ARGUMENTS`.
 """
 
@@ -123,9 +120,10 @@ def _block_violations(block: Any, path: str) -> list[Violation]:
 
 
 class SessionOrder:
-    """Follows one MCP session's requests in wire order: `initialize` first."""
+    """Follows one MCP session's requests in wire order: `initialize` first, no id twice."""
 
     def __init__(self) -> None:
+        self._seen: dict[tuple[str, str, Any], bool] = {}
         self._initialize_sent = False
         self._initialized_at: Optional[float] = None
 
@@ -134,6 +132,12 @@ class SessionOrder:
         rules it breaks. Call it for the requests in the order they were sent, each
         session's ``initialize`` (and its `answered`) before the requests after it."""
         found: list[Violation] = []
+        key = (side, type(ident).__name__, ident)
+        if key in self._seen:
+            found.append(
+                violation(R_UNIQUE_ID, f"id {_short(ident)} was used before by this side", "$.id")
+            )
+        self._seen[key] = True
         if side == "c2s":
             if method == "initialize":
                 self._initialize_sent = True
@@ -153,3 +157,8 @@ class SessionOrder:
         open from then on)."""
         if method == "initialize" and self._initialized_at is None:
             self._initialized_at = t
+
+
+def _short(ident: Any) -> str:
+    text = repr(ident)
+    return text if len(text) <= 40 else text[:39] + "…"

@@ -1,19 +1,15 @@
 """Request/response correlation for one connection, sans-IO.
 
-Responses are paired with requests by id (``1`` and ``"1"`` differ, as on the wire). A client
-that sends an id again while a request with it is outstanding breaks a rule (`R_ID_IN_FLIGHT`,
-or its profile's own, `Profile.unique_id_rule`: `reused_id` says which), and its answers cannot
-be told apart: each answer with that id is placed with the oldest request still waiting with it
-(first in, first out) and marked ambiguous, naming every request it may answer
-(`Paired.one_of`), until all of them have had one. A reply without a usable id (GOLEM answers an
-unparseable request with ``id: null``; Scrybe with ``id: 0``) goes to the oldest request that
-could not be parsed. When a reply's id matches nothing but exactly one request is outstanding,
-the two are paired anyway, so the contract check can report the id that was not echoed: the
-sequential client of GOLEM or Scrybe takes it as its answer. Not where clients pair by id
+Responses are paired with requests by id (``1`` and ``"1"`` differ, as on the wire), first in,
+first out when a client reuses an id. A reply without a usable id (GOLEM answers an unparseable
+request with ``id: null``; Scrybe with ``id: 0``) goes to the oldest request that could not be
+parsed. When a reply's id matches nothing but exactly one request is outstanding, the two are
+paired anyway, so the contract check can report the id that was not echoed: the sequential
+client of GOLEM or Scrybe takes it as its answer. Not where clients pair by id
 (`Profile.replies_by_id`, MCP): there such a reply answers nothing. Once answers may have
-crossed unseen (`answers_unseen`: bytes a proxy did not observe), the requests held until then
-may have had theirs: a reply no id pairs goes to a request held since when one can take it, as
-it would have without them.
+crossed unseen (`answers_unseen`: bytes a proxy did not observe), the requests held until
+then may have had theirs: a reply no id pairs goes to a request held since when one can take
+it, as it would have without them.
 
 Memory is bounded: a request the protocol never answers (a JSON-RPC notification) is not held,
 and past ``max_pending`` outstanding requests (or ``max_pending_bytes`` of their sizes) the
@@ -26,19 +22,11 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any, Generic, Optional, TypeVar
 
-from .contract import Rule, Severity, Violation, violation
+from .contract import Rule, Severity
 from .messages import Malformed, Message, Role
 from .profiles import Profile
 
-__all__ = [
-    "IDS_REMEMBERED",
-    "RULES",
-    "R_ID_IN_FLIGHT",
-    "R_ORPHAN_RESPONSE",
-    "Correlator",
-    "Paired",
-    "Pending",
-]
+__all__ = ["RULES", "R_ORPHAN_RESPONSE", "Correlator", "Pending"]
 
 R_ORPHAN_RESPONSE = Rule(
     "pairing.orphan-response",
@@ -46,20 +34,8 @@ R_ORPHAN_RESPONSE = Rule(
     "Every response answers an outstanding request of its connection.",
     "request/response pairing",
 )
-R_ID_IN_FLIGHT = Rule(
-    "pairing.id-in-flight",
-    Severity.ERROR,
-    "A request's id is not used again while a request with it is outstanding on its "
-    "connection: their answers could not be told apart.",
-    "request/response pairing",
-)
-RULES = (R_ORPHAN_RESPONSE, R_ID_IN_FLIGHT)
+RULES = (R_ORPHAN_RESPONSE,)
 """The rules whoever pairs with a `Correlator` reports."""
-
-IDS_REMEMBERED = 65_536
-"""Ids a correlator remembers for a profile whose ids are unique within a session
-(`Profile.unique_id_rule`); past that many the oldest are forgotten, and their reuse is no
-longer seen (live and offline alike: the decision is the recording's)."""
 
 T = TypeVar("T")
 
@@ -72,18 +48,6 @@ class Pending(Generic[T]):
     key: Optional[Any]
     sequence: int
     context: T
-
-
-@dataclass(frozen=True)
-class Paired(Generic[T]):
-    """What a response answers (`Correlator.pair`): ``pending``, or None for an orphan.
-    ``one_of``: when several requests shared the response's id while outstanding, every one of
-    them (oldest first, ``pending`` among them): it answers one of these, which one is not
-    known; ``pending`` is only where it is placed (the oldest still waiting). Empty when the
-    pairing is certain."""
-
-    pending: Optional[Pending[T]]
-    one_of: tuple[Pending[T], ...] = ()
 
 
 class Correlator(Generic[T]):
@@ -109,12 +73,6 @@ class Correlator(Generic[T]):
         self._unseen_before = 0
         """Requests held before this sequence may have had their answers unseen
         (`answers_unseen`)."""
-        self._shared: dict[Any, list[Pending[T]]] = {}
-        """Per id sent again while a request with it was outstanding: every request that
-        shared it, until none of them waits any more (their answers are ambiguous)."""
-        self._used: Optional[dict[Any, None]] = {} if profile.unique_id_rule else None
-        """The ids used so far (oldest first, at most `IDS_REMEMBERED`), for a profile whose
-        ids are unique within a session."""
 
     def __len__(self) -> int:
         return len(self._order)
@@ -134,40 +92,8 @@ class Correlator(Generic[T]):
             self._sizes[pending.sequence] = size
             self.pending_bytes += size
         if key is not None:
-            queue = self._by_key.setdefault(key, deque())
-            if queue:
-                self._shared.setdefault(key, list(queue)).append(pending)
-            queue.append(pending)
+            self._by_key.setdefault(key, deque()).append(pending)
         return self._evict()
-
-    def reused_id(self, message: Message) -> Optional[Violation]:
-        """The rule the request ``message`` breaks by its id, if any: one its side sent before
-        (`Profile.unique_id_rule`, remembered up to `IDS_REMEMBERED` ids), or one a request
-        still outstanding carries (`R_ID_IN_FLIGHT`). Call it once per request, before
-        `add_request`; a request the protocol never answers has no id to reuse."""
-        if not self.profile.expects_response(message):
-            return None
-        key = self.profile.correlation_key(message)
-        if key is None:
-            return None
-        shown = _short(getattr(message, "id", None))
-        used = self._used
-        rule = self.profile.unique_id_rule
-        if used is not None and rule is not None:
-            if key in used or self._by_key.get(key):
-                return violation(rule, f"id {shown} was used before by this side", "$.id")
-            used[key] = None
-            if len(used) > IDS_REMEMBERED:
-                del used[next(iter(used))]
-            return None
-        if self._by_key.get(key):
-            return violation(
-                R_ID_IN_FLIGHT,
-                f"id {shown} is used again while a request with it is outstanding: "
-                "its answers cannot be told apart",
-                "$.id",
-            )
-        return None
 
     def _evict(self) -> list[Pending[T]]:
         evicted: list[Pending[T]] = []
@@ -181,28 +107,16 @@ class Correlator(Generic[T]):
 
     def match_response(self, message: Message) -> Optional[Pending[T]]:
         """Return (and forget) the request ``message`` answers, or None for an orphan (and
-        for a request or notification, which answers nothing). An ambiguous answer is placed
-        with the oldest request waiting with its id: `pair` says it is ambiguous."""
-        return self.pair(message).pending
-
-    def pair(self, message: Message) -> Paired[T]:
-        """What ``message`` answers (forgetting that request): a request, several it may
-        answer (`Paired.one_of`), or none (an orphan; also a request or notification)."""
+        for a request or notification, which answers nothing)."""
         if message.role is Role.REQUEST:
-            return Paired(None)
-        key = self.profile.correlation_key(message)
-        if key is not None and key in self._shared and self._by_key.get(key):
-            one_of = tuple(self._shared[key])
-            return Paired(self._forget(self._by_key[key][0]), one_of)
-        return Paired(self._match(message, key))
-
-    def _match(self, message: Message, key: Optional[Any]) -> Optional[Pending[T]]:
+            return None
         unparseable = self.profile.answers_unparseable(message)
         since = self._unseen_before
         if unparseable:
             found = self._unparseable(since, message)
             if found is not None:
                 return self._forget(found)
+        key = self.profile.correlation_key(message)
         if key is not None:
             queue = self._by_key.get(key)
             if queue:
@@ -281,7 +195,6 @@ class Correlator(Generic[T]):
         left = list(self._order.values())
         self._order.clear()
         self._by_key.clear()
-        self._shared.clear()
         self._sizes.clear()
         self.pending_bytes = 0
         return left
@@ -294,10 +207,4 @@ class Correlator(Generic[T]):
             queue.remove(pending)
             if not queue:
                 del self._by_key[pending.key]
-                self._shared.pop(pending.key, None)
         return pending
-
-
-def _short(ident: Any) -> str:
-    text = repr(ident)
-    return text if len(text) <= 40 else text[:39] + "…"

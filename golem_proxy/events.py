@@ -190,12 +190,6 @@ class FrameSeen:
     """On a response: the ``index`` of the request frame it answers (that frame travelled the
     other way), as the tap paired them. None for a request, an orphan, or the answer to a
     request too large to observe."""
-    answers_ambiguous: tuple[int, ...] = ()
-    """On a response whose id several requests carried while outstanding (the client sent an
-    id again before its answer came): the ``index`` of every one of them, oldest first. It
-    answers one of them, which one is not known; ``answers`` is only the row it is placed on
-    (the oldest still waiting), and every view says the pairing is ambiguous rather than
-    present it as the answer of that request. Empty: the pairing is certain."""
     orphan: bool = False
     """On a response: it answers no outstanding request of its connection (the tap also
     reports that as a `ViolationSeen` with ``orphan`` set, right after this frame)."""
@@ -323,16 +317,8 @@ class ExchangeCompleted:
         return self.request.method
 
     @property
-    def ambiguous(self) -> bool:
-        """The answer may be another request's: several shared its id while outstanding
-        (`FrameSeen.answers_ambiguous`); this request is only where it is placed."""
-        return bool(self.response.answers_ambiguous)
-
-    @property
     def is_error(self) -> bool:
-        """The exchange failed: its outcome, or an answer that may be another request's
-        (`ambiguous`: the pairing broke, whatever the answer says)."""
-        return self.outcome.failed or self.ambiguous
+        return self.outcome.failed
 
     @property
     def undelivered(self) -> str:

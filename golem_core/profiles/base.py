@@ -125,11 +125,6 @@ class Profile(abc.ABC):
     an answer, and a client reads on). False: the client takes the next reply it reads as the
     answer to its one outstanding request, whatever it holds (GOLEM's and Scrybe's sequential
     clients), so such a reply answers the only request outstanding."""
-    unique_id_rule: Optional[Rule] = None
-    """The rule a request breaks by carrying an id its side used before on the connection,
-    answered or not (MCP: ids are unique within a session). None: only an id used again while
-    a request with it is outstanding breaks one (`golem_core.pairing.R_ID_IN_FLIGHT`), since
-    then the answers cannot be told apart."""
     builtin_methods: tuple[str, ...] = ()
     """Methods every server of this protocol answers whatever it registers (GOLEM: ``ping``,
     ``shutdown``, ``list_methods``); empty when the protocol has none."""

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import Any, Optional, Union
 
 from ..contract import Violation
-from ..mcp_rules import R_UNIQUE_ID
 from ..messages import (
     Malformed,
     MalformedKind,
@@ -87,7 +86,6 @@ class McpProfile(JsonRpcNdjsonProfile):
     tool_layer = True
     result_failures = TOOL_FAILURES
     replies_by_id = True  # an MCP client routes a reply by its id, and reads past other lines
-    unique_id_rule = R_UNIQUE_ID
 
     def default_routes(self, env: Mapping[str, str]) -> tuple[DefaultRoute, ...]:
         return ()  # the stdio hop is `golem-proxy mcp`'s, never a listening route

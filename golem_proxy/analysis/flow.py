@@ -88,18 +88,10 @@ class Flow:
         return self.request is not None and isinstance(self.request.message, Notification)
 
     @property
-    def ambiguous(self) -> tuple[int, ...]:
-        """The request frames (their ``index``) the row's answer may answer, when several
-        shared its id while outstanding (`FrameSeen.answers_ambiguous`, decided by the tap):
-        the answer is only placed on this row. Empty when the pairing is certain."""
-        return self.response.answers_ambiguous if self.response is not None else ()
-
-    @property
     def latency(self) -> Optional[float]:
-        """Seconds from the request to its answer; None without both, when the answer's
-        time is before the request's (times out of order: the reader notes where), or when
-        which request the answer is for is not known (`ambiguous`)."""
-        if self.request is None or self.response is None or self.response.answers_ambiguous:
+        """Seconds from the request to its answer; None without both, or when the answer's
+        time is before the request's (times out of order: the reader notes where)."""
+        if self.request is None or self.response is None:
             return None
         latency = self.response.t - self.request.t
         return latency if latency >= 0 else None
@@ -161,12 +153,10 @@ class Flow:
         result, ``success: false``, a malformed answer), the request is malformed, a framing
         error, a request that was never answered, or a connection that carried nothing and
         was reset or refused (one closed cleanly before a byte crossed it, a client's probe,
-        is no failure), or an answer that may be another request's (`ambiguous`: the
-        exchange broke, whatever the answer says)."""
+        is no failure)."""
         failed = self.connection_failed
         if (
             self.frame_error is not None
-            or self.ambiguous
             or self.closed_unanswered
             or (failed is not None and failed.abnormal)
         ):
@@ -197,7 +187,7 @@ class Flow:
         """How the status is styled (`golem_proxy.status_tone`, the one rule every view uses)."""
         if self.gap is not None or self.let_go:
             return Tone.UNOBSERVED
-        if self.frame_error is not None or self.ambiguous:
+        if self.frame_error is not None:
             return Tone.MALFORMED
         if self.outcome is not None:
             return outcome_tone(self.outcome, self.undelivered)
@@ -210,11 +200,10 @@ class Flow:
 
     def status(self, profile: Profile) -> str:
         """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
-        ``malformed:KIND``, …), ``ambiguous`` (an answer that may be another request's: its id
-        was sent again while outstanding), ``oversized``, ``pending``, ``unanswered``
-        (``unanswered (upstream closed)``, or ``(client closed)`` for a server's request, when
-        the side that was to answer ended its stream first), ``evicted`` (let go before its
-        answer), ``unobserved:REASON``, ``failed``
+        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unanswered`` (``unanswered
+        (upstream closed)``, or ``(client closed)`` for a server's request, when the side that
+        was to answer ended its stream first),
+        ``evicted`` (let go before its answer), ``unobserved:REASON``, ``failed``
         or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
         …; followed by ``(undelivered: WHY)`` when a frame of the row never reached its
         receiver (`undelivered_status`)."""
@@ -224,9 +213,7 @@ class Flow:
             return f"unobserved:{self.gap.reason.value}"
         if self.frame_error is not None:
             return self.frame_error.kind.value
-        if self.ambiguous:
-            status = "ambiguous"
-        elif self.outcome is not None:
+        if self.outcome is not None:
             status = self.outcome.text
         elif self.request is not None and isinstance(
             self.request.message, (Malformed, Notification)

@@ -237,13 +237,9 @@ def is_tool_call(flow: Flow) -> bool:
 
 def tool_call_error(flow: Flow) -> Optional[bool]:
     """Whether a ``tools/call`` failed as the model saw it: ``isError`` true in its result,
-    an error response, no answer, or an answer that may be another call's (`Flow.ambiguous`:
-    what the model saw for this call is not known); None while it is pending or for other
-    flows."""
+    an error response, or no answer; None while it is pending or for other flows."""
     if not is_tool_call(flow):
         return None
-    if flow.ambiguous:
-        return True
     response = flow.response
     if response is None:
         return True if flow.closed_unanswered or flow.frame_error is not None else None

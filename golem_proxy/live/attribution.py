@@ -12,11 +12,7 @@ call the client cancelled (``notifications/cancelled``) stays in flight until it
 until the server answers a request the client sent after the cancellation: a server may go on
 with a call it cannot interrupt, and the `mcp` SDK's servers answer a cancelled call; by the
 time it answers a later request it has read the cancellation, and one that honours it has
-stopped (it never answers). A call ends with the answer the MCP tap paired with it
-(`FrameSeen.answers`): when the client sent a call's id again while it was in flight, an answer
-with that id may be either call's (`FrameSeen.answers_ambiguous`), so none of those calls ends
-until every one of them has had an answer, and a GOLEM frame meanwhile is ambiguous among
-them. Every GOLEM frame passes through
+stopped (it never answers). Every GOLEM frame passes through
 `ToolCallTracker.annotate` and carries the calls in flight at that moment
 (`FrameSeen.tool_calls`): exactly one is the call that caused it, none means "no tool call",
 several mean "ambiguous" (all are named). A frame the forwarding path may hold before it goes
@@ -97,26 +93,19 @@ class ToolCallTracker:
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
-        self._in_flight: collections.OrderedDict[tuple[int, int], ToolCallRef] = (
+        self._in_flight: collections.OrderedDict[tuple[int, Any], ToolCallRef] = (
             collections.OrderedDict()
         )
-        """The calls in flight, by connection and request frame index."""
-        self._by_id: dict[tuple[int, Any], list[int]] = {}
-        """The calls in flight by connection and id, their request frame indexes oldest first
-        (several when the client sent an id again while a call with it was in flight)."""
-        self._shared_answers: dict[tuple[int, int], int] = {}
-        """Answers seen so far to calls that shared an id (`FrameSeen.answers_ambiguous`), by
-        connection and the oldest of those calls' index."""
         self.let_go = 0
         """Calls dropped from the in-flight set because it was full."""
-        self._recovered: set[tuple[int, int]] = set()
+        self._recovered: set[tuple[int, Any]] = set()
         """Calls put in flight from the recording after a restart (`take_over`), until their
         connection's answers go on (`answers_resumed`)."""
         self._sent: dict[int, int] = {}
         """Per connection, the client's requests counted so far (those that want an answer)."""
         self._asked: collections.OrderedDict[tuple[int, Any], int] = collections.OrderedDict()
         """The client's requests waiting for an answer, any method: the count each was sent at."""
-        self._cancelled: dict[tuple[int, int], int] = {}
+        self._cancelled: dict[tuple[int, Any], int] = {}
         """Calls in flight the client cancelled: the count of its requests at the cancellation
         (the answer to one sent after it lets them go)."""
         self._down = RoutesDown()
@@ -126,9 +115,9 @@ class ToolCallTracker:
         )
         """Calls marked with the routes down (`watch`), by connection and frame index, until
         their exchange: the tap pairs the frame it decoded, which the mark is not on."""
-        self._made: dict[tuple[int, int], float] = {}
+        self._made: dict[tuple[int, Any], float] = {}
         """When each call in flight was made (its request frame's ``t``)."""
-        self._went_down: dict[tuple[int, int], dict[str, float]] = {}
+        self._went_down: dict[tuple[int, Any], dict[str, float]] = {}
         """Calls in flight during which a route went down: each route, since when."""
         self._marked_answers: collections.OrderedDict[tuple[int, int], FrameSeen] = (
             collections.OrderedDict()
@@ -166,8 +155,6 @@ class ToolCallTracker:
                 self._made,
                 self._went_down,
                 self._marked_answers,
-                self._by_id,
-                self._shared_answers,
             )
             for table in tables:
                 for key in [key for key in table if key[0] == event.conn]:
@@ -210,7 +197,7 @@ class ToolCallTracker:
         message = event.message
         if event.direction is Direction.S2C:
             if message.role is not Role.REQUEST:  # a server's own requests have ids of theirs
-                return self._answered(event, self.profile.correlation_key(message))
+                return self._answered(event.conn, self.profile.correlation_key(message))
             return ()
         if self.profile.expects_response(message):
             asked = self.profile.correlation_key(message)
@@ -221,72 +208,40 @@ class ToolCallTracker:
                     self._asked.popitem(last=False)
         cancelled = cancelled_id(message)
         if cancelled is not None:
-            for index in self._by_id.get((event.conn, id_key(cancelled)), ()):
-                self._cancelled[(event.conn, index)] = self._sent.get(event.conn, 0)
+            key = (event.conn, id_key(cancelled))
+            if key in self._in_flight:
+                self._cancelled[key] = self._sent.get(event.conn, 0)
             return ()
         if isinstance(message, Request) and message.method == TOOLS_CALL:
             called = self.profile.correlation_key(message)
             ident = message.id
             if called is None or not isinstance(ident, (str, int)):
                 return ()
-            key = (event.conn, event.index)
+            key = (event.conn, called)
             self._in_flight[key] = ToolCallRef(
                 conn=event.conn, index=event.index, id=ident, tool=tool_name(message)
             )
-            self._by_id.setdefault((event.conn, called), []).append(event.index)
             self._made[key] = event.t
-            self._went_down.pop(key, None)
+            self._went_down.pop(key, None)  # an id used again: a new call, no outage yet
             if len(self._in_flight) > MAX_IN_FLIGHT:
                 self._end(next(iter(self._in_flight)))
                 self.let_go += 1
         return ()
 
-    def _end(self, key: tuple[int, int]) -> dict[str, float]:
+    def _end(self, key: tuple[int, Any]) -> dict[str, float]:
         """Call ``key`` is no longer in flight; the routes that went down during it."""
-        call = self._in_flight.pop(key, None)
-        if call is not None:
-            named = (key[0], id_key(call.id))
-            indexes = self._by_id.get(named)
-            if indexes is not None and key[1] in indexes:
-                indexes.remove(key[1])
-                if not indexes:
-                    del self._by_id[named]
+        self._in_flight.pop(key, None)
         self._made.pop(key, None)
-        self._cancelled.pop(key, None)
         return self._went_down.pop(key, None) or {}
 
-    def _ended_by(self, answer: FrameSeen, key: Any) -> list[tuple[int, int]]:
-        """The calls ``answer`` (the server's reply with id ``key``) ends: the one the MCP tap
-        paired it with; of calls that shared its id (`FrameSeen.answers_ambiguous`), all of
-        them once each has had an answer, else none (which one this answers is not known);
-        by its id, the oldest call with it, for a frame that carries no pairing."""
-        conn = answer.conn
-        shared = answer.answers_ambiguous
-        if shared:
-            group = (conn, shared[0])
-            seen = self._shared_answers.get(group, 0) + 1
-            if seen < len(shared):
-                self._shared_answers[group] = seen
-                return []
-            self._shared_answers.pop(group, None)
-            return [(conn, index) for index in shared]
-        if answer.answers is not None:
-            return [(conn, answer.answers)]
-        indexes = self._by_id.get((conn, key))
-        return [(conn, indexes[0])] if indexes else []
-
-    def _answered(self, answer: FrameSeen, key: Any) -> tuple[RouteDown, ...]:
-        """The server answered the client's request ``key``: a call it was ends (`_ended_by`),
-        and so do the calls cancelled before that request was sent. The routes that went down
-        during that call, if any (none for an answer that may be another call's)."""
+    def _answered(self, conn: int, key: Any) -> tuple[RouteDown, ...]:
+        """The server answered the client's request ``key``: a call it was ends, and so do the
+        calls cancelled before that request was sent. The routes that went down during that
+        call, if any."""
         if key is None:
             return ()
-        conn = answer.conn
-        went_down: dict[str, float] = {}
-        for ended in self._ended_by(answer, key):
-            went_down = self._end(ended)
-        if answer.answers_ambiguous:
-            went_down = {}
+        went_down = self._end((conn, key))
+        self._cancelled.pop((conn, key), None)
         sent = self._asked.pop((conn, key), None)
         if sent is not None and self._cancelled:
             for cancelled, before in list(self._cancelled.items()):

@@ -278,12 +278,9 @@ class EventLog:
             return None
         outcome = exchange.outcome
         tone = outcome_tone(outcome, exchange.undelivered)
-        shown = outcome.text
-        if exchange.ambiguous:
-            # Which request the answer is for is not known (an id sent again while
-            # outstanding): no outcome or latency of this request's is shown as fact.
-            tone, shown = Tone.MALFORMED, "ambiguous"
-        status = safe_text(undelivered_status(shown, exchange.undelivered), limit=_STATUS_LIMIT)
+        status = safe_text(
+            undelivered_status(outcome.text, exchange.undelivered), limit=_STATUS_LIMIT
+        )
         style = TONE_STYLES[tone]
         text = self._prefix(exchange.t, exchange.route, exchange.conn)
         method = safe_text(exchange.method or profile.describe(request), _METHOD)
@@ -298,7 +295,7 @@ class EventLog:
         text.append(method if narrow else f"{method:<32}", "bold")
         text.append(" ")
         text.append(status if narrow else self._status_column(status), style)
-        latency = "" if exchange.ambiguous else format_latency(exchange.latency)
+        latency = format_latency(exchange.latency)
         text.append(f" {latency}" if narrow else f" {latency:>9}", "dim")
         text.append(
             f"  {format_size(exchange.request.size)} → {format_size(exchange.response.size)}",

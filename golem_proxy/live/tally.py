@@ -22,9 +22,6 @@ class SessionTally:
     errors: int = 0
     """Exchanges answered with an error (`ExchangeCompleted.is_error`)."""
     violations: int = 0
-    ambiguous: int = 0
-    """Exchanges whose answer may be another request's (`ExchangeCompleted.ambiguous`),
-    counted among the errors too."""
     requests: int = 0
     """Requests that wanted an answer (`FrameSeen.expects_answer`): those beyond `exchanges`
     have none in the recording (unanswered, dropped, lost, or answered unpaired). In a process
@@ -35,7 +32,6 @@ class SessionTally:
         if isinstance(event, ExchangeCompleted):
             self.exchanges += 1
             self.errors += event.is_error
-            self.ambiguous += event.ambiguous
         elif isinstance(event, FrameSeen):
             self.requests += event.expects_answer
         elif isinstance(event, ViolationSeen):
@@ -53,12 +49,10 @@ class SessionTally:
 
     def counts(self) -> str:
         """``32 exchanges (9 errors, 1 violation)``, and ``; 3 requests without an answer``
-        when some are, ``; 2 answers ambiguous`` when a reused id left some answers' requests
-        unknown: the exchanges are the answered requests, not every row `show` lists."""
+        when some are: the exchanges are the answered requests, not every row `show`
+        lists."""
         left = self.unanswered
         more = f"; {counted(left, 'request')} without an answer" if left > 0 else ""
-        if self.ambiguous:
-            more += f"; {counted(self.ambiguous, 'answer')} ambiguous (an id sent again)"
         return (
             f"{counted(self.exchanges, 'exchange')} ({counted(self.errors, 'error')}, "
             f"{counted(self.violations, 'violation')}{more})"

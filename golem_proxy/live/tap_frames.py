@@ -240,7 +240,6 @@ class FramePublisher:
             elided=elided,
             expects_answer=expects_answer,
             answers=request.index if request is not None else None,
-            answers_ambiguous=answered.ambiguous if answered is not None else (),
             orphan=orphan,
             undelivered=undelivered,
             delivered_bytes=min(delivered_bytes, frame.size),
@@ -251,9 +250,6 @@ class FramePublisher:
         for found in violations:
             self._violated(direction, index, t, found)
         if role is Role.REQUEST:
-            reused = self._pairing.reused_id(direction, message)
-            if reused is not None:
-                self._violated(direction, index, t, reused)
             self._evicted(direction, self._pairing.hold(direction, message, seen), t)
         elif orphan:
             verdict_found = violation(

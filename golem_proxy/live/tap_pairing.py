@@ -1,8 +1,6 @@
 """The tap's pairing decision for one connection: which request a response answers, or that it
 answers none (an orphan), or that it most likely answers a request it could not keep (too
-large to observe, lost in a gap, or let go past the pending limits), or that it answers one of
-several requests that shared its id while outstanding, which one not known (ambiguous); and
-the rule a request breaks by its id (`ConnectionPairing.reused_id`).
+large to observe, lost in a gap, or let go past the pending limits).
 Decided here once, before the response's `FrameSeen` is published, which carries it
 (``answers``, ``orphan``); no view pairs again."""
 
@@ -12,7 +10,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from golem_core.contract import Violation
 from golem_core.messages import Message
 from golem_core.pairing import Correlator, Pending
 from golem_core.profiles import Profile
@@ -34,24 +31,15 @@ class Answered:
     """What a response answers: ``request`` (its frame), or a request it cannot be paired
     with (``unseen``: one too large to observe, lost in a gap, or let go past the pending
     limits), or nothing (an orphan). ``reply`` False: it is no reply at all (`Profile.is_reply`:
-    an MCP server's stray line), so it answers nothing and is no orphan. ``one_of``: the
-    request frames it may answer when several shared its id while outstanding (``request``,
-    the oldest still waiting, is only where it is placed); empty when the pairing is
-    certain."""
+    an MCP server's stray line), so it answers nothing and is no orphan."""
 
     request: Optional[FrameSeen]
     unseen: bool = False
     reply: bool = True
-    one_of: tuple[FrameSeen, ...] = ()
 
     @property
     def orphan(self) -> bool:
         return self.request is None and not self.unseen and self.reply
-
-    @property
-    def ambiguous(self) -> tuple[int, ...]:
-        """The indexes of the request frames it may answer (`FrameSeen.answers_ambiguous`)."""
-        return tuple(frame.index for frame in self.one_of)
 
 
 NOT_A_REPLY = Answered(None, reply=False)
@@ -117,7 +105,15 @@ class ConnectionPairing:
         (the newest request is kept whatever it costs: an observer over its budget would
         shed the answer that lets it go)."""
         correlator = self._correlators[direction]
-        self._withdraw_stale(direction, message)
+        answers_lost_upto = self._answers_lost_upto[direction]
+        if answers_lost_upto >= 0:
+            for stale in correlator.sharing_id(message):
+                if stale.context.index <= answers_lost_upto:
+                    # An id is unique among a client's outstanding requests: one that sends
+                    # this id again had the older request's answer, in bytes not observed.
+                    # Left waiting, it would take the new request's answer (first in, first
+                    # out); it stays unanswered in the recording, after the gap.
+                    correlator.withdraw(stale)
         self._last_held[direction] = frame.index
         payload = frame.payload
         cost = len(payload) + message_holds(payload, frame.elided) + PENDING_OVERHEAD
@@ -127,29 +123,6 @@ class ConnectionPairing:
         for pending in evicted:
             self._late(direction, getattr(pending.message, "id", None))
         return evicted
-
-    def _withdraw_stale(self, direction: Direction, message: Message) -> None:
-        """Let go the requests sent before answers were lost that share the id of the request
-        ``message``, about to be held."""
-        answers_lost_upto = self._answers_lost_upto[direction]
-        if answers_lost_upto < 0:
-            return
-        correlator = self._correlators[direction]
-        for stale in correlator.sharing_id(message):
-            if stale.context.index <= answers_lost_upto:
-                # An id is unique among a client's outstanding requests: one that sends
-                # this id again had the older request's answer, in bytes not observed.
-                # Left waiting, it would share the new request's answer (its id sent again
-                # while outstanding); it stays unanswered in the recording, after the gap.
-                correlator.withdraw(stale)
-
-    def reused_id(self, direction: Direction, message: Message) -> Optional[Violation]:
-        """The rule the request ``message``, sent ``direction`` and about to be held, breaks by
-        its id (`Correlator.reused_id`): decided here once, and published as a violation of
-        its frame. A request whose older namesake's answer may have crossed unseen (a gap)
-        is not taken for one sent while that one waits."""
-        self._withdraw_stale(direction, message)
-        return self._correlators[direction].reused_id(message)
 
     def _late(self, direction: Direction, ident: Any) -> None:
         """The answer to a request sent ``direction`` with id ``ident`` will be no orphan,
@@ -169,14 +142,8 @@ class ConnectionPairing:
             return NOT_A_REPLY
         if self._late_answer(asker, message):
             return Answered(None, unseen=True)
-        paired = correlator.pair(message)
-        pending = paired.pending
+        pending = correlator.match_response(message)
         lost_after = self._lost_after[asker]
-        if paired.one_of:
-            assert pending is not None
-            if lost_after is not None and pending.context.index > lost_after:
-                self._lost_after[asker] = None
-            return Answered(pending.context, one_of=tuple(p.context for p in paired.one_of))
         if pending is not None:
             if lost_after is None:
                 return Answered(pending.context)

@@ -141,8 +141,6 @@ def frame_members(event: events.FrameSeen, message: Message, seq: int) -> dict[s
         base["expects_answer"] = True
     if event.answers is not None:
         base["answers"] = event.answers
-    if event.answers_ambiguous:
-        base["answers_ambiguous"] = list(event.answers_ambiguous)
     if event.orphan:
         base["orphan"] = True
     if event.undelivered:
@@ -173,8 +171,6 @@ def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
         parts.append(',"expects_answer":true')
     if event.answers is not None:
         parts.append(f',"answers":{event.answers}')
-    if event.answers_ambiguous:
-        parts.append(f',"answers_ambiguous":[{",".join(map(str, event.answers_ambiguous))}]')
     if event.orphan:
         parts.append(',"orphan":true')
     if event.undelivered:

@@ -129,8 +129,7 @@ def _pattern(conns: Collection[int], methods: Collection[str]) -> re.Pattern[byt
         rb'(?:,"id":(' + _STRING + rb'|[^,"\n]+))?'
         rb'(?:,"method":(?:(' + (named or rb"(?!)") + rb")|" + _STRING + rb"))?"
         rb'(?:,"tool_calls":\[(?:[^\]"\n]|' + _STRING + rb")*\])?"
-        rb'(?:,"expects_answer":(true))?(?:,"answers":(\d+))?(?:,"answers_ambiguous":\[[\d,]*\])?'
-        rb'(?:,"orphan":true)?'
+        rb'(?:,"expects_answer":(true))?(?:,"answers":(\d+))?(?:,"orphan":true)?'
         rb'(?:,"undelivered":' + _STRING + rb')?(?:,"delivered_bytes":\d+)?'
         rb'(?:,"routes_down":\[(?:[^\]"\n]|' + _STRING + rb")*\])?"
         # What may follow those: the message, the paths redacted, or the skeleton of a

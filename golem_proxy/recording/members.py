@@ -55,6 +55,15 @@ def _member(
     return value
 
 
+def member_indexes(data: dict[str, Any], key: str) -> tuple[int, ...]:
+    """``data[key]``, a list of frame numbers (whole numbers from 0 to `MAX_INT`), as a tuple
+    (empty when absent)."""
+    found = data.get(key, [])
+    if not isinstance(found, list) or not all(_is_whole(index) for index in found):
+        raise RecordingError(f"{key} must be a list of whole numbers, not {shown(found)}")
+    return tuple(found)
+
+
 def member_optional_int(data: dict[str, Any], key: str) -> Optional[int]:
     if data.get(key) is None:
         return None
@@ -131,17 +140,6 @@ def fault_withheld(data: dict[str, Any], detail: str) -> bool:
     if "withheld" in data:
         return member_bool(data, "withheld")
     return detail.startswith(WITHHELD)  # written before faults carried the member
-
-
-def member_indexes(data: dict[str, Any], key: str) -> tuple[int, ...]:
-    """``data[key]`` as a list of frame numbers (empty when absent). Raises RecordingError
-    for a bad one."""
-    value = data.get(key)
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(_is_whole(item) for item in value):
-        raise RecordingError(f"{key} must be a list of whole numbers from 0 to 2**53")
-    return tuple(value)
 
 
 def member_tool_calls(data: dict[str, Any]) -> Optional[tuple[ToolCallRef, ...]]:

@@ -59,10 +59,7 @@ _TOOL_CALL = (
     rb'\{"conn":' + _INT + rb',"n":' + _INT + rb',"id":(?:"' + _TEXT + rb'"|-?(?:0|[1-9]\d{0,15}))'
     rb',"tool":"' + _TEXT + rb'"\}'
 )
-_PAIRING = (
-    rb'(?:,"expects_answer":true)?(?:,"answers":' + _INT + rb")?"
-    rb'(?:,"answers_ambiguous":\[[\d,]*\])?(?:,"orphan":true)?'
-)
+_PAIRING = rb'(?:,"expects_answer":true)?(?:,"answers":' + _INT + rb')?(?:,"orphan":true)?'
 _TOOL_CALLS = (
     rb'(?:,"tool_calls":\[(?:' + _TOOL_CALL + rb"(?:," + _TOOL_CALL + rb")*)?\])?" + _PAIRING
 )

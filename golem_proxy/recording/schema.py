@@ -65,7 +65,6 @@ FRAME_OPTIONAL = (
     "tool_calls",
     "expects_answer",
     "answers",
-    "answers_ambiguous",
     "orphan",
     "undelivered",
     "delivered_bytes",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from golem_core.mcp_rules import (
     R_CONTENT,
     R_INITIALIZE_FIRST,
+    R_UNIQUE_ID,
     SessionOrder,
     content_violations,
 )
@@ -65,3 +66,13 @@ def test_initialize_first_and_pings_before_it() -> None:
     assert "before `initialize` was answered" in early[0].message
     order.answered("initialize", 0.3)
     assert order.request("c2s", "tools/list", 3, 0.4) == []
+
+
+def test_ids_are_unique_per_side_and_type() -> None:
+    order = SessionOrder()
+    order.request("c2s", "initialize", 1, 0.0)
+    order.answered("initialize", 0.1)
+    assert order.request("c2s", "tools/list", "1", 0.2) == []  # "1" is not 1
+    assert order.request("s2c", "roots/list", 1, 0.3) == []  # the server's own ids
+    again = order.request("c2s", "tools/call", 1, 0.4)
+    assert paths(again) == [(R_UNIQUE_ID.id, "$.id")]

@@ -369,52 +369,11 @@ def test_a_call_taken_over_after_a_restart_is_not_said_to_have_seen_an_older_out
     assert isinstance(answered, FrameSeen) and answered.routes_down is None
 
 
-def test_an_answer_shared_by_calls_with_one_id_names_no_outage_of_either() -> None:
-    # Which of the two calls it answers is not known (the tap says so): the outage during
-    # the first is said of neither.
+def test_an_id_used_again_starts_a_call_with_no_outage_of_the_one_before() -> None:
     tracker = ToolCallTracker(MCP)
     tracker.watch(call(0, 1, "first"))
     tracker.upstream(UpstreamStatus(route="main", t=1.5, up=False, detail="refused"))
     tracker.upstream(UpstreamStatus(route="main", t=2.0, up=True, detail="answers again"))
     tracker.watch(call(1, 1, "same_id_again"))  # a client that reuses an id in flight
-    for index in (0, 1):
-        shared = dataclasses.replace(answer(index, 1), answers=index, answers_ambiguous=(0, 1))
-        answered = tracker.watch(shared)
-        assert isinstance(answered, FrameSeen) and answered.routes_down is None
-
-
-def test_calls_sharing_an_id_stay_in_flight_until_each_has_had_an_answer() -> None:
-    """The client sent id 5 again while its first call was in flight: the first answer with
-    it ends one of the two calls, which one is not known, so a GOLEM frame after it is
-    ambiguous between them (not outside every call, nor the other's alone)."""
-    tracker = ToolCallTracker(MCP)
-    tracker.watch(call(0, 5, "golem"))
-    tracker.watch(call(1, 5, "sleep_only"))
-    assert tools(tracker) == ["golem", "sleep_only"]
-    first = dataclasses.replace(answer(0, 5), answers=0, answers_ambiguous=(0, 1))
-    tracker.watch(first)
-    assert tools(tracker) == ["golem", "sleep_only"]
-    tracker.watch(call(2, 6, "later"))
-    assert tools(tracker) == ["golem", "sleep_only", "later"]
-    second = dataclasses.replace(answer(1, 5), answers=1, answers_ambiguous=(0, 1))
-    tracker.watch(second)
-    assert tools(tracker) == ["later"]
-
-
-def test_a_call_ends_with_the_answer_the_tap_paired_with_it() -> None:
-    tracker = ToolCallTracker(MCP)
-    tracker.watch(call(0, 1, "first"))
-    tracker.watch(call(1, 2, "second"))
-    tracker.watch(dataclasses.replace(answer(0, 2), answers=1))
-    assert tools(tracker) == ["first"]
-
-
-def test_cancelling_an_id_two_calls_share_cancels_both() -> None:
-    tracker = ToolCallTracker(MCP)
-    tracker.watch(call(0, 7, "a"))
-    tracker.watch(call(1, 7, "b"))
-    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
-    tracker.watch(mcp_frame(Direction.C2S, 2, cancel))
-    tracker.watch(call(3, 8, "c"))
-    tracker.watch(dataclasses.replace(answer(0, 8), answers=3))
-    assert tools(tracker) == []
+    answered = tracker.watch(answer(0, 1))
+    assert isinstance(answered, FrameSeen) and answered.routes_down is None

@@ -17,7 +17,6 @@ from golem_proxy.events import (
     ObservationLost,
     ViolationSeen,
 )
-from golem_proxy.live.tally import SessionTally
 from golem_proxy.live.tap import ConnectionTap, ObserveLimits
 
 CALL = b'{"jsonrpc":"2.0","id":%d,"method":"state","params":{}}\n'
@@ -198,38 +197,6 @@ def test_without_a_gap_a_reused_id_still_pairs_first_in_first_out() -> None:
     tap.process(Direction.S2C, ANSWER % 5 + ANSWER % 5, 0.2)
     paired = [answers for d, _, _, answers, _ in frames(events) if d == "s2c"]
     assert paired == [0, 1]
-
-
-def test_a_reused_id_in_flight_is_a_violation_and_its_answers_are_ambiguous() -> None:
-    """Scrybe (jsonrpc-ndjson) and MCP alike: the second request with id 5 breaks a rule,
-    published with its frame, and both answers name both requests, each placed first in,
-    first out; the tally counts them as the closing line says."""
-    for profile, rule in ((JSONRPC_NDJSON, "pairing.id-in-flight"), (MCP, "mcp.request.id-unique")):
-        events: list[Event] = []
-        tap = ConnectionTap(1, profile.name, profile, events.append)
-        tap.process(Direction.C2S, CALL % 5 + CALL % 6 + CALL % 5, 0.1)
-        tap.process(Direction.S2C, ANSWER % 5 + ANSWER % 6 + ANSWER % 5, 0.2)
-        violations = [e for e in events if isinstance(e, ViolationSeen)]
-        found = [(e.frame_index, e.violation.rule) for e in violations if "id" in e.violation.rule]
-        assert found == [(2, rule)]
-        answered = [
-            (e.answers, e.answers_ambiguous)
-            for e in events
-            if isinstance(e, FrameSeen) and e.direction is Direction.S2C
-        ]
-        assert answered == [(0, (0, 2)), (1, ()), (2, (0, 2))]
-        exchanges = [e for e in events if isinstance(e, ExchangeCompleted)]
-        assert [(e.ambiguous, e.is_error) for e in exchanges] == [
-            (True, True),
-            (False, False),
-            (True, True),
-        ]
-        tally = SessionTally()
-        for event in events:
-            tally(event)
-        assert tally.counts().startswith("3 exchanges (2 errors, ")
-        assert tally.counts().endswith("; 2 answers ambiguous (an id sent again))")
-        assert tap.outstanding() == 0
 
 
 def test_after_a_restart_a_reused_id_pairs_with_the_request_sent_after_it() -> None:
