@@ -37,8 +37,7 @@ READING = 6
 file into other rows (2: requests the proxy let go are ``evicted``, no longer
 ``unanswered``; 3: those the proxy's gap names, not its oldest; 5: NaN and the infinities
 named as strings, ``"NaN"``, as `show --json` names them; 6: requests an ``end`` line names
-are ``unanswered (upstream closed)``, and answers to an id sent again while outstanding are
-``ambiguous``) or keep other things beside
+are ``unanswered (upstream closed)``) or keep other things beside
 them (4: the notes file says how long the longest row is when it is `SMALLEST_BUFFER` or
 more, and a file without one has none that long), so that rows cached before are not taken
 for current."""

@@ -23,6 +23,10 @@ from .payloads import LeftInFile
 
 __all__ = ["PUSH_EVERY", "RecordingSource", "TailStream", "compacting_reader", "ended_text"]
 
+FOLLOWING = " (following)"
+"""What a followed file's description ends with (the status line drops it once reading
+stopped)."""
+
 PUSH_EVERY = 2000
 """Events per push while loading: small enough that the first rows show at once."""
 
@@ -78,7 +82,7 @@ class RecordingSource:
         self.path = path
         self.follow = follow
         self.poll = poll
-        self.description = f"{path} (following)" if follow else path
+        self.description = f"{path}{FOLLOWING}" if follow else path
         self.live = follow
         self._stream = stream
         self._reader = reader

@@ -246,3 +246,30 @@ def test_a_followed_file_whose_lines_jump_says_so_and_keeps_the_count_true(
         writer.close()
 
     run(body())
+
+
+def test_a_followed_file_that_cannot_be_read_on_is_no_longer_said_live(tmp_path: Path) -> None:
+    """A damaged line stops the reading: the status line says so, not "● LIVE … (following)"."""
+    path = str(tmp_path / "followed.jsonl")
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    s.respond(s.request(1, "ping", {}, 0.1), 0.2, result={})
+    writer = RecordingWriter.create(path, golem_header())
+    for event in s.events:
+        writer.write(event)
+    writer.flush()
+    source = RecordingSource.open(path, follow=True, poll=0.01)
+
+    async def body() -> None:
+        app = GolemProxyApp(source, source.profile, "follow", header=source.header)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 1)
+            assert app.status_bar.text.startswith("● LIVE ")
+            writer.stream.write(b"garbage line here\n")
+            writer.stream.flush()
+            await wait_for(pilot, lambda: "failed" in app.status_bar.text)
+            status = app.status_bar.text
+            assert status.startswith("ENDED ") and "(following)" not in status
+
+    run(body())
+    writer.close()

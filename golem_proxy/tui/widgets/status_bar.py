@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from ...terminal import counted, safe_text
 from ..bridge import Progress
+from ..sources import FOLLOWING
 
 __all__ = ["Status", "StatusBar"]
 
@@ -43,10 +44,17 @@ class StatusBar(Static):
     def show(self, status: Status) -> None:
         """Redraw from ``status``."""
         text = Text()
-        text.append(
-            "● LIVE " if status.live else "FILE ", style="bold green" if status.live else "bold"
-        )
-        text.append(safe_text(status.source), style="dim")
+        # A live source or a followed file that failed or finished is live no more: it says
+        # so, rather than go on claiming to follow what no longer moves.
+        ended = status.failed or bool(status.finished)
+        if status.live and not ended:
+            text.append("● LIVE ", style="bold green")
+        else:
+            text.append("ENDED " if status.live else "FILE ", style="bold")
+        source = status.source
+        if ended:
+            source = source.removesuffix(FOLLOWING)
+        text.append(safe_text(source), style="dim")
         text.append("  │  ")
         if status.follow:
             text.append("▶ following", style="bold green")
