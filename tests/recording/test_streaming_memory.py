@@ -48,7 +48,7 @@ COMMANDS = (
     ("show", "--json"),
     ("stats",),
     ("check",),
-    ("export", "--format", "jsonl", "-o", "{out}"),
+    ("export", "--format", "jsonl", "-o", "{out}", "--overwrite"),  # one out, run again
 )
 
 TRACED_ALLOWED = 4 * 1024 * 1024
