@@ -18,7 +18,7 @@ from typing import Optional, Protocol
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
 from golem_core.framing import Frame
-from golem_core.messages import Malformed, MalformedKind, Message, Request, Role, method_of
+from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Pending
 from golem_core.profiles import Profile

@@ -30,6 +30,7 @@ from .members import (
     member_indexes,
     member_int,
     member_optional_int,
+    member_redacted,
     member_routes_down,
     member_str,
     member_tool_calls,
@@ -132,10 +133,7 @@ def read_frame(
     the line holds it), every member checked, typed by ``profile``. Raises RecordingError."""
     direction = member_direction(data)
     role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-    redacted = data.get("redacted", ())
-    if not isinstance(redacted, (list, tuple)) or not all(isinstance(p, str) for p in redacted):
-        raise RecordingError("redacted must be a list of strings")
-    redacted = tuple(redacted)
+    redacted = member_redacted(data)
     elided = 0
     if "raw" in data:
         if "msg" in data:

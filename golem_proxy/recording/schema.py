@@ -148,6 +148,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "method",
         "withheld",
         "original",
+        "redacted",
     ),
     "intercept": (
         *COMMON_MEMBERS,
@@ -159,6 +160,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "method",
         "withheld",
         "original",
+        "redacted",
     ),
     "gap": (*COMMON_MEMBERS, "missed", "consumer"),
     "stderr": (*COMMON_MEMBERS, "conn", "route", "text", "raw"),
