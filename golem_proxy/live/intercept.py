@@ -77,7 +77,7 @@ lost rather than that it never existed); the oldest are forgotten first."""
 
 class InterceptError(ValueError):
     """A decision that cannot be carried out: an unknown or already decided frame, an edit
-    that is not JSON, an answer to a response. The message says which."""
+    that is not JSON, an answer to a response or a notification. The message says which."""
 
 
 @dataclass(frozen=True)
@@ -206,8 +206,14 @@ class InterceptEngine:
         if isinstance(decision, Edit):
             decision = Edit(self._valid_json(decision.payload, "the edited frame"))
         elif isinstance(decision, Answer):
-            if not held.is_request:
+            if not held.is_request or held.message.role is Role.RESPONSE:
                 raise InterceptError(f"frame #{held_id} is a response: only a request is answered")
+            if not self.profile.expects_response(held.message):
+                # An answer to it would be an orphan to its client: `id` null, or none.
+                raise InterceptError(
+                    f"frame #{held_id} is a notification: nothing answers one "
+                    "(accept, edit or drop it)"
+                )
             decision = Answer(self._answer_payload(held, decision.payload))
         held.decision = decision
         held._decided.set()
