@@ -365,7 +365,10 @@ class ProxyAction:
     ``drop``; an intercepted frame dropped or answered by hand)."""
     original: bytes = b""
     """The payload as it came, when the proxy sent other bytes in its place (an edited
-    frame: the frame event before this one holds what was sent)."""
+    frame: the frame event before this one holds what was sent), redacted as frames are."""
+    redacted: tuple[str, ...] = ()
+    """The paths whose values redaction replaced in ``original`` (and ``echo``, as on a
+    frame): ``original`` is then not the bytes that came."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -45,7 +45,11 @@ from .observer import Observer
 from .observer_link import ObserverLink
 from .tap import ConnectionTap, TapVerdict
 
-__all__ = ["Connection", "other"]
+__all__ = ["BLOCKED", "Connection", "other"]
+
+BLOCKED = "--enforce-limits"
+"""Why bytes ``--enforce-limits`` refused to forward never reached their receiver (short: a
+log line's status says ``malformed:invalid-json (undelivered: --enforce-limits)`` whole)."""
 
 # After forwarding bytes to an upstream that already closed, how long to look for the reset a
 # fully closed socket answers with (on loopback it is back before the write returns).
@@ -126,12 +130,13 @@ class Connection:
     ) -> bool:
         """``--enforce-limits``: check bytes about to be forwarded (``frame``: they are that
         frame). When a frame among them breaks the limits, they are recorded though not
-        forwarded, the connection is closed saying why (``scope`` cancelled), and True is
-        returned; False (always, without the option): forward them."""
+        forwarded, marked undelivered (`BLOCKED`: the recording counts them apart from what
+        was forwarded, as the close does), the connection is closed saying why (``scope``
+        cancelled), and True is returned; False (always, without the option): forward them."""
         verdict = self._judged(direction, data, t, frame)
         if verdict is None:
             return False
-        self.observe(direction, data, t, frame)
+        self.observe_undelivered(direction, data, t, BLOCKED)
         self.note(f"closed by --enforce-limits: {verdict.reason}", True)
         scope.cancel()
         return True
@@ -175,14 +180,17 @@ class Connection:
         elif self.observer is not None:
             self.observer.submit(tap, direction, data, t, frame)
 
-    def observe_undelivered(self, direction: Direction, data: bytes, t: float) -> None:
+    def observe_undelivered(
+        self, direction: Direction, data: bytes, t: float, why: Optional[str] = None
+    ) -> None:
         """Hand to inspection bytes read for ``direction``'s receiver that never reached it
-        (writing them failed, or the connection ended while they waited), marked so: the
-        frames they end are recorded undelivered, saying why ("client gone" when that side
-        reset or a write to it failed, else "connection ended")."""
+        (writing them failed, the connection ended while they waited, or ``--enforce-limits``
+        blocked them), marked so: the frames they end are recorded undelivered, saying
+        ``why`` (by default "client gone" when that side reset or a write to it failed, else
+        "connection ended")."""
         if not data:
             return
-        why = self._undelivered_why(direction)
+        why = why or self._undelivered_why(direction)
         if self.link is not None:
             self.link.undelivered(self.conn, direction, why, t)
         elif self.tap is not None and self.inline:

@@ -41,7 +41,7 @@ from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptSt
 from .chunks import ChunkReader
 from .connection import Connection
 from .faults import ConnectionFaults, FaultKind, FrameAction
-from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
+from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame, Ruling
 from .unsent import Unsent, or_now
 
 __all__ = ["FaultRelay"]
@@ -237,16 +237,19 @@ class FaultRelay:
         kind: InterceptKind,
         detail: str,
         method: Optional[str],
-        original: bytes = b"",
         withheld: bool = False,
+        ruling: Optional[Ruling] = None,
     ) -> None:
+        """Publish an intercept step (``ruling``: the decision it carried out, whose
+        ``original`` and ``redacted`` it takes)."""
         event = InterceptStep(
             **self._where(direction),
             kind=kind,
             detail=detail,
             method=method,
             withheld=withheld,
-            original=original,
+            original=ruling.original if ruling is not None else b"",
+            redacted=ruling.redacted if ruling is not None else (),
         )
         self.conn.publish_in_order(self.publish, event)
 
@@ -361,7 +364,7 @@ class FaultRelay:
             going = await self._faulted(direction, frame, sent_at)
         # After the frame, so that the event lands on the flow it decided.
         self._announce(
-            direction, ruling.kind, ruling.detail, ruling.method, ruling.original, ruling.withheld
+            direction, ruling.kind, ruling.detail, ruling.method, ruling.withheld, ruling
         )
         if going and isinstance(decision, Answer):
             reply = self._framed(ruling.payload)

@@ -35,6 +35,8 @@ from ..analysis.flows import Flow
 from ..events import Direction, FrameSeen, InterceptKind
 from ..recording.reader import check_line
 from ..recording.schema import RecordingError
+from .frame_redaction import FrameRedaction, RedactedFrame
+from .redact import Redactor
 from .tap_limits import DEFAULT_LIMITS, ObserveLimits
 from .tap_pairing import ConnectionPairing
 from .tap_parse import TooCostly, parse_for_view
@@ -75,7 +77,7 @@ lost rather than that it never existed); the oldest are forgotten first."""
 
 class InterceptError(ValueError):
     """A decision that cannot be carried out: an unknown or already decided frame, an edit
-    that is not JSON, an answer to a response. The message says which."""
+    that is not JSON, an answer to a response or a notification. The message says which."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,9 @@ Decision = Union[Accept, Edit, Drop, Answer]
 
 @dataclass
 class HeldFrame:
-    """A frame waiting for a decision. ``held_at`` is on trio's clock (`age` measures it)."""
+    """A frame waiting for a decision. ``held_at`` is on trio's clock (`age` measures it).
+    ``shown``: the frame as the connection's redaction (``--redact``) leaves it, what is shown
+    and recorded of it (`view`)."""
 
     id: int
     conn: int
@@ -118,12 +122,19 @@ class HeldFrame:
     message: Message
     payload: bytes
     held_at: float
+    shown: Optional[RedactedFrame] = None
     decision: Optional[Decision] = None
     _decided: trio.Event = field(default_factory=trio.Event, repr=False)
 
     @property
     def is_request(self) -> bool:
         return self.direction is Direction.C2S
+
+    @property
+    def view(self) -> RedactedFrame:
+        """The frame as it may be shown, logged or recorded: redacted as the connection's
+        frames are (its ``redacted`` says what was replaced; none without ``--redact``)."""
+        return self.shown if self.shown is not None else RedactedFrame(self.payload, self.message)
 
     def age(self, now: Optional[float] = None) -> float:
         """Seconds held so far."""
@@ -142,7 +153,10 @@ class Ruling:
     detail: str
     method: Optional[str]
     original: bytes = b""
-    """The payload as it came, when it differs from what was sent (an edit)."""
+    """The payload as it came, when it differs from what was sent (an edit), redacted as the
+    connection's frames are."""
+    redacted: tuple[str, ...] = ()
+    """What redaction replaced in ``original`` (its rules, ``echo``): it is then not exact."""
     withheld: bool = False
     """The frame was not forwarded (dropped, or a request answered by hand)."""
 
@@ -192,8 +206,14 @@ class InterceptEngine:
         if isinstance(decision, Edit):
             decision = Edit(self._valid_json(decision.payload, "the edited frame"))
         elif isinstance(decision, Answer):
-            if not held.is_request:
+            if not held.is_request or held.message.role is Role.RESPONSE:
                 raise InterceptError(f"frame #{held_id} is a response: only a request is answered")
+            if not self.profile.expects_response(held.message):
+                # An answer to it would be an orphan to its client: `id` null, or none.
+                raise InterceptError(
+                    f"frame #{held_id} is a notification: nothing answers one "
+                    "(accept, edit or drop it)"
+                )
             decision = Answer(self._answer_payload(held, decision.payload))
         held.decision = decision
         held._decided.set()
@@ -210,10 +230,16 @@ class InterceptEngine:
         return self.routes is None or route in self.routes
 
     def connection(
-        self, conn: int, route: str, parse_limit: int = DEFAULT_LIMITS.parse
+        self,
+        conn: int,
+        route: str,
+        parse_limit: int = DEFAULT_LIMITS.parse,
+        redactor: Optional[Redactor] = None,
     ) -> ConnectionIntercept:
-        """``parse_limit``: the session's ``--observe-parse-limit`` (`ConnectionIntercept.hold`)."""
-        return ConnectionIntercept(self, conn, route, parse_limit)
+        """``parse_limit``: the session's ``--observe-parse-limit`` (`ConnectionIntercept.hold`);
+        ``redactor``: its ``--redact`` rules, applied to what is shown and recorded of a held
+        frame."""
+        return ConnectionIntercept(self, conn, route, parse_limit, redactor)
 
     def _valid_json(self, payload: bytes, what: str) -> bytes:
         try:
@@ -269,6 +295,7 @@ class ConnectionIntercept:
         conn: int,
         route: str,
         parse_limit: int = DEFAULT_LIMITS.parse,
+        redactor: Optional[Redactor] = None,
     ) -> None:
         self.engine = engine
         self.parse_limit = parse_limit
@@ -282,6 +309,10 @@ class ConnectionIntercept:
         # The tap's pairing rule, on the frames as they arrive (before the faults act on
         # them, ahead of the observer): bounded, so a peer that never answers cannot grow it.
         self._requests = ConnectionPairing(engine.profile, _PAIRING_LIMITS)
+        self._redaction = FrameRedaction(engine.profile, redactor)
+        """The tap's redaction, fed with every frame as it arrives (and as it was sent, when
+        edited), so that a held frame is hidden as the tap will hide it: by the rules, and
+        where it repeats a value the rules replaced in a frame before it."""
 
     def holding(self, direction: Direction) -> bool:
         """True while a frame of ``direction`` waits for a decision."""
@@ -303,9 +334,10 @@ class ConnectionIntercept:
         before the cancellation goes on. ``watch`` runs while the frame is held (the relay
         watches there for a client that goes away, and cancels the connection if it does)."""
         engine = self.engine
-        if engine.filter is None:
+        if engine.filter is None and not self._redaction:
             # Nothing to hold: no parsing on the forwarding path. A response whose request
-            # went by now is seen without it if a filter is set later.
+            # went by now is seen without it if a filter is set later. (With ``--redact``
+            # every frame is read: the values it redacts are hidden in those held later.)
             return None
         profile = engine.profile
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
@@ -338,12 +370,13 @@ class ConnectionIntercept:
             request = flow.request.message if flow.request is not None else None
             flow.outcome = profile.outcome(request, message)
             method = flow.request.method if flow.request is not None else None
+        shown = self._redact(direction, payload, message, method, elided)
         if not engine._selects(flow):
             self._forwarded(direction, message, frame)
             return None
         held = HeldFrame(
             engine._next_id(), self.conn, self.route, direction, method, message, payload,
-            trio.current_time(),
+            trio.current_time(), shown,
         )  # fmt: skip
         what = describe(held)
         engine._add(held)
@@ -375,7 +408,27 @@ class ConnectionIntercept:
             sent = profile.parse(ruling.payload, role)  # whole: nothing elided any more
             forwarded = dataclasses.replace(frame, payload=ruling.payload, message=sent, elided=0)
             self._forwarded(direction, sent, forwarded)
+            if isinstance(ruling.decision, Edit):  # the tap redacts what was sent
+                self._redact(direction, ruling.payload, sent, method)
+        elif isinstance(ruling.decision, Answer):  # the tap redacts the answer the client got
+            answer = profile.parse(ruling.payload, Role.RESPONSE)
+            self._redact(Direction.S2C, ruling.payload, answer, method)
         return ruling
+
+    def _redact(
+        self,
+        direction: Direction,
+        payload: bytes,
+        message: Message,
+        method: Optional[str],
+        elided: int = 0,
+    ) -> Optional[RedactedFrame]:
+        """The frame redacted as the tap redacts it (``method``: a response's request's), its
+        values remembered for the frames after it; None without ``--redact``."""
+        if not self._redaction:
+            return None
+        role = message.role or (Role.REQUEST if direction is Direction.C2S else Role.RESPONSE)
+        return self._redaction.frame(payload, message, role, method, elided)
 
     def _forwarded(self, direction: Direction, message: Message, frame: FrameSeen) -> None:
         if direction is Direction.C2S:  # held until answered, as the tap holds it
@@ -405,7 +458,8 @@ class ConnectionIntercept:
                 EDITED,
                 f"edited {waited} ({sizes}); the original is kept: {what}",
                 held.method,
-                original=held.payload,
+                original=held.view.payload,
+                redacted=held.view.redacted,
             )
         # Withheld: the recording's readers leave the request out of what the upstream
         # received (`faults.received_streams`); the word opens the detail for the log.
@@ -423,9 +477,11 @@ class ConnectionIntercept:
 
 
 def describe(held: HeldFrame) -> str:
-    """``method id=… (N bytes)``: what a held frame is, for event details."""
-    ident = "" if held.message.id is None else f" id={held.message.id}"
-    kind = " (malformed)" if isinstance(held.message, Malformed) else ""
+    """``method id=… (N bytes)``: what a held frame is, for event details (its id as
+    redaction leaves it)."""
+    message = held.view.message
+    ident = "" if message.id is None else f" id={message.id}"
+    kind = " (malformed)" if isinstance(message, Malformed) else ""
     return f"{held.method or '?'}{ident}{kind} ({len(held.payload)} bytes)"
 
 

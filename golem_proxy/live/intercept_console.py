@@ -141,7 +141,8 @@ class InterceptConsole:
         head = f"intercept filter: {chosen if chosen is not None else 'off'}; "
         lines = [Text(head + f"{len(held)} held", "bold")]
         for frame in held:
-            ident = "" if frame.message.id is None else f" id={frame.message.id}"
+            shown_id = frame.view.message.id  # as the log shows it: redacted
+            ident = "" if shown_id is None else f" id={shown_id}"
             text = (
                 f"  #{frame.id} {frame.route} conn {frame.conn} {frame.direction.arrow} "
                 f"{frame.method or '?'}{ident} held {frame.age():.1f} s"
@@ -158,14 +159,20 @@ class InterceptConsole:
         found = [h for h in self.engine.held() if h.id == number]
         if not found:
             return [Text(f"no frame #{number} is held", "yellow")]
-        payload = found[0].payload
+        # As the connection's frames are logged and recorded: redacted (``--redact``).
+        view = found[0].view
+        payload = view.payload
         try:
             # A peer's frame may nest deeper than json recurses: judged before parsing.
             check_line(payload)
             shown = json.dumps(json.loads(payload), ensure_ascii=False)
         except (RecordingError, ValueError, RecursionError):
             shown = payload.decode("utf-8", "replace")
-        return [Text(safe_text(shown))]
+        lines = [Text(safe_text(shown))]
+        if view.redacted:
+            what = safe_text(", ".join(view.redacted), _LIMIT)
+            lines.append(Text(f"(redacted: {what}; an edit sends what you type)", "dim"))
+        return lines
 
     def _filter(self, expression: str) -> list[Text]:
         if expression in ("", "off"):

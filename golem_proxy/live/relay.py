@@ -257,7 +257,9 @@ class Proxy:
             faults = plan.connection(conn.conn, name, self.profile, self.options.observe.parse)
         intercept = None
         if engine is not None and engine.applies_to(name):
-            intercept = engine.connection(conn.conn, name, self.options.observe.parse)
+            intercept = engine.connection(
+                conn.conn, name, self.options.observe.parse, self.redactor
+            )
         if faults is not None or intercept is not None:
             pump = FaultRelay(
                 self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept

@@ -3,8 +3,8 @@
 For one connection, a frame is checked against the profile's contract (and, for a client's
 request, the method catalogue); a response is paired with its request (`ConnectionPairing`,
 shared with the tap); the redaction rules are applied, and a value they replaced is also
-replaced where it recurs in the connection's later frames (`Echoes`: a plugin echoing a layer
-name in its error message); the frame is numbered in its direction, marked with what the
+replaced where it recurs in the connection's later frames (`FrameRedaction`: a plugin echoing
+a layer name in its error message); the frame is numbered in its direction, marked with what the
 forwarding side said of its bytes (undelivered, or when they arrived) and given the
 session's decision (`Annotator`); then it is published, with its violations and, for an
 answer, the exchange it completes.
@@ -18,16 +18,17 @@ from typing import Optional, Protocol
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
 from golem_core.framing import Frame
-from golem_core.messages import Malformed, MalformedKind, Message, Request, Role, method_of
+from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Pending
 from golem_core.profiles import Profile
 
 from ..events import Direction, Event, ExchangeCompleted, FrameSeen
-from .redact import REDACTED, Echoes, Redactor
+from .frame_redaction import FrameRedaction
+from .redact import Redactor
 from .tap_limits import TapVerdict
 from .tap_pairing import ConnectionPairing
-from .tap_parse import TooCostly, encode_redacted, parse_for_view
+from .tap_parse import TooCostly, parse_for_view
 
 __all__ = ["Annotator", "FramePublisher", "Publish"]
 
@@ -105,9 +106,8 @@ class FramePublisher:
         self._parse_limit = parse_limit
         self.catalogue = catalogue
         self._builtins = profile.builtins_of(route)
-        self.redactor = redactor
-        self._echoes = Echoes()
-        """Values this connection's redaction replaced, hidden where they come back."""
+        self._redaction = FrameRedaction(profile, redactor)
+        """The rules, and the values they replaced, hidden where they come back."""
         self.annotate = annotate
         self._arrivals: dict[Direction, tuple[float, Callable[[FrameSeen], FrameSeen]]] = {}
         """Per direction, the last `arrived` mark: the time of the frames read then, and the
@@ -142,21 +142,6 @@ class FramePublisher:
         now is theirs (`ConnectionTap.arrived`)."""
         if self.annotate is not None:
             self._arrivals[direction] = (t, self.annotate.at_arrival())
-
-    def _still_malformed(
-        self, scrubbed: bytes, message: Malformed, role: Role
-    ) -> tuple[bytes, Message]:
-        """Bytes that decoded to nothing, an echo scrubbed out of them, and their message: as
-        malformed as they were, or, where the scrub mended them (the value carried the
-        fault, an unescaped quote, say), nothing of them but the placeholder, of the same
-        kind (they would read as a request that never crossed the wire)."""
-        retyped = self.profile.parse(scrubbed, role)
-        if isinstance(retyped, Malformed) and retyped.kind is message.kind:
-            return scrubbed, retyped
-        placeholder = REDACTED.encode()
-        if message.kind is MalformedKind.INVALID_UTF8:
-            placeholder = b"\xff" + placeholder
-        return placeholder, self.profile.parse(placeholder, role)
 
     def _annotated(
         self, direction: Direction, seen: FrameSeen, request: Optional[FrameSeen]
@@ -195,32 +180,12 @@ class FramePublisher:
         answered = None if role is Role.REQUEST else self._pairing.answer(asker, message)
         request = answered.request if answered is not None else None
         redacted: tuple[str, ...] = ()
-        # A malformed message is redacted too where it was JSON (a GOLEM request whose id is
-        # a float, or missing, carried its secrets to the disk): only bytes that decode to
-        # nothing cannot be.
-        if self.redactor and message.obj is not None:
+        if self._redaction:
             method = method_of(request.message if request else message)
-            full = self.profile.parse(payload, role) if elided else message
-            replaced: list[str] = []
-            obj, redacted = self.redactor.apply(full.obj, method, replaced)
-            self._echoes.remember(replaced)
-            if self._echoes and self._echoes.might_be_in(payload):
-                obj, echoed = self._echoes.scrub(obj)
-                if echoed:
-                    redacted = (*redacted, "echo")
-            if redacted:
-                elided = 0
-                payload = encode_redacted(self.profile, obj)
-                # Typed from the redacted object, not its bytes parsed again: the same message
-                # (JSON of it reads back as it is), without holding a second parse of the frame.
-                message = self.profile.parse_decoded(obj, role)
-        elif self.redactor and self._echoes and isinstance(message, Malformed):
-            # Bytes that decode to nothing: no rule finds its path in them, but a value
-            # redacted before is still found where its UTF-8 recurs (not where escaped).
-            scrubbed = self._echoes.scrub_bytes(payload)
-            if scrubbed is not payload:
-                payload, message = self._still_malformed(scrubbed, message, role)
-                elided, redacted = 0, ("echo",)
+            done = self._redaction.frame(payload, message, role, method, elided)
+            payload, message, redacted, elided = (
+                done.payload, done.message, done.redacted, done.elided
+            )  # fmt: skip
         index = self._frame_index[direction]
         self._frame_index[direction] = index + 1
         # The pairing decision, carried by the frame so that no view makes it again.

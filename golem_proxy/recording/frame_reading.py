@@ -30,6 +30,7 @@ from .members import (
     member_int,
     member_optional_int,
     member_optional_str,
+    member_redacted,
     member_routes_down,
     member_str,
     member_tool_calls,
@@ -136,10 +137,7 @@ def read_frame(
     # that every reader refuses the same line in the same words.
     member_str(data, "type", "")
     member_optional_str(data, "method")
-    redacted = data.get("redacted", ())
-    if not isinstance(redacted, (list, tuple)) or not all(isinstance(p, str) for p in redacted):
-        raise RecordingError("redacted must be a list of strings")
-    redacted = tuple(redacted)
+    redacted = member_redacted(data)
     elided = 0
     if "raw" in data:
         if "msg" in data:

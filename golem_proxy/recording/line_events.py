@@ -30,6 +30,7 @@ from .members import (
     member_number,
     member_optional_int,
     member_optional_str,
+    member_redacted,
     member_str,
     member_tool_calls,
     shown,
@@ -76,10 +77,17 @@ def _proxy_action(
     method = member_optional_str(data, "method")
     withheld = fault_withheld(data, detail)
     original = member_base64(data, "original")
+    redacted = member_redacted(data)
     if data.get("kind") == "fault" and not _is_intercept(data.get("fault")):
         fault = member_str(data, "fault")
         return events.FaultInjected(
-            **where, fault=fault, detail=detail, method=method, withheld=withheld, original=original
+            **where,
+            fault=fault,
+            detail=detail,
+            method=method,
+            withheld=withheld,
+            original=original,
+            redacted=redacted,
         )
     if data.get("kind") == "intercept":
         step = data.get("step")
@@ -90,7 +98,13 @@ def _proxy_action(
         names = " or ".join(_INTERCEPT_KINDS)
         raise RecordingError(f"an intercept step must be {names}, not {shown(step)}")
     return events.InterceptStep(
-        **where, kind=found, detail=detail, method=method, withheld=withheld, original=original
+        **where,
+        kind=found,
+        detail=detail,
+        method=method,
+        withheld=withheld,
+        original=original,
+        redacted=redacted,
     )
 
 

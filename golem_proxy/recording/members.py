@@ -118,6 +118,14 @@ def member_direction(data: dict[str, Any], key: str = "dir") -> Direction:
     return found
 
 
+def member_redacted(data: dict[str, Any]) -> tuple[str, ...]:
+    """``data["redacted"]``: the paths redaction replaced values at (none when absent)."""
+    redacted = data.get("redacted", ())
+    if not isinstance(redacted, (list, tuple)) or not all(isinstance(p, str) for p in redacted):
+        raise RecordingError("redacted must be a list of strings")
+    return tuple(redacted)
+
+
 def member_base64(data: dict[str, Any], key: str = "raw") -> bytes:
     value = member_str(data, key, "")
     try:

@@ -147,6 +147,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "method",
         "withheld",
         "original",
+        "redacted",
     ),
     "intercept": (
         *COMMON_MEMBERS,
@@ -158,6 +159,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "method",
         "withheld",
         "original",
+        "redacted",
     ),
     "gap": (*COMMON_MEMBERS, "missed", "consumer"),
     "stderr": (*COMMON_MEMBERS, "conn", "route", "text", "raw"),

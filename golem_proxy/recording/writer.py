@@ -98,8 +98,10 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(kind="intercept", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, step=event.kind.value, detail=event.detail)
         base.update(method=event.method, withheld=event.withheld)
-        if event.original:  # sent edited: its payload as it came
+        if event.original:  # sent edited: its payload as it came (redacted, maybe)
             base.update(original=b64(event.original))
+        if event.redacted:
+            base.update(redacted=list(event.redacted))
     elif isinstance(event, events.EventsMissed):
         base.update(kind="gap", missed=event.count, consumer=event.consumer)
     elif isinstance(event, events.ProcessOutput):

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from golem_core.messages import Malformed
 from golem_core.profiles import GOLEM
-from golem_proxy.events import FrameSeen
+from golem_proxy.events import Direction, FrameSeen
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.redact import REDACTED, Echoes, Redactor
+from golem_proxy.live.tap import ConnectionTap
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.upstreams import GolemUpstream
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
@@ -112,3 +114,19 @@ async def test_an_echo_nested_as_deep_as_the_decoder_goes_is_redacted(tmp_path: 
     assert b"SECRET" not in record.read_bytes()
     frames = [e for e in read_recording(str(record)).events if isinstance(e, FrameSeen)]
     assert [frame.redacted for frame in frames[2::2]] == [("echo",), ("echo",)]
+
+
+def test_a_request_corrupted_past_decoding_is_scrubbed_of_a_value_redacted_before() -> None:
+    """``--fault corrupt`` hands the tap bytes that decode to nothing: no rule finds its path
+    in them, but a value the rules replaced earlier on the connection is scrubbed from them,
+    and they stay as malformed as they were sent."""
+    events: list[object] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append, redactor=Redactor(["params.code"]))
+    login = {"id": "1", "method": "auth.login", "params": {"code": "TOPSECRET-hunter2"}}
+    tap.process(Direction.C2S, GOLEM.encode(login), 0.0)
+    corrupted = b'{"id": "2", "method": "auth.login", "params": {"code": "TOPSECRET-hunter2"}\xfe'
+    tap.process(Direction.C2S, GOLEM.frame_payload(corrupted), 0.1)
+    first, second = [e for e in events if isinstance(e, FrameSeen)]
+    assert first.redacted == ("params.code",) and second.redacted == ("echo",)
+    assert b"TOPSECRET" not in second.payload and REDACTED.encode() in second.payload
+    assert isinstance(second.message, Malformed)
