@@ -46,6 +46,10 @@ left it so (the engine then is not asked), None to let the engine decide."""
 T = TypeVar("T")
 RECEIVE_SIZE = 65536
 FORWARD_FAILED_CODE = -32603
+FORWARD_WAIT = 60.0
+"""How long a forwarded request waits for its answer from the live plugin (what comes
+meanwhile going on to the client) before the forward fails, rather than the client's
+connection waiting for ever on a plugin that answered with another id."""
 
 
 class ForwardError(Exception):
@@ -66,15 +70,20 @@ class _Upstream:
         """Send one framed request (whose correlation key is ``wanted``) and return the frame
         that answers it. What the plugin sends before that answers something else (a
         notification, a stale reply) goes on to ``client`` as it comes: nothing is dropped,
-        and it is never taken for the answer.
+        and it is never taken for the answer. The answer comes within `FORWARD_WAIT` seconds,
+        or the forward fails: a plugin that answered with another id leaves the client's
+        connection served on, not waiting for ever.
 
         Raises ForwardError when the plugin fails; the client's stream errors pass as they are."""
         await _from_plugin(self.framed.send(request.raw))
-        while True:
-            reading = await _from_plugin(self.framed.receive_reading(wanted))
-            if isinstance(reading, Answer):
-                return reading.frame
-            await write_all(client, reading.frame.raw)
+        with trio.move_on_after(FORWARD_WAIT):
+            while True:
+                reading = await _from_plugin(self.framed.receive_reading(wanted))
+                if isinstance(reading, Answer):
+                    return reading.frame
+                await write_all(client, reading.frame.raw)
+        waited = f"{FORWARD_WAIT:g} s"
+        raise ForwardError(f"live plugin sent no answer with the request's id in {waited}")
 
 
 async def _from_plugin(step: Awaitable[T]) -> T:

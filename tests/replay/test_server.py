@@ -18,6 +18,7 @@ from golem_proxy.net.addresses import Address
 from golem_proxy.net.framed_stream import FramedStream, FramingFailure
 from golem_proxy.net.listeners import connect, open_listener
 from golem_proxy.recording.format import read_recording
+from golem_proxy.replay import server as replay_server
 from golem_proxy.replay.engine import ReplayEngine
 from golem_proxy.replay.index import ReplayIndex, load_exchanges
 from golem_proxy.replay.matching import IgnoreRules, Keyer, MatchMode
@@ -255,3 +256,29 @@ async def test_close_policy_closes_the_connection(tmp_path: Path) -> None:
             await client_end.send_all(GOLEM.encode({"id": "1", "method": "nope", "params": {}}))
             assert await peer.read() is None
     assert engine.report.misses[0].method == "nope"
+
+
+def other_id(payload: bytes) -> bytes:
+    """A plugin that answers with an id it was not sent."""
+    request = json.loads(payload)
+    return GOLEM.encode({"id": f"nope-{request['id']}", "result": {}, "error": None})
+
+
+async def test_a_forwarded_miss_answered_with_another_id_fails_in_time_and_serves_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replay_server, "FORWARD_WAIT", 0.3)
+    engine = make_engine(modelling_session(tmp_path / "s.jsonl"), on_miss="forward")
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            upstream = await nursery.start(golem_plugin, other_id)
+            server = ReplayServer(engine, {"main": LOOPBACK}, upstreams={"main": upstream})
+            bound = await nursery.start(server.run)
+            peer = Peer(await connect(bound["main"]))
+            request = {"id": "a", "method": "scene.delete_layer", "params": {"name": "a"}}
+            await peer.stream.send_all(GOLEM.encode(request))
+            assert (await peer.read())["id"] == "nope-a"  # passed on as it came
+            failed = await peer.read()
+            assert failed["id"] == "a" and "no answer with the request's id" in str(failed)
+            assert (await peer.call("ping", {}))["result"] == {"alive": True}  # served on
+            nursery.cancel_scope.cancel()
