@@ -24,14 +24,20 @@ frame's bytes (the profile's cap, an oversized header is a `FrameError`, never s
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Optional, Union
 
 from .framing import Discarded, EndOfStream, Frame, FrameError, NeedData
 from .messages import Message, Request, Role
 from .profiles import Profile
 
-__all__ = ["Answer", "AnswerReader", "Reading", "Unrelated"]
+__all__ = ["ASKED_REMEMBERED", "Answer", "AnswerReader", "Reading", "Unrelated", "UnrelatedKind"]
+
+ASKED_REMEMBERED = 1024
+"""How many of a connection's latest request keys a reader keeps, to tell a late or repeated
+answer to one of them (`UnrelatedKind.STALE`) from a reply with an id never asked for."""
 
 
 @dataclass(frozen=True)
@@ -42,13 +48,32 @@ class Answer:
     message: Message
 
 
+class UnrelatedKind(Enum):
+    """What a frame that does not answer the request is."""
+
+    OWN = "own"
+    """A notification or a request of the server's own."""
+    STALE = "stale"
+    """A reply carrying the id of an earlier request of the connection: a late answer, or one
+    sent again."""
+    OTHER = "other"
+    """A reply carrying an id no request of the connection had (as far as remembered)."""
+
+
 @dataclass(frozen=True)
 class Unrelated:
     """A frame the server sent that does not answer the request: a notification, a request of
-    its own, or a reply carrying another id."""
+    its own, or a reply carrying another id; ``kind`` says which, ``key`` is a reply's
+    correlation key."""
 
     frame: Frame
     message: Message
+    kind: UnrelatedKind
+    key: Optional[Any]
+    wrong_id: bool
+    """A reply of kind OTHER where this protocol's client takes the next reply as the answer
+    to its one outstanding request (`Profile.replies_by_id` False): the server answered the
+    request, with the wrong id. Where replies go by id, the client reads on past it."""
 
 
 Reading = Union[Answer, Unrelated, FrameError, EndOfStream, NeedData]
@@ -65,6 +90,8 @@ class AnswerReader:
         self.decoder = profile.new_decoder(cap, skip_oversized=False)
         self.unrelated = 0
         """How many frames `next_reading` has passed over as not the answer."""
+        self._asked: OrderedDict[Any, None] = OrderedDict()
+        """The keys `next_reading` was asked for, the latest `ASKED_REMEMBERED`."""
 
     def key_of(self, request: dict[str, Any]) -> Optional[Any]:
         """The correlation key of a request object about to be sent (its ``id`` as the
@@ -93,14 +120,24 @@ class AnswerReader:
         its `Answer`, an `Unrelated` frame, a framing error, the end of the stream, or
         NEED_DATA. Never raises: an answer that is no JSON is an `Answer` holding a Malformed
         message when it carries no id (the server's reply to what it could not read)."""
+        if wanted is not None and wanted not in self._asked:
+            self._asked[wanted] = None
+            if len(self._asked) > ASKED_REMEMBERED:
+                self._asked.popitem(last=False)
         event = self.next_frame()
         if not isinstance(event, Frame):
             return event
-        message = self.profile.parse(event.payload, Role.RESPONSE)
-        if self.profile.is_answer_to(message, wanted):
+        profile = self.profile
+        message = profile.parse(event.payload, Role.RESPONSE)
+        if profile.is_answer_to(message, wanted):
             return Answer(event, message)
         self.unrelated += 1
-        return Unrelated(event, message)
+        key = profile.correlation_key(message)
+        if message.role is Role.REQUEST or key is None:  # a reply with no id is an answer
+            return Unrelated(event, message, UnrelatedKind.OWN, None, False)
+        if key in self._asked:
+            return Unrelated(event, message, UnrelatedKind.STALE, key, False)
+        return Unrelated(event, message, UnrelatedKind.OTHER, key, not profile.replies_by_id)
 
     def next_answer(
         self, wanted: Optional[Any]

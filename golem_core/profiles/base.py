@@ -269,13 +269,16 @@ class Profile(abc.ABC):
     def is_answer_to(self, message: Message, wanted: Optional[Any]) -> bool:
         """Whether ``message``, read from a server after sending a request whose correlation
         key is ``wanted``, is its answer: a reply with that key, or a reply with no usable id
-        (the answer to a request the server could not read). Never a request or notification
-        of the server's own (MCP's progress messages, its ``ping``)."""
+        (the answer to a request the server could not read; so is the reply the profile gives
+        to an unreadable request, `answers_unparseable`, when ``wanted`` is None). Never a
+        request or notification of the server's own (MCP's progress messages, its ``ping``)."""
         if message.role is _REQUEST:
             return False
         key = self.correlation_key(message)
         if key is None:  # naming a method, it is no reply (whatever the profile types it as)
             return not (isinstance(message.obj, dict) and "method" in message.obj)
+        if wanted is None:  # a request with no id read: its answer is the one to such a request
+            return self.answers_unparseable(message)
         return bool(key == wanted)
 
     def answers_unparseable(self, message: Message) -> bool:

@@ -4,7 +4,7 @@ A one-shot client ("curl for GOLEM"). The request is encoded, and the answer dec
 profile's own codec (`golem_core`), so what goes on the wire is what the protocol's reference
 client would send. Exit codes: 0 for a success answer, 1 for a failed one (an error or
 malformed answer, or a success envelope whose result reports a failure), 2 when the call
-could not be made (bad arguments, no connection, no answer in time).
+could not be made (bad arguments, no connection, no answer in time, an answer with another id).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ..net.request_client import (
     RequestFailed,
     Unreachable,
     request_answer,
+    strays_text,
 )
 from ..terminal import safe_text
 from ._answers import print_answer
@@ -97,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.buffer.flush()
     else:
         print_answer(answer.message, profile, console())
+    if answer.stray_count:
+        # Read past, as the protocol's client does; a server that sends them is worth knowing.
+        note = f"before the answer, {target} sent {strays_text(answer.strays, answer.stray_count)}"
+        console(stderr=True).print(Text(f"golem-proxy: {safe_text(note)}", style="yellow"))
     message = answer.message
     outcome = profile.outcome(profile.parse(payload, Role.REQUEST), message)
     if isinstance(message, Response) and outcome.failed:

@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     head.append(f"id {safe_text(str(resent.request_id))}, {format_latency(resent.latency)} → ")
     head.append(safe_text(resent.outcome.text), style=TONE_STYLES[outcome_tone(resent.outcome)])
     out.print(head, soft_wrap=True)
+    if resent.strays is not None:
+        note = f"before it, {resent.upstream} sent {resent.strays} (not compared)"
+        out.print(Text(safe_text(note), style="yellow"), soft_wrap=True)
     if isinstance(resent.message, Malformed):
         # The same line and exit code as `call`: there is no answer to compare.
         out.print(malformed_line(resent.message), soft_wrap=True)

@@ -15,6 +15,7 @@ from ..recording.samples import is_sample
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.render import render_verify
 from ..replay.verify import TargetUnreachable, update_trace, verify_trace
+from ..terminal import counted
 from ._common import (
     CommandError,
     console,
@@ -75,11 +76,25 @@ def run(args: argparse.Namespace) -> int:
         trace.close()
     if args.json:
         payload: dict[str, Any] = {"ok": result.ok, "exchanges": len(result.checks)}
+        payload["unasked"] = result.unasked
         payload["failed"] = [check.to_json() for check in result.failed]
         print(json_text(payload, indent=2))
     else:
         render_verify(result, console())
     if args.update:
+        unanswered = result.unanswered
+        if unanswered:
+            # The trace takes nothing but true answers, and only a whole run of them: half
+            # updated, its answers would come from two plugins.
+            numbers = ", ".join(f"#{check.number}" for check in unanswered[:10])
+            more = ", …" if len(unanswered) > 10 else ""
+            print(
+                f"verify: not updated: {len(unanswered)} of "
+                f"{counted(len(result.checks), 'exchange')} got no answer to their request "
+                f"({numbers}{more}); {args.file} is left as it was",
+                file=sys.stderr,
+            )
+            return EXIT_DIFFERENT
         changed = update_trace(args.file, result, comparator)
         print(f"verify: updated {changed} responses in {args.file}", file=sys.stderr)
         return 0

@@ -22,7 +22,13 @@ from golem_core.outcome import Outcome
 from golem_core.profiles import Profile
 
 from ..net.addresses import Address
-from ..net.request_client import NoAnswerInTime, Observe, RequestFailed, request_answer
+from ..net.request_client import (
+    NoAnswerInTime,
+    Observe,
+    RequestFailed,
+    request_answer,
+    strays_text,
+)
 
 __all__ = ["ResendError", "Resent", "fresh_request", "resend"]
 
@@ -46,6 +52,9 @@ class Resent:
     """Seconds from sending the request to the response's last byte received."""
     outcome: Outcome
     """What the answer means (`Profile.outcome`), a failure inside a success result included."""
+    strays: Optional[str] = None
+    """The replies with another id read before the answer, in words (`request_client`), if
+    any came (only where replies go by id: elsewhere such a reply fails the resend)."""
 
 
 def fresh_request(payload: bytes, profile: Profile, ids: Iterator[Any]) -> tuple[bytes, Request]:
@@ -72,8 +81,10 @@ async def resend(
     """Send the request ``payload`` to ``upstream`` on a new connection, with a fresh id from
     ``ids`` (a new `Profile.request_ids` source by default), and return the answer, classified
     by the profile (a malformed answer is a `Malformed` message, not an error). Frames that
-    answer something else are skipped. Raises ResendError when the upstream cannot be reached,
-    closes first, sends a bad frame, or stays silent for ``timeout`` seconds."""
+    answer something else are skipped (replies with another id named in ``strays``). Raises
+    ResendError when the upstream cannot be reached, closes first, sends a bad frame, answers
+    with another id where the protocol's client would take it as the answer, or sends no
+    answer for ``timeout`` seconds."""
     new_payload, original = fresh_request(payload, profile, ids or profile.request_ids())
     sent = profile.parse(new_payload, Role.REQUEST)
     wanted = profile.correlation_key(sent)
@@ -82,7 +93,9 @@ async def resend(
         answer = await request_answer(
             upstream, frame, profile, wanted, timeout=timeout, observe=observe
         )
-    except NoAnswerInTime:
+    except NoAnswerInTime as exc:
+        if exc.strays:  # it did answer, with other ids: say which
+            raise ResendError(str(exc)) from None
         raise ResendError(
             f"{upstream} did not answer within {timeout:g} s (a server that serves one client "
             "at a time, as the GOLEM plugin does per channel, answers once its client is gone)"
@@ -92,4 +105,5 @@ async def resend(
     return Resent(
         upstream, original.id, sent.id, original.method, new_payload, answer.frame.payload,
         answer.message, answer.latency, profile.outcome(sent, answer.message),
+        strays_text(answer.strays, answer.stray_count) if answer.stray_count else None,
     )  # fmt: skip

@@ -1,5 +1,5 @@
-"""A trio stream carrying one profile's frames: send a frame, wait for the next one or for the
-answer to a request.
+"""A trio stream carrying one profile's frames: send a frame, read the next one, or read what
+comes after a request up to its answer.
 
 The client side of a link uses this: the replay server forwarding a miss, `verify` re-sending
 a trace, and the one request/answer client (`request_client`: ``call``, ``resend``). The relay
@@ -51,16 +51,9 @@ class FramedStream:
         self.sent_at: Optional[float] = None
         """When the last `send` began (trio's clock)."""
 
-    async def exchange(self, data: bytes) -> Frame:
-        """Send ``data`` (a framed message) and return the next frame the peer sends.
-
-        Raises EOFError when the peer closes first, FramingFailure for bad framing, and trio's
-        BrokenResourceError / OSError when the connection fails."""
-        await self.send(data)
-        return await self.receive_frame()
-
     async def send(self, data: bytes) -> None:
-        """Send ``data`` whole; raises as `exchange` does."""
+        """Send ``data`` (a framed message) whole. Raises trio's BrokenResourceError / OSError
+        when the connection fails."""
         started = self.sent_at = trio.current_time()
         await self.stream.send_all(data)
         if self.observe is not None:
@@ -70,7 +63,9 @@ class FramedStream:
             self.observe(Direction.C2S, data, started)
 
     async def receive_frame(self) -> Frame:
-        """The next frame; raises as `exchange` does."""
+        """The next frame the peer sends. Raises EOFError when the peer closes first,
+        FramingFailure for bad framing, and trio's BrokenResourceError / OSError when the
+        connection fails."""
         while True:
             event = self.answers.next_frame()
             if isinstance(event, NeedData):
@@ -80,8 +75,8 @@ class FramedStream:
 
     async def receive_reading(self, wanted: Optional[Any]) -> Union[Answer, Unrelated]:
         """The next frame after sending a request whose correlation key is ``wanted``: its
-        `Answer`, or a frame that answers something else (`Unrelated`). Raises as `exchange`
-        does."""
+        `Answer`, or a frame that answers something else (`Unrelated`, saying what it is).
+        Raises as `receive_frame` does."""
         while True:
             reading: Reading = self.answers.next_reading(wanted)
             if isinstance(reading, (Answer, Unrelated)):

@@ -69,6 +69,8 @@ def render_verify(result: VerifyResult, console: Console) -> None:
         console.print(title)
         if check.problem is not None:
             console.print(_literal(f"  {check.problem}", "yellow"))
+        for extra in check.extra:
+            console.print(_literal(f"  {extra}", "yellow"))
         if check.differences:
             cut = _print_differences(console, check.differences, "recorded", "live") or cut
     if len(failed) > MAX_SHOWN:
@@ -76,6 +78,15 @@ def render_verify(result: VerifyResult, console: Console) -> None:
     if cut:
         console.print(Text(CUT_NOTE, style="dim"))
     total = len(result.checks)
+    if result.unasked:
+        # Not a difference, but a plugin that sends what it was not asked for should be seen.
+        console.print(
+            Text(
+                f"verify: skipped {counted(result.unasked, 'frame')} the plugin sent of its own "
+                "(notifications, requests): none is an answer",
+                style="yellow",
+            )
+        )
     if result.ok:
         console.print(f"[green]verify: all {counted(total, 'exchange')} match[/green]")
     else:

@@ -4,26 +4,32 @@ response with the recorded one.
 Requests get fresh ids (UUID4 for GOLEM, counting integers for JSON-RPC) and recorded GUIDs are
 swapped for the live ones learned from earlier responses, so a session that creates an object
 and then uses it runs against the live plugin as it ran when recorded.
+
+The live answer is the frame that answers the request sent, by golem_core's `AnswerReader`
+rule, never just the next frame: the plugin's own notifications and requests are skipped and
+counted, a late or repeated answer to an earlier request is told to that request's check, and a
+reply with an id never sent is a difference of its own (where the protocol's client would take
+it for the answer) or skipped and named (where replies go by id).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import trio
 
-from golem_core.framing import Frame
-from golem_core.messages import Message, Role
+from golem_core.answers import ASKED_REMEMBERED
+from golem_core.messages import Message, Request, Role
 from golem_core.profiles import Profile
 
 from ..events import Direction, ExchangeCompleted, FrameSeen
 from ..net.addresses import Address
-from ..net.framed_stream import FramedStream
-from ..net.listeners import connect, connect_reason
+from ..net.request_client import id_text
 from ..recording.files import replacing
 from ..recording.format import RecordingError, RecordingReader, encode_event
 from ..recording.frame_skeleton import over_parse_budget
@@ -31,19 +37,9 @@ from ..recording.schema import MSG_KEY
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange, encode_recorded
 from .large_payloads import compare_as_bytes, with_id
+from .live_link import MAX_SKIPPED, Link, Live, Sent, TargetUnreachable, TooManyFrames
 
 __all__ = ["ExchangeCheck", "TargetUnreachable", "VerifyResult", "update_trace", "verify_trace"]
-
-
-class TargetUnreachable(Exception):
-    """The live plugin could not be reached at all on a route: the trace could not be
-    verified, which is not the same as the plugin answering differently."""
-
-    def __init__(self, route: str, address: Address, reason: str) -> None:
-        super().__init__(f"cannot reach the plugin at {address} for route {route} ({reason})")
-        self.route = route
-        self.address = address
-        self.reason = reason
 
 
 @dataclass
@@ -56,15 +52,26 @@ class ExchangeCheck:
     differences: list[Difference] = field(default_factory=list)
     problem: Optional[str] = None
     live_payload: Optional[bytes] = None
+    """The frame that answered the request (None when none did)."""
+    extra: list[str] = field(default_factory=list)
+    """What the plugin sent besides that answer that belongs to this exchange (a second
+    answer with its id, replies with ids never sent), in words: each is a difference."""
+    unasked: int = 0
+    """Frames of the plugin's own (notifications, requests) skipped while waiting for the
+    answer: reported, not a difference."""
 
     @property
     def ok(self) -> bool:
-        return not self.differences and self.problem is None
+        return not self.differences and self.problem is None and not self.extra
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"number": self.number, "route": self.route, "method": self.method}
         if self.problem is not None:
             out["problem"] = self.problem
+        if self.extra:
+            out["extra"] = self.extra
+        if self.unasked:
+            out["unasked"] = self.unasked
         out["differences"] = [d.to_json() for d in self.differences]
         return out
 
@@ -81,52 +88,15 @@ class VerifyResult:
     def failed(self) -> list[ExchangeCheck]:
         return [check for check in self.checks if not check.ok]
 
+    @property
+    def unasked(self) -> int:
+        """Frames of the plugin's own skipped over the whole run."""
+        return sum(check.unasked for check in self.checks)
 
-class _Link:
-    """One connection to the live plugin for one route, reopened after the plugin closes it."""
-
-    def __init__(self, route: str, address: Address, profile: Profile) -> None:
-        self.route = route
-        self.address = address
-        self.profile = profile
-        self.framed: Optional[FramedStream] = None
-        self.reached = False
-
-    async def round_trip(self, data: bytes, timeout: float) -> Frame:
-        """Send a framed request and return the reply frame; one reconnect on a closed or reset
-        connection, as the GOLEM client does. Raises OSError or trio.TooSlowError, and
-        TargetUnreachable when the plugin was never reached on this route."""
-        for attempt in (1, 2):
-            try:
-                with trio.fail_after(timeout):
-                    return await self._try(data)
-            except trio.TooSlowError:
-                # The answer may still come: drop the connection so it cannot be taken for
-                # the answer to the next request.
-                await self.close()
-                raise
-            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
-                await self.close()
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    async def _try(self, data: bytes) -> Frame:
-        if self.framed is None:
-            try:
-                stream = await connect(self.address)
-            except OSError as exc:
-                if not self.reached:
-                    raise TargetUnreachable(self.route, self.address, connect_reason(exc)) from exc
-                raise
-            self.reached = True
-            self.framed = FramedStream(stream, self.profile)
-        return await self.framed.exchange(data)
-
-    async def close(self) -> None:
-        if self.framed is not None:
-            await self.framed.aclose()
-            self.framed = None
+    @property
+    def unanswered(self) -> list[ExchangeCheck]:
+        """The checks whose request got no answer (nothing to update them from)."""
+        return [check for check in self.checks if check.live_payload is None]
 
 
 async def verify_trace(
@@ -143,8 +113,11 @@ async def verify_trace(
     once and then stops answering is a difference, reported per exchange). ``progress`` is
     told how many exchanges are done before each one and at the end."""
     profile = trace.profile
-    links: dict[str, _Link] = {}
+    links: dict[str, Link] = {}
     checks: list[ExchangeCheck] = []
+    # The exchange each recent request key was sent for: a later answer with that key is told
+    # to its check. Keys are fresh per run (`request_ids`), so they never collide.
+    sent_for: OrderedDict[Any, ExchangeCheck] = OrderedDict()
     ids = profile.request_ids()
     try:
         for exchange in trace.exchanges:
@@ -156,12 +129,22 @@ async def verify_trace(
             if address is None:
                 check.problem = f"no target for route {exchange.route!r}"
                 continue
-            data = _request_bytes(exchange, profile, comparator, ids)
+            sent = _request(exchange, profile, comparator, ids)
+            if sent.key is not None:
+                sent_for[sent.key] = check
+                if len(sent_for) > ASKED_REMEMBERED:
+                    sent_for.popitem(last=False)
             link = links.get(exchange.route)
             if link is None:
-                link = links[exchange.route] = _Link(exchange.route, address, profile)
+                link = links[exchange.route] = Link(exchange.route, address, profile)
+            live = Live()
             try:
-                frame = await link.round_trip(data, timeout)
+                await link.round_trip(sent, live, timeout)
+            except TooManyFrames:
+                check.problem = (
+                    f"no answer from {address}: it sent {MAX_SKIPPED} frames that are not the "
+                    f"answer ({live.unasked} of its own) without answering"
+                )
             except (OSError, EOFError, trio.TooSlowError, trio.BrokenResourceError) as exc:
                 reason = str(exc) or (
                     f"no answer within {timeout:g} s"
@@ -169,9 +152,10 @@ async def verify_trace(
                     else type(exc).__name__
                 )
                 check.problem = f"no answer from {address}: {reason}"
-                continue
-            check.live_payload = frame.payload
-            check.differences = _compare(exchange, frame.payload, comparator)
+            _note_live(check, live, sent, sent_for)
+            if live.frame is not None:
+                check.live_payload = live.frame.payload
+                check.differences = _compare(exchange, live.frame.payload, comparator)
         if progress is not None:
             progress(len(checks))
     except RecordingError as exc:  # a payload of a damaged line, decoded only now
@@ -183,27 +167,92 @@ async def verify_trace(
     return VerifyResult(checks)
 
 
+def _note_live(
+    check: ExchangeCheck, live: Live, sent: Sent, sent_for: Mapping[Any, ExchangeCheck]
+) -> None:
+    """Tell ``check`` (and the checks of earlier requests) what came for it besides its
+    answer."""
+    check.unasked += live.unasked
+    if live.answered_wrong:
+        check.problem = (
+            f"answered with id {id_text(live.wrong_id)}, not {_sent_id_text(sent)} (not compared)"
+        )
+    if live.strays:
+        check.extra.append(
+            f"{live.stray_count} {'reply' if live.stray_count == 1 else 'replies'} with an id "
+            "verify never sent came before its answer (skipped): "
+            + ", ".join(id_text(ident) for ident in live.strays)
+            + (", …" if live.stray_count > len(live.strays) else "")
+        )
+    for key in live.stale:
+        earlier = sent_for.get(key)
+        if earlier is None:
+            continue
+        if earlier.live_payload is not None:
+            what = "another answer with its id came after the first"
+        else:
+            what = "an answer with its id came late"
+        earlier.extra.append(f"{what}, while #{check.number} waited (skipped)")
+
+
+def _sent_id_text(sent: Sent) -> str:
+    return "the request's (none readable)" if sent.key is None else id_text(sent.ident)
+
+
+def _key(profile: Profile, ident: Any) -> Optional[Any]:
+    """The correlation key of a request with id ``ident``."""
+    return profile.correlation_key(Request(ident, "", None, {"id": ident}))
+
+
+def _key_of(profile: Profile, payload: bytes) -> tuple[Any, Optional[Any]]:
+    """The id and correlation key of a request sent as recorded (None for one too large to
+    read)."""
+    if over_parse_budget(payload, 0):
+        return None, None
+    message = profile.parse(payload, Role.REQUEST)
+    return message.id, profile.correlation_key(message)
+
+
+def _request(
+    exchange: RecordedExchange, profile: Profile, comparator: Comparator, ids: Iterator[Any]
+) -> Sent:
+    """The request to send for ``exchange``: a fresh id, live GUIDs in its params."""
+    data, ident = _request_bytes(exchange, profile, comparator, ids)
+    if ident is _AS_RECORDED:
+        ident, key = _key_of(profile, exchange.request)
+        return Sent(data, ident, key)
+    return Sent(data, ident, _key(profile, ident))
+
+
+_AS_RECORDED = object()
+"""`_request_bytes`' id for a request sent as it was recorded."""
+
+
 def _request_bytes(
     exchange: RecordedExchange, profile: Profile, comparator: Comparator, ids: Iterator[Any]
-) -> bytes:
+) -> tuple[bytes, Any]:
+    """The framed request and the fresh id it carries, or `_AS_RECORDED` for one sent as it
+    was recorded."""
+    as_recorded = profile.frame_payload(exchange.request), _AS_RECORDED
     if exchange.request_type != "request":
-        return profile.frame_payload(exchange.request)  # malformed: as recorded
+        return as_recorded  # malformed: as recorded
     if exchange.too_large(response=False):
         # Not parsed (a reader's budget): its bytes, a fresh id and the live GUIDs spliced in.
-        live = with_id(exchange.request, next(ids), comparator.guids.to_live_map)
-        return profile.frame_payload(live)
+        ident = next(ids)
+        live = with_id(exchange.request, ident, comparator.guids.to_live_map)
+        return profile.frame_payload(live), ident
     try:
         obj = exchange.request_obj()
     except RecordingError:
         raise
     except ValueError:  # recorded as it came, not JSON: sent so
-        return profile.frame_payload(exchange.request)
+        return as_recorded
     if not isinstance(obj, dict):  # a request that is no object is sent as it was recorded
-        return profile.frame_payload(exchange.request)
-    obj["id"] = next(ids)
+        return as_recorded
+    ident = obj["id"] = next(ids)
     if "params" in obj:
         obj["params"] = comparator.guids.to_live(obj["params"])
-    return encode_recorded(profile, obj)
+    return encode_recorded(profile, obj), ident
 
 
 def _compare(

@@ -8,10 +8,10 @@ from typing import Any, Union
 import pytest
 from core_feeding import chunkings
 
-from golem_core.answers import Answer, AnswerReader, Reading, Unrelated
+from golem_core.answers import Answer, AnswerReader, Reading, Unrelated, UnrelatedKind
 from golem_core.framing import NEED_DATA, EndOfStream, FrameError, FrameErrorKind
 from golem_core.messages import Malformed
-from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP, Profile
 
 PROFILES = [GOLEM, JSONRPC_NDJSON]
 
@@ -110,3 +110,36 @@ def test_an_oversized_header_is_an_error_not_skipped() -> None:
     reader.receive_data((1 << 20).to_bytes(4, "big") + b"x" * 100)
     event = reader.next_answer(key(GOLEM, 1))
     assert isinstance(event, FrameError) and event.kind is FrameErrorKind.OVERSIZED
+
+
+@pytest.mark.parametrize("profile", [GOLEM, JSONRPC_NDJSON, MCP], ids=lambda p: p.name)
+def test_what_answers_nothing_is_told_apart(profile: Profile) -> None:
+    """The server's own message, a late or repeated answer to an earlier request, and a reply
+    with an id never asked for: only the last answers the request, with the wrong id, and only
+    where the protocol's client takes the next reply as its answer."""
+    reader = AnswerReader(profile)
+    reader.receive_data(profile.encode({"jsonrpc": "2.0", "id": 1, "result": {}}))
+    assert isinstance(reader.next_reading(key(profile, 1)), Answer)
+    for obj in (
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+        {"jsonrpc": "2.0", "id": 9, "result": {}},
+    ):
+        reader.receive_data(profile.encode(obj))
+    got = [reader.next_reading(key(profile, 2)) for _ in range(3)]
+    assert all(isinstance(reading, Unrelated) for reading in got)
+    kinds = [(r.kind, r.key, r.wrong_id) for r in got if isinstance(r, Unrelated)]
+    sequential = not profile.replies_by_id
+    assert kinds == [
+        (UnrelatedKind.OWN, None, False),
+        (UnrelatedKind.STALE, key(profile, 1), False),
+        (UnrelatedKind.OTHER, key(profile, 9), sequential),
+    ]
+
+
+def test_the_answer_to_a_request_with_no_id_is_the_one_to_an_unreadable_request() -> None:
+    # Scrybe answers a line it could not read with id 0 and a parse error.
+    reader = AnswerReader(JSONRPC_NDJSON)
+    error = {"code": -32700, "message": "parse error"}
+    reader.receive_data(JSONRPC_NDJSON.encode({"jsonrpc": "2.0", "id": 0, "error": error}))
+    assert isinstance(reader.next_reading(None), Answer)

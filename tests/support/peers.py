@@ -1,13 +1,17 @@
-"""A byte-recording echo server for relay tests, on 127.0.0.1 with a free port, run in the
-test's nursery (the GOLEM upstreams are in ``golem_proxy.testing.upstreams``)."""
+"""Servers for relay and client tests, on 127.0.0.1 with a free port, run in the test's nursery:
+a byte-recording echo server, and one that answers requests but misbehaves as told (the GOLEM
+upstreams are in ``golem_proxy.testing.upstreams``)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import trio
 
+from golem_core.framing import Frame
+from golem_core.profiles import GOLEM, Profile
 from golem_proxy.testing.upstreams import ListeningUpstream
 
 
@@ -52,4 +56,48 @@ class EchoUpstream(ListeningUpstream):
             pass
         finally:
             done.set()
+            await stream.aclose()
+
+
+@dataclass
+class MisbehavingUpstream(ListeningUpstream):
+    """Answers each request with ``{"echo": METHOD}``, misbehaving as ``mode`` says:
+    ``notify`` sends a notification of its own before each answer (legal JSON-RPC, MCP does
+    it), ``twice`` answers each request twice, ``wrong-id`` answers with an id it was never
+    sent, ``stray`` sends such a reply before the answer, ``flood`` sends ``flood``
+    notifications before each answer; ``honest`` just answers."""
+
+    profile: Profile = GOLEM
+    mode: str = "honest"
+    flood: int = 0
+
+    def _reply(self, ident: Any, method: Any) -> bytes:
+        return self.profile.encode(self.profile.success(ident, {"echo": method}))
+
+    async def _handle(self, stream: trio.SocketStream) -> None:
+        decoder = self.profile.new_decoder(skip_oversized=False)
+        notification = self.profile.encode({"jsonrpc": "2.0", "method": "tick", "params": {}})
+        try:
+            async for chunk in stream:
+                decoder.receive_data(bytes(chunk))
+                for event in decoder.events():
+                    if not isinstance(event, Frame):
+                        return
+                    request = json.loads(event.payload)
+                    ident, method = request.get("id"), request.get("method")
+                    out = self._reply(ident, method)
+                    if self.mode == "notify":
+                        out = notification + out
+                    elif self.mode == "flood":
+                        out = notification * self.flood + out
+                    elif self.mode == "twice":
+                        out += out
+                    elif self.mode == "wrong-id":
+                        out = self._reply(f"nope-{ident}", method)
+                    elif self.mode == "stray":
+                        out = self._reply(f"nope-{ident}", method) + out
+                    await stream.send_all(out)
+        except trio.BrokenResourceError:
+            pass
+        finally:
             await stream.aclose()

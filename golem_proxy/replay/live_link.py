@@ -1,0 +1,149 @@
+"""One connection to the live plugin per route, for `verify`: a request goes out and what the
+plugin sends comes back up to the frame that answers it, by golem_core's `AnswerReader` rule.
+
+What is not the answer is sorted as it comes: the plugin's own notifications and requests
+(counted), late or repeated answers to earlier requests (their keys, for those requests'
+checks), replies with an id never sent (named, where replies go by id; where the protocol's
+client takes the next reply as its answer, such a reply ends the wait as the request's answer
+with the wrong id). At most `MAX_SKIPPED` of them are read for one request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import trio
+
+from golem_core.answers import Answer, UnrelatedKind
+from golem_core.framing import Frame
+from golem_core.profiles import Profile
+
+from ..net.addresses import Address
+from ..net.framed_stream import FramedStream
+from ..net.listeners import connect, connect_reason
+
+__all__ = [
+    "MAX_SHOWN_IDS",
+    "MAX_SKIPPED",
+    "Link",
+    "Live",
+    "Sent",
+    "TargetUnreachable",
+    "TooManyFrames",
+]
+
+MAX_SKIPPED = 1000
+"""Frames that are not the answer read for one request before verify gives up on it (and on
+the connection, whose state it no longer knows)."""
+MAX_SHOWN_IDS = 5
+"""Ids of replies to no request an exchange's check names."""
+
+
+class TargetUnreachable(Exception):
+    """The live plugin could not be reached at all on a route: the trace could not be
+    verified, which is not the same as the plugin answering differently."""
+
+    def __init__(self, route: str, address: Address, reason: str) -> None:
+        super().__init__(f"cannot reach the plugin at {address} for route {route} ({reason})")
+        self.route = route
+        self.address = address
+        self.reason = reason
+
+
+@dataclass
+class Sent:
+    """A request about to go out: its framed bytes, its id and its correlation key."""
+
+    data: bytes
+    ident: Any
+    key: Optional[Any]
+
+
+@dataclass
+class Live:
+    """What the plugin sent for one request: the frame that answers it, or the reply it sent
+    instead with another id, and what was skipped while waiting."""
+
+    frame: Optional[Frame] = None
+    wrong_id: Any = None
+    answered_wrong: bool = False
+    unasked: int = 0
+    stale: list[Any] = field(default_factory=list)
+    """Correlation keys of the answers to earlier requests read meanwhile."""
+    strays: list[Any] = field(default_factory=list)
+    """Ids of replies to no request sent (where replies go by id: passed over), the first
+    `MAX_SHOWN_IDS`."""
+    stray_count: int = 0
+    skipped: int = 0
+
+
+class TooManyFrames(Exception):
+    """`MAX_SKIPPED` frames came for one request and none answered it."""
+
+
+class Link:
+    """One connection to the live plugin for one route, reopened after the plugin closes it."""
+
+    def __init__(self, route: str, address: Address, profile: Profile) -> None:
+        self.route = route
+        self.address = address
+        self.profile = profile
+        self.framed: Optional[FramedStream] = None
+        self.reached = False
+
+    async def round_trip(self, sent: Sent, live: Live, timeout: float) -> None:
+        """Send a framed request and read up to its answer into ``live``; one reconnect on a
+        closed or reset connection, as the GOLEM client does. Raises OSError or
+        trio.TooSlowError, TooManyFrames, and TargetUnreachable when the plugin was never
+        reached on this route."""
+        for attempt in (1, 2):
+            try:
+                with trio.fail_after(timeout):
+                    return await self._try(sent, live)
+            except (trio.TooSlowError, TooManyFrames):
+                # The answer may still come: drop the connection so it cannot be taken for
+                # the answer to the next request.
+                await self.close()
+                raise
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, EOFError):
+                await self.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _try(self, sent: Sent, live: Live) -> None:
+        if self.framed is None:
+            try:
+                stream = await connect(self.address)
+            except OSError as exc:
+                if not self.reached:
+                    raise TargetUnreachable(self.route, self.address, connect_reason(exc)) from exc
+                raise
+            self.reached = True
+            self.framed = FramedStream(stream, self.profile)
+        await self.framed.send(sent.data)
+        while True:
+            reading = await self.framed.receive_reading(sent.key)
+            if isinstance(reading, Answer):
+                live.frame = reading.frame
+                return
+            if reading.wrong_id:  # this protocol's client would take it for the answer
+                live.answered_wrong, live.wrong_id = True, reading.message.id
+                return
+            live.skipped += 1
+            if reading.kind is UnrelatedKind.OWN:
+                live.unasked += 1
+            elif reading.kind is UnrelatedKind.STALE:
+                live.stale.append(reading.key)
+            else:
+                live.stray_count += 1
+                if len(live.strays) < MAX_SHOWN_IDS:
+                    live.strays.append(reading.message.id)
+            if live.skipped >= MAX_SKIPPED:
+                raise TooManyFrames
+
+    async def close(self) -> None:
+        if self.framed is not None:
+            await self.framed.aclose()
+            self.framed = None

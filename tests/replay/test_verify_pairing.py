@@ -1,0 +1,105 @@
+"""``golem-proxy verify`` takes as the live answer the frame that answers the request it sent, by
+the profile's pairing rule, against a live plugin on 127.0.0.1 that misbehaves: what else the
+plugin sends is skipped and reported, never compared as an answer nor written by ``--update``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from functools import partial
+from pathlib import Path
+
+import trio
+
+from golem_core.profiles import get_profile
+from golem_proxy.recording.format import RouteInfo
+from golem_proxy.replay.index import load_exchanges
+from tests.support.cli_helpers import run_cli
+from tests.support.peers import MisbehavingUpstream
+from tests.support.traces import TraceBuilder
+
+METHODS = ("state", "tabs.list", "open")
+SCRYBE_ROUTES = (RouteInfo("scrybe", "127.0.0.1:19001", "127.0.0.1:19002"),)
+
+
+def trace_of(path: Path, profile: str, *, echo: str = "") -> Path:
+    """A trace of `METHODS`, each answered ``{"echo": METHOD}`` (or ``{"echo": echo}``): what
+    an honest `MisbehavingUpstream` answers."""
+    route = "scrybe" if profile != "golem" else "main"
+    extra = {"routes": SCRYBE_ROUTES} if profile != "golem" else {}
+    with TraceBuilder.create(str(path), profile, **extra) as trace:  # type: ignore[arg-type]
+        for method in METHODS:
+            trace.call(method, {}, {"echo": echo or method}, route=route)
+    return path
+
+
+def verify(
+    trace: Path, profile: str, mode: str, *args: str, flood: int = 0
+) -> subprocess.CompletedProcess[str]:
+    """``verify TRACE --target`` a `MisbehavingUpstream` in ``mode``, with ``args``."""
+
+    async def main() -> subprocess.CompletedProcess[str]:
+        upstream = MisbehavingUpstream(profile=get_profile(profile), mode=mode, flood=flood)
+        async with trio.open_nursery() as nursery:
+            address = await nursery.start(upstream.serve)
+            command = ("verify", str(trace), "--target", str(address), "--timeout", "5", *args)
+            done = await trio.to_thread.run_sync(partial(run_cli, *command))
+            nursery.cancel_scope.cancel()
+        return done
+
+    return trio.run(main)
+
+
+def test_notifications_before_each_answer_are_skipped_and_reported(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "nd.jsonl", "jsonrpc-ndjson")
+    done = verify(trace, "jsonrpc-ndjson", "notify")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verify: all 3 exchanges match" in done.stdout
+    assert "skipped 3 frames the plugin sent of its own" in done.stdout
+    as_json = verify(trace, "jsonrpc-ndjson", "notify", "--json")
+    assert json.loads(as_json.stdout)["unasked"] == 3
+
+
+def test_update_writes_the_answers_not_the_notifications_before_them(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "nd.jsonl", "jsonrpc-ndjson", echo="old")
+    done = verify(trace, "jsonrpc-ndjson", "notify", "--update")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "updated 3 responses" in done.stderr
+    loaded = load_exchanges(str(trace))
+    try:
+        answers = [exchange.response_obj() for exchange in loaded.exchanges]
+    finally:
+        loaded.close()
+    assert answers == [
+        {"jsonrpc": "2.0", "id": ident, "result": {"echo": method}}
+        for ident, method in enumerate(METHODS, 1)
+    ]
+
+
+def test_a_plugin_that_answers_twice_shifts_no_comparison(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "g.jsonl", "golem")
+    done = verify(trace, "golem", "twice")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "result.echo" not in done.stdout  # each answer compared with its own request's
+    assert done.stdout.count("another answer with its id came after the first") == 2
+    assert "#1 main state" in done.stdout and "#2 main tabs.list" in done.stdout
+
+
+def test_an_answer_with_another_id_is_a_difference_and_never_written(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "g.jsonl", "golem", echo="old")
+    before = trace.read_bytes()
+    done = verify(trace, "golem", "wrong-id")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.count('answered with id "nope-') == 3
+    assert "result.echo" not in done.stdout  # not compared as if it were the answer
+    updated = verify(trace, "golem", "wrong-id", "--update")
+    assert updated.returncode == 1, updated.stdout + updated.stderr
+    assert "not updated: 3 of 3 exchanges got no answer to their request" in updated.stderr
+    assert trace.read_bytes() == before
+
+
+def test_frames_skipped_for_one_request_are_bounded(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "nd.jsonl", "jsonrpc-ndjson")
+    done = verify(trace, "jsonrpc-ndjson", "flood", flood=1500)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.count("sent 1000 frames that are not the answer") == 3
