@@ -37,11 +37,13 @@ from .catalogue_model import (
 from .contract import Severity, Violation, rule, violation
 from .messages import Request
 from .profiles.base import path_of
+from .regular_files import read_regular
 
 __all__ = [
     "BUILTINS",
     "FORMAT",
     "KINDS",
+    "MAX_BYTES",
     "VERSION",
     "Drift",
     "HandlerInfo",
@@ -58,6 +60,10 @@ __all__ = [
 FORMAT = "golem-method-catalogue"
 VERSION = 2
 BUILTINS = ("ping", "shutdown", "list_methods")
+# The most a catalogue file may hold. The shipped GOLEM-3DMCP one is 230 kB for 135 plugin
+# methods and 89 tools (under 2 kB a method): 16 MiB is some 70 times that, room for about
+# ten thousand methods, while bounding what a wrong file (a log, a disk image) costs to parse.
+MAX_BYTES = 16 * 1024 * 1024
 
 R_UNKNOWN_METHOD = rule(
     "catalogue.unknown-method",
@@ -147,12 +153,17 @@ class MethodCatalogue:
 
     @classmethod
     def load(cls, path: str) -> MethodCatalogue:
-        """Read a catalogue file. Raises OSError or ValueError with the reason."""
-        with open(path, encoding="utf-8") as handle:
-            try:
-                data = json.load(handle)
-            except RecursionError:  # nesting deeper than the parser goes
-                raise ValueError("nested too deeply") from None
+        """Read a catalogue file: a regular file of at most `MAX_BYTES`, never blocking on a
+        FIFO or reading a device without end.
+
+        Raises OSError with the reason (`regular_files.NotARegularFile` for a FIFO, a device
+        or a directory), ValueError for what is not a catalogue
+        (`regular_files.FileTooLarge` for a file over `MAX_BYTES`)."""
+        text = read_regular(path, MAX_BYTES).decode("utf-8")
+        try:
+            data = json.loads(text)
+        except RecursionError:  # nesting deeper than the parser goes
+            raise ValueError("nested too deeply") from None
         return cls.from_json(data, path)
 
     @classmethod

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from ..recording.files import NotARegularFile, open_regular
+from golem_core.regular_files import FileTooLarge, NotARegularFile, read_regular
+
 from ..terminal import format_size
 from .catalogue_values import FunctionRef
 
@@ -136,20 +137,13 @@ def _read_source(file: Path) -> bytes:
     """The bytes of ``file``. Raises _Unreadable when it is not a regular file, cannot be
     opened, or is over `MAX_SOURCE_BYTES`."""
     try:
-        handle = open_regular(str(file))
+        return read_regular(str(file), MAX_SOURCE_BYTES)
     except NotARegularFile as exc:
         raise _Unreadable(f"{exc.kind}, not a regular file") from None
+    except FileTooLarge:
+        raise _Unreadable(f"larger than {format_size(MAX_SOURCE_BYTES)}") from None
     except OSError as exc:
         raise _Unreadable(_open_failure(file, exc)) from None
-    too_large = _Unreadable(f"larger than {format_size(MAX_SOURCE_BYTES)}")
-    with handle:
-        if os.fstat(handle.fileno()).st_size > MAX_SOURCE_BYTES:
-            raise too_large
-        # One byte past the cap: a file that grew since the check is caught too.
-        data = handle.read(MAX_SOURCE_BYTES + 1)
-    if len(data) > MAX_SOURCE_BYTES:
-        raise too_large
-    return data
 
 
 def _open_failure(file: Path, exc: OSError) -> str:
@@ -252,11 +246,8 @@ def _git_text(path: Path) -> Optional[str]:
     """The text of a file of ``.git``, stripped; None when it is missing, not a regular file
     (a FIFO would block the read forever), over `_GIT_TEXT_MAX`, or not readable."""
     try:
-        with open_regular(str(path)) as handle:
-            data = handle.read(_GIT_TEXT_MAX + 1)
-    except OSError:  # NotARegularFile included
-        return None
-    if len(data) > _GIT_TEXT_MAX:
+        data = read_regular(str(path), _GIT_TEXT_MAX)
+    except (OSError, FileTooLarge):  # NotARegularFile included
         return None
     return data.decode("utf-8", errors="replace").strip()
 

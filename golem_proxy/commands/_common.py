@@ -23,6 +23,7 @@ from rich.text import Text
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Severity
 from golem_core.profiles import Profile
+from golem_core.regular_files import FileTooLarge, NotARegularFile
 
 from ..analysis.filters import Filter, FilterError, parse_filter
 from ..analysis.flows import Flow
@@ -189,6 +190,12 @@ def catalogue_arg(spec: str) -> MethodCatalogue:
         return load_catalogue(spec)
     except CatalogueNotFound as exc:
         raise argparse.ArgumentTypeError(f"{spec}: {exc}") from None
+    except NotARegularFile as exc:  # worded as for a recording (`open_recording`)
+        raise argparse.ArgumentTypeError(f"{spec}: is {exc.kind}, not a catalogue file") from None
+    except FileTooLarge as exc:
+        raise argparse.ArgumentTypeError(
+            f"{spec}: too large for a method catalogue ({exc})"
+        ) from None
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"{spec}: {os_reason(exc)}") from None
     except ValueError as exc:

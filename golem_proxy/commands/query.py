@@ -124,9 +124,26 @@ def run(args: argparse.Namespace) -> int:
 
         def consume(result: QueryResult) -> None:
             bar.stop()  # the bar is gone before the first row prints
-            printer(result)
+            try:
+                printer(result)
+            except OSError as exc:
+                raise _OutputFailed(exc) from exc
 
-        return _run(args, consume, progress)
+        try:
+            return _run(args, consume, progress)
+        except _OutputFailed as failed:
+            # Not a trace that cannot be read: the output's own error, ended as every command
+            # ends it (`golem_proxy.cli`: quietly with exit 0 when its reader went away).
+            raise failed.error from None
+
+
+class _OutputFailed(Exception):
+    """Printing the result failed with ``error`` (a closed pipe, a full disk): kept apart
+    from the OSErrors of reading the traces, which `_run` reports as such."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _run(

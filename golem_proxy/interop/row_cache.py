@@ -24,6 +24,7 @@ from stat import S_ISREG
 from typing import Optional
 
 from golem_core import __version__
+from golem_core.regular_files import read_regular
 
 from ..analysis.reading_notes import reading_notes
 from ..analysis.trace import open_flows
@@ -43,6 +44,9 @@ more, and a file without one has none that long), so that rows cached before are
 for current."""
 _SUFFIX = ".rows.jsonl"
 _NOTES = ".notes.json"
+_NOTES_MAX = 1024 * 1024
+"""What is said of a recording's rows is its few reading notes and a number: a file larger
+than this is not one we wrote."""
 _USER = os.geteuid() if hasattr(os, "geteuid") else 0
 
 
@@ -111,11 +115,11 @@ def cached_row_file(rows: str, recording: str) -> RowFile:
     found: object = ()
     longest = MAX_ROW
     try:
-        with open(_notes_path(rows), encoding="utf-8") as stream:
-            found = json.load(stream)
+        # Only a regular file, and one of a sane size: a FIFO put there would block the query.
+        found = json.loads(read_regular(_notes_path(rows), _NOTES_MAX).decode("utf-8"))
     except FileNotFoundError:  # nothing said of it: no row as long as the engine's default
         longest = 0
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # FileTooLarge and NotARegularFile included
         pass
     if isinstance(found, dict):
         kept = found.get("longest")

@@ -2,7 +2,8 @@
 
 Reading: a recording (or a source file) is opened only if it is a regular file, checked on the
 open descriptor (``O_NONBLOCK`` first, so a FIFO or a device named ``x.jsonl`` is refused at
-once instead of blocking the reader forever).
+once instead of blocking the reader forever): `golem_core.regular_files`, shared with the
+method catalogue's loader.
 
 Writing: everything we create (recordings, exports, reports, copies) is readable by its owner
 only (0600) and never follows a symlink at its own path; an existing file is replaced only when
@@ -20,6 +21,8 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO
 
+from golem_core.regular_files import NotARegularFile, file_kind, open_regular
+
 from .schema import RecordingError
 
 __all__ = [
@@ -32,57 +35,6 @@ __all__ = [
     "replacing",
     "write_private",
 ]
-
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _kind(mode: int) -> str:
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-class NotARegularFile(OSError):
-    """The path is a FIFO, a device, a socket or a directory; ``kind`` says which ("a FIFO")."""
-
-    def __init__(self, path: str, kind: str) -> None:
-        super().__init__(f"{path}: {kind}, not a regular file")
-        self.filename = path
-        self.kind = kind
-
-
-def open_regular(path: str) -> IO[bytes]:
-    """Open ``path`` for reading if it is a regular file (a symlink to one is fine), checked
-    on the open descriptor, never blocking on a FIFO or a device.
-
-    Raises NotARegularFile when it is anything else (nothing is read from it); OSError as the
-    OS reports otherwise (no such file, a dangling symlink, a symlink loop, …)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-    try:
-        fd = os.open(path, flags)
-    except IsADirectoryError:
-        raise NotARegularFile(path, "a directory") from None
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:  # a socket file
-            raise NotARegularFile(path, "a socket") from None
-        raise
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotARegularFile(path, _kind(mode))
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def open_recording(path: str) -> IO[bytes]:
@@ -99,7 +51,7 @@ def open_recording(path: str) -> IO[bytes]:
 def _refuse_foreign(fd: int, path: str) -> None:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
-        raise OSError(errno.EPERM, f"refusing to overwrite {path}: {_kind(info.st_mode)}", path)
+        raise OSError(errno.EPERM, f"refusing to overwrite {path}: {file_kind(info.st_mode)}", path)
     if info.st_uid != os.geteuid():
         raise OSError(errno.EPERM, f"refusing to overwrite {path}: owned by another user", path)
 
@@ -157,7 +109,7 @@ def check_replaceable(path: str) -> None:
     if stat.S_ISLNK(info.st_mode):
         raise OSError(errno.ELOOP, f"refusing to write through symlink {path}", path)
     if not stat.S_ISREG(info.st_mode):
-        raise OSError(errno.EPERM, f"refusing to overwrite {path}: {_kind(info.st_mode)}", path)
+        raise OSError(errno.EPERM, f"refusing to overwrite {path}: {file_kind(info.st_mode)}", path)
     if info.st_uid != os.geteuid():
         raise OSError(errno.EPERM, f"refusing to overwrite {path}: owned by another user", path)
 

@@ -24,6 +24,15 @@ COMMANDS = [
     ("samples",),
 ]
 
+# A hundred rows per flow, some 70 kB or more in every mode: more than an output buffer holds,
+# so the printer itself meets the closed pipe (a short result would only fail at the last flush).
+MANY_ROWS = "SELECT trace, n, method FROM flows, range(100)"
+QUERIES = [
+    ("query", MANY_ROWS, SAMPLE, *mode, *jobs)
+    for mode in ((), ("--csv",), ("--json",))
+    for jobs in ((), ("--jobs", "1"))
+]
+
 
 def run_into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
     """Run the command line with stdout a pipe whose reader is already gone: every write
@@ -44,7 +53,7 @@ def run_into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
         os.close(write_end)
 
 
-@pytest.mark.parametrize("args", COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("args", COMMANDS + QUERIES, ids=" ".join)
 def test_a_closed_output_ends_quietly_with_exit_0(args: tuple[str, ...]) -> None:
     done = run_into_closed_pipe(*args)
     assert done.stderr == ""
@@ -80,3 +89,19 @@ def test_help_documents_the_exit_code() -> None:
         timeout=60,
     )
     assert "reader of the output went away" in done.stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_query_that_cannot_write_its_output_says_so_not_that_a_trace_is_unreadable() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "golem_proxy", "query", MANY_ROWS, SAMPLE, "--csv"],
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert done.stderr == "golem-proxy: no space left on the device\n"
+    assert done.returncode == 2

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
 import pytest
 
-from golem_core.catalogue import Drift, MethodCatalogue, drift_request, kind_of
+from golem_core.catalogue import MAX_BYTES, Drift, MethodCatalogue, drift_request, kind_of
 from golem_core.messages import Request
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON
+from golem_core.regular_files import FileTooLarge, NotARegularFile
 
 SHARED_V1 = Path("/work/shared/golem/method-catalogue.json")
 
@@ -234,6 +236,24 @@ def test_hostile_catalogue_files_load_or_fail_with_a_reason(tmp_path: Path, text
         assert str(exc)
         return
     assert catalogue.drift(_request("a.b", x=1, y={"z": []})) is not None
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/null"), reason="needs /dev/null")
+def test_a_device_or_a_directory_is_refused_unread(tmp_path: Path) -> None:
+    # /dev/null, not /dev/zero or a FIFO: a loader that read them would never end this test
+    # (tests/commands/test_catalogue_files_cli.py runs those in a bounded process).
+    with pytest.raises(NotARegularFile, match="a character device"):
+        MethodCatalogue.load("/dev/null")
+    with pytest.raises(NotARegularFile, match="a directory"):
+        MethodCatalogue.load(str(tmp_path))
+
+
+def test_a_file_larger_than_any_catalogue_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as file:
+        file.truncate(MAX_BYTES + 1)  # sparse: nothing of it is on disk or read
+    with pytest.raises(FileTooLarge):
+        MethodCatalogue.load(str(path))
 
 
 def _names(*methods: str) -> MethodCatalogue:

@@ -112,3 +112,19 @@ def test_rows_longer_than_the_engines_default_are_read_fresh_and_from_the_cache(
     done = run_cli("query", sql, str(trace), "--cache", str(cache))
     assert done.returncode != 0 and len(done.stderr.splitlines()) == 1, done.stderr
     assert "maximum_object_size" in done.stderr
+
+
+def test_a_fifo_planted_beside_the_cached_rows_is_not_read(tmp_path: Path) -> None:
+    """What is said of the rows (``.notes.json``) is read only from a regular file: a FIFO in
+    its place would block the query forever, a device feed it without end."""
+    traces = fleet(tmp_path, 1)[:1]
+    cache = tmp_path / "cache"
+    plain = query_lines(ALL_ROWS, *traces, "--cache", str(cache))
+    (kept,) = cache.glob("*.rows.jsonl")
+    notes = kept.with_name(kept.name[: -len(".rows.jsonl")] + ".notes.json")
+    if notes.exists():
+        notes.unlink()
+    os.mkfifo(notes)
+    done = run_cli("query", ALL_ROWS, *traces, "--cache", str(cache), "--json", timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == plain
