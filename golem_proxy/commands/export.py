@@ -84,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         except BrokenPipeError:
             raise  # the reader of stdout went away: the command line ends quietly
         except OSError as exc:
-            return fail(f"cannot write {exc.filename or args.out} ({os_reason(exc)})")
+            where = exc.filename or args.out or "the standard output"
+            return fail(f"cannot write {where} ({os_reason(exc)})")
     note_truncated(trace)
     return code
 

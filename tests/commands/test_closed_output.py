@@ -105,3 +105,21 @@ def test_a_query_that_cannot_write_its_output_says_so_not_that_a_trace_is_unread
         )
     assert done.stderr == "golem-proxy: no space left on the device\n"
     assert done.returncode == 2
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_an_export_to_a_full_standard_output_names_it() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "golem_proxy", "export", SAMPLE, "--format", "jsonl"],
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert done.stderr == (
+        "golem-proxy: cannot write the standard output (no space left on the device)\n"
+    )
+    assert done.returncode == 2
