@@ -28,7 +28,15 @@ COMMANDS: dict[str, list[str]] = {
     "stats": ["stats", "{f}"],
     "check": ["check", "{f}"],
     "export": ["export", "{f}", "--out", "{d}/out"],
-    "export pcapng": ["export", "{f}", "--format", "pcapng", "--out", "{d}/out.pcapng"],
+    "export pcapng": [
+        "export",
+        "{f}",
+        "--format",
+        "pcapng",
+        "--out",
+        "{d}/out.pcapng",
+        "--overwrite",
+    ],
     "query": ["query", "SELECT method, count(*) FROM flows GROUP BY ALL", "{f}"],
     "replay": [
         "replay",
