@@ -270,16 +270,22 @@ class Profile(abc.ABC):
         """Whether ``message``, read from a server after sending a request whose correlation
         key is ``wanted``, is its answer: a reply with that key, or a reply with no usable id
         (the answer to a request the server could not read; so is the reply the profile gives
-        to an unreadable request, `answers_unparseable`, when ``wanted`` is None). Never a
-        request or notification of the server's own (MCP's progress messages, its ``ping``)."""
-        if message.role is _REQUEST:
-            return False
+        to an unreadable request, `answers_unparseable`, when ``wanted`` is None, and, where
+        the client takes the next reply, whatever ``wanted`` is). Never a request or
+        notification of the server's own (MCP's progress messages, its ``ping``), nor, where
+        replies go by id, a line that is no reply (`is_reply`)."""
+        if message.role is _REQUEST or not self.is_reply(message):
+            return False  # where replies go by id, a stray line answers nothing
         key = self.correlation_key(message)
         if key is None:  # naming a method, it is no reply (whatever the profile types it as)
             return not (isinstance(message.obj, dict) and "method" in message.obj)
         if wanted is None:  # a request with no id read: its answer is the one to such a request
             return self.answers_unparseable(message)
-        return bool(key == wanted)
+        if key == wanted:
+            return True
+        # A sequential client's server saying it could not read what was sent (Scrybe's id-0
+        # parse error) answers it, whatever id was sent.
+        return not self.replies_by_id and self.answers_unparseable(message)
 
     def answers_unparseable(self, message: Message) -> bool:
         """True when ``message`` is the reply a server gives to a request it could not parse

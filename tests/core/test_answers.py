@@ -143,3 +143,21 @@ def test_the_answer_to_a_request_with_no_id_is_the_one_to_an_unreadable_request(
     error = {"code": -32700, "message": "parse error"}
     reader.receive_data(JSONRPC_NDJSON.encode({"jsonrpc": "2.0", "id": 0, "error": error}))
     assert isinstance(reader.next_reading(None), Answer)
+
+
+def test_a_scrybe_parse_error_answers_a_request_sent_with_an_id() -> None:
+    # The server could not read what was sent: its id-0 parse error is the answer, not a
+    # reply with another id.
+    reader = AnswerReader(JSONRPC_NDJSON)
+    error = {"code": -32700, "message": "parse error"}
+    reader.receive_data(JSONRPC_NDJSON.encode({"jsonrpc": "2.0", "id": 0, "error": error}))
+    assert isinstance(reader.next_reading(key(JSONRPC_NDJSON, 1)), Answer)
+
+
+def test_where_replies_go_by_id_a_line_that_is_no_reply_is_not_the_answer() -> None:
+    """An MCP server's banner or JSON log line on stdout, before the answer."""
+    reader = AnswerReader(MCP)
+    reader.receive_data(b"server log line\n" + b'{"status": "starting"}\n')
+    reader.receive_data(MCP.encode({"jsonrpc": "2.0", "id": 1, "result": {}}))
+    got = [reader.next_reading(key(MCP, 1)) for _ in range(3)]
+    assert [type(reading).__name__ for reading in got] == ["Unrelated", "Unrelated", "Answer"]
