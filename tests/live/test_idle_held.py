@@ -11,19 +11,25 @@ from golem_proxy.events import ConnectionClosed
 from golem_proxy.live.faults import FaultPlan
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.testing.upstreams import GolemUpstream
-from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
+from tests.support.harness import GolemClient, RunningProxy, connect, start_proxy, stop_proxy
+
+
+async def delayed_session(nursery: trio.Nursery, delay_ms: int) -> tuple[RunningProxy, GolemClient]:
+    """A proxy cutting connections idle for 0.3 s, delaying every frame by ``delay_ms``, and a
+    client connected through it."""
+    options = ProxyOptions(
+        drain_timeout=0.5, idle_timeout=0.3, faults=FaultPlan.parse([f"delay:ms={delay_ms}"], 1)
+    )
+    upstream = GolemUpstream()
+    await nursery.start(upstream.serve)
+    proxy = await start_proxy(nursery, upstream.address, options=options)
+    return proxy, GolemClient(await connect(proxy.listen))
 
 
 @pytest.mark.trio
 async def test_a_delay_longer_than_the_idle_timeout_is_not_idleness() -> None:
-    options = ProxyOptions(
-        drain_timeout=0.5, idle_timeout=0.3, faults=FaultPlan.parse(["delay:ms=900"], 1)
-    )
     async with trio.open_nursery() as nursery:
-        upstream = GolemUpstream()
-        await nursery.start(upstream.serve)
-        proxy = await start_proxy(nursery, upstream.address, options=options)
-        client = GolemClient(await connect(proxy.listen))
+        proxy, client = await delayed_session(nursery, 900)
         answer = await client.call({"id": "slow", "method": "ping", "params": {}})
         assert isinstance(answer, Response) and answer.id == "slow"
         assert not proxy.of_type(ConnectionClosed)
@@ -34,14 +40,8 @@ async def test_a_delay_longer_than_the_idle_timeout_is_not_idleness() -> None:
 
 @pytest.mark.trio
 async def test_a_connection_idle_after_the_held_frame_went_is_still_cut() -> None:
-    options = ProxyOptions(
-        drain_timeout=0.5, idle_timeout=0.3, faults=FaultPlan.parse(["delay:ms=500"], 1)
-    )
     async with trio.open_nursery() as nursery:
-        upstream = GolemUpstream()
-        await nursery.start(upstream.serve)
-        proxy = await start_proxy(nursery, upstream.address, options=options)
-        client = GolemClient(await connect(proxy.listen))
+        proxy, client = await delayed_session(nursery, 500)
         await client.call({"id": "slow", "method": "ping", "params": {}})
         with trio.fail_after(10):
             while not proxy.of_type(ConnectionClosed):  # then nothing crosses: idle

@@ -28,17 +28,20 @@ from tests.support.sessions import SessionBuilder, golem_header
 from .helpers import run, wait_for
 
 
-def test_follow_tails_complete_lines_and_waits_for_a_partial_one(tmp_path: Path) -> None:
-    path = str(tmp_path / "live.jsonl")
+def _followed(path: str) -> tuple[SessionBuilder, RecordingWriter, RecordingSource]:
+    """A recording of one ping, its writer left open to write on, and a source following it."""
     s = SessionBuilder()
     s.open(1, 0.0)
-    first = s.request(1, "ping", {}, 0.1)
-    s.respond(first, 0.2, result={})
+    s.respond(s.request(1, "ping", {}, 0.1), 0.2, result={})
     writer = RecordingWriter.create(path, golem_header())
     for event in s.events:
         writer.write(event)
     writer.flush()
-    source = RecordingSource.open(path, follow=True, poll=0.01)
+    return s, writer, RecordingSource.open(path, follow=True, poll=0.01)
+
+
+def test_follow_tails_complete_lines_and_waits_for_a_partial_one(tmp_path: Path) -> None:
+    s, writer, source = _followed(str(tmp_path / "live.jsonl"))
 
     async def body() -> None:
         app = GolemProxyApp(source, source.profile, "follow", header=source.header)
@@ -250,15 +253,7 @@ def test_a_followed_file_whose_lines_jump_says_so_and_keeps_the_count_true(
 
 def test_a_followed_file_that_cannot_be_read_on_is_no_longer_said_live(tmp_path: Path) -> None:
     """A damaged line stops the reading: the status line says so, not "● LIVE … (following)"."""
-    path = str(tmp_path / "followed.jsonl")
-    s = SessionBuilder()
-    s.open(1, 0.0)
-    s.respond(s.request(1, "ping", {}, 0.1), 0.2, result={})
-    writer = RecordingWriter.create(path, golem_header())
-    for event in s.events:
-        writer.write(event)
-    writer.flush()
-    source = RecordingSource.open(path, follow=True, poll=0.01)
+    _, writer, source = _followed(str(tmp_path / "followed.jsonl"))
 
     async def body() -> None:
         app = GolemProxyApp(source, source.profile, "follow", header=source.header)
