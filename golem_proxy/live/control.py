@@ -39,8 +39,11 @@ class HeldView:
     direction: Direction
     method: Optional[str]
     message_id: Any
+    """The id to answer with (an answer by hand carries it back)."""
     payload: bytes
     age: float
+    shown_id: Any = None
+    """The id as the connection's redaction (``--redact``) leaves it: what the panel shows."""
 
 
 class LiveControl:
@@ -100,6 +103,7 @@ class LiveControl:
                     h.message.id,
                     h.payload,
                     h.age(now),
+                    h.view.message.id,
                 )
                 for h in self._engine().held()
             ]

@@ -33,14 +33,15 @@ def until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
 
 
 @pytest.fixture
-def live() -> Iterator[tuple[LiveControl, Address]]:
+def live(request: pytest.FixtureRequest) -> Iterator[tuple[LiveControl, Address]]:
     plugin = HeadlessPlugin("127.0.0.1", 0, 0, PluginOptions(seed=2))
     (host, port), _ = plugin.start()
     engine = InterceptEngine(GOLEM, None)
+    redact = tuple(getattr(request, "param", ()))  # the session's --redact rules
     config = SessionConfig(
         routes=[Route("main", Address("127.0.0.1", 0), Address(host, port))],
         profile=GOLEM,
-        options=ProxyOptions(drain_timeout=0.2, intercept=engine),
+        options=ProxyOptions(drain_timeout=0.2, intercept=engine, redact=redact),
     )
     control = LiveControl()
     bound: list[Address] = []
@@ -112,3 +113,20 @@ def test_accept_all_and_not_live(live: tuple[LiveControl, Address]) -> None:
     stopped = LiveControl()
     with pytest.raises(NotLive):
         stopped.held()
+
+
+@pytest.mark.parametrize("live", [("id",)], indirect=True)
+def test_a_held_frame_is_listed_with_its_id_as_redaction_leaves_it(
+    live: tuple[LiveControl, Address],
+) -> None:
+    """The panel shows what may be shown; an answer by hand still carries the real id."""
+    control, listen = live
+    control.set_filter("~q & ~m ^ping$")
+    client = GolemClient(listen.host, listen.port, timeout=10)
+    connecting = threading.Thread(target=client.connect)
+    connecting.start()
+    [held] = until(control.held)
+    assert held.shown_id != held.message_id and "redacted" in str(held.shown_id)
+    assert control.accept_all() == 1
+    connecting.join(10)
+    client.close()

@@ -86,7 +86,7 @@ class HeldPanel(DataTable[Text]):
                 Text(str(view.conn)),
                 Text(view.direction.arrow),
                 Text(safe_text(view.method or "?", 60)),
-                Text(safe_text("" if view.message_id is None else str(view.message_id), 40)),
+                Text(safe_text("" if view.shown_id is None else str(view.shown_id), 40)),
             )
         shown = bool(held)
         if new_head:
