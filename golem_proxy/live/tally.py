@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..events import Event, ExchangeCompleted, FrameSeen, ViolationSeen
+from ..events import Event, ExchangeCompleted, FrameSeen, FramingErrorSeen, ViolationSeen
 from ..terminal import counted, safe_text
 
 __all__ = ["SessionTally"]
@@ -27,6 +27,9 @@ class SessionTally:
     have none in the recording (unanswered, dropped, lost, or answered unpaired). In a process
     that took over from one that died, with the requests the recording had in flight then
     (`held_again`): their answers count among its exchanges."""
+    framing_errors: int = 0
+    """Bytes that framed no message (oversized, truncated): each a row of its own in `show`,
+    and a failure in `stats` and `check`."""
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ExchangeCompleted):
@@ -36,6 +39,8 @@ class SessionTally:
             self.requests += event.expects_answer
         elif isinstance(event, ViolationSeen):
             self.violations += 1
+        elif isinstance(event, FramingErrorSeen):
+            self.framing_errors += 1
 
     @property
     def unanswered(self) -> int:
@@ -49,10 +54,12 @@ class SessionTally:
 
     def counts(self) -> str:
         """``32 exchanges (9 errors, 1 violation)``, and ``; 3 requests without an answer``
-        when some are: the exchanges are the answered requests, not every row `show`
-        lists."""
+        and ``; 1 framing error`` when some are: the exchanges are the answered requests,
+        not every row `show` lists."""
         left = self.unanswered
         more = f"; {counted(left, 'request')} without an answer" if left > 0 else ""
+        if self.framing_errors:
+            more += f"; {counted(self.framing_errors, 'framing error')}"
         return (
             f"{counted(self.exchanges, 'exchange')} ({counted(self.errors, 'error')}, "
             f"{counted(self.violations, 'violation')}{more})"

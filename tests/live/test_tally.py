@@ -44,3 +44,26 @@ def test_after_a_restart_the_requests_taken_up_count_among_those_without_an_answ
         "golem-proxy proxy: since observation restarted, recorded 1 exchange (0 errors, "
         "0 violations; 2 requests without an answer) to s.jsonl"
     )
+
+
+def test_framing_errors_are_said_so_the_counts_match_the_rows() -> None:
+    # A truncated or oversized frame is a row of `show` and a failure of `stats` and `check`.
+    from golem_core.framing import FrameErrorKind
+    from golem_proxy.events import Direction, FramingErrorSeen
+
+    tally = SessionTally(exchanges=20, errors=5, violations=6, requests=25)
+    tally(
+        FramingErrorSeen(
+            conn=1,
+            route="main",
+            direction=Direction.S2C,
+            t=1.0,
+            kind=FrameErrorKind.TRUNCATED,
+            detail="cut",
+            raw=b"\x00\x00",
+            recoverable=False,
+        )
+    )
+    assert tally.counts() == (
+        "20 exchanges (5 errors, 6 violations; 5 requests without an answer; 1 framing error)"
+    )
