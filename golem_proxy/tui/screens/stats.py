@@ -10,9 +10,9 @@ only the lines it needs, so the histogram follows without a gap.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Optional
 
-from rich.console import JustifyMethod
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderResult
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -31,22 +31,49 @@ from ..histogram import LatencyHistogram
 __all__ = ["StatsScreen", "stats_table"]
 
 
-def stats_table(stats: Stats) -> Table:
-    """One row per route and method, then one per route, then the total."""
+METHOD_FLOOR = 16
+"""Cells the method column keeps before the number columns give way, least needed first."""
+GIVE_WAY = ("p90", "max", "p99", "err%")
+
+
+def stats_table(stats: Stats, width: Optional[int] = None) -> Table:
+    """One row per route and method, then one per route, then the total. Within ``width``
+    cells the method column keeps `METHOD_FLOOR` at least: the columns of `GIVE_WAY` are left
+    out first, one by one, so that a row is never without its method."""
     rows = [_cells(entry) for entry in (*stats.rows, *stats.routes, stats.overall)]
-    titles = ("route", "method", "count", "errors", "err%", "p50", "p90", "p99", "max")
+    titles = ["route", "method", "count", "errors", "err%", "p50", "p90", "p99", "max"]
+    widest = {
+        title: max([len(title), *(row[column].cell_len for row in rows)])
+        for column, title in enumerate(titles)
+    }
+    shown = list(titles)
+    for title in GIVE_WAY:
+        fixed = sum(widest[t] + 1 for t in shown if t != "method")
+        if width is None or fixed + METHOD_FLOOR <= width:
+            break
+        shown.remove(title)
     table = Table(box=None, padding=(0, 1), collapse_padding=True, pad_edge=False)
-    for column, title in enumerate(titles):
+    for title in shown:
         if title == "method":  # the one that gives way, with an ellipsis
             table.add_column(title, overflow="ellipsis", min_width=8)
             continue
         # Every other column keeps its full width: numbers are never cut.
-        widest = max([len(title), *(row[column].cell_len for row in rows)])
         justify: JustifyMethod = "left" if title == "route" else "right"
-        table.add_column(title, justify=justify, no_wrap=True, min_width=widest)
+        table.add_column(title, justify=justify, no_wrap=True, min_width=widest[title])
+    keep = [titles.index(title) for title in shown]
     for index, cells in enumerate(rows):
-        table.add_row(*cells, end_section=index == len(stats.rows) - 1)
+        table.add_row(*(cells[column] for column in keep), end_section=index == len(stats.rows) - 1)
     return table
+
+
+class _FittedStats:
+    """`stats_table` drawn within the width it is given (the screen's, on each resize)."""
+
+    def __init__(self, stats: Stats) -> None:
+        self.stats = stats
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield stats_table(self.stats, options.max_width)
 
 
 def _cells(entry: MethodStats) -> list[Text]:
@@ -91,7 +118,7 @@ class StatsScreen(Screen[None]):
                 ),
                 id="stats-title",
             )
-            yield Static(stats_table(self.stats), id="stats-table")
+            yield Static(_FittedStats(self.stats), id="stats-table")
             yield Static(
                 Text("Latency histogram: flows per latency bucket"), id="histogram-caption"
             )
