@@ -15,7 +15,7 @@ never decoded a second time by the caller, so bytes that are not UTF-8 or not JS
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import trio
@@ -36,6 +36,7 @@ __all__ = [
     "Observe",
     "OtherAnswer",
     "RequestFailed",
+    "StrayIds",
     "Unreachable",
     "request_answer",
 ]
@@ -95,10 +96,10 @@ class Answer:
 
 
 @dataclass
-class _Strays:
+class StrayIds:
     """The replies with another id passed over: the first `STRAYS_KEPT` ids, and how many."""
 
-    ids: list[Any]
+    ids: list[Any] = field(default_factory=list)
     count: int = 0
 
     def add(self, ident: Any) -> None:
@@ -146,7 +147,7 @@ async def request_answer(
     that came), OtherAnswer when the upstream answered with another id and the protocol's
     client would take it as the answer."""
     connected = False
-    strays = _Strays([])
+    strays = StrayIds()
     try:
         with trio.fail_after(timeout):
             try:
@@ -186,7 +187,7 @@ async def _exchange(
     wanted: Any,
     observe: Optional[Observe],
     upstream: Address,
-    strays: _Strays,
+    strays: StrayIds,
 ) -> Answer:
     """The answer, the ids of the replies with another id passed over added to ``strays``."""
     framed = FramedStream(stream, profile, observe)

@@ -22,9 +22,9 @@ from golem_core.profiles import Profile
 from ..net.addresses import Address
 from ..net.framed_stream import FramedStream
 from ..net.listeners import connect, connect_reason
+from ..net.request_client import StrayIds
 
 __all__ = [
-    "MAX_SHOWN_IDS",
     "MAX_SKIPPED",
     "Link",
     "Live",
@@ -36,8 +36,6 @@ __all__ = [
 MAX_SKIPPED = 1000
 """Frames that are not the answer read for one request before verify gives up on it (and on
 the connection, whose state it no longer knows)."""
-MAX_SHOWN_IDS = 5
-"""Ids of replies to no request an exchange's check names."""
 
 
 class TargetUnreachable(Exception):
@@ -71,10 +69,8 @@ class Live:
     unasked: int = 0
     stale: list[Any] = field(default_factory=list)
     """Correlation keys of the answers to earlier requests read meanwhile."""
-    strays: list[Any] = field(default_factory=list)
-    """Ids of replies to no request sent (where replies go by id: passed over), the first
-    `MAX_SHOWN_IDS`."""
-    stray_count: int = 0
+    strays: StrayIds = field(default_factory=StrayIds)
+    """Replies to no request sent (where replies go by id: passed over)."""
     skipped: int = 0
 
 
@@ -137,9 +133,7 @@ class Link:
             elif reading.kind is UnrelatedKind.STALE:
                 live.stale.append(reading.key)
             else:
-                live.stray_count += 1
-                if len(live.strays) < MAX_SHOWN_IDS:
-                    live.strays.append(reading.message.id)
+                live.strays.add(reading.message.id)
             if live.skipped >= MAX_SKIPPED:
                 raise TooManyFrames
 

@@ -177,12 +177,13 @@ def _note_live(
         check.problem = (
             f"answered with id {id_text(live.wrong_id)}, not {_sent_id_text(sent)} (not compared)"
         )
-    if live.strays:
+    strays = live.strays
+    if strays.count:
         check.extra.append(
-            f"{live.stray_count} {'reply' if live.stray_count == 1 else 'replies'} with an id "
+            f"{strays.count} {'reply' if strays.count == 1 else 'replies'} with an id "
             "verify never sent came before its answer (skipped): "
-            + ", ".join(id_text(ident) for ident in live.strays)
-            + (", …" if live.stray_count > len(live.strays) else "")
+            + ", ".join(id_text(ident) for ident in strays.ids)
+            + (", …" if strays.count > len(strays.ids) else "")
         )
     for key in live.stale:
         earlier = sent_for.get(key)
