@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Callable, Optional, Union
 
-from ..events import Direction, Event, GapReason, ObservationLost
+from ..events import Event
 from ..recording.format import RecordingError
 from ..recording.shared_file import RESTARTED_KIND
 from .bridge import EventBuffer, Progress
@@ -79,12 +79,13 @@ def read_back(
     """Queue into ``sink`` the events of the recording open as ``fd``, up to byte ``end``
     (where the dead process's last whole line ends; a torn one after it is left out); its
     large payloads left in the file (`payloads.LeftInFile`: read back through ``fd``), when its
-    ``path`` is given. Then the ``observation-restarted`` line right after ``end``, waiting up
-    to ``restart_line_wait`` seconds for it: the forwarding process writes it, not this
+    ``path`` is given. And the ``observation-restarted`` line right after ``end``, waited for
+    up to ``restart_line_wait`` seconds first: the forwarding process writes it, not this
     session, so no live event brings it, and without its row every row after it would be
     numbered one short of the recording's.
     Blocking: run it in a thread; it gives up once ``stop`` is set or the UI is gone.
     Returns what the TUI shows about it (one line; ``why`` the process before stopped)."""
+    end = _through_restart_line(fd, end, stop, restart_line_wait)
     raw = _Upto(fd, end)
     read = queued = 0
     batch: list[Event] = []
@@ -106,11 +107,6 @@ def read_back(
             if len(batch) >= PUSH_EVERY:
                 push(Progress(raw.tell(), end))
         push(Progress(end, end))
-        restarted = _restart_line(fd, end, stop, restart_line_wait)
-        if restarted is not None:
-            batch.append(restarted)
-            read += 1
-            push(None)
     except Exception as exc:  # a damaged file, or a bug here: never the live session's end
         push(None)  # what came before the damage is still worth seeing
         said = str(exc) if isinstance(exc, (RecordingError, OSError)) else repr(exc)
@@ -124,37 +120,24 @@ def read_back(
     return f"observation restarted ({why}); {shown}"
 
 
-def _restart_line(
-    fd: int, end: int, stop: threading.Event, wait: float
-) -> Optional[ObservationLost]:
-    """The session's ``observation-restarted`` gap, read from the line at ``end`` once whole
-    (within ``wait`` seconds); None when the line there is another or none comes."""
+def _through_restart_line(fd: int, end: int, stop: threading.Event, wait: float) -> int:
+    """Where the ``observation-restarted`` line that follows byte ``end`` ends, once it is
+    whole (within ``wait`` seconds), so that it is read back with the lines before it;
+    ``end`` when the line there is another or none comes."""
     deadline = time.monotonic() + wait
     while True:
-        line = os.pread(fd, RESTART_LINE_MOST, end).split(b"\n", 1)
-        if len(line) == 2:
+        line, newline, _ = os.pread(fd, RESTART_LINE_MOST, end).partition(b"\n")
+        if newline:
             break
-        if time.monotonic() >= deadline or stop.is_set() or len(line[0]) >= RESTART_LINE_MOST:
-            return None
+        if time.monotonic() >= deadline or stop.is_set() or len(line) >= RESTART_LINE_MOST:
+            return end
         time.sleep(0.02)
     try:
-        data = json.loads(line[0])
+        data = json.loads(line)
     except ValueError:
-        return None
-    if not isinstance(data, dict) or data.get("kind") != RESTARTED_KIND:
-        return None
-    t, detail = data.get("t"), data.get("detail")
-    if not isinstance(t, (int, float)) or isinstance(t, bool) or not isinstance(detail, str):
-        return None
-    return ObservationLost(
-        conn=0,
-        route="",
-        direction=Direction.C2S,
-        t=float(t),
-        reason=GapReason.RESTARTED,
-        size=0,
-        detail=detail,
-    )
+        return end
+    restarted = isinstance(data, dict) and data.get("kind") == RESTARTED_KIND
+    return end + len(line) + 1 if restarted else end
 
 
 class ReloadGate:
