@@ -27,7 +27,7 @@ from ..recording.resume_scan import ResumePoint
 from .acknowledger import ACK_AT_ONCE
 from .attribution import ToolCallTracker
 from .connection_attribution import ConnectionAttribution
-from .handoff import Kind, Record, read_unsent
+from .handoff import Kind, Record, read_unrecorded, read_unsent
 from .handoff_reader import PipeRecords, RecordReader
 from .hub import EventHub
 from .layer_taps import LayerTaps
@@ -312,6 +312,11 @@ class HandoffSource:
                 self.observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))
             elif kind is Kind.ARRIVED:
                 self.observer.after_queued(functools.partial(tap.arrived, direction, record.t))
+            elif kind is Kind.UNRECORDED:
+                method, payload = read_unrecorded(record.data)
+                self.observer.after_queued(
+                    functools.partial(tap.learn_unrecorded, direction, payload, method)
+                )
             elif kind is Kind.RESUMED:
                 unrecorded = self._unrecorded.pop(record.conn, 0)
                 self.observer.after_queued(

@@ -34,14 +34,15 @@ from __future__ import annotations
 
 import math
 import pickle
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import trio
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
 from . import kernel_pipes
 from .attribution import RoutesDown
-from .handoff import HandoffWriter, Kind, unsent_data
+from .handoff import HandoffWriter, Kind, unrecorded_data, unsent_data
+from .handoff_reader import MAX_DATA
 from .link_ledger import (
     BEHIND_AFTER,
     MARK_EVERY,
@@ -282,9 +283,21 @@ class ObserverLink:
             # (A connection that sheds has its frames recorded as a gap.)
             self._mark(Kind.ARRIVED, conn, direction, t)
 
-    def _mark(self, kind: Kind, conn: int, direction: Direction, t: float, why: str = "") -> None:
+    def unrecorded(
+        self, conn: int, direction: Direction, payload: bytes, method: Optional[str], t: float
+    ) -> None:
+        """A frame of ``conn`` as it arrived, not recorded as it came (`Connection.unrecorded`):
+        an ``UNRECORDED`` record, in order with the chunks (a frame too large for one record is
+        too large to observe, and is not handed on)."""
+        data = unrecorded_data(method, payload)
+        if len(data) <= MAX_DATA:
+            self._mark(Kind.UNRECORDED, conn, direction, t, data)
+
+    def _mark(
+        self, kind: Kind, conn: int, direction: Direction, t: float, why: Union[str, bytes] = ""
+    ) -> None:
         """Hand on a record that says something of ``conn``'s ``direction`` from here on, in
-        order with its chunks (``why``: its data, in words)."""
+        order with its chunks (``why``: its data, in words, or bytes)."""
         if self.stopped or self.writer.gone:
             return
         try:

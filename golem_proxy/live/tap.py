@@ -177,6 +177,15 @@ class ConnectionTap:
                 return
         source.receive(data)
 
+    def learn_unrecorded(self, direction: Direction, payload: bytes, method: Optional[str]) -> None:
+        """Hide in later frames the values redaction replaces in a frame of ``direction`` not
+        recorded as it arrived (`FramePublisher.learn`); called ahead of what went instead."""
+        if self.failed is None and len(payload) <= self.limits.frame:
+            try:
+                self._frames.learn(direction, payload, method)
+            except Exception as exc:  # as in decoding: it costs this connection's inspection
+                self.fail(exc)
+
     def mark_undelivered(self, direction: Direction, why: str) -> None:
         """The bytes of ``direction`` fed from now on never reached their receiver (``why``:
         ``client gone``, …): every frame they end is published undelivered. Called in order

@@ -130,3 +130,23 @@ def test_a_request_corrupted_past_decoding_is_scrubbed_of_a_value_redacted_befor
     assert first.redacted == ("params.code",) and second.redacted == ("echo",)
     assert b"TOPSECRET" not in second.payload and REDACTED.encode() in second.payload
     assert isinstance(second.message, Malformed)
+
+
+def test_a_frame_not_recorded_as_it_came_is_learned_from_and_publishes_nothing() -> None:
+    """An answer dropped before the tap saw it (``--intercept``, ``--fault drop``) is handed
+    over with its request's method: the value a method-scoped rule replaces in it is hidden
+    where a later frame repeats it, and nothing is published of the answer itself."""
+    events: list[object] = []
+    redactor = Redactor(["auth.issue:result.token"])
+    tap = ConnectionTap(1, "main", GOLEM, events.append, redactor=redactor)
+    tap.process(Direction.C2S, GOLEM.encode({"id": "1", "method": "auth.issue"}), 0.0)
+    issued = GOLEM.encode({"id": "1", "result": {"token": "ISSUED-token-7f3a"}})[4:]
+    again = {"id": "2", "method": "auth.check", "params": {"token": "ISSUED-token-7f3a"}}
+    for number, method in enumerate((None, "auth.issue"), start=2):
+        published = len(events)
+        tap.learn_unrecorded(Direction.S2C, issued, method)  # None: the rule is not its
+        assert len(events) == published
+        tap.process(Direction.C2S, GOLEM.encode({**again, "id": str(number)}), 0.1)
+    first, second = [e for e in events if isinstance(e, FrameSeen)][1:]
+    assert first.redacted == () and b"ISSUED" in first.payload
+    assert second.redacted == ("echo",) and b"ISSUED" not in second.payload
