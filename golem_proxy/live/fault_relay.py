@@ -67,6 +67,8 @@ class FaultRelay:
         conn: Connection,
         faults: Optional[ConnectionFaults],
         intercept: Optional[ConnectionIntercept] = None,
+        *,
+        redacting: bool = False,
     ) -> None:
         self.profile = profile
         self.cap = cap
@@ -75,6 +77,8 @@ class FaultRelay:
         self.conn = conn
         self.faults = faults
         self.intercept = intercept
+        self.redacting = redacting
+        """``--redact`` is on (`_unrecorded`)."""
         self.locks = {Direction.C2S: trio.Lock(), Direction.S2C: trio.Lock()}
         self.scope = trio.CancelScope()
         """What ends the connection: its pumps' own, set when they start (`pump`)."""
@@ -358,8 +362,11 @@ class FaultRelay:
             if direction is Direction.C2S:
                 # Recorded though not forwarded, like a request a fault withholds.
                 await self._withheld(direction, frame, sent_at)
+            else:  # a response dropped: never recorded
+                self._unrecorded(direction, frame, ruling.method)
         else:
-            if ruling.payload is not frame.payload:
+            if ruling.payload is not frame.payload:  # edited: what was sent is recorded
+                self._unrecorded(direction, frame, ruling.method)
                 frame = self._framed(ruling.payload)
             going = await self._faulted(direction, frame, sent_at)
         # After the frame, so that the event lands on the flow it decided.
@@ -380,6 +387,14 @@ class FaultRelay:
             lambda: self.conn.observe(direction, frame.raw, t, frame),
             lambda: self.conn.observe_unsent_lost(direction, frame.size, t, "withheld"),
         )
+
+    def _unrecorded(self, direction: Direction, frame: Frame, method: Optional[str]) -> None:
+        """``frame`` arrived and is not recorded as it came (a response dropped, a frame
+        edited or corrupted): with ``--redact`` the tap learns the values it hides in it
+        (`Connection.unrecorded`) before what went instead, so that neither that nor a later
+        frame (the next request repeating a token, an answer echoing it) shows them."""
+        if self.redacting:
+            self.conn.unrecorded(direction, frame.payload, method, self.now())
 
     def _framed(self, payload: bytes) -> Frame:
         """``payload`` framed for sending, as a decoder would have yielded it."""
@@ -408,6 +423,8 @@ class FaultRelay:
             if direction is Direction.C2S:
                 # Recorded though not forwarded: the client did send it, and its flow needs it.
                 await self._withheld(direction, frame, sent_at)
+            else:  # a response withheld: never recorded
+                self._unrecorded(direction, frame, action.method)
             self._publish(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
@@ -436,6 +453,8 @@ class FaultRelay:
             return False
         # A corrupted frame is no longer the frame decoded: the tap decodes what is sent.
         sent = frame if action.data is raw else None
+        if sent is None:
+            self._unrecorded(direction, frame, action.method)
         going = await self._send(
             direction, action.data, action.slice_size or 0, action.gap, sent_at, sent
         )

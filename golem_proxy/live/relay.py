@@ -262,7 +262,14 @@ class Proxy:
             )
         if faults is not None or intercept is not None:
             pump = FaultRelay(
-                self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept
+                self.profile,
+                self.options.cap,
+                self.now,
+                self.publish,
+                conn,
+                faults,
+                intercept,
+                redacting=self.redactor is not None,
             ).pump
         await pump_both(conn, pump, self.now, self.options.idle_timeout)
 

@@ -8,6 +8,7 @@ marked ``redacted``)."""
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import json
 import socket
@@ -26,8 +27,10 @@ from golem_proxy.events import FrameSeen, InterceptKind, InterceptStep
 from golem_proxy.live.redact import REDACTED
 from golem_proxy.recording.format import read_recording
 from tests.commands.test_intercept_cli import OBSERVERS, InterceptingProxy
+from tests.support.cli_helpers import run_cli
 
 SECRET = "TOPSECRET-hunter2"
+ISSUED = "ISSUED-token-7f3a"
 
 
 class EchoUpstream:
@@ -70,12 +73,16 @@ class EchoUpstream:
                 self.got_one.set()
                 if "id" not in request:  # a notification: nothing answers it
                     continue
-                said = f"you sent {json.dumps(request.get('params'))}"
+                result = self.result_for(request)
                 if self.ndjson:
-                    answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"said": said}}
+                    answer = {"jsonrpc": "2.0", "id": request["id"], "result": result}
                     peer.sendall(json.dumps(answer).encode() + b"\n")
                 else:
-                    peer.sendall(GOLEM.encode({"id": request["id"], "result": {"said": said}}))
+                    peer.sendall(GOLEM.encode({"id": request["id"], "result": result}))
+
+    def result_for(self, request: dict[str, Any]) -> Any:
+        """The result that answers ``request``: what its ``params`` held, said back."""
+        return {"said": f"you sent {json.dumps(request.get('params'))}"}
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -84,11 +91,48 @@ class EchoUpstream:
         self.thread.join(10)
 
 
+class IssuingUpstream(EchoUpstream):
+    """An `EchoUpstream` that answers ``auth.issue`` with a token of its own (`ISSUED`)."""
+
+    def result_for(self, request: dict[str, Any]) -> Any:
+        if request.get("method") == "auth.issue":
+            return {"token": ISSUED}
+        return super().result_for(request)
+
+
 @pytest.fixture
 def echo_upstream() -> Iterator[EchoUpstream]:
     up = EchoUpstream()
     yield up
     up.close()
+
+
+@pytest.fixture
+def issuing_upstream() -> Iterator[IssuingUpstream]:
+    up = IssuingUpstream()
+    yield up
+    up.close()
+
+
+def assert_nowhere(record: Path, secret: str) -> None:
+    """``secret`` is in no byte of ``record``, nor in any of its lines' strings read as base64
+    (a malformed frame's ``raw``, an edit's ``original``), nor in what ``show`` prints of it."""
+    data = record.read_bytes()
+    assert secret.encode() not in data
+    strings: list[Any] = [json.loads(line) for line in data.splitlines()]
+    while strings:
+        value = strings.pop()
+        if isinstance(value, dict):
+            strings.extend(value.values())
+        elif isinstance(value, list):
+            strings.extend(value)
+        elif isinstance(value, str):
+            with contextlib.suppress(binascii.Error, ValueError):
+                assert secret.encode() not in base64.b64decode(value, validate=True)
+    for view in (("show", str(record)), ("show", "--json", str(record))):
+        shown = run_cli(*view)
+        assert shown.returncode == 0, shown.stderr
+        assert secret not in shown.stdout
 
 
 def _shown(proxy: InterceptingProxy, held: str) -> str:
@@ -152,3 +196,84 @@ def test_a_held_frame_is_shown_and_its_original_recorded_redacted(
     assert SECRET.encode() not in base64.b64decode(steps[0]["original"])
     frames = [e for e in events if isinstance(e, FrameSeen)]
     assert [f.redacted for f in frames] == [("params.code",), ()]
+
+
+def answer_on(client: socket.socket) -> Any:
+    """The next answer on ``client``, as an object."""
+    return MessageReader(client).read_message(Role.RESPONSE).obj
+
+
+@OBSERVERS
+def test_a_dropped_answer_still_hides_its_token_where_it_comes_back(
+    issuing_upstream: IssuingUpstream, tmp_path: Path, observer: str
+) -> None:
+    """The answer carrying the token is held and dropped: it is never recorded, yet the next
+    request repeating the token (and the answer echoing it) is recorded and logged with it
+    hidden, as if the tap had seen the answer (a method-scoped rule, by the request's
+    method)."""
+    record = tmp_path / "session.jsonl"
+    proxy = InterceptingProxy(
+        "--route", f"127.0.0.1:0=127.0.0.1:{issuing_upstream.port}", "--record", str(record),
+        "--redact", "auth.issue:result.token", "--intercept", r"~s & ~m ^auth\.issue$",
+        "--observer", observer, "--verbose",
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=20) as client:
+            client.sendall(GOLEM.encode({"id": "i1", "method": "auth.issue", "params": {}}))
+            held = proxy.wait_for(r"held #(\d+): auth\.issue id=i1").group(1)
+            proxy.type(f"drop {held}")
+            proxy.wait_for(r"intercept:drop auth\.issue withheld response")
+            check = {"id": "c1", "method": "auth.check", "params": {"token": ISSUED}}
+            client.sendall(GOLEM.encode(check))
+            assert ISSUED in json.dumps(answer_on(client))  # the client gets the real answer
+            proxy.wait_for(r"auth\.check +ok")
+    finally:
+        stderr = proxy.stop()
+    assert proxy.process.returncode == 0, stderr
+    assert ISSUED not in "".join(proxy.lines)
+    assert_nowhere(record, ISSUED)
+    frames = [e for e in read_recording(str(record)).events if isinstance(e, FrameSeen)]
+    assert [(f.direction.value, f.message.id, f.redacted) for f in frames] == [
+        ("c2s", "i1", ()),
+        ("c2s", "c1", ("echo",)),
+        ("s2c", "c1", ("echo",)),
+    ]
+
+
+@OBSERVERS
+def test_the_original_of_an_edit_still_hides_its_token_where_it_comes_back(
+    echo_upstream: EchoUpstream, tmp_path: Path, observer: str
+) -> None:
+    """A request is edited so that its token is not sent: only the edit is recorded, yet the
+    next request repeating the token (and the answer echoing it) is recorded with it hidden."""
+    record = tmp_path / "session.jsonl"
+    proxy = InterceptingProxy(
+        "--route", f"127.0.0.1:0=127.0.0.1:{echo_upstream.port}", "--record", str(record),
+        "--redact", "params.token", "--intercept", r"~q & ~m ^auth\.login$",
+        "--observer", observer, "--verbose",
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=20) as client:
+            login = {"id": "r0", "method": "auth.login", "params": {"token": SECRET}}
+            client.sendall(GOLEM.encode(login))
+            held = proxy.wait_for(r"held #(\d+): auth\.login id=r0").group(1)
+            edited = {"id": "r0", "method": "auth.login", "params": {"user": "bob"}}
+            proxy.type(f"edit {held} {json.dumps(edited)}")
+            answer_on(client)
+            again = {"id": "r1", "method": "auth.again", "params": {"note": f"again {SECRET}"}}
+            client.sendall(GOLEM.encode(again))
+            assert SECRET in json.dumps(answer_on(client))
+            proxy.wait_for(r"auth\.again +ok")
+    finally:
+        stderr = proxy.stop()
+    assert proxy.process.returncode == 0, stderr
+    assert echo_upstream.received == [edited, again]
+    assert SECRET not in "".join(proxy.lines)
+    assert_nowhere(record, SECRET)
+    frames = [e for e in read_recording(str(record)).events if isinstance(e, FrameSeen)]
+    assert [(f.direction.value, f.message.id, f.redacted) for f in frames] == [
+        ("c2s", "r0", ()),
+        ("s2c", "r0", ()),
+        ("c2s", "r1", ("echo",)),
+        ("s2c", "r1", ("echo",)),
+    ]
