@@ -68,6 +68,10 @@ class Outcome:
         result)``, ``success: false`` (``OPERATION_FAILED (success: false)`` with a code),
         ``malformed:KIND``. The one place this text is made."""
         kind = self.kind
+        if kind is not OutcomeKind.OK and self.name.strip().casefold() in _SUCCESS_WORDS:
+            # A failure never reads as a success: a hostile or confused server's error
+            # envelope whose code is "OK" (or a result's that is "ok") says what it is.
+            return f"{kind.value} (code {self.name})"
         if kind is OutcomeKind.ERROR_IN_RESULT:
             # A flag with no code (MCP's ``isError``) names itself; a code is marked as the
             # result's, not the envelope's.
@@ -78,6 +82,9 @@ class Outcome:
 
 
 OK = Outcome(OutcomeKind.OK)
+
+_SUCCESS_WORDS = frozenset(("ok", "success", "succeeded"))
+"""Names that read as a success in a status column, casefolded."""
 
 
 class ResultFailureRule(abc.ABC):

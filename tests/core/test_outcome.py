@@ -99,3 +99,20 @@ def test_jsonrpc_an_id_not_echoed_is_malformed_in_the_clients_words() -> None:
     found = outcome_of(JSONRPC_NDJSON, request, {"jsonrpc": "2.0", "id": 42, "result": {}})
     assert found.kind is OutcomeKind.MALFORMED
     assert found.text == "MismatchedResponseId { expected: 1, actual: 42 }"
+
+
+@pytest.mark.parametrize(
+    ("result", "error", "text"),
+    [
+        (None, {"code": "OK", "message": "boom"}, "error (code OK)"),
+        (None, {"code": "ok", "message": "boom"}, "error (code ok)"),
+        ({"code": "ok", "message": "boom"}, None, "error-in-result (code ok)"),
+        ({"success": False, "code": "Success"}, None, "unsuccessful (code Success)"),
+    ],
+)
+def test_a_failure_whose_code_reads_as_a_success_never_shows_as_one(
+    result: Any, error: Any, text: str
+) -> None:
+    found = golem_outcome(result, error)
+    assert found.failed
+    assert found.text == text
