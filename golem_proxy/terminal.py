@@ -17,12 +17,16 @@ from typing import Any, Optional
 
 __all__ = ["counted", "format_latency", "format_size", "preview_json", "safe_lines", "safe_text"]
 
-# C0 controls, DEL, C1 controls, lone surrogates, and the line/paragraph separators that some
-# terminals treat as newlines. Tab is escaped too: a value is shown on one line.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+# C0 controls, DEL, C1 controls, lone surrogates, the line/paragraph separators that some
+# terminals treat as newlines, and the bidirectional controls (marks, embeddings, overrides,
+# isolates): a peer's U+202E would otherwise reverse what follows it on the line, so a table's
+# columns, or the text of a value, read other than they are. Tab is escaped too: a value is
+# shown on one line.
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029{_BIDI}]")
 # The same, newline excepted: for text whose lines are ours (indented JSON, where a newline
 # inside a string is always written as the escape \n).
-_UNSAFE_KEEPING_LINES = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+_UNSAFE_KEEPING_LINES = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029{_BIDI}]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
 
 
@@ -36,10 +40,10 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def safe_text(text: str, limit: Optional[int] = None) -> str:
-    """``text`` with every control character and lone surrogate written as a visible escape
-    (``\\x1b``, ``\\n``, ``\\udfff``), so it prints as one inert line and always encodes as
-    UTF-8. With ``limit``, at most that many characters of the result, ending in ``…`` when
-    cut."""
+    """``text`` with every control character (bidirectional ones included) and lone surrogate
+    written as a visible escape (``\\x1b``, ``\\n``, ``\\udfff``, ``\\u202e``), so it prints
+    as one inert line and always encodes as UTF-8. With ``limit``, at most that many
+    characters of the result, ending in ``…`` when cut."""
     # Escaping only ever lengthens text, so the first ``limit`` characters decide the result:
     # a megabyte-long error message costs as much as a short one.
     cut = limit is not None and len(text) > limit

@@ -20,6 +20,14 @@ def test_lone_surrogates_are_escaped() -> None:
     assert safe_text("x\ud800y").encode("utf-8") == b"x\\ud800y"
 
 
+def test_bidirectional_controls_are_escaped() -> None:
+    # U+202E reverses what follows it on a terminal line: a method would read as another.
+    assert safe_text("scene.\u202ereyal_eteled") == "scene.\\u202ereyal_eteled"
+    marks = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069"
+    assert safe_text(marks) == "".join(f"\\u{ord(c):04x}" for c in marks)
+    assert safe_text("שלום עולם") == "שלום עולם"  # right-to-left letters themselves are text
+
+
 def test_ordinary_text_is_unchanged() -> None:
     assert safe_text("scene.create_layer [r] é ☃") == "scene.create_layer [r] é ☃"
 

@@ -257,9 +257,12 @@ def _message_json(frame: Optional[FrameSeen], prefix: str) -> dict[str, Any]:
 
 
 # What json.dumps(ensure_ascii=False) leaves as it is but a terminal or a UTF-8 encoder must
-# not see: C1 controls, line separators, lone surrogates. They can only be inside strings in
-# JSON text, where their \u escapes mean the same.
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# not see: C1 controls, line separators, lone surrogates, bidirectional controls (which
+# reorder what a terminal shows after them). They can only be inside strings in JSON text,
+# where their \u escapes mean the same.
+_UNSAFE_IN_JSON = re.compile(
+    "[\x7f-\x9f\u2028\u2029\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def _escape(match: re.Match[str]) -> str:
