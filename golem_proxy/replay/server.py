@@ -338,11 +338,13 @@ async def _end_sending(stream: trio.abc.Stream, *, reset_after: bool) -> None:
 
 def summary_text(summary: Mapping[str, Any]) -> str:
     """The end-of-run report as a few human lines."""
+    # The parts add up to the requests: a miss may have been forwarded (counted among the
+    # misses), a malformed request is none of the others.
     lines = [
-        f"golem-proxy replay: {counted(summary['requests'], 'request')}, {summary['served']} "
-        f"from the trace, {summary['builtins']} built-in, {len(summary['misses'])} missed, "
-        f"{summary['forwarded']} forwarded, {counted(len(summary['unused']), 'recorded exchange')} "
-        "unused"
+        f"golem-proxy replay: {counted(summary['requests'], 'request')}: {summary['served']} "
+        f"from the trace, {summary['builtins']} built-in, {summary['malformed']} malformed, "
+        f"{len(summary['misses'])} missed ({summary['forwarded']} of them forwarded); "
+        f"{counted(len(summary['unused']), 'recorded exchange')} unused"
     ]
     for miss in summary["misses"][:20]:
         lines.append(f"  miss {miss['route']} {miss['method']}: {miss['message']}")

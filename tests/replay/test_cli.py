@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from golem_core.profiles import GOLEM
 from golem_proxy.events import SessionEnded
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.client import GolemClient, RhinoCommandError
@@ -368,3 +370,26 @@ def test_a_route_name_with_control_characters_is_printed_escaped(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout + done.stderr
     assert "ma\\x1b[31min=" in done.stdout
+
+
+def test_the_replay_summary_adds_up_to_the_requests_malformed_ones_included(
+    tmp_path: Path,
+) -> None:
+    trace = modelling_session(tmp_path / "session.jsonl")
+    ignore = ("--ignore", "scene.create_layer:params.name")
+    with replaying(str(trace), *ignore) as (process, ready):
+        with GolemClient(ready[1], int(ready[2])) as client:
+            client.send_command("scene.create_layer", {"name": "walls-7", "color": [200, 80, 40]})
+            with socket.create_connection((ready[1], int(ready[2])), timeout=10) as raw:
+                raw.sendall(GOLEM.frame_payload(b'{"id": "m1", "method": '))  # not JSON
+                assert raw.recv(65536)  # answered with an error
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=15)
+    assert process.returncode == 0, stderr
+    line = next(line for line in stderr.splitlines() if line.startswith("golem-proxy replay: "))
+    found = re.search(
+        r"(\d+) requests: (\d+) from the trace, (\d+) built-in, (\d+) malformed, (\d+) missed", line
+    )
+    assert found is not None, line
+    total, *parts = (int(number) for number in found.groups())
+    assert parts[2] == 1 and total == sum(parts), line  # served, built-in, malformed, missed
