@@ -125,6 +125,8 @@ def check_output(path: Optional[str], *, overwrite: bool, inputs: Sequence[str] 
     unless ``overwrite``. Nothing to check for stdout (``-``) or no path."""
     if not path or path == "-" or not os.path.lexists(path):
         return
+    if os.path.isdir(path):  # no --overwrite replaces a directory: say so before it is asked
+        raise CommandError(f"{path}: is a directory", "name a file to write")
     for source in inputs:
         with contextlib.suppress(OSError):  # an input that cannot be stat'ed is not this one
             if os.path.samefile(path, source):

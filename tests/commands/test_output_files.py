@@ -58,6 +58,17 @@ def test_a_dissector_is_not_written_over_an_existing_file(tmp_path: Path) -> Non
     assert run_cli("dissector", "--out", str(path), "--overwrite").returncode == 0
 
 
+def test_a_directory_is_refused_as_an_output_overwrite_or_not(tmp_path: Path) -> None:
+    path, _ = recording(tmp_path)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    for asked in ((), ("--overwrite",)):
+        refused(run_cli("dissector", "--out", str(folder), *asked), "is a directory")
+        done = run_cli("export", str(path), "--format", "jsonl", "--out", str(folder), *asked)
+        refused(done, "is a directory")
+    assert folder.is_dir() and not any(folder.iterdir())
+
+
 def test_a_replay_refuses_its_outputs_before_it_serves(tmp_path: Path) -> None:
     path, data = recording(tmp_path)
     other = tmp_path / "other.jsonl"
