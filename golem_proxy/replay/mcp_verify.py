@@ -59,7 +59,7 @@ class McpCheck:
     no failure, said apart from a match."""
     route_addresses: list[str] = field(default_factory=list)
     """The routes whose recorded address in the result read as their address now to match
-    (`RouteAddresses`)."""
+    (`RouteAddresses`); empty on a check that differs."""
 
     @property
     def ok(self) -> bool:
@@ -162,7 +162,7 @@ async def play(
             )
         elif step.tool is not None and step.answer is not None:
             check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
-            check.route_addresses = comparator.addresses.take_applied()
+            _note_route_addresses(check, comparator)
         elif step.tool is not None and step.cancelled:
             check.not_compared = "cancelled in the recording, and unanswered there"
         elif step.tool is not None and step.answer_unobserved:
@@ -172,6 +172,14 @@ async def play(
         elif step.tool is None and "error" in answer and "error" not in (step.answer or {}):
             check.problem = f"answered with an error: {_error_text(answer)}"
     return result
+
+
+def _note_route_addresses(check: McpCheck, comparator: Comparator) -> None:
+    """Give ``check`` the routes whose address made a text of its result equal, once it is
+    compared: only a result that matched matched through them (one that differs elsewhere
+    is a difference, never listed as matched so). The comparator forgets them either way."""
+    applied = comparator.addresses.take_applied()
+    check.route_addresses = applied if check.ok else []
 
 
 def _check_for(step: ClientStep, numbers: Mapping[int, int]) -> Optional[McpCheck]:
@@ -397,7 +405,7 @@ def compare_sessions(
                 check.differences = compare_tool_result(
                     recorded_answer, live_answer, comparator, now.tool
                 )
-                check.route_addresses = comparator.addresses.take_applied()
+                _note_route_addresses(check, comparator)
     return checks
 
 
