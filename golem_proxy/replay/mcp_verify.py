@@ -134,11 +134,13 @@ async def play(
     numbers: Mapping[int, int],
     timeout: float,
     before_step: Optional[Callable[[ClientStep], Awaitable[None]]] = None,
+    after_check: Optional[Callable[[McpCheck], Awaitable[bool]]] = None,
 ) -> McpVerifyResult:
     """Play ``script`` to ``child`` (started) and compare every tool result; ``before_step``
-    is awaited before each step is sent (the stand-in sets its routes as they were then).
-    Never raises for what the server does: a server that dies or stays silent is a check's
-    problem."""
+    is awaited before each step is sent (the stand-in sets its routes as they were then),
+    ``after_check`` with each check once made: True stops the replay there (the steps after
+    it are not sent: a live plugin behind the server went away). Never raises for what the
+    server does: a server that dies or stays silent is a check's problem."""
     result = McpVerifyResult()
     player = _Player(script, child, result, timeout)
     for step in script.steps:
@@ -171,6 +173,8 @@ async def play(
             check.problem = "answered now, unanswered in the recording"
         elif step.tool is None and "error" in answer and "error" not in (step.answer or {}):
             check.problem = f"answered with an error: {_error_text(answer)}"
+        if after_check is not None and await after_check(check):
+            break
     return result
 
 
