@@ -51,7 +51,7 @@ AFTER_LAST_QUIET = 0.25
 """Seconds without a frame after which a plugin that keeps the connection open past its last
 answer is taken to have sent all it will. A second answer is written by the handler that
 wrote the first, right after it: on loopback it comes within a millisecond, and a quarter of
-a second leaves room for a busy machine's scheduling (a verify run is a few hundred ms)."""
+a second leaves room for a busy machine's scheduling; it is what such a plugin costs a run."""
 
 AFTER_LAST_WITHIN = 1.0
 """Seconds at most spent reading after a route's last answer, however much the plugin sends

@@ -102,6 +102,17 @@ def test_a_second_answer_to_the_last_request_is_a_difference(tmp_path: Path) -> 
     assert [(check["number"], check["method"]) for check in as_json["failed"]] == [(3, "open")]
 
 
+def test_bytes_that_are_no_frame_after_the_last_answer_are_a_difference(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "g.jsonl", "golem")
+    cut_short = b"\x00\x00\x00\x64{"  # a header saying 100 bytes, then the end
+    done = verify(trace, "golem", "honest", again_for="open", again_bytes=cut_short)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "#3 main open" in done.stdout
+    assert "bytes that are no frame came once route main's last request was answered" in (
+        done.stdout
+    )
+
+
 def test_a_late_second_answer_from_a_plugin_that_keeps_the_connection_is_read(
     tmp_path: Path,
 ) -> None:
