@@ -5,7 +5,8 @@ It starts COMMAND, plays it the client side recorded in REC (`golem-proxy mcp --
 serves its GOLEM calls from REC's GOLEM layer (the replay engine as a stand-in for Rhino)
 or lets them reach a live plugin (``--target``), compares every tool result with the
 recorded one (a recorded GOLEM route's address in it read as where the server was pointed for
-that route now), prints a table and exits 0 (all match), 1 (differences) or 2 (could not run).
+that route now), prints a table and exits 0 (all match), 1 (differences) or 2 (could not run,
+or a live plugin went away in the middle: its failures are not the server's).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..net.listeners import ListenError
 from ..replay.diffing import Comparator
 from ..replay.engine import ReplayEngine
 from ..replay.index import ExchangeTrace, load_exchanges
+from ..replay.live_targets import LiveTargets, TargetLost
 from ..replay.mcp_child import ChildStartError, McpChild
 from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
 from ..replay.mcp_verify import McpCheck, McpVerifyResult, play, tool_call_numbers
@@ -151,22 +153,45 @@ def run(args: argparse.Namespace) -> int:
         args.timeout,
         args.exit_timeout,
     )
+    live = LiveTargets(
+        {"--target": args.target, "--gh-target": args.gh_target}, len(script.tool_calls)
+    )
     try:
-        result, misses, applied = trio.run(_verify, job)
+        result, misses, applied = trio.run(_verify, job, live)
     finally:
         trace.close()
     outages = _outages(job, applied)
     addresses = comparator.addresses
+    lost = live.lost
     if args.json:
-        print(json_text(_json(result, misses, outages, addresses), indent=2))
+        print(json_text(_json(result, misses, outages, addresses, lost), indent=2))
     else:
-        render(result, misses, Console(highlight=False), outages, addresses)
+        render(result, misses, Console(highlight=False), outages, addresses, lost)
+    if lost is not None:
+        # The plugin's failure, not the build's: exit 2, as a plugin never reached, so a CI
+        # gate does not call it a regression.
+        raise CommandError(
+            f"mcp-verify: the live plugin at {lost.address} ({lost.option}) went away during "
+            f"{lost.call}: {lost.reason}",
+            f"not the server's difference; {_not_played(lost)}",
+        )
     return 0 if result.ok else EXIT_DIFFERENT
 
 
+def _not_played(lost: TargetLost) -> str:
+    count = lost.not_played
+    return f"{count} tool call{'' if count == 1 else 's'} after it not played"
+
+
 async def _verify(
-    job: _Run,
+    job: _Run, live: LiveTargets
 ) -> tuple[McpVerifyResult, list[dict[str, Any]], list[AppliedOutage]]:
+    unreachable = await live.unreachable()
+    if unreachable is not None:
+        option, address, reason = unreachable
+        raise CommandError(
+            f"mcp-verify: cannot reach the live plugin at {address} ({option})", reason
+        )
     engine = engine_for(job.trace, ReplayOptions(reuse_hint=None))
     listen = assign_routes(job.trace, ANY_PORT, ANY_PORT)
     # The stand-in answers from the recording, and plays its outages as they were.
@@ -193,6 +218,7 @@ async def _verify(
                     numbers=job.numbers,
                     timeout=job.timeout,
                     before_step=standin.begin,
+                    after_check=live.after_check,
                 )
             except ListenError as exc:
                 failed = f"the stand-in could not listen again: {exc}"
@@ -258,9 +284,11 @@ def _json(
     misses: list[dict[str, Any]],
     outages: list[dict[str, Any]],
     addresses: RouteAddresses,
+    lost: Optional[TargetLost] = None,
 ) -> dict[str, Any]:
     return {
-        "ok": result.ok,
+        "ok": result.ok and lost is None,
+        "target_lost": lost.to_json() if lost is not None else None,
         "tool_calls": len(result.tool_checks),
         "differing": [check.name for check in result.tool_checks if not check.ok],
         "checks": [check.to_json() for check in result.checks],
@@ -279,9 +307,11 @@ def render(
     console: Console,
     outages: Optional[list[dict[str, Any]]] = None,
     addresses: Optional[RouteAddresses] = None,
+    lost: Optional[TargetLost] = None,
 ) -> None:
     """The table (tool, #, outcome, first difference), what else went wrong, what matched
-    only with the route addresses swapped, a summary."""
+    only with the route addresses swapped, a summary (none when a live plugin went away
+    in the middle: the command says that in its one line)."""
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("tool", style="bold magenta", overflow="fold")
     table.add_column("#", justify="right")
@@ -336,6 +366,8 @@ def render(
     if problems and result.stderr_tail.strip():
         console.print(Text("the server's last words on stderr:", "yellow"))
         console.print(Text(safe_text(result.stderr_tail.strip()[-2000:])))
+    if lost is not None:
+        return
     tools = result.tool_checks
     differing = [check.name for check in tools if not check.ok]
     unknown = sum(1 for check in tools if check.ok and check.not_compared is not None)

@@ -59,7 +59,7 @@ class McpCheck:
     no failure, said apart from a match."""
     route_addresses: list[str] = field(default_factory=list)
     """The routes whose recorded address in the result read as their address now to match
-    (`RouteAddresses`)."""
+    (`RouteAddresses`); empty on a check that differs."""
 
     @property
     def ok(self) -> bool:
@@ -134,11 +134,13 @@ async def play(
     numbers: Mapping[int, int],
     timeout: float,
     before_step: Optional[Callable[[ClientStep], Awaitable[None]]] = None,
+    after_check: Optional[Callable[[McpCheck], Awaitable[bool]]] = None,
 ) -> McpVerifyResult:
     """Play ``script`` to ``child`` (started) and compare every tool result; ``before_step``
-    is awaited before each step is sent (the stand-in sets its routes as they were then).
-    Never raises for what the server does: a server that dies or stays silent is a check's
-    problem."""
+    is awaited before each step is sent (the stand-in sets its routes as they were then),
+    ``after_check`` with each check once made: True stops the replay there (the steps after
+    it are not sent: a live plugin behind the server went away). Never raises for what the
+    server does: a server that dies or stays silent is a check's problem."""
     result = McpVerifyResult()
     player = _Player(script, child, result, timeout)
     for step in script.steps:
@@ -162,7 +164,7 @@ async def play(
             )
         elif step.tool is not None and step.answer is not None:
             check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
-            check.route_addresses = comparator.addresses.take_applied()
+            _note_route_addresses(check, comparator)
         elif step.tool is not None and step.cancelled:
             check.not_compared = "cancelled in the recording, and unanswered there"
         elif step.tool is not None and step.answer_unobserved:
@@ -171,7 +173,17 @@ async def play(
             check.problem = "answered now, unanswered in the recording"
         elif step.tool is None and "error" in answer and "error" not in (step.answer or {}):
             check.problem = f"answered with an error: {_error_text(answer)}"
+        if after_check is not None and await after_check(check):
+            break
     return result
+
+
+def _note_route_addresses(check: McpCheck, comparator: Comparator) -> None:
+    """Give ``check`` the routes whose address made a text of its result equal, once it is
+    compared: only a result that matched matched through them (one that differs elsewhere
+    is a difference, never listed as matched so). The comparator forgets them either way."""
+    applied = comparator.addresses.take_applied()
+    check.route_addresses = applied if check.ok else []
 
 
 def _check_for(step: ClientStep, numbers: Mapping[int, int]) -> Optional[McpCheck]:
@@ -397,7 +409,7 @@ def compare_sessions(
                 check.differences = compare_tool_result(
                     recorded_answer, live_answer, comparator, now.tool
                 )
-                check.route_addresses = comparator.addresses.take_applied()
+                _note_route_addresses(check, comparator)
     return checks
 
 

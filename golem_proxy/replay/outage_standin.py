@@ -5,7 +5,8 @@ Before each tool call is sent, `begin` sets every route as it was during that ca
 recorded: its open connections closed when the recording had none open then (the plugin's
 going away had closed them), the server's next connections accepted and reset when the
 proxy reset them (the upstream refused them; reset once the server has written on them,
-as its connect had returned when the proxy's reset came), and the listener closed while the
+as its connect had returned when the proxy's reset came, and by the next step at the latest:
+that reset was its call's), and the listener closed while the
 route was down, so the server's attempts are refused by the system, as they were; and a
 connection open then that the plugin had closed while it sat idle is reset, so that the
 server's next write meets a reset, as it did; and where the plugin went away in the middle of
@@ -63,6 +64,9 @@ class _Route:
     )
     resets: int = 0
     refuse_after_resets: bool = False
+    resetting: dict[trio.CancelScope, trio.Event] = field(default_factory=dict)
+    """Connections accepted to be reset, waiting for the server's first bytes: each is
+    reset by the task serving it once the scope is cancelled, the event set once it is."""
     ends: list[_End] = field(default_factory=list)
     """The plugin's ends during the current call, each until its requests all came."""
 
@@ -114,6 +118,10 @@ class OutageStandIn:
         ListenError when a route cannot listen again on its address."""
         plan = self.plan.for_step(step.index) if step.tool is not None else None
         for name, route in self._routes.items():
+            # The proxy reset such a connection during the call that opened it, which has
+            # been answered: the server must find it reset however it looks (a write, or a
+            # pool's check of a kept connection before it reuses it), never in this step.
+            await self._reset_waiting(route)
             route.ends = []  # an end whose requests did not come during its call is let go
             if plan is None:
                 route.resets, route.refuse_after_resets = 0, False
@@ -191,6 +199,14 @@ class OutageStandIn:
             scope.cancel()
             await route.closed.wait()
 
+    async def _reset_waiting(self, route: _Route) -> None:
+        """Reset the route's connections still waiting for the server's first bytes, and
+        return once they are reset."""
+        for scope in route.resetting:
+            scope.cancel()
+        for done in list(route.resetting.values()):
+            await done.wait()
+
     async def _drop_connections(self, route: _Route, *, reset: bool = False) -> None:
         """Close the route's connections (``reset``: with a reset, as the proxy answered the
         server's next bytes on a connection the plugin had left), and return once they are
@@ -208,10 +224,15 @@ class OutageStandIn:
             if not route.resets and route.refuse_after_resets:
                 # Closed before this one is reset, as the proxy does: a reconnect is refused.
                 await self._stop_listening(route)
+            scope, done = trio.CancelScope(), trio.Event()
+            route.resetting[scope] = done
             try:
-                await _first_bytes(stream)
+                with scope:
+                    await _first_bytes(stream)
             finally:
+                del route.resetting[scope]
                 close_abortively(stream)
+                done.set()
             return
         done = trio.Event()
         with trio.CancelScope() as scope:
@@ -226,11 +247,12 @@ class OutageStandIn:
 
 async def _first_bytes(stream: trio.SocketStream) -> None:
     """Return once the server has written on ``stream`` (or closed it), or `RESET_WITHIN`
-    has passed. The proxy reset such a connection once the upstream had refused it, a
-    millisecond or more after accepting it, as a rule after the server's connect had
-    returned: its first exchange met the reset. Reset on accepting, the reset raced the
-    server's connect, and a server that words the two failures apart (GOLEM-3DMCP:
-    ``Cannot connect to Rhino plugin at …`` or ``Connected to … but ping handshake
-    failed``) said one or the other from run to run."""
+    has passed (cancelled sooner as the next step begins: `OutageStandIn.begin`). The
+    proxy reset such a connection once the upstream had refused it, a millisecond or more
+    after accepting it, as a rule after the server's connect had returned: its first
+    exchange met the reset. Reset on accepting, the reset raced the server's connect, and
+    a server that words the two failures apart (GOLEM-3DMCP: ``Cannot connect to Rhino
+    plugin at …`` or ``Connected to … but ping handshake failed``) said one or the other
+    from run to run."""
     with trio.move_on_after(RESET_WITHIN), contextlib.suppress(trio.BrokenResourceError):
         await stream.receive_some(1)

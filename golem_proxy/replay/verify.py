@@ -9,7 +9,10 @@ The live answer is the frame that answers the request sent, by golem_core's `Ans
 rule, never just the next frame: the plugin's own notifications and requests are skipped and
 counted, a late or repeated answer to an earlier request is told to that request's check, and a
 reply with an id never sent is a difference of its own (where the protocol's client would take
-it for the answer) or skipped and named (where replies go by id).
+it for the answer) or skipped and named (where replies go by id). What the plugin sends after
+a route's last answer is read too, for a short while (`Link.read_after_last`), and told to
+the exchanges it belongs to the same way: a plugin that answers the last request twice
+differs as one that answers an earlier one twice does.
 """
 
 from __future__ import annotations
@@ -119,6 +122,8 @@ async def verify_trace(
     # to its check. Keys are fresh per run (`request_ids`), so they never collide.
     sent_for: OrderedDict[Any, ExchangeCheck] = OrderedDict()
     ids = profile.request_ids()
+    last: dict[str, tuple[Sent, ExchangeCheck]] = {}
+    """Each route's last request sent, and its check."""
     try:
         for exchange in trace.exchanges:
             if progress is not None:
@@ -152,10 +157,12 @@ async def verify_trace(
                     else type(exc).__name__
                 )
                 check.problem = f"no answer from {address}: {reason}"
-            _note_live(check, live, sent, sent_for)
+            _note_live(check, live, sent, sent_for, f"while #{check.number} waited")
             if live.frame is not None:
                 check.live_payload = live.frame.payload
                 check.differences = _compare(exchange, live.frame.payload, comparator)
+            last[exchange.route] = (sent, check)
+        await _read_after_last(links, last, sent_for)
         if progress is not None:
             progress(len(checks))
     except RecordingError as exc:  # a payload of a damaged line, decoded only now
@@ -167,11 +174,45 @@ async def verify_trace(
     return VerifyResult(checks)
 
 
+async def _read_after_last(
+    links: Mapping[str, Link],
+    last: Mapping[str, tuple[Sent, ExchangeCheck]],
+    sent_for: Mapping[Any, ExchangeCheck],
+) -> None:
+    """Read what each route's plugin sends after its last answer, the routes at once (each
+    costs a round trip, or a quiet spell), and tell it to the checks it belongs to: the last
+    request's own, or an earlier one's."""
+    after: dict[str, Live] = {}
+
+    async def read(route: str, link: Link, sent: Sent) -> None:
+        live = after[route] = Live()
+        await link.read_after_last(sent, live)
+
+    async with trio.open_nursery() as nursery:
+        for route, link in links.items():
+            if route in last:
+                nursery.start_soon(read, route, link, last[route][0])
+    for route, live in after.items():
+        sent, check = last[route]
+        when = f"once route {route}'s last request was answered"
+        if live.again:
+            check.extra.append(f"{_answers_again(check, live.again)}, {when} (skipped)")
+        if live.bad_framing is not None:
+            check.extra.append(f"bytes that are no frame came {when}: {live.bad_framing}")
+        _note_live(check, live, sent, sent_for, when, strays_came=when)
+
+
 def _note_live(
-    check: ExchangeCheck, live: Live, sent: Sent, sent_for: Mapping[Any, ExchangeCheck]
+    check: ExchangeCheck,
+    live: Live,
+    sent: Sent,
+    sent_for: Mapping[Any, ExchangeCheck],
+    when: str,
+    strays_came: str = "before its answer",
 ) -> None:
     """Tell ``check`` (and the checks of earlier requests) what came for it besides its
-    answer."""
+    answer; ``when`` says when it came (``while #3 waited``), ``strays_came`` when the
+    replies with an id never sent came, as said on ``check``."""
     check.unasked += live.unasked
     if live.answered_wrong:
         check.problem = (
@@ -181,7 +222,7 @@ def _note_live(
     if strays.count:
         check.extra.append(
             f"{strays.count} {'reply' if strays.count == 1 else 'replies'} with an id "
-            "verify never sent came before its answer (skipped): "
+            f"verify never sent came {strays_came} (skipped): "
             + ", ".join(id_text(ident) for ident in strays.ids)
             + (", …" if strays.count > len(strays.ids) else "")
         )
@@ -189,11 +230,16 @@ def _note_live(
         earlier = sent_for.get(key)
         if earlier is None:
             continue
-        if earlier.live_payload is not None:
-            what = "another answer with its id came after the first"
-        else:
-            what = "an answer with its id came late"
-        earlier.extra.append(f"{what}, while #{check.number} waited (skipped)")
+        earlier.extra.append(f"{_answers_again(earlier, 1)}, {when} (skipped)")
+
+
+def _answers_again(check: ExchangeCheck, count: int) -> str:
+    """``count`` answers to ``check``'s request besides the one taken, in words: after the
+    first, or late (none was taken: no answer came in time, or one with another id)."""
+    if check.live_payload is not None:
+        more = "another answer" if count == 1 else f"{count} more answers"
+        return f"{more} with its id came after the first"
+    return f"{'an answer' if count == 1 else f'{count} answers'} with its id came late"
 
 
 def _sent_id_text(sent: Sent) -> str:

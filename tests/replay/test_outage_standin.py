@@ -1,6 +1,7 @@
 """`OutageStandIn` on real loopback sockets: a connection the recording shows accepted and
 reset meets the reset at its first exchange, as it did behind the proxy, never at its
-connect; one whose server never writes is reset all the same."""
+connect; one whose server never writes is reset all the same, at the latest as the next call
+begins (its reset is its call's, not the next one's)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from .traces import modelling_session
 pytestmark = pytest.mark.trio
 
 CALL = ClientStep(b"{}", 3, "tools/call", 3, {"name": "list_layers", "arguments": {}})
+NEXT = ClientStep(b"{}", 5, "tools/call", 5, {"name": "list_layers", "arguments": {}})
 CONNECTIONS = 3
 
 
@@ -46,19 +48,23 @@ def _ping(sock: socket.socket) -> str:
     return "answered"
 
 
-def _still_open(sock: socket.socket) -> bool:
-    """Whether ``sock`` has neither bytes, nor an end, nor a reset waiting."""
+def _waiting(sock: socket.socket) -> str:
+    """What ``sock`` has waiting: ``nothing``, ``bytes``, an ``end`` or a ``reset``."""
     timeout = sock.gettimeout()
     sock.setblocking(False)
     try:
-        sock.recv(1)
+        return "bytes" if sock.recv(1) else "end"
     except BlockingIOError:
-        return True
-    except OSError:
-        return False
+        return "nothing"
+    except ConnectionResetError:
+        return "reset"
     finally:
         sock.settimeout(timeout)
-    return False
+
+
+def _still_open(sock: socket.socket) -> bool:
+    """Whether ``sock`` has neither bytes, nor an end, nor a reset waiting."""
+    return _waiting(sock) == "nothing"
 
 
 def _connect_and_wait(address: Address) -> str:
@@ -109,3 +115,28 @@ async def test_a_server_that_never_writes_is_reset_all_the_same(
         outcome = await trio.to_thread.run_sync(_connect_and_wait, bound["main"])
         nursery.cancel_scope.cancel()
     assert outcome == "reset"
+
+
+async def test_a_connection_left_to_reset_is_reset_before_the_next_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server connected during CALL and wrote nothing there (its tool kept the connection
+    for later): the proxy had reset it during CALL, so the server finds it reset, whenever it
+    looks, before NEXT is sent; NEXT itself plays no outage, its new connection is served."""
+    monkeypatch.setattr(outage_standin, "RESET_WITHIN", 60.0)  # CALL ends long before
+    standin = _standing_in(tmp_path, 1)
+    async with trio.open_nursery() as nursery:
+        bound = await nursery.start(standin.run)
+        await standin.begin(CALL)
+        route = standin._routes["main"]
+        address = (bound["main"].host, bound["main"].port)
+        kept = await trio.to_thread.run_sync(socket.create_connection, address, 10)
+        with kept:
+            await until(lambda: route.resets == 0)  # accepted, to be reset
+            assert _still_open(kept)  # not before the server has written, within CALL
+            await standin.begin(NEXT)
+            await until(lambda: _waiting(kept) == "reset")
+        fresh = await trio.to_thread.run_sync(socket.create_connection, address, 10)
+        with fresh:
+            assert await trio.to_thread.run_sync(_ping, fresh) == "answered"
+        nursery.cancel_scope.cancel()

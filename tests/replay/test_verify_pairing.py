@@ -8,6 +8,7 @@ import json
 import subprocess
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -34,12 +35,13 @@ def trace_of(path: Path, profile: str, *, echo: str = "") -> Path:
 
 
 def verify(
-    trace: Path, profile: str, mode: str, *args: str, flood: int = 0
+    trace: Path, profile: str, mode: str, *args: str, **misbehaviour: Any
 ) -> subprocess.CompletedProcess[str]:
-    """``verify TRACE --target`` a `MisbehavingUpstream` in ``mode``, with ``args``."""
+    """``verify TRACE --target`` a `MisbehavingUpstream` in ``mode`` (and ``misbehaviour``,
+    its other fields), with ``args``."""
 
     async def main() -> subprocess.CompletedProcess[str]:
-        upstream = MisbehavingUpstream(profile=get_profile(profile), mode=mode, flood=flood)
+        upstream = MisbehavingUpstream(profile=get_profile(profile), mode=mode, **misbehaviour)
         async with trio.open_nursery() as nursery:
             address = await nursery.start(upstream.serve)
             command = ("verify", str(trace), "--target", str(address), "--timeout", "5", *args)
@@ -81,8 +83,47 @@ def test_a_plugin_that_answers_twice_shifts_no_comparison(tmp_path: Path) -> Non
     done = verify(trace, "golem", "twice")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "result.echo" not in done.stdout  # each answer compared with its own request's
-    assert done.stdout.count("another answer with its id came after the first") == 2
+    assert done.stdout.count("another answer with its id came after the first") == 3
     assert "#1 main state" in done.stdout and "#2 main tabs.list" in done.stdout
+    assert "#3 main open" in done.stdout
+
+
+def test_a_second_answer_to_the_last_request_is_a_difference(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "g.jsonl", "golem")
+    done = verify(trace, "golem", "honest", again_for="open")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "verify: 1 of 3 exchanges differ" in done.stdout
+    assert "#3 main open" in done.stdout
+    assert (
+        "another answer with its id came after the first, once route main's last request "
+        "was answered (skipped)"
+    ) in done.stdout
+    as_json = json.loads(verify(trace, "golem", "honest", "--json", again_for="open").stdout)
+    assert [(check["number"], check["method"]) for check in as_json["failed"]] == [(3, "open")]
+
+
+def test_bytes_that_are_no_frame_after_the_last_answer_are_a_difference(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "g.jsonl", "golem")
+    cut_short = b"\x00\x00\x00\x64{"  # a header saying 100 bytes, then the end
+    done = verify(trace, "golem", "honest", again_for="open", again_bytes=cut_short)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "#3 main open" in done.stdout
+    assert "bytes that are no frame came once route main's last request was answered" in (
+        done.stdout
+    )
+
+
+def test_a_late_second_answer_from_a_plugin_that_keeps_the_connection_is_read(
+    tmp_path: Path,
+) -> None:
+    trace = trace_of(tmp_path / "nd.jsonl", "jsonrpc-ndjson")
+    late = {"again_for": "open", "again_after": 0.1, "closes_at_end": False}
+    done = verify(trace, "jsonrpc-ndjson", "honest", **late)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "#3 scrybe open" in done.stdout
+    assert "another answer with its id came after the first" in done.stdout
+    honest = verify(trace, "jsonrpc-ndjson", "honest", closes_at_end=False)
+    assert honest.returncode == 0, honest.stdout + honest.stderr
 
 
 def test_an_answer_with_another_id_is_a_difference_and_never_written(tmp_path: Path) -> None:

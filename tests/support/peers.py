@@ -65,11 +65,19 @@ class MisbehavingUpstream(ListeningUpstream):
     ``notify`` sends a notification of its own before each answer (legal JSON-RPC, MCP does
     it), ``twice`` answers each request twice, ``wrong-id`` answers with an id it was never
     sent, ``stray`` sends such a reply before the answer, ``flood`` sends ``flood``
-    notifications before each answer; ``honest`` just answers."""
+    notifications before each answer; ``honest`` just answers. ``again_for`` names a
+    method whose requests are answered a second time, ``again_after`` seconds after the
+    first answer (with ``again_bytes`` instead, when given); ``closes_at_end`` False keeps a
+    connection open once the client has said it sends no more (a half-close), as a plugin
+    that waits for the full close does."""
 
     profile: Profile = GOLEM
     mode: str = "honest"
     flood: int = 0
+    again_for: Optional[str] = None
+    again_after: float = 0.0
+    again_bytes: Optional[bytes] = None
+    closes_at_end: bool = True
 
     def _reply(self, ident: Any, method: Any) -> bytes:
         return self.profile.encode(self.profile.success(ident, {"echo": method}))
@@ -97,6 +105,12 @@ class MisbehavingUpstream(ListeningUpstream):
                     elif self.mode == "stray":
                         out = self._reply(f"nope-{ident}", method) + out
                     await stream.send_all(out)
+                    if method is not None and method == self.again_for:
+                        await trio.sleep(self.again_after)
+                        again = self.again_bytes
+                        await stream.send_all(again or self._reply(ident, method))
+            if not self.closes_at_end:
+                await trio.sleep_forever()
         except trio.BrokenResourceError:
             pass
         finally:
