@@ -41,7 +41,7 @@ from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
 from ..terminal import safe_text
 from ._bound_routes import client_environment
-from ._common import CommandError, reading
+from ._common import CommandError, print_error, reading
 from ._comparing import add_comparison_arguments, comparator_from
 from ._options import add_address, add_recording, add_timeout
 
@@ -168,13 +168,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         render(result, misses, Console(highlight=False), outages, addresses, lost)
     if lost is not None:
-        # The plugin's failure, not the build's: exit 2, as a plugin never reached, so a CI
-        # gate does not call it a regression.
-        raise CommandError(
+        went = (
             f"mcp-verify: the live plugin at {lost.address} ({lost.option}) went away during "
-            f"{lost.call}: {lost.reason}",
-            f"not the server's difference; {_not_played(lost)}",
+            f"{lost.call}: {lost.reason}"
         )
+        # That call is not compared: the plugin's failure, or the build's call that ended
+        # it (GOLEM has a shutdown method); the calls after it were not played.
+        said = f"{lost.call} not compared, {_not_played(lost)}"
+        if not any(not check.ok for check in result.tool_checks):
+            # Nothing compared differed: exit 2, as a plugin never reached, so a CI gate
+            # does not call the plugin's failure a regression.
+            raise CommandError(went, said)
+        # The build's own differences before it stand: a regression, however it ended.
+        print_error(f"{went} ({said})")
+        return EXIT_DIFFERENT
     return 0 if result.ok else EXIT_DIFFERENT
 
 
@@ -366,10 +373,20 @@ def render(
     if problems and result.stderr_tail.strip():
         console.print(Text("the server's last words on stderr:", "yellow"))
         console.print(Text(safe_text(result.stderr_tail.strip()[-2000:])))
-    if lost is not None:
-        return
     tools = result.tool_checks
     differing = [check.name for check in tools if not check.ok]
+    if lost is not None:
+        if differing:  # the build's differences before the plugin went away
+            names = safe_text(", ".join(dict.fromkeys(differing)))
+            compared = sum(1 for check in tools if check.not_compared is None)
+            console.print(
+                Text(
+                    f"mcp-verify: {len(differing)} of the {compared} tool calls compared "
+                    f"before the live plugin went away differ: {names}",
+                    "red",
+                )
+            )
+        return
     unknown = sum(1 for check in tools if check.ok and check.not_compared is not None)
     if result.ok and unknown:
         console.print(

@@ -97,6 +97,19 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_DIFFERENT
         changed = update_trace(args.file, result, comparator)
         print(f"verify: updated {changed} responses in {args.file}", file=sys.stderr)
+        extra = [check for check in result.checks if check.extra]
+        if extra:
+            # A trace holds one answer per request: what came besides it (a second answer,
+            # a reply to nothing sent) is not written, and still a difference.
+            numbers = ", ".join(f"#{check.number}" for check in extra[:10])
+            more = ", …" if len(extra) > 10 else ""
+            print(
+                f"verify: {len(extra)} of {counted(len(result.checks), 'exchange')} got more "
+                f"than their answer ({numbers}{more}), which the trace cannot hold: still a "
+                "difference",
+                file=sys.stderr,
+            )
+            return EXIT_DIFFERENT
         return 0
     return 0 if result.ok else EXIT_DIFFERENT
 

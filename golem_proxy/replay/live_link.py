@@ -18,6 +18,7 @@ within `AFTER_LAST_WITHIN` at most.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -94,6 +95,9 @@ class Live:
     skipped: int = 0
     again: int = 0
     """Answers to the request read after its answer (`Link.read_after_last`)."""
+    again_unnamed: int = 0
+    """Frames read after its answer that a client takes for an answer to it though they
+    name no id (a reply with none, or no JSON at all)."""
     bad_framing: Optional[str] = None
     """What was wrong with bytes after the last answer that are no frame (none: None)."""
 
@@ -170,14 +174,20 @@ class Link:
             with trio.move_on_after(AFTER_LAST_WITHIN):
                 stream = framed.stream
                 if isinstance(stream, trio.abc.HalfCloseableStream):
-                    await stream.send_eof()
+                    # A plugin that reset the connection already fails the half-close, but
+                    # what it sent before the reset is still there to read.
+                    with contextlib.suppress(OSError, trio.BrokenResourceError):
+                        await stream.send_eof()
                 while live.skipped < MAX_SKIPPED:
                     with trio.move_on_after(AFTER_LAST_QUIET) as quiet:
                         reading = await framed.receive_reading(last.key)
                     if quiet.cancelled_caught:
                         return
                     if isinstance(reading, Answer):
-                        live.again += 1
+                        if reading.message.id is None:  # no id, or no JSON: read as its answer
+                            live.again_unnamed += 1
+                        else:
+                            live.again += 1
                         live.skipped += 1
                     else:
                         _skip(reading, live)

@@ -5,8 +5,12 @@ failures are the plugin's, not the server build's.
 The server's GOLEM connections go straight to the plugin, unseen, so the plugin is asked
 the one thing that tells: whether it still accepts a connection (connected to and closed at
 once; a plugin that serves one client at a time takes it from its backlog later and reads
-its end). It is asked before the server starts, and after each check that fails, never
-after one that matched, so a replay that goes well touches the plugin no more than before.
+its end). It is asked before the server starts, and after a check that fails when the one
+before it matched (the first of a run of failures), never after one that matched, so a
+replay that goes well touches the plugin no more than before. Only a refusal says the plugin
+went away: the real plugin listens with a backlog of 5 and serves one client at a time, so
+the probes of a long run of failures would wait in its backlog, fill it, and the next one
+would go unanswered though the plugin is there; and a probe per failure would fill it.
 """
 
 from __future__ import annotations
@@ -15,14 +19,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import trio
+
 from ..net.addresses import Address
-from ..net.listeners import probe
+from ..net.listeners import connect, connect_reason, probe
 from .mcp_verify import McpCheck
 
 __all__ = ["PROBE_TIMEOUT", "LiveTargets", "TargetLost"]
 
 PROBE_TIMEOUT = 1.0
 """Seconds a live plugin has to accept the probe's connection."""
+
+PROBES_AT_MOST = 3
+"""Probes a run makes after failed checks, at most (a refused one ends the run): each one
+accepted may wait in the backlog of a plugin that serves one client at a time (the real
+one: a backlog of 5) until the server's connection ends, a full backlog would keep the
+server's own reconnect out, and one not answered costs `PROBE_TIMEOUT`."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,11 @@ class LiveTargets:
         self.tool_calls = tool_calls
         self.lost: Optional[TargetLost] = None
         self._tool_checks = 0
+        self._failing = False
+        """The last check failed: the plugin was asked then, and is not asked again until a
+        check matches."""
+        self._probes = 0
+        """Probes made after failed checks (`PROBES_AT_MOST`)."""
 
     async def unreachable(self) -> Optional[tuple[str, Address, str]]:
         """The first live plugin that accepts no connection now: its option, address and
@@ -74,14 +91,30 @@ class LiveTargets:
                 return option, address, reason
         return None
 
+    async def _refusing(self) -> Optional[tuple[str, Address, str]]:
+        """The first live plugin that refuses a connection now (or fails it otherwise): its
+        option, address and why; None when each accepts, or does not answer in
+        `PROBE_TIMEOUT` (a full backlog is no plugin gone)."""
+        self._probes += 1
+        for option, address in self.targets.items():
+            with trio.move_on_after(PROBE_TIMEOUT):
+                try:
+                    stream = await connect(address)
+                except OSError as exc:
+                    return option, address, connect_reason(exc)
+                await stream.aclose()
+        return None
+
     async def after_check(self, check: McpCheck) -> bool:
-        """For `play`'s ``after_check``: True (stop the replay) when ``check`` failed and a
-        live plugin no longer accepts a connection. That check is then not the server's
-        difference: it is not compared, saying why, and `lost` says where the plugin went."""
+        """For `play`'s ``after_check``: True (stop the replay) when ``check`` failed, the
+        one before it did not, and a live plugin refuses a connection. That check is then not
+        the server's difference: it is not compared, saying why, and `lost` says where the
+        plugin went."""
         self._tool_checks += check.tool is not None
-        if check.ok or not self.targets:
+        failing, self._failing = self._failing, not check.ok
+        if check.ok or failing or not self.targets or self._probes >= PROBES_AT_MOST:
             return False
-        found = await self.unreachable()
+        found = await self._refusing()
         if found is None:
             return False
         option, address, reason = found

@@ -197,6 +197,11 @@ async def _read_after_last(
         when = f"once route {route}'s last request was answered"
         if live.again:
             check.extra.append(f"{_answers_again(check, live.again)}, {when} (skipped)")
+        if live.again_unnamed:
+            frames = "a frame" if live.again_unnamed == 1 else f"{live.again_unnamed} frames"
+            check.extra.append(
+                f"{frames} a client takes for its answer (no id, or no JSON) came {when} (skipped)"
+            )
         if live.bad_framing is not None:
             check.extra.append(f"bytes that are no frame came {when}: {live.bad_framing}")
         _note_live(check, live, sent, sent_for, when, strays_came=when)

@@ -17,6 +17,7 @@ from golem_core.framing import Frame
 from golem_core.profiles import GOLEM
 from golem_proxy.net.addresses import Address
 from golem_proxy.net.listeners import close_abortively, connect, open_listener
+from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
 
@@ -92,9 +93,17 @@ def mcp_verify(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _verify_as_the_plugin_dies(recording: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _verify_as_the_plugin_dies(
+    recording: Path, *args: str, changed: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """mcp-verify against a plugin that dies at `DIES_ON`; ``changed``: its document holds a
+    layer the recording's did not, so the calls before differ."""
+
     async def main() -> subprocess.CompletedProcess[str]:
         with PluginProcess(seed=7) as plugin:
+            if changed:
+                with GolemClient(plugin.main.host or "127.0.0.1", plugin.main.port or 0) as client:
+                    client.send_command("scene.create_layer", {"name": "not-recorded"})
             dying = DyingPlugin(plugin.main)
             async with trio.open_nursery() as nursery:
                 main_address = await nursery.start(dying.serve)
@@ -118,12 +127,23 @@ def test_a_live_plugin_that_dies_mid_replay_is_its_failure_not_the_builds(
     (line,) = done.stderr.splitlines()
     assert line.startswith("golem-proxy: mcp-verify: the live plugin at 127.0.0.1:")
     assert "(--target) went away during #" in line
-    assert " create_layer: connection refused (not the server's difference" in line
-    assert "not the server's difference; 4 tool calls after it not played" in line
+    assert " create_layer: connection refused (#" in line
+    assert " create_layer not compared, 4 tool calls after it not played)" in line
     assert "differs" not in done.stdout and "tool calls differ" not in done.stdout
     row = next(line for line in done.stdout.splitlines() if line.startswith("create_layer"))
     assert "not compared" in row and "went away" in row
     assert "layer_report" not in done.stdout  # not played
+
+
+def test_the_builds_differences_before_the_plugin_went_away_stand(recording: Path) -> None:
+    done = _verify_as_the_plugin_dies(recording, changed=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = done.stderr.splitlines()
+    assert " create_layer: connection refused (#" in line
+    assert (
+        "mcp-verify: 1 of the 1 tool calls compared before the live plugin went away differ: "
+        "list_layers"
+    ) in done.stdout
 
 
 def test_json_says_where_the_live_plugin_went_away(recording: Path) -> None:

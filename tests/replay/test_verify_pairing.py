@@ -113,6 +113,30 @@ def test_bytes_that_are_no_frame_after_the_last_answer_are_a_difference(tmp_path
     )
 
 
+def test_a_frame_with_no_id_after_the_last_answer_is_said_as_what_it_is(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "g.jsonl", "golem")
+    for payload in (b'{"result": {"echo": "open"}, "error": null}', b"not json at all"):
+        nameless = get_profile("golem").frame_payload(payload)
+        done = verify(trace, "golem", "honest", again_for="open", again_bytes=nameless)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "a frame a client takes for its answer (no id, or no JSON) came once route" in (
+            done.stdout
+        )
+        assert "with its id" not in done.stdout
+
+
+def test_update_writes_the_answers_and_still_fails_on_a_second_one(tmp_path: Path) -> None:
+    trace = trace_of(tmp_path / "g.jsonl", "golem", echo="old")
+    done = verify(trace, "golem", "honest", "--update", again_for="open")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "verify: updated 3 responses" in done.stderr
+    assert "verify: 1 of 3 exchanges got more than their answer (#3), which the trace cannot" in (
+        done.stderr
+    )
+    again = verify(trace, "golem", "honest")  # the answers were written
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
 def test_a_late_second_answer_from_a_plugin_that_keeps_the_connection_is_read(
     tmp_path: Path,
 ) -> None:
