@@ -4,13 +4,13 @@ What the profile decides goes into the script as data: the protocol's name (the 
 ``golem.method`` …), the framing (GOLEM's length header: its size and byte order are read off
 `Profile.frame_payload`, not restated; NDJSON's line terminator), the largest frame it
 accepts, and the ports of its default routes (server and proxy). The Lua around that data is
-fixed: frames are reassembled across TCP segments with ``dissect_tcp_pdus``, each payload is
-handed to Wireshark's JSON dissector, and the envelope's ``id``, ``method`` and ``error.code``
-are read with a small scanner of the top-level JSON members (nested objects are skipped, so a
-``method`` inside ``params`` is never taken for the request's). Requests and responses are
-linked by id within a TCP stream on the first pass; the links (``response_in``,
-``request_in``, ``time``) show once Wireshark dissects again (the GUI always; tshark with
-``-2``).
+fixed: frames are reassembled across TCP segments with ``dissect_tcp_pdus``, the envelope's
+``id``, ``method`` and ``error.code`` are read with a small scanner of the top-level JSON
+members (nested objects are skipped, so a ``method`` inside ``params`` is never taken for the
+request's), and a payload small enough (`JSON_TREE_BYTES`, `JSON_TREE_TOKENS`,
+`JSON_TREE_DEPTH`) is handed to Wireshark's JSON dissector. Requests and responses are linked
+by id within a TCP stream on the first pass; the links (``response_in``, ``request_in``,
+``time``) show once Wireshark dissects again (the GUI always; tshark with ``-2``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,35 @@ from .. import __version__
 from .lua_template import LENGTH_PREFIXED_LENGTH, LINE_LENGTH, TEMPLATE
 from .tcp_export import PSEUDO_BASE_PORT, parse_endpoint
 
-__all__ = ["DissectorError", "default_ports", "generate_dissector"]
+__all__ = [
+    "ENVELOPE_SCAN_BYTES",
+    "JSON_TREE_BYTES",
+    "JSON_TREE_DEPTH",
+    "JSON_TREE_TOKENS",
+    "DissectorError",
+    "default_ports",
+    "generate_dissector",
+]
+
+# What Wireshark's JSON dissector is handed (tshark 4.0 measured): it adds up to 3 tree items
+# per value or member, and a packet of more than 1,000,000 items (Wireshark's default limit)
+# killed tshark under our Lua (SIGSEGV at 100,000 [x, y, z] vertices, 340,000 numbers or
+# 170,000 members). 50,000 tokens are at most 150,000 items: with what else one packet can
+# complete (a segment holds at most 64 KiB more of frames), well under the limit.
+JSON_TREE_BYTES = 1 << 20
+"""A body larger than this gets no JSON tree (its envelope fields still show)."""
+JSON_TREE_TOKENS = 50_000
+"""Nor one with more values and members than this, counted as the ``[``, ``{``, ``,`` and
+``:`` outside its strings."""
+JSON_TREE_DEPTH = 100
+"""Nor one nested deeper than this: two tree levels a level, under Wireshark's 500 (4.0's
+JSON dissector shows a body nested past about 20 levels as text anyway)."""
+ENVELOPE_SCAN_BYTES = 1 << 20
+"""The envelope (id, method, error) is read from a body's first this many bytes: never fewer
+than `JSON_TREE_BYTES`, as the count of a body handed to the JSON dissector reads it whole."""
+_LINE_SEARCH_BYTES = 256 * 1024
+"""A line's newline is looked for in its last this many bytes as its segments arrive: more
+than one TCP segment (at most 64 KiB) holds."""
 
 
 class DissectorError(ValueError):
@@ -87,7 +115,7 @@ def generate_dissector(profile: Profile, extra_ports: Iterable[int] = ()) -> str
         length = LENGTH_PREFIXED_LENGTH.substitute(header=size, reader=reader)
         header = size
     elif profile.framing is Framing.LINE:
-        length = LINE_LENGTH.template
+        length = LINE_LENGTH.substitute(line_search=_LINE_SEARCH_BYTES)
         header = 0
     else:  # pragma: no cover - every Framing is handled above
         raise DissectorError(f"profile {profile.name}: framing {profile.framing.value}")
@@ -100,6 +128,10 @@ def generate_dissector(profile: Profile, extra_ports: Iterable[int] = ()) -> str
         framing=profile.framing.value,
         header=header,
         cap=profile.default_cap,
+        scan_bytes=ENVELOPE_SCAN_BYTES,
+        json_bytes=JSON_TREE_BYTES,
+        json_tokens=JSON_TREE_TOKENS,
+        json_depth=JSON_TREE_DEPTH,
         length_function=length,
         ports=", ".join(str(port) for port in ports),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -12,11 +13,18 @@ import pytest
 
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON
 from golem_proxy.events import Direction
-from golem_proxy.interop.dissector import default_ports, generate_dissector
+from golem_proxy.interop.dissector import (
+    ENVELOPE_SCAN_BYTES,
+    JSON_TREE_BYTES,
+    JSON_TREE_DEPTH,
+    JSON_TREE_TOKENS,
+    default_ports,
+    generate_dissector,
+)
 from golem_proxy.recording.samples import samples
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.trace_builder import TapSimulator, write_recording
-from tests.support.tshark_helpers import needs_tshark, tshark
+from tests.support.tshark_helpers import TSHARK, needs_tshark, tshark
 
 SAMPLES = list(samples().values())  # the shipped samples, not a demo's recordings
 
@@ -130,15 +138,18 @@ def test_ndjson_over_line_framing(tmp_path: Path) -> None:
     tap.respond(1, {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
     tap.request(1, {"jsonrpc": "2.0", "id": 2, "method": "nope"})
     tap.respond(1, {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "no"}})
+    # A line longer than three TCP segments is one frame too.
+    tap.request(1, {"jsonrpc": "2.0", "id": 3, "method": "long", "params": ["y" * 200_000]})
+    tap.respond(1, {"jsonrpc": "2.0", "id": 3, "result": {}})
     tap.close(1)
     recording = tmp_path / "nd.jsonl"
     recording.write_bytes(write_recording(tap.events, "jsonrpc-ndjson"))
     capture = decode(recording, tmp_path, profile="jsonrpc-ndjson")
-    rows = fields(
-        capture, "jsonrpc_ndjson.method", "jsonrpc_ndjson.error.code", where="jsonrpc_ndjson"
-    )
-    assert [m for row in rows for m in row[0].split("|") if m] == ["tools/list", "nope"]
+    names = ("jsonrpc_ndjson.method", "jsonrpc_ndjson.error.code", "jsonrpc_ndjson.request_in")
+    rows = fields(capture, *names, where="jsonrpc_ndjson", two_pass=True)
+    assert [m for row in rows for m in row[0].split("|") if m] == ["tools/list", "nope", "long"]
     assert [c for row in rows for c in row[1].split("|") if c] == ["-32601"]
+    assert len([link for row in rows for link in row[2].split("|") if link]) == 3
 
 
 def test_the_script_carries_the_profile() -> None:
@@ -150,6 +161,7 @@ def test_the_script_carries_the_profile() -> None:
     assert "local HEADER = 4" in lua and ":uint()" in lua
     assert f"local CAP = {GOLEM.default_cap}" in lua
     assert '"golem.error.code"' in lua and "dissect_tcp_pdus" in lua
+    assert f"local JSON_TOKENS = {JSON_TREE_TOKENS}" in lua
 
 
 def test_bad_port_is_one_line(tmp_path: Path) -> None:
@@ -175,3 +187,89 @@ def test_a_header_over_the_limit_is_flagged_not_awaited(tmp_path: Path) -> None:
     assert rows[1][1] == str(0xFFFFFFF0)
     packets = tshark("-r", str(capture), "-Y", "tcp.len == 0 && tcp.flags.push == 1")
     assert packets.strip() == ""  # the empty truncated tail made no empty segment
+
+
+def run_tshark(*args: str) -> str:
+    """tshark's stdout; fails the test on a non-zero exit (SIGSEGV: -11) or on a script that
+    Wireshark would not load (it says so on stderr and goes on without it)."""
+    assert TSHARK is not None
+    done = subprocess.run(
+        [TSHARK, *args], capture_output=True, text=True, encoding="utf-8", timeout=300
+    )
+    assert done.returncode == 0 and "Lua" not in done.stderr, (done.returncode, done.stderr)
+    return done.stdout
+
+
+def nested(depth: int) -> object:
+    value: object = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@needs_tshark
+def test_a_payload_too_large_for_wiresharks_json_tree_keeps_the_frames_own_fields(
+    tmp_path: Path,
+) -> None:
+    tap = TapSimulator(GOLEM)
+    tap.open(1)
+    tap.request(1, {"id": "small", "method": "ping", "params": {}})
+    tap.respond(1, {"id": "small", "result": {"alive": True}, "error": None})
+    # 100,000 vertices (2.2 MB) made Wireshark's JSON dissector throw, which killed tshark.
+    tap.request(1, {"id": "mesh", "method": "scene.create_layer", "params": {"name": "m"}})
+    vertices = [[i * 0.5, i * 0.25, 1.0] for i in range(100_000)]
+    mesh = {"id": "mesh", "result": {"vertices": vertices}, "error": None}
+    tap.respond(1, mesh)
+    many = {"id": "many", "method": "scene.add_points", "params": {"xs": [1] * 60_000}}
+    tap.request(1, many)
+    tap.respond(1, {"id": "many", "result": None, "error": {"code": "BAD", "message": "no"}})
+    deep = {"id": "deep", "method": "scene.nest", "params": {"v": nested(150)}}
+    tap.request(1, deep)
+    tap.close(1)
+    recording = tmp_path / "large.jsonl"
+    recording.write_bytes(write_recording(tap.events))
+    capture = decode(recording, tmp_path)
+    script = f"lua_script:{tmp_path / 'golem.lua'}"
+    # The filter docs/interop.md gives, as it was reported.
+    shown = run_tshark(
+        "-2", "-X", script, "-r", str(capture), "-Y", 'golem.method == "scene.create_layer"'
+    )
+    assert shown.count("scene.create_layer") == 1
+    names = ["frame.number", "golem.id", "golem.type", "golem.method", "golem.error.code"]
+    names += ["golem.request_in", "golem.response_in", "golem.json_skipped", "json.key"]
+    args = ["-2", "-X", script, "-r", str(capture), "-Y", "golem", "-T", "fields"]
+    for name in names:
+        args += ["-e", name]
+    rows = {
+        (row[1], row[2]): dict(zip(names, row))
+        for row in (line.split("\t") for line in run_tshark(*args).splitlines())
+    }
+    assert set(rows) == {
+        ("small", "request"), ("small", "response"), ("mesh", "request"), ("mesh", "response"),
+        ("many", "request"), ("many", "error"), ("deep", "request"),
+    }  # fmt: skip
+    for key in (("small", "request"), ("small", "response"), ("mesh", "request")):
+        assert rows[key]["golem.json_skipped"] == "" and rows[key]["json.key"], key
+    over = " handed to the JSON dissector"
+    answer = rows["mesh", "response"]
+    size = len(GOLEM.encode_payload(mesh))
+    assert answer["golem.json_skipped"] == f"{size} bytes, over the {JSON_TREE_BYTES}{over}"
+    assert answer["json.key"] == ""
+    assert answer["golem.request_in"] == rows["mesh", "request"]["frame.number"]
+    assert rows["mesh", "request"]["golem.response_in"] == answer["frame.number"]
+    skipped = rows["many", "request"]["golem.json_skipped"]
+    size = len(GOLEM.encode_payload(many))
+    found = re.fullmatch(
+        rf"(\d+) JSON tokens in {size} bytes, over the {JSON_TREE_TOKENS}{over}", skipped
+    )
+    assert found and int(found[1]) >= 60_000, skipped
+    assert rows["many", "request"]["golem.method"] == "scene.add_points"
+    assert rows["many", "error"]["golem.error.code"] == "BAD" and rows["many", "error"]["json.key"]
+    size = len(GOLEM.encode_payload(deep))
+    # The params object, the outer object and 150 lists.
+    expected = f"nested 152 levels deep in {size} bytes, over the {JSON_TREE_DEPTH}{over}"
+    assert rows["deep", "request"]["golem.json_skipped"] == expected
+    only = f"frame.number == {answer['frame.number']}"
+    detail = run_tshark("-2", "-X", script, "-r", str(capture), "-O", "golem", "-V", "-Y", only)
+    size = len(GOLEM.encode_payload(mesh))
+    assert f"[Envelope read from the first {ENVELOPE_SCAN_BYTES} of {size} bytes]" in detail
