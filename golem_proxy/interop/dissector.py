@@ -1,16 +1,17 @@
 """A Wireshark dissector in Lua, generated from a protocol profile so it cannot drift from it.
 
 What the profile decides goes into the script as data: the protocol's name (the field prefix,
-``golem.method`` …), the framing (GOLEM's length header: its size and byte order are read off
-`Profile.frame_payload`, not restated; NDJSON's line terminator), the largest frame it
-accepts, and the ports of its default routes (server and proxy). The Lua around that data is
-fixed: frames are reassembled across TCP segments with ``dissect_tcp_pdus``, the envelope's
-``id``, ``method`` and ``error.code`` are read with a small scanner of the top-level JSON
-members (nested objects are skipped, so a ``method`` inside ``params`` is never taken for the
-request's), and a payload small enough (`JSON_TREE_BYTES`, `JSON_TREE_TOKENS`,
-`JSON_TREE_DEPTH`) is handed to Wireshark's JSON dissector. Requests and responses are linked
-by id within a TCP stream on the first pass; the links (``response_in``, ``request_in``,
-``time``) show once Wireshark dissects again (the GUI always; tshark with ``-2``).
+``golem.method`` …: `protocol_name`), the framing (GOLEM's length header: its size and byte
+order are read off `Profile.frame_payload`, not restated; NDJSON's line terminator), the
+largest frame it accepts, and the ports its traffic is on (`default_ports`). The Lua around
+that data is fixed: frames are reassembled across TCP segments with ``dissect_tcp_pdus``, the
+envelope's ``id``, ``method`` and ``error.code`` are read with a small scanner of the
+top-level JSON members (nested objects are skipped, so a ``method`` inside ``params`` is
+never taken for the request's), and a payload small enough (`JSON_TREE_BYTES`,
+`JSON_TREE_TOKENS`, `JSON_TREE_DEPTH`) is handed to Wireshark's JSON dissector. Requests and
+responses are linked by id within a TCP stream on the first pass; the links
+(``response_in``, ``request_in``, ``time``) show once Wireshark dissects again (the GUI
+always; tshark with ``-2``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 from collections.abc import Iterable
 
 from golem_core.framing import Framing
-from golem_core.profiles import Profile
+from golem_core.profiles import GOLEM, Profile
 from golem_core.profiles.base import DefaultRoute
 
 from .. import __version__
@@ -34,6 +35,7 @@ __all__ = [
     "DissectorError",
     "default_ports",
     "generate_dissector",
+    "protocol_name",
 ]
 
 # What Wireshark's JSON dissector is handed (tshark 4.0 measured): it adds up to 3 tree items
@@ -56,16 +58,29 @@ _LINE_SEARCH_BYTES = 256 * 1024
 """A line's newline is looked for in its last this many bytes as its segments arrive: more
 than one TCP segment (at most 64 KiB) holds."""
 
+_WIRESHARK_NAMES = {"mcp": "mcp_stdio"}
+"""Profiles whose name Wireshark already gives a protocol of its own (``mcp``: the Miscabling
+Protocol), so that a second one is refused, and the name their dissector takes instead."""
+
 
 class DissectorError(ValueError):
     """The profile's framing is not one the generated Lua can express."""
+
+
+def protocol_name(profile: Profile) -> str:
+    """The dissector's protocol name in Wireshark, the prefix of its fields (``golem``,
+    ``jsonrpc_ndjson``, ``mcp_stdio``): one no protocol built into Wireshark has."""
+    return _WIRESHARK_NAMES.get(profile.name, profile.name.replace("-", "_"))
 
 
 def default_ports(profile: Profile) -> list[int]:
     """The TCP ports of the profile's default routes, servers first, then the proxy's. A
     server on a Unix socket counts with the pseudo port a pcapng export gives it
     (`tcp_export.PSEUDO_BASE_PORT` + its index), so an export of such a recording decodes as
-    it is."""
+    it is. A tool layer (MCP) has no route of its own: ``golem-proxy mcp`` records its stdio
+    hop after GOLEM's routes, and the export gives it the pseudo port of that place."""
+    if profile.tool_layer:
+        return [PSEUDO_BASE_PORT + len(GOLEM.channels)]
     ports: list[int] = []
     routes = profile.default_routes({}) or _channel_routes(profile)
     for index, route in enumerate(routes):
@@ -106,7 +121,7 @@ def _lua_string(text: str) -> str:
 def generate_dissector(profile: Profile, extra_ports: Iterable[int] = ()) -> str:
     """The Lua source of a Wireshark dissector for ``profile``, registered on its default
     ports and ``extra_ports``. Raises DissectorError for a framing it cannot express."""
-    proto = profile.name.replace("-", "_")
+    proto = protocol_name(profile)
     ports = default_ports(profile)
     ports += [port for port in extra_ports if port not in ports]
     if profile.framing is Framing.LENGTH_PREFIXED:

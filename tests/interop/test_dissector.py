@@ -7,11 +7,12 @@ import json
 import re
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from golem_core.profiles import GOLEM, JSONRPC_NDJSON
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP, PROFILES
 from golem_proxy.events import Direction
 from golem_proxy.interop.dissector import (
     ENVELOPE_SCAN_BYTES,
@@ -20,8 +21,11 @@ from golem_proxy.interop.dissector import (
     JSON_TREE_TOKENS,
     default_ports,
     generate_dissector,
+    protocol_name,
 )
+from golem_proxy.recording.format import RouteInfo
 from golem_proxy.recording.samples import samples
+from tests.mcp_layer.mcp_helpers import recorded_session
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.trace_builder import TapSimulator, write_recording
 from tests.support.tshark_helpers import TSHARK, needs_tshark, tshark
@@ -157,11 +161,20 @@ def test_the_script_carries_the_profile() -> None:
     assert default_ports(GOLEM) == [9876, 9877, 19876, 19877]
     # NDJSON's server is a Unix socket: the pseudo port its pcapng export gets.
     assert default_ports(JSONRPC_NDJSON) == [9876]
+    # The stdio hop of `golem-proxy mcp`, after GOLEM's two routes in its recordings.
+    assert default_ports(MCP) == [9878]
     assert re.search(r"ipairs\(\{ 9876, 9877, 19876, 19877, 40000 \}\)", lua)
     assert "local HEADER = 4" in lua and ":uint()" in lua
     assert f"local CAP = {GOLEM.default_cap}" in lua
     assert '"golem.error.code"' in lua and "dissect_tcp_pdus" in lua
     assert f"local JSON_TOKENS = {JSON_TREE_TOKENS}" in lua
+    # Wireshark has a protocol called mcp (the Miscabling Protocol) and refuses a second.
+    assert [protocol_name(profile) for profile in PROFILES.values()] == [
+        "golem",
+        "jsonrpc_ndjson",
+        "mcp_stdio",
+    ]
+    assert 'Proto("mcp_stdio", ' in generate_dissector(MCP)
 
 
 def test_bad_port_is_one_line(tmp_path: Path) -> None:
@@ -198,6 +211,86 @@ def run_tshark(*args: str) -> str:
     )
     assert done.returncode == 0 and "Lua" not in done.stderr, (done.returncode, done.stderr)
     return done.stdout
+
+
+def golem_recording(tmp_path: Path) -> Path:
+    """GOLEM with the server on its default port, as `proxy` records it with no route given."""
+    tap = TapSimulator(GOLEM)
+    tap.open(1)
+    tap.request(1, {"id": "a", "method": "ping", "params": {}})
+    tap.respond(1, {"id": "a", "result": {"alive": True}, "error": None})
+    tap.request(1, {"id": "b", "method": "scene.nope", "params": {}})
+    tap.respond(1, {"id": "b", "result": None, "error": {"code": -32601, "message": "no"}})
+    tap.close(1)
+    path = tmp_path / "golem.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    return path
+
+
+def ndjson_recording(tmp_path: Path) -> Path:
+    """JSON-RPC over NDJSON with its server on a Unix socket, as its default route has it; one
+    answer is a line longer than three TCP segments."""
+    tap = TapSimulator(JSONRPC_NDJSON)
+    tap.open(1, "scrybe", upstream="unix:/run/scrybe/sock")
+    tap.request(1, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, chunk=5)
+    tap.respond(1, {"jsonrpc": "2.0", "id": 1, "result": {"text": "y" * 200_000}})
+    tap.request(1, {"jsonrpc": "2.0", "id": 2, "method": "nope"})
+    tap.respond(1, {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "no"}})
+    tap.close(1)
+    path = tmp_path / "ndjson.jsonl"
+    routes = [RouteInfo("scrybe", "unix:/run/scrybe/proxy.sock", "unix:/run/scrybe/sock")]
+    path.write_bytes(write_recording(tap.events, "jsonrpc-ndjson", routes))
+    return path
+
+
+def mcp_recording(tmp_path: Path) -> Path:
+    """A session of ``golem-proxy mcp`` against the test server and the headless plugin; the
+    last answer is a line of about 400 KB."""
+    calls = [("list_layers", {}), ("broken_tool", {}), ("big_text", {"size": 200_000})]
+    return recorded_session(tmp_path / "mcp.jsonl", calls)
+
+
+RECORDINGS: dict[str, Callable[[Path], Path]] = {
+    "golem": golem_recording,
+    "jsonrpc-ndjson": ndjson_recording,
+    "mcp": mcp_recording,
+}
+
+
+def recorded_frames(recording: Path, profile: str) -> list[dict[str, object]]:
+    """The frame lines of ``recording`` on the routes of ``profile``."""
+    lines = recording.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    routes = {r["name"] for r in header["routes"] if r.get("profile", header["profile"]) == profile}
+    frames = [json.loads(line) for line in lines[1:] if '"kind":"frame"' in line]
+    return [frame for frame in frames if frame["route"] in routes]
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_every_profile_decodes_its_export_on_the_ports_the_export_uses(
+    name: str, tmp_path: Path
+) -> None:
+    assert set(RECORDINGS) == set(PROFILES)  # a new profile needs a recording here
+    recording = RECORDINGS[name](tmp_path)
+    capture = tmp_path / "x.pcapng"
+    done = run_cli("export", str(recording), "--format", "pcapng", "--out", str(capture))
+    assert done.returncode == 0, done.stderr
+    script = tmp_path / f"{name}.lua"
+    done = run_cli("dissector", "--profile", name, "--out", str(script))  # its own ports only
+    assert done.returncode == 0, done.stderr
+    proto = protocol_name(PROFILES[name])
+    args = ["-2", "-X", f"lua_script:{script}", "-r", str(capture), "-Y", proto, "-T", "fields"]
+    args += ["-E", "occurrence=a", "-E", "aggregator=|"]
+    for field in ("type", "method", "request_in"):
+        args += ["-e", f"{proto}.{field}"]
+    rows = [line.split("\t") for line in run_tshark(*args).splitlines()]
+    frames = recorded_frames(recording, name)
+    assert sum(len(row[0].split("|")) for row in rows) == len(frames) > 0
+    methods = Counter(m for row in rows for m in row[1].split("|") if m)
+    assert methods == Counter(frame["method"] for frame in frames if "method" in frame)
+    links = sum(1 for row in rows for link in row[2].split("|") if link)
+    assert links == sum(1 for frame in frames if "answers" in frame) > 0
 
 
 def nested(depth: int) -> object:
