@@ -10,7 +10,12 @@ from rich.text import Text
 
 from golem_core.profiles import PROFILES
 
-from ..interop.dissector import DissectorError, default_ports, generate_dissector
+from ..interop.dissector import (
+    DissectorError,
+    default_ports,
+    generate_dissector,
+    protocol_name,
+)
 from ..recording.format import write_private
 from ..terminal import safe_text
 from ._common import EXIT_OK, add_overwrite, check_output, console, fail, os_reason
@@ -58,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(f"cannot write {args.out} ({os_reason(exc)})")
     ports = ", ".join(str(port) for port in default_ports(profile) + args.port)
-    console(stderr=True).print(
-        Text(f"wrote {safe_text(args.out)}: {profile.name} on TCP ports {ports}")
-    )
+    # The fields' prefix, when it is not the profile's name (Wireshark has an ``mcp``).
+    proto = protocol_name(profile)
+    named = profile.name if proto == profile.name else f"{profile.name} as {proto}.*"
+    console(stderr=True).print(Text(f"wrote {safe_text(args.out)}: {named} on TCP ports {ports}"))
     return EXIT_OK

@@ -1,16 +1,17 @@
 """A Wireshark dissector in Lua, generated from a protocol profile so it cannot drift from it.
 
 What the profile decides goes into the script as data: the protocol's name (the field prefix,
-``golem.method`` …), the framing (GOLEM's length header: its size and byte order are read off
-`Profile.frame_payload`, not restated; NDJSON's line terminator), the largest frame it
-accepts, and the ports of its default routes (server and proxy). The Lua around that data is
-fixed: frames are reassembled across TCP segments with ``dissect_tcp_pdus``, each payload is
-handed to Wireshark's JSON dissector, and the envelope's ``id``, ``method`` and ``error.code``
-are read with a small scanner of the top-level JSON members (nested objects are skipped, so a
-``method`` inside ``params`` is never taken for the request's). Requests and responses are
-linked by id within a TCP stream on the first pass; the links (``response_in``,
-``request_in``, ``time``) show once Wireshark dissects again (the GUI always; tshark with
-``-2``).
+``golem.method`` …: `protocol_name`), the framing (GOLEM's length header: its size and byte
+order are read off `Profile.frame_payload`, not restated; NDJSON's line terminator), the
+largest frame it accepts, and the ports its traffic is on (`default_ports`). The Lua around
+that data is fixed: frames are reassembled across TCP segments with ``dissect_tcp_pdus``, the
+envelope's ``id``, ``method`` and ``error.code`` are read with a small scanner of the
+top-level JSON members (nested objects are skipped, so a ``method`` inside ``params`` is
+never taken for the request's), and a payload small enough (`JSON_TREE_BYTES`,
+`JSON_TREE_TOKENS`, `JSON_TREE_DEPTH`) is handed to Wireshark's JSON dissector. Requests and
+responses are linked by id within a TCP stream on the first pass; the links
+(``response_in``, ``request_in``, ``time``) show once Wireshark dissects again (the GUI
+always; tshark with ``-2``).
 """
 
 from __future__ import annotations
@@ -19,25 +20,67 @@ import json
 from collections.abc import Iterable
 
 from golem_core.framing import Framing
-from golem_core.profiles import Profile
+from golem_core.profiles import GOLEM, Profile
 from golem_core.profiles.base import DefaultRoute
 
 from .. import __version__
 from .lua_template import LENGTH_PREFIXED_LENGTH, LINE_LENGTH, TEMPLATE
 from .tcp_export import PSEUDO_BASE_PORT, parse_endpoint
 
-__all__ = ["DissectorError", "default_ports", "generate_dissector"]
+__all__ = [
+    "ENVELOPE_SCAN_BYTES",
+    "JSON_TREE_BYTES",
+    "JSON_TREE_DEPTH",
+    "JSON_TREE_TOKENS",
+    "DissectorError",
+    "default_ports",
+    "generate_dissector",
+    "protocol_name",
+]
+
+# What Wireshark's JSON dissector is handed (tshark 4.0 measured): it adds up to 3 tree items
+# per value or member, and a packet of more than 1,000,000 items (Wireshark's default limit)
+# killed tshark under our Lua (SIGSEGV at 100,000 [x, y, z] vertices, 340,000 numbers or
+# 170,000 members). 50,000 tokens are at most 150,000 items: with what else one packet can
+# complete (a segment holds at most 64 KiB more of frames), well under the limit.
+JSON_TREE_BYTES = 1 << 20
+"""A body larger than this gets no JSON tree (its envelope fields still show)."""
+JSON_TREE_TOKENS = 50_000
+"""Nor one with more values and members than this, counted as the ``[``, ``{``, ``,`` and
+``:`` outside its strings."""
+JSON_TREE_DEPTH = 100
+"""Nor one nested deeper than this: two tree levels a level, under Wireshark's 500 (4.0's
+JSON dissector shows a body nested past about 20 levels as text anyway)."""
+ENVELOPE_SCAN_BYTES = 1 << 20
+"""The envelope (id, method, error) is read from a body's first this many bytes: never fewer
+than `JSON_TREE_BYTES`, as the count of a body handed to the JSON dissector reads it whole."""
+_LINE_SEARCH_BYTES = 256 * 1024
+"""A line's newline is looked for in its last this many bytes as its segments arrive: more
+than one TCP segment (at most 64 KiB) holds."""
+
+_WIRESHARK_NAMES = {"mcp": "mcp_stdio"}
+"""Profiles whose name Wireshark already gives a protocol of its own (``mcp``: the Miscabling
+Protocol), so that a second one is refused, and the name their dissector takes instead."""
 
 
 class DissectorError(ValueError):
     """The profile's framing is not one the generated Lua can express."""
 
 
+def protocol_name(profile: Profile) -> str:
+    """The dissector's protocol name in Wireshark, the prefix of its fields (``golem``,
+    ``jsonrpc_ndjson``, ``mcp_stdio``): one no protocol built into Wireshark has."""
+    return _WIRESHARK_NAMES.get(profile.name, profile.name.replace("-", "_"))
+
+
 def default_ports(profile: Profile) -> list[int]:
     """The TCP ports of the profile's default routes, servers first, then the proxy's. A
     server on a Unix socket counts with the pseudo port a pcapng export gives it
     (`tcp_export.PSEUDO_BASE_PORT` + its index), so an export of such a recording decodes as
-    it is."""
+    it is. A tool layer (MCP) has no route of its own: ``golem-proxy mcp`` records its stdio
+    hop after GOLEM's routes, and the export gives it the pseudo port of that place."""
+    if profile.tool_layer:
+        return [PSEUDO_BASE_PORT + len(GOLEM.channels)]
     ports: list[int] = []
     routes = profile.default_routes({}) or _channel_routes(profile)
     for index, route in enumerate(routes):
@@ -78,7 +121,7 @@ def _lua_string(text: str) -> str:
 def generate_dissector(profile: Profile, extra_ports: Iterable[int] = ()) -> str:
     """The Lua source of a Wireshark dissector for ``profile``, registered on its default
     ports and ``extra_ports``. Raises DissectorError for a framing it cannot express."""
-    proto = profile.name.replace("-", "_")
+    proto = protocol_name(profile)
     ports = default_ports(profile)
     ports += [port for port in extra_ports if port not in ports]
     if profile.framing is Framing.LENGTH_PREFIXED:
@@ -87,7 +130,7 @@ def generate_dissector(profile: Profile, extra_ports: Iterable[int] = ()) -> str
         length = LENGTH_PREFIXED_LENGTH.substitute(header=size, reader=reader)
         header = size
     elif profile.framing is Framing.LINE:
-        length = LINE_LENGTH.template
+        length = LINE_LENGTH.substitute(line_search=_LINE_SEARCH_BYTES)
         header = 0
     else:  # pragma: no cover - every Framing is handled above
         raise DissectorError(f"profile {profile.name}: framing {profile.framing.value}")
@@ -100,6 +143,10 @@ def generate_dissector(profile: Profile, extra_ports: Iterable[int] = ()) -> str
         framing=profile.framing.value,
         header=header,
         cap=profile.default_cap,
+        scan_bytes=ENVELOPE_SCAN_BYTES,
+        json_bytes=JSON_TREE_BYTES,
+        json_tokens=JSON_TREE_TOKENS,
+        json_depth=JSON_TREE_DEPTH,
         length_function=length,
         ports=", ".join(str(port) for port in ports),
     )

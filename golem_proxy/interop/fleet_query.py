@@ -165,7 +165,9 @@ def run_query(
     as reading goes on; ``notes`` is given what reading them noted (`reading_notes`: a
     recording cut short), before the query runs. Raises TraceError for a recording that
     cannot be read, FlowTableError when DuckDB refuses the query or a file (naming the
-    recordings, not the files of their rows), and OSError."""
+    recordings, not the files of their rows), and OSError. A query that does not parse, or
+    holds no statement, is refused before any trace is read."""
+    _check_sql(sql)
     parquet = [path for path in traces if path.endswith(".parquet")]
     recordings = [path for path in traces if not path.endswith(".parquet")]
     for path in parquet:
@@ -212,6 +214,20 @@ def _named(message: str, row_files: list[RowFile]) -> str:
         if row.path in message:
             message = message.replace(row.path, "the rows of " + ", ".join(row.recordings))
     return message
+
+
+def _check_sql(sql: str) -> None:
+    """Raises FlowTableError when ``sql`` does not parse or holds no statement (empty, blank,
+    only comments or semicolons): DuckDB runs such a text as nothing at all, with no result."""
+    import duckdb  # imported here: only these commands need the engine
+
+    try:
+        with duckdb.connect(":memory:") as db:
+            statements = db.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise FlowTableError(one_line(exc)) from None
+    if not statements:
+        raise FlowTableError("no SQL statement to run: the query is empty or only comments")
 
 
 def _run_sql(sql: str, flows: str, directory: str, consume: Callable[[QueryResult], None]) -> None:

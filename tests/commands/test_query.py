@@ -98,6 +98,23 @@ def test_bad_query_and_bad_trace_are_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
 
 
+def test_a_query_with_no_statement_is_one_line_before_any_trace_is_read(tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(SAMPLES[0].read_text(encoding="utf-8") + "{not json\n{}\n", "utf-8")
+    for sql in ("", "   ", "-- nothing yet", ";", " ; -- x\n;"):
+        done = run_cli("query", sql, "sample:error-session")
+        assert done.returncode == 2, done
+        assert done.stderr == (
+            "golem-proxy: query failed (no SQL statement to run: the query is empty or only "
+            "comments)\n"
+        )
+    # Neither that nor a query that does not parse waits for the traces to be read first.
+    for sql, said in (("", "no SQL statement"), ("SELEC 1", "syntax error")):
+        done = run_cli("query", sql, str(damaged))
+        assert done.returncode == 2 and said in done.stderr, done
+        assert "damaged" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
 def test_export_and_dissector_usage_errors_are_one_line(tmp_path: Path) -> None:
     for args in (
         ("export", "sample:error-session", "--format", "parquet"),

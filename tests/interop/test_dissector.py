@@ -5,18 +5,30 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from golem_core.profiles import GOLEM, JSONRPC_NDJSON
+from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP, PROFILES
 from golem_proxy.events import Direction
-from golem_proxy.interop.dissector import default_ports, generate_dissector
+from golem_proxy.interop.dissector import (
+    ENVELOPE_SCAN_BYTES,
+    JSON_TREE_BYTES,
+    JSON_TREE_DEPTH,
+    JSON_TREE_TOKENS,
+    default_ports,
+    generate_dissector,
+    protocol_name,
+)
+from golem_proxy.recording.format import RouteInfo
 from golem_proxy.recording.samples import samples
+from tests.mcp_layer.mcp_helpers import recorded_session
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.trace_builder import TapSimulator, write_recording
-from tests.support.tshark_helpers import needs_tshark, tshark
+from tests.support.tshark_helpers import TSHARK, needs_tshark, tshark
 
 SAMPLES = list(samples().values())  # the shipped samples, not a demo's recordings
 
@@ -130,15 +142,18 @@ def test_ndjson_over_line_framing(tmp_path: Path) -> None:
     tap.respond(1, {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
     tap.request(1, {"jsonrpc": "2.0", "id": 2, "method": "nope"})
     tap.respond(1, {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "no"}})
+    # A line longer than three TCP segments is one frame too.
+    tap.request(1, {"jsonrpc": "2.0", "id": 3, "method": "long", "params": ["y" * 200_000]})
+    tap.respond(1, {"jsonrpc": "2.0", "id": 3, "result": {}})
     tap.close(1)
     recording = tmp_path / "nd.jsonl"
     recording.write_bytes(write_recording(tap.events, "jsonrpc-ndjson"))
     capture = decode(recording, tmp_path, profile="jsonrpc-ndjson")
-    rows = fields(
-        capture, "jsonrpc_ndjson.method", "jsonrpc_ndjson.error.code", where="jsonrpc_ndjson"
-    )
-    assert [m for row in rows for m in row[0].split("|") if m] == ["tools/list", "nope"]
+    names = ("jsonrpc_ndjson.method", "jsonrpc_ndjson.error.code", "jsonrpc_ndjson.request_in")
+    rows = fields(capture, *names, where="jsonrpc_ndjson", two_pass=True)
+    assert [m for row in rows for m in row[0].split("|") if m] == ["tools/list", "nope", "long"]
     assert [c for row in rows for c in row[1].split("|") if c] == ["-32601"]
+    assert len([link for row in rows for link in row[2].split("|") if link]) == 3
 
 
 def test_the_script_carries_the_profile() -> None:
@@ -146,10 +161,20 @@ def test_the_script_carries_the_profile() -> None:
     assert default_ports(GOLEM) == [9876, 9877, 19876, 19877]
     # NDJSON's server is a Unix socket: the pseudo port its pcapng export gets.
     assert default_ports(JSONRPC_NDJSON) == [9876]
+    # The stdio hop of `golem-proxy mcp`, after GOLEM's two routes in its recordings.
+    assert default_ports(MCP) == [9878]
     assert re.search(r"ipairs\(\{ 9876, 9877, 19876, 19877, 40000 \}\)", lua)
     assert "local HEADER = 4" in lua and ":uint()" in lua
     assert f"local CAP = {GOLEM.default_cap}" in lua
     assert '"golem.error.code"' in lua and "dissect_tcp_pdus" in lua
+    assert f"local JSON_TOKENS = {JSON_TREE_TOKENS}" in lua
+    # Wireshark has a protocol called mcp (the Miscabling Protocol) and refuses a second.
+    assert [protocol_name(profile) for profile in PROFILES.values()] == [
+        "golem",
+        "jsonrpc_ndjson",
+        "mcp_stdio",
+    ]
+    assert 'Proto("mcp_stdio", ' in generate_dissector(MCP)
 
 
 def test_bad_port_is_one_line(tmp_path: Path) -> None:
@@ -175,3 +200,169 @@ def test_a_header_over_the_limit_is_flagged_not_awaited(tmp_path: Path) -> None:
     assert rows[1][1] == str(0xFFFFFFF0)
     packets = tshark("-r", str(capture), "-Y", "tcp.len == 0 && tcp.flags.push == 1")
     assert packets.strip() == ""  # the empty truncated tail made no empty segment
+
+
+def run_tshark(*args: str) -> str:
+    """tshark's stdout; fails the test on a non-zero exit (SIGSEGV: -11) or on a script that
+    Wireshark would not load (it says so on stderr and goes on without it)."""
+    assert TSHARK is not None
+    done = subprocess.run(
+        [TSHARK, *args], capture_output=True, text=True, encoding="utf-8", timeout=300
+    )
+    assert done.returncode == 0 and "Lua" not in done.stderr, (done.returncode, done.stderr)
+    return done.stdout
+
+
+def golem_recording(tmp_path: Path) -> Path:
+    """GOLEM with the server on its default port, as `proxy` records it with no route given."""
+    tap = TapSimulator(GOLEM)
+    tap.open(1)
+    tap.request(1, {"id": "a", "method": "ping", "params": {}})
+    tap.respond(1, {"id": "a", "result": {"alive": True}, "error": None})
+    tap.request(1, {"id": "b", "method": "scene.nope", "params": {}})
+    tap.respond(1, {"id": "b", "result": None, "error": {"code": -32601, "message": "no"}})
+    tap.close(1)
+    path = tmp_path / "golem.jsonl"
+    path.write_bytes(write_recording(tap.events))
+    return path
+
+
+def ndjson_recording(tmp_path: Path) -> Path:
+    """JSON-RPC over NDJSON with its server on a Unix socket, as its default route has it; one
+    answer is a line longer than three TCP segments."""
+    tap = TapSimulator(JSONRPC_NDJSON)
+    tap.open(1, "scrybe", upstream="unix:/run/scrybe/sock")
+    tap.request(1, {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, chunk=5)
+    tap.respond(1, {"jsonrpc": "2.0", "id": 1, "result": {"text": "y" * 200_000}})
+    tap.request(1, {"jsonrpc": "2.0", "id": 2, "method": "nope"})
+    tap.respond(1, {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "no"}})
+    tap.close(1)
+    path = tmp_path / "ndjson.jsonl"
+    routes = [RouteInfo("scrybe", "unix:/run/scrybe/proxy.sock", "unix:/run/scrybe/sock")]
+    path.write_bytes(write_recording(tap.events, "jsonrpc-ndjson", routes))
+    return path
+
+
+def mcp_recording(tmp_path: Path) -> Path:
+    """A session of ``golem-proxy mcp`` against the test server and the headless plugin; the
+    last answer is a line of about 400 KB."""
+    calls = [("list_layers", {}), ("broken_tool", {}), ("big_text", {"size": 200_000})]
+    return recorded_session(tmp_path / "mcp.jsonl", calls)
+
+
+RECORDINGS: dict[str, Callable[[Path], Path]] = {
+    "golem": golem_recording,
+    "jsonrpc-ndjson": ndjson_recording,
+    "mcp": mcp_recording,
+}
+
+
+def recorded_frames(recording: Path, profile: str) -> list[dict[str, object]]:
+    """The frame lines of ``recording`` on the routes of ``profile``."""
+    lines = recording.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    routes = {r["name"] for r in header["routes"] if r.get("profile", header["profile"]) == profile}
+    frames = [json.loads(line) for line in lines[1:] if '"kind":"frame"' in line]
+    return [frame for frame in frames if frame["route"] in routes]
+
+
+@needs_tshark
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_every_profile_decodes_its_export_on_the_ports_the_export_uses(
+    name: str, tmp_path: Path
+) -> None:
+    assert set(RECORDINGS) == set(PROFILES)  # a new profile needs a recording here
+    recording = RECORDINGS[name](tmp_path)
+    capture = tmp_path / "x.pcapng"
+    done = run_cli("export", str(recording), "--format", "pcapng", "--out", str(capture))
+    assert done.returncode == 0, done.stderr
+    script = tmp_path / f"{name}.lua"
+    done = run_cli("dissector", "--profile", name, "--out", str(script))  # its own ports only
+    assert done.returncode == 0, done.stderr
+    proto = protocol_name(PROFILES[name])
+    args = ["-2", "-X", f"lua_script:{script}", "-r", str(capture), "-Y", proto, "-T", "fields"]
+    args += ["-E", "occurrence=a", "-E", "aggregator=|"]
+    for field in ("type", "method", "request_in"):
+        args += ["-e", f"{proto}.{field}"]
+    rows = [line.split("\t") for line in run_tshark(*args).splitlines()]
+    frames = recorded_frames(recording, name)
+    assert sum(len(row[0].split("|")) for row in rows) == len(frames) > 0
+    methods = Counter(m for row in rows for m in row[1].split("|") if m)
+    assert methods == Counter(frame["method"] for frame in frames if "method" in frame)
+    links = sum(1 for row in rows for link in row[2].split("|") if link)
+    assert links == sum(1 for frame in frames if "answers" in frame) > 0
+
+
+def nested(depth: int) -> object:
+    value: object = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@needs_tshark
+def test_a_payload_too_large_for_wiresharks_json_tree_keeps_the_frames_own_fields(
+    tmp_path: Path,
+) -> None:
+    tap = TapSimulator(GOLEM)
+    tap.open(1)
+    tap.request(1, {"id": "small", "method": "ping", "params": {}})
+    tap.respond(1, {"id": "small", "result": {"alive": True}, "error": None})
+    # 100,000 vertices (2.2 MB) made Wireshark's JSON dissector throw, which killed tshark.
+    tap.request(1, {"id": "mesh", "method": "scene.create_layer", "params": {"name": "m"}})
+    vertices = [[i * 0.5, i * 0.25, 1.0] for i in range(100_000)]
+    mesh = {"id": "mesh", "result": {"vertices": vertices}, "error": None}
+    tap.respond(1, mesh)
+    many = {"id": "many", "method": "scene.add_points", "params": {"xs": [1] * 60_000}}
+    tap.request(1, many)
+    tap.respond(1, {"id": "many", "result": None, "error": {"code": "BAD", "message": "no"}})
+    deep = {"id": "deep", "method": "scene.nest", "params": {"v": nested(150)}}
+    tap.request(1, deep)
+    tap.close(1)
+    recording = tmp_path / "large.jsonl"
+    recording.write_bytes(write_recording(tap.events))
+    capture = decode(recording, tmp_path)
+    script = f"lua_script:{tmp_path / 'golem.lua'}"
+    # The filter docs/interop.md gives, as it was reported.
+    shown = run_tshark(
+        "-2", "-X", script, "-r", str(capture), "-Y", 'golem.method == "scene.create_layer"'
+    )
+    assert shown.count("scene.create_layer") == 1
+    names = ["frame.number", "golem.id", "golem.type", "golem.method", "golem.error.code"]
+    names += ["golem.request_in", "golem.response_in", "golem.json_skipped", "json.key"]
+    args = ["-2", "-X", script, "-r", str(capture), "-Y", "golem", "-T", "fields"]
+    for name in names:
+        args += ["-e", name]
+    rows = {
+        (row[1], row[2]): dict(zip(names, row))
+        for row in (line.split("\t") for line in run_tshark(*args).splitlines())
+    }
+    assert set(rows) == {
+        ("small", "request"), ("small", "response"), ("mesh", "request"), ("mesh", "response"),
+        ("many", "request"), ("many", "error"), ("deep", "request"),
+    }  # fmt: skip
+    for key in (("small", "request"), ("small", "response"), ("mesh", "request")):
+        assert rows[key]["golem.json_skipped"] == "" and rows[key]["json.key"], key
+    over = " handed to the JSON dissector"
+    answer = rows["mesh", "response"]
+    size = len(GOLEM.encode_payload(mesh))
+    assert answer["golem.json_skipped"] == f"{size} bytes, over the {JSON_TREE_BYTES}{over}"
+    assert answer["json.key"] == ""
+    assert answer["golem.request_in"] == rows["mesh", "request"]["frame.number"]
+    assert rows["mesh", "request"]["golem.response_in"] == answer["frame.number"]
+    skipped = rows["many", "request"]["golem.json_skipped"]
+    size = len(GOLEM.encode_payload(many))
+    found = re.fullmatch(
+        rf"(\d+) JSON tokens in {size} bytes, over the {JSON_TREE_TOKENS}{over}", skipped
+    )
+    assert found and int(found[1]) >= 60_000, skipped
+    assert rows["many", "request"]["golem.method"] == "scene.add_points"
+    assert rows["many", "error"]["golem.error.code"] == "BAD" and rows["many", "error"]["json.key"]
+    size = len(GOLEM.encode_payload(deep))
+    # The params object, the outer object and 150 lists.
+    expected = f"nested 152 levels deep in {size} bytes, over the {JSON_TREE_DEPTH}{over}"
+    assert rows["deep", "request"]["golem.json_skipped"] == expected
+    only = f"frame.number == {answer['frame.number']}"
+    detail = run_tshark("-2", "-X", script, "-r", str(capture), "-O", "golem", "-V", "-Y", only)
+    size = len(GOLEM.encode_payload(mesh))
+    assert f"[Envelope read from the first {ENVELOPE_SCAN_BYTES} of {size} bytes]" in detail
