@@ -9,7 +9,7 @@ import socket
 
 import trio
 
-from golem_proxy.net.addresses import parse_address
+from golem_proxy.net.addresses import Address
 from golem_proxy.replay.live_targets import PROBES_AT_MOST, LiveTargets
 from golem_proxy.replay.mcp_verify import McpCheck
 
@@ -29,9 +29,14 @@ def busy_plugin() -> socket.socket:
     return listener
 
 
+def address_of(listener: socket.socket) -> Address:
+    host, port = listener.getsockname()
+    return Address(host, port)
+
+
 def test_a_plugin_whose_backlog_is_full_is_not_taken_for_gone() -> None:
     listener = busy_plugin()
-    address = parse_address("%s:%d" % listener.getsockname())
+    address = address_of(listener)
 
     async def main() -> LiveTargets:
         live = LiveTargets({"--target": address}, 40)
@@ -48,7 +53,7 @@ def test_a_plugin_whose_backlog_is_full_is_not_taken_for_gone() -> None:
 
 def test_a_run_asks_a_bounded_number_of_times() -> None:
     listener = busy_plugin()
-    address = parse_address("%s:%d" % listener.getsockname())
+    address = address_of(listener)
 
     async def main() -> LiveTargets:
         live = LiveTargets({"--target": address}, 40)
@@ -68,7 +73,7 @@ def test_a_run_asks_a_bounded_number_of_times() -> None:
 
 def test_a_run_of_failures_asks_once_and_a_refusal_is_the_plugin_gone() -> None:
     listener = busy_plugin()
-    address = parse_address("%s:%d" % listener.getsockname())
+    address = address_of(listener)
 
     async def main() -> LiveTargets:
         live = LiveTargets({"--target": address}, 10)
