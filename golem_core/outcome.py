@@ -68,7 +68,7 @@ class Outcome:
         result)``, ``success: false`` (``OPERATION_FAILED (success: false)`` with a code),
         ``malformed:KIND``. The one place this text is made."""
         kind = self.kind
-        if kind is not OutcomeKind.OK and self.name.strip().casefold() in _SUCCESS_WORDS:
+        if kind is not OutcomeKind.OK and _reads_as_success(self.name):
             # A failure never reads as a success: a hostile or confused server's error
             # envelope whose code is "OK" (or a result's that is "ok") says what it is.
             return f"{kind.value} (code {self.name})"
@@ -84,7 +84,17 @@ class Outcome:
 OK = Outcome(OutcomeKind.OK)
 
 _SUCCESS_WORDS = frozenset(("ok", "success", "succeeded"))
-"""Names that read as a success in a status column, casefolded."""
+"""Names that read as a success in a status column, casefolded, letters only."""
+
+
+def _reads_as_success(name: str) -> bool:
+    """Whether ``name`` may read as a success word: one of `_SUCCESS_WORDS` once its
+    letters alone are kept (``Ok.``, ``success!``), or any name with a character that is
+    not ASCII (a Cyrillic or fullwidth OK, or one followed by a zero-width space, reads as
+    OK on a terminal, and no code the profiles register has one)."""
+    if not name.isascii():
+        return True
+    return "".join(char for char in name if char.isalpha()).casefold() in _SUCCESS_WORDS
 
 
 class ResultFailureRule(abc.ABC):

@@ -108,6 +108,11 @@ def test_jsonrpc_an_id_not_echoed_is_malformed_in_the_clients_words() -> None:
         (None, {"code": "ok", "message": "boom"}, "error (code ok)"),
         ({"code": "ok", "message": "boom"}, None, "error-in-result (code ok)"),
         ({"success": False, "code": "Success"}, None, "unsuccessful (code Success)"),
+        (None, {"code": "Ok.", "message": "boom"}, "error (code Ok.)"),
+        (None, {"code": "\u041e\u041a", "message": "boom"}, "error (code \u041e\u041a)"),
+        (None, {"code": "\uff2f\uff2b", "message": "boom"}, "error (code \uff2f\uff2b)"),
+        (None, {"code": "OK\u200b", "message": "boom"}, "error (code OK\u200b)"),
+        (None, {"code": "success!", "message": "boom"}, "error (code success!)"),
     ],
 )
 def test_a_failure_whose_code_reads_as_a_success_never_shows_as_one(
