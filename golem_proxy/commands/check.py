@@ -278,12 +278,17 @@ def print_drift(out: Console, report: DriftReport) -> None:
     title = Text(
         safe_text(f"Drift against catalogue {report.catalogue or '(recorded by the proxy)'}")
     )
+    unchecked = report.not_checked_note
     if not report.rows:
         if report.note:
             text = Text(safe_text(f"drift unknown: {report.note}"), style="yellow")
+        elif unchecked:
+            said = f"no drift in the requests read: every method and param is known; {unchecked}"
+            text = Text(said, style="yellow")
         else:
             text = Text("no drift: every method and param is known", style="green")
-        out.print(Panel(text, title=title, border_style="yellow" if report.note else "green"))
+        calm = not (report.note or unchecked)
+        out.print(Panel(text, title=title, border_style="green" if calm else "yellow"))
         return
     rows: list[list[Cell]] = []
     for row in report.rows:
@@ -306,6 +311,8 @@ def print_drift(out: Console, report: DriftReport) -> None:
     print_table(out, _DRIFT_COLUMNS, rows, title)
     if report.note:
         out.print(Text(safe_text(f"note: {report.note}"), style="yellow"), soft_wrap=True)
+    if unchecked:
+        out.print(Text(f"note: {unchecked}", style="yellow"), soft_wrap=True)
 
 
 # The method is what the reader looks for: the source and detail wrap first.

@@ -142,6 +142,16 @@ def test_the_exit_code_of_an_incomplete_check(too_large: Path) -> None:
     assert run_cli("check", "--strict", "--allow-incomplete", str(too_large)).returncode == 1
 
 
+def test_drift_says_the_requests_in_gaps_it_did_not_check(too_large: Path) -> None:
+    code, out, data = _check(str(too_large), "--catalogue", "golem-3dmcp@9819b31")
+    assert code == 3
+    said = f"not checked: {LARGE} requests in gaps ({LARGE} unobserved:frame-too-large, "
+    assert said in " ".join(out.replace("│", " ").split())  # in the drift panel, maybe wrapped
+    not_checked = data["drift"]["not_checked"]
+    assert not_checked["gaps"] == LARGE
+    assert not_checked == data["not_inspected"]["unobserved"]  # every gap is the client's
+
+
 def test_requests_let_go_are_said_as_what_they_are(let_go: tuple[Path, str]) -> None:
     path, closing = let_go
     code, out, data = _check(str(path))
