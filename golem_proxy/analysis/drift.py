@@ -11,7 +11,10 @@ from golem_core.catalogue import BUILTINS, Drift, MethodCatalogue
 from golem_core.messages import Request
 from golem_core.profiles import Profile
 
+from ..events import Direction, GapReason
+from ..terminal import counted
 from .audit import Finding
+from .coverage import GapsByReason, gap_counts_text
 from .flows import Flow
 
 __all__ = ["KINDS", "RECORDED", "DriftCollector", "DriftReport", "DriftRow", "drift_report"]
@@ -67,6 +70,26 @@ class DriftReport:
     note: str = ""
     commit: Optional[str] = None
     """The source commit the catalogue was built from, when it says."""
+    not_checked: GapsByReason = field(default_factory=GapsByReason)
+    """The gaps in the client's bytes on the routes read against the catalogue: no request
+    in them was checked (by this catalogue, or by the proxy's live). A frame too large to
+    observe is one request; another gap holds an unknown number."""
+
+    @property
+    def not_checked_note(self) -> str:
+        """``not checked: 80 requests in gaps (80 unobserved:frame-too-large, 76.3 MiB)``,
+        or empty when every request was read."""
+        gaps = self.not_checked
+        if not gaps.gaps:
+            return ""
+        parts = []
+        one_each = gaps.reasons.get(GapReason.FRAME_TOO_LARGE.value)
+        if one_each is not None:
+            parts.append(f"{counted(one_each.gaps, 'request')} in gaps")
+        others = gaps.gaps - (one_each.gaps if one_each is not None else 0)
+        if others:
+            parts.append(f"the requests in {counted(others, 'other gap')}")
+        return f"not checked: {' and '.join(parts)} ({gap_counts_text(gaps)})"
 
     def of(self, kind: str) -> list[DriftRow]:
         return [row for row in self.rows if row.drift.kind == kind]
@@ -80,6 +103,7 @@ class DriftReport:
         }
         if self.note:
             data["note"] = self.note
+        data["not_checked"] = self.not_checked.to_json()
         names = {
             "unknown-method": "unknown_methods",
             "unread-param": "unread_params",
@@ -103,6 +127,7 @@ class DriftCollector:
         self.profile = profile
         """Whose channels' builtins are never drift (None: no builtins)."""
         self.rows: dict[tuple[str, str, str, str], DriftRow] = {}
+        self.not_checked = GapsByReason()
 
     def _add(self, drift: Drift, flow: int) -> None:
         key = (drift.kind, drift.method, drift.param, drift.other)
@@ -112,9 +137,14 @@ class DriftCollector:
 
     def add_flows(self, flows: Iterable[Flow]) -> None:
         catalogue = self.catalogue
-        if catalogue is None:
-            return
         for flow in flows:
+            gap = flow.gap
+            if gap is not None and gap.direction is Direction.C2S:
+                # Requests no catalogue read, this one or the proxy's live: counted also
+                # without one at hand, for the rows the proxy recorded.
+                self.not_checked.add(flow)
+            if catalogue is None:
+                continue
             request = flow.request
             message = request.message if request is not None and not request.elided else None
             if isinstance(message, Request):  # a skeleton's params are not the request's
@@ -135,7 +165,9 @@ class DriftCollector:
                 self._add(drift, finding.flow or 0)
 
     def report(self) -> DriftReport:
-        return _report(self.rows, self.catalogue)
+        report = _report(self.rows, self.catalogue)
+        report.not_checked = self.not_checked
+        return report
 
 
 def drift_report(

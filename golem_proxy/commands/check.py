@@ -19,6 +19,7 @@ from golem_core.messages import Response, Role
 from golem_core.profiles import GOLEM
 
 from ..analysis.audit import CATALOGUE_RULE_PREFIX, Finding, RuleGroup, audit, group_by_rule
+from ..analysis.coverage import Coverage
 from ..analysis.drift import DriftCollector, DriftReport
 from ..analysis.flow import Flow
 from ..analysis.mcp_audit import MAX_PENDING, McpAuditor
@@ -47,6 +48,9 @@ HELP = "report every contract violation in a recording (and drift against a meth
 ORDER = 32
 
 LIVE_TIMEOUT = 5.0
+EXIT_INCOMPLETE = 3
+"""No error found, but parts of the session were not inspected (gaps, requests let go,
+frames withheld and never recorded): not a pass a CI gate may take silently."""
 _EXAMPLES_PER_RULE = 10
 
 
@@ -72,6 +76,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 on warnings too, not only on errors"
     )
+    parser.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="exit 0 when parts of the session were not inspected (gaps, requests let go, "
+        "frames the proxy withheld), as long as nothing found fails; by default that exits "
+        f"{EXIT_INCOMPLETE}",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
     with trace, file_progress(trace.fileno(), "checking"):
         mcp = McpAuditor(mcp_routes(trace.route_profiles))
         notes: Counter[str] = Counter()
-        findings = _audit(trace, catalogue, collector, failures=failures, mcp=mcp, notes=notes)
+        coverage = Coverage()
+        findings = _audit(
+            trace, catalogue, collector, failures=failures, mcp=mcp, notes=notes, seen=coverage
+        )
+    coverage.events_not_recorded = trace.tracker.events_missed
     note_truncated(trace)
     if notes["unparsed"]:
         text = (
@@ -105,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
     errors = sum(1 for f in findings if f.severity is Severity.ERROR)
     warnings = len(findings) - errors
     failed = errors > 0 or (args.strict and warnings > 0)
+    complete = coverage.complete
     collector.add_findings(drift)
     report = collector.report()
     if args.json:
@@ -117,21 +133,33 @@ def run(args: argparse.Namespace) -> int:
             "rules": [group.to_json() for group in contract],
             "drift": report.to_json(),
             "failed_flows": {"count": sum(failures.values()), "by_status": dict(failures)},
+            "complete": complete,
+            "not_inspected": coverage.to_json(),
         }
         console().file.write(json_text(data, indent=2) + "\n")
     else:
         out = console()
         if catalogue is not None or drift:
             print_drift(out, report)
-        _print_rules(out, contract)
+        _print_rules(out, contract, complete)
         if failures:
             out.print(failures_text(failures), soft_wrap=True)
+        for line in coverage.lines():
+            out.print(Text(line, style="yellow"), soft_wrap=True)
         verdict = (
             f"{counted(errors, 'error')}, {counted(warnings, 'warning')} in "
             f"{counted(trace.flow_count, 'flow')}"
         )
-        out.print(Text(verdict, style="bold red" if failed else "bold green"))
-    return EXIT_FINDINGS if failed else EXIT_OK
+        style = "bold red" if failed else "bold green"
+        if not complete:  # never a clean pass: the lines above say what was not inspected
+            verdict += "; the session was not inspected whole"
+            if not (failed or args.allow_incomplete):
+                verdict += f" (exit {EXIT_INCOMPLETE}; --allow-incomplete accepts that)"
+            style = "bold red" if failed else "bold yellow"
+        out.print(Text(verdict, style=style), soft_wrap=True)
+    if failed:
+        return EXIT_FINDINGS
+    return EXIT_OK if complete or args.allow_incomplete else EXIT_INCOMPLETE
 
 
 def _audit(
@@ -142,12 +170,14 @@ def _audit(
     failures: Optional[Counter[str]] = None,
     mcp: Optional[McpAuditor] = None,
     notes: Optional[Counter[str]] = None,
+    seen: Optional[Coverage] = None,
 ) -> list[Finding]:
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
     in the order one call over the whole trace gives, and ``mcp`` over its MCP layer; the
     drift of the other flows goes to ``drift``, the status of every failed flow is counted in
     ``failures`` (and of every flow whose answer never reached its client); ``notes`` counts
-    the flows read from a skeleton (``unparsed``), whose messages are not checked again."""
+    the flows read from a skeleton (``unparsed``), whose messages are not checked again;
+    ``seen`` what was not inspected (gaps, requests let go, frames withheld)."""
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
     layers = trace.route_profiles
@@ -159,6 +189,8 @@ def _audit(
         drift.add_flows(f for f in flows if f.route not in layers)
         if notes is not None:
             notes["unparsed"] += sum(1 for flow in flows if _unparsed(flow))
+        if seen is not None:
+            seen.add(events, flows)
         if failures is not None:
             # An answer its client never got failed for that client, whatever it said.
             failures.update(
@@ -246,12 +278,17 @@ def print_drift(out: Console, report: DriftReport) -> None:
     title = Text(
         safe_text(f"Drift against catalogue {report.catalogue or '(recorded by the proxy)'}")
     )
+    unchecked = report.not_checked_note
     if not report.rows:
         if report.note:
             text = Text(safe_text(f"drift unknown: {report.note}"), style="yellow")
+        elif unchecked:
+            said = f"no drift in the requests read: every method and param is known; {unchecked}"
+            text = Text(said, style="yellow")
         else:
             text = Text("no drift: every method and param is known", style="green")
-        out.print(Panel(text, title=title, border_style="yellow" if report.note else "green"))
+        calm = not (report.note or unchecked)
+        out.print(Panel(text, title=title, border_style="green" if calm else "yellow"))
         return
     rows: list[list[Cell]] = []
     for row in report.rows:
@@ -274,6 +311,8 @@ def print_drift(out: Console, report: DriftReport) -> None:
     print_table(out, _DRIFT_COLUMNS, rows, title)
     if report.note:
         out.print(Text(safe_text(f"note: {report.note}"), style="yellow"), soft_wrap=True)
+    if unchecked:
+        out.print(Text(f"note: {unchecked}", style="yellow"), soft_wrap=True)
 
 
 # The method is what the reader looks for: the source and detail wrap first.
@@ -301,9 +340,12 @@ def _literal(text: str) -> str:
     return safe_text(text)
 
 
-def _print_rules(out: Console, groups: list[RuleGroup]) -> None:
+def _print_rules(out: Console, groups: list[RuleGroup], complete: bool) -> None:
     if not groups:
-        out.print(Text("no contract violations", style="green"))
+        if complete:
+            out.print(Text("no contract violations", style="green"))
+        else:
+            out.print(Text("no contract violations in what was inspected", style="yellow"))
         return
     rows: list[list[Cell]] = [
         [

@@ -52,5 +52,6 @@ def test_show_and_check_name_where_observation_stopped_and_why(tmp_path: Path) -
     assert "unobserved:stopped" in shown.stdout
     assert shown.stderr.strip() == note
     checked = run_cli("check", str(path))
-    assert checked.returncode == 0, checked.stderr
+    assert checked.returncode == 3, checked.stderr  # what was not observed was not checked
     assert checked.stderr.strip() == note
+    assert "1 gap in what was observed: 1 unobserved:stopped" in checked.stdout
