@@ -15,6 +15,7 @@ from rich.text import Text
 from ..table_layout import Cell, Column, print_table
 from ..terminal import counted, safe_text
 from .diffing import Difference, short
+from .row_numbers import row_label
 from .tracediff import TraceDiff
 from .verify import VerifyResult
 
@@ -62,7 +63,7 @@ def render_verify(result: VerifyResult, console: Console) -> None:
     failed = result.failed
     cut = False
     for check in failed[:MAX_SHOWN]:
-        title = Text(f"#{check.number} ", style="bold")
+        title = Text(f"{row_label(check.row)} ", style="bold")
         title.append(
             safe_text(f"{check.route} {check.method or '(malformed)'}"), style="bold magenta"
         )
@@ -99,8 +100,8 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
     different = diff.different
     cut = False
     for pair in different[:MAX_SHOWN]:
-        where = f"A#{pair.a.number}" if pair.a is not None else "—"
-        where += f" B#{pair.b.number}" if pair.b is not None else " —"
+        where = f"A{row_label(pair.a.row)}" if pair.a is not None else "—"
+        where += f" B{row_label(pair.b.row)}" if pair.b is not None else " —"
         status = {"only-a": f"only in {a_name}", "only-b": f"only in {b_name}"}.get(
             pair.status, "changed"
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..analysis.request_rows import RequestRows
 from ..recording.format import RecordingError
 from .alignment import QUICK_PAIRS, WINDOW, Windowed, align
 from .diffing import Comparator, Difference, envelope_body
@@ -53,8 +54,8 @@ class ExchangeDiff:
             "route": self.route,
             "method": self.method,
             "status": self.status,
-            "a": self.a.number if self.a is not None else None,
-            "b": self.b.number if self.b is not None else None,
+            "a": self.a.row if self.a is not None else None,
+            "b": self.b.row if self.b is not None else None,
             "differences": [d.to_json() for d in self.differences],
         }
 
@@ -117,12 +118,18 @@ def diff_traces(
     b: ExchangeTrace,
     comparator: Comparator,
     *,
+    requests: Optional[tuple[RequestRows, RequestRows]] = None,
     quick_pairs: int = QUICK_PAIRS,
     window: int = WINDOW,
 ) -> TraceDiff:
-    """Align and compare. ``comparator`` treats A as recorded and B as live; ``quick_pairs``
-    and ``window`` bound the alignment's time (`alignment.align`). Raises DamagedTrace saying
-    which trace, its file and the line of a payload that is damaged."""
+    """Align and compare. ``comparator`` treats A as recorded and B as live; ``requests`` is
+    what reading each trace as `show` does found (`read_request_rows`), which numbers the
+    exchanges as `show` does without reading the files again. ``quick_pairs`` and ``window``
+    bound the alignment's time (`alignment.align`). Raises DamagedTrace saying which trace,
+    its file and the line of a payload that is damaged."""
+    for trace, found in zip((a, b), requests or ()):
+        if trace.numbering is not None:
+            trace.numbering.rows(found)
     diff = TraceDiff([])
     left_routes, right_routes = _by_route(a), _by_route(b)
     for route in _routes(a, b):
