@@ -17,11 +17,22 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..events import Direction, ExchangeCompleted, GapReason
+from ..terminal import safe_text
 from .flows import Flow
 from .reading_notes import reading_notes
 from .trace import FlowReader, open_flows
 
-__all__ = ["RequestGap", "RequestRows", "UnansweredRequest", "read_request_rows"]
+__all__ = [
+    "GAPS_NAMED",
+    "RequestGap",
+    "RequestRows",
+    "UnansweredRequest",
+    "gaps_note",
+    "read_request_rows",
+]
+
+GAPS_NAMED = 5
+"""Gaps a note names one by one; it counts the rest."""
 
 # Gaps that may hold a request (in its direction) or the answer to one (in the other): bytes
 # forwarded that no one decoded. An eviction's gap is not one: the requests it let go are
@@ -196,3 +207,21 @@ def _place_answer_gaps(found: RequestRows) -> None:
         request.gap = next(
             (gap for gap in found.gaps[after:] if gap.may_hide_answer_of(request)), None
         )
+
+
+def gaps_note(found: RequestRows, path: str, role: Optional[str] = None) -> Optional[str]:
+    """One line saying where the recording has gaps in what was observed, so a comparison with
+    it is known to be partial; None when it has none."""
+    gaps = found.gaps
+    if not gaps:
+        return None
+    named = ", ".join(f"#{gap.number} {safe_text(gap.status)}" for gap in gaps[:GAPS_NAMED])
+    more = len(gaps) - GAPS_NAMED
+    if more > 0:
+        named += f" and {more} more"
+    count = "1 gap" if len(gaps) == 1 else f"{len(gaps)} gaps"
+    name = f"{role}, {safe_text(path)}" if role else safe_text(path)
+    return (
+        f"note: {name}: {count} in what was observed ({named}): what crossed there is not "
+        "in the recording, so the comparison is partial"
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analysis.request_rows import RequestRows, read_request_rows
+from ..analysis.request_rows import RequestRows, gaps_note, read_request_rows
 from ..analysis.trace import json_text
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.render import render_diff
@@ -14,7 +14,7 @@ from ._comparing import add_comparison_arguments, comparator_from
 from ._options import add_recording
 
 NAME = "diff"
-HELP = "compare two traces exchange by exchange (GUID-aware, with tolerances)"
+HELP = "compare two traces request by request (GUID-aware, with tolerances)"
 ORDER = 42
 EXIT_DIFFERENT = 1
 
@@ -40,13 +40,16 @@ NOTES_KEYS = ("a", "b")
 
 def _read(path: str, role: str) -> tuple[ExchangeTrace, RequestRows, list[str]]:
     """The trace's exchanges, its requests as `show` numbers them (`read_request_rows`), and
-    what reading it noted (`reading_notes`: cut short, lines lost or out of order, restarts),
-    each note naming ``role``. The file is read as `show` reads it first: of a file still
-    being written, the exchanges taken reach at least as far as that reading, so a file taken
-    short of its end is noted as cut short. Raises CommandError naming ``role`` and the
-    file."""
+    what reading it noted (`reading_notes`: cut short, lines lost or out of order, restarts;
+    then its gaps in what was observed, which leave the comparison partial), each note naming
+    ``role``. The file is read as `show` reads it first: of a file still being written, the
+    exchanges taken reach at least as far as that reading, so a file taken short of its end
+    is noted as cut short. Raises CommandError naming ``role`` and the file."""
     with reading(path, role):
         requests, notes = read_request_rows(path, role)
+        gaps = gaps_note(requests, path, role)
+        if gaps is not None:
+            notes.append(gaps)
         return load_exchanges(path), requests, notes
 
 
