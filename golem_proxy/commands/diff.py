@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..analysis.reading_notes import recording_notes
+from ..analysis.request_rows import RequestRows, gaps_note, read_request_rows
 from ..analysis.trace import json_text
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.render import render_diff
@@ -14,7 +14,7 @@ from ._comparing import add_comparison_arguments, comparator_from
 from ._options import add_recording
 
 NAME = "diff"
-HELP = "compare two traces exchange by exchange (GUID-aware, with tolerances)"
+HELP = "compare two traces request by request (GUID-aware, with tolerances)"
 ORDER = 42
 EXIT_DIFFERENT = 1
 
@@ -38,29 +38,33 @@ NOTES_KEYS = ("a", "b")
 """Each trace's notes in ``--json``'s ``notes`` member."""
 
 
-def _read(path: str, role: str) -> tuple[ExchangeTrace, list[str]]:
-    """The trace's exchanges and what reading it noted (`recording_notes`: cut short, lines
-    lost or out of order, restarts), each note naming ``role``. The notes are read first: of
-    a file still being written, the exchanges taken reach at least as far as the notes
-    read, so a file taken short of its end is noted as cut short. Raises CommandError
-    naming ``role`` and the file."""
+def _read(path: str, role: str) -> tuple[ExchangeTrace, RequestRows, list[str]]:
+    """The trace's exchanges, its requests as `show` numbers them (`read_request_rows`), and
+    what reading it noted (`reading_notes`: cut short, lines lost or out of order, restarts;
+    then its gaps in what was observed, which leave the comparison partial), each note naming
+    ``role``. The file is read as `show` reads it first: of a file still being written, the
+    exchanges taken reach at least as far as that reading, so a file taken short of its end
+    is noted as cut short. Raises CommandError naming ``role`` and the file."""
     with reading(path, role):
-        notes = recording_notes(path, role)
-        return load_exchanges(path), notes
+        requests, notes = read_request_rows(path, role)
+        gaps = gaps_note(requests, path, role)
+        if gaps is not None:
+            notes.append(gaps)
+        return load_exchanges(path), requests, notes
 
 
 def run(args: argparse.Namespace) -> int:
     comparator = comparator_from(args)
     paths = (args.a, args.b)
-    a, a_notes = _read(args.a, ROLES[0])
+    a, a_requests, a_notes = _read(args.a, ROLES[0])
     try:
-        b, b_notes = _read(args.b, ROLES[1])
+        b, b_requests, b_notes = _read(args.b, ROLES[1])
     except CommandError:
         a.close()
         raise
     try:
         try:
-            diff = diff_traces(a, b, comparator)
+            diff = diff_traces(a, b, comparator, requests=(a_requests, b_requests))
         except DamagedTrace as damaged:
             with reading(paths[damaged.side], ROLES[damaged.side]):
                 raise damaged.error from None

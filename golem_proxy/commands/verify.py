@@ -12,7 +12,7 @@ import trio
 from ..analysis.trace import json_text
 from ..net.addresses import Address
 from ..recording.samples import is_sample
-from ..replay.index import ExchangeTrace, load_exchanges
+from ..replay.index import ExchangeTrace, load_exchanges, row_label
 from ..replay.render import render_verify
 from ..replay.verify import TargetUnreachable, update_trace, verify_trace
 from ..terminal import counted
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         if unanswered:
             # The trace takes nothing but true answers, and only a whole run of them: half
             # updated, its answers would come from two plugins.
-            numbers = ", ".join(f"#{check.number}" for check in unanswered[:10])
+            numbers = ", ".join(row_label(check.row) for check in unanswered[:10])
             more = ", …" if len(unanswered) > 10 else ""
             print(
                 f"verify: not updated: {len(unanswered)} of "

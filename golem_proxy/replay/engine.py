@@ -220,7 +220,7 @@ class ReplayEngine:
             if expected is None:
                 return f"no recorded request left on {route} (sequence matching); got {method}"
             return (
-                f"sequence mismatch on {route}: expected #{expected.number} "
+                f"sequence mismatch on {route}: expected {expected.label} "
                 f"{expected.method}, got {method}"
             )
         if not candidates:
@@ -246,7 +246,7 @@ class ReplayEngine:
             where = diffs[0].describe()
             more = f" and {len(diffs) - 1} more" if len(diffs) > 1 else ""
             used = " (already used)" if exchange.number in index.used else ""
-            text = f"#{exchange.number}{used} differs at {where}{more}"
+            text = f"{exchange.label}{used} differs at {where}{more}"
             scored.append((len(diffs), exchange.number, text))
         scored.sort()
         nearest = "; ".join(text for _, _, text in scored[:3])
@@ -284,6 +284,20 @@ def summary(engine: ReplayEngine) -> dict[str, Any]:
         "malformed": report.malformed,
         "recorded_new": report.recorded_new,
         "misses": [miss.to_json() for miss in report.misses],
-        "unused": [{"number": e.number, "route": e.route, "method": e.method} for e in unused],
+        "unused": [_unused(e) for e in unused],
         "exchanges": len(engine.index.trace.exchanges),
     }
+
+
+def _unused(exchange: RecordedExchange) -> dict[str, Any]:
+    """A recorded exchange never used, as the report lists it: ``number`` is its row in its
+    recording as `show` numbers it, and ``file`` names that recording where several were
+    served as one."""
+    unused: dict[str, Any] = {
+        "number": exchange.row,
+        "route": exchange.route,
+        "method": exchange.method,
+    }
+    if exchange.file is not None:
+        unused["file"] = exchange.file
+    return unused

@@ -24,6 +24,7 @@ from ..recording.line_guard import decode_payload
 from ..recording.reader import check_line
 from ..recording.scan import Row, line_at, scan_exchanges
 from .matching import GuidMap, Keyer, MatchMode, canonical_params
+from .row_numbers import RowNumbers, row_label
 
 Key = tuple[str, ...]
 
@@ -34,6 +35,7 @@ __all__ = [
     "ReplayIndex",
     "encode_recorded",
     "load_exchanges",
+    "row_label",
 ]
 
 
@@ -46,6 +48,8 @@ class RecordedExchange:
         "_large",
         "_req",
         "_resp",
+        "_row",
+        "_rows",
         "_src",
         "_t0",
         "_t1",
@@ -56,7 +60,8 @@ class RecordedExchange:
     )
 
     number: int
-    """1-based position among the trace's exchanges (``#12`` in messages and reports)."""
+    """1-based position among the trace's exchanges (the one served: all the files given);
+    not what messages print: that is `row`, the row number `show` gives it."""
     route: str
     method: Optional[str]
     request_type: str
@@ -67,6 +72,34 @@ class RecordedExchange:
     _t0: Any  # recorded request and response times, as text until needed
     _t1: Any
     _large: tuple[Optional[bool], Optional[bool]]  # `too_large` of the request, the response
+    _rows: RowNumbers  # its recording's, which sets `_row` when a row is first asked for
+    _row: Optional[int]
+
+    @property
+    def row(self) -> Optional[int]:
+        """Its row number in its recording, as `show` numbers it (``#12`` in messages and
+        reports); None where it cannot be told (`RowNumbers`)."""
+        rows: Optional[RowNumbers] = getattr(self, "_rows", None)
+        if rows is None:
+            return None
+        rows.rows()
+        return getattr(self, "_row", None)
+
+    @property
+    def file(self) -> Optional[str]:
+        """Its recording, where several are served as one (a row is its own file's)."""
+        rows: Optional[RowNumbers] = getattr(self, "_rows", None)
+        return rows.name if rows is not None else None
+
+    @property
+    def label(self) -> str:
+        """``#12`` (`row`), after its file where several recordings are served as one
+        (``b.jsonl#12``); ``#?`` where its row cannot be told."""
+        return row_label(self.row, self.file)
+
+    def times(self) -> tuple[float, float]:
+        """The recorded times of its request and its response (seconds, as `t`)."""
+        return float(self._t0), float(self._t1)
 
     @property
     def latency(self) -> float:
@@ -109,7 +142,7 @@ class RecordedExchange:
         return over_parse_budget(_payload(self._src, at), 0)
 
     def __repr__(self) -> str:
-        return f"<RecordedExchange #{self.number} {self.route} {self.method}>"
+        return f"<RecordedExchange {self.number} {self.route} {self.method}>"
 
 
 def _payload(source: Any, at: Any) -> bytes:
@@ -178,6 +211,8 @@ class ExchangeTrace:
     _buffer: Any = None
     path: Optional[str] = None
     """The file it was read from, for the errors of a payload decoded later."""
+    numbering: Optional[RowNumbers] = None
+    """Its exchanges' row numbers, as `show` gives them (read when first asked for)."""
 
     @property
     def routes(self) -> list[str]:
@@ -214,23 +249,32 @@ def load_exchanges(path: str, *, max_line: int = DEFAULT_MAX_LINE) -> ExchangeTr
     # list again and again, so it waits.
     collecting = gc.isenabled()
     gc.disable()
+    exchanges: list[RecordedExchange] = []
+    numbering = RowNumbers(path, exchanges)
     try:
-        exchanges = _exchanges(rows, found.buffer)
+        exchanges += _exchanges(rows, found.buffer, numbering)
     finally:
         if collecting:
             gc.enable()
     return ExchangeTrace(
-        found.header, found.profile, exchanges, found.truncated_tail, found.buffer, path
+        found.header,
+        found.profile,
+        exchanges,
+        found.truncated_tail,
+        found.buffer,
+        path,
+        numbering,
     )
 
 
-def _exchanges(rows: list[Row], buffer: Any) -> list[RecordedExchange]:
+def _exchanges(rows: list[Row], buffer: Any, numbering: RowNumbers) -> list[RecordedExchange]:
     exchanges: list[RecordedExchange] = []
     append = exchanges.append
     new = RecordedExchange
     for number, (route, method, kind, request, t0, response, t1) in enumerate(rows, 1):
         exchange = new()
         exchange.number = number
+        exchange._rows = numbering
         exchange._src = buffer
         exchange.route, exchange.method, exchange.request_type = route, method, kind
         exchange._req, exchange._t0, exchange._resp, exchange._t1 = request, t0, response, t1

@@ -50,6 +50,7 @@ from .matching import MatchMode, MissPolicy
 from .merge import append_recording
 from .pytest_mcp import MARKER_HELP as MCP_MARKER_HELP
 from .pytest_mcp import GolemMcpSession, golem_mcp_session
+from .row_numbers import row_label
 from .server import ReplayServer
 from .setup import (
     ReplayOptions,
@@ -72,7 +73,7 @@ class _TraceUse:
     exchanges none of the finished ones asked for (None before the first one ends)."""
 
     remaining: int
-    unused: Optional[dict[int, str]] = None
+    unused: Optional[dict[Optional[int], str]] = None
 
 
 _USES = pytest.StashKey[dict[str, _TraceUse]]()
@@ -372,8 +373,10 @@ def _misses_text(handle: GolemReplay, misses: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _unused_text(unused: dict[int, str]) -> str:
-    shown = ", ".join(f"#{number} {method}" for number, method in sorted(unused.items())[:20])
+def _unused_text(unused: dict[Optional[int], str]) -> str:
+    # A row is None where it cannot be told (its file changed since it was loaded): last.
+    ordered = sorted(unused.items(), key=lambda item: (item[0] is None, item[0] or 0))
+    shown = ", ".join(f"{row_label(number)} {method}" for number, method in ordered[:20])
     return f"{counted(len(unused), 'recorded exchange')} unused: {shown}"
 
 

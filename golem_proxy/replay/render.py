@@ -12,10 +12,12 @@ from typing import Optional
 from rich.console import Console
 from rich.text import Text
 
+from ..analysis.request_rows import RequestGap, UnansweredRequest
 from ..table_layout import Cell, Column, print_table
 from ..terminal import counted, safe_text
 from .diffing import Difference, short
-from .tracediff import TraceDiff
+from .row_numbers import row_label
+from .tracediff import ExchangeDiff, Side, TraceDiff
 from .verify import VerifyResult
 
 __all__ = ["render_diff", "render_verify"]
@@ -62,7 +64,7 @@ def render_verify(result: VerifyResult, console: Console) -> None:
     failed = result.failed
     cut = False
     for check in failed[:MAX_SHOWN]:
-        title = Text(f"#{check.number} ", style="bold")
+        title = Text(f"{row_label(check.row)} ", style="bold")
         title.append(
             safe_text(f"{check.route} {check.method or '(malformed)'}"), style="bold magenta"
         )
@@ -99,16 +101,13 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
     different = diff.different
     cut = False
     for pair in different[:MAX_SHOWN]:
-        where = f"A#{pair.a.number}" if pair.a is not None else "—"
-        where += f" B#{pair.b.number}" if pair.b is not None else " —"
-        status = {"only-a": f"only in {a_name}", "only-b": f"only in {b_name}"}.get(
-            pair.status, "changed"
-        )
+        where = f"A{row_label(pair.a.row)}" if pair.a is not None else "—"
+        where += f" B{row_label(pair.b.row)}" if pair.b is not None else " —"
         console.print(
             Text.assemble(
                 (f"{where} ", "bold"),
                 (safe_text(f"{pair.route} {pair.method or '(malformed)'} "), "bold magenta"),
-                (status, "yellow"),
+                _literal(_pair_said(pair, (a_name, b_name)), "yellow"),
             )
         )
         if pair.differences:
@@ -120,8 +119,38 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
     for route in diff.windowed:  # so a moved exchange is not read as one removed and one added
         console.print(_literal(route.sentence(), "yellow"))
     if diff.equal:
-        console.print(f"[green]diff: {counted(len(diff.pairs), 'exchange')}, no difference[/green]")
+        console.print(f"[green]diff: {counted(len(diff.pairs), 'request')}, no difference[/green]")
     else:
         console.print(
-            f"[red]diff: {len(different)} of {len(diff.pairs)} aligned exchanges differ[/red]"
+            f"[red]diff: {len(different)} of {len(diff.pairs)} aligned requests differ[/red]"
         )
+
+
+def _pair_said(pair: ExchangeDiff, names: tuple[str, str]) -> str:
+    """What a pair that differs is, in words: ``changed``, ``only in a.jsonl``, ``answered in
+    a.jsonl; unanswered (upstream closed) in b.jsonl``, ``answered in a.jsonl; in b.jsonl a
+    gap where it may be, not compared (B#7 unobserved:frame-too-large)``."""
+    status = pair.status
+    if status == "changed":
+        return status
+    if status in ("only-a", "only-b"):
+        index = "ab".index(status[-1])
+        side = (pair.a, pair.b)[index]
+        unanswered = f" ({side.status} there)" if isinstance(side, UnansweredRequest) else ""
+        return f"only in {names[index]}{unanswered}"
+    sides = (pair.a, pair.b)
+    return "; ".join(
+        _side_said(sides[index], pair.gap_of(index), names[index], "AB"[index]) for index in (0, 1)
+    )
+
+
+def _side_said(side: Optional[Side], gap: Optional[RequestGap], name: str, trace: str) -> str:
+    """What one trace did with the pair's request."""
+    where = f" ({trace}#{gap.number} {gap.status})" if gap is not None else ""
+    if side is None:
+        return f"in {name} a gap where it may be, not compared{where}"
+    if not isinstance(side, UnansweredRequest):
+        return f"answered in {name}"
+    if gap is not None:
+        return f"{side.status} in {name}, its answer may be in a gap{where}"
+    return f"{side.status} in {name}"

@@ -36,6 +36,7 @@ from ..net.sockio import read_some, write_all
 from ..recording.format import RecordingWriter, write_private
 from ..terminal import counted, safe_text
 from .engine import Close, Forward, ReplayEngine, Reply, Unanswered
+from .row_numbers import row_label
 
 __all__ = ["ForwardError", "Overlay", "ReplayServer", "Sleep"]
 
@@ -349,7 +350,8 @@ def summary_text(summary: Mapping[str, Any]) -> str:
     for miss in summary["misses"][:20]:
         lines.append(f"  miss {miss['route']} {miss['method']}: {miss['message']}")
     for unused in summary["unused"][:20]:
-        lines.append(f"  unused #{unused['number']} {unused['route']} {unused['method']}")
+        where = row_label(unused["number"], unused.get("file"))
+        lines.append(f"  unused {where} {unused['route']} {unused['method']}")
     hidden = len(summary["unused"]) - 20
     if hidden > 0:
         lines.append(f"  … and {hidden} more unused")

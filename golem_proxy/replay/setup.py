@@ -104,6 +104,8 @@ def _merge(traces: list[ExchangeTrace]) -> ExchangeTrace:
             raise ValueError(
                 f"traces mix profiles ({first.header.profile} and {trace.header.profile})"
             )
+        if trace.numbering is not None:  # a row number is its own file's: say which
+            trace.numbering.name = trace.path
         for exchange in trace.exchanges:
             exchange.number = len(exchanges) + 1
             exchanges.append(exchange)

@@ -1,12 +1,18 @@
-"""Semantic diff of two traces: exchanges aligned per route by order and method, then requests
-and responses compared GUID-aware (B's GUIDs learned against A's as they appear) under the same
-tolerances as `verify`."""
+"""Semantic diff of two traces: requests aligned per route by order and method, then the
+requests and responses of those both traces answered compared GUID-aware (B's GUIDs learned
+against A's as they appear) under the same tolerances as `verify`. With what reading each
+trace as `show` does found (`RequestRows`), the requests are every request the client sent,
+numbered as `show` numbers them: one never answered is paired too (answered in one trace and
+not in the other is a difference), and a request only one trace has, where the other has a
+gap in what was observed, is said to be in that gap rather than missing."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
+from ..analysis.request_rows import RequestGap, RequestRows, UnansweredRequest
 from ..recording.format import RecordingError
 from .alignment import QUICK_PAIRS, WINDOW, Windowed, align
 from .diffing import Comparator, Difference, envelope_body
@@ -14,6 +20,10 @@ from .index import ExchangeTrace, RecordedExchange
 from .large_payloads import compare_as_bytes
 
 __all__ = ["DamagedTrace", "ExchangeDiff", "TraceDiff", "WindowedRoute", "diff_traces"]
+
+Side = Union[RecordedExchange, UnansweredRequest]
+"""A request of one trace: answered (an exchange), or not."""
+_Item = Union[RecordedExchange, UnansweredRequest, RequestGap]
 
 
 class DamagedTrace(Exception):
@@ -26,37 +36,75 @@ class DamagedTrace(Exception):
         self.error = error
 
 
+def _answer(side: Side) -> str:
+    """``answered``, ``unanswered``, or ``unobserved`` (an answer may have come unseen)."""
+    if isinstance(side, RecordedExchange):
+        return "answered"
+    return "unobserved" if side.unobserved else "unanswered"
+
+
 @dataclass
 class ExchangeDiff:
-    """One aligned pair (``a``/``b`` None for an exchange only one trace has)."""
+    """One aligned pair of requests (``a``/``b`` None for a request only one trace has)."""
 
     route: str
-    a: Optional[RecordedExchange]
-    b: Optional[RecordedExchange]
+    a: Optional[Side]
+    b: Optional[Side]
     differences: list[Difference] = field(default_factory=list)
+    a_gap: Optional[RequestGap] = None
+    """Where A has no such request: A's gap in what was observed there, where it may have
+    crossed unseen."""
+    b_gap: Optional[RequestGap] = None
+    """The same for B."""
 
     @property
     def status(self) -> str:
-        if self.a is None:
-            return "only-b"
-        if self.b is None:
-            return "only-a"
-        return "changed" if self.differences else "same"
+        """``same``, ``changed``; ``only-a``/``only-b``; ``unanswered-a``/``-b`` (answered in
+        the other trace only); ``unobserved-a``/``-b`` (the request, or its answer, may have
+        crossed in a gap of that trace's)."""
+        a, b = self.a, self.b
+        if a is None:
+            return "unobserved-a" if self.a_gap is not None else "only-b"
+        if b is None:
+            return "unobserved-b" if self.b_gap is not None else "only-a"
+        a_answer, b_answer = _answer(a), _answer(b)
+        if a_answer == b_answer:
+            return "changed" if self.differences else "same"
+        for answer in ("unobserved", "unanswered"):
+            if a_answer == answer:
+                return f"{answer}-a"
+            if b_answer == answer:
+                return f"{answer}-b"
+        raise AssertionError(f"no status for {a_answer} and {b_answer}")
 
     @property
     def method(self) -> Optional[str]:
         side = self.a if self.a is not None else self.b
         return side.method if side is not None else None
 
+    def gap_of(self, index: int) -> Optional[RequestGap]:
+        """The gap of trace A (``index`` 0) or B (1) the pair's request there may be in, or
+        the answer to it."""
+        side, gap = (self.a, self.a_gap) if index == 0 else (self.b, self.b_gap)
+        return side.gap if isinstance(side, UnansweredRequest) else gap
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "route": self.route,
             "method": self.method,
             "status": self.status,
-            "a": self.a.number if self.a is not None else None,
-            "b": self.b.number if self.b is not None else None,
+            "a": self.a.row if self.a is not None else None,
+            "b": self.b.row if self.b is not None else None,
             "differences": [d.to_json() for d in self.differences],
         }
+        # Optional: present only where a side has no answer, or a gap bears on it.
+        for index, (name, side) in enumerate((("a", self.a), ("b", self.b))):
+            if isinstance(side, UnansweredRequest):
+                data[f"{name}_status"] = side.status
+            gap = self.gap_of(index)
+            if gap is not None:
+                data[f"{name}_gap"] = gap.number
+        return data
 
 
 @dataclass(frozen=True)
@@ -117,19 +165,24 @@ def diff_traces(
     b: ExchangeTrace,
     comparator: Comparator,
     *,
+    requests: Optional[tuple[RequestRows, RequestRows]] = None,
     quick_pairs: int = QUICK_PAIRS,
     window: int = WINDOW,
 ) -> TraceDiff:
-    """Align and compare. ``comparator`` treats A as recorded and B as live; ``quick_pairs``
-    and ``window`` bound the alignment's time (`alignment.align`). Raises DamagedTrace saying
-    which trace, its file and the line of a payload that is damaged."""
+    """Align and compare. ``comparator`` treats A as recorded and B as live; ``requests`` is
+    what reading each trace as `show` does found (`read_request_rows`): with it, requests
+    never answered and gaps take part, in `show`'s row order; without, the exchanges alone,
+    in the order they completed. ``quick_pairs`` and ``window`` bound the alignment's time
+    (`alignment.align`). Raises DamagedTrace saying which trace, its file and the line of a
+    payload that is damaged."""
     diff = TraceDiff([])
-    left_routes, right_routes = _by_route(a), _by_route(b)
-    for route in _routes(a, b):
+    found = requests or (None, None)
+    left_routes, right_routes = _by_route(a, found[0]), _by_route(b, found[1])
+    for route in dict.fromkeys([*a.routes, *b.routes, *left_routes, *right_routes]):
         left, right = left_routes.get(route, []), right_routes.get(route, [])
         alignment = align(
-            [e.method for e in left],
-            [e.method for e in right],
+            [_key(item) for item in left],
+            [_key(item) for item in right],
             quick_pairs=quick_pairs,
             window=window,
         )
@@ -137,23 +190,54 @@ def diff_traces(
             diff.windowed.append(WindowedRoute(route, alignment.windowed))
         i = j = 0
         for i_start, j_start, size in [*alignment.blocks, (len(left), len(right), 0)]:
-            diff.pairs.extend(ExchangeDiff(route, x, None) for x in left[i:i_start])
-            diff.pairs.extend(ExchangeDiff(route, None, y) for y in right[j:j_start])
+            a_only, b_only = left[i:i_start], right[j:j_start]
+            a_gap, b_gap = _first_gap(a_only), _first_gap(b_only)
+            diff.pairs.extend(ExchangeDiff(route, x, None, b_gap=b_gap) for x in _sides(a_only))
+            diff.pairs.extend(ExchangeDiff(route, None, y, a_gap=a_gap) for y in _sides(b_only))
             for x, y in zip(left[i_start : i_start + size], right[j_start : j_start + size]):
-                diff.pairs.append(ExchangeDiff(route, x, y, _compare(a, x, b, y, comparator)))
+                assert not isinstance(x, RequestGap) and not isinstance(y, RequestGap)
+                differences = []
+                if isinstance(x, RecordedExchange) and isinstance(y, RecordedExchange):
+                    differences = _compare(a, x, b, y, comparator)
+                diff.pairs.append(ExchangeDiff(route, x, y, differences))
             i, j = i_start + size, j_start + size
     return diff
 
 
-def _by_route(trace: ExchangeTrace) -> dict[str, list[RecordedExchange]]:
-    routes: dict[str, list[RecordedExchange]] = {}
-    for exchange in trace.exchanges:
-        routes.setdefault(exchange.route, []).append(exchange)
+def _key(item: _Item) -> Hashable:
+    """What aligns a request: its method. A gap is alike nothing (a fresh object)."""
+    return object() if isinstance(item, RequestGap) else item.method
+
+
+def _sides(items: list[_Item]) -> list[Side]:
+    return [item for item in items if not isinstance(item, RequestGap)]
+
+
+def _first_gap(items: list[_Item]) -> Optional[RequestGap]:
+    return next((item for item in items if isinstance(item, RequestGap)), None)
+
+
+def _by_route(trace: ExchangeTrace, found: Optional[RequestRows]) -> dict[str, list[_Item]]:
+    """Each route's requests: with ``found``, the exchanges (numbered as `show` numbers them),
+    the requests never answered and the gaps a request may be in, in row order; without, the
+    exchanges in the order they completed."""
+    items: list[tuple[int, int, _Item]] = []
+    if found is not None and trace.numbering is not None:
+        trace.numbering.rows(found)
+        row = 0
+        for exchange in trace.exchanges:
+            # One whose row cannot be told stays after the exchange before it.
+            row = exchange.row or row
+            items.append((row, len(items), exchange))
+        items += [(request.number, len(items), request) for request in found.unanswered]
+        items += [(gap.number, len(items), gap) for gap in found.gaps if gap.may_hide_requests]
+        items.sort(key=lambda entry: entry[:2])
+    else:
+        items = [(0, 0, exchange) for exchange in trace.exchanges]
+    routes: dict[str, list[_Item]] = {}
+    for _, _, item in items:
+        routes.setdefault(item.route, []).append(item)
     return routes
-
-
-def _routes(a: ExchangeTrace, b: ExchangeTrace) -> list[str]:
-    return list(dict.fromkeys([*a.routes, *b.routes]))
 
 
 def _compare(

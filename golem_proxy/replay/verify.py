@@ -41,6 +41,7 @@ from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange, encode_recorded
 from .large_payloads import compare_as_bytes, with_id
 from .live_link import MAX_SKIPPED, Link, Live, Sent, TargetUnreachable, TooManyFrames
+from .row_numbers import row_label
 
 __all__ = ["ExchangeCheck", "TargetUnreachable", "VerifyResult", "update_trace", "verify_trace"]
 
@@ -62,13 +63,15 @@ class ExchangeCheck:
     unasked: int = 0
     """Frames of the plugin's own (notifications, requests) skipped while waiting for the
     answer: reported, not a difference."""
+    row: Optional[int] = None
+    """The exchange's row in the recording, as `show` numbers it (what ``#N`` says)."""
 
     @property
     def ok(self) -> bool:
         return not self.differences and self.problem is None and not self.extra
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"number": self.number, "route": self.route, "method": self.method}
+        out: dict[str, Any] = {"number": self.row, "route": self.route, "method": self.method}
         if self.problem is not None:
             out["problem"] = self.problem
         if self.extra:
@@ -128,7 +131,9 @@ async def verify_trace(
         for exchange in trace.exchanges:
             if progress is not None:
                 progress(len(checks))
-            check = ExchangeCheck(exchange.number, exchange.route, exchange.method)
+            check = ExchangeCheck(
+                exchange.number, exchange.route, exchange.method, row=exchange.row
+            )
             checks.append(check)
             address = targets.get(exchange.route)
             if address is None:
@@ -157,7 +162,7 @@ async def verify_trace(
                     else type(exc).__name__
                 )
                 check.problem = f"no answer from {address}: {reason}"
-            _note_live(check, live, sent, sent_for, f"while #{check.number} waited")
+            _note_live(check, live, sent, sent_for, f"while {row_label(check.row)} waited")
             if live.frame is not None:
                 check.live_payload = live.frame.payload
                 check.differences = _compare(exchange, live.frame.payload, comparator)

@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import pytest
+import trio
 
+from golem_core.messages import Response
+from golem_core.profiles import GOLEM
+from golem_proxy.events import FrameSeen
+from golem_proxy.live.proxy_options import ProxyOptions
+from golem_proxy.live.tap_limits import ObserveLimits
+from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
+from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
 from tests.support.traces import TraceBuilder
+from tests.support.waiting import until
 
 
 @pytest.fixture(scope="module")
@@ -168,3 +178,162 @@ def test_long_traces_alike_but_for_a_stretch_are_aligned_whole_and_say_nothing(
         assert "windows" not in text.stdout
         report = json.loads(run_cli("diff", "--json", str(first), str(second)).stdout)
         assert "windowed" not in report
+
+
+# Requests, not only exchanges: one session recorded through the proxy from the headless
+# plugin, whole, with the plugin gone in its last call, without that call, and with frames
+# over a small limit left unobserved (a large request, a large answer).
+
+PADDED = {"pad": "x" * 20_000}
+"""Params that make a request larger than `SMALL_LIMIT`."""
+SMALL_LIMIT = 8_000
+"""A frame limit the padded request and viewport.capture's answer are over, no other frame."""
+CAPTURE = {"width": 1920, "height": 1080}
+"""An image whose answer is about 16 KB."""
+
+
+def record(
+    path: Path,
+    *,
+    plugin_gone_in_sleep: bool = False,
+    sleep: bool = True,
+    frame_limit: Optional[int] = None,
+) -> Path:
+    """Record ping, get_document_info, a padded list_objects, viewport.capture and a
+    ``debug.sleep`` through the proxy. ``plugin_gone_in_sleep``: the plugin is stopped while
+    it sleeps (the request is left unanswered, upstream closed); ``sleep``: the last call is
+    made at all; ``frame_limit``: the proxy's --observe-frame-limit."""
+    options = ProxyOptions(drain_timeout=0.5)
+    if frame_limit is not None:
+        options = ProxyOptions(drain_timeout=0.5, observe=ObserveLimits(frame=frame_limit))
+    calls: list[tuple[str, dict[str, object]]] = [
+        ("ping", {}),
+        ("scene.get_document_info", {}),
+        ("scene.list_objects", PADDED),
+        ("viewport.capture", CAPTURE),
+    ]
+
+    async def session(plugin: PluginProcess) -> None:
+        async with trio.open_nursery() as nursery:
+            proxy = await start_proxy(nursery, plugin.main, record=str(path), options=options)
+            client = GolemClient(await connect(proxy.listen))
+            for n, (method, params) in enumerate(calls):
+                reply = await client.call({"id": f"r{n}", "method": method, "params": params})
+                assert isinstance(reply, Response), reply
+            if sleep:
+                asked = {"id": "zz", "method": "debug.sleep", "params": {"seconds": 0.2}}
+                if not plugin_gone_in_sleep:
+                    assert isinstance(await client.call(asked), Response)
+                else:
+                    await client.framed.send(GOLEM.encode(asked))
+                    await until(
+                        lambda: [e for e in proxy.of_type(FrameSeen) if e.method == "debug.sleep"]
+                    )
+                    await trio.to_thread.run_sync(plugin.stop)
+                    with pytest.raises(EOFError):
+                        await client.receive()
+            await client.stream.aclose()
+            await stop_proxy(proxy)
+
+    with PluginProcess(seed=5, extra_args=("--debug-methods",)) as plugin:
+        trio.run(session, plugin)
+    return path
+
+
+def rows_of(path: Path) -> dict[str, int]:
+    """Each method's row number, as ``show`` numbers it (methods are called once each)."""
+    done = run_cli("show", "--json", str(path))
+    assert done.returncode == 0, done.stderr
+    flows = [json.loads(line) for line in done.stdout.splitlines()]
+    return {flow["method"]: flow["number"] for flow in flows if flow["method"]}
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    where = tmp_path_factory.mktemp("sessions")
+    return {
+        "whole": record(where / "whole.jsonl"),
+        "gone": record(where / "gone.jsonl", plugin_gone_in_sleep=True),
+        "short": record(where / "short.jsonl", sleep=False),
+        "limited": record(where / "limited.jsonl", frame_limit=SMALL_LIMIT),
+    }
+
+
+def test_a_request_answered_in_a_and_not_in_b_is_said_so(sessions: dict[str, Path]) -> None:
+    whole, gone = sessions["whole"], sessions["gone"]
+    sleep = rows_of(gone)["debug.sleep"]
+    assert sleep == rows_of(whole)["debug.sleep"]
+
+    text = run_cli("diff", str(whole), str(gone))
+    assert text.returncode == 1, text.stderr
+    assert " ".join(text.stdout.split()) == (
+        f"A#{sleep} B#{sleep} main debug.sleep answered in {whole}; unanswered (upstream "
+        f"closed) in {gone} diff: 1 of 5 aligned requests differ"
+    )
+    assert text.stderr == ""
+
+    report = json.loads(run_cli("diff", "--json", str(gone), str(whole)).stdout)
+    assert report["counts"] == {"same": 4, "unanswered-a": 1}
+    (pair,) = report["exchanges"]
+    assert pair == {
+        "route": "main",
+        "method": "debug.sleep",
+        "status": "unanswered-a",
+        "a": sleep,
+        "b": sleep,
+        "differences": [],
+        "a_status": "unanswered (upstream closed)",
+    }
+
+
+def test_a_request_unanswered_in_a_and_absent_from_b_is_a_difference(
+    sessions: dict[str, Path],
+) -> None:
+    gone, short = sessions["gone"], sessions["short"]
+    sleep = rows_of(gone)["debug.sleep"]
+    text = run_cli("diff", str(gone), str(short))
+    assert text.returncode == 1, text.stderr
+    assert " ".join(text.stdout.split()) == (
+        f"A#{sleep} — main debug.sleep only in {gone} (unanswered (upstream closed) there) "
+        "diff: 1 of 5 aligned requests differ"
+    )
+    report = json.loads(run_cli("diff", "--json", str(gone), str(short)).stdout)
+    assert report["counts"] == {"same": 4, "only-a": 1}
+
+
+def test_requests_in_a_gap_of_b_are_said_to_be_there_and_the_gaps_noted(
+    sessions: dict[str, Path],
+) -> None:
+    whole, limited = sessions["whole"], sessions["limited"]
+    rows = rows_of(whole)
+    listing, capture = rows["scene.list_objects"], rows["viewport.capture"]
+    shown = json.loads(run_cli("show", "--json", str(limited)).stdout.splitlines()[listing - 1])
+    assert shown["status"] == "unobserved:frame-too-large"  # the padded request: a gap row
+    limited_rows = rows_of(limited)
+    capture_b, sleep_b = limited_rows["viewport.capture"], limited_rows["debug.sleep"]
+    answer_gap = capture_b + 1  # the capture's answer, over the limit too
+    gaps = f"#{listing} unobserved:frame-too-large, #{answer_gap} unobserved:frame-too-large"
+    note = (
+        f"note: trace B, {limited}: 2 gaps in what was observed ({gaps}): what crossed there "
+        "is not in the recording, so the comparison is partial"
+    )
+
+    text = run_cli("diff", str(whole), str(limited))
+    assert text.returncode == 1, text.stderr
+    assert " ".join(text.stdout.split()) == (
+        f"A#{listing} — main scene.list_objects answered in {whole}; in {limited} a gap where "
+        f"it may be, not compared (B#{listing} unobserved:frame-too-large) "
+        f"A#{capture} B#{capture_b} main viewport.capture answered in {whole}; unanswered in "
+        f"{limited}, its answer may be in a gap (B#{answer_gap} unobserved:frame-too-large) "
+        "diff: 2 of 5 aligned requests differ"
+    )
+    assert text.stderr.splitlines() == [note]
+
+    report = json.loads(run_cli("diff", "--json", str(whole), str(limited)).stdout)
+    assert report["counts"] == {"same": 3, "unobserved-b": 2}
+    assert [(p["method"], p["b"], p.get("b_gap")) for p in report["exchanges"]] == [
+        ("scene.list_objects", None, listing),
+        ("viewport.capture", capture_b, answer_gap),
+    ]
+    assert report["notes"] == {"a": [], "b": [note]}
+    assert sleep_b == capture_b + 2  # the rows after the gaps: numbered as show does
