@@ -4,14 +4,18 @@ exchange's place among the exchanges (a malformed frame, a gap, a request never 
 an answer to no request is a row too, and shifts every number after it).
 
 The numbers are `FlowTracker`'s (`analysis.request_rows`): the file is read as the views read
-it, once, the first time a number is asked for (the scanner that loads a trace for replay is
+it, once: the first time a number is asked for (the scanner that loads a trace for replay is
 several times faster than that reading, and most replays never print a number), unless the
-command read it already (``diff`` reads every trace to its end for its notes)."""
+command read it already (``diff`` reads every trace to its end for its notes), or in a worker
+thread once a replay server listens (`number_in_background`), so that its first miss does not
+hold every connection while a large trace is read."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Optional
 
 from ..analysis.request_rows import RequestRows, read_request_rows
@@ -20,7 +24,7 @@ from ..analysis.trace import TraceError
 if TYPE_CHECKING:
     from .index import RecordedExchange
 
-__all__ = ["RowNumbers", "row_label"]
+__all__ = ["RowNumbers", "number_all", "row_label"]
 
 _Key = tuple[str, float, float]
 
@@ -42,20 +46,35 @@ class RowNumbers:
         self.name: Optional[str] = None
         """The file named with each number where several recordings are served as one."""
         self._found: Optional[RequestRows] = None
+        self._reading = threading.Lock()
+        """Held while the recording is read (a worker thread may be reading it)."""
 
     def rows(self, found: Optional[RequestRows] = None) -> RequestRows:
         """What the recording holds (`RequestRows`): ``found`` when it was read already, else
         read now, once. A recording that can no longer be read (changed or removed since it
         was loaded) numbers nothing: its exchanges' rows are None."""
-        if self._found is None:
-            if found is None:
-                found = RequestRows()
-                if self.path is not None:
-                    with contextlib.suppress(TraceError, OSError):
-                        found, _ = read_request_rows(self.path)
-            _number(self.exchanges, found)
-            self._found = found
-        return self._found
+        with self._reading:
+            if self._found is None:
+                if found is None:
+                    found = RequestRows()
+                    if self.path is not None:
+                        with contextlib.suppress(TraceError, OSError):
+                            found, _ = read_request_rows(self.path)
+                _number(self.exchanges, found)
+                self._found = found
+            return self._found
+
+
+def number_all(exchanges: Iterable[RecordedExchange]) -> None:
+    """Read the rows of every recording ``exchanges`` come from (several served as one),
+    each once: for a worker thread."""
+    seen: dict[int, RowNumbers] = {}
+    for exchange in exchanges:
+        numbering: Optional[RowNumbers] = getattr(exchange, "_rows", None)
+        if numbering is not None and id(numbering) not in seen:
+            seen[id(numbering)] = numbering
+    for numbering in seen.values():
+        numbering.rows()
 
 
 def _number(exchanges: list[RecordedExchange], found: RequestRows) -> None:

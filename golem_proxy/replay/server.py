@@ -36,7 +36,7 @@ from ..net.sockio import read_some, write_all
 from ..recording.format import RecordingWriter, write_private
 from ..terminal import counted, safe_text
 from .engine import Close, Forward, ReplayEngine, Reply, Unanswered
-from .row_numbers import row_label
+from .row_numbers import number_all, row_label
 
 __all__ = ["ForwardError", "Overlay", "ReplayServer", "Sleep"]
 
@@ -152,6 +152,8 @@ class ReplayServer:
                             handler_nursery=connections,
                         )
                     )
+                # The row numbers a miss names are read meanwhile, off the event loop.
+                connections.start_soon(self._number_rows)
                 task_status.started(dict(self.bound))
         finally:
             self._stopped_at = self._now()
@@ -160,6 +162,10 @@ class ReplayServer:
                     await listener.aclose()
                 if self.recorder is not None:
                     self.recorder.flush()
+
+    async def _number_rows(self) -> None:
+        exchanges = self.engine.index.trace.exchanges
+        await trio.to_thread.run_sync(number_all, exchanges, abandon_on_cancel=True)
 
     async def serve_connection(
         self, route: str, stream: trio.abc.Stream, overlay: Optional[Overlay] = None

@@ -250,7 +250,7 @@ def test_replay_cli_forwards_misses_and_records_them(tmp_path: Path, spelling: s
             process.send_signal(signal.SIGINT)
             _, stderr = process.communicate(timeout=15)
     assert process.returncode == 0, stderr
-    assert "1 forwarded" in stderr
+    assert "1 missed (1 of them forwarded)" in stderr
     recorded = read_recording(str(new))
     exchanges = recorded.exchanges()
     assert [e.method for e in exchanges] == ["scene.list_layers"]
