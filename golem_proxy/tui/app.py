@@ -29,7 +29,7 @@ from ..analysis.flows import Flow
 from ..live.control import LiveControl
 from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
-from .bridge import EventBuffer, EventSource, Progress
+from .bridge import Batch, EventBuffer, EventSource, Progress
 from .collector import FlowsHold
 from .compact import compactor_for
 from .copying import CopyActions
@@ -213,6 +213,23 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
             return
         batch = self.buffer.drain(MAX_BATCH if self.loading is None else LOADING_BATCH)
         wait = self.pace.taken(len(batch.events))
+        self._fold(batch)
+        # Wait before taking the next batch: a flood becomes a few batches a second, each
+        # drawn once, instead of one redraw per event (pace.py). A file being loaded waits
+        # longer: fewer, larger batches, each drawn once, load it faster.
+        if self.loading is not None:
+            wait = LOADING_INTERVAL
+        self.set_timer(0.001 if batch.more else wait, self._rearm)
+
+    def take_received(self) -> None:
+        """Fold in every event received so far, whatever the pace: what the user takes of the
+        session (a view written) is all that reached this app, not what the last batch drew
+        (while events stream, the next one waits up to `STREAM_INTERVAL` in the buffer)."""
+        if self.table.is_attached:
+            self._fold(self.buffer.drain())
+
+    def _fold(self, batch: Batch) -> None:
+        """Fold ``batch`` into the model and show what it changed."""
         on = self.selected_flow() if self.model.flow_bound is not None else None
         result = self.model.apply(batch.events)
         if result.let_go:
@@ -246,12 +263,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
             if not loading:
                 self._collector.release()
         self._show_status()
-        # Wait before taking the next batch: a flood becomes a few batches a second, each
-        # drawn once, instead of one redraw per event (pace.py). A file being loaded waits
-        # longer: fewer, larger batches, each drawn once, load it faster.
-        if self.loading is not None:
-            wait = LOADING_INTERVAL
-        self.set_timer(0.001 if batch.more else wait, self._rearm)
 
     @property
     def loading(self) -> Optional[Progress]:
