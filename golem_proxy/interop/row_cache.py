@@ -33,12 +33,13 @@ from .flow_table import MAX_ROW, SMALLEST_BUFFER, column_spec, flow_rows, write_
 
 __all__ = ["RowFile", "cached_row_file", "cached_rows", "prepare_cache", "rows_into_cache"]
 
-READING = 6
+READING = 7
 """What the readers make of a recording, beyond the version: raised where they read the same
 file into other rows (2: requests the proxy let go are ``evicted``, no longer
 ``unanswered``; 3: those the proxy's gap names, not its oldest; 5: NaN and the infinities
 named as strings, ``"NaN"``, as `show --json` names them; 6: requests an ``end`` line names
-are ``unanswered (upstream closed)``) or keep other things beside
+are ``unanswered (upstream closed)``; 7: requests still waiting where the file ends are
+``pending (recording ended)``) or keep other things beside
 them (4: the notes file says how long the longest row is when it is `SMALLEST_BUFFER` or
 more, and a file without one has none that long), so that rows cached before are not taken
 for current."""
