@@ -222,11 +222,9 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
         self.set_timer(0.001 if batch.more else wait, self._rearm)
 
     def take_received(self) -> None:
-        """Fold in every event received so far, whatever the pace: what the user takes of the
-        session (a view written) is all that reached this app, not what the last batch drew
-        (while events stream, the next one waits up to `STREAM_INTERVAL` in the buffer)."""
-        if self.table.is_attached:
-            self._fold(self.buffer.drain())
+        """Fold in every event received, whatever the pace (while events stream, the next
+        batch waits up to `STREAM_INTERVAL`): a view written holds all that reached the app."""
+        self._fold(self.buffer.drain())
 
     def _fold(self, batch: Batch) -> None:
         """Fold ``batch`` into the model and show what it changed."""
@@ -234,6 +232,14 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
         result = self.model.apply(batch.events)
         if result.let_go:
             self._flows_let_go(on)
+        if batch.finished and not batch.more:
+            if self.finished_reason is None:  # nothing more comes: as `show` at a file's end
+                ended = "session" if self.source.serving else "recording"
+                result.changed.update(self.model.end_input(ended))
+            self.finished_reason = batch.reason or "finished"
+            if batch.failed:
+                self.failed = True
+                self.banner.show_error(self.finished_reason)
         if result.changed or batch.missed:
             self.table.view_changed()
             selected = self.table.selected
@@ -242,11 +248,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
         if batch.info is not None:
             self.source_description = batch.info.description
             self.banner.show_notes(batch.info.notes)
-        if batch.finished and not batch.more:
-            self.finished_reason = batch.reason or "finished"
-            if batch.failed:
-                self.failed = True
-                self.banner.show_error(self.finished_reason)
         if batch.progress is not None:
             self.progress = batch.progress
         loading = self.loading is not None
@@ -257,7 +258,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
             # its full passes over them held the session this app shares an interpreter with.
             self._collector.hold()
         if loading != self.model.loading:
-            # Requests still waiting once the whole file is read are pending, not loading.
+            # Requests still waiting once the whole file is read are not loading any more.
             self.model.loading = loading
             self.table.refresh()
             if not loading:
@@ -321,7 +322,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
         bound = self.model.flow_bound
         let_go = self.model.caused_let_go(flow) if flow is not None else 0
         under_let_go = bound.under_note(let_go) if bound is not None else ""
-        self.detail.show(flow, self.profile, under, under_let_go)
+        self.detail.show(flow, self.profile, under, under_let_go, self.finished_reason or "")
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
         index = message.index
