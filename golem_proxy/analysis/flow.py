@@ -70,6 +70,12 @@ class Flow:
     unanswerable: bool = False
     """The request wants no answer (a notification, also a broken one): the row is complete
     as it is, never pending."""
+    ended_waiting: str = ""
+    """What ended while the request still waited for its answer, so that no answer will be
+    read for it (`FlowTracker.end_input`): ``recording`` (a reader read the recording to its
+    end, or stopped reading it) or ``session`` (a live view's session ended). The row stays
+    pending, as it was left (whether an answer was sent is not known); its status says that
+    nothing more came. Empty while its answer may still come."""
 
     @property
     def t(self) -> float:
@@ -200,9 +206,10 @@ class Flow:
 
     def status(self, profile: Profile) -> str:
         """``ok``, the outcome's text (``INVALID_PARAMS``, ``INVALID_PARAMS (in result)``,
-        ``malformed:KIND``, …), ``oversized``, ``pending``, ``unanswered`` (``unanswered
-        (upstream closed)``, or ``(client closed)`` for a server's request, when the side that
-        was to answer ended its stream first),
+        ``malformed:KIND``, …), ``oversized``, ``pending`` (``pending (recording ended)``,
+        ``(session ended)``, once nothing more will be read: `ended_waiting`), ``unanswered``
+        (``unanswered (upstream closed)``, or ``(client closed)`` for a server's request, when
+        the side that was to answer ended its stream first),
         ``evicted`` (let go before its answer), ``unobserved:REASON``, ``failed``
         or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
         …; followed by ``(undelivered: WHY)`` when a frame of the row never reached its
@@ -226,6 +233,8 @@ class Flow:
             status = "unanswered"
         elif self.let_go:
             status = "evicted"
+        elif self.ended_waiting:
+            status = f"pending ({self.ended_waiting} ended)"
         else:
             status = "pending"
         return undelivered_status(status, self.undelivered)

@@ -209,14 +209,26 @@ class FlowTracker:
 
     def take_rest(self) -> list[Flow]:
         """Every flow not handed on yet, settled or still waiting for an answer, in number
-        order (what a trace read to its end leaves), and forget them."""
-        rest = [flow for _, flow in self._ready] + list(self._by_request.values())
+        order (what a trace read to its end leaves: those waiting say the recording ended,
+        `end_input`), and forget them."""
+        rest = [flow for _, flow in self._ready] + self.end_input()
         self._ready.clear()
         self._ready_numbers.clear()
         self._by_request.clear()
         self._requests_of.clear()
         rest.sort(key=_number)
         return rest
+
+    def end_input(self, what: str = "recording") -> list[Flow]:
+        """Nothing more will be read: ``what`` ended (``recording``: it was read to its end,
+        or is read no more; ``session``: a live view's session). Each request still waiting
+        for its answer stays pending as it was left and says so (`Flow.ended_waiting`): the
+        one decision every view shares, `show` at the end of a file as the TUI when it stops
+        reading. Returns those flows, in number order."""
+        waiting = sorted(self._by_request.values(), key=_number)
+        for flow in waiting:
+            flow.ended_waiting = what
+        return waiting
 
     def let_go(self, count: int, keep: Callable[[Flow], bool] = lambda flow: False) -> list[Flow]:
         """Remove from ``flows`` (with ``keep``: a live TUI's bound) the ``count`` oldest
@@ -375,6 +387,7 @@ class FlowTracker:
         flow.response = response
         flow.outcome = exchange.outcome
         flow.closed_unanswered = False
+        flow.ended_waiting = ""
         return self._settled(flow)
 
     def _violation(self, event: ViolationSeen) -> Optional[Flow]:

@@ -39,7 +39,8 @@ file into other rows (2: requests the proxy let go are ``evicted``, no longer
 ``unanswered``; 3: those the proxy's gap names, not its oldest; 5: NaN and the infinities
 named as strings, ``"NaN"``, as `show --json` names them; 6: requests an ``end`` line names
 are ``unanswered (upstream closed)``; 7: a failure whose code reads as a success is
-``error (code OK)``, not ``OK``) or keep other things beside
+``error (code OK)``, not ``OK``, and requests still waiting where the file ends are
+``pending (recording ended)``) or keep other things beside
 them (4: the notes file says how long the longest row is when it is `SMALLEST_BUFFER` or
 more, and a file without one has none that long), so that rows cached before are not taken
 for current."""

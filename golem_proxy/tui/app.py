@@ -29,7 +29,7 @@ from ..analysis.flows import Flow
 from ..live.control import LiveControl
 from ..net.addresses import Address
 from ..recording.format import Header as RecordingHeader
-from .bridge import EventBuffer, EventSource, Progress
+from .bridge import Batch, EventBuffer, EventSource, Progress
 from .collector import FlowsHold
 from .compact import compactor_for
 from .copying import CopyActions
@@ -213,10 +213,33 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
             return
         batch = self.buffer.drain(MAX_BATCH if self.loading is None else LOADING_BATCH)
         wait = self.pace.taken(len(batch.events))
+        self._fold(batch)
+        # Wait before taking the next batch: a flood becomes a few batches a second, each
+        # drawn once, instead of one redraw per event (pace.py). A file being loaded waits
+        # longer: fewer, larger batches, each drawn once, load it faster.
+        if self.loading is not None:
+            wait = LOADING_INTERVAL
+        self.set_timer(0.001 if batch.more else wait, self._rearm)
+
+    def take_received(self) -> None:
+        """Fold in every event received, whatever the pace (while events stream, the next
+        batch waits up to `STREAM_INTERVAL`): a view written holds all that reached the app."""
+        self._fold(self.buffer.drain())
+
+    def _fold(self, batch: Batch) -> None:
+        """Fold ``batch`` into the model and show what it changed."""
         on = self.selected_flow() if self.model.flow_bound is not None else None
         result = self.model.apply(batch.events)
         if result.let_go:
             self._flows_let_go(on)
+        if batch.finished and not batch.more:
+            if self.finished_reason is None:  # nothing more comes: as `show` at a file's end
+                ended = "session" if self.source.serving else "recording"
+                result.changed.update(self.model.end_input(ended))
+            self.finished_reason = batch.reason or "finished"
+            if batch.failed:
+                self.failed = True
+                self.banner.show_error(self.finished_reason)
         if result.changed or batch.missed:
             self.table.view_changed()
             selected = self.table.selected
@@ -225,11 +248,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
         if batch.info is not None:
             self.source_description = batch.info.description
             self.banner.show_notes(batch.info.notes)
-        if batch.finished and not batch.more:
-            self.finished_reason = batch.reason or "finished"
-            if batch.failed:
-                self.failed = True
-                self.banner.show_error(self.finished_reason)
         if batch.progress is not None:
             self.progress = batch.progress
         loading = self.loading is not None
@@ -240,18 +258,12 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
             # its full passes over them held the session this app shares an interpreter with.
             self._collector.hold()
         if loading != self.model.loading:
-            # Requests still waiting once the whole file is read are pending, not loading.
+            # Requests still waiting once the whole file is read are not loading any more.
             self.model.loading = loading
             self.table.refresh()
             if not loading:
                 self._collector.release()
         self._show_status()
-        # Wait before taking the next batch: a flood becomes a few batches a second, each
-        # drawn once, instead of one redraw per event (pace.py). A file being loaded waits
-        # longer: fewer, larger batches, each drawn once, load it faster.
-        if self.loading is not None:
-            wait = LOADING_INTERVAL
-        self.set_timer(0.001 if batch.more else wait, self._rearm)
 
     @property
     def loading(self) -> Optional[Progress]:
@@ -310,7 +322,7 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
         bound = self.model.flow_bound
         let_go = self.model.caused_let_go(flow) if flow is not None else 0
         under_let_go = bound.under_note(let_go) if bound is not None else ""
-        self.detail.show(flow, self.profile, under, under_let_go)
+        self.detail.show(flow, self.profile, under, under_let_go, self.finished_reason or "")
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
         index = message.index

@@ -318,6 +318,17 @@ class SessionModel:
         self._log.add(event, flow.number, flow)
         return flow
 
+    def end_input(self, what: str) -> set[int]:
+        """Nothing more will come: ``what`` ended (`FlowTracker.end_input`), and the rows
+        still waiting say so. Returns their indexes (the filter selects them as before)."""
+        ended = set()
+        for flow in self.tracker.end_input(what):
+            index = self.index_of(flow)
+            if index is not None:
+                self._widen(flow)
+                ended.add(index)
+        return ended
+
     def status(self, flow: Flow) -> str:
         """The flow's status as shown (error codes come from the peer: made safe)."""
         if self.loading and flow.pending:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Literal, Optional
+from typing import Callable, Literal, Optional
 
 from ..recording.format import Header as RecordingHeader
 from ..terminal import counted, safe_text
@@ -25,6 +25,7 @@ class SaveActions(AppMixin):
 
     model: SessionModel
     recording_header: RecordingHeader
+    take_received: Callable[[], None]
 
     def action_save_view(self) -> None:
         default = os.path.join(os.getcwd(), "view.jsonl")
@@ -35,6 +36,8 @@ class SaveActions(AppMixin):
     def _save_view_to(self, path: Optional[str]) -> None:
         if not path:
             return
+        # The answers already received belong in it, also those the pace has not drawn yet.
+        self.take_received()
         saved = self.model.view_to_save()
         header, filter_text = self.recording_header, self.model.filter_text
         self.run_worker(

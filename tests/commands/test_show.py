@@ -33,7 +33,7 @@ def test_table_lists_every_flow(trace: Path) -> None:
         "unanswered",
         "oversized",
         "truncated",
-        "pending",
+        "pending (recording ended)",
         "120.0",
         "⚠",
         "14 flows",
@@ -56,7 +56,9 @@ def test_json_lines_are_machine_readable(trace: Path) -> None:
     assert utf8["response"] is None and utf8["response_raw"]
     assert [v["rule"] for v in utf8["violations"]] == ["golem.message.malformed"]
     assert rows[10]["frame_error"]["kind"] == "oversized"
-    assert rows[13]["status"] == "pending" and rows[13]["latency_ms"] is None
+    # Still waiting for its answer when the recording ended: nothing more will be read.
+    assert rows[13]["status"] == "pending (recording ended)" and rows[13]["latency_ms"] is None
+    assert rows[13]["error"] is False  # whether it was ever answered is not known
     for key in ("number", "t", "route", "conn", "method", "id", "status", "violations"):
         assert all(key in row for row in rows)
 

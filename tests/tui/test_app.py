@@ -36,7 +36,7 @@ def test_opening_a_recording_fills_the_table_and_the_detail_pane(demo_path: str)
                 "ok",
                 "INTERNAL_ERROR",
                 "oversized",
-                "pending",
+                "pending (recording ended)",  # as `show` says of the file: nothing more comes
             ]
             assert table[8][0] == " ▲"  # the contract violation marker
             assert "end of recording" in app.status_bar.text
@@ -44,7 +44,10 @@ def test_opening_a_recording_fills_the_table_and_the_detail_pane(demo_path: str)
             assert app.table.follow and app.table.selected == 11
             await wait_for(pilot, lambda: app.detail.flow is app.model.flows[11])
             assert "grasshopper.recompute" in app.detail.text()
-            assert "Response ← (waiting…)" in app.detail.text()
+            assert "Response ← (none: the recording ended first)" in app.detail.text()
+            assert "no answer read before the recording ended (end of recording)" in (
+                app.detail.text()
+            )
             for _ in range(9):
                 await pilot.press("up")
             assert app.table.selected == 2

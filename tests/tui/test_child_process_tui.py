@@ -271,7 +271,9 @@ def test_a_tui_that_took_over_reads_its_answers_back_from_the_recording(
             golem.send_command("viewport.capture")
         # Two calls before, two after, and the restart's own row between them, as in `show`.
         assert _shown_after(terminal, note.end(), r"5 flows")
-        # The last answer decoded (a row counts from its request on), then in the view.
+        # The last answer decoded (a row counts from its request on), so handed to the TUI
+        # too (the recorder is handed each event just before it): `w` takes it in, drawn yet
+        # or not.
         assert wait_until(lambda: _count(_lines(record), "exchange") == 4)
         answers = _answers_written_by_w(terminal, tmp_path, 5, after=note.end())
     assert len(answers) == 4

@@ -7,11 +7,13 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from golem_core.profiles import GOLEM
 from golem_proxy.events import Event
+from golem_proxy.recording.format import read_recording
 from golem_proxy.tui import pace
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.bridge import EventBuffer
@@ -135,3 +137,40 @@ def test_a_live_app_keeps_its_flows_off_the_collector_until_it_ends() -> None:
         assert gc.get_threshold() == thresholds
 
     run(body())
+
+
+def test_a_view_written_while_the_stream_holds_an_answer_back_has_that_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`w` writes the session as it reached the app: an answer received while the pace waits
+    to draw the next batch is in the view written, not left out as if still awaited."""
+    monkeypatch.setattr(pace, "STREAM_SPELL", TIMEOUT)  # every batch after the first streams
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    opened = list(s.events)
+    s.events = []
+    request = s.request(1, "viewport.capture", {}, 0.1)
+    asked = list(s.events)
+    s.events = []
+    s.respond(request, 0.2, result={"image": "iVBORw0KGgo="})
+    answered = list(s.events)
+    source = ManualSource(opened)
+    monkeypatch.chdir(tmp_path)
+
+    async def body() -> None:
+        app = GolemProxyApp(source, GOLEM, "test", stream_interval=TIMEOUT * 10)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.tracker.connections) == 1)
+            app.buffer.push_many(asked)
+            await wait_for(pilot, lambda: len(app.model.flows) == 1)
+            app.buffer.push_many(answered)  # held: the next batch is a stream interval away
+            assert app.model.flows[0].pending
+            await pilot.press("w", "enter")  # to the path offered: view.jsonl here
+            await wait_for(
+                pilot, lambda: any("Wrote 1 flow (" in n.message for n in app._notifications)
+            )
+            assert app.model.flows[0].status(GOLEM) == "ok"  # and the table shows it
+
+    run(body())
+    recording = read_recording(str(tmp_path / "view.jsonl"))
+    assert [exchange.method for exchange in recording.exchanges()] == ["viewport.capture"]

@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Optional
 
+import trio
+
 from golem_core.profiles import GOLEM
 from golem_proxy.commands._live_tui import live_source
 from golem_proxy.live.proxy_options import ProxyOptions
@@ -17,9 +19,10 @@ from golem_proxy.live.session import SessionConfig
 from golem_proxy.net.addresses import Address, Route
 from golem_proxy.recording.format import read_recording
 from golem_proxy.tui.app import GolemProxyApp
-from golem_proxy.tui.bridge import TrioThreadSource
+from golem_proxy.tui.bridge import EventBuffer, TrioThreadSource
 from golem_proxy.tui.compact import is_compact
 from rhino_plugin import HeadlessPlugin, PluginOptions
+from tests.support.sessions import SessionBuilder
 
 from .helpers import box_and_missing_object, run, select, wait_for
 
@@ -205,3 +208,37 @@ def test_a_live_sessions_settled_flows_keep_compact_frames(tmp_path: Path) -> No
         run(body())
     finally:
         plugin.stop()
+
+
+def test_a_request_waiting_when_the_live_session_ends_says_the_session_ended_and_why() -> None:
+    s = SessionBuilder()
+    s.open(1, 0.0)
+    s.respond(s.request(1, "ping", {}, 0.1), 0.2, result={})
+    s.request(1, "viewport.capture", {}, 0.3)
+    go_on = threading.Event()
+
+    async def serve(sink: EventBuffer) -> None:
+        sink.push_many(s.events)
+        await trio.to_thread.run_sync(go_on.wait, 10)
+        raise RuntimeError("the relay broke")  # the session ends: no close comes for conn 1
+
+    source = TrioThreadSource(serve, describe_error=lambda exc: f"the proxy stopped: {exc}")
+
+    async def body() -> None:
+        app = GolemProxyApp(source, GOLEM, "live")
+        async with app.run_test(size=(160, 40)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 2)
+            waiting = app.model.flows[1]
+            await wait_for(pilot, lambda: app.detail.flow is waiting)
+            assert app.model.status(waiting) == "pending"  # the session runs: it may come
+            go_on.set()
+            await wait_for(pilot, lambda: app.failed)
+            assert app.model.status(waiting) == "pending (session ended)"
+            await wait_for(pilot, lambda: "(none: the session ended first)" in app.detail.text())
+            text = app.detail.text()
+            assert (
+                "no answer read before the session ended (the proxy stopped: the relay broke)"
+                in text
+            )
+
+    run(body())

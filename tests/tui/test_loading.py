@@ -126,14 +126,16 @@ def test_a_recording_source_reports_its_progress_up_to_the_whole_file(tmp_path: 
     assert seen[-1].complete and seen[-1].percent == 100
 
 
-def test_a_request_left_unanswered_at_the_end_of_the_file_is_pending(demo_path: str) -> None:
+def test_a_request_left_unanswered_at_the_end_of_the_file_is_pending_as_the_recording_ended(
+    demo_path: str,
+) -> None:
     async def body() -> None:
         source = RecordingSource.open(demo_path)
         app = GolemProxyApp(source, source.profile, "test")
         async with app.run_test(size=(100, 30)) as pilot:
             await loaded(pilot)
             statuses = [row_cells(app.model.flows[i], app.model)[6] for i in app.model.view]
-            assert "pending" in statuses
+            assert "pending (recording ended)" in statuses  # as `show` says of it
             assert "loading" not in statuses
 
     run(body())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from golem_core.profiles import GOLEM
+from golem_proxy.analysis.trace import open_flows
 from golem_proxy.events import SessionEnded
 from golem_proxy.recording.format import (
     SESSION_END_PROMISE,
@@ -96,6 +98,44 @@ def test_follow_stops_at_the_session_end_line_and_says_when(tmp_path: Path) -> N
             assert app.finished_reason == said
             assert not app.failed
             await wait_for(pilot, lambda: said in app.status_bar.text)
+        writer.close()
+
+    run(body())
+
+
+def test_a_request_waiting_when_following_stops_reads_as_show_reads_the_file_then(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "live.jsonl")
+    s, writer, source = _followed(path)
+    s.events = []
+    s.request(1, "scene.list_layers", {}, 0.5)
+    for event in s.events:
+        writer.write(event)
+    writer.flush()
+    as_read = tmp_path / "as-read.jsonl"
+    shutil.copyfile(path, as_read)
+
+    async def body() -> None:
+        app = GolemProxyApp(source, source.profile, "follow", header=source.header)
+        async with app.run_test(size=(160, 30)) as pilot:
+            await wait_for(pilot, lambda: len(app.model.flows) == 2)
+            waiting = app.model.flows[1]
+            await wait_for(pilot, lambda: app.detail.flow is waiting)
+            # Still followed: its answer may still be written.
+            assert not app.source_done and app.model.status(waiting) == "pending"
+            assert "Response ← (waiting…)" in app.detail.text()
+            os.remove(path)  # another recording takes the path, or none: nothing more is read
+            await wait_for(pilot, lambda: app.source_done)
+            with open_flows(str(as_read)) as reader:
+                shown = [flow.status(GOLEM) for flow in reader.flows()]
+            assert shown == ["ok", "pending (recording ended)"]
+            assert [app.model.status(flow) for flow in app.model.flows] == shown
+            await wait_for(pilot, lambda: "(none: the recording ended first)" in app.detail.text())
+            assert (
+                f"no answer read before the recording ended ({path} was replaced or removed: "
+                "the rows shown are from the file before)"
+            ) in app.detail.text()
         writer.close()
 
     run(body())

@@ -89,6 +89,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
         """The GOLEM flows the shown tool call caused."""
         self.under_let_go = ""
         """What is said of the GOLEM flows it caused that were let go from memory."""
+        self.ended_why = ""
+        """Why nothing more is read, once the source said (empty while it reads on)."""
         self.expand_strings = False
         self._whole: dict[str, tuple[FrameSeen, Any]] = {}
         """By side, the frame shown last and its message's JSON as its payload says it."""
@@ -111,14 +113,17 @@ class FlowDetail(VerticalScroll, can_focus=True):
         profile: Profile,
         under: Sequence[Flow] = (),
         under_let_go: str = "",
+        ended_why: str = "",
     ) -> None:
         """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
         caused, listed under its summary, after ``under_let_go``: what is said of those
-        that were let go from memory (the older ones)."""
+        that were let go from memory (the older ones); ``ended_why``: why nothing more is read
+        (the source's last word), said of a request it left waiting."""
         self.flow = flow
         self.profile = profile
         self.under = list(under)
         self.under_let_go = under_let_go
+        self.ended_why = ended_why
         self._render_flow()
 
     def toggle_strings(self) -> bool:
@@ -150,7 +155,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
             for side in ("request", "response"):
                 self._show_side(side, None, "")
             return
-        summary.update(_summary(flow, profile, self.under, self.under_let_go))
+        summary.update(_summary(flow, profile, self.under, self.under_let_go, self.ended_why))
         violations.update(_violations(flow) if flow.violations else "")
         violations.display = bool(flow.violations)
         if flow.frame_error is not None:
@@ -177,8 +182,14 @@ class FlowDetail(VerticalScroll, can_focus=True):
         body = self.query_one(f"#{side}-body", Static)
         tree: Tree[Any] = self.query_one(f"#{side}-tree", Tree)
         if frame is None:
-            pending = side == "response" and self.flow is not None and self.flow.pending
-            title_widget.update(Text(f"{title} (waiting…)" if pending else ""))
+            flow = self.flow if side == "response" else None
+            waiting = ""
+            if flow is not None and flow.pending:
+                ended = flow.ended_waiting
+                waiting = (
+                    f"{title} (none: the {ended} ended first)" if ended else f"{title} (waiting…)"
+                )
+            title_widget.update(Text(waiting))
             body.update("")
             tree.display = False
             return
@@ -301,7 +312,11 @@ def _label(key: Any, value: Any, expand: bool) -> Text:
 
 
 def _summary(
-    flow: Flow, profile: Profile, under: Sequence[Flow] = (), under_let_go: str = ""
+    flow: Flow,
+    profile: Profile,
+    under: Sequence[Flow] = (),
+    under_let_go: str = "",
+    ended_why: str = "",
 ) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
@@ -328,6 +343,9 @@ def _summary(
         times.append(f"the {side} ended its stream at t={fmt_time(ended.t)} before an answer")
     elif flow.closed_unanswered:
         times.append("connection closed before an answer")
+    elif flow.ended_waiting and flow.pending:
+        why = f" ({safe_text(ended_why)})" if ended_why else ""
+        times.append(f"no answer read before the {flow.ended_waiting} ended{why}")
     if flow.connection_failed is not None:
         times.append(f"closed t={fmt_time(flow.connection_failed.t)}, before a byte crossed it")
     if times:
