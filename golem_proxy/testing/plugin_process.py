@@ -69,8 +69,10 @@ class PluginProcess:
         line = self._read_ready_line()
         match = _READY.search(line)
         if match is None:
-            self.stop()
+            # Its last words first (a port in use), read once it is gone: its pipes close then.
+            self._end_process()
             stderr = self.process.stderr.read() if self.process.stderr else ""
+            self.stop()
             raise PluginStartError(f"headless plugin did not start: {line or stderr}".strip())
         self.ready_line = line.strip()
         self.main = Address(match["main"], int(match["main_port"]))
@@ -93,17 +95,21 @@ class PluginProcess:
         process = self.process
         if process is None:
             return None
-        if process.poll() is None:
+        self._end_process(timeout)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+        return process.returncode
+
+    def _end_process(self, timeout: float = 10.0) -> None:
+        process = self.process
+        if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
                 process.wait(timeout)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
-        return process.returncode
 
     def __enter__(self) -> PluginProcess:
         return self.start()
