@@ -2,8 +2,9 @@
 same fleet again reads only the recordings that changed.
 
 A recording's rows are one file named by a digest of what they depend on: the path as given
-(it is the ``trace`` column), the file's device, inode, size and modification time, the
-golem-proxy version and the table's columns. A recording that changes (it is appended to, or
+and the absolute one (the ``trace`` column names it), the file's device, inode, size and
+modification time, the golem-proxy version and the table's columns. A recording that
+changes (it is appended to, or
 replaced) gets a new name, so a stale file is never read; old files stay until the folder is
 emptied. Rows of a recording that changed while it was read are used once and not kept.
 What a view notes of the recording once read (`reading_notes`: a file cut short) is kept
@@ -33,12 +34,13 @@ from .flow_table import MAX_ROW, SMALLEST_BUFFER, column_spec, flow_rows, write_
 
 __all__ = ["RowFile", "cached_row_file", "cached_rows", "prepare_cache", "rows_into_cache"]
 
-READING = 6
+READING = 7
 """What the readers make of a recording, beyond the version: raised where they read the same
 file into other rows (2: requests the proxy let go are ``evicted``, no longer
 ``unanswered``; 3: those the proxy's gap names, not its oldest; 5: NaN and the infinities
 named as strings, ``"NaN"``, as `show --json` names them; 6: requests an ``end`` line names
-are ``unanswered (upstream closed)``) or keep other things beside
+are ``unanswered (upstream closed)``; 7: the ``trace`` column is the absolute path and
+the header's digest, `flow_table.trace_name`) or keep other things beside
 them (4: the notes file says how long the longest row is when it is `SMALLEST_BUFFER` or
 more, and a file without one has none that long), so that rows cached before are not taken
 for current."""
@@ -144,7 +146,7 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
             partial = f"{final}.{os.getpid()}.part"
             try:
                 with open_private(partial) as stream:
-                    longest = write_rows(flow_rows(trace, recording), stream).longest
+                    longest = write_rows(flow_rows(trace), stream).longest
                 after = os.stat(recording)
                 notes = tuple(reading_notes(trace))
                 current = _identity(before) == _identity(after)

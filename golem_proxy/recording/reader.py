@@ -10,6 +10,7 @@ once parsed); after, every member an event is built from is checked for type and
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Optional, TypeVar
@@ -139,6 +140,9 @@ class RecordingReader:
             raise self._named(exc) from None
         self.offset = len(first)
         """Where the next line starts in the file (the stream read from its first byte)."""
+        self.header_digest = hashlib.sha256(first.rstrip(b"\r\n")).hexdigest()
+        """The SHA-256 of the header line, newline left out (hex): every copy of a session's
+        recording has it, another session's has another (its start to the microsecond)."""
         self.leave_payloads = leave_payloads
         self._line = b""
         self._line_at = 0
@@ -263,6 +267,8 @@ class OpenedRecording:
         self.profile: Profile = reader.profile
         self.route_profiles: dict[str, Profile] = reader.route_profiles
         """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp``)."""
+        self.header_digest: str = reader.header_digest
+        """The SHA-256 of the header line (`RecordingReader.header_digest`)."""
 
     def profile_for(self, route: str) -> Profile:
         """The profile of ``route``'s frames."""
