@@ -6,7 +6,8 @@ and the absolute one (the ``trace`` column names it), the file's device, inode, 
 modification time, the golem-proxy version and the table's columns. A recording that
 changes (it is appended to, or
 replaced) gets a new name, so a stale file is never read; old files stay until the folder is
-emptied. Rows of a recording that changed while it was read are used once and not kept.
+emptied. Rows of a recording that changed while it was read, or that is still being
+written (`OpenedRecording.being_written`), are used once and not kept.
 What a view notes of the recording once read (`reading_notes`: a file cut short) is kept
 beside its rows (``.notes.json``), so that a query from the cache says it too, with the length
 of its longest row (the engine's buffers are sized by it).
@@ -149,7 +150,9 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
                     longest = write_rows(flow_rows(trace), stream).longest
                 after = os.stat(recording)
                 notes = tuple(reading_notes(trace))
-                current = _identity(before) == _identity(after)
+                # A file still being written is not kept either: its note says so, and
+                # would be found again once its writer is gone.
+                current = _identity(before) == _identity(after) and not trace.being_written_at_end
                 if current and (notes or longest >= SMALLEST_BUFFER):
                     # Before the rows are in place: a file found has what is said of it
                     # beside it (a failure to write it leaves no rows behind either).

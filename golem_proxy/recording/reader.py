@@ -11,6 +11,7 @@ once parsed); after, every member an event is built from is checked for type and
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Optional, TypeVar
@@ -27,6 +28,7 @@ from .payload_places import LeavesPayloads
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError
 from .seq_watch import SeqWatch
 from .time_watch import TimeWatch
+from .writer_lock import WRITER_LOCK, WRITER_LOCK_KIND, writer_holds_lock
 
 __all__ = [
     "OpenedRecording",
@@ -282,6 +284,29 @@ class OpenedRecording:
     def fileno(self) -> int:
         """The descriptor of the file being read (a progress bar follows its offset)."""
         return self._stream.fileno()
+
+    def being_written(self) -> Optional[bool]:
+        """Whether the file is still being written, asked once it was read to its end: True
+        while its writer holds the file's lock (`writer_lock`), or when the file grew past
+        what was read (its writer went on, or held no lock); False when its header says the
+        writer held that lock and no one does (the writer is gone: closed, or killed) and
+        nothing was added; None when it cannot be told (a file whose writer held no lock,
+        nothing added since it was read)."""
+        try:
+            fd = self._stream.fileno()
+        except (OSError, ValueError):  # an in-memory stream: no file to ask about
+            return None
+        held = writer_holds_lock(fd)
+        if held:
+            return True
+        try:
+            if os.fstat(fd).st_size > self._stream.tell():
+                return True
+        except (OSError, ValueError):  # a stream that cannot say where it is
+            pass
+        if held is False and self.header.extra.get(WRITER_LOCK) == WRITER_LOCK_KIND:
+            return False
+        return None
 
     def close(self) -> None:
         self._stream.close()
