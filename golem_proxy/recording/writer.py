@@ -73,6 +73,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
             base.update(tool_calls=tool_calls_json(event.tool_calls))
         if event.gone_before_write:
             base.update(gone_before_write=True)
+        if event.resets is not None:
+            base.update(resets=[direction.value for direction in event.resets])
     elif isinstance(event, events.ViolationSeen):
         base.update(kind="violation", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value if event.direction else None)
