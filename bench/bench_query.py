@@ -247,7 +247,7 @@ def main() -> None:
             started = time.monotonic()
             for path in traces:
                 with open_flows(str(path)) as trace:
-                    write_parquet(trace, str(path), str(path.with_suffix(".parquet")))
+                    write_parquet(trace, str(path.with_suffix(".parquet")))
             print(f"export to Parquet, once:     {time.monotonic() - started:8.1f} s (in-process)")
             parquets = [str(path.with_suffix(".parquet")) for path in traces]
             fast, fast_cpu, fast_peak = timed(["query", SQL, *parquets, "--csv"])

@@ -113,6 +113,14 @@ class ConnectionClosed:
     before the client wrote again, and refused those bytes with a reset: the client's next
     write met a dead connection. Decided by the forwarding side, which held the upstream's
     close until the client acted (`Connection.check_upstream_after_close`)."""
+    resets: Optional[tuple[Direction, ...]] = None
+    """The ways a reset crossed as the connection ended, in the terms of one conversation
+    between the client and the upstream (the proxy's hop folded away, as a capture shows
+    it): `Direction.S2C` toward the client (the upstream reset, or the proxy reset the
+    client), `Direction.C2S` toward the upstream (the client reset, or the proxy reset the
+    upstream). Empty: every side was closed cleanly (FIN), whatever ``abnormal`` says (a
+    ``--fault truncate`` closes cleanly). None where it is not said: a hop that is no TCP
+    connection (stdio), a recording written before it."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -2,10 +2,10 @@
 the observing process restarted, where lines were lost or are out of order (their ``seq``,
 their ``t``), requests the reader let go past what it holds at once, where observation
 stopped, and that the recording was cut short (an incomplete last line, no ``session-end``
-line where the header promises one, connections never closed). Text only: `show`, `stats`,
-`check`, `export` print the lines, `query` prints those its worker processes made, `diff`
-those of each trace (`recording_notes`, each naming its trace), and the TUI shows
-`order_notes`."""
+line where the header promises one, connections never closed) or is still being written.
+Text only: `show`, `stats`, `check`, `export` print the lines, `query` prints those its
+worker processes made, `diff` those of each trace (`recording_notes`, each naming its
+trace), and the TUI shows `order_notes`."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
     process (up to `RESTARTS_NOTED`, then one that counts the rest), the first place the
     lines' numbering breaks and the first place their times go back (`order_notes`), then
     where observation stopped when it did, else why the file was cut short when it was
-    (what the proxy had not flushed yet, about `TRAILS_BY`, is missing). A file that ends
+    (what the proxy had not flushed yet, about `TRAILS_BY`, is missing), or that it is still
+    being written, when its writer was alive as it was read to its end. A file that ends
     with its ``session-end`` line is whole: its connections left open say nothing. ``role``
     names the recording before its file, for a command that reads several (``trace B``)."""
     path = _named(reader.path, role)
@@ -110,13 +111,28 @@ def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
     if unclosed:
         why.append(f"{_plural(unclosed, 'connection')} never closed")
     if why:
-        from ..live.recorder import TRAILS_BY  # here: the live side imports trio
-
-        notes.append(
-            f"note: {path}: the proxy stopped without closing this recording; the last "
-            f"{round(TRAILS_BY * 1000)} ms may be missing ({'; '.join(why)})"
-        )
+        notes.append(_unfinished_note(path, reader.being_written_at_end, why))
     return notes
+
+
+def _unfinished_note(path: str, writing: Optional[bool], why: list[str]) -> str:
+    """The note of a recording that does not end as a finished session's does (``why``):
+    still being written when it was read (``writing``: `FlowReader.being_written_at_end`),
+    or left by a proxy that stopped without closing it, or either when that cannot be told
+    (a file whose writer held no lock)."""
+    from ..live.recorder import TRAILS_BY  # here: the live side imports trio
+
+    trail = f"{round(TRAILS_BY * 1000)} ms"
+    if writing:
+        # Nothing is wrong with it: it ends where the writer has got to.
+        return (
+            f"note: {path}: still being written (the proxy is recording); read as far as it "
+            f"is written, the last {trail} may not be in it yet"
+        )
+    stopped = "the proxy stopped without closing this recording"
+    if writing is None:
+        stopped += " or is still writing it"
+    return f"note: {path}: {stopped}; the last {trail} may be missing ({'; '.join(why)})"
 
 
 def recording_notes(path: str, role: Optional[str] = None) -> list[str]:

@@ -83,6 +83,10 @@ class FlowReader(OpenedRecording):
         """Flows handed on so far (all of them once `flows` is exhausted)."""
         self.read_to_end = False
         """Every line was read (`unclosed` is known only then)."""
+        self.being_written_at_end: Optional[bool] = None
+        """Whether a writer was still writing the file when it was read to its end
+        (`OpenedRecording.being_written`, asked then, while the file is open); None until
+        then, or when it could not be told."""
 
     @property
     def stopped(self) -> Optional[ObservationLost]:
@@ -203,6 +207,7 @@ class FlowReader(OpenedRecording):
         try:
             yield from self._reader
             self.read_to_end = True
+            self.being_written_at_end = self.being_written()
         except RecordingError as exc:
             raise TraceError(str(exc.at(self.path))) from None
         except OSError as exc:

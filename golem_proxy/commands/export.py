@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             elif args.format == "pcapng":
                 code = _export_pcapng(trace, args.out, args.overwrite)
             elif args.format == "parquet":
-                code = _export_parquet(trace, args.file, args.out)
+                code = _export_parquet(trace, args.out)
             elif args.format == "images":
                 code = _export_images(trace, args.out)
             else:
@@ -205,11 +205,12 @@ def _export_pcapng(trace: FlowReader, out: str, overwrite: bool) -> int:
     return EXIT_OK
 
 
-def _export_parquet(trace: FlowReader, name: str, out: str) -> int:
-    """Write the flows of ``trace`` to ``out`` as Parquet, its ``trace`` column ``name``, and
-    say so on stderr. Returns the exit code; raises TraceError and OSError."""
+def _export_parquet(trace: FlowReader, out: str) -> int:
+    """Write the flows of ``trace`` to ``out`` as Parquet (its ``trace`` column names the
+    recording: `flow_table.trace_name`), and say so on stderr. Returns the exit code; raises
+    TraceError and OSError."""
     try:
-        count = write_parquet(trace, name, out)
+        count = write_parquet(trace, out)
     except FlowTableError as exc:
         return fail(f"cannot write {out} ({exc})")
     console(stderr=True).print(Text(f"wrote {count} flows to {safe_text(out)}"))

@@ -13,8 +13,9 @@ from functools import partial
 from typing import Any, Callable, Optional
 
 from ..analysis.reading_notes import reading_notes
-from ..analysis.trace import TraceError, open_flows
+from ..analysis.trace import open_flows
 from ..recording.files import open_private
+from .fleet_inputs import check_exports, distinct_files
 from .flow_table import (
     COLUMNS,
     FlowTableError,
@@ -55,7 +56,7 @@ def _rows_to_private(directory: str, piece: Sequence[str], index: int) -> list[R
     with open_private(path) as stream:
         for recording in piece:
             with open_flows(recording) as trace:
-                written = write_rows(flow_rows(trace, recording), stream)
+                written = write_rows(flow_rows(trace), stream)
                 longest = max(longest, written.longest)
                 notes += reading_notes(trace)
     return [
@@ -158,21 +159,24 @@ def run_query(
     cache: Optional[str] = None,
 ) -> int:
     """Run ``sql`` over the ``flows`` of ``traces`` (recordings, and ``.parquet`` files) and
-    hand the result to ``consume`` while the database is open. Returns the number of traces
+    hand the result to ``consume`` while the database is open. Returns the number of files
     read. Recordings are read by ``jobs`` processes (0: one per core); with a ``cache``
     folder their rows are kept there and read from there while they stay the same
     (`row_cache`). ``progress`` is told how many recordings are read and the last one's path
     as reading goes on; ``notes`` is given what reading them noted (`reading_notes`: a
-    recording cut short), before the query runs. Raises TraceError for a recording that
-    cannot be read, FlowTableError when DuckDB refuses the query or a file (naming the
-    recordings, not the files of their rows), and OSError. A query that does not parse, or
-    holds no statement, is refused before any trace is read."""
+    recording cut short), before the query runs; a file given more than once is read once,
+    and noted first (`distinct_files`). Raises TraceError for a recording that cannot be
+    read or a Parquet file no export wrote (`check_exports`), FlowTableError when DuckDB
+    refuses the query or a file (naming the recordings, not the files of their rows), and
+    OSError. A query that does not parse, or holds no statement, is refused before any
+    trace is read."""
     _check_sql(sql)
-    parquet = [path for path in traces if path.endswith(".parquet")]
-    recordings = [path for path in traces if not path.endswith(".parquet")]
-    for path in parquet:
-        if not os.path.isfile(path):
-            raise TraceError(f"{path}: no such file")
+    distinct, repeated = distinct_files(traces)
+    parquet = [path for path in distinct if path.endswith(".parquet")]
+    recordings = [path for path in distinct if not path.endswith(".parquet")]
+    check_exports(parquet)  # before the recordings are read: refused at once
+    if repeated and notes is not None:
+        notes(repeated)
     with private_directory(tempfile.gettempdir()) as directory:
         # Every column, none of the rows, first: a Parquet file exported before a column was
         # added reads it as null, alone as beside others.
@@ -197,7 +201,7 @@ def run_query(
                 if row.scratch:  # a cache's scratch file; the private ones go with the folder
                     with contextlib.suppress(OSError):
                         os.unlink(row.path)
-    return len(traces)
+    return len(distinct)
 
 
 _NO_FLOWS = (

@@ -24,6 +24,7 @@ from ..recording.files import check_replaceable
 from ..recording.format import DEFAULT_MAX_LINE
 
 __all__ = [
+    "ADDED_COLUMNS",
     "COLUMNS",
     "MAX_ROW",
     "ROW_GROUP_BYTES",
@@ -35,12 +36,13 @@ __all__ = [
     "one_line",
     "private_directory",
     "rows_relation",
+    "trace_name",
     "write_parquet",
     "write_rows",
 ]
 
 COLUMNS: tuple[tuple[str, str], ...] = (
-    ("trace", "VARCHAR"),
+    ("trace", "VARCHAR"),  # `trace_name`
     ("route", "VARCHAR"),
     ("conn", "BIGINT"),
     ("n", "BIGINT"),
@@ -74,6 +76,10 @@ GOLEM flow belongs to) and ``attribution`` (``call``, ``none``, ``ambiguous``, `
 ``elided``: the bytes left out of ``params`` and ``result`` (a payload too large for a reader
 to parse, read from its skeleton: they hold placeholders), 0 when both are whole."""
 
+ADDED_COLUMNS = frozenset({"id_type", "layer", "tool", "tool_call", "attribution", "elided"})
+"""The columns added after the first release of the table: a Parquet file exported before
+lacks them, and `query` reads them as null there."""
+
 
 class FlowTableError(Exception):
     """DuckDB refused a query or a file; the message is one line."""
@@ -84,8 +90,24 @@ def column_spec() -> str:
     return "{" + ", ".join(f"{name!r}: {kind!r}" for name, kind in COLUMNS) + "}"
 
 
-def flow_rows(trace: FlowReader, name: str) -> Iterator[dict[str, Any]]:
-    """One row per flow of ``trace``, its ``trace`` column ``name``. Raises TraceError."""
+TRACE_DIGITS = 16
+"""Hex digits of the header's digest in a trace's name: 64 bits, so that among a million
+sessions recorded under one path two share a name with a chance of about 3 in 10**8."""
+
+
+def trace_name(trace: FlowReader) -> str:
+    """What the ``trace`` column names ``trace`` by: its file's absolute path (links
+    resolved), ``#``, and the first `TRACE_DIGITS` hex digits of its header line's SHA-256
+    (`OpenedRecording.header_digest`). Recordings at different paths differ, and so do
+    sessions recorded at one path (the CI runs that each write ``session.jsonl`` in the same
+    place): the header holds when the session started, to the microsecond. The same file
+    read again, whatever the path it is given by, has the same name."""
+    return f"{os.path.realpath(trace.path)}#{trace.header_digest[:TRACE_DIGITS]}"
+
+
+def flow_rows(trace: FlowReader) -> Iterator[dict[str, Any]]:
+    """One row per flow of ``trace``, its ``trace`` column `trace_name`. Raises TraceError."""
+    name = trace_name(trace)
     for flow, data in layered_json(trace):
         request = data.get("request")
         response = data.get("response")
@@ -219,7 +241,7 @@ def private_directory(where: str) -> Iterator[str]:
             os.rmdir(directory)
 
 
-def write_parquet(trace: FlowReader, name: str, out: str) -> int:
+def write_parquet(trace: FlowReader, out: str) -> int:
     """Write the flows of ``trace`` to ``out`` as a Parquet file of `COLUMNS` (mode 0600,
     renamed into place once whole). Returns the row count. Raises TraceError, OSError and
     FlowTableError."""
@@ -230,7 +252,7 @@ def write_parquet(trace: FlowReader, name: str, out: str) -> int:
         rows_path = os.path.join(directory, "rows.jsonl")
         fd = os.open(rows_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as stream:
-            written = write_rows(flow_rows(trace, name), stream)
+            written = write_rows(flow_rows(trace), stream)
         temp = os.path.join(directory, "flows.parquet")
         quoted = temp.replace("'", "''")
         # One thread, row groups of at most `ROW_GROUP_BYTES`: the engine holds a row group
@@ -245,7 +267,7 @@ def write_parquet(trace: FlowReader, name: str, out: str) -> int:
                 db.execute(copy)
         except duckdb.Error as exc:
             # Named for the trace, not the rows file it was copied to, gone with the folder.
-            text = one_line(exc).replace(rows_path, f"the rows of {name}")
+            text = one_line(exc).replace(rows_path, f"the rows of {trace.path}")
             raise FlowTableError(text) from None
         os.chmod(temp, 0o600)
         check_replaceable(out)

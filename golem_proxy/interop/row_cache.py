@@ -2,10 +2,12 @@
 same fleet again reads only the recordings that changed.
 
 A recording's rows are one file named by a digest of what they depend on: the path as given
-(it is the ``trace`` column), the file's device, inode, size and modification time, the
-golem-proxy version and the table's columns. A recording that changes (it is appended to, or
+and the absolute one (the ``trace`` column names it), the file's device, inode, size and
+modification time, the golem-proxy version and the table's columns. A recording that
+changes (it is appended to, or
 replaced) gets a new name, so a stale file is never read; old files stay until the folder is
-emptied. Rows of a recording that changed while it was read are used once and not kept.
+emptied. Rows of a recording that changed while it was read, or that is still being
+written (`OpenedRecording.being_written`), are used once and not kept.
 What a view notes of the recording once read (`reading_notes`: a file cut short) is kept
 beside its rows (``.notes.json``), so that a query from the cache says it too, with the length
 of its longest row (the engine's buffers are sized by it).
@@ -39,8 +41,9 @@ file into other rows (2: requests the proxy let go are ``evicted``, no longer
 ``unanswered``; 3: those the proxy's gap names, not its oldest; 5: NaN and the infinities
 named as strings, ``"NaN"``, as `show --json` names them; 6: requests an ``end`` line names
 are ``unanswered (upstream closed)``; 7: a failure whose code reads as a success is
-``error (code OK)``, not ``OK``, and requests still waiting where the file ends are
-``pending (recording ended)``) or keep other things beside
+``error (code OK)``, not ``OK``, requests still waiting where the file ends are
+``pending (recording ended)``, and the ``trace`` column is the absolute path and the
+header's digest, `flow_table.trace_name`) or keep other things beside
 them (4: the notes file says how long the longest row is when it is `SMALLEST_BUFFER` or
 more, and a file without one has none that long), so that rows cached before are not taken
 for current."""
@@ -146,10 +149,12 @@ def rows_into_cache(recordings: Sequence[str], directory: str) -> list[RowFile]:
             partial = f"{final}.{os.getpid()}.part"
             try:
                 with open_private(partial) as stream:
-                    longest = write_rows(flow_rows(trace, recording), stream).longest
+                    longest = write_rows(flow_rows(trace), stream).longest
                 after = os.stat(recording)
                 notes = tuple(reading_notes(trace))
-                current = _identity(before) == _identity(after)
+                # A file still being written is not kept either: its note says so, and
+                # would be found again once its writer is gone.
+                current = _identity(before) == _identity(after) and not trace.being_written_at_end
                 if current and (notes or longest >= SMALLEST_BUFFER):
                     # Before the rows are in place: a file found has what is said of it
                     # beside it (a failure to write it leaves no rows behind either).

@@ -12,8 +12,10 @@ server's port decodes it. Per connection:
 * bytes that crossed but were not observed (``unobserved`` lines, ``behind``,
   ``frame-too-large``, ``observer-failed``, ``restarted``) advance the sequence number by
   their size: a gap a reader reports as missing, never bytes made up;
-* a ``close`` line is a FIN from each side, or a reset when it was ``abnormal`` (the recording
-  does not say which side reset; the export sends it from the server).
+* a ``close`` line is a FIN from each side when every side was closed cleanly, else a reset
+  from each side that one came from, as its ``resets`` say (``s2c``: from the server; ``c2s``:
+  from the client). A close that does not say (a recording written before ``resets``, the
+  stdio hop of ``golem-proxy mcp``) is a reset from the server when it was ``abnormal``.
 
 Unix-socket routes, and addresses that are not IP literals, map to pseudo addresses on
 127.0.85.0/24 (85 is "U"): the server is 127.0.85.1 on the port of the profile's default route
@@ -227,8 +229,13 @@ class _Exporter:
 
     def _closed(self, when: int, event: ConnectionClosed) -> None:
         conv = self.conversation(event.conn, event.route)
-        if event.abnormal:
-            self.send(when, conv, _SERVER, RST | ACK)
+        resets = event.resets
+        if resets is None:  # not said: a failure taken for a reset, as the server's
+            resets = (Direction.S2C,) if event.abnormal else ()
+        if resets:
+            # From the server first (toward the client), whatever order they were written in.
+            for side in sorted({_SIDE[direction] for direction in resets}, reverse=True):
+                self.send(when, conv, side, RST | ACK)
         else:
             self.send(when, conv, _CLIENT, FIN | ACK)
             self.send(when, conv, _SERVER, FIN | ACK)

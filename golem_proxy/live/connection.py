@@ -437,6 +437,11 @@ class Connection:
     def closed_event(self, t: float) -> ConnectionClosed:
         if not self.reason:
             self.note("proxy shutting down", True)
+        # A side that reset us (gone), or one we reset: the way that reset went.
+        crossed = {
+            Direction.S2C: "client" in self.reset or "upstream" in self.gone,
+            Direction.C2S: "upstream" in self.reset or "client" in self.gone,
+        }
         return ConnectionClosed(
             conn=self.conn,
             route=self.route.name,
@@ -446,4 +451,5 @@ class Connection:
             bytes_s2c=self.sent[Direction.S2C],
             abnormal=self.abnormal,
             gone_before_write=self.gone_before_write,
+            resets=tuple(direction for direction, reset in crossed.items() if reset),
         )

@@ -24,6 +24,7 @@ from .members import (
     member_bool,
     member_choice,
     member_direction,
+    member_directions,
     member_frame_runs,
     member_indexes,
     member_int,
@@ -244,6 +245,7 @@ class LineDecoder:
                 abnormal=member_bool(data, "abnormal", False),
                 tool_calls=member_tool_calls(data),
                 gone_before_write=member_bool(data, "gone_before_write", False),
+                resets=member_directions(data, "resets"),
             )
         if kind in ("exchange", "server-exchange"):
             # A server-exchange pairs a request the server sent with the client's answer.

@@ -118,6 +118,21 @@ def member_direction(data: dict[str, Any], key: str = "dir") -> Direction:
     return found
 
 
+def member_directions(data: dict[str, Any], key: str) -> Optional[tuple[Direction, ...]]:
+    """``data[key]``, a list of directions (``"c2s"``, ``"s2c"``), as a tuple; None when
+    absent. Raises RecordingError for anything else."""
+    value = data.get(key)
+    if value is None:
+        return None
+    found = []
+    for item in value if isinstance(value, list) else [None]:
+        direction = _DIRECTIONS.get(item) if isinstance(item, str) else None
+        if direction is None:
+            raise RecordingError(f'{key} must be a list of "c2s" and "s2c", not {shown(value)}')
+        found.append(direction)
+    return tuple(found)
+
+
 def member_redacted(data: dict[str, Any]) -> tuple[str, ...]:
     """``data["redacted"]``: the paths redaction replaced values at (none when absent)."""
     redacted = data.get("redacted", ())

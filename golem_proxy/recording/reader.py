@@ -10,6 +10,8 @@ once parsed); after, every member an event is built from is checked for type and
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Optional, TypeVar
@@ -26,6 +28,7 @@ from .payload_places import LeavesPayloads
 from .schema import DEFAULT_MAX_LINE, Header, RecordingError
 from .seq_watch import SeqWatch
 from .time_watch import TimeWatch
+from .writer_lock import WRITER_LOCK, WRITER_LOCK_KIND, writer_holds_lock
 
 __all__ = [
     "OpenedRecording",
@@ -139,6 +142,9 @@ class RecordingReader:
             raise self._named(exc) from None
         self.offset = len(first)
         """Where the next line starts in the file (the stream read from its first byte)."""
+        self.header_digest = hashlib.sha256(first.rstrip(b"\r\n")).hexdigest()
+        """The SHA-256 of the header line, newline left out (hex): every copy of a session's
+        recording has it, another session's has another (its start to the microsecond)."""
         self.leave_payloads = leave_payloads
         self._line = b""
         self._line_at = 0
@@ -263,6 +269,8 @@ class OpenedRecording:
         self.profile: Profile = reader.profile
         self.route_profiles: dict[str, Profile] = reader.route_profiles
         """Routes whose frames have a profile of their own (`golem-proxy mcp`'s ``mcp``)."""
+        self.header_digest: str = reader.header_digest
+        """The SHA-256 of the header line (`RecordingReader.header_digest`)."""
 
     def profile_for(self, route: str) -> Profile:
         """The profile of ``route``'s frames."""
@@ -276,6 +284,29 @@ class OpenedRecording:
     def fileno(self) -> int:
         """The descriptor of the file being read (a progress bar follows its offset)."""
         return self._stream.fileno()
+
+    def being_written(self) -> Optional[bool]:
+        """Whether the file is still being written, asked once it was read to its end: True
+        while its writer holds the file's lock (`writer_lock`), or when the file grew past
+        what was read (its writer went on, or held no lock); False when its header says the
+        writer held that lock and no one does (the writer is gone: closed, or killed) and
+        nothing was added; None when it cannot be told (a file whose writer held no lock,
+        nothing added since it was read)."""
+        try:
+            fd = self._stream.fileno()
+        except (OSError, ValueError):  # an in-memory stream: no file to ask about
+            return None
+        held = writer_holds_lock(fd)
+        if held:
+            return True
+        try:
+            if os.fstat(fd).st_size > self._stream.tell():
+                return True
+        except (OSError, ValueError):  # a stream that cannot say where it is
+            pass
+        if held is False and self.header.extra.get(WRITER_LOCK) == WRITER_LOCK_KIND:
+            return False
+        return None
 
     def close(self) -> None:
         self._stream.close()

@@ -94,6 +94,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "abnormal",
         "tool_calls",
         "gone_before_write",
+        "resets",
     ),
     "frame": FRAME_MEMBERS,
     "exchange": EXCHANGE_MEMBERS,

@@ -21,6 +21,7 @@ from .frame_lines import b64, encode_frame, json_str, tool_calls_json
 from .page_cache import WrittenPages
 from .schema import JSON_SAFE, VERSION, Header, dumps, encode_header
 from .shared_file import RESTARTED_KIND, STOPPED_KIND, session_end_line, session_line
+from .writer_lock import WRITER_LOCK, WRITER_LOCK_KIND, hold_writer_lock
 
 __all__ = [
     "RecordingWriter",
@@ -72,6 +73,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
             base.update(tool_calls=tool_calls_json(event.tool_calls))
         if event.gone_before_write:
             base.update(gone_before_write=True)
+        if event.resets is not None:
+            base.update(resets=[direction.value for direction in event.resets])
     elif isinstance(event, events.ViolationSeen):
         base.update(kind="violation", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value if event.direction else None)
@@ -218,6 +221,18 @@ class RecordingWriter:
         # written is always this version (a version-1 header copied from a file read is not).
         if header.version != VERSION:
             header = dataclasses.replace(header, version=VERSION)
+        self._fd = _descriptor(stream)
+        # Held while the file is open, so a reader can tell this writer is alive
+        # (`writer_lock`); a file's header says so only when it is held (a copied header's
+        # say is this writer's, not the one it was copied from). Written elsewhere (memory,
+        # a pipe), the header goes as it was given: a copy reads the same.
+        locked = None if self._fd is None else hold_writer_lock(self._fd)
+        promised = header.extra.get(WRITER_LOCK) == WRITER_LOCK_KIND
+        if locked is not None and locked != promised:
+            extra = {name: value for name, value in header.extra.items() if name != WRITER_LOCK}
+            if locked:
+                extra[WRITER_LOCK] = WRITER_LOCK_KIND
+            header = dataclasses.replace(header, extra=extra)
         self.header = header
         self.profile = get_profile(header.profile)
         self.route_profiles = {
@@ -230,7 +245,6 @@ class RecordingWriter:
         if after_seq is None:
             self.stream.write(encode_header(header))
             self.stream.flush()
-        self._fd = _descriptor(stream)
         self._pages = None if self._fd is None else WrittenPages(self._fd)
 
     @classmethod

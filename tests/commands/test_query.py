@@ -9,6 +9,7 @@ import json
 import stat
 from pathlib import Path
 
+from tests.interop.query_helpers import trace_of
 from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.traces import TraceBuilder
 
@@ -37,7 +38,7 @@ def test_rows_agree_with_show_json(tmp_path: Path) -> None:
     expected = []
     for path in SAMPLES:
         for flow in show_json(path):
-            expected.append((str(path), flow))
+            expected.append((trace_of(path), flow))
     expected.sort(key=lambda pair: (pair[0], pair[1]["number"]))  # type: ignore[return-value,arg-type]
     assert len(rows) == len(expected)
     for row, (trace, flow) in zip(rows, expected):

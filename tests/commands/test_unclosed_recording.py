@@ -1,6 +1,7 @@
 """A recording the proxy could not close (``kill -9``), or that lost lines, says so when it is
-read: ``show`` and ``check`` print one line on stderr, and a whole recording prints none. A
-proxy stopped in order ends its recording with a ``session-end`` line."""
+read: ``show`` and ``check`` print one line on stderr, and a whole recording prints none; one
+the proxy still records says that instead. A proxy stopped in order ends its recording with a
+``session-end`` line."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from golem_proxy.recording.writer_lock import writer_holds_lock
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
@@ -38,25 +40,61 @@ def wait_for_lines(path: Path, kind: str, count: int, timeout: float = 30) -> No
     raise AssertionError(f"{path} never had {count} {kind} lines")
 
 
-def test_a_killed_proxy_leaves_a_recording_that_says_so(
-    plugin: PluginProcess, tmp_path: Path
+def wait_until_written(path: Path, timeout: float = 30) -> None:
+    """Poll until no process writes the recording any more: the observing process of a
+    proxy killed records what the pipe still held, then exits."""
+    deadline = time.monotonic() + timeout
+    with open(path, "rb") as stream:
+        while writer_holds_lock(stream.fileno()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{path} is still being written after {timeout} s")
+            time.sleep(0.05)
+
+
+def _reading_notes(tmp_path: Path, trace: Path, cache: Path) -> dict[str, list[str]]:
+    """The note lines each reading command prints on stderr for ``trace``."""
+    out = tmp_path / "flows.parquet"
+    runs = {
+        "show": ["show", str(trace)],
+        "stats": ["stats", str(trace)],
+        "check": ["check", str(trace)],
+        "export": ["export", str(trace), "--format", "parquet", "--out", str(out), "--overwrite"],
+        "query": ["query", "SELECT count(*) FROM flows", str(trace), "--cache", str(cache)],
+    }
+    notes = {}
+    for name, args in runs.items():
+        done = run_cli(*args)
+        assert done.returncode in (0, 1), done.stderr
+        notes[name] = [line for line in done.stderr.splitlines() if line.startswith("note:")]
+    return notes
+
+
+@pytest.mark.parametrize("observer", ["child-process", "in-process"])
+def test_a_recording_says_whether_its_proxy_still_records_it_or_was_killed(
+    plugin: PluginProcess, tmp_path: Path, observer: str
 ) -> None:
     trace = tmp_path / "killed.jsonl"
-    proxy = ProxyProcess(tmp_path, plugin.main, "--record", str(trace))
+    cache = tmp_path / "cache"
+    proxy = ProxyProcess(tmp_path, plugin.main, "--record", str(trace), "--observer", observer)
     try:
         with GolemClient("127.0.0.1", proxy.port, timeout=20) as client:
             for _ in range(3):
                 client.send_command("ping")
             wait_for_lines(trace, "exchange", 4)  # the connect's ping and three more
+            live = (
+                f"note: {trace}: still being written (the proxy is recording); read as far "
+                "as it is written, the last 100 ms may not be in it yet"
+            )
+            for command, notes in _reading_notes(tmp_path, trace, cache).items():
+                assert notes == [live], command
             proxy.process.kill()
             proxy.process.wait(30)
     finally:
         proxy.kill()
-    for command in ("show", "check"):
-        done = run_cli(command, str(trace))
-        assert done.returncode in (0, 1), done.stderr
-        notes = [line for line in done.stderr.splitlines() if NOTE.search(line)]
-        assert len(notes) == 1, done.stderr
+    wait_until_written(trace)
+    # The query's cache kept nothing of the file being written: it says what is true now.
+    for command, notes in _reading_notes(tmp_path, trace, cache).items():
+        assert len(notes) == 1 and NOTE.search(notes[0]), (command, notes)
         assert NOTE.search(notes[0]).group(1) == "100"  # type: ignore[union-attr]
 
 
@@ -142,3 +180,21 @@ def test_times_that_go_back_are_noted_once(tmp_path: Path) -> None:
         r"may be wrong\n",
         done.stderr,
     ), done.stderr
+
+
+def test_a_recording_whose_writer_held_no_lock_says_it_cannot_tell(tmp_path: Path) -> None:
+    path = tmp_path / "older.jsonl"
+    with TraceBuilder.create(str(path)) as trace:
+        trace.call("ping", {}, {"alive": True})
+    lines = path.read_bytes().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    assert header.pop("writer_lock") == "flock"  # the writer held it while it wrote
+    # Written before writers held a lock, and left with its connection open: it may be
+    # still being written, or its proxy may be gone; nothing tells which.
+    path.write_bytes(json.dumps(header).encode() + b"\n" + b"".join(lines[1:-1]))
+    done = run_cli("show", str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        f"note: {path}: the proxy stopped without closing this recording or is still writing "
+        "it; the last 100 ms may be missing (1 connection never closed)\n"
+    )

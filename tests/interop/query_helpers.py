@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 from pathlib import Path
 
@@ -28,3 +30,11 @@ def query_lines(*args: str) -> list[str]:
     done = run_cli("query", *args, "--json")
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
+
+
+def trace_of(path: str | Path) -> str:
+    """The ``trace`` column of a recording, as docs/interop.md defines it: the file's absolute
+    path, ``#``, and the first 16 hex digits of the SHA-256 of its header line."""
+    with open(path, "rb") as stream:
+        header = stream.readline().rstrip(b"\r\n")
+    return f"{os.path.realpath(path)}#{hashlib.sha256(header).hexdigest()[:16]}"

@@ -43,7 +43,7 @@ def test_large_rows_are_written_in_row_groups_of_a_bounded_size(
     large_answers(trace, 12, 300 * KIB)
     out = tmp_path / "flows.parquet"
     with open_flows(str(trace)) as flows:
-        assert write_parquet(flows, "captures", str(out)) == 12
+        assert write_parquet(flows, str(out)) == 12
     with duckdb.connect() as db:
         (groups,) = db.execute(
             "SELECT num_row_groups FROM parquet_file_metadata(?)", [str(out)]
@@ -77,7 +77,7 @@ def test_a_lone_surrogate_is_spelled_out_and_counted_as_written(tmp_path: Path) 
     writer.close()
     out = tmp_path / "flows.parquet"
     with open_flows(str(trace)) as flows:
-        assert write_parquet(flows, "surrogates", str(out)) == 1
+        assert write_parquet(flows, str(out)) == 1
     with duckdb.connect() as db:
         (text,) = db.execute("SELECT params->>'s' FROM read_parquet(?)", [str(out)]).fetchone()
     assert text == "\\ud800" * count

@@ -9,7 +9,7 @@ from pathlib import Path
 from golem_proxy.interop.fleet_query import chunked, worker_count
 from tests.support.cli_helpers import run_cli
 
-from .query_helpers import ALL_ROWS, SAMPLES, fleet, query_lines
+from .query_helpers import ALL_ROWS, SAMPLES, fleet, query_lines, trace_of
 
 
 def test_serial_and_parallel_reading_give_the_same_rows(tmp_path: Path) -> None:
@@ -20,7 +20,7 @@ def test_serial_and_parallel_reading_give_the_same_rows(tmp_path: Path) -> None:
     parallel = query_lines(ALL_ROWS, *traces, "--jobs", "3")
     assert parallel == serial
     per_trace = {json.loads(line)["trace"] for line in serial}
-    assert per_trace == set(traces)  # every recording counted, none twice
+    assert per_trace == {trace_of(path) for path in traces}  # every recording, none twice
     counts = query_lines("SELECT count(*) AS flows FROM flows", *traces, "--jobs", "2")
     assert json.loads(counts[0])["flows"] == len(serial)
 

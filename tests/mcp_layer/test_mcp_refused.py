@@ -81,13 +81,15 @@ def test_the_close_names_the_call_that_opened_it(refused: tuple[Path, int, list]
     assert close.reason.endswith("Connection refused")
     assert close.tool_calls is not None
     assert [ref.tool for ref in close.tool_calls] == ["list_layers"]
-    # The line as written: an optional member after the older ones.
+    # The line as written: the optional members after the older ones. The upstream refused
+    # and the proxy reset the client: a reset toward the client.
     (line,) = [
         json.loads(text)
         for text in record.read_text().splitlines()
         if '"kind":"close"' in text and '"route":"main"' in text
     ]
-    assert list(line)[-2:] == ["abnormal", "tool_calls"]
+    assert list(line)[-3:] == ["abnormal", "tool_calls", "resets"]
+    assert line["resets"] == ["s2c"]
     assert [call["tool"] for call in line["tool_calls"]] == ["list_layers"]
 
 

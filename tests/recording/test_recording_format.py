@@ -164,6 +164,7 @@ def one_of_each() -> list[Event]:
             bytes_c2s=10,
             bytes_s2c=20,
             abnormal=True,
+            resets=(Direction.S2C, Direction.C2S),
         ),
         # A connection that carried nothing, in a session with an MCP layer: the tool
         # calls in flight when it opened.
@@ -500,6 +501,24 @@ def test_a_close_without_tool_calls_reads_as_before_and_a_bad_one_is_refused() -
     bad = line + b',"tool_calls":[{"conn":1,"n":0,"id":true,"tool":"x"}]}\n'
     with pytest.raises(RecordingError, match="line 2: a tool call's id must be"):
         list(RecordingReader(io.BytesIO(header + bad)))
+
+
+def test_a_close_says_which_way_resets_went_and_a_bad_one_is_refused() -> None:
+    """A close says the resets that crossed (none: a clean close); one written before it
+    says nothing (None), and a damaged one is refused."""
+    line = (
+        b'{"seq":1,"t":0.1,"kind":"close","conn":2,"route":"main","reason":"x",'
+        b'"bytes":{"c2s":0,"s2c":0},"abnormal":true'
+    )
+    header = encode_header(Header.new("golem", []))
+    said = {b"}": None, b',"resets":[]}': (), b',"resets":["c2s"]}': (Direction.C2S,)}
+    for tail, resets in said.items():
+        (closed,) = list(RecordingReader(io.BytesIO(header + line + tail + b"\n")))
+        assert isinstance(closed, ConnectionClosed) and closed.resets == resets, tail
+    for bad in (b'"c2s"', b'["up"]', b"[1]", b"{}"):
+        data = header + line + b',"resets":' + bad + b"}\n"
+        with pytest.raises(RecordingError, match='line 2: resets must be a list of "c2s"'):
+            list(RecordingReader(io.BytesIO(data)))
 
 
 def test_pieces_reach_a_file_whole_and_in_order_past_one_system_calls_worth(
