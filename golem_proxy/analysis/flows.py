@@ -207,11 +207,13 @@ class FlowTracker:
         """Whether ``flow`` is still here, not handed on by `take_settled` (without ``keep``)."""
         return flow.pending or flow.number in self._ready_numbers
 
-    def take_rest(self) -> list[Flow]:
+    def take_rest(self, ended: bool = True) -> list[Flow]:
         """Every flow not handed on yet, settled or still waiting for an answer, in number
         order (what a trace read to its end leaves: those waiting say the recording ended,
-        `end_input`), and forget them."""
-        rest = [flow for _, flow in self._ready] + self.end_input()
+        `end_input`, unless not ``ended``: its writer is still writing it, and their answers
+        may come yet), and forget them."""
+        waiting = self.end_input() if ended else sorted(self._by_request.values(), key=_number)
+        rest = [flow for _, flow in self._ready] + waiting
         self._ready.clear()
         self._ready_numbers.clear()
         self._by_request.clear()

@@ -163,7 +163,7 @@ class FlowReader(OpenedRecording):
             if done:
                 self.flow_count += len(done)
                 yield from done
-        rest = tracker.take_rest()
+        rest = tracker.take_rest(ended=self.being_written_at_end is not True)
         self.flow_count += len(rest)
         yield from rest
 
@@ -197,7 +197,8 @@ class FlowReader(OpenedRecording):
                 self.flow_count += len(flows)
                 yield events, flows
                 events, flows, held = [], [], 0
-        for done in tracker.take_rest():
+        # A file its writer still writes has requests whose answers may come yet: pending.
+        for done in tracker.take_rest(ended=self.being_written_at_end is not True):
             events += waiting.pop(done.number, ())
             flows.append(done)
         self.flow_count += len(flows)

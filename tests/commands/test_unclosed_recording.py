@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 from pathlib import Path
 
 import pytest
 
+from golem_core.profiles import GOLEM
+from golem_proxy.net.addresses import Address
 from golem_proxy.recording.writer_lock import writer_holds_lock
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.testing.plugin_process import PluginProcess
@@ -198,3 +201,33 @@ def test_a_recording_whose_writer_held_no_lock_says_it_cannot_tell(tmp_path: Pat
         f"note: {path}: the proxy stopped without closing this recording or is still writing "
         "it; the last 100 ms may be missing (1 connection never closed)\n"
     )
+
+
+def test_a_request_waiting_in_a_recording_still_written_is_pending_until_its_proxy_is_gone(
+    tmp_path: Path,
+) -> None:
+    """While the proxy records, the answer may come yet: plain ``pending``; once the proxy
+    is gone (``kill -9``), the recording ended first: ``pending (recording ended)``."""
+    trace = tmp_path / "waiting.jsonl"
+    with socket.socket() as silent:  # an upstream that reads and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        host, port = silent.getsockname()
+        proxy = ProxyProcess(tmp_path, Address(host, port), "--record", str(trace))
+        try:
+            with socket.create_connection(("127.0.0.1", proxy.port), timeout=20) as client:
+                client.sendall(GOLEM.encode({"id": "w1", "method": "ping", "params": {}}))
+                wait_for_lines(trace, "frame", 1)
+                shown = run_cli("show", str(trace), "--json")
+                assert [row["status"] for row in _rows(shown.stdout)] == ["pending"]
+                proxy.process.kill()
+                proxy.process.wait(30)
+        finally:
+            proxy.kill()
+    wait_until_written(trace)
+    shown = run_cli("show", str(trace), "--json")
+    assert [row["status"] for row in _rows(shown.stdout)] == ["pending (recording ended)"]
+
+
+def _rows(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
