@@ -16,6 +16,7 @@ from ..net.listeners import ListenError
 from ..recording.format import RecordingError, RecordingWriter
 from ..replay.engine import summary
 from ..replay.matching import MatchMode, MissPolicy
+from ..replay.row_numbers import number_all
 from ..replay.server import ReplayServer, dump_summary, summary_text
 from ..replay.setup import (
     ReplayOptions,
@@ -188,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
         upstreams=upstreams,
         record_new=recorder,
         allow_public=args.listen_public,
+        number_rows=True,
     )
     ended: Optional[str] = None  # how the replay ended in order, for its recording's end
     try:
@@ -206,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
             if ended is not None:
                 server.end_recording(ended)
             recorder.close()
+    # The report names rows: wait for the worker's reading of them, or read them now.
+    number_all(engine.index.trace.exchanges)
     report = summary(engine)
     print(summary_text(report), file=sys.stderr, flush=True)
     if args.report:

@@ -80,9 +80,8 @@ class RecordedExchange:
         """Its row number in its recording, as `show` numbers it (``#12`` in messages and
         reports); None where it cannot be told (`RowNumbers`)."""
         rows: Optional[RowNumbers] = getattr(self, "_rows", None)
-        if rows is None:
-            return None
-        rows.rows()
+        if rows is None or rows.rows_if_free() is None:
+            return None  # not known, or being read by a worker thread (`RowNumbers`)
         return getattr(self, "_row", None)
 
     @property

@@ -44,8 +44,8 @@ from ..net.addresses import Address, parse_address
 from ..recording.format import Header, RecordingError, RouteInfo
 from ..terminal import counted
 from .background import BackgroundReplay
-from .engine import ReplayEngine, summary
-from .index import ExchangeTrace, load_exchanges
+from .engine import BUILTINS, ReplayEngine, summary
+from .index import ExchangeTrace, RecordedExchange, load_exchanges
 from .matching import MatchMode, MissPolicy
 from .merge import append_recording
 from .pytest_mcp import MARKER_HELP as MCP_MARKER_HELP
@@ -73,7 +73,8 @@ class _TraceUse:
     exchanges none of the finished ones asked for (None before the first one ends)."""
 
     remaining: int
-    unused: Optional[dict[Optional[int], str]] = None
+    unused: Optional[dict[int, RecordedExchange]] = None
+    """The exchanges no test sharing the trace used so far, by their place in it."""
 
 
 _USES = pytest.StashKey[dict[str, _TraceUse]]()
@@ -212,14 +213,14 @@ def pytest_runtest_makereport(
 
 
 def _replay_problems(item: pytest.Item, handle: GolemReplay) -> list[str]:
-    summary = handle.summary()
+    misses = _misses(handle)
     problems: list[str] = []
-    if handle.mode == "none" and summary["misses"]:
-        problems.append(_misses_text(handle, summary["misses"]))
-        handle._extra[_MISSES_REPORTED] = len(summary["misses"])
+    if handle.mode == "none" and misses:
+        problems.append(_misses_text(handle, misses))
+        handle._extra[_MISSES_REPORTED] = len(misses)
     marker = item.get_closest_marker(_MARKER)
-    if marker is not None and marker.kwargs.get("strict_unused") and summary["unused"]:
-        unused = {u["number"]: f"{u['route']} {u['method']}" for u in summary["unused"]}
+    unused = _unused_exchanges(handle)
+    if marker is not None and marker.kwargs.get("strict_unused") and unused:
         problems.append(f"golem replay of {handle.trace}: {_unused_text(unused)}")
         handle._extra[_UNUSED_REPORTED] = True
     return problems
@@ -373,21 +374,35 @@ def _misses_text(handle: GolemReplay, misses: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _unused_text(unused: dict[Optional[int], str]) -> str:
+def _misses(handle: GolemReplay) -> list[dict[str, Any]]:
+    """The handle's misses so far, as the report lists them (its whole summary would read
+    the trace for the unused exchanges' row numbers)."""
+    return [miss.to_json() for miss in handle.engine.report.misses]
+
+
+def _unused_exchanges(handle: GolemReplay) -> dict[int, RecordedExchange]:
+    """The recorded exchanges the handle's replay has not used (built-ins left out, as the
+    report leaves them), by their place in the trace, the same for every test that loads it:
+    their row numbers are read only when they are printed (`_unused_text`), not once a test."""
+    engine = handle.engine
+    found = engine.index.unused(exclude=BUILTINS if engine.builtins else ())
+    return {exchange.number: exchange for exchange in found}
+
+
+def _unused_text(unused: dict[int, RecordedExchange]) -> str:
     # A row is None where it cannot be told (its file changed since it was loaded): last.
-    ordered = sorted(unused.items(), key=lambda item: (item[0] is None, item[0] or 0))
-    shown = ", ".join(f"{row_label(number)} {method}" for number, method in ordered[:20])
+    ordered = sorted(unused.values(), key=lambda e: (e.row is None, e.row or 0, e.number))
+    shown = ", ".join(f"{row_label(e.row)} {e.route} {e.method}" for e in ordered[:20])
     return f"{counted(len(unused), 'recorded exchange')} unused: {shown}"
 
 
 def _judge(config: pytest.Config, handle: GolemReplay, mode: str, strict_unused: bool) -> None:
-    report = handle.summary()
-    misses = report["misses"][handle._extra.get(_MISSES_REPORTED, 0) :]
+    misses = _misses(handle)[handle._extra.get(_MISSES_REPORTED, 0) :]
     if mode == "none" and misses:  # left for the teardown: missed after the test's own end
         pytest.fail(_misses_text(handle, misses), pytrace=False)
     if mode == "all":
         return
-    unused = {u["number"]: f"{u['route']} {u['method']}" for u in report["unused"]}
+    unused = _unused_exchanges(handle)
     if strict_unused and unused and not handle._extra.get(_UNUSED_REPORTED):
         pytest.fail(f"golem replay of {handle.trace}: {_unused_text(unused)}", pytrace=False)
     use = config.stash.get(_USES, {}).get(handle.trace)

@@ -7,8 +7,8 @@ The numbers are `FlowTracker`'s (`analysis.request_rows`): the file is read as t
 it, once: the first time a number is asked for (the scanner that loads a trace for replay is
 several times faster than that reading, and most replays never print a number), unless the
 command read it already (``diff`` reads every trace to its end for its notes), or in a worker
-thread once a replay server listens (`number_in_background`), so that its first miss does not
-hold every connection while a large trace is read."""
+thread once the ``replay`` command's server listens (`number_all`): a miss while that reading
+goes on says ``#?`` rather than hold every connection until a large trace is read."""
 
 from __future__ import annotations
 
@@ -54,15 +54,32 @@ class RowNumbers:
         read now, once. A recording that can no longer be read (changed or removed since it
         was loaded) numbers nothing: its exchanges' rows are None."""
         with self._reading:
-            if self._found is None:
-                if found is None:
-                    found = RequestRows()
-                    if self.path is not None:
-                        with contextlib.suppress(TraceError, OSError):
-                            found, _ = read_request_rows(self.path)
-                _number(self.exchanges, found)
-                self._found = found
+            return self._read(found)
+
+    def rows_if_free(self) -> Optional[RequestRows]:
+        """`rows`, unless a worker thread is reading them now: then None at once (a replay
+        server's event loop never waits for a large trace's reading: its message says ``#?``
+        meanwhile)."""
+        if self._found is not None:
             return self._found
+        if not self._reading.acquire(blocking=False):
+            return None
+        try:
+            return self._read(None)
+        finally:
+            self._reading.release()
+
+    def _read(self, found: Optional[RequestRows]) -> RequestRows:
+        """`rows`, the lock held."""
+        if self._found is None:
+            if found is None:
+                found = RequestRows()
+                if self.path is not None:
+                    with contextlib.suppress(TraceError, OSError):
+                        found, _ = read_request_rows(self.path)
+            _number(self.exchanges, found)
+            self._found = found
+        return self._found
 
 
 def number_all(exchanges: Iterable[RecordedExchange]) -> None:

@@ -115,8 +115,12 @@ class ReplayServer:
         record_new: Optional[RecordingWriter] = None,
         sleep: Sleep = trio.sleep,
         allow_public: bool = False,
+        number_rows: bool = False,
     ) -> None:
         self.engine = engine
+        self.number_rows = number_rows
+        """Read the trace's row numbers in a worker thread once listening (`number_all`):
+        a long-running replay's misses name rows without the event loop reading the trace."""
         self.profile = engine.profile
         self.listen = dict(listen)
         self.upstreams = dict(upstreams or {})
@@ -152,8 +156,8 @@ class ReplayServer:
                             handler_nursery=connections,
                         )
                     )
-                # The row numbers a miss names are read meanwhile, off the event loop.
-                connections.start_soon(self._number_rows)
+                if self.number_rows:  # the row numbers a miss names, off the event loop
+                    connections.start_soon(self._number_rows)
                 task_status.started(dict(self.bound))
         finally:
             self._stopped_at = self._now()

@@ -159,3 +159,17 @@ def test_an_exchange_read_after_its_request_waited_takes_that_request_row(
         assert not [r for r in found.unanswered if r.pending]
     finally:
         trace.close()
+
+
+def test_a_row_asked_for_while_a_worker_reads_them_is_unknown_at_once(demo: Path) -> None:
+    """A replay server's event loop never waits for the reading a worker thread does: a miss
+    meanwhile says ``#?``; once read, the row is show's."""
+    trace = load_exchanges(str(demo))
+    numbering = trace.numbering
+    assert numbering is not None
+    last = trace.exchanges[-1]
+    with numbering._reading:  # a worker thread reading the rows
+        assert last.row is None and last.label == "#?"
+    rows = show_rows(demo)
+    assert last.row is not None and rows[last.row]["method"] == last.method
+    trace.close()
