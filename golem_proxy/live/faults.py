@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from golem_core.framing import Framing
-from golem_core.messages import Malformed, Message, Role, method_of
+from golem_core.messages import Malformed, Message, Role
 from golem_core.pairing import Correlator
 from golem_core.profiles import GOLEM, Profile
 
@@ -25,6 +25,7 @@ from ..recording.streams import rebuild_streams
 from .fault_spec import MAX_COUNT, MAX_MS, FaultKind, FaultRule, FaultSpecError, parse_fault
 from .frame_id import ID_WITHIN, UNKNOWN, id_of_bytes
 from .tap_limits import DEFAULT_LIMITS
+from .tap_pairing import frame_method
 from .tap_parse import typed_within
 
 __all__ = [
@@ -132,9 +133,9 @@ class ConnectionFaults:
                 self._methods.clear()
             return None, None
         if direction is Direction.C2S:
-            return message, method_of(message)
-        pending = self._methods.match_response(message)
-        return message, pending.context if pending is not None else None
+            return message, frame_method(message, None)
+        pending = self._methods.match_response(message)  # none for a server's request
+        return message, frame_method(message, pending.context if pending is not None else None)
 
     def forwarded_request(self, message: Message, method: Optional[str]) -> None:
         """Remember a request that reached the upstream, to name the method of its answer."""

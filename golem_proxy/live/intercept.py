@@ -26,7 +26,7 @@ from typing import Callable, Optional, Union
 import trio
 
 from golem_core.framing import Framing
-from golem_core.messages import Malformed, Message, Role, method_of
+from golem_core.messages import Malformed, Message, Role
 from golem_core.profiles import Profile
 
 from ..analysis.filters import And, Filter, Or, Predicate, parse_filter
@@ -47,7 +47,7 @@ from .intercept_decisions import (
 )
 from .redact import Redactor
 from .tap_limits import DEFAULT_LIMITS, ObserveLimits
-from .tap_pairing import ConnectionPairing
+from .tap_pairing import ConnectionPairing, frame_method
 from .tap_parse import TooCostly, parse_for_view
 
 __all__ = [
@@ -284,7 +284,7 @@ class ConnectionIntercept:
         )
         self._index[direction] += 1
         flow = Flow(0, self.conn, self.route)
-        method = method_of(message)
+        answered: Optional[str] = None
         if direction is Direction.C2S:
             flow.request = frame
         else:
@@ -292,7 +292,9 @@ class ConnectionIntercept:
             flow.response = frame
             request = flow.request.message if flow.request is not None else None
             flow.outcome = profile.outcome(request, message)
-            method = flow.request.method if flow.request is not None else None
+            answered = flow.request.method if flow.request is not None else None
+        # A server's request (JSON-RPC) answers nothing: its method is its own, as the tap's.
+        method = frame_method(message, answered)
         shown = self._redact(direction, payload, message, method, elided)
         if not engine._selects(flow):
             self._forwarded(direction, message, frame)

@@ -18,7 +18,7 @@ from typing import Optional, Protocol
 from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation, violation
 from golem_core.framing import Frame
-from golem_core.messages import Malformed, MalformedKind, Request, Role, method_of
+from golem_core.messages import Malformed, MalformedKind, Request, Role
 from golem_core.pairing import R_ORPHAN_RESPONSE as R_ORPHAN
 from golem_core.pairing import Pending
 from golem_core.profiles import Profile
@@ -27,7 +27,7 @@ from ..events import Direction, Event, ExchangeCompleted, FrameSeen
 from .frame_redaction import FrameRedaction
 from .redact import Redactor
 from .tap_limits import TapVerdict
-from .tap_pairing import ConnectionPairing
+from .tap_pairing import ConnectionPairing, frame_method
 from .tap_parse import TooCostly, parse_for_view
 
 __all__ = ["Annotator", "FramePublisher", "Publish"]
@@ -195,7 +195,7 @@ class FramePublisher:
         request = answered.request if answered is not None else None
         redacted: tuple[str, ...] = ()
         if self._redaction:
-            method = method_of(request.message if request else message)
+            method = frame_method(message, request.method if request else None)
             done = self._redaction.frame(payload, message, role, method, elided)
             payload, message, redacted, elided = (
                 done.payload, done.message, done.redacted, done.elided

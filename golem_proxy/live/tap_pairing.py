@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from golem_core.messages import Message
+from golem_core.messages import Message, method_of
 from golem_core.pairing import Correlator, Pending
 from golem_core.profiles import Profile
 
@@ -18,7 +18,7 @@ from ..events import Direction, FrameSeen
 from ..json_cost import message_holds
 from .tap_limits import PENDING_OVERHEAD, ObserveLimits
 
-__all__ = ["EVICTED_IDS", "Answered", "ConnectionPairing"]
+__all__ = ["EVICTED_IDS", "Answered", "ConnectionPairing", "frame_method"]
 
 EVICTED_IDS = 65_536
 """Ids of requests let go past the pending limits remembered per direction, so that their late
@@ -43,6 +43,14 @@ class Answered:
 
 
 NOT_A_REPLY = Answered(None, reply=False)
+
+
+def frame_method(message: Message, answered: Optional[str]) -> Optional[str]:
+    """The method a frame is of, for the rules scoped by one (``--redact METHOD:``, ``--fault
+    method=``): a response's is that of the request it answers (``answered``, as paired; None
+    when it answers none), any other frame's its own: a request's, whichever peer sent it (a
+    JSON-RPC server asking its client), a notification's."""
+    return answered if answered is not None else method_of(message)
 
 
 class ConnectionPairing:

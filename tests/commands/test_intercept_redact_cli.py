@@ -73,6 +73,7 @@ class EchoUpstream:
                 self.got_one.set()
                 if "id" not in request:  # a notification: nothing answers it
                     continue
+                self.before_answer(peer, request)
                 result = self.result_for(request)
                 if self.ndjson:
                     answer = {"jsonrpc": "2.0", "id": request["id"], "result": result}
@@ -83,6 +84,9 @@ class EchoUpstream:
     def result_for(self, request: dict[str, Any]) -> Any:
         """The result that answers ``request``: what its ``params`` held, said back."""
         return {"said": f"you sent {json.dumps(request.get('params'))}"}
+
+    def before_answer(self, peer: socket.socket, request: dict[str, Any]) -> None:
+        """What the peer sends ahead of its answer to ``request`` (nothing here)."""
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -98,6 +102,21 @@ class IssuingUpstream(EchoUpstream):
         if request.get("method") == "auth.issue":
             return {"token": ISSUED}
         return super().result_for(request)
+
+
+class AskingUpstream(EchoUpstream):
+    """A JSON-RPC `EchoUpstream` that, ahead of its first answer on a connection, asks its
+    client something itself: an ``srv.ask`` request (id 100) carrying `ISSUED`."""
+
+    def __init__(self) -> None:
+        super().__init__(ndjson=True)
+        self.asked: set[int] = set()
+
+    def before_answer(self, peer: socket.socket, request: dict[str, Any]) -> None:
+        if peer.fileno() not in self.asked:
+            self.asked.add(peer.fileno())
+            ask = {"jsonrpc": "2.0", "id": 100, "method": "srv.ask", "params": {"secret": ISSUED}}
+            peer.sendall(json.dumps(ask).encode() + b"\n")
 
 
 @pytest.fixture
@@ -276,4 +295,54 @@ def test_the_original_of_an_edit_still_hides_its_token_where_it_comes_back(
         ("s2c", "r0", ()),
         ("c2s", "r1", ("echo",)),
         ("s2c", "r1", ("echo",)),
+    ]
+
+
+@OBSERVERS
+def test_a_server_request_is_redacted_by_its_own_method_shown_held_and_dropped(
+    tmp_path: Path, observer: str
+) -> None:
+    """A JSON-RPC server asks its client (``srv.ask``) with a value a rule scoped by that
+    method replaces: ``show`` prints it hidden, and once the request is dropped (never
+    recorded), the client repeating the value later is recorded and logged with it hidden.
+    The request's method is its own, as the tap takes it, also where the forwarding side
+    decides (it was taken for an answer's, and none)."""
+    upstream = AskingUpstream()
+    record = tmp_path / "session.jsonl"
+    proxy = InterceptingProxy(
+        "--profile", "jsonrpc-ndjson", "--route", f"127.0.0.1:0=127.0.0.1:{upstream.port}",
+        "--record", str(record), "--redact", "srv.ask:params.secret", "--intercept", "~s",
+        "--observer", observer, "--verbose",
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=20) as client:
+            lines = client.makefile("rb")
+            client.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}\n')
+            held, method = proxy.wait_for(r"held #(\d+): (\S+) id=100").groups()
+            shown = _shown(proxy, held)
+            assert ISSUED not in shown
+            assert json.loads(shown.splitlines()[0])["params"] == {"secret": REDACTED}
+            assert method == "srv.ask"
+            proxy.type(f"drop {held}")
+            held = proxy.wait_for(r"held #(\d+): ping id=1 ").group(1)
+            proxy.type(f"accept {held}")
+            assert json.loads(lines.readline())["id"] == 1
+            note = {"jsonrpc": "2.0", "id": 2, "method": "note", "params": {"text": ISSUED}}
+            client.sendall(json.dumps(note).encode() + b"\n")
+            held = proxy.wait_for(r"held #(\d+): note id=2 ").group(1)
+            proxy.type(f"accept {held}")
+            assert ISSUED in lines.readline().decode()  # the client gets the real answer
+            proxy.wait_for(r"note +ok")
+    finally:
+        stderr = proxy.stop()
+        upstream.close()
+    assert proxy.process.returncode == 0, stderr
+    assert ISSUED not in "".join(proxy.lines)
+    assert_nowhere(record, ISSUED)
+    frames = [e for e in read_recording(str(record)).events if isinstance(e, FrameSeen)]
+    assert [(f.direction.value, f.message.id, f.redacted) for f in frames] == [
+        ("c2s", 1, ()),
+        ("s2c", 1, ()),
+        ("c2s", 2, ("echo",)),
+        ("s2c", 2, ("echo",)),
     ]

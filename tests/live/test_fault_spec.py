@@ -166,6 +166,22 @@ def test_responses_inherit_the_method_of_their_request() -> None:
     assert faults.decide(S2C, raw, 4, payload).withhold is None
 
 
+def test_a_server_request_is_of_its_own_method() -> None:
+    """A JSON-RPC server asking its client answers no request: its method is its own, as the
+    tap takes it (a rule scoped by it acts on it), while a client's request waits with the
+    same id."""
+    plan = FaultPlan.parse(["drop:method=srv.ask"], 1)
+    faults = plan.connection(1, "main", JSONRPC_NDJSON)
+    ping = JSONRPC_NDJSON.encode_payload({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    assert faults.decide(C2S, ping + b"\n", 0, ping).withhold is None
+    ask = {"jsonrpc": "2.0", "id": 7, "method": "srv.ask", "params": {"secret": "x"}}
+    payload = JSONRPC_NDJSON.encode_payload(ask)
+    dropped = faults.decide(S2C, payload + b"\n", 0, payload)
+    assert dropped.withhold is not None and dropped.method == "srv.ask"
+    answer = JSONRPC_NDJSON.encode_payload({"jsonrpc": "2.0", "id": 7, "result": {}})
+    assert faults.decide(S2C, answer + b"\n", 0, answer).method == "ping"
+
+
 def test_same_seed_same_decisions_and_times_limits() -> None:
     def run(seed: int) -> list[bool]:
         faults = FaultPlan.parse(["corrupt:p=0.5,dir=c2s"], seed).connection(3, "main", GOLEM)
