@@ -310,19 +310,19 @@ class Connection:
         elif self.observer is not None:
             self.observer.after_queued(functools.partial(tap.arrived, direction, t))
 
-    def unrecorded(
-        self, direction: Direction, payload: bytes, method: Optional[str], t: float
-    ) -> None:
+    def unrecorded(self, direction: Direction, learned: tuple[str, ...], t: float) -> None:
         """A frame of ``direction`` arrived that is not recorded as it came (held and dropped,
-        edited, a fault's): its tap learns, in order with what was observed so far, the
-        values redaction hides in it (`ConnectionTap.learn_unrecorded`). Never blocks."""
+        edited, a fault's): its tap learns, in order with what was observed so far,
+        ``learned``, the values redaction replaces in it, found here (`Ruling.learned`,
+        `FrameAction.learned`), to hide them where they come back
+        (`ConnectionTap.learn_unrecorded`). Only those strings wait for the tap, never the
+        frame. Never blocks."""
         if self.link is not None:
-            self.link.unrecorded(self.conn, direction, payload, method, t)
+            self.link.unrecorded(self.conn, direction, learned, t)
         elif self.tap is not None and self.inline:
-            self.tap.learn_unrecorded(direction, payload, method)
+            self.tap.learn_unrecorded(learned, t)
         elif self.tap is not None and self.observer is not None:
-            learn = functools.partial(self.tap.learn_unrecorded, direction, payload, method)
-            self.observer.after_queued(learn)
+            self.observer.after_queued(functools.partial(self.tap.learn_unrecorded, learned, t))
 
     def publish_in_order(self, publish: Callable[[Event], None], event: Event) -> None:
         """Publish ``event`` after the bytes observed before it (a fault's event after the

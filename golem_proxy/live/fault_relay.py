@@ -67,8 +67,6 @@ class FaultRelay:
         conn: Connection,
         faults: Optional[ConnectionFaults],
         intercept: Optional[ConnectionIntercept] = None,
-        *,
-        redacting: bool = False,
     ) -> None:
         self.profile = profile
         self.cap = cap
@@ -77,8 +75,6 @@ class FaultRelay:
         self.conn = conn
         self.faults = faults
         self.intercept = intercept
-        self.redacting = redacting
-        """``--redact`` is on (`_unrecorded`)."""
         self.locks = {Direction.C2S: trio.Lock(), Direction.S2C: trio.Lock()}
         self.scope = trio.CancelScope()
         """What ends the connection: its pumps' own, set when they start (`pump`)."""
@@ -363,10 +359,10 @@ class FaultRelay:
                 # Recorded though not forwarded, like a request a fault withholds.
                 await self._withheld(direction, frame, sent_at)
             else:  # a response dropped: never recorded
-                self._unrecorded(direction, frame, ruling.method)
+                self._unrecorded(direction, ruling.learned)
         else:
             if ruling.payload is not frame.payload:  # edited: what was sent is recorded
-                self._unrecorded(direction, frame, ruling.method)
+                self._unrecorded(direction, ruling.learned)
                 frame = self._framed(ruling.payload)
             going = await self._faulted(direction, frame, sent_at)
         # After the frame, so that the event lands on the flow it decided.
@@ -388,13 +384,14 @@ class FaultRelay:
             lambda: self.conn.observe_unsent_lost(direction, frame.size, t, "withheld"),
         )
 
-    def _unrecorded(self, direction: Direction, frame: Frame, method: Optional[str]) -> None:
-        """``frame`` arrived and is not recorded as it came (a response dropped, a frame
-        edited or corrupted): with ``--redact`` the tap learns the values it hides in it
-        (`Connection.unrecorded`) before what went instead, so that neither that nor a later
-        frame (the next request repeating a token, an answer echoing it) shows them."""
-        if self.redacting:
-            self.conn.unrecorded(direction, frame.payload, method, self.now())
+    def _unrecorded(self, direction: Direction, learned: tuple[str, ...]) -> None:
+        """A frame arrived that is not recorded as it came (a response dropped, a frame
+        edited or corrupted): the tap learns ``learned``, the values the rules
+        replace in it as it came (`Ruling.learned`, `FrameAction.learned`), before what went
+        instead, so that neither that nor a later frame (the next request repeating a token,
+        an answer echoing it) shows them (`Connection.unrecorded`)."""
+        if learned:
+            self.conn.unrecorded(direction, learned, self.now())
 
     def _framed(self, payload: bytes) -> Frame:
         """``payload`` framed for sending, as a decoder would have yielded it."""
@@ -424,7 +421,7 @@ class FaultRelay:
                 # Recorded though not forwarded: the client did send it, and its flow needs it.
                 await self._withheld(direction, frame, sent_at)
             else:  # a response withheld: never recorded
-                self._unrecorded(direction, frame, action.method)
+                self._unrecorded(direction, action.learned)
             self._publish(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
@@ -454,7 +451,7 @@ class FaultRelay:
         # A corrupted frame is no longer the frame decoded: the tap decodes what is sent.
         sent = frame if action.data is raw else None
         if sent is None:
-            self._unrecorded(direction, frame, action.method)
+            self._unrecorded(direction, action.learned)
         going = await self._send(
             direction, action.data, action.slice_size or 0, action.gap, sent_at, sent
         )

@@ -24,9 +24,11 @@ from ..events import Direction, Event
 from ..recording.streams import rebuild_streams
 from .fault_spec import MAX_COUNT, MAX_MS, FaultKind, FaultRule, FaultSpecError, parse_fault
 from .frame_id import ID_WITHIN, UNKNOWN, id_of_bytes
+from .frame_redaction import values_replaced
+from .redact import Redactor
 from .tap_limits import DEFAULT_LIMITS
 from .tap_pairing import frame_method
-from .tap_parse import typed_within
+from .tap_parse import TooCostly, parse_for_view
 
 __all__ = [
     "MAX_COUNT",
@@ -72,10 +74,16 @@ class FaultPlan:
         return any(rule.route in (None, route) for rule in self.rules)
 
     def connection(
-        self, conn: int, route: str, profile: Profile, parse_limit: int = DEFAULT_LIMITS.parse
+        self,
+        conn: int,
+        route: str,
+        profile: Profile,
+        parse_limit: int = DEFAULT_LIMITS.parse,
+        redactor: Optional[Redactor] = None,
     ) -> ConnectionFaults:
-        """``parse_limit``: the session's ``--observe-parse-limit`` (`inspect`)."""
-        return ConnectionFaults(self, conn, route, profile, parse_limit)
+        """``parse_limit``: the session's ``--observe-parse-limit`` (`inspect`); ``redactor``:
+        its ``--redact`` rules (`FrameAction.learned`)."""
+        return ConnectionFaults(self, conn, route, profile, parse_limit, redactor)
 
 
 @dataclass
@@ -95,6 +103,11 @@ class FrameAction:
     reply: Optional[bytes] = None
     """For ``error``: the synthesised error frame to send back to the client."""
     events: list[tuple[str, str]] = field(default_factory=list)
+    learned: tuple[str, ...] = ()
+    """With ``--redact``, for a frame the fault keeps from the recording as it came (an
+    answer withheld, a frame corrupted): the values the rules replace in it
+    (`frame_redaction.values_replaced`), which the tap is handed to hide where they come
+    back (`Connection.unrecorded`)."""
 
 
 class ConnectionFaults:
@@ -109,9 +122,12 @@ class ConnectionFaults:
         route: str,
         profile: Profile,
         parse_limit: int = DEFAULT_LIMITS.parse,
+        redactor: Optional[Redactor] = None,
     ) -> None:
         self.plan = plan
         self.parse_limit = parse_limit
+        self.redactor = redactor
+        """``--redact``'s rules (`FrameAction.learned`)."""
         self.conn = conn
         self.route = route
         self.profile = profile
@@ -122,20 +138,29 @@ class ConnectionFaults:
         self, direction: Direction, payload: bytes
     ) -> tuple[Optional[Message], Optional[str]]:
         """Type a frame's payload and find its method (a response's is its request's). A
-        frame whose parse would cost too much (`typed_within`) is no message, of no method:
+        frame whose parse would cost too much (`TooCostly`) is no message, of no method:
         only the rules that name none act on it. A server's such frame may have answered any
         request waiting: they are forgotten, so that none lends its method to the answer of
         another (a later request with the same id), which is of no method then."""
+        message, _, method = self._typed(direction, payload)
+        return message, method
+
+    def _typed(
+        self, direction: Direction, payload: bytes
+    ) -> tuple[Optional[Message], int, Optional[str]]:
+        """`inspect`, and how many characters of long strings the message leaves out."""
         role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        message = typed_within(self.profile, payload, role, self.parse_limit)
-        if message is None:
+        try:
+            message, elided = parse_for_view(self.profile, payload, role, self.parse_limit)
+        except TooCostly:
             if direction is Direction.S2C or self.profile.servers_send_requests:
                 self._methods.clear()
-            return None, None
+            return None, 0, None
         if direction is Direction.C2S:
-            return message, frame_method(message, None)
+            return message, elided, frame_method(message, None)
         pending = self._methods.match_response(message)  # none for a server's request
-        return message, frame_method(message, pending.context if pending is not None else None)
+        answered = pending.context if pending is not None else None
+        return message, elided, frame_method(message, answered)
 
     def forwarded_request(self, message: Message, method: Optional[str]) -> None:
         """Remember a request that reached the upstream, to name the method of its answer."""
@@ -145,7 +170,7 @@ class ConnectionFaults:
         """Decide the fate of one complete frame. ``raw`` is its wire bytes, ``header`` the
         length of its header (the payload follows it). Mutates nothing but the generators,
         the `times` counters and the pairing."""
-        message, method = self.inspect(direction, payload)
+        message, elided, method = self._typed(direction, payload)
         action = FrameAction(raw, method)
         rng = self._rng[direction]
         matching = [
@@ -184,6 +209,8 @@ class ConnectionFaults:
             if rule.kind is FaultKind.ERROR:
                 obj = self.profile.error(ident, rule.code, rule.message)
                 action.reply = self.profile.encode(obj)
+            if direction is Direction.S2C:  # a request withheld is recorded all the same
+                action.learned = self._learned(direction, payload, message, elided, method)
             return action
         if direction is Direction.C2S and message is not None:
             self.forwarded_request(message, method)
@@ -200,6 +227,7 @@ class ConnectionFaults:
             if rule.kind is FaultKind.CORRUPT and payload:
                 action.data, offsets = self._corrupt(raw, header, len(payload), rule.nbytes, rng)
                 action.events.append(("corrupt", f"flipped payload bytes {offsets}: {what}"))
+                action.learned = self._learned(direction, payload, message, elided, method)
             elif rule.kind is FaultKind.SLICE:
                 action.slice_size = rule.size
                 action.gap = rule.gap / 1000
@@ -207,6 +235,21 @@ class ConnectionFaults:
                     ("slice", f"sent in {rule.size}-byte pieces, {rule.gap:g} ms apart: {what}")
                 )
         return action
+
+    def _learned(
+        self,
+        direction: Direction,
+        payload: bytes,
+        message: Optional[Message],
+        elided: int,
+        method: Optional[str],
+    ) -> tuple[str, ...]:
+        """`FrameAction.learned` of a frame of ``direction`` typed ``message`` (None: too
+        costly to parse, as the tap would find it: nothing)."""
+        if self.redactor is None or message is None:
+            return ()
+        role = message.role or (Role.REQUEST if direction is Direction.C2S else Role.RESPONSE)
+        return values_replaced(self.profile, self.redactor, payload, message, role, method, elided)
 
     def _fire(self, index: int, rule: FaultRule, rng: random.Random) -> bool:
         if rule.times is not None and self.plan.fired[index] >= rule.times:

@@ -16,10 +16,10 @@ from typing import Optional
 from golem_core.messages import Malformed, MalformedKind, Message, Role
 from golem_core.profiles import Profile
 
-from .redact import REDACTED, Echoes, Redactor
+from .redact import REDACTED, Echoes, Redactor, worth_chasing
 from .tap_parse import encode_redacted
 
-__all__ = ["FrameRedaction", "RedactedFrame"]
+__all__ = ["FrameRedaction", "RedactedFrame", "values_replaced"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,10 @@ class RedactedFrame:
     message: Message
     redacted: tuple[str, ...] = ()
     elided: int = 0
+    learned: tuple[str, ...] = ()
+    """The string values the rules replaced in the frame as it came, which the connection's
+    redaction now hides where they come back (`worth_chasing`): what the tap is handed of a
+    frame not recorded as it came (`Connection.unrecorded`)."""
 
 
 class FrameRedaction:
@@ -71,7 +75,8 @@ class FrameRedaction:
             full = self.profile.parse(payload, role) if elided else message
             replaced: list[str] = []
             obj, redacted = self.redactor.apply(full.obj, method, replaced)
-            echoes.remember(replaced)
+            learned = worth_chasing(replaced)
+            echoes.remember(learned)
             if echoes and echoes.might_be_in(payload):
                 obj, echoed = echoes.scrub(obj)
                 if echoed:
@@ -83,6 +88,7 @@ class FrameRedaction:
                     encode_redacted(self.profile, obj),
                     self.profile.parse_decoded(obj, role),
                     redacted,
+                    learned=learned,
                 )
         elif echoes and isinstance(message, Malformed):
             # Bytes that decode to nothing: no rule finds its path in them, but a value
@@ -107,3 +113,30 @@ class FrameRedaction:
         if message.kind is MalformedKind.INVALID_UTF8:
             placeholder = b"\xff" + placeholder
         return placeholder, self.profile.parse(placeholder, role)
+
+
+def values_replaced(
+    profile: Profile,
+    redactor: Redactor,
+    payload: bytes,
+    message: Message,
+    role: Role,
+    method: Optional[str],
+    elided: int = 0,
+) -> tuple[str, ...]:
+    """The string values ``redactor``'s rules for ``method`` replace in ``payload`` (typed
+    ``message``, of ``role``, with ``elided`` characters left out of it), as
+    `FrameRedaction.frame` remembers them (`RedactedFrame.learned`), found without redacting
+    the frame. What was elided is parsed whole only where a rule finds its path in what was
+    not: a long blob no rule names costs nothing more."""
+    if message.obj is None:
+        return ()
+    if elided:
+        if not redactor.apply(message.obj, method)[1]:
+            return ()
+        message = profile.parse(payload, role)
+        if message.obj is None:
+            return ()
+    replaced: list[str] = []
+    redactor.apply(message.obj, method, replaced)
+    return worth_chasing(replaced)

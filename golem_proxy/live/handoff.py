@@ -39,9 +39,7 @@ __all__ = [
     "Kind",
     "Record",
     "encode",
-    "read_unrecorded",
     "read_unsent",
-    "unrecorded_data",
     "unsent_data",
 ]
 
@@ -78,10 +76,11 @@ class Kind(enum.IntEnum):
     writer's turn did not come at the connection's end): the data says how many and why (UTF-8,
     ``<size> <why>``); the observing side records them as a gap that says so."""
     UNRECORDED = 13
-    """A frame of the connection's direction as it arrived, which is not recorded as it came
-    (dropped, edited, corrupted or cut short on its way): the observing side's redaction
-    learns the values it would replace in it, and publishes nothing of it
-    (`ConnectionTap.learn_unrecorded`). The data: its method and payload (`unrecorded_data`)."""
+    """Of a frame of the connection's direction not recorded as it came (dropped, edited or
+    corrupted on its way), the values ``--redact`` replaces in it, found by the forwarding
+    side: the observing side's redaction hides them where they come back, and
+    nothing of the frame is published (`ConnectionTap.learn_unrecorded`). The data: the values
+    (unrecorded_values.py), never the frame."""
 
 
 COUNT_KINDS = (Kind.LOST, Kind.RESUMED)
@@ -113,34 +112,6 @@ def read_unsent(data: Union[bytes, memoryview]) -> Optional[tuple[int, str]]:
     """An ``UNSENT`` record's size and why; None for data that is not one."""
     size, _, why = bytes(data).decode("utf-8", "replace").partition(" ")
     return (int(size), why) if size.isdigit() else None
-
-
-_METHOD_LENGTH = struct.Struct("!I")
-
-
-def unrecorded_data(method: Optional[str], payload: bytes) -> bytes:
-    """An ``UNRECORDED`` record's data: the method's length (``0xFFFFFFFF``: none), its
-    UTF-8, then the payload."""
-    if method is None:
-        return _METHOD_LENGTH.pack(0xFFFFFFFF) + payload
-    name = method.encode("utf-8", "surrogatepass")
-    return _METHOD_LENGTH.pack(len(name)) + name + payload
-
-
-def read_unrecorded(data: Union[bytes, memoryview]) -> tuple[Optional[str], bytes]:
-    """An ``UNRECORDED`` record's method and payload. Raises HandoffError for data that is
-    not one."""
-    data = bytes(data)
-    if len(data) < _METHOD_LENGTH.size:
-        raise HandoffError("an UNRECORDED record without its method's length")
-    (length,) = _METHOD_LENGTH.unpack_from(data)
-    start = _METHOD_LENGTH.size
-    if length == 0xFFFFFFFF:
-        return None, data[start:]
-    if start + length > len(data):
-        raise HandoffError("an UNRECORDED record shorter than its method")
-    method = data[start : start + length].decode("utf-8", "surrogatepass")
-    return method, data[start + length :]
 
 
 def encode(record: Record) -> bytes:

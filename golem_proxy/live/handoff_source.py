@@ -27,7 +27,7 @@ from ..recording.resume_scan import ResumePoint
 from .acknowledger import ACK_AT_ONCE
 from .attribution import ToolCallTracker
 from .connection_attribution import ConnectionAttribution
-from .handoff import Kind, Record, read_unrecorded, read_unsent
+from .handoff import HandoffError, Kind, Record, read_unsent
 from .handoff_reader import PipeRecords, RecordReader
 from .hub import EventHub
 from .layer_taps import LayerTaps
@@ -41,6 +41,7 @@ from .relay import MIN_DECODE_TIME
 from .session import STOP_LIMIT
 from .take_up import UNKNOWN, standing, take_up
 from .tap import ConnectionTap
+from .unrecorded_values import UnrecordedValues
 
 __all__ = ["HandoffSource"]
 
@@ -102,6 +103,8 @@ class HandoffSource:
         self._unrecorded: dict[int, int] = {}
         """Connections taken over at a restart: the bytes the process before may have left
         unrecorded, said with the first direction resumed."""
+        self._unrecorded_values: dict[int, UnrecordedValues] = {}
+        """Per connection, its ``UNRECORDED`` records read (a value may span several)."""
         self.make_tap = make_tap
         """Makes a connection's tap, called as `new_tap` (`LayerTaps` with hops served
         outside the relay)."""
@@ -267,6 +270,7 @@ class HandoffSource:
             # After everything the connection forwarded is decoded, as the relay reports it
             # (through its tap's publish: an MCP hop's close ends its tool calls in flight).
             tap = self._taps.pop(record.conn, None)
+            self._unrecorded_values.pop(record.conn, None)
             publish = self.publish if tap is None else tap.publish
             closed = pickle.loads(record.data)
             if tap is not None:  # before the close, the gaps nothing later reported
@@ -313,10 +317,7 @@ class HandoffSource:
             elif kind is Kind.ARRIVED:
                 self.observer.after_queued(functools.partial(tap.arrived, direction, record.t))
             elif kind is Kind.UNRECORDED:
-                method, payload = read_unrecorded(record.data)
-                self.observer.after_queued(
-                    functools.partial(tap.learn_unrecorded, direction, payload, method)
-                )
+                self._learn(record, tap)
             elif kind is Kind.RESUMED:
                 unrecorded = self._unrecorded.pop(record.conn, 0)
                 self.observer.after_queued(
@@ -335,6 +336,19 @@ class HandoffSource:
                     )
             else:
                 self.observer.lose(tap, direction, record.lost, record.t)
+
+    def _learn(self, record: Record, tap: ConnectionTap) -> None:
+        """An ``UNRECORDED`` record: its values learned by ``tap`` in order with the chunks,
+        or, for one that does not read, the connection's decoding stopped (and said): its
+        redaction no longer knows what it must hide."""
+        values = self._unrecorded_values.setdefault(record.conn, UnrecordedValues())
+        try:
+            learned = tuple(values.read(record.data))
+        except HandoffError as exc:
+            self.observer.after_queued(functools.partial(tap.fail, exc, record.t))
+            return
+        if learned:
+            self.observer.after_queued(functools.partial(tap.learn_unrecorded, learned, record.t))
 
     @property
     def _tracker(self) -> Optional[ToolCallTracker]:

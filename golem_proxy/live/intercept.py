@@ -328,7 +328,7 @@ class ConnectionIntercept:
                     LOST,
                     f"not sent: {why} while the {side} was held {held.age():.3f} s: {what}",
                 )
-        ruling = self._ruling(held, what)
+        ruling = dataclasses.replace(self._ruling(held, what), learned=held.view.learned)
         if not isinstance(ruling.decision, (Drop, Answer)):
             sent = profile.parse(ruling.payload, role)  # whole: nothing elided any more
             forwarded = dataclasses.replace(frame, payload=ruling.payload, message=sent, elided=0)

@@ -110,3 +110,6 @@ class Ruling:
     """What redaction replaced in ``original`` (its rules, ``echo``): it is then not exact."""
     withheld: bool = False
     """The frame was not forwarded (dropped, or a request answered by hand)."""
+    learned: tuple[str, ...] = ()
+    """The values the rules replaced in the frame as it came (`RedactedFrame.learned`): what
+    the tap is to learn of it where it is not recorded as it came (dropped, edited)."""

@@ -41,7 +41,7 @@ import trio
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
 from . import kernel_pipes
 from .attribution import RoutesDown
-from .handoff import HandoffWriter, Kind, unrecorded_data, unsent_data
+from .handoff import HandoffWriter, Kind, unsent_data
 from .handoff_reader import MAX_DATA
 from .link_ledger import (
     BEHIND_AFTER,
@@ -52,6 +52,7 @@ from .link_ledger import (
     Ledger,
 )
 from .link_resume import OpenConnections, Resumption
+from .unrecorded_values import WaitingValues, unrecorded_records
 
 __all__ = [
     "BACKLOG",
@@ -122,6 +123,8 @@ class ObserverLink:
         self._shedding: dict[int, int] = {}
         """Connections that shed, each with the offset the observing process must acknowledge
         before it hands on again."""
+        self._unlearned = WaitingValues()
+        """Of the connections that shed, the values learned meanwhile (`unrecorded`)."""
         self._changed = trio.Event()
         """Set when the shares may have changed while connections wait (`until_caught_up`)."""
         self._waiting = 0
@@ -284,13 +287,15 @@ class ObserverLink:
             self._mark(Kind.ARRIVED, conn, direction, t)
 
     def unrecorded(
-        self, conn: int, direction: Direction, payload: bytes, method: Optional[str], t: float
+        self, conn: int, direction: Direction, learned: tuple[str, ...], t: float
     ) -> None:
-        """A frame of ``conn`` as it arrived, not recorded as it came (`Connection.unrecorded`):
-        an ``UNRECORDED`` record, in order with the chunks (a frame too large for one record is
-        too large to observe, and is not handed on)."""
-        data = unrecorded_data(method, payload)
-        if len(data) <= MAX_DATA:
+        """Of a frame of ``conn`` not recorded as it came, the values redaction replaces in it
+        (`Connection.unrecorded`): ``UNRECORDED`` records, in order with the chunks; while
+        ``conn`` sheds they wait, and follow its gap (which they no longer split)."""
+        if conn in self._shedding:
+            self._unlearned.add(conn, learned)
+            return
+        for data in unrecorded_records(learned, MAX_DATA):
             self._mark(Kind.UNRECORDED, conn, direction, t, data)
 
     def _mark(
@@ -367,6 +372,7 @@ class ObserverLink:
             # Caught up with what was handed on before the shed: hand on again, the loss first.
             for conn in [c for c, until in self._shedding.items() if until <= offset]:
                 del self._shedding[conn]
+                self.unrecorded(conn, Direction.C2S, self._unlearned.take(conn), self.now())
         if self.ledger.caught_up(self.writer.handed):
             self._release()
         elif self._waiting:
@@ -428,6 +434,7 @@ class ObserverLink:
         self.stopped = True
         self.writer.abandon()  # what waits for room goes nowhere now (its pipes closed)
         self._shedding.clear()
+        self._unlearned.clear()
         self.ledger.clear()
         self._release()
         self._room_wanted.set()

@@ -14,11 +14,11 @@ Numbers, booleans and strings under four characters are not chased: replacing ev
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
-__all__ = ["REDACTED", "Echoes", "Redactor", "parse_rule"]
+__all__ = ["REDACTED", "Echoes", "Redactor", "parse_rule", "worth_chasing"]
 
 MIN_ECHO = 4
 """Redacted strings shorter than this are not searched for elsewhere."""
@@ -77,17 +77,27 @@ class Redactor:
         return result, tuple(matched)
 
 
+def worth_chasing(values: Iterable[str]) -> tuple[str, ...]:
+    """Of the string values a redaction replaced, those `Echoes.remember` keeps: each once, in
+    the order last seen, long enough to look for (`MIN_ECHO`), the last `MAX_ECHOES` only."""
+    kept: dict[str, None] = {}  # insertion-ordered set
+    for value in values:
+        if len(value) >= MIN_ECHO and value != REDACTED:
+            kept.pop(value, None)
+            kept[value] = None
+    return tuple(kept)[-MAX_ECHOES:]
+
+
 class Echoes:
     """The redacted string values of one connection, to be replaced where they recur."""
 
     def __init__(self) -> None:
         self._values: dict[str, None] = {}  # insertion-ordered set
 
-    def remember(self, values: list[str]) -> None:
-        for value in values:
-            if len(value) >= MIN_ECHO and value != REDACTED:
-                self._values.pop(value, None)
-                self._values[value] = None
+    def remember(self, values: Iterable[str]) -> None:
+        for value in worth_chasing(values):
+            self._values.pop(value, None)
+            self._values[value] = None
         while len(self._values) > MAX_ECHOES:
             del self._values[next(iter(self._values))]
 

@@ -254,7 +254,9 @@ class Proxy:
         engine = self.options.intercept
         faults = None
         if plan is not None and plan.applies_to(name):
-            faults = plan.connection(conn.conn, name, self.profile, self.options.observe.parse)
+            faults = plan.connection(
+                conn.conn, name, self.profile, self.options.observe.parse, self.redactor
+            )
         intercept = None
         if engine is not None and engine.applies_to(name):
             intercept = engine.connection(
@@ -262,14 +264,7 @@ class Proxy:
             )
         if faults is not None or intercept is not None:
             pump = FaultRelay(
-                self.profile,
-                self.options.cap,
-                self.now,
-                self.publish,
-                conn,
-                faults,
-                intercept,
-                redacting=self.redactor is not None,
+                self.profile, self.options.cap, self.now, self.publish, conn, faults, intercept
             ).pump
         await pump_both(conn, pump, self.now, self.options.idle_timeout)
 

@@ -177,14 +177,15 @@ class ConnectionTap:
                 return
         source.receive(data)
 
-    def learn_unrecorded(self, direction: Direction, payload: bytes, method: Optional[str]) -> None:
-        """Hide in later frames the values redaction replaces in a frame of ``direction`` not
-        recorded as it arrived (`FramePublisher.learn`); called ahead of what went instead."""
-        if self.failed is None and len(payload) <= self.limits.frame:
+    def learn_unrecorded(self, learned: Sequence[str], t: float) -> None:
+        """Hide in later frames ``learned``, the values redaction replaces in a frame not
+        recorded as it arrived, found by the forwarding side (`Connection.unrecorded`;
+        `FramePublisher.learn`); called at ``t``, ahead of what went instead."""
+        if self.failed is None:
             try:
-                self._frames.learn(direction, payload, method)
+                self._frames.learn(learned)
             except Exception as exc:  # as in decoding: it costs this connection's inspection
-                self.fail(exc)
+                self.fail(exc, t)
 
     def mark_undelivered(self, direction: Direction, why: str) -> None:
         """The bytes of ``direction`` fed from now on never reached their receiver (``why``:

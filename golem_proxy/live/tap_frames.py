@@ -12,7 +12,7 @@ answer, the exchange it completes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Optional, Protocol
 
 from golem_core.catalogue import MethodCatalogue
@@ -154,19 +154,12 @@ class FramePublisher:
             return arrival[1](seen)
         return self.annotate.annotate(seen, request)
 
-    def learn(self, direction: Direction, payload: bytes, method: Optional[str]) -> None:
-        """Remember the values the redaction rules replace in ``payload``, a frame of
-        ``direction`` that arrived and is not recorded as it came (``method``: a response's is
-        its request's, as the forwarding side paired it), so that they are hidden where they
-        come back; publish nothing (`ConnectionTap.learn_unrecorded`)."""
-        if not self._redaction:
-            return
-        role = Role.REQUEST if direction is Direction.C2S else Role.RESPONSE
-        try:
-            message, elided = parse_for_view(self.profile, payload, role, self._parse_limit)
-        except TooCostly:
-            return  # a frame this tap would not have parsed: it would have hidden nothing
-        self._redaction.frame(payload, message, message.role or role, method, elided)
+    def learn(self, learned: Iterable[str]) -> None:
+        """Remember ``learned``, the values the redaction rules replace in a frame that
+        arrived and is not recorded as it came, so that they are hidden where they come back;
+        publish nothing (`ConnectionTap.learn_unrecorded`)."""
+        if self._redaction:
+            self._redaction.echoes.remember(learned)
 
     def frame_decoded(self, direction: Direction, frame: Frame, t: float) -> Optional[TapVerdict]:
         """Publish the events of ``frame``, a whole frame the tap decoded from ``direction``

@@ -20,10 +20,9 @@ from golem_proxy.live.handoff import (
     Kind,
     Record,
     encode,
-    read_unrecorded,
-    unrecorded_data,
 )
 from golem_proxy.live.handoff_reader import VIEW_FROM, RecordReader
+from golem_proxy.live.unrecorded_values import unrecorded_records
 
 
 @contextmanager
@@ -61,7 +60,7 @@ RECORDS = [
     Record(Kind.LOST, 7, 1, 1.8, lost=123_456),
     Record(Kind.END, 7, 0, 1.9),
     Record(Kind.ARRIVED, 7, 0, 1.95),
-    Record(Kind.UNRECORDED, 7, 1, 1.97, unrecorded_data("auth.issue", b'{"id":1}')),
+    Record(Kind.UNRECORDED, 7, 1, 1.97, unrecorded_records(["ISSUED-token"], 1 << 20)[0]),
     Record(Kind.CLOSED, 7, 0, 2.0, "reset by the client ✓".encode()),
 ]
 
@@ -83,14 +82,6 @@ def test_records_come_back_whole_at_any_chunking(cuts: list[tuple[int, bool]]) -
             offsets.append(reader.offset)
     assert got == RECORDS
     assert offsets == ends
-
-
-@given(st.one_of(st.none(), st.text(st.characters(exclude_categories=()))), st.binary())
-def test_an_unrecorded_frame_comes_back_with_its_method(method: str | None, payload: bytes) -> None:
-    """Any method a JSON string can hold (lone surrogates too), or none, and any payload."""
-    assert read_unrecorded(unrecorded_data(method, payload)) == (method, payload)
-    with pytest.raises(HandoffError):
-        read_unrecorded(unrecorded_data("auth.issue", b"")[:6])
 
 
 @settings(max_examples=100, deadline=None)

@@ -19,6 +19,7 @@ from golem_proxy.live.link_ledger import (
     RECORD_LIMIT,
     TRAIL_LIMIT,
 )
+from golem_proxy.live.unrecorded_values import UnrecordedValues
 
 from .observer_link_helpers import hand_link, read_records
 
@@ -162,3 +163,40 @@ def test_arrival_marks_are_handed_on_only_to_a_session_that_reads_them() -> None
         link.arrived(1, Direction.C2S, 0.75)
         records = read_records(link, read_fd, RecordReader())
         assert [(r.kind, r.conn, r.t) for r in records] == [(Kind.ARRIVED, 1, 0.75)]
+
+
+def test_values_learned_while_a_connection_sheds_wait_and_the_gap_stays_one() -> None:
+    """Of frames not recorded as they came, the values the tap must learn are handed on at
+    once, but not while their connection sheds: they wait (each value once) and follow the
+    gap's ``LOST`` records when it hands on again, so that the gap is said once, not split at
+    each of them, and a frame after it that repeats a value is recorded with it hidden."""
+
+    async def main() -> None:
+        with hand_link(hold_limit=0.5) as (link, clock, read_fd):
+            reader = RecordReader()
+            link.unrecorded(1, Direction.S2C, ("TOKEN-zero",), 0.0)
+            link.data(1, Direction.C2S, b"a" * 10, 0.0)
+            clock.now = 1.0
+            link.data(1, Direction.C2S, b"b" * 10, clock.now)
+            await link.until_caught_up(1)
+            assert link.sheds_now(1)
+            link.data(1, Direction.S2C, b"c" * 10, clock.now)
+            link.unrecorded(1, Direction.S2C, ("TOKEN-one",), clock.now)
+            link.data(1, Direction.S2C, b"d" * 20, clock.now)
+            link.unrecorded(1, Direction.S2C, ("TOKEN-two", "TOKEN-one"), clock.now)
+            link.data(1, Direction.C2S, b"e" * 5, clock.now)
+            before = read_records(link, read_fd, reader)
+            link.acknowledged(reader.offset)
+            link.data(1, Direction.C2S, b"f" * 5, clock.now)
+            after = read_records(link, read_fd, reader)
+        assert [r.kind for r in before] == [Kind.UNRECORDED, Kind.DATA, Kind.DATA]
+        assert UnrecordedValues().read(before[0].data) == ["TOKEN-zero"]
+        assert [(r.kind, r.direction, r.lost) for r in after] == [
+            (Kind.LOST, 1, 30),
+            (Kind.LOST, 0, 5),
+            (Kind.UNRECORDED, 0, 0),
+            (Kind.DATA, 0, 0),
+        ]
+        assert UnrecordedValues().read(after[2].data) == ["TOKEN-two", "TOKEN-one"]
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

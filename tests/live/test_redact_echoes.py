@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 import trio
 
-from golem_core.messages import Malformed
+from golem_core.messages import Malformed, Role
 from golem_core.profiles import GOLEM
-from golem_proxy.events import Direction, FrameSeen
+from golem_proxy.events import Direction, FrameSeen, GapReason, ObservationLost
+from golem_proxy.live.frame_redaction import values_replaced
 from golem_proxy.live.proxy_options import ProxyOptions
 from golem_proxy.live.redact import REDACTED, Echoes, Redactor
 from golem_proxy.live.tap import ConnectionTap
+from golem_proxy.live.tap_parse import parse_for_view
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.upstreams import GolemUpstream
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
@@ -133,20 +136,55 @@ def test_a_request_corrupted_past_decoding_is_scrubbed_of_a_value_redacted_befor
 
 
 def test_a_frame_not_recorded_as_it_came_is_learned_from_and_publishes_nothing() -> None:
-    """An answer dropped before the tap saw it (``--intercept``, ``--fault drop``) is handed
-    over with its request's method: the value a method-scoped rule replaces in it is hidden
-    where a later frame repeats it, and nothing is published of the answer itself."""
+    """An answer dropped before the tap saw it (``--intercept``, ``--fault drop``): the
+    forwarding side hands the tap the values the rules replace in it, found there with its
+    request's method (`frame_redaction.values_replaced`), never the frame; they are hidden
+    where a later frame repeats them, and nothing is published of the answer itself."""
     events: list[object] = []
     redactor = Redactor(["auth.issue:result.token"])
     tap = ConnectionTap(1, "main", GOLEM, events.append, redactor=redactor)
     tap.process(Direction.C2S, GOLEM.encode({"id": "1", "method": "auth.issue"}), 0.0)
     issued = GOLEM.encode({"id": "1", "result": {"token": "ISSUED-token-7f3a"}})[4:]
+    message = GOLEM.parse(issued, Role.RESPONSE)
+    assert values_replaced(GOLEM, redactor, issued, message, Role.RESPONSE, None) == ()
+    learned = values_replaced(GOLEM, redactor, issued, message, Role.RESPONSE, "auth.issue")
+    assert learned == ("ISSUED-token-7f3a",)
     again = {"id": "2", "method": "auth.check", "params": {"token": "ISSUED-token-7f3a"}}
-    for number, method in enumerate((None, "auth.issue"), start=2):
-        published = len(events)
-        tap.learn_unrecorded(Direction.S2C, issued, method)  # None: the rule is not its
-        assert len(events) == published
-        tap.process(Direction.C2S, GOLEM.encode({**again, "id": str(number)}), 0.1)
+    tap.process(Direction.C2S, GOLEM.encode(again), 0.1)
+    published = len(events)
+    tap.learn_unrecorded(learned, 0.15)
+    assert len(events) == published
+    tap.process(Direction.C2S, GOLEM.encode({**again, "id": "3"}), 0.2)
     first, second = [e for e in events if isinstance(e, FrameSeen)][1:]
     assert first.redacted == () and b"ISSUED" in first.payload
     assert second.redacted == ("echo",) and b"ISSUED" not in second.payload
+
+
+def test_a_value_elided_from_a_large_frame_is_found_where_a_rule_names_it() -> None:
+    """A 2 MiB answer is typed with its long strings left out: a rule that names one of them
+    has the frame parsed whole, one that names none costs no parse."""
+    token = "T0KEN" * 20_000
+    payload = GOLEM.encode_payload(
+        {"id": "1", "result": {"token": token, "blob": "QUJD" * 400_000}}
+    )
+    message, elided = parse_for_view(GOLEM, payload, Role.RESPONSE)
+    assert elided and token not in str(message.obj)
+    found = values_replaced(
+        GOLEM, Redactor(["result.token"]), payload, message, Role.RESPONSE, None, elided
+    )
+    assert found == (token,)
+    none = values_replaced(
+        GOLEM, Redactor(["result.other"]), payload, message, Role.RESPONSE, None, elided
+    )
+    assert none == ()
+
+
+def test_learning_that_fails_costs_the_connection_s_inspection_said_when_it_failed() -> None:
+    """A learning the tap cannot take stops its decoding as a decoding bug does: once, with a
+    gap at the moment it failed (not at the session's start)."""
+    events: list[object] = []
+    tap = ConnectionTap(1, "main", GOLEM, events.append, redactor=Redactor(["params.token"]))
+    tap.learn_unrecorded(cast("tuple[str, ...]", (None,)), 4.5)
+    assert tap.failed is not None
+    (gap,) = [e for e in events if isinstance(e, ObservationLost)]
+    assert gap.reason is GapReason.OBSERVER_FAILED and gap.t == 4.5
