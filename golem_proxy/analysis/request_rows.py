@@ -60,16 +60,26 @@ class RequestGap:
     """As `show` says it: ``unobserved:frame-too-large``."""
 
     @property
+    def of_session(self) -> bool:
+        """Whether it is the session's (observation stopped or restarted): nothing was observed
+        after it on any connection of any route, so it bears on every route."""
+        return self.conn == 0 and self.reason in _SESSION
+
+    @property
     def may_hide_requests(self) -> bool:
         """Whether a client's request may have crossed in it, unseen."""
-        return self.reason in _HIDING and self.direction is Direction.C2S and self.conn != 0
+        if self.conn == 0:
+            return self.of_session
+        return self.reason in _HIDING and self.direction is Direction.C2S
 
     def may_hide_answer_of(self, request: UnansweredRequest) -> bool:
         """Whether the answer to ``request`` (recorded before it) may have crossed in it."""
         if self.number < request.number:
             return False
         if self.conn == 0:
-            return self.reason in _SESSION
+            # Only for a request still waiting when nothing more was observed: one settled
+            # unanswered (its connection closed first) had no answer to hide.
+            return self.of_session and request.pending
         # A client's request is answered s2c.
         return (
             self.conn == request.conn and self.reason in _HIDING and self.direction is Direction.S2C

@@ -177,8 +177,12 @@ def diff_traces(
     payload that is damaged."""
     diff = TraceDiff([])
     found = requests or (None, None)
-    left_routes, right_routes = _by_route(a, found[0]), _by_route(b, found[1])
-    for route in dict.fromkeys([*a.routes, *b.routes, *left_routes, *right_routes]):
+    names = [*a.routes, *b.routes]
+    for rows in found:
+        names += [request.route for request in rows.unanswered] if rows is not None else []
+    names = list(dict.fromkeys(names))
+    left_routes, right_routes = _by_route(a, found[0], names), _by_route(b, found[1], names)
+    for route in names:
         left, right = left_routes.get(route, []), right_routes.get(route, [])
         alignment = align(
             [_key(item) for item in left],
@@ -217,10 +221,12 @@ def _first_gap(items: list[_Item]) -> Optional[RequestGap]:
     return next((item for item in items if isinstance(item, RequestGap)), None)
 
 
-def _by_route(trace: ExchangeTrace, found: Optional[RequestRows]) -> dict[str, list[_Item]]:
+def _by_route(
+    trace: ExchangeTrace, found: Optional[RequestRows], names: list[str]
+) -> dict[str, list[_Item]]:
     """Each route's requests: with ``found``, the exchanges (numbered as `show` numbers them),
-    the requests never answered and the gaps a request may be in, in row order; without, the
-    exchanges in the order they completed."""
+    the requests never answered and the gaps a request may be in (a session's gap on every
+    route of ``names``), in row order; without, the exchanges in the order they completed."""
     items: list[tuple[int, int, _Item]] = []
     if found is not None and trace.numbering is not None:
         trace.numbering.rows(found)
@@ -234,9 +240,13 @@ def _by_route(trace: ExchangeTrace, found: Optional[RequestRows]) -> dict[str, l
         items.sort(key=lambda entry: entry[:2])
     else:
         items = [(0, 0, exchange) for exchange in trace.exchanges]
-    routes: dict[str, list[_Item]] = {}
+    routes: dict[str, list[_Item]] = {name: [] for name in names}
     for _, _, item in items:
-        routes.setdefault(item.route, []).append(item)
+        if isinstance(item, RequestGap) and item.of_session:
+            for kept in routes.values():
+                kept.append(item)
+        else:
+            routes.setdefault(item.route, []).append(item)
     return routes
 
 

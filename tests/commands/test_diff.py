@@ -337,3 +337,60 @@ def test_requests_in_a_gap_of_b_are_said_to_be_there_and_the_gaps_noted(
     ]
     assert report["notes"] == {"a": [], "b": [note]}
     assert sleep_b == capture_b + 2  # the rows after the gaps: numbered as show does
+
+
+def with_session_line(path: Path, lines: list[bytes], kind: str, t: float) -> Path:
+    """``lines`` (a recording without its session-end line), then a ``kind`` line (the
+    observing process stopped, or restarted) at ``t`` and a session-end after it, numbered on
+    so that no line reads as lost."""
+    seq = json.loads(lines[-1])["seq"]
+    detail = {"seq": seq + 1, "t": t, "kind": kind, "detail": "the observing process died"}
+    end = {"seq": seq + 2, "t": t + 1.0, "kind": "session-end", "reason": "stopped"}
+    added = [json.dumps(line).encode() + b"\n" for line in (detail, end)]
+    return written(path, lines + added)
+
+
+def test_a_restart_after_a_request_was_left_unanswered_hides_no_answer_to_it(
+    sessions: dict[str, Path], tmp_path: Path
+) -> None:
+    """The request's connection closed before observation restarted: it had no answer left
+    to cross there, so it reads unanswered in both traces, alike."""
+    gone = sessions["gone"]
+    lines = lines_of(gone)
+    assert kind_of(lines[-1]) == "session-end"
+    restarted = with_session_line(
+        tmp_path / "restarted.jsonl", lines[:-1], "observation-restarted", 40.0
+    )
+    done = run_cli("diff", "--json", str(gone), str(restarted))
+    assert done.returncode == 0, done.stdout
+    report = json.loads(done.stdout)
+    assert (report["equal"], report["counts"]) == (True, {"same": 5})
+
+
+def test_requests_after_observation_stopped_in_b_are_said_to_be_in_that_gap(
+    demo: Path, tmp_path: Path
+) -> None:
+    """Observation stopped halfway through B: every request of A after that, on every route,
+    may have crossed unobserved there, so none is said to be missing from B."""
+    lines = lines_of(demo)
+    exchanges = [n for n, line in enumerate(lines) if kind_of(line) == "exchange"]
+    cut_after = exchanges[len(exchanges) // 2]
+    last = json.loads(lines[cut_after])
+    stopped = with_session_line(
+        tmp_path / "stopped.jsonl", lines[: cut_after + 1], "observation-stopped", last["t"]
+    )
+    shown = [json.loads(row) for row in run_cli("show", "--json", str(stopped)).stdout.splitlines()]
+    gap = shown[-1]
+    assert gap["status"] == "unobserved:stopped"
+
+    done = run_cli("diff", "--json", str(demo), str(stopped))
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    after = report["exchanges"]
+    assert set(report["counts"]) == {"same", "unobserved-b"}
+    assert {pair["route"] for pair in after} == {"main", "gh"}  # every route's
+    assert all((pair["b"], pair["b_gap"]) == (None, gap["number"]) for pair in after)
+    text = " ".join(run_cli("diff", str(demo), str(stopped)).stdout.split())
+    assert " only in " not in text
+    in_gap = f"a gap where it may be, not compared (B#{gap['number']} unobserved:stopped)"
+    assert text.count(in_gap) == len(after)
