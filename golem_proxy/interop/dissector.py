@@ -9,7 +9,7 @@ envelope's ``id``, ``method`` and ``error.code`` are read with a small scanner o
 top-level JSON members (nested objects are skipped, so a ``method`` inside ``params`` is
 never taken for the request's), and a payload small enough (`JSON_TREE_BYTES`,
 `JSON_TREE_TOKENS`, `JSON_TREE_DEPTH`) is handed to Wireshark's JSON dissector. Requests and
-responses are linked by id within a TCP stream on the first pass; the links
+responses are linked by id within a TCP stream and its direction on the first pass; the links
 (``response_in``, ``request_in``, ``time``) show once Wireshark dissects again (the GUI
 always; tshark with ``-2``).
 """
@@ -29,6 +29,8 @@ from .tcp_export import PSEUDO_BASE_PORT, parse_endpoint
 
 __all__ = [
     "ENVELOPE_SCAN_BYTES",
+    "ENVELOPE_TAIL_BYTES",
+    "JSON_TREES_PER_PACKET",
     "JSON_TREE_BYTES",
     "JSON_TREE_DEPTH",
     "JSON_TREE_TOKENS",
@@ -54,6 +56,13 @@ JSON dissector shows a body nested past about 20 levels as text anyway)."""
 ENVELOPE_SCAN_BYTES = 1 << 20
 """The envelope (id, method, error) is read from a body's first this many bytes: never fewer
 than `JSON_TREE_BYTES`, as the count of a body handed to the JSON dissector reads it whole."""
+ENVELOPE_TAIL_BYTES = 64 * 1024
+"""And from the last this many bytes of a body longer than `ENVELOPE_SCAN_BYTES`: the scalar
+members that end it (an ``id`` written after the ``result``)."""
+JSON_TREES_PER_PACKET = 200
+"""At most this many frames that one packet completes get a JSON tree: each adds a layer to
+the packet, and tshark 4.0 died (SIGSEGV) past Wireshark's 500 (``gui.max_tree_depth``), when
+one 17 KB segment finished 500 small GOLEM frames. The rest show ``json_skipped``."""
 _LINE_SEARCH_BYTES = 256 * 1024
 """A line's newline is looked for in its last this many bytes as its segments arrive: more
 than one TCP segment (at most 64 KiB) holds."""
@@ -144,6 +153,8 @@ def generate_dissector(profile: Profile, extra_ports: Iterable[int] = ()) -> str
         header=header,
         cap=profile.default_cap,
         scan_bytes=ENVELOPE_SCAN_BYTES,
+        tail_bytes=ENVELOPE_TAIL_BYTES,
+        json_trees=JSON_TREES_PER_PACKET,
         json_bytes=JSON_TREE_BYTES,
         json_tokens=JSON_TREE_TOKENS,
         json_depth=JSON_TREE_DEPTH,

@@ -185,7 +185,11 @@ local function json_refusal(text, size)
     return nil
 end
 
--- Links by id, filled on the first pass: stream:id -> request; frame:id -> its partner.
+-- Links by id, filled on the first pass. JSON-RPC is two-way (an MCP server asks the client
+-- too) and each side numbers its own requests, so a request waits under its stream and the
+-- side that sent it, and an answer looks under the side it goes to: stream:sender:id ->
+-- request; frame:kind:id -> its partner (one packet may carry a request and an answer that
+-- share an id).
 local pending = {}
 local partner = {}
 
@@ -194,12 +198,77 @@ function proto.init()
     partner = {}
 end
 
+-- The JSON dissector's trees built in the packet being dissected. Every call adds a layer to
+-- the packet that stays until its end, and past Wireshark's gui.max_tree_depth (500) layers
+-- it throws, which kills tshark 4.0 under dissect_tcp_pdus (SIGSEGV): one segment can finish
+-- a thousand small frames.
+local JSON_TREES = ${json_trees}
+local json_trees = 0
+
 local CAP = ${cap}
--- The envelope (id, method, error) is read from the body's first SCAN_BYTES: it comes
--- before the bulk of params or result in practice, and reading a 64 MiB body whole in Lua
--- takes seconds on every pass. Never below JSON_BYTES: a body handed to the JSON dissector
--- has been read whole.
+-- The envelope (id, method, error) is read from the body's first SCAN_BYTES: it mostly comes
+-- before the bulk of params or result, and reading a 64 MiB body whole in Lua takes seconds
+-- on every pass. Never below JSON_BYTES: a body handed to the JSON dissector has been read
+-- whole. A writer may put it after the bulk instead (the MCP TypeScript SDK writes
+-- {"result": ..., "jsonrpc": "2.0", "id": 7}), so the last TAIL_BYTES of a longer body are
+-- read too, for the scalar members that end it.
 local SCAN_BYTES = ${scan_bytes}
+local TAIL_BYTES = ${tail_bytes}
+
+local function space_before(s, i)
+    while i > 0 and s:find("^%s", i) do i = i - 1 end
+    return i
+end
+
+-- Where the string whose closing quote is at ``j`` opens, or nil. Valid JSON has no backslash
+-- outside strings, so a quote after an even run of backslashes is a delimiter; a run that
+-- reaches the start of ``s`` cannot be counted.
+local function string_opening(s, j)
+    for i = j - 1, 1, -1 do
+        if s:byte(i) == 34 then
+            local k = i - 1
+            while k > 0 and s:byte(k) == 92 do k = k - 1 end
+            if k == 0 and i > 1 then return nil end
+            if (i - 1 - k) % 2 == 0 then return i end
+        end
+    end
+    return nil
+end
+
+-- The members with a scalar value (string, number, true, false, null) that end the JSON
+-- object ``s`` ends, read backwards from its closing brace: name -> raw JSON text. Stops at
+-- the first other value, which holds them all at the top level.
+local function trailing_members(s)
+    local out = {}
+    local i = space_before(s, #s)
+    if i == 0 or s:byte(i) ~= 125 then return out end
+    while true do
+        local last = space_before(s, i - 1)
+        if last == 0 then return out end
+        local first
+        if s:byte(last) == 34 then
+            first = string_opening(s, last)
+        else
+            first = last
+            while first > 1 and s:find("^[%w%.%+%-]", first - 1) do first = first - 1 end
+        end
+        if not first then return out end
+        local value = s:sub(first, last)
+        local scalar = value:find('^"') or value:find("^%-?%d") or value == "true"
+            or value == "false" or value == "null"
+        if not scalar then return out end
+        local colon = space_before(s, first - 1)
+        if colon == 0 or s:byte(colon) ~= 58 then return out end
+        local close = space_before(s, colon - 1)
+        if close == 0 or s:byte(close) ~= 34 then return out end
+        local open = string_opening(s, close)
+        if not open then return out end
+        local name = s:sub(open + 1, close - 1)
+        if out[name] == nil then out[name] = value end
+        i = space_before(s, open - 1)
+        if i == 0 or s:byte(i) ~= 44 then return out end
+    end
+end
 ${length_function}
 local function dissect_frame(tvb, pinfo, tree)
     local size = tvb:len()
@@ -218,6 +287,12 @@ local function dissect_frame(tvb, pinfo, tree)
     local cut = body_size > SCAN_BYTES
     local text = body(0, cut and SCAN_BYTES or body_size):raw()
     local top = members(text, cut)
+    if cut then
+        local tail_size = math.min(TAIL_BYTES, body_size - SCAN_BYTES)
+        for name, value in pairs(trailing_members(body(body_size - tail_size, tail_size):raw())) do
+            if top[name] == nil then top[name] = value end
+        end
+    end
     local id = top["id"]
     local method = top["method"]
     local kind
@@ -241,20 +316,25 @@ local function dissect_frame(tvb, pinfo, tree)
     subtree:add(f.type, body, kind)
     if id and id ~= "null" then
         subtree:add(f.id, body, text_of(id))
-        local key = tostring(tcp_stream() and tcp_stream().value or "") .. ":" .. id
-        local here = pinfo.number .. ":" .. id
+        local stream = tostring(tcp_stream() and tcp_stream().value or "") .. ":"
+        local asking = kind == "request"
+        local here = pinfo.number .. (asking and ":q:" or ":a:") .. id
         if not pinfo.visited then
-            if kind == "request" then
-                pending[key] = { number = pinfo.number, time = pinfo.abs_ts }
-            elseif pending[key] then
+            if asking then
+                local side = tostring(pinfo.src) .. ":" .. pinfo.src_port .. ":"
+                pending[stream .. side .. id] = { number = pinfo.number, time = pinfo.abs_ts }
+            else
+                local key = stream .. tostring(pinfo.dst) .. ":" .. pinfo.dst_port .. ":" .. id
                 local request = pending[key]
-                pending[key] = nil
-                partner[request.number .. ":" .. id] = { number = pinfo.number }
-                partner[here] = { number = request.number, time = pinfo.abs_ts - request.time }
+                if request then
+                    pending[key] = nil
+                    partner[request.number .. ":q:" .. id] = { number = pinfo.number }
+                    partner[here] = { number = request.number, time = pinfo.abs_ts - request.time }
+                end
             end
         end
         local link = partner[here]
-        if link and kind == "request" then
+        if link and asking then
             subtree:add(f.response_in, body, link.number)
         elseif link then
             subtree:add(f.request_in, body, link.number)
@@ -262,15 +342,19 @@ local function dissect_frame(tvb, pinfo, tree)
         end
     end
     if cut then
-        subtree:add(body, "Envelope read from the first " .. SCAN_BYTES .. " of " ..
-            body_size .. " bytes"):set_generated()
+        subtree:add(body, "Envelope read from the first " .. SCAN_BYTES .. " and the last " ..
+            TAIL_BYTES .. " of " .. body_size .. " bytes"):set_generated()
     end
     label = method and text_of(method) or label or kind
     pinfo.cols.info:append(" " .. label)
     local refusal = json_refusal(text, body_size)
+    if not refusal and json_trees >= JSON_TREES then
+        refusal = JSON_TREES .. " JSON trees already built in this packet, the most one gets"
+    end
     if refusal then
         subtree:add(f.json_skipped, body, refusal)
     else
+        json_trees = json_trees + 1
         -- The JSON dissector writes its own name into the columns: put ours back.
         local info = tostring(pinfo.cols.info)
         json:call(body:tvb(), pinfo, tree)
@@ -284,6 +368,7 @@ function proto.dissector(tvb, pinfo, tree)
     pinfo.cols.protocol = proto.name
     pinfo.cols.info:clear()
     pinfo.cols.info:set("${profile}")
+    json_trees = 0 -- each dissection of a packet starts with its own layers
     dissect_tcp_pdus(tvb, tree, math.max(HEADER, 1), frame_length, dissect_frame, true)
     return tvb:len()
 end

@@ -16,6 +16,7 @@ from golem_core.profiles import GOLEM, JSONRPC_NDJSON, MCP, PROFILES
 from golem_proxy.events import Direction
 from golem_proxy.interop.dissector import (
     ENVELOPE_SCAN_BYTES,
+    ENVELOPE_TAIL_BYTES,
     JSON_TREE_BYTES,
     JSON_TREE_DEPTH,
     JSON_TREE_TOKENS,
@@ -365,4 +366,5 @@ def test_a_payload_too_large_for_wiresharks_json_tree_keeps_the_frames_own_field
     only = f"frame.number == {answer['frame.number']}"
     detail = run_tshark("-2", "-X", script, "-r", str(capture), "-O", "golem", "-V", "-Y", only)
     size = len(GOLEM.encode_payload(mesh))
-    assert f"[Envelope read from the first {ENVELOPE_SCAN_BYTES} of {size} bytes]" in detail
+    read = f"first {ENVELOPE_SCAN_BYTES} and the last {ENVELOPE_TAIL_BYTES} of {size} bytes"
+    assert f"[Envelope read from the {read}]" in detail
