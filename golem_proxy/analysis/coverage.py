@@ -2,7 +2,8 @@
 as `show` names their rows, ``unobserved:REASON``), the requests let go before their answer
 (rows of status ``evicted``), the frames the proxy withheld from the client (never recorded),
 and the events the recorder could not keep. `check` says them, so that a session it only
-partly inspected never reads as a clean, complete pass.
+partly inspected never reads as a clean, complete pass; and how the recording itself ends
+(cut short, still being written, lines lost, requests still waiting where it ends).
 
 Counted from what the flows and the recording already say (`Flow.gap`, `Flow.let_go`, a
 `ProxyAction`'s ``withheld``), never decided again here."""
@@ -12,13 +13,29 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from ..events import Direction, Event, FaultInjected, GapReason, InterceptStep
 from ..terminal import counted, format_size, safe_text
 from .flow import Flow
+from .reading_notes import unfinished_reasons
+from .trace import FlowReader
 
-__all__ = ["Coverage", "GapTally", "GapsByReason", "gap_counts_text"]
+__all__ = [
+    "WITHHELD_NAMES_KEPT",
+    "WITHHELD_NAMES_SHOWN",
+    "Coverage",
+    "GapTally",
+    "GapsByReason",
+    "gap_counts_text",
+]
+
+WITHHELD_NAMES_KEPT = 64
+"""The distinct fault and step names the frames withheld are counted by; the frames of any
+other name are counted together (a recording names them, and a hostile one may name each
+frame differently: 200,000 names held a 16 MB line and 333 MB)."""
+WITHHELD_NAMES_SHOWN = 5
+"""The names the text line shows, the most frequent first; the rest are counted."""
 
 
 @dataclass
@@ -36,7 +53,9 @@ class GapTally:
 class GapsByReason:
     """Gap rows counted by reason (`GapReason` value), in the order first met. A gap of
     requests let go (``evicted``) is no gap of bytes: it is never counted here (the rows of
-    status ``evicted`` are, `Coverage.evicted`)."""
+    status ``evicted`` are, `Coverage.evicted`). A restart of the observing process is one
+    gap, its session row: the rows it adds to each connection open then (two of 0 bytes on
+    an idle one) add the bytes they say went by, not gaps."""
 
     reasons: dict[str, GapTally] = field(default_factory=dict)
 
@@ -47,7 +66,8 @@ class GapsByReason:
         tally = self.reasons.get(gap.reason.value)
         if tally is None:
             tally = self.reasons[gap.reason.value] = GapTally()
-        tally.gaps += 1
+        if not (gap.reason is GapReason.RESTARTED and gap.conn):
+            tally.gaps += 1
         tally.bytes += gap.size
 
     @property
@@ -89,29 +109,74 @@ class Coverage:
         past its pairing limits or by the reader past what it holds (`Flow.let_go`)."""
         self.withheld: Counter[str] = Counter()
         """Frames the proxy withheld on their way to the client (a response dropped by
-        ``--fault drop``, an answer dropped by ``--intercept``), by the fault or step that
+        ``--fault drop`` or withheld by ``--fault reset:when=after`` before its reset, an
+        answer dropped by ``--intercept``), by the fault or step that
         did: never recorded, so never checked. A request withheld is recorded (the client
         sent it) and checked: not counted."""
+        self.withheld_other = 0
+        """Frames withheld by a name past the first `WITHHELD_NAMES_KEPT` distinct ones."""
         self.events_not_recorded = 0
         """Events the recorder could not keep (the disk fell behind: the ``gap`` lines)."""
+        self.pending = 0
+        """Requests still waiting for their answer where the recording ends: whatever came
+        after is not in it (a closed, whole recording has none: its proxy closed every
+        connection and said what was left unanswered)."""
+        self.unfinished: list[str] = []
+        """Why the recording does not end as a finished session's (`unfinished_reasons`)."""
+        self.being_written: Optional[bool] = None
+        """Its writer still wrote it when it was read to its end (None: cannot be told)."""
+        self.seq_breaks = 0
+        """Places where the lines' numbering breaks: lines lost or out of order."""
+        self.first_seq_break = ""
+        """The first of them, in words (``line 5: seq jumps from 4 to 9 (…)``)."""
 
     def add(self, events: Iterable[Event], flows: Iterable[Flow]) -> None:
         """Count one piece of a trace: its flows and the events they were built from."""
         for flow in flows:
             self.gaps.add(flow)
             self.evicted += flow.let_go
+            self.pending += flow.pending
         for event in events:
             if (
                 isinstance(event, (FaultInjected, InterceptStep))
                 and event.withheld
                 and event.direction is Direction.S2C
             ):
-                self.withheld[event.fault] += 1
+                name = event.fault
+                if name in self.withheld or len(self.withheld) < WITHHELD_NAMES_KEPT:
+                    self.withheld[name] += 1
+                else:
+                    self.withheld_other += 1
+
+    def read_end(self, reader: FlowReader) -> None:
+        """What the recording read to its end says of itself: how it ends, where its
+        numbering breaks, the events its recorder could not keep."""
+        self.events_not_recorded = reader.tracker.events_missed
+        self.unfinished = unfinished_reasons(reader)
+        self.being_written = reader.being_written_at_end
+        seq = reader.seq
+        self.seq_breaks = seq.count
+        if seq.first is not None:
+            self.first_seq_break = f"line {seq.first.line}: {seq.first.describe()}"
+
+    @property
+    def withheld_frames(self) -> int:
+        return sum(self.withheld.values()) + self.withheld_other
 
     @property
     def complete(self) -> bool:
-        """Nothing of the session went uninspected, as far as the recording tells."""
-        return not (self.gaps.gaps or self.evicted or self.withheld or self.events_not_recorded)
+        """Nothing of the session went uninspected, as far as the recording tells: a file
+        cut short, still being written, with lines lost or requests still waiting where it
+        ends is not the whole session either."""
+        return not (
+            self.gaps.gaps
+            or self.evicted
+            or self.withheld_frames
+            or self.events_not_recorded
+            or self.pending
+            or self.unfinished
+            or self.seq_breaks
+        )
 
     def lines(self) -> list[str]:
         """One line per kind of thing not inspected, none when everything was."""
@@ -128,9 +193,14 @@ class Coverage:
                 "came (status evicted: past the limits of what is held waiting); a later "
                 "answer is a row of its own"
             )
-        if self.withheld:
-            how = ", ".join(f"{n} {safe_text(name, 80)}" for name, n in self.withheld.most_common())
-            frames = sum(self.withheld.values())
+        if self.withheld_frames:
+            named = self.withheld.most_common()
+            parts = [f"{n} {safe_text(name, 80)}" for name, n in named[:WITHHELD_NAMES_SHOWN]]
+            others = sum(n for _, n in named[WITHHELD_NAMES_SHOWN:]) + self.withheld_other
+            if others:
+                parts.append(f"{others} by other names")
+            how = ", ".join(parts)
+            frames = self.withheld_frames
             lines.append(
                 f"not inspected: {counted(frames, 'frame')} the proxy withheld from the client "
                 f"on purpose ({how}): never recorded"
@@ -140,15 +210,47 @@ class Coverage:
                 f"not inspected: {counted(self.events_not_recorded, 'event')} the recorder "
                 "could not keep (the disk fell behind)"
             )
+        if self.seq_breaks:
+            others = self.seq_breaks - 1
+            more = f" and {counted(others, 'other place')}" if others else ""
+            lines.append(
+                "not inspected: lines the recording lacks or holds out of order "
+                f"({self.first_seq_break}{more}): flows near them may be wrong"
+            )
+        if self.unfinished:
+            lines.append(f"not inspected: {self._end_text()} ({'; '.join(self.unfinished)})")
+        if self.pending:
+            lines.append(
+                f"not inspected: {counted(self.pending, 'request')} still waiting for an answer "
+                "where the recording ends (pending): no answer to check"
+            )
         return lines
+
+    def _end_text(self) -> str:
+        if self.being_written:
+            return "the rest of the session: the recording is still being written"
+        if self.being_written is None:
+            return (
+                "the end of the session: the proxy stopped without closing this recording or "
+                "is still writing it"
+            )
+        return "the end of the session: the proxy stopped without closing this recording"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "unobserved": self.gaps.to_json(),
             "evicted": self.evicted,
             "withheld": {
-                "frames": sum(self.withheld.values()),
+                "frames": self.withheld_frames,
                 "by_action": dict(self.withheld.most_common()),
+                "other_actions": self.withheld_other,
             },
             "events_not_recorded": self.events_not_recorded,
+            "lines_lost": {"places": self.seq_breaks, "first": self.first_seq_break or None},
+            "unfinished": (
+                {"why": self.unfinished, "being_written": self.being_written}
+                if self.unfinished
+                else None
+            ),
+            "pending": self.pending,
         }

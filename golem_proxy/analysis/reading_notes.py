@@ -16,7 +16,13 @@ from ..recording.time_watch import TimeStep, TimeWatch
 from ..terminal import format_size, safe_text
 from .trace import FlowReader, open_flows
 
-__all__ = ["RESTARTS_NOTED", "order_notes", "reading_notes", "recording_notes"]
+__all__ = [
+    "RESTARTS_NOTED",
+    "order_notes",
+    "reading_notes",
+    "recording_notes",
+    "unfinished_reasons",
+]
 
 RESTARTS_NOTED = 20
 """Restarts named one by one; one more line counts the rest."""
@@ -102,6 +108,19 @@ def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
                 "read up to the last complete line"
             )
         return notes
+    why = unfinished_reasons(reader)
+    if why:
+        notes.append(_unfinished_note(path, reader.being_written_at_end, why))
+    return notes
+
+
+def unfinished_reasons(reader: FlowReader) -> list[str]:
+    """Why the recording read to its end does not end as a finished session's (an incomplete
+    last line, no ``session-end`` line where its header promises one, connections never
+    closed), none when it does: it ends with its ``session-end`` line, or where observation
+    stopped (the gap of the rest of the session, said as such)."""
+    if reader.stopped is not None or reader.ended is not None:
+        return []
     why = []
     if reader.truncated_tail:
         why.append("it ends with an incomplete line: read up to the last complete line")
@@ -110,9 +129,7 @@ def reading_notes(reader: FlowReader, role: Optional[str] = None) -> list[str]:
     unclosed = reader.unclosed
     if unclosed:
         why.append(f"{_plural(unclosed, 'connection')} never closed")
-    if why:
-        notes.append(_unfinished_note(path, reader.being_written_at_end, why))
-    return notes
+    return why
 
 
 def _unfinished_note(path: str, writing: Optional[bool], why: list[str]) -> str:

@@ -50,7 +50,8 @@ ORDER = 32
 LIVE_TIMEOUT = 5.0
 EXIT_INCOMPLETE = 3
 """No error found, but parts of the session were not inspected (gaps, requests let go,
-frames withheld and never recorded): not a pass a CI gate may take silently."""
+frames withheld and never recorded, a recording cut short, still being written or with
+lines lost, requests still waiting where it ends): not a pass a CI gate may take silently."""
 _EXAMPLES_PER_RULE = 10
 
 
@@ -80,8 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--allow-incomplete",
         action="store_true",
         help="exit 0 when parts of the session were not inspected (gaps, requests let go, "
-        "frames the proxy withheld), as long as nothing found fails; by default that exits "
-        f"{EXIT_INCOMPLETE}",
+        "frames the proxy withheld, a recording cut short or still being written, lines "
+        "lost, requests pending where it ends), as long as nothing found fails; by default "
+        f"that exits {EXIT_INCOMPLETE}",
     )
 
 
@@ -100,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         findings = _audit(
             trace, catalogue, collector, failures=failures, mcp=mcp, notes=notes, seen=coverage
         )
-    coverage.events_not_recorded = trace.tracker.events_missed
+    coverage.read_end(trace)
     note_truncated(trace)
     if notes["unparsed"]:
         text = (

@@ -107,6 +107,7 @@ def test_warnings_alone_pass_unless_strict(
     tap.open(1)
     tap.request(1, {"id": "w1", "method": "ping"})  # no params: a warning
     tap.respond(1, {"id": "w1", "result": {"alive": True}, "error": None})
+    tap.close(1)  # the session whole: nothing but the warning stands between it and a pass
     path = tmp_path / "warn.jsonl"
     path.write_bytes(write_recording(tap.events))
     code, out, _ = run_main(capsys, "check", str(path))
@@ -296,6 +297,7 @@ def test_a_colour_shape_the_handler_does_not_take(tmp_path: Path) -> None:
     layer = {"name": "Walls", "color": [200, 80, 40]}  # the handler reads color["r"] and so on
     tap.request(1, {"id": "s2", "method": "scene.create_layer", "params": layer})
     tap.respond(1, {"id": "s2", "result": {"layer_index": 1}, "error": None})
+    tap.close(1)
     path = tmp_path / "colour.jsonl"
     path.write_bytes(write_recording(tap.events))
     result = run_cli("check", str(path), "--catalogue", SHIPPED, "--json")

@@ -117,7 +117,11 @@ def test_gaps_and_dropped_answers_are_said_and_do_not_pass(too_large: Path) -> N
     ) in lines
     assert lines[-1].startswith(f"0 errors, 1 warning in {LARGE + 1} flows; the session was not")
     assert data["complete"] is False
-    assert data["not_inspected"]["withheld"] == {"frames": LARGE, "by_action": {"drop": LARGE}}
+    assert data["not_inspected"]["withheld"] == {
+        "frames": LARGE,
+        "by_action": {"drop": LARGE},
+        "other_actions": 0,
+    }
     assert data["not_inspected"]["evicted"] == 0
 
 
@@ -168,6 +172,10 @@ def test_requests_let_go_are_said_as_what_they_are(let_go: tuple[Path, str]) -> 
         f"not inspected: {evicted} requests let go before an answer came (status evicted"
     ) in out
     withheld = data["not_inspected"]["withheld"]
-    assert withheld == {"frames": PIPELINED, "by_action": {"drop": PIPELINED}}
+    assert withheld == {
+        "frames": PIPELINED,
+        "by_action": {"drop": PIPELINED},
+        "other_actions": 0,
+    }
     # Their gap rows (unobserved:evicted) count requests, not bytes: not among the gaps.
     assert data["not_inspected"]["unobserved"]["gaps"] == 0

@@ -33,7 +33,8 @@ def test_a_terminal_sees_the_bytes_read_of_the_file(large: Path, tmp_path: Path,
     out = tmp_path / "out"
     with out.open("wb") as stdout:
         code, stderr = run_cli_tty(args[0], str(large), *args[1:], columns=100, stdout=stdout)
-    assert code in (0, 1), stderr
+    # The generated trace ends without its closing lines: check says it saw it incomplete.
+    assert code in ((0, 1, 3) if name == "check" else (0, 1)), stderr
     assert label in stderr
     size = f"{large.stat().st_size / 1024 / 1024:.1f} MiB"
     assert f"/{size}" in stderr  # "2.1/10.6 MiB": read of the file's size
@@ -47,7 +48,7 @@ def test_a_terminal_sees_the_bytes_read_of_the_file(large: Path, tmp_path: Path,
 def test_piped_stderr_gets_no_bar(large: Path, name: str) -> None:
     _, args = COMMANDS[name]
     done = run_cli(args[0], str(large), *args[1:])
-    assert done.returncode in (0, 1)
+    assert done.returncode in ((0, 1, 3) if name == "check" else (0, 1))
     # No bar: at most the note that the generated trace ends without its closing lines.
     assert all(line.startswith("note: ") for line in done.stderr.splitlines()), done.stderr
 
