@@ -242,7 +242,7 @@ def console(*, stderr: bool = False) -> Console:
 
 
 seconds_arg = _number_arg(float, "a number of seconds", minimum=0)
-number_arg = _number_arg(float, "a number")
+tolerance_arg = _number_arg(float, "a number", minimum=0)
 count_arg = _number_arg(int, "a whole number", minimum=0)
 integer_arg = _number_arg(int, "an integer")
 
