@@ -119,6 +119,10 @@ class ReplayServer:
     ) -> None:
         self.engine = engine
         self.number_rows = number_rows
+        self._rows_read = trio.Event()
+        """Set once the worker has read the row numbers (`_number_rows`)."""
+        self._rows_wait_until = 0.0
+        """Until when a request waits for them (`ROWS_WAIT` after listening)."""
         """Read the trace's row numbers in a worker thread once listening (`number_all`):
         a long-running replay's misses name rows without the event loop reading the trace."""
         self.profile = engine.profile
@@ -157,6 +161,7 @@ class ReplayServer:
                         )
                     )
                 if self.number_rows:  # the row numbers a miss names, off the event loop
+                    self._rows_wait_until = trio.current_time() + ROWS_WAIT
                     connections.start_soon(self._number_rows)
                 task_status.started(dict(self.bound))
         finally:
@@ -170,6 +175,15 @@ class ReplayServer:
     async def _number_rows(self) -> None:
         exchanges = self.engine.index.trace.exchanges
         await trio.to_thread.run_sync(number_all, exchanges, abandon_on_cancel=True)
+        self._rows_read.set()
+
+    async def _rows_or_deadline(self) -> None:
+        """Wait for the row numbers while `ROWS_WAIT` after listening has not passed: a
+        recording of ordinary size is numbered by then, so its misses name rows; a large
+        one's first requests are held no longer than that, and their misses say ``#?``."""
+        if self.number_rows and not self._rows_read.is_set():
+            with trio.move_on_at(self._rows_wait_until):
+                await self._rows_read.wait()
 
     async def serve_connection(
         self, route: str, stream: trio.abc.Stream, overlay: Optional[Overlay] = None
@@ -219,6 +233,7 @@ class ReplayServer:
     async def _answer(
         self, route: str, stream: trio.abc.Stream, frame: Frame, upstream: Optional[_Upstream]
     ) -> tuple[Optional[_Upstream], bool]:
+        await self._rows_or_deadline()
         decision = self.engine.decide(route, frame.payload)
         if isinstance(decision, Reply):
             if decision.delay > 0:
@@ -345,6 +360,12 @@ async def _end_sending(stream: trio.abc.Stream, *, reset_after: bool) -> None:
             if isinstance(stream, trio.SocketStream):
                 reset_when_closed(stream)
             return
+
+
+ROWS_WAIT = 2.0
+"""Seconds after it listens that the replay command's requests may wait for the trace's row
+numbers (`ReplayServer._rows_or_deadline`): a recording of ordinary size is read in
+milliseconds, 100,000 exchanges in several seconds."""
 
 
 def summary_text(summary: Mapping[str, Any]) -> str:
