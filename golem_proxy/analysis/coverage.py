@@ -18,7 +18,7 @@ from typing import Any, Optional
 from ..events import Direction, Event, FaultInjected, GapReason, InterceptStep
 from ..terminal import counted, format_size, safe_text
 from .flow import Flow
-from .reading_notes import unfinished_reasons
+from .reading_notes import stopped_words, unfinished_reasons
 from .trace import FlowReader
 
 __all__ = [
@@ -229,12 +229,7 @@ class Coverage:
     def _end_text(self) -> str:
         if self.being_written:
             return "the rest of the session: the recording is still being written"
-        if self.being_written is None:
-            return (
-                "the end of the session: the proxy stopped without closing this recording or "
-                "is still writing it"
-            )
-        return "the end of the session: the proxy stopped without closing this recording"
+        return f"the end of the session: {stopped_words(self.being_written)}"
 
     def to_json(self) -> dict[str, Any]:
         return {

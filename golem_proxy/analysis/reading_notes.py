@@ -4,8 +4,8 @@ their ``t``), requests the reader let go past what it holds at once, where obser
 stopped, and that the recording was cut short (an incomplete last line, no ``session-end``
 line where the header promises one, connections never closed) or is still being written.
 Text only: `show`, `stats`, `check`, `export` print the lines, `query` prints those its
-worker processes made, `diff` those of each trace (`recording_notes`, each naming its
-trace), and the TUI shows `order_notes`."""
+worker processes made, `diff` those of each trace (read with its rows,
+`analysis.request_rows`, each naming its trace), and the TUI shows `order_notes`."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from typing import Optional, Union
 from ..recording.seq_watch import SeqJump, SeqWatch
 from ..recording.time_watch import TimeStep, TimeWatch
 from ..terminal import format_size, safe_text
-from .trace import FlowReader, open_flows
+from .trace import FlowReader
 
 __all__ = [
     "RESTARTS_NOTED",
     "order_notes",
     "reading_notes",
-    "recording_notes",
+    "stopped_words",
     "unfinished_reasons",
 ]
 
@@ -146,18 +146,12 @@ def _unfinished_note(path: str, writing: Optional[bool], why: list[str]) -> str:
             f"note: {path}: still being written (the proxy is recording); read as far as it "
             f"is written, the last {trail} may not be in it yet"
         )
+    said = "; ".join(why)
+    return f"note: {path}: {stopped_words(writing)}; the last {trail} may be missing ({said})"
+
+
+def stopped_words(writing: Optional[bool]) -> str:
+    """What a recording that does not end as a finished session's says of its writer, when
+    that writer is not known to be writing it (``writing``: False, gone; None, either)."""
     stopped = "the proxy stopped without closing this recording"
-    if writing is None:
-        stopped += " or is still writing it"
-    return f"note: {path}: {stopped}; the last {trail} may be missing ({'; '.join(why)})"
-
-
-def recording_notes(path: str, role: Optional[str] = None) -> list[str]:
-    """The notes of the recording at ``path`` (`reading_notes`, ``role`` naming it), read to
-    its end for them alone, by a command that reads the file another way (``diff``'s fast
-    scanner keeps no flows and watches no ``seq`` or ``t``). Raises TraceError as
-    `open_flows` and `FlowReader.flows` do."""
-    with open_flows(path, read_once=True) as reader:
-        for _ in reader.flows():  # folded and let go: what is open at the end is counted
-            pass
-        return reading_notes(reader, role)
+    return stopped + " or is still writing it" if writing is None else stopped

@@ -163,7 +163,7 @@ class FlowReader(OpenedRecording):
             if done:
                 self.flow_count += len(done)
                 yield from done
-        rest = tracker.take_rest(ended=self.being_written_at_end is not True)
+        rest = tracker.take_rest(ended=self._ended)
         self.flow_count += len(rest)
         yield from rest
 
@@ -197,12 +197,17 @@ class FlowReader(OpenedRecording):
                 self.flow_count += len(flows)
                 yield events, flows
                 events, flows, held = [], [], 0
-        # A file its writer still writes has requests whose answers may come yet: pending.
-        for done in tracker.take_rest(ended=self.being_written_at_end is not True):
+        for done in tracker.take_rest(ended=self._ended):
             events += waiting.pop(done.number, ())
             flows.append(done)
         self.flow_count += len(flows)
         yield events, flows
+
+    @property
+    def _ended(self) -> bool:
+        """Whether nothing more will come of the file read to its end: a file its writer
+        still writes has requests whose answers may come yet (pending)."""
+        return self.being_written_at_end is not True
 
     def _read(self) -> Iterator[Event]:
         try:

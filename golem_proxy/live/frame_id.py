@@ -1,8 +1,8 @@
-"""A request's id read from its bytes, for a frame too costly to parse (`tap_parse.typed_within`
-refuses it): what a ``--fault error`` answering it in the server's place echoes, so that the
-client can match the answer. The top-level members of the frame's first `ID_WITHIN` bytes are
-walked (`golem_proxy.json_walk`), never parsed: clients write ``id`` first or second, before
-the bulk of ``params``."""
+"""A request's id read from its bytes, for a frame too costly to parse (`tap_parse.TooCostly`):
+what a ``--fault error`` answering it in the server's place echoes, so that the client can
+match the answer. The top-level members of the frame's first `ID_WITHIN` bytes are walked
+(`golem_proxy.json_walk`), never parsed: clients write ``id`` first or second, before the
+bulk of ``params``."""
 
 from __future__ import annotations
 

@@ -23,7 +23,6 @@ __all__ = [
     "encode_redacted",
     "parse_fast",
     "parse_for_view",
-    "typed_within",
 ]
 
 ELIDE_FRAMES_OVER = 1024 * 1024
@@ -73,17 +72,6 @@ def parse_fast(profile: Profile, payload: bytes, role: Role) -> Message:
     if obj is NOT_DECODED:
         return profile.parse(payload, role)
     return profile.parse_decoded(obj, role)
-
-
-def typed_within(profile: Profile, payload: bytes, role: Role, limit: int) -> Optional[Message]:
-    """The message a frame carries (`parse_for_view`: long opaque strings elided), or None
-    when its parse would hold more than ``limit``: for the forwarding side's own readings
-    of a frame (``--fault`` rules scoped by method, an ``--intercept`` filter), which must
-    not cost what the tap is spared."""
-    try:
-        return parse_for_view(profile, payload, role, limit)[0]
-    except TooCostly:
-        return None
 
 
 class TooCostly(Exception):

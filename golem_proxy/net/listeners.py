@@ -163,9 +163,11 @@ async def connect(address: Address) -> trio.SocketStream:
         raise
 
 
-async def probe(address: Address, timeout: float) -> Optional[str]:
+async def probe(address: Address, timeout: float, *, silence_fails: bool = True) -> Optional[str]:
     """Connect to ``address`` and close at once: None when something accepts within
-    ``timeout`` seconds, else why not (``connection refused``, ``no answer in 1 s``, …)."""
+    ``timeout`` seconds, else why not (``connection refused``, ``no answer in 1 s``, …).
+    Not ``silence_fails``: a connect not answered in time is None too (a full backlog is a
+    listener still there); only a refusal, or another failure, says why."""
     with trio.move_on_after(timeout):
         try:
             stream = await connect(address)
@@ -173,7 +175,7 @@ async def probe(address: Address, timeout: float) -> Optional[str]:
             return connect_reason(exc)
         await stream.aclose()
         return None
-    return f"no answer in {timeout:g} s"
+    return f"no answer in {timeout:g} s" if silence_fails else None
 
 
 def connect_reason(exc: OSError) -> str:

@@ -19,10 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import trio
-
 from ..net.addresses import Address
-from ..net.listeners import connect, connect_reason, probe
+from ..net.listeners import probe
 from .mcp_verify import McpCheck
 
 __all__ = ["PROBE_TIMEOUT", "LiveTargets", "TargetLost"]
@@ -97,12 +95,9 @@ class LiveTargets:
         `PROBE_TIMEOUT` (a full backlog is no plugin gone)."""
         self._probes += 1
         for option, address in self.targets.items():
-            with trio.move_on_after(PROBE_TIMEOUT):
-                try:
-                    stream = await connect(address)
-                except OSError as exc:
-                    return option, address, connect_reason(exc)
-                await stream.aclose()
+            reason = await probe(address, PROBE_TIMEOUT, silence_fails=False)
+            if reason is not None:
+                return option, address, reason
         return None
 
     async def after_check(self, check: McpCheck) -> bool:
