@@ -14,7 +14,8 @@ from ..net.addresses import Address
 from ..recording.samples import is_sample
 from ..replay.index import ExchangeTrace, load_exchanges, row_label
 from ..replay.render import render_verify
-from ..replay.verify import TargetUnreachable, update_trace, verify_trace
+from ..replay.trace_update import TraceReadsOtherwise, update_trace
+from ..replay.verify import TargetUnreachable, verify_trace
 from ..terminal import counted
 from ._common import (
     CommandError,
@@ -95,13 +96,16 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_DIFFERENT
-        changed = update_trace(args.file, result, comparator)
+        try:
+            changed = update_trace(args.file, result, comparator)
+        except TraceReadsOtherwise as exc:
+            raise CommandError(f"{args.file} not updated: {exc}") from None
         print(f"verify: updated {changed} responses in {args.file}", file=sys.stderr)
         extra = [check for check in result.checks if check.extra]
         if extra:
             # A trace holds one answer per request: what came besides it (a second answer,
             # a reply to nothing sent) is not written, and still a difference.
-            numbers = ", ".join(f"#{check.number}" for check in extra[:10])
+            numbers = ", ".join(row_label(check.row) for check in extra[:10])
             more = ", …" if len(extra) > 10 else ""
             print(
                 f"verify: {len(extra)} of {counted(len(result.checks), 'exchange')} got more "

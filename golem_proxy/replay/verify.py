@@ -17,7 +17,7 @@ differs as one that answers an earlier one twice does.
 
 from __future__ import annotations
 
-import contextlib
+import hashlib
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -27,23 +27,27 @@ from typing import Any, Optional
 import trio
 
 from golem_core.answers import ASKED_REMEMBERED
-from golem_core.messages import Message, Request, Role
+from golem_core.messages import Request, Role
 from golem_core.profiles import Profile
 
-from ..events import Direction, ExchangeCompleted, FrameSeen
 from ..net.addresses import Address
 from ..net.request_client import id_text
-from ..recording.files import replacing
-from ..recording.format import RecordingError, RecordingReader, encode_event
+from ..recording.format import RecordingError
 from ..recording.frame_skeleton import over_parse_budget
-from ..recording.schema import MSG_KEY
 from .diffing import Comparator, Difference, envelope_body
 from .index import ExchangeTrace, RecordedExchange, encode_recorded
 from .large_payloads import compare_as_bytes, with_id
 from .live_link import MAX_SKIPPED, Link, Live, Sent, TargetUnreachable, TooManyFrames
+from .live_redaction import LiveRedaction
 from .row_numbers import row_label
 
-__all__ = ["ExchangeCheck", "TargetUnreachable", "VerifyResult", "update_trace", "verify_trace"]
+__all__ = [
+    "ExchangeCheck",
+    "TargetUnreachable",
+    "VerifyResult",
+    "recorded_digest",
+    "verify_trace",
+]
 
 
 @dataclass
@@ -65,6 +69,11 @@ class ExchangeCheck:
     answer: reported, not a difference."""
     row: Optional[int] = None
     """The exchange's row in the recording, as `show` numbers it (what ``#N`` says)."""
+    live_redacted: tuple[str, ...] = ()
+    """The recording's ``--redact`` rules that replaced something in ``live_payload``."""
+    recorded: tuple[bytes, bytes] = (b"", b"")
+    """Digests of the recorded request and response: `update_trace` writes an answer only
+    where the line it rewrites holds that exchange."""
 
     @property
     def ok(self) -> bool:
@@ -125,6 +134,7 @@ async def verify_trace(
     # to its check. Keys are fresh per run (`request_ids`), so they never collide.
     sent_for: OrderedDict[Any, ExchangeCheck] = OrderedDict()
     ids = profile.request_ids()
+    redaction = LiveRedaction(profile, trace.header.redact)
     last: dict[str, tuple[Sent, ExchangeCheck]] = {}
     """Each route's last request sent, and its check."""
     try:
@@ -132,7 +142,11 @@ async def verify_trace(
             if progress is not None:
                 progress(len(checks))
             check = ExchangeCheck(
-                exchange.number, exchange.route, exchange.method, row=exchange.row
+                exchange.number,
+                exchange.route,
+                exchange.method,
+                row=exchange.row,
+                recorded=(recorded_digest(exchange.request), recorded_digest(exchange.response)),
             )
             checks.append(check)
             address = targets.get(exchange.route)
@@ -164,8 +178,12 @@ async def verify_trace(
                 check.problem = f"no answer from {address}: {reason}"
             _note_live(check, live, sent, sent_for, f"while {row_label(check.row)} waited")
             if live.frame is not None:
-                check.live_payload = live.frame.payload
-                check.differences = _compare(exchange, live.frame.payload, comparator)
+                # Compared and written as the recording holds answers: redacted by its rules.
+                payload, check.live_redacted = redaction.answer(
+                    exchange.route, live.frame.payload, exchange.method
+                )
+                check.live_payload = payload
+                check.differences = _compare(exchange, payload, comparator)
             last[exchange.route] = (sent, check)
         await _read_after_last(links, last, sent_for)
         if progress is not None:
@@ -330,107 +348,6 @@ def _compare(
     return comparator.compare(envelope_body(recorded), envelope_body(live), exchange.method)
 
 
-def update_trace(path: str, result: VerifyResult, comparator: Comparator) -> int:
-    """Rewrite the trace at ``path`` with the live responses of ``result``: header and every
-    other line kept, each re-sent exchange's response replaced (carrying the recorded id, live
-    GUIDs mapped back to the recorded ones so later requests stay valid). Written to a new file
-    that atomically replaces the old one. Returns how many responses changed."""
-    live = {check.number: check.live_payload for check in result.checks if check.live_payload}
-    with open(path, "rb") as stream:
-        reader = RecordingReader(stream)
-        profile = reader.profile
-        targets: dict[tuple[int, int], bytes] = {}
-        number = 0
-        for event in reader:
-            if isinstance(event, ExchangeCompleted):
-                number += 1
-                payload = live.get(number)
-                if payload is not None:
-                    new = _updated_payload(event, payload, profile, comparator)
-                    if new != event.response.payload:
-                        targets[(event.conn, event.response.index)] = new
-    if not targets:
-        return 0
-    with open(path, "rb") as source, replacing(path, overwrite=True) as out:
-        out.write(source.readline())
-        parsed: dict[tuple[int, int], Message] = {}  # each new answer parsed once
-        for line in source:
-            out.write(_rewrite_line(line, targets, profile, parsed))
-    return len(targets)
-
-
-def _updated_payload(
-    event: ExchangeCompleted, live_payload: bytes, profile: Profile, comparator: Comparator
-) -> bytes:
-    if over_parse_budget(live_payload, 0):
-        # Too large to parse: its bytes, the recorded id and GUIDs spliced in.
-        to_recorded = comparator.guids.to_recorded_map
-        return with_id(live_payload, event.request.message.id, to_recorded)
-    try:
-        obj = json.loads(live_payload)
-    except ValueError:
-        return live_payload
-    if not isinstance(obj, dict):
-        return live_payload
-    obj = comparator.guids.to_recorded(obj)
-    return profile.encode_payload(profile.with_id(obj, event.request.message.id))
-
-
-def _frame_members(line: bytes) -> dict[str, Any]:
-    """A frame line's members before its message, parsed without it: a recorded answer too
-    large to parse is not (its line was read as the reader reads it when the trace loaded)."""
-    at = line.find(MSG_KEY)
-    if at >= 0:
-        with contextlib.suppress(ValueError):
-            members = json.loads(line[:at] + b"}")
-            if isinstance(members, dict):
-                return members
-    data = json.loads(line)
-    return data if isinstance(data, dict) else {}
-
-
-def _rewrite_line(
-    line: bytes,
-    targets: dict[tuple[int, int], bytes],
-    profile: Profile,
-    parsed: dict[tuple[int, int], Message],
-) -> bytes:
-    head = line[:200]
-    if b'"kind":"exchange"' in head:
-        data = json.loads(line)
-        key = (int(data["conn"]), int(data["resp"]))
-        payload = targets.get(key)
-        if payload is None:
-            return line
-        # The line keeps no request: the outcome is read from the answer alone.
-        message = parsed.pop(key, None) or profile.parse(payload, Role.RESPONSE)
-        outcome = profile.outcome(None, message)
-        data["status"] = outcome.text
-        data["outcome"] = outcome.kind.value
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-    if b'"kind":"frame"' not in head or b'"dir":"s2c"' not in line[:300]:
-        return line
-    data = _frame_members(line)
-    if data.get("kind") != "frame" or data.get("dir") != "s2c":
-        return line
-    key = (int(data["conn"]), int(data["n"]))
-    payload = targets.get(key)
-    if payload is None:
-        return line
-    message = parsed[key] = profile.parse(payload, Role.RESPONSE)
-    answers = data.get("answers")
-    frame = FrameSeen(
-        conn=int(data["conn"]),
-        route=str(data.get("route", "")),
-        direction=Direction.S2C,
-        index=int(data["n"]),
-        t=float(data.get("t", 0.0)),
-        size=len(profile.frame_payload(payload)),
-        payload=payload,
-        message=message,
-        answers=answers if type(answers) is int else None,
-        orphan=data.get("orphan") is True,
-    )
-    encoded = encode_event(frame, profile, int(data["seq"]))
-    assert encoded is not None
-    return encoded
+def recorded_digest(payload: bytes) -> bytes:
+    """What `ExchangeCheck.recorded` holds of a recorded payload."""
+    return hashlib.blake2b(payload, digest_size=16).digest()

@@ -13,6 +13,7 @@ from typing import Any
 import trio
 
 from golem_core.profiles import get_profile
+from golem_proxy.events import Direction
 from golem_proxy.recording.format import RouteInfo
 from golem_proxy.replay.index import load_exchanges
 from tests.support.cli_helpers import run_cli
@@ -168,3 +169,32 @@ def test_frames_skipped_for_one_request_are_bounded(tmp_path: Path) -> None:
     done = verify(trace, "jsonrpc-ndjson", "flood", flood=1500)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.count("sent 1000 frames that are not the answer") == 3
+
+
+def test_update_writes_no_answer_into_a_request_the_server_sent(tmp_path: Path) -> None:
+    """A JSON-RPC server's own request (and the client's reply) is no exchange verify sends:
+    `--update` writes each live answer into its own exchange's frame, none into the server's
+    request, and keeps every other line as it was."""
+    path = tmp_path / "asks.jsonl"
+    with TraceBuilder.create(str(path), "jsonrpc-ndjson", routes=SCRYBE_ROUTES) as trace:
+        conn = trace._conn("scrybe")
+        asked = b'{"jsonrpc":"2.0","id":"srv-1","method":"roots/list"}'
+        replied = b'{"jsonrpc":"2.0","id":"srv-1","result":{"roots":[]}}'
+        for direction, payload in ((Direction.S2C, asked), (Direction.C2S, replied)):
+            trace.tap.tick(0.001)
+            trace.tap.send(conn, direction, trace.profile.frame_payload(payload))
+        trace._write()
+        for method in METHODS:
+            trace.call(method, {}, {"echo": f"old {method}"}, route="scrybe")
+    before = path.read_bytes().splitlines()
+    done = verify(path, "jsonrpc-ndjson", "honest", "--update")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verify: updated 3 responses" in done.stderr
+    after = path.read_bytes().splitlines()
+    assert len(after) == len(before)
+    changed = [json.loads(new) for old, new in zip(before, after) if old != new]
+    assert [(line["dir"], line["n"], line["msg"]["result"]) for line in changed] == [
+        ("s2c", n, {"echo": method}) for n, method in enumerate(METHODS, 1)
+    ]
+    assert after[2] == before[2] and b'"roots/list"' in after[2]
+    assert load_exchanges(str(path)).exchanges[0].response_obj()["result"] == {"echo": "state"}
