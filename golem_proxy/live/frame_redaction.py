@@ -1,6 +1,6 @@
 """One connection's redaction of whole frames (``--redact``): the rules applied to a frame's
-message, the string values they replaced remembered (`Echoes`) and replaced wherever they
-recur in the connection's later frames.
+message, the string values they replaced remembered (the session's `Echoes`, kept by its
+`Redactor`) and replaced wherever they recur in later frames, of this connection or another.
 
 The tap redacts what it publishes with one (`tap_frames`). The intercept engine holds frames
 in the forwarding process, before any tap sees them (and the tap may run in an observing
@@ -40,13 +40,13 @@ class RedactedFrame:
 
 
 class FrameRedaction:
-    """The redaction rules of a session and the values they replaced on one connection."""
+    """The redaction rules of a session, applied to one connection's frames."""
 
     def __init__(self, profile: Profile, redactor: Optional[Redactor]) -> None:
         self.profile = profile
         self.redactor = redactor
-        self.echoes = Echoes()
-        """Values this connection's redaction replaced, hidden where they come back."""
+        self.echoes = redactor.echoes if redactor is not None else Echoes()
+        """Values the session's redaction replaced, hidden where they come back."""
 
     def __bool__(self) -> bool:
         return bool(self.redactor)

@@ -5,8 +5,11 @@ A path is dotted from the message object: ``params.code``, ``result.image``,
 rule to one method (``scripting.execute_python:params.code``).
 
 A redacted value often comes back: the plugin echoes a layer name in its error message
-(``Layer 'SECRET' does not exist.``). `Echoes` remembers, per connection, the string values
-rules redacted, and replaces them wherever they recur in a later frame's strings (keys too).
+(``Layer 'SECRET' does not exist.``), another connection lists it (the MCP server reconnects
+after a reset; the Grasshopper socket is a connection of its own), the MCP hop carries the
+tool call's arguments the GOLEM request was made of. `Echoes` remembers the string values the
+rules redacted in the session, on every connection and route a `Redactor` serves, and replaces
+them wherever they recur in a later frame's strings (keys too).
 Numbers, booleans and strings under four characters are not chased: replacing every ``1`` or
 ``"a"`` in a session would say more than it hides.
 """
@@ -49,10 +52,14 @@ def parse_rule(text: str) -> RedactRule:
 
 
 class Redactor:
-    """Applies redaction rules to message objects."""
+    """Applies redaction rules to message objects, and keeps the values they replaced in the
+    session (`echoes`): one is made per session and process, and serves every connection."""
 
     def __init__(self, rules: list[str]) -> None:
         self.rules = [parse_rule(rule) for rule in rules]
+        self.echoes = Echoes()
+        """The values the rules replaced on any connection, hidden where any frame after
+        repeats them: a secret is one on every connection of the session."""
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -89,7 +96,7 @@ def worth_chasing(values: Iterable[str]) -> tuple[str, ...]:
 
 
 class Echoes:
-    """The redacted string values of one connection, to be replaced where they recur."""
+    """Redacted string values, to be replaced where they recur (the last `MAX_ECHOES`)."""
 
     def __init__(self) -> None:
         self._values: dict[str, None] = {}  # insertion-ordered set

@@ -88,6 +88,35 @@ async def test_an_echoed_value_is_redacted_in_the_response_and_the_recording(
 
 
 @pytest.mark.trio
+async def test_a_value_redacted_on_one_connection_is_hidden_on_the_next(tmp_path: Path) -> None:
+    """A secret is one on every connection of the session: the MCP server reconnects after a
+    reset, and a value a rule replaced on the first connection comes back on the second (a
+    list of layers); it was recorded there in clear."""
+    record = tmp_path / "r.jsonl"
+    async with trio.open_nursery() as nursery:
+        upstream = GolemUpstream()
+        upstream.dispatcher.register("layer", lambda params: {"made": True})
+        upstream.dispatcher.register("layers", lambda params: {"names": ["Default", "SECRET"]})
+        await nursery.start(upstream.serve)
+        options = ProxyOptions(drain_timeout=1.0, redact=("params.layer",))
+        proxy = await start_proxy(nursery, upstream.address, record=str(record), options=options)
+        first = GolemClient(await connect(proxy.listen))
+        await first.call({"id": "1", "method": "layer", "params": {"layer": "SECRET"}})
+        await first.stream.aclose()
+        second = GolemClient(await connect(proxy.listen))
+        answer = await second.call({"id": "2", "method": "layers", "params": {}})
+        assert answer.obj["result"]["names"] == ["Default", "SECRET"]  # forwarded as it came
+        await second.stream.aclose()
+        await stop_proxy(proxy)
+        nursery.cancel_scope.cancel()
+    assert b"SECRET" not in record.read_bytes()
+    frames = [e for e in read_recording(str(record)).events if isinstance(e, FrameSeen)]
+    assert [frame.conn for frame in frames] == [1, 1, 2, 2]
+    assert frames[3].redacted == ("echo",)
+    assert frames[3].message.obj["result"]["names"] == ["Default", REDACTED]
+
+
+@pytest.mark.trio
 async def test_an_echo_nested_as_deep_as_the_decoder_goes_is_redacted(tmp_path: Path) -> None:
     """A walk that recursed gave up past ~500 levels and recorded the echo as it came; the
     encoding of the redacted message must go as deep as the decoding went."""
