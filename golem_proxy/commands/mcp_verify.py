@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from golem_core.profiles import GOLEM
+from golem_core.profiles import GOLEM, get_profile
 
 from ..analysis.trace import json_text
 from ..live.proxy_options import BoundRoute
@@ -30,6 +30,7 @@ from ..net.listeners import ListenError
 from ..replay.diffing import Comparator
 from ..replay.engine import ReplayEngine
 from ..replay.index import ExchangeTrace, load_exchanges
+from ..replay.live_redaction import LiveRedaction
 from ..replay.live_targets import LiveTargets, TargetLost
 from ..replay.mcp_child import ChildStartError, McpChild
 from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
@@ -226,6 +227,7 @@ async def _verify(
                     timeout=job.timeout,
                     before_step=standin.begin,
                     after_check=live.after_check,
+                    redaction=LiveRedaction(get_profile("mcp"), job.trace.header.redact),
                 )
             except ListenError as exc:
                 failed = f"the stand-in could not listen again: {exc}"

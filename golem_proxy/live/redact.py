@@ -17,6 +17,7 @@ Numbers, booleans and strings under four characters are not chased: replacing ev
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -96,54 +97,80 @@ def worth_chasing(values: Iterable[str]) -> tuple[str, ...]:
 
 
 class Echoes:
-    """Redacted string values, to be replaced where they recur (the last `MAX_ECHOES`)."""
+    """Redacted string values, to be replaced where they recur (the last `MAX_ECHOES`).
+
+    A value recurs as it is, or written into a JSON text another string holds (an MCP tool's
+    result is the plugin's answer as JSON text: ``json.dumps`` escapes every non-ASCII
+    character, a quote, a newline): each value is looked for in those forms too, and each
+    form replaced by `REDACTED` written the same way, so the text stays the JSON it was."""
 
     def __init__(self) -> None:
-        self._values: dict[str, None] = {}  # insertion-ordered set
+        self._values: dict[str, tuple[tuple[str, str], ...]] = {}  # insertion-ordered
+        self._by_length: Optional[list[tuple[str, str]]] = None
 
     def remember(self, values: Iterable[str]) -> None:
         for value in worth_chasing(values):
             self._values.pop(value, None)
-            self._values[value] = None
+            self._values[value] = _forms(value)
         while len(self._values) > MAX_ECHOES:
             del self._values[next(iter(self._values))]
+        self._by_length = None
 
     def __bool__(self) -> bool:
         return bool(self._values)
 
+    def _forms_by_length(self) -> list[tuple[str, str]]:
+        """Every form of every value with its replacement, longer first: no partial hits."""
+        if self._by_length is None:
+            pairs = {form: new for forms in self._values.values() for form, new in forms}
+            self._by_length = sorted(pairs.items(), key=lambda pair: len(pair[0]), reverse=True)
+        return self._by_length
+
     def might_be_in(self, payload: bytes) -> bool:
-        """A cheap test before parsing: does any remembered value (as UTF-8, or as the JSON
-        escape of its first character) appear in ``payload``?"""
-        for value in self._values:
-            if value.encode("utf-8", "surrogatepass") in payload:
-                return True
-            if not value.isascii() or '"' in value or "\\" in value:
-                return True  # JSON may have escaped it: let the object walk decide
+        """A cheap test before parsing: does any remembered value appear in ``payload``, in
+        one of its forms, or might it in a way of writing JSON other than ``json``'s?"""
+        for value, forms in self._values.items():
+            for form, _ in forms:
+                if form.encode("utf-8", "surrogatepass") in payload:
+                    return True
+            if not value.isascii() or '"' in value or "\\" in value or not value.isprintable():
+                return True  # another encoder may escape it otherwise: the walk decides
         return False
 
     def scrub(self, obj: Any) -> tuple[Any, bool]:
-        """``obj`` with every remembered value replaced inside its strings (keys too); whether
-        any was. ``obj`` is never modified: the containers on the way to a string replaced
-        are copied, the rest shared (a copy of every container cost a large frame its size
-        again)."""
-        values = sorted(self._values, key=len, reverse=True)  # longer first: no partial hits
+        """``obj`` with every remembered value replaced inside its strings (keys too), in each
+        of its forms; whether any was. ``obj`` is never modified: the containers on the way to
+        a string replaced are copied, the rest shared (a copy of every container cost a large
+        frame its size again)."""
+        pairs = self._forms_by_length()
 
         def clean(text: str) -> str:
-            for value in values:
-                if value in text:
-                    text = text.replace(value, REDACTED)
+            for form, new in pairs:
+                if form in text:
+                    text = text.replace(form, new)
             return text
 
         return _rebuilt(obj, clean)
 
     def scrub_bytes(self, payload: bytes) -> bytes:
-        """``payload`` with every remembered value's UTF-8 replaced, for bytes that decode to
-        nothing (no walk of strings can find them there); the same object when none is."""
-        for value in sorted(self._values, key=len, reverse=True):
-            raw = value.encode("utf-8", "surrogatepass")
+        """``payload`` with every remembered value's forms replaced in UTF-8, for bytes that
+        decode to nothing (no walk of strings can find them there); the same object when
+        none is."""
+        for form, new in self._forms_by_length():
+            raw = form.encode("utf-8", "surrogatepass")
             if raw in payload:
-                payload = payload.replace(raw, _REDACTED_BYTES)
+                payload = payload.replace(raw, new.encode("utf-8", "surrogatepass"))
         return payload
+
+
+def _forms(value: str) -> tuple[tuple[str, str], ...]:
+    """``value`` as it is and as JSON writes it inside a string (ASCII-escaped, and not), each
+    with what replaces it: `REDACTED` written the same way."""
+    forms = {value: REDACTED}
+    for ascii_only in (True, False):
+        written = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
+        forms.setdefault(written, json.dumps(REDACTED, ensure_ascii=ascii_only)[1:-1])
+    return tuple(forms.items())
 
 
 _END = object()

@@ -24,8 +24,10 @@ import trio
 from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..analysis.tool_calls import ToolCall, read_tool_calls
+from ..live.redact import REDACTED
 from .diffing import Comparator, Difference, envelope_body
 from .large_payloads import compare_as_bytes
+from .live_redaction import LiveRedaction
 from .mcp_child import McpChild, Oversized
 from .mcp_script import ClientStep, McpScript
 
@@ -135,12 +137,15 @@ async def play(
     timeout: float,
     before_step: Optional[Callable[[ClientStep], Awaitable[None]]] = None,
     after_check: Optional[Callable[[McpCheck], Awaitable[bool]]] = None,
+    redaction: Optional[LiveRedaction] = None,
 ) -> McpVerifyResult:
     """Play ``script`` to ``child`` (started) and compare every tool result; ``before_step``
     is awaited before each step is sent (the stand-in sets its routes as they were then),
     ``after_check`` with each check once made: True stops the replay there (the steps after
-    it are not sent: a live plugin behind the server went away). Never raises for what the
-    server does: a server that dies or stays silent is a check's problem."""
+    it are not sent: a live plugin behind the server went away). ``redaction``: the
+    recording's ``--redact`` rules, applied to each live answer before it is compared, as
+    they were to the recorded one. Never raises for what the server does: a server that
+    dies or stays silent is a check's problem."""
     result = McpVerifyResult()
     player = _Player(script, child, result, timeout)
     for step in script.steps:
@@ -155,6 +160,8 @@ async def play(
         answer = await player.request(step, outgoing_payload(step, comparator))
         if check is None:
             continue
+        if redaction and not isinstance(answer, str):
+            answer = _redacted(redaction, answer, step.method)
         result.checks.append(check)
         if isinstance(answer, str):
             check.problem = answer
@@ -176,6 +183,14 @@ async def play(
         if after_check is not None and await after_check(check):
             break
     return result
+
+
+def _redacted(
+    redaction: LiveRedaction, answer: dict[str, Any], method: Optional[str]
+) -> dict[str, Any]:
+    payload, _ = redaction.answer("mcp", json.dumps(answer).encode(), method)
+    redacted = json.loads(payload)
+    return redacted if isinstance(redacted, dict) else answer
 
 
 def _note_route_addresses(check: McpCheck, comparator: Comparator) -> None:
@@ -359,7 +374,10 @@ def _open_json_texts(recorded: Any, live: Any) -> tuple[Any, Any]:
     if isinstance(recorded, str) and isinstance(live, str) and recorded != live:
         inner_recorded, inner_live = _json_container(recorded), _json_container(live)
         # Same JSON written differently stays a difference of the text: the model sees text.
-        if inner_recorded is not None and inner_live is not None and inner_recorded != inner_live:
+        # But a text the recording's redaction rewrote (it holds `REDACTED`) was written by
+        # the proxy, not the server: its JSON is what the server said.
+        opened = inner_recorded is not None and inner_live is not None
+        if opened and (inner_recorded != inner_live or REDACTED in recorded):
             return _open_json_texts(inner_recorded, inner_live)
     return recorded, live
 

@@ -36,6 +36,26 @@ def test_the_values_a_rule_replaced_are_found_and_scrubbed_elsewhere() -> None:
     assert scrubbed == {"error": {"message": f"Layer '{REDACTED}' does not exist.", "ab": "ab"}}
 
 
+def test_a_value_is_found_where_a_json_text_holds_it_escaped() -> None:
+    """An MCP tool's result is the plugin's answer as JSON text: ``json.dumps`` escapes a
+    non-ASCII character, a quote, a newline. Each value is hidden in those forms too, by the
+    placeholder written the same way (the text stays the JSON it was); they were recorded in
+    clear, and a multi-line value was not even looked for."""
+    values = ["שכבה-סודית", 'say "hi" now', "import os\nprint(TOKEN)"]
+    echoes = Echoes()
+    echoes.remember(values)
+    text = json.dumps({"names": values})
+    assert echoes.might_be_in(json.dumps({"text": text}).encode())
+    scrubbed, changed = echoes.scrub({"text": text, "plain": list(values)})
+    assert changed
+    assert json.loads(scrubbed["text"]) == {"names": [REDACTED] * 3}
+    assert scrubbed["plain"] == [REDACTED] * 3
+    # Bytes that decode to nothing hold the text's escapes as they are.
+    broken = text.encode() + b"\xff"
+    cleaned = echoes.scrub_bytes(broken)
+    assert b"TOKEN" in broken and b"TOKEN" not in cleaned and b"\\u05e9" not in cleaned
+
+
 def test_a_scrub_copies_only_the_containers_on_the_way_to_a_replaced_string() -> None:
     """Nothing else is copied (a copy of every container cost a large frame its size again),
     the original is left as it was, keys are scrubbed too, and a message nested deeper than

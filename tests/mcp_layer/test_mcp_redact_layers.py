@@ -6,29 +6,37 @@ the session, the MCP hop's and the plugin's (it was recorded in clear in the GOL
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from golem_proxy.live.redact import REDACTED
 from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
 
-from .mcp_helpers import call_tools, environment, wrapped
-
-SECRET = "Hunter2-Layer"
+from .mcp_helpers import SERVER_COMMAND, call_tools, environment, wrapped
 
 
+@pytest.mark.parametrize("secret", ["Hunter2-Layer", "שכבה-סודית"])
 def test_a_tool_argument_redacted_on_the_mcp_hop_is_hidden_in_the_golem_frames(
-    tmp_path: Path,
+    tmp_path: Path, secret: str
 ) -> None:
+    """The tool returns the plugin's answer as JSON text, which ``json.dumps`` writes with
+    every non-ASCII character escaped: the second secret comes back in the MCP result as
+    ``\\u05e9…``, and is hidden in that form too."""
     record = tmp_path / "session.jsonl"
     rule = ("--redact", "tools/call:params.arguments.name")
-    calls = [("create_layer", {"name": SECRET}), ("list_layers", {})]
+    calls = [("create_layer", {"name": secret}), ("list_layers", {})]
     with PluginProcess(seed=7) as plugin:
         outcomes = call_tools(wrapped(plugin, record, *rule), environment(), calls)
     # The model got the real answers: redaction is of what is recorded.
-    assert SECRET in json.dumps(outcomes[1])
+    assert secret in json.loads(outcomes[1][1][0]["text"])["layers"][1]["name"]
     text = record.read_text()
-    assert SECRET not in text
     frames = [json.loads(line) for line in text.splitlines()[1:]]
+    written = json.dumps(secret)[1:-1]  # as JSON text holds it: ``\\u05e9…``
+    assert not [s for s in _strings(frames) if secret in s or written in s]
     golem = [f for f in frames if f.get("kind") == "frame" and f["route"] == "main"]
     create = next(f for f in golem if f.get("method") == "scene.create_layer")
     assert create["msg"]["params"]["name"] == REDACTED
@@ -36,3 +44,23 @@ def test_a_tool_argument_redacted_on_the_mcp_hop_is_hidden_in_the_golem_frames(
     assert create["tool_calls"][0]["tool"] == "create_layer"
     listed = [f for f in golem if f["dir"] == "s2c" and "echo" in f.get("redacted", [])]
     assert len(listed) == 2  # the created layer's answer, and the list after it
+
+    # Played to the same build, Rhino stood in by the redacted recording: the server now
+    # writes the placeholder the stand-in answers with into its JSON text, where the proxy
+    # wrote it into the recorded text: the same JSON, no difference.
+    done = run_cli("mcp-verify", str(record), "--", *SERVER_COMMAND, env=environment(), timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "mcp-verify: all 2 tool calls match" in done.stdout
+
+
+def _strings(node: Any) -> Iterator[str]:
+    """Every string in ``node``, keys too."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield key
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _strings(item)
