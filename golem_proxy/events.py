@@ -261,6 +261,9 @@ class FramingErrorSeen:
     the receiver was gone); empty when they did, as far as the proxy knows."""
     delivered_bytes: int = 0
     """With ``undelivered``: how many of the first bytes did go."""
+    redacted: tuple[str, ...] = ()
+    """``("echo",)`` when ``--redact`` scrubbed a value its rules replaced before out of
+    ``raw`` (then not the bytes as they came); empty otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -277,6 +280,8 @@ class BytesDiscarded:
     """Why these bytes never reached their receiver (`FramingErrorSeen.undelivered`)."""
     delivered_bytes: int = 0
     """With ``undelivered``: how many of the first bytes did go."""
+    redacted: tuple[str, ...] = ()
+    """As `FramingErrorSeen.redacted`."""
 
 
 @dataclass(frozen=True, kw_only=True)

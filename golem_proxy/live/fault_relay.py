@@ -436,6 +436,7 @@ class FaultRelay:
             # What was read behind the cut is never sent; as stream bytes after the truncated
             # frame its decoder would take them for its rest, so the close says how many.
             unsent = self.unsent.drop_behind(direction)
+            self._unrecorded(direction, action.learned)
             self._publish(direction, action)
             await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
             self.conn.eof[direction] = True

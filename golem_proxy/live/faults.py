@@ -222,6 +222,9 @@ class ConnectionFaults:
                 action.events.append(
                     ("truncate", f"sent {cut} of {len(raw)} bytes, then closed: {what}")
                 )
+                # Recorded as the bytes that went, which no rule can read: the values the
+                # rules replace in the whole frame are scrubbed from them.
+                action.learned = self._learned(direction, payload, message, elided, method)
                 return action
         for _, rule in fired:
             if rule.kind is FaultKind.CORRUPT and payload:

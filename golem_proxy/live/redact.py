@@ -162,6 +162,16 @@ class Echoes:
                 payload = payload.replace(raw, new.encode("utf-8", "surrogatepass"))
         return payload
 
+    def mask_bytes(self, raw: bytes) -> bytes:
+        """``raw`` with every remembered value's forms overwritten by as many ``*``: for
+        bytes no frame was decoded from, counted by their length (a gap's, a stream's
+        offsets); the same object when none is found."""
+        for form, _ in self._forms_by_length():
+            found = form.encode("utf-8", "surrogatepass")
+            if found in raw:
+                raw = raw.replace(found, b"*" * len(found))
+        return raw
+
 
 def _forms(value: str) -> tuple[tuple[str, str], ...]:
     """``value`` as it is and as JSON writes it inside a string (ASCII-escaped, and not), each

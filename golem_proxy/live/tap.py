@@ -325,16 +325,18 @@ class ConnectionTap:
                 limit, cap = f"{self._decoder_cap}-byte", f"{self.cap}-byte"
                 event = dataclasses.replace(event, detail=event.detail.replace(limit, cap))
             undelivered, delivered = self._frames.undelivered(direction)
+            raw, redacted = self._frames.scrubbed(event.raw)
             self.publish(
                 FramingErrorSeen(
                     **self._where(direction, t),
                     kind=event.kind,
                     detail=event.detail,
-                    raw=event.raw,
+                    raw=raw,
                     recoverable=event.recoverable,
                     declared_length=event.declared_length,
                     undelivered=undelivered,
                     delivered_bytes=min(delivered, len(event.raw)),
+                    redacted=redacted,
                 )
             )
             found = self.profile.frame_violation(event)
@@ -346,13 +348,15 @@ class ConnectionTap:
             return TapVerdict(f"{direction.value} {event.kind.value} frame: {event.detail}")
         if isinstance(event, Discarded):
             undelivered, delivered = self._frames.undelivered(direction)
+            raw, redacted = self._frames.scrubbed(event.raw)
             self.publish(
                 BytesDiscarded(
                     **self._where(direction, t),
-                    raw=event.raw,
+                    raw=raw,
                     final=event.final,
                     undelivered=undelivered,
                     delivered_bytes=min(delivered, len(event.raw)),
+                    redacted=redacted,
                 )
             )
         return None

@@ -154,6 +154,16 @@ class FramePublisher:
             return arrival[1](seen)
         return self.annotate.annotate(seen, request)
 
+    def scrubbed(self, raw: bytes) -> tuple[bytes, tuple[str, ...]]:
+        """``raw``, bytes no frame was decoded from (a frame cut short, an oversized frame's
+        body), with the values the session's redaction replaced before masked in it (as long
+        as they were: these bytes are counted by their length), and ``("echo",)`` when any
+        was: no rule can find its path in them."""
+        if not self._redaction or not self._redaction.echoes:
+            return raw, ()
+        scrubbed = self._redaction.echoes.mask_bytes(raw)
+        return scrubbed, (() if scrubbed is raw else ("echo",))
+
     def learn(self, learned: Iterable[str]) -> None:
         """Remember ``learned``, the values the redaction rules replace in a frame that
         arrived and is not recorded as it came, so that they are hidden where they come back;

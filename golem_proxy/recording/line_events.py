@@ -277,6 +277,7 @@ class LineDecoder:
                 declared_length=member_optional_int(data, "declared"),
                 undelivered=member_str(data, "undelivered", ""),
                 delivered_bytes=member_int(data, "delivered_bytes", 0),
+                redacted=member_redacted(data),
             )
         if kind == "discarded":
             raw = member_base64(data)
@@ -286,6 +287,7 @@ class LineDecoder:
                 final=member_bool(data, "final"),
                 undelivered=member_str(data, "undelivered", ""),
                 delivered_bytes=member_int(data, "delivered_bytes", 0),
+                redacted=member_redacted(data),
             )
         if kind in ("fault", "intercept"):
             return _proxy_action(data, _where(data, conn, route, t))

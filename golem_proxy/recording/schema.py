@@ -126,6 +126,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "declared",
         "undelivered",
         "delivered_bytes",
+        "redacted",
         "raw",
     ),
     "discarded": (
@@ -136,6 +137,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "final",
         "undelivered",
         "delivered_bytes",
+        "redacted",
         "raw",
     ),
     "fault": (

@@ -87,11 +87,15 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
         base.update(dir=event.direction.value, error=event.kind.value, detail=event.detail)
         base.update(recoverable=event.recoverable, declared=event.declared_length)
         _undelivered_members(base, event)
+        if event.redacted:
+            base.update(redacted=list(event.redacted))
         base.update(raw=b64(event.raw))
     elif isinstance(event, events.BytesDiscarded):
         base.update(kind="discarded", conn=event.conn, route=event.route)
         base.update(dir=event.direction.value, final=event.final)
         _undelivered_members(base, event)
+        if event.redacted:
+            base.update(redacted=list(event.redacted))
         base.update(raw=b64(event.raw))
     elif isinstance(event, events.FaultInjected):
         base.update(kind="fault", conn=event.conn, route=event.route)

@@ -16,7 +16,7 @@ import pytest
 from bench.processes import status
 from golem_core.messages import Malformed
 from golem_core.profiles import GOLEM
-from golem_proxy.events import FrameSeen
+from golem_proxy.events import FrameSeen, FramingErrorSeen
 from golem_proxy.recording.format import read_recording
 from tests.commands.test_intercept_cli import OBSERVERS, InterceptingProxy
 from tests.commands.test_intercept_redact_cli import (
@@ -100,6 +100,38 @@ def test_a_corrupted_request_hides_the_token_its_rule_no_longer_finds(
     assert_nowhere(record, SECRET)
     frames = [e for e in read_recording(str(record)).events if isinstance(e, FrameSeen)]
     assert [(type(f.message), f.redacted) for f in frames] == [(Malformed, ("echo",))]
+
+
+@OBSERVERS
+def test_a_truncated_request_hides_the_token_in_the_bytes_that_went(
+    echo_upstream: EchoUpstream, tmp_path: Path, observer: str
+) -> None:
+    """``--fault truncate`` sends the first part of the request and closes: what is recorded
+    is those bytes, a frame cut short that no rule can read (base64 ``raw``). The token the
+    rule replaces in the whole request is masked in them, as long as it was (the bytes are
+    counted by their length), and the line says so; it was recorded in clear."""
+    record = tmp_path / "session.jsonl"
+    proxy = InterceptingProxy(
+        "--route", f"127.0.0.1:0=127.0.0.1:{echo_upstream.port}", "--record", str(record),
+        "--redact", "params.token", "--fault", "truncate:method=auth.login,at=0.9",
+        "--observer", observer, "--verbose",
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=20) as client:
+            login = {"id": "r0", "method": "auth.login", "params": {"token": SECRET, "user": "bob"}}
+            client.sendall(GOLEM.encode(login))
+            proxy.wait_for(r"fault truncate auth\.login sent")
+            proxy.wait_for(r"closed")
+    finally:
+        stderr = proxy.stop()
+    assert proxy.process.returncode == 0, stderr
+    assert SECRET not in "".join(proxy.lines)
+    assert_nowhere(record, SECRET)
+    errors = [e for e in read_recording(str(record)).events if isinstance(e, FramingErrorSeen)]
+    assert [e.redacted for e in errors] == [("echo",)]
+    assert b"*" * len(SECRET) in errors[0].raw
+    sent = len(GOLEM.encode(login))
+    assert len(errors[0].raw) == int(0.9 * (sent - 4)) + 4  # the bytes that went, all counted
 
 
 class TokenUpstream(EchoUpstream):
