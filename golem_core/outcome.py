@@ -70,7 +70,8 @@ class Outcome:
         kind = self.kind
         if kind is not OutcomeKind.OK and _reads_as_success(self.name):
             # A failure never reads as a success: a hostile or confused server's error
-            # envelope whose code is "OK" (or a result's that is "ok") says what it is.
+            # envelope whose code is "OK" (or a result's that is "ok"), or a bare number
+            # (the MCP SDK answers a cancelled call with code 0), says what it is.
             return f"{kind.value} (code {self.name})"
         if kind is OutcomeKind.ERROR_IN_RESULT:
             # A flag with no code (MCP's ``isError``) names itself; a code is marked as the
@@ -89,12 +90,15 @@ _SUCCESS_WORDS = frozenset(("ok", "success", "succeeded"))
 
 def _reads_as_success(name: str) -> bool:
     """Whether ``name`` may read as a success word: one of `_SUCCESS_WORDS` once its
-    letters alone are kept (``Ok.``, ``success!``), or any name with a character that is
-    not ASCII (a Cyrillic or fullwidth OK, or one followed by a zero-width space, reads as
-    OK on a terminal, and no code the profiles register has one)."""
+    letters alone are kept (``Ok.``, ``success!``), any name with a character that is not
+    ASCII (a Cyrillic or fullwidth OK, or one followed by a zero-width space, reads as OK on
+    a terminal, and no code the profiles register has one), or a name with no letter at
+    all: a bare code (``0`` reads as an exit status's success; ``-32000`` says nothing of
+    failing)."""
     if not name.isascii():
         return True
-    return "".join(char for char in name if char.isalpha()).casefold() in _SUCCESS_WORDS
+    letters = "".join(char for char in name if char.isalpha())
+    return not letters or letters.casefold() in _SUCCESS_WORDS
 
 
 class ResultFailureRule(abc.ABC):

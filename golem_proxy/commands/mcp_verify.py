@@ -393,7 +393,7 @@ def render(
     if result.ok and unknown:
         console.print(
             f"[green]mcp-verify: all {len(tools) - unknown} tool calls compared match[/green]; "
-            f"{unknown} could not be compared (the recording has no answer to compare with)"
+            f"{unknown} could not be compared (the rows say why)"
         )
     elif result.ok:
         console.print(f"[green]mcp-verify: all {len(tools)} tool calls match[/green]")

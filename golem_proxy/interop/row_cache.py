@@ -35,7 +35,7 @@ from .flow_table import MAX_ROW, SMALLEST_BUFFER, column_spec, flow_rows, write_
 
 __all__ = ["RowFile", "cached_row_file", "cached_rows", "prepare_cache", "rows_into_cache"]
 
-READING = 7
+READING = 8
 """What the readers make of a recording, beyond the version: raised where they read the same
 file into other rows (2: requests the proxy let go are ``evicted``, no longer
 ``unanswered``; 3: those the proxy's gap names, not its oldest; 5: NaN and the infinities
@@ -43,7 +43,8 @@ named as strings, ``"NaN"``, as `show --json` names them; 6: requests an ``end``
 are ``unanswered (upstream closed)``; 7: a failure whose code reads as a success is
 ``error (code OK)``, not ``OK``, requests still waiting where the file ends are
 ``pending (recording ended)``, and the ``trace`` column is the absolute path and the
-header's digest, `flow_table.trace_name`) or keep other things beside
+header's digest, `flow_table.trace_name`; 8: a failure whose code is a bare number is
+``error (code 0)``, not ``0``) or keep other things beside
 them (4: the notes file says how long the longest row is when it is `SMALLEST_BUFFER` or
 more, and a file without one has none that long), so that rows cached before are not taken
 for current."""

@@ -165,6 +165,10 @@ async def play(
         result.checks.append(check)
         if isinstance(answer, str):
             check.problem = answer
+        elif step.tool is not None and step.cancelled:
+            # Its answer, if any, is what the cancellation made of it (the SDK's "Request
+            # cancelled"); the replay sends the cancellation only after the live answer.
+            check.not_compared = "cancelled in the recording while it waited"
         elif step.tool is not None and step.answer_elided:
             check.not_compared = (
                 "its answer in the recording is too large to parse (read from its skeleton)"
@@ -172,8 +176,6 @@ async def play(
         elif step.tool is not None and step.answer is not None:
             check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
             _note_route_addresses(check, comparator)
-        elif step.tool is not None and step.cancelled:
-            check.not_compared = "cancelled in the recording, and unanswered there"
         elif step.tool is not None and step.answer_unobserved:
             check.not_compared = "its answer in the recording fell in bytes not observed"
         elif step.tool is not None:

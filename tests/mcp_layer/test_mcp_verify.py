@@ -227,6 +227,46 @@ def _without_last_answer(recording: Path, out: Path, *, cancelled: bool = False)
     return str(last["msg"]["params"]["name"])
 
 
+def test_a_call_cancelled_and_answered_in_the_recording_is_not_compared(
+    recording: Path, tmp_path: Path
+) -> None:
+    """The MCP SDK answers a cancelled call ("Request cancelled", code 0): that answer says
+    what the cancellation made of the call, which the replay does not play (it sends the
+    cancellation after the live answer). It was compared, and failed every such recording;
+    and its status read ``0``."""
+    cut = tmp_path / "cancelled.jsonl"
+    tool = _without_last_answer(recording, cut, cancelled=True)
+    lines = cut.read_bytes().splitlines(keepends=True)
+    events = [json.loads(line) for line in lines]
+    asked = max(
+        (e for e in events if e.get("kind") == "frame" and e.get("method") == "tools/call"),
+        key=lambda e: e["n"],
+    )
+    answer = {"jsonrpc": "2.0", "id": asked["msg"]["id"],
+              "error": {"code": 0, "message": "Request cancelled"}}  # fmt: skip
+    payload = json.dumps(answer, separators=(",", ":"))
+    n = 1 + max(e["n"] for e in events if e.get("conn") == asked["conn"] and e.get("dir") == "s2c")
+    line = (
+        f'{{"seq":{len(lines) + 1},"t":{asked["t"] + 0.002},"kind":"frame",'
+        f'"conn":{asked["conn"]},"route":"{asked["route"]}","dir":"s2c","n":{n},'
+        f'"size":{len(payload) + 1},"type":"error","answers":{asked["n"]},"msg":{payload}}}\n'
+    )
+    exchange = (
+        f'{{"seq":{len(lines) + 2},"t":{asked["t"] + 0.002},"kind":"exchange",'
+        f'"conn":{asked["conn"]},"route":"{asked["route"]}","req":{asked["n"]},"resp":{n},'
+        '"method":"tools/call","status":"error (code 0)","latency":0.002,"outcome":"error"}\n'
+    )
+    cancel = next(i for i, e in enumerate(events) if e.get("method") == "notifications/cancelled")
+    lines[cancel + 1 : cancel + 1] = [line.encode(), exchange.encode()]
+    cut.write_bytes(b"".join(lines))
+    shown = run_cli("show", str(cut), env=environment(COLUMNS="200"))
+    assert "error (code 0)" in shown.stdout, shown.stdout + shown.stderr
+    done = mcp_verify(str(cut))
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith(tool))
+    assert "not compared" in row and "cancelled in the recording while it waited" in row
+
+
 def test_a_call_unanswered_in_the_recording_that_is_answered_now_differs(
     recording: Path, tmp_path: Path
 ) -> None:
