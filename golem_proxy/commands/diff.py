@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import Optional
 
 from ..analysis.request_rows import RequestRows, gaps_note, read_request_rows
+from ..analysis.tool_calls import read_tool_calls
 from ..analysis.trace import json_text
+from ..replay.diffing import Comparator
 from ..replay.index import ExchangeTrace, load_exchanges
-from ..replay.render import render_diff
+from ..replay.render import render_diff, render_tool_call_diff
+from ..replay.tool_call_diff import ToolCallDiff, diff_tool_calls
 from ..replay.tracediff import DamagedTrace, diff_traces
 from ._common import CommandError, console, print_notes, reading
 from ._comparing import add_comparison_arguments, comparator_from
@@ -68,16 +72,32 @@ def run(args: argparse.Namespace) -> int:
         except DamagedTrace as damaged:
             with reading(paths[damaged.side], ROLES[damaged.side]):
                 raise damaged.error from None
+        tools = _tool_calls(args, comparator)
         if args.json:
             report = diff.to_json()
+            if tools is not None:
+                report["tool_calls"] = tools.to_json()
             if a_notes or b_notes:
                 report["notes"] = dict(zip(NOTES_KEYS, (a_notes, b_notes)))
             print(json_text(report, indent=2))
         else:
             render_diff(diff, console(), (args.a, args.b))
+            if tools is not None:
+                render_tool_call_diff(tools, console(), (args.a, args.b))
     finally:
         a.close()
         b.close()
     # On stderr as every reader says them, once the diff is out; they change no exit status.
     print_notes(a_notes + b_notes)
-    return 0 if diff.equal else EXIT_DIFFERENT
+    same_calls = tools is None or not tools.different
+    return 0 if diff.equal and same_calls else EXIT_DIFFERENT
+
+
+def _tool_calls(args: argparse.Namespace, comparator: Comparator) -> Optional[ToolCallDiff]:
+    """The two recordings' MCP tool calls compared (`diff_tool_calls`), or None when neither
+    has any."""
+    calls = []
+    for role, path in zip(ROLES, (args.a, args.b)):
+        with reading(path, role):
+            calls.append(read_tool_calls(path))
+    return diff_tool_calls(calls[0], calls[1], comparator, (args.a, args.b))

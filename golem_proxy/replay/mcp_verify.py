@@ -395,42 +395,69 @@ def _json_container(text: str) -> Optional[Any]:
 
 
 def compare_sessions(
-    recorded: Sequence[ToolCall], live: Sequence[ToolCall], comparator: Comparator
+    recorded: Sequence[ToolCall],
+    live: Sequence[ToolCall],
+    comparator: Comparator,
+    *,
+    names: Optional[tuple[str, str]] = None,
 ) -> list[McpCheck]:
     """The tool calls of two recordings side by side, in order: each live result compared
     with the recorded one (GUID-aware, inside JSON text), a call to another tool, and a
-    call only one side made, as problems. ``number`` is the live call's flow number."""
+    call only one side made, as problems. ``number`` is the live call's flow number.
+    ``names``: the two recordings' names, for problems said as `diff` says them (``only in
+    a.jsonl``); None: as a recording and a build played now."""
+    words = _Words(names)
     checks: list[McpCheck] = []
     for position in range(max(len(recorded), len(live))):
         was = recorded[position] if position < len(recorded) else None
         now = live[position] if position < len(live) else None
         if now is None:
             assert was is not None
-            checks.append(
-                McpCheck(None, was.tool, TOOLS_CALL, None, problem="recorded, not called now")
-            )
+            checks.append(McpCheck(None, was.tool, TOOLS_CALL, None, problem=words.only_recorded))
             continue
         check = McpCheck(now.number, now.tool, TOOLS_CALL, _request_id(now))
         checks.append(check)
         if was is None:
-            check.problem = "called now, not in the recording"
+            check.problem = words.only_live
         elif was.tool != now.tool:
-            check.problem = f"called {now.tool}, the recording has {was.tool} here"
+            check.problem = words.other_tool(was.tool, now.tool)
         elif (_skeleton(was) or _skeleton(now)) and _answer(was) and _answer(now):
             # A payload too large to parse, read from its skeleton: the answers as bytes.
             check.differences = compare_as_bytes(_payload(was), _payload(now), comparator)
         else:
             recorded_answer, live_answer = _answer(was), _answer(now)
             if live_answer is None:
-                check.problem = "no answer now" if recorded_answer is not None else None
+                check.problem = words.unanswered_live if recorded_answer is not None else None
             elif recorded_answer is None:
-                check.problem = "answered now, unanswered in the recording"
+                check.problem = words.unanswered_recorded
             else:
                 check.differences = compare_tool_result(
                     recorded_answer, live_answer, comparator, now.tool
                 )
                 _note_route_addresses(check, comparator)
     return checks
+
+
+class _Words:
+    """How `compare_sessions` says a problem: of a recording and a build played now, or of
+    two recordings by name."""
+
+    def __init__(self, names: Optional[tuple[str, str]]) -> None:
+        self.names = names
+        a, b = names or ("", "")
+        self.only_recorded = f"only in {a}" if names else "recorded, not called now"
+        self.only_live = f"only in {b}" if names else "called now, not in the recording"
+        self.unanswered_live = f"answered in {a}; unanswered in {b}" if names else "no answer now"
+        self.unanswered_recorded = (
+            f"unanswered in {a}; answered in {b}"
+            if names
+            else "answered now, unanswered in the recording"
+        )
+
+    def other_tool(self, was: str, now: str) -> str:
+        if self.names is None:
+            return f"called {now}, the recording has {was} here"
+        return f"{self.names[0]} called {was} here, {self.names[1]} {now}"
 
 
 def _payload(call: ToolCall) -> bytes:

@@ -17,6 +17,7 @@ from ..table_layout import Cell, Column, print_table
 from ..terminal import counted, safe_text
 from .diffing import Difference, short
 from .row_numbers import row_label
+from .tool_call_diff import ToolCallDiff
 from .tracediff import ExchangeDiff, Side, TraceDiff
 from .verify import VerifyResult
 
@@ -124,6 +125,36 @@ def render_diff(diff: TraceDiff, console: Console, names: Optional[tuple[str, st
         console.print(
             f"[red]diff: {len(different)} of {len(diff.pairs)} aligned requests differ[/red]"
         )
+
+
+def render_tool_call_diff(diff: ToolCallDiff, console: Console, names: tuple[str, str]) -> None:
+    """Each tool call that differs (its row in each recording, the tool, what differs), then
+    a summary of the MCP layer's comparison."""
+    a_name, b_name = names
+    cut = False
+    for i in diff.different[:MAX_SHOWN]:
+        check = diff.checks[i]
+        where = f"A{row_label(diff.a_rows[i])}" if diff.a_rows[i] is not None else "—"
+        where += f" B{row_label(diff.b_rows[i])}" if diff.b_rows[i] is not None else " —"
+        said = check.problem or "changed"
+        console.print(
+            Text.assemble(
+                (f"{where} ", "bold"),
+                (safe_text(f"tools/call {check.name} "), "bold magenta"),
+                _literal(said, "yellow"),
+            )
+        )
+        if check.differences:
+            cut = _print_differences(console, check.differences, a_name, b_name) or cut
+    if len(diff.different) > MAX_SHOWN:
+        console.print(f"… and {len(diff.different) - MAX_SHOWN} more (--json: all)")
+    if cut:
+        console.print(Text(CUT_NOTE, style="dim"))
+    calls = counted(len(diff.checks), "tool call")
+    if diff.different:
+        console.print(f"[red]diff: {len(diff.different)} of {calls} differ[/red]")
+    else:
+        console.print(f"[green]diff: {calls}, no difference[/green]")
 
 
 def _pair_said(pair: ExchangeDiff, names: tuple[str, str]) -> str:

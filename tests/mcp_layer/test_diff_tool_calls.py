@@ -1,0 +1,45 @@
+"""``golem-proxy diff A B`` of two ``golem-proxy mcp`` sessions compares their tool calls too:
+the plugin's layer may be alike while the model called other tools, with other arguments,
+and got other results back (diff said ``no difference``, exit 0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support.cli_helpers import run_cli
+
+from .mcp_helpers import recorded_session
+
+SAME = [("list_layers", {}), ("create_layer", {"name": "A"})]
+
+
+def test_sessions_that_called_other_tools_differ(tmp_path: Path) -> None:
+    a = recorded_session(tmp_path / "a.jsonl", [*SAME, ("big_text", {"size": 3})])
+    b = recorded_session(tmp_path / "b.jsonl", [*SAME, ("big_text", {"size": 5}), ("gh_ping", {})])
+    done = run_cli("diff", str(a), str(b))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "tools/call big_text changed" in done.stdout
+    assert "arguments.size" in done.stdout
+    assert "tools/call gh_ping only in" in done.stdout
+    assert "diff: 2 of 4 tool calls differ" in done.stdout
+    report = json.loads(run_cli("diff", "--json", str(a), str(b)).stdout)
+    differing = report["tool_calls"]["differing"]
+    assert [(d["tool"], d["a"] is None) for d in differing] == [
+        ("big_text", False),
+        ("gh_ping", True),
+    ]
+    assert differing[0]["differences"][0] == {
+        "path": "arguments.size",
+        "kind": "changed",
+        "recorded": 3,
+        "live": 5,
+    }
+
+
+def test_the_same_calls_made_again_are_no_difference(tmp_path: Path) -> None:
+    a = recorded_session(tmp_path / "a.jsonl", SAME)
+    b = recorded_session(tmp_path / "b.jsonl", SAME)
+    done = run_cli("diff", str(a), str(b))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "diff: 2 tool calls, no difference" in done.stdout
