@@ -100,7 +100,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         hold_help="with --observer child-process: how long forwarding may wait in one go for a "
         "recording more than 60 ms behind the wire (as golem-proxy proxy's; default: no limit)",
     )
-    add_session_arguments(parser)
+    add_session_arguments(
+        parser,
+        "send accept/edit/drop/answer commands to --console unix:PATH with golem-proxy "
+        "intercept unix:PATH (stdin is the MCP client's)",
+    )
     parser.add_argument(
         "server", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the MCP server"
     )

@@ -95,9 +95,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_session_arguments(parser)
 
 
-def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+INTERCEPT_DECIDED_HERE = (
+    "type accept/edit/drop/answer commands on stdin (? for help), or use the keys of --tui "
+    "('' holds nothing until `i` sets a filter there)"
+)
+"""Where `proxy --intercept`'s decisions are made (`golem-proxy mcp` says its own)."""
+
+
+def add_session_arguments(
+    parser: argparse.ArgumentParser, intercept_decided: str = INTERCEPT_DECIDED_HERE
+) -> None:
     """The options of a proxy session that `golem-proxy mcp` takes too: recording, logging,
-    checks, faults, interception and the observer's limits."""
+    checks, faults, interception (``intercept_decided``: where its decisions are made, for
+    its help) and the observer's limits."""
     parser.add_argument("--record", metavar="PATH", help="write the session to this recording")
     parser.add_argument(
         "--record-dir",
@@ -160,9 +170,7 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
         "--intercept",
         metavar="FILTER",
         help="hold the frames FILTER selects (docs/filters.md; ~q requests, ~s responses) "
-        "until decided: type accept/edit/drop/answer commands on stdin (? for help), or use "
-        "the keys of --tui ('' holds nothing until `i` sets a filter there); the routes then "
-        "forward frame by frame",
+        f"until decided: {intercept_decided}; the routes then forward frame by frame",
     )
     parser.add_argument(
         "--intercept-timeout",
