@@ -175,7 +175,9 @@ def audit(
     profile, and the method catalogue, which is the plugin's, is not applied to it.
 
     A violation found again by the re-check is the same as a recorded one when it names the
-    same flow (or the same connection-level event), rule and path."""
+    same flow (or the same connection-level event), direction, rule and path: a request and
+    its answer breaking one rule at the same path (a malformed request answered by a
+    malformed error) are two violations, one of each peer."""
     locate = _Locator(flows)
     findings: list[Finding] = []
     seen: set[tuple[Any, ...]] = set()
@@ -184,7 +186,7 @@ def audit(
         place: Any = finding.flow
         if place is None:  # not tied to a row: only identical reports are the same
             place = (finding.conn, finding.direction, finding.violation.message)
-        key = (place, finding.rule, finding.violation.path)
+        key = (place, finding.direction, finding.rule, finding.violation.path)
         if key not in seen:
             seen.add(key)
             findings.append(finding)

@@ -106,6 +106,31 @@ def findings(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
+def test_a_request_and_its_answer_breaking_one_rule_are_two_violations(tmp_path: Path) -> None:
+    """The client's request and the plugin's answer are both malformed envelopes at ``$``:
+    each peer's violation is its own, as the proxy recorded them."""
+
+    def answer_malformed(peer: socket.socket) -> None:
+        read_frame(peer)
+        peer.sendall(framed({"id": "q", "result": None, "error": {"code": "BOOM"}}))
+        peer.recv(1)  # until the proxy closes
+
+    with (
+        recorded(tmp_path, answer_malformed) as (port, record),
+        socket.create_connection(("127.0.0.1", port), timeout=20) as client,
+    ):
+        client.sendall(framed({"id": "q", "method": 5, "params": {}}))
+        read_frame(client)
+    both = [("c2s", "golem.message.malformed", "$"), ("s2c", "golem.message.malformed", "$")]
+    assert sorted(recorded_violations(record)) == both
+    code, report = checked(record)
+    assert code == 1
+    assert sorted(findings(report)) == both
+    (group,) = report["rules"]
+    assert group["count"] == 2 and report["errors"] == 2
+    assert {f["flow"] for f in group["findings"]} == {1}
+
+
 ASK = {"jsonrpc": "2.0", "id": 7, "method": "confirm", "params": {}}
 PROGRESS = {"jsonrpc": "2.0", "method": "progress", "params": {"done": 1}}
 CALL = {"jsonrpc": "2.0", "id": 1, "method": "state", "params": {}}
