@@ -28,7 +28,16 @@ from ..events import (
 )
 from ..status_tone import Tone, outcome_tone, undelivered_status
 
-__all__ = ["Flow"]
+__all__ = ["Flow", "gap_size_at_least"]
+
+
+def gap_size_at_least(gap: ObservationLost) -> bool:
+    """Whether ``gap``'s ``size`` is only the least that went by: the gap of a restart of the
+    observing process on a connection (`GapReason.RESTARTED`) counts what crossed while no
+    observing process ran, not what the one that died had been handed and not recorded (its
+    ``detail`` says up to how much more of the connection's may be missing). Every other
+    gap's size is what it says (a session's row, connection 0, says no size)."""
+    return gap.reason is GapReason.RESTARTED and gap.conn != 0
 
 
 @dataclass(slots=True)
@@ -135,6 +144,12 @@ class Flow:
     def asked_by_server(self) -> bool:
         """The request (or notification) came from the server: its answer travels c2s."""
         return self.request is not None and self.request.direction is Direction.S2C
+
+    @property
+    def size_at_least(self) -> bool:
+        """The row's size (`request_size`, `response_size`) is only the least that went by
+        (`gap_size_at_least`)."""
+        return self.gap is not None and gap_size_at_least(self.gap)
 
     def _gap_size(self, direction: Direction) -> Optional[int]:
         gap = self.gap

@@ -200,7 +200,9 @@ def _export_pcapng(trace: FlowReader, out: str, overwrite: bool) -> int:
         f"({summary.payload_bytes} payload bytes) to {safe_text(out)}"
     )
     if summary.gaps:
-        line += f"; {summary.gaps} gaps ({summary.gap_bytes} bytes crossed unobserved)"
+        least = "at least " if summary.gap_bytes_at_least else ""
+        crossed = f"{least}{counted(summary.gap_bytes, 'byte')} crossed unobserved"
+        line += f"; {counted(summary.gaps, 'gap')} ({crossed})"
     console(stderr=True).print(Text(line))
     return EXIT_OK
 
