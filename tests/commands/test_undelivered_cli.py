@@ -186,6 +186,9 @@ def test_an_answer_the_client_never_got_is_recorded_and_shown_undelivered(
     # The file holds the answer as the upstream sent it; the proxy forwarded none of it.
     assert answers["undelivered_frames"] == 1
     assert answers["recorded_bytes"] == 0 and answers["complete"] is True
+    assert answers["undelivered_bytes"] == answers["bytes"]
+    (row,) = [line for line in exported.stdout.splitlines() if answers["file"] in line]
+    assert "= 0 B forwarded + 1 frame undelivered" in row
 
 
 def test_an_answer_the_kernel_took_is_delivered_as_far_as_the_proxy_knows(
