@@ -172,14 +172,17 @@ class Flow:
     def is_error(self) -> bool:
         """The exchange failed: its outcome is not ok (an error envelope, an error in the
         result, ``success: false``, a malformed answer), the request is malformed, a framing
-        error, a request that was never answered, or a connection that carried nothing and
-        was reset or refused (one closed cleanly before a byte crossed it, a client's probe,
-        is no failure)."""
+        error, a request that was never answered, a frame of it never reached its receiver
+        (`undelivered`: an answer, ``ok`` or not, that the client never got did not succeed
+        for the client), or a connection that carried nothing and was reset or refused (one
+        closed cleanly before a byte crossed it, a client's probe, is no failure). The one
+        decision `stats`, `check`, ``~e`` and ``error`` in JSON read."""
         failed = self.connection_failed
         if (
             self.frame_error is not None
             or self.closed_unanswered
             or (failed is not None and failed.abnormal)
+            or self.undelivered
         ):
             return True
         if self.request is not None and isinstance(self.request.message, Malformed):

@@ -176,8 +176,8 @@ def _audit(
 ) -> list[Finding]:
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
     in the order one call over the whole trace gives, and ``mcp`` over its MCP layer; the
-    drift of the other flows goes to ``drift``, the status of every failed flow is counted in
-    ``failures`` (and of every flow whose answer never reached its client); ``notes`` counts
+    drift of the other flows goes to ``drift``, the status of every failed flow
+    (`Flow.is_error`) is counted in ``failures``; ``notes`` counts
     the flows read from a skeleton (``unparsed``), whose messages are not checked again;
     ``seen`` what was not inspected (gaps, requests let go, frames withheld)."""
     findings: list[Finding] = []
@@ -194,11 +194,8 @@ def _audit(
         if seen is not None:
             seen.add(events, flows)
         if failures is not None:
-            # An answer its client never got failed for that client, whatever it said.
             failures.update(
-                flow.status(trace.profile_for(flow.route))
-                for flow in flows
-                if flow.is_error or flow.undelivered
+                flow.status(trace.profile_for(flow.route)) for flow in flows if flow.is_error
             )
         findings += mcp.feed(flows)
         for finding in audit(events, flows, trace.profile, catalogue, layers):

@@ -174,9 +174,16 @@ def test_an_answer_the_client_never_got_is_recorded_and_shown_undelivered(
     rows = [json.loads(text) for text in run_cli("show", str(record), "--json").stdout.splitlines()]
     (row,) = [r for r in rows if r["method"] == "scene.slow"]
     assert row["undelivered"] == "client gone" and row["outcome"] == "ok"
+    # The upstream answered ok; the client never got it: the call failed for the client, for
+    # every view alike.
+    assert row["error"] is True
 
     checked = run_cli("check", str(record))
     assert "1 flow failed: 1 ok (undelivered: client gone)" in checked.stdout
+    stats = json.loads(run_cli("stats", str(record), "--json").stdout)
+    (slow,) = [r for r in stats["methods"] if r["method"] == "scene.slow"]
+    assert slow["errors"] == 1 and stats["overall"]["errors"] == 1
+    assert run_cli("show", str(record), "--filter", "~e").stdout.count("scene.slow") == 1
 
     out = tmp_path / "streams"
     exported = run_cli("export", str(record), "--format", "streams", "--out", str(out))
