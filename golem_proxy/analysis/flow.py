@@ -189,6 +189,25 @@ class Flow:
             return True
         return self.outcome is not None and self.outcome.failed
 
+    def failure(self, profile: Profile) -> str:
+        """What failed, in words, for a row that failed (`is_error`), empty for one that did
+        not: its `status`, which says it (``TIMEOUT``, ``unanswered``, ``malformed:KIND``,
+        ``ok (undelivered: client gone)``), but for a malformed request whose answer is no
+        failure, where the status is the answer's: ``malformed:invalid-json request, answered
+        ok``."""
+        if not self.is_error:
+            return ""
+        status = self.status(profile)
+        request, outcome = self.request, self.outcome
+        if (
+            request is not None
+            and isinstance(request.message, Malformed)
+            and outcome is not None
+            and not outcome.failed
+        ):
+            return f"{profile.describe(request.message)} request, answered {status}"
+        return status
+
     @property
     def error_code(self) -> Optional[Union[int, str]]:
         """The error code of the outcome (from the envelope or from the result), or None."""

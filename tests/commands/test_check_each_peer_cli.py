@@ -1,6 +1,7 @@
 """``golem-proxy check`` names each violation after the peer that sent the message, as the
-proxy did when it recorded it: ``golem-proxy proxy --record`` between a client and a scripted
-upstream on 127.0.0.1, then ``check --json`` on the recording, as a user runs them."""
+proxy did when it recorded it, and a failed flow by what failed: ``golem-proxy proxy
+--record`` between a client and a scripted upstream on 127.0.0.1, then ``check`` on the
+recording, as a user runs them."""
 
 from __future__ import annotations
 
@@ -129,6 +130,35 @@ def test_a_request_and_its_answer_breaking_one_rule_are_two_violations(tmp_path:
     (group,) = report["rules"]
     assert group["count"] == 2 and report["errors"] == 2
     assert {f["flow"] for f in group["findings"]} == {1}
+
+
+def test_a_malformed_request_answered_ok_is_said_to_have_failed_as_malformed(
+    tmp_path: Path,
+) -> None:
+    """The plugin answered a request that is no JSON with a success: the flow failed (its
+    request was malformed) and check says that, not that it failed as ``ok``."""
+
+    def answer_ok(peer: socket.socket) -> None:
+        read_frame(peer)
+        peer.sendall(framed({"id": None, "result": {"done": True}, "error": None}))
+        peer.recv(1)  # until the proxy closes
+
+    broken = b'{"id": "b", "method": ping}'
+    with (
+        recorded(tmp_path, answer_ok) as (port, record),
+        socket.create_connection(("127.0.0.1", port), timeout=20) as client,
+    ):
+        client.sendall(struct.pack("!I", len(broken)) + broken)
+        read_frame(client)
+    code, report = checked(record)
+    assert code == 1  # the malformed request is a violation
+    said = "malformed:invalid-json request, answered ok"
+    assert report["failed_flows"] == {"count": 1, "by_status": {said: 1}}
+    shown = run_cli("show", str(record), "--json").stdout
+    (row,) = [json.loads(text) for text in shown.splitlines()]
+    assert (row["status"], row["error"]) == ("ok", True)  # the answer's outcome; a failed flow
+    text = run_cli("check", str(record)).stdout
+    assert f"1 flow failed: 1 {said}" in text.splitlines()
 
 
 ASK = {"jsonrpc": "2.0", "id": 7, "method": "confirm", "params": {}}
