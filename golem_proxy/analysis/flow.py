@@ -28,7 +28,7 @@ from ..events import (
 )
 from ..status_tone import Tone, outcome_tone, undelivered_status
 
-__all__ = ["Flow", "gap_size_at_least"]
+__all__ = ["Flow", "gap_has_size", "gap_size_at_least"]
 
 
 def gap_size_at_least(gap: ObservationLost) -> bool:
@@ -36,8 +36,17 @@ def gap_size_at_least(gap: ObservationLost) -> bool:
     observing process on a connection (`GapReason.RESTARTED`) counts what crossed while no
     observing process ran, not what the one that died had been handed and not recorded (its
     ``detail`` says up to how much more of the connection's may be missing). Every other
-    gap's size is what it says (a session's row, connection 0, says no size)."""
+    gap's size is what it says, where it says one (`gap_has_size`)."""
     return gap.reason is GapReason.RESTARTED and gap.conn != 0
+
+
+def gap_has_size(gap: ObservationLost) -> bool:
+    """Whether ``gap``'s ``size`` is bytes that went by: not for requests let go
+    (`GapReason.EVICTED`: it counts them), nor where it is 0 for want of a count: a session's
+    row (connection 0: observation stopped for the rest of the session, or a restart's
+    moment) and a connection whose decoding failed (`GapReason.OBSERVER_FAILED`: the rest of
+    it went by unobserved)."""
+    return gap.conn != 0 and gap.reason not in (GapReason.EVICTED, GapReason.OBSERVER_FAILED)
 
 
 @dataclass(slots=True)
@@ -153,7 +162,7 @@ class Flow:
 
     def _gap_size(self, direction: Direction) -> Optional[int]:
         gap = self.gap
-        if gap is None or gap.direction is not direction or gap.reason is GapReason.EVICTED:
+        if gap is None or gap.direction is not direction or not gap_has_size(gap):
             return None
         return gap.size
 

@@ -123,6 +123,20 @@ def test_two_restarts_then_a_stop(tmp_path: Path, capsys: pytest.CaptureFixture[
     statuses = [status for _, status in _statuses(capsys, path)]
     assert statuses.count("unobserved:restarted") == 4
     assert statuses.count("unobserved:stopped") == 1
+    # The session's rows count no bytes: the rest of the session went by unobserved after the
+    # stop, not 0 bytes.
+    _, out, _ = run_main(capsys, "show", str(path), "--json")
+    sizes = {
+        (row["status"], row["conn"] or None, row["request_size"], row.get("size_at_least"))
+        for row in map(json.loads, out.splitlines())
+        if row["status"].startswith("unobserved:")
+    }
+    assert sizes == {
+        ("unobserved:restarted", None, None, None),
+        ("unobserved:stopped", None, None, None),
+        ("unobserved:restarted", 1, 57, True),
+        ("unobserved:restarted", 1, 9, True),
+    }
 
 
 def test_many_restarts_are_counted_past_the_first_few(

@@ -262,6 +262,9 @@ def test_a_frame_cut_by_the_death_is_skipped_and_the_next_one_recorded(tmp_path:
     assert [row["request_size"] for row in on_conn if row["request_size"]] == [c2s["size"]]
     assert all(row.get("size_at_least") for row in on_conn)
     assert f"≥{c2s['size']}" in run_cli("show", str(record)).stdout
+    # The session's row says when the restart was: no size (it counted none, not 0 bytes).
+    (session,) = [row for row in gaps if not row["conn"]]
+    assert (session["request_size"], session["response_size"]) == (None, None)
 
 
 def test_past_its_restarts_observation_stops_for_the_rest_of_the_session(tmp_path: Path) -> None:
