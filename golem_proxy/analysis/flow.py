@@ -202,8 +202,8 @@ class Flow:
         """What failed, in words, for a row that failed (`is_error`), empty for one that did
         not: its `status`, which says it (``TIMEOUT``, ``unanswered``, ``malformed:KIND``,
         ``ok (undelivered: client gone)``), but for a malformed request whose answer is no
-        failure, where the status is the answer's: ``malformed:invalid-json request, answered
-        ok``."""
+        failure, where the status is the answer's: ``malformed:invalid-json request answered
+        ok`` (no comma: `check` lists the failures with commas)."""
         if not self.is_error:
             return ""
         status = self.status(profile)
@@ -214,7 +214,7 @@ class Flow:
             and outcome is not None
             and not outcome.failed
         ):
-            return f"{profile.describe(request.message)} request, answered {status}"
+            return f"{profile.describe(request.message)} request answered {status}"
         return status
 
     @property

@@ -152,7 +152,7 @@ def test_a_malformed_request_answered_ok_is_said_to_have_failed_as_malformed(
         read_frame(client)
     code, report = checked(record)
     assert code == 1  # the malformed request is a violation
-    said = "malformed:invalid-json request, answered ok"
+    said = "malformed:invalid-json request answered ok"
     assert report["failed_flows"] == {"count": 1, "by_status": {said: 1}}
     shown = run_cli("show", str(record), "--json").stdout
     (row,) = [json.loads(text) for text in shown.splitlines()]
