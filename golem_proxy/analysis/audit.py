@@ -133,24 +133,28 @@ def _located(
 
 
 def _recheck(flow: Flow, profile: Profile) -> list[tuple[Violation, Optional[Direction]]]:
-    """The violations of ``flow``'s messages, checked again. A message whose bulk was left
-    out (a payload too large to parse, read from its skeleton: ``elided``) is not: its
-    placeholders would be found wanting where the payload was not, and the tap's own checks
-    of the whole message are the recording's violation lines."""
+    """The violations of ``flow``'s messages, checked again as the tap checks them, each named
+    after the side that sent its message: a request the server sent (`Flow.asked_by_server`)
+    by `Profile.check_server_request` (its envelope only: the method table lists what the
+    server serves), its answer as the client's. A message whose bulk was left out (a payload
+    too large to parse, read from its skeleton: ``elided``) is not checked: its placeholders
+    would be found wanting where the payload was not, and the tap's own checks of the whole
+    message are the recording's violation lines."""
     found: list[tuple[Violation, Optional[Direction]]] = []
     request, response, error = flow.request, flow.response, flow.frame_error
     if request is not None and not request.elided:
-        found += [
-            (v, Direction.C2S) for v in profile.check_message(request.message, request.payload)
-        ]
+        if request.direction is Direction.S2C:
+            checked = profile.check_server_request(request.message, request.payload)
+        else:
+            checked = profile.check_message(request.message, request.payload)
+        found += [(v, request.direction) for v in checked]
     if response is not None and not response.elided:
-        found += [
-            (v, Direction.S2C) for v in profile.check_message(response.message, response.payload)
-        ]
+        checked = profile.check_message(response.message, response.payload)
+        found += [(v, response.direction) for v in checked]
     if request is not None and response is not None and not (request.elided or response.elided):
-        found += [
-            (v, Direction.S2C) for v in profile.check_exchange(request.message, response.message)
-        ]
+        # The pair's own checks name the answer, as the tap's do.
+        checked = profile.check_exchange(request.message, response.message)
+        found += [(v, response.direction) for v in checked]
     if error is not None:
         rebuilt = FrameError(
             error.kind, error.detail, error.raw, error.recoverable, error.declared_length
@@ -171,7 +175,9 @@ def audit(
     profile, and the method catalogue, which is the plugin's, is not applied to it.
 
     A violation found again by the re-check is the same as a recorded one when it names the
-    same flow (or the same connection-level event), rule and path."""
+    same flow (or the same connection-level event), direction, rule and path: a request and
+    its answer breaking one rule at the same path (a malformed request answered by a
+    malformed error) are two violations, one of each peer."""
     locate = _Locator(flows)
     findings: list[Finding] = []
     seen: set[tuple[Any, ...]] = set()
@@ -180,7 +186,7 @@ def audit(
         place: Any = finding.flow
         if place is None:  # not tied to a row: only identical reports are the same
             place = (finding.conn, finding.direction, finding.violation.message)
-        key = (place, finding.rule, finding.violation.path)
+        key = (place, finding.direction, finding.rule, finding.violation.path)
         if key not in seen:
             seen.add(key)
             findings.append(finding)
@@ -200,6 +206,7 @@ def audit(
             catalogue is not None
             and flow.request is not None
             and not flow.request.elided
+            and not flow.asked_by_server  # the catalogue lists what the plugin serves
             and flow.route not in own
         ):
             message = flow.request.message

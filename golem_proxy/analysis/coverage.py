@@ -44,9 +44,12 @@ class GapTally:
 
     gaps: int = 0
     bytes: int = 0
+    at_least: bool = False
+    """``bytes`` is only the least that went by: a gap that adds to it says no more
+    (`Flow.size_at_least`: a restart's)."""
 
-    def to_json(self) -> dict[str, int]:
-        return {"gaps": self.gaps, "bytes": self.bytes}
+    def to_json(self) -> dict[str, Any]:
+        return {"gaps": self.gaps, "bytes": self.bytes, "bytes_at_least": self.at_least}
 
 
 @dataclass
@@ -69,6 +72,7 @@ class GapsByReason:
         if not (gap.reason is GapReason.RESTARTED and gap.conn):
             tally.gaps += 1
         tally.bytes += gap.size
+        tally.at_least = tally.at_least or flow.size_at_least
 
     @property
     def gaps(self) -> int:
@@ -78,23 +82,30 @@ class GapsByReason:
     def bytes(self) -> int:
         return sum(tally.bytes for tally in self.reasons.values())
 
+    @property
+    def bytes_at_least(self) -> bool:
+        """`bytes` is only the least that went by (`GapTally.at_least`)."""
+        return any(tally.at_least for tally in self.reasons.values())
+
     def to_json(self) -> dict[str, Any]:
         return {
             "gaps": self.gaps,
             "bytes": self.bytes,
+            "bytes_at_least": self.bytes_at_least,
             "by_reason": {reason: tally.to_json() for reason, tally in self.reasons.items()},
         }
 
 
 def gap_counts_text(gaps: GapsByReason) -> str:
-    """``80 unobserved:frame-too-large, 76.3 MiB; 1 unobserved:stopped``: each reason's rows
-    as `show` names them, with the bytes they say went by (a stop or a restart's session row
-    says none)."""
+    """``80 unobserved:frame-too-large, 76.3 MiB; 2 unobserved:restarted, at least 2.5 KiB;
+    1 unobserved:stopped``: each reason's rows as `show` names them, with the bytes they say
+    went by (a stop or a restart's session row says none), "at least" where that is only the
+    least (`GapTally.at_least`)."""
     parts = []
     for reason, tally in gaps.reasons.items():
         part = f"{tally.gaps} unobserved:{reason}"
         if tally.bytes:
-            part += f", {format_size(tally.bytes)}"
+            part += f", {'at least ' if tally.at_least else ''}{format_size(tally.bytes)}"
         parts.append(part)
     return "; ".join(parts)
 

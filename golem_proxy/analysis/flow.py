@@ -28,7 +28,25 @@ from ..events import (
 )
 from ..status_tone import Tone, outcome_tone, undelivered_status
 
-__all__ = ["Flow"]
+__all__ = ["Flow", "gap_has_size", "gap_size_at_least"]
+
+
+def gap_size_at_least(gap: ObservationLost) -> bool:
+    """Whether ``gap``'s ``size`` is only the least that went by: the gap of a restart of the
+    observing process on a connection (`GapReason.RESTARTED`) counts what crossed while no
+    observing process ran, not what the one that died had been handed and not recorded (its
+    ``detail`` says up to how much more of the connection's may be missing). Every other
+    gap's size is what it says, where it says one (`gap_has_size`)."""
+    return gap.reason is GapReason.RESTARTED and gap.conn != 0
+
+
+def gap_has_size(gap: ObservationLost) -> bool:
+    """Whether ``gap``'s ``size`` is bytes that went by: not for requests let go
+    (`GapReason.EVICTED`: it counts them), nor where it is 0 for want of a count: a session's
+    row (connection 0: observation stopped for the rest of the session, or a restart's
+    moment) and a connection whose decoding failed (`GapReason.OBSERVER_FAILED`: the rest of
+    it went by unobserved)."""
+    return gap.conn != 0 and gap.reason not in (GapReason.EVICTED, GapReason.OBSERVER_FAILED)
 
 
 @dataclass(slots=True)
@@ -136,9 +154,15 @@ class Flow:
         """The request (or notification) came from the server: its answer travels c2s."""
         return self.request is not None and self.request.direction is Direction.S2C
 
+    @property
+    def size_at_least(self) -> bool:
+        """The row's size (`request_size`, `response_size`) is only the least that went by
+        (`gap_size_at_least`)."""
+        return self.gap is not None and gap_size_at_least(self.gap)
+
     def _gap_size(self, direction: Direction) -> Optional[int]:
         gap = self.gap
-        if gap is None or gap.direction is not direction or gap.reason is GapReason.EVICTED:
+        if gap is None or gap.direction is not direction or not gap_has_size(gap):
             return None
         return gap.size
 
@@ -157,19 +181,41 @@ class Flow:
     def is_error(self) -> bool:
         """The exchange failed: its outcome is not ok (an error envelope, an error in the
         result, ``success: false``, a malformed answer), the request is malformed, a framing
-        error, a request that was never answered, or a connection that carried nothing and
-        was reset or refused (one closed cleanly before a byte crossed it, a client's probe,
-        is no failure)."""
+        error, a request that was never answered, a frame of it never reached its receiver
+        (`undelivered`: an answer, ``ok`` or not, that the client never got did not succeed
+        for the client), or a connection that carried nothing and was reset or refused (one
+        closed cleanly before a byte crossed it, a client's probe, is no failure). The one
+        decision `stats`, `check`, ``~e`` and ``error`` in JSON read."""
         failed = self.connection_failed
         if (
             self.frame_error is not None
             or self.closed_unanswered
             or (failed is not None and failed.abnormal)
+            or self.undelivered
         ):
             return True
         if self.request is not None and isinstance(self.request.message, Malformed):
             return True
         return self.outcome is not None and self.outcome.failed
+
+    def failure(self, profile: Profile) -> str:
+        """What failed, in words, for a row that failed (`is_error`), empty for one that did
+        not: its `status`, which says it (``TIMEOUT``, ``unanswered``, ``malformed:KIND``,
+        ``ok (undelivered: client gone)``), but for a malformed request whose answer is no
+        failure, where the status is the answer's: ``malformed:invalid-json request answered
+        ok`` (no comma: `check` lists the failures with commas)."""
+        if not self.is_error:
+            return ""
+        status = self.status(profile)
+        request, outcome = self.request, self.outcome
+        if (
+            request is not None
+            and isinstance(request.message, Malformed)
+            and outcome is not None
+            and not outcome.failed
+        ):
+            return f"{profile.describe(request.message)} request answered {status}"
+        return status
 
     @property
     def error_code(self) -> Optional[Union[int, str]]:

@@ -342,6 +342,10 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
             "detail": error.detail,
             "size": len(error.raw),
         }
+    if flow.size_at_least:
+        # Only on a row whose size is the least that went by (a restart's gap), as
+        # `undelivered` only on a row that has one.
+        data["size_at_least"] = True
     if flow.undelivered:
         # Only on a row whose answer (or request) never reached its receiver, as
         # `connection_failed` only on a connection that carried nothing.

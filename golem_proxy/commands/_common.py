@@ -41,6 +41,9 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
+
+AT_LEAST = "≥"
+"""Before a size that is only the least that went by (`Flow.size_at_least`)."""
 """A bug, not the user's doing (sysexits' EX_SOFTWARE): kept apart from 2 so that it shows."""
 
 
@@ -330,5 +333,9 @@ def ms(seconds: Optional[float]) -> str:
     return "" if seconds is None else f"{seconds * 1000:.1f}"
 
 
-def size(value: Optional[int]) -> str:
-    return "" if value is None else str(value)
+def size(value: Optional[int], at_least: bool = False) -> str:
+    """A size cell: empty without one, ``≥N`` where it is only the least that went by
+    (`Flow.size_at_least`)."""
+    if value is None:
+        return ""
+    return f"{AT_LEAST}{value}" if at_least else str(value)

@@ -176,8 +176,8 @@ def _audit(
 ) -> list[Finding]:
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
     in the order one call over the whole trace gives, and ``mcp`` over its MCP layer; the
-    drift of the other flows goes to ``drift``, the status of every failed flow is counted in
-    ``failures`` (and of every flow whose answer never reached its client); ``notes`` counts
+    drift of the other flows goes to ``drift``, every failed flow (`Flow.is_error`) is
+    counted in ``failures`` by what failed (`Flow.failure`); ``notes`` counts
     the flows read from a skeleton (``unparsed``), whose messages are not checked again;
     ``seen`` what was not inspected (gaps, requests let go, frames withheld)."""
     findings: list[Finding] = []
@@ -194,11 +194,8 @@ def _audit(
         if seen is not None:
             seen.add(events, flows)
         if failures is not None:
-            # An answer its client never got failed for that client, whatever it said.
             failures.update(
-                flow.status(trace.profile_for(flow.route))
-                for flow in flows
-                if flow.is_error or flow.undelivered
+                flow.failure(trace.profile_for(flow.route)) for flow in flows if flow.is_error
             )
         findings += mcp.feed(flows)
         for finding in audit(events, flows, trace.profile, catalogue, layers):
@@ -222,8 +219,9 @@ def _audit(
 
 def failures_text(failures: Counter[str]) -> Text:
     """One line: how many flows failed (their outcome, an error in a result included) and
-    with which status. Failures are what the peers did, not contract violations: they do
-    not change the exit code."""
+    what failed (`Flow.failure`: the status, or a malformed request answered without error).
+    Failures are what the peers did, not contract violations: they do not change the exit
+    code."""
     total = sum(failures.values())
     parts = ", ".join(f"{n} {safe_text(status, 80)}" for status, n in failures.most_common())
     flows = "flow" if total == 1 else "flows"

@@ -18,7 +18,7 @@ from ..analysis.trace import FlowReader, json_text, open_flows
 from ..interop.flow_table import FlowTableError, write_parquet
 from ..interop.tcp_export import write_pcapng
 from ..recording.format import replacing, write_private
-from ..recording.streams import write_streams
+from ..recording.streams import RebuiltStream, write_streams
 from ..table_layout import Cell, Column, print_table
 from ..terminal import counted, safe_text
 from ._common import (
@@ -156,12 +156,8 @@ def _export_streams(trace: FlowReader, out: str) -> int:
             check = Text(f"redacted ({stream.redacted_frames} frames): not exact", style="yellow")
         elif complete is None:
             check = Text("no close recorded", style="dim")
-        elif complete and stream.undelivered_frames:
-            # Sent by the upstream, never (wholly) forwarded: the file has them, the count not.
-            undelivered = counted(stream.undelivered_frames, "frame")
-            check = Text(f"= bytes forwarded + {undelivered} undelivered", style="yellow")
         elif complete:
-            check = Text("= bytes forwarded", style="green")
+            check = _forwarded_text(stream)
         else:
             lost += 1
             check = Text(f"≠ {stream.recorded_bytes} bytes forwarded", style="bold red")
@@ -189,6 +185,24 @@ def _export_streams(trace: FlowReader, out: str) -> int:
     return EXIT_OK
 
 
+def _forwarded_text(stream: RebuiltStream) -> Text:
+    """The check of a stream that adds up to the proxy's count: ``= bytes forwarded`` when
+    the file holds what went on to the peer; else what went on and the frames that did not,
+    which the file holds as they were sent (``= 88 B forwarded + 2 frames withheld``):
+    requests a fault or an intercept withheld, frames whose receiver was gone."""
+    held = [
+        f"{counted(frames, 'frame')} {why}"
+        for frames, why in (
+            (stream.withheld_frames, "withheld"),
+            (stream.undelivered_frames, "undelivered"),
+        )
+        if frames
+    ]
+    if not held:
+        return Text("= bytes forwarded", style="green")
+    return Text(f"= {stream.recorded_bytes} B forwarded + {' + '.join(held)}", style="yellow")
+
+
 def _export_pcapng(trace: FlowReader, out: str, overwrite: bool) -> int:
     """Write ``trace`` to ``out`` as pcapng (private, written whole: a damaged line further on
     leaves no half file) and say what was written on stderr. Returns the exit code; raises
@@ -200,7 +214,9 @@ def _export_pcapng(trace: FlowReader, out: str, overwrite: bool) -> int:
         f"({summary.payload_bytes} payload bytes) to {safe_text(out)}"
     )
     if summary.gaps:
-        line += f"; {summary.gaps} gaps ({summary.gap_bytes} bytes crossed unobserved)"
+        least = "at least " if summary.gap_bytes_at_least else ""
+        crossed = f"{least}{counted(summary.gap_bytes, 'byte')} crossed unobserved"
+        line += f"; {counted(summary.gaps, 'gap')} ({crossed})"
     console(stderr=True).print(Text(line))
     return EXIT_OK
 

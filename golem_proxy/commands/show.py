@@ -30,6 +30,7 @@ from ..analysis.trace import FlowReader, flow_to_json, json_text
 from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import counted, format_size, safe_text
 from ._common import (
+    AT_LEAST,
     EXIT_OK,
     catalogue_arg,
     console,
@@ -65,7 +66,8 @@ def _compact_ms(text: str) -> str:
 
 
 def _compact_size(text: str) -> str:
-    return format_size(int(text), compact=True)
+    bound = text[: len(AT_LEAST)] if text.startswith(AT_LEAST) else ""
+    return bound + format_size(int(text[len(bound) :]), compact=True)
 
 
 # Routes and times give up space first, methods and outcomes last; nothing is cut (see
@@ -268,8 +270,8 @@ def _cells(flow: Flow, layers: _Layers) -> list[Cell]:
         safe_text(method) if method is not None else Text(method_label(flow), "dim"),
         layers.status(flow, profile),
         ms(flow.latency),
-        size(flow.request_size),
-        size(flow.response_size),
+        size(flow.request_size, flow.size_at_least),
+        size(flow.response_size, flow.size_at_least),
         violation_marker(flow),
     ]
     if layers.guessing:

@@ -34,6 +34,7 @@ from typing import IO, Optional
 from golem_core.profiles import Profile
 
 from .. import __version__
+from ..analysis.flow import gap_size_at_least
 from ..events import (
     BytesDiscarded,
     ConnectionClosed,
@@ -87,6 +88,8 @@ class CaptureSummary:
     gaps: int = 0
     """Sequence jumps standing for bytes that crossed unobserved."""
     gap_bytes: int = 0
+    gap_bytes_at_least: bool = False
+    """``gap_bytes`` is only the least that crossed (a restart's gap: `gap_size_at_least`)."""
 
 
 def parse_endpoint(spec: str) -> Optional[Endpoint]:
@@ -190,6 +193,7 @@ class _Exporter:
             conv.next[side] = (conv.next[side] + event.size) & _MOD32
             self.summary.gaps += 1
             self.summary.gap_bytes += event.size
+            self.summary.gap_bytes_at_least |= gap_size_at_least(event)
         elif isinstance(event, ConnectionClosed):
             self._closed(self._when(event.t), event)
 

@@ -133,7 +133,10 @@ def test_the_gaps_are_the_rows_show_and_stats_count(too_large: Path) -> None:
     unobserved = [row for row in rows if row["status"].startswith("unobserved:")]
     assert gaps["gaps"] == len(unobserved) == LARGE
     assert gaps["bytes"] == sum(row["request_size"] for row in unobserved)
-    assert gaps["by_reason"] == {"frame-too-large": {"gaps": LARGE, "bytes": gaps["bytes"]}}
+    assert gaps["bytes_at_least"] is False  # a frame too large to observe: its size is known
+    assert gaps["by_reason"] == {
+        "frame-too-large": {"gaps": LARGE, "bytes": gaps["bytes"], "bytes_at_least": False}
+    }
     stats = _stats(too_large)
     assert [row["count"] for row in stats["methods"] if row["method"] == "<gap>"] == [LARGE]
     assert data["flows"] == len(rows) == stats["overall"]["count"]

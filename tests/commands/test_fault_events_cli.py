@@ -95,3 +95,44 @@ def test_an_error_in_place_of_a_request_too_costly_to_parse_carries_its_id(
     faults = [line["detail"] for line in lines if line["kind"] == "fault"]
     assert faults[0].startswith("withheld request: ? id=big-1 (not parsed: too costly)")
     assert faults[1].startswith("withheld request: ping id=small-2")
+
+
+def test_export_says_which_bytes_of_a_stream_went_on_and_which_were_withheld(
+    plugin: PluginProcess, tmp_path: Path
+) -> None:
+    """A request ``--fault error`` answered in the plugin's place is in the client's stream (the
+    client sent it), not in what the plugin got: the table says how many bytes went on and how
+    many frames were withheld, not that the file is what was forwarded."""
+    record = tmp_path / "faulted.jsonl"
+    cli = start_proxy_cli(
+        "--route", f"main@127.0.0.1:0={plugin.main}", "--record", str(record),
+        "--fault", "error:code=TIMEOUT,method=ping",
+    )  # fmt: skip
+    requests = [
+        GOLEM.frame_payload(b'{"id": "p1", "method": "ping", "params": {}}'),
+        GOLEM.frame_payload(b'{"id": "l1", "method": "scene.list_layers", "params": {}}'),
+        GOLEM.frame_payload(b'{"id": "p2", "method": "ping", "params": {}}'),
+    ]
+    try:
+        with socket.create_connection(("127.0.0.1", cli.port), timeout=10) as client:
+            for request in requests:
+                client.sendall(request)
+                size = struct.unpack("!I", receive_exactly(client, 4))[0]
+                receive_exactly(client, size)
+    finally:
+        cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+
+    out = tmp_path / "streams"
+    exported = run_cli("export", str(record), "--format", "streams", "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    streams = json.loads((out / "index.json").read_text())["streams"]
+    (sent,) = [s for s in streams if s["direction"] == "c2s" and s["bytes"]]
+    went_on = len(requests[1])  # the plugin got the one request no fault answered
+    assert sent["bytes"] == sum(map(len, requests))
+    assert (sent["withheld_frames"], sent["withheld_bytes"]) == (2, len(requests[0]) * 2)
+    assert sent["recorded_bytes"] == went_on and sent["complete"] is True
+    (row,) = [line for line in exported.stdout.splitlines() if sent["file"] in line]
+    assert f"= {went_on} B forwarded + 2 frames withheld" in row
+    (answers,) = [line for line in exported.stdout.splitlines() if "-s2c.bin" in line]
+    assert answers.endswith("= bytes forwarded")

@@ -174,9 +174,16 @@ def test_an_answer_the_client_never_got_is_recorded_and_shown_undelivered(
     rows = [json.loads(text) for text in run_cli("show", str(record), "--json").stdout.splitlines()]
     (row,) = [r for r in rows if r["method"] == "scene.slow"]
     assert row["undelivered"] == "client gone" and row["outcome"] == "ok"
+    # The upstream answered ok; the client never got it: the call failed for the client, for
+    # every view alike.
+    assert row["error"] is True
 
     checked = run_cli("check", str(record))
     assert "1 flow failed: 1 ok (undelivered: client gone)" in checked.stdout
+    stats = json.loads(run_cli("stats", str(record), "--json").stdout)
+    (slow,) = [r for r in stats["methods"] if r["method"] == "scene.slow"]
+    assert slow["errors"] == 1 and stats["overall"]["errors"] == 1
+    assert run_cli("show", str(record), "--filter", "~e").stdout.count("scene.slow") == 1
 
     out = tmp_path / "streams"
     exported = run_cli("export", str(record), "--format", "streams", "--out", str(out))
@@ -186,6 +193,9 @@ def test_an_answer_the_client_never_got_is_recorded_and_shown_undelivered(
     # The file holds the answer as the upstream sent it; the proxy forwarded none of it.
     assert answers["undelivered_frames"] == 1
     assert answers["recorded_bytes"] == 0 and answers["complete"] is True
+    assert answers["undelivered_bytes"] == answers["bytes"]
+    (row,) = [line for line in exported.stdout.splitlines() if answers["file"] in line]
+    assert "= 0 B forwarded + 1 frame undelivered" in row
 
 
 def test_an_answer_the_kernel_took_is_delivered_as_far_as_the_proxy_knows(

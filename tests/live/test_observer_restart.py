@@ -248,6 +248,23 @@ def test_a_frame_cut_by_the_death_is_skipped_and_the_next_one_recorded(tmp_path:
     exchanges = [line for line in after if line["kind"] == "exchange"]
     assert len(exchanges) == 5
     assert not [line for line in lines if line["kind"] in ("violation", "frame-error")]
+    # The gap counts what crossed while no observing process ran, not what the dead one had
+    # been handed and not recorded: the readers say it is the least that went by.
+    checked = run_cli("check", str(record), "--allow-incomplete")
+    assert checked.returncode == 0, checked.stderr
+    assert "1 unobserved:restarted, at least " in checked.stdout
+    report = json.loads(run_cli("check", str(record), "--json", "--allow-incomplete").stdout)
+    restarted = report["not_inspected"]["unobserved"]["by_reason"]["restarted"]
+    assert restarted["bytes_at_least"] is True and restarted["bytes"] >= c2s["size"]
+    shown = run_cli("show", str(record), "--json").stdout.splitlines()
+    gaps = [row for row in map(json.loads, shown) if row["status"] == "unobserved:restarted"]
+    on_conn = [row for row in gaps if row["conn"]]
+    assert [row["request_size"] for row in on_conn if row["request_size"]] == [c2s["size"]]
+    assert all(row.get("size_at_least") for row in on_conn)
+    assert f"≥{c2s['size']}" in run_cli("show", str(record)).stdout
+    # The session's row says when the restart was: no size (it counted none, not 0 bytes).
+    (session,) = [row for row in gaps if not row["conn"]]
+    assert (session["request_size"], session["response_size"]) == (None, None)
 
 
 def test_past_its_restarts_observation_stops_for_the_rest_of_the_session(tmp_path: Path) -> None:
