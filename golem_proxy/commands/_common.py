@@ -41,10 +41,10 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
+"""A bug, not the user's doing (sysexits' EX_SOFTWARE): kept apart from 2 so that it shows."""
 
 AT_LEAST = "≥"
 """Before a size that is only the least that went by (`Flow.size_at_least`)."""
-"""A bug, not the user's doing (sysexits' EX_SOFTWARE): kept apart from 2 so that it shows."""
 
 
 class CommandError(Exception):
