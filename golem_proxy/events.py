@@ -331,7 +331,10 @@ class ExchangeCompleted:
 
     @property
     def is_error(self) -> bool:
-        return self.outcome.failed
+        """The exchange failed: its outcome did, or its answer never reached the client (an
+        answer, ``ok`` or not, the client never got did not succeed for it), as a flow's
+        `Flow.is_error` says."""
+        return self.outcome.failed or bool(self.response.undelivered)
 
     @property
     def undelivered(self) -> str:

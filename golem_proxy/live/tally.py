@@ -20,7 +20,8 @@ __all__ = ["SessionTally"]
 class SessionTally:
     exchanges: int = 0
     errors: int = 0
-    """Exchanges answered with an error (`ExchangeCompleted.is_error`)."""
+    """Exchanges that failed (`ExchangeCompleted.is_error`): answered with an error, or
+    whose answer never reached the client."""
     violations: int = 0
     requests: int = 0
     """Requests that wanted an answer (`FrameSeen.expects_answer`): those beyond `exchanges`

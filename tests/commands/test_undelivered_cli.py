@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import struct
 import threading
@@ -152,9 +153,11 @@ def test_an_answer_the_client_never_got_is_recorded_and_shown_undelivered(
         # The exchange is logged once the proxy decoded the answer.
         logged = wait_for_line(cli.process, r"scene\.slow\s+ok").string
     finally:
-        cli.stop()
+        printed = cli.stop()
     assert cli.process.returncode == 0, cli.stderr
     assert "ok (undelivered: client gone)" in logged
+    # The closing line counts it among the errors, as stats and check do.
+    assert re.search(r"\d+ exchanges? \(1 error,", printed + cli.stderr), printed + cli.stderr
 
     recording = read_recording(str(record))
     (exchange,) = [e for e in recording.events if isinstance(e, ExchangeCompleted)]
