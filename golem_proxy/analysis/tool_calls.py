@@ -352,15 +352,20 @@ class ToolCall:
         """Seconds of this call's span spent in the GOLEM exchanges it caused (request sent to
         answer read). Only the part of an exchange inside the span counts: one may outlive
         its call (the server's tool gave up waiting and answered; Rhino answered later), and
-        that later part is no part of the call's latency. An unanswered call's span has no
-        end yet."""
+        that later part is no part of the call's latency. An exchange never answered (the
+        plugin died, or the server stopped waiting) counts to the call's end: the server was
+        waiting on Rhino, or learning it was gone, not working. An unanswered call's span has
+        no end yet."""
         start = self.flow.t
         end = None if self.latency is None else start + self.latency
         total = 0.0
         for flow in self.golem:
-            if flow.latency is None:
+            if flow.latency is not None:
+                finish = flow.t + flow.latency
+            elif end is not None:
+                finish = end
+            else:
                 continue
-            finish = flow.t + flow.latency
             if end is not None:
                 finish = min(finish, end)
             total += max(0.0, finish - max(flow.t, start))

@@ -7,7 +7,7 @@ import dataclasses
 import json
 from typing import Any
 
-from golem_core.profiles import MCP
+from golem_core.profiles import GOLEM, MCP
 from golem_proxy.analysis.flows import Flow
 from golem_proxy.analysis.tool_calls import ToolCall
 from golem_proxy.analysis.tool_stats import _row
@@ -63,3 +63,16 @@ def test_a_call_whose_answer_was_never_seen_is_neither_ok_nor_an_error() -> None
     row = _row("list_layers", calls)
     assert (row.calls, row.errors, row.unknown, row.pending) == (4, 2, 2, 1)
     assert row.to_json()["unknown"] == 2
+
+
+def test_time_waiting_on_a_plugin_that_never_answered_is_rhino_s() -> None:
+    """The call (1.0 s to 1.5 s) sent a GOLEM request at 1.1 s that was never answered (the
+    plugin died): the server waited on Rhino, or learned it was gone, until it answered the
+    call; that time read as the server's own (rhino 0.0, server 500 ms)."""
+    call = _call()
+    asked = frame_seen(GOLEM, Direction.C2S, 0, b'{"id": "g1", "method": "debug.sleep"}', t=1.1)
+    golem = Flow(2, 2, "main", request=asked)
+    golem.closed_unanswered = True
+    call.golem.append(golem)
+    assert abs(call.rhino_time - 0.4) < 1e-9
+    assert call.server_time is not None and abs(call.server_time - 0.1) < 1e-9
