@@ -31,7 +31,10 @@ R_VERSION = Rule(
     "jsonrpc.response.version", Severity.ERROR, 'Rule 3: `jsonrpc` is exactly "2.0".', _ENVELOPE
 )
 R_ID = Rule(
-    "jsonrpc.response.id", Severity.ERROR, "Rule 4: `id` is an unsigned integer.", _ENVELOPE
+    "jsonrpc.response.id",
+    Severity.ERROR,
+    "Rule 4: `id` is an unsigned integer (on the MCP hop: a string or an integer).",
+    _ENVELOPE,
 )
 R_ID_ECHOED = Rule(
     "jsonrpc.exchange.id-echoed", Severity.ERROR, "Rule 5: `id` equals the request id.", _ENVELOPE
@@ -63,7 +66,8 @@ R_TRUNCATED = Rule(
 R_REQUEST = Rule(
     "jsonrpc.request.envelope",
     Severity.ERROR,
-    'Requests are {jsonrpc: "2.0", id: unsigned int, method: string, params?: object}.',
+    'Requests are {jsonrpc: "2.0", id: unsigned int, method: string, params?: object} (on '
+    "the MCP hop, the id a string or an integer).",
     f"{_SPEC} § Transport & framing",
 )
 R_UNKNOWN_METHOD = Rule(
