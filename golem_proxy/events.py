@@ -22,7 +22,6 @@ from golem_core.outcome import Outcome, OutcomeKind
 
 from .frame_runs import FrameRuns
 from .proxy_actions import FaultInjected, InterceptKind, InterceptStep, ProxyAction
-from .recording.payload_places import PayloadPlace
 from .session_events import EventsMissed, ProcessOutput, RouteDown, SessionEnded, UpstreamStatus
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
     "OutcomeKind",
     "ProcessOutput",
     "ProxyAction",
-    "ReleasedPayload",
     "RouteDown",
     "SessionEnded",
     "StreamEnded",
@@ -136,36 +134,11 @@ class ToolCallRef:
     tool: str
 
 
-class ReleasedPayload(bytes):
-    """What a live viewer keeps of a large frame's payload once it let the bytes go to stay
-    within its memory budget (`golem_proxy.tui.payloads`): no bytes at all, but it says so.
-    It stands in the ``payload`` of a copy of the frame the viewer keeps, never in an event
-    as published; every reader of a viewer's payloads tells it apart from an empty payload
-    (``isinstance(frame.payload, ReleasedPayload)``) and says what is missing.
-
-    One instance serves every frame a viewer released over its budget: ``keep`` is the
-    viewer's budget in bytes, ``recording`` where the session records (None: it does not, the
-    bytes are gone). A frame whose payload the recording holds verbatim gets one of its own,
-    with ``place``: where to read the bytes back (`golem_proxy.recording.payload_places`)."""
-
-    keep: int
-    recording: Optional[str]
-    place: Optional[PayloadPlace]
-
-    def __new__(
-        cls, keep: int, recording: Optional[str], place: Optional[PayloadPlace] = None
-    ) -> ReleasedPayload:
-        released = super().__new__(cls, b"")
-        released.keep = keep
-        released.recording = recording
-        released.place = place
-        return released
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FrameSeen:
     """A complete frame. ``payload`` is the exact payload bytes (in a frame a live viewer
-    keeps, possibly a `ReleasedPayload`: the bytes let go); ``size`` the wire size.
+    keeps, possibly a `golem_proxy.released_payload.ReleasedPayload`: the bytes let go);
+    ``size`` the wire size.
     The tap pairs a response with its request before it publishes either event, and says so
     here (``expects_answer``, ``answers``, ``orphan``): pairing is decided once, by the tap
     (or, for a version-1 recording, once by `golem_proxy.recording.v1_pairing`).
