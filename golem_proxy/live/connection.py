@@ -28,7 +28,6 @@ Transparency rules, so that a client sees through the proxy what it would see di
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from ..net.addresses import Route
 from ..net.listeners import close_abortively
 from .observer import Observer
 from .observer_link import ObserverLink
+from .peer_state import reset_after_close
 from .tap import ConnectionTap, TapVerdict
 
 __all__ = ["BLOCKED", "Connection", "other"]
@@ -50,10 +50,6 @@ __all__ = ["BLOCKED", "Connection", "other"]
 BLOCKED = "--enforce-limits"
 """Why bytes ``--enforce-limits`` refused to forward never reached their receiver (short: a
 log line's status says ``malformed:invalid-json (undelivered: --enforce-limits)`` whole)."""
-
-# After forwarding bytes to an upstream that already closed, how long to look for the reset a
-# fully closed socket answers with (on loopback it is back before the write returns).
-_RESET_PROBES = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02)
 
 
 def other(direction: Direction) -> Direction:
@@ -396,26 +392,20 @@ class Connection:
         with a reset (it is gone, not half-closed), reset the client, which would otherwise
         wait on a connection nobody serves."""
         assert self.upstream is not None
-        sock = self.upstream.socket
-        for delay in _RESET_PROBES:
-            if delay:
-                await trio.sleep(delay)
-            try:
-                # A reset on a socket whose peer had sent FIN sets EPIPE (ECONNRESET otherwise).
-                error = sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR)
-            except OSError:
-                return
-            if error in (errno.ECONNRESET, errno.EPIPE):
-                # This, not the earlier clean close, is what the connection ended with.
-                self.reason = "upstream closed; the client's next bytes were refused (reset)"
-                self.abnormal = True
-                # Dead at the client's write only if the client was never told of the close
-                # (held while idle); otherwise it wrote after an end it had been given.
-                self.gone_before_write = self.fin_held
-                self._reset_client()
-                scope.cancel()
-                return
-        self.release_fin()  # no reset: the upstream only half-closed
+        reset = await reset_after_close(self.upstream.socket)
+        if reset is None:
+            return
+        if not reset:
+            self.release_fin()  # the upstream only half-closed
+            return
+        # This, not the earlier clean close, is what the connection ended with.
+        self.reason = "upstream closed; the client's next bytes were refused (reset)"
+        self.abnormal = True
+        # Dead at the client's write only if the client was never told of the close (held
+        # while idle); otherwise it wrote after an end it had been given.
+        self.gone_before_write = self.fin_held
+        self._reset_client()
+        scope.cancel()
 
     def _reset_client(self) -> None:
         """Reset the client at once: a FIN first would race the reset, and a client woken by

@@ -29,7 +29,6 @@ once (docs/intercept.md), so the plugin never runs a request for a client that i
 from __future__ import annotations
 
 import contextlib
-import errno
 from typing import Callable, Optional
 
 import trio
@@ -42,15 +41,10 @@ from .chunks import ChunkReader
 from .connection import Connection
 from .faults import ConnectionFaults, FaultKind, FrameAction
 from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame, Ruling
+from .peer_state import until_peer_gone
 from .unsent import Unsent, or_now
 
 __all__ = ["FaultRelay"]
-
-GONE_POLL = 0.1
-"""While bytes the client sent after a held request wait unread, a close or a reset behind them
-does not wake a read: the client's socket state is looked at this often (seconds) instead."""
-# Linux's TCP states (include/net/tcp_states.h) in which the peer has closed or reset.
-_TCP_CLOSE, _TCP_CLOSE_WAIT = 7, 8
 
 
 class FaultRelay:
@@ -306,28 +300,12 @@ class FaultRelay:
         """While a request is held (its pump reads nothing): end the connection the moment the
         client resets or closes. Only peeks, so a byte the client sends meanwhile stays for
         the pump."""
-        sock = self.conn.client.socket
-        while True:
-            try:
-                data = await sock.recv(1, trio.socket.MSG_PEEK)
-            except OSError as exc:
-                self._mark_gone("the client reset the connection")
-                self.conn.source_failed(Direction.C2S, exc, self.scope)
-                return
-            if not data:
-                await self._client_closed()
-                return
-            # Bytes wait behind the held frame: the socket stays readable, so look instead.
-            await trio.sleep(GONE_POLL)
-            state = _peer_state(sock)
-            if state == "reset":
-                reset = ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
-                self._mark_gone("the client reset the connection")
-                self.conn.source_failed(Direction.C2S, reset, self.scope)
-                return
-            if state == "closed":
-                await self._client_closed()
-                return
+        reset = await until_peer_gone(self.conn.client.socket)
+        if reset is None:
+            await self._client_closed()
+            return
+        self._mark_gone("the client reset the connection")
+        self.conn.source_failed(Direction.C2S, reset, self.scope)
 
     async def _frame(
         self, direction: Direction, frame: Frame, sent_at: Optional[float] = None
@@ -457,20 +435,3 @@ class FaultRelay:
         )
         self._publish(direction, action)  # after the frame: on its flow
         return going
-
-
-def _peer_state(sock: trio.socket.SocketType) -> Optional[str]:
-    """``"reset"`` or ``"closed"`` when the peer of ``sock`` has gone, as far as the kernel
-    tells without reading (a pending socket error; Linux's TCP state), else None."""
-    try:
-        if sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR):
-            return "reset"
-        tcp_info = getattr(trio.socket, "TCP_INFO", None)
-        if tcp_info is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
-            return None
-        state = sock.getsockopt(trio.socket.IPPROTO_TCP, tcp_info, 1)[0]
-    except OSError:
-        return None
-    if state == _TCP_CLOSE:
-        return "reset"
-    return "closed" if state == _TCP_CLOSE_WAIT else None
