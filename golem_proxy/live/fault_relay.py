@@ -39,6 +39,7 @@ from golem_core.profiles import Profile
 from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep, Where
 from .chunks import ChunkReader
 from .connection import Connection
+from .enforce_limits import stopped_by_limits
 from .faults import ConnectionFaults, FaultKind, FrameAction
 from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame, Ruling
 from .peer_state import until_peer_gone
@@ -180,7 +181,7 @@ class FaultRelay:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
-                if conn.stopped_by_limits(direction, chunk, seen, self.scope, frame):
+                if stopped_by_limits(conn, direction, chunk, seen, self.scope, frame):
                     return False
                 # Observed as it is sent, so that what never reaches its receiver is recorded
                 # undelivered (`Connection.forward`); so are the pieces of a sliced frame that
