@@ -36,12 +36,13 @@ import trio
 from golem_core.framing import EndOfStream, Frame, Framing
 from golem_core.profiles import Profile
 
-from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep, Where
+from ..events import Direction, Event, InterceptKind
+from .action_events import ActionEvents
 from .chunks import ChunkReader
 from .connection import Connection
 from .enforce_limits import stopped_by_limits
-from .faults import ConnectionFaults, FaultKind, FrameAction
-from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame, Ruling
+from .faults import ConnectionFaults, FaultKind
+from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
 from .peer_state import until_peer_gone
 from .unsent import Unsent, or_now
 
@@ -66,8 +67,9 @@ class FaultRelay:
         self.profile = profile
         self.cap = cap
         self.now = now
-        self.publish = publish
         self.conn = conn
+        self.actions = ActionEvents(conn, now, publish)
+        """Says what the proxy did to the frames (a fault, an intercept's step)."""
         self.faults = faults
         self.intercept = intercept
         self.locks = {Direction.C2S: trio.Lock(), Direction.S2C: trio.Lock()}
@@ -204,50 +206,6 @@ class FaultRelay:
             turn.release()
         return True
 
-    def _where(self, direction: Direction) -> Where:
-        """This connection's ``direction``, now."""
-        return Where(
-            conn=self.conn.conn, route=self.conn.route.name, direction=direction, t=self.now()
-        )
-
-    def _publish(self, direction: Direction, action: FrameAction) -> None:
-        """Publish the events of the faults that hit a frame, in order after what was observed
-        so far: called once the frame was (or, withheld, was recorded as) sent, so they land
-        on its flow, not on the connection's flow before it."""
-        for fault, detail in action.events:
-            self.conn.publish_in_order(
-                self.publish,
-                FaultInjected(
-                    **self._where(direction),
-                    fault=fault,
-                    detail=detail,
-                    method=action.method,
-                    withheld=action.withhold is not None and fault == action.withhold.kind.value,
-                ),
-            )
-
-    def _announce(
-        self,
-        direction: Direction,
-        kind: InterceptKind,
-        detail: str,
-        method: Optional[str],
-        withheld: bool = False,
-        ruling: Optional[Ruling] = None,
-    ) -> None:
-        """Publish an intercept step (``ruling``: the decision it carried out, whose
-        ``original`` and ``redacted`` it takes)."""
-        event = InterceptStep(
-            **self._where(direction),
-            kind=kind,
-            detail=detail,
-            method=method,
-            withheld=withheld,
-            original=ruling.original if ruling is not None else b"",
-            redacted=ruling.redacted if ruling is not None else (),
-        )
-        self.conn.publish_in_order(self.publish, event)
-
     def _announce_held(self, held: HeldFrame, kind: InterceptKind, detail: str) -> None:
         withheld = False
         if kind is InterceptKind.LOST and held.direction is Direction.C2S:
@@ -260,7 +218,7 @@ class FaultRelay:
             # writer's lock) before the step is said, so that the step lands on its flow.
             self._lost_response = (detail, held.method)
             return
-        self._announce(held.direction, kind, detail, held.method, withheld=withheld)
+        self.actions.step(held.direction, kind, detail, held.method, withheld=withheld)
 
     def _record_held(self) -> None:
         """Record the request held now, though never forwarded, as a dropped request is (its
@@ -328,7 +286,7 @@ class FaultRelay:
             lost, self._lost_response = self._lost_response, None
             if lost is not None:  # the connection ended (the cancellation, maybe in a group)
                 await self.unsent.lost(direction, frame.raw, self.now())
-                self._announce(direction, InterceptKind.LOST, lost[0], lost[1])
+                self.actions.step(direction, InterceptKind.LOST, lost[0], lost[1])
         if ruling is None:
             return await self._faulted(direction, frame, sent_at)
         decision = ruling.decision
@@ -345,7 +303,7 @@ class FaultRelay:
                 frame = self._framed(ruling.payload)
             going = await self._faulted(direction, frame, sent_at)
         # After the frame, so that the event lands on the flow it decided.
-        self._announce(
+        self.actions.step(
             direction, ruling.kind, ruling.detail, ruling.method, ruling.withheld, ruling
         )
         if going and isinstance(decision, Answer):
@@ -388,7 +346,7 @@ class FaultRelay:
         if self.faults is None:
             return await self._send(direction, raw, sent_at=sent_at, frame=frame)
         action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
-        if action.delay:  # said once the frame went on (`_publish`)
+        if action.delay:  # said once the frame went on (`ActionEvents.faults`)
             try:
                 await trio.sleep(action.delay)
             except trio.Cancelled:
@@ -401,7 +359,7 @@ class FaultRelay:
                 await self._withheld(direction, frame, sent_at)
             else:  # a response withheld: never recorded
                 self._unrecorded(direction, action.learned)
-            self._publish(direction, action)
+            self.actions.faults(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
                 return await self._send(Direction.S2C, action.reply)
@@ -415,7 +373,7 @@ class FaultRelay:
             # What was read behind the cut is never sent; as stream bytes after the truncated
             # frame its decoder would take them for its rest, so the close says how many.
             unsent = self.unsent.drop_behind(direction)
-            self._publish(direction, action)
+            self.actions.faults(direction, action)
             await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
             self.conn.eof[direction] = True
             async with self.locks[direction]:
@@ -434,5 +392,5 @@ class FaultRelay:
         going = await self._send(
             direction, action.data, action.slice_size or 0, action.gap, sent_at, sent
         )
-        self._publish(direction, action)  # after the frame: on its flow
+        self.actions.faults(direction, action)  # after the frame: on its flow
         return going
