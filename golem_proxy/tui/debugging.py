@@ -157,7 +157,7 @@ class DebugActions(AppMixin):
         if not message.panel.held:
             self.action_focus_table()
 
-    def action_focus_table(self) -> None:  # pragma: no cover - the app defines it
+    def action_focus_table(self) -> None:  # pragma: no cover - PaneActions defines it
         raise NotImplementedError
 
     def _flow_to_resend(self, purpose: str) -> Optional[tuple[Flow, bytes]]:
