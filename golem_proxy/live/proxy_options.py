@@ -16,8 +16,8 @@ from ..net.addresses import Address, Route
 from .connection_attribution import ConnectionAttribution
 from .faults import FaultPlan
 from .intercept import InterceptEngine
+from .link_holds import HOLD_LIMIT
 from .observer import DEFAULT_BUDGET
-from .observer_link import HOLD_LIMIT
 from .redact import Redactor
 from .tap import Annotator, ConnectionTap, ObserveLimits
 
