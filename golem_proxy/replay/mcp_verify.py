@@ -23,7 +23,7 @@ import trio
 
 from golem_core.profiles.mcp import TOOLS_CALL
 
-from ..analysis.two_layers import ToolCall, read_tool_calls
+from ..analysis.tool_calls import ToolCall, read_tool_calls
 from .diffing import Comparator, Difference, envelope_body
 from .large_payloads import compare_as_bytes
 from .mcp_child import McpChild, Oversized
