@@ -36,7 +36,7 @@ from .catalogue_model import (
 )
 from .contract import Severity, Violation, rule, violation
 from .messages import Request
-from .profiles.base import path_of
+from .profiles.members import path_of
 from .regular_files import read_regular
 
 __all__ = [

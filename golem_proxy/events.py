@@ -4,8 +4,9 @@ One stream of these feeds the log, the recorder and the TUI; a recording read ba
 same events, so live and offline views share one code path. All are frozen dataclasses.
 Times (``t``) are seconds on the session's monotonic clock, counted from the session start.
 The events about the session rather than a connection's bytes (an upstream down or back, a
-wrapped process's stderr, events missed, the session's end) are defined in session_events.py
-and re-exported here: import every event from this module.
+wrapped process's stderr, events missed, the session's end) are defined in session_events.py,
+and those of what the proxy did to a frame on purpose (a fault, an intercept's step) in
+proxy_actions.py; both are re-exported here: import every event from this module.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from golem_core.messages import Message, Notification, Role, method_of
 from golem_core.outcome import Outcome, OutcomeKind
 
 from .frame_runs import FrameRuns
-from .recording.payload_places import PayloadPlace
+from .proxy_actions import FaultInjected, InterceptKind, InterceptStep, ProxyAction
 from .session_events import EventsMissed, ProcessOutput, RouteDown, SessionEnded, UpstreamStatus
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "OutcomeKind",
     "ProcessOutput",
     "ProxyAction",
-    "ReleasedPayload",
     "RouteDown",
     "SessionEnded",
     "StreamEnded",
@@ -134,36 +134,11 @@ class ToolCallRef:
     tool: str
 
 
-class ReleasedPayload(bytes):
-    """What a live viewer keeps of a large frame's payload once it let the bytes go to stay
-    within its memory budget (`golem_proxy.tui.payloads`): no bytes at all, but it says so.
-    It stands in the ``payload`` of a copy of the frame the viewer keeps, never in an event
-    as published; every reader of a viewer's payloads tells it apart from an empty payload
-    (``isinstance(frame.payload, ReleasedPayload)``) and says what is missing.
-
-    One instance serves every frame a viewer released over its budget: ``keep`` is the
-    viewer's budget in bytes, ``recording`` where the session records (None: it does not, the
-    bytes are gone). A frame whose payload the recording holds verbatim gets one of its own,
-    with ``place``: where to read the bytes back (`golem_proxy.recording.payload_places`)."""
-
-    keep: int
-    recording: Optional[str]
-    place: Optional[PayloadPlace]
-
-    def __new__(
-        cls, keep: int, recording: Optional[str], place: Optional[PayloadPlace] = None
-    ) -> ReleasedPayload:
-        released = super().__new__(cls, b"")
-        released.keep = keep
-        released.recording = recording
-        released.place = place
-        return released
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FrameSeen:
     """A complete frame. ``payload`` is the exact payload bytes (in a frame a live viewer
-    keeps, possibly a `ReleasedPayload`: the bytes let go); ``size`` the wire size.
+    keeps, possibly a `golem_proxy.released_payload.ReleasedPayload`: the bytes let go);
+    ``size`` the wire size.
     The tap pairs a response with its request before it publishes either event, and says so
     here (``expects_answer``, ``answers``, ``orphan``): pairing is decided once, by the tap
     (or, for a version-1 recording, once by `golem_proxy.recording.v1_pairing`).
@@ -363,70 +338,6 @@ class ViolationSeen:
     orphan: bool = False
     """The frame is a response that answers no outstanding request (the violation says so in
     words; views make it a row of its own)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProxyAction:
-    """Something the proxy did to a frame on purpose: a fault it injected (`FaultInjected`),
-    or a step of a frame it intercepted (`InterceptStep`)."""
-
-    conn: int
-    route: str
-    direction: Direction
-    t: float
-    detail: str
-    method: Optional[str] = None
-    withheld: bool = False
-    """The proxy did not forward the message (a fault's ``error``, ``reset`` before it,
-    ``drop``; an intercepted frame dropped or answered by hand)."""
-    original: bytes = b""
-    """The payload as it came, when the proxy sent other bytes in its place (an edited
-    frame: the frame event before this one holds what was sent), redacted as frames are."""
-    redacted: tuple[str, ...] = ()
-    """The paths whose values redaction replaced in ``original`` (and ``echo``, as on a
-    frame): ``original`` is then not the bytes that came."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class FaultInjected(ProxyAction):
-    """A fault the proxy injected on purpose (``--fault``). (A step of an intercepted frame
-    is an `InterceptStep`; recordings written before it have it as a fault whose ``fault`` is
-    ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
-
-    fault: str
-
-
-class InterceptKind(enum.Enum):
-    """A step of a frame held by ``--intercept`` (`golem_proxy.live.intercept`)."""
-
-    HELD = "held"
-    """The frame was caught and waits for a decision (published when it is caught)."""
-    ACCEPTED = "accept"
-    EDITED = "edit"
-    DROPPED = "drop"
-    ANSWERED = "answer"
-    """A request answered by hand: it never reached the upstream."""
-    RELEASED = "timeout"
-    """Held past ``timeout``: forwarded as it came."""
-    LOST = "lost"
-    """The connection ended while the frame was held: it was never sent."""
-
-    @property
-    def label(self) -> str:
-        """``intercept:KIND``: how the log names the step (and recordings of version 1 did)."""
-        return f"intercept:{self.value}"
-
-
-@dataclass(frozen=True, kw_only=True)
-class InterceptStep(ProxyAction):
-    """A step of a frame intercepted by ``--intercept``: caught, then decided (or lost)."""
-
-    kind: InterceptKind
-
-    @property
-    def fault(self) -> str:
-        """The step's name as the log and a flow's detail show it (``intercept:held``)."""
-        return self.kind.label
 
 
 class GapReason(enum.Enum):

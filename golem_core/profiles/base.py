@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import abc
 import json
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -31,14 +30,13 @@ from ..messages import (
     Role,
     decode_json,
     elide_long_strings,
-    is_json_int,
-    kind_of,
     method_of,
 )
 from ..outcome import OK, Outcome, OutcomeKind, ResultFailureRule
 from ..registry import Registry
+from .members import id_key
 
-__all__ = ["DefaultRoute", "Profile", "id_key", "path_of"]
+__all__ = ["DefaultRoute", "Profile"]
 
 _REPLY_MEMBERS = ("id", "result", "error")
 """The members of which a reply has at least one, when replies go by id: a JSON-RPC
@@ -51,28 +49,6 @@ _REQUEST = Role.REQUEST
 _RESPONSE = Role.RESPONSE
 # json.loads(str) without its per-call argument handling.
 _json_decode = json.JSONDecoder().decode
-_SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def id_key(ident: Any) -> Optional[tuple[str, Any]]:
-    """A request id as a hashable key (`Profile.correlation_key`), or None for no usable id:
-    ``1`` and ``"1"`` are different keys, as on the wire; ``true`` is no id."""
-    if isinstance(ident, bool) or not isinstance(ident, (str, int)):
-        return None
-    return (type(ident).__name__, ident)
-
-
-def path_of(*parts: Any) -> str:
-    """JSON path for display: ``path_of("params", "guids", 0)`` → ``$.params.guids[0]``."""
-    out = "$"
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _SIMPLE_KEY.match(part):
-            out += f".{part}"
-        else:
-            out += f"[{part!r}]"
-    return out
 
 
 @dataclass(frozen=True)
@@ -420,38 +396,3 @@ def _role_of_members(obj: dict[str, Any], role: Role) -> Role:
     elif "method" not in obj and ("result" in obj or "error" in obj):
         return _RESPONSE
     return role
-
-
-def id_is_valid(value: Any) -> bool:
-    return isinstance(value, str) or is_json_int(value)
-
-
-_ARTICLED_KINDS = {
-    "null": "null",
-    "boolean": "a boolean",
-    "number": "a number",
-    "string": "a string",
-    "array": "an array",
-    "object": "an object",
-}
-
-
-def json_type_name(value: Any) -> str:
-    """How a decoded JSON value's kind (`kind_of`) reads in a message: ``null``, ``a number``,
-    ``an object``, …"""
-    return _ARTICLED_KINDS[kind_of(value)]
-
-
-def error_object(code: Any, message: str, details: Any, details_key: str) -> dict[str, Any]:
-    """An error object ``{code, message}``, with ``details`` under ``details_key`` (GOLEM's
-    ``details``, JSON-RPC's ``data``) when there are any."""
-    err: dict[str, Any] = {"code": code, "message": message}
-    if details is not None:
-        err[details_key] = details
-    return err
-
-
-def mistyped(name: str, value: Any, expected: str) -> str:
-    """How every profile words a member of the wrong JSON kind: ``{name} is {kind}, not
-    {expected}`` (``name`` as it should read, backquotes and all)."""
-    return f"{name} is {json_type_name(value)}, not {expected}"

@@ -32,15 +32,8 @@ from ..messages import (
 )
 from ..outcome import ErrorObjectInResult, UnsuccessfulFlag
 from ..registry import GOLEM_REGISTRY
-from .base import (
-    INTERNAL_ERROR_CODE,
-    DefaultRoute,
-    Profile,
-    error_object,
-    id_is_valid,
-    mistyped,
-    path_of,
-)
+from .base import INTERNAL_ERROR_CODE, DefaultRoute, Profile
+from .members import error_object, id_is_valid, mistyped, path_of
 
 __all__ = ["INTERNAL_ERROR_CODE", "METHOD_NOT_FOUND_CODE", "RULES", "GolemProfile"]
 

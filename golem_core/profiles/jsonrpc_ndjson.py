@@ -36,7 +36,8 @@ from ..messages import (
 )
 from ..outcome import Outcome, OutcomeKind
 from ..registry import SCRYBE_REGISTRY
-from .base import DefaultRoute, Profile, error_object, mistyped
+from .base import DefaultRoute, Profile
+from .members import error_object, mistyped
 from .scrybe_rules import (
     AFTER_ID_RULE,
     MALFORMED_OUTCOMES,

@@ -10,7 +10,7 @@ from typing import Any
 from ..contract import Rule, Severity, Violation, violation
 from ..messages import ErrorResponse, MalformedKind, Message, Request, Response, is_json_int
 from ..registry import SCRYBE_APP_RANGE, Registry
-from .base import json_type_name, path_of
+from .members import json_type_name, path_of
 from .scrybe_methods import COMMON_ERRORS, METHODS
 
 __all__ = [

@@ -10,7 +10,8 @@ from typing import Optional
 
 from golem_core.profiles import PROFILES, Profile
 
-from ..events import FrameSeen, ReleasedPayload
+from ..events import FrameSeen
+from ..released_payload import ReleasedPayload
 from .filter_tree import FilterError, Predicate
 from .flows import Flow
 from .tool_calls import LAYER_MCP, attributed_tool, attribution_refs, layer_of, tool_of

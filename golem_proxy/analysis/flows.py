@@ -15,7 +15,6 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
 from golem_core.pairing import R_ORPHAN_RESPONSE
@@ -40,9 +39,10 @@ from ..events import (
 )
 from ..frame_runs import numbers_in
 from ..recording.held_frames import add_in_order, forget_in_group
+from .connection_counts import ConnectionCounts
 from .flow import Flow
 
-__all__ = ["ORPHAN_RULE", "ConnectionInfo", "Flow", "FlowTracker"]
+__all__ = ["ORPHAN_RULE", "Flow", "FlowTracker"]
 
 HOLD_BACK = 1024
 """Settled rows a streaming reader keeps behind the oldest row still in flight, to hand rows on
@@ -55,31 +55,9 @@ ORPHAN_RULE = R_ORPHAN_RESPONSE.id
 """Rule id the tap uses for a response that answers no outstanding request."""
 
 
-@dataclass(slots=True)
-class ConnectionInfo:
-    conn: int
-    route: str
-    client: str = ""
-    upstream: str = ""
-    opened: float = 0.0
-    closed: Optional[float] = None
-    reason: str = ""
-    abnormal: bool = False
-    bytes_c2s: int = 0
-    bytes_s2c: int = 0
-    frames_c2s: int = 0
-    frames_s2c: int = 0
-    observer: int = 0
-    """Which observing process last recorded a line of it: 0 the first, 1 the one started
-    at the first restart (`GapReason.RESTARTED`), …"""
-
-    @property
-    def is_open(self) -> bool:
-        return self.closed is None
-
-
 class FlowTracker:
-    """Builds flows and per-connection counters from events, in arrival order.
+    """Builds flows and per-connection counters (`ConnectionCounts`) from events, in arrival
+    order.
 
     It pairs nothing: a frame says what the tap decided (`FrameSeen.expects_answer`,
     ``answers``, ``orphan``), and the tracker only looks up the row a frame belongs to. What it
@@ -97,12 +75,9 @@ class FlowTracker:
         self.flows: list[Flow] = []
         """Every flow in the order it was created (with ``keep``; else empty)."""
         self.created = 0
-        self.connections: dict[int, ConnectionInfo] = {}
+        self._counts = ConnectionCounts()
+        self.connections = self._counts.known
         """The connections known (without ``keep``: those not closed yet)."""
-        self.connections_seen = 0
-        """Connections known so far, closed ones included."""
-        self._let_go_conns: set[int] = set()
-        """Without ``keep``: the numbers of the connections closed and let go."""
         self.events_missed = 0
         self.observer = 0
         """The observing process recording now: how many restarts were read so far."""
@@ -136,6 +111,11 @@ class FlowTracker:
         a gap or a close let go), for a view that shows its rows to show them again; its
         reader clears it."""
 
+    @property
+    def connections_seen(self) -> int:
+        """Connections known so far, closed ones included."""
+        return self._counts.seen
+
     def apply(self, event: Event) -> Optional[Flow]:
         """Fold one event in; return the flow it created, changed or belongs to, if any."""
         if isinstance(event, FrameSeen):
@@ -148,17 +128,13 @@ class FlowTracker:
             flow = self._new_flow(event.conn, event.route)
             flow.frame_error = event
             self._frame_errors[(event.conn, event.direction)] = flow
-            self._count_bytes(event.conn, event.direction, len(event.raw))
+            self._counts.count_bytes(event.conn, event.direction, len(event.raw), self.observer)
             return self._settled(flow)
         if isinstance(event, BytesDiscarded):
-            self._count_bytes(event.conn, event.direction, len(event.raw))
+            self._counts.count_bytes(event.conn, event.direction, len(event.raw), self.observer)
             return None
         if isinstance(event, ConnectionOpened):
-            info = ConnectionInfo(event.conn, event.route, event.client, event.upstream, event.t)
-            info.observer = self.observer
-            self.connections_seen += event.conn not in self.connections
-            self.connections[event.conn] = info
-            self._let_go_conns.discard(event.conn)  # a number used again
+            self._counts.opened(event, self.observer)
             return None
         if isinstance(event, ConnectionClosed):
             return self._closed(event)
@@ -172,7 +148,8 @@ class FlowTracker:
                 self._let_go(event)
             flow = self._new_flow(event.conn, event.route)
             flow.gap = event
-            self._count_bytes(event.conn, event.direction, 0 if evicted else event.size)
+            size = 0 if evicted else event.size
+            self._counts.count_bytes(event.conn, event.direction, size, self.observer)
             return self._settled(flow)
         if isinstance(event, (FaultInjected, InterceptStep)):
             faulted = self._flow_for_fault(event)
@@ -303,39 +280,8 @@ class FlowTracker:
             self._ready_numbers.add(flow.number)
         return flow
 
-    def _info(self, conn: int, route: str) -> ConnectionInfo:
-        info = self.connections.get(conn)
-        if info is None:
-            info = ConnectionInfo(conn, route)
-            if conn in self._let_go_conns:  # closed and let go (without ``keep``): counted there
-                info.closed = 0.0
-                return info
-            self.connections[conn] = info
-            self.connections_seen += 1
-        return info
-
-    def _count_bytes(self, conn: int, direction: Direction, size: int) -> None:
-        info = self.connections.get(conn)
-        if info is None:
-            return
-        info.observer = self.observer
-        if direction is Direction.C2S:
-            info.bytes_c2s += size
-        else:
-            info.bytes_s2c += size
-
-    def _count_frame(self, frame: FrameSeen) -> None:
-        info = self._info(frame.conn, frame.route)
-        info.observer = self.observer
-        if frame.direction is Direction.C2S:
-            info.frames_c2s += 1
-            info.bytes_c2s += frame.size
-        else:
-            info.frames_s2c += 1
-            info.bytes_s2c += frame.size
-
     def _frame(self, frame: FrameSeen) -> Optional[Flow]:
-        self._count_frame(frame)
+        self._counts.count_frame(frame, self.observer)
         key = (frame.conn, frame.direction, frame.index)
         if frame.answers is not None:
             # Its row is the request's; it is filled in by the exchange event that follows.
@@ -433,12 +379,7 @@ class FlowTracker:
         return changed
 
     def _closed(self, event: ConnectionClosed) -> Optional[Flow]:
-        info = self._info(event.conn, event.route)
-        info.closed = event.t
-        info.reason = event.reason
-        info.abnormal = event.abnormal
-        info.bytes_c2s = max(info.bytes_c2s, event.bytes_c2s)
-        info.bytes_s2c = max(info.bytes_s2c, event.bytes_s2c)
+        self._counts.closed(event)
         changed = None
         conn = event.conn
         asked = [key for sent in Direction for key in self._requests_of.pop((conn, sent), ())]
@@ -468,11 +409,9 @@ class FlowTracker:
         if not self.keep:
             # A streaming view keeps what is in flight, not every connection of the trace
             # (a million connections opened and closed held 298 MiB): of a closed one, its
-            # number only, so that a line naming it later (a damaged file) does not make it
-            # one that never closed.
-            self.connections.pop(conn, None)
+            # number only (`ConnectionCounts.forget`).
+            self._counts.forget(conn)
             self._latest.pop(conn, None)
-            self._let_go_conns.add(conn)
         return changed
 
     def _flow_for_fault(self, event: Union[FaultInjected, InterceptStep]) -> Optional[Flow]:

@@ -9,12 +9,12 @@ This module maps the MCP request it names to that request's flow number and read
 outcome of a ``tools/call`` (its ``isError``, an error response, or no answer at all).
 
 For code that wants the tool calls of a recording and their GOLEM flows in one go, there is
-`read_tool_calls`.
+`read_tool_calls`; what `show --json` says of each flow's layers is two_layer_json.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -23,9 +23,9 @@ from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 
 from ..events import FrameSeen, ToolCallRef
-from .call_outage import outage_label, routes_down, went_down
+from .call_outage import outage_label
 from .flows import Flow
-from .trace import FlowReader, flow_to_json, json_text, open_flows
+from .trace import json_text, open_flows
 
 __all__ = [
     "LAYER_GOLEM",
@@ -44,14 +44,12 @@ __all__ = [
     "connection_text",
     "is_tool_call",
     "layer_of",
-    "layered_json",
     "mcp_routes",
     "owner_key",
     "read_tool_calls",
     "read_two_layers",
     "tool_call_error",
     "tool_of",
-    "two_layer_json",
     "two_layer_label",
 ]
 
@@ -273,45 +271,6 @@ def arguments_summary(flow: Flow, width: int = 60) -> str:
 def _short(value: Any, width: int) -> str:
     text = json_text(value)
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[str, Any]:
-    """The members `show --json` adds to a flow: its ``layer``; for an MCP ``tools/call``
-    its ``tool``, ``arguments`` and ``is_error`` (and ``routes_down``, the GOLEM routes not
-    listening when it was made, and ``went_down``, those that stopped listening while it was
-    in flight, when any did); for a flow of the other layer, ``tool_call`` (the number of the
-    MCP flow that caused it, or null), ``attribution`` (``call``, ``none``, ``ambiguous``, or
-    ``unknown`` without an MCP layer) and, when ambiguous, ``tool_call_candidates``."""
-    data: dict[str, Any] = {"layer": layer_of(profile)}
-    if profile.tool_layer:
-        if is_tool_call(flow):
-            data.update(
-                tool=tool_of(flow), arguments=arguments_of(flow), is_error=tool_call_error(flow)
-            )
-            for member, routes in (
-                ("routes_down", routes_down(flow)),
-                ("went_down", went_down(flow)),
-            ):
-                if routes:
-                    data[member] = [{"route": d.route, "since": d.since} for d in routes]
-        return data
-    attribution = index.attribution(flow)
-    data.update(tool_call=attribution.number, attribution=attribution.state)
-    if attribution.state == AMBIGUOUS:
-        data["tool_call_candidates"] = list(attribution.numbers)
-    return data
-
-
-def layered_json(reader: FlowReader) -> Iterator[tuple[Flow, dict[str, Any]]]:
-    """Every flow of ``reader`` as `show --json` gives it, in order: `flow_to_json` under its
-    route's profile, with its two-layer members (`two_layer_json`)."""
-    index = ToolCallIndex(mcp_routes(reader.route_profiles))
-    for flow in reader.flows():
-        index.note(flow)
-        profile = reader.profile_for(flow.route)
-        data = flow_to_json(flow, profile)
-        data.update(two_layer_json(flow, profile, index))
-        yield flow, data
 
 
 @dataclass

@@ -83,7 +83,7 @@ def add_observer(
     """Add ``--observer`` (one of `OBSERVER_PLACES`, ``default`` when absent) and
     ``--observer-hold`` (seconds, `HOLD_LIMIT` when absent); each command words its own help."""
     # Here, not at the top: a command that reads a recording does not import the live stack.
-    from ..live.observer_link import HOLD_LIMIT
+    from ..live.link_holds import HOLD_LIMIT
     from ..live.proxy_options import RESTARTS
 
     parser.add_argument("--observer", choices=OBSERVER_PLACES, default=default, help=help)

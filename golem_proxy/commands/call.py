@@ -22,7 +22,7 @@ from rich.text import Text
 from golem_core.messages import Malformed, Response, Role
 from golem_core.outcome import Outcome
 from golem_core.profiles import PROFILES, Profile
-from golem_core.profiles.base import json_type_name
+from golem_core.profiles.members import json_type_name
 
 from ..events import Direction
 from ..net.addresses import Address, parse_address

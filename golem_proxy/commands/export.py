@@ -13,8 +13,8 @@ from typing import IO
 from rich.text import Text
 
 from ..analysis.captures import captures, write_captures
-from ..analysis.tool_calls import layered_json
 from ..analysis.trace import FlowReader, json_text, open_flows
+from ..analysis.two_layer_json import layered_json
 from ..interop.flow_table import FlowTableError, write_parquet
 from ..interop.tcp_export import write_pcapng
 from ..recording.format import replacing, write_private

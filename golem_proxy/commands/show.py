@@ -23,10 +23,10 @@ from ..analysis.tool_calls import (
     attribution_refs,
     connection_text,
     mcp_routes,
-    two_layer_json,
     two_layer_label,
 )
 from ..analysis.trace import FlowReader, flow_to_json, json_text
+from ..analysis.two_layer_json import two_layer_json
 from ..table_layout import Cell, Column, ColumnTable, terminal_width
 from ..terminal import counted, format_size, safe_text
 from ._common import (

@@ -18,8 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any, NamedTuple, Optional
 
-from ..analysis.tool_calls import layered_json
 from ..analysis.trace import FlowReader, numbers_named
+from ..analysis.two_layer_json import layered_json
 from ..recording.files import check_replaceable
 from ..recording.format import DEFAULT_MAX_LINE
 

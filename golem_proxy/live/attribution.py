@@ -40,8 +40,8 @@ from typing import Any, Optional
 
 from golem_core.messages import Request, Role
 from golem_core.profiles import Profile
-from golem_core.profiles.base import id_key
 from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, cancelled_id, tool_name
+from golem_core.profiles.members import id_key
 
 from ..events import (
     ConnectionClosed,

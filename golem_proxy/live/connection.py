@@ -28,7 +28,6 @@ Transparency rules, so that a client sees through the proxy what it would see di
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import os
 from dataclasses import dataclass, field
@@ -43,17 +42,10 @@ from ..net.addresses import Route
 from ..net.listeners import close_abortively
 from .observer import Observer
 from .observer_link import ObserverLink
-from .tap import ConnectionTap, TapVerdict
+from .peer_state import reset_after_close
+from .tap import ConnectionTap
 
-__all__ = ["BLOCKED", "Connection", "other"]
-
-BLOCKED = "--enforce-limits"
-"""Why bytes ``--enforce-limits`` refused to forward never reached their receiver (short: a
-log line's status says ``malformed:invalid-json (undelivered: --enforce-limits)`` whole)."""
-
-# After forwarding bytes to an upstream that already closed, how long to look for the reset a
-# fully closed socket answers with (on loopback it is back before the write returns).
-_RESET_PROBES = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02)
+__all__ = ["Connection", "other"]
 
 
 def other(direction: Direction) -> Direction:
@@ -72,8 +64,8 @@ class Connection:
     """Decode on the forwarding path (``--enforce-limits``) instead of through the observer."""
     judge: Optional[ConnectionTap] = None
     """``--enforce-limits``: the tap that checks bytes before they are forwarded
-    (`stopped_by_limits`) and publishes nothing (`limit_check_tap`); what was forwarded is then
-    recorded as on any route, after the write (`observe`)."""
+    (`enforce_limits.stopped_by_limits`) and publishes nothing (`limit_check_tap`); what was
+    forwarded is then recorded as on any route, after the write (`observe`)."""
     link: Optional[ObserverLink] = None
     """Hand forwarded bytes to the observing process instead (``--observer child-process``)."""
     sent: dict[Direction, int] = field(default_factory=lambda: {Direction.C2S: 0, Direction.S2C: 0})
@@ -120,39 +112,6 @@ class Connection:
             return self.client, self.upstream, "client", "upstream"
         return self.upstream, self.client, "upstream", "client"
 
-    def stopped_by_limits(
-        self,
-        direction: Direction,
-        data: bytes,
-        t: float,
-        scope: trio.CancelScope,
-        frame: Optional[Frame] = None,
-    ) -> bool:
-        """``--enforce-limits``: check bytes about to be forwarded (``frame``: they are that
-        frame). When a frame among them breaks the limits, they are recorded though not
-        forwarded, marked undelivered (`BLOCKED`: the recording counts them apart from what
-        was forwarded, as the close does), the connection is closed saying why (``scope``
-        cancelled), and True is returned; False (always, without the option): forward them."""
-        verdict = self._judged(direction, data, t, frame)
-        if verdict is None:
-            return False
-        self.observe_undelivered(direction, data, t, BLOCKED)
-        self.note(f"closed by --enforce-limits: {verdict.reason}", True)
-        scope.cancel()
-        return True
-
-    def _judged(
-        self, direction: Direction, data: bytes, t: float, frame: Optional[Frame]
-    ) -> Optional[TapVerdict]:
-        judge = self.judge
-        if judge is None or judge.failed is not None:
-            return None
-        try:
-            return judge.process(direction, data, t, frame)
-        except Exception as exc:  # a decoding bug costs the check, not the relay
-            judge.fail(exc, t)
-            return None
-
     def observe(
         self, direction: Direction, data: bytes, t: float, frame: Optional[Frame] = None
     ) -> None:
@@ -161,8 +120,9 @@ class Connection:
 
         Every route hands bytes on once their write is done (`forward`), so that bytes that
         never went are marked before them (`observe_undelivered`), also with
-        ``--enforce-limits``: its check comes before the write (`stopped_by_limits`), and what is
-        recorded comes after it, from a tap of its own. Decoding the frame once, before the
+        ``--enforce-limits``: its check comes before the write
+        (`enforce_limits.stopped_by_limits`), and what is recorded comes after it, from a tap
+        of its own. Decoding the frame once, before the
         write, would publish it before it is known whether it was delivered."""
         if self.link is not None:
             self.link.data(self.conn, direction, data, t)
@@ -396,26 +356,20 @@ class Connection:
         with a reset (it is gone, not half-closed), reset the client, which would otherwise
         wait on a connection nobody serves."""
         assert self.upstream is not None
-        sock = self.upstream.socket
-        for delay in _RESET_PROBES:
-            if delay:
-                await trio.sleep(delay)
-            try:
-                # A reset on a socket whose peer had sent FIN sets EPIPE (ECONNRESET otherwise).
-                error = sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR)
-            except OSError:
-                return
-            if error in (errno.ECONNRESET, errno.EPIPE):
-                # This, not the earlier clean close, is what the connection ended with.
-                self.reason = "upstream closed; the client's next bytes were refused (reset)"
-                self.abnormal = True
-                # Dead at the client's write only if the client was never told of the close
-                # (held while idle); otherwise it wrote after an end it had been given.
-                self.gone_before_write = self.fin_held
-                self._reset_client()
-                scope.cancel()
-                return
-        self.release_fin()  # no reset: the upstream only half-closed
+        reset = await reset_after_close(self.upstream.socket)
+        if reset is None:
+            return
+        if not reset:
+            self.release_fin()  # the upstream only half-closed
+            return
+        # This, not the earlier clean close, is what the connection ended with.
+        self.reason = "upstream closed; the client's next bytes were refused (reset)"
+        self.abnormal = True
+        # Dead at the client's write only if the client was never told of the close (held
+        # while idle); otherwise it wrote after an end it had been given.
+        self.gone_before_write = self.fin_held
+        self._reset_client()
+        scope.cancel()
 
     def _reset_client(self) -> None:
         """Reset the client at once: a FIN first would race the reset, and a client woken by

@@ -29,7 +29,6 @@ once (docs/intercept.md), so the plugin never runs a request for a client that i
 from __future__ import annotations
 
 import contextlib
-import errno
 from typing import Callable, Optional
 
 import trio
@@ -37,20 +36,17 @@ import trio
 from golem_core.framing import EndOfStream, Frame, Framing
 from golem_core.profiles import Profile
 
-from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep, Where
+from ..events import Direction, Event, InterceptKind
+from .action_events import ActionEvents
 from .chunks import ChunkReader
 from .connection import Connection
-from .faults import ConnectionFaults, FaultKind, FrameAction
-from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame, Ruling
+from .enforce_limits import stopped_by_limits
+from .faults import ConnectionFaults, FaultKind
+from .intercept import Answer, ConnectionIntercept, Drop, HeldFrame
+from .peer_state import until_peer_gone
 from .unsent import Unsent, or_now
 
 __all__ = ["FaultRelay"]
-
-GONE_POLL = 0.1
-"""While bytes the client sent after a held request wait unread, a close or a reset behind them
-does not wake a read: the client's socket state is looked at this often (seconds) instead."""
-# Linux's TCP states (include/net/tcp_states.h) in which the peer has closed or reset.
-_TCP_CLOSE, _TCP_CLOSE_WAIT = 7, 8
 
 
 class FaultRelay:
@@ -71,8 +67,9 @@ class FaultRelay:
         self.profile = profile
         self.cap = cap
         self.now = now
-        self.publish = publish
         self.conn = conn
+        self.actions = ActionEvents(conn, now, publish)
+        """Says what the proxy did to the frames (a fault, an intercept's step)."""
         self.faults = faults
         self.intercept = intercept
         self.locks = {Direction.C2S: trio.Lock(), Direction.S2C: trio.Lock()}
@@ -186,7 +183,7 @@ class FaultRelay:
             for start in range(0, len(data), piece):
                 chunk = data[start : start + piece]
                 seen = self.now() if sent_at is None else sent_at
-                if conn.stopped_by_limits(direction, chunk, seen, self.scope, frame):
+                if stopped_by_limits(conn, direction, chunk, seen, self.scope, frame):
                     return False
                 # Observed as it is sent, so that what never reaches its receiver is recorded
                 # undelivered (`Connection.forward`); so are the pieces of a sliced frame that
@@ -209,50 +206,6 @@ class FaultRelay:
             turn.release()
         return True
 
-    def _where(self, direction: Direction) -> Where:
-        """This connection's ``direction``, now."""
-        return Where(
-            conn=self.conn.conn, route=self.conn.route.name, direction=direction, t=self.now()
-        )
-
-    def _publish(self, direction: Direction, action: FrameAction) -> None:
-        """Publish the events of the faults that hit a frame, in order after what was observed
-        so far: called once the frame was (or, withheld, was recorded as) sent, so they land
-        on its flow, not on the connection's flow before it."""
-        for fault, detail in action.events:
-            self.conn.publish_in_order(
-                self.publish,
-                FaultInjected(
-                    **self._where(direction),
-                    fault=fault,
-                    detail=detail,
-                    method=action.method,
-                    withheld=action.withhold is not None and fault == action.withhold.kind.value,
-                ),
-            )
-
-    def _announce(
-        self,
-        direction: Direction,
-        kind: InterceptKind,
-        detail: str,
-        method: Optional[str],
-        withheld: bool = False,
-        ruling: Optional[Ruling] = None,
-    ) -> None:
-        """Publish an intercept step (``ruling``: the decision it carried out, whose
-        ``original`` and ``redacted`` it takes)."""
-        event = InterceptStep(
-            **self._where(direction),
-            kind=kind,
-            detail=detail,
-            method=method,
-            withheld=withheld,
-            original=ruling.original if ruling is not None else b"",
-            redacted=ruling.redacted if ruling is not None else (),
-        )
-        self.conn.publish_in_order(self.publish, event)
-
     def _announce_held(self, held: HeldFrame, kind: InterceptKind, detail: str) -> None:
         withheld = False
         if kind is InterceptKind.LOST and held.direction is Direction.C2S:
@@ -265,7 +218,7 @@ class FaultRelay:
             # writer's lock) before the step is said, so that the step lands on its flow.
             self._lost_response = (detail, held.method)
             return
-        self._announce(held.direction, kind, detail, held.method, withheld=withheld)
+        self.actions.step(held.direction, kind, detail, held.method, withheld=withheld)
 
     def _record_held(self) -> None:
         """Record the request held now, though never forwarded, as a dropped request is (its
@@ -306,28 +259,12 @@ class FaultRelay:
         """While a request is held (its pump reads nothing): end the connection the moment the
         client resets or closes. Only peeks, so a byte the client sends meanwhile stays for
         the pump."""
-        sock = self.conn.client.socket
-        while True:
-            try:
-                data = await sock.recv(1, trio.socket.MSG_PEEK)
-            except OSError as exc:
-                self._mark_gone("the client reset the connection")
-                self.conn.source_failed(Direction.C2S, exc, self.scope)
-                return
-            if not data:
-                await self._client_closed()
-                return
-            # Bytes wait behind the held frame: the socket stays readable, so look instead.
-            await trio.sleep(GONE_POLL)
-            state = _peer_state(sock)
-            if state == "reset":
-                reset = ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
-                self._mark_gone("the client reset the connection")
-                self.conn.source_failed(Direction.C2S, reset, self.scope)
-                return
-            if state == "closed":
-                await self._client_closed()
-                return
+        reset = await until_peer_gone(self.conn.client.socket)
+        if reset is None:
+            await self._client_closed()
+            return
+        self._mark_gone("the client reset the connection")
+        self.conn.source_failed(Direction.C2S, reset, self.scope)
 
     async def _frame(
         self, direction: Direction, frame: Frame, sent_at: Optional[float] = None
@@ -349,7 +286,7 @@ class FaultRelay:
             lost, self._lost_response = self._lost_response, None
             if lost is not None:  # the connection ended (the cancellation, maybe in a group)
                 await self.unsent.lost(direction, frame.raw, self.now())
-                self._announce(direction, InterceptKind.LOST, lost[0], lost[1])
+                self.actions.step(direction, InterceptKind.LOST, lost[0], lost[1])
         if ruling is None:
             return await self._faulted(direction, frame, sent_at)
         decision = ruling.decision
@@ -366,7 +303,7 @@ class FaultRelay:
                 frame = self._framed(ruling.payload)
             going = await self._faulted(direction, frame, sent_at)
         # After the frame, so that the event lands on the flow it decided.
-        self._announce(
+        self.actions.step(
             direction, ruling.kind, ruling.detail, ruling.method, ruling.withheld, ruling
         )
         if going and isinstance(decision, Answer):
@@ -409,7 +346,7 @@ class FaultRelay:
         if self.faults is None:
             return await self._send(direction, raw, sent_at=sent_at, frame=frame)
         action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
-        if action.delay:  # said once the frame went on (`_publish`)
+        if action.delay:  # said once the frame went on (`ActionEvents.faults`)
             try:
                 await trio.sleep(action.delay)
             except trio.Cancelled:
@@ -422,7 +359,7 @@ class FaultRelay:
                 await self._withheld(direction, frame, sent_at)
             else:  # a response withheld: never recorded
                 self._unrecorded(direction, action.learned)
-            self._publish(direction, action)
+            self.actions.faults(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
                 return await self._send(Direction.S2C, action.reply)
@@ -437,7 +374,7 @@ class FaultRelay:
             # frame its decoder would take them for its rest, so the close says how many.
             unsent = self.unsent.drop_behind(direction)
             self._unrecorded(direction, action.learned)
-            self._publish(direction, action)
+            self.actions.faults(direction, action)
             await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
             self.conn.eof[direction] = True
             async with self.locks[direction]:
@@ -456,22 +393,5 @@ class FaultRelay:
         going = await self._send(
             direction, action.data, action.slice_size or 0, action.gap, sent_at, sent
         )
-        self._publish(direction, action)  # after the frame: on its flow
+        self.actions.faults(direction, action)  # after the frame: on its flow
         return going
-
-
-def _peer_state(sock: trio.socket.SocketType) -> Optional[str]:
-    """``"reset"`` or ``"closed"`` when the peer of ``sock`` has gone, as far as the kernel
-    tells without reading (a pending socket error; Linux's TCP state), else None."""
-    try:
-        if sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR):
-            return "reset"
-        tcp_info = getattr(trio.socket, "TCP_INFO", None)
-        if tcp_info is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
-            return None
-        state = sock.getsockopt(trio.socket.IPPROTO_TCP, tcp_info, 1)[0]
-    except OSError:
-        return None
-    if state == _TCP_CLOSE:
-        return "reset"
-    return "closed" if state == _TCP_CLOSE_WAIT else None

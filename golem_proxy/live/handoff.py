@@ -28,16 +28,19 @@ from typing import Optional, Union
 
 from golem_core.decoders import Chunk
 
+from ..events import Direction
 from . import kernel_pipes
 from .pipe_backlog import PipeBacklog
 
 __all__ = [
     "COUNT_KINDS",
     "HEADER",
+    "PIPE_DIRECTIONS",
     "HandoffError",
     "HandoffWriter",
     "Kind",
     "Record",
+    "direction_number",
     "encode",
     "read_unsent",
     "unsent_data",
@@ -45,6 +48,14 @@ __all__ = [
 
 HEADER = struct.Struct("!BIBdI")
 """kind, connection id, direction (0 client to server, 1 back), time, length."""
+
+PIPE_DIRECTIONS = (Direction.C2S, Direction.S2C)
+"""A direction by its number on the pipe (`direction_number`)."""
+
+
+def direction_number(direction: Direction) -> int:
+    """A direction on the pipe: 0 client to server, 1 back."""
+    return 0 if direction is Direction.C2S else 1
 
 
 class Kind(enum.IntEnum):

@@ -27,13 +27,12 @@ from ..recording.resume_scan import ResumePoint
 from .acknowledger import ACK_AT_ONCE
 from .attribution import ToolCallTracker
 from .connection_attribution import ConnectionAttribution
-from .handoff import HandoffError, Kind, Record, read_unsent
+from .handoff import PIPE_DIRECTIONS, HandoffError, Kind, Record, read_unsent
 from .handoff_reader import PipeRecords, RecordReader
 from .hub import EventHub
 from .layer_taps import LayerTaps
 from .link_resume import Resumption
 from .observer import Observer
-from .observer_link import PIPE_DIRECTIONS
 from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .recorder import Recorder
 from .redact import Redactor

@@ -8,20 +8,23 @@ observing process takes every open connection up at its next frame, exactly, rat
 guessing where a frame starts. `OpenConnections` is fed by `ObserverLink` with every event and
 chunk; while observation is down it counts, per connection and direction, the bytes that
 crossed, and the connections that came and went unseen. `Resumption` is what the new process is
-told first (a ``RESUME`` record); each direction then goes on with a ``RESUMED`` record once it
-reaches a frame boundary, saying how many bytes crossed unobserved before it.
+told first (a ``RESUME`` record, `OpenConnections.hand_over`); each direction then goes on with
+a ``RESUMED`` record once it reaches a frame boundary, saying how many bytes crossed unobserved
+before it.
 """
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from golem_core.boundaries import FrameBoundaries
 from golem_core.framing import Framing
 
 from ..events import ConnectionClosed, ConnectionOpened, RouteDown
+from .handoff import HandoffWriter, Kind
 
 __all__ = ["OpenConnections", "ResumedConnection", "Resumption"]
 
@@ -200,6 +203,47 @@ class OpenConnections:
         self.down = False
         self.unseen = 0
         return resumed, now
+
+    def hand_over(
+        self,
+        writer: HandoffWriter,
+        seq: int,
+        routes_down: tuple[RouteDown, ...],
+        now: Callable[[], float],
+    ) -> tuple[Resumption, float]:
+        """Observation is up again, through ``writer`` to a new observing process: first the
+        open connections (a ``RESUME`` record; ``seq``: the recording's last line), then each
+        direction at a frame boundary now (``RESUMED``, with the bytes that crossed unobserved,
+        and ``END`` for one that ended) and the closes that waited, all at ``now()``. Returns
+        what it was told, and when; the other directions go on from their next boundary
+        (`follow`)."""
+        connections, at_boundary = self.resume()
+        resumption = Resumption(tuple(connections), seq, routes_down)
+        t = now()
+        writer.event(Kind.RESUME, 0, 0, t, pickle.dumps(resumption, pickle.HIGHEST_PROTOCOL))
+        for conn, direction, lost, ended in at_boundary:
+            writer.resumed(conn, direction, t, lost)
+            if ended:
+                writer.event(Kind.END, conn, direction, t)
+        for closed in self.closes():
+            writer.event(Kind.CLOSED, closed.conn, 0, t, pickle.dumps(closed))
+        return resumption, t
+
+    def follow_event(
+        self, event: Union[ConnectionOpened, ConnectionClosed], writer: HandoffWriter
+    ) -> None:
+        """A connection opened (followed from now on) or closed: while observation is down, its
+        close waits for the restart (`closes`); else its directions still waiting for a frame
+        boundary say through ``writer`` the bytes that crossed unobserved (``RESUMED``), and it
+        is forgotten."""
+        if isinstance(event, ConnectionOpened):
+            self.opened(event)
+        elif self.down:
+            self.closed(event)
+        else:
+            for direction, lost in self.waiting(event.conn):
+                writer.resumed(event.conn, direction, event.t, lost)
+            self.forget(event.conn)
 
     def known(self) -> tuple[tuple[int, str], ...]:
         """While observation is down: the connections the process that died knew (connection,

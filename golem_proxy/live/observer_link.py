@@ -19,20 +19,15 @@ docstring tells the policy: about `TRAIL_LIMIT` behind, and on which connections
 waits) the link is `holding` and the relay takes no new bytes from the connections the
 recording trails on (`holds`, `until_caught_up`: backpressure, no gap).
 
-With a ``hold_limit`` (``--observer-hold``; none by default, `HOLD_LIMIT`), a connection's hold
-lasts at most that long: if the recording has not caught up by then, that connection *sheds*:
-it goes on and its chunks are counted, not handed on, until the observing process has
-acknowledged everything handed on before; then a ``LOST`` record says how many bytes crossed
-meanwhile (the recording's ``unobserved`` line) and handing on resumes. So the recording trails
-by at most the limit and a span it does not hold is named, never a hole. If no acknowledgement
-moves on for `STALL_LIMIT` while something is outstanding, the observing process is stuck:
-``on_give_up`` is called (the process is stopped and the recording says so) and forwarding goes on
-without it (`watch_stall`).
+With a ``hold_limit`` (``--observer-hold``; none by default), a connection's hold lasts at most
+that long; then it *sheds* (link_holds.py): a span the recording does not hold is named, never a
+hole. If no acknowledgement moves on for `STALL_LIMIT` while something is outstanding, the
+observing process is stuck: ``on_give_up`` is called (the process is stopped and the recording
+says so) and forwarding goes on without it (`watch_stall`).
 """
 
 from __future__ import annotations
 
-import math
 import pickle
 from typing import Callable, Optional, Union
 
@@ -41,26 +36,22 @@ import trio
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
 from . import kernel_pipes
 from .attribution import RoutesDown
-from .handoff import HandoffWriter, Kind, unsent_data
+from .handoff import HandoffWriter, Kind, direction_number, unsent_data
 from .handoff_reader import MAX_DATA
+from .link_holds import HOLD_LIMIT, Holds
 from .link_ledger import (
-    BEHIND_AFTER,
-    MARK_EVERY,
     PIPED_RECORD_LIMIT,
     RECORD_LIMIT,
     TRAIL_LIMIT,
     Ledger,
 )
 from .link_resume import OpenConnections, Resumption
-from .unrecorded_values import WaitingValues, unrecorded_records
+from .unrecorded_values import unrecorded_records
 
 __all__ = [
     "BACKLOG",
-    "HOLD_LIMIT",
-    "PIPE_DIRECTIONS",
     "STALL_LIMIT",
     "ObserverLink",
-    "direction_number",
 ]
 
 BACKLOG = 64 * 1024 * 1024
@@ -68,26 +59,12 @@ BACKLOG = 64 * 1024 * 1024
 while the observing process is busy with one large frame (a 16 MiB answer is parsed in one
 go): beyond it, bytes are counted as lost and the gap recorded."""
 
-HOLD_LIMIT = math.inf
-"""By default the relay waits for the recording as long as it keeps acknowledging: a flood is
-forwarded at the pace it is observed, and recorded whole, and holds only its own connection
-(docs/architecture.md says what that costs, and why no limit is the default).
-``--observer-hold`` sets a limit past which the connection held sheds instead."""
-
 STALL_LIMIT = 5.0
 """Seconds without an acknowledgement moving on, while the relay holds, after which the
 observing process counts as stuck and forwarding goes on without it."""
 
 MAX_UNSEEN = 1 << 62
 """`ObserverLink.takes_unseen` where the link does not follow the frames: no bound of its own."""
-
-PIPE_DIRECTIONS = (Direction.C2S, Direction.S2C)
-"""A direction by its number on the pipe (`direction_number`)."""
-
-
-def direction_number(direction: Direction) -> int:
-    """A direction on the pipe: 0 client to server, 1 back."""
-    return 0 if direction is Direction.C2S else 1
 
 
 class ObserverLink:
@@ -120,15 +97,9 @@ class ObserverLink:
         they arrive (`golem-proxy mcp`'s attribution) reads them."""
         self.ledger = Ledger(now, trail_limit)
         """What is handed on and not acknowledged yet, and whether the relay waits for it."""
-        self._shedding: dict[int, int] = {}
-        """Connections that shed, each with the offset the observing process must acknowledge
-        before it hands on again."""
-        self._unlearned = WaitingValues()
-        """Of the connections that shed, the values learned meanwhile (`unrecorded`)."""
-        self._changed = trio.Event()
-        """Set when the shares may have changed while connections wait (`until_caught_up`)."""
-        self._waiting = 0
-        self._woken_at = -math.inf
+        self._holds = Holds()
+        """The connections waiting for the recording, and those that shed."""
+        self._shedding = self._holds.shedding  # the same dict, asked of every chunk
         self._room_wanted = trio.Event()
         self.connections: Optional[OpenConnections] = None
         """The open connections' framing, followed so that a restarted observing process can
@@ -293,7 +264,7 @@ class ObserverLink:
         (`Connection.unrecorded`): ``UNRECORDED`` records, in order with the chunks; while
         ``conn`` sheds they wait, and follow its gap (which they no longer split)."""
         if conn in self._shedding:
-            self._unlearned.add(conn, learned)
+            self._holds.unlearned.add(conn, learned)
             return
         for data in unrecorded_records(learned, MAX_DATA):
             self._mark(Kind.UNRECORDED, conn, direction, t, data)
@@ -318,14 +289,7 @@ class ObserverLink:
         if followed is not None and not self.stopped and self.writer.gone:
             self.stop()  # as in `data`
         if followed is not None and isinstance(event, (ConnectionOpened, ConnectionClosed)):
-            if isinstance(event, ConnectionOpened):
-                followed.opened(event)
-            elif followed.down:
-                followed.closed(event)
-            else:
-                for direction, lost in followed.waiting(event.conn):
-                    self.writer.resumed(event.conn, direction, event.t, lost)
-                followed.forget(event.conn)
+            followed.follow_event(event, self.writer)
         if isinstance(event, UpstreamStatus):
             self._routes_down.follow(event)
         if self.stopped:
@@ -347,12 +311,8 @@ class ObserverLink:
     def _handed_on(self, conn: int, size: int, t: float, from_client: bool = False) -> None:
         if self.writer.waiting:
             self._room_wanted.set()
-        held = self.ledger.add(self.writer.handed, conn, size, t, from_client)
-        if held and self._waiting and t - self._woken_at >= MARK_EVERY:
-            # A connection held for its share may have less of it now (at most once a mark:
-            # each wake-up has every waiting connection look again).
-            self._woken_at = t
-            self._wake()
+        if self.ledger.add(self.writer.handed, conn, size, t, from_client):
+            self._holds.handed_on(t)
 
     def holds(self, conn: int) -> bool:
         """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
@@ -370,34 +330,25 @@ class ObserverLink:
             return
         if self._shedding:
             # Caught up with what was handed on before the shed: hand on again, the loss first.
-            for conn in [c for c, until in self._shedding.items() if until <= offset]:
-                del self._shedding[conn]
-                self.unrecorded(conn, Direction.C2S, self._unlearned.take(conn), self.now())
+            for conn, learned in self._holds.caught_up(offset):
+                self.unrecorded(conn, Direction.C2S, learned, self.now())
         if self.ledger.caught_up(self.writer.handed):
             self._release()
-        elif self._waiting:
-            self._wake()
+        elif self._holds.waiting:
+            self._holds.wake()
 
     async def until_caught_up(self, conn: int) -> None:
         """While the link `holds` ``conn``: wait until the recording caught up, observation
         stopped, or the hold reached ``hold_limit`` (then ``conn`` sheds, see the module
         docstring)."""
-        if not self.holds(conn):
-            return
-        if self._waiting:
-            self._wake()  # the shares as they stand now this one waits: let the others look
-        self._waiting += 1
-        try:
-            with trio.move_on_after(self.hold_limit):
-                while self.holds(conn):
-                    with trio.move_on_after(BEHIND_AFTER):
-                        await self._changed.wait()
-                    self.ledger.recount()  # another may have stood still for `BEHIND_AFTER` since
-                return
-        finally:
-            self._waiting -= 1
         if self.holds(conn):
-            self._shedding[conn] = self.writer.handed
+            await self._holds.wait(
+                conn,
+                self.hold_limit,
+                self.holds,
+                lambda: self.ledger.recount(),  # the ledger and the writer of now, after a resume
+                lambda: self.writer.handed,
+            )
 
     async def watch_stall(self) -> None:
         """Until cancelled or stopped: when nothing acknowledged moves on for ``stall_limit``
@@ -420,12 +371,7 @@ class ObserverLink:
 
     def _release(self) -> None:
         self.ledger.holding = False
-        self._wake()
-
-    def _wake(self) -> None:
-        """Let the waiting connections look again whether they are held."""
-        self._changed.set()
-        self._changed = trio.Event()
+        self._holds.wake()
 
     def stop(self) -> None:
         """Hand nothing on any more (the observing process is gone)."""
@@ -433,8 +379,7 @@ class ObserverLink:
             self.connections.stop(self.ledger.by_conn)
         self.stopped = True
         self.writer.abandon()  # what waits for room goes nowhere now (its pipes closed)
-        self._shedding.clear()
-        self._unlearned.clear()
+        self._holds.clear()
         self.ledger.clear()
         self._release()
         self._room_wanted.set()
@@ -451,16 +396,7 @@ class ObserverLink:
         self.stopped = False
         self.ledger = Ledger(self.now, self.trail_limit)
         self.ledger.acked_at = self.now()
-        connections, at_boundary = followed.resume()
-        resumption = Resumption(tuple(connections), seq, self._routes_down.now())
-        t = self.now()
-        self.writer.event(Kind.RESUME, 0, 0, t, pickle.dumps(resumption, pickle.HIGHEST_PROTOCOL))
-        for conn, direction, lost, ended in at_boundary:
-            self.writer.resumed(conn, direction, t, lost)
-            if ended:
-                self.writer.event(Kind.END, conn, direction, t)
-        for closed in followed.closes():
-            self.writer.event(Kind.CLOSED, closed.conn, 0, t, pickle.dumps(closed))
+        resumption, t = followed.hand_over(self.writer, seq, self._routes_down.now(), self.now)
         self._handed_on(0, self.writer.handed, t)
         return resumption
 

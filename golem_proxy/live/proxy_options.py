@@ -16,12 +16,12 @@ from ..net.addresses import Address, Route
 from .connection_attribution import ConnectionAttribution
 from .faults import FaultPlan
 from .intercept import InterceptEngine
+from .link_holds import HOLD_LIMIT
 from .observer import DEFAULT_BUDGET
-from .observer_link import HOLD_LIMIT
 from .redact import Redactor
 from .tap import Annotator, ConnectionTap, ObserveLimits
 
-__all__ = ["BoundRoute", "ProxyOptions", "limit_check_tap", "new_tap"]
+__all__ = ["BoundRoute", "ProxyOptions", "new_tap"]
 
 
 RESTARTS = 3
@@ -104,19 +104,3 @@ def new_tap(
         limits=options.observe,
         annotate=options.annotate,
     )
-
-
-def limit_check_tap(
-    conn: int, route: str, profile: Profile, options: ProxyOptions
-) -> ConnectionTap:
-    """A tap that only judges ``--enforce-limits`` verdicts and publishes nothing
-    (`Connection.judge`): the verdict must come before a chunk is forwarded, and the tap that
-    records (in this process, or the observing process's) is handed the chunk after its write,
-    when it is known whether it was delivered. The same `ConnectionTap` as the recording one,
-    so both find the same frames at fault; without the catalogue, redaction and annotation,
-    which no verdict depends on."""
-    return ConnectionTap(conn, route, profile, _discard, cap=options.cap, limits=options.observe)
-
-
-def _discard(event: Event) -> None:
-    """Where the limit check's events go: the recording tap reports them."""

@@ -7,7 +7,7 @@ other socket, then hands the same chunk to the observer, which never makes it wa
 (observer.py). Observed in a process of its own, a large frame's body from the server goes by
 the kernel's way instead (body_splice.py), with the same outcome. Nothing is decoded or
 re-encoded on this path (with ``enforce_limits`` a tap of its own checks a chunk before it is
-sent, `Connection.stopped_by_limits`). How a connection ends, half-closes and resets included,
+sent, `enforce_limits.stopped_by_limits`). How a connection ends, half-closes and resets included,
 is `Connection`'s job, shared with the faulted pumps.
 """
 
@@ -24,6 +24,7 @@ from ..events import Direction
 from .body_splice import ENDED, READ_INSTEAD, BodySplicer, body_splicer
 from .chunks import RECV_SIZE_BULK, ChunkReader
 from .connection import Connection
+from .enforce_limits import stopped_by_limits
 
 __all__ = ["PlainPump", "Pump", "idle_watch", "pump_both"]
 
@@ -111,7 +112,7 @@ class PlainPump:
                 if not chunk:
                     conn.end_of_stream(direction, t, scope)
                     return
-                if enforce and conn.stopped_by_limits(direction, chunk, t, scope):
+                if enforce and stopped_by_limits(conn, direction, chunk, t, scope):
                     return
                 if splicer is not None:
                     splicer.saw(chunk)

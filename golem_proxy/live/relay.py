@@ -21,11 +21,12 @@ from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, Upstr
 from ..net.addresses import Route
 from ..net.listeners import connect, open_listener
 from .connection import Connection
+from .enforce_limits import limit_check_tap
 from .fault_relay import FaultRelay
 from .hub import EventHub
 from .observer import Observer
 from .observer_link import ObserverLink
-from .proxy_options import BoundRoute, ProxyOptions, limit_check_tap, new_tap
+from .proxy_options import BoundRoute, ProxyOptions, new_tap
 from .pumps import PlainPump, Pump, pump_both
 from .redact import Redactor
 from .resend import ResendError, Resent, resend

@@ -15,7 +15,8 @@ nothing to do. Memory stays bounded whatever the peers send:
 * an exception while decoding costs this connection's inspection, reported once as a gap.
 
 Each whole frame decoded goes to the connection's `FramePublisher` (tap_frames.py), which
-checks, pairs, redacts, numbers and marks it and publishes its events.
+checks, pairs, redacts, numbers and marks it and publishes its events; each gap goes to its
+`GapPublisher` (tap_gaps.py), which words and publishes it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from golem_core.catalogue import MethodCatalogue
 from golem_core.contract import Violation
 from golem_core.decoders import Chunk
 from golem_core.framing import Discarded, EndOfStream, Frame, FrameError, FrameErrorKind
-from golem_core.pairing import Pending
 from golem_core.profiles import Profile
 
 from ..events import (
@@ -38,15 +38,13 @@ from ..events import (
     FrameSeen,
     FramingErrorSeen,
     GapReason,
-    ObservationLost,
     StreamEnded,
     ViolationSeen,
     Where,
 )
-from ..frame_runs import FrameRuns, frame_runs
 from .redact import Redactor
 from .tap_frames import Annotator, FramePublisher, Publish
-from .tap_gaps import evicted_detail, lost_detail, restarted_detail, unobserved_detail
+from .tap_gaps import GapPublisher
 from .tap_input import TapInput
 from .tap_limits import (
     DEFAULT_LIMITS,
@@ -97,6 +95,8 @@ class ConnectionTap:
             Direction.S2C: TapInput(profile, self._decoder_cap),
         }
         self._pairing = ConnectionPairing(profile, limits)
+        self._gaps = GapPublisher(conn, route, publish, limits)
+        """Publishes what this tap did not observe (its gaps)."""
         self._frames = FramePublisher(
             conn,
             route,
@@ -104,7 +104,7 @@ class ConnectionTap:
             publish,
             self._pairing,
             self._violated,
-            self._evicted,
+            self._gaps.evicted,
             self._unparsed,
             parse_limit=limits.parse,
             catalogue=catalogue,
@@ -113,11 +113,6 @@ class ConnectionTap:
         )
         """Publishes the frames this tap decodes, with their violations and exchanges."""
         self._digests: dict[Direction, FrameDigest] = {}
-        self._evicting: dict[Direction, tuple[list[int], float]] = {}
-        """Requests let go and not said yet: their frame indexes, in the order let go, and
-        since when."""
-        self._unsent: dict[Direction, tuple[int, str]] = {}
-        """Of the bytes `lose` counted since the last report, those never sent on, and why."""
         self.carried = False
         """Whether any byte of this connection reached the tap, or was forwarded past it
         (`lose`), either way: a connection that carried nothing is told apart by it, as
@@ -208,9 +203,9 @@ class ConnectionTap:
         frame boundary. The gap is reported once decoding resumes (or at the end). With
         ``unsent`` (why), they were not forwarded either, and the gap says so."""
         self.carried = self.carried or size > 0
-        self._say_evicted(direction)
+        self._gaps.say_evicted(direction)
         if unsent and size > 0:  # nor sent on, and why (`Connection.observe_unsent_lost`)
-            self._unsent[direction] = (self._unsent.get(direction, (0, ""))[0] + size, unsent)
+            self._gaps.unsent(direction, size, unsent)
         self._inputs[direction].lose(size, t)
         self._digests.pop(direction, None)
         self._pairing.requests_lost(direction)
@@ -232,8 +227,7 @@ class ConnectionTap:
         """After a restart, ``direction`` goes on here, at a frame boundary; ``lost`` bytes of
         it crossed while no observing process recorded them (``unrecorded``: at most that many
         more of the connection's, handed to the one that died, may be missing too)."""
-        detail = restarted_detail(self.conn, direction, lost, unrecorded)
-        self._gap(direction, t, GapReason.RESTARTED, lost, detail)
+        self._gaps.restarted(direction, lost, t, unrecorded)
 
     def closing(self, t: float) -> None:
         """The connection closed: say now what no later bytes or end of stream said: the gaps
@@ -244,7 +238,7 @@ class ConnectionTap:
             return
         try:
             for direction in Direction:
-                self._say_evicted(direction)
+                self._gaps.say_evicted(direction)
                 source = self._inputs[direction]
                 if not source.ended and source.buffered:
                     self.process(direction, b"", t)  # its gap first, then the cut frame
@@ -256,11 +250,8 @@ class ConnectionTap:
     def report_lost(self, direction: Direction, t: float) -> None:
         """Publish the gap `lose` counted on ``direction`` since the last report, if any."""
         lost, since = self._inputs[direction].take_lost(t)
-        if not lost:
-            return
-        unsent, why = self._unsent.pop(direction, (0, ""))
-        detail = lost_detail(self.conn, direction, lost, since, unsent, why)
-        self._gap(direction, t, GapReason.BEHIND, lost, detail)
+        if lost:
+            self._gaps.lost(direction, t, lost, since)
 
     def step(
         self, direction: Direction, t: float, limit: int
@@ -272,7 +263,7 @@ class ConnectionTap:
         for used in range(limit):
             event = source.next_event()
             if event is None or isinstance(event, EndOfStream):
-                self._say_evicted(direction)
+                self._gaps.say_evicted(direction)
             if event is None:
                 return used, False, verdict
             found = self._handle(direction, event, t)
@@ -294,7 +285,7 @@ class ConnectionTap:
             "its bytes are still forwarded"
         )
         print(f"golem-proxy: {detail}", file=sys.stderr)
-        self._gap(Direction.C2S, t, GapReason.OBSERVER_FAILED, 0, detail)
+        self._gaps.gap(Direction.C2S, t, GapReason.OBSERVER_FAILED, 0, detail)
 
     def outstanding(self) -> int:
         """Requests waiting for an answer, both ways."""
@@ -369,15 +360,7 @@ class ConnectionTap:
         never reached their receiver)."""
         self._digests.pop(direction, None)
         self._pairing.unobserved(direction)
-        self._gap(
-            direction,
-            t,
-            GapReason.FRAME_TOO_LARGE,
-            digest.size,
-            detail=unobserved_detail(digest.size, self.limits, cost, why),
-            digest=f"sha256:{digest.hash.hexdigest()}",
-            header=digest.header,
-        )
+        self._gaps.unobserved(direction, digest, t, cost, why)
 
     def _unparsed(self, direction: Direction, frame: Frame, t: float, cost: int, why: str) -> None:
         # Digested as a frame over the frame limit is: all its bytes after its header.
@@ -401,30 +384,6 @@ class ConnectionTap:
     def _where(self, direction: Direction, t: float) -> Where:
         return Where(conn=self.conn, route=self.route, direction=direction, t=t)
 
-    def _evicted(self, direction: Direction, evicted: list[Pending[FrameSeen]], t: float) -> None:
-        """Requests let go past the pending limits: said in one gap for what decoding lets go
-        until the direction's bytes run out (`_say_evicted`), not one per request: a client
-        pipelining past the limit has one let go with each request it adds."""
-        if evicted:
-            numbers, _since = self._evicting.setdefault(direction, ([], t))
-            numbers.extend(pending.context.index for pending in evicted)
-
-    def _say_evicted(self, direction: Direction) -> None:
-        """The gap names the requests let go (`ObservationLost.frames`): a reader lets the same
-        go, where the oldest it holds may not be (one set aside, sent again with the id of an
-        answer the proxy missed, or lines that went unwritten)."""
-        if direction not in self._evicting:
-            return
-        numbers, t = self._evicting.pop(direction)
-        self._gap(
-            direction,
-            t,
-            GapReason.EVICTED,
-            len(numbers),
-            detail=evicted_detail(numbers, self.limits),
-            frames=frame_runs(numbers),
-        )
-
     def _violated(
         self,
         direction: Direction,
@@ -439,28 +398,5 @@ class ConnectionTap:
                 frame_index=index,
                 violation=found,
                 orphan=orphan,
-            )
-        )
-
-    def _gap(
-        self,
-        direction: Direction,
-        t: float,
-        reason: GapReason,
-        size: int,
-        detail: str,
-        digest: str = "",
-        header: bytes = b"",
-        frames: Optional[FrameRuns] = None,
-    ) -> None:
-        self.publish(
-            ObservationLost(
-                **self._where(direction, t),
-                reason=reason,
-                size=size,
-                detail=detail,
-                digest=digest,
-                header=header,
-                frames=frames,
             )
         )

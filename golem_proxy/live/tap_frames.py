@@ -68,7 +68,7 @@ class Violated(Protocol):
 
 
 Evicted = Callable[[Direction, list[Pending[FrameSeen]], float], None]
-"""How the tap reports the requests let go past the pending limits (`ConnectionTap._evicted`)."""
+"""How the tap reports the requests let go past the pending limits (`GapPublisher.evicted`)."""
 
 Unparsed = Callable[[Direction, Frame, float, int, str], None]
 """How the tap reports a frame too costly to parse: what its parse would have held, and why

@@ -1,13 +1,126 @@
-"""How the tap words what it did not observe: the ``detail`` of each kind of gap it reports
-(`ObservationLost`), one function each, so that the tap (tap.py) keeps to deciding when."""
+"""How the tap says what it did not observe: each gap it reports (`ObservationLost`), published
+by one connection's `GapPublisher` and worded by the ``detail`` functions, one for each kind
+of gap, so that the tap (tap.py) keeps to deciding when, as it hands each whole frame to its
+`FramePublisher` (tap_frames.py)."""
 
 from __future__ import annotations
 
-from ..events import Direction
-from ..terminal import counted
-from .tap_limits import ObserveLimits
+from typing import Callable, Optional
 
-__all__ = ["evicted_detail", "lost_detail", "restarted_detail", "unobserved_detail"]
+from golem_core.pairing import Pending
+
+from ..events import Direction, Event, FrameSeen, GapReason, ObservationLost, Where
+from ..frame_runs import FrameRuns, frame_runs
+from ..terminal import counted
+from .tap_limits import FrameDigest, ObserveLimits
+
+__all__ = [
+    "GapPublisher",
+    "evicted_detail",
+    "lost_detail",
+    "restarted_detail",
+    "unobserved_detail",
+]
+
+
+class GapPublisher:
+    """Publishes one connection's gaps through ``publish``. The requests let go past the
+    pending limits are gathered and said in one gap a direction (`evicted`, `say_evicted`);
+    bytes lost that were not sent on either wait for the gap that counts them (`unsent`,
+    `lost`)."""
+
+    def __init__(
+        self, conn: int, route: str, publish: Callable[[Event], None], limits: ObserveLimits
+    ) -> None:
+        self.conn = conn
+        self.route = route
+        self.publish = publish
+        self.limits = limits
+        self._evicting: dict[Direction, tuple[list[int], float]] = {}
+        """Requests let go and not said yet: their frame indexes, in the order let go, and
+        since when."""
+        self._unsent: dict[Direction, tuple[int, str]] = {}
+        """Of the bytes lost since the last report (`ConnectionTap.lose`), those never sent
+        on, and why."""
+
+    def evicted(self, direction: Direction, evicted: list[Pending[FrameSeen]], t: float) -> None:
+        """Requests let go past the pending limits: said in one gap for what decoding lets go
+        until the direction's bytes run out (`say_evicted`), not one per request: a client
+        pipelining past the limit has one let go with each request it adds."""
+        if evicted:
+            numbers, _since = self._evicting.setdefault(direction, ([], t))
+            numbers.extend(pending.context.index for pending in evicted)
+
+    def say_evicted(self, direction: Direction) -> None:
+        """The gap names the requests let go (`ObservationLost.frames`): a reader lets the same
+        go, where the oldest it holds may not be (one set aside, sent again with the id of an
+        answer the proxy missed, or lines that went unwritten)."""
+        if direction not in self._evicting:
+            return
+        numbers, t = self._evicting.pop(direction)
+        self.gap(
+            direction,
+            t,
+            GapReason.EVICTED,
+            len(numbers),
+            detail=evicted_detail(numbers, self.limits),
+            frames=frame_runs(numbers),
+        )
+
+    def unsent(self, direction: Direction, size: int, why: str) -> None:
+        """``size`` of the bytes of ``direction`` lost were not sent on either (``why``): the
+        next gap of lost bytes says so (`lost`)."""
+        self._unsent[direction] = (self._unsent.get(direction, (0, ""))[0] + size, why)
+
+    def lost(self, direction: Direction, t: float, lost: int, since: float) -> None:
+        """``lost`` bytes of ``direction`` forwarded and never decoded, from ``since``."""
+        unsent, why = self._unsent.pop(direction, (0, ""))
+        detail = lost_detail(self.conn, direction, lost, since, unsent, why)
+        self.gap(direction, t, GapReason.BEHIND, lost, detail)
+
+    def restarted(self, direction: Direction, lost: int, t: float, unrecorded: int) -> None:
+        """After a restart, ``direction`` goes on at a frame boundary (`ConnectionTap.resumed`)."""
+        detail = restarted_detail(self.conn, direction, lost, unrecorded)
+        self.gap(direction, t, GapReason.RESTARTED, lost, detail)
+
+    def unobserved(
+        self, direction: Direction, digest: FrameDigest, t: float, cost: int = 0, why: str = ""
+    ) -> None:
+        """A frame not observed: too large to hold (its digest made as it streamed) or, with
+        ``cost``, whole but too costly to parse (``why``: its bytes never reached their
+        receiver)."""
+        self.gap(
+            direction,
+            t,
+            GapReason.FRAME_TOO_LARGE,
+            digest.size,
+            detail=unobserved_detail(digest.size, self.limits, cost, why),
+            digest=f"sha256:{digest.hash.hexdigest()}",
+            header=digest.header,
+        )
+
+    def gap(
+        self,
+        direction: Direction,
+        t: float,
+        reason: GapReason,
+        size: int,
+        detail: str,
+        digest: str = "",
+        header: bytes = b"",
+        frames: Optional[FrameRuns] = None,
+    ) -> None:
+        self.publish(
+            ObservationLost(
+                **Where(conn=self.conn, route=self.route, direction=direction, t=t),
+                reason=reason,
+                size=size,
+                detail=detail,
+                digest=digest,
+                header=header,
+                frames=frames,
+            )
+        )
 
 
 def restarted_detail(conn: int, direction: Direction, lost: int, unrecorded: int) -> str:

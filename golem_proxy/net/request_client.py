@@ -173,7 +173,7 @@ async def request_answer(
 
 
 def _key_text(key: Any) -> str:
-    """A correlation key as its id is written (`golem_core.profiles.base.id_key`: the id's
+    """A correlation key as its id is written (`golem_core.profiles.members.id_key`: the id's
     type name and the id), or "none" for a request with no id."""
     if isinstance(key, tuple) and len(key) == 2:
         return id_text(key[1])

@@ -9,19 +9,16 @@ widgets read the model and post messages up (cursor moved, follow changed, filte
 from __future__ import annotations
 
 import bisect
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar, Optional
 
-from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.message import Message
-from textual.timer import Timer
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Footer, Header
 
 from golem_core.profiles import Profile
 
@@ -37,6 +34,7 @@ from .debugging import DebugActions
 from .flow_bound import FlowBound
 from .model import SessionModel
 from .pace import REFRESH_INTERVAL, STREAM_INTERVAL, StreamPace
+from .panes import PaneActions
 from .payloads import PayloadBudget
 from .resend_targets import ResendTargets
 from .saving import SaveActions
@@ -61,8 +59,6 @@ LOADING_BATCH = 60_000
 folding thousands of them in."""
 BACKLOG = LOADING_BATCH
 """Events a file source may read ahead of the screen before it waits for a drain."""
-WIDE = 140
-"""From this many columns on, the detail pane sits beside the table instead of under it."""
 
 
 @dataclass
@@ -70,7 +66,7 @@ class EventsReady(Message):
     """Posted (from any thread) by the event buffer: there is something to drain."""
 
 
-class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[None]):
+class GolemProxyApp(PaneActions, CopyActions, SaveActions, DebugActions, ViewActions, App[None]):
     CSS_PATH = "app.tcss"
     # The footer names what an 80-column terminal has room for; `?` lists every key.
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -152,10 +148,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
         self.progress: Optional[Progress] = None
         """How far the source has read its file (None: it does not read one)."""
         self.find_text = ""
-        self._detail_shown_at = 0.0
-        self._detail_timer: Optional[Timer] = None
-        self._detail_due = 0.0
-        """When the pending detail redraw is due (monotonic seconds)."""
         self._collector = FlowsHold()
 
     def compose(self) -> ComposeResult:
@@ -190,9 +182,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
         self.run_worker(
             partial(self.source.run, self.buffer), thread=True, name="source", exit_on_error=False
         )
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.panes.set_class(event.size.width >= WIDE, "-wide")
 
     def on_unmount(self) -> None:
         if self._detail_timer is not None:
@@ -309,46 +298,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
         self.table.view_changed()
         self._show_selected_soon()
 
-    def _show_selected(self) -> None:
-        if self._detail_timer is not None:
-            self._detail_timer.stop()
-            self._detail_timer = None
-        if not self.detail.is_attached:
-            return
-        self._detail_shown_at = time.monotonic()
-        index = self.table.selected
-        flow = self.model.flows[index] if index is not None else None
-        under = self.model.caused_by(flow) if flow is not None else []
-        bound = self.model.flow_bound
-        let_go = self.model.caused_let_go(flow) if flow is not None else 0
-        under_let_go = bound.under_note(let_go) if bound is not None else ""
-        self.detail.show(flow, self.profile, under, under_let_go, self.finished_reason or "")
-
-    def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
-        index = message.index
-        if index is not None and self.detail.flow is self.model.flows[index]:
-            # Already shown (the drain that added the flow drew it): drawing it again would
-            # rebuild its tree and collapse what the user expanded.
-            return
-        self._show_selected_soon()
-
-    def _show_selected_soon(self) -> None:
-        # The first change is shown at once; further ones within the pace's interval are
-        # folded into one redraw (of whatever is selected then), so holding PgDn stays
-        # smooth and a stream followed by the cursor redraws the pane once a second.
-        interval = self.pace.detail_interval(self.table.follow)
-        due = self._detail_shown_at + interval
-        if self._detail_timer is not None:
-            if due >= self._detail_due:
-                return
-            self._detail_timer.stop()  # the cursor left the stream: sooner
-        wait = due - time.monotonic()
-        if wait <= 0:
-            self._show_selected()
-        else:
-            self._detail_due = due
-            self._detail_timer = self.set_timer(wait, self._show_selected)
-
     def on_flows_table_follow_changed(self, message: FlowsTable.FollowChanged) -> None:
         self._show_status()
 
@@ -376,32 +325,6 @@ class GolemProxyApp(CopyActions, SaveActions, DebugActions, ViewActions, App[Non
     def selected_flow(self) -> Optional[Flow]:
         index = self.table.selected
         return self.model.flows[index] if index is not None else None
-
-    def action_focus_filter(self) -> None:
-        self.filter_bar.query_one("#filter", Input).focus()
-
-    def action_focus_find(self) -> None:
-        self.filter_bar.query_one("#find", Input).focus()
-
-    def action_focus_table(self) -> None:
-        self.filter_bar.give_up_edits(self.model.filter_text, self.find_text)
-        self.screen.remove_class("detail-open")
-        self.table.focus()
-
-    def action_open_detail(self) -> None:
-        """The detail pane takes the table's place (escape gives it back)."""
-        self.screen.add_class("detail-open")
-        self.detail.focus()
-
-    def action_switch_pane(self) -> None:
-        focused = self.focused
-        in_detail = focused is not None and (
-            focused is self.detail or self.detail in focused.ancestors
-        )
-        if in_detail:
-            self.action_focus_table()
-        else:
-            self.detail.focus()
 
     def action_request_quit(self) -> None:
         """Quit; first ask when quitting would stop the proxy this app runs."""

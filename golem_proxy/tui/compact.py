@@ -36,7 +36,8 @@ from golem_core.messages import (
 )
 from golem_core.profiles import Profile
 
-from ..events import Direction, FrameSeen, ReleasedPayload
+from ..events import Direction, FrameSeen
+from ..released_payload import ReleasedPayload
 
 __all__ = [
     "CompactErrorResponse",

@@ -25,11 +25,11 @@ from textual.app import SuspendNotSupported
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
-from ..events import ReleasedPayload
 from ..live.control import LiveControl, NotLive
 from ..live.frame_editor import EditorError, EditorResult, edit_in_editor, editor_command
 from ..live.intercept import Answer, Edit
 from ..live.resend import ResendError, Resent, resend
+from ..released_payload import ReleasedPayload
 from ..terminal import format_latency, safe_text
 from .app_mixin import AppMixin
 from .payloads import PayloadReleased, payload_of
@@ -157,7 +157,7 @@ class DebugActions(AppMixin):
         if not message.panel.held:
             self.action_focus_table()
 
-    def action_focus_table(self) -> None:  # pragma: no cover - the app defines it
+    def action_focus_table(self) -> None:  # pragma: no cover - PaneActions defines it
         raise NotImplementedError
 
     def _flow_to_resend(self, purpose: str) -> Optional[tuple[Flow, bytes]]:

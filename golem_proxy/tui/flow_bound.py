@@ -15,14 +15,15 @@ recording holds them (`--record`), or they are gone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections.abc import Callable, Container, Sequence
 from typing import Optional
 
 from ..analysis.flows import Flow
 from ..analysis.tool_calls import CallKey, call_key, owner_key
 from ..terminal import counted
 
-__all__ = ["DEFAULT_KEEP_FLOWS", "FlowBound", "forget_calls"]
+__all__ = ["DEFAULT_KEEP_FLOWS", "FlowBound", "forget_calls", "index_remap"]
 
 DEFAULT_KEEP_FLOWS = 250_000
 """Flows the live TUI keeps: about 500 MiB of small GOLEM calls kept compact, hours of a busy
@@ -94,3 +95,27 @@ def forget_calls(
     for key in [key for key in counts if key not in calls]:
         del counts[key]
     return {key for key in map(call_key, gone) if key is not None}
+
+
+def index_remap(
+    before: Sequence[Flow], gone: Sequence[Flow], gone_ids: Container[int]
+) -> Callable[[int], int]:
+    """Where each index into ``before`` is once ``gone`` (some of its oldest flows, in order;
+    ``gone_ids``: their ids) were let go: the new index, or -1 for a flow let go."""
+    # The flows let go are among the first ``end``: only those are looked at one by one;
+    # every flow after them moves down by as many as went.
+    end = len(gone) - 1
+    while before[end] is not gone[-1]:  # past the flows kept among them
+        end += 1
+    end += 1
+    moved = array("i")
+    kept = 0
+    for flow in before[:end]:
+        moved.append(-1 if id(flow) in gone_ids else kept)
+        kept += id(flow) not in gone_ids
+    shift = len(gone)
+
+    def remap(index: int) -> int:
+        return index - shift if index >= end else moved[index]
+
+    return remap

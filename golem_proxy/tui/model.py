@@ -13,13 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
-from rich.cells import cell_len
-
 from golem_core.profiles import Profile
-from golem_core.profiles.mcp import TOOLS_CALL
 
 from ..analysis.call_rows import call_number, head_above, indented, of_call
-from ..analysis.filter_predicates import frame_text
 from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow
 from ..analysis.tool_calls import (
@@ -33,18 +29,18 @@ from ..events import (
     ConnectionClosed,
     ConnectionOpened,
     Event,
-    FrameSeen,
     Outcome,
     StreamEnded,
 )
-from ..recording.payload_places import PayloadPlace
 from ..terminal import safe_text
+from .column_widths import ColumnWidths
 from .compact import Compactor
 from .event_log import CONNECTION, EventLog
-from .flow_bound import FlowBound, forget_calls
-from .payloads import PayloadBudget, in_recording, released
+from .flow_bound import FlowBound, forget_calls, index_remap
+from .flow_search import find_in_view
+from .payloads import PayloadBudget
 from .render import flow_label
-from .saved_view import SavedView
+from .saved_view import SavedView, view_of
 from .settling import ExchangeTracker, whole_exchange
 from .skimmed import SkimmedBodies
 
@@ -99,10 +95,6 @@ class SessionModel:
         self._interned: set[int] = set()
         """The ids of the outcomes kept in ``_outcomes`` (an outcome's own hash is computed
         in Python; a reader hands most flows the same "ok" object)."""
-        # What `_widen` has measured already: a plain row's label by method, and the
-        # interned outcomes whose text is a row's status.
-        self._label_widths: dict[str, int] = {}
-        self._measured_outcomes: set[int] = set()
         self.view: array[int] = array("i")
         """Indexes into ``flows``, ascending: an array, 4 bytes a flow, where a list of
         ints cost 36."""
@@ -113,12 +105,8 @@ class SessionModel:
         status line counts them."""
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
-        # The widest values so far, in terminal cells, kept as flows arrive so the table
-        # sizes its columns without scanning every flow on each redraw.
-        self.routes: set[str] = set()
-        self.widest_method = 0
-        self.widest_status = 0
-        self.largest_conn = 0
+        self.widths = ColumnWidths()
+        """The widest values so far, for the table's columns."""
         self.loading = False
         """The source is still reading its file: a request whose answer is further on in
         it shows as ``loading``, not ``pending``."""
@@ -238,22 +226,7 @@ class SessionModel:
         bound.let_go += len(gone)
         result.let_go = len(gone)
         gone_ids = {id(flow) for flow in gone}
-        # The flows let go are among the first ``end``: only those are looked at one by
-        # one; every flow after them moves down by as many as went.
-        end = len(gone) - 1
-        while before[end] is not gone[-1]:  # past the flows kept among them
-            end += 1
-        end += 1
-        moved = array("i")
-        kept = 0
-        for flow in before[:end]:
-            moved.append(-1 if id(flow) in gone_ids else kept)
-            kept += id(flow) not in gone_ids
-        shift = len(gone)
-
-        def remap(index: int) -> int:
-            return index - shift if index >= end else moved[index]
-
+        remap = index_remap(before, gone, gone_ids)
         self._log.forget({flow.number for flow in gone})
         self.skimmed.forget(gone)
         if self.payload_budget is not None:
@@ -267,27 +240,10 @@ class SessionModel:
         result.changed = {j for j in map(remap, result.changed) if j >= 0}
 
     def _widen(self, flow: Flow) -> None:
-        """Widen the method and status columns to ``flow``'s label and status. Most rows of a
-        trace are a plain answered call: their label is their method and their status their
-        (interned) outcome's text, so each width is measured once per method and outcome."""
-        request, method, outcome = flow.request, flow.method, flow.outcome
-        if request is not None and request.tool_calls is None and method and method != TOOLS_CALL:
-            width = self._label_widths.get(method)
-            if width is None:
-                width = self._label_widths[method] = cell_len(flow_label(flow))
-        else:
-            width = cell_len(flow_label(flow))
-        self.widest_method = max(self.widest_method, width)
-        if (
-            outcome is not None
-            and flow.gap is None
-            and flow.frame_error is None
-            and id(outcome) in self._interned
-        ):
-            if id(outcome) in self._measured_outcomes:
-                return
-            self._measured_outcomes.add(id(outcome))
-        self.widest_status = max(self.widest_status, cell_len(self.status(flow)))
+        """Widen the columns to ``flow``'s label and status (`ColumnWidths.widen`)."""
+        outcome = flow.outcome
+        interned = outcome is not None and id(outcome) in self._interned
+        self.widths.widen(flow, self.status, interned)
 
     def _apply_one(self, event: Event, result: BatchResult) -> Optional[Flow]:
         """Fold one event in and note it; returns the flow it placed itself in, if any."""
@@ -303,8 +259,7 @@ class SessionModel:
         if isinstance(event, (ConnectionOpened, ConnectionClosed, StreamEnded)):
             # A connection's, not one row's: an end may settle several requests.
             self._log.add(event, CONNECTION)
-            self.routes.add(safe_text(event.route))
-            self.largest_conn = max(self.largest_conn, event.conn)
+            self.widths.connection(event.route, event.conn)
             if flow is not None:  # a close or an end leaves a request unanswered
                 index = self.index_of(flow)
                 if index is not None:
@@ -340,7 +295,7 @@ class SessionModel:
         after a GOLEM row shown away from its tool call's row the call it belongs to."""
         folded = bool(self.folded) and call_key(flow) in self.folded
         text = ("▸ " if folded else "") + flow_label(flow) + self._of_call(flow)
-        self.widest_method = max(self.widest_method, cell_len(text))  # drawn wider next time
+        self.widths.label(text)  # drawn wider next time
         return text
 
     def _of_call(self, flow: Flow) -> str:
@@ -417,28 +372,9 @@ class SessionModel:
 
     def find(self, text: str, start: int, forward: bool = True) -> Optional[int]:
         """The view position of the next flow after ``start`` (wrapping around) whose method
-        or request/response bytes contain ``text``, case-insensitively; None when none does."""
-        if not self.view or not text:
-            return None
-        needle = text.lower()
-        raw_needle = needle.encode("utf-8")
-        count = len(self.view)
-        step = 1 if forward else -1
-        for offset in range(1, count + 1):
-            position = (start + step * offset) % count
-            flow = self.flows[self.view[position]]
-            if needle in (flow.method or "").lower():
-                return position
-            for part in (flow.request, flow.response):
-                if part is None:
-                    continue
-                if released(part) is not None:
-                    # The bytes are gone: search what the row kept of them (`frame_text`).
-                    if needle in frame_text(part, self.profile_for(part.route)).lower():
-                        return position
-                elif raw_needle in part.payload.lower():
-                    return position
-        return None
+        or request/response bytes contain ``text``, case-insensitively; None when none does
+        (`flow_search.find_in_view`)."""
+        return find_in_view(self.flows, self.view, text, start, forward, self.profile_for)
 
     def profile_for(self, route: str) -> Profile:
         """The profile ``route``'s frames were typed with."""
@@ -467,36 +403,11 @@ class SessionModel:
         error). A payload the recording holds is checked against the file before the view is
         written (`SavedView.checked`, off the screen's thread) and read back as it is written
         (`payloads.with_payload`)."""
-        numbers: set[int] = set()
-        conns: set[int] = set()
-        left_out = lost = 0
-        lost_why = ""
-        placed: list[tuple[int, PayloadPlace]] = []
-        for index in self.selected():
-            flow = self.flows[index]
-            if _payload_gone(flow.request) or _payload_gone(flow.response):
-                left_out += 1
-                continue
-            places = [p for p in map(in_recording, (flow.request, flow.response)) if p]
-            why = next(filter(None, (p.places.never_written(p) for p in places)), "")
-            if why:  # known without reading the file: the recorder stopped before it
-                lost += 1
-                lost_why = lost_why or why
-                continue
-            placed += [(flow.number, place) for place in places]
-            numbers.add(flow.number)
-            conns.add(flow.conn)
-        owners: list[int] = []
-        events = self._log.events_of(numbers, conns, self.flow_numbered, owners)
+        flows = self.flows
         let_go = self.flow_bound.let_go if self.flow_bound is not None else 0
-        return SavedView(events, len(numbers), left_out, let_go, lost, lost_why, owners, placed)
+        return view_of((flows[i] for i in self.selected()), self._log, self.flow_numbered, let_go)
 
 
 def _marked(flow: Flow) -> bool:
     """A marked flow is kept whatever the bound: the user asked to keep an eye on it."""
     return flow.marked
-
-
-def _payload_gone(frame: Optional[FrameSeen]) -> bool:
-    """Whether ``frame``'s payload is neither kept nor in the recording to read back."""
-    return released(frame) is not None and in_recording(frame) is None

@@ -41,7 +41,7 @@ from golem_core.messages import Malformed
 from golem_core.profiles import Profile
 
 from ..analysis.flows import Flow
-from ..events import Event, ExchangeCompleted, FrameSeen, ReleasedPayload
+from ..events import Event, ExchangeCompleted, FrameSeen
 from ..recording.payload_places import (
     LINE_END,
     LONGEST_LINE_START,
@@ -54,6 +54,7 @@ from ..recording.payload_places import (
     place_key,
     read_back,
 )
+from ..released_payload import ReleasedPayload
 from ..terminal import format_size
 from .compact import is_compact
 from .skeleton import without_bulk

@@ -1,19 +1,23 @@
-"""What the TUI's `w` writes (`SessionModel.view_to_save`): the events of the flows in view, and
-what is left out of them and why. The flows whose payloads the recording holds are checked
-against the file (`SavedView.checked`) on the thread that writes the view, never on the
-screen's: a view of thousands of captures is thousands of reads of a file that may be on a
-slow disk."""
+"""What the TUI's `w` writes (`SessionModel.view_to_save`, `view_of`): the events of the flows
+in view, and what is left out of them and why. The flows whose payloads the recording holds
+are checked against the file (`SavedView.checked`) on the thread that writes the view, never
+on the screen's: a view of thousands of captures is thousands of reads of a file that may be
+on a slow disk."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Optional
 
-from ..events import Event
+from ..analysis.flows import Flow
+from ..events import Event, FrameSeen
 from ..recording.payload_places import PayloadPlace, not_held
-from .event_log import CONNECTION
+from .event_log import CONNECTION, EventLog, FlowOf
+from .payloads import in_recording, released
 
-__all__ = ["SavedView"]
+__all__ = ["SavedView", "view_of"]
 
 
 @dataclass
@@ -72,6 +76,40 @@ class SavedView:
             lost_why=why,
             in_recording=[item for item in self.in_recording if item[0] not in gone],
         )
+
+
+def view_of(flows: Iterable[Flow], log: EventLog, flow_of: FlowOf, let_go: int) -> SavedView:
+    """The view of ``flows`` (those the filter selects, in order) that can be written as they
+    came: their events in ``log`` (``flow_of``: the model's flow by number), with their
+    connections' open and close events, in order; a flow with a released payload is left out
+    (and counted): its bytes are no longer here to write; so is one whose payload never
+    reached the recording (a disk error). ``let_go``: older flows let go from memory."""
+    numbers: set[int] = set()
+    conns: set[int] = set()
+    left_out = lost = 0
+    lost_why = ""
+    placed: list[tuple[int, PayloadPlace]] = []
+    for flow in flows:
+        if _payload_gone(flow.request) or _payload_gone(flow.response):
+            left_out += 1
+            continue
+        places = [p for p in map(in_recording, (flow.request, flow.response)) if p]
+        why = next(filter(None, (p.places.never_written(p) for p in places)), "")
+        if why:  # known without reading the file: the recorder stopped before it
+            lost += 1
+            lost_why = lost_why or why
+            continue
+        placed += [(flow.number, place) for place in places]
+        numbers.add(flow.number)
+        conns.add(flow.conn)
+    owners: list[int] = []
+    events = log.events_of(numbers, conns, flow_of, owners)
+    return SavedView(events, len(numbers), left_out, let_go, lost, lost_why, owners, placed)
+
+
+def _payload_gone(frame: Optional[FrameSeen]) -> bool:
+    """Whether ``frame``'s payload is neither kept nor in the recording to read back."""
+    return released(frame) is not None and in_recording(frame) is None
 
 
 def _conn(event: Event) -> object:

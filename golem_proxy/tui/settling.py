@@ -56,8 +56,8 @@ class ExchangeTracker(FlowTracker):
             or answered in self._answers
         ):
             return None
-        self._count_frame(request)
-        self._count_frame(response)
+        self._counts.count_frame(request, self.observer)
+        self._counts.count_frame(response, self.observer)
         flow = self._new_flow(conn, request.route)
         flow.request = request
         flow.response = response

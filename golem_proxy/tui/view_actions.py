@@ -30,10 +30,10 @@ class ViewActions(AppMixin):
     profile: Profile
     find_text: str
 
-    def action_focus_find(self) -> None:  # pragma: no cover - the app defines it
+    def action_focus_find(self) -> None:  # pragma: no cover - PaneActions defines it
         raise NotImplementedError
 
-    def _show_selected(self) -> None:  # pragma: no cover - the app defines it
+    def _show_selected(self) -> None:  # pragma: no cover - PaneActions defines it
         raise NotImplementedError
 
     def _show_status(self) -> None:  # pragma: no cover - the app defines it

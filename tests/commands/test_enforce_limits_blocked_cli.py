@@ -15,7 +15,7 @@ import pytest
 
 from bench.robustness.proxy_cli import start_proxy_cli
 from golem_proxy.events import ConnectionClosed, Direction, ExchangeCompleted, FrameSeen
-from golem_proxy.live.connection import BLOCKED
+from golem_proxy.live.enforce_limits import BLOCKED
 from golem_proxy.recording.format import read_recording
 from tests.commands.test_undelivered_cli import REQUEST, PromptUpstream, framed
 from tests.support.cli_helpers import run_cli, wait_for_line

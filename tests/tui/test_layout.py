@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from golem_proxy.tui.app import WIDE
+from golem_proxy.tui.panes import WIDE
 
 from .helpers import recording_app, run, wait_for
 

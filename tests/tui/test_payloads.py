@@ -16,10 +16,11 @@ from textual.widgets import Tree
 from golem_core.messages import Role
 from golem_core.profiles import GOLEM
 from golem_proxy.analysis.filters import parse_filter
-from golem_proxy.events import Event, ExchangeCompleted, FrameSeen, ReleasedPayload
+from golem_proxy.events import Event, ExchangeCompleted, FrameSeen
 from golem_proxy.live.tap_parse import ELIDE_FRAMES_OVER, ELIDE_STRINGS_OVER
 from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import read_recording
+from golem_proxy.released_payload import ReleasedPayload
 from golem_proxy.testing.client import GolemClient
 from golem_proxy.tui.app import GolemProxyApp
 from golem_proxy.tui.compact import Compactor, is_compact

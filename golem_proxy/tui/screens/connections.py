@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from ...analysis.flows import ConnectionInfo
+from ...analysis.connection_counts import ConnectionInfo
 from ...terminal import format_size, safe_text
 from ..render import fmt_time
 

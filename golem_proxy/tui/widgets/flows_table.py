@@ -64,14 +64,15 @@ def natural_widths(model: SessionModel) -> dict[str, int]:
     """The width each column asks for, in terminal cells: its title or its widest value so
     far."""
     last = model.flows[model.view[-1]] if model.view else None
+    widths = model.widths
     return {
         "mark": 2,
         "number": len(str(len(model.flows))),
         "time": max(len(fmt_time(last.t)) if last is not None else 0, 4),
-        "route": max(max((cell_len(route) for route in model.routes), default=0), 5),
-        "conn": max(len(str(model.largest_conn)), 4),
-        "method": min(max(model.widest_method, 12), MAX_METHOD_WIDTH),
-        "status": max(model.widest_status, 6),
+        "route": max(max((cell_len(route) for route in widths.routes), default=0), 5),
+        "conn": max(len(str(widths.largest_conn)), 4),
+        "method": min(max(widths.method, 12), MAX_METHOD_WIDTH),
+        "status": max(widths.status, 6),
         "latency": 7,
         "req": 5,
         "resp": 5,

@@ -1,0 +1,76 @@
+"""The events of what the proxy did to one connection's frames on a faulted or intercepted route
+(`golem_proxy.proxy_actions`): each fault that hit a frame and each step of a frame held by
+``--intercept``, stamped with the connection's direction and the time, and published in order
+after what was observed before them (`Connection.publish_in_order`), so that each lands on the
+flow of the frame it acted on.
+
+Apart from fault_relay.py, which decides when each is said, because building and placing the
+events is the same for every decision.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..events import Direction, Event, FaultInjected, InterceptKind, InterceptStep, Where
+from .connection import Connection
+from .faults import FrameAction
+from .intercept import Ruling
+
+__all__ = ["ActionEvents"]
+
+
+class ActionEvents:
+    """Publishes, through ``publish``, what the proxy did to ``conn``'s frames, each at
+    ``now()``."""
+
+    def __init__(
+        self, conn: Connection, now: Callable[[], float], publish: Callable[[Event], None]
+    ) -> None:
+        self.conn = conn
+        self.now = now
+        self.publish = publish
+
+    def where(self, direction: Direction) -> Where:
+        """This connection's ``direction``, now."""
+        return Where(
+            conn=self.conn.conn, route=self.conn.route.name, direction=direction, t=self.now()
+        )
+
+    def faults(self, direction: Direction, action: FrameAction) -> None:
+        """Publish the events of the faults that hit a frame, in order after what was observed
+        so far: called once the frame was (or, withheld, was recorded as) sent, so they land
+        on its flow, not on the connection's flow before it."""
+        for fault, detail in action.events:
+            self.conn.publish_in_order(
+                self.publish,
+                FaultInjected(
+                    **self.where(direction),
+                    fault=fault,
+                    detail=detail,
+                    method=action.method,
+                    withheld=action.withhold is not None and fault == action.withhold.kind.value,
+                ),
+            )
+
+    def step(
+        self,
+        direction: Direction,
+        kind: InterceptKind,
+        detail: str,
+        method: Optional[str],
+        withheld: bool = False,
+        ruling: Optional[Ruling] = None,
+    ) -> None:
+        """Publish an intercept step (``ruling``: the decision it carried out, whose
+        ``original`` and ``redacted`` it takes)."""
+        event = InterceptStep(
+            **self.where(direction),
+            kind=kind,
+            detail=detail,
+            method=method,
+            withheld=withheld,
+            original=ruling.original if ruling is not None else b"",
+            redacted=ruling.redacted if ruling is not None else (),
+        )
+        self.conn.publish_in_order(self.publish, event)

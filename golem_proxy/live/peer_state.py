@@ -1,0 +1,80 @@
+"""What the kernel tells of a connection's peer without reading its bytes: whether it reset or
+closed (`peer_state`), waiting for either while its bytes must stay unread (`until_peer_gone`),
+and whether a peer that had closed refused the bytes sent to it after (`reset_after_close`).
+
+Apart from the relays that ask (fault_relay.py watches a client while its request is held,
+connection.py passes an upstream's close on) because these are questions to a socket, asked
+the same way of any peer.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Optional
+
+import trio
+
+__all__ = ["GONE_POLL", "peer_state", "reset_after_close", "until_peer_gone"]
+
+GONE_POLL = 0.1
+"""While bytes the client sent after a held request wait unread, a close or a reset behind them
+does not wake a read: the client's socket state is looked at this often (seconds) instead."""
+# Linux's TCP states (include/net/tcp_states.h) in which the peer has closed or reset.
+_TCP_CLOSE, _TCP_CLOSE_WAIT = 7, 8
+
+# After forwarding bytes to an upstream that already closed, how long to look for the reset a
+# fully closed socket answers with (on loopback it is back before the write returns).
+_RESET_PROBES = (0.0, 0.001, 0.002, 0.005, 0.01, 0.02)
+
+
+async def until_peer_gone(sock: trio.socket.SocketType) -> Optional[OSError]:
+    """Return once the peer of ``sock`` resets or closes: the error of a reset, or None for a
+    close. Only peeks, so a byte the peer sends meanwhile stays for whoever reads ``sock``."""
+    while True:
+        try:
+            data = await sock.recv(1, trio.socket.MSG_PEEK)
+        except OSError as exc:
+            return exc
+        if not data:
+            return None
+        # Bytes wait behind the held frame: the socket stays readable, so look instead.
+        await trio.sleep(GONE_POLL)
+        state = peer_state(sock)
+        if state == "reset":
+            return ConnectionResetError(errno.ECONNRESET, "Connection reset by peer")
+        if state == "closed":
+            return None
+
+
+def peer_state(sock: trio.socket.SocketType) -> Optional[str]:
+    """``"reset"`` or ``"closed"`` when the peer of ``sock`` has gone, as far as the kernel
+    tells without reading (a pending socket error; Linux's TCP state), else None."""
+    try:
+        if sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR):
+            return "reset"
+        tcp_info = getattr(trio.socket, "TCP_INFO", None)
+        if tcp_info is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
+            return None
+        state = sock.getsockopt(trio.socket.IPPROTO_TCP, tcp_info, 1)[0]
+    except OSError:
+        return None
+    if state == _TCP_CLOSE:
+        return "reset"
+    return "closed" if state == _TCP_CLOSE_WAIT else None
+
+
+async def reset_after_close(sock: trio.socket.SocketType) -> Optional[bool]:
+    """Whether the peer of ``sock``, which had closed its side, answered the bytes just sent to
+    it with a reset (it is gone, not half-closed): True as soon as one is seen, False when none
+    came within the probes (a few tens of milliseconds), None when ``sock`` cannot be asked."""
+    for delay in _RESET_PROBES:
+        if delay:
+            await trio.sleep(delay)
+        try:
+            # A reset on a socket whose peer had sent FIN sets EPIPE (ECONNRESET otherwise).
+            error = sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR)
+        except OSError:
+            return None
+        if error in (errno.ECONNRESET, errno.EPIPE):
+            return True
+    return False

@@ -1,0 +1,83 @@
+"""The events of what the proxy did to a frame on purpose, rather than what it saw: a fault it
+injected (`FaultInjected`, ``--fault``) and each step of a frame it intercepted
+(`InterceptStep`, ``--intercept``), both a `ProxyAction`.
+
+Part of the event vocabulary (`golem_proxy.events`, which re-exports them and names them in
+its ``Event`` union): frozen dataclasses like the rest, apart only to keep that module small.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    # Only an annotation here: events.py imports this module to re-export its events.
+    from .events import Direction
+
+__all__ = ["FaultInjected", "InterceptKind", "InterceptStep", "ProxyAction"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProxyAction:
+    """Something the proxy did to a frame on purpose: a fault it injected (`FaultInjected`),
+    or a step of a frame it intercepted (`InterceptStep`)."""
+
+    conn: int
+    route: str
+    direction: Direction
+    t: float
+    detail: str
+    method: Optional[str] = None
+    withheld: bool = False
+    """The proxy did not forward the message (a fault's ``error``, ``reset`` before it,
+    ``drop``; an intercepted frame dropped or answered by hand)."""
+    original: bytes = b""
+    """The payload as it came, when the proxy sent other bytes in its place (an edited
+    frame: the frame event before this one holds what was sent), redacted as frames are."""
+    redacted: tuple[str, ...] = ()
+    """The paths whose values redaction replaced in ``original`` (and ``echo``, as on a
+    frame): ``original`` is then not the bytes that came."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultInjected(ProxyAction):
+    """A fault the proxy injected on purpose (``--fault``). (A step of an intercepted frame
+    is an `InterceptStep`; recordings written before it have it as a fault whose ``fault`` is
+    ``intercept:KIND``, which the reader turns into an `InterceptStep`.)"""
+
+    fault: str
+
+
+class InterceptKind(enum.Enum):
+    """A step of a frame held by ``--intercept`` (`golem_proxy.live.intercept`)."""
+
+    HELD = "held"
+    """The frame was caught and waits for a decision (published when it is caught)."""
+    ACCEPTED = "accept"
+    EDITED = "edit"
+    DROPPED = "drop"
+    ANSWERED = "answer"
+    """A request answered by hand: it never reached the upstream."""
+    RELEASED = "timeout"
+    """Held past ``timeout``: forwarded as it came."""
+    LOST = "lost"
+    """The connection ended while the frame was held: it was never sent."""
+
+    @property
+    def label(self) -> str:
+        """``intercept:KIND``: how the log names the step (and recordings of version 1 did)."""
+        return f"intercept:{self.value}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterceptStep(ProxyAction):
+    """A step of a frame intercepted by ``--intercept``: caught, then decided (or lost)."""
+
+    kind: InterceptKind
+
+    @property
+    def fault(self) -> str:
+        """The step's name as the log and a flow's detail show it (``intercept:held``)."""
+        return self.kind.label
