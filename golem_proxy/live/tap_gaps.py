@@ -3,11 +3,26 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from ..events import Direction
 from ..terminal import counted
-from .tap_limits import ObserveLimits
+from .tap_limits import FrameDigest, ObserveLimits
 
-__all__ = ["evicted_detail", "lost_detail", "restarted_detail", "unobserved_detail"]
+__all__ = [
+    "CUT_BY_END",
+    "CUT_BY_LOSS",
+    "digest_detail",
+    "evicted_detail",
+    "lost_detail",
+    "restarted_detail",
+    "unobserved_detail",
+]
+
+CUT_BY_END = "the stream ended inside it"
+"""Why only the first bytes of a frame too large to hold were digested: the stream ended."""
+CUT_BY_LOSS = "the rest of it went unobserved (the gap that follows)"
+"""… or the observer was behind: the rest of the frame is in the next ``behind`` gap."""
 
 
 def restarted_detail(conn: int, direction: Direction, lost: int, unrecorded: int) -> str:
@@ -42,10 +57,20 @@ def lost_detail(
     )
 
 
-def unobserved_detail(size: int, limits: ObserveLimits, cost: int = 0, why: str = "") -> str:
+def unobserved_detail(
+    size: int,
+    limits: ObserveLimits,
+    cost: int = 0,
+    why: str = "",
+    cut: str = "",
+    frame_size: Optional[int] = None,
+    delivered: int = 0,
+) -> str:
     """A ``size``-byte frame forwarded whole and not observed: over the frame limit or, with
     ``cost`` (what its parse would have held), over the parse limit; with ``why``, read
-    whole but never delivered."""
+    but never delivered (only its first ``delivered`` bytes were). With ``cut``
+    (`CUT_BY_END`, `CUT_BY_LOSS`), ``size`` bytes are only its first, of ``frame_size``
+    when its header says it: never "whole"."""
     if cost:
         over = (
             f"whose parse would hold about {_size(cost)}, over the {_size(limits.parse)} "
@@ -53,8 +78,26 @@ def unobserved_detail(size: int, limits: ObserveLimits, cost: int = 0, why: str 
         )
     else:
         over = f"over the {limits.frame}-byte observation limit"
-    fate = f"read whole, never delivered ({why})" if why else "forwarded whole"
+    read = "read" if cut else "read whole"
+    if not why:
+        fate = "forwarded" if cut else "forwarded whole"
+    elif delivered:
+        fate = f"{read}, only the first {delivered} bytes delivered ({why})"
+    else:
+        fate = f"{read}, never delivered ({why})"
+    if cut:
+        frame = "a frame" if frame_size is None else f"a {frame_size}-byte frame"
+        return (
+            f"the first {size} bytes of {frame} {over} were {fate}; {cut}; "
+            "kept as their header, size and digest"
+        )
     return f"a {size}-byte frame {over} was {fate}; kept as its header, size and digest"
+
+
+def digest_detail(digest: FrameDigest, limits: ObserveLimits, cost: int, why: str, cut: str) -> str:
+    """`unobserved_detail` of the frame ``digest`` was made of (as far as ``cut``)."""
+    delivered = min(digest.delivered or 0, digest.size)
+    return unobserved_detail(digest.size, limits, cost, why, cut, digest.frame_size, delivered)
 
 
 def evicted_detail(numbers: list[int], limits: ObserveLimits) -> str:
