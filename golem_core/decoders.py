@@ -91,6 +91,14 @@ class Decoder:
         return bytes(self._buf[self._pos :])
 
     @property
+    def body_left(self) -> int:
+        """Bytes of the frame in progress still to come after those fed, when its end is known
+        and everything `buffered` belongs to it; else 0 (between frames, a header split,
+        lines, whose end is known only by looking). A caller that will not feed the next
+        bytes (they went unseen) knows where the next frame starts if they are fewer."""
+        return 0
+
+    @property
     def closed(self) -> bool:
         """True once the decoder has reported EOF or a fatal error and takes no more data."""
         return self._done
@@ -195,6 +203,22 @@ class LengthPrefixedDecoder(Decoder):
     def buffered(self) -> int:
         large = _HEADER_SIZE + self._parts_size + sum(map(len, self._overflow)) if self._need else 0
         return len(self._buf) - self._pos + large
+
+    @property
+    def body_left(self) -> int:
+        """As `Decoder.body_left`: by the header's length, or what is left to skip of an
+        oversized frame (whatever the cap, a frame ends at its declared length)."""
+        if self._done:
+            return 0
+        if self._skip_remaining:
+            return max(0, self._skip_remaining - self.buffered)
+        if self._need:
+            return max(0, self._need - self._parts_size)
+        left = len(self._buf) - self._pos
+        if left < _HEADER_SIZE:
+            return 0
+        length: int = _unpack_header(self._buf, self._pos)[0]
+        return max(0, _HEADER_SIZE + length - left)
 
     def held(self) -> bytes:
         """The bytes `buffered` counts, in stream order (a large frame's pieces joined)."""

@@ -40,7 +40,7 @@ from typing import Optional, Union
 import trio
 
 from golem_core.decoders import Chunk
-from golem_core.framing import Frame
+from golem_core.framing import LENGTH_HEADER, Frame
 
 from ..events import Direction, Event
 from .heap import TRIM_IDLE, TrimPacing, return_memory_to_the_system
@@ -58,6 +58,9 @@ FIRST_RATE = 8.0 * 1024 * 1024
 """Bytes a second a connection is assumed to decode at until it has shown its own rate."""
 RATE_WINDOW = 0.005
 """Seconds of a connection's decoding folded into its rate at once."""
+HEAD = LENGTH_HEADER.size
+"""Bytes of the first chunk shed of a loss that are queued all the same (`submit`): a
+length-prefixed header, in case a frame starts there."""
 TRIM_AFTER = 32 * 1024 * 1024
 """Once this much was decoded (or held by connections since closed), the freed heap goes back
 to the system when the observer is next idle for `TRIM_IDLE`, and as long past the last burst
@@ -189,7 +192,14 @@ class Observer:
         rate = self._rates.get(tap)
         cost = len(data) / (rate.rate if rate is not None else FIRST_RATE)
         if data and self._over(len(data), cost, now):
-            self._lose(tap, direction, len(data), t)
+            if (tap, direction) not in self._open_loss and len(data) > HEAD:
+                # A loss's first bytes are decoded all the same: when a frame starts there,
+                # its header says where it ends, so a stream cut inside it is known cut.
+                self._queue.append(_Work(tap, direction, bytes(data[:HEAD]), t, now, 0.0))
+                self.backlog += HEAD
+                self._lose(tap, direction, len(data) - HEAD, t)
+            else:
+                self._lose(tap, direction, len(data), t)
             return
         self._open_loss.pop((tap, direction), None)
         self._queue.append(_Work(tap, direction, data, t, now, cost, frame))

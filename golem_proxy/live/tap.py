@@ -11,7 +11,8 @@ nothing to do. Memory stays bounded whatever the peers send:
 * at most ``max_pending`` requests (``max_pending_bytes`` of them) wait for an answer; the
   oldest beyond that are let go and reported (``evicted``); notifications are never held;
 * after bytes the observer had to drop (``behind``), the direction's decoder starts again at
-  the next frame boundary it can find, and the gap is reported with its size;
+  the next frame boundary (`TapInput.lose`), and the gap is reported with its size, the
+  unobserved rest of the frame they cut into included (a digested start is said first);
 * an exception while decoding costs this connection's inspection, reported once as a gap.
 
 Each whole frame decoded goes to the connection's `FramePublisher` (tap_frames.py), which
@@ -44,8 +45,8 @@ from ..events import (
 )
 from .redact import Redactor
 from .tap_frames import Annotator, FramePublisher, Publish
-from .tap_gaps import GapPublisher
-from .tap_input import TapInput
+from .tap_gaps import CUT_BY_END, CUT_BY_LOSS, GapPublisher
+from .tap_input import TapInput, truncated
 from .tap_limits import (
     DEFAULT_LIMITS,
     FrameDigest,
@@ -156,20 +157,17 @@ class ConnectionTap:
             source.end()
             return
         self.carried = True
-        if frame is not None and source.take(frame):
-            return
-        if source.resync:
-            data = bytes(data)
-            start = self.profile.find_frame_start(data)
-            if start is None:
-                source.lost += len(data)
+        if source.resync or source.skip:
+            rest = source.catch_up(data)
+            if rest is None:
                 return
-            source.lost += start
-            source.resync = False
+            if len(rest) < len(data):
+                frame = None  # bytes of the frame before it came first: not that frame
+            data = rest
+        if source.lost:  # decoding resumes here: the gap before what it decodes
             self.report_lost(direction, t)
-            data = data[start:]
-            if not data:
-                return
+        if not data or (frame is not None and source.take(frame)):
+            return
         source.receive(data)
 
     def learn_unrecorded(self, learned: Sequence[str], t: float) -> None:
@@ -187,7 +185,11 @@ class ConnectionTap:
         ``client gone``, …): every frame they end is published undelivered. Called in order
         with the bytes, after every frame before them was handled: the frame in progress has
         had its bytes so far delivered."""
-        self._frames.mark_undelivered(direction, why, self._inputs[direction].buffered)
+        buffered = self._inputs[direction].buffered
+        digest = self._digests.get(direction)
+        if digest is not None and digest.delivered is None:  # the frame in progress
+            digest.delivered = digest.size + buffered
+        self._frames.mark_undelivered(direction, why, buffered)
 
     def arrived(self, direction: Direction, t: float) -> None:
         """Frames of ``direction`` were read at ``t`` (the time they are fed with) by a
@@ -199,15 +201,18 @@ class ConnectionTap:
 
     def lose(self, direction: Direction, size: int, t: float, unsent: str = "") -> None:
         """``size`` bytes of ``direction`` were forwarded but never reached the tap (the
-        observer was behind): drop the partial frame, and pick the stream up again at the next
-        frame boundary. The gap is reported once decoding resumes (or at the end). With
-        ``unsent`` (why), they were not forwarded either, and the gap says so."""
+        observer was behind): drop the partial frame (one being digested is said, as far as
+        it was), and pick the stream up again at the next frame boundary. The gap is reported
+        once decoding resumes (or at the end). With ``unsent`` (why), they were not forwarded
+        either, and the gap says so."""
         self.carried = self.carried or size > 0
         self._gaps.say_evicted(direction)
         if unsent and size > 0:  # nor sent on, and why (`Connection.observe_unsent_lost`)
             self._gaps.unsent(direction, size, unsent)
+        digest = self._digests.get(direction)
+        if digest is not None:  # what was observed of it is said; the rest is in the gap
+            self._finish_digest(direction, digest, t, cut=CUT_BY_LOSS)
         self._inputs[direction].lose(size, t)
-        self._digests.pop(direction, None)
         self._pairing.requests_lost(direction)
         self._pairing.answers_lost(direction.reverse)
 
@@ -240,7 +245,7 @@ class ConnectionTap:
             for direction in Direction:
                 self._gaps.say_evicted(direction)
                 source = self._inputs[direction]
-                if not source.ended and source.buffered:
+                if not source.ended and (source.mid_frame or direction in self._digests):
                     self.process(direction, b"", t)  # its gap first, then the cut frame
                 else:
                     self.report_lost(direction, t)
@@ -302,7 +307,11 @@ class ConnectionTap:
                     self._finish_digest(direction, digest, t)
                 return None
             # Truncated inside the frame being digested: report what was seen, then go on.
-            self._finish_digest(direction, digest, t)
+            self._finish_digest(direction, digest, t, cut=CUT_BY_END)
+            if isinstance(event, EndOfStream):
+                # A line's decoder ends a skipped line with no error (only the oversized one
+                # it said first): this line, within the protocol's cap, was cut all the same.
+                event = truncated("inside a frame over the observation limit")
         if isinstance(event, EndOfStream):
             self._stream_ended(direction, t)
             return None
@@ -353,14 +362,22 @@ class ConnectionTap:
         return None
 
     def _finish_digest(
-        self, direction: Direction, digest: FrameDigest, t: float, cost: int = 0, why: str = ""
+        self,
+        direction: Direction,
+        digest: FrameDigest,
+        t: float,
+        cost: int = 0,
+        why: str = "",
+        cut: str = "",
     ) -> None:
         """Say a frame was not observed: too large to hold (its digest made as it streamed)
         or, with ``cost``, whole but too costly to parse (`_unparsed`; ``why``: its bytes
-        never reached their receiver)."""
+        never reached their receiver; else as `mark_undelivered` said). With ``cut``, only
+        its first bytes were digested (the stream ended, or the rest was lost)."""
         self._digests.pop(direction, None)
         self._pairing.unobserved(direction)
-        self._gaps.unobserved(direction, digest, t, cost, why)
+        why = why if cost else self._frames.undelivered(direction)[0]
+        self._gaps.unobserved(direction, digest, t, cost, why, cut)
 
     def _unparsed(self, direction: Direction, frame: Frame, t: float, cost: int, why: str) -> None:
         # Digested as a frame over the frame limit is: all its bytes after its header.

@@ -15,12 +15,20 @@ from ..terminal import counted
 from .tap_limits import FrameDigest, ObserveLimits
 
 __all__ = [
+    "CUT_BY_END",
+    "CUT_BY_LOSS",
     "GapPublisher",
+    "digest_detail",
     "evicted_detail",
     "lost_detail",
     "restarted_detail",
     "unobserved_detail",
 ]
+
+CUT_BY_END = "the stream ended inside it"
+"""Why only the first bytes of a frame too large to hold were digested: the stream ended."""
+CUT_BY_LOSS = "the rest of it went unobserved (the gap that follows)"
+"""… or the observer was behind: the rest of the frame is in the next ``behind`` gap."""
 
 
 class GapPublisher:
@@ -84,17 +92,23 @@ class GapPublisher:
         self.gap(direction, t, GapReason.RESTARTED, lost, detail)
 
     def unobserved(
-        self, direction: Direction, digest: FrameDigest, t: float, cost: int = 0, why: str = ""
+        self,
+        direction: Direction,
+        digest: FrameDigest,
+        t: float,
+        cost: int = 0,
+        why: str = "",
+        cut: str = "",
     ) -> None:
         """A frame not observed: too large to hold (its digest made as it streamed) or, with
         ``cost``, whole but too costly to parse (``why``: its bytes never reached their
-        receiver)."""
+        receiver). With ``cut``, only its first bytes were digested (`digest_detail`)."""
         self.gap(
             direction,
             t,
             GapReason.FRAME_TOO_LARGE,
             digest.size,
-            detail=unobserved_detail(digest.size, self.limits, cost, why),
+            detail=digest_detail(digest, self.limits, cost, why, cut),
             digest=f"sha256:{digest.hash.hexdigest()}",
             header=digest.header,
         )
@@ -155,10 +169,20 @@ def lost_detail(
     )
 
 
-def unobserved_detail(size: int, limits: ObserveLimits, cost: int = 0, why: str = "") -> str:
+def unobserved_detail(
+    size: int,
+    limits: ObserveLimits,
+    cost: int = 0,
+    why: str = "",
+    cut: str = "",
+    frame_size: Optional[int] = None,
+    delivered: int = 0,
+) -> str:
     """A ``size``-byte frame forwarded whole and not observed: over the frame limit or, with
     ``cost`` (what its parse would have held), over the parse limit; with ``why``, read
-    whole but never delivered."""
+    but never delivered (only its first ``delivered`` bytes were). With ``cut``
+    (`CUT_BY_END`, `CUT_BY_LOSS`), ``size`` bytes are only its first, of ``frame_size``
+    when its header says it: never "whole"."""
     if cost:
         over = (
             f"whose parse would hold about {_size(cost)}, over the {_size(limits.parse)} "
@@ -166,8 +190,26 @@ def unobserved_detail(size: int, limits: ObserveLimits, cost: int = 0, why: str 
         )
     else:
         over = f"over the {limits.frame}-byte observation limit"
-    fate = f"read whole, never delivered ({why})" if why else "forwarded whole"
+    read = "read" if cut else "read whole"
+    if not why:
+        fate = "forwarded" if cut else "forwarded whole"
+    elif delivered:
+        fate = f"{read}, only the first {delivered} bytes delivered ({why})"
+    else:
+        fate = f"{read}, never delivered ({why})"
+    if cut:
+        frame = "a frame" if frame_size is None else f"a {frame_size}-byte frame"
+        return (
+            f"the first {size} bytes of {frame} {over} were {fate}; {cut}; "
+            "kept as their header, size and digest"
+        )
     return f"a {size}-byte frame {over} was {fate}; kept as its header, size and digest"
+
+
+def digest_detail(digest: FrameDigest, limits: ObserveLimits, cost: int, why: str, cut: str) -> str:
+    """`unobserved_detail` of the frame ``digest`` was made of (as far as ``cut``)."""
+    delivered = min(digest.delivered or 0, digest.size)
+    return unobserved_detail(digest.size, limits, cost, why, cut, digest.frame_size, delivered)
 
 
 def evicted_detail(numbers: list[int], limits: ObserveLimits) -> str:

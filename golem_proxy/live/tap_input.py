@@ -11,6 +11,12 @@ once that decoder is back at a frame boundary holding nothing (after a frame, or
 skipped one): only it can say where a frame starts after bytes of unknown shape. A frame
 larger than the tap observes (its decoder's cap) is decoded from its bytes too, so that it is
 digested as before. The events, and so the recording and the log, are the same either way.
+
+Bytes lost on the way (the observer was behind) are counted, and decoding goes on at the next
+frame boundary: exactly at the end of the frame in progress when its length is known and the
+loss ended inside it (a length-prefixed frame whose header was seen), so that a stream that
+ends before that end is still reported truncated; else where one plausibly starts
+(`Profile.find_frame_start`).
 """
 
 from __future__ import annotations
@@ -19,11 +25,11 @@ from collections import deque
 from typing import Optional
 
 from golem_core.decoders import Chunk, Decoder
-from golem_core.framing import Discarded, Frame, NeedData
+from golem_core.framing import Discarded, Frame, FrameError, FrameErrorKind, Framing, NeedData
 from golem_core.framing import Event as FramingEvent
 from golem_core.profiles import Profile
 
-__all__ = ["TapInput"]
+__all__ = ["TapInput", "truncated"]
 
 
 class TapInput:
@@ -42,8 +48,22 @@ class TapInput:
         self.lost_since: Optional[float] = None
         self.resync = False
         """After a loss: the next bytes are searched for a frame boundary before decoding."""
+        self.skip = 0
+        """After a loss inside a frame of known length: the bytes of it still to come, counted
+        as lost too (its start is gone), before decoding starts again at its end."""
+        self._in_line = False
+        """Lines, while searching after a loss: bytes came since it, none a newline."""
+        self._cut: Optional[FrameError] = None
+        """The stream ended inside a frame whose start was lost: said once, as a decoder says
+        a frame the end cut short."""
         self.ended = False
         """The stream's end was fed (or decoding stopped): no frame is held open any more."""
+
+    @property
+    def mid_frame(self) -> bool:
+        """Whether the bytes fed so far end inside a frame, as far as is known: part of it is
+        held, or its rest is to be skipped (a loss inside it, or an oversized frame)."""
+        return bool(self.buffered or self.skip or self._in_line or self.decoder.body_left)
 
     @property
     def buffered(self) -> int:
@@ -54,7 +74,7 @@ class TapInput:
     def take(self, frame: Frame) -> bool:
         """Take a frame a forwarding path decoded, instead of its bytes. False when its bytes
         must be decoded here instead (see the module docstring)."""
-        if not self._at_boundary or self.resync or frame.size > self.cap:
+        if not self._at_boundary or self.resync or self.skip or frame.size > self.cap:
             return False
         self._handed.append(frame)
         return True
@@ -67,6 +87,13 @@ class TapInput:
     def end(self) -> None:
         """The direction's stream ended (its end of stream comes after every frame handed)."""
         self.ended = True
+        if self.skip or self._in_line:
+            # Inside a frame whose start was lost: the decoder never saw it, so this says
+            # what the decoder says of a frame cut short, and stops, as it does.
+            where = f"{self.skip} bytes before the end of a frame" if self.skip else "in a line"
+            self._cut = truncated(f"{where} partly unobserved")
+            self.skip, self._in_line = 0, False
+            return
         self.decoder.receive_eof()
 
     def stop(self) -> None:
@@ -83,20 +110,56 @@ class TapInput:
 
     def lose(self, size: int, t: float) -> None:
         """``size`` forwarded bytes never reached the tap: drop what is held (a partial frame,
-        frames not yet taken), start a new decoder, and look for the next frame boundary."""
+        frames not yet taken), start a new decoder, and find the next frame boundary: the end
+        of the frame in progress when they all belong to it, else by searching."""
         if self.lost_since is None:
             self.lost_since = t
+        rest = self.skip or (0 if self.resync else self.decoder.body_left)
         self.lost += size + self.buffered
         self._handed.clear()
         self.decoder = self.profile.new_decoder(self.cap)
-        self._at_boundary = False
-        self.resync = True
+        if size <= rest:
+            self.skip = rest - size
+            self.resync = False
+            self._at_boundary = not self.skip
+        else:
+            self.skip = 0
+            self._at_boundary = False
+            self.resync = True
+        self._in_line = False
+
+    def catch_up(self, data: Chunk) -> Optional[Chunk]:
+        """After a loss (`resync` or `skip`): count as lost the bytes of ``data`` before the
+        next frame boundary, and return those from it on (maybe none); None while it is not
+        in ``data``."""
+        if self.skip:
+            n = min(self.skip, len(data))
+            self.skip -= n
+            self.lost += n
+            if self.skip:
+                return None
+            self._at_boundary = True
+            return data[n:]
+        data = bytes(data)
+        start = self.profile.find_frame_start(data)
+        if start is None:
+            self.lost += len(data)
+            # Lines: bytes with no newline after a loss end inside a line, whatever was lost.
+            self._in_line = self._in_line or (self.profile.framing is Framing.LINE and bool(data))
+            return None
+        self.lost += start
+        self.resync = self._in_line = False
+        return data[start:]
 
     def next_event(self) -> Optional[FramingEvent]:
         """The next frame handed over, else the decoder's next event; None until more bytes
         (or the end of the stream) come."""
         if self._handed:
             return self._handed.popleft()
+        cut = self._cut
+        if cut is not None:
+            self._cut = None
+            return cut
         event = self.decoder.next_event()
         if isinstance(event, NeedData):
             return None
@@ -104,3 +167,9 @@ class TapInput:
             # Not skipping, not ended: with nothing buffered, it is between two frames.
             self._at_boundary = not self.decoder.buffered
         return event
+
+
+def truncated(where: str) -> FrameError:
+    """What a decoder says of a frame the stream's end cut short (``where``: in it), for one
+    whose bytes it was not the one to see: none are held."""
+    return FrameError(FrameErrorKind.TRUNCATED, f"stream ended {where}", b"", recoverable=False)

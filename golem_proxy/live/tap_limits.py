@@ -65,6 +65,14 @@ class FrameDigest:
         self.size = len(header) + len(first)
         self.hash = hashlib.sha256(first)
         self.declared = declared
+        self.delivered: Optional[int] = None
+        """Its first bytes that reached their receiver, when the rest did not
+        (`ConnectionTap.mark_undelivered`); None: all did, as far as is known."""
+
+    @property
+    def frame_size(self) -> Optional[int]:
+        """The frame's size on the wire, when its header declares it (length-prefixed)."""
+        return None if self.declared is None else len(self.header) + self.declared
 
     def add(self, data: bytes) -> None:
         self.size += len(data)

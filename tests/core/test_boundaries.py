@@ -188,3 +188,22 @@ def test_skipping_past_the_known_body_is_refused() -> None:
     lines = FrameBoundaries(Framing.LINE)
     lines.feed(b"abc")
     assert lines.body_left == 0  # a line's end is known only by looking
+
+
+@SETTINGS
+@given(length_prefixed_streams, st.lists(st.integers(0, 400), max_size=8))
+def test_a_decoders_known_body_is_the_boundaries(stream: bytes, cuts: list[int]) -> None:
+    """What a decoder says is left of the frame in progress (`Decoder.body_left`: what a tap
+    that lost the next bytes may skip to find the next frame) is what the framing says, once
+    its events are taken; for lines, nothing is known."""
+    decoder = decoder_for(Framing.LENGTH_PREFIXED, CAP, skip_oversized=True)
+    boundaries = FrameBoundaries(Framing.LENGTH_PREFIXED)
+    for chunk in cut(stream, cuts):
+        decoder.receive_data(chunk)
+        boundaries.feed(chunk)
+        for _ in decoder.events():
+            pass
+        assert decoder.body_left == boundaries.body_left
+    lines = decoder_for(Framing.LINE, CAP)
+    lines.receive_data(b'{"jsonrpc"')
+    assert lines.body_left == 0
