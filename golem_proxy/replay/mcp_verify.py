@@ -15,18 +15,15 @@ server was pointed for that route now (`RouteAddresses`, the comparator's ``addr
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import trio
 
-from golem_core.profiles.mcp import TOOLS_CALL
-
-from ..analysis.tool_calls import ToolCall, read_tool_calls
+from ..analysis.tool_calls import read_tool_calls
 from ..live.redact import REDACTED
 from .diffing import Comparator, Difference, envelope_body
-from .large_payloads import compare_as_bytes
 from .live_redaction import LiveRedaction
 from .mcp_child import McpChild, Oversized
 from .mcp_script import ClientStep, McpScript
@@ -34,8 +31,8 @@ from .mcp_script import ClientStep, McpScript
 __all__ = [
     "McpCheck",
     "McpVerifyResult",
-    "compare_sessions",
     "compare_tool_result",
+    "note_route_addresses",
     "outgoing_payload",
     "play",
     "tool_call_numbers",
@@ -175,7 +172,7 @@ async def play(
             )
         elif step.tool is not None and step.answer is not None:
             check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
-            _note_route_addresses(check, comparator)
+            note_route_addresses(check, comparator)
         elif step.tool is not None and step.answer_unobserved:
             check.not_compared = "its answer in the recording fell in bytes not observed"
         elif step.tool is not None:
@@ -195,7 +192,7 @@ def _redacted(
     return redacted if isinstance(redacted, dict) else answer
 
 
-def _note_route_addresses(check: McpCheck, comparator: Comparator) -> None:
+def note_route_addresses(check: McpCheck, comparator: Comparator) -> None:
     """Give ``check`` the routes whose address made a text of its result equal, once it is
     compared: only a result that matched matched through them (one that differs elsewhere
     is a difference, never listed as matched so). The comparator forgets them either way."""
@@ -392,91 +389,3 @@ def _json_container(text: str) -> Optional[Any]:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, (dict, list)) else None
-
-
-def compare_sessions(
-    recorded: Sequence[ToolCall],
-    live: Sequence[ToolCall],
-    comparator: Comparator,
-    *,
-    names: Optional[tuple[str, str]] = None,
-) -> list[McpCheck]:
-    """The tool calls of two recordings side by side, in order: each live result compared
-    with the recorded one (GUID-aware, inside JSON text), a call to another tool, and a
-    call only one side made, as problems. ``number`` is the live call's flow number.
-    ``names``: the two recordings' names, for problems said as `diff` says them (``only in
-    a.jsonl``); None: as a recording and a build played now."""
-    words = _Words(names)
-    checks: list[McpCheck] = []
-    for position in range(max(len(recorded), len(live))):
-        was = recorded[position] if position < len(recorded) else None
-        now = live[position] if position < len(live) else None
-        if now is None:
-            assert was is not None
-            checks.append(McpCheck(None, was.tool, TOOLS_CALL, None, problem=words.only_recorded))
-            continue
-        check = McpCheck(now.number, now.tool, TOOLS_CALL, _request_id(now))
-        checks.append(check)
-        if was is None:
-            check.problem = words.only_live
-        elif was.tool != now.tool:
-            check.problem = words.other_tool(was.tool, now.tool)
-        elif (_skeleton(was) or _skeleton(now)) and _answer(was) and _answer(now):
-            # A payload too large to parse, read from its skeleton: the answers as bytes.
-            check.differences = compare_as_bytes(_payload(was), _payload(now), comparator)
-        else:
-            recorded_answer, live_answer = _answer(was), _answer(now)
-            if live_answer is None:
-                check.problem = words.unanswered_live if recorded_answer is not None else None
-            elif recorded_answer is None:
-                check.problem = words.unanswered_recorded
-            else:
-                check.differences = compare_tool_result(
-                    recorded_answer, live_answer, comparator, now.tool
-                )
-                _note_route_addresses(check, comparator)
-    return checks
-
-
-class _Words:
-    """How `compare_sessions` says a problem: of a recording and a build played now, or of
-    two recordings by name."""
-
-    def __init__(self, names: Optional[tuple[str, str]]) -> None:
-        self.names = names
-        a, b = names or ("", "")
-        self.only_recorded = f"only in {a}" if names else "recorded, not called now"
-        self.only_live = f"only in {b}" if names else "called now, not in the recording"
-        self.unanswered_live = f"answered in {a}; unanswered in {b}" if names else "no answer now"
-        self.unanswered_recorded = (
-            f"unanswered in {a}; answered in {b}"
-            if names
-            else "answered now, unanswered in the recording"
-        )
-
-    def other_tool(self, was: str, now: str) -> str:
-        if self.names is None:
-            return f"called {now}, the recording has {was} here"
-        return f"{self.names[0]} called {was} here, {self.names[1]} {now}"
-
-
-def _payload(call: ToolCall) -> bytes:
-    response = call.flow.response
-    return response.payload if response is not None else b""
-
-
-def _skeleton(call: ToolCall) -> bool:
-    """Whether ``call``'s answer is a skeleton (its payload too large to parse)."""
-    response = call.flow.response
-    return response is not None and bool(response.elided)
-
-
-def _answer(call: ToolCall) -> Optional[dict[str, Any]]:
-    response = call.flow.response
-    obj = response.message.obj if response is not None else None
-    return obj if isinstance(obj, dict) else None
-
-
-def _request_id(call: ToolCall) -> Any:
-    request = call.flow.request
-    return request.message.id if request is not None else None

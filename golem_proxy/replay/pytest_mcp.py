@@ -39,9 +39,10 @@ from .background import BackgroundReplay
 from .diffing import Comparator
 from .index import load_exchanges
 from .matching import IgnoreRules
-from .mcp_verify import McpCheck, compare_sessions
+from .mcp_verify import McpCheck
 from .server import ReplayServer
 from .setup import ReplayOptions, assign_routes, engine_for
+from .tool_call_diff import compare_sessions
 
 __all__ = ["MARKER", "GolemMcpSession", "golem_mcp_session"]
 

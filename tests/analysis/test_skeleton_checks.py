@@ -12,7 +12,7 @@ from golem_proxy.events import Direction
 from golem_proxy.live.tap_limits import ObserveLimits
 from golem_proxy.recording.format import RouteInfo
 from golem_proxy.replay.diffing import Comparator
-from golem_proxy.replay.mcp_verify import compare_sessions
+from golem_proxy.replay.tool_call_diff import compare_sessions
 from tests.support.cli_helpers import run_cli
 from tests.support.trace_builder import TapSimulator, write_recording
 

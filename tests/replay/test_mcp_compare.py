@@ -23,12 +23,12 @@ from golem_proxy.replay.mcp_child import McpChild
 from golem_proxy.replay.mcp_script import ClientStep, McpScript
 from golem_proxy.replay.mcp_verify import (
     McpCheck,
-    compare_sessions,
     compare_tool_result,
     outgoing_payload,
     play,
 )
 from golem_proxy.replay.route_addresses import RouteAddress, RouteAddresses
+from golem_proxy.replay.tool_call_diff import compare_sessions
 from tests.support.trace_builder import TapSimulator, write_recording
 
 RECORDED_GUID = "11111111-1111-4111-8111-111111111111"
