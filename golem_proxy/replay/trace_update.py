@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Optional
 
 from golem_core.contract import Violation
 from golem_core.messages import Role
@@ -21,7 +21,7 @@ from golem_core.profiles import Profile
 
 from ..events import Direction, ExchangeCompleted, ViolationSeen
 from ..recording.files import replacing
-from ..recording.format import RecordingReader, encode_event
+from ..recording.format import RecordingError, RecordingReader, encode_event
 from ..recording.frame_reading import event_object, read_frame
 from ..recording.frame_skeleton import over_parse_budget
 from ..recording.members import member_number
@@ -93,8 +93,11 @@ def update_trace(path: str, result: VerifyResult, comparator: Comparator) -> int
                 )
             new = _updated_payload(event, check.live_payload or b"", profile, comparator)
             if new != event.response.payload:
-                key = (event.conn, event.route, event.response.index)
-                targets[key] = _new_answer(event, new, check.live_redacted, profile)
+                key: _Key = (event.conn, event.route, event.response.index)
+                checked = new
+                if check.live_unredacted is not None:  # checked as it came, as the tap does
+                    checked = _updated_payload(event, check.live_unredacted, profile, comparator)
+                targets[key] = _new_answer(event, new, checked, check.live_redacted, profile)
     if not targets:
         return 0
     with open(path, "rb") as source, replacing(path, overwrite=True) as out:
@@ -106,12 +109,17 @@ def update_trace(path: str, result: VerifyResult, comparator: Comparator) -> int
 
 
 def _new_answer(
-    event: ExchangeCompleted, payload: bytes, redacted: tuple[str, ...], profile: Profile
+    event: ExchangeCompleted,
+    payload: bytes,
+    checked: bytes,
+    redacted: tuple[str, ...],
+    profile: Profile,
 ) -> _NewAnswer:
-    """The answer ``payload`` for ``event``'s exchange, judged as the tap judges one: its
-    own checks and the pair's (`tap_frames`), and the exchange's outcome."""
-    message = profile.parse(payload, Role.RESPONSE)
-    violations = [*profile.check_message(message, payload)]
+    """The answer ``payload`` for ``event``'s exchange, judged as the tap judges one, from
+    ``checked`` (the answer before redaction): its own checks and the pair's
+    (`tap_frames`), and the exchange's outcome."""
+    message = profile.parse(checked, Role.RESPONSE)
+    violations = [*profile.check_message(message, checked)]
     violations += profile.check_exchange(event.request.message, message)
     outcome = profile.outcome(event.request.message, message)
     return _NewAnswer(payload, redacted, outcome.text, outcome.kind.value, tuple(violations))
@@ -147,21 +155,27 @@ class _Rewriter:
         self.shift = 0
 
     def line(self, line: bytes) -> bytes:
+        if not line.endswith(b"\n"):
+            return line  # a killed writer's last line, which no reader takes: as it was
         head = line[:200]
-        if b'"kind":"exchange"' in head:
-            return self._exchange(line)
-        if b'"kind":"violation"' in head and b'"dir":"s2c"' in head:
-            data = json.loads(line)
-            if _key(data, "frame") in self.targets:
-                self.shift -= 1
-                return b""
-        elif b'"kind":"frame"' in head and b'"dir":"s2c"' in line[:300]:
-            return self._frame(line)
+        try:
+            if b'"kind":"exchange"' in head:
+                return self._exchange(line)
+            if b'"kind":"violation"' in head and b'"dir":"s2c"' in head:
+                key = _key(json.loads(line), "frame")  # None for a framing error's
+                if key is not None and key in self.targets:
+                    self.shift -= 1
+                    return b""
+            elif b'"kind":"frame"' in head and b'"dir":"s2c"' in line[:300]:
+                return self._frame(line)
+        except (ValueError, RecordingError):
+            pass  # a line the readers passed over (damaged): kept as it is
         return self._shifted(line)
 
     def _exchange(self, line: bytes) -> bytes:
         data = json.loads(line)
-        answer = self.targets.get(_key(data, "resp"))
+        key = _key(data, "resp")
+        answer = None if key is None else self.targets.get(key)
         if answer is None:
             return self._shifted(line)
         data["seq"] = int(data["seq"]) + self.shift
@@ -172,7 +186,7 @@ class _Rewriter:
     def _frame(self, line: bytes) -> bytes:
         data, verbatim = event_object(line)
         key = _key(data, "n")
-        answer = self.targets.get(key)
+        answer = None if key is None else self.targets.get(key)
         if answer is None:
             return self._shifted(line)
         profile = self.profile
@@ -218,5 +232,12 @@ class _Rewriter:
 _SEQ = b'{"seq":'
 
 
-def _key(data: dict[str, Any], index: str) -> _Key:
-    return (int(data["conn"]), str(data.get("route", "")), int(data[index]))
+def _key(data: Any, index: str) -> Optional[_Key]:
+    """The frame a line names by ``index`` (``n``, ``resp``, ``frame``): None where it names
+    none (a framing error's violation) or is no object."""
+    if not isinstance(data, dict):
+        return None
+    conn, number = data.get("conn"), data.get(index)
+    if type(conn) is not int or type(number) is not int:
+        return None
+    return (conn, str(data.get("route", "")), number)

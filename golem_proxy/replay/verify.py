@@ -71,6 +71,9 @@ class ExchangeCheck:
     """The exchange's row in the recording, as `show` numbers it (what ``#N`` says)."""
     live_redacted: tuple[str, ...] = ()
     """The recording's ``--redact`` rules that replaced something in ``live_payload``."""
+    live_unredacted: Optional[bytes] = None
+    """Where they did, the answer as it came: checked against the contract as the tap checks
+    a frame, before redaction (a placeholder breaks the shapes the contract names)."""
     recorded: tuple[bytes, bytes] = (b"", b"")
     """Digests of the recorded request and response: `update_trace` writes an answer only
     where the line it rewrites holds that exchange."""
@@ -182,6 +185,8 @@ async def verify_trace(
                 payload, check.live_redacted = redaction.answer(
                     exchange.route, live.frame.payload, exchange.method
                 )
+                if check.live_redacted:
+                    check.live_unredacted = live.frame.payload
                 check.live_payload = payload
                 check.differences = _compare(exchange, payload, comparator)
             last[exchange.route] = (sent, check)

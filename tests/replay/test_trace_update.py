@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from golem_core.profiles import get_profile
-from golem_proxy.events import ExchangeCompleted
+from golem_proxy.events import Direction, ExchangeCompleted
 from golem_proxy.recording.format import RecordingReader
 from golem_proxy.replay.diffing import Comparator
 from golem_proxy.replay.index import load_exchanges
@@ -83,3 +83,27 @@ def test_a_trace_changed_since_it_was_verified_is_left_as_it_is(tmp_path: Path) 
     with pytest.raises(TraceReadsOtherwise, match=r"exchange #1 reads otherwise"):
         update_trace(str(path), result, comparator)
     assert path.read_bytes() == before
+
+
+def test_a_framing_error_s_violation_and_a_cut_last_line_are_kept_as_they_are(
+    tmp_path: Path,
+) -> None:
+    """The plugin cut its last answer (a truncated frame: its violation names no frame), and
+    the proxy was killed while it wrote its last line: both stay as they were, where the
+    update stopped with an internal error on each."""
+    path = tmp_path / "cut.jsonl"
+    with TraceBuilder.create(str(path), "jsonrpc-ndjson", routes=SCRYBE_ROUTES) as trace:
+        for method in METHODS:
+            trace.call(method, {}, error=(-32000, "not yet"), route="scrybe")
+        trace.tap.send(trace._conn("scrybe"), Direction.S2C, b'{"jsonrpc":"2.0","id":9')
+        trace._write()
+    cut_line = b'{"seq":999,"t":1.0,"kind":"fra'
+    path.write_bytes(path.read_bytes() + cut_line)
+    assert b'"frame":null' in path.read_bytes()
+    result, comparator = _verified(path)
+    assert update_trace(str(path), result, comparator) == 3
+    data = path.read_bytes()
+    assert data.endswith(b"\n" + cut_line)
+    assert b'"frame":null' in data
+    checked = run_cli("check", str(path), "--json")
+    assert json.loads(checked.stdout)["errors"] >= 1, checked.stdout + checked.stderr
