@@ -165,11 +165,27 @@ class Echoes:
     def mask_bytes(self, raw: bytes) -> bytes:
         """``raw`` with every remembered value's forms overwritten by as many ``*``: for
         bytes no frame was decoded from, counted by their length (a gap's, a stream's
-        offsets); the same object when none is found."""
-        for form, _ in self._forms_by_length():
-            found = form.encode("utf-8", "surrogatepass")
+        offsets); the same object when none is found. These bytes are a frame cut short or
+        a piece of one, so a value they cut is masked too: the start of a form at their end,
+        its end at their start (all but its first or last byte: one byte says nothing)."""
+        forms = [form.encode("utf-8", "surrogatepass") for form, _ in self._forms_by_length()]
+        for found in forms:
             if found in raw:
                 raw = raw.replace(found, b"*" * len(found))
+        tail = head = 0
+        for found in forms:
+            for size in range(min(len(found) - 1, len(raw)), max(tail, 1), -1):
+                if raw.endswith(found[:size]):
+                    tail = size
+                    break
+            for size in range(min(len(found) - 1, len(raw)), max(head, 1), -1):
+                if raw.startswith(found[-size:]):
+                    head = size
+                    break
+        if tail:
+            raw = raw[: len(raw) - tail] + b"*" * tail
+        if head:
+            raw = b"*" * head + raw[head:]
         return raw
 
 

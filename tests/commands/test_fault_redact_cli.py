@@ -134,6 +134,36 @@ def test_a_truncated_request_hides_the_token_in_the_bytes_that_went(
     assert len(errors[0].raw) == int(0.9 * (sent - 4)) + 4  # the bytes that went, all counted
 
 
+@OBSERVERS
+def test_a_request_truncated_inside_its_token_hides_what_went_of_it(
+    echo_upstream: EchoUpstream, tmp_path: Path, observer: str
+) -> None:
+    """The cut falls 10 characters into the token: those 10 went, and are masked too (they
+    were recorded in clear: no whole form of the token was in the bytes)."""
+    record = tmp_path / "session.jsonl"
+    login = {"id": "r0", "method": "auth.login", "params": {"token": SECRET, "user": "bob"}}
+    payload = GOLEM.encode(login)[4:]
+    at = (payload.index(SECRET.encode()) + 10.5) / len(payload)
+    proxy = InterceptingProxy(
+        "--route", f"127.0.0.1:0=127.0.0.1:{echo_upstream.port}", "--record", str(record),
+        "--redact", "params.token", "--fault", f"truncate:method=auth.login,at={at:.6f}",
+        "--observer", observer,
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=20) as client:
+            client.sendall(GOLEM.encode(login))
+            proxy.wait_for(r"fault truncate auth\.login sent")
+            proxy.wait_for(r"closed")
+    finally:
+        stderr = proxy.stop()
+    assert proxy.process.returncode == 0, stderr
+    errors = [e for e in read_recording(str(record)).events if isinstance(e, FramingErrorSeen)]
+    assert [e.redacted for e in errors] == [("echo",)]
+    assert errors[0].raw.endswith(b'"token": "' + b"*" * 10)
+    assert SECRET[:4].encode() not in record.read_bytes()
+    assert_nowhere(record, SECRET[:10])
+
+
 class TokenUpstream(EchoUpstream):
     """An `EchoUpstream` whose every answer carries a token of its own next to what the
     request's ``params`` held (a 4 MiB blob makes a 4 MiB answer)."""
