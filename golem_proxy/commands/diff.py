@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         except DamagedTrace as damaged:
             with reading(paths[damaged.side], ROLES[damaged.side]):
                 raise damaged.error from None
-        tools = _tool_calls(args, comparator)
+        tools = _tool_calls(args, comparator) if _has_mcp_layer(a, b) else None
         if args.json:
             report = diff.to_json()
             if tools is not None:
@@ -91,6 +91,16 @@ def run(args: argparse.Namespace) -> int:
     print_notes(a_notes + b_notes)
     same_calls = tools is None or not tools.different
     return 0 if diff.equal and same_calls else EXIT_DIFFERENT
+
+
+def _has_mcp_layer(*traces: ExchangeTrace) -> bool:
+    """Whether any of ``traces`` has an MCP route (`golem-proxy mcp`'s): only then are tool
+    calls read, each trace a second time, whole."""
+    return any(
+        profile == "mcp"
+        for trace in traces
+        for profile in trace.header.route_profile_names().values()
+    )
 
 
 def _tool_calls(args: argparse.Namespace, comparator: Comparator) -> Optional[ToolCallDiff]:
