@@ -192,14 +192,21 @@ class FrameEnds:
     """The first and last `END_BYTES` of a frame's payload, kept as it is digested."""
 
     def __init__(self, first: bytes) -> None:
-        self.head = bytes(first[:END_BYTES])
+        self._head = bytearray(first[:END_BYTES])
         self._tail = bytearray(first[-END_BYTES:])
 
     def add(self, data: bytes) -> None:
+        head = self._head
+        if len(head) < END_BYTES:  # a limit under END_BYTES: the head grows up to it
+            head += data[: END_BYTES - len(head)]
         tail = self._tail
         tail += data[-END_BYTES:]
         if len(tail) > END_BYTES:
             del tail[: len(tail) - END_BYTES]
+
+    @property
+    def head(self) -> bytes:
+        return bytes(self._head)
 
     @property
     def tail(self) -> bytes:
