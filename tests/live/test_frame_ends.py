@@ -40,7 +40,8 @@ def test_an_id_after_the_bulk_is_read_from_the_tail() -> None:
 
 
 def test_ids_in_nested_objects_are_not_the_frames() -> None:
-    head = b'{"result": {"id": 1, "items": [{"id": 2}, "' + BULK.encode() + b'"]}, "jsonrpc": "2.0"}'
+    bulk = BULK.encode()
+    head = b'{"result": {"id": 1, "items": [{"id": 2}, "' + bulk + b'"]}, "jsonrpc": "2.0"}'
     assert ends_of(head).reply_id() is NO_ID
     tail = b'{"jsonrpc": "2.0", "result": [{"a": "' + BULK.encode() + b'"}, {"id": 3}]}'
     assert ends_of(tail).reply_id() is NO_ID
