@@ -46,9 +46,7 @@ def test_a_result_too_large_to_observe_answers_its_call(tmp_path: Path, observer
     ]
     # Every GOLEM frame names exactly its own call: the big one ended with its answer.
     golem = [e for e in events if isinstance(e, FrameSeen) and e.route != "mcp"]
-    assert golem and all(len(e.tool_calls or ()) == 1 for e in golem), [
-        e.tool_calls for e in golem
-    ]
+    assert golem and all(len(e.tool_calls or ()) == 1 for e in golem), [e.tool_calls for e in golem]
     assert {e.tool_calls[0].tool for e in golem if e.tool_calls} == {
         "create_layer",
         "list_layers",
