@@ -391,6 +391,10 @@ class ObservationLost:
     frames: Optional[FrameRuns] = None
     """For `GapReason.EVICTED`: the numbers of the requests let go (`frame_runs`); None where
     not named (files written before they were: then the oldest ``size`` waiting)."""
+    answers: Optional[int] = None
+    """For `GapReason.FRAME_TOO_LARGE`: the frame number of the request (sent the other way)
+    this frame answers, as the tap read its id from its ends (`live.frame_ends`) and paired
+    it; None when it answers none that is known (no id could be read, or none waited)."""
 
 
 Event = Union[

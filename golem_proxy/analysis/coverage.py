@@ -118,6 +118,9 @@ class Coverage:
         self.evicted = 0
         """Rows of status ``evicted``: requests let go before their answer, by the proxy
         past its pairing limits or by the reader past what it holds (`Flow.let_go`)."""
+        self.answered_unobserved = 0
+        """Requests answered by a frame too large to observe (`Flow.answered_in`): answered,
+        their answers never checked."""
         self.withheld: Counter[str] = Counter()
         """Frames the proxy withheld on their way to the client (a response dropped by
         ``--fault drop`` or withheld by ``--fault reset:when=after`` before its reset, an
@@ -146,6 +149,7 @@ class Coverage:
         for flow in flows:
             self.gaps.add(flow)
             self.evicted += flow.let_go
+            self.answered_unobserved += flow.answered_in is not None
             self.pending += flow.pending
         for event in events:
             if (
@@ -182,6 +186,7 @@ class Coverage:
         return not (
             self.gaps.gaps
             or self.evicted
+            or self.answered_unobserved
             or self.withheld_frames
             or self.events_not_recorded
             or self.pending
@@ -203,6 +208,12 @@ class Coverage:
                 f"not inspected: {counted(self.evicted, 'request')} let go before an answer "
                 "came (status evicted: past the limits of what is held waiting); a later "
                 "answer is a row of its own"
+            )
+        if self.answered_unobserved:
+            lines.append(
+                f"not inspected: the answers to {counted(self.answered_unobserved, 'request')} "
+                "(status answered (unobserved:…)): each came in a frame too large to observe, "
+                "whose id says which request it answers; what it says is not known"
             )
         if self.withheld_frames:
             named = self.withheld.most_common()
@@ -246,6 +257,7 @@ class Coverage:
         return {
             "unobserved": self.gaps.to_json(),
             "evicted": self.evicted,
+            "answered_unobserved": self.answered_unobserved,
             "withheld": {
                 "frames": self.withheld_frames,
                 "by_action": dict(self.withheld.most_common()),

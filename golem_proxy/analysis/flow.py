@@ -95,6 +95,11 @@ class Flow:
     pending, as it was left (whether an answer was sent is not known); its status says that
     nothing more came. Empty while its answer may still come."""
 
+    answered_in: Optional[ObservationLost] = None
+    """The gap that carried the request's answer: a frame too large to observe, whose id the
+    tap read and paired (`ObservationLost.answers`). The request was answered, how is not
+    known: no failure, not ok either, never pending nor unanswered."""
+
     @property
     def t(self) -> float:
         for part in (self.request, self.response, self.frame_error, self.gap):
@@ -130,6 +135,8 @@ class Flow:
     def response_size(self) -> Optional[int]:
         if self.response is not None:
             return self.response.size
+        if self.answered_in is not None:
+            return self.answered_in.size
         return self._gap_size(Direction.S2C)
 
     @property
@@ -175,6 +182,7 @@ class Flow:
             and not self.closed_unanswered
             and not self.unanswerable
             and not self.let_go
+            and self.answered_in is None
         )
 
     @property
@@ -237,7 +245,7 @@ class Flow:
     @property
     def tone(self) -> Tone:
         """How the status is styled (`golem_proxy.status_tone`, the one rule every view uses)."""
-        if self.gap is not None or self.let_go:
+        if self.gap is not None or self.let_go or self.answered_in is not None:
             return Tone.UNOBSERVED
         if self.frame_error is not None:
             return Tone.MALFORMED
@@ -255,7 +263,8 @@ class Flow:
         ``malformed:KIND``, …), ``oversized``, ``pending`` (``pending (recording ended)``,
         ``(session ended)``, once nothing more will be read: `ended_waiting`), ``unanswered``
         (``unanswered (upstream closed)``, or ``(client closed)`` for a server's request, when
-        the side that was to answer ended its stream first),
+        the side that was to answer ended its stream first), ``answered
+        (unobserved:frame-too-large)`` (its answer was too large to observe: `answered_in`),
         ``evicted`` (let go before its answer), ``unobserved:REASON``, ``failed``
         or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
         …; followed by ``(undelivered: WHY)`` when a frame of the row never reached its
@@ -272,6 +281,8 @@ class Flow:
             self.request.message, (Malformed, Notification)
         ):
             status = profile.describe(self.request.message)
+        elif self.answered_in is not None:
+            status = f"answered (unobserved:{self.answered_in.reason.value})"
         elif self.stream_ended is not None:
             side = "upstream" if self.stream_ended.direction is Direction.S2C else "client"
             status = f"unanswered ({side} closed)"

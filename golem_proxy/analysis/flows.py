@@ -146,6 +146,8 @@ class FlowTracker:
             evicted = event.reason is GapReason.EVICTED  # its size counts requests
             if evicted:
                 self._let_go(event)
+            elif event.answers is not None:
+                self._answered_in(event)
             flow = self._new_flow(event.conn, event.route)
             flow.gap = event
             size = 0 if evicted else event.size
@@ -255,6 +257,21 @@ class FlowTracker:
             flow = self._by_request.pop(key)
             forget_in_group(self._requests_of, key[:2], key)
             self._release(flow)
+
+    def _answered_in(self, gap: ObservationLost) -> None:
+        """The gap is a frame too large to observe that answers the request it names (the
+        tap's decision, `ObservationLost.answers`): that request waits no more, answered."""
+        if gap.answers is None:
+            return
+        key = (gap.conn, gap.direction.reverse, gap.answers)
+        if key not in self._requests_of.get(key[:2], ()):
+            return  # not in this trace (a tailed file), or settled already (a damaged file)
+        flow = self._by_request.pop(key)
+        forget_in_group(self._requests_of, key[:2], key)
+        flow.answered_in = gap
+        self._settled(flow)
+        if self.keep:
+            self.also_changed.append(flow)
 
     def _release(self, flow: Flow) -> None:
         """``flow``'s request waits no more, unanswered and not in error (`Flow.let_go`)."""

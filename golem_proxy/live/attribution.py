@@ -49,6 +49,7 @@ from ..events import (
     Event,
     ExchangeCompleted,
     FrameSeen,
+    ObservationLost,
     RouteDown,
     ToolCallRef,
     UpstreamStatus,
@@ -146,6 +147,9 @@ class ToolCallTracker:
         the event to publish: a ``tools/call`` made while a GOLEM route is down, marked so."""
         if isinstance(event, ExchangeCompleted):
             return self._exchange_marked(event)
+        if isinstance(event, ObservationLost):
+            self._answered_unseen(event)
+            return event
         if isinstance(event, ConnectionClosed):
             tables = (
                 self._in_flight,
@@ -249,6 +253,18 @@ class ToolCallTracker:
                     del self._cancelled[cancelled]
                     self._end(cancelled)
         return tuple(RouteDown(route=route, since=t) for route, t in went_down.items())
+
+    def _answered_unseen(self, gap: ObservationLost) -> None:
+        """A frame too large to observe answered the client's request numbered
+        ``gap.answers`` (the tap read its id: `golem_proxy.live.tap_gap_answer`): a call it
+        was ends as `_answered` ends one, so that later GOLEM frames are not said to be of it.
+        Its answer is not marked with the routes that went down during it: no frame is."""
+        if gap.answers is None or gap.direction is not Direction.S2C:
+            return
+        for key, ref in self._in_flight.items():
+            if key[0] == gap.conn and ref.index == gap.answers:
+                self._answered(gap.conn, key[1])
+                return
 
     def take_over(self, frame: FrameSeen) -> None:
         """A frame the recording shows in flight when the observing process before this one

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..events import Event, ExchangeCompleted, FrameSeen, FramingErrorSeen, ViolationSeen
+from ..events import (
+    Event,
+    ExchangeCompleted,
+    FrameSeen,
+    FramingErrorSeen,
+    ObservationLost,
+    ViolationSeen,
+)
 from ..terminal import counted, safe_text
 
 __all__ = ["SessionTally"]
@@ -31,6 +38,9 @@ class SessionTally:
     framing_errors: int = 0
     """Bytes that framed no message (oversized, truncated): each a row of its own in `show`,
     and a failure in `stats` and `check`."""
+    answered_unobserved: int = 0
+    """Requests answered by a frame too large to observe, whose id the tap read
+    (`ObservationLost.answers`): answered, not exchanges (no answer was inspected)."""
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ExchangeCompleted):
@@ -42,12 +52,14 @@ class SessionTally:
             self.violations += 1
         elif isinstance(event, FramingErrorSeen):
             self.framing_errors += 1
+        elif isinstance(event, ObservationLost) and event.answers is not None:
+            self.answered_unobserved += 1
 
     @property
     def unanswered(self) -> int:
         """Requests that wanted an answer and have none in the recording (a process that
         took over counts those it found in flight: `held_again`)."""
-        return max(0, self.requests - self.exchanges)
+        return max(0, self.requests - self.exchanges - self.answered_unobserved)
 
     def held_again(self, requests: int) -> None:
         """A process taking over waits again for ``requests`` the recording has in flight."""
@@ -59,6 +71,11 @@ class SessionTally:
         not every row `show` lists."""
         left = self.unanswered
         more = f"; {counted(left, 'request')} without an answer" if left > 0 else ""
+        if self.answered_unobserved:
+            more += (
+                f"; {counted(self.answered_unobserved, 'request')} answered in a frame too "
+                "large to observe"
+            )
         if self.framing_errors:
             more += f"; {counted(self.framing_errors, 'framing error')}"
         return (

@@ -45,6 +45,7 @@ from ..events import (
 )
 from .redact import Redactor
 from .tap_frames import Annotator, FramePublisher, Publish
+from .tap_gap_answer import gap_answers
 from .tap_gaps import CUT_BY_END, CUT_BY_LOSS, GapPublisher
 from .tap_input import TapInput, truncated
 from .tap_limits import (
@@ -375,9 +376,13 @@ class ConnectionTap:
         never reached their receiver; else as `mark_undelivered` said). With ``cut``, only
         its first bytes were digested (the stream ended, or the rest was lost)."""
         self._digests.pop(direction, None)
-        self._pairing.unobserved(direction)
+        # A whole frame's id, read from its ends, may say which request it answers.
+        answered = None if cut else gap_answers(self.profile, self._pairing, direction, digest)
+        if answered is None or (answered.request is None and not answered.unseen):
+            self._pairing.unobserved(direction)
+        answers = None if answered is None or answered.request is None else answered.request
         why = why if cost else self._frames.undelivered(direction)[0]
-        self._gaps.unobserved(direction, digest, t, cost, why, cut)
+        self._gaps.unobserved(direction, digest, t, cost, why, cut, answers)
 
     def _unparsed(self, direction: Direction, frame: Frame, t: float, cost: int, why: str) -> None:
         # Digested as a frame over the frame limit is: all its bytes after its header.

@@ -99,10 +99,12 @@ class GapPublisher:
         cost: int = 0,
         why: str = "",
         cut: str = "",
+        answers: Optional[FrameSeen] = None,
     ) -> None:
         """A frame not observed: too large to hold (its digest made as it streamed) or, with
         ``cost``, whole but too costly to parse (``why``: its bytes never reached their
-        receiver). With ``cut``, only its first bytes were digested (`digest_detail`)."""
+        receiver). With ``cut``, only its first bytes were digested (`digest_detail`). With
+        ``answers``, the request it answers (`tap_gap_answer`)."""
         self.gap(
             direction,
             t,
@@ -111,6 +113,7 @@ class GapPublisher:
             detail=digest_detail(digest, self.limits, cost, why, cut),
             digest=f"sha256:{digest.hash.hexdigest()}",
             header=digest.header,
+            answers=None if answers is None else answers.index,
         )
 
     def gap(
@@ -123,6 +126,7 @@ class GapPublisher:
         digest: str = "",
         header: bytes = b"",
         frames: Optional[FrameRuns] = None,
+        answers: Optional[int] = None,
     ) -> None:
         self.publish(
             ObservationLost(
@@ -133,6 +137,7 @@ class GapPublisher:
                 digest=digest,
                 header=header,
                 frames=frames,
+                answers=answers,
             )
         )
 

@@ -11,6 +11,8 @@ from typing import Optional
 from golem_core.framing import FrameError, FrameErrorKind, Framing
 from golem_core.profiles import Profile
 
+from .frame_ends import FrameEnds
+
 __all__ = [
     "DEFAULT_LIMITS",
     "PENDING_OVERHEAD",
@@ -64,6 +66,8 @@ class FrameDigest:
         self.header = header
         self.size = len(header) + len(first)
         self.hash = hashlib.sha256(first)
+        self.ends = FrameEnds(first)
+        """Its first and last bytes, where its id is read (`FrameEnds.reply_id`)."""
         self.declared = declared
         self.delivered: Optional[int] = None
         """Its first bytes that reached their receiver, when the rest did not
@@ -77,6 +81,7 @@ class FrameDigest:
     def add(self, data: bytes) -> None:
         self.size += len(data)
         self.hash.update(data)
+        self.ends.add(data)
 
 
 def is_unobserved_frame(error: FrameError, decoder_cap: int, cap: int) -> bool:

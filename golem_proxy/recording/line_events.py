@@ -334,6 +334,7 @@ class LineDecoder:
                 header=member_base64(data, "header"),
                 # Version 1 pairs by id (`V1Pairing`), whose letting go takes the oldest.
                 frames=member_frame_runs(data) if self.v1 is None else None,
+                answers=member_optional_int(data, "answers"),
             )
             # Connection 0 is the session's (a copy written before the writer wrote such an
             # event back as its own kind said it this way).

@@ -191,6 +191,7 @@ KIND_MEMBERS: Mapping[str, tuple[str, ...]] = {
         "digest",
         "header",
         "frames",
+        "answers",
     ),
 }
 

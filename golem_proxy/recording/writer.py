@@ -128,6 +128,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
             base.update(digest=event.digest, header=b64(event.header))
         if event.frames is not None:
             base.update(frames=[list(run) for run in event.frames])
+        if event.answers is not None:
+            base.update(answers=event.answers)
     elif isinstance(event, events.UpstreamStatus):
         base.update(kind="upstream", route=event.route, state="back" if event.up else "down")
         base.update(detail=event.detail)

@@ -13,6 +13,8 @@ from golem_proxy.events import (
     Direction,
     ExchangeCompleted,
     FrameSeen,
+    GapReason,
+    ObservationLost,
     RouteDown,
     UpstreamStatus,
 )
@@ -377,3 +379,26 @@ def test_an_id_used_again_starts_a_call_with_no_outage_of_the_one_before() -> No
     tracker.watch(call(1, 1, "same_id_again"))  # a client that reuses an id in flight
     answered = tracker.watch(answer(0, 1))
     assert isinstance(answered, FrameSeen) and answered.routes_down is None
+
+
+def test_a_call_answered_in_a_frame_too_large_to_observe_ends() -> None:
+    """The tap read the answer's id and paired it (`ObservationLost.answers`): the call is no
+    longer in flight, so later GOLEM frames are not said to be of it; a gap that names no
+    request, or one on the client's side, ends nothing."""
+    tracker = ToolCallTracker(MCP)
+    for frame in (call(0, 1, "big"), call(1, 2, "small")):
+        tracker.watch(frame)
+
+    def gap(direction: Direction, answers: Any) -> ObservationLost:
+        return ObservationLost(
+            conn=1, route="mcp", direction=direction, t=1.0,
+            reason=GapReason.FRAME_TOO_LARGE, size=10, answers=answers,
+        )  # fmt: skip
+
+    for unknown in (gap(Direction.S2C, None), gap(Direction.C2S, 0), gap(Direction.S2C, 5)):
+        tracker.watch(unknown)
+        assert [ref.tool for ref in tracker.in_flight] == ["big", "small"]
+    tracker.watch(gap(Direction.S2C, 0))
+    assert [ref.tool for ref in tracker.in_flight] == ["small"]
+    golem = tracker.annotate(frame_seen(GOLEM, Direction.C2S, 0, b'{"method": "ping"}'))
+    assert [ref.tool for ref in golem.tool_calls or ()] == ["small"]
