@@ -73,6 +73,9 @@ class Flow:
     closed_unanswered: bool = False
     """The request will have no answer: its connection closed first, or the side that was to
     answer ended its stream (``stream_ended``)."""
+    unanswered_at: Optional[float] = None
+    """With ``closed_unanswered``: when that was known (the close, or the stream's end): the
+    request waited until then."""
     stream_ended: Optional[StreamEnded] = None
     """The end of the answering side's stream that left the request unanswered, when that,
     not the connection's close, decided it."""

@@ -389,6 +389,7 @@ class FlowTracker:
             flow = self._by_request.pop(key)
             forget_in_group(self._requests_of, key[:2], key)
             flow.closed_unanswered = True
+            flow.unanswered_at = event.t
             flow.stream_ended = event
             if self.keep and changed is not None:
                 self.also_changed.append(changed)
@@ -412,6 +413,7 @@ class FlowTracker:
         for key in sorted(set(asked), key=self._request_number):
             flow = self._by_request.pop(key)
             flow.closed_unanswered = True
+            flow.unanswered_at = event.t
             if self.keep and changed is not None:
                 self.also_changed.append(changed)
             changed = self._settled(flow)

@@ -317,17 +317,29 @@ class ToolCall:
         no end yet."""
         start = self.flow.t
         end = None if self.latency is None else start + self.latency
-        total = 0.0
+        spans: list[tuple[float, float]] = []
         for flow in self.golem:
             if flow.latency is not None:
                 finish = flow.t + flow.latency
-            elif end is not None:
-                finish = end
+            elif end is not None and flow.closed_unanswered:
+                # Waited until its connection closed (or the plugin's side ended), or the
+                # call's end if that was not recorded.
+                finish = end if flow.unanswered_at is None else flow.unanswered_at
             else:
                 continue
             if end is not None:
                 finish = min(finish, end)
-            total += max(0.0, finish - max(flow.t, start))
+            begin = max(flow.t, start)
+            if finish > begin:
+                spans.append((begin, finish))
+        # Exchanges that overlap (a retry on a new connection while the old one waited,
+        # pipelined calls) are one wait on Rhino, not two.
+        total, reached = 0.0, start
+        for begin, finish in sorted(spans):
+            begin = max(begin, reached)
+            if finish > begin:
+                total += finish - begin
+                reached = finish
         return total
 
     @property

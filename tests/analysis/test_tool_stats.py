@@ -76,3 +76,13 @@ def test_time_waiting_on_a_plugin_that_never_answered_is_rhino_s() -> None:
     call.golem.append(golem)
     assert abs(call.rhino_time - 0.4) < 1e-9
     assert call.server_time is not None and abs(call.server_time - 0.1) < 1e-9
+    # Its connection closed at 1.2 s (a reset): the wait ended there. The retry on a new
+    # connection from 1.15 s to 1.45 s overlaps it: Rhino was waited on from 1.1 to 1.45 s
+    # (the two were summed, and Rhino's time came out longer than the call).
+    golem.unanswered_at = 1.2
+    assert abs(call.rhino_time - 0.1) < 1e-9
+    again = frame_seen(GOLEM, Direction.C2S, 0, b'{"id": "g2", "method": "debug.sleep"}', t=1.15)
+    retry = Flow(3, 3, "main", request=again)
+    retry.response = frame_seen(GOLEM, Direction.S2C, 0, b'{"id": "g2", "result": {}}', t=1.45)
+    call.golem.append(retry)
+    assert abs(call.rhino_time - 0.35) < 1e-9
