@@ -11,7 +11,7 @@ from golem_core.messages import Role
 from golem_core.profiles import MCP
 from golem_proxy.analysis.flows import Flow
 from golem_proxy.analysis.tool_calls import two_layer_label
-from golem_proxy.events import Direction, FrameSeen, RouteDown
+from golem_proxy.events import Direction, FrameSeen, GapReason, ObservationLost, RouteDown
 from golem_proxy.tui.widgets.detail import _summary
 
 
@@ -81,3 +81,16 @@ def test_a_call_a_golem_route_went_down_under_says_so_and_when() -> None:
     assert "tried there after that was refused by the system" in line
     assert "made while" not in line
     assert two_layer_label(flow) == 'boolean_union(guids=["a"])  ⋯ main went down at 1.204 s'
+
+
+def test_a_call_answered_in_a_frame_too_large_to_observe_says_so() -> None:
+    """Not ``pending``, not unanswered: answered, how is not known (`Flow.answered_in`)."""
+    flow = tool_call({"content": []})
+    flow.response, flow.outcome = None, None
+    flow.answered_in = ObservationLost(
+        conn=1, route="mcp", direction=Direction.S2C, t=2.5, reason=GapReason.FRAME_TOO_LARGE,
+        size=40_000_124, detail="a 40000124-byte frame", answers=0,
+    )  # fmt: skip
+    text = _summary(flow, MCP).plain
+    assert "answered (unobserved:frame-too-large)" in text
+    assert "by a 40000124-byte frame too large to observe" in text

@@ -343,6 +343,12 @@ def _summary(
         times.append(f"the {side} ended its stream at t={fmt_time(ended.t)} before an answer")
     elif flow.closed_unanswered:
         times.append("connection closed before an answer")
+    elif flow.answered_in is not None:
+        gap = flow.answered_in
+        times.append(
+            f"answered at t={fmt_time(gap.t)} by a {gap.size}-byte frame too large to observe "
+            f"(unobserved:{gap.reason.value}): what it said is not known"
+        )
     elif flow.ended_waiting and flow.pending:
         why = f" ({safe_text(ended_why)})" if ended_why else ""
         times.append(f"no answer read before the {flow.ended_waiting} ended{why}")
