@@ -147,16 +147,22 @@ def two_layer_label(flow: Flow) -> Optional[str]:
     return f"  {'↳' if len(refs) == 1 else '?'} {method}"
 
 
-def cause_text(flow: Flow) -> Optional[str]:
+def cause_text(flow: Flow, rows: Mapping[tuple[int, int], int] = {}) -> Optional[str]:
     """What a GOLEM flow's frames say about the tool call behind it, in words (None when the
-    recording has no MCP layer)."""
+    recording has no MCP layer): each call by its row number, as `show` names it, where
+    ``rows`` (call key → row) knows it, and its tool and MCP id."""
     refs = attribution_refs(flow)
     if refs is None:
         return None
     if not refs:
         return "sent outside any tool call"
-    named = ", ".join(f"{ref.tool} (MCP id {ref.id!r})" for ref in refs)
-    return f"caused by tool call {named}" if len(refs) == 1 else f"ambiguous: one of {named}"
+
+    def named(ref: ToolCallRef) -> str:
+        row = rows.get((ref.conn, ref.index))
+        return f"{'' if row is None else f'#{row} '}{ref.tool} (MCP id {ref.id!r})"
+
+    calls = ", ".join(named(ref) for ref in refs)
+    return f"caused by tool call {calls}" if len(refs) == 1 else f"ambiguous: one of {calls}"
 
 
 CallKey = tuple[int, int]

@@ -20,6 +20,7 @@ from ..analysis.filters import Filter, parse_filter
 from ..analysis.flows import Flow
 from ..analysis.tool_calls import (
     CallKey,
+    attribution_refs,
     call_key,
     caused_by,
     is_tool_call,
@@ -119,6 +120,24 @@ class SessionModel:
         """The GOLEM flows a tool call caused that are still kept (empty for any other
         flow; `caused_let_go` counts the others)."""
         return caused_by(flow, self.flows) if is_tool_call(flow) else []
+
+    def call_rows(self, flow: Flow, reach: int = 10_000) -> dict[CallKey, int]:
+        """The row numbers of the tool calls a GOLEM flow's frames name, as `show` names them
+        (`cause_text`), found among the ``reach`` flows kept before it (a call comes before
+        the GOLEM flows it causes); a call let go, or further back, is not named."""
+        refs = attribution_refs(flow)
+        index = self.index_of(flow)
+        if not refs or index is None:
+            return {}
+        wanted = {(ref.conn, ref.index) for ref in refs}
+        rows: dict[CallKey, int] = {}
+        for earlier in reversed(self.flows[max(0, index - reach) : index]):
+            key = call_key(earlier)
+            if key in wanted:
+                rows[key] = earlier.number
+                if len(rows) == len(wanted):
+                    break
+        return rows
 
     def caused_let_go(self, flow: Flow) -> int:
         """How many GOLEM flows the tool call ``flow`` caused were let go from memory."""

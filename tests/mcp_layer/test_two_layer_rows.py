@@ -101,6 +101,11 @@ def test_the_model_shows_a_tool_call_over_the_frames_it_caused() -> None:
     assert model.status(tool_call) == "isError"
     assert flow_label(golem) == "  ↳ geometry.create_box"
     assert cause_text(golem) == "caused by tool call create_box (MCP id 4)"
+    # Named by its row, as show names it, where the model finds it.
+    assert model.call_rows(golem) == {(tool_call.conn, tool_call.request.index): 1}  # type: ignore[union-attr]
+    assert (
+        cause_text(golem, model.call_rows(golem)) == "caused by tool call #1 create_box (MCP id 4)"
+    )
     assert model.caused_by(tool_call) == [golem]
     assert model.caused_by(golem) == []
 
@@ -122,7 +127,7 @@ def test_the_tui_detail_of_a_tool_call_lists_the_golem_flows_it_caused(tmp_path:
             assert "tool call create_box(width=2)  isError" in text
             assert "↳ #2 geometry.create_box" in text
             await select(pilot, 1)
-            assert "caused by tool call create_box (MCP id 4)" in app.detail.text()
+            assert "caused by tool call #1 create_box (MCP id 4)" in app.detail.text()
             # o folds the call's GOLEM flows away under its row, and opens them again.
             await select(pilot, 0)
             await pilot.press("o")
@@ -189,7 +194,7 @@ def test_a_connection_that_carried_nothing_is_a_row_under_the_call_it_failed(
             await select(pilot, 1)
             text = app.detail.text()
             assert f"✗ connection: {REFUSED}" in text and "before a byte crossed it" in text
-            assert "caused by tool call list_layers (MCP id 5)" in text
+            assert "caused by tool call #1 list_layers (MCP id 5)" in text
             await select(pilot, 0)
             await pilot.press("o")  # folded away under its call, as a GOLEM flow is
             assert list(app.model.view) == [0]

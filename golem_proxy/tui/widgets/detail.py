@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from rich.console import Group, RenderableType
@@ -91,6 +91,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
         """What is said of the GOLEM flows it caused that were let go from memory."""
         self.ended_why = ""
         """Why nothing more is read, once the source said (empty while it reads on)."""
+        self.calls: Mapping[tuple[int, int], int] = {}
+        """The row numbers of the tool calls the shown GOLEM flow names."""
         self.expand_strings = False
         self._whole: dict[str, tuple[FrameSeen, Any]] = {}
         """By side, the frame shown last and its message's JSON as its payload says it."""
@@ -114,16 +116,19 @@ class FlowDetail(VerticalScroll, can_focus=True):
         under: Sequence[Flow] = (),
         under_let_go: str = "",
         ended_why: str = "",
+        calls: Mapping[tuple[int, int], int] = {},
     ) -> None:
         """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
         caused, listed under its summary, after ``under_let_go``: what is said of those
         that were let go from memory (the older ones); ``ended_why``: why nothing more is read
-        (the source's last word), said of a request it left waiting."""
+        (the source's last word), said of a request it left waiting; ``calls``: the rows of
+        the tool calls a GOLEM flow names (`SessionModel.call_rows`)."""
         self.flow = flow
         self.profile = profile
         self.under = list(under)
         self.under_let_go = under_let_go
         self.ended_why = ended_why
+        self.calls = calls
         self._render_flow()
 
     def toggle_strings(self) -> bool:
@@ -155,7 +160,9 @@ class FlowDetail(VerticalScroll, can_focus=True):
             for side in ("request", "response"):
                 self._show_side(side, None, "")
             return
-        summary.update(_summary(flow, profile, self.under, self.under_let_go, self.ended_why))
+        summary.update(
+            _summary(flow, profile, self.under, self.under_let_go, self.ended_why, self.calls)
+        )
         violations.update(_violations(flow) if flow.violations else "")
         violations.display = bool(flow.violations)
         if flow.frame_error is not None:
@@ -317,6 +324,7 @@ def _summary(
     under: Sequence[Flow] = (),
     under_let_go: str = "",
     ended_why: str = "",
+    calls: Mapping[tuple[int, int], int] = {},
 ) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
@@ -367,7 +375,7 @@ def _summary(
         outage = outage_text(flow)
         if outage is not None:
             text.append(f"\n  ⋯ {safe_text(outage)}", style="yellow")
-    cause = cause_text(flow)
+    cause = cause_text(flow, calls)
     if cause is not None:
         text.append(f"\n{safe_text(cause)}", style="cyan")
     if under_let_go:
