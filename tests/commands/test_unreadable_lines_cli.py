@@ -6,6 +6,7 @@ not as a request without an answer, and ``show`` and ``stats`` say the same."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -59,8 +60,12 @@ def jsonrpc_server() -> Iterator[int]:
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     yield server.getsockname()[1]
+    # A close alone leaves a thread blocked in accept() there: shut down first, so it ends.
+    with contextlib.suppress(OSError):
+        server.shutdown(socket.SHUT_RDWR)
     server.close()
     thread.join(5)
+    assert not thread.is_alive()
 
 
 def test_a_line_answered_with_a_null_id_error_is_an_exchange_not_one_without_an_answer(
