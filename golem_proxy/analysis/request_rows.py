@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..events import Direction, ExchangeCompleted, GapReason
+from ..events import Direction, ExchangeCompleted, GapReason, InterceptStep
 from ..terminal import safe_text
 from .flows import Flow
 from .reading_notes import reading_notes
@@ -127,6 +127,11 @@ class RequestRows:
     response_times: array = field(default_factory=lambda: array("d"))  # type: ignore[type-arg]
     unanswered: list[UnansweredRequest] = field(default_factory=list)
     gaps: list[RequestGap] = field(default_factory=list)
+    by_proxy: dict[int, str] = field(default_factory=dict)
+    """The rows of exchanges the proxy answered itself, by row: a request it withheld and
+    answered in the plugin's place (``--fault error``, an intercepted request answered by
+    hand), with the step that did it (``fault error:code=TIMEOUT``): the plugin never got
+    them, so a replay to a plugin does not send them."""
 
     def add_exchange(self, number: int, route: str, request_t: float, response_t: float) -> None:
         self.numbers.append(number)
@@ -160,6 +165,9 @@ def collect(reader: FlowReader) -> RequestRows:
             if flow.route in other_layers:
                 continue
             gap, request = flow.gap, flow.request
+            answered_by = _answered_by_proxy(flow)
+            if answered_by is not None:
+                found.by_proxy[flow.number] = answered_by
             if gap is not None:
                 status = flow.status(profile)
                 found.gaps.append(
@@ -201,6 +209,18 @@ def collect(reader: FlowReader) -> RequestRows:
     found.gaps.sort(key=_row)
     _place_answer_gaps(found)
     return found
+
+
+def _answered_by_proxy(flow: Flow) -> Optional[str]:
+    """The step of the proxy's that withheld ``flow``'s request when the proxy answered it
+    (the flow has an answer the plugin never sent); None otherwise."""
+    if flow.request is None or flow.response is None:
+        return None
+    for step in flow.faults:
+        if step.withheld and step.direction is Direction.C2S:
+            named = step.fault if isinstance(step, InterceptStep) else f"fault {step.fault}"
+            return safe_text(named, 80)
+    return None
 
 
 def _row(row: UnansweredRequest | RequestGap) -> int:

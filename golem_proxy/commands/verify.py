@@ -9,6 +9,7 @@ from typing import Any
 
 import trio
 
+from ..analysis.request_rows import GAPS_NAMED, gaps_note
 from ..analysis.trace import json_text
 from ..net.addresses import Address
 from ..recording.samples import is_sample
@@ -16,10 +17,11 @@ from ..replay.index import ExchangeTrace, load_exchanges, row_label
 from ..replay.render import render_verify
 from ..replay.trace_update import TraceReadsOtherwise, update_trace
 from ..replay.verify import TargetUnreachable, verify_trace
-from ..terminal import counted
+from ..terminal import counted, safe_text
 from ._common import (
     CommandError,
     console,
+    print_notes,
     reading,
 )
 from ._comparing import add_comparison_arguments, comparator_from
@@ -75,13 +77,18 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     finally:
         trace.close()
+    notes = _notes(trace, args.file)
     if args.json:
         payload: dict[str, Any] = {"ok": result.ok, "exchanges": len(result.checks)}
         payload["unasked"] = result.unasked
         payload["failed"] = [check.to_json() for check in result.failed]
+        payload["not_sent"] = [check.to_json() for check in result.not_sent]
+        payload["notes"] = notes
         print(json_text(payload, indent=2))
     else:
         render_verify(result, console())
+    # On stderr, as every reader says them; they change no exit status.
+    print_notes(notes)
     if args.update:
         unanswered = result.unanswered
         if unanswered:
@@ -116,6 +123,34 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_DIFFERENT
         return 0
     return 0 if result.ok else EXIT_DIFFERENT
+
+
+def _notes(trace: ExchangeTrace, path: str) -> list[str]:
+    """What reading the trace to its end noted (cut short, lines lost, …), its gaps, and its
+    requests that have no recorded answer, which verify cannot send (the plugin may have
+    acted on them when recorded, so what follows may differ for that alone)."""
+    if trace.numbering is None:
+        return []
+    rows = trace.numbering.rows()
+    notes = list(trace.numbering.notes)
+    gaps = gaps_note(rows, path)
+    if gaps is not None:
+        notes.append(gaps)
+    unanswered = rows.unanswered
+    if unanswered:
+        named = "; ".join(
+            f"#{request.number} {safe_text(request.method or '?')} {safe_text(request.status)}"
+            for request in unanswered[:GAPS_NAMED]
+        )
+        more = len(unanswered) - GAPS_NAMED
+        named += f"; and {more} more" if more > 0 else ""
+        notes.append(
+            f"note: {safe_text(path)}: {counted(len(unanswered), 'request')} with no answer in "
+            f"the recording not sent ({named}): the plugin may have acted on "
+            f"{'it' if len(unanswered) == 1 else 'them'} when recorded, so the exchanges after "
+            "may differ for that"
+        )
+    return notes
 
 
 def _check_targets(

@@ -85,6 +85,13 @@ class RecordedExchange:
         return getattr(self, "_row", None)
 
     @property
+    def answered_by_proxy(self) -> Optional[str]:
+        """The proxy's step that answered it in the plugin's place (``fault error:…``: the
+        plugin never got the request), or None (`RequestRows.by_proxy`)."""
+        rows: Optional[RowNumbers] = getattr(self, "_rows", None)
+        return None if rows is None else rows.answered_by_proxy(self.row)
+
+    @property
     def file(self) -> Optional[str]:
         """Its recording, where several are served as one (a row is its own file's)."""
         rows: Optional[RowNumbers] = getattr(self, "_rows", None)

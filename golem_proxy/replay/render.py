@@ -81,6 +81,12 @@ def render_verify(result: VerifyResult, console: Console) -> None:
     if cut:
         console.print(Text(CUT_NOTE, style="dim"))
     total = len(result.checks)
+    not_sent = result.not_sent
+    for check in not_sent[:MAX_SHOWN]:
+        said = safe_text(f"{check.route} {check.method or '(malformed)'}: not sent, ")
+        console.print(Text(f"{row_label(check.row)} {said}{check.not_sent}", style="dim"))
+    if len(not_sent) > MAX_SHOWN:
+        console.print(f"… and {len(not_sent) - MAX_SHOWN} more not sent (--json: all)")
     if result.unasked:
         # Not a difference, but a plugin that sends what it was not asked for should be seen.
         console.print(
@@ -90,7 +96,13 @@ def render_verify(result: VerifyResult, console: Console) -> None:
                 style="yellow",
             )
         )
-    if result.ok:
+    if result.ok and not_sent:
+        sent = total - len(not_sent)
+        console.print(
+            f"[green]verify: all {counted(sent, 'exchange')} sent match[/green]; "
+            f"{len(not_sent)} the proxy answered were not sent"
+        )
+    elif result.ok:
         console.print(f"[green]verify: all {counted(total, 'exchange')} match[/green]")
     else:
         console.print(f"[red]verify: {len(failed)} of {counted(total, 'exchange')} differ[/red]")

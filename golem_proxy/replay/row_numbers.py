@@ -46,6 +46,8 @@ class RowNumbers:
         self.name: Optional[str] = None
         """The file named with each number where several recordings are served as one."""
         self._found: Optional[RequestRows] = None
+        self.notes: list[str] = []
+        """What reading the recording to its end noted (`reading_notes`), once read."""
         self._reading = threading.Lock()
         """Held while the recording is read (a worker thread may be reading it)."""
 
@@ -55,6 +57,11 @@ class RowNumbers:
         was loaded) numbers nothing: its exchanges' rows are None."""
         with self._reading:
             return self._read(found)
+
+    def answered_by_proxy(self, row: Optional[int]) -> Optional[str]:
+        """The proxy's step that answered the exchange at ``row`` in the plugin's place
+        (`RequestRows.by_proxy`), or None."""
+        return None if row is None else self.rows().by_proxy.get(row)
 
     def rows_if_free(self) -> Optional[RequestRows]:
         """`rows`, unless a worker thread is reading them now: then None at once (a replay
@@ -76,7 +83,7 @@ class RowNumbers:
                 found = RequestRows()
                 if self.path is not None:
                     with contextlib.suppress(TraceError, OSError):
-                        found, _ = read_request_rows(self.path)
+                        found, self.notes = read_request_rows(self.path)
             _number(self.exchanges, found)
             self._found = found
         return self._found

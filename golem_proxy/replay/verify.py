@@ -69,6 +69,9 @@ class ExchangeCheck:
     answer: reported, not a difference."""
     row: Optional[int] = None
     """The exchange's row in the recording, as `show` numbers it (what ``#N`` says)."""
+    not_sent: Optional[str] = None
+    """Why it was not sent, where the recording's answer is not the plugin's (the proxy
+    answered in its place): no difference, said apart."""
     live_redacted: tuple[str, ...] = ()
     """The recording's ``--redact`` rules that replaced something in ``live_payload``."""
     live_unredacted: Optional[bytes] = None
@@ -90,6 +93,8 @@ class ExchangeCheck:
             out["extra"] = self.extra
         if self.unasked:
             out["unasked"] = self.unasked
+        if self.not_sent is not None:
+            out["not_sent"] = self.not_sent
         out["differences"] = [d.to_json() for d in self.differences]
         return out
 
@@ -113,8 +118,16 @@ class VerifyResult:
 
     @property
     def unanswered(self) -> list[ExchangeCheck]:
-        """The checks whose request got no answer (nothing to update them from)."""
-        return [check for check in self.checks if check.live_payload is None]
+        """The checks whose request got no answer (nothing to update them from); not those
+        not sent (`ExchangeCheck.not_sent`)."""
+        return [
+            check for check in self.checks if check.live_payload is None and check.not_sent is None
+        ]
+
+    @property
+    def not_sent(self) -> list[ExchangeCheck]:
+        """The checks not sent: answered by the proxy in the plugin's place."""
+        return [check for check in self.checks if check.not_sent is not None]
 
 
 async def verify_trace(
@@ -152,6 +165,12 @@ async def verify_trace(
                 recorded=(recorded_digest(exchange.request), recorded_digest(exchange.response)),
             )
             checks.append(check)
+            by_proxy = exchange.answered_by_proxy
+            if by_proxy is not None:
+                # The plugin never got it when recorded: sent now, it would change the live
+                # document, and its answer is the proxy's, not the plugin's.
+                check.not_sent = f"answered by the proxy ({by_proxy}), not by the plugin"
+                continue
             address = targets.get(exchange.route)
             if address is None:
                 check.problem = f"no target for route {exchange.route!r}"
