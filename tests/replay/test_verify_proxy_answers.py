@@ -8,6 +8,7 @@ passed over in silence."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -25,10 +26,9 @@ def _recorded(tmp_path: Path, fault: str) -> Path:
         proxy = ProxyProcess(tmp_path, plugin.main, "--record", str(trace), "--fault", fault)
         try:
             with GolemClient("127.0.0.1", proxy.port, timeout=2) as client:
-                try:
+                # The fault's answer, or none.
+                with contextlib.suppress(RhinoCommandError, OSError, TimeoutError):
                     client.send_command("scene.create_layer", {"name": "A"}, timeout=1)
-                except (RhinoCommandError, OSError, TimeoutError):
-                    pass  # the fault's answer, or none
             with GolemClient("127.0.0.1", proxy.port, timeout=20) as client:
                 client.send_command("scene.list_layers")
             assert proxy.stop() == 0
