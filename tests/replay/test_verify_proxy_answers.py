@@ -25,10 +25,12 @@ def _recorded(tmp_path: Path, fault: str) -> Path:
     with PluginProcess(seed=3) as plugin:
         proxy = ProxyProcess(tmp_path, plugin.main, "--record", str(trace), "--fault", fault)
         try:
-            with GolemClient("127.0.0.1", proxy.port, timeout=2) as client:
-                # The fault's answer, or none.
-                with contextlib.suppress(RhinoCommandError, OSError, TimeoutError):
-                    client.send_command("scene.create_layer", {"name": "A"}, timeout=1)
+            # The fault's answer, or none.
+            with (
+                GolemClient("127.0.0.1", proxy.port, timeout=2) as client,
+                contextlib.suppress(RhinoCommandError, OSError, TimeoutError),
+            ):
+                client.send_command("scene.create_layer", {"name": "A"}, timeout=1)
             with GolemClient("127.0.0.1", proxy.port, timeout=20) as client:
                 client.send_command("scene.list_layers")
             assert proxy.stop() == 0
