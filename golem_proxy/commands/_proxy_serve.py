@@ -39,10 +39,15 @@ __all__ = [
 ]
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""What stops a session in order, its recording closed: Ctrl-C, a kill, and the terminal
+closed (SIGHUP; its default action ended the process with the recording unclosed)."""
+
+
 async def serve(config: SessionConfig, console: Console) -> str:
     """Run the session until Ctrl-C or SIGTERM; returns the line it ends with."""
     session = ProxySession(config)
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
             bound = await nursery.start(session.run)
             commands_scope = await _announce(config, console, bound, nursery)
@@ -68,7 +73,7 @@ async def serve_forwarding(
     proxy, bound, observing = await open_forwarding(config, log_buffer, tui=tui)
     drain = config.options.drain_timeout
     ended: Optional[str] = None
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with trio.open_nursery() as watching:
             watching.start_soon(observing.watch)
             async with trio.open_nursery() as serving:
