@@ -13,7 +13,7 @@ from .export import call_command, request_json, write_copy
 from .model import SessionModel
 from .payloads import PayloadReleased
 from .render import escape_surrogates
-from .resend_targets import ResendTargets
+from .resend_targets import ResendTargets, other_layer_note
 
 if TYPE_CHECKING:
     from golem_core.profiles import Profile
@@ -53,6 +53,9 @@ class CopyActions(AppMixin):
         plugin the flow's connection went to."""
         flow = self.selected_flow()
         if flow is None:
+            return
+        if self.model.profile_for(flow.route) is not self.profile:
+            self.notify(other_layer_note(flow), severity="warning", markup=False)
             return
         info = self.model.tracker.connections.get(flow.conn)
         address = self.resend_targets.for_route(flow.route)

@@ -32,8 +32,9 @@ from ..live.resend import ResendError, Resent, resend
 from ..released_payload import ReleasedPayload
 from ..terminal import format_latency, safe_text
 from .app_mixin import AppMixin
+from .model import SessionModel
 from .payloads import PayloadReleased, payload_of
-from .resend_targets import ResendTargets
+from .resend_targets import ResendTargets, other_layer_note
 from .screens.edit_frame import EditFrame
 from .screens.intercept_prompt import InterceptPrompt
 from .screens.resend_diff import ResendDiff
@@ -60,6 +61,7 @@ class DebugActions(AppMixin):
     control: Optional[LiveControl]
     resend_targets: ResendTargets
     profile: Profile
+    model: SessionModel
     last_resend: Optional[LastResend] = None
 
     def selected_flow(self) -> Optional[Flow]:  # pragma: no cover - the app defines it
@@ -167,6 +169,9 @@ class DebugActions(AppMixin):
         flow = self.selected_flow()
         if flow is None or flow.request is None:
             self.notify(f"select a flow with a request to {purpose}", severity="warning")
+            return None
+        if self.model.profile_for(flow.route) is not self.profile:
+            self.notify(other_layer_note(flow), severity="warning", markup=False)
             return None
         if self.control is None and self.resend_targets.for_route(flow.route) is None:
             if self.resend_targets:  # the live proxy has no such route

@@ -9,9 +9,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..analysis.flows import Flow
 from ..net.addresses import Address
+from ..terminal import safe_text
 
-__all__ = ["ResendTargets"]
+__all__ = ["ResendTargets", "other_layer_note"]
+
+
+def other_layer_note(flow: Flow) -> str:
+    """Why a flow of another layer than the plugin's (the MCP hop of ``golem-proxy mcp``: a
+    tool call) is not sent again nor copied as a ``golem-proxy call``: those go to the plugin."""
+    return safe_text(
+        f"flow {flow.number} is on route {flow.route}, the MCP hop: r, E and Y send to the "
+        "plugin; golem-proxy mcp-verify plays tool calls again"
+    )
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,12 @@ def test_the_tui_detail_of_a_tool_call_lists_the_golem_flows_it_caused(tmp_path:
             assert "↳ #2 geometry.create_box" in text
             await select(pilot, 1)
             assert "caused by tool call #1 create_box (MCP id 4)" in app.detail.text()
+            # A tool call is not sent to the plugin (r) nor copied as a GOLEM call (Y).
+            await select(pilot, 0)
+            for key in ("r", "Y"):
+                await pilot.press(key)
+                notes = [note.message for note in app._notifications]
+                assert "flow 1 is on route mcp, the MCP hop" in notes[-1], notes
             # o folds the call's GOLEM flows away under its row, and opens them again.
             await select(pilot, 0)
             await pilot.press("o")

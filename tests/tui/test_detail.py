@@ -94,3 +94,11 @@ def test_a_call_answered_in_a_frame_too_large_to_observe_says_so() -> None:
     text = _summary(flow, MCP).plain
     assert "answered (unobserved:frame-too-large)" in text
     assert "by a 40000124-byte frame too large to observe" in text
+
+
+def test_a_huge_method_is_cut_in_the_summary_as_in_the_table() -> None:
+    """A hostile client's 200,000-character method filled the pane's top with it."""
+    request = {"jsonrpc": "2.0", "id": 3, "method": "m" * 200_000, "params": {}}
+    flow = Flow(1, 1, "mcp", request=frame(Direction.C2S, request, 1.0))
+    first = _summary(flow, MCP).plain.splitlines()[0]
+    assert len(first) < 400 and "…" in first

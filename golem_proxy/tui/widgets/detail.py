@@ -318,6 +318,10 @@ def _label(key: Any, value: Any, expand: bool) -> Text:
     return Text(f"{name}: {safe_text(json.dumps(value, ensure_ascii=False))}")
 
 
+SUMMARY_CHARS = 200
+"""The most of a method or status the summary line shows."""
+
+
 def _summary(
     flow: Flow,
     profile: Profile,
@@ -329,8 +333,10 @@ def _summary(
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
     title = flow.method or connection_text(flow) or "(no method)"
-    text.append(safe_text(title), style="bold")
-    status = safe_text(flow.status(profile))
+    # Cut as the table cuts them: a hostile peer's 200,000-character method or code filled
+    # the pane; the request or answer below holds it whole.
+    text.append(safe_text(title, SUMMARY_CHARS), style="bold")
+    status = safe_text(flow.status(profile), SUMMARY_CHARS)
     tone = flow.tone
     text.append(
         f"  {status}", style=TONE_STYLES[tone] if tone is Tone.OK else f"bold {TONE_STYLES[tone]}"
