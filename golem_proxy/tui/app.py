@@ -283,6 +283,7 @@ class GolemProxyApp(PaneActions, CopyActions, SaveActions, DebugActions, ViewAct
                 released=budget.released if budget is not None else 0,
                 let_go=self.model.flow_bound.let_go if self.model.flow_bound else 0,
                 skimmed=len(self.model.skimmed.numbers),
+                routes_down=dict(self.model.routes_down),
             )
         )
 

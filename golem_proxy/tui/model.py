@@ -32,6 +32,7 @@ from ..events import (
     Event,
     Outcome,
     StreamEnded,
+    UpstreamStatus,
 )
 from ..terminal import safe_text
 from .column_widths import ColumnWidths
@@ -108,6 +109,8 @@ class SessionModel:
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
         self.widths = ColumnWidths()
         """The widest values so far, for the table's columns."""
+        self.routes_down: dict[str, float] = {}
+        """The routes whose upstream is down (not listening until it answers), since when."""
         self.loading = False
         """The source is still reading its file: a request whose answer is further on in
         it shows as ``loading``, not ``pending``."""
@@ -266,6 +269,13 @@ class SessionModel:
 
     def _apply_one(self, event: Event, result: BatchResult) -> Optional[Flow]:
         """Fold one event in and note it; returns the flow it placed itself in, if any."""
+        if isinstance(event, UpstreamStatus):
+            # A route whose plugin stopped answering listens no more until it answers again:
+            # the status line says so while it lasts (`routes_down`).
+            if event.up:
+                self.routes_down.pop(event.route, None)
+            else:
+                self.routes_down.setdefault(event.route, event.t)
         flow = self.tracker.apply(event)
         if self.tracker.also_changed:  # requests a gap or a close let go: shown again
             for other in self.tracker.also_changed:

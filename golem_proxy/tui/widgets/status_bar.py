@@ -3,7 +3,8 @@ loads), filter, payloads released, missed events, source state."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Optional
 
 from rich.text import Text
@@ -36,6 +37,9 @@ class Status:
     skimmed: int = 0
     """Flows a body filter read without the numbers elided from their message
     (`golem_proxy.tui.skimmed`)."""
+    routes_down: Mapping[str, float] = field(default_factory=dict)
+    """Routes whose plugin is not answering (the proxy does not listen on them until it
+    does), since when (session seconds)."""
 
 
 class StatusBar(Static):
@@ -55,6 +59,12 @@ class StatusBar(Static):
         if ended:
             source = source.removesuffix(FOLLOWING)
         text.append(safe_text(source), style="dim")
+        for route, since in status.routes_down.items():
+            text.append("  │  ")
+            text.append(
+                safe_text(f"⚠ {route}: plugin down since t={since:.3f} s, not listening"),
+                style="bold red",
+            )
         text.append("  │  ")
         if status.follow:
             text.append("▶ following", style="bold green")
