@@ -16,6 +16,7 @@ from golem_core.dispatcher import Dispatcher
 from golem_core.messages import Malformed, MalformedKind, Request, Role
 from golem_core.profiles import Profile
 
+from ..terminal import safe_text
 from .diffing import Comparator
 from .index import Key, RecordedExchange, ReplayIndex, encode_recorded
 from .large_payloads import with_id
@@ -39,6 +40,10 @@ BUILTINS = ("ping", "list_methods")
 client's connect handshake always works."""
 NEAREST_SCAN = 500
 """How many recorded exchanges of the same method a miss explanation looks at, at most."""
+
+
+KNOWN_SHOWN = 8
+"""Recorded methods a miss names; it counts the rest."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,22 @@ class ReplayEngine:
         answer = self.profile.with_id(self.guids.to_live(recorded), request_id)
         return encode_recorded(self.profile, answer)
 
+    def _recorded_unanswered(self, route: str, method: str) -> Optional[str]:
+        """What a miss says of a request the trace holds with no answer to serve (its answer
+        dropped, too large to observe, never sent): not that it was never recorded. None when
+        the trace holds none (or its rows are still being read)."""
+        numbering = self.index.trace.numbering
+        rows = numbering.rows_if_free() if numbering is not None else None
+        if rows is None:
+            return None
+        for request in rows.unanswered:
+            if request.route == route and request.method == method:
+                return (
+                    f"recorded {method} on {route} (#{request.number}) has no answer in the "
+                    f"recording to serve: {safe_text(request.status)}"
+                )
+        return None
+
     def _delay(self, exchange: RecordedExchange) -> float:
         if self.timing is None:
             return 0.0
@@ -224,7 +245,13 @@ class ReplayEngine:
                 f"{expected.method}, got {method}"
             )
         if not candidates:
-            known = ", ".join(index.methods(route)[:8]) or "none"
+            unanswered = self._recorded_unanswered(route, method)
+            if unanswered is not None:
+                return unanswered
+            methods = index.methods(route)
+            known = ", ".join(methods[:KNOWN_SHOWN]) or "none"
+            if len(methods) > KNOWN_SHOWN:
+                known += f", … {len(methods) - KNOWN_SHOWN} more"
             return f"no recorded {method} on {route} (recorded methods: {known})"
         if index.last_for(key) is not None:
             hint = f" ({self.reuse_hint})" if self.reuse_hint else ""

@@ -389,10 +389,16 @@ def _unused_exchanges(handle: GolemReplay) -> dict[int, RecordedExchange]:
     return {exchange.number: exchange for exchange in found}
 
 
+UNUSED_SHOWN = 20
+"""Unused exchanges a message names; it counts the rest."""
+
+
 def _unused_text(unused: dict[int, RecordedExchange]) -> str:
     # A row is None where it cannot be told (its file changed since it was loaded): last.
     ordered = sorted(unused.values(), key=lambda e: (e.row is None, e.row or 0, e.number))
-    shown = ", ".join(f"{row_label(e.row)} {e.route} {e.method}" for e in ordered[:20])
+    shown = ", ".join(f"{row_label(e.row)} {e.route} {e.method}" for e in ordered[:UNUSED_SHOWN])
+    if len(ordered) > UNUSED_SHOWN:
+        shown += f", … and {len(ordered) - UNUSED_SHOWN} more"
     return f"{counted(len(unused), 'recorded exchange')} unused: {shown}"
 
 

@@ -10,6 +10,7 @@ from typing import Any, Optional
 import pytest
 
 from golem_core.profiles import GOLEM, JSONRPC_NDJSON, Profile
+from golem_proxy.events import Direction
 from golem_proxy.net.addresses import Address
 from golem_proxy.replay.engine import Close, Forward, ReplayEngine, Reply, summary
 from golem_proxy.replay.index import ReplayIndex, load_exchanges
@@ -126,6 +127,29 @@ def test_a_miss_names_the_nearest_recorded_request_and_the_difference(session: P
     )
     unknown = answer(engine, "scene.delete_layer", {"name": "x"})["error"]["message"]
     assert unknown.startswith("no recorded scene.delete_layer on main (recorded methods: ")
+
+
+def test_a_miss_on_a_request_recorded_without_an_answer_says_so(tmp_path: Path) -> None:
+    """Its answer was dropped, or too large to observe: the request is in the trace, and the
+    miss said it was never recorded ("no recorded … (recorded methods: …)")."""
+    path = tmp_path / "unanswered.jsonl"
+    with TraceBuilder.create(str(path)) as trace:
+        trace.call("scene.get_document_info", {}, {"name": "doc"})
+        conn = trace._conn("main")
+        asked = GOLEM.encode({"id": "u1", "method": "scene.list_layers", "params": {}})
+        trace.tap.send(conn, Direction.C2S, asked)
+        trace._write()
+    message = answer(engine_for(path), "scene.list_layers")["error"]["message"]
+    assert message.startswith("recorded scene.list_layers on main (#2) has no answer"), message
+
+
+def test_a_miss_names_some_recorded_methods_and_counts_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "many.jsonl"
+    with TraceBuilder.create(str(path)) as trace:
+        for number in range(12):
+            trace.call(f"scene.method_{number:02d}", {}, {})
+    message = answer(engine_for(path), "scene.other")["error"]["message"]
+    assert message.endswith("scene.method_07, … 4 more)"), message
 
 
 def test_method_matching_ignores_params_and_sequence_follows_the_order(session: Path) -> None:

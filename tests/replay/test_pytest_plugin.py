@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from golem_proxy.recording.format import read_recording
+from golem_proxy.replay.index import load_exchanges
+from golem_proxy.replay.pytest_plugin import _unused_text
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.pytester import plugin_args
+from tests.support.traces import TraceBuilder
 
 from .traces import modelling_session
 
@@ -259,3 +262,15 @@ def test_nothing(golem_replay):
     result.assert_outcomes(passed=2, warnings=1)
     # The layer exchange was used by one of the two: only the other seven are reported.
     result.stdout.fnmatch_lines(["*session.jsonl: 7 recorded exchanges unused: #3 *"])
+
+
+def test_a_long_list_of_unused_exchanges_says_how_many_it_leaves_out(tmp_path: Path) -> None:
+    """It named 20 of 28 and said nothing of the other 8."""
+    path = tmp_path / "many.jsonl"
+    with TraceBuilder.create(str(path)) as trace:
+        for number in range(28):
+            trace.call("scene.list_layers", {"n": number}, {})
+    loaded = load_exchanges(str(path))
+    text = _unused_text({e.number: e for e in loaded.exchanges})
+    assert text.startswith("28 recorded exchanges unused: #1 main scene.list_layers")
+    assert text.endswith(", … and 8 more")
