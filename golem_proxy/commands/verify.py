@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             changed = update_trace(args.file, result, comparator)
         except TraceReadsOtherwise as exc:
             raise CommandError(f"{args.file} not updated: {exc}") from None
-        print(f"verify: updated {changed} responses in {args.file}", file=sys.stderr)
+        print(f"verify: updated {counted(changed, 'response')} in {args.file}", file=sys.stderr)
         extra = [check for check in result.checks if check.extra]
         if extra:
             # A trace holds one answer per request: what came besides it (a second answer,

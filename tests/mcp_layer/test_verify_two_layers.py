@@ -32,7 +32,7 @@ def test_update_writes_the_golem_answer_of_its_tool_call_and_leaves_the_mcp_hop(
     with PluginProcess(seed=7) as plugin:
         done = run_cli("verify", str(trace), "--target", str(plugin.main), "--update", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "verify: updated 1 responses" in done.stderr
+    assert "verify: updated 1 response in" in done.stderr
     after = trace.read_text().splitlines(keepends=True)
     assert len(after) == len(lines)
     changed = [i for i, (old, new) in enumerate(zip(lines, after)) if old != new]

@@ -166,7 +166,7 @@ def test_verify_fails_with_a_precise_diff_then_update_repairs(
     assert "#4 main geometry.create_box" in rendered.stdout
     assert "result.bounding_box.max[0]" in rendered.stdout
     updated = verify_fresh(changed, "--update")
-    assert updated.returncode == 0 and "updated 1 responses" in updated.stderr
+    assert updated.returncode == 0 and "updated 1 response in" in updated.stderr
     assert changed.read_text().splitlines()[0] == text.splitlines()[0]  # header kept
     assert '"max": [41.0' not in changed.read_text()
     again = verify_fresh(changed)

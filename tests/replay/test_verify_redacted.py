@@ -60,7 +60,7 @@ def test_redacted_paths_are_no_difference_and_update_writes_no_secret(tmp_path: 
     assert code == 0, out + err  # the differences are written: the trace is up to date
     assert "result.layers[0].object_count" in out
     assert "Default" not in out  # the layer names are no difference, and not printed
-    assert "verify: updated 1 responses" in err
+    assert "verify: updated 1 response in" in err
 
     updated = trace.read_text()
     assert "Default" not in updated and "Hunter2" not in updated
