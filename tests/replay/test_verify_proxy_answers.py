@@ -16,7 +16,8 @@ from golem_proxy.testing.client import GolemClient, RhinoCommandError
 from golem_proxy.testing.plugin_process import PluginProcess
 from tests.commands.test_log_cli import ProxyProcess
 from tests.commands.test_unclosed_recording import wait_until_written
-from tests.support.cli_helpers import run_cli
+
+from .test_cli import verify_fresh
 
 
 def _recorded(tmp_path: Path, fault: str) -> Path:
@@ -41,8 +42,7 @@ def _recorded(tmp_path: Path, fault: str) -> Path:
 
 
 def _verify(trace: Path, *args: str) -> tuple[int, str, str]:
-    with PluginProcess(seed=3) as plugin:
-        done = run_cli("verify", str(trace), "--target", str(plugin.main), *args)
+    done = verify_fresh(trace, *args, seed=3)
     return done.returncode, done.stdout, done.stderr
 
 
