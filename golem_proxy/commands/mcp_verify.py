@@ -374,7 +374,9 @@ def render(
     problems = [check for check in result.checks if check.problem is not None]
     if problems and result.stderr_tail.strip():
         console.print(Text("the server's last words on stderr:", "yellow"))
-        console.print(Text(safe_text(result.stderr_tail.strip()[-2000:])))
+        # Line by line: one Text of them all escaped each newline (`\n` printed as such).
+        for line in result.stderr_tail.strip()[-2000:].splitlines():
+            console.print(Text(safe_text(line)))
     tools = result.tool_checks
     differing = [check.name for check in tools if not check.ok]
     if lost is not None:

@@ -250,6 +250,7 @@ class GolemProxyApp(PaneActions, CopyActions, SaveActions, DebugActions, ViewAct
             # Requests still waiting once the whole file is read are not loading any more.
             self.model.loading = loading
             self.table.refresh()
+            self._show_selected()  # its detail says what the table says of it
             if not loading:
                 self._collector.release()
         self._show_status()

@@ -69,7 +69,15 @@ class PaneActions(AppMixin):
         let_go = self.model.caused_let_go(flow) if flow is not None else 0
         under_let_go = bound.under_note(let_go) if bound is not None else ""
         calls = self.model.call_rows(flow) if flow is not None else {}
-        self.detail.show(flow, self.profile, under, under_let_go, self.finished_reason or "", calls)
+        self.detail.show(
+            flow,
+            self.profile,
+            under,
+            under_let_go,
+            self.finished_reason or "",
+            calls,
+            self.model.loading,
+        )
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:
         index = message.index

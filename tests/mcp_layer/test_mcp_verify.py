@@ -115,6 +115,8 @@ for line in sys.stdin:
         print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}), flush=True)
         print("server ready!", flush=True)
     elif message.get("method") == "tools/call":
+        print("Traceback (most recent call last):", file=sys.stderr)
+        print("RuntimeError: the tool broke", file=sys.stderr, flush=True)
         sys.exit(3)
 """
 
@@ -126,6 +128,13 @@ def test_a_server_that_dies_differs_and_junk_on_stdout_is_flagged(recording: Pat
     assert "not JSON-RPC (first: 'server ready!')" in done.stdout
     rows = [line for line in done.stdout.splitlines() if line.startswith(("list_", "big_"))]
     assert len(rows) == 2 and all("differs" in row for row in rows)
+    # Its stderr's last lines, each on a line of its own (not one line of `\n`s).
+    lines = done.stdout.splitlines()
+    said = lines.index("the server's last words on stderr:")
+    assert lines[said + 1 : said + 3] == [
+        "Traceback (most recent call last):",
+        "RuntimeError: the tool broke",
+    ]
 
 
 def test_could_not_run_is_one_line_and_exit_2(recording: Path, tmp_path: Path) -> None:

@@ -102,3 +102,13 @@ def test_a_huge_method_is_cut_in_the_summary_as_in_the_table() -> None:
     flow = Flow(1, 1, "mcp", request=frame(Direction.C2S, request, 1.0))
     first = _summary(flow, MCP).plain.splitlines()[0]
     assert len(first) < 400 and "…" in first
+
+
+def test_a_request_waiting_while_the_file_is_read_says_loading_as_the_table_does() -> None:
+    """The table said ``loading`` (its answer may be further on in the file), the detail
+    ``pending``."""
+    request = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+    flow = Flow(1, 1, "mcp", request=frame(Direction.C2S, request, 1.0))
+    first = _summary(flow, MCP, loading=True).plain.splitlines()[0]
+    assert "  loading" in first and "pending" not in first
+    assert "pending" in _summary(flow, MCP).plain.splitlines()[0]

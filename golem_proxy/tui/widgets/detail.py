@@ -93,6 +93,9 @@ class FlowDetail(VerticalScroll, can_focus=True):
         """Why nothing more is read, once the source said (empty while it reads on)."""
         self.calls: Mapping[tuple[int, int], int] = {}
         """The row numbers of the tool calls the shown GOLEM flow names."""
+        self.loading = False
+        """The source still reads its file: a request still waiting may be answered further
+        on in it (the table says ``loading``, `SessionModel.status`)."""
         self.expand_strings = False
         self._whole: dict[str, tuple[FrameSeen, Any]] = {}
         """By side, the frame shown last and its message's JSON as its payload says it."""
@@ -117,6 +120,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         under_let_go: str = "",
         ended_why: str = "",
         calls: Mapping[tuple[int, int], int] = {},
+        loading: bool = False,
     ) -> None:
         """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
         caused, listed under its summary, after ``under_let_go``: what is said of those
@@ -129,6 +133,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.under_let_go = under_let_go
         self.ended_why = ended_why
         self.calls = calls
+        self.loading = loading
         self._render_flow()
 
     def toggle_strings(self) -> bool:
@@ -161,7 +166,15 @@ class FlowDetail(VerticalScroll, can_focus=True):
                 self._show_side(side, None, "")
             return
         summary.update(
-            _summary(flow, profile, self.under, self.under_let_go, self.ended_why, self.calls)
+            _summary(
+                flow,
+                profile,
+                self.under,
+                self.under_let_go,
+                self.ended_why,
+                self.calls,
+                self.loading,
+            )
         )
         violations.update(_violations(flow) if flow.violations else "")
         violations.display = bool(flow.violations)
@@ -194,7 +207,11 @@ class FlowDetail(VerticalScroll, can_focus=True):
             if flow is not None and flow.pending:
                 ended = flow.ended_waiting
                 waiting = (
-                    f"{title} (none: the {ended} ended first)" if ended else f"{title} (waiting…)"
+                    f"{title} (none: the {ended} ended first)"
+                    if ended
+                    else f"{title} (loading: it may be further on in the file…)"
+                    if self.loading
+                    else f"{title} (waiting…)"
                 )
             title_widget.update(Text(waiting))
             body.update("")
@@ -329,6 +346,7 @@ def _summary(
     under_let_go: str = "",
     ended_why: str = "",
     calls: Mapping[tuple[int, int], int] = {},
+    loading: bool = False,
 ) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
@@ -336,7 +354,10 @@ def _summary(
     # Cut as the table cuts them: a hostile peer's 200,000-character method or code filled
     # the pane; the request or answer below holds it whole.
     text.append(safe_text(title, SUMMARY_CHARS), style="bold")
-    status = safe_text(flow.status(profile), SUMMARY_CHARS)
+    # As the table says it (`SessionModel.status`): a request still waiting while the file
+    # is read may be answered further on.
+    shown = "loading" if loading and flow.pending else flow.status(profile)
+    status = safe_text(shown, SUMMARY_CHARS)
     tone = flow.tone
     text.append(
         f"  {status}", style=TONE_STYLES[tone] if tone is Tone.OK else f"bold {TONE_STYLES[tone]}"
