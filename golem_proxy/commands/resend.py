@@ -37,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_recording(parser)
     parser.add_argument("flow", metavar="FLOW", type=count_arg, help="the flow's number (show)")
     add_address(parser, "--target", "the live plugin (or unix:PATH)", required=True)
+    add_address(
+        parser,
+        "--gh-target",
+        "the live plugin's second socket (GOLEM's Grasshopper), for a flow of that route",
+    )
     add_timeout(parser, "seconds to wait for the answer (default 30)")
 
 
@@ -44,12 +49,28 @@ def run(args: argparse.Namespace) -> int:
     wanted = int(args.flow)
     with reading(args.file), open_flows(args.file) as trace:
         profile = trace.profile
+        other_layers = trace.header.route_profile_names()
         flow = next((f for f in trace.flows() if f.number == wanted), None)
     if flow is None or flow.request is None:
-        raise CommandError(f"{args.file} has no request in flow {wanted}")
+        raise CommandError(f"{args.file} has no request in flow {wanted}", "show lists its flows")
+    if flow.route in other_layers:
+        raise CommandError(
+            f"flow {wanted} is on route {safe_text(flow.route)}, the MCP hop: resend sends to "
+            "the plugin",
+            "golem-proxy mcp-verify plays tool calls again",
+        )
+    target = args.target
+    if flow.route == profile.second_channel:
+        if args.gh_target is None:
+            # It went to the plugin's other socket: sent to --target it would ask another.
+            raise CommandError(
+                f"flow {wanted} came by route {safe_text(flow.route)}, the plugin's second socket",
+                "pass --gh-target HOST:PORT",
+            )
+        target = args.gh_target
     send = partial(resend, timeout=args.timeout)
     try:
-        resent = trio.run(send, flow.request.payload, args.target, profile)
+        resent = trio.run(send, flow.request.payload, target, profile)
     except ResendError as exc:
         raise CommandError(f"cannot send flow {flow.number} again", str(exc)) from None
     out = console()

@@ -12,7 +12,7 @@ import trio
 from golem_core.messages import Response
 from golem_proxy.testing.answering_server import answering
 from golem_proxy.testing.plugin_process import PluginProcess
-from tests.support.cli_helpers import run_cli
+from tests.support.cli_helpers import ROOT, run_cli
 from tests.support.harness import GolemClient, connect, start_proxy, stop_proxy
 from tests.support.plugin_fixture import plugin_fixture
 
@@ -92,3 +92,17 @@ def test_a_failure_inside_the_result_is_named_as_one(
     assert done.returncode == 0, done.stderr  # the same answer as recorded
     assert done.stdout.startswith("flow 3 sent again: operations.boolean_union id ")
     assert "→ INVALID_PARAMS (in result)" in done.stdout.splitlines()[0]
+
+
+def test_a_flow_of_the_grasshopper_socket_goes_to_gh_target(plugin: PluginProcess) -> None:
+    """It went to `main` without a word, asking the other socket (and a `gh.ping` there
+    failed as a difference)."""
+    sample = ROOT / "recordings" / "grasshopper-session.jsonl"
+    refused = run_cli("resend", str(sample), "7", "--target", target(plugin))
+    assert refused.returncode == 2
+    assert "flow 7 came by route gh, the plugin's second socket" in refused.stderr
+    assert "pass --gh-target HOST:PORT" in refused.stderr
+    gh = f"{plugin.gh.host}:{plugin.gh.port}"
+    done = run_cli("resend", str(sample), "7", "--target", target(plugin), "--gh-target", gh)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("flow 7 sent again: gh.ping id ")

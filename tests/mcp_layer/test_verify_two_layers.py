@@ -41,6 +41,10 @@ def test_update_writes_the_golem_answer_of_its_tool_call_and_leaves_the_mcp_hop(
     assert frame["msg"]["result"]["layers"][0]["object_count"] == 0
     assert frame["tool_calls"] == json.loads(lines[at])["tool_calls"]
     assert frame["tool_calls"][0]["tool"] == "list_layers"
+    # A tool call is no request to send the plugin again.
+    refused = run_cli("resend", str(trace), "3", "--target", "127.0.0.1:9")
+    assert refused.returncode == 2
+    assert "flow 3 is on route mcp, the MCP hop: resend sends to the plugin" in refused.stderr
     checked = run_cli("check", str(trace), "--json")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     report = json.loads(checked.stdout)
