@@ -191,6 +191,20 @@ def caused_by(call: Flow, flows: Iterable[Flow]) -> list[Flow]:
     return [] if key is None else [flow for flow in flows if owner_key(flow) == key]
 
 
+def shared_with(call: Flow, flows: Iterable[Flow]) -> list[Flow]:
+    """The flows among ``flows`` whose frames name ``call`` among several tool calls that
+    were in flight (ambiguous: it may have caused them), in order."""
+    key = call_key(call)
+    if key is None:
+        return []
+    found = []
+    for flow in flows:
+        refs = attribution_refs(flow)
+        if refs and len(refs) > 1 and any((ref.conn, ref.index) == key for ref in refs):
+            found.append(flow)
+    return found
+
+
 def layer_of(profile: Profile) -> str:
     """The layer of a flow on a route of ``profile``: ``mcp`` for the MCP layer, else the
     protocol's name (``golem``)."""

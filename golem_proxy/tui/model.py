@@ -25,6 +25,7 @@ from ..analysis.tool_calls import (
     caused_by,
     is_tool_call,
     owner_key,
+    shared_with,
 )
 from ..events import (
     ConnectionClosed,
@@ -141,6 +142,11 @@ class SessionModel:
                 if len(rows) == len(wanted):
                     break
         return rows
+
+    def shared_with(self, flow: Flow) -> list[Flow]:
+        """The GOLEM flows still kept that a tool call may have caused, with other calls in
+        flight (ambiguous: `tool_calls.shared_with`); empty for any other flow."""
+        return shared_with(flow, self.flows) if is_tool_call(flow) else []
 
     def caused_let_go(self, flow: Flow) -> int:
         """How many GOLEM flows the tool call ``flow`` caused were let go from memory."""

@@ -65,6 +65,7 @@ class PaneActions(AppMixin):
         index = self.table.selected
         flow = self.model.flows[index] if index is not None else None
         under = self.model.caused_by(flow) if flow is not None else []
+        shared = self.model.shared_with(flow) if flow is not None else []
         bound = self.model.flow_bound
         let_go = self.model.caused_let_go(flow) if flow is not None else 0
         under_let_go = bound.under_note(let_go) if bound is not None else ""
@@ -77,6 +78,7 @@ class PaneActions(AppMixin):
             self.finished_reason or "",
             calls,
             self.model.loading,
+            shared,
         )
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:

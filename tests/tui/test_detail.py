@@ -8,10 +8,17 @@ import json
 from typing import Any
 
 from golem_core.messages import Role
-from golem_core.profiles import MCP
+from golem_core.profiles import GOLEM, MCP
 from golem_proxy.analysis.flows import Flow
-from golem_proxy.analysis.tool_calls import two_layer_label
-from golem_proxy.events import Direction, FrameSeen, GapReason, ObservationLost, RouteDown
+from golem_proxy.analysis.tool_calls import shared_with, two_layer_label
+from golem_proxy.events import (
+    Direction,
+    FrameSeen,
+    GapReason,
+    ObservationLost,
+    RouteDown,
+    ToolCallRef,
+)
 from golem_proxy.tui.widgets.detail import _summary
 
 
@@ -112,3 +119,22 @@ def test_a_request_waiting_while_the_file_is_read_says_loading_as_the_table_does
     first = _summary(flow, MCP, loading=True).plain.splitlines()[0]
     assert "  loading" in first and "pending" not in first
     assert "pending" in _summary(flow, MCP).plain.splitlines()[0]
+
+
+def test_a_tool_call_lists_the_golem_flows_it_may_have_caused_with_other_calls() -> None:
+    """A GOLEM flow sent while two calls were in flight names both: the detail of each call
+    listed none of them, as if the tool never reached Rhino."""
+    call = tool_call({"content": []})
+    refs = (
+        ToolCallRef(conn=1, index=0, id=3, tool="boolean_union"),
+        ToolCallRef(conn=1, index=1, id=4, tool="list_layers"),
+    )
+    payload = b'{"id": "g1", "method": "scene.list_layers", "params": {}}'
+    asked = FrameSeen(
+        conn=2, route="main", direction=Direction.C2S, index=0, t=1.2, size=len(payload),
+        payload=payload, message=GOLEM.parse(payload, Role.REQUEST), tool_calls=refs,
+    )  # fmt: skip
+    golem = Flow(2, 2, "main", request=asked)
+    assert shared_with(call, [call, golem]) == [golem]
+    text = _summary(call, MCP, shared=[golem]).plain
+    assert "? #2 scene.list_layers" in text and "ambiguous: it or another call" in text

@@ -93,6 +93,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
         """Why nothing more is read, once the source said (empty while it reads on)."""
         self.calls: Mapping[tuple[int, int], int] = {}
         """The row numbers of the tool calls the shown GOLEM flow names."""
+        self.shared: list[Flow] = []
+        """The GOLEM flows the shown tool call may have caused, with other calls."""
         self.loading = False
         """The source still reads its file: a request still waiting may be answered further
         on in it (the table says ``loading``, `SessionModel.status`)."""
@@ -121,6 +123,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         ended_why: str = "",
         calls: Mapping[tuple[int, int], int] = {},
         loading: bool = False,
+        shared: Sequence[Flow] = (),
     ) -> None:
         """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
         caused, listed under its summary, after ``under_let_go``: what is said of those
@@ -134,6 +137,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.ended_why = ended_why
         self.calls = calls
         self.loading = loading
+        self.shared = list(shared)
         self._render_flow()
 
     def toggle_strings(self) -> bool:
@@ -174,6 +178,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
                 self.ended_why,
                 self.calls,
                 self.loading,
+                self.shared,
             )
         )
         violations.update(_violations(flow) if flow.violations else "")
@@ -347,6 +352,7 @@ def _summary(
     ended_why: str = "",
     calls: Mapping[tuple[int, int], int] = {},
     loading: bool = False,
+    shared: Sequence[Flow] = (),
 ) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
@@ -414,6 +420,12 @@ def _summary(
         text.append(status, style="red" if caused.is_error else "green")
         if caused.latency is not None:
             text.append(f"  {format_latency(caused.latency)}", style="dim")
+    for maybe in shared:
+        # Sent while other calls were in flight too: this one may have caused it.
+        method = maybe.method or connection_text(maybe) or "?"
+        text.append(f"\n  ? #{maybe.number} {safe_text(method)} ")
+        text.append(safe_text(maybe.status(profile)), style="red" if maybe.is_error else "green")
+        text.append("  (ambiguous: it or another call in flight)", style="dim")
     for fault in flow.faults:
         fault_text = safe_text(f"{fault.fault} {fault.detail}")
         text.append(f"\nfault injected: {fault_text}", style="magenta")
