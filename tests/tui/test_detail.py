@@ -138,3 +138,15 @@ def test_a_tool_call_lists_the_golem_flows_it_may_have_caused_with_other_calls()
     assert shared_with(call, [call, golem]) == [golem]
     text = _summary(call, MCP, shared=[golem]).plain
     assert "? #2 scene.list_layers" in text and "ambiguous: it or another call" in text
+
+
+def test_a_session_s_gap_row_names_no_route() -> None:
+    """Observation stopped for the whole session: its row said ``route  conn 0``."""
+    gap = ObservationLost(
+        conn=0, route="", direction=Direction.C2S, t=3.0, reason=GapReason.STOPPED,
+        size=0, detail="observation stopped",
+    )  # fmt: skip
+    flow = Flow(7, 0, "")
+    flow.gap = gap
+    first = _summary(flow, MCP).plain.splitlines()[0]
+    assert "every route and connection" in first and "conn 0" not in first

@@ -368,7 +368,10 @@ def _summary(
     text.append(
         f"  {status}", style=TONE_STYLES[tone] if tone is Tone.OK else f"bold {TONE_STYLES[tone]}"
     )
-    text.append(f"  route {safe_text(flow.route)}  conn {flow.conn}")
+    if flow.conn == 0:  # a session's row (observation stopped or restarted): no route
+        text.append("  every route and connection")
+    else:
+        text.append(f"  route {safe_text(flow.route)}  conn {flow.conn}")
     if flow.marked:
         text.append("  ● marked", style="bold magenta")
     times = []
