@@ -104,6 +104,9 @@ class UnansweredRequest:
     """Let go before its answer (``evicted``): any answer it had was not paired with it."""
     gap: Optional[RequestGap] = None
     """A later gap on its connection where its answer may have crossed unobserved."""
+    answered_unobserved: bool = False
+    """Its answer crossed in a frame too large to observe (`Flow.answered_in`: the tap read
+    its id): answered, what it said not known."""
 
     @property
     def row(self) -> int:
@@ -191,6 +194,7 @@ def collect(reader: FlowReader) -> RequestRows:
                         request.t,
                         flow.pending,
                         flow.let_go,
+                        answered_unobserved=flow.answered_in is not None,
                     )
                 )
 

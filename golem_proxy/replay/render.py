@@ -194,6 +194,8 @@ def _side_said(side: Optional[Side], gap: Optional[RequestGap], name: str, trace
         return f"in {name} a gap where it may be, not compared{where}"
     if not isinstance(side, UnansweredRequest):
         return f"answered in {name}"
+    if gap is not None and side.answered_unobserved:
+        return f"{side.status} in {name}, its answer in a gap, not compared{where}"
     if gap is not None:
         return f"{side.status} in {name}, its answer may be in a gap{where}"
     return f"{side.status} in {name}"
