@@ -106,14 +106,19 @@ class Echoes:
 
     def __init__(self) -> None:
         self._values: dict[str, tuple[tuple[str, str], ...]] = {}  # insertion-ordered
+        self._needles: dict[str, tuple[bytes, ...]] = {}
+        """Each value's forms as UTF-8, encoded once: `might_be_in` looks for them in every
+        frame redacted."""
         self._by_length: Optional[list[tuple[str, str]]] = None
 
     def remember(self, values: Iterable[str]) -> None:
         for value in worth_chasing(values):
             self._values.pop(value, None)
-            self._values[value] = _forms(value)
+            forms = self._values[value] = _forms(value)
+            self._needles[value] = tuple(form.encode("utf-8", "surrogatepass") for form, _ in forms)
         while len(self._values) > MAX_ECHOES:
-            del self._values[next(iter(self._values))]
+            oldest = next(iter(self._values))
+            del self._values[oldest], self._needles[oldest]
         self._by_length = None
 
     def __bool__(self) -> bool:
@@ -129,9 +134,9 @@ class Echoes:
     def might_be_in(self, payload: bytes) -> bool:
         """A cheap test before parsing: does any remembered value appear in ``payload``, in
         one of its forms, or might it in a way of writing JSON other than ``json``'s?"""
-        for value, forms in self._values.items():
-            for form, _ in forms:
-                if form.encode("utf-8", "surrogatepass") in payload:
+        for value, needles in self._needles.items():
+            for needle in needles:
+                if needle in payload:
                     return True
             if not value.isascii() or '"' in value or "\\" in value or not value.isprintable():
                 return True  # another encoder may escape it otherwise: the walk decides
