@@ -1,16 +1,17 @@
 """Acknowledgements of the handoff, from the observing process to the forwarding one: the
 offset up to which everything is decoded and written, with the rate this process gets through
-bytes (observer_link.py and link_ledger.py hold the relay by them)."""
+bytes (observer_link.py and link_ledger.py hold the relay by them); and on the same socket, the
+values this process's redaction learned (`Acknowledger.learned`: control_reader.py)."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from .link_ledger import TRAIL_LIMIT
-from .observer_launch import ACK
+from .observer_launch import ACK, learned_message
 
 __all__ = [
     "ACK_AT_ONCE",
@@ -91,6 +92,21 @@ class Acknowledger:
                 return
             self.sent = offset
             self.rate_sent = rate
+
+    def learned(self, values: Iterable[str]) -> None:
+        """Tell the forwarding process of ``values``, which this process's redaction learned
+        now (`Echoes.on_new`): it keeps them for the process that replaces this one. Sent
+        before the acknowledgement of the frame that taught them, in order with it."""
+        messages = b"".join(learned_message(value) for value in values)
+        if not messages:
+            return
+        with self._lock:
+            if self._failed:
+                return
+            try:
+                self.control.sendall(messages)
+            except OSError:
+                self._failed = True
 
     def at_once(self) -> int:
         """`ack_at_once` at the rate last sent."""

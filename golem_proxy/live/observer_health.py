@@ -3,10 +3,11 @@ that is broken but runs on.
 
 The control socket carries the child's acknowledgements (`ACK`: the pipe offset up to which
 the recording is written), which keep the recording within the link's trail limit
-(observer_link.py). A child that acknowledges more than was handed on, or closes its end of
-the pipe or the control socket and runs on, is stopped (`HealthWatch.broken`), and the session
-goes on as when it dies (observer_process.py). One that repeats an acknowledgement is read less
-often, so that a flood of them does not take the relay's core.
+(observer_link.py), and the values its redaction learned (control_reader.py). A child that
+acknowledges more than was handed on, sends a learned value no healthy child sends, or closes
+its end of the pipe or the control socket and runs on, is stopped (`HealthWatch.broken`), and
+the session goes on as when it dies (observer_process.py). One that repeats an acknowledgement
+is read less often, so that a flood of them does not take the relay's core.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Callable
 
 import trio
 
-from .observer_launch import ACK, EXIT_GRACE
+from .control_reader import ControlReader
+from .observer_launch import EXIT_GRACE
 from .observer_link import ObserverLink
 
 __all__ = ["ACK_READ", "REPEATED_PAUSE", "HealthWatch"]
@@ -39,19 +41,23 @@ class HealthWatch:
         control: socket.socket,
         link: ObserverLink,
         broken: Callable[[str], None],
+        reader: ControlReader,
     ) -> None:
         self.process = process
         self.control = control
         self.link = link
+        self.reader = reader
+        """Parses what the control socket carries (it outlives this watch: what is left on the
+        socket of a process that died is read at the restart, `ControlReader.drain`)."""
         self.broken = broken
         """Stops the process as one that misbehaves, saying why (`ObservingProcess._broken`)."""
 
     async def read_acknowledgements(self) -> None:
-        """Until cancelled: take the observing process's acknowledgements to the link. One
-        that acknowledges more than was handed on stops it (it is broken); a control socket
-        closed while it runs on does too (`_stop_unless_exiting`)."""
+        """Until cancelled: take the observing process's acknowledgements to the link, and
+        the values it learned to ``reader``'s `HeldEchoes`. One that acknowledges more than was
+        handed on, or sends a learned value no healthy process sends, stops it (it is broken);
+        a control socket closed while it runs on does too (`_stop_unless_exiting`)."""
         control = trio.socket.from_stdlib_socket(self.control)
-        pending = b""
         while True:
             try:
                 data = await control.recv(ACK_READ)
@@ -60,25 +66,27 @@ class HealthWatch:
             if not data:
                 await self._stop_unless_exiting("the observing process closed the control socket")
                 return
-            pending += data
-            whole = len(pending) - len(pending) % ACK.size
-            if not whole:
-                continue
-            # The greatest says everything (a healthy process sends them growing only).
-            offset, rate = max(ACK.iter_unpack(memoryview(pending)[:whole]))
-            pending = pending[whole:]
-            handed = self.link.writer.handed
-            if offset > handed:
-                self.broken(
-                    "the observing process acknowledged more than was handed on "
-                    f"({offset} bytes of {handed})"
-                )
+            read = self.reader.feed(data)
+            if read.broken is not None:
+                self.broken(read.broken)
                 return
-            moved = offset > self.link.acked
-            self.link.acknowledged(offset, rate)
-            if not moved:
+            moved = False
+            if read.ack is not None:
+                offset, rate = read.ack
+                handed = self.link.writer.handed
+                if offset > handed:
+                    self.broken(
+                        "the observing process acknowledged more than was handed on "
+                        f"({offset} bytes of {handed})"
+                    )
+                    return
+                moved = offset > self.link.acked
+                self.link.acknowledged(offset, rate)
+            if read.ack is not None and not moved and not read.new_values:
                 # Nothing new (a healthy process never repeats itself): a flood of these must
-                # not take the relay's core.
+                # not take the relay's core. A value held already is no repetition: this
+                # process keeps those it finds itself, which the observing process tells of
+                # too, without an acknowledgement in the same read (no pause for them).
                 await trio.sleep(REPEATED_PAUSE)
 
     async def watch_pipe(self) -> None:

@@ -6,7 +6,9 @@ The child is ``python -m golem_proxy.live.observing`` (observing.py), in a proce
 its own unless it runs the TUI. It gets the handoff pipe's read end, a control socket (the
 setup goes out on it pickled, ``ready`` comes back before any client is accepted) and the
 recording's descriptors (the write end both processes share, and one to read it back at a
-restart). The control socket then carries the child's acknowledgements (`ACK`).
+restart). The control socket then carries the child's acknowledgements (`ACK`), and with
+``--redact`` each value its rules replaced that it had not learned before (`learned_message`),
+which the forwarding process keeps for the process that replaces it (control_reader.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import socket
 import struct
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import trio
@@ -36,6 +38,8 @@ from .proxy_options import BoundRoute, ProxyOptions
 __all__ = [
     "ACK",
     "EXIT_GRACE",
+    "LEARNED",
+    "LEARNED_MAX",
     "OBSERVING_MODULE",
     "PIPE_SIZE",
     "START_TIMEOUT",
@@ -47,6 +51,7 @@ __all__ = [
     "exit_reason",
     "framings",
     "launch",
+    "learned_message",
     "spawn",
     "take_over",
 ]
@@ -56,6 +61,15 @@ ACK = struct.Struct("!QQ")
 decoded and its lines written to the kernel (`golem_proxy.live.handoff_reader.RecordReader.offset`),
 and the bytes a second of its own time the observing process got through lately (0: not known
 yet), which sets how far the recording may trail in bytes (`ObserverLink.acknowledged`)."""
+LEARNED = 2**64 - 1
+"""In an `ACK`'s offset field (no offset is that large): not an acknowledgement, but a value the
+observing process's redaction learned (`Echoes`), whose UTF-8 length is the second field and
+whose bytes follow."""
+LEARNED_MAX = 64 * 1024
+"""Bytes of the longest value the observing process tells the forwarding one of: a rule that
+names a bulk value (``result.image``) would send each image here, and the forwarding process
+keeps the last `MAX_ECHOES` (4 MiB a value, 1 GiB); a value longer than this is hidden only by
+the process that learned it."""
 TUI_AHEAD = "tui"
 """The last argument of an observing process that will run the TUI: it imports it while it
 waits for its setup."""
@@ -72,6 +86,15 @@ TEST_MODULE = "GOLEM_PROXY_TEST_OBSERVING_MODULE"
 observing process instead of `OBSERVING_MODULE` (a fake one that misbehaves,
 tests/live/fake_observing.py). Anything else in it is refused, so a user cannot start another
 program through it by mistake."""
+
+
+def learned_message(value: str) -> bytes:
+    """The control socket's message telling the forwarding process of ``value`` (`LEARNED`);
+    empty when it is longer than `LEARNED_MAX`."""
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) > LEARNED_MAX:
+        return b""
+    return ACK.pack(LEARNED, len(raw)) + raw
 
 
 class ObserverStartError(OSError):
@@ -108,6 +131,10 @@ class ObserverSetup:
     recorded_up_to: int = -1
     """A restart: where the dead process's last whole line ends in the recording (its torn
     line cut off), which the TUI reads back up to; -1: not known (nothing is read back)."""
+    echoes: tuple[str, ...] = field(default=(), repr=False)
+    """A restart: the values the redaction of the processes before learned (`LEARNED`, kept
+    by the forwarding process: control_reader.py), oldest first, which this one hides from
+    its first frame on as if it had learned them itself. Secrets: never in a repr."""
 
 
 @dataclass

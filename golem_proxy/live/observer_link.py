@@ -90,6 +90,9 @@ class ObserverLink:
         self.on_give_up: Optional[Callable[[str], None]] = None
         """Called once, with why, when the link stopped of itself: the observing process
         stopped acknowledging, or handing on failed (forwarding already goes on)."""
+        self.on_learned: Optional[Callable[[tuple[str, ...]], None]] = None
+        """Called with the values `unrecorded` is given, handed on or not (`HeldEchoes`: a
+        process that takes over hides them, even those the dead one never read)."""
         self.stopped = False
         """Observation stopped (the observing process is gone): nothing is handed on."""
         self.marks_arrivals = False
@@ -263,6 +266,8 @@ class ObserverLink:
         """Of a frame of ``conn`` not recorded as it came, the values redaction replaces in it
         (`Connection.unrecorded`): ``UNRECORDED`` records, in order with the chunks; while
         ``conn`` sheds they wait, and follow its gap (which they no longer split)."""
+        if self.on_learned is not None:
+            self.on_learned(learned)
         if conn in self._shedding:
             self._holds.unlearned.add(conn, learned)
             return

@@ -16,8 +16,10 @@ A new child takes its place, at most ``restarts`` times (docs/architecture.md, "
 observing process is replaced"): a *standby* started ahead, or one started then. While it
 sets up the link counts what crosses; once it is ready the recording gets a line saying when
 and why observation stopped (`golem_proxy.recording.shared_file` writes it), and the link takes
-every open connection up at its next frame (link_resume.py). Past the restarts, or when one
-fails, the recording gets a last line saying observation stopped there. With ``--tui`` the
+every open connection up at its next frame (link_resume.py); the new process hides from its
+first frame the values the processes before it learned to hide (``--redact``,
+control_reader.py). Past the restarts, or when one fails, the recording gets a last line saying
+observation stopped there. With ``--tui`` the
 terminal is given back as it was before the TUI (terminal_modes.py) whenever the process that
 drew it is gone without giving it back.
 """
@@ -45,6 +47,7 @@ from ..recording.shared_file import (
     restart_recording,
 )
 from ..terminal import counted
+from .control_reader import ControlReader, HeldEchoes
 from .heap import TRIM_IDLE, TrimPacing, keep_freed_memory, return_memory_to_the_system
 from .link_resume import OpenConnections
 from .observer_health import HealthWatch
@@ -114,7 +117,12 @@ class ObservingProcess:
         (`_keep_standby`)."""
         self.terminal: Optional[SavedTerminal] = None
         """With the TUI: the terminal's modes before it started, given back when it dies."""
+        self.echoes = HeldEchoes()
+        """With ``--redact``: the values the observing processes learned to hide, handed to
+        the one that replaces a dead one (`ObserverSetup.echoes`)."""
+        self._control_reader = ControlReader(self.echoes)
         link.on_give_up = self._give_up
+        link.on_learned = self.echoes.add_all
 
     @classmethod
     async def start(
@@ -201,7 +209,9 @@ class ObservingProcess:
     async def _watch_process(self) -> int:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.link.keep_flushing)
-            health = HealthWatch(self.process, self.control, self.link, self._broken)
+            health = HealthWatch(
+                self.process, self.control, self.link, self._broken, self._control_reader
+            )
             nursery.start_soon(health.read_acknowledgements)
             nursery.start_soon(self.link.watch_stall)
             nursery.start_soon(health.watch_pipe)
@@ -221,6 +231,8 @@ class ObservingProcess:
         _say(f"observation stopped ({why}); forwarding goes on; restarting it")
         self._replacing = why
         self._close_pipe()
+        # What it told of and no read took yet: a value it learned just before it died.
+        self._control_reader.drain(self.control)
         self.control.close()
         recorded_up_to = -1
         if self.record is not None and not self.record.closed:
@@ -236,6 +248,7 @@ class ObservingProcess:
             restarted_because=why,
             recorded_up_to=recorded_up_to,
             taking_over=self.link.connections.known() if self.record is not None else (),
+            echoes=self.echoes.values(),
         )
         standby, self._standby = self._standby, None
         try:
@@ -276,6 +289,7 @@ class ObservingProcess:
                 self.observation_stopped(f"{why}; the recording could not be continued")
                 return False
         self.process, self.control = spawned.process, spawned.control
+        self._control_reader = ControlReader(self.echoes)
         self._given_up = None
         self._replacing = None
         self.link.resume(spawned.write_fd, seq)

@@ -12,7 +12,9 @@ takes over from one that died looks up where the connections it takes over stand
 
 After each batch of records it acknowledges, on the CONTROL socket, how far the recording
 is written (handoff_source.py): the forwarding process holds its relay when the recording
-trails the wire by more than its limit (observer_link.py).
+trails the wire by more than its limit (observer_link.py). With ``--redact`` it also tells, on
+that socket, each value its rules replaced when it first learns it: the forwarding process
+keeps them and hands them to the process that replaces this one (control_reader.py).
 
 Ctrl-C is the forwarding process's to handle (this process runs in a process group of its own
 and ignores SIGINT besides): the session ends when the forwarding process closes the pipe, or
@@ -110,7 +112,7 @@ async def observe(
 
     def source(hub: EventHub) -> HandoffSource:
         acknowledger = Acknowledger(control)
-        return HandoffSource(
+        handoff = HandoffSource(
             hub,
             pipe_fd,
             setup.bound,
@@ -126,6 +128,12 @@ async def observe(
             held_again=lambda requests: session.tally.held_again(requests),
             ack_at_once=acknowledger.at_once,
         )
+        if handoff.redactor is not None:
+            # Before any frame: what the processes before learned is hidden from the first one
+            # (a restart); what this one learns, the forwarding process keeps for the next.
+            handoff.redactor.echoes.remember(setup.echoes)
+            handoff.redactor.echoes.on_new = acknowledger.learned
+        return handoff
 
     session = ProxySession(config, source)
     prepare(session)

@@ -110,16 +110,28 @@ class Echoes:
         """Each value's forms as UTF-8, encoded once: `might_be_in` looks for them in every
         frame redacted."""
         self._by_length: Optional[list[tuple[str, str]]] = None
+        self.on_new: Optional[Callable[[list[str]], None]] = None
+        """Called with the values `remember` did not hold yet (not those it holds again), in
+        the observing process of ``--observer child-process``: the forwarding process keeps
+        them for the process that replaces this one (`Acknowledger.learned`)."""
 
     def remember(self, values: Iterable[str]) -> None:
+        new: list[str] = []
         for value in worth_chasing(values):
-            self._values.pop(value, None)
-            forms = self._values[value] = _forms(value)
-            self._needles[value] = tuple(form.encode("utf-8", "surrogatepass") for form, _ in forms)
+            forms = self._values.pop(value, None)
+            if forms is None:  # else held again: the newest now, its forms as they were
+                new.append(value)
+                forms = _forms(value)
+                self._needles[value] = tuple(
+                    form.encode("utf-8", "surrogatepass") for form, _ in forms
+                )
+            self._values[value] = forms
         while len(self._values) > MAX_ECHOES:
             oldest = next(iter(self._values))
             del self._values[oldest], self._needles[oldest]
         self._by_length = None
+        if new and self.on_new is not None:
+            self.on_new(new)
 
     def __bool__(self) -> bool:
         return bool(self._values)
