@@ -30,6 +30,7 @@ from ._common import (
     fail,
     note_truncated,
     os_reason,
+    print_notes,
 )
 from ._options import add_recording
 from ._progress import file_progress
@@ -218,6 +219,15 @@ def _export_pcapng(trace: FlowReader, out: str, overwrite: bool) -> int:
         crossed = f"{least}{counted(summary.gap_bytes, 'byte')} crossed unobserved"
         line += f"; {counted(summary.gaps, 'gap')} ({crossed})"
     console(stderr=True).print(Text(line))
+    if summary.start_problem is not None:
+        # Said on stderr and in the capture's comment: a reader sees 1970 and knows why.
+        print_notes(
+            [
+                f"note: {safe_text(trace.path)}: its header has {summary.start_problem}: "
+                "packet times count from 1970-01-01 00:00:00 UTC (only the times between "
+                "packets are right)"
+            ]
+        )
     return EXIT_OK
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO, Optional
@@ -49,6 +50,7 @@ from ..events import (
 from ..recording.format import Header
 from ..recording.reader import route_profiles
 from ..recording.streams import chunks_by_event
+from ..terminal import safe_text
 from .pcapng import ACK, FIN, MAX_SEGMENT, PSH, RST, SYN, Endpoint, Half, PcapngWriter
 
 __all__ = [
@@ -90,6 +92,10 @@ class CaptureSummary:
     gap_bytes: int = 0
     gap_bytes_at_least: bool = False
     """``gap_bytes`` is only the least that crossed (a restart's gap: `gap_size_at_least`)."""
+    start_problem: Optional[str] = None
+    """Why the header's ``started_at`` gave no wall time, as what the header has (``no
+    started_at``, ``a started_at that is not an ISO 8601 time ("yesterday")``), or None: times
+    then count from the epoch, as the capture's comment says."""
 
 
 def parse_endpoint(spec: str) -> Optional[Endpoint]:
@@ -119,15 +125,26 @@ def _same_family(client: Endpoint, server: Endpoint) -> tuple[Endpoint, Endpoint
     return six(client), six(server)
 
 
-def _epoch_microseconds(started_at: str) -> int:
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _start(started_at: str) -> tuple[int, Optional[str]]:
+    """``started_at`` as microseconds since the epoch, and None; or 0 and why it cannot be.
+    The recording holds no other wall time (``t`` is a monotonic clock's), so a capture of a
+    recording without one counts from the epoch: its times between packets stay right."""
+    if not started_at.strip():
+        return 0, "no started_at"
+    shown = safe_text(json.dumps(started_at[:60], ensure_ascii=False))
     try:
-        when = datetime.datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+        when = datetime.datetime.fromisoformat(started_at.strip().replace("Z", "+00:00"))
     except ValueError:
-        return 0  # an unreadable start: times count from the epoch, still in order
+        return 0, f"a started_at that is not an ISO 8601 time ({shown})"
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
-    delta = when - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if when < _EPOCH:
+        return 0, f"a started_at before 1970, which pcapng cannot hold ({shown})"
+    delta = when - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds, None
 
 
 class _Conversation:
@@ -142,9 +159,9 @@ class _Conversation:
 
 
 class _Exporter:
-    def __init__(self, header: Header, profile: Profile, writer: PcapngWriter) -> None:
+    def __init__(self, header: Header, profile: Profile, writer: PcapngWriter, start: int) -> None:
         self.writer = writer
-        self.start = _epoch_microseconds(header.started_at)
+        self.start = start
         self.summary = CaptureSummary()
         self.conversations: dict[int, _Conversation] = {}
         defaults = {route.name: route.upstream for route in profile.default_routes({})}
@@ -254,8 +271,16 @@ def write_pcapng(
     TCP conversation per connection (see the module's docstring). Holds one connection's state
     per open connection, never a stream. Raises OSError from ``out`` and whatever reading
     ``events`` raises."""
-    writer = PcapngWriter(out, f"golem-proxy {__version__}")
-    exporter = _Exporter(header, profile, writer)
+    start, problem = _start(header.started_at)
+    comment = ""
+    if problem is not None:
+        comment = (
+            f"The recording's header has {problem}: packet times count from "
+            "1970-01-01 00:00:00 UTC; only the times between packets are right."
+        )
+    writer = PcapngWriter(out, f"golem-proxy {__version__}", comment=comment)
+    exporter = _Exporter(header, profile, writer, start)
+    exporter.summary.start_problem = problem
     # Each route's payloads framed with its own profile (the mcp hop of `golem-proxy mcp`).
     for event, chunks in chunks_by_event(events, profile, route_profiles(header)):
         exporter.feed(event, chunks)
