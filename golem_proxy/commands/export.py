@@ -20,7 +20,7 @@ from ..interop.tcp_export import write_pcapng
 from ..recording.format import replacing, write_private
 from ..recording.streams import RebuiltStream, write_streams
 from ..table_layout import Cell, Column, print_table
-from ..terminal import counted, safe_text
+from ..terminal import counted, format_latency, safe_text
 from ._common import (
     EXIT_FINDINGS,
     EXIT_OK,
@@ -30,6 +30,7 @@ from ._common import (
     fail,
     note_truncated,
     os_reason,
+    print_notes,
 )
 from ._options import add_recording
 from ._progress import file_progress
@@ -218,6 +219,22 @@ def _export_pcapng(trace: FlowReader, out: str, overwrite: bool) -> int:
         crossed = f"{least}{counted(summary.gap_bytes, 'byte')} crossed unobserved"
         line += f"; {counted(summary.gaps, 'gap')} ({crossed})"
     console(stderr=True).print(Text(line))
+    notes = []
+    if summary.start_problem is not None:
+        # Said on stderr and in the capture's comment: a reader sees 1970 and knows why.
+        notes.append(
+            f"note: {safe_text(trace.path)}: its header has {summary.start_problem}: "
+            "packet times count from 1970-01-01 00:00:00 UTC (only the times between "
+            "packets are right)"
+        )
+    if summary.restamped:
+        moved = format_latency(summary.most_moved / 1e6)
+        notes.append(
+            f"note: {safe_text(trace.path)}: {counted(summary.restamped, 'packet')} stamped "
+            f"up to {moved} from their recorded time, so that times never go back in the "
+            "recording's order (each one's comment holds its recorded time)"
+        )
+    print_notes(notes)
     return EXIT_OK
 
 

@@ -64,6 +64,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("tool", "VARCHAR"),
     ("tool_call", "BIGINT"),
     ("attribution", "VARCHAR"),
+    ("tool_call_candidates", "BIGINT[]"),
     ("elided", "BIGINT"),
 )
 """Name and DuckDB type of every column, in order. ``n`` is the flow's number in its trace
@@ -72,11 +73,15 @@ numbers and names), ``status`` the outcome `show` prints, ``id_type`` whether th
 JSON ``string`` or ``number`` (``1`` and ``"1"`` are different ids, one text in ``id``). The
 two layers of a `golem-proxy mcp` recording as `show --json` gives them: ``layer`` (``mcp``
 or ``golem``), ``tool`` (an MCP ``tools/call``'s), ``tool_call`` (the ``n`` of the call a
-GOLEM flow belongs to) and ``attribution`` (``call``, ``none``, ``ambiguous``, ``unknown``).
+GOLEM flow belongs to) and ``attribution`` (``call``, ``none``, ``ambiguous``, ``unknown``);
+``tool_call_candidates``, of an ``ambiguous`` flow, the ``n`` of each call in flight when it
+was sent, any of which may have caused it (null: a call not read, as `show` writes ``?``).
 ``elided``: the bytes left out of ``params`` and ``result`` (a payload too large for a reader
 to parse, read from its skeleton: they hold placeholders), 0 when both are whole."""
 
-ADDED_COLUMNS = frozenset({"id_type", "layer", "tool", "tool_call", "attribution", "elided"})
+ADDED_COLUMNS = frozenset(
+    {"id_type", "layer", "tool", "tool_call", "attribution", "tool_call_candidates", "elided"}
+)
 """The columns added after the first release of the table: a Parquet file exported before
 lacks them, and `query` reads them as null there."""
 
@@ -137,6 +142,7 @@ def flow_rows(trace: FlowReader) -> Iterator[dict[str, Any]]:
             "tool": data.get("tool"),
             "tool_call": data.get("tool_call"),
             "attribution": data.get("attribution"),
+            "tool_call_candidates": data.get("tool_call_candidates"),
             "elided": data.get("request_elided", 0) + data.get("response_elided", 0),
         }
 

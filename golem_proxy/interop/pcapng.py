@@ -3,7 +3,9 @@
 pcapng (https://www.ietf.org/archive/id/draft-ietf-opsawg-pcapng-02.html) is a sequence of
 blocks; a capture of ours needs three kinds: one Section Header Block, one Interface
 Description Block (Ethernet, microsecond timestamps) and an Enhanced Packet Block per packet.
-Every block is written little-endian; the byte-order magic tells readers so.
+Every block is written little-endian; the byte-order magic tells readers so. A section and a
+packet may carry a comment (``opt_comment``), which Wireshark shows in the capture's
+properties and the packet's tree.
 """
 
 from __future__ import annotations
@@ -63,12 +65,16 @@ def _block(kind: int, body: bytes) -> bytes:
 
 class PcapngWriter:
     """Writes a pcapng capture to ``out``: the section and interface header at once, then one
-    block per `packet`. Raises OSError when ``out`` cannot be written."""
+    block per `packet`. ``comment``, when given, is the section's. Raises OSError when ``out``
+    cannot be written."""
 
-    def __init__(self, out: IO[bytes], application: str, interface: str = "lo") -> None:
+    def __init__(
+        self, out: IO[bytes], application: str, interface: str = "lo", comment: str = ""
+    ) -> None:
         self._out = out
         self.packets = 0
-        options = _option(_SHB_USERAPPL, application.encode("utf-8")) + _option(_OPT_END, b"")
+        options = _comment(comment) + _option(_SHB_USERAPPL, application.encode("utf-8"))
+        options += _option(_OPT_END, b"")
         out.write(_block(_SHB, struct.pack("<IHHq", _BYTE_ORDER_MAGIC, 1, 0, -1) + options))
         options = (
             _option(_IF_NAME, interface.encode("utf-8"))
@@ -77,20 +83,29 @@ class PcapngWriter:
         )
         out.write(_block(_IDB, struct.pack("<HHI", _LINKTYPE_ETHERNET, 0, 0) + options))
 
-    def packet(self, microseconds: int, headers: bytes, payload: bytes = b"") -> None:
+    def packet(
+        self, microseconds: int, headers: bytes, payload: bytes = b"", comment: str = ""
+    ) -> None:
         """One Enhanced Packet Block: ``headers`` then ``payload``, captured whole at
-        ``microseconds`` since the epoch (clamped to what the format holds). The two parts are
-        written one after the other, so a large payload is never copied."""
+        ``microseconds`` since the epoch (clamped to what the format holds), with ``comment``
+        when given. The two parts are written one after the other, so a large payload is never
+        copied."""
         stamp = min(max(microseconds, 0), _MAX_TIMESTAMP)
         size = len(headers) + len(payload)
         pad = -size % 4
-        total = 32 + size + pad
+        options = _comment(comment) + _option(_OPT_END, b"") if comment else b""
+        total = 32 + size + pad + len(options)
         write = self._out.write
         write(_EPB_HEAD.pack(_EPB, total, 0, stamp >> 32, stamp & 0xFFFFFFFF, size, size) + headers)
         if payload:
             write(payload)
-        write(_TRAILERS[pad] + total.to_bytes(4, "little"))
+        write(_TRAILERS[pad] + options + total.to_bytes(4, "little"))
         self.packets += 1
+
+
+def _comment(text: str) -> bytes:
+    """An ``opt_comment`` option holding ``text`` (nothing for no text)."""
+    return _option(_OPT_COMMENT, text.encode("utf-8", "backslashreplace")) if text else b""
 
 
 _EPB_HEAD = struct.Struct("<IIIIIII")

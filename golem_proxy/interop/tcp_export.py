@@ -17,6 +17,16 @@ server's port decodes it. Per connection:
   from the client). A close that does not say (a recording written before ``resets``, the
   stdio hop of ``golem-proxy mcp``) is a reset from the server when it was ``abnormal``.
 
+Packets are in the recording's order (each connection's sequence numbers run in it), and their
+times never go back in it: a reader takes a time going back for a damaged or spliced capture.
+The lines are not quite in time order (docs/recording-format.md, ``t``): an ``open`` written at
+once is ahead of frames the tap had yet to decode; a request held by a fault or an intercept,
+or the lines of a file whose clock started again, are behind the lines before them. So a
+packet later than the next line that makes packets takes that line's time when it is no
+earlier than the packet before (the line ahead is brought back; the lines after it keep their
+own times), and a packet earlier than the one before it takes that one's time. Each such
+packet's comment holds the time it was recorded at; `CaptureSummary` counts them.
+
 Unix-socket routes, and addresses that are not IP literals, map to pseudo addresses on
 127.0.85.0/24 (85 is "U"): the server is 127.0.85.1 on the port of the profile's default route
 of the same name (GOLEM: 9876, 9877; else 9876 + the route's index); a client without a TCP
@@ -27,6 +37,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO, Optional
@@ -49,6 +60,7 @@ from ..events import (
 from ..recording.format import Header
 from ..recording.reader import route_profiles
 from ..recording.streams import chunks_by_event
+from ..terminal import safe_text
 from .pcapng import ACK, FIN, MAX_SEGMENT, PSH, RST, SYN, Endpoint, Half, PcapngWriter
 
 __all__ = [
@@ -90,6 +102,15 @@ class CaptureSummary:
     gap_bytes: int = 0
     gap_bytes_at_least: bool = False
     """``gap_bytes`` is only the least that crossed (a restart's gap: `gap_size_at_least`)."""
+    start_problem: Optional[str] = None
+    """Why the header's ``started_at`` gave no wall time, as what the header has (``no
+    started_at``, ``a started_at that is not an ISO 8601 time ("yesterday")``), or None: times
+    then count from the epoch, as the capture's comment says."""
+    restamped: int = 0
+    """Packets stamped with another packet's time so that times never go back in the file's
+    order (`write_pcapng`); each one's comment holds its recorded time."""
+    most_moved: int = 0
+    """The most a packet's stamp is from its recorded time, in microseconds."""
 
 
 def parse_endpoint(spec: str) -> Optional[Endpoint]:
@@ -119,15 +140,26 @@ def _same_family(client: Endpoint, server: Endpoint) -> tuple[Endpoint, Endpoint
     return six(client), six(server)
 
 
-def _epoch_microseconds(started_at: str) -> int:
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _start(started_at: str) -> tuple[int, Optional[str]]:
+    """``started_at`` as microseconds since the epoch, and None; or 0 and why it cannot be.
+    The recording holds no other wall time (``t`` is a monotonic clock's), so a capture of a
+    recording without one counts from the epoch: its times between packets stay right."""
+    if not started_at.strip():
+        return 0, "no started_at"
+    shown = safe_text(json.dumps(started_at[:60], ensure_ascii=False))
     try:
-        when = datetime.datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+        when = datetime.datetime.fromisoformat(started_at.strip().replace("Z", "+00:00"))
     except ValueError:
-        return 0  # an unreadable start: times count from the epoch, still in order
+        return 0, f"a started_at that is not an ISO 8601 time ({shown})"
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
-    delta = when - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
-    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if when < _EPOCH:
+        return 0, f"a started_at before 1970, which pcapng cannot hold ({shown})"
+    delta = when - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds, None
 
 
 class _Conversation:
@@ -142,10 +174,14 @@ class _Conversation:
 
 
 class _Exporter:
-    def __init__(self, header: Header, profile: Profile, writer: PcapngWriter) -> None:
+    def __init__(self, header: Header, profile: Profile, writer: PcapngWriter, start: int) -> None:
         self.writer = writer
-        self.start = _epoch_microseconds(header.started_at)
+        self.start = start
         self.summary = CaptureSummary()
+        self.latest = 0
+        """The stamp of the packet written last, microseconds since the epoch."""
+        self.ahead: Optional[int] = None
+        """The time of the next line that makes packets, when known (`write_pcapng`)."""
         self.conversations: dict[int, _Conversation] = {}
         defaults = {route.name: route.upstream for route in profile.default_routes({})}
         self.servers: dict[str, Endpoint] = {}
@@ -176,17 +212,38 @@ class _Exporter:
     def send(
         self, when: int, conv: _Conversation, side: int, flags: int, data: bytes = b""
     ) -> None:
+        comment = ""
+        if self.ahead is not None and self.latest <= self.ahead < when:
+            comment = self._moved(when, self.ahead, "after it")
+            when = self.ahead
+        elif when < self.latest:
+            comment = self._moved(when, self.latest, "before it")
+            when = self.latest
+        self.latest = when
         seq = conv.next[side]
         headers = conv.halves[side].headers(seq, conv.next[1 - side], flags, data)
-        self.writer.packet(when, headers, data)
+        self.writer.packet(when, headers, data, comment)
         taken = len(data) + (1 if flags & (SYN | FIN) else 0)
         conv.next[side] = (seq + taken) & _MOD32
+
+    def _moved(self, recorded: int, stamp: int, where: str) -> str:
+        """Count a packet stamped at ``stamp`` rather than when it was ``recorded`` (both
+        microseconds since the epoch), and say why in its comment; ``where``: the packet whose
+        time it takes is the one written ``before it`` or the first one ``after it``."""
+        moved = abs(stamp - recorded)
+        self.summary.restamped += 1
+        self.summary.most_moved = max(self.summary.most_moved, moved)
+        way = "after" if stamp < recorded else "before"
+        return (
+            f"recorded at t = {(recorded - self.start) / 1e6:.6f} s, {moved / 1e6:.6f} s {way} "
+            f"the packet {where}: stamped with that packet's time to keep the recording's order"
+        )
 
     def feed(self, event: Event, chunks: list[bytes]) -> None:
         if chunks and isinstance(event, (FrameSeen, FramingErrorSeen, BytesDiscarded)):
             self._data(event, chunks)
         elif isinstance(event, ConnectionOpened):
-            self._opened(self._when(event.t), event)
+            self._opened(self.when(event.t), event)
         elif isinstance(event, ObservationLost) and event.reason in _BYTE_GAPS and event.size:
             conv = self.conversation(event.conn, event.route)
             side = _SIDE[event.direction]
@@ -195,9 +252,9 @@ class _Exporter:
             self.summary.gap_bytes += event.size
             self.summary.gap_bytes_at_least |= gap_size_at_least(event)
         elif isinstance(event, ConnectionClosed):
-            self._closed(self._when(event.t), event)
+            self._closed(self.when(event.t), event)
 
-    def _when(self, t: float) -> int:
+    def when(self, t: float) -> int:
         """Microseconds since the epoch of a line's ``t`` (any finite number the reader let
         through: the writer clamps what pcapng cannot hold)."""
         return self.start + round(min(max(t, -1e12), 1e12) * 1_000_000)
@@ -205,7 +262,7 @@ class _Exporter:
     def _data(
         self, event: FrameSeen | FramingErrorSeen | BytesDiscarded, chunks: list[bytes]
     ) -> None:
-        when = self._when(event.t)
+        when = self.when(event.t)
         conv = self.conversations.get(event.conn) or self.conversation(event.conn, event.route)
         side = _SIDE[event.direction]
         for chunk in chunks:
@@ -247,6 +304,17 @@ class _Exporter:
         del self.conversations[event.conn]
 
 
+_HELD_LINES = 256
+"""Lines held, at most, waiting for the next line that makes packets (a file of nothing but
+lines that make none is not held whole)."""
+
+
+def _makes_packets(event: Event, chunks: list[bytes]) -> bool:
+    if isinstance(event, (ConnectionOpened, ConnectionClosed)):
+        return True
+    return bool(chunks) and isinstance(event, (FrameSeen, FramingErrorSeen, BytesDiscarded))
+
+
 def write_pcapng(
     events: Iterable[Event], header: Header, profile: Profile, out: IO[bytes]
 ) -> CaptureSummary:
@@ -254,10 +322,29 @@ def write_pcapng(
     TCP conversation per connection (see the module's docstring). Holds one connection's state
     per open connection, never a stream. Raises OSError from ``out`` and whatever reading
     ``events`` raises."""
-    writer = PcapngWriter(out, f"golem-proxy {__version__}")
-    exporter = _Exporter(header, profile, writer)
+    start, problem = _start(header.started_at)
+    comment = ""
+    if problem is not None:
+        comment = (
+            f"The recording's header has {problem}: packet times count from "
+            "1970-01-01 00:00:00 UTC; only the times between packets are right."
+        )
+    writer = PcapngWriter(out, f"golem-proxy {__version__}", comment=comment)
+    exporter = _Exporter(header, profile, writer, start)
+    exporter.summary.start_problem = problem
     # Each route's payloads framed with its own profile (the mcp hop of `golem-proxy mcp`).
+    # A line is written once the next line that makes packets is read: its time is the one
+    # a packet ahead of it is brought back to (the module's docstring).
+    held: list[tuple[Event, list[bytes]]] = []
     for event, chunks in chunks_by_event(events, profile, route_profiles(header)):
-        exporter.feed(event, chunks)
+        if _makes_packets(event, chunks) or len(held) >= _HELD_LINES:
+            exporter.ahead = exporter.when(event.t) if _makes_packets(event, chunks) else None
+            for line in held:
+                exporter.feed(*line)
+            held.clear()
+        held.append((event, list(chunks)))  # the list is reused for the next line
+    exporter.ahead = None
+    for line in held:
+        exporter.feed(*line)
     exporter.summary.packets = writer.packets
     return exporter.summary

@@ -3,10 +3,13 @@ request with one configured raw reply, as an imposter or a broken server would."
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
 import os
 import signal
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -75,19 +78,46 @@ class AppServer:
             await stream.aclose()
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> None:
     """``python -m golem_proxy.testing.scrybe_server PATH [DISK.json]``: serve the stand-in app
-    until killed (for tests that run golem-proxy as a separate process)."""
-    import json
-    import sys
-
-    disk = {}
-    if len(sys.argv) > 2:
-        with open(sys.argv[2]) as file:
-            disk = json.load(file)
-    server = AppServer(sys.argv[1], ScrybeApp(disk))
+    until SIGINT or SIGTERM (for tests that run golem-proxy as a separate process). A bad
+    argument ends it with argparse's usage line and exit 2."""
+    parser = argparse.ArgumentParser(
+        prog="python -m golem_proxy.testing.scrybe_server",
+        description="Serve the stand-in Scrybe app (JSON-RPC 2.0, one message a line) on a "
+        "Unix socket until SIGINT or SIGTERM, then remove the socket file (docs/scrybe.md).",
+    )
+    parser.add_argument("path", metavar="PATH", help="the Unix socket to make and listen on")
+    parser.add_argument(
+        "disk",
+        metavar="DISK.json",
+        nargs="?",
+        help="the app's files: a JSON object of path to content (default: none)",
+    )
+    args = parser.parse_args(argv)
+    # Checked here, so that a mistake is one line rather than a traceback from inside trio.
+    if os.path.lexists(args.path):
+        parser.error(f"{args.path} already exists")
+    if len(os.fsencode(args.path)) >= _SUN_PATH:
+        parser.error(f"{args.path} is too long for a Unix socket (at most {_SUN_PATH - 1} bytes)")
+    disk: dict[str, str] = {}
+    if args.disk is not None:
+        try:
+            with open(args.disk, encoding="utf-8") as file:
+                disk = json.load(file)
+        except (OSError, ValueError) as exc:
+            parser.error(f"cannot read {args.disk} ({exc})")
+        if not isinstance(disk, dict) or not all(
+            isinstance(key, str) and isinstance(value, str) for key, value in disk.items()
+        ):
+            parser.error(f"{args.disk} is not a JSON object of path to content")
+    server = AppServer(args.path, ScrybeApp(disk))
     with contextlib.suppress(KeyboardInterrupt):
         trio.run(_serve_until_signal, server)
+
+
+_SUN_PATH = 108
+"""The size of ``sockaddr_un.sun_path`` on Linux, its terminating NUL included."""
 
 
 async def _serve_until_signal(server: AppServer) -> None:
