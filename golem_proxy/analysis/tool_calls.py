@@ -49,6 +49,7 @@ __all__ = [
     "read_tool_calls",
     "read_two_layers",
     "tool_call_error",
+    "tool_call_name",
     "tool_of",
     "two_layer_label",
 ]
@@ -159,10 +160,18 @@ def cause_text(flow: Flow, rows: Mapping[tuple[int, int], int] = {}) -> Optional
 
     def named(ref: ToolCallRef) -> str:
         row = rows.get((ref.conn, ref.index))
-        return f"{'' if row is None else f'#{row} '}{ref.tool} (MCP id {ref.id!r})"
+        return f"{'' if row is None else f'#{row} '}{tool_call_name(ref)}"
 
     calls = ", ".join(named(ref) for ref in refs)
     return f"caused by tool call {calls}" if len(refs) == 1 else f"ambiguous: one of {calls}"
+
+
+def tool_call_name(ref: ToolCallRef) -> str:
+    """A tool call named in words where no row number can name it (the live log), and after
+    its row number where one can (`cause_text`): its tool and the id of its MCP request as the
+    client sent it, in JSON, ``create_layer (MCP id 3)``: overlapping calls are often of one
+    tool."""
+    return f"{ref.tool} (MCP id {json_text(ref.id)})"
 
 
 CallKey = tuple[int, int]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -28,11 +29,15 @@ from ..live.intercept_console import InterceptConsole
 from ..live.proxy_options import BoundRoute
 from ..live.relay import Proxy
 from ..live.session import ProxySession, SessionConfig
+from ..live.stdio_child import ChildStartError
 from ..live.stdio_relay import StdioRelay
 from ..net.addresses import Address
 from ..net.listeners import Listener, open_listener
+from ..recording.shared_file import RecordingFile, end_session
+from ..session_events import SessionEnded
 from ..terminal import safe_text
 from ._bound_routes import client_environment, print_intercept, print_routes
+from ._common import unwrap
 from ._proxy_serve import open_forwarding, print_faults
 
 __all__ = ["MCP_ROUTE", "ServerPlan", "child_environment", "serve", "serve_forwarding"]
@@ -114,16 +119,51 @@ async def serve_forwarding(
                 ended.append(reason)
                 proxy.stop()
 
+            ran = True
             try:
                 hops = _Hops(proxy, proxy.serve, stop, beside=observing.watch)
                 return await _serve_hops(config, plan, hops, commands, signals)
+            except BaseException as exc:
+                if isinstance(unwrap(exc), ChildStartError):
+                    # Nothing ran: the observing process's closing line would count a session
+                    # that never was, ahead of the error that says why. Stopped as one whose
+                    # start failed; the recording ends here, as in one process.
+                    ran = False
+                    with trio.CancelScope(shield=True):
+                        await observing.kill()
+                    _end_unrun(observing.record, proxy.now(), _ended(None))
+                raise
             finally:
                 # The observing process decodes what is left, then its log catches up: each
                 # gets the drain timeout, as in one process.
-                with trio.CancelScope(shield=True):
-                    await observing.finish(
-                        handing_on=drain, deciding=2 * drain, ended=ended[0] if ended else None
-                    )
+                if ran:
+                    with trio.CancelScope(shield=True):
+                        await observing.finish(
+                            handing_on=drain, deciding=2 * drain, ended=ended[0] if ended else None
+                        )
+
+
+def _end_unrun(record: Optional[RecordingFile], t: float, reason: str) -> None:
+    """End the recording of a session in which nothing ran (the server could not be started)
+    with its ``session-end`` line, nothing counted, as one process ends it; and close it."""
+    if record is None or record.closed:
+        return
+    try:
+        end_session(
+            record,
+            SessionEnded(
+                t=t,
+                reason=reason,
+                exchanges=0,
+                errors=0,
+                violations=0,
+                unanswered=0,
+                not_recorded=0,
+            ),
+        )
+    except OSError as exc:
+        print(f"golem-proxy: the recording could not be ended ({exc})", file=sys.stderr)
+    record.close()
 
 
 @asynccontextmanager

@@ -92,6 +92,11 @@ class Kind(enum.IntEnum):
     side: the observing side's redaction hides them where they come back, and
     nothing of the frame is published (`ConnectionTap.learn_unrecorded`). The data: the values
     (unrecorded_values.py), never the frame."""
+    CUT = 14
+    """The connection's direction ends inside a frame, as the forwarding side followed its
+    framing (link_resume.py): just before its ``END``, so that a stream whose last frame was
+    shed from its first byte on (link_holds.py) is said truncated. The data: the bytes of the
+    frame still to come, in decimal (``0``: not known, a line or a split header)."""
 
 
 COUNT_KINDS = (Kind.LOST, Kind.RESUMED)

@@ -306,6 +306,10 @@ class HandoffSource:
                 self.observer.submit(tap, direction, record.data, record.t)
             elif kind is Kind.END:
                 self.observer.submit(tap, direction, b"", record.t)
+            elif kind is Kind.CUT:
+                text = bytes(record.data)
+                remaining = int(text) if text.isdigit() else 0
+                self.observer.after_queued(functools.partial(tap.ends_inside, direction, remaining))
             elif kind is Kind.UNSENT:
                 unsent = read_unsent(record.data)
                 if unsent is not None:

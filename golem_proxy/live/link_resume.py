@@ -152,6 +152,15 @@ class OpenConnections:
             return 0
         return 0 if tracked.waiting[direction] else tracked.bounds[direction].body_left
 
+    def cut(self, conn: int, direction: int) -> Optional[int]:
+        """Whether what ``conn``'s ``direction`` carried ends inside a frame (its stream ends
+        there: a ``CUT`` record): the bytes of the frame still to come (0: not known, a line
+        or a split header); None at a frame boundary, or for a connection not followed."""
+        tracked = self._open.get(conn)
+        if tracked is None or tracked.bounds[direction].at_boundary:
+            return None
+        return tracked.bounds[direction].body_left
+
     def skip(self, conn: int, direction: int, size: int) -> None:
         """``size`` bytes of a frame's body handed on unseen (moved by the kernel, at most
         `unseen_allowed`): followed as `follow` follows a chunk."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import enum
-import json
 import re
 from collections.abc import Hashable, Mapping
 from typing import Optional
@@ -25,6 +24,7 @@ from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_name
 
 from .. import events
+from ..analysis.tool_calls import tool_call_name
 from ..events import Direction, Event
 from ..status_tone import TONE_STYLES, Tone, outcome_tone, undelivered_status
 from ..table_layout import terminal_width
@@ -322,11 +322,10 @@ class EventLog:
             return
         if len(calls) == 1:
             text.append(f"  ⟵ {safe_text(calls[0].tool, _NAME)}", "cyan")
-        else:  # each by its MCP id too: overlapping calls are often of one tool
-            tools = "|".join(
-                f"{safe_text(call.tool, _NAME)} id={safe_text(json.dumps(call.id), _NAME)}"
-                for call in calls
-            )
+        else:
+            # No rows here to name them by (`show`'s #3|#4): each as the TUI's detail names
+            # it beside its row, its tool and MCP id (overlapping calls are often of one tool).
+            tools = " | ".join(safe_text(tool_call_name(call), 2 * _NAME) for call in calls)
             text.append(f"  ⟵ ambiguous: {tools}", "cyan")
 
     def _status_column(self, status: str) -> str:

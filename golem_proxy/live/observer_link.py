@@ -249,7 +249,13 @@ class ObserverLink:
         elif data:
             self.writer.data(conn, direction_number(direction), t, data)
         else:
-            self.writer.event(Kind.END, conn, direction_number(direction), t)
+            number = direction_number(direction)
+            cut = None if self.connections is None else self.connections.cut(conn, number)
+            if cut is not None:
+                # Said by the side that followed the framing: a loss from a frame's first byte
+                # (a shed) leaves the observing side no header to tell it by.
+                self.writer.event(Kind.CUT, conn, number, t, str(cut))
+            self.writer.event(Kind.END, conn, number, t)
         self._handed_on(conn, self.writer.handed - before, t, direction is Direction.C2S)
 
     def arrived(self, conn: int, direction: Direction, t: float) -> None:

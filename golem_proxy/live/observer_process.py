@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import socket
 import sys
@@ -150,6 +151,9 @@ class ObservingProcess:
         restarts = setup.options.observer_restarts
         if restarts > 0:
             observing.restarts_left = restarts
+        if restarts > 0 or math.isfinite(link.hold_limit):
+            # Followed for a restart to take the connections up, and for a connection that
+            # sheds: where its stream ends, which the observing side may not see (`Kind.CUT`).
             link.connections = OpenConnections(framings(setup), get_profile(setup.profile).framing)
         return observing
 

@@ -192,6 +192,13 @@ class ConnectionTap:
             digest.delivered = digest.size + buffered
         self._frames.mark_undelivered(direction, why, buffered)
 
+    def ends_inside(self, direction: Direction, remaining: int) -> None:
+        """The forwarding side, which followed ``direction``'s framing without decoding it,
+        says its stream ends inside a frame (``remaining`` bytes of it still to come, 0: not
+        known): called before that end of stream, so that a stream whose last frame lost its
+        start here is reported truncated all the same (`TapInput.ends_inside`)."""
+        self._inputs[direction].ends_inside(remaining)
+
     def arrived(self, direction: Direction, t: float) -> None:
         """Frames of ``direction`` were read at ``t`` (the time they are fed with) by a
         forwarding path that may hold them before they go on (``--intercept``, ``--fault

@@ -16,7 +16,9 @@ Bytes lost on the way (the observer was behind) are counted, and decoding goes o
 frame boundary: exactly at the end of the frame in progress when its length is known and the
 loss ended inside it (a length-prefixed frame whose header was seen), so that a stream that
 ends before that end is still reported truncated; else where one plausibly starts
-(`Profile.find_frame_start`).
+(`Profile.find_frame_start`). A loss that took a frame's first bytes hides where it ends: a
+stream that ends after it is reported truncated when the forwarding side, which followed the
+framing, says it ended inside a frame (`ends_inside`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,9 @@ class TapInput:
         as lost too (its start is gone), before decoding starts again at its end."""
         self._in_line = False
         """Lines, while searching after a loss: bytes came since it, none a newline."""
+        self._ends_inside: Optional[int] = None
+        """The forwarding side says the stream ends inside a frame, with this many bytes of it
+        still to come (0: not known): what `end` says when no header here told it."""
         self._cut: Optional[FrameError] = None
         """The stream ended inside a frame whose start was lost: said once, as a decoder says
         a frame the end cut short."""
@@ -84,17 +89,33 @@ class TapInput:
         self._at_boundary = False
         self.decoder.receive_data(data)
 
+    def ends_inside(self, remaining: int) -> None:
+        """The forwarding side, which followed the framing, says the stream ends inside a frame
+        (``remaining`` bytes of it still to come, 0: not known); said before the end of stream,
+        and heeded only when a loss hid that frame's start (`end`)."""
+        self._ends_inside = remaining
+
     def end(self) -> None:
         """The direction's stream ended (its end of stream comes after every frame handed)."""
         self.ended = True
-        if self.skip or self._in_line:
+        hinted, self._ends_inside = self._ends_inside, None
+        if self.skip or self._in_line or (self.resync and hinted is not None):
             # Inside a frame whose start was lost: the decoder never saw it, so this says
             # what the decoder says of a frame cut short, and stops, as it does.
-            where = f"{self.skip} bytes before the end of a frame" if self.skip else "in a line"
-            self._cut = truncated(f"{where} partly unobserved")
+            self._cut = truncated(f"{self._where_cut(hinted)} partly unobserved")
             self.skip, self._in_line = 0, False
             return
         self.decoder.receive_eof()
+
+    def _where_cut(self, hinted: Optional[int]) -> str:
+        """Where in a frame whose start was lost the stream ended: by the bytes of it skipped
+        here, else by what the forwarding side said (``hinted``)."""
+        remaining = self.skip or hinted
+        if remaining:
+            return f"{remaining} bytes before the end of a frame"
+        if self._in_line or self.profile.framing is Framing.LINE:
+            return "in a line"
+        return "inside a frame"
 
     def stop(self) -> None:
         """Decoding stopped for good: hold nothing more."""

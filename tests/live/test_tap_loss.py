@@ -195,3 +195,20 @@ def test_lines_cut_inside_a_digested_line_or_after_a_loss_are_truncated() -> Non
     tap.process(C2S, b"", 1.3)
     assert accounted(searched) == 32 + 500 + 25
     assert _truncated(searched) == ["stream ended in a line partly unobserved"]
+
+
+def test_a_loss_from_a_frames_first_byte_is_truncated_when_the_forwarding_side_says_so() -> None:
+    """The forwarding process shed a frame from its first byte (``--observer-hold``): no header
+    here tells its length, and its word that the stream ended inside a frame is what says
+    the stream was cut (a ``CUT`` record); without that word, no cut is made up."""
+    for said, cut in ((3953, ["stream ended 3953 bytes before the end of a frame partly "
+                              "unobserved"]), (None, [])):  # fmt: skip
+        events: list[Event] = []
+        tap = _tap(events)
+        tap.process(C2S, _call(1), 1.0)
+        tap.lose(C2S, 1051, 1.1)
+        if said is not None:
+            tap.ends_inside(C2S, said)
+        tap.process(C2S, b"", 1.2)
+        assert accounted(events) == len(_call(1)) + 1051
+        assert _truncated(events) == cut

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.analysis.tool_calls import cause_text, read_tool_calls, read_two_layers
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
@@ -64,11 +64,16 @@ def test_overlapping_calls_are_ambiguous_and_name_both(tmp_path: Path) -> None:
     ambiguous = [f for f in frames if len(f.tool_calls or ()) == 2 and f.direction.value == "c2s"]
     attributed = sum(len(call.golem) for call in calls)
     assert attributed == sum(1 for f in frames if f.direction.value == "c2s") - len(ambiguous)
-    # The live log names each candidate by its id too (overlapping calls may share a tool).
+    # The live log has no rows to name the candidates by (show: `#3|#4`): each by its tool
+    # and MCP id (overlapping calls may share a tool), in the words the TUI's detail of the
+    # flow names them beside their rows, so the two can be matched.
     candidates = [line for line in log.read_text().splitlines() if "⟵ ambiguous: " in line]
-    assert candidates and all(
-        line.endswith("⟵ ambiguous: list_layers id=1|create_layer id=2") for line in candidates
-    ), candidates
+    named = "list_layers (MCP id 1) | create_layer (MCP id 2)"
+    assert candidates and all(line.endswith(f"⟵ ambiguous: {named}") for line in candidates), (
+        candidates
+    )
+    detail = cause_text(read_two_layers(str(record)).ambiguous[0], {(1, 2): 3, (1, 3): 4})
+    assert detail == "ambiguous: one of #3 list_layers (MCP id 1), #4 create_layer (MCP id 2)"
     # Each call knows the flows it shares, and its Rhino time is not guessed from its own.
     for call in calls:
         assert len(call.shared) == len(ambiguous)

@@ -100,13 +100,26 @@ def test_a_server_killed_by_a_signal_exits_as_a_shell_says() -> None:
 
 
 @OBSERVERS
-def test_a_command_that_cannot_start_is_one_line_and_exit_2(observer: str) -> None:
-    done = wrapper("--observer", observer, "--", "/nonexistent/golem-mcp-server")
+@pytest.mark.parametrize("recorded", [False, True], ids=["unrecorded", "recorded"])
+def test_a_command_that_cannot_start_is_one_line_and_exit_2(
+    tmp_path: Path, observer: str, recorded: bool
+) -> None:
+    record = tmp_path / "r.jsonl"
+    options = ["--record", str(record)] if recorded else []
+    done = wrapper("--observer", observer, *options, "--", "/nonexistent/golem-mcp-server")
     assert done.returncode == 2
     assert done.stdout == b""
-    lines = done.stderr.decode().strip().splitlines()
-    assert lines[-1].startswith("golem-proxy: mcp: cannot start '/nonexistent/golem-mcp-server'")
-    assert "Traceback" not in done.stderr.decode()
+    # Nothing ran: no closing line ("0 exchanges …") before the error, nor after it.
+    assert done.stderr.decode().splitlines() == [
+        "golem-proxy: mcp: cannot start '/nonexistent/golem-mcp-server' (No such file or directory)"
+    ]
+    if recorded:  # ended in order, nothing in it, with either observer
+        last = json.loads(record.read_text().splitlines()[-1])
+        assert (last["kind"], last["reason"], last["exchanges"]) == (
+            "session-end",
+            "stopped before the MCP server exited",
+            0,
+        )
 
 
 def test_no_command_is_a_usage_error() -> None:
