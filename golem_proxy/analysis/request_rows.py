@@ -20,6 +20,7 @@ from ..events import Direction, ExchangeCompleted, GapReason, InterceptStep
 from ..terminal import safe_text
 from .flows import Flow
 from .reading_notes import reading_notes
+from .tool_calls import ToolCall, is_tool_call, mcp_routes
 from .trace import FlowReader, open_flows
 
 __all__ = [
@@ -147,18 +148,25 @@ class RequestRows:
         self.unanswered.remove(request)
 
 
-def read_request_rows(path: str, role: Optional[str] = None) -> tuple[RequestRows, list[str]]:
+def read_request_rows(
+    path: str, role: Optional[str] = None, *, tool_calls: Optional[list[ToolCall]] = None
+) -> tuple[RequestRows, list[str]]:
     """The requests of the recording at ``path`` (`RequestRows`), and what reading it to its
-    end noted (`reading_notes`, ``role`` naming the recording). Raises TraceError as
+    end noted (`reading_notes`, ``role`` naming the recording). ``tool_calls``, when given,
+    gets the recording's MCP tool calls in the same reading (`collect`). Raises TraceError as
     `open_flows` and `FlowReader.flows` do."""
     with open_flows(path, read_once=True) as reader:
-        return collect(reader), reading_notes(reader, role)
+        return collect(reader, tool_calls), reading_notes(reader, role)
 
 
-def collect(reader: FlowReader) -> RequestRows:
+def collect(reader: FlowReader, tool_calls: Optional[list[ToolCall]] = None) -> RequestRows:
     """Read ``reader`` to its end, folding its events into rows as `FlowReader.flows` does,
-    and keep what `RequestRows` holds."""
+    and keep what `RequestRows` holds. ``tool_calls``, when given, gets the MCP tool calls
+    (`read_tool_calls`' calls, in its order) without the GOLEM flows each caused: what
+    ``diff`` compares of them, so that it reads a recording's flows once (a second reading
+    doubled its time) and holds no GOLEM flow of the whole recording."""
     other_layers = reader.header.route_profile_names()
+    calls_on = mcp_routes(reader.route_profiles) if tool_calls is not None else frozenset()
     profile = reader.profile
     found = RequestRows()
     tracker = reader.tracker
@@ -166,6 +174,8 @@ def collect(reader: FlowReader) -> RequestRows:
     def keep(flows: Iterable[Flow]) -> None:
         for flow in flows:
             if flow.route in other_layers:
+                if tool_calls is not None and flow.route in calls_on and is_tool_call(flow):
+                    tool_calls.append(ToolCall(flow))
                 continue
             gap, request = flow.gap, flow.request
             answered_by = _answered_by_proxy(flow)

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Optional
 
 from ..analysis.request_rows import RequestRows, gaps_note, read_request_rows
-from ..analysis.tool_calls import read_tool_calls
+from ..analysis.tool_calls import ToolCall
 from ..analysis.trace import json_text
-from ..replay.diffing import Comparator
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.render import render_diff, render_tool_call_diff
-from ..replay.tool_call_diff import ToolCallDiff, diff_tool_calls
+from ..replay.tool_call_diff import diff_tool_calls
 from ..replay.tracediff import DamagedTrace, diff_traces
 from ._common import CommandError, console, print_notes, reading
 from ._comparing import add_comparison_arguments, comparator_from
@@ -42,27 +40,29 @@ NOTES_KEYS = ("a", "b")
 """Each trace's notes in ``--json``'s ``notes`` member."""
 
 
-def _read(path: str, role: str) -> tuple[ExchangeTrace, RequestRows, list[str]]:
-    """The trace's exchanges, its requests as `show` numbers them (`read_request_rows`), and
-    what reading it noted (`reading_notes`: cut short, lines lost or out of order, restarts;
-    then its gaps in what was observed, which leave the comparison partial), each note naming
-    ``role``. The file is read as `show` reads it first: of a file still being written, the
-    exchanges taken reach at least as far as that reading, so a file taken short of its end
-    is noted as cut short. Raises CommandError naming ``role`` and the file."""
+def _read(path: str, role: str) -> tuple[ExchangeTrace, RequestRows, list[str], list[ToolCall]]:
+    """The trace's exchanges, its requests as `show` numbers them (`read_request_rows`), what
+    reading it noted (`reading_notes`: cut short, lines lost or out of order, restarts; then
+    its gaps in what was observed, which leave the comparison partial), each note naming
+    ``role``, and its MCP tool calls (none without an MCP route), taken in that one reading
+    of its flows. The file is read as `show` reads it first: of a file still being written,
+    the exchanges taken reach at least as far as that reading, so a file taken short of its
+    end is noted as cut short. Raises CommandError naming ``role`` and the file."""
     with reading(path, role):
-        requests, notes = read_request_rows(path, role)
+        calls: list[ToolCall] = []
+        requests, notes = read_request_rows(path, role, tool_calls=calls)
         gaps = gaps_note(requests, path, role)
         if gaps is not None:
             notes.append(gaps)
-        return load_exchanges(path), requests, notes
+        return load_exchanges(path), requests, notes, calls
 
 
 def run(args: argparse.Namespace) -> int:
     comparator = comparator_from(args)
     paths = (args.a, args.b)
-    a, a_requests, a_notes = _read(args.a, ROLES[0])
+    a, a_requests, a_notes, a_calls = _read(args.a, ROLES[0])
     try:
-        b, b_requests, b_notes = _read(args.b, ROLES[1])
+        b, b_requests, b_notes, b_calls = _read(args.b, ROLES[1])
     except CommandError:
         a.close()
         raise
@@ -72,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
         except DamagedTrace as damaged:
             with reading(paths[damaged.side], ROLES[damaged.side]):
                 raise damaged.error from None
-        tools = _tool_calls(args, comparator) if _has_mcp_layer(a, b) else None
+        tools = None
+        if _has_mcp_layer(a, b):
+            tools = diff_tool_calls(a_calls, b_calls, comparator, paths)
         if args.json:
             report = diff.to_json()
             if tools is not None:
@@ -95,19 +97,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _has_mcp_layer(*traces: ExchangeTrace) -> bool:
     """Whether any of ``traces`` has an MCP route (`golem-proxy mcp`'s): only then are tool
-    calls read, each trace a second time, whole."""
+    calls compared."""
     return any(
         profile == "mcp"
         for trace in traces
         for profile in trace.header.route_profile_names().values()
     )
-
-
-def _tool_calls(args: argparse.Namespace, comparator: Comparator) -> Optional[ToolCallDiff]:
-    """The two recordings' MCP tool calls compared (`diff_tool_calls`), or None when neither
-    has any."""
-    calls = []
-    for role, path in zip(ROLES, (args.a, args.b)):
-        with reading(path, role):
-            calls.append(read_tool_calls(path))
-    return diff_tool_calls(calls[0], calls[1], comparator, (args.a, args.b))

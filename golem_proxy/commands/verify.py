@@ -70,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
         targets = _targets(trace.routes, args.target, args.gh_target, second)
         _check_targets(args.file, trace, targets, second)
         with count_progress(len(trace.exchanges), "verifying") as progress:
-            run = partial(verify_trace, timeout=args.timeout, progress=progress)
+            # The recorded exchanges' digests only where they are written back to.
+            run = partial(
+                verify_trace, timeout=args.timeout, progress=progress, digests=args.update
+            )
             result = trio.run(run, trace, targets, comparator)
     except TargetUnreachable as exc:
         # Could not run is not "differs": exit 2, so a CI gate does not call it a regression.

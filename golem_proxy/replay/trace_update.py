@@ -60,8 +60,11 @@ def update_trace(path: str, result: VerifyResult, comparator: Comparator) -> int
     GUIDs mapped back to the recorded ones so later requests stay valid), with its violations
     found again and its exchange's status. Written to a new file that atomically replaces the
     old one. Returns how many responses changed. Raises TraceReadsOtherwise, writing nothing,
-    when the file's exchanges are not those verified."""
+    when the file's exchanges are not those verified; ValueError for a ``result`` verified
+    without the recorded exchanges' digests (`verify_trace`'s ``digests``)."""
     checks = {check.number: check for check in result.checks if check.live_payload}
+    if any(check.recorded is None for check in checks.values()):
+        raise ValueError("update_trace needs a result verified with digests=True")
     with open(path, "rb") as stream:
         reader = RecordingReader(stream)
         profile = reader.profile

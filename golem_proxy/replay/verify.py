@@ -77,9 +77,11 @@ class ExchangeCheck:
     live_unredacted: Optional[bytes] = None
     """Where they did, the answer as it came: checked against the contract as the tap checks
     a frame, before redaction (a placeholder breaks the shapes the contract names)."""
-    recorded: tuple[bytes, bytes] = (b"", b"")
-    """Digests of the recorded request and response: `update_trace` writes an answer only
-    where the line it rewrites holds that exchange."""
+    recorded: Optional[tuple[bytes, bytes]] = None
+    """Digests of the recorded request and response, taken only when asked for
+    (`verify_trace`'s ``digests``: ``--update``): `update_trace` writes an answer only where
+    the line it rewrites holds that exchange. A run that writes nothing does not hash every
+    recorded answer."""
 
     @property
     def ok(self) -> bool:
@@ -137,12 +139,15 @@ async def verify_trace(
     *,
     timeout: float = 30.0,
     progress: Optional[Callable[[int], None]] = None,
+    digests: bool = False,
 ) -> VerifyResult:
     """Re-send every recorded exchange of ``trace`` to ``targets`` (route name → address) in
     order and compare the answers. A route without a target is reported, not sent. Raises
     TargetUnreachable when a target cannot be connected to at all (a plugin that answered
     once and then stops answering is a difference, reported per exchange). ``progress`` is
-    told how many exchanges are done before each one and at the end."""
+    told how many exchanges are done before each one and at the end. ``digests``: keep the
+    digests of each recorded exchange (`ExchangeCheck.recorded`), which `update_trace`
+    needs."""
     profile = trace.profile
     links: dict[str, Link] = {}
     checks: list[ExchangeCheck] = []
@@ -157,13 +162,13 @@ async def verify_trace(
         for exchange in trace.exchanges:
             if progress is not None:
                 progress(len(checks))
-            check = ExchangeCheck(
-                exchange.number,
-                exchange.route,
-                exchange.method,
-                row=exchange.row,
-                recorded=(recorded_digest(exchange.request), recorded_digest(exchange.response)),
-            )
+            row = exchange.row
+            check = ExchangeCheck(exchange.number, exchange.route, exchange.method, row=row)
+            if digests:
+                check.recorded = (
+                    recorded_digest(exchange.request),
+                    recorded_digest(exchange.response),
+                )
             checks.append(check)
             by_proxy = exchange.answered_by_proxy
             if by_proxy is not None:

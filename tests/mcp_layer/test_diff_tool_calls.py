@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import IO
 
+import pytest
+
+import golem_proxy.analysis.trace as flow_reading
+from golem_proxy.cli import main
 from tests.support.cli_helpers import run_cli
 
 from .mcp_helpers import recorded_session
@@ -43,3 +48,25 @@ def test_the_same_calls_made_again_are_no_difference(tmp_path: Path) -> None:
     done = run_cli("diff", str(a), str(b))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "diff: 2 tool calls, no difference" in done.stdout
+
+
+def test_each_recording_s_flows_are_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The requests' rows and the tool calls come from one reading of a recording's flows (a
+    second one, for the tool calls, took as long again and held every flow of it)."""
+    a = recorded_session(tmp_path / "a.jsonl", SAME)
+    b = recorded_session(tmp_path / "b.jsonl", [*SAME, ("gh_ping", {})])
+    opened: list[str] = []
+    open_recording = flow_reading.open_recording
+
+    def counted(path: str) -> IO[bytes]:
+        opened.append(path)
+        return open_recording(path)
+
+    monkeypatch.setattr(flow_reading, "open_recording", counted)
+    assert main(["diff", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "tools/call gh_ping only in" in out
+    assert "diff: 1 of 3 tool calls differ" in out
+    assert opened == [str(a), str(b)]

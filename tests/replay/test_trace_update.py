@@ -11,13 +11,16 @@ from pathlib import Path
 import pytest
 import trio
 
+import golem_proxy.replay.verify as verifying
 from golem_core.profiles import get_profile
+from golem_proxy.cli import main
 from golem_proxy.events import Direction, ExchangeCompleted
 from golem_proxy.recording.format import RecordingReader
 from golem_proxy.replay.diffing import Comparator
 from golem_proxy.replay.index import load_exchanges
 from golem_proxy.replay.trace_update import TraceReadsOtherwise, update_trace
 from golem_proxy.replay.verify import VerifyResult, verify_trace
+from golem_proxy.testing.plugin_process import PluginProcess
 from tests.support.cli_helpers import run_cli
 from tests.support.peers import MisbehavingUpstream
 from tests.support.traces import TraceBuilder
@@ -43,7 +46,8 @@ def _verified(path: Path) -> tuple[VerifyResult, Comparator]:
             address = await nursery.start(upstream.serve)
             trace = load_exchanges(str(path))
             try:
-                result = await verify_trace(trace, {"scrybe": address}, comparator, timeout=5)
+                targets = {"scrybe": address}
+                result = await verify_trace(trace, targets, comparator, timeout=5, digests=True)
             finally:
                 trace.close()
             nursery.cancel_scope.cancel()
@@ -107,3 +111,34 @@ def test_a_framing_error_s_violation_and_a_cut_last_line_are_kept_as_they_are(
     assert b'"frame":null' in data
     checked = run_cli("check", str(path), "--json")
     assert json.loads(checked.stdout)["errors"] >= 1, checked.stdout + checked.stderr
+
+
+def test_verify_hashes_the_recorded_exchanges_only_to_update_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The digests of each recorded request and answer are `update_trace`'s check that the
+    file still holds what was verified: a run that writes nothing takes none (it hashed every
+    recorded answer of the trace), and says and exits as before."""
+    path = tmp_path / "layers.jsonl"
+    with TraceBuilder.create(str(path)) as trace:
+        for _ in range(3):
+            trace.call("scene.list_layers", {}, {"layers": ["not in the live document"]})
+    hashed: list[bytes] = []
+    digest = verifying.recorded_digest
+
+    def counted(payload: bytes) -> bytes:
+        hashed.append(payload)
+        return digest(payload)
+
+    monkeypatch.setattr(verifying, "recorded_digest", counted)
+    with PluginProcess(seed=7) as plugin:
+        target = str(plugin.main)
+        assert main(["verify", str(path), "--target", target]) == 1
+        out = capsys.readouterr().out
+        assert "3 of 3 exchanges differ" in out and "result.layers[0]" in out
+        assert hashed == []
+        assert main(["verify", str(path), "--target", target, "--update"]) == 0
+        assert "verify: updated 3 responses in" in capsys.readouterr().err
+        assert len(hashed) == 6  # each exchange's request and answer, once
+        assert main(["verify", str(path), "--target", target]) == 0
+    assert len(hashed) == 6
