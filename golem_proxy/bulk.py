@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import orjson
 
-from golem_core.messages import Malformed, Message
+from golem_core.messages import OPAQUE_CHARACTERS, Malformed, Message
 from golem_core.profiles import Profile
 
 from .json_levels import array_levels
@@ -24,7 +24,10 @@ from .json_levels import array_levels
 __all__ = [
     "BULK_NUMBERS",
     "DEEPEST",
+    "OPAQUE_TEXT",
+    "holds_elided_blobs",
     "holds_elided_numbers",
+    "may_lie_in_blob",
     "reads_alike",
     "without_long_arrays",
     "without_number_arrays",
@@ -152,6 +155,53 @@ def holds_elided_numbers(value: Any, depth: int = DEEPEST + 1) -> bool:
             return True
         return any(holds_elided_numbers(item, depth - 1) for item in value)
     return False
+
+
+_BYTES_ELIDED = re.compile(r"<[0-9]+ bytes elided>")
+
+
+def holds_elided_blobs(value: Any, depth: int = DEEPEST + 1) -> bool:
+    """Whether ``value`` (a skeleton's JSON) holds a blob `elide_long_strings` elided, as a key
+    or a value (``"<N bytes elided>"``). Strings are elided at any depth, and a hostile nesting
+    is not walked to its end: past `DEEPEST` levels, True (it may hold one)."""
+    if isinstance(value, str):
+        return _BYTES_ELIDED.fullmatch(value) is not None
+    if isinstance(value, dict):
+        if depth <= 0:
+            return True
+        return any(
+            holds_elided_blobs(key) or holds_elided_blobs(item, depth - 1)
+            for key, item in value.items()
+        )
+    if isinstance(value, list):
+        if depth <= 0:
+            return True
+        return any(holds_elided_blobs(item, depth - 1) for item in value)
+    return False
+
+
+OPAQUE_TEXT = OPAQUE_CHARACTERS.decode("ascii")
+
+
+def may_lie_in_blob(needle: str) -> bool:
+    """Whether a match of ``needle`` (searched as text, any case) in a payload may take in part
+    of a blob, which a skeleton has elided (`elide_long_strings`: a JSON string of 64 KiB of
+    `OPAQUE_CHARACTERS` and more): a needle made of those characters only (``xxxxxxxxxx``,
+    ``iVBORw0``, ``width``), or one whose run of them at an end meets a quote there
+    (``"data":"iVBOR``, ``AAAA=="``), may lie in or across one; or a match of the
+    placeholder's own text (``bytes elided``). A needle with a space, a colon or a brace in
+    its middle cannot lie in a blob, where the search of the skeleton missed nothing."""
+    if not needle:
+        return False
+    lead = len(needle) - len(needle.lstrip(OPAQUE_TEXT))
+    trail = len(needle) - len(needle.rstrip(OPAQUE_TEXT))
+    if lead == len(needle):
+        return True
+    if (lead and needle[lead] == '"') or (trail and needle[-trail - 1] == '"'):
+        return True
+    # The placeholder (`"<N bytes elided>"`) with its size as any digits: a match in it is
+    # no match in the payload.
+    return re.sub(r"[0-9]+", "0", needle.lower()) in '"<0 bytes elided>"'
 
 
 def reads_alike(whole: Message, skeleton: Message, profile: Profile) -> bool:
