@@ -22,10 +22,12 @@ from golem_core.profiles import Profile
 from .json_levels import array_levels
 
 __all__ = [
+    "ANY",
+    "BLOB",
     "BULK_NUMBERS",
     "DEEPEST",
     "OPAQUE_TEXT",
-    "holds_elided_blobs",
+    "elided_kinds",
     "holds_elided_numbers",
     "may_lie_in_blob",
     "reads_alike",
@@ -157,27 +159,46 @@ def holds_elided_numbers(value: Any, depth: int = DEEPEST + 1) -> bool:
     return False
 
 
-_BYTES_ELIDED = re.compile(r"<[0-9]+ bytes elided>")
+BLOB = "blob"
+"""`elided_kinds`: a blob elided (``"<N bytes elided>"``), which only a text made of base64-like
+characters may lie in (`may_lie_in_blob`)."""
+ANY = "any"
+"""`elided_kinds`: something elided that any text may lie in (numbers, a long array of
+anything, a value a recording's skeleton did not keep or parse), or a nesting too deep to
+look through."""
+
+_PLACEHOLDER = re.compile(r"<[0-9]+ (bytes elided|bytes not kept|bytes not parsed)>")
+_ARRAY_PLACEHOLDER = re.compile(r"<[0-9]+ (numbers|items) elided>")
 
 
-def holds_elided_blobs(value: Any, depth: int = DEEPEST + 1) -> bool:
-    """Whether ``value`` (a skeleton's JSON) holds a blob `elide_long_strings` elided, as a key
-    or a value (``"<N bytes elided>"``). Strings are elided at any depth, and a hostile nesting
-    is not walked to its end: past `DEEPEST` levels, True (it may hold one)."""
-    if isinstance(value, str):
-        return _BYTES_ELIDED.fullmatch(value) is not None
-    if isinstance(value, dict):
-        if depth <= 0:
-            return True
-        return any(
-            holds_elided_blobs(key) or holds_elided_blobs(item, depth - 1)
-            for key, item in value.items()
-        )
-    if isinstance(value, list):
-        if depth <= 0:
-            return True
-        return any(holds_elided_blobs(item, depth - 1) for item in value)
-    return False
+def elided_kinds(value: Any, depth: int = DEEPEST + 1) -> frozenset[str]:
+    """What ``value`` (a skeleton's JSON: `without_bulk`'s, a live tap's, a recording's
+    `frame_skeleton`) has had elided, as keys or values, at any depth: `ANY` once one is
+    found (which says enough: the walk stops there), else `BLOB` or neither. Past `DEEPEST`
+    levels, `ANY`: a hostile nesting is not walked to its end."""
+    found: set[str] = set()
+    stack = [(value, depth)]
+    while stack and ANY not in found:
+        item, left = stack.pop()
+        if isinstance(item, str):
+            match = _PLACEHOLDER.fullmatch(item)
+            if match is not None:
+                found.add(BLOB if match.group(1) == "bytes elided" else ANY)
+        elif isinstance(item, (dict, list)):
+            if left <= 0:
+                found.add(ANY)
+            elif isinstance(item, dict):
+                stack.extend((key, 0) for key in item)
+                stack.extend((member, left - 1) for member in item.values())
+            elif (
+                len(item) == 1
+                and isinstance(item[0], str)
+                and _ARRAY_PLACEHOLDER.fullmatch(item[0])
+            ):
+                found.add(ANY)
+            else:
+                stack.extend((member, left - 1) for member in item)
+    return frozenset(found)
 
 
 OPAQUE_TEXT = OPAQUE_CHARACTERS.decode("ascii")

@@ -18,10 +18,9 @@ from golem_core.profiles import Profile
 
 from ..analysis.filter_tree import Filter, reads_bodies, undecided
 from ..analysis.flows import Flow
-from ..bulk import holds_elided_blobs, may_lie_in_blob
+from ..bulk import ANY, BLOB, elided_kinds, may_lie_in_blob
 from ..terminal import counted
 from .payloads import released
-from .skeleton import holds_elided_numbers
 
 __all__ = ["SkimmedBodies", "skims"]
 
@@ -72,18 +71,19 @@ class SkimmedBodies:
 
 
 def _skimmed_sides(flow: Flow) -> tuple[frozenset[str], frozenset[str]]:
-    """The sides of ``flow`` whose search skips what any search may look for (numbers elided
-    from their message, or a message not parsed: nothing searched), and those whose search
-    skips only blobs."""
+    """The sides of ``flow`` whose search skips what any search may look for (numbers or long
+    arrays elided from their message, values a recording's skeleton did not keep, or a
+    message not parsed: nothing searched), and those whose search skips only blobs."""
     unread: set[str] = set()
     blobs: set[str] = set()
     for side, frame in (("request", flow.request), ("response", flow.response)):
         if frame is None or released(frame) is None:
             continue  # its payload is searched
         obj = getattr(frame.message, "obj", None)
-        if obj is None or (frame.elided and holds_elided_numbers(obj)):
+        kinds = elided_kinds(obj) if frame.elided else frozenset()
+        if obj is None or ANY in kinds:
             unread.add(side)
-        elif frame.elided and holds_elided_blobs(obj):
+        elif BLOB in kinds:
             blobs.add(side)
     return frozenset(unread), frozenset(blobs)
 

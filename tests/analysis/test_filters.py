@@ -20,7 +20,7 @@ from golem_proxy.analysis.filters import (
     parse_filter,
 )
 from golem_proxy.analysis.flows import Flow, FlowTracker
-from golem_proxy.bulk import may_lie_in_blob
+from golem_proxy.bulk import ANY, BLOB, elided_kinds, may_lie_in_blob
 from tests.support.trace_builder import golem_session
 
 
@@ -406,3 +406,18 @@ def test_a_filter_says_whether_a_blob_it_did_not_read_could_change_its_answer(
 )
 def test_what_text_may_lie_in_a_blob(needle: str, expected: bool) -> None:
     assert may_lie_in_blob(needle) is expected
+
+
+def test_what_a_skeleton_had_elided() -> None:
+    blob, numbers = "<300000 bytes elided>", ["<16384 numbers elided>"]
+    assert elided_kinds({"result": {"image": blob, "n": 1}}) == {BLOB}
+    assert elided_kinds({"result": {"vertices": numbers}}) == {ANY}
+    assert ANY in elided_kinds({"a": [blob], "b": {"c": "<12 bytes not kept>"}})
+    assert elided_kinds({"result": ["<70000 bytes not parsed>"]}) == {ANY}
+    assert elided_kinds({"result": ["<9000 items elided>"]}) == {ANY}
+    assert elided_kinds({blob: 1}) == {BLOB}  # a key elided
+    assert elided_kinds({"said": "a <5 bytes elided> b", "list": [1, 2]}) == set()
+    deep: object = blob
+    for _ in range(40):
+        deep = [deep]
+    assert elided_kinds(deep) == {ANY}  # not walked to its end: it may hold anything
