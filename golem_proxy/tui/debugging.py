@@ -251,7 +251,8 @@ class DebugActions(AppMixin):
         tail = f": {status} in {format_latency(resent.latency)} (D: the difference)"
         if self.control is None and flow.route not in self.resend_targets.by_route:
             # Sent to the plugin itself (tui FILE --target): no row comes of it.
-            self.call_from_thread(self.notify, f"flow {flow.number} sent again{tail}")
+            text = f"flow {flow.number} sent again{tail}"
+            self.call_from_thread(self.notify, text, markup=False)
             return
         self.call_from_thread(self._sent_again, flow, after, resent, tail)
 
