@@ -16,15 +16,20 @@ from typing import Any, Optional
 
 import orjson
 
-from golem_core.messages import Malformed, Message
+from golem_core.messages import OPAQUE_CHARACTERS, Malformed, Message
 from golem_core.profiles import Profile
 
 from .json_levels import array_levels
 
 __all__ = [
+    "ANY",
+    "BLOB",
     "BULK_NUMBERS",
     "DEEPEST",
+    "OPAQUE_TEXT",
+    "elided_kinds",
     "holds_elided_numbers",
+    "may_lie_in_blob",
     "reads_alike",
     "without_long_arrays",
     "without_number_arrays",
@@ -152,6 +157,72 @@ def holds_elided_numbers(value: Any, depth: int = DEEPEST + 1) -> bool:
             return True
         return any(holds_elided_numbers(item, depth - 1) for item in value)
     return False
+
+
+BLOB = "blob"
+"""`elided_kinds`: a blob elided (``"<N bytes elided>"``), which only a text made of base64-like
+characters may lie in (`may_lie_in_blob`)."""
+ANY = "any"
+"""`elided_kinds`: something elided that any text may lie in (numbers, a long array of
+anything, a value a recording's skeleton did not keep or parse), or a nesting too deep to
+look through."""
+
+_PLACEHOLDER = re.compile(r"<[0-9]+ (bytes elided|bytes not kept|bytes not parsed)>")
+_ARRAY_PLACEHOLDER = re.compile(r"<[0-9]+ (numbers|items) elided>")
+
+
+def elided_kinds(value: Any, depth: int = DEEPEST + 1) -> frozenset[str]:
+    """What ``value`` (a skeleton's JSON: `without_bulk`'s, a live tap's, a recording's
+    `frame_skeleton`) has had elided, as keys or values, at any depth: `ANY` once one is
+    found (which says enough: the walk stops there), else `BLOB` or neither. Past `DEEPEST`
+    levels, `ANY`: a hostile nesting is not walked to its end."""
+    found: set[str] = set()
+    stack = [(value, depth)]
+    while stack and ANY not in found:
+        item, left = stack.pop()
+        if isinstance(item, str):
+            match = _PLACEHOLDER.fullmatch(item)
+            if match is not None:
+                found.add(BLOB if match.group(1) == "bytes elided" else ANY)
+        elif isinstance(item, (dict, list)):
+            if left <= 0:
+                found.add(ANY)
+            elif isinstance(item, dict):
+                stack.extend((key, 0) for key in item)
+                stack.extend((member, left - 1) for member in item.values())
+            elif (
+                len(item) == 1
+                and isinstance(item[0], str)
+                and _ARRAY_PLACEHOLDER.fullmatch(item[0])
+            ):
+                found.add(ANY)
+            else:
+                stack.extend((member, left - 1) for member in item)
+    return frozenset(found)
+
+
+OPAQUE_TEXT = OPAQUE_CHARACTERS.decode("ascii")
+
+
+def may_lie_in_blob(needle: str) -> bool:
+    """Whether a match of ``needle`` (searched as text, any case) in a payload may take in part
+    of a blob, which a skeleton has elided (`elide_long_strings`: a JSON string of 64 KiB of
+    `OPAQUE_CHARACTERS` and more): a needle made of those characters only (``xxxxxxxxxx``,
+    ``iVBORw0``, ``width``), or one whose run of them at an end meets a quote there
+    (``"data":"iVBOR``, ``AAAA=="``), may lie in or across one; or a match of the
+    placeholder's own text (``bytes elided``). A needle with a space, a colon or a brace in
+    its middle cannot lie in a blob, where the search of the skeleton missed nothing."""
+    if not needle:
+        return False
+    lead = len(needle) - len(needle.lstrip(OPAQUE_TEXT))
+    trail = len(needle) - len(needle.rstrip(OPAQUE_TEXT))
+    if lead == len(needle):
+        return True
+    if (lead and needle[lead] == '"') or (trail and needle[-trail - 1] == '"'):
+        return True
+    # The placeholder (`"<N bytes elided>"`) with its size as any digits: a match in it is
+    # no match in the payload.
+    return re.sub(r"[0-9]+", "0", needle.lower()) in '"<0 bytes elided>"'
 
 
 def reads_alike(whole: Message, skeleton: Message, profile: Profile) -> bool:

@@ -11,6 +11,7 @@ from typing import Optional
 
 from golem_core.profiles import Profile
 
+from ..bulk import may_lie_in_blob
 from .flows import Flow
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "Or",
     "Predicate",
     "bodies_read",
+    "may_match_blob",
     "quote",
     "reads_bodies",
     "undecided",
@@ -130,34 +132,59 @@ def reads_bodies(node: Filter) -> bool:
     return bool(bodies_read(node))
 
 
-def undecided(node: Filter, flow: Flow, profile: Profile, unread: frozenset[str]) -> bool:
+def undecided(
+    node: Filter,
+    flow: Flow,
+    profile: Profile,
+    unread: frozenset[str],
+    blobs: frozenset[str] = frozenset(),
+) -> bool:
     """Whether ``flow`` passing ``node`` could turn on what its bodies on the sides ``unread``
     hold beyond what was searched (numbers elided from a message whose payload is not in
-    memory): a view says how many flows its search of bodies may have decided wrongly, not
-    how many it merely read. ``node`` is decided in three values (Kleene's: an And with a
-    false part is false, an Or with a true part true), a body predicate that reads an
-    ``unread`` side being unknown whatever it finds in what was kept: a match there may be
-    the placeholder's own text (``<16384 numbers elided>`` for a search of 16384)."""
-    return _decided(node, flow, profile, unread) is None
+    memory), or on the blobs elided from its bodies on the sides ``blobs``: a view says how
+    many flows its search of bodies may have decided wrongly, not how many it merely read.
+    ``node`` is decided in three values (Kleene's: an And with a false part is false, an Or
+    with a true part true), a body predicate that reads an ``unread`` side being unknown
+    whatever it finds in what was kept: a match there may be the placeholder's own text
+    (``<16384 numbers elided>`` for a search of 16384); one that reads a side in ``blobs``
+    is unknown when what it looks for may lie in a blob (`may_match_blob`)."""
+    return _decided(node, flow, profile, unread, blobs) is None
 
 
-def _decided(node: Filter, flow: Flow, profile: Profile, unread: frozenset[str]) -> Optional[bool]:
+def may_match_blob(node: Predicate) -> bool:
+    """Whether the body predicate ``node`` may match in a blob elided from a body, or in its
+    placeholder (`bulk.may_lie_in_blob`): a bare word, or a ``~q``/``~s`` regex that is a
+    plain text, when that text may; any other regex (``.``, a class, a repetition) may."""
+    arg = node.arg or ""
+    if node.name and _REGEX_SYNTAX.search(arg):
+        return True
+    return may_lie_in_blob(arg)
+
+
+_REGEX_SYNTAX = re.compile(r"[.^$*+?{}\[\]\\|()]")
+
+
+def _decided(
+    node: Filter, flow: Flow, profile: Profile, unread: frozenset[str], blobs: frozenset[str]
+) -> Optional[bool]:
     """`undecided`'s three values: True, False, or None for unknown."""
     if isinstance(node, Not):
-        inner = _decided(node.inner, flow, profile, unread)
+        inner = _decided(node.inner, flow, profile, unread, blobs)
         return None if inner is None else not inner
     if isinstance(node, (And, Or)):
         settles = isinstance(node, Or)  # the value of a part that decides the whole
         result: Optional[bool] = not settles
         for part in node.parts:
-            value = _decided(part, flow, profile, unread)
+            value = _decided(part, flow, profile, unread, blobs)
             if value is settles:
                 return settles
             if value is None:
                 result = None
         return result
-    if isinstance(node, Predicate) and unread & bodies_read(node):
-        return None
+    if isinstance(node, Predicate):
+        read = bodies_read(node)
+        if unread & read or (blobs & read and may_match_blob(node)):
+            return None
     return node.matches(flow, profile)
 
 

@@ -37,6 +37,7 @@ from .pace import REFRESH_INTERVAL, STREAM_INTERVAL, StreamPace
 from .panes import PaneActions
 from .payloads import PayloadBudget
 from .resend_targets import ResendTargets
+from .resent_rows import ResentRows
 from .saving import SaveActions
 from .screens.confirm import ConfirmQuit
 from .view_actions import ViewActions
@@ -148,6 +149,8 @@ class GolemProxyApp(PaneActions, CopyActions, SaveActions, DebugActions, ViewAct
         self.progress: Optional[Progress] = None
         """How far the source has read its file (None: it does not read one)."""
         self.find_text = ""
+        self.resent_rows = ResentRows()
+        """The rows requests sent again (`r`, `E`) came back as, and their originals."""
         self._collector = FlowsHold()
 
     def compose(self) -> ComposeResult:
@@ -221,6 +224,8 @@ class GolemProxyApp(PaneActions, CopyActions, SaveActions, DebugActions, ViewAct
         result = self.model.apply(batch.events)
         if result.let_go:
             self._flows_let_go(on)
+        if self.resent_rows.awaited and result.changed:
+            self.rows_sent_again(self.resent_rows.link(self.model.flows))
         if batch.finished and not batch.more:
             if self.finished_reason is None:  # nothing more comes: as `show` at a file's end
                 ended = "session" if self.source.serving else "recording"

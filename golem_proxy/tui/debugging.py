@@ -35,12 +35,16 @@ from .app_mixin import AppMixin
 from .model import SessionModel
 from .payloads import PayloadReleased, payload_of
 from .resend_targets import ResendTargets, other_layer_note
+from .resent_rows import ResentRows
 from .screens.edit_frame import EditFrame
 from .screens.intercept_prompt import InterceptPrompt
 from .screens.resend_diff import ResendDiff
 from .widgets.held import HeldPanel
 
 __all__ = ["DebugActions", "LastResend"]
+
+NOTICE_WAIT = 1.0
+"""Seconds the notice of an answer sent again waits for its row to come, to name it."""
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,13 @@ class DebugActions(AppMixin):
     resend_targets: ResendTargets
     profile: Profile
     model: SessionModel
+    resent_rows: ResentRows
     last_resend: Optional[LastResend] = None
 
     def selected_flow(self) -> Optional[Flow]:  # pragma: no cover - the app defines it
+        raise NotImplementedError
+
+    def _show_selected(self) -> None:  # pragma: no cover - PaneActions defines it
         raise NotImplementedError
 
     def action_intercept(self) -> None:
@@ -195,7 +203,7 @@ class DebugActions(AppMixin):
             return
         flow, payload = chosen
         self.notify(f"sending flow {flow.number} again…")
-        self._resend(flow, payload)
+        self._resend(flow, payload, self._newest_number())
 
     def action_edit_resend(self) -> None:
         """Edit the selected request, then send it again (mitmproxy's "replay modified")."""
@@ -207,13 +215,20 @@ class DebugActions(AppMixin):
         def chosen(payload: Optional[bytes]) -> None:
             if payload is not None:
                 self.notify(f"sending flow {flow.number} again, edited…")
-                self._resend(flow, payload)
+                self._resend(flow, payload, self._newest_number())
 
         title = f"Edit request #{flow.number} ({flow.method or '?'}), then send it:"
         self.edit_frame(title, request, f"request-{flow.number}", chosen)
 
+    def _newest_number(self) -> int:
+        """The newest flow's number (0: none yet): a request sent now comes back newer."""
+        flows = self.model.flows
+        return flows[-1].number if flows else 0
+
     @work(thread=True, group="resend")
-    def _resend(self, flow: Flow, payload: bytes) -> None:
+    def _resend(self, flow: Flow, payload: bytes, after: int) -> None:
+        """Send ``flow``'s request again as ``payload``; the newest flow was numbered
+        ``after`` when it was sent."""
         try:
             if self.control is not None:
                 resent = self.control.resend(flow.route, payload)
@@ -232,12 +247,40 @@ class DebugActions(AppMixin):
             except PayloadReleased as exc:  # the marker stays, and says why
                 recorded, note = flow.response.payload, str(exc)
         self.last_resend = LastResend(flow.number, recorded, resent, note)
-        status = safe_text(resent.outcome.text)
-        text = (
-            f"flow {flow.number} sent again: {status} in {format_latency(resent.latency)} "
-            "(D: the difference)"
+        status = safe_text(resent.outcome.text, 200)
+        tail = f": {status} in {format_latency(resent.latency)} (D: the difference)"
+        if self.control is None and flow.route not in self.resend_targets.by_route:
+            # Sent to the plugin itself (tui FILE --target): no row comes of it.
+            text = f"flow {flow.number} sent again{tail}"
+            self.call_from_thread(self.notify, text, markup=False)
+            return
+        self.call_from_thread(self._sent_again, flow, after, resent, tail)
+
+    def _sent_again(self, flow: Flow, after: int, resent: Resent, tail: str) -> None:
+        """The answer came: look for the new row, which the notice names once it is found
+        (`resent_rows`). Its events may still be on their way: a batch that brings them
+        finds it, and the notice is said without it if it is long in coming."""
+        rows = self.resent_rows
+        rows.expect(
+            flow.number, after, flow.route, resent.method, resent.request, resent.request_id, tail
         )
-        self.call_from_thread(self.notify, safe_text(text, 300))
+        self.rows_sent_again(rows.link(self.model.flows))
+        self.set_timer(NOTICE_WAIT, partial(self._say_unlinked, flow.number))
+
+    def _say_unlinked(self, origin: int) -> None:
+        tail = self.resent_rows.waiting_notice(origin)
+        if tail is not None:
+            self.notify(f"flow {origin} sent again{tail}", markup=False)
+
+    def rows_sent_again(self, found: list[tuple[int, int, str]]) -> None:
+        """Say the links ``found`` (`ResentRows.link`): the notice of each answer not said yet
+        names its row, and a detail that shows either row is drawn again."""
+        for origin, row, tail in found:
+            if tail:
+                self.notify(f"flow {origin} sent again as #{row}{tail}", markup=False)
+        shown = self.selected_flow()
+        if shown is not None and any(shown.number in pair[:2] for pair in found):
+            self._show_selected()
 
     def action_resend_diff(self) -> None:
         last = self.last_resend

@@ -104,8 +104,8 @@ class SessionModel:
         self.filter_text = ""
         self._filter: Optional[Filter] = None
         self.skimmed = SkimmedBodies()
-        """The flows the filter could not decide for numbers elided from their message: the
-        status line counts them."""
+        """The flows the filter could not decide for numbers or blobs elided from their
+        message: the status line counts them."""
         self.folded: set[CallKey] = set()
         """Tool calls whose GOLEM flows are folded away under their row (`toggle_fold`)."""
         self.widths = ColumnWidths()

@@ -23,6 +23,7 @@ from golem_core.profiles import Profile
 from .app_mixin import AppMixin
 from .model import SessionModel
 from .pace import StreamPace
+from .resent_rows import ResentRows
 from .widgets.detail import FlowDetail
 from .widgets.filter_bar import FilterBar
 from .widgets.flows_table import FlowsTable
@@ -36,9 +37,10 @@ WIDE = 140
 class PaneActions(AppMixin):
     """Mixed into `GolemProxyApp` (first, so that these win over the other mixins' stubs),
     which sets ``model``, ``profile``, ``pace``, ``filter_bar``, ``table``, ``detail``,
-    ``panes``, ``find_text`` and ``finished_reason``."""
+    ``panes``, ``find_text``, ``finished_reason`` and ``resent_rows``."""
 
     model: SessionModel
+    resent_rows: ResentRows
     profile: Profile
     pace: StreamPace
     filter_bar: FilterBar
@@ -79,6 +81,7 @@ class PaneActions(AppMixin):
             calls,
             self.model.loading,
             shared,
+            self.resent_rows.note(flow.number) if flow is not None else "",
         )
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:

@@ -1,10 +1,13 @@
-"""Which flows a body filter may have decided wrongly because it read them without their
-numbers: a frame whose payload the TUI does not hold (released over the budget, or left in the
-recording, `golem_proxy.tui.payloads`) is searched as the message its row kept, and where that
-message had a long array of numbers elided (`golem_proxy.tui.skeleton`), a number in it is not
-found. The status line says how many flows the filter could not decide so
-(`filter_tree.undecided`), so that "0 of 300 flows" is not taken for "the number is in none of
-them". Blobs are not counted: their base64 is nothing anyone searches."""
+"""Which flows a body filter or find may have decided wrongly because it read them without
+their bulk: a frame whose payload the TUI does not hold (released over the budget, or left in
+the recording, `golem_proxy.tui.payloads`) is searched as the message its row kept, and where
+that message had a long array of numbers or a blob elided (`golem_proxy.tui.skeleton`), what
+lay there is not found. The status line says how many flows the filter could not decide so
+(`filter_tree.undecided`), and find's "No flow contains" how many it could not search whole,
+so that "0 of 300 flows" is not taken for "the text is in none of them". A blob (64 KiB and
+more of base64-like characters: a capture's PNG, but also an answer's long run of text)
+counts only for a text that may lie in one (`bulk.may_lie_in_blob`): ``xxxxxxxxxx`` or
+``iVBOR`` may, ``"width": 640`` may not."""
 
 from __future__ import annotations
 
@@ -15,18 +18,26 @@ from golem_core.profiles import Profile
 
 from ..analysis.filter_tree import Filter, reads_bodies, undecided
 from ..analysis.flows import Flow
-from ..events import FrameSeen
+from ..bulk import ANY, BLOB, elided_kinds, may_lie_in_blob
+from ..terminal import counted
 from .payloads import released
-from .skeleton import holds_elided_numbers
 
 __all__ = ["SkimmedBodies", "skims"]
 
+NOTE = "elided parts of {} not searched"
+"""What the status line and find say of the flows counted here (`skimmed_note`)."""
+
+
+def skimmed_note(count: int) -> str:
+    """`NOTE` for ``count`` flows, e.g. ``elided parts of 2 flows not searched``."""
+    return NOTE.format(counted(count, "flow", grouped=True))
+
 
 class SkimmedBodies:
-    """The numbers of the flows kept whose passing the filter turned on numbers elided from a
-    message it searched (`filter_tree.undecided`), as the filter last read each. A flow whose
-    payload the budget releases after the filter read it whole is not counted until the
-    filter reads it again (`note`, `recount`)."""
+    """The numbers of the flows kept whose passing the filter turned on the bulk elided from
+    a message it searched (`filter_tree.undecided`), as the filter last read each. A flow
+    whose payload the budget releases after the filter read it whole is not counted until
+    the filter reads it again (`note`, `recount`)."""
 
     def __init__(self) -> None:
         self.numbers: set[int] = set()
@@ -46,10 +57,10 @@ class SkimmedBodies:
         """Count or stop counting ``flow`` as the filter is about to read it (it arrived or
         changed)."""
         reading = self._reading
-        unread = frozenset() if reading is None else _skimmed_sides(flow)
-        if reading is not None and unread:
+        if reading is not None:
+            unread, blobs = _skimmed_sides(flow)
             node, profile_for = reading
-            if undecided(node, flow, profile_for(flow.route), unread):
+            if (unread or blobs) and undecided(node, flow, profile_for(flow.route), unread, blobs):
                 self.numbers.add(flow.number)
                 return
         self.numbers.discard(flow.number)
@@ -59,21 +70,26 @@ class SkimmedBodies:
         self.numbers -= {flow.number for flow in flows}
 
 
-def _skimmed_sides(flow: Flow) -> frozenset[str]:
-    """The sides of ``flow`` whose search skips numbers elided from their message."""
-    sides = (("request", flow.request), ("response", flow.response))
-    return frozenset(side for side, frame in sides if _skimmed(frame))
+def _skimmed_sides(flow: Flow) -> tuple[frozenset[str], frozenset[str]]:
+    """The sides of ``flow`` whose search skips what any search may look for (numbers or long
+    arrays elided from their message, values a recording's skeleton did not keep, or a
+    message not parsed: nothing searched), and those whose search skips only blobs."""
+    unread: set[str] = set()
+    blobs: set[str] = set()
+    for side, frame in (("request", flow.request), ("response", flow.response)):
+        if frame is None or released(frame) is None:
+            continue  # its payload is searched
+        obj = getattr(frame.message, "obj", None)
+        kinds = elided_kinds(obj) if frame.elided else frozenset()
+        if obj is None or ANY in kinds:
+            unread.add(side)
+        elif BLOB in kinds:
+            blobs.add(side)
+    return frozenset(unread), frozenset(blobs)
 
 
-def skims(flow: Flow) -> bool:
-    """Whether a search of ``flow``'s bodies now skips numbers elided from its message."""
-    return bool(_skimmed_sides(flow))
-
-
-def _skimmed(frame: Optional[FrameSeen]) -> bool:
-    return (
-        frame is not None
-        and bool(frame.elided)
-        and released(frame) is not None
-        and holds_elided_numbers(getattr(frame.message, "obj", None))
-    )
+def skims(flow: Flow, text: str) -> bool:
+    """Whether a search of ``flow``'s bodies for ``text`` now skips what may hold it: numbers
+    elided from its message, a message not parsed, or a blob ``text`` may lie in."""
+    unread, blobs = _skimmed_sides(flow)
+    return bool(unread) or (bool(blobs) and may_lie_in_blob(text))

@@ -7,13 +7,13 @@ import bisect
 
 from golem_core.profiles import Profile
 
-from ..terminal import counted, safe_text
+from ..terminal import safe_text
 from .app_mixin import AppMixin
 from .model import SessionModel
 from .screens.connections import ConnectionsScreen
 from .screens.help import HelpScreen
 from .screens.stats import StatsScreen
-from .skimmed import skims
+from .skimmed import skimmed_note, skims
 from .widgets.detail import FlowDetail
 from .widgets.flows_table import FlowsTable
 
@@ -47,12 +47,8 @@ class ViewActions(AppMixin):
         if position is None:
             found = safe_text(repr(self.find_text))
             flows = self.model.flows  # those find read, as they are now
-            skimmed = sum(skims(flows[i]) for i in self.model.view)
-            said = (
-                f" (numbers elided from {counted(skimmed, 'flow', grouped=True)} not searched)"
-                if skimmed
-                else ""
-            )
+            skimmed = sum(skims(flows[i], self.find_text) for i in self.model.view)
+            said = f" ({skimmed_note(skimmed)})" if skimmed else ""
             self.notify(f"No flow contains {found}{said}", severity="warning", markup=False)
             return
         self.table.select_position(position)

@@ -20,6 +20,7 @@ from golem_proxy.analysis.filters import (
     parse_filter,
 )
 from golem_proxy.analysis.flows import Flow, FlowTracker
+from golem_proxy.bulk import ANY, BLOB, elided_kinds, may_lie_in_blob
 from tests.support.trace_builder import golem_session
 
 
@@ -366,3 +367,57 @@ def test_a_filter_says_whether_what_it_did_not_read_could_change_its_answer(
     ping = flows[0]
     assert ping.request is not None and ping.request.message.method == "ping"
     assert undecided(parse_filter(text), ping, GOLEM, frozenset(unread)) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "blobs", "expected"),
+    [
+        ("zzz", {"response"}, True),  # may lie in the blob elided
+        ("zzz", set(), False),
+        ('"a b"', {"response"}, False),  # a space lies in no blob
+        ('~s "a b"', {"response"}, False),
+        ("~s a.b", {"response"}, True),  # a regex may match anything
+        ('~s "a b" | zzz', {"response"}, True),
+        ("~m nothing & zzz", {"response"}, False),
+        ("~q zzz", {"response"}, False),  # the request was read whole
+    ],
+)
+def test_a_filter_says_whether_a_blob_it_did_not_read_could_change_its_answer(
+    flows: list[Flow], text: str, blobs: set[str], expected: bool
+) -> None:
+    ping = flows[0]
+    assert undecided(parse_filter(text), ping, GOLEM, frozenset(), frozenset(blobs)) is expected
+
+
+@pytest.mark.parametrize(
+    ("needle", "expected"),
+    [
+        ("xxxxxxxxxx", True),
+        ("iVBORw0KGgo=", True),
+        ('"image":"iVBOR', True),  # across the blob's opening quote
+        ('AAAA=="}', True),  # across its closing quote
+        ('"width": 640', False),
+        ("a b", False),
+        ("{}", False),
+        ("600000 bytes", True),  # the placeholder's own text
+        ("<12 bytes elided>", True),
+        ("", False),
+    ],
+)
+def test_what_text_may_lie_in_a_blob(needle: str, expected: bool) -> None:
+    assert may_lie_in_blob(needle) is expected
+
+
+def test_what_a_skeleton_had_elided() -> None:
+    blob, numbers = "<300000 bytes elided>", ["<16384 numbers elided>"]
+    assert elided_kinds({"result": {"image": blob, "n": 1}}) == {BLOB}
+    assert elided_kinds({"result": {"vertices": numbers}}) == {ANY}
+    assert ANY in elided_kinds({"a": [blob], "b": {"c": "<12 bytes not kept>"}})
+    assert elided_kinds({"result": ["<70000 bytes not parsed>"]}) == {ANY}
+    assert elided_kinds({"result": ["<9000 items elided>"]}) == {ANY}
+    assert elided_kinds({blob: 1}) == {BLOB}  # a key elided
+    assert elided_kinds({"said": "a <5 bytes elided> b", "list": [1, 2]}) == set()
+    deep: object = blob
+    for _ in range(40):
+        deep = [deep]
+    assert elided_kinds(deep) == {ANY}  # not walked to its end: it may hold anything

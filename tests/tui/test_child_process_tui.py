@@ -326,7 +326,7 @@ def test_r_sends_again_through_the_proxy_and_the_copy_is_recorded(
         box_and_missing_object(port)
         terminal.wait_for(r"scene\.get_object_info")
         terminal.type("r")  # the flow followed: the last one
-        terminal.wait_for(r"flow 3 sent again")
+        terminal.wait_for(r"flow 3 sent again as #4")
         terminal.type("q")
         terminal.wait_for("Stop the proxy and quit")
         terminal.type("y")
@@ -361,7 +361,7 @@ def test_r_sends_again_on_the_flows_own_route_among_several(tmp_path: Path) -> N
         assert called.returncode == 0, called.stderr
         terminal.wait_for(r"gh\.ping")
         terminal.type("r")  # the flow followed: the last one, gh.ping on the second route
-        terminal.wait_for(r"flow 4 sent again: ok")
+        terminal.wait_for(r"flow 4 sent again as #5: ok")
         terminal.type("q")
         terminal.wait_for("Stop the proxy and quit")
         terminal.type("y")

@@ -24,7 +24,15 @@ from golem_proxy.tui.screens.intercept_prompt import InterceptPrompt
 from golem_proxy.tui.screens.resend_diff import ResendDiff
 from golem_proxy.tui.widgets.held import HeldPanel
 
-from .helpers import intercepting_source, live_app, recording_app, run, select_method, wait_for
+from .helpers import (
+    intercepting_source,
+    live_app,
+    recording_app,
+    run,
+    select,
+    select_method,
+    wait_for,
+)
 
 FILTER = r"~q & ~m ^scene\.create_layer$"
 
@@ -104,7 +112,7 @@ def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
                     f.conn != app.model.flows[0].conn and f.latency is not None
                     for f in app.model.flows
                 ),
-            )  # the new flow shows next to the original, answered (its answer may come later)
+            )  # the new flow comes at the end, answered (its answer may come later)
             # The notice and the new row give one latency: the one the resender measured.
             (again,) = [f for f in app.model.flows if f.conn != app.model.flows[0].conn]
             assert again.latency is not None
@@ -119,6 +127,51 @@ def test_hold_edit_send_and_resend_in_the_tui(plugin: Address) -> None:
 
     run(body(), timeout=60)
     assert source.error is None
+
+
+def test_a_request_sent_again_names_its_row_and_the_row_it_came_from(plugin: Address) -> None:
+    # The table keeps rows in the order they came: the copy comes last, far from its
+    # original; the notice names the new row and each row's detail names the other.
+    source, control, _ = intercepting_source(plugin)
+    done = threading.Event()
+
+    def client(listen: int) -> None:
+        with GolemClient("127.0.0.1", listen) as golem:
+            golem.send_command("scene.list_layers")
+            for _ in range(3):
+                golem.send_command("scene.get_document_info")
+        done.set()
+
+    async def body() -> None:
+        async with live_app(source, control) as (app, pilot, listen):
+            worker = threading.Thread(target=client, args=(listen,))
+            worker.start()
+            # The client's ping, then its calls.
+            await wait_for(pilot, lambda: done.is_set() and len(app.model.flows) == 5)
+            worker.join(10)
+            await select_method(pilot, "scene.list_layers")
+            origin = app.selected_flow()
+            assert origin is not None and origin.number == 2
+            await pilot.press("r")
+            notice = "flow 2 sent again as #6: "
+            await wait_for(pilot, lambda: any(notice in n for n in notes(app)), limit=4000)
+            assert app.model.flow_numbered(6).method == "scene.list_layers"
+            await wait_for(pilot, lambda: "sent again as #6" in app.detail.text())
+            await select(pilot, 5)
+            assert app.detail.flow is app.model.flow_numbered(6)
+            assert "sent again from #2 (r)" in app.detail.text()
+            # Sent again once more: both copies named, each from its original.
+            await select(pilot, 1)
+            await pilot.press("r")
+            await wait_for(pilot, lambda: "sent again as #6, #7" in app.detail.text(), limit=4000)
+        await until_stopped(source)
+
+    run(body(), timeout=60)
+    assert source.error is None
+
+
+def notes(app: Any) -> list[str]:
+    return [str(note.message) for note in app._notifications]
 
 
 def test_resend_from_a_recording_with_a_target(demo_path: str, plugin: Address) -> None:

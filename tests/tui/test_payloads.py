@@ -643,8 +643,8 @@ def test_a_released_answer_of_numbers_says_so_once() -> None:
 
 
 def test_the_flows_a_body_search_may_have_decided_wrongly_are_counted() -> None:
-    # Released over the budget, an answer of numbers keeps them elided only; captures, whose
-    # base64 nobody searches, are not counted.
+    # Released over the budget, an answer of numbers keeps them elided only, and a capture
+    # its base64: each is counted when what the filter looks for may lie in what was elided.
     # A filter set before they came read them whole, before the budget let them go: those
     # are not counted until the filter reads them again.
     model = SessionModel(GOLEM, payload_budget=PayloadBudget(keep=0))
@@ -654,18 +654,25 @@ def test_the_flows_a_body_search_may_have_decided_wrongly_are_counted() -> None:
     assert [model.flows[i].number for i in model.view] == [2]  # found while it was whole
     assert not model.skimmed.numbers
     model.set_filter("~s 100007 | needle")
-    assert list(model.view) == [] and sorted(model.skimmed.numbers) == [1, 2]  # the meshes
-    # Only the flows whose passing could turn on the numbers: not those another term
-    # decides whatever they hold.
+    # The meshes for their numbers; the captures for their base64, which may hold "needle".
+    assert list(model.view) == [] and sorted(model.skimmed.numbers) == [1, 2, 3, 4]
+    # Only the flows whose passing could turn on what was elided: not those another term
+    # decides whatever they hold, nor captures for a text no base64 holds.
     for text, counted in [
         ("!(~m mesh & ~slow 1)", []),  # reads no body
         ("~q 100007", []),  # the numbers are in the answers
         ("~m scene & 100007", []),  # no mesh passes ~m scene
         ("~m mesh & 100007", [1, 2]),
-        ("~m mesh | 100007", []),  # every mesh passes ~m mesh
-        ("!~s 100007", [1, 2]),  # each shown, and might not be
-        ("~s mesh1", [1, 2]),  # a match in what was kept may be a placeholder's text
-        ("~s mesh1 | ~m mesh", []),
+        ("~m mesh | 100007", [3, 4]),  # every mesh passes; base64 may hold 100007
+        ("!~s 100007", [1, 2, 3, 4]),  # each shown, and might not be
+        ("~s mesh1", [1, 2, 3, 4]),  # a match in what was kept may be a placeholder's text
+        ("~s mesh1 | ~m mesh", [3, 4]),
+        ('"cap0 x"', [1, 2]),  # a space: in no base64
+        ('~s "AAAA A"', [1, 2]),
+        ("~s AAAAAAAAAAAAAAAA", [1, 2, 3, 4]),
+        ('~s "bytes elided"', [1, 2, 3, 4]),  # the placeholder's text
+        ("~s cap.", [1, 2, 3, 4]),  # a regex: it may match anything
+        ("~m capture & AAAA", [3, 4]),
     ]:
         model.set_filter(text)
         assert sorted(model.skimmed.numbers) == counted, text

@@ -483,7 +483,7 @@ def test_an_answer_of_numbers_left_to_the_recording_keeps_none_in_its_message(
             # ...and the status line says the search skipped them.
             await pilot.press("slash", *"~s 100007", "enter")
             await wait_for(pilot, lambda: "0 of 2 flows" in app.status_bar.text)
-            skipped = "(numbers elided from 2 flows not searched)"
+            skipped = "(elided parts of 2 flows not searched)"
             assert skipped in app.status_bar.text
             await pilot.press("slash", "ctrl+a", "ctrl+k", *"~m mesh", "enter")
             await wait_for(pilot, lambda: "2 of 2 flows" in app.status_bar.text)
@@ -492,7 +492,7 @@ def test_an_answer_of_numbers_left_to_the_recording_keeps_none_in_its_message(
             app.action_find(True)
             await wait_for(pilot, lambda: any("No flow contains" in n for n in notices(app)))
             assert notices(app)[-1] == (
-                "No flow contains '100007' (numbers elided from 2 flows not searched)"
+                "No flow contains '100007' (elided parts of 2 flows not searched)"
             )
 
     run(body())

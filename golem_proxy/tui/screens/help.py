@@ -49,7 +49,8 @@ KEYS: tuple[Key, ...] = (
     Key(
         ("r",),
         "r",
-        "send the selected request again, fresh id (live, or tui FILE --target HOST:PORT)",
+        "send the selected request again, fresh id (live: it comes as the newest row, and "
+        "each row's detail names the other; or tui FILE --target HOST:PORT)",
     ),
     Key(("E",), "E", "edit the selected request ($EDITOR when set), then send it again"),
     Key(("D",), "D", "the last request sent again: its answer against the recorded one"),

@@ -95,6 +95,8 @@ class FlowDetail(VerticalScroll, can_focus=True):
         """The row numbers of the tool calls the shown GOLEM flow names."""
         self.shared: list[Flow] = []
         """The GOLEM flows the shown tool call may have caused, with other calls."""
+        self.resent = ""
+        """The rows the shown flow was sent again as, or from (`ResentRows.note`)."""
         self.loading = False
         """The source still reads its file: a request still waiting may be answered further
         on in it (the table says ``loading``, `SessionModel.status`)."""
@@ -124,12 +126,14 @@ class FlowDetail(VerticalScroll, can_focus=True):
         calls: Mapping[tuple[int, int], int] = {},
         loading: bool = False,
         shared: Sequence[Flow] = (),
+        resent: str = "",
     ) -> None:
         """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
         caused, listed under its summary, after ``under_let_go``: what is said of those
         that were let go from memory (the older ones); ``ended_why``: why nothing more is read
         (the source's last word), said of a request it left waiting; ``calls``: the rows of
-        the tool calls a GOLEM flow names (`SessionModel.call_rows`)."""
+        the tool calls a GOLEM flow names (`SessionModel.call_rows`); ``resent``: the rows
+        it was sent again as, or from (`ResentRows.note`)."""
         self.flow = flow
         self.profile = profile
         self.under = list(under)
@@ -138,6 +142,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.calls = calls
         self.loading = loading
         self.shared = list(shared)
+        self.resent = resent
         self._render_flow()
 
     def toggle_strings(self) -> bool:
@@ -179,6 +184,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
                 self.calls,
                 self.loading,
                 self.shared,
+                self.resent,
             )
         )
         violations.update(_violations(flow) if flow.violations else "")
@@ -353,6 +359,7 @@ def _summary(
     calls: Mapping[tuple[int, int], int] = {},
     loading: bool = False,
     shared: Sequence[Flow] = (),
+    resent: str = "",
 ) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
@@ -414,6 +421,8 @@ def _summary(
     cause = cause_text(flow, calls)
     if cause is not None:
         text.append(f"\n{safe_text(cause)}", style="cyan")
+    if resent:
+        text.append(f"\n{resent}", style="cyan")
     if under_let_go:
         text.append(f"\n  ↳ {safe_text(under_let_go)}", style="yellow")
     for caused in under:

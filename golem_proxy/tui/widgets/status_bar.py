@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from ...terminal import counted, safe_text
 from ..bridge import Progress
+from ..skimmed import skimmed_note
 from ..sources import FOLLOWING
 
 __all__ = ["Status", "StatusBar"]
@@ -35,8 +36,8 @@ class Status:
     let_go: int = 0
     """Older flows let go to stay within the live TUI's bound (`golem_proxy.tui.flow_bound`)."""
     skimmed: int = 0
-    """Flows a body filter read without the numbers elided from their message
-    (`golem_proxy.tui.skimmed`)."""
+    """Flows a body filter read without the numbers or blobs elided from their message, where
+    these could change its answer (`golem_proxy.tui.skimmed`)."""
     routes_down: Mapping[str, float] = field(default_factory=dict)
     """Routes whose plugin is not answering (the proxy does not listen on them until it
     does), since when (session seconds)."""
@@ -75,8 +76,7 @@ class StatusBar(Static):
             shown = f"{status.shown:,} of {counted(status.flows, 'flow', grouped=True)}"
             text.append(f"{shown}  filter: {safe_text(status.filter_text)}")
             if status.skimmed:
-                skimmed = counted(status.skimmed, "flow", grouped=True)
-                text.append(f" (numbers elided from {skimmed} not searched)", style="yellow")
+                text.append(f" ({skimmed_note(status.skimmed)})", style="yellow")
         elif status.loading is not None:
             text.append(
                 f"loading {counted(status.flows, 'flow', grouped=True)} · "
