@@ -58,6 +58,7 @@ class HealthWatch:
         handed on, or sends a learned value no healthy process sends, stops it (it is broken);
         a control socket closed while it runs on does too (`_stop_unless_exiting`)."""
         control = trio.socket.from_stdlib_socket(self.control)
+        spare = True  # one read that moves nothing may follow a move without a pause
         while True:
             try:
                 data = await control.recv(ACK_READ)
@@ -82,12 +83,33 @@ class HealthWatch:
                     return
                 moved = offset > self.link.acked
                 self.link.acknowledged(offset, rate)
-            if read.ack is not None and not moved and not read.new_values:
-                # Nothing new (a healthy process never repeats itself): a flood of these must
-                # not take the relay's core. A value held already is no repetition: this
-                # process keeps those it finds itself, which the observing process tells of
-                # too, without an acknowledgement in the same read (no pause for them).
+            if moved:
+                spare = True
+            elif spare and read.ack is None:
+                # Values told just before the acknowledgement that follows them (or the part
+                # of a long one a read split): read on at once, once.
+                spare = False
+            else:
+                # Nothing moved on (a healthy process never repeats itself, and tells a value
+                # once, before an acknowledgement): a flood of acknowledgements or of values,
+                # new ones too, must not take the relay's core.
+                spare = False
                 await trio.sleep(REPEATED_PAUSE)
+
+    @staticmethod
+    async def discard_control(control_socket: socket.socket, reader: ControlReader) -> None:
+        """Until cancelled or the socket ends: read the control socket of a process that is
+        finishing (nothing holds the relay any more), keeping the values it tells of. One that
+        floods it, or breaks its rules, is read a read per `REPEATED_PAUSE` or not at all."""
+        control = trio.socket.from_stdlib_socket(control_socket)
+        while True:
+            try:
+                data = await control.recv(ACK_READ)
+            except OSError:
+                return
+            if not data or reader.feed(data).broken is not None:
+                return
+            await trio.sleep(REPEATED_PAUSE)
 
     async def watch_pipe(self) -> None:
         """Until cancelled: notice the observing process closing its end of the handoff pipe

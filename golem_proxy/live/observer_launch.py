@@ -232,7 +232,11 @@ async def _handshake(process: trio.Process, ours: socket.socket, setup: Observer
     control = trio.socket.from_stdlib_socket(ours)
     answer = chunk = b""
     with trio.move_on_after(START_TIMEOUT):
-        await control.send(struct.pack("!I", len(data)) + data)
+        # A send may take part of it (a setup holding redaction's values is hundreds of KB,
+        # past a socket buffer): the rest is sent as the child reads.
+        message = memoryview(struct.pack("!I", len(data)) + data)
+        while message:
+            message = message[await control.send(message) :]
         while not answer.endswith(b"\n"):
             chunk = await control.recv(64)
             if not chunk:

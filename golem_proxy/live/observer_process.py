@@ -381,6 +381,16 @@ class ObservingProcess:
             )
             self._close(ended)
             return
+        async with trio.open_nursery() as nursery:
+            # Nothing else reads the control socket now: a process that tells of values it
+            # learns while it decodes what is left must not block on a full socket.
+            nursery.start_soon(HealthWatch.discard_control, self.control, self._control_reader)
+            await self._finish_process(handing_on, deciding, ended)
+            nursery.cancel_scope.cancel()
+
+    async def _finish_process(
+        self, handing_on: float, deciding: float, ended: Optional[str]
+    ) -> None:
         if not self.link.gone:
             if ended is not None:
                 self.link.end_session(ended)
