@@ -9,6 +9,7 @@ whatever the forwarding process adds."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import socket
@@ -18,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Callable, Optional
 
-from golem_proxy.live.observer_launch import ACK
+from golem_proxy.live.observer_launch import ACK, learned_message
 from golem_proxy.live.observing import receive_setup
 from golem_proxy.recording.schema import encode_header
 
@@ -32,6 +33,8 @@ READ_SIZE = 1024 * 1024
 OLD_ACKS_EVERY = 0.01
 """Seconds between the acknowledgements of an old offset in ``stop-reading``."""
 HUGE_RATE = 2**64 - 1
+VALUES_ACKED = 0.05
+"""Seconds between the acknowledgements a flood of learned values carries."""
 STEP = 16
 """Bytes between the offsets of ``flood-steps`` (less than a record's header)."""
 
@@ -125,6 +128,41 @@ def flood_steps(fake: Fake) -> None:
     _flood(fake, steps)
 
 
+def _flood_values(fake: Fake, values: Callable[[], bytes]) -> None:
+    """Read the pipe, and from a thread of its own send ``values()`` as fast as the socket
+    takes them, with an acknowledgement of what was read every `VALUES_ACKED` seconds (so
+    that the relay is not held and the flood goes on)."""
+
+    def send() -> None:
+        acked = 0.0
+        try:
+            while True:
+                data = values()
+                if time.monotonic() - acked >= VALUES_ACKED:
+                    data += ACK.pack(fake.offset, 0)
+                    acked = time.monotonic()
+                fake.control.sendall(data)
+        except OSError:
+            return
+
+    threading.Thread(target=send, daemon=True).start()
+    fake.read_to_end()
+
+
+def flood_learned_same(fake: Fake) -> None:
+    """One learned value told thousands of times in each write."""
+    _flood_values(fake, lambda: learned_message("the same value") * 4096)
+
+
+def flood_learned_new(fake: Fake) -> None:
+    """Learned values told as fast as the socket takes them, each new to the forwarding
+    process (more than it keeps, in rotation)."""
+    counter = itertools.count()
+    _flood_values(
+        fake, lambda: b"".join(learned_message(f"v{next(counter) % 300}") for _ in range(256))
+    )
+
+
 def beyond(fake: Fake) -> None:
     """Acknowledge a TiB more than was read (more than was handed on), then go on reading
     and acknowledging."""
@@ -167,6 +205,8 @@ MODES: dict[str, Callable[[Fake], None]] = {
     "close-control": close_control,
     "flood-same": flood_same,
     "flood-steps": flood_steps,
+    "flood-learned-same": flood_learned_same,
+    "flood-learned-new": flood_learned_new,
     "beyond": beyond,
     "backwards-huge-rate": backwards_and_huge_rate,
     "half-message": half_message,

@@ -66,6 +66,8 @@ WHY: dict[str, Optional[str]] = {
     "close-control": "the observing process closed the control socket, and was stopped",
     "flood-same": None,
     "flood-steps": None,
+    "flood-learned-same": None,
+    "flood-learned-new": None,
     "backwards-huge-rate": None,
     "beyond": BEYOND,
     "random-bytes": BEYOND,
