@@ -382,11 +382,14 @@ class ObservingProcess:
             self._close(ended)
             return
         async with trio.open_nursery() as nursery:
-            # Nothing else reads the control socket now: a process that tells of values it
-            # learns while it decodes what is left must not block on a full socket.
-            nursery.start_soon(HealthWatch.discard_control, self.control, self._control_reader)
+            if self.control.fileno() >= 0:
+                # Nothing else reads the control socket now: a process that tells of values
+                # it learns while it decodes what is left must not block on a full socket.
+                # (Stopped before the socket is closed, which a read must never wait on.)
+                nursery.start_soon(HealthWatch.discard_control, self.control, self._control_reader)
             await self._finish_process(handing_on, deciding, ended)
             nursery.cancel_scope.cancel()
+        self._close(ended)
 
     async def _finish_process(
         self, handing_on: float, deciding: float, ended: Optional[str]
@@ -406,7 +409,6 @@ class ObservingProcess:
                     _say(f"{exit_reason(code)} after it ended the recording")
                 else:
                     self.observation_stopped(exit_reason(code), forwarding=False)
-            self._close(ended)
             return
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()
@@ -416,7 +418,6 @@ class ObservingProcess:
         self.observation_stopped(
             "the observing process did not finish in time and was killed", forwarding=False
         )
-        self._close(ended)
 
     async def kill(self) -> None:
         """Kill the observing process and wait for it (a start that failed: the recording is
