@@ -16,9 +16,11 @@ from .contract import Rule, Severity, Violation, violation
 
 __all__ = [
     "MCP_RULES",
+    "R_ANSWER_OF_ANOTHER",
     "R_ARGUMENTS",
     "R_CONTENT",
     "R_INITIALIZE_FIRST",
+    "R_LATE_ANSWER",
     "R_STDOUT",
     "R_UNIQUE_ID",
     "R_UNKNOWN_TOOL",
@@ -67,7 +69,33 @@ R_STDOUT = Rule(
     f"{_SPEC} § Transports, stdio",
 )
 
-MCP_RULES = (R_INITIALIZE_FIRST, R_UNIQUE_ID, R_ARGUMENTS, R_UNKNOWN_TOOL, R_CONTENT, R_STDOUT)
+_TWO_LAYERS = "golem-proxy mcp: the two layers in wire order (docs/mcp.md § Late answers)"
+R_LATE_ANSWER = Rule(
+    "mcp.golem.late-answer",
+    Severity.WARNING,
+    "A GOLEM answer reaches the MCP server before the tool call it belongs to returns: one "
+    "that comes after stays on the server's connection, and a server that reads answers in "
+    "order without matching ids hands it to its next call.",
+    _TWO_LAYERS,
+)
+R_ANSWER_OF_ANOTHER = Rule(
+    "mcp.golem.answer-of-another-call",
+    Severity.WARNING,
+    "A tool call's result is its own GOLEM exchange's answer, not the answer of another "
+    "exchange on a connection that held a late one.",
+    _TWO_LAYERS,
+)
+
+MCP_RULES = (
+    R_INITIALIZE_FIRST,
+    R_UNIQUE_ID,
+    R_ARGUMENTS,
+    R_UNKNOWN_TOOL,
+    R_CONTENT,
+    R_STDOUT,
+    R_LATE_ANSWER,
+    R_ANSWER_OF_ANOTHER,
+)
 
 # Each content block type and the members it must have as strings (besides ``type``).
 _BLOCK_STRINGS: dict[str, tuple[str, ...]] = {

@@ -22,9 +22,17 @@ from golem_core.outcome import Outcome, OutcomeKind
 
 from .frame_runs import FrameRuns
 from .proxy_actions import FaultInjected, InterceptKind, InterceptStep, ProxyAction
-from .session_events import EventsMissed, ProcessOutput, RouteDown, SessionEnded, UpstreamStatus
+from .session_events import (
+    AnswerOf,
+    EventsMissed,
+    ProcessOutput,
+    RouteDown,
+    SessionEnded,
+    UpstreamStatus,
+)
 
 __all__ = [
+    "AnswerOf",
     "BytesDiscarded",
     "ConnectionClosed",
     "ConnectionOpened",
@@ -193,6 +201,14 @@ class FrameSeen:
     routes that went down while it was in flight (``since``: when). Decided by the session's
     tool-call tracker in wire order with the routes' `UpstreamStatus` events. None on every
     other frame, and when every route listened."""
+    late: bool = False
+    """On a GOLEM answer of ``golem-proxy mcp``: it came after every tool call it names
+    (``tool_calls``) had been answered to the model (the server gave up waiting); a server
+    that keeps the connection holds an answer its calls may read as their own after it."""
+    answer_of: Optional[AnswerOf] = None
+    """On the answer to an MCP ``tools/call``: the GOLEM exchange on a connection holding a
+    late answer whose answer its result is (its text as JSON equals that exchange's
+    ``result``, and no answer of the call's own does). Both decided by the tracker."""
 
     @property
     def method(self) -> Optional[str]:

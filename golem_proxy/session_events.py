@@ -12,7 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-__all__ = ["EventsMissed", "ProcessOutput", "RouteDown", "SessionEnded", "UpstreamStatus"]
+__all__ = [
+    "AnswerOf",
+    "EventsMissed",
+    "ProcessOutput",
+    "RouteDown",
+    "SessionEnded",
+    "UpstreamStatus",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +43,21 @@ class RouteDown:
 
     route: str
     since: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerOf:
+    """The GOLEM exchange whose answer an MCP tool call's result is, when it is another's
+    than the call's own: an MCP server that reads GOLEM answers in order without matching
+    their ids, once an answer came after its call had returned (`FrameSeen.late`), hands
+    each later call the answer of the one before. ``index``: its request frame's index;
+    ``tool``: the tool of the call it belonged to (None: no one call)."""
+
+    route: str
+    conn: int
+    index: int
+    method: Optional[str]
+    tool: Optional[str]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,9 @@ import jsonschema
 
 from golem_core.contract import Violation, violation
 from golem_core.mcp_rules import (
+    R_ANSWER_OF_ANOTHER,
     R_ARGUMENTS,
+    R_LATE_ANSWER,
     R_STDOUT,
     R_UNKNOWN_TOOL,
     SessionOrder,
@@ -33,6 +35,7 @@ from golem_core.profiles.mcp import TOOLS_CALL
 from ..events import Direction, FrameSeen
 from .audit import Finding
 from .flows import Flow
+from .tool_calls import attribution_refs, tool_call_name
 
 __all__ = ["MAX_PENDING", "McpAuditor"]
 
@@ -92,7 +95,19 @@ class McpAuditor:
         for flow in sorted(flows, key=lambda f: f.number):
             if flow.route in self.routes:
                 found += self._flow(flow)
+            elif flow.response is not None and flow.response.late:
+                found.append(self._late(flow))
         return found
+
+    def _late(self, flow: Flow) -> Finding:
+        """A GOLEM answer that came after its tool call returned (`FrameSeen.late`)."""
+        calls = ", ".join(tool_call_name(ref) for ref in attribution_refs(flow) or ())
+        text = (
+            f"the plugin answered after its tool call {calls} had returned: the answer stays "
+            "on the server's connection; a server that reads answers in order without "
+            "matching ids hands it to its next call"
+        )
+        return self._finding(violation(R_LATE_ANSWER, text), flow, Direction.S2C)
 
     def finish(self) -> list[Finding]:
         """Calls still waiting at the end: without a ``tools/list`` there is no schema to
@@ -147,9 +162,20 @@ class McpAuditor:
         if message.method == TOOLS_LIST and isinstance(answer, Response):
             return self._learn(answer.result)
         if message.method == TOOLS_CALL and isinstance(answer, Response):
-            return [
+            found = [
                 self._finding(v, flow, Direction.S2C) for v in content_violations(answer.result)
             ]
+            of = response.answer_of
+            if of is not None:
+                text = (
+                    f"its result is the answer of {of.method or '?'} (conn {of.conn}, of "
+                    f"{of.tool or 'no one tool call'}), not its own: the server reads GOLEM "
+                    "answers out of order"
+                )
+                found.append(
+                    self._finding(violation(R_ANSWER_OF_ANOTHER, text), flow, Direction.S2C)
+                )
+            return found
         return []
 
     def _orphan(self, flow: Flow) -> list[Finding]:

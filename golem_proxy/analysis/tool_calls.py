@@ -14,6 +14,7 @@ For code that wants the tool calls of a recording and their GOLEM flows in one g
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -22,7 +23,7 @@ from golem_core.messages import Request
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 
-from ..events import FrameSeen, ToolCallRef
+from ..events import AnswerOf, FrameSeen, ToolCallRef
 from .call_outage import outage_label
 from .flows import Flow
 from .trace import json_text, open_flows
@@ -61,6 +62,8 @@ NO_MCP_LAYER = "unknown"
 NO_TOOL_CALL = "none"
 ONE_TOOL_CALL = "call"
 AMBIGUOUS = "ambiguous"
+MAX_HELD_FLOWS = 4096
+"""GOLEM flows numbered since a late answer on their connection, kept at most."""
 
 
 def mcp_routes(route_profiles: Mapping[str, Profile]) -> frozenset[str]:
@@ -96,6 +99,12 @@ class Attribution:
     @property
     def tool(self) -> Optional[str]:
         return self.refs[0].tool if self.refs and len(self.refs) == 1 else None
+
+    @property
+    def rows(self) -> dict[CallKey, int]:
+        """Each call named (its key) and its flow number, where known."""
+        refs = self.refs or ()
+        return {(r.conn, r.index): n for r, n in zip(refs, self.numbers) if n is not None}
 
 
 def _attributed_frame(flow: Flow) -> Optional[FrameSeen]:
@@ -228,6 +237,10 @@ class ToolCallIndex:
     def __init__(self, routes: Collection[str]) -> None:
         self.routes = frozenset(routes)
         self._numbers: dict[tuple[int, int], int] = {}
+        # GOLEM flows on a connection since a late answer on it (`FrameSeen.late`), by route,
+        # connection and request index: a tool call's ``answer_of`` names one. Bounded.
+        self._held: set[tuple[str, int]] = set()
+        self._golem: collections.OrderedDict[tuple[str, int, int], int] = collections.OrderedDict()
 
     @property
     def has_mcp_layer(self) -> bool:
@@ -238,9 +251,25 @@ class ToolCallIndex:
 
     def note(self, flow: Flow) -> None:
         """Remember an MCP ``tools/call`` flow's number, for the GOLEM flows that name it."""
-        if flow.route in self.routes and is_tool_call(flow):
-            assert flow.request is not None
-            self._numbers[(flow.conn, flow.request.index)] = flow.number
+        if flow.route in self.routes:
+            if is_tool_call(flow):
+                assert flow.request is not None
+                self._numbers[(flow.conn, flow.request.index)] = flow.number
+        elif self._held or (flow.response is not None and flow.response.late):
+            self._note_held(flow)
+
+    def _note_held(self, flow: Flow) -> None:
+        where = (flow.route, flow.conn)
+        if flow.response is not None and flow.response.late:
+            self._held.add(where)
+        if where in self._held and flow.request is not None:
+            self._golem[(*where, flow.request.index)] = flow.number
+            if len(self._golem) > MAX_HELD_FLOWS:
+                self._golem.popitem(last=False)
+
+    def golem_number(self, found: AnswerOf) -> Optional[int]:
+        """The number of the GOLEM flow a tool call's ``answer_of`` names (None: not noted)."""
+        return self._golem.get((found.route, found.conn, found.index))
 
     def attribution(self, flow: Flow) -> Attribution:
         refs = attribution_refs(flow)

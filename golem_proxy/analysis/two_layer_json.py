@@ -15,6 +15,7 @@ from golem_core.profiles import Profile
 
 from .call_outage import routes_down, went_down
 from .flows import Flow
+from .late_answers import answer_of, answer_of_text, is_late, late_text
 from .tool_calls import (
     AMBIGUOUS,
     ToolCallIndex,
@@ -34,9 +35,11 @@ def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[s
     """The members `show --json` adds to a flow: its ``layer``; for an MCP ``tools/call``
     its ``tool``, ``arguments`` and ``is_error`` (and ``routes_down``, the GOLEM routes not
     listening when it was made, and ``went_down``, those that stopped listening while it was
-    in flight, when any did); for a flow of the other layer, ``tool_call`` (the number of the
+    in flight, when any did, and ``answer_of``, the GOLEM exchange whose answer its result
+    is when not its own); for a flow of the other layer, ``tool_call`` (the number of the
     MCP flow that caused it, or null), ``attribution`` (``call``, ``none``, ``ambiguous``, or
-    ``unknown`` without an MCP layer) and, when ambiguous, ``tool_call_candidates``."""
+    ``unknown`` without an MCP layer), when ambiguous, ``tool_call_candidates``, and when its
+    answer came after its call returned, ``late`` and ``late_text``."""
     data: dict[str, Any] = {"layer": layer_of(profile)}
     if profile.tool_layer:
         if is_tool_call(flow):
@@ -49,11 +52,25 @@ def two_layer_json(flow: Flow, profile: Profile, index: ToolCallIndex) -> dict[s
             ):
                 if routes:
                     data[member] = [{"route": d.route, "since": d.since} for d in routes]
+            found = answer_of(flow)
+            if found is not None:
+                number = index.golem_number(found)
+                data["answer_of"] = {
+                    "flow": number,
+                    "route": found.route,
+                    "conn": found.conn,
+                    "n": found.index,
+                    "method": found.method,
+                    "tool": found.tool,
+                    "text": answer_of_text(flow, number),
+                }
         return data
     attribution = index.attribution(flow)
     data.update(tool_call=attribution.number, attribution=attribution.state)
     if attribution.state == AMBIGUOUS:
         data["tool_call_candidates"] = list(attribution.numbers)
+    if is_late(flow):
+        data.update(late=True, late_text=late_text(flow, attribution.rows))
     return data
 
 

@@ -16,6 +16,7 @@ from golem_core.profiles import Profile
 
 from ..analysis.call_rows import CallRows
 from ..analysis.flows import Flow
+from ..analysis.late_answers import answer_of_text, late_text
 from ..analysis.stats import method_label
 from ..analysis.tool_calls import (
     LAYER_MCP,
@@ -238,7 +239,20 @@ class _Layers:
     def status(self, flow: Flow, profile: Profile) -> Text:
         # A tool's failure (isError, an error in its structured content) is the outcome the
         # mcp profile decided where the answer was decoded: read, not derived again here.
-        return status_text(flow, profile)
+        status = status_text(flow, profile)
+        response = flow.response
+        if response is None or not (response.late or response.answer_of is not None):
+            return status
+        # An answer after its call returned, or a result that is another call's answer:
+        # decided as the frames were decoded (`FrameSeen.late`, `FrameSeen.answer_of`).
+        found = response.answer_of
+        note = (
+            late_text(flow, self.index.attribution(flow).rows)
+            if found is None
+            else answer_of_text(flow, self.index.golem_number(found))
+        )
+        status.append(f" · {safe_text(note or '')}", style="bold yellow")
+        return status
 
 
 def _print_json(flows: Iterator[Flow], layers: _Layers, limit: Optional[int]) -> None:

@@ -44,6 +44,7 @@ from golem_core.profiles.mcp import CANCELLED, TOOLS_CALL, cancelled_id, tool_na
 from golem_core.profiles.members import id_key
 
 from ..events import (
+    AnswerOf,
     ConnectionClosed,
     Direction,
     Event,
@@ -54,6 +55,7 @@ from ..events import (
     ToolCallRef,
     UpstreamStatus,
 )
+from .late_answers import LateAnswers
 
 __all__ = ["MAX_IN_FLIGHT", "RoutesDown", "ToolCallTracker"]
 
@@ -124,6 +126,8 @@ class ToolCallTracker:
             collections.OrderedDict()
         )
         """Answers marked with the routes that went down during their call, as `_marked`."""
+        self.late = LateAnswers()
+        """GOLEM answers after their call returned, and calls that read one (late_answers.py)."""
 
     @property
     def in_flight(self) -> tuple[ToolCallRef, ...]:
@@ -167,9 +171,11 @@ class ToolCallTracker:
             return event
         if not isinstance(event, FrameSeen):
             return event
-        went_down = self._follow(event)
-        if went_down:
-            answered = dataclasses.replace(event, routes_down=went_down)
+        went_down, answer_of = self._follow(event)
+        if went_down or answer_of is not None:
+            answered = dataclasses.replace(
+                event, routes_down=went_down or event.routes_down, answer_of=answer_of
+            )
             _remember(self._marked_answers, (event.conn, event.index), answered)
             return answered
         if self._down and event.direction is Direction.C2S and self._is_call(event):
@@ -196,13 +202,20 @@ class ToolCallTracker:
         message = frame.message
         return isinstance(message, Request) and message.method == TOOLS_CALL
 
-    def _follow(self, event: FrameSeen) -> tuple[RouteDown, ...]:
-        """Follow one MCP frame; an answer to a call during which routes went down: those."""
+    def _follow(self, event: FrameSeen) -> tuple[tuple[RouteDown, ...], Optional[AnswerOf]]:
+        """Follow one MCP frame; an answer to a call during which routes went down: those,
+        and the GOLEM exchange whose answer it is when not its own (`LateAnswers.answer_of`)."""
         message = event.message
         if event.direction is Direction.S2C:
             if message.role is not Role.REQUEST:  # a server's own requests have ids of theirs
-                return self._answered(event.conn, self.profile.correlation_key(message))
-            return ()
+                key = self.profile.correlation_key(message)
+                call = self._in_flight.get((event.conn, key))
+                answer_of = None
+                if call is not None:
+                    self.late.returned(call)
+                    answer_of = self.late.answer_of(call, event)
+                return self._answered(event.conn, key), answer_of
+            return (), None
         if self.profile.expects_response(message):
             asked = self.profile.correlation_key(message)
             if asked is not None:
@@ -215,12 +228,12 @@ class ToolCallTracker:
             key = (event.conn, id_key(cancelled))
             if key in self._in_flight:
                 self._cancelled[key] = self._sent.get(event.conn, 0)
-            return ()
+            return (), None
         if isinstance(message, Request) and message.method == TOOLS_CALL:
             called = self.profile.correlation_key(message)
             ident = message.id
             if called is None or not isinstance(ident, (str, int)):
-                return ()
+                return (), None
             key = (event.conn, called)
             self._in_flight[key] = ToolCallRef(
                 conn=event.conn, index=event.index, id=ident, tool=tool_name(message)
@@ -230,7 +243,7 @@ class ToolCallTracker:
             if len(self._in_flight) > MAX_IN_FLIGHT:
                 self._end(next(iter(self._in_flight)))
                 self.let_go += 1
-        return ()
+        return (), None
 
     def _end(self, key: tuple[int, Any]) -> dict[str, float]:
         """Call ``key`` is no longer in flight; the routes that went down during it."""
@@ -288,9 +301,11 @@ class ToolCallTracker:
     def annotate(self, frame: FrameSeen, answers: Optional[FrameSeen] = None) -> FrameSeen:
         """``frame`` (a GOLEM frame) with the tool calls in flight as it was decoded; an
         answer (``answers``: the request frame it answers) with its request's, as its flow
-        has them (the call may have ended meanwhile: the server gave up waiting)."""
+        has them (the call may have ended meanwhile: the server gave up waiting; then it is
+        `FrameSeen.late`)."""
         if answers is not None and answers.tool_calls is not None:
-            return dataclasses.replace(frame, tool_calls=answers.tool_calls)
+            late = self.late.golem_answer(frame, answers)
+            return dataclasses.replace(frame, tool_calls=answers.tool_calls, late=late)
         return dataclasses.replace(frame, tool_calls=tuple(self._in_flight.values()))
 
     def at_arrival(self) -> Callable[[FrameSeen], FrameSeen]:

@@ -53,6 +53,7 @@ class ConnectionAttribution:
         ``carried``: its tap was handed a byte (`ConnectionTap.carried`), forwarded or not:
         a request read and then withheld (a fault, an intercept) or never delivered has its
         own row, and the connection none."""
+        self.tracker.late.closed(event.route, event.conn)
         calls = self._opened.pop(event.conn, None)
         if calls is None or carried or event.bytes_c2s or event.bytes_s2c:
             return event

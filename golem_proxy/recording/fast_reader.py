@@ -60,6 +60,8 @@ _FRAME_FIELDS = (
     "undelivered",
     "delivered_bytes",
     "routes_down",
+    "late",
+    "answer_of",
 )
 assert tuple(f.name for f in dataclasses.fields(FrameSeen)) == _FRAME_FIELDS, "every field, set"
 _FRAME_SLOTS = tuple(getattr(FrameSeen, name).__set__ for name in _FRAME_FIELDS)
@@ -268,6 +270,8 @@ class FastRecordingReader(RecordingReader):
             False,
             "",
             0,
+            None,
+            False,
             None,
         )
         frame: FrameSeen = _new(FrameSeen)

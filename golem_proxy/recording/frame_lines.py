@@ -33,6 +33,7 @@ from .line_guard import strictly_unreadable, unreadable_by_bytes
 from .schema import JSON_SAFE, MSG_KEY, dumps
 
 __all__ = [
+    "answer_of_json",
     "b64",
     "encode_frame",
     "frame_members",
@@ -149,6 +150,10 @@ def frame_members(event: events.FrameSeen, message: Message, seq: int) -> dict[s
             base["delivered_bytes"] = event.delivered_bytes
     if event.routes_down is not None:
         base["routes_down"] = routes_down_json(event.routes_down)
+    if event.late:
+        base["late"] = True
+    if event.answer_of is not None:
+        base["answer_of"] = answer_of_json(event.answer_of)
     return base
 
 
@@ -179,6 +184,10 @@ def _frame_prefix(event: events.FrameSeen, message: Message, seq: int) -> bytes:
             parts.append(f',"delivered_bytes":{event.delivered_bytes}')
     if event.routes_down is not None:
         parts.append(f',"routes_down":{json_str(routes_down_json(event.routes_down))}')
+    if event.late:
+        parts.append(',"late":true')
+    if event.answer_of is not None:
+        parts.append(f',"answer_of":{json_str(answer_of_json(event.answer_of))}')
     parts.append(',"msg":')
     return "".join(parts).encode("utf-8", JSON_SAFE)
 
@@ -192,6 +201,17 @@ def tool_calls_json(calls: tuple[events.ToolCallRef, ...]) -> list[dict[str, Any
 def routes_down_json(routes: tuple[events.RouteDown, ...]) -> list[dict[str, Any]]:
     """A ``tools/call`` frame's ``routes_down`` member: the GOLEM routes not listening then."""
     return [{"route": down.route, "since": round(down.since, 6)} for down in routes]
+
+
+def answer_of_json(found: events.AnswerOf) -> dict[str, Any]:
+    """A ``tools/call`` answer's ``answer_of`` member: the GOLEM exchange whose answer it is."""
+    return {
+        "route": found.route,
+        "conn": found.conn,
+        "n": found.index,
+        "method": found.method,
+        "tool": found.tool,
+    }
 
 
 _FRAME_TYPES: tuple[tuple[type[Message], str], ...] = (

@@ -24,6 +24,7 @@ from .line_guard import (
     not_one_value,
 )
 from .members import (
+    member_answer_of,
     member_base64,
     member_bool,
     member_direction,
@@ -185,6 +186,8 @@ def read_frame(
         undelivered=member_str(data, "undelivered", ""),
         delivered_bytes=member_int(data, "delivered_bytes", 0),
         routes_down=member_routes_down(data),
+        late=member_bool(data, "late", False),
+        answer_of=member_answer_of(data),
     )
 
 

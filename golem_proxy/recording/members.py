@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Optional
 
-from ..events import Direction, RouteDown, ToolCallRef
+from ..events import AnswerOf, Direction, RouteDown, ToolCallRef
 from ..frame_runs import FrameRuns
 from ..terminal import safe_text
 from .schema import MAX_INT, RecordingError
@@ -207,6 +207,26 @@ def member_routes_down(data: dict[str, Any]) -> Optional[tuple[RouteDown, ...]]:
             RouteDown(route=member_str(down, "route"), since=member_number(down, "since"))
         )
     return tuple(routes)
+
+
+def member_answer_of(data: dict[str, Any]) -> Optional[AnswerOf]:
+    """A ``tools/call`` answer's ``answer_of`` (None when absent). Raises RecordingError for a
+    bad one."""
+    found = data.get("answer_of")
+    if found is None:
+        return None
+    if not isinstance(found, dict):
+        raise RecordingError("answer_of must be an object")
+    method, tool = found.get("method"), found.get("tool")
+    if not isinstance(method, (str, type(None))) or not isinstance(tool, (str, type(None))):
+        raise RecordingError("answer_of's method and tool must be strings or null")
+    return AnswerOf(
+        route=member_str(found, "route"),
+        conn=member_int(found, "conn"),
+        index=member_int(found, "n"),
+        method=method,
+        tool=tool,
+    )
 
 
 def member_frame_runs(data: dict[str, Any]) -> Optional[FrameRuns]:

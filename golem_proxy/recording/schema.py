@@ -69,6 +69,8 @@ FRAME_OPTIONAL = (
     "undelivered",
     "delivered_bytes",
     "routes_down",
+    "late",
+    "answer_of",
 )
 # An exchange and a server-exchange pair a request with its answer the same way; only the
 # direction of each differs.

@@ -143,6 +143,25 @@ class SessionModel:
                     break
         return rows
 
+    def answer_row(self, flow: Flow, reach: int = 10_000) -> Optional[int]:
+        """The row of the GOLEM exchange whose answer a tool call's result is, not its own
+        (`FrameSeen.answer_of`), found among the ``reach`` flows kept before it; None: none
+        named, or let go."""
+        found = flow.response.answer_of if flow.response is not None else None
+        index = self.index_of(flow) if found is not None else None
+        if found is None or index is None:
+            return None
+        for earlier in reversed(self.flows[max(0, index - reach) : index]):
+            request = earlier.request
+            if (
+                request is not None
+                and earlier.conn == found.conn
+                and earlier.route == found.route
+                and request.index == found.index
+            ):
+                return earlier.number
+        return None
+
     def shared_with(self, flow: Flow) -> list[Flow]:
         """The GOLEM flows still kept that a tool call may have caused, with other calls in
         flight (ambiguous: `tool_calls.shared_with`); empty for any other flow."""

@@ -82,6 +82,7 @@ class PaneActions(AppMixin):
             self.model.loading,
             shared,
             self.resent_rows.note(flow.number) if flow is not None else "",
+            self.model.answer_row(flow) if flow is not None else None,
         )
 
     def on_flows_table_cursor_moved(self, message: FlowsTable.CursorMoved) -> None:

@@ -28,6 +28,7 @@ from golem_core.profiles import Profile
 
 from ...analysis.call_outage import outage_text
 from ...analysis.flows import Flow
+from ...analysis.late_answers import answer_of_text, late_text
 from ...analysis.tool_calls import (
     arguments_summary,
     cause_text,
@@ -127,13 +128,15 @@ class FlowDetail(VerticalScroll, can_focus=True):
         loading: bool = False,
         shared: Sequence[Flow] = (),
         resent: str = "",
+        answer_row: Optional[int] = None,
     ) -> None:
         """Display ``flow`` (None clears the pane); ``under``: the GOLEM flows a tool call
         caused, listed under its summary, after ``under_let_go``: what is said of those
         that were let go from memory (the older ones); ``ended_why``: why nothing more is read
         (the source's last word), said of a request it left waiting; ``calls``: the rows of
         the tool calls a GOLEM flow names (`SessionModel.call_rows`); ``resent``: the rows
-        it was sent again as, or from (`ResentRows.note`)."""
+        it was sent again as, or from (`ResentRows.note`); ``answer_row``: the row of the GOLEM
+        exchange whose answer a tool call's result is, not its own (`SessionModel.answer_row`)."""
         self.flow = flow
         self.profile = profile
         self.under = list(under)
@@ -143,6 +146,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
         self.loading = loading
         self.shared = list(shared)
         self.resent = resent
+        self.answer_row = answer_row
         self._render_flow()
 
     def toggle_strings(self) -> bool:
@@ -185,6 +189,7 @@ class FlowDetail(VerticalScroll, can_focus=True):
                 self.loading,
                 self.shared,
                 self.resent,
+                self.answer_row,
             )
         )
         violations.update(_violations(flow) if flow.violations else "")
@@ -360,6 +365,7 @@ def _summary(
     loading: bool = False,
     shared: Sequence[Flow] = (),
     resent: str = "",
+    answer_row: Optional[int] = None,
 ) -> Text:
     text = Text()
     text.append(f"#{flow.number} ", style="bold")
@@ -421,6 +427,11 @@ def _summary(
     cause = cause_text(flow, calls)
     if cause is not None:
         text.append(f"\n{safe_text(cause)}", style="cyan")
+    # Decided as the frames were decoded (`FrameSeen.late`, `FrameSeen.answer_of`).
+    own = [caused.number for caused in under if caused.response is not None]
+    for note in (late_text(flow, calls), answer_of_text(flow, answer_row, own)):
+        if note is not None:
+            text.append(f"\n{safe_text(note)}", style="bold yellow")
     if resent:
         text.append(f"\n{resent}", style="cyan")
     if under_let_go:

@@ -1,0 +1,63 @@
+"""What the views say of a GOLEM answer that came after its tool call returned
+(`FrameSeen.late`), and of a tool call whose result is another GOLEM exchange's answer
+(`FrameSeen.answer_of`), in words: both decided by the session's tracker as the frames were
+decoded (golem_proxy/live/late_answers.py), read here, never derived again.
+
+`show` puts the words after a row's status, `show --json` has them as ``late`` and
+``answer_of``, the TUI's detail under the flow, and `check` warns of each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Optional
+
+from ..events import AnswerOf
+from .flows import Flow
+from .tool_calls import CallKey, attribution_refs, tool_call_name
+
+__all__ = ["answer_of", "answer_of_text", "is_late", "late_text"]
+
+
+def is_late(flow: Flow) -> bool:
+    """Whether a GOLEM flow's answer came after every tool call it belongs to returned."""
+    response = flow.response
+    return response is not None and response.late
+
+
+def answer_of(flow: Flow) -> Optional[AnswerOf]:
+    """The GOLEM exchange whose answer a tool call's result is, when not its own."""
+    response = flow.response
+    return None if response is None else response.answer_of
+
+
+def late_text(flow: Flow, rows: Mapping[CallKey, int] = {}) -> Optional[str]:
+    """``late: after its tool call #7 returned`` (each call by its row where ``rows`` knows
+    it, else by tool and MCP id); None for an answer in time."""
+    if not is_late(flow):
+        return None
+    refs = attribution_refs(flow) or ()
+    named = ", ".join(
+        f"#{rows[(ref.conn, ref.index)]}" if (ref.conn, ref.index) in rows else tool_call_name(ref)
+        for ref in refs
+    )
+    calls = "tool call" if len(refs) == 1 else "tool calls"
+    return f"late: after its {calls} {named} returned"
+
+
+def answer_of_text(
+    flow: Flow, number: Optional[int] = None, own: Sequence[int] = ()
+) -> Optional[str]:
+    """``its result is #8's answer (execute_python), not its own #10's: …`` for a tool call
+    whose result is another exchange's answer (``number``: that exchange's row, where known;
+    ``own``: the rows of the call's own GOLEM exchanges, where known); None otherwise."""
+    found = answer_of(flow)
+    if found is None:
+        return None
+    where = f"#{number}" if number is not None else f"{found.route} conn {found.conn}"
+    whose = found.tool or found.method or "?"
+    mine = "its own " + ", ".join(f"#{n}'s" for n in own) if own else "its own"
+    return (
+        f"its result is {where}'s answer ({whose}), not {mine}: "
+        "the server reads answers out of order"
+    )

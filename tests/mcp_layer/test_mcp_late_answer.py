@@ -1,0 +1,176 @@
+"""A GOLEM answer that comes after its tool call returned, and the calls that read it.
+
+The real GOLEM-3DMCP server waits 30 s for Rhino, then its tool call returns an error to the
+model; it keeps the connection and reads answers in order without matching ids, so its next
+call reads the late answer, and each call after it the answer of the call before. The test
+server (golem_mcp_server_in_order.py) does the same with a short timeout; the headless plugin
+is made slow by a script that sleeps. Through the real `golem-proxy mcp` with the `mcp` stdio
+client, every view says so: the late GOLEM exchange is marked late (show, show --json), each
+later call whose result is another exchange's answer says whose (``answer_of``), and `check`
+warns of both."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from golem_core.profiles import GOLEM, MCP
+from golem_proxy.recording.reader import read_recording
+from golem_proxy.testing.plugin_process import PluginProcess
+from golem_proxy.tui.model import SessionModel
+from golem_proxy.tui.widgets.detail import _summary
+from tests.support.cli_helpers import run_cli
+
+from .mcp_helpers import ROOT, call_tools, environment, wrapped
+
+SERVER = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_in_order.py")]
+SLOW = "import time; time.sleep(1.5); print('late')"
+"""Longer than the server's wait (0.5 s)."""
+LATE_SEEN = b'"late\\n"'
+"""The slow script's output as the recording holds it (in the plugin's answer)."""
+DEADLINE = 20.0
+
+
+def _session(command: list[str], record: Path) -> list[tuple[bool, str]]:
+    """Call a tool, the slow script (the server gives up), wait until the late answer is
+    recorded, then three more calls; return each call's ``isError`` and text."""
+
+    async def run() -> list[tuple[bool, str]]:
+        params = StdioServerParameters(command=command[0], args=command[1:], env=environment())
+        outcomes: list[tuple[bool, str]] = []
+
+        async def call(name: str, arguments: dict[str, Any]) -> None:
+            result = await client.call_tool(name, arguments)
+            text = result.content[0].model_dump().get("text", "") if result.content else ""
+            outcomes.append((bool(result.isError), text))
+
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            await call("list_layers", {})
+            await call("run_python", {"code": SLOW})
+            deadline = time.monotonic() + DEADLINE
+            while LATE_SEEN not in record.read_bytes() and time.monotonic() < deadline:
+                await anyio.sleep(0.05)
+            await call("create_layer", {"name": "next"})
+            await call("get_document_info", {})
+            await call("list_layers", {})
+        return outcomes
+
+    return anyio.run(run)
+
+
+@pytest.mark.parametrize("observer", ["child-process", "in-process"])
+def test_a_late_answer_and_the_calls_that_read_it_are_named(tmp_path: Path, observer: str) -> None:
+    record = tmp_path / "r.jsonl"
+    with PluginProcess(seed=3, extra_args=("--allow-scripts",)) as plugin:
+        outcomes = _session(wrapped(plugin, record, "--observer", observer, server=SERVER), record)
+    # The scenario happened: the server gave up, then each call read the answer before it.
+    assert outcomes[1][0] and "did not respond" in outcomes[1][1]
+    assert not outcomes[2][0] and '"stdout": "late\\n"' in outcomes[2][1]
+    assert '"layer_index"' in outcomes[3][1] or '"full_path": "next"' in outcomes[3][1]
+
+    shown = run_cli("show", "--json", str(record))
+    assert shown.returncode == 0, shown.stderr
+    rows = [json.loads(line) for line in shown.stdout.splitlines()]
+    by_method = {row["method"]: row for row in rows if row["layer"] == "golem"}
+    calls = {
+        row.get("tool"): row for row in rows if row.get("tool") and row["tool"] != "list_layers"
+    }
+    slow, created = by_method["scripting.execute_python"], by_method["scene.create_layer"]
+    run_python = calls["run_python"]
+    assert slow["late"] is True and slow["tool_call"] == run_python["number"]
+    assert slow["late_text"] == f"late: after its tool call #{run_python['number']} returned"
+    # The answers before it came in time; a later call's own answer may come after its call
+    # returned (with the answer before it): late too, said the same way.
+    late = [row["number"] for row in rows if row.get("late")]
+    assert late[0] == slow["number"] and all(
+        row["layer"] == "golem" and row["number"] > slow["number"]
+        for row in rows
+        if row.get("late") and row is not slow
+    )
+    first = next(row for row in rows if row["method"] == "scene.list_layers")
+    first_call = next(row for row in rows if row.get("tool") == "list_layers")
+    assert "late" not in first and "answer_of" not in first_call
+    assert "answer_of" not in run_python
+
+    # create_layer got the slow script's answer; get_document_info create_layer's.
+    misread = calls["create_layer"]["answer_of"]
+    assert misread["flow"] == slow["number"] and misread["tool"] == "run_python"
+    assert misread["method"] == "scripting.execute_python"
+    assert misread["text"].startswith(f"its result is #{slow['number']}'s answer (run_python)")
+    assert calls["get_document_info"]["answer_of"]["flow"] == created["number"]
+    assert calls["get_document_info"]["answer_of"]["tool"] == "create_layer"
+
+    table = run_cli("show", str(record))
+    assert table.returncode == 0, table.stderr
+    flat = " ".join(table.stdout.split())
+    assert f"late: after its tool call #{run_python['number']} returned" in flat
+    assert f"its result is #{slow['number']}'s answer (run_python), not its own" in flat
+
+    checked = run_cli("check", "--json", str(record))
+    report = json.loads(checked.stdout)
+    rules = {group["rule"]: group["findings"] for group in report["rules"]}
+    assert [f["flow"] for f in rules["mcp.golem.late-answer"]] == late
+    assert "run_python (MCP id" in rules["mcp.golem.late-answer"][0]["message"]
+    misread_rows = [f["flow"] for f in rules["mcp.golem.answer-of-another-call"]]
+    # Each call after the late answer read the answer before its own (the last one too).
+    assert misread_rows == [row["number"] for row in rows if row.get("answer_of")]
+    assert misread_rows == [
+        row["number"] for row in rows if row["number"] > slow["number"] and row.get("tool")
+    ]
+
+    # The TUI's detail says the same, the call's own exchange named by number.
+    model = SessionModel(GOLEM)
+    model.apply(read_recording(str(record)).events)
+    late_flow = model.flow_numbered(slow["number"])
+    late_detail = _summary(late_flow, GOLEM, calls=model.call_rows(late_flow)).plain
+    assert f"late: after its tool call #{run_python['number']} returned" in late_detail
+    call = model.flow_numbered(calls["create_layer"]["number"])
+    under = model.caused_by(call)
+    detail = _summary(call, MCP, under, answer_row=model.answer_row(call)).plain
+    own = ", ".join(f"#{flow.number}'s" for flow in under if flow.response is not None)
+    assert own, detail
+    assert f"its result is #{slow['number']}'s answer (run_python), not its own {own}" in detail
+
+
+def test_a_late_answer_its_server_never_reads_says_nothing_more(tmp_path: Path) -> None:
+    """A server that drops the connection when it gives up (golem_mcp_server_timeouts.py)
+    never reads the late answer: it is marked late, and no later call is said to have read
+    it (each call's result is its own answer)."""
+    record = tmp_path / "r.jsonl"
+    server = [sys.executable, str(ROOT / "tests" / "mcp_layer" / "golem_mcp_server_timeouts.py")]
+    delay = ("--fault", "delay:ms=1500,method=scene.create_layer,dir=c2s,times=1")
+    with PluginProcess(seed=8) as plugin:
+        [gave_up, created, listed] = call_tools(
+            wrapped(plugin, record, *delay, "--fault-seed", "1", server=server),
+            environment(),
+            [
+                ("create_layer_within", {"name": "Late", "seconds": 0.3}),
+                ("create_layer", {"name": "Next"}),
+                ("list_layers", {}),
+            ],
+        )
+    assert gave_up[0] and not created[0] and not listed[0]
+
+    shown = run_cli("show", "--json", str(record))
+    assert shown.returncode == 0, shown.stderr
+    rows = [json.loads(line) for line in shown.stdout.splitlines()]
+    [late] = [row for row in rows if row.get("late")]
+    assert (
+        late["method"] == "scene.create_layer"
+        and late["tool_call"]
+        == rows[[row.get("tool") for row in rows].index("create_layer_within")]["number"]
+    )
+    assert not [row for row in rows if "answer_of" in row]
+    checked = run_cli("check", "--json", str(record))
+    rules = {group["rule"] for group in json.loads(checked.stdout)["rules"]}
+    assert "mcp.golem.late-answer" in rules
+    assert "mcp.golem.answer-of-another-call" not in rules
