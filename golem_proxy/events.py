@@ -120,7 +120,7 @@ class ConnectionClosed:
     """The upstream had closed its side (while the connection sat idle: the plugin went away)
     before the client wrote again, and refused those bytes with a reset: the client's next
     write met a dead connection. Decided by the forwarding side, which held the upstream's
-    close until the client acted (`Connection.check_upstream_after_close`)."""
+    close until the client acted (`Connection.after_upstream_closed`)."""
     resets: Optional[tuple[Direction, ...]] = None
     """The ways a reset crossed as the connection ended, in the terms of one conversation
     between the client and the upstream (the proxy's hop folded away, as a capture shows

@@ -28,7 +28,8 @@ class Tone(enum.Enum):
     UNOBSERVED = "unobserved"
     """Bytes forwarded but not inspected."""
     UNDELIVERED = "undelivered"
-    """Answered, but the answer never reached the client (it was gone)."""
+    """Answered, but the answer never reached the client (it was gone); or a request that
+    never reached the upstream (``undelivered (upstream gone)``)."""
 
     @property
     def component(self) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from golem_core.contract import Severity, Violation
-from golem_core.messages import Malformed, Notification
+from golem_core.messages import Malformed, Notification, Request
 from golem_core.outcome import Outcome
 from golem_core.profiles import Profile
 
@@ -160,6 +160,19 @@ class Flow:
         return ""
 
     @property
+    def never_delivered(self) -> bool:
+        """The row is a request (not a notification, nor malformed) that never reached its
+        receiver, as the proxy decided where it forwarded it, and so has no answer: nothing
+        was asked of the receiver, which neither failed it nor can have acted on it."""
+        request = self.request
+        return (
+            request is not None
+            and bool(request.undelivered)
+            and self.response is None
+            and isinstance(request.message, Request)
+        )
+
+    @property
     def asked_by_server(self) -> bool:
         """The request (or notification) came from the server: its answer travels c2s."""
         return self.request is not None and self.request.direction is Direction.S2C
@@ -256,6 +269,8 @@ class Flow:
             return outcome_tone(self.outcome, self.undelivered)
         if self.request is not None and isinstance(self.request.message, Malformed):
             return Tone.MALFORMED
+        if self.never_delivered:
+            return Tone.UNDELIVERED  # no failure of the receiver's: it never got it
         failed = self.connection_failed
         if self.closed_unanswered or (failed is not None and failed.abnormal):
             return Tone.FAILED
@@ -266,7 +281,8 @@ class Flow:
         ``malformed:KIND``, …), ``oversized``, ``pending`` (``pending (recording ended)``,
         ``(session ended)``, once nothing more will be read: `ended_waiting`), ``unanswered``
         (``unanswered (upstream closed)``, or ``(client closed)`` for a server's request, when
-        the side that was to answer ended its stream first), ``answered
+        the side that was to answer ended its stream first), ``undelivered (upstream gone)``
+        (a request its receiver never got: `never_delivered`), ``answered
         (unobserved:frame-too-large)`` (its answer was too large to observe: `answered_in`),
         ``evicted`` (let go before its answer), ``unobserved:REASON``, ``failed``
         or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
@@ -284,6 +300,8 @@ class Flow:
             self.request.message, (Malformed, Notification)
         ):
             status = profile.describe(self.request.message)
+        elif self.never_delivered:
+            return f"undelivered ({self.undelivered})"
         elif self.answered_in is not None:
             status = f"answered (unobserved:{self.answered_in.reason.value})"
         elif self.stream_ended is not None:

@@ -108,6 +108,9 @@ class UnansweredRequest:
     answered_unobserved: bool = False
     """Its answer crossed in a frame too large to observe (`Flow.answered_in`: the tap read
     its id): answered, what it said not known."""
+    undelivered: str = ""
+    """Why it never reached the plugin (``upstream gone``: `Flow.never_delivered`, as the
+    proxy decided where it forwarded it); empty when it did, as far as the proxy knows."""
 
     @property
     def row(self) -> int:
@@ -205,6 +208,7 @@ def collect(reader: FlowReader, tool_calls: Optional[list[ToolCall]] = None) -> 
                         flow.pending,
                         flow.let_go,
                         answered_unobserved=flow.answered_in is not None,
+                        undelivered=flow.undelivered if flow.never_delivered else "",
                     )
                 )
 

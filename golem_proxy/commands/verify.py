@@ -9,7 +9,7 @@ from typing import Any
 
 import trio
 
-from ..analysis.request_rows import GAPS_NAMED, gaps_note
+from ..analysis.request_rows import GAPS_NAMED, UnansweredRequest, gaps_note
 from ..analysis.trace import json_text
 from ..net.addresses import Address
 from ..recording.samples import is_sample
@@ -130,8 +130,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _notes(trace: ExchangeTrace, path: str) -> list[str]:
     """What reading the trace to its end noted (cut short, lines lost, …), its gaps, and its
-    requests that have no recorded answer, which verify cannot send (the plugin may have
-    acted on them when recorded, so what follows may differ for that alone)."""
+    requests that have no recorded answer, which verify cannot send: those the plugin got
+    may have been acted on when recorded, so what follows may differ for that alone; those
+    it never got (`UnansweredRequest.undelivered`) cannot have been."""
     if trace.numbering is None:
         return []
     rows = trace.numbering.rows()
@@ -139,21 +140,33 @@ def _notes(trace: ExchangeTrace, path: str) -> list[str]:
     gaps = gaps_note(rows, path)
     if gaps is not None:
         notes.append(gaps)
-    unanswered = rows.unanswered
-    if unanswered:
-        named = "; ".join(
-            f"#{request.number} {safe_text(request.method or '?')} {safe_text(request.status)}"
-            for request in unanswered[:GAPS_NAMED]
-        )
-        more = len(unanswered) - GAPS_NAMED
-        named += f"; and {more} more" if more > 0 else ""
+    sent = [request for request in rows.unanswered if not request.undelivered]
+    if sent:
         notes.append(
-            f"note: {safe_text(path)}: {counted(len(unanswered), 'request')} with no answer in "
-            f"the recording not sent ({named}): the plugin may have acted on "
-            f"{'it' if len(unanswered) == 1 else 'them'} when recorded, so the exchanges after "
+            f"note: {safe_text(path)}: {counted(len(sent), 'request')} with no answer in "
+            f"the recording not sent ({_named(sent)}): the plugin may have acted on "
+            f"{'it' if len(sent) == 1 else 'them'} when recorded, so the exchanges after "
             "may differ for that"
         )
+    never = [request for request in rows.unanswered if request.undelivered]
+    if never:
+        notes.append(
+            f"note: {safe_text(path)}: {counted(len(never), 'request')} the plugin never got "
+            f"when recorded not sent ({_named(never)}): the plugin had gone, so what "
+            f"followed does not depend on {'it' if len(never) == 1 else 'them'}"
+        )
     return notes
+
+
+def _named(requests: list[UnansweredRequest]) -> str:
+    """``#8 scene.create_layer unanswered; #9 …``: the first of ``requests``, and how many
+    more."""
+    named = "; ".join(
+        f"#{request.number} {safe_text(request.method or '?')} {safe_text(request.status)}"
+        for request in requests[:GAPS_NAMED]
+    )
+    more = len(requests) - GAPS_NAMED
+    return named + (f"; and {more} more" if more > 0 else "")
 
 
 def _check_targets(

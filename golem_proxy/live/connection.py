@@ -15,14 +15,19 @@ Transparency rules, so that a client sees through the proxy what it would see di
   or went away; or the connection ended while they waited for room) are still handed to
   inspection, marked undelivered (`observe_undelivered`), so the recording never shows an
   answer as received by a client that never got it. A write the kernel accepted is delivered
-  as far as the proxy can know, also when the peer had closed and resets on receiving it;
+  as far as the proxy can know, also when the peer had closed and resets on receiving it,
+  but for one case that is known: bytes of the client written after the upstream's FIN was
+  seen, which the upstream answers with a reset, never reached the plugin (it had closed its
+  socket, not only its sending side), so they are handed on undelivered ("upstream gone");
+  bytes written before its FIN or reset was seen may have been read, and count as delivered;
 * the upstream closes while the connection is idle (a plugin restarting between calls), on a
   protocol whose clients read nothing between calls (GOLEM) → the FIN is held until the
   client acts: if it sends, the bytes are forwarded, and when the
   upstream answers them with a reset (it had fully closed), the client is reset, the error a
   client reconnects on (directly, that call would see the end of stream and only the next one
-  the reset: through the proxy the client loses one failed call less, never one more). If
-  the upstream does not reset (it only half-closed), the FIN follows.
+  the reset: through the proxy the client loses one failed call less, never one more), and
+  those bytes are recorded undelivered. If the upstream does not reset (it only half-closed),
+  the FIN follows.
 """
 
 from __future__ import annotations
@@ -89,7 +94,7 @@ class Connection:
     read past an answer: GOLEM)."""
     gone_before_write: bool = False
     """The upstream closed while idle (its close held from the client) and refused the
-    client's next bytes with a reset (`check_upstream_after_close`;
+    client's next bytes with a reset (`after_upstream_closed`;
     `ConnectionClosed.gone_before_write`)."""
     gone: set[str] = field(default_factory=set)
     """Sides ("client", "upstream") known to be gone: reading from one failed (a reset), or
@@ -198,7 +203,8 @@ class Connection:
     ) -> bool:
         """Write ``data`` to ``direction``'s receiver and hand it to inspection (``frame``: it
         is that frame), counting it in `sent`. False when the receiver went away (the
-        connection ends): see `forward_rest`."""
+        connection ends): see `forward_rest`; or when the client's bytes went to an upstream
+        that had closed and refused them (`after_upstream_closed`)."""
         fd = self.sides(direction)[1].socket.fileno()
         try:
             written = os.write(fd, data)
@@ -208,10 +214,16 @@ class Connection:
             self.sink_failed(direction, exc, scope)  # first: it says which side is gone
             self.observe_undelivered(direction, data, t)
             return False
-        if written < len(data):
-            return await self.forward_rest(direction, data, written, t, scope)
-        self.sent[direction] += written
-        self.observe(direction, data, t, frame)
+        whole = written == len(data)
+        if whole:
+            self.sent[direction] += written
+        elif not await self.forward_rest(direction, data, written, t, scope):
+            return False
+        if direction is Direction.C2S and self.eof[Direction.S2C]:
+            # Written whole, with no wait: the upstream's FIN had been seen before the write.
+            return await self.after_upstream_closed(data, t, scope, not whole, frame)
+        if whole:
+            self.observe(direction, data, t, frame)
         return True
 
     async def forward_rest(
@@ -351,17 +363,38 @@ class Connection:
             with contextlib.suppress(OSError):
                 self.client.socket.shutdown(trio.socket.SHUT_WR)
 
-    async def check_upstream_after_close(self, scope: trio.CancelScope) -> None:
-        """The client sent bytes after the upstream had closed: if the upstream answers them
-        with a reset (it is gone, not half-closed), reset the client, which would otherwise
-        wait on a connection nobody serves."""
+    async def after_upstream_closed(
+        self,
+        data: bytes,
+        t: float,
+        scope: trio.CancelScope,
+        observed: bool,
+        frame: Optional[Frame] = None,
+    ) -> bool:
+        """The client's ``data`` went to an upstream that had closed its side. If it answers
+        them with a reset (it is gone, not half-closed), reset the client, which would
+        otherwise wait on a connection nobody serves, and end the connection (``scope``):
+        False. Unless ``observed`` (written in pieces, each handed on as it went: delivered
+        as far as the proxy can know), ``data`` was written whole after the upstream's FIN
+        was seen, and is handed to inspection now: undelivered ("upstream gone") when
+        refused, as the upstream's application never read it (it had closed its socket),
+        else as delivered (a half-closed upstream may still read)."""
         assert self.upstream is not None
-        reset = await reset_after_close(self.upstream.socket)
-        if reset is None:
-            return
+        try:
+            reset = await reset_after_close(self.upstream.socket)
+        except trio.Cancelled:
+            if not observed:
+                self.observe(Direction.C2S, data, t, frame)  # nothing known against it
+            raise
         if not reset:
-            self.release_fin()  # the upstream only half-closed
-            return
+            if not observed:
+                self.observe(Direction.C2S, data, t, frame)
+            if reset is not None:
+                self.release_fin()  # the upstream only half-closed
+            return True
+        if not observed:
+            self.gone.add("upstream")
+            self.observe_undelivered(Direction.C2S, data, t, "upstream gone")
         # This, not the earlier clean close, is what the connection ended with.
         self.reason = "upstream closed; the client's next bytes were refused (reset)"
         self.abnormal = True
@@ -370,6 +403,7 @@ class Connection:
         self.gone_before_write = self.fin_held
         self._reset_client()
         scope.cancel()
+        return False
 
     def _reset_client(self) -> None:
         """Reset the client at once: a FIN first would race the reset, and a client woken by

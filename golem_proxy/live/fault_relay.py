@@ -195,8 +195,6 @@ class FaultRelay:
                         conn.observe_undelivered(direction, rest, seen)
                         return False
                     conn.awaiting_reply = direction is Direction.C2S
-                    if conn.awaiting_reply and conn.eof[Direction.S2C]:
-                        await conn.check_upstream_after_close(self.scope)
                     if gap and rest:
                         await trio.sleep(gap)
                 except trio.Cancelled:

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from golem_core.contract import Severity
-from golem_core.messages import Malformed, Notification
+from golem_core.messages import Malformed, Notification, Request
 from golem_core.profiles import Profile
 from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_name
 
@@ -116,7 +116,7 @@ class EventLog:
         one; an exchange that went well, when quiet): a cheap test, so that such a flood never
         takes room from the lines it prints."""
         if isinstance(event, events.FrameSeen) and self.verbosity < Verbosity.VERBOSE:
-            if isinstance(event.message, Malformed):
+            if isinstance(event.message, Malformed) or self._never_delivered(event):
                 return True
             return self.verbosity is Verbosity.NORMAL and isinstance(event.message, Notification)
         if isinstance(event, events.ExchangeCompleted):
@@ -365,8 +365,26 @@ class EventLog:
             self._profile(frame.route).tool_layer and is_notification(message)
         )
 
+    @staticmethod
+    def _never_delivered(frame: events.FrameSeen) -> bool:
+        """A request its receiver never got (`FrameSeen.undelivered`): no exchange line will
+        ever say it, so its own line does, whatever the verbosity."""
+        return bool(frame.undelivered) and isinstance(frame.message, Request)
+
+    def _undelivered(self, frame: events.FrameSeen) -> Text:
+        """The line of a request never delivered, in the columns of an exchange's."""
+        text = self._prefix(frame.t, frame.route, frame.conn)
+        text.append(f"{safe_text(frame.method or '?', _METHOD):<32} ", "bold")
+        status = self._status_column(f"undelivered ({safe_text(frame.undelivered, _NAME)})")
+        text.append(status, TONE_STYLES[Tone.UNDELIVERED])
+        text.append(f" {'':>9}  {format_size(frame.size)} →", "dim")
+        self._caller(text, frame.tool_calls)
+        return text
+
     def _frame(self, frame: events.FrameSeen) -> Optional[Text]:
         message = frame.message
+        if self._never_delivered(frame):
+            return self._undelivered(frame)
         if isinstance(message, Malformed) and self._malformed(frame):
             text = self._prefix(frame.t, frame.route, frame.conn)
             text.append(f"{frame.direction.arrow} malformed {message.kind.value}", "bold magenta")

@@ -116,15 +116,14 @@ class PlainPump:
                     return
                 if splicer is not None:
                     splicer.saw(chunk)
-                # Observed as it goes; what never goes is handed on undelivered.
+                # Observed as it goes; what never goes (a write that failed, or one an upstream
+                # that had closed refused with a reset) is handed on undelivered.
                 if not await conn.forward(direction, chunk, t, scope):
                     return
                 moved = len(chunk)
             conn.awaiting_reply = from_client
             if conn.link is not None and conn.link.holds(conn.conn):
                 await conn.link.until_caught_up(conn.conn)  # the recording trails on it
-            if from_client and conn.eof[Direction.S2C]:
-                await conn.check_upstream_after_close(scope)
             streak += 1
             streak_bytes += moved
             if streak >= _MAX_STREAK or streak_bytes >= _MAX_STREAK_BYTES:

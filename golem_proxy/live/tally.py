@@ -38,6 +38,9 @@ class SessionTally:
     framing_errors: int = 0
     """Bytes that framed no message (oversized, truncated): each a row of its own in `show`,
     and a failure in `stats` and `check`."""
+    undelivered: int = 0
+    """Requests that wanted an answer and never reached their receiver
+    (`FrameSeen.undelivered`): among the `unanswered`, and no receiver's doing."""
     answered_unobserved: int = 0
     """Requests answered by a frame too large to observe, whose id the tap read
     (`ObservationLost.answers`): answered, not exchanges (no answer was inspected)."""
@@ -48,6 +51,7 @@ class SessionTally:
             self.errors += event.is_error
         elif isinstance(event, FrameSeen):
             self.requests += event.expects_answer
+            self.undelivered += event.expects_answer and bool(event.undelivered)
         elif isinstance(event, ViolationSeen):
             self.violations += 1
         elif isinstance(event, FramingErrorSeen):
@@ -66,11 +70,13 @@ class SessionTally:
         self.requests += requests
 
     def counts(self) -> str:
-        """``32 exchanges (9 errors, 1 violation)``, and ``; 3 requests without an answer``
-        and ``; 1 framing error`` when some are: the exchanges are the answered requests,
-        not every row `show` lists."""
+        """``32 exchanges (9 errors, 1 violation)``, and ``; 3 requests without an answer
+        (1 never delivered)`` and ``; 1 framing error`` when some are: the exchanges are the
+        answered requests, not every row `show` lists."""
         left = self.unanswered
         more = f"; {counted(left, 'request')} without an answer" if left > 0 else ""
+        if left > 0 and self.undelivered:
+            more += f" ({min(left, self.undelivered)} never delivered)"
         if self.answered_unobserved:
             more += (
                 f"; {counted(self.answered_unobserved, 'request')} answered in a frame too "

@@ -28,6 +28,8 @@ A plugin outage leaves no exchange to replay, only what the proxy decided and re
   the end) or not (a clean close after them).
 
 A request frame counts as having reached the plugin unless the recording says otherwise: one
+marked ``undelivered`` (decided by the forwarding side: its write failed, or the plugin had
+closed and refused it with a reset), or, in files written before that mark, one
 written to a connection the plugin had left (``gone_before_write``: no request waited when it
 left, or its ``end`` line would say so, so every one unanswered then was refused), or after
 the plugin's ``end`` on a connection whose close says the bytes were refused.
@@ -182,7 +184,8 @@ class _RouteHistory:
     def request(self, event: FrameSeen, call: Optional[CallKey]) -> None:
         """A frame the client wrote, naming ``call`` alone (or None)."""
         connection = self.live[event.conn]
-        if call is not None:
+        if call is not None and not event.undelivered:
+            # One the proxy marked never delivered did not reach the plugin, whatever follows.
             connection.unsettled.append(call)
         if event.expects_answer:
             connection.waiting[event.index] = (event.payload, call)

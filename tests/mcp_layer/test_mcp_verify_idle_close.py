@@ -2,20 +2,22 @@
 MCP server's GOLEM connection sat idle: the proxy held the plugin's close until the server
 wrote again and answered those bytes with a reset, so the next call failed on a dead
 connection although the plugin was back (the server then connected again). The recording's
-close says so (``gone_before_write``), the stand-in resets the server's open connection as
-that call begins, and the same build matches call for call, with observation in the
-wrapper's process and in a process of its own."""
+close says so (``gone_before_write``), the request it wrote there is recorded undelivered,
+the stand-in resets the server's open connection as that call begins, and the same build
+matches call for call, with observation in the wrapper's process and in a process of its
+own."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from golem_proxy.events import ConnectionClosed
+from golem_proxy.events import ConnectionClosed, Direction, FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess
 
@@ -76,3 +78,29 @@ def test_the_same_build_matches_with_the_dead_connection_reset(left_idle: Path) 
         for o in report["standin_outage"]
     ]
     assert outages == [("create_layer", "main", 0, False, True)]
+
+
+def test_the_refused_request_reads_undelivered(left_idle: Path) -> None:
+    """The GOLEM request the server wrote to the dead connection never reached the plugin:
+    its frame says so, and `show` says ``undelivered (upstream gone)``, not ``unanswered``
+    (which would say the plugin may have acted on it)."""
+    frames = [
+        (e.conn, e.method, e.undelivered)
+        for e in read_recording(str(left_idle)).events
+        if isinstance(e, FrameSeen) and e.route == "main" and e.direction is Direction.C2S
+    ]
+    assert frames == [
+        (2, "ping", ""),
+        (2, "scene.list_layers", ""),
+        (2, "scene.create_layer", "upstream gone"),
+        (3, "ping", ""),
+        (3, "scene.list_layers", ""),
+    ]
+    shown = subprocess.run(
+        [sys.executable, "-m", "golem_proxy", "show", str(left_idle), "--json"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    rows = [json.loads(line) for line in shown.stdout.splitlines()]
+    [refused] = [row for row in rows if row["method"] == "scene.create_layer"]
+    assert refused["status"] == "undelivered (upstream gone)"
+    assert refused["undelivered"] == "upstream gone"
