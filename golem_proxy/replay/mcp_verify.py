@@ -182,9 +182,12 @@ def _judge(
     ``check`` why it cannot be: a tool call's result, and any other request's too (what
     the server says of itself and of its tools is what the model reads: `compare_answer`)."""
     recorded = step.answer
-    if step.cancelled:
+    if step.cancelled and (recorded is None or "result" not in recorded):
         # Its answer, if any, is what the cancellation made of it (the SDK's "Request
-        # cancelled"); the replay sends the cancellation only after the live answer.
+        # cancelled", an error); the replay sends the cancellation only after the live
+        # answer. A result is the one the server gave in full, cancelled or not (a tool that
+        # holds the server's loop reads the cancellation only once it has answered): that
+        # is compared.
         check.not_compared = "cancelled in the recording while it waited"
     elif step.answer_elided:
         check.not_compared = (
