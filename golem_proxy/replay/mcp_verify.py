@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 import trio
 
 from ..analysis.tool_calls import read_tool_calls
-from ..live.redact import REDACTED
+from ..live.redact import REDACTED, REDACTED_ESCAPED
 from .diffing import Comparator, Difference, envelope_body
 from .live_redaction import LiveRedaction
 from .mcp_answers import compare_answer
@@ -397,12 +397,22 @@ def _open_json_texts(recorded: Any, live: Any) -> tuple[Any, Any]:
     if isinstance(recorded, str) and isinstance(live, str) and recorded != live:
         inner_recorded, inner_live = _json_container(recorded), _json_container(live)
         # Same JSON written differently stays a difference of the text: the model sees text.
-        # But a text the recording's redaction rewrote (it holds `REDACTED`) was written by
-        # the proxy, not the server: its JSON is what the server said.
+        # But a text the recording's redaction rewrote (it holds `REDACTED`, as it is or
+        # escaped: a recording made before the placeholder was written as the text writes
+        # non-ASCII has it escaped in a text that does not escape) was written by the proxy,
+        # not the server: its JSON is what the server said.
         opened = inner_recorded is not None and inner_live is not None
-        if opened and (inner_recorded != inner_live or REDACTED in recorded):
+        if opened and (inner_recorded != inner_live or _holds_placeholder(recorded)):
             return _open_json_texts(inner_recorded, inner_live)
     return recorded, live
+
+
+def _holds_placeholder(text: str) -> bool:
+    return any(form in text for form in _PLACEHOLDERS)
+
+
+_PLACEHOLDERS = (REDACTED, REDACTED_ESCAPED, "\\u00ABredacted\\u00BB")
+"""`REDACTED` as it is, and escaped by a JSON writer (lower- or upper-case hex)."""
 
 
 def _json_container(text: str) -> Optional[Any]:
