@@ -20,6 +20,7 @@ __all__ = [
     "R_CONTENT",
     "R_INITIALIZE_FIRST",
     "R_STDOUT",
+    "R_UNDECLARED_ARGUMENT",
     "R_UNIQUE_ID",
     "R_UNKNOWN_TOOL",
     "SessionOrder",
@@ -46,6 +47,13 @@ R_ARGUMENTS = Rule(
     "`tools/call` arguments validate against the tool's `inputSchema` from `tools/list`.",
     f"{_SPEC} § Tools, Calling tools",
 )
+R_UNDECLARED_ARGUMENT = Rule(
+    "mcp.tools-call.undeclared-argument",
+    Severity.WARNING,
+    "`tools/call` arguments name only properties the tool's `inputSchema` declares: a "
+    "server drops any other unread (an error where the schema forbids others).",
+    f"{_SPEC} § Tools, Calling tools",
+)
 R_UNKNOWN_TOOL = Rule(
     "mcp.tools-call.unknown-tool",
     Severity.WARNING,
@@ -67,7 +75,15 @@ R_STDOUT = Rule(
     f"{_SPEC} § Transports, stdio",
 )
 
-MCP_RULES = (R_INITIALIZE_FIRST, R_UNIQUE_ID, R_ARGUMENTS, R_UNKNOWN_TOOL, R_CONTENT, R_STDOUT)
+MCP_RULES = (
+    R_INITIALIZE_FIRST,
+    R_UNIQUE_ID,
+    R_ARGUMENTS,
+    R_UNDECLARED_ARGUMENT,
+    R_UNKNOWN_TOOL,
+    R_CONTENT,
+    R_STDOUT,
+)
 
 # Each content block type and the members it must have as strings (besides ``type``).
 _BLOCK_STRINGS: dict[str, tuple[str, ...]] = {
