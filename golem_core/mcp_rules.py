@@ -22,6 +22,7 @@ __all__ = [
     "R_INITIALIZE_FIRST",
     "R_LATE_ANSWER",
     "R_STDOUT",
+    "R_UNDECLARED_ARGUMENT",
     "R_UNIQUE_ID",
     "R_UNKNOWN_TOOL",
     "SessionOrder",
@@ -46,6 +47,13 @@ R_ARGUMENTS = Rule(
     "mcp.tools-call.arguments",
     Severity.ERROR,
     "`tools/call` arguments validate against the tool's `inputSchema` from `tools/list`.",
+    f"{_SPEC} § Tools, Calling tools",
+)
+R_UNDECLARED_ARGUMENT = Rule(
+    "mcp.tools-call.undeclared-argument",
+    Severity.WARNING,
+    "`tools/call` arguments name only properties the tool's `inputSchema` declares: a "
+    "server drops any other unread (an error where the schema forbids others).",
     f"{_SPEC} § Tools, Calling tools",
 )
 R_UNKNOWN_TOOL = Rule(
@@ -90,6 +98,7 @@ MCP_RULES = (
     R_INITIALIZE_FIRST,
     R_UNIQUE_ID,
     R_ARGUMENTS,
+    R_UNDECLARED_ARGUMENT,
     R_UNKNOWN_TOOL,
     R_CONTENT,
     R_STDOUT,

@@ -1,7 +1,8 @@
 """`check`'s audit of a recording's MCP layer (`golem-proxy mcp`): the rules of
 `golem_core.mcp_rules` over the flows of the MCP routes, in order, plus what needs a JSON
 Schema implementation: a ``tools/call``'s arguments against its tool's ``inputSchema`` from
-the recorded ``tools/list`` (the `jsonschema` library).
+the recorded ``tools/list`` (the `jsonschema` library), and the arguments it names that the
+schema does not declare (valid JSON Schema, and dropped unread by the server).
 
 The JSON-RPC envelope of every MCP message is the `mcp` profile's to check (the ``jsonrpc.*``
 rules), as `audit.audit` re-checks each flow with its route's profile.
@@ -13,6 +14,7 @@ is the session order per connection, the tools listed, and the calls made before
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -25,6 +27,7 @@ from golem_core.mcp_rules import (
     R_ARGUMENTS,
     R_LATE_ANSWER,
     R_STDOUT,
+    R_UNDECLARED_ARGUMENT,
     R_UNKNOWN_TOOL,
     SessionOrder,
     content_violations,
@@ -237,6 +240,8 @@ class McpAuditor:
             return
         for problem in self._schema_problems(call.tool, call.arguments):
             yield self._at(problem, call)
+        for problem in _undeclared(call.tool, self._schemas.get(call.tool), call.arguments):
+            yield self._at(problem, call)
 
     def _schema_problems(self, tool: str, arguments: Any) -> list[Violation]:
         schema = self._schemas.get(tool) if self._schemas is not None else None
@@ -268,6 +273,72 @@ class McpAuditor:
 
     def _finding(self, found: Violation, flow: Flow, direction: Direction) -> Finding:
         return Finding(found, flow.number, flow.conn, flow.method, direction.value, SOURCE)
+
+
+def _undeclared(tool: str, schema: Any, arguments: Any) -> list[Violation]:
+    """The arguments' own properties that ``schema`` does not declare: valid JSON Schema,
+    and what a server whose schema says nothing of others (FastMCP's) drops unread
+    (GOLEM-3DMCP's ``create_box(length=2)`` made a box of the default depth). Nothing where
+    the schema says what becomes of others (``additionalProperties: false`` fails
+    `R_ARGUMENTS` already; true, or a schema, accepts them) or cannot be read here."""
+    if not isinstance(arguments, dict) or not arguments:
+        return []
+    declared = _declared(schema)
+    if declared is None:
+        return []
+    names, patterns = declared
+    found: list[Violation] = []
+    for name in arguments:
+        if name in names or any(_matches(pattern, name) for pattern in patterns):
+            continue
+        listed = ", ".join(sorted(names)) or "none"
+        text = (
+            f"{name[:60]!r} is not among the properties {tool[:60]}'s inputSchema declares "
+            f"({listed[:160]}): the server drops it unread, and the call runs without it"
+        )
+        found.append(violation(R_UNDECLARED_ARGUMENT, text, _json_path([name])))
+        if len(found) >= MAX_SCHEMA_ERRORS:
+            break
+    return found
+
+
+_COMPOSED = ("allOf", "anyOf", "oneOf")
+_UNREADABLE = ("$ref", "$dynamicRef", "additionalProperties", "unevaluatedProperties")
+"""Keywords of a schema that say what becomes of properties it does not list, or put its
+properties where this does not look (a reference): no warning from such a schema."""
+
+
+def _declared(schema: Any) -> Optional[tuple[set[str], list[str]]]:
+    """The property names ``schema`` declares (at its top and in its ``allOf``, ``anyOf``,
+    ``oneOf``) and its ``patternProperties`` patterns; None when it declares none or its
+    `_UNREADABLE` keywords leave others to it."""
+    parts = [schema]
+    if isinstance(schema, dict):
+        for keyword in _COMPOSED:
+            branches = schema.get(keyword)
+            parts += branches if isinstance(branches, list) else []
+    names: set[str] = set()
+    patterns: list[str] = []
+    listed = False
+    for part in parts:
+        if not isinstance(part, dict) or any(keyword in part for keyword in _UNREADABLE):
+            return None
+        properties = part.get("properties")
+        if isinstance(properties, dict):
+            listed = True
+            names.update(key for key in properties if isinstance(key, str))
+        pattern_properties = part.get("patternProperties")
+        if isinstance(pattern_properties, dict):
+            listed = True
+            patterns += [key for key in pattern_properties if isinstance(key, str)]
+    return (names, patterns) if listed else None
+
+
+def _matches(pattern: str, name: str) -> bool:
+    try:
+        return re.search(pattern, name) is not None
+    except re.error:
+        return True  # a pattern Python cannot read may well match: no warning on a guess
 
 
 def _id_key(ident: Any) -> tuple[str, Any]:

@@ -5,8 +5,9 @@ It starts COMMAND, plays it the client side recorded in REC (`golem-proxy mcp --
 serves its GOLEM calls from REC's GOLEM layer (the replay engine as a stand-in for Rhino)
 or lets them reach a live plugin (``--target``), compares every tool result with the
 recorded one (a recorded GOLEM route's address in it read as where the server was pointed for
-that route now), prints a table and exits 0 (all match), 1 (differences) or 2 (could not run,
-or a live plugin went away in the middle: its failures are not the server's).
+that route now) and what ``initialize`` and ``tools/list`` tell the model (`mcp_answers`),
+prints a table (`_mcp_verify_report`) and exits 0 (all match), 1 (differences) or 2 (could
+not run, or a live plugin went away in the middle: its failures are not the server's).
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from typing import Any, Optional
 
 import trio
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from golem_core.profiles import GOLEM, get_profile
 
@@ -34,20 +33,20 @@ from ..replay.live_redaction import LiveRedaction
 from ..replay.live_targets import LiveTargets, TargetLost
 from ..replay.mcp_child import ChildStartError, McpChild
 from ..replay.mcp_script import McpScript, NoMcpLayer, read_script
-from ..replay.mcp_verify import McpCheck, McpVerifyResult, play, tool_call_numbers
+from ..replay.mcp_verify import McpVerifyResult, play, tool_call_numbers
 from ..replay.outage_plan import OutagePlan, RouteHistories
 from ..replay.outage_standin import AppliedOutage, OutageStandIn
 from ..replay.route_addresses import RouteAddresses
 from ..replay.server import ReplayServer
 from ..replay.setup import ReplayOptions, assign_routes, engine_for
-from ..terminal import safe_text
 from ._bound_routes import client_environment
 from ._common import CommandError, print_error, reading
 from ._comparing import add_comparison_arguments, comparator_from
+from ._mcp_verify_report import render, report_json
 from ._options import add_address, add_recording, add_timeout
 
 NAME = "mcp-verify"
-HELP = "replay a recorded MCP session to a server build, Rhino stood in, and compare tool results"
+HELP = "replay a recorded MCP session to a server build, Rhino stood in, and compare its answers"
 ORDER = 42
 EXIT_DIFFERENT = 1
 ANY_PORT = Address("127.0.0.1", 0)
@@ -165,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     addresses = comparator.addresses
     lost = live.lost
     if args.json:
-        print(json_text(_json(result, misses, outages, addresses, lost), indent=2))
+        print(json_text(report_json(result, misses, outages, addresses, lost), indent=2))
     else:
         render(result, misses, Console(highlight=False), outages, addresses, lost)
     if lost is not None:
@@ -286,154 +285,3 @@ def _outages(job: _Run, applied: list[AppliedOutage]) -> list[dict[str, Any]]:
         for item in applied
         if not live.get(item.route, False)
     ]
-
-
-def _json(
-    result: McpVerifyResult,
-    misses: list[dict[str, Any]],
-    outages: list[dict[str, Any]],
-    addresses: RouteAddresses,
-    lost: Optional[TargetLost] = None,
-) -> dict[str, Any]:
-    return {
-        "ok": result.ok and lost is None,
-        "target_lost": lost.to_json() if lost is not None else None,
-        "tool_calls": len(result.tool_checks),
-        "differing": [check.name for check in result.tool_checks if not check.ok],
-        "checks": [check.to_json() for check in result.checks],
-        "non_json_lines": result.non_json_lines,
-        "first_non_json": result.first_non_json or None,
-        "standin_misses": misses,
-        "standin_outage": outages,
-        "route_addresses": addresses.to_json(),
-        "exit_status": result.exit_status,
-    }
-
-
-def render(
-    result: McpVerifyResult,
-    misses: list[dict[str, Any]],
-    console: Console,
-    outages: Optional[list[dict[str, Any]]] = None,
-    addresses: Optional[RouteAddresses] = None,
-    lost: Optional[TargetLost] = None,
-) -> None:
-    """The table (tool, #, outcome, first difference), what else went wrong, what matched
-    only with the route addresses swapped, a summary (none when a live plugin went away
-    in the middle: the command says that in its one line)."""
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("tool", style="bold magenta", overflow="fold")
-    table.add_column("#", justify="right")
-    table.add_column("result")
-    table.add_column("first difference", overflow="fold")
-    for check in result.checks:
-        if not check.ok:
-            verdict, said = Text("differs", "red"), check.first_difference()
-        elif check.not_compared is not None:
-            verdict, said = Text("not compared", "yellow"), check.not_compared
-        else:
-            verdict, said = Text("match", "green"), ""
-        table.add_row(
-            Text(safe_text(check.name)),
-            "" if check.number is None else str(check.number),
-            verdict,
-            Text(safe_text(said)),
-        )
-    console.print(table)
-    if result.non_json_lines:
-        console.print(
-            Text(
-                f"the server wrote {result.non_json_lines} line(s) to stdout that are not "
-                f"JSON-RPC (first: {safe_text(result.first_non_json, 120)!r}): a client "
-                "reports each as an error and drops it, or fails on it",
-                "bold red",
-            )
-        )
-    if outages:
-        console.print(Text(_outage_text(outages), "yellow"))
-    mapped = [check for check in result.checks if check.route_addresses]
-    if mapped and addresses is not None:
-        console.print(Text(_addresses_text(mapped, addresses), "dim"))
-    if misses:
-        console.print(
-            Text(
-                f"the stand-in had no recorded answer for {len(misses)} GOLEM request(s) "
-                "(answered with an error)",
-                "yellow",
-            )
-        )
-    if any(check.differences for check in result.checks):
-        # The table is a preview: say so, and where the rest is.
-        console.print(
-            Text(
-                "each row shows its first difference, values cut at 60 characters (…): "
-                "--json lists every difference whole",
-                "dim",
-            )
-        )
-    problems = [check for check in result.checks if check.problem is not None]
-    if problems and result.stderr_tail.strip():
-        console.print(Text("the server's last words on stderr:", "yellow"))
-        # Line by line: one Text of them all escaped each newline (`\n` printed as such).
-        for line in result.stderr_tail.strip()[-2000:].splitlines():
-            console.print(Text(safe_text(line)))
-    tools = result.tool_checks
-    differing = [check.name for check in tools if not check.ok]
-    if lost is not None:
-        if differing:  # the build's differences before the plugin went away
-            names = safe_text(", ".join(dict.fromkeys(differing)))
-            compared = sum(1 for check in tools if check.not_compared is None)
-            console.print(
-                Text(
-                    f"mcp-verify: {len(differing)} of the {compared} tool calls compared "
-                    f"before the live plugin went away differ: {names}",
-                    "red",
-                )
-            )
-        return
-    unknown = sum(1 for check in tools if check.ok and check.not_compared is not None)
-    if result.ok and unknown:
-        console.print(
-            f"[green]mcp-verify: all {len(tools) - unknown} tool calls compared match[/green]; "
-            f"{unknown} could not be compared (the rows say why)"
-        )
-    elif result.ok:
-        console.print(f"[green]mcp-verify: all {len(tools)} tool calls match[/green]")
-    elif differing:
-        names = safe_text(", ".join(dict.fromkeys(differing)))
-        console.print(
-            Text(f"mcp-verify: {len(differing)} of {len(tools)} tool calls differ: {names}", "red")
-        )
-    else:
-        console.print(Text("mcp-verify: the tool calls match, the session did not", "red"))
-
-
-def _outage_text(outages: list[dict[str, Any]]) -> str:
-    # One mention per call, in order, whatever its routes.
-    calls = dict.fromkeys((item["number"], item["tool"]) for item in outages)
-    named = ", ".join(
-        f"#{number} {tool}" if number is not None else str(tool) for number, tool in calls
-    )
-    return safe_text(
-        f"the plugin was down during {len(calls)} recorded tool call(s) ({named}): the "
-        "stand-in ended, reset or refused their GOLEM connections as the recording shows"
-    )
-
-
-def _addresses_text(mapped: list[McpCheck], addresses: RouteAddresses) -> str:
-    """Which calls matched with a recorded route address read as the route's address now,
-    and which addresses those were."""
-    calls = ", ".join(
-        f"#{check.number} {check.name}" if check.number is not None else check.name
-        for check in mapped
-    )
-    routes = {route for check in mapped for route in check.route_addresses}
-    pairs = ", ".join(
-        f"{pair.route} {pair.recorded} → {pair.live}"
-        for pair in addresses.pairs
-        if pair.route in routes
-    )
-    return safe_text(
-        f"{len(mapped)} tool result(s) ({calls}) matched with a GOLEM route's recorded "
-        f"address read as this run's: {pairs}"
-    )

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Optional
 
-__all__ = ["REDACTED", "Echoes", "Redactor", "parse_rule", "worth_chasing"]
+__all__ = ["REDACTED", "REDACTED_ESCAPED", "Echoes", "Redactor", "parse_rule", "worth_chasing"]
 
 MIN_ECHO = 4
 """Redacted strings shorter than this are not searched for elsewhere."""
@@ -31,6 +32,15 @@ MAX_ECHOES = 256
 
 REDACTED = "«redacted»"
 _REDACTED_BYTES = REDACTED.encode()
+REDACTED_ESCAPED = json.dumps(REDACTED)[1:-1]
+"""`REDACTED` as an ASCII-only JSON writer puts it in a string (``\u00abredacted\u00bb``)."""
+_AS_THE_TEXT = ""
+"""The replacement of a form that JSON writes alike whether it escapes non-ASCII or not (an
+ASCII value with a quote or a backslash): `REDACTED` written as the text it is found in
+writes non-ASCII (`_escapes_non_ascii`)."""
+_ESCAPE = r"\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})"
+_ESCAPED_NON_ASCII = re.compile(_ESCAPE)
+"""A non-ASCII character written as a ``\\uXXXX`` escape: the text's writer escapes them."""
 
 
 @dataclass(frozen=True)
@@ -162,8 +172,13 @@ class Echoes:
         pairs = self._forms_by_length()
 
         def clean(text: str) -> str:
+            escapes = None  # decided once, before a replacement adds non-ASCII to the text
             for form, new in pairs:
                 if form in text:
+                    if new == _AS_THE_TEXT:
+                        if escapes is None:
+                            escapes = _escapes_non_ascii(text)
+                        new = REDACTED_ESCAPED if escapes else REDACTED
                     text = text.replace(form, new)
             return text
 
@@ -173,9 +188,15 @@ class Echoes:
         """``payload`` with every remembered value's forms replaced in UTF-8, for bytes that
         decode to nothing (no walk of strings can find them there); the same object when
         none is."""
+        escapes = None
         for form, new in self._forms_by_length():
             raw = form.encode("utf-8", "surrogatepass")
             if raw in payload:
+                if new == _AS_THE_TEXT:
+                    if escapes is None:
+                        # The bytes that do not decode say nothing of how the rest was written.
+                        escapes = _escapes_non_ascii(payload.decode("utf-8", "ignore"))
+                    new = REDACTED_ESCAPED if escapes else REDACTED
                 payload = payload.replace(raw, new.encode("utf-8", "surrogatepass"))
         return payload
 
@@ -208,12 +229,26 @@ class Echoes:
 
 def _forms(value: str) -> tuple[tuple[str, str], ...]:
     """``value`` as it is and as JSON writes it inside a string (ASCII-escaped, and not), each
-    with what replaces it: `REDACTED` written the same way."""
+    with what replaces it: `REDACTED` written the same way. An ASCII value with a quote or
+    a backslash is written alike by both writers: which wrote the text it is found in, the
+    text says (`_AS_THE_TEXT`); the ASCII-escaped placeholder in a text whose writer does
+    not escape was a text that differs from the server's own once redacted alike."""
+    escaped = json.dumps(value)[1:-1]
+    plain = json.dumps(value, ensure_ascii=False)[1:-1]
     forms = {value: REDACTED}
-    for ascii_only in (True, False):
-        written = json.dumps(value, ensure_ascii=ascii_only)[1:-1]
-        forms.setdefault(written, json.dumps(REDACTED, ensure_ascii=ascii_only)[1:-1])
+    if escaped == plain:
+        forms.setdefault(plain, _AS_THE_TEXT)
+    else:
+        forms.setdefault(escaped, REDACTED_ESCAPED)
+        forms.setdefault(plain, REDACTED)
     return tuple(forms.items())
+
+
+def _escapes_non_ascii(text: str) -> bool:
+    """Whether the JSON ``text`` was written escaping non-ASCII characters: it holds one
+    escaped, and none as it is. A text that shows neither gets `REDACTED` as it is, valid
+    JSON either way, and what a writer that does not escape (the real server's) writes."""
+    return text.isascii() and _ESCAPED_NON_ASCII.search(text) is not None
 
 
 _END = object()

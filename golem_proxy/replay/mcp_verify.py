@@ -1,6 +1,7 @@
 """Regression-test an MCP server against a two-layer recording: play the recorded client side
 to a new build over stdio, serve its GOLEM calls from the recording's GOLEM layer (or let it
-reach a live plugin), and compare each tool result with the recorded one.
+reach a live plugin), and compare each answer with the recorded one: the tool results, and
+what the server says of itself and its tools (``initialize``, ``tools/list``: `mcp_answers`).
 
 The client side goes out as raw NDJSON, the recorded lines themselves: the recording says
 exactly what the client sent (its ids, its ``initialize``, its notifications), and a
@@ -22,9 +23,10 @@ from typing import Any, Callable, Optional
 import trio
 
 from ..analysis.tool_calls import read_tool_calls
-from ..live.redact import REDACTED
+from ..live.redact import REDACTED, REDACTED_ESCAPED
 from .diffing import Comparator, Difference, envelope_body
 from .live_redaction import LiveRedaction
+from .mcp_answers import compare_answer
 from .mcp_child import McpChild, Oversized
 from .mcp_script import ClientStep, McpScript
 
@@ -43,8 +45,8 @@ NOT_FOUND = -32601
 
 @dataclass
 class McpCheck:
-    """One request played: for a tool call, its result compared with the recorded one; for
-    another request (``initialize``, ``tools/list``), only whether it was answered."""
+    """One request played, its answer compared with the recorded one: a tool call's result,
+    or what another request (``initialize``, ``tools/list``) answered (`compare_answer`)."""
 
     number: Optional[int]
     """The recorded tool call's flow number (as `show` numbers it); None for other requests."""
@@ -53,6 +55,8 @@ class McpCheck:
     id: Any
     differences: list[Difference] = field(default_factory=list)
     problem: Optional[str] = None
+    notes: list[Difference] = field(default_factory=list)
+    """Differences told but not failing (the server's version: `mcp_answers.NOTED`)."""
     not_compared: Optional[str] = None
     """Why the answer now was compared with nothing (the recording cannot say what it was):
     no failure, said apart from a match."""
@@ -89,6 +93,8 @@ class McpCheck:
         }
         if self.problem is not None:
             data["problem"] = self.problem
+        if self.notes:
+            data["notes"] = [d.to_json() for d in self.notes]
         if self.not_compared is not None:
             data["not_compared"] = self.not_compared
         if self.route_addresses:
@@ -136,7 +142,7 @@ async def play(
     after_check: Optional[Callable[[McpCheck], Awaitable[bool]]] = None,
     redaction: Optional[LiveRedaction] = None,
 ) -> McpVerifyResult:
-    """Play ``script`` to ``child`` (started) and compare every tool result; ``before_step``
+    """Play ``script`` to ``child`` (started) and compare every answer; ``before_step``
     is awaited before each step is sent (the stand-in sets its routes as they were then),
     ``after_check`` with each check once made: True stops the replay there (the steps after
     it are not sent: a live plugin behind the server went away). ``redaction``: the
@@ -162,26 +168,44 @@ async def play(
         result.checks.append(check)
         if isinstance(answer, str):
             check.problem = answer
-        elif step.tool is not None and step.cancelled:
-            # Its answer, if any, is what the cancellation made of it (the SDK's "Request
-            # cancelled"); the replay sends the cancellation only after the live answer.
-            check.not_compared = "cancelled in the recording while it waited"
-        elif step.tool is not None and step.answer_elided:
-            check.not_compared = (
-                "its answer in the recording is too large to parse (read from its skeleton)"
-            )
-        elif step.tool is not None and step.answer is not None:
-            check.differences = compare_tool_result(step.answer, answer, comparator, step.tool)
-            note_route_addresses(check, comparator)
-        elif step.tool is not None and step.answer_unobserved:
-            check.not_compared = "its answer in the recording fell in bytes not observed"
-        elif step.tool is not None:
-            check.problem = "answered now, unanswered in the recording"
-        elif step.tool is None and "error" in answer and "error" not in (step.answer or {}):
-            check.problem = f"answered with an error: {_error_text(answer)}"
+        else:
+            _judge(check, step, answer, comparator)
         if after_check is not None and await after_check(check):
             break
     return result
+
+
+def _judge(
+    check: McpCheck, step: ClientStep, answer: dict[str, Any], comparator: Comparator
+) -> None:
+    """Compare ``answer``, the live answer to ``step``, with the recorded one, or say on
+    ``check`` why it cannot be: a tool call's result, and any other request's too (what
+    the server says of itself and of its tools is what the model reads: `compare_answer`)."""
+    recorded = step.answer
+    if step.cancelled and (recorded is None or "result" not in recorded):
+        # Its answer, if any, is what the cancellation made of it (the SDK's "Request
+        # cancelled", an error); the replay sends the cancellation only after the live
+        # answer. A result is the one the server gave in full, cancelled or not (a tool that
+        # holds the server's loop reads the cancellation only once it has answered): that
+        # is compared.
+        check.not_compared = "cancelled in the recording while it waited"
+    elif step.answer_elided:
+        check.not_compared = (
+            "its answer in the recording is too large to parse (read from its skeleton)"
+        )
+    elif recorded is not None and step.tool is not None:
+        check.differences = compare_tool_result(recorded, answer, comparator, step.tool)
+    elif recorded is not None and "error" in answer and "error" not in recorded:
+        check.problem = f"answered with an error: {_error_text(answer)}"
+    elif recorded is not None:
+        check.differences, check.notes = compare_answer(
+            recorded, answer, comparator, step.method or "?"
+        )
+    elif step.answer_unobserved:
+        check.not_compared = "its answer in the recording fell in bytes not observed"
+    else:
+        check.problem = "answered now, unanswered in the recording"
+    note_route_addresses(check, comparator)
 
 
 def _redacted(
@@ -373,12 +397,22 @@ def _open_json_texts(recorded: Any, live: Any) -> tuple[Any, Any]:
     if isinstance(recorded, str) and isinstance(live, str) and recorded != live:
         inner_recorded, inner_live = _json_container(recorded), _json_container(live)
         # Same JSON written differently stays a difference of the text: the model sees text.
-        # But a text the recording's redaction rewrote (it holds `REDACTED`) was written by
-        # the proxy, not the server: its JSON is what the server said.
+        # But a text the recording's redaction rewrote (it holds `REDACTED`, as it is or
+        # escaped: a recording made before the placeholder was written as the text writes
+        # non-ASCII has it escaped in a text that does not escape) was written by the proxy,
+        # not the server: its JSON is what the server said.
         opened = inner_recorded is not None and inner_live is not None
-        if opened and (inner_recorded != inner_live or REDACTED in recorded):
+        if opened and (inner_recorded != inner_live or _holds_placeholder(recorded)):
             return _open_json_texts(inner_recorded, inner_live)
     return recorded, live
+
+
+def _holds_placeholder(text: str) -> bool:
+    return any(form in text for form in _PLACEHOLDERS)
+
+
+_PLACEHOLDERS = (REDACTED, REDACTED_ESCAPED, "\\u00ABredacted\\u00BB")
+"""`REDACTED` as it is, and escaped by a JSON writer (lower- or upper-case hex)."""
 
 
 def _json_container(text: str) -> Optional[Any]:

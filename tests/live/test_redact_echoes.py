@@ -56,6 +56,31 @@ def test_a_value_is_found_where_a_json_text_holds_it_escaped() -> None:
     assert b"TOKEN" in broken and b"TOKEN" not in cleaned and b"\\u05e9" not in cleaned
 
 
+@pytest.mark.parametrize("ascii_only", [True, False])
+@pytest.mark.parametrize("other", ["Layer 01", "Ébauche—层 🦛"])
+def test_the_placeholder_is_written_as_the_text_writes_json(ascii_only: bool, other: str) -> None:
+    """An ASCII value with a backslash or a quote is written alike by a JSON writer that
+    escapes non-ASCII and by one that does not: the placeholder in its place is written as
+    the text it is in writes non-ASCII, so the text is what the server writes of the
+    redacted value. It was ASCII-escaped in every text: a server that does not escape
+    (GOLEM-3DMCP) writes ``«redacted»``, and mcp-verify of the same build differed."""
+    values = ["C:\\Projects\\Client X", 'say "hi" now']
+    echoes = Echoes()
+    echoes.remember(values)
+    answer = {"full_path": values[0], "said": values[1], "other": other}
+    text = json.dumps(answer, ensure_ascii=ascii_only)
+    scrubbed, changed = echoes.scrub({"text": text})
+    assert changed
+    redacted = {"full_path": REDACTED, "said": REDACTED, "other": other}
+    if ascii_only and other.isascii():
+        # Nothing in the text says how its writer writes non-ASCII: as it is, valid either way.
+        assert scrubbed["text"] == json.dumps(redacted, ensure_ascii=False)
+    else:
+        assert scrubbed["text"] == json.dumps(redacted, ensure_ascii=ascii_only)
+    cleaned = echoes.scrub_bytes(text.encode() + b"\xff")
+    assert cleaned.decode("utf-8", "replace").startswith(scrubbed["text"])
+
+
 def test_a_scrub_copies_only_the_containers_on_the_way_to_a_replaced_string() -> None:
     """Nothing else is copied (a copy of every container cost a large frame its size again),
     the original is left as it was, keys are scrubbed too, and a message nested deeper than

@@ -1,0 +1,187 @@
+"""What `mcp-verify` prints: its table and the lines under it, or its JSON."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..replay.live_targets import TargetLost
+from ..replay.mcp_verify import McpCheck, McpVerifyResult
+from ..replay.route_addresses import RouteAddresses
+from ..terminal import safe_text
+
+__all__ = ["render", "report_json"]
+
+
+def report_json(
+    result: McpVerifyResult,
+    misses: list[dict[str, Any]],
+    outages: list[dict[str, Any]],
+    addresses: RouteAddresses,
+    lost: Optional[TargetLost] = None,
+) -> dict[str, Any]:
+    return {
+        "ok": result.ok and lost is None,
+        "target_lost": lost.to_json() if lost is not None else None,
+        "tool_calls": len(result.tool_checks),
+        "differing": [check.name for check in result.tool_checks if not check.ok],
+        "differing_requests": _differing_requests(result),
+        "checks": [check.to_json() for check in result.checks],
+        "non_json_lines": result.non_json_lines,
+        "first_non_json": result.first_non_json or None,
+        "standin_misses": misses,
+        "standin_outage": outages,
+        "route_addresses": addresses.to_json(),
+        "exit_status": result.exit_status,
+    }
+
+
+def render(
+    result: McpVerifyResult,
+    misses: list[dict[str, Any]],
+    console: Console,
+    outages: Optional[list[dict[str, Any]]] = None,
+    addresses: Optional[RouteAddresses] = None,
+    lost: Optional[TargetLost] = None,
+) -> None:
+    """The table (tool, #, outcome, first difference), what else went wrong, what matched
+    only with the route addresses swapped, a summary (none when a live plugin went away
+    in the middle: the command says that in its one line)."""
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("tool", style="bold magenta", overflow="fold")
+    table.add_column("#", justify="right")
+    table.add_column("result")
+    table.add_column("first difference", overflow="fold")
+    for check in result.checks:
+        if not check.ok:
+            verdict, said = Text("differs", "red"), check.first_difference()
+        elif check.not_compared is not None:
+            verdict, said = Text("not compared", "yellow"), check.not_compared
+        elif check.notes:
+            noted = "; ".join(note.describe() for note in check.notes)
+            verdict, said = Text("match", "green"), f"told, not failing: {noted}"
+        else:
+            verdict, said = Text("match", "green"), ""
+        table.add_row(
+            Text(safe_text(check.name)),
+            "" if check.number is None else str(check.number),
+            verdict,
+            Text(safe_text(said)),
+        )
+    console.print(table)
+    if result.non_json_lines:
+        console.print(
+            Text(
+                f"the server wrote {result.non_json_lines} line(s) to stdout that are not "
+                f"JSON-RPC (first: {safe_text(result.first_non_json, 120)!r}): a client "
+                "reports each as an error and drops it, or fails on it",
+                "bold red",
+            )
+        )
+    if outages:
+        console.print(Text(_outage_text(outages), "yellow"))
+    mapped = [check for check in result.checks if check.route_addresses]
+    if mapped and addresses is not None:
+        console.print(Text(_addresses_text(mapped, addresses), "dim"))
+    if misses:
+        console.print(
+            Text(
+                f"the stand-in had no recorded answer for {len(misses)} GOLEM request(s) "
+                "(answered with an error)",
+                "yellow",
+            )
+        )
+    if any(check.differences for check in result.checks):
+        # The table is a preview: say so, and where the rest is.
+        console.print(
+            Text(
+                "each row shows its first difference, values cut at 60 characters (…): "
+                "--json lists every difference whole",
+                "dim",
+            )
+        )
+    problems = [check for check in result.checks if check.problem is not None]
+    if problems and result.stderr_tail.strip():
+        console.print(Text("the server's last words on stderr:", "yellow"))
+        # Line by line: one Text of them all escaped each newline (`\n` printed as such).
+        for line in result.stderr_tail.strip()[-2000:].splitlines():
+            console.print(Text(safe_text(line)))
+    tools = result.tool_checks
+    differing = [check.name for check in tools if not check.ok]
+    others = _differing_requests(result)
+    if lost is not None:
+        if differing:  # the build's differences before the plugin went away
+            names = safe_text(", ".join(dict.fromkeys(differing)))
+            compared = sum(1 for check in tools if check.not_compared is None)
+            console.print(
+                Text(
+                    f"mcp-verify: {len(differing)} of the {compared} tool calls compared "
+                    f"before the live plugin went away differ: {names}",
+                    "red",
+                )
+            )
+        return
+    unknown = sum(1 for check in tools if check.ok and check.not_compared is not None)
+    if result.ok and unknown:
+        console.print(
+            f"[green]mcp-verify: all {len(tools) - unknown} tool calls compared match[/green]; "
+            f"{unknown} could not be compared (the rows say why)"
+        )
+    elif result.ok:
+        console.print(f"[green]mcp-verify: all {len(tools)} tool calls match[/green]")
+    elif differing or others:
+        summary: list[str] = []
+        if differing:
+            names = safe_text(", ".join(dict.fromkeys(differing)))
+            summary.append(f"{len(differing)} of {len(tools)} tool calls differ: {names}")
+        else:
+            qualifier = "compared " if unknown else ""
+            summary.append(f"the {len(tools) - unknown} tool calls {qualifier}match")
+        if others:
+            # What the model is told (the tools, the server) changed, whatever the results.
+            verb = "differs" if len(others) == 1 else "differ"
+            summary.append(f"{safe_text(', '.join(others))} {verb}")
+        console.print(Text("mcp-verify: " + "; ".join(summary), "red"))
+    else:
+        console.print(Text("mcp-verify: the tool calls match, the session did not", "red"))
+
+
+def _differing_requests(result: McpVerifyResult) -> list[str]:
+    """The methods of the requests other than tool calls whose answers differ, each once."""
+    return list(
+        dict.fromkeys(check.name for check in result.checks if check.tool is None and not check.ok)
+    )
+
+
+def _outage_text(outages: list[dict[str, Any]]) -> str:
+    # One mention per call, in order, whatever its routes.
+    calls = dict.fromkeys((item["number"], item["tool"]) for item in outages)
+    named = ", ".join(
+        f"#{number} {tool}" if number is not None else str(tool) for number, tool in calls
+    )
+    return safe_text(
+        f"the plugin was down during {len(calls)} recorded tool call(s) ({named}): the "
+        "stand-in ended, reset or refused their GOLEM connections as the recording shows"
+    )
+
+
+def _addresses_text(mapped: list[McpCheck], addresses: RouteAddresses) -> str:
+    """Which calls matched with a recorded route address read as the route's address now,
+    and which addresses those were."""
+    calls = ", ".join(
+        f"#{check.number} {check.name}" if check.number is not None else check.name
+        for check in mapped
+    )
+    routes = {route for check in mapped for route in check.route_addresses}
+    pairs = ", ".join(
+        f"{pair.route} {pair.recorded} → {pair.live}"
+        for pair in addresses.pairs
+        if pair.route in routes
+    )
+    return safe_text(
+        f"{len(mapped)} tool result(s) ({calls}) matched with a GOLEM route's recorded "
+        f"address read as this run's: {pairs}"
+    )
