@@ -189,3 +189,44 @@ def test_a_killed_wrapper_leaves_no_closing_line_that_says_all_was_well(
         "ending the session (killed?); 2 exchanges (0 errors, 0 violations; 2 requests "
         "without an answer) recorded"
     )
+
+
+@pytest.mark.parametrize("observer", ["in-process", "child-process"])
+def test_a_server_that_ignores_the_sigterm_passed_on_is_killed_within_the_grace(
+    tmp_path: Path, observer: str
+) -> None:
+    record = tmp_path / "r.jsonl"
+    code = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+        "while True: time.sleep(0.05)\n"
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record),
+            "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
+            "--observer", observer, "--", sys.executable, "-c", code,
+        ],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=environment(), start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert _read_line(process) == b"ready\n"
+        os.killpg(process.pid, signal.SIGTERM)
+        assert process.wait(SDK_GRACE) == 128 + signal.SIGKILL
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        reap(process)
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+    wait_for(lambda: '"kind":"session-end"' in record.read_text(), 10, "the session's end")
+    events = read_recording(str(record)).events
+    assert isinstance(events[-1], SessionEnded)
+    assert events[-1].reason == "stopped by SIGTERM; the MCP server exited with status 137"
+    (hop,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
+    assert hop.reason == (
+        "the child was killed (SIGKILL): it did not exit within 0.75 s of the SIGTERM passed on"
+    )
