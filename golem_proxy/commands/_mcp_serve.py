@@ -9,7 +9,6 @@ and `_serve_hops` runs the server, the console and the signals the same way."""
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -38,7 +37,7 @@ from ..session_events import SessionEnded
 from ..terminal import safe_text
 from ._bound_routes import client_environment, print_intercept, print_routes
 from ._common import unwrap
-from ._proxy_serve import open_forwarding, print_faults
+from ._proxy_serve import STOP_SIGNALS, open_forwarding, print_faults, stopped_by
 
 __all__ = ["MCP_ROUTE", "ServerPlan", "child_environment", "serve", "serve_forwarding"]
 
@@ -94,7 +93,7 @@ async def serve(
     runs."""
     # Signals are caught from the start: a SIGTERM before the server runs must not kill us
     # with a traceback, and once it runs they are the server's to act on.
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with _console_listener(plan.console) as commands:
             session = ProxySession(config)
             hops = _Hops(session.proxy, session.run, session.stop, watch=tracker.watch)
@@ -109,7 +108,7 @@ async def serve_forwarding(
     own, whose log goes to ``log_fd`` (where ours goes: never our stdout, the MCP client's).
     Returns the server's exit status. Raises ObserverStartError, ChildStartError, ListenError
     or OSError (a listener, the recording) before the server runs."""
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with _console_listener(plan.console) as commands:
             proxy, _, observing = await open_forwarding(config, log_buffer, stdout=log_fd)
             drain = config.options.drain_timeout
@@ -192,6 +191,7 @@ async def _serve_hops(
     assert console is not None
     engine = config.options.intercept
     exited: Optional[int] = None
+    stopped: list[int] = []
     async with trio.open_nursery() as tasks:
         if hops.beside is not None:
             tasks.start_soon(hops.beside)
@@ -214,27 +214,37 @@ async def _serve_hops(
                     where = safe_text(str(commands.address))
                     print_intercept(console, engine, f"commands: golem-proxy intercept {where}")
                     tasks.start_soon(serve_console, commands, InterceptConsole(engine))
-                tasks.start_soon(_forward_signals, signals, relay)
+                tasks.start_soon(_forward_signals, signals, relay, stopped)
                 status = exited = await relay.run()
             finally:
-                hops.stop(_ended(exited))
+                hops.stop(_ended(exited, stopped))
+            # Whatever the GOLEM connections still wait for, their reader was the server, now
+            # gone: waiting for it (the drain timeout) would only keep a client that stops us
+            # (SIGTERM, then SIGKILL 2 s later for the Python MCP SDK) waiting too.
+            hops.proxy.cut("the MCP server exited", "the plugin")
             serving.cancel_scope.deadline = trio.current_time() + config.options.drain_timeout + 5
         tasks.cancel_scope.cancel()
     return status
 
 
-def _ended(status: Optional[int]) -> str:
+def _ended(status: Optional[int], stopped: Optional[list[int]] = None) -> str:
     """How the session ended, as its ``session-end`` line says it: the server's exit
-    (`exit_status`: 128 + N for signal N), or the server not run or relayed to the end."""
+    (`exit_status`: 128 + N for signal N), after the signal that stopped us if one did, or
+    the server not run or relayed to the end."""
     if status is None:
         return "stopped before the MCP server exited"
-    return f"the MCP server exited with status {status}"
+    exited = f"the MCP server exited with status {status}"
+    return f"{stopped_by(stopped[0])}; {exited}" if stopped else exited
 
 
-async def _forward_signals(signals: AsyncIterator[int], relay: StdioRelay) -> None:
-    """The client (or the user) asked us to stop: the server decides how, we follow it."""
+async def _forward_signals(
+    signals: AsyncIterator[int], relay: StdioRelay, stopped: list[int]
+) -> None:
+    """The client (or the user) asked us to stop: the server's group gets the signal, and a
+    bounded time to act on it (`StdioRelay.stop`)."""
     async for signum in signals:
-        relay.send_signal(signum)
+        stopped.append(signum)
+        relay.stop(signum)
 
 
 def _announce(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+from collections.abc import AsyncIterator
 from typing import Optional
 
 import trio
@@ -41,7 +42,8 @@ __all__ = [
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """What stops a session in order, its recording closed: Ctrl-C, a kill, and the terminal
-closed (SIGHUP; its default action ended the process with the recording unclosed)."""
+closed (SIGHUP; its default action ended the process with the recording unclosed). Another
+one while the connections drain cuts them at once (`_cut_on_another`)."""
 
 
 async def serve(config: SessionConfig, console: Console) -> str:
@@ -52,13 +54,14 @@ async def serve(config: SessionConfig, console: Console) -> str:
             bound = await nursery.start(session.run)
             commands_scope = await _announce(config, console, bound, nursery)
             async for signum in signals:
-                console.print(Text("stopping: listeners closed, draining connections…", "dim"))
+                console.print(Text(STOPPING, "dim"))
                 commands_scope.cancel()
                 session.stop(stopped_by(signum))
                 break
             # Connections drain, then the log catches up: each gets the drain timeout.
             drain = config.options.drain_timeout
             nursery.cancel_scope.deadline = trio.current_time() + 2 * drain + 5
+            nursery.start_soon(_cut_on_another, signals, session.proxy, session.finished, console)
     return session.summary()
 
 
@@ -77,17 +80,19 @@ async def serve_forwarding(
         async with trio.open_nursery() as watching:
             watching.start_soon(observing.watch)
             async with trio.open_nursery() as serving:
-                await serving.start(proxy.serve)
+                served = trio.Event()
+                await serving.start(_serve_until_done, proxy, served)
                 commands_scope = (
                     trio.CancelScope() if tui else await _announce(config, console, bound, serving)
                 )
                 async for signum in signals:
-                    console.print(Text("stopping: listeners closed, draining connections…", "dim"))
+                    console.print(Text(STOPPING, "dim"))
                     commands_scope.cancel()
                     proxy.stop()
                     ended = stopped_by(signum)
                     break
                 serving.cancel_scope.deadline = trio.current_time() + drain + 5
+                serving.start_soon(_cut_on_another, signals, proxy, served, console)
             watching.cancel_scope.cancel()
         # The observing process decodes what is left, then its log catches up: each gets the
         # drain timeout, as in one process.
@@ -98,6 +103,40 @@ async def serve_forwarding(
         f"forwarded {proxy.accepted} connections; observation stopped early "
         f"({observing.stopped_reason}); the recording ends where it did"
     )
+
+
+STOPPING = "stopping: listeners closed, draining connections (Ctrl-C again: cut them now)…"
+
+
+async def _serve_until_done(
+    proxy: Proxy,
+    served: trio.Event,
+    *,
+    task_status: trio.TaskStatus[list[BoundRoute]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """``proxy.serve``, then ``served`` set."""
+    try:
+        await proxy.serve(task_status=task_status)
+    finally:
+        served.set()
+
+
+async def _cut_on_another(
+    signals: AsyncIterator[int], proxy: Proxy, done: trio.Event, console: Console
+) -> None:
+    """While the stopped session drains (until ``done``): another stop signal (Ctrl-C again,
+    a second SIGTERM) waits no more for the connections still open: they are cut at once,
+    each saying so, and the session ends as it would after the drain timeout."""
+
+    async def cut_each() -> None:
+        async for signum in signals:
+            console.print(Text("stopping now: open connections cut", "dim"))
+            proxy.cut(f"{stopped_by(signum)} again")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(cut_each)
+        await done.wait()
+        nursery.cancel_scope.cancel()
 
 
 def stopped_by(signum: int) -> str:

@@ -192,8 +192,9 @@ def add_session_arguments(
         type=seconds_arg,
         default=2.0,
         metavar="SECONDS",
-        help="on Ctrl-C, how long live connections may finish, and then how long the log may "
-        "take to show what is left (it says how many events it could not; default 2)",
+        help="on Ctrl-C, how long live connections may finish (another Ctrl-C cuts them at "
+        "once), and then how long the log may take to show what is left (it says how many "
+        "events it could not; default 2)",
     )
     parser.add_argument(
         "--observer-memory",

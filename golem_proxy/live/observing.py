@@ -54,6 +54,8 @@ __all__ = [
     "session_config",
 ]
 
+UNENDED = "the proxy stopped without ending the session (killed?)"
+"""Why the recording ends cut short, when the forwarding process never ended the session."""
 LENGTH = struct.Struct("!I")
 """The setup's length before it, on the control socket."""
 
@@ -141,7 +143,9 @@ async def observe(
         await nursery.start(session.run)
         control.sendall(b"ready\n")
         on_ready()
-    return session.summary()
+    # The pipe ended without the session's end (`Kind.SESSION_END`): the forwarding process
+    # died (a SIGKILL) or failed, and the recording stops where it did, unended.
+    return session.summary(cut_short=UNENDED)
 
 
 def session_config(

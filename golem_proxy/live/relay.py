@@ -40,6 +40,10 @@ MIN_DECODE_TIME = 0.25
 few frames), even when the connections used the whole drain timeout."""
 RESEND_CLIENT = "golem-proxy resend"
 """The client name of the side connection a request is sent again on (`Proxy.resend`)."""
+CUT_GRACE = 0.2
+"""After `Proxy.cut`, how long the connections still open may take to end by themselves:
+what their peers closed at that moment (and an answer already on its way) still ends as it
+would, unhurried by the cut."""
 
 
 class Proxy:
@@ -71,7 +75,12 @@ class Proxy:
         self._ids = itertools.count(1)
         self._request_ids = profile.request_ids()
         """Fresh ids for requests sent again (`resend`), one source for the session."""
-        self._live: set[int] = set()
+        self._live: dict[int, Connection] = {}
+        self._draining = trio.CancelScope()
+        """Bounds the wait for the live connections once stopped (`serve`, `cut`)."""
+        self._cut: Optional[tuple[str, str]] = None
+        """Why the connections still open are not waited for, and whose answer they would
+        have waited for (`cut`)."""
         self.accepted = 0
         """Connections accepted since the start."""
         self._all_closed = trio.Event()
@@ -168,8 +177,11 @@ class Proxy:
                 # `stop()` was called: no new connections; the live ones get a deadline.
                 stopping = trio.current_time()
                 await self._close_listeners()
-                with trio.move_on_after(self.options.drain_timeout):
+                drained_by = stopping + self.options.drain_timeout
+                self._draining.deadline = min(self._draining.deadline, drained_by)
+                with self._draining:
                     await self._all_closed.wait()
+                self._say_cut()
                 handlers.cancel_scope.cancel()
         finally:
             await self._close_listeners()
@@ -187,6 +199,29 @@ class Proxy:
         seconds to finish, then `serve` cuts them and returns."""
         self._accepting.cancel()
 
+    def cut(self, why: str, answering: str = "the upstream") -> None:
+        """Stop, and wait for no connection (`CUT_GRACE` at most, whatever the drain timeout):
+        their client is gone (``why``: the MCP server whose connections they are exited), so
+        no one would read what they still wait for. Each one cut says so in its close: an
+        answer from ``answering`` in flight was not waited for."""
+        self._cut = (why, answering)
+        self._draining.deadline = min(self._draining.deadline, trio.current_time() + CUT_GRACE)
+        self.stop()
+
+    def _say_cut(self) -> None:
+        """The connections about to be cut, after `cut`: their close says why (a connection
+        with no other reason yet would read "proxy shutting down", and one whose client closed
+        "client closed", hiding that an answer was given up)."""
+        if self._cut is None:
+            return
+        why, answering = self._cut
+        for conn in self._live.values():
+            if conn.awaiting_reply:
+                conn.reason = f"{why}; {answering}'s answer was not waited for"
+                conn.abnormal = True
+            else:
+                conn.note(f"{why}; the connection was not waited for", True)
+
     async def _serve_route(self, gate: RouteGate, handlers: trio.Nursery) -> None:
         async def handle(client: trio.SocketStream) -> None:
             await self._handle(client, gate.route, gate)
@@ -198,7 +233,7 @@ class Proxy:
     ) -> None:
         conn = Connection(next(self._ids), route, client)
         self.accepted += 1
-        self._live.add(conn.conn)
+        self._live[conn.conn] = conn
         self._all_closed = trio.Event() if self._all_closed.is_set() else self._all_closed
         opened = ConnectionOpened(
             conn=conn.conn,
@@ -358,7 +393,7 @@ class Proxy:
         conn.observe_close(
             conn.closed_event(self.now()), functools.partial(self._publish_closed, conn)
         )
-        self._live.discard(conn.conn)
+        self._live.pop(conn.conn, None)
         if not self._live:
             self._all_closed.set()
 

@@ -239,8 +239,14 @@ class ProxySession:
         waiting = self._log.receive_channel.statistics()
         return waiting.current_buffer_used == 0 and waiting.tasks_waiting_receive > 0
 
-    def summary(self) -> str:
-        """The line the session ends with: what it recorded and where (call once finished)."""
+    @property
+    def ended_in_order(self) -> bool:
+        """`stop` was called: the recording ends with its ``session-end`` line."""
+        return self._ending is not None
+
+    def summary(self, cut_short: Optional[str] = None) -> str:
+        """The line the session ends with: what it recorded and where (call once finished);
+        ``cut_short``: why the recording has no ``session-end`` line, when it has none."""
         recorder = self.recorder
         # A session with a hop served outside the relay is `golem-proxy mcp`'s.
         command = "mcp" if self.config.layers else "proxy"
@@ -255,6 +261,7 @@ class ProxySession:
             failure,
             command=command,
             since_restart=self.config.took_over,
+            cut_short=None if self.ended_in_order else cut_short,
         )
 
     def _header(self, bound: list[BoundRoute]) -> Header:

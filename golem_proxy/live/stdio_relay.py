@@ -23,7 +23,8 @@ up) is still read and recorded, marked undelivered as the TCP relay marks it, an
 as sent; so is what the child's stdin had not taken of the client's calls when the child
 closed it, and what the client says after. When the client closes our stdin, the child's
 stdin is closed and the child gets ``exit_timeout`` seconds to exit before it is terminated,
-then killed.
+then killed. A signal that stops the wrapper is passed on to the child's process group, and
+bounded: `SignalStop` (stdio_ends.py).
 """
 
 from __future__ import annotations
@@ -54,10 +55,9 @@ from .stdio_child import (
 )
 from .stdio_ends import (
     DRAIN_LIMIT,
-    DRAIN_TIMEOUT,
-    UNDELIVERED_AFTER_EXIT,
-    UNDELIVERED_PAST_LIMIT,
+    STOP_DRAIN,
     HopEnds,
+    SignalStop,
     say,
 )
 from .tap import ConnectionTap
@@ -95,6 +95,7 @@ class StdioRelay:
         self._fds = (stdin_fd, stdout_fd, stderr_fd)
         self.process: Optional[PipedChild] = None
         self._ends = HopEnds()
+        self._stop = SignalStop(self._ends)
         self._sent = {Direction.C2S: 0, Direction.S2C: 0}
         self._moved_at = 0.0
         """When the client last took a byte of the child's output (or the relay last stopped
@@ -124,11 +125,16 @@ class StdioRelay:
 
     async def start(self) -> PipedChild:
         """Start the child. Raises ChildStartError with the reason in one line."""
-        self.process = await open_piped_child(self.argv, self.env)
+        self.process = self._stop.process = await open_piped_child(self.argv, self.env)
         return self.process
 
+    def stop(self, signum: int) -> None:
+        """A signal asked us to stop (the client, the user): pass it on, bounded
+        (`SignalStop`)."""
+        self._stop.ask(signum)
+
     def send_signal(self, signum: int) -> None:
-        """Pass a signal on to the child (SIGINT, SIGTERM: the client asked us to stop)."""
+        """Send the child a signal (nothing once it exited)."""
         if self.process is not None and self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 self.process.send_signal(signum)
@@ -165,6 +171,7 @@ class StdioRelay:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._client_to_child, tap, stdin, process)
+                nursery.start_soon(self._stop.enforce, process)
                 async with trio.open_nursery() as outputs:
                     outputs.start_soon(self._child_to_client, tap, process, stdout)
                     outputs.start_soon(self._child_stderr, conn, process)
@@ -287,21 +294,21 @@ class StdioRelay:
         """The child is gone: what it wrote is still in its pipes, and what was read of it may
         still be on its way to the client. Both go on while the client takes bytes (or the
         relay waits for the recording), and are given up once it took nothing for
-        `DRAIN_TIMEOUT` (a client may stop reading, a grandchild may hold the pipes open),
-        or `DRAIN_LIMIT` after the exit whatever moves (a grandchild may write for ever):
-        what the client did not take is recorded undelivered, and said."""
+        `DRAIN_TIMEOUT` (a client may stop reading, a grandchild may hold the pipes open;
+        `STOP_DRAIN` once a signal stopped us), or `DRAIN_LIMIT` after the exit whatever
+        moves (a grandchild may write for ever): what the client did not take is recorded
+        undelivered, and said."""
         exited = self._moved_at = trio.current_time()
         while self._outputs_left:
             now = trio.current_time()
-            idle_end = (now if self._held else self._moved_at) + DRAIN_TIMEOUT
+            idle_end = (now if self._held else self._moved_at) + self._stop.drain_idle
             deadline = min(idle_end, exited + DRAIN_LIMIT)
             if now >= deadline:
-                self._ends.given_up = (
-                    UNDELIVERED_PAST_LIMIT if deadline < idle_end else UNDELIVERED_AFTER_EXIT
-                )
+                self._ends.give_up(past_limit=deadline < idle_end)
                 outputs.cancel()
                 return
-            with trio.move_on_at(deadline):
+            # Woken at least every STOP_DRAIN: a signal that comes meanwhile shortens it.
+            with trio.move_on_at(min(deadline, now + STOP_DRAIN)):
                 await self._outputs_done.wait()
 
     def _output_done(self) -> None:

@@ -97,13 +97,15 @@ class SessionTally:
         *,
         command: str = "proxy",
         since_restart: bool = False,
+        cut_short: Optional[str] = None,
     ) -> str:
         """The closing line of ``golem-proxy COMMAND``: what was recorded and where, or that
         nothing was (no ``--record``). ``not_recorded`` events the recorder could not keep,
         and the ``failure`` that stopped the recording, are said too. ``since_restart``: the
         counts are those of an observing process that took over from one that died, not the
         whole session's (its requests without an answer include those in flight when it took
-        over: it waited for their answers too)."""
+        over: it waited for their answers too). ``cut_short``: why the recording ends with no
+        ``session-end`` line (the session did not end in order), said first."""
         prefix = f"golem-proxy {command}: "
         if since_restart:
             prefix += "since observation restarted, "
@@ -115,7 +117,10 @@ class SessionTally:
             return (
                 f"{prefix}saw {counts}; the recording {path} stopped early ({safe_text(failure)})"
             )
-        line = f"{prefix}recorded {counts} to {path}"
+        if cut_short is not None:
+            line = f"{prefix}the recording {path} ends cut short: {cut_short}; {counts} recorded"
+        else:
+            line = f"{prefix}recorded {counts} to {path}"
         if not_recorded:
             line += f"; {counted(not_recorded, 'event')} not recorded (the disk fell behind)"
         return line

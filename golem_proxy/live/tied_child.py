@@ -25,8 +25,9 @@ Two ties, each covering what the other cannot:
 
 SIGKILL, not SIGTERM: there is no one left to follow a SIGTERM the server ignores or is slow
 to act on with a SIGKILL, and the wrapper dies this way only when it could not stop the
-server in order (a SIGTERM or SIGINT sent to the wrapper is passed on to the server, which
-decides; the client closing stdin gives it time to exit, then SIGTERM, then SIGKILL).
+server in order (a SIGTERM or SIGINT sent to the wrapper is passed on to the server's group,
+which gets a moment to act on it before it is killed: stdio_ends.py; the client closing stdin
+gives it time to exit, then SIGTERM, then SIGKILL).
 
 The fork runs a Python function in the child (``preexec_fn``, Linux), which a threaded process
 may do only if it takes no lock another thread could hold: it calls prctl and getppid,
@@ -116,6 +117,12 @@ class TiedChild:
     def send_signal(self, sig: int) -> None:
         """Send it ``sig`` (nothing once it was reaped)."""
         self._popen.send_signal(sig)
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to its process group: to it and what it started, as a signal to the
+        client's group (a terminal's Ctrl-C, an MCP client's stop) reaches them without us.
+        Raises ProcessLookupError once the group is empty."""
+        os.killpg(self.pid, sig)
 
     def release(self) -> None:
         """We are done with it in order: its group is no longer killed when we die. Call it
