@@ -121,16 +121,22 @@ class Echoes:
         frame redacted."""
         self._by_length: Optional[list[tuple[str, str]]] = None
         self.on_new: Optional[Callable[[list[str]], None]] = None
-        """Called with the values `remember` did not hold yet (not those it holds again), in
-        the observing process of ``--observer child-process``: the forwarding process keeps
-        them for the process that replaces this one (`Acknowledger.learned`)."""
+        """Called with the values `remember` made the newest (those it did not hold, and those
+        it held that were not the newest already), in the observing process of ``--observer
+        child-process``: the forwarding process keeps them, in the same order, for the process
+        that replaces this one (`Acknowledger.learned`, `HeldEchoes`). Told once only, a value
+        this process kept because it recurs all the time fell out of the forwarding process's
+        last `MAX_ECHOES` behind values seen once since, and recorded in clear after a
+        restart."""
 
     def remember(self, values: Iterable[str]) -> None:
         new: list[str] = []
         for value in worth_chasing(values):
+            newest = next(reversed(self._values), None) if self._values else None
             forms = self._values.pop(value, None)
-            if forms is None:  # else held again: the newest now, its forms as they were
+            if value != newest:
                 new.append(value)
+            if forms is None:  # else held again: the newest now, its forms as they were
                 forms = _forms(value)
                 self._needles[value] = tuple(
                     form.encode("utf-8", "surrogatepass") for form, _ in forms
@@ -145,6 +151,10 @@ class Echoes:
 
     def __bool__(self) -> bool:
         return bool(self._values)
+
+    def values(self) -> tuple[str, ...]:
+        """The values held, oldest first."""
+        return tuple(self._values)
 
     def _forms_by_length(self) -> list[tuple[str, str]]:
         """Every form of every value with its replacement, longer first: no partial hits."""
