@@ -27,6 +27,7 @@ from ..events import (
     StreamEnded,
 )
 from ..status_tone import Tone, outcome_tone, undelivered_status
+from .server_stderr import ServerStderr
 
 __all__ = ["Flow", "gap_has_size", "gap_size_at_least"]
 
@@ -98,6 +99,10 @@ class Flow:
     pending, as it was left (whether an answer was sent is not known); its status says that
     nothing more came. Empty while its answer may still come."""
 
+    stderr: Optional[ServerStderr] = None
+    """What the server of the row's connection (the MCP server `golem-proxy mcp` runs) wrote
+    to its stderr, for a row that failed on it (`ServerStderrs`): its last lines while the
+    request waited, or before the end that left it unanswered. None for every other row."""
     answered_in: Optional[ObservationLost] = None
     """The gap that carried the request's answer: a frame too large to observe, whose id the
     tap read and paired (`ObservationLost.answers`). The request was answered, how is not

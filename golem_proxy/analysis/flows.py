@@ -34,6 +34,7 @@ from ..events import (
     InterceptKind,
     InterceptStep,
     ObservationLost,
+    ProcessOutput,
     StreamEnded,
     ViolationSeen,
 )
@@ -41,6 +42,7 @@ from ..frame_runs import numbers_in
 from ..recording.held_frames import add_in_order, forget_in_group
 from .connection_counts import ConnectionCounts
 from .flow import Flow
+from .server_stderr import ServerStderrs
 
 __all__ = ["ORPHAN_RULE", "Flow", "FlowTracker"]
 
@@ -106,6 +108,7 @@ class FlowTracker:
         self._frame_errors: dict[tuple[int, Direction], Flow] = {}
         # Each connection's newest row: where a fault the proxy injected is told.
         self._latest: dict[int, Flow] = {}
+        self._stderr = ServerStderrs()
         self.also_changed: list[Flow] = []
         """With ``keep``: rows an event settled besides the one `apply` returns (the requests
         a gap or a close let go), for a view that shows its rows to show them again; its
@@ -153,6 +156,9 @@ class FlowTracker:
             size = 0 if evicted else event.size
             self._counts.count_bytes(event.conn, event.direction, size, self.observer)
             return self._settled(flow)
+        if isinstance(event, ProcessOutput):
+            self._stderr.add(event)
+            return None
         if isinstance(event, (FaultInjected, InterceptStep)):
             faulted = self._flow_for_fault(event)
             if faulted is not None:
@@ -353,6 +359,7 @@ class FlowTracker:
         flow.outcome = exchange.outcome
         flow.closed_unanswered = False
         flow.ended_waiting = ""
+        self._stderr.answered(flow)
         return self._settled(flow)
 
     def _violation(self, event: ViolationSeen) -> Optional[Flow]:
@@ -391,6 +398,7 @@ class FlowTracker:
             flow.closed_unanswered = True
             flow.unanswered_at = event.t
             flow.stream_ended = event
+            self._stderr.unanswered(flow, "the server closed its output")
             if self.keep and changed is not None:
                 self.also_changed.append(changed)
             changed = self._settled(flow)
@@ -414,9 +422,11 @@ class FlowTracker:
             flow = self._by_request.pop(key)
             flow.closed_unanswered = True
             flow.unanswered_at = event.t
+            self._stderr.unanswered(flow, f"the hop closed ({event.reason})")
             if self.keep and changed is not None:
                 self.also_changed.append(changed)
             changed = self._settled(flow)
+        self._stderr.forget(conn)
         for direction in Direction:
             self._last_unpaired.pop((conn, direction), None)
             self._frame_errors.pop((conn, direction), None)

@@ -31,6 +31,7 @@ from ..recording.held_frames import IN_FLIGHT_BYTES, HeldFrames, held_cost
 from ..recording.seq_watch import SeqWatch
 from ..recording.time_watch import TimeWatch
 from .flows import Flow, FlowTracker
+from .server_stderr import stderr_heading
 
 __all__ = [
     "EVENTS_PER_PIECE",
@@ -353,6 +354,14 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
     if flow.connection_failed is not None:
         closed = flow.connection_failed
         data["connection_failed"] = {"reason": closed.reason, "abnormal": closed.abnormal}
+    if flow.stderr is not None:
+        # What the server wrote to its stderr, on a row that failed on its hop (a server that
+        # dies at start says why only there).
+        data["server_stderr"] = {
+            "when": stderr_heading(flow.stderr).rstrip(":"),
+            "lines": list(flow.stderr.lines),
+            "more": flow.stderr.more,
+        }
     if flow.faults:
         # What the proxy did to this flow's frames on purpose (--fault, --intercept), as the
         # flow tracker attached it: the event that follows a frame is that frame's.

@@ -23,6 +23,7 @@ from ..analysis.coverage import Coverage
 from ..analysis.drift import DriftCollector, DriftReport
 from ..analysis.flow import Flow
 from ..analysis.mcp_audit import MAX_PENDING, McpAuditor
+from ..analysis.server_stderr import ServerStderr, stderr_heading
 from ..analysis.tool_calls import mcp_routes
 from ..analysis.trace import FlowReader, json_text, open_flows
 from ..net.addresses import parse_address
@@ -95,12 +96,20 @@ def run(args: argparse.Namespace) -> int:
     trace = open_flows(args.file)  # TraceError: printed as one line by `golem_proxy.cli`
     collector = DriftCollector(catalogue, trace.profile)
     failures: Counter[str] = Counter()
+    said: list[_Said] = []
     with trace, file_progress(trace.fileno(), "checking"):
         mcp = McpAuditor(mcp_routes(trace.route_profiles))
         notes: Counter[str] = Counter()
         coverage = Coverage()
         findings = _audit(
-            trace, catalogue, collector, failures=failures, mcp=mcp, notes=notes, seen=coverage
+            trace,
+            catalogue,
+            collector,
+            failures=failures,
+            mcp=mcp,
+            notes=notes,
+            seen=coverage,
+            said=said,
         )
     coverage.read_end(trace)
     note_truncated(trace)
@@ -135,6 +144,15 @@ def run(args: argparse.Namespace) -> int:
             "rules": [group.to_json() for group in contract],
             "drift": report.to_json(),
             "failed_flows": {"count": sum(failures.values()), "by_status": dict(failures)},
+            "server_stderr": [
+                {
+                    "flow": number,
+                    "status": status,
+                    "when": stderr_heading(stderr).rstrip(":"),
+                    "lines": list(stderr.lines),
+                }
+                for number, status, stderr in said
+            ],
             "complete": complete,
             "not_inspected": coverage.to_json(),
         }
@@ -146,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
         _print_rules(out, contract, complete)
         if failures:
             out.print(failures_text(failures), soft_wrap=True)
+        for number, status, stderr in said:
+            out.print(_said_text(number, status, stderr), soft_wrap=True)
         for line in coverage.lines():
             out.print(Text(line, style="yellow"), soft_wrap=True)
         verdict = (
@@ -173,13 +193,15 @@ def _audit(
     mcp: Optional[McpAuditor] = None,
     notes: Optional[Counter[str]] = None,
     seen: Optional[Coverage] = None,
+    said: Optional[list[_Said]] = None,
 ) -> list[Finding]:
     """`audit` over the trace ``piece`` flows at a time (memory does not grow with the trace),
     in the order one call over the whole trace gives, and ``mcp`` over its MCP layer; the
     drift of the other flows goes to ``drift``, every failed flow (`Flow.is_error`) is
     counted in ``failures`` by what failed (`Flow.failure`); ``notes`` counts
     the flows read from a skeleton (``unparsed``), whose messages are not checked again;
-    ``seen`` what was not inspected (gaps, requests let go, frames withheld)."""
+    ``seen`` what was not inspected (gaps, requests let go, frames withheld); ``said`` the
+    server's stderr the first `SAID_ROWS` failed rows carry (`Flow.stderr`)."""
     findings: list[Finding] = []
     unlocated: set[tuple[Any, ...]] = set()
     layers = trace.route_profiles
@@ -197,6 +219,12 @@ def _audit(
             failures.update(
                 flow.failure(trace.profile_for(flow.route)) for flow in flows if flow.is_error
             )
+        if said is not None:
+            for flow in flows:
+                if flow.stderr is not None and len(said) < SAID_ROWS:
+                    said.append(
+                        (flow.number, flow.failure(trace.profile_for(flow.route)), flow.stderr)
+                    )
         findings += mcp.feed(flows)
         for finding in audit(events, flows, trace.profile, catalogue, layers):
             if finding.flow is None:  # the same report may come in two pieces: keep one
@@ -215,6 +243,23 @@ def _audit(
     findings += mcp.finish()
     findings.sort(key=lambda f: (f.flow is None, f.flow or 0))
     return findings
+
+
+SAID_ROWS = 3
+"""The failed rows whose server's stderr `check` prints: the first say why the server failed;
+a chatty server's later ones are for `show`."""
+
+_Said = tuple[int, str, ServerStderr]
+"""A failed row's number, its failure and the server's stderr it carries."""
+
+
+def _said_text(number: int, status: str, stderr: ServerStderr) -> Text:
+    """``#1 unanswered: the server's stderr before …:`` and the lines, indented."""
+    text = Text(f"#{number} {safe_text(status, 80)}: {stderr_heading(stderr)}", style="red")
+    for line in stderr.lines:
+        text.append("\n  │ ")
+        text.append(safe_text(line), style="yellow")
+    return text
 
 
 def failures_text(failures: Counter[str]) -> Text:

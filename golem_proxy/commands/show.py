@@ -17,6 +17,7 @@ from golem_core.profiles import Profile
 from ..analysis.call_rows import CallRows
 from ..analysis.flows import Flow
 from ..analysis.late_answers import answer_of_text, late_text
+from ..analysis.server_stderr import ServerStderr, stderr_heading
 from ..analysis.stats import method_label
 from ..analysis.tool_calls import (
     LAYER_MCP,
@@ -302,6 +303,11 @@ def _print_table(
     table = ColumnTable(columns, terminal_width(out))
     out.print(Text(title, style="italic"), soft_wrap=True)
     rows: list[list[Cell]] = []
+    notes: dict[int, Text] = {}  # lines printed under a row, by its place in ``rows``
+    # The server's stderr a failed row carries, printed under it, and under the GOLEM rows
+    # of its call when it is a tool call (they stand right under the call's row): placed
+    # at the next row of the MCP layer, or at the end of the batch.
+    said: Optional[Text] = None
     shown = 0
     batch = FIRST_BATCH
     headed = False
@@ -310,19 +316,44 @@ def _print_table(
             if limit is not None and shown >= limit:
                 return shown, None  # one more matched: there is more, left unread
             shown += 1
+            if said is not None and layers.index.layer(flow) == LAYER_MCP:
+                notes[len(rows) - 1], said = said, None
             rows.append(_cells(flow, layers))
+            if flow.stderr is not None:
+                said = _stderr_text(flow.number, flow.stderr)
             if len(rows) >= batch:
-                headed = _flush(out, table, rows, headed)
+                if said is not None:
+                    notes[len(rows) - 1], said = said, None
+                headed = _flush(out, table, rows, headed, notes)
                 rows = []
+                notes = {}
                 batch = BATCH
     finally:
-        _flush(out, table, rows, headed)  # a damaged line further on: what came before shows
+        if said is not None:
+            notes[len(rows) - 1] = said
+        _flush(out, table, rows, headed, notes)  # a damaged line further on: what came before shows
     return shown, shown
 
 
-def _flush(out: Console, table: ColumnTable, rows: list[list[Cell]], headed: bool) -> bool:
-    """Print rows (the heading first, and again on a terminal when the columns changed);
-    return whether the heading was printed."""
+def _stderr_text(number: int, stderr: ServerStderr) -> Text:
+    """The server's stderr lines the failed row ``number`` carries, indented."""
+    text = Text(f"   #{number}: {stderr_heading(stderr)}", style="dim")
+    for line in stderr.lines:
+        text.append("\n   │ ", style="dim")
+        text.append(safe_text(line), style="yellow")
+    return text
+
+
+def _flush(
+    out: Console,
+    table: ColumnTable,
+    rows: list[list[Cell]],
+    headed: bool,
+    notes: Optional[dict[int, Text]] = None,
+) -> bool:
+    """Print rows (the heading first, and again on a terminal when the columns changed),
+    each of ``notes`` under its row, in the columns measured for them all; return whether
+    the heading was printed."""
     changed = table.measure(rows)
     if not headed:
         table.settle()
@@ -330,7 +361,13 @@ def _flush(out: Console, table: ColumnTable, rows: list[list[Cell]], headed: boo
         out.print(table.heading(), soft_wrap=True)
         out.print(table.rule(), soft_wrap=True)
         headed = True
+    start = 0
+    for at, note in sorted((notes or {}).items()):
+        out.print(table.render(rows[start : at + 1]), soft_wrap=True)
+        out.print(note, soft_wrap=True)
+        start = at + 1
+    if start < len(rows):
+        out.print(table.render(rows[start:]), soft_wrap=True)
     if rows:
-        out.print(table.render(rows), soft_wrap=True)
         out.file.flush()
     return headed

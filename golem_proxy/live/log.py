@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import os
 import re
 from collections.abc import Hashable, Mapping
 from typing import Optional
@@ -89,6 +90,10 @@ class EventLog:
         self._repeats = RepeatFold()
         self._status_width = _STATUS
         """The status column's width: the widest status shown so far, at least `_STATUS`."""
+        self._says_stderr = _apart_from_stderr(console)
+        """The log goes elsewhere than our stderr (``--log FILE``): what a wrapped server
+        writes to its stderr, which is passed on to ours, is written here too, in its place
+        among the calls (a server that dies at start says why only there)."""
 
     @property
     def stopped(self) -> bool:
@@ -256,6 +261,18 @@ class EventLog:
             )
             text.append(safe_text(event.detail, _DETAIL))
             return text
+        if isinstance(event, events.ProcessOutput):
+            if not self._says_stderr:
+                return None
+            lines = event.data.decode("utf-8", "replace").splitlines()
+            shown = [
+                self._prefix(event.t, event.route, event.conn).append(
+                    f"stderr│ {safe_text(line, _DETAIL)}", "yellow"
+                )
+                for line in lines
+                if line.strip()
+            ]
+            return Text("\n").join(shown) if shown else None
         if isinstance(event, events.EventsMissed):
             return Text(f"… {counted(event.count, 'event')} not shown (log fell behind)", "yellow")
         if isinstance(event, events.ObservationLost):
@@ -408,6 +425,21 @@ class EventLog:
         text.append(f"{frame.direction.arrow} {what} {format_size(frame.size)} ", "dim")
         text.append(preview_json(message.obj, 160), "dim")
         return text
+
+
+def _apart_from_stderr(console: Console) -> bool:
+    """Whether ``console`` writes to a file other than our stderr (False when that cannot be
+    told: a stream without a descriptor)."""
+    fd = getattr(console.file, "fd", None)  # a `TerminalOutput`
+    if fd is None:
+        try:
+            fd = console.file.fileno()
+        except (AttributeError, OSError, ValueError):
+            return False
+    try:
+        return not os.path.samestat(os.fstat(fd), os.fstat(2))
+    except (OSError, TypeError):
+        return False
 
 
 def fold_fields(line: Text, width: int, console: Console) -> Text:

@@ -112,6 +112,11 @@ class TerminalOutput:
     def isatty(self) -> bool:
         return self._tty
 
+    @property
+    def fd(self) -> Optional[int]:
+        """The descriptor of the real stream, None when it has none."""
+        return self._fd
+
     def writable(self) -> bool:
         return True
 

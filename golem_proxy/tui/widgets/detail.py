@@ -29,6 +29,7 @@ from golem_core.profiles import Profile
 from ...analysis.call_outage import outage_text
 from ...analysis.flows import Flow
 from ...analysis.late_answers import answer_of_text, late_text
+from ...analysis.server_stderr import stderr_heading
 from ...analysis.tool_calls import (
     arguments_summary,
     cause_text,
@@ -452,6 +453,10 @@ def _summary(
     for fault in flow.faults:
         fault_text = safe_text(f"{fault.fault} {fault.detail}")
         text.append(f"\nfault injected: {fault_text}", style="magenta")
+    if flow.stderr is not None:  # the server's own words on why it failed (a traceback)
+        text.append(f"\n{stderr_heading(flow.stderr)}", style="yellow")
+        for line in flow.stderr.lines:
+            text.append(f"\n  │ {safe_text(line, SUMMARY_CHARS * 2)}")
     return text
 
 

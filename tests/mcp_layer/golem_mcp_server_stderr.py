@@ -1,0 +1,48 @@
+"""The test MCP server of golem_mcp_server.py writing to its stderr as servers do: with
+``DIE_AT_START`` in its environment it dies as it starts, on a module it cannot import (a
+traceback on stderr, exit status 1); ``noisy_failure(why, lines)`` logs ``lines`` lines and
+then ``why`` to its stderr and fails (an ``isError`` result); ``chatty(lines)`` logs ``lines``
+lines and succeeds."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+# The base server is a script, not a package module: its directory goes on the path first.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+if os.environ.get("DIE_AT_START"):
+    import golem_module_not_installed  # noqa: F401  (fails: the server dies as it starts)
+
+import golem_mcp_server as base
+
+
+def _log(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+@base.server.tool()
+def noisy_failure(why: str, lines: int = 0) -> str:
+    """Log ``lines`` lines and ``why`` to stderr, then fail."""
+    for n in range(lines):
+        _log(f"noisy log line {n}")
+    _log(f"ERROR noisy_failure: {why}")
+    # The log and the answer travel on two pipes: what the server logged first is read first.
+    time.sleep(0.3)
+    raise RuntimeError(why)
+
+
+@base.server.tool()
+def chatty(lines: int) -> str:
+    """Log ``lines`` lines to stderr and succeed."""
+    for n in range(lines):
+        _log(f"chatty log line {n}")
+    return "fine"
+
+
+if __name__ == "__main__":
+    base.server.run()
