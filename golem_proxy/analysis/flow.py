@@ -103,6 +103,10 @@ class Flow:
     """What the server of the row's connection (the MCP server `golem-proxy mcp` runs) wrote
     to its stderr, for a row that failed on it (`ServerStderrs`): its last lines while the
     request waited, or before the end that left it unanswered. None for every other row."""
+    closed_by_proxy: Optional[ConnectionClosed] = None
+    """A connection the proxy itself closed after bytes crossed it (``--idle-timeout``): a row
+    of its own, so that a call that fails next on the connection its server kept (the server
+    finds it closed) shows who closed it, and why. Not a failure: the user asked for it."""
     answered_in: Optional[ObservationLost] = None
     """The gap that carried the request's answer: a frame too large to observe, whose id the
     tap read and paired (`ObservationLost.answers`). The request was answered, how is not
@@ -113,7 +117,8 @@ class Flow:
         for part in (self.request, self.response, self.frame_error, self.gap):
             if part is not None:
                 return part.t
-        return self.connection_failed.t if self.connection_failed is not None else 0.0
+        closed = self.connection_failed or self.closed_by_proxy
+        return closed.t if closed is not None else 0.0
 
     @property
     def method(self) -> Optional[str]:
@@ -295,6 +300,8 @@ class Flow:
         receiver (`undelivered_status`)."""
         if self.connection_failed is not None:
             return "failed" if self.connection_failed.abnormal else "closed"
+        if self.closed_by_proxy is not None:
+            return "closed by the proxy"
         if self.gap is not None:
             return f"unobserved:{self.gap.reason.value}"
         if self.frame_error is not None:

@@ -42,6 +42,7 @@ from ..frame_runs import numbers_in
 from ..recording.held_frames import add_in_order, forget_in_group
 from .connection_counts import ConnectionCounts
 from .flow import Flow
+from .proxy_closes import closed_by_proxy
 from .server_stderr import ServerStderrs
 
 __all__ = ["ORPHAN_RULE", "Flow", "FlowTracker"]
@@ -435,6 +436,10 @@ class FlowTracker:
             failed = self._new_flow(conn, event.route)
             failed.connection_failed = event
             changed = self._settled(failed)
+        elif closed_by_proxy(event):
+            cut = self._new_flow(conn, event.route)
+            cut.closed_by_proxy = event
+            changed = self._settled(cut)
         if not self.keep:
             # A streaming view keeps what is in flight, not every connection of the trace
             # (a million connections opened and closed held 298 MiB): of a closed one, its

@@ -143,6 +143,8 @@ def method_label(flow: Flow) -> str:
         return "<gap>"
     if flow.connection_failed is not None:
         return "<connection>"
+    if flow.closed_by_proxy is not None:  # its row, by what it was: not a failure
+        return "<closed by proxy>"
     if flow.request is None:
         return "<orphan>" if flow.orphan else "<unpaired>"
     if isinstance(flow.request.message, Malformed):

@@ -131,7 +131,12 @@ def attributed_tool(flow: Flow) -> Optional[str]:
 
 def connection_text(flow: Flow) -> Optional[str]:
     """``✗ connection: REASON`` for a GOLEM connection that ended before a byte crossed it
-    (`Flow.connection_failed`), in the proxy's words; None for any other flow."""
+    (`Flow.connection_failed`), in the proxy's words; ``✂ connection closed by the proxy:
+    REASON`` for one the proxy closed itself (`Flow.closed_by_proxy`: ``--idle-timeout``);
+    None for any other flow."""
+    cut = flow.closed_by_proxy
+    if cut is not None:
+        return f"✂ connection closed by the proxy: {cut.reason}"
     closed = flow.connection_failed
     return None if closed is None else f"✗ connection: {closed.reason}"
 

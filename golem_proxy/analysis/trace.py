@@ -354,6 +354,8 @@ def flow_to_json(flow: Flow, profile: Profile) -> dict[str, Any]:
     if flow.connection_failed is not None:
         closed = flow.connection_failed
         data["connection_failed"] = {"reason": closed.reason, "abnormal": closed.abnormal}
+    if flow.closed_by_proxy is not None:
+        data["closed_by_proxy"] = {"reason": flow.closed_by_proxy.reason}
     if flow.stderr is not None:
         # What the server wrote to its stderr, on a row that failed on its hop (a server that
         # dies at start says why only there).

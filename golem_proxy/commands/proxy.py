@@ -150,7 +150,10 @@ def add_session_arguments(
         metavar="SECONDS",
         help="close a connection once nothing crossed it either way for this long (time the "
         "proxy holds a frame, --fault delay or --intercept, does not count; time the plugin "
-        "takes to answer does: set it above the slowest call)",
+        "takes to answer does). A client that keeps its connection open between calls (the "
+        "MCP server of golem-proxy mcp, between the model's calls) finds it closed at its next "
+        "call, which may fail: set it above the longest pause between calls, not only above "
+        "the slowest call",
     )
     parser.add_argument(
         "--fault",

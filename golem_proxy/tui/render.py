@@ -136,7 +136,7 @@ def flow_label(flow: Flow) -> str:
         return "(frame error)"
     if flow.gap is not None:  # its status says which (unobserved:REASON); no orphan
         return "(gap)"
-    if flow.connection_failed is not None:
+    if flow.connection_failed is not None or flow.closed_by_proxy is not None:
         return "(connection)"
     if flow.request is not None:
         return "(malformed)"

@@ -457,6 +457,13 @@ def _summary(
         text.append(f"\n{stderr_heading(flow.stderr)}", style="yellow")
         for line in flow.stderr.lines:
             text.append(f"\n  │ {safe_text(line, SUMMARY_CHARS * 2)}")
+    if flow.closed_by_proxy is not None:
+        closed = flow.closed_by_proxy
+        text.append(
+            f"\nthe proxy closed this connection at t={fmt_time(closed.t)}: "
+            f"{safe_text(closed.reason)}; a server that kept it finds it closed at its next use",
+            style="yellow",
+        )
     return text
 
 
