@@ -79,13 +79,22 @@ def add_observer(
     default: Optional[str],
     help: str,
     hold_help: str,
+    tui: bool = True,
 ) -> None:
     """Add ``--observer`` (one of `OBSERVER_PLACES`, ``default`` when absent) and
-    ``--observer-hold`` (seconds, `HOLD_LIMIT` when absent); each command words its own help."""
+    ``--observer-hold`` (seconds, `HOLD_LIMIT` when absent); each command words its own help.
+    ``tui``: the command has a ``--tui`` (the help of ``--observer-restarts`` says what it
+    does there; a command without one is not told of it)."""
     # Here, not at the top: a command that reads a recording does not import the live stack.
     from ..live.link_holds import HOLD_LIMIT
     from ..live.proxy_options import RESTARTS
 
+    with_tui = (
+        ("; ~47 with --tui", ", and with --tui the new one shows the rows before it, read back "
+         "from the recording")
+        if tui
+        else ("", "")
+    )  # fmt: skip
     parser.add_argument("--observer", choices=OBSERVER_PLACES, default=default, help=help)
     parser.add_argument(
         "--observer-hold",
@@ -100,9 +109,8 @@ def add_observer(
         default=RESTARTS,
         metavar="N",
         help="with --observer child-process: how many times an observing process that dies "
-        "is replaced by a new one, started ahead and waiting (~32 MiB; ~47 with --tui), "
+        f"is replaced by a new one, started ahead and waiting (~32 MiB{with_tui[0]}), "
         "which takes the open connections up at their next frame; what crossed meanwhile is "
-        "a gap in the recording, and with --tui the new one shows the rows before it, read "
-        f"back from the recording (default: {RESTARTS}; 0: no process waits, and observation "
-        "stops for the rest of the session)",
+        f"a gap in the recording{with_tui[1]} (default: {RESTARTS}; 0: no process waits, and "
+        "observation stops for the rest of the session)",
     )

@@ -99,6 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with one core to share, or to compare)",
         hold_help="with --observer child-process: how long forwarding may wait in one go for a "
         "recording more than 60 ms behind the wire (as golem-proxy proxy's; default: no limit)",
+        tui=False,  # refused here: its help must not promise what it does
     )
     add_session_arguments(
         parser,

@@ -30,6 +30,7 @@ from ..events import Direction, Event
 from ..status_tone import TONE_STYLES, Tone, outcome_tone, undelivered_status
 from ..table_layout import terminal_width
 from ..terminal import counted, format_latency, format_size, preview_json, safe_text
+from .log_asked import AskedCalls
 from .log_repeats import Fold, RepeatFold
 
 __all__ = ["EventLog", "Verbosity", "format_size"]
@@ -90,6 +91,7 @@ class EventLog:
         self._repeats = RepeatFold()
         self._status_width = _STATUS
         """The status column's width: the widest status shown so far, at least `_STATUS`."""
+        self._asked = AskedCalls()
         self._says_stderr = _apart_from_stderr(console)
         """The log goes elsewhere than our stderr (``--log FILE``): what a wrapped server
         writes to its stderr, which is passed on to ours, is written here too, in its place
@@ -121,7 +123,11 @@ class EventLog:
         one; an exchange that went well, when quiet): a cheap test, so that such a flood never
         takes room from the lines it prints."""
         if isinstance(event, events.FrameSeen) and self.verbosity < Verbosity.VERBOSE:
-            if isinstance(event.message, Malformed) or self._never_delivered(event):
+            if (
+                isinstance(event.message, Malformed)
+                or self._never_delivered(event)
+                or self._asked.wants(event, self._profile(event.route))
+            ):
                 return True
             return self.verbosity is Verbosity.NORMAL and isinstance(event.message, Notification)
         if isinstance(event, events.ExchangeCompleted):
@@ -201,10 +207,14 @@ class EventLog:
     def render(self, event: Event) -> Optional[Text]:
         """The line for ``event`` at this verbosity, or None."""
         if isinstance(event, events.ExchangeCompleted):
+            asked = event.request
+            self._asked.answered(event.conn, asked.direction, asked.index)
             return self._exchange(event)
         if isinstance(event, events.ViolationSeen):
             return self._violation(event)
         if isinstance(event, events.FrameSeen):
+            if self._asked.wants(event, self._profile(event.route)):
+                self._asked.note(event)
             return self._frame(event)
         if isinstance(event, events.FramingErrorSeen):
             text = self._prefix(event.t, event.route, event.conn)
@@ -221,6 +231,7 @@ class EventLog:
             text.append(f"connected {client} → {upstream}", "dim")
             return text
         if isinstance(event, events.ConnectionClosed):
+            self._asked.closed(event.conn)
             if self.verbosity < Verbosity.NORMAL and not event.abnormal:
                 return None
             text = self._prefix(event.t, event.route, event.conn)
@@ -282,6 +293,9 @@ class EventLog:
             text.append(safe_text(event.detail, _DETAIL), "yellow")
             if event.digest:
                 text.append(f" {event.digest[:19]}…", "dim")
+            answered = self._asked.answering(event)
+            if answered is not None:  # the tap paired it: the call it answered
+                text.append(f"  the answer to {safe_text(answered, _METHOD)}", "cyan")
             return text
         return None
 
