@@ -47,7 +47,7 @@ from ..net.addresses import Route
 from ..net.listeners import close_abortively
 from .observer import Observer
 from .observer_link import ObserverLink
-from .peer_state import reset_after_close
+from .peer_state import bytes_acked, reset_after_close, reset_at_once
 from .tap import ConnectionTap
 
 __all__ = ["Connection", "other"]
@@ -377,11 +377,14 @@ class Connection:
         False. Unless ``observed`` (written in pieces, each handed on as it went: delivered
         as far as the proxy can know), ``data`` was written whole after the upstream's FIN
         was seen, and is handed to inspection now: undelivered ("upstream gone") when
-        refused, as the upstream's application never read it (it had closed its socket),
-        else as delivered (a half-closed upstream may still read)."""
+        refused at once, as the upstream's application never read it (it had closed its
+        socket), else as delivered (a half-closed upstream may still read, and one that reads
+        some and closes with the rest unread resets later: what it read is not known)."""
         assert self.upstream is not None
+        # Asked before anything else runs: the write just returned (`reset_at_once`).
+        refused = reset_at_once(self.upstream.socket)
         try:
-            reset = await reset_after_close(self.upstream.socket)
+            reset = True if refused else await reset_after_close(self.upstream.socket)
         except trio.Cancelled:
             if not observed:
                 self.observe(Direction.C2S, data, t, frame)  # nothing known against it
@@ -392,9 +395,11 @@ class Connection:
             if reset is not None:
                 self.release_fin()  # the upstream only half-closed
             return True
-        if not observed:
+        if not observed and refused and not self._acked_any_of(data):
             self.gone.add("upstream")
             self.observe_undelivered(Direction.C2S, data, t, "upstream gone")
+        elif not observed:
+            self.observe(Direction.C2S, data, t, frame)  # it may have read them, then closed
         # This, not the earlier clean close, is what the connection ended with.
         self.reason = "upstream closed; the client's next bytes were refused (reset)"
         self.abnormal = True
@@ -404,6 +409,15 @@ class Connection:
         self._reset_client()
         scope.cancel()
         return False
+
+    def _acked_any_of(self, data: bytes) -> bool:
+        """Whether the upstream's kernel acknowledged any of ``data``, the last bytes written
+        to it (counted in `sent`): they reached its socket, and an upstream that half-closed,
+        read them and closed with others unread resets as a closed one does. False where it
+        cannot be told (the reset at once decides alone)."""
+        assert self.upstream is not None
+        acked = bytes_acked(self.upstream.socket)
+        return acked is not None and acked > self.sent[Direction.C2S] - len(data)
 
     def _reset_client(self) -> None:
         """Reset the client at once: a FIN first would race the reset, and a client woken by

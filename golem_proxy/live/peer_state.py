@@ -10,6 +10,7 @@ the same way of any peer.
 from __future__ import annotations
 
 import errno
+import struct
 from typing import Optional
 
 import trio
@@ -63,6 +64,44 @@ def peer_state(sock: trio.socket.SocketType) -> Optional[str]:
     return "closed" if state == _TCP_CLOSE_WAIT else None
 
 
+def reset_at_once(sock: trio.socket.SocketType) -> Optional[bool]:
+    """Whether the peer of ``sock``, which had closed its side, answered the bytes just
+    written to it with a reset by the time the write returned: its socket was closed, and its
+    kernel refused them unread. On loopback a closed peer's reset is there when the write
+    returns (200 of 200 tried), a half-closed peer's never is: one that closes later with
+    those bytes unread resets too, but it may have read others first. None when ``sock``
+    cannot be asked. It reads (and clears) the socket's pending error."""
+    try:
+        # A reset on a socket whose peer had sent FIN sets EPIPE (ECONNRESET otherwise).
+        error = sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR)
+    except OSError:
+        return None
+    return error in (errno.ECONNRESET, errno.EPIPE)
+
+
+_BYTES_ACKED = struct.Struct("=Q")
+_BYTES_ACKED_AT = 120
+"""Where Linux's ``struct tcp_info`` holds ``tcpi_bytes_acked`` (since 4.2): the bytes the
+peer's kernel acknowledged, the SYN's one counted."""
+
+
+def bytes_acked(sock: trio.socket.SocketType) -> Optional[int]:
+    """The data bytes sent on ``sock`` that the peer's kernel acknowledged (they reached its
+    socket; whether its application read them is not known); None where it cannot be asked
+    (not TCP, not Linux). Still readable once the connection was reset."""
+    tcp_info = getattr(trio.socket, "TCP_INFO", None)
+    if tcp_info is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
+        return None
+    try:
+        info = sock.getsockopt(trio.socket.IPPROTO_TCP, tcp_info, 256)
+    except OSError:
+        return None
+    if len(info) < _BYTES_ACKED_AT + _BYTES_ACKED.size:
+        return None
+    acked: int = _BYTES_ACKED.unpack_from(info, _BYTES_ACKED_AT)[0]
+    return max(0, acked - 1)
+
+
 async def reset_after_close(sock: trio.socket.SocketType) -> Optional[bool]:
     """Whether the peer of ``sock``, which had closed its side, answered the bytes just sent to
     it with a reset (it is gone, not half-closed): True as soon as one is seen, False when none
@@ -70,11 +109,7 @@ async def reset_after_close(sock: trio.socket.SocketType) -> Optional[bool]:
     for delay in _RESET_PROBES:
         if delay:
             await trio.sleep(delay)
-        try:
-            # A reset on a socket whose peer had sent FIN sets EPIPE (ECONNRESET otherwise).
-            error = sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR)
-        except OSError:
-            return None
-        if error in (errno.ECONNRESET, errno.EPIPE):
-            return True
+        reset = reset_at_once(sock)
+        if reset is None or reset:
+            return reset
     return False

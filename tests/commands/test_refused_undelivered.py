@@ -10,6 +10,7 @@ process and in a process of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -179,3 +180,68 @@ def test_a_request_after_the_plugin_closed_is_undelivered(tmp_path: Path, observ
         (1, "c2", "undelivered (upstream gone)", "upstream gone"),
         (2, "c3", "unanswered (upstream closed)", ""),
     ]
+
+
+class HalfClosingPlugin:
+    """A GOLEM upstream that says it will send nothing more (SHUT_WR) on the first connection
+    that sends a byte, then reads one request, keeps it (it acted on it) and closes with
+    whatever else came still unread: its kernel resets, as a closed socket's does."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(10)
+        self.port = int(self.listener.getsockname()[1])
+        self.read: list[bytes] = []
+        self.half_closed = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        with self.listener:
+            for _ in range(8):  # bounded: the proxy's probes close at once
+                try:
+                    sock, _ = self.listener.accept()
+                except OSError:
+                    return
+                with sock:
+                    sock.settimeout(0.5)
+                    try:
+                        sock.recv(1, socket.MSG_PEEK)
+                        continue  # a probe's end of stream, or a stray byte: not the client
+                    except socket.timeout:
+                        pass  # open and silent: the client's connection
+                    sock.settimeout(10)
+                    sock.shutdown(socket.SHUT_WR)
+                    self.half_closed.set()
+                    header = receive_exactly(sock, 4)
+                    self.read.append(receive_exactly(sock, int.from_bytes(header, "big")))
+                    return
+
+    def join(self) -> None:
+        self._thread.join(15)
+
+
+def _frame(ident: str, method: str) -> bytes:
+    payload = json.dumps({"id": ident, "method": method, "params": {}}).encode()
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def test_a_half_closed_plugin_that_read_a_request_did_get_it(tmp_path: Path, observer: str) -> None:
+    """Its reset says some bytes were left unread, not which: the request it read (and acted
+    on) reached it, whatever followed; neither is said undelivered."""
+    record = tmp_path / "half.jsonl"
+    upstream = HalfClosingPlugin()
+    proxy, listen = _start_proxy(upstream.port, record, observer)
+    try:
+        with socket.create_connection(("127.0.0.1", listen), timeout=10) as client:
+            assert upstream.half_closed.wait(10)
+            time.sleep(0.3)  # the plugin's FIN reaches the proxy (held from the client)
+            client.sendall(_frame("A", "scene.create_layer") + _frame("B", "scene.list_layers"))
+            upstream.join()
+            client.settimeout(5)
+            with contextlib.suppress(OSError):
+                client.recv(100)
+    finally:
+        assert interrupt(proxy) == 0
+    assert [json.loads(body)["id"] for body in upstream.read] == ["A"]
+    assert [undelivered for _, _, undelivered in _requests(record)] == ["", ""]
