@@ -1,13 +1,13 @@
-"""How the MCP hop of `golem-proxy mcp` ended (stdio_relay.py): what the drain waits for, a
-stop asked by a signal (`SignalStop`), and the words its close line and the frames never
-delivered say it in."""
+"""How the MCP hop of `golem-proxy mcp` ended (stdio_relay.py): what the drain waits for, the
+signals golem-proxy sends the server and why (`SignalStop`), and the words its close line and
+the frames never delivered say it in."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import trio
@@ -17,7 +17,9 @@ from .stdio_child import PipedChild
 __all__ = [
     "DRAIN_LIMIT",
     "DRAIN_TIMEOUT",
+    "PASSED_ON",
     "SIGNAL_GRACE",
+    "STOPPED_FIRST",
     "STOP_DRAIN",
     "UNDELIVERED_AFTER_EXIT",
     "UNDELIVERED_AT_STOP",
@@ -26,6 +28,7 @@ __all__ = [
     "SignalStop",
     "say",
     "signal_name",
+    "stdin_overdue",
 ]
 
 DRAIN_TIMEOUT = 2.0
@@ -51,6 +54,19 @@ STOP_DRAIN = 0.25
 """Once a signal stopped the wrapper, how long the server's output may go without a byte
 moving after it exited (else `DRAIN_TIMEOUT`) before it is given up: a process it started
 that ignores the signal may hold its pipes."""
+PASSED_ON = "passed on"
+"""Why golem-proxy sent the server a signal that stopped the wrapper: to pass it on."""
+STOPPED_FIRST = "golem-proxy stopped before it"
+"""Why golem-proxy killed a server still running when the relay stopped (it never leaves it
+running)."""
+
+
+def stdin_overdue(seconds: float, signum: int) -> str:
+    """Why golem-proxy sent ``signum`` once the client closed the server's stdin: the server
+    had not exited ``seconds`` (``--exit-timeout``) after that (SIGTERM), nor after the
+    SIGTERM (SIGKILL)."""
+    why = f"it did not exit within {seconds:g} s (--exit-timeout) of the end of its stdin"
+    return why if signum == signal.SIGTERM else f"{why}, nor {seconds:g} s after the SIGTERM"
 
 
 @dataclass
@@ -68,8 +84,27 @@ class HopEnds:
     """Bytes of the child's output read and never delivered to the client."""
     stopped_by: Optional[int] = None
     """The signal that stopped the wrapper, passed on to the child's group (`SignalStop`)."""
-    killed: str = ""
-    """Why the wrapper killed the child after that signal, once it did."""
+    signalled: dict[int, str] = field(default_factory=dict)
+    """Each signal golem-proxy sent the child while it ran, with why (`PASSED_ON`, or the
+    words after ``killed (SIGKILL):``), the first of each number: a child killed by one of
+    these was killed by golem-proxy, by any other from outside (the close line says which)."""
+    exited_first: bool = False
+    """The child had exited when the client's close of stdin was read."""
+    output_ended: bool = False
+    """The child's stdout ended (it closed it, or died)."""
+    output_ended_first: bool = False
+    """The child's stdout had ended when the client's close of stdin was read: a killed
+    child's output ends a moment before it can be seen to have exited."""
+
+    def client_closes(self, exited: bool) -> None:
+        """The client's close of stdin was read; ``exited``: the child had exited by then."""
+        self.client_closed = True
+        self.exited_first = exited
+        self.output_ended_first = self.output_ended
+
+    def sent(self, signum: int, why: str) -> None:
+        """golem-proxy sends the running child ``signum``, ``why`` (`signalled`)."""
+        self.signalled.setdefault(signum, why)
 
     def give_up(self, *, past_limit: bool) -> None:
         """The drain gives the child's output up: at `DRAIN_LIMIT` (``past_limit``), or once
@@ -89,19 +124,17 @@ class HopEnds:
         """The close line's reason, and whether the hop ended abnormally; says on stderr how
         much of the child's output was not delivered (when that was not said as it
         happened)."""
-        if returncode is None:
-            reason = "the child is still running"
-        elif returncode == -signal.SIGKILL and self.killed:
-            reason = f"the child was killed (SIGKILL): {self.killed}"
-        elif returncode < 0 and -returncode == self.stopped_by:
-            name = signal_name(self.stopped_by)
-            reason = f"the child was killed by signal {-returncode} ({name}, passed on)"
-        elif returncode < 0:
-            reason = f"the child was killed by signal {-returncode}"
-        else:
-            reason = f"the child exited with status {returncode}"
+        reason = self._death(returncode)
         if self.client_closed:
-            reason = f"the client closed stdin; {reason}"
+            # Which came first: a client that closed stdin once the server died (it saw the
+            # output end) did not cause the death, and one whose close the server outlived
+            # did not see it.
+            if self.exited_first and returncode is not None:
+                reason = f"{reason}; then the client closed stdin"
+            elif self.output_ended_first:
+                reason = f"the child's output ended, then the client closed stdin; {reason}"
+            else:
+                reason = f"the client closed stdin; {reason}"
         if self.undelivered:
             if self.client_gone:
                 why = "the client stopped reading"
@@ -125,12 +158,33 @@ class HopEnds:
         abnormal = returncode != 0 or self.client_gone or bool(self.undelivered)
         return reason, abnormal
 
+    def _death(self, returncode: Optional[int]) -> str:
+        """How the child ended, and who sent the signal that killed it."""
+        if returncode is None:
+            return "the child is still running"
+        if returncode >= 0:
+            return f"the child exited with status {returncode}"
+        signum = -returncode
+        name = signal_name(signum)
+        why = self.signalled.get(signum)
+        if why == PASSED_ON:
+            return f"the child was killed by signal {signum} ({name}, passed on)"
+        if why:
+            return f"the child was killed ({name}): {why}"
+        named = f" ({name})" if name.startswith("SIG") else ""
+        return f"the child was killed by signal {signum}{named}, which golem-proxy did not send"
+
 
 class SignalStop:
-    """A signal asked the wrapper to stop (the MCP client, the user): it is passed on to the
+    """Every signal golem-proxy sends the server, each noted with why (`HopEnds.signalled`:
+    the close line tells a server killed by golem-proxy from one killed from outside).
+
+    A signal that asked the wrapper to stop (the MCP client, the user) is passed on to the
     server's process group, which reaches the server and what it started as the signal would
     without us. The server gets `SIGNAL_GRACE` to exit (`enforce`), then its group is killed;
-    a second signal kills it at once. Its output is then drained for `drain_idle`."""
+    a second signal kills it at once. Its output is then drained for `drain_idle`. Once the
+    client closed the server's stdin, the server gets ``--exit-timeout`` to exit, then
+    SIGTERM, then SIGKILL (`outwait`)."""
 
     def __init__(self, ends: HopEnds) -> None:
         self.ends = ends
@@ -147,9 +201,9 @@ class SignalStop:
         if self.ends.stopped_by is None:
             self.ends.stopped_by = signum
             self.asked.set()
-            self._signal(signum)
+            self.send(signum, PASSED_ON, group=True)
         else:
-            self._kill(f"a second {signal_name(signum)} came")
+            self.send(signal.SIGKILL, f"a second {signal_name(signum)} came", group=True)
 
     async def enforce(self, process: PipedChild) -> None:
         """Until cancelled: once asked to stop, kill the server's group if the server did not
@@ -160,17 +214,34 @@ class SignalStop:
             await process.wait()
             return
         name = signal_name(self.ends.stopped_by)
-        self._kill(f"it did not exit within {SIGNAL_GRACE:g} s of the {name} passed on")
+        why = f"it did not exit within {SIGNAL_GRACE:g} s of the {name} passed on"
+        self.send(signal.SIGKILL, why, group=True)
 
-    def _kill(self, why: str) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.ends.killed = why
-        self._signal(signal.SIGKILL)
+    async def outwait(self, process: PipedChild, exit_timeout: float) -> None:
+        """The client closed the server's stdin: give it ``exit_timeout`` to exit, then
+        SIGTERM, then ``exit_timeout`` more, then SIGKILL."""
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            with trio.move_on_after(exit_timeout):
+                await process.wait()
+                return
+            self.send(signum, stdin_overdue(exit_timeout, signum))
 
-    def _signal(self, signum: int) -> None:
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
-                self.process.signal_group(signum)
+    def send(self, signum: int, why: str, *, group: bool = False) -> None:
+        """Send the server ``signum`` (``group``: to its process group, what it started too),
+        noted with ``why`` while the server runs. Once it exited, nothing is sent but to its
+        group (what it started may still hold its pipes)."""
+        process = self.process
+        if process is None:
+            return
+        if process.returncode is None:
+            self.ends.sent(signum, why)
+        elif not group:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # it (its group) is gone
+            if group:
+                process.signal_group(signum)
+            else:
+                process.send_signal(signum)
 
 
 def signal_name(signum: Optional[int]) -> str:

@@ -24,7 +24,9 @@ as sent; so is what the child's stdin had not taken of the client's calls when t
 closed it, and what the client says after. When the client closes our stdin, the child's
 stdin is closed and the child gets ``exit_timeout`` seconds to exit before it is terminated,
 then killed. A signal that stops the wrapper is passed on to the child's process group, and
-bounded: `SignalStop` (stdio_ends.py).
+bounded. Every signal sent to the child is sent by `SignalStop` (stdio_ends.py), which notes
+why: the close line says who killed the child, and whether it died before the client closed
+stdin or after.
 """
 
 from __future__ import annotations
@@ -53,13 +55,7 @@ from .stdio_child import (
     read_pipe_now,
     write_blocking,
 )
-from .stdio_ends import (
-    DRAIN_LIMIT,
-    STOP_DRAIN,
-    HopEnds,
-    SignalStop,
-    say,
-)
+from .stdio_ends import DRAIN_LIMIT, STOP_DRAIN, STOPPED_FIRST, HopEnds, SignalStop, say
 from .tap import ConnectionTap
 
 __all__ = ["CLIENT_NAME", "StdioRelay"]
@@ -133,12 +129,6 @@ class StdioRelay:
         (`SignalStop`)."""
         self._stop.ask(signum)
 
-    def send_signal(self, signum: int) -> None:
-        """Send the child a signal (nothing once it exited)."""
-        if self.process is not None and self.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(signum)
-
     async def run(self) -> int:
         """Relay until the child exits; returns its exit status (`exit_status`). Call `start`
         first."""
@@ -184,7 +174,7 @@ class StdioRelay:
                 await stdout.aclose()
                 await process.stdin.aclose()
                 if process.returncode is None:  # we are stopping first: never leave it running
-                    self.send_signal(signal.SIGKILL)
+                    self._stop.send(signal.SIGKILL, STOPPED_FIRST)
                     with trio.move_on_after(self.exit_timeout):
                         await process.wait()
                 process.release()
@@ -228,8 +218,8 @@ class StdioRelay:
         try:
             while True:
                 chunk = await read_pipe(source)
-                if not chunk:
-                    self._ends.client_closed = True
+                if not chunk:  # (`returncode` polls: it says whether the child exited by now)
+                    self._ends.client_closes(exited=process.returncode is not None)
                     break
                 if delivering:
                     delivering = await self._write_observed(tap, sink, chunk)
@@ -244,7 +234,7 @@ class StdioRelay:
             self._observe(tap, Direction.C2S, b"")
         await process.stdin.aclose()
         if self._ends.client_closed:
-            await self._wait_or_stop(process)
+            await self._stop.outwait(process, self.exit_timeout)
 
     async def _write_observed(self, tap: Optional[ConnectionTap], sink: int, chunk: bytes) -> bool:
         """Write the client's ``chunk`` to the server, observing each piece the pipe takes
@@ -277,18 +267,6 @@ class StdioRelay:
         """The client's ``rest`` never reached the server: recorded, marked undelivered."""
         self._mark_undelivered(tap, Direction.C2S, "server gone")
         self._observe(tap, Direction.C2S, rest)
-
-    async def _wait_or_stop(self, process: PipedChild) -> None:
-        """The client is gone: the child gets ``exit_timeout`` to exit, then SIGTERM, then
-        SIGKILL."""
-        with trio.move_on_after(self.exit_timeout):
-            await process.wait()
-            return
-        self.send_signal(signal.SIGTERM)
-        with trio.move_on_after(self.exit_timeout):
-            await process.wait()
-            return
-        self.send_signal(signal.SIGKILL)
 
     async def _drain(self, outputs: trio.CancelScope) -> None:
         """The child is gone: what it wrote is still in its pipes, and what was read of it may
@@ -326,6 +304,7 @@ class StdioRelay:
             while True:
                 chunk = await read_pipe(source)
                 if not chunk:
+                    self._ends.output_ended = True
                     break
                 await self._deliver(tap, sink, chunk)
                 self._held = True  # waiting for the recording: not the client's idleness

@@ -2,11 +2,15 @@
 ``DIE_AT_START`` in its environment it dies as it starts, on a module it cannot import (a
 traceback on stderr, exit status 1); ``noisy_failure(why, lines)`` logs ``lines`` lines and
 then ``why`` to its stderr and fails (an ``isError`` result); ``chatty(lines)`` logs ``lines``
-lines and succeeds."""
+lines and succeeds; ``die_mid_call()`` is killed by SIGKILL as it runs (from outside, as
+the wrapper sees it). With ``LINGER`` it lingers 30 s after its stdin closes (a server that
+does not exit when its client leaves; it says so on stderr first), with ``IGNORE_TERM`` it
+ignores SIGTERM, and with ``PID_FILE`` it writes its pid there as it starts."""
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -14,6 +18,11 @@ from pathlib import Path
 # The base server is a script, not a package module: its directory goes on the path first.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+if os.environ.get("IGNORE_TERM"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if os.environ.get("PID_FILE"):  # whole once it is there: written aside, then renamed
+    Path(os.environ["PID_FILE"] + ".new").write_text(str(os.getpid()))
+    os.replace(os.environ["PID_FILE"] + ".new", os.environ["PID_FILE"])
 if os.environ.get("DIE_AT_START"):
     import golem_module_not_installed  # noqa: F401  (fails: the server dies as it starts)
 
@@ -44,5 +53,15 @@ def chatty(lines: int) -> str:
     return "fine"
 
 
+@base.server.tool()
+def die_mid_call() -> str:
+    """Be killed by SIGKILL in the middle of the call."""
+    os.kill(os.getpid(), signal.SIGKILL)
+    return "never"
+
+
 if __name__ == "__main__":
     base.server.run()
+    if os.environ.get("LINGER"):
+        _log("stdin ended; lingering")
+        time.sleep(30)
