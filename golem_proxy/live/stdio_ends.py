@@ -18,7 +18,6 @@ __all__ = [
     "DRAIN_LIMIT",
     "DRAIN_TIMEOUT",
     "PASSED_ON",
-    "SIGNAL_GRACE",
     "STOPPED_FIRST",
     "STOP_DRAIN",
     "UNDELIVERED_AFTER_EXIT",
@@ -44,12 +43,6 @@ UNDELIVERED_PAST_LIMIT = "output went on past the drain's limit after the server
 """Why, when the drain gave up at `DRAIN_LIMIT`."""
 UNDELIVERED_AT_STOP = "the wrapper was stopped"
 """Why, when the drain gave up at `STOP_DRAIN` (the wrapper was stopped by a signal)."""
-SIGNAL_GRACE = 0.75
-"""Once a signal stops the wrapper (passed on to the server's process group), how long the
-server may take to exit before its group is killed. A client that signals waits only so long
-(the Python MCP SDK kills the wrapper's group 2 s after its SIGTERM), and the recording must
-be ended within that: this, `STOP_DRAIN` and the GOLEM routes' `CUT_GRACE` leave it about
-0.8 s."""
 STOP_DRAIN = 0.25
 """Once a signal stopped the wrapper, how long the server's output may go without a byte
 moving after it exited (else `DRAIN_TIMEOUT`) before it is given up: a process it started
@@ -181,13 +174,19 @@ class SignalStop:
 
     A signal that asked the wrapper to stop (the MCP client, the user) is passed on to the
     server's process group, which reaches the server and what it started as the signal would
-    without us. The server gets `SIGNAL_GRACE` to exit (`enforce`), then its group is killed;
+    without us. The server gets ``--exit-timeout`` to exit (`enforce`: as long as when the
+    client closes its stdin; a server that saves its state on SIGTERM must not lose it to
+    us), then its group is killed;
     a second signal kills it at once. Its output is then drained for `drain_idle`. Once the
     client closed the server's stdin, the server gets ``--exit-timeout`` to exit, then
     SIGTERM, then SIGKILL (`outwait`)."""
 
-    def __init__(self, ends: HopEnds) -> None:
+    def __init__(self, ends: HopEnds, grace: float) -> None:
         self.ends = ends
+        self.grace = grace
+        """``--exit-timeout``: how long the server may take to exit after a signal passed on
+        (an MCP client that kills the wrapper's group sooner, the Python MCP SDK 2 s after its
+        SIGTERM, finds the recording cut, not the server's shutdown)."""
         self.asked = trio.Event()
         self.process: Optional[PipedChild] = None
 
@@ -207,14 +206,14 @@ class SignalStop:
 
     async def enforce(self, process: PipedChild) -> None:
         """Until cancelled: once asked to stop, kill the server's group if the server did not
-        exit within `SIGNAL_GRACE`."""
+        exit within `grace`."""
         self.process = process
         await self.asked.wait()
-        with trio.move_on_after(SIGNAL_GRACE):
+        with trio.move_on_after(self.grace):
             await process.wait()
             return
         name = signal_name(self.ends.stopped_by)
-        why = f"it did not exit within {SIGNAL_GRACE:g} s of the {name} passed on"
+        why = f"it did not exit within {self.grace:g} s (--exit-timeout) of the {name} passed on"
         self.send(signal.SIGKILL, why, group=True)
 
     async def outwait(self, process: PipedChild, exit_timeout: float) -> None:

@@ -91,7 +91,7 @@ class StdioRelay:
         self._fds = (stdin_fd, stdout_fd, stderr_fd)
         self.process: Optional[PipedChild] = None
         self._ends = HopEnds()
-        self._stop = SignalStop(self._ends)
+        self._stop = SignalStop(self._ends, exit_timeout)
         self._sent = {Direction.C2S: 0, Direction.S2C: 0}
         self._moved_at = 0.0
         """When the client last took a byte of the child's output (or the relay last stopped

@@ -206,7 +206,7 @@ def test_a_server_that_ignores_the_sigterm_passed_on_is_killed_within_the_grace(
         [
             sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record),
             "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
-            "--observer", observer, "--", sys.executable, "-c", code,
+            "--observer", observer, "--exit-timeout", "0.75", "--", sys.executable, "-c", code,
         ],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         cwd=ROOT, env=environment(), start_new_session=True,
@@ -228,5 +228,46 @@ def test_a_server_that_ignores_the_sigterm_passed_on_is_killed_within_the_grace(
     assert events[-1].reason == "stopped by SIGTERM; the MCP server exited with status 137"
     (hop,) = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "mcp"]
     assert hop.reason == (
-        "the child was killed (SIGKILL): it did not exit within 0.75 s of the SIGTERM passed on"
+        "the child was killed (SIGKILL): it did not exit within 0.75 s (--exit-timeout) of the "
+        "SIGTERM passed on"
     )
+
+
+def test_a_server_that_takes_its_time_to_stop_on_sigterm_is_not_killed(tmp_path: Path) -> None:
+    """A server that saves its state on SIGTERM, taking more than a moment: passed on, the
+    signal gives it as long as ``--exit-timeout`` gives it when its stdin is closed, and it
+    exits as it would without the wrapper (a grace of its own, 0.75 s, killed it first)."""
+    record, saved = tmp_path / "r.jsonl", tmp_path / "saved"
+    code = (
+        "import pathlib, signal, sys, time\n"
+        "def stop(*_):\n"
+        "    time.sleep(1.2)\n"
+        f"    pathlib.Path({str(saved)!r}).write_text('state')\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, stop)\n"
+        "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+        "while True: time.sleep(0.05)\n"
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record),
+            "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
+            "--", sys.executable, "-c", code,
+        ],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=environment(), start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert _read_line(process) == b"ready\n"
+        process.send_signal(signal.SIGTERM)  # a user's kill of the wrapper
+        assert process.wait(20) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        reap(process)
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+    assert saved.read_text() == "state"
+    events = read_recording(str(record)).events
+    assert isinstance(events[-1], SessionEnded)
