@@ -306,7 +306,10 @@ class ToolCallTracker:
         if answers is not None and answers.tool_calls is not None:
             late = self.late.golem_answer(frame, answers)
             return dataclasses.replace(frame, tool_calls=answers.tool_calls, late=late)
-        return dataclasses.replace(frame, tool_calls=tuple(self._in_flight.values()))
+        calls = tuple(self._in_flight.values())
+        if frame.direction is Direction.C2S:
+            self.late.asked(calls)
+        return dataclasses.replace(frame, tool_calls=calls)
 
     def at_arrival(self) -> Callable[[FrameSeen], FrameSeen]:
         """The tool calls in flight now, for a GOLEM frame that arrived now and is decoded
@@ -314,7 +317,13 @@ class ToolCallTracker:
         now (`golem_proxy.live.tap.ConnectionTap.arrived`). Returns what `annotate` would
         do to it now."""
         calls = tuple(self._in_flight.values())
-        return lambda frame: dataclasses.replace(frame, tool_calls=calls)
+
+        def annotated(frame: FrameSeen) -> FrameSeen:
+            if frame.direction is Direction.C2S:
+                self.late.asked(calls)
+            return dataclasses.replace(frame, tool_calls=calls)
+
+        return annotated
 
 
 def _remember(

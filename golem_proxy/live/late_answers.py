@@ -49,11 +49,12 @@ CallKey = tuple[int, int]
 
 @dataclass(frozen=True)
 class _Answer:
-    """A GOLEM answer kept for comparison: its exchange, the call it belongs to, whether its
-    connection held a late answer, and a digest of its ``result``."""
+    """A GOLEM answer kept for comparison: its exchange, the calls it may belong to (one, or
+    those in flight together), whether its connection held a late answer, and a digest of its
+    ``result``."""
 
     of: AnswerOf
-    owner: Optional[CallKey]
+    owners: frozenset[CallKey]
     held: bool
     digest: bytes
 
@@ -65,6 +66,19 @@ class LateAnswers:
         self._returned: collections.OrderedDict[CallKey, None] = collections.OrderedDict()
         self._held: collections.OrderedDict[tuple[str, int], None] = collections.OrderedDict()
         self._answers: collections.deque[_Answer] = collections.deque(maxlen=MAX_ANSWERS)
+        self._asked: collections.OrderedDict[CallKey, None] = collections.OrderedDict()
+        """The calls (the last `MAX_RETURNED`) in flight when a GOLEM request went out: only
+        such a call can have read an answer that was not its own (one that made no request,
+        a server's cached result, says nothing of the connection)."""
+
+    def asked(self, calls: tuple[ToolCallRef, ...]) -> None:
+        """A GOLEM request went out while ``calls`` were in flight."""
+        for call in calls:
+            key = (call.conn, call.index)
+            self._asked[key] = None
+            self._asked.move_to_end(key)
+        while len(self._asked) > MAX_RETURNED:
+            self._asked.popitem(last=False)
 
     def returned(self, call: ToolCallRef) -> None:
         """``call``'s answer went to the model (its MCP response was decoded)."""
@@ -85,7 +99,7 @@ class LateAnswers:
         if self._held:
             digest = _digest_of_result(frame.payload)
             if digest is not None:
-                owner = (calls[0].conn, calls[0].index) if calls and len(calls) == 1 else None
+                owners = frozenset((call.conn, call.index) for call in calls or ())
                 of = AnswerOf(
                     route=frame.route,
                     conn=frame.conn,
@@ -93,7 +107,7 @@ class LateAnswers:
                     method=request.method,
                     tool=calls[0].tool if calls and len(calls) == 1 else None,
                 )
-                self._answers.append(_Answer(of, owner, where in self._held, digest))
+                self._answers.append(_Answer(of, owners, where in self._held, digest))
         return late
 
     def closed(self, route: str, conn: int) -> None:
@@ -112,12 +126,15 @@ class LateAnswers:
         if digest is None:
             return None
         key = (call.conn, call.index)
+        if key not in self._asked:
+            return None  # it asked the plugin nothing: whatever it returned, no evidence
         found = None
         for answer in self._answers:
             if answer.digest != digest:
                 continue
-            if answer.owner == key:
-                return None  # it is (also) its own answer: no evidence
+            if key in answer.owners:
+                # It is (or may be: calls in flight together) its own answer: no evidence.
+                return None
             if answer.held:
                 found = answer.of
         return found

@@ -107,3 +107,43 @@ def test_answers_in_time_are_never_compared_and_a_closed_connection_is_forgotten
     tracker.watch(tool_call(100, "execute_python"))
     read = tracker.watch(tool_answer(100, {"stdout": "late"}))
     assert isinstance(read, FrameSeen) and read.answer_of is None
+
+
+def test_calls_in_flight_together_read_their_own_answers_after_a_late_one() -> None:
+    """A server that matches answers by id throws the late one away; two calls made at once
+    afterwards each return their own answer, which names both calls: no evidence either way."""
+    tracker = ToolCallTracker(MCP)
+    golem = Golem(tracker)
+    tracker.watch(tool_call(1, "execute_python"))
+    slow = golem.ask("scripting.execute_python")
+    tracker.watch(tool_answer(1, "gave up"))
+    assert golem.answer(slow, {"stdout": "late"}).late
+
+    tracker.watch(tool_call(2, "create_layer"))
+    tracker.watch(tool_call(3, "list_layers"))
+    created = golem.ask("scene.create_layer")
+    listed = golem.ask("scene.list_layers")
+    assert created.tool_calls is not None and len(created.tool_calls) == 2
+    golem.answer(created, {"full_path": "A"})
+    golem.answer(listed, {"layers": ["Default", "A"]})
+    for index, result in ((2, {"full_path": "A"}), (3, {"layers": ["Default", "A"]})):
+        read = tracker.watch(tool_answer(index, result))
+        assert isinstance(read, FrameSeen) and read.answer_of is None
+
+
+def test_a_call_that_asked_the_plugin_nothing_is_no_evidence() -> None:
+    """A server's cached result, equal to an answer on a connection that held a late one,
+    says nothing of that connection: the call made no GOLEM request."""
+    tracker = ToolCallTracker(MCP)
+    golem = Golem(tracker)
+    tracker.watch(tool_call(1, "execute_python"))
+    slow = golem.ask("scripting.execute_python")
+    tracker.watch(tool_answer(1, "gave up"))
+    golem.answer(slow, {"stdout": "late"})
+    tracker.watch(tool_call(2, "list_layers"))
+    listed = golem.ask("scene.list_layers")
+    golem.answer(listed, {"layers": ["Default"]})
+    tracker.watch(tool_answer(2, {"layers": ["Default"]}))
+    tracker.watch(tool_call(3, "list_layers"))  # answered from the server's cache
+    read = tracker.watch(tool_answer(3, {"layers": ["Default"]}))
+    assert isinstance(read, FrameSeen) and read.answer_of is None
