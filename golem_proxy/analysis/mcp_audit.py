@@ -303,9 +303,21 @@ def _undeclared(tool: str, schema: Any, arguments: Any) -> list[Violation]:
 
 
 _COMPOSED = ("allOf", "anyOf", "oneOf")
-_UNREADABLE = ("$ref", "$dynamicRef", "additionalProperties", "unevaluatedProperties")
+_UNREADABLE = (
+    "$ref",
+    "$dynamicRef",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "if",
+    "then",
+    "else",
+    "not",
+    "dependentSchemas",
+    "dependencies",
+)
 """Keywords of a schema that say what becomes of properties it does not list, or put its
-properties where this does not look (a reference): no warning from such a schema."""
+properties where this does not look (a reference, a conditional branch, a schema that
+applies when another property is there): no warning from such a schema."""
 
 
 def _declared(schema: Any) -> Optional[tuple[set[str], list[str]]]:

@@ -56,6 +56,10 @@ TOOLS = [
     {"name": "open", "inputSchema": {**OBJECT, "additionalProperties": True}},
     {"name": "patterned", "inputSchema": {**OBJECT, "patternProperties": {"^x_": {}}}},
     {"name": "plain", "inputSchema": OBJECT},
+    {"name": "conditional", "inputSchema": {**OBJECT, "if": {"required": ["a"]},
+        "then": {"properties": {"b": {"type": "integer"}}}}},
+    {"name": "dependent", "inputSchema": {**OBJECT,
+        "dependentSchemas": {"a": {"properties": {"b": {"type": "integer"}}}}}},
 ]
 for line in sys.stdin:
     message = json.loads(line)
@@ -77,6 +81,8 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("patterned", {"a": 1, "x_b": 2}),  # declared by a pattern
     ("patterned", {"a": 1, "y": 2}),
     ("plain", {"a": 1, "b": 2, "c": 3}),
+    ("conditional", {"a": 1, "b": 2}),  # declared in a branch: not read here, no warning
+    ("dependent", {"a": 1, "b": 2}),
 ]
 
 
