@@ -20,6 +20,8 @@ Transparency rules, so that a client sees through the proxy what it would see di
   seen, which the upstream answers with a reset, never reached the plugin (it had closed its
   socket, not only its sending side), so they are handed on undelivered ("upstream gone");
   bytes written before its FIN or reset was seen may have been read, and count as delivered;
+  likewise an answer written after the client's FIN was seen and refused at once, unread
+  (a client that gave up waiting and closed), is "client gone";
 * the upstream closes while the connection is idle (a plugin restarting between calls), on a
   protocol whose clients read nothing between calls (GOLEM) → the FIN is held until the
   client acts: if it sends, the bytes are forwarded, and when the
@@ -47,7 +49,7 @@ from ..net.addresses import Route
 from ..net.listeners import close_abortively
 from .observer import Observer
 from .observer_link import ObserverLink
-from .peer_state import bytes_acked, reset_after_close, reset_at_once
+from .peer_state import acked_past, refused_unread, reset_after_close, reset_at_once
 from .tap import ConnectionTap
 
 __all__ = ["Connection", "other"]
@@ -222,9 +224,26 @@ class Connection:
         if direction is Direction.C2S and self.eof[Direction.S2C]:
             # Written whole, with no wait: the upstream's FIN had been seen before the write.
             return await self.after_upstream_closed(data, t, scope, not whole, frame)
+        if (
+            whole
+            and direction is Direction.S2C
+            and self.eof[Direction.C2S]
+            and self._refused_unread(direction, data)
+        ):
+            # An answer to a client that had closed: one that gave up waiting (its timeout)
+            # and closed its socket refused it at once, unread.
+            self.sink_failed(direction, ConnectionResetError("reset"), scope)
+            self.observe_undelivered(direction, data, t, "client gone")
+            return False
         if whole:
             self.observe(direction, data, t, frame)
         return True
+
+    def _refused_unread(self, direction: Direction, data: bytes) -> bool:
+        """Whether ``direction``'s receiver, which had sent its FIN, refused ``data`` (just
+        written whole) at once, unread (`peer_state.refused_unread`)."""
+        sink = self.sides(direction)[1].socket
+        return refused_unread(sink, self.sent[direction] - len(data))
 
     async def forward_rest(
         self,
@@ -412,12 +431,10 @@ class Connection:
 
     def _acked_any_of(self, data: bytes) -> bool:
         """Whether the upstream's kernel acknowledged any of ``data``, the last bytes written
-        to it (counted in `sent`): they reached its socket, and an upstream that half-closed,
-        read them and closed with others unread resets as a closed one does. False where it
-        cannot be told (the reset at once decides alone)."""
+        to it: an upstream that half-closed, read them and closed with others unread resets
+        as a closed one does (`peer_state.acked_past`)."""
         assert self.upstream is not None
-        acked = bytes_acked(self.upstream.socket)
-        return acked is not None and acked > self.sent[Direction.C2S] - len(data)
+        return acked_past(self.upstream.socket, self.sent[Direction.C2S] - len(data))
 
     def _reset_client(self) -> None:
         """Reset the client at once: a FIN first would race the reset, and a client woken by

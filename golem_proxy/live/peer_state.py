@@ -102,6 +102,21 @@ def bytes_acked(sock: trio.socket.SocketType) -> Optional[int]:
     return max(0, acked - 1)
 
 
+def acked_past(sock: trio.socket.SocketType, offset: int) -> bool:
+    """Whether the peer's kernel acknowledged data sent on ``sock`` past its first ``offset``
+    bytes (they reached its socket); False where it cannot be told (`bytes_acked`)."""
+    acked = bytes_acked(sock)
+    return acked is not None and acked > offset
+
+
+def refused_unread(sock: trio.socket.SocketType, offset: int) -> bool:
+    """Whether the peer of ``sock``, which had sent its FIN, refused the bytes just written
+    past ``offset`` at once with a reset, its kernel acknowledging none of them: it had closed
+    its socket, and never read them (a half-closed peer that read some and closed with the
+    rest unread resets too, later, or after acknowledging them)."""
+    return bool(reset_at_once(sock)) and not acked_past(sock, offset)
+
+
 async def reset_after_close(sock: trio.socket.SocketType) -> Optional[bool]:
     """Whether the peer of ``sock``, which had closed its side, answered the bytes just sent to
     it with a reset (it is gone, not half-closed): True as soon as one is seen, False when none

@@ -245,3 +245,71 @@ def test_a_half_closed_plugin_that_read_a_request_did_get_it(tmp_path: Path, obs
         assert interrupt(proxy) == 0
     assert [json.loads(body)["id"] for body in upstream.read] == ["A"]
     assert [undelivered for _, _, undelivered in _requests(record)] == ["", ""]
+
+
+class SlowPlugin:
+    """A GOLEM upstream that reads one request and answers it once told to (`answer`)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(10)
+        self.port = int(self.listener.getsockname()[1])
+        self.got_request = threading.Event()
+        self.go = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        with self.listener:
+            for _ in range(8):  # bounded: the proxy's probes close at once
+                try:
+                    sock, _ = self.listener.accept()
+                except OSError:
+                    return
+                with sock:
+                    sock.settimeout(10)
+                    try:
+                        header = receive_exactly(sock, 4)
+                        receive_exactly(sock, int.from_bytes(header, "big"))
+                    except OSError:
+                        continue
+                    self.got_request.set()
+                    self.go.wait(10)
+                    with contextlib.suppress(OSError):
+                        sock.sendall(_frame_answer("A"))
+                        time.sleep(0.5)  # the proxy's write lands before this socket closes
+                    return
+
+    def join(self) -> None:
+        self._thread.join(15)
+
+
+def _frame_answer(ident: str) -> bytes:
+    payload = json.dumps({"id": ident, "result": {"ok": True}, "error": None}).encode()
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def test_an_answer_to_a_client_that_gave_up_and_closed_is_undelivered(
+    tmp_path: Path, observer: str
+) -> None:
+    """The client times out and closes its socket; the plugin's answer comes after: the
+    client's kernel refuses it unread, and the recording says the client never got it."""
+    record = tmp_path / "gave-up.jsonl"
+    upstream = SlowPlugin()
+    proxy, listen = _start_proxy(upstream.port, record, observer)
+    try:
+        with socket.create_connection(("127.0.0.1", listen), timeout=10) as client:
+            client.sendall(_frame("A", "scene.list_layers"))
+            assert upstream.got_request.wait(10)
+        time.sleep(0.3)  # the client's FIN reaches the proxy before the answer does
+        upstream.go.set()
+        upstream.join()
+    finally:
+        assert interrupt(proxy) == 0
+    answers = [
+        event.undelivered
+        for event in read_recording(str(record)).events
+        if isinstance(event, FrameSeen) and event.direction is Direction.S2C
+    ]
+    assert answers == ["client gone"]
+    assert _statuses(record) == [(1, "A", "ok (undelivered: client gone)", "client gone")]
