@@ -27,6 +27,7 @@ from ..events import (
     StreamEnded,
 )
 from ..status_tone import Tone, outcome_tone, undelivered_status
+from ..terminal import safe_text
 from .server_stderr import ServerStderr
 
 __all__ = ["Flow", "gap_has_size", "gap_size_at_least"]
@@ -167,7 +168,8 @@ class Flow:
         for part in (self.response, self.request):
             if part is not None and part.undelivered:
                 return part.undelivered
-        return ""
+        withheld = self.withheld_by
+        return f"withheld: {safe_text(withheld, 60)}" if withheld else ""
 
     @property
     def never_delivered(self) -> bool:
@@ -177,10 +179,24 @@ class Flow:
         request = self.request
         return (
             request is not None
-            and bool(request.undelivered)
+            and (bool(request.undelivered) or bool(self.withheld_by))
             and self.response is None
             and isinstance(request.message, Request)
         )
+
+    @property
+    def withheld_by(self) -> str:
+        """The proxy's step (a fault, an intercept) that withheld the request, recorded though
+        never forwarded, when nothing answered it: the receiver never got it, as decided where
+        it was withheld (`ProxyAction.withheld`); empty otherwise."""
+        if self.request is None or self.response is not None:
+            return ""
+        if not isinstance(self.request.message, Request):
+            return ""
+        for step in self.faults:
+            if step.withheld and step.direction is Direction.C2S:
+                return step.fault if isinstance(step, InterceptStep) else f"--fault {step.fault}"
+        return ""
 
     @property
     def asked_by_server(self) -> bool:

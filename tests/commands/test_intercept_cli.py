@@ -436,12 +436,16 @@ def test_a_held_request_whose_client_goes_is_lost_and_never_sent(
     recording = read_recording(str(record))
     faults = [e.fault for e in recording.events if isinstance(e, InterceptStep)]
     assert faults == ["intercept:held", "intercept:lost"]
-    # The client sent it: recorded though never forwarded, its flow unanswered (not missing).
+    # The client sent it: recorded though never forwarded, its flow undelivered (not missing,
+    # nor unanswered: the plugin never got it, so it cannot have acted on it).
     sent = [e for e in recording.events if isinstance(e, FrameSeen)]
     assert [(e.direction, e.method) for e in sent] == [(Direction.C2S, "scene.create_layer")]
     shown = run_cli("show", str(record), "--json")
     [flow] = [json.loads(line) for line in shown.stdout.splitlines()]
-    assert (flow["method"], flow["status"]) == ("scene.create_layer", "unanswered")
+    assert (flow["method"], flow["status"]) == (
+        "scene.create_layer",
+        "undelivered (withheld: intercept:lost)",
+    )
     # Withheld, as a dropped request: what the plugin received is rebuilt without it, and the
     # rebuilt streams agree with what the proxy counted as forwarded.
     steps = [e for e in recording.events if isinstance(e, InterceptStep)]

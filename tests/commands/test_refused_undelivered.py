@@ -313,3 +313,32 @@ def test_an_answer_to_a_client_that_gave_up_and_closed_is_undelivered(
     ]
     assert answers == ["client gone"]
     assert _statuses(record) == [(1, "A", "ok (undelivered: client gone)", "client gone")]
+
+
+@pytest.mark.parametrize("rule", ["drop:dir=c2s", "reset:when=before"])
+def test_a_request_a_fault_withheld_reads_undelivered(
+    tmp_path: Path, observer: str, rule: str
+) -> None:
+    """Recorded though never forwarded: the plugin never got it, so it is not `unanswered`
+    (which says it may have acted on it)."""
+    record = tmp_path / "withheld.jsonl"
+    upstream = SlowPlugin()
+    proxy = start_cli(
+        "proxy", "--quiet", "--observer", observer, "--record", str(record), "--fault", rule,
+        "--route", f"127.0.0.1:0=127.0.0.1:{upstream.port}",
+    )  # fmt: skip
+    listen = int(wait_for_line(proxy, r"127\.0\.0\.1:(\d+) →").group(1))
+    try:
+        with socket.create_connection(("127.0.0.1", listen), timeout=10) as client:
+            client.sendall(_frame("A", "scene.create_layer"))
+            client.settimeout(1)
+            with contextlib.suppress(OSError):
+                client.recv(100)  # nothing comes, or the fault's reset
+    finally:
+        assert interrupt(proxy) == 0
+        upstream.go.set()
+    assert not upstream.got_request.is_set()
+    fault = rule.split(":")[0]
+    assert _statuses(record) == [
+        (1, "A", f"undelivered (withheld: --fault {fault})", f"withheld: --fault {fault}")
+    ]

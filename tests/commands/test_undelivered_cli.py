@@ -201,11 +201,11 @@ def test_an_answer_the_client_never_got_is_recorded_and_shown_undelivered(
     assert "= 0 B forwarded + 1 frame undelivered" in row
 
 
-def test_an_answer_the_kernel_took_is_delivered_as_far_as_the_proxy_knows(
+def test_an_answer_to_a_client_that_closed_is_refused_unread_and_undelivered(
     upstream: SlowUpstream, tmp_path: Path
 ) -> None:
-    # The client closed (no reset yet): the write succeeds, the client's kernel then throws
-    # the bytes away and resets. Nothing the proxy saw says so: the exchange stays ok.
+    # The client closed (no reset yet): the write succeeds, and the client's kernel refuses
+    # the bytes at once with a reset, acknowledging none: the client never got the answer.
     record = tmp_path / "session.jsonl"
     route = f"main@127.0.0.1:0=127.0.0.1:{upstream.port}"
     cli = start_proxy_cli("--route", route, "--record", str(record))
@@ -215,11 +215,11 @@ def test_an_answer_the_kernel_took_is_delivered_as_far_as_the_proxy_knows(
     finally:
         cli.stop()
     assert cli.process.returncode == 0, cli.stderr
-    assert " ok " in logged and "undelivered" not in logged
+    assert "undelivered: client gone" in logged
     (exchange,) = [
         e for e in read_recording(str(record)).events if isinstance(e, ExchangeCompleted)
     ]
-    assert exchange.outcome.text == "ok" and not exchange.response.undelivered
+    assert exchange.outcome.text == "ok" and exchange.response.undelivered == "client gone"
 
 
 class PromptUpstream:
