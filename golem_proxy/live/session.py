@@ -6,6 +6,7 @@ the session ended, what it counted: a recording without it was cut short)."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -187,6 +188,10 @@ class ProxySession:
                     config.console,
                     config.profile,
                     config.verbosity,
+                    # The session's start, where another process decided it: an observing
+                    # process (restarted, or just slow to start) stamps with its own clock's
+                    # start otherwise, seconds late.
+                    started_wall=_wall_start(config.header),
                     route_profiles=config.route_profiles(),
                 )
                 subscription = self._log = self.hub.subscribe(
@@ -343,3 +348,17 @@ def _show(log: EventLog, event: Event) -> None:
                 + Text(safe_text(f"{type(exc).__name__}: {exc}", limit=200) + ")"),
                 soft_wrap=True,
             )
+
+
+def _wall_start(header: Optional[Header]) -> Optional[float]:
+    """The wall time ``header``'s ``started_at`` names (``t`` counts from it); None without
+    one, or one no ISO time can be read from."""
+    if header is None:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(header.started_at.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
