@@ -215,7 +215,7 @@ class DebugActions(AppMixin):
         def chosen(payload: Optional[bytes]) -> None:
             if payload is not None:
                 self.notify(f"sending flow {flow.number} again, edited…")
-                self._resend(flow, payload, self._newest_number())
+                self._resend(flow, payload, self._newest_number(), "E")
 
         title = f"Edit request #{flow.number} ({flow.method or '?'}), then send it:"
         self.edit_frame(title, request, f"request-{flow.number}", chosen)
@@ -226,9 +226,9 @@ class DebugActions(AppMixin):
         return flows[-1].number if flows else 0
 
     @work(thread=True, group="resend")
-    def _resend(self, flow: Flow, payload: bytes, after: int) -> None:
-        """Send ``flow``'s request again as ``payload``; the newest flow was numbered
-        ``after`` when it was sent."""
+    def _resend(self, flow: Flow, payload: bytes, after: int, key: str = "r") -> None:
+        """Send ``flow``'s request again as ``payload`` (by ``key``: ``r``, or ``E`` edited);
+        the newest flow was numbered ``after`` when it was sent."""
         try:
             if self.control is not None:
                 resent = self.control.resend(flow.route, payload)
@@ -254,15 +254,24 @@ class DebugActions(AppMixin):
             text = f"flow {flow.number} sent again{tail}"
             self.call_from_thread(self.notify, text, markup=False)
             return
-        self.call_from_thread(self._sent_again, flow, after, resent, tail)
+        self.call_from_thread(self._sent_again, flow, after, resent, tail, key)
 
-    def _sent_again(self, flow: Flow, after: int, resent: Resent, tail: str) -> None:
+    def _sent_again(
+        self, flow: Flow, after: int, resent: Resent, tail: str, key: str = "r"
+    ) -> None:
         """The answer came: look for the new row, which the notice names once it is found
         (`resent_rows`). Its events may still be on their way: a batch that brings them
         finds it, and the notice is said without it if it is long in coming."""
         rows = self.resent_rows
         rows.expect(
-            flow.number, after, flow.route, resent.method, resent.request, resent.request_id, tail
+            flow.number,
+            after,
+            flow.route,
+            resent.method,
+            resent.request,
+            resent.request_id,
+            tail,
+            key,
         )
         self.rows_sent_again(rows.link(self.model.flows))
         self.set_timer(NOTICE_WAIT, partial(self._say_unlinked, flow.number))

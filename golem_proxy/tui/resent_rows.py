@@ -42,6 +42,8 @@ class _Awaited:
     request_id: Any
     looked: int = 0
     notice: str = ""
+    key: str = "r"
+    """The key it was sent again by: ``r`` as recorded, ``E`` edited."""
     """The end of what to say of the answer, after ``flow 5 sent again as #12`` ("": said
     already, without the row, which was long in coming)."""
 
@@ -55,6 +57,8 @@ class ResentRows:
         self.copies: dict[int, list[int]] = {}
         """By a flow's number, the flows its request was sent again as."""
         self.awaited: list[_Awaited] = []
+        self.keys: dict[int, str] = {}
+        """By the number of a flow that is a request sent again, the key that sent it."""
 
     def expect(
         self,
@@ -65,12 +69,15 @@ class ResentRows:
         payload: bytes,
         request_id: Any,
         notice: str = "",
+        key: str = "r",
     ) -> None:
         """The request of flow ``origin`` was sent again on ``route`` as ``payload`` (its id
         ``request_id``) when the newest flow was numbered ``after``: its row is looked for
         in the flows that come (`link`); ``notice``, the end of what to say of the answer once
-        the row is found (``: ok in 3.1ms``)."""
-        self.awaited.append(_Awaited(origin, after, route, method, payload, request_id, 0, notice))
+        the row is found (``: ok in 3.1ms``); ``key``, the key that sent it (``r``, ``E``)."""
+        self.awaited.append(
+            _Awaited(origin, after, route, method, payload, request_id, 0, notice, key)
+        )
         del self.awaited[:-MOST_AWAITED]
 
     def link(self, flows: Sequence[Flow]) -> list[tuple[int, int, str]]:
@@ -85,6 +92,7 @@ class ResentRows:
             if row is not None:
                 self.awaited.remove(awaited)
                 self.origin[row] = awaited.origin
+                self.keys[row] = awaited.key
                 self.copies.setdefault(awaited.origin, []).append(row)
                 found.append((awaited.origin, row, awaited.notice))
                 continue
@@ -120,7 +128,7 @@ class ResentRows:
         parts = []
         origin = self.origin.get(number)
         if origin is not None:
-            parts.append(f"sent again from #{origin} (r)")
+            parts.append(f"sent again from #{origin} ({self.keys.get(number, 'r')})")
         copies = self.copies.get(number)
         if copies:
             parts.append("sent again as " + ", ".join(f"#{row}" for row in copies))

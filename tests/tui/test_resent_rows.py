@@ -52,3 +52,17 @@ def test_a_row_that_never_comes_is_given_up() -> None:
         s.events.clear()
         assert rows.link(model.flows) == []
     assert rows.awaited == []
+
+
+def test_a_row_sent_edited_says_so() -> None:
+    s = SessionBuilder(check=False)
+    s.open(1, 0.0)
+    first = s.request(1, "scene.create_layer", {"name": "Orig"}, 0.1)
+    s.respond(first, 0.2, result={"full_path": "Orig"})
+    edited = s.request(1, "scene.create_layer", {"name": "Edited"}, 1.1)
+    model = SessionModel(GOLEM)
+    model.apply(s.events)
+    rows = ResentRows()
+    rows.expect(1, 1, "main", "scene.create_layer", edited.payload, "unused", ": ok", "E")
+    assert rows.link(model.flows) == [(1, 2, ": ok")]
+    assert rows.note(2) == "sent again from #1 (E)"
