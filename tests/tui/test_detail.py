@@ -150,3 +150,15 @@ def test_a_session_s_gap_row_names_no_route() -> None:
     flow.gap = gap
     first = _summary(flow, MCP).plain.splitlines()[0]
     assert "every route and connection" in first and "conn 0" not in first
+
+
+def test_a_request_never_delivered_is_not_said_closed_before_an_answer() -> None:
+    flow = tool_call({"content": []})
+    flow.response, flow.outcome = None, None
+    assert flow.request is not None
+    flow.request = dataclasses.replace(flow.request, undelivered="upstream gone")
+    flow.closed_unanswered = True
+    text = _summary(flow, MCP).plain
+    assert "undelivered (upstream gone)" in text
+    assert "never delivered (upstream gone): nothing was asked" in text
+    assert "closed before an answer" not in text

@@ -396,7 +396,10 @@ def _summary(
     if flow.latency is not None:
         times.append(f"latency {format_latency(flow.latency)}")
     ended = flow.stream_ended
-    if ended is not None:
+    if flow.never_delivered:
+        # Not "closed before an answer": that would say the receiver had it to answer.
+        times.append(f"never delivered ({safe_text(flow.undelivered, 80)}): nothing was asked")
+    elif ended is not None:
         side = "upstream" if ended.direction is Direction.S2C else "client"
         times.append(f"the {side} ended its stream at t={fmt_time(ended.t)} before an answer")
     elif flow.closed_unanswered:
