@@ -65,13 +65,15 @@ class HeldEchoes:
 class ControlRead:
     """What one read of the control socket said."""
 
-    __slots__ = ("ack", "broken", "new_values")
+    __slots__ = ("ack", "broken", "new_values", "values")
 
     def __init__(self) -> None:
         self.ack: Optional[tuple[int, int]] = None
         """The greatest acknowledgement (offset, rate) read, if any."""
         self.new_values = 0
         """Values learned that were not held yet."""
+        self.values = 0
+        """Values told, held already or not (each costs the reading)."""
         self.broken: Optional[str] = None
         """Why what was read is no message a healthy process sends (a value too long, or no
         UTF-8): the process is to be stopped."""
@@ -117,6 +119,7 @@ class ControlReader:
             except UnicodeDecodeError:
                 read.broken = "the observing process sent a learned value that is no UTF-8"
                 break
+            read.values += 1
             read.new_values += self.held.add(value)
             pos = start + size
         self._pending = b"" if read.broken else buf[pos:]

@@ -26,6 +26,10 @@ __all__ = ["ACK_READ", "REPEATED_PAUSE", "HealthWatch"]
 
 ACK_READ = 64 * 1024
 """Bytes of acknowledgements read at once (only the greatest counts)."""
+VALUES_A_PAUSE = 64
+"""Values read for one `REPEATED_PAUSE` when nothing moves on: a read holding more waits as
+many pauses longer (a flood of 64 KiB of tiny values each read took 0.15 CPU-seconds a
+second of the forwarding process's)."""
 REPEATED_PAUSE = 0.01
 """Seconds the acknowledgements wait after a read that moved nothing on (the observing
 process repeats itself): a flood of them costs the forwarding process a read per pause."""
@@ -91,10 +95,11 @@ class HealthWatch:
                 spare = False
             else:
                 # Nothing moved on (a healthy process never repeats itself, and tells a value
-                # once, before an acknowledgement): a flood of acknowledgements or of values,
-                # new ones too, must not take the relay's core.
+                # as it becomes its newest, before an acknowledgement): a flood of
+                # acknowledgements or of values, new ones too, must not take the relay's core;
+                # a read of thousands of values waits the longer for them.
                 spare = False
-                await trio.sleep(REPEATED_PAUSE)
+                await trio.sleep(REPEATED_PAUSE * max(1.0, read.values / VALUES_A_PAUSE))
 
     @staticmethod
     async def discard_control(control_socket: socket.socket, reader: ControlReader) -> None:
