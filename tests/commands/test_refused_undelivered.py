@@ -182,19 +182,33 @@ def test_a_request_after_the_plugin_closed_is_undelivered(tmp_path: Path, observ
     ]
 
 
-class HalfClosingPlugin:
-    """A GOLEM upstream that says it will send nothing more (SHUT_WR) on the first connection
-    that sends a byte, then reads one request, keeps it (it acted on it) and closes with
-    whatever else came still unread: its kernel resets, as a closed socket's does."""
+class _OneClientPlugin:
+    """A GOLEM upstream on a thread of its own that serves one client (`_serve`), past the
+    proxy's probes (connections that close at once)."""
 
     def __init__(self) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(10)
         self.port = int(self.listener.getsockname()[1])
-        self.read: list[bytes] = []
-        self.half_closed = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
+
+    def _serve(self) -> None:
+        raise NotImplementedError
+
+    def join(self) -> None:
+        self._thread.join(15)
+
+
+class HalfClosingPlugin(_OneClientPlugin):
+    """A GOLEM upstream that says it will send nothing more (SHUT_WR) on the first connection
+    that sends a byte, then reads one request, keeps it (it acted on it) and closes with
+    whatever else came still unread: its kernel resets, as a closed socket's does."""
+
+    def __init__(self) -> None:
+        self.read: list[bytes] = []
+        self.half_closed = threading.Event()
+        super().__init__()
 
     def _serve(self) -> None:
         with self.listener:
@@ -216,9 +230,6 @@ class HalfClosingPlugin:
                     header = receive_exactly(sock, 4)
                     self.read.append(receive_exactly(sock, int.from_bytes(header, "big")))
                     return
-
-    def join(self) -> None:
-        self._thread.join(15)
 
 
 def _frame(ident: str, method: str) -> bytes:
@@ -247,17 +258,13 @@ def test_a_half_closed_plugin_that_read_a_request_did_get_it(tmp_path: Path, obs
     assert [undelivered for _, _, undelivered in _requests(record)] == ["", ""]
 
 
-class SlowPlugin:
-    """A GOLEM upstream that reads one request and answers it once told to (`answer`)."""
+class SlowPlugin(_OneClientPlugin):
+    """A GOLEM upstream that reads one request and answers it once told to (``go``)."""
 
     def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(10)
-        self.port = int(self.listener.getsockname()[1])
         self.got_request = threading.Event()
         self.go = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__()
 
     def _serve(self) -> None:
         with self.listener:
@@ -279,9 +286,6 @@ class SlowPlugin:
                         sock.sendall(_frame_answer("A"))
                         time.sleep(0.5)  # the proxy's write lands before this socket closes
                     return
-
-    def join(self) -> None:
-        self._thread.join(15)
 
 
 def _frame_answer(ident: str) -> bytes:

@@ -191,6 +191,32 @@ def test_a_killed_wrapper_leaves_no_closing_line_that_says_all_was_well(
     )
 
 
+@contextlib.contextmanager
+def _wrapped(record: Path, code: str, *options: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``golem-proxy mcp`` (recording, its GOLEM routes nowhere) around a server that runs
+    ``code``, in a session of its own, once the server said ``ready``; killed, group and all,
+    and reaped at the end."""
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record),
+            "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
+            *options, "--", sys.executable, "-c", code,
+        ],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=environment(), start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert _read_line(process) == b"ready\n"
+        yield process
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        reap(process)
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+
+
 @pytest.mark.parametrize("observer", ["in-process", "child-process"])
 def test_a_server_that_ignores_the_sigterm_passed_on_is_killed_within_the_grace(
     tmp_path: Path, observer: str
@@ -202,26 +228,9 @@ def test_a_server_that_ignores_the_sigterm_passed_on_is_killed_within_the_grace(
         "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
         "while True: time.sleep(0.05)\n"
     )
-    process = subprocess.Popen(
-        [
-            sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record),
-            "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
-            "--observer", observer, "--exit-timeout", "0.75", "--", sys.executable, "-c", code,
-        ],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        cwd=ROOT, env=environment(), start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert _read_line(process) == b"ready\n"
+    with _wrapped(record, code, "--observer", observer, "--exit-timeout", "0.75") as process:
         os.killpg(process.pid, signal.SIGTERM)
         assert process.wait(SDK_GRACE) == 128 + signal.SIGKILL
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        reap(process)
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                stream.close()
     wait_for(lambda: '"kind":"session-end"' in record.read_text(), 10, "the session's end")
     events = read_recording(str(record)).events
     assert isinstance(events[-1], SessionEnded)
@@ -248,26 +257,9 @@ def test_a_server_that_takes_its_time_to_stop_on_sigterm_is_not_killed(tmp_path:
         "sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
         "while True: time.sleep(0.05)\n"
     )
-    process = subprocess.Popen(
-        [
-            sys.executable, "-m", "golem_proxy", "mcp", "--record", str(record),
-            "--upstream", "127.0.0.1:9", "--gh-upstream", "127.0.0.1:9",
-            "--", sys.executable, "-c", code,
-        ],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        cwd=ROOT, env=environment(), start_new_session=True,
-    )  # fmt: skip
-    try:
-        assert _read_line(process) == b"ready\n"
+    with _wrapped(record, code) as process:
         process.send_signal(signal.SIGTERM)  # a user's kill of the wrapper
         assert process.wait(20) == 0
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        reap(process)
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                stream.close()
     assert saved.read_text() == "state"
     events = read_recording(str(record)).events
     assert isinstance(events[-1], SessionEnded)
