@@ -138,8 +138,9 @@ def test_a_connection_whose_request_was_withheld_is_no_failed_connection_row(
     observer: str, tmp_path: Path
 ) -> None:
     """A byte that reached the proxy crossed the connection, even when it never went on: a
-    ``ping`` withheld by ``--fault reset`` is its own row (unanswered), and the connection is
-    no second, made-up ``✗ connection`` row counted as another failure."""
+    ``ping`` withheld by ``--fault reset`` is its own row (undelivered: the plugin never got
+    it), and the connection is no second, made-up ``✗ connection`` row counted as another
+    failure."""
     from golem_proxy.testing.plugin_process import PluginProcess
 
     from .mcp_helpers import wrapped
@@ -153,7 +154,7 @@ def test_a_connection_whose_request_was_withheld_is_no_failed_connection_row(
     closes = [e for e in read_recording(str(record)).events if isinstance(e, ConnectionClosed)]
     assert closes and all(close.tool_calls is None for close in closes)
     shown = run_cli("show", str(record)).stdout
-    assert "↳ ping" in shown and "unanswered" in shown
+    assert "↳ ping" in shown and "undelivered (withheld: --fault reset)" in shown
     assert "✗ connection" not in shown
 
 
