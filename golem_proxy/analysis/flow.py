@@ -185,18 +185,27 @@ class Flow:
         )
 
     @property
-    def withheld_by(self) -> str:
+    def withholding(self) -> Optional[Union[FaultInjected, InterceptStep]]:
         """The proxy's step (a fault, an intercept) that withheld the request, recorded though
-        never forwarded, when nothing answered it: the receiver never got it, as decided where
-        it was withheld (`ProxyAction.withheld`); empty otherwise."""
+        never forwarded, as decided where it was withheld (`ProxyAction.withheld`); None when
+        none did."""
+        for step in self.faults:
+            if step.withheld and step.direction is Direction.C2S:
+                return step
+        return None
+
+    @property
+    def withheld_by(self) -> str:
+        """The name of the step that withheld the request (`withholding`) when nothing
+        answered it: the receiver never got it; empty otherwise."""
         if self.request is None or self.response is not None:
             return ""
         if not isinstance(self.request.message, Request):
             return ""
-        for step in self.faults:
-            if step.withheld and step.direction is Direction.C2S:
-                return step.fault if isinstance(step, InterceptStep) else f"--fault {step.fault}"
-        return ""
+        step = self.withholding
+        if step is None:
+            return ""
+        return step.fault if isinstance(step, InterceptStep) else f"--fault {step.fault}"
 
     @property
     def asked_by_server(self) -> bool:

@@ -232,13 +232,11 @@ def collect(reader: FlowReader, tool_calls: Optional[list[ToolCall]] = None) -> 
 def _answered_by_proxy(flow: Flow) -> Optional[str]:
     """The step of the proxy's that withheld ``flow``'s request when the proxy answered it
     (the flow has an answer the plugin never sent); None otherwise."""
-    if flow.request is None or flow.response is None:
+    step = flow.withholding
+    if flow.request is None or flow.response is None or step is None:
         return None
-    for step in flow.faults:
-        if step.withheld and step.direction is Direction.C2S:
-            named = step.fault if isinstance(step, InterceptStep) else f"fault {step.fault}"
-            return safe_text(named, 80)
-    return None
+    named = step.fault if isinstance(step, InterceptStep) else f"fault {step.fault}"
+    return safe_text(named, 80)
 
 
 def _row(row: UnansweredRequest | RequestGap) -> int:

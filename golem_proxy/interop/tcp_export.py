@@ -59,6 +59,7 @@ from ..events import (
 )
 from ..recording.format import Header
 from ..recording.reader import route_profiles
+from ..recording.schema import started_at_time
 from ..recording.streams import chunks_by_event
 from ..terminal import safe_text
 from .pcapng import ACK, FIN, MAX_SEGMENT, PSH, RST, SYN, Endpoint, Half, PcapngWriter
@@ -150,12 +151,9 @@ def _start(started_at: str) -> tuple[int, Optional[str]]:
     if not started_at.strip():
         return 0, "no started_at"
     shown = safe_text(json.dumps(started_at[:60], ensure_ascii=False))
-    try:
-        when = datetime.datetime.fromisoformat(started_at.strip().replace("Z", "+00:00"))
-    except ValueError:
+    when = started_at_time(started_at.strip())
+    if when is None:
         return 0, f"a started_at that is not an ISO 8601 time ({shown})"
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
     if when < _EPOCH:
         return 0, f"a started_at before 1970, which pcapng cannot hold ({shown})"
     delta = when - _EPOCH

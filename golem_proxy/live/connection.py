@@ -414,7 +414,10 @@ class Connection:
             if reset is not None:
                 self.release_fin()  # the upstream only half-closed
             return True
-        if not observed and refused and not self._acked_any_of(data):
+        offset = self.sent[Direction.C2S] - len(data)
+        if not observed and refused and not acked_past(self.upstream.socket, offset):
+            # Refused at once, none of it acknowledged: the plugin had closed its socket.
+            # One that half-closed, read some and closed with the rest unread resets too.
             self.gone.add("upstream")
             self.observe_undelivered(Direction.C2S, data, t, "upstream gone")
         elif not observed:
@@ -428,13 +431,6 @@ class Connection:
         self._reset_client()
         scope.cancel()
         return False
-
-    def _acked_any_of(self, data: bytes) -> bool:
-        """Whether the upstream's kernel acknowledged any of ``data``, the last bytes written
-        to it: an upstream that half-closed, read them and closed with others unread resets
-        as a closed one does (`peer_state.acked_past`)."""
-        assert self.upstream is not None
-        return acked_past(self.upstream.socket, self.sent[Direction.C2S] - len(data))
 
     def _reset_client(self) -> None:
         """Reset the client at once: a FIN first would race the reset, and a client woken by

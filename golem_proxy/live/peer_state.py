@@ -53,15 +53,27 @@ def peer_state(sock: trio.socket.SocketType) -> Optional[str]:
     try:
         if sock.getsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_ERROR):
             return "reset"
-        tcp_info = getattr(trio.socket, "TCP_INFO", None)
-        if tcp_info is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
-            return None
-        state = sock.getsockopt(trio.socket.IPPROTO_TCP, tcp_info, 1)[0]
     except OSError:
         return None
+    info = _tcp_info(sock, 1)
+    if info is None:
+        return None
+    state = info[0]
     if state == _TCP_CLOSE:
         return "reset"
     return "closed" if state == _TCP_CLOSE_WAIT else None
+
+
+def _tcp_info(sock: trio.socket.SocketType, size: int) -> Optional[bytes]:
+    """The first ``size`` bytes of Linux's ``struct tcp_info`` for ``sock``; None where
+    there is none (not TCP, not Linux) or it cannot be read."""
+    tcp_info = getattr(trio.socket, "TCP_INFO", None)
+    if tcp_info is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
+        return None
+    try:
+        return sock.getsockopt(trio.socket.IPPROTO_TCP, tcp_info, size)
+    except OSError:
+        return None
 
 
 def reset_at_once(sock: trio.socket.SocketType) -> Optional[bool]:
@@ -89,14 +101,8 @@ def bytes_acked(sock: trio.socket.SocketType) -> Optional[int]:
     """The data bytes sent on ``sock`` that the peer's kernel acknowledged (they reached its
     socket; whether its application read them is not known); None where it cannot be asked
     (not TCP, not Linux). Still readable once the connection was reset."""
-    tcp_info = getattr(trio.socket, "TCP_INFO", None)
-    if tcp_info is None or sock.family not in (trio.socket.AF_INET, trio.socket.AF_INET6):
-        return None
-    try:
-        info = sock.getsockopt(trio.socket.IPPROTO_TCP, tcp_info, 256)
-    except OSError:
-        return None
-    if len(info) < _BYTES_ACKED_AT + _BYTES_ACKED.size:
+    info = _tcp_info(sock, 256)
+    if info is None or len(info) < _BYTES_ACKED_AT + _BYTES_ACKED.size:
         return None
     acked: int = _BYTES_ACKED.unpack_from(info, _BYTES_ACKED_AT)[0]
     return max(0, acked - 1)

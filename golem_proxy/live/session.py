@@ -6,7 +6,6 @@ the session ended, what it counted: a recording without it was cut short)."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -351,14 +350,7 @@ def _show(log: EventLog, event: Event) -> None:
 
 
 def _wall_start(header: Optional[Header]) -> Optional[float]:
-    """The wall time ``header``'s ``started_at`` names (``t`` counts from it); None without
-    one, or one no ISO time can be read from."""
-    if header is None:
-        return None
-    try:
-        moment = datetime.datetime.fromisoformat(header.started_at.replace("Z", "+00:00"))
-    except (TypeError, ValueError):
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.timestamp()
+    """The wall time (seconds since the epoch) ``header``'s ``t`` counts from; None without a
+    header, or one that names no time."""
+    started = header.started if header is not None else None
+    return started.timestamp() if started is not None else None

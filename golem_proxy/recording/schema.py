@@ -239,6 +239,16 @@ class RouteInfo:
         return data
 
 
+def started_at_time(text: str) -> Optional[datetime.datetime]:
+    """A header's ``started_at`` as an aware time (``Z`` or no zone: UTC); None when it is
+    no ISO 8601 time."""
+    try:
+        when = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=datetime.timezone.utc)
+
+
 _HEADER_MEMBERS = {"format", "version", "profile", "routes", "started_at", "clock", "tool"}
 _HEADER_MEMBERS.add("redact")
 
@@ -268,6 +278,12 @@ class Header:
         started = now.isoformat(timespec="microseconds").replace("+00:00", "Z")
         extra: dict[str, Any] = {SESSION_END_PROMISE: True} if ends_with_session_end else {}
         return cls(profile, tuple(routes), started, redact=tuple(redact), extra=extra)
+
+    @property
+    def started(self) -> Optional[datetime.datetime]:
+        """The wall time ``started_at`` names, which every line's ``t`` counts from (one
+        without a zone read as UTC, as it is written); None when it names none."""
+        return started_at_time(self.started_at)
 
     @property
     def promises_session_end(self) -> bool:

@@ -210,12 +210,13 @@ def ended_text(header: Header, ended: SessionEnded) -> str:
     12:00:03 UTC, 3.141 s in (stopped by SIGINT)`` (the wall time is the header's start
     plus the line's ``t``; left out when the start cannot be read)."""
     when = f"{ended.t:.3f} s in"
-    try:
-        started = datetime.datetime.fromisoformat(header.started_at.replace("Z", "+00:00"))
-        wall = started + datetime.timedelta(seconds=ended.t)
-        when = f"{wall.strftime('%Y-%m-%d %H:%M:%S')} UTC, {when}"
-    except (ValueError, OverflowError):
-        pass
+    started = header.started
+    if started is not None:
+        try:
+            wall = started + datetime.timedelta(seconds=ended.t)
+            when = f"{wall.strftime('%Y-%m-%d %H:%M:%S')} UTC, {when}"
+        except (ValueError, OverflowError):
+            pass
     return f"session ended at {when} ({ended.reason or 'no reason given'})"
 
 

@@ -183,7 +183,7 @@ def test_a_request_after_the_plugin_closed_is_undelivered(tmp_path: Path, observ
 
 
 class _OneClientPlugin:
-    """A GOLEM upstream on a thread of its own that serves one client (`_serve`), past the
+    """A GOLEM upstream on a thread of its own that serves one client (`_served`), past the
     proxy's probes (connections that close at once)."""
 
     def __init__(self) -> None:
@@ -194,6 +194,18 @@ class _OneClientPlugin:
         self._thread.start()
 
     def _serve(self) -> None:
+        with self.listener:
+            for _ in range(8):  # bounded: the proxy's probes close at once
+                try:
+                    sock, _ = self.listener.accept()
+                except OSError:
+                    return
+                with sock:
+                    if self._served(sock):
+                        return
+
+    def _served(self, sock: socket.socket) -> bool:
+        """Serve ``sock``; False when it was not the client (a probe)."""
         raise NotImplementedError
 
     def join(self) -> None:
@@ -210,26 +222,19 @@ class HalfClosingPlugin(_OneClientPlugin):
         self.half_closed = threading.Event()
         super().__init__()
 
-    def _serve(self) -> None:
-        with self.listener:
-            for _ in range(8):  # bounded: the proxy's probes close at once
-                try:
-                    sock, _ = self.listener.accept()
-                except OSError:
-                    return
-                with sock:
-                    sock.settimeout(0.5)
-                    try:
-                        sock.recv(1, socket.MSG_PEEK)
-                        continue  # a probe's end of stream, or a stray byte: not the client
-                    except socket.timeout:
-                        pass  # open and silent: the client's connection
-                    sock.settimeout(10)
-                    sock.shutdown(socket.SHUT_WR)
-                    self.half_closed.set()
-                    header = receive_exactly(sock, 4)
-                    self.read.append(receive_exactly(sock, int.from_bytes(header, "big")))
-                    return
+    def _served(self, sock: socket.socket) -> bool:
+        sock.settimeout(0.5)
+        try:
+            sock.recv(1, socket.MSG_PEEK)
+            return False  # a probe's end of stream, or a stray byte: not the client
+        except socket.timeout:
+            pass  # open and silent: the client's connection
+        sock.settimeout(10)
+        sock.shutdown(socket.SHUT_WR)
+        self.half_closed.set()
+        header = receive_exactly(sock, 4)
+        self.read.append(receive_exactly(sock, int.from_bytes(header, "big")))
+        return True
 
 
 def _frame(ident: str, method: str) -> bytes:
@@ -266,26 +271,19 @@ class SlowPlugin(_OneClientPlugin):
         self.go = threading.Event()
         super().__init__()
 
-    def _serve(self) -> None:
-        with self.listener:
-            for _ in range(8):  # bounded: the proxy's probes close at once
-                try:
-                    sock, _ = self.listener.accept()
-                except OSError:
-                    return
-                with sock:
-                    sock.settimeout(10)
-                    try:
-                        header = receive_exactly(sock, 4)
-                        receive_exactly(sock, int.from_bytes(header, "big"))
-                    except OSError:
-                        continue
-                    self.got_request.set()
-                    self.go.wait(10)
-                    with contextlib.suppress(OSError):
-                        sock.sendall(_frame_answer("A"))
-                        time.sleep(0.5)  # the proxy's write lands before this socket closes
-                    return
+    def _served(self, sock: socket.socket) -> bool:
+        sock.settimeout(10)
+        try:
+            header = receive_exactly(sock, 4)
+            receive_exactly(sock, int.from_bytes(header, "big"))
+        except OSError:
+            return False  # a probe: closed before a whole request
+        self.got_request.set()
+        self.go.wait(10)
+        with contextlib.suppress(OSError):
+            sock.sendall(_frame_answer("A"))
+            time.sleep(0.5)  # the proxy's write lands before this socket closes
+        return True
 
 
 def _frame_answer(ident: str) -> bytes:

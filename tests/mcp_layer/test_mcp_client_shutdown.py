@@ -88,13 +88,19 @@ def _mid_call(
         wait_for(lambda: record.exists() and wanted in record.read_text(), what=wanted)
         yield process
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        reap(process)
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        _kill_and_reap(process)
+
+
+def _kill_and_reap(process: subprocess.Popen[bytes]) -> None:
+    """Kill the wrapper's process group (the server's too, were it left), reap it, close
+    its pipes."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    reap(process)
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
 
 
 def _read_line(process: subprocess.Popen[bytes], timeout: float = 20.0) -> bytes:
@@ -209,12 +215,7 @@ def _wrapped(record: Path, code: str, *options: str) -> Iterator[subprocess.Pope
         assert _read_line(process) == b"ready\n"
         yield process
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        reap(process)
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                stream.close()
+        _kill_and_reap(process)
 
 
 @pytest.mark.parametrize("observer", ["in-process", "child-process"])
