@@ -36,6 +36,7 @@ __all__ = [
     "ColumnTable",
     "print_line",
     "print_table",
+    "print_unfolded",
     "terminal_width",
     "wrap_cell",
 ]
@@ -85,6 +86,26 @@ def print_line(out: Console, line: str) -> None:
     """Print ``line`` as it is (no markup): folded to a terminal's width, one line in a pipe
     or a file (a command's closing line on stderr)."""
     out.print(Text(line), soft_wrap=terminal_width(out) is None)
+
+
+def print_unfolded(out: Console, line: Text) -> None:
+    """Print ``line`` on one line, never wrapped. Where rich would write exactly its
+    characters (a pipe or a file without colours, no tab to expand, nothing captured), they
+    are written straight to the output: rich's rendering of a live log's line costs about 60
+    times the write (~190 µs against ~3 µs on the benchmark machine), and under a burst of
+    small calls that was a fifth of what the observing process did."""
+    plain = line.plain
+    if (
+        out.color_system is None
+        and not out.quiet
+        and not out.record
+        and "\t" not in plain
+        and terminal_width(out) is None
+    ):
+        out.file.write(plain + "\n")
+        out.file.flush()  # as rich does after every print: a --log file is read as it grows
+        return
+    out.print(line, soft_wrap=True, highlight=False)
 
 
 def wrap_cell(text: str, width: int) -> list[str]:

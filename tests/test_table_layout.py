@@ -9,12 +9,20 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
 from golem_core.profiles import get_profile
-from golem_proxy.table_layout import Column, ColumnTable, terminal_width, wrap_cell
+from golem_proxy.table_layout import (
+    Column,
+    ColumnTable,
+    print_unfolded,
+    terminal_width,
+    wrap_cell,
+)
 from tests.support.cli_helpers import ROOT, run_cli, run_cli_tty
 from tests.support.trace_builder import TapSimulator, write_recording
 
@@ -259,3 +267,46 @@ def test_a_megabyte_long_name_wraps_in_one_pass() -> None:
     name = "x" * 1_000_000
     lines = wrap_cell(name, 20)
     assert len(lines) == 50_000 and "".join(lines) == name
+
+
+_STYLED_TEXT = st.lists(
+    st.tuples(
+        st.text(st.characters(blacklist_categories=("Cs",)), max_size=40),
+        st.sampled_from(["", "bold", "dim", "red", "green on black", "yellow italic"]),
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_STYLED_TEXT)
+def test_a_line_written_straight_to_a_pipe_is_what_rich_would_write(
+    parts: list[tuple[str, str]],
+) -> None:
+    line = Text.assemble(*parts)
+    by_rich, straight = io.StringIO(), io.StringIO()
+    Console(file=by_rich, highlight=False).print(line, soft_wrap=True, highlight=False)
+    print_unfolded(Console(file=straight, highlight=False), line)
+    assert straight.getvalue() == by_rich.getvalue()
+
+
+@pytest.mark.parametrize("colours", ["FORCE_COLOR", "quiet", "record"])
+def test_a_line_rich_must_render_is_rendered_by_rich(colours: str) -> None:
+    """Colours asked for in a pipe, a quiet console, a captured one: rich's own rules apply."""
+    line = Text.assemble(("ok", "green"), " 1.2 ms")
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        highlight=False,
+        force_terminal=None,
+        color_system="standard" if colours == "FORCE_COLOR" else "auto",
+        quiet=colours == "quiet",
+        record=colours == "record",
+    )
+    print_unfolded(console, line)
+    if colours == "FORCE_COLOR":
+        assert out.getvalue() == "\x1b[32mok\x1b[0m 1.2 ms\n"
+    elif colours == "quiet":
+        assert out.getvalue() == ""
+    else:
+        assert console.export_text() == "ok 1.2 ms\n"

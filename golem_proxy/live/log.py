@@ -28,7 +28,7 @@ from .. import events
 from ..analysis.tool_calls import tool_call_name
 from ..events import Direction, Event
 from ..status_tone import TONE_STYLES, Tone, outcome_tone, undelivered_status
-from ..table_layout import terminal_width
+from ..table_layout import print_unfolded, terminal_width
 from ..terminal import counted, format_latency, format_size, preview_json, safe_text
 from .log_asked import AskedCalls
 from .log_repeats import Fold, RepeatFold
@@ -192,7 +192,7 @@ class EventLog:
         width = terminal_width(self.console)
         if width is not None and line.cell_len > width:
             line = fold_fields(line, width, self.console)
-        self.console.print(line, soft_wrap=True, highlight=False)
+        print_unfolded(self.console, line)
 
     def _folded(self, fold: Fold) -> Text:
         text = self._prefix(fold.last, fold.route, fold.conn)
