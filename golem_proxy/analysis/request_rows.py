@@ -20,8 +20,9 @@ from ..events import Direction, ExchangeCompleted, GapReason, InterceptStep
 from ..terminal import safe_text
 from .flows import Flow
 from .reading_notes import reading_notes
-from .tool_calls import ToolCall, is_tool_call, mcp_routes
+from .tool_calls import is_tool_call, mcp_routes
 from .trace import FlowReader, open_flows
+from .two_layers import ToolCall
 
 __all__ = [
     "GAPS_NAMED",

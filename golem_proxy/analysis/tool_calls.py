@@ -8,15 +8,15 @@ connection that ended before a byte crossed it, that of its close (`Flow.connect
 This module maps the MCP request it names to that request's flow number and reads the
 outcome of a ``tools/call`` (its ``isError``, an error response, or no answer at all).
 
-For code that wants the tool calls of a recording and their GOLEM flows in one go, there is
-`read_tool_calls`; what `show --json` says of each flow's layers is two_layer_json.py's.
+A recording read whole into its tool calls and their GOLEM flows is two_layers.py's; what
+`show --json` says of each flow's layers is two_layer_json.py's.
 """
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from golem_core.messages import Request
@@ -26,16 +26,13 @@ from golem_core.profiles.mcp import TOOLS_CALL, tool_call_failed, tool_name
 from ..events import AnswerOf, FrameSeen, ToolCallRef
 from .call_outage import outage_label
 from .flows import Flow
-from .trace import json_text, open_flows
+from .trace import json_text
 
 __all__ = [
     "LAYER_GOLEM",
     "LAYER_MCP",
     "Attribution",
-    "ToolCall",
     "ToolCallIndex",
-    "TwoLayerBuilder",
-    "TwoLayers",
     "arguments_summary",
     "attributed_tool",
     "attribution_refs",
@@ -47,8 +44,6 @@ __all__ = [
     "layer_of",
     "mcp_routes",
     "owner_key",
-    "read_tool_calls",
-    "read_two_layers",
     "tool_call_error",
     "tool_call_name",
     "tool_of",
@@ -336,159 +331,16 @@ def _short(value: Any, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-@dataclass
-class ToolCall:
-    """One MCP ``tools/call`` and the GOLEM flows it caused."""
-
-    flow: Flow
-    golem: list[Flow] = field(default_factory=list)
-    shared: list[Flow] = field(default_factory=list)
-    """GOLEM flows sent while this call overlapped others: each names every candidate, so
-    this call's Rhino time is unknown while it has any."""
-    failed_connections: list[Flow] = field(default_factory=list)
-    """GOLEM connections opened during this call alone that ended before a byte crossed them
-    (the plugin refused them, …): no exchange, no Rhino time, and not in ``golem``."""
-
-    @property
-    def number(self) -> int:
-        return self.flow.number
-
-    @property
-    def tool(self) -> str:
-        return tool_of(self.flow) or "?"
-
-    @property
-    def arguments(self) -> Any:
-        return arguments_of(self.flow)
-
-    @property
-    def is_error(self) -> bool:
-        return bool(tool_call_error(self.flow))
-
-    @property
-    def latency(self) -> Optional[float]:
-        return self.flow.latency
-
-    @property
-    def rhino_time(self) -> float:
-        """Seconds of this call's span spent in the GOLEM exchanges it caused (request sent to
-        answer read). Only the part of an exchange inside the span counts: one may outlive
-        its call (the server's tool gave up waiting and answered; Rhino answered later), and
-        that later part is no part of the call's latency. An exchange never answered (the
-        plugin died, or the server stopped waiting) counts to the call's end: the server was
-        waiting on Rhino, or learning it was gone, not working. An unanswered call's span has
-        no end yet."""
-        start = self.flow.t
-        end = None if self.latency is None else start + self.latency
-        spans: list[tuple[float, float]] = []
-        for flow in self.golem:
-            if flow.latency is not None:
-                finish = flow.t + flow.latency
-            elif end is not None and flow.closed_unanswered:
-                # Waited until its connection closed (or the plugin's side ended), or the
-                # call's end if that was not recorded.
-                finish = end if flow.unanswered_at is None else flow.unanswered_at
-            else:
-                continue
-            if end is not None:
-                finish = min(finish, end)
-            begin = max(flow.t, start)
-            if finish > begin:
-                spans.append((begin, finish))
-        # Exchanges that overlap (a retry on a new connection while the old one waited,
-        # pipelined calls) are one wait on Rhino, not two.
-        total, reached = 0.0, start
-        for begin, finish in sorted(spans):
-            begin = max(begin, reached)
-            if finish > begin:
-                total += finish - begin
-                reached = finish
-        return total
-
-    @property
-    def server_time(self) -> Optional[float]:
-        """Seconds of the call's latency spent outside the GOLEM exchanges: the MCP server's
-        own work (and the stdio hop)."""
-        latency = self.latency
-        return None if latency is None else max(0.0, latency - self.rhino_time)
-
-    @property
-    def failed_golem(self) -> list[Flow]:
-        """The GOLEM exchanges under this call that failed."""
-        return [flow for flow in self.golem if flow.is_error]
+_MOVED_TO_TWO_LAYERS = frozenset(
+    {"ToolCall", "TwoLayerBuilder", "TwoLayers", "read_tool_calls", "read_two_layers"}
+)
 
 
-@dataclass
-class TwoLayers:
-    """A recording of `golem-proxy mcp` read whole: every MCP flow in order, the tool calls
-    with the GOLEM flows each caused, and the GOLEM flows of no call or of several."""
+def __getattr__(name: str) -> Any:
+    """The recording read whole (`read_two_layers`, `read_tool_calls`, `ToolCall`) lives in
+    two_layers.py now; code that imports it from here, as docs/mcp.md once said, still works."""
+    if name in _MOVED_TO_TWO_LAYERS:
+        from . import two_layers
 
-    mcp: list[Flow] = field(default_factory=list)
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    outside: list[Flow] = field(default_factory=list)
-    """GOLEM flows sent outside any tool call."""
-    ambiguous: list[Flow] = field(default_factory=list)
-    """GOLEM flows sent while several tool calls overlapped (`Attribution.numbers` names them)."""
-
-    def client_requests(self) -> list[FrameSeen]:
-        """What the MCP client sent, in wire order (requests and notifications): the client
-        side to play again."""
-        frames = [flow.request for flow in self.mcp if flow.request is not None]
-        return sorted(frames, key=lambda frame: (frame.conn, frame.index))
-
-
-class TwoLayerBuilder:
-    """Sorts flows, in number order, into `TwoLayers`; with ``keep=False`` it keeps only the
-    tool calls and their GOLEM flows (what per-tool statistics need)."""
-
-    def __init__(self, index: ToolCallIndex, *, keep: bool = True) -> None:
-        self.index = index
-        self.keep = keep
-        self.layers = TwoLayers()
-        self._calls: dict[int, ToolCall] = {}
-
-    def add(self, flow: Flow) -> None:
-        """Sort one flow (`ToolCallIndex.note` must have seen it)."""
-        layers, index = self.layers, self.index
-        if index.layer(flow) == LAYER_MCP:
-            if self.keep:
-                layers.mcp.append(flow)
-            if is_tool_call(flow):
-                call = self._calls[flow.number] = ToolCall(flow)
-                layers.tool_calls.append(call)
-            return
-        attribution = index.attribution(flow)
-        number = attribution.number
-        failed = flow.connection_failed is not None
-        if attribution.state == AMBIGUOUS and not failed:
-            for candidate in attribution.numbers:
-                if candidate is not None and candidate in self._calls:
-                    self._calls[candidate].shared.append(flow)
-        if number is not None and number in self._calls:
-            call = self._calls[number]
-            (call.failed_connections if failed else call.golem).append(flow)
-        elif not self.keep:
-            return
-        elif attribution.state == AMBIGUOUS:
-            layers.ambiguous.append(flow)
-        else:
-            layers.outside.append(flow)
-
-
-def read_two_layers(path: str) -> TwoLayers:
-    """Read the recording at ``path`` into its two layers. Raises TraceError (analysis.trace)
-    for a file that cannot be read; a recording without an MCP layer has every flow in
-    ``outside``."""
-    with open_flows(path) as reader:
-        index = ToolCallIndex(mcp_routes(reader.route_profiles))
-        builder = TwoLayerBuilder(index)
-        for flow in reader.flows():
-            index.note(flow)
-            builder.add(flow)
-    return builder.layers
-
-
-def read_tool_calls(path: str) -> list[ToolCall]:
-    """The tool calls of the recording at ``path``, in order, each with its GOLEM flows.
-    Raises TraceError (analysis.trace) for a file that cannot be read."""
-    return read_two_layers(path).tool_calls
+        return getattr(two_layers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

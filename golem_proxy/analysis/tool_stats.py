@@ -14,8 +14,9 @@ from typing import Any, Optional
 from .call_outage import routes_down, went_down
 from .flows import Flow
 from .stats import LatencySummary, summarize_latencies
-from .tool_calls import ToolCall, ToolCallIndex, TwoLayerBuilder, tool_call_error
+from .tool_calls import ToolCallIndex, tool_call_error
 from .trace import json_ms
+from .two_layers import ToolCall, TwoLayerBuilder
 
 __all__ = ["ToolStats", "ToolStatsBuilder"]
 

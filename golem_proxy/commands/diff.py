@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..analysis.request_rows import RequestRows, gaps_note, read_request_rows
-from ..analysis.tool_calls import ToolCall
 from ..analysis.trace import json_text
+from ..analysis.two_layers import ToolCall
 from ..replay.index import ExchangeTrace, load_exchanges
 from ..replay.render import render_diff, render_tool_call_diff
 from ..replay.tool_call_diff import diff_tool_calls

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 
 import trio
 
-from ..analysis.tool_calls import read_tool_calls
+from ..analysis.two_layers import read_tool_calls
 from ..live.redact import REDACTED, REDACTED_ESCAPED
 from .diffing import Comparator, Difference, envelope_body
 from .live_redaction import LiveRedaction

@@ -31,8 +31,8 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-from ..analysis.tool_calls import read_tool_calls
 from ..analysis.trace import TraceError
+from ..analysis.two_layers import read_tool_calls
 from ..net.addresses import Address, parse_address
 from ..recording.format import RecordingError
 from .background import BackgroundReplay

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from golem_core.profiles.mcp import TOOLS_CALL
 
-from ..analysis.tool_calls import ToolCall
+from ..analysis.two_layers import ToolCall
 from .diffing import Comparator
 from .large_payloads import compare_as_bytes
 from .mcp_verify import McpCheck, compare_tool_result, note_route_addresses

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from golem_core.profiles import get_profile
-from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.analysis.two_layers import read_tool_calls
 from golem_proxy.events import Direction
 from golem_proxy.live.tap_limits import ObserveLimits
 from golem_proxy.recording.format import RouteInfo

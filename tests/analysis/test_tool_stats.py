@@ -9,8 +9,8 @@ from typing import Any
 
 from golem_core.profiles import GOLEM, MCP
 from golem_proxy.analysis.flows import Flow
-from golem_proxy.analysis.tool_calls import ToolCall
 from golem_proxy.analysis.tool_stats import _row
+from golem_proxy.analysis.two_layers import ToolCall
 from golem_proxy.events import Direction, FrameSeen, RouteDown
 from tests.support.frames import frame_seen
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.analysis.two_layers import read_tool_calls
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.recording_lines import lines_by_connection
 from tests.support.cli_helpers import reap

@@ -21,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from golem_core.profiles import GOLEM
-from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.analysis.two_layers import read_tool_calls
 from golem_proxy.events import Direction, FrameSeen
 from golem_proxy.recording.reader import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from golem_proxy.analysis.tool_calls import cause_text, read_tool_calls, read_two_layers
+from golem_proxy.analysis.tool_calls import cause_text
+from golem_proxy.analysis.two_layers import read_tool_calls, read_two_layers
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess

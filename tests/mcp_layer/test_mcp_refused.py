@@ -18,7 +18,7 @@ import pytest
 
 from bench.processes import observing_process
 from golem_proxy.analysis.call_outage import routes_down, went_down
-from golem_proxy.analysis.tool_calls import read_two_layers
+from golem_proxy.analysis.two_layers import read_two_layers
 from golem_proxy.events import ConnectionClosed, Direction, FrameSeen, RouteDown, UpstreamStatus
 from golem_proxy.recording.format import read_recording
 from tests.live.observer_child_helpers import wait_for

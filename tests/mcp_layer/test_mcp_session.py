@@ -13,14 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.analysis.tool_calls import (
-    LAYER_GOLEM,
-    ToolCallIndex,
-    mcp_routes,
-    read_tool_calls,
-    read_two_layers,
-)
+from golem_proxy.analysis.tool_calls import LAYER_GOLEM, ToolCallIndex, mcp_routes
 from golem_proxy.analysis.trace import open_flows
+from golem_proxy.analysis.two_layers import read_tool_calls, read_two_layers
 from golem_proxy.events import FrameSeen
 from golem_proxy.recording.format import read_recording
 from golem_proxy.testing.plugin_process import PluginProcess

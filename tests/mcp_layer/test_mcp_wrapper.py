@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.analysis.two_layers import read_tool_calls
 from golem_proxy.events import ConnectionClosed, FrameSeen, ProcessOutput, ViolationSeen
 from golem_proxy.recording.format import read_recording
 from tests.support.cli_helpers import reap

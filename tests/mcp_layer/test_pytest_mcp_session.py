@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.analysis.two_layers import read_tool_calls
 from golem_proxy.testing.plugin_process import PluginProcess
 from golem_proxy.testing.pytester import plugin_args
 

@@ -13,7 +13,7 @@ from typing import Any
 import trio
 
 from golem_core.profiles import get_profile
-from golem_proxy.analysis.tool_calls import read_tool_calls
+from golem_proxy.analysis.two_layers import read_tool_calls
 from golem_proxy.events import Direction
 from golem_proxy.net.addresses import Address
 from golem_proxy.recording.format import RouteInfo
