@@ -2,7 +2,9 @@
 
 Each connection is forwarded by pumps.py: byte-exact, forwarding first, the observer handed
 the same chunks after, never making them wait. How a connection ends, half-closes and resets
-included, is `Connection`'s job, shared with the faulted pumps.
+included, is `Connection`'s job, shared with the faulted pumps. A connection whose upstream
+cannot be reached has what its client sent recorded, undelivered, before it is reset
+(unreachable.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from golem_core.profiles import Profile
 
 from ..events import ConnectionClosed, ConnectionOpened, Direction, Event, UpstreamStatus
 from ..net.addresses import Route
-from ..net.listeners import connect, open_listener
+from ..net.listeners import connect, connect_reason, open_listener
 from .connection import Connection
 from .enforce_limits import limit_check_tap
 from .fault_relay import FaultRelay
@@ -32,6 +34,7 @@ from .redact import Redactor
 from .resend import ResendError, Resent, resend
 from .route_gate import RouteGate, is_refusal
 from .tap import ConnectionTap
+from .unreachable import hand_on_unsent, read_unsent
 
 __all__ = ["Proxy"]
 
@@ -251,30 +254,29 @@ class Proxy:
         conn.publish_in_order(self.publish, opened)
         self._follow_opened(conn, opened)
         try:
+            unreachable = "did not answer in time"
             with trio.move_on_after(self.options.connect_timeout):
                 try:
                     conn.upstream = await connect(route.upstream)
                 except OSError as exc:
-                    conn.note(f"upstream {route.upstream} unreachable: {exc.strerror or exc}", True)
+                    unreachable = connect_reason(exc)
+                    conn.note(f"upstream {route.upstream} unreachable: {unreachable}", True)
                     if gate is not None and is_refusal(exc):
                         # Closed before this client is reset: its reconnect is refused, as
                         # it would be without the proxy.
                         await gate.refused(exc)
             if conn.upstream is None:
-                conn.note(f"upstream {route.upstream} did not answer in time", True)
+                conn.note(f"upstream {route.upstream} {unreachable}", True)
+                await self._unsent(conn, f"upstream unreachable: {unreachable}")
                 conn.reset.add("client")
                 return
             await self._relay(conn)
         finally:
             self._finish(conn)
 
-    async def _relay(self, conn: Connection) -> None:
-        assert conn.upstream is not None
-        conn.last_activity = trio.current_time()
-        conn.hold_idle_fin = not self.profile.clients_read_past_answers
+    def _observe(self, conn: Connection) -> None:
+        """Set up ``conn``'s observation: in a process of its own, or its tap here."""
         conn.inline = self.options.enforce_limits
-        if conn.inline:
-            conn.judge = limit_check_tap(conn.conn, conn.route.name, self.profile, self.options)
         if self.link is not None:
             # Observed in a process of its own: this one forwards and hands on what it sent
             # (see observer_link), deciding here only what must be decided before forwarding.
@@ -282,6 +284,22 @@ class Proxy:
         else:
             conn.tap = self._tap(conn.conn, conn.route.name)
             conn.observer = self.observer
+
+    async def _unsent(self, conn: Connection, why: str) -> None:
+        """``conn``'s upstream could not be reached (``why``): record what its client sent,
+        never forwarded, undelivered (unreachable.py)."""
+        chunks = await read_unsent(conn.client.socket.fileno(), self.options.observe.frame)
+        if chunks:
+            self._observe(conn)
+            hand_on_unsent(conn, chunks, self.start_time, why)
+
+    async def _relay(self, conn: Connection) -> None:
+        assert conn.upstream is not None
+        conn.last_activity = trio.current_time()
+        conn.hold_idle_fin = not self.profile.clients_read_past_answers
+        self._observe(conn)
+        if conn.inline:
+            conn.judge = limit_check_tap(conn.conn, conn.route.name, self.profile, self.options)
         # Observed in a process of its own, a large frame's body may go by the kernel's way.
         framing = self.profile.framing if self.link is not None else None
         pump: Pump = PlainPump(self.start_time, self.options.enforce_limits, framing).pump

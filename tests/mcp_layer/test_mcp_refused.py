@@ -1,8 +1,8 @@
 """End to end: the plugin is not running. The `mcp` package's stdio client calls a tool of the
 test FastMCP server through ``golem-proxy mcp --record``; the server's GOLEM connection is
-accepted by the proxy and closed, since nothing listens upstream. The recording names the
-call that connection failed, and `show` and `stats` put it under that call, with observation
-in the wrapper's process and in a process of its own."""
+accepted by the proxy and reset, since nothing listens upstream. The ``ping`` the server sent
+on it is recorded undelivered under the call that opened it, and `show` and `stats` put it
+there, with observation in the wrapper's process and in a process of its own."""
 
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ def refused(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Path, int, list[tuple[bool, list[dict[str, object]]]]]]:
     """Two calls of a GOLEM tool with no plugin: the first opens the server's connection,
-    which the proxy accepts and closes (the upstream refused it); the second finds it broken
-    and sends nothing."""
+    which the proxy accepts and resets (the upstream refused it), the ping the server sent on
+    it read and never sent on; the second finds it broken and sends nothing."""
     record = tmp_path_factory.mktemp("refused") / "session.jsonl"
     port = _port_nobody_listens_on()
     command = [
@@ -70,27 +70,39 @@ def refused(
     yield record, port, outcomes
 
 
-def test_the_close_names_the_call_that_opened_it(refused: tuple[Path, int, list]) -> None:
+UNREACHABLE = "upstream unreachable: connection refused"
+
+
+def test_the_ping_the_server_sent_names_the_call_that_opened_it(
+    refused: tuple[Path, int, list],
+) -> None:
+    """The server sent its ``ping`` on connecting, before the proxy found the plugin down: the
+    proxy read it and never sent it on. It is recorded, undelivered, and names the call; the
+    close, which a byte crossed, names none."""
     record, port, outcomes = refused
     assert [failed for failed, _ in outcomes] == [True, True]
     events = read_recording(str(record)).events
+    (ping,) = [e for e in events if isinstance(e, FrameSeen) and e.route == "main"]
+    assert ping.direction is Direction.C2S and ping.method == "ping"
+    assert ping.undelivered == UNREACHABLE
+    assert ping.tool_calls is not None
+    assert [ref.tool for ref in ping.tool_calls] == ["list_layers"]
     closes = [e for e in events if isinstance(e, ConnectionClosed) and e.route == "main"]
     (close,) = closes
     assert close.abnormal and close.bytes_c2s == close.bytes_s2c == 0
-    assert close.reason.startswith(f"upstream 127.0.0.1:{port} unreachable: ")
-    assert close.reason.endswith("Connection refused")
-    assert close.tool_calls is not None
-    assert [ref.tool for ref in close.tool_calls] == ["list_layers"]
-    # The line as written: the optional members after the older ones. The upstream refused
-    # and the proxy reset the client: a reset toward the client.
+    assert close.reason == (
+        f"upstream 127.0.0.1:{port} unreachable: connection refused; "
+        f"{ping.size} bytes read from the client not sent"
+    )
+    assert close.tool_calls is None
+    # The upstream refused and the proxy reset the client: a reset toward the client.
     (line,) = [
         json.loads(text)
         for text in record.read_text().splitlines()
         if '"kind":"close"' in text and '"route":"main"' in text
     ]
-    assert list(line)[-3:] == ["abnormal", "tool_calls", "resets"]
+    assert list(line)[-2:] == ["abnormal", "resets"]
     assert line["resets"] == ["s2c"]
-    assert [call["tool"] for call in line["tool_calls"]] == ["list_layers"]
 
 
 def test_the_readers_put_it_under_the_failed_call(refused: tuple[Path, int, list]) -> None:
@@ -98,27 +110,27 @@ def test_the_readers_put_it_under_the_failed_call(refused: tuple[Path, int, list
     layers = read_two_layers(str(record))
     first, second = layers.tool_calls
     assert first.is_error and second.is_error
-    (failed,) = first.failed_connections
-    assert failed.is_error and failed.connection_failed is not None
-    assert first.golem == [] and second.failed_connections == [] and second.golem == []
-    assert layers.outside == [] and layers.ambiguous == []
+    (ping,) = first.golem
+    assert ping.method == "ping" and ping.is_error and ping.undelivered == UNREACHABLE
+    assert first.failed_connections == [] and second.failed_connections == []
+    assert second.golem == [] and layers.outside == [] and layers.ambiguous == []
 
 
 def test_show_prints_the_row_under_the_call(refused: tuple[Path, int, list]) -> None:
-    record, port, _ = refused
+    record, _, _ = refused
     shown = run_cli("show", str(record))
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
     call = next(i for i, line in enumerate(lines) if "list_layers()" in line)
     row = lines[call + 1]
-    assert f"↳ ✗ connection: upstream 127.0.0.1:{port} unreachable: " in row
-    assert " failed" in row
+    assert "↳ ping" in row and f"undelivered ({UNREACHABLE})" in row
+    assert "✗ connection" not in shown.stdout
     rows = [json.loads(line) for line in run_cli("show", str(record), "--json").stdout.splitlines()]
     (golem,) = [row for row in rows if row["layer"] == "golem"]
     number = next(row["number"] for row in rows if row.get("tool") == "list_layers")
     assert golem["tool_call"] == number and golem["attribution"] == "call"
-    assert golem["status"] == "failed" and golem["error"] is True and golem["method"] is None
-    assert golem["connection_failed"]["abnormal"] is True
+    assert golem["status"] == f"undelivered ({UNREACHABLE})" and golem["error"] is True
+    assert golem["method"] == "ping" and golem["undelivered"] == UNREACHABLE
 
 
 def test_stats_counts_it_for_the_tool(refused: tuple[Path, int, list]) -> None:
@@ -126,11 +138,10 @@ def test_stats_counts_it_for_the_tool(refused: tuple[Path, int, list]) -> None:
     stats = run_cli("stats", str(record), "--json")
     assert stats.returncode == 0, stats.stderr
     tools = {row["tool"]: row for row in json.loads(stats.stdout)["tools"]}
-    assert tools["list_layers"]["failed_connections"] == 1
-    assert tools["list_layers"]["golem_flows"] == 0
+    assert tools["list_layers"]["golem_flows"] == 1
+    assert tools["list_layers"]["failed_connections"] == 0
+    assert tools["create_layer"]["golem_flows"] == 0
     assert tools["create_layer"]["failed_connections"] == 0
-    table = run_cli("stats", str(record))
-    assert "no conn" in table.stdout
 
 
 @pytest.mark.parametrize("observer", ["in-process", "child-process"])
