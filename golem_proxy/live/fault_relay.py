@@ -405,7 +405,8 @@ class FaultRelay:
             await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
             self.conn.eof[direction] = True
             async with self.locks[direction]:
-                self.conn.observe(direction, b"", self.now())
+                # The side did not close: what it leaves unanswered is the proxy's doing.
+                self.conn.observe_cut(direction, self.now(), "--fault truncate")
             self.conn.note(f"fault: truncated a frame ({direction.value})", True)
             if unsent:
                 self.conn.add_to_reason(f"{unsent:,} bytes read behind a truncated frame not sent")
