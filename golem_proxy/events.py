@@ -283,13 +283,16 @@ class StreamEnded:
     connection's close, which waits for the client. ``direction`` is the ended side's
     (``s2c``: the upstream closed). Decided by the tap, after every byte of that side was
     decoded: ``unanswered`` names the requests (their frame numbers, sent the other way) that
-    will have no answer on this connection."""
+    will have no answer on this connection. ``cut``: the side did not end it, the proxy did,
+    and how (``--fault truncate``: it cut an answer short, then closed), as the forwarding
+    side decided it; empty when the side itself closed."""
 
     conn: int
     route: str
     direction: Direction
     t: float
     unanswered: tuple[int, ...]
+    cut: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

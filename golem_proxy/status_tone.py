@@ -10,7 +10,14 @@ import enum
 
 from golem_core.outcome import Outcome, OutcomeKind
 
-__all__ = ["TONE_STYLES", "Tone", "outcome_tone", "undelivered_status"]
+__all__ = [
+    "TONE_STYLES",
+    "Tone",
+    "cut_status",
+    "never_delivered_status",
+    "outcome_tone",
+    "undelivered_status",
+]
 
 
 class Tone(enum.Enum):
@@ -61,6 +68,23 @@ def outcome_tone(outcome: Outcome, undelivered: str = "") -> Tone:
     side that asked, if it did not: an ``ok`` that nobody got is not shown as one)."""
     tone = _OUTCOME_TONES[outcome.kind]
     return Tone.UNDELIVERED if undelivered and tone is Tone.OK else tone
+
+
+def never_delivered_status(undelivered: str, delivered: int = 0, size: int = 0) -> str:
+    """The status of a request its receiver never got whole (``undelivered``: why, as the
+    proxy decided where it forwarded it): ``undelivered (upstream gone)``, or, when its
+    first ``delivered`` bytes of ``size`` went before that (`FrameSeen.delivered_bytes`),
+    ``partly delivered (14 of 111 bytes; upstream gone)``: part of a frame, on which no
+    receiver can act."""
+    if delivered > 0:
+        return f"partly delivered ({delivered:,} of {size:,} bytes; {undelivered})"
+    return f"undelivered ({undelivered})"
+
+
+def cut_status(cut: str) -> str:
+    """The status of a request left unanswered when the proxy itself ended the answering
+    side's stream (`StreamEnded.cut`: ``--fault truncate``), not that side."""
+    return f"unanswered (truncated by {cut})"
 
 
 def undelivered_status(status: str, undelivered: str) -> str:

@@ -26,7 +26,13 @@ from ..events import (
     ObservationLost,
     StreamEnded,
 )
-from ..status_tone import Tone, outcome_tone, undelivered_status
+from ..status_tone import (
+    Tone,
+    cut_status,
+    never_delivered_status,
+    outcome_tone,
+    undelivered_status,
+)
 from ..terminal import safe_text
 from .server_stderr import ServerStderr
 
@@ -316,8 +322,10 @@ class Flow:
         ``malformed:KIND``, …), ``oversized``, ``pending`` (``pending (recording ended)``,
         ``(session ended)``, once nothing more will be read: `ended_waiting`), ``unanswered``
         (``unanswered (upstream closed)``, or ``(client closed)`` for a server's request, when
-        the side that was to answer ended its stream first), ``undelivered (upstream gone)``
-        (a request its receiver never got: `never_delivered`), ``answered
+        the side that was to answer ended its stream first; ``(truncated by --fault
+        truncate)`` when the proxy ended it: `cut_status`), ``undelivered (upstream gone)``
+        (a request its receiver never got: `never_delivered`; ``partly delivered (14 of 111
+        bytes; upstream gone)`` when it got only its first bytes), ``answered
         (unobserved:frame-too-large)`` (its answer was too large to observe: `answered_in`),
         ``evicted`` (let go before its answer), ``unobserved:REASON``, ``failed``
         or ``closed`` (a connection that carried nothing: reset or refused, or closed cleanly),
@@ -338,9 +346,13 @@ class Flow:
         ):
             status = profile.describe(self.request.message)
         elif self.never_delivered:
-            return f"undelivered ({self.undelivered})"
+            request = self.request
+            assert request is not None
+            return never_delivered_status(self.undelivered, request.delivered_bytes, request.size)
         elif self.answered_in is not None:
             status = f"answered (unobserved:{self.answered_in.reason.value})"
+        elif self.stream_ended is not None and self.stream_ended.cut:
+            status = cut_status(self.stream_ended.cut)
         elif self.stream_ended is not None:
             side = "upstream" if self.stream_ended.direction is Direction.S2C else "client"
             status = f"unanswered ({side} closed)"

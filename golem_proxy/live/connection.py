@@ -166,6 +166,18 @@ class Connection:
             self.observer.after_queued(functools.partial(self.tap.mark_undelivered, direction, why))
         self.observe(direction, data, t)
 
+    def observe_cut(self, direction: Direction, t: float, how: str) -> None:
+        """Hand to inspection the end of ``direction``'s stream that the proxy made itself
+        (``how``: ``--fault truncate``), not its source: what it leaves unanswered says so
+        (`ConnectionTap.cut`)."""
+        if self.link is not None:
+            self.link.cut(self.conn, direction, how, t)
+        elif self.tap is not None and self.inline:
+            self.tap.cut(direction, how)
+        elif self.tap is not None and self.observer is not None:
+            self.observer.after_queued(functools.partial(self.tap.cut, direction, how))
+        self.observe(direction, b"", t)
+
     def observe_unsent_lost(
         self, direction: Direction, size: int, t: float, why: Optional[str] = None
     ) -> None:

@@ -38,6 +38,7 @@ from golem_core.profiles import Profile
 
 from ..events import Direction, Event, InterceptKind
 from .action_events import ActionEvents
+from .answer_turns import AnswerTurns
 from .chunks import ChunkReader
 from .connection import Connection
 from .enforce_limits import stopped_by_limits
@@ -86,6 +87,8 @@ class FaultRelay:
         """The `LOST` step of a response held by ``--intercept`` (detail, method), said once
         the answer is recorded: the server sent it all the same, and its flow needs it,
         marked undelivered."""
+        self.turns = AnswerTurns()
+        """``--fault error``'s answers waiting for the plugin's to earlier requests."""
 
     async def pump(self, conn: Connection, direction: Direction, scope: trio.CancelScope) -> None:
         """Forward one direction frame by frame until EOF, an error or a closing fault."""
@@ -148,6 +151,8 @@ class FaultRelay:
                     await self.unsent.lost_behind(direction)
                 self.unsent.read_through(direction)
             if not data:
+                if direction is Direction.S2C and not await self._answer(self.turns.end()):
+                    return
                 async with self.locks[direction]:
                     conn.end_of_stream(direction, self.now(), scope)
                 return
@@ -340,9 +345,30 @@ class FaultRelay:
     ) -> bool:
         """Apply the faults decided for one frame (``sent_at``: see `_send`); without
         ``--fault``, send it."""
-        raw = frame.raw
         if self.faults is None:
-            return await self._send(direction, raw, sent_at=sent_at, frame=frame)
+            return await self._send(direction, frame.raw, sent_at=sent_at, frame=frame)
+        if direction is Direction.C2S:
+            return await self._act(direction, frame, sent_at)
+        # An answer of the plugin's: the proxy's own answers behind it wait until it went.
+        self.turns.answering += 1
+        try:
+            going = await self._act(direction, frame, sent_at)
+        finally:
+            self.turns.answering -= 1
+        return going and await self._answer(self.turns.due(self.faults.waiting()))
+
+    async def _answer(self, replies: list[bytes]) -> bool:
+        """Send the proxy's answers whose turn came (`AnswerTurns`). False when the
+        connection ends."""
+        for reply in replies:
+            if not await self._send(Direction.S2C, reply):
+                return False
+        return True
+
+    async def _act(self, direction: Direction, frame: Frame, sent_at: Optional[float]) -> bool:
+        """`_faulted` with ``--fault``: decide, then carry the decision out."""
+        assert self.faults is not None
+        raw = frame.raw
         action = self.faults.decide(direction, raw, len(frame.header), frame.payload)
         if action.delay:  # said once the frame went on (`ActionEvents.faults`)
             try:
@@ -360,6 +386,9 @@ class FaultRelay:
             self.actions.faults(direction, action)
             if rule.kind is FaultKind.ERROR:
                 assert action.reply is not None
+                # In its turn: after the plugin's answers to the requests sent before it.
+                if self.turns.hold(self.faults.waiting(), action.reply):
+                    return True
                 return await self._send(Direction.S2C, action.reply)
             if rule.kind is FaultKind.RESET:
                 self.conn.note(f"fault: reset ({rule.spec})", True)
@@ -376,7 +405,8 @@ class FaultRelay:
             await self._send(direction, action.data[: action.truncate_at], sent_at=sent_at)
             self.conn.eof[direction] = True
             async with self.locks[direction]:
-                self.conn.observe(direction, b"", self.now())
+                # The side did not close: what it leaves unanswered is the proxy's doing.
+                self.conn.observe_cut(direction, self.now(), "--fault truncate")
             self.conn.note(f"fault: truncated a frame ({direction.value})", True)
             if unsent:
                 self.conn.add_to_reason(f"{unsent:,} bytes read behind a truncated frame not sent")

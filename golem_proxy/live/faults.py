@@ -166,6 +166,14 @@ class ConnectionFaults:
         """Remember a request that reached the upstream, to name the method of its answer."""
         self._methods.add_request(message, method)
 
+    def waiting(self) -> frozenset[int]:
+        """The requests forwarded that wait for their answer now (their places in the
+        connection's order): an answer the proxy makes in the plugin's place goes after
+        theirs (`fault_relay`). A request whose answer was decided on (even if it is not
+        sent yet, or was withheld) waits no more; one forgotten (its answer too costly to
+        parse) neither."""
+        return frozenset(pending.sequence for pending in self._methods.outstanding())
+
     def decide(self, direction: Direction, raw: bytes, header: int, payload: bytes) -> FrameAction:
         """Decide the fate of one complete frame. ``raw`` is its wire bytes, ``header`` the
         length of its header (the payload follows it). Mutates nothing but the generators,

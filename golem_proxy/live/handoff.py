@@ -97,6 +97,9 @@ class Kind(enum.IntEnum):
     framing (link_resume.py): just before its ``END``, so that a stream whose last frame was
     shed from its first byte on (link_holds.py) is said truncated. The data: the bytes of the
     frame still to come, in decimal (``0``: not known, a line or a split header)."""
+    CUT_BY = 15
+    """The connection's direction's next ``END`` is the proxy's, not its side's: the data says
+    how (UTF-8: ``--fault truncate``), so that what it leaves unanswered says so."""
 
 
 COUNT_KINDS = (Kind.LOST, Kind.RESUMED)

@@ -317,6 +317,9 @@ class HandoffSource:
             elif kind is Kind.UNDELIVERED:
                 why = bytes(record.data).decode("utf-8", "replace")
                 self.observer.after_queued(functools.partial(tap.mark_undelivered, direction, why))
+            elif kind is Kind.CUT_BY:
+                how = bytes(record.data).decode("utf-8", "replace")
+                self.observer.after_queued(functools.partial(tap.cut, direction, how))
             elif kind is Kind.ARRIVED:
                 self.observer.after_queued(functools.partial(tap.arrived, direction, record.t))
             elif kind is Kind.UNRECORDED:

@@ -27,7 +27,13 @@ from golem_core.profiles.mcp import TOOLS_CALL, is_notification, tool_name
 from .. import events
 from ..analysis.tool_calls import tool_call_name
 from ..events import Direction, Event
-from ..status_tone import TONE_STYLES, Tone, outcome_tone, undelivered_status
+from ..status_tone import (
+    TONE_STYLES,
+    Tone,
+    never_delivered_status,
+    outcome_tone,
+    undelivered_status,
+)
 from ..table_layout import print_unfolded, terminal_width
 from ..terminal import counted, format_latency, format_size, preview_json, safe_text
 from .log_asked import AskedCalls
@@ -248,9 +254,14 @@ class EventLog:
             text = self._prefix(event.t, event.route, event.conn)
             side = "upstream" if event.direction is events.Direction.S2C else "client"
             waiting = counted(len(event.unanswered), "request")
+            # The proxy's own cut is not blamed on the side.
+            ended = (
+                f"{side} ended its stream"
+                if not event.cut
+                else (f"the proxy ended the {side}'s stream ({safe_text(event.cut, _NAME)})")
+            )
             text.append(
-                f"{event.direction.arrow} {side} ended its stream: {waiting} it was to answer "
-                "will not be answered",
+                f"{event.direction.arrow} {ended}: {waiting} it was to answer will not be answered",
                 "yellow",
             )
             return text
@@ -406,7 +417,8 @@ class EventLog:
         """The line of a request never delivered, in the columns of an exchange's."""
         text = self._prefix(frame.t, frame.route, frame.conn)
         text.append(f"{safe_text(frame.method or '?', _METHOD):<32} ", "bold")
-        status = self._status_column(f"undelivered ({safe_text(frame.undelivered, _NAME)})")
+        why = safe_text(frame.undelivered, _NAME)
+        status = self._status_column(never_delivered_status(why, frame.delivered_bytes, frame.size))
         text.append(status, TONE_STYLES[Tone.UNDELIVERED])
         text.append(f" {'':>9}  {format_size(frame.size)} →", "dim")
         self._caller(text, frame.tool_calls)

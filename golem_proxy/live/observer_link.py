@@ -234,6 +234,11 @@ class ObserverLink:
         receiver (``why``): an ``UNDELIVERED`` record before them, never dropped."""
         self._mark(Kind.UNDELIVERED, conn, direction, t, why)
 
+    def cut(self, conn: int, direction: Direction, how: str, t: float) -> None:
+        """The end of ``conn``'s ``direction`` handed on next is the proxy's (``how``): a
+        ``CUT_BY`` record before it, never dropped."""
+        self._mark(Kind.CUT_BY, conn, direction, t, how)
+
     def _hand_on(self, conn: int, direction: Direction, data: bytes, t: float) -> None:
         if data and conn in self._shedding:
             self.writer.lose(conn, direction_number(direction), t, len(data))

@@ -219,9 +219,14 @@ class Proxy:
             return
         why, answering = self._cut
         for conn in self._live.values():
+            # What ended a side first (the client's close) comes first, then the cut and what
+            # it did not wait for: the answer, or the close of the side still open.
+            first = f"{conn.reason}; " if conn.reason else ""
             if conn.awaiting_reply:
-                conn.reason = f"{why}; {answering}'s answer was not waited for"
+                conn.reason = f"{first}{why}; {answering}'s answer was not waited for"
                 conn.abnormal = True
+            elif conn.eof[Direction.C2S] and not conn.eof[Direction.S2C]:
+                conn.reason = f"{first}{why}; {answering}'s close was not waited for"
             else:
                 conn.note(f"{why}; the connection was not waited for", True)
 

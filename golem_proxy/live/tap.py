@@ -115,6 +115,8 @@ class ConnectionTap:
         )
         """Publishes the frames this tap decodes, with their violations and exchanges."""
         self._digests: dict[Direction, FrameDigest] = {}
+        self._cut: dict[Direction, str] = {}
+        """The ends of stream the proxy made itself, and how (`cut`)."""
         self.carried = False
         """Whether any byte of this connection reached the tap, or was forwarded past it
         (`lose`), either way: a connection that carried nothing is told apart by it, as
@@ -191,6 +193,12 @@ class ConnectionTap:
         if digest is not None and digest.delivered is None:  # the frame in progress
             digest.delivered = digest.size + buffered
         self._frames.mark_undelivered(direction, why, buffered)
+
+    def cut(self, direction: Direction, how: str) -> None:
+        """The end of ``direction``'s stream fed next is the proxy's, not its side's (``how``:
+        ``--fault truncate``): what it leaves unanswered says so (`StreamEnded.cut`). Called
+        in order with the bytes, before that end."""
+        self._cut[direction] = how
 
     def ends_inside(self, direction: Direction, remaining: int) -> None:
         """The forwarding side, which followed ``direction``'s framing without decoding it,
@@ -408,7 +416,8 @@ class ConnectionTap:
             return  # both ended: the close follows at once and says it
         unanswered = self._pairing.unanswerable(direction.reverse)
         if unanswered:
-            self.publish(StreamEnded(**self._where(direction, t), unanswered=unanswered))
+            cut = self._cut.get(direction, "")
+            self.publish(StreamEnded(**self._where(direction, t), unanswered=unanswered, cut=cut))
 
     def _where(self, direction: Direction, t: float) -> Where:
         return Where(conn=self.conn, route=self.route, direction=direction, t=t)

@@ -225,6 +225,7 @@ class LineDecoder:
                 direction=member_direction(data),
                 t=t,
                 unanswered=member_indexes(data, "unanswered"),
+                cut=member_str(data, "cut", ""),
             )
         if kind == "open":
             client, upstream = member_str(data, "client"), member_str(data, "upstream")

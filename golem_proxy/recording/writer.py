@@ -136,6 +136,8 @@ def _encode_other(event: Event, profile: Profile, seq: int) -> Optional[bytes]:
     elif isinstance(event, events.StreamEnded):
         base.update(kind="end", conn=event.conn, route=event.route, dir=event.direction.value)
         base.update(unanswered=list(event.unanswered))
+        if event.cut:
+            base.update(cut=event.cut)
     else:  # pragma: no cover - exhaustive over Event
         return None
     return dumps(base) + b"\n"

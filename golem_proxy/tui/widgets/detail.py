@@ -41,7 +41,7 @@ from ...events import Direction, FrameSeen
 from ...fast_json import NOT_DECODED, decode_exactly
 from ...live.tap_parse import ELIDE_FRAMES_OVER
 from ...recording.frame_skeleton import over_parse_budget
-from ...status_tone import TONE_STYLES, Tone
+from ...status_tone import TONE_STYLES, Tone, never_delivered_status
 from ...terminal import format_latency, format_size, safe_text
 from ..payloads import PayloadReleased, in_recording, payload_of, release_note
 from ..render import (
@@ -398,7 +398,19 @@ def _summary(
     ended = flow.stream_ended
     if flow.never_delivered:
         # Not "closed before an answer": that would say the receiver had it to answer.
-        times.append(f"never delivered ({safe_text(flow.undelivered, 80)}): nothing was asked")
+        request = flow.request
+        if request is not None and request.delivered_bytes:
+            # Part of a frame: no receiver can act on it.
+            status = never_delivered_status(
+                safe_text(flow.undelivered, 80), request.delivered_bytes, request.size
+            )
+            times.append(f"{status}: nothing was asked")
+        else:
+            times.append(f"never delivered ({safe_text(flow.undelivered, 80)}): nothing was asked")
+    elif ended is not None and ended.cut:
+        side = "upstream" if ended.direction is Direction.S2C else "client"
+        cut = safe_text(ended.cut, 80)
+        times.append(f"the proxy ended the {side}'s stream at t={fmt_time(ended.t)} ({cut})")
     elif ended is not None:
         side = "upstream" if ended.direction is Direction.S2C else "client"
         times.append(f"the {side} ended its stream at t={fmt_time(ended.t)} before an answer")

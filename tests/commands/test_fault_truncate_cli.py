@@ -1,0 +1,53 @@
+"""``proxy --fault truncate`` cuts an answer the plugin gave in full: the request it leaves
+unanswered says the proxy cut it, in the recording, ``show`` and the live log, not that the
+plugin closed. The headless plugin in its own process, both observers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+from pathlib import Path
+
+import pytest
+
+from bench.robustness.proxy_cli import start_proxy_cli
+from golem_core.profiles import GOLEM
+from golem_proxy.testing.plugin_process import PluginProcess
+from tests.support.cli_helpers import run_cli
+from tests.support.plugin_fixture import plugin_fixture
+
+plugin = plugin_fixture(seed=5, scope="module")
+
+
+@pytest.mark.parametrize("observer", ["in-process", "child-process"])
+def test_an_answer_the_proxy_truncated_is_not_blamed_on_the_plugin(
+    plugin: PluginProcess, tmp_path: Path, observer: str
+) -> None:
+    record = tmp_path / "truncated.jsonl"
+    cli = start_proxy_cli(
+        "--route", f"main@127.0.0.1:0={plugin.main}", "--record", str(record),
+        "--observer", observer, "--fault", "truncate:dir=s2c,method=scene.list_layers",
+    )  # fmt: skip
+    try:
+        with socket.create_connection(("127.0.0.1", cli.port), timeout=10) as client:
+            client.sendall(
+                GOLEM.encode({"id": "cut-1", "method": "scene.list_layers", "params": {}})
+            )
+            got = b""
+            while chunk := client.recv(65536):  # until the proxy's FIN
+                got += chunk
+            assert 4 < len(got) < 4 + struct.unpack("!I", got[:4])[0]
+    finally:
+        log = cli.stop()
+    assert cli.process.returncode == 0, cli.stderr
+    lines = [json.loads(line) for line in record.read_text().splitlines()[1:]]
+    (end,) = [line for line in lines if line["kind"] == "end"]
+    assert (end["dir"], end["cut"]) == ("s2c", "--fault truncate")
+    shown = run_cli("show", "--json", str(record))
+    assert shown.returncode == 0, shown.stderr
+    rows = [json.loads(line) for line in shown.stdout.splitlines()]
+    statuses = {row["method"]: row["status"] for row in rows if row.get("method")}
+    assert statuses == {"scene.list_layers": "unanswered (truncated by --fault truncate)"}
+    assert "the proxy ended the upstream's stream (--fault truncate): 1 request" in log
+    assert "upstream ended its stream" not in log
