@@ -12,6 +12,8 @@ under any cap.
 
 Cost per chunk fed: lines, one look at its last byte; length-prefixed, one subtraction when the
 chunk ends inside a frame whose length is known, else one header read per frame starting in it.
+Length-prefixed, the headers read are counted on the way (`frames`): whether every request of a
+direction has had its answer is known without decoding.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class FrameBoundaries:
     the frame in progress, so the chunk can be split at the next boundary.
     """
 
-    __slots__ = ("_header", "_in_line", "_lines", "_remaining")
+    __slots__ = ("_header", "_in_line", "_lines", "_remaining", "_started")
 
     def __init__(self, framing: Framing) -> None:
         self._lines = framing is Framing.LINE
@@ -48,6 +50,8 @@ class FrameBoundaries:
         whole (0 at a boundary or while a header is split)."""
         self._header = b""
         """Length-prefixed: the first bytes of a header split across chunks (at most 3)."""
+        self._started = 0
+        """Length-prefixed: frames whose header was read whole."""
 
     @property
     def at_boundary(self) -> bool:
@@ -55,6 +59,14 @@ class FrameBoundaries:
         if self._lines:
             return not self._in_line
         return not self._remaining and not self._header
+
+    @property
+    def frames(self) -> Optional[int]:
+        """Length-prefixed: the frames fed whole so far; None for lines, whose frames are not
+        counted (that would mean looking at every byte)."""
+        if self._lines:
+            return None
+        return self._started - 1 if self._remaining else self._started
 
     @property
     def body_left(self) -> int:
@@ -93,10 +105,14 @@ class FrameBoundaries:
             self._header = b""
             (length,) = _unpack_header(split + bytes(data[:need]))
             pos = need + length
+            self._started += 1
         last_header = n - _HEADER_SIZE
+        started = 0
         while pos <= last_header:
             (length,) = _unpack_header(data, pos)
             pos += _HEADER_SIZE + length
+            started += 1
+        self._started += started
         if pos >= n:
             self._remaining = pos - n
         else:

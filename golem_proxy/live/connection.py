@@ -22,14 +22,14 @@ Transparency rules, so that a client sees through the proxy what it would see di
   bytes written before its FIN or reset was seen may have been read, and count as delivered;
   likewise an answer written after the client's FIN was seen and refused at once, unread
   (a client that gave up waiting and closed), is "client gone";
-* the upstream closes while the connection is idle (a plugin restarting between calls), on a
-  protocol whose clients read nothing between calls (GOLEM) → the FIN is held until the
-  client acts: if it sends, the bytes are forwarded, and when the
-  upstream answers them with a reset (it had fully closed), the client is reset, the error a
-  client reconnects on (directly, that call would see the end of stream and only the next one
-  the reset: through the proxy the client loses one failed call less, never one more), and
-  those bytes are recorded undelivered. If the upstream does not reset (it only half-closed),
-  the FIN follows.
+* the upstream closes while the connection is idle (a plugin restarting between calls: every
+  request answered, idle_fin.py), on a protocol whose clients read nothing between calls
+  (GOLEM) → the FIN is held until the client acts: if it sends, the bytes are forwarded, and
+  when the upstream answers them with a reset (it had fully closed), the client is reset, the
+  error a client reconnects on (directly, that call would see the end of stream and only the
+  next one the reset: through the proxy the client loses one failed call less, never one
+  more), and those bytes are recorded undelivered. If the upstream does not reset (it only
+  half-closed), the FIN follows.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from golem_core.framing import Frame
 from ..events import ConnectionClosed, Direction, Event
 from ..net.addresses import Route
 from ..net.listeners import close_abortively
+from .idle_fin import hold_while_idle
 from .observer import Observer
 from .observer_link import ObserverLink
 from .peer_state import acked_past, refused_unread, reset_after_close, reset_at_once
@@ -88,7 +89,9 @@ class Connection:
     reset: set[str] = field(default_factory=set)
     """Sides ("client", "upstream") to close with a reset rather than a clean FIN."""
     awaiting_reply: bool = False
-    """The client sent bytes that the upstream has not answered with any bytes yet."""
+    """The client's bytes crossed last (set per chunk, at no cost): a request waits. Cleared
+    by any bytes of the upstream's, one answer of several, or part of one: then whether one
+    waits is asked when it matters (`idle_fin.hold_while_idle`)."""
     fin_held: bool = False
     """The upstream closed while idle; the client's FIN waits for the client to act."""
     hold_idle_fin: bool = False
@@ -381,7 +384,12 @@ class Connection:
             self.release_fin()
             scope.cancel()
             return
-        if direction is Direction.S2C and not self.awaiting_reply and self.hold_idle_fin:
+        if (
+            direction is Direction.S2C
+            and self.hold_idle_fin
+            and not self.awaiting_reply
+            and hold_while_idle(self)
+        ):
             self.fin_held = True
             return
         with contextlib.suppress(OSError):

@@ -152,6 +152,19 @@ class OpenConnections:
             return 0
         return 0 if tracked.waiting[direction] else tracked.bounds[direction].body_left
 
+    def answers_waiting(self, conn: int) -> Optional[bool]:
+        """Whether requests of ``conn``'s client wait for answers: more of its frames crossed
+        whole than the upstream's, on a protocol whose every client frame is a request and
+        every server frame an answer (GOLEM). None when not known: a connection not
+        followed, or one whose frames are not counted (lines: `FrameBoundaries.frames`)."""
+        tracked = self._open.get(conn)
+        if tracked is None:
+            return None
+        asked, answered = (bounds.frames for bounds in tracked.bounds)
+        if asked is None or answered is None:
+            return None
+        return asked > answered
+
     def cut(self, conn: int, direction: int) -> Optional[int]:
         """Whether what ``conn``'s ``direction`` carried ends inside a frame (its stream ends
         there: a ``CUT`` record): the bytes of the frame still to come (0: not known, a line

@@ -330,6 +330,13 @@ class ObserverLink:
         if self.ledger.add(self.writer.handed, conn, size, t, from_client):
             self._holds.handed_on(t)
 
+    def answers_waiting(self, conn: int) -> Optional[bool]:
+        """Whether requests of ``conn``'s client wait for answers, as the frames followed for a
+        restart tell (`OpenConnections.answers_waiting`); None when not known (the frames are
+        not followed: no restart will come)."""
+        followed = self.connections
+        return None if followed is None else followed.answers_waiting(conn)
+
     def holds(self, conn: int) -> bool:
         """Whether the relay must wait (`until_caught_up`) before it takes ``conn``'s next
         bytes: the link is `holding` and ``conn`` does not shed, and the recording trails on

@@ -151,9 +151,11 @@ class ObservingProcess:
         restarts = setup.options.observer_restarts
         if restarts > 0:
             observing.restarts_left = restarts
-        if restarts > 0 or math.isfinite(link.hold_limit):
-            # Followed for a restart to take the connections up, and for a connection that
-            # sheds: where its stream ends, which the observing side may not see (`Kind.CUT`).
+        holds_fins = not get_profile(setup.profile).clients_read_past_answers
+        if restarts > 0 or math.isfinite(link.hold_limit) or holds_fins:
+            # Followed for a restart to take the connections up, for a connection that sheds:
+            # where its stream ends, which the observing side may not see (`Kind.CUT`), and
+            # for whether a request waits when the upstream closes (idle_fin.py).
             link.connections = OpenConnections(framings(setup), get_profile(setup.profile).framing)
         return observing
 

@@ -312,6 +312,11 @@ class ConnectionTap:
         """Requests waiting for an answer, both ways."""
         return len(self._pairing)
 
+    def answers_awaited(self) -> bool:
+        """Whether the client's requests may still wait for answers, as far as decoded: some
+        wait (`ConnectionPairing.awaited`), or decoding stopped and cannot tell."""
+        return self.failed is not None or self._pairing.awaited(Direction.C2S)
+
     def _handle(self, direction: Direction, event: object, t: float) -> Optional[TapVerdict]:
         if isinstance(event, Frame):
             return self._frames.frame_decoded(direction, event, t)

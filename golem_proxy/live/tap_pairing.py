@@ -89,6 +89,17 @@ class ConnectionPairing:
         """Requests waiting for an answer, both ways."""
         return sum(len(correlator) for correlator in self._correlators.values())
 
+    def awaited(self, asker: Direction) -> bool:
+        """Whether requests sent ``asker`` may still wait for answers: some wait, or some were
+        let go, too large to observe, or sent in bytes not observed, and their answers are
+        not all known to have come."""
+        return (
+            len(self._correlators[asker]) > 0
+            or self._unseen[asker] > 0
+            or bool(self._evicted[asker])
+            or self._lost_after[asker] is not None
+        )
+
     def unanswerable(self, asker: Direction) -> tuple[int, ...]:
         """The frame numbers of the requests sent ``asker`` still waiting, oldest first, once
         the answering side ended its stream: those whose answers cannot have crossed unseen

@@ -76,6 +76,9 @@ def check(framing: Framing, stream: bytes, cuts: list[int], views: bool) -> None
         boundaries.feed(data)
         offset += len(chunk)
         assert boundaries.at_boundary == (offset in found)
+        # The frames fed whole: each is one start past the stream's first.
+        whole = len(found) - 1 if framing is Framing.LENGTH_PREFIXED else None
+        assert boundaries.frames == whole
 
 
 @SETTINGS
@@ -122,6 +125,16 @@ def test_a_zero_length_frame_is_a_frame() -> None:
     assert boundaries.rest_of_frame(b"}\0\0\0\0") == 1
     boundaries.feed(b"}\0\0\0\0")
     assert boundaries.at_boundary
+
+
+def test_a_frame_counts_once_whole_also_when_its_body_is_skipped() -> None:
+    frame = encode_length_prefixed(b'{"id": 1}')
+    boundaries = FrameBoundaries(Framing.LENGTH_PREFIXED)
+    assert boundaries.frames == 0
+    boundaries.feed(frame + frame[:6])
+    assert boundaries.frames == 1  # the second is under way
+    boundaries.skip(boundaries.body_left)  # its body moved without being looked at
+    assert boundaries.frames == 2
 
 
 def test_a_frame_far_larger_than_a_chunk() -> None:

@@ -185,3 +185,20 @@ def test_what_crosses_once_the_pipe_broke_is_counted_for_the_next_process() -> N
     ]
     assert (1, 0, len(second) + len(third)) in _resumed(records)
     assert [r.conn for r in records if r.kind is Kind.CLOSED] == [2]
+
+
+def test_requests_wait_while_more_of_the_clients_frames_crossed_whole_than_answers() -> None:
+    followed = OpenConnections({}, Framing.LENGTH_PREFIXED)
+    assert followed.answers_waiting(1) is None  # not followed: not known
+    followed.opened(_opened(1))
+    assert followed.answers_waiting(1) is False
+    followed.follow(1, 0, _frame(1) + _frame(2) + _frame(3))  # pipelined
+    assert followed.answers_waiting(1) is True
+    followed.follow(1, 1, _frame(1))
+    followed.follow(1, 1, _frame(2) + _frame(3)[:-1])  # the last answer cut short
+    assert followed.answers_waiting(1) is True
+    followed.follow(1, 1, _frame(3)[-1:])
+    assert followed.answers_waiting(1) is False
+    lines = OpenConnections({}, Framing.LINE)
+    lines.opened(_opened(2))
+    assert lines.answers_waiting(2) is None  # lines are not counted
